@@ -1,0 +1,42 @@
+"""Typed knobs read from the environment, also settable with ``with config(NAME=value):``.
+
+- ``DEBUG`` (int, 0-4): 1 prints pass names and times, 4 also prints generated source.
+- ``DUMP_IR`` (directory): each lowering pass's output is written there as numbered files.
+- ``CC`` (str): the C compiler for the C target and for linking shared libraries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+__all__ = ["config", "get"]
+
+_DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc"}
+_overrides: list[dict[str, Any]] = []
+
+
+def get(name: str) -> Any:
+    if name not in _DEFAULTS:
+        raise KeyError(f"unknown config {name!r}; known: {', '.join(_DEFAULTS)}")
+    for layer in reversed(_overrides):
+        if name in layer:
+            return layer[name]
+    default = _DEFAULTS[name]
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return type(default)(raw) if not isinstance(default, str) else raw
+
+
+@contextlib.contextmanager
+def config(**values: Any) -> Iterator[None]:
+    for k in values:
+        if k not in _DEFAULTS:
+            raise KeyError(f"unknown config {k!r}; known: {', '.join(_DEFAULTS)}")
+    _overrides.append(values)
+    try:
+        yield
+    finally:
+        _overrides.pop()

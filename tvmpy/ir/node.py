@@ -1,0 +1,177 @@
+"""The base of every IR node: immutable, slotted, with structural equality kept apart from identity.
+
+``==`` on expressions builds comparison nodes (as in TVM), so identity is what ``hash`` and ``is``
+use; structural comparison is the explicit :func:`structural_equal` / :func:`structural_hash`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Node", "structural_equal", "structural_hash", "assert_structural_equal"]
+
+
+class Node:
+    """Immutable IR node. Subclasses list their child fields in ``_fields`` (order = printing order)."""
+
+    __slots__ = ("__weakref__",)
+    _fields: tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new node instead")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _init(self, **fields: Any) -> None:
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+    def replace(self, **changes: Any):
+        """A copy with some fields changed (``dataclasses.replace`` for IR nodes)."""
+        new = object.__new__(type(self))
+        for k in self._all_slots():
+            if k == "__weakref__":
+                continue
+            try:
+                object.__setattr__(new, k, changes.pop(k) if k in changes else getattr(self, k))
+            except AttributeError:
+                pass
+        if changes:
+            raise TypeError(f"{type(self).__name__} has no fields {sorted(changes)}")
+        return new
+
+    @classmethod
+    def _all_slots(cls) -> tuple[str, ...]:
+        cached = cls.__dict__.get("_slots_cache")
+        if cached is None:
+            names: list[str] = []
+            for klass in reversed(cls.__mro__):
+                for s in getattr(klass, "__slots__", ()):
+                    if s not in names:
+                        names.append(s)
+            cached = tuple(names)
+            type.__setattr__(cls, "_slots_cache", cached)
+        return cached
+
+    def same_as(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __str__(self) -> str:
+        from ..tir.printer import astext
+
+        return astext(self)
+
+    def __reduce__(self):
+        # pickling (worker processes): rebuild from slot values
+        return (_rebuild, (type(self), {k: getattr(self, k) for k in self._all_slots() if k != "__weakref__" and hasattr(self, k)}))
+
+
+def _rebuild(cls, state):
+    obj = object.__new__(cls)
+    for k, v in state.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def _leaf_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    return type(a) is type(b) and a == b
+
+
+class _StructEq:
+    """Structural comparison. Variables match when they are bound at the same place
+    (loop var, let var, param) or, for free variables, when they are the same object
+    (or any pairing, with map_free_vars)."""
+
+    def __init__(self, map_free_vars: bool):
+        self.map_free_vars = map_free_vars
+        self.var_map: dict[int, Any] = {}
+
+    def eq(self, a: Any, b: Any) -> bool:
+        if a is b:
+            return True
+        if isinstance(a, Node):
+            if type(a) is not type(b):
+                return False
+            from ..tir.expr import Var
+
+            if isinstance(a, Var):
+                mapped = self.var_map.get(id(a))
+                if mapped is not None:
+                    return mapped is b
+                if self.map_free_vars and a.dtype == b.dtype:
+                    self.var_map[id(a)] = b
+                    return True
+                return False
+            defs = getattr(a, "_def_fields", ())
+            for f in defs:  # bind defining occurrences first
+                va, vb = getattr(a, f), getattr(b, f)
+                if isinstance(va, (list, tuple)):
+                    if len(va) != len(vb):
+                        return False
+                    pairs = list(zip(va, vb))
+                else:
+                    pairs = [(va, vb)]
+                for x, y in pairs:
+                    if isinstance(x, Var):
+                        if not isinstance(y, Var) or x.dtype != y.dtype:
+                            return False
+                        self.var_map[id(x)] = y
+            for f in a._all_slots():
+                if f == "__weakref__" or f.startswith("_"):
+                    continue
+                if not self.eq(getattr(a, f, None), getattr(b, f, None)):
+                    return False
+            return True
+        if isinstance(a, (list, tuple)):
+            if not isinstance(b, (list, tuple)) or len(a) != len(b):
+                return False
+            return all(self.eq(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict):
+            if not isinstance(b, dict) or len(a) != len(b):
+                return False
+            for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+                if not self.eq(ka, kb) or not self.eq(va, vb):
+                    return False
+            return True
+        return _leaf_equal(a, b)
+
+
+def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
+    """True when ``a`` and ``b`` are the same program up to renaming of bound variables."""
+    return _StructEq(map_free_vars).eq(a, b)
+
+
+def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None:
+    if not structural_equal(a, b, map_free_vars):
+        raise AssertionError(f"not structurally equal:\n--- lhs\n{a}\n--- rhs\n{b}")
+
+
+def structural_hash(a: Any, map_free_vars: bool = True) -> int:
+    """A hash consistent with structural_equal(map_free_vars=True): variables hash by dtype only."""
+    from ..tir.expr import Var
+
+    if isinstance(a, Var):
+        return hash(("Var", a.dtype)) if map_free_vars else id(a)
+    if isinstance(a, Node):
+        h = hash(type(a).__name__)
+        for f in a._all_slots():
+            if f == "__weakref__" or f.startswith("_"):
+                continue
+            h = hash((h, structural_hash(getattr(a, f, None), map_free_vars)))
+        return h
+    if isinstance(a, (list, tuple)):
+        return hash(tuple(structural_hash(x, map_free_vars) for x in a))
+    if isinstance(a, dict):
+        return hash(tuple((structural_hash(k, map_free_vars), structural_hash(v, map_free_vars)) for k, v in a.items()))
+    try:
+        return hash(a)
+    except TypeError:
+        return id(a)

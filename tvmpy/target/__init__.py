@@ -1,0 +1,3 @@
+"""Compilation targets."""
+
+from .target import Target, current_target  # noqa: F401

@@ -1,0 +1,350 @@
+"""Tensor expressions: placeholders, computes, reductions and the operations that produce tensors.
+
+A :class:`Tensor` is one output of an :class:`Operation`. ``te.compute`` records the per-element
+expression of a stage; ``tensor[i, j]`` inside it builds a :class:`~tvmpy.tir.ProducerLoad`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+from ..ir import dtype as dt
+from ..ir.node import Node
+from ..tir import expr as E
+from ..tir.expr import IterVar, PrimExpr, Range, Var, convert, const
+
+__all__ = [
+    "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "Reduce", "CommReducer",
+    "placeholder", "compute", "reduce_axis", "thread_axis", "comm_reducer", "sum", "max", "min",
+    "var", "size_var",
+]
+
+
+class Tensor(Node):
+    """Output ``value_index`` of ``op``. Index it to read an element: ``A[i, j]``."""
+
+    __slots__ = ("op", "value_index", "shape", "dtype")
+
+    def __init__(self, op: "Operation", value_index: int, shape: Sequence[Any], dtype: str):
+        self._init(op=op, value_index=value_index, shape=tuple(convert(s) for s in shape), dtype=dtype)
+
+    @property
+    def name(self) -> str:
+        return self.op.name if self.op.num_outputs == 1 else f"{self.op.name}.v{self.value_index}"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices: Any) -> E.ProducerLoad:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != len(self.shape):
+            raise IndexError(f"tensor {self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
+        idx = []
+        for i in indices:
+            i = convert(i)
+            if not isinstance(i, PrimExpr) or not dt.is_integer(i.dtype):
+                raise TypeError(f"index of {self.name} must be an integer expression, got {i!r}")
+            idx.append(i)
+        return E.ProducerLoad(self, idx)
+
+    def __call__(self, *indices: Any) -> E.ProducerLoad:
+        return self[tuple(indices)]
+
+    def __str__(self) -> str:
+        return f"Tensor(shape=({', '.join(str(s) for s in self.shape)}), op.name={self.op.name}, dtype={self.dtype})"
+
+    __repr__ = __str__
+    __hash__ = Node.__hash__
+
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return self.op is other.op and self.value_index == other.value_index
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class Operation(Node):
+    """Base of tensor-producing operations."""
+
+    __slots__ = ("name", "tag", "attrs")
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def output(self, i: int) -> Tensor:
+        return self._outputs[i]  # type: ignore[attr-defined]
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return []
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+    __repr__ = __str__
+
+
+class PlaceholderOp(Operation):
+    __slots__ = ("shape", "dtype", "_outputs")
+
+    def __init__(self, name: str, shape: Sequence[Any], dtype: str):
+        dt.parse(dtype)
+        self._init(name=name, tag="", attrs={}, shape=tuple(convert(s) for s in shape), dtype=dtype)
+        self._init(_outputs=(Tensor(self, 0, self.shape, dtype),))
+
+
+class ComputeOp(Operation):
+    """``body[v]`` computes output ``v`` at index ``axis``; a reduction body is a :class:`Reduce`
+    over ``reduce_axis`` (all outputs of a multi-output reduction share one Reduce)."""
+
+    __slots__ = ("axis", "reduce_axis", "body", "_outputs")
+
+    def __init__(self, name: str, tag: str, attrs: dict, axis: Sequence[IterVar], body: Sequence[PrimExpr]):
+        body = tuple(body)
+        reduce_axis: tuple = ()
+        if isinstance(body[0], Reduce):
+            reduce_axis = tuple(body[0].axis)
+            for b in body:
+                if not isinstance(b, Reduce) or b.combiner is not body[0].combiner or b.source is not body[0].source:
+                    raise ValueError(f"compute {name}: a reduction must be the whole body of every output "
+                                     "(wrap a reduction in another compute to post-process it)")
+        else:
+            _check_no_nested_reduce(name, body)
+        self._init(name=name, tag=tag, attrs=dict(attrs or {}), axis=tuple(axis), reduce_axis=reduce_axis, body=body)
+        shape = tuple(iv.dom.extent for iv in axis)
+        self._init(_outputs=tuple(Tensor(self, i, shape, b.dtype) for i, b in enumerate(body)))
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.body)
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        seen: dict[tuple[int, int], Tensor] = {}
+
+        def f(n: Any) -> None:
+            if isinstance(n, E.ProducerLoad):
+                t = n.producer
+                seen.setdefault((id(t.op), t.value_index), t)
+
+        from ..tir.functor import post_order_visit
+
+        for b in self.body:
+            post_order_visit(b, f)
+        return list(seen.values())
+
+
+def _check_no_nested_reduce(name: str, body: Sequence[PrimExpr]) -> None:
+    from ..tir.functor import post_order_visit
+
+    def f(n: Any) -> None:
+        if isinstance(n, Reduce):
+            raise ValueError(f"compute {name}: te.sum/max/min (a reduction) must be the top-level "
+                             "expression of the compute; compute it in its own stage")
+
+    for b in body:
+        post_order_visit(b, f)
+
+
+class CommReducer(Node):
+    """A commutative reducer: ``result = combine(lhs, rhs)`` element-wise over tuples, with
+    ``identity_element``. Tuple reducers (e.g. argmax over (index, value)) have several lhs/rhs."""
+
+    __slots__ = ("lhs", "rhs", "result", "identity_element", "name")
+
+    def __init__(self, lhs: Sequence[Var], rhs: Sequence[Var], result: Sequence[PrimExpr],
+                 identity_element: Sequence[PrimExpr], name: str = "reduce"):
+        self._init(lhs=tuple(lhs), rhs=tuple(rhs), result=tuple(result),
+                   identity_element=tuple(identity_element), name=name)
+
+    def combine(self, lhs: Sequence[PrimExpr], rhs: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
+        from ..tir.functor import substitute
+
+        vmap = {**dict(zip(self.lhs, lhs)), **dict(zip(self.rhs, rhs))}
+        return tuple(substitute(r, vmap) for r in self.result)
+
+    def __str__(self) -> str:
+        return f"comm_reducer({self.name})"
+
+    __repr__ = __str__
+
+
+class Reduce(PrimExpr):
+    """Reduction of ``source`` over ``axis`` with ``combiner``; this node is output
+    ``value_index`` of the (tuple) reduction. ``condition`` masks elements; ``init`` optional."""
+
+    __slots__ = ("combiner", "source", "axis", "condition", "value_index", "init")
+    _fields = ("source", "condition")
+
+    def __init__(self, combiner: CommReducer, source: Sequence[PrimExpr], axis: Sequence[IterVar],
+                 condition: PrimExpr, value_index: int, init: Sequence[PrimExpr] = ()):
+        source = tuple(source)
+        self._init(dtype=source[value_index].dtype, combiner=combiner, source=source, axis=tuple(axis),
+                   condition=condition, value_index=value_index, init=tuple(init))
+
+    def _print(self, p) -> str:
+        src = ", ".join(p.expr(s) for s in self.source)
+        axes = ", ".join(p.expr(a.var) for a in self.axis)
+        cond = "" if isinstance(self.condition, E.IntImm) and self.condition.value else f", where={p.expr(self.condition)}"
+        vi = f"[{self.value_index}]" if len(self.source) > 1 else ""
+        return f"{self.combiner.name}({src}, axis=[{axes}]{cond}){vi}"
+
+
+# ---------------------------------------------------------------------------------------------
+def var(name: str = "tindex", dtype: str = "int32") -> Var:
+    return Var(name, dtype)
+
+
+def size_var(name: str = "size", dtype: str = "int32") -> E.SizeVar:
+    return E.SizeVar(name, dtype)
+
+
+def _shape_tuple(shape: Any) -> tuple:
+    if not isinstance(shape, (list, tuple)):
+        shape = (shape,)
+    out = []
+    for s in shape:
+        s = convert(s)
+        if not isinstance(s, PrimExpr) or not dt.is_integer(s.dtype):
+            raise TypeError(f"shape entries must be integers or integer expressions, got {s!r}")
+        if isinstance(s, E.IntImm) and s.value < 0:
+            raise ValueError(f"negative dimension {s.value} in shape {shape}")
+        out.append(s)
+    return tuple(out)
+
+
+def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the computation."""
+    return PlaceholderOp(name, _shape_tuple(shape), dtype).output(0)
+
+
+def _range(dom: Any) -> Range:
+    if isinstance(dom, Range):
+        return dom
+    if isinstance(dom, (list, tuple)):
+        if len(dom) != 2:
+            raise ValueError(f"a domain is (begin, end), got {dom}")
+        return Range(dom[0], dom[1])
+    return Range(0, dom)
+
+
+def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "", dtype: str | None = None) -> IterVar:
+    """A reduction axis over ``dom`` = (begin, end) or a Range."""
+    r = _range(dom)
+    return IterVar(r, Var(name, dtype or r.extent.dtype), IterVar.CommReduce, thread_tag)
+
+
+def thread_axis(dom: Any = None, tag: str = "", name: str = "", span: Any = None) -> IterVar:
+    """A thread axis (``blockIdx.x``, ``threadIdx.y``, ``vthread``...) to bind loops to."""
+    if isinstance(dom, str):
+        tag, dom = dom, None
+    if not tag:
+        raise ValueError("thread_axis needs a tag such as 'blockIdx.x', 'threadIdx.x' or 'vthread'")
+    r = _range(dom) if dom is not None else None
+    return IterVar(r, Var(name or tag, "int32"), IterVar.ThreadIndex, tag)
+
+
+def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag: str = "",
+            attrs: dict | None = None) -> Tensor | list[Tensor]:
+    """A tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``.
+
+    ``fcompute`` may return a list/tuple for several outputs of the same shape; a reduction
+    (``te.sum`` etc.) must be its top-level expression.
+    """
+    shape = _shape_tuple(shape)
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
+        names = [f"i{k}" for k in range(len(shape))]
+    else:
+        names = [p.name for p in params]
+        if len(names) != len(shape):
+            raise ValueError(f"compute {name}: fcompute takes {len(names)} arguments but the shape has "
+                             f"{len(shape)} dimensions")
+    axis = tuple(IterVar(Range(0, s), Var(n, s.dtype), IterVar.DataPar) for n, s in zip(names, shape))
+    body = fcompute(*[a.var for a in axis])
+    multi = isinstance(body, (list, tuple))
+    body = [convert(b) for b in (body if multi else [body])]
+    for b in body:
+        if not isinstance(b, PrimExpr):
+            raise TypeError(f"compute {name}: fcompute must return an expression, got {type(b).__name__}")
+    op = ComputeOp(name, tag, attrs or {}, axis, body)
+    outs = [op.output(i) for i in range(op.num_outputs)]
+    return outs if multi else outs[0]
+
+
+def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], name: str = "comm_reduce"):
+    """Make a reducer from ``fcombine(x, y)`` and ``fidentity(dtype)`` (tuples for tuple reducers).
+
+    The result is called as ``reducer(expr, axis, where=None, init=None)``; for a tuple reducer
+    ``expr`` is a tuple and the call returns a tuple of Reduce nodes.
+    """
+
+    def reducer(expr: Any, axis: Any, where: Any = None, init: Any = None, *args: Any):
+        exprs = tuple(convert(e) for e in expr) if isinstance(expr, (list, tuple)) else (convert(expr),)
+        axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+        for a in axes:
+            if not isinstance(a, IterVar) or a.iter_type != IterVar.CommReduce:
+                raise TypeError(f"{name}: axis must be te.reduce_axis IterVars, got {a!r}")
+        dtypes = [e.dtype for e in exprs]
+        lhs = tuple(Var(f"x{k}" if len(exprs) > 1 else "x", d) for k, d in enumerate(dtypes))
+        rhs = tuple(Var(f"y{k}" if len(exprs) > 1 else "y", d) for k, d in enumerate(dtypes))
+        res = fcombine(*lhs, *rhs) if len(exprs) > 1 else fcombine(lhs[0], rhs[0])
+        res = tuple(convert(r) for r in res) if isinstance(res, (list, tuple)) else (convert(res),)
+        ident = fidentity(*dtypes) if len(exprs) > 1 else fidentity(dtypes[0])
+        ident = tuple(convert(r) for r in ident) if isinstance(ident, (list, tuple)) else (convert(ident),)
+        if len(res) != len(exprs) or len(ident) != len(exprs):
+            raise ValueError(f"{name}: fcombine/fidentity must return {len(exprs)} values")
+        res = tuple(E.cast(r, d) for r, d in zip(res, dtypes))
+        ident = tuple(E.cast(r, d) for r, d in zip(ident, dtypes))
+        combiner = CommReducer(lhs, rhs, res, ident, name)
+        cond = convert(where) if where is not None else const(True)
+        inits = ()
+        if init is not None:
+            inits = tuple(convert(i) for i in init) if isinstance(init, (list, tuple)) else (convert(init),)
+        outs = tuple(Reduce(combiner, exprs, axes, cond, i, inits) for i in range(len(exprs)))
+        return outs if len(exprs) > 1 else outs[0]
+
+    reducer.__name__ = name
+    return reducer
+
+
+def _sum_identity(dtype: str) -> PrimExpr:
+    return const(0, dtype)
+
+
+def _min_value(dtype: str) -> PrimExpr:
+    from ..tir.op import min_value
+
+    return min_value(dtype)
+
+
+def _max_value(dtype: str) -> PrimExpr:
+    from ..tir.op import max_value
+
+    return max_value(dtype)
+
+
+def _max(x, y):
+    from ..tir.op import max as _m
+
+    return _m(x, y)
+
+
+def _min(x, y):
+    from ..tir.op import min as _m
+
+    return _m(x, y)
+
+
+sum = comm_reducer(lambda x, y: x + y, _sum_identity, name="sum")  # noqa: A001
+max = comm_reducer(_max, _min_value, name="max")  # noqa: A001
+min = comm_reducer(_min, _max_value, name="min")  # noqa: A001

@@ -1,0 +1,38 @@
+"""PrimFunc: a loop-IR function, the unit that tvm.lower returns and codegen compiles."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..ir.node import Node
+from .buffer import Buffer
+from .expr import Var
+from .stmt import Stmt
+
+__all__ = ["PrimFunc"]
+
+
+class PrimFunc(Node):
+    """``params``: Vars (handles for buffers, scalars for sizes/values); ``buffer_map`` maps a
+    handle param to the Buffer it carries. ``attrs``: e.g. {"global_symbol": "mm"}."""
+
+    __slots__ = ("params", "body", "buffer_map", "attrs")
+    _fields = ("params", "buffer_map", "body")
+    _def_fields = ("params",)
+
+    def __init__(self, params: Sequence[Var], body: Stmt, buffer_map: dict[Var, Buffer] | None = None,
+                 attrs: dict[str, Any] | None = None):
+        self._init(params=tuple(params), body=body, buffer_map=dict(buffer_map or {}),
+                   attrs=dict(attrs or {}))
+
+    @property
+    def name(self) -> str:
+        return self.attrs.get("global_symbol", "main")
+
+    def with_body(self, body: Stmt) -> "PrimFunc":
+        return self.replace(body=body)
+
+    def with_attr(self, key: str, value: Any) -> "PrimFunc":
+        attrs = dict(self.attrs)
+        attrs[key] = value
+        return self.replace(attrs=attrs)

@@ -1,0 +1,212 @@
+"""Visitors and mutators over the loop IR, with per-class cached dispatch.
+
+Subclass and define ``visit_<ClassName>`` for the nodes you care about; everything else is
+traversed (visitor) or rebuilt only when a child changed (mutator). Dispatch walks the MRO once
+per class, so ``visit_BinaryOp`` catches every arithmetic node that has no own method.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import expr as E
+from . import stmt as S
+from .buffer import Buffer
+
+__all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substitute",
+           "collect_vars", "uses_var"]
+
+
+def _dispatch_table(cls: type, table_attr: str) -> dict:
+    table = cls.__dict__.get(table_attr)
+    if table is None:
+        table = {}
+        type.__setattr__(cls, table_attr, table)
+    return table
+
+
+class _Functor:
+    _prefix = "visit_"
+
+    def _method_for(self, node_cls: type) -> Callable:
+        table = _dispatch_table(type(self), "_dispatch_cache")
+        m = table.get(node_cls)
+        if m is None:
+            for klass in node_cls.__mro__:
+                fn = getattr(type(self), self._prefix + klass.__name__, None)
+                if fn is not None:
+                    m = fn
+                    break
+            else:
+                m = type(self).generic_visit
+            table[node_cls] = m
+        return m
+
+    def visit(self, node: Any) -> Any:
+        return self._method_for(type(node))(self, node)
+
+    def generic_visit(self, node: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError(type(node).__name__)
+
+
+class Visitor(_Functor):
+    """Read-only traversal of expressions and statements (buffers' shapes included)."""
+
+    visit_buffers = False
+
+    def generic_visit(self, node: Any) -> None:
+        if node is None:
+            return
+        if isinstance(node, (list, tuple)):
+            for x in node:
+                self.visit(x)
+            return
+        if isinstance(node, Buffer):
+            if self.visit_buffers:
+                for s in node.shape:
+                    self.visit(s)
+            return
+        fields = getattr(node, "_fields", None)
+        if fields is None:
+            return
+        for f in fields:
+            v = getattr(node, f)
+            if isinstance(v, (E.PrimExpr, S.Stmt, list, tuple, E.Range, E.IterVar)):
+                self.visit(v)
+            elif isinstance(v, Buffer) and self.visit_buffers:
+                self.visit(v)
+        if self.visit_buffers:
+            b = getattr(node, "buffer", None)
+            if isinstance(b, Buffer):
+                self.visit(b)
+
+    def visit_dict(self, node: dict) -> None:
+        for v in node.values():
+            self.visit(v)
+
+
+class Mutator(_Functor):
+    """Rebuilds nodes whose children changed; returns the same object otherwise."""
+
+    def generic_visit(self, node: Any) -> Any:
+        if node is None:
+            return None
+        if isinstance(node, (list, tuple)):
+            new = [self.visit(x) for x in node]
+            if all(a is b for a, b in zip(new, node)):
+                return node
+            return type(node)(new) if isinstance(node, tuple) else new
+        fields = getattr(node, "_fields", None)
+        if not fields:
+            return node
+        changes = {}
+        for f in fields:
+            v = getattr(node, f)
+            if isinstance(v, (E.PrimExpr, S.Stmt, list, tuple, E.Range, E.IterVar)):
+                nv = self.visit(v)
+                if nv is not v:
+                    changes[f] = nv
+        if not changes:
+            return node
+        return _rebuild(node, changes)
+
+
+def _rebuild(node: Any, changes: dict) -> Any:
+    """Rebuild through the constructor when dtypes may change (binary ops), else copy fields."""
+    if isinstance(node, E.BinaryOp):
+        a = changes.get("a", node.a)
+        b = changes.get("b", node.b)
+        if a.dtype != b.dtype:
+            a, b = E.binary_match(a, b)
+        return type(node)(a, b)
+    if isinstance(node, E.Not):
+        return E.Not(changes["a"])
+    if isinstance(node, E.Select):
+        return E.Select(changes.get("condition", node.condition), changes.get("true_value", node.true_value),
+                        changes.get("false_value", node.false_value))
+    if isinstance(node, E.Ramp):
+        return E.Ramp(changes.get("base", node.base), changes.get("stride", node.stride), node.lanes)
+    if isinstance(node, E.Broadcast):
+        return E.Broadcast(changes["value"], node.lanes)
+    if isinstance(node, E.Let):
+        return E.Let(changes.get("var", node.var), changes.get("value", node.value), changes.get("body", node.body))
+    if isinstance(node, E.BufferLoad):
+        return E.BufferLoad(node.buffer, changes.get("indices", node.indices), changes.get("predicate", node.predicate))
+    if isinstance(node, E.Call):
+        return E.Call(node.dtype, node.op, changes["args"])
+    if isinstance(node, E.Range):
+        return E.Range.from_min_extent(changes.get("min", node.min), changes.get("extent", node.extent))
+    return node.replace(**changes)
+
+
+def post_order_visit(node: Any, fvisit: Callable[[Any], None]) -> None:
+    """Call ``fvisit`` on every expression/statement node, children first."""
+
+    class _V(Visitor):
+        def visit(self, n: Any) -> None:
+            super().visit(n)
+            if isinstance(n, (E.PrimExpr, S.Stmt)):
+                fvisit(n)
+
+    _V().visit(node)
+
+
+class _Substituter(Mutator):
+    def __init__(self, vmap: dict):
+        self.vmap = vmap
+
+    def visit_Var(self, v: E.Var) -> Any:
+        r = self.vmap.get(v)
+        return v if r is None else E.convert(r)
+
+    def visit_BufferLoad(self, node: E.BufferLoad) -> Any:
+        new = self.generic_visit(node)
+        nb = self.vmap.get(node.buffer)
+        if nb is not None:
+            return E.BufferLoad(nb, new.indices, new.predicate)
+        return new
+
+    def visit_BufferStore(self, node: S.BufferStore) -> Any:
+        new = self.generic_visit(node)
+        nb = self.vmap.get(node.buffer)
+        if nb is not None:
+            return S.BufferStore(nb, new.value, new.indices, new.predicate)
+        return new
+
+
+def substitute(node: Any, vmap: dict) -> Any:
+    """Replace variables (keys: Var objects, by identity) in an expression or statement; Buffer
+    keys replace buffers. Values may be Python numbers."""
+    if not vmap:
+        return node
+    return _Substituter(vmap).visit(node)
+
+
+stmt_substitute = substitute
+
+
+def collect_vars(node: Any) -> list[E.Var]:
+    """The distinct Vars appearing in ``node`` in first-seen order."""
+    seen: dict[int, E.Var] = {}
+
+    def f(n: Any) -> None:
+        if isinstance(n, E.Var) and id(n) not in seen:
+            seen[id(n)] = n
+
+    post_order_visit(node, f)
+    return list(seen.values())
+
+
+def uses_var(node: Any, pred: Callable[[E.Var], bool] | E.Var) -> bool:
+    if isinstance(pred, E.Var):
+        target = pred
+        pred = lambda v: v is target  # noqa: E731
+    found = False
+
+    def f(n: Any) -> None:
+        nonlocal found
+        if isinstance(n, E.Var) and pred(n):
+            found = True
+
+    post_order_visit(node, f)
+    return found
