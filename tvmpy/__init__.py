@@ -1,0 +1,36 @@
+"""tvmpy: an end-to-end optimizing compiler for deep learning, in the design of TVM.
+
+``import tvmpy as tvm`` reads like a TVM (paper era) tutorial: ``tvm.te``, ``tvm.tir``,
+``tvm.lower``, ``tvm.build``, ``tvm.nd.array``, ``tvm.cpu(0)``, ``tvm.runtime.load_module``.
+Sub-packages load on first use, so ``import tvmpy`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+from . import ir, tir, te, target  # noqa: E402,F401
+from .target import Target  # noqa: E402,F401
+
+_LAZY_MODULES = {"arith", "runtime", "nd", "codegen", "contrib", "transform", "config", "testing"}
+_LAZY_ATTRS = {
+    "lower": ("driver", "lower"),
+    "build": ("driver", "build"),
+    "cpu": ("runtime", "cpu"),
+    "device": ("runtime", "device"),
+    "Device": ("runtime", "Device"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        if name == "nd":
+            return importlib.import_module(".runtime.ndarray", __name__)
+        return importlib.import_module("." + name, __name__)
+    if name in _LAZY_ATTRS:
+        mod, attr = _LAZY_ATTRS[name]
+        return getattr(importlib.import_module("." + mod, __name__), attr)
+    raise AttributeError(f"module 'tvmpy' has no attribute {name!r}")

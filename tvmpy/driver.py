@@ -1,0 +1,55 @@
+"""``tvm.lower`` and ``tvm.build``: schedule -> loop IR -> passes -> machine code -> Module."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .target import Target
+from .tir.function import PrimFunc
+
+__all__ = ["lower", "build"]
+
+
+def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict | None) -> PrimFunc:
+    if isinstance(inputs, PrimFunc):
+        return inputs if name == "main" or "global_symbol" in inputs.attrs else inputs.with_attr("global_symbol", name)
+    from .te.schedule import Schedule
+    from .te.schedule_ops import schedule_to_primfunc
+
+    if not isinstance(inputs, Schedule):
+        raise TypeError(f"lower/build expects a te.Schedule or a tir.PrimFunc, got {type(inputs).__name__}")
+    if args is None:
+        raise TypeError("lower/build of a schedule needs `args`: the tensors (and scalar vars) of the function")
+    return schedule_to_primfunc(inputs, list(args), name, binds or {})
+
+
+def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "main", binds: dict | None = None,
+          simple_mode: bool = False, target: Any = None) -> PrimFunc:
+    """Lower a schedule (or PrimFunc) to optimized loop IR. ``print()`` the result to read it."""
+    from .tir.pipeline import lower_pipeline
+
+    func = _to_primfunc(inputs, args, name, binds)
+    if func.attrs.get("tir.lowered"):
+        return func
+    return lower_pipeline(func, Target(target) if target is not None else None)
+
+
+def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, name: str = "main",
+          binds: dict | None = None, target_host: Any = None):
+    """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
+    tgt = Target(target if target is not None else "llvm")
+    funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
+    if tgt.kind == "llvm":
+        from .codegen.llvm import build as build_llvm
+
+        return build_llvm(funcs, tgt)
+    if tgt.kind == "c":
+        from .codegen.c import build as build_c
+
+        return build_c(funcs, tgt)
+    if tgt.kind == "interp":
+        from .tir.interpreter import build as build_interp
+
+        return build_interp(funcs, tgt)
+    raise ValueError(f"no code generator for target {tgt}")
