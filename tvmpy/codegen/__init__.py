@@ -1,0 +1,1 @@
+"""Code generators: llvm (llvmlite), c (C source + system compiler)."""

@@ -1,0 +1,125 @@
+"""The calling convention shared by every CPU code generator and the runtime.
+
+A lowered PrimFunc ``f`` compiles to the C function
+
+    int32_t f(<params...>, <shape vars...>)
+
+- each buffer parameter (a handle Var in ``buffer_map``) is a ``void*`` to element 0, 64-byte
+  aligned when it comes from tvmpy's NDArray; each scalar parameter is passed as its dtype
+  (int32 -> int32_t, int64 -> int64_t, float32 -> float, float64 -> double);
+- then the *shape vars*: the free Vars in the buffers' shapes (and strides) that are not
+  parameters themselves, in first-seen order; the runtime reads each one off the shape of the
+  argument that carries it (``arg_index``, ``dim``), after checking every argument's shape;
+- the return value is 0 on success; on a failed AssertStmt the function stores a pointer to the
+  message (a NUL-terminated constant) in the module's global ``const char* __tvmpy_last_error``
+  and returns -1.
+
+A module (shared library) also exports ``const char __tvmpy_metadata[]``: the JSON of
+:func:`module_metadata`, so that ``load_module`` needs no compiler and no Python IR.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import dtype as dt
+from ..tir import expr as E
+from ..tir.function import PrimFunc
+from ..tir.functor import collect_vars
+
+__all__ = ["ParamSpec", "ShapeVarSpec", "Signature", "signature", "module_metadata",
+           "ERROR_SYMBOL", "METADATA_SYMBOL"]
+
+ERROR_SYMBOL = "__tvmpy_last_error"
+METADATA_SYMBOL = "__tvmpy_metadata"
+
+
+@dataclass
+class ParamSpec:
+    name: str
+    kind: str  # "buffer" or "scalar"
+    dtype: str  # element dtype for buffers
+    shape: list[Any] = field(default_factory=list)  # ints, or var names (str) for symbolic dims
+    strides: list[Any] | None = None  # None: compact row-major
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "dtype": self.dtype, "shape": self.shape,
+                "strides": self.strides}
+
+
+@dataclass
+class ShapeVarSpec:
+    name: str
+    dtype: str
+    arg_index: int
+    dim: int
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "arg_index": self.arg_index, "dim": self.dim}
+
+
+@dataclass
+class Signature:
+    name: str
+    params: list[ParamSpec]
+    shape_vars: list[ShapeVarSpec]
+    # the Var objects, for code generators: params then shape vars, in ABI order
+    vars: list[E.Var] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "params": [p.to_json() for p in self.params],
+                "shape_vars": [s.to_json() for s in self.shape_vars]}
+
+
+def _dim_json(e: E.PrimExpr, names: dict[int, str]) -> Any:
+    if isinstance(e, E.IntImm):
+        return e.value
+    if isinstance(e, E.Var):
+        return names.get(id(e), e.name)
+    return str(e)  # composite symbolic extent: checked by the runtime after binding vars
+
+
+def signature(func: PrimFunc) -> Signature:
+    """The ABI of ``func``: its parameters and the shape vars appended after them."""
+    params: list[ParamSpec] = []
+    param_ids = {id(p) for p in func.params}
+    shape_vars: list[ShapeVarSpec] = []
+    sv_vars: list[E.Var] = []
+    seen: set[int] = set()
+    for idx, p in enumerate(func.params):
+        b = func.buffer_map.get(p)
+        if b is None:
+            params.append(ParamSpec(p.name, "scalar", p.dtype))
+            continue
+        for d, s in enumerate(b.shape):
+            if isinstance(s, E.Var) and id(s) not in param_ids and id(s) not in seen:
+                seen.add(id(s))
+                shape_vars.append(ShapeVarSpec(s.name, s.dtype, idx, d))
+                sv_vars.append(s)
+        strides = None
+        if b.strides:
+            strides = [_dim_json(s, {}) for s in b.strides]
+        params.append(ParamSpec(b.name, "buffer", dt.element_of(b.dtype),
+                                [_dim_json(s, {}) for s in b.shape], strides))
+    # vars used only inside composite shape expressions can't be read off a dim
+    for p in func.params:
+        b = func.buffer_map.get(p)
+        if b is None:
+            continue
+        for s in list(b.shape) + list(b.strides):
+            for v in collect_vars(s):
+                if id(v) not in seen and id(v) not in param_ids:
+                    raise ValueError(f"{func.name}: shape variable {v.name} of buffer {b.name} appears only "
+                                     "inside an expression; pass it as an explicit scalar argument")
+    return Signature(func.name, params, shape_vars, list(func.params) + sv_vars)
+
+
+def module_metadata(funcs: list[PrimFunc], entry: str | None = None, extra: dict | None = None) -> str:
+    """JSON describing every function of a module (embedded as ``__tvmpy_metadata``)."""
+    sigs = [signature(f).to_json() for f in funcs]
+    meta = {"version": 1, "entry": entry or (funcs[0].name if funcs else ""), "functions": sigs}
+    if extra:
+        meta.update(extra)
+    return json.dumps(meta, sort_keys=True)
