@@ -501,7 +501,12 @@ class Range(Node):
             begin, end = 0, begin
         begin, end = convert(begin), convert(end)
         begin, end = binary_match(begin, end)
-        extent = end if _is_zero(begin) else _binary(Sub, end, begin)
+        if _is_zero(begin):
+            extent = end
+        elif isinstance(begin, IntImm) and isinstance(end, IntImm):
+            extent = IntImm(end.dtype, end.value - begin.value)
+        else:
+            extent = _binary(Sub, end, begin)
         self._init(min=begin, extent=extent)
 
     @staticmethod
