@@ -12,7 +12,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-from . import ir, tir, te, target  # noqa: E402,F401
+from . import ir, target, te, tir  # noqa: E402,F401
 from .target import Target  # noqa: E402,F401
 
 _LAZY_MODULES = {"arith", "runtime", "nd", "codegen", "contrib", "transform", "config", "testing"}

@@ -112,7 +112,7 @@ def test_structural_equality_and_hash():
         A = tir.decl_buffer((8,), "float32", "A")
         return tir.For(i, 0, 8, tir.ForKind.SERIAL, tir.BufferStore(A, A[i] * 2.0, [i])), A
 
-    (s1, A1), (s2, A2) = make(), make()
+    (s1, _), (s2, _) = make(), make()
     assert not structural_equal(s1, s2)  # different free buffers
     assert structural_equal(s1, s2, map_free_vars=True)
     i, j = te.var("i"), te.var("j")

@@ -6,7 +6,7 @@ Strings keep IR printing and user code readable; the helpers here parse them onc
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 __all__ = [
@@ -63,7 +63,7 @@ SUPPORTED = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse(dtype: str) -> DType:
     """Parse a dtype string; raise ValueError with the list of valid names otherwise."""
     if not isinstance(dtype, str):

@@ -39,7 +39,7 @@ def host_cpu_features() -> str:
 class Target:
     """A parsed target string. Unknown options raise a ValueError naming them."""
 
-    def __init__(self, target: "str | Target | None" = None, host: Any = None):
+    def __init__(self, target: str | Target | None = None, host: Any = None):
         if isinstance(target, Target):
             self.__dict__.update(target.__dict__)
             return
@@ -122,9 +122,9 @@ class Target:
         return hash(str(self))
 
     # `with Target(...):` sets the current target (used by topi schedules)
-    _stack: list["Target"] = []
+    _stack: list[Target] = []
 
-    def __enter__(self) -> "Target":
+    def __enter__(self) -> Target:
         Target._stack.append(self)
         return self
 

@@ -7,12 +7,13 @@ expression of a stage; ``tensor[i, j]`` inside it builds a :class:`~tvmpy.tir.Pr
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..ir import dtype as dt
 from ..ir.node import Node
 from ..tir import expr as E
-from ..tir.expr import IterVar, PrimExpr, Range, Var, convert, const
+from ..tir.expr import IterVar, PrimExpr, Range, Var, const, convert
 
 __all__ = [
     "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "Reduce", "CommReducer",
@@ -26,7 +27,7 @@ class Tensor(Node):
 
     __slots__ = ("op", "value_index", "shape", "dtype")
 
-    def __init__(self, op: "Operation", value_index: int, shape: Sequence[Any], dtype: str):
+    def __init__(self, op: Operation, value_index: int, shape: Sequence[Any], dtype: str):
         self._init(op=op, value_index=value_index, shape=tuple(convert(s) for s in shape), dtype=dtype)
 
     @property

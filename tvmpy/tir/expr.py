@@ -10,7 +10,8 @@ on integers. ``bool(expr)`` raises, because a symbolic value has no truth value:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..ir import dtype as dt
 from ..ir.node import Node
@@ -159,10 +160,10 @@ class PrimExpr(Node):
 
         return shift_right(*binary_match(self, other))
 
-    def astype(self, dtype: str) -> "PrimExpr":
+    def astype(self, dtype: str) -> PrimExpr:
         return cast(self, dtype)
 
-    def equal(self, other) -> "PrimExpr":
+    def equal(self, other) -> PrimExpr:
         """Explicit equality node (``==`` does the same)."""
         return _binary(EQ, self, other)
 
@@ -510,7 +511,7 @@ class Range(Node):
         self._init(min=begin, extent=extent)
 
     @staticmethod
-    def from_min_extent(min_value, extent) -> "Range":
+    def from_min_extent(min_value, extent) -> Range:
         r = object.__new__(Range)
         min_value, extent = binary_match(convert(min_value), convert(extent))
         r._init(min=min_value, extent=extent)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..ir.node import Node
 from .buffer import Buffer
@@ -29,10 +30,10 @@ class PrimFunc(Node):
     def name(self) -> str:
         return self.attrs.get("global_symbol", "main")
 
-    def with_body(self, body: Stmt) -> "PrimFunc":
+    def with_body(self, body: Stmt) -> PrimFunc:
         return self.replace(body=body)
 
-    def with_attr(self, key: str, value: Any) -> "PrimFunc":
+    def with_attr(self, key: str, value: Any) -> PrimFunc:
         attrs = dict(self.attrs)
         attrs[key] = value
         return self.replace(attrs=attrs)

@@ -7,7 +7,8 @@ per class, so ``visit_BinaryOp`` catches every arithmetic node that has no own m
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import expr as E
 from . import stmt as S

@@ -6,12 +6,30 @@ interpreter, constant folder and code generators share one table.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..ir import dtype as dt
 from .expr import (
-    FloorDiv, FloorMod, Div, Mod, Max, Min, PrimExpr, Call, Select, Not, And, Or, IntImm, FloatImm,
-    binary_match, cast, const, convert, _binary,
+    And,
+    Call,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    _binary,
+    binary_match,
+    cast,
+    const,
+    convert,
 )
 
 __all__ = [

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..ir.node import Node
 from .buffer import Buffer

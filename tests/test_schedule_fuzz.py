@@ -1,0 +1,224 @@
+"""Property test of the whole operator-level compiler: random legal schedules on random
+computations must compute what numpy computes.
+
+A workload builds its tensors and a numpy reference; `apply_random_schedule` draws a sequence
+of primitives (cache_read/cache_write first, then split, tile, fuse, reorder, compute_at,
+compute_inline, vectorize, unroll, parallel), each chosen among those legal in the current
+state of the schedule. Every example is built with the LLVM backend and compared to numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tvmpy as tvm
+from tvmpy import te, tir
+
+# --------------------------------------------------------------------------------------------
+# workloads: (inputs, outputs, numpy reference)
+
+
+def elementwise_chain(n, m):
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    C = te.compute((n, m), lambda i, j: te.exp(B[i, j] * 0.1) - B[i, j], name="C")
+    D = te.compute((n, m), lambda i, j: te.max(C[i, j], 0.5), name="D")
+    return [A], [D], lambda a: np.maximum(np.exp((a * 2 + 1) * 0.1) - (a * 2 + 1), 0.5)
+
+
+def broadcast_add(n, m):
+    A = te.placeholder((n, m), name="A")
+    b = te.placeholder((m,), name="b")
+    C = te.compute((n, m), lambda i, j: A[i, j] + b[j], name="C")
+    D = te.compute((n, m), lambda i, j: C[i, j] * C[i, j], name="D")
+    return [A, b], [D], lambda a, bb: (a + bb) ** 2
+
+
+def row_sum(n, m):
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 3.0, name="B")
+    k = te.reduce_axis((0, m), name="k")
+    C = te.compute((n,), lambda i: te.sum(B[i, k], axis=k), name="C")
+    return [A], [C], lambda a: (a * 3).sum(axis=1)
+
+
+def matmul(n, m):
+    kk = max(2, (n + m) // 2)
+    A = te.placeholder((n, kk), name="A")
+    B = te.placeholder((kk, m), name="B")
+    k = te.reduce_axis((0, kk), name="k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return [A, B], [C], lambda a, b: a @ b
+
+
+def conv2d(n, m):
+    cin, cout, h, w = 3, 4, n + 2, m + 2
+    X = te.placeholder((1, cin, h, w), name="X")
+    W = te.placeholder((cout, cin, 3, 3), name="W")
+    P = te.compute((1, cin, h + 2, w + 2),
+                   lambda b, c, y, x: te.if_then_else(
+                       tir.all(y >= 1, y <= h, x >= 1, x <= w), X[b, c, y - 1, x - 1], 0.0),
+                   name="P")
+    rc = te.reduce_axis((0, cin), name="rc")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    Y = te.compute((1, cout, h, w),
+                   lambda b, f, y, x: te.sum(P[b, rc, y + ry, x + rx] * W[f, rc, ry, rx], axis=[rc, ry, rx]),
+                   name="Y")
+
+    def ref(x, wt):
+        xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros((1, cout, h, w), np.float32)
+        for dy in range(3):
+            for dx in range(3):
+                out += np.einsum("bchw,fc->bfhw", xp[:, :, dy:dy + h, dx:dx + w], wt[:, :, dy, dx])
+        return out
+
+    return [X, W], [Y], ref
+
+
+def softmax(n, m):
+    A = te.placeholder((n, m), name="A")
+    k1 = te.reduce_axis((0, m), name="k1")
+    M = te.compute((n,), lambda i: te.max(A[i, k1], axis=k1), name="M")
+    E = te.compute((n, m), lambda i, j: te.exp(A[i, j] - M[i]), name="E")
+    k2 = te.reduce_axis((0, m), name="k2")
+    S = te.compute((n,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
+    O = te.compute((n, m), lambda i, j: E[i, j] / S[i], name="O")
+
+    def ref(a):
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return [A], [O], ref
+
+
+WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, conv2d, softmax]
+
+# --------------------------------------------------------------------------------------------
+
+
+def _compute_stages(s, outputs):
+    """Non-placeholder stages of the schedule, in the schedule's order."""
+    return [st_ for st_ in s.stages if isinstance(st_.op, te.ComputeOp)]
+
+
+def _consumers(s, stage):
+    out = []
+    for other in s.stages:
+        if isinstance(other.op, te.ComputeOp):
+            if any(t.op is stage.op for t in other.op.input_tensors):
+                out.append(other)
+    return out
+
+
+def apply_random_schedule(draw, s, inputs, outputs, log):
+    out_ops = {t.op for t in outputs}
+    # 1. cache stages (must come before loop transformations of the cached stage)
+    if draw(st.booleans()):
+        readers = [stg for stg in _compute_stages(s, outputs)
+                   if any(t.op is inputs[0].op for t in stg.op.input_tensors)]
+        if readers:
+            reader = draw(st.sampled_from(readers))
+            s.cache_read(inputs[0], "local", [reader.op])
+            log.append(f"cache_read({inputs[0].op.name}, local, [{reader.op.name}])")
+    if draw(st.booleans()):
+        s.cache_write(outputs[0], "local")
+        log.append(f"cache_write({outputs[0].op.name})")
+
+    inlined: set = set()
+    attached: set = set()
+    for _ in range(draw(st.integers(0, 6))):
+        stages = [stg for stg in _compute_stages(s, outputs) if stg.op not in inlined]
+        stage = draw(st.sampled_from(stages))
+        leaves = list(stage.leaf_iter_vars)
+        spatial = [iv for iv in leaves if iv.iter_type == tir.IterVar.DataPar]
+        prim = draw(st.sampled_from(["split", "tile", "fuse", "reorder", "compute_at", "inline",
+                                     "vectorize", "unroll", "parallel"]))
+        if prim == "split" and leaves:
+            iv = draw(st.sampled_from(leaves))
+            f = draw(st.integers(1, 7))
+            if draw(st.booleans()):
+                stage.split(iv, factor=f)
+            else:
+                stage.split(iv, nparts=f)
+            log.append(f"{stage.op.name}.split({iv.var.name}, {f})")
+        elif prim == "tile":
+            pairs = [(a, b) for a, b in zip(leaves, leaves[1:])
+                     if a.iter_type == b.iter_type == tir.IterVar.DataPar]
+            if pairs:
+                a, b = draw(st.sampled_from(pairs))
+                fa, fb = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+                stage.tile(a, b, fa, fb)
+                log.append(f"{stage.op.name}.tile({a.var.name}, {b.var.name}, {fa}, {fb})")
+        elif prim == "fuse":
+            pairs = [(a, b) for a, b in zip(leaves, leaves[1:]) if a.iter_type == b.iter_type]
+            if pairs:
+                a, b = draw(st.sampled_from(pairs))
+                stage.fuse(a, b)
+                log.append(f"{stage.op.name}.fuse({a.var.name}, {b.var.name})")
+        elif prim == "reorder" and len(leaves) > 1:
+            perm = draw(st.permutations(leaves))
+            stage.reorder(*perm)
+            log.append(f"{stage.op.name}.reorder({', '.join(iv.var.name for iv in perm)})")
+        elif prim == "compute_at" and stage.op not in out_ops and stage.op not in attached:
+            consumers = [c for c in _consumers(s, stage) if c.op not in inlined]
+            if len(consumers) == 1:
+                target = consumers[0]
+                ivs = list(target.leaf_iter_vars)
+                if ivs:
+                    iv = draw(st.sampled_from(ivs))
+                    stage.compute_at(target, iv)
+                    attached.add(stage.op)
+                    log.append(f"{stage.op.name}.compute_at({target.op.name}, {iv.var.name})")
+        elif prim == "inline" and stage.op not in out_ops and not stage.op.reduce_axis \
+                and stage.op not in attached:
+            stage.compute_inline()
+            inlined.add(stage.op)
+            log.append(f"{stage.op.name}.compute_inline()")
+        elif prim == "vectorize" and leaves and leaves[-1].iter_type == tir.IterVar.DataPar:
+            stage.vectorize(leaves[-1])
+            log.append(f"{stage.op.name}.vectorize({leaves[-1].var.name})")
+        elif prim == "unroll" and leaves:
+            iv = draw(st.sampled_from(leaves))
+            stage.unroll(iv)
+            log.append(f"{stage.op.name}.unroll({iv.var.name})")
+        elif prim == "parallel" and spatial and leaves[0] is spatial[0] and stage.op not in attached:
+            stage.parallel(leaves[0])
+            log.append(f"{stage.op.name}.parallel({leaves[0].var.name})")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_schedules_match_numpy(data):
+    workload = data.draw(st.sampled_from(WORKLOADS), label="workload")
+    n = data.draw(st.sampled_from([1, 2, 5, 7, 8, 13]), label="n")
+    m = data.draw(st.sampled_from([1, 3, 4, 11, 16]), label="m")
+    inputs, outputs, ref = workload(n, m)
+    s = te.create_schedule([t.op for t in outputs])
+    log: list[str] = []
+    apply_random_schedule(data.draw, s, inputs, outputs, log)
+    rng = np.random.default_rng(0)
+    args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
+    expected = ref(*args_np)
+    f = tvm.build(s, inputs + outputs, target="llvm")
+    out = tvm.nd.empty([int(d) for d in outputs[0].shape], outputs[0].dtype)
+    f(*[tvm.nd.array(a) for a in args_np], out)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5,
+                               err_msg="schedule: " + "; ".join(log))
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: w.__name__)
+def test_default_schedule_of_every_workload(workload):
+    inputs, outputs, ref = workload(7, 11)
+    s = te.create_schedule([t.op for t in outputs])
+    rng = np.random.default_rng(1)
+    args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
+    for target in ("llvm", "c"):
+        f = tvm.build(s, inputs + outputs, target=target)
+        out = tvm.nd.empty([int(d) for d in outputs[0].shape], outputs[0].dtype)
+        f(*[tvm.nd.array(a) for a in args_np], out)
+        np.testing.assert_allclose(out.numpy(), ref(*args_np), rtol=1e-4, atol=1e-5)
