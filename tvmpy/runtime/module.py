@@ -1,0 +1,339 @@
+"""Runtime modules: compiled code in a shared library, callable from Python.
+
+For code generators (the API the LLVM and C backends call)
+-----------------------------------------------------------
+``Module.from_objects(objects, funcs, entry, link_libs=(), imports=(), type_key="llvm",
+sources=None) -> Module``
+
+- ``objects``: relocatable, position-independent (``-fPIC`` / ``reloc="pic"``) ELF object files as
+  bytes. Each exported function follows codegen/abi.py: ``int32_t name(params..., shape vars...)``.
+  Helper symbols (outlined parallel bodies, constants) must have internal linkage (LLVM
+  ``internal``/``private``, C ``static``) so that several modules link into one library.
+- ``funcs``: the PrimFuncs compiled (their ``abi.signature`` describes each exported function), or
+  ``abi.Signature`` objects, or the metadata JSON string/dict of ``abi.module_metadata``.
+- ``__tvmpy_last_error``: the runtime links a weak definition (``const char* = 0``). Codegens
+  should only *declare* it (LLVM ``@__tvmpy_last_error = external global ptr``; C
+  ``extern const char* __tvmpy_last_error;``); a strong definition also works for one module,
+  but two strong ones collide when modules are linked together.
+- ``link_libs``: extra libraries: ``"gomp"`` (-> ``-lgomp``, for ``GOMP_parallel``), paths to
+  ``.so``/``.a``/``.o``, or raw flags. ``-lm`` is always linked.
+- ``imports``: Modules whose objects are linked into the same library (e.g. an external C
+  micro-kernel for tensorize, built with ``Module.from_c_source(src, funcs=[])``); their
+  symbols resolve at link time, their functions stay reachable through ``imported_modules``.
+- ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``.
+
+``Module.from_c_source(source, funcs, entry, cflags=linker.DEFAULT_CFLAGS, ...)`` compiles C with
+``config.get("CC")`` first (the C backend; pass e.g. ``-march=native``, ``-fopenmp``).
+
+The runtime guarantees to the generated code: every buffer pointer is 64-byte aligned and has the
+layout of the buffer's signature (compact row-major unless the signature has strides); shapes
+match the signature; shape vars are appended after the parameters.
+
+For users
+---------
+``m(*args)`` calls the entry function; ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
+``m.imported_modules``; ``m.import_module(other)``; ``m.get_source(fmt)``; ``m.type_key``;
+``m.export_library(path)`` (one .so with all code, imports and metadata);
+``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
+``load_module(path)`` loads an exported library in any process (ctypes + numpy only).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .device import Device, cpu
+from .function import Function
+
+__all__ = ["Module", "load_module"]
+
+
+def _metadata_of(funcs: Any, entry: str | None) -> dict:
+    if isinstance(funcs, Mapping):
+        meta = dict(funcs)
+    elif isinstance(funcs, str):
+        meta = json.loads(funcs)
+    else:
+        from ..codegen import abi
+        from ..tir.function import PrimFunc
+
+        sigs = []
+        for f in funcs:
+            if isinstance(f, PrimFunc):
+                sigs.append(abi.signature(f).to_json())
+            elif isinstance(f, abi.Signature):
+                sigs.append(f.to_json())
+            elif isinstance(f, Mapping):
+                sigs.append(dict(f))
+            else:
+                raise TypeError(f"funcs: expected PrimFunc, abi.Signature or dict, got {type(f).__name__}")
+        meta = {"version": 1, "entry": entry or (sigs[0]["name"] if sigs else ""), "functions": sigs}
+    if entry is not None:
+        meta["entry"] = entry
+    meta.setdefault("version", 1)
+    meta.setdefault("entry", "")
+    meta.setdefault("functions", [])
+    return meta
+
+
+def _dlopen(path: str) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as e:
+        raise RuntimeError(f"cannot load shared library {path}: {e}") from None
+
+
+class Module:
+    """Compiled functions in one loaded shared library, plus imported modules."""
+
+    def __init__(self, lib: ctypes.CDLL | None, metadata: dict, type_key: str = "llvm",
+                 objects: Sequence[bytes] = (), link_libs: Sequence[str] = (),
+                 sources: Mapping[str, str] | None = None, lib_path: str | None = None,
+                 device: Device | None = None):
+        self._lib = lib
+        self._meta = metadata
+        self.type_key = type_key
+        self._objects = list(objects)
+        self._link_libs = list(link_libs)
+        self._sources = dict(sources or {})
+        self._lib_path = lib_path  # set for modules loaded from a file: exported by copying it
+        self.device = device or cpu(0)
+        self.imported_modules: list[Module] = []
+        self._sigs = {s["name"]: s for s in metadata.get("functions", [])}
+        self._funcs: dict[str, Function] = {}
+        self._err: ctypes.c_char_p | None = None
+        if lib is not None:
+            try:
+                self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+            except ValueError:
+                self._err = None
+
+    # ---- construction (code generators) -------------------------------------------------------
+    @classmethod
+    def from_objects(cls, objects: Sequence[bytes], funcs: Any, entry: str | None = None,
+                     link_libs: Sequence[str] = (), imports: Sequence[Module] = (),
+                     type_key: str = "llvm", sources: Mapping[str, str] | None = None) -> Module:
+        """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
+        shared library, load it and return the Module (see the module docstring)."""
+        from .linker import link_shared
+
+        objects = [bytes(o) for o in objects]
+        for o in objects:
+            if o[:4] != b"\x7fELF":
+                raise ValueError("Module.from_objects: expected ELF relocatable object files")
+        meta = _metadata_of(funcs, entry)
+        mod = cls(None, meta, type_key, objects, link_libs, sources)
+        for m in imports:
+            mod.imported_modules.append(m)
+        all_objs, all_libs, all_meta = mod._collect()
+        with tempfile.TemporaryDirectory(prefix="tvmpy_mod_") as tmp:
+            path = os.path.join(tmp, "module.so")
+            link_shared(all_objs, json.dumps(all_meta, sort_keys=True), path, all_libs)
+            lib = _dlopen(path)  # the mapping outlives the file, which is removed with tmp
+        mod._attach(lib)
+        for m in mod.imported_modules:
+            m._share_lib(lib)
+        return mod
+
+    @classmethod
+    def from_c_source(cls, source: str, funcs: Any, entry: str | None = None,
+                      cflags: Sequence[str] | None = None, link_libs: Sequence[str] = (),
+                      imports: Sequence[Module] = (), type_key: str = "c") -> Module:
+        """Compile C ``source`` with the system compiler, then :meth:`from_objects`."""
+        from .linker import DEFAULT_CFLAGS, compile_c
+
+        obj = compile_c(source, DEFAULT_CFLAGS if cflags is None else cflags)
+        return cls.from_objects([obj], funcs, entry, link_libs, imports, type_key, {"c": source})
+
+    def _attach(self, lib: ctypes.CDLL) -> None:
+        self._lib = lib
+        self._funcs.clear()
+        try:
+            self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+        except ValueError:
+            self._err = None
+
+    def _share_lib(self, lib: ctypes.CDLL) -> None:
+        """An import whose code was linked into its importer's library: resolve there too when
+        it has no library of its own."""
+        if self._lib is None:
+            self._attach(lib)
+            for m in self.imported_modules:
+                m._share_lib(lib)
+
+    def _collect(self) -> tuple[list[bytes], list[str], dict]:
+        """Objects, libraries and metadata of this module and all its imports (each once)."""
+        objs: list[bytes] = []
+        libs: list[str] = []
+        seen: set[int] = set()
+
+        def visit(m: Module) -> dict:
+            seen.add(id(m))
+            if not m._objects and m._sigs:
+                raise RuntimeError(
+                    f"module ({m.type_key}) loaded from {m._lib_path or 'a library'} has no object "
+                    "code to link into another library; export the module it was built from")
+            objs.extend(m._objects)
+            libs.extend(x for x in m._link_libs if x not in libs)
+            meta = {k: v for k, v in m._meta.items() if k != "imports"}
+            meta["type_key"] = m.type_key
+            meta["imports"] = [visit(i) for i in m.imported_modules if id(i) not in seen]
+            return meta
+
+        meta = visit(self)
+        names: set[str] = set()
+
+        def check(meta: dict) -> None:
+            for s in meta["functions"]:
+                if s["name"] in names:
+                    raise ValueError(f"function {s['name']!r} is defined by two modules linked "
+                                     "together; give the functions distinct names")
+                names.add(s["name"])
+            for i in meta["imports"]:
+                check(i)
+
+        check(meta)
+        return objs, libs, meta
+
+    # ---- functions ----------------------------------------------------------------------------
+    @property
+    def entry_name(self) -> str:
+        return self._meta.get("entry", "")
+
+    def function_names(self) -> list[str]:
+        return list(self._sigs)
+
+    def _find(self, name: str) -> Function | None:
+        f = self._funcs.get(name)
+        if f is not None:
+            return f
+        sig = self._sigs.get(name)
+        if sig is not None and self._lib is not None:
+            try:
+                cfunc = getattr(self._lib, name)
+            except AttributeError:
+                raise RuntimeError(f"function {name} is in the module metadata but not in its "
+                                   "library") from None
+            f = Function(cfunc, sig, self, self.device)
+            self._funcs[name] = f
+            return f
+        for m in self.imported_modules:
+            f = m._find(name)
+            if f is not None:
+                return f
+        return None
+
+    def get_function(self, name: str, query_imports: bool = True) -> Function:
+        """The function ``name`` of this module (or, with ``query_imports``, of an import)."""
+        f = self._find(name) if query_imports else (
+            self._find(name) if name in self._sigs else None)
+        if f is None:
+            known = ", ".join(self._all_names()) or "none"
+            raise AttributeError(f"module has no function {name!r}; functions: {known}")
+        return f
+
+    def _all_names(self) -> list[str]:
+        out = list(self._sigs)
+        for m in self.imported_modules:
+            out.extend(m._all_names())
+        return out
+
+    def __getitem__(self, name: str) -> Function:
+        return self.get_function(name)
+
+    def __contains__(self, name: str) -> bool:
+        return self._find(name) is not None
+
+    def __call__(self, *args: Any) -> None:
+        if not self.entry_name:
+            raise RuntimeError("module has no entry function; use get_function(name)")
+        self.get_function(self.entry_name)(*args)
+
+    def _last_error(self) -> str | None:
+        if self._err is None or not self._err.value:
+            return None
+        return self._err.value.decode("utf-8", "replace")
+
+    # ---- imports, sources ---------------------------------------------------------------------
+    def import_module(self, mod: Module) -> None:
+        """Add ``mod`` to the imports: its functions become reachable through this module and
+        ``export_library`` links its code into the same library."""
+        if not isinstance(mod, Module):
+            raise TypeError(f"import_module expects a Module, got {type(mod).__name__}")
+        if mod is self:
+            raise ValueError("a module cannot import itself")
+        self.imported_modules.append(mod)
+
+    def get_source(self, fmt: str = "") -> str:
+        """Source attached by the code generator: ``"ll"``/``"llvm"`` (LLVM IR), ``"asm"``,
+        ``"c"``; the default is the first one attached."""
+        if not self._sources:
+            raise ValueError(f"this {self.type_key} module carries no source")
+        if fmt in ("", None):
+            return next(iter(self._sources.values()))
+        key = {"llvm": "ll", "s": "asm", "cc": "c"}.get(fmt, fmt)
+        if key not in self._sources:
+            raise ValueError(f"no {fmt!r} source in this module; available: "
+                             + ", ".join(self._sources))
+        return self._sources[key]
+
+    # ---- export -------------------------------------------------------------------------------
+    def export_library(self, file_name: str, **_: Any) -> None:
+        """Write one shared library with the code of this module and all its imports and the
+        metadata ``load_module`` reads."""
+        file_name = os.fspath(file_name)
+        if not self._objects and self._lib_path is not None and self._self_contained():
+            if os.path.abspath(file_name) != os.path.abspath(self._lib_path):
+                tmp = f"{os.path.abspath(file_name)}.{os.getpid()}.tmp"
+                shutil.copyfile(self._lib_path, tmp)
+                os.replace(tmp, file_name)
+            return
+        from .linker import link_shared
+
+        objs, libs, meta = self._collect()
+        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs)
+
+    def _self_contained(self) -> bool:
+        """All code of this module and its imports is in the one file it was loaded from."""
+        return all(m._lib_path == self._lib_path and not m._objects and m._self_contained()
+                   for m in self.imported_modules)
+
+    # ---- timing -------------------------------------------------------------------------------
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0, **_: Any):
+        """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call)."""
+        from .evaluator import time_evaluator
+
+        return time_evaluator(self.get_function(func_name), dev, number, repeat, min_repeat_ms,
+                              cooldown_interval_ms)
+
+    def __repr__(self) -> str:
+        return (f"Module(type_key={self.type_key!r}, entry={self.entry_name!r}, "
+                f"functions={list(self._sigs)}, imports={len(self.imported_modules)})")
+
+
+def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
+    mod = Module(lib, meta, meta.get("type_key", "library"), lib_path=path)
+    for sub in meta.get("imports", []):
+        mod.imported_modules.append(_module_from_meta(lib, sub, path))
+    return mod
+
+
+def load_module(path: str, fmt: str = "") -> Module:
+    """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load_module: no such file {path!r}")
+    lib = _dlopen(path)
+    try:
+        addr = ctypes.addressof(ctypes.c_char.in_dll(lib, "__tvmpy_metadata"))
+    except ValueError:
+        raise ValueError(f"{path} is not a tvmpy module (no __tvmpy_metadata symbol)") from None
+    meta = json.loads(ctypes.string_at(addr).decode("utf-8"))
+    return _module_from_meta(lib, meta, os.path.abspath(path))

@@ -1,0 +1,228 @@
+"""``tvm.nd``: n-dimensional arrays in device memory (host memory, 64-byte aligned, for now).
+
+An :class:`NDArray` wraps a numpy array ``_arr`` that views its memory: either an aligned block
+it allocated (``nd.empty``/``nd.array``), or memory shared with a DLPack producer
+(``nd.from_dlpack``; such a view may be strided or unaligned, and calls then copy it, see
+runtime/function.py). ``numpy()`` always returns a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir import dtype as dt
+from . import dlpack as _dlpack
+from .device import Device, cpu, device, kDLCPU
+
+__all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "device", "Device", "ALIGNMENT"]
+
+ALIGNMENT = 64
+
+
+def _check_device(dev: Any) -> Device:
+    if dev is None:
+        return cpu(0)
+    if isinstance(dev, str):
+        dev = device(dev)
+    if not isinstance(dev, Device):
+        raise TypeError(f"device must be a tvm Device (e.g. tvm.cpu(0)), got {type(dev).__name__}")
+    if dev.device_type != kDLCPU:
+        raise ValueError(f"no memory allocator for {dev}: this runtime has CPU memory only")
+    return dev
+
+
+def _np_dtype(dtype: Any) -> np.dtype:
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        return np.dtype(dt.from_numpy(dtype))
+    d = dt.parse(str(dtype))
+    if d.lanes != 1 or d.kind == "handle":
+        raise ValueError(f"NDArray dtype must be a scalar data type, got {dtype!r}")
+    return dt.to_numpy(str(d))
+
+
+def _aligned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    off = (-raw.ctypes.data) % ALIGNMENT
+    return raw[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    out = []
+    for s in shape:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"shape entries must be ints, got {s!r} ({type(s).__name__}); symbolic "
+                            "sizes must be given concrete values to allocate")
+        if s < 0:
+            raise ValueError(f"shape entries must be >= 0, got {tuple(shape)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+class NDArray:
+    """An array on a device (``tvm.nd.array(np_array)``, ``tvm.nd.empty(shape, dtype)``)."""
+
+    __slots__ = ("_arr", "_device", "__weakref__")
+
+    def __init__(self, arr: np.ndarray, dev: Device | None = None):
+        self._arr = arr
+        self._device = dev or cpu(0)
+
+    # ---- properties ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._arr.shape
+
+    @property
+    def dtype(self) -> str:
+        return self._arr.dtype.name
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    ctx = device  # old TVM name
+
+    @property
+    def ndim(self) -> int:
+        return self._arr.ndim
+
+    @property
+    def size(self) -> int:
+        return self._arr.size
+
+    @property
+    def strides(self) -> tuple[int, ...] | None:
+        """Element strides, or None when compact row-major (as DLPack/TVM report them)."""
+        a = self._arr
+        if a.flags.c_contiguous:
+            return None
+        return tuple(s // a.itemsize for s in a.strides)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return bool(self._arr.flags.c_contiguous)
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of element 0 (what compiled functions receive)."""
+        return self._arr.ctypes.data
+
+    @property
+    def handle(self) -> Any:
+        """The data pointer as a ``ctypes.c_void_p``."""
+        import ctypes
+
+        return ctypes.c_void_p(self.data_ptr)
+
+    # ---- copies -------------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the contents."""
+        return np.array(self._arr, copy=True, order="C")
+
+    asnumpy = numpy
+
+    def copyfrom(self, source: Any) -> NDArray:
+        """Copy ``source`` (NDArray, numpy array, nested lists) in; the shape must match."""
+        src = source._arr if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self.shape:
+            raise ValueError(f"copyfrom: shape mismatch: array has shape {self.shape}, "
+                             f"source has {src.shape}")
+        if not self._arr.flags.writeable:
+            raise ValueError("copyfrom: this array is read-only (imported read-only via DLPack)")
+        np.copyto(self._arr, src, casting="unsafe")
+        return self
+
+    def copyto(self, target: Any) -> NDArray:
+        """Copy into the NDArray ``target``, or into a new array on the Device ``target``."""
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        if isinstance(target, (Device, str)):
+            out = empty(self.shape, self.dtype, target)
+            return out.copyfrom(self)
+        raise TypeError(f"copyto expects an NDArray or a Device, got {type(target).__name__}")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if not self._arr.flags.writeable:
+            raise ValueError("this array is read-only (imported read-only via DLPack)")
+        if isinstance(value, NDArray):
+            value = value._arr
+        self._arr[key] = value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self._arr if dtype is None else self._arr.astype(dtype)
+        return np.array(a, copy=True) if copy else a
+
+    # ---- DLPack -------------------------------------------------------------------------------
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (self._device.device_type, self._device.device_id)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this array's memory (``np.from_dlpack(nd)``,
+        ``torch.from_dlpack(nd)``)."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"__dlpack__: cannot export {self._device} memory to {dl_device}")
+        arr, copied = self._arr, False
+        if copy:
+            arr, copied = _aligned(arr.shape, arr.dtype), True
+            np.copyto(arr, self._arr)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        if not arr.flags.writeable and not versioned and not copy:
+            raise BufferError("__dlpack__: cannot export a read-only array as a legacy DLPack "
+                              "capsule (the consumer could write to it); ask for max_version=(1, 0)")
+        return _dlpack.to_capsule(arr, self, self.__dlpack_device__(), versioned,
+                                  read_only=not arr.flags.writeable, copied=copied)
+
+    def to_dlpack(self) -> Any:
+        """A legacy ``dltensor`` capsule (TVM's ``NDArray.to_dlpack``)."""
+        return self.__dlpack__()
+
+    # ---- misc ---------------------------------------------------------------------------------
+    def same_as(self, other: Any) -> bool:
+        return isinstance(other, NDArray) and other._arr is self._arr
+
+    def __repr__(self) -> str:
+        return f"<tvm.nd.NDArray shape={self.shape}, {self._device}>\n{self._arr!r}"
+
+    def __str__(self) -> str:
+        return str(self._arr)
+
+    def __len__(self) -> int:
+        return len(self._arr)
+
+
+def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None) -> NDArray:
+    """An uninitialized, 64-byte-aligned array."""
+    dev = _check_device(device)
+    return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
+
+
+def array(arr: Any, device: Any = None, dtype: Any = None) -> NDArray:
+    """A new aligned array holding a copy of ``arr`` (numpy array, NDArray, nested lists, DLPack
+    tensor), converted to ``dtype`` when given."""
+    dev = _check_device(device)
+    if isinstance(arr, NDArray):
+        src = arr._arr
+    elif isinstance(arr, np.ndarray):
+        src = arr
+    elif hasattr(arr, "__dlpack__") and not isinstance(arr, (list, tuple)):
+        src = from_dlpack(arr)._arr
+    else:
+        src = np.asarray(arr, dtype=None if dtype is None else _np_dtype(dtype))
+    target = _np_dtype(dtype) if dtype is not None else _np_dtype(src.dtype)
+    out = NDArray(_aligned(src.shape, target), dev)
+    np.copyto(out._arr, src, casting="unsafe")
+    return out
+
+
+def from_dlpack(obj: Any) -> NDArray:
+    """An NDArray sharing memory with a DLPack producer (numpy array, torch tensor, NDArray) or
+    capsule. Non-contiguous and unaligned views are kept as they are (functions copy them)."""
+    arr, (dev_type, dev_id) = _dlpack.from_dlpack(obj)
+    return NDArray(arr, Device(kDLCPU if dev_type == 3 else dev_type, dev_id))
