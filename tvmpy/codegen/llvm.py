@@ -1,0 +1,153 @@
+"""The LLVM CPU backend: lowered PrimFuncs -> LLVM IR -> optimized object code -> runtime Module.
+
+Public entry points:
+
+- :func:`build` ``(funcs, target) -> runtime Module`` (used by ``tvm.build``);
+- :func:`emit_llvm_ir` ``(funcs, target) -> str``: the LLVM IR text we generate (before
+  optimization; ``optimized=True`` for after), also what ``Module.get_source("ll")`` returns;
+- :func:`emit_assembly` ``(funcs, target) -> str``: the optimized machine assembly;
+- :func:`compile_ir` ``(ir_text, target) -> bytes``: object code of an LLVM IR module (also used
+  to compile hand-written LLVM micro-kernels for tensorize).
+
+Code generation proper lives in llvm_codegen.py (statements, memory), llvm_arith.py, and
+llvm_intrinsics.py, llvm_parallel.py. Through llvmlite 0.50 (LLVM 22): never ``llvm.initialize()``
+(it raises); a fresh TargetMachine per compile; the new pass manager at O3 run explicitly;
+relocation model PIC (the object is linked into a shared library).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ..target import Target
+from ..tir.function import PrimFunc
+from .llvm_codegen import CodegenError, CodeGenLLVM
+from .llvm_parallel import LINK_LIBS
+
+__all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "CodegenError", "LINK_LIBS"]
+
+_init_lock = threading.Lock()
+_initialized = {"native": False, "all": False}
+
+
+def _init_llvm(cross: bool) -> Any:
+    import llvmlite.binding as llvm
+
+    with _init_lock:
+        if not _initialized["native"]:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized["native"] = True
+        if cross and not _initialized["all"]:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _initialized["all"] = True
+    return llvm
+
+
+def _as_target(target: Any) -> Target:
+    t = Target(target) if not isinstance(target, Target) else target
+    if t.kind != "llvm":
+        raise ValueError(f"the LLVM backend compiles for target kind 'llvm', got {t}")
+    return t
+
+
+def _target_machine(target: Target):
+    llvm = _init_llvm(cross=target.mtriple is not None)
+    triple = target.mtriple or llvm.get_default_triple()
+    try:
+        llvm_target = llvm.Target.from_triple(triple)
+    except RuntimeError as err:
+        raise ValueError(f"LLVM does not know target triple {triple!r}: {err}") from None
+    if target.mtriple is not None and target.mcpu is None:
+        cpu, features = "generic", ",".join(target.mattr)
+    else:
+        cpu, features = target.cpu, target.features
+    tm = llvm_target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+                                           codemodel="default")
+    return tm, triple, cpu, features
+
+
+def _check_funcs(funcs: Sequence[PrimFunc]) -> list[PrimFunc]:
+    if isinstance(funcs, PrimFunc):
+        funcs = [funcs]
+    funcs = list(funcs)
+    if not funcs:
+        raise ValueError("nothing to build: no functions given")
+    for f in funcs:
+        if not isinstance(f, PrimFunc):
+            raise TypeError(f"the LLVM backend compiles tir.PrimFunc, got {type(f).__name__}")
+    return funcs
+
+
+def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -> str:
+    cg = CodeGenLLVM(triple, str(tm.target_data), cpu, features)
+    for f in funcs:
+        cg.add_function(f)
+    return cg.text()
+
+
+def _optimize(ir_text: str, tm) -> Any:
+    import llvmlite.binding as llvm
+
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+    except RuntimeError as err:
+        numbered = "\n".join(f"{i + 1:5d} {line}" for i, line in enumerate(ir_text.splitlines()))
+        raise CodegenError(f"generated LLVM IR is invalid (a tvmpy codegen bug): {err}\n"
+                           f"{numbered}") from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    return mod
+
+
+def emit_llvm_ir(funcs: Sequence[PrimFunc], target: Any = None, optimized: bool = False) -> str:
+    """LLVM IR text of ``funcs`` (lowered PrimFuncs, IR form 2)."""
+    funcs = _check_funcs(funcs)
+    tgt = _as_target(target or "llvm")
+    tm, triple, cpu, features = _target_machine(tgt)
+    text = _generate(funcs, tm, triple, cpu, features)
+    if not optimized:
+        return text
+    return str(_optimize(text, tm))
+
+
+def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
+    """Optimized assembly of ``funcs`` for ``target``."""
+    funcs = _check_funcs(funcs)
+    tgt = _as_target(target or "llvm")
+    tm, triple, cpu, features = _target_machine(tgt)
+    mod = _optimize(_generate(funcs, tm, triple, cpu, features), tm)
+    return tm.emit_assembly(mod)
+
+
+def compile_ir(ir_text: str, target: Any = None) -> bytes:
+    """Optimize LLVM IR text and return the object file bytes for ``target``."""
+    tgt = _as_target(target or "llvm")
+    tm = _target_machine(tgt)[0]
+    return tm.emit_object(_optimize(ir_text, tm))
+
+
+def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> tuple[bytes, str]:
+    """(object bytes, LLVM IR text) of ``funcs``: everything :func:`build` needs but linking."""
+    funcs = _check_funcs(funcs)
+    tgt = _as_target(target or "llvm")
+    tm, triple, cpu, features = _target_machine(tgt)
+    text = _generate(funcs, tm, triple, cpu, features)
+    obj = tm.emit_object(_optimize(text, tm))
+    return obj, text
+
+
+def build(funcs: Sequence[PrimFunc], target: Any = None):
+    """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library)."""
+    from ..runtime.module import Module
+
+    funcs = _check_funcs(funcs)
+    obj, text = compile_funcs(funcs, target)
+    return Module.from_objects([obj], funcs, source=text, source_kind="ll",
+                               link_libs=list(LINK_LIBS), target=str(_as_target(target or "llvm")))

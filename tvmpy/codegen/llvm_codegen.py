@@ -1,0 +1,729 @@
+"""Lowered loop IR (IR form 2) -> LLVM IR text: statements, expressions and memory accesses.
+
+One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen here:
+
+- integer ``/`` and ``%`` (Div, Mod) truncate (sdiv/srem, udiv/urem); FloorDiv/FloorMod round
+  toward -inf (sign fixed after sdiv/srem); float FloorMod is ``a - floor(a/b)*b``;
+- float Min/Max are ``llvm.minimum``/``llvm.maximum``: a NaN operand gives NaN, as
+  ``numpy.minimum``/``numpy.maximum`` do;
+- float -> int casts truncate toward zero; to 8/16-bit (and uint32) targets they go through a
+  wider signed integer and wrap, matching numpy on x86; float -> bool is ``x != 0`` (NaN is true);
+- float arithmetic carries only the ``contract`` fast-math flag (FMA formation, no reassociation);
+- signed 32/64-bit arithmetic inside buffer indices and loop counters is ``nsw``; value
+  arithmetic wraps (int8 overflow is defined and wraps, as in numpy);
+- a vector ``if_then_else`` evaluates both sides, with the loads of each side masked by the
+  condition, so guarded out-of-bounds lanes are never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir import dtype as dt
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.function import PrimFunc
+from . import abi
+from .llvm_align import access_alignment, modular
+from .llvm_intrinsics import call_intrinsic, lower_call
+from .llvm_ir import FunctionBuilder, ModuleBuilder, Value, const_value, llvm_type, scalar_type
+
+__all__ = ["CodeGenLLVM", "CodegenError"]
+
+STACK_LIMIT_BYTES = 64 * 1024
+HEAP_ALIGN = 64
+
+
+class CodegenError(ValueError):
+    """The IR cannot be compiled by the LLVM backend (message says why and what to do)."""
+
+
+class _FnCtx:
+    """Per-LLVM-function state: builder, variable bindings, live heap allocations."""
+
+    def __init__(self, fb: FunctionBuilder, in_parallel: bool = False):
+        self.fb = fb
+        self.syms: dict[int, Value] = {}
+        self.heap: list[Value] = []
+        self.mod_env: dict[int, tuple[int, int]] = {}
+        self.align: dict[int, int] = {}  # handle var id -> known alignment of the pointer
+        self.noalias: set[int] = set()  # handle var ids of distinct buffers (params, allocations)
+        self.in_parallel = in_parallel
+        self.mask: Value | None = None  # vector lanes that may execute (vector if_then_else)
+
+
+class CodeGenLLVM:
+    def __init__(self, triple: str, datalayout: str, cpu: str, features: str,
+                 module_name: str = "tvmpy_module"):
+        self.mb = ModuleBuilder(module_name, triple, datalayout)
+        tattrs = f'"target-cpu"="{cpu}"'
+        if features:
+            tattrs += f' "target-features"="{features}"'
+        self.fn_attrs = self.mb.add_attribute_group(f"nounwind {tattrs}")
+        self.outlined_attrs = self.mb.add_attribute_group(f"noinline nounwind {tattrs}")
+        self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = weak global ptr null, align 8")
+        self._unlikely_md: str | None = None
+        self._unroll_md: str | None = None
+        self.ctx: _FnCtx
+        self._index_depth = 0
+        self._func_name = ""
+
+    # =========================================================================================
+    # functions
+    @property
+    def fb(self) -> FunctionBuilder:
+        return self.ctx.fb
+
+    def add_function(self, func: PrimFunc) -> None:
+        sig = abi.signature(func)
+        self._func_name = func.name
+        self._check_symbol(func.name)
+        params = []
+        bindings = []
+        names = set()
+        for var in sig.vars:
+            buf = func.buffer_map.get(var)
+            base = _ident(var.name)
+            name = base
+            k = 0
+            while name in names:
+                k += 1
+                name = f"{base}.{k}"
+            names.add(name)
+            if buf is not None:
+                align = buf.data_alignment if buf.data_alignment > 0 else 1
+                params.append(("ptr", f"noalias nocapture align {align}", f"%{name}"))
+                bindings.append((var, Value("ptr", f"%{name}"), align))
+            else:
+                ty = llvm_type(var.dtype)
+                attr = "zeroext" if ty == "i1" else ""
+                params.append((ty, attr, f"%{name}"))
+                bindings.append((var, Value(ty, f"%{name}"), 0))
+        fb = FunctionBuilder(func.name, "i32", params, self.fn_attrs)
+        self.mb.functions.append(fb)
+        self.ctx = _FnCtx(fb)
+        for var, val, align in bindings:
+            self.ctx.syms[id(var)] = val
+            if align:
+                self.ctx.align[id(var)] = align
+                self.ctx.noalias.add(id(var))
+        self.stmt(func.body)
+        if not fb.terminated:
+            fb.terminate("ret i32 0")
+
+    def _check_symbol(self, name: str) -> None:
+        if not name or not all(c.isalnum() or c in "_." for c in name) or name[0].isdigit():
+            raise CodegenError(f"function name {name!r} is not a valid C symbol")
+        if any(f.name == name for f in self.mb.functions):
+            raise CodegenError(f"two functions named {name!r} in one module")
+
+    def text(self) -> str:
+        return self.mb.text()
+
+    # =========================================================================================
+    # statements
+    def stmt(self, s: S.Stmt) -> None:
+        m = getattr(self, "_s_" + type(s).__name__, None)
+        if m is None:
+            raise CodegenError(f"LLVM codegen: unsupported statement {type(s).__name__}: {s}")
+        m(s)
+
+    def _s_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
+        if isinstance(s.value, (E.IntImm, E.FloatImm, E.StringImm)):
+            return
+        self.expr(s.value)
+
+    def _s_LetStmt(self, s: S.LetStmt) -> None:
+        v = self.expr(s.value)
+        with self._bind(s.var, v, s.value):
+            self.stmt(s.body)
+
+    def _s_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.attr_key in ("thread_extent", "virtual_thread"):
+            node = s.node
+            name = getattr(node, "thread_tag", "") or getattr(getattr(node, "var", None), "name", "")
+            raise CodegenError(
+                f"LLVM CPU codegen cannot compile AttrStmt {s.attr_key!r} ({name}): loops bound to "
+                "GPU threads / virtual threads need a GPU target; for CPU remove the bind(), or "
+                "lower virtual threads first (tir pipeline)")
+        self.stmt(s.body)
+
+    def _s_Prefetch(self, s: S.Prefetch) -> None:
+        return
+
+    def _s_AssertStmt(self, s: S.AssertStmt) -> None:
+        cond = self.expr(s.condition)
+        if dt.lanes_of(s.condition.dtype) > 1:
+            cond = call_intrinsic(self, "llvm.vector.reduce.and", [cond], "i1")
+        msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
+        self._check_or_fail(cond, msg)
+        self.stmt(s.body)
+
+    def _check_or_fail(self, ok: Value, msg: str | None) -> None:
+        """Continue when ``ok`` holds; otherwise record ``msg`` (None: already recorded) and
+        leave the function with -1, freeing live heap allocations."""
+        fb = self.fb
+        ok_l, fail_l = fb.label("assert_ok"), fb.label("assert_fail")
+        fb.cond_br(ok, ok_l, fail_l, f", !prof {self._unlikely()}")
+        fb.new_block(fail_l)
+        if msg is not None:
+            m = self.mb.string(msg)
+            fb.emit(f"store ptr {m.ref}, ptr @{abi.ERROR_SYMBOL}, align 8")
+        self._free_live()
+        fb.terminate("ret i32 -1")
+        fb.new_block(ok_l)
+
+    def _free_live(self) -> None:
+        for p in reversed(self.ctx.heap):
+            self.mb.declare("free", "void", ["ptr"])
+            self.fb.emit(f"call void @free({p})")
+
+    def _unlikely(self) -> str:
+        if self._unlikely_md is None:
+            self._unlikely_md = self.mb.add_metadata('!"branch_weights", i32 2000, i32 1')
+        return self._unlikely_md
+
+    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
+        if dt.lanes_of(s.condition.dtype) != 1:
+            raise CodegenError(f"IfThenElse needs a scalar condition, got {s.condition.dtype}")
+        cond = self.expr(s.condition)
+        fb = self.fb
+        then_l, end_l = fb.label("if_then"), fb.label("if_end")
+        else_l = fb.label("if_else") if s.else_case is not None else end_l
+        fb.cond_br(cond, then_l, else_l)
+        fb.new_block(then_l)
+        self.stmt(s.then_case)
+        fb.br(end_l)
+        if s.else_case is not None:
+            fb.new_block(else_l)
+            self.stmt(s.else_case)
+            fb.br(end_l)
+        fb.new_block(end_l)
+
+    def _s_For(self, s: S.For) -> None:
+        kind = s.kind
+        if kind == S.ForKind.PARALLEL and not self.ctx.in_parallel:
+            from .llvm_parallel import emit_parallel_for
+
+            emit_parallel_for(self, s)
+            return
+        if kind == S.ForKind.THREAD_BINDING:
+            raise CodegenError(f"LLVM CPU codegen cannot compile a thread-bound loop over "
+                               f"{s.loop_var.name}; use a GPU target or remove the bind()")
+        if kind == S.ForKind.VECTORIZED:
+            kind = S.ForKind.SERIAL  # vectorized loops left by the pipeline: scalar code
+        self.serial_loop(s.loop_var, s.min, s.extent, s.body, unroll=kind == S.ForKind.UNROLLED)
+
+    def serial_loop(self, var: E.Var, min_e: E.PrimExpr | Value, extent_e: E.PrimExpr | Value,
+                    body: S.Stmt, unroll: bool = False) -> None:
+        """A counted loop ``for var in [min, min+extent)`` with a phi induction variable."""
+        ty = llvm_type(var.dtype)
+        if not dt.is_integer(var.dtype) or dt.lanes_of(var.dtype) != 1:
+            raise CodegenError(f"loop variable {var.name} must be a scalar integer, got {var.dtype}")
+        self._index_depth += 1
+        lo = self._as_value(min_e, var.dtype)
+        ext = self._as_value(extent_e, var.dtype)
+        fb = self.fb
+        hi = fb.value(ty, f"add nsw {lo}, {ext.ref}", "for_end")
+        self._index_depth -= 1
+        pre = fb.cur
+        head, body_l, exit_l = fb.label("for_head"), fb.label("for_body"), fb.label("for_exit")
+        fb.br(head)
+        fb.new_block(head)
+        iv = fb.fresh(_ident(var.name))
+        nxt = fb.fresh(_ident(var.name) + "_next")
+        phi_lines = fb.lines
+        phi_lines.append("")  # patched below, once the latch block is known
+        cmp = "slt" if dt.is_int(var.dtype) else "ult"
+        c = fb.value("i1", f"icmp {cmp} {ty} {iv}, {hi.ref}", "for_cond")
+        fb.cond_br(c, body_l, exit_l)
+        fb.new_block(body_l)
+        with self._bind(var, Value(ty, iv), None):
+            self.stmt(body)
+        if not fb.terminated:
+            flag = "nsw " if dt.is_int(var.dtype) else "nuw "
+            fb.emit(f"{nxt} = add {flag}{ty} {iv}, 1")
+            latch = fb.cur
+            meta = f", !llvm.loop {self._unroll_loop_md()}" if unroll else ""
+            fb.br(head, meta)
+            phi_lines[0] = f"  {iv} = phi {ty} [ {lo.ref}, %{pre} ], [ {nxt}, %{latch} ]"
+        else:  # the body always leaves (e.g. a failing assert): no back edge
+            phi_lines[0] = f"  {iv} = phi {ty} [ {lo.ref}, %{pre} ]"
+        fb.new_block(exit_l)
+
+    def _unroll_loop_md(self) -> str:
+        if self._unroll_md is None:
+            self._unroll_md = self.mb.add_metadata('!"llvm.loop.unroll.full"')
+        return self.mb.add_metadata(self._unroll_md, distinct=True, self_ref=True)
+
+    def _as_value(self, e: E.PrimExpr | Value, dtype: str) -> Value:
+        if isinstance(e, Value):
+            return e
+        v = self.expr(e)
+        return self.cast(v, e.dtype, dtype) if e.dtype != dtype else v
+
+    # ---- allocation ------------------------------------------------------------------------
+    def _s_Allocate(self, s: S.Allocate) -> None:
+        buf = s.buffer
+        fb = self.fb
+        ety = llvm_type(buf.dtype, memory=True)
+        ebytes = dt.bytes_of(buf.dtype)
+        count: int | None = 1
+        for d in buf.shape:
+            if isinstance(d, E.IntImm) and count is not None:
+                count *= d.value
+            else:
+                count = None
+        on_stack = count is not None and (
+            count * ebytes <= STACK_LIMIT_BYTES
+            or (buf.scope.startswith("local") and count * ebytes <= 16 * STACK_LIMIT_BYTES))
+        if on_stack:
+            ptr = fb.alloca(f"[{max(count, 1)} x {ety}]", HEAP_ALIGN, _ident(buf.name))
+            with self._bind_buffer(buf.data, ptr):
+                self.stmt(s.body)
+            return
+        self._index_depth += 1
+        n = const_value(1, "int64")
+        for d in buf.shape:
+            dv = self.cast(self.expr(d), d.dtype, "int64") if d.dtype != "int64" else self.expr(d)
+            n = fb.value("i64", f"mul nsw {n}, {dv.ref}", "alloc_n")
+        self._index_depth -= 1
+        nbytes = fb.value("i64", f"mul nsw {n}, {ebytes}", "alloc_bytes")
+        # aligned_alloc wants a multiple of the alignment; 0 bytes still gets a valid pointer
+        padded = fb.value("i64", f"add i64 {nbytes.ref}, {HEAP_ALIGN - 1 + HEAP_ALIGN}", "alloc_pad")
+        rounded = fb.value("i64", f"and i64 {padded.ref}, {-HEAP_ALIGN}", "alloc_size")
+        self.mb.declare("aligned_alloc", "ptr", ["i64", "i64"])
+        ptr = fb.value("ptr", f"call ptr @aligned_alloc(i64 {HEAP_ALIGN}, {rounded})",
+                       _ident(buf.name))
+        ok = fb.value("i1", f"icmp ne {ptr}, null", "alloc_ok")
+        self._check_or_fail(ok, f"{self._func_name}: out of memory allocating buffer {buf.name}")
+        self.ctx.heap.append(ptr)
+        with self._bind_buffer(buf.data, ptr):
+            self.stmt(s.body)
+        self.ctx.heap.pop()
+        if not fb.terminated:
+            self.mb.declare("free", "void", ["ptr"])
+            fb.emit(f"call void @free({ptr})")
+
+    def _bind_buffer(self, data: E.Var, ptr: Value):
+        ctx = self.ctx
+        ctx.align[id(data)] = HEAP_ALIGN
+        ctx.noalias.add(id(data))
+        return self._bind(data, ptr, None)
+
+    # ---- stores ------------------------------------------------------------------------------
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        buf = s.buffer
+        index = self._flat_index(buf, s.indices)
+        value = self.expr(s.value)
+        vdtype = s.value.dtype
+        mem_val = self._to_memory(value, vdtype)
+        lanes = dt.lanes_of(index.dtype)
+        pred = self.expr(s.predicate) if s.predicate is not None else None
+        fb = self.fb
+        if lanes == 1:
+            if pred is not None:
+                if dt.lanes_of(s.predicate.dtype) != 1:
+                    raise CodegenError(f"scalar store into {buf.name} with a vector predicate")
+                st_l, end_l = fb.label("pstore"), fb.label("pstore_end")
+                fb.cond_br(pred, st_l, end_l)
+                fb.new_block(st_l)
+                self._store_scalar(buf, index, mem_val, vdtype)
+                fb.br(end_l)
+                fb.new_block(end_l)
+                return
+            self._store_scalar(buf, index, mem_val, vdtype)
+            return
+        if dt.lanes_of(buf.dtype) != 1:
+            raise CodegenError(f"vector index into vector-typed buffer {buf.name} is not supported")
+        if dt.lanes_of(vdtype) != lanes:
+            raise CodegenError(f"store into {buf.name}: value has {dt.lanes_of(vdtype)} lanes, "
+                               f"index has {lanes}")
+        ety = scalar_type(buf.dtype, memory=True)
+        data = self._data(buf)
+        if _unit_ramp(index):
+            base = self._index(index.base)
+            ptr = fb.value("ptr", f"getelementptr inbounds {ety}, {data}, {base}", "addr")
+            align = self._alignment(buf, index.base)
+            if pred is None:
+                fb.emit(f"store {mem_val}, ptr {ptr.ref}, align {align}")
+            else:
+                name = f"llvm.masked.store.{_vsuffix(mem_val.ty)}.p0"
+                self.mb.declare(name, "void", [mem_val.ty, "ptr", f"<{lanes} x i1>"])
+                fb.emit(f"call void @{name}({mem_val}, ptr align {align} {ptr.ref}, {pred})")
+            return
+        idx = self._index(index)
+        ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
+        mask = pred if pred is not None else const_value(True, f"boolx{lanes}")
+        name = f"llvm.masked.scatter.{_vsuffix(mem_val.ty)}.v{lanes}p0"
+        self.mb.declare(name, "void", [mem_val.ty, ptrs.ty, mask.ty])
+        al = dt.bytes_of(buf.dtype)
+        fb.emit(f"call void @{name}({mem_val}, {ptrs.ty} align {al} {ptrs.ref}, {mask})")
+
+    def _store_scalar(self, buf, index: E.PrimExpr, mem_val: Value, vdtype: str) -> None:
+        ptr = self.element_ptr(buf, (index,), flat=True)
+        align = self._alignment(buf, index)
+        self.fb.emit(f"store {mem_val}, ptr {ptr.ref}, align {align}")
+
+    # =========================================================================================
+    # memory helpers
+    def _flat_index(self, buf, indices) -> E.PrimExpr:
+        if len(indices) != 1:
+            raise CodegenError(
+                f"LLVM codegen needs flattened 1-D accesses (run tvmpy.tir.pipeline.lower_pipeline "
+                f"first): buffer {buf.name} is accessed with {len(indices)} indices")
+        idx = indices[0]
+        off = buf.elem_offset
+        if not (isinstance(off, E.IntImm) and off.value == 0):
+            lanes = dt.lanes_of(idx.dtype)
+            if isinstance(idx, E.Ramp):
+                idx = E.Ramp(E.binary_match(idx.base, off)[0] + off, idx.stride, idx.lanes)
+            elif lanes > 1:
+                idx = idx + E.Broadcast(E.cast(off, dt.element_of(idx.dtype)), lanes)
+            else:
+                idx = idx + off
+        return idx
+
+    def _data(self, buf) -> Value:
+        v = self.ctx.syms.get(id(buf.data))
+        if v is None:
+            raise CodegenError(f"{self._func_name}: buffer {buf.name} is used but its data "
+                               f"pointer {buf.data.name} is neither a parameter nor allocated")
+        return v
+
+    def _index(self, e: E.PrimExpr) -> Value:
+        self._index_depth += 1
+        try:
+            return self.expr(e)
+        finally:
+            self._index_depth -= 1
+
+    def element_ptr(self, buf, indices, flat: bool = False) -> Value:
+        """Pointer to element ``indices`` of ``buf`` (scalar index)."""
+        index = indices[0] if flat else self._flat_index(buf, indices)
+        ety = llvm_type(buf.dtype, memory=True)
+        idx = self._index(index)
+        return self.fb.value("ptr", f"getelementptr inbounds {ety}, {self._data(buf)}, {idx}",
+                             "addr")
+
+    def _alignment(self, buf, index: E.PrimExpr) -> int:
+        base_align = self.ctx.align.get(id(buf.data), 1)
+        return access_alignment(index, self.ctx.mod_env, dt.bytes_of(buf.dtype), base_align)
+
+    def _to_memory(self, v: Value, dtype: str) -> Value:
+        if dt.is_bool(dtype):
+            ty = llvm_type(dtype, memory=True)
+            return self.fb.value(ty, f"zext {v} to {ty}", "b2m")
+        return v
+
+    def _from_memory(self, v: Value, dtype: str) -> Value:
+        if dt.is_bool(dtype):
+            zero = const_value(0, dtype, memory=True)
+            return self.fb.value(llvm_type(dtype), f"icmp ne {v}, {zero.ref}", "m2b")
+        return v
+
+    # =========================================================================================
+    # expressions
+    def expr(self, e: E.PrimExpr) -> Value:
+        m = _EXPR_DISPATCH.get(type(e))
+        if m is None:
+            for klass in type(e).__mro__:
+                m = getattr(CodeGenLLVM, "_e_" + klass.__name__, None)
+                if m is not None:
+                    break
+            if m is None:
+                raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}: {e}")
+            _EXPR_DISPATCH[type(e)] = m
+        return m(self, e)
+
+    def _e_Var(self, e: E.Var) -> Value:
+        v = self.ctx.syms.get(id(e))
+        if v is None:
+            raise CodegenError(f"{self._func_name}: variable {e.name} ({e.dtype}) is not defined "
+                               "here: it is neither a parameter, a shape variable of a buffer "
+                               "parameter, a loop variable nor let-bound")
+        return v
+
+    def _e_IntImm(self, e: E.IntImm) -> Value:
+        return const_value(e.value, e.dtype)
+
+    def _e_FloatImm(self, e: E.FloatImm) -> Value:
+        return const_value(e.value, e.dtype)
+
+    def _e_StringImm(self, e: E.StringImm) -> Value:
+        return self.mb.string(e.value)
+
+    def _e_Cast(self, e: E.Cast) -> Value:
+        return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
+
+    def _e_BinaryOp(self, e: E.BinaryOp) -> Value:
+        from .llvm_arith import binary
+
+        return binary(self, e)
+
+    def _e_Not(self, e: E.Not) -> Value:
+        a = self.expr(e.a)
+        return self.fb.value(a.ty, f"xor {a}, {const_value(True, e.dtype).ref}", "not")
+
+    def _e_Select(self, e: E.Select) -> Value:
+        c = self.expr(e.condition)
+        t = self.expr(e.true_value)
+        f = self.expr(e.false_value)
+        if dt.lanes_of(e.condition.dtype) == 1 or dt.lanes_of(e.dtype) == dt.lanes_of(
+                e.condition.dtype):
+            return self.fb.value(t.ty, f"select {c}, {t}, {f}", "select")
+        raise CodegenError(f"select: condition lanes {e.condition.dtype} vs value {e.dtype}")
+
+    def _e_Let(self, e: E.Let) -> Value:
+        v = self.expr(e.value)
+        with self._bind(e.var, v, e.value):
+            return self.expr(e.body)
+
+    def _e_Ramp(self, e: E.Ramp) -> Value:
+        lanes = e.lanes
+        b, s = e.base, e.stride
+        if isinstance(b, E.IntImm) and isinstance(s, E.IntImm):
+            return const_value([b.value + i * s.value for i in range(lanes)], e.dtype)
+        base = self.broadcast(self.expr(b), lanes)
+        if isinstance(s, E.IntImm):
+            steps = const_value([i * s.value for i in range(lanes)], e.dtype)
+        else:
+            sv = self.broadcast(self.expr(s), lanes)
+            iota = const_value(list(range(lanes)), e.dtype)
+            steps = self.fb.value(sv.ty, f"mul {sv}, {iota.ref}", "ramp_step")
+        flag = " nsw" if self._index_depth and dt.is_int(e.dtype) and dt.bits_of(e.dtype) >= 32 else ""
+        return self.fb.value(base.ty, f"add{flag} {base}, {steps.ref}", "ramp")
+
+    def _e_Broadcast(self, e: E.Broadcast) -> Value:
+        cv = e.value
+        if isinstance(cv, (E.IntImm, E.FloatImm)):
+            return const_value(cv.value, e.dtype)
+        return self.broadcast(self.expr(cv), e.lanes)
+
+    def broadcast(self, v: Value, lanes: int) -> Value:
+        if v.ty.startswith("<"):
+            return v
+        vty = f"<{lanes} x {v.ty}>"
+        fb = self.fb
+        t = fb.value(vty, f"insertelement {vty} poison, {v}, i64 0", "bc")
+        return fb.value(vty, f"shufflevector {t}, {vty} poison, <{lanes} x i32> zeroinitializer",
+                        "bcast")
+
+    def _e_Shuffle(self, e: E.Shuffle) -> Value:
+        idx = []
+        for i in e.indices:
+            if not isinstance(i, E.IntImm):
+                raise CodegenError(f"shuffle indices must be constants, got {i}")
+            idx.append(i.value)
+        vecs = [self.expr(v) for v in e.vectors]
+        fb = self.fb
+        out_ty = llvm_type(e.dtype)
+        n = len(idx)
+        mask = "<" + ", ".join(f"i32 {i}" for i in idx) + ">"
+        if len(vecs) == 1 and vecs[0].ty.startswith("<"):
+            return fb.value(out_ty, f"shufflevector {vecs[0]}, {vecs[0].ty} poison, {mask}", "shuf")
+        if len(vecs) == 2 and vecs[0].ty == vecs[1].ty and vecs[0].ty.startswith("<"):
+            return fb.value(out_ty, f"shufflevector {vecs[0]}, {vecs[1]}, {mask}", "shuf")
+        lanes_of = [dt.lanes_of(v.dtype) for v in e.vectors]
+        est = scalar_type(e.dtype)
+        flat: list[tuple[Value, int | None]] = []
+        for v, ln in zip(vecs, lanes_of):
+            flat.extend([(v, i) for i in range(ln)] if ln > 1 else [(v, None)])
+        out = Value(out_ty, "poison")
+        for k, i in enumerate(idx):
+            if not 0 <= i < len(flat):
+                raise CodegenError(f"shuffle index {i} out of range 0..{len(flat) - 1}")
+            src, lane = flat[i]
+            x = src if lane is None else fb.value(est, f"extractelement {src}, i32 {lane}", "ext")
+            if n == 1:
+                return x
+            out = fb.value(out_ty, f"insertelement {out}, {x}, i32 {k}", "ins")
+        return out
+
+    def _e_Call(self, e: E.Call) -> Value:
+        return lower_call(self, e)
+
+    def _e_ProducerLoad(self, e: E.ProducerLoad) -> Value:
+        raise CodegenError(f"tensor read {e} reached codegen: lower the schedule first")
+
+    def _e_BufferLoad(self, e: E.BufferLoad) -> Value:
+        buf = e.buffer
+        index = self._flat_index(buf, e.indices)
+        lanes = dt.lanes_of(index.dtype)
+        fb = self.fb
+        pred = self.expr(e.predicate) if e.predicate is not None else None
+        mask = self.ctx.mask
+        if lanes == 1:
+            conds = [c for c in (pred,) if c is not None]
+            if mask is not None:
+                conds.append(call_intrinsic(self, "llvm.vector.reduce.or", [mask], "i1"))
+            if not conds:
+                return self._load_scalar(buf, index, e.dtype)
+            cond = conds[0]
+            if len(conds) == 2:
+                cond = fb.value("i1", f"and {conds[0]}, {conds[1].ref}", "lmask")
+            return self._guarded(cond, lambda: self._load_scalar(buf, index, e.dtype),
+                                 const_value(0, e.dtype) if not dt.is_handle(e.dtype)
+                                 else Value("ptr", "null"))
+        if dt.lanes_of(buf.dtype) != 1:
+            raise CodegenError(f"vector index into vector-typed buffer {buf.name} is not supported")
+        if mask is not None and mask.ty == f"<{lanes} x i1>":
+            pred = mask if pred is None else fb.value(mask.ty, f"and {mask}, {pred.ref}", "lmask")
+        mty = llvm_type(e.dtype, memory=True)
+        ety = scalar_type(buf.dtype, memory=True)
+        data = self._data(buf)
+        if _unit_ramp(index):
+            base = self._index(index.base)
+            ptr = fb.value("ptr", f"getelementptr inbounds {ety}, {data}, {base}", "addr")
+            align = self._alignment(buf, index.base)
+            if pred is None:
+                v = fb.value(mty, f"load {mty}, ptr {ptr.ref}, align {align}", "vload")
+            else:
+                name = f"llvm.masked.load.{_vsuffix(mty)}.p0"
+                self.mb.declare(name, mty, ["ptr", f"<{lanes} x i1>", mty])
+                v = fb.value(mty, f"call {mty} @{name}(ptr align {align} {ptr.ref}, {pred}, "
+                                  f"{mty} poison)", "mload")
+            return self._from_memory(v, e.dtype)
+        idx = self._index(index)
+        ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
+        m = pred if pred is not None else const_value(True, f"boolx{lanes}")
+        name = f"llvm.masked.gather.{_vsuffix(mty)}.v{lanes}p0"
+        self.mb.declare(name, mty, [ptrs.ty, m.ty, mty])
+        al = dt.bytes_of(buf.dtype)
+        v = fb.value(mty, f"call {mty} @{name}({ptrs.ty} align {al} {ptrs.ref}, {m}, "
+                          f"{mty} poison)", "gather")
+        return self._from_memory(v, e.dtype)
+
+    def _load_scalar(self, buf, index: E.PrimExpr, dtype: str) -> Value:
+        ptr = self.element_ptr(buf, (index,), flat=True)
+        mty = llvm_type(dtype, memory=True)
+        align = self._alignment(buf, index)
+        v = self.fb.value(mty, f"load {mty}, ptr {ptr.ref}, align {align}", "load")
+        return self._from_memory(v, dtype)
+
+    # ---- control flow in expressions ---------------------------------------------------------
+    def _guarded(self, cond: Value, make: Callable[[], Value], default: Value) -> Value:
+        """``cond ? make() : default`` where make() runs only when cond holds."""
+        fb = self.fb
+        t_l, end_l = fb.label("guard"), fb.label("guard_end")
+        pre = fb.cur
+        fb.cond_br(cond, t_l, end_l)
+        fb.new_block(t_l)
+        v = make()
+        t_end = fb.cur
+        fb.br(end_l)
+        fb.new_block(end_l)
+        return fb.value(v.ty, f"phi {v.ty} [ {v.ref}, %{t_end} ], [ {default.ref}, %{pre} ]",
+                        "guarded")
+
+    def if_then_else(self, cond_e: E.PrimExpr, t_e: E.PrimExpr, f_e: E.PrimExpr,
+                     dtype: str) -> Value:
+        fb = self.fb
+        cond = self.expr(cond_e)
+        if dt.lanes_of(cond_e.dtype) > 1:
+            # lane-wise: evaluate both sides with their loads masked by the condition
+            ctx = self.ctx
+            saved = ctx.mask
+            not_c = fb.value(cond.ty, f"xor {cond}, {const_value(True, cond_e.dtype).ref}", "ncond")
+            tm = cond if saved is None else fb.value(cond.ty, f"and {cond}, {saved.ref}", "m")
+            fm = not_c if saved is None else fb.value(cond.ty, f"and {not_c}, {saved.ref}", "m")
+            try:
+                ctx.mask = tm
+                t = self.expr(t_e)
+                ctx.mask = fm
+                f = self.expr(f_e)
+            finally:
+                ctx.mask = saved
+            return fb.value(t.ty, f"select {cond}, {t}, {f}", "ite")
+        t_l, f_l, end_l = fb.label("ite_then"), fb.label("ite_else"), fb.label("ite_end")
+        fb.cond_br(cond, t_l, f_l)
+        fb.new_block(t_l)
+        t = self.expr(t_e)
+        t_end = fb.cur
+        fb.br(end_l)
+        fb.new_block(f_l)
+        f = self.expr(f_e)
+        f_end = fb.cur
+        fb.br(end_l)
+        fb.new_block(end_l)
+        return fb.value(t.ty, f"phi {t.ty} [ {t.ref}, %{t_end} ], [ {f.ref}, %{f_end} ]", "ite")
+
+    def map_lanes(self, v: Value, dtype: str, fn: Callable[[Value], Value]) -> Value:
+        """Apply a scalar emitter to each lane of ``v`` (or to ``v`` itself when scalar)."""
+        lanes = dt.lanes_of(dtype)
+        if lanes == 1:
+            return fn(v)
+        fb = self.fb
+        st = scalar_type(dtype)
+        out = Value(v.ty, "poison")
+        for i in range(lanes):
+            x = fb.value(st, f"extractelement {v}, i32 {i}", "lane")
+            r = fn(x)
+            out = fb.value(v.ty, f"insertelement {out}, {r}, i32 {i}", "vec")
+        return out
+
+    # ---- casts -------------------------------------------------------------------------------
+    def cast(self, v: Value, src: str, dst: str) -> Value:
+        from .llvm_arith import cast
+
+        return cast(self, v, src, dst)
+
+    # ---- scoping -----------------------------------------------------------------------------
+    def _bind(self, var: E.Var, value: Value, value_expr: E.PrimExpr | None):
+        return _Binding(self.ctx, var, value, value_expr)
+
+    @property
+    def index_context(self) -> bool:
+        return self._index_depth > 0
+
+
+class _Binding:
+    def __init__(self, ctx: _FnCtx, var: E.Var, value: Value, value_expr: E.PrimExpr | None):
+        self.ctx, self.var, self.value, self.value_expr = ctx, var, value, value_expr
+
+    def __enter__(self) -> None:
+        k = id(self.var)
+        ctx = self.ctx
+        self.old = (ctx.syms.get(k), ctx.mod_env.get(k))
+        ctx.syms[k] = self.value
+        if self.value_expr is not None and dt.is_integer(self.var.dtype):
+            ctx.mod_env[k] = modular(self.value_expr, ctx.mod_env)
+        else:
+            ctx.mod_env.pop(k, None)
+        if self.value_expr is not None and dt.is_handle(self.var.dtype):
+            ctx.align.pop(k, None)
+
+    def __exit__(self, *exc) -> None:
+        k = id(self.var)
+        old_v, old_m = self.old
+        ctx = self.ctx
+        if old_v is None:
+            ctx.syms.pop(k, None)
+        else:
+            ctx.syms[k] = old_v
+        if old_m is None:
+            ctx.mod_env.pop(k, None)
+        else:
+            ctx.mod_env[k] = old_m
+
+
+_EXPR_DISPATCH: dict[type, Callable] = {}
+
+
+def _unit_ramp(index: E.PrimExpr) -> bool:
+    return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) and index.stride.value == 1
+
+
+def _vsuffix(ty: str) -> str:
+    from .llvm_ir import intrinsic_suffix
+
+    return intrinsic_suffix(ty)
+
+
+def _ident(name: str) -> str:
+    s = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "v"
+    return s

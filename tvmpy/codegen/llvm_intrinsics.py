@@ -1,0 +1,242 @@
+"""Lowering of tir intrinsic calls (tvmpy.tir.op) to LLVM IR for the LLVM code generator.
+
+Float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``, ``llvm.tanh``,
+``llvm.roundeven`` ...): the backend turns them into instructions or libm calls, lane by lane for
+vectors. Functions without an intrinsic (``log1p``, ``erf``) call libm directly, scalarized for
+vectors. float16 values are computed in float32 and rounded back. ``round`` is half-to-even
+(``llvm.roundeven``), matching numpy.rint; ``rsqrt`` is ``1/sqrt(x)``; ``sigmoid`` is
+``1/(1+exp(-x))``; ``fmod`` is ``frem`` (C fmod); ``pow`` is ``llvm.pow``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir import dtype as dt
+from ..tir import expr as E
+from .llvm_ir import Value, const_value, intrinsic_suffix, llvm_type
+
+if TYPE_CHECKING:
+    from .llvm_codegen import CodeGenLLVM
+
+__all__ = ["lower_call", "LLVM_UNARY", "LIBM_UNARY"]
+
+# tir name -> llvm intrinsic base name (overloaded on the float type)
+LLVM_UNARY = {
+    "exp": "llvm.exp", "exp2": "llvm.exp2", "exp10": "llvm.exp10", "log": "llvm.log",
+    "log2": "llvm.log2", "log10": "llvm.log10", "sqrt": "llvm.sqrt", "fabs": "llvm.fabs",
+    "floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc", "round": "llvm.roundeven",
+    "nearbyint": "llvm.nearbyint", "sin": "llvm.sin", "cos": "llvm.cos", "tan": "llvm.tan",
+    "sinh": "llvm.sinh", "cosh": "llvm.cosh", "asin": "llvm.asin", "acos": "llvm.acos",
+    "atan": "llvm.atan", "tanh": "llvm.tanh",
+}
+LLVM_BINARY = {"pow": "llvm.pow", "atan2": "llvm.atan2"}
+# tir name -> libm base name (float32 adds "f")
+LIBM_UNARY = {"log1p": "log1p", "erf": "erf"}
+_EXACT = {"fabs", "floor", "ceil", "trunc", "round", "nearbyint"}  # fine on half directly
+
+
+def _is_half(dtype: str) -> bool:
+    return dt.is_float(dtype) and dt.bits_of(dtype) == 16
+
+
+def lower_call(cg: CodeGenLLVM, call: E.Call) -> Value:
+    op = call.op
+    fn = _HANDLERS.get(op)
+    if fn is not None:
+        return fn(cg, call)
+    if op in LLVM_UNARY or op in LLVM_BINARY or op in LIBM_UNARY or op in ("rsqrt", "sigmoid",
+                                                                             "fmod"):
+        return _float_math(cg, call)
+    raise NotImplementedError(f"LLVM codegen: intrinsic {op!r} is not supported "
+                              f"(in `{call}`)")
+
+
+# ---------------------------------------------------------------------------------------------
+def _float_math(cg: CodeGenLLVM, call: E.Call) -> Value:
+    dtype = call.dtype
+    if not dt.is_float(dtype):
+        raise TypeError(f"{call.op} needs float operands, got {dtype} in `{call}`")
+    args = [cg.expr(a) for a in call.args]
+    compute = dtype
+    if _is_half(dtype) and call.op not in _EXACT:
+        compute = dt.with_lanes("float32", dt.lanes_of(dtype))
+        args = [cg.cast(a, a_e.dtype, compute) for a, a_e in zip(args, call.args)]
+    out = _float_math_typed(cg, call.op, args, compute)
+    if compute != dtype:
+        out = cg.cast(out, compute, dtype)
+    return out
+
+
+def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | None = None) -> Value:
+    """Call an LLVM intrinsic overloaded on the first argument's type."""
+    ty = ret or args[0].ty
+    name = f"{base}.{intrinsic_suffix(args[0].ty)}"
+    cg.mb.declare(name, ty, [a.ty for a in args])
+    return cg.fb.value(ty, f"call {ty} @{name}({', '.join(str(a) for a in args)})", base[5:])
+
+
+def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
+    fb = cg.fb
+    ty = args[0].ty
+    if op in LLVM_UNARY:
+        return call_intrinsic(cg, LLVM_UNARY[op], args)
+    if op in LLVM_BINARY:
+        return call_intrinsic(cg, LLVM_BINARY[op], args)
+    if op == "fmod":
+        return fb.value(ty, f"frem {args[0]}, {args[1].ref}", "fmod")
+    if op == "rsqrt":
+        s = call_intrinsic(cg, "llvm.sqrt", args)
+        one = const_value(1.0, dtype)
+        return fb.value(ty, f"fdiv contract {one}, {s.ref}", "rsqrt")
+    if op == "sigmoid":
+        one = const_value(1.0, dtype)
+        neg = fb.value(ty, f"fneg {args[0]}", "neg")
+        e = call_intrinsic(cg, "llvm.exp", [neg])
+        den = fb.value(ty, f"fadd contract {one}, {e.ref}", "den")
+        return fb.value(ty, f"fdiv contract {one}, {den.ref}", "sigmoid")
+    if op in LIBM_UNARY:
+        bits = dt.bits_of(dtype)
+        name = LIBM_UNARY[op] + ("f" if bits == 32 else "")
+        st = llvm_type(dt.element_of(dtype))
+        cg.mb.declare(name, st, [st])
+        return cg.map_lanes(args[0], dtype, lambda x: fb.value(st, f"call {st} @{name}({x})", op))
+    raise NotImplementedError(op)  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------------
+def _fpred(cg: CodeGenLLVM, call: E.Call) -> Value:
+    (x_e,) = call.args
+    x = cg.expr(x_e)
+    bty = llvm_type(call.dtype)
+    if not dt.is_float(x_e.dtype):
+        return const_value(call.op == "isfinite", call.dtype)
+    if call.op == "isnan":
+        return cg.fb.value(bty, f"fcmp uno {x}, {x.ref}", "isnan")
+    a = call_intrinsic(cg, "llvm.fabs", [x])
+    inf = const_value(float("inf"), x_e.dtype)
+    pred = "oeq" if call.op == "isinf" else "olt"
+    return cg.fb.value(bty, f"fcmp {pred} {a}, {inf.ref}", call.op)
+
+
+def _popcount(cg: CodeGenLLVM, call: E.Call) -> Value:
+    x = cg.expr(call.args[0])
+    if x.ty.endswith("i1") or x.ty.endswith("i1>"):
+        return x
+    return call_intrinsic(cg, "llvm.ctpop", [x])
+
+
+def _bitwise(cg: CodeGenLLVM, call: E.Call) -> Value:
+    a_e, b_e = call.args
+    if not dt.is_integer(a_e.dtype):
+        raise TypeError(f"{call.op} needs integer operands, got {a_e.dtype}")
+    a, b = cg.expr(a_e), cg.expr(b_e)
+    if call.op == "shift_right":
+        inst = "lshr" if dt.parse(a_e.dtype).kind in ("uint", "bool") else "ashr"
+    else:
+        inst = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
+                "shift_left": "shl"}[call.op]
+    return cg.fb.value(a.ty, f"{inst} {a}, {b.ref}", call.op)
+
+
+def _bitwise_not(cg: CodeGenLLVM, call: E.Call) -> Value:
+    a = cg.expr(call.args[0])
+    ones = const_value(-1 if not dt.is_bool(call.dtype) else 1, call.dtype)
+    return cg.fb.value(a.ty, f"xor {a}, {ones.ref}", "not")
+
+
+def _abs(cg: CodeGenLLVM, call: E.Call) -> Value:
+    (x_e,) = call.args
+    x = cg.expr(x_e)
+    if dt.is_float(x_e.dtype):
+        return call_intrinsic(cg, "llvm.fabs", [x])
+    if dt.is_int(x_e.dtype):
+        return call_intrinsic(cg, "llvm.abs", [x, Value("i1", "false")])
+    return x
+
+
+def _reinterpret(cg: CodeGenLLVM, call: E.Call) -> Value:
+    (x_e,) = call.args
+    if dt.bits_of(x_e.dtype) * dt.lanes_of(x_e.dtype) != dt.bits_of(call.dtype) * dt.lanes_of(call.dtype):
+        raise TypeError(f"reinterpret from {x_e.dtype} to {call.dtype}: sizes differ")
+    x = cg.expr(x_e)
+    ty = llvm_type(call.dtype)
+    if x.ty == ty:
+        return x
+    if dt.is_handle(call.dtype) or dt.is_handle(x_e.dtype):
+        inst = "inttoptr" if dt.is_handle(call.dtype) else "ptrtoint"
+        return cg.fb.value(ty, f"{inst} {x} to {ty}", "reinterpret")
+    return cg.fb.value(ty, f"bitcast {x} to {ty}", "reinterpret")
+
+
+def _likely(cg: CodeGenLLVM, call: E.Call) -> Value:
+    return cg.expr(call.args[0])
+
+
+def _if_then_else(cg: CodeGenLLVM, call: E.Call) -> Value:
+    return cg.if_then_else(*call.args, call.dtype)
+
+
+def _extern(cg: CodeGenLLVM, call: E.Call) -> Value:
+    name_e = call.args[0]
+    if not isinstance(name_e, E.StringImm):
+        raise TypeError(f"{call.op}: the first argument must be the function name, got {name_e}")
+    name = name_e.value
+    arg_es = call.args[1:]
+    lanes = dt.lanes_of(call.dtype)
+    if call.op == "call_pure_extern" and lanes > 1:
+        # a scalar C function applied lane-wise
+        args = [cg.expr(a) for a in arg_es]
+        st = llvm_type(dt.element_of(call.dtype))
+        arg_tys = [llvm_type(dt.element_of(a.dtype)) for a in arg_es]
+        cg.mb.declare(name, st, arg_tys)
+        fb = cg.fb
+        out = Value(llvm_type(call.dtype), "poison")
+        for i in range(lanes):
+            lane_args = []
+            for a, a_e in zip(args, arg_es):
+                if dt.lanes_of(a_e.dtype) > 1:
+                    lane_args.append(fb.value(llvm_type(dt.element_of(a_e.dtype)),
+                                              f"extractelement {a}, i32 {i}", "lane"))
+                else:
+                    lane_args.append(a)
+            r = fb.value(st, f"call {st} @{name}({', '.join(map(str, lane_args))})", "ext")
+            out = fb.value(out.ty, f"insertelement {out}, {r}, i32 {i}", "vec")
+        return out
+    args = [cg.expr(a) for a in arg_es]
+    ret = llvm_type(call.dtype)
+    cg.mb.declare(name, ret, [a.ty for a in args])
+    return cg.fb.value(ret, f"call {ret} @{name}({', '.join(map(str, args))})", "call")
+
+
+def _access_ptr(cg: CodeGenLLVM, call: E.Call) -> Value:
+    ann, data, offset = call.args[0], call.args[1], call.args[2]
+    if isinstance(ann, E.Call) and ann.op == "type_annotation":
+        elem = ann.args[0].dtype if ann.args else ann.dtype
+    else:
+        elem = ann.dtype
+    base = cg.expr(data)
+    off = cg.expr(offset)
+    ety = llvm_type(elem, memory=True)
+    return cg.fb.value("ptr", f"getelementptr inbounds {ety}, {base}, {off}", "aptr")
+
+
+def _address_of(cg: CodeGenLLVM, call: E.Call) -> Value:
+    (load,) = call.args
+    if not isinstance(load, E.BufferLoad):
+        raise TypeError(f"address_of needs a buffer load, got {load}")
+    return cg.element_ptr(load.buffer, load.indices)
+
+
+def _type_annotation(cg: CodeGenLLVM, call: E.Call) -> Value:
+    raise TypeError("type_annotation is only valid as the first argument of tvm_access_ptr")
+
+
+_HANDLERS = {
+    "isnan": _fpred, "isinf": _fpred, "isfinite": _fpred, "popcount": _popcount,
+    "bitwise_and": _bitwise, "bitwise_or": _bitwise, "bitwise_xor": _bitwise,
+    "shift_left": _bitwise, "shift_right": _bitwise, "bitwise_not": _bitwise_not,
+    "abs": _abs, "reinterpret": _reinterpret, "likely": _likely, "if_then_else": _if_then_else,
+    "call_extern": _extern, "call_pure_extern": _extern, "tvm_access_ptr": _access_ptr,
+    "address_of": _address_of, "type_annotation": _type_annotation,
+}

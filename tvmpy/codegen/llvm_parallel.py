@@ -1,0 +1,170 @@
+"""Parallel loops for the LLVM code generator: outlining and libgomp's ``GOMP_parallel``.
+
+``for i in parallel(min, extent): body`` becomes
+
+    closure = {captured values..., min, extent, &err}      (a struct on the caller's stack)
+    GOMP_parallel(f_parN, &closure, 0 /* OMP_NUM_THREADS */, 0)
+    if err: return -1                                      (message already recorded)
+
+``f_parN(closure)`` runs on every thread: it splits [0, extent) into equal contiguous chunks by
+``omp_get_thread_num()/omp_get_num_threads()`` (static schedule) and calls
+``f_parN_impl(captured..., begin, end)``, a ``noinline`` function whose buffer parameters keep
+``noalias``/``align``, so the loop body is optimized as well as in the caller. Parallel loops
+nested in a parallel body run serially. The module must be linked with ``-lgomp``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir import dtype as dt
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.functor import Visitor
+from .llvm_ir import FunctionBuilder, Value, llvm_type
+
+if TYPE_CHECKING:
+    from .llvm_codegen import CodeGenLLVM
+
+__all__ = ["emit_parallel_for", "free_vars", "LINK_LIBS"]
+
+LINK_LIBS = ("gomp",)
+
+
+class _FreeVars(Visitor):
+    def __init__(self) -> None:
+        self.seen: dict[int, E.Var] = {}
+
+    def _add(self, v) -> None:
+        if isinstance(v, E.Var) and id(v) not in self.seen:
+            self.seen[id(v)] = v
+
+    def visit_Var(self, v: E.Var) -> None:
+        self._add(v)
+
+    def _buffer(self, b) -> None:
+        self._add(b.data)
+        self.visit(b.elem_offset)
+
+    def visit_BufferLoad(self, n: E.BufferLoad) -> None:
+        self._buffer(n.buffer)
+        self.generic_visit(n)
+
+    def visit_BufferStore(self, n: S.BufferStore) -> None:
+        self._buffer(n.buffer)
+        self.generic_visit(n)
+
+    def visit_Allocate(self, n: S.Allocate) -> None:
+        for d in n.buffer.shape:
+            self.visit(d)
+        self.generic_visit(n)
+
+
+def free_vars(node) -> list[E.Var]:
+    """Variables (and buffer data pointers) that ``node`` reads, in first-seen order."""
+    v = _FreeVars()
+    v.visit(node)
+    return list(v.seen.values())
+
+
+def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
+    from .llvm_codegen import _FnCtx, _ident
+
+    parent = cg.ctx
+    fb = parent.fb
+    var = loop.loop_var
+    lty = llvm_type(var.dtype)
+    captured = [v for v in free_vars(loop.body) if id(v) in parent.syms and v is not var]
+    cap_vals = [parent.syms[id(v)] for v in captured]
+
+    cg._index_depth += 1
+    lo = cg._as_value(loop.min, var.dtype)
+    ext = cg._as_value(loop.extent, var.dtype)
+    cg._index_depth -= 1
+
+    n = sum(1 for f in cg.mb.functions if f.name.startswith(f"{cg._func_name}_par"))
+    wname = f"{cg._func_name}_par{n}"
+    iname = f"{wname}_impl"
+    fields = [v.ty for v in cap_vals] + [lty, lty, "ptr"]
+    sty = "{ " + ", ".join(fields) + " }"
+
+    # ---- caller side -----------------------------------------------------------------------
+    closure = fb.alloca(sty, 8, "closure")
+    flag = fb.alloca("i32", 4, "par_err")
+    fb.emit(f"store i32 0, ptr {flag.ref}, align 4")
+    for k, val in enumerate(cap_vals + [lo, ext, flag]):
+        p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}", "cl")
+        fb.emit(f"store {val}, ptr {p.ref}")
+    cg.mb.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"])
+    fb.emit(f"call void @GOMP_parallel(ptr @{wname}, ptr {closure.ref}, i32 0, i32 0)")
+    err = fb.value("i32", f"load i32, ptr {flag.ref}, align 4", "par_err_v")
+    ok = fb.value("i1", f"icmp eq {err}, 0", "par_ok")
+    cg._check_or_fail(ok, None)
+
+    # ---- implementation: the serial loop over [begin, end) with noalias buffer params -----
+    iparams = []
+    for k, (v, val) in enumerate(zip(captured, cap_vals)):
+        attrs = ""
+        if val.ty == "ptr" and id(v) in parent.noalias:
+            attrs = f"noalias nocapture align {parent.align.get(id(v), 1)}"
+        iparams.append((val.ty, attrs, f"%{_ident(v.name)}.c{k}"))
+    iparams += [(lty, "", "%begin"), (lty, "", "%end")]
+    ifb = FunctionBuilder(iname, "i32", iparams, cg.outlined_attrs, linkage="internal")
+    cg.mb.functions.append(ifb)
+    ictx = _FnCtx(ifb, in_parallel=True)
+    for k, v in enumerate(captured):
+        ictx.syms[id(v)] = Value(cap_vals[k].ty, iparams[k][2])
+        if id(v) in parent.mod_env:
+            ictx.mod_env[id(v)] = parent.mod_env[id(v)]
+        if id(v) in parent.noalias:
+            ictx.noalias.add(id(v))
+            ictx.align[id(v)] = parent.align.get(id(v), 1)
+    saved_ctx, saved_depth = cg.ctx, cg._index_depth
+    cg.ctx, cg._index_depth = ictx, 0
+    try:
+        count = ifb.value(lty, f"sub nsw {lty} %end, %begin", "count")
+        cg.serial_loop(var, Value(lty, "%begin"), count, loop.body,
+                       unroll=loop.kind == S.ForKind.UNROLLED)
+        if not ifb.terminated:
+            ifb.terminate("ret i32 0")
+    finally:
+        cg.ctx, cg._index_depth = saved_ctx, saved_depth
+
+    # ---- per-thread wrapper ---------------------------------------------------------------
+    wfb = FunctionBuilder(wname, "void", [("ptr", "", "%closure")], cg.fn_attrs,
+                          linkage="internal")
+    cg.mb.functions.append(wfb)
+    loaded = []
+    for k, ty in enumerate(fields):
+        p = wfb.value("ptr", f"getelementptr inbounds {sty}, ptr %closure, i32 0, i32 {k}", "cl")
+        loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
+    w_lo, w_ext, w_flag = loaded[-3], loaded[-2], loaded[-1]
+    cg.mb.declare("omp_get_thread_num", "i32", [])
+    cg.mb.declare("omp_get_num_threads", "i32", [])
+    tid = wfb.value("i32", "call i32 @omp_get_thread_num()", "tid")
+    nth = wfb.value("i32", "call i32 @omp_get_num_threads()", "nthreads")
+    if lty != "i32":
+        tid = wfb.value(lty, f"sext {tid} to {lty}", "tid")
+        nth = wfb.value(lty, f"sext {nth} to {lty}", "nthreads")
+    signed = dt.is_int(var.dtype)
+    div = "sdiv" if signed else "udiv"
+    mn = "smin" if signed else "umin"
+    t1 = wfb.value(lty, f"add {w_ext}, {nth.ref}", "t")
+    t2 = wfb.value(lty, f"sub {lty} {t1.ref}, 1", "t")
+    chunk = wfb.value(lty, f"{div} {lty} {t2.ref}, {nth.ref}", "chunk")
+    b0 = wfb.value(lty, f"mul {tid}, {chunk.ref}", "b")
+    cg.mb.declare(f"llvm.{mn}.{lty}", lty, [lty, lty])
+    b1 = wfb.value(lty, f"call {lty} @llvm.{mn}.{lty}({b0}, {w_ext})", "b")
+    e0 = wfb.value(lty, f"add {b1}, {chunk.ref}", "e")
+    e1 = wfb.value(lty, f"call {lty} @llvm.{mn}.{lty}({e0}, {w_ext})", "e")
+    begin = wfb.value(lty, f"add {w_lo}, {b1.ref}", "begin")
+    end = wfb.value(lty, f"add {w_lo}, {e1.ref}", "end")
+    args = ", ".join(str(x) for x in loaded[:-3] + [begin, end])
+    rc = wfb.value("i32", f"call i32 @{iname}({args})", "rc")
+    bad = wfb.value("i1", f"icmp ne {rc}, 0", "bad")
+    wfb.cond_br(bad, "fail", "done")
+    wfb.new_block("fail")
+    wfb.emit(f"store atomic i32 1, ptr {w_flag.ref} monotonic, align 4")
+    wfb.br("done")
+    wfb.new_block("done")
+    wfb.terminate("ret void")
