@@ -1,0 +1,109 @@
+"""NDArray: allocation, alignment, dtypes, copies, errors."""
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy.runtime import NDArray
+
+rng = np.random.default_rng(1)
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+          "uint32", "bool"]
+
+
+def _rand(shape, dtype):
+    if dtype == "bool":
+        return rng.random(shape) > 0.5
+    if dtype.startswith(("int", "uint")):
+        return rng.integers(0, 100, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7,), (3, 1, 5), (1,), (0, 4), ()])
+def test_array_roundtrip_and_alignment(dtype, shape):
+    x = _rand(shape, dtype)
+    a = tvm.nd.array(x)
+    assert isinstance(a, NDArray)
+    assert a.shape == shape and a.dtype == dtype and a.device == tvm.cpu(0)
+    assert a.data_ptr % 64 == 0
+    y = a.numpy()
+    np.testing.assert_array_equal(y, x)
+    assert y.dtype == x.dtype
+    y[...] = 0 if dtype != "bool" else False
+    np.testing.assert_array_equal(a.asnumpy(), x)  # numpy() is a copy
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_alignment(dtype):
+    for n in (1, 3, 17, 1000):
+        a = tvm.nd.empty((n, 3), dtype)
+        assert a.data_ptr % 64 == 0 and a.shape == (n, 3) and a.dtype == dtype
+
+
+def test_default_dtype_and_dtype_conversion():
+    assert tvm.nd.empty((2,)).dtype == "float32"
+    a = tvm.nd.array(np.arange(5), dtype="float32")
+    assert a.dtype == "float32"
+    np.testing.assert_array_equal(a.numpy(), np.arange(5, dtype="float32"))
+    b = tvm.nd.array([[1, 2], [3, 4]], dtype="int8")
+    assert b.dtype == "int8" and b.shape == (2, 2)
+    c = tvm.nd.array(a)  # from an NDArray: a copy
+    assert c.data_ptr != a.data_ptr
+    np.testing.assert_array_equal(c.numpy(), a.numpy())
+
+
+def test_copyfrom_copyto_setitem():
+    x = _rand((4, 6), "float32")
+    a = tvm.nd.empty((4, 6))
+    assert a.copyfrom(x) is a
+    np.testing.assert_array_equal(a.numpy(), x)
+    b = tvm.nd.empty((4, 6))
+    a.copyto(b)
+    np.testing.assert_array_equal(b.numpy(), x)
+    c = a.copyto(tvm.cpu(0))
+    assert c.data_ptr != a.data_ptr and c.data_ptr % 64 == 0
+    np.testing.assert_array_equal(c.numpy(), x)
+    y = _rand((4, 6), "float32")
+    a[:] = y
+    np.testing.assert_array_equal(a.numpy(), y)
+    a[:] = b
+    np.testing.assert_array_equal(a.numpy(), x)
+    a.copyfrom(np.ones((4, 6), "float64"))  # converted to the array's dtype
+    assert a.dtype == "float32" and np.all(a.numpy() == 1)
+
+
+def test_copy_errors():
+    a = tvm.nd.empty((4, 6))
+    with pytest.raises(ValueError, match=r"array has shape \(4, 6\), source has \(6, 4\)"):
+        a.copyfrom(np.zeros((6, 4), "float32"))
+    with pytest.raises(TypeError, match="copyto expects"):
+        a.copyto(3)
+
+
+def test_bad_allocation_requests():
+    with pytest.raises(ValueError, match="unsupported dtype 'float8'"):
+        tvm.nd.empty((2,), "float8")
+    with pytest.raises(ValueError, match="scalar data type"):
+        tvm.nd.empty((2,), "float32x4")
+    with pytest.raises(TypeError, match="symbolic sizes"):
+        tvm.nd.empty((tvm.te.var("n"),))
+    with pytest.raises(ValueError, match=">= 0"):
+        tvm.nd.empty((-1,))
+    with pytest.raises(ValueError, match=r"no memory allocator for cuda\(0\)"):
+        tvm.nd.empty((2,), device=tvm.device("cuda"))
+    with pytest.raises(ValueError, match="unknown device"):
+        tvm.nd.array(np.zeros(2), device="tpu")
+    with pytest.raises(ValueError, match="unsupported dtype 'complex128'"):
+        tvm.nd.array(np.zeros(2, complex))
+
+
+def test_misc_properties():
+    a = tvm.nd.array(np.arange(12, dtype="int32").reshape(3, 4))
+    assert a.ndim == 2 and a.size == 12 and len(a) == 3
+    assert a.strides is None and a.is_contiguous
+    assert a.handle.value == a.data_ptr
+    assert np.asarray(a).sum() == 66
+    assert "NDArray shape=(3, 4), cpu(0)" in repr(a)
+    assert tvm.nd.cpu(0) == tvm.cpu(0)
+    assert a.same_as(a) and not a.same_as(tvm.nd.array(a))
