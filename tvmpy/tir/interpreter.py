@@ -1,0 +1,1245 @@
+"""A numpy interpreter of the loop IR: the written definition of what the IR means, and a test
+oracle independent of code generation.
+
+``run(func, args)`` executes a :class:`~tvmpy.tir.PrimFunc` in either IR form (multi-dimensional
+buffers after schedule lowering, or flat buffers with Ramp/Broadcast vectors and predicates after
+the tir pipeline). ``build(funcs, target)`` wraps functions in an :class:`InterpModule` with the
+runtime Module's call interface, so ``tvm.build(..., target="interp")`` works.
+
+Semantics (what compiled code must also do):
+
+- integers wrap around at their width (numpy fixed-width arithmetic); ``Div``/``Mod`` on integers
+  truncate toward zero (C), ``FloorDiv``/``FloorMod`` round toward -inf; integer division by zero
+  raises ZeroDivisionError. On floats ``Mod`` is C ``fmod``, ``FloorDiv`` is ``floor(a / b)`` and
+  ``FloorMod`` is ``a - floor(a / b) * b``.
+- float32 arithmetic happens in float32, float16 values are rounded to float16 after each
+  operation; casts float -> int truncate toward zero; ``round`` rounds half to even.
+- ``Min``/``Max`` propagate NaN like ``numpy.minimum``/``numpy.maximum``.
+- ``Select`` and ``And``/``Or`` evaluate both operands; ``if_then_else`` only the chosen one.
+- a vector value (dtype with lanes) is a numpy array of length ``lanes``; a predicated load
+  yields 0 in masked-off lanes, a predicated store leaves them untouched.
+- every load/store is bounds-checked (each index against its dimension, and the flat address
+  against the memory behind the buffer): an out-of-range access raises IndexError.
+- ``Allocate`` gives fresh memory filled with a poison pattern so reads of uninitialised memory
+  show up: NaN for floats, bytes 0xA5 for integers, True for bools.
+- ``AttrStmt`` "thread_extent"/"virtual_thread" run their body as a serial loop over the thread
+  variable; every For kind (parallel, vectorized, unrolled, thread binding) runs serially;
+  other attributes are hints and are ignored.
+- ``AssertStmt`` raises RuntimeError with its message.
+- ``call_extern``/``call_pure_extern`` call the Python function registered under that name with
+  :func:`register_extern`; a ``tvm_access_ptr`` (or ``address_of``) argument arrives as a writable
+  1-D numpy view of the buffer's memory starting at the pointed-to element, handles as the whole
+  memory, scalars as numpy scalars, strings as str.
+
+Speed: statements compile once to Python closures. An innermost loop whose iterations touch
+disjoint memory (checked at run time from its index expressions) runs as one numpy evaluation over
+all iterations; an innermost loop ``B[idx] = B[idx] op e`` (op in + * min max, idx invariant) runs
+as a sequential ``ufunc.accumulate``, which rounds exactly like the serial loop. Everything else
+runs serially.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir import dtype as dt
+from ..ir.node import structural_equal
+from . import expr as E
+from . import stmt as S
+from .buffer import Buffer
+from .function import PrimFunc
+from .functor import collect_vars, post_order_visit
+from .op import FLOAT_BINARY, FLOAT_PREDICATE, FLOAT_UNARY
+
+__all__ = ["run", "build", "InterpModule", "register_extern", "unregister_extern", "get_extern"]
+
+_MASK = 0  # env key of the active-lane mask (Python ids are never 0)
+Env = dict
+ExprFn = Callable[[Env], Any]
+StmtFn = Callable[[Env], None]
+
+# ---------------------------------------------------------------------------------------------
+# external functions
+_EXTERNS: dict[str, Callable[..., Any]] = {}
+
+
+def register_extern(name: str, fn: Callable[..., Any] | None = None, override: bool = True):
+    """Register ``fn`` as the Python implementation of external function ``name`` (usable as a
+    decorator: ``@register_extern("my_fn")``)."""
+
+    def reg(f: Callable[..., Any]) -> Callable[..., Any]:
+        if not override and name in _EXTERNS:
+            raise KeyError(f"extern {name!r} is already registered")
+        _EXTERNS[name] = f
+        return f
+
+    return reg if fn is None else reg(fn)
+
+
+def unregister_extern(name: str) -> None:
+    _EXTERNS.pop(name, None)
+
+
+def get_extern(name: str) -> Callable[..., Any]:
+    fn = _EXTERNS.get(name)
+    if fn is None:
+        raise RuntimeError(
+            f"call_extern: no Python implementation of {name!r} is registered for the interpreter; "
+            "register one with tvmpy.tir.interpreter.register_extern(name, fn)")
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers on values
+def _np(dtype: str) -> np.dtype:
+    return dt.to_numpy(dt.element_of(dtype))
+
+
+def _is_batch(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.ndim > 0
+
+
+def _lift(v: Any, from_vec: bool, to_vec: bool) -> Any:
+    """Align a scalar-typed value (shape () or (n,)) with a vector-typed one ((L,) or (n, L))."""
+    if to_vec and not from_vec and np.ndim(v) == 1:
+        return np.asarray(v)[:, None]
+    return v
+
+
+def _mask_for(env: Env, vec: bool) -> Any:
+    """The active-lane mask fitted to an access that is vector-typed (``vec``) or not; None when
+    every lane is active."""
+    m = env.get(_MASK)
+    if m is None:
+        return None
+    mask, lane_level = m
+    if vec and not lane_level and np.ndim(mask) == 1:
+        return mask[:, None]
+    if not vec and lane_level:
+        return np.any(mask, axis=-1)
+    return mask
+
+
+def _push_mask(env: Env, cond: Any, lane_level: bool) -> Any:
+    """Combine ``cond`` with the current mask; returns the previous mask entry to restore."""
+    old = env.get(_MASK)
+    if old is None:
+        env[_MASK] = (cond, lane_level)
+        return old
+    mask, old_level = old
+    if lane_level and not old_level:
+        mask = _lift(mask, False, True)
+    elif old_level and not lane_level:
+        cond = _lift(cond, False, True)
+        lane_level = True
+    env[_MASK] = (np.logical_and(mask, cond), lane_level)
+    return old
+
+
+def _pop_mask(env: Env, old: Any) -> None:
+    if old is None:
+        env.pop(_MASK, None)
+    else:
+        env[_MASK] = old
+
+
+def _any_active(mask: Any) -> bool:
+    return mask is None or bool(np.any(mask))
+
+
+def _poison(npd: np.dtype, size: int) -> np.ndarray:
+    if npd.kind == "f":
+        return np.full(size, np.nan, dtype=npd)
+    if npd.kind == "b":
+        return np.ones(size, dtype=npd)
+    return np.full(size * npd.itemsize, 0xA5, dtype=np.uint8).view(npd)
+
+
+def _to_int(x: Any) -> int:
+    if _is_batch(x):
+        raise TypeError("a loop bound, allocation size or buffer layout varies across vector lanes")
+    return int(x)
+
+
+class _Unbound(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# expression compiler
+_ARITH = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul}
+_CMP = {E.EQ: operator.eq, E.NE: operator.ne, E.LT: operator.lt, E.LE: operator.le,
+        E.GT: operator.gt, E.GE: operator.ge}
+_SIDE_EFFECT_CALLS = ("call_extern", "call_pure_extern", "tvm_access_ptr", "address_of")
+
+
+def _float_floordiv(a: Any, b: Any) -> Any:
+    return np.floor(a / b)
+
+
+def _float_floormod(a: Any, b: Any) -> Any:
+    return a - np.floor(a / b) * b
+
+
+def _vec_erf(x: Any, npd: np.dtype) -> Any:
+    if np.ndim(x) == 0:
+        return npd.type(math.erf(float(x)))
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(npd)
+
+
+def _popcount(x: Any, npd: np.dtype) -> Any:
+    unsigned = np.dtype(f"uint{npd.itemsize * 8}") if npd.kind != "b" else npd
+    return np.bitwise_count(x.astype(unsigned)).astype(npd)
+
+
+class _Compiler:
+    """Turns expressions and statements into closures over an environment dict
+    (``id(var) -> value``; a buffer's data Var maps to its 1-D memory)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[type, Callable] = {}
+
+    # ---- dispatch ------------------------------------------------------------------------------
+    def _dispatch(self, node: Any, prefix: str) -> Callable:
+        key = (prefix, type(node))
+        fn = self._cache.get(key)
+        if fn is None:
+            for klass in type(node).__mro__:
+                fn = getattr(self, prefix + klass.__name__, None)
+                if fn is not None:
+                    break
+            else:
+                raise NotImplementedError(
+                    f"interpreter: no semantics for {type(node).__name__} nodes: {node}")
+            self._cache[key] = fn
+        return fn
+
+    def expr(self, e: Any) -> ExprFn:
+        return self._dispatch(E.convert(e), "e_")(E.convert(e))
+
+    def stmt(self, s: S.Stmt) -> StmtFn:
+        return self._dispatch(s, "s_")(s)
+
+    # ---- leaves --------------------------------------------------------------------------------
+    def e_IntImm(self, e: E.IntImm) -> ExprFn:
+        v = _np(e.dtype).type(e.value)
+        return lambda env: v
+
+    def e_FloatImm(self, e: E.FloatImm) -> ExprFn:
+        v = _np(e.dtype).type(e.value)
+        return lambda env: v
+
+    def e_StringImm(self, e: E.StringImm) -> ExprFn:
+        v = e.value
+        return lambda env: v
+
+    def e_Var(self, e: E.Var) -> ExprFn:
+        k, name = id(e), e.name
+
+        def f(env: Env) -> Any:
+            try:
+                return env[k]
+            except KeyError:
+                raise _Unbound(f"variable {name!r} is used but not bound here") from None
+
+        return f
+
+    def e_Cast(self, e: E.Cast) -> ExprFn:
+        v, npd = self.expr(e.value), _np(e.dtype)
+        return lambda env: v(env).astype(npd)
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+    def e_BinaryOp(self, e: E.BinaryOp) -> ExprFn:
+        a, b = self.expr(e.a), self.expr(e.b)
+        kind = dt.parse(e.a.dtype).kind
+        vec = dt.lanes_of(e.dtype) > 1
+        t = type(e)
+        if t in _ARITH:
+            op = _ARITH[t]
+        elif t in _CMP:
+            op = _CMP[t]
+        elif t is E.Min:
+            op = np.minimum
+        elif t is E.Max:
+            op = np.maximum
+        elif t is E.And:
+            op = np.logical_and
+        elif t is E.Or:
+            op = np.logical_or
+        elif kind == "float":
+            op = {E.Div: operator.truediv, E.Mod: np.fmod, E.FloorDiv: _float_floordiv,
+                  E.FloorMod: _float_floormod}[t]
+        else:
+            return self._int_division(t, a, b, vec, kind == "uint")
+        return lambda env: op(a(env), b(env))
+
+    def _int_division(self, t: type, a: ExprFn, b: ExprFn, vec: bool, unsigned: bool) -> ExprFn:
+        def divisor(env: Env) -> Any:
+            d = b(env)
+            if _is_batch(d):
+                zero = d == 0
+                if zero.any():
+                    mask = _mask_for(env, vec)
+                    if mask is None or np.any(zero & mask):
+                        raise ZeroDivisionError("integer division by zero in the loop IR")
+                    d = np.where(zero, d.dtype.type(1), d)
+            elif d == 0 and _any_active(_mask_for(env, vec)):
+                raise ZeroDivisionError("integer division by zero in the loop IR")
+            elif d == 0:
+                d = d.dtype.type(1)
+            return d
+
+        if t is E.FloorDiv:
+            return lambda env: a(env) // divisor(env)
+        if t is E.FloorMod:
+            return lambda env: a(env) % divisor(env)
+        if t is E.Mod:
+            return lambda env: np.fmod(a(env), divisor(env))
+        if unsigned:
+            return lambda env: a(env) // divisor(env)
+
+        def truncdiv(env: Env) -> Any:
+            x, d = a(env), divisor(env)
+            r = np.fmod(x, d)
+            return (x - r) // d  # exact division: floor == trunc
+
+        return truncdiv
+
+    def e_Not(self, e: E.Not) -> ExprFn:
+        a = self.expr(e.a)
+        return lambda env: np.logical_not(a(env))
+
+    def e_Select(self, e: E.Select) -> ExprFn:
+        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        cvec, vvec = dt.lanes_of(e.condition.dtype) > 1, dt.lanes_of(e.dtype) > 1
+
+        def sel(env: Env) -> Any:
+            cv, tv, fv = c(env), t(env), f(env)
+            if not _is_batch(cv):
+                return tv if cv else fv
+            return np.where(_lift(cv, cvec, vvec), tv, fv)
+
+        return sel
+
+    # ---- vectors -------------------------------------------------------------------------------
+    def e_Ramp(self, e: E.Ramp) -> ExprFn:
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        lanes = np.arange(e.lanes, dtype=_np(e.dtype))
+        if isinstance(e.base, E.IntImm) and isinstance(e.stride, E.IntImm):
+            const_v = base({}) + stride({}) * lanes
+            return lambda env: const_v
+
+        def ramp(env: Env) -> Any:
+            b, s = base(env), stride(env)
+            if np.ndim(b) == 0 and np.ndim(s) == 0:
+                return b + s * lanes
+            return _lift(b, False, True) + _lift(s, False, True) * lanes
+
+        return ramp
+
+    def e_Broadcast(self, e: E.Broadcast) -> ExprFn:
+        val, lanes, npd = self.expr(e.value), e.lanes, _np(e.dtype)
+
+        def bcast(env: Env) -> Any:
+            v = val(env)
+            if np.ndim(v) == 0:
+                return np.full(lanes, v, dtype=npd)
+            v = np.asarray(v)
+            return np.broadcast_to(v[:, None], v.shape + (lanes,))
+
+        return bcast
+
+    def e_Shuffle(self, e: E.Shuffle) -> ExprFn:
+        vecs = [(self.expr(v), dt.lanes_of(v.dtype) > 1) for v in e.vectors]
+        idx = [self.expr(i) for i in e.indices]
+
+        def shuffle(env: Env) -> Any:
+            parts = []
+            for fn, is_vec in vecs:
+                v = np.asarray(fn(env))
+                parts.append(v if is_vec else v[..., None])
+            parts = np.broadcast_arrays(*parts) if len(parts) > 1 and any(
+                p.ndim > 1 for p in parts) else parts
+            if any(p.ndim > 1 for p in parts):
+                n = max(p.shape[0] for p in parts if p.ndim > 1)
+                parts = [p if p.ndim > 1 else np.broadcast_to(p, (n,) + p.shape) for p in parts]
+            whole = np.concatenate(parts, axis=-1)
+            sel = [_to_int(i(env)) for i in idx]
+            return whole[..., sel]
+
+        return shuffle
+
+    def e_Let(self, e: E.Let) -> ExprFn:
+        k, val, body = id(e.var), self.expr(e.value), self.expr(e.body)
+
+        def let(env: Env) -> Any:
+            env[k] = val(env)
+            return body(env)
+
+        return let
+
+    # ---- calls ---------------------------------------------------------------------------------
+    def e_Call(self, e: E.Call) -> ExprFn:
+        op, npd_name = e.op, e.dtype
+        if op in ("call_extern", "call_pure_extern"):
+            return self._extern(e)
+        if op == "if_then_else":
+            return self._if_then_else(e)
+        if op == "likely":
+            return self.expr(e.args[0])
+        if op == "tvm_access_ptr":
+            return self._access_ptr(e)
+        if op == "address_of":
+            return self._address_of(e)
+        if op == "type_annotation":
+            return lambda env: None
+        args = [self.expr(a) for a in e.args]
+        npd = _np(npd_name) if not dt.is_handle(npd_name) else None
+        if op == "reinterpret":
+            a0 = args[0]
+            return lambda env: a0(env).view(npd)
+        if op in FLOAT_PREDICATE:
+            fn = getattr(np, FLOAT_PREDICATE[op])
+            return lambda env: fn(args[0](env))
+        if op in FLOAT_UNARY:
+            return self._float_unary(op, args[0], npd)
+        if op in FLOAT_BINARY:
+            fn2 = getattr(np, FLOAT_BINARY[op])
+            return lambda env: fn2(args[0](env), args[1](env))
+        if op == "abs":
+            return lambda env: np.abs(args[0](env))
+        if op == "popcount":
+            return lambda env: _popcount(args[0](env), npd)
+        simple = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+                  "bitwise_xor": np.bitwise_xor, "shift_left": np.left_shift,
+                  "shift_right": np.right_shift, "bitwise_not": np.invert}
+        if op in simple:
+            fn3 = simple[op]
+            if op == "bitwise_not":
+                return lambda env: fn3(args[0](env))
+            return lambda env: fn3(args[0](env), args[1](env))
+        raise NotImplementedError(f"interpreter: unknown intrinsic {op!r} in {e}")
+
+    def _float_unary(self, op: str, a: ExprFn, npd: np.dtype) -> ExprFn:
+        one = npd.type(1)
+        if op == "exp10":
+            ten = npd.type(10)
+            return lambda env: np.power(ten, a(env))
+        if op == "rsqrt":
+            return lambda env: one / np.sqrt(a(env))
+        if op == "sigmoid":
+            return lambda env: one / (one + np.exp(-a(env)))
+        if op == "erf":
+            return lambda env: _vec_erf(a(env), npd)
+        fn = getattr(np, FLOAT_UNARY[op])
+        return lambda env: fn(a(env))
+
+    def _if_then_else(self, e: E.Call) -> ExprFn:
+        c, t, f = (self.expr(x) for x in e.args)
+        cvec, vvec = dt.lanes_of(e.args[0].dtype) > 1, dt.lanes_of(e.dtype) > 1
+
+        def ite(env: Env) -> Any:
+            cv = c(env)
+            if not _is_batch(cv):
+                return t(env) if cv else f(env)
+            cv = _lift(cv, cvec, vvec)
+            level = cvec or vvec
+            old = _push_mask(env, cv, level)
+            try:
+                tv = t(env)
+            finally:
+                _pop_mask(env, old)
+            old = _push_mask(env, np.logical_not(cv), level)
+            try:
+                fv = f(env)
+            finally:
+                _pop_mask(env, old)
+            return np.where(cv, tv, fv)
+
+        return ite
+
+    def _extern(self, e: E.Call) -> ExprFn:
+        if not e.args or not isinstance(e.args[0], E.StringImm):
+            raise TypeError(f"{e.op} needs the function name (a string) as first argument: {e}")
+        name = e.args[0].value
+        args = [self.expr(a) for a in e.args[1:]]
+        ret = None if dt.is_handle(e.dtype) else _np(e.dtype)
+
+        def call(env: Env) -> Any:
+            fn = get_extern(name)
+            out = fn(*[a(env) for a in args])
+            if ret is None:
+                return out
+            return ret.type(0 if out is None else out)
+
+        return call
+
+    def _access_ptr(self, e: E.Call) -> ExprFn:
+        ann, data, offset = e.args[0], e.args[1], e.args[2]
+        npd = None
+        if isinstance(ann, E.Call) and ann.op == "type_annotation" and ann.args:
+            npd = _np(ann.args[0].dtype)
+        mem, off = self.expr(data), self.expr(offset)
+
+        def ptr(env: Env) -> Any:
+            m = mem(env)
+            if npd is not None and m.dtype != npd:
+                m = m.view(npd)
+            o = _to_int(off(env))
+            if not 0 <= o <= m.size:
+                raise IndexError(f"tvm_access_ptr offset {o} outside the {m.size} elements of "
+                                 f"{data}")
+            return m[o:]
+
+        return ptr
+
+    def _address_of(self, e: E.Call) -> ExprFn:
+        load = e.args[0]
+        if not isinstance(load, E.BufferLoad):
+            raise TypeError(f"address_of needs a buffer load, got {load}")
+        acc = _Access(self, load.buffer, load.indices, None, load.dtype)
+
+        def addr(env: Env) -> Any:
+            m, a = acc.memory(env), _to_int(acc.address(env))
+            acc.check_scalar(env, a, m)
+            return m[a:]
+
+        return addr
+
+    # ---- memory --------------------------------------------------------------------------------
+    def e_BufferLoad(self, e: E.BufferLoad) -> ExprFn:
+        acc = _Access(self, e.buffer, e.indices, e.predicate, e.dtype)
+        return acc.load
+
+    def e_ProducerLoad(self, e: E.ProducerLoad) -> ExprFn:
+        raise NotImplementedError(
+            f"interpreter: {e} reads a te.Tensor directly; lower the schedule first (tvm.lower)")
+
+    # ---- statements ----------------------------------------------------------------------------
+    def s_SeqStmt(self, s: S.SeqStmt) -> StmtFn:
+        fns = [self.stmt(x) for x in s.seq]
+
+        def seq(env: Env) -> None:
+            for f in fns:
+                f(env)
+
+        return seq
+
+    def s_Evaluate(self, s: S.Evaluate) -> StmtFn:
+        v = self.expr(s.value)
+        return lambda env: (v(env), None)[1]
+
+    def s_LetStmt(self, s: S.LetStmt) -> StmtFn:
+        k, val, body = id(s.var), self.expr(s.value), self.stmt(s.body)
+
+        def let(env: Env) -> None:
+            env[k] = val(env)
+            body(env)
+
+        return let
+
+    def s_AssertStmt(self, s: S.AssertStmt) -> StmtFn:
+        cond, body = self.expr(s.condition), self.stmt(s.body)
+        msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
+
+        def check(env: Env) -> None:
+            c = cond(env)
+            mask = _mask_for(env, False)
+            ok = np.all(c) if mask is None else np.all(np.logical_or(c, np.logical_not(mask)))
+            if not ok:
+                raise RuntimeError(msg)
+            body(env)
+
+        return check
+
+    def s_AttrStmt(self, s: S.AttrStmt) -> StmtFn:
+        if s.attr_key in ("thread_extent", "virtual_thread"):
+            iv = s.node
+            var = iv.var if isinstance(iv, E.IterVar) else iv
+            if not isinstance(var, E.Var):
+                raise TypeError(f"{s.attr_key} attribute needs an IterVar node, got {iv!r}")
+            return self._serial_loop(var, E.const(0, var.dtype), s.value, self.stmt(s.body))
+        return self.stmt(s.body)
+
+    def s_IfThenElse(self, s: S.IfThenElse) -> StmtFn:
+        cond, then = self.expr(s.condition), self.stmt(s.then_case)
+        other = self.stmt(s.else_case) if s.else_case is not None else None
+        lane_level = dt.lanes_of(s.condition.dtype) > 1
+
+        def branch(env: Env) -> None:
+            c = cond(env)
+            if not _is_batch(c):
+                if c:
+                    then(env)
+                elif other is not None:
+                    other(env)
+                return
+            old = _push_mask(env, c, lane_level)
+            try:
+                if _any_active(env[_MASK][0]):
+                    then(env)
+            finally:
+                _pop_mask(env, old)
+            if other is not None:
+                old = _push_mask(env, np.logical_not(c), lane_level)
+                try:
+                    if _any_active(env[_MASK][0]):
+                        other(env)
+                finally:
+                    _pop_mask(env, old)
+
+        return branch
+
+    def s_BufferStore(self, s: S.BufferStore) -> StmtFn:
+        value_dtype = dt.element_of(s.value.dtype)
+        if value_dtype != dt.element_of(s.buffer.dtype):
+            raise TypeError(f"store of a {s.value.dtype} value into buffer {s.buffer.name} of dtype "
+                            f"{s.buffer.dtype}: {s}")
+        acc = _Access(self, s.buffer, s.indices, s.predicate, s.value.dtype)
+        val = self.expr(s.value)
+        return lambda env: acc.store(env, val(env))
+
+    def s_Allocate(self, s: S.Allocate) -> StmtFn:
+        b = s.buffer
+        if dt.lanes_of(b.dtype) != 1:
+            raise NotImplementedError(f"interpreter: buffer {b.name} has vector dtype {b.dtype}")
+        npd, k = _np(b.dtype), id(b.data)
+        shape = [self.expr(x) for x in b.shape]
+        strides = [self.expr(x) for x in b.strides]
+        body = self.stmt(s.body)
+        name = b.name
+
+        def alloc(env: Env) -> None:
+            dims = [_to_int(x(env)) for x in shape]
+            if any(d < 0 for d in dims):
+                raise ValueError(f"allocate {name}: negative extent in shape {dims}")
+            size = math.prod(dims)
+            if strides and size:
+                st = [_to_int(x(env)) for x in strides]
+                size = max(size, 1 + sum((d - 1) * x for d, x in zip(dims, st)), dims[0] * st[0])
+            old = env.get(k)
+            env[k] = _poison(npd, size)
+            try:
+                body(env)
+            finally:
+                if old is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = old
+
+        return alloc
+
+    def s_Prefetch(self, s: S.Prefetch) -> StmtFn:
+        return lambda env: None
+
+    def s_For(self, s: S.For) -> StmtFn:
+        body = self.stmt(s.body)
+        loop = self._serial_loop(s.loop_var, s.min, s.extent, body)
+        fast = _FastLoop.analyse(self, s)
+        if fast is None:
+            return loop
+        mn, ext = self.expr(s.min), self.expr(s.extent)
+        return fast.wrap(loop, body, mn, ext)
+
+    def _serial_loop(self, var: E.Var, mn_e: Any, ext_e: Any, body: StmtFn) -> StmtFn:
+        k, npd = id(var), _np(var.dtype)
+        mn, ext = self.expr(mn_e), self.expr(ext_e)
+
+        def loop(env: Env) -> None:
+            lo, n = _to_int(mn(env)), _to_int(ext(env))
+            for v in np.arange(lo, lo + n, dtype=npd):
+                env[k] = v
+                body(env)
+
+        return loop
+
+
+# ---------------------------------------------------------------------------------------------
+def _const_or_fn(comp: _Compiler, e: Any) -> Any:
+    return e.value if isinstance(e, E.IntImm) else comp.expr(e)
+
+
+class _Access:
+    """One buffer access (load or store): address computation, bounds and mask handling."""
+
+    def __init__(self, comp: _Compiler, buf: Buffer, indices: Sequence[Any], predicate: Any,
+                 dtype: str):
+        if dt.lanes_of(buf.dtype) != 1:
+            raise NotImplementedError(f"interpreter: buffer {buf.name} has vector dtype {buf.dtype}")
+        self.buf = buf
+        self.name = buf.name
+        self.key = id(buf.data)
+        self.npd = _np(buf.dtype)
+        self.vec = dt.lanes_of(dtype) > 1
+        if len(indices) != len(buf.shape):
+            raise IndexError(f"buffer {buf.name} has {len(buf.shape)} dimensions but is accessed "
+                             f"with {len(indices)} indices")
+        self.idx = [(comp.expr(i), dt.lanes_of(i.dtype) > 1) for i in indices]
+        self.shape = [comp.expr(x) for x in buf.shape]
+        self.strides = [comp.expr(x) for x in buf.compact_strides()] if len(indices) != 1 or \
+            buf.strides else None
+        self.offset = None if E.is_const_int(buf.elem_offset, 0) else comp.expr(buf.elem_offset)
+        self.pred = comp.expr(predicate) if predicate is not None else None
+        # scalar fast path: (index fn, extent, stride) with constants pre-evaluated
+        strides = buf.compact_strides()
+        self.dims = [(fn, _const_or_fn(comp, n), _const_or_fn(comp, st))
+                     for (fn, _), n, st in zip(self.idx, buf.shape, strides)]
+        self.off_const = 0 if self.offset is None else None
+
+    def scalar_address(self, env: Env) -> int | None:
+        """The checked flat address when every index is a scalar; None otherwise."""
+        a = self.off_const
+        if a is None:
+            a = _to_int(self.offset(env))
+        for d, (fn, n, st) in enumerate(self.dims):
+            i = fn(env)
+            if i.__class__ is np.ndarray:
+                return None
+            if n.__class__ is not int:
+                n = _to_int(n(env))
+            if not 0 <= i < n:
+                raise IndexError(f"buffer {self.name}: index {i} out of range [0, {n}) in "
+                                 f"dimension {d}")
+            a += int(i) * (st if st.__class__ is int else _to_int(st(env)))
+        return a
+
+    # ---- memory & addresses --------------------------------------------------------------------
+    def memory(self, env: Env) -> np.ndarray:
+        try:
+            m = env[self.key]
+        except KeyError:
+            raise _Unbound(f"buffer {self.name}: its data pointer {self.buf.data.name!r} is not "
+                           "bound (not a parameter and not allocated here)") from None
+        if m.dtype is not self.npd and m.dtype != self.npd:
+            try:
+                m = m.view(self.npd)
+            except ValueError as err:
+                raise TypeError(f"buffer {self.name} views memory of dtype {m.dtype} as "
+                                f"{self.npd}: sizes do not divide") from err
+        return m
+
+    def indices(self, env: Env) -> list:
+        out = []
+        for fn, is_vec in self.idx:
+            v = fn(env)
+            out.append(_lift(v, is_vec, self.vec) if _is_batch(v) else v)
+        return out
+
+    def address(self, env: Env, idx: list | None = None) -> Any:
+        """The flat element address (Python int, or int64 array for vectors / batches)."""
+        if idx is None:
+            idx = self.indices(env)
+        if all(not _is_batch(i) for i in idx):
+            a = 0 if self.offset is None else int(self.offset(env))
+            if self.strides is None:
+                return a + int(idx[0])
+            for i, st in zip(idx, self.strides):
+                a += int(i) * int(st(env))
+            return a
+        a = np.int64(0) if self.offset is None else np.int64(_to_int(self.offset(env)))
+        if self.strides is None:
+            return a + np.asarray(idx[0], dtype=np.int64)
+        for i, st in zip(idx, self.strides):
+            a = a + np.asarray(i, dtype=np.int64) * _to_int(st(env))
+        return a
+
+    def _check_dims(self, env: Env, idx: list, mask: Any) -> None:
+        for d, (i, ext) in enumerate(zip(idx, self.shape)):
+            n = _to_int(ext(env))
+            if _is_batch(i) or mask is not None:
+                bad = (np.asarray(i) < 0) | (np.asarray(i) >= n)
+                if mask is not None:
+                    bad = bad & mask
+                if np.any(bad):
+                    first = np.broadcast_to(np.asarray(i), np.shape(bad))[bad].flat[0]
+                    raise IndexError(f"buffer {self.name}: index {first} out of range [0, {n}) in "
+                                     f"dimension {d}")
+            elif not 0 <= i < n:
+                raise IndexError(f"buffer {self.name}: index {i} out of range [0, {n}) in "
+                                 f"dimension {d}")
+
+    def check_scalar(self, env: Env, a: int, m: np.ndarray) -> None:
+        if not 0 <= a < m.size:
+            raise IndexError(f"buffer {self.name}: address {a} outside its memory of {m.size} "
+                             "elements")
+
+    def _active(self, env: Env) -> Any:
+        mask = _mask_for(env, self.vec)
+        if self.pred is not None:
+            p = self.pred(env)
+            mask = p if mask is None else np.logical_and(mask, p)
+        return mask
+
+    def _prepare(self, env: Env) -> tuple:
+        """Memory, address, active mask (broadcast to the address shape, or None)."""
+        m = self.memory(env)
+        mask = self._active(env)
+        idx = self.indices(env)
+        if mask is not None and not np.any(mask):
+            return m, None, False
+        self._check_dims(env, idx, mask if mask is not None and np.ndim(mask) else None)
+        a = self.address(env, idx)
+        if mask is not None:
+            if np.ndim(a) == 0 and np.ndim(mask) > 0:
+                mask = None  # one scalar address, some lane active
+            else:
+                mask = np.broadcast_to(mask, np.shape(a))
+        if np.ndim(a) == 0:
+            self.check_scalar(env, int(a), m)
+        else:
+            live = a if mask is None else a[mask]
+            if live.size and (live.min() < 0 or live.max() >= m.size):
+                bad = live[(live < 0) | (live >= m.size)][0]
+                raise IndexError(f"buffer {self.name}: address {bad} outside its memory of "
+                                 f"{m.size} elements")
+        return m, a, mask
+
+    def load(self, env: Env) -> Any:
+        if self.pred is None and _MASK not in env:
+            a = self.scalar_address(env)
+            if a is not None:
+                m = self.memory(env)
+                if a >= m.size:
+                    self.check_scalar(env, a, m)
+                return m[a]
+        m, a, mask = self._prepare(env)
+        if a is None:  # no active lane: the value is never used
+            return self._zeros(env)
+        if mask is None:
+            return m[a]
+        out = np.zeros(np.shape(a), dtype=self.npd)
+        out[mask] = m[a[mask]]
+        return out
+
+    def _zeros(self, env: Env) -> Any:
+        shape = np.shape(self.address(env)) if self.idx else ()
+        return np.zeros(shape, dtype=self.npd) if shape else self.npd.type(0)
+
+    def store(self, env: Env, value: Any) -> None:
+        if self.pred is None and _MASK not in env:
+            a = self.scalar_address(env)
+            if a is not None:
+                m = self.memory(env)
+                if a >= m.size:
+                    self.check_scalar(env, a, m)
+                if np.ndim(value) != 0:
+                    raise ValueError(f"store into {self.name}: a vector value to a scalar address")
+                m[a] = value
+                return
+        m, a, mask = self._prepare(env)
+        if a is None:
+            return
+        if np.ndim(a) == 0:
+            if np.ndim(value) != 0:
+                raise ValueError(f"store into {self.name}: a vector value to a scalar address")
+            m[a] = value
+            return
+        value = np.broadcast_to(_lift(value, self.vec, self.vec), np.shape(a)) \
+            if np.ndim(value) else value
+        if mask is None:
+            m[a] = value
+        else:
+            m[a[mask]] = value[mask] if np.ndim(value) else value
+
+
+# ---------------------------------------------------------------------------------------------
+class _FastLoop:
+    """Whole-loop numpy evaluation of an innermost loop, when provably equal to the serial loop.
+
+    Batch mode: the loop var becomes ``arange(extent)`` and the body runs once, statement by
+    statement, over all iterations. That equals the serial loop when no memory location written
+    in the body is touched by two different iterations; this is checked before each run from the
+    addresses of every access to a written buffer (their indices must not depend on values
+    computed in the body). Reduction mode: ``B[idx] = B[idx] op e`` with ``idx`` invariant and
+    ``e`` not reading B runs as ``op.accumulate`` (sequential, same rounding as the loop).
+    """
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[int, _Access]] = []
+        self.reduce: tuple | None = None
+
+    @staticmethod
+    def analyse(comp: _Compiler, loop: S.For) -> _FastLoop | None:
+        body = loop.body
+        ok = True
+        stores: list[S.BufferStore] = []
+        loads: list[E.BufferLoad] = []
+        local: set[int] = set()
+
+        def visit(n: Any) -> None:
+            nonlocal ok
+            if isinstance(n, (S.For, S.Allocate, S.AssertStmt, S.Prefetch)):
+                ok = False
+            elif isinstance(n, S.AttrStmt) and n.attr_key in ("thread_extent", "virtual_thread"):
+                ok = False
+            elif isinstance(n, S.Evaluate) and not isinstance(n.value, (E.IntImm, E.FloatImm)):
+                ok = False
+            elif isinstance(n, E.Call) and n.op in _SIDE_EFFECT_CALLS:
+                ok = False
+            elif isinstance(n, S.BufferStore):
+                stores.append(n)
+            elif isinstance(n, E.BufferLoad):
+                loads.append(n)
+            elif isinstance(n, (S.LetStmt, E.Let)):
+                local.add(id(n.var))
+
+        post_order_visit(body, visit)
+        if not ok or not stores:
+            return None
+        fast = _FastLoop()
+        fast.var, fast.npd = id(loop.loop_var), _np(loop.loop_var.dtype)
+        if len(stores) == 1 and body is stores[0]:
+            fast.reduce = _reduction_pattern(comp, stores[0], loop.loop_var)
+        written = {id(st.buffer.data) for st in stores}
+
+        def checkable(node: Any) -> bool:
+            found_load = []
+            post_order_visit(node, lambda n: found_load.append(n) if isinstance(
+                n, E.BufferLoad) else None)
+            return not found_load and all(id(v) not in local for v in collect_vars(node))
+
+        for acc in [*stores, *loads]:
+            if id(acc.buffer.data) not in written:
+                continue
+            parts = [*acc.indices, acc.buffer.elem_offset, *acc.buffer.strides]
+            if not all(checkable(p) for p in parts):
+                fast.checks = None  # type: ignore[assignment]
+                break
+            fast.checks.append((id(acc.buffer.data), _Access(comp, acc.buffer, acc.indices, None,
+                                                             acc.dtype if isinstance(
+                                                                 acc, E.BufferLoad)
+                                                             else acc.value.dtype)))
+        if fast.checks is None and fast.reduce is None:
+            return None
+        return fast
+
+    def disjoint(self, env: Env, n: int) -> bool:
+        """True when no written address is touched by two different iterations."""
+        groups: dict[int, list[np.ndarray]] = {}
+        for key, acc in self.checks:
+            a = np.asarray(acc.address(env), dtype=np.int64)
+            if acc.vec:
+                a = np.broadcast_to(a, (n, a.shape[-1])) if a.ndim == 1 else a
+            else:
+                a = np.broadcast_to(a, (n,)) if a.ndim == 0 else a
+                a = a.reshape(n, 1)
+            groups.setdefault(key, []).append(a)
+        for arrs in groups.values():
+            a = np.concatenate(arrs, axis=1)
+            if a.shape[1] == 1:
+                flat = a[:, 0]
+                if np.unique(flat).size != n:
+                    return False
+                continue
+            flat = a.ravel()
+            rows = np.repeat(np.arange(n), a.shape[1])
+            order = np.argsort(flat, kind="stable")
+            fs, rs = flat[order], rows[order]
+            if np.any((fs[1:] == fs[:-1]) & (rs[1:] != rs[:-1])):
+                return False
+        return True
+
+    def wrap(self, serial: StmtFn, body: StmtFn, mn: ExprFn, ext: ExprFn) -> StmtFn:
+        k, npd = self.var, self.npd
+
+        def loop(env: Env) -> None:
+            if _MASK in env:  # inside a masked region: keep it simple
+                serial(env)
+                return
+            lo, n = _to_int(mn(env)), _to_int(ext(env))
+            if n <= 1:
+                serial(env)
+                return
+            if self.reduce is not None:
+                self._run_reduce(env, lo, n)
+                return
+            env[k] = np.arange(lo, lo + n, dtype=npd)
+            try:
+                ok = self.disjoint(env, n)
+            except (_Unbound, ArithmeticError, IndexError, TypeError, ValueError):
+                ok = False  # e.g. an index only valid under a guard: run serially
+            if ok:
+                body(env)
+            else:
+                serial(env)
+
+        return loop
+
+    def _run_reduce(self, env: Env, lo: int, n: int) -> None:
+        ufunc, acc, elem, rest, rest_vec = self.reduce  # type: ignore[misc]
+        init = acc.load(env)
+        env[self.var] = np.arange(lo, lo + n, dtype=self.npd)
+        vals = rest(env)
+        shape = (n,) + np.shape(init)
+        vals = np.broadcast_to(_lift(vals, rest_vec, acc.vec) if np.ndim(vals) else vals, shape)
+        seq = np.concatenate([np.asarray(init)[None], vals], axis=0)
+        out = ufunc.accumulate(seq, axis=0, dtype=elem)[-1]
+        env[self.var] = np.asarray(lo + n - 1, dtype=self.npd)[()]
+        acc.store(env, out if np.ndim(out) else elem.type(out))
+
+
+def _contains(node: Any, pred: Callable[[Any], bool]) -> bool:
+    found = []
+    post_order_visit(node, lambda n: found.append(n) if pred(n) else None)
+    return bool(found)
+
+
+_REDUCE_UFUNC = {E.Add: np.add, E.Mul: np.multiply, E.Min: np.minimum, E.Max: np.maximum}
+
+
+def _reduction_pattern(comp: _Compiler, st: S.BufferStore, var: E.Var) -> tuple | None:
+    v = st.value
+    ufunc = _REDUCE_UFUNC.get(type(v))
+    if ufunc is None:
+        return None
+    for ld, rest in ((v.a, v.b), (v.b, v.a)):
+        if not isinstance(ld, E.BufferLoad) or ld.buffer is not st.buffer:
+            continue
+        if not structural_equal(list(ld.indices), list(st.indices)):
+            continue
+        if (ld.predicate is None) != (st.predicate is None):
+            continue
+        if ld.predicate is not None and not structural_equal(ld.predicate, st.predicate):
+            continue
+        invariant = [*st.indices, st.buffer.elem_offset, *st.buffer.strides]
+        if st.predicate is not None:
+            invariant.append(st.predicate)
+        if any(_contains(x, lambda n: isinstance(n, E.BufferLoad | E.Let) or n is var)
+               for x in invariant):
+            return None
+        if _contains(rest, lambda n, t=st.buffer.data: isinstance(n, E.BufferLoad)
+                     and n.buffer.data is t):
+            return None
+        acc = _Access(comp, st.buffer, st.indices, st.predicate, st.value.dtype)
+        return (ufunc, acc, _np(st.value.dtype), comp.expr(rest), dt.lanes_of(rest.dtype) > 1)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+_COMPILED: weakref.WeakKeyDictionary[PrimFunc, StmtFn] = weakref.WeakKeyDictionary()
+
+
+def _compile(func: PrimFunc) -> StmtFn:
+    fn = _COMPILED.get(func)
+    if fn is None:
+        fn = _Compiler().stmt(func.body)
+        _COMPILED[func] = fn
+    return fn
+
+
+def _as_array(arg: Any, name: str) -> tuple[np.ndarray, Callable[[np.ndarray], None] | None]:
+    """A writable C-contiguous numpy array for ``arg`` and, when it is a copy, a write-back."""
+    if isinstance(arg, np.ndarray):
+        if arg.flags.c_contiguous and arg.flags.writeable:
+            return arg, None
+        arr = np.ascontiguousarray(arg).copy()
+
+        def back_np(a: np.ndarray) -> None:
+            if arg.flags.writeable:
+                arg[...] = a
+
+        return arr, back_np
+    if hasattr(arg, "numpy"):
+        arr = np.array(arg.numpy(), copy=True, order="C")
+
+        def back(a: np.ndarray) -> None:
+            if hasattr(arg, "copyfrom"):
+                arg.copyfrom(a)
+            else:
+                try:
+                    arg[...] = a
+                except TypeError:
+                    np.copyto(np.asarray(arg), a)
+
+        return arr, back
+    if hasattr(arg, "__array__") or hasattr(arg, "__dlpack__"):
+        try:
+            view = np.from_dlpack(arg) if hasattr(arg, "__dlpack__") else np.asarray(arg)
+        except (TypeError, RuntimeError, BufferError):
+            view = np.asarray(arg)
+        if view.flags.c_contiguous and view.flags.writeable:
+            return view, None
+        arr = np.array(view, copy=True, order="C")
+
+        def back_arr(a: np.ndarray) -> None:
+            np.copyto(np.asarray(arg), a)
+
+        return arr, back_arr
+    raise TypeError(f"argument {name}: expected an array (numpy, tvm.nd.array, DLPack), got "
+                    f"{type(arg).__name__}")
+
+
+def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[Env, list]:
+    if len(args) != len(func.params):
+        names = ", ".join(func.buffer_map[p].name if p in func.buffer_map else p.name
+                          for p in func.params)
+        raise TypeError(f"{func.name} takes {len(func.params)} arguments ({names}), got {len(args)}")
+    env: Env = {}
+    writebacks = []
+    bufs = []
+    for p, a in zip(func.params, args):
+        b = func.buffer_map.get(p)
+        if b is None:
+            env[id(p)] = _scalar_arg(p, a)
+            continue
+        arr, back = _as_array(a, b.name)
+        want = _np(b.dtype)
+        if arr.dtype != want:
+            raise TypeError(f"argument {b.name}: expected dtype {b.dtype}, got {arr.dtype}")
+        if arr.ndim != len(b.shape):
+            raise ValueError(f"argument {b.name}: expected {len(b.shape)} dimensions "
+                             f"{tuple(str(s) for s in b.shape)}, got shape {arr.shape}")
+        env[id(p)] = arr.reshape(-1)
+        if back is not None:
+            writebacks.append((back, arr))
+        bufs.append((b, arr))
+    # symbolic dims first, then every dim/stride checked
+    for b, arr in bufs:
+        for d, s in enumerate(b.shape):
+            if isinstance(s, E.Var) and id(s) not in env:
+                env[id(s)] = _np(s.dtype).type(arr.shape[d])
+        for d, s in enumerate(b.strides):
+            if isinstance(s, E.Var) and id(s) not in env:
+                env[id(s)] = _np(s.dtype).type(arr.strides[d] // arr.itemsize)
+        if isinstance(b.elem_offset, E.Var) and id(b.elem_offset) not in env:
+            env[id(b.elem_offset)] = _np(b.elem_offset.dtype).type(0)
+    for b, arr in bufs:
+        for d, s in enumerate(b.shape):
+            got = int(comp.expr(s)(env))
+            if got != arr.shape[d]:
+                raise ValueError(f"argument {b.name}: expected shape "
+                                 f"{tuple(str(x) for x in b.shape)} (dim {d} = {got}), got "
+                                 f"{arr.shape}")
+        for d, s in enumerate(b.strides):
+            got = int(comp.expr(s)(env))
+            if arr.shape[d] > 1 and got != arr.strides[d] // arr.itemsize:
+                raise ValueError(f"argument {b.name}: expected stride {got} in dimension {d}, "
+                                 f"got {arr.strides[d] // arr.itemsize}")
+    return env, writebacks
+
+
+def _scalar_arg(p: E.Var, a: Any) -> Any:
+    if isinstance(a, E.IntImm | E.FloatImm):
+        a = a.value
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        a = a[()]
+    kind = dt.parse(p.dtype).kind
+    if kind == "handle":
+        raise TypeError(f"argument {p.name}: handle parameters without a buffer are not supported")
+    ok = {"bool": (bool, np.bool_), "int": (int, np.integer), "uint": (int, np.integer),
+          "float": (int, float, np.integer, np.floating)}[kind]
+    if not isinstance(a, ok) or (kind in ("int", "uint") and isinstance(a, bool)):
+        raise TypeError(f"argument {p.name}: expected a {p.dtype} scalar, got "
+                        f"{type(a).__name__} {a!r}")
+    if kind in ("int", "uint"):
+        info = np.iinfo(_np(p.dtype))
+        if not info.min <= int(a) <= info.max:
+            raise OverflowError(f"argument {p.name}: {a} does not fit {p.dtype}")
+    return _np(p.dtype).type(a)
+
+
+def run(func: PrimFunc, args: Sequence[Any]) -> None:
+    """Execute ``func`` on ``args`` (arrays for buffer parameters, numbers for scalars).
+    Arrays are modified in place (objects that are not numpy arrays are written back)."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"run expects a tir.PrimFunc, got {type(func).__name__}")
+    comp = _Compiler()
+    body = _compile(func)
+    env, writebacks = _bind_args(func, list(args), comp)
+    with np.errstate(all="ignore"):
+        try:
+            body(env)
+        except _Unbound as err:
+            raise RuntimeError(f"{func.name}: {err}") from None
+    for back, arr in writebacks:
+        back(arr)
+
+
+class InterpModule:
+    """Interpreted functions behind the runtime Module's call interface."""
+
+    type_key = "interp"
+
+    def __init__(self, funcs: Sequence[PrimFunc], entry: str | None = None):
+        self.functions: dict[str, PrimFunc] = {f.name: f for f in funcs}
+        if not self.functions:
+            raise ValueError("InterpModule needs at least one function")
+        self.entry_name = entry or next(iter(self.functions))
+        self.imported_modules: list[Any] = []
+
+    def get_function(self, name: str) -> Callable[..., None]:
+        func = self.functions.get(name)
+        if func is None:
+            raise AttributeError(f"module has no function {name!r}; it has: "
+                                 f"{', '.join(self.functions)}")
+
+        def call(*args: Any) -> None:
+            run(func, args)
+
+        call.__name__ = name
+        return call
+
+    def __getitem__(self, name: str) -> Callable[..., None]:
+        return self.get_function(name)
+
+    def __call__(self, *args: Any) -> None:
+        run(self.functions[self.entry_name], args)
+
+    def get_source(self, fmt: str = "") -> str:
+        return "\n\n".join(str(f) for f in self.functions.values())
+
+    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 1, repeat: int = 1,
+                       min_repeat_ms: int = 0) -> Callable[..., Any]:
+        """Mean/median/results timing of ``func_name`` (seconds per call), like the runtime's."""
+        f = self.get_function(func_name)
+
+        def evaluate(*args: Any) -> Any:
+            results = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                count = 0
+                while True:
+                    for _ in range(number):
+                        f(*args)
+                    count += number
+                    if (time.perf_counter() - t0) * 1000 >= min_repeat_ms:
+                        break
+                results.append((time.perf_counter() - t0) / count)
+            return _TimingResult(results)
+
+        return evaluate
+
+    def export_library(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("the interpreter target has no machine code to export; build "
+                                  "with target='llvm' or 'c'")
+
+
+class _TimingResult:
+    def __init__(self, results: list[float]):
+        self.results = tuple(results)
+        self.mean = float(np.mean(results))
+        self.median = float(np.median(results))
+        self.min = float(np.min(results))
+        self.max = float(np.max(results))
+        self.std = float(np.std(results))
+
+    def __repr__(self) -> str:
+        return f"TimingResult(mean={self.mean:.6g}s, median={self.median:.6g}s, n={len(self.results)})"
+
+
+def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any = None) -> InterpModule:
+    """An :class:`InterpModule` running ``funcs`` (``tvm.build(..., target="interp")``)."""
+    if isinstance(funcs, PrimFunc):
+        funcs = [funcs]
+    funcs = list(funcs)
+    for f in funcs:
+        _compile(f)  # report IR the interpreter cannot run at build time
+    return InterpModule(funcs)
