@@ -1,0 +1,749 @@
+"""The simplifier: a bottom-up rewrite of expressions using the Analyzer's facts.
+
+Integer index arithmetic (signed 32/64-bit scalars, assumed not to overflow, as in TVM) is put
+in the canonical sum form of :mod:`.sum_form`; floordiv/floormod by positive constants are
+simplified by splitting the dividend into a multiple of (a divisor of) the divisor plus a
+residual whose bounds are known; min/max/comparisons/select are decided by proofs on
+differences (constant bounds, then the constraint facts). Other integer dtypes (int8/16,
+unsigned, bool) only get constant folding with wraparound and exact identities. Floating point is
+only folded when all operands are constants: it is never reassociated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..ir import dtype as dt
+from ..tir import expr as E
+from ..tir.functor import Mutator
+from .const_fold import fold_binary, fold_cast, wrap_int
+from .sum_form import INF, Sum, merge_splits, skey, split_info, to_sum
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .analyzer import Analyzer
+
+__all__ = ["Simplifier"]
+
+_TRUE = E.IntImm("bool", 1)
+_FALSE = E.IntImm("bool", 0)
+
+
+def _bool(v: bool, lanes: int = 1) -> E.PrimExpr:
+    c = E.IntImm("bool", 1 if v else 0)
+    return c if lanes == 1 else E.Broadcast(c, lanes)
+
+
+def _is_index(dtype: str) -> bool:
+    d = dt.parse(dtype)
+    return d.kind == "int" and d.bits >= 32 and d.lanes == 1
+
+
+def _is_int_const(e: E.PrimExpr, v: int | None = None) -> bool:
+    return isinstance(e, E.IntImm) and (v is None or e.value == v)
+
+
+class Simplifier(Mutator):
+    """Expression simplifier bound to one Analyzer (whose facts it uses)."""
+
+    def __init__(self, analyzer: Analyzer):
+        self.an = analyzer
+
+    # ---- entry with memo ---------------------------------------------------------------------
+    def visit(self, node):
+        if not isinstance(node, E.PrimExpr):
+            return super().visit(node)
+        cache = self.an._st.simplify_cache
+        hit = cache.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        out = super().visit(node)
+        cache = self.an._st.simplify_cache  # the state may have been replaced meanwhile
+        if len(cache) > 200_000:
+            cache.clear()
+        cache[id(node)] = (node, out)
+        if out is not node:
+            cache[id(out)] = (out, out)
+        return out
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _canon(self, s: Sum) -> E.PrimExpr:
+        """A Sum back to an expression, after merging div/mod splits."""
+        for _ in range(4):
+            if not merge_splits(s, lambda e: to_sum(self.visit(e))):
+                break
+        return s.to_expr()
+
+    def _sum(self, e: E.PrimExpr) -> Sum:
+        return to_sum(e)
+
+    def prove_nonpos(self, s: Sum) -> bool:
+        return self.an._prove_nonpos(s)
+
+    def prove_lt(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
+        """a < b for index expressions."""
+        d = self._sum(a).iadd(self._sum(b), -1)
+        d.const += 1
+        return self.prove_nonpos(d)
+
+    def prove_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
+        return self.prove_nonpos(self._sum(a).iadd(self._sum(b), -1))
+
+    def bound(self, e: E.PrimExpr) -> tuple:
+        return self.an._bound(e)
+
+    # ---- leaves ------------------------------------------------------------------------------
+    def visit_Var(self, v: E.Var) -> E.PrimExpr:
+        val = self.an._st.var_value.get(v)
+        return v if val is None else val
+
+    def visit_IntImm(self, e: E.IntImm) -> E.PrimExpr:
+        return e
+
+    visit_FloatImm = visit_IntImm
+    visit_StringImm = visit_IntImm
+
+    # ---- arithmetic --------------------------------------------------------------------------
+    def _children(self, e: E.BinaryOp) -> tuple[E.PrimExpr, E.PrimExpr]:
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a.dtype != b.dtype:  # a child simplified to another dtype: keep the original
+            return e.a, e.b
+        return a, b
+
+    def _rebuild(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
+        if a is e.a and b is e.b:
+            return e
+        return type(e)(a, b)
+
+    def visit_Add(self, e: E.Add) -> E.PrimExpr:
+        return self._arith(e)
+
+    visit_Sub = visit_Add
+    visit_Mul = visit_Add
+
+    def _arith(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self._children(e)
+        c = fold_binary(type(e), a, b)
+        if c is not None:
+            return c
+        if _is_index(e.dtype):
+            if isinstance(e, E.Add):
+                s = self._sum(a).iadd(self._sum(b))
+            elif isinstance(e, E.Sub):
+                s = self._sum(a).iadd(self._sum(b), -1)
+            else:
+                sa, sb = self._sum(a), self._sum(b)
+                if sa.is_const():
+                    s = sb.scaled(sa.const)
+                elif sb.is_const():
+                    s = sa.scaled(sb.const)
+                elif sa.n_terms() * sb.n_terms() <= 16:
+                    s = sa.mul(sb)
+                else:
+                    return self._rebuild(e, a, b)
+            return self._canon(s)
+        if dt.lanes_of(e.dtype) > 1:
+            v = self._vector_arith(e, a, b)
+            if v is not None:
+                return v
+        if dt.is_integer(e.dtype) and not dt.is_bool(e.dtype):
+            # exact identities under wraparound
+            if isinstance(e, E.Add):
+                if _is_zero(b):
+                    return a
+                if _is_zero(a):
+                    return b
+            elif isinstance(e, E.Sub):
+                if _is_zero(b):
+                    return a
+                if skey(a) == skey(b):
+                    return _zero(e.dtype)
+            elif isinstance(e, E.Mul):
+                if _is_one(b):
+                    return a
+                if _is_one(a):
+                    return b
+                if _is_zero(a) or _is_zero(b):
+                    return _zero(e.dtype)
+        return self._rebuild(e, a, b)
+
+    def _vector_arith(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
+        cls = type(e)
+        if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
+            return E.Broadcast(self.visit(cls(a.value, b.value)), a.lanes)
+        if not dt.is_integer(e.dtype):
+            return None
+        if cls in (E.Add, E.Sub):
+            if isinstance(a, E.Ramp) and isinstance(b, E.Ramp):
+                return self._ramp(self.visit(cls(a.base, b.base)), self.visit(cls(a.stride, b.stride)),
+                                  a.lanes)
+            if isinstance(a, E.Ramp) and isinstance(b, E.Broadcast):
+                return self._ramp(self.visit(cls(a.base, b.value)), a.stride, a.lanes)
+            if isinstance(a, E.Broadcast) and isinstance(b, E.Ramp):
+                stride = b.stride if cls is E.Add else self.visit(E.Sub(_zero(b.stride.dtype), b.stride))
+                return self._ramp(self.visit(cls(a.value, b.base)), stride, b.lanes)
+        if cls is E.Mul:
+            if isinstance(a, E.Broadcast) and isinstance(b, E.Ramp):
+                a, b = b, a
+            if isinstance(a, E.Ramp) and isinstance(b, E.Broadcast):
+                return self._ramp(self.visit(E.Mul(a.base, b.value)),
+                                  self.visit(E.Mul(a.stride, b.value)), a.lanes)
+        return None
+
+    def _ramp(self, base: E.PrimExpr, stride: E.PrimExpr, lanes: int) -> E.PrimExpr:
+        if _is_zero(stride):
+            return E.Broadcast(base, lanes)
+        return E.Ramp(base, stride, lanes)
+
+    # ---- division ----------------------------------------------------------------------------
+    def visit_FloorDiv(self, e: E.FloorDiv) -> E.PrimExpr:
+        return self._divmod(e)
+
+    visit_FloorMod = visit_FloorDiv
+    visit_Div = visit_FloorDiv
+    visit_Mod = visit_FloorDiv
+
+    def _divmod(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self._children(e)
+        c = fold_binary(type(e), a, b)
+        if c is not None:
+            return c
+        is_div = isinstance(e, (E.FloorDiv, E.Div))
+        if dt.lanes_of(e.dtype) > 1:
+            v = self._vector_divmod(e, a, b)
+            return v if v is not None else self._rebuild(e, a, b)
+        if not dt.is_integer(e.dtype) or dt.is_bool(e.dtype):
+            if isinstance(e, E.Div) and _is_one(b) and dt.is_float(e.dtype):
+                return a  # x / 1.0 == x exactly (NaN and -0 included)
+            return self._rebuild(e, a, b)
+        if not _is_index(e.dtype):
+            if is_div and _is_one(b):
+                return a
+            if not is_div and _is_one(b):
+                return _zero(e.dtype)
+            return self._rebuild(e, a, b)
+        if not (isinstance(b, E.IntImm) and b.value > 0):
+            if isinstance(b, E.IntImm) and b.value == -1 and is_div:
+                return self._canon(self._sum(a).scaled(-1))
+            if skey(a) == skey(b) and self.an._bound(b)[0] > 0:
+                return E.IntImm(e.dtype, 1) if is_div else _zero(e.dtype)
+            return self._rebuild(e, a, b)
+        cval = b.value
+        if cval == 1:
+            return a if is_div else _zero(e.dtype)
+        trunc = isinstance(e, (E.Div, E.Mod))
+        if trunc:
+            if self.bound(a)[0] < 0:
+                return self._trunc_divmod(e, a, b)
+            # non-negative dividend: truncation and floor agree
+        s = self._sum(a)
+        if is_div:
+            out = self._floordiv_sum(s, cval, trunc)
+        else:
+            out = self._floormod_sum(s, cval, trunc)
+        return out
+
+    def _trunc_divmod(self, e: E.BinaryOp, a: E.PrimExpr, b: E.IntImm) -> E.PrimExpr:
+        """truncdiv/truncmod with a possibly negative dividend: only exact rewrites."""
+        s = self._sum(a)
+        c = b.value
+        if isinstance(e, E.Div):
+            if s.coeff_gcd() % c == 0 and s.const % c == 0 and s.terms:
+                return self._canon(_exact_div(s, c))
+            lo, hi = self.bound(a)
+            if -c < lo and hi < c:
+                return _zero(e.dtype)
+        else:
+            if s.coeff_gcd() % c == 0 and s.const % c == 0:
+                return _zero(e.dtype)
+            lo, hi = self.bound(a)
+            if -c < lo and hi < c:
+                return a
+        inner = self.an._st.modular.modular(a)
+        if isinstance(e, E.Mod) and inner.coeff and inner.coeff % c == 0 and inner.base % c == 0:
+            return _zero(e.dtype)
+        return self._rebuild(e, a, b)
+
+    def _residual_candidates(self, s: Sum, c: int) -> list[int]:
+        gs = {c}
+        for coeff, _ in s.items():
+            g = math.gcd(coeff, c)
+            if g > 1:
+                gs.add(g)
+        return sorted(gs, reverse=True)
+
+    def _split_sum(self, s: Sum, c: int):
+        """Find ``g | c`` and ``m`` such that ``s = g*(q + m) + r`` with ``0 <= r < g``, where
+        ``q`` collects the terms whose coefficients ``g`` divides. Returns ``(g, q_plus_m, r)``."""
+        for g in self._residual_candidates(s, c):
+            q = Sum(s.dtype)
+            r = Sum(s.dtype, s.const)
+            for coeff, atoms in s.items():
+                if coeff % g == 0:
+                    q.add_mono(atoms, coeff // g)
+                else:
+                    r.add_mono(atoms, coeff)
+            lo, hi = self.an._sum_bound(r)
+            if lo == -INF or hi == INF:
+                continue
+            m = lo // g
+            if hi < (m + 1) * g:
+                q.const += m
+                r.const -= m * g
+                return g, q, r
+        return None
+
+    def _floordiv_sum(self, s: Sum, c: int, trunc: bool) -> E.PrimExpr:
+        found = self._split_sum(s, c)
+        if found is not None:
+            g, q, _r = found
+            # floordiv(s, c) == floordiv(q, c // g)
+            c2 = c // g
+            if c2 == 1:
+                return self._canon(q)
+            return self._floordiv_plain(q, c2)
+        # extract exact multiples of c (and of the constant)
+        return self._floordiv_plain(s, c)
+
+    def _floordiv_plain(self, s: Sum, c: int) -> E.PrimExpr:
+        """floordiv(s, c) = sum(multiples)/c + floordiv(rest, c); rest bounded -> folded."""
+        dtype = s.dtype
+        q = Sum(dtype, s.const // c)
+        r = Sum(dtype, s.const % c)
+        for coeff, atoms in s.items():
+            if coeff % c == 0:
+                q.add_mono(atoms, coeff // c)
+            else:
+                r.add_mono(atoms, coeff)
+        if r.is_const():
+            return self._canon(q)
+        lo, hi = self.an._sum_bound(r)
+        if lo != -INF and hi != INF and lo // c == hi // c:
+            q.const += lo // c
+            return self._canon(q)
+        rest = self._canon(r)
+        inner = self._nested_div(rest, c)
+        if inner is None:
+            inner = E.FloorDiv(rest, E.IntImm(dtype, c))
+        q.iadd(to_sum(inner))
+        return self._canon(q)
+
+    def _nested_div(self, rest: E.PrimExpr, c: int) -> E.PrimExpr | None:
+        # floordiv(floordiv(x, c1), c) -> floordiv(x, c1*c)
+        if isinstance(rest, E.FloorDiv) and _is_int_const(rest.b) and rest.b.value > 0:
+            return E.FloorDiv(rest.a, E.IntImm(rest.dtype, rest.b.value * c))
+        # floordiv(floormod(x, m), c) with m | c ... -> 0 handled by bounds; nothing else
+        return None
+
+    def _floormod_sum(self, s: Sum, c: int, trunc: bool) -> E.PrimExpr:
+        dtype = s.dtype
+        found = self._split_sum(s, c)
+        if found is not None:
+            g, q, r = found
+            # floormod(s, c) == g * floormod(q, c // g) + r
+            c2 = c // g
+            out = Sum(dtype)
+            out.iadd(r)
+            if c2 != 1:
+                out.iadd(to_sum(self._floormod_plain(q, c2)), g)
+            return self._canon(out)
+        return self._floormod_plain(s, c)
+
+    def _floormod_plain(self, s: Sum, c: int) -> E.PrimExpr:
+        dtype = s.dtype
+        r = Sum(dtype, s.const % c)
+        for coeff, atoms in s.items():
+            cm = coeff if -c < coeff < c else coeff % c
+            if cm:
+                r.add_mono(atoms, cm)
+        if r.is_const():
+            return E.IntImm(dtype, r.const % c)
+        lo, hi = self.an._sum_bound(r)
+        if lo != -INF and hi != INF and lo // c == hi // c:
+            r.const -= (lo // c) * c
+            return self._canon(r)
+        rest = self._canon(r)
+        ms = self.an._st.modular.modular(rest)
+        if ms.coeff and ms.coeff % c == 0:
+            return E.IntImm(dtype, ms.base % c)
+        nested = self._nested_mod(rest, c)
+        if nested is not None:
+            return nested
+        return E.FloorMod(rest, E.IntImm(dtype, c))
+
+    def _nested_mod(self, rest: E.PrimExpr, c: int) -> E.PrimExpr | None:
+        dtype = rest.dtype
+        # floormod(floormod(x, m), c) with c | m -> floormod(x, c)
+        if isinstance(rest, E.FloorMod) and _is_int_const(rest.b) and rest.b.value % c == 0:
+            return self.visit(E.FloorMod(rest.a, E.IntImm(dtype, c)))
+        # floormod(floordiv(x, k), c) -> floordiv(floormod(x, k*c), k)
+        info = split_info(rest)
+        if info is not None and info[0] == "floor" and info[3] == INF and isinstance(rest, E.FloorDiv):
+            _, x, k, _ = info
+            inner = self.visit(E.FloorMod(x, E.IntImm(dtype, k * c)))
+            return self.visit(E.FloorDiv(inner, E.IntImm(dtype, k)))
+        return None
+
+    def _vector_divmod(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
+        cls = type(e)
+        if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
+            return E.Broadcast(self.visit(cls(a.value, b.value)), a.lanes)
+        if not (isinstance(a, E.Ramp) and isinstance(b, E.Broadcast) and _is_index(a.base.dtype)):
+            return None
+        if not (isinstance(b.value, E.IntImm) and b.value.value > 0 and isinstance(a.stride, E.IntImm)):
+            return None
+        c, st, lanes = b.value.value, a.stride.value, a.lanes
+        if cls is E.FloorDiv or (cls is E.Div and self.bound(a.base)[0] >= 0 and st >= 0):
+            if st % c == 0:
+                return self._ramp(self.visit(E.FloorDiv(a.base, b.value)), E.IntImm(a.base.dtype, st // c),
+                                  lanes)
+            if st >= 0:
+                lo, hi = self.bound(self.visit(E.FloorMod(a.base, b.value)))
+                if hi + st * (lanes - 1) < c:
+                    return E.Broadcast(self.visit(E.FloorDiv(a.base, b.value)), lanes)
+        if cls is E.FloorMod or (cls is E.Mod and self.bound(a.base)[0] >= 0 and st >= 0):
+            if st % c == 0:
+                return E.Broadcast(self.visit(E.FloorMod(a.base, b.value)), lanes)
+            if st >= 0:
+                base = self.visit(E.FloorMod(a.base, b.value))
+                lo, hi = self.bound(base)
+                if hi + st * (lanes - 1) < c:
+                    return E.Ramp(base, a.stride, lanes)
+        return None
+
+    # ---- min / max ---------------------------------------------------------------------------
+    def visit_Min(self, e: E.Min) -> E.PrimExpr:
+        return self._minmax(e)
+
+    visit_Max = visit_Min
+
+    def _minmax(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self._children(e)
+        c = fold_binary(type(e), a, b)
+        if c is not None:
+            return c
+        is_min = isinstance(e, E.Min)
+        if dt.lanes_of(e.dtype) > 1:
+            if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
+                return E.Broadcast(self.visit(type(e)(a.value, b.value)), a.lanes)
+            return self._rebuild(e, a, b)
+        if not dt.is_integer(e.dtype):
+            return self._rebuild(e, a, b)
+        if skey(a) == skey(b):
+            return a
+        if not _is_index(e.dtype):
+            lo_a, hi_a = self.bound(a)
+            lo_b, hi_b = self.bound(b)
+            if hi_a <= lo_b:
+                return a if is_min else b
+            if hi_b <= lo_a:
+                return b if is_min else a
+            return self._rebuild(e, a, b)
+        if self.prove_le(a, b):
+            return a if is_min else b
+        if self.prove_le(b, a):
+            return b if is_min else a
+        # constant second; nested constants combine: min(min(x, c1), c2) -> min(x, min(c1, c2))
+        if isinstance(a, E.IntImm):
+            a, b = b, a
+        if isinstance(b, E.IntImm) and type(a) is type(e) and isinstance(a.b, E.IntImm):
+            nb = fold_binary(type(e), a.b, b)
+            return self.visit(type(e)(a.a, nb))
+        # min(x + c1, y + c1) -> min(x, y) + c1 style: common constant offset
+        sa, sb = self._sum(a), self._sum(b)
+        if sa.const and sa.const == sb.const and not sa.is_const() and not sb.is_const():
+            k = sa.const
+            sa.const = sb.const = 0
+            inner = self.visit(type(e)(self._canon(sa), self._canon(sb)))
+            return self._canon(self._sum(inner).iadd(Sum(e.dtype, k)))
+        return self._rebuild(e, a, b)
+
+    # ---- comparisons -------------------------------------------------------------------------
+    def visit_CmpOp(self, e: E.CmpOp) -> E.PrimExpr:
+        a, b = self._children(e)
+        c = fold_binary(type(e), a, b)
+        if c is not None:
+            return c
+        lanes = dt.lanes_of(e.dtype)
+        if lanes > 1:
+            if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
+                return E.Broadcast(self.visit(type(e)(a.value, b.value)), lanes)
+            return self._rebuild(e, a, b)
+        if not dt.is_integer(a.dtype):
+            return self._rebuild(e, a, b)
+        if _is_index(a.dtype):
+            v = self._decide_cmp(e, self._sum(a), self._sum(b))
+            if v is not None:
+                return _bool(v)
+            return self._rebuild(e, a, b)
+        # other integer dtypes: decide from constant bounds (no arithmetic on the operands)
+        la, ha = self.bound(a)
+        lb, hb = self.bound(b)
+        v = _decide_by_bounds(type(e), la, ha, lb, hb)
+        if v is None and skey(a) == skey(b):
+            v = type(e) in (E.EQ, E.LE, E.GE)
+        if v is not None:
+            return _bool(v)
+        return self._rebuild(e, a, b)
+
+    def _decide_cmp(self, e: E.CmpOp, sa: Sum, sb: Sum) -> bool | None:
+        d = sa.iadd(sb, -1)  # a - b
+        if d.is_const():
+            return _cmp_const(type(e), d.const)
+        neg = d.scaled(-1)
+
+        def lt0(x: Sum) -> bool:  # x < 0
+            y = x.copy()
+            y.const += 1
+            return self.prove_nonpos(y)
+
+        cls = type(e)
+        if cls is E.LT:
+            return True if lt0(d) else (False if self.prove_nonpos(neg) else None)
+        if cls is E.LE:
+            return True if self.prove_nonpos(d) else (False if lt0(neg) else None)
+        if cls is E.GT:
+            return True if lt0(neg) else (False if self.prove_nonpos(d) else None)
+        if cls is E.GE:
+            return True if self.prove_nonpos(neg) else (False if lt0(d) else None)
+        # EQ / NE
+        differ = lt0(d) or lt0(neg)
+        if not differ:
+            ms = self.an._st.modular.modular(d.to_expr())
+            differ = ms.coeff != 0 and ms.base != 0
+        if differ:
+            return cls is E.NE
+        if self.prove_nonpos(d) and self.prove_nonpos(neg):
+            return cls is E.EQ
+        return None
+
+    # ---- logic -------------------------------------------------------------------------------
+    def visit_And(self, e: E.And) -> E.PrimExpr:
+        a, b = self._children(e)
+        for x, y in ((a, b), (b, a)):
+            if _is_int_const(x):
+                if dt.lanes_of(e.dtype) == 1:
+                    return y if x.value else _FALSE
+        if skey(a) == skey(b):
+            return a
+        if dt.lanes_of(e.dtype) == 1:
+            if self._implied(a, b) is False or self._implied(b, a) is False:
+                return _FALSE
+            if self._implied(a, b) is True:
+                return a
+            if self._implied(b, a) is True:
+                return b
+        return self._rebuild(e, a, b)
+
+    def visit_Or(self, e: E.Or) -> E.PrimExpr:
+        a, b = self._children(e)
+        for x, y in ((a, b), (b, a)):
+            if _is_int_const(x):
+                if dt.lanes_of(e.dtype) == 1:
+                    return _TRUE if x.value else y
+        if skey(a) == skey(b):
+            return a
+        if dt.lanes_of(e.dtype) == 1:
+            na, nb = _negate(a), _negate(b)
+            if na is not None and self._implied(na, b) is True:
+                return _TRUE  # not a -> b: a or b holds
+            if na is not None and self._implied(na, b) is False:
+                return a  # not a -> not b: b implies a
+            if nb is not None and self._implied(nb, a) is False:
+                return b
+        return self._rebuild(e, a, b)
+
+    def _implied(self, fact: E.PrimExpr, cond: E.PrimExpr) -> bool | None:
+        """Under ``fact``, is ``cond`` provably True / False (None: unknown)? Only for index
+        comparisons (cheap; avoids re-simplifying large conditions)."""
+        if not (_is_index_cmp(fact) and _is_index_cmp(cond)):
+            return None
+        with self.an.constraint_scope(fact):
+            v = self._decide_cmp(cond, self._sum(cond.a), self._sum(cond.b))
+        return v
+
+    def visit_Not(self, e: E.Not) -> E.PrimExpr:
+        a = self.visit(e.a)
+        if _is_int_const(a):
+            return _bool(not a.value)
+        if isinstance(a, E.Not):
+            return a.a
+        if dt.lanes_of(e.dtype) == 1:
+            n = _negate(a)
+            if n is not None:
+                return self.visit(n)
+        return e if a is e.a else E.Not(a)
+
+    def visit_Select(self, e: E.Select) -> E.PrimExpr:
+        cond = self.visit(e.condition)
+        if _is_int_const(cond):
+            return self.visit(e.true_value if cond.value else e.false_value)
+        t, f = self.visit(e.true_value), self.visit(e.false_value)
+        if skey(t) == skey(f):
+            return t
+        if t.dtype != f.dtype:
+            t, f = e.true_value, e.false_value
+        if cond is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return E.Select(cond, t, f)
+
+    # ---- calls, casts, lets, loads -----------------------------------------------------------
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        if e.op == "if_then_else" and len(e.args) == 3:
+            cond = self.visit(e.args[0])
+            if _is_int_const(cond):
+                return self.visit(e.args[1] if cond.value else e.args[2])
+            t, f = self.visit(e.args[1]), self.visit(e.args[2])
+            if skey(t) == skey(f):
+                return t
+            if t.dtype != f.dtype:
+                t, f = e.args[1], e.args[2]
+            return E.Call(e.dtype, e.op, [cond, t, f])
+        if e.op == "likely" and len(e.args) == 1:
+            cond = self.visit(e.args[0])
+            if _is_int_const(cond):
+                return cond
+            return e if cond is e.args[0] else E.Call(e.dtype, "likely", [cond])
+        args = [self.visit(a) for a in e.args]
+        folded = _fold_call(e.op, e.dtype, args)
+        if folded is not None:
+            return folded
+        if all(x is y for x, y in zip(args, e.args)):
+            return e
+        return E.Call(e.dtype, e.op, args)
+
+    def visit_Cast(self, e: E.Cast) -> E.PrimExpr:
+        v = self.visit(e.value)
+        if v.dtype == e.dtype:
+            return v
+        c = fold_cast(e.dtype, v)
+        if c is not None:
+            return c
+        if isinstance(v, E.Broadcast) and dt.lanes_of(e.dtype) > 1:
+            return E.Broadcast(self.visit(E.Cast(dt.element_of(e.dtype), v.value)), v.lanes)
+        return e if v is e.value else E.Cast(e.dtype, v)
+
+    def visit_Let(self, e: E.Let) -> E.PrimExpr:
+        value = self.visit(e.value)
+        if isinstance(value, (E.IntImm, E.FloatImm, E.Var)):
+            from ..tir.functor import substitute
+
+            return self.visit(substitute(e.body, {e.var: value}))
+        with self.an._let_scope(e.var, value):
+            body = self.visit(e.body)
+        if value is e.value and body is e.body:
+            return e
+        return E.Let(e.var, value, body)
+
+    def visit_Ramp(self, e: E.Ramp) -> E.PrimExpr:
+        base, stride = self.visit(e.base), self.visit(e.stride)
+        if base.dtype != stride.dtype:
+            base, stride = e.base, e.stride
+        if _is_zero(stride):
+            return E.Broadcast(base, e.lanes)
+        if base is e.base and stride is e.stride:
+            return e
+        return E.Ramp(base, stride, e.lanes)
+
+    def visit_Broadcast(self, e: E.Broadcast) -> E.PrimExpr:
+        v = self.visit(e.value)
+        return e if v is e.value else E.Broadcast(v, e.lanes)
+
+
+# ---- small helpers ---------------------------------------------------------------------------
+def _zero(dtype: str) -> E.PrimExpr:
+    return E.const(0, dtype)
+
+
+def _is_zero(e: E.PrimExpr) -> bool:
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def _is_one(e: E.PrimExpr) -> bool:
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, (E.IntImm, E.FloatImm)) and e.value == 1
+
+
+def _exact_div(s: Sum, c: int) -> Sum:
+    out = Sum(s.dtype, s.const // c)
+    for coeff, atoms in s.items():
+        out.add_mono(atoms, coeff // c)
+    return out
+
+
+def _cmp_const(cls: type, d: int) -> bool:
+    return {E.EQ: d == 0, E.NE: d != 0, E.LT: d < 0, E.LE: d <= 0, E.GT: d > 0, E.GE: d >= 0}[cls]
+
+
+def _decide_by_bounds(cls: type, la, ha, lb, hb) -> bool | None:
+    if cls is E.LT:
+        return True if ha < lb else (False if la >= hb else None)
+    if cls is E.LE:
+        return True if ha <= lb else (False if la > hb else None)
+    if cls is E.GT:
+        return True if la > hb else (False if ha <= lb else None)
+    if cls is E.GE:
+        return True if la >= hb else (False if ha < lb else None)
+    if cls is E.EQ:
+        if ha < lb or hb < la:
+            return False
+        if la == ha == lb == hb:
+            return True
+        return None
+    if cls is E.NE:
+        if ha < lb or hb < la:
+            return True
+        if la == ha == lb == hb:
+            return False
+    return None
+
+
+def _is_index_cmp(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.CmpOp) and _is_index(e.a.dtype)
+
+
+def _negate(e: E.PrimExpr) -> E.PrimExpr | None:
+    """``not e`` without a Not node, for integer comparisons (floats: NaN breaks it)."""
+    if isinstance(e, E.CmpOp) and dt.is_integer(e.a.dtype):
+        flip = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT, E.EQ: E.NE, E.NE: E.EQ}
+        return flip[type(e)](e.a, e.b)
+    if isinstance(e, E.Not):
+        return e.a
+    return None
+
+
+def _fold_call(op: str, dtype: str, args: list) -> E.PrimExpr | None:
+    """Fold integer intrinsics on constants (float math is left to the target's libm)."""
+    if not args or not all(isinstance(a, E.IntImm) for a in args) or dt.lanes_of(dtype) != 1:
+        return None
+    if not dt.is_integer(dtype):
+        return None
+    v = [a.value for a in args]
+    bits = dt.bits_of(dtype)
+    if op == "bitwise_and":
+        r = v[0] & v[1]
+    elif op == "bitwise_or":
+        r = v[0] | v[1]
+    elif op == "bitwise_xor":
+        r = v[0] ^ v[1]
+    elif op == "bitwise_not":
+        r = ~v[0]
+    elif op == "shift_left":
+        if not 0 <= v[1] < bits:
+            return None
+        r = v[0] << v[1]
+    elif op == "shift_right":
+        if not 0 <= v[1] < bits:
+            return None
+        x = v[0]
+        if dt.is_uint(dtype):
+            x &= (1 << bits) - 1
+        r = x >> v[1]  # arithmetic for signed, logical for unsigned
+    elif op == "popcount":
+        r = bin(v[0] & ((1 << bits) - 1)).count("1")
+    else:
+        return None
+    return E.IntImm(dtype, wrap_int(r, dtype))

@@ -1,0 +1,323 @@
+"""The canonical form of integer index expressions: a sum of ``coeff * monomial`` plus a constant.
+
+A monomial is a product of *atoms*: anything that is not ``+ - *`` (variables, floordiv,
+floormod, min, max, loads, casts, calls ...). Equal atoms are recognised structurally (variables by
+identity), so ``x*4 + y - x*4`` becomes ``y``. Converting back to an expression orders terms
+deterministically: higher degree first, then larger |coefficient|, then by printed name, positive
+terms before subtracted ones, the constant last; so equal sums always print the same.
+
+Floordiv/floormod atoms by positive constants are also read as *splits*
+``floordiv(floormod(x, upper), lower)`` of the same ``x``, so that
+``(x // 4) * 4 + x % 4`` merges back to ``x`` (and ``x % 32 // 4 * 4 + x % 4`` to ``x % 32``).
+The identities hold for truncdiv/truncmod as well (both sides are odd functions of ``x``), but
+floor and trunc splits are never mixed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..tir import expr as E
+
+__all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split"]
+
+_SKEY: dict[int, tuple[Any, Any]] = {}
+_OKEY: dict[int, tuple[Any, str]] = {}
+_CACHE_LIMIT = 500_000
+INF = math.inf
+
+
+def skey(e: Any) -> Any:
+    """A hashable structural key: equal keys <=> structurally equal (free vars by identity)."""
+    hit = _SKEY.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    k = _skey(e)
+    if len(_SKEY) > _CACHE_LIMIT:
+        _SKEY.clear()
+    _SKEY[id(e)] = (e, k)
+    return k
+
+
+def _skey(e: Any) -> Any:
+    if isinstance(e, E.Var):
+        return ("V", id(e))
+    if isinstance(e, E.IntImm):
+        return ("I", e.dtype, e.value)
+    if isinstance(e, E.FloatImm):
+        return ("F", e.dtype, repr(e.value))
+    if isinstance(e, E.StringImm):
+        return ("S", e.value)
+    if isinstance(e, E.BinaryOp):
+        return (type(e).__name__, e.dtype, skey(e.a), skey(e.b))
+    if isinstance(e, E.Not):
+        return ("Not", skey(e.a))
+    if isinstance(e, E.Cast):
+        return ("Cast", e.dtype, skey(e.value))
+    if isinstance(e, E.Select):
+        return ("Sel", skey(e.condition), skey(e.true_value), skey(e.false_value))
+    if isinstance(e, E.Call):
+        return ("Call", e.op, e.dtype, tuple(skey(a) for a in e.args))
+    if isinstance(e, E.BufferLoad):
+        pred = () if e.predicate is None else skey(e.predicate)
+        return ("Load", id(e.buffer), tuple(skey(i) for i in e.indices), pred)
+    if isinstance(e, E.ProducerLoad):
+        return ("PLoad", id(e.producer), tuple(skey(i) for i in e.indices))
+    if isinstance(e, E.Ramp):
+        return ("Ramp", skey(e.base), skey(e.stride), e.lanes)
+    if isinstance(e, E.Broadcast):
+        return ("Bcast", skey(e.value), e.lanes)
+    if isinstance(e, E.Let):
+        return ("Let", skey(e.var), skey(e.value), skey(e.body))
+    if isinstance(e, E.Shuffle):
+        return ("Shuf", tuple(skey(v) for v in e.vectors), tuple(skey(i) for i in e.indices))
+    return ("O", id(e))
+
+
+def okey(e: Any) -> str:
+    """A readable sort key (names, not identities) used to order terms deterministically."""
+    hit = _OKEY.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if isinstance(e, E.Var):
+        k = e.name
+    elif isinstance(e, (E.IntImm, E.FloatImm)):
+        k = f"{e.value}"
+    elif isinstance(e, E.BinaryOp):
+        k = f"{type(e).__name__}({okey(e.a)},{okey(e.b)})"
+    elif isinstance(e, E.Cast):
+        k = f"{okey(e.value)}:{e.dtype}"
+    elif isinstance(e, E.Call):
+        k = f"{e.op}({','.join(okey(a) for a in e.args)})"
+    elif isinstance(e, E.BufferLoad):
+        k = f"{e.buffer.name}[{','.join(okey(i) for i in e.indices)}]"
+    elif isinstance(e, E.Select):
+        k = f"select({okey(e.condition)},{okey(e.true_value)},{okey(e.false_value)})"
+    else:
+        k = type(e).__name__
+    if len(_OKEY) > _CACHE_LIMIT:
+        _OKEY.clear()
+    _OKEY[id(e)] = (e, k)
+    return k
+
+
+def _atom_sort_key(a: E.PrimExpr) -> tuple:
+    return (okey(a), hash(skey(a)))
+
+
+def mono_key(atoms: tuple) -> tuple:
+    return tuple(skey(a) for a in atoms)
+
+
+class Sum:
+    """``sum(coeff * prod(atoms)) + const`` over one integer dtype. Mutable while being built."""
+
+    __slots__ = ("terms", "const", "dtype")
+
+    def __init__(self, dtype: str, const: int = 0):
+        self.terms: dict[tuple, list] = {}  # mono key -> [coeff, atoms (sorted)]
+        self.const = const
+        self.dtype = dtype
+
+    # ---- building ----------------------------------------------------------------------------
+    @classmethod
+    def atom(cls, e: E.PrimExpr, coeff: int = 1) -> Sum:
+        s = cls(e.dtype)
+        s.add_mono((e,), coeff)
+        return s
+
+    def copy(self) -> Sum:
+        s = Sum(self.dtype, self.const)
+        s.terms = {k: [c, a] for k, (c, a) in self.terms.items()}
+        return s
+
+    def add_mono(self, atoms: tuple, coeff: int) -> None:
+        if coeff == 0:
+            return
+        if len(atoms) > 1:
+            atoms = tuple(sorted(atoms, key=_atom_sort_key))
+        k = mono_key(atoms)
+        t = self.terms.get(k)
+        if t is None:
+            self.terms[k] = [coeff, atoms]
+        else:
+            t[0] += coeff
+            if t[0] == 0:
+                del self.terms[k]
+
+    def iadd(self, other: Sum, scale: int = 1) -> Sum:
+        self.const += other.const * scale
+        for c, atoms in other.terms.values():
+            self.add_mono(atoms, c * scale)
+        return self
+
+    def scaled(self, c: int) -> Sum:
+        s = Sum(self.dtype, self.const * c)
+        if c:
+            s.terms = {k: [v * c, a] for k, (v, a) in self.terms.items()}
+        return s
+
+    def mul(self, other: Sum) -> Sum:
+        out = Sum(self.dtype, self.const * other.const)
+        for c1, a1 in self.terms.values():
+            out.add_mono(a1, c1 * other.const)
+            for c2, a2 in other.terms.values():
+                out.add_mono(a1 + a2, c1 * c2)
+        if self.const:
+            for c2, a2 in other.terms.values():
+                out.add_mono(a2, c2 * self.const)
+        return out
+
+    # ---- queries -----------------------------------------------------------------------------
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def n_terms(self) -> int:
+        return len(self.terms) + (1 if self.const else 0)
+
+    def items(self):
+        return self.terms.values()
+
+    def coeff_gcd(self) -> int:
+        g = 0
+        for c, _ in self.terms.values():
+            g = math.gcd(g, c)
+        return g
+
+    def without_const(self) -> Sum:
+        s = self.copy()
+        s.const = 0
+        return s
+
+    def equals(self, other: Sum) -> bool:
+        if self.const != other.const or len(self.terms) != len(other.terms):
+            return False
+        for k, (c, _) in self.terms.items():
+            t = other.terms.get(k)
+            if t is None or t[0] != c:
+                return False
+        return True
+
+    # ---- back to an expression ---------------------------------------------------------------
+    def sorted_terms(self) -> list:
+        def key(t):
+            c, atoms = t
+            return (c < 0, -len(atoms), -abs(c), [okey(a) for a in atoms])
+
+        return sorted(self.terms.values(), key=key)
+
+    def to_expr(self) -> E.PrimExpr:
+        dtype = self.dtype
+        out: E.PrimExpr | None = None
+        for c, atoms in self.sorted_terms():
+            mono = atoms[0]
+            for a in atoms[1:]:
+                mono = E.Mul(mono, a)
+            if out is None:
+                out = mono if c == 1 else E.Mul(mono, E.IntImm(dtype, c))
+            elif c > 0:
+                out = E.Add(out, mono if c == 1 else E.Mul(mono, E.IntImm(dtype, c)))
+            else:
+                out = E.Sub(out, mono if c == -1 else E.Mul(mono, E.IntImm(dtype, -c)))
+        if out is None:
+            return E.IntImm(dtype, self.const)
+        if self.const > 0:
+            out = E.Add(out, E.IntImm(dtype, self.const))
+        elif self.const < 0:
+            out = E.Sub(out, E.IntImm(dtype, -self.const))
+        return out
+
+
+def to_sum(e: E.PrimExpr, max_expand: int = 16) -> Sum:
+    """Read an (already simplified) integer expression as a Sum. Products of two sums are
+    expanded when that creates at most ``max_expand`` terms, else kept as one atom."""
+    if isinstance(e, E.IntImm):
+        return Sum(e.dtype, e.value)
+    if isinstance(e, E.Add):
+        return to_sum(e.a, max_expand).iadd(to_sum(e.b, max_expand))
+    if isinstance(e, E.Sub):
+        return to_sum(e.a, max_expand).iadd(to_sum(e.b, max_expand), -1)
+    if isinstance(e, E.Mul):
+        a, b = to_sum(e.a, max_expand), to_sum(e.b, max_expand)
+        if a.is_const():
+            return b.scaled(a.const)
+        if b.is_const():
+            return a.scaled(b.const)
+        if a.n_terms() * b.n_terms() <= max_expand:
+            return a.mul(b)
+        return Sum.atom(e)
+    return Sum.atom(e)
+
+
+# ---- floordiv/floormod splits ----------------------------------------------------------------
+def split_info(e: E.PrimExpr):
+    """``(mode, inner, lower, upper)`` when ``e == div(mod(inner, upper), lower)`` with constant
+    positive factors (mode 'floor' or 'trunc'; upper may be inf), else None."""
+    if isinstance(e, (E.FloorDiv, E.Div)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
+        mode = "floor" if isinstance(e, E.FloorDiv) else "trunc"
+        lower = e.b.value
+        inner = e.a
+        mod_cls = E.FloorMod if mode == "floor" else E.Mod
+        if (isinstance(inner, mod_cls) and isinstance(inner.b, E.IntImm) and inner.b.value > 0
+                and inner.b.value % lower == 0):
+            return mode, inner.a, lower, inner.b.value
+        return mode, inner, lower, INF
+    if isinstance(e, (E.FloorMod, E.Mod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
+        mode = "floor" if isinstance(e, E.FloorMod) else "trunc"
+        return mode, e.a, 1, e.b.value
+    return None
+
+
+def make_split(mode: str, inner: E.PrimExpr, lower: int, upper: float) -> E.PrimExpr:
+    dtype = inner.dtype
+    div_cls, mod_cls = (E.FloorDiv, E.FloorMod) if mode == "floor" else (E.Div, E.Mod)
+    out = inner
+    if upper != INF:
+        out = mod_cls(out, E.IntImm(dtype, int(upper)))
+    if lower != 1:
+        out = div_cls(out, E.IntImm(dtype, lower))
+    return out
+
+
+def merge_splits(s: Sum, reparse) -> bool:
+    """Merge ``c*l1/l2 * split(x, l1, u) + c * split(x, l2, l1)`` into ``c * split(x, l2, u)``
+    (and a full split ``split(x, 1, inf)`` into ``x`` itself, read back with ``reparse``).
+    Mutates ``s``; returns whether anything changed."""
+    groups: dict[tuple, list] = {}
+    for k, (c, atoms) in s.terms.items():
+        if len(atoms) != 1:
+            continue
+        info = split_info(atoms[0])
+        if info is None:
+            continue
+        mode, inner, lo, up = info
+        groups.setdefault((mode, skey(inner)), []).append((lo, up, c, k, inner))
+    changed = False
+    for (mode, _), items in groups.items():
+        if len(items) < 2:
+            continue
+        merged = True
+        while merged and len(items) >= 2:
+            merged = False
+            for i, (l1, u1, c1, k1, inner) in enumerate(items):
+                for j, (l2, u2, c2, k2, _) in enumerate(items):
+                    if i == j or u2 != l1 or l1 % l2 != 0 or c1 != c2 * (l1 // l2):
+                        continue
+                    if k1 not in s.terms or k2 not in s.terms:
+                        continue
+                    del s.terms[k1]
+                    del s.terms[k2]
+                    changed = merged = True
+                    rest = [it for n, it in enumerate(items) if n not in (i, j)]
+                    if l2 == 1 and u1 == INF:
+                        s.iadd(reparse(inner), c2)
+                    else:
+                        new = make_split(mode, inner, l2, u1)
+                        s.add_mono((new,), c2)
+                        rest.append((l2, u1, c2, mono_key((new,)), inner))
+                    items = rest
+                    break
+                if merged:
+                    break
+    return changed
