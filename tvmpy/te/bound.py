@@ -1,0 +1,387 @@
+"""Bound inference (TVM's InferBound): the range of every loop of every stage.
+
+Stages are visited consumers first. A stage's root axes cover the union of the regions its
+consumers read; a consumer's loops that enclose the stage's attach point (``compute_at``) stay
+symbolic (the stage is recomputed for each of their values), the consumer's other loops are
+relaxed to their full ranges. Ranges then flow down the stage's split/fuse relations to its
+leaf loops. Outputs (and root stages bound to function arguments) cover their whole shape.
+
+The graph the bounds are inferred on is a :class:`ScheduleView`: the schedule with inlined
+stages substituted into their consumers (the schedule object itself is never mutated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..tir import expr as E
+from ..tir.expr import IterVar, PrimExpr, Range
+from ..tir.functor import Mutator, substitute
+from . import _arith as A
+from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, rewrite_bodies
+from .tensor import ComputeOp, Reduce, Tensor
+
+__all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check",
+           "pass_down_domain"]
+
+
+def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return A.simplify((a + b - 1) // b)
+
+
+class _Inliner(Mutator):
+    """Replace reads of inlined stages by their (already inlined) expressions."""
+
+    def __init__(self, view: ScheduleView):
+        self.view = view
+
+    def visit_ProducerLoad(self, node: E.ProducerLoad) -> Any:
+        idx = [self.visit(i) for i in node.indices]
+        st = self.view.stage_of(node.producer)
+        if st.attach_type == INLINE:
+            body = self.view.bodies[st][node.producer.value_index]
+            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
+        if all(a is b for a, b in zip(idx, node.indices)):
+            return node
+        return E.ProducerLoad(node.producer, idx)
+
+
+class ScheduleView:
+    """The schedule as lowering sees it: stages in topological order (producers first), each
+    compute stage's body with inlined stages substituted, and who reads whom."""
+
+    def __init__(self, sch: Schedule):
+        self.sch = sch
+        self._by_op: dict[int, Stage] = {}
+        for st in sch.stages:
+            self._by_op[id(st.op)] = st
+            self._by_op.setdefault(id(st.origin_op), st)
+        for op, st in sch.stage_map.items():
+            self._by_op.setdefault(id(op), st)
+        self.order = self._topo(sch)
+        self.bodies: dict[Stage, list[PrimExpr]] = {}
+        inl = _Inliner(self)
+        for st in self.order:
+            if isinstance(st.op, ComputeOp):
+                self.bodies[st] = rewrite_bodies(st.op.body, inl.visit)
+        # reads[c] = ProducerLoads of non-inlined stages in c's effective body
+        self.reads: dict[Stage, list[E.ProducerLoad]] = {}
+        self.consumers: dict[Stage, list[Stage]] = {st: [] for st in self.order}
+        for st in self.order:
+            if st.attach_type == INLINE or st not in self.bodies:
+                continue
+            loads = _collect_loads(self.bodies[st])
+            self.reads[st] = loads
+            seen: set[int] = set()
+            for ld in loads:
+                p = self.stage_of(ld.producer)
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    self.consumers[p].append(st)
+
+    def stage_of(self, t: Tensor) -> Stage:
+        st = self._by_op.get(id(t.op))
+        if st is None:
+            raise ValueError(f"tensor {t.name} is read but is not part of the schedule")
+        return st
+
+    def _topo(self, sch: Schedule) -> list[Stage]:
+        order: list[Stage] = []
+        seen: set[int] = set()
+        rank = {id(st): k for k, st in enumerate(sch.stages)}
+
+        def visit(st: Stage) -> None:
+            stack = [(st, iter(self._inputs(st)))]
+            seen.add(id(st))
+            while stack:
+                cur, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    order.append(cur)
+                elif id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    stack.append((nxt, iter(self._inputs(nxt))))
+
+        for st in sorted((s for s in sch.stages if s.is_output), key=lambda s: rank[id(s)]):
+            if id(st) not in seen:
+                visit(st)
+        return order
+
+    def _inputs(self, st: Stage) -> list[Stage]:
+        out, seen = [], set()
+        for t in st.op.input_tensors:
+            p = self.stage_of(t)
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+        return out
+
+    # ---- attachment structure ----------------------------------------------------------------
+    def attach_point(self, st: Stage) -> tuple[Stage, IterVar] | None:
+        """Where ``st`` is computed: (stage, leaf IterVar), or None for the root.
+
+        A stage attached to a stage that was later inlined is computed at the root (the inlined
+        stage has no loops). An attach axis that was later split or fused resolves to the leaf
+        derived from it (split -> inner, fuse -> fused): one iteration of the original axis is
+        then one iteration of that leaf.
+        """
+        if st.attach_type != SCOPE:
+            return None
+        a, iv = st.attach_stage, st.attach_ivar
+        assert a is not None and iv is not None
+        if a.attach_type == INLINE:
+            return None
+        while not any(x is iv for x in a.leaf_iter_vars):
+            nxt = None
+            for rel in a.relations:
+                if isinstance(rel, Split) and rel.parent is iv:
+                    nxt = rel.inner
+                elif isinstance(rel, Fuse) and (rel.outer is iv or rel.inner is iv):
+                    nxt = rel.fused
+            if nxt is None:
+                raise ValueError(f"stage {st.op.name} is computed at axis {iv.var.name}, which is not a "
+                                 f"loop of {a.op.name}; loops: {[x.var.name for x in a.leaf_iter_vars]}")
+            iv = nxt
+        return a, iv
+
+    def enclosing(self, st: Stage) -> list[tuple[Stage, IterVar]]:
+        """The loops (stage, leaf IterVar) around ``st``'s loop nest, outermost first."""
+        chain: list[list[tuple[Stage, IterVar]]] = []
+        cur, seen = st, set()
+        while True:
+            ap = self.attach_point(cur)
+            if ap is None:
+                break
+            if id(cur) in seen:
+                raise ValueError(f"cyclic compute_at involving stage {st.op.name}")
+            seen.add(id(cur))
+            a, iv = ap
+            pos = next(k for k, x in enumerate(a.leaf_iter_vars) if x is iv)
+            chain.append([(a, x) for x in a.leaf_iter_vars[:pos + 1]])
+            cur = a
+        out: list[tuple[Stage, IterVar]] = []
+        for part in reversed(chain):
+            out.extend(part)
+        return out
+
+
+def _collect_loads(bodies: Sequence[PrimExpr]) -> list[E.ProducerLoad]:
+    from ..tir.functor import post_order_visit
+
+    loads: list[E.ProducerLoad] = []
+    exprs: list[Any] = []
+    if bodies and isinstance(bodies[0], Reduce):
+        r = bodies[0]
+        exprs = [*r.source, r.condition, *r.init]
+    else:
+        exprs = list(bodies)
+    for e in exprs:
+        post_order_visit(e, lambda n: loads.append(n) if isinstance(n, E.ProducerLoad) else None)
+    return loads
+
+
+# ---------------------------------------------------------------------------------------------
+class Bounds:
+    """Result of bound inference: ``ranges[iv]`` for every IterVar of every computed stage, and
+    the symbolic interval of every leaf loop variable (for proofs)."""
+
+    def __init__(self) -> None:
+        self.ranges: dict[IterVar, Range] = {}
+        self.var_ranges: dict[E.Var, A.Interval] = {}
+
+
+def _rng(lo: PrimExpr, hi: PrimExpr) -> Range:
+    return Range.from_min_extent(A.simplify(lo), A.simplify(hi - lo + 1))
+
+
+def _interval_of(r: Range) -> A.Interval:
+    return r.min, A.simplify(r.min + r.extent - 1)
+
+
+def pass_down_domain(st: Stage, ranges: dict[IterVar, Range]) -> None:
+    """Ranges of split/fuse results from their parents' ranges (loops start at 0)."""
+    for rel in st.relations:
+        if isinstance(rel, Split):
+            pr = ranges[rel.parent]
+            dt_ = pr.extent.dtype
+            if rel.factor is not None:
+                f = E.cast(rel.factor, dt_)
+                ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_), f)
+                ranges[rel.outer] = Range.from_min_extent(E.const(0, dt_), _ceildiv(pr.extent, f))
+            else:
+                n = E.cast(rel.nparts, dt_)
+                ranges[rel.outer] = Range.from_min_extent(E.const(0, dt_), n)
+                ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_), _ceildiv(pr.extent, n))
+        elif isinstance(rel, Fuse):
+            ro, ri = ranges[rel.outer], ranges[rel.inner]
+            ext = A.simplify(ro.extent * E.cast(ri.extent, ro.extent.dtype))
+            ranges[rel.fused] = Range.from_min_extent(E.const(0, ext.dtype), ext)
+
+
+def pass_up_index(st: Stage, ranges: dict[IterVar, Range], values: dict[IterVar, PrimExpr]) -> None:
+    """Index expressions of parents from their children's (``values`` holds the leaves)."""
+    for rel in reversed(st.relations):
+        if isinstance(rel, Split):
+            if rel.outer not in values or rel.inner not in values:
+                continue
+            f = ranges[rel.inner].extent
+            v = values[rel.outer] * f + values[rel.inner]
+            pmin = ranges[rel.parent].min
+            if A.const_int(pmin) != 0:
+                v = v + pmin
+            values[rel.parent] = A.simplify(v)
+        elif isinstance(rel, Fuse):
+            if rel.fused not in values:
+                continue
+            v = values[rel.fused]
+            ro, ri = ranges[rel.outer], ranges[rel.inner]
+            f = E.cast(ri.extent, v.dtype)
+            o, i = v // f, v % f
+            if A.const_int(ro.min) != 0:
+                o = o + ro.min
+            if A.const_int(ri.min) != 0:
+                i = i + ri.min
+            values[rel.outer] = A.simplify(o)
+            values[rel.inner] = A.simplify(i)
+
+
+def pass_up_bound_check(st: Stage, ranges: dict[IterVar, Range]) -> dict[IterVar, bool]:
+    """Which IterVars may take values past their range because of a non-divisible split."""
+    state = {iv: False for iv in st.leaf_iter_vars}
+    for rel in reversed(st.relations):
+        if isinstance(rel, Split):
+            o, i = state.get(rel.outer, False), state.get(rel.inner, False)
+            if o or i:
+                state[rel.parent] = True
+            else:
+                prod = A.simplify(ranges[rel.outer].extent * ranges[rel.inner].extent - ranges[rel.parent].extent)
+                state[rel.parent] = A.const_int(prod) != 0
+        elif isinstance(rel, Fuse):
+            f = state.get(rel.fused, False)
+            state[rel.outer] = f
+            state[rel.inner] = f
+    return state
+
+
+def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar, A.Interval],
+                      full: dict[IterVar, bool]) -> None:
+    for rel in reversed(st.relations):
+        if isinstance(rel, Split):
+            if rel.outer not in env or rel.inner not in env:
+                continue
+            pr = ranges[rel.parent]
+            if full[rel.outer] and full[rel.inner]:
+                env[rel.parent] = _interval_of(pr)
+                full[rel.parent] = True
+                continue
+            f = ranges[rel.inner].extent
+            ov, iv_ = rel.outer.var, rel.inner.var
+            r = A.interval(ov * f + iv_ + pr.min, {ov: env[rel.outer], iv_: env[rel.inner]})
+            env[rel.parent] = r if r is not None else _interval_of(pr)
+            full[rel.parent] = r is None
+        elif isinstance(rel, Fuse):
+            if rel.fused not in env:
+                continue
+            ro, ri = ranges[rel.outer], ranges[rel.inner]
+            lo, hi = env[rel.fused]
+            if full[rel.fused]:
+                env[rel.outer], env[rel.inner] = _interval_of(ro), _interval_of(ri)
+                full[rel.outer] = full[rel.inner] = True
+                continue
+            f = E.cast(ri.extent, lo.dtype)
+            if lo is hi:
+                env[rel.outer] = (A.simplify(lo // f + ro.min),) * 2
+                env[rel.inner] = (A.simplify(lo % f + ri.min),) * 2
+                full[rel.outer] = full[rel.inner] = False
+            else:
+                env[rel.outer] = (A.simplify(lo // f + ro.min), A.simplify(hi // f + ro.min))
+                env[rel.inner] = _interval_of(ri)
+                full[rel.outer] = False
+                full[rel.inner] = True
+
+
+def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, A.Interval]:
+    """Interval of each root variable of consumer ``c``: its leaf loops in ``fixed`` (var ids)
+    are single symbolic points, the others range over their loops."""
+    env: dict[IterVar, A.Interval] = {}
+    full: dict[IterVar, bool] = {}
+    for leaf in c.leaf_iter_vars:
+        if id(leaf.var) in fixed:
+            env[leaf] = (leaf.var, leaf.var)
+            full[leaf] = False
+        else:
+            env[leaf] = _interval_of(bounds.ranges[leaf])
+            full[leaf] = True
+    _pass_up_interval(c, bounds.ranges, env, full)
+    op = c.op
+    out: dict[E.Var, A.Interval] = {}
+    for iv in list(op.axis) + list(op.reduce_axis):
+        out[iv.var] = env.get(iv, _interval_of(bounds.ranges[iv]))
+    return out
+
+
+def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
+    """Infer the range of every IterVar of every non-inlined compute stage."""
+    b = Bounds()
+    args = {id(s) for s in arg_stages}
+    for st in reversed(view.order):
+        op = st.op
+        if not isinstance(op, ComputeOp) or st.attach_type == INLINE:
+            continue
+        consumers = view.consumers.get(st, [])
+        encl = view.enclosing(st)
+        _check_consumers_in_scope(view, st, consumers, encl)
+        fixed = {id(iv.var) for _, iv in encl}
+        whole = not consumers or st.is_output or (not encl and id(st) in args)
+        regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
+        for d, iv in enumerate(op.axis):
+            r = regions[d] if regions is not None else None
+            b.ranges[iv] = _rng(*r) if r is not None else iv.dom
+        for iv in op.reduce_axis:
+            b.ranges[iv] = iv.dom
+        pass_down_domain(st, b.ranges)
+        for leaf in st.leaf_iter_vars:
+            b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
+    return b
+
+
+def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Stage],
+                              encl: list[tuple[Stage, IterVar]]) -> None:
+    ap = view.attach_point(st)
+    if ap is None:
+        return
+    a, iv = ap
+    for c in consumers:
+        if c is a:
+            continue
+        ce = view.enclosing(c)
+        if not any(s is a and x is iv for s, x in ce):
+            raise ValueError(
+                f"stage {st.op.name} is computed at {a.op.name}'s loop {iv.var.name}, but its consumer "
+                f"{c.op.name} is computed outside that loop; compute_at {c.op.name} inside it too, or "
+                f"compute {st.op.name} at a loop enclosing every consumer")
+
+
+def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: Bounds,
+                      fixed: set[int]) -> list[A.Interval | None] | None:
+    ndim = len(st.op.axis)
+    acc: list[A.Interval | None] = [None] * ndim
+    relaxable = {v: r for v, r in b.var_ranges.items() if id(v) not in fixed}
+    for c in consumers:
+        env = _root_intervals(c, b, fixed)
+        for ld in view.reads[c]:
+            if view.stage_of(ld.producer) is not st:
+                continue
+            for d, idx in enumerate(ld.indices):
+                r = A.interval(idx, env)
+                if r is not None:
+                    r = A.relax(r, relaxable)
+                if r is None:
+                    return None
+                acc[d] = r if acc[d] is None else A.union(acc[d], r)
+    if any(a is None for a in acc):
+        return None
+    return acc
+

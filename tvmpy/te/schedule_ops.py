@@ -1,0 +1,391 @@
+"""Schedule -> loop IR (TVM's ScheduleOps + MakePipeline): IR form 1 of the team contract.
+
+For every computed stage, a loop nest over its leaf IterVars (in leaf order), built from the
+inside out:
+
+- the body stores each output at its root-axis indices, recovered from the leaves through the
+  split/fuse relations (``outer * factor + inner``; ``fused // ext``, ``fused % ext``);
+- guards ``IfThenElse(likely(cond))`` only where a value can leave its domain: a non-divisible
+  split, or a root axis whose inferred range is not the op's own domain (compute_at);
+- a reduction stores its init right outside its outermost reduction loop (with fresh copies of the
+  data-parallel loops inside that point), and its update inside all loops;
+- stages attached (compute_at) to a loop are placed, with their ``Allocate``, at the start of that
+  loop's body; root stages follow each other at the function root, producers first;
+- loop kinds come from annotations; ``bind`` replaces a loop by an ``AttrStmt(thread_iv,
+  "thread_extent"/"virtual_thread", extent)`` with the loop variable replaced by the thread's;
+  pragmas wrap the loop in ``AttrStmt(loop_var, "pragma_<key>", value)``.
+
+Intermediate buffers have the shape of the inferred region; indices are made relative to its
+start. Loops always start at 0 (a region starting elsewhere shifts the loop variable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import Buffer, decl_buffer
+from ..tir.expr import IterVar, PrimExpr, Range, Var
+from ..tir.function import PrimFunc
+from ..tir.functor import Mutator, substitute, uses_var
+from ..tir.op import likely
+from . import _arith as A
+from .bound import Bounds, ScheduleView, infer_bound, pass_up_bound_check, pass_up_index
+from .schedule import INLINE, Schedule, Stage
+from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor
+
+__all__ = ["schedule_to_primfunc", "Lowering"]
+
+_FOR_KIND = {IterVar.DataPar: S.ForKind.SERIAL, IterVar.CommReduce: S.ForKind.SERIAL,
+             IterVar.Vectorized: S.ForKind.VECTORIZED, IterVar.Unrolled: S.ForKind.UNROLLED,
+             IterVar.Parallelized: S.ForKind.PARALLEL, IterVar.Tensorized: S.ForKind.SERIAL}
+
+
+def schedule_to_primfunc(sch: Schedule, args: Sequence[Any], name: str = "main",
+                         binds: dict | None = None) -> PrimFunc:
+    """Lower ``sch`` to a PrimFunc whose parameters are ``args`` (Tensors -> buffer handles,
+    Vars -> scalars). ``binds`` may map an argument tensor to the Buffer to use for it."""
+    return Lowering(sch, args, name, binds or {}).run()
+
+
+class _BodyConverter(Mutator):
+    """Substitute root axis variables and turn tensor reads into buffer loads."""
+
+    def __init__(self, vmap: dict, access: Callable[[Tensor, list[PrimExpr]], tuple[Buffer, list[PrimExpr]]]):
+        self.vmap = vmap
+        self.access = access
+
+    def visit_Var(self, v: Var) -> Any:
+        r = self.vmap.get(v)
+        return v if r is None else r
+
+    def visit_ProducerLoad(self, node: E.ProducerLoad) -> Any:
+        idx = [self.visit(i) for i in node.indices]
+        buf, new_idx = self.access(node.producer, idx)
+        return E.BufferLoad(buf, new_idx)
+
+    def visit_Reduce(self, node: Reduce) -> Any:
+        raise ValueError("a reduction nested inside an expression cannot be lowered; "
+                         "make it the top-level expression of its own compute")
+
+
+class _IndexSimplifier(Mutator):
+    def visit_BufferLoad(self, node: E.BufferLoad) -> Any:
+        new = self.generic_visit(node)
+        idx = tuple(A.simplify(i) for i in new.indices)
+        return E.BufferLoad(new.buffer, idx, new.predicate)
+
+    def visit_BufferStore(self, node: S.BufferStore) -> Any:
+        new = self.generic_visit(node)
+        idx = tuple(A.simplify(i) for i in new.indices)
+        return S.BufferStore(new.buffer, new.value, idx, new.predicate)
+
+
+class Lowering:
+    """One schedule_to_primfunc run (holds buffers, bounds and attachment tables)."""
+
+    def __init__(self, sch: Schedule, args: Sequence[Any], name: str, binds: dict):
+        if not isinstance(sch, Schedule):
+            raise TypeError(f"schedule_to_primfunc: expected a te.Schedule, got {type(sch).__name__}")
+        self.sch = sch
+        self.name = name
+        self.view = ScheduleView(sch)
+        self.params: list[Var] = []
+        self.buffer_map: dict[Var, Buffer] = {}
+        self.buffers: dict[tuple[int, int], Buffer] = {}  # (id(stage), value_index) -> Buffer
+        self.offsets: dict[int, list[PrimExpr]] = {}  # id(stage) -> region mins
+        self.arg_stages: list[Stage] = []
+        seen: set[int] = set()
+        for a in args:
+            if isinstance(a, Tensor):
+                st = self.view.stage_of(a)
+                key = (id(st), a.value_index)
+                if key in self.buffers:
+                    raise ValueError(f"tensor {a.name} appears twice in args")
+                buf = binds.get(a)
+                if buf is None:
+                    buf = decl_buffer(a.shape, a.dtype, a.name)
+                elif not isinstance(buf, Buffer):
+                    raise TypeError(f"binds[{a.name}] must be a tir.Buffer, got {type(buf).__name__}")
+                self.buffers[key] = buf
+                self.params.append(buf.data)
+                self.buffer_map[buf.data] = buf
+                if id(st) not in seen:
+                    seen.add(id(st))
+                    self.arg_stages.append(st)
+            elif isinstance(a, Var):
+                self.params.append(a)
+            else:
+                raise TypeError(f"args must be te.Tensors or scalar te.var Vars, got {type(a).__name__}: {a!r}")
+        for st in self.view.order:
+            if st.attach_type == INLINE and id(st) in seen:
+                raise ValueError(f"tensor {st.op.name} is a function argument and cannot be compute_inline'd")
+        self.bounds: Bounds = infer_bound(self.view, self.arg_stages)
+        # attached stages per (attach stage, leaf)
+        self.attached: dict[tuple[int, int], list[Stage]] = {}
+        self.roots: list[Stage] = []
+        for st in self.view.order:
+            if not isinstance(st.op, ComputeOp) or st.attach_type == INLINE:
+                continue
+            ap = self.view.attach_point(st)
+            if ap is None:
+                self.roots.append(st)
+            else:
+                self.attached.setdefault((id(ap[0]), id(ap[1])), []).append(st)
+        self._make_buffers()
+
+    # ---- buffers -----------------------------------------------------------------------------
+    def _make_buffers(self) -> None:
+        arg_ids = {id(s) for s in self.arg_stages}
+        for st in self.view.order:
+            op = st.op
+            if not isinstance(op, ComputeOp) or st.attach_type == INLINE:
+                continue
+            rng = [self.bounds.ranges[iv] for iv in op.axis]
+            if id(st) in arg_ids:
+                for k in range(op.num_outputs):
+                    if (id(st), k) not in self.buffers:
+                        raise ValueError(f"output {k} of {op.name} must be in args too: a multi-output "
+                                         "compute is passed as all of its tensors")
+                self.offsets[id(st)] = [E.const(0, r.min.dtype) for r in rng]
+                continue
+            self.offsets[id(st)] = [r.min for r in rng]
+            shape = [r.extent for r in rng]
+            strides = _aligned_strides(shape, st.align) if st.align else ()
+            scope = st.scope or "global"
+            for k in range(op.num_outputs):
+                t = op.output(k)
+                self.buffers[(id(st), k)] = Buffer(Var(t.name, "handle"), t.dtype, shape, strides, 0,
+                                                   t.name, scope)
+
+    def access(self, t: Tensor, indices: Sequence[PrimExpr]) -> tuple[Buffer, list[PrimExpr]]:
+        """The buffer that holds ``t`` and ``indices`` made relative to its region."""
+        st = self.view.stage_of(t)
+        buf = self.buffers.get((id(st), t.value_index))
+        if buf is None:
+            if isinstance(st.op, PlaceholderOp):
+                raise ValueError(f"placeholder {t.name} is read by the computation but is not in args")
+            raise ValueError(f"tensor {t.name} has no buffer (is it inlined?)")
+        offs = self.offsets.get(id(st))
+        if offs is None:
+            return buf, [A.simplify(i) for i in indices]
+        return buf, [A.simplify(i - o) if A.const_int(o) != 0 else i for i, o in zip(indices, offs)]
+
+    # ---- top level ---------------------------------------------------------------------------
+    def run(self) -> PrimFunc:
+        body: S.Stmt = S.no_op()
+        for st in reversed(self.roots):
+            body = self._realize(st, S.seq(self._stage_stmt(st), body))
+        body = _IndexSimplifier().visit(body)
+        return PrimFunc(self.params, body, self.buffer_map, {"global_symbol": self.name})
+
+    def _realize(self, st: Stage, body: S.Stmt) -> S.Stmt:
+        """Wrap ``body`` (which starts with st's nest) in st's Allocates."""
+        op = st.op
+        bufs = [self.buffers[(id(st), k)] for k in range(op.num_outputs)]
+        if any(b.data in self.buffer_map for b in bufs):
+            return body
+        if st.double_buffer_:
+            if isinstance(body, S.SeqStmt):
+                first, rest = body.seq[0], body.seq[1:]
+                body = S.seq(S.AttrStmt(bufs[0].data, "double_buffer_scope", 1, first), *rest)
+            else:
+                body = S.AttrStmt(bufs[0].data, "double_buffer_scope", 1, body)
+        for b in reversed(bufs):
+            body = S.Allocate(b, body)
+        return body
+
+    def _attach_here(self, st: Stage, leaf: IterVar, body: S.Stmt) -> S.Stmt:
+        prods = self.attached.get((id(st), id(leaf)), [])
+        for p in reversed(prods):
+            body = self._realize(p, S.seq(self._stage_stmt(p), body))
+        return body
+
+    # ---- one stage ---------------------------------------------------------------------------
+    def _stage_stmt(self, st: Stage) -> S.Stmt:
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        ranges = self.bounds.ranges
+        leaves = list(st.leaf_iter_vars)
+        values: dict[IterVar, PrimExpr] = {leaf: leaf.var for leaf in leaves}
+        pass_up_index(st, ranges, values)
+        roots = list(op.axis) + list(op.reduce_axis)
+        for iv in roots:
+            if iv not in values:
+                raise ValueError(f"internal: axis {iv.var.name} of {op.name} has no loop")
+        preds = self._predicates(st, values)
+        vmap = {iv.var: values[iv] for iv in roots}
+        conv = _BodyConverter(vmap, self.access)
+        body = self.view.bodies[st]
+        out_idx = [values[iv] for iv in op.axis]
+        bufs = [self.access(op.output(k), out_idx) for k in range(op.num_outputs)]
+
+        tensorize_pos = next((k for k, lv in enumerate(leaves)
+                              if st.iter_var_attrs.get(lv) is not None
+                              and st.iter_var_attrs[lv].tensor_intrin is not None), None)
+        is_reduce = isinstance(body[0], Reduce)
+        begin = next((k for k, lv in enumerate(leaves) if lv.iter_type == IterVar.CommReduce), len(leaves))
+        init: S.Stmt | None = None
+        if tensorize_pos is not None:
+            for lv in leaves[tensorize_pos:]:
+                if self.attached.get((id(st), id(lv))):
+                    raise ValueError(f"stage {op.name}: cannot compute another stage inside the "
+                                     f"tensorized loop {lv.var.name}")
+            from .tensorize import make_tensorize_body
+
+            # Contract (tvmpy.te.tensorize): ranges of every IterVar of the stage; root axis ->
+            # index in leaf loop vars; access() maps (tensor, original indices) to the lowered
+            # buffer and its indices. The result replaces the loop at tensorize_iv and all inside
+            # it, including the reduction init.
+            dom_map = {iv: ranges[iv] for iv in st.all_iter_vars}
+            value_map = {iv: values[iv] for iv in roots}
+            inner = make_tensorize_body(st, dom_map, leaves[tensorize_pos], value_map, self.access)
+            stop = tensorize_pos
+        else:
+            stop = len(leaves)
+            if is_reduce:
+                update = self._reduce_update(body, conv, bufs, op.name)
+                inner = _guard(update, preds)
+                init = self._reduce_init(st, body, leaves, begin, values, preds, bufs, conv)
+            else:
+                stores = [S.BufferStore(b, conv.visit(e), idx) for (b, idx), e in zip(bufs, body)]
+                inner = _guard(S.seq(*stores), preds)
+        if init is not None and begin >= stop:
+            inner = S.seq(init, inner)
+        for k in reversed(range(stop)):
+            leaf = leaves[k]
+            inner = self._attach_here(st, leaf, inner)
+            inner = _loop(leaf, ranges[leaf], st.iter_var_attrs.get(leaf), inner)
+            if init is not None and k == begin:
+                inner = S.seq(init, inner)
+        return inner
+
+    # ---- predicates --------------------------------------------------------------------------
+    def _predicates(self, st: Stage, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
+        ranges = self.bounds.ranges
+        vr = self.bounds.var_ranges
+        preds: list[PrimExpr] = []
+        state = pass_up_bound_check(st, ranges)
+        for iv in st.all_iter_vars:
+            if not state.get(iv) or iv not in values:
+                continue
+            r = ranges[iv]
+            v = A.simplify(values[iv] - r.min)
+            if not A.prove_nonneg(A.simplify(r.extent - 1 - v), vr):
+                preds.append(A.simplify(values[iv]) < A.simplify(r.min + r.extent))
+        for iv in st.op.axis:
+            r, d = ranges[iv], iv.dom
+            if _same_range(r, d):
+                continue
+            v = values[iv]
+            if not A.prove_nonneg(A.simplify(v - d.min), vr):
+                preds.append(v >= d.min)
+            if not A.prove_nonneg(A.simplify(d.min + d.extent - 1 - v), vr):
+                preds.append(v < A.simplify(d.min + d.extent))
+        return preds
+
+    # ---- reductions --------------------------------------------------------------------------
+    def _reduce_update(self, body: list, conv: _BodyConverter, bufs: list, name: str) -> S.Stmt:
+        r0: Reduce = body[0]
+        comb = r0.combiner
+        n = len(body)
+        lhs = [E.BufferLoad(b, idx) for b, idx in bufs]
+        rhs = [conv.visit(s) for s in r0.source]
+        new = list(comb.combine(lhs, rhs))
+        hazard = any(uses_var(comb.result[k], lambda v, k=k: any(v is x for x in comb.lhs[:k]))
+                     for k in range(n))
+        if hazard:
+            tmps = [Var(f"{name}_v{k}", new[k].dtype) for k in range(n)]
+            stmt: S.Stmt = S.seq(*[S.BufferStore(b, t, idx) for (b, idx), t in zip(bufs, tmps)])
+            for t, v in reversed(list(zip(tmps, new))):
+                stmt = S.LetStmt(t, v, stmt)
+        else:
+            stmt = S.seq(*[S.BufferStore(b, v, idx) for (b, idx), v in zip(bufs, new)])
+        cond = r0.condition
+        if not (isinstance(cond, E.IntImm) and cond.value):
+            stmt = S.IfThenElse(conv.visit(cond), stmt)
+        return stmt
+
+    def _reduce_init(self, st: Stage, body: list, leaves: list[IterVar], begin: int,
+                     values: dict[IterVar, PrimExpr], preds: list[PrimExpr], bufs: list,
+                     conv: _BodyConverter) -> S.Stmt:
+        r0: Reduce = body[0]
+        red_vars = [lv.var for lv in leaves if lv.iter_type == IterVar.CommReduce]
+        inner_sp = [lv for lv in leaves[begin:] if lv.iter_type != IterVar.CommReduce]
+        fresh = {lv.var: Var(lv.var.name + ".init", lv.var.dtype) for lv in inner_sp}
+        init_vals = list(r0.init) if r0.init else list(r0.combiner.identity_element)
+        stores = []
+        for (b, idx), v in zip(bufs, init_vals):
+            stores.append(S.BufferStore(b, substitute(conv.visit(v), fresh), [substitute(i, fresh) for i in idx]))
+        ipreds = [substitute(p, fresh) for p in preds
+                  if not uses_var(p, lambda v: any(v is x for x in red_vars))]
+        stmt = _guard(S.seq(*stores), ipreds)
+        for lv in reversed(inner_sp):
+            r = self.bounds.ranges[lv]
+            fv = fresh[lv.var]
+            attr = st.iter_var_attrs.get(lv)
+            kind = attr.kind if attr is not None and attr.bind_thread is None else IterVar.DataPar
+            stmt = _plain_loop(fv, r, _FOR_KIND.get(kind, S.ForKind.SERIAL), stmt)
+        return stmt
+
+
+# ---------------------------------------------------------------------------------------------
+def _guard(body: S.Stmt, preds: list[PrimExpr]) -> S.Stmt:
+    if not preds:
+        return body
+    cond = preds[0]
+    for p in preds[1:]:
+        cond = E.And(cond, p)
+    return S.IfThenElse(likely(cond), body)
+
+
+def _same_range(a: Range, b: Range) -> bool:
+    d1 = A.simplify(a.min - b.min)
+    d2 = A.simplify(a.extent - b.extent)
+    return A.const_int(d1) == 0 and A.const_int(d2) == 0
+
+
+def _plain_loop(var: Var, r: Range, kind: S.ForKind, body: S.Stmt) -> S.Stmt:
+    if A.const_int(r.extent) == 1:
+        return substitute(body, {var: r.min})
+    if A.const_int(r.min) != 0:
+        nv = Var(var.name, var.dtype)
+        body = substitute(body, {var: nv + r.min})
+        var = nv
+    return S.For(var, E.const(0, r.extent.dtype), r.extent, kind, body)
+
+
+def _loop(leaf: IterVar, r: Range, attr: Any, body: S.Stmt) -> S.Stmt:
+    if attr is not None and attr.bind_thread is not None:
+        t = attr.bind_thread
+        tv = t.var if t.var.dtype == leaf.var.dtype else E.cast(t.var, leaf.var.dtype)
+        value = tv if A.const_int(r.min) == 0 else tv + r.min
+        body = substitute(body, {leaf.var: value})
+        tag = t.thread_tag
+        key = "virtual_thread" if tag.startswith("vthread") or tag.startswith("cthread") else "thread_extent"
+        return S.AttrStmt(t, key, r.extent, body)
+    kind = _FOR_KIND.get(attr.kind, S.ForKind.SERIAL) if attr is not None else S.ForKind.SERIAL
+    if A.const_int(r.extent) == 1:
+        return _plain_loop(leaf.var, r, kind, body)
+    stmt = _plain_loop(leaf.var, r, kind, body)
+    if attr is not None and attr.pragmas and isinstance(stmt, S.For):
+        loop_var = stmt.loop_var
+        for key, val in reversed(list(attr.pragmas.items())):
+            stmt = S.AttrStmt(loop_var, "pragma_" + key, val, stmt)
+    return stmt
+
+
+def _aligned_strides(shape: list[PrimExpr], align: dict[int, tuple[int, int]]) -> tuple[PrimExpr, ...]:
+    """Row-major strides where dimension d's stride satisfies ``stride % factor == offset``."""
+    strides: list[PrimExpr] = [E.const(0)] * len(shape)
+    stride: PrimExpr = E.const(1, shape[-1].dtype if shape else "int32")
+    for d in reversed(range(len(shape))):
+        if d in align:
+            factor, offset = align[d]
+            stride = A.simplify(stride + (factor + offset - stride % factor) % factor)
+        strides[d] = stride
+        stride = A.simplify(stride * shape[d])
+    return tuple(strides)
+
