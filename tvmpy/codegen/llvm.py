@@ -149,5 +149,5 @@ def build(funcs: Sequence[PrimFunc], target: Any = None):
 
     funcs = _check_funcs(funcs)
     obj, text = compile_funcs(funcs, target)
-    return Module.from_objects([obj], funcs, source=text, source_kind="ll",
-                               link_libs=list(LINK_LIBS), target=str(_as_target(target or "llvm")))
+    return Module.from_objects([obj], funcs, link_libs=list(LINK_LIBS), type_key="llvm",
+                               sources={"ll": text})

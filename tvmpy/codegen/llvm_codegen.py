@@ -61,7 +61,8 @@ class CodeGenLLVM:
             tattrs += f' "target-features"="{features}"'
         self.fn_attrs = self.mb.add_attribute_group(f"nounwind {tattrs}")
         self.outlined_attrs = self.mb.add_attribute_group(f"noinline nounwind {tattrs}")
-        self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = weak global ptr null, align 8")
+        # defined (weak) by the runtime's linker; several modules may link into one library
+        self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = external global ptr, align 8")
         self._unlikely_md: str | None = None
         self._unroll_md: str | None = None
         self.ctx: _FnCtx
@@ -116,6 +117,9 @@ class CodeGenLLVM:
             raise CodegenError(f"function name {name!r} is not a valid C symbol")
         if any(f.name == name for f in self.mb.functions):
             raise CodegenError(f"two functions named {name!r} in one module")
+        if name in self.mb.decls:
+            raise CodegenError(f"function name {name!r} collides with an external function "
+                               "the module calls")
 
     def text(self) -> str:
         return self.mb.text()
@@ -523,7 +527,7 @@ class CodeGenLLVM:
         fb = self.fb
         out_ty = llvm_type(e.dtype)
         n = len(idx)
-        mask = "<" + ", ".join(f"i32 {i}" for i in idx) + ">"
+        mask = f"<{n} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
         if len(vecs) == 1 and vecs[0].ty.startswith("<"):
             return fb.value(out_ty, f"shufflevector {vecs[0]}, {vecs[0].ty} poison, {mask}", "shuf")
         if len(vecs) == 2 and vecs[0].ty == vecs[1].ty and vecs[0].ty.startswith("<"):

@@ -204,6 +204,9 @@ class ModuleBuilder:
     def declare(self, name: str, ret: str, args: list[str], attrs: str = "") -> str:
         """Declare external function ``name`` once; a second, different signature raises."""
         sig = (ret, tuple(args))
+        if any(f.name == name for f in self.functions):
+            raise TypeError(f"external function {name!r} has the name of a function of this "
+                            "module; rename the function")
         old = self.decl_sigs.get(name)
         if old is not None:
             if old != sig:
