@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .device import Device, cpu
+from .ndarray import NDArray
 
 __all__ = ["Function", "compile_dim_expr", "ALIGNMENT"]
 
@@ -112,7 +113,8 @@ class _Dim:
 
 
 class _Param:
-    __slots__ = ("index", "name", "kind", "dtype", "np_dtype", "dims", "strides", "ctype", "range")
+    __slots__ = ("index", "name", "kind", "dtype", "np_dtype", "dims", "strides", "ctype", "range",
+                 "const_shape", "has_expr")
 
     def __init__(self, index: int, spec: dict):
         self.index = index
@@ -121,6 +123,8 @@ class _Param:
         self.dtype = spec["dtype"]
         self.np_dtype = None
         self.dims: list[_Dim] = []
+        self.const_shape: tuple[int, ...] | None = None
+        self.has_expr = False
         self.strides: list[_Dim] | None = None
         self.range = _INT_RANGE.get(self.dtype)
         if self.kind == "buffer":
@@ -128,6 +132,9 @@ class _Param:
 
             self.np_dtype = dt.to_numpy(self.dtype)
             self.dims = [_Dim(s) for s in spec["shape"]]
+            consts = [d.const for d in self.dims]
+            self.const_shape = tuple(consts) if None not in consts else None
+            self.has_expr = any(d.expr is not None for d in self.dims)
             if spec.get("strides") is not None:
                 self.strides = [_Dim(s) for s in spec["strides"]]
             self.ctype = ctypes.c_void_p
@@ -143,7 +150,7 @@ class _Param:
 def _aligned_empty(nbytes: int) -> np.ndarray:
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGNMENT
-    return raw[off:off + nbytes]
+    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 
 
 class Function:
@@ -169,6 +176,7 @@ class Function:
         self._bufs = [p for p in self.params if p.kind == "buffer"]
         self._scalars = [p for p in self.params if p.kind == "scalar"]
         self._param_names = ", ".join(p.name for p in self.params)
+        self._nparams = len(self.params)
 
     # ---- public -------------------------------------------------------------------------------
     @property
@@ -196,47 +204,75 @@ class Function:
     def prepare(self, args: tuple | list) -> tuple[list[Any], list[tuple[Any, np.ndarray]]]:
         """Check ``args``; return the C argument list and [(original or None, scratch copy)]:
         keep the list alive during the call, then copy each scratch back to its original."""
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.name}() takes {len(self.params)} argument(s) "
+        if len(args) != self._nparams:
+            raise TypeError(f"{self.name}() takes {self._nparams} argument(s) "
                             f"({self._param_names}), got {len(args)}")
         env: dict[str, int] = {}
-        bound_by: dict[str, str] = {}
-        raw: list[Any] = [None] * len(self.params)
+        bound_by: dict[str, Any] = {}
+        raw: list[Any] = list(args)
         for p in self._scalars:
-            raw[p.index] = self._scalar(p, args[p.index])
+            raw[p.index] = v = self._scalar(p, args[p.index])
             if p.range is not None:
-                env[p.name] = int(raw[p.index])
-                bound_by[p.name] = f"scalar argument {p.name}"
+                env[p.name] = int(v)
+                bound_by[p.name] = p.name
         arrays: list[np.ndarray] = []
+        ptrs: list[int | None] = []
+        dev_type, dev_id = self.device.device_type, self.device.device_id
         for p in self._bufs:
-            arr = self._array(p, args[p.index])
+            a = args[p.index]
+            if isinstance(a, NDArray):
+                d = a._device
+                if d.device_type != dev_type or d.device_id != dev_id:
+                    raise ValueError(f"{self.name}: argument {p.name} is on {d}, but "
+                                     f"{self.name} runs on {self.device}")
+                arr = a._arr
+                ptrs.append(a._ptr if a._compact_aligned else None)
+            elif isinstance(a, np.ndarray):
+                arr = a
+                ptrs.append(None)
+            else:
+                raise TypeError(f"{self.name}: argument {p.name} must be a tvm.nd.NDArray or "
+                                f"numpy.ndarray of {p.dtype} {self._shape_text(p)}, "
+                                f"got {type(a).__name__}")
+            if arr.dtype != p.np_dtype:
+                raise ValueError(f"{self.name}: argument {p.name} must have dtype {p.dtype}, "
+                                 f"got {arr.dtype}")
             arrays.append(arr)
             shape = arr.shape
+            if shape == p.const_shape:
+                continue
             if len(shape) != len(p.dims):
                 raise ValueError(f"{self.name}: argument {p.name} must have {len(p.dims)} "
                                  f"dimension(s) {self._shape_text(p)}, got shape {shape}")
             for d, (dim, got) in enumerate(zip(p.dims, shape)):
-                if dim.const is not None:
-                    if got != dim.const:
-                        raise ValueError(f"{self.name}: argument {p.name} must have shape "
-                                         f"{self._shape_text(p)}, got {shape} (dim {d})")
-                elif dim.var is not None:
+                if dim.var is not None:
                     have = env.get(dim.var)
                     if have is None:
                         env[dim.var] = got
-                        bound_by[dim.var] = f"argument {p.name} dim {d}"
+                        bound_by[dim.var] = (p.name, d)
                     elif have != got:
+                        src = bound_by[dim.var]
+                        src = (f"argument {src[0]} dim {src[1]}" if isinstance(src, tuple)
+                               else f"scalar argument {src}")
                         raise ValueError(f"{self.name}: argument {p.name} dim {d} is {got}, but "
-                                         f"{dim.var}={have} from {bound_by[dim.var]}")
+                                         f"{dim.var}={have} from {src}")
+                elif dim.const is not None and got != dim.const:
+                    raise ValueError(f"{self.name}: argument {p.name} must have shape "
+                                     f"{self._shape_text(p)}, got {shape} (dim {d})")
         writeback: list[tuple[Any, np.ndarray]] = []
-        for p, arr in zip(self._bufs, arrays):
-            for d, (dim, got) in enumerate(zip(p.dims, arr.shape)):
-                if dim.expr is not None:
-                    want = self._eval(dim, env)
-                    if want != got:
-                        raise ValueError(f"{self.name}: argument {p.name} dim {d} must be "
-                                         f"{dim.text} = {want}, got {got} (shape {arr.shape})")
-            raw[p.index] = self._pointer(p, arr, env, writeback)
+        for p, arr, ptr in zip(self._bufs, arrays, ptrs):
+            if p.has_expr:
+                for d, (dim, got) in enumerate(zip(p.dims, arr.shape)):
+                    if dim.expr is not None:
+                        want = self._eval(dim, env)
+                        if want != got:
+                            raise ValueError(f"{self.name}: argument {p.name} dim {d} must be "
+                                             f"{dim.text} = {want}, got {got} "
+                                             f"(shape {arr.shape})")
+            if ptr is not None and p.strides is None:
+                raw[p.index] = ptr
+            else:
+                raw[p.index] = self._pointer(p, arr, env, writeback)
         for name, dtype, rng in self.shape_vars:
             v = env[name]
             if rng is not None and not rng[0] <= v <= rng[1]:
@@ -281,25 +317,6 @@ class Function:
             raise TypeError(f"{self.name}: argument {p.name} must be a number ({p.dtype}), "
                             f"got {type(v).__name__} {v!r}")
         return float(v)
-
-    def _array(self, p: _Param, a: Any) -> np.ndarray:
-        from .ndarray import NDArray
-
-        if isinstance(a, NDArray):
-            if a.device != self.device:
-                raise ValueError(f"{self.name}: argument {p.name} is on {a.device}, but "
-                                 f"{self.name} runs on {self.device}")
-            arr = a._arr
-        elif isinstance(a, np.ndarray):
-            arr = a
-        else:
-            raise TypeError(f"{self.name}: argument {p.name} must be a tvm.nd.NDArray or "
-                            f"numpy.ndarray of {p.dtype} {self._shape_text(p)}, "
-                            f"got {type(a).__name__}")
-        if arr.dtype != p.np_dtype:
-            raise ValueError(f"{self.name}: argument {p.name} must have dtype {p.dtype}, "
-                             f"got {arr.dtype}")
-        return arr
 
     def _pointer(self, p: _Param, arr: np.ndarray, env: dict[str, int],
                  writeback: list[tuple[Any, np.ndarray]]) -> int:

@@ -47,7 +47,8 @@ def _aligned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGNMENT
-    return raw[off:off + nbytes].view(dtype).reshape(shape)
+    # the constructor places the data pointer exactly (a slice of 0 bytes would not move it)
+    return np.ndarray(shape, dtype, buffer=raw, offset=off)
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
@@ -67,11 +68,15 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
 class NDArray:
     """An array on a device (``tvm.nd.array(np_array)``, ``tvm.nd.empty(shape, dtype)``)."""
 
-    __slots__ = ("_arr", "_device", "__weakref__")
+    __slots__ = ("_arr", "_device", "_ptr", "_compact_aligned", "__weakref__")
 
     def __init__(self, arr: np.ndarray, dev: Device | None = None):
         self._arr = arr
         self._device = dev or cpu(0)
+        # cached for the call path (the view's layout never changes)
+        self._ptr = arr.ctypes.data
+        self._compact_aligned = bool(arr.flags.c_contiguous and self._ptr % ALIGNMENT == 0
+                                     and arr.size > 0)
 
     # ---- properties ---------------------------------------------------------------------------
     @property
@@ -111,7 +116,7 @@ class NDArray:
     @property
     def data_ptr(self) -> int:
         """Address of element 0 (what compiled functions receive)."""
-        return self._arr.ctypes.data
+        return self._ptr
 
     @property
     def handle(self) -> Any:
