@@ -144,7 +144,7 @@ def test_comparisons_and_logic(dtype, lanes):
         a[1::9] = b[1::9]
     cmps = {"eq": (E.EQ, np.equal), "ne": (E.NE, np.not_equal), "lt": (E.LT, np.less),
             "le": (E.LE, np.less_equal), "gt": (E.GT, np.greater), "ge": (E.GE, np.greater_equal)}
-    cases = [(k, [dtype] * 2, "bool", (lambda c: lambda x, y: c(x, y))(c), [a, b], None)
+    cases = [(k, [dtype] * 2, "bool", (lambda cls: lambda x, y: cls(x, y))(c), [a, b], None)
              for k, (c, _) in cmps.items()]
     cases.append(("andor", [dtype] * 2, "bool",
                   lambda x, y: E.Or(E.And(E.LT(x, y), E.NE(x, y)), E.Not(E.LE(x, y))), [a, b], None))
