@@ -1,0 +1,236 @@
+"""LoopPartition: split a loop so that its main part runs without its ``likely`` guards.
+
+What it does
+    Non-divisible splits guard their body with ``if likely(xo * 8 + xi < n)``. For a loop over
+    ``x`` in ``[m, m + e)`` this pass looks at every comparison inside a ``likely(...)`` in the
+    loop's body (conjunctions are split into their comparisons). A comparison that is linear in
+    ``x`` with an integer coefficient, and linear with integer coefficients in the variables of
+    loops nested inside (whose ranges must not depend on ``x`` non-linearly), holds on an
+    interval of ``x`` for *every* value of the inner variables; the intersection ``[lo, hi)`` of
+    these intervals is where all of them hold. The loop becomes
+
+        for x in [m, lo'):    body                       (pre, guards kept)
+        for x in [lo', hi'):  body with those guards = True   (main)
+        for x in [hi', m+e):  body                       (post, guards kept)
+
+    with ``lo' = min(max(lo, m), m+e)`` and ``hi' = max(min(hi, m+e), lo')`` as expressions, so
+    symbolic extents are handled; empty parts vanish after Simplify, parts of extent 1 are
+    substituted. The parts are then searched again (their inner loops), never re-split on ``x``.
+
+When valid
+    Always: the main part's guards hold for every iteration in it (by construction), and the
+    other parts keep them. Expects single definition of each variable (see :mod:`.common`);
+    pre/post parts are fresh copies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import dtype as dt
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from ..functor import Mutator, Visitor, uses_var
+from ..op import max as _max
+from ..op import min as _min
+from .common import fresh_copy, linear_form, make_analyzer
+
+__all__ = ["LoopPartition"]
+
+
+class _AtomCollector(Visitor):
+    """Comparisons inside likely() calls, with the loops enclosing them (inside the loop)."""
+
+    def __init__(self) -> None:
+        self.loops: list[tuple[E.Var, E.PrimExpr, E.PrimExpr]] = []
+        self.bound_inside: set[int] = set()
+        self.atoms: list[tuple[E.PrimExpr, list, frozenset]] = []
+
+    def visit_For(self, f: S.For) -> None:
+        self.visit(f.min)
+        self.visit(f.extent)
+        self.loops.append((f.loop_var, f.min, f.extent))
+        self.visit(f.body)
+        self.loops.pop()
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
+            v = s.node.var
+            self.loops.append((v, E.const(0, v.dtype), s.value))
+            self.visit(s.body)
+            self.loops.pop()
+            return
+        self.generic_visit(s)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        self.bound_inside.add(id(s.var))
+        self.generic_visit(s)
+
+    def visit_Let(self, e: E.Let) -> None:
+        self.bound_inside.add(id(e.var))
+        self.generic_visit(e)
+
+    def visit_Call(self, e: E.Call) -> None:
+        if e.op == "likely":
+            for atom in _split_and(e.args[0]):
+                self.atoms.append((atom, list(self.loops), frozenset(self.bound_inside)))
+        self.generic_visit(e)
+
+
+def _split_and(c: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(c, E.And):
+        return _split_and(c.a) + _split_and(c.b)
+    return [c]
+
+
+def _normalize(atom: E.PrimExpr) -> E.PrimExpr | None:
+    """``d`` such that ``atom`` is ``d < 0``; None for other shapes."""
+    if not isinstance(atom, (E.LT, E.LE, E.GT, E.GE)):
+        return None
+    if not dt.is_integer(atom.a.dtype) or dt.lanes_of(atom.a.dtype) != 1:
+        return None
+    one = E.const(1, atom.a.dtype)
+    if isinstance(atom, E.LT):
+        return atom.a - atom.b
+    if isinstance(atom, E.LE):
+        return atom.a - atom.b - one
+    if isinstance(atom, E.GT):
+        return atom.b - atom.a
+    return atom.b - atom.a - one
+
+
+def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, ana: Any
+              ) -> tuple[E.PrimExpr | None, E.PrimExpr | None, bool] | None:
+    """``(lo, hi, exact)``: the atom holds for all inner values when ``lo <= x < hi`` (None =
+    open); ``exact``: it depends on ``x`` only, so it is false outside that interval."""
+    d = _normalize(atom)
+    if d is None or not uses_var(d, x):
+        return None
+    d = ana.simplify(d)
+    exact = True
+    # eliminate the inner loop variables, innermost first, by their worst case
+    for v, vmin, vext in reversed(loops):
+        if not uses_var(d, v):
+            continue
+        lf = linear_form(d, v)
+        if lf is None:
+            return None
+        c, rest = lf
+        exact = False
+        if c > 0:
+            worst = vmin + vext - E.const(1, vext.dtype)
+        else:
+            worst = vmin
+        d = ana.simplify(rest + E.const(c, rest.dtype) * E.cast(worst, rest.dtype))
+    inner = {id(v) for v, _, _ in loops} | set(bound_inside)
+    if uses_var(d, lambda v: id(v) in inner):
+        return None
+    lf = linear_form(d, x)
+    if lf is None or lf[0] == 0:
+        return None
+    a, r = lf
+    if uses_var(r, x):
+        return None
+    if x.dtype != r.dtype:
+        r = E.cast(r, x.dtype)
+    if a > 0:  # a*x + r < 0  <=>  x < ceil(-r / a)
+        hi = (E.const(0, x.dtype) - r) if a == 1 else (E.const(a - 1, x.dtype) - r) // a
+        return None, ana.simplify(hi), exact
+    b = -a  # -b*x + r < 0  <=>  x > r / b  <=>  x >= floor(r / b) + 1
+    lo = (r if b == 1 else r // b) + E.const(1, x.dtype)
+    return ana.simplify(lo), None, exact
+
+
+class _AtomReplacer(Mutator):
+    def __init__(self, atoms: set[int], value: bool = True):
+        self.atoms = atoms
+        self.value = value
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        if id(e) in self.atoms:
+            return E.const(self.value, e.dtype)
+        return self.generic_visit(e)
+
+
+def _outside(body: S.Stmt, bound_atoms: list[tuple[int, bool]]) -> S.Stmt:
+    """The body for iterations past one bound: when a single atom sets that bound and it
+    depends on the loop variable only, it is false there."""
+    if len(bound_atoms) == 1 and bound_atoms[0][1]:
+        return _AtomReplacer({bound_atoms[0][0]}, False).visit(body)
+    return body
+
+
+class _Partitioner(Mutator):
+    def __init__(self) -> None:
+        self.ana = make_analyzer()
+
+    def visit_For(self, f: S.For) -> S.Stmt:
+        parts = self.partition(f)
+        if parts is None:
+            body = self.visit(f.body)
+            return f if body is f.body else f.replace(body=body)
+        out: list[S.Stmt] = []
+        for p in parts:
+            if isinstance(p, S.For):
+                body = self.visit(p.body)
+                out.append(p if body is p.body else p.replace(body=body))
+            else:
+                out.append(self.visit(p))
+        return S.seq(*out)
+
+    def partition(self, f: S.For) -> list[S.Stmt] | None:
+        x = f.loop_var
+        col = _AtomCollector()
+        col.visit(f.body)
+        lo: E.PrimExpr | None = None
+        hi: E.PrimExpr | None = None
+        chosen: set[int] = set()
+        lo_atoms: list[tuple[int, bool]] = []
+        hi_atoms: list[tuple[int, bool]] = []
+        for atom, loops, bound_inside in col.atoms:
+            iv = _interval(atom, x, loops, bound_inside, self.ana)
+            if iv is None:
+                continue
+            chosen.add(id(atom))
+            if iv[0] is not None:
+                lo_atoms.append((id(atom), iv[2]))
+                lo = iv[0] if lo is None else _max(lo, iv[0])
+            if iv[1] is not None:
+                hi_atoms.append((id(atom), iv[2]))
+                hi = iv[1] if hi is None else _min(hi, iv[1])
+        if not chosen:
+            return None
+        simp = self.ana.simplify
+        m, end = f.min, simp(f.min + f.extent)
+        lo_c = m if lo is None else simp(_min(_max(lo, m), end))
+        hi_c = end if hi is None else simp(_max(_min(hi, end), lo_c))
+        main_body = _AtomReplacer(chosen).visit(f.body)
+        parts: list[S.Stmt] = []
+        if lo is not None:
+            parts.append(self.make_part(f, m, simp(lo_c - m), _outside(f.body, lo_atoms),
+                                        fresh=True))
+        parts.append(self.make_part(f, lo_c, simp(hi_c - lo_c), main_body, fresh=False))
+        if hi is not None:
+            parts.append(self.make_part(f, hi_c, simp(end - hi_c), _outside(f.body, hi_atoms),
+                                        fresh=True))
+        return [p for p in parts if p is not None]
+
+    def make_part(self, f: S.For, start: E.PrimExpr, extent: E.PrimExpr, body: S.Stmt,
+                  fresh: bool) -> S.Stmt | None:
+        if isinstance(extent, E.IntImm):
+            if extent.value <= 0:
+                return None
+            if extent.value == 1:
+                return fresh_copy(body, {f.loop_var: start})
+        if fresh:
+            nv = E.Var(f.loop_var.name, f.loop_var.dtype)
+            return f.replace(loop_var=nv, min=start, extent=extent,
+                             body=fresh_copy(body, {f.loop_var: nv}))
+        return f.replace(min=start, extent=extent, body=body)
+
+
+def LoopPartition(func: PrimFunc) -> PrimFunc:
+    """Partition every loop whose body has ``likely`` guards linear in its variable."""
+    body = _Partitioner().visit(func.body)
+    return func if body is func.body else func.with_body(body)

@@ -1,0 +1,75 @@
+"""LowerIntrin: target-specific rewriting of intrinsic calls into simpler expressions.
+
+What it does
+    Each target kind has a table ``name -> rule``; a rule takes the ``Call`` and returns an
+    equivalent expression (or None to keep the call). The default tables are empty: both CPU
+    code generators implement every intrinsic of :mod:`tvmpy.tir.op` themselves. This is the
+    place for a target that lacks one (register with :func:`register_intrin_rule`); the
+    :data:`GENERIC_RULES` below (``sigmoid``, ``rsqrt``, ``exp10`` in terms of ``exp``/``sqrt``)
+    can be registered for such a target.
+
+When valid
+    Always: every rule must return an expression with the call's exact meaning and dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .. import expr as E
+from ..function import PrimFunc
+from ..functor import Mutator
+
+__all__ = ["LowerIntrin", "register_intrin_rule", "GENERIC_RULES", "RULES"]
+
+Rule = Callable[[E.Call], Any]
+
+
+def _sigmoid(c: E.Call) -> E.PrimExpr:
+    x = c.args[0]
+    one = E.const(1.0, c.dtype)
+    return one / (one + E.Call(c.dtype, "exp", [E.const(0.0, c.dtype) - x]))
+
+
+def _rsqrt(c: E.Call) -> E.PrimExpr:
+    return E.const(1.0, c.dtype) / E.Call(c.dtype, "sqrt", [c.args[0]])
+
+
+def _exp10(c: E.Call) -> E.PrimExpr:
+    return E.Call(c.dtype, "exp", [c.args[0] * E.const(math.log(10.0), c.dtype)])
+
+
+GENERIC_RULES: dict[str, Rule] = {"sigmoid": _sigmoid, "rsqrt": _rsqrt, "exp10": _exp10}
+RULES: dict[str, dict[str, Rule]] = {"llvm": {}, "c": {}, "interp": {}}
+
+
+def register_intrin_rule(target_kind: str, name: str, rule: Rule) -> None:
+    """Lower calls of intrinsic ``name`` with ``rule`` for targets of ``target_kind``."""
+    RULES.setdefault(target_kind, {})[name] = rule
+
+
+class _Lowerer(Mutator):
+    def __init__(self, rules: dict[str, Rule]):
+        self.rules = rules
+
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        e = self.generic_visit(e)
+        rule = self.rules.get(e.op)
+        if rule is None:
+            return e
+        out = rule(e)
+        return e if out is None else self.visit(out)
+
+
+def LowerIntrin(func: PrimFunc, target: Any = None, rules: dict[str, Rule] | None = None
+                ) -> PrimFunc:
+    """Apply the intrinsic rules of ``target``'s kind (or the given ``rules``)."""
+    if rules is None:
+        kind = getattr(target, "kind", None) or "llvm"
+        rules = RULES.get(kind, {})
+    if not rules:
+        return func
+    body = _Lowerer(rules).visit(func.body)
+    return func if body is func.body else func.with_body(body)

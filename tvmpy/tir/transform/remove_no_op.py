@@ -1,0 +1,80 @@
+"""RemoveNoOp: delete statements that have no effect.
+
+What it does
+    Drops ``Evaluate`` of constants; loops, lets, attributes (other than pragmas), allocations
+    and asserts whose body does nothing; ``if`` statements with two empty branches (the
+    condition has no side effects: calls in conditions are pure intrinsics); stores of a value
+    to the very element it was loaded from (``A[i] = A[i]``); and flattens nested sequences.
+
+When valid
+    Always. Loops of extent 0 are left to Simplify.
+"""
+
+from __future__ import annotations
+
+from ...ir.node import structural_equal
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from ..functor import Mutator
+
+__all__ = ["RemoveNoOp"]
+
+
+class _NoOpRemover(Mutator):
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        return e
+
+    def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
+        new = [self.visit(x) for x in s.seq]
+        out = S.seq(*new)
+        if isinstance(out, S.SeqStmt) and len(out.seq) == len(s.seq) and all(
+                a is b for a, b in zip(out.seq, s.seq)):
+            return s
+        return out
+
+    def visit_Evaluate(self, s: S.Evaluate) -> S.Stmt:
+        return S.no_op() if isinstance(s.value, (E.IntImm, E.FloatImm)) else s
+
+    def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        v = s.value
+        if (isinstance(v, E.BufferLoad) and v.buffer.data is s.buffer.data and v.predicate is None
+                and s.predicate is None and structural_equal(v.indices, s.indices)):
+            return S.no_op()
+        return s
+
+    def _body_stmt(self, s: S.Stmt) -> S.Stmt:
+        body = self.visit(s.body)
+        if S.is_no_op(body):
+            return S.no_op()
+        return s if body is s.body else s.replace(body=body)
+
+    visit_For = _body_stmt
+    visit_LetStmt = _body_stmt
+    visit_Allocate = _body_stmt
+    visit_AssertStmt = _body_stmt
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        body = self.visit(s.body)
+        if S.is_no_op(body) and not s.attr_key.startswith("pragma_"):
+            return S.no_op()
+        return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        then = self.visit(s.then_case)
+        els = self.visit(s.else_case) if s.else_case is not None else None
+        if els is not None and S.is_no_op(els):
+            els = None
+        if S.is_no_op(then):
+            if els is None:
+                return S.no_op()
+            return S.IfThenElse(E.Not(s.condition), els)
+        if then is s.then_case and els is s.else_case:
+            return s
+        return S.IfThenElse(s.condition, then, els)
+
+
+def RemoveNoOp(func: PrimFunc) -> PrimFunc:
+    """Remove statements without effect from ``func``."""
+    body = _NoOpRemover().visit(func.body)
+    return func if body is func.body else func.with_body(body)

@@ -1,0 +1,340 @@
+"""VectorizeLoop: ``For`` loops of kind VECTORIZED become vector IR, or serial loops.
+
+What it does
+    For a vectorized loop over ``x`` in ``[m, m + L)`` with a constant extent ``L``, the body is
+    rewritten once with ``x = ramp(m, 1, L)``: integer ``+ - *`` of a ramp and a loop-invariant
+    scalar stay ramps (so indices stay ``ramp(base, stride, L)``); other operations broadcast
+    their scalar operands; loads and stores with a ramp index become vector accesses (contiguous
+    or strided); loop-invariant loads stay scalar and are broadcast where needed; elementwise
+    intrinsics get vector types; a ``let`` bound to a vector gets a vector variable. An inner
+    serial loop whose bounds do not depend on ``x`` is kept, with the vector body inside (loop
+    interchange), when the dependence check below allows it. Extents above 64 lanes are cut into
+    a serial loop of 64-lane vectors plus a vector remainder.
+
+    The loop is *scalarized* (kept as a SERIAL loop) when it cannot be vectorized: symbolic
+    extent; a vector index that is not a ramp (e.g. ``x // 4``); a vector value stored to one
+    scalar address (a reduction into the same element); a vector condition of an ``if`` or of
+    ``if_then_else`` whose branches read memory; external calls; allocations inside; bodies that
+    already contain vector IR; a zero or symbolic store stride.
+
+Dependence check (when valid)
+    Vectorizing runs statement 1 for all lanes before statement 2, and interchanges with inner
+    loops. Both preserve the sequential meaning when lanes do not communicate through memory. We
+    require, for every buffer *written* in the body, that all its loads and stores use the same
+    (vectorized) index, a ramp with a non-zero constant stride, or the same invariant scalar
+    address with a value that reads no memory. Otherwise the loop is scalarized.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import dtype as dt
+from ...ir.node import structural_equal
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from ..functor import Mutator
+from ..op import FLOAT_BINARY, FLOAT_PREDICATE, FLOAT_UNARY, INT_BINARY, INT_UNARY
+from .common import fresh_copy, make_analyzer
+
+__all__ = ["VectorizeLoop", "MAX_LANES"]
+
+MAX_LANES = 64
+_ELEMENTWISE = set(FLOAT_UNARY) | set(FLOAT_BINARY) | set(FLOAT_PREDICATE) | set(INT_UNARY) \
+    | set(INT_BINARY) | {"likely", "fabs", "abs"}
+
+
+class _CannotVectorize(Exception):
+    pass
+
+
+def _lanes(e: E.PrimExpr) -> int:
+    return dt.lanes_of(e.dtype)
+
+
+def _bcast(e: E.PrimExpr, lanes: int) -> E.PrimExpr:
+    if _lanes(e) == lanes:
+        return e
+    if _lanes(e) != 1:
+        raise _CannotVectorize(f"lane mismatch {e.dtype} vs {lanes}")
+    return E.Broadcast(e, lanes)
+
+
+def _has_load(e: Any) -> bool:
+    found = False
+
+    def f(n: Any) -> None:
+        nonlocal found
+        if isinstance(n, E.BufferLoad) or (isinstance(n, E.Call) and n.op not in _ELEMENTWISE):
+            found = True
+
+    from ..functor import post_order_visit
+
+    post_order_visit(e, f)
+    return found
+
+
+class _Vectorizer(Mutator):
+    """Rewrites one loop body for ``lanes`` lanes; raises _CannotVectorize."""
+
+    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int):
+        self.lanes = lanes
+        self.vmap: dict[int, E.PrimExpr] = {id(var): E.Ramp(base, E.const(1, base.dtype), lanes)}
+        self.accesses: dict[int, list[E.PrimExpr]] = {}
+        self.written: dict[int, str] = {}
+
+    # ---- expressions --------------------------------------------------------------------------
+    def visit_Var(self, v: E.Var) -> E.PrimExpr:
+        return self.vmap.get(id(v), v)
+
+    def visit_IntImm(self, e: E.PrimExpr) -> E.PrimExpr:
+        return e
+
+    visit_FloatImm = visit_IntImm
+    visit_StringImm = visit_IntImm
+
+    def visit_Ramp(self, e: E.PrimExpr) -> E.PrimExpr:
+        raise _CannotVectorize("body already holds vector expressions")
+
+    visit_Broadcast = visit_Ramp
+    visit_Shuffle = visit_Ramp
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> E.PrimExpr:
+        a, b = self.visit(e.a), self.visit(e.b)
+        if _lanes(a) == 1 and _lanes(b) == 1:
+            return e if (a is e.a and b is e.b) else type(e)(a, b)
+        if isinstance(e, (E.Add, E.Sub, E.Mul)) and dt.is_int(dt.element_of(a.dtype)):
+            r = _ramp_arith(type(e), a, b)
+            if r is not None:
+                return r
+        return type(e)(_bcast(a, self.lanes), _bcast(b, self.lanes))
+
+    def visit_Not(self, e: E.Not) -> E.PrimExpr:
+        a = self.visit(e.a)
+        return e if a is e.a else E.Not(a)
+
+    def visit_Cast(self, e: E.Cast) -> E.PrimExpr:
+        v = self.visit(e.value)
+        if v is e.value:
+            return e
+        return E.Cast(dt.with_lanes(e.dtype, _lanes(v)), v)
+
+    def visit_Select(self, e: E.Select) -> E.PrimExpr:
+        c, t, f = self.visit(e.condition), self.visit(e.true_value), self.visit(e.false_value)
+        if all(_lanes(x) == 1 for x in (c, t, f)):
+            return e if (c is e.condition and t is e.true_value and f is e.false_value) \
+                else E.Select(c, t, f)
+        if _lanes(c) == 1:
+            return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
+        return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
+
+    def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        if e.op == "if_then_else":
+            c = self.visit(e.args[0])
+            t, f = self.visit(e.args[1]), self.visit(e.args[2])
+            if _lanes(c) == 1:
+                if _lanes(t) == 1 and _lanes(f) == 1:
+                    return E.Call(e.dtype, e.op, [c, t, f])
+                vt = _bcast(t, self.lanes)
+                return E.Call(vt.dtype, e.op, [c, vt, _bcast(f, self.lanes)])
+            if _has_load(e.args[1]) or _has_load(e.args[2]):
+                raise _CannotVectorize("if_then_else with a vector condition guards a load")
+            return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
+        if e.op not in _ELEMENTWISE:
+            raise _CannotVectorize(f"call {e.op} has no vector form")
+        args = [self.visit(a) for a in e.args]
+        if all(_lanes(a) == 1 for a in args):
+            return e if all(a is b for a, b in zip(args, e.args)) else E.Call(e.dtype, e.op, args)
+        args = [_bcast(a, self.lanes) for a in args]
+        return E.Call(dt.with_lanes(e.dtype, self.lanes), e.op, args)
+
+    def visit_Let(self, e: E.Let) -> E.PrimExpr:
+        v = self.visit(e.value)
+        if _lanes(v) != 1:
+            nv = E.Var(e.var.name, v.dtype)
+            self.vmap[id(e.var)] = nv
+            return E.Let(nv, v, self.visit(e.body))
+        return E.Let(e.var, v, self.visit(e.body))
+
+    def _index(self, buf: Any, indices: tuple, write: bool) -> E.PrimExpr:
+        if len(indices) != 1:
+            raise _CannotVectorize("buffer not flattened")
+        idx = self.visit(indices[0])
+        if _lanes(idx) != 1:
+            if not isinstance(idx, E.Ramp):
+                raise _CannotVectorize(f"vector index {idx} is not a ramp")
+            if write and not (isinstance(idx.stride, E.IntImm) and idx.stride.value != 0):
+                raise _CannotVectorize("store with a zero or symbolic stride")
+        self.accesses.setdefault(id(buf.data), []).append(idx)
+        return idx
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> E.PrimExpr:
+        if e.predicate is not None:
+            raise _CannotVectorize("predicated load")
+        idx = self._index(e.buffer, e.indices, False)
+        if idx is e.indices[0]:
+            return e
+        return E.BufferLoad(e.buffer, (idx,))
+
+    # ---- statements ---------------------------------------------------------------------------
+    def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+        if s.predicate is not None:
+            raise _CannotVectorize("predicated store")
+        idx = self._index(s.buffer, s.indices, True)
+        val = self.visit(s.value)
+        if _lanes(idx) == 1:
+            if _lanes(val) != 1:
+                raise _CannotVectorize("vector value stored to one address (reduction)")
+            if _has_load(val):
+                raise _CannotVectorize("loop-invariant store that reads memory")
+        else:
+            val = _bcast(val, self.lanes)
+        self.written[id(s.buffer.data)] = s.buffer.name
+        if idx is s.indices[0] and val is s.value:
+            return s
+        return S.BufferStore(s.buffer, val, (idx,))
+
+    def _scalar(self, e: E.PrimExpr, what: str) -> E.PrimExpr:
+        v = self.visit(e)
+        if _lanes(v) != 1:
+            raise _CannotVectorize(f"{what} depends on the vectorized variable")
+        return v
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        c = self._scalar(s.condition, "if condition")
+        t = self.visit(s.then_case)
+        f = self.visit(s.else_case) if s.else_case is not None else None
+        return S.IfThenElse(c, t, f)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        v = self.visit(s.value)
+        if _lanes(v) != 1:
+            nv = E.Var(s.var.name, v.dtype)
+            self.vmap[id(s.var)] = nv
+            return S.LetStmt(nv, v, self.visit(s.body))
+        return S.LetStmt(s.var, v, self.visit(s.body))
+
+    def visit_For(self, f: S.For) -> S.Stmt:
+        if f.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
+            raise _CannotVectorize(f"inner {f.kind.name} loop")
+        mn = self._scalar(f.min, "inner loop bound")
+        ext = self._scalar(f.extent, "inner loop bound")
+        return f.replace(min=mn, extent=ext, body=self.visit(f.body))
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        v = self._scalar(s.value, "attribute value")
+        return S.AttrStmt(s.node, s.attr_key, v, self.visit(s.body))
+
+    def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        c = self._scalar(s.condition, "assert condition")
+        return S.AssertStmt(c, s.message, self.visit(s.body))
+
+    def visit_Evaluate(self, s: S.Evaluate) -> S.Stmt:
+        if isinstance(s.value, E.IntImm):
+            return s
+        raise _CannotVectorize("statement with side effects (call)")
+
+    def visit_Allocate(self, s: S.Allocate) -> S.Stmt:
+        raise _CannotVectorize("allocation inside a vectorized loop")
+
+    def visit_Prefetch(self, s: S.Stmt) -> S.Stmt:
+        return S.no_op()
+
+    def check_dependences(self) -> None:
+        for data_id, name in self.written.items():
+            idxs = self.accesses.get(data_id, [])
+            first = idxs[0]
+            for other in idxs[1:]:
+                if not structural_equal(first, other):
+                    raise _CannotVectorize(f"buffer {name} is written and accessed at "
+                                           "different indices")
+
+
+def _ramp_arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
+    """Keep ``ramp op scalar`` (and ramp +- ramp) a ramp for integer + - *."""
+    ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
+    sa, sb = _lanes(a) == 1, _lanes(b) == 1
+    if op is E.Add:
+        if ra and sb:
+            return E.Ramp(a.base + b, a.stride, a.lanes)
+        if sa and rb:
+            return E.Ramp(a + b.base, b.stride, b.lanes)
+        if ra and rb:
+            return E.Ramp(a.base + b.base, a.stride + b.stride, a.lanes)
+    elif op is E.Sub:
+        if ra and sb:
+            return E.Ramp(a.base - b, a.stride, a.lanes)
+        if sa and rb:
+            return E.Ramp(a - b.base, E.const(0, b.stride.dtype) - b.stride, b.lanes)
+        if ra and rb:
+            return E.Ramp(a.base - b.base, a.stride - b.stride, a.lanes)
+    elif op is E.Mul:
+        if ra and sb:
+            return E.Ramp(a.base * b, a.stride * b, a.lanes)
+        if sa and rb:
+            return E.Ramp(a * b.base, a * b.stride, b.lanes)
+    return None
+
+
+def _vectorize(f: S.For, ana: Any) -> S.Stmt:
+    """The vector form of one VECTORIZED loop (whose inner loops are already processed)."""
+    if not isinstance(f.extent, E.IntImm):
+        return f.replace(kind=S.ForKind.SERIAL)
+    lanes = f.extent.value
+    if lanes <= 0:
+        return S.no_op()
+    if lanes == 1:
+        return fresh_copy(f.body, {f.loop_var: f.min})
+    if lanes > MAX_LANES:
+        return _vectorize_chunked(f, ana)
+    vec = _Vectorizer(f.loop_var, f.min, lanes)
+    try:
+        body = vec.visit(f.body)
+        vec.check_dependences()
+    except _CannotVectorize:
+        return f.replace(kind=S.ForKind.SERIAL)
+    return _simplify_vector(body, ana)
+
+
+def _vectorize_chunked(f: S.For, ana: Any) -> S.Stmt:
+    n = f.extent.value
+    chunks, rest = divmod(n, MAX_LANES)
+    xo = E.Var(f.loop_var.name + ".outer", f.loop_var.dtype)
+    inner_var = E.Var(f.loop_var.name, f.loop_var.dtype)
+    inner = f.replace(loop_var=inner_var, min=f.min + xo * MAX_LANES, extent=MAX_LANES,
+                      body=fresh_copy(f.body, {f.loop_var: inner_var}))
+    parts: list[S.Stmt] = [S.For(xo, 0, chunks, S.ForKind.SERIAL, _vectorize(inner, ana))]
+    if rest:
+        tail = f.replace(min=f.min + chunks * MAX_LANES, extent=rest)
+        parts.append(_vectorize(tail, ana))
+    return S.seq(*parts)
+
+
+def _simplify_vector(body: S.Stmt, ana: Any) -> S.Stmt:
+    """Fold the bases and strides of the ramps just built (cheap, local)."""
+
+    class _R(Mutator):
+        def visit_Ramp(self, e: E.Ramp) -> E.PrimExpr:
+            return E.Ramp(ana.simplify(e.base), ana.simplify(e.stride), e.lanes)
+
+    return _R().visit(body)
+
+
+class _LoopVectorizer(Mutator):
+    def __init__(self) -> None:
+        self.ana = make_analyzer()
+
+    def visit_For(self, f: S.For) -> S.Stmt:
+        body = self.visit(f.body)
+        if body is not f.body:
+            f = f.replace(body=body)
+        if f.kind == S.ForKind.VECTORIZED:
+            return _vectorize(f, self.ana)
+        return f
+
+
+def VectorizeLoop(func: PrimFunc) -> PrimFunc:
+    """Lower every VECTORIZED loop of ``func`` to vector IR or a serial loop."""
+    body = _LoopVectorizer().visit(func.body)
+    return func if body is func.body else func.with_body(body)
