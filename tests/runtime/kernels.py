@@ -77,6 +77,13 @@ int32_t not_and_copy16(void* A, void* B, void* C, void* D, int32_t n) {
   return 0;
 }
 
+/* Out[i] = In[i] * 3: the output comes first (in-place use: both the same array) */
+int32_t triple_into(void* Out, void* In, int32_t n) {
+  float* o = Out; const float* in = In;
+  for (int32_t i = 0; i < n; ++i) o[i] = in[i] * 3.0f;
+  return 0;
+}
+
 /* reports the alignment of its argument: 0 when 64-byte aligned */
 int32_t misalign(void* A, void* out, int32_t n) {
   ((int64_t*)out)[0] = (int64_t)((uintptr_t)A % 64);
@@ -112,6 +119,8 @@ def signatures():
     f.append(_func("not_and_copy16", [decl_buffer((n,), "bool", "A"), decl_buffer((n,), "bool", "B"),
                                       decl_buffer((n,), "float16", "C"),
                                       decl_buffer((n,), "float16", "D")]))
+    f.append(_func("triple_into", [decl_buffer((n,), "float32", "Out"),
+                                   decl_buffer((n,), "float32", "In")]))
     f.append(_func("misalign", [decl_buffer((n,), "float32", "A"), decl_buffer((1,), "int64", "out")]))
     return f
 

@@ -148,6 +148,31 @@ def test_read_only_input(kmod):
     np.testing.assert_allclose(c, 2 * a)
 
 
+def test_in_place_on_copied_array(kmod):
+    raw = rand(41)
+    x = raw[1:]  # unaligned: copied once, even though it is passed for both parameters
+    expect = x * 3
+    kmod["triple_into"](x, x)
+    np.testing.assert_allclose(x, expect, rtol=1e-6)
+    y = rand(40)[::-1]  # a strided view, twice
+    expect = y * 3
+    kmod["triple_into"](y, y)
+    np.testing.assert_allclose(y, expect, rtol=1e-6)
+
+
+def test_read_only_memory_never_written(kmod, tmp_path):
+    path = tmp_path / "ro.npy"
+    np.save(path, np.ones(64, "float32"))
+    ro = np.load(path, mmap_mode="r")  # a read-only mapping: a write there would crash
+    assert not ro.flags.writeable
+    kmod["triple_into"](ro, np.ones(64, "float32"))  # the kernel writes into a scratch copy
+    np.testing.assert_array_equal(ro, 1)
+    ro_nd = tvm.nd.from_dlpack(ro)
+    kmod["triple_into"](ro_nd, np.ones(64, "float32"))
+    np.testing.assert_array_equal(ro, 1)
+    del ro, ro_nd
+
+
 # ---- argument errors ---------------------------------------------------------------------------
 def test_wrong_argument_count(kmod):
     A = tvm.nd.empty((4,))

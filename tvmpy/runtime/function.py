@@ -260,6 +260,7 @@ class Function:
                     raise ValueError(f"{self.name}: argument {p.name} must have shape "
                                      f"{self._shape_text(p)}, got {shape} (dim {d})")
         writeback: list[tuple[Any, np.ndarray]] = []
+        seen: dict = {}
         for p, arr, ptr in zip(self._bufs, arrays, ptrs):
             if p.has_expr:
                 for d, (dim, got) in enumerate(zip(p.dims, arr.shape)):
@@ -272,7 +273,7 @@ class Function:
             if ptr is not None and p.strides is None:
                 raw[p.index] = ptr
             else:
-                raw[p.index] = self._pointer(p, arr, env, writeback)
+                raw[p.index] = self._pointer(p, arr, env, writeback, seen)
         for name, dtype, rng in self.shape_vars:
             v = env[name]
             if rng is not None and not rng[0] <= v <= rng[1]:
@@ -319,23 +320,31 @@ class Function:
         return float(v)
 
     def _pointer(self, p: _Param, arr: np.ndarray, env: dict[str, int],
-                 writeback: list[tuple[Any, np.ndarray]]) -> int:
+                 writeback: list[tuple[Any, np.ndarray]], seen: dict) -> int:
+        """The pointer to pass for ``arr``: its own memory when aligned, laid out as declared and
+        writable (read-only memory is never handed to a kernel), else an aligned scratch copy.
+        One array passed for several parameters gets one scratch, so in-place kernels work."""
         ptr = arr.ctypes.data
+        writable = arr.flags.writeable
         if p.strides is None:
-            if arr.flags.c_contiguous and ptr % ALIGNMENT == 0:
+            want = None
+            if writable and arr.flags.c_contiguous and ptr % ALIGNMENT == 0 and arr.size:
                 return ptr
-            if arr.size == 0:
-                return self._keep(_aligned_empty(ALIGNMENT), writeback)
-            scratch = _aligned_empty(arr.nbytes).view(arr.dtype).reshape(arr.shape)
         else:
-            want = [self._eval(s, env) if s.expr is not None else
-                    (s.const if s.const is not None else env[s.var]) for s in p.strides]
+            want = tuple(self._eval(s, env) if s.expr is not None else
+                         (s.const if s.const is not None else env[s.var]) for s in p.strides)
             item = arr.itemsize
-            if (ptr % ALIGNMENT == 0 and
+            if (writable and arr.size and ptr % ALIGNMENT == 0 and
                     all(n <= 1 or st * item == bs for n, st, bs in zip(arr.shape, want, arr.strides))):
                 return ptr
-            if arr.size == 0:
-                return self._keep(_aligned_empty(ALIGNMENT), writeback)
+        if arr.size == 0:
+            return self._keep(_aligned_empty(ALIGNMENT), writeback)
+        key = (ptr, arr.shape, arr.strides, arr.dtype.str, want)
+        if key in seen:
+            return seen[key]
+        if want is None:
+            scratch = _aligned_empty(arr.nbytes).view(arr.dtype).reshape(arr.shape)
+        else:
             if any(st < 0 for st in want):
                 raise ValueError(f"{self.name}: argument {p.name}: negative declared strides {want}")
             span = 1 + sum((n - 1) * st for n, st in zip(arr.shape, want))
@@ -343,8 +352,9 @@ class Function:
             scratch = np.lib.stride_tricks.as_strided(
                 base.view(arr.dtype), shape=arr.shape, strides=[st * item for st in want])
         np.copyto(scratch, arr)
-        writeback.append((arr if arr.flags.writeable else None, scratch))
-        return scratch.ctypes.data
+        writeback.append((arr if writable else None, scratch))
+        seen[key] = sptr = scratch.ctypes.data
+        return sptr
 
     @staticmethod
     def _keep(scratch: np.ndarray, writeback: list) -> int:

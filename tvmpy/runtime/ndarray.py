@@ -76,7 +76,7 @@ class NDArray:
         # cached for the call path (the view's layout never changes)
         self._ptr = arr.ctypes.data
         self._compact_aligned = bool(arr.flags.c_contiguous and self._ptr % ALIGNMENT == 0
-                                     and arr.size > 0)
+                                     and arr.size > 0 and arr.flags.writeable)
 
     # ---- properties ---------------------------------------------------------------------------
     @property
