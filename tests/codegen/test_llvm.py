@@ -553,3 +553,37 @@ def test_extern_signature_conflict_is_an_error():
                       S.Evaluate(op.call_extern("int32", "foo", E.const(1.0)))])
     with pytest.raises(TypeError, match="foo"):
         emit_llvm_ir([func("conf", [A], body)])
+
+
+# ---------------------------------------------------------------------------------------------
+def test_build_returns_runtime_module_with_source():
+    import tvmpy as tvm
+    from tvmpy.codegen.llvm import build
+
+    n = E.Var("n")
+    A, B = buf("A", n), buf("B", n)
+    i = E.Var("i")
+    f = func("dbl", [A, B], S.For(i, 0, n, S.ForKind.PARALLEL, S.BufferStore(B, A[i] * 2.0, [i])))
+    m = build([f], tvm.target.Target("llvm"))
+    x = np.random.default_rng(0).standard_normal(23).astype("float32")
+    a, b = tvm.nd.array(x), tvm.nd.empty((23,), "float32")
+    m(a, b)
+    np.testing.assert_array_equal(b.numpy(), 2 * x)
+    assert "define i32 @dbl(" in m.get_source("ll")
+
+
+def test_target_cpu_and_cross_triple():
+    from tvmpy.codegen.llvm import emit_assembly, emit_llvm_ir
+
+    A = buf("A", 64)
+    i = E.Var("i")
+    f = func("k", [A], S.For(i, 0, 4, S.ForKind.SERIAL, S.BufferStore(
+        A, A[E.Ramp(i * 16, 1, 16)] * 3.0, [E.Ramp(i * 16, 1, 16)])))
+    ir = emit_llvm_ir([f], "llvm -mcpu=haswell")
+    assert '"target-cpu"="haswell"' in ir
+    asm = emit_assembly([f], "llvm -mcpu=haswell")
+    assert "ymm" in asm and "zmm" not in asm  # AVX2: 256-bit vectors only
+    arm = emit_assembly([f], "llvm -mtriple=aarch64-linux-gnu")
+    assert "fmul" in arm and "v0" in arm.replace("v1", "v0")
+    with pytest.raises(ValueError, match="triple"):
+        emit_llvm_ir([f], "llvm -mtriple=nonsense-unknown-thing")
