@@ -143,6 +143,12 @@ class ExprPrinter:
             return f"(float)(_Float16){value}", UNARY
         if src == "float16" and dst == "float32":
             return self._p(e.value, lane)  # already a float value, exactly
+        d = dt.parse(dst)
+        if dt.is_float(src) and d.kind in ("int", "uint") and (d.bits < 32 or dst == "uint32"):
+            # through a wider signed integer, then wrap (as the LLVM backend): a C conversion
+            # straight to a narrow or unsigned type is undefined for negative values
+            wide = "int64_t" if dst == "uint32" else "int32_t"
+            return f"({value_type(dst)})({wide}){value}", UNARY
         return f"({value_type(dst)}){value}", UNARY
 
     # ---- arithmetic --------------------------------------------------------------------------
@@ -183,6 +189,10 @@ class ExprPrinter:
         if d.kind in ("uint", "bool"):  # floor and truncation agree on non-negatives
             op = "/" if kind == "floordiv" else "%"
             return self._wrap_result(*self._binary(op, MUL, e.a, e.b, lane), e.dtype)
+        if dt.element_of(e.dtype) == "float16":
+            self.helpers.use("tvmpy_f16")
+            fn = self.helpers.use(f"tvmpy_{kind}_f16")  # rounds each step, result is a half
+            return self._call_text(fn, [e.a, e.b], lane), PRIMARY
         fn = self.helpers.use(f"tvmpy_{kind}_{type_suffix(e.dtype)}")
         return self._wrap_result(self._call_text(fn, [e.a, e.b], lane), PRIMARY, e.dtype)
 

@@ -228,6 +228,17 @@ def _all_helpers() -> dict[str, str]:
         table.update(_floor_helpers(f"i{bits}", f"int{bits}_t"))
         table.update(_int_minmax(f"i{bits}", f"int{bits}_t"))
         table.update(_int_minmax(f"u{bits}", f"uint{bits}_t"))
+    table.update({
+        # float16: every operation rounds to half, as the IR's per-operation semantics
+        "tvmpy_floordiv_f16": (
+            "static inline float tvmpy_floordiv_f16(float a, float b) {\n"
+            "  return floorf(tvmpy_f16(a / b));\n"
+            "}"),
+        "tvmpy_floormod_f16": (
+            "static inline float tvmpy_floormod_f16(float a, float b) {\n"
+            "  return tvmpy_f16(a - tvmpy_f16(floorf(tvmpy_f16(a / b)) * b));\n"
+            "}"),
+    })
     table.update(_float_helpers("f32", "float"))
     table.update(_float_helpers("f64", "double"))
     return table

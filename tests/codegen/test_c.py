@@ -1,0 +1,226 @@
+"""The C backend (tvmpy/codegen/c*.py): the shared codegen cases against numpy, the readability
+of the source, errors, and the runtime Module it builds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.codegen import cases
+from tvmpy.codegen import c as cgen
+from tvmpy.tir import expr as E
+from tvmpy.tir import stmt as S
+from tvmpy.tir.buffer import decl_buffer
+from tvmpy.tir.function import PrimFunc
+
+
+def make_lib(funcs: list[PrimFunc], extra_c: str = "") -> cases.CtypesLib:
+    obj = cgen.compile_source(cgen.emit_c(funcs), "c", funcs[0].name).read_bytes()
+    objects = [obj] + ([cases.compile_extra_c(extra_c)] if extra_c else [])
+    return cases.CtypesLib(funcs, objects, cgen.LINK_LIBS)
+
+
+@pytest.fixture(scope="module")
+def all_cases() -> dict[str, cases.Case]:
+    return {name: cases.make_case(name) for name in cases.CASE_NAMES}
+
+
+@pytest.fixture(scope="module")
+def batch_lib(all_cases):
+    """Every case in one C source and one library (one compiler run instead of hundreds);
+    None when that fails, and each case then builds alone, to point at the one that breaks."""
+    funcs = [f for c in all_cases.values() for f in (c.func, *c.extra_funcs)]
+    extra = "\n".join(dict.fromkeys(c.extra_c for c in all_cases.values() if c.extra_c))
+    try:
+        return make_lib(funcs, extra)
+    except Exception:  # noqa: BLE001 - reported by the per-case builds
+        return None
+
+
+@pytest.mark.parametrize("name", cases.CASE_NAMES)
+def test_case(name, all_cases, batch_lib):
+    case = all_cases[name]
+    cases.run_case(case, (lambda funcs, extra: batch_lib) if batch_lib is not None else make_lib)
+
+
+def test_batch_builds(batch_lib):
+    assert batch_lib is not None, "the source of all cases together did not build"
+
+
+# ---------------------------------------------------------------------------------------------
+# the source
+def _vadd(kind=S.ForKind.PARALLEL) -> PrimFunc:
+    n = E.Var("n")
+    A, B, C = (cases.buf(x, n) for x in "ABC")
+    i = E.Var("i.outer")
+    return cases.func("vadd", [A, B, C], cases.loop(i, n, S.BufferStore(C, A[i] + B[i], [i]), kind))
+
+
+def test_source_is_readable():
+    src = cgen.emit_c([_vadd()])
+    assert "int32_t vadd(void* restrict A_handle, void* restrict B_handle, " \
+           "void* restrict C_handle, int32_t n) {" in src
+    assert "float* restrict A = (float*)__builtin_assume_aligned(A_handle, 64);" in src
+    assert "#pragma omp parallel for schedule(static)\n" \
+           "  for (int32_t i_outer = 0; i_outer < n; ++i_outer) {\n" \
+           "    C[i_outer] = A[i_outer] + B[i_outer];\n" \
+           "  }\n" \
+           "  return 0;\n}" in src
+    assert "extern const char* __tvmpy_last_error;" in src
+    assert "tvmpy_floordiv" not in src  # helpers appear only when used
+
+
+def test_no_redundant_parentheses():
+    n = E.Var("n")
+    A, B = cases.buf("A", n, "int32"), cases.buf("B", n, "int32")
+    i = E.Var("i")
+    value = (A[i] * 3 + A[i + 1] * (A[i] - 2)) < 7
+    body = cases.loop(i, n - 1, S.BufferStore(B, E.Select(value, A[i] << 2, A[i] & 5), [i]))
+    src = cgen.emit_c([cases.func("prec", [A, B], body)])
+    assert "B[i] = A[i] * 3 + A[i + 1] * (A[i] - 2) < 7 ? A[i] << 2 : A[i] & 5;" in src
+
+
+def test_unrolled_and_vector_source():
+    A, C = cases.buf("A", 64), cases.buf("C", 64)
+    i = E.Var("i")
+    r = E.Ramp(i * 16, E.const(1), 16)
+    f = cases.func("vec", [A, C], cases.loop(i, 4, S.BufferStore(C, A[r] * 2.0, [r]),
+                                             S.ForKind.UNROLLED))
+    src = cgen.emit_c([f])
+    assert "#pragma GCC unroll 4" in src
+    assert "for (int32_t lane = 0; lane < 16; ++lane) {\n" \
+           "      C[i * 16 + lane] = A[i * 16 + lane] * 2.0f;" in src
+
+
+def test_names_are_unique_and_sanitized():
+    f = cases.make_case("reserved_names").func
+    src = cgen.emit_c([f])
+    assert "float* restrict int_ = (float*)" in src
+    assert "float* restrict B_local = (float*)" in src
+    assert re.search(r"for \(int32_t for_ = 0; for_ < 37; \+\+for_\)", src)
+    assert "const int32_t y0_ = for_;" in src
+    assert "const float exp_ = int_[y0_];" in src
+    assert "expf(exp_) + exp_" in src
+
+
+def test_assert_in_parallel_loop_source():
+    src = cgen.emit_c([cases.make_case("assert_fail_parallel").func])
+    assert "int32_t parallel_failed = 0;" in src
+    assert "goto iteration_end;" in src
+    assert "iteration_end:;" in src
+    assert "free(row);" in src and "free(tmp);" in src
+    assert src.count("return -1;") == 2  # allocation of tmp failing, and after the loop
+
+
+def test_get_source_of_module():
+    m = cgen.build([_vadd()], "c")
+    assert m.get_source() == m.get_source("c") == cgen.emit_c([_vadd()], "c")
+    assert m.type_key == "c"
+
+
+# ---------------------------------------------------------------------------------------------
+# the runtime Module built by cgen.build
+def test_build_module_runs_with_ndarrays(tmp_path):
+    import tvmpy as tvm
+
+    m = cgen.build([_vadd()], "c")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(1001).astype("float32"), rng.standard_normal(1001).astype("float32")
+    x, y, z = tvm.nd.array(a), tvm.nd.array(b), tvm.nd.array(np.zeros(1001, "float32"))
+    m(x, y, z)
+    np.testing.assert_allclose(z.numpy(), a + b, rtol=1e-6)
+    path = tmp_path / "vadd.so"
+    m.export_library(str(path))
+    g = tvm.runtime.load_module(str(path))
+    z2 = tvm.nd.array(np.zeros(1001, "float32"))
+    g(x, y, z2)
+    np.testing.assert_allclose(z2.numpy(), a + b, rtol=1e-6)
+
+
+def test_module_raises_failed_assert_message():
+    import tvmpy as tvm
+
+    case = cases.make_case("assert_fail_top")
+    m = cgen.build([case.func], "c")
+    a = tvm.nd.array(case.args[0])
+    b = tvm.nd.array(case.args[1])
+    with pytest.raises(Exception, match="n must be > 3"):
+        m(a, b)
+
+
+def test_tvm_build_of_lowered_primfunc():
+    import tvmpy as tvm
+
+    try:
+        m = tvm.build(_vadd(S.ForKind.SERIAL), target="c")
+    except ModuleNotFoundError as err:  # the tir pipeline is not in the tree yet
+        pytest.skip(str(err))
+    a = np.arange(10, dtype="float32")
+    z = tvm.nd.array(np.zeros(10, "float32"))
+    m(tvm.nd.array(a), tvm.nd.array(a), z)
+    np.testing.assert_array_equal(z.numpy(), 2 * a)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+def test_thread_extent_is_rejected():
+    n = E.Var("n")
+    A = cases.buf("A", n)
+    tx = E.IterVar(E.Range(0, 64), E.Var("threadIdx.x"), E.IterVar.ThreadIndex, "threadIdx.x")
+    body = S.AttrStmt(tx, "thread_extent", 64, S.BufferStore(A, E.const(1.0), [tx.var]))
+    with pytest.raises(cgen.CCodegenError, match="thread_extent.*threadIdx.x"):
+        cgen.emit_c([cases.func("gpu", [A], body)])
+
+
+def test_virtual_thread_is_rejected():
+    A = cases.buf("A", 4)
+    vt = E.IterVar(E.Range(0, 2), E.Var("vx"), E.IterVar.ThreadIndex, "vthread")
+    body = S.AttrStmt(vt, "virtual_thread", 2, S.BufferStore(A, E.const(1.0), [0]))
+    with pytest.raises(cgen.CCodegenError, match="virtual_thread"):
+        cgen.emit_c([cases.func("vt", [A], body)])
+
+
+def test_unlowered_multidim_access_is_rejected():
+    A = decl_buffer((4, 4), "float32", "A")
+    f = PrimFunc([A.data], S.BufferStore(A, E.const(1.0), [0, 1]), {A.data: A},
+                 {"global_symbol": "md"})
+    with pytest.raises(cgen.CCodegenError, match="2 indices.*1-D"):
+        cgen.emit_c([f])
+
+
+def test_undefined_variable_is_rejected():
+    A = cases.buf("A", 4)
+    k = E.Var("k")
+    with pytest.raises(cgen.CCodegenError, match="variable k .* never defined"):
+        cgen.emit_c([cases.func("undef", [A], S.BufferStore(A, E.const(1.0), [k]))])
+
+
+def test_bad_function_name_is_rejected():
+    A = cases.buf("A", 4)
+    with pytest.raises(cgen.CCodegenError, match="not usable as a C symbol"):
+        cgen.emit_c([cases.func("my-func", [A], S.BufferStore(A, E.const(1.0), [0]))])
+    with pytest.raises(cgen.CCodegenError, match="not usable as a C symbol"):
+        cgen.emit_c([cases.func("float", [A], S.BufferStore(A, E.const(1.0), [0]))])
+
+
+def test_compiler_error_names_the_source():
+    with pytest.raises(cgen.CCompileError) as info:
+        cgen.compile_source("int broken( {\n", "c", "broken")
+    msg = str(info.value)
+    assert "broken.c" in msg and "error" in msg
+    path = re.search(r"for (\S+broken\.c)", msg).group(1)
+    assert open(path).read() == "int broken( {\n"  # kept for debugging
+
+
+def test_unknown_cpu_has_a_hint():
+    with pytest.raises(cgen.CCompileError, match="does not know the CPU"):
+        cgen.compile_source("int f(void) { return 0; }\n", "c -mcpu=notacpu", "f")
+
+
+def test_compile_flags():
+    flags = cgen.compile_flags("c -mattr=+avx2,-avx512f")
+    assert "-march=native" in flags and "-mavx2" in flags and "-mno-avx512f" in flags
+    assert {"-fwrapv", "-fno-strict-aliasing", "-fopenmp", "-fPIC"} <= set(flags)
+    assert not any("fast-math" in f for f in flags)
