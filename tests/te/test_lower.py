@@ -1,0 +1,187 @@
+"""Printed IR of schedule lowering (IR form 1) for canonical schedules, and the IR-level
+primitives (bind, vthread, double_buffer, storage_align, set_scope)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from te_check import check, lower_text
+
+from tvmpy import te, tir
+from tvmpy.te.schedule_ops import schedule_to_primfunc
+
+
+def _expect(s, args, text):
+    got = lower_text(s, args)
+    assert got == textwrap.dedent(text).strip("\n"), got
+
+
+def test_split_divisible_has_no_guard():
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].split(B.op.axis[0], factor=4)
+    _expect(s, [A, B], """
+        def f(A: Buffer((16,), 'float32'), B: Buffer((16,), 'float32')):
+            for i.outer in range(0, 4):
+                for i.inner in range(0, 4):
+                    B[i.outer * 4 + i.inner] = A[i.outer * 4 + i.inner] + 1.0f
+        """)
+
+
+def test_split_nondivisible_has_likely_guard():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].split(B.op.axis[0], factor=4)
+    _expect(s, [A, B], """
+        def f(A: Buffer((10,), 'float32'), B: Buffer((10,), 'float32')):
+            for i.outer in range(0, 3):
+                for i.inner in range(0, 4):
+                    if likely(i.outer * 4 + i.inner < 10):
+                        B[i.outer * 4 + i.inner] = A[i.outer * 4 + i.inner] + 1.0f
+        """)
+
+
+def test_fuse_index_expressions():
+    A = te.placeholder((3, 5), name="A")
+    B = te.compute((3, 5), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].fuse(*B.op.axis)
+    _expect(s, [A, B], """
+        def f(A: Buffer((3, 5), 'float32'), B: Buffer((3, 5), 'float32')):
+            for i.j.fused in range(0, 15):
+                B[i.j.fused // 5, i.j.fused % 5] = A[i.j.fused // 5, i.j.fused % 5] * 2.0f
+        """)
+
+
+def test_reduction_init_outside_outermost_reduce_loop():
+    A = te.placeholder((4, 6), name="A")
+    k = te.reduce_axis((0, 6), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _expect(s, [A, B], """
+        def f(A: Buffer((4, 6), 'float32'), B: Buffer((4,), 'float32')):
+            for i in range(0, 4):
+                B[i] = 0.0f
+                for k in range(0, 6):
+                    B[i] = B[i] + A[i, k]
+        """)
+
+
+def test_reduction_reduce_loop_outermost_init_loops_over_inner_spatial():
+    A = te.placeholder((4, 6), name="A")
+    k = te.reduce_axis((0, 6), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    s[B].reorder(k, B.op.axis[0])
+    _expect(s, [A, B], """
+        def f(A: Buffer((4, 6), 'float32'), B: Buffer((4,), 'float32')):
+            for i.init in range(0, 4):
+                B[i.init] = 0.0f
+            for k in range(0, 6):
+                for i in range(0, 4):
+                    B[i] = B[i] + A[i, k]
+        """)
+
+
+def test_compute_at_allocates_region_with_relative_indices():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((6,), lambda i: B[i] + B[i + 2], name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=3)
+    s[B].compute_at(s[C], xo)
+    _expect(s, [A, C], """
+        def f(A: Buffer((8,), 'float32'), C: Buffer((6,), 'float32')):
+            for i.outer in range(0, 2):
+                B = allocate((5,), 'float32', 'global')
+                for i in range(0, 5):
+                    B[i] = A[i + i.outer * 3] * 2.0f
+                for i.inner in range(0, 3):
+                    C[i.outer * 3 + i.inner] = B[i.inner] + B[i.inner + 2]
+        """)
+    check(s, [A, C], lambda a: 2 * a[:6] + 2 * a[2:])
+
+
+def test_thread_binding_replaces_loops():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    f = schedule_to_primfunc(s, [A, B], "f")
+    assert isinstance(f.body, tir.AttrStmt) and f.body.attr_key == "thread_extent"
+    assert f.body.node.thread_tag == "blockIdx.x" and f.body.value.value == 4
+    inner = f.body.body
+    assert inner.attr_key == "thread_extent" and inner.node.thread_tag == "threadIdx.x"
+    assert "for " not in str(f)
+    check(s, [A, B], lambda a: a + 1, backends=("interp",))
+
+
+def test_vthread_attr():
+    A = te.placeholder((12,), name="A")
+    B = te.compute((12,), lambda i: A[i] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    vo, vi = s[B].split(B.op.axis[0], nparts=2)
+    s[B].bind(vo, te.thread_axis("vthread"))
+    f = schedule_to_primfunc(s, [A, B], "f")
+    assert f.body.attr_key == "virtual_thread" and f.body.value.value == 2
+    check(s, [A, B], lambda a: a * 3, backends=("interp",))
+
+
+def test_double_buffer_scope_inside_allocate():
+    A = te.placeholder((8, 4), name="A")
+    B = te.compute((8, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((8, 4), lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].set_scope("shared")
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].double_buffer()
+    txt = lower_text(s, [A, C])
+    assert "B = allocate((1, 4), 'float32', 'shared')" in txt
+    assert "with attr(B, 'double_buffer_scope', 1):" in txt
+    check(s, [A, C], lambda a: (a + 1) * 2)
+
+
+def test_storage_align_strides():
+    A = te.placeholder((6, 5), name="A")
+    B = te.compute((6, 5), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((6, 5), lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].storage_align(B.op.axis[0], 8, 1)
+    f = schedule_to_primfunc(s, [A, C], "f")
+    alloc = f.body
+    assert isinstance(alloc, tir.Allocate)
+    assert [int(x) for x in alloc.buffer.strides] == [9, 1]
+    check(s, [A, C], lambda a: (a + 1) * 2)
+
+
+def test_unused_symbolic_and_scalar_params():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    f = schedule_to_primfunc(s, [A, B, n], "f")
+    assert f.params[2] is n
+    assert len(f.buffer_map) == 2
+
+
+def test_intermediate_tensor_as_argument_is_not_allocated():
+    A = te.placeholder((5,), name="A")
+    B = te.compute((5,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((5,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    txt = lower_text(s, [A, B, C])
+    assert "allocate" not in txt
+    check(s, [A, B, C], lambda a: [a + 1, (a + 1) * 2])
+
+
+def test_binds_use_given_buffer():
+    A = te.placeholder((4, 4), name="A")
+    B = te.compute((4, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    Ab = tir.decl_buffer((4, 4), "float32", "Abuf", strides=(8, 1))
+    f = schedule_to_primfunc(s, [A, B], "f", {A: Ab})
+    assert f.buffer_map[f.params[0]] is Ab
