@@ -587,3 +587,39 @@ def test_target_cpu_and_cross_triple():
     assert "fmul" in arm and "v0" in arm.replace("v1", "v0")
     with pytest.raises(ValueError, match="triple"):
         emit_llvm_ir([f], "llvm -mtriple=nonsense-unknown-thing")
+
+
+def test_int64_loop_and_indices_uint64_values():
+    n = E.Var("n", "int64")
+    A = buf("A", n, "uint64")
+    B = buf("B", n, "uint64")
+    i = E.Var("i", "int64")
+    val = (A[i] * E.const(3, "uint64")) // E.const(7, "uint64") + E.cast(i, "uint64")
+    f = func("u64", [A, B], S.For(i, E.const(0, "int64"), n, S.ForKind.PARALLEL,
+                                  S.BufferStore(B, val, [i])))
+    rng = np.random.default_rng(0)
+    a = aligned(rng.integers(0, 2**62, 19, dtype=np.uint64))
+    b = aligned(np.zeros(19, np.uint64))
+    assert Lib([f])("u64", a, b) == 0
+    np.testing.assert_array_equal(b, a * np.uint64(3) // np.uint64(7) + np.arange(19, dtype=np.uint64))
+
+
+def test_shuffle_concat_and_scalar_select_on_vectors():
+    L = 8
+    A, B, C = buf("A", 2 * L), buf("B", 2 * L), buf("C", 2 * L)
+    flag = E.Var("flag", "bool")
+    lo, hi = A[E.Ramp(0, 1, L)], A[E.Ramp(L, 1, L)]
+    inter = E.Shuffle([lo, hi], [k // 2 + (L if k % 2 else 0) for k in range(2 * L)])
+    pick = E.Select(flag, lo, hi)
+    lanes_mix = E.Shuffle([A[0], A[1], lo], [0, 1, 2, 3, 4, 5, 6, 7])
+    body = S.SeqStmt([S.BufferStore(B, inter, [E.Ramp(0, 1, 2 * L)]),
+                      S.BufferStore(C, pick, [E.Ramp(0, 1, L)]),
+                      S.BufferStore(C, lanes_mix, [E.Ramp(L, 1, L)])])
+    lib = Lib([func("shuf", [A, B, C, flag], body)])
+    a = rand(2 * L, "float32", np.random.default_rng(1))
+    for fl in (True, False):
+        b, c = aligned(np.zeros(2 * L, "float32")), aligned(np.zeros(2 * L, "float32"))
+        assert lib("shuf", a, b, c, fl) == 0
+        np.testing.assert_array_equal(b, np.stack([a[:L], a[L:]], 1).reshape(-1))
+        np.testing.assert_array_equal(c[:L], a[:L] if fl else a[L:])
+        np.testing.assert_array_equal(c[L:], np.concatenate([a[:2], a[:6]]))
