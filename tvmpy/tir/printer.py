@@ -51,7 +51,8 @@ class Printer:
         return n
 
     def buf(self, b: Buffer) -> str:
-        return self.name_of(b, b.name)
+        # buffers that share a data Var (a parameter and its flattened view) share a name
+        return self.name_of(b.data if isinstance(b.data, E.Var) else b, b.name)
 
     # ---- expressions -------------------------------------------------------------------------
     def expr(self, e: Any, prec: int = 0) -> str:

@@ -171,15 +171,15 @@ class _Partitioner(Mutator):
             body = self.visit(f.body)
             return f if body is f.body else f.replace(body=body)
         out: list[S.Stmt] = []
-        for p in parts:
-            if isinstance(p, S.For):
+        for p, is_part_loop in parts:
+            if is_part_loop:  # a part of this loop: never split again on the same variable
                 body = self.visit(p.body)
                 out.append(p if body is p.body else p.replace(body=body))
-            else:
+            else:  # a substituted single iteration
                 out.append(self.visit(p))
         return S.seq(*out)
 
-    def partition(self, f: S.For) -> list[S.Stmt] | None:
+    def partition(self, f: S.For) -> list[tuple[S.Stmt, bool]] | None:
         x = f.loop_var
         col = _AtomCollector()
         col.visit(f.body)
@@ -206,7 +206,7 @@ class _Partitioner(Mutator):
         lo_c = m if lo is None else simp(_min(_max(lo, m), end))
         hi_c = end if hi is None else simp(_max(_min(hi, end), lo_c))
         main_body = _AtomReplacer(chosen).visit(f.body)
-        parts: list[S.Stmt] = []
+        parts: list[tuple[S.Stmt, bool] | None] = []
         if lo is not None:
             parts.append(self.make_part(f, m, simp(lo_c - m), _outside(f.body, lo_atoms),
                                         fresh=True))
@@ -217,17 +217,18 @@ class _Partitioner(Mutator):
         return [p for p in parts if p is not None]
 
     def make_part(self, f: S.For, start: E.PrimExpr, extent: E.PrimExpr, body: S.Stmt,
-                  fresh: bool) -> S.Stmt | None:
+                  fresh: bool) -> tuple[S.Stmt, bool] | None:
+        """(statement, is a loop over x) for one part; None when it is empty."""
         if isinstance(extent, E.IntImm):
             if extent.value <= 0:
                 return None
             if extent.value == 1:
-                return fresh_copy(body, {f.loop_var: start})
+                return fresh_copy(body, {f.loop_var: start}), False
         if fresh:
             nv = E.Var(f.loop_var.name, f.loop_var.dtype)
             return f.replace(loop_var=nv, min=start, extent=extent,
-                             body=fresh_copy(body, {f.loop_var: nv}))
-        return f.replace(min=start, extent=extent, body=body)
+                             body=fresh_copy(body, {f.loop_var: nv})), True
+        return f.replace(min=start, extent=extent, body=body), True
 
 
 def LoopPartition(func: PrimFunc) -> PrimFunc:
