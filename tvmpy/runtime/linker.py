@@ -83,6 +83,47 @@ def metadata_c_source(metadata_json: str) -> str:
     )
 
 
+# ELF e_machine -> LLVM triple, for writing the metadata object in-process
+_ELF_TRIPLES = {62: "x86_64-unknown-linux-gnu", 183: "aarch64-unknown-linux-gnu",
+                243: "riscv64-unknown-linux-gnu"}
+
+
+def _ir_string(text: str) -> str:
+    return "".join(ch if 32 <= ord(ch) < 127 and ch not in '"\\' else
+                   "".join(f"\\{b:02X}" for b in ch.encode("utf-8")) for ch in text)
+
+
+def metadata_object(metadata_json: str, like: bytes | None) -> bytes | None:
+    """The metadata as an object file for the machine of the object ``like``, written with
+    llvmlite (no compiler process: ~20 ms less per link); None when that is not possible."""
+    if like is None or like[:4] != b"\x7fELF" or like[4] != 2 or like[5] != 1:
+        return None  # only 64-bit little-endian ELF
+    triple = _ELF_TRIPLES.get(int.from_bytes(like[18:20], "little"))
+    if triple is None:
+        return None
+    try:
+        import llvmlite.binding as llvm
+
+        from ..codegen.abi import ERROR_SYMBOL, METADATA_SYMBOL
+
+        if triple.startswith("x86_64"):
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+        else:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+        data = metadata_json.encode("utf-8")
+        ir = (f'target triple = "{triple}"\n'
+              f'@{METADATA_SYMBOL} = constant [{len(data) + 1} x i8] '
+              f'c"{_ir_string(metadata_json)}\\00", align 1\n'
+              f"@{ERROR_SYMBOL} = weak global ptr null, align 8\n")
+        mod = llvm.parse_assembly(ir)
+        tm = llvm.Target.from_triple(triple).create_target_machine(reloc="pic", codemodel="default")
+        return tm.emit_object(mod)
+    except Exception:  # any llvmlite trouble: fall back to compiling the C version
+        return None
+
+
 def _lib_flag(lib: str) -> str:
     if lib.startswith("-") or os.sep in lib or lib.endswith((".so", ".a", ".o")):
         return lib
@@ -101,9 +142,15 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
             with open(p, "wb") as f:
                 f.write(data)
             paths.append(p)
-        meta = os.path.join(tmp, "tvmpy_metadata.c")
-        with open(meta, "w") as f:
-            f.write(metadata_c_source(metadata_json))
+        meta_obj = metadata_object(metadata_json, objects[0] if objects else None)
+        if meta_obj is not None:
+            meta = os.path.join(tmp, "tvmpy_metadata.o")
+            with open(meta, "wb") as f:
+                f.write(meta_obj)
+        else:
+            meta = os.path.join(tmp, "tvmpy_metadata.c")
+            with open(meta, "w") as f:
+                f.write(metadata_c_source(metadata_json))
         libs = []
         for lib in list(link_libs) + ["m"]:
             flag = _lib_flag(lib)
