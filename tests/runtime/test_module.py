@@ -375,3 +375,30 @@ def test_reexport_over_loaded_file(kmod, tmp_path):
     c = np.zeros(3, "float32")
     loaded(np.ones(3, "float32"), np.ones(3, "float32"), c)
     assert c.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_save_object_and_source(kmod, tmp_path):
+    kmod.save(str(tmp_path / "k.c"))
+    assert (tmp_path / "k.c").read_text() == kmod.get_source("c")
+    kmod.save(str(tmp_path / "k.o"))
+    assert (tmp_path / "k.o").read_bytes()[:4] == b"\x7fELF"
+    from tvmpy.runtime.linker import compile_c
+
+    two = Module.from_objects([compile_c("#include <stdint.h>\n" + EXTERN_SRC), compile_c(CALLER_SRC)],
+                              [_square_sig()], "square")
+    two.save(str(tmp_path / "two.o"))  # merged into one relocatable object
+    again = Module.from_objects([(tmp_path / "two.o").read_bytes()], [_square_sig()], "square")
+    x = np.full(3, 2.0, "float32")
+    again(x)
+    assert x.tolist() == [4.0] * 3
+    with pytest.raises(ValueError, match="no 'll' source"):
+        kmod.save(str(tmp_path / "k.ll"))
+
+
+def test_load_rejects_newer_metadata(tmp_path):
+    from tvmpy.runtime.linker import link_shared
+
+    path = str(tmp_path / "v2.so")
+    link_shared([], json.dumps({"version": 2, "functions": []}), path)
+    with pytest.raises(ValueError, match="metadata version 2 is not supported"):
+        load_module(path)

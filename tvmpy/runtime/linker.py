@@ -18,7 +18,8 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 
-__all__ = ["compiler", "compile_c", "metadata_c_source", "link_shared", "DEFAULT_CFLAGS"]
+__all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "link_shared",
+           "relocatable_link", "DEFAULT_CFLAGS"]
 
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 
@@ -168,3 +169,16 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
         finally:
             if os.path.exists(tmp_out):
                 os.unlink(tmp_out)
+
+
+def relocatable_link(objects: Sequence[bytes], out_path: str) -> None:
+    """Merge object files into one relocatable object (``cc -r``)."""
+    with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
+        paths = []
+        for i, data in enumerate(objects):
+            p = os.path.join(tmp, f"obj{i}.o")
+            with open(p, "wb") as f:
+                f.write(data)
+            paths.append(p)
+        _run(compiler() + ["-r", "-nostdlib", "-o", os.path.abspath(out_path)] + paths,
+             "merging object files")

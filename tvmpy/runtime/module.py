@@ -33,7 +33,8 @@ For users
 ---------
 ``m(*args)`` calls the entry function; ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
 ``m.imported_modules``; ``m.import_module(other)``; ``m.get_source(fmt)``; ``m.type_key``;
-``m.export_library(path)`` (one .so with all code, imports and metadata);
+``m.export_library(path)`` (one .so with all code, imports and metadata); ``m.save(path)``
+(``.o`` object code, or ``.ll``/``.s``/``.c`` source);
 ``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
 ``load_module(path)`` loads an exported library in any process (ctypes + numpy only).
 """
@@ -304,6 +305,25 @@ class Module:
         return all(m._lib_path == self._lib_path and not m._objects and m._self_contained()
                    for m in self.imported_modules)
 
+    def save(self, file_name: str, fmt: str = "") -> None:
+        """Write this module's object code (``.o``: one relocatable object, merged with ``ld -r``
+        when there are several) or its attached source (``.ll``, ``.s``, ``.c``)."""
+        file_name = os.fspath(file_name)
+        ext = fmt or os.path.splitext(file_name)[1].lstrip(".")
+        if ext == "o":
+            if not self._objects:
+                raise ValueError("this module carries no object code (it was loaded from a library)")
+            if len(self._objects) == 1:
+                with open(file_name, "wb") as f:
+                    f.write(self._objects[0])
+                return
+            from .linker import relocatable_link
+
+            relocatable_link(self._objects, file_name)
+            return
+        with open(file_name, "w") as f:
+            f.write(self.get_source({"s": "asm"}.get(ext, ext)))
+
     # ---- timing -------------------------------------------------------------------------------
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0, **_: Any):
@@ -336,4 +356,7 @@ def load_module(path: str, fmt: str = "") -> Module:
     except ValueError:
         raise ValueError(f"{path} is not a tvmpy module (no __tvmpy_metadata symbol)") from None
     meta = json.loads(ctypes.string_at(addr).decode("utf-8"))
+    if meta.get("version", 1) != 1:
+        raise ValueError(f"{path}: module metadata version {meta.get('version')} is not supported "
+                         "by this tvmpy (reads version 1)")
     return _module_from_meta(lib, meta, os.path.abspath(path))
