@@ -15,7 +15,8 @@ What it does
 
     with ``lo' = min(max(lo, m), m+e)`` and ``hi' = max(min(hi, m+e), lo')`` as expressions, so
     symbolic extents are handled; empty parts vanish after Simplify, parts of extent 1 are
-    substituted. The parts are then searched again (their inner loops), never re-split on ``x``.
+    substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
+    are then searched again (their inner loops), never re-split on ``x``.
 
 When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
@@ -31,10 +32,10 @@ from ...ir import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import Mutator, Visitor, uses_var
+from ..functor import Mutator, Visitor, substitute, uses_var
 from ..op import max as _max
 from ..op import min as _min
-from .common import fresh_copy, linear_form, make_analyzer
+from .common import fresh_copy, is_const, linear_form, make_analyzer
 
 __all__ = ["LoopPartition"]
 
@@ -224,11 +225,16 @@ class _Partitioner(Mutator):
                 return None
             if extent.value == 1:
                 return fresh_copy(body, {f.loop_var: start}), False
+        # each part loops from 0 (codegen- and reader-friendly): x = x' + start
+        shifted = f.loop_var if is_const(start, 0) else None
         if fresh:
             nv = E.Var(f.loop_var.name, f.loop_var.dtype)
-            return f.replace(loop_var=nv, min=start, extent=extent,
-                             body=fresh_copy(body, {f.loop_var: nv})), True
-        return f.replace(min=start, extent=extent, body=body), True
+            value = nv if shifted is not None else nv + start
+            return f.replace(loop_var=nv, min=E.const(0, f.min.dtype), extent=extent,
+                             body=fresh_copy(body, {f.loop_var: value})), True
+        if shifted is None:
+            body = substitute(body, {f.loop_var: f.loop_var + start})
+        return f.replace(min=E.const(0, f.min.dtype), extent=extent, body=body), True
 
 
 def LoopPartition(func: PrimFunc) -> PrimFunc:

@@ -302,11 +302,12 @@ def _vectorize_chunked(f: S.For, ana: Any) -> S.Stmt:
     chunks, rest = divmod(n, MAX_LANES)
     xo = E.Var(f.loop_var.name + ".outer", f.loop_var.dtype)
     inner_var = E.Var(f.loop_var.name, f.loop_var.dtype)
-    inner = f.replace(loop_var=inner_var, min=f.min + xo * MAX_LANES, extent=MAX_LANES,
+    inner = f.replace(loop_var=inner_var, min=f.min + xo * MAX_LANES,
+                      extent=E.const(MAX_LANES, f.extent.dtype),
                       body=fresh_copy(f.body, {f.loop_var: inner_var}))
     parts: list[S.Stmt] = [S.For(xo, 0, chunks, S.ForKind.SERIAL, _vectorize(inner, ana))]
     if rest:
-        tail = f.replace(min=f.min + chunks * MAX_LANES, extent=rest)
+        tail = f.replace(min=f.min + chunks * MAX_LANES, extent=E.const(rest, f.extent.dtype))
         parts.append(_vectorize(tail, ana))
     return S.seq(*parts)
 

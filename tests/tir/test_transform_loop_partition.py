@@ -1,0 +1,111 @@
+"""LoopPartition: guards leave the main loop; correct for prime, symbolic and padded ranges."""
+
+from __future__ import annotations
+
+import pytest
+from tir_pass_helpers import assert_same, expect, func, loop
+
+from tvmpy import tir
+from tvmpy.tir import expr as E
+from tvmpy.tir.transform import LoopPartition, Simplify, StorageFlatten
+
+
+def _split_copy(n, factor):
+    """B[x] = A[x] * 2 over a split loop with a likely guard (non-divisible split)."""
+    A = tir.decl_buffer((n,), "float32", "A")
+    B = tir.decl_buffer((n,), "float32", "B")
+    xo, xi = E.Var("xo"), E.Var("xi")
+    nparts = (n + factor - 1) // factor
+    idx = xo * factor + xi
+    body = loop(xo, nparts, loop(xi, factor, tir.IfThenElse(
+        tir.likely(idx < n), tir.BufferStore(B, A[idx] * 2.0, [idx]))))
+    return func([A, B], body)
+
+
+def _pipeline(f):
+    return Simplify(LoopPartition(Simplify(StorageFlatten(f))))
+
+
+def test_partition_text_constant():
+    f = _split_copy(10, 4)
+    g = _pipeline(f)
+    expect(g, """
+        for xo in range(0, 2):
+            for xi in range(0, 4):
+                B[xo * 4 + xi] = A[xo * 4 + xi] * 2.0f
+        for xi_1 in range(0, 2):
+            B[xi_1 + 8] = A[xi_1 + 8] * 2.0f
+    """)
+    assert "likely" not in str(g)
+    assert_same(f, g)
+
+
+@pytest.mark.parametrize("n,factor", [(7, 3), (13, 4), (31, 8), (5, 8), (1, 4), (16, 4)])
+def test_partition_prime_extents(n, factor):
+    f = _split_copy(n, factor)
+    g = _pipeline(f)
+    assert "likely" not in str(g)
+    assert_same(f, g)
+
+
+def test_partition_symbolic_extent():
+    n = E.Var("n")
+    A = tir.decl_buffer((n,), "float32", "A")
+    B = tir.decl_buffer((n,), "float32", "B")
+    xo, xi = E.Var("xo"), E.Var("xi")
+    idx = xo * 8 + xi
+    body = loop(xo, (n + 7) // 8, loop(xi, 8, tir.IfThenElse(
+        tir.likely(idx < n), tir.BufferStore(B, A[idx] + 1.0, [idx]))))
+    f = func([A, B], body)
+    g = _pipeline(f)
+    main = g.body.seq[0]
+    assert isinstance(main, tir.For) and "likely" not in str(main)
+    for size in (1, 7, 8, 9, 16, 23, 37):
+        assert_same(f, g, {"n": size})
+
+
+def test_partition_lower_bound_guard_padding():
+    # out[i] = in[i - 2] when 2 <= i < 2 + 9, else 0  (padding on both sides)
+    A = tir.decl_buffer((9,), "float32", "A")
+    B = tir.decl_buffer((13,), "float32", "B")
+    i = E.Var("i")
+    cond = tir.likely(tir.all(i >= 2, i < 11))
+    body = loop(i, 13, tir.BufferStore(B, tir.if_then_else(cond, A[i - 2], 0.0), [i]))
+    f = func([A, B], body)
+    g = _pipeline(f)
+    expect(g, """
+        for i in range(0, 2):
+            B[i] = 0.0f
+        for i_1 in range(0, 9):
+            B[i_1 + 2] = A[i_1]
+        for i_2 in range(0, 2):
+            B[i_2 + 11] = 0.0f
+    """)
+    assert_same(f, g)
+
+
+def test_partition_two_dimensional_guards():
+    n, m = 11, 6
+    A = tir.decl_buffer((n, m), "float32", "A")
+    B = tir.decl_buffer((n, m), "float32", "B")
+    yo, yi, xo, xi = (E.Var(s) for s in ("yo", "yi", "xo", "xi"))
+    y, x = yo * 4 + yi, xo * 4 + xi
+    body = loop(yo, 3, loop(xo, 2, loop(yi, 4, loop(xi, 4, tir.IfThenElse(
+        tir.likely(tir.all(y < n, x < m)), tir.BufferStore(B, A[y, x] * 3.0, [y, x]))))))
+    f = func([A, B], body)
+    g = _pipeline(f)
+    assert_same(f, g)
+    # the fully inner part of the tile loop nest has no guard
+    first = g.body.seq[0] if isinstance(g.body, tir.SeqStmt) else g.body
+    assert "likely" not in str(first.body.seq[0] if isinstance(first.body, tir.SeqStmt)
+                               else first.body)
+
+
+def test_nonlinear_guard_left_alone():
+    A = tir.decl_buffer((20,), "float32", "A")
+    i = E.Var("i")
+    body = loop(i, 20, tir.IfThenElse(tir.likely(i * i < 50), tir.BufferStore(A, 1.0, [i])))
+    f = func([A], body)
+    g = LoopPartition(f)
+    assert g is f
+    assert_same(f, Simplify(g))

@@ -1,0 +1,177 @@
+"""VectorizeLoop: ramps and broadcasts, strided access, and scalarization when it must."""
+
+from __future__ import annotations
+
+import pytest
+from tir_pass_helpers import assert_same, expect, func, loop
+
+from tvmpy import tir
+from tvmpy.tir import expr as E
+from tvmpy.tir.analysis import lowered_errors
+from tvmpy.tir.stmt import ForKind
+from tvmpy.tir.transform import VectorizeLoop
+
+V = ForKind.VECTORIZED
+
+
+def _bufs(*specs):
+    return [tir.decl_buffer((n,), dtype, name) for name, n, dtype in specs]
+
+
+def _vec(body_fn, n=8, lanes=8, extra=(), dtype="float32"):
+    A, B = _bufs(("A", n * 2 + 8, dtype), ("B", n * 2 + 8, dtype))
+    i = E.Var("i")
+    f = func([A, B, *extra], loop(i, lanes, body_fn(A, B, i), V))
+    return f, VectorizeLoop(f)
+
+
+def test_contiguous():
+    f, g = _vec(lambda A, B, i: tir.BufferStore(B, A[i] * 2.0 + 1.0, [i]))
+    expect(g, "B[ramp(0, 1, 8)] = A[ramp(0, 1, 8)] * broadcast(2.0f, 8) + broadcast(1.0f, 8)")
+    assert not lowered_errors(g)
+    assert_same(f, g)
+
+
+def test_strided_and_offset():
+    f, g = _vec(lambda A, B, i: tir.BufferStore(B, A[i * 2 + 1], [i + 3]))
+    expect(g, "B[ramp(3, 1, 8)] = A[ramp(1, 2, 8)]")
+    assert_same(f, g)
+
+
+def test_broadcast_invariant_load_and_nonzero_min():
+    A, B = _bufs(("A", 20, "float32"), ("B", 20, "float32"))
+    i = E.Var("i")
+    f = func([A, B], loop(i, 4, tir.BufferStore(B, A[i] + A[0], [i]), V, lo=5))
+    g = VectorizeLoop(f)
+    expect(g, "B[ramp(5, 1, 4)] = A[ramp(5, 1, 4)] + broadcast(A[0], 4)")
+    assert_same(f, g)
+
+
+def test_int_and_intrinsics_and_select():
+    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+    i = E.Var("i")
+    val = tir.Select(i < 3, tir.exp(A[i]), tir.sqrt(A[i]) + E.cast(i, "float32"))
+    f = func([A, B], loop(i, 8, tir.BufferStore(B, val, [i]), V))
+    g = VectorizeLoop(f)
+    s = str(g)
+    assert "exp(A[ramp(0, 1, 8)])" in s and "select(ramp(0, 1, 8) < broadcast(3, 8)" in s
+    assert not lowered_errors(g)
+    assert_same(f, g, rtol=1e-5)
+
+
+def test_inner_loop_is_interchanged():
+    # C[i] += A[k] * B[k, i]: i vectorized outside the reduction loop k
+    A = tir.decl_buffer((5,), "float32", "A")
+    Bm = tir.decl_buffer((40,), "float32", "B")
+    C = tir.decl_buffer((8,), "float32", "C")
+    i, k = E.Var("i"), E.Var("k")
+    body = loop(i, 8, loop(k, 5, tir.BufferStore(C, C[i] + A[k] * Bm[k * 8 + i], [i])), V)
+    f = func([A, Bm, C], body)
+    g = VectorizeLoop(f)
+    expect(g, """
+        for k in range(0, 5):
+            C[ramp(0, 1, 8)] = C[ramp(0, 1, 8)] + broadcast(A[k], 8) * B[ramp(k * 8, 1, 8)]
+    """)
+    assert_same(f, g, rtol=1e-5)
+
+
+def _is_serial_loop(g):
+    return isinstance(g.body, tir.For) and g.body.kind == ForKind.SERIAL
+
+
+@pytest.mark.parametrize("case", ["floordiv_index", "extern_call", "reduction_same_address",
+                                  "vector_if", "guarded_load", "dependence", "alloc_inside"])
+def test_scalarized(case):
+    A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
+    i = E.Var("i")
+    if case == "floordiv_index":
+        body = tir.BufferStore(B, A[i // 2], [i])
+    elif case == "extern_call":
+        body = tir.Evaluate(tir.call_extern("int32", "some_fn", i))
+    elif case == "reduction_same_address":
+        body = tir.BufferStore(B, B[0] + A[i], [0])
+    elif case == "vector_if":
+        body = tir.IfThenElse(i < 3, tir.BufferStore(B, A[i], [i]))
+    elif case == "guarded_load":
+        body = tir.BufferStore(B, tir.if_then_else(i >= 1, A[i - 1], 0.0), [i])
+    elif case == "dependence":
+        body = tir.seq(tir.BufferStore(B, A[i], [i]), tir.BufferStore(A, B[i + 1], [i]))
+    else:
+        T = tir.decl_buffer((1,), "float32", "T", scope="local")
+        body = tir.Allocate(T, tir.seq(tir.BufferStore(T, A[i], [0]),
+                                       tir.BufferStore(B, T[0], [i])))
+    f = func([A, B], loop(i, 8, body, V))
+    g = VectorizeLoop(f)
+    assert _is_serial_loop(g), str(g)
+    if case != "extern_call":
+        assert_same(f, g)
+
+
+def test_select_for_guard_without_load():
+    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+    i = E.Var("i")
+    f = func([A, B], loop(i, 8, tir.BufferStore(
+        B, tir.if_then_else(i >= 2, A[i], 0.0), [i]), V))
+    g = VectorizeLoop(f)
+    # the load sits in a branch, so it stays guarded: scalarized
+    assert _is_serial_loop(g)
+    f2 = func([A, B], loop(i, 8, tir.BufferStore(
+        B, A[i] * tir.if_then_else(i >= 2, E.const(2.0), E.const(3.0)), [i]), V))
+    g2 = VectorizeLoop(f2)
+    assert "select(" in str(g2) and not lowered_errors(g2)
+    assert_same(f2, g2)
+
+
+def test_symbolic_extent_scalarized():
+    n = E.Var("n")
+    A = tir.decl_buffer((n,), "float32", "A")
+    i = E.Var("i")
+    f = func([A], loop(i, n, tir.BufferStore(A, A[i] + 1.0, [i]), V))
+    g = VectorizeLoop(f)
+    assert _is_serial_loop(g)
+    assert_same(f, g, {"n": 7})
+
+
+def test_invariant_if_kept():
+    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+    i, t = E.Var("i"), E.Var("t")
+    f = func([A, B, t], loop(i, 8, tir.IfThenElse(
+        t > 0, tir.BufferStore(B, A[i], [i]), tir.BufferStore(B, A[i] * 2.0, [i])), V))
+    g = VectorizeLoop(f)
+    assert isinstance(g.body, tir.IfThenElse) and not lowered_errors(g)
+    assert_same(f, g, {"t": 1})
+    assert_same(f, g, {"t": -1})
+
+
+def test_wide_loop_is_chunked():
+    A, B = _bufs(("A", 150, "float32"), ("B", 150, "float32"))
+    i = E.Var("i")
+    f = func([A, B], loop(i, 150, tir.BufferStore(B, A[i] + 1.0, [i]), V))
+    g = VectorizeLoop(f)
+    s = str(g)
+    assert "ramp(i.outer * 64, 1, 64)" in s and "ramp(128, 1, 22)" in s
+    assert not lowered_errors(g)
+    assert_same(f, g)
+
+
+def test_vector_let_and_int_dtype():
+    A, B = _bufs(("A", 16, "int32"), ("B", 16, "int32"))
+    i, t = E.Var("i"), E.Var("t")
+    f = func([A, B], loop(i, 8, tir.LetStmt(t, A[i] * 3, tir.BufferStore(B, t + i, [i])), V))
+    g = VectorizeLoop(f)
+    assert "int32x8" in str(g) and not lowered_errors(g)
+    assert_same(f, g)
+
+
+def test_nested_vectorized_inner_first():
+    A = tir.decl_buffer((4, 8), "float32", "A")
+    i, j = E.Var("i"), E.Var("j")
+    f = func([A], loop(i, 4, loop(j, 8, tir.BufferStore(A, A[i * 8 + j] * 2.0, [i * 8 + j]),
+                                  V), V))
+    from tvmpy.tir.transform import StorageFlatten
+
+    f = StorageFlatten(func([A], loop(i, 4, loop(j, 8, tir.BufferStore(
+        A, A[i, j] * 2.0, [i, j]), V), V)))
+    g = VectorizeLoop(f)
+    assert _is_serial_loop(g) and "ramp(i * 8, 1, 8)" in str(g)
+    assert_same(f, g)
