@@ -84,6 +84,9 @@ int32_t triple_into(void* Out, void* In, int32_t n) {
   return 0;
 }
 
+/* fails without a message */
+int32_t fail_silently(void* A, int32_t n) { return -2; }
+
 /* reports the alignment of its argument: 0 when 64-byte aligned */
 int32_t misalign(void* A, void* out, int32_t n) {
   ((int64_t*)out)[0] = (int64_t)((uintptr_t)A % 64);
@@ -121,6 +124,7 @@ def signatures():
                                       decl_buffer((n,), "float16", "D")]))
     f.append(_func("triple_into", [decl_buffer((n,), "float32", "Out"),
                                    decl_buffer((n,), "float32", "In")]))
+    f.append(_func("fail_silently", [decl_buffer((n,), "float32", "A")]))
     f.append(_func("misalign", [decl_buffer((n,), "float32", "A"), decl_buffer((1,), "int64", "out")]))
     return f
 

@@ -236,3 +236,16 @@ def test_kernel_on_torch_tensors(kmod, torch):
     c2 = torch.zeros(32)
     kmod(*(tvm.nd.from_dlpack(x) for x in (a[::2], b[::2], c2)))  # strided: copied in
     torch.testing.assert_close(c2, a[::2] + b[::2])
+
+
+def test_torch_legacy_capsule_and_array_copy(torch, no_leak):
+    a = tvm.nd.array(_rand((2, 3), "float32"))
+    t = torch.utils.dlpack.from_dlpack(a.to_dlpack())  # the legacy capsule API
+    assert t.data_ptr() == a.data_ptr
+    del t
+    src = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    c = tvm.nd.array(src)  # nd.array copies a DLPack producer into aligned memory
+    assert c.dtype == "int32" and c.data_ptr != src.data_ptr() and c.data_ptr % 64 == 0
+    np.testing.assert_array_equal(c.numpy(), src.numpy())
+    back = tvm.nd.from_dlpack(torch.utils.dlpack.to_dlpack(src))  # a raw torch capsule
+    assert back.data_ptr == src.data_ptr()

@@ -220,6 +220,13 @@ def test_failed_assert_raises_with_message(kmod):
         f(tvm.nd.array(-np.abs(rand(3))))
 
 
+def test_error_message_not_stale(kmod):
+    with pytest.raises(RuntimeError, match="Assert fail"):
+        kmod["check_positive"](-np.ones(2, "float32"))
+    with pytest.raises(RuntimeError, match=r"^fail_silently failed \(returned -2\)$"):
+        kmod["fail_silently"](np.ones(2, "float32"))
+
+
 def test_unknown_function(kmod):
     with pytest.raises(AttributeError, match="no function 'nope'; functions: vadd, check_positive"):
         kmod.get_function("nope")

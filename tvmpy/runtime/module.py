@@ -257,9 +257,13 @@ class Module:
         self.get_function(self.entry_name)(*args)
 
     def _last_error(self) -> str | None:
+        """The message of the last failed call, consumed (reset to NULL) so that a later failure
+        that sets none is not reported with a stale one."""
         if self._err is None or not self._err.value:
             return None
-        return self._err.value.decode("utf-8", "replace")
+        msg = self._err.value.decode("utf-8", "replace")
+        self._err.value = None
+        return msg
 
     # ---- imports, sources ---------------------------------------------------------------------
     def import_module(self, mod: Module) -> None:
