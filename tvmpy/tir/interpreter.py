@@ -58,7 +58,8 @@ from .function import PrimFunc
 from .functor import collect_vars, post_order_visit
 from .op import FLOAT_BINARY, FLOAT_PREDICATE, FLOAT_UNARY
 
-__all__ = ["run", "build", "InterpModule", "register_extern", "unregister_extern", "get_extern"]
+__all__ = ["run", "build", "evaluate", "InterpModule", "register_extern", "unregister_extern",
+           "get_extern"]
 
 _MASK = 0  # env key of the active-lane mask (Python ids are never 0)
 Env = dict
@@ -1243,3 +1244,15 @@ def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any = None) -> InterpMod
     for f in funcs:
         _compile(f)  # report IR the interpreter cannot run at build time
     return InterpModule(funcs)
+
+
+def evaluate(expr: Any, bindings: dict | None = None) -> Any:
+    """The value of ``expr`` with ``bindings`` (Var -> number or numpy array; arrays evaluate
+    every element at once, as the lanes of one batch)."""
+    env: Env = {id(v): (np.asarray(x, dtype=_np(v.dtype)) if np.ndim(x) else _np(v.dtype).type(x))
+                for v, x in (bindings or {}).items()}
+    with np.errstate(all="ignore"):
+        try:
+            return _Compiler().expr(expr)(env)
+        except _Unbound as err:
+            raise RuntimeError(str(err)) from None
