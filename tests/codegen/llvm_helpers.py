@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 
 from tvmpy.codegen import abi
-from tvmpy.codegen.llvm import LINK_LIBS, compile_funcs
+from tvmpy.codegen.llvm import compile_funcs
 from tvmpy.ir import dtype as dt
 from tvmpy.runtime.linker import link_shared
 from tvmpy.tir import expr as E
@@ -46,10 +46,11 @@ def func(name: str, params, body, buffers=()) -> PrimFunc:
 class Lib:
     def __init__(self, funcs, target=None):
         self.funcs = {f.name: f for f in funcs}
-        obj, self.ir = compile_funcs(funcs, target)
+        c = compile_funcs(funcs, target)
+        self.ir = c.ir
         self.tmp = tempfile.mkdtemp(prefix="tvmpy_llvm_test_")
         path = os.path.join(self.tmp, "lib.so")
-        link_shared([obj], abi.module_metadata(funcs), path, LINK_LIBS)
+        link_shared([c.object], abi.module_metadata(funcs), path, c.link_libs)
         self.lib = ctypes.CDLL(path)
 
     def last_error(self) -> str:

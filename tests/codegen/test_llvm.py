@@ -250,11 +250,11 @@ UNARY = {
 }
 
 
-@pytest.mark.parametrize("lanes", [1, 16])
+@pytest.mark.parametrize("lanes", [1, 6, 16, 32])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_float_intrinsics(dtype, lanes):
     rng = np.random.default_rng(1)
-    n = 64
+    n = 96
     cases, inputs = [], {}
     for name, (_ref, (lo, hi)) in UNARY.items():
         x = aligned(rng.uniform(lo, hi, n).astype(dtype))

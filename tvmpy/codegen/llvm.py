@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..target import Target
@@ -26,7 +27,8 @@ from ..tir.function import PrimFunc
 from .llvm_codegen import CodegenError, CodeGenLLVM
 from .llvm_parallel import LINK_LIBS
 
-__all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "CodegenError", "LINK_LIBS"]
+__all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "compile_funcs", "Compiled",
+           "CodegenError", "LINK_LIBS", "USE_LIBMVEC", "vector_isa"]
 
 _init_lock = threading.Lock()
 _initialized = {"native": False, "all": False}
@@ -82,11 +84,51 @@ def _check_funcs(funcs: Sequence[PrimFunc]) -> list[PrimFunc]:
     return funcs
 
 
-def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -> str:
-    cg = CodeGenLLVM(triple, str(tm.target_data), cpu, features)
+# glibc's vector math library: set to False to call scalar libm per lane instead
+USE_LIBMVEC = True
+_AVX512_CPUS = ("znver4", "znver5", "skylake-avx512", "icelake", "sapphirerapids", "cascadelake",
+                "cooperlake", "tigerlake", "rocketlake", "alderlake-avx512", "graniterapids",
+                "emeraldrapids", "x86-64-v4")
+_AVX2_CPUS = ("haswell", "broadwell", "skylake", "znver", "x86-64-v3", "alderlake", "raptorlake",
+              "cannonlake", "icelake", "tigerlake", "sapphirerapids", "cascadelake", "cooperlake",
+              "skylake-avx512", "rocketlake", "graniterapids", "emeraldrapids", "meteorlake")
+
+
+def _has(feature: str, features: str) -> bool:
+    return f"+{feature}" in features.split(",")
+
+
+def vector_isa(triple: str, cpu: str, features: str) -> tuple[int, list[tuple[str, int]]]:
+    """(widest vector bits, libmvec variants usable) for an x86-64 Linux target; others:
+    (128, [])."""
+    if not (triple.startswith("x86_64") and "linux" in triple):
+        return 128, []
+    feats = features.split(",")
+    avx512 = _has("avx512f", features) or (cpu.startswith(_AVX512_CPUS)
+                                           and "-avx512f" not in feats)
+    avx2 = avx512 or _has("avx2", features) or (cpu.startswith(_AVX2_CPUS)
+                                                and "-avx2" not in feats)
+    isas: list[tuple[str, int]] = []
+    if avx512:
+        isas.append(("e", 512))
+    if avx2:
+        isas.append(("d", 256))
+    isas.append(("b", 128))
+    bits = 512 if avx512 else 256 if avx2 else 128
+    return bits, (isas if USE_LIBMVEC else [])
+
+
+def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -> CodeGenLLVM:
+    bits, isas = vector_isa(triple, cpu, features)
+    cg = CodeGenLLVM(triple, str(tm.target_data), cpu, features, mvec_isas=isas,
+                     vector_bits=bits)
     for f in funcs:
         cg.add_function(f)
-    return cg.text()
+    return cg
+
+
+def _link_libs(cg: CodeGenLLVM) -> list[str]:
+    return list(LINK_LIBS) + (["mvec"] if cg.uses_mvec else [])
 
 
 def _optimize(ir_text: str, tm) -> Any:
@@ -111,7 +153,7 @@ def emit_llvm_ir(funcs: Sequence[PrimFunc], target: Any = None, optimized: bool 
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     tm, triple, cpu, features = _target_machine(tgt)
-    text = _generate(funcs, tm, triple, cpu, features)
+    text = _generate(funcs, tm, triple, cpu, features).text()
     if not optimized:
         return text
     return str(_optimize(text, tm))
@@ -122,7 +164,7 @@ def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     tm, triple, cpu, features = _target_machine(tgt)
-    mod = _optimize(_generate(funcs, tm, triple, cpu, features), tm)
+    mod = _optimize(_generate(funcs, tm, triple, cpu, features).text(), tm)
     return tm.emit_assembly(mod)
 
 
@@ -133,14 +175,25 @@ def compile_ir(ir_text: str, target: Any = None) -> bytes:
     return tm.emit_object(_optimize(ir_text, tm))
 
 
-def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> tuple[bytes, str]:
-    """(object bytes, LLVM IR text) of ``funcs``: everything :func:`build` needs but linking."""
+@dataclass
+class Compiled:
+    """What :func:`compile_funcs` produces: the object file, our LLVM IR text, and the
+    libraries the object needs at link time (``gomp``, ``mvec``)."""
+
+    object: bytes
+    ir: str
+    link_libs: list[str]
+
+
+def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
+    """Object code of ``funcs``: everything :func:`build` needs but linking."""
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     tm, triple, cpu, features = _target_machine(tgt)
-    text = _generate(funcs, tm, triple, cpu, features)
+    cg = _generate(funcs, tm, triple, cpu, features)
+    text = cg.text()
     obj = tm.emit_object(_optimize(text, tm))
-    return obj, text
+    return Compiled(obj, text, _link_libs(cg))
 
 
 def build(funcs: Sequence[PrimFunc], target: Any = None):
@@ -148,6 +201,6 @@ def build(funcs: Sequence[PrimFunc], target: Any = None):
     from ..runtime.module import Module
 
     funcs = _check_funcs(funcs)
-    obj, text = compile_funcs(funcs, target)
-    return Module.from_objects([obj], funcs, link_libs=list(LINK_LIBS), type_key="llvm",
-                               sources={"ll": text})
+    c = compile_funcs(funcs, target)
+    return Module.from_objects([c.object], funcs, link_libs=c.link_libs, type_key="llvm",
+                               sources={"ll": c.ir})

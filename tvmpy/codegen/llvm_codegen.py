@@ -17,7 +17,7 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..ir import dtype as dt
 from ..tir import expr as E
@@ -54,9 +54,14 @@ class _FnCtx:
 
 class CodeGenLLVM:
     def __init__(self, triple: str, datalayout: str, cpu: str, features: str,
-                 module_name: str = "tvmpy_module"):
+                 module_name: str = "tvmpy_module", mvec_isas: Sequence[tuple[str, int]] = (),
+                 vector_bits: int = 128):
+        """``mvec_isas``: libmvec variants usable for vector math, widest first, as
+        (ISA letter, vector bits), e.g. [("e", 512), ("d", 256), ("b", 128)]; empty: none."""
         self.mb = ModuleBuilder(module_name, triple, datalayout)
-        tattrs = f'"target-cpu"="{cpu}"'
+        self.mvec_isas = list(mvec_isas)
+        self.uses_mvec = False
+        tattrs = f'"target-cpu"="{cpu}" "min-legal-vector-width"="{vector_bits}"'
         if features:
             tattrs += f' "target-features"="{features}"'
         self.fn_attrs = self.mb.add_attribute_group(f"nounwind {tattrs}")

@@ -79,6 +79,10 @@ def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | Non
 def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
     fb = cg.fb
     ty = args[0].ty
+    if op in MVEC and dt.lanes_of(dtype) > 1 and cg.mvec_isas:
+        out = _mvec_call(cg, MVEC[op], args, dtype)
+        if out is not None:
+            return out
     if op in LLVM_UNARY:
         return call_intrinsic(cg, LLVM_UNARY[op], args)
     if op in LLVM_BINARY:
@@ -102,6 +106,69 @@ def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -
         cg.mb.declare(name, st, [st])
         return cg.map_lanes(args[0], dtype, lambda x: fb.value(st, f"call {st} @{name}({x})", op))
     raise NotImplementedError(op)  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------------
+# vector math through glibc's libmvec (x86-64): _ZGV<isa>N<lanes><v|vv>_<name>[f]
+MVEC = {"exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2",
+        "log10": "log10", "log1p": "log1p", "tanh": "tanh", "erf": "erf", "sin": "sin",
+        "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "asin": "asin",
+        "acos": "acos", "atan": "atan", "pow": "pow", "atan2": "atan2"}
+
+
+def _shuffle(cg: CodeGenLLVM, a: Value, b: Value | None, idx: list[int | None], ety: str) -> Value:
+    n = len(idx)
+    mask = ", ".join("i32 poison" if i is None else f"i32 {i}" for i in idx)
+    other = str(b) if b is not None else f"{a.ty} poison"
+    return cg.fb.value(f"<{n} x {ety}>", f"shufflevector {a}, {other}, <{n} x i32> <{mask}>",
+                       "mv")
+
+
+def _mvec_call(cg: CodeGenLLVM, base: str, args: list[Value], dtype: str) -> Value | None:
+    """Call libmvec on chunks of the native vector widths; None when no variant applies."""
+    bits = dt.bits_of(dtype)
+    if bits not in (32, 64):
+        return None
+    ety = "float" if bits == 32 else "double"
+    suffix = "f" if bits == 32 else ""
+    lanes = dt.lanes_of(dtype)
+    widths = [(isa, vbits // bits) for isa, vbits in cg.mvec_isas]
+    vs = "v" * len(args)
+    pieces: list[tuple[int, int, Value]] = []  # (start, valid lanes, result chunk)
+    start = 0
+    while start < lanes:
+        left = lanes - start
+        fit = [(isa, w) for isa, w in widths if w <= left]
+        isa, w = fit[0] if fit else widths[-1]
+        idx = [start + j if start + j < lanes else lanes for j in range(w)]
+        chunk_args = []
+        for a in args:
+            if w == lanes:
+                chunk_args.append(a)
+            else:  # lanes past the end read lane 0 of a zero vector
+                chunk_args.append(_shuffle(cg, a, Value(a.ty, "zeroinitializer"), idx, ety))
+        vty = f"<{w} x {ety}>"
+        name = f"_ZGV{isa}N{w}{vs}_{base}{suffix}"
+        cg.mb.declare(name, vty, [vty] * len(args))
+        cg.uses_mvec = True
+        r = cg.fb.value(vty, f"call {vty} @{name}({', '.join(map(str, chunk_args))})", base)
+        pieces.append((start, min(w, left), r))
+        start += w
+    if len(pieces) == 1 and pieces[0][1] == lanes and pieces[0][2].ty == args[0].ty:
+        return pieces[0][2]
+    out: Value | None = None
+    for start, valid, r in pieces:
+        w = int(r.ty[1:].split(" x ")[0])
+        wide = _shuffle(cg, r, None, [j - start if start <= j < start + valid else None
+                                      for j in range(lanes)], ety)
+        if w == lanes and start == 0:
+            wide = r
+        if out is None:
+            out = wide
+        else:
+            out = _shuffle(cg, out, wide, [lanes + j if start <= j < start + valid else j
+                                           for j in range(lanes)], ety)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
