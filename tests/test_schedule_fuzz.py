@@ -116,7 +116,6 @@ def _consumers(s, stage):
 
 
 def apply_random_schedule(draw, s, inputs, outputs, log):
-    out_ops = {t.op for t in outputs}
     # 1. cache stages (must come before loop transformations of the cached stage)
     if draw(st.booleans()):
         readers = [stg for stg in _compute_stages(s, outputs)
@@ -128,6 +127,7 @@ def apply_random_schedule(draw, s, inputs, outputs, log):
     if draw(st.booleans()):
         s.cache_write(outputs[0], "local")
         log.append(f"cache_write({outputs[0].op.name})")
+    out_ops = {s[t].op for t in outputs}  # after cache_write, the output stage has a new op
 
     inlined: set = set()
     attached: set = set()

@@ -135,6 +135,24 @@ class Lowering:
             else:
                 self.attached.setdefault((id(ap[0]), id(ap[1])), []).append(st)
         self._make_buffers()
+        self._analyzer: Any = None
+
+    def _prove_nonneg(self, e: PrimExpr) -> bool:
+        """``e >= 0`` for all loop values: the te interval evaluator first, then tvmpy.arith's
+        Analyzer with every loop variable bound to its (possibly symbolic) range."""
+        if A.prove_nonneg(e, self.bounds.var_ranges):
+            return True
+        if self._analyzer is None:
+            from ..arith import Analyzer
+
+            ana = Analyzer()
+            for v, (lo, hi) in self.bounds.var_ranges.items():
+                ana.bind(v, Range.from_min_extent(lo, A.simplify(hi - lo + 1)))
+            self._analyzer = ana
+        try:
+            return bool(self._analyzer.can_prove(e >= 0))
+        except Exception:  # a limitation of the analyzer: keep the guard
+            return False
 
     # ---- buffers -----------------------------------------------------------------------------
     def _make_buffers(self) -> None:
@@ -265,7 +283,6 @@ class Lowering:
     # ---- predicates --------------------------------------------------------------------------
     def _predicates(self, st: Stage, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
         ranges = self.bounds.ranges
-        vr = self.bounds.var_ranges
         preds: list[PrimExpr] = []
         state = pass_up_bound_check(st, ranges)
         for iv in st.all_iter_vars:
@@ -273,16 +290,16 @@ class Lowering:
                 continue
             r = ranges[iv]
             v = A.simplify(values[iv] - r.min)
-            if not A.prove_nonneg(A.simplify(r.extent - 1 - v), vr):
+            if not self._prove_nonneg(A.simplify(r.extent - 1 - v)):
                 preds.append(A.simplify(values[iv]) < A.simplify(r.min + r.extent))
         for iv in st.op.axis:
             r, d = ranges[iv], iv.dom
             if _same_range(r, d):
                 continue
             v = values[iv]
-            if not A.prove_nonneg(A.simplify(v - d.min), vr):
+            if not self._prove_nonneg(A.simplify(v - d.min)):
                 preds.append(v >= d.min)
-            if not A.prove_nonneg(A.simplify(d.min + d.extent - 1 - v), vr):
+            if not self._prove_nonneg(A.simplify(d.min + d.extent - 1 - v)):
                 preds.append(v < A.simplify(d.min + d.extent))
         return preds
 

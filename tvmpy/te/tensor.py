@@ -290,6 +290,13 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], na
     """
 
     def reducer(expr: Any, axis: Any, where: Any = None, init: Any = None, *args: Any):
+        if not isinstance(axis, (IterVar, list, tuple)) and not isinstance(expr, (list, tuple)):
+            # elementwise use, as TVM: te.max(a, b), te.min(a, b, c) fold fcombine over the values
+            vals = [v for v in (expr, axis, where, init, *args) if v is not None]
+            out = vals[0]
+            for v in vals[1:]:
+                out = fcombine(out, v)
+            return convert(out)
         exprs = tuple(convert(e) for e in expr) if isinstance(expr, (list, tuple)) else (convert(expr),)
         axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
         for a in axes:
