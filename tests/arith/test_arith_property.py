@@ -1,0 +1,215 @@
+"""Property-based tests: on random integer expressions over a few bounded variables, the
+simplified expression evaluates like the original, bounds / interval sets / modular sets contain
+every sampled value, and can_prove never proves a false statement."""
+
+from __future__ import annotations
+
+import random
+
+from evaluator import Undefined, evaluate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tvmpy import arith, tir
+from tvmpy.tir import expr as E
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+# variables with their ranges [lo, hi] (inclusive); negative ranges exercise floor vs trunc
+X = tir.Var("x")
+Y = tir.Var("y")
+Z = tir.Var("z")
+N = tir.SizeVar("n")
+RANGES = {X: (-9, 9), Y: (0, 7), Z: (0, 33), N: (0, 20)}
+VARS = list(RANGES)
+
+
+def _divisor(draw) -> E.PrimExpr:
+    return E.IntImm("int32", draw(st.sampled_from([1, 2, 3, 4, 8, 16, -1, -2, -3, -4, 5, 7])))
+
+
+@st.composite
+def int_exprs(draw, depth: int = 4) -> E.PrimExpr:
+    if depth == 0 or draw(st.integers(0, 4)) == 0:
+        if draw(st.booleans()):
+            return draw(st.sampled_from(VARS))
+        return E.IntImm("int32", draw(st.integers(-12, 12)))
+    op = draw(st.sampled_from(["add", "sub", "mul", "mulc", "fdiv", "fmod", "tdiv", "tmod",
+                               "min", "max", "select", "ediv", "emod", "fdiv2", "fmod2"]))
+    a = draw(int_exprs(depth - 1))
+    if op == "add":
+        return a + draw(int_exprs(depth - 1))
+    if op == "sub":
+        return a - draw(int_exprs(depth - 1))
+    if op == "mul":
+        return a * draw(int_exprs(depth - 2 if depth > 1 else 0))
+    if op == "mulc":
+        return a * E.IntImm("int32", draw(st.integers(-8, 8)))
+    if op == "fdiv":
+        return tir.floordiv(a, _divisor(draw))
+    if op == "fmod":
+        return tir.floormod(a, _divisor(draw))
+    if op == "fdiv2":  # nested affine index patterns produced by split/fuse
+        c = draw(st.sampled_from([2, 4, 8]))
+        return tir.floordiv(a * c + draw(int_exprs(1)), E.IntImm("int32", c * draw(st.sampled_from([1, 2]))))
+    if op == "fmod2":
+        c = draw(st.sampled_from([2, 4, 8]))
+        inner = a * c + draw(int_exprs(1))
+        return tir.floormod(inner, E.IntImm("int32", c)) + tir.floordiv(inner, E.IntImm("int32", c)) * c
+    if op == "tdiv":
+        return tir.truncdiv(a, _divisor(draw))
+    if op == "tmod":
+        return tir.truncmod(a, _divisor(draw))
+    if op == "ediv":  # division by an expression (samples dividing by zero are skipped)
+        return E.FloorDiv(a, draw(int_exprs(1)))
+    if op == "emod":
+        return E.Mod(a, draw(int_exprs(1)))
+    if op == "min":
+        return tir.min(a, draw(int_exprs(depth - 1)))
+    if op == "max":
+        return tir.max(a, draw(int_exprs(depth - 1)))
+    cond = draw(bool_exprs(1))
+    return tir.Select(cond, a, draw(int_exprs(depth - 1)))
+
+
+@st.composite
+def bool_exprs(draw, depth: int = 2) -> E.PrimExpr:
+    if depth == 0 or draw(st.integers(0, 2)) == 0:
+        a, b = draw(int_exprs(2)), draw(int_exprs(2))
+        cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE]))
+        return cmp(a, b)
+    op = draw(st.sampled_from(["and", "or", "not"]))
+    a = draw(bool_exprs(depth - 1))
+    if op == "not":
+        return E.Not(a)
+    b = draw(bool_exprs(depth - 1))
+    return E.And(a, b) if op == "and" else E.Or(a, b)
+
+
+def _samples(seed: int, count: int = 40) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for k in range(count):
+        env = {}
+        for v, (lo, hi) in RANGES.items():
+            # always include the corners of the domain
+            if k == 0:
+                env[v] = lo
+            elif k == 1:
+                env[v] = hi
+            else:
+                env[v] = rng.randint(lo, hi)
+        out.append(env)
+    return out
+
+
+def _bound_analyzer() -> arith.Analyzer:
+    ana = arith.Analyzer()
+    for v, (lo, hi) in RANGES.items():
+        ana.bind(v, tir.Range(lo, hi + 1))
+    return ana
+
+
+def _values(e, samples):
+    for env in samples:
+        try:
+            yield env, evaluate(e, env)
+        except Undefined:
+            continue
+
+
+def _assert_same(orig, simp, samples):
+    for env, want in _values(orig, samples):
+        try:
+            got = evaluate(simp, env)
+        except Undefined as err:  # the simplified form may not be less defined
+            raise AssertionError(f"{orig} -> {simp} undefined at {env}") from err
+        assert got == want, f"{orig}\n  -> {simp}\n  at { {v.name: x for v, x in env.items()} }: {got} != {want}"
+
+
+@SETTINGS
+@given(e=int_exprs(), seed=st.integers(0, 10**6))
+def test_simplify_preserves_value_with_bounds(e, seed):
+    ana = _bound_analyzer()
+    _assert_same(e, ana.simplify(e), _samples(seed))
+
+
+@SETTINGS
+@given(e=int_exprs(), seed=st.integers(0, 10**6))
+def test_simplify_preserves_value_without_bounds(e, seed):
+    # no facts: rules must hold for every value; sample wider than the bound ranges
+    rng = random.Random(seed)
+    samples = [{X: rng.randint(-40, 40), Y: rng.randint(-40, 40), Z: rng.randint(-40, 40),
+                N: rng.randint(0, 40)} for _ in range(40)]
+    _assert_same(e, arith.Analyzer().simplify(e), samples)
+
+
+@SETTINGS
+@given(e=int_exprs(), seed=st.integers(0, 10**6))
+def test_bounds_contain_values(e, seed):
+    ana = _bound_analyzer()
+    b = ana.const_int_bound(e)
+    m = ana.modular_set(e)
+    dom = {v: tir.Range(lo, hi + 1) for v, (lo, hi) in RANGES.items()}
+    s = arith.Analyzer().int_set(e, dom)
+    try:
+        lo = evaluate(s.min_value, {}) if s.has_lower_bound() else None
+        hi = evaluate(s.max_value, {}) if s.has_upper_bound() else None
+    except Undefined:  # e.g. a constant division by zero kept as is
+        lo = hi = None
+    for env, v in _values(e, _samples(seed)):
+        assert b.min_value <= v <= b.max_value, f"{e}: {v} outside {b} at {env}"
+        if m.coeff:
+            assert (v - m.base) % m.coeff == 0, f"{e}: {v} not in {m}"
+        else:
+            assert v == m.base, f"{e}: {v} != constant {m.base}"
+        assert lo is None or lo <= v, f"{e}: {v} below int_set {s}"
+        assert hi is None or v <= hi, f"{e}: {v} above int_set {s}"
+
+
+@SETTINGS
+@given(c=bool_exprs(), seed=st.integers(0, 10**6))
+def test_can_prove_is_sound_and_bool_simplify(c, seed):
+    ana = _bound_analyzer()
+    samples = _samples(seed)
+    _assert_same(c, ana.simplify(c), samples)
+    if ana.can_prove(c):
+        for env, v in _values(c, samples):
+            assert v == 1, f"proved {c} but false at {env}"
+    if ana.can_prove(E.Not(c)):
+        for env, v in _values(c, samples):
+            assert v == 0, f"proved not {c} but true at {env}"
+
+
+@st.composite
+def simple_conds(draw) -> E.PrimExpr:
+    """Facts of the shapes passes assume: ``var cmp expr`` (loop guards, if conditions)."""
+    cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE]))
+    lhs = draw(st.sampled_from(VARS)) * E.IntImm("int32", draw(st.sampled_from([1, 1, 2, -1, 3])))
+    rhs = draw(int_exprs(1))
+    c = cmp(lhs, rhs)
+    if draw(st.integers(0, 3)) == 0:
+        c = E.And(c, draw(bool_exprs(0)))
+    return c
+
+
+@SETTINGS
+@given(cond=st.one_of(simple_conds(), bool_exprs(1)), e=int_exprs(), goal=bool_exprs(0),
+       seed=st.integers(0, 10**6))
+def test_simplify_under_constraint(cond, e, goal, seed):
+    ana = _bound_analyzer()
+    samples = [env for env, v in _values(cond, _samples(seed, 120)) if v]
+    with ana.constraint_scope(cond):
+        simp = ana.simplify(e)
+        proved = ana.can_prove(E.LT(e, E.IntImm("int32", 3)))
+        goal_proved = ana.can_prove(goal)
+        goal_refuted = ana.can_prove(E.Not(goal))
+        bound = ana.const_int_bound(e)
+    _assert_same(e, simp, samples)
+    for env, v in _values(e, samples):
+        assert not proved or v < 3, f"under {cond} proved {e} < 3, false at {env}"
+        assert bound.min_value <= v <= bound.max_value, f"under {cond}: {e}={v} outside {bound}"
+    for env, v in _values(goal, samples):
+        assert not goal_proved or v, f"under {cond} proved {goal}, false at {env}"
+        assert not goal_refuted or not v, f"under {cond} refuted {goal}, true at {env}"
