@@ -5,7 +5,8 @@ The source (:func:`emit_c`, also ``module.get_source()``) is built by :mod:`.c_e
 
 - ``-O3 -march=native`` (or ``-march=<mcpu>`` from the target, plus ``-m<feature>`` for each
   ``-mattr=+feature``);
-- ``-fwrapv``: signed integer overflow wraps, as in LLVM's IR for tvmpy's integer arithmetic;
+- no ``-fwrapv``: index arithmetic is assumed not to overflow (LLVM's ``nsw``), which gcc needs
+  to vectorize; value arithmetic that must wrap is written to wrap (see :mod:`.c_expr`);
 - ``-fno-strict-aliasing``: buffers may be reinterpreted (storage rewrite, tvm_access_ptr);
 - ``-ffp-contract=fast``: a*b+c may fuse into an FMA (as the LLVM backend does), no
   ``-ffast-math`` (NaN, infinities and rounding stay IEEE); ``-fno-math-errno`` only lets gcc
@@ -78,7 +79,7 @@ def compile_flags(target: Target | str | None = None) -> list[str]:
             flags.append(f"-mno-{attr[1:]}")
         else:
             flags.append(f"-m{attr}")
-    flags += ["-fPIC", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=fast", "-fno-math-errno",
+    flags += ["-fPIC", "-fno-strict-aliasing", "-ffp-contract=fast", "-fno-math-errno",
               "-fopenmp"]
     return flags
 
@@ -137,7 +138,9 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None):
     tgt = _as_target(target)
     source = emit_c(funcs, tgt)
     obj = compile_source(source, tgt, funcs[0].name if funcs else "module")
+    from ..contrib.extern_link import extern_modules
     from ..runtime.module import Module
 
     return Module.from_objects([obj.read_bytes()], funcs, link_libs=list(LINK_LIBS),
-                               type_key="c", sources={"c": source})
+                               type_key="c", sources={"c": source},
+                               imports=extern_modules(funcs))

@@ -200,7 +200,9 @@ def build(funcs: Sequence[PrimFunc], target: Any = None):
     """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library)."""
     from ..runtime.module import Module
 
+    from ..contrib.extern_link import extern_modules
+
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
     return Module.from_objects([c.object], funcs, link_libs=c.link_libs, type_key="llvm",
-                               sources={"ll": c.ir})
+                               sources={"ll": c.ir}, imports=extern_modules(funcs))

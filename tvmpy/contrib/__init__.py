@@ -1,0 +1,1 @@
+"""Optional add-ons around the compiler: hand-written kernels and the glue that links them."""

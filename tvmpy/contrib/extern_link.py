@@ -1,0 +1,57 @@
+"""Object code for external functions that generated code calls (``call_extern``).
+
+A library of hand-written kernels (e.g. the tensorize micro-kernels of
+:mod:`tvmpy.contrib.microkernel`) registers, for each symbol it defines, a provider returning a
+relocatable object file. Code generators call :func:`extern_modules` with the functions they
+compile: every registered symbol those functions call is linked into the built module (as an
+imported module), so the library ``export_library`` writes is self-contained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = ["register_extern_object", "extern_symbols", "extern_modules"]
+
+# symbol -> (provider key, provider); one provider may define several symbols
+_PROVIDERS: dict[str, tuple[str, Callable[[], bytes]]] = {}
+
+
+def register_extern_object(symbols: Iterable[str], key: str,
+                           provider: Callable[[], bytes]) -> None:
+    """Declare that ``provider()`` returns an ELF object (-fPIC) defining ``symbols``; ``key``
+    names the object (one object is linked once even when several of its symbols are called)."""
+    for s in symbols:
+        _PROVIDERS[s] = (key, provider)
+
+
+def extern_symbols(funcs: Sequence[Any]) -> list[str]:
+    """Names of the external functions called by ``funcs`` (PrimFuncs), first-seen order."""
+    from ..tir import expr as E
+    from ..tir.functor import post_order_visit
+
+    names: dict[str, None] = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern") and n.args:
+            if isinstance(n.args[0], E.StringImm):
+                names.setdefault(n.args[0].value, None)
+
+    for f in funcs:
+        post_order_visit(f.body, visit)
+    return list(names)
+
+
+def extern_modules(funcs: Sequence[Any]) -> list[Any]:
+    """Runtime Modules (object code only, no functions of their own) defining the registered
+    external symbols that ``funcs`` call; pass them as ``imports`` to ``Module.from_objects``."""
+    from ..runtime.module import Module
+
+    objects: dict[str, bytes] = {}
+    for name in extern_symbols(funcs):
+        hit = _PROVIDERS.get(name)
+        if hit is not None and hit[0] not in objects:
+            objects[hit[0]] = hit[1]()
+    meta = {"version": 1, "entry": "", "functions": []}
+    return [Module(None, dict(meta), "c", [obj]) for obj in objects.values()]
