@@ -198,9 +198,8 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
 
 def build(funcs: Sequence[PrimFunc], target: Any = None):
     """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library)."""
-    from ..runtime.module import Module
-
     from ..contrib.extern_link import extern_modules
+    from ..runtime.module import Module
 
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
