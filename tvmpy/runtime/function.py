@@ -290,6 +290,9 @@ class Function:
         except KeyError as e:
             raise ValueError(f"{self.name}: shape expression {dim.text} uses {e.args[0]}, which "
                              "no argument binds") from None
+        except ZeroDivisionError:
+            raise ValueError(f"{self.name}: shape expression {dim.text} divides by zero for "
+                             f"{env}") from None
 
     def _scalar(self, p: _Param, v: Any) -> Any:
         if isinstance(v, np.ndarray) and v.ndim == 0:

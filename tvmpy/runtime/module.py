@@ -217,7 +217,7 @@ class Module:
         sig = self._sigs.get(name)
         if sig is not None and self._lib is not None:
             try:
-                cfunc = getattr(self._lib, name)
+                cfunc = self._lib[name]  # a fresh function object: its argtypes are ours
             except AttributeError:
                 raise RuntimeError(f"function {name} is in the module metadata but not in its "
                                    "library") from None
