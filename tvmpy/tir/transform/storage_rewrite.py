@@ -111,9 +111,10 @@ class _Linearizer(Visitor):
         plannable = (self.unsafe_depth == 0 and len(b.shape) == 1
                      and isinstance(b.shape[0], E.IntImm))
         lt = Lifetime(b, s, frozenset(self.loop_path), plannable)
-        lt.uses.append((self.pos, tuple(self.loop_path)))  # a buffer never used still exists
         self.life[id(b.data)] = lt
         self.visit(s.body)
+        if not lt.uses:  # never used: it still exists, at its allocation
+            lt.uses.append((self.pos, tuple(self.loop_path)))
 
     def finish(self) -> list[Lifetime]:
         out = []
