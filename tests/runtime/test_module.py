@@ -409,3 +409,15 @@ def test_load_rejects_newer_metadata(tmp_path):
     link_shared([], json.dumps({"version": 2, "functions": []}), path)
     with pytest.raises(ValueError, match="metadata version 2 is not supported"):
         load_module(path)
+
+
+def test_reload_after_reexport_to_same_path(tmp_path):
+    sig = {"name": "k", "params": [{"name": "A", "kind": "buffer", "dtype": "int32", "shape": [1],
+                                    "strides": None}], "shape_vars": []}
+    path = str(tmp_path / "same.so")
+    for value in (1, 2, 3):
+        m = Module.from_c_source(f"int k(int* a) {{ a[0] = {value}; return 0; }}", [sig], "k")
+        m.export_library(path)
+        a = np.zeros(1, "int32")
+        load_module(path)(a)
+        assert a[0] == value  # not the library loaded from this path before

@@ -349,12 +349,30 @@ def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
     return mod
 
 
+# path -> identity of the file when this process first loaded it from that path
+_LOADED: dict[str, tuple[int, int, int, int]] = {}
+
+
+def _dlopen_current(path: str) -> ctypes.CDLL:
+    """dlopen ``path``; if the file was replaced since this process loaded it, load a private
+    copy: the dynamic loader matches by name and would return the old library."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+    first = _LOADED.setdefault(path, key)
+    if first == key:
+        return _dlopen(path)
+    with tempfile.TemporaryDirectory(prefix="tvmpy_load_") as tmp:
+        copy = os.path.join(tmp, os.path.basename(path))
+        shutil.copyfile(path, copy)
+        return _dlopen(copy)
+
+
 def load_module(path: str, fmt: str = "") -> Module:
     """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler)."""
-    path = os.fspath(path)
+    path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
-    lib = _dlopen(path)
+    lib = _dlopen_current(path)
     try:
         addr = ctypes.addressof(ctypes.c_char.in_dll(lib, "__tvmpy_metadata"))
     except ValueError:
@@ -363,4 +381,4 @@ def load_module(path: str, fmt: str = "") -> Module:
     if meta.get("version", 1) != 1:
         raise ValueError(f"{path}: module metadata version {meta.get('version')} is not supported "
                          "by this tvmpy (reads version 1)")
-    return _module_from_meta(lib, meta, os.path.abspath(path))
+    return _module_from_meta(lib, meta, path)
