@@ -59,3 +59,12 @@ def test_checks(kmod):
         kmod.time_evaluator("nope", tvm.cpu(0))
     with pytest.raises(RuntimeError, match="Assert fail"):
         kmod.time_evaluator("check_positive", tvm.cpu(0))(tvm.nd.array(-np.ones(2, "float32")))
+
+
+def test_cache_flush_preproc_and_cooldown(kmod):
+    a, b, c = _args()
+    res = kmod.time_evaluator("vadd", tvm.cpu(0), number=3, repeat=2, cooldown_interval_ms=1,
+                              f_preproc="cache_flush_cpu_non_first_arg")(a, b, c)
+    assert len(res.results) == 2
+    with pytest.raises(ValueError, match="unknown f_preproc"):
+        kmod.time_evaluator("vadd", tvm.cpu(0), f_preproc="warp_speed")

@@ -40,10 +40,25 @@ class BenchmarkResult:
     __str__ = __repr__
 
 
+_FLUSH_BYTES = 64 << 20  # more than any last-level cache of this class of machine
+PREPROCS = ("", "cache_flush_cpu_non_first_arg")
+
+
+def _flush_caches(buf: list) -> None:
+    if not buf:
+        buf.append(np.zeros(_FLUSH_BYTES // 8, dtype=np.int64))
+    buf[0] += 1  # streams the whole buffer through the caches, evicting the arguments
+
+
 def time_evaluator(func: Any, dev: Device, number: int = 10, repeat: int = 1,
-                   min_repeat_ms: float = 0, cooldown_interval_ms: float = 0
-                   ) -> Callable[..., BenchmarkResult]:
-    """Return ``evaluate(*args) -> BenchmarkResult`` for the runtime Function ``func``."""
+                   min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                   f_preproc: str = "") -> Callable[..., BenchmarkResult]:
+    """Return ``evaluate(*args) -> BenchmarkResult`` for the runtime Function ``func``.
+
+    ``f_preproc="cache_flush_cpu_non_first_arg"`` (TVM's name) evicts the caches before each
+    repeat, to time cold-cache behaviour."""
+    if f_preproc not in PREPROCS:
+        raise ValueError(f"time_evaluator: unknown f_preproc {f_preproc!r}; known: {PREPROCS}")
     if not isinstance(dev, Device):
         raise TypeError(f"time_evaluator: dev must be a tvm Device, got {type(dev).__name__}")
     if dev != func.device:
@@ -63,9 +78,12 @@ def time_evaluator(func: Any, dev: Device, number: int = 10, repeat: int = 1,
         n = int(number)
         clock = time.perf_counter
         results = []
+        flush_buf: list = []
         for r in range(int(repeat)):
             if r and cooldown_interval_ms:
                 time.sleep(cooldown_interval_ms / 1e3)
+            if f_preproc:
+                _flush_caches(flush_buf)
             while True:
                 loop = range(n)
                 t0 = clock()

@@ -330,12 +330,14 @@ class Module:
 
     # ---- timing -------------------------------------------------------------------------------
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0, **_: Any):
-        """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call)."""
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       f_preproc: str = ""):
+        """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call);
+        see runtime/evaluator.py."""
         from .evaluator import time_evaluator
 
         return time_evaluator(self.get_function(func_name), dev, number, repeat, min_repeat_ms,
-                              cooldown_interval_ms)
+                              cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
         return (f"Module(type_key={self.type_key!r}, entry={self.entry_name!r}, "
