@@ -403,7 +403,8 @@ class _Tensorizer:
             return None if s is None else tidy.visit(substitute(s, vsub))
 
         body, reset, update = sub(intrin.body), sub(intrin.reset), sub(intrin.update)
-        outer_red = [lv for lv in self.outer if lv.iter_type == IterVar.CommReduce]
+        outer_red = [lv for lv in self.outer if lv.iter_type == IterVar.CommReduce
+                     and _const(self.dom_map[lv].extent) != 1]
         if not intrin.op.reduce_axis:
             stmt = body
         elif not outer_red:
