@@ -97,7 +97,7 @@ def test_compute_at_allocates_region_with_relative_indices():
             for i.outer in range(0, 2):
                 B = allocate((5,), 'float32', 'global')
                 for i in range(0, 5):
-                    B[i] = A[i + i.outer * 3] * 2.0f
+                    B[i] = A[i.outer * 3 + i] * 2.0f
                 for i.inner in range(0, 3):
                     C[i.outer * 3 + i.inner] = B[i.inner] + B[i.inner + 2]
         """)

@@ -72,14 +72,41 @@ class _BodyConverter(Mutator):
 
 
 class _IndexSimplifier(Mutator):
+    """Simplify buffer indices knowing each loop variable's range (tvmpy.arith's Analyzer:
+    e.g. ``(yi + yo * 32) // 32 -> yo`` when ``0 <= yi < 32``); the te simplifier if the
+    analyzer cannot handle an index."""
+
+    def __init__(self) -> None:
+        from ..arith import Analyzer
+
+        self.ana = Analyzer()
+
+    def _simp(self, e: PrimExpr) -> PrimExpr:
+        e = A.simplify(e)
+        if isinstance(e, (E.IntImm, E.Var)):
+            return e
+        try:
+            return self.ana.simplify(e)
+        except Exception:  # keep the te form where the analyzer has a limitation
+            return e
+
+    def visit_For(self, node: S.For) -> Any:
+        self.ana.bind(node.loop_var, Range.from_min_extent(node.min, node.extent))
+        return self.generic_visit(node)
+
+    def visit_AttrStmt(self, node: S.AttrStmt) -> Any:
+        if node.attr_key in ("thread_extent", "virtual_thread") and isinstance(node.node, IterVar):
+            self.ana.bind(node.node.var, Range.from_min_extent(0, node.value))
+        return self.generic_visit(node)
+
     def visit_BufferLoad(self, node: E.BufferLoad) -> Any:
         new = self.generic_visit(node)
-        idx = tuple(A.simplify(i) for i in new.indices)
+        idx = tuple(self._simp(i) for i in new.indices)
         return E.BufferLoad(new.buffer, idx, new.predicate)
 
     def visit_BufferStore(self, node: S.BufferStore) -> Any:
         new = self.generic_visit(node)
-        idx = tuple(A.simplify(i) for i in new.indices)
+        idx = tuple(self._simp(i) for i in new.indices)
         return S.BufferStore(new.buffer, new.value, idx, new.predicate)
 
 
