@@ -36,7 +36,7 @@ class _State:
     """What is known at one point; constraint scopes push a copy and pop it back."""
 
     __slots__ = ("var_bound", "var_value", "var_mod", "var_range", "atom_bound", "facts",
-                 "simplify_cache", "bound", "modular")
+                 "range_facts", "simplify_cache", "bound", "modular")
 
     def __init__(self, analyzer: Analyzer, parent: _State | None = None):
         if parent is None:
@@ -45,7 +45,8 @@ class _State:
             self.var_mod: dict[E.Var, ModularSet] = {}
             self.var_range: dict[E.Var, tuple[E.PrimExpr, E.PrimExpr]] = {}
             self.atom_bound: dict[Any, tuple] = {}
-            self.facts: list[Sum] = []  # each fact: sum <= 0
+            self.facts: list[Sum] = []  # each fact: sum <= 0 (from constraints)
+            self.range_facts: dict[E.Var, list[Sum]] = {}  # from symbolic loop ranges
         else:
             self.var_bound = dict(parent.var_bound)
             self.var_value = dict(parent.var_value)
@@ -53,6 +54,7 @@ class _State:
             self.var_range = dict(parent.var_range)
             self.atom_bound = dict(parent.atom_bound)
             self.facts = list(parent.facts)
+            self.range_facts = dict(parent.range_facts)
         self.simplify_cache: dict[int, tuple[E.PrimExpr, E.PrimExpr]] = {}
         self.bound = BoundAnalyzer(analyzer)
         self.modular = ModularSetAnalyzer(analyzer)
@@ -100,6 +102,7 @@ class Analyzer:
         st.invalidate()
         st.var_value[var] = value
         st.var_range.pop(var, None)
+        st.range_facts.pop(var, None)
         st.var_bound[var] = self._bound(value)
         st.var_mod[var] = self.modular_set(value)
         st.invalidate()
@@ -111,6 +114,7 @@ class Analyzer:
         st.invalidate()
         st.var_value.pop(var, None)
         st.var_mod.pop(var, None)
+        st.range_facts.pop(var, None)
         if isinstance(ext, E.IntImm) and ext.value <= 0:
             # empty loop: nothing can be said about values (the body never runs)
             st.var_bound.pop(var, None)
@@ -125,8 +129,7 @@ class Analyzer:
         if not (isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm)) and is_index_dtype(var.dtype):
             # symbolic range: remember lo - var <= 0 and var - hi <= 0 for proofs
             v = Sum.atom(var)
-            st.facts.append(to_sum(lo).iadd(v, -1))
-            st.facts.append(v.copy().iadd(to_sum(hi), -1))
+            st.range_facts[var] = [to_sum(lo).iadd(v, -1), v.copy().iadd(to_sum(hi), -1)]
         st.invalidate()
 
     def update_bound(self, var: E.Var, lo: int | None = None, hi: int | None = None) -> None:
@@ -330,6 +333,37 @@ class Analyzer:
         return eval_set(expr, dom_map or {}, self)
 
     # ---- proofs used by the simplifier -------------------------------------------------------
+    def _all_facts(self) -> list[Sum]:
+        st = self._st
+        if not st.range_facts:
+            return st.facts
+        out = list(st.facts)
+        for fs in st.range_facts.values():
+            out.extend(fs)
+        return out
+
+    def _atom_facts(self, s: Sum) -> list[Sum]:
+        """Facts implied by the atoms of ``s`` themselves: min/max against their operands,
+        ``0 <= floormod(a, d) < d`` for a symbolic positive ``d``."""
+        out: list[Sum] = []
+        for _, atoms in s.items():
+            if len(atoms) != 1:
+                continue
+            x = atoms[0]
+            if isinstance(x, (E.Min, E.Max)) and is_index_dtype(x.dtype):
+                sx = Sum.atom(x)
+                for operand in (x.a, x.b):
+                    f = sx.copy().iadd(to_sum(operand), -1)  # min - operand <= 0
+                    out.append(f if isinstance(x, E.Min) else f.scaled(-1))
+            elif (isinstance(x, E.FloorMod) and not isinstance(x.b, E.IntImm)
+                  and is_index_dtype(x.dtype) and self._bound(x.b)[0] >= 0):  # d != 0: defined
+                sx = Sum.atom(x)
+                out.append(sx.scaled(-1))
+                f = sx.copy().iadd(to_sum(x.b), -1)
+                f.const += 1
+                out.append(f)
+        return out
+
     def _prove_nonpos(self, s: Sum, depth: int = 2) -> bool:
         """Is ``s <= 0`` always?"""
         if s.is_const():
@@ -338,7 +372,7 @@ class Analyzer:
             return True
         if depth == 0:
             return False
-        for fact in self._st.facts:
+        for fact in self._all_facts() + self._atom_facts(s):
             t = _eliminate(s, fact)
             if t is not None:
                 if t.is_const():

@@ -227,6 +227,10 @@ class Simplifier(Mutator):
                 return self._canon(self._sum(a).scaled(-1))
             if skey(a) == skey(b) and self.an._bound(b)[0] > 0:
                 return E.IntImm(e.dtype, 1) if is_div else _zero(e.dtype)
+            if not isinstance(b, E.IntImm):
+                out = self._symbolic_divmod(e, a, b)
+                if out is not None:
+                    return out
             return self._rebuild(e, a, b)
         cval = b.value
         if cval == 1:
@@ -242,6 +246,52 @@ class Simplifier(Mutator):
         else:
             out = self._floormod_sum(s, cval, trunc)
         return out
+
+    def _symbolic_divmod(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
+        """Division by a symbolic monomial ``d`` (e.g. a symbolic extent after fuse):
+        ``floordiv(d*q + r, d) = q + floordiv(r, d)``, and ``r`` itself when ``0 <= r < d``."""
+        sd = self._sum(b)
+        if sd.const != 0 or len(sd.terms) != 1:
+            return None
+        ((dc, datoms),) = sd.terms.values()
+        if dc != 1:
+            return None
+        is_div = isinstance(e, (E.FloorDiv, E.Div))
+        sa = self._sum(a)
+        nonneg_a = self.prove_nonpos(sa.scaled(-1))
+        d_pos = self.prove_le(_zero(b.dtype), b)  # d >= 0 and defined (d != 0): d > 0
+        if isinstance(e, (E.Div, E.Mod)) and not (nonneg_a and d_pos):
+            return None  # truncation: only where it agrees with floor
+        dkeys = [skey(x) for x in datoms]
+        q, r = Sum(a.dtype), Sum(a.dtype, sa.const)
+        for c, atoms in sa.items():
+            keys = [skey(x) for x in atoms]
+            rest = list(atoms)
+            ok = True
+            for k in dkeys:
+                if k in keys:
+                    n = keys.index(k)
+                    del keys[n]
+                    del rest[n]
+                else:
+                    ok = False
+                    break
+            if ok:
+                if rest:
+                    q.add_mono(tuple(rest), c)
+                else:
+                    q.const += c
+            else:
+                r.add_mono(atoms, c)
+        in_range = d_pos and self.prove_nonpos(r.scaled(-1)) and self.prove_lt(self._canon(r.copy()), b)
+        if in_range:
+            return self._canon(q) if is_div else self._canon(r)
+        if q.is_const() and q.const == 0:
+            return None
+        rest_e = self._canon(r)
+        if is_div:
+            return self._canon(q.iadd(Sum.atom(E.FloorDiv(rest_e, b))))
+        return E.FloorMod(rest_e, b)
 
     def _trunc_divmod(self, e: E.BinaryOp, a: E.PrimExpr, b: E.IntImm) -> E.PrimExpr:
         """truncdiv/truncmod with a possibly negative dividend: only exact rewrites."""

@@ -146,6 +146,13 @@ class Sum:
             if t[0] == 0:
                 del self.terms[k]
 
+    def coeff_of(self, atoms: tuple) -> int:
+        """The coefficient of the monomial ``prod(atoms)`` (0 when absent)."""
+        if len(atoms) > 1:
+            atoms = tuple(sorted(atoms, key=_atom_sort_key))
+        t = self.terms.get(mono_key(atoms))
+        return 0 if t is None else t[0]
+
     def iadd(self, other: Sum, scale: int = 1) -> Sum:
         self.const += other.const * scale
         for c, atoms in other.terms.values():
@@ -284,6 +291,7 @@ def merge_splits(s: Sum, reparse) -> bool:
     """Merge ``c*l1/l2 * split(x, l1, u) + c * split(x, l2, l1)`` into ``c * split(x, l2, u)``
     (and a full split ``split(x, 1, inf)`` into ``x`` itself, read back with ``reparse``).
     Mutates ``s``; returns whether anything changed."""
+    changed = _merge_symbolic(s, reparse)
     groups: dict[tuple, list] = {}
     for k, (c, atoms) in s.terms.items():
         if len(atoms) != 1:
@@ -293,7 +301,6 @@ def merge_splits(s: Sum, reparse) -> bool:
             continue
         mode, inner, lo, up = info
         groups.setdefault((mode, skey(inner)), []).append((lo, up, c, k, inner))
-    changed = False
     for (mode, _), items in groups.items():
         if len(items) < 2:
             continue
@@ -320,4 +327,32 @@ def merge_splits(s: Sum, reparse) -> bool:
                     break
                 if merged:
                     break
+    return changed
+
+
+def _merge_symbolic(s: Sum, reparse) -> bool:
+    """``c * floordiv(x, d) * d + c * floormod(x, d)`` -> ``c * x`` for a non-constant atom ``d``
+    (and the truncating pair alike)."""
+    changed = False
+    for k, (c, atoms) in list(s.terms.items()):
+        if len(atoms) != 1 or k not in s.terms:
+            continue
+        m = atoms[0]
+        if not isinstance(m, (E.FloorMod, E.Mod)) or isinstance(m.b, E.IntImm):
+            continue
+        div_cls = E.FloorDiv if isinstance(m, E.FloorMod) else E.Div
+        d_atoms = to_sum(m.b)
+        if d_atoms.const or len(d_atoms.terms) != 1:
+            continue
+        ((dc, datoms),) = d_atoms.terms.values()
+        if dc != 1:
+            continue
+        div_atom = div_cls(m.a, m.b)
+        pair = (div_atom,) + tuple(datoms)
+        if s.coeff_of(pair) != c:
+            continue
+        s.add_mono(pair, -c)
+        s.add_mono((m,), -c)
+        s.iadd(reparse(m.a), c)
+        changed = True
     return changed
