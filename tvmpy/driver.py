@@ -13,7 +13,7 @@ __all__ = ["lower", "build"]
 
 def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict | None) -> PrimFunc:
     if isinstance(inputs, PrimFunc):
-        return inputs if name == "main" or "global_symbol" in inputs.attrs else inputs.with_attr("global_symbol", name)
+        return inputs if name == "default_function" or "global_symbol" in inputs.attrs else inputs.with_attr("global_symbol", name)
     from .te.schedule import Schedule
     from .te.schedule_ops import schedule_to_primfunc
 
@@ -24,7 +24,7 @@ def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict
     return schedule_to_primfunc(inputs, list(args), name, binds or {})
 
 
-def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "main", binds: dict | None = None,
+def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_function", binds: dict | None = None,
           simple_mode: bool = False, target: Any = None) -> PrimFunc:
     """Lower a schedule (or PrimFunc) to optimized loop IR. ``print()`` the result to read it."""
     from .tir.pipeline import lower_pipeline
@@ -35,7 +35,7 @@ def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "main", bi
     return lower_pipeline(func, Target(target) if target is not None else None)
 
 
-def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, name: str = "main",
+def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, name: str = "default_function",
           binds: dict | None = None, target_host: Any = None):
     """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
     tgt = Target(target if target is not None else "llvm")
