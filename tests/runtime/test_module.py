@@ -421,3 +421,16 @@ def test_reload_after_reexport_to_same_path(tmp_path):
         a = np.zeros(1, "int32")
         load_module(path)(a)
         assert a[0] == value  # not the library loaded from this path before
+
+
+def test_unloaded_module_exports(tmp_path):
+    from tvmpy.runtime.linker import compile_c
+
+    m = Module.from_objects([compile_c(kernels.C_SOURCE)], kernels.signatures(), "vadd",
+                            load=False)
+    assert "vadd" in m
+    with pytest.raises(RuntimeError, match="was not loaded"):
+        m(np.ones(2, "float32"), np.ones(2, "float32"), np.ones(2, "float32"))
+    path = str(tmp_path / "unloaded.so")
+    m.export_library(path)
+    assert _run_loader(path)["c"] == (np.arange(7) + 1.0).tolist()

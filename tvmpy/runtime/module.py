@@ -21,17 +21,21 @@ sources=None) -> Module``
   micro-kernel for tensorize, built with ``Module.from_c_source(src, funcs=[])``); their
   symbols resolve at link time, their functions stay reachable through ``imported_modules``.
 - ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``.
+- ``load=False``: do not link and load now (code cross-compiled for another machine): the module
+  can only be exported (``export_library`` links with ``CC``, e.g. a cross compiler).
 
 ``Module.from_c_source(source, funcs, entry, cflags=linker.DEFAULT_CFLAGS, ...)`` compiles C with
 ``config.get("CC")`` first (the C backend; pass e.g. ``-march=native``, ``-fopenmp``).
 
-The runtime guarantees to the generated code: every buffer pointer is 64-byte aligned and has the
-layout of the buffer's signature (compact row-major unless the signature has strides); shapes
-match the signature; shape vars are appended after the parameters.
+The runtime guarantees to the generated code: every buffer pointer is 64-byte aligned, points to
+writable memory (read-only arrays are passed as scratch copies) and has the layout of the buffer's
+signature (compact row-major unless the signature has strides); empty buffers get a valid
+pointer; shapes match the signature; shape vars are appended after the parameters.
 
 For users
 ---------
-``m(*args)`` calls the entry function; ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
+``m(*args)`` calls the entry function (arguments: NDArrays, numpy arrays, scalars; see
+runtime/function.py); ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
 ``m.imported_modules``; ``m.import_module(other)``; ``m.get_source(fmt)``; ``m.type_key``;
 ``m.export_library(path)`` (one .so with all code, imports and metadata); ``m.save(path)``
 (``.o`` object code, or ``.ll``/``.s``/``.c`` source);
@@ -119,7 +123,8 @@ class Module:
     @classmethod
     def from_objects(cls, objects: Sequence[bytes], funcs: Any, entry: str | None = None,
                      link_libs: Sequence[str] = (), imports: Sequence[Module] = (),
-                     type_key: str = "llvm", sources: Mapping[str, str] | None = None) -> Module:
+                     type_key: str = "llvm", sources: Mapping[str, str] | None = None,
+                     load: bool = True) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
         shared library, load it and return the Module (see the module docstring)."""
         from .linker import link_shared
@@ -133,6 +138,8 @@ class Module:
         for m in imports:
             mod.imported_modules.append(m)
         all_objs, all_libs, all_meta = mod._collect()
+        if not load:
+            return mod
         with tempfile.TemporaryDirectory(prefix="tvmpy_mod_") as tmp:
             path = os.path.join(tmp, "module.so")
             link_shared(all_objs, json.dumps(all_meta, sort_keys=True), path, all_libs)
@@ -215,7 +222,11 @@ class Module:
         if f is not None:
             return f
         sig = self._sigs.get(name)
-        if sig is not None and self._lib is not None:
+        if sig is not None and self._lib is None:
+            raise RuntimeError(f"function {name} is in a module that was not loaded (built with "
+                               "load=False, e.g. cross-compiled): export_library it and load it "
+                               "where it can run")
+        if sig is not None:
             try:
                 cfunc = self._lib[name]  # a fresh function object: its argtypes are ours
             except AttributeError:
@@ -249,7 +260,7 @@ class Module:
         return self.get_function(name)
 
     def __contains__(self, name: str) -> bool:
-        return self._find(name) is not None
+        return name in self._all_names()
 
     def __call__(self, *args: Any) -> None:
         if not self.entry_name:
