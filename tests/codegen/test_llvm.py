@@ -623,3 +623,33 @@ def test_shuffle_concat_and_scalar_select_on_vectors():
         np.testing.assert_array_equal(b, np.stack([a[:L], a[L:]], 1).reshape(-1))
         np.testing.assert_array_equal(c[:L], a[:L] if fl else a[L:])
         np.testing.assert_array_equal(c[L:], np.concatenate([a[:2], a[:6]]))
+
+
+def test_scalar_load_under_vector_condition_is_guarded():
+    # out[8i:8i+8] = (lanes < limit) ? broadcast(A[idx[i]]) : -1, where idx[i] is far out of
+    # bounds whenever no lane is selected: the scalar load must not run then
+    L = 8
+    A, Idx, Out = buf("A", 4), buf("Idx", 3, "int32"), buf("Out", 3 * L)
+    limit = E.Var("limit")
+    i = E.Var("i")
+    lanes = E.Ramp(i * L, 1, L)
+    cond = lanes < E.Broadcast(limit, L)
+    val = op.if_then_else(cond, E.Broadcast(A[Idx[i]], L), E.Broadcast(E.const(-1.0), L))
+    f = func("guard", [A, Idx, Out, limit],
+             S.For(i, 0, 3, S.ForKind.SERIAL, S.BufferStore(Out, val, [lanes])))
+    lib = Lib([f])
+    a = aligned(np.array([1.0, 2.0, 3.0, 4.0], "float32"))
+    idx = aligned(np.array([2, 1, 1 << 28], "int32"))
+    out = aligned(np.zeros(3 * L, "float32"))
+    assert lib("guard", a, idx, out, 12) == 0
+    exp = np.where(np.arange(3 * L) < 12, np.repeat(a[np.minimum(idx, 3)], L), -1.0)
+    np.testing.assert_array_equal(out, exp)
+
+
+def test_unknown_intrinsic_is_a_clear_error():
+    from tvmpy.codegen.llvm import CodegenError, emit_llvm_ir
+
+    A = buf("A", 4)
+    body = S.BufferStore(A, E.Call("float32", "no_such_op", [A[0]]), [0])
+    with pytest.raises(CodegenError, match="no_such_op"):
+        emit_llvm_ir([func("bad", [A], body)])

@@ -135,7 +135,9 @@ def _optimize(ir_text: str, tm) -> Any:
     import llvmlite.binding as llvm
 
     try:
-        mod = llvm.parse_assembly(ir_text)
+        # a fresh context per module: the global one would keep every constant and type of
+        # thousands of tuning compiles alive
+        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
         mod.verify()
     except RuntimeError as err:
         numbered = "\n".join(f"{i + 1:5d} {line}" for i, line in enumerate(ir_text.splitlines()))

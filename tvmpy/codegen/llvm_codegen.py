@@ -26,16 +26,20 @@ from ..tir.function import PrimFunc
 from . import abi
 from .llvm_align import access_alignment, modular
 from .llvm_intrinsics import call_intrinsic, lower_call
-from .llvm_ir import FunctionBuilder, ModuleBuilder, Value, const_value, llvm_type, scalar_type
+from .llvm_ir import (
+    CodegenError,
+    FunctionBuilder,
+    ModuleBuilder,
+    Value,
+    const_value,
+    llvm_type,
+    scalar_type,
+)
 
 __all__ = ["CodeGenLLVM", "CodegenError"]
 
 STACK_LIMIT_BYTES = 64 * 1024
 HEAP_ALIGN = 64
-
-
-class CodegenError(ValueError):
-    """The IR cannot be compiled by the LLVM backend (message says why and what to do)."""
 
 
 class _FnCtx:
@@ -68,7 +72,7 @@ class CodeGenLLVM:
         self.outlined_attrs = self.mb.add_attribute_group(f"noinline nounwind {tattrs}")
         # defined (weak) by the runtime's linker; several modules may link into one library
         self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = external global ptr, align 8")
-        self._unlikely_md: str | None = None
+        self._likely_md: str | None = None
         self._unroll_md: str | None = None
         self.ctx: _FnCtx
         self._index_depth = 0
@@ -177,7 +181,7 @@ class CodeGenLLVM:
         leave the function with -1, freeing live heap allocations."""
         fb = self.fb
         ok_l, fail_l = fb.label("assert_ok"), fb.label("assert_fail")
-        fb.cond_br(ok, ok_l, fail_l, f", !prof {self._unlikely()}")
+        fb.cond_br(ok, ok_l, fail_l, f", !prof {self._likely()}")
         fb.new_block(fail_l)
         if msg is not None:
             m = self.mb.string(msg)
@@ -191,10 +195,12 @@ class CodeGenLLVM:
             self.mb.declare("free", "void", ["ptr"])
             self.fb.emit(f"call void @free({p})")
 
-    def _unlikely(self) -> str:
-        if self._unlikely_md is None:
-            self._unlikely_md = self.mb.add_metadata('!"branch_weights", i32 2000, i32 1')
-        return self._unlikely_md
+    def _likely(self) -> str:
+        """Branch weights: the first successor is the likely one."""
+        if self._likely_md is None:
+            self._likely_md = self.mb.add_metadata('!"branch_weights", i32 2000, i32 1')
+        return self._likely_md
+
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         if dt.lanes_of(s.condition.dtype) != 1:
@@ -203,7 +209,8 @@ class CodeGenLLVM:
         fb = self.fb
         then_l, end_l = fb.label("if_then"), fb.label("if_end")
         else_l = fb.label("if_else") if s.else_case is not None else end_l
-        fb.cond_br(cond, then_l, else_l)
+        likely = isinstance(s.condition, E.Call) and s.condition.op == "likely"
+        fb.cond_br(cond, then_l, else_l, f", !prof {self._likely()}" if likely else "")
         fb.new_block(then_l)
         self.stmt(s.then_case)
         fb.br(end_l)

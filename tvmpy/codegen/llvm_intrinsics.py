@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
 from ..tir import expr as E
-from .llvm_ir import Value, const_value, intrinsic_suffix, llvm_type
+from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
@@ -48,8 +48,8 @@ def lower_call(cg: CodeGenLLVM, call: E.Call) -> Value:
     if op in LLVM_UNARY or op in LLVM_BINARY or op in LIBM_UNARY or op in ("rsqrt", "sigmoid",
                                                                              "fmod"):
         return _float_math(cg, call)
-    raise NotImplementedError(f"LLVM codegen: intrinsic {op!r} is not supported "
-                              f"(in `{call}`)")
+    raise CodegenError(f"LLVM codegen: intrinsic {op!r} is not supported (in `{call}`); "
+                       "known: see tvmpy.tir.op.INTRINSICS")
 
 
 # ---------------------------------------------------------------------------------------------

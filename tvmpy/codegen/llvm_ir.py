@@ -17,8 +17,12 @@ from typing import NamedTuple
 
 from ..ir import dtype as dt
 
-__all__ = ["Value", "llvm_type", "scalar_type", "const_scalar", "const_value", "FunctionBuilder",
+__all__ = ["CodegenError", "Value", "llvm_type", "scalar_type", "const_scalar", "const_value", "FunctionBuilder",
            "ModuleBuilder", "intrinsic_suffix"]
+
+
+class CodegenError(ValueError):
+    """The IR cannot be compiled by the LLVM backend (the message says why and what to do)."""
 
 
 class Value(NamedTuple):
