@@ -28,7 +28,7 @@ class PrimFunc(Node):
 
     @property
     def name(self) -> str:
-        return self.attrs.get("global_symbol", "main")
+        return self.attrs.get("global_symbol", "default_function")
 
     def with_body(self, body: Stmt) -> PrimFunc:
         return self.replace(body=body)

@@ -1,0 +1,1 @@
+"""Operator library: compute definitions and per-target schedules (TVM's TOPI)."""
