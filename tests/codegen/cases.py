@@ -747,7 +747,7 @@ def _assert_case(name: str, fail: bool, where: str) -> Callable[[np.random.Gener
         elif where == "parallel":
             check = S.AssertStmt(A[i] >= 0.0, E.StringImm("negative input"), store)
             body = S.Allocate(tmp, loop(i, size, S.Allocate(
-                buf("row", 1000), S.seq(S.BufferStore(tmp, A[i], [i]), check)),
+                buf("row", 20000), S.seq(S.BufferStore(tmp, A[i], [i]), check)),
                 S.ForKind.PARALLEL))
         else:  # inside heap allocations, in a serial loop
             check = S.AssertStmt(A[i] >= 0.0, E.StringImm("negative input"), store)

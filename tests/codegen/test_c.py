@@ -63,9 +63,14 @@ def test_source_is_readable():
     assert "int32_t vadd(void* restrict A_handle, void* restrict B_handle, " \
            "void* restrict C_handle, int32_t n) {" in src
     assert "float* restrict A = (float*)__builtin_assume_aligned(A_handle, 64);" in src
+    assert "/* the body of a parallel loop of vadd */\n" \
+           "static void vadd_parallel_body(int32_t i_outer, float* restrict A, " \
+           "float* restrict B, float* restrict C) {\n" \
+           "  A = (float*)__builtin_assume_aligned(A, 64);\n" in src
+    assert "  C[i_outer] = A[i_outer] + B[i_outer];\n}" in src
     assert "#pragma omp parallel for schedule(static)\n" \
            "  for (int32_t i_outer = 0; i_outer < n; ++i_outer) {\n" \
-           "    C[i_outer] = A[i_outer] + B[i_outer];\n" \
+           "    vadd_parallel_body(i_outer, A, B, C);\n" \
            "  }\n" \
            "  return 0;\n}" in src
     assert "extern const char* __tvmpy_last_error;" in src
@@ -74,12 +79,23 @@ def test_source_is_readable():
 
 def test_no_redundant_parentheses():
     n = E.Var("n")
+    A, B = cases.buf("A", n, "float32"), cases.buf("B", n, "int32")
+    i = E.Var("i")
+    value = E.And((A[i] * 3.0 + A[i + 1] * (A[i] - 2.0)) < 7.0, E.Or(i > 2, i < 1))
+    body = cases.loop(i, n - 1, S.BufferStore(B, E.Select(value, (i << 2) + 1, i & 5), [i]))
+    src = cgen.emit_c([cases.func("prec", [A, B], body)])
+    assert "B[i] = A[i] * 3.0f + A[i + 1] * (A[i] - 2.0f) < 7.0f && (i > 2 || i < 1) ? " \
+           "(i << 2) + 1 : i & 5;" in src
+
+
+def test_data_arithmetic_wraps_index_arithmetic_is_plain():
+    n = E.Var("n")
     A, B = cases.buf("A", n, "int32"), cases.buf("B", n, "int32")
     i = E.Var("i")
-    value = (A[i] * 3 + A[i + 1] * (A[i] - 2)) < 7
-    body = cases.loop(i, n - 1, S.BufferStore(B, E.Select(value, A[i] << 2, A[i] & 5), [i]))
-    src = cgen.emit_c([cases.func("prec", [A, B], body)])
-    assert "B[i] = A[i] * 3 + A[i + 1] * (A[i] - 2) < 7 ? A[i] << 2 : A[i] & 5;" in src
+    body = cases.loop(i, n - 1, S.BufferStore(B, A[i * 2 - i] * A[i + 1] + 7 + i * 3, [i + 1]))
+    src = cgen.emit_c([cases.func("wrap", [A, B], body)])
+    assert "B[i + 1] = (int32_t)((uint32_t)A[i * 2 - i] * (uint32_t)A[i + 1] + 7u " \
+           "+ (uint32_t)i * 3u);" in src
 
 
 def test_unrolled_and_vector_source():
@@ -107,11 +123,14 @@ def test_names_are_unique_and_sanitized():
 
 def test_assert_in_parallel_loop_source():
     src = cgen.emit_c([cases.make_case("assert_fail_parallel").func])
-    assert "int32_t parallel_failed = 0;" in src
-    assert "goto iteration_end;" in src
-    assert "iteration_end:;" in src
-    assert "free(row);" in src and "free(tmp);" in src
-    assert src.count("return -1;") == 2  # allocation of tmp failing, and after the loop
+    body = src[src.index("static int32_t assert_fail_parallel_parallel_body("):]
+    body, main = body.split("\nint32_t assert_fail_parallel(")
+    assert "__atomic_store_n(&__tvmpy_last_error, \"negative input\", __ATOMIC_RELAXED);" in body
+    assert body.count("free(row);") == 2 and body.count("return -1;") == 2
+    assert "int32_t parallel_failed = 0;" in main
+    assert "if (assert_fail_parallel_parallel_body(i, A, tmp, B) != 0) {\n" \
+           "      __atomic_store_n(&parallel_failed, 1, __ATOMIC_RELAXED);" in main
+    assert "  if (parallel_failed) {\n    free(tmp);\n    return -1;\n  }" in main
 
 
 def test_get_source_of_module():
@@ -222,5 +241,6 @@ def test_unknown_cpu_has_a_hint():
 def test_compile_flags():
     flags = cgen.compile_flags("c -mattr=+avx2,-avx512f")
     assert "-march=native" in flags and "-mavx2" in flags and "-mno-avx512f" in flags
-    assert {"-fwrapv", "-fno-strict-aliasing", "-fopenmp", "-fPIC"} <= set(flags)
+    assert {"-fno-strict-aliasing", "-fopenmp", "-fPIC"} <= set(flags)
+    assert "-fwrapv" not in flags  # gcc could not vectorize wrapping index arithmetic
     assert not any("fast-math" in f for f in flags)

@@ -3,29 +3,29 @@
 
 - buffer parameters arrive as ``void* restrict X_handle`` and are cast once to typed, aligned
   pointers; scalar parameters and shape variables follow in ABI order;
-- loops: SERIAL ``for``; UNROLLED with ``#pragma GCC unroll``; PARALLEL with
-  ``#pragma omp parallel for schedule(static)`` (a parallel loop nested in another runs
-  serially, as OpenMP would);
+- loops: SERIAL ``for``; UNROLLED with ``#pragma GCC unroll``; PARALLEL: the body becomes a
+  ``static`` function of the loop variable and the body's free variables (buffers as ``restrict``
+  pointers: gcc's own OpenMP outlining would lose ``restrict`` and with it vectorization), called
+  from a ``#pragma omp parallel for schedule(static)`` loop. A parallel loop nested in another
+  runs serially, as OpenMP would;
 - Allocate: a 64-byte aligned stack array when the size is constant and small, otherwise
   ``aligned_alloc``/``free``;
 - a failed AssertStmt (or allocation) frees the live heap buffers, stores its message in
-  ``__tvmpy_last_error`` and returns -1; inside a parallel loop, where ``return`` is not allowed,
-  it records the failure in a flag, jumps to the end of its iteration, and the function returns
-  -1 after the loop;
+  ``__tvmpy_last_error`` and returns -1; in a parallel body the outlined function returns -1,
+  the loop records it in a flag, and the function returns -1 after the loop;
 - vector statements are scalarized into a loop over lanes (gcc -O3 re-vectorizes it), through a
   temporary array when the stored buffer is also read at another index.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..ir import dtype as dt
 from ..ir.node import structural_equal
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.functor import post_order_visit
+from ..tir.functor import Visitor, post_order_visit
 from . import abi
 from .c_expr import ADD, UNARY, CCodegenError, ExprPrinter
 from .c_prelude import HelperTable, c_string, int_literal, sanitize, storage_type, value_type
@@ -34,21 +34,7 @@ __all__ = ["FunctionEmitter", "emit_source", "STACK_LIMIT_BYTES"]
 
 # a constant-size local allocation up to this many bytes lives on the stack
 STACK_LIMIT_BYTES = 64 * 1024
-# "global"-scope allocations go to the heap unless tiny (TVM's kMaxStackAlloca)
-GLOBAL_STACK_LIMIT_BYTES = 1024
 _HEADERS = ("math.h", "stdbool.h", "stddef.h", "stdint.h", "stdlib.h", "string.h")
-
-
-@dataclass
-class _ParallelFrame:
-    """A parallel loop being emitted: where a failure inside it goes."""
-
-    flag: str = ""
-    label: str = ""
-
-    @property
-    def used(self) -> bool:
-        return bool(self.flag)
 
 
 class FunctionEmitter(ExprPrinter):
@@ -65,7 +51,13 @@ class FunctionEmitter(ExprPrinter):
         self.taken = set(taken)
         self.arrays: set[int] = set()  # vector variables, stored as C arrays
         self.ptrs: dict[int, tuple[str, str | None]] = {}  # data var -> (C pointer, element dtype)
-        self.frames: list[str | _ParallelFrame] = []  # live heap buffers and parallel loops
+        self.frames: list[str] = []  # live heap buffers (freed on failure)
+        self.in_parallel = False  # emitting the body of a parallel loop
+        self.can_fail = False  # the code emitted so far has a failure exit
+        self.outlined: list[str] = []  # static functions of parallel loop bodies
+        self.aligned: set[int] = set()  # data vars known to be 64-byte aligned
+        self.data_vars: set[int] = set()
+        self._data_memo: dict[int, bool] = {}
 
     # ---- names -------------------------------------------------------------------------------
     def new_name(self, base: str) -> str:
@@ -136,6 +128,8 @@ class FunctionEmitter(ExprPrinter):
                     self.ptrs[id(key)] = (ptr, elem)
                 if buf.data_alignment >= dt.bytes_of(elem) and buf.data_alignment > 1:
                     init = f"__builtin_assume_aligned({handle}, {buf.data_alignment})"
+                    if buf.data_alignment >= 64:
+                        self.aligned.update((id(v), id(buf.data)))
                 else:
                     init = handle
                 prologue.append(f"{ctype}* restrict {ptr} = ({ctype}*){init};")
@@ -150,13 +144,15 @@ class FunctionEmitter(ExprPrinter):
                 prologue.append(f"const float {name} = {half};")
             else:
                 params.append(f"{storage_type(v.dtype)} {self.bind(v)}")
+                if v in f.params:
+                    self.data_vars.add(id(v))  # a scalar argument (not a shape variable)
         self.level = 1
         for line in prologue:
             self.emit(line)
         self.stmt(f.body)
         self.emit("return 0;")
         head = f"int32_t {f.name}({', '.join(params) or 'void'}) {{"
-        return "\n".join([head, *self.lines, "}"])
+        return "\n\n".join([*self.outlined, "\n".join([head, *self.lines, "}"])])
 
     # ---- statements --------------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> None:
@@ -193,6 +189,8 @@ class FunctionEmitter(ExprPrinter):
         else:
             value = self.expr(s.value)
             self.emit(f"const {value_type(v.dtype)} {self.bind(v)} = {value};")
+        if self.is_data(s.value):
+            self.data_vars.add(id(v))
         self.stmt(s.body)
 
     def _attr(self, s: S.AttrStmt) -> None:
@@ -236,20 +234,13 @@ class FunctionEmitter(ExprPrinter):
 
     # ---- failure -----------------------------------------------------------------------------
     def fail(self, message: str | None) -> None:
-        """Leave the function (or the parallel iteration) with -1 after freeing live buffers."""
-        for frame in reversed(self.frames):
-            if isinstance(frame, str):
-                self.emit(f"free({frame});")
-                continue
-            if not frame.used:
-                frame.flag = self.new_name("parallel_failed")
-                frame.label = self.new_name("iteration_end")
-            if message is not None:
-                self.emit(f"__atomic_store_n(&{abi.ERROR_SYMBOL}, {message}, __ATOMIC_RELAXED);")
-            self.emit(f"__atomic_store_n(&{frame.flag}, 1, __ATOMIC_RELAXED);")
-            self.emit(f"goto {frame.label};")
-            return
-        if message is not None:
+        """Return -1 after freeing the live heap buffers (``message``: the error to store)."""
+        self.can_fail = True
+        for name in reversed(self.frames):
+            self.emit(f"free({name});")
+        if message is not None and self.in_parallel:  # other threads may store theirs
+            self.emit(f"__atomic_store_n(&{abi.ERROR_SYMBOL}, {message}, __ATOMIC_RELAXED);")
+        elif message is not None:
             self.emit(f"{abi.ERROR_SYMBOL} = {message};")
         self.emit("return -1;")
 
@@ -258,7 +249,7 @@ class FunctionEmitter(ExprPrinter):
         """Loop bounds are evaluated once: hoist those that read memory or call functions."""
         if _reads_memory(e):
             name = self.new_name(base)
-            self.emit(f"const {value_type(e.dtype)} {name} = {self.expr(e)};")
+            self.emit(f"const {value_type(e.dtype)} {name} = {self.index(e)};")
             return name
         return e
 
@@ -269,20 +260,19 @@ class FunctionEmitter(ExprPrinter):
         lo = self._bound(s.min, s.loop_var.name + "_min")
         ext = self._bound(s.extent, s.loop_var.name + "_extent")
         var = self.bind(s.loop_var)
-        lo_text = lo if isinstance(lo, str) else self.expr(lo)
+        lo_text = lo if isinstance(lo, str) else self.index(lo)
         if isinstance(lo, E.PrimExpr) and isinstance(ext, E.PrimExpr) and \
                 E.is_const_int(lo) and E.is_const_int(ext):
             end = int_literal(lo.value + ext.value, s.extent.dtype)
         elif isinstance(lo, E.PrimExpr) and E.is_const_int(lo, 0):
-            end = ext if isinstance(ext, str) else self.expr(ext)
+            end = ext if isinstance(ext, str) else self.index(ext)
         else:
-            lo_op = lo if isinstance(lo, str) else self.operand(lo, ADD)
-            ext_op = ext if isinstance(ext, str) else self.operand(ext, ADD + 1)
+            lo_op = lo if isinstance(lo, str) else self.index(lo, None, ADD)
+            ext_op = ext if isinstance(ext, str) else self.index(ext, None, ADD + 1)
             end = f"{lo_op} + {ext_op}"
         header = f"for ({value_type(s.loop_var.dtype)} {var} = {lo_text}; {var} < {end}; ++{var})"
-        in_parallel = any(isinstance(f, _ParallelFrame) for f in self.frames)
-        if s.kind == S.ForKind.PARALLEL and not in_parallel:
-            self._parallel_for(header, s.body)
+        if s.kind == S.ForKind.PARALLEL and not self.in_parallel:
+            self._parallel_for(s.loop_var, header, s.body)
             return
         if s.kind == S.ForKind.PARALLEL:
             self.emit("/* parallel loop inside a parallel loop: runs serially */")
@@ -294,21 +284,62 @@ class FunctionEmitter(ExprPrinter):
         self.stmt(s.body)
         self.close()
 
-    def _parallel_for(self, header: str, body: S.Stmt) -> None:
-        frame = _ParallelFrame()
-        flag_at = len(self.lines)
-        self.frames.append(frame)
+    def _parallel_for(self, loop_var: E.Var, header: str, body: S.Stmt) -> None:
+        """Outline ``body`` into a static function and call it from an OpenMP loop."""
+        outer = [v for v in _free_vars(body) if v is not loop_var and
+                 (id(v) in self.names or id(v) in self.ptrs)]
+        params = [f"{value_type(loop_var.dtype)} {self.names[id(loop_var)]}"]
+        prologue = []
+        for v in outer:
+            name = self.names.get(id(v)) or self.ptrs[id(v)][0]
+            if id(v) in self.ptrs:
+                elem = self.ptrs[id(v)][1]
+                if elem is None:
+                    params.append(f"void* {name}")
+                    continue
+                ctype = storage_type(elem)
+                params.append(f"{ctype}* restrict {name}")
+                if id(v) in self.aligned:
+                    prologue.append(f"{name} = ({ctype}*)__builtin_assume_aligned({name}, 64);")
+            elif id(v) in self.arrays:
+                params.append(f"{value_type(v.dtype)}* {name}")
+            elif dt.is_handle(v.dtype):
+                params.append(f"void* {name}")
+            else:
+                params.append(f"{value_type(v.dtype)} {name}")
+        fname = self.new_name(f"{self.func.name}_parallel_body")
+        saved = (self.lines, self.level, self.frames, self.can_fail)
+        self.lines, self.level, self.frames, self.can_fail = [], 1, [], False
+        self.in_parallel = True
+        for line in prologue:
+            self.emit(line)
+        self.stmt(body)
+        can_fail = self.can_fail
+        if can_fail:
+            self.emit("return 0;")
+        lines = self.lines
+        self.lines, self.level, self.frames, self.can_fail = saved
+        self.in_parallel = False
+        ret = "int32_t" if can_fail else "void"
+        head = f"/* the body of a parallel loop of {self.func.name} */\n" \
+               f"static {ret} {fname}({', '.join(params)}) {{"
+        self.outlined.append("\n".join([head, *lines, "}"]))
+        args = ", ".join(p.rsplit(" ", 1)[1] for p in params)
+        flag = self.new_name("parallel_failed") if can_fail else ""
+        if can_fail:
+            self.emit(f"int32_t {flag} = 0;")
         self.emit("#pragma omp parallel for schedule(static)")
         self.open(header)
-        self.stmt(body)
-        if frame.used:
-            self.emit(f"{frame.label}:;")
+        if can_fail:
+            self.open(f"if ({fname}({args}) != 0)")
+            self.emit(f"__atomic_store_n(&{flag}, 1, __ATOMIC_RELAXED);")
+            self.close()
+        else:
+            self.emit(f"{fname}({args});")
         self.close()
-        self.frames.pop()
-        if frame.used:
-            self.lines.insert(flag_at, "  " * self.level + f"int32_t {frame.flag} = 0;")
-            self.open(f"if ({frame.flag})")
-            self.fail(None)  # the message was stored by the failing iteration
+        if can_fail:
+            self.open(f"if ({flag})")
+            self.fail(None)  # the failing iteration stored the message
             self.close()
 
     # ---- memory ------------------------------------------------------------------------------
@@ -324,17 +355,18 @@ class FunctionEmitter(ExprPrinter):
         name = self.new_name(buf.data.name or buf.name)
         self.names[id(buf.data)] = name
         self.ptrs[id(buf.data)] = (name, elem)
+        self.aligned.add(id(buf.data))
         if E.is_const_int(size):
             count = size.value * lanes
             nbytes = count * dt.bytes_of(elem)
-            limit = GLOBAL_STACK_LIMIT_BYTES if buf.scope == "global" else STACK_LIMIT_BYTES
+            limit = STACK_LIMIT_BYTES
             if count < 0:
                 raise CCodegenError(f"{self.func.name}: allocation {buf.name} has negative size")
             if nbytes <= limit:
                 self.emit(f"{ctype} {name}[{max(count, 1)}] __attribute__((aligned(64)));")
                 self.stmt(s.body)
                 return
-        count_text = self.operand(size, UNARY)
+        count_text = self.index(size, None, UNARY)
         nbytes_text = f"(size_t){count_text} * sizeof({ctype})"
         if lanes > 1:
             nbytes_text += f" * {lanes}"
@@ -386,9 +418,32 @@ class FunctionEmitter(ExprPrinter):
             for k in range(lanes):
                 body(str(k))
             return
+        self.emit("#pragma GCC ivdep")  # lanes are independent: vectorize without alias checks
         self.open(f"for (int32_t lane = 0; lane < {lanes}; ++lane)")
         body("lane")
         self.close()
+
+
+def _free_vars(node: S.Stmt) -> list[E.Var]:
+    """Variables and buffer data pointers that ``node`` refers to, in first-seen order."""
+    seen: dict[int, E.Var] = {}
+
+    class _Collect(Visitor):
+        visit_buffers = True
+
+        def visit_Var(self, v: E.Var) -> None:
+            seen.setdefault(id(v), v)
+
+        def visit_Buffer(self, b: Buffer) -> None:
+            seen.setdefault(id(b.data), b.data)
+
+        def visit_Allocate(self, a: S.Allocate) -> None:
+            for x in a.buffer.shape:  # the size is computed in the body
+                self.visit(x)
+            self.generic_visit(a)
+
+    _Collect().visit(node)
+    return list(seen.values())
 
 
 def _reads_memory(e: E.PrimExpr) -> bool:

@@ -5,6 +5,14 @@ Vectors are scalarized: a vector-typed expression is printed for one *lane*, a C
 ``l`` is ``b + l * s``, ``Broadcast(v, n)`` is ``v``, a vector load is a load at the lane's index,
 and a vector variable (bound by a vector LetStmt) is a C array indexed by the lane.
 
+Signed integer overflow: the source is compiled *without* -fwrapv, so that gcc can analyze
+index arithmetic (as LLVM's ``nsw``) and vectorize. Arithmetic in an *index context* (buffer
+indices, loop bounds, allocation sizes) is plain C and assumed not to overflow. Elsewhere,
+int32/int64 Add/Sub/Mul chains that depend on data (a load, a call, a float conversion, a scalar
+parameter, or a variable bound to one of those) wrap explicitly: computed in the unsigned type
+and cast back once (``(int32_t)((uint32_t)a * (uint32_t)b + (uint32_t)c)``), as the LLVM
+backend's wrapping value arithmetic; pure loop-variable arithmetic stays plain and readable.
+
 Precedence is tracked so the output has parentheses only where C needs them (and around mixed
 logical/bitwise operators, where gcc would warn and readers hesitate).
 """
@@ -73,6 +81,9 @@ class ExprPrinter:
 
     helpers: HelperTable
     externs: dict[str, str]  # name -> prototype
+    data_vars: set[int]  # ids of scalar Vars whose values come from data (see module docstring)
+    _index_depth = 0
+    _data_memo: dict[int, bool]
 
     # provided by the statement emitter
     def var_ref(self, v: E.Var) -> tuple[str, bool]:  # (C name, is a lane-indexed array)
@@ -92,6 +103,36 @@ class ExprPrinter:
     def operand(self, e: E.PrimExpr, need: int, lane: str | None = None) -> str:
         text, prec = self._p(e, lane)
         return _paren(text, prec, need)
+
+    def index(self, e: E.PrimExpr, lane: str | None = None, need: int = 0) -> str:
+        """``e`` in an index context: integer arithmetic that is assumed not to overflow."""
+        self._index_depth += 1
+        try:
+            return self.operand(e, need, lane)
+        finally:
+            self._index_depth -= 1
+
+    def is_data(self, e: E.PrimExpr) -> bool:
+        """Whether ``e``'s value depends on data (loads, calls, float casts, data variables)."""
+        key = id(e)
+        memo = self._data_memo
+        if key in memo:
+            return memo[key]
+        if isinstance(e, E.Var):
+            out = id(e) in self.data_vars
+        elif isinstance(e, E.BufferLoad) or (
+                isinstance(e, E.Call) and e.op in ("call_extern", "call_pure_extern", "reinterpret")):
+            out = True
+        elif isinstance(e, E.Cast) and not dt.is_integer(e.value.dtype):
+            out = True
+        elif isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
+            out = False
+        else:
+            kids = [getattr(e, f) for f in e._fields]
+            kids = [k for x in kids for k in (x if isinstance(x, tuple) else (x,))]
+            out = any(self.is_data(k) for k in kids if isinstance(k, E.PrimExpr))
+        memo[key] = out
+        return out
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _p(self, e: Any, lane: str | None) -> tuple[str, int]:
@@ -155,7 +196,9 @@ class ExprPrinter:
     def _binary(self, op: str, prec: int, a: E.PrimExpr, b: E.PrimExpr,
                 lane: str | None) -> tuple[str, int]:
         left_need, right_need = prec, prec + 1
-        if op in _FUSSY:
+        if op in ("&&", "||"):  # comparisons read well bare; bitwise and nested logic don't
+            left_need = right_need = EQUAL
+        elif op in _FUSSY:
             left_need = right_need = UNARY
         ta, pa = self._p(a, lane)
         if op in _FUSSY and pa == prec:
@@ -172,8 +215,37 @@ class ExprPrinter:
         return text, prec
 
     def _arith(self, e: E.BinaryOp, lane: str | None) -> tuple[str, int]:
+        if dt.is_integer(e.dtype):  # x + 0, 0 + x, x - 0, x * 1, 1 * x print as x
+            neutral = 1 if isinstance(e, E.Mul) else 0
+            if E.is_const_int(e.b, neutral):
+                return self._p(e.a, lane)
+            if E.is_const_int(e.a, neutral) and not isinstance(e, E.Sub):
+                return self._p(e.b, lane)
+        d = dt.parse(e.dtype)
+        if d.kind == "int" and d.bits >= 32 and not self._index_depth and self.is_data(e):
+            return self._wrapping(e, lane)
+        if e.dtype == "uint16" and isinstance(e, E.Mul):  # int promotion would overflow int
+            a, b = self.operand(e.a, UNARY, lane), self.operand(e.b, UNARY, lane)
+            return f"(uint16_t)((uint32_t){a} * {b})", UNARY
         op, prec = _ARITH[type(e)]
         return self._wrap_result(*self._binary(op, prec, e.a, e.b, lane), e.dtype)
+
+    def _wrapping(self, e: E.BinaryOp, lane: str | None) -> tuple[str, int]:
+        """A chain of signed Add/Sub/Mul that wraps: computed unsigned, converted back once."""
+        unsigned = "u" + storage_type(e.dtype)
+
+        def chain(x: E.PrimExpr) -> tuple[str, int]:
+            if type(x) in _ARITH and x.dtype == e.dtype:
+                op, prec = _ARITH[type(x)]
+                ta, pa = chain(x.a)
+                tb, pb = chain(x.b)
+                return f"{_paren(ta, pa, prec)} {op} {_paren(tb, pb, prec + 1)}", prec
+            if isinstance(x, E.IntImm) and x.value >= 0:
+                return f"{x.value}{'u' if dt.bits_of(x.dtype) == 32 else 'UL'}", PRIMARY
+            return f"({unsigned}){self.operand(x, UNARY, lane)}", UNARY
+
+        text, _ = chain(e)
+        return f"({storage_type(e.dtype)})({text})", UNARY
 
     def _div(self, e: E.Div, lane: str | None) -> tuple[str, int]:
         return self._wrap_result(*self._binary("/", MUL, e.a, e.b, lane), e.dtype)
@@ -274,13 +346,13 @@ class ExprPrinter:
         """The C index of the (scalar) element read or written at ``lane``."""
         buf_lanes = dt.lanes_of(buffer.dtype)
         if buf_lanes == 1:
-            return self.expr(index, lane)
+            return self.index(index, lane)
         # a buffer of vector elements: element i lane j is scalar element i * n + j
         if lane is None or not lane.isdigit():
             raise CCodegenError(f"C backend: buffer {buffer.name} of vector type {buffer.dtype} "
                                 "(IR form 2 wants scalar element buffers)")
         k = int(lane)
-        idx = self.operand(index, MUL, str(k // buf_lanes))
+        idx = self.index(index, str(k // buf_lanes), MUL)
         return f"{idx} * {buf_lanes} + {k % buf_lanes}"
 
     def _load(self, e: E.BufferLoad, lane: str | None) -> tuple[str, int]:
@@ -327,7 +399,10 @@ class ExprPrinter:
             return self._call_text(op, list(e.args), lane), PRIMARY
         if op in _BITWISE:
             sym, prec = _BITWISE[op]
-            return self._wrap_result(*self._binary(sym, prec, e.args[0], e.args[1], lane), e.dtype)
+            text, prec = self._binary(sym, prec, e.args[0], e.args[1], lane)
+            if sym != "<<":  # &, |, ^ and >> of in-range operands stay in range
+                return text, prec
+            return self._wrap_result(text, prec, e.dtype)
         raise CCodegenError(f"C backend: unsupported intrinsic {op!r} in {e}")
 
     def _if_then_else(self, e: E.Call, lane: str | None) -> tuple[str, int]:
@@ -348,7 +423,10 @@ class ExprPrinter:
         return f"{fn}({self.expr(x, lane)}, {self.expr(neg, lane)})", PRIMARY
 
     def _bitwise_not(self, e: E.Call, lane: str | None) -> tuple[str, int]:
-        return self._wrap_result("~" + self.operand(e.args[0], UNARY, lane), UNARY, e.dtype)
+        text = "~" + self.operand(e.args[0], UNARY, lane)
+        if dt.is_int(e.dtype):  # ~x of a sign-extended int8/int16 stays in range
+            return text, UNARY
+        return self._wrap_result(text, UNARY, e.dtype)
 
     def _popcount(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         x = e.args[0]
@@ -381,14 +459,14 @@ class ExprPrinter:
         ptr = self.pointer(data, dtype)
         if E.is_const_int(offset, 0):
             return ptr, PRIMARY
-        return f"{ptr} + {self.operand(offset, ADD + 1)}", ADD
+        return f"{ptr} + {self.index(offset, None, ADD + 1)}", ADD
 
     def _address_of(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         load = e.args[0]
         if not isinstance(load, E.BufferLoad):
             raise CCodegenError(f"C backend: address_of needs a buffer load, got {load}")
         ptr = self.pointer(load.buffer.data, load.buffer.dtype)
-        return f"&{ptr}[{self.expr(load.indices[0], '0')}]", UNARY
+        return f"&{ptr}[{self.index(load.indices[0], '0')}]", UNARY
 
     def _extern(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         if not e.args or not isinstance(e.args[0], E.StringImm):

@@ -7,8 +7,8 @@ Value conventions of the generated C (shared by every ``c_*`` module):
   ``_Float16``, computed as ``float``, and rounded back to half after every operation (as numpy
   and LLVM's promotion of ``half`` do), so each float16 operation rounds exactly once to half;
 - integers narrower than ``int`` are promoted by C, so their arithmetic results are cast back to
-  the IR type (wrap-around, like LLVM); wider ones wrap because the source is compiled with
-  ``-fwrapv``;
+  the IR type (wrap-around, like LLVM); for wider ones see :mod:`.c_expr` (index arithmetic is
+  assumed not to overflow, data arithmetic wraps explicitly);
 - helpers with C-only pitfalls (floor division, NaN-propagating min/max, sigmoid...) are ``static
   inline`` functions emitted once at the top of the source, only when used.
 """
