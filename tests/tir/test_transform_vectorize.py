@@ -80,7 +80,8 @@ def _is_serial_loop(g):
 
 
 @pytest.mark.parametrize("case", ["floordiv_index", "extern_call", "reduction_same_address",
-                                  "vector_if", "guarded_load", "dependence", "alloc_inside"])
+                                  "if_reads_memory", "scalar_load_in_branch", "dependence",
+                                  "alloc_inside"])
 def test_scalarized(case):
     A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
     i = E.Var("i")
@@ -90,10 +91,11 @@ def test_scalarized(case):
         body = tir.Evaluate(tir.call_extern("int32", "some_fn", i))
     elif case == "reduction_same_address":
         body = tir.BufferStore(B, B[0] + A[i], [0])
-    elif case == "vector_if":
-        body = tir.IfThenElse(i < 3, tir.BufferStore(B, A[i], [i]))
-    elif case == "guarded_load":
-        body = tir.BufferStore(B, tir.if_then_else(i >= 1, A[i - 1], 0.0), [i])
+    elif case == "if_reads_memory":
+        body = tir.IfThenElse(A[i] > 1.0, tir.BufferStore(A, A[i] * 2.0, [i]),
+                              tir.BufferStore(A, A[i] * 3.0, [i]))
+    elif case == "scalar_load_in_branch":
+        body = tir.BufferStore(B, tir.if_then_else(i >= 1, A[3], 0.0), [i])
     elif case == "dependence":
         body = tir.seq(tir.BufferStore(B, A[i], [i]), tir.BufferStore(A, B[i + 1], [i]))
     else:
@@ -107,14 +109,35 @@ def test_scalarized(case):
         assert_same(f, g)
 
 
-def test_select_for_guard_without_load():
-    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+def test_guarded_loads_become_masked():
+    # padding: the load of A[i - 2] is only valid where i >= 2
+    A, B = _bufs(("A", 6, "float32"), ("B", 8, "float32"))
     i = E.Var("i")
     f = func([A, B], loop(i, 8, tir.BufferStore(
-        B, tir.if_then_else(i >= 2, A[i], 0.0), [i]), V))
+        B, tir.if_then_else(tir.likely(tir.all(i >= 2, i < 8)), A[i - 2], 0.0), [i]), V))
     g = VectorizeLoop(f)
-    # the load sits in a branch, so it stays guarded: scalarized
-    assert _is_serial_loop(g)
+    assert not lowered_errors(g)
+    s = str(g)
+    assert "A[ramp(-2, 1, 8)]@mask(" in s and "select(" in s and "likely" not in s
+    assert_same(f, g)  # the interpreter bounds-checks every unmasked lane
+
+
+def test_vector_if_becomes_predicated_stores():
+    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+    i = E.Var("i")
+    f = func([A, B], loop(i, 8, tir.IfThenElse(
+        i < 3, tir.BufferStore(B, A[i] * 2.0, [i]), tir.BufferStore(B, A[i + 1], [i])), V))
+    g = VectorizeLoop(f)
+    expect(g, """
+        B[ramp(0, 1, 8)] = A[ramp(0, 1, 8)]@mask(ramp(0, 1, 8) < broadcast(3, 8)) * broadcast(2.0f, 8)  # mask ramp(0, 1, 8) < broadcast(3, 8)
+        B[ramp(0, 1, 8)] = A[ramp(1, 1, 8)]@mask(not ramp(0, 1, 8) < broadcast(3, 8))  # mask not ramp(0, 1, 8) < broadcast(3, 8)
+    """)
+    assert_same(f, g)
+
+
+def test_select_without_loads():
+    A, B = _bufs(("A", 16, "float32"), ("B", 16, "float32"))
+    i = E.Var("i")
     f2 = func([A, B], loop(i, 8, tir.BufferStore(
         B, A[i] * tir.if_then_else(i >= 2, E.const(2.0), E.const(3.0)), [i]), V))
     g2 = VectorizeLoop(f2)

@@ -11,11 +11,16 @@ What it does
     interchange), when the dependence check below allows it. Extents above 64 lanes are cut into
     a serial loop of 64-lane vectors plus a vector remainder.
 
+    A condition that depends on ``x`` becomes a lane mask: ``if_then_else(c, a, b)`` becomes
+    ``select(c, a, b)`` with the loads of ``a`` predicated by ``c`` (those of ``b`` by ``not
+    c``), so masked-off lanes never touch memory (padding reads stay in bounds); an ``if c:``
+    statement whose branches are stores becomes predicated stores (``c`` must not read memory).
+
     The loop is *scalarized* (kept as a SERIAL loop) when it cannot be vectorized: symbolic
     extent; a vector index that is not a ramp (e.g. ``x // 4``); a vector value stored to one
-    scalar address (a reduction into the same element); a vector condition of an ``if`` or of
-    ``if_then_else`` whose branches read memory; external calls; allocations inside; bodies that
-    already contain vector IR; a zero or symbolic store stride.
+    scalar address (a reduction into the same element); loops, lets, scalar accesses or a
+    memory-reading condition under a vector condition; external calls; allocations inside;
+    bodies that already contain vector IR; a zero or symbolic store stride.
 
 Dependence check (when valid)
     Vectorizing runs statement 1 for all lanes before statement 2, and interchanges with inner
@@ -83,6 +88,20 @@ class _Vectorizer(Mutator):
         self.vmap: dict[int, E.PrimExpr] = {id(var): E.Ramp(base, E.const(1, base.dtype), lanes)}
         self.accesses: dict[int, list[E.PrimExpr]] = {}
         self.written: dict[int, str] = {}
+        self.pred: E.PrimExpr | None = None  # lanes that are active (inside a vector branch)
+
+    def _under(self, cond: E.PrimExpr, fn: Any, node: Any) -> Any:
+        """Visit ``node`` with only the lanes where ``cond`` holds active."""
+        saved = self.pred
+        self.pred = cond if saved is None else E.And(saved, cond)
+        try:
+            return fn(node)
+        finally:
+            self.pred = saved
+
+    def _no_pred(self, what: str) -> None:
+        if self.pred is not None:
+            raise _CannotVectorize(f"{what} under a vector condition")
 
     # ---- expressions --------------------------------------------------------------------------
     def visit_Var(self, v: E.Var) -> E.PrimExpr:
@@ -132,18 +151,21 @@ class _Vectorizer(Mutator):
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
         if e.op == "if_then_else":
             c = self.visit(e.args[0])
-            t, f = self.visit(e.args[1]), self.visit(e.args[2])
             if _lanes(c) == 1:
+                t, f = self.visit(e.args[1]), self.visit(e.args[2])
                 if _lanes(t) == 1 and _lanes(f) == 1:
                     return E.Call(e.dtype, e.op, [c, t, f])
                 vt = _bcast(t, self.lanes)
                 return E.Call(vt.dtype, e.op, [c, vt, _bcast(f, self.lanes)])
-            if _has_load(e.args[1]) or _has_load(e.args[2]):
-                raise _CannotVectorize("if_then_else with a vector condition guards a load")
+            # both branches computed on all lanes; their loads are masked by the condition
+            t = self._under(c, self.visit, e.args[1])
+            f = self._under(E.Not(c), self.visit, e.args[2])
             return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
         if e.op not in _ELEMENTWISE:
             raise _CannotVectorize(f"call {e.op} has no vector form")
         args = [self.visit(a) for a in e.args]
+        if e.op == "likely" and _lanes(args[0]) != 1:
+            return args[0]  # a branch hint has no meaning per lane
         if all(_lanes(a) == 1 for a in args):
             return e if all(a is b for a, b in zip(args, e.args)) else E.Call(e.dtype, e.op, args)
         args = [_bcast(a, self.lanes) for a in args]
@@ -173,6 +195,10 @@ class _Vectorizer(Mutator):
         if e.predicate is not None:
             raise _CannotVectorize("predicated load")
         idx = self._index(e.buffer, e.indices, False)
+        if self.pred is not None:
+            if _lanes(idx) == 1:
+                raise _CannotVectorize("scalar load under a vector condition")
+            return E.BufferLoad(e.buffer, (idx,), self.pred)
         if idx is e.indices[0]:
             return e
         return E.BufferLoad(e.buffer, (idx,))
@@ -188,9 +214,12 @@ class _Vectorizer(Mutator):
                 raise _CannotVectorize("vector value stored to one address (reduction)")
             if _has_load(val):
                 raise _CannotVectorize("loop-invariant store that reads memory")
+            self._no_pred("scalar store")
         else:
             val = _bcast(val, self.lanes)
         self.written[id(s.buffer.data)] = s.buffer.name
+        if self.pred is not None:
+            return S.BufferStore(s.buffer, val, (idx,), self.pred)
         if idx is s.indices[0] and val is s.value:
             return s
         return S.BufferStore(s.buffer, val, (idx,))
@@ -202,12 +231,22 @@ class _Vectorizer(Mutator):
         return v
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
-        c = self._scalar(s.condition, "if condition")
-        t = self.visit(s.then_case)
-        f = self.visit(s.else_case) if s.else_case is not None else None
-        return S.IfThenElse(c, t, f)
+        c = self.visit(s.condition)
+        if _lanes(c) == 1:
+            t = self.visit(s.then_case)
+            f = self.visit(s.else_case) if s.else_case is not None else None
+            return S.IfThenElse(c, t, f)
+        # a vector condition: both branches become predicated stores. The condition is
+        # re-evaluated by each store, so it must not read memory (the stores could change it).
+        if _has_load(c):
+            raise _CannotVectorize("vector if condition reads memory")
+        t = self._under(c, self.visit, s.then_case)
+        if s.else_case is None:
+            return t
+        return S.seq(t, self._under(E.Not(c), self.visit, s.else_case))
 
     def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        self._no_pred("let")
         v = self.visit(s.value)
         if _lanes(v) != 1:
             nv = E.Var(s.var.name, v.dtype)
@@ -216,6 +255,7 @@ class _Vectorizer(Mutator):
         return S.LetStmt(s.var, v, self.visit(s.body))
 
     def visit_For(self, f: S.For) -> S.Stmt:
+        self._no_pred("inner loop")
         if f.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
             raise _CannotVectorize(f"inner {f.kind.name} loop")
         mn = self._scalar(f.min, "inner loop bound")
@@ -223,10 +263,12 @@ class _Vectorizer(Mutator):
         return f.replace(min=mn, extent=ext, body=self.visit(f.body))
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
+        self._no_pred("attribute")
         v = self._scalar(s.value, "attribute value")
         return S.AttrStmt(s.node, s.attr_key, v, self.visit(s.body))
 
     def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        self._no_pred("assert")
         c = self._scalar(s.condition, "assert condition")
         return S.AssertStmt(c, s.message, self.visit(s.body))
 
