@@ -653,3 +653,37 @@ def test_unknown_intrinsic_is_a_clear_error():
     body = S.BufferStore(A, E.Call("float32", "no_such_op", [A[0]]), [0])
     with pytest.raises(CodegenError, match="no_such_op"):
         emit_llvm_ir([func("bad", [A], body)])
+
+
+def test_external_llvm_micro_kernel_linked_through_imports():
+    """A hand-written LLVM IR micro-kernel (as tensorize would call) compiled with compile_ir and
+    linked into the module through ``imports``."""
+    from tvmpy.codegen.llvm import build, compile_ir
+    from tvmpy.runtime.module import Module
+
+    kernel = """
+define i32 @axpy8(ptr %y, ptr %x, float %a) {
+  %xv = load <8 x float>, ptr %x, align 4
+  %yv = load <8 x float>, ptr %y, align 4
+  %ai = insertelement <8 x float> poison, float %a, i64 0
+  %av = shufflevector <8 x float> %ai, <8 x float> poison, <8 x i32> zeroinitializer
+  %p = fmul <8 x float> %av, %xv
+  %s = fadd <8 x float> %p, %yv
+  store <8 x float> %s, ptr %y, align 4
+  ret i32 0
+}
+"""
+    micro = Module.from_objects([compile_ir(kernel)], [])
+    X, Y = buf("X", 24), buf("Y", 24)
+    i = E.Var("i")
+    call = op.call_extern("int32", "axpy8", Y.access_ptr("rw", offset=i * 8),
+                          X.access_ptr("r", offset=i * 8), E.const(2.5, "float32"))
+    f = func("tens", [X, Y], S.For(i, 0, 3, S.ForKind.SERIAL, S.Evaluate(call)))
+    m = build([f], "llvm", imports=[micro])
+    import tvmpy as tvm
+
+    x = np.random.default_rng(0).standard_normal(24).astype("float32")
+    y = np.random.default_rng(1).standard_normal(24).astype("float32")
+    yt = tvm.nd.array(y)
+    m(tvm.nd.array(x), yt)
+    np.testing.assert_allclose(yt.numpy(), y + 2.5 * x, rtol=1e-6)

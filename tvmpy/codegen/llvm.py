@@ -140,14 +140,24 @@ def _optimize(ir_text: str, tm) -> Any:
         mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
         mod.verify()
     except RuntimeError as err:
-        numbered = "\n".join(f"{i + 1:5d} {line}" for i, line in enumerate(ir_text.splitlines()))
         raise CodegenError(f"generated LLVM IR is invalid (a tvmpy codegen bug): {err}\n"
-                           f"{numbered}") from None
+                           f"{_excerpt(ir_text, str(err))}") from None
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     return mod
+
+
+def _excerpt(ir_text: str, err: str, context: int = 12) -> str:
+    """The numbered lines of ``ir_text`` around the line an LLVM error message points at."""
+    import re
+
+    lines = ir_text.splitlines()
+    m = re.search(r"<string>:(\d+):", err)
+    center = int(m.group(1)) - 1 if m else 0
+    lo, hi = (max(0, center - context), center + context + 1) if m else (0, 2 * context)
+    return "\n".join(f"{i + 1:5d} {lines[i]}" for i in range(lo, min(hi, len(lines))))
 
 
 def emit_llvm_ir(funcs: Sequence[PrimFunc], target: Any = None, optimized: bool = False) -> str:
@@ -194,16 +204,25 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     tm, triple, cpu, features = _target_machine(tgt)
     cg = _generate(funcs, tm, triple, cpu, features)
     text = cg.text()
+    from .. import config
+
+    if config.get("DEBUG") >= 4:
+        print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm))
     return Compiled(obj, text, _link_libs(cg))
 
 
-def build(funcs: Sequence[PrimFunc], target: Any = None):
-    """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library)."""
+def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = ()):
+    """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library).
+
+    The objects of registered external kernels the functions call (tvmpy.contrib.extern_link)
+    and ``imports`` (runtime Modules, e.g. an LLVM micro-kernel built with
+    ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library."""
     from ..contrib.extern_link import extern_modules
     from ..runtime.module import Module
 
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
     return Module.from_objects([c.object], funcs, link_libs=c.link_libs, type_key="llvm",
-                               sources={"ll": c.ir}, imports=extern_modules(funcs))
+                               sources={"ll": c.ir},
+                               imports=extern_modules(funcs) + list(imports))
