@@ -109,3 +109,14 @@ def test_nonlinear_guard_left_alone():
     g = LoopPartition(f)
     assert g is f
     assert_same(f, Simplify(g))
+
+
+def test_guard_reading_memory_not_partitioned():
+    # the bound A[0] changes inside the loop: no fixed split point exists
+    A = tir.decl_buffer((1,), "int32", "A")
+    B = tir.decl_buffer((8,), "int32", "B")
+    i = E.Var("i")
+    body = loop(i, 8, tir.IfThenElse(tir.likely(i < A[0]), tir.seq(
+        tir.BufferStore(B, i, [i]), tir.BufferStore(A, A[0] - 1, [0]))))
+    f = func([A, B], body)
+    assert LoopPartition(f) is f

@@ -89,3 +89,14 @@ def test_symbolic_extent_and_flattened_indices():
                 A[i * 4 + j] = A[i * 4 + j] + 1.0f
     """)
     assert_same(f, g, {"n": 5})
+
+
+def test_let_of_a_load_is_not_moved_past_a_store():
+    A = tir.decl_buffer((2,), "int32", "A")
+    t = E.Var("t")
+    body = tir.LetStmt(t, A[0], tir.seq(tir.BufferStore(A, 5, [0]),
+                                        tir.BufferStore(A, t + 1, [1])))
+    f = func([A], body)
+    g = Simplify(f)
+    assert "t: int32 = A[0]" in str(g)
+    assert_same(f, g)
