@@ -251,3 +251,16 @@ def test_inlined_argument_rejected():
     s[B].compute_inline()
     with pytest.raises(ValueError, match="cannot be compute_inline"):
         schedule_to_primfunc(s, [A, B, E])
+
+
+def test_rfactor_and_cache_write_after_compute_at_into_the_stage():
+    A = te.placeholder((4, 6), name="A")
+    B = te.compute((4, 6), lambda i, j: A[i, j] * 2.0, name="B")
+    k = te.reduce_axis((0, 6), name="k")
+    C = te.compute((4,), lambda i: te.sum(B[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(ValueError, match="rfactor: stage B is computed at a loop of C"):
+        s.rfactor(C, k)
+    with pytest.raises(ValueError, match="cache_write: stage B is computed at a loop of C"):
+        s.cache_write(C, "local")

@@ -62,6 +62,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
     st._leaf_index(axis, "rfactor")
     if axis.iter_type != IterVar.CommReduce:
         raise ValueError(f"rfactor: {axis.var.name} is not a reduction axis of {op.name}")
+    sch._check_nothing_attached(st, "rfactor")
     touched = _touched(st, axis)
     for iv in op.axis:
         if id(iv) in touched:

@@ -450,6 +450,12 @@ class Schedule:
                     vmap[(id(st.op), k)] = new.output(k)
                 self._set_op(st, new)
 
+    def _check_nothing_attached(self, st: Stage, what: str) -> None:
+        for other in self.stages:
+            if other.attach_type == SCOPE and other.attach_stage is st:
+                raise ValueError(f"{what}: stage {other.op.name} is computed at a loop of {st.op.name}, "
+                                 f"whose loops {what} replaces; call {what} before compute_at into it")
+
     def _set_op(self, st: Stage, op: Operation) -> None:
         st.op = op
         self.stage_map[op] = st
@@ -505,6 +511,7 @@ class Schedule:
         if st.relations or st.iter_var_attrs or st.attach_type != ROOT:
             raise ValueError(f"cache_write: stage {op.name} is already scheduled; call cache_write "
                              "before split/fuse/compute_at/annotations of that stage")
+        self._check_nothing_attached(st, "cache_write")
         # the cache op: same computation on fresh axes
         vsub: dict[Var, Any] = {}
         new_axis = []
