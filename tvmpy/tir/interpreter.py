@@ -508,7 +508,7 @@ class _Compiler:
         acc = _Access(self, load.buffer, load.indices, None, load.dtype)
 
         def addr(env: Env) -> Any:
-            m, a = acc.memory(env), _to_int(acc.address(env))
+            m, a = acc.memory(env), _to_int(acc.address(env, check=True))
             acc.check_scalar(env, a, m)
             return m[a:]
 
@@ -663,6 +663,19 @@ class _Compiler:
 
 
 # ---------------------------------------------------------------------------------------------
+def _strides(buf: Buffer) -> list[Any]:
+    """The buffer's strides, as Python ints where the shape is constant."""
+    if buf.strides:
+        return list(buf.strides)
+    if all(isinstance(x, E.IntImm) for x in buf.shape):
+        out, acc = [], 1
+        for x in reversed(buf.shape):
+            out.append(E.const(acc, x.dtype))
+            acc *= x.value
+        return out[::-1]
+    return list(buf.compact_strides())
+
+
 def _const_or_fn(comp: _Compiler, e: Any) -> Any:
     return e.value if isinstance(e, E.IntImm) else comp.expr(e)
 
@@ -683,33 +696,11 @@ class _Access:
             raise IndexError(f"buffer {buf.name} has {len(buf.shape)} dimensions but is accessed "
                              f"with {len(indices)} indices")
         self.idx = [(comp.expr(i), dt.lanes_of(i.dtype) > 1) for i in indices]
-        self.shape = [comp.expr(x) for x in buf.shape]
-        self.strides = [comp.expr(x) for x in buf.compact_strides()] if len(indices) != 1 or \
-            buf.strides else None
-        self.offset = None if E.is_const_int(buf.elem_offset, 0) else comp.expr(buf.elem_offset)
         self.pred = comp.expr(predicate) if predicate is not None else None
-        # scalar fast path: (index fn, extent, stride) with constants pre-evaluated
-        strides = buf.compact_strides()
-        self.dims = [(fn, _const_or_fn(comp, n), _const_or_fn(comp, st))
-                     for (fn, _), n, st in zip(self.idx, buf.shape, strides)]
-        self.off_const = 0 if self.offset is None else None
-
-    def scalar_address(self, env: Env) -> int | None:
-        """The checked flat address when every index is a scalar; None otherwise."""
-        a = self.off_const
-        if a is None:
-            a = _to_int(self.offset(env))
-        for d, (fn, n, st) in enumerate(self.dims):
-            i = fn(env)
-            if i.__class__ is np.ndarray:
-                return None
-            if n.__class__ is not int:
-                n = _to_int(n(env))
-            if not 0 <= i < n:
-                raise IndexError(f"buffer {self.name}: index {i} out of range [0, {n}) in "
-                                 f"dimension {d}")
-            a += int(i) * (st if st.__class__ is int else _to_int(st(env)))
-        return a
+        # per dimension: (index fn, index is vector-typed, extent, stride); constants as ints
+        self.dims = [(fn, is_vec, _const_or_fn(comp, n), _const_or_fn(comp, st))
+                     for (fn, is_vec), n, st in zip(self.idx, buf.shape, _strides(buf))]
+        self.offset = _const_or_fn(comp, buf.elem_offset)
 
     # ---- memory & addresses --------------------------------------------------------------------
     def memory(self, env: Env) -> np.ndarray:
@@ -726,45 +717,41 @@ class _Access:
                                 f"{self.npd}: sizes do not divide") from err
         return m
 
-    def indices(self, env: Env) -> list:
-        out = []
-        for fn, is_vec in self.idx:
-            v = fn(env)
-            out.append(_lift(v, is_vec, self.vec) if _is_batch(v) else v)
-        return out
-
-    def address(self, env: Env, idx: list | None = None) -> Any:
-        """The flat element address (Python int, or int64 array for vectors / batches)."""
-        if idx is None:
-            idx = self.indices(env)
-        if all(not _is_batch(i) for i in idx):
-            a = 0 if self.offset is None else int(self.offset(env))
-            if self.strides is None:
-                return a + int(idx[0])
-            for i, st in zip(idx, self.strides):
-                a += int(i) * int(st(env))
-            return a
-        a = np.int64(0) if self.offset is None else np.int64(_to_int(self.offset(env)))
-        if self.strides is None:
-            return a + np.asarray(idx[0], dtype=np.int64)
-        for i, st in zip(idx, self.strides):
-            a = a + np.asarray(i, dtype=np.int64) * _to_int(st(env))
+    def address(self, env: Env, mask: Any = None, check: bool = False) -> Any:
+        """The flat element address: a Python int, or an int64 array for vector / batched
+        indices. ``check``: raise IndexError for an index outside its dimension in an active
+        lane (``mask``: active lanes, None = all)."""
+        a = self.offset if self.offset.__class__ is int else _to_int(self.offset(env))
+        for d, (fn, is_vec, n, st) in enumerate(self.dims):
+            i = fn(env)
+            if n.__class__ is not int:
+                n = _to_int(n(env))
+            if st.__class__ is not int:
+                st = _to_int(st(env))
+            if i.__class__ is np.ndarray and i.ndim:
+                if self.vec and not is_vec:
+                    i = i[:, None]
+                if check:
+                    if mask is None:
+                        bad = i.min() < 0 or i.max() >= n
+                    else:
+                        bad = bool(np.any(((i < 0) | (i >= n)) & mask))
+                    if bad:
+                        live = np.broadcast_to(i, np.broadcast_shapes(i.shape, np.shape(mask)))
+                        if mask is not None:
+                            live = live[np.broadcast_to(mask, live.shape)]
+                        first = live[(live < 0) | (live >= n)].flat[0]
+                        self._dim_error(first, n, d)
+                i = i.astype(np.int64)
+                a = a + (i if st == 1 else i * st)
+            else:
+                if check and not 0 <= i < n:
+                    self._dim_error(i, n, d)
+                a = a + int(i) * st
         return a
 
-    def _check_dims(self, env: Env, idx: list, mask: Any) -> None:
-        for d, (i, ext) in enumerate(zip(idx, self.shape)):
-            n = _to_int(ext(env))
-            if _is_batch(i) or mask is not None:
-                bad = (np.asarray(i) < 0) | (np.asarray(i) >= n)
-                if mask is not None:
-                    bad = bad & mask
-                if np.any(bad):
-                    first = np.broadcast_to(np.asarray(i), np.shape(bad))[bad].flat[0]
-                    raise IndexError(f"buffer {self.name}: index {first} out of range [0, {n}) in "
-                                     f"dimension {d}")
-            elif not 0 <= i < n:
-                raise IndexError(f"buffer {self.name}: index {i} out of range [0, {n}) in "
-                                 f"dimension {d}")
+    def _dim_error(self, i: Any, n: int, d: int) -> None:
+        raise IndexError(f"buffer {self.name}: index {i} out of range [0, {n}) in dimension {d}")
 
     def check_scalar(self, env: Env, a: int, m: np.ndarray) -> None:
         if not 0 <= a < m.size:
@@ -779,75 +766,78 @@ class _Access:
         return mask
 
     def _prepare(self, env: Env) -> tuple:
-        """Memory, address, active mask (broadcast to the address shape, or None)."""
+        """Memory, checked address (None when no lane is active), active mask broadcast to the
+        address shape (None: all active)."""
         m = self.memory(env)
         mask = self._active(env)
-        idx = self.indices(env)
-        if mask is not None and not np.any(mask):
-            return m, None, False
-        self._check_dims(env, idx, mask if mask is not None and np.ndim(mask) else None)
-        a = self.address(env, idx)
         if mask is not None:
-            if np.ndim(a) == 0 and np.ndim(mask) > 0:
-                mask = None  # one scalar address, some lane active
-            else:
-                mask = np.broadcast_to(mask, np.shape(a))
-        if np.ndim(a) == 0:
-            self.check_scalar(env, int(a), m)
+            if not np.any(mask):
+                return m, None, None
+            if np.ndim(mask) == 0:
+                mask = None
+        a = self.address(env, mask, check=True)
+        if a.__class__ is int:
+            self.check_scalar(env, a, m)
+            return m, a, None
+        if mask is not None:
+            mask = np.broadcast_to(mask, a.shape)
+            live = a[mask]
         else:
-            live = a if mask is None else a[mask]
-            if live.size and (live.min() < 0 or live.max() >= m.size):
-                bad = live[(live < 0) | (live >= m.size)][0]
-                raise IndexError(f"buffer {self.name}: address {bad} outside its memory of "
-                                 f"{m.size} elements")
+            live = a
+        if live.size and (live.min() < 0 or live.max() >= m.size):
+            bad = live[(live < 0) | (live >= m.size)][0]
+            raise IndexError(f"buffer {self.name}: address {bad} outside its memory of "
+                             f"{m.size} elements")
         return m, a, mask
+
+    def _unmasked(self, env: Env) -> tuple[np.ndarray, Any]:
+        """Memory and checked address when no mask or predicate applies (the common case)."""
+        a = self.address(env, None, True)
+        m = self.memory(env)
+        if a.__class__ is int:
+            if not 0 <= a < m.size:
+                self.check_scalar(env, a, m)
+        elif a.size and (a.min() < 0 or a.max() >= m.size):
+            bad = a[(a < 0) | (a >= m.size)].flat[0]
+            raise IndexError(f"buffer {self.name}: address {bad} outside its memory of "
+                             f"{m.size} elements")
+        return m, a
 
     def load(self, env: Env) -> Any:
         if self.pred is None and _MASK not in env:
-            a = self.scalar_address(env)
-            if a is not None:
-                m = self.memory(env)
-                if a >= m.size:
-                    self.check_scalar(env, a, m)
-                return m[a]
+            m, a = self._unmasked(env)
+            return m[a]
         m, a, mask = self._prepare(env)
         if a is None:  # no active lane: the value is never used
-            return self._zeros(env)
+            shape = np.shape(self.address(env))
+            return np.zeros(shape, dtype=self.npd) if shape else self.npd.type(0)
         if mask is None:
             return m[a]
-        out = np.zeros(np.shape(a), dtype=self.npd)
+        out = np.zeros(a.shape, dtype=self.npd)
         out[mask] = m[a[mask]]
         return out
 
-    def _zeros(self, env: Env) -> Any:
-        shape = np.shape(self.address(env)) if self.idx else ()
-        return np.zeros(shape, dtype=self.npd) if shape else self.npd.type(0)
-
     def store(self, env: Env, value: Any) -> None:
         if self.pred is None and _MASK not in env:
-            a = self.scalar_address(env)
-            if a is not None:
-                m = self.memory(env)
-                if a >= m.size:
-                    self.check_scalar(env, a, m)
-                if np.ndim(value) != 0:
-                    raise ValueError(f"store into {self.name}: a vector value to a scalar address")
-                m[a] = value
-                return
-        m, a, mask = self._prepare(env)
+            m, a = self._unmasked(env)
+            mask = None
+        else:
+            m, a, mask = self._prepare(env)
         if a is None:
             return
-        if np.ndim(a) == 0:
+        if a.__class__ is int:
             if np.ndim(value) != 0:
                 raise ValueError(f"store into {self.name}: a vector value to a scalar address")
             m[a] = value
             return
-        value = np.broadcast_to(_lift(value, self.vec, self.vec), np.shape(a)) \
-            if np.ndim(value) else value
-        if mask is None:
-            m[a] = value
+        if np.ndim(value):
+            value = np.broadcast_to(value, a.shape)
+            if mask is None:
+                m[a] = value
+            else:
+                m[a[mask]] = value[mask]
         else:
-            m[a[mask]] = value[mask] if np.ndim(value) else value
+            m[a if mask is None else a[mask]] = value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -865,6 +855,7 @@ class _FastLoop:
     def __init__(self) -> None:
         self.checks: list[tuple[int, _Access]] = []
         self.reduce: tuple | None = None
+        self.static = False  # disjointness proved once, from the index expressions
 
     @staticmethod
     def analyse(comp: _Compiler, loop: S.For) -> _FastLoop | None:
@@ -919,6 +910,8 @@ class _FastLoop:
                                                              else acc.value.dtype)))
         if fast.checks is None and fast.reduce is None:
             return None
+        if fast.checks is not None:
+            fast.static = _statically_disjoint([*stores, *loads], written, loop.loop_var)
         return fast
 
     def disjoint(self, env: Env, n: int) -> bool:
@@ -963,7 +956,7 @@ class _FastLoop:
                 return
             env[k] = np.arange(lo, lo + n, dtype=npd)
             try:
-                ok = self.disjoint(env, n)
+                ok = self.static or self.disjoint(env, n)
             except (_Unbound, ArithmeticError, IndexError, TypeError, ValueError):
                 ok = False  # e.g. an index only valid under a guard: run serially
             if ok:
@@ -984,6 +977,53 @@ class _FastLoop:
         out = ufunc.accumulate(seq, axis=0, dtype=elem)[-1]
         env[self.var] = np.asarray(lo + n - 1, dtype=self.npd)[()]
         acc.store(env, out if np.ndim(out) else elem.type(out))
+
+
+def _affine_coeff(e: Any, var: E.Var) -> int | None:
+    """The coefficient of ``var`` in ``e`` when ``e`` is affine in it (other variables count as
+    constants), else None."""
+    if isinstance(e, E.Var):
+        return 1 if e is var else 0
+    if isinstance(e, (E.IntImm, E.FloatImm)):
+        return 0
+    if isinstance(e, (E.Add, E.Sub)):
+        a, b = _affine_coeff(e.a, var), _affine_coeff(e.b, var)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(e, E.Add) else a - b
+    if isinstance(e, E.Mul):
+        a, b = _affine_coeff(e.a, var), _affine_coeff(e.b, var)
+        if a is None or b is None:
+            return None
+        if a and b:
+            return None
+        if a:
+            return a * e.b.value if isinstance(e.b, E.IntImm) else None
+        if b:
+            return b * e.a.value if isinstance(e.a, E.IntImm) else None
+        return 0
+    return None if _contains(e, lambda n: n is var) else 0
+
+
+def _statically_disjoint(accesses: list, written: set[int], var: E.Var) -> bool:
+    """Every written buffer is accessed at one scalar index tuple (the same expressions in every
+    load and store) that moves with ``var`` in some dimension: iterations touch distinct
+    elements (in-bounds indices are checked at every access)."""
+    by_buf: dict[int, list] = {}
+    for acc in accesses:
+        if id(acc.buffer.data) in written:
+            by_buf.setdefault(id(acc.buffer.data), []).append(acc)
+    for accs in by_buf.values():
+        first = accs[0]
+        if any(dt.lanes_of(i.dtype) != 1 for i in first.indices):
+            return False
+        for acc in accs[1:]:
+            if acc.buffer is not first.buffer or not structural_equal(
+                    list(acc.indices), list(first.indices)):
+                return False
+        if not any(_affine_coeff(i, var) for i in first.indices):
+            return False
+    return True
 
 
 def _contains(node: Any, pred: Callable[[Any], bool]) -> bool:
