@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from evaluator import Undefined, evaluate
+from arith_eval import Undefined, evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

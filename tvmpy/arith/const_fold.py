@@ -138,7 +138,8 @@ def fold_binary(cls: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
     if isinstance(a, E.FloatImm) and isinstance(b, E.FloatImm):
         if issubclass(cls, E.CmpOp):
             return E.IntImm("bool", _cmp(cls, a.value, b.value))
-        r = _float_op(cls, a.value, b.value)
+        # operands rounded to the dtype first (a FloatImm may hold more precision than its type)
+        r = _float_op(cls, round_float(a.value, a.dtype), round_float(b.value, b.dtype))
         if r is None:
             return None
         try:

@@ -249,7 +249,15 @@ class Simplifier(Mutator):
 
     def _symbolic_divmod(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
         """Division by a symbolic monomial ``d`` (e.g. a symbolic extent after fuse):
-        ``floordiv(d*q + r, d) = q + floordiv(r, d)``, and ``r`` itself when ``0 <= r < d``."""
+        ``floordiv(d*q + r, d) = q + floordiv(r, d)``, and ``q`` (or ``q - 1``) when ``r`` is
+        within ``[0, d)`` (or ``[-d, 0)``). A non-negative ``d`` is >= 1 where the division is
+        defined, which the proofs may assume."""
+        if self.bound(b)[0] == 0 and _is_index(b.dtype):
+            with self.an.constraint_scope(E.GE(b, E.IntImm(b.dtype, 1))):
+                return self._symbolic_divmod_impl(e, a, b)
+        return self._symbolic_divmod_impl(e, a, b)
+
+    def _symbolic_divmod_impl(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
         sd = self._sum(b)
         if sd.const != 0 or len(sd.terms) != 1:
             return None
@@ -283,11 +291,16 @@ class Simplifier(Mutator):
                     q.const += c
             else:
                 r.add_mono(atoms, c)
-        in_range = d_pos and self.prove_nonpos(r.scaled(-1)) and self.prove_lt(self._canon(r.copy()), b)
-        if in_range:
-            return self._canon(q) if is_div else self._canon(r)
-        if q.is_const() and q.const == 0:
-            return None
+        if d_pos and self.prove_nonpos(r.scaled(-1)) and self.prove_lt(self._canon(r.copy()), b):
+            return self._canon(q) if is_div else self._canon(r)  # 0 <= r < d
+        if d_pos and self.prove_lt(self._canon(r.copy()), _zero(b.dtype)) and self.prove_le(
+                self._canon(Sum.atom(b).scaled(-1)), self._canon(r.copy())):
+            if is_div:  # -d <= r < 0
+                q.const -= 1
+                return self._canon(q)
+            return self._canon(r.iadd(Sum.atom(b)))
+        if not q.terms:
+            return None  # nothing gained by splitting off a constant
         rest_e = self._canon(r)
         if is_div:
             return self._canon(q.iadd(Sum.atom(E.FloorDiv(rest_e, b))))

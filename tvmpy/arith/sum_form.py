@@ -292,6 +292,8 @@ def merge_splits(s: Sum, reparse) -> bool:
     (and a full split ``split(x, 1, inf)`` into ``x`` itself, read back with ``reparse``).
     Mutates ``s``; returns whether anything changed."""
     changed = _merge_symbolic(s, reparse)
+    changed |= _merge_minmax(s, reparse)
+    changed |= _merge_sub_floordiv(s, reparse)
     groups: dict[tuple, list] = {}
     for k, (c, atoms) in s.terms.items():
         if len(atoms) != 1:
@@ -354,5 +356,54 @@ def _merge_symbolic(s: Sum, reparse) -> bool:
         s.add_mono(pair, -c)
         s.add_mono((m,), -c)
         s.iadd(reparse(m.a), c)
+        changed = True
+    return changed
+
+
+def _merge_minmax(s: Sum, reparse) -> bool:
+    """``c * min(a, b) + c * max(a, b)`` -> ``c * (a + b)``."""
+    mins = {}
+    for k, (c, atoms) in s.terms.items():
+        if len(atoms) == 1 and isinstance(atoms[0], E.Min):
+            m = atoms[0]
+            mins[frozenset((skey(m.a), skey(m.b)))] = (k, c, m)
+    if not mins:
+        return False
+    changed = False
+    for k, (c, atoms) in list(s.terms.items()):
+        if len(atoms) != 1 or not isinstance(atoms[0], E.Max) or k not in s.terms:
+            continue
+        mx = atoms[0]
+        hit = mins.get(frozenset((skey(mx.a), skey(mx.b))))
+        if hit is None or hit[1] != c or hit[0] not in s.terms:
+            continue
+        del s.terms[k]
+        del s.terms[hit[0]]
+        s.iadd(reparse(mx.a), c)
+        s.iadd(reparse(mx.b), c)
+        changed = True
+    return changed
+
+
+def _merge_sub_floordiv(s: Sum, reparse) -> bool:
+    """``c * x - c * k * floordiv(x, k)`` -> ``c * floormod(x, k)`` when every term of ``c * x``
+    appears in the sum (so the rewrite removes terms)."""
+    changed = False
+    for k, (coeff, atoms) in list(s.terms.items()):
+        if len(atoms) != 1 or k not in s.terms:
+            continue
+        info = split_info(atoms[0])
+        if info is None:
+            continue
+        mode, inner, lo, up = info
+        if up != INF or lo == 1 or coeff % lo != 0:
+            continue
+        c = -coeff // lo
+        xs = reparse(inner)
+        if not xs.terms or any(s.coeff_of(a) != c * ca for ca, a in xs.items()):
+            continue
+        del s.terms[k]
+        s.iadd(xs, -c)
+        s.add_mono((make_split(mode, inner, 1, lo),), c)
         changed = True
     return changed
