@@ -9,3 +9,12 @@ from .function import PrimFunc  # noqa: F401
 from .functor import Visitor, Mutator, post_order_visit, substitute  # noqa: F401
 from .op import *  # noqa: F401,F403
 from .op import abs, min, max, round, pow, all, any  # noqa: F401,A004
+
+
+def __getattr__(name: str):
+    # passes, pipeline, analysis and interpreter load on first use (``tvm.tir.transform.X``)
+    if name in ("transform", "pipeline", "analysis", "interpreter"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tvmpy.tir' has no attribute {name!r}")
