@@ -2,8 +2,8 @@
 
 ``check(s, args, ref, sizes={n: 13})`` draws random inputs for the placeholder args, computes the
 expected outputs with ``ref(*inputs)`` and runs the schedule through every backend that exists:
-the loop-IR interpreter on the schedule-lowering output (IR form 1, always), and the LLVM build
-(``tvm.build(..., "llvm")``) when that backend is available in the tree.
+the loop-IR interpreter on the schedule-lowering output (IR form 1, always), and the LLVM and C
+builds (``tvm.build(..., "llvm")`` / ``"c"``) when those backends are available in the tree.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from tvmpy.tir.functor import substitute
 from tvmpy.tir.interpreter import run as interp_run
 
 
-def _llvm_available() -> bool:
+def _backend_available(target: str) -> bool:
     return all(importlib.util.find_spec(m) is not None
-               for m in ("tvmpy.tir.pipeline", "tvmpy.codegen.llvm", "tvmpy.runtime.ndarray"))
+               for m in ("tvmpy.tir.pipeline", f"tvmpy.codegen.{target}", "tvmpy.runtime.ndarray"))
 
 
 def _shape(t, sizes):
@@ -38,7 +38,7 @@ def _shape(t, sizes):
     return out
 
 
-def check(s, args, ref, sizes=None, rtol=1e-4, atol=1e-5, seed=0, backends=("interp", "llvm"),
+def check(s, args, ref, sizes=None, rtol=1e-4, atol=1e-5, seed=0, backends=("interp", "llvm", "c"),
           int_range=(-5, 6)):
     """Run ``s`` on random inputs and compare each output arg with ``ref``'s result."""
     sizes = sizes or {}
@@ -63,12 +63,13 @@ def check(s, args, ref, sizes=None, rtol=1e-4, atol=1e-5, seed=0, backends=("int
         arrays = _arrays(args, inputs, in_np, outputs, sizes)
         interp_run(func, arrays)
         results["interp"] = [arrays[args.index(t)] for t in outputs]
-    if "llvm" in backends and _llvm_available():
-        f = tvm.build(s, args, target="llvm")
-        arrays = _arrays(args, inputs, in_np, outputs, sizes)
-        nds = [tvm.nd.array(a) if isinstance(a, np.ndarray) else a for a in arrays]
-        f(*nds)
-        results["llvm"] = [nds[args.index(t)].numpy() for t in outputs]
+    for target in ("llvm", "c"):
+        if target in backends and _backend_available(target):
+            f = tvm.build(s, args, target=target)
+            arrays = _arrays(args, inputs, in_np, outputs, sizes)
+            nds = [tvm.nd.array(a) if isinstance(a, np.ndarray) else a for a in arrays]
+            f(*nds)
+            results[target] = [nds[args.index(t)].numpy() for t in outputs]
     for name, outs in results.items():
         for t, got, exp in zip(outputs, outs, expected):
             np.testing.assert_allclose(got, exp, rtol=rtol, atol=atol,

@@ -1,0 +1,121 @@
+"""Bound inference: the range of every loop, through split/fuse relations and compute_at."""
+
+from __future__ import annotations
+
+from tvmpy import te, tir
+from tvmpy.ir.node import structural_equal
+from tvmpy.te._arith import simplify
+from tvmpy.te.bound import ScheduleView, infer_bound
+
+
+def _ext(b, iv):
+    e = simplify(b.ranges[iv].extent)
+    return e.value if isinstance(e, tir.IntImm) else e
+
+
+def _bounds(s, args=()):
+    view = ScheduleView(s)
+    return infer_bound(view, [view.stage_of(t) for t in args])
+
+
+def test_split_and_fuse_ranges():
+    A = te.placeholder((10, 6), name="A")
+    B = te.compute((10, 6), lambda i, j: A[i, j], name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].reorder(xo, B.op.axis[1], xi)
+    jo, ji = s[B].split(B.op.axis[1], nparts=4)
+    f = s[B].fuse(jo, ji)
+    b = _bounds(s)
+    assert (_ext(b, xo), _ext(b, xi)) == (3, 4)
+    assert (_ext(b, jo), _ext(b, ji), _ext(b, f)) == (4, 2, 8)
+
+
+def test_compute_at_region_is_what_the_consumer_reads():
+    A = te.placeholder((20,), name="A")
+    B = te.compute((20,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((16,), lambda i: B[i] + B[i + 4], name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[B].compute_at(s[C], xo)
+    b = _bounds(s)
+    r = b.ranges[B.op.axis[0]]
+    assert _ext(b, B.op.axis[0]) == 8
+    # the region starts at xo * 4: it moves with the enclosing loop
+    assert structural_equal(simplify(r.min - xo.var * 4), tir.const(0))
+
+
+def test_compute_at_inner_loop_gives_single_point():
+    A = te.placeholder((5, 7), name="A")
+    B = te.compute((5, 7), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((5, 7), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[1])
+    b = _bounds(s)
+    assert (_ext(b, B.op.axis[0]), _ext(b, B.op.axis[1])) == (1, 1)
+    s[B].compute_at(s[C], C.op.axis[0])
+    b = _bounds(s)
+    assert (_ext(b, B.op.axis[0]), _ext(b, B.op.axis[1])) == (1, 7)
+
+
+def test_root_stage_covers_union_of_consumers():
+    A = te.placeholder((12,), name="A")
+    B = te.compute((12,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((4,), lambda i: B[i + 1], name="C")
+    D = te.compute((4,), lambda i: B[i + 6] + C[i], name="D")
+    s = te.create_schedule(D.op)
+    b = _bounds(s)
+    r = b.ranges[B.op.axis[0]]
+    assert simplify(r.min).value == 1 and _ext(b, B.op.axis[0]) == 9
+
+
+def test_outputs_and_root_args_cover_their_whole_shape():
+    A = te.placeholder((12,), name="A")
+    B = te.compute((12,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((4,), lambda i: B[i + 1], name="C")
+    s = te.create_schedule(C.op)
+    assert _ext(_bounds(s), B.op.axis[0]) == 4
+    assert _ext(_bounds(s, [A, B, C]), B.op.axis[0]) == 12
+
+
+def test_conv_like_window_through_reduction_loops():
+    A = te.placeholder((12,), name="A")
+    P = te.compute((12,), lambda i: A[i] + 0.0, name="P")
+    r = te.reduce_axis((0, 3), name="r")
+    C = te.compute((10,), lambda i: te.sum(P[i + r], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=5)
+    s[P].compute_at(s[C], xo)
+    assert _ext(_bounds(s), P.op.axis[0]) == 7  # 5 outputs + 3-wide window - 1
+    s[P].compute_at(s[C], r)
+    assert _ext(_bounds(s), P.op.axis[0]) == 1
+
+
+def test_fused_consumer_relaxes_both_parts():
+    A = te.placeholder((4, 6), name="A")
+    B = te.compute((4, 6), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((4, 6), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    f = s[C].fuse(*C.op.axis)
+    fo, fi = s[C].split(f, factor=6)
+    s[B].compute_at(s[C], fo)
+    b = _bounds(s)
+    assert (_ext(b, B.op.axis[0]), _ext(b, B.op.axis[1])) == (1, 6)
+    s2 = te.create_schedule(C.op)
+    f = s2[C].fuse(*C.op.axis)
+    fo, fi = s2[C].split(f, factor=4)
+    s2[B].compute_at(s2[C], fo)
+    b = _bounds(s2)
+    # 4 consecutive fused indices may straddle two rows: rows [f*4//6, (f*4+3)//6], all columns
+    assert _ext(b, B.op.axis[1]) == 6
+
+
+def test_symbolic_extent_split():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i], name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=8)
+    b = _bounds(s)
+    assert _ext(b, xi) == 8
+    assert structural_equal(simplify(b.ranges[xo].extent), simplify((n + 7) // 8))
