@@ -43,11 +43,14 @@ _objects: dict[tuple, bytes] = {}
 
 
 def _check(m: int, n: int, k: int, b_layout: str) -> None:
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 64:
-            raise ValueError(f"gemm micro-kernel: {name} must be an int in [1, 64], got {v!r}")
+    for name, v, hi in (("m", m, 64), ("n", n, 64), ("k", k, 1024)):
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= hi:
+            raise ValueError(f"gemm micro-kernel: {name} must be an int in [1, {hi}], got {v!r}")
     if b_layout not in _LAYOUTS:
         raise ValueError(f"gemm micro-kernel: b_layout must be one of {_LAYOUTS}, got {b_layout!r}")
+    if b_layout == "nk" and n * k > 16384:
+        raise ValueError(f"gemm micro-kernel: the 'nk' kernel copies the {n}x{k} B tile to the "
+                         "stack; keep n * k <= 16384")
 
 
 def gemm_symbols(m: int, n: int, k: int, b_layout: str = "nk") -> dict[str, str]:
@@ -58,13 +61,16 @@ def gemm_symbols(m: int, n: int, k: int, b_layout: str = "nk") -> dict[str, str]
 
 
 def gemm_source(m: int, n: int, k: int, b_layout: str = "nk") -> str:
-    """C source of the three kernels."""
+    """C source of the three kernels (GCC/Clang vector extensions: the C tile lives in vector
+    registers, ``VW`` lanes wide: 16 with AVX-512, 8 with AVX, 4 otherwise, or fewer when that
+    does not divide n)."""
     sym = gemm_symbols(m, n, k, b_layout)
     if b_layout == "kn":
-        load_b = "const float* Bp = B + p * ldb;"
+        b_row = "const float* Bp = B + p * ldb;"
+        transpose = ""
     else:  # copy the n x k tile of B transposed, so the inner loop runs over contiguous j
-        load_b = "const float* Bp = Bt + p * N;"
-    transpose = "" if b_layout == "kn" else """
+        b_row = "const float* Bp = Bt + p * N;"
+        transpose = """
   float Bt[K * N];
   for (int j = 0; j < N; ++j)
     for (int p = 0; p < K; ++p) Bt[p * N + j] = B[j * ldb + p];"""
@@ -73,25 +79,55 @@ def gemm_source(m: int, n: int, k: int, b_layout: str = "nk") -> str:
 #define M {m}
 #define N {n}
 #define K {k}
+#if defined(__AVX512F__)
+#define VWMAX 16
+#elif defined(__AVX__)
+#define VWMAX 8
+#else
+#define VWMAX 4
+#endif
+#if N % 16 == 0 && VWMAX >= 16
+#define VW 16
+#elif N % 8 == 0 && VWMAX >= 8
+#define VW 8
+#elif N % 4 == 0
+#define VW 4
+#elif N % 2 == 0
+#define VW 2
+#else
+#define VW 1
+#endif
+#define NV (N / VW)
+typedef float vf __attribute__((vector_size(VW * sizeof(float))));
+
+static inline vf loadu(const float* p) {{ vf v; __builtin_memcpy(&v, p, sizeof v); return v; }}
+static inline void storeu(float* p, vf v) {{ __builtin_memcpy(p, &v, sizeof v); }}
 
 static inline __attribute__((always_inline)) void
 gemm_tile(float* restrict C, const float* restrict A, const float* restrict B,
           int32_t ldc, int32_t lda, int32_t ldb, int accumulate) {{
-  float acc[M][N];{transpose}
+  vf acc[M][NV];{transpose}
+#pragma GCC unroll 64
   for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) acc[i][j] = accumulate ? C[i * ldc + j] : 0.0f;
-#pragma GCC unroll 4
+#pragma GCC unroll 64
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = accumulate ? loadu(C + i * ldc + v * VW) : (vf){{0}};
   for (int p = 0; p < K; ++p) {{
-    {load_b}
+    {b_row}
+    vf b[NV];
+#pragma GCC unroll 64
+    for (int v = 0; v < NV; ++v) b[v] = loadu(Bp + v * VW);
 #pragma GCC unroll 64
     for (int i = 0; i < M; ++i) {{
       const float a = A[i * lda + p];
 #pragma GCC unroll 64
-      for (int j = 0; j < N; ++j) acc[i][j] += a * Bp[j];
+      for (int v = 0; v < NV; ++v) acc[i][v] += a * b[v];
     }}
   }}
+#pragma GCC unroll 64
   for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) C[i * ldc + j] = acc[i][j];
+#pragma GCC unroll 64
+    for (int v = 0; v < NV; ++v) storeu(C + i * ldc + v * VW, acc[i][v]);
 }}
 
 int32_t {sym["update"]}(float* restrict C, const float* restrict A, const float* restrict B,
