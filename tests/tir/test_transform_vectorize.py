@@ -198,3 +198,24 @@ def test_nested_vectorized_inner_first():
     g = VectorizeLoop(f)
     assert _is_serial_loop(g) and "ramp(i * 8, 1, 8)" in str(g)
     assert_same(f, g)
+
+
+def test_fused_index_divmod_stays_ramp():
+    # bias[f % 16] and rows f // 16 with f = o * 8 + i, i vectorized: no lane crosses 16
+    A = tir.decl_buffer((64,), "float32", "A")
+    bias = tir.decl_buffer((16,), "float32", "bias")
+    R = tir.decl_buffer((4,), "float32", "R")
+    o, i = E.Var("o"), E.Var("i")
+    f_ = o * 8 + i
+    body = loop(o, 8, loop(i, 8, tir.BufferStore(
+        A, A[f_] + bias[f_ % 16] + R[f_ // 16], [f_]), V))
+    f = func([A, bias, R], body)
+    g = VectorizeLoop(f)
+    s = str(g)
+    assert "bias[ramp(o % 2 * 8, 1, 8)]" in s and "broadcast(R[" in s, s
+    assert not lowered_errors(g)
+    assert_same(f, g)
+    # a ramp that crosses a multiple of the divisor is scalarized
+    body2 = loop(o, 8, loop(i, 8, tir.BufferStore(A, bias[(o * 8 + i) % 12], [o * 8 + i]), V))
+    g2 = VectorizeLoop(func([A, bias], body2))
+    assert _is_serial_loop(g2) or isinstance(g2.body.body, tir.For)

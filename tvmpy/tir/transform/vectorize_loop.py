@@ -32,6 +32,7 @@ Dependence check (when valid)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...ir import dtype as dt
@@ -83,8 +84,9 @@ def _has_load(e: Any) -> bool:
 class _Vectorizer(Mutator):
     """Rewrites one loop body for ``lanes`` lanes; raises _CannotVectorize."""
 
-    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int):
+    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int, ana: Any):
         self.lanes = lanes
+        self.ana = ana
         self.vmap: dict[int, E.PrimExpr] = {id(var): E.Ramp(base, E.const(1, base.dtype), lanes)}
         self.accesses: dict[int, list[E.PrimExpr]] = {}
         self.written: dict[int, str] = {}
@@ -127,7 +129,28 @@ class _Vectorizer(Mutator):
             r = _ramp_arith(type(e), a, b)
             if r is not None:
                 return r
+        if isinstance(e, (E.FloorDiv, E.FloorMod)) and isinstance(a, E.Ramp) \
+                and isinstance(b, E.IntImm):
+            r = self._ramp_divmod(type(e), a, b)
+            if r is not None:
+                return r
         return type(e)(_bcast(a, self.lanes), _bcast(b, self.lanes))
+
+    def _ramp_divmod(self, op: type, a: E.Ramp, b: E.IntImm) -> E.PrimExpr | None:
+        """``ramp // c`` and ``ramp % c`` when no lane crosses a multiple of ``c`` (the base's
+        residue modulo ``c`` is known and the ramp fits before the next multiple)."""
+        c = b.value
+        if c <= 0 or not isinstance(a.stride, E.IntImm) or a.stride.value < 0:
+            return None
+        ms = self.ana.modular_set(a.base)
+        # base = coeff * k + r: its residue mod c is r mod g + a multiple of g (g = gcd), so
+        # the largest possible residue is c - g + r mod g
+        g = math.gcd(ms.coeff, c) if ms.coeff else c
+        if ms.base % g + (a.lanes - 1) * a.stride.value >= g:
+            return None
+        if op is E.FloorDiv:
+            return E.Broadcast(E.FloorDiv(a.base, b), a.lanes)
+        return E.Ramp(E.FloorMod(a.base, b), a.stride, a.lanes)
 
     def visit_Not(self, e: E.Not) -> E.PrimExpr:
         a = self.visit(e.a)
@@ -183,6 +206,8 @@ class _Vectorizer(Mutator):
         if len(indices) != 1:
             raise _CannotVectorize("buffer not flattened")
         idx = self.visit(indices[0])
+        if isinstance(idx, E.Broadcast):
+            idx = idx.value  # the same element on every lane: a scalar access
         if _lanes(idx) != 1:
             if not isinstance(idx, E.Ramp):
                 raise _CannotVectorize(f"vector index {idx} is not a ramp")
@@ -330,7 +355,7 @@ def _vectorize(f: S.For, ana: Any) -> S.Stmt:
         return fresh_copy(f.body, {f.loop_var: f.min})
     if lanes > MAX_LANES:
         return _vectorize_chunked(f, ana)
-    vec = _Vectorizer(f.loop_var, f.min, lanes)
+    vec = _Vectorizer(f.loop_var, f.min, lanes, ana)
     try:
         body = vec.visit(f.body)
         vec.check_dependences()
