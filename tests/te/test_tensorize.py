@@ -337,3 +337,27 @@ def test_decl_tensor_intrin_errors():
         tvm.lower(s, [a, b])
     intrin = te.decl_tensor_intrin(b.op, ok, name="dbl")
     assert intrin.name == "dbl" and intrin.body is not None and intrin.update is None
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_odd_tile_sizes(b_layout):
+    # 3x5x7: no vector width divides 5 or 7; the kernel falls back to narrow vectors
+    s, args = tiled(9, 10, 14, tile=(3, 5, 7), b_layout=b_layout)
+    a = rand(9, 14)
+    b = rand(10, 14) if b_layout == "nk" else rand(14, 10)
+    for target in ("interp", "llvm"):
+        c = run(s, args, target, [a, b, np.zeros((9, 10), "float32")])
+        np.testing.assert_allclose(c, reference(a, b, b_layout), rtol=1e-4, atol=1e-4)
+
+
+def test_parallel_outer_loop_with_kernel_calls():
+    A, B, C, k = matmul(64, 64, 32, "kn")
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 32)
+    ko, ki = s[C].split(k, factor=16)
+    s[C].reorder(xo, yo, ko, xi, yi, ki)
+    s[C].tensorize(xi, gemm_intrin(8, 32, 16, "kn"))
+    s[C].parallel(xo)
+    a, b = rand(64, 32), rand(32, 64)
+    c = run(s, [A, B, C], "llvm", [a, b, np.zeros((64, 64), "float32")])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tvmpy import tir
 from tvmpy.tir import interpreter as interp
@@ -565,3 +567,49 @@ def test_unknown_node_is_a_clear_error():
     f = func([A], tir.Evaluate(tir.Call("float32", "no_such_intrinsic", [1.0])))
     with pytest.raises(NotImplementedError, match="no_such_intrinsic"):
         interp.run(f, [np.zeros(2, "float32")])
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole-loop fast paths must agree with the serial loop on every access pattern
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), cs=st.integers(-2, 2), ds=st.integers(20, 30),
+       cl=st.integers(-2, 2), dl=st.integers(20, 30), op=st.sampled_from(["add", "max", "sub"]),
+       guard=st.booleans(), dtype=st.sampled_from(["int8", "int32", "float32"]))
+def test_fast_paths_match_serial_semantics(n, cs, ds, cl, dl, op, guard, dtype):
+    B = tir.decl_buffer((64,), dtype, "B")
+    A = tir.decl_buffer((16,), dtype, "A")
+    i = tir.Var("i")
+    load = B[i * cl + dl]
+    val = {"add": lambda x, y: x + y, "max": tir.max, "sub": lambda x, y: x - y}[op](load, A[i])
+    store = tir.BufferStore(B, val, [i * cs + ds])
+    if guard:
+        store = tir.IfThenElse(tir.floormod(i, 3) != 1, store)
+    f = func([A, B], loop(i, n, store))
+    a, b = rand(16, dtype), rand(64, dtype)
+    ref = b.copy()
+    pyop = {"add": np.add, "max": np.maximum, "sub": np.subtract}[op]
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            if not guard or k % 3 != 1:
+                ref[k * cs + ds] = pyop(ref[k * cl + dl], a[k])
+    interp.run(f, [a, b])
+    np.testing.assert_array_equal(b, ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 40), init=st.integers(-128, 127))
+def test_reduction_fast_path_wraps_like_int8(n, init):
+    A = tir.decl_buffer((40,), "int8", "A")
+    S_ = tir.decl_buffer((1,), "int8", "S")
+    i = tir.Var("i")
+    f = func([A, S_], loop(i, n, tir.BufferStore(S_, S_[0] + A[i] * A[i], [0])))
+    a = rand(40, "int8")
+    s = np.array([init], "int8")
+    ref = np.int8(init)
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            ref = np.int8(ref + np.int8(a[k] * a[k]))
+    interp.run(f, [a, s])
+    assert s[0] == ref
