@@ -43,10 +43,11 @@ class ParamSpec:
     dtype: str  # element dtype for buffers
     shape: list[Any] = field(default_factory=list)  # ints, or var names (str) for symbolic dims
     strides: list[Any] | None = None  # None: compact row-major
+    written: bool = False  # the kernel may store into this buffer (an output)
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "dtype": self.dtype, "shape": self.shape,
-                "strides": self.strides}
+                "strides": self.strides, "written": self.written}
 
 
 @dataclass
@@ -81,9 +82,37 @@ def _dim_json(e: E.PrimExpr, names: dict[int, str]) -> Any:
     return str(e)  # composite symbolic extent: checked by the runtime after binding vars
 
 
+def _written_data_vars(func: PrimFunc) -> set[int]:
+    """ids of the data Vars the body may write: stores, write-mode access pointers, and any
+    data Var handed to an external call as is (conservatively an output)."""
+    from ..tir import stmt as S
+    from ..tir.functor import post_order_visit
+
+    out: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, S.BufferStore):
+            out.add(id(n.buffer.data))
+        elif isinstance(n, E.Call):
+            if n.op == "tvm_access_ptr":
+                mask = n.args[4]
+                if not isinstance(mask, E.IntImm) or mask.value & 2:
+                    out.add(id(n.args[1]))
+            elif n.op in ("call_extern", "call_pure_extern", "address_of"):
+                for a in n.args:
+                    if isinstance(a, E.Var) and a.dtype == "handle":
+                        out.add(id(a))
+                    elif isinstance(a, E.BufferLoad) and n.op == "address_of":
+                        out.add(id(a.buffer.data))
+
+    post_order_visit(func.body, visit)
+    return out
+
+
 def signature(func: PrimFunc) -> Signature:
     """The ABI of ``func``: its parameters and the shape vars appended after them."""
     params: list[ParamSpec] = []
+    written = _written_data_vars(func)
     param_ids = {id(p) for p in func.params}
     shape_vars: list[ShapeVarSpec] = []
     sv_vars: list[E.Var] = []
@@ -102,7 +131,8 @@ def signature(func: PrimFunc) -> Signature:
         if b.strides:
             strides = [_dim_json(s, {}) for s in b.strides]
         params.append(ParamSpec(b.name, "buffer", dt.element_of(b.dtype),
-                                [_dim_json(s, {}) for s in b.shape], strides))
+                                [_dim_json(s, {}) for s in b.shape], strides,
+                                written=id(p) in written or id(b.data) in written))
     # vars used only inside composite shape expressions can't be read off a dim
     for p in func.params:
         b = func.buffer_map.get(p)

@@ -114,7 +114,7 @@ class _Dim:
 
 class _Param:
     __slots__ = ("index", "name", "kind", "dtype", "np_dtype", "dims", "strides", "ctype", "range",
-                 "const_shape", "has_expr")
+                 "const_shape", "has_expr", "written")
 
     def __init__(self, index: int, spec: dict):
         self.index = index
@@ -127,6 +127,8 @@ class _Param:
         self.has_expr = False
         self.strides: list[_Dim] | None = None
         self.range = _INT_RANGE.get(self.dtype)
+        # older modules carry no "written" flag: assume the kernel may write every buffer
+        self.written = bool(spec.get("written", True))
         if self.kind == "buffer":
             from ..ir import dtype as dt
 
@@ -329,6 +331,9 @@ class Function:
         One array passed for several parameters gets one scratch, so in-place kernels work."""
         ptr = arr.ctypes.data
         writable = arr.flags.writeable
+        if p.written and not writable and arr.size:
+            raise ValueError(f"{self.name}: argument {p.name} is written by the kernel but the "
+                             "array passed is read-only; pass a writable array")
         if p.strides is None:
             want = None
             if writable and arr.flags.c_contiguous and ptr % ALIGNMENT == 0 and arr.size:
