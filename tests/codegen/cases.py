@@ -205,7 +205,7 @@ def make_case(name: str, seed: int = 0) -> Case:
     return _REGISTRY[name](rng)
 
 
-INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"]
+INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOATS = ["float16", "float32", "float64"]
 ALL = ["bool", *INTS, *FLOATS]
 N = 37  # a prime: no vector width divides it
@@ -806,6 +806,29 @@ def _reserved_names(rng: np.random.Generator) -> Case:
     a = rand(rng, N, "float32", -2, 2)
     return Case("reserved_names", func("reserved_names", [A, B], body),
                 [a, np.zeros(N, "float32")], {1: (np.exp(a) + a).astype("float32")})
+
+
+@case("pointers_likely_pragma")
+def _pointers(rng: np.random.Generator) -> Case:
+    """address_of and a handle LetStmt passed to an external function, a likely() condition,
+    a pragma attribute (a hint) and an external call as a statement."""
+    m = 5
+    A, B = buf("A", 4 * m), buf("B", 4 * m)
+    i = E.Var("i")
+    p = E.Var("p", "handle")
+    addr = E.Call("handle", "address_of", [A[i * 4]])
+    call = E.Call("int32", "call_extern", ["tvmpy_test_scale4", p, B.access_ptr("w", offset=i * 4),
+                                           E.const(2.0)])
+    body = loop(i, m, S.AttrStmt(i, "pragma_unroll_explicit", 1, S.LetStmt(p, addr, S.IfThenElse(
+        op.likely(i < m), S.Evaluate(call)))))
+    extra = ("#include <stdint.h>\n"
+             "int32_t tvmpy_test_scale4(const float* a, float* b, float s) {\n"
+             "  for (int k = 0; k < 4; ++k) b[k] = s * a[k];\n"
+             "  return 0;\n"
+             "}\n")
+    a = rand(rng, 4 * m, "float32")
+    return Case("pointers_likely_pragma", func("pointers_likely_pragma", [A, B], body),
+                [a, np.zeros(4 * m, "float32")], {1: a * 2}, extra_c=extra)
 
 
 CASE_NAMES = sorted(_REGISTRY)

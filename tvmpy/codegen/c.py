@@ -106,7 +106,10 @@ def compile_source(source: str, target: Target | str | None = None, name: str = 
     obj = folder / f"{stem}.o"
     if obj.exists() and src.exists() and src.read_text() == source:
         return obj
-    src.write_text(source)
+    # write-then-rename: a concurrent build of the same source never sees a partial file
+    src_tmp = folder / f"{stem}.{os.getpid()}.c.tmp"
+    src_tmp.write_text(source)
+    os.replace(src_tmp, src)
     tmp = folder / f"{stem}.{os.getpid()}.o.tmp"
     cmd = [*cc, *flags, "-c", str(src), "-o", str(tmp)]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -202,7 +202,8 @@ class FunctionEmitter(ExprPrinter):
                 f"{s.attr_key!r} attribute of {tag or node} (a loop bound to a GPU thread axis with "
                 "bind()); remove the bind, or build for a GPU target")
         if s.attr_key.startswith("pragma_"):
-            self.emit(f"/* {s.attr_key} = {s.value} */")
+            text = f"{s.attr_key} = {s.value}".replace("*/", "* /")
+            self.emit(f"/* {text} */")
         self.stmt(s.body)
 
     def _assert(self, s: S.AssertStmt) -> None:
