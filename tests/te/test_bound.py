@@ -119,3 +119,21 @@ def test_symbolic_extent_split():
     b = _bounds(s)
     assert _ext(b, xi) == 8
     assert structural_equal(simplify(b.ranges[xo].extent), simplify((n + 7) // 8))
+
+
+def test_shared_cache_relaxes_thread_loops_local_does_not():
+    A = te.placeholder((64, 8), name="A")
+    B = te.compute((64, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    AS = s.cache_read(A, "shared", [B])
+    AL = s.cache_read(AS, "local", [B])
+    bx, xi = s[B].split(B.op.axis[0], factor=16)
+    tx, xii = s[B].split(xi, factor=4)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AS].compute_at(s[B], tx)
+    s[AL].compute_at(s[B], tx)
+    b = _bounds(s)
+    # shared: the whole block's tile (4 threads x 4 rows); local: this thread's 4 rows
+    assert _ext(b, AS.op.axis[0]) == 16
+    assert _ext(b, AL.op.axis[0]) == 4

@@ -333,7 +333,7 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         consumers = view.consumers.get(st, [])
         encl = view.enclosing(st)
         _check_consumers_in_scope(view, st, consumers, encl)
-        fixed = {id(iv.var) for _, iv in encl}
+        fixed = {id(iv.var) for a, iv in encl if not _need_relax(a, iv, st.scope or "global")}
         whole = not consumers or st.is_output or (not encl and id(st) in args)
         regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
         for d, iv in enumerate(op.axis):
@@ -345,6 +345,25 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         for leaf in st.leaf_iter_vars:
             b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
     return b
+
+
+_STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+_THREAD_RANK = {"blockIdx": 0, "threadIdx": 1}
+
+
+def _need_relax(a: Stage, iv: IterVar, scope: str) -> bool:
+    """A loop enclosing a stage's attach point is relaxed (the stage's region covers all its
+    values) when it is bound to threads that share the stage's storage: every
+    blockIdx/threadIdx loop for a global buffer, threadIdx loops for a shared one (TVM's
+    NeedRelax: storage rank <= thread rank). Other enclosing loops stay fixed."""
+    attr = a.iter_var_attrs.get(iv)
+    if attr is None or attr.bind_thread is None:
+        return False
+    trank = _THREAD_RANK.get(attr.bind_thread.thread_tag.split(".")[0])
+    srank = _STORAGE_RANK.get(scope.split(".")[0])
+    if trank is None or srank is None:
+        return False
+    return srank <= trank
 
 
 def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Stage],
