@@ -177,3 +177,26 @@ def test_dump_ir_writes_numbered_files(tmp_path, capsys):
 def test_bad_input():
     with pytest.raises(TypeError, match="PrimFunc"):
         lower_pipeline("not a function")
+
+
+def test_custom_passes_run_in_their_phase(tmp_path):
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    f1 = schedule_to_primfunc(s, [A, B], "custom")
+    seen = []
+
+    def record_phase1(f):
+        seen.append(("p1", len(f.body.body.buffer.shape)))
+        return f
+
+    def record_phase3(f):
+        seen.append(("p3", f.attrs.get("tir.lowered")))
+        return f
+
+    with config.config(DUMP_IR=str(tmp_path)):
+        lower_pipeline(f1, "llvm", custom_passes=[(3, record_phase3), (1, record_phase1)])
+    assert seen == [("p1", 1), ("p3", None)]
+    assert (tmp_path / "03_record_phase1.txt").exists()
+    with pytest.raises(ValueError, match="phase in 0..3"):
+        lower_pipeline(f1, None, custom_passes=[(7, record_phase1)])

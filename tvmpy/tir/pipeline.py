@@ -32,7 +32,7 @@ from .transform import (
     VectorizeLoop,
 )
 
-__all__ = ["lower_pipeline", "PASSES"]
+__all__ = ["lower_pipeline", "PASSES", "PHASE_END"]
 
 Pass = Callable[[PrimFunc, Any], PrimFunc]
 
@@ -59,25 +59,62 @@ def _dump(directory: str, index: int, name: str, func: PrimFunc) -> None:
         fh.write(str(func) + "\n")
 
 
-def lower_pipeline(func: PrimFunc, target: Any = None) -> PrimFunc:
-    """Run the pass pipeline on ``func`` (form 1) and return the lowered PrimFunc (form 2)."""
+# the pass index after which each phase ends (TVM 0.6's add_lower_pass phases)
+PHASE_END = {0: 0, 1: 2, 2: 9, 3: len(PASSES)}
+
+
+def _with_custom(custom: list[tuple[int, Callable[[PrimFunc], PrimFunc]]]
+                 ) -> list[tuple[str, Pass]]:
+    for item in custom:
+        if not (isinstance(item, tuple) and len(item) == 2 and item[0] in PHASE_END
+                and callable(item[1])):
+            raise ValueError(f"custom pass {item!r}: expected (phase, pass) with phase in 0..3 "
+                             "and pass a callable PrimFunc -> PrimFunc")
+    out: list[tuple[str, Pass]] = []
+    for i in range(len(PASSES) + 1):
+        for phase, fn in custom:
+            if PHASE_END[phase] == i:
+                name = getattr(fn, "__name__", "custom")
+                out.append((f"{name}", lambda f, t, fn=fn: fn(f)))
+        if i < len(PASSES):
+            out.append(PASSES[i])
+    return out
+
+
+def lower_pipeline(func: PrimFunc, target: Any = None,
+                   custom_passes: list[tuple[int, Callable[[PrimFunc], PrimFunc]]] | None = None
+                   ) -> PrimFunc:
+    """Run the pass pipeline on ``func`` (form 1) and return the lowered PrimFunc (form 2).
+
+    ``custom_passes``: ``(phase, pass)`` pairs run at the end of a phase (TVM's add_lower_pass):
+    0 before flattening, 1 after flatten + simplify, 2 after the loop transformations (before
+    the final simplification), 3 at the very end.
+    """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"lower_pipeline expects a tir.PrimFunc, got {type(func).__name__}")
     if func.attrs.get("tir.lowered"):
         return func
+    if isinstance(target, str):
+        from ..target import Target
+
+        target = Target(target)
+    passes = _with_custom(list(custom_passes)) if custom_passes else PASSES
     dump_dir = config.get("DUMP_IR")
     debug = config.get("DEBUG")
     if dump_dir:
         _dump(dump_dir, 0, "input", func)
-    for i, (name, fn) in enumerate(PASSES, start=1):
+    for i, (name, fn) in enumerate(passes, start=1):
         t0 = time.perf_counter()
         try:
             func = fn(func, target)
         except Exception as exc:
             exc.add_note(f"in tir pass {i:02d} {name} on function {func.name}")
             raise
+        if not isinstance(func, PrimFunc):
+            raise TypeError(f"tir pass {name} returned {type(func).__name__}, not a PrimFunc")
         if debug >= 1:
-            print(f"[tir] {func.name}: {i:02d} {name:<20s} {1e3 * (time.perf_counter() - t0):8.2f} ms")
+            ms = 1e3 * (time.perf_counter() - t0)
+            print(f"[tir] {func.name}: {i:02d} {name:<20s} {ms:8.2f} ms")
         if dump_dir:
             _dump(dump_dir, i, name, func)
     verify_lowered(func)
