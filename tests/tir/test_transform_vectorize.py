@@ -219,3 +219,16 @@ def test_fused_index_divmod_stays_ramp():
     body2 = loop(o, 8, loop(i, 8, tir.BufferStore(A, bias[(o * 8 + i) % 12], [o * 8 + i]), V))
     g2 = VectorizeLoop(func([A, bias], body2))
     assert _is_serial_loop(g2) or isinstance(g2.body.body, tir.For)
+
+
+def test_row_col_of_fused_index_recombined():
+    # A[f // 16, f % 16] flattened with a row stride of 20: f // 16 is lane-invariant
+    A = tir.decl_buffer((80,), "float32", "A")
+    B = tir.decl_buffer((64,), "float32", "B")
+    o, i = E.Var("o"), E.Var("i")
+    f_ = o * 8 + i
+    body = loop(o, 8, loop(i, 8, tir.BufferStore(B, A[f_ // 16 * 20 + f_ % 16], [f_]), V))
+    f = func([A, B], body)
+    g = VectorizeLoop(f)
+    assert "A[ramp(" in str(g) and not lowered_errors(g), str(g)
+    assert_same(f, g)

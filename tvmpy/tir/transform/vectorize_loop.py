@@ -125,6 +125,15 @@ class _Vectorizer(Mutator):
         a, b = self.visit(e.a), self.visit(e.b)
         if _lanes(a) == 1 and _lanes(b) == 1:
             return e if (a is e.a and b is e.b) else type(e)(a, b)
+        # lane-invariant operands: compute once, broadcast the result
+        sa = a.value if isinstance(a, E.Broadcast) else a if _lanes(a) == 1 else None
+        sb = b.value if isinstance(b, E.Broadcast) else b if _lanes(b) == 1 else None
+        if sa is not None and sb is not None:
+            return E.Broadcast(type(e)(sa, sb), self.lanes)
+        if isinstance(a, E.Ramp) and sb is not None:
+            b = sb
+        if isinstance(b, E.Ramp) and sa is not None:
+            a = sa
         if isinstance(e, (E.Add, E.Sub, E.Mul)) and dt.is_int(dt.element_of(a.dtype)):
             r = _ramp_arith(type(e), a, b)
             if r is not None:
@@ -167,9 +176,7 @@ class _Vectorizer(Mutator):
         if all(_lanes(x) == 1 for x in (c, t, f)):
             return e if (c is e.condition and t is e.true_value and f is e.false_value) \
                 else E.Select(c, t, f)
-        if _lanes(c) == 1:
-            return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
-        return E.Select(c, _bcast(t, self.lanes), _bcast(f, self.lanes))
+        return E.Select(_bcast(c, self.lanes), _bcast(t, self.lanes), _bcast(f, self.lanes))
 
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
         if e.op == "if_then_else":
