@@ -2,7 +2,7 @@
 index expressions, proofs (``can_prove``), constant bounds, modular sets, symbolic intervals.
 
 Modules, one concept each: ``const_fold`` (folding with wraparound and C/Python division
-semantics), ``sum_form`` (canonical sums of monomials), ``simplify`` (the rewrite engine),
+semantics), ``sum_form`` (canonical sums of monomials), ``simplifier`` (the rewrite engine),
 ``const_int_bound``, ``modular_set``, ``int_set`` (``IntervalSet``, ``eval_set``), ``linear``
 (``detect_linear_equation``), ``analyzer`` (the ``Analyzer`` that ties them to variable facts).
 """

@@ -69,7 +69,7 @@ class Analyzer:
     """Integer arithmetic analysis under a set of variable facts (TVM's ``arith.Analyzer``)."""
 
     def __init__(self) -> None:
-        from .simplify import Simplifier
+        from .simplifier import Simplifier
 
         self._stack: list[_State] = [_State(self)]
         self._simplifier = Simplifier(self)

@@ -95,7 +95,13 @@ class Simplifier(Mutator):
     # ---- leaves ------------------------------------------------------------------------------
     def visit_Var(self, v: E.Var) -> E.PrimExpr:
         val = self.an._st.var_value.get(v)
-        return v if val is None else val
+        if val is not None:
+            return val
+        if dt.is_integer(v.dtype) and dt.lanes_of(v.dtype) == 1:
+            lo, hi = self.bound(v)
+            if lo == hi:  # pinned by a constraint (x == 5) or a range of extent 1
+                return E.IntImm(v.dtype, int(lo))
+        return v
 
     def visit_IntImm(self, e: E.IntImm) -> E.PrimExpr:
         return e

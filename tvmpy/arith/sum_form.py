@@ -217,7 +217,12 @@ class Sum:
     def to_expr(self) -> E.PrimExpr:
         dtype = self.dtype
         out: E.PrimExpr | None = None
-        for c, atoms in self.sorted_terms():
+        terms = self.sorted_terms()
+        const_done = False
+        if terms and terms[0][0] < 0:  # only subtracted terms: start from the constant
+            out = E.IntImm(dtype, self.const)
+            const_done = True
+        for c, atoms in terms:
             mono = atoms[0]
             for a in atoms[1:]:
                 mono = E.Mul(mono, a)
@@ -229,6 +234,8 @@ class Sum:
                 out = E.Sub(out, mono if c == -1 else E.Mul(mono, E.IntImm(dtype, -c)))
         if out is None:
             return E.IntImm(dtype, self.const)
+        if const_done:
+            return out
         if self.const > 0:
             out = E.Add(out, E.IntImm(dtype, self.const))
         elif self.const < 0:

@@ -1,0 +1,182 @@
+"""Unit tests of the simplifier, one group per rule family, written as before -> after text."""
+
+from __future__ import annotations
+
+import pytest
+
+from tvmpy import arith, tir
+from tvmpy.tir import Range, SizeVar, Var, const
+from tvmpy.tir import expr as E
+
+x, y, z = Var("x"), Var("y"), Var("z")
+i, j, k = Var("i"), Var("j"), Var("k")
+n, m = SizeVar("n"), SizeVar("m")
+
+
+def simp(e, **ranges) -> str:
+    ana = arith.Analyzer()
+    for name, (lo, hi) in ranges.items():
+        ana.bind(globals()[name], Range(lo, hi))
+    return str(ana.simplify(e))
+
+
+def c32(v: int) -> E.IntImm:
+    return const(v, "int32")
+
+
+# ---- constant folding -------------------------------------------------------------------------
+@pytest.mark.parametrize("expr, want", [
+    (c32(7) // c32(2), "3"), (c32(-7) // c32(2), "-4"), (c32(7) // c32(-2), "-4"),
+    (c32(-7) % c32(2), "1"), (c32(7) % c32(-2), "-1"),
+    (tir.truncdiv(c32(-7), c32(2)), "-3"), (tir.truncmod(c32(-7), c32(2)), "-1"),
+    (tir.truncdiv(c32(7), c32(-2)), "-3"), (tir.truncmod(c32(7), c32(-2)), "1"),
+    (c32(2**31 - 1) + c32(1), "-2147483648"), (c32(-(2**31)) - c32(1), "2147483647"),
+    (c32(65536) * c32(65536), "0"), (tir.min(c32(3), c32(-4)), "-4"), (tir.max(c32(3), c32(-4)), "3"),
+    (c32(3) < c32(4), "True"), (c32(3) == c32(4), "False"),
+    (const(1.5) * const(2.0), "3.0f"), (const(1.0) / const(4.0), "0.25f"),
+    (const(0.1) + const(0.2), "0.30000001192092896f"),  # float32 arithmetic, not float64
+    (const(0.1, "float64") + const(0.2, "float64"), "float64(0.30000000000000004)"),
+])
+def test_constant_folding(expr, want):
+    assert simp(expr) == want
+
+
+def test_fold_wraparound_narrow_and_unsigned():
+    assert simp(const(250, "uint8") + const(10, "uint8")) == "uint8(4)"
+    assert simp(const(0, "uint8") - const(1, "uint8")) == "uint8(255)"
+    assert simp(const(127, "int8") + const(1, "int8")) == "int8(-128)"
+    assert simp(const(2**31 - 1, "int64") + const(1, "int64")) == "int64(2147483648)"
+    assert simp(tir.truncdiv(const(-(2**31), "int32"), const(-1, "int32"))) == "-2147483648"
+
+
+def test_fold_casts():
+    assert simp(E.Cast("int8", c32(300))) == "int8(44)"
+    assert simp(E.Cast("uint8", c32(-1))) == "uint8(255)"
+    assert simp(E.Cast("int32", const(-2.7))) == "-2"  # C truncation toward zero
+    assert simp(E.Cast("float32", const(0.1, "float64"))) == "0.10000000149011612f"
+    assert simp(E.Cast("bool", c32(5))) == "True"
+    # NaN / out-of-range float -> int is undefined in C: left for the target
+    assert "int32(" in simp(E.Cast("int32", const(float("nan"))))
+    assert "int32(" in simp(E.Cast("int32", const(1e20, "float64")))
+
+
+def test_fold_int_intrinsics():
+    assert simp(tir.bitwise_and(c32(12), c32(10))) == "8"
+    assert simp(tir.shift_right(c32(-8), c32(1))) == "-4"
+    assert simp(tir.shift_right(const(255, "uint8"), const(4, "uint8"))) == "uint8(15)"
+    assert simp(tir.popcount(c32(-1))) == "32"
+
+
+def test_division_by_zero_is_not_folded():
+    e = E.FloorDiv(x, c32(0))
+    assert simp(e) == str(e)
+    assert simp(E.FloorDiv(c32(3), c32(0))) == "3 // 0"
+
+
+def test_floats_are_never_reassociated():
+    a, b = Var("a", "float32"), Var("b", "float32")
+    for e in [(a + b) - b, a + const(0.0), a * const(2.0) + a, (a + const(1.0)) + const(2.0)]:
+        assert simp(e) == str(e)
+    assert simp(a / const(1.0)) == "a"  # exact
+
+
+# ---- canonical form ----------------------------------------------------------------------------
+@pytest.mark.parametrize("expr, want", [
+    (x + y - x, "y"), ((x + 1) * 2 - x * 2, "2"), (y + x * 8, "x * 8 + y"),
+    (x * 2 + y * 3 - (y * 3 + x), "x"), (x * y - y * x, "0"), ((x + y) * (x - y), "x * x - y * y"),
+    (c32(5) - x, "5 - x"), (z - x * 4 - 1 + x * 4, "z - 1"),
+    (tir.min(x, y) + tir.max(y, x) - x, "y"),
+])
+def test_canonical_sums(expr, want):
+    assert simp(expr) == want
+
+
+def test_canonical_form_is_order_independent():
+    a = (i * 32 + j) * 1024 + k * 4
+    b = k * 4 + j * 1024 + i * 32768
+    assert simp(a) == simp(b) == "i * 32768 + j * 1024 + k * 4"
+
+
+def test_narrow_types_get_only_exact_identities():
+    a = Var("a", "int8")
+    assert simp(a + const(0, "int8")) == "a"
+    assert simp(a - a) == "int8(0)"
+    e = (a + const(100, "int8")) - const(100, "int8")  # may wrap: keep
+    assert simp(e) == str(e)
+
+
+# ---- division and modulo -----------------------------------------------------------------------
+@pytest.mark.parametrize("expr, want", [
+    ((i * 8 + j) // 8, "i"), ((i * 8 + j) % 8, "j"), ((x * 4 + y) % 4, "y % 4"),
+    ((x // 4) * 4 + x % 4, "x"), (x % 32 // 4 * 4 + x % 4, "x % 32"), (x - (x // 8) * 8, "x % 8"),
+    ((x * 4 + 2) // 2, "x * 2 + 1"), ((x * 4 + 6) % 4, "2"), ((x // 2) // 3, "x // 6"),
+    ((x % 8) % 4, "x % 4"), ((x // 4) % 8, "x % 32 // 4"), ((i * 16 + j * 4 + k) // 8, "i * 2 + j // 2"),
+    ((i * 16 + j * 4 + k) % 8, "j % 2 * 4 + k"), ((i * 8 + j + 8) // 8, "i + 1"), ((i * 8 + j + 9) // 8, "(j + 1) // 8 + i + 1"),
+    (tir.truncdiv(i * 8 + j, 8), "i"), (tir.truncmod(i * 8 + j, 8), "j"),
+    (tir.truncdiv(x * 4, 4), "x"), (tir.truncmod(x * 4 + 2, 2), "0"),
+])
+def test_div_mod(expr, want):
+    assert simp(expr, i=(0, 16), j=(0, 8), k=(0, 4)) == want
+
+
+def test_trunc_division_with_negative_dividend_is_kept():
+    e = tir.truncdiv(x + 1, 2)
+    assert simp(e, x=(-5, 5)) == str(e)
+    assert simp(tir.truncdiv(x, 8), x=(-7, 8)) == "0"
+    assert simp(tir.truncmod(x, 8), x=(-7, 8)) == "x"
+    assert simp((x + 8) // 8, x=(-8, 0)) == "0"  # floor: x in [-8, -1]
+
+
+def test_symbolic_divisor():
+    ana = arith.Analyzer()
+    ana.bind(i, Range(0, n))
+    ana.bind(j, Range(0, m))
+    assert str(ana.simplify((i * m + j) // m)) == "i"
+    assert str(ana.simplify((i * m + j) % m)) == "j"
+    assert str(ana.simplify(x // m * m + x % m)) == "x"
+    assert str(ana.simplify((n - 1) // n)) == "0"
+    assert ana.can_prove(x % m < m)
+
+
+# ---- min / max ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("expr, want", [
+    (tir.min(x + 3, x + 5), "x + 3"), (tir.max(tir.max(x, 3), 5), "max(x, 5)"), (tir.min(x, x), "x"),
+    (tir.min(i, 100), "i"), (tir.max(i, 100), "100"), (tir.min(i * 4 + j, 63), "i * 4 + j"),
+    (tir.min(x + 2, y + 2), "min(x, y) + 2"), (tir.max(c32(3), x), "max(x, 3)"),
+])
+def test_min_max(expr, want):
+    assert simp(expr, i=(0, 16), j=(0, 4)) == want
+
+
+# ---- comparisons, logic, select ----------------------------------------------------------------
+@pytest.mark.parametrize("expr, want", [
+    (i * 16 + j < 256, "True"), (i * 16 + j < 255, "i * 16 + j < 255"), (i >= 16, "False"),
+    (x < x + 1, "True"), (x * 2 == x * 2 + 1, "False"), (x * 2 != x * 2 + 1, "True"),
+    (x * 4 == y * 4 + 2, "False"),  # differ modulo 4
+    (tir.all(x < y, x >= y), "False"), (tir.any(x < y, x >= y), "True"),
+    (tir.all(x < 5, x < 7), "x < 5"), (tir.any(x < 5, x < 7), "x < 7"), (E.Not(x < y), "x >= y"),
+    (E.Not(E.Not(x < y)), "x < y"), (tir.likely(i < 16), "True"),
+    (tir.Select(x < x + 1, y, z), "y"), (tir.Select(x < y, z, z), "z"),
+    (tir.if_then_else(i < 0, x, y), "y"),
+])
+def test_logic(expr, want):
+    assert simp(expr, i=(0, 16), j=(0, 16)) == want
+
+
+def test_float_comparisons_are_not_negated():
+    a, b = Var("a", "float32"), Var("b", "float32")
+    assert simp(E.Not(a < b)) == "not a < b"  # NaN: not (a < b) != (a >= b)
+    assert simp(a == a) == "a == a"
+
+
+# ---- vectors -----------------------------------------------------------------------------------
+def test_ramp_broadcast_rules():
+    r = E.Ramp(x * 8, c32(1), 8)
+    assert simp(r + E.Broadcast(c32(2), 8)) == "ramp(x * 8 + 2, 1, 8)"
+    assert simp(r * E.Broadcast(c32(2), 8)) == "ramp(x * 16, 2, 8)"
+    assert simp(E.FloorDiv(r, E.Broadcast(c32(8), 8))) == "broadcast(x, 8)"
+    assert simp(E.FloorMod(r, E.Broadcast(c32(8), 8))) == "ramp(0, 1, 8)"
+    assert simp(E.FloorDiv(E.Ramp(x * 8, c32(8), 4), E.Broadcast(c32(8), 4))) == "ramp(x, 1, 4)"
+    assert simp(E.Ramp(x, c32(0), 4)) == "broadcast(x, 4)"
+    e = E.FloorDiv(E.Ramp(x, c32(1), 8), E.Broadcast(c32(8), 8))  # crosses a block: kept
+    assert simp(e) == str(e)
