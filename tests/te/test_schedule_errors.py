@@ -264,3 +264,14 @@ def test_rfactor_and_cache_write_after_compute_at_into_the_stage():
         s.rfactor(C, k)
     with pytest.raises(ValueError, match="cache_write: stage B is computed at a loop of C"):
         s.cache_write(C, "local")
+
+
+def test_binds_and_args_outside_schedule():
+    A, B, C, D, E = _chain()
+    s = te.create_schedule(C.op)
+    from tvmpy import tir
+
+    with pytest.raises(ValueError, match="binds: .* is not one of the args"):
+        schedule_to_primfunc(s, [A, C], "f", {B: tir.decl_buffer((8, 8), "float32", "B")})
+    with pytest.raises(ValueError, match="argument E is not a tensor of this schedule"):
+        schedule_to_primfunc(s, [A, C, E])

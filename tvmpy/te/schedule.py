@@ -23,7 +23,7 @@ from typing import Any
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Var, convert
 from ..tir.functor import Mutator
-from .tensor import ComputeOp, Operation, PlaceholderOp, Reduce, Tensor, compute
+from .tensor import ComputeOp, Operation, PlaceholderOp, Reduce, Tensor
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "IterVarAttr", "create_schedule"]
 
@@ -474,7 +474,9 @@ class Schedule:
         if not readers:
             raise ValueError("cache_read: needs at least one reader")
         name = f"{tensor.op.name}.{scope}" if tensor.op.num_outputs == 1 else f"{tensor.name}.{scope}"
-        cache = compute(tensor.shape, lambda *i: tensor[tuple(i)], name=name)
+        axis = [IterVar(E.Range(0, d), Var(f"ax{k}", d.dtype), IterVar.DataPar)
+                for k, d in enumerate(tensor.shape)]
+        cache = ComputeOp(name, "", {}, axis, [tensor[tuple(iv.var for iv in axis)]]).output(0)
         vsub = {_key(tensor): cache}
         vmap: dict[tuple[int, int], Tensor] = {}
         reader_stages = []

@@ -125,8 +125,15 @@ class Lowering:
         self.offsets: dict[int, list[PrimExpr]] = {}  # id(stage) -> region mins
         self.arg_stages: list[Stage] = []
         seen: set[int] = set()
+        arg_tensors = [a for a in args if isinstance(a, Tensor)]
+        for t in binds:
+            if not any(t is a or (isinstance(t, Tensor) and t == a) for a in arg_tensors):
+                raise ValueError(f"binds: {t!r} is not one of the args; binds gives the Buffer of an "
+                                 "argument tensor")
         for a in args:
             if isinstance(a, Tensor):
+                if a.op not in sch:
+                    raise ValueError(f"argument {a.name} is not a tensor of this schedule")
                 st = self.view.stage_of(a)
                 key = (id(st), a.value_index)
                 if key in self.buffers:
