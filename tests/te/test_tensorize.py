@@ -361,3 +361,36 @@ def test_parallel_outer_loop_with_kernel_calls():
     a, b = rand(64, 32), rand(32, 64)
     c = run(s, [A, B, C], "llvm", [a, b, np.zeros((64, 64), "float32")])
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cache_write_compute_at_tensorized_local_tile(target):
+    A, B, C, k = matmul(64, 64, 64, "kn")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 32)
+    s[CC].compute_at(s[C], yo)
+    xc, yc = s[CC].op.axis
+    (kc,) = s[CC].op.reduce_axis
+    xco, xci = s[CC].split(xc, factor=8)
+    ko, ki = s[CC].split(kc, factor=16)
+    s[CC].reorder(ko, xco, xci, yc, ki)
+    s[CC].tensorize(xci, gemm_intrin(8, 32, 16, "kn"))
+    a, b = rand(64, 64), rand(64, 64)
+    c = run(s, [A, B, C], target, [a, b, np.zeros((64, 64), "float32")])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_compute_at_tile_crossing_the_edge_is_refused():
+    A, B, C, k = matmul(60, 64, 64, "kn")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 32)  # 60 = 3 * 16 + 12
+    s[CC].compute_at(s[C], yo)
+    xc, yc = s[CC].op.axis
+    xco, xci = s[CC].split(xc, factor=8)
+    s[CC].reorder(xco, xci, yc, *s[CC].op.reduce_axis)
+    intrin = gemm_intrin(8, 32, 64, "kn")
+    s[CC].tensorize(xci, intrin)
+    with pytest.raises(TensorizeError, match="guard"):
+        tvm.lower(s, [A, B, C])

@@ -112,24 +112,27 @@ class _Tensorizer:
         return out
 
     def region(self) -> None:
-        inner_vars = {id(lv.var) for lv in self.inner}
+        # inner loop v runs over [min, min + extent): write it min + u with u from 0
+        local = {lv: Var(lv.var.name + ".local", lv.var.dtype) for lv in self.inner}
+        shift = {lv.var: self.dom_map[lv].min + u for lv, u in local.items()}
         zero = {lv.var: self.dom_map[lv].min for lv in self.inner}
+        local_ids = {id(u) for u in local.values()}
         self.pairs = self._pairs()
         self.base: dict[int, PrimExpr] = {}
         offsets: list[PrimExpr] = []
         for root, _ in self.pairs:
             v = self.value_map[root]
             base = self.ana.simplify(substitute(v, zero))
-            off = self.ana.simplify(v - base)
-            if any(id(x) not in inner_vars for x in collect_vars(off)):
-                raise self.fail(f"the values of axis {root.var.name} inside the region ({off}) "
-                                "depend on loops outside it")
+            off = self.ana.simplify(substitute(v, shift) - base)
+            if any(id(x) not in local_ids for x in collect_vars(off)):
+                raise self.fail(f"the values of axis {root.var.name} inside the region "
+                                f"({self.ana.simplify(v - base)}) depend on loops outside it")
             self.base[id(root)] = base
             offsets.append(off)
         # enumerate the inner iteration space
         exts = []
         for lv in self.inner:
-            e = _const(self.dom_map[lv].extent)
+            e = _const(self.ana.simplify(self.dom_map[lv].extent))
             if e is None:
                 raise self.fail(f"loop {lv.var.name} inside the region has the non-constant "
                                 f"extent {self.dom_map[lv].extent}")
@@ -143,11 +146,8 @@ class _Tensorizer:
                             f"the intrinsic covers {'x'.join(map(str, shape))} = {want}")
         from ..tir.interpreter import evaluate
 
-        if any(_const(self.dom_map[lv].min) is None for lv in self.inner):
-            raise self.fail("loops inside the region must start at a constant")
         grids = np.meshgrid(*[np.arange(e) for e in exts], indexing="ij")
-        bind = {lv.var: g.ravel() + _const(self.dom_map[lv].min)
-                for lv, g in zip(self.inner, grids)}
+        bind = {local[lv]: g.ravel() for lv, g in zip(self.inner, grids)}
         key = np.zeros(npoints, dtype=np.int64)
         for (root, ia), off in zip(self.pairs, offsets):
             vals = np.broadcast_to(np.asarray(evaluate(off, bind), dtype=np.int64), (npoints,))
@@ -166,19 +166,38 @@ class _Tensorizer:
         self._check_domains()
 
     def _check_domains(self) -> None:
+        widened = False
         for root, ia in self.pairs:
             ext = 1 if ia is None else _const(ia.dom.extent)
             base = self.base[id(root)]
             for dom in (root.dom, self.dom_map.get(root)):
                 if dom is None:
                     continue
-                lo_ok = self.ana.can_prove(base >= dom.min)
-                hi_ok = self.ana.can_prove(base + ext <= dom.min + dom.extent)
-                if not (lo_ok and hi_ok):
+                conds = (base >= dom.min, base + ext <= dom.min + dom.extent)
+                ok = all(self.ana.can_prove(c) for c in conds)
+                if not ok and not widened:
+                    widened = True
+                    self._bind_enclosing_loops()
+                    ok = all(self.ana.can_prove(c) for c in conds)
+                if not ok:
                     raise self.fail(
                         f"axis {root.var.name} ranges over {dom.min}..{dom.min}+{dom.extent}, "
                         f"which tiles of {ext} starting at {base} do not divide exactly: the last "
                         "tile would need a guard. Use a shape divisible by the intrinsic, or pad")
+
+    def _bind_enclosing_loops(self) -> None:
+        """Teach the analyzer the ranges of the loops of other stages around this one (a
+        compute_at stage's region starts at their variables)."""
+        from .bound import ScheduleView, infer_bound
+
+        try:
+            bounds = infer_bound(ScheduleView(self.stage.schedule))
+        except Exception:  # noqa: BLE001 - no extra facts: the proof simply fails
+            return
+        own = {id(lv.var) for lv in self.stage.leaf_iter_vars}
+        for var, (lo, hi) in bounds.var_ranges.items():
+            if id(var) not in own:
+                self.ana.bind(var, Range.from_min_extent(lo, self.ana.simplify(hi - lo + 1)))
 
     # ---- 2. match ------------------------------------------------------------------------------
     def match(self) -> None:

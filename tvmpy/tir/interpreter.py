@@ -366,8 +366,6 @@ class _Compiler:
             for fn, is_vec in vecs:
                 v = np.asarray(fn(env))
                 parts.append(v if is_vec else v[..., None])
-            parts = np.broadcast_arrays(*parts) if len(parts) > 1 and any(
-                p.ndim > 1 for p in parts) else parts
             if any(p.ndim > 1 for p in parts):
                 n = max(p.shape[0] for p in parts if p.ndim > 1)
                 parts = [p if p.ndim > 1 else np.broadcast_to(p, (n,) + p.shape) for p in parts]
