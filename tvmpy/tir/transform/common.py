@@ -22,11 +22,18 @@ __all__ = ["make_analyzer", "fresh_copy", "linear_form", "flat_size", "buffer_of
            "fold_add", "fold_mul", "add_offset"]
 
 
-def make_analyzer():
-    """A fresh ``tvmpy.arith.Analyzer``."""
+def make_analyzer(func: Any = None):
+    """A fresh ``tvmpy.arith.Analyzer``; given a PrimFunc, the variables in its parameters'
+    shapes are known to be >= 0 (sizes)."""
     from ...arith import Analyzer
 
-    return Analyzer()
+    ana = Analyzer()
+    if func is not None:
+        for b in func.buffer_map.values():
+            for s in b.shape:
+                if isinstance(s, E.Var) and dt.is_integer(s.dtype):
+                    ana.update_bound(s, lo=0)
+    return ana
 
 
 def is_const(e: Any, value: int | None = None) -> bool:

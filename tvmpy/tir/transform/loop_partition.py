@@ -175,8 +175,8 @@ def _outside(body: S.Stmt, bound_atoms: list[tuple[int, bool]]) -> S.Stmt:
 
 
 class _Partitioner(Mutator):
-    def __init__(self) -> None:
-        self.ana = make_analyzer()
+    def __init__(self, func: PrimFunc) -> None:
+        self.ana = make_analyzer(func)
 
     def visit_For(self, f: S.For) -> S.Stmt:
         parts = self.partition(f)
@@ -251,5 +251,5 @@ class _Partitioner(Mutator):
 
 def LoopPartition(func: PrimFunc) -> PrimFunc:
     """Partition every loop whose body has ``likely`` guards linear in its variable."""
-    body = _Partitioner().visit(func.body)
+    body = _Partitioner(func).visit(func.body)
     return func if body is func.body else func.with_body(body)

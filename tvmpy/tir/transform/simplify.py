@@ -18,7 +18,6 @@ When valid
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from ...ir import dtype as dt
@@ -187,13 +186,5 @@ def simplify_stmt(stmt: S.Stmt, ana: Any | None = None) -> S.Stmt:
 
 def Simplify(func: PrimFunc) -> PrimFunc:
     """Simplify ``func``'s body; shape variables of the parameters are known to be >= 0."""
-    ana = make_analyzer()
-    with contextlib.ExitStack() as stack:
-        seen: set[int] = set()
-        for b in func.buffer_map.values():
-            for s in b.shape:
-                if isinstance(s, E.Var) and dt.is_integer(s.dtype) and id(s) not in seen:
-                    seen.add(id(s))
-                    stack.enter_context(ana.constraint_scope(s >= 0))
-        body = _Simplifier(ana).visit(func.body)
+    body = _Simplifier(make_analyzer(func)).visit(func.body)
     return func if body is func.body else func.with_body(body)

@@ -397,8 +397,8 @@ def _simplify_vector(body: S.Stmt, ana: Any) -> S.Stmt:
 
 
 class _LoopVectorizer(Mutator):
-    def __init__(self) -> None:
-        self.ana = make_analyzer()
+    def __init__(self, func: PrimFunc) -> None:
+        self.ana = make_analyzer(func)
 
     def visit_For(self, f: S.For) -> S.Stmt:
         body = self.visit(f.body)
@@ -411,5 +411,5 @@ class _LoopVectorizer(Mutator):
 
 def VectorizeLoop(func: PrimFunc) -> PrimFunc:
     """Lower every VECTORIZED loop of ``func`` to vector IR or a serial loop."""
-    body = _LoopVectorizer().visit(func.body)
+    body = _LoopVectorizer(func).visit(func.body)
     return func if body is func.body else func.with_body(body)
