@@ -118,3 +118,15 @@ def tir_target():
     from tvmpy.target import Target
 
     return Target("llvm")
+
+
+def test_remove_no_op_keeps_asserts_and_extern_lets():
+    A = tir.decl_buffer((4,), "float32", "A")
+    n, v = E.Var("n"), E.Var("v")
+    body = tir.seq(
+        tir.AssertStmt(n > 0, "n must be positive", tir.Evaluate(0)),
+        tir.LetStmt(v, tir.call_extern("int32", "side_effect"), tir.Evaluate(0)),
+        tir.BufferStore(A, 1.0, [0]))
+    g = RemoveNoOp(func([A, n], body))
+    s = str(g)
+    assert "assert n > 0" in s and "side_effect" in s

@@ -1,8 +1,9 @@
 """RemoveNoOp: delete statements that have no effect.
 
 What it does
-    Drops ``Evaluate`` of constants; loops, lets, attributes (other than pragmas), allocations
-    and asserts whose body does nothing; ``if`` statements with two empty branches (the
+    Drops ``Evaluate`` of constants; loops, lets (unless their value calls an external
+    function), attributes (other than pragmas) and allocations whose body does nothing
+    (asserts stay: their check is an effect); ``if`` statements with two empty branches (the
     condition has no side effects: calls in conditions are pure intrinsics); stores of a value
     to the very element it was loaded from (``A[i] = A[i]``); and flattens nested sequences.
 
@@ -16,9 +17,21 @@ from ...ir.node import structural_equal
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import Mutator
+from ..functor import Mutator, post_order_visit
 
 __all__ = ["RemoveNoOp"]
+
+
+def _calls_extern(e: E.PrimExpr) -> bool:
+    found = False
+
+    def f(n: object) -> None:
+        nonlocal found
+        if isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern"):
+            found = True
+
+    post_order_visit(e, f)
+    return found
 
 
 class _NoOpRemover(Mutator):
@@ -50,9 +63,17 @@ class _NoOpRemover(Mutator):
         return s if body is s.body else s.replace(body=body)
 
     visit_For = _body_stmt
-    visit_LetStmt = _body_stmt
     visit_Allocate = _body_stmt
-    visit_AssertStmt = _body_stmt
+
+    def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
+        if _calls_extern(s.value):  # evaluated for its side effect
+            body = self.visit(s.body)
+            return s if body is s.body else S.LetStmt(s.var, s.value, body)
+        return self._body_stmt(s)
+
+    def visit_AssertStmt(self, s: S.AssertStmt) -> S.Stmt:
+        body = self.visit(s.body)  # the check itself stays, even with nothing after it
+        return s if body is s.body else S.AssertStmt(s.condition, s.message, body)
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
         body = self.visit(s.body)

@@ -118,7 +118,7 @@ class _Simplifier(Mutator):
         if dt.is_integer(value.dtype) and dt.lanes_of(value.dtype) == 1 and _pure(value):
             self.ana.bind(s.var, value)  # never for loads: memory may change under the let
         body = self.visit(s.body)
-        if not uses_var(body, s.var):
+        if not uses_var(body, s.var) and _pure(value):
             return body
         if value is s.value and body is s.body:
             return s
