@@ -185,3 +185,23 @@ def test_binds_use_given_buffer():
     Ab = tir.decl_buffer((4, 4), "float32", "Abuf", strides=(8, 1))
     f = schedule_to_primfunc(s, [A, B], "f", {A: Ab})
     assert f.buffer_map[f.params[0]] is Ab
+
+
+def test_store_predicate():
+    A = te.placeholder((6, 4), name="A")
+    B = te.compute((6, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    i, j = B.op.axis
+    s[B].set_store_predicate(i % 2 == 0)
+    txt = lower_text(s, [A, B])
+    assert "if i % 2 == 0:" in txt and "likely" not in txt
+    import numpy as np
+
+    a = np.random.default_rng(3).uniform(-1, 1, (6, 4)).astype("float32")
+    b = np.full((6, 4), 7.0, "float32")
+    from tvmpy.tir.interpreter import run
+
+    run(schedule_to_primfunc(s, [A, B], "f"), [a, b])
+    exp = np.full((6, 4), 7.0, "float32")
+    exp[::2] = a[::2] + 1
+    np.testing.assert_allclose(b, exp)

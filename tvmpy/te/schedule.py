@@ -90,6 +90,7 @@ class Stage:
         self.is_output = False
         self.double_buffer_ = False
         self.align: dict[int, tuple[int, int]] = {}  # dim -> (factor, offset)
+        self.store_predicate: PrimExpr | None = None
 
     def _reset_iter_vars(self) -> None:
         op = self.op
@@ -325,6 +326,17 @@ class Stage:
         if not 0 <= int(offset) < int(factor):
             raise ValueError(f"storage_align: offset must be in [0, factor), got {offset} (factor {factor})")
         self.align[dims[0]] = (int(factor), int(offset))
+
+    def set_store_predicate(self, predicate: Any) -> None:
+        """Only store the stage's results where ``predicate`` holds (e.g. one thread of a
+        cross-thread reduction: ``tx.var.equal(0)``)."""
+        self._check_compute("set_store_predicate")
+        p = convert(predicate)
+        from ..ir import dtype as dt
+
+        if not isinstance(p, PrimExpr) or not dt.is_bool(p.dtype):
+            raise TypeError(f"set_store_predicate: expected a boolean expression, got {predicate!r}")
+        self.store_predicate = p
 
     def double_buffer(self) -> None:
         self._check_compute("double_buffer")

@@ -267,9 +267,11 @@ class Lowering:
         for iv in roots:
             if iv not in values:
                 raise ValueError(f"internal: axis {iv.var.name} of {op.name} has no loop")
-        preds = self._predicates(st, values)
+        preds: list[Any] = self._predicates(st, values)
         vmap = {iv.var: values[iv] for iv in roots}
         conv = _BodyConverter(vmap, self.access)
+        if st.store_predicate is not None:
+            preds.append(_StorePred(conv.visit(st.store_predicate)))
         body = self.view.bodies[st]
         out_idx = [values[iv] for iv in op.axis]
         bufs = [self.access(op.output(k), out_idx) for k in range(op.num_outputs)]
@@ -370,8 +372,13 @@ class Lowering:
         stores = []
         for (b, idx), v in zip(bufs, init_vals):
             stores.append(S.BufferStore(b, substitute(conv.visit(v), fresh), [substitute(i, fresh) for i in idx]))
-        ipreds = [substitute(p, fresh) for p in preds
-                  if not uses_var(p, lambda v: any(v is x for x in red_vars))]
+        ipreds: list[Any] = []
+        for p in preds:
+            c = p.cond if isinstance(p, _StorePred) else p
+            if uses_var(c, lambda v: any(v is x for x in red_vars)):
+                continue
+            c = substitute(c, fresh)
+            ipreds.append(_StorePred(c) if isinstance(p, _StorePred) else c)
         stmt = _guard(S.seq(*stores), ipreds)
         for lv in reversed(inner_sp):
             r = self.bounds.ranges[lv]
@@ -384,12 +391,25 @@ class Lowering:
 
 # ---------------------------------------------------------------------------------------------
 def _guard(body: S.Stmt, preds: list[PrimExpr]) -> S.Stmt:
+    """``if likely(p0 and p1 ...)`` around ``body``; a store predicate (``_StorePred``) is a plain
+    ``if`` inside it (it is not expected to hold almost always)."""
+    store = [p.cond for p in preds if isinstance(p, _StorePred)]
+    preds = [p for p in preds if not isinstance(p, _StorePred)]
+    for c in store:
+        body = S.IfThenElse(c, body)
     if not preds:
         return body
     cond = preds[0]
     for p in preds[1:]:
         cond = E.And(cond, p)
     return S.IfThenElse(likely(cond), body)
+
+
+class _StorePred:
+    """A stage's store predicate among the bound predicates (kept apart from ``likely``)."""
+
+    def __init__(self, cond: PrimExpr):
+        self.cond = cond
 
 
 def _same_range(a: Range, b: Range) -> bool:
