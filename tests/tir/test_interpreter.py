@@ -613,3 +613,20 @@ def test_reduction_fast_path_wraps_like_int8(n, init):
             ref = np.int8(ref + np.int8(a[k] * a[k]))
     interp.run(f, [a, s])
     assert s[0] == ref
+
+
+def test_runtime_ndarray_and_torch_arguments():
+    import tvmpy as tvm
+
+    A = tir.decl_buffer((6,), "float32", "A")
+    B = tir.decl_buffer((6,), "float32", "B")
+    i = tir.Var("i")
+    m = interp.build([func([A, B], loop(i, 6, tir.BufferStore(B, A[i] * A[i], [i])), "sq")])
+    a = rand(6)
+    out = tvm.nd.empty((6,), "float32")
+    m(tvm.nd.array(a), out)
+    np.testing.assert_array_equal(out.numpy(), a * a)
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(6)
+    m(a, t)
+    np.testing.assert_array_equal(t.numpy(), a * a)
