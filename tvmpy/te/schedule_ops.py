@@ -76,10 +76,23 @@ class _IndexSimplifier(Mutator):
     e.g. ``(yi + yo * 32) // 32 -> yo`` when ``0 <= yi < 32``); the te simplifier if the
     analyzer cannot handle an index."""
 
-    def __init__(self) -> None:
+    def __init__(self, body: S.Stmt) -> None:
         from ..arith import Analyzer
 
         self.ana = Analyzer()
+        # a thread variable bound with different extents (in different stages) has no single
+        # range: it is left unbound
+        extents: dict[Var, set] = {}
+
+        def f(n: Any) -> None:
+            if isinstance(n, S.AttrStmt) and n.attr_key in ("thread_extent", "virtual_thread") \
+                    and isinstance(n.node, IterVar):
+                extents.setdefault(n.node.var, set()).add(A._key(n.value))
+
+        from ..tir.functor import post_order_visit
+
+        post_order_visit(body, f)
+        self.thread_ok = {v for v, e in extents.items() if len(e) == 1}
 
     def _simp(self, e: PrimExpr) -> PrimExpr:
         e = A.simplify(e)
@@ -95,7 +108,8 @@ class _IndexSimplifier(Mutator):
         return self.generic_visit(node)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> Any:
-        if node.attr_key in ("thread_extent", "virtual_thread") and isinstance(node.node, IterVar):
+        if node.attr_key in ("thread_extent", "virtual_thread") and isinstance(node.node, IterVar) \
+                and node.node.var in self.thread_ok:
             self.ana.bind(node.node.var, Range.from_min_extent(0, node.value))
         return self.generic_visit(node)
 
@@ -230,7 +244,7 @@ class Lowering:
         body: S.Stmt = S.no_op()
         for st in reversed(self.roots):
             body = self._realize(st, S.seq(self._stage_stmt(st), body))
-        body = _IndexSimplifier().visit(body)
+        body = _IndexSimplifier(body).visit(body)
         return PrimFunc(self.params, body, self.buffer_map, {"global_symbol": self.name})
 
     def _realize(self, st: Stage, body: S.Stmt) -> S.Stmt:
