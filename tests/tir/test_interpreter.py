@@ -630,3 +630,17 @@ def test_runtime_ndarray_and_torch_arguments():
     t = torch.zeros(6)
     m(a, t)
     np.testing.assert_array_equal(t.numpy(), a * a)
+
+
+def test_shape_var_only_inside_an_expression():
+    n = tir.Var("n")
+    A = tir.decl_buffer((n * 2,), "float32", "A")
+    i = tir.Var("i")
+    body = loop(i, n, tir.BufferStore(A, tir.const(1.0), [i * 2]))
+    with pytest.raises(ValueError, match="explicit scalar argument"):
+        interp.run(func([A], body), [np.zeros(4, "float32")])
+    a = np.zeros(4, "float32")
+    interp.run(func([A, n], body), [a, 2])
+    np.testing.assert_array_equal(a, [1, 0, 1, 0])
+    with pytest.raises(ValueError, match="dim 0 = 6"):
+        interp.run(func([A, n], body), [a, 3])

@@ -1151,6 +1151,10 @@ def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[En
         if isinstance(b.elem_offset, E.Var) and id(b.elem_offset) not in env:
             env[id(b.elem_offset)] = _np(b.elem_offset.dtype).type(0)
     for b, arr in bufs:
+        for v in collect_vars([*b.shape, *b.strides]):
+            if id(v) not in env:
+                raise ValueError(f"{func.name}: shape variable {v.name} of buffer {b.name} appears "
+                                 "only inside an expression; pass it as an explicit scalar argument")
         for d, s in enumerate(b.shape):
             got = int(comp.expr(s)(env))
             if got != arr.shape[d]:
