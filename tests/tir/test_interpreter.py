@@ -644,3 +644,26 @@ def test_shape_var_only_inside_an_expression():
     np.testing.assert_array_equal(a, [1, 0, 1, 0])
     with pytest.raises(ValueError, match="dim 0 = 6"):
         interp.run(func([A, n], body), [a, 3])
+
+
+def test_thread_bound_schedule_in_both_forms():
+    # GPU-style bindings have no CPU code generator yet; the interpreter runs them as loops
+    import tvmpy as tvm
+    from tvmpy import te
+    from tvmpy.te.schedule_ops import schedule_to_primfunc
+
+    n = 32
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
+    s[C].bind(xo, te.thread_axis("blockIdx.x"))
+    s[C].bind(yo, te.thread_axis("vthread"))
+    s[C].bind(xi, te.thread_axis("threadIdx.x"))
+    a, b = rand((n, n)), rand((n, n))
+    for f in (schedule_to_primfunc(s, [A, B, C], "f"), tvm.lower(s, [A, B, C], name="f")):
+        c = np.zeros((n, n), "float32")
+        interp.run(f, [a, b, c])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
