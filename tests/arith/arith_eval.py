@@ -27,8 +27,20 @@ def _check(v: int, dtype: str) -> int:
     return v
 
 
-def evaluate(e, env: dict) -> int:
-    """Value of ``e`` with Var -> int bindings in ``env`` (keys: Var objects)."""
+def evaluate(e, env: dict):
+    """Value of ``e`` with Var -> int bindings in ``env`` (keys: Var objects); vectors (Ramp,
+    Broadcast and operations on them) evaluate to lists, lane by lane."""
+    if isinstance(e, E.Ramp):
+        base, stride = evaluate(e.base, env), evaluate(e.stride, env)
+        return [_check(base + stride * n, e.base.dtype) for n in range(e.lanes)]
+    if isinstance(e, E.Broadcast):
+        return [evaluate(e.value, env)] * e.lanes
+    if isinstance(e, E.BinaryOp) and "x" in e.dtype:
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        elem = e.dtype.split("x")[0]
+        return [_apply(type(e), elem, x, y) for x, y in zip(a, b)]
+    if isinstance(e, E.Call) and e.op == "likely" and "x" in e.dtype:
+        return evaluate(e.args[0], env)
     if isinstance(e, E.IntImm):
         return e.value
     if isinstance(e, E.Var):
@@ -59,17 +71,20 @@ def evaluate(e, env: dict) -> int:
     if isinstance(e, E.Or):
         return int(bool(evaluate(e.a, env)) or bool(evaluate(e.b, env)))
     if isinstance(e, E.BinaryOp):
-        a, b = evaluate(e.a, env), evaluate(e.b, env)
-        t = type(e)
-        if t in (E.FloorDiv, E.FloorMod, E.Div, E.Mod) and b == 0:
-            raise Undefined("division by zero")
-        ops = {
-            E.Add: lambda: a + b, E.Sub: lambda: a - b, E.Mul: lambda: a * b,
-            E.FloorDiv: lambda: a // b, E.FloorMod: lambda: a % b,
-            E.Div: lambda: _tdiv(a, b), E.Mod: lambda: a - b * _tdiv(a, b),
-            E.Min: lambda: min(a, b), E.Max: lambda: max(a, b),
-            E.EQ: lambda: int(a == b), E.NE: lambda: int(a != b), E.LT: lambda: int(a < b),
-            E.LE: lambda: int(a <= b), E.GT: lambda: int(a > b), E.GE: lambda: int(a >= b),
-        }
-        return _check(ops[t](), e.dtype)
+        return _apply(type(e), e.dtype, evaluate(e.a, env), evaluate(e.b, env))
     raise NotImplementedError(type(e).__name__)
+
+
+def _apply(t: type, dtype: str, a: int, b: int) -> int:
+    """The binary operation ``t`` on scalar values of ``dtype``."""
+    if t in (E.FloorDiv, E.FloorMod, E.Div, E.Mod) and b == 0:
+        raise Undefined("division by zero")
+    ops = {
+        E.Add: lambda: a + b, E.Sub: lambda: a - b, E.Mul: lambda: a * b,
+        E.FloorDiv: lambda: a // b, E.FloorMod: lambda: a % b,
+        E.Div: lambda: _tdiv(a, b), E.Mod: lambda: a - b * _tdiv(a, b),
+        E.Min: lambda: min(a, b), E.Max: lambda: max(a, b),
+        E.EQ: lambda: int(a == b), E.NE: lambda: int(a != b), E.LT: lambda: int(a < b),
+        E.LE: lambda: int(a <= b), E.GT: lambda: int(a > b), E.GE: lambda: int(a >= b),
+    }
+    return _check(ops[t](), dtype)

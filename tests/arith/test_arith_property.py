@@ -213,3 +213,35 @@ def test_simplify_under_constraint(cond, e, goal, seed):
     for env, v in _values(goal, samples):
         assert not goal_proved or v, f"under {cond} proved {goal}, false at {env}"
         assert not goal_refuted or not v, f"under {cond} refuted {goal}, true at {env}"
+
+
+@st.composite
+def vector_exprs(draw, depth: int = 2) -> E.PrimExpr:
+    lanes = 4
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if draw(st.booleans()):
+            stride = E.IntImm("int32", draw(st.integers(-3, 4)))
+            return E.Ramp(draw(int_exprs(2)), stride, lanes)
+        return E.Broadcast(draw(int_exprs(2)), lanes)
+    op = draw(st.sampled_from(["add", "sub", "mul", "fdiv", "fmod", "tdiv", "tmod", "min"]))
+    a = draw(vector_exprs(depth - 1))
+    if op in ("add", "sub", "min"):
+        b = draw(vector_exprs(depth - 1))
+        return {"add": E.Add, "sub": E.Sub, "min": E.Min}[op](a, b)
+    if op == "mul":
+        return E.Mul(a, E.Broadcast(E.IntImm("int32", draw(st.integers(-4, 4))), lanes))
+    cls = {"fdiv": E.FloorDiv, "fmod": E.FloorMod, "tdiv": E.Div, "tmod": E.Mod}[op]
+    return cls(a, E.Broadcast(_divisor(draw), lanes))
+
+
+@st.composite
+def vector_conds(draw) -> E.PrimExpr:
+    cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE]))
+    return cmp(draw(vector_exprs(1)), draw(vector_exprs(0)))
+
+
+@SETTINGS
+@given(e=st.one_of(vector_exprs(), vector_conds()), seed=st.integers(0, 10**6))
+def test_vector_simplify_preserves_lanes(e, seed):
+    ana = _bound_analyzer()
+    _assert_same(e, ana.simplify(e), _samples(seed, 20))

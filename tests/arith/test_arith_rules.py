@@ -180,3 +180,15 @@ def test_ramp_broadcast_rules():
     assert simp(E.Ramp(x, c32(0), 4)) == "broadcast(x, 4)"
     e = E.FloorDiv(E.Ramp(x, c32(1), 8), E.Broadcast(c32(8), 8))  # crosses a block: kept
     assert simp(e) == str(e)
+
+
+def test_vector_comparisons_decided_for_all_lanes():
+    ana = arith.Analyzer()
+    ana.bind(x, Range(0, 4))
+    r = E.Ramp(x * 8, c32(1), 8)
+    assert str(ana.simplify(r < E.Broadcast(c32(32), 8))) == "broadcast(True, 8)"
+    assert str(ana.simplify(r >= E.Broadcast(c32(32), 8))) == "broadcast(False, 8)"
+    e = r < E.Broadcast(c32(31), 8)  # the last lane of the last x differs
+    assert str(ana.simplify(e)) == str(e)
+    with ana.constraint_scope(x * 8 + 8 <= n):
+        assert str(ana.simplify(tir.likely(r < E.Broadcast(n, 8)))) == "broadcast(True, 8)"

@@ -537,6 +537,9 @@ class Simplifier(Mutator):
         if lanes > 1:
             if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
                 return E.Broadcast(self.visit(type(e)(a.value, b.value)), lanes)
+            v = self._vector_cmp(e, a, b)
+            if v is not None:
+                return _bool(v, lanes)
             return self._rebuild(e, a, b)
         if not dt.is_integer(a.dtype):
             return self._rebuild(e, a, b)
@@ -554,6 +557,37 @@ class Simplifier(Mutator):
         if v is not None:
             return _bool(v)
         return self._rebuild(e, a, b)
+
+    def _vector_cmp(self, e: E.CmpOp, a: E.PrimExpr, b: E.PrimExpr) -> bool | None:
+        """A comparison of ramps/broadcasts that has the same outcome on every lane."""
+        lanes_a = self._lane_extremes(a)
+        lanes_b = self._lane_extremes(b)
+        if lanes_a is None or lanes_b is None or not _is_index(lanes_a[0].dtype):
+            return None
+        (amin, amax), (bmin, bmax) = lanes_a, lanes_b
+        cls = type(e)
+        if cls in (E.LT, E.LE):
+            if self._decide_cmp(cls(amax, bmin), self._sum(amax), self._sum(bmin)) is True:
+                return True
+            flip = E.GE if cls is E.LT else E.GT
+            if self._decide_cmp(flip(amin, bmax), self._sum(amin), self._sum(bmax)) is True:
+                return False
+        elif cls in (E.GT, E.GE):
+            if self._decide_cmp(cls(amin, bmax), self._sum(amin), self._sum(bmax)) is True:
+                return True
+            flip = E.LE if cls is E.GT else E.LT
+            if self._decide_cmp(flip(amax, bmin), self._sum(amax), self._sum(bmin)) is True:
+                return False
+        return None
+
+    def _lane_extremes(self, v: E.PrimExpr):
+        """(smallest lane, largest lane) of a Broadcast or a Ramp with constant stride."""
+        if isinstance(v, E.Broadcast):
+            return v.value, v.value
+        if isinstance(v, E.Ramp) and isinstance(v.stride, E.IntImm):
+            last = self.visit(v.base + v.stride.value * (v.lanes - 1))
+            return (v.base, last) if v.stride.value >= 0 else (last, v.base)
+        return None
 
     def _decide_cmp(self, e: E.CmpOp, sa: Sum, sb: Sum) -> bool | None:
         d = sa.iadd(sb, -1)  # a - b
@@ -670,7 +704,7 @@ class Simplifier(Mutator):
             return E.Call(e.dtype, e.op, [cond, t, f])
         if e.op == "likely" and len(e.args) == 1:
             cond = self.visit(e.args[0])
-            if _is_int_const(cond):
+            if _is_int_const(cond) or (isinstance(cond, E.Broadcast) and _is_int_const(cond.value)):
                 return cond
             return e if cond is e.args[0] else E.Call(e.dtype, "likely", [cond])
         args = [self.visit(a) for a in e.args]
