@@ -394,3 +394,16 @@ def test_compute_at_tile_crossing_the_edge_is_refused():
     s[CC].tensorize(xci, intrin)
     with pytest.raises(TensorizeError, match="guard"):
         tvm.lower(s, [A, B, C])
+
+
+def test_fused_and_reordered_inner_loops_are_matched():
+    A, B, C, k = matmul(32, 32, 32, "nk")
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
+    ko, ki = s[C].split(k, factor=8)
+    s[C].reorder(xo, yo, ko, ki, yi, xi)  # any order inside the region covers the same box
+    fused = s[C].fuse(ki, yi)
+    s[C].tensorize(fused, gemm_intrin(8, 8, 8))
+    a, b = rand(32, 32), rand(32, 32)
+    c = run(s, [A, B, C], "interp", [a, b, np.zeros((32, 32), "float32")])
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
