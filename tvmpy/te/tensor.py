@@ -305,7 +305,12 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], na
         dtypes = [e.dtype for e in exprs]
         lhs = tuple(Var(f"x{k}" if len(exprs) > 1 else "x", d) for k, d in enumerate(dtypes))
         rhs = tuple(Var(f"y{k}" if len(exprs) > 1 else "y", d) for k, d in enumerate(dtypes))
-        res = fcombine(*lhs, *rhs) if len(exprs) > 1 else fcombine(lhs[0], rhs[0])
+        if len(exprs) == 1:
+            res = fcombine(lhs[0], rhs[0])
+        elif _positional_arity(fcombine) == 2:
+            res = fcombine(lhs, rhs)  # TVM's convention: fcombine(x, y) with x, y tuples
+        else:
+            res = fcombine(*lhs, *rhs)
         res = tuple(convert(r) for r in res) if isinstance(res, (list, tuple)) else (convert(res),)
         ident = fidentity(*dtypes) if len(exprs) > 1 else fidentity(dtypes[0])
         ident = tuple(convert(r) for r in ident) if isinstance(ident, (list, tuple)) else (convert(ident),)
@@ -323,6 +328,19 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], na
 
     reducer.__name__ = name
     return reducer
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional parameters ``fn`` takes (None for ``*args`` or no signature)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    return len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
 
 
 def _sum_identity(dtype: str) -> PrimExpr:
