@@ -630,6 +630,20 @@ def _vector_shuffle(rng: np.random.Generator) -> Case:
                 {2: want_c, 3: want_d})
 
 
+@case("shuffle_extract_lane")
+def _shuffle_extract(rng: np.random.Generator) -> Case:
+    """A one-lane Shuffle (a scalar) of a vector let, read in a parallel loop body."""
+    n = 12
+    A, B = buf("A", n), buf("B", n)
+    i = E.Var("i")
+    v = E.Var("v", "float32x4")
+    body = S.LetStmt(v, A[_ramp(E.const(0), 4)], loop(i, n, S.BufferStore(
+        B, A[i] * E.Shuffle([v], [E.const(2)]), [i]), S.ForKind.PARALLEL))
+    a = rand(rng, n, "float32")
+    return Case("shuffle_extract_lane", func("shuffle_extract_lane", [A, B], body),
+                [a, np.zeros(n, "float32")], {1: a * a[2]})
+
+
 @case("vector_overlap")
 def _vector_overlap(rng: np.random.Generator) -> Case:
     """A[1:9] = A[0:8] + 1 as one vector statement: every lane reads the old values."""
@@ -712,6 +726,34 @@ def _nested_parallel(rng: np.random.Generator) -> Case:
     want = (a.reshape(7, 11) * 2 + np.arange(7)[:, None]).reshape(-1).astype("float32")
     return Case("nested_parallel", func("nested_parallel", [A, B], body),
                 [a, np.zeros(77, "float32")], {1: want})
+
+
+@case("parallel_inside_serial")
+def _parallel_inside_serial(rng: np.random.Generator) -> Case:
+    """A parallel loop (int64 counter, nonzero start) inside a serial loop: its body reads the
+    outer loop variable, a scalar let and an allocation made outside, allocates its own heap
+    buffer and asserts; a nested parallel loop runs serially."""
+    rows, cols = 6, 40
+    size = E.Var("n")
+    A, B = buf("A", size), buf("B", size)
+    tmp, inner = buf("tmp", size), buf("inner", 20000)
+    i, j, k = E.Var("i"), E.Var("j", "int64"), E.Var("k")
+    s_ = E.Var("s", "float32")
+    idx = E.cast(i, "int64") * cols + j
+    body_j = S.Allocate(inner, S.seq(
+        loop(k, 2, S.BufferStore(inner, E.cast(k, "float32"), [k]), S.ForKind.PARALLEL),
+        S.AssertStmt(A[idx] > -100.0, E.StringImm("too small"), S.BufferStore(
+            tmp, A[idx] * s_ + E.cast(i, "float32") * 0.5 + inner[1], [idx]))))
+    body = loop(i, rows, S.LetStmt(s_, E.cast(i, "float32") + 1.0, S.seq(
+        loop(j, cols - 1, body_j, S.ForKind.PARALLEL, start=E.const(1, "int64")),
+        S.BufferStore(tmp, E.const(0.0), [E.cast(i * cols, "int64")]))))
+    body = S.Allocate(tmp, S.seq(body, loop(i, size, S.BufferStore(B, tmp[i], [i]))))
+    a = rand(rng, rows * cols, "float32")
+    ii = np.repeat(np.arange(rows), cols).astype("float32")
+    want = (a * (ii + 1) + 0.5 * ii + 1).astype("float32")
+    want[::cols] = 0
+    return Case("parallel_inside_serial", func("parallel_inside_serial", [A, B], body),
+                [a, np.zeros(rows * cols, "float32")], {1: want})
 
 
 @case("allocate_heap_and_stack")

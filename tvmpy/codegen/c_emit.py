@@ -57,7 +57,7 @@ class FunctionEmitter(ExprPrinter):
         self.outlined: list[str] = []  # static functions of parallel loop bodies
         self.aligned: set[int] = set()  # data vars known to be 64-byte aligned
         self.data_vars: set[int] = set()
-        self._data_memo: dict[int, bool] = {}
+        self._data_memo: dict[int, tuple[E.PrimExpr, bool]] = {}
 
     # ---- names -------------------------------------------------------------------------------
     def new_name(self, base: str) -> str:
@@ -291,8 +291,12 @@ class FunctionEmitter(ExprPrinter):
                  (id(v) in self.names or id(v) in self.ptrs)]
         params = [f"{value_type(loop_var.dtype)} {self.names[id(loop_var)]}"]
         prologue = []
+        passed = {self.names[id(loop_var)]}
         for v in outer:
             name = self.names.get(id(v)) or self.ptrs[id(v)][0]
+            if name in passed:  # a parameter's handle and its buffer's data var
+                continue
+            passed.add(name)
             if id(v) in self.ptrs:
                 elem = self.ptrs[id(v)][1]
                 if elem is None:

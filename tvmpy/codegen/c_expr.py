@@ -83,7 +83,7 @@ class ExprPrinter:
     externs: dict[str, str]  # name -> prototype
     data_vars: set[int]  # ids of scalar Vars whose values come from data (see module docstring)
     _index_depth = 0
-    _data_memo: dict[int, bool]
+    _data_memo: dict[int, tuple[E.PrimExpr, bool]]
 
     # provided by the statement emitter
     def var_ref(self, v: E.Var) -> tuple[str, bool]:  # (C name, is a lane-indexed array)
@@ -116,8 +116,9 @@ class ExprPrinter:
         """Whether ``e``'s value depends on data (loads, calls, float casts, data variables)."""
         key = id(e)
         memo = self._data_memo
-        if key in memo:
-            return memo[key]
+        hit = memo.get(key)
+        if hit is not None and hit[0] is e:
+            return hit[1]
         if isinstance(e, E.Var):
             out = id(e) in self.data_vars
         elif isinstance(e, E.BufferLoad) or (
@@ -131,7 +132,7 @@ class ExprPrinter:
             kids = [getattr(e, f) for f in e._fields]
             kids = [k for x in kids for k in (x if isinstance(x, tuple) else (x,))]
             out = any(self.is_data(k) for k in kids if isinstance(k, E.PrimExpr))
-        memo[key] = out
+        memo[key] = (e, out)  # keeps e alive: its id cannot be reused by a temporary node
         return out
 
     # ---- dispatch ----------------------------------------------------------------------------
@@ -310,16 +311,18 @@ class ExprPrinter:
                 return self._binary("+" if off > 0 else "-", ADD, e.base, offset, None)
             if k == 0:
                 return self._p(e.base, None)
-        base = self.operand(e.base, ADD)
-        if stride == 1:
-            return f"{base} + {lane}", ADD
-        return f"{base} + {lane} * {self.operand(e.stride, MUL + 1)}", ADD
+        step = lane if stride == 1 else f"{lane} * {self.operand(e.stride, MUL + 1)}"
+        if E.is_const_int(e.base, 0):
+            return step, PRIMARY if stride == 1 else MUL
+        return f"{self.operand(e.base, ADD)} + {step}", ADD
 
     def _broadcast(self, e: E.Broadcast, lane: str | None) -> tuple[str, int]:
         return self._p(e.value, None)
 
     def _shuffle(self, e: E.Shuffle, lane: str | None) -> tuple[str, int]:
-        if lane is None or not lane.isdigit():
+        if lane is None:  # one lane extracted: a scalar
+            lane = "0"
+        if not lane.isdigit():
             raise CCodegenError("C backend: Shuffle needs unrolled lanes (internal error)")
         pos = E.const_value(e.indices[int(lane)])
         if not isinstance(pos, int):
