@@ -401,8 +401,8 @@ def test_fused_and_reordered_inner_loops_are_matched():
     s = te.create_schedule(C.op)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
     ko, ki = s[C].split(k, factor=8)
-    s[C].reorder(xo, yo, ko, ki, yi, xi)  # any order inside the region covers the same box
-    fused = s[C].fuse(ki, yi)
+    s[C].reorder(xo, yo, ko, yi, xi, ki)  # any order inside the region covers the same box
+    fused = s[C].fuse(yi, xi)
     s[C].tensorize(fused, gemm_intrin(8, 8, 8))
     a, b = rand(32, 32), rand(32, 32)
     c = run(s, [A, B, C], "interp", [a, b, np.zeros((32, 32), "float32")])
