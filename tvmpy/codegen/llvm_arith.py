@@ -56,7 +56,9 @@ def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value
     fb = cg.fb
     simple = {E.Add: "fadd", E.Sub: "fsub", E.Mul: "fmul", E.Div: "fdiv"}
     if cls in simple:
-        return fb.value(a.ty, f"{simple[cls]} {FMF} {a}, {b.ref}", simple[cls])
+        # no contraction for float16: every float16 operation rounds (numpy semantics)
+        fmf = FMF if dt.bits_of(dtype) > 16 else ""
+        return fb.value(a.ty, f"{simple[cls]} {fmf} {a}, {b.ref}", simple[cls])
     if cls is E.Mod:
         return fb.value(a.ty, f"frem {a}, {b.ref}", "frem")
     if cls is E.Min:
