@@ -144,8 +144,6 @@ class FunctionEmitter(ExprPrinter):
                 prologue.append(f"const float {name} = {half};")
             else:
                 params.append(f"{storage_type(v.dtype)} {self.bind(v)}")
-                if v in f.params:
-                    self.data_vars.add(id(v))  # a scalar argument (not a shape variable)
         self.level = 1
         for line in prologue:
             self.emit(line)

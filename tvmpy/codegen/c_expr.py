@@ -8,10 +8,11 @@ and a vector variable (bound by a vector LetStmt) is a C array indexed by the la
 Signed integer overflow: the source is compiled *without* -fwrapv, so that gcc can analyze
 index arithmetic (as LLVM's ``nsw``) and vectorize. Arithmetic in an *index context* (buffer
 indices, loop bounds, allocation sizes) is plain C and assumed not to overflow. Elsewhere,
-int32/int64 Add/Sub/Mul chains that depend on data (a load, a call, a float conversion, a scalar
-parameter, or a variable bound to one of those) wrap explicitly: computed in the unsigned type
+int32/int64 Add/Sub/Mul chains that depend on data (a load, an external call, a float conversion,
+or a variable bound to one of those) wrap explicitly: computed in the unsigned type
 and cast back once (``(int32_t)((uint32_t)a * (uint32_t)b + (uint32_t)c)``), as the LLVM
-backend's wrapping value arithmetic; pure loop-variable arithmetic stays plain and readable.
+backend's wrapping value arithmetic; arithmetic on loop variables, sizes and scalar parameters
+(index-like values) stays plain and readable.
 
 Precedence is tracked so the output has parentheses only where C needs them (and around mixed
 logical/bitwise operators, where gcc would warn and readers hesitate).
