@@ -67,3 +67,29 @@ def test_row_max_and_sum_reductions():
     f(tvm.nd.array(a), out)
     ref = np.exp(a - a.max(1, keepdims=True)).sum(1)
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5)
+
+
+def test_export_with_vector_math_and_parallel_loads_in_fresh_process(tmp_path):
+    import subprocess
+    import sys
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: te.exp(A[i]) + te.tanh(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], 16)
+    s[B].vectorize(xi)
+    s[B].parallel(xo)
+    f = tvm.build(s, [A, B], target="llvm", name="ex")
+    path = str(tmp_path / "ex.so")
+    f.export_library(path)
+    code = (
+        "import numpy as np, tvmpy as tvm\n"
+        f"m = tvm.runtime.load_module({path!r})\n"
+        "x = np.linspace(-3, 3, 101).astype('float32')\n"
+        "y = tvm.nd.empty((101,), 'float32')\n"
+        "m(tvm.nd.array(x), y)\n"
+        "np.testing.assert_allclose(y.numpy(), np.exp(x) + np.tanh(x), rtol=1e-5)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
