@@ -205,3 +205,29 @@ def test_store_predicate():
     exp = np.full((6, 4), 7.0, "float32")
     exp[::2] = a[::2] + 1
     np.testing.assert_allclose(b, exp)
+
+
+def test_gpu_style_matmul_shared_tiles_cover_the_block():
+    n = 16
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    bx, tx = s[C].split(C.op.axis[0], factor=4)
+    by, ty = s[C].split(C.op.axis[1], factor=4)
+    s[C].reorder(bx, by, tx, ty)
+    for iv, tag in ((bx, "blockIdx.x"), (by, "blockIdx.y"), (tx, "threadIdx.x"), (ty, "threadIdx.y")):
+        s[C].bind(iv, te.thread_axis(tag))
+    s[CL].compute_at(s[C], ty)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=4)
+    s[AA].compute_at(s[CL], ko)
+    s[BB].compute_at(s[CL], ko)
+    txt = lower_text(s, [A, B, C])
+    assert "A.shared = allocate((4, 4), 'float32', 'shared')" in txt
+    assert "C.local = allocate((1, 1), 'float32', 'local')" in txt
+    assert "A.shared[threadIdx.x, k.c.inner]" in txt
+    check(s, [A, B, C], lambda a, b: a @ b, backends=("interp",))

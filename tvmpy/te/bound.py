@@ -309,7 +309,11 @@ def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, A.
     full: dict[IterVar, bool] = {}
     for leaf in c.leaf_iter_vars:
         if id(leaf.var) in fixed:
-            env[leaf] = (leaf.var, leaf.var)
+            r = bounds.ranges[leaf]
+            # a loop of extent 1 is its min (as lowering substitutes it), which may still depend
+            # on outer loops that are relaxed
+            pt = r.min if A.const_int(r.extent) == 1 else leaf.var
+            env[leaf] = (pt, pt)
             full[leaf] = False
         else:
             env[leaf] = _interval_of(bounds.ranges[leaf])
