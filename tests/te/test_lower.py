@@ -231,3 +231,12 @@ def test_gpu_style_matmul_shared_tiles_cover_the_block():
     assert "C.local = allocate((1, 1), 'float32', 'local')" in txt
     assert "A.shared[threadIdx.x, k.c.inner]" in txt
     check(s, [A, B, C], lambda a, b: a @ b, backends=("interp",))
+
+
+def test_unused_input_is_still_a_parameter():
+    A = te.placeholder((4,), name="A")
+    U = te.placeholder((3,), name="U")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    f = schedule_to_primfunc(s, [A, U, B], "f")
+    assert [f.buffer_map[p].name for p in f.params] == ["A", "U", "B"]

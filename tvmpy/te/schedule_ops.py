@@ -146,10 +146,11 @@ class Lowering:
                                  "argument tensor")
         for a in args:
             if isinstance(a, Tensor):
-                if a.op not in sch:
+                if a.op not in sch and not isinstance(a.op, PlaceholderOp):
                     raise ValueError(f"argument {a.name} is not a tensor of this schedule")
-                st = self.view.stage_of(a)
-                key = (id(st), a.value_index)
+                # an input the computation does not read is still a parameter (keyed by its op)
+                st = self.view.stage_of(a) if a.op in sch else None
+                key = (id(st) if st is not None else id(a.op), a.value_index)
                 if key in self.buffers:
                     raise ValueError(f"tensor {a.name} appears twice in args")
                 buf = binds.get(a)
@@ -160,7 +161,7 @@ class Lowering:
                 self.buffers[key] = buf
                 self.params.append(buf.data)
                 self.buffer_map[buf.data] = buf
-                if id(st) not in seen:
+                if st is not None and id(st) not in seen:
                     seen.add(id(st))
                     self.arg_stages.append(st)
             elif isinstance(a, Var):
