@@ -108,7 +108,8 @@ def lower_pipeline(func: PrimFunc, target: Any = None,
         try:
             func = fn(func, target)
         except Exception as exc:
-            exc.add_note(f"in tir pass {i:02d} {name} on function {func.name}")
+            if hasattr(exc, "add_note"):  # Python >= 3.11
+                exc.add_note(f"in tir pass {i:02d} {name} on function {func.name}")
             raise
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tir pass {name} returned {type(func).__name__}, not a PrimFunc")
