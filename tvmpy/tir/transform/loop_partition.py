@@ -14,7 +14,10 @@ What it does
         for x in [hi', m+e):  body                       (post, guards kept)
 
     with ``lo' = min(max(lo, m), m+e)`` and ``hi' = max(min(hi, m+e), lo')`` as expressions, so
-    symbolic extents are handled; empty parts vanish after Simplify, parts of extent 1 are
+    symbolic extents are handled. When a single comparison that involves only ``x`` sets a
+    bound, it is known false beyond it, so the pre/post part gets it as ``False`` (the tail of
+    an inner split loses its dead guard). Comparisons that read memory are not used (the
+    memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
     substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
     are then searched again (their inner loops), never re-split on ``x``.
 
