@@ -220,8 +220,13 @@ def vector_exprs(draw, depth: int = 2) -> E.PrimExpr:
     lanes = 4
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         if draw(st.booleans()):
-            stride = E.IntImm("int32", draw(st.integers(-3, 4)))
-            return E.Ramp(draw(int_exprs(2)), stride, lanes)
+            stride = E.IntImm("int32", draw(st.sampled_from([1, 1, 1, 2, 3, 4, 0, -1, -3])))
+            if draw(st.booleans()):  # the aligned bases vectorization produces
+                scale = E.IntImm("int32", draw(st.sampled_from([2, 3, 4, 8])))
+                base = draw(st.sampled_from(VARS)) * scale + E.IntImm("int32", draw(st.integers(0, 3)))
+            else:
+                base = draw(int_exprs(2))
+            return E.Ramp(base, stride, lanes)
         return E.Broadcast(draw(int_exprs(2)), lanes)
     op = draw(st.sampled_from(["add", "sub", "mul", "fdiv", "fmod", "tdiv", "tmod", "min"]))
     a = draw(vector_exprs(depth - 1))
@@ -231,6 +236,8 @@ def vector_exprs(draw, depth: int = 2) -> E.PrimExpr:
     if op == "mul":
         return E.Mul(a, E.Broadcast(E.IntImm("int32", draw(st.integers(-4, 4))), lanes))
     cls = {"fdiv": E.FloorDiv, "fmod": E.FloorMod, "tdiv": E.Div, "tmod": E.Mod}[op]
+    if draw(st.booleans()):
+        return cls(a, E.Broadcast(E.IntImm("int32", draw(st.sampled_from([2, 3, 4, 8]))), lanes))
     return cls(a, E.Broadcast(_divisor(draw), lanes))
 
 

@@ -180,6 +180,9 @@ def test_ramp_broadcast_rules():
     assert simp(E.Ramp(x, c32(0), 4)) == "broadcast(x, 4)"
     e = E.FloorDiv(E.Ramp(x, c32(1), 8), E.Broadcast(c32(8), 8))  # crosses a block: kept
     assert simp(e) == str(e)
+    e = E.FloorDiv(E.Ramp(x * 3, c32(1), 4), E.Broadcast(c32(3), 4))  # last lane is the next block
+    assert simp(e) == str(e)
+    assert simp(E.FloorDiv(E.Ramp(x * 4, c32(1), 4), E.Broadcast(c32(4), 4))) == "broadcast(x, 4)"
 
 
 def test_vector_comparisons_decided_for_all_lanes():
