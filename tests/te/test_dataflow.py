@@ -223,3 +223,17 @@ def test_integer_reduction_int8_to_int32():
     ko, ki = s[B].split(k, factor=3)
     s[B].unroll(ki)
     check(s, [A, B], lambda a: (a.astype("int32") * 3).sum(1).astype("int32"))
+
+
+def test_reduction_with_init_tensor_and_rfactor():
+    A = te.placeholder((5, 7), name="A")
+    Init = te.placeholder((5,), name="Init")
+    k = te.reduce_axis((0, 7), name="k")
+    B = te.compute((5,), lambda i: te.sum(A[i, k], axis=k, init=Init[i]), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=3)
+    check(s, [A, Init, B], lambda a, i: a.sum(1) + i)
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=3)
+    s.rfactor(B, ki)
+    check(s, [A, Init, B], lambda a, i: a.sum(1) + i)

@@ -181,7 +181,7 @@ class Reduce(PrimExpr):
     ``value_index`` of the (tuple) reduction. ``condition`` masks elements; ``init`` optional."""
 
     __slots__ = ("combiner", "source", "axis", "condition", "value_index", "init")
-    _fields = ("source", "condition")
+    _fields = ("source", "condition", "init")
 
     def __init__(self, combiner: CommReducer, source: Sequence[PrimExpr], axis: Sequence[IterVar],
                  condition: PrimExpr, value_index: int, init: Sequence[PrimExpr] = ()):
