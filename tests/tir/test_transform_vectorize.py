@@ -232,3 +232,12 @@ def test_row_col_of_fused_index_recombined():
     g = VectorizeLoop(f)
     assert "A[ramp(" in str(g) and not lowered_errors(g), str(g)
     assert_same(f, g)
+
+
+def test_let_bound_ramp_index():
+    A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
+    i, j = E.Var("i"), E.Var("j")
+    f = func([A, B], loop(i, 8, tir.LetStmt(j, i * 2 + 1, tir.BufferStore(B, A[j], [i])), V))
+    g = VectorizeLoop(f)
+    expect(g, "B[ramp(0, 1, 8)] = A[ramp(1, 2, 8)]")
+    assert_same(f, g)
