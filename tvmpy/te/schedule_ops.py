@@ -17,6 +17,17 @@ inside out:
 
 Intermediate buffers have the shape of the inferred region; indices are made relative to its
 start. Loops always start at 0 (a region starting elsewhere shifts the loop variable).
+
+Tensorize: when a leaf loop carries a tensor intrinsic (``s[C].tensorize(iv, intrin)``), that loop
+and everything inside it are replaced by what :func:`tvmpy.te.tensorize.make_tensorize_body`
+returns (reduction init included: no separate init is emitted for that stage)::
+
+    make_tensorize_body(stage, dom_map, tensorize_iv, value_map, access) -> Stmt
+
+``dom_map``: the inferred Range of every IterVar of the stage (leaves and root axes);
+``value_map``: each root axis / reduce axis -> its index in terms of the leaf loop variables;
+``access(tensor, indices) -> (buffer, indices)``: the Buffer holding a tensor read or written by
+the stage and the indices made relative to that buffer's region.
 """
 
 from __future__ import annotations
