@@ -46,6 +46,7 @@ def func(name: str, params, body, buffers=()) -> PrimFunc:
 class Lib:
     def __init__(self, funcs, target=None):
         self.funcs = {f.name: f for f in funcs}
+        self.sigs = {f.name: abi.signature(f) for f in funcs}
         c = compile_funcs(funcs, target)
         self.ir = c.ir
         self.tmp = tempfile.mkdtemp(prefix="tvmpy_llvm_test_")
@@ -58,7 +59,7 @@ class Lib:
         return p.value.decode() if p.value else ""
 
     def __call__(self, name: str, *args) -> int:
-        sig = abi.signature(self.funcs[name])
+        sig = self.sigs[name]
         fn = getattr(self.lib, name)
         fn.restype = ctypes.c_int32
         cargs = []

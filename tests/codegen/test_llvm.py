@@ -687,3 +687,32 @@ define i32 @axpy8(ptr %y, ptr %x, float %a) {
     yt = tvm.nd.array(y)
     m(tvm.nd.array(x), yt)
     np.testing.assert_allclose(yt.numpy(), y + 2.5 * x, rtol=1e-6)
+
+
+def test_deep_expression_and_integer_conditions():
+    # a 1500-deep add chain, and int32 conditions in if/assert/select (meaning != 0)
+    n = 16
+    A, B = buf("A", n), buf("B", n)
+    flag = E.Var("flag")
+    i = E.Var("i")
+    v = A[i]
+    for k in range(1500):
+        v = v + E.const(float(k % 3), "float32")
+    body = S.AssertStmt(flag, "flag must be nonzero", S.For(i, 0, n, S.ForKind.SERIAL, S.IfThenElse(
+        flag - 1, S.BufferStore(B, v, [i]), S.BufferStore(B, op.if_then_else(flag != 0, A[i], B[i]), [i]))))
+    body = S.AssertStmt(E.const(1, "int32"), "never", body)
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)  # abi.signature (metadata) walks the body recursively too
+    try:
+        lib = Lib([func("deep", [A, B, flag], body)])
+    finally:
+        sys.setrecursionlimit(limit)
+    a = rand(n, "float32", np.random.default_rng(0))
+    b = aligned(np.zeros(n, "float32"))
+    assert lib("deep", a, b, 0) == -1 and lib.last_error() == "flag must be nonzero"
+    assert lib("deep", a, b, 1) == 0
+    np.testing.assert_array_equal(b, a)
+    assert lib("deep", a, b, 2) == 0
+    np.testing.assert_allclose(b, a + sum(float(k % 3) for k in range(1500)), rtol=1e-5)

@@ -85,6 +85,16 @@ class CodeGenLLVM:
         return self.ctx.fb
 
     def add_function(self, func: PrimFunc) -> None:
+        import sys
+
+        limit = sys.getrecursionlimit()  # deep expression trees recurse (here and in abi)
+        sys.setrecursionlimit(max(limit, 20000))
+        try:
+            self._add_function(func)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def _add_function(self, func: PrimFunc) -> None:
         sig = abi.signature(func)
         self._func_name = func.name
         self._check_symbol(func.name)
@@ -169,7 +179,7 @@ class CodeGenLLVM:
         return
 
     def _s_AssertStmt(self, s: S.AssertStmt) -> None:
-        cond = self.expr(s.condition)
+        cond = self.condition(s.condition)
         if dt.lanes_of(s.condition.dtype) > 1:
             cond = call_intrinsic(self, "llvm.vector.reduce.and", [cond], "i1")
         msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
@@ -205,7 +215,7 @@ class CodeGenLLVM:
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         if dt.lanes_of(s.condition.dtype) != 1:
             raise CodegenError(f"IfThenElse needs a scalar condition, got {s.condition.dtype}")
-        cond = self.expr(s.condition)
+        cond = self.condition(s.condition)
         fb = self.fb
         then_l, end_l = fb.label("if_then"), fb.label("if_end")
         else_l = fb.label("if_else") if s.else_case is not None else end_l
@@ -456,6 +466,13 @@ class CodeGenLLVM:
             _EXPR_DISPATCH[type(e)] = m
         return m(self, e)
 
+    def condition(self, e: E.PrimExpr) -> Value:
+        """``e`` as i1 (or a vector of i1): non-bool conditions mean ``e != 0``."""
+        v = self.expr(e)
+        if dt.is_bool(e.dtype):
+            return v
+        return self.cast(v, e.dtype, dt.with_lanes("bool", dt.lanes_of(e.dtype)))
+
     def _e_Var(self, e: E.Var) -> Value:
         v = self.ctx.syms.get(id(e))
         if v is None:
@@ -486,7 +503,7 @@ class CodeGenLLVM:
         return self.fb.value(a.ty, f"xor {a}, {const_value(True, e.dtype).ref}", "not")
 
     def _e_Select(self, e: E.Select) -> Value:
-        c = self.expr(e.condition)
+        c = self.condition(e.condition)
         t = self.expr(e.true_value)
         f = self.expr(e.false_value)
         if dt.lanes_of(e.condition.dtype) == 1 or dt.lanes_of(e.dtype) == dt.lanes_of(
@@ -639,7 +656,7 @@ class CodeGenLLVM:
     def if_then_else(self, cond_e: E.PrimExpr, t_e: E.PrimExpr, f_e: E.PrimExpr,
                      dtype: str) -> Value:
         fb = self.fb
-        cond = self.expr(cond_e)
+        cond = self.condition(cond_e)
         if dt.lanes_of(cond_e.dtype) > 1:
             # lane-wise: evaluate both sides with their loads masked by the condition
             ctx = self.ctx
