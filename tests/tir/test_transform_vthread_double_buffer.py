@@ -130,3 +130,18 @@ def test_double_buffer_refused_when_producer_reads_loop_written_data():
     assert "double_buffer" not in str(g)
     assert "allocate((4,)" in str(g)
     assert_same(f, g)
+
+
+def test_double_buffer_nonzero_loop_min_and_allocation_outside_loop():
+    A = tir.decl_buffer((7, 4), "float32", "A")
+    C = tir.decl_buffer((7, 4), "float32", "C")
+    S_ = tir.decl_buffer((4,), "float32", "S", scope="local")
+    k, i, j = E.Var("k"), E.Var("i"), E.Var("j")
+    body = tir.Allocate(S_, loop(k, 5, tir.seq(
+        tir.AttrStmt(S_.data, "double_buffer_scope", 1,
+                     loop(i, 4, tir.BufferStore(S_, A[k, i] * 3.0, [i]))),
+        loop(j, 4, tir.BufferStore(C, S_[j] + 1.0, [k, j]))), lo=2))
+    f = func([A, C], body)
+    g = InjectDoubleBuffer(StorageFlatten(f))
+    assert "allocate((8,)" in str(g) and "double_buffer_write" in str(g)
+    assert_same(f, g)
