@@ -244,3 +244,8 @@ def test_compile_flags():
     assert {"-fno-strict-aliasing", "-fopenmp", "-fPIC"} <= set(flags)
     assert "-fwrapv" not in flags  # gcc could not vectorize wrapping index arithmetic
     assert not any("fast-math" in f for f in flags)
+
+
+def test_target_kind_must_be_c():
+    with pytest.raises(ValueError, match="target kind 'c'"):
+        cgen.emit_c([_vadd()], "llvm")

@@ -46,7 +46,10 @@ class CCompileError(RuntimeError):
 
 
 def _as_target(target: Target | str | None) -> Target:
-    return Target(target if target is not None else "c")
+    tgt = Target(target if target is not None else "c")
+    if tgt.kind != "c":
+        raise ValueError(f"the C backend compiles for target kind 'c', got {tgt}")
+    return tgt
 
 
 def emit_c(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) -> str:
