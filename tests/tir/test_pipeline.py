@@ -200,3 +200,30 @@ def test_custom_passes_run_in_their_phase(tmp_path):
     assert (tmp_path / "03_record_phase1.txt").exists()
     with pytest.raises(ValueError, match="phase in 0..3"):
         lower_pipeline(f1, None, custom_passes=[(7, record_phase1)])
+
+
+def test_two_vthreads_with_local_cache_interleave():
+    N = 16
+    A = te.placeholder((N, N), name="A")
+    B = te.placeholder((N, N), name="B")
+    k = te.reduce_axis((0, N), name="k")
+    C = te.compute((N, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    i, j = C.op.axis
+    io, ii = s[C].split(i, nparts=2)
+    vi, ii2 = s[C].split(ii, nparts=2)
+    jo, ji = s[C].split(j, nparts=2)
+    vj, ji2 = s[C].split(ji, nparts=2)
+    s[C].reorder(io, jo, vi, vj, ii2, ji2)
+    s[C].bind(vi, te.thread_axis("vthread", name="vx"))
+    s[C].bind(vj, te.thread_axis("vthread", name="vy"))
+    s[CL].compute_at(s[C], vj)
+    a, b = _rand(N, N), _rand(N, N)
+    f, (c,) = _lower_and_run(s, [A, B, C], [a, b], [(N, N)])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    text = str(f)
+    # one local buffer with a vthread dimension (4 x 16 elements), updates interleaved in k
+    assert "C.local = allocate((64,)" in text and "virtual_thread" not in text
+    k_loop = [ln for ln in text.splitlines() if "for k.c in" in ln]
+    assert len(k_loop) == 1
