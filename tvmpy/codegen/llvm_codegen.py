@@ -557,9 +557,11 @@ class CodeGenLLVM:
         out_ty = llvm_type(e.dtype)
         n = len(idx)
         mask = f"<{n} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
+        if n == 1 and len(vecs) == 1 and vecs[0].ty.startswith("<"):
+            return fb.value(out_ty, f"extractelement {vecs[0]}, i32 {idx[0]}", "lane")
         if len(vecs) == 1 and vecs[0].ty.startswith("<"):
             return fb.value(out_ty, f"shufflevector {vecs[0]}, {vecs[0].ty} poison, {mask}", "shuf")
-        if len(vecs) == 2 and vecs[0].ty == vecs[1].ty and vecs[0].ty.startswith("<"):
+        if n > 1 and len(vecs) == 2 and vecs[0].ty == vecs[1].ty and vecs[0].ty.startswith("<"):
             return fb.value(out_ty, f"shufflevector {vecs[0]}, {vecs[1]}, {mask}", "shuf")
         lanes_of = [dt.lanes_of(v.dtype) for v in e.vectors]
         est = scalar_type(e.dtype)
