@@ -1086,6 +1086,9 @@ def _as_array(arg: Any, name: str) -> tuple[np.ndarray, Callable[[np.ndarray], N
                 arg[...] = a
 
         return arr, back_np
+    if hasattr(arg, "__dlpack_device__") and arg.__dlpack_device__()[0] != 1:  # 1: kDLCPU
+        raise ValueError(f"argument {name} is on {getattr(arg, 'device', arg.__dlpack_device__())}"
+                         ", but the interpreter runs on cpu(0)")
     if hasattr(arg, "numpy"):
         arr = np.array(arg.numpy(), copy=True, order="C")
 
@@ -1116,6 +1119,11 @@ def _as_array(arg: Any, name: str) -> tuple[np.ndarray, Callable[[np.ndarray], N
                     f"{type(arg).__name__}")
 
 
+def _shape_text(shape: Sequence[Any]) -> str:
+    """``(n, 4)``: a buffer shape as the user wrote it."""
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
 def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[Env, list]:
     if len(args) != len(func.params):
         names = ", ".join(func.buffer_map[p].name if p in func.buffer_map else p.name
@@ -1135,7 +1143,7 @@ def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[En
             raise TypeError(f"argument {b.name}: expected dtype {b.dtype}, got {arr.dtype}")
         if arr.ndim != len(b.shape):
             raise ValueError(f"argument {b.name}: expected {len(b.shape)} dimensions "
-                             f"{tuple(str(s) for s in b.shape)}, got shape {arr.shape}")
+                             f"{_shape_text(b.shape)}, got shape {arr.shape}")
         env[id(p)] = arr.reshape(-1)
         if back is not None:
             writebacks.append((back, arr))
@@ -1159,7 +1167,7 @@ def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[En
             got = int(comp.expr(s)(env))
             if got != arr.shape[d]:
                 raise ValueError(f"argument {b.name}: expected shape "
-                                 f"{tuple(str(x) for x in b.shape)} (dim {d} = {got}), got "
+                                 f"{_shape_text(b.shape)} (dim {d} = {got}), got "
                                  f"{arr.shape}")
         for d, s in enumerate(b.strides):
             got = int(comp.expr(s)(env))
