@@ -36,7 +36,7 @@ class _State:
     """What is known at one point; constraint scopes push a copy and pop it back."""
 
     __slots__ = ("var_bound", "var_value", "var_mod", "var_range", "atom_bound", "facts",
-                 "range_facts", "simplify_cache", "bound", "modular")
+                 "range_facts", "simplify_cache", "sum_memo", "bound", "modular")
 
     def __init__(self, analyzer: Analyzer, parent: _State | None = None):
         if parent is None:
@@ -56,11 +56,13 @@ class _State:
             self.facts = list(parent.facts)
             self.range_facts = dict(parent.range_facts)
         self.simplify_cache: dict[int, tuple[E.PrimExpr, E.PrimExpr]] = {}
+        self.sum_memo: dict[int, tuple[E.PrimExpr, Sum]] = {}
         self.bound = BoundAnalyzer(analyzer)
         self.modular = ModularSetAnalyzer(analyzer)
 
     def invalidate(self) -> None:
         self.simplify_cache.clear()
+        self.sum_memo.clear()
         self.bound.cache.clear()
         self.modular.cache.clear()
 

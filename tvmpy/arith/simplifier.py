@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir.functor import Mutator
 from .const_fold import fold_binary, fold_cast, wrap_int
-from .sum_form import INF, Sum, merge_splits, skey, split_info, to_sum
+from .sum_form import INF, Sum, merge_splits, remember_sum, skey, split_info, to_sum
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
@@ -72,7 +72,10 @@ class Simplifier(Mutator):
         for _ in range(4):
             if not merge_splits(s, lambda e: to_sum(self.visit(e))):
                 break
-        return s.to_expr()
+        out = s.to_expr()
+        if not isinstance(out, E.IntImm):
+            remember_sum(out, s)
+        return out
 
     def _sum(self, e: E.PrimExpr) -> Sum:
         return to_sum(e)
@@ -127,27 +130,40 @@ class Simplifier(Mutator):
     visit_Sub = visit_Add
     visit_Mul = visit_Add
 
+    def _index_sum(self, e: E.PrimExpr) -> Sum:
+        """The canonical Sum of an index expression. A chain of + - * is read in one go (no
+        intermediate expressions are built); other nodes are simplified and read as atoms."""
+        if type(e) not in (E.Add, E.Sub, E.Mul):
+            return to_sum(self.visit(e))
+        memo = self.an._st.sum_memo
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1].copy()
+        sa, sb = self._index_sum(e.a), self._index_sum(e.b)
+        if isinstance(e, E.Add):
+            s = sa.iadd(sb)
+        elif isinstance(e, E.Sub):
+            s = sa.iadd(sb, -1)
+        elif sa.is_const():
+            s = sb.scaled(sa.const)
+        elif sb.is_const():
+            s = sa.scaled(sb.const)
+        elif sa.n_terms() * sb.n_terms() <= 16:
+            s = sa.mul(sb)
+        else:  # too many terms to expand: one opaque product
+            s = Sum.atom(E.Mul(self._canon(sa), self._canon(sb)))
+        if len(memo) > 200_000:
+            memo.clear()
+        memo[id(e)] = (e, s.copy())
+        return s
+
     def _arith(self, e: E.BinaryOp) -> E.PrimExpr:
+        if _is_index(e.dtype):
+            return self._canon(self._index_sum(e))
         a, b = self._children(e)
         c = fold_binary(type(e), a, b)
         if c is not None:
             return c
-        if _is_index(e.dtype):
-            if isinstance(e, E.Add):
-                s = self._sum(a).iadd(self._sum(b))
-            elif isinstance(e, E.Sub):
-                s = self._sum(a).iadd(self._sum(b), -1)
-            else:
-                sa, sb = self._sum(a), self._sum(b)
-                if sa.is_const():
-                    s = sb.scaled(sa.const)
-                elif sb.is_const():
-                    s = sa.scaled(sb.const)
-                elif sa.n_terms() * sb.n_terms() <= 16:
-                    s = sa.mul(sb)
-                else:
-                    return self._rebuild(e, a, b)
-            return self._canon(s)
         if dt.lanes_of(e.dtype) > 1:
             v = self._vector_arith(e, a, b)
             if v is not None:

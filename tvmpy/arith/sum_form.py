@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from ..tir import expr as E
+from .const_fold import dtype_int_range, wrap_int
 
 __all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split"]
 
@@ -215,7 +216,11 @@ class Sum:
         return sorted(self.terms.values(), key=key)
 
     def to_expr(self) -> E.PrimExpr:
+        """The expression (constants and coefficients wrapped to the dtype: + - * are exact
+        modulo 2**bits, so wrapping at the end equals wrapping every step)."""
         dtype = self.dtype
+        if not _fits(self, dtype):
+            return self._wrapped().to_expr()
         out: E.PrimExpr | None = None
         terms = self.sorted_terms()
         const_done = False
@@ -243,9 +248,39 @@ class Sum:
         return out
 
 
+_SUM_CACHE: dict[int, tuple[Any, Sum]] = {}
+
+
+def remember_sum(e: E.PrimExpr, s: Sum) -> None:
+    """Record that ``e`` (built by ``s.to_expr()``) reads back as ``s``: saves re-parsing."""
+    if len(_SUM_CACHE) > _CACHE_LIMIT:
+        _SUM_CACHE.clear()
+    _SUM_CACHE[id(e)] = (e, s.copy())
+
+
+def _fits(s: Sum, dtype: str) -> bool:
+    lo, hi = dtype_int_range(dtype)
+    if not lo <= s.const <= hi:
+        return False
+    return all(lo <= c <= hi for c, _ in s.terms.values())
+
+
+def _wrapped(self: Sum) -> Sum:
+    out = Sum(self.dtype, wrap_int(self.const, self.dtype))
+    for c, atoms in self.terms.values():
+        out.add_mono(atoms, wrap_int(c, self.dtype))
+    return out
+
+
+Sum._wrapped = _wrapped
+
+
 def to_sum(e: E.PrimExpr, max_expand: int = 16) -> Sum:
     """Read an (already simplified) integer expression as a Sum. Products of two sums are
     expanded when that creates at most ``max_expand`` terms, else kept as one atom."""
+    hit = _SUM_CACHE.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1].copy()
     if isinstance(e, E.IntImm):
         return Sum(e.dtype, e.value)
     if isinstance(e, E.Add):
@@ -294,10 +329,15 @@ def make_split(mode: str, inner: E.PrimExpr, lower: int, upper: float) -> E.Prim
     return out
 
 
+_MERGE_TYPES = (E.FloorDiv, E.FloorMod, E.Div, E.Mod, E.Min, E.Max)
+
+
 def merge_splits(s: Sum, reparse) -> bool:
     """Merge ``c*l1/l2 * split(x, l1, u) + c * split(x, l2, l1)`` into ``c * split(x, l2, u)``
     (and a full split ``split(x, 1, inf)`` into ``x`` itself, read back with ``reparse``).
     Mutates ``s``; returns whether anything changed."""
+    if not any(len(a) == 1 and type(a[0]) in _MERGE_TYPES for _, a in s.terms.values()):
+        return False
     changed = _merge_symbolic(s, reparse)
     changed |= _merge_minmax(s, reparse)
     changed |= _merge_sub_floordiv(s, reparse)
