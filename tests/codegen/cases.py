@@ -656,6 +656,20 @@ def _vector_overlap(rng: np.random.Generator) -> Case:
     return Case("vector_overlap", func("vector_overlap", [A], body), [a], {0: want})
 
 
+@case("vector_same_address")
+def _vector_same_address(rng: np.random.Generator) -> Case:
+    """A[x] = A[x] + v with x broadcast to every lane: each lane reads the old A[x] (all loads
+    happen before the store), so the last lane's sum wins."""
+    A, V = buf("A", 3), buf("V", 4)
+    idx = E.Broadcast(E.const(1), 4)
+    body = S.BufferStore(A, A[idx] + V[_ramp(E.const(0), 4)], [idx])
+    a, v = rand(rng, 3, "float32"), rand(rng, 4, "float32")
+    want = a.copy()
+    want[1] = a[1] + v[3]
+    return Case("vector_same_address", func("vector_same_address", [A, V], body), [a, v],
+                {0: want})
+
+
 @case("vector_let_and_predicate")
 def _vector_let(rng: np.random.Generator) -> Case:
     """A vector LetStmt, a vector Let expression, a predicated vector load and store."""

@@ -476,13 +476,17 @@ def _needs_unrolled_lanes(node: object) -> bool:
 
 
 def _overlaps(s: S.BufferStore) -> bool:
-    """Whether the stored value reads the stored buffer at another index (lane order matters)."""
+    """Whether lane order matters: the stored value reads the stored buffer at another index,
+    or at an index whose lanes may repeat (anything but a Ramp of nonzero constant stride)."""
     found = False
+    index = s.indices[0]
+    distinct = dt.lanes_of(index.dtype) == 1 or (
+        isinstance(index, E.Ramp) and E.const_value(index.stride) not in (None, 0))
 
     def f(n: object) -> None:
         nonlocal found
         if isinstance(n, E.BufferLoad) and n.buffer.data is s.buffer.data:
-            if not structural_equal(n.indices[0], s.indices[0]):
+            if not distinct or not structural_equal(n.indices[0], index):
                 found = True
 
     post_order_visit(s.value, f)
