@@ -249,3 +249,5 @@ def test_compile_flags():
 def test_target_kind_must_be_c():
     with pytest.raises(ValueError, match="target kind 'c'"):
         cgen.emit_c([_vadd()], "llvm")
+    with pytest.raises(ValueError, match="no functions"):
+        cgen.build([], "c")

@@ -85,14 +85,21 @@ def float_literal(value: float, dtype: str) -> str:
     """A C literal of ``value`` as the value type of float ``dtype`` (float16: the exact half)."""
     elem = dt.element_of(dtype)
     suffix = "" if elem == "float64" else "f"
-    if elem == "float16":
-        value = float(np.float16(value))
+    text = None
+    if elem != "float64":
+        # the constant is the double rounded once to the type; the shortest decimal that
+        # round-trips that float is read back exactly by the C compiler
+        with np.errstate(over="ignore"):
+            narrow = np.float16(value) if elem == "float16" else np.float32(value)
+        value = float(narrow)
+        text = repr(float(np.float32(narrow))) if elem == "float16" else str(narrow)
     if math.isnan(value):
         return "NAN" if suffix else "(double)NAN"
     if math.isinf(value):
         inf = "INFINITY" if suffix else "(double)INFINITY"
         return inf if value > 0 else "-" + inf
-    text = repr(float(value))
+    if text is None:
+        text = repr(float(value))
     if "e" not in text and "." not in text:
         text += ".0"
     return text + suffix
