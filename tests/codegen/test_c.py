@@ -251,3 +251,30 @@ def test_target_kind_must_be_c():
         cgen.emit_c([_vadd()], "llvm")
     with pytest.raises(ValueError, match="no functions"):
         cgen.build([], "c")
+
+
+# ---------------------------------------------------------------------------------------------
+# C vocabulary
+def test_literals_and_identifiers():
+    from tvmpy.codegen.c_prelude import c_string, float_literal, int_literal, sanitize
+
+    assert int_literal(-(2**31), "int32") == "(-2147483647 - 1)"
+    assert int_literal(5, "int64") == "5L" and int_literal(5, "uint32") == "5u"
+    assert int_literal(1, "bool") == "true"
+    assert float_literal(0.1, "float32") == "0.1f"  # reads back as float32(0.1) exactly
+    assert float_literal(0.1, "float16") == "0.0999755859375f"  # the half nearest 0.1
+    assert float_literal(float("-inf"), "float64") == "-(double)INFINITY"
+    assert float_literal(float("nan"), "float32") == "NAN"
+    assert float_literal(2.0, "float64") == "2.0"
+    assert c_string('a "b"\n\\?é') == '"a \\"b\\"\\n\\\\\\077\\303\\251"'
+    assert sanitize("i.outer") == "i_outer" and sanitize("0x") == "v_0x"
+    assert sanitize("float") == "float_" and sanitize("__x") == "x_" and sanitize("expf") == "expf_"
+
+
+def test_compile_cache_reuses_objects():
+    src = "int cached_fn(void) { return 7; }\n"
+    first = cgen.compile_source(src, "c", "cached")
+    mtime = first.stat().st_mtime_ns
+    second = cgen.compile_source(src, "c", "cached")
+    assert first == second and second.stat().st_mtime_ns == mtime
+    assert first.with_suffix(".c").read_text() == src
