@@ -23,6 +23,7 @@ import hashlib
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -103,7 +104,8 @@ def compile_source(source: str, target: Target | str | None = None, name: str = 
     with the compiler's message and the path of the kept source."""
     cc = _compiler()
     flags = compile_flags(target) + list(extra_flags or [])
-    key = hashlib.sha256("\0".join([*cc, *flags, source]).encode()).hexdigest()[:20]
+    key = hashlib.sha256("\0".join([*cc, _compiler_id(cc[0]), *flags, source]).encode())
+    key = key.hexdigest()[:20]
     folder = cache_dir() / key
     folder.mkdir(exist_ok=True)
     stem = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)[:64] or "module"
@@ -127,6 +129,16 @@ def compile_source(source: str, target: Target | str | None = None, name: str = 
                             f"command: {shlex.join(cmd)}\n{proc.stderr.strip()}{hint}")
     os.replace(tmp, obj)
     return obj
+
+
+def _compiler_id(cc: str) -> str:
+    """Identifies the installed compiler binary (an upgrade invalidates cached objects)."""
+    path = shutil.which(cc) or cc
+    try:
+        st = os.stat(os.path.realpath(path))
+    except OSError:
+        return path
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _compiler() -> list[str]:
