@@ -48,6 +48,7 @@ class FunctionEmitter(ExprPrinter):
         self.lines: list[str] = []
         self.level = 0
         self.names: dict[int, str] = {}
+        self.globals = taken  # names at file scope, shared by every function of the source
         self.taken = set(taken)
         self.arrays: set[int] = set()  # vector variables, stored as C arrays
         self.ptrs: dict[int, tuple[str, str | None]] = {}  # data var -> (C pointer, element dtype)
@@ -310,7 +311,9 @@ class FunctionEmitter(ExprPrinter):
                 params.append(f"void* {name}")
             else:
                 params.append(f"{value_type(v.dtype)} {name}")
+        self.taken |= self.globals
         fname = self.new_name(f"{self.func.name}_parallel_body")
+        self.globals.add(fname)
         saved = (self.lines, self.level, self.frames, self.can_fail)
         self.lines, self.level, self.frames, self.can_fail = [], 1, [], False
         self.in_parallel = True
