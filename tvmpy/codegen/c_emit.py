@@ -507,6 +507,19 @@ _STMTS = {
 }
 
 
+def _extern_names(funcs: list[PrimFunc]) -> set[str]:
+    out: set[str] = set()
+
+    def f(n: object) -> None:
+        if isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern") and n.args and \
+                isinstance(n.args[0], E.StringImm):
+            out.add(n.args[0].value)
+
+    for func in funcs:
+        post_order_visit(func.body, f)
+    return out
+
+
 def emit_source(funcs: list[PrimFunc], banner: str = "") -> str:
     """One C source defining every function of ``funcs``."""
     helpers = HelperTable()
@@ -521,7 +534,8 @@ def emit_source(funcs: list[PrimFunc], banner: str = "") -> str:
         if f.name in names:
             raise CCodegenError(f"two functions are named {f.name!r} in one module")
         names.add(f.name)
-    bodies = [FunctionEmitter(f, helpers, externs, names).function() for f in funcs]
+    taken = names | _extern_names(funcs)  # locals must not hide a function they call
+    bodies = [FunctionEmitter(f, helpers, externs, taken).function() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", "#define _GNU_SOURCE"]
     parts += [f"#include <{h}>" for h in _HEADERS]
     error = (f"/* set to the failed assertion's message when a function returns -1; defined\n"
