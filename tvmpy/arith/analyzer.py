@@ -273,7 +273,7 @@ class Analyzer:
         return lo, hi
 
     # ---- public analyses ---------------------------------------------------------------------
-    def simplify(self, expr: Any, steps: int = 2) -> Any:
+    def simplify(self, expr: Any) -> Any:
         """Simplify an expression (canonical form for integer index arithmetic, constant folding,
         bound-based rewrites). Statements and Ranges are simplified expression-wise."""
         expr = E.convert(expr)
@@ -281,21 +281,16 @@ class Analyzer:
             return E.Range.from_min_extent(self.simplify(expr.min), self.simplify(expr.extent))
         if not isinstance(expr, E.PrimExpr):
             raise TypeError(f"Analyzer.simplify expects a PrimExpr, got {type(expr).__name__}")
-        out = self._simplifier.visit(expr)
-        if steps > 1 and out is not expr:
-            again = self._simplifier.visit(out)
-            if again is not out:
-                out = again
-        return out
+        return self._simplifier.visit(expr)
 
     def canonical_simplify(self, expr: Any) -> Any:
         """Canonical form of ``expr`` (sums of monomials in a fixed order). Same engine as
-        :meth:`simplify`, one pass."""
-        return self.simplify(expr, steps=1)
+        :meth:`simplify`."""
+        return self.simplify(expr)
 
     def rewrite_simplify(self, expr: Any) -> Any:
-        """Rule-based simplification (same engine as :meth:`simplify`, one pass)."""
-        return self.simplify(expr, steps=1)
+        """Rule-based simplification (same engine as :meth:`simplify`)."""
+        return self.simplify(expr)
 
     def can_prove(self, cond: Any) -> bool:
         """True only when ``cond`` holds for every value the variables can take."""

@@ -62,7 +62,7 @@ class Simplifier(Mutator):
         if len(cache) > 200_000:
             cache.clear()
         cache[id(node)] = (node, out)
-        if out is not node:
+        if out is not node:  # results are (almost always) fixpoints: do not redo them
             cache[id(out)] = (out, out)
         return out
 
@@ -416,7 +416,7 @@ class Simplifier(Mutator):
     def _nested_div(self, rest: E.PrimExpr, c: int) -> E.PrimExpr | None:
         # floordiv(floordiv(x, c1), c) -> floordiv(x, c1*c)
         if isinstance(rest, E.FloorDiv) and _is_int_const(rest.b) and rest.b.value > 0:
-            return E.FloorDiv(rest.a, E.IntImm(rest.dtype, rest.b.value * c))
+            return self.visit(E.FloorDiv(rest.a, E.IntImm(rest.dtype, rest.b.value * c)))
         # floordiv(floormod(x, m), c) with m | c ... -> 0 handled by bounds; nothing else
         return None
 
