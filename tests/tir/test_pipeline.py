@@ -227,3 +227,35 @@ def test_two_vthreads_with_local_cache_interleave():
     assert "C.local = allocate((64,)" in text and "virtual_thread" not in text
     k_loop = [ln for ln in text.splitlines() if "for k.c in" in ln]
     assert len(k_loop) == 1
+
+
+def test_symbolic_conv_padding_tails():
+    # non-divisible splits of symbolic axes + inlined padding: partition tails for tiny sizes
+    n = te.var("n")
+    data = te.placeholder((2, n, n), name="data")
+    w = te.placeholder((3, 2, 3, 3), name="w")
+    pad = te.compute((2, n + 2, n + 2), lambda c, y, x: te.if_then_else(
+        tir.all(y >= 1, y <= n, x >= 1, x <= n), data[c, y - 1, x - 1], 0.0), name="pad")
+    rc = te.reduce_axis((0, 2), name="rc")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    out = te.compute((3, n, n), lambda f, y, x: te.sum(
+        pad[rc, y + ry, x + rx] * w[f, rc, ry, rx], axis=[rc, ry, rx]), name="out")
+    s = te.create_schedule(out.op)
+    f, y, x = s[out].op.axis
+    yo, yi = s[out].split(y, factor=3)
+    xo, xi = s[out].split(x, factor=4)
+    s[out].reorder(f, yo, xo, rc, ry, yi, rx, xi)
+    s[pad].compute_inline()
+    s[out].vectorize(xi)
+    s[out].unroll(rx)
+    f1 = schedule_to_primfunc(s, [data, w, out], "conv")
+    f2 = lower_pipeline(f1)
+    assert not lowered_errors(f2)
+    for size in (1, 2, 4, 5, 7):
+        d, ww = _rand(2, size, size), _rand(3, 2, 3, 3)
+        got = np.full((3, size, size), np.nan, "float32")
+        want = got.copy()
+        interpreter.run(f1, [d, ww, want])
+        interpreter.run(f2, [d, ww, got])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
