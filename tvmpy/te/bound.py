@@ -167,6 +167,37 @@ class ScheduleView:
         return out
 
 
+def _interval(e: PrimExpr, env: dict[E.Var, A.Interval]) -> A.Interval | None:
+    """Inclusive bounds of ``e`` over ``env``: tvmpy.arith's ``eval_set`` (symbolic interval
+    sets), falling back to te's small evaluator where the analyzer gives no finite bound."""
+    try:
+        from ..arith import IntervalSet, eval_set
+
+        r = eval_set(e, {v: IntervalSet(lo, hi) for v, (lo, hi) in env.items()})
+        if r.has_lower_bound() and r.has_upper_bound() and not r.is_empty():
+            lo, hi = E.binary_match(r.min_value, r.max_value)
+            if lo.dtype == e.dtype:
+                return A.simplify(lo), A.simplify(hi)
+    except Exception:  # noqa: BLE001 - an analyzer limitation: use the te evaluator
+        pass
+    return A.interval(e, env)
+
+
+def _relax(iv: A.Interval, ranges: dict[E.Var, A.Interval], rounds: int = 16) -> A.Interval | None:
+    """Re-evaluate until no variable of ``ranges`` is left in the bounds."""
+    from ..tir.functor import uses_var
+
+    lo, hi = iv
+    for _ in range(rounds):
+        if not uses_var(lo, lambda v: v in ranges) and not uses_var(hi, lambda v: v in ranges):
+            return lo, hi
+        a, b = _interval(lo, ranges), _interval(hi, ranges)
+        if a is None or b is None:
+            return None
+        lo, hi = a[0], b[1]
+    return None
+
+
 def _collect_loads(bodies: Sequence[PrimExpr]) -> list[E.ProducerLoad]:
     from ..tir.functor import post_order_visit
 
@@ -398,9 +429,9 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
             if view.stage_of(ld.producer) is not st:
                 continue
             for d, idx in enumerate(ld.indices):
-                r = A.interval(idx, env)
+                r = _interval(idx, env)
                 if r is not None:
-                    r = A.relax(r, relaxable)
+                    r = _relax(r, relaxable)
                 if r is None:
                     return None
                 acc[d] = r if acc[d] is None else A.union(acc[d], r)
