@@ -82,8 +82,11 @@ class _Simplifier(Mutator):
             return self.visit(substitute(f.body, {f.loop_var: mn}))
         if not isinstance(ext, E.IntImm) and self.ana.can_prove(ext <= 0):
             return S.no_op()
-        self.ana.bind(f.loop_var, E.Range.from_min_extent(mn, ext))
-        body = self.visit(f.body)
+        # the loop's range (and what it implies, e.g. extent >= 1) holds only inside the loop:
+        # scoped, so that it does not leak into the statements after it
+        with self.ana.constraint_scope(E.const(True)):
+            self.ana.bind(f.loop_var, E.Range.from_min_extent(mn, ext))
+            body = self.visit(f.body)
         if S.is_no_op(body):
             return S.no_op()
         if mn is f.min and ext is f.extent and body is f.body:
@@ -141,9 +144,10 @@ class _Simplifier(Mutator):
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> S.Stmt:
         value = self.expr(s.value)
-        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
-            self.ana.bind(s.node.var, E.Range.from_min_extent(E.const(0, value.dtype), value))
-        body = self.visit(s.body)
+        with self.ana.constraint_scope(E.const(True)):
+            if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(s.node, E.IterVar):
+                self.ana.bind(s.node.var, E.Range.from_min_extent(E.const(0, value.dtype), value))
+            body = self.visit(s.body)
         if S.is_no_op(body) and not s.attr_key.startswith("pragma_"):
             return S.no_op()
         if value is s.value and body is s.body:
