@@ -100,3 +100,18 @@ def test_let_of_a_load_is_not_moved_past_a_store():
     g = Simplify(f)
     assert "t: int32 = A[0]" in str(g)
     assert_same(f, g)
+
+
+def test_loop_range_facts_do_not_leak_past_the_loop():
+    n = E.Var("n")
+    A = tir.decl_buffer((n,), "float32", "A")
+    i, j = E.Var("i"), E.Var("j")
+    body = tir.seq(
+        loop(i, n - 5, tir.BufferStore(A, 3.0, [i])),
+        loop(j, tir.max(n - 9, 0), tir.BufferStore(A, 4.0, [j])),
+        tir.IfThenElse(n > 5, tir.BufferStore(A, 1.0, [0]), tir.BufferStore(A, 2.0, [0])))
+    f = func([A], body)
+    g = Simplify(f)
+    assert "if n > 5" in str(g) or "if 5 < n" in str(g), str(g)
+    for size in (1, 3, 6, 12):
+        assert_same(f, g, {"n": size})
