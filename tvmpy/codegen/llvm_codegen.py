@@ -25,6 +25,8 @@ from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from . import abi
 from .llvm_align import access_alignment, modular
+from .llvm_arith import binary as _binary
+from .llvm_arith import cast as _cast
 from .llvm_intrinsics import call_intrinsic, lower_call
 from .llvm_ir import (
     CodegenError,
@@ -32,6 +34,7 @@ from .llvm_ir import (
     ModuleBuilder,
     Value,
     const_value,
+    intrinsic_suffix,
     llvm_type,
     scalar_type,
 )
@@ -378,14 +381,14 @@ class CodeGenLLVM:
             if pred is None:
                 fb.emit(f"store {mem_val}, ptr {ptr.ref}, align {align}")
             else:
-                name = f"llvm.masked.store.{_vsuffix(mem_val.ty)}.p0"
+                name = f"llvm.masked.store.{intrinsic_suffix(mem_val.ty)}.p0"
                 self.mb.declare(name, "void", [mem_val.ty, "ptr", f"<{lanes} x i1>"])
                 fb.emit(f"call void @{name}({mem_val}, ptr align {align} {ptr.ref}, {pred})")
             return
         idx = self._index(index)
         ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
         mask = pred if pred is not None else const_value(True, f"boolx{lanes}")
-        name = f"llvm.masked.scatter.{_vsuffix(mem_val.ty)}.v{lanes}p0"
+        name = f"llvm.masked.scatter.{intrinsic_suffix(mem_val.ty)}.v{lanes}p0"
         self.mb.declare(name, "void", [mem_val.ty, ptrs.ty, mask.ty])
         al = dt.bytes_of(buf.dtype)
         fb.emit(f"call void @{name}({mem_val}, {ptrs.ty} align {al} {ptrs.ref}, {mask})")
@@ -494,9 +497,7 @@ class CodeGenLLVM:
         return self.cast(self.expr(e.value), e.value.dtype, e.dtype)
 
     def _e_BinaryOp(self, e: E.BinaryOp) -> Value:
-        from .llvm_arith import binary
-
-        return binary(self, e)
+        return _binary(self, e)
 
     def _e_Not(self, e: E.Not) -> Value:
         a = self.expr(e.a)
@@ -618,7 +619,7 @@ class CodeGenLLVM:
             if pred is None:
                 v = fb.value(mty, f"load {mty}, ptr {ptr.ref}, align {align}", "vload")
             else:
-                name = f"llvm.masked.load.{_vsuffix(mty)}.p0"
+                name = f"llvm.masked.load.{intrinsic_suffix(mty)}.p0"
                 self.mb.declare(name, mty, ["ptr", f"<{lanes} x i1>", mty])
                 v = fb.value(mty, f"call {mty} @{name}(ptr align {align} {ptr.ref}, {pred}, "
                                   f"{mty} poison)", "mload")
@@ -626,7 +627,7 @@ class CodeGenLLVM:
         idx = self._index(index)
         ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
         m = pred if pred is not None else const_value(True, f"boolx{lanes}")
-        name = f"llvm.masked.gather.{_vsuffix(mty)}.v{lanes}p0"
+        name = f"llvm.masked.gather.{intrinsic_suffix(mty)}.v{lanes}p0"
         self.mb.declare(name, mty, [ptrs.ty, m.ty, mty])
         al = dt.bytes_of(buf.dtype)
         v = fb.value(mty, f"call {mty} @{name}({ptrs.ty} align {al} {ptrs.ref}, {m}, "
@@ -703,9 +704,7 @@ class CodeGenLLVM:
 
     # ---- casts -------------------------------------------------------------------------------
     def cast(self, v: Value, src: str, dst: str) -> Value:
-        from .llvm_arith import cast
-
-        return cast(self, v, src, dst)
+        return _cast(self, v, src, dst)
 
     # ---- scoping -----------------------------------------------------------------------------
     def _bind(self, var: E.Var, value: Value, value_expr: E.PrimExpr | None):
@@ -751,12 +750,6 @@ _EXPR_DISPATCH: dict[type, Callable] = {}
 
 def _unit_ramp(index: E.PrimExpr) -> bool:
     return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) and index.stride.value == 1
-
-
-def _vsuffix(ty: str) -> str:
-    from .llvm_ir import intrinsic_suffix
-
-    return intrinsic_suffix(ty)
 
 
 def _ident(name: str) -> str:
