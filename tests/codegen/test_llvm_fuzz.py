@@ -151,3 +151,39 @@ def test_random_expressions_match_interpreter(data, out_dtype, seed):
         interpreter.run(f, [ins[k].copy() for k in IN_DTYPES] + [want])
         exprs[f.name] = f.body.body.value
         np.testing.assert_array_equal(got, want, err_msg=f"{f.name}: {exprs[f.name]}")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lanes=st.sampled_from([2, 4, 8, 16]), load_stride=st.sampled_from([1, 2, 3, -1, 0]),
+       store_stride=st.sampled_from([1, 2, -1, 5]), load_pred=st.booleans(),
+       store_pred=st.booleans(), seed=st.integers(0, 2**16))
+def test_random_vector_access_patterns_match_interpreter(lanes, load_stride, store_stride,
+                                                         load_pred, store_pred, seed):
+    """Contiguous / strided / reversed / broadcast vector loads and stores, with and without
+    data-dependent predicates, against the interpreter."""
+    iters = 5
+    span = lambda s: (lanes - 1) * abs(s) + 1  # noqa: E731
+    n_in = iters * span(load_stride) + lanes
+    n_out = iters * span(store_stride) + lanes
+    A, W, Out = buf("A", n_in), buf("W", iters), buf("Out", n_out)
+    i = E.Var("i")
+
+    def ramp(stride, step):
+        base = i * step + ((lanes - 1) * -stride if stride < 0 else 0)
+        return E.Ramp(base, stride, lanes)
+
+    lidx = ramp(load_stride, span(load_stride))
+    sidx = ramp(store_stride, span(store_stride))
+    lp = (E.Ramp(i, 1, lanes) % 3 != 0) if load_pred else None
+    value = E.BufferLoad(A, [lidx], predicate=lp) * E.Broadcast(W[i], lanes)
+    sp = (value > E.Broadcast(E.const(0.0), lanes)) if store_pred else None
+    body = S.For(i, 0, iters, S.ForKind.SERIAL, S.BufferStore(Out, value, [sidx], predicate=sp))
+    f = func("access", [A, W, Out], body)
+    rng = np.random.default_rng(seed)
+    a = aligned(rng.standard_normal(n_in).astype("float32"))
+    w = aligned(rng.standard_normal(iters).astype("float32"))
+    got = aligned(np.full(n_out, 7.0, "float32"))
+    want = np.full(n_out, 7.0, "float32")
+    assert Lib([f])("access", a, w, got) == 0
+    interpreter.run(f, [a.copy(), w.copy(), want])
+    np.testing.assert_array_equal(got, want)
