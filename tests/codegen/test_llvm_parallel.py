@@ -114,3 +114,42 @@ def test_heap_allocation_inside_parallel_body():
     b = aligned(np.zeros(n, "float32"))
     assert lib("prowsum", a, b) == 0
     np.testing.assert_allclose(b, 2 * a.reshape(n, size).astype("f8").sum(1), rtol=1e-4)
+
+
+def test_forked_child_runs_parallel_loops_without_hanging():
+    """libgomp hangs in a child forked after a parallel region; build() installs an at-fork
+    guard that makes the child's parallel loops serial."""
+    script = textwrap.dedent(f"""
+        import multiprocessing as mp, sys
+        sys.path.insert(0, {HERE!r})
+        import numpy as np
+        import tvmpy as tvm
+        from tvmpy.codegen.llvm import build
+        from tvmpy.tir import expr as E, stmt as S
+        from llvm_helpers import buf, func
+        n = 1000
+        A = buf("A", n)
+        i = E.Var("i")
+        m = build([func("p", [A], S.For(i, 0, n, S.ForKind.PARALLEL,
+                                        S.BufferStore(A, A[i] + 1.0, [i])))], "llvm")
+        a = tvm.nd.array(np.zeros(n, "float32"))
+        m(a)
+        def child(q):
+            b = tvm.nd.array(np.zeros(n, "float32"))
+            m(b)
+            q.put(float(b.numpy().sum()))
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start()
+        p.join(30)
+        if p.is_alive():
+            p.kill()
+            print("hang")
+        else:
+            print(p.exitcode, q.get())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, OMP_NUM_THREADS="2"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "1000.0"]

@@ -25,7 +25,7 @@ from typing import Any
 from ..target import Target
 from ..tir.function import PrimFunc
 from .llvm_codegen import CodegenError, CodeGenLLVM
-from .llvm_parallel import LINK_LIBS
+from .llvm_parallel import LINK_LIBS, install_fork_guard
 
 __all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "compile_funcs", "Compiled",
            "CodegenError", "LINK_LIBS", "USE_LIBMVEC", "vector_isa"]
@@ -223,6 +223,7 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
 
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
+    install_fork_guard()
     return Module.from_objects([c.object], funcs, link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs) + list(imports))
