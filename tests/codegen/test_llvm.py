@@ -716,3 +716,27 @@ def test_deep_expression_and_integer_conditions():
     np.testing.assert_array_equal(b, a)
     assert lib("deep", a, b, 2) == 0
     np.testing.assert_allclose(b, a + sum(float(k % 3) for k in range(1500)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["llvm -mcpu=haswell", "llvm -mattr=-avx512f",
+                                    "llvm -mcpu=x86-64", "llvm -mcpu=znver4"])
+def test_vector_math_for_narrower_targets(target):
+    """libmvec variants follow the target's vector ISA (a 512-bit variant called from AVX2 code
+    would get its argument split across two registers)."""
+    from tvmpy.codegen.llvm import vector_isa
+
+    L = 16
+    A, B = buf("A", 64), buf("B", 64)
+    i = E.Var("i")
+    f = func("vexp", [A, B], S.For(i, 0, 4, S.ForKind.SERIAL, S.BufferStore(
+        B, op.exp(A[E.Ramp(i * L, 1, L)]) + op.tanh(A[E.Ramp(i * L, 1, L)]),
+        [E.Ramp(i * L, 1, L)])))
+    lib = Lib([f], target)
+    isa = "e" if target.endswith("znver4") else "d" if "haswell" in target or "avx512" in target \
+        else "b"
+    assert f"_ZGV{isa}N" in lib.ir
+    a = rand(64, "float32", np.random.default_rng(0), -3, 3)
+    b = aligned(np.zeros(64, "float32"))
+    assert lib("vexp", a, b) == 0
+    np.testing.assert_allclose(b, np.exp(a) + np.tanh(a), rtol=2e-6, atol=1e-6)
+    assert vector_isa("aarch64-unknown-linux-gnu", "generic", "") == (128, [])

@@ -94,8 +94,13 @@ _AVX2_CPUS = ("haswell", "broadwell", "skylake", "znver", "x86-64-v3", "alderlak
               "skylake-avx512", "rocketlake", "graniterapids", "emeraldrapids", "meteorlake")
 
 
-def _has(feature: str, features: str) -> bool:
-    return f"+{feature}" in features.split(",")
+def _feature(feature: str, features: str) -> bool | None:
+    """Whether ``features`` turns ``feature`` on or off (the last mention wins); None: silent."""
+    state = None
+    for f in features.split(","):
+        if f[1:] == feature and f[:1] in "+-":
+            state = f[0] == "+"
+    return state
 
 
 def vector_isa(triple: str, cpu: str, features: str) -> tuple[int, list[tuple[str, int]]]:
@@ -103,11 +108,14 @@ def vector_isa(triple: str, cpu: str, features: str) -> tuple[int, list[tuple[st
     (128, [])."""
     if not (triple.startswith("x86_64") and "linux" in triple):
         return 128, []
-    feats = features.split(",")
-    avx512 = _has("avx512f", features) or (cpu.startswith(_AVX512_CPUS)
-                                           and "-avx512f" not in feats)
-    avx2 = avx512 or _has("avx2", features) or (cpu.startswith(_AVX2_CPUS)
-                                                and "-avx2" not in feats)
+    avx512 = _feature("avx512f", features)
+    if avx512 is None:
+        avx512 = cpu.startswith(_AVX512_CPUS)
+    avx2 = _feature("avx2", features)
+    if avx2 is None:
+        avx2 = cpu.startswith(_AVX2_CPUS)
+    avx512 = avx512 and avx2 is not False
+    avx2 = avx2 or avx512
     isas: list[tuple[str, int]] = []
     if avx512:
         isas.append(("e", 512))
