@@ -6,7 +6,8 @@ final simplify and clean-up; target intrinsic lowering), checks the result again
 form contract (:func:`tvmpy.tir.analysis.verify_lowered`) and marks it ``"tir.lowered": True``.
 
 ``DUMP_IR=<dir>`` writes the input as ``00_input.txt`` and each pass's output as
-``NN_<pass>.txt``; ``DEBUG>=1`` prints each pass's name and time.
+``NN_<pass>.txt``; ``DEBUG>=1`` prints each pass's name and time; ``DEBUG>=2`` also checks
+after each pass that every variable is defined once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import config
-from .analysis import verify_lowered
+from .analysis import verify_lowered, verify_single_definition
 from .function import PrimFunc
 from .transform import (
     InjectDoubleBuffer,
@@ -113,6 +114,11 @@ def lower_pipeline(func: PrimFunc, target: Any = None,
             raise
         if not isinstance(func, PrimFunc):
             raise TypeError(f"tir pass {name} returned {type(func).__name__}, not a PrimFunc")
+        if debug >= 2:  # the invariant every pass keeps: one definition per variable
+            try:
+                verify_single_definition(func)
+            except ValueError as err:
+                raise ValueError(f"after tir pass {name}: {err}") from None
         if debug >= 1:
             ms = 1e3 * (time.perf_counter() - t0)
             print(f"[tir] {func.name}: {i:02d} {name:<20s} {ms:8.2f} ms")
