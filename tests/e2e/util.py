@@ -6,7 +6,7 @@
   (placeholder tensors are inputs, compute tensors outputs, ``te.var`` scalars are passed the
   value bound in ``shapes``);
 - ``ref_fn(*inputs)`` returns the numpy result(s), one per output tensor, from the input arrays
-  (in argument order); the bound sizes are passed as keyword arguments when it accepts them;
+  (in argument order); the bound sizes it names (or all, with ``**kwargs``) come as keywords;
 - ``shapes``: a list of bindings ``{var_name: value}`` for the symbolic sizes; each backend is
   built ONCE and run for every binding (``[{}]`` / ``None``: static shapes).
 
@@ -136,12 +136,11 @@ def check(sched_fn: Callable[[], tuple[Any, list]], ref_fn: Callable[..., Any],
     tensors = [a for a in args if isinstance(a, te.Tensor)]
     inputs = [t for t in tensors if isinstance(t.op, te.PlaceholderOp)]
     outputs = [t for t in tensors if not isinstance(t.op, te.PlaceholderOp)]
-    want_sizes = _accepts_kwargs(ref_fn)
     for case, sizes in enumerate(shapes):
         rng = np.random.default_rng(seed + case)
         vmap = _bind(sizes, args)
         in_np = [gens.get(t.name, rand)(rng, concrete_shape(t, vmap), t.dtype) for t in inputs]
-        expected = ref_fn(*[a.copy() for a in in_np], **(sizes if want_sizes else {}))
+        expected = ref_fn(*[a.copy() for a in in_np], **_kwargs_for(ref_fn, sizes))
         if not isinstance(expected, (list, tuple)):
             expected = [expected]
         assert len(expected) == len(outputs), "ref_fn must return one array per output"
@@ -165,12 +164,15 @@ def check(sched_fn: Callable[[], tuple[Any, list]], ref_fn: Callable[..., Any],
     return mods
 
 
-def _accepts_kwargs(fn: Callable) -> bool:
+def _kwargs_for(fn: Callable, sizes: dict) -> dict:
+    """The bound sizes ``fn`` takes by name (all of them if it has ``**kwargs``)."""
     try:
-        params = inspect.signature(fn).parameters.values()
+        params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return False
-    return any(p.kind == p.VAR_KEYWORD for p in params)
+        return {}
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return dict(sizes)
+    return {k: v for k, v in sizes.items() if k in params}
 
 
 def lowered(s: Any, args: Sequence[Any]) -> str:

@@ -115,14 +115,17 @@ class _IndexSimplifier(Mutator):
             return e
 
     def visit_For(self, node: S.For) -> Any:
-        self.ana.bind(node.loop_var, Range.from_min_extent(node.min, node.extent))
-        return self.generic_visit(node)
+        # a loop's range (and what it implies: extent >= 1) holds only inside it, not after it
+        with self.ana.constraint_scope(E.const(True)):
+            self.ana.bind(node.loop_var, Range.from_min_extent(node.min, node.extent))
+            return self.generic_visit(node)
 
     def visit_AttrStmt(self, node: S.AttrStmt) -> Any:
-        if node.attr_key in ("thread_extent", "virtual_thread") and isinstance(node.node, IterVar) \
-                and node.node.var in self.thread_ok:
-            self.ana.bind(node.node.var, Range.from_min_extent(0, node.value))
-        return self.generic_visit(node)
+        with self.ana.constraint_scope(E.const(True)):
+            if node.attr_key in ("thread_extent", "virtual_thread") \
+                    and isinstance(node.node, IterVar) and node.node.var in self.thread_ok:
+                self.ana.bind(node.node.var, Range.from_min_extent(0, node.value))
+            return self.generic_visit(node)
 
     def visit_BufferLoad(self, node: E.BufferLoad) -> Any:
         new = self.generic_visit(node)
