@@ -1,9 +1,14 @@
 """A small reference evaluator for integer/boolean expressions, written independently of the
 simplifier: Python floor semantics for floordiv/floormod, C truncation for truncdiv/truncmod,
 two's complement wraparound on casts. Raises ``Undefined`` for division by zero and for values
-leaving int32 (the simplifier assumes index arithmetic does not overflow)."""
+leaving int32 (the simplifier assumes index arithmetic does not overflow). Vectors (Ramp,
+Broadcast and operations on them) evaluate to lists, lane by lane.
+
+Expressions are compiled once into Python closures, so sampling many assignments is cheap."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from tvmpy.tir import expr as E
 
@@ -19,72 +24,96 @@ def _tdiv(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
-def _check(v: int, dtype: str) -> int:
-    if dtype == "bool":
-        return v
+def _check(v: int) -> int:
     if not INT32_MIN <= v <= INT32_MAX:
         raise Undefined("overflow")
     return v
 
 
+def _nonzero(b: int) -> int:
+    if b == 0:
+        raise Undefined("division by zero")
+    return b
+
+
+_OPS: dict[type, Callable[[int, int], int]] = {
+    E.Add: lambda a, b: _check(a + b),
+    E.Sub: lambda a, b: _check(a - b),
+    E.Mul: lambda a, b: _check(a * b),
+    E.FloorDiv: lambda a, b: _check(a // _nonzero(b)),
+    E.FloorMod: lambda a, b: a % _nonzero(b),
+    E.Div: lambda a, b: _check(_tdiv(a, _nonzero(b))),
+    E.Mod: lambda a, b: a - b * _tdiv(a, _nonzero(b)),
+    E.Min: min,
+    E.Max: max,
+    E.EQ: lambda a, b: int(a == b),
+    E.NE: lambda a, b: int(a != b),
+    E.LT: lambda a, b: int(a < b),
+    E.LE: lambda a, b: int(a <= b),
+    E.GT: lambda a, b: int(a > b),
+    E.GE: lambda a, b: int(a >= b),
+}
+
+_COMPILED: dict[int, tuple[object, Callable]] = {}
+
+
 def evaluate(e, env: dict):
-    """Value of ``e`` with Var -> int bindings in ``env`` (keys: Var objects); vectors (Ramp,
-    Broadcast and operations on them) evaluate to lists, lane by lane."""
-    if isinstance(e, E.Ramp):
-        base, stride = evaluate(e.base, env), evaluate(e.stride, env)
-        return [_check(base + stride * n, e.base.dtype) for n in range(e.lanes)]
-    if isinstance(e, E.Broadcast):
-        return [evaluate(e.value, env)] * e.lanes
-    if isinstance(e, E.BinaryOp) and "x" in e.dtype:
-        a, b = evaluate(e.a, env), evaluate(e.b, env)
-        elem = e.dtype.split("x")[0]
-        return [_apply(type(e), elem, x, y) for x, y in zip(a, b)]
-    if isinstance(e, E.Call) and e.op == "likely" and "x" in e.dtype:
-        return evaluate(e.args[0], env)
+    """Value of ``e`` with Var -> int bindings in ``env`` (keys: Var objects)."""
+    hit = _COMPILED.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_COMPILED) > 50_000:
+            _COMPILED.clear()
+        hit = (e, compile_expr(e))
+        _COMPILED[id(e)] = hit
+    return hit[1](env)
+
+
+def compile_expr(e) -> Callable[[dict], object]:
     if isinstance(e, E.IntImm):
-        return e.value
+        v = e.value
+        return lambda env: v
     if isinstance(e, E.Var):
-        if e not in env:
-            raise KeyError(f"unbound variable {e.name}")
-        return env[e]
-    if isinstance(e, E.Select):
-        c = evaluate(e.condition, env)
-        return evaluate(e.true_value if c else e.false_value, env)
+        def var(env, e=e):
+            if e not in env:
+                raise KeyError(f"unbound variable {e.name}")
+            return env[e]
+        return var
+    if isinstance(e, E.Ramp):
+        base, stride, lanes = compile_expr(e.base), compile_expr(e.stride), e.lanes
+        return lambda env: [_check(base(env) + stride(env) * n) for n in range(lanes)]
+    if isinstance(e, E.Broadcast):
+        value, lanes = compile_expr(e.value), e.lanes
+        return lambda env: [value(env)] * lanes
+    if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op == "if_then_else"):
+        parts = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
+        c, t, f = (compile_expr(p) for p in parts)
+        return lambda env: t(env) if c(env) else f(env)
     if isinstance(e, E.Call):
-        if e.op == "if_then_else":
-            c = evaluate(e.args[0], env)
-            return evaluate(e.args[1] if c else e.args[2], env)
         if e.op == "likely":
-            return evaluate(e.args[0], env)
+            return compile_expr(e.args[0])
         raise NotImplementedError(e.op)
     if isinstance(e, E.Not):
-        return int(not evaluate(e.a, env))
+        a = compile_expr(e.a)
+        return lambda env: int(not a(env))
     if isinstance(e, E.Cast):
-        v = evaluate(e.value, env)
+        a = compile_expr(e.value)
         if e.dtype == "bool":
-            return int(v != 0)
-        bits = int(e.dtype[3:]) if e.dtype.startswith("int") else None
-        v &= (1 << bits) - 1
-        return v - (1 << bits) if v >= 1 << (bits - 1) else v
+            return lambda env: int(a(env) != 0)
+        bits = int(e.dtype[3:])
+
+        def cast(env):
+            v = a(env) & ((1 << bits) - 1)
+            return v - (1 << bits) if v >= 1 << (bits - 1) else v
+        return cast
     if isinstance(e, E.And):
-        return int(bool(evaluate(e.a, env)) and bool(evaluate(e.b, env)))
+        a, b = compile_expr(e.a), compile_expr(e.b)
+        return lambda env: int(bool(a(env)) and bool(b(env)))
     if isinstance(e, E.Or):
-        return int(bool(evaluate(e.a, env)) or bool(evaluate(e.b, env)))
+        a, b = compile_expr(e.a), compile_expr(e.b)
+        return lambda env: int(bool(a(env)) or bool(b(env)))
     if isinstance(e, E.BinaryOp):
-        return _apply(type(e), e.dtype, evaluate(e.a, env), evaluate(e.b, env))
+        a, b, op = compile_expr(e.a), compile_expr(e.b), _OPS[type(e)]
+        if "x" in e.dtype:  # vector: lane by lane
+            return lambda env: [op(x, y) for x, y in zip(a(env), b(env))]
+        return lambda env: op(a(env), b(env))
     raise NotImplementedError(type(e).__name__)
-
-
-def _apply(t: type, dtype: str, a: int, b: int) -> int:
-    """The binary operation ``t`` on scalar values of ``dtype``."""
-    if t in (E.FloorDiv, E.FloorMod, E.Div, E.Mod) and b == 0:
-        raise Undefined("division by zero")
-    ops = {
-        E.Add: lambda: a + b, E.Sub: lambda: a - b, E.Mul: lambda: a * b,
-        E.FloorDiv: lambda: a // b, E.FloorMod: lambda: a % b,
-        E.Div: lambda: _tdiv(a, b), E.Mod: lambda: a - b * _tdiv(a, b),
-        E.Min: lambda: min(a, b), E.Max: lambda: max(a, b),
-        E.EQ: lambda: int(a == b), E.NE: lambda: int(a != b), E.LT: lambda: int(a < b),
-        E.LE: lambda: int(a <= b), E.GT: lambda: int(a > b), E.GE: lambda: int(a >= b),
-    }
-    return _check(ops[t](), dtype)

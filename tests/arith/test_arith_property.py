@@ -194,7 +194,7 @@ def simple_conds(draw) -> E.PrimExpr:
     return c
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=200)
 @given(cond=st.one_of(simple_conds(), bool_exprs(1)), e=int_exprs(), goal=bool_exprs(0),
        seed=st.integers(0, 10**6))
 def test_simplify_under_constraint(cond, e, goal, seed):
