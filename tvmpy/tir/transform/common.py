@@ -17,8 +17,8 @@ from .. import stmt as S
 from ..buffer import Buffer
 from ..functor import Mutator, Visitor
 
-__all__ = ["make_analyzer", "fresh_copy", "linear_form", "flat_size", "buffer_of_data",
-           "loop_range", "is_const", "VarCollector", "substitute_buffers",
+__all__ = ["make_analyzer", "fresh_copy", "linear_form", "flat_size", "is_const",
+           "VarCollector", "substitute_buffers",
            "fold_add", "fold_mul", "add_offset"]
 
 
@@ -38,10 +38,6 @@ def make_analyzer(func: Any = None):
 
 def is_const(e: Any, value: int | None = None) -> bool:
     return isinstance(e, E.IntImm) and (value is None or e.value == value)
-
-
-def loop_range(f: S.For) -> E.Range:
-    return E.Range.from_min_extent(f.min, f.extent)
 
 
 def flat_size(buf: Buffer) -> E.PrimExpr:
@@ -220,27 +216,6 @@ class VarCollector(Visitor):
         if isinstance(s.node, E.Var):
             self.vars[id(s.node)] = s.node
         self.generic_visit(s)
-
-
-def buffer_of_data(stmt: S.Stmt) -> dict[int, Buffer]:
-    """Map id(data var) -> the first Buffer seen accessing it."""
-    out: dict[int, Buffer] = {}
-
-    class _V(Visitor):
-        def visit_BufferLoad(self, e: E.BufferLoad) -> None:
-            out.setdefault(id(e.buffer.data), e.buffer)
-            self.generic_visit(e)
-
-        def visit_BufferStore(self, s: S.BufferStore) -> None:
-            out.setdefault(id(s.buffer.data), s.buffer)
-            self.generic_visit(s)
-
-        def visit_Allocate(self, s: S.Allocate) -> None:
-            out.setdefault(id(s.buffer.data), s.buffer)
-            self.generic_visit(s)
-
-    _V().visit(stmt)
-    return out
 
 
 class _BufferReplacer(Mutator):
