@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tir_pass_helpers import assert_same, func, loop
+from tir_pass_helpers import assert_same, expect, func, loop
 
 from tvmpy import config, tir
 from tvmpy.tir import expr as E
@@ -37,6 +37,24 @@ def _chain(reads, n=16, kind=ForKind.SERIAL):
     for t in reversed(range(len(reads))):
         body = tir.Allocate(T[t], body)
     return func([A, B], body)
+
+
+def test_chain_text():
+    f = _chain([[], [0], [1], [2]], n=4)
+    expect(StorageRewrite(f), """
+        T0 = allocate((4,), 'float32', 'local')
+        T1 = allocate((4,), 'float32', 'local')
+        for i in range(0, 4):
+            T0[i] = A[i] * 2.0f
+        for i_1 in range(0, 4):
+            T1[i_1] = A[i_1] * 3.0f + T0[i_1]
+        for i_2 in range(0, 4):
+            T0[i_2] = A[i_2] * 4.0f + T1[i_2]
+        for i_3 in range(0, 4):
+            T1[i_3] = A[i_3] * 5.0f + T0[i_3]
+        for i_4 in range(0, 4):
+            B[i_4] = T1[i_4] + 1.0f
+    """)
 
 
 def test_chain_reuses_dead_buffers():
