@@ -12,7 +12,9 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 - signed 32/64-bit arithmetic inside buffer indices and loop counters is ``nsw``; value
   arithmetic wraps (int8 overflow is defined and wraps, as in numpy);
 - a vector ``if_then_else`` evaluates both sides, with the loads of each side masked by the
-  condition, so guarded out-of-bounds lanes are never read.
+  condition, so guarded out-of-bounds lanes are never read;
+- a predicated load gives 0 in masked-off lanes (as the interpreter); a predicated store leaves
+  them untouched.
 """
 
 from __future__ import annotations
@@ -622,7 +624,7 @@ class CodeGenLLVM:
                 name = f"llvm.masked.load.{intrinsic_suffix(mty)}.p0"
                 self.mb.declare(name, mty, ["ptr", f"<{lanes} x i1>", mty])
                 v = fb.value(mty, f"call {mty} @{name}(ptr align {align} {ptr.ref}, {pred}, "
-                                  f"{mty} poison)", "mload")
+                                  f"{mty} zeroinitializer)", "mload")
             return self._from_memory(v, e.dtype)
         idx = self._index(index)
         ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
@@ -631,7 +633,7 @@ class CodeGenLLVM:
         self.mb.declare(name, mty, [ptrs.ty, m.ty, mty])
         al = dt.bytes_of(buf.dtype)
         v = fb.value(mty, f"call {mty} @{name}({ptrs.ty} align {al} {ptrs.ref}, {m}, "
-                          f"{mty} poison)", "gather")
+                          f"{mty} zeroinitializer)", "gather")
         return self._from_memory(v, e.dtype)
 
     def _load_scalar(self, buf, index: E.PrimExpr, dtype: str) -> Value:
