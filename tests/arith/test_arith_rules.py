@@ -195,3 +195,17 @@ def test_vector_comparisons_decided_for_all_lanes():
     assert str(ana.simplify(e)) == str(e)
     with ana.constraint_scope(x * 8 + 8 <= n):
         assert str(ana.simplify(tir.likely(r < E.Broadcast(n, 8)))) == "broadcast(True, 8)"
+
+
+def test_symbolic_split_guards_and_extents():
+    """What a non-divisible split of a fused symbolic loop produces."""
+    ana = arith.Analyzer()
+    o, t = Var("o"), Var("t")
+    assert str(ana.simplify(tir.min(m * n // 8, (m * n + 7) // 8))) == "m * n // 8"
+    assert str(ana.simplify(tir.max(x * 4, (x + 1) * 4))) == "x * 4 + 4"
+    ana.bind(o, Range(0, m * n // 8))
+    ana.bind(t, Range(0, 8))
+    assert str(ana.simplify(tir.likely((o * 8 + t) // m < n))) == "True"
+    assert str(ana.simplify((o * 8 + t) // m >= n)) == "False"
+    e = (o * 8 + t) // m < n - 1  # not provable
+    assert str(ana.simplify(e)) == str(e)

@@ -21,7 +21,7 @@ from ..ir import dtype as dt
 from ..tir import expr as E
 from .const_int_bound import INF, BoundAnalyzer, ConstIntBound, dtype_bound, intersect
 from .modular_set import ModularSet, ModularSetAnalyzer, intersect_mod
-from .sum_form import Sum, skey, to_sum
+from .sum_form import Sum, merge_splits, skey, to_sum
 
 __all__ = ["Analyzer"]
 
@@ -372,6 +372,7 @@ class Analyzer:
         for fact in self._all_facts() + self._atom_facts(s):
             t = _eliminate(s, fact)
             if t is not None:
+                merge_splits(t, to_sum)  # e.g. x - x // 8 * 8 -> x % 8, which is bounded
                 if t.is_const():
                     if t.const <= 0:
                         return True

@@ -534,6 +534,11 @@ class Simplifier(Mutator):
         if isinstance(b, E.IntImm) and type(a) is type(e) and isinstance(a.b, E.IntImm):
             nb = fold_binary(type(e), a.b, b)
             return self.visit(type(e)(a.a, nb))
+        # min(x // c, y // c) -> min(x, y) // c and min(x * c, y * c) -> min(x, y) * c (c > 0;
+        # floor division and positive scaling are monotone)
+        if (type(a) is type(b) and isinstance(a, (E.FloorDiv, E.Mul)) and isinstance(a.b, E.IntImm)
+                and isinstance(b.b, E.IntImm) and a.b.value == b.b.value and a.b.value > 0):
+            return self.visit(type(a)(type(e)(a.a, b.a), a.b))
         # min(x + c1, y + c1) -> min(x, y) + c1 style: common constant offset
         sa, sb = self._sum(a), self._sum(b)
         if sa.const and sa.const == sb.const and not sa.is_const() and not sb.is_const():
@@ -561,6 +566,8 @@ class Simplifier(Mutator):
             return self._rebuild(e, a, b)
         if _is_index(a.dtype):
             v = self._decide_cmp(e, self._sum(a), self._sum(b))
+            if v is None:
+                v = self._decide_div_cmp(e, a, b)
             if v is not None:
                 return _bool(v)
             return self._rebuild(e, a, b)
@@ -604,6 +611,30 @@ class Simplifier(Mutator):
             last = self.visit(v.base + v.stride.value * (v.lanes - 1))
             return (v.base, last) if v.stride.value >= 0 else (last, v.base)
         return None
+
+    def _decide_div_cmp(self, e: E.CmpOp, a: E.PrimExpr, b: E.PrimExpr) -> bool | None:
+        """``floordiv(x, d) < y  <=>  x < y * d`` for ``d > 0`` (and the other comparisons alike):
+        decides guards such as ``fused // m < n`` from ``fused < n * m``."""
+        cls = type(e)
+        if not isinstance(a, E.FloorDiv):
+            if not isinstance(b, E.FloorDiv):
+                return None
+            a, b = b, a
+            cls = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE, E.EQ: E.EQ, E.NE: E.NE}[cls]
+        if cls in (E.EQ, E.NE):
+            return None
+        x, d = a.a, a.b
+        if self.bound(d)[0] < 0:
+            return None  # d >= 0 where the division is defined means d >= 1
+        # x//d < y <=> x < y*d ; x//d <= y <=> x < (y+1)*d ; > and >= are the negations
+        if cls in (E.LT, E.GE):
+            rhs = self._sum(b).mul(self._sum(d))
+        else:
+            rhs = self._sum(b).iadd(Sum(b.dtype, 1)).mul(self._sum(d))
+        lt = self._decide_cmp(E.LT(x, x), self._sum(x), rhs)  # only the class and sums matter
+        if lt is None:
+            return None
+        return lt if cls in (E.LT, E.LE) else not lt
 
     def _decide_cmp(self, e: E.CmpOp, sa: Sum, sb: Sum) -> bool | None:
         d = sa.iadd(sb, -1)  # a - b

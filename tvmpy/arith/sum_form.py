@@ -233,7 +233,7 @@ class Sum:
                 mono = E.Mul(mono, a)
             if out is None:
                 out = mono if c == 1 else E.Mul(mono, E.IntImm(dtype, c))
-            elif c > 0:
+            elif c > 0 or wrap_int(-c, dtype) != -c:  # -INT_MIN does not fit: add INT_MIN
                 out = E.Add(out, mono if c == 1 else E.Mul(mono, E.IntImm(dtype, c)))
             else:
                 out = E.Sub(out, mono if c == -1 else E.Mul(mono, E.IntImm(dtype, -c)))
@@ -241,7 +241,7 @@ class Sum:
             return E.IntImm(dtype, self.const)
         if const_done:
             return out
-        if self.const > 0:
+        if self.const > 0 or (self.const < 0 and wrap_int(-self.const, dtype) != -self.const):
             out = E.Add(out, E.IntImm(dtype, self.const))
         elif self.const < 0:
             out = E.Sub(out, E.IntImm(dtype, -self.const))
