@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tvmpy as tvm
-from tvmpy import te
+from tvmpy import te, tir
 
 from .util import TARGETS, check, compare
 
@@ -139,3 +139,55 @@ def test_bool_tensors():
         return s, [A, B, C, D]
 
     check(sched, lambda a, b: [np.where(a, b, -b), ~a | (b > 0)])
+
+
+# ---- constants at the edges of each dtype -------------------------------------------------------
+def _const_kernel(dtype, exprs, ref, gen=None, rtol=0.0):
+    def sched():
+        A = te.placeholder((17,), dtype, name="A")
+        outs = [te.compute((17,), _apply(e, A), name=f"o{k}") for k, e in enumerate(exprs)]
+        return te.create_schedule([o.op for o in outs]), [A, *outs]
+
+    check(sched, ref, rtol=rtol, atol=0.0, gens={"A": gen} if gen else None)
+
+
+def _apply(e, A):
+    return lambda i: e(A[i])
+
+
+def _full_range(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True,
+                        dtype="uint64" if dtype == "uint32" else "int64").astype(dtype)
+
+
+def test_int64_extreme_constants():
+    m = np.int64(-(2 ** 63))
+    with np.errstate(over="ignore"):
+        _const_kernel("int64", [lambda x: x + (2 ** 40), lambda x: x * (2 ** 33 + 1),
+                                lambda x: x & 0x7FFFFFFF00000000, lambda x: x - (-(2 ** 63)),
+                                lambda x: x * (-(2 ** 63))],
+                      lambda a: [a + 2 ** 40, a * (2 ** 33 + 1), a & 0x7FFFFFFF00000000, a - m, a * m],
+                      _full_range)
+
+
+def test_uint32_int8_uint16_edge_constants():
+    _const_kernel("uint32", [lambda x: x + 4000000000, lambda x: x & 0xF0000000,
+                             lambda x: tir.floordiv(x, 3000000000), lambda x: x * 4294967295],
+                  lambda a: [a + np.uint32(4000000000), a & np.uint32(0xF0000000),
+                             a // np.uint32(3000000000), a * np.uint32(4294967295)], _full_range)
+    _const_kernel("int8", [lambda x: x + (-128), lambda x: te.max(x, tir.const(-128, "int8")),
+                           lambda x: x * tir.const(127, "int8"), lambda x: x - (-128)],
+                  lambda a: [a + np.int8(-128), a, a * np.int8(127), a - np.int8(-128)], _full_range)
+    _const_kernel("uint16", [lambda x: x + 65535, lambda x: x * 257],
+                  lambda a: [a + np.uint16(65535), a * np.uint16(257)], _full_range)
+
+
+def test_float_constants_exact():
+    _const_kernel("float64", [lambda x: x * 0.1, lambda x: x / 3.0, lambda x: x + 1e-300],
+                  lambda a: [a * 0.1, a / 3.0, a + 1e-300])
+    _const_kernel("float32", [lambda x: x / 3.0, lambda x: x / 0.1, lambda x: x * 1e-45,
+                              lambda x: te.max(x, float("-inf")),
+                              lambda x: tir.Select(x > 0, float("nan"), x)],
+                  lambda a: [a / np.float32(3), a / np.float32(0.1), a * np.float32(1e-45), a,
+                             np.where(a > 0, np.float32(np.nan), a)])
