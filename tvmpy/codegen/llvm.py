@@ -2,17 +2,25 @@
 
 Public entry points:
 
-- :func:`build` ``(funcs, target) -> runtime Module`` (used by ``tvm.build``);
-- :func:`emit_llvm_ir` ``(funcs, target) -> str``: the LLVM IR text we generate (before
-  optimization; ``optimized=True`` for after), also what ``Module.get_source("ll")`` returns;
+- :func:`build` ``(funcs, target, imports=()) -> runtime Module`` (used by ``tvm.build``);
+- :func:`emit_llvm_ir` ``(funcs, target, optimized=False) -> str``: the LLVM IR text we generate
+  (also what ``Module.get_source("ll")`` returns); ``optimized=True``: after the O3 pipeline;
 - :func:`emit_assembly` ``(funcs, target) -> str``: the optimized machine assembly;
-- :func:`compile_ir` ``(ir_text, target) -> bytes``: object code of an LLVM IR module (also used
-  to compile hand-written LLVM micro-kernels for tensorize).
+- :func:`compile_funcs` ``(funcs, target) -> Compiled(object, ir, link_libs)``: all but linking;
+- :func:`compile_ir` ``(ir_text, target) -> bytes``: object code of an LLVM IR module (e.g. a
+  hand-written micro-kernel for tensorize, linked through ``build(..., imports=...)``).
 
-Code generation proper lives in llvm_codegen.py (statements, memory), llvm_arith.py, and
-llvm_intrinsics.py, llvm_parallel.py. Through llvmlite 0.50 (LLVM 22): never ``llvm.initialize()``
-(it raises); a fresh TargetMachine per compile; the new pass manager at O3 run explicitly;
-relocation model PIC (the object is linked into a shared library).
+Code generation proper lives in llvm_ir.py (text builder), llvm_codegen.py (statements, memory),
+llvm_arith.py (arithmetic, casts), llvm_intrinsics.py (tir.op intrinsics, libmvec vector math),
+llvm_parallel.py (GOMP outlining), llvm_align.py (alignment facts). Through llvmlite 0.50
+(LLVM 22): never ``llvm.initialize()`` (it raises); a fresh TargetMachine and LLVM context per
+compile; the new pass manager at O3 run explicitly; relocation model PIC, default code model.
+
+Vector math (exp, log, tanh, erf, pow, sin ...) on float32/float64 vectors calls glibc's libmvec
+(``_ZGVeN16v_expf`` ...; <= 4 ulp) in the widest variant the target supports; set
+``USE_LIBMVEC = False`` for per-lane libm calls. Known llvmlite issue: each run of the new pass
+manager leaks ~100 KB, so tuning loops that compile thousands of kernels should compile in
+worker processes that are recycled.
 """
 
 from __future__ import annotations
