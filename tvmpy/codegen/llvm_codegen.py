@@ -116,7 +116,9 @@ class CodeGenLLVM:
                 name = f"{base}.{k}"
             names.add(name)
             if buf is not None:
-                align = buf.data_alignment if buf.data_alignment > 0 else 1
+                # the runtime guarantees 64-byte aligned arguments, no more
+                align = min(buf.data_alignment, HEAP_ALIGN) if buf.data_alignment > 0 else 1
+                align = align if align & (align - 1) == 0 else 1
                 params.append(("ptr", f"noalias nocapture align {align}", f"%{name}"))
                 bindings.append((var, Value("ptr", f"%{name}"), align))
             else:
