@@ -93,3 +93,28 @@ def test_export_with_vector_math_and_parallel_loads_in_fresh_process(tmp_path):
         "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_pragma_import_llvm_and_import_c_link_micro_kernels():
+    """TVM's way to bring a hand-written kernel into a module: s[C].pragma(axis, "import_llvm",
+    ll_source) (here also "import_c"); the kernels are called with call_pure_extern."""
+    ll = """
+define float @tvmpy_test_sq(float %x) {
+  %y = fmul float %x, %x
+  ret float %y
+}
+"""
+    c_src = "float tvmpy_test_twice(float x) { return 2.0f * x; }\n"
+    n = 29
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: tvm.tir.op.call_pure_extern(
+        "float32", "tvmpy_test_sq", A[i]) + tvm.tir.op.call_pure_extern(
+        "float32", "tvmpy_test_twice", A[i]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].pragma(B.op.axis[0], "import_llvm", ll)
+    s[B].pragma(B.op.axis[0], "import_c", c_src)
+    f = tvm.build(s, [A, B], target="llvm", name="imp")
+    x = np.random.default_rng(3).standard_normal(n).astype("float32")
+    y = tvm.nd.empty((n,), "float32")
+    f(tvm.nd.array(x), y)
+    np.testing.assert_allclose(y.numpy(), x * x + 2 * x, rtol=1e-6)

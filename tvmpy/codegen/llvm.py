@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..target import Target
@@ -147,17 +147,33 @@ def _link_libs(cg: CodeGenLLVM) -> list[str]:
     return list(LINK_LIBS) + (["mvec"] if cg.uses_mvec else [])
 
 
-def _optimize(ir_text: str, tm) -> Any:
+def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
+    """Parse, verify, link in ``imported`` LLVM IR modules, run the O3 pipeline."""
     import llvmlite.binding as llvm
 
+    # a fresh context per module: the global one would keep every constant and type of
+    # thousands of tuning compiles alive
+    ctx = llvm.create_context()
     try:
-        # a fresh context per module: the global one would keep every constant and type of
-        # thousands of tuning compiles alive
-        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
+        mod = llvm.parse_assembly(ir_text, context=ctx)
         mod.verify()
     except RuntimeError as err:
         raise CodegenError(f"generated LLVM IR is invalid (a tvmpy codegen bug): {err}\n"
                            f"{_excerpt(ir_text, str(err))}") from None
+    for k, src in enumerate(imported):
+        try:
+            other = llvm.parse_assembly(src, context=ctx)
+            other.verify()
+        except RuntimeError as err:
+            raise CodegenError(f"LLVM IR imported with pragma import_llvm (#{k}) is invalid: "
+                               f"{err}\n{_excerpt(src, str(err))}") from None
+        other.triple = mod.triple
+        other.data_layout = mod.data_layout
+        try:
+            mod.link_in(other)
+        except RuntimeError as err:
+            raise CodegenError(f"cannot link the LLVM IR of pragma import_llvm (#{k}): {err}") \
+                from None
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
@@ -181,10 +197,11 @@ def emit_llvm_ir(funcs: Sequence[PrimFunc], target: Any = None, optimized: bool 
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     tm, triple, cpu, features = _target_machine(tgt)
-    text = _generate(funcs, tm, triple, cpu, features).text()
+    cg = _generate(funcs, tm, triple, cpu, features)
+    text = cg.text()
     if not optimized:
         return text
-    return str(_optimize(text, tm))
+    return str(_optimize(text, tm, cg.imported_llvm))
 
 
 def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
@@ -192,8 +209,8 @@ def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     tm, triple, cpu, features = _target_machine(tgt)
-    mod = _optimize(_generate(funcs, tm, triple, cpu, features).text(), tm)
-    return tm.emit_assembly(mod)
+    cg = _generate(funcs, tm, triple, cpu, features)
+    return tm.emit_assembly(_optimize(cg.text(), tm, cg.imported_llvm))
 
 
 def compile_ir(ir_text: str, target: Any = None) -> bytes:
@@ -205,12 +222,14 @@ def compile_ir(ir_text: str, target: Any = None) -> bytes:
 
 @dataclass
 class Compiled:
-    """What :func:`compile_funcs` produces: the object file, our LLVM IR text, and the
-    libraries the object needs at link time (``gomp``, ``mvec``)."""
+    """What :func:`compile_funcs` produces: the object file, our LLVM IR text, the libraries the
+    object needs at link time (``gomp``, ``mvec``) and the objects of ``pragma_import_c``
+    sources (link them too)."""
 
     object: bytes
     ir: str
     link_libs: list[str]
+    extra_objects: list[bytes] = field(default_factory=list)
 
 
 def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
@@ -224,8 +243,13 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
 
     if config.get("DEBUG") >= 4:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
-    obj = tm.emit_object(_optimize(text, tm))
-    return Compiled(obj, text, _link_libs(cg))
+    obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))
+    extra = []
+    if cg.imported_c:
+        from ..runtime.linker import compile_c
+
+        extra = [compile_c(src, name=f"import_c{k}") for k, src in enumerate(cg.imported_c)]
+    return Compiled(obj, text, _link_libs(cg), extra)
 
 
 def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = ()):
@@ -240,6 +264,6 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
     install_fork_guard()
-    return Module.from_objects([c.object], funcs, link_libs=c.link_libs, type_key="llvm",
+    return Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs) + list(imports))

@@ -69,6 +69,8 @@ class CodeGenLLVM:
         (ISA letter, vector bits), e.g. [("e", 512), ("d", 256), ("b", 128)]; empty: none."""
         self.mb = ModuleBuilder(module_name, triple, datalayout)
         self.mvec_isas = list(mvec_isas)
+        self.imported_llvm: list[str] = []  # LLVM IR of pragma_import_llvm, linked in
+        self.imported_c: list[str] = []  # C source of pragma_import_c, compiled and linked
         self.uses_mvec = False
         tattrs = f'"target-cpu"="{cpu}" "min-legal-vector-width"="{vector_bits}"'
         if features:
@@ -173,6 +175,13 @@ class CodeGenLLVM:
             self.stmt(s.body)
 
     def _s_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.attr_key in ("pragma_import_llvm", "pragma_import_c"):
+            # TVM's way to link a hand-written micro-kernel: the pragma's value is its source
+            if not isinstance(s.value, E.StringImm):
+                raise CodegenError(f"{s.attr_key} needs the source code as a string value")
+            lst = self.imported_llvm if s.attr_key == "pragma_import_llvm" else self.imported_c
+            if s.value.value not in lst:
+                lst.append(s.value.value)
         if s.attr_key in ("thread_extent", "virtual_thread"):
             node = s.node
             name = getattr(node, "thread_tag", "") or getattr(getattr(node, "var", None), "name", "")
