@@ -397,3 +397,92 @@ def test_sibling_loop_range_does_not_leak():
         return [a[: n - 3] * 2, a + a[max(n - 4, 0)]]
 
     check(sched, ref, [{"n": 3}, {"n": 4}, {"n": 9}])
+
+
+def test_zero_size_symbolic_parallel_vectorized():
+    def sched():
+        n = te.var("n")
+        A = te.placeholder((n, 9), name="A")
+        B = te.compute((n, 9), lambda i, j: A[i, j] + 1.0, name="B")
+        s = te.create_schedule(B.op)
+        s[B].parallel(B.op.axis[0])
+        jo, ji = s[B].split(B.op.axis[1], 4)
+        s[B].vectorize(ji)
+        return s, [A, B]
+
+    check(sched, lambda a, **_: a + 1, [{"n": 0}, {"n": 1}, {"n": 5}])
+
+
+def test_compute_at_inside_vectorized_loop():
+    """The producer attached under the vectorized loop: the loop is scalarized, results exact."""
+    def sched():
+        A = te.placeholder((7, 13), name="A")
+        B = te.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="B")
+        C = te.compute((7, 13), lambda i, j: B[i, j] + 1.0, name="C")
+        s = te.create_schedule(C.op)
+        jo, ji = s[C].split(C.op.axis[1], 4)
+        s[C].vectorize(ji)
+        s[B].compute_at(s[C], ji)
+        return s, [A, C]
+
+    check(sched, lambda a: a * 2 + 1)
+
+
+def test_two_producers_at_different_levels_of_a_tile():
+    def sched():
+        A = te.placeholder((13, 11), name="A")
+        B = te.compute((13, 11), lambda i, j: A[i, j] + 1.0, name="B")
+        C = te.compute((13, 11), lambda i, j: A[i, j] * 2.0, name="C")
+        D = te.compute((13, 11), lambda i, j: B[i, j] * C[i, j], name="D")
+        s = te.create_schedule(D.op)
+        yo, xo, yi, xi = s[D].tile(D.op.axis[0], D.op.axis[1], 4, 3)
+        s[B].compute_at(s[D], xo)
+        s[C].compute_at(s[D], yi)
+        return s, [A, D]
+
+    check(sched, lambda a: (a + 1) * (a * 2))
+
+
+def test_rfactor_symbolic_nparts_parallel():
+    def sched():
+        n = te.var("n")
+        A = te.placeholder((n,), name="A")
+        k = te.reduce_axis((0, n), name="k")
+        B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")
+        s = te.create_schedule(B.op)
+        ko, ki = s[B].split(k, nparts=4)
+        BF = s.rfactor(B, ko)
+        s[BF].parallel(BF.op.axis[0])
+        return s, [A, B]
+
+    check(sched, lambda a, **_: a.astype("float64").sum(keepdims=True),
+          [{"n": 1}, {"n": 3}, {"n": 37}], rtol=1e-5, atol=1e-5)
+
+
+def test_vectorized_division_by_symbolic_divisor():
+    def sched():
+        d = te.var("d")
+        A = te.placeholder((13,), "int32", name="A")
+        B = te.compute((13,), lambda i: tir.floordiv(A[i] + i, d) + tir.floormod(i, d), name="B")
+        s = te.create_schedule(B.op)
+        s[B].vectorize(B.op.axis[0])
+        return s, [A, B, d]
+
+    i = np.arange(13)
+    check(sched, lambda a, d: ((a + i) // d + i % d).astype("int32"),
+          [{"d": 3}, {"d": -2}, {"d": 1}])
+
+
+def test_cache_write_reduction_with_inlined_input():
+    def sched():
+        A = te.placeholder((7, 13), name="A")
+        P = te.compute((7, 13), lambda i, j: A[i, j] * 2.0, name="P")
+        k = te.reduce_axis((0, 13), name="k")
+        B = te.compute((7,), lambda i: te.sum(P[i, k], axis=k), name="B")
+        s = te.create_schedule(B.op)
+        BL = s.cache_write(B, "local")
+        s[P].compute_inline()
+        s[BL].compute_at(s[B], B.op.axis[0])
+        return s, [A, B]
+
+    check(sched, lambda a: (a * 2).astype("float64").sum(1), rtol=1e-5, atol=1e-5)
