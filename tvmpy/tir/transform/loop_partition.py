@@ -14,7 +14,7 @@ What it does
         for x in [hi', m+e):  body                       (post, guards kept)
 
     with ``lo' = min(max(lo, m), m+e)`` and ``hi' = max(min(hi, m+e), lo')`` as expressions, so
-    symbolic extents are handled. When a single comparison that involves only ``x`` sets a
+    symbolic extents are handled (a clamp is left out when it provably does nothing). When a single comparison that involves only ``x`` sets a
     bound, it is known false beyond it, so the pre/post part gets it as ``False`` (the tail of
     an inner split loses its dead guard). Comparisons that read memory are not used (the
     memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
@@ -219,8 +219,15 @@ class _Partitioner(Mutator):
             return None
         simp = self.ana.simplify
         m, end = f.min, simp(f.min + f.extent)
-        lo_c = m if lo is None else simp(_min(_max(lo, m), end))
-        hi_c = end if hi is None else simp(_max(_min(hi, end), lo_c))
+        le = self.provably_le
+        lo_c = m
+        if lo is not None:
+            lo_c = lo if le(m, lo) else _max(lo, m)
+            lo_c = simp(lo_c if le(lo_c, end) else _min(lo_c, end))
+        hi_c = end
+        if hi is not None:
+            hi_c = hi if le(hi, end) else _min(hi, end)
+            hi_c = simp(hi_c if le(lo_c, hi_c) else _max(hi_c, lo_c))
         main_body = _AtomReplacer(chosen).visit(f.body)
         parts: list[tuple[S.Stmt, bool] | None] = []
         if lo is not None:
@@ -231,6 +238,18 @@ class _Partitioner(Mutator):
             parts.append(self.make_part(f, hi_c, simp(end - hi_c), _outside(f.body, hi_atoms),
                                         fresh=True))
         return [p for p in parts if p is not None]
+
+    def provably_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
+        """``a <= b`` for all values: the analyzer, or floordiv's monotonicity
+        (``(x + c0) // d <= (x + c1) // d`` when ``c0 <= c1``, ``d > 0``)."""
+        if self.ana.can_prove(a <= b):
+            return True
+        if isinstance(a, E.FloorDiv) and isinstance(b, E.FloorDiv) \
+                and isinstance(a.b, E.IntImm) and isinstance(b.b, E.IntImm) \
+                and a.b.value == b.b.value and a.b.value > 0:
+            diff = self.ana.simplify(b.a - a.a)
+            return isinstance(diff, E.IntImm) and diff.value >= 0
+        return False
 
     def make_part(self, f: S.For, start: E.PrimExpr, extent: E.PrimExpr, body: S.Stmt,
                   fresh: bool) -> tuple[S.Stmt, bool] | None:
