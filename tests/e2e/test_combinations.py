@@ -486,3 +486,85 @@ def test_cache_write_reduction_with_inlined_input():
         return s, [A, B]
 
     check(sched, lambda a: (a * 2).astype("float64").sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_zero_d_tensor_and_composite_dims():
+    def sched():
+        n = te.var("n")
+        A = te.placeholder((n + 1,), name="A")
+        k = te.reduce_axis((0, n + 1), name="k")
+        S = te.compute((), lambda: te.sum(A[k], axis=k), name="S")
+        B = te.compute((n,), lambda i: A[i] + A[i + 1] - S[()], name="B")
+        P = te.placeholder((n * 2,), name="P")
+        C = te.compute((n,), lambda i: P[2 * i] * P[2 * i + 1], name="C")
+        s = te.create_schedule([B.op, C.op])
+        return s, [A, P, S, B, C]
+
+    def ref(a, p, **_):
+        tot = a.astype("float64").sum()
+        return [np.array(tot), a[:-1] + a[1:] - tot, p[0::2] * p[1::2]]
+
+    check(sched, ref, [{"n": 1}, {"n": 6}], rtol=1e-5, atol=1e-5)
+
+
+def test_float64_int64_scalar_arguments():
+    def sched():
+        x = te.var("x", "float64")
+        k = te.var("k", "int64")
+        A = te.placeholder((9,), "float64", name="A")
+        B = te.compute((9,), lambda i: A[i] * x + k.astype("float64"), name="B")
+        return te.create_schedule(B.op), [A, x, k, B]
+
+    check(sched, lambda a, x, k: a * x + k, [{"x": 0.1, "k": 2 ** 40}, {"x": -3.0, "k": -5}])
+
+
+def test_argmax_rfactor_parallel():
+    def sched():
+        def fcombine(x, y):
+            return (tir.Select(x[1] >= y[1], x[0], y[0]), tir.Select(x[1] >= y[1], x[1], y[1]))
+
+        argmax = te.comm_reducer(fcombine, lambda a, b: (tir.const(-1, a), te.min_value(b)))
+        A = te.placeholder((5, 37), name="A")
+        k = te.reduce_axis((0, 37), name="k")
+        idx, val = te.compute((5,), lambda i: argmax((k.var, A[i, k]), axis=k), name="T")
+        s = te.create_schedule(idx.op)
+        ko, ki = s[idx].split(k, factor=8)
+        s.rfactor(idx, ki)
+        s[idx].parallel(s[idx].op.axis[0])
+        return s, [A, idx, val]
+
+    check(sched, lambda a: [a.argmax(1).astype("int32"), a.max(1)])
+
+
+def test_double_buffer_under_vthread():
+    def sched():
+        A = te.placeholder((8, 24), name="A")
+        B = te.placeholder((24,), name="B")
+        k = te.reduce_axis((0, 24), name="k")
+        C = te.compute((8,), lambda i: te.sum(A[i, k] * B[k], axis=k), name="C")
+        s = te.create_schedule(C.op)
+        AS = s.cache_read(A, "shared", [C])
+        vo, vi = s[C].split(C.op.axis[0], nparts=2)
+        ko, ki = s[C].split(k, factor=4)
+        s[C].reorder(vo, ko, vi, ki)
+        s[C].bind(vo, te.thread_axis("vthread"))
+        s[AS].compute_at(s[C], ko)
+        s[AS].double_buffer()
+        return s, [A, B, C]
+
+    check(sched, lambda a, b: a.astype("float64") @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_symbolic_where_with_rfactor():
+    def sched():
+        n = te.var("n")
+        A = te.placeholder((4, n), name="A")
+        k = te.reduce_axis((0, n), name="k")
+        B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k, where=k < n - 1), name="B")
+        s = te.create_schedule(B.op)
+        ko, ki = s[B].split(k, 4)
+        s.rfactor(B, ki)
+        return s, [A, B]
+
+    check(sched, lambda a, **_: a[:, :-1].astype("float64").sum(1), [{"n": 1}, {"n": 2}, {"n": 11}],
+          rtol=1e-5, atol=1e-5)

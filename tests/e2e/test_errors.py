@@ -241,3 +241,24 @@ def test_numpy_and_noncontiguous_arguments_work(axpb):
     c = np.zeros((3, 4), "float32")
     axpb(a, np.arange(1, 4, dtype="int32"), 2.0, c)
     np.testing.assert_allclose(c, 3.0 + np.arange(1, 4)[:, None] + np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shape_var_only_inside_an_expression(target):
+    n = te.var("n")
+    A = te.placeholder((n + 1,), name="A")
+    B = te.compute((n + 1,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(ValueError, match="shape variable n of buffer A appears only inside an "
+                                         "expression; pass it as an explicit scalar argument"):
+        tvm.build(s, [A, B], target=target)(np.ones(4, "float32"), np.ones(4, "float32"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_in_place_call(target):
+    A = te.placeholder((13,), name="A")
+    B = te.compute((13,), lambda i: A[i] * 2.0, name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B], target=target)
+    a = tvm.nd.array(np.arange(13, dtype="float32"))
+    f(a, a)
+    np.testing.assert_array_equal(a.numpy(), np.arange(13) * 2)
