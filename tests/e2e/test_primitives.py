@@ -454,7 +454,12 @@ def test_nested_parallel_inner_runs_serially():
         s[B].parallel(B.op.axis[2])
         return s, [A, B]
 
-    check(sched, lambda a: a + 2)
+    mods = check(sched, lambda a: a + 2)
+    # one parallel region: the inner parallel loop runs serially inside it
+    if "llvm" in mods:
+        assert mods["llvm"].get_source("ll").count("call void @GOMP_parallel") == 1
+    if "c" in mods:
+        assert mods["c"].get_source().count("omp parallel") == 1
 
 
 def test_parallel_with_attached_producer():
@@ -649,3 +654,19 @@ def test_softmax_like_multi_stage():
         return e / e.sum(1, keepdims=True)
 
     check(sched, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_pragma_auto_unroll_effect_in_lowered_ir():
+    def sched(step):
+        A = te.placeholder((8, 4), name="A")
+        B = te.compute((8, 4), lambda i, j: A[i, j] * 2.0, name="B")
+        s = te.create_schedule(B.op)
+        io, ii = s[B].split(B.op.axis[0], factor=2)
+        s[B].pragma(io, "auto_unroll_max_step", step)
+        return s, [A, B]
+
+    text16 = lowered(*sched(16))
+    assert "for i.inner" not in text16 and "for j" not in text16, text16  # 2 * 4 <= 16 unrolled
+    text4 = lowered(*sched(4))
+    assert "for i.inner" in text4 and "for j" not in text4, text4  # only the extent-4 loop
+    check(lambda: sched(16), lambda a: a * 2)
