@@ -197,3 +197,17 @@ def test_empty_range_binding_says_nothing():
     ana = arith.Analyzer()
     ana.bind(x, Range(0, 0))
     assert not ana.can_prove(x < 0)
+
+
+def test_let_expressions():
+    ana = arith.Analyzer()
+    ana.bind(x, Range(0, 10))
+    v = Var("v")
+    e = E.Let(v, x * 4, v + 1)
+    b = ana.const_int_bound(e)
+    assert (b.min_value, b.max_value) == (1, 37)
+    ms = ana.modular_set(e)
+    assert (ms.coeff, ms.base) == (4, 1)
+    assert ana.const_int_bound(v).max_value == 2**31 - 1  # the let binding does not leak
+    assert str(ana.simplify(E.Let(v, x, v * 2 - x))) == "x"  # a var value is substituted
+    assert str(ana.simplify(E.Let(v, x * 4, v // 4))) == "(let v = x * 4 in v // 4)"

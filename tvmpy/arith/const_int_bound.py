@@ -187,7 +187,7 @@ class BoundAnalyzer:
             return 0, 1
         if isinstance(e, E.Let):
             with self.analyzer._let_scope(e.var, e.value):
-                return self.bound(e.body)
+                return self.analyzer._bound(e.body)  # the scoped state's cache
         if isinstance(e, E.Ramp):
             base, stride = self.bound(e.base), self.bound(e.stride)
             last = _corners(_mul, stride, (0, e.lanes - 1))

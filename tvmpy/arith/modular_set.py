@@ -127,7 +127,7 @@ class ModularSetAnalyzer:
             return union(self.modular(e.args[1]), self.modular(e.args[2]))
         if isinstance(e, E.Let):
             with self.analyzer._let_scope(e.var, e.value):
-                return self.modular(e.body)
+                return self.analyzer.modular_set(e.body)  # the scoped state's cache
         if isinstance(e, E.Cast) and dt.is_integer(e.value.dtype):
             lo, hi = self.analyzer._bound(e.value)
             from .const_int_bound import dtype_bound

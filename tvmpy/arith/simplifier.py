@@ -315,12 +315,12 @@ class Simplifier(Mutator):
                 r.add_mono(atoms, c)
         if d_pos and self.prove_nonpos(r.scaled(-1)) and self.prove_lt(self._canon(r.copy()), b):
             return self._canon(q) if is_div else self._canon(r)  # 0 <= r < d
-        if d_pos and self.prove_lt(self._canon(r.copy()), _zero(b.dtype)) and self.prove_le(
-                self._canon(Sum.atom(b).scaled(-1)), self._canon(r.copy())):
+        if d_pos and self.prove_lt(self._canon(r.copy()), _zero(b.dtype)) and self.prove_nonpos(
+                self._sum(b).iadd(r).scaled(-1)):
             if is_div:  # -d <= r < 0
                 q.const -= 1
                 return self._canon(q)
-            return self._canon(r.iadd(Sum.atom(b)))
+            return self._canon(r.iadd(self._sum(b)))
         if not q.terms:
             return None  # nothing gained by splitting off a constant
         rest_e = self._canon(r)
