@@ -211,3 +211,12 @@ def test_let_expressions():
     assert ana.const_int_bound(v).max_value == 2**31 - 1  # the let binding does not leak
     assert str(ana.simplify(E.Let(v, x, v * 2 - x))) == "x"  # a var value is substituted
     assert str(ana.simplify(E.Let(v, x * 4, v // 4))) == "(let v = x * 4 in v // 4)"
+
+
+def test_fused_symbolic_guard_needs_scaled_fact():
+    ana = arith.Analyzer()
+    ana.bind(i, Range(0, n))
+    ana.bind(j, Range(0, m))
+    assert ana.can_prove(i * m + j < n * m)
+    assert not ana.can_prove(i * m + j < n * m - 1)
+    assert not ana.can_prove(i * x + j < n * x)  # x may be negative

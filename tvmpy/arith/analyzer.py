@@ -361,6 +361,37 @@ class Analyzer:
                 out.append(f)
         return out
 
+    def _scaled_facts(self, s: Sum, facts: list[Sum]) -> list[Sum]:
+        """``p * fact`` for a non-negative monomial ``p`` that turns a term of the fact into a
+        term of ``s`` (``i <= n - 1`` gives ``i*m <= n*m - m`` for ``m >= 0``): the non-linear
+        step behind guards of fused symbolic loops such as ``i*m + j < n*m``."""
+        out: list[Sum] = []
+        s_terms = [(c, atoms, [skey(a) for a in atoms]) for c, atoms in s.items() if len(atoms) > 1]
+        if not s_terms:
+            return out
+        for fact in facts:
+            for cf, fatoms in fact.items():
+                fkeys = [skey(a) for a in fatoms]
+                for cs, satoms, skeys in s_terms:
+                    if (cs > 0) != (cf > 0) or len(satoms) <= len(fatoms):
+                        continue
+                    rest = list(satoms)
+                    keys = list(skeys)
+                    ok = True
+                    for k in fkeys:
+                        if k not in keys:
+                            ok = False
+                            break
+                        n = keys.index(k)
+                        del keys[n]
+                        del rest[n]
+                    if not ok or any(self._bound(a)[0] < 0 for a in rest):
+                        continue
+                    p = Sum(s.dtype)
+                    p.add_mono(tuple(rest), 1)
+                    out.append(fact.mul(p))
+        return out
+
     def _prove_nonpos(self, s: Sum, depth: int = 2) -> bool:
         """Is ``s <= 0`` always?"""
         if s.is_const():
@@ -369,7 +400,10 @@ class Analyzer:
             return True
         if depth == 0:
             return False
-        for fact in self._all_facts() + self._atom_facts(s):
+        facts = self._all_facts() + self._atom_facts(s)
+        if depth == 2:
+            facts = facts + self._scaled_facts(s, facts)
+        for fact in facts:
             t = _eliminate(s, fact)
             if t is not None:
                 merge_splits(t, to_sum)  # e.g. x - x // 8 * 8 -> x % 8, which is bounded
