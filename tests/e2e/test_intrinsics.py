@@ -337,3 +337,62 @@ def test_float16_storage_arithmetic_and_reduction():
         return [(af * bf + np.exp(af)).astype("float16"), af.astype("float64").sum(1)]
 
     check(sched, ref, rtol=2e-3, atol=2e-3)
+
+
+def _last_argmax_reducer():
+    """argmax whose ties go to the later element: the accumulator is fcombine's FIRST argument
+    (as in TVM), and ``x[1] > y[1]`` keeps it only when strictly greater."""
+    def fcombine(x, y):
+        return tir.Select(x[1] > y[1], x[0], y[0]), tir.Select(x[1] > y[1], x[1], y[1])
+
+    return te.comm_reducer(fcombine, lambda a, b: (tir.const(-1, a), te.min_value(b)))
+
+
+def _three_reductions(d, argmax):
+    """sum (fp16 accumulated in fp32), max and argmax of a (11, 13) ``d`` tensor over axis 0."""
+    A = te.placeholder((11, 13), d, name=f"A_{d}")
+    k = te.reduce_axis((0, 11), name="k")
+    acc = "float32" if d == "float16" else d
+    S = te.compute((13,), lambda j: te.sum(A[k, j].astype(acc), axis=k), name=f"S_{d}")
+    k2 = te.reduce_axis((0, 11), name="k2")
+    M = te.compute((13,), lambda j: te.max(A[k2, j], axis=k2), name=f"M_{d}")
+    k3 = te.reduce_axis((0, 11), name="k3")
+    idx, val = te.compute((13,), lambda j: argmax((k3.var, A[k3, j]), axis=k3), name=f"AM_{d}")
+    return A, [S, M, idx, val], [(S, k), (M, k2), (idx, k3)]
+
+
+def test_vectorized_parallel_reductions_every_dtype():
+    """sum / max / argmax (with ties) over the outer axis, spatial axis vectorized + parallel."""
+    dtypes = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float64")
+
+    def sched():
+        argmax = _last_argmax_reducer()
+        args, outs, s_ops = [], [], []
+        for d in dtypes:
+            A, stage_outs, stage_axes = _three_reductions(d, argmax)
+            args.append(A)
+            outs += stage_outs
+            s_ops += stage_axes
+        s = te.create_schedule([t.op for t, _ in s_ops])
+        for t, kk in s_ops:
+            jo, ji = s[t].split(t.op.axis[0], 8)
+            s[t].reorder(jo, kk, ji)
+            s[t].vectorize(ji)
+            s[t].parallel(jo)
+        return s, args + outs
+
+    def small(rng, shape, dtype):  # few distinct values: many ties
+        if dtype.startswith("float"):
+            return rng.integers(-8, 8, shape).astype(dtype) * 0.5
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -20), min(info.max, 20), shape).astype(dtype)
+
+    def ref(*arrays):
+        out = []
+        for a in arrays:
+            s = a.astype("float32").sum(0) if a.dtype == np.float16 else a.sum(0).astype(a.dtype)
+            last = (a.shape[0] - 1 - a[::-1].argmax(0)).astype("int32")
+            out += [s, a.max(0), last, a.max(0)]
+        return out
+
+    check(sched, ref, gens={f"A_{d}": small for d in dtypes}, rtol=0.0, atol=0.0)
