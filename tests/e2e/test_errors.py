@@ -262,3 +262,21 @@ def test_in_place_call(target):
     a = tvm.nd.array(np.arange(13, dtype="float32"))
     f(a, a)
     np.testing.assert_array_equal(a.numpy(), np.arange(13) * 2)
+
+
+def test_tensorize_needs_a_tensor_intrin():
+    A, B, C, D = _chain()
+    s = te.create_schedule(C.op)
+    with pytest.raises(TypeError, match="tensorize: expected a te.decl_tensor_intrin.*got NoneType"):
+        s[C].tensorize(C.op.axis[0], None)
+
+
+def test_nested_reduction_is_refused():
+    A = te.placeholder((8, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    k2 = te.reduce_axis((0, 8), name="k2")
+    with pytest.raises(ValueError, match="must be the top-level expression of the compute"):
+        te.compute((8,), lambda i: te.sum(A[i, k], axis=k) + 1.0, name="R")
+    R = te.compute((8,), lambda i: te.sum(A[i, k] * te.sum(A[k2, i], axis=k2), axis=k), name="R")
+    with pytest.raises(ValueError, match="reduction nested inside an expression cannot be lowered"):
+        tvm.lower(te.create_schedule(R.op), [A, R])

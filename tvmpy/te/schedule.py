@@ -305,6 +305,11 @@ class Stage:
         (matched and lowered by :mod:`tvmpy.te.tensorize`)."""
         self._check_compute("tensorize")
         self._leaf_index(iv, "tensorize")
+        from .tensor_intrin import TensorIntrin
+
+        if not isinstance(tensor_intrin, TensorIntrin):
+            raise TypeError("tensorize: expected a te.decl_tensor_intrin(...) TensorIntrin, got "
+                            f"{type(tensor_intrin).__name__} {tensor_intrin!r}")
         a = self._attr(iv)
         a.kind = IterVar.Tensorized
         a.tensor_intrin = tensor_intrin
