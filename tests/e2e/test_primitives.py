@@ -590,6 +590,8 @@ def test_double_buffer():
         return s, [A, B, C]
 
     check(sched, ref_mm, **MM_TOL)
+    text = lowered(*sched())
+    assert "(k.outer + 1) % 2 * 28" in text and "k.outer % 2 * 28" in text, text  # 2 x 7 x 4
 
 
 # ---- tensorize (one cross-backend case; tests/te/test_tensorize.py has the rest) --------------
