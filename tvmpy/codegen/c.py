@@ -159,8 +159,10 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None):
     source = emit_c(funcs, tgt)
     obj = compile_source(source, tgt, funcs[0].name if funcs else "module")
     from ..contrib.extern_link import extern_modules
+    from ..runtime.fork_guard import install_fork_guard
     from ..runtime.module import Module
 
+    install_fork_guard()  # the module runs OpenMP (libgomp) parallel loops
     return Module.from_objects([obj.read_bytes()], funcs, link_libs=list(LINK_LIBS),
                                type_key="c", sources={"c": source},
                                imports=extern_modules(funcs))

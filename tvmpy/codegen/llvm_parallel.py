@@ -30,33 +30,7 @@ __all__ = ["emit_parallel_for", "free_vars", "LINK_LIBS", "install_fork_guard"]
 
 LINK_LIBS = ("gomp",)
 
-_fork_guard_installed = False
-
-
-def _serial_openmp_in_child() -> None:
-    import ctypes
-    import os
-
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-    except OSError:  # libgomp not loaded in this process: nothing to do
-        return
-    gomp.omp_set_num_threads(1)
-
-
-def install_fork_guard() -> None:
-    """libgomp is not fork-safe: a child forked after a parallel region ran hangs in its next
-    parallel region (its thread pool's threads do not exist there). After a fork, make the
-    child's parallel loops run on one thread (correct, not parallel); use the "spawn" or
-    "forkserver" multiprocessing start methods for parallel children."""
-    global _fork_guard_installed
-    if _fork_guard_installed:
-        return
-    import os
-
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_serial_openmp_in_child)
-    _fork_guard_installed = True
+from ..runtime.fork_guard import install_fork_guard  # noqa: E402,F401  (re-export)
 
 
 class _FreeVars(Visitor):

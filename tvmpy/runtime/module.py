@@ -385,6 +385,9 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
+    from .fork_guard import install_fork_guard
+
+    install_fork_guard()
     lib = _dlopen_current(path)
     try:
         addr = ctypes.addressof(ctypes.c_char.in_dll(lib, "__tvmpy_metadata"))
