@@ -255,3 +255,61 @@ def vector_conds(draw) -> E.PrimExpr:
 def test_vector_simplify_preserves_lanes(e, seed):
     ana = _bound_analyzer()
     _assert_same(e, ana.simplify(e), _samples(seed, 20))
+
+
+# ---- symbolic ranges: i in [0, n), j in [0, m) with n, m in [1, 12] ------------------------------
+SI, SJ = tir.Var("i"), tir.Var("j")
+SN, SM = tir.SizeVar("n"), tir.SizeVar("m")
+SYM_VARS = [SI, SJ, SN, SM]
+
+
+@st.composite
+def sym_exprs(draw, depth: int = 3) -> E.PrimExpr:
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 3)):
+            return draw(st.sampled_from(SYM_VARS))
+        return E.IntImm("int32", draw(st.integers(-4, 9)))
+    op = draw(st.sampled_from(["add", "sub", "mul", "mulc", "fdiv", "fmod", "sdiv", "smod", "min",
+                               "max", "fused"]))
+    a = draw(sym_exprs(depth - 1))
+    if op == "fused":  # the index of a fused loop pair and its decomposition
+        f = SI * SM + SJ
+        return draw(st.sampled_from([f, f // SM, f % SM, tir.floordiv(f, SM) * SM + f % SM]))
+    if op in ("add", "sub", "min", "max"):
+        b = draw(sym_exprs(depth - 1))
+        return {"add": E.Add, "sub": E.Sub, "min": E.Min, "max": E.Max}[op](a, b)
+    if op == "mul":
+        return a * draw(sym_exprs(1))
+    if op == "mulc":
+        return a * E.IntImm("int32", draw(st.integers(-3, 8)))
+    if op in ("fdiv", "fmod"):
+        cls = E.FloorDiv if op == "fdiv" else E.FloorMod
+        return cls(a, E.IntImm("int32", draw(st.sampled_from([2, 3, 4, 8]))))
+    cls = E.FloorDiv if op == "sdiv" else E.FloorMod
+    return cls(a, draw(st.sampled_from([SN, SM])))
+
+
+def _sym_samples(seed: int, count: int = 30) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for k in range(count):
+        n, m = (1, 1) if k == 0 else (rng.randint(1, 12), rng.randint(1, 12))
+        out.append({SN: n, SM: m, SI: rng.randrange(n) if k > 1 else n - 1,
+                    SJ: rng.randrange(m) if k > 1 else m - 1})
+    return out
+
+
+@SETTINGS
+@given(e=sym_exprs(), goal_a=sym_exprs(2), goal_b=sym_exprs(2),
+       cmp=st.sampled_from([E.LT, E.LE, E.EQ, E.NE]), seed=st.integers(0, 10**6))
+def test_symbolic_ranges(e, goal_a, goal_b, cmp, seed):
+    ana = arith.Analyzer()
+    ana.bind(SI, tir.Range(0, SN))
+    ana.bind(SJ, tir.Range(0, SM))
+    samples = _sym_samples(seed)
+    _assert_same(e, ana.simplify(e), samples)
+    goal = cmp(goal_a, goal_b)
+    proved, refuted = ana.can_prove(goal), ana.can_prove(E.Not(goal))
+    for env, v in _values(goal, samples):
+        assert not proved or v, f"proved {goal}, false at {env}"
+        assert not refuted or not v, f"refuted {goal}, true at {env}"
