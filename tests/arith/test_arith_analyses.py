@@ -220,3 +220,5 @@ def test_fused_symbolic_guard_needs_scaled_fact():
     assert ana.can_prove(i * m + j < n * m)
     assert not ana.can_prove(i * m + j < n * m - 1)
     assert not ana.can_prove(i * x + j < n * x)  # x may be negative
+    ana.bind(x, Range(-5, 0))  # x < 0: (i + 1) * x <= n * x is false
+    assert not ana.can_prove(i * x + x <= n * x)
