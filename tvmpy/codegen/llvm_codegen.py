@@ -258,7 +258,10 @@ class CodeGenLLVM:
                                f"{s.loop_var.name}; use a GPU target or remove the bind()")
         if kind == S.ForKind.VECTORIZED:
             kind = S.ForKind.SERIAL  # vectorized loops left by the pipeline: scalar code
-        self.serial_loop(s.loop_var, s.min, s.extent, s.body, unroll=kind == S.ForKind.UNROLLED)
+        # full-unroll metadata only where LLVM can honour it (a constant trip count); on a
+        # symbolic extent it would only print "loop not unrolled" warnings
+        unroll = kind == S.ForKind.UNROLLED and isinstance(s.extent, E.IntImm)
+        self.serial_loop(s.loop_var, s.min, s.extent, s.body, unroll=unroll)
 
     def serial_loop(self, var: E.Var, min_e: E.PrimExpr | Value, extent_e: E.PrimExpr | Value,
                     body: S.Stmt, unroll: bool = False) -> None:
