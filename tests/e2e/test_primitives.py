@@ -672,3 +672,12 @@ def test_pragma_auto_unroll_effect_in_lowered_ir():
     text4 = lowered(*sched(4))
     assert "for i.inner" in text4 and "for j" not in text4, text4  # only the extent-4 loop
     check(lambda: sched(16), lambda a: a * 2)
+
+
+def test_unroll_of_symbolic_extent_builds_quietly(capfd):
+    n = te.var("n")
+    A, B = ew2(n, 13)
+    s = te.create_schedule(B.op)
+    s[B].unroll(B.op.axis[0])
+    tvm.build(s, [A, B], target="llvm")
+    assert "loop not unrolled" not in capfd.readouterr().err
