@@ -1,6 +1,7 @@
 """A small reference evaluator for integer/boolean expressions, written independently of the
 simplifier: Python floor semantics for floordiv/floormod, C truncation for truncdiv/truncmod,
-two's complement wraparound on casts. Raises ``Undefined`` for division by zero and for values
+two's complement wraparound on casts; ``and``/``or``/``select`` evaluate both operands (as
+generated code may), ``if_then_else`` only the chosen branch. Raises ``Undefined`` for division by zero and for values
 leaving int32 (the simplifier assumes index arithmetic does not overflow). Vectors (Ramp,
 Broadcast and operations on them) evaluate to lists, lane by lane.
 
@@ -84,9 +85,15 @@ def compile_expr(e) -> Callable[[dict], object]:
     if isinstance(e, E.Broadcast):
         value, lanes = compile_expr(e.value), e.lanes
         return lambda env: [value(env)] * lanes
-    if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op == "if_then_else"):
-        parts = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
-        c, t, f = (compile_expr(p) for p in parts)
+    if isinstance(e, E.Select):  # both sides may be evaluated (TIR semantics)
+        c, t, f = (compile_expr(p) for p in (e.condition, e.true_value, e.false_value))
+
+        def select(env):
+            tv, fv = t(env), f(env)
+            return tv if c(env) else fv
+        return select
+    if isinstance(e, E.Call) and e.op == "if_then_else":  # only the chosen branch
+        c, t, f = (compile_expr(p) for p in e.args)
         return lambda env: t(env) if c(env) else f(env)
     if isinstance(e, E.Call):
         if e.op == "likely":
@@ -105,12 +112,11 @@ def compile_expr(e) -> Callable[[dict], object]:
             v = a(env) & ((1 << bits) - 1)
             return v - (1 << bits) if v >= 1 << (bits - 1) else v
         return cast
-    if isinstance(e, E.And):
+    if isinstance(e, (E.And, E.Or)):  # no short circuit: both operands are evaluated in TIR
         a, b = compile_expr(e.a), compile_expr(e.b)
-        return lambda env: int(bool(a(env)) and bool(b(env)))
-    if isinstance(e, E.Or):
-        a, b = compile_expr(e.a), compile_expr(e.b)
-        return lambda env: int(bool(a(env)) or bool(b(env)))
+        if isinstance(e, E.And):
+            return lambda env: int(bool(a(env)) & bool(b(env)))
+        return lambda env: int(bool(a(env)) | bool(b(env)))
     if isinstance(e, E.BinaryOp):
         a, b, op = compile_expr(e.a), compile_expr(e.b), _OPS[type(e)]
         if "x" in e.dtype:  # vector: lane by lane
