@@ -222,3 +222,13 @@ def test_fused_symbolic_guard_needs_scaled_fact():
     assert not ana.can_prove(i * x + j < n * x)  # x may be negative
     ana.bind(x, Range(-5, 0))  # x < 0: (i + 1) * x <= n * x is false
     assert not ana.can_prove(i * x + x <= n * x)
+
+
+def test_update_with_known_facts():
+    ana = arith.Analyzer()
+    ana.update(x, ConstIntBound(0, 15))
+    assert str(ana.simplify(x // 16)) == "0"
+    ana.update(y, arith.ModularSet(8, 0))
+    assert ana.can_prove(y % 4 == 0)
+    with pytest.raises(TypeError, match="ConstIntBound or ModularSet"):
+        ana.update(x, (0, 1))

@@ -134,6 +134,19 @@ class Analyzer:
             st.range_facts[var] = [to_sum(lo).iadd(v, -1), v.copy().iadd(to_sum(hi), -1)]
         st.invalidate()
 
+    def update(self, var: E.Var, info: ConstIntBound | ModularSet) -> None:
+        """Record a known constant bound or modular set of ``var`` (TVM's ``Analyzer.update``)."""
+        if isinstance(info, ConstIntBound):
+            lo = None if info.min_value == ConstIntBound.NEG_INF else info.min_value
+            hi = None if info.max_value == ConstIntBound.POS_INF else info.max_value
+            self.update_bound(var, lo, hi)
+        elif isinstance(info, ModularSet):
+            self._st.var_mod[var] = info
+            self._st.invalidate()
+        else:
+            raise TypeError(f"Analyzer.update expects ConstIntBound or ModularSet, got "
+                            f"{type(info).__name__}")
+
     def update_bound(self, var: E.Var, lo: int | None = None, hi: int | None = None) -> None:
         """Tighten the constant bound of ``var`` (``lo <= var <= hi``)."""
         st = self._st
