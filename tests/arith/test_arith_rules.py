@@ -209,3 +209,13 @@ def test_symbolic_split_guards_and_extents():
     assert str(ana.simplify((o * 8 + t) // m >= n)) == "False"
     e = (o * 8 + t) // m < n - 1  # not provable
     assert str(ana.simplify(e)) == str(e)
+
+
+def test_round_trip_casts():
+    w, f, b = Var("w", "int64"), Var("f", "float32"), Var("b", "int8")
+    assert simp(E.Cast("int32", E.Cast("int64", x))) == "x"
+    assert simp(E.Cast("int8", E.Cast("float32", b))) == "b"
+    assert simp(E.Cast("float32", E.Cast("float64", f))) == "f"
+    for e in [E.Cast("int64", E.Cast("int32", w)), E.Cast("int32", E.Cast("float32", x)),
+              E.Cast("int32", E.Cast("int16", x))]:
+        assert simp(e) == str(e)  # the inner cast loses information

@@ -771,6 +771,8 @@ class Simplifier(Mutator):
             return c
         if isinstance(v, E.Broadcast) and dt.lanes_of(e.dtype) > 1:
             return E.Broadcast(self.visit(E.Cast(dt.element_of(e.dtype), v.value)), v.lanes)
+        if isinstance(v, E.Cast) and v.value.dtype == e.dtype and _is_widening(e.dtype, v.dtype):
+            return v.value  # T(U(x)) == x when U holds every value of T
         return e if v is e.value else E.Cast(e.dtype, v)
 
     def visit_Let(self, e: E.Let) -> E.PrimExpr:
@@ -822,6 +824,22 @@ def _exact_div(s: Sum, c: int) -> Sum:
     for coeff, atoms in s.items():
         out.add_mono(atoms, coeff // c)
     return out
+
+
+def _is_widening(src: str, dst: str) -> bool:
+    """Every value of ``src`` is exactly representable in ``dst``."""
+    a, b = dt.parse(src), dt.parse(dst)
+    if a.lanes != b.lanes:
+        return False
+    if a.kind == "bool":
+        return b.kind in ("int", "uint", "bool", "float")
+    if a.kind == b.kind:
+        return b.bits >= a.bits
+    if a.kind == "uint" and b.kind == "int":
+        return b.bits > a.bits
+    if a.kind in ("int", "uint") and b.kind == "float":
+        return {16: 11, 32: 24, 64: 53}[b.bits] >= a.bits
+    return False
 
 
 def _cmp_const(cls: type, d: int) -> bool:
