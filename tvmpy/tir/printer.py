@@ -145,7 +145,8 @@ class Printer:
             if s.annotations:
                 extra += ", annotations={" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in s.annotations.items()) + "}"
             lo = self.expr(s.min)
-            hi = self.expr(s.extent) if lo == "0" else self.expr(s.min + s.extent)
+            zero_min = isinstance(s.min, E.IntImm) and s.min.value == 0
+            hi = self.expr(s.extent) if zero_min else self.expr(s.min + s.extent)
             self.emit(indent, f"for {self.expr(s.loop_var)} in {kind}({lo}, {hi}{extra}):")
             self.stmt(s.body, indent + 1)
         elif isinstance(s, S.BufferStore):
