@@ -219,3 +219,11 @@ def test_round_trip_casts():
     for e in [E.Cast("int64", E.Cast("int32", w)), E.Cast("int32", E.Cast("float32", x)),
               E.Cast("int32", E.Cast("int16", x))]:
         assert simp(e) == str(e)  # the inner cast loses information
+
+
+def test_stable_operand_order():
+    assert simp(tir.min(y, x)) == simp(tir.min(x, y)) == "min(x, y)"
+    assert simp(tir.max(c32(3), x)) == "max(x, 3)"
+    assert simp(E.EQ(c32(0), x)) == "x == 0"
+    assert simp(E.NE(y, x)) == "x != y"
+    assert simp(E.LT(c32(0), x)) == "x > 0"

@@ -18,7 +18,7 @@ from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir.functor import Mutator
 from .const_fold import fold_binary, fold_cast, wrap_int
-from .sum_form import INF, Sum, merge_splits, remember_sum, skey, split_info, to_sum
+from .sum_form import INF, Sum, merge_splits, okey, remember_sum, skey, split_info, to_sum
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
@@ -528,8 +528,9 @@ class Simplifier(Mutator):
             return a if is_min else b
         if self.prove_le(b, a):
             return b if is_min else a
-        # constant second; nested constants combine: min(min(x, c1), c2) -> min(x, min(c1, c2))
-        if isinstance(a, E.IntImm):
+        # constant second, otherwise operands in printed-name order (stable output);
+        # nested constants combine: min(min(x, c1), c2) -> min(x, min(c1, c2))
+        if isinstance(a, E.IntImm) or (not isinstance(b, E.IntImm) and okey(a) > okey(b)):
             a, b = b, a
         if isinstance(b, E.IntImm) and type(a) is type(e) and isinstance(a.b, E.IntImm):
             nb = fold_binary(type(e), a.b, b)
@@ -570,6 +571,12 @@ class Simplifier(Mutator):
                 v = self._decide_div_cmp(e, a, b)
             if v is not None:
                 return _bool(v)
+            if isinstance(e, (E.EQ, E.NE)) and (isinstance(a, E.IntImm) or (
+                    not isinstance(b, E.IntImm) and okey(a) > okey(b))):
+                return type(e)(b, a)  # symmetric: constant second, else name order
+            if isinstance(a, E.IntImm) and not isinstance(b, E.IntImm):  # 0 < x -> x > 0
+                flip = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE}
+                return flip[type(e)](b, a)
             return self._rebuild(e, a, b)
         # other integer dtypes: decide from constant bounds (no arithmetic on the operands)
         la, ha = self.bound(a)
