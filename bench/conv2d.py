@@ -53,8 +53,8 @@ def ort_session(w: np.ndarray):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--ocb", type=int, default=16)
-    p.add_argument("--reg-n", type=int, default=14)
+    p.add_argument("--ocb", type=int, default=32)
+    p.add_argument("--reg-n", type=int, default=7)
     p.add_argument("--repeat", type=int, default=10)
     opts = p.parse_args()
     rng = np.random.default_rng(0)

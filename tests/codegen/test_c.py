@@ -68,7 +68,7 @@ def test_source_is_readable():
            "float* restrict B, float* restrict C) {\n" \
            "  A = (float*)__builtin_assume_aligned(A, 64);\n" in src
     assert "  C[i_outer] = A[i_outer] + B[i_outer];\n}" in src
-    assert "#pragma omp parallel for schedule(static)\n" \
+    assert "#pragma omp parallel for schedule(guided)\n" \
            "  for (int32_t i_outer = 0; i_outer < n; ++i_outer) {\n" \
            "    vadd_parallel_body(i_outer, A, B, C);\n" \
            "  }\n" \

@@ -6,7 +6,8 @@
 - loops: SERIAL ``for``; UNROLLED with ``#pragma GCC unroll``; PARALLEL: the body becomes a
   ``static`` function of the loop variable and the body's free variables (buffers as ``restrict``
   pointers: gcc's own OpenMP outlining would lose ``restrict`` and with it vectorization), called
-  from a ``#pragma omp parallel for schedule(static)`` loop. A parallel loop nested in another
+  from a ``#pragma omp parallel for schedule(guided)`` loop (guided: a thread the OS preempts
+  does not hold up the others, as with the LLVM backend's dynamic chunks). A parallel loop nested in another
   runs serially, as OpenMP would;
 - Allocate: a 64-byte aligned stack array when the size is constant and small, otherwise
   ``aligned_alloc``/``free``;
@@ -334,7 +335,7 @@ class FunctionEmitter(ExprPrinter):
         flag = self.new_name("parallel_failed") if can_fail else ""
         if can_fail:
             self.emit(f"int32_t {flag} = 0;")
-        self.emit("#pragma omp parallel for schedule(static)")
+        self.emit("#pragma omp parallel for schedule(guided)")
         self.open(header)
         if can_fail:
             self.open(f"if ({fname}({args}) != 0)")

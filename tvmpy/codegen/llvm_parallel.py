@@ -6,9 +6,10 @@
     GOMP_parallel(f_parN, &closure, 0 /* OMP_NUM_THREADS */, 0)
     if err: return -1                                      (message already recorded)
 
-``f_parN(closure)`` runs on every thread: it splits [0, extent) into equal contiguous chunks by
-``omp_get_thread_num()/omp_get_num_threads()`` (static schedule) and calls
-``f_parN_impl(captured..., begin, end)``, a ``noinline`` function whose buffer parameters keep
+``f_parN(closure)`` runs on every thread: it takes chunks of about extent / (8 * nthreads)
+iterations from a shared atomic counter in the closure (a dynamic schedule: on a loaded machine
+a preempted thread's work is done by the others) and calls
+``f_parN_impl(captured..., begin, end)`` for each, a ``noinline`` function whose buffer parameters keep
 ``noalias``/``align``, so the loop body is optimized as well as in the caller. Parallel loops
 nested in a parallel body run serially. The module must be linked with ``-lgomp``.
 """
@@ -87,14 +88,14 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     n = sum(1 for f in cg.mb.functions if f.name.startswith(f"{cg._func_name}_par"))
     wname = f"{cg._func_name}_par{n}"
     iname = f"{wname}_impl"
-    fields = [v.ty for v in cap_vals] + [lty, lty, "ptr"]
+    fields = [v.ty for v in cap_vals] + [lty, lty, "ptr", lty]  # ..., min, extent, err, next
     sty = "{ " + ", ".join(fields) + " }"
 
     # ---- caller side -----------------------------------------------------------------------
     closure = fb.alloca(sty, 8, "closure")
     flag = fb.alloca("i32", 4, "par_err")
     fb.emit(f"store i32 0, ptr {flag.ref}, align 4")
-    for k, val in enumerate(cap_vals + [lo, ext, flag]):
+    for k, val in enumerate(cap_vals + [lo, ext, flag, Value(lty, "0")]):
         p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}", "cl")
         fb.emit(f"store {val}, ptr {p.ref}")
     cg.mb.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"])
@@ -137,34 +138,45 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
                           linkage="internal")
     cg.mb.functions.append(wfb)
     loaded = []
+    next_ptr = None
     for k, ty in enumerate(fields):
         p = wfb.value("ptr", f"getelementptr inbounds {sty}, ptr %closure, i32 0, i32 {k}", "cl")
-        loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
+        if k == len(fields) - 1:
+            next_ptr = p  # the shared work counter, used atomically below
+        else:
+            loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
     w_lo, w_ext, w_flag = loaded[-3], loaded[-2], loaded[-1]
-    cg.mb.declare("omp_get_thread_num", "i32", [])
+    # dynamic schedule: chunks of ~extent / (8 * nthreads) iterations taken from a shared
+    # counter, so that a thread the OS preempts (a loaded machine) does not hold up the others
     cg.mb.declare("omp_get_num_threads", "i32", [])
-    tid = wfb.value("i32", "call i32 @omp_get_thread_num()", "tid")
     nth = wfb.value("i32", "call i32 @omp_get_num_threads()", "nthreads")
     if lty != "i32":
-        tid = wfb.value(lty, f"sext {tid} to {lty}", "tid")
         nth = wfb.value(lty, f"sext {nth} to {lty}", "nthreads")
     signed = dt.is_int(var.dtype)
     div = "sdiv" if signed else "udiv"
     mn = "smin" if signed else "umin"
-    t1 = wfb.value(lty, f"add {w_ext}, {nth.ref}", "t")
+    mx = "smax" if signed else "umax"
+    parts = wfb.value(lty, f"mul {nth}, 8", "parts")
+    t1 = wfb.value(lty, f"add {w_ext}, {parts.ref}", "t")
     t2 = wfb.value(lty, f"sub {lty} {t1.ref}, 1", "t")
-    chunk = wfb.value(lty, f"{div} {lty} {t2.ref}, {nth.ref}", "chunk")
-    b0 = wfb.value(lty, f"mul {tid}, {chunk.ref}", "b")
+    c0 = wfb.value(lty, f"{div} {lty} {t2.ref}, {parts.ref}", "chunk")
+    cg.mb.declare(f"llvm.{mx}.{lty}", lty, [lty, lty])
     cg.mb.declare(f"llvm.{mn}.{lty}", lty, [lty, lty])
-    b1 = wfb.value(lty, f"call {lty} @llvm.{mn}.{lty}({b0}, {w_ext})", "b")
-    e0 = wfb.value(lty, f"add {b1}, {chunk.ref}", "e")
+    chunk = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({c0}, {lty} 1)", "chunk")
+    wfb.br("grab")
+    wfb.new_block("grab")
+    start = wfb.value(lty, f"atomicrmw add ptr {next_ptr.ref}, {chunk} monotonic", "start")
+    more = wfb.value("i1", f"icmp {'slt' if signed else 'ult'} {start}, {w_ext.ref}", "more")
+    wfb.cond_br(more, "work", "done")
+    wfb.new_block("work")
+    e0 = wfb.value(lty, f"add {start}, {chunk.ref}", "e")
     e1 = wfb.value(lty, f"call {lty} @llvm.{mn}.{lty}({e0}, {w_ext})", "e")
-    begin = wfb.value(lty, f"add {w_lo}, {b1.ref}", "begin")
+    begin = wfb.value(lty, f"add {w_lo}, {start.ref}", "begin")
     end = wfb.value(lty, f"add {w_lo}, {e1.ref}", "end")
     args = ", ".join(str(x) for x in loaded[:-3] + [begin, end])
     rc = wfb.value("i32", f"call i32 @{iname}({args})", "rc")
     bad = wfb.value("i1", f"icmp ne {rc}, 0", "bad")
-    wfb.cond_br(bad, "fail", "done")
+    wfb.cond_br(bad, "fail", "grab")
     wfb.new_block("fail")
     wfb.emit(f"store atomic i32 1, ptr {w_flag.ref} monotonic, align 4")
     wfb.br("done")

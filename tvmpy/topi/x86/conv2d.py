@@ -25,7 +25,7 @@ def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
 
 
 def conv2d_nchw_packed(ic: int, h: int, w: int, oc: int, kh: int = 3, kw: int = 3, pad: int = 1,
-                       ocb: int = 32, reg_n: int = 14, dtype: str = "float32"):
+                       ocb: int = 32, reg_n: int = 7, dtype: str = "float32"):
     """Return ``(schedule, [data, packed_kernel, out])`` for a stride-1 conv2d."""
     if oc % ocb:
         raise ValueError(f"conv2d_nchw_packed: oc={oc} must be a multiple of ocb={ocb}")
@@ -48,25 +48,28 @@ def conv2d_nchw_packed(ic: int, h: int, w: int, oc: int, kh: int = 3, kw: int = 
     out = compute((1, oc, oh, ow), lambda n, c, y, x: conv[n, c // ocb, y, x, c % ocb], name="out")
 
     s = create_schedule(out.op)
+    CC = s.cache_write(conv, "local")
     # padding: one parallel pass over the input
     pn, pc, py, px = s[padded].op.axis
     s[padded].parallel(pc)
-    # convolution: register tile reg_n x ocb
-    CC = s.cache_write(conv, "local")
+    # the NCHW output is the root loop nest: one parallel task per (channel block, row) ...
+    on, oc_, oy, ox = s[out].op.axis
+    oco, oci = s[out].split(oc_, factor=ocb)
+    s[out].reorder(oco, oy, oci, ox)
+    s[out].vectorize(ox)
+    task = s[out].fuse(oco, oy)
+    s[out].parallel(task)
+    # ... computing that row in the blocked layout [ow, ocb] first
+    s[conv].compute_at(s[out], task)
     n, co, y, x, ci = s[conv].op.axis
     xo, xi = s[conv].split(x, factor=reg_n)
     s[conv].reorder(co, y, xo, xi, ci)
+    s[conv].vectorize(ci)
+    # ... one register tile of reg_n columns x ocb channels at a time
     s[CC].compute_at(s[conv], xo)
     _, _, _, cx, cci = s[CC].op.axis
     crc, cry, crx = s[CC].op.reduce_axis
     s[CC].reorder(crc, cry, crx, cx, cci)
     s[CC].unroll(cx)
     s[CC].vectorize(cci)
-    s[conv].vectorize(ci)
-    par = s[conv].fuse(co, y)
-    s[conv].parallel(par)
-    # back to NCHW
-    on, oc_, oy, ox = s[out].op.axis
-    s[out].parallel(oc_)
-    s[out].vectorize(ox)
     return s, [data, kernel, out]
