@@ -232,3 +232,16 @@ def test_update_with_known_facts():
     assert ana.can_prove(y % 4 == 0)
     with pytest.raises(TypeError, match="ConstIntBound or ModularSet"):
         ana.update(x, (0, 1))
+
+
+def test_bind_keeps_the_variable_dtype():
+    ana = arith.Analyzer()
+    ana.bind(x, const(5, "int64"))  # integers are cast to the variable's dtype
+    assert str(ana.simplify(x + 1)) == "6"
+    w = Var("w", "int64")
+    ana.bind(w, Range(0, n))  # an int32 range for an int64 variable
+    assert ana.can_prove(w < E.Cast("int64", n))
+    with pytest.raises(TypeError, match="dtype float32"):
+        ana.bind(y, const(1.5))
+    with pytest.raises(TypeError, match="PrimExpr or Range"):
+        ana.bind(y, "abc")

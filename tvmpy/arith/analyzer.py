@@ -98,8 +98,9 @@ class Analyzer:
         if isinstance(value, E.IterVar):
             raise TypeError("Analyzer.bind: pass an IterVar's .dom (a Range) or .var, not the IterVar")
         value = E.convert(value)
-        if not isinstance(value, E.PrimExpr):
+        if not isinstance(value, E.PrimExpr) or isinstance(value, E.StringImm):
             raise TypeError(f"Analyzer.bind expects a PrimExpr or Range, got {type(value).__name__}")
+        value = _as_dtype(value, var.dtype, "bind value")
         value = self.simplify(value)
         st.invalidate()
         st.var_value[var] = value
@@ -111,8 +112,8 @@ class Analyzer:
 
     def _bind_range(self, var: E.Var, rng: E.Range) -> None:
         st = self._st
-        lo = self.simplify(rng.min)
-        ext = self.simplify(rng.extent)
+        lo = self.simplify(_as_dtype(rng.min, var.dtype, "range min"))
+        ext = self.simplify(_as_dtype(rng.extent, var.dtype, "range extent"))
         st.invalidate()
         st.var_value.pop(var, None)
         st.var_mod.pop(var, None)
@@ -426,6 +427,15 @@ class Analyzer:
                 elif self._prove_nonpos(t, depth - 1):
                     return True
         return False
+
+
+def _as_dtype(value: E.PrimExpr, dtype: str, what: str) -> E.PrimExpr:
+    """``value`` in the variable's dtype (integers are cast; other mismatches are errors)."""
+    if value.dtype == dtype:
+        return value
+    if dt.is_integer(value.dtype) and dt.is_integer(dtype):
+        return E.cast(value, dtype)
+    raise TypeError(f"Analyzer.bind: {what} has dtype {value.dtype}, the variable is {dtype}")
 
 
 def _mul(x, y):
