@@ -7,7 +7,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

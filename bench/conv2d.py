@@ -12,9 +12,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_time, machine_description  # noqa: E402
-
 import numpy as np  # noqa: E402
+from common import best_time, machine_description  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy.topi.x86.conv2d import conv2d_nchw_packed, pack_kernel  # noqa: E402
@@ -33,7 +32,6 @@ def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def ort_session(w: np.ndarray):
-    import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 

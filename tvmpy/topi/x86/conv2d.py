@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...te import compute, create_schedule, placeholder, reduce_axis, sum as te_sum
+from ...te import compute, create_schedule, placeholder, reduce_axis
+from ...te import sum as te_sum
 from ...tir import all as tir_all
 from ...tir.op import if_then_else
 

@@ -8,8 +8,8 @@ buffer that LLVM keeps in vector registers (nr/16 zmm per row with AVX-512), ove
 
 from __future__ import annotations
 
-from .. import __name__ as _topi  # noqa: F401
-from ...te import compute, create_schedule, placeholder, reduce_axis, sum as te_sum
+from ...te import compute, create_schedule, placeholder, reduce_axis
+from ...te import sum as te_sum
 
 __all__ = ["packed_gemm"]
 
