@@ -74,10 +74,12 @@ def compile_expr(e) -> Callable[[dict], object]:
         v = e.value
         return lambda env: v
     if isinstance(e, E.Var):
+
         def var(env, e=e):
             if e not in env:
                 raise KeyError(f"unbound variable {e.name}")
             return env[e]
+
         return var
     if isinstance(e, E.Ramp):
         base, stride, lanes = compile_expr(e.base), compile_expr(e.stride), e.lanes
@@ -91,6 +93,7 @@ def compile_expr(e) -> Callable[[dict], object]:
         def select(env):
             tv, fv = t(env), f(env)
             return tv if c(env) else fv
+
         return select
     if isinstance(e, E.Call) and e.op == "if_then_else":  # only the chosen branch
         c, t, f = (compile_expr(p) for p in e.args)
@@ -111,6 +114,7 @@ def compile_expr(e) -> Callable[[dict], object]:
         def cast(env):
             v = a(env) & ((1 << bits) - 1)
             return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
         return cast
     if isinstance(e, (E.And, E.Or)):  # no short circuit: both operands are evaluated in TIR
         a, b = compile_expr(e.a), compile_expr(e.b)

@@ -68,11 +68,21 @@ def test_const_int_bound_symbolic_range_and_binding():
 
 
 # ---- modular_set -------------------------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    (x * 8 + 4, (8, 4)), (x * 8 + y * 12, (4, 0)), (x * 6 - 9, (6, 3)), ((x * 8 + 4) // 4, (2, 1)),
-    ((x * 8 + 5) % 4, (0, 1)), ((x * 6 + 1) % 4, (2, 1)), (tir.min(x * 4, y * 8 + 4), (4, 0)),
-    (tir.Select(x < 0, x * 4 + 1, x * 2 + 3), (2, 1)), (const(7), (0, 7)), (x // 3, (1, 0)),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (x * 8 + 4, (8, 4)),
+        (x * 8 + y * 12, (4, 0)),
+        (x * 6 - 9, (6, 3)),
+        ((x * 8 + 4) // 4, (2, 1)),
+        ((x * 8 + 5) % 4, (0, 1)),
+        ((x * 6 + 1) % 4, (2, 1)),
+        (tir.min(x * 4, y * 8 + 4), (4, 0)),
+        (tir.Select(x < 0, x * 4 + 1, x * 2 + 3), (2, 1)),
+        (const(7), (0, 7)),
+        (x // 3, (1, 0)),
+    ],
+)
 def test_modular_set(expr, want):
     ms = arith.Analyzer().modular_set(expr)
     assert (ms.coeff, ms.base) == want

@@ -16,8 +16,11 @@ from tvmpy.tir import expr as E
 
 # ARITH_EXAMPLES=5000 runs a longer bug hunt (the default keeps the file fast)
 EXAMPLES = int(os.environ.get("ARITH_EXAMPLES", "300"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # variables with their ranges [lo, hi] (inclusive); negative ranges exercise floor vs trunc
 X = tir.Var("x")
@@ -38,8 +41,27 @@ def int_exprs(draw, depth: int = 4) -> E.PrimExpr:
         if draw(st.booleans()):
             return draw(st.sampled_from(VARS))
         return E.IntImm("int32", draw(st.integers(-12, 12)))
-    op = draw(st.sampled_from(["add", "sub", "mul", "mulc", "fdiv", "fmod", "tdiv", "tmod",
-                               "min", "max", "select", "ediv", "emod", "fdiv2", "fmod2"]))
+    op = draw(
+        st.sampled_from(
+            [
+                "add",
+                "sub",
+                "mul",
+                "mulc",
+                "fdiv",
+                "fmod",
+                "tdiv",
+                "tmod",
+                "min",
+                "max",
+                "select",
+                "ediv",
+                "emod",
+                "fdiv2",
+                "fmod2",
+            ]
+        )
+    )
     a = draw(int_exprs(depth - 1))
     if op == "add":
         return a + draw(int_exprs(depth - 1))
@@ -55,11 +77,16 @@ def int_exprs(draw, depth: int = 4) -> E.PrimExpr:
         return tir.floormod(a, _divisor(draw))
     if op == "fdiv2":  # nested affine index patterns produced by split/fuse
         c = draw(st.sampled_from([2, 4, 8]))
-        return tir.floordiv(a * c + draw(int_exprs(1)), E.IntImm("int32", c * draw(st.sampled_from([1, 2]))))
+        return tir.floordiv(
+            a * c + draw(int_exprs(1)), E.IntImm("int32", c * draw(st.sampled_from([1, 2])))
+        )
     if op == "fmod2":
         c = draw(st.sampled_from([2, 4, 8]))
         inner = a * c + draw(int_exprs(1))
-        return tir.floormod(inner, E.IntImm("int32", c)) + tir.floordiv(inner, E.IntImm("int32", c)) * c
+        return (
+            tir.floormod(inner, E.IntImm("int32", c))
+            + tir.floordiv(inner, E.IntImm("int32", c)) * c
+        )
     if op == "tdiv":
         return tir.truncdiv(a, _divisor(draw))
     if op == "tmod":
@@ -128,7 +155,9 @@ def _assert_same(orig, simp, samples):
             got = evaluate(simp, env)
         except Undefined as err:  # the simplified form may not be less defined
             raise AssertionError(f"{orig} -> {simp} undefined at {env}") from err
-        assert got == want, f"{orig}\n  -> {simp}\n  at { {v.name: x for v, x in env.items()} }: {got} != {want}"
+        assert got == want, (
+            f"{orig}\n  -> {simp}\n  at { {v.name: x for v, x in env.items()} }: {got} != {want}"
+        )
 
 
 @SETTINGS
@@ -143,8 +172,15 @@ def test_simplify_preserves_value_with_bounds(e, seed):
 def test_simplify_preserves_value_without_bounds(e, seed):
     # no facts: rules must hold for every value; sample wider than the bound ranges
     rng = random.Random(seed)
-    samples = [{X: rng.randint(-40, 40), Y: rng.randint(-40, 40), Z: rng.randint(-40, 40),
-                N: rng.randint(0, 40)} for _ in range(40)]
+    samples = [
+        {
+            X: rng.randint(-40, 40),
+            Y: rng.randint(-40, 40),
+            Z: rng.randint(-40, 40),
+            N: rng.randint(0, 40),
+        }
+        for _ in range(40)
+    ]
     _assert_same(e, arith.Analyzer().simplify(e), samples)
 
 
@@ -198,8 +234,12 @@ def simple_conds(draw) -> E.PrimExpr:
 
 
 @settings(SETTINGS, max_examples=EXAMPLES * 2 // 3)
-@given(cond=st.one_of(simple_conds(), bool_exprs(1)), e=int_exprs(), goal=bool_exprs(0),
-       seed=st.integers(0, 10**6))
+@given(
+    cond=st.one_of(simple_conds(), bool_exprs(1)),
+    e=int_exprs(),
+    goal=bool_exprs(0),
+    seed=st.integers(0, 10**6),
+)
 def test_simplify_under_constraint(cond, e, goal, seed):
     ana = _bound_analyzer()
     samples = [env for env, v in _values(cond, _samples(seed, 120)) if v]
@@ -226,7 +266,9 @@ def vector_exprs(draw, depth: int = 2) -> E.PrimExpr:
             stride = E.IntImm("int32", draw(st.sampled_from([1, 1, 1, 2, 3, 4, 0, -1, -3])))
             if draw(st.booleans()):  # the aligned bases vectorization produces
                 scale = E.IntImm("int32", draw(st.sampled_from([2, 3, 4, 8])))
-                base = draw(st.sampled_from(VARS)) * scale + E.IntImm("int32", draw(st.integers(0, 3)))
+                base = draw(st.sampled_from(VARS)) * scale + E.IntImm(
+                    "int32", draw(st.integers(0, 3))
+                )
             else:
                 base = draw(int_exprs(2))
             return E.Ramp(base, stride, lanes)
@@ -269,8 +311,11 @@ def sym_exprs(draw, depth: int = 3) -> E.PrimExpr:
         if draw(st.integers(0, 3)):
             return draw(st.sampled_from(SYM_VARS))
         return E.IntImm("int32", draw(st.integers(-4, 9)))
-    op = draw(st.sampled_from(["add", "sub", "mul", "mulc", "fdiv", "fmod", "sdiv", "smod", "min",
-                               "max", "fused"]))
+    op = draw(
+        st.sampled_from(
+            ["add", "sub", "mul", "mulc", "fdiv", "fmod", "sdiv", "smod", "min", "max", "fused"]
+        )
+    )
     a = draw(sym_exprs(depth - 1))
     if op == "fused":  # the index of a fused loop pair and its decomposition
         f = SI * SM + SJ
@@ -294,14 +339,25 @@ def _sym_samples(seed: int, count: int = 30) -> list[dict]:
     out = []
     for k in range(count):
         n, m = (1, 1) if k == 0 else (rng.randint(1, 12), rng.randint(1, 12))
-        out.append({SN: n, SM: m, SI: rng.randrange(n) if k > 1 else n - 1,
-                    SJ: rng.randrange(m) if k > 1 else m - 1})
+        out.append(
+            {
+                SN: n,
+                SM: m,
+                SI: rng.randrange(n) if k > 1 else n - 1,
+                SJ: rng.randrange(m) if k > 1 else m - 1,
+            }
+        )
     return out
 
 
 @SETTINGS
-@given(e=sym_exprs(), goal_a=sym_exprs(2), goal_b=sym_exprs(2),
-       cmp=st.sampled_from([E.LT, E.LE, E.EQ, E.NE]), seed=st.integers(0, 10**6))
+@given(
+    e=sym_exprs(),
+    goal_a=sym_exprs(2),
+    goal_b=sym_exprs(2),
+    cmp=st.sampled_from([E.LT, E.LE, E.EQ, E.NE]),
+    seed=st.integers(0, 10**6),
+)
 def test_symbolic_ranges(e, goal_a, goal_b, cmp, seed):
     ana = arith.Analyzer()
     ana.bind(SI, tir.Range(0, SN))

@@ -25,18 +25,31 @@ def c32(v: int) -> E.IntImm:
 
 
 # ---- constant folding -------------------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    (c32(7) // c32(2), "3"), (c32(-7) // c32(2), "-4"), (c32(7) // c32(-2), "-4"),
-    (c32(-7) % c32(2), "1"), (c32(7) % c32(-2), "-1"),
-    (tir.truncdiv(c32(-7), c32(2)), "-3"), (tir.truncmod(c32(-7), c32(2)), "-1"),
-    (tir.truncdiv(c32(7), c32(-2)), "-3"), (tir.truncmod(c32(7), c32(-2)), "1"),
-    (c32(2**31 - 1) + c32(1), "-2147483648"), (c32(-(2**31)) - c32(1), "2147483647"),
-    (c32(65536) * c32(65536), "0"), (tir.min(c32(3), c32(-4)), "-4"), (tir.max(c32(3), c32(-4)), "3"),
-    (c32(3) < c32(4), "True"), (c32(3) == c32(4), "False"),
-    (const(1.5) * const(2.0), "3.0f"), (const(1.0) / const(4.0), "0.25f"),
-    (const(0.1) + const(0.2), "0.30000001192092896f"),  # float32 arithmetic, not float64
-    (const(0.1, "float64") + const(0.2, "float64"), "float64(0.30000000000000004)"),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (c32(7) // c32(2), "3"),
+        (c32(-7) // c32(2), "-4"),
+        (c32(7) // c32(-2), "-4"),
+        (c32(-7) % c32(2), "1"),
+        (c32(7) % c32(-2), "-1"),
+        (tir.truncdiv(c32(-7), c32(2)), "-3"),
+        (tir.truncmod(c32(-7), c32(2)), "-1"),
+        (tir.truncdiv(c32(7), c32(-2)), "-3"),
+        (tir.truncmod(c32(7), c32(-2)), "1"),
+        (c32(2**31 - 1) + c32(1), "-2147483648"),
+        (c32(-(2**31)) - c32(1), "2147483647"),
+        (c32(65536) * c32(65536), "0"),
+        (tir.min(c32(3), c32(-4)), "-4"),
+        (tir.max(c32(3), c32(-4)), "3"),
+        (c32(3) < c32(4), "True"),
+        (c32(3) == c32(4), "False"),
+        (const(1.5) * const(2.0), "3.0f"),
+        (const(1.0) / const(4.0), "0.25f"),
+        (const(0.1) + const(0.2), "0.30000001192092896f"),  # float32 arithmetic, not float64
+        (const(0.1, "float64") + const(0.2, "float64"), "float64(0.30000000000000004)"),
+    ],
+)
 def test_constant_folding(expr, want):
     assert simp(expr) == want
 
@@ -81,12 +94,20 @@ def test_floats_are_never_reassociated():
 
 
 # ---- canonical form ----------------------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    (x + y - x, "y"), ((x + 1) * 2 - x * 2, "2"), (y + x * 8, "x * 8 + y"),
-    (x * 2 + y * 3 - (y * 3 + x), "x"), (x * y - y * x, "0"), ((x + y) * (x - y), "x * x - y * y"),
-    (c32(5) - x, "5 - x"), (z - x * 4 - 1 + x * 4, "z - 1"),
-    (tir.min(x, y) + tir.max(y, x) - x, "y"),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (x + y - x, "y"),
+        ((x + 1) * 2 - x * 2, "2"),
+        (y + x * 8, "x * 8 + y"),
+        (x * 2 + y * 3 - (y * 3 + x), "x"),
+        (x * y - y * x, "0"),
+        ((x + y) * (x - y), "x * x - y * y"),
+        (c32(5) - x, "5 - x"),
+        (z - x * 4 - 1 + x * 4, "z - 1"),
+        (tir.min(x, y) + tir.max(y, x) - x, "y"),
+    ],
+)
 def test_canonical_sums(expr, want):
     assert simp(expr) == want
 
@@ -106,15 +127,30 @@ def test_narrow_types_get_only_exact_identities():
 
 
 # ---- division and modulo -----------------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    ((i * 8 + j) // 8, "i"), ((i * 8 + j) % 8, "j"), ((x * 4 + y) % 4, "y % 4"),
-    ((x // 4) * 4 + x % 4, "x"), (x % 32 // 4 * 4 + x % 4, "x % 32"), (x - (x // 8) * 8, "x % 8"),
-    ((x * 4 + 2) // 2, "x * 2 + 1"), ((x * 4 + 6) % 4, "2"), ((x // 2) // 3, "x // 6"),
-    ((x % 8) % 4, "x % 4"), ((x // 4) % 8, "x % 32 // 4"), ((i * 16 + j * 4 + k) // 8, "i * 2 + j // 2"),
-    ((i * 16 + j * 4 + k) % 8, "j % 2 * 4 + k"), ((i * 8 + j + 8) // 8, "i + 1"), ((i * 8 + j + 9) // 8, "(j + 1) // 8 + i + 1"),
-    (tir.truncdiv(i * 8 + j, 8), "i"), (tir.truncmod(i * 8 + j, 8), "j"),
-    (tir.truncdiv(x * 4, 4), "x"), (tir.truncmod(x * 4 + 2, 2), "0"),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        ((i * 8 + j) // 8, "i"),
+        ((i * 8 + j) % 8, "j"),
+        ((x * 4 + y) % 4, "y % 4"),
+        ((x // 4) * 4 + x % 4, "x"),
+        (x % 32 // 4 * 4 + x % 4, "x % 32"),
+        (x - (x // 8) * 8, "x % 8"),
+        ((x * 4 + 2) // 2, "x * 2 + 1"),
+        ((x * 4 + 6) % 4, "2"),
+        ((x // 2) // 3, "x // 6"),
+        ((x % 8) % 4, "x % 4"),
+        ((x // 4) % 8, "x % 32 // 4"),
+        ((i * 16 + j * 4 + k) // 8, "i * 2 + j // 2"),
+        ((i * 16 + j * 4 + k) % 8, "j % 2 * 4 + k"),
+        ((i * 8 + j + 8) // 8, "i + 1"),
+        ((i * 8 + j + 9) // 8, "(j + 1) // 8 + i + 1"),
+        (tir.truncdiv(i * 8 + j, 8), "i"),
+        (tir.truncmod(i * 8 + j, 8), "j"),
+        (tir.truncdiv(x * 4, 4), "x"),
+        (tir.truncmod(x * 4 + 2, 2), "0"),
+    ],
+)
 def test_div_mod(expr, want):
     assert simp(expr, i=(0, 16), j=(0, 8), k=(0, 4)) == want
 
@@ -139,26 +175,46 @@ def test_symbolic_divisor():
 
 
 # ---- min / max ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    (tir.min(x + 3, x + 5), "x + 3"), (tir.max(tir.max(x, 3), 5), "max(x, 5)"), (tir.min(x, x), "x"),
-    (tir.min(i, 100), "i"), (tir.max(i, 100), "100"), (tir.min(i * 4 + j, 63), "i * 4 + j"),
-    (tir.min(x + 2, y + 2), "min(x, y) + 2"), (tir.max(c32(3), x), "max(x, 3)"),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (tir.min(x + 3, x + 5), "x + 3"),
+        (tir.max(tir.max(x, 3), 5), "max(x, 5)"),
+        (tir.min(x, x), "x"),
+        (tir.min(i, 100), "i"),
+        (tir.max(i, 100), "100"),
+        (tir.min(i * 4 + j, 63), "i * 4 + j"),
+        (tir.min(x + 2, y + 2), "min(x, y) + 2"),
+        (tir.max(c32(3), x), "max(x, 3)"),
+    ],
+)
 def test_min_max(expr, want):
     assert simp(expr, i=(0, 16), j=(0, 4)) == want
 
 
 # ---- comparisons, logic, select ----------------------------------------------------------------
-@pytest.mark.parametrize("expr, want", [
-    (i * 16 + j < 256, "True"), (i * 16 + j < 255, "i * 16 + j < 255"), (i >= 16, "False"),
-    (x < x + 1, "True"), (x * 2 == x * 2 + 1, "False"), (x * 2 != x * 2 + 1, "True"),
-    (x * 4 == y * 4 + 2, "False"),  # differ modulo 4
-    (tir.all(x < y, x >= y), "False"), (tir.any(x < y, x >= y), "True"),
-    (tir.all(x < 5, x < 7), "x < 5"), (tir.any(x < 5, x < 7), "x < 7"), (E.Not(x < y), "x >= y"),
-    (E.Not(E.Not(x < y)), "x < y"), (tir.likely(i < 16), "True"),
-    (tir.Select(x < x + 1, y, z), "y"), (tir.Select(x < y, z, z), "z"),
-    (tir.if_then_else(i < 0, x, y), "y"),
-])
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (i * 16 + j < 256, "True"),
+        (i * 16 + j < 255, "i * 16 + j < 255"),
+        (i >= 16, "False"),
+        (x < x + 1, "True"),
+        (x * 2 == x * 2 + 1, "False"),
+        (x * 2 != x * 2 + 1, "True"),
+        (x * 4 == y * 4 + 2, "False"),  # differ modulo 4
+        (tir.all(x < y, x >= y), "False"),
+        (tir.any(x < y, x >= y), "True"),
+        (tir.all(x < 5, x < 7), "x < 5"),
+        (tir.any(x < 5, x < 7), "x < 7"),
+        (E.Not(x < y), "x >= y"),
+        (E.Not(E.Not(x < y)), "x < y"),
+        (tir.likely(i < 16), "True"),
+        (tir.Select(x < x + 1, y, z), "y"),
+        (tir.Select(x < y, z, z), "z"),
+        (tir.if_then_else(i < 0, x, y), "y"),
+    ],
+)
 def test_logic(expr, want):
     assert simp(expr, i=(0, 16), j=(0, 16)) == want
 
@@ -216,8 +272,11 @@ def test_round_trip_casts():
     assert simp(E.Cast("int32", E.Cast("int64", x))) == "x"
     assert simp(E.Cast("int8", E.Cast("float32", b))) == "b"
     assert simp(E.Cast("float32", E.Cast("float64", f))) == "f"
-    for e in [E.Cast("int64", E.Cast("int32", w)), E.Cast("int32", E.Cast("float32", x)),
-              E.Cast("int32", E.Cast("int16", x))]:
+    for e in [
+        E.Cast("int64", E.Cast("int32", w)),
+        E.Cast("int32", E.Cast("float32", x)),
+        E.Cast("int32", E.Cast("int16", x)),
+    ]:
         assert simp(e) == str(e)  # the inner cast loses information
 
 

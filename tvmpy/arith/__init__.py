@@ -17,8 +17,18 @@ from .int_set import IntervalSet, eval_set, neg_inf, pos_inf
 from .linear import detect_linear_equation
 from .modular_set import ModularSet
 
-__all__ = ["Analyzer", "ConstIntBound", "ModularSet", "IntervalSet", "eval_set", "pos_inf",
-           "neg_inf", "detect_linear_equation", "simplify", "can_prove"]
+__all__ = [
+    "Analyzer",
+    "ConstIntBound",
+    "ModularSet",
+    "IntervalSet",
+    "eval_set",
+    "pos_inf",
+    "neg_inf",
+    "detect_linear_equation",
+    "simplify",
+    "can_prove",
+]
 
 
 def simplify(expr: Any) -> Any:

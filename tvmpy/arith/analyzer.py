@@ -35,8 +35,19 @@ def is_index_dtype(dtype: str) -> bool:
 class _State:
     """What is known at one point; constraint scopes push a copy and pop it back."""
 
-    __slots__ = ("var_bound", "var_value", "var_mod", "var_range", "atom_bound", "facts",
-                 "range_facts", "simplify_cache", "sum_memo", "bound", "modular")
+    __slots__ = (
+        "var_bound",
+        "var_value",
+        "var_mod",
+        "var_range",
+        "atom_bound",
+        "facts",
+        "range_facts",
+        "simplify_cache",
+        "sum_memo",
+        "bound",
+        "modular",
+    )
 
     def __init__(self, analyzer: Analyzer, parent: _State | None = None):
         if parent is None:
@@ -81,7 +92,9 @@ class Analyzer:
         return self._stack[-1]
 
     # ---- facts -------------------------------------------------------------------------------
-    def bind(self, var: E.Var, value: E.PrimExpr | E.Range | Any, allow_override: bool = True) -> None:
+    def bind(
+        self, var: E.Var, value: E.PrimExpr | E.Range | Any, allow_override: bool = True
+    ) -> None:
         """Bind ``var`` to an expression (it is replaced by it when simplifying) or to a Range
         (``min <= var < min + extent``)."""
         if not isinstance(var, E.Var):
@@ -96,10 +109,14 @@ class Analyzer:
             self._bind_range(var, value)
             return
         if isinstance(value, E.IterVar):
-            raise TypeError("Analyzer.bind: pass an IterVar's .dom (a Range) or .var, not the IterVar")
+            raise TypeError(
+                "Analyzer.bind: pass an IterVar's .dom (a Range) or .var, not the IterVar"
+            )
         value = E.convert(value)
         if not isinstance(value, E.PrimExpr) or isinstance(value, E.StringImm):
-            raise TypeError(f"Analyzer.bind expects a PrimExpr or Range, got {type(value).__name__}")
+            raise TypeError(
+                f"Analyzer.bind expects a PrimExpr or Range, got {type(value).__name__}"
+            )
         value = _as_dtype(value, var.dtype, "bind value")
         value = self.simplify(value)
         st.invalidate()
@@ -123,13 +140,18 @@ class Analyzer:
             st.var_bound.pop(var, None)
             st.var_range.pop(var, None)
             return
-        hi = self.simplify(lo + ext - 1) if not isinstance(lo, E.IntImm) or not isinstance(
-            ext, E.IntImm) else E.IntImm(lo.dtype, lo.value + ext.value - 1)
+        hi = (
+            self.simplify(lo + ext - 1)
+            if not isinstance(lo, E.IntImm) or not isinstance(ext, E.IntImm)
+            else E.IntImm(lo.dtype, lo.value + ext.value - 1)
+        )
         blo = self._bound(lo)[0]
         bhi = self._bound(hi)[1]
         st.var_bound[var] = (blo, bhi)
         st.var_range[var] = (lo, hi)
-        if not (isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm)) and is_index_dtype(var.dtype):
+        if not (isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm)) and is_index_dtype(
+            var.dtype
+        ):
             # symbolic range: remember lo - var <= 0 and var - hi <= 0 for proofs
             v = Sum.atom(var)
             st.range_facts[var] = [to_sum(lo).iadd(v, -1), v.copy().iadd(to_sum(hi), -1)]
@@ -145,15 +167,18 @@ class Analyzer:
             self._st.var_mod[var] = info
             self._st.invalidate()
         else:
-            raise TypeError(f"Analyzer.update expects ConstIntBound or ModularSet, got "
-                            f"{type(info).__name__}")
+            raise TypeError(
+                f"Analyzer.update expects ConstIntBound or ModularSet, got {type(info).__name__}"
+            )
 
     def update_bound(self, var: E.Var, lo: int | None = None, hi: int | None = None) -> None:
         """Tighten the constant bound of ``var`` (``lo <= var <= hi``)."""
         st = self._st
         cur = st.var_bound.get(var, self._var_bound(var))
-        st.var_bound[var] = (cur[0] if lo is None else max(cur[0], lo),
-                             cur[1] if hi is None else min(cur[1], hi))
+        st.var_bound[var] = (
+            cur[0] if lo is None else max(cur[0], lo),
+            cur[1] if hi is None else min(cur[1], hi),
+        )
         st.invalidate()
 
     @contextlib.contextmanager
@@ -211,8 +236,13 @@ class Analyzer:
     def _add_eq_modular(self, a: E.PrimExpr, b: E.PrimExpr) -> None:
         # floormod(x, c) == k  ->  x in {c*n + k}
         for lhs, rhs in ((a, b), (b, a)):
-            if (isinstance(lhs, (E.FloorMod, E.Mod)) and isinstance(lhs.b, E.IntImm)
-                    and isinstance(rhs, E.IntImm) and isinstance(lhs.a, E.Var) and lhs.b.value > 0):
+            if (
+                isinstance(lhs, (E.FloorMod, E.Mod))
+                and isinstance(lhs.b, E.IntImm)
+                and isinstance(rhs, E.IntImm)
+                and isinstance(lhs.a, E.Var)
+                and lhs.b.value > 0
+            ):
                 if isinstance(lhs, E.Mod) and rhs.value != 0:
                     continue
                 v = lhs.a
@@ -314,13 +344,19 @@ class Analyzer:
         if not isinstance(cond, E.PrimExpr):
             raise TypeError(f"can_prove expects a boolean PrimExpr, got {type(cond).__name__}")
         if not dt.is_bool(cond.dtype):
-            raise TypeError(f"can_prove expects a boolean expression, got dtype {cond.dtype}: {cond}")
+            raise TypeError(
+                f"can_prove expects a boolean expression, got dtype {cond.dtype}: {cond}"
+            )
         s = self.simplify(cond)
         return isinstance(s, E.IntImm) and s.value == 1
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         a, b = E.binary_match(a, b)
-        if dt.is_integer(a.dtype) and dt.lanes_of(a.dtype) == 1 and dt.parse(a.dtype).kind != "bool":
+        if (
+            dt.is_integer(a.dtype)
+            and dt.lanes_of(a.dtype) == 1
+            and dt.parse(a.dtype).kind != "bool"
+        ):
             d = self.simplify(a - b)
             return isinstance(d, E.IntImm) and d.value == 0
         sa, sb = self.simplify(a), self.simplify(b)
@@ -366,8 +402,12 @@ class Analyzer:
                 for operand in (x.a, x.b):
                     f = sx.copy().iadd(to_sum(operand), -1)  # min - operand <= 0
                     out.append(f if isinstance(x, E.Min) else f.scaled(-1))
-            elif (isinstance(x, E.FloorMod) and not isinstance(x.b, E.IntImm)
-                  and is_index_dtype(x.dtype) and self._bound(x.b)[0] >= 0):  # d != 0: defined
+            elif (
+                isinstance(x, E.FloorMod)
+                and not isinstance(x.b, E.IntImm)
+                and is_index_dtype(x.dtype)
+                and self._bound(x.b)[0] >= 0
+            ):  # d != 0: defined
                 sx = Sum.atom(x)
                 out.append(sx.scaled(-1))
                 f = sx.copy().iadd(to_sum(x.b), -1)

@@ -14,8 +14,15 @@ import math
 from ..ir import dtype as dt
 from ..tir import expr as E
 
-__all__ = ["wrap_int", "round_float", "fold_binary", "fold_cast", "trunc_div", "trunc_mod",
-           "dtype_int_range"]
+__all__ = [
+    "wrap_int",
+    "round_float",
+    "fold_binary",
+    "fold_cast",
+    "trunc_div",
+    "trunc_mod",
+    "dtype_int_range",
+]
 
 
 def dtype_int_range(dtype: str) -> tuple[int, int]:

@@ -114,8 +114,9 @@ class IntervalSet:
         if other.is_empty():
             return self
         ana = _default_analyzer(analyzer)
-        return IntervalSet(_min(self.min_value, other.min_value, ana),
-                           _max(self.max_value, other.max_value, ana))
+        return IntervalSet(
+            _min(self.min_value, other.min_value, ana), _max(self.max_value, other.max_value, ana)
+        )
 
     def intersect(self, other: IntervalSet, analyzer: Analyzer | None = None) -> IntervalSet:
         ana = _default_analyzer(analyzer)
@@ -242,8 +243,11 @@ class _SetEvaluator:
             if a.is_single_point():
                 return _scale(b, a.min_value, ana)
             if _points_const(a) and _points_const(b):
-                vals = [x.value * y.value for x in (a.min_value, a.max_value)
-                        for y in (b.min_value, b.max_value)]
+                vals = [
+                    x.value * y.value
+                    for x in (a.min_value, a.max_value)
+                    for y in (b.min_value, b.max_value)
+                ]
                 return IntervalSet(E.const(min(vals), e.dtype), E.const(max(vals), e.dtype))
             return IntervalSet.everything()
         if isinstance(e, (E.FloorDiv, E.Div)):
@@ -255,7 +259,9 @@ class _SetEvaluator:
             f = _min if isinstance(e, E.Min) else _max
             return IntervalSet(f(a.min_value, b.min_value, ana), f(a.max_value, b.max_value, ana))
         if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op == "if_then_else"):
-            cond, t, f = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
+            cond, t, f = (
+                (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
+            )
             if not self.uses_dom(cond):
                 c = ana.simplify(cond)
                 if isinstance(c, E.IntImm):
@@ -326,16 +332,24 @@ class _SetEvaluator:
         floor = isinstance(e, E.FloorMod)
         if sign > 0 and a.has_lower_bound() and a.has_upper_bound():
             nonneg = floor or ana.can_prove(a.min_value >= 0)
-            if nonneg and ana.can_prove_equal(E.FloorDiv(a.min_value, d), E.FloorDiv(a.max_value, d)):
-                return IntervalSet(ana.simplify(E.FloorMod(a.min_value, d)),
-                                   ana.simplify(E.FloorMod(a.max_value, d)))
+            if nonneg and ana.can_prove_equal(
+                E.FloorDiv(a.min_value, d), E.FloorDiv(a.max_value, d)
+            ):
+                return IntervalSet(
+                    ana.simplify(E.FloorMod(a.min_value, d)),
+                    ana.simplify(E.FloorMod(a.max_value, d)),
+                )
         if floor:
             if sign > 0:
                 return IntervalSet(zero, ana.simplify(d - one))
             return IntervalSet(ana.simplify(d + one), zero)
         # truncmod: the sign follows the dividend
         absd = d if sign > 0 else ana.simplify(zero - d)
-        lo = zero if a.has_lower_bound() and ana.can_prove(a.min_value >= 0) else ana.simplify(one - absd)
+        lo = (
+            zero
+            if a.has_lower_bound() and ana.can_prove(a.min_value >= 0)
+            else ana.simplify(one - absd)
+        )
         return IntervalSet(lo, ana.simplify(absd - one))
 
     def _cast(self, e: E.Cast) -> IntervalSet:
@@ -345,7 +359,8 @@ class _SetEvaluator:
             return self.point(ana.simplify(E.Cast(e.dtype, a.min_value)))
         src, dst = dt.parse(e.value.dtype), dt.parse(e.dtype)
         widening = (src.kind == dst.kind and dst.bits >= src.bits) or (
-            src.kind in ("int", "uint") and dst.kind == "float")
+            src.kind in ("int", "uint") and dst.kind == "float"
+        )
         if widening:
             lo = a.min_value if _is_inf(a.min_value) else ana.simplify(E.Cast(e.dtype, a.min_value))
             hi = a.max_value if _is_inf(a.max_value) else ana.simplify(E.Cast(e.dtype, a.max_value))

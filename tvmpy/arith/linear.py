@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["detect_linear_equation"]
 
 
-def detect_linear_equation(expr: Any, vars: Sequence[Any],
-                           analyzer: Analyzer | None = None) -> list[E.PrimExpr] | None:
+def detect_linear_equation(
+    expr: Any, vars: Sequence[Any], analyzer: Analyzer | None = None
+) -> list[E.PrimExpr] | None:
     """``[c_0, ..., c_{n-1}, base]`` with ``expr == sum(c_i * vars[i]) + base``, where neither
     the coefficients nor the base contain any of ``vars``; None when ``expr`` is not linear in
     them (e.g. ``v // 2`` or ``v * v``)."""

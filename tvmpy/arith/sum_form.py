@@ -308,8 +308,12 @@ def split_info(e: E.PrimExpr):
         lower = e.b.value
         inner = e.a
         mod_cls = E.FloorMod if mode == "floor" else E.Mod
-        if (isinstance(inner, mod_cls) and isinstance(inner.b, E.IntImm) and inner.b.value > 0
-                and inner.b.value % lower == 0):
+        if (
+            isinstance(inner, mod_cls)
+            and isinstance(inner.b, E.IntImm)
+            and inner.b.value > 0
+            and inner.b.value % lower == 0
+        ):
             return mode, inner.a, lower, inner.b.value
         return mode, inner, lower, INF
     if isinstance(e, (E.FloorMod, E.Mod)) and isinstance(e.b, E.IntImm) and e.b.value > 0:
