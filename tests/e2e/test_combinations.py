@@ -568,3 +568,20 @@ def test_symbolic_where_with_rfactor():
 
     check(sched, lambda a, **_: a[:, :-1].astype("float64").sum(1), [{"n": 1}, {"n": 2}, {"n": 11}],
           rtol=1e-5, atol=1e-5)
+
+
+def test_awkward_and_duplicate_tensor_names():
+    """Names are the user's: C keywords, dots, spaces, non-ASCII, leading digits, duplicates."""
+    def sched():
+        n = te.var("int")
+        A = te.placeholder((n,), name="float")
+        B = te.compute((n,), lambda i: A[i] + 1.0, name="return")
+        C = te.compute((n,), lambda i: B[i] * 2.0, name="B.x y-ü")
+        D = te.compute((n,), lambda i: C[i] - 1.0, name="1D")
+        V = te.placeholder((n,), name="float")  # same name as A
+        E = te.compute((n,), lambda i: D[i] * V[i], name="float")
+        s = te.create_schedule(E.op)
+        s[B].compute_at(s[C], C.op.axis[0])
+        return s, [A, V, E]
+
+    check(sched, lambda a, v, **_: ((a + 1) * 2 - 1) * v, [{"int": 1}, {"int": 9}])

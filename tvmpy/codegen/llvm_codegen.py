@@ -110,12 +110,14 @@ class CodeGenLLVM:
         names = set()
         for var in sig.vars:
             buf = func.buffer_map.get(var)
-            base = _ident(var.name)
+            # no '.' in parameter names: FunctionBuilder.fresh names are "<hint>.<n>", so a
+            # parameter can never collide with one (two tensors may share a name)
+            base = _ident(var.name).replace(".", "_")
             name = base
             k = 0
             while name in names:
                 k += 1
-                name = f"{base}.{k}"
+                name = f"{base}_{k}"
             names.add(name)
             if buf is not None:
                 # the runtime guarantees 64-byte aligned arguments, no more
@@ -769,5 +771,5 @@ def _unit_ramp(index: E.PrimExpr) -> bool:
 
 
 def _ident(name: str) -> str:
-    s = "".join(c if c.isalnum() or c in "._" else "_" for c in name) or "v"
-    return s
+    s = "".join(c if (c.isascii() and c.isalnum()) or c in "._" else "_" for c in name) or "v"
+    return "v" + s if s[0].isdigit() else s  # %1A would read as the numbered value %1

@@ -131,7 +131,9 @@ class FunctionBuilder:
     # ---- names and blocks --------------------------------------------------------------------
     def fresh(self, hint: str = "t") -> str:
         self._counter += 1
-        hint = "".join(c if c.isalnum() or c in "._" else "_" for c in hint) or "t"
+        hint = "".join(c if (c.isascii() and c.isalnum()) or c in "._" else "_" for c in hint) or "t"
+        if hint[0].isdigit():
+            hint = "v" + hint
         return f"%{hint}.{self._counter}"
 
     def label(self, hint: str) -> str:
