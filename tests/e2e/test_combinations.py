@@ -585,3 +585,27 @@ def test_awkward_and_duplicate_tensor_names():
         return s, [A, V, E]
 
     check(sched, lambda a, v, **_: ((a + 1) * 2 - 1) * v, [{"int": 1}, {"int": 9}])
+
+
+def test_int64_symbolic_sizes():
+    def sched():
+        n = te.var("n", "int64")
+        m = te.var("m")
+        A = te.placeholder((n, 5), name="A")
+        k = te.reduce_axis((0, n), name="k")
+        B = te.compute((5,), lambda j: te.sum(A[k, j], axis=k), name="B")
+        C = te.compute((n, 5), lambda i, j: A[i, j] * 2.0, name="C")
+        P = te.placeholder((n, m), name="P")
+        Q = te.compute((n, m), lambda i, j: P[i, j] + 1.0, name="Q")
+        s = te.create_schedule([B.op, C.op, Q.op])
+        io, ii = s[C].split(C.op.axis[0], 4)
+        s[C].vectorize(C.op.axis[1])
+        s[C].parallel(io)
+        s[B].split(k, 3)
+        f = s[Q].fuse(*Q.op.axis)
+        fo, fi = s[Q].split(f, 4)
+        s[Q].vectorize(fi)
+        return s, [A, P, B, C, Q]
+
+    check(sched, lambda a, p, **_: [a.astype("float64").sum(0), a * 2, p + 1],
+          [{"n": 1, "m": 1}, {"n": 10, "m": 7}], rtol=1e-5, atol=1e-5)
