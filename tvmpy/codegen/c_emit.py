@@ -26,7 +26,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.functor import Visitor, post_order_visit
+from ..tir.functor import Visitor, post_order_visit, reads_memory
 from . import abi
 from .c_expr import ADD, UNARY, CCodegenError, ExprPrinter
 from .c_prelude import HelperTable, c_string, int_literal, sanitize, storage_type, value_type
@@ -248,7 +248,7 @@ class FunctionEmitter(ExprPrinter):
     # ---- loops -------------------------------------------------------------------------------
     def _bound(self, e: E.PrimExpr, base: str) -> E.PrimExpr | str:
         """Loop bounds are evaluated once: hoist those that read memory or call functions."""
-        if _reads_memory(e):
+        if reads_memory(e):
             name = self.new_name(base)
             self.emit(f"const {value_type(e.dtype)} {name} = {self.index(e)};")
             return name
@@ -451,18 +451,6 @@ def _free_vars(node: S.Stmt) -> list[E.Var]:
 
     _Collect().visit(node)
     return list(seen.values())
-
-
-def _reads_memory(e: E.PrimExpr) -> bool:
-    found = False
-
-    def f(n: object) -> None:
-        nonlocal found
-        if isinstance(n, (E.BufferLoad, E.Call)):
-            found = True
-
-    post_order_visit(e, f)
-    return found
 
 
 def _needs_unrolled_lanes(node: object) -> bool:

@@ -15,7 +15,7 @@ from . import stmt as S
 from .buffer import Buffer
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substitute",
-           "collect_vars", "uses_var"]
+           "collect_vars", "uses_var", "reads_memory"]
 
 
 def _dispatch_table(cls: type, table_attr: str) -> dict:
@@ -207,6 +207,20 @@ def uses_var(node: Any, pred: Callable[[E.Var], bool] | E.Var) -> bool:
     def f(n: Any) -> None:
         nonlocal found
         if isinstance(n, E.Var) and pred(n):
+            found = True
+
+    post_order_visit(node, f)
+    return found
+
+
+def reads_memory(node: Any) -> bool:
+    """True when ``node`` contains a load or a call: such an expression may not be duplicated,
+    hoisted or moved past a store (a load can see a store, a call can have effects)."""
+    found = False
+
+    def f(n: Any) -> None:
+        nonlocal found
+        if isinstance(n, (E.BufferLoad, E.ProducerLoad, E.Call)):
             found = True
 
     post_order_visit(node, f)

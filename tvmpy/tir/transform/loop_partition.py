@@ -35,7 +35,7 @@ from ...ir import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import Mutator, Visitor, post_order_visit, substitute, uses_var
+from ..functor import Mutator, Visitor, reads_memory, substitute, uses_var
 from ..op import max as _max
 from ..op import min as _min
 from .common import fresh_copy, is_const, linear_form, make_analyzer
@@ -104,24 +104,12 @@ def _normalize(atom: E.PrimExpr) -> E.PrimExpr | None:
     return atom.b - atom.a - one
 
 
-def _reads_memory(e: E.PrimExpr) -> bool:
-    found = False
-
-    def f(n: Any) -> None:
-        nonlocal found
-        if isinstance(n, (E.BufferLoad, E.ProducerLoad, E.Call)):
-            found = True
-
-    post_order_visit(e, f)
-    return found
-
-
 def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, ana: Any
               ) -> tuple[E.PrimExpr | None, E.PrimExpr | None, bool] | None:
     """``(lo, hi, exact)``: the atom holds for all inner values when ``lo <= x < hi`` (None =
     open); ``exact``: it depends on ``x`` only, so it is false outside that interval."""
     d = _normalize(atom)
-    if d is None or not uses_var(d, x) or _reads_memory(d):
+    if d is None or not uses_var(d, x) or reads_memory(d):
         return None  # a load could change while the loop runs: not a fixed interval
     d = ana.simplify(d)
     exact = True

@@ -24,7 +24,7 @@ from ...ir import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import Mutator, post_order_visit, substitute, uses_var
+from ..functor import Mutator, reads_memory, substitute, uses_var
 from .common import make_analyzer, substitute_buffers
 
 __all__ = ["Simplify", "simplify_stmt"]
@@ -118,10 +118,10 @@ class _Simplifier(Mutator):
         value = self.expr(s.value)
         if isinstance(value, (E.IntImm, E.FloatImm, E.Var)):
             return self.visit(substitute(s.body, {s.var: value}))
-        if dt.is_integer(value.dtype) and dt.lanes_of(value.dtype) == 1 and _pure(value):
+        if dt.is_integer(value.dtype) and dt.lanes_of(value.dtype) == 1 and not reads_memory(value):
             self.ana.bind(s.var, value)  # never for loads: memory may change under the let
         body = self.visit(s.body)
-        if not uses_var(body, s.var) and _pure(value):
+        if not uses_var(body, s.var) and not reads_memory(value):
             return body
         if value is s.value and body is s.body:
             return s
@@ -169,18 +169,6 @@ class _Simplifier(Mutator):
             return s if body is s.body else S.Allocate(s.buffer, body, s.condition)
         nb = s.buffer.replace(shape=shape)
         return S.Allocate(nb, substitute_buffers(body, {id(nb.data): nb}), s.condition)
-
-
-def _pure(e: E.PrimExpr) -> bool:
-    found = False
-
-    def f(n: Any) -> None:
-        nonlocal found
-        if isinstance(n, (E.BufferLoad, E.Call)):
-            found = True
-
-    post_order_visit(e, f)
-    return not found
 
 
 def simplify_stmt(stmt: S.Stmt, ana: Any | None = None) -> S.Stmt:

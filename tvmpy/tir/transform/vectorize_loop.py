@@ -40,7 +40,7 @@ from ...ir.node import structural_equal
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import Mutator, post_order_visit
+from ..functor import Mutator, post_order_visit, reads_memory
 from ..op import FLOAT_BINARY, FLOAT_PREDICATE, FLOAT_UNARY, INT_BINARY, INT_UNARY
 from .common import fresh_copy, make_analyzer
 
@@ -77,19 +77,6 @@ def _has_load(e: Any) -> bool:
 
     post_order_visit(e, f)
     return found
-
-
-def _pure_index(e: E.PrimExpr) -> bool:
-    """No loads or calls: safe to duplicate at every use."""
-    found = False
-
-    def f(n: Any) -> None:
-        nonlocal found
-        if isinstance(n, (E.BufferLoad, E.Call)):
-            found = True
-
-    post_order_visit(e, f)
-    return not found
 
 
 class _Vectorizer(Mutator):
@@ -291,7 +278,7 @@ class _Vectorizer(Mutator):
     def visit_LetStmt(self, s: S.LetStmt) -> S.Stmt:
         self._no_pred("let")
         v = self.visit(s.value)
-        if isinstance(v, (E.Ramp, E.Broadcast)) and _pure_index(v):
+        if isinstance(v, (E.Ramp, E.Broadcast)) and not reads_memory(v):
             self.vmap[id(s.var)] = v  # keep index arithmetic visible (ramps stay ramps)
             return self.visit(s.body)
         if _lanes(v) != 1:
