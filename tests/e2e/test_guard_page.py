@@ -44,37 +44,48 @@ _CHILD = textwrap.dedent("""
         np.testing.assert_array_equal(b, want)
 
     def flush_with_guard(shape):
-        return np.frombuffer(mem, "float32", int(np.prod(shape)),
-                             PAGE - 4 * int(np.prod(shape))).reshape(shape)
+        size = int(np.prod(shape))
+        assert size % 16 == 0  # 64-byte aligned: used in place, not copied by the runtime
+        return np.frombuffer(mem, "float32", size, PAGE - 4 * size).reshape(shape)
 
-    # vectorized tails (13 = 8 + 5), strided and transposed reads, symbolic sizes
+    # vectorized loops with a tail whose last element read/written is the buffer's last one:
+    # offset, strided and transposed reads, a symbolic size; outputs of 16 split by 6 (6+6+4)
     n = te.var("n")
     cases = []
-    A = te.placeholder((3, 13), name="A")
-    B = te.compute((3, 13), lambda i, j: A[i, j] * 2.0, name="B")
-    cases.append((A, B, lambda a: a * 2))
-    A = te.placeholder((26,), name="A")
-    B = te.compute((13,), lambda i: A[2 * i + 1], name="B")
-    cases.append((A, B, lambda a: a[1::2]))
-    A = te.placeholder((13, 3), name="A")
-    B = te.compute((3, 13), lambda i, j: A[j, i], name="B")
-    cases.append((A, B, lambda a: a.T))
+    A = te.placeholder((3, 16), name="A")
+    B = te.compute((3, 13), lambda i, j: A[i, j + 3] * 2.0, name="B")
+    cases.append((A, B, lambda a: a[:, 3:] * 2, 8))
+    A = te.placeholder((32,), name="A")
+    B = te.compute((13,), lambda i: A[2 * i + 7], name="B")
+    cases.append((A, B, lambda a: a[7::2], 8))
+    A = te.placeholder((16, 3), name="A")
+    B = te.compute((3, 13), lambda i, j: A[j + 3, i], name="B")
+    cases.append((A, B, lambda a: a[3:].T, 8))
     A = te.placeholder((n,), name="A")
-    B = te.compute((n,), lambda i: te.exp(A[i]), name="B")
-    cases.append((A, B, np.exp))
-    for A, B, ref in cases:
+    B = te.compute((n - 3,), lambda i: te.exp(A[i + 3]), name="B")
+    cases.append((A, B, lambda a: np.exp(a[3:]), 8))
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
+    cases.append((A, B, lambda a: a + 1, 6))
+    for A, B, ref, factor in cases:
         s = te.create_schedule(B.op)
-        o, i = s[B].split(B.op.axis[-1], 8)
+        o, i = s[B].split(B.op.axis[-1], factor)
         s[B].vectorize(i)
         s[B].parallel(o)
         f = tvm.build(s, [A, B], target=sys.argv[1])
         symbolic = not isinstance(A.shape[0], tir.IntImm)
-        for size in ((1,), (13,), (21,)) if symbolic else ([int(d) for d in A.shape],):
+        for size in ((16,), (32,)) if symbolic else ([int(d) for d in A.shape],):
             a = flush_with_guard(size)
             a[...] = np.linspace(-1, 1, a.size).reshape(a.shape)
             b = np.full(ref(a).shape, np.nan, "float32")
             f(a, b)
             np.testing.assert_allclose(b, ref(a), rtol=1e-6)
+            if b.size % 16 == 0:  # the OUTPUT flush with the guard: no store past its end
+                a2 = a.copy()
+                b2 = flush_with_guard(b.shape)
+                b2[...] = np.nan
+                f(a2, b2)
+                np.testing.assert_allclose(b2, ref(a2), rtol=1e-6)
     print("ok")
 """)
 
