@@ -609,3 +609,31 @@ def test_int64_symbolic_sizes():
 
     check(sched, lambda a, p, **_: [a.astype("float64").sum(0), a * 2, p + 1],
           [{"n": 1, "m": 1}, {"n": 10, "m": 7}], rtol=1e-5, atol=1e-5)
+
+
+def test_tuple_reducers_with_rfactor_and_cache_write():
+    def sched():
+        A = te.placeholder((7, 13), name="A")
+        k = te.reduce_axis((0, 13), name="k")
+        sum_prod = te.comm_reducer(lambda x, y: (x[0] + y[0], x[1] * y[1]),
+                                   lambda a, b: (tir.const(0, a), tir.const(1, b)))
+        S, P = te.compute((7,), lambda i: sum_prod((A[i, k], A[i, k]), axis=k), name="SP")
+        k2 = te.reduce_axis((0, 13), name="k2")
+
+        def fcombine(x, y):
+            return (tir.Select(x[1] >= y[1], x[0], y[0]), tir.Select(x[1] >= y[1], x[1], y[1]))
+
+        argmax = te.comm_reducer(fcombine, lambda a, b: (tir.const(-1, a), te.min_value(b)))
+        idx, val = te.compute((7,), lambda i: argmax((k2.var, A[i, k2]), axis=k2), name="AM")
+        s = te.create_schedule([S.op, idx.op])
+        ko, ki = s[S].split(k, 4)
+        s.rfactor(S, ki)
+        IL, VL = s.cache_write([idx, val], "local")
+        s[IL].compute_at(s[idx], idx.op.axis[0])
+        return s, [A, S, P, idx, val]
+
+    def ref(a):
+        a64 = a.astype("float64")
+        return [a64.sum(1), a64.prod(1), a.argmax(1).astype("int32"), a.max(1)]
+
+    check(sched, ref, rtol=1e-5, atol=1e-6)
