@@ -255,3 +255,16 @@ def test_bind_keeps_the_variable_dtype():
         ana.bind(y, const(1.5))
     with pytest.raises(TypeError, match="PrimExpr or Range"):
         ana.bind(y, "abc")
+
+
+def test_bounds_follow_rebinding_of_dependencies():
+    ana = arith.Analyzer()
+    ana.bind(n, Range(1, 65))
+    ana.bind(x, Range(0, n))
+    ana.bind(y, x * 2)
+    assert ana.const_int_bound(y).max_value == 126
+    ana.bind(n, Range(1, 9))  # x and y depend on n: their bounds follow
+    assert ana.const_int_bound(x).max_value == 7
+    assert ana.const_int_bound(y).max_value == 14
+    ana.bind(z, Range(0, z + 1))  # self-referential: no infinite recursion
+    assert ana.const_int_bound(z).min_value == 0

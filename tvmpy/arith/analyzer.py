@@ -86,6 +86,7 @@ class Analyzer:
 
         self._stack: list[_State] = [_State(self)]
         self._simplifier = Simplifier(self)
+        self._active: set[E.Var] = set()
 
     @property
     def _st(self) -> _State:
@@ -120,11 +121,11 @@ class Analyzer:
         value = _as_dtype(value, var.dtype, "bind value")
         value = self.simplify(value)
         st.invalidate()
-        st.var_value[var] = value
+        st.var_value[var] = value  # bounds and modular sets follow from it when asked
         st.var_range.pop(var, None)
         st.range_facts.pop(var, None)
-        st.var_bound[var] = self._bound(value)
-        st.var_mod[var] = self.modular_set(value)
+        st.var_bound.pop(var, None)
+        st.var_mod.pop(var, None)
         st.invalidate()
 
     def _bind_range(self, var: E.Var, rng: E.Range) -> None:
@@ -135,9 +136,9 @@ class Analyzer:
         st.var_value.pop(var, None)
         st.var_mod.pop(var, None)
         st.range_facts.pop(var, None)
+        st.var_bound.pop(var, None)  # facts about an earlier binding no longer apply
         if isinstance(ext, E.IntImm) and ext.value <= 0:
             # empty loop: nothing can be said about values (the body never runs)
-            st.var_bound.pop(var, None)
             st.var_range.pop(var, None)
             return
         hi = (
@@ -145,10 +146,7 @@ class Analyzer:
             if not isinstance(lo, E.IntImm) or not isinstance(ext, E.IntImm)
             else E.IntImm(lo.dtype, lo.value + ext.value - 1)
         )
-        blo = self._bound(lo)[0]
-        bhi = self._bound(hi)[1]
-        st.var_bound[var] = (blo, bhi)
-        st.var_range[var] = (lo, hi)
+        st.var_range[var] = (lo, hi)  # the constant bound follows from lo and hi when asked
         if not (isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm)) and is_index_dtype(
             var.dtype
         ):
@@ -198,6 +196,8 @@ class Analyzer:
         b = self._bound(value)
         m = self.modular_set(value)
         self._stack.append(st)
+        st.var_value.pop(var, None)
+        st.var_range.pop(var, None)
         st.var_bound[var] = b
         st.var_mod[var] = m
         try:
@@ -277,16 +277,40 @@ class Analyzer:
 
     # ---- per-variable queries used by the analyses ---------------------------------------
     def _var_bound(self, v: E.Var) -> tuple:
+        """From the variable's bound value or range (computed now, so that rebinding another
+        variable it depends on is seen), tightened by constraint facts."""
         st = self._st
-        b = st.var_bound.get(v)
-        if b is None:
-            b = dtype_bound(v.dtype)
+        b = dtype_bound(v.dtype)
+        if v not in self._active:
+            self._active.add(v)  # guards against a binding that mentions the var itself
+            try:
+                value = st.var_value.get(v)
+                if value is not None:
+                    b = intersect(b, self._bound(value))
+                else:
+                    rng = st.var_range.get(v)
+                    if rng is not None:
+                        b = intersect(b, (self._bound(rng[0])[0], self._bound(rng[1])[1]))
+            finally:
+                self._active.discard(v)
+        fact = st.var_bound.get(v)
+        if fact is not None:
+            b = intersect(b, fact)
         if isinstance(v, E.SizeVar):
             b = (max(b[0], 0), b[1])
         return b
 
     def _var_modular(self, v: E.Var) -> ModularSet:
-        m = self._st.var_mod.get(v)
+        st = self._st
+        m = st.var_mod.get(v)
+        value = st.var_value.get(v)
+        if value is not None and v not in self._active:
+            self._active.add(v)
+            try:
+                mv = self.modular_set(value)
+            finally:
+                self._active.discard(v)
+            m = mv if m is None else intersect_mod(m, mv)
         return m if m is not None else ModularSet.everything()
 
     def _bound(self, e: E.PrimExpr) -> tuple:
