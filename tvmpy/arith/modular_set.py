@@ -123,6 +123,11 @@ class ModularSetAnalyzer:
             return union(self.modular(e.a), self.modular(e.b))
         if isinstance(e, E.Select):
             return union(self.modular(e.true_value), self.modular(e.false_value))
+        if isinstance(e, E.Call) and e.op == "shift_left" and isinstance(e.args[1], E.IntImm):
+            k = e.args[1].value
+            if 0 <= k < dt.bits_of(e.dtype) - 1:  # x << k == x * 2**k (no overflow assumed)
+                a = self.modular(e.args[0])
+                return ModularSet(a.coeff << k, a.base << k)
         if isinstance(e, E.Call) and e.op == "if_then_else":
             return union(self.modular(e.args[1]), self.modular(e.args[2]))
         if isinstance(e, E.Let):
