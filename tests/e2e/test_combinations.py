@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import tvmpy as tvm
 from tvmpy import te, tir
 
-from .util import check, positive
+from .util import TARGETS, check, positive
 
 SYM = [{"n": 1}, {"n": 7}, {"n": 31}]
 
@@ -637,3 +638,25 @@ def test_tuple_reducers_with_rfactor_and_cache_write():
         return [a64.sum(1), a64.prod(1), a.argmax(1).astype("int32"), a.max(1)]
 
     check(sched, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_binds_with_symbolic_strides():
+    """An argument bound to a Buffer with a symbolic row stride: read off the array passed."""
+    from tvmpy.tir import decl_buffer
+
+    n = te.var("n")
+    s_a = te.var("sA")
+    A = te.placeholder((n, 5), name="A")
+    B = te.compute((n, 5), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[1], 4)
+    s[B].vectorize(ii)
+    binds = {A: decl_buffer((n, 5), "float32", "A", strides=[s_a, 1])}
+    assert "A[i * sA" in str(tvm.lower(s, [A, B], binds=binds))
+    big = np.random.default_rng(0).uniform(-1, 1, (6, 9)).astype("float32")
+    for target in TARGETS:
+        f = tvm.build(s, [A, B], target=target, binds=binds)
+        for a in (big[:, :5], np.ascontiguousarray(big[:, :5]), big[::-2, 2:7], big[:1, :5]):
+            b = np.full(a.shape, np.nan, "float32")
+            f(a, b)
+            np.testing.assert_array_equal(b, a * 2, err_msg=f"{target} strides {a.strides}")

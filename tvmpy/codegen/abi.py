@@ -8,8 +8,9 @@ A lowered PrimFunc ``f`` compiles to the C function
   aligned when it comes from tvmpy's NDArray; each scalar parameter is passed as its dtype
   (int32 -> int32_t, int64 -> int64_t, float32 -> float, float64 -> double);
 - then the *shape vars*: the free Vars in the buffers' shapes (and strides) that are not
-  parameters themselves, in first-seen order; the runtime reads each one off the shape of the
-  argument that carries it (``arg_index``, ``dim``), after checking every argument's shape;
+  parameters themselves, in first-seen order (shapes first); the runtime reads each one off the
+  shape of the argument that carries it (``arg_index``, ``dim``), or off its stride in elements
+  (``source: "stride"``), after checking every argument's shape;
 - the return value is 0 on success; on a failed AssertStmt the function stores a pointer to the
   message (a NUL-terminated constant) in the module's global ``const char* __tvmpy_last_error``
   and returns -1.
@@ -57,9 +58,13 @@ class ShapeVarSpec:
     dtype: str
     arg_index: int
     dim: int
+    source: str = "shape"  # "shape": the argument's extent in ``dim``; "stride": its stride there
 
     def to_json(self) -> dict:
-        return {"name": self.name, "dtype": self.dtype, "arg_index": self.arg_index, "dim": self.dim}
+        out = {"name": self.name, "dtype": self.dtype, "arg_index": self.arg_index, "dim": self.dim}
+        if self.source != "shape":
+            out["source"] = self.source
+        return out
 
 
 @dataclass
@@ -139,6 +144,14 @@ def signature(func: PrimFunc) -> Signature:
         params.append(ParamSpec(b.name, "buffer", dt.element_of(b.dtype),
                                 [_dim_json(s, {}) for s in b.shape], strides,
                                 written=id(p) in written or id(b.data) in written))
+    # a Var stride not bound otherwise is read off the argument's own stride (in elements)
+    for idx, p in enumerate(func.params):
+        b = func.buffer_map.get(p)
+        for d, s in enumerate(b.strides if b is not None else ()):
+            if isinstance(s, E.Var) and id(s) not in param_ids and id(s) not in seen:
+                seen.add(id(s))
+                shape_vars.append(ShapeVarSpec(s.name, s.dtype, idx, d, "stride"))
+                sv_vars.append(s)
     # vars used only inside composite shape expressions can't be read off a dim
     for p in func.params:
         b = func.buffer_map.get(p)

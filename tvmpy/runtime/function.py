@@ -176,6 +176,10 @@ class Function:
         cfunc.restype = ctypes.c_int32
         self._cfunc = cfunc
         self._bufs = [p for p in self.params if p.kind == "buffer"]
+        buf_pos = {p.index: k for k, p in enumerate(self._bufs)}
+        # stride vars (binds with symbolic strides): read off the argument's own strides
+        self._stride_vars = [(sv["name"], buf_pos[sv["arg_index"]], sv["dim"])
+                             for sv in signature["shape_vars"] if sv.get("source") == "stride"]
         self._scalars = [p for p in self.params if p.kind == "scalar"]
         self._param_names = ", ".join(p.name for p in self.params)
         self._nparams = len(self.params)
@@ -261,6 +265,14 @@ class Function:
                 elif dim.const is not None and got != dim.const:
                     raise ValueError(f"{self.name}: argument {p.name} must have shape "
                                      f"{self._shape_text(p)}, got {shape} (dim {d})")
+        for name, k, d in self._stride_vars:
+            if name not in env:
+                arr = arrays[k]
+                st = arr.strides[d]
+                # an unusable stride (negative, not a whole number of elements) gets the compact
+                # one: _pointer then passes a copy laid out that way
+                env[name] = (st // arr.itemsize if st >= 0 and st % arr.itemsize == 0
+                             else int(np.prod(arr.shape[d + 1:], dtype=np.int64)))
         writeback: list[tuple[Any, np.ndarray]] = []
         seen: dict = {}
         for p, arr, ptr in zip(self._bufs, arrays, ptrs):
