@@ -1,10 +1,26 @@
 """Integer arithmetic analysis (TVM's ``tvm.arith``): the simplifier every lowering pass uses on
 index expressions, proofs (``can_prove``), constant bounds, modular sets, symbolic intervals.
 
+Public API::
+
+    ana = Analyzer()
+    ana.bind(i, Range(0, n))            # or bind(v, expr): v is replaced by expr
+    with ana.constraint_scope(i < m):   # facts hold inside the block
+        ana.simplify(e); ana.can_prove(c); ana.can_prove_equal(a, b)
+    ana.const_int_bound(e)  -> ConstIntBound(min_value, max_value)   (POS_INF / NEG_INF ends)
+    ana.modular_set(e)      -> ModularSet(coeff, base)               (e in {coeff*k + base})
+    ana.int_set(e, {v: Range | IntervalSet}) -> IntervalSet           (pos_inf / neg_inf ends)
+    eval_set(e, dom_map), simplify(e), can_prove(c), detect_linear_equation(e, vars)
+
+Soundness contract: index arithmetic (int32/int64) is assumed not to overflow and divisions to be
+defined (as in TVM); ``can_prove`` answers True only for facts that hold for every value the
+variables can take; floats are folded only when all operands are constants.
+
 Modules, one concept each: ``const_fold`` (folding with wraparound and C/Python division
-semantics), ``sum_form`` (canonical sums of monomials), ``simplifier`` (the rewrite engine),
-``const_int_bound``, ``modular_set``, ``int_set`` (``IntervalSet``, ``eval_set``), ``linear``
-(``detect_linear_equation``), ``analyzer`` (the ``Analyzer`` that ties them to variable facts).
+semantics), ``sum_form`` (canonical sums of monomials, div/mod split merging), ``simplifier``
+(the rewrite engine) with ``divmod_rules``, ``const_int_bound``, ``modular_set``, ``int_set``
+(``IntervalSet``, ``eval_set``), ``linear`` (``detect_linear_equation``), ``analyzer`` (the
+``Analyzer`` that ties them to variable facts).
 """
 
 from __future__ import annotations
