@@ -29,7 +29,7 @@ def _shape(t, sizes):
     out = []
     for d in t.shape:
         v = substitute(d, sizes) if sizes else d
-        from tvmpy.te._arith import simplify
+        from tvmpy.arith import simplify
 
         v = simplify(v)
         if not isinstance(v, E.IntImm):

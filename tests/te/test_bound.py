@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tvmpy import te, tir
+from tvmpy.arith import simplify
 from tvmpy.ir.node import structural_equal
-from tvmpy.te._arith import simplify
 from tvmpy.te.bound import ScheduleView, infer_bound
 
 

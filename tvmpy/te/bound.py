@@ -15,19 +15,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..arith import IntervalSet, eval_set, simplify
 from ..tir import expr as E
-from ..tir.expr import IterVar, PrimExpr, Range
-from ..tir.functor import Mutator, substitute
-from . import _arith as A
+from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
+from ..tir.functor import Mutator, substitute, uses_var
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, rewrite_bodies
 from .tensor import ComputeOp, Reduce, Tensor
 
 __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check",
-           "pass_down_domain"]
+           "pass_down_domain", "Interval"]
+
+# Inclusive symbolic bounds ``(lo, hi)``: bound inference keeps loop variables of enclosing
+# (compute_at) loops as symbols, so its intervals are pairs of expressions, never infinite.
+Interval = tuple[PrimExpr, PrimExpr]
 
 
 def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    return A.simplify((a + b - 1) // b)
+    return simplify((a + b - 1) // b)
 
 
 class _Inliner(Mutator):
@@ -167,26 +171,23 @@ class ScheduleView:
         return out
 
 
-def _interval(e: PrimExpr, env: dict[E.Var, A.Interval]) -> A.Interval | None:
-    """Inclusive bounds of ``e`` over ``env``: tvmpy.arith's ``eval_set`` (symbolic interval
-    sets), falling back to te's small evaluator where the analyzer gives no finite bound."""
-    try:
-        from ..arith import IntervalSet, eval_set
-
-        r = eval_set(e, {v: IntervalSet(lo, hi) for v, (lo, hi) in env.items()})
-        if r.has_lower_bound() and r.has_upper_bound() and not r.is_empty():
-            lo, hi = E.binary_match(r.min_value, r.max_value)
-            if lo.dtype == e.dtype:
-                return A.simplify(lo), A.simplify(hi)
-    except Exception:  # noqa: BLE001 - an analyzer limitation: use the te evaluator
-        pass
-    return A.interval(e, env)
+def _interval(e: PrimExpr, env: dict[E.Var, Interval]) -> Interval | None:
+    """Inclusive bounds of ``e`` over ``env`` (tvmpy.arith's symbolic interval sets); None when
+    they are not finite: the caller then takes the whole region."""
+    r = eval_set(e, {v: IntervalSet(lo, hi) for v, (lo, hi) in env.items()})
+    if r.has_lower_bound() and r.has_upper_bound() and not r.is_empty():
+        lo, hi = E.binary_match(r.min_value, r.max_value)
+        if lo.dtype == e.dtype:
+            return simplify(lo), simplify(hi)
+    return None
 
 
-def _relax(iv: A.Interval, ranges: dict[E.Var, A.Interval], rounds: int = 16) -> A.Interval | None:
+def _union(x: Interval, y: Interval) -> Interval:
+    return simplify(E.Min(x[0], y[0])), simplify(E.Max(x[1], y[1]))
+
+
+def _relax(iv: Interval, ranges: dict[E.Var, Interval], rounds: int = 16) -> Interval | None:
     """Re-evaluate until no variable of ``ranges`` is left in the bounds."""
-    from ..tir.functor import uses_var
-
     lo, hi = iv
     for _ in range(rounds):
         if not uses_var(lo, lambda v: v in ranges) and not uses_var(hi, lambda v: v in ranges):
@@ -220,15 +221,15 @@ class Bounds:
 
     def __init__(self) -> None:
         self.ranges: dict[IterVar, Range] = {}
-        self.var_ranges: dict[E.Var, A.Interval] = {}
+        self.var_ranges: dict[E.Var, Interval] = {}
 
 
 def _rng(lo: PrimExpr, hi: PrimExpr) -> Range:
-    return Range.from_min_extent(A.simplify(lo), A.simplify(hi - lo + 1))
+    return Range.from_min_extent(simplify(lo), simplify(hi - lo + 1))
 
 
-def _interval_of(r: Range) -> A.Interval:
-    return r.min, A.simplify(r.min + r.extent - 1)
+def _interval_of(r: Range) -> Interval:
+    return r.min, simplify(r.min + r.extent - 1)
 
 
 def pass_down_domain(st: Stage, ranges: dict[IterVar, Range]) -> None:
@@ -247,7 +248,7 @@ def pass_down_domain(st: Stage, ranges: dict[IterVar, Range]) -> None:
                 ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_), _ceildiv(pr.extent, n))
         elif isinstance(rel, Fuse):
             ro, ri = ranges[rel.outer], ranges[rel.inner]
-            ext = A.simplify(ro.extent * E.cast(ri.extent, ro.extent.dtype))
+            ext = simplify(ro.extent * E.cast(ri.extent, ro.extent.dtype))
             ranges[rel.fused] = Range.from_min_extent(E.const(0, ext.dtype), ext)
 
 
@@ -260,9 +261,9 @@ def pass_up_index(st: Stage, ranges: dict[IterVar, Range], values: dict[IterVar,
             f = ranges[rel.inner].extent
             v = values[rel.outer] * f + values[rel.inner]
             pmin = ranges[rel.parent].min
-            if A.const_int(pmin) != 0:
+            if not is_const_int(pmin, 0):
                 v = v + pmin
-            values[rel.parent] = A.simplify(v)
+            values[rel.parent] = simplify(v)
         elif isinstance(rel, Fuse):
             if rel.fused not in values:
                 continue
@@ -270,12 +271,12 @@ def pass_up_index(st: Stage, ranges: dict[IterVar, Range], values: dict[IterVar,
             ro, ri = ranges[rel.outer], ranges[rel.inner]
             f = E.cast(ri.extent, v.dtype)
             o, i = v // f, v % f
-            if A.const_int(ro.min) != 0:
+            if not is_const_int(ro.min, 0):
                 o = o + ro.min
-            if A.const_int(ri.min) != 0:
+            if not is_const_int(ri.min, 0):
                 i = i + ri.min
-            values[rel.outer] = A.simplify(o)
-            values[rel.inner] = A.simplify(i)
+            values[rel.outer] = simplify(o)
+            values[rel.inner] = simplify(i)
 
 
 def pass_up_bound_check(st: Stage, ranges: dict[IterVar, Range]) -> dict[IterVar, bool]:
@@ -287,8 +288,8 @@ def pass_up_bound_check(st: Stage, ranges: dict[IterVar, Range]) -> dict[IterVar
             if o or i:
                 state[rel.parent] = True
             else:
-                prod = A.simplify(ranges[rel.outer].extent * ranges[rel.inner].extent - ranges[rel.parent].extent)
-                state[rel.parent] = A.const_int(prod) != 0
+                prod = simplify(ranges[rel.outer].extent * ranges[rel.inner].extent - ranges[rel.parent].extent)
+                state[rel.parent] = not is_const_int(prod, 0)
         elif isinstance(rel, Fuse):
             f = state.get(rel.fused, False)
             state[rel.outer] = f
@@ -296,7 +297,7 @@ def pass_up_bound_check(st: Stage, ranges: dict[IterVar, Range]) -> dict[IterVar
     return state
 
 
-def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar, A.Interval],
+def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar, Interval],
                       full: dict[IterVar, bool]) -> None:
     for rel in reversed(st.relations):
         if isinstance(rel, Split):
@@ -309,7 +310,7 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 continue
             f = ranges[rel.inner].extent
             ov, iv_ = rel.outer.var, rel.inner.var
-            r = A.interval(ov * f + iv_ + pr.min, {ov: env[rel.outer], iv_: env[rel.inner]})
+            r = _interval(ov * f + iv_ + pr.min, {ov: env[rel.outer], iv_: env[rel.inner]})
             env[rel.parent] = r if r is not None else _interval_of(pr)
             full[rel.parent] = r is None
         elif isinstance(rel, Fuse):
@@ -323,27 +324,27 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 continue
             f = E.cast(ri.extent, lo.dtype)
             if lo is hi:
-                env[rel.outer] = (A.simplify(lo // f + ro.min),) * 2
-                env[rel.inner] = (A.simplify(lo % f + ri.min),) * 2
+                env[rel.outer] = (simplify(lo // f + ro.min),) * 2
+                env[rel.inner] = (simplify(lo % f + ri.min),) * 2
                 full[rel.outer] = full[rel.inner] = False
             else:
-                env[rel.outer] = (A.simplify(lo // f + ro.min), A.simplify(hi // f + ro.min))
+                env[rel.outer] = (simplify(lo // f + ro.min), simplify(hi // f + ro.min))
                 env[rel.inner] = _interval_of(ri)
                 full[rel.outer] = False
                 full[rel.inner] = True
 
 
-def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, A.Interval]:
+def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, Interval]:
     """Interval of each root variable of consumer ``c``: its leaf loops in ``fixed`` (var ids)
     are single symbolic points, the others range over their loops."""
-    env: dict[IterVar, A.Interval] = {}
+    env: dict[IterVar, Interval] = {}
     full: dict[IterVar, bool] = {}
     for leaf in c.leaf_iter_vars:
         if id(leaf.var) in fixed:
             r = bounds.ranges[leaf]
             # a loop of extent 1 is its min (as lowering substitutes it), which may still depend
             # on outer loops that are relaxed
-            pt = r.min if A.const_int(r.extent) == 1 else leaf.var
+            pt = r.min if is_const_int(r.extent, 1) else leaf.var
             env[leaf] = (pt, pt)
             full[leaf] = False
         else:
@@ -351,7 +352,7 @@ def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, A.
             full[leaf] = True
     _pass_up_interval(c, bounds.ranges, env, full)
     op = c.op
-    out: dict[E.Var, A.Interval] = {}
+    out: dict[E.Var, Interval] = {}
     for iv in list(op.axis) + list(op.reduce_axis):
         out[iv.var] = env.get(iv, _interval_of(bounds.ranges[iv]))
     return out
@@ -419,9 +420,9 @@ def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Sta
 
 
 def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: Bounds,
-                      fixed: set[int]) -> list[A.Interval | None] | None:
+                      fixed: set[int]) -> list[Interval | None] | None:
     ndim = len(st.op.axis)
-    acc: list[A.Interval | None] = [None] * ndim
+    acc: list[Interval | None] = [None] * ndim
     relaxable = {v: r for v, r in b.var_ranges.items() if id(v) not in fixed}
     for c in consumers:
         env = _root_intervals(c, b, fixed)
@@ -434,7 +435,7 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
                     r = _relax(r, relaxable)
                 if r is None:
                     return None
-                acc[d] = r if acc[d] is None else A.union(acc[d], r)
+                acc[d] = r if acc[d] is None else _union(acc[d], r)
     if any(a is None for a in acc):
         return None
     return acc

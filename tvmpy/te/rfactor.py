@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..arith import simplify
 from ..tir import expr as E
-from ..tir.expr import IterVar, Range, Var
+from ..tir.expr import IterVar, Range, Var, is_const_int
 from ..tir.functor import substitute
 from ..tir.op import likely
-from . import _arith as A
 from .bound import pass_down_domain, pass_up_bound_check, pass_up_index
 from .schedule import Fuse, Schedule, Split, Stage
 from .tensor import ComputeOp, Reduce, Tensor
@@ -76,21 +76,21 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
     values: dict[IterVar, E.PrimExpr] = {}
     for lv in tmp.leaf_iter_vars:
         r = ranges[lv]
-        values[lv] = r.min if A.const_int(r.extent) == 1 else lv.var
+        values[lv] = r.min if is_const_int(r.extent, 1) else lv.var
     pass_up_index(tmp, ranges, values)  # type: ignore[arg-type]
     preds = []
     state = pass_up_bound_check(tmp, ranges)  # type: ignore[arg-type]
     for iv, need in state.items():
         if need and iv in values and iv in ranges:
             r = ranges[iv]
-            preds.append(values[iv] < A.simplify(r.min + r.extent))
+            preds.append(values[iv] < simplify(r.min + r.extent))
 
     nout = len(op.axis)
     pos = factor_axis if factor_axis >= 0 else nout + 1 + factor_axis
     if not 0 <= pos <= nout:
         raise ValueError(f"rfactor: factor_axis must be in [{-nout - 1}, {nout}], got {factor_axis}")
     ar = ranges[axis]
-    if A.const_int(ar.min) != 0:
+    if not is_const_int(ar.min, 0):
         raise ValueError("rfactor: can only factor a reduction domain starting at 0")
 
     # the rf op: fresh axes (B's axes + the rf axis), reduction over the other touched leaves

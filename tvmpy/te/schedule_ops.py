@@ -35,14 +35,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..arith import Analyzer, simplify
+from ..ir.node import structural_equal
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer, decl_buffer
-from ..tir.expr import IterVar, PrimExpr, Range, Var
+from ..tir.expr import IterVar, PrimExpr, Range, Var, is_const_int
 from ..tir.function import PrimFunc
-from ..tir.functor import Mutator, substitute, uses_var
+from ..tir.functor import Mutator, post_order_visit, substitute, uses_var
 from ..tir.op import likely
-from . import _arith as A
 from .bound import Bounds, ScheduleView, infer_bound, pass_up_bound_check, pass_up_index
 from .schedule import INLINE, Schedule, Stage
 from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor
@@ -88,30 +89,27 @@ class _IndexSimplifier(Mutator):
     analyzer cannot handle an index."""
 
     def __init__(self, body: S.Stmt) -> None:
-        from ..arith import Analyzer
-
         self.ana = Analyzer()
         # a thread variable bound with different extents (in different stages) has no single
         # range: it is left unbound
-        extents: dict[Var, set] = {}
+        extents: dict[Var, list[PrimExpr]] = {}
 
         def f(n: Any) -> None:
             if isinstance(n, S.AttrStmt) and n.attr_key in ("thread_extent", "virtual_thread") \
                     and isinstance(n.node, IterVar):
-                extents.setdefault(n.node.var, set()).add(A._key(n.value))
-
-        from ..tir.functor import post_order_visit
+                seen = extents.setdefault(n.node.var, [])
+                if not any(structural_equal(x, n.value) for x in seen):
+                    seen.append(n.value)
 
         post_order_visit(body, f)
         self.thread_ok = {v for v, e in extents.items() if len(e) == 1}
 
     def _simp(self, e: PrimExpr) -> PrimExpr:
-        e = A.simplify(e)
         if isinstance(e, (E.IntImm, E.Var)):
             return e
         try:
             return self.ana.simplify(e)
-        except Exception:  # keep the te form where the analyzer has a limitation
+        except Exception:  # keep the expression where the analyzer has a limitation
             return e
 
     def visit_For(self, node: S.For) -> Any:
@@ -201,16 +199,12 @@ class Lowering:
         self._analyzer: Any = None
 
     def _prove_nonneg(self, e: PrimExpr) -> bool:
-        """``e >= 0`` for all loop values: the te interval evaluator first, then tvmpy.arith's
-        Analyzer with every loop variable bound to its (possibly symbolic) range."""
-        if A.prove_nonneg(e, self.bounds.var_ranges):
-            return True
+        """``e >= 0`` for all loop values: tvmpy.arith's Analyzer with every loop variable bound
+        to its (possibly symbolic) range."""
         if self._analyzer is None:
-            from ..arith import Analyzer
-
             ana = Analyzer()
             for v, (lo, hi) in self.bounds.var_ranges.items():
-                ana.bind(v, Range.from_min_extent(lo, A.simplify(hi - lo + 1)))
+                ana.bind(v, Range.from_min_extent(lo, simplify(hi - lo + 1)))
             self._analyzer = ana
         try:
             return bool(self._analyzer.can_prove(e >= 0))
@@ -251,8 +245,8 @@ class Lowering:
             raise ValueError(f"tensor {t.name} has no buffer (is it inlined?)")
         offs = self.offsets.get(id(st))
         if offs is None:
-            return buf, [A.simplify(i) for i in indices]
-        return buf, [A.simplify(i - o) if A.const_int(o) != 0 else i for i, o in zip(indices, offs)]
+            return buf, [simplify(i) for i in indices]
+        return buf, [simplify(i - o) if not is_const_int(o, 0) else i for i, o in zip(indices, offs)]
 
     # ---- top level ---------------------------------------------------------------------------
     def run(self) -> PrimFunc:
@@ -354,18 +348,18 @@ class Lowering:
             if not state.get(iv) or iv not in values:
                 continue
             r = ranges[iv]
-            v = A.simplify(values[iv] - r.min)
-            if not self._prove_nonneg(A.simplify(r.extent - 1 - v)):
-                preds.append(A.simplify(values[iv]) < A.simplify(r.min + r.extent))
+            v = simplify(values[iv] - r.min)
+            if not self._prove_nonneg(simplify(r.extent - 1 - v)):
+                preds.append(simplify(values[iv]) < simplify(r.min + r.extent))
         for iv in st.op.axis:
             r, d = ranges[iv], iv.dom
             if _same_range(r, d):
                 continue
             v = values[iv]
-            if not self._prove_nonneg(A.simplify(v - d.min)):
+            if not self._prove_nonneg(simplify(v - d.min)):
                 preds.append(v >= d.min)
-            if not self._prove_nonneg(A.simplify(d.min + d.extent - 1 - v)):
-                preds.append(v < A.simplify(d.min + d.extent))
+            if not self._prove_nonneg(simplify(d.min + d.extent - 1 - v)):
+                preds.append(v < simplify(d.min + d.extent))
         return preds
 
     # ---- reductions --------------------------------------------------------------------------
@@ -442,15 +436,15 @@ class _StorePred:
 
 
 def _same_range(a: Range, b: Range) -> bool:
-    d1 = A.simplify(a.min - b.min)
-    d2 = A.simplify(a.extent - b.extent)
-    return A.const_int(d1) == 0 and A.const_int(d2) == 0
+    d1 = simplify(a.min - b.min)
+    d2 = simplify(a.extent - b.extent)
+    return is_const_int(d1, 0) and is_const_int(d2, 0)
 
 
 def _plain_loop(var: Var, r: Range, kind: S.ForKind, body: S.Stmt) -> S.Stmt:
-    if A.const_int(r.extent) == 1:
+    if is_const_int(r.extent, 1):
         return substitute(body, {var: r.min})
-    if A.const_int(r.min) != 0:
+    if not is_const_int(r.min, 0):
         nv = Var(var.name, var.dtype)
         body = substitute(body, {var: nv + r.min})
         var = nv
@@ -461,13 +455,13 @@ def _loop(leaf: IterVar, r: Range, attr: Any, body: S.Stmt) -> S.Stmt:
     if attr is not None and attr.bind_thread is not None:
         t = attr.bind_thread
         tv = t.var if t.var.dtype == leaf.var.dtype else E.cast(t.var, leaf.var.dtype)
-        value = tv if A.const_int(r.min) == 0 else tv + r.min
+        value = tv if is_const_int(r.min, 0) else tv + r.min
         body = substitute(body, {leaf.var: value})
         tag = t.thread_tag
         key = "virtual_thread" if tag.startswith("vthread") or tag.startswith("cthread") else "thread_extent"
         return S.AttrStmt(t, key, r.extent, body)
     kind = _FOR_KIND.get(attr.kind, S.ForKind.SERIAL) if attr is not None else S.ForKind.SERIAL
-    if A.const_int(r.extent) == 1:
+    if is_const_int(r.extent, 1):
         return _plain_loop(leaf.var, r, kind, body)
     stmt = _plain_loop(leaf.var, r, kind, body)
     if attr is not None and attr.pragmas and isinstance(stmt, S.For):
@@ -484,8 +478,8 @@ def _aligned_strides(shape: list[PrimExpr], align: dict[int, tuple[int, int]]) -
     for d in reversed(range(len(shape))):
         if d in align:
             factor, offset = align[d]
-            stride = A.simplify(stride + (factor + offset - stride % factor) % factor)
+            stride = simplify(stride + (factor + offset - stride % factor) % factor)
         strides[d] = stride
-        stride = A.simplify(stride * shape[d])
+        stride = simplify(stride * shape[d])
     return tuple(strides)
 
