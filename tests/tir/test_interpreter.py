@@ -573,9 +573,10 @@ def test_unknown_node_is_a_clear_error():
 # the whole-loop fast paths must agree with the serial loop on every access pattern
 
 
+# starts >= 22: with n <= 12 and strides >= -2 every index stays inside B (64 elements)
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(1, 12), cs=st.integers(-2, 2), ds=st.integers(20, 30),
-       cl=st.integers(-2, 2), dl=st.integers(20, 30), op=st.sampled_from(["add", "max", "sub"]),
+@given(n=st.integers(1, 12), cs=st.integers(-2, 2), ds=st.integers(22, 30),
+       cl=st.integers(-2, 2), dl=st.integers(22, 30), op=st.sampled_from(["add", "max", "sub"]),
        guard=st.booleans(), dtype=st.sampled_from(["int8", "int32", "float32"]))
 def test_fast_paths_match_serial_semantics(n, cs, ds, cl, dl, op, guard, dtype):
     B = tir.decl_buffer((64,), dtype, "B")
