@@ -99,8 +99,12 @@ def int_exprs(draw, depth: int = 4) -> E.PrimExpr:
         return tir.min(a, draw(int_exprs(depth - 1)))
     if op == "max":
         return tir.max(a, draw(int_exprs(depth - 1)))
-    cond = draw(bool_exprs(1))
-    return tir.Select(cond, a, draw(int_exprs(depth - 1)))
+    b = draw(int_exprs(depth - 1))
+    if draw(st.booleans()):  # a comparison of the two branches themselves (min/max patterns)
+        cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE]))
+        x, y = (a, b) if draw(st.booleans()) else (b, a)
+        return tir.Select(cmp(x, y), a, b)
+    return tir.Select(draw(bool_exprs(1)), a, b)
 
 
 @st.composite

@@ -286,3 +286,13 @@ def test_stable_operand_order():
     assert simp(E.EQ(c32(0), x)) == "x == 0"
     assert simp(E.NE(y, x)) == "x != y"
     assert simp(E.LT(c32(0), x)) == "x > 0"
+
+
+def test_select_of_compared_operands_is_min_max():
+    assert simp(tir.Select(x < y, x, y)) == "min(x, y)"
+    assert simp(tir.Select(x <= y, y, x)) == "max(x, y)"
+    assert simp(tir.Select(x > y, x, y)) == "max(x, y)"
+    assert simp(tir.Select(x >= y, y, x)) == "min(x, y)"
+    a, b = Var("a", "float32"), Var("b", "float32")
+    e = tir.Select(a < b, a, b)  # NaN: not a min
+    assert simp(e) == str(e)

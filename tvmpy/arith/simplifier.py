@@ -474,9 +474,26 @@ class Simplifier(DivModRules, Mutator):
             return t
         if t.dtype != f.dtype:
             t, f = e.true_value, e.false_value
+        mm = self._select_minmax(cond, t, f)
+        if mm is not None:
+            return mm
         if cond is e.condition and t is e.true_value and f is e.false_value:
             return e
         return E.Select(cond, t, f)
+
+    def _select_minmax(self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr) -> E.PrimExpr | None:
+        """``select(a < b, a, b)`` -> ``min(a, b)`` and the like (integers only: with floats
+        NaN makes select and min differ)."""
+        if not isinstance(cond, (E.LT, E.LE, E.GT, E.GE)) or not _is_index(t.dtype):
+            return None
+        ka, kb, kt, kf = skey(cond.a), skey(cond.b), skey(t), skey(f)
+        if (ka, kb) == (kt, kf):  # a < b ? a : b
+            cls = E.Min if isinstance(cond, (E.LT, E.LE)) else E.Max
+        elif (ka, kb) == (kf, kt):  # a < b ? b : a
+            cls = E.Max if isinstance(cond, (E.LT, E.LE)) else E.Min
+        else:
+            return None
+        return self.visit(cls(t, f))
 
     # ---- calls, casts, lets, loads -----------------------------------------------------------
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
