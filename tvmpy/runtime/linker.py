@@ -131,18 +131,23 @@ def _lib_flag(lib: str) -> str:
     return "-l" + lib
 
 
+def _write_objects(objects: Sequence[bytes], tmp: str) -> list[str]:
+    paths = []
+    for i, data in enumerate(objects):
+        p = os.path.join(tmp, f"obj{i}.o")
+        with open(p, "wb") as f:
+            f.write(data)
+        paths.append(p)
+    return paths
+
+
 def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
                 link_libs: Sequence[str] = ()) -> None:
     """Link object files (bytes) and the metadata into the shared library ``out_path``.
 
     ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
-        paths = []
-        for i, data in enumerate(objects):
-            p = os.path.join(tmp, f"obj{i}.o")
-            with open(p, "wb") as f:
-                f.write(data)
-            paths.append(p)
+        paths = _write_objects(objects, tmp)
         meta_obj = metadata_object(metadata_json, objects[0] if objects else None)
         if meta_obj is not None:
             meta = os.path.join(tmp, "tvmpy_metadata.o")
@@ -174,11 +179,6 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
 def relocatable_link(objects: Sequence[bytes], out_path: str) -> None:
     """Merge object files into one relocatable object (``cc -r``)."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
-        paths = []
-        for i, data in enumerate(objects):
-            p = os.path.join(tmp, f"obj{i}.o")
-            with open(p, "wb") as f:
-                f.write(data)
-            paths.append(p)
+        paths = _write_objects(objects, tmp)
         _run(compiler() + ["-r", "-nostdlib", "-o", os.path.abspath(out_path)] + paths,
              "merging object files")

@@ -19,7 +19,7 @@ from ..arith import IntervalSet, eval_set, simplify
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
 from ..tir.functor import Mutator, substitute, uses_var
-from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, rewrite_bodies
+from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, Reduce, Tensor
 
 __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check",
@@ -91,27 +91,9 @@ class ScheduleView:
         return st
 
     def _topo(self, sch: Schedule) -> list[Stage]:
-        order: list[Stage] = []
-        seen: set[int] = set()
         rank = {id(st): k for k, st in enumerate(sch.stages)}
-
-        def visit(st: Stage) -> None:
-            stack = [(st, iter(self._inputs(st)))]
-            seen.add(id(st))
-            while stack:
-                cur, it = stack[-1]
-                nxt = next(it, None)
-                if nxt is None:
-                    stack.pop()
-                    order.append(cur)
-                elif id(nxt) not in seen:
-                    seen.add(id(nxt))
-                    stack.append((nxt, iter(self._inputs(nxt))))
-
-        for st in sorted((s for s in sch.stages if s.is_output), key=lambda s: rank[id(s)]):
-            if id(st) not in seen:
-                visit(st)
-        return order
+        outputs = sorted((s for s in sch.stages if s.is_output), key=lambda s: rank[id(s)])
+        return post_order(outputs, self._inputs)
 
     def _inputs(self, st: Stage) -> list[Stage]:
         out, seen = [], set()

@@ -17,8 +17,8 @@ add stages and rewrite readers' ops, as TVM's ``ReplaceDataFlow`` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Var, convert
@@ -407,7 +407,7 @@ class Schedule:
         self.outputs = list(outputs)
         self.stages: list[Stage] = []
         self.stage_map: dict[Operation, Stage] = {}
-        for op in _post_dfs(self.outputs):
+        for op in post_order(self.outputs, lambda op: [t.op for t in op.input_tensors]):
             st = Stage(op, self)
             self.stages.append(st)
             self.stage_map[op] = st
@@ -573,26 +573,28 @@ class Schedule:
         return self
 
 
-def _post_dfs(outputs: Sequence[Operation]) -> list[Operation]:
-    order: list[Operation] = []
-    seen: set[int] = set()
+_T = TypeVar("_T")
 
-    def visit(op: Operation) -> None:
-        stack = [(op, iter(op.input_tensors))]
-        seen.add(id(op))
+
+def post_order(roots: Iterable[_T], children: Callable[[_T], Iterable[_T]]) -> list[_T]:
+    """Every node reachable from ``roots`` (by identity), each after all of its children.
+    Iterative: a long chain of operators would exceed Python's recursion limit."""
+    order: list[_T] = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(children(root)))]
         while stack:
             cur, it = stack[-1]
             nxt = next(it, None)
             if nxt is None:
                 stack.pop()
                 order.append(cur)
-            elif id(nxt.op) not in seen:
-                seen.add(id(nxt.op))
-                stack.append((nxt.op, iter(nxt.op.input_tensors)))
-
-    for op in outputs:
-        if id(op) not in seen:
-            visit(op)
+            elif id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(children(nxt))))
     return order
 
 
@@ -611,4 +613,4 @@ def create_schedule(ops: Any) -> Schedule:
     return Schedule(out)
 
 
-__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies"]
+__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order"]
