@@ -278,3 +278,40 @@ def test_compile_cache_reuses_objects():
     second = cgen.compile_source(src, "c", "cached")
     assert first == second and second.stat().st_mtime_ns == mtime
     assert first.with_suffix(".c").read_text() == src
+
+
+def test_gcc_if_conversion_miscompile():
+    """gcc 12.2 -O3 vectorized this select (an `or` of comparisons on float->int casts) wrongly
+    in lanes 29 and 30 (found by test_c_fuzz); the C backend turns loop if-conversion off."""
+    import numpy as np
+
+    from tvmpy.tir import expr as E
+    from tvmpy.tir import interpreter
+    from tvmpy.tir import op as O
+    from tvmpy.tir import stmt as S
+
+    from .cases import aligned, buf, func
+
+    lanes, n = 8, 40
+    f32, i8, i32, out = buf("f32", n, "float32"), buf("i8", n, "int8"), buf("i32", n, "int32"), \
+        buf("out", n, "int32")
+    i = E.Var("i")
+    idx = E.Ramp(i * lanes, 1, lanes)
+    x = f32[idx]
+    clamp = E.Select(O.isnan(x), E.Broadcast(E.const(0.0), lanes),
+                     O.min(O.max(x, E.Broadcast(E.const(-100.0), lanes)), E.Broadcast(E.const(100.0), lanes)))
+    xi, ii = E.cast(clamp, f"int32x{lanes}"), E.cast(i8[idx], f"int32x{lanes}")
+    value = E.Select(E.Or(xi < ii, E.Broadcast(E.const(0), lanes) == i32[idx]), ii, xi)
+    f = func("gcc_ifcvt", [i32, i8, f32, out], S.For(i, 0, n // lanes, S.ForKind.SERIAL, S.BufferStore(out, value, [idx])))
+    rng = np.random.default_rng(0)
+    a_f32 = rng.uniform(-50, 50, n).astype("float32")
+    a_f32[:3] = [np.nan, -0.0, np.inf]
+    a_i8 = rng.integers(-128, 128, n).astype("int8")
+    a_i32 = rng.integers(-(2**31), 2**31, n).astype("int32")
+    a_i32[5] = 0
+    got = aligned(np.zeros(n, "int32"))
+    want = np.zeros(n, "int32")
+    lib = make_lib([f])
+    assert lib("gcc_ifcvt", aligned(a_i32), aligned(a_i8), aligned(a_f32), got) == 0
+    interpreter.run(f, [a_i32, a_i8, a_f32, want])
+    np.testing.assert_array_equal(got, want)

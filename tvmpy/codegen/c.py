@@ -11,7 +11,11 @@ The source (:func:`emit_c`, also ``module.get_source()``) is built by :mod:`.c_e
 - ``-ffp-contract=fast``: a*b+c may fuse into an FMA (as the LLVM backend does), no
   ``-ffast-math`` (NaN, infinities and rounding stay IEEE); ``-fno-math-errno`` only lets gcc
   inline sqrt;
-- ``-fopenmp``: parallel loops run on libgomp's thread pool.
+- ``-fopenmp``: parallel loops run on libgomp's thread pool;
+- ``-fno-tree-loop-if-convert``: gcc 12.2's loop vectorizer miscompiles if-converted selects
+  whose condition is an ``||`` of comparisons of float->int casts (found by the differential
+  fuzz test; regression test ``test_gcc_if_conversion_miscompile`` in tests/codegen/test_c.py).
+  Loops with data-dependent selects then stay scalar in the C backend.
 
 Sources and objects are kept in a per-user cache directory keyed by the hash of source and
 flags (so a failing source stays there for debugging, and rebuilding the same kernel is free).
@@ -86,7 +90,7 @@ def compile_flags(target: Target | str | None = None) -> list[str]:
         else:
             flags.append(f"-m{attr}")
     flags += ["-fPIC", "-fno-strict-aliasing", "-ffp-contract=fast", "-fno-math-errno",
-              "-fopenmp"]
+              "-fopenmp", "-fno-tree-loop-if-convert"]
     return flags
 
 
