@@ -6,6 +6,7 @@ The short tour of the compiler: tensor expression -> schedule -> loop IR -> LLVM
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> None:
           f"max relative error vs numpy {err:.1e}")
     print(f"  tvmpy: {flop / t_tvm / 1e9:8.1f} GFLOP/s")
     print(f"  numpy: {flop / t_np / 1e9:8.1f} GFLOP/s   (ratio tvmpy/numpy = {t_np / t_tvm:.2f})")
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    if core:
+        print(f"  note: OPENBLAS_CORETYPE={core} pins numpy's OpenBLAS to those kernels; "
+              "bench/gemm.py measures numpy without it")
 
 
 if __name__ == "__main__":
