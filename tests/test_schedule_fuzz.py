@@ -4,7 +4,8 @@ computations must compute what numpy computes.
 A workload builds its tensors and a numpy reference; `apply_random_schedule` draws a sequence
 of primitives (cache_read/cache_write first, then split, tile, fuse, reorder, compute_at,
 compute_inline, vectorize, unroll, parallel), each chosen among those legal in the current
-state of the schedule. Every example is built with the LLVM backend and compared to numpy.
+state of the schedule. Every example is built with the LLVM or the C backend and compared to
+numpy.
 """
 
 from __future__ import annotations
@@ -204,11 +205,12 @@ def test_random_schedules_match_numpy(data):
     rng = np.random.default_rng(0)
     args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
     expected = ref(*args_np)
-    f = tvm.build(s, inputs + outputs, target="llvm")
+    target = data.draw(st.sampled_from(["llvm", "llvm", "c"]), label="target")
+    f = tvm.build(s, inputs + outputs, target=target)
     out = tvm.nd.empty([int(d) for d in outputs[0].shape], outputs[0].dtype)
     f(*[tvm.nd.array(a) for a in args_np], out)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5,
-                               err_msg="schedule: " + "; ".join(log))
+                               err_msg=f"{target}: schedule: " + "; ".join(log))
 
 
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: w.__name__)
