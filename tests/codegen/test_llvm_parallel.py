@@ -24,10 +24,10 @@ def test_parallel_loop_runs_on_two_threads():
     100 us so that both threads take chunks from the dynamic schedule."""
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {HERE!r})
+        sys.path.insert(0, {os.path.dirname(HERE)!r})
         import numpy as np
         from tvmpy.tir import expr as E, stmt as S, op
-        from llvm_helpers import Lib, aligned, buf, func
+        from codegen.llvm_helpers import Lib, aligned, buf, func
         n = 64
         T = buf("T", n, "int32")
         i = E.Var("i")
@@ -122,12 +122,12 @@ def test_forked_child_runs_parallel_loops_without_hanging():
     guard that makes the child's parallel loops serial."""
     script = textwrap.dedent(f"""
         import multiprocessing as mp, sys
-        sys.path.insert(0, {HERE!r})
+        sys.path.insert(0, {os.path.dirname(HERE)!r})
         import numpy as np
         import tvmpy as tvm
         from tvmpy.codegen.llvm import build
         from tvmpy.tir import expr as E, stmt as S
-        from llvm_helpers import buf, func
+        from codegen.llvm_helpers import buf, func
         n = 1000
         A = buf("A", n)
         i = E.Var("i")

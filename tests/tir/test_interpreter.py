@@ -8,28 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tir_pass_helpers import func, loop
 
 from tvmpy import tir
 from tvmpy.tir import interpreter as interp
 from tvmpy.tir.stmt import ForKind
 
 RNG = np.random.default_rng(0)
-
-
-def func(params, body, name="f"):
-    """PrimFunc from a list of Buffers / scalar Vars."""
-    handles, bmap = [], {}
-    for p in params:
-        if isinstance(p, tir.Buffer):
-            handles.append(p.data)
-            bmap[p.data] = p
-        else:
-            handles.append(p)
-    return tir.PrimFunc(handles, body, bmap, {"global_symbol": name})
-
-
-def loop(var, extent, body, kind=ForKind.SERIAL, lo=0):
-    return tir.For(var, lo, extent, kind, body)
 
 
 def rand(shape, dtype="float32"):
