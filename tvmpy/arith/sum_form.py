@@ -25,7 +25,7 @@ __all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split"]
 
 _SKEY: dict[int, tuple[Any, Any]] = {}
 _OKEY: dict[int, tuple[Any, str]] = {}
-_CACHE_LIMIT = 500_000
+_CACHE_LIMIT = 100_000  # entries keep their nodes alive: bounded memory
 INF = math.inf
 
 
