@@ -27,9 +27,9 @@ import numpy as np
 
 import tvmpy as tvm
 from tvmpy import te
-from tvmpy.te._arith import simplify
+from tvmpy.arith import simplify
 from tvmpy.tir import expr as E
-from tvmpy.tir.functor import substitute
+from tvmpy.tir.functor import collect_vars, substitute
 
 HAVE_CC = shutil.which("cc") is not None or shutil.which("gcc") is not None
 TARGETS: tuple[str, ...] = ("llvm", "c", "interp") if HAVE_CC else ("llvm", "interp")
@@ -73,8 +73,6 @@ def _bind(sizes: dict[Any, int], args: Sequence[Any]) -> dict[E.Var, E.PrimExpr]
     for a in args:
         if isinstance(a, te.Tensor):
             for d in a.shape:
-                from tvmpy.tir.functor import collect_vars
-
                 for v in collect_vars(d):
                     visit(v)
         elif isinstance(a, E.Var):
