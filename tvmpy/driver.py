@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .target import Target
 from .tir.function import PrimFunc
+
+if TYPE_CHECKING:
+    from .runtime.module import Module
+    from .tir.interpreter import InterpModule
 
 __all__ = ["lower", "build"]
 
@@ -36,7 +40,7 @@ def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_f
 
 
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, name: str = "default_function",
-          binds: dict | None = None, target_host: Any = None):
+          binds: dict | None = None, target_host: Any = None) -> Module | InterpModule:
     """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
     tgt = Target(target if target is not None else "llvm")
     funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]

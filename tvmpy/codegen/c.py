@@ -31,12 +31,16 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import config
 from ..target.target import Target, host_cpu_name
 from ..tir.function import PrimFunc
 from .c_emit import emit_source
 from .c_expr import CCodegenError
+
+if TYPE_CHECKING:
+    from ..runtime.module import Module
 
 __all__ = ["emit_c", "build", "compile_source", "compile_flags", "CCompileError",
            "CCodegenError", "cache_dir", "LINK_LIBS"]
@@ -154,7 +158,7 @@ def _compiler() -> list[str]:
         raise CCompileError(str(err)) from None
 
 
-def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None):
+def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) -> Module:
     """Compile lowered ``funcs`` with the system C compiler into a runtime Module."""
     if isinstance(funcs, PrimFunc):
         funcs = [funcs]

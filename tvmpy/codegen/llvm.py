@@ -28,12 +28,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..target import Target
 from ..tir.function import PrimFunc
 from .llvm_codegen import CodegenError, CodeGenLLVM
 from .llvm_parallel import LINK_LIBS, install_fork_guard
+
+if TYPE_CHECKING:
+    from ..runtime.module import Module
 
 __all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "compile_funcs", "Compiled",
            "CodegenError", "LINK_LIBS", "USE_LIBMVEC", "vector_isa"]
@@ -252,7 +255,7 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     return Compiled(obj, text, _link_libs(cg), extra)
 
 
-def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = ()):
+def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = ()) -> Module:
     """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library).
 
     The objects of registered external kernels the functions call (tvmpy.contrib.extern_link)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
 from . import abi
 from .llvm_align import access_alignment, modular
@@ -449,7 +450,7 @@ class CodeGenLLVM:
         finally:
             self._index_depth -= 1
 
-    def element_ptr(self, buf, indices, flat: bool = False) -> Value:
+    def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False) -> Value:
         """Pointer to element ``indices`` of ``buf`` (scalar index)."""
         index = indices[0] if flat else self._flat_index(buf, indices)
         ety = llvm_type(buf.dtype, memory=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..ir import dtype as dt
 
@@ -98,7 +98,7 @@ def const_scalar(value: float | int | bool, ty: str) -> str:
     raise TypeError(f"no constant of type {ty}")  # pragma: no cover
 
 
-def const_value(value, dtype: str, memory: bool = False) -> Value:
+def const_value(value: Any, dtype: str, memory: bool = False) -> Value:
     """A constant Value of ``dtype``; vectors take one value (splat) or a list of lane values."""
     ty = llvm_type(dtype, memory)
     lanes = dt.lanes_of(dtype)

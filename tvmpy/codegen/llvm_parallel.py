@@ -16,7 +16,7 @@ nested in a parallel body run serially. The module must be linked with ``-lgomp`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..tir import expr as E
@@ -63,7 +63,7 @@ class _FreeVars(Visitor):
         self.generic_visit(n)
 
 
-def free_vars(node) -> list[E.Var]:
+def free_vars(node: Any) -> list[E.Var]:
     """Variables (and buffer data pointers) that ``node`` reads, in first-seen order."""
     v = _FreeVars()
     v.visit(node)

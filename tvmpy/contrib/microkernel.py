@@ -36,7 +36,7 @@ measured here.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from ..tir import interpreter
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
 from .extern_link import register_extern_object
+
+if TYPE_CHECKING:
+    from ..te.tensor_intrin import TensorIntrin
 
 __all__ = ["gemm_intrin", "gemm_source", "gemm_object", "gemm_symbols", "CFLAGS"]
 
@@ -209,7 +212,7 @@ def _register_python(m: int, n: int, k: int, b_layout: str) -> None:
     interpreter.register_extern(sym["reset"], reset)
 
 
-def gemm_intrin(m: int = 8, n: int = 8, k: int = 8, b_layout: str = "nk"):
+def gemm_intrin(m: int = 8, n: int = 8, k: int = 8, b_layout: str = "nk") -> TensorIntrin:
     """The tensor intrinsic of an ``m x n x k`` fp32 GEMM tile (see the module docstring);
     its C kernels are linked into modules that use it."""
     from .. import te

@@ -7,7 +7,10 @@ Strings keep IR printing and user code readable; the helpers here parse them onc
 from __future__ import annotations
 
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DType",
@@ -134,7 +137,7 @@ def is_integer(dtype: str) -> bool:
     return parse(dtype).kind in ("int", "uint", "bool")
 
 
-def to_numpy(dtype: str):
+def to_numpy(dtype: str) -> np.dtype:
     """The numpy dtype that stores one element of ``dtype``."""
     import numpy as np
 
@@ -144,7 +147,7 @@ def to_numpy(dtype: str):
     return np.dtype("bool" if d.kind == "bool" else f"{d.kind}{d.bits}")
 
 
-def from_numpy(np_dtype) -> str:
+def from_numpy(np_dtype: Any) -> str:
     import numpy as np
 
     name = np.dtype(np_dtype).name

@@ -27,7 +27,7 @@ class Node:
         for k, v in fields.items():
             object.__setattr__(self, k, v)
 
-    def replace(self, **changes: Any):
+    def replace(self, **changes: Any) -> Node:
         """A copy with some fields changed (``dataclasses.replace`` for IR nodes)."""
         new = object.__new__(type(self))
         for k in self._all_slots():

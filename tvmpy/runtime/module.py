@@ -50,11 +50,14 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .device import Device, cpu
 from .function import Function
+
+if TYPE_CHECKING:
+    from .evaluator import BenchmarkResult
 
 __all__ = ["Module", "load_module"]
 
@@ -342,7 +345,7 @@ class Module:
     # ---- timing -------------------------------------------------------------------------------
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
-                       f_preproc: str = ""):
+                       f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call);
         see runtime/evaluator.py."""
         from .evaluator import time_evaluator

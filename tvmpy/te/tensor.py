@@ -282,7 +282,8 @@ def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag
     return outs if multi else outs[0]
 
 
-def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], name: str = "comm_reduce"):
+def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
+                 name: str = "comm_reduce") -> Callable[..., Any]:
     """Make a reducer from ``fcombine(x, y)`` and ``fidentity(dtype)`` (tuples for tuple reducers).
 
     The result is called as ``reducer(expr, axis, where=None, init=None)``; for a tuple reducer

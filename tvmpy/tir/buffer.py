@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..ir.node import Node
 from .expr import BufferLoad, Call, PrimExpr, Var, const, convert
+
+if TYPE_CHECKING:
+    from .stmt import BufferStore
 
 __all__ = ["Buffer", "decl_buffer"]
 
@@ -42,10 +45,10 @@ class Buffer(Node):
             indices = (indices,)
         return BufferLoad(self, indices)
 
-    def vload(self, indices, dtype: str | None = None) -> BufferLoad:
+    def vload(self, indices: Any, dtype: str | None = None) -> BufferLoad:
         return self[indices]
 
-    def vstore(self, indices, value):
+    def vstore(self, indices: Any, value: Any) -> BufferStore:
         from .stmt import BufferStore
 
         if not isinstance(indices, (tuple, list)):

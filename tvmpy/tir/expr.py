@@ -11,10 +11,14 @@ on integers. ``bool(expr)`` raises, because a symbolic value has no truth value:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..ir.node import Node
+
+if TYPE_CHECKING:
+    from ..te.tensor import Tensor
+    from .buffer import Buffer
 
 __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
@@ -163,7 +167,7 @@ class PrimExpr(Node):
     def astype(self, dtype: str) -> PrimExpr:
         return cast(self, dtype)
 
-    def equal(self, other) -> PrimExpr:
+    def equal(self, other: Any) -> PrimExpr:
         """Explicit equality node (``==`` does the same)."""
         return _binary(EQ, self, other)
 
@@ -471,7 +475,7 @@ class BufferLoad(PrimExpr):
     __slots__ = ("buffer", "indices", "predicate")
     _fields = ("indices", "predicate")
 
-    def __init__(self, buffer, indices: Sequence[Any], predicate: PrimExpr | None = None):
+    def __init__(self, buffer: Buffer, indices: Sequence[Any], predicate: PrimExpr | None = None):
         indices = tuple(convert(i) for i in indices)
         lanes = max((dt.lanes_of(i.dtype) for i in indices), default=1)
         elem = buffer.dtype
@@ -485,7 +489,7 @@ class ProducerLoad(PrimExpr):
     __slots__ = ("producer", "indices")
     _fields = ("indices",)
 
-    def __init__(self, producer, indices: Sequence[Any]):
+    def __init__(self, producer: Tensor, indices: Sequence[Any]):
         self._init(dtype=producer.dtype, producer=producer, indices=tuple(convert(i) for i in indices))
 
 
@@ -496,7 +500,7 @@ class Range(Node):
     __slots__ = ("min", "extent")
     _fields = ("min", "extent")
 
-    def __init__(self, begin, end=None):
+    def __init__(self, begin: Any, end: Any = None):
         """``Range(extent)`` or ``Range(begin, end)`` (TVM convention: end, not extent)."""
         if end is None:
             begin, end = 0, begin
@@ -511,7 +515,7 @@ class Range(Node):
         self._init(min=begin, extent=extent)
 
     @staticmethod
-    def from_min_extent(min_value, extent) -> Range:
+    def from_min_extent(min_value: Any, extent: Any) -> Range:
         r = object.__new__(Range)
         min_value, extent = binary_match(convert(min_value), convert(extent))
         r._init(min=min_value, extent=extent)
@@ -772,7 +776,7 @@ def is_const_int(e: Any, value: int | None = None) -> bool:
     return False
 
 
-def const_value(e: Any):
+def const_value(e: Any) -> int | float | bool | None:
     """The Python value of a constant expression, else None."""
     if isinstance(e, (int, float)):
         return e

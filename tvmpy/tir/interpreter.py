@@ -71,7 +71,8 @@ StmtFn = Callable[[Env], None]
 _EXTERNS: dict[str, Callable[..., Any]] = {}
 
 
-def register_extern(name: str, fn: Callable[..., Any] | None = None, override: bool = True):
+def register_extern(name: str, fn: Callable[..., Any] | None = None,
+                    override: bool = True) -> Callable[..., Any]:
     """Register ``fn`` as the Python implementation of external function ``name`` (usable as a
     decorator: ``@register_extern("my_fn")``)."""
 

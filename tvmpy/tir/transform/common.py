@@ -8,8 +8,9 @@ defines, so that later passes may bind every loop variable to one range in one a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...ir import dtype as dt
 from .. import expr as E
@@ -17,12 +18,15 @@ from .. import stmt as S
 from ..buffer import Buffer
 from ..functor import Mutator, Visitor
 
+if TYPE_CHECKING:
+    from ...arith import Analyzer
+
 __all__ = ["make_analyzer", "fresh_copy", "linear_form", "flat_size", "is_const",
            "VarCollector", "substitute_buffers",
            "fold_add", "fold_mul", "add_offset"]
 
 
-def make_analyzer(func: Any = None):
+def make_analyzer(func: Any = None) -> Analyzer:
     """A fresh ``tvmpy.arith.Analyzer``; given a PrimFunc, the variables in its parameters'
     shapes are known to be >= 0 (sizes)."""
     from ...arith import Analyzer
@@ -276,7 +280,9 @@ class _BufferReplacer(Mutator):
         return S.AttrStmt(node, s.attr_key, value, body)
 
 
-def substitute_buffers(stmt: S.Stmt, data_map: dict[int, Buffer], index_fn=None) -> S.Stmt:
+def substitute_buffers(stmt: S.Stmt, data_map: dict[int, Buffer],
+                       index_fn: Callable[[Buffer, E.PrimExpr], E.PrimExpr] | None = None
+                       ) -> S.Stmt:
     """Replace every access to the buffers whose data var id is a key of ``data_map`` by the
     new buffer (uses of the data var itself, e.g. in access pointers, are renamed too);
     ``index_fn(old_buffer, index) -> index`` rewrites the (flat) index of each access, and the

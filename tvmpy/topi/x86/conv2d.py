@@ -9,12 +9,18 @@ broadcasts of input pixels; a final vectorized stage writes NCHW.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...te import compute, create_schedule, placeholder, reduce_axis
 from ...te import sum as te_sum
 from ...tir import all as tir_all
 from ...tir.op import if_then_else
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
 
 __all__ = ["conv2d_nchw_packed", "pack_kernel"]
 
@@ -26,7 +32,8 @@ def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
 
 
 def conv2d_nchw_packed(ic: int, h: int, w: int, oc: int, kh: int = 3, kw: int = 3, pad: int = 1,
-                       ocb: int = 32, reg_n: int = 7, dtype: str = "float32"):
+                       ocb: int = 32, reg_n: int = 7, dtype: str = "float32"
+                       ) -> tuple[Schedule, list[Tensor]]:
     """Return ``(schedule, [data, packed_kernel, out])`` for a stride-1 conv2d."""
     if oc % ocb:
         raise ValueError(f"conv2d_nchw_packed: oc={oc} must be a multiple of ocb={ocb}")

@@ -8,14 +8,20 @@ buffer that LLVM keeps in vector registers (nr/16 zmm per row with AVX-512), ove
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...te import compute, create_schedule, placeholder, reduce_axis
 from ...te import sum as te_sum
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
 
 __all__ = ["packed_gemm"]
 
 
 def packed_gemm(M: int, N: int, K: int, mr: int = 8, nr: int = 32, kc: int = 256,
-                dtype: str = "float32", parallel: bool = True):
+                dtype: str = "float32", parallel: bool = True) -> tuple[Schedule, list[Tensor]]:
     """Return ``(schedule, [A, B, C])`` for the packed, register-tiled GEMM.
 
     ``N`` must be a multiple of ``nr`` (the panel width); other extents may be anything (tails
