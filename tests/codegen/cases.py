@@ -4,11 +4,9 @@ PrimFuncs, their arguments on random data and the numpy result expected.
 A backend test needs only a ``make_lib(funcs, extra_c) -> lib`` where ``lib(name, *args)`` calls
 a compiled function with numpy arrays / Python scalars (ABI of tvmpy/codegen/abi.py) and returns
 its int32 result, and ``lib.last_error()`` reads ``__tvmpy_last_error``. :class:`CtypesLib` is
-such a lib for any object code; then::
+such a lib for any object code; then, at module level::
 
-    @pytest.mark.parametrize("name", cases.CASE_NAMES)
-    def test_case(name):
-        cases.run_case(cases.make_case(name), make_lib)
+    all_cases, batch_lib, test_case, test_batch_builds = cases.backend_suite(make_lib, "C source")
 
 ``extra_c``: C source of external functions a case calls (tensorize-style micro-kernels); the
 backend compiles it with the system compiler and links it into the same library.
@@ -888,3 +886,34 @@ def _pointers(rng: np.random.Generator) -> Case:
 
 
 CASE_NAMES = sorted(_REGISTRY)
+
+
+def backend_suite(make_lib: Callable[[list[PrimFunc], str], Any], unit: str) -> tuple:
+    """The pytest fixtures and tests that run every case on one backend, for a test module to
+    bind at module level (``all_cases, batch_lib, test_case, test_batch_builds = ...``): all
+    cases are built as one ``unit`` (one compiler run instead of hundreds); when that fails,
+    each case builds alone, to point at the one that breaks."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def all_cases() -> dict[str, Case]:
+        return {name: make_case(name) for name in CASE_NAMES}
+
+    @pytest.fixture(scope="module")
+    def batch_lib(all_cases: dict[str, Case]) -> Any:
+        funcs = [f for c in all_cases.values() for f in (c.func, *c.extra_funcs)]
+        extra = "\n".join(dict.fromkeys(c.extra_c for c in all_cases.values() if c.extra_c))
+        try:
+            return make_lib(funcs, extra)
+        except Exception:  # noqa: BLE001 - reported by the per-case builds
+            return None
+
+    @pytest.mark.parametrize("name", CASE_NAMES)
+    def test_case(name: str, all_cases: dict[str, Case], batch_lib: Any) -> None:
+        lib = batch_lib
+        run_case(all_cases[name], (lambda funcs, extra: lib) if lib is not None else make_lib)
+
+    def test_batch_builds(batch_lib: Any) -> None:
+        assert batch_lib is not None, f"the {unit} of all cases together did not build"
+
+    return all_cases, batch_lib, test_case, test_batch_builds
