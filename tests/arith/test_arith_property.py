@@ -104,6 +104,13 @@ def int_exprs(draw, depth: int = 4) -> E.PrimExpr:
         cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE]))
         x, y = (a, b) if draw(st.booleans()) else (b, a)
         return tir.Select(cmp(x, y), a, b)
+    if draw(st.booleans()):  # only the chosen branch is evaluated (and may assume its side)
+        if draw(st.booleans()):
+            cmp = draw(st.sampled_from([E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE]))
+            cond = cmp(draw(st.sampled_from(VARS)), E.IntImm("int32", draw(st.integers(-5, 9))))
+        else:
+            cond = draw(bool_exprs(1))
+        return E.Call("int32", "if_then_else", [cond, a, b])
     return tir.Select(draw(bool_exprs(1)), a, b)
 
 

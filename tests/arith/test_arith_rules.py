@@ -296,3 +296,13 @@ def test_select_of_compared_operands_is_min_max():
     a, b = Var("a", "float32"), Var("b", "float32")
     e = tir.Select(a < b, a, b)  # NaN: not a min
     assert simp(e) == str(e)
+
+
+def test_if_then_else_branches_use_their_condition():
+    ana = arith.Analyzer()
+    ana.bind(i, Range(0, 64))
+    e = tir.if_then_else(E.LT(i, n), tir.min(i, n - 1), tir.max(i - n, 0))
+    assert str(ana.simplify(e)) == "if_then_else(i < n, i, i - n)"
+    # select evaluates both sides: its branches must not assume the condition
+    e = tir.Select(E.LT(i, n), tir.min(i, n - 1), c32(0))
+    assert str(ana.simplify(e)) == "select(i < n, min(n - 1, i), 0)"

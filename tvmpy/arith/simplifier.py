@@ -501,11 +501,20 @@ class Simplifier(DivModRules, Mutator):
             cond = self.visit(e.args[0])
             if _is_int_const(cond):
                 return self.visit(e.args[1] if cond.value else e.args[2])
-            t, f = self.visit(e.args[1]), self.visit(e.args[2])
+            if _has_index_fact(cond) and dt.lanes_of(cond.dtype) == 1:
+                # only the chosen branch is evaluated: each may assume its condition
+                with self.an.constraint_scope(cond):
+                    t = self.visit(e.args[1])
+                with self.an.constraint_scope(E.Not(cond)):
+                    f = self.visit(e.args[2])
+            else:
+                t, f = self.visit(e.args[1]), self.visit(e.args[2])
             if skey(t) == skey(f):
                 return t
             if t.dtype != f.dtype:
                 t, f = e.args[1], e.args[2]
+            if cond is e.args[0] and t is e.args[1] and f is e.args[2]:
+                return e
             return E.Call(e.dtype, e.op, [cond, t, f])
         if e.op == "likely" and len(e.args) == 1:
             cond = self.visit(e.args[0])
@@ -622,6 +631,17 @@ def _decide_by_bounds(cls: type, la, ha, lb, hb) -> bool | None:
 
 def _is_index_cmp(e: E.PrimExpr) -> bool:
     return isinstance(e, E.CmpOp) and _is_index(e.a.dtype)
+
+
+def _has_index_fact(c: E.PrimExpr) -> bool:
+    """Does the condition (or its negation) give the analyzer a usable fact?"""
+    if isinstance(c, (E.And, E.Or)):
+        return _has_index_fact(c.a) or _has_index_fact(c.b)
+    if isinstance(c, E.Not):
+        return _has_index_fact(c.a)
+    if isinstance(c, E.Call) and c.op == "likely":
+        return _has_index_fact(c.args[0])
+    return _is_index_cmp(c)
 
 
 def _negate(e: E.PrimExpr) -> E.PrimExpr | None:
