@@ -15,13 +15,16 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..tir import expr as E
 from .const_int_bound import INF, BoundAnalyzer, ConstIntBound, dtype_bound, intersect
 from .modular_set import ModularSet, ModularSetAnalyzer, intersect_mod
 from .sum_form import Sum, merge_splits, skey, to_sum
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .int_set import IntervalSet
 
 __all__ = ["Analyzer"]
 
@@ -396,7 +399,7 @@ class Analyzer:
         expr = E.convert(expr)
         return self._st.modular.modular(expr)
 
-    def int_set(self, expr: Any, dom_map: dict | None = None):
+    def int_set(self, expr: Any, dom_map: dict | None = None) -> IntervalSet:
         """The symbolic interval ``expr`` ranges over when each var in ``dom_map`` ranges over its
         Range / IntervalSet (other variables: their bound Range if any, else themselves)."""
         from .int_set import eval_set
