@@ -24,9 +24,8 @@ from ..ir import dtype as dt
 from ..ir.node import structural_equal
 from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.functor import Visitor, post_order_visit, reads_memory
+from ..tir.functor import post_order_visit, reads_memory, referenced_vars
 from . import abi
 from .c_expr import ADD, UNARY, CCodegenError, ExprPrinter
 from .c_prelude import HelperTable, c_string, int_literal, sanitize, storage_type, value_type
@@ -287,7 +286,7 @@ class FunctionEmitter(ExprPrinter):
 
     def _parallel_for(self, loop_var: E.Var, header: str, body: S.Stmt) -> None:
         """Outline ``body`` into a static function and call it from an OpenMP loop."""
-        outer = [v for v in _free_vars(body) if v is not loop_var and
+        outer = [v for v in referenced_vars(body) if v is not loop_var and
                  (id(v) in self.names or id(v) in self.ptrs)]
         params = [f"{value_type(loop_var.dtype)} {self.names[id(loop_var)]}"]
         prologue = []
@@ -429,28 +428,6 @@ class FunctionEmitter(ExprPrinter):
         self.open(f"for (int32_t lane = 0; lane < {lanes}; ++lane)")
         body("lane")
         self.close()
-
-
-def _free_vars(node: S.Stmt) -> list[E.Var]:
-    """Variables and buffer data pointers that ``node`` refers to, in first-seen order."""
-    seen: dict[int, E.Var] = {}
-
-    class _Collect(Visitor):
-        visit_buffers = True
-
-        def visit_Var(self, v: E.Var) -> None:
-            seen.setdefault(id(v), v)
-
-        def visit_Buffer(self, b: Buffer) -> None:
-            seen.setdefault(id(b.data), b.data)
-
-        def visit_Allocate(self, a: S.Allocate) -> None:
-            for x in a.buffer.shape:  # the size is computed in the body
-                self.visit(x)
-            self.generic_visit(a)
-
-    _Collect().visit(node)
-    return list(seen.values())
 
 
 def _needs_unrolled_lanes(node: object) -> bool:

@@ -16,58 +16,21 @@ nested in a parallel body run serially. The module must be linked with ``-lgomp`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
-from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.functor import Visitor
+from ..tir.functor import referenced_vars
 from .llvm_ir import FunctionBuilder, Value, llvm_type
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
 
-__all__ = ["emit_parallel_for", "free_vars", "LINK_LIBS", "install_fork_guard"]
+__all__ = ["emit_parallel_for", "LINK_LIBS", "install_fork_guard"]
 
 LINK_LIBS = ("gomp",)
 
 from ..runtime.fork_guard import install_fork_guard  # noqa: E402,F401  (re-export)
-
-
-class _FreeVars(Visitor):
-    def __init__(self) -> None:
-        self.seen: dict[int, E.Var] = {}
-
-    def _add(self, v) -> None:
-        if isinstance(v, E.Var) and id(v) not in self.seen:
-            self.seen[id(v)] = v
-
-    def visit_Var(self, v: E.Var) -> None:
-        self._add(v)
-
-    def _buffer(self, b) -> None:
-        self._add(b.data)
-        self.visit(b.elem_offset)
-
-    def visit_BufferLoad(self, n: E.BufferLoad) -> None:
-        self._buffer(n.buffer)
-        self.generic_visit(n)
-
-    def visit_BufferStore(self, n: S.BufferStore) -> None:
-        self._buffer(n.buffer)
-        self.generic_visit(n)
-
-    def visit_Allocate(self, n: S.Allocate) -> None:
-        for d in n.buffer.shape:
-            self.visit(d)
-        self.generic_visit(n)
-
-
-def free_vars(node: Any) -> list[E.Var]:
-    """Variables (and buffer data pointers) that ``node`` reads, in first-seen order."""
-    v = _FreeVars()
-    v.visit(node)
-    return list(v.seen.values())
 
 
 def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
@@ -77,7 +40,7 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     fb = parent.fb
     var = loop.loop_var
     lty = llvm_type(var.dtype)
-    captured = [v for v in free_vars(loop.body) if id(v) in parent.syms and v is not var]
+    captured = [v for v in referenced_vars(loop.body) if id(v) in parent.syms and v is not var]
     cap_vals = [parent.syms[id(v)] for v in captured]
 
     cg._index_depth += 1

@@ -15,7 +15,7 @@ from . import stmt as S
 from .buffer import Buffer
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substitute",
-           "collect_vars", "uses_var", "reads_memory"]
+           "collect_vars", "uses_var", "reads_memory", "referenced_vars"]
 
 
 def _dispatch_table(cls: type, table_attr: str) -> dict:
@@ -225,3 +225,29 @@ def reads_memory(node: Any) -> bool:
 
     post_order_visit(node, f)
     return found
+
+
+def referenced_vars(node: Any) -> list[E.Var]:
+    """Every Var ``node`` refers to, with the data pointers (and element offsets) of the buffers
+    it accesses and the sizes of its allocations, in first-seen order: what a body outlined into
+    its own function (a parallel loop) may need from the enclosing scope; callers keep the ones
+    defined there."""
+    seen: dict[int, E.Var] = {}
+
+    class _Collect(Visitor):
+        visit_buffers = True
+
+        def visit_Var(self, v: E.Var) -> None:
+            seen.setdefault(id(v), v)
+
+        def visit_Buffer(self, b: Buffer) -> None:
+            seen.setdefault(id(b.data), b.data)
+            self.visit(b.elem_offset)
+
+        def visit_Allocate(self, a: S.Allocate) -> None:
+            for x in a.buffer.shape:  # the size is computed in the enclosing scope
+                self.visit(x)
+            self.generic_visit(a)
+
+    _Collect().visit(node)
+    return list(seen.values())
