@@ -72,8 +72,10 @@ def main() -> None:
     assert np.allclose(ort_out, ref, rtol=1e-4, atol=1e-3)
     ev = f.time_evaluator(f.entry_name, tvm.cpu(0), number=10, repeat=1)
     t_tvm, t_ort = [], []
-    for _ in range(opts.repeat):  # interleaved: load changes hit both alike
+    for _ in range(opts.repeat):  # interleaved: load changes hit both alike; the pauses let
+        time.sleep(0.3)  # each side's spinning threads go idle before the other is timed
         t_tvm.append(ev(X, Wp, Y).mean)
+        time.sleep(0.3)
         t_ort.append(best_time(lambda: sess.run(None, feed), repeat=1, number=10))
     tt, to = min(t_tvm), min(t_ort)
     print(f"# {time.strftime('%Y-%m-%d')} {machine_description()}; conv2d 1x{C}x{H}x{W} -> {OC}, 3x3 pad 1")

@@ -22,6 +22,8 @@ import numpy as np  # noqa: E402
 import tvmpy as tvm  # noqa: E402
 from tvmpy.topi.x86.gemm import packed_gemm  # noqa: E402
 
+PAUSE_S = 0.3
+
 
 def run(size: int, target: str, repeat: int) -> dict:
     M = N = K = size
@@ -37,11 +39,15 @@ def run(size: int, target: str, repeat: int) -> dict:
     ref = a @ b
     err = float(np.abs(C.numpy() - ref).max() / np.abs(ref).max())
     flop = 2.0 * M * N * K
-    # interleave the two measurements so that load changes hit both alike
+    # interleave the two measurements so that load changes hit both alike; pause between them:
+    # OpenBLAS's threads busy-wait ~0.1 s after a call (and libgomp's briefly), which would
+    # steal the other side's second core
     t_tvm, t_np = [], []
     ev = f.time_evaluator(f.entry_name, tvm.cpu(0), number=3, repeat=1)
     for _ in range(repeat):
+        time.sleep(PAUSE_S)
         t_tvm.append(ev(A, B, C).mean)
+        time.sleep(PAUSE_S)
         t_np.append(best_time(lambda: a @ b, repeat=1, number=3))
     g_tvm, g_np = flop / min(t_tvm) / 1e9, flop / min(t_np) / 1e9
     return {"size": size, "build_s": build_s, "rel_err": err, "tvmpy": g_tvm, "numpy": g_np}

@@ -2,8 +2,8 @@
 
 ``C[M, N] = A[M, K] @ B[K, N]``. B is packed into column panels ``packedB[N/nr, K, nr]`` so
 that the micro-kernel reads it contiguously; each ``mr x nr`` tile of C accumulates in a local
-buffer that LLVM keeps in vector registers (nr/16 zmm per row with AVX-512), over a K block of
-``kc`` at a time; the outer tile loop runs in parallel.
+buffer that LLVM keeps in vector registers (nr/16 zmm per row with AVX-512); the panel loop
+runs in parallel, each task packing its panel just before using it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["packed_gemm"]
 
 
-def packed_gemm(M: int, N: int, K: int, mr: int = 8, nr: int = 32, kc: int = 256,
+def packed_gemm(M: int, N: int, K: int, mr: int = 8, nr: int = 32,
                 dtype: str = "float32", parallel: bool = True) -> tuple[Schedule, list[Tensor]]:
     """Return ``(schedule, [A, B, C])`` for the packed, register-tiled GEMM.
 
@@ -49,11 +49,10 @@ def packed_gemm(M: int, N: int, K: int, mr: int = 8, nr: int = 32, kc: int = 256
     s[CC].unroll(ci)
     s[CC].vectorize(cj)
     s[C].vectorize(ji)
+    # each panel is packed right before its tiles use it (by the thread that uses it, into
+    # a buffer that stays in that core's L2), not in a separate pass over all of B
+    s[packed].compute_at(s[C], jo)
+    s[packed].vectorize(s[packed].op.axis[2])
     if parallel:
-        fused = s[C].fuse(jo, io)
-        s[C].parallel(fused)
-    pj, pk, pji = s[packed].op.axis
-    s[packed].vectorize(pji)
-    if parallel:
-        s[packed].parallel(pj)
+        s[C].parallel(jo)
     return s, [A, B, C]
