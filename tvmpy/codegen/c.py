@@ -158,6 +158,37 @@ def _compiler() -> list[str]:
         raise CCompileError(str(err)) from None
 
 
+def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
+    """Objects of the hand-written kernels given by ``pragma_import_c`` (C source) and
+    ``pragma_import_llvm`` (LLVM IR) attributes, as TVM links them (``s[C].pragma(x, "import_c",
+    src)``)."""
+    from ..tir import expr as E
+    from ..tir import stmt as S
+    from ..tir.functor import post_order_visit
+
+    found: dict[tuple[str, str], None] = {}
+
+    def visit(n: object) -> None:
+        if isinstance(n, S.AttrStmt) and n.attr_key in ("pragma_import_c", "pragma_import_llvm"):
+            if not isinstance(n.value, E.StringImm):
+                raise CCompileError(f"{n.attr_key} needs the source code as a string value")
+            found.setdefault((n.attr_key, n.value.value), None)
+
+    for f in funcs:
+        post_order_visit(f.body, visit)
+    objs = []
+    for k, (key, src) in enumerate(found):
+        if key == "pragma_import_c":
+            from ..runtime.linker import compile_c
+
+            objs.append(compile_c(src, name=f"import_c{k}"))
+        else:
+            from .llvm import compile_ir
+
+            objs.append(compile_ir(src))
+    return objs
+
+
 def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) -> Module:
     """Compile lowered ``funcs`` with the system C compiler into a runtime Module."""
     if isinstance(funcs, PrimFunc):
@@ -171,6 +202,7 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) 
     from ..runtime.module import Module
 
     install_fork_guard()  # the module runs OpenMP (libgomp) parallel loops
-    return Module.from_objects([obj.read_bytes()], funcs, link_libs=list(LINK_LIBS),
+    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)], funcs,
+                               link_libs=list(LINK_LIBS),
                                type_key="c", sources={"c": source},
                                imports=extern_modules(funcs))

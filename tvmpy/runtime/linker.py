@@ -53,6 +53,8 @@ def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "
         flags = list(cflags)
         if "-fPIC" not in flags and "-fpic" not in flags:
             flags.append("-fPIC")
+        if 'extern "C"' in source:  # C++ (as in TVM's tutorials): compile it as such
+            flags = ["-x", "c++"] + [f for f in flags if not f.startswith("-std=")]
         _run(compiler() + flags + ["-c", src, "-o", obj], "compiling C source")
         with open(obj, "rb") as f:
             return f.read()

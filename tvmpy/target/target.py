@@ -36,6 +36,14 @@ def host_cpu_features() -> str:
         return ""
 
 
+class TargetKind(str):
+    """The target kind: a ``str`` ("llvm") that also has TVM's ``.name`` (``target.kind.name``)."""
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
 class Target:
     """A parsed target string. Unknown options raise a ValueError naming them."""
 
@@ -48,7 +56,7 @@ class Target:
         kind = parts[0]
         if kind not in _KINDS:
             raise ValueError(f"unknown target kind {kind!r} in {text!r}; supported: {', '.join(_KINDS)}")
-        self.kind = kind
+        self.kind = TargetKind(kind)
         self.mcpu: str | None = None
         self.mattr: list[str] = []
         self.mtriple: str | None = None
@@ -120,6 +128,11 @@ class Target:
 
     def __hash__(self) -> int:
         return hash(str(self))
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The target of the innermost ``with Target(...)`` block (TVM's ``Target.current()``)."""
+        return current_target(allow_none)
 
     # `with Target(...):` sets the current target (used by topi schedules)
     _stack: list[Target] = []

@@ -182,7 +182,10 @@ class Lowering:
                 raise TypeError(f"args must be te.Tensors or scalar te.var Vars, got {type(a).__name__}: {a!r}")
         for st in self.view.order:
             if st.attach_type == INLINE and id(st) in seen:
-                raise ValueError(f"tensor {st.op.name} is a function argument and cannot be compute_inline'd")
+                raise ValueError(
+                    f"tensor {st.op.name} is a function argument and cannot be compute_inline'd "
+                    f"(it would never be written): leave {st.op.name} out of the argument list "
+                    "or do not inline it")
         self.bounds: Bounds = infer_bound(self.view, self.arg_stages)
         # attached stages per (attach stage, leaf)
         self.attached: dict[tuple[int, int], list[Stage]] = {}

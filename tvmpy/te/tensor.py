@@ -211,6 +211,8 @@ def _shape_tuple(shape: Any) -> tuple:
         shape = (shape,)
     out = []
     for s in shape:
+        if isinstance(s, float) and s.is_integer():
+            s = int(s)  # `N / bn` in TVM's tutorials: a whole Python float is accepted as a size
         s = convert(s)
         if not isinstance(s, PrimExpr) or not dt.is_integer(s.dtype):
             raise TypeError(f"shape entries must be integers or integer expressions, got {s!r}")

@@ -13,8 +13,10 @@ from .stmt import is_no_op  # noqa: F401
 
 def __getattr__(name: str):
     # passes, pipeline, analysis and interpreter load on first use (``tvm.tir.transform.X``)
-    if name in ("transform", "pipeline", "analysis", "interpreter"):
+    if name in ("transform", "pipeline", "analysis", "interpreter", "ir_builder", "stmt_functor"):
         import importlib
 
+        if name == "stmt_functor":  # TVM's name for the visitor helpers (post_order_visit, ...)
+            name = "functor"
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tvmpy.tir' has no attribute {name!r}")

@@ -297,8 +297,11 @@ def call_pure_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
 
 
 def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    """Call intrinsic ``name`` ("exp", or TVM's op name "tir.exp")."""
+    if name.startswith("tir.") and name[4:] in INTRINSICS:
+        name = name[4:]
     if name not in INTRINSICS:
-        raise ValueError(f"unknown intrinsic {name!r}")
+        raise ValueError(f"unknown intrinsic {name!r}; known: {', '.join(sorted(INTRINSICS))}")
     return Call(dtype, name, list(args))
 
 

@@ -1,0 +1,336 @@
+"""TVM (v0.6-0.8) tutorial code, spelled as in the tutorials, runs on tvmpy and matches numpy.
+
+Each test follows one tutorial: tensor-expression get-started, GEMM optimization steps, schedule
+primitives, reductions (rfactor, comm_reducer argmax), tensorize with a C micro-kernel linked by
+``pragma import_c``, intrinsics, and the tir/arith helpers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te
+
+from .util import HAVE_CC
+
+BACKENDS = ["llvm", "c"] if HAVE_CC else ["llvm"]
+
+
+def test_get_started_vector_add(tmp_path):
+    tgt = tvm.target.Target("llvm")
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    outer, inner = s[C].split(C.op.axis[0], factor=64)
+    s[C].parallel(outer)
+    s[C].vectorize(inner)
+    assert "parallel" in str(tvm.lower(s, [A, B, C], simple_mode=True))
+    fadd = tvm.build(s, [A, B, C], tgt, name="myadd")
+    dev = tvm.device(tgt.kind.name, 0)
+    assert tgt.kind.name == "llvm" and tgt.kind == "llvm"
+    rng = np.random.default_rng(0)
+    for size in (1024, 131):
+        a = tvm.nd.array(rng.uniform(size=size).astype(A.dtype), dev)
+        b = tvm.nd.array(rng.uniform(size=size).astype(B.dtype), dev)
+        c = tvm.nd.array(np.zeros(size, dtype=C.dtype), dev)
+        fadd(a, b, c)
+        tvm.testing.assert_allclose(c.numpy(), a.numpy() + b.numpy())
+        tvm.testing.assert_allclose(c.asnumpy(), a.asnumpy() + b.asnumpy())
+    evaluator = fadd.time_evaluator(fadd.entry_name, dev, number=2)
+    assert evaluator(a, b, c).mean > 0
+    path = os.path.join(str(tmp_path), "myadd.so")
+    fadd.export_library(path)
+    fadd1 = tvm.runtime.load_module(path)
+    c2 = tvm.nd.array(np.zeros(size, dtype=C.dtype), dev)
+    fadd1(a, b, c2)
+    tvm.testing.assert_allclose(c2.numpy(), a.numpy() + b.numpy())
+    with tvm.target.Target("llvm") as t:
+        assert tvm.target.Target.current() is t
+    with pytest.raises(AssertionError):
+        tvm.testing.assert_allclose(c.numpy(), c.numpy() + 1)
+
+
+def _gemm_schedules(M, K, N, bn=32, kfactor=4):
+    """The steps of "How to optimize GEMM on CPU", each as (name, schedule, args)."""
+    k = te.reduce_axis((0, K), "k")
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    C = te.compute((M, N), lambda x, y: te.sum(A[x, k] * B[k, y], axis=k), name="C")
+    out = [("baseline", te.create_schedule(C.op), [A, B, C])]
+
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    (k,) = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, factor=kfactor)
+    s[C].reorder(xo, yo, ko, ki, xi, yi)
+    s[C].vectorize(yi)
+    out.append(("vectorization", s, [A, B, C]))
+
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    (k,) = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, factor=kfactor)
+    s[C].reorder(xo, yo, ko, xi, ki, yi)
+    s[C].vectorize(yi)
+    out.append(("loop permutation", s, [A, B, C]))
+
+    # `N / bn` is a Python float in the tutorial: a whole float is a valid size
+    packedB = te.compute((N / bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
+    k = te.reduce_axis((0, K), "k")
+    C = te.compute((M, N), lambda x, y: te.sum(
+        A[x, k] * packedB[tvm.tir.indexdiv(y, bn), k, tvm.tir.indexmod(y, bn)], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "global")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    s[CC].compute_at(s[C], yo)
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(k, factor=kfactor)
+    s[CC].reorder(ko, xc, ki, yc)
+    s[CC].unroll(ki)
+    s[CC].vectorize(yc)
+    x, y, z = s[packedB].op.axis
+    s[packedB].vectorize(z)
+    s[packedB].parallel(x)
+    s[C].parallel(xo)
+    out.append(("packing + write cache + parallel", s, [A, B, C]))
+    return out
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+def test_opt_gemm_steps(target):
+    M, K, N = 96, 72, 64
+    dev = tvm.device(target, 0)
+    rng = np.random.default_rng(1)
+    a = tvm.nd.array(rng.random((M, K)).astype("float32"), dev)
+    b = tvm.nd.array(rng.random((K, N)).astype("float32"), dev)
+    answer = np.dot(a.numpy(), b.numpy())
+    for name, s, args in _gemm_schedules(M, K, N):
+        func = tvm.build(s, args, target=target, name="mmult")
+        c = tvm.nd.array(np.zeros((M, N), dtype="float32"), dev)
+        func(a, b, c)
+        np.testing.assert_allclose(c.numpy(), answer, rtol=1e-5, err_msg=name)
+
+
+def test_schedule_primitives_tutorial():
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m,), name="A")
+    B = te.compute((m,), lambda i: A[i] + 1, name="B")
+    C = te.compute((m,), lambda i: B[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    text = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert "B[" not in text
+    with pytest.raises(ValueError, match="leave B out of the argument list"):
+        tvm.lower(s, [A, B, C], simple_mode=True)
+
+    A2 = te.placeholder((m, n), name="A")
+    B2 = te.compute((m, n), lambda i, j: A2[i, j], name="B")
+    s = te.create_schedule(B2.op)
+    xo, yo, xi, yi = s[B2].tile(B2.op.axis[0], B2.op.axis[1], x_factor=10, y_factor=5)
+    s[B2].reorder(xi, yo, xo, yi)
+    f = tvm.build(s, [A2, B2], "llvm")
+    a = np.random.default_rng(2).random((13, 7)).astype("float32")
+    b = tvm.nd.array(np.zeros((13, 7), "float32"))
+    f(tvm.nd.array(a), b)
+    tvm.testing.assert_allclose(b.numpy(), a)
+
+
+def test_reduction_tutorial_rfactor_and_thread_reduce():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    a = tvm.nd.array(np.random.default_rng(3).random((37, 53)).astype("float32"))
+    for factor_axis in (0, 1):
+        s = te.create_schedule(B.op)
+        ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+        BF = s.rfactor(B, ki, factor_axis=factor_axis)
+        assert len(BF.shape) == 2
+        f = tvm.build(s, [A, B], "llvm")
+        b = tvm.nd.array(np.zeros(37, "float32"))
+        f(a, b)
+        tvm.testing.assert_allclose(b.numpy(), a.numpy().sum(1), rtol=1e-5)
+    # the GPU step (a reduction axis bound to threadIdx.x) needs a cross-thread reduction
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    s.rfactor(B, ki)
+    with pytest.raises(NotImplementedError, match="cross-thread reduction"):
+        s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+
+
+def test_comm_reducer_argmax_tutorial():
+    def fcombine(x, y):
+        lhs = tvm.tir.Select((x[1] >= y[1]), x[0], y[0])
+        rhs = tvm.tir.Select((x[1] >= y[1]), x[1], y[1])
+        return lhs, rhs
+
+    def fidentity(t0, t1):
+        return tvm.tir.const(-1, t0), tvm.te.min_value(t1)
+
+    argmax = te.comm_reducer(fcombine, fidentity, name="argmax")
+    m, n = te.var("m"), te.var("n")
+    idx = te.placeholder((m, n), name="idx", dtype="int32")
+    val = te.placeholder((m, n), name="val", dtype="float32")
+    k = te.reduce_axis((0, n), "k")
+    T0, T1 = te.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    s = te.create_schedule(T0.op)
+    f = tvm.build(s, [idx, val, T0, T1])
+    vv = np.random.default_rng(4).random((6, 11)).astype("float32")
+    ii = np.tile(np.arange(11, dtype="int32"), (6, 1))
+    t0 = tvm.nd.array(np.zeros(6, "int32"))
+    t1 = tvm.nd.array(np.zeros(6, "float32"))
+    f(tvm.nd.array(ii), tvm.nd.array(vv), t0, t1)
+    np.testing.assert_equal(t0.numpy(), vv.argmax(1))
+    tvm.testing.assert_allclose(t1.numpy(), vv.max(1))
+
+
+GEMV_CC = """
+  extern "C" int gemv_update(float *cc, float *aa, float *bb, int m, int l, int stride) {
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < l; ++j)
+        cc[i] += aa[j] * bb[i * stride + j];
+    return 0;
+  }
+  extern "C" int gemv_reset(float *cc, int m) {
+    for (int i = 0; i < m; ++i) cc[i] = 0.0;
+    return 0;
+  }
+"""
+
+
+def _intrin_gemv(m, l, with_reset):
+    a = te.placeholder((l,), name="a")
+    b = te.placeholder((m, l), name="b")
+    k = te.reduce_axis((0, l), name="k")
+    c = te.compute((m,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+    Ab = tvm.tir.decl_buffer(a.shape, a.dtype, name="A", offset_factor=1, strides=[1])
+    Bb = tvm.tir.decl_buffer(b.shape, b.dtype, name="B", offset_factor=1,
+                             strides=[te.var("s1"), 1])
+    Cb = tvm.tir.decl_buffer(c.shape, c.dtype, name="C", offset_factor=1, strides=[1])
+
+    def intrin_func(ins, outs):
+        aa, bb = ins
+        cc = outs[0]
+
+        def _body():
+            ib = tvm.tir.ir_builder.create()
+            ib.emit(tvm.tir.call_extern("int32", "gemv_update", cc.access_ptr("w"),
+                                        aa.access_ptr("r"), bb.access_ptr("r"), m, l,
+                                        bb.strides[0]))
+            return ib.get()
+
+        def _reduce_reset():
+            ib = tvm.tir.ir_builder.create()
+            ib.emit(tvm.tir.call_extern("int32", "gemv_reset", cc.access_ptr("w"), m))
+            return ib.get()
+
+        return (_body(), _reduce_reset(), _body()) if with_reset else _body()
+
+    return te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, b: Bb, c: Cb})
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="needs a C compiler")
+@pytest.mark.parametrize("target", BACKENDS)
+@pytest.mark.parametrize("with_reset", [False, True])
+def test_tensorize_gemv_import_c(target, with_reset):
+    N, M, L = 24, 48, 64
+    A = te.placeholder((N, L), name="A")
+    B = te.placeholder((M, L), name="B")
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    factor = 16
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=factor)
+    if with_reset:
+        zo, zi = s[C].split(z, factor=factor)
+        s[C].reorder(x, yo, zo, yi, zi)
+        s[C].tensorize(yi, _intrin_gemv(factor, factor, True))
+    else:
+        s[C].reorder(x, yo, yi, z)
+        s[C].tensorize(yi, _intrin_gemv(factor, L, False))
+    s[C].pragma(x, "import_c", GEMV_CC)
+    assert "gemv_update" in str(tvm.lower(s, [A, B, C], simple_mode=True))
+    func = tvm.build(s, [A, B, C], target=target, name="gemv")
+    rng = np.random.default_rng(5)
+    a = rng.uniform(size=(N, L)).astype("float32")
+    b = rng.uniform(size=(M, L)).astype("float32")
+    c = tvm.nd.array(np.full((N, M), np.nan, dtype="float32"))
+    if not with_reset:
+        c = tvm.nd.array(np.zeros((N, M), dtype="float32"))
+    func(tvm.nd.array(a), tvm.nd.array(b), c)
+    tvm.testing.assert_allclose(c.numpy(), np.dot(a, b.T), rtol=1e-4)
+
+
+def test_ir_builder_loops_and_conditions():
+    from tvmpy.tir import stmt as S
+
+    n = te.var("n")
+    ib = tvm.tir.ir_builder.create()
+    with ib.for_range(0, n, name="i") as i:
+        with ib.if_scope(i < 3):
+            ib.emit(tvm.tir.call_extern("int32", "f", i))
+        with ib.else_scope():
+            ib.emit(tvm.tir.call_extern("int32", "g", i))
+    body = ib.get()
+    assert isinstance(body, S.For) and isinstance(body.body, S.IfThenElse)
+    assert body.body.else_case is not None
+    with pytest.raises(RuntimeError, match="else_scope"):
+        with ib.else_scope():
+            pass
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+def test_intrin_math_tutorial(target):
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    a = tvm.nd.array(np.random.default_rng(6).uniform(0.1, 1, size=17).astype("float32"))
+    b = tvm.nd.array(np.zeros(17, "float32"))
+    for fcompute in (lambda i: te.exp(A[i]),
+                     lambda i: tvm.tir.call_pure_extern("float32", "expf", A[i]),
+                     lambda i: tvm.tir.call_intrin("float32", "tir.exp", A[i])):
+        B = te.compute(A.shape, fcompute, name="B")
+        s = te.create_schedule(B.op)
+        f = tvm.build(s, [A, B], target, name="myexp")
+        f(a, b)
+        tvm.testing.assert_allclose(b.numpy(), np.exp(a.numpy()), rtol=1e-5)
+    B = te.compute(A.shape, lambda i: te.log(A[i]), name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B], target)
+    f(a, b)
+    tvm.testing.assert_allclose(b.numpy(), np.log(a.numpy()), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="known:"):
+        tvm.tir.call_intrin("float32", "tir.no_such_op", A[0])
+
+
+def test_arith_and_tir_helpers():
+    ana = tvm.arith.Analyzer()
+    x, y = te.var("x"), te.var("y")
+    assert str(ana.simplify(x * 4 + y * 8 - x * 4)) == "y * 8"
+    ana.bind(x, tvm.ir.Range(0, 8))
+    assert str(ana.simplify(tvm.tir.floormod(x, 8))) == "x"
+    bound = ana.const_int_bound(x * 2 + 1)
+    assert (bound.min_value, bound.max_value) == (1, 15)
+    assert ana.can_prove(x * 2 < 17)
+    assert tvm.ir.structural_equal(ana.simplify(x + 0), x)
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] + 1, name="B")
+    f = tvm.lower(te.create_schedule(B.op), [A, B], name="addone")
+    seen = []
+    tvm.tir.stmt_functor.post_order_visit(f.body, lambda node: seen.append(type(node).__name__))
+    assert "For" in seen and "BufferStore" in seen
+
+
+def test_target_kind_in_fresh_process():
+    code = "import tvmpy as tvm; t = tvm.target.Target('c'); print(t.kind.name, tvm.device(t.kind.name, 0))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[0] == "c"
