@@ -9,7 +9,7 @@ broadcasts of input pixels; a final vectorized stage writes NCHW.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["conv2d_nchw_packed", "pack_kernel"]
+__all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedule_group_conv2d_nchw",
+           "schedule_conv2d_NCHWc", "schedule_conv_nchw_direct"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -81,3 +82,129 @@ def conv2d_nchw_packed(ic: int, h: int, w: int, oc: int, kh: int = 3, kw: int = 
     s[CC].unroll(cx)
     s[CC].vectorize(cci)
     return s, [data, kernel, out]
+
+
+# --- schedules for the topi.nn computes ---------------------------------------------------------
+
+def _outputs(outs: Any) -> list[Tensor]:
+    from ...te import Tensor as _T
+
+    outs = [outs] if isinstance(outs, _T) else list(outs)
+    if not outs:
+        raise ValueError("schedule: outs is empty; pass the output tensor(s) of the operator")
+    return outs
+
+
+def _schedule_pad(s: Schedule, t: Tensor) -> None:
+    """A padding stage at root: parallel over its outer axes, inner axis vectorized."""
+    if t.op not in s or "pad" not in t.op.tag:
+        return
+    axes = s[t].op.axis
+    outer = s[t].fuse(*axes[:2]) if len(axes) > 2 else axes[0]
+    s[t].parallel(outer)
+
+
+def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int = 8,
+                              ow_tile: int = 16) -> None:
+    """Register tile ``oc_tile`` output channels x ``ow_tile`` output columns for an NCHW
+    convolution stage ``conv`` (plain, grouped or transposed): each tile accumulates in
+    ``oc_tile`` vectors (columns along the vector lanes, one broadcast filter value per
+    channel), the reduction loops outside the tile; tasks over (batch, channel block, row)
+    run in parallel. ``out`` is the final output (``conv`` itself or an injective consumer)."""
+    for t in conv.op.input_tensors:
+        _schedule_pad(s, t)
+    ow = int(conv.shape[3].value) if hasattr(conv.shape[3], "value") else int(conv.shape[3])
+    oc = int(conv.shape[1].value) if hasattr(conv.shape[1], "value") else int(conv.shape[1])
+    ow_tile = ow_tile * 2 if ow >= 2 * ow_tile else ow_tile
+    ow_tile = min(ow_tile, ow)
+    oc_tile = min(oc_tile, oc)
+    if conv.op is out.op:
+        CC = s.cache_write(conv, "local")
+    else:
+        s[conv].set_scope("local")
+        CC = conv
+    n, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=oc_tile)
+    xo, xi = s[out].split(x, factor=ow_tile)
+    s[out].reorder(n, fo, y, xo, fi, xi)
+    s[out].vectorize(xi)
+    task = s[out].fuse(n, fo, y)
+    s[out].parallel(task)
+    s[CC].compute_at(s[out], xo)
+    cn, cf, cy, cx = s[CC].op.axis
+    s[CC].reorder(cn, cy, *s[CC].op.reduce_axis, cf, cx)
+    s[CC].unroll(cf)
+    s[CC].vectorize(cx)
+
+
+def _find(outs: list[Tensor], tag: str) -> tuple[Schedule, Tensor | None]:
+    from ..nn.utils import traverse_inline
+
+    s = create_schedule([o.op for o in outs])
+    found: list[Tensor] = []
+
+    def cb(op: Any) -> None:
+        if op.tag == tag and not found:
+            found.append(op.output(0))
+
+    traverse_inline(s, outs[0].op, cb)
+    return s, (found[0] if found else None)
+
+
+def schedule_conv2d_nchw(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.conv2d_nchw`` (and of injective ops fused after it)."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "conv2d_nchw")
+    if conv is None:
+        raise ValueError("schedule_conv2d_nchw: no conv2d_nchw stage among the outputs' inputs")
+    schedule_conv_nchw_direct(s, conv, outs[0])
+    return s
+
+
+def schedule_group_conv2d_nchw(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.group_conv2d_nchw``."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "group_conv2d_nchw")
+    if conv is None:
+        raise ValueError("schedule_group_conv2d_nchw: no group_conv2d_nchw stage found")
+    schedule_conv_nchw_direct(s, conv, outs[0])
+    return s
+
+
+def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
+    """x86 schedule of ``topi.nn.conv2d_NCHWc``: a register tile of ``reg_n`` output columns x
+    the whole channel block (``oc_bn`` lanes), fed by broadcasts of input pixels; reduction
+    order (input chunk, ky, kx, input lane) outside the tile; parallel over (batch, chunk, row)."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "conv2d_NCHWc")
+    if conv is None:
+        raise ValueError("schedule_conv2d_NCHWc: no conv2d_NCHWc stage found")
+    out = outs[0]
+    for t in conv.op.input_tensors:
+        _schedule_pad(s, t)
+    ow = int(conv.shape[3])
+    reg_n = min(reg_n, ow)
+    # the largest tile <= reg_n that divides OW avoids a guarded tail inside the tile
+    for r in range(reg_n, 0, -1):
+        if ow % r == 0:
+            if r >= reg_n // 2:
+                reg_n = r
+            break
+    if conv.op is out.op:
+        CC = s.cache_write(conv, "local")
+    else:
+        s[conv].set_scope("local")
+        CC = conv
+    n, oco, y, x, oci = s[out].op.axis
+    xo, xi = s[out].split(x, factor=reg_n)
+    s[out].reorder(n, oco, y, xo, xi, oci)
+    s[out].vectorize(oci)
+    task = s[out].fuse(n, oco, y)
+    s[out].parallel(task)
+    s[CC].compute_at(s[out], xo)
+    _, _, _, cx, coci = s[CC].op.axis
+    ico, ry, rx, ici = s[CC].op.reduce_axis
+    s[CC].reorder(ico, ry, rx, ici, cx, coci)
+    s[CC].unroll(cx)
+    s[CC].vectorize(coci)
+    return s

@@ -1,0 +1,4 @@
+"""Numpy references for the operators (TVM's ``topi.testing``): the definitions tests compare
+against, written independently of the tensor-expression computes."""
+
+from .nn_ref import *  # noqa: F401,F403

@@ -1,0 +1,223 @@
+"""Numpy references of the nn operators (convolutions, dense, pooling, normalization, softmax)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_nchw_python",
+           "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "dense_python",
+           "matmul_python", "batch_matmul_python", "pool2d_python", "global_pool_python",
+           "batch_norm_python", "layer_norm_python", "softmax_python", "log_softmax_python",
+           "nchw_to_nchwc", "nchwc_to_nchw", "oihw_to_kcrsck"]
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    return (int(v[0]), int(v[1])) if isinstance(v, (list, tuple)) else (int(v), int(v))
+
+
+def _pad4(padding: Any, kh: int, kw: int) -> tuple[int, int, int, int]:
+    if isinstance(padding, str):
+        if padding.upper() == "VALID":
+            return 0, 0, 0, 0
+        ph, pw = kh - 1, kw - 1
+        return ph // 2, pw // 2, ph - ph // 2, pw - pw // 2
+    if isinstance(padding, (list, tuple)):
+        if len(padding) == 2:
+            return padding[0], padding[1], padding[0], padding[1]
+        return tuple(padding)  # type: ignore[return-value]
+    return padding, padding, padding, padding
+
+
+def group_conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any,
+                             dilation: Any = 1, groups: int = 1) -> np.ndarray:
+    """Direct convolution by a sum of shifted slices (float64 accumulation)."""
+    n, c, h, wd = a.shape
+    oc, icg, kh, kw = w.shape
+    sh, sw = _pair(stride)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pad4(padding, (kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    ap = np.pad(a.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        ag = ap[:, g * icg:(g + 1) * icg]
+        wg = w[g * ocg:(g + 1) * ocg].astype(np.float64)
+        for y in range(kh):
+            for x in range(kw):
+                sl = ag[:, :, y * dh:y * dh + (oh - 1) * sh + 1:sh, x * dw:x * dw + (ow - 1) * sw + 1:sw]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", sl, wg[:, :, y, x])
+    return out.astype(a.dtype)
+
+
+def conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any,
+                       dilation: Any = 1) -> np.ndarray:
+    return group_conv2d_nchw_python(a, w, stride, padding, dilation, 1)
+
+
+def depthwise_conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any,
+                                 dilation: Any = 1) -> np.ndarray:
+    """``w[C, M, KH, KW]``: output channel ``c*M + m`` convolves input channel ``c``."""
+    c, m, kh, kw = w.shape
+    return group_conv2d_nchw_python(a, w.reshape(c * m, 1, kh, kw), stride, padding, dilation,
+                                    groups=c)
+
+
+def conv2d_transpose_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any,
+                                 output_padding: Any = 0) -> np.ndarray:
+    """Scatter form: every input pixel adds ``a * w`` into the (uncropped) output window."""
+    n, c, h, wd = a.shape
+    _, oc, kh, kw = w.shape
+    sh, sw = _pair(stride)
+    oph, opw = _pair(output_padding) if output_padding else (0, 0)
+    pt, pl, pb, pr = _pad4(padding, kh, kw)
+    full = np.zeros((n, oc, (h - 1) * sh + kh + oph, (wd - 1) * sw + kw + opw))
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    for y in range(h):
+        for x in range(wd):
+            full[:, :, y * sh:y * sh + kh, x * sw:x * sw + kw] += np.einsum(
+                "nc,cokl->nokl", a64[:, :, y, x], w64)
+    oh = (h - 1) * sh + kh - pt - pb + oph
+    ow = (wd - 1) * sw + kw - pl - pr + opw
+    return full[:, :, pt:pt + oh, pl:pl + ow].astype(a.dtype)
+
+
+def nchw_to_nchwc(a: np.ndarray, bn: int) -> np.ndarray:
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def nchwc_to_nchw(a: np.ndarray) -> np.ndarray:
+    n, cc, h, w, bn = a.shape
+    return np.ascontiguousarray(a.transpose(0, 1, 4, 2, 3).reshape(n, cc * bn, h, w))
+
+
+def oihw_to_kcrsck(w: np.ndarray, ic_bn: int, oc_bn: int) -> np.ndarray:
+    """OIHW -> [O/oc_bn, I/ic_bn, H, W, ic_bn, oc_bn]."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(
+        w.reshape(o // oc_bn, oc_bn, i // ic_bn, ic_bn, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+def conv2d_NCHWc_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any,
+                        dilation: Any = 1) -> np.ndarray:
+    """Blocked data/kernel in, blocked out (through the NCHW reference)."""
+    oc_bn = w.shape[5]
+    o, ic, kh, kw = w.shape[0] * oc_bn, w.shape[1] * w.shape[4], w.shape[2], w.shape[3]
+    w_oihw = w.transpose(0, 5, 1, 4, 2, 3).reshape(o, ic, kh, kw)
+    out = conv2d_nchw_python(nchwc_to_nchw(a), w_oihw, stride, padding, dilation)
+    return nchw_to_nchwc(out, oc_bn)
+
+
+def dense_python(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    out = x.astype(np.float64) @ w.astype(np.float64).T
+    if bias is not None:
+        out = out + bias
+    return out.astype(x.dtype)
+
+
+def matmul_python(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None,
+                  transpose_a: bool = False, transpose_b: bool = False) -> np.ndarray:
+    a64 = a.astype(np.float64).T if transpose_a else a.astype(np.float64)
+    b64 = b.astype(np.float64).T if transpose_b else b.astype(np.float64)
+    out = a64 @ b64
+    if bias is not None:
+        out = out + bias
+    return out.astype(a.dtype)
+
+
+def batch_matmul_python(a: np.ndarray, b: np.ndarray, transpose_a: bool = False,
+                        transpose_b: bool = True) -> np.ndarray:
+    a64 = a.astype(np.float64).transpose(0, 2, 1) if transpose_a else a.astype(np.float64)
+    b64 = b.astype(np.float64).transpose(0, 2, 1) if transpose_b else b.astype(np.float64)
+    return np.matmul(a64, b64).astype(a.dtype)
+
+
+def pool2d_python(a: np.ndarray, kernel: Any, stride: Any, dilation: Any, padding: Any,
+                  pool_type: str, ceil_mode: bool = False,
+                  count_include_pad: bool = True) -> np.ndarray:
+    """NCHW pooling by explicit windows; padding (top, left, bottom, right)."""
+    n, c, h, w = a.shape
+    kh, kw = _pair(kernel)
+    sh, sw = _pair(stride)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pad4(padding, kh, kw)
+
+    def osize(size: int, k: int, s: int, d: int, lo: int, hi: int) -> int:
+        dk = (k - 1) * d + 1
+        if ceil_mode:
+            o = math.ceil((size + lo + hi - dk) / s) + 1
+            if (o - 1) * s >= size + lo:  # the last window must start inside input or left pad
+                o -= 1
+            return o
+        return (size + lo + hi - dk) // s + 1
+
+    oh, ow = osize(h, kh, sh, dh, pt, pb), osize(w, kw, sw, dw, pl, pr)
+    out = np.zeros((n, c, oh, ow), dtype=np.float64)
+    a64 = a.astype(np.float64)
+    for y in range(oh):
+        for x in range(ow):
+            ys = [y * sh - pt + i * dh for i in range(kh)]
+            xs = [x * sw - pl + j * dw for j in range(kw)]
+            yv = [v for v in ys if 0 <= v < h]
+            xv = [v for v in xs if 0 <= v < w]
+            win = a64[:, :, yv][:, :, :, xv]
+            if pool_type == "max":
+                out[:, :, y, x] = win.max(axis=(2, 3))
+            else:
+                if count_include_pad:
+                    # the window clipped to the padded extent (as TVM / ONNX count it)
+                    ny = sum(1 for v in ys if -pt <= v < h + pb)
+                    nx = sum(1 for v in xs if -pl <= v < w + pr)
+                    cnt = ny * nx
+                else:
+                    cnt = len(yv) * len(xv)
+                out[:, :, y, x] = win.sum(axis=(2, 3)) / max(cnt, 1)
+    return out.astype(a.dtype)
+
+
+def global_pool_python(a: np.ndarray, pool_type: str) -> np.ndarray:
+    f = np.max if pool_type == "max" else np.mean
+    return f(a.astype(np.float64), axis=(2, 3), keepdims=True).astype(a.dtype)
+
+
+def batch_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np.ndarray,
+                      var: np.ndarray, axis: int = 1, epsilon: float = 1e-5,
+                      center: bool = True, scale: bool = True) -> np.ndarray:
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    out = (x.astype(np.float64) - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if scale:
+        out = out * gamma.reshape(shape)
+    if center:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def layer_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None, axis: Any,
+                      epsilon: float = 1e-5) -> np.ndarray:
+    axes = tuple(a % x.ndim for a in (axis if isinstance(axis, (list, tuple)) else [axis]))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+    shape = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
+    out = (x64 - mean) / np.sqrt(var + epsilon) * gamma.reshape(shape)
+    if beta is not None:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def softmax_python(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def log_softmax_python(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    m = x64 - x64.max(axis=axis, keepdims=True)
+    return (m - np.log(np.exp(m).sum(axis=axis, keepdims=True))).astype(x.dtype)
