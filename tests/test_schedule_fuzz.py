@@ -180,16 +180,26 @@ def apply_random_schedule(draw, s, inputs, outputs, log):
             stage.compute_inline()
             inlined.add(stage.op)
             log.append(f"{stage.op.name}.compute_inline()")
-        elif prim == "vectorize" and leaves and leaves[-1].iter_type == tir.IterVar.DataPar:
+        elif prim == "vectorize" and leaves and leaves[-1].iter_type == tir.IterVar.DataPar \
+                and _annotatable(stage, leaves[-1], tir.IterVar.Vectorized):
             stage.vectorize(leaves[-1])
             log.append(f"{stage.op.name}.vectorize({leaves[-1].var.name})")
         elif prim == "unroll" and leaves:
             iv = draw(st.sampled_from(leaves))
+            if not _annotatable(stage, iv, tir.IterVar.Unrolled):
+                continue
             stage.unroll(iv)
             log.append(f"{stage.op.name}.unroll({iv.var.name})")
-        elif prim == "parallel" and spatial and leaves[0] is spatial[0] and stage.op not in attached:
+        elif prim == "parallel" and spatial and leaves[0] is spatial[0] and stage.op not in attached \
+                and _annotatable(stage, leaves[0], tir.IterVar.Parallelized):
             stage.parallel(leaves[0])
             log.append(f"{stage.op.name}.parallel({leaves[0].var.name})")
+
+
+def _annotatable(stage, iv, kind) -> bool:
+    """A loop takes one of vectorize/unroll/parallel (a second, different one is refused)."""
+    a = stage.iter_var_attrs.get(iv)
+    return a is None or a.kind in (tir.IterVar.DataPar, kind)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

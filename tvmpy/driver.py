@@ -16,6 +16,9 @@ __all__ = ["lower", "build"]
 
 
 def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict | None) -> PrimFunc:
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"lower/build: name must be a C identifier such as 'my_func' (it is the "
+                         f"function's symbol), got {type(name).__name__} {name!r}")
     if isinstance(inputs, PrimFunc):
         return inputs if name == "default_function" or "global_symbol" in inputs.attrs else inputs.with_attr("global_symbol", name)
     from .te.schedule import Schedule
@@ -25,6 +28,11 @@ def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict
         raise TypeError(f"lower/build expects a te.Schedule or a tir.PrimFunc, got {type(inputs).__name__}")
     if args is None:
         raise TypeError("lower/build of a schedule needs `args`: the tensors (and scalar vars) of the function")
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"lower/build: args must be a list of tensors (and scalar vars), got "
+                        f"{type(args).__name__} {args!r}")
+    if binds is not None and not isinstance(binds, dict):
+        raise TypeError(f"lower/build: binds must be a dict {{Tensor: Buffer}}, got {type(binds).__name__}")
     return schedule_to_primfunc(inputs, list(args), name, binds or {})
 
 

@@ -11,6 +11,8 @@ from tvmpy import te, tir
 from tvmpy.te.schedule_ops import schedule_to_primfunc
 from tvmpy.tir.interpreter import run
 
+_KINDS = {"unroll": "Unrolled", "vectorize": "Vectorized", "parallel": "Parallelized"}
+
 
 def stencil(n):
     A = te.placeholder((n + 2,), name="A")
@@ -104,6 +106,10 @@ def _schedule(draw, s, outputs, log):
             kind = draw(st.sampled_from(["unroll", "vectorize", "parallel", "pragma"]))
             if kind in ("vectorize", "parallel") and iv.iter_type == tir.IterVar.CommReduce:
                 return
+            marked = stage.iter_var_attrs.get(iv)
+            if kind != "pragma" and marked is not None and marked.kind != tir.IterVar.DataPar \
+                    and marked.kind != getattr(tir.IterVar, _KINDS[kind]):
+                return  # a loop takes one of vectorize/unroll/parallel
             if kind == "pragma":
                 stage.pragma(iv, "auto_unroll_max_step", 8)
             else:

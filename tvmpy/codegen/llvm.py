@@ -25,8 +25,14 @@ worker processes that are recycled.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import re
+import sys
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,9 +84,35 @@ def _target_machine(target: Target):
         cpu, features = "generic", ",".join(target.mattr)
     else:
         cpu, features = target.cpu, target.features
-    tm = llvm_target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
-                                           codemodel="default")
+    # LLVM only warns on stderr about an unknown -mcpu / -mattr, then aborts the process in code
+    # generation ("64-bit code requested on a subtarget ..."): catch the warning, raise instead
+    with _captured_stderr() as err:
+        tm = llvm_target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+                                               codemodel="default")
+    bad = sorted(set(re.findall(r"'([^']*)' is not a recognized (processor|feature)", err.read())))
+    if bad:
+        what = ", ".join(f"{kind} {name!r}" for name, kind in bad)
+        raise ValueError(f"target {target}: LLVM does not know the {what} for {triple}; "
+                         "leave out -mcpu/-mattr to compile for this machine")
     return tm, triple, cpu, features
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[Any]:
+    """Redirect file descriptor 2 (where LLVM writes its warnings) to a temporary file."""
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        out = io.StringIO()
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.write(tmp.read().decode(errors="replace"))
+            out.seek(0)
 
 
 def _check_funcs(funcs: Sequence[PrimFunc]) -> list[PrimFunc]:

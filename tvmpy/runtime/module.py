@@ -49,6 +49,7 @@ import ctypes
 import json
 import os
 import shutil
+import struct
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -90,7 +91,31 @@ def _metadata_of(funcs: Any, entry: str | None) -> dict:
     return meta
 
 
+def _check_elf_size(path: str) -> None:
+    """Refuse a truncated ELF64 library: dlopen maps its segments past the end of the file and
+    the process dies of SIGBUS when the loader touches them."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            return  # not a little-endian ELF64 file: dlopen reports it cleanly
+        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
+        need = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
+        if need <= size and phentsize >= 56:
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+            for k in range(phnum):
+                p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", table, k * phentsize)
+                if p_type == 1:  # PT_LOAD
+                    need = max(need, p_offset + p_filesz)
+    if need > size:
+        raise RuntimeError(f"cannot load shared library {path}: the file is truncated ({size} bytes, "
+                           f"its headers need {need}); export it again")
+
+
 def _dlopen(path: str) -> ctypes.CDLL:
+    _check_elf_size(path)
     try:
         return ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:

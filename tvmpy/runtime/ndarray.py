@@ -54,6 +54,8 @@ def _aligned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
+    if shape is None or isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"shape must be a tuple of ints, got {type(shape).__name__} {shape!r}")
     out = []
     for s in shape:
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
@@ -219,7 +221,13 @@ def array(arr: Any, device: Any = None, dtype: Any = None) -> NDArray:
     elif hasattr(arr, "__dlpack__") and not isinstance(arr, (list, tuple)):
         src = from_dlpack(arr)._arr
     else:
-        src = np.asarray(arr, dtype=None if dtype is None else _np_dtype(dtype))
+        if arr is None or isinstance(arr, (str, bytes, dict, set)):
+            raise TypeError(f"nd.array: expected a numpy array, NDArray, DLPack tensor or nested lists "
+                            f"of numbers, got {type(arr).__name__}")
+        try:
+            src = np.asarray(arr, dtype=None if dtype is None else _np_dtype(dtype))
+        except ValueError as err:
+            raise ValueError(f"nd.array: cannot make an array from {type(arr).__name__}: {err}") from None
     target = _np_dtype(dtype) if dtype is not None else _np_dtype(src.dtype)
     out = NDArray(_aligned(src.shape, target), dev)
     np.copyto(out._arr, src, casting="unsafe")

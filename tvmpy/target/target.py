@@ -51,6 +51,9 @@ class Target:
         if isinstance(target, Target):
             self.__dict__.update(target.__dict__)
             return
+        if target is not None and not isinstance(target, str):
+            raise TypeError(f"target must be a string such as 'llvm' or 'c', got {type(target).__name__} "
+                            f"{target!r}")
         text = target or "llvm"
         parts = shlex.split(text)
         kind = parts[0]

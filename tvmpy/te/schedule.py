@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Var, convert
 from ..tir.functor import Mutator
@@ -264,6 +266,11 @@ class Stage:
         if kind in (IterVar.Vectorized, IterVar.Parallelized) and iv.iter_type == IterVar.CommReduce:
             raise ValueError(f"{name}: cannot {name} the reduction axis {_ivname(iv)} of {self.op.name} "
                              "(use rfactor to make it data-parallel first)")
+        old = self.iter_var_attrs[iv].kind if iv in self.iter_var_attrs else None
+        if old is not None and old != kind and old in _KIND_NAMES:
+            raise ValueError(f"{name}: axis {_ivname(iv)} of {self.op.name} is already marked "
+                             f"{_KIND_NAMES[old]}; a loop takes one of vectorize/unroll/parallel "
+                             "(split it to use both)")
         self._attr(iv).kind = kind
 
     def vectorize(self, iv: IterVar) -> None:
@@ -332,6 +339,9 @@ class Stage:
         dims = [k for k, a in enumerate(self.op.axis) if a is axis]
         if not dims:
             raise ValueError(f"storage_align: {axis!r} is not one of {self.op.name}.op.axis")
+        for what, v in (("factor", factor), ("offset", offset)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"storage_align: {what} must be an int, got {type(v).__name__} {v!r}")
         if int(factor) <= 0:
             raise ValueError(f"storage_align: factor must be positive, got {factor}")
         if not 0 <= int(offset) < int(factor):
@@ -492,6 +502,7 @@ class Schedule:
         """A copy ``tensor.scope`` of ``tensor`` in ``scope``, read by ``readers`` instead."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"cache_read: expected a Tensor, got {type(tensor).__name__}")
+        _check_scope("cache_read", scope)
         src_stage = self[tensor]
         readers = list(readers) if isinstance(readers, (list, tuple)) else [readers]
         if not readers:
@@ -527,6 +538,7 @@ class Schedule:
         for t in tensors:
             if not isinstance(t, Tensor):
                 raise TypeError(f"cache_write: expected Tensors, got {type(t).__name__}")
+        _check_scope("cache_write", scope)
         st = self[tensors[0]]
         op = st.op
         if not isinstance(op, ComputeOp):
@@ -620,3 +632,9 @@ def create_schedule(ops: Any) -> Schedule:
 
 
 __all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order"]
+
+
+def _check_scope(what: str, scope: Any) -> None:
+    if not isinstance(scope, str) or not scope:
+        raise TypeError(f"{what}: scope must be a string such as 'local' or 'shared', got "
+                        f"{type(scope).__name__} {scope!r}")

@@ -10,6 +10,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..ir import dtype as dt
 from ..ir.node import Node
 from ..tir import expr as E
@@ -213,8 +215,8 @@ def _shape_tuple(shape: Any) -> tuple:
     for s in shape:
         if isinstance(s, float) and s.is_integer():
             s = int(s)  # `N / bn` in TVM's tutorials: a whole Python float is accepted as a size
-        s = convert(s)
-        if not isinstance(s, PrimExpr) or not dt.is_integer(s.dtype):
+        s = convert(s) if not isinstance(s, (bool, np.bool_)) else s
+        if not isinstance(s, PrimExpr) or not dt.is_integer(s.dtype) or dt.is_bool(s.dtype):
             raise TypeError(f"shape entries must be integers or integer expressions, got {s!r}")
         if isinstance(s, E.IntImm) and s.value < 0:
             raise ValueError(f"negative dimension {s.value} in shape {shape}")
@@ -224,6 +226,7 @@ def _shape_tuple(shape: Any) -> tuple:
 
 def placeholder(shape: Any, dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor of the computation."""
+    _check_name("placeholder", name)
     return PlaceholderOp(name, _shape_tuple(shape), dtype).output(0)
 
 
@@ -239,7 +242,18 @@ def _range(dom: Any) -> Range:
 
 def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "", dtype: str | None = None) -> IterVar:
     """A reduction axis over ``dom`` = (begin, end) or a Range."""
+    _check_name("reduce_axis", name)
+    if dom is None:
+        raise TypeError("reduce_axis: needs a domain (begin, end) or an extent, got None")
+    raw = [dom.min, dom.extent] if isinstance(dom, Range) else list(dom) if isinstance(dom, (list, tuple)) else [dom]
+    for v in raw:
+        e = convert(v) if not isinstance(v, (bool, str, np.bool_)) else None
+        if not isinstance(e, PrimExpr) or not dt.is_integer(e.dtype) or dt.is_bool(e.dtype):
+            raise TypeError(f"reduce_axis: the domain bounds must be integers or integer expressions, "
+                            f"got {v!r} in {dom!r}")
     r = _range(dom)
+    if isinstance(r.extent, E.IntImm) and r.extent.value < 0:
+        raise ValueError(f"reduce_axis: the domain {dom!r} is empty backwards: end < begin")
     return IterVar(r, Var(name, dtype or r.extent.dtype), IterVar.CommReduce, thread_tag)
 
 
@@ -260,9 +274,14 @@ def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag
     ``fcompute`` may return a list/tuple for several outputs of the same shape; a reduction
     (``te.sum`` etc.) must be its top-level expression.
     """
+    _check_name("compute", name)
+    if not callable(fcompute):
+        raise TypeError(f"compute {name}: fcompute must be a function of the indices (e.g. "
+                        f"lambda i, j: ...), got {type(fcompute).__name__} {fcompute!r}")
     shape = _shape_tuple(shape)
     try:
-        params = list(inspect.signature(fcompute).parameters.values())
+        params = [p for p in inspect.signature(fcompute).parameters.values()
+                  if p.kind not in (p.VAR_KEYWORD, p.KEYWORD_ONLY)]
     except (TypeError, ValueError):
         params = []
     if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
@@ -275,13 +294,29 @@ def compute(shape: Any, fcompute: Callable[..., Any], name: str = "compute", tag
     axis = tuple(IterVar(Range(0, s), Var(n, s.dtype), IterVar.DataPar) for n, s in zip(names, shape))
     body = fcompute(*[a.var for a in axis])
     multi = isinstance(body, (list, tuple))
-    body = [convert(b) for b in (body if multi else [body])]
-    for b in body:
-        if not isinstance(b, PrimExpr):
-            raise TypeError(f"compute {name}: fcompute must return an expression, got {type(b).__name__}")
+    if multi and not body:
+        raise ValueError(f"compute {name}: fcompute returned an empty {type(body).__name__}; "
+                         "expected an expression or a list of them")
+    body = [_body_expr(name, b) for b in (body if multi else [body])]
     op = ComputeOp(name, tag, attrs or {}, axis, body)
     outs = [op.output(i) for i in range(op.num_outputs)]
     return outs if multi else outs[0]
+
+
+def _check_name(what: str, name: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{what}: name must be a non-empty string, got {type(name).__name__} {name!r}")
+
+
+def _body_expr(name: str, b: Any) -> PrimExpr:
+    """A compute body value as an expression; strings, None, tensors, arrays are refused."""
+    if isinstance(b, (Tensor, str, np.ndarray)) or b is None or not isinstance(b, (PrimExpr, IterVar, int, float, np.generic)):
+        what = f"Tensor {b.name} (index it: {b.name}[i, ...])" if isinstance(b, Tensor) else type(b).__name__
+        raise TypeError(f"compute {name}: fcompute must return an expression (or a list of them), got {what}")
+    e = convert(b)
+    if not isinstance(e, PrimExpr) or e.dtype == "handle":
+        raise TypeError(f"compute {name}: fcompute must return a numeric expression, got {b!r}")
+    return e
 
 
 def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
@@ -292,8 +327,17 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
     ``expr`` is a tuple and the call returns a tuple of Reduce nodes.
     """
 
-    def reducer(expr: Any, axis: Any, where: Any = None, init: Any = None, *args: Any):
+    def reducer(expr: Any, *args: Any, **kwargs: Any):
+        axis, where, init, args = _reducer_args(*args, **kwargs)
+        if axis is _NO_AXIS:
+            raise TypeError(f"{name}: needs axis=, the te.reduce_axis IterVar(s) to reduce over")
+        if isinstance(axis, (list, tuple)) and not axis:
+            raise ValueError(f"{name}: axis= is an empty list; give the te.reduce_axis IterVar(s) to "
+                             "reduce over")
         if not isinstance(axis, (IterVar, list, tuple)) and not isinstance(expr, (list, tuple)):
+            if axis is None or "axis" in kwargs:
+                raise TypeError(f"{name}: axis must be te.reduce_axis IterVars, got "
+                                f"{type(axis).__name__} {axis!r}")
             # elementwise use, as TVM: te.max(a, b), te.min(a, b, c) fold fcombine over the values
             vals = [v for v in (expr, axis, where, init, *args) if v is not None]
             out = vals[0]
@@ -305,6 +349,17 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
         for a in axes:
             if not isinstance(a, IterVar) or a.iter_type != IterVar.CommReduce:
                 raise TypeError(f"{name}: axis must be te.reduce_axis IterVars, got {a!r}")
+        if len({id(a) for a in axes}) != len(axes):
+            raise ValueError(f"{name}: an axis appears twice in {[a.var.name for a in axes]}")
+        for e in (expr if isinstance(expr, (list, tuple)) else (expr,)):
+            if not isinstance(e, (PrimExpr, IterVar, int, float, np.generic)) or isinstance(e, (bool, str)):
+                raise TypeError(f"{name}: the reduced value must be a numeric expression, got "
+                                f"{type(e).__name__} {e!r}")
+        if where is not None:
+            w = convert(where) if not isinstance(where, str) else None
+            if not isinstance(w, PrimExpr) or not dt.is_bool(w.dtype):
+                raise TypeError(f"{name}: where= must be a boolean expression, got {type(where).__name__} "
+                                f"{where!r}")
         dtypes = [e.dtype for e in exprs]
         lhs = tuple(Var(f"x{k}" if len(exprs) > 1 else "x", d) for k, d in enumerate(dtypes))
         rhs = tuple(Var(f"y{k}" if len(exprs) > 1 else "y", d) for k, d in enumerate(dtypes))
@@ -331,6 +386,14 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
 
     reducer.__name__ = name
     return reducer
+
+
+_NO_AXIS = object()
+
+
+def _reducer_args(axis: Any = _NO_AXIS, where: Any = None, init: Any = None,
+                  *rest: Any) -> tuple[Any, Any, Any, tuple]:
+    return axis, where, init, rest
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int | None:

@@ -1252,6 +1252,15 @@ class InterpModule:
                        min_repeat_ms: int = 0) -> Callable[..., Any]:
         """Mean/median/results timing of ``func_name`` (seconds per call), like the runtime's."""
         f = self.get_function(func_name)
+        from ..runtime.device import Device
+
+        if dev is not None and not isinstance(dev, Device):
+            raise TypeError(f"time_evaluator: dev must be a tvm Device, got {type(dev).__name__}")
+        for what, v in (("number", number), ("repeat", repeat)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"time_evaluator: {what} must be a positive int, got {v!r}")
+        if min_repeat_ms < 0:
+            raise ValueError("time_evaluator: min_repeat_ms must be >= 0")
 
         def evaluate(*args: Any) -> Any:
             results = []

@@ -1,4 +1,5 @@
 """Numpy references for the operators (TVM's ``topi.testing``): the definitions tests compare
 against, written independently of the tensor-expression computes."""
 
+from .common_ref import *  # noqa: F401,F403,E402
 from .nn_ref import *  # noqa: F401,F403

@@ -1,0 +1,379 @@
+"""Injective transforms: reshape, transpose, concatenate, split, strided_slice, take, squeeze,
+expand_dims, flatten, cast, tile, repeat (TVM's ``topi.transform``). Each output element reads
+one input element at an index computed from the output index; all are tagged ``injective``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from ..arith import can_prove, simplify
+from ..ir import dtype as dt
+from ..tir import op as tir_op
+from ..tir.expr import IntImm, PrimExpr, const, convert
+from ..tir.expr import cast as _cast
+from . import tag
+from .broadcast import broadcast_to, where
+from .utils import get_const_int, normalize_axes, normalize_axis, prod
+
+__all__ = [
+    "reshape", "transpose", "concatenate", "split", "strided_slice", "take", "squeeze",
+    "expand_dims", "flatten", "cast", "broadcast_to", "where", "tile", "repeat", "stack",
+]
+
+
+def _check(x: Any, op: str) -> te.Tensor:
+    if not isinstance(x, te.Tensor):
+        raise TypeError(f"topi.{op}: expected a te.Tensor, got {type(x).__name__} {x!r}")
+    return x
+
+
+def _fmt(shape: Sequence[Any]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _unravel(flat: PrimExpr, shape: Sequence[Any]) -> list:
+    """Row-major multi-index of ``flat`` in ``shape``."""
+    idx = []
+    for s in reversed(shape):
+        if isinstance(s, IntImm) and s.value == 1:
+            idx.append(const(0, flat.dtype))
+            continue
+        idx.append(tir_op.floormod(flat, s))
+        flat = tir_op.floordiv(flat, s)
+    return list(reversed(idx))
+
+
+def _ravel(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
+    flat: Any = const(0, "int32")
+    for i, s in zip(idx, shape):
+        flat = flat * s + i
+    return flat
+
+
+def cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    """``x`` converted to ``dtype`` elementwise (float to int truncates; to bool is ``!= 0``)."""
+    _check(x, "cast")
+    dt.parse(dtype)
+
+    def f(*i: Any) -> PrimExpr:
+        v = x(*i)
+        if dt.is_bool(dtype) and not dt.is_bool(x.dtype):
+            return v != const(0, x.dtype)
+        return _cast(v, dtype)
+
+    return te.compute(x.shape, f, name="cast", tag=tag.ELEMWISE)
+
+
+def reshape(a: te.Tensor, newshape: Any) -> te.Tensor:
+    """``a`` with shape ``newshape``; an entry ``-1`` is inferred, ``0`` copies the input's size
+    at that position (ONNX/TVM conventions)."""
+    _check(a, "reshape")
+    newshape = list(newshape) if isinstance(newshape, (list, tuple)) else [newshape]
+    total = prod(a.shape)
+    out: list[Any] = []
+    infer = None
+    for k, s in enumerate(newshape):
+        s = convert(s) if not isinstance(s, int) else s
+        if isinstance(s, IntImm):
+            s = int(s.value)
+        if isinstance(s, int):
+            if s == -1:
+                if infer is not None:
+                    raise ValueError(f"topi.reshape: more than one -1 in newshape {newshape}")
+                infer = k
+                out.append(None)
+            elif s == 0:
+                if k >= a.ndim:
+                    raise ValueError(f"topi.reshape: newshape {newshape} copies (0) dimension {k}, "
+                                     f"but the input has rank {a.ndim}")
+                out.append(a.shape[k])
+            elif s < -1:
+                raise ValueError(f"topi.reshape: invalid entry {s} in newshape {newshape}")
+            else:
+                out.append(const(s))
+        else:
+            out.append(s)
+    if infer is not None:
+        known = prod([s for s in out if s is not None])
+        if isinstance(known, int) and isinstance(total, int):
+            if known == 0 or total % known:
+                raise ValueError(f"topi.reshape: cannot reshape {_fmt(a.shape)} ({total} elements) "
+                                 f"into {newshape}")
+            out[infer] = const(total // known)
+        else:
+            out[infer] = simplify(convert(total) // convert(known))
+    out_total = prod(out)
+    if isinstance(out_total, int) and isinstance(total, int):
+        if out_total != total:
+            raise ValueError(f"topi.reshape: cannot reshape {_fmt(a.shape)} ({total} elements) into "
+                             f"{_fmt(out)} ({out_total} elements)")
+    elif not can_prove(convert(out_total) == convert(total)):
+        raise ValueError(f"topi.reshape: cannot prove that {_fmt(a.shape)} and {_fmt(out)} have "
+                         "the same number of elements")
+
+    def f(*i: Any) -> PrimExpr:
+        return a(*_unravel(_ravel(i, out), a.shape))
+
+    return te.compute(out, f, name="reshape", tag=tag.INJECTIVE)
+
+
+def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
+    """Permute axes (reverse them when ``axes`` is None); output axis k is input axis axes[k]."""
+    _check(a, "transpose")
+    n = a.ndim
+    if axes is None:
+        perm = list(range(n))[::-1]
+    else:
+        axes = list(axes)
+        if len(axes) != n:
+            raise ValueError(f"topi.transpose: axes {axes} has {len(axes)} entries, the input has "
+                             f"rank {n}")
+        perm = [normalize_axis(x, n, "transpose") for x in axes]
+        if sorted(perm) != list(range(n)):
+            raise ValueError(f"topi.transpose: axes {axes} is not a permutation of range({n})")
+    shape = [a.shape[p] for p in perm]
+
+    def f(*i: Any) -> PrimExpr:
+        idx: list[Any] = [None] * n
+        for k, p in enumerate(perm):
+            idx[p] = i[k]
+        return a(*idx)
+
+    return te.compute(shape, f, name="transpose", tag=tag.INJECTIVE)
+
+
+def concatenate(a_tuple: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """Join tensors along ``axis``; the other dimensions must agree."""
+    ts = list(a_tuple)
+    if not ts:
+        raise ValueError("topi.concatenate: needs at least one tensor")
+    for t in ts:
+        _check(t, "concatenate")
+    n = ts[0].ndim
+    ax = normalize_axis(axis, n, "concatenate")
+    for t in ts[1:]:
+        if t.ndim != n:
+            raise ValueError(f"topi.concatenate: all inputs need rank {n}, got {_fmt(t.shape)}")
+        if t.dtype != ts[0].dtype:
+            raise TypeError(f"topi.concatenate: dtypes differ: {ts[0].dtype} vs {t.dtype}")
+        for k in range(n):
+            if k != ax and not can_prove(t.shape[k] == ts[0].shape[k]):
+                raise ValueError(f"topi.concatenate: shapes {_fmt(ts[0].shape)} and {_fmt(t.shape)} "
+                                 f"differ in dimension {k} (not the concatenation axis {ax})")
+    offsets = [const(0)]
+    for t in ts:
+        offsets.append(simplify(offsets[-1] + t.shape[ax]))
+    shape = list(ts[0].shape)
+    shape[ax] = offsets[-1]
+
+    def f(*i: Any) -> PrimExpr:
+        j = i[ax]
+        out = None
+        for k in reversed(range(len(ts))):
+            idx = list(i)
+            idx[ax] = j - offsets[k]
+            v = ts[k](*idx)
+            out = v if out is None else tir_op.if_then_else(j < offsets[k + 1], v, out)
+        return out
+
+    return te.compute(shape, f, name="concatenate", tag=tag.INJECTIVE)
+
+
+def stack(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
+    """Join same-shaped tensors along a new axis."""
+    ts = list(tensors)
+    if not ts:
+        raise ValueError("topi.stack: needs at least one tensor")
+    ax = normalize_axis(axis, ts[0].ndim, "stack", allow_end=True)
+    return concatenate([expand_dims(t, ax) for t in ts], ax)
+
+
+def _slice(a: te.Tensor, begin: Sequence[int], size: Sequence[Any], ax: int) -> te.Tensor:
+    shape = list(a.shape)
+    shape[ax] = size
+
+    def f(*i: Any) -> PrimExpr:
+        idx = list(i)
+        idx[ax] = idx[ax] + begin
+        return a(*idx)
+
+    return te.compute(shape, f, name="split", tag=tag.INJECTIVE)
+
+
+def split(ary: te.Tensor, indices_or_sections: Any, axis: int = 0) -> list[te.Tensor]:
+    """Split along ``axis`` into ``n`` equal sections (an int) or at the given indices."""
+    _check(ary, "split")
+    ax = normalize_axis(axis, ary.ndim, "split")
+    n = get_const_int(ary.shape[ax], "topi.split: the split axis size")
+    if isinstance(indices_or_sections, (int, IntImm)) and not isinstance(indices_or_sections, bool):
+        sec = get_const_int(indices_or_sections)
+        if sec <= 0:
+            raise ValueError(f"topi.split: the number of sections must be positive, got {sec}")
+        if n % sec:
+            raise ValueError(f"topi.split: axis {ax} of size {n} does not divide into {sec} "
+                             "equal sections")
+        points = [n // sec * k for k in range(1, sec)]
+    elif isinstance(indices_or_sections, (list, tuple)):
+        points = [get_const_int(p, "topi.split index") for p in indices_or_sections]
+        if any(p < 0 or p > n for p in points) or points != sorted(points):
+            raise ValueError(f"topi.split: indices {points} must be increasing and within [0, {n}]")
+    else:
+        raise TypeError(f"topi.split: indices_or_sections must be an int or a list of ints, got "
+                        f"{indices_or_sections!r}")
+    bounds = [0, *points, n]
+    return [_slice(ary, b, e - b, ax) for b, e in zip(bounds[:-1], bounds[1:])]
+
+
+def strided_slice(a: te.Tensor, begin: Sequence[Any], end: Sequence[Any],
+                  strides: Sequence[Any] | None = None, axes: Sequence[int] | None = None,
+                  slice_mode: str = "end") -> te.Tensor:
+    """numpy's ``a[b0:e0:s0, b1:e1:s1, ...]`` (constant bounds; negative values count from the
+    end, out-of-range ones are clamped; None means the whole axis). ``axes`` names which axes
+    the entries apply to (default the first ``len(begin)``); ``slice_mode="size"`` reads ``end``
+    as sizes (-1: to the end), as TVM."""
+    _check(a, "strided_slice")
+    if slice_mode not in ("end", "size"):
+        raise ValueError(f"topi.strided_slice: slice_mode must be 'end' or 'size', got {slice_mode!r}")
+    begin, end = list(begin), list(end)
+    strides = list(strides) if strides is not None else [1] * len(begin)
+    if axes is None:
+        axes = list(range(len(begin)))
+    axes = [normalize_axis(x, a.ndim, "strided_slice") for x in axes]
+    if not (len(begin) == len(end) == len(axes)) or len(strides) not in (len(begin), 1):
+        raise ValueError(f"topi.strided_slice: begin {begin}, end {end}, strides {strides} and axes "
+                         f"{axes} must have matching lengths")
+    if len(strides) == 1 and len(begin) > 1:
+        strides = strides * len(begin)
+    shape = list(a.shape)
+    starts = [const(0)] * a.ndim
+    steps = [1] * a.ndim
+    for b, e, s, ax in zip(begin, end, strides, axes):
+        s = 1 if s is None else get_const_int(s, "strided_slice stride")
+        if s == 0:
+            raise ValueError(f"topi.strided_slice: stride 0 on axis {ax} (strides {strides})")
+        n = get_const_int(a.shape[ax], f"topi.strided_slice: size of axis {ax}")
+        b = None if b is None else get_const_int(b, "strided_slice begin")
+        e = None if e is None else get_const_int(e, "strided_slice end")
+        if slice_mode == "size":
+            if s != 1:
+                raise ValueError("topi.strided_slice: slice_mode='size' needs unit strides")
+            b = b or 0
+            e = None if e is None or e < 0 else b + e
+        start, _, step = slice(b, e, s).indices(n)
+        length = len(range(*slice(b, e, s).indices(n)))
+        shape[ax] = const(length)
+        starts[ax] = const(start)
+        steps[ax] = step
+
+    def f(*i: Any) -> PrimExpr:
+        return a(*[st + ii * sp if sp != 1 else st + ii for st, ii, sp in zip(starts, i, steps)])
+
+    return te.compute(shape, f, name="strided_slice", tag=tag.INJECTIVE)
+
+
+def take(a: te.Tensor, indices: Any, axis: int | None = None, mode: str = "clip") -> te.Tensor:
+    """Gather: ``a`` indexed along ``axis`` by ``indices`` (a tensor or an int); with
+    ``axis=None`` ``a`` is flattened first. ``mode``: "clip" clamps indices into range, "wrap"
+    wraps them modulo the size (so -1 is the last), "fast" assumes they are in range."""
+    _check(a, "take")
+    if mode not in ("clip", "wrap", "fast"):
+        raise ValueError(f"topi.take: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
+    if axis is None:
+        a = reshape(a, [-1])
+        ax = 0
+    else:
+        ax = normalize_axis(axis, a.ndim, "take")
+    n = a.shape[ax]
+    if isinstance(indices, te.Tensor):
+        if not dt.is_integer(indices.dtype) or dt.is_bool(indices.dtype):
+            raise TypeError(f"topi.take: indices must be integers, got {indices.dtype}")
+        ishape = list(indices.shape)
+    elif isinstance(indices, (int, IntImm)) and not isinstance(indices, bool):
+        ishape = []
+    else:
+        raise TypeError(f"topi.take: indices must be a te.Tensor or an int, got {indices!r}")
+    k = len(ishape)
+    shape = list(a.shape[:ax]) + ishape + list(a.shape[ax + 1:])
+
+    def f(*i: Any) -> PrimExpr:
+        raw = indices(*i[ax:ax + k]) if isinstance(indices, te.Tensor) else convert(indices)
+        j = _cast(raw, n.dtype) if raw.dtype != n.dtype else raw
+        if mode == "clip":
+            j = tir_op.min(tir_op.max(j, const(0, j.dtype)), n - 1)
+        elif mode == "wrap":
+            j = tir_op.floormod(j, n)
+        return a(*i[:ax], j, *i[ax + k:])
+
+    return te.compute(shape, f, name="take", tag=tag.INJECTIVE)
+
+
+def squeeze(a: te.Tensor, axis: Any = None) -> te.Tensor:
+    """Remove size-1 axes (all of them when ``axis`` is None)."""
+    _check(a, "squeeze")
+    if axis is None:
+        axes = [k for k, s in enumerate(a.shape) if isinstance(s, IntImm) and s.value == 1]
+    else:
+        axes = normalize_axes(axis, a.ndim, "squeeze")
+        for x in axes:
+            if not (isinstance(a.shape[x], IntImm) and a.shape[x].value == 1):
+                raise ValueError(f"topi.squeeze: axis {x} of shape {_fmt(a.shape)} has size "
+                                 f"{a.shape[x]}, not 1")
+    shape = [s for k, s in enumerate(a.shape) if k not in axes]
+
+    def f(*i: Any) -> PrimExpr:
+        it = iter(i)
+        return a(*[const(0, "int32") if k in axes else next(it) for k in range(a.ndim)])
+
+    return te.compute(shape, f, name="squeeze", tag=tag.INJECTIVE)
+
+
+def expand_dims(a: te.Tensor, axis: int, num_newaxis: int = 1) -> te.Tensor:
+    """Insert ``num_newaxis`` size-1 axes at ``axis`` (in ``[-ndim-1, ndim]``)."""
+    _check(a, "expand_dims")
+    if num_newaxis < 0:
+        raise ValueError(f"topi.expand_dims: num_newaxis must be >= 0, got {num_newaxis}")
+    ax = normalize_axis(axis, a.ndim, "expand_dims", allow_end=True)
+    shape = list(a.shape[:ax]) + [const(1)] * num_newaxis + list(a.shape[ax:])
+
+    def f(*i: Any) -> PrimExpr:
+        return a(*i[:ax], *i[ax + num_newaxis:])
+
+    return te.compute(shape, f, name="expand_dims", tag=tag.BROADCAST)
+
+
+def flatten(data: te.Tensor, axis: int = 1) -> te.Tensor:
+    """2-D ``(prod(shape[:axis]), prod(shape[axis:]))`` (ONNX Flatten; axis 1 is TVM's
+    ``batch_flatten``)."""
+    _check(data, "flatten")
+    ax = normalize_axis(axis, data.ndim, "flatten", allow_end=True)
+    return reshape(data, [prod(data.shape[:ax]), prod(data.shape[ax:])])
+
+
+def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
+    """numpy's ``tile``: repeat the whole tensor ``reps[k]`` times along each axis."""
+    _check(a, "tile")
+    reps = [get_const_int(r, "tile reps") for r in reps]
+    if any(r < 0 for r in reps):
+        raise ValueError(f"topi.tile: reps must be >= 0, got {reps}")
+    n = max(a.ndim, len(reps))
+    reps = [1] * (n - len(reps)) + reps
+    src = a if a.ndim == n else reshape(a, [1] * (n - a.ndim) + list(a.shape))
+    shape = [s * r for s, r in zip(src.shape, reps)]
+    return te.compute(shape, lambda *i: src(*[tir_op.floormod(x, s) for x, s in zip(i, src.shape)]),
+                      name="tile", tag=tag.BROADCAST)
+
+
+def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:
+    """numpy's ``repeat``: each element ``repeats`` times along ``axis``."""
+    _check(a, "repeat")
+    r = get_const_int(repeats, "repeat count")
+    if r < 1:
+        raise ValueError(f"topi.repeat: repeats must be >= 1, got {r}")
+    ax = normalize_axis(axis, a.ndim, "repeat")
+    shape = list(a.shape)
+    shape[ax] = shape[ax] * r
+    return te.compute(shape, lambda *i: a(*i[:ax], tir_op.floordiv(i[ax], r), *i[ax + 1:]),
+                      name="repeat", tag=tag.BROADCAST)
+

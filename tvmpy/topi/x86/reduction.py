@@ -1,0 +1,93 @@
+"""x86 schedule of reductions (sum, max, argmax, ... and what is fused around them).
+
+Injective producers are inlined into the reduction. A reduction stage runs its output
+(data-parallel) loops in parallel; when the reduced axes are not the innermost axis of the
+input (e.g. a sum over axis 0 of an (N, C) tensor) the innermost output axis is contiguous in
+the input, so it is split by the vector lanes and moved inside the reduction loops and
+vectorized: each step adds a vector of inputs into a vector of accumulators. Injective stages
+after the reduction (the division of ``mean``, ``argmax``'s index extraction) get the injective
+schedule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import te
+from ...tir.expr import IntImm, ProducerLoad, Var
+from ...tir.functor import post_order_visit
+from .. import tag
+from ..generic import as_outs
+from .injective import (
+    PARALLEL_MIN_ELEMENTS,
+    _num_cores,
+    schedule_injective_from_existing,
+    vector_lanes,
+)
+
+__all__ = ["schedule_reduce"]
+
+
+def _innermost_is_data(op: te.ComputeOp) -> bool:
+    """True when every tensor read has the innermost data axis as its last index."""
+    last = op.axis[-1].var
+    ok = [True]
+    seen = [False]
+
+    def f(n: Any) -> None:
+        if isinstance(n, ProducerLoad):
+            seen[0] = True
+            idx = n.indices[-1] if n.indices else None
+            if not (isinstance(idx, Var) and idx is last):
+                ok[0] = False
+
+    for b in op.body:
+        post_order_visit(b, f)
+    return ok[0] and seen[0]
+
+
+def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
+    st = s[t.op]
+    op = t.op
+    axes = list(op.axis)
+    if not axes:
+        return
+    work = 1
+    for iv in list(op.axis) + list(op.reduce_axis):
+        e = iv.dom.extent
+        work = work * int(e.value) if isinstance(e, IntImm) else PARALLEL_MIN_ELEMENTS
+    par = work >= PARALLEL_MIN_ELEMENTS and _num_cores() > 1
+    lanes = vector_lanes(t.dtype)
+    last = axes[-1].dom.extent
+    if (op.num_outputs == 1 and lanes > 1 and isinstance(last, IntImm) and last.value >= lanes
+            and _innermost_is_data(op)):
+        outer, inner = st.split(axes[-1], lanes)
+        fused = st.fuse(*axes[:-1], outer) if len(axes) > 1 else outer
+        st.reorder(fused, *op.reduce_axis, inner)
+        st.vectorize(inner)
+    else:
+        fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
+    if par:
+        st.parallel(fused)
+
+
+def schedule_reduce(outs: Any) -> Any:
+    """Schedule of reduction outputs for x86 (see the module docstring)."""
+    outs = as_outs(outs)
+    s = te.create_schedule([t.op for t in outs])
+    out_ops = {id(t.op) for t in outs}
+    seen: set[int] = set()
+    stack = [t.op for t in outs]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen or not isinstance(op, te.ComputeOp):
+            continue
+        seen.add(id(op))
+        if op.reduce_axis:
+            _schedule_reduce_stage(s, op.output(0))
+        elif id(op) in out_ops:
+            schedule_injective_from_existing(s, op.output(0))
+        elif tag.is_injective(op.tag):
+            s[op].compute_inline()
+        stack.extend(x.op for x in op.input_tensors)
+    return s
