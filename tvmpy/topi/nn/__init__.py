@@ -1,5 +1,5 @@
 """Neural-network operator computes (TVM's ``topi.nn``): convolutions, dense/matmul, pooling,
-normalization, softmax. Schedules per target live in ``topi.x86`` (and ``topi.generic``)."""
+normalization, softmax. Schedules per target live in ``topi.x86``."""
 
 from .conv2d import (  # noqa: F401
     conv2d,
@@ -9,5 +9,8 @@ from .conv2d import (  # noqa: F401
     conv_out_size,
     group_conv2d_nchw,
 )
+from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
+from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
+from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
 from .pad import pad  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

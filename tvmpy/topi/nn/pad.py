@@ -15,7 +15,7 @@ __all__ = ["pad"]
 
 
 def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None = None,
-        pad_value: float = 0.0, name: str = "PadInput") -> Tensor:
+        pad_value: Any = 0.0, name: str = "PadInput") -> Tensor:
     """Pad ``data`` with ``pad_value``: ``pad_before[i]`` elements before axis ``i``,
     ``pad_after[i]`` (default: ``pad_before``) after it. Tag ``"injective,pad"``."""
     n = len(data.shape)
@@ -28,7 +28,7 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
         if isinstance(v, int) and v < 0:
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
     out_shape = tuple(data.shape[i] + pad_before[i] + pad_after[i] for i in range(n))
-    value = const(pad_value, data.dtype)
+    value = pad_value if hasattr(pad_value, "dtype") else const(pad_value, data.dtype)
 
     def fcompute(*idx: Any) -> Any:
         conds, src = [], []

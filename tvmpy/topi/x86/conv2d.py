@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
 __all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedule_group_conv2d_nchw",
-           "schedule_conv2d_NCHWc", "schedule_conv_nchw_direct"]
+           "schedule_conv2d_NCHWc", "schedule_conv_nchw_direct",
+           "schedule_depthwise_conv2d_nchw", "schedule_conv2d_transpose_nchw"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -207,4 +208,26 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
     s[CC].reorder(ico, ry, rx, ici, cx, coci)
     s[CC].unroll(cx)
     s[CC].vectorize(coci)
+    return s
+
+
+def schedule_depthwise_conv2d_nchw(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.depthwise_conv2d_nchw``: one channel per tile, a vector of
+    output columns accumulating over the window, parallel over (batch, channel, row)."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "depthwise_conv2d_nchw")
+    if conv is None:
+        raise ValueError("schedule_depthwise_conv2d_nchw: no depthwise_conv2d_nchw stage found")
+    schedule_conv_nchw_direct(s, conv, outs[0], oc_tile=1)
+    return s
+
+
+def schedule_conv2d_transpose_nchw(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.conv2d_transpose_nchw`` (the dilated+padded input is one
+    parallel stage, then the direct NCHW register-tiled convolution)."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "conv2d_transpose_nchw")
+    if conv is None:
+        raise ValueError("schedule_conv2d_transpose_nchw: no conv2d_transpose_nchw stage found")
+    schedule_conv_nchw_direct(s, conv, outs[0])
     return s

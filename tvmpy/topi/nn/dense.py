@@ -1,0 +1,102 @@
+"""Matrix products: ``dense`` (``x @ W^T + bias``), ``matmul`` (optional transposes) and
+``batch_matmul`` (batch broadcast when one side has batch 1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...te import Tensor, compute, reduce_axis
+from ...te import sum as te_sum
+from .conv2d import _cast
+from .utils import check_rank, infer_out_dtype
+
+__all__ = ["dense", "matmul", "batch_matmul", "add_bias"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return int(a) == int(b)
+    except TypeError:
+        return a is b or str(a) == str(b)
+
+
+def add_bias(out: Tensor, bias: Tensor | None, op: str) -> Tensor:
+    """``out[..., j] + bias[j]`` as a broadcast stage (or ``out`` when no bias)."""
+    if bias is None:
+        return out
+    check_rank(bias, 1, op, "bias")
+    if not _same(bias.shape[0], out.shape[-1]):
+        raise ValueError(f"{op}: bias has {bias.shape[0]} elements, the output has "
+                         f"{out.shape[-1]} columns")
+    return compute(out.shape, lambda *i: out[i] + _cast(bias[i[-1]], out.dtype),
+                   name=f"{op}_bias", tag="broadcast")
+
+
+def matmul(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
+           out_dtype: str | None = None, transpose_a: bool = False, transpose_b: bool = False,
+           _op: str = "matmul") -> Tensor:
+    """``op(A) @ op(B) (+ bias)``, ``op`` the optional transpose (2-D operands)."""
+    check_rank(tensor_a, 2, _op, "tensor_a")
+    check_rank(tensor_b, 2, _op, "tensor_b")
+    m, ka = (tensor_a.shape[1], tensor_a.shape[0]) if transpose_a else tensor_a.shape
+    kb, n = (tensor_b.shape[1], tensor_b.shape[0]) if transpose_b else tensor_b.shape
+    if not _same(ka, kb):
+        raise ValueError(f"{_op}: reduction extents differ: A {tuple(tensor_a.shape)} gives "
+                         f"{ka}, B {tuple(tensor_b.shape)} gives {kb}")
+    out_dtype = infer_out_dtype(out_dtype, tensor_a)
+    k = reduce_axis((0, ka), name="k")
+
+    def fa(i: Any) -> Any:
+        return _cast(tensor_a[k, i] if transpose_a else tensor_a[i, k], out_dtype)
+
+    def fb(j: Any) -> Any:
+        return _cast(tensor_b[j, k] if transpose_b else tensor_b[k, j], out_dtype)
+
+    out = compute((m, n), lambda i, j: te_sum(fa(i) * fb(j), axis=k), name=f"T_{_op}",
+                  tag=_op)
+    return add_bias(out, bias, _op)
+
+
+def dense(data: Tensor, weight: Tensor, bias: Tensor | None = None,
+          out_dtype: str | None = None) -> Tensor:
+    """``data[M, K] @ weight[N, K]^T (+ bias[N])`` -> ``[M, N]`` (tag "dense")."""
+    if len(data.shape) == 2 and len(weight.shape) == 2 and not _same(data.shape[1],
+                                                                      weight.shape[1]):
+        raise ValueError(f"dense: data has {data.shape[1]} input features, weight "
+                         f"{tuple(weight.shape)} expects {weight.shape[1]}")
+    return matmul(data, weight, bias, out_dtype, False, True, _op="dense")
+
+
+def batch_matmul(tensor_a: Tensor, tensor_b: Tensor, oshape: Any = None,
+                 out_dtype: str | None = None, transpose_a: bool = False,
+                 transpose_b: bool = True) -> Tensor:
+    """``A[b] @ B[b]`` over a batch (TVM's default ``transpose_b=True``: B is ``[b, N, K]``);
+    a batch of 1 on either side broadcasts."""
+    op = "batch_matmul"
+    check_rank(tensor_a, 3, op, "tensor_a")
+    check_rank(tensor_b, 3, op, "tensor_b")
+    ba, bb = tensor_a.shape[0], tensor_b.shape[0]
+    m, ka = (tensor_a.shape[2], tensor_a.shape[1]) if transpose_a else tensor_a.shape[1:]
+    kb, n = (tensor_b.shape[2], tensor_b.shape[1]) if transpose_b else tensor_b.shape[1:]
+    if not _same(ka, kb):
+        raise ValueError(f"{op}: reduction extents differ: A {tuple(tensor_a.shape)} gives {ka}, "
+                         f"B {tuple(tensor_b.shape)} gives {kb}")
+    a1, b1 = _same(ba, 1), _same(bb, 1)
+    if not (a1 or b1 or _same(ba, bb)):
+        raise ValueError(f"{op}: batch sizes {ba} and {bb} differ (and neither is 1)")
+    batch = bb if a1 else ba
+    if oshape is not None and [str(v) for v in oshape] != [str(v) for v in (batch, m, n)]:
+        raise ValueError(f"{op}: oshape {tuple(oshape)} != computed {(batch, m, n)}")
+    out_dtype = infer_out_dtype(out_dtype, tensor_a)
+    k = reduce_axis((0, ka), name="k")
+
+    def fa(b: Any, i: Any) -> Any:
+        bi = 0 if a1 else b
+        return _cast(tensor_a[bi, k, i] if transpose_a else tensor_a[bi, i, k], out_dtype)
+
+    def fb(b: Any, j: Any) -> Any:
+        bi = 0 if b1 else b
+        return _cast(tensor_b[bi, j, k] if transpose_b else tensor_b[bi, k, j], out_dtype)
+
+    return compute((batch, m, n), lambda b, i, j: te_sum(fa(b, i) * fb(b, j), axis=k),
+                   name="T_batch_matmul", tag=op)

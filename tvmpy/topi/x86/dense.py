@@ -1,0 +1,153 @@
+"""x86 computes and schedules for dense / matmul / batch_matmul: the packed-GEMM idea of
+``gemm.py`` applied to the operator library.
+
+``dense_pack`` / ``batch_matmul_pack`` repack the weight into column panels
+``[N/nr, K, nr]`` (inside the parallel panel loop, right before use), so that the micro-kernel
+reads ``nr`` contiguous weights per ``k``; each ``mr x nr`` output tile accumulates in vector
+registers. The plain ``topi.nn`` computes get the same tiling without the packing (good for
+``matmul`` with an untransposed B, whose columns are already contiguous).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...te import compute, create_schedule, reduce_axis
+from ...te import sum as te_sum
+from ...tir.expr import const
+from ...tir.op import if_then_else
+from ..nn.conv2d import _cast
+from ..nn.dense import add_bias, batch_matmul
+from ..nn.utils import check_rank, get_const_tuple, infer_out_dtype, traverse_inline
+from .conv2d import _outputs
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
+
+__all__ = ["dense_pack", "batch_matmul_pack", "schedule_dense", "schedule_dense_pack",
+           "schedule_matmul", "schedule_batch_matmul"]
+
+_TAGS = ("dense", "dense_pack", "matmul", "batch_matmul", "batch_matmul_pack")
+
+
+def _panel(n: int) -> int:
+    return 32 if n >= 64 else 16 if n >= 16 else n
+
+
+def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str) -> Tensor:
+    """``B[(batch,) N, K]`` -> ``[(batch,) ceil(N/nr), K, nr]``, zero past N."""
+    zero = const(0, b.dtype)
+    npanel = (n + nr - 1) // nr
+
+    def get(bi: Any, jo: Any, kk: Any, ji: Any) -> Any:
+        j = jo * nr + ji
+        v = b[bi, j, kk] if batched else b[j, kk]
+        return v if n % nr == 0 else if_then_else(j < n, v, zero)
+
+    if batched:
+        return compute((b.shape[0], npanel, k, nr), get, name=name, tag="matmul_pack")
+    return compute((npanel, k, nr), lambda jo, kk, ji: get(None, jo, kk, ji), name=name,
+                   tag="matmul_pack")
+
+
+def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
+               out_dtype: str | None = None) -> Tensor:
+    """``topi.nn.dense`` with the weight packed into panels (tag "dense_pack")."""
+    check_rank(data, 2, "dense_pack", "data")
+    check_rank(weight, 2, "dense_pack", "weight")
+    m, k = get_const_tuple(data.shape, "dense_pack: data shape")
+    n, k2 = get_const_tuple(weight.shape, "dense_pack: weight shape")
+    if k != k2:
+        raise ValueError(f"dense_pack: data has {k} input features, weight {(n, k2)} expects {k2}")
+    out_dtype = infer_out_dtype(out_dtype, data)
+    nr = _panel(n)
+    packed = _pack(weight, False, n, k, nr, "weight_pack")
+    kk = reduce_axis((0, k), name="k")
+    out = compute((m, n), lambda i, j: te_sum(
+        _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
+        name="T_dense_pack", tag="dense_pack")
+    return add_bias(out, bias, "dense")
+
+
+def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None) -> Tensor:
+    """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed."""
+    ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype)  # argument checks, out shape
+    batch, m, n = get_const_tuple(ref.shape, "batch_matmul_pack: shape")
+    k = get_const_tuple(tensor_a.shape)[2]
+    a1 = int(tensor_a.shape[0]) == 1
+    out_dtype = infer_out_dtype(out_dtype, tensor_a)
+    nr = _panel(n)
+    packed = _pack(tensor_b, True, n, k, nr, "B_pack")
+    b1 = int(tensor_b.shape[0]) == 1
+    kk = reduce_axis((0, k), name="k")
+    return compute((batch, m, n), lambda b, i, j: te_sum(
+        _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
+        * _cast(packed[0 if b1 else b, j // nr, kk, j % nr], out_dtype), axis=kk),
+        name="T_batch_matmul_pack", tag="batch_matmul_pack")
+
+
+def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
+    """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
+    (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
+    shape = get_const_tuple(mm.shape, "matmul schedule: shape")
+    m, n = shape[-2], shape[-1]
+    nr, mr = _panel(n), max(1, min(mr, m))
+    if mm.op is out.op:
+        CC = s.cache_write(mm, "local")
+    else:
+        s[mm].set_scope("local")
+        CC = mm
+    *batch, i, j = s[out].op.axis
+    io, ii = s[out].split(i, factor=mr)
+    jo, ji = s[out].split(j, factor=nr)
+    s[out].reorder(*batch, jo, io, ii, ji)
+    s[out].vectorize(ji)
+    task = s[out].fuse(*batch, jo) if batch else jo
+    s[out].parallel(task)
+    s[CC].compute_at(s[out], io)
+    *_, ci, cj = s[CC].op.axis
+    (ck,) = s[CC].op.reduce_axis
+    s[CC].reorder(ck, ci, cj)
+    s[CC].unroll(ci)
+    s[CC].vectorize(cj)
+    for t in mm.op.input_tensors:
+        if t.op.tag == "matmul_pack":
+            s[t].compute_at(s[out], task)
+            s[t].vectorize(s[t].op.axis[-1])
+
+
+def _schedule(outs: Any, what: str) -> Schedule:
+    outs = _outputs(outs)
+    s = create_schedule([o.op for o in outs])
+    found: list[Tensor] = []
+
+    def cb(op: Any) -> None:
+        if op.tag in _TAGS and not found:
+            found.append(op.output(0))
+
+    traverse_inline(s, outs[0].op, cb)
+    if not found:
+        raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
+    _schedule_tiled(s, found[0], outs[0])
+    return s
+
+
+def schedule_dense(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.dense`` or ``dense_pack`` (+ fused bias/elementwise)."""
+    return _schedule(outs, "schedule_dense")
+
+
+def schedule_dense_pack(outs: Any) -> Schedule:
+    """x86 schedule of ``dense_pack``."""
+    return _schedule(outs, "schedule_dense_pack")
+
+
+def schedule_matmul(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.matmul``."""
+    return _schedule(outs, "schedule_matmul")
+
+
+def schedule_batch_matmul(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.batch_matmul`` or ``batch_matmul_pack``."""
+    return _schedule(outs, "schedule_batch_matmul")
