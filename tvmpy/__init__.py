@@ -22,7 +22,16 @@ _LAZY_ATTRS = {
     "cpu": ("runtime", "cpu"),
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
+    "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device
 }
+# v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
+_LAZY_ATTRS.update({n: ("te", n) for n in (
+    "placeholder", "compute", "create_schedule", "var", "size_var", "reduce_axis", "sum",
+    "thread_axis", "comm_reducer", "decl_tensor_intrin", "max_value", "min_value")})
+_LAZY_ATTRS.update({n: ("tir", n) for n in (
+    "const", "decl_buffer", "call_extern", "call_pure_extern", "exp", "log", "sqrt", "tanh",
+    "sigmoid", "if_then_else", "indexdiv", "indexmod", "floordiv", "floormod", "truncdiv",
+    "truncmod", "all", "any", "ir_builder")})
 
 
 def __getattr__(name: str) -> Any:

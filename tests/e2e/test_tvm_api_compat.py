@@ -46,14 +46,23 @@ def test_get_started_vector_add(tmp_path):
         tvm.testing.assert_allclose(c.asnumpy(), a.asnumpy() + b.asnumpy())
     evaluator = fadd.time_evaluator(fadd.entry_name, dev, number=2)
     assert evaluator(a, b, c).mean > 0
-    path = os.path.join(str(tmp_path), "myadd.so")
+    from tvmpy.contrib import utils
+
+    temp = utils.tempdir(str(tmp_path))
+    path = temp.relpath("myadd.so")
     fadd.export_library(path)
+    assert temp.listdir() == ["myadd.so"]
     fadd1 = tvm.runtime.load_module(path)
     c2 = tvm.nd.array(np.zeros(size, dtype=C.dtype), dev)
     fadd1(a, b, c2)
     tvm.testing.assert_allclose(c2.numpy(), a.numpy() + b.numpy())
     with tvm.target.Target("llvm") as t:
         assert tvm.target.Target.current() is t
+    assert str(tvm.target.create("llvm")) == "llvm"
+    owned = utils.tempdir()
+    assert os.path.isdir(owned.temp_dir)
+    owned.remove()
+    assert not owned.temp_dir
     with pytest.raises(AssertionError):
         tvm.testing.assert_allclose(c.numpy(), c.numpy() + 1)
 
@@ -334,3 +343,19 @@ def test_target_kind_in_fresh_process():
     code = "import tvmpy as tvm; t = tvm.target.Target('c'); print(t.kind.name, tvm.device(t.kind.name, 0))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[0] == "c"
+
+
+def test_v06_top_level_spelling():
+    """TVM v0.6 tutorials: tvm.placeholder / tvm.compute / tvm.create_schedule / tvm.context."""
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    k = tvm.reduce_axis((0, n), "k")
+    D = tvm.compute((1,), lambda i: tvm.sum(A[k] * tvm.const(2, "float32"), axis=k), name="D")
+    s = tvm.create_schedule(D.op)
+    f = tvm.build(s, [A, D], "llvm", target_host="llvm", name="dsum")
+    ctx = tvm.context("llvm", 0)
+    a = tvm.nd.array(np.random.default_rng(7).random(37).astype("float32"), ctx)
+    d = tvm.nd.array(np.zeros(1, "float32"), ctx)
+    f(a, d)
+    tvm.testing.assert_allclose(d.asnumpy(), [2 * a.asnumpy().sum()], rtol=1e-5)
+    assert isinstance(tvm.ir_builder.create(), tvm.tir.ir_builder.IRBuilder)
