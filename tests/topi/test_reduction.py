@@ -1,0 +1,95 @@
+"""topi reductions against numpy: axis None/int/tuple/negative, keepdims, dtypes, errors."""
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+
+from .topi_util import rand, run
+
+CASES = [
+    ((5, 7), None, False),
+    ((5, 7), 1, False),
+    ((5, 7), 0, True),
+    ((3, 4, 37), (0, 2), False),
+    ((3, 4, 37), -1, True),
+    ((2, 3, 5, 17), (1, 2), False),
+    ((2, 3, 5, 17), (0, 1, 2, 3), True),
+    ((11,), 0, False),
+    ((64, 33), 0, False),
+]
+
+
+@pytest.mark.parametrize("shape,axis,keepdims", CASES)
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+def test_float_reduce(op, shape, axis, keepdims):
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape, low=0.5 if op == "prod" else -3, high=1.5 if op == "prod" else 3)
+    B = getattr(topi, op)(A, axis=axis, keepdims=keepdims)
+    (b,) = run([A], B, [a], schedule="reduce")
+    ax = tuple(axis) if isinstance(axis, tuple) else axis
+    e = getattr(np, op)(a.astype("float64"), axis=ax, keepdims=keepdims)
+    assert b.shape == np.shape(e)
+    np.testing.assert_allclose(b, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,axis,keepdims",
+                         [((5, 7), 1, False), ((3, 4, 37), 0, True), ((3, 4, 37), -1, False),
+                          ((6, 13), None, False), ((6, 13), None, True)])
+def test_argreduce(op, shape, axis, keepdims):
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape)
+    B = getattr(topi, op)(A, axis=axis, keepdims=keepdims)
+    assert B.dtype == "int32"
+    (b,) = run([A], B, [a], schedule="reduce")
+    np.testing.assert_array_equal(b, getattr(np, op)(a, axis=axis, keepdims=keepdims))
+
+
+def test_argmax_ties_and_int8():
+    A = te.placeholder((4, 6), "int8", name="A")
+    a = np.random.default_rng(0).integers(0, 3, (4, 6)).astype("int8")  # many ties
+    first, last = run([A], [topi.argmax(A, 1), topi.argmin(A, 1, select_last_index=True)], [a],
+                      schedule="reduce")
+    np.testing.assert_array_equal(first, np.argmax(a, 1))
+    np.testing.assert_array_equal(last, 5 - np.argmin(a[:, ::-1], 1))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int8"])
+def test_int_reduce(dtype):
+    A = te.placeholder((3, 29), dtype, name="A")
+    a = rand((3, 29), dtype, low=-0.3, high=0.3)
+    s, mx, mn = run([A], [topi.sum(A, 1), topi.max(A, 0), topi.min(A, None)], [a], schedule="reduce")
+    np.testing.assert_array_equal(s, a.sum(1, dtype=dtype))
+    np.testing.assert_array_equal(mx, a.max(0))
+    np.testing.assert_array_equal(mn, a.min())
+
+
+def test_bool_all_any_sum():
+    A = te.placeholder((5, 3), "bool", name="A")
+    a = rand((5, 3), "bool")
+    al, an, s = run([A], [topi.all(A, 1), topi.any(A, 0), topi.sum(A)], [a], schedule="reduce")
+    np.testing.assert_array_equal(al, a.all(1))
+    np.testing.assert_array_equal(an, a.any(0))
+    assert s == a.sum()
+
+
+def test_fused_producer_and_c_target():
+    # an injective producer is inlined into the reduction
+    A = te.placeholder((4, 33), "float32", name="A")
+    a = rand((4, 33))
+    (b,) = run([A], topi.sum(topi.exp(A), axis=1, keepdims=True), [a], target="c",
+               schedule="reduce")
+    np.testing.assert_allclose(b, np.exp(a).sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_bad_axes():
+    A = te.placeholder((3, 4), name="A")
+    with pytest.raises(ValueError, match="axis 2 is out of range for a tensor of rank 2"):
+        topi.sum(A, axis=2)
+    with pytest.raises(ValueError, match="repeated axis"):
+        topi.max(A, axis=(1, -1))
+    with pytest.raises(TypeError, match="axis must be an int"):
+        topi.sum(A, axis=1.0)
+    with pytest.raises(TypeError, match="mean: needs a float"):
+        topi.mean(te.placeholder((3,), "int32"))
