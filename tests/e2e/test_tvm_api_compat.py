@@ -359,3 +359,52 @@ def test_v06_top_level_spelling():
     f(a, d)
     tvm.testing.assert_allclose(d.asnumpy(), [2 * a.asnumpy().sum()], rtol=1e-5)
     assert isinstance(tvm.ir_builder.create(), tvm.tir.ir_builder.IRBuilder)
+
+
+@pytest.mark.parametrize("target", BACKENDS)
+def test_intrin_math_register_rule(target):
+    from tvmpy.tir.transform.lower_intrin import RULES
+
+    def my_exp_rule(op):
+        assert isinstance(op, tvm.tir.Call)
+        return tvm.tir.call_pure_extern("float32", "expf", op.args[0])
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute(A.shape, lambda i: te.exp(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    tvm.target.register_intrin_rule(target, "exp", my_exp_rule, override=True)
+    try:
+        with pytest.raises(ValueError, match="override=True"):
+            tvm.target.register_intrin_rule(target, "tir.exp", my_exp_rule)
+        assert "expf" in str(tvm.lower(s, [A, B], simple_mode=True, target=target))
+        f = tvm.build(s, [A, B], target)
+    finally:
+        RULES[target].pop("exp", None)
+    a = tvm.nd.array(np.random.default_rng(8).random(9).astype("float32"))
+    b = tvm.nd.empty((9,))
+    f(a, b)
+    tvm.testing.assert_allclose(b.numpy(), np.exp(a.numpy()), rtol=1e-6)
+    with pytest.raises(ValueError, match="custom intrinsics"):
+        tvm.target.register_intrin_rule(target, "mylog", my_exp_rule)
+
+
+def test_reduction_tutorial_conv_2d_reduction():
+    n = te.var("n")
+    Input = te.placeholder((n, n), name="Input")
+    Filter = te.placeholder((3, 3), name="Filter")
+    di = te.reduce_axis((0, 3), name="di")
+    dj = te.reduce_axis((0, 3), name="dj")
+    Output = te.compute(
+        (n - 2, n - 2),
+        lambda i, j: te.sum(Input[i + di, j + dj] * Filter[di, dj], axis=[di, dj]),
+        name="Output")
+    s = te.create_schedule(Output.op)
+    f = tvm.build(s, [Input, Filter, Output])
+    rng = np.random.default_rng(9)
+    x = rng.random((11, 11)).astype("float32")
+    w = rng.random((3, 3)).astype("float32")
+    o = tvm.nd.empty((9, 9))
+    f(tvm.nd.array(x), tvm.nd.array(w), o)
+    ref = np.array([[(x[i:i + 3, j:j + 3] * w).sum() for j in range(9)] for i in range(9)])
+    tvm.testing.assert_allclose(o.numpy(), ref, rtol=1e-5)
