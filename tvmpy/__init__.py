@@ -16,6 +16,7 @@ from . import ir, target, te, tir  # noqa: E402,F401
 from .target import Target  # noqa: E402,F401
 
 _LAZY_MODULES = {"arith", "runtime", "nd", "codegen", "contrib", "transform", "config", "testing"}
+_LAZY_MODULES.add("relay")
 _LAZY_ATTRS = {
     "lower": ("driver", "lower"),
     "build": ("driver", "build"),
@@ -23,6 +24,7 @@ _LAZY_ATTRS = {
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device
+    "IRModule": ("relay.module", "IRModule"),
 }
 # v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
 _LAZY_ATTRS.update({n: ("te", n) for n in (

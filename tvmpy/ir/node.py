@@ -79,6 +79,19 @@ def _rebuild(cls, state):
     return obj
 
 
+def _is_var(a: Any) -> bool:
+    """Variables compare by binding site, not by fields: tir.Var, and any node class that sets
+    ``_struct_var = True`` (relay.Var), whose ``_struct_sig()`` replaces the dtype check."""
+    from ..tir.expr import Var
+
+    return isinstance(a, Var) or getattr(type(a), "_struct_var", False)
+
+
+def _var_sig(a: Any) -> Any:
+    sig = getattr(a, "_struct_sig", None)
+    return sig() if sig is not None else a.dtype
+
+
 def _leaf_equal(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == b or (a != a and b != b)
@@ -100,13 +113,11 @@ class _StructEq:
         if isinstance(a, Node):
             if type(a) is not type(b):
                 return False
-            from ..tir.expr import Var
-
-            if isinstance(a, Var):
+            if _is_var(a):
                 mapped = self.var_map.get(id(a))
                 if mapped is not None:
                     return mapped is b
-                if self.map_free_vars and a.dtype == b.dtype:
+                if self.map_free_vars and _var_sig(a) == _var_sig(b):
                     self.var_map[id(a)] = b
                     return True
                 return False
@@ -120,8 +131,8 @@ class _StructEq:
                 else:
                     pairs = [(va, vb)]
                 for x, y in pairs:
-                    if isinstance(x, Var):
-                        if not isinstance(y, Var) or x.dtype != y.dtype:
+                    if _is_var(x):
+                        if not _is_var(y) or _var_sig(x) != _var_sig(y):
                             return False
                         self.var_map[id(x)] = y
             for f in a._all_slots():
@@ -156,10 +167,8 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
 
 def structural_hash(a: Any, map_free_vars: bool = True) -> int:
     """A hash consistent with structural_equal(map_free_vars=True): variables hash by dtype only."""
-    from ..tir.expr import Var
-
-    if isinstance(a, Var):
-        return hash(("Var", a.dtype)) if map_free_vars else id(a)
+    if _is_var(a):
+        return hash(("Var", _var_sig(a))) if map_free_vars else id(a)
     if isinstance(a, Node):
         h = hash(type(a).__name__)
         for f in a._all_slots():

@@ -1,0 +1,38 @@
+"""Relay: the graph-level IR (the paper's high-level dataflow graph).
+
+    from tvmpy import relay
+    x = relay.var("x", shape=(1, 3, 8, 8)); w = relay.var("w", shape=(4, 3, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    mod = relay.transform.InferType()(mod); print(mod)
+
+Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constructors),
+``type_infer``, ``printer``, ``visitor`` (ExprVisitor/ExprMutator), ``analysis``, ``module``,
+``transform`` (passes).
+"""
+
+from . import analysis, op, transform  # noqa: F401
+from .expr import (  # noqa: F401
+    Attrs,
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RelayExpr,
+    RelayTypeError,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    var,
+)
+from .module import IRModule  # noqa: F401
+from .op import nn  # noqa: F401
+from .op.reduce import *  # noqa: F401,F403
+from .op.tensor import *  # noqa: F401,F403
+from .op.transform import *  # noqa: F401,F403
+from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
+from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401

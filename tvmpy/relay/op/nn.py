@@ -1,0 +1,534 @@
+"""Neural-network operators (``relay.nn``): conv2d, dense, batch_matmul, pooling, normalization,
+activations, softmax, padding. Each with its type relation; shapes may be symbolic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..expr import RelayExpr, TupleGetItem
+from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
+from ._rel import fail, normalize_axis, shape_str, size_of, tensor_arg
+from .registry import REQUIRED, OpPattern, make_call, register_op
+from .transform import TupleWrapper
+
+__all__ = [
+    "conv2d", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu",
+    "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
+    "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
+    "batch_flatten", "dropout", "gelu",
+]  # fmt: skip
+
+
+def _pair(v: Any, what: str) -> tuple[int, int]:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(int(x) for x in v)
+    if len(v) == 1:
+        return (v[0], v[0])
+    if len(v) != 2:
+        raise ValueError(f"{what} must have 1 or 2 values, got {v}")
+    return v  # type: ignore[return-value]
+
+
+def _pad4(v: Any) -> tuple[int, int, int, int]:
+    """padding as TVM: int, (ph, pw) or (top, left, bottom, right)."""
+    if isinstance(v, int):
+        return (v, v, v, v)
+    v = tuple(int(x) for x in v)
+    if len(v) == 1:
+        return (v[0],) * 4  # type: ignore[return-value]
+    if len(v) == 2:
+        return (v[0], v[1], v[0], v[1])
+    if len(v) == 4:
+        return v  # type: ignore[return-value]
+    raise ValueError(f"padding must have 1, 2 or 4 values, got {v}")
+
+
+def _out_dim(size: Any, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool = False) -> Any:
+    eff = (k - 1) * dilation + 1
+    num = size + pad - eff
+    if isinstance(num, int) and num < 0:
+        fail(f"window {k} (dilation {dilation}) is larger than the padded input {size + pad}")
+    if ceil_mode:
+        return as_dim((num + stride - 1) // stride + 1)
+    return as_dim(num // stride + 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# conv2d
+_LAYOUT_AXES = {"NCHW": (1, 2, 3), "NHWC": (3, 1, 2)}  # channel, height, width
+
+
+def _conv2d_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the weight")
+    if len(d.shape) != 4 or len(w.shape) != 4:
+        fail(f"conv2d needs 4-D data and weight, got data {shape_str(d.shape)} and weight "
+             f"{shape_str(w.shape)}")
+    if attrs.data_layout not in _LAYOUT_AXES:
+        fail(f"conv2d: data_layout {attrs.data_layout} not supported (NCHW, NHWC)")
+    ci, hi, wi = _LAYOUT_AXES[attrs.data_layout]
+    if attrs.kernel_layout == "OIHW":
+        co_k, ci_k, kh, kw = w.shape
+    elif attrs.kernel_layout == "HWIO":
+        kh, kw, ci_k, co_k = w.shape
+    elif attrs.kernel_layout == "HWOI":
+        kh, kw, co_k, ci_k = w.shape
+    else:
+        fail(f"conv2d: kernel_layout {attrs.kernel_layout} not supported (OIHW, HWIO, HWOI)")
+    g = attrs.groups
+    cin = d.shape[ci]
+    if not dim_equal(as_dim(ci_k * g), cin):
+        fail(f"conv2d: data has {cin} input channels but weight {shape_str(w.shape)} "
+             f"({attrs.kernel_layout}) with groups={g} expects {as_dim(ci_k * g)} "
+             f"(data {shape_str(d.shape)}, weight {shape_str(w.shape)})")
+    if isinstance(co_k, int) and co_k % g:
+        fail(f"conv2d: {co_k} output channels are not divisible by groups={g}")
+    if attrs.channels is not None and not dim_equal(attrs.channels, co_k):
+        fail(f"conv2d: channels={attrs.channels} but weight {shape_str(w.shape)} has {co_k}")
+    if attrs.kernel_size is not None and not (
+        dim_equal(attrs.kernel_size[0], kh) and dim_equal(attrs.kernel_size[1], kw)
+    ):
+        fail(f"conv2d: kernel_size={list(attrs.kernel_size)} but weight {shape_str(w.shape)}")
+    if not (isinstance(kh, int) and isinstance(kw, int)):
+        fail(f"conv2d: kernel size must be static, got weight {shape_str(w.shape)}")
+    pt, pl, pb, pr = attrs.padding
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    oh = _out_dim(d.shape[hi], kh, pt + pb, sh, dh)
+    ow = _out_dim(d.shape[wi], kw, pl + pr, sw, dw)
+    out = list(d.shape)
+    out[ci], out[hi], out[wi] = co_k, oh, ow
+    if d.dtype != w.dtype and not attrs.out_dtype:
+        fail(f"conv2d: data dtype {d.dtype} and weight dtype {w.dtype} differ (give out_dtype)")
+    return TensorType(out, attrs.out_dtype or d.dtype)
+
+
+_CONV_SCHEMA = {
+    "strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1,
+    "channels": None, "kernel_size": None, "data_layout": "NCHW", "kernel_layout": "OIHW",
+    "out_layout": "", "out_dtype": "",
+}  # fmt: skip
+register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2, _CONV_SCHEMA)
+
+
+def conv2d(
+    data: RelayExpr,
+    weight: RelayExpr,
+    strides: Any = (1, 1),
+    padding: Any = (0, 0),
+    dilation: Any = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: Any = None,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "",
+    out_layout: str = "",
+    out_dtype: str = "",
+) -> RelayExpr:
+    """2-D convolution. ``padding``: int, (ph, pw) or (top, left, bottom, right).
+
+    ``kernel_layout`` defaults to OIHW for NCHW data and HWIO for NHWC data.
+    """
+    if not kernel_layout:
+        kernel_layout = "HWIO" if data_layout == "NHWC" else "OIHW"
+    return make_call("nn.conv2d", [data, weight], {
+        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
+        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
+        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
+        "out_dtype": out_dtype,
+    })  # fmt: skip
+
+
+def _conv2d_transpose_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the weight")
+    if len(d.shape) != 4 or len(w.shape) != 4 or attrs.data_layout != "NCHW":
+        fail(f"conv2d_transpose needs NCHW 4-D data and IOHW weight, got data "
+             f"{shape_str(d.shape)} and weight {shape_str(w.shape)}")
+    cin_w, cout_g, kh, kw = w.shape  # IOHW
+    g = attrs.groups
+    if not dim_equal(cin_w, d.shape[1]):
+        fail(f"conv2d_transpose: data has {d.shape[1]} channels, weight {shape_str(w.shape)} "
+             f"expects {cin_w}")
+    pt, pl, pb, pr = attrs.padding
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    oph, opw = attrs.output_padding
+    oh = as_dim((d.shape[2] - 1) * sh - pt - pb + (kh - 1) * dh + 1 + oph)
+    ow = as_dim((d.shape[3] - 1) * sw - pl - pr + (kw - 1) * dw + 1 + opw)
+    return TensorType([d.shape[0], as_dim(cout_g * g), oh, ow], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.conv2d_transpose", _conv2d_transpose_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {**_CONV_SCHEMA, "kernel_layout": "IOHW", "output_padding": (0, 0)})
+
+
+def conv2d_transpose(data: RelayExpr, weight: RelayExpr, strides: Any = (1, 1), padding: Any = (0, 0),
+                     dilation: Any = (1, 1), groups: int = 1, channels: int | None = None,
+                     kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "IOHW",
+                     out_layout: str = "", output_padding: Any = (0, 0),
+                     out_dtype: str = "") -> RelayExpr:
+    return make_call("nn.conv2d_transpose", [data, weight], {
+        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
+        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
+        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
+        "output_padding": _pair(output_padding, "output_padding"), "out_dtype": out_dtype,
+    })  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# dense / matmul / batch_matmul
+def _dense_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the weight")
+    if len(d.shape) < 1 or len(w.shape) != 2:
+        fail(f"dense needs data of rank >= 1 and a 2-D weight [units, in], got data "
+             f"{shape_str(d.shape)} and weight {shape_str(w.shape)}")
+    if not dim_equal(d.shape[-1], w.shape[1]):
+        fail(f"dense: data {shape_str(d.shape)} has {d.shape[-1]} input features but weight "
+             f"{shape_str(w.shape)} expects {w.shape[1]}")
+    if attrs.units is not None and not dim_equal(attrs.units, w.shape[0]):
+        fail(f"dense: units={attrs.units} but weight {shape_str(w.shape)}")
+    if d.dtype != w.dtype and not attrs.out_dtype:
+        fail(f"dense: data dtype {d.dtype} and weight dtype {w.dtype} differ (give out_dtype)")
+    return TensorType([*d.shape[:-1], w.shape[0]], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2, {"units": None, "out_dtype": ""})
+
+
+def dense(data: RelayExpr, weight: RelayExpr, units: int | None = None, out_dtype: str = "") -> RelayExpr:
+    """``data @ weight.T`` with weight of shape [units, in_features] (as TVM)."""
+    return make_call("nn.dense", [data, weight], {"units": units, "out_dtype": out_dtype})
+
+
+def _matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
+    a = tensor_arg(arg_types[0], "tensor_a")
+    b = tensor_arg(arg_types[1], "tensor_b")
+    if len(a.shape) < 1 or len(b.shape) != 2:
+        fail(f"matmul needs a of rank >= 1 and a 2-D b, got {shape_str(a.shape)} and {shape_str(b.shape)}")
+    k_a = a.shape[-2] if attrs.transpose_a else a.shape[-1]
+    if attrs.transpose_a and len(a.shape) < 2:
+        fail(f"matmul: transpose_a needs rank >= 2, got {shape_str(a.shape)}")
+    k_b, n = (b.shape[1], b.shape[0]) if attrs.transpose_b else (b.shape[0], b.shape[1])
+    if not dim_equal(k_a, k_b):
+        fail(f"matmul: reduction sizes differ: a {shape_str(a.shape)} (transpose_a="
+             f"{attrs.transpose_a}) vs b {shape_str(b.shape)} (transpose_b={attrs.transpose_b})")
+    lead = [*a.shape[:-2], a.shape[-1]] if attrs.transpose_a else list(a.shape[:-1])
+    return TensorType([*lead, n], attrs.out_dtype or a.dtype)
+
+
+register_op("nn.matmul", _matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {"units": None, "out_dtype": "", "transpose_a": False, "transpose_b": False})
+
+
+def matmul(tensor_a: RelayExpr, tensor_b: RelayExpr, units: int | None = None, out_dtype: str = "",
+           transpose_a: bool = False, transpose_b: bool = False) -> RelayExpr:
+    return make_call("nn.matmul", [tensor_a, tensor_b], {
+        "units": units, "out_dtype": out_dtype, "transpose_a": bool(transpose_a),
+        "transpose_b": bool(transpose_b)})  # fmt: skip
+
+
+def _batch_matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
+    from ._rel import broadcast_shape
+
+    x = tensor_arg(arg_types[0], "x")
+    y = tensor_arg(arg_types[1], "y")
+    if len(x.shape) != 3 or len(y.shape) != 3:
+        fail(f"batch_matmul needs 3-D inputs, got x {shape_str(x.shape)} and y {shape_str(y.shape)}")
+    m, kx = (x.shape[2], x.shape[1]) if attrs.transpose_a else (x.shape[1], x.shape[2])
+    n, ky = (y.shape[1], y.shape[2]) if attrs.transpose_b else (y.shape[2], y.shape[1])
+    if not dim_equal(kx, ky):
+        fail(f"batch_matmul: reduction sizes differ ({kx} vs {ky}): x {shape_str(x.shape)} "
+             f"(transpose_a={attrs.transpose_a}), y {shape_str(y.shape)} "
+             f"(transpose_b={attrs.transpose_b})")
+    try:
+        (b,) = broadcast_shape((x.shape[0],), (y.shape[0],))
+    except Exception:
+        fail(f"batch_matmul: batch sizes {x.shape[0]} and {y.shape[0]} differ "
+             f"(x {shape_str(x.shape)}, y {shape_str(y.shape)})")
+    if x.dtype != y.dtype and not attrs.out_dtype:
+        fail(f"batch_matmul: dtypes differ: {x.dtype} vs {y.dtype}")
+    return TensorType([b, m, n], attrs.out_dtype or x.dtype)
+
+
+register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {"out_dtype": "", "transpose_a": False, "transpose_b": True})
+
+
+def batch_matmul(x: RelayExpr, y: RelayExpr, out_dtype: str = "", transpose_a: bool = False,
+                 transpose_b: bool = True) -> RelayExpr:
+    """Batched ``x @ y^T`` (TVM's default: y is [batch, N, K], ``transpose_b=True``)."""
+    return make_call("nn.batch_matmul", [x, y], {
+        "out_dtype": out_dtype, "transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)})
+
+
+# ------------------------------------------------------------------------------------------------
+# elementwise / broadcast activations
+def _bias_add_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    b = tensor_arg(arg_types[1], "the bias")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    if len(b.shape) != 1 or not dim_equal(b.shape[0], d.shape[ax]):
+        fail(f"bias_add: bias {shape_str(b.shape)} must be 1-D of size {d.shape[ax]} "
+             f"(axis {attrs.axis} of data {shape_str(d.shape)})")
+    if d.dtype != b.dtype:
+        fail(f"bias_add: dtypes differ: data {d.dtype}, bias {b.dtype}")
+    return d
+
+
+register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, 2, {"axis": 1})
+
+
+def bias_add(data: RelayExpr, bias: RelayExpr, axis: int = 1) -> RelayExpr:
+    return make_call("nn.bias_add", [data, bias], {"axis": int(axis)})
+
+
+def _same_rel(arg_types: list[Type], attrs: Any) -> Type:
+    return tensor_arg(arg_types[0], "the input")
+
+
+register_op("nn.relu", _same_rel, OpPattern.ELEMWISE, 1)
+register_op("nn.leaky_relu", _same_rel, OpPattern.ELEMWISE, 1, {"alpha": 0.01})
+register_op("nn.gelu", _same_rel, OpPattern.ELEMWISE, 1, {"approximate": "none"})
+
+
+def relu(data: RelayExpr) -> RelayExpr:
+    return make_call("nn.relu", [data])
+
+
+def leaky_relu(data: RelayExpr, alpha: float = 0.01) -> RelayExpr:
+    return make_call("nn.leaky_relu", [data], {"alpha": float(alpha)})
+
+
+def gelu(data: RelayExpr, approximate: str = "none") -> RelayExpr:
+    """GELU (``approximate="tanh"`` for the tanh form); not a TVM nn op, added for BERT."""
+    return make_call("nn.gelu", [data], {"approximate": approximate})
+
+
+def _prelu_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    a = tensor_arg(arg_types[1], "alpha")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    if len(a.shape) != 1 or not dim_equal(a.shape[0], d.shape[ax]):
+        fail(f"prelu: alpha {shape_str(a.shape)} must be 1-D of size {d.shape[ax]} "
+             f"(axis {attrs.axis} of data {shape_str(d.shape)})")
+    return d
+
+
+register_op("nn.prelu", _prelu_rel, OpPattern.BROADCAST, 2, {"axis": 1})
+
+
+def prelu(data: RelayExpr, alpha: RelayExpr, axis: int = 1) -> RelayExpr:
+    return make_call("nn.prelu", [data, alpha], {"axis": int(axis)})
+
+
+def _axis_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    normalize_axis(attrs.axis, len(d.shape))
+    return d
+
+
+register_op("nn.softmax", _axis_rel, OpPattern.OPAQUE, 1, {"axis": -1})
+register_op("nn.log_softmax", _axis_rel, OpPattern.OPAQUE, 1, {"axis": -1})
+
+
+def softmax(data: RelayExpr, axis: int = -1) -> RelayExpr:
+    return make_call("nn.softmax", [data], {"axis": int(axis)})
+
+
+def log_softmax(data: RelayExpr, axis: int = -1) -> RelayExpr:
+    return make_call("nn.log_softmax", [data], {"axis": int(axis)})
+
+
+# ------------------------------------------------------------------------------------------------
+# normalization
+def _check_vec(t: Type, name: str, size: Any, d: TensorType, axis: Any) -> None:
+    v = tensor_arg(t, name)
+    if len(v.shape) != 1 or not dim_equal(v.shape[0], size):
+        fail(f"{name} {shape_str(v.shape)} must be 1-D of size {size} (axis {axis} of data "
+             f"{shape_str(d.shape)})")
+    if v.dtype != d.dtype:
+        fail(f"{name} dtype {v.dtype} differs from the data's {d.dtype}")
+
+
+def _batch_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    c = d.shape[ax]
+    for t, nm in zip(arg_types[1:], ("gamma", "beta", "moving_mean", "moving_var")):
+        _check_vec(t, nm, c, d, attrs.axis)
+    vec = TensorType([c], d.dtype)
+    return TupleType([d, vec, vec])
+
+
+register_op("nn.batch_norm", _batch_norm_rel, OpPattern.OPAQUE, 5,
+            {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def batch_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, moving_mean: RelayExpr,
+               moving_var: RelayExpr, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
+               scale: bool = True) -> TupleWrapper:
+    """Inference batch norm; returns a TupleWrapper (normalized data, mean, var): use ``[0]``."""
+    call = make_call("nn.batch_norm", [data, gamma, beta, moving_mean, moving_var], {
+        "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
+    return TupleWrapper(call, 3)
+
+
+def _layer_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    for t, nm in zip(arg_types[1:], ("gamma", "beta")):
+        _check_vec(t, nm, d.shape[ax], d, attrs.axis)
+    return d
+
+
+register_op("nn.layer_norm", _layer_norm_rel, OpPattern.OPAQUE, 3,
+            {"axis": -1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def layer_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, axis: int = -1,
+               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
+    return make_call("nn.layer_norm", [data, gamma, beta], {
+        "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
+
+
+def _dropout_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    return TupleType([d, d])
+
+
+register_op("nn.dropout", _dropout_rel, OpPattern.OPAQUE, 1, {"rate": 0.5})
+
+
+def dropout(data: RelayExpr, rate: float = 0.5) -> RelayExpr:
+    """Dropout (identity at inference; removed by SimplifyInference). Returns the data output."""
+    return TupleGetItem(make_call("nn.dropout", [data], {"rate": float(rate)}), 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# pooling
+def _pool_layout(d: TensorType, layout: str, what: str) -> tuple[int, int, int]:
+    if len(d.shape) != 4 or layout not in _LAYOUT_AXES:
+        fail(f"{what} needs 4-D data in NCHW or NHWC, got {shape_str(d.shape)} ({layout})")
+    return _LAYOUT_AXES[layout]
+
+
+def _pool2d_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    _, hi, wi = _pool_layout(d, attrs.layout, "pool2d")
+    kh, kw = attrs.pool_size
+    pt, pl, pb, pr = attrs.padding
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    out = list(d.shape)
+    out[hi] = _out_dim(d.shape[hi], kh, pt + pb, sh, dh, attrs.ceil_mode)
+    out[wi] = _out_dim(d.shape[wi], kw, pl + pr, sw, dw, attrs.ceil_mode)
+    return TensorType(out, d.dtype)
+
+
+_POOL_SCHEMA = {"pool_size": REQUIRED, "strides": (1, 1), "padding": (0, 0, 0, 0),
+                "dilation": (1, 1), "layout": "NCHW", "ceil_mode": False}
+register_op("nn.max_pool2d", _pool2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 1, _POOL_SCHEMA)
+register_op("nn.avg_pool2d", _pool2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 1,
+            {**_POOL_SCHEMA, "count_include_pad": False})
+
+
+def max_pool2d(data: RelayExpr, pool_size: Any = (1, 1), strides: Any = (1, 1), dilation: Any = (1, 1),
+               padding: Any = (0, 0), layout: str = "NCHW", ceil_mode: bool = False) -> RelayExpr:
+    return make_call("nn.max_pool2d", [data], {
+        "pool_size": _pair(pool_size, "pool_size"), "strides": _pair(strides, "strides"),
+        "padding": _pad4(padding), "dilation": _pair(dilation, "dilation"), "layout": layout,
+        "ceil_mode": bool(ceil_mode)})  # fmt: skip
+
+
+def avg_pool2d(data: RelayExpr, pool_size: Any = (1, 1), strides: Any = (1, 1), dilation: Any = (1, 1),
+               padding: Any = (0, 0), layout: str = "NCHW", ceil_mode: bool = False,
+               count_include_pad: bool = False) -> RelayExpr:
+    return make_call("nn.avg_pool2d", [data], {
+        "pool_size": _pair(pool_size, "pool_size"), "strides": _pair(strides, "strides"),
+        "padding": _pad4(padding), "dilation": _pair(dilation, "dilation"), "layout": layout,
+        "ceil_mode": bool(ceil_mode), "count_include_pad": bool(count_include_pad)})  # fmt: skip
+
+
+def _global_pool_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    _, hi, wi = _pool_layout(d, attrs.layout, "global pool2d")
+    out = list(d.shape)
+    out[hi], out[wi] = 1, 1
+    return TensorType(out, d.dtype)
+
+
+register_op("nn.global_avg_pool2d", _global_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 1, {"layout": "NCHW"})
+register_op("nn.global_max_pool2d", _global_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 1, {"layout": "NCHW"})
+
+
+def global_avg_pool2d(data: RelayExpr, layout: str = "NCHW") -> RelayExpr:
+    return make_call("nn.global_avg_pool2d", [data], {"layout": layout})
+
+
+def global_max_pool2d(data: RelayExpr, layout: str = "NCHW") -> RelayExpr:
+    return make_call("nn.global_max_pool2d", [data], {"layout": layout})
+
+
+def _adaptive_pool_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    _, hi, wi = _pool_layout(d, attrs.layout, "adaptive_avg_pool2d")
+    out = list(d.shape)
+    out[hi], out[wi] = attrs.output_size
+    return TensorType(out, d.dtype)
+
+
+register_op("nn.adaptive_avg_pool2d", _adaptive_pool_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 1,
+            {"output_size": REQUIRED, "layout": "NCHW"})
+
+
+def adaptive_avg_pool2d(data: RelayExpr, output_size: Any, layout: str = "NCHW") -> RelayExpr:
+    return make_call("nn.adaptive_avg_pool2d", [data], {
+        "output_size": _pair(output_size, "output_size"), "layout": layout})
+
+
+# ------------------------------------------------------------------------------------------------
+# padding and flattening
+def _pad_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    pw = attrs.pad_width
+    if len(pw) != len(d.shape) or any(len(p) != 2 for p in pw):
+        fail(f"pad: pad_width {[list(p) for p in pw]} needs one (before, after) pair per axis "
+             f"of {shape_str(d.shape)}")
+    if any(b < 0 or a < 0 for b, a in pw):
+        fail(f"pad: negative pad_width {[list(p) for p in pw]}")
+    return TensorType([as_dim(s + b + a) for s, (b, a) in zip(d.shape, pw)], d.dtype)
+
+
+register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE, 1, {"pad_width": (), "pad_value": 0.0,
+                                                          "pad_mode": "constant"})
+
+
+def pad(data: RelayExpr, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0,
+        pad_mode: str = "constant") -> RelayExpr:
+    if pad_mode not in ("constant", "edge", "reflect"):
+        raise ValueError(f"pad: pad_mode must be constant, edge or reflect, got {pad_mode!r}")
+    pw = tuple((int(b), int(a)) for b, a in pad_width)
+    return make_call("nn.pad", [data], {"pad_width": pw, "pad_value": float(pad_value),
+                                        "pad_mode": pad_mode})
+
+
+def _batch_flatten_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    if len(d.shape) < 1:
+        fail("batch_flatten needs rank >= 1")
+    return TensorType([d.shape[0], size_of(d.shape[1:])], d.dtype)
+
+
+register_op("nn.batch_flatten", _batch_flatten_rel, OpPattern.INJECTIVE, 1)
+
+
+def batch_flatten(data: RelayExpr) -> RelayExpr:
+    return make_call("nn.batch_flatten", [data])

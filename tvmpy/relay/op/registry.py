@@ -1,0 +1,198 @@
+"""The operator registry: one ``Op`` per operator name, with what every layer needs to know of it.
+
+Each operator declares, at registration:
+
+* ``type_rel(arg_types, attrs) -> Type``: the output type from the argument types (shape and dtype
+  inference); it raises ``RelayTypeError`` with a message that states the mismatching shapes
+  (type inference adds which node it was);
+* ``pattern``: its fusion pattern kind (``OpPattern``, the numbers are TVM's);
+* ``num_inputs`` (-1: variadic, e.g. a tuple argument) and an attribute schema (name -> default),
+  used to fill defaults, reject unknown attributes, and print only non-default ones.
+
+Later layers attach more per-operator attributes with ``register_op_attr`` (as TVM's
+``FTVMCompute``/``FTVMStrategy``): the compute, and the strategy (implementations with priorities
+per target), e.g. ``register_op_attr("nn.conv2d", "FTVMStrategy", fn)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...ir.node import Node
+
+__all__ = [
+    "OpPattern",
+    "Op",
+    "register_op",
+    "register_op_attr",
+    "get",
+    "list_op_names",
+]
+
+
+class OpPattern:
+    """Fusion pattern kinds (values as in TVM's ``relay.op.OpPattern``)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+    @staticmethod
+    def name_of(kind: int) -> str:
+        for k, v in vars(OpPattern).items():
+            if v == kind and k.isupper():
+                return k
+        return str(kind)
+
+
+_REQUIRED = object()  # attribute schema default meaning "must be given"
+
+
+class Op(Node):
+    """An operator, e.g. ``relay.op.get("nn.conv2d")``. One object per name (compared by identity).
+
+    The registered facts live outside the node (``Op.entry``), so that later layers can attach
+    computes and strategies without rebuilding any graph.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self._init(name=name)
+
+    @property
+    def entry(self) -> _OpEntry:
+        return _REGISTRY[self.name]
+
+    @property
+    def type_rel(self) -> Callable[..., Any]:
+        return self.entry.type_rel
+
+    @property
+    def pattern(self) -> int:
+        return self.entry.pattern
+
+    @property
+    def num_inputs(self) -> int:
+        return self.entry.num_inputs
+
+    @property
+    def attrs_schema(self) -> dict[str, Any]:
+        return self.entry.attrs_schema
+
+    @property
+    def description(self) -> str:
+        return self.entry.description
+
+    def get_attr(self, key: str, default: Any = None) -> Any:
+        """A per-operator attribute attached with ``register_op_attr`` (or ``default``)."""
+        return self.entry.attrs.get(key, default)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self):
+        return (get, (self.name,))
+
+
+class _OpEntry:
+    __slots__ = ("op", "type_rel", "pattern", "num_inputs", "attrs_schema", "description", "attrs")
+
+    def __init__(self, op, type_rel, pattern, num_inputs, attrs_schema, description):
+        self.op = op
+        self.type_rel = type_rel
+        self.pattern = pattern
+        self.num_inputs = num_inputs
+        self.attrs_schema = attrs_schema
+        self.description = description
+        self.attrs: dict[str, Any] = {}
+
+
+_REGISTRY: dict[str, _OpEntry] = {}
+
+
+def register_op(
+    name: str,
+    type_rel: Callable[..., Any],
+    pattern: int,
+    num_inputs: int,
+    attrs: Mapping[str, Any] | None = None,
+    description: str = "",
+) -> Op:
+    """Register operator ``name``; returns its Op. Registering a name twice is an error."""
+    if name in _REGISTRY:
+        raise ValueError(f"operator {name!r} is already registered")
+    if not callable(type_rel):
+        raise TypeError(f"type_rel of {name!r} must be callable")
+    op = Op(name)
+    _REGISTRY[name] = _OpEntry(op, type_rel, int(pattern), int(num_inputs), dict(attrs or {}), description)
+    return op
+
+
+def register_op_attr(name: str, key: str, value: Any = None, level: int = 10) -> Any:
+    """Attach ``key`` (e.g. "FTVMCompute", "FTVMStrategy") to operator ``name``.
+
+    Usable as a decorator when ``value`` is omitted. A higher ``level`` overrides a lower one.
+    """
+
+    def _set(v: Any) -> Any:
+        entry = _entry(name)
+        old = entry.attrs.get("__level__" + key)
+        if old is not None and old > level:
+            return v
+        entry.attrs[key] = v
+        entry.attrs["__level__" + key] = level
+        return v
+
+    if value is None:
+        return _set
+    return _set(value)
+
+
+def _entry(name: str) -> _OpEntry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = [n for n in _REGISTRY if name.split(".")[-1] in n]
+        hint = f" (did you mean {', '.join(sorted(close)[:5])}?)" if close else ""
+        raise ValueError(f"operator {name!r} is not registered{hint}") from None
+
+
+def get(name: str) -> Op:
+    """``relay.op.get("nn.relu")``: the registered Op of that name."""
+    return _entry(name).op
+
+
+def list_op_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_call(name: str, args: list[Any], attrs: Mapping[str, Any] | None = None) -> Any:
+    """Build ``Call(get(name), args, attrs)`` with the schema's defaults filled in.
+
+    Unknown attribute names and missing required ones raise at construction.
+    """
+    from ..expr import Call
+
+    entry = _entry(name)
+    given = dict(attrs or {})
+    unknown = sorted(set(given) - set(entry.attrs_schema))
+    if unknown:
+        raise TypeError(f"{name}: unknown attributes {unknown} (known: {sorted(entry.attrs_schema)})")
+    full: dict[str, Any] = {}
+    for k, default in entry.attrs_schema.items():
+        v = given.get(k, default)
+        if v is _REQUIRED:
+            raise TypeError(f"{name}: attribute {k!r} is required")
+        full[k] = v
+    if entry.num_inputs >= 0 and len(args) != entry.num_inputs:
+        raise TypeError(f"{name} takes {entry.num_inputs} inputs, got {len(args)}")
+    return Call(entry.op, args, full)
+
+
+REQUIRED = _REQUIRED

@@ -1,0 +1,181 @@
+"""Elementwise (unary) and broadcast (binary) operators: ``relay.add``, ``relay.exp``, ...
+
+Binary operators require equal dtypes (no implicit promotion, as in TVM) and broadcast like numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import RelayExpr, Tuple
+from ..ty import TensorType, Type
+from ._rel import broadcast_bool_rel, broadcast_rel, broadcast_shape, fail, identity_rel, tensor_arg
+from .registry import OpPattern, make_call, register_op
+
+_UNARY = [
+    "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor", "ceil",
+    "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan",
+]  # fmt: skip
+_BINARY = [
+    "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
+    "floor_divide", "floor_mod", "logical_and", "logical_or",
+]  # fmt: skip
+_COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+__all__ = _UNARY + _BINARY + _COMPARE + [
+    "clip", "where", "zeros_like", "ones_like", "logical_not", "stack", "zeros", "ones", "full",
+]  # fmt: skip
+
+
+def _isnan_rel(arg_types: list[Type], attrs: Any) -> Type:
+    t = tensor_arg(arg_types[0], "the input")
+    return TensorType(t.shape, "bool")
+
+
+for _n in _UNARY:
+    register_op(_n, _isnan_rel if _n == "isnan" else identity_rel, OpPattern.ELEMWISE, 1)
+for _n in _BINARY:
+    register_op(_n, broadcast_rel, OpPattern.BROADCAST, 2)
+for _n in _COMPARE:
+    register_op(_n, broadcast_bool_rel, OpPattern.BROADCAST, 2)
+register_op("logical_not", identity_rel, OpPattern.ELEMWISE, 1)
+register_op("zeros_like", identity_rel, OpPattern.ELEMWISE, 1)
+register_op("ones_like", identity_rel, OpPattern.ELEMWISE, 1)
+register_op("clip", identity_rel, OpPattern.ELEMWISE, 1, {"a_min": 0.0, "a_max": 0.0})
+
+
+def _unary(name: str):
+    def f(data: RelayExpr) -> RelayExpr:
+        return make_call(name, [data])
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}``."
+    return f
+
+
+def _binary(name: str):
+    def f(lhs: RelayExpr, rhs: RelayExpr) -> RelayExpr:
+        return make_call(name, [lhs, rhs])
+
+    f.__name__ = name
+    f.__doc__ = f"Broadcasting ``{name}`` (numpy rules)."
+    return f
+
+
+negative = _unary("negative")
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+abs = _unary("abs")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+sign = _unary("sign")
+sin = _unary("sin")
+cos = _unary("cos")
+copy = _unary("copy")
+log2 = _unary("log2")
+trunc = _unary("trunc")
+isnan = _unary("isnan")
+logical_not = _unary("logical_not")
+zeros_like = _unary("zeros_like")
+ones_like = _unary("ones_like")
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+mod = _binary("mod")
+floor_divide = _binary("floor_divide")
+floor_mod = _binary("floor_mod")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+
+
+def clip(a: RelayExpr, a_min: float, a_max: float) -> RelayExpr:
+    if a_min > a_max:
+        raise ValueError(f"clip: a_min {a_min} > a_max {a_max}")
+    return make_call("clip", [a], {"a_min": float(a_min), "a_max": float(a_max)})
+
+
+def _where_rel(arg_types: list[Type], attrs: Any) -> Type:
+    c = tensor_arg(arg_types[0], "the condition")
+    x = tensor_arg(arg_types[1], "x")
+    y = tensor_arg(arg_types[2], "y")
+    if x.dtype != y.dtype:
+        fail(f"x and y dtypes differ: {x.dtype} vs {y.dtype}")
+    return TensorType(broadcast_shape(c.shape, broadcast_shape(x.shape, y.shape)), x.dtype)
+
+
+register_op("where", _where_rel, OpPattern.BROADCAST, 3)
+
+
+def where(condition: RelayExpr, x: RelayExpr, y: RelayExpr) -> RelayExpr:
+    return make_call("where", [condition, x, y])
+
+
+def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
+    from ..ty import dim_equal
+    from ._rel import normalize_axis, shape_str, tuple_arg
+
+    tt = tuple_arg(arg_types[0], "stack's input")
+    if not tt.fields:
+        fail("stack of an empty tuple")
+    ts = [tensor_arg(f, f"field {i}") for i, f in enumerate(tt.fields)]
+    first = ts[0]
+    for i, t in enumerate(ts[1:], 1):
+        if t.dtype != first.dtype or len(t.shape) != len(first.shape) or not all(
+            dim_equal(a, b) for a, b in zip(t.shape, first.shape)
+        ):
+            fail(f"stack: field {i} is {t.dtype}{shape_str(t.shape)}, field 0 is "
+                 f"{first.dtype}{shape_str(first.shape)}")
+    ax = normalize_axis(attrs.axis, len(first.shape) + 1)
+    shp = list(first.shape)
+    shp.insert(ax, len(ts))
+    return TensorType(shp, first.dtype)
+
+
+register_op("stack", _stack_rel, OpPattern.INJECTIVE, 1, {"axis": 0})
+
+
+def stack(data: Any, axis: int = 0) -> RelayExpr:
+    if not isinstance(data, RelayExpr):
+        data = Tuple(list(data))
+    return make_call("stack", [data], {"axis": int(axis)})
+
+
+def _full_rel(arg_types: list[Type], attrs: Any) -> Type:
+    if arg_types:
+        v = tensor_arg(arg_types[0], "fill_value")
+        if v.shape != ():
+            fail(f"fill_value must be a scalar, got shape {v.shape}")
+    return TensorType(attrs.shape, attrs.dtype)
+
+
+register_op("zeros", _full_rel, OpPattern.ELEMWISE, 0, {"shape": (), "dtype": "float32"})
+register_op("ones", _full_rel, OpPattern.ELEMWISE, 0, {"shape": (), "dtype": "float32"})
+register_op("full", _full_rel, OpPattern.ELEMWISE, 1, {"shape": (), "dtype": "float32"})
+
+
+def zeros(shape: Any, dtype: str = "float32") -> RelayExpr:
+    return make_call("zeros", [], {"shape": tuple(shape), "dtype": dtype})
+
+
+def ones(shape: Any, dtype: str = "float32") -> RelayExpr:
+    return make_call("ones", [], {"shape": tuple(shape), "dtype": dtype})
+
+
+def full(fill_value: RelayExpr, shape: Any, dtype: str = "float32") -> RelayExpr:
+    return make_call("full", [fill_value], {"shape": tuple(shape), "dtype": dtype})

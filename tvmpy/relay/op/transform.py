@@ -1,0 +1,396 @@
+"""Shape-changing (injective) operators: reshape, transpose, concatenate, split, squeeze,
+expand_dims, take, strided_slice, broadcast_to, cast, layout_transform."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..expr import Call, RelayExpr, Tuple, TupleGetItem
+from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
+from ._rel import (
+    fail,
+    normalize_axes,
+    normalize_axis,
+    shape_str,
+    size_of,
+    tensor_arg,
+    tuple_arg,
+)
+from .registry import OpPattern, make_call, register_op
+
+__all__ = [
+    "reshape", "transpose", "concatenate", "split", "squeeze", "expand_dims", "take",
+    "strided_slice", "broadcast_to", "cast", "layout_transform", "TupleWrapper", "reshape_like",
+]  # fmt: skip
+
+
+class TupleWrapper:
+    """What multi-output operators return (as in TVM): index it to get ``TupleGetItem`` nodes."""
+
+    def __init__(self, tuple_value: RelayExpr, size: int):
+        self.tuple_value = tuple_value
+        self.size = size
+
+    def astuple(self) -> RelayExpr:
+        return self.tuple_value
+
+    def __getitem__(self, index: int) -> TupleGetItem:
+        if not -self.size <= index < self.size:
+            raise IndexError(f"tuple index {index} out of range for {self.size} fields")
+        return TupleGetItem(self.tuple_value, index % self.size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return (self[i] for i in range(self.size))
+
+
+# ------------------------------------------------------------------------------------------------
+def _reshape_rel(arg_types: list[Type], attrs: Any) -> Type:
+    """newshape as TVM: 0 copies the input dim, -1 is inferred (at most one)."""
+    d = tensor_arg(arg_types[0], "the input")
+    new = list(attrs.newshape)
+    out: list[Any] = []
+    infer_at = None
+    for i, v in enumerate(new):
+        if isinstance(v, int) and v == 0:
+            if i >= len(d.shape):
+                fail(f"newshape {new}: 0 at position {i} but the input {shape_str(d.shape)} "
+                     f"has rank {len(d.shape)}")
+            out.append(d.shape[i])
+        elif isinstance(v, int) and v == -1:
+            if infer_at is not None:
+                fail(f"newshape {new} has more than one -1")
+            infer_at = len(out)
+            out.append(1)
+        elif isinstance(v, int) and v < -1:
+            fail(f"newshape {new}: unsupported special value {v}")
+        else:
+            out.append(as_dim(v))
+    total = size_of(d.shape)
+    if infer_at is not None:
+        rest = size_of(out)
+        if isinstance(total, int) and isinstance(rest, int):
+            if rest == 0 or total % rest:
+                fail(f"cannot reshape {shape_str(d.shape)} to {new}: {total} elements "
+                     f"are not divisible by {rest}")
+            out[infer_at] = total // rest
+        else:
+            out[infer_at] = as_dim(total // rest)
+    elif not dim_equal(size_of(out), total):
+        fail(f"cannot reshape {shape_str(d.shape)} ({total} elements) to "
+             f"{shape_str(out)} ({size_of(out)} elements)")
+    return TensorType(out, d.dtype)
+
+
+register_op("reshape", _reshape_rel, OpPattern.INJECTIVE, 1, {"newshape": ()})
+
+
+def reshape(data: RelayExpr, newshape: Any) -> RelayExpr:
+    if isinstance(newshape, int):
+        newshape = (newshape,)
+    return make_call("reshape", [data], {"newshape": tuple(newshape)})
+
+
+def _reshape_like_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    like = tensor_arg(arg_types[1], "shape_like")
+    if not dim_equal(size_of(d.shape), size_of(like.shape)):
+        fail(f"reshape_like: {shape_str(d.shape)} and {shape_str(like.shape)} differ in size")
+    return TensorType(like.shape, d.dtype)
+
+
+register_op("reshape_like", _reshape_like_rel, OpPattern.INJECTIVE, 2)
+
+
+def reshape_like(data: RelayExpr, shape_like: RelayExpr) -> RelayExpr:
+    return make_call("reshape_like", [data, shape_like])
+
+
+def _transpose_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    n = len(d.shape)
+    axes = attrs.axes
+    if axes is None:
+        perm = list(range(n))[::-1]
+    else:
+        if len(axes) != n:
+            fail(f"axes {list(axes)} do not match the rank {n} of the input {shape_str(d.shape)}")
+        perm = normalize_axes(axes, n)
+    return TensorType([d.shape[p] for p in perm], d.dtype)
+
+
+register_op("transpose", _transpose_rel, OpPattern.INJECTIVE, 1, {"axes": None})
+
+
+def transpose(data: RelayExpr, axes: Sequence[int] | None = None) -> RelayExpr:
+    return make_call("transpose", [data], {"axes": None if axes is None else tuple(int(a) for a in axes)})
+
+
+def _concat_rel(arg_types: list[Type], attrs: Any) -> Type:
+    tt = tuple_arg(arg_types[0], "concatenate's input")
+    if not tt.fields:
+        fail("concatenate of an empty tuple")
+    ts = [tensor_arg(f, f"field {i}") for i, f in enumerate(tt.fields)]
+    first = ts[0]
+    n = len(first.shape)
+    ax = normalize_axis(attrs.axis, n)
+    total: Any = 0
+    for i, t in enumerate(ts):
+        bad = t.dtype != first.dtype or len(t.shape) != n or not all(
+            dim_equal(a, b) for j, (a, b) in enumerate(zip(t.shape, first.shape)) if j != ax
+        )
+        if bad:
+            fail(f"concatenate on axis {attrs.axis}: field {i} {t.dtype}{shape_str(t.shape)} "
+                 f"does not match field 0 {first.dtype}{shape_str(first.shape)}")
+        total = total + t.shape[ax]
+    shp = list(first.shape)
+    shp[ax] = as_dim(total)
+    return TensorType(shp, first.dtype)
+
+
+register_op("concatenate", _concat_rel, OpPattern.INJECTIVE, 1, {"axis": 0})
+
+
+def concatenate(data: Any, axis: int) -> RelayExpr:
+    if not isinstance(data, RelayExpr):
+        data = Tuple(list(data))
+    return make_call("concatenate", [data], {"axis": int(axis)})
+
+
+def _split_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    dim = d.shape[ax]
+    ios = attrs.indices_or_sections
+    fields = []
+    if isinstance(ios, int):
+        if isinstance(dim, int) and (ios <= 0 or dim % ios):
+            fail(f"split: axis {attrs.axis} of {shape_str(d.shape)} ({dim}) is not divisible "
+                 f"into {ios} sections")
+        for _ in range(ios):
+            shp = list(d.shape)
+            shp[ax] = as_dim(dim // ios)
+            fields.append(TensorType(shp, d.dtype))
+    else:
+        bounds = [0, *ios, dim]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if isinstance(lo, int) and isinstance(hi, int) and hi < lo:
+                fail(f"split: indices {list(ios)} are not increasing within {dim}")
+            shp = list(d.shape)
+            shp[ax] = as_dim(hi - lo)
+            fields.append(TensorType(shp, d.dtype))
+    return TupleType(fields)
+
+
+register_op("split", _split_rel, OpPattern.INJECTIVE, 1, {"indices_or_sections": 1, "axis": 0})
+
+
+def split(data: RelayExpr, indices_or_sections: Any, axis: int = 0) -> TupleWrapper:
+    ios = indices_or_sections
+    if isinstance(ios, int):
+        n = ios
+    else:
+        ios = tuple(int(i) for i in ios)
+        n = len(ios) + 1
+    return TupleWrapper(make_call("split", [data], {"indices_or_sections": ios, "axis": int(axis)}), n)
+
+
+def _squeeze_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    if attrs.axis is None:
+        return TensorType([s for s in d.shape if not (isinstance(s, int) and s == 1)], d.dtype)
+    axes = normalize_axes(attrs.axis, len(d.shape))
+    for a in axes:
+        if not dim_equal(d.shape[a], 1):
+            fail(f"squeeze: axis {a} of {shape_str(d.shape)} has size {d.shape[a]}, not 1")
+    return TensorType([s for i, s in enumerate(d.shape) if i not in axes], d.dtype)
+
+
+register_op("squeeze", _squeeze_rel, OpPattern.INJECTIVE, 1, {"axis": None})
+
+
+def squeeze(data: RelayExpr, axis: Any = None) -> RelayExpr:
+    if isinstance(axis, int):
+        axis = (axis,)
+    return make_call("squeeze", [data], {"axis": None if axis is None else tuple(axis)})
+
+
+def _expand_dims_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    n = len(d.shape)
+    ax = attrs.axis
+    if not -n - 1 <= ax <= n:
+        fail(f"expand_dims: axis {ax} out of range for rank {n}")
+    ax = ax + n + 1 if ax < 0 else ax
+    shp = list(d.shape)
+    for _ in range(attrs.num_newaxis):
+        shp.insert(ax, 1)
+    return TensorType(shp, d.dtype)
+
+
+register_op("expand_dims", _expand_dims_rel, OpPattern.BROADCAST, 1, {"axis": 0, "num_newaxis": 1})
+
+
+def expand_dims(data: RelayExpr, axis: int, num_newaxis: int = 1) -> RelayExpr:
+    return make_call("expand_dims", [data], {"axis": int(axis), "num_newaxis": int(num_newaxis)})
+
+
+def _take_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    idx = tensor_arg(arg_types[1], "the indices")
+    if not idx.dtype.startswith(("int", "uint")):
+        fail(f"take: indices must be integers, got {idx.dtype}")
+    if attrs.axis is None:
+        return TensorType(idx.shape, d.dtype)
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    return TensorType([*d.shape[:ax], *idx.shape, *d.shape[ax + 1 :]], d.dtype)
+
+
+register_op("take", _take_rel, OpPattern.INJECTIVE, 2, {"axis": None, "mode": "clip"})
+
+
+def take(data: RelayExpr, indices: RelayExpr, axis: int | None = None, mode: str = "clip") -> RelayExpr:
+    if mode not in ("clip", "wrap", "fast"):
+        raise ValueError(f"take: mode must be clip, wrap or fast, got {mode!r}")
+    return make_call("take", [data, indices], {"axis": axis, "mode": mode})
+
+
+def _slice_extent(begin: int, end: int, stride: int, dim: Any) -> Any:
+    if not isinstance(dim, int):
+        if stride == 1 and begin >= 0 and 0 <= end < 2**31 - 1:
+            return end - begin
+        fail(f"strided_slice over a symbolic dimension {dim} needs stride 1 and explicit bounds")
+    return len(range(*slice(begin, end, stride).indices(dim)))
+
+
+def _strided_slice_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    n = len(d.shape)
+    axes = normalize_axes(attrs.axes, n) if attrs.axes is not None else list(range(len(attrs.begin)))
+    begin, end = list(attrs.begin), list(attrs.end)
+    strides = list(attrs.strides) if attrs.strides else [1] * len(axes)
+    if len(strides) == 1 and len(axes) > 1:
+        strides = strides * len(axes)
+    if len(axes) > n or len(begin) != len(axes) or len(end) != len(axes) or len(strides) != len(axes):
+        fail(f"strided_slice: begin {begin}, end {end}, strides {strides} do not match "
+             f"the input {shape_str(d.shape)}")
+    shp = list(d.shape)
+    for a, b, e, s in zip(axes, begin, end, strides):
+        if s == 0:
+            fail("strided_slice: stride 0")
+        shp[a] = _slice_extent(b, e, s, d.shape[a])
+    return TensorType(shp, d.dtype)
+
+
+register_op(
+    "strided_slice", _strided_slice_rel, OpPattern.INJECTIVE, 1,
+    {"begin": (), "end": (), "strides": None, "axes": None},
+)  # fmt: skip
+
+
+def strided_slice(
+    data: RelayExpr,
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> RelayExpr:
+    tup = lambda v: None if v is None else tuple(int(x) for x in v)
+    return make_call("strided_slice", [data], {
+        "begin": tup(begin), "end": tup(end), "strides": tup(strides), "axes": tup(axes),
+    })  # fmt: skip
+
+
+def _broadcast_to_rel(arg_types: list[Type], attrs: Any) -> Type:
+    from ._rel import broadcast_shape
+
+    d = tensor_arg(arg_types[0], "the input")
+    target = [as_dim(s) for s in attrs.shape]
+    out = broadcast_shape(d.shape, target)
+    if len(out) != len(target) or not all(dim_equal(a, b) for a, b in zip(out, target)):
+        fail(f"broadcast_to: {shape_str(d.shape)} cannot broadcast to {shape_str(target)}")
+    return TensorType(target, d.dtype)
+
+
+register_op("broadcast_to", _broadcast_to_rel, OpPattern.BROADCAST, 1, {"shape": ()})
+
+
+def broadcast_to(data: RelayExpr, shape: Sequence[Any]) -> RelayExpr:
+    return make_call("broadcast_to", [data], {"shape": tuple(shape)})
+
+
+def _cast_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    return TensorType(d.shape, attrs.dtype)
+
+
+register_op("cast", _cast_rel, OpPattern.ELEMWISE, 1, {"dtype": "float32"})
+
+
+def cast(data: RelayExpr, dtype: str) -> RelayExpr:
+    from ...ir import dtype as _dt
+
+    _dt.parse(str(dtype))
+    return make_call("cast", [data], {"dtype": str(dtype)})
+
+
+def _parse_layout(layout: str) -> list[tuple[str, int | None]]:
+    """"NCHW16c" -> [(N,None),(C,None),(H,None),(W,None),(c,16)]."""
+    out: list[tuple[str, int | None]] = []
+    num = ""
+    for ch in layout:
+        if ch.isdigit():
+            num += ch
+        elif ch.isalpha():
+            out.append((ch, int(num) if num else None))
+            num = ""
+        else:
+            raise ValueError(f"bad layout {layout!r}")
+    if num:
+        raise ValueError(f"bad layout {layout!r}")
+    for ch, f in out:
+        if ch.islower() and f is None:
+            raise ValueError(f"layout {layout!r}: sub-dimension {ch!r} needs a factor")
+    return out
+
+
+def _layout_transform_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the input")
+    src, dst = _parse_layout(attrs.src_layout), _parse_layout(attrs.dst_layout)
+    if len(src) != len(d.shape):
+        fail(f"layout_transform: src_layout {attrs.src_layout} does not match {shape_str(d.shape)}")
+    full: dict[str, Any] = {}
+    for (ch, _f), s in zip(src, d.shape):
+        if ch.isupper():
+            full[ch] = s
+    for (ch, _f2), s in zip(src, d.shape):
+        if ch.islower():
+            full[ch.upper()] = as_dim(full[ch.upper()] * s)
+    if set(full) != {c for c, _ in dst if c.isupper()}:
+        fail(f"layout_transform: {attrs.src_layout} and {attrs.dst_layout} name different axes")
+    out = []
+    for ch, f in dst:
+        if ch.isupper():
+            sub = next((ff for c, ff in dst if c == ch.lower()), None)
+            if sub is not None and isinstance(full[ch], int) and full[ch] % sub:
+                fail(f"layout_transform: axis {ch}={full[ch]} is not divisible by {sub}")
+            out.append(as_dim(full[ch] // sub) if sub else full[ch])
+        else:
+            out.append(f)
+    return TensorType(out, d.dtype)
+
+
+register_op("layout_transform", _layout_transform_rel, OpPattern.INJECTIVE, 1,
+            {"src_layout": "", "dst_layout": ""})
+
+
+def layout_transform(data: RelayExpr, src_layout: str, dst_layout: str) -> RelayExpr:
+    _parse_layout(src_layout)
+    _parse_layout(dst_layout)
+    return make_call("layout_transform", [data], {"src_layout": src_layout, "dst_layout": dst_layout})
+
+
+_ = Call  # re-exported type for annotations in later modules

@@ -1,0 +1,187 @@
+"""Traversal of relay graphs: ``ExprVisitor`` (each node visited once, DAG-safe), ``ExprMutator``
+(rebuilds a node only when a child changed, memoized so shared subgraphs stay shared), and
+``post_order_visit``. Override ``visit_<node>`` methods (``visit_call``, ``visit_var``, ...)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
+
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .op.registry import Op
+
+__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit", "deep_recursion"]
+
+_METHOD = {
+    Var: "visit_var", GlobalVar: "visit_global_var", Constant: "visit_constant", Call: "visit_call",
+    Tuple: "visit_tuple", TupleGetItem: "visit_tuple_getitem", Let: "visit_let", If: "visit_if",
+    Function: "visit_function", Op: "visit_op",
+}  # fmt: skip
+
+
+@contextmanager
+def deep_recursion(limit: int = 20000):
+    """Graphs of thousands of nodes recurse deeply; raise Python's limit for the traversal."""
+    old = sys.getrecursionlimit()
+    if old < limit:
+        sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+class ExprFunctor:
+    """Dispatch on the node class with a per-instance memo (each node computed once)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Any] = {}
+        self._keep: list[Any] = []  # keep memo keys alive (ids must not be reused)
+
+    def visit(self, expr: Any) -> Any:
+        key = id(expr)
+        if key in self.memo:
+            return self.memo[key]
+        name = _METHOD.get(type(expr))
+        if name is None:
+            for klass, meth in _METHOD.items():
+                if isinstance(expr, klass):
+                    name = meth
+                    break
+            else:
+                raise TypeError(f"{type(self).__name__}: not a relay expression: {expr!r}")
+        with deep_recursion():
+            res = getattr(self, name)(expr)
+        self.memo[key] = res
+        self._keep.append(expr)
+        return res
+
+
+class ExprVisitor(ExprFunctor):
+    """Visits every reachable node once; override ``visit_*`` and call ``super()`` to recurse."""
+
+    def visit_var(self, v: Var) -> None:
+        pass
+
+    def visit_global_var(self, v: GlobalVar) -> None:
+        pass
+
+    def visit_constant(self, c: Constant) -> None:
+        pass
+
+    def visit_op(self, op: Op) -> None:
+        pass
+
+    def visit_call(self, c: Call) -> None:
+        self.visit(c.op)
+        for a in c.args:
+            self.visit(a)
+
+    def visit_tuple(self, t: Tuple) -> None:
+        for f in t.fields:
+            self.visit(f)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> None:
+        self.visit(t.tuple_value)
+
+    def visit_let(self, let: Let) -> None:
+        self.visit(let.var)
+        self.visit(let.value)
+        self.visit(let.body)
+
+    def visit_if(self, i: If) -> None:
+        self.visit(i.cond)
+        self.visit(i.true_branch)
+        self.visit(i.false_branch)
+
+    def visit_function(self, f: Function) -> None:
+        for p in f.params:
+            self.visit(p)
+        self.visit(f.body)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+class ExprMutator(ExprFunctor):
+    """Returns a rewritten expression; unchanged subgraphs are returned as the same objects."""
+
+    def visit_var(self, v: Var) -> RelayExpr:
+        return v
+
+    def visit_global_var(self, v: GlobalVar) -> RelayExpr:
+        return v
+
+    def visit_constant(self, c: Constant) -> RelayExpr:
+        return c
+
+    def visit_op(self, op: Op) -> Op:
+        return op
+
+    def visit_call(self, c: Call) -> RelayExpr:
+        op = self.visit(c.op)
+        args = [self.visit(a) for a in c.args]
+        if op is c.op and _same(args, c.args):
+            return c
+        return Call(op, args, c.attrs)
+
+    def visit_tuple(self, t: Tuple) -> RelayExpr:
+        fields = [self.visit(f) for f in t.fields]
+        return t if _same(fields, t.fields) else Tuple(fields)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
+        v = self.visit(t.tuple_value)
+        return t if v is t.tuple_value else TupleGetItem(v, t.index)
+
+    def visit_let(self, let: Let) -> RelayExpr:
+        var = self.visit(let.var)
+        value = self.visit(let.value)
+        body = self.visit(let.body)
+        if var is let.var and value is let.value and body is let.body:
+            return let
+        return Let(var, value, body)
+
+    def visit_if(self, i: If) -> RelayExpr:
+        c, t, f = self.visit(i.cond), self.visit(i.true_branch), self.visit(i.false_branch)
+        if c is i.cond and t is i.true_branch and f is i.false_branch:
+            return i
+        return If(c, t, f)
+
+    def visit_function(self, f: Function) -> RelayExpr:
+        params = [self.visit(p) for p in f.params]
+        body = self.visit(f.body)
+        if _same(params, f.params) and body is f.body:
+            return f
+        return Function(params, body, f.ret_type, f.attrs)
+
+
+class _PostOrder(ExprVisitor):
+    def __init__(self, fn: Callable[[Any], None]):
+        super().__init__()
+        self.fn = fn
+
+    def visit(self, expr: Any) -> Any:
+        if id(expr) in self.memo:
+            return None
+        super().visit(expr)
+        self.fn(expr)
+        return None
+
+
+def post_order_visit(expr: Any, fn: Callable[[Any], None]) -> None:
+    """Call ``fn(node)`` on every node (operators included) after its children, once each."""
+    _PostOrder(fn).visit(expr)
