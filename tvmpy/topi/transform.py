@@ -360,7 +360,7 @@ def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
     n = max(a.ndim, len(reps))
     reps = [1] * (n - len(reps)) + reps
     src = a if a.ndim == n else reshape(a, [1] * (n - a.ndim) + list(a.shape))
-    shape = [s * r for s, r in zip(src.shape, reps)]
+    shape = [simplify(s * r) for s, r in zip(src.shape, reps)]
     return te.compute(shape, lambda *i: src(*[tir_op.floormod(x, s) for x, s in zip(i, src.shape)]),
                       name="tile", tag=tag.BROADCAST)
 
@@ -373,7 +373,7 @@ def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:
         raise ValueError(f"topi.repeat: repeats must be >= 1, got {r}")
     ax = normalize_axis(axis, a.ndim, "repeat")
     shape = list(a.shape)
-    shape[ax] = shape[ax] * r
+    shape[ax] = simplify(shape[ax] * r)
     return te.compute(shape, lambda *i: a(*i[:ax], tir_op.floordiv(i[ax], r), *i[ax + 1:]),
                       name="repeat", tag=tag.BROADCAST)
 

@@ -53,6 +53,8 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
         return sch
     lanes = vector_lanes(out.dtype)
     size = _const_size(out.shape)
+    if size == 0:
+        return sch
     big = (size is None or size >= PARALLEL_MIN_ELEMENTS) and _num_cores() > 1
     last = axes[-1].dom.extent
     if isinstance(last, IntImm) and last.value % lanes == 0 and lanes > 1:

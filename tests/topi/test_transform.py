@@ -1,0 +1,181 @@
+"""topi transforms against numpy: reshape, transpose, concatenate, split, strided_slice, take,
+squeeze, expand_dims, flatten, cast, tile, repeat, stack; bad arguments."""
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.topi.testing import common_ref as ref
+
+from .topi_util import rand, run
+
+
+@pytest.mark.parametrize("shape,newshape", [
+    ((2, 3, 4), (6, 4)), ((2, 3, 4), (-1,)), ((2, 3, 4), (0, -1)), ((2, 3, 4), (4, 0, 2)),
+    ((7,), (1, 7, 1)), ((5, 1, 3), (3, -1)), ((), (1, 1)), ((6, 5), ()) if False else ((1,), ()),
+])
+def test_reshape(shape, newshape):
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape)
+    (b,) = run([A], topi.reshape(A, newshape), [a])
+    np.testing.assert_array_equal(b, ref.reshape_ref(a, newshape))
+
+
+@pytest.mark.parametrize("shape,axes", [((2, 3, 4), None), ((2, 3, 4), (1, 0, 2)),
+                                        ((2, 3, 5, 7), (0, 2, 3, 1)), ((5, 1), (-1, -2)),
+                                        ((13,), None)])
+def test_transpose(shape, axes):
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape)
+    (b,) = run([A], topi.transpose(A, axes), [a])
+    np.testing.assert_array_equal(b, np.transpose(a, axes))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concatenate(axis):
+    shapes = [(3, 5, 2), (3, 5, 2), (3, 5, 2)]
+    shapes = [tuple(s[k] + (i if k == axis % 3 else 0) for k in range(3))
+              for i, s in enumerate(shapes)]
+    ts = [te.placeholder(s, "float32", name=f"A{i}") for i, s in enumerate(shapes)]
+    arrs = [rand(s, rng=np.random.default_rng(i)) for i, s in enumerate(shapes)]
+    (b,) = run(ts, topi.concatenate(ts, axis), arrs)
+    np.testing.assert_array_equal(b, np.concatenate(arrs, axis))
+
+
+def test_concatenate_int8_stack():
+    ts = [te.placeholder((2, 7), "int8", name=f"A{i}") for i in range(2)]
+    arrs = [rand((2, 7), "int8", rng=np.random.default_rng(i)) for i in range(2)]
+    c, s = run(ts, [topi.concatenate(ts, 0), topi.stack(ts, 1)], arrs)
+    np.testing.assert_array_equal(c, np.concatenate(arrs, 0))
+    np.testing.assert_array_equal(s, np.stack(arrs, 1))
+
+
+@pytest.mark.parametrize("ios,axis", [(3, 1), ([2, 5], 1), ([0, 4], -1), (1, 0)])
+def test_split(ios, axis):
+    A = te.placeholder((4, 9), "float32", name="A")
+    a = rand((4, 9))
+    outs = topi.split(A, ios, axis)
+    res = run([A], outs, [a])
+    exp = np.split(a, ios, axis)
+    assert len(res) == len(exp)
+    for r, e in zip(res, exp):
+        np.testing.assert_array_equal(r, e)
+
+
+@pytest.mark.parametrize("begin,end,strides,axes", [
+    ([1, 0], [4, 7], None, None),
+    ([-3, 2], [100, -1], [1, 2], None),
+    ([5, -1], [0, -100], [-2, -3], None),
+    ([None], [None], [-1], [1]),
+    ([1], [3], None, [-1]),
+    ([0, 0, 0], [1, 1, 1], None, None),
+    ([4], [2], None, None),  # empty
+])
+def test_strided_slice(begin, end, strides, axes):
+    A = te.placeholder((6, 7, 3), "float32", name="A")
+    a = rand((6, 7, 3))
+    B = topi.strided_slice(A, begin, end, strides, axes=axes)
+    e = ref.strided_slice_ref(a, begin, end, strides, axes)
+    if 0 in e.shape:
+        assert tuple(int(s.value) for s in B.shape) == e.shape
+        return
+    (b,) = run([A], B, [a])
+    np.testing.assert_array_equal(b, e)
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_take(mode, axis):
+    A = te.placeholder((4, 5, 3), "float32", name="A")
+    idx_shape = (2, 3)
+    I = te.placeholder(idx_shape, "int32", name="I")
+    a = rand((4, 5, 3))
+    n = a.size if axis is None else a.shape[axis]
+    i = np.random.default_rng(3).integers(-n - 3, n + 3, idx_shape).astype("int32")
+    (b,) = run([A, I], topi.take(A, I, axis=axis, mode=mode), [a, i])
+    np.testing.assert_array_equal(b, ref.take_ref(a, i, axis=axis, mode=mode))
+
+
+def test_take_int64_indices_and_scalar_index():
+    A = te.placeholder((6, 4), "int32", name="A")
+    I = te.placeholder((5,), "int64", name="I")
+    a = rand((6, 4), "int32")
+    i = np.array([0, 5, 2, 2, 1], "int64")
+    b, c = run([A, I], [topi.take(A, I, axis=0), topi.take(A, 3, axis=1)], [a, i])
+    np.testing.assert_array_equal(b, np.take(a, i, axis=0))
+    np.testing.assert_array_equal(c, a[:, 3])
+
+
+def test_squeeze_expand_flatten():
+    A = te.placeholder((1, 3, 1, 5), "float32", name="A")
+    a = rand((1, 3, 1, 5))
+    outs = [topi.squeeze(A), topi.squeeze(A, axis=(0, -2)), topi.squeeze(A, 2),
+            topi.expand_dims(A, 1), topi.expand_dims(A, -1, 2), topi.flatten(A),
+            topi.flatten(A, 3), topi.flatten(A, 0)]
+    res = run([A], outs, [a])
+    exp = [np.squeeze(a), np.squeeze(a, (0, 2)), np.squeeze(a, 2), np.expand_dims(a, 1),
+           a.reshape(1, 3, 1, 5, 1, 1), a.reshape(1, 15), a.reshape(3, 5), a.reshape(1, 15)]
+    for r, e in zip(res, exp):
+        np.testing.assert_array_equal(r, e)
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("int32", "float32"),
+                                     ("float32", "bool"), ("int8", "int32"), ("bool", "float32"),
+                                     ("int32", "int8")])
+def test_cast(src, dst):
+    A = te.placeholder((3, 17), src, name="A")
+    a = rand((3, 17), src)
+    (b,) = run([A], topi.cast(A, dst), [a])
+    np.testing.assert_array_equal(b, a.astype(dst))
+
+
+def test_tile_repeat_c_target():
+    A = te.placeholder((2, 3), "float32", name="A")
+    a = rand((2, 3))
+    t, r = run([A], [topi.tile(A, (2, 1, 3)), topi.repeat(A, 3, axis=-1)], [a], target="c")
+    np.testing.assert_array_equal(t, np.tile(a, (2, 1, 3)))
+    np.testing.assert_array_equal(r, np.repeat(a, 3, axis=-1))
+
+
+def test_transform_chain_generic_schedule():
+    A = te.placeholder((4, 6), "float32", name="A")
+    a = rand((4, 6))
+    out = topi.transpose(topi.reshape(topi.strided_slice(A, [0, 1], [4, 6], [2, 1]), (5, 2)))
+    (b,) = run([A], out, [a], schedule="generic")
+    np.testing.assert_array_equal(b, a[0:4:2, 1:6].reshape(5, 2).T)
+
+
+def test_symbolic_reshape_transpose():
+    n = te.var("n")
+    A = te.placeholder((n, 6), "float32", name="A")
+    B = topi.transpose(topi.reshape(A, (0, 2, 3)), (0, 2, 1))
+    assert str(B.shape[0]) == "n"
+
+
+def test_bad_arguments():
+    A = te.placeholder((2, 3, 4), name="A")
+    with pytest.raises(ValueError, match=r"cannot reshape \(2, 3, 4\) \(24 elements\) into "
+                                         r"\(5, 5\) \(25 elements\)"):
+        topi.reshape(A, (5, 5))
+    with pytest.raises(ValueError, match="more than one -1"):
+        topi.reshape(A, (-1, -1))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        topi.reshape(A, (5, -1))
+    with pytest.raises(ValueError, match="not a permutation"):
+        topi.transpose(A, (0, 0, 1))
+    with pytest.raises(ValueError, match="axes .* has 2 entries"):
+        topi.transpose(A, (0, 1))
+    with pytest.raises(ValueError, match="stride 0 on axis 1"):
+        topi.strided_slice(A, [0, 0], [1, 1], [1, 0])
+    with pytest.raises(ValueError, match="differ in dimension 1"):
+        topi.concatenate([A, te.placeholder((2, 4, 4), name="B")], axis=0)
+    with pytest.raises(ValueError, match="does not divide into 2 equal sections"):
+        topi.split(A, 2, axis=1)
+    with pytest.raises(ValueError, match="axis 1 of shape .* has size 3, not 1"):
+        topi.squeeze(A, 1)
+    with pytest.raises(ValueError, match="axis 3 is out of range"):
+        topi.take(A, 0, axis=3)
+    with pytest.raises(ValueError, match="mode must be"):
+        topi.take(A, 0, axis=0, mode="raise")
+    with pytest.raises(TypeError, match="indices must be integers"):
+        topi.take(A, te.placeholder((2,), "float32"), axis=0)
