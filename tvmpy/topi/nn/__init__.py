@@ -4,13 +4,16 @@ normalization, softmax. Schedules per target live in ``topi.x86``."""
 from .conv2d import (  # noqa: F401
     conv2d,
     conv2d_infer_layout,
-    conv2d_NCHWc,
     conv2d_nchw,
+    conv2d_NCHWc,
     conv_out_size,
     group_conv2d_nchw,
 )
 from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
 from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
+from .normalization import batch_norm, layer_norm  # noqa: F401
 from .pad import pad  # noqa: F401
+from .pooling import global_pool, pool2d, pool_out_size  # noqa: F401
+from .softmax import log_softmax, softmax  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

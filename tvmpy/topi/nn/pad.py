@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...te import Tensor, compute
 from ...tir import all as tir_all
 from ...tir.expr import const
 from ...tir.op import if_then_else
-
-from ...te import Tensor, compute
 
 __all__ = ["pad"]
 

@@ -1,0 +1,80 @@
+"""x86 schedules for pooling: each (batch, channel) plane is one parallel task that pads its
+plane, then computes output rows with a vector of output columns per window position."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...te import create_schedule
+from ..nn.utils import traverse_inline
+from .conv2d import _outputs
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
+
+__all__ = ["schedule_pool", "schedule_global_pool", "schedule_adaptive_pool"]
+
+
+def _find(outs: list[Tensor], tags: tuple[str, ...], what: str) -> tuple[Schedule, Tensor]:
+    s = create_schedule([o.op for o in outs])
+    found: list[Tensor] = []
+
+    def cb(op: Any) -> None:
+        if op.tag in tags and not found:
+            found.append(op.output(0))
+
+    traverse_inline(s, outs[0].op, cb)
+    if not found:
+        raise ValueError(f"{what}: no {'/'.join(tags)} stage among the outputs' inputs")
+    return s, found[0]
+
+
+def _int(x: Any) -> int:
+    return int(x.value) if hasattr(x, "value") else int(x)
+
+
+def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
+    """x86 schedule of ``topi.nn.pool2d`` (max or avg, + fused elementwise consumers)."""
+    if layout != "NCHW":
+        raise ValueError(f"schedule_pool: layout {layout!r} is not supported (only 'NCHW')")
+    outs = _outputs(outs)
+    s, pool = _find(outs, ("pool_max", "pool_sum"), "schedule_pool")
+    out = outs[0]
+    vw = min(16, _int(pool.shape[3]))
+    if pool.op is out.op:
+        CC = s.cache_write(pool, "local")
+    else:
+        s[pool].set_scope("local")
+        CC = pool
+    n, c, y, x = s[out].op.axis
+    task = s[out].fuse(n, c)
+    s[out].parallel(task)
+    xo, xi = s[out].split(x, factor=vw)
+    s[out].vectorize(xi)
+    s[CC].compute_at(s[out], xo)
+    *_, cx = s[CC].op.axis
+    s[CC].reorder(*s[CC].op.reduce_axis, cx)
+    s[CC].vectorize(cx)
+    for t in pool.op.input_tensors:
+        if "pad" in t.op.tag:
+            s[t].compute_at(s[out], task)
+    return s
+
+
+def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
+    """x86 schedule of ``topi.nn.global_pool``: parallel over (batch, channel)."""
+    if layout != "NCHW":
+        raise ValueError(f"schedule_global_pool: layout {layout!r} is not supported")
+    outs = _outputs(outs)
+    s, pool = _find(outs, ("global_pool_max", "global_pool_sum"), "schedule_global_pool")
+    out = outs[0]
+    n, c, *_ = s[out].op.axis
+    task = s[out].fuse(n, c)
+    s[out].parallel(task)
+    if pool.op is not out.op:
+        s[pool].compute_at(s[out], task)
+    return s
+
+
+schedule_adaptive_pool = schedule_global_pool
