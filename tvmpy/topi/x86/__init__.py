@@ -1,5 +1,20 @@
 """x86 schedules."""
 
+from .conv2d import (  # noqa: E402,F401
+    schedule_conv2d_nchw,
+    schedule_conv2d_NCHWc,
+    schedule_conv2d_transpose_nchw,
+    schedule_depthwise_conv2d_nchw,
+    schedule_group_conv2d_nchw,
+)
+from .dense import (  # noqa: E402,F401
+    batch_matmul_pack,
+    dense_pack,
+    schedule_batch_matmul,
+    schedule_dense,
+    schedule_dense_pack,
+    schedule_matmul,
+)
 from .injective import (  # noqa: E402,F401
     schedule_broadcast,
     schedule_concatenate,
@@ -7,4 +22,7 @@ from .injective import (  # noqa: E402,F401
     schedule_injective,
     schedule_injective_from_existing,
 )
+from .normalization import schedule_batch_norm, schedule_layer_norm  # noqa: E402,F401
+from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
+from .softmax import schedule_softmax  # noqa: E402,F401
