@@ -1,0 +1,142 @@
+"""Image resizing (TVM's ``topi.image.resize2d``) with ONNX Resize's coordinate modes.
+
+For output pixel ``y`` the source coordinate is, with ``scale = in / out``:
+``half_pixel``: ``(y + 0.5) * scale - 0.5``; ``pytorch_half_pixel``: the same, 0 when out is 1;
+``align_corners``: ``y * (in - 1) / (out - 1)``; ``asymmetric``: ``y * scale``;
+``tf_half_pixel_for_nn``: ``(y + 0.5) * scale``. ``nearest_neighbor`` rounds it
+(``rounding_method``: round, floor, ceil, round_prefer_floor, round_prefer_ceil; by default, as
+TVM, "round" under align_corners and "floor" otherwise); ``linear`` interpolates the two (four)
+neighbours, with neighbour indices clamped to the image, which is ONNX's clamping of the
+coordinate at the borders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from ..ir import dtype as dt
+from ..tir import op as tir_op
+from ..tir.expr import PrimExpr, Select, cast, const
+from . import tag
+from .utils import get_const_int
+
+__all__ = ["resize2d"]
+
+_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                "tf_half_pixel_for_nn")
+_ROUNDING = ("round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
+
+
+def _src_coord(x: PrimExpr, in_size: Any, out_size: int, mode: str) -> PrimExpr:
+    f = "float32"
+    xf = cast(x, f)
+    in_f = cast(in_size, f)
+    out_f = const(float(out_size), f)
+    if mode == "align_corners":
+        if out_size == 1:
+            return const(0.0, f)
+        return xf * (in_f - const(1.0, f)) / const(float(out_size - 1), f)
+    scale = in_f / out_f
+    if mode == "asymmetric":
+        return xf * scale
+    if mode == "tf_half_pixel_for_nn":
+        return (xf + const(0.5, f)) * scale
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return const(0.0, f)
+    return (xf + const(0.5, f)) * scale - const(0.5, f)
+
+
+def _round(v: PrimExpr, how: str) -> PrimExpr:
+    f = v.dtype
+    half = const(0.5, f)
+    if how == "floor":
+        return tir_op.floor(v)
+    if how == "ceil":
+        return tir_op.ceil(v)
+    if how == "round_prefer_ceil":
+        return tir_op.floor(v + half)
+    if how == "round_prefer_floor":
+        return tir_op.ceil(v - half)
+    # "round": half away from zero
+    return Select(v >= const(0.0, f), tir_op.floor(v + half), tir_op.ceil(v - half))
+
+
+def _clamp(i: PrimExpr, n: Any) -> PrimExpr:
+    return tir_op.min(tir_op.max(i, const(0, "int32")), cast(n, "int32") - 1)
+
+
+def resize2d(data: te.Tensor, roi: Any = None, size: Sequence[int] | None = None,
+             layout: str = "NCHW", method: str = "linear",
+             coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
+             out_dtype: str | None = None) -> te.Tensor:
+    """Resize the spatial axes of a 4-D ``data`` (``layout`` NCHW or NHWC) to ``size`` =
+    (out_h, out_w). ``method``: "nearest_neighbor" (or "nearest") or "linear" (or "bilinear").
+    ``roi`` is accepted for TVM's signature and must be None (tf_crop_and_resize is not
+    supported)."""
+    if not isinstance(data, te.Tensor):
+        raise TypeError(f"topi.image.resize2d: expected a te.Tensor, got {type(data).__name__}")
+    if data.ndim != 4:
+        raise ValueError(f"topi.image.resize2d: needs a 4-D tensor, got shape {tuple(data.shape)}")
+    if layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"topi.image.resize2d: layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    if roi is not None:
+        raise ValueError("topi.image.resize2d: roi (tf_crop_and_resize) is not supported")
+    meth = {"nearest": "nearest_neighbor", "bilinear": "linear"}.get(method, method)
+    if meth not in ("nearest_neighbor", "linear"):
+        raise ValueError(f"topi.image.resize2d: method must be 'nearest_neighbor' or 'linear', "
+                         f"got {method!r}")
+    mode = coordinate_transformation_mode
+    if mode not in _COORD_MODES:
+        raise ValueError(f"topi.image.resize2d: coordinate_transformation_mode {mode!r} is not "
+                         f"one of {', '.join(_COORD_MODES)}")
+    if not rounding_method:
+        rounding_method = "round" if mode == "align_corners" else "floor"
+    if rounding_method not in _ROUNDING:
+        raise ValueError(f"topi.image.resize2d: rounding_method {rounding_method!r} is not one of "
+                         f"{', '.join(_ROUNDING)}")
+    if size is None or len(size) != 2:
+        raise ValueError(f"topi.image.resize2d: size must be (out_h, out_w), got {size!r}")
+    oh, ow = (get_const_int(s, "resize2d output size") for s in size)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"topi.image.resize2d: output size must be positive, got {size!r}")
+    hax, wax = (2, 3) if layout == "NCHW" else (1, 2)
+    ih, iw = data.shape[hax], data.shape[wax]
+    out_dtype = out_dtype or data.dtype
+    shape = list(data.shape)
+    shape[hax], shape[wax] = const(oh), const(ow)
+
+    def read(i: Sequence[Any], y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        idx = list(i)
+        idx[hax], idx[wax] = y, x
+        return data(*idx)
+
+    def finish(v: PrimExpr) -> PrimExpr:
+        if dt.is_float(out_dtype):
+            return cast(v, out_dtype)
+        return cast(_round(v, "round"), out_dtype)  # integer images: round to nearest
+
+    def body(*i: Any) -> PrimExpr:
+        cy = _src_coord(i[hax], ih, oh, mode)
+        cx = _src_coord(i[wax], iw, ow, mode)
+        if meth == "nearest_neighbor":
+            y = _clamp(cast(_round(cy, rounding_method), "int32"), ih)
+            x = _clamp(cast(_round(cx, rounding_method), "int32"), iw)
+            return cast(read(i, y, x), out_dtype)
+        fy, fx = tir_op.floor(cy), tir_op.floor(cx)
+        y0, x0 = cast(fy, "int32"), cast(fx, "int32")
+        ly, lx = cy - fy, cx - fx
+        one = const(1, "int32")
+        y0c, y1c = _clamp(y0, ih), _clamp(y0 + one, ih)
+        x0c, x1c = _clamp(x0, iw), _clamp(x0 + one, iw)
+
+        def px(y: PrimExpr, x: PrimExpr) -> PrimExpr:
+            return cast(read(i, y, x), "float32")
+
+        f1 = const(1.0, "float32")
+        top = px(y0c, x0c) * (f1 - lx) + px(y0c, x1c) * lx
+        bot = px(y1c, x0c) * (f1 - lx) + px(y1c, x1c) * lx
+        return finish(top * (f1 - ly) + bot * ly)
+
+    return te.compute(shape, body, name="resize2d", tag=tag.INJECTIVE)
