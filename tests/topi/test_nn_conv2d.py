@@ -1,0 +1,181 @@
+"""topi.nn convolutions (NCHW, NCHWc, depthwise, grouped, transposed) with their x86 schedules
+against the numpy references; bad arguments raise clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.topi import nn, testing
+
+from .nn_util import check
+
+# (N, C, H, W, OC, K, stride, padding, dilation)
+CONV_CASES = [
+    (1, 3, 11, 13, 13, 3, 1, 1, 1),          # odd sizes, OC not a multiple of the tile
+    (2, 5, 9, 17, 7, 3, 2, (1, 0, 2, 1), 1),  # batch 2, stride 2, asymmetric padding
+    (1, 4, 15, 10, 16, 3, 1, 2, 2),          # dilation 2
+    (2, 3, 8, 7, 5, 1, (2, 1), 0, 1),         # 1x1, per-axis strides
+    (1, 2, 37, 41, 9, 5, 3, "SAME", 1),        # wide rows (two vector tiles + tail), "SAME"
+    (1, 3, 7, 7, 4, (3, 2), 1, "VALID", (1, 2)),  # rectangular kernel
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_nchw(case):
+    n, c, h, w, oc, k, stride, pad, dil = case
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((oc, c, kh, kw), name="W")
+    out = nn.conv2d_nchw(A, W, stride, pad, dil)
+    check([A, W], out, topi.x86.schedule_conv2d_nchw,
+          lambda a, b: testing.conv2d_nchw_python(a, b, stride, pad, dil))
+
+
+def test_conv2d_nchw_c_target_and_conv2d_alias():
+    A = te.placeholder((2, 3, 6, 5), name="A")
+    W = te.placeholder((5, 3, 3, 3), name="W")
+    out = nn.conv2d(A, W, 2, (1, 1, 0, 2), 1, layout="NCHW")
+    check([A, W], out, topi.x86.schedule_conv2d_nchw,
+          lambda a, b: testing.conv2d_nchw_python(a, b, 2, (1, 1, 0, 2), 1), target="c")
+
+
+def test_conv2d_fused_relu():
+    A = te.placeholder((1, 4, 9, 9), name="A")
+    W = te.placeholder((6, 4, 3, 3), name="W")
+    out = topi.relu(nn.conv2d_nchw(A, W, 1, 1, 1))
+    check([A, W], out, topi.x86.schedule_conv2d_nchw,
+          lambda a, b: np.maximum(testing.conv2d_nchw_python(a, b, 1, 1, 1), 0))
+
+
+# (N, C, H, W, OC, K, stride, padding, ic_bn, oc_bn)
+NCHWC_CASES = [
+    (1, 6, 11, 13, 12, 3, 1, 1, 3, 4),
+    (2, 4, 9, 17, 16, 3, 2, (1, 0, 2, 1), 2, 16),
+    (1, 8, 7, 23, 8, 1, 1, 0, 8, 8),
+]
+
+
+@pytest.mark.parametrize("case", NCHWC_CASES)
+def test_conv2d_NCHWc(case):
+    n, c, h, w, oc, k, stride, pad, icb, ocb = case
+    A = te.placeholder((n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // icb, k, k, icb, ocb), name="W")
+    out = nn.conv2d_NCHWc(A, W, stride, pad, 1, f"NCHW{icb}c", f"NCHW{ocb}c")
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c, k, k)).astype("float32")
+    ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
+    res = check([A, W], out, topi.x86.schedule_conv2d_NCHWc,
+                lambda x, y: testing.conv2d_NCHWc_python(x, y, stride, pad), arrays=[ab, wb])
+    # the blocked result is the NCHW convolution, re-laid out
+    np.testing.assert_allclose(testing.nchwc_to_nchw(res),
+                               testing.conv2d_nchw_python(a, wt, stride, pad), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_conv2d_NCHWc_c_target():
+    A = te.placeholder((1, 2, 5, 6, 2), name="A")
+    W = te.placeholder((2, 2, 3, 3, 2, 4), name="W")
+    out = nn.conv2d_NCHWc(A, W, 1, 1, 1)
+    check([A, W], out, topi.x86.schedule_conv2d_NCHWc,
+          lambda x, y: testing.conv2d_NCHWc_python(x, y, 1, 1), target="c")
+
+
+def test_conv2d_infer_layout():
+    assert nn.conv2d_infer_layout(3, 64) == (3, 16)
+    assert nn.conv2d_infer_layout(24, 20) == (12, 10)
+
+
+@pytest.mark.parametrize("n,c,h,w,mult,k,stride,pad,dil", [
+    (1, 5, 11, 13, 1, 3, 1, 1, 1),
+    (2, 3, 12, 9, 2, 3, 2, (1, 0, 2, 1), 1),
+    (1, 4, 20, 19, 1, 5, 1, 4, 2),
+])
+def test_depthwise_conv2d_nchw(n, c, h, w, mult, k, stride, pad, dil):
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((c, mult, k, k), name="W")
+    out = nn.depthwise_conv2d_nchw(A, W, stride, pad, dil)
+    check([A, W], out, topi.x86.schedule_depthwise_conv2d_nchw,
+          lambda a, b: testing.depthwise_conv2d_nchw_python(a, b, stride, pad, dil))
+
+
+@pytest.mark.parametrize("n,c,h,w,oc,groups,stride,pad,target", [
+    (1, 6, 9, 10, 9, 3, 1, 1, "llvm"),
+    (2, 4, 11, 7, 6, 2, 2, (0, 1, 1, 0), "llvm"),
+    (1, 4, 5, 6, 4, 2, 1, 1, "c"),
+])
+def test_group_conv2d_nchw(n, c, h, w, oc, groups, stride, pad, target):
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((oc, c // groups, 3, 3), name="W")
+    out = nn.group_conv2d_nchw(A, W, stride, pad, 1, groups)
+    check([A, W], out, topi.x86.schedule_group_conv2d_nchw,
+          lambda a, b: testing.group_conv2d_nchw_python(a, b, stride, pad, 1, groups),
+          target=target)
+
+
+@pytest.mark.parametrize("n,c,h,w,oc,k,stride,pad,opad,target", [
+    (2, 5, 7, 6, 3, 3, 2, (1, 1, 0, 2), (1, 0), "llvm"),
+    (1, 3, 5, 5, 4, 4, 2, 1, 0, "llvm"),
+    (1, 4, 6, 7, 5, 3, 1, 0, 0, "llvm"),
+    (1, 2, 4, 3, 3, 3, 3, 1, 2, "c"),
+])
+def test_conv2d_transpose_nchw(n, c, h, w, oc, k, stride, pad, opad, target):
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((c, oc, k, k), name="W")
+    out = nn.conv2d_transpose_nchw(A, W, stride, pad, "float32", opad)
+    check([A, W], out, topi.x86.schedule_conv2d_transpose_nchw,
+          lambda a, b: testing.conv2d_transpose_nchw_python(a, b, stride, pad, opad),
+          target=target)
+
+
+def test_references_agree_with_direct_loops():
+    """The einsum-based reference against a naive loop (the reference itself is tested)."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (1, 2, 5, 6)).astype("float32")
+    w = rng.uniform(-1, 1, (3, 2, 3, 3)).astype("float32")
+    ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    naive = np.zeros((1, 3, 3, 3))
+    for o in range(3):
+        for y in range(3):
+            for x in range(3):
+                naive[0, o, y, x] = (ap[0, :, 2 * y:2 * y + 3, 2 * x:2 * x + 3] * w[o]).sum()
+    np.testing.assert_allclose(testing.conv2d_nchw_python(a, w, 2, 1), naive, rtol=1e-5)
+    # transposed convolution is the adjoint of the convolution: <conv(x), y> == <x, convT(y)>
+    y = rng.uniform(-1, 1, (1, 3, 3, 3))
+    lhs = (testing.conv2d_nchw_python(a, w, 2, 1).astype(np.float64) * y).sum()
+    rhs = (a * testing.conv2d_transpose_nchw_python(y, w.astype(np.float64), 2, 1, (0, 1))).sum()
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-5)
+
+
+def test_conv_errors():
+    A = te.placeholder((1, 3, 8, 8), name="A")
+    with pytest.raises(ValueError, match="Filter expects 4 input channels.*Input has 3"):
+        nn.conv2d_nchw(A, te.placeholder((5, 4, 3, 3), name="W"), 1, 1, 1)
+    with pytest.raises(ValueError, match="Input must be 4-D"):
+        nn.conv2d_nchw(te.placeholder((3, 8, 8), name="A"), te.placeholder((5, 3, 3, 3)), 1, 1)
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        nn.conv2d_nchw(A, te.placeholder((5, 3, 9, 9), name="W"), 1, 0, 1)
+    with pytest.raises(ValueError, match="stride must be >= 1"):
+        nn.conv2d_nchw(A, te.placeholder((5, 3, 3, 3), name="W"), 0, 1, 1)
+    with pytest.raises(ValueError, match="divisible by groups=2"):
+        nn.group_conv2d_nchw(A, te.placeholder((4, 1, 3, 3), name="W"), 1, 1, 1, 2)
+    with pytest.raises(ValueError, match="Filter has 4 channels, Input has 3"):
+        nn.depthwise_conv2d_nchw(A, te.placeholder((4, 1, 3, 3), name="W"), 1, 1)
+    with pytest.raises(ValueError, match="output_padding"):
+        nn.conv2d_transpose_nchw(A, te.placeholder((3, 2, 3, 3), name="W"), 2, 1, None, 2)
+    with pytest.raises(ValueError, match="Filter has 4 input channels"):
+        nn.conv2d_transpose_nchw(A, te.placeholder((4, 2, 3, 3), name="W"), 2, 1)
+    with pytest.raises(ValueError, match="kernel expects 2x4 input channels, data has 2x2"):
+        nn.conv2d_NCHWc(te.placeholder((1, 2, 5, 5, 2)), te.placeholder((1, 2, 3, 3, 4, 8)),
+                        1, 1, 1)
+    with pytest.raises(ValueError, match="does not match the block size"):
+        nn.conv2d_NCHWc(te.placeholder((1, 2, 5, 5, 2)), te.placeholder((1, 2, 3, 3, 2, 8)),
+                        1, 1, 1, layout="NCHW4c")
+    with pytest.raises(ValueError, match="layout 'NHWC' is not supported"):
+        nn.conv2d(A, te.placeholder((5, 3, 3, 3)), 1, 1, 1, layout="NHWC")
+    with pytest.raises(ValueError, match="padding must have 1, 2 or 4 values"):
+        nn.conv2d_nchw(A, te.placeholder((5, 3, 3, 3)), 1, (1, 1, 1), 1)
+    with pytest.raises(ValueError, match="no conv2d_nchw stage"):
+        topi.x86.schedule_conv2d_nchw([topi.relu(A)])
