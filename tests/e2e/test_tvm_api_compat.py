@@ -359,6 +359,8 @@ def test_v06_top_level_spelling():
     f(a, d)
     tvm.testing.assert_allclose(d.asnumpy(), [2 * a.asnumpy().sum()], rtol=1e-5)
     assert isinstance(tvm.ir_builder.create(), tvm.tir.ir_builder.IRBuilder)
+    e = tvm.nd.array(np.arange(3, dtype="float32"), ctx=tvm.cpu(0))
+    assert e.device == tvm.cpu(0) and tvm.nd.empty((2,), "int8", ctx=ctx).dtype == "int8"
 
 
 @pytest.mark.parametrize("target", BACKENDS)

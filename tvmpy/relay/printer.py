@@ -31,6 +31,7 @@ from .expr import (
 )
 from .op.registry import Op
 from .ty import type_str
+from .visitor import deep_recursion
 
 __all__ = ["astext", "short_str", "attr_str"]
 
@@ -172,6 +173,11 @@ class _Printer:
 
 def astext(node: Any, show_types: bool = True) -> str:
     """The text form of a relay expression, function or module."""
+    with deep_recursion():
+        return _astext(node, show_types)
+
+
+def _astext(node: Any, show_types: bool) -> str:
     from .module import IRModule
 
     p = _Printer(show_types)

@@ -38,7 +38,7 @@ def as_dim(d: Any) -> Dim:
     if hasattr(d, "__index__") and not isinstance(d, _te.PrimExpr):  # numpy ints
         return int(d)
     if isinstance(d, _te.PrimExpr):
-        if not _dt.parse(d.dtype).is_int():
+        if not _dt.is_integer(d.dtype):
             raise TypeError(f"a shape dimension must be an integer expression, got {d} ({d.dtype})")
         from ..arith import simplify
 

@@ -204,16 +204,17 @@ class NDArray:
         return len(self._arr)
 
 
-def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None) -> NDArray:
-    """An uninitialized, 64-byte-aligned array."""
-    dev = _check_device(device)
+def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None, *,
+          ctx: Any = None) -> NDArray:
+    """An uninitialized, 64-byte-aligned array (``ctx``: TVM v0.6's name of ``device``)."""
+    dev = _check_device(device if ctx is None else ctx)
     return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
 
 
-def array(arr: Any, device: Any = None, dtype: Any = None) -> NDArray:
+def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -> NDArray:
     """A new aligned array holding a copy of ``arr`` (numpy array, NDArray, nested lists, DLPack
-    tensor), converted to ``dtype`` when given."""
-    dev = _check_device(device)
+    tensor), converted to ``dtype`` when given (``ctx``: TVM v0.6's name of ``device``)."""
+    dev = _check_device(device if ctx is None else ctx)
     if isinstance(arr, NDArray):
         src = arr._arr
     elif isinstance(arr, np.ndarray):

@@ -71,18 +71,35 @@ def _reshape_rel(arg_types: list[Type], attrs: Any) -> Type:
             out.append(as_dim(v))
     total = size_of(d.shape)
     if infer_at is not None:
-        rest = size_of(out)
-        if isinstance(total, int) and isinstance(rest, int):
-            if rest == 0 or total % rest:
+        num, den = _cancel(list(d.shape), [o for i, o in enumerate(out) if i != infer_at])
+        if isinstance(num, int) and isinstance(den, int):
+            if den == 0 or num % den:
                 fail(f"cannot reshape {shape_str(d.shape)} to {new}: {total} elements "
-                     f"are not divisible by {rest}")
-            out[infer_at] = total // rest
+                     f"are not divisible by {size_of(out)}")
+            out[infer_at] = num // den
         else:
-            out[infer_at] = as_dim(total // rest)
+            out[infer_at] = as_dim(num // den)
     elif not dim_equal(size_of(out), total):
         fail(f"cannot reshape {shape_str(d.shape)} ({total} elements) to "
              f"{shape_str(out)} ({size_of(out)} elements)")
     return TensorType(out, d.dtype)
+
+
+def _cancel(num: list[Any], den: list[Any]) -> tuple[Any, Any]:
+    """Products of ``num`` and ``den`` after removing equal symbolic factors (n*256 / n -> 256)."""
+    num_rest = list(num)
+    den_rest = []
+    for x in den:
+        if isinstance(x, int):
+            den_rest.append(x)
+            continue
+        for i, y in enumerate(num_rest):
+            if not isinstance(y, int) and dim_equal(x, y):
+                del num_rest[i]
+                break
+        else:
+            den_rest.append(x)
+    return size_of(num_rest), size_of(den_rest)
 
 
 register_op("reshape", _reshape_rel, OpPattern.INJECTIVE, 1, {"newshape": ()})

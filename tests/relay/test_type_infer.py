@@ -1,0 +1,305 @@
+"""Type inference: shapes/dtypes of model building blocks (ResNet, MobileNetV2, BERT), symbolic
+dimensions, every registered operator, and errors that name the node and the shapes."""
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import relay, te
+from tvmpy.relay import RelayTypeError
+from tvmpy.relay.op import list_op_names
+from tvmpy.relay.transform import infer_type
+
+rng = np.random.default_rng(0)
+
+
+def _c(*shape, dtype="float32"):
+    return relay.const(rng.standard_normal(shape).astype(dtype))
+
+
+def _shape(e):
+    return infer_type(e).checked_type.shape
+
+
+def _typed_main(*params, body):
+    mod = tvm.IRModule.from_expr(relay.Function(list(params), body))
+    return relay.transform.InferType()(mod)
+
+
+def _conv_bn_relu(x, cin, cout, stride=1, groups=1):
+    w = _c(cout, cin // groups, 3, 3)
+    y = relay.nn.conv2d(x, w, strides=stride, padding=1, groups=groups, channels=cout,
+                        kernel_size=3)
+    bn = relay.nn.batch_norm(y, _c(cout), _c(cout), _c(cout), relay.const(np.ones(cout, "float32")))
+    return relay.nn.relu(bn[0])
+
+
+def test_resnet_basic_block():
+    x = relay.var("x", shape=(1, 16, 15, 15))
+    y = _conv_bn_relu(x, 16, 32, stride=2)
+    y = _conv_bn_relu(y, 32, 32)
+    short = relay.nn.conv2d(x, _c(32, 16, 1, 1), strides=(2, 2))
+    out = relay.nn.relu(relay.add(y, short))
+    mod = _typed_main(x, body=out)
+    ft = mod["main"].checked_type
+    assert ft.ret_type.shape == (1, 32, 8, 8)
+    assert str(ft.ret_type) == "Tensor[(1, 32, 8, 8), float32]"
+    pooled = relay.nn.max_pool2d(x, pool_size=3, strides=2, padding=1)
+    assert _shape(pooled) == (1, 16, 8, 8)
+    gap = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(out))
+    logits = relay.nn.bias_add(relay.nn.dense(gap, _c(10, 32)), _c(10))
+    assert _shape(relay.nn.softmax(logits)) == (1, 10)
+
+
+def test_mobilenet_inverted_residual():
+    x = relay.var("x", shape=(1, 24, 14, 14))
+    e = relay.clip(relay.nn.conv2d(x, _c(144, 24, 1, 1)), 0.0, 6.0)
+    d = relay.clip(relay.nn.conv2d(e, _c(144, 1, 3, 3), padding=1, groups=144), 0.0, 6.0)
+    p = relay.nn.conv2d(d, _c(24, 144, 1, 1))
+    assert _shape(relay.add(p, x)) == (1, 24, 14, 14)
+    nhwc = relay.var("n", shape=(1, 14, 14, 24))
+    out = relay.nn.conv2d(nhwc, _c(3, 3, 24, 5), strides=2, padding=1, data_layout="NHWC")
+    assert _shape(out) == (1, 7, 7, 5)
+
+
+def test_dense_softmax_and_reductions():
+    x = relay.var("x", shape=(3, 7))
+    y = relay.nn.softmax(relay.nn.dense(x, _c(5, 7), units=5), axis=1)
+    assert _shape(y) == (3, 5)
+    assert _shape(relay.sum(x)) == ()
+    assert _shape(relay.mean(x, axis=1, keepdims=True)) == (3, 1)
+    assert _shape(relay.max(x, axis=[0], exclude=True)) == (3,)
+    am = infer_type(relay.argmax(x, axis=1)).checked_type
+    assert am.shape == (3,) and am.dtype == "int32"
+
+
+def test_attention_block():
+    seq, hidden, heads = 128, 256, 4
+    dh = hidden // heads
+    x = relay.var("x", shape=(1, seq, hidden))
+
+    def proj(t):
+        return relay.nn.bias_add(relay.nn.dense(t, _c(hidden, hidden)), _c(hidden), axis=-1)
+
+    def split_heads(t):  # (1, seq, hidden) -> (heads, seq, dh)
+        t = relay.reshape(t, (1, seq, heads, dh))
+        t = relay.transpose(t, (0, 2, 1, 3))
+        return relay.reshape(t, (-1, seq, dh))
+
+    q, k, v = (split_heads(proj(x)) for _ in range(3))
+    assert _shape(q) == (heads, seq, dh)
+    scores = relay.nn.batch_matmul(q, k) * relay.const(1.0 / np.sqrt(dh), "float32")
+    assert _shape(scores) == (heads, seq, seq)
+    probs = relay.nn.softmax(scores, axis=-1)
+    ctx = relay.nn.batch_matmul(probs, v, transpose_b=False)
+    assert _shape(ctx) == (heads, seq, dh)
+    ctx = relay.reshape(relay.transpose(ctx, (1, 0, 2)), (1, seq, hidden))
+    out = relay.nn.layer_norm(relay.add(proj(ctx), x), _c(hidden), _c(hidden))
+    mod = _typed_main(x, body=out)
+    assert mod["main"].checked_type.ret_type.shape == (1, seq, hidden)
+    ids = relay.var("ids", shape=(1, seq), dtype="int64")
+    emb = relay.take(_c(1000, hidden), ids, axis=0)
+    assert _shape(emb) == (1, seq, hidden)
+    cls = relay.strided_slice(out, begin=[0], end=[1], axes=[1])
+    assert _shape(cls) == (1, 1, hidden)
+    assert _shape(relay.nn.gelu(out)) == (1, seq, hidden)
+
+
+def test_symbolic_batch():
+    n = te.var("n")
+    x = relay.var("x", shape=(n, 3, 8, 8))
+    y = relay.nn.conv2d(x, _c(4, 3, 3, 3), padding=1)
+    t = infer_type(y).checked_type
+    assert t.shape[0] is n and t.shape[1:] == (4, 8, 8)
+    assert str(t) == "Tensor[(n, 4, 8, 8), float32]"
+    flat = relay.reshape(y, (0, -1))
+    assert _shape(flat)[1] == 256
+    z = relay.reshape(y, (-1, 32))
+    assert str(infer_type(z).checked_type) == "Tensor[(n*8, 32), float32]" or \
+        str(_shape(z)[0]).replace(" ", "") in ("n*8", "8*n")
+    b = relay.add(relay.var("a", shape=(n, 1)), relay.var("b", shape=(1, 5)))
+    assert _shape(b)[1] == 5 and _shape(b)[0] is n
+    m = te.var("m")
+    with pytest.raises(RelayTypeError, match=r"\(n, 1\) and \(m, 2\) do not broadcast"):
+        infer_type(relay.add(relay.var("a", shape=(n, 1)), relay.var("b", shape=(m, 2))))
+    c = relay.concatenate([relay.var("p", shape=(n, 2)), relay.var("q", shape=(n, 3))], axis=1)
+    assert _shape(c)[1] == 5
+
+
+def test_let_if_and_function_calls():
+    x = relay.var("x", shape=(2, 3))
+    v = relay.var("v")
+    let = relay.Let(v, relay.exp(x), relay.add(v, x))
+    assert _shape(let) == (2, 3)
+    assert v.checked_type.shape == (2, 3)
+    cond = relay.var("c", shape=(), dtype="bool")
+    assert _shape(relay.If(cond, x, relay.negative(x))) == (2, 3)
+    with pytest.raises(RelayTypeError, match="branches have different types"):
+        infer_type(relay.If(cond, x, relay.sum(x)))
+    a = relay.var("a", shape=(2, 3))
+    inner = relay.Function([a], relay.nn.relu(a))
+    call = relay.Call(inner, [x])
+    assert _shape(call) == (2, 3)
+    with pytest.raises(RelayTypeError, match="argument 0 has type Tensor\\[\\(3, 3\\), float32\\]"):
+        infer_type(relay.Call(inner, [relay.var("y", shape=(3, 3))]))
+    mod = tvm.IRModule()
+    mod["double"] = relay.Function([a], relay.add(a, a))
+    mod["main"] = relay.Function([x], relay.Call(mod.get_global_var("double"), [x]))
+    mod = relay.transform.InferType()(mod)
+    assert mod["main"].checked_type.ret_type.shape == (2, 3)
+
+
+def test_tuples_and_split():
+    x = relay.var("x", shape=(6, 4))
+    parts = relay.split(x, 3, axis=0)
+    t = infer_type(parts.astuple()).checked_type
+    assert [f.shape for f in t.fields] == [(2, 4)] * 3
+    uneven = relay.split(x, [1, 4], axis=0)
+    assert [f.shape for f in infer_type(uneven.astuple()).checked_type.fields] == [(1, 4), (3, 4), (2, 4)]
+    tup = relay.Tuple([x, relay.sum(x)])
+    assert _shape(relay.TupleGetItem(tup, 1)) == ()
+    with pytest.raises(RelayTypeError, match="index 2 out of range"):
+        infer_type(relay.TupleGetItem(tup, 2))
+    with pytest.raises(RelayTypeError, match="not divisible into 4 sections"):
+        infer_type(relay.split(x, 4).astuple())
+
+
+# one case per registered operator: (build, expected shape, expected dtype)
+def _cases():
+    x4 = relay.var("x4", shape=(2, 4, 9, 9))
+    m = relay.var("m", shape=(3, 5))
+    v5 = relay.var("v5", shape=(5,))
+    b = relay.var("b", shape=(3, 5), dtype="bool")
+    i = relay.var("i", shape=(2, 2), dtype="int32")
+    s = relay.var("s", shape=(), dtype="float32")
+    a3 = relay.var("a3", shape=(2, 3, 5))
+    vec4 = _c(4)
+    cases = {
+        "nn.conv2d": (relay.nn.conv2d(x4, _c(6, 2, 3, 3), groups=2, dilation=2), (2, 6, 5, 5)),
+        "nn.conv2d_transpose": (relay.nn.conv2d_transpose(x4, _c(4, 3, 3, 3), strides=2, padding=1,
+                                                          output_padding=1), (2, 3, 18, 18)),
+        "nn.dense": (relay.nn.dense(m, _c(7, 5)), (3, 7)),
+        "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),
+        "nn.batch_matmul": (relay.nn.batch_matmul(a3, _c(2, 4, 5)), (2, 3, 4)),
+        "nn.bias_add": (relay.nn.bias_add(x4, vec4), (2, 4, 9, 9)),
+        "nn.relu": (relay.nn.relu(m), (3, 5)),
+        "nn.leaky_relu": (relay.nn.leaky_relu(m, 0.2), (3, 5)),
+        "nn.gelu": (relay.nn.gelu(m), (3, 5)),
+        "nn.prelu": (relay.nn.prelu(x4, vec4), (2, 4, 9, 9)),
+        "nn.softmax": (relay.nn.softmax(m), (3, 5)),
+        "nn.log_softmax": (relay.nn.log_softmax(m, axis=0), (3, 5)),
+        "nn.batch_norm": (relay.nn.batch_norm(x4, vec4, vec4, vec4, vec4)[1], (4,)),
+        "nn.layer_norm": (relay.nn.layer_norm(m, _c(5), _c(5)), (3, 5)),
+        "nn.dropout": (relay.nn.dropout(m, 0.1), (3, 5)),
+        "nn.max_pool2d": (relay.nn.max_pool2d(x4, 2, 2, ceil_mode=True), (2, 4, 5, 5)),
+        "nn.avg_pool2d": (relay.nn.avg_pool2d(x4, 3, 2, padding=1), (2, 4, 5, 5)),
+        "nn.global_avg_pool2d": (relay.nn.global_avg_pool2d(x4), (2, 4, 1, 1)),
+        "nn.global_max_pool2d": (relay.nn.global_max_pool2d(x4), (2, 4, 1, 1)),
+        "nn.adaptive_avg_pool2d": (relay.nn.adaptive_avg_pool2d(x4, (3, 2)), (2, 4, 3, 2)),
+        "nn.pad": (relay.nn.pad(x4, ((0, 0), (0, 0), (1, 2), (3, 0))), (2, 4, 12, 12)),
+        "nn.batch_flatten": (relay.nn.batch_flatten(x4), (2, 324)),
+        "reshape": (relay.reshape(m, (5, -1)), (5, 3)),
+        "reshape_like": (relay.reshape_like(m, relay.var("l", shape=(15,))), (15,)),
+        "transpose": (relay.transpose(a3), (5, 3, 2)),
+        "concatenate": (relay.concatenate([m, m], axis=-1), (3, 10)),
+        "stack": (relay.stack([m, m, m], axis=1), (3, 3, 5)),
+        "split": (relay.split(m, (2,), axis=1)[1], (3, 3)),
+        "squeeze": (relay.squeeze(relay.var("q", shape=(1, 3, 1))), (3,)),
+        "expand_dims": (relay.expand_dims(m, -1, 2), (3, 5, 1, 1)),
+        "take": (relay.take(m, i, axis=1), (3, 2, 2)),
+        "strided_slice": (relay.strided_slice(x4, [0, 1, 8], [2, 4, 0], [1, 2, -3]), (2, 2, 3, 9)),
+        "broadcast_to": (relay.broadcast_to(v5, (4, 3, 5)), (4, 3, 5)),
+        "cast": (relay.cast(m, "float16"), (3, 5), "float16"),
+        "layout_transform": (relay.layout_transform(relay.var("l4", shape=(1, 32, 7, 7)), "NCHW",
+                                                    "NCHW8c"), (1, 4, 7, 7, 8)),
+        "where": (relay.where(b, m, v5), (3, 5)),
+        "clip": (relay.clip(m, -1.0, 1.0), (3, 5)),
+        "zeros": (relay.zeros((2, 3), "int64"), (2, 3), "int64"),
+        "ones": (relay.ones((4,)), (4,)),
+        "full": (relay.full(s, (2, 2)), (2, 2)),
+        "isnan": (relay.isnan(m), (3, 5), "bool"),
+        "variance": (relay.op.reduce.variance(m, relay.mean(m, 1, True), axis=1), (3,)),
+        "argmin": (relay.argmin(m), (), "int32"),
+        "all": (relay.all(b, axis=0), (5,), "bool"),
+        "any": (relay.any(b, axis=1, keepdims=True), (3, 1), "bool"),
+    }
+    from tvmpy.relay.op import tensor as T
+
+    for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",
+              "ceil", "round", "sign", "sin", "cos", "copy", "log2", "trunc", "zeros_like",
+              "ones_like"]:
+        cases[n] = (getattr(T, n)(m), (3, 5))
+    cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")
+    for n in ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
+              "floor_divide", "floor_mod"]:
+        cases[n] = (getattr(T, n)(m, v5), (3, 5))
+    for n in ["logical_and", "logical_or"]:
+        cases[n] = (getattr(T, n)(b, b), (3, 5), "bool")
+    for n in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]:
+        cases[n] = (getattr(T, n)(m, s), (3, 5), "bool")
+    for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
+        cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
+    return cases
+
+
+def test_every_registered_op_is_typed():
+    cases = _cases()
+    missing = sorted(set(list_op_names()) - set(cases) - {n for n in list_op_names() if n.startswith("test.")})
+    assert not missing, f"operators without a type-inference case: {missing}"
+    for name, case in cases.items():
+        expr, shape = case[0], case[1]
+        dtype = case[2] if len(case) > 2 else "float32"
+        t = infer_type(expr).checked_type
+        assert t.shape == shape and t.dtype == dtype, (name, str(t))
+
+
+def _err(expr):
+    with pytest.raises(RelayTypeError) as ei:
+        infer_type(expr)
+    return str(ei.value)
+
+
+def test_errors_name_node_and_shapes():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.var("w", shape=(4, 5, 3, 3))
+    msg = _err(relay.nn.conv2d(x, w, strides=2))
+    assert "nn.conv2d(%x, %w, strides=[2, 2])" in msg
+    assert "(1, 3, 8, 8)" in msg and "(4, 5, 3, 3)" in msg and "3 input channels" in msg
+    msg = _err(relay.add(relay.nn.relu(relay.var("a", shape=(2, 3))), relay.var("b", shape=(4,))))
+    assert "add(nn.relu(...), %b)" in msg and "(2, 3)" in msg and "(4,)" in msg
+    msg = _err(relay.nn.dense(relay.var("d", shape=(2, 6)), _c(3, 5)))
+    assert "nn.dense(%d, const[3, 5])" in msg and "6 input features" in msg and "(3, 5)" in msg
+    msg = _err(relay.reshape(relay.var("r", shape=(2, 3)), (4, 2)))
+    assert "reshape(%r, newshape=[4, 2])" in msg and "6 elements" in msg and "8 elements" in msg
+    msg = _err(relay.add(relay.var("a", shape=(2,)), relay.var("b", shape=(2,), dtype="int32")))
+    assert "float32" in msg and "int32" in msg
+    msg = _err(relay.nn.batch_matmul(relay.var("q", shape=(4, 8, 16)), relay.var("k", shape=(4, 8, 32))))
+    assert "nn.batch_matmul(%q, %k)" in msg and "16 vs 32" in msg
+    msg = _err(relay.nn.batch_norm(x, _c(3), _c(3), _c(4), _c(3))[0])
+    assert "moving_mean (4,)" in msg and "size 3" in msg
+    msg = _err(relay.transpose(relay.var("t", shape=(2, 3)), (0, 2)))
+    assert "out of range" in msg or "do not match" in msg
+    msg = _err(relay.concatenate([relay.var("p", shape=(2, 3)), relay.var("q", shape=(3, 3))], axis=1))
+    assert "concatenate" in msg and "(3, 3)" in msg and "(2, 3)" in msg
+    msg = _err(relay.nn.max_pool2d(relay.var("p", shape=(1, 1, 2, 2)), pool_size=3))
+    assert "nn.max_pool2d" in msg and "larger than the padded input" in msg
+
+
+def test_function_level_errors():
+    x = relay.var("x", shape=(2, 3))
+    with pytest.raises(RelayTypeError, match="declares return type Tensor\\[\\(3, 2\\), float32\\]"):
+        infer_type(relay.Function([x], relay.nn.relu(x), ret_type=relay.TensorType((3, 2))))
+    with pytest.raises(RelayTypeError, match="%u has no type"):
+        infer_type(relay.nn.relu(relay.var("u")))
+    v = relay.var("v", shape=(3,))
+    with pytest.raises(RelayTypeError, match="annotated Tensor\\[\\(3\\), float32\\]"):
+        infer_type(relay.Let(v, x, v))
+
+
+def test_type_cached_and_required():
+    x = relay.var("x", shape=(2, 3))
+    y = relay.nn.relu(x)
+    with pytest.raises(ValueError, match="InferType"):
+        _ = y.checked_type
+    infer_type(y)
+    assert y.checked_type.shape == (2, 3)
