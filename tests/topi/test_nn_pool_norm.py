@@ -1,0 +1,133 @@
+"""topi.nn pooling, batch_norm, layer_norm, softmax / log_softmax with x86 schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.topi import nn, testing
+
+from .nn_util import check
+
+POOL_WINDOWS = [(3, 2, 1, (1, 0, 1, 2)), (2, 2, 1, 0), (3, 1, 2, 1), ((2, 3), (1, 2), 1, (0, 1))]
+
+
+# count_include_pad only affects avg pooling
+POOL_KINDS = [("max", False, True), ("max", True, True)] + [
+    ("avg", ceil, cip) for ceil in (False, True) for cip in (False, True)]
+
+
+@pytest.mark.parametrize("pool_type,ceil_mode,count_include_pad", POOL_KINDS)
+@pytest.mark.parametrize("window", POOL_WINDOWS)
+def test_pool2d(pool_type, ceil_mode, count_include_pad, window):
+    k, stride, dil, pad = window
+    A = te.placeholder((2, 3, 11, 13), name="A")
+    out = nn.pool2d(A, k, stride, dil, pad, pool_type, ceil_mode,
+                    count_include_pad=count_include_pad)
+    check([A], out, topi.x86.schedule_pool,
+          lambda a: testing.pool2d_python(a, k, stride, dil, pad, pool_type, ceil_mode,
+                                          count_include_pad))
+
+
+def test_pool2d_c_target_and_fused_relu():
+    A = te.placeholder((1, 2, 7, 6), name="A")
+    out = nn.pool2d(A, 3, 2, 1, 1, "avg", True, count_include_pad=False)
+    check([A], out, topi.x86.schedule_pool,
+          lambda a: testing.pool2d_python(a, 3, 2, 1, 1, "avg", True, False), target="c")
+    out = topi.relu(nn.pool2d(A, 2, 2, 1, 0, "max"))
+    check([A], out, topi.x86.schedule_pool,
+          lambda a: np.maximum(testing.pool2d_python(a, 2, 2, 1, 0, "max"), 0))
+
+
+def test_pool_reference_known_values():
+    a = np.arange(16, dtype="float32").reshape(1, 1, 4, 4)
+    np.testing.assert_array_equal(testing.pool2d_python(a, 2, 2, 1, 0, "max")[0, 0],
+                                  [[5, 7], [13, 15]])
+    # 3x3 avg, pad 1: the corner window holds 4 values; with padding counted, divide by 9
+    ex = testing.pool2d_python(a, 3, 1, 1, 1, "avg", count_include_pad=False)
+    inc = testing.pool2d_python(a, 3, 1, 1, 1, "avg", count_include_pad=True)
+    assert ex[0, 0, 0, 0] == pytest.approx((0 + 1 + 4 + 5) / 4)
+    assert inc[0, 0, 0, 0] == pytest.approx((0 + 1 + 4 + 5) / 9)
+    # ceil mode: 4 -> ceil((4 - 3) / 2) + 1 = 2 outputs of a 3-window at stride 2
+    assert testing.pool2d_python(a, 3, 2, 1, 0, "max", ceil_mode=True).shape == (1, 1, 2, 2)
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 5), (1, 17, 1, 1)])
+def test_global_pool(pool_type, shape):
+    A = te.placeholder(shape, name="A")
+    check([A], nn.global_pool(A, pool_type), topi.x86.schedule_global_pool,
+          lambda a: testing.global_pool_python(a, pool_type))
+
+
+@pytest.mark.parametrize("axis,center,scale", [(1, True, True), (3, False, True), (1, True, False)])
+def test_batch_norm(axis, center, scale):
+    shape = (2, 3, 5, 7)
+    A = te.placeholder(shape, name="A")
+    params = [te.placeholder((shape[axis],), name=n) for n in ("gamma", "beta", "mean", "var")]
+    res = nn.batch_norm(A, *params, axis=axis, epsilon=1e-3, center=center, scale=scale)
+    assert res[1] is params[2] and res[2] is params[3]
+    rng = np.random.default_rng(2)
+    arrays = [rng.uniform(-1, 1, shape).astype("float32")]
+    arrays += [rng.uniform(0.5, 1.5, (shape[axis],)).astype("float32") for _ in range(4)]
+    check([A, *params], res[0], topi.x86.schedule_batch_norm,
+          lambda a, g, b, m, v: testing.batch_norm_python(a, g, b, m, v, axis, 1e-3, center,
+                                                          scale), arrays=arrays)
+
+
+@pytest.mark.parametrize("shape,axis,target", [
+    ((3, 37), -1, "llvm"), ((2, 5, 7), [1, 2], "llvm"), ((2, 5, 7), 1, "llvm"),
+    ((2, 3, 4), -1, "c"),
+])
+def test_layer_norm(shape, axis, target):
+    axes = [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
+    gshape = tuple(shape[a] for a in axes)
+    A = te.placeholder(shape, name="A")
+    G = te.placeholder(gshape, name="gamma")
+    B = te.placeholder(gshape, name="beta")
+    check([A, G, B], nn.layer_norm(A, G, B, axis, 1e-5), topi.x86.schedule_layer_norm,
+          lambda a, g, b: testing.layer_norm_python(a, g, b, axis, 1e-5), target=target)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape,axis,target", [
+    ((3, 37), -1, "llvm"), ((2, 5, 7), 1, "llvm"), ((2, 5, 7), 0, "llvm"), ((13,), 0, "llvm"),
+    ((1, 4, 3), -1, "c"),
+])
+def test_softmax(log, shape, axis, target):
+    X = te.placeholder(shape, name="X")
+    out = (nn.log_softmax if log else nn.softmax)(X, axis)
+    ref = testing.log_softmax_python if log else testing.softmax_python
+    check([X], out, topi.x86.schedule_softmax, lambda x: ref(x, axis), target=target)
+
+
+def test_softmax_is_stable_for_large_inputs():
+    X = te.placeholder((2, 33), name="X")
+    for fn, ref in ((nn.softmax, testing.softmax_python),
+                    (nn.log_softmax, testing.log_softmax_python)):
+        res = check([X], fn(X), topi.x86.schedule_softmax, ref, low=500.0, high=1000.0)
+        assert np.isfinite(res).all()
+
+
+def test_pool_norm_softmax_errors():
+    A = te.placeholder((1, 3, 8, 8), name="A")
+    with pytest.raises(ValueError, match="pool_type must be 'max' or 'avg'"):
+        nn.pool2d(A, 2, 2, 1, 0, "min")
+    with pytest.raises(ValueError, match="data must be 4-D"):
+        nn.pool2d(te.placeholder((3, 8, 8)), 2, 2, 1, 0, "max")
+    with pytest.raises(ValueError, match="window 9 is larger than the padded input 8"):
+        nn.pool2d(A, 9, 1, 1, 0, "max")
+    with pytest.raises(ValueError, match="layout 'NHWC' is not supported"):
+        nn.global_pool(A, "avg", layout="NHWC")
+    g = te.placeholder((4,), name="g")
+    with pytest.raises(ValueError, match="gamma has 4 elements, data has 3 channels"):
+        nn.batch_norm(A, g, g, g, g)
+    with pytest.raises(ValueError, match="training=True is not supported"):
+        nn.batch_norm(A, g, g, g, g, training=True)
+    with pytest.raises(ValueError, match=r"gamma shape \('4',\) != the normalized axes"):
+        nn.layer_norm(A, g, None, -1)
+    with pytest.raises(ValueError, match="axis 2 is out of range for a 2-D input"):
+        nn.softmax(te.placeholder((3, 4)), 2)
+    with pytest.raises(ValueError, match="expected a softmax or log_softmax output"):
+        topi.x86.schedule_softmax([topi.relu(A)])
