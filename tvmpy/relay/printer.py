@@ -55,7 +55,9 @@ def attr_str(call: Call) -> list[str]:
     """``key=value`` strings for the attributes that differ from the operator's defaults."""
     schema = call.op.attrs_schema if isinstance(call.op, Op) else {}
     out = []
-    for k, v in call.attrs.items():
+    order = [k for k in schema if k in call.attrs] + [k for k in call.attrs.keys() if k not in schema]
+    for k in order:  # declaration order, as TVM prints
+        v = call.attrs[k]
         if k in schema and _norm(schema[k]) == _norm(v):
             continue
         out.append(f"{k}={_value_str(v)}")

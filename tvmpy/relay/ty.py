@@ -132,6 +132,8 @@ class FuncType(Type):
 
 def type_str(t: Any) -> str:
     if isinstance(t, TensorType):
+        if not t.shape:
+            return t.dtype  # a scalar, as TVM prints it
         if len(t.shape) == 1:
             shp = f"({dim_str(t.shape[0])})"
         else:

@@ -10,7 +10,7 @@ from typing import Any
 from ..expr import RelayExpr, Tuple
 from ..ty import TensorType, Type
 from ._rel import broadcast_bool_rel, broadcast_rel, broadcast_shape, fail, identity_rel, tensor_arg
-from .registry import OpPattern, make_call, register_op
+from .registry import REQUIRED, OpPattern, make_call, register_op
 
 _UNARY = [
     "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor", "ceil",
@@ -164,9 +164,9 @@ def _full_rel(arg_types: list[Type], attrs: Any) -> Type:
     return TensorType(attrs.shape, attrs.dtype)
 
 
-register_op("zeros", _full_rel, OpPattern.ELEMWISE, 0, {"shape": (), "dtype": "float32"})
-register_op("ones", _full_rel, OpPattern.ELEMWISE, 0, {"shape": (), "dtype": "float32"})
-register_op("full", _full_rel, OpPattern.ELEMWISE, 1, {"shape": (), "dtype": "float32"})
+register_op("zeros", _full_rel, OpPattern.ELEMWISE, 0, {"shape": REQUIRED, "dtype": REQUIRED})
+register_op("ones", _full_rel, OpPattern.ELEMWISE, 0, {"shape": REQUIRED, "dtype": REQUIRED})
+register_op("full", _full_rel, OpPattern.ELEMWISE, 1, {"shape": REQUIRED, "dtype": REQUIRED})
 
 
 def zeros(shape: Any, dtype: str = "float32") -> RelayExpr:

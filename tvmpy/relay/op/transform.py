@@ -17,7 +17,7 @@ from ._rel import (
     tensor_arg,
     tuple_arg,
 )
-from .registry import OpPattern, make_call, register_op
+from .registry import REQUIRED, OpPattern, make_call, register_op
 
 __all__ = [
     "reshape", "transpose", "concatenate", "split", "squeeze", "expand_dims", "take",
@@ -344,7 +344,7 @@ def _cast_rel(arg_types: list[Type], attrs: Any) -> Type:
     return TensorType(d.shape, attrs.dtype)
 
 
-register_op("cast", _cast_rel, OpPattern.ELEMWISE, 1, {"dtype": "float32"})
+register_op("cast", _cast_rel, OpPattern.ELEMWISE, 1, {"dtype": REQUIRED})
 
 
 def cast(data: RelayExpr, dtype: str) -> RelayExpr:
