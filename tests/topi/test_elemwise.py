@@ -92,10 +92,12 @@ def test_rank0_and_rank4_c_target():
     np.testing.assert_allclose(r4, ref.gelu(b), rtol=1e-5, atol=1e-6)
 
 
-def test_large_parallel_vectorized():
-    # big enough for the parallel + vectorized path; 2 * 3 * 1031 is not a multiple of the lanes
-    A = te.placeholder((2, 3, 1031, 7), "float32", name="A")
-    a = rand((2, 3, 1031, 7))
+@pytest.mark.parametrize("shape", [(2, 3, 1031, 47), (41, 1031, 7), (262147,)])
+def test_large_parallel_vectorized(shape):
+    # big enough for the parallel path: an innermost axis with a vector tail, a short innermost
+    # axis (fused loop), a prime 1-D length
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape)
     (b,) = run([A], topi.relu(topi.multiply(A, 2.0)), [a])
     np.testing.assert_allclose(b, np.maximum(a * 2, 0))
 

@@ -83,6 +83,16 @@ def test_fused_producer_and_c_target():
     np.testing.assert_allclose(b, np.exp(a).sum(1, keepdims=True), rtol=1e-5)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_large_parallel_reduce(axis):
+    # axis 0: the output axis is contiguous (vectorized inside the reduction); both parallel
+    A = te.placeholder((129, 2053), "float32", name="A")
+    a = rand((129, 2053))
+    s, m = run([A], [topi.sum(A, axis), topi.argmax(A, axis)], [a], schedule="reduce")
+    np.testing.assert_allclose(s, a.sum(axis, dtype="float64"), rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(m, a.argmax(axis))
+
+
 def test_bad_axes():
     A = te.placeholder((3, 4), name="A")
     with pytest.raises(ValueError, match="axis 2 is out of range for a tensor of rank 2"):

@@ -1,10 +1,12 @@
 """x86 schedule of injective operators (elementwise, broadcast, transforms).
 
-All injective producers are inlined; the output's loops are fused into one, split by the
-target's vector lanes (the tail is guarded), the inner part vectorized and, when the tensor is
-big enough to pay for the threads, the outer part run in parallel. When the innermost dimension
-is itself a multiple of the lanes only the outer dimensions are fused, so that loads stay
-contiguous vector loads (a split of the fully fused loop leaves div/mod in the indices).
+All injective producers are inlined. The innermost axis is split by the target's vector lanes
+and the inner part vectorized (contiguous vector loads and stores); the outer axes are fused
+into one loop that runs in parallel when the tensor is big enough to pay for the threads. When
+the innermost extent is a multiple of the lanes its outer part joins the fused loop; otherwise
+the guarded tail stays in its own loop, which loop partitioning peels into one shorter vector.
+An innermost axis shorter than the lanes is fused with the others and the fused loop split by
+the lanes (indices then need div/mod, and the vectorizer may scalarize them).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from ..generic import as_outs, inline_injective
 __all__ = ["schedule_injective", "schedule_injective_from_existing", "schedule_elemwise",
            "schedule_broadcast", "schedule_concatenate", "vector_lanes"]
 
-# below this many output elements a parallel region costs more than it saves
-PARALLEL_MIN_ELEMENTS = 1 << 14
+# Below this many elements a parallel region costs more than it saves: a vectorized serial
+# loop streams ~10 floats/ns, and on this 2-core machine a fork/join (with cores shared by other
+# processes) measured 5-20 us; at 2**18 elements parallel and serial broke even.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 MAX_LANES = 32
 
 
@@ -46,7 +50,7 @@ def _const_size(shape: Any) -> int | None:
 
 
 def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
-    """Fuse, vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
+    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
     st = sch[out.op]
     axes = list(st.op.axis)
     if not axes:
@@ -57,23 +61,35 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
         return sch
     big = (size is None or size >= PARALLEL_MIN_ELEMENTS) and _num_cores() > 1
     last = axes[-1].dom.extent
-    if isinstance(last, IntImm) and last.value % lanes == 0 and lanes > 1:
-        outer, inner = st.split(axes[-1], lanes)
-        fused = st.fuse(*axes[:-1], outer) if len(axes) > 1 else outer
-        st.vectorize(inner)
+    if lanes > 1 and (not isinstance(last, IntImm) or last.value >= lanes):
+        # split the innermost axis: the vector lanes index memory contiguously
+        wo, wi = st.split(axes[-1], lanes)
+        st.vectorize(wi)
+        outer = axes[:-1]
+        if isinstance(last, IntImm) and last.value % lanes == 0:
+            par = st.fuse(*outer, wo) if outer else wo
+        else:
+            # keep the guarded tail iteration of `wo` out of the fused loop, so that loop
+            # partitioning peels it into one shorter vector
+            fused = (st.fuse(*outer) if len(outer) > 1 else outer[0]) if outer else None
+            outer_size = _const_size([a.dom.extent for a in outer])
+            enough = outer_size is None or outer_size >= 2 * _num_cores()
+            par = fused if fused is not None and enough else wo
         if big:
-            st.parallel(fused)
+            st.parallel(par)
         return sch
+    # a short innermost axis: vectorize across the fused loop (indices need div/mod; the
+    # vectorizer scalarizes what it cannot turn into vector accesses)
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if size is not None and size < lanes:
         return sch
     if lanes > 1:
-        outer, inner = st.split(fused, lanes)
+        outer_l, inner = st.split(fused, lanes)
         st.vectorize(inner)
     else:
-        outer = fused
+        outer_l = fused
     if big:
-        st.parallel(outer)
+        st.parallel(outer_l)
     return sch
 
 
