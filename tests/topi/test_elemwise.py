@@ -115,3 +115,22 @@ def test_bad_arguments():
         topi.prelu(A, te.placeholder((3,), name="S"))
     with pytest.raises(ValueError, match="axis 2 is out of range"):
         topi.prelu(A, te.placeholder((4,), name="S"), axis=2)
+
+
+def test_symbolic_shapes_x86_schedules():
+    import tvmpy as tvm
+
+    n = te.var("n")
+    A = te.placeholder((n, 37), "float32", name="A")
+    B = te.placeholder((37,), "float32", name="B")
+    C = topi.relu(topi.add(A, B))
+    R = topi.sum(A, axis=0)
+    fc = tvm.build(topi.x86.schedule_injective(C), [A, B, C], "llvm")
+    fr = tvm.build(topi.x86.schedule_reduce(R), [A, R], "llvm")
+    for rows in (1, 5):
+        a, b = rand((rows, 37)), rand((37,), rng=np.random.default_rng(9))
+        c, r = tvm.nd.empty((rows, 37), "float32"), tvm.nd.empty((37,), "float32")
+        fc(tvm.nd.array(a), tvm.nd.array(b), c)
+        fr(tvm.nd.array(a), r)
+        np.testing.assert_allclose(c.numpy(), np.maximum(a + b, 0))
+        np.testing.assert_allclose(r.numpy(), a.sum(0), rtol=1e-5, atol=1e-6)
