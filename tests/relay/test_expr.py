@@ -258,3 +258,24 @@ def test_split_tuple_wrapper():
     with pytest.raises(IndexError):
         parts[3]
     assert isinstance(parts.astuple(), relay.Call)
+
+
+def test_pickle_roundtrip():
+    import pickle
+
+    f = _block()
+    g = pickle.loads(pickle.dumps(f))
+    assert structural_equal(f, g)
+    assert g.body.op is relay.op.get("nn.relu")
+    c = relay.const(np.arange(4, dtype="int8"))
+    assert structural_equal(pickle.loads(pickle.dumps(c)), c)
+
+
+def test_hand_built_call_errors_are_named():
+    from tvmpy.relay.transform import infer_type
+
+    x = relay.var("x", shape=(2, 3))
+    with pytest.raises(relay.RelayTypeError, match="add takes 2 inputs, got 1"):
+        infer_type(relay.Call(relay.op.get("add"), [x]))
+    with pytest.raises(relay.RelayTypeError, match="bad attributes or arguments for transpose"):
+        infer_type(relay.Call(relay.op.get("transpose"), [x], {}))

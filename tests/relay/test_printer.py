@@ -137,3 +137,11 @@ def test_resnet_stem_is_readable():
     assert lines[-2] == ("  nn.max_pool2d(%3, pool_size=[3, 3], strides=[2, 2], "
                          "padding=[1, 1, 1, 1]) /* ty=Tensor[(1, 8, 8, 8), float32] */")
     assert lines[-1] == "}"
+
+
+def test_free_expression_declares_free_vars():
+    x = relay.var("x", shape=(2, 3))
+    assert str(relay.nn.relu(relay.add(x, relay.const(1.0)))) == (
+        "free_var %x: Tensor[(2, 3), float32];\n%0 = add(%x, 1f);\nnn.relu(%0)"
+    )
+    assert str(x) == "%x"

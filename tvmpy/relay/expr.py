@@ -113,6 +113,9 @@ class ConstData:
     def numpy(self) -> np.ndarray:
         return self._a
 
+    def __reduce__(self):
+        return (ConstData, (self._a,))
+
     asnumpy = numpy
 
     @property

@@ -188,8 +188,15 @@ def _astext(node: Any, show_types: bool) -> str:
         return "\n\n".join(parts)
     if isinstance(node, Function):
         return p.function(node, "fn ", {}, "")
+    from .analysis import free_vars
+
+    head = []
+    if isinstance(node, RelayExpr) and not isinstance(node, (Var, Constant, GlobalVar)):
+        for v in free_vars(node):  # as TVM: declare the free variables first
+            ann = f": {type_str(v.type_annotation)}" if v.type_annotation is not None else ""
+            head.append(f"free_var %{v.name_hint}{ann};")
     lines, final = p.block(node, {}, "")
-    return "\n".join(lines + [final])
+    return "\n".join(head + lines + [final])
 
 
 def short_str(e: Any) -> str:

@@ -97,11 +97,19 @@ class TypeInferencer(ExprFunctor):
     def visit_call(self, c: Call) -> Type:
         arg_types = [self.visit(a) for a in c.args]
         if isinstance(c.op, Op):
+            n = c.op.num_inputs
+            if n >= 0 and len(arg_types) != n:
+                raise RelayTypeError(f"in `{_where(c)}`: {c.op.name} takes {n} inputs, got "
+                                     f"{len(arg_types)}")
             try:
                 out = c.op.type_rel(arg_types, c.attrs)
             except RelayTypeError as e:
                 args = ", ".join(type_str(t) for t in arg_types)
                 raise RelayTypeError(f"in `{_where(c)}`: {e} [argument types: {args}]") from None
+            except (AttributeError, KeyError, TypeError, ValueError) as e:
+                # e.g. a Call built by hand without the operator's attributes
+                raise RelayTypeError(f"in `{_where(c)}`: bad attributes or arguments for "
+                                     f"{c.op.name}: {e}") from e
             if not isinstance(out, Type):
                 raise TypeError(f"type relation of {c.op.name} returned {out!r}, not a Type")
             return out
