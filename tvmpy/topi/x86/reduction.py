@@ -1,8 +1,10 @@
 """x86 schedule of reductions (sum, max, argmax, ... and what is fused around them).
 
 Injective producers are inlined into the reduction. A reduction stage runs its output
-(data-parallel) loops in parallel; when the reduced axes are not the innermost axis of the
-input (e.g. a sum over axis 0 of an (N, C) tensor) the innermost output axis is contiguous in
+(data-parallel) loops in parallel. When the innermost reduced axis is the input's innermost
+(contiguous) axis, it is split by the vector lanes and rfactored: a local vector of partial
+results accumulates contiguous vector loads, and is reduced once per output element. When the
+reduced axes are not the innermost axis of the input (e.g. a sum over axis 0 of an (N, C) tensor) the innermost output axis is contiguous in
 the input, so it is split by the vector lanes and moved inside the reduction loops and
 vectorized: each step adds a vector of inputs into a vector of accumulators. Injective stages
 after the reduction (the division of ``mean``, ``argmax``'s index extraction) get the injective
@@ -30,7 +32,11 @@ __all__ = ["schedule_reduce"]
 
 def _innermost_is_data(op: te.ComputeOp) -> bool:
     """True when every tensor read has the innermost data axis as its last index."""
-    last = op.axis[-1].var
+    return _last_index_is(op, op.axis[-1].var)
+
+
+def _last_index_is(op: te.ComputeOp, last: Var) -> bool:
+    """True when every tensor read in ``op`` has ``last`` as its last index."""
     ok = [True]
     seen = [False]
 
@@ -46,17 +52,44 @@ def _innermost_is_data(op: te.ComputeOp) -> bool:
     return ok[0] and seen[0]
 
 
+def _rfactor_innermost(s: Any, t: te.Tensor, par: bool) -> bool:
+    """Vectorize a reduction over the input's innermost (contiguous) axis: split it by the
+    lanes and rfactor the lanes into a local vector of partial results, which the stage then
+    reduces. Returns False (nothing done) when the pattern does not apply."""
+    op = t.op
+    lanes = vector_lanes(t.dtype)
+    kr = op.reduce_axis[-1]
+    ext = kr.dom.extent
+    if (op.num_outputs != 1 or lanes <= 1 or not isinstance(ext, IntImm)
+            or ext.value < 2 * lanes or not _last_index_is(op, kr.var)):
+        return False
+    st = s[t.op]
+    _, ki = st.split(kr, lanes)
+    rf = s.rfactor(t, ki, factor_axis=len(op.axis))
+    s[rf].set_scope("local")
+    rf_axes = s[rf].op.axis
+    s[rf].reorder(*s[rf].op.reduce_axis, rf_axes[-1])
+    s[rf].vectorize(rf_axes[-1])
+    axes = list(s[t.op].op.axis)
+    if axes:
+        fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
+        s[rf].compute_at(st, fused)
+        if par:
+            st.parallel(fused)
+    return True
+
+
 def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
     st = s[t.op]
     op = t.op
     axes = list(op.axis)
-    if not axes:
-        return
     work = 1
     for iv in list(op.axis) + list(op.reduce_axis):
         e = iv.dom.extent
         work = work * int(e.value) if isinstance(e, IntImm) else PARALLEL_MIN_ELEMENTS
     par = work >= PARALLEL_MIN_ELEMENTS and _num_cores() > 1
+    if _rfactor_innermost(s, t, par) or not axes:
+        return
     lanes = vector_lanes(t.dtype)
     last = axes[-1].dom.extent
     if (op.num_outputs == 1 and lanes > 1 and isinstance(last, IntImm) and last.value >= lanes
