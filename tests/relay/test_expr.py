@@ -279,3 +279,25 @@ def test_hand_built_call_errors_are_named():
         infer_type(relay.Call(relay.op.get("add"), [x]))
     with pytest.raises(relay.RelayTypeError, match="bad attributes or arguments for transpose"):
         infer_type(relay.Call(relay.op.get("transpose"), [x], {}))
+
+
+def test_tvm_style_registration_helpers():
+    from tvmpy.relay.op.registry import _REGISTRY, register_op
+
+    op = register_op("test.helpers_op", lambda t, a: t[0], OpPattern.OPAQUE, 1)
+    try:
+        assert op.get_attr("TOpPattern") == OpPattern.OPAQUE
+        relay.op.register_pattern("test.helpers_op", OpPattern.INJECTIVE)
+        assert op.pattern == OpPattern.INJECTIVE == op.get_attr("TOpPattern")
+
+        @relay.op.register_strategy("test.helpers_op")
+        def strategy(attrs, inputs, out_type, target):
+            return "impl"
+
+        relay.op.register_compute("test.helpers_op", lambda attrs, inputs, out_type: inputs)
+        assert op.get_attr("FTVMStrategy") is strategy
+        assert op.get_attr("FTVMCompute")(None, [1], None) == [1]
+    finally:
+        del _REGISTRY["test.helpers_op"]
+    with pytest.raises(ValueError, match="not registered"):
+        relay.op.register_pattern("test.helpers_op", 0)

@@ -179,6 +179,11 @@ def _cases():
         "nn.conv2d_transpose": (relay.nn.conv2d_transpose(x4, _c(4, 3, 3, 3), strides=2, padding=1,
                                                           output_padding=1), (2, 3, 18, 18)),
         "nn.dense": (relay.nn.dense(m, _c(7, 5)), (3, 7)),
+        "nn.contrib_conv2d_NCHWc": (relay.nn.contrib_conv2d_nchwc(
+            relay.var("xc", shape=(1, 2, 9, 9, 8)), _c(2, 2, 3, 3, 8, 16), padding=1,
+            data_layout="NCHW8c", kernel_layout="OIHW8i16o", out_layout="NCHW4c"), (1, 8, 9, 9, 4)),
+        "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
+                           (2, 4, 4, 18)),
         "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),
         "nn.batch_matmul": (relay.nn.batch_matmul(a3, _c(2, 4, 5)), (2, 3, 4)),
         "nn.bias_add": (relay.nn.bias_add(x4, vec4), (2, 4, 9, 9)),

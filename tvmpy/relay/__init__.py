@@ -30,7 +30,7 @@ from .expr import (  # noqa: F401
     var,
 )
 from .module import IRModule  # noqa: F401
-from .op import nn  # noqa: F401
+from .op import image, nn  # noqa: F401
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403

@@ -16,7 +16,7 @@ __all__ = [
     "conv2d", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu",
     "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
-    "batch_flatten", "dropout", "gelu",
+    "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc",
 ]  # fmt: skip
 
 
@@ -532,3 +532,61 @@ register_op("nn.batch_flatten", _batch_flatten_rel, OpPattern.INJECTIVE, 1)
 
 def batch_flatten(data: RelayExpr) -> RelayExpr:
     return make_call("nn.batch_flatten", [data])
+
+
+# ------------------------------------------------------------------------------------------------
+# blocked layouts for x86 (what AlterOpLayout rewrites conv2d into)
+def _block_factor(layout: str, base: str, sub: str) -> int:
+    """"NCHW8c" with base "NCHW", sub "c" -> 8."""
+    if not layout.startswith(base) or not layout.endswith(sub) or not layout[len(base):-1].isdigit():
+        fail(f"layout {layout!r} is not of the form {base}<n>{sub}")
+    return int(layout[len(base):-1])
+
+
+def _conv2d_nchwc_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the weight")
+    ic_b = _block_factor(attrs.data_layout, "NCHW", "c")
+    oc_b = _block_factor(attrs.out_layout or attrs.data_layout, "NCHW", "c")
+    kl = attrs.kernel_layout  # OIHW{i}i{o}o
+    if not (kl.startswith("OIHW") and kl.endswith("o") and "i" in kl[4:]):
+        fail(f"contrib_conv2d_NCHWc: kernel_layout {kl!r} is not OIHW<n>i<m>o")
+    ki, ko = (int(p) for p in kl[4:-1].split("i"))
+    if len(d.shape) != 5 or len(w.shape) != 6:
+        fail(f"contrib_conv2d_NCHWc needs 5-D data and 6-D weight, got {shape_str(d.shape)} and "
+             f"{shape_str(w.shape)}")
+    if not dim_equal(d.shape[4], ic_b) or w.shape[4] != ki or w.shape[5] != ko:
+        fail(f"contrib_conv2d_NCHWc: data {shape_str(d.shape)} ({attrs.data_layout}) and weight "
+             f"{shape_str(w.shape)} ({kl}) disagree with their layouts")
+    cin = as_dim(d.shape[1] * d.shape[4])
+    if not dim_equal(as_dim(w.shape[1] * ki * attrs.groups), cin):
+        fail(f"contrib_conv2d_NCHWc: data has {cin} input channels, weight {shape_str(w.shape)} "
+             f"with groups={attrs.groups} expects {w.shape[1] * ki * attrs.groups}")
+    cout = w.shape[0] * ko
+    if cout % oc_b:
+        fail(f"contrib_conv2d_NCHWc: {cout} output channels not divisible by block {oc_b}")
+    kh, kw = w.shape[2], w.shape[3]
+    pt, pl, pb, pr = attrs.padding
+    oh = _out_dim(d.shape[2], kh, pt + pb, attrs.strides[0], attrs.dilation[0])
+    ow = _out_dim(d.shape[3], kw, pl + pr, attrs.strides[1], attrs.dilation[1])
+    return TensorType([d.shape[0], cout // oc_b, oh, ow, oc_b], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.contrib_conv2d_NCHWc", _conv2d_nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {**_CONV_SCHEMA, "data_layout": REQUIRED, "kernel_layout": REQUIRED})
+
+
+def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 1),
+                         padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1,
+                         channels: int | None = None, kernel_size: Any = None,
+                         data_layout: str = "NCHW8c", kernel_layout: str = "OIHW8i8o",
+                         out_layout: str = "", out_dtype: str = "") -> RelayExpr:
+    """conv2d on blocked layouts: data NCHW{i}c, kernel OIHW{i}i{o}o, output NCHW{o}c."""
+    return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
+        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
+        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
+        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
+        "out_dtype": out_dtype,
+    })  # fmt: skip

@@ -26,6 +26,9 @@ __all__ = [
     "Op",
     "register_op",
     "register_op_attr",
+    "register_compute",
+    "register_strategy",
+    "register_pattern",
     "get",
     "list_op_names",
 ]
@@ -90,7 +93,12 @@ class Op(Node):
         return self.entry.description
 
     def get_attr(self, key: str, default: Any = None) -> Any:
-        """A per-operator attribute attached with ``register_op_attr`` (or ``default``)."""
+        """A per-operator attribute attached with ``register_op_attr`` (or ``default``).
+
+        ``"TOpPattern"`` (TVM's key) is the registered pattern.
+        """
+        if key == "TOpPattern":
+            return self.entry.pattern
         return self.entry.attrs.get(key, default)
 
     def __str__(self) -> str:
@@ -152,6 +160,22 @@ def register_op_attr(name: str, key: str, value: Any = None, level: int = 10) ->
     if value is None:
         return _set
     return _set(value)
+
+
+def register_compute(name: str, fcompute: Any = None, level: int = 10) -> Any:
+    """TVM's ``relay.op.register_compute``: ``fcompute(attrs, inputs, out_type) -> [te.Tensor]``."""
+    return register_op_attr(name, "FTVMCompute", fcompute, level)
+
+
+def register_strategy(name: str, fstrategy: Any = None, level: int = 10) -> Any:
+    """TVM's ``relay.op.register_strategy``: ``fstrategy(attrs, inputs, out_type, target)`` returns
+    the implementations (compute + schedule) with priorities for that target."""
+    return register_op_attr(name, "FTVMStrategy", fstrategy, level)
+
+
+def register_pattern(name: str, pattern: int) -> None:
+    """Change an operator's fusion pattern kind (TVM's ``relay.op.register_pattern``)."""
+    _entry(name).pattern = int(pattern)
 
 
 def _entry(name: str) -> _OpEntry:
