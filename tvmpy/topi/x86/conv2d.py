@@ -105,7 +105,7 @@ def _schedule_pad(s: Schedule, t: Tensor) -> None:
     s[t].parallel(outer)
 
 
-def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int = 8,
+def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int = 16,
                               ow_tile: int = 16) -> None:
     """Register tile ``oc_tile`` output channels x ``ow_tile`` output columns for an NCHW
     convolution stage ``conv`` (plain, grouped or transposed): each tile accumulates in
@@ -116,7 +116,7 @@ def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: i
         _schedule_pad(s, t)
     ow = int(conv.shape[3].value) if hasattr(conv.shape[3], "value") else int(conv.shape[3])
     oc = int(conv.shape[1].value) if hasattr(conv.shape[1], "value") else int(conv.shape[1])
-    ow_tile = ow_tile * 2 if ow >= 2 * ow_tile else ow_tile
+    # 16-lane tiles (the tail a smaller vector): wider or odd-width vectors code badly
     ow_tile = min(ow_tile, ow)
     oc_tile = min(oc_tile, oc)
     if conv.op is out.op:
@@ -212,13 +212,13 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
 
 
 def schedule_depthwise_conv2d_nchw(outs: Any) -> Schedule:
-    """x86 schedule of ``topi.nn.depthwise_conv2d_nchw``: one channel per tile, a vector of
-    output columns accumulating over the window, parallel over (batch, channel, row)."""
+    """x86 schedule of ``topi.nn.depthwise_conv2d_nchw``: a tile of 4 channels x a vector of
+    output columns accumulating over the window, parallel over (batch, channel block, row)."""
     outs = _outputs(outs)
     s, conv = _find(outs, "depthwise_conv2d_nchw")
     if conv is None:
         raise ValueError("schedule_depthwise_conv2d_nchw: no depthwise_conv2d_nchw stage found")
-    schedule_conv_nchw_direct(s, conv, outs[0], oc_tile=1)
+    schedule_conv_nchw_direct(s, conv, outs[0], oc_tile=4)
     return s
 
 

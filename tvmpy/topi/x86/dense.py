@@ -117,6 +117,34 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
             s[t].vectorize(s[t].op.axis[-1])
 
 
+def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 4) -> None:
+    """For ``dense`` with its untransposed ``[N, K]`` weight (rows contiguous along K): each
+    output is a dot product of two contiguous rows. The reduction is split by the vector width
+    and factored (rfactor), so ``nj`` outputs accumulate in vector registers over K/16 steps
+    (one data vector reused for ``nj`` weight rows), then are reduced horizontally."""
+    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
+    n = get_const_tuple(mm.shape, "dense schedule: shape")[-1]
+    vec = 16 if k >= 16 else k
+    # a tile that divides N keeps the register tile's extent constant
+    nj = max(d for d in range(1, min(nj, n) + 1) if n % d == 0)
+    (rk,) = s[mm].op.reduce_axis
+    _, ki = s[mm].split(rk, factor=vec)
+    rf = s.rfactor(mm, ki, factor_axis=2)
+    s[rf].set_scope("local")
+    i, j = s[out].op.axis
+    jo, ji = s[out].split(j, factor=nj)
+    task = s[out].fuse(i, jo)
+    s[out].parallel(task)
+    if mm.op is not out.op:
+        s[mm].compute_at(s[out], task)
+    s[rf].compute_at(s[out], task)
+    ri, rj, rv = s[rf].op.axis
+    (rko,) = s[rf].op.reduce_axis
+    s[rf].reorder(ri, rko, rj, rv)
+    s[rf].unroll(rj)
+    s[rf].vectorize(rv)
+
+
 def _schedule(outs: Any, what: str) -> Schedule:
     outs = _outputs(outs)
     s = create_schedule([o.op for o in outs])
@@ -129,7 +157,11 @@ def _schedule(outs: Any, what: str) -> Schedule:
     traverse_inline(s, outs[0].op, cb)
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
-    _schedule_tiled(s, found[0], outs[0])
+    mm = found[0]
+    if mm.op.tag == "dense" and len(outs[0].shape) == 2:
+        _schedule_dot(s, mm, outs[0])
+    else:
+        _schedule_tiled(s, mm, outs[0])
     return s
 
 
