@@ -301,3 +301,17 @@ def test_tvm_style_registration_helpers():
         del _REGISTRY["test.helpers_op"]
     with pytest.raises(ValueError, match="not registered"):
         relay.op.register_pattern("test.helpers_op", 0)
+
+
+def test_irmodule_structural_equal():
+    from tvmpy.ir import assert_structural_equal
+
+    m1, m2 = tvm.IRModule.from_expr(_block()), tvm.IRModule.from_expr(_block())
+    assert_structural_equal(m1, m2)
+    assert not structural_equal(m1, tvm.IRModule.from_expr(_block(cout=5)))
+    m3 = m2.copy()
+    m3["other"] = _block()
+    assert not structural_equal(m1, m3)
+    assert len(m2) == 1 and len(m3) == 2
+    with pytest.raises(NotImplementedError):
+        relay.Function([], relay.const(1.0), None, ["T"])

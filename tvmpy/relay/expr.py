@@ -336,8 +336,11 @@ class Function(RelayExpr):
         params: Sequence[Var],
         body: RelayExpr,
         ret_type: Type | None = None,
+        type_params: Sequence[Any] | None = None,
         attrs: Attrs | Mapping | None = None,
     ):
+        if type_params:
+            raise NotImplementedError("polymorphic functions (type_params) are not supported")
         params = tuple(params)
         for p in params:
             if not isinstance(p, Var):
@@ -351,7 +354,7 @@ class Function(RelayExpr):
     def with_attr(self, key: str, value: Any) -> Function:
         vals = dict(self.attrs.values)
         vals[key] = value
-        return Function(self.params, self.body, self.ret_type, vals)
+        return Function(self.params, self.body, self.ret_type, attrs=vals)
 
     @property
     def func_type(self) -> FuncType:

@@ -9,17 +9,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..ir.node import Node
 from .expr import Function, GlobalVar, RelayExpr
 
 __all__ = ["IRModule"]
 
 
-class IRModule:
-    """A mapping of GlobalVar -> Function. Passes return new modules; they do not edit this one."""
+class IRModule(Node):
+    """A mapping of GlobalVar -> Function. Passes return new modules; they do not edit this one.
+
+    ``tvm.ir.structural_equal(mod_a, mod_b)`` compares the functions (same names, same order).
+    """
+
+    __slots__ = ("functions", "_by_name")
 
     def __init__(self, functions: Mapping[Any, Function] | None = None):
-        self.functions: dict[GlobalVar, Function] = {}
-        self._by_name: dict[str, GlobalVar] = {}
+        self._init(functions={}, _by_name={})
         for k, v in (functions or {}).items():
             self[k] = v
 
@@ -96,5 +101,3 @@ class IRModule:
 
     def __str__(self) -> str:
         return self.astext()
-
-    __repr__ = __str__

@@ -166,7 +166,7 @@ class ExprMutator(ExprFunctor):
         body = self.visit(f.body)
         if _same(params, f.params) and body is f.body:
             return f
-        return Function(params, body, f.ret_type, f.attrs)
+        return Function(params, body, f.ret_type, attrs=f.attrs)
 
 
 class _PostOrder(ExprVisitor):
