@@ -179,3 +179,67 @@ def test_bad_arguments():
         topi.take(A, 0, axis=0, mode="raise")
     with pytest.raises(TypeError, match="indices must be integers"):
         topi.take(A, te.placeholder((2,), "float32"), axis=0)
+
+
+def test_full_arange_flip_one_hot():
+    A = te.placeholder((3, 4), "float32", name="A")
+    I = te.placeholder((2, 3), "int32", name="I")
+    a = rand((3, 4))
+    i = np.array([[0, 3, -1], [2, 1, 0]], "int32")
+    outs = [topi.full((2, 5), "int32", 7), topi.full_like(A, 1.5), topi.arange(2, 11, 3, "int32"),
+            topi.arange(1.0, -1.0, -0.5), topi.flip(A, 1), topi.flip(A, (0, 1)),
+            topi.one_hot(I, 1.0, 0.0, 4), topi.one_hot(I, 5, -1, 4, axis=0, dtype="int32")]
+    res = run([A, I], outs, [a, i])
+    eye = np.eye(4, dtype="float32")[i % 4]
+    exp = [np.full((2, 5), 7, "int32"), np.full((3, 4), 1.5, "float32"),
+           np.arange(2, 11, 3, dtype="int32"), np.arange(1.0, -1.0, -0.5, dtype="float32"),
+           a[:, ::-1], a[::-1, ::-1], eye, np.moveaxis(np.where(eye > 0, 5, -1), -1, 0)]
+    for r, e in zip(res, exp):
+        np.testing.assert_array_equal(r, e)
+
+
+def test_gather_and_gather_nd():
+    A = te.placeholder((4, 5), "float32", name="A")
+    I = te.placeholder((4, 3), "int64", name="I")
+    J = te.placeholder((2, 3), "int32", name="J")
+    a = rand((4, 5))
+    i = np.random.default_rng(1).integers(-5, 5, (4, 3)).astype("int64")
+    j = np.array([[0, 3, -1], [4, 0, 2]], "int32")
+    g, gn = run([A, I, J], [topi.gather(A, 1, I), topi.gather_nd(A, J)], [a, i, j])
+    np.testing.assert_array_equal(g, np.take_along_axis(a, i % 5, axis=1))
+    np.testing.assert_array_equal(gn, a[j[0] % 4, j[1] % 5])
+
+
+@pytest.mark.parametrize("src,dst,shape", [("NCHW", "NCHW16c", (1, 32, 3, 5)),
+                                           ("NCHW8c", "NCHW", (2, 3, 4, 5, 8)),
+                                           ("NCHW4c", "NCHW16c", (1, 8, 2, 3, 4)),
+                                           ("NCHW", "NHWC", (2, 3, 4, 5))])
+def test_layout_transform(src, dst, shape):
+    A = te.placeholder(shape, "float32", name="A")
+    a = rand(shape)
+    (b,) = run([A], topi.layout_transform(A, src, dst), [a])
+    # the reference goes through plain NCHW
+    if src == "NCHW8c":
+        nchw = a.transpose(0, 1, 4, 2, 3).reshape(2, 24, 4, 5)
+    elif src == "NCHW4c":
+        nchw = a.transpose(0, 1, 4, 2, 3).reshape(1, 32, 2, 3)
+    else:
+        nchw = a
+    n, c, h, w = nchw.shape
+    if dst == "NCHW16c":
+        e = nchw.reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
+    elif dst == "NHWC":
+        e = nchw.transpose(0, 2, 3, 1)
+    else:
+        e = nchw
+    np.testing.assert_array_equal(b, e)
+
+
+def test_layout_transform_errors():
+    A = te.placeholder((1, 20, 3, 3), name="A")
+    with pytest.raises(ValueError, match="axis C of size 20 does not split evenly by 16"):
+        topi.layout_transform(A, "NCHW", "NCHW16c")
+    with pytest.raises(ValueError, match="different primal axes"):
+        topi.layout_transform(A, "NCHW", "NCDW")
+    with pytest.raises(ValueError, match="has 3 axes"):
+        topi.layout_transform(A, "NCH", "NHC")

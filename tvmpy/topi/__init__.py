@@ -77,12 +77,21 @@ from .elemwise import (  # noqa: F401
 )
 from .reduction import all, any, argmax, argmin, max, mean, min, prod, sum  # noqa: F401
 from .transform import (  # noqa: F401
+    arange,
     cast,
     concatenate,
     expand_dims,
     flatten,
+    flip,
+    full,
+    full_like,
+    gather,
+    gather_nd,
+    layout_transform,
+    one_hot,
     repeat,
     reshape,
+    reverse,
     split,
     squeeze,
     stack,

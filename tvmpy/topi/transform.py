@@ -1,9 +1,11 @@
 """Injective transforms: reshape, transpose, concatenate, split, strided_slice, take, squeeze,
-expand_dims, flatten, cast, tile, repeat (TVM's ``topi.transform``). Each output element reads
+expand_dims, flatten, cast, tile, repeat, gather, one_hot, layout_transform, ... (TVM's
+``topi.transform``). Each output element reads
 one input element at an index computed from the output index; all are tagged ``injective``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +21,8 @@ from .utils import get_const_int, normalize_axes, normalize_axis, prod
 
 __all__ = [
     "reshape", "transpose", "concatenate", "split", "strided_slice", "take", "squeeze",
-    "expand_dims", "flatten", "cast", "broadcast_to", "where", "tile", "repeat", "stack",
+    "expand_dims", "flatten", "cast", "broadcast_to", "where", "tile", "repeat", "stack", "full",
+    "full_like", "arange", "gather", "gather_nd", "flip", "reverse", "one_hot", "layout_transform",
 ]
 
 
@@ -377,3 +380,178 @@ def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:
     return te.compute(shape, lambda *i: a(*i[:ax], tir_op.floordiv(i[ax], r), *i[ax + 1:]),
                       name="repeat", tag=tag.BROADCAST)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# creation, gathers, flips, one-hot and layout transforms (what the frontends need)
+def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``."""
+    dt.parse(dtype)
+    v = const(fill_value, dtype) if not isinstance(fill_value, PrimExpr) else _cast(fill_value, dtype)
+    return te.compute(list(shape), lambda *i: v, name="full", tag=tag.ELEMWISE)
+
+
+def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
+    """A tensor shaped and typed like ``x`` filled with ``fill_value``."""
+    _check(x, "full_like")
+    return full(x.shape, x.dtype, fill_value)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:
+    """``[start, start + step, ...)`` below ``stop`` (numpy's ``arange``; constant bounds)."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("topi.arange: step must not be 0")
+    n = max(0, math.ceil((stop - start) / step))
+    return te.compute((n,), lambda i: const(start, dtype) + _cast(i, dtype) * const(step, dtype),
+                      name="arange", tag=tag.ELEMWISE)
+
+
+def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
+    """``out[i..] = data[i.. with index[axis] replaced by indices[i..]]`` (ONNX GatherElements;
+    negative indices count from the end). ``indices`` has ``data``'s rank."""
+    _check(data, "gather")
+    _check(indices, "gather")
+    if indices.ndim != data.ndim:
+        raise ValueError(f"topi.gather: indices rank {indices.ndim} != data rank {data.ndim}")
+    ax = normalize_axis(axis, data.ndim, "gather")
+    n = data.shape[ax]
+
+    def f(*i: Any) -> PrimExpr:
+        j = _cast(indices(*i), n.dtype)
+        j = tir_op.Select(j < const(0, j.dtype), j + n, j)
+        return data(*i[:ax], j, *i[ax + 1:])
+
+    return te.compute(indices.shape, f, name="gather", tag=tag.INJECTIVE)
+
+
+def gather_nd(a: te.Tensor, indices: te.Tensor, batch_dims: int = 0) -> te.Tensor:
+    """TVM's ``gather_nd``: ``indices`` has shape ``(M, Y...)``; the output ``(Y..., rest...)``
+    reads ``a[indices[0, y], ..., indices[M-1, y], rest...]`` (negative indices wrap)."""
+    _check(a, "gather_nd")
+    _check(indices, "gather_nd")
+    if batch_dims:
+        raise ValueError("topi.gather_nd: batch_dims > 0 is not supported")
+    m = get_const_int(indices.shape[0], "gather_nd index depth")
+    if m > a.ndim:
+        raise ValueError(f"topi.gather_nd: index depth {m} exceeds the data rank {a.ndim}")
+    ys = list(indices.shape[1:])
+    shape = ys + list(a.shape[m:])
+
+    def f(*i: Any) -> PrimExpr:
+        y, rest = i[:len(ys)], i[len(ys):]
+        idx = []
+        for d in range(m):
+            j = _cast(indices(const(d, "int32"), *y), a.shape[d].dtype)
+            idx.append(tir_op.Select(j < const(0, j.dtype), j + a.shape[d], j))
+        return a(*idx, *rest)
+
+    return te.compute(shape, f, name="gather_nd", tag=tag.INJECTIVE)
+
+
+def flip(a: te.Tensor, axis: Any = 0) -> te.Tensor:
+    """Reverse the order of elements along ``axis`` (an int or a tuple; TVM's ``reverse``)."""
+    _check(a, "flip")
+    axes = normalize_axes(axis, a.ndim, "flip")
+
+    def f(*i: Any) -> PrimExpr:
+        return a(*[a.shape[k] - 1 - x if k in axes else x for k, x in enumerate(i)])
+
+    return te.compute(a.shape, f, name="flip", tag=tag.INJECTIVE)
+
+
+reverse = flip
+
+
+def one_hot(indices: te.Tensor, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+            dtype: str = "float32") -> te.Tensor:
+    """``on_value`` where the new ``axis`` index equals ``indices`` (negative wraps), else
+    ``off_value``."""
+    _check(indices, "one_hot")
+    depth = get_const_int(depth, "one_hot depth")
+    ax = normalize_axis(axis, indices.ndim, "one_hot", allow_end=True)
+    shape = list(indices.shape[:ax]) + [const(depth)] + list(indices.shape[ax:])
+    on, off = const(on_value, dtype), const(off_value, dtype)
+
+    def f(*i: Any) -> PrimExpr:
+        j = _cast(indices(*i[:ax], *i[ax + 1:]), "int32")
+        j = tir_op.Select(j < const(0, "int32"), j + depth, j)
+        return tir_op.Select(j == i[ax], on, off)
+
+    return te.compute(shape, f, name="one_hot", tag=tag.INJECTIVE)
+
+
+def _parse_layout(layout: str) -> list[tuple[str, int]]:
+    """"NCHW16c" -> [("N", 0), ("C", 0), ("H", 0), ("W", 0), ("c", 16)]."""
+    out: list[tuple[str, int]] = []
+    num = ""
+    for ch in layout:
+        if ch.isdigit():
+            num += ch
+        elif ch.isupper() and not num:
+            out.append((ch, 0))
+        elif ch.islower() and num:
+            out.append((ch, int(num)))
+            num = ""
+        else:
+            raise ValueError(f"topi.layout_transform: bad layout {layout!r}")
+    names = [n for n, _ in out]
+    if num or len(set(names)) != len(names) or any(
+            f and n.upper() not in names for n, f in out):
+        raise ValueError(f"topi.layout_transform: bad layout {layout!r}")
+    return out
+
+
+def layout_transform(tensor: te.Tensor, src_layout: str, dst_layout: str) -> te.Tensor:
+    """Re-lay ``tensor`` from ``src_layout`` to ``dst_layout`` (e.g. "NCHW" -> "NCHW16c",
+    "NCHW8c" -> "NCHW"); a split axis must divide evenly."""
+    _check(tensor, "layout_transform")
+    src, dst = _parse_layout(src_layout), _parse_layout(dst_layout)
+    if len(src) != tensor.ndim:
+        raise ValueError(f"topi.layout_transform: layout {src_layout} has {len(src)} axes, the "
+                         f"tensor has rank {tensor.ndim}")
+    if {n for n, f in src if not f} != {n for n, f in dst if not f}:
+        raise ValueError(f"topi.layout_transform: {src_layout} and {dst_layout} have different "
+                         "primal axes")
+    sub_src = {n.upper(): f for n, f in src if f}
+    sub_dst = {n.upper(): f for n, f in dst if f}
+    # the full extent of every primal axis
+    full_ext: dict[str, Any] = {}
+    for (n, f), s in zip(src, tensor.shape):
+        if not f:
+            full_ext[n] = s if n not in sub_src else simplify(s * sub_src[n])
+    shape = []
+    for n, f in dst:
+        if f:
+            shape.append(const(f))
+        else:
+            e = full_ext[n]
+            if n in sub_dst:
+                if isinstance(e, IntImm) and e.value % sub_dst[n]:
+                    raise ValueError(f"topi.layout_transform: axis {n} of size {e.value} does not "
+                                     f"split evenly by {sub_dst[n]} ({src_layout} -> {dst_layout})")
+                e = simplify(e // sub_dst[n])
+            shape.append(e)
+
+    def f(*i: Any) -> PrimExpr:
+        pos = {n: k for k, (n, _) in enumerate(dst)}
+        value = {}
+        for n, fac in dst:
+            if not fac:
+                v = i[pos[n]]
+                if n in sub_dst:
+                    v = v * sub_dst[n] + i[pos[n.lower()]]
+                value[n] = v
+        idx = []
+        for n, fac in src:
+            if fac:
+                idx.append(tir_op.floormod(value[n.upper()], fac))
+            elif n in sub_src:
+                idx.append(tir_op.floordiv(value[n], sub_src[n]))
+            else:
+                idx.append(value[n])
+        return tensor(*idx)
+
+    return te.compute(shape, f, name="layout_transform", tag=tag.INJECTIVE,
+                      attrs={"src_layout": src_layout, "dst_layout": dst_layout})
