@@ -179,3 +179,20 @@ def test_conv_errors():
         nn.conv2d_nchw(A, te.placeholder((5, 3, 3, 3)), 1, (1, 1, 1), 1)
     with pytest.raises(ValueError, match="no conv2d_nchw stage"):
         topi.x86.schedule_conv2d_nchw([topi.relu(A)])
+
+
+def test_conv2d_bias_relu_epilogues_fuse():
+    """conv + broadcast bias + relu: the x86 schedules keep the conv in registers and write the
+    fused epilogue once (NCHW and NCHWc)."""
+    A = te.placeholder((1, 4, 9, 11), name="A")
+    W = te.placeholder((6, 4, 3, 3), name="W")
+    b = te.placeholder((6, 1, 1), name="b")
+    out = topi.relu(topi.add(nn.conv2d_nchw(A, W, 1, 1, 1), b))
+    check([A, W, b], out, topi.x86.schedule_conv2d_nchw,
+          lambda a, w, bb: np.maximum(testing.conv2d_nchw_python(a, w, 1, 1, 1) + bb, 0))
+    Ab = te.placeholder((1, 2, 9, 11, 2), name="A")
+    Wb = te.placeholder((2, 2, 3, 3, 2, 4), name="W")
+    bb = te.placeholder((2, 1, 1, 4), name="b")
+    out = topi.relu(topi.add(nn.conv2d_NCHWc(Ab, Wb, 2, 1, 1), bb))
+    check([Ab, Wb, bb], out, topi.x86.schedule_conv2d_NCHWc,
+          lambda a, w, bias: np.maximum(testing.conv2d_NCHWc_python(a, w, 2, 1) + bias, 0))
