@@ -104,3 +104,11 @@ def test_bad_axes():
         topi.sum(A, axis=1.0)
     with pytest.raises(TypeError, match="mean: needs a float"):
         topi.mean(te.placeholder((3,), "int32"))
+
+
+def test_rank0_input():
+    A = te.placeholder((), "float32", name="A")
+    a = rand(())
+    s, m = run([A], [topi.sum(A), topi.argmax(A)], [a], schedule="reduce")
+    assert s.shape == () and s == a
+    assert m.shape == () and m == 0

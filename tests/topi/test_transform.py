@@ -243,3 +243,16 @@ def test_layout_transform_errors():
         topi.layout_transform(A, "NCHW", "NCDW")
     with pytest.raises(ValueError, match="has 3 axes"):
         topi.layout_transform(A, "NCH", "NHC")
+
+
+def test_interpreter_agrees():
+    # the loop-IR interpreter (the written definition of the IR) on a chain of transforms and a
+    # reduction, scheduled with the x86 schedules
+    A = te.placeholder((3, 20), "float32", name="A")
+    I = te.placeholder((4,), "int32", name="I")
+    a, i = rand((3, 20)), np.array([2, -1, 0, 7], "int32")
+    T = topi.take(topi.transpose(topi.concatenate([A, A], 0)), I, axis=1, mode="wrap")
+    (t,) = run([A, I], T, [a, i], target="interp")
+    np.testing.assert_array_equal(t, np.take(np.concatenate([a, a], 0).T, i, axis=1, mode="wrap"))
+    (r,) = run([A], topi.max(topi.exp(A), axis=1), [a], target="interp", schedule="reduce")
+    np.testing.assert_allclose(r, np.exp(a).max(1), rtol=1e-6)
