@@ -131,3 +131,19 @@ def test_pool_norm_softmax_errors():
         nn.softmax(te.placeholder((3, 4)), 2)
     with pytest.raises(ValueError, match="expected a softmax or log_softmax output"):
         topi.x86.schedule_softmax([topi.relu(A)])
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape,output_size", [((2, 3, 7, 10), (3, 4)), ((1, 2, 5, 5), 1),
+                                               ((1, 2, 6, 4), (6, 8))])
+def test_adaptive_pool(pool_type, shape, output_size):
+    A = te.placeholder(shape, name="A")
+    check([A], nn.adaptive_pool(A, output_size, pool_type), topi.x86.schedule_adaptive_pool,
+          lambda a: testing.adaptive_pool_python(a, output_size, pool_type))
+
+
+def test_adaptive_pool_reference_windows():
+    a = np.arange(5, dtype="float32").reshape(1, 1, 1, 5)
+    # 5 -> 3 cells: windows [0, 2), [1, 4), [3, 5) (PyTorch's rule)
+    np.testing.assert_allclose(testing.adaptive_pool_python(a, (1, 3), "avg")[0, 0, 0],
+                               [0.5, 2.0, 3.5])

@@ -14,6 +14,6 @@ from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
 from .normalization import batch_norm, layer_norm  # noqa: F401
 from .pad import pad  # noqa: F401
-from .pooling import global_pool, pool2d, pool_out_size  # noqa: F401
+from .pooling import adaptive_pool, global_pool, pool2d, pool_out_size  # noqa: F401
 from .softmax import log_softmax, softmax  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

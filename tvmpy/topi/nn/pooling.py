@@ -20,7 +20,7 @@ from ...tir.op import min as tmin
 from .pad import pad
 from .utils import check_rank, get_const_tuple, get_pad_tuple, pair
 
-__all__ = ["pool2d", "global_pool", "pool_out_size"]
+__all__ = ["pool2d", "global_pool", "adaptive_pool", "pool_out_size"]
 
 
 def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil_mode: bool,
@@ -117,3 +117,44 @@ def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
     div = (h * w).astype(data.dtype) if hasattr(h * w, "astype") else const(h * w, data.dtype)
     return compute((n, c, 1, 1), lambda b, ch, y, x: total[b, ch, y, x] / div,
                    name="global_pool_avg", tag="elemwise,global_pool_avg")
+
+
+def adaptive_pool(data: Tensor, output_size: Any, pool_type: str, layout: str = "NCHW"
+                  ) -> Tensor:
+    """PyTorch's adaptive pooling: output cell ``i`` of ``O`` pools input rows
+    ``[floor(i*H/O), ceil((i+1)*H/O))`` (likewise columns): ``[N, C, H, W] -> [N, C, OH, OW]``."""
+    if layout != "NCHW":
+        raise ValueError(f"adaptive_pool: layout {layout!r} is not supported (only 'NCHW')")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"adaptive_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    check_rank(data, 4, "adaptive_pool", "data", "NCHW")
+    n, c, h, w = get_const_tuple(data.shape, "adaptive_pool: data shape")
+    oh, ow = pair(output_size, "adaptive_pool: output_size")
+
+    def bounds(size: int, o: int) -> tuple[int, Any, Any]:
+        kmax = max(-(-((i + 1) * size) // o) - (i * size) // o for i in range(o))
+        return kmax, (lambda i: floordiv(i * size, o)), (lambda i: floordiv((i + 1) * size + o - 1, o))
+
+    kh, hs, he = bounds(h, oh)
+    kw, ws, we = bounds(w, ow)
+    ry = reduce_axis((0, kh), name="ry")
+    rx = reduce_axis((0, kw), name="rx")
+
+    def window(b: Any, ch: Any, y: Any, x: Any) -> tuple[Any, Any]:
+        cond = (ry < he(y) - hs(y)) & (rx < we(x) - ws(x))
+        return data[b, ch, tmin(hs(y) + ry, h - 1), tmin(ws(x) + rx, w - 1)], cond
+
+    if pool_type == "max":
+        def fmax(b: Any, ch: Any, y: Any, x: Any) -> Any:
+            v, cond = window(b, ch, y, x)
+            return te_max(v, axis=[ry, rx], where=cond)
+        return compute((n, c, oh, ow), fmax, name="adaptive_pool_max", tag="adaptive_pool_max")
+
+    def fsum(b: Any, ch: Any, y: Any, x: Any) -> Any:
+        v, cond = window(b, ch, y, x)
+        return te_sum(v, axis=[ry, rx], where=cond)
+
+    total = compute((n, c, oh, ow), fsum, name="adaptive_pool_sum", tag="adaptive_pool_sum")
+    return compute((n, c, oh, ow), lambda b, ch, y, x: total[b, ch, y, x] / (
+        (he(y) - hs(y)) * (we(x) - ws(x))).astype(data.dtype),
+        name="adaptive_pool_avg", tag="elemwise,adaptive_pool_avg")

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_nchw_python",
            "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "dense_python",
-           "matmul_python", "batch_matmul_python", "pool2d_python", "global_pool_python",
+           "matmul_python", "batch_matmul_python", "pool2d_python", "global_pool_python", "adaptive_pool_python",
            "batch_norm_python", "layer_norm_python", "softmax_python", "log_softmax_python",
            "nchw_to_nchwc", "nchwc_to_nchw", "oihw_to_kcrsck"]
 
@@ -183,6 +183,18 @@ def pool2d_python(a: np.ndarray, kernel: Any, stride: Any, dilation: Any, paddin
 def global_pool_python(a: np.ndarray, pool_type: str) -> np.ndarray:
     f = np.max if pool_type == "max" else np.mean
     return f(a.astype(np.float64), axis=(2, 3), keepdims=True).astype(a.dtype)
+
+
+def adaptive_pool_python(a: np.ndarray, output_size: Any, pool_type: str) -> np.ndarray:
+    n, c, h, w = a.shape
+    oh, ow = _pair(output_size)
+    out = np.zeros((n, c, oh, ow))
+    for y in range(oh):
+        for x in range(ow):
+            win = a[:, :, (y * h) // oh:-(-((y + 1) * h) // oh),
+                    (x * w) // ow:-(-((x + 1) * w) // ow)].astype(np.float64)
+            out[:, :, y, x] = win.max(axis=(2, 3)) if pool_type == "max" else win.mean(axis=(2, 3))
+    return out.astype(a.dtype)
 
 
 def batch_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np.ndarray,

@@ -63,11 +63,13 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
 
 
 def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
-    """x86 schedule of ``topi.nn.global_pool``: parallel over (batch, channel)."""
+    """x86 schedule of ``topi.nn.global_pool`` / ``adaptive_pool``: parallel over (batch,
+    channel)."""
     if layout != "NCHW":
         raise ValueError(f"schedule_global_pool: layout {layout!r} is not supported")
     outs = _outputs(outs)
-    s, pool = _find(outs, ("global_pool_max", "global_pool_sum"), "schedule_global_pool")
+    s, pool = _find(outs, ("global_pool_max", "global_pool_sum", "adaptive_pool_max",
+                           "adaptive_pool_sum"), "schedule_global_pool")
     out = outs[0]
     n, c, *_ = s[out].op.axis
     task = s[out].fuse(n, c)
