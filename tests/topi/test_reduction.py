@@ -112,3 +112,12 @@ def test_rank0_input():
     s, m = run([A], [topi.sum(A), topi.argmax(A)], [a], schedule="reduce")
     assert s.shape == () and s == a
     assert m.shape == () and m == 0
+
+
+def test_rfactor_parallel_on_c_and_generic_schedule():
+    A = te.placeholder((129, 2053), "float32", name="A")
+    a = rand((129, 2053))
+    (s,) = run([A], topi.sum(A, 1, keepdims=True), [a], target="c", schedule="reduce")
+    np.testing.assert_allclose(s, a.sum(1, keepdims=True, dtype="float64"), rtol=1e-4, atol=1e-3)
+    (m,) = run([A], topi.min(topi.negative(A), axis=0), [a], schedule="generic")
+    np.testing.assert_array_equal(m, (-a).min(0))

@@ -256,3 +256,22 @@ def test_interpreter_agrees():
     np.testing.assert_array_equal(t, np.take(np.concatenate([a, a], 0).T, i, axis=1, mode="wrap"))
     (r,) = run([A], topi.max(topi.exp(A), axis=1), [a], target="interp", schedule="reduce")
     np.testing.assert_allclose(r, np.exp(a).max(1), rtol=1e-6)
+
+
+def test_vector_paths_on_wide_innermost_axes():
+    # innermost extents >= the vector lanes: the x86 schedule vectorizes them (selects across
+    # a vector, reversed and strided ramps, gathers)
+    A = te.placeholder((3, 20), "float32", name="A")
+    B = te.placeholder((3, 23), "float32", name="B")
+    I = te.placeholder((37,), "int32", name="I")
+    a, b = rand((3, 20)), rand((3, 23), rng=np.random.default_rng(2))
+    i = np.random.default_rng(3).integers(0, 20, 37).astype("int32")
+    outs = [topi.concatenate([A, B], -1), topi.strided_slice(B, [0, 22], [3, None], [1, -1]),
+            topi.strided_slice(topi.tile(A, (1, 4)), [0, 1], [3, 80], [1, 3]),
+            topi.take(A, I, axis=1), topi.transpose(topi.tile(A, (7, 1)))]
+    c, r, s, t, tr = run([A, B, I], outs, [a, b, i])
+    np.testing.assert_array_equal(c, np.concatenate([a, b], -1))
+    np.testing.assert_array_equal(r, b[:, 22::-1])
+    np.testing.assert_array_equal(s, np.tile(a, (1, 4))[:, 1:80:3])
+    np.testing.assert_array_equal(t, np.take(a, i, axis=1))
+    np.testing.assert_array_equal(tr, np.tile(a, (7, 1)).T)
