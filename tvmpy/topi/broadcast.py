@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import te
 from ..arith import can_prove
 from ..ir import dtype as dt
@@ -97,7 +99,7 @@ def _scalar(x: Any) -> bool:
 def _check_operand(x: Any, op: str) -> None:
     if isinstance(x, te.Tensor):
         return
-    if isinstance(x, (bool, int, float)) or type(x).__module__ == "numpy" and getattr(x, "ndim", 0) == 0:
+    if isinstance(x, (bool, int, float, np.generic)):
         return
     if isinstance(x, PrimExpr) and dt.lanes_of(x.dtype) == 1:
         return
