@@ -147,3 +147,28 @@ def test_adaptive_pool_reference_windows():
     # 5 -> 3 cells: windows [0, 2), [1, 4), [3, 5) (PyTorch's rule)
     np.testing.assert_allclose(testing.adaptive_pool_python(a, (1, 3), "avg")[0, 0, 0],
                                [0.5, 2.0, 3.5])
+
+
+@pytest.mark.parametrize("pool_type,ceil_mode,count_include_pad", [
+    ("max", False, True), ("avg", True, False), ("avg", False, True)])
+def test_pool1d_pool3d(pool_type, ceil_mode, count_include_pad):
+    A = te.placeholder((2, 3, 17), name="A")
+    out = nn.pool1d(A, 3, 2, 1, (1, 2), pool_type, ceil_mode,
+                    count_include_pad=count_include_pad)
+    check([A], out, topi.x86.schedule_pool,
+          lambda a: testing.pool_nd_python(a, [3], [2], [1], [1], [2], pool_type, ceil_mode,
+                                           count_include_pad))
+    B = te.placeholder((1, 2, 5, 6, 7), name="B")
+    out = nn.pool3d(B, (2, 3, 2), (1, 2, 2), 1, (0, 1, 1, 1, 0, 1), pool_type, ceil_mode,
+                    count_include_pad=count_include_pad)
+    check([B], out, topi.x86.schedule_pool,
+          lambda b: testing.pool_nd_python(b, [2, 3, 2], [1, 2, 2], [1, 1, 1], [0, 1, 1],
+                                           [1, 0, 1], pool_type, ceil_mode, count_include_pad))
+
+
+def test_pool_nd_reference_matches_2d():
+    a = np.random.default_rng(5).uniform(-1, 1, (1, 2, 9, 8)).astype("float32")
+    for pt, cm, cip in (("max", True, True), ("avg", True, False), ("avg", False, True)):
+        np.testing.assert_allclose(
+            testing.pool_nd_python(a, [3, 2], [2, 2], [1, 2], [1, 0], [1, 1], pt, cm, cip),
+            testing.pool2d_python(a, (3, 2), 2, (1, 2), (1, 0, 1, 1), pt, cm, cip), rtol=1e-6)

@@ -14,6 +14,13 @@ from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
 from .normalization import batch_norm, layer_norm  # noqa: F401
 from .pad import pad  # noqa: F401
-from .pooling import adaptive_pool, global_pool, pool2d, pool_out_size  # noqa: F401
+from .pooling import (  # noqa: F401
+    adaptive_pool,
+    global_pool,
+    pool1d,
+    pool2d,
+    pool3d,
+    pool_out_size,
+)
 from .softmax import log_softmax, softmax  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

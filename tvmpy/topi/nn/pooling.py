@@ -1,4 +1,4 @@
-"""2-D pooling, NCHW: max / avg windows (padding, dilation, ceil_mode, count_include_pad)
+"""Pooling (1-D NCW, 2-D NCHW, 3-D NCDHW): max / avg windows (padding, dilation, ceil_mode, count_include_pad)
 and global pooling.
 
 ``padding`` is ``(top, left, bottom, right)`` (or an int / pair). With ``ceil_mode`` the output
@@ -8,6 +8,7 @@ padding; the extra cells it covers past the padding count neither as data nor as
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
@@ -20,16 +21,16 @@ from ...tir.op import min as tmin
 from .pad import pad
 from .utils import check_rank, get_const_tuple, get_pad_tuple, pair
 
-__all__ = ["pool2d", "global_pool", "adaptive_pool", "pool_out_size"]
+__all__ = ["pool1d", "pool2d", "pool3d", "global_pool", "adaptive_pool", "pool_out_size"]
 
 
 def pool_out_size(size: int, k: int, s: int, d: int, lo: int, hi: int, ceil_mode: bool,
-                  what: str) -> int:
+                  what: str, op: str = "pool2d") -> int:
     """Output extent of pooling along one axis."""
     dk = (k - 1) * d + 1
     span = size + lo + hi - dk
     if span < 0:
-        raise ValueError(f"pool2d: the (dilated) window {dk} is larger than the padded input "
+        raise ValueError(f"{op}: the (dilated) window {dk} is larger than the padded input "
                          f"{size + lo + hi} along {what}")
     if not ceil_mode:
         return span // s + 1
@@ -46,55 +47,121 @@ def _count(base: Any, k: int, d: int, lo: int, hi: int) -> Any:
     return tmax(i_hi - i_lo + 1, 0)
 
 
+def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list[int],
+             after: list[int], pool_type: str, ceil_mode: bool, count_include_pad: bool,
+             op: str) -> Tensor:
+    """Pooling over the trailing ``len(kernel)`` axes of an ``[N, C, *spatial]`` tensor."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    nsp = len(kernel)
+    check_rank(data, 2 + nsp, op, "data", "NC" + "DHW"[3 - nsp:])
+    shape = get_const_tuple(data.shape, f"{op}: data shape")
+    sizes = shape[2:]
+    names = ("depth", "height", "width")[3 - nsp:]
+    outs = [pool_out_size(sizes[i], kernel[i], stride[i], dilation[i], before[i], after[i],
+                          ceil_mode, names[i], op) for i in range(nsp)]
+    # ceil_mode: extra cells past the end padding so every window is in bounds
+    extra = [max(0, (outs[i] - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1
+                 - (sizes[i] + before[i] + after[i])) for i in range(nsp)]
+    rs = [reduce_axis((0, kernel[i]), name=f"r{names[i][0]}") for i in range(nsp)]
+    src = data
+    if any(before) or any(a + e for a, e in zip(after, extra)):
+        pad_value = min_value(data.dtype) if pool_type == "max" else 0.0
+        src = pad(data, [0, 0, *before], [0, 0, *(a + e for a, e in zip(after, extra))],
+                  pad_value=pad_value, name="pad_temp")
+    out_shape = (*shape[:2], *outs)
+
+    def window(idx: tuple) -> Any:
+        b, ch, *sp = idx
+        return src[(b, ch, *(sp[i] * stride[i] + rs[i] * dilation[i] for i in range(nsp)))]
+
+    if pool_type == "max":
+        return compute(out_shape, lambda *i: te_max(window(i), axis=rs), name="pool_max",
+                       tag="pool_max")
+    total = compute(out_shape, lambda *i: te_sum(window(i), axis=rs), name="pool_sum",
+                    tag="pool_sum")
+    if count_include_pad:
+        bounds = [(0, sizes[i] + before[i] + after[i]) for i in range(nsp)]
+    else:
+        bounds = [(before[i], sizes[i] + before[i]) for i in range(nsp)]
+    if not any(extra) and (count_include_pad or not (any(before) or any(after))):
+        div = const(math.prod(kernel), data.dtype)
+        return compute(out_shape, lambda *i: total[i] / div, name="pool_avg",
+                       tag="elemwise,pool_avg")
+
+    def favg(*idx: Any) -> Any:
+        cnt = None
+        for i in range(nsp):
+            ci = _count(idx[2 + i] * stride[i], kernel[i], dilation[i], *bounds[i])
+            cnt = ci if cnt is None else cnt * ci
+        return total[idx] / tmax(cnt, 1).astype(data.dtype)
+
+    return compute(out_shape, favg, name="pool_avg", tag="elemwise,pool_avg")
+
+
+def _tuple(v: Any, n: int, what: str) -> list[int]:
+    vals = list(v) if isinstance(v, (list, tuple)) else [v] * n
+    if len(vals) != n:
+        raise ValueError(f"{what} must be an int or {n} values, got {v!r}")
+    out = [get_const_tuple([x], what)[0] for x in vals]
+    if min(out) < 1:
+        raise ValueError(f"{what} must be >= 1, got {v!r}")
+    return out
+
+
+def _pads(padding: Any, n: int, op: str) -> tuple[list[int], list[int]]:
+    """An int, ``n`` values (both sides) or ``2n`` values (all befores, then all afters)."""
+    vals = list(padding) if isinstance(padding, (list, tuple)) else [padding] * n
+    vals = [get_const_tuple([x], f"{op}: padding")[0] for x in vals]
+    if len(vals) == n:
+        vals = vals + vals
+    if len(vals) != 2 * n or min(vals) < 0:
+        raise ValueError(f"{op}: padding must be >= 0 with 1, {n} or {2 * n} values, got "
+                         f"{padding!r}")
+    return vals[:n], vals[n:]
+
+
 def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
            ceil_mode: bool = False, layout: str = "NCHW", count_include_pad: bool = True
            ) -> Tensor:
-    """Max or average pooling over ``kernel`` windows of an NCHW tensor."""
+    """Max or average pooling over ``kernel`` windows of an NCHW tensor; ``padding``
+    ``(top, left, bottom, right)``, a pair or an int."""
     if layout != "NCHW":
         raise ValueError(f"pool2d: layout {layout!r} is not supported (only 'NCHW')")
-    if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    check_rank(data, 4, "pool2d", "data", "NCHW")
-    n, c, h, w = get_const_tuple(data.shape, "pool2d: data shape")
     kh, kw = pair(kernel, "pool2d: kernel")
-    sh, sw = pair(stride, "pool2d: stride")
-    dh, dw = pair(dilation, "pool2d: dilation")
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
-    oh = pool_out_size(h, kh, sh, dh, pt, pb, ceil_mode, "height")
-    ow = pool_out_size(w, kw, sw, dw, pl, pr, ceil_mode, "width")
-    # ceil_mode: extra cells past the bottom/right padding so every window is in bounds
-    eb = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - (h + pt + pb))
-    er = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - (w + pl + pr))
-    ry = reduce_axis((0, kh), name="ry")
-    rx = reduce_axis((0, kw), name="rx")
-    if pool_type == "max":
-        src = data
-        if pt or pl or pb + eb or pr + er:
-            src = pad(data, [0, 0, pt, pl], [0, 0, pb + eb, pr + er],
-                      pad_value=min_value(data.dtype), name="pad_temp")
-        return compute((n, c, oh, ow), lambda b, ch, y, x: te_max(
-            src[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]),
-            name="pool_max", tag="pool_max")
-    src = data
-    if pt or pl or pb + eb or pr + er:
-        src = pad(data, [0, 0, pt, pl], [0, 0, pb + eb, pr + er], name="pad_temp")
-    total = compute((n, c, oh, ow), lambda b, ch, y, x: te_sum(
-        src[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]),
-        name="pool_sum", tag="pool_sum")
-    if count_include_pad:
-        hlo, hhi, wlo, whi = 0, h + pt + pb, 0, w + pl + pr
-    else:
-        hlo, hhi, wlo, whi = pt, h + pt, pl, w + pl
+    return _pool_nd(data, [kh, kw], list(pair(stride, "pool2d: stride")),
+                    list(pair(dilation, "pool2d: dilation")), [pt, pl], [pb, pr], pool_type,
+                    ceil_mode, count_include_pad, "pool2d")
 
-    def favg(b: Any, ch: Any, y: Any, x: Any) -> Any:
-        cnt = _count(y * sh, kh, dh, hlo, hhi) * _count(x * sw, kw, dw, wlo, whi)
-        return total[b, ch, y, x] / tmax(cnt, 1).astype(data.dtype)
 
-    if (not eb and not er and (count_include_pad or not (pt or pl or pb or pr))):
-        div = const(kh * kw, data.dtype)
-        return compute((n, c, oh, ow), lambda b, ch, y, x: total[b, ch, y, x] / div,
-                       name="pool_avg", tag="elemwise,pool_avg")
-    return compute((n, c, oh, ow), favg, name="pool_avg", tag="elemwise,pool_avg")
+def pool1d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
+           ceil_mode: bool = False, layout: str = "NCW", count_include_pad: bool = True
+           ) -> Tensor:
+    """1-D pooling of ``[N, C, W]``; ``padding`` an int or ``(before, after)``."""
+    if layout != "NCW":
+        raise ValueError(f"pool1d: layout {layout!r} is not supported (only 'NCW')")
+    k = _tuple(kernel, 1, "pool1d: kernel")
+    pads = list(padding) if isinstance(padding, (list, tuple)) else [padding, padding]
+    if len(pads) == 1:
+        pads = pads * 2
+    before, after = _pads(pads, 1, "pool1d")
+    return _pool_nd(data, k, _tuple(stride, 1, "pool1d: stride"),
+                    _tuple(dilation, 1, "pool1d: dilation"), before, after, pool_type,
+                    ceil_mode, count_include_pad, "pool1d")
+
+
+def pool3d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
+           ceil_mode: bool = False, layout: str = "NCDHW", count_include_pad: bool = True
+           ) -> Tensor:
+    """3-D pooling of ``[N, C, D, H, W]``; ``padding`` an int, 3 values or 6
+    ``(front, top, left, back, bottom, right)``."""
+    if layout != "NCDHW":
+        raise ValueError(f"pool3d: layout {layout!r} is not supported (only 'NCDHW')")
+    before, after = _pads(padding, 3, "pool3d")
+    return _pool_nd(data, _tuple(kernel, 3, "pool3d: kernel"), _tuple(stride, 3, "pool3d: stride"),
+                    _tuple(dilation, 3, "pool3d: dilation"), before, after, pool_type,
+                    ceil_mode, count_include_pad, "pool3d")
 
 
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_nchw_python",
            "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "dense_python",
-           "matmul_python", "batch_matmul_python", "pool2d_python", "global_pool_python", "adaptive_pool_python",
+           "matmul_python", "batch_matmul_python", "pool2d_python", "pool_nd_python", "global_pool_python", "adaptive_pool_python",
            "batch_norm_python", "layer_norm_python", "softmax_python", "log_softmax_python",
            "nchw_to_nchwc", "nchwc_to_nchw", "oihw_to_kcrsck"]
 
@@ -177,6 +177,43 @@ def pool2d_python(a: np.ndarray, kernel: Any, stride: Any, dilation: Any, paddin
                 else:
                     cnt = len(yv) * len(xv)
                 out[:, :, y, x] = win.sum(axis=(2, 3)) / max(cnt, 1)
+    return out.astype(a.dtype)
+
+
+def pool_nd_python(a: np.ndarray, kernel: Any, stride: Any, dilation: Any, before: Any,
+                   after: Any, pool_type: str, ceil_mode: bool = False,
+                   count_include_pad: bool = True) -> np.ndarray:
+    """Pooling over every axis after the first two (any number of spatial axes)."""
+    import itertools
+
+    nsp = a.ndim - 2
+    sizes = a.shape[2:]
+
+    def osize(i: int) -> int:
+        dk = (kernel[i] - 1) * dilation[i] + 1
+        span = sizes[i] + before[i] + after[i] - dk
+        if not ceil_mode:
+            return span // stride[i] + 1
+        o = math.ceil(span / stride[i]) + 1
+        return o - 1 if (o - 1) * stride[i] >= sizes[i] + before[i] else o
+
+    outs = [osize(i) for i in range(nsp)]
+    out = np.zeros((*a.shape[:2], *outs))
+    a64 = a.astype(np.float64)
+    for pos in itertools.product(*(range(o) for o in outs)):
+        coords = [[pos[i] * stride[i] - before[i] + j * dilation[i] for j in range(kernel[i])]
+                  for i in range(nsp)]
+        valid = [[v for v in c if 0 <= v < sizes[i]] for i, c in enumerate(coords)]
+        win = a64[(slice(None), slice(None), *np.ix_(*valid))]
+        if pool_type == "max":
+            out[(slice(None), slice(None), *pos)] = win.reshape(*a.shape[:2], -1).max(-1)
+            continue
+        if count_include_pad:
+            cnt = math.prod(sum(1 for v in c if -before[i] <= v < sizes[i] + after[i])
+                            for i, c in enumerate(coords))
+        else:
+            cnt = math.prod(len(v) for v in valid)
+        out[(slice(None), slice(None), *pos)] = win.reshape(*a.shape[:2], -1).sum(-1) / cnt
     return out.astype(a.dtype)
 
 

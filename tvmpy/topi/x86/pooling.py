@@ -35,19 +35,19 @@ def _int(x: Any) -> int:
 
 
 def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
-    """x86 schedule of ``topi.nn.pool2d`` (max or avg, + fused elementwise consumers)."""
-    if layout != "NCHW":
-        raise ValueError(f"schedule_pool: layout {layout!r} is not supported (only 'NCHW')")
+    """x86 schedule of ``topi.nn.pool1d/2d/3d`` (max or avg, + fused elementwise consumers)."""
+    if layout not in ("NCW", "NCHW", "NCDHW"):
+        raise ValueError(f"schedule_pool: layout {layout!r} is not supported (NCW, NCHW, NCDHW)")
     outs = _outputs(outs)
     s, pool = _find(outs, ("pool_max", "pool_sum"), "schedule_pool")
     out = outs[0]
-    vw = min(16, _int(pool.shape[3]))
+    vw = min(16, _int(pool.shape[-1]))
     if pool.op is out.op:
         CC = s.cache_write(pool, "local")
     else:
         s[pool].set_scope("local")
         CC = pool
-    n, c, y, x = s[out].op.axis
+    n, c, *_, x = s[out].op.axis
     task = s[out].fuse(n, c)
     s[out].parallel(task)
     xo, xi = s[out].split(x, factor=vw)
