@@ -172,3 +172,33 @@ def test_pool_nd_reference_matches_2d():
         np.testing.assert_allclose(
             testing.pool_nd_python(a, [3, 2], [2, 2], [1, 2], [1, 0], [1, 1], pt, cm, cip),
             testing.pool2d_python(a, (3, 2), 2, (1, 2), (1, 0, 1, 1), pt, cm, cip), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,target", [((2, 3, 5, 7), "llvm"), ((1, 4, 9), "llvm"),
+                                          ((1, 2, 3, 4), "c")])
+def test_instance_norm(shape, target):
+    A = te.placeholder(shape, name="A")
+    G = te.placeholder((shape[1],), name="gamma")
+    B = te.placeholder((shape[1],), name="beta")
+    check([A, G, B], nn.instance_norm(A, G, B, 1, None, 1e-5), topi.x86.schedule_instance_norm,
+          lambda a, g, b: testing.instance_norm_python(a, g, b, 1e-5), target=target)
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 7), 3), ((1, 4, 9), 1), ((1, 4, 3, 2), 4)])
+def test_group_norm(shape, groups):
+    A = te.placeholder(shape, name="A")
+    G = te.placeholder((shape[1],), name="gamma")
+    B = te.placeholder((shape[1],), name="beta")
+    check([A, G, B], nn.group_norm(A, G, B, groups, 1, None, 1e-5), topi.x86.schedule_group_norm,
+          lambda a, g, b: testing.group_norm_python(a, g, b, groups, 1e-5))
+
+
+def test_instance_group_norm_errors():
+    A = te.placeholder((1, 6, 4, 4), name="A")
+    g = te.placeholder((5,), name="g")
+    with pytest.raises(ValueError, match="gamma has 5 elements, data has 6 channels"):
+        nn.instance_norm(A, g, None)
+    with pytest.raises(ValueError, match="not divisible by num_groups=4"):
+        nn.group_norm(A, te.placeholder((6,)), None, 4)
+    with pytest.raises(ValueError, match="at least 3-D"):
+        nn.instance_norm(te.placeholder((2, 3)), te.placeholder((3,)), None)

@@ -12,7 +12,7 @@ from .conv2d import (  # noqa: F401
 from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
 from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
-from .normalization import batch_norm, layer_norm  # noqa: F401
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401
 from .pad import pad  # noqa: F401
 from .pooling import (  # noqa: F401
     adaptive_pool,

@@ -9,8 +9,10 @@ import numpy as np
 
 __all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_nchw_python",
            "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "dense_python",
-           "matmul_python", "batch_matmul_python", "pool2d_python", "pool_nd_python", "global_pool_python", "adaptive_pool_python",
-           "batch_norm_python", "layer_norm_python", "softmax_python", "log_softmax_python",
+           "matmul_python", "batch_matmul_python", "pool2d_python", "pool_nd_python",
+           "global_pool_python", "adaptive_pool_python",
+           "batch_norm_python", "layer_norm_python", "instance_norm_python",
+           "group_norm_python", "softmax_python", "log_softmax_python",
            "nchw_to_nchwc", "nchwc_to_nchw", "oihw_to_kcrsck"]
 
 
@@ -255,6 +257,32 @@ def layer_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
     var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
     shape = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
     out = (x64 - mean) / np.sqrt(var + epsilon) * gamma.reshape(shape)
+    if beta is not None:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def instance_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
+                         epsilon: float = 1e-5) -> np.ndarray:
+    """[N, C, spatial...]: statistics per (n, c) over the spatial axes."""
+    axes = tuple(range(2, x.ndim))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = x64.var(axis=axes, keepdims=True)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    out = (x64 - mean) / np.sqrt(var + epsilon) * gamma.reshape(shape)
+    if beta is not None:
+        out = out + beta.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def group_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
+                      num_groups: int, epsilon: float = 1e-5) -> np.ndarray:
+    n, c = x.shape[:2]
+    g = x.astype(np.float64).reshape(n, num_groups, -1)
+    norm = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + epsilon)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    out = norm.reshape(x.shape) * gamma.reshape(shape)
     if beta is not None:
         out = out + beta.reshape(shape)
     return out.astype(x.dtype)

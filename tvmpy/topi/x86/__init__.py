@@ -22,7 +22,12 @@ from .injective import (  # noqa: E402,F401
     schedule_injective,
     schedule_injective_from_existing,
 )
-from .normalization import schedule_batch_norm, schedule_layer_norm  # noqa: E402,F401
+from .normalization import (  # noqa: E402,F401
+    schedule_batch_norm,
+    schedule_group_norm,
+    schedule_instance_norm,
+    schedule_layer_norm,
+)
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401

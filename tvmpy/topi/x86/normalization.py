@@ -12,7 +12,8 @@ from .softmax import schedule_row_stages
 if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
-__all__ = ["schedule_batch_norm", "schedule_layer_norm", "schedule_elemwise_simple"]
+__all__ = ["schedule_batch_norm", "schedule_layer_norm", "schedule_instance_norm",
+           "schedule_group_norm", "schedule_elemwise_simple"]
 
 
 def schedule_elemwise_simple(s: Schedule, out: Any) -> None:
@@ -40,19 +41,21 @@ def schedule_batch_norm(outs: Any) -> Schedule:
 
 
 def schedule_layer_norm(outs: Any) -> Schedule:
-    """x86 schedule of ``topi.nn.layer_norm``: one parallel task per normalized row when the
-    normalized axes are the trailing ones (else the statistics are separate parallel stages)."""
+    """x86 schedule of ``topi.nn.layer_norm`` (also instance_norm, group_norm): one parallel
+    task per normalized row when the normalized axes are the trailing ones (else the
+    statistics are separate parallel stages)."""
     outs = _outputs(outs)
     out = outs[0]
-    if out.op.tag != "layer_norm":
-        raise ValueError(f"schedule_layer_norm: expected a layer_norm output, got "
-                         f"{out.op.tag or out.op.name!r}")
+    kind = out.op.tag
+    if kind not in ("layer_norm", "instance_norm", "group_norm"):
+        raise ValueError(f"schedule_layer_norm: expected a layer_norm/instance_norm/group_norm "
+                         f"output, got {out.op.tag or out.op.name!r}")
     s = create_schedule([out.op])
-    mean = next(t for t in out.op.input_tensors if t.op.tag == "layer_norm_mean")
-    var = next(t for t in out.op.input_tensors if t.op.tag == "layer_norm_var")
+    mean = next(t for t in out.op.input_tensors if t.op.tag == f"{kind}_mean")
+    var = next(t for t in out.op.input_tensors if t.op.tag == f"{kind}_var")
     nd = len(out.shape)
     axes = sorted(int(a) for a in out.op.attrs["axes"])
-    if axes == list(range(nd - len(axes), nd)):
+    if axes and axes == list(range(nd - len(axes), nd)):
         schedule_row_stages(s, out, axes, [mean, var])
     else:
         for st in (mean, var):
@@ -61,3 +64,7 @@ def schedule_layer_norm(outs: Any) -> Schedule:
                 s[st].parallel(s[st].fuse(*ax) if len(ax) > 1 else ax[0])
         schedule_elemwise_simple(s, out)
     return s
+
+
+schedule_instance_norm = schedule_layer_norm
+schedule_group_norm = schedule_layer_norm
