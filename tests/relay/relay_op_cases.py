@@ -1,0 +1,97 @@
+"""One small call per registered relay operator, with its expected output shape (and dtype when
+not float32): shared by the type-inference and interpreter tests."""
+
+import numpy as np
+
+from tvmpy import relay
+
+rng = np.random.default_rng(7)
+
+
+def _c(*shape, dtype="float32"):
+    return relay.const(rng.uniform(0.5, 1.5, size=shape).astype(dtype))
+
+
+# one case per registered operator: (build, expected shape, expected dtype)
+def op_cases():
+    x4 = relay.var("x4", shape=(2, 4, 9, 9))
+    m = relay.var("m", shape=(3, 5))
+    v5 = relay.var("v5", shape=(5,))
+    b = relay.var("b", shape=(3, 5), dtype="bool")
+    i = relay.var("i", shape=(2, 2), dtype="int32")
+    s = relay.var("s", shape=(), dtype="float32")
+    a3 = relay.var("a3", shape=(2, 3, 5))
+    vec4 = _c(4)
+    cases = {
+        "nn.conv2d": (relay.nn.conv2d(x4, _c(6, 2, 3, 3), groups=2, dilation=2), (2, 6, 5, 5)),
+        "nn.conv2d_transpose": (relay.nn.conv2d_transpose(x4, _c(4, 3, 3, 3), strides=2, padding=1,
+                                                          output_padding=1), (2, 3, 18, 18)),
+        "nn.dense": (relay.nn.dense(m, _c(7, 5)), (3, 7)),
+        "nn.contrib_conv2d_NCHWc": (relay.nn.contrib_conv2d_nchwc(
+            relay.var("xc", shape=(1, 2, 9, 9, 8)), _c(2, 2, 3, 3, 8, 16), padding=1,
+            data_layout="NCHW8c", kernel_layout="OIHW8i16o", out_layout="NCHW4c"), (1, 8, 9, 9, 4)),
+        "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
+                           (2, 4, 4, 18)),
+        "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),
+        "nn.batch_matmul": (relay.nn.batch_matmul(a3, _c(2, 4, 5)), (2, 3, 4)),
+        "nn.bias_add": (relay.nn.bias_add(x4, vec4), (2, 4, 9, 9)),
+        "nn.relu": (relay.nn.relu(m), (3, 5)),
+        "nn.leaky_relu": (relay.nn.leaky_relu(m, 0.2), (3, 5)),
+        "nn.gelu": (relay.nn.gelu(m), (3, 5)),
+        "nn.prelu": (relay.nn.prelu(x4, vec4), (2, 4, 9, 9)),
+        "nn.softmax": (relay.nn.softmax(m), (3, 5)),
+        "nn.log_softmax": (relay.nn.log_softmax(m, axis=0), (3, 5)),
+        "nn.batch_norm": (relay.nn.batch_norm(x4, vec4, vec4, vec4, vec4)[1], (4,)),
+        "nn.layer_norm": (relay.nn.layer_norm(m, _c(5), _c(5)), (3, 5)),
+        "nn.dropout": (relay.nn.dropout(m, 0.1), (3, 5)),
+        "nn.max_pool2d": (relay.nn.max_pool2d(x4, 2, 2, ceil_mode=True), (2, 4, 5, 5)),
+        "nn.avg_pool2d": (relay.nn.avg_pool2d(x4, 3, 2, padding=1), (2, 4, 5, 5)),
+        "nn.global_avg_pool2d": (relay.nn.global_avg_pool2d(x4), (2, 4, 1, 1)),
+        "nn.global_max_pool2d": (relay.nn.global_max_pool2d(x4), (2, 4, 1, 1)),
+        "nn.adaptive_avg_pool2d": (relay.nn.adaptive_avg_pool2d(x4, (3, 2)), (2, 4, 3, 2)),
+        "nn.pad": (relay.nn.pad(x4, ((0, 0), (0, 0), (1, 2), (3, 0))), (2, 4, 12, 12)),
+        "nn.batch_flatten": (relay.nn.batch_flatten(x4), (2, 324)),
+        "reshape": (relay.reshape(m, (5, -1)), (5, 3)),
+        "reshape_like": (relay.reshape_like(m, relay.var("l", shape=(15,))), (15,)),
+        "transpose": (relay.transpose(a3), (5, 3, 2)),
+        "concatenate": (relay.concatenate([m, m], axis=-1), (3, 10)),
+        "stack": (relay.stack([m, m, m], axis=1), (3, 3, 5)),
+        "split": (relay.split(m, (2,), axis=1)[1], (3, 3)),
+        "squeeze": (relay.squeeze(relay.var("q", shape=(1, 3, 1))), (3,)),
+        "expand_dims": (relay.expand_dims(m, -1, 2), (3, 5, 1, 1)),
+        "take": (relay.take(m, i, axis=1), (3, 2, 2)),
+        "strided_slice": (relay.strided_slice(x4, [0, 1, 8], [2, 4, 0], [1, 2, -3]), (2, 2, 3, 9)),
+        "broadcast_to": (relay.broadcast_to(v5, (4, 3, 5)), (4, 3, 5)),
+        "cast": (relay.cast(m, "float16"), (3, 5), "float16"),
+        "layout_transform": (relay.layout_transform(relay.var("l4", shape=(1, 32, 7, 7)), "NCHW",
+                                                    "NCHW8c"), (1, 4, 7, 7, 8)),
+        "where": (relay.where(b, m, v5), (3, 5)),
+        "clip": (relay.clip(m, -1.0, 1.0), (3, 5)),
+        "zeros": (relay.zeros((2, 3), "int64"), (2, 3), "int64"),
+        "ones": (relay.ones((4,)), (4,)),
+        "full": (relay.full(s, (2, 2)), (2, 2)),
+        "isnan": (relay.isnan(m), (3, 5), "bool"),
+        "variance": (relay.op.reduce.variance(m, relay.mean(m, 1, True), axis=1), (3,)),
+        "argmin": (relay.argmin(m), (), "int32"),
+        "all": (relay.all(b, axis=0), (5,), "bool"),
+        "any": (relay.any(b, axis=1, keepdims=True), (3, 1), "bool"),
+    }
+    from tvmpy.relay.op import tensor as T
+
+    for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",
+              "ceil", "round", "sign", "sin", "cos", "copy", "log2", "trunc", "zeros_like",
+              "ones_like"]:
+        cases[n] = (getattr(T, n)(m), (3, 5))
+    cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")
+    for n in ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
+              "floor_divide", "floor_mod"]:
+        cases[n] = (getattr(T, n)(m, v5), (3, 5))
+    for n in ["logical_and", "logical_or"]:
+        cases[n] = (getattr(T, n)(b, b), (3, 5), "bool")
+    for n in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]:
+        cases[n] = (getattr(T, n)(m, s), (3, 5), "bool")
+    for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
+        cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
+    return cases
+
+

@@ -1,0 +1,166 @@
+"""The numpy reference interpreter: every operator has an implementation whose result has the
+type inference's shape and dtype; small graphs agree with direct numpy on random data; the
+workload models run; bad inputs get clear errors."""
+
+import numpy as np
+import pytest
+from relay_op_cases import op_cases
+
+import tvmpy as tvm
+from tvmpy import relay
+from tvmpy.relay import testing
+from tvmpy.relay.analysis import free_vars
+from tvmpy.relay.interpreter import create_executor, evaluate
+from tvmpy.relay.op import list_op_names
+from tvmpy.relay.op.numpy_impl import layout_transform_np
+
+rng = np.random.default_rng(3)
+
+
+def _random(t):
+    shape = tuple(int(d) for d in t.shape)
+    if t.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if t.dtype.startswith("int"):
+        return rng.integers(0, 2, size=shape).astype(t.dtype)
+    return rng.uniform(0.5, 1.5, size=shape).astype(t.dtype)
+
+
+def _run(expr):
+    params = free_vars(expr)
+    f = relay.Function(params, expr)
+    return evaluate(f, *[_random(p.type_annotation) for p in params])
+
+
+def test_every_op_result_matches_its_type():
+    cases = op_cases()
+    missing = [n for n in list_op_names()
+               if not n.startswith("test.") and relay.op.get(n).get_attr("FNumpy") is None]
+    assert not missing, f"operators without a numpy implementation: {missing}"
+    for name, case in cases.items():
+        out = _run(case[0])
+        t = case[0].checked_type
+        assert out.shape == tuple(t.shape), (name, out.shape, str(t))
+        assert str(out.dtype) == t.dtype, (name, out.dtype, str(t))
+
+
+def test_conv_bn_relu_matches_numpy():
+    x = rng.standard_normal((2, 3, 7, 9)).astype("float32")
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    g, b, m = (rng.standard_normal(4).astype("float32") for _ in range(3))
+    v = rng.uniform(0.5, 2, 4).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    y = relay.nn.conv2d(xv, relay.const(w), padding=1)
+    y = relay.nn.relu(relay.nn.batch_norm(y, *map(relay.const, (g, b, m, v)), epsilon=1e-3)[0])
+    out = evaluate(relay.Function([xv], y), x)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.zeros((2, 4, 7, 9))
+    for i in range(3):
+        for j in range(3):
+            conv += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 7, j:j + 9], w[:, :, i, j])
+    bshape = (1, 4, 1, 1)
+    ref = (conv - m.reshape(bshape)) / np.sqrt(v.reshape(bshape) + 1e-3) * g.reshape(bshape) \
+        + b.reshape(bshape)
+    np.testing.assert_allclose(out, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_attention_matches_numpy():
+    q, k, v = (rng.standard_normal((3, 5, 4)).astype("float32") for _ in range(3))
+    qv, kv, vv = (relay.var(n, shape=(3, 5, 4)) for n in "qkv")
+    s = relay.nn.softmax(relay.nn.batch_matmul(qv, kv) * relay.const(0.5))
+    o = relay.nn.batch_matmul(s, vv, transpose_b=False)
+    out = evaluate(relay.Function([qv, kv, vv], o), q, k, v)
+    sc = q @ k.transpose(0, 2, 1) * 0.5
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out, p @ v, rtol=1e-5, atol=1e-6)
+
+
+def test_tuple_let_if_and_calls():
+    x = relay.var("x", shape=(4,))
+    t = relay.var("t")
+    c = relay.var("c", shape=(), dtype="bool")
+    body = relay.Let(t, relay.Tuple([relay.exp(x), x]),
+                     relay.If(c, relay.TupleGetItem(t, 0), relay.negative(relay.TupleGetItem(t, 1))))
+    f = relay.Function([c, x], body)
+    xv = rng.standard_normal(4).astype("float32")
+    np.testing.assert_allclose(evaluate(f, np.array(True), xv), np.exp(xv), rtol=1e-6)
+    np.testing.assert_allclose(evaluate(f, np.array(False), xv), -xv)
+    a = relay.var("a", shape=(4,))
+    mod = tvm.IRModule()
+    mod["double"] = relay.Function([a], relay.add(a, a))
+    mod["main"] = relay.Function([x], relay.Call(mod.get_global_var("double"), [relay.nn.relu(x)]))
+    np.testing.assert_allclose(create_executor(mod=mod).evaluate()(xv), 2 * np.maximum(xv, 0))
+    split = relay.split(x, [1, 3]).astuple()
+    parts = evaluate(relay.Function([x], split), xv)
+    assert [p.tolist() for p in parts] == [xv[:1].tolist(), xv[1:3].tolist(), xv[3:].tolist()]
+
+
+def test_ops_against_numpy_semantics():
+    a = rng.standard_normal((3, 4)).astype("float32")
+    av = relay.var("a", shape=(3, 4))
+
+    def run(e, *extra):
+        params = [av, *extra[::2]]
+        return evaluate(relay.Function(params, e), a, *extra[1::2])
+
+    np.testing.assert_array_equal(run(relay.argmax(av, axis=[0, 1])), np.argmax(a).astype("int32"))
+    np.testing.assert_array_equal(run(relay.argmin(av, axis=0, keepdims=True)),
+                                  np.argmin(a, axis=0)[None].astype("int32"))
+    np.testing.assert_allclose(run(relay.round(av * relay.const(2.0))),
+                               np.sign(2 * a) * np.floor(np.abs(2 * a) + 0.5))
+    np.testing.assert_allclose(run(relay.strided_slice(av, [2, -1], [0, 0], [-1, -2])),
+                               a[2:0:-1, -1:0:-2])
+    np.testing.assert_allclose(run(relay.op.reduce.variance(av, relay.mean(av, 1, True), axis=1,
+                                                            unbiased=True)), a.var(axis=1, ddof=1),
+                               rtol=1e-5)
+    iv = relay.var("i", shape=(2,), dtype="int32")
+    idx = np.array([3, -1], "int32")
+    np.testing.assert_allclose(run(relay.take(av, iv, axis=1, mode="wrap"), iv, idx),
+                               np.take(a, idx, axis=1, mode="wrap"))
+    np.testing.assert_allclose(run(relay.take(av, iv, axis=1), iv, idx),
+                               np.take(a, idx, axis=1, mode="clip"))
+
+
+def test_layout_transform_roundtrip():
+    x = rng.standard_normal((2, 16, 3, 5)).astype("float32")
+    b8 = layout_transform_np(x, "NCHW", "NCHW8c")
+    np.testing.assert_array_equal(b8, x.reshape(2, 2, 8, 3, 5).transpose(0, 1, 3, 4, 2))
+    np.testing.assert_array_equal(layout_transform_np(b8, "NCHW8c", "NCHW"), x)
+    np.testing.assert_array_equal(layout_transform_np(layout_transform_np(b8, "NCHW8c", "NCHW4c"),
+                                                      "NCHW4c", "NHWC"), x.transpose(0, 2, 3, 1))
+    xv = relay.var("x", shape=x.shape)
+    w = rng.standard_normal((8, 16, 3, 3)).astype("float32")
+    ref = evaluate(relay.Function([xv], relay.nn.conv2d(xv, relay.const(w), padding=1)), x)
+    wb = w.reshape(1, 8, 2, 8, 3, 3).transpose(0, 2, 4, 5, 3, 1)  # OIHW8i8o
+    blocked = relay.nn.contrib_conv2d_nchwc(
+        relay.layout_transform(xv, "NCHW", "NCHW8c"), relay.const(wb), padding=1,
+        data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW4c")
+    out = evaluate(relay.Function([xv], relay.layout_transform(blocked, "NCHW4c", "NCHW")), x)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_workloads_run():
+    mod, params = testing.resnet.get_workload(image_shape=(3, 32, 32), num_classes=10)
+    x = rng.standard_normal((1, 3, 32, 32)).astype("float32")
+    out = create_executor(mod=mod).evaluate()(x, **params)
+    assert out.shape == (1, 10) and np.isfinite(out).all() and out.std() > 0
+    mod, params = testing.bert.get_workload(num_layers=1, hidden=32, heads=4, seq_len=8)
+    out = evaluate(mod, rng.integers(0, 1000, (1, 8)), **params)
+    assert out.shape == (1, 8, 32)
+    np.testing.assert_allclose(out.mean(-1), 0, atol=0.2)  # ends in a layer norm
+
+
+def test_bad_inputs():
+    x = relay.var("x", shape=(2, 3))
+    f = relay.Function([x], relay.nn.relu(x))
+    with pytest.raises(ValueError, match=r"input %x: expected shape Tensor\[\(2, 3\), float32\], got \(3, 2\)"):
+        evaluate(f, np.ones((3, 2), "float32"))
+    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+        evaluate(f, np.ones((2, 3)))
+    with pytest.raises(TypeError, match="missing inputs \\['x'\\]"):
+        evaluate(f)
+    with pytest.raises(TypeError, match="unknown inputs \\['y'\\]"):
+        evaluate(f, y=1)
+    with pytest.raises(NotImplementedError, match="only 'debug'"):
+        create_executor("graph")

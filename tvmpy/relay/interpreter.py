@@ -1,0 +1,180 @@
+"""The reference interpreter: runs a relay program on numpy, one operator at a time, with each
+operator's ``FNumpy`` implementation (``relay/op/numpy_impl.py``).
+
+It defines what a graph computes, independently of any compilation: graph-pass tests check that a
+pass leaves the interpreter's result unchanged, and compiled modules are checked against it.
+
+    f = relay.create_executor("debug", mod=mod).evaluate()
+    out = f(x_np, **params)          # positional inputs, then parameters by name
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    RelayExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .module import IRModule
+from .op import numpy_impl
+from .op.registry import Op
+from .ty import TensorType, type_str
+from .type_infer import infer_type
+from .visitor import ExprFunctor
+
+__all__ = ["evaluate", "create_executor", "Executor", "Closure"]
+
+numpy_impl.register_all()
+
+
+class Closure:
+    """A function value: the Function and the variable values it captured."""
+
+    def __init__(self, func: Function, env: dict[int, Any]):
+        self.func = func
+        self.env = env
+
+
+class _Eval(ExprFunctor):
+    def __init__(self, env: dict[int, Any], mod: IRModule | None):
+        super().__init__()
+        self.env = env
+        self.mod = mod
+
+    def visit_var(self, v: Var) -> Any:
+        try:
+            return self.env[id(v)]
+        except KeyError:
+            raise ValueError(f"no value for variable %{v.name_hint}") from None
+
+    def visit_global_var(self, g: GlobalVar) -> Any:
+        if self.mod is None:
+            raise ValueError(f"@{g.name_hint} needs a module")
+        return Closure(self.mod[g], {})
+
+    def visit_constant(self, c: Constant) -> Any:
+        return c.data.numpy()
+
+    def visit_op(self, op: Op) -> Any:
+        return op
+
+    def visit_tuple(self, t: Tuple) -> Any:
+        return tuple(self.visit(f) for f in t.fields)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> Any:
+        return self.visit(t.tuple_value)[t.index]
+
+    def visit_let(self, let: Let) -> Any:
+        self.env[id(let.var)] = self.visit(let.value)
+        return self.visit(let.body)
+
+    def visit_if(self, i: If) -> Any:
+        # branches are evaluated lazily, with their own memo
+        branch = i.true_branch if bool(self.visit(i.cond)) else i.false_branch
+        return _Eval(self.env, self.mod).visit(branch)
+
+    def visit_function(self, f: Function) -> Any:
+        return Closure(f, dict(self.env))
+
+    def visit_call(self, c: Call) -> Any:
+        args = [self.visit(a) for a in c.args]
+        if isinstance(c.op, Op):
+            impl = c.op.get_attr("FNumpy")
+            if impl is None:
+                raise NotImplementedError(f"operator {c.op.name} has no numpy implementation")
+            out = impl(c.attrs, args, c.checked_type)
+            return out
+        fn = self.visit(c.op)
+        if not isinstance(fn, Closure):
+            raise TypeError(f"calling a non-function value {fn!r}")
+        return _call(fn, args, self.mod)
+
+
+def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
+    env = dict(fn.env)
+    for p, a in zip(fn.func.params, args):
+        env[id(p)] = a
+    return _Eval(env, mod).visit(fn.func.body)
+
+
+def _check_input(p: Var, value: Any) -> np.ndarray:
+    arr = np.asarray(value)
+    t = p.type_annotation
+    if isinstance(t, TensorType):
+        if arr.dtype != np.dtype(t.dtype):
+            raise TypeError(f"input %{p.name_hint}: expected dtype {t.dtype}, got {arr.dtype}")
+        ok = len(arr.shape) == len(t.shape) and all(
+            not isinstance(d, int) or d == s for d, s in zip(t.shape, arr.shape)
+        )
+        if not ok:
+            raise ValueError(f"input %{p.name_hint}: expected shape {type_str(t)}, got {arr.shape}")
+    return arr
+
+
+def evaluate(expr: RelayExpr | IRModule, *args: Any, mod: IRModule | None = None,
+             **kwargs: Any) -> Any:
+    """Run ``expr`` (a Function, an IRModule's main, or a closed expression) on numpy inputs."""
+    if isinstance(expr, IRModule):
+        mod, expr = expr, expr["main"]
+    if mod is not None:
+        from .transform import InferType
+
+        InferType()(mod)
+    infer_type(expr, mod)
+    if not isinstance(expr, Function):
+        if args or kwargs:
+            raise TypeError("inputs are given to a Function (or a module's main)")
+        return _Eval({}, mod).visit(expr)
+    params = list(expr.params)
+    if len(args) > len(params):
+        raise TypeError(f"{len(args)} positional inputs for {len(params)} parameters")
+    values: dict[str, Any] = {p.name_hint: a for p, a in zip(params, args)}
+    names = {p.name_hint for p in params}
+    unknown = sorted(set(kwargs) - names)
+    if unknown:
+        raise TypeError(f"unknown inputs {unknown} (parameters: {[p.name_hint for p in params]})")
+    values.update(kwargs)
+    missing = [p.name_hint for p in params if p.name_hint not in values]
+    if missing:
+        raise TypeError(f"missing inputs {missing}")
+    bound = [_check_input(p, values[p.name_hint]) for p in params]
+    return _call(Closure(expr, {}), bound, mod)
+
+
+class Executor:
+    """``relay.create_executor("debug", mod).evaluate()`` -> a callable on numpy inputs."""
+
+    def __init__(self, mod: IRModule | None):
+        self.mod = mod
+
+    def evaluate(self, expr: RelayExpr | None = None):
+        target = expr if expr is not None else self.mod["main"] if self.mod is not None else None
+        if target is None:
+            raise ValueError("nothing to evaluate: give an expression or a module")
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return evaluate(target, *args, mod=self.mod, **kwargs)
+
+        return run
+
+
+def create_executor(kind: str = "debug", mod: IRModule | None = None, device: Any = None,
+                    target: Any = "llvm", params: Mapping[str, Any] | None = None) -> Executor:
+    """Only the "debug" (numpy reference) executor exists here; compiled executors come with
+    relay.build."""
+    if kind != "debug":
+        raise NotImplementedError(f"executor kind {kind!r}: only 'debug' (the numpy reference "
+                                  "interpreter) is available in relay.interpreter")
+    return Executor(mod)
