@@ -202,3 +202,22 @@ def test_instance_group_norm_errors():
         nn.group_norm(A, te.placeholder((6,)), None, 4)
     with pytest.raises(ValueError, match="at least 3-D"):
         nn.instance_norm(te.placeholder((2, 3)), te.placeholder((3,)), None)
+
+
+@pytest.mark.parametrize("shape,size,axis", [((2, 7, 5, 6), 3, 1), ((1, 6, 9), 4, 1),
+                                             ((3, 11), 5, -1)])
+def test_lrn(shape, size, axis):
+    A = te.placeholder(shape, name="A")
+    check([A], nn.lrn(A, size, axis, 1e-2, 0.75, 1.5), topi.x86.schedule_lrn,
+          lambda a: testing.lrn_python(a, size, axis, 1e-2, 0.75, 1.5))
+
+
+def test_dilate():
+    A = te.placeholder((2, 3, 4), name="A")
+    out = nn.dilate(A, (1, 2, 3), 0.5)
+    check([A], out, topi.x86.schedule_injective,
+          lambda a: testing.dilate_python(a, (1, 2, 3), 0.5))
+    with pytest.raises(ValueError, match="strides has 2 values"):
+        nn.dilate(A, (1, 2))
+    with pytest.raises(ValueError, match="lrn: size must be a positive int"):
+        nn.lrn(A, 0)

@@ -12,6 +12,8 @@ from .conv2d import (  # noqa: F401
 from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
 from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
+from .dilate import dilate  # noqa: F401
+from .local_response_norm import lrn  # noqa: F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401
 from .pad import pad  # noqa: F401
 from .pooling import (  # noqa: F401

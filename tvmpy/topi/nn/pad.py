@@ -26,7 +26,8 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
     for v in (*pad_before, *pad_after):
         if isinstance(v, int) and v < 0:
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
-    out_shape = tuple(data.shape[i] + pad_before[i] + pad_after[i] for i in range(n))
+    shape = [int(d.value) if hasattr(d, "value") else d for d in data.shape]
+    out_shape = tuple(shape[i] + pad_before[i] + pad_after[i] for i in range(n))
     value = pad_value if hasattr(pad_value, "dtype") else const(pad_value, data.dtype)
 
     def fcompute(*idx: Any) -> Any:
@@ -39,7 +40,7 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             if not (isinstance(b, int) and b == 0):
                 conds.append(x >= b)
             if not (isinstance(a, int) and a == 0):
-                conds.append(x < data.shape[i] + b)
+                conds.append(x < shape[i] + b)
             src.append(x - b)
         if not conds:
             return data[tuple(src)]

@@ -12,7 +12,7 @@ __all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_n
            "matmul_python", "batch_matmul_python", "pool2d_python", "pool_nd_python",
            "global_pool_python", "adaptive_pool_python",
            "batch_norm_python", "layer_norm_python", "instance_norm_python",
-           "group_norm_python", "softmax_python", "log_softmax_python",
+           "group_norm_python", "lrn_python", "dilate_python", "softmax_python", "log_softmax_python",
            "nchw_to_nchwc", "nchwc_to_nchw", "oihw_to_kcrsck"]
 
 
@@ -286,6 +286,23 @@ def group_norm_python(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None,
     if beta is not None:
         out = out + beta.reshape(shape)
     return out.astype(x.dtype)
+
+
+def lrn_python(x: np.ndarray, size: int, axis: int = 1, alpha: float = 1e-4,
+               beta: float = 0.75, bias: float = 2.0) -> np.ndarray:
+    x64 = np.moveaxis(x.astype(np.float64), axis, 0)
+    sq = np.zeros_like(x64)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    for c in range(x64.shape[0]):
+        sq[c] = (x64[max(0, c - lo):c + hi + 1] ** 2).sum(axis=0)
+    out = x64 / (bias + alpha / size * sq) ** beta
+    return np.moveaxis(out, 0, axis).astype(x.dtype)
+
+
+def dilate_python(x: np.ndarray, strides: Any, dilation_value: float = 0.0) -> np.ndarray:
+    out = np.full([(n - 1) * s + 1 for n, s in zip(x.shape, strides)], dilation_value, x.dtype)
+    out[tuple(slice(None, None, s) for s in strides)] = x
+    return out
 
 
 def softmax_python(x: np.ndarray, axis: int = -1) -> np.ndarray:

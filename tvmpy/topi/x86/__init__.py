@@ -27,6 +27,7 @@ from .normalization import (  # noqa: E402,F401
     schedule_group_norm,
     schedule_instance_norm,
     schedule_layer_norm,
+    schedule_lrn,
 )
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401

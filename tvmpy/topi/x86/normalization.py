@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
 __all__ = ["schedule_batch_norm", "schedule_layer_norm", "schedule_instance_norm",
-           "schedule_group_norm", "schedule_elemwise_simple"]
+           "schedule_group_norm", "schedule_elemwise_simple", "schedule_lrn"]
 
 
 def schedule_elemwise_simple(s: Schedule, out: Any) -> None:
@@ -68,3 +68,21 @@ def schedule_layer_norm(outs: Any) -> Schedule:
 
 schedule_instance_norm = schedule_layer_norm
 schedule_group_norm = schedule_layer_norm
+
+
+def schedule_lrn(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.lrn``: the squared-window sums are computed per row of the
+    output's parallel loop (padding inlined)."""
+    outs = _outputs(outs)
+    out = outs[0]
+    if out.op.tag != "lrn":
+        raise ValueError(f"schedule_lrn: expected an lrn output, got {out.op.tag or out.op.name!r}")
+    s = create_schedule([out.op])
+    sq = next(t for t in out.op.input_tensors if t.op.tag == "lrn_sqr_sum")
+    s[sq.op.input_tensors[0]].compute_inline()
+    axes = list(s[out].op.axis)
+    if len(axes) > 1:
+        outer = s[out].fuse(*axes[:-1])
+        s[out].parallel(outer)
+        s[sq].compute_at(s[out], outer)
+    return s
