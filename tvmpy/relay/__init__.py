@@ -8,7 +8,8 @@
 
 Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constructors),
 ``type_infer``, ``printer``, ``visitor`` (ExprVisitor/ExprMutator), ``analysis``, ``module``,
-``transform`` (passes).
+``transform`` (passes), ``interpreter`` (the numpy reference: ``create_executor("debug")``),
+``testing`` (ResNet/MobileNetV2/BERT workloads with random weights).
 """
 
 from . import analysis, op, transform  # noqa: F401
@@ -29,6 +30,7 @@ from .expr import (  # noqa: F401
     const,
     var,
 )
+from .interpreter import create_executor  # noqa: F401
 from .module import IRModule  # noqa: F401
 from .op import image, nn  # noqa: F401
 from .op.reduce import *  # noqa: F401,F403
