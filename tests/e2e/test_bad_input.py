@@ -94,6 +94,15 @@ TE_CASES = [
     ("sum-of-str", lambda: te.compute((1,), lambda i: te.sum("x", axis=K8)), TypeError, "got str 'x'"),
     ("sum-where-str", lambda: te.compute((1,), lambda i: te.sum(A8[K8], axis=K8, where="x")), TypeError,
      "where= must be a boolean expression"),
+    ("arith-with-Tensor", lambda: te.compute((8,), lambda i: A8[i] + A8), TypeError,
+     r"cannot use Tensor .* in arithmetic.*index a tensor to read an element"),
+    ("arith-with-None", lambda: te.compute((8,), lambda i: A8[i] * None), TypeError,
+     "cannot use NoneType None in arithmetic"),
+    ("arith-with-str", lambda: te.compute((8,), lambda i: A8[i] + "x"), TypeError, "cannot use string 'x'"),
+    ("var-name", lambda: te.var(5), TypeError, "var: name must be a non-empty string, got int 5"),
+    ("var-dtype", lambda: te.var("x", "float33"), ValueError, "unsupported dtype 'float33'"),
+    ("comm_reducer-not-callable", lambda: te.comm_reducer(None, lambda t: 0), TypeError,
+     "fcombine must be a function, got NoneType"),
     ("create_schedule-None", lambda: te.create_schedule(None), TypeError, "expected Operations or Tensors, got NoneType"),
     ("create_schedule-str", lambda: te.create_schedule("C"), TypeError, "got str"),
     ("create_schedule-placeholder", lambda: te.create_schedule(A8.op), ValueError, "A is a placeholder"),
@@ -446,3 +455,45 @@ except (RuntimeError, OSError, ValueError) as err:
 """)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "cannot load shared library" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_var_missing_from_args(target):
+    """A te.var the computation reads but that is neither in args nor a shape variable."""
+    n, m = te.var("n"), te.var("m")
+    X = te.placeholder((n,), name="X")
+    Z = te.compute((n,), lambda i: X[i] * m.astype("float32"), name="Z")
+    s = te.create_schedule(Z.op)
+    with pytest.raises(Exception, match="variable '?m'? .*(not defined|never defined|not bound)") as info:
+        tvm.build(s, [X, Z], target=target)(np.ones(3, "float32"), np.ones(3, "float32"))
+    assert not isinstance(info.value, (AttributeError, KeyError))
+
+
+def test_tile_with_a_reduction_axis_is_legal_and_correct():
+    """TVM allows tiling a spatial axis with a reduction axis (split + reorder): not an error."""
+    A, B, C, D, k, s = _mm()
+    s[C].tile(C.op.axis[0], k, 3, 5)
+    f = tvm.build(s, [A, B, D])
+    a, b = (np.random.default_rng(2).uniform(0.25, 2, (8, 8)).astype("float32") for _ in range(2))
+    d = np.full((8, 8), np.nan, "float32")
+    f(a, b, d)
+    np.testing.assert_allclose(d, a @ b + 1, rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_zero_size_arrays_with_symbolic_shape(target):
+    """n = 0 through a split, parallel and vectorized loop nest: runs, touches nothing."""
+    n = te.var("n")
+    A = te.placeholder((n, 4), name="A")
+    B = te.compute((n, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].parallel(xo)
+    s[B].vectorize(B.op.axis[1])
+    f = tvm.build(s, [A, B], target=target)
+    f(np.zeros((0, 4), "float32"), np.zeros((0, 4), "float32"))
+    b = tvm.nd.empty((0, 4))
+    f(tvm.nd.array(np.zeros((0, 4), "float32")), b)
+    assert b.shape == (0, 4)
+    with pytest.raises(ValueError, match=r"argument B.*\(n, 4\).*\(0, 5\)"):
+        f(np.zeros((0, 4), "float32"), np.zeros((0, 5), "float32"))

@@ -201,10 +201,12 @@ class Reduce(PrimExpr):
 
 # ---------------------------------------------------------------------------------------------
 def var(name: str = "tindex", dtype: str = "int32") -> Var:
+    _check_name("var", name)
     return Var(name, dtype)
 
 
 def size_var(name: str = "size", dtype: str = "int32") -> E.SizeVar:
+    _check_name("size_var", name)
     return E.SizeVar(name, dtype)
 
 
@@ -326,6 +328,10 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any],
     The result is called as ``reducer(expr, axis, where=None, init=None)``; for a tuple reducer
     ``expr`` is a tuple and the call returns a tuple of Reduce nodes.
     """
+
+    for what, fn in (("fcombine", fcombine), ("fidentity", fidentity)):
+        if not callable(fn):
+            raise TypeError(f"comm_reducer: {what} must be a function, got {type(fn).__name__} {fn!r}")
 
     def reducer(expr: Any, *args: Any, **kwargs: Any):
         axis, where, init, args = _reducer_args(*args, **kwargs)

@@ -112,9 +112,13 @@ class PrimExpr(Node):
         return _binary(GE, self, other)
 
     def __eq__(self, other):  # type: ignore[override]
+        if not _comparable(other):
+            return NotImplemented  # `var in [tensor, ...]`, `expr == None`: plain Python identity
         return _binary(EQ, self, other)
 
     def __ne__(self, other):  # type: ignore[override]
+        if not _comparable(other):
+            return NotImplemented
         return _binary(NE, self, other)
 
     __hash__ = Node.__hash__
@@ -732,6 +736,12 @@ def binary_match(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     return a, b
 
 
+def _comparable(value: Any) -> bool:
+    """Whether ``expr == value`` builds an EQ node (numbers and expressions) rather than
+    comparing identities (tensors, None, strings and other Python objects)."""
+    return isinstance(value, (PrimExpr, IterVar, bool, int, float)) or type(value).__module__ == "numpy"
+
+
 def _const_like(value: Any, dtype: str) -> PrimExpr:
     if isinstance(value, str):
         raise TypeError(f"cannot use string {value!r} in arithmetic")
@@ -750,6 +760,10 @@ def _const_like(value: Any, dtype: str) -> PrimExpr:
             c = const(value, elem) if not isinstance(value, bool) or d.kind == "bool" else const(value)
         except TypeError:
             c = convert(value)
+    if not isinstance(c, PrimExpr):
+        hint = " (index a tensor to read an element: A[i])" if hasattr(value, "op") else ""
+        raise TypeError(f"cannot use {type(value).__name__} {value!r} in arithmetic: expected a number "
+                        f"or an expression{hint}")
     if dt.lanes_of(dtype) > 1:
         return Broadcast(c, dt.lanes_of(dtype))
     return c
