@@ -76,6 +76,30 @@ def op_cases():
         "all": (relay.all(b, axis=0), (5,), "bool"),
         "any": (relay.any(b, axis=1, keepdims=True), (3, 1), "bool"),
     }
+    iv = relay.var("iv", shape=(3, 5), dtype="int32")
+    cases.update({
+        "tile": (relay.tile(m, (2, 1, 3)), (2, 3, 15)),
+        "repeat": (relay.repeat(m, 2, axis=0), (6, 5)),
+        "reverse": (relay.reverse(m, axis=1), (3, 5)),
+        "gather": (relay.gather(m, 1, relay.var("gi", shape=(3, 2), dtype="int64")), (3, 2)),
+        "gather_nd": (relay.gather_nd(a3, relay.var("gn", shape=(2, 4), dtype="int32")), (4, 5)),
+        "one_hot": (relay.one_hot(i, relay.const(1.0), relay.const(0.0), 4, axis=1), (2, 4, 2)),
+        "arange": (relay.arange(1.0, 2.0, 0.3), (4,)),
+        "cumsum": (relay.cumsum(m, axis=1, exclusive=True), (3, 5)),
+        "nn.instance_norm": (relay.nn.instance_norm(x4, vec4, vec4), (2, 4, 9, 9)),
+        "nn.group_norm": (relay.nn.group_norm(x4, vec4, vec4, num_groups=2), (2, 4, 9, 9)),
+        "nn.depth_to_space": (relay.nn.depth_to_space(x4, 2), (2, 1, 18, 18)),
+        "nn.space_to_depth": (relay.nn.space_to_depth(relay.var("sd", shape=(1, 2, 4, 6)), 2),
+                              (1, 8, 2, 3)),
+        "isinf": (relay.isinf(m), (3, 5), "bool"),
+        "isfinite": (relay.isfinite(m), (3, 5), "bool"),
+        "logical_xor": (relay.logical_xor(b, b), (3, 5), "bool"),
+    })
+    for n in ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:
+        cases[n] = (getattr(relay, n)(relay.var("u", shape=(3, 5))), (3, 5))
+    cases["bitwise_not"] = (relay.bitwise_not(iv), (3, 5), "int32")
+    for n in ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]:
+        cases[n] = (getattr(relay, n)(iv, iv), (3, 5), "int32")
     from tvmpy.relay.op import tensor as T
 
     for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",

@@ -1,7 +1,8 @@
 """Relay operators: the registry (``get``, ``register_op``, ``OpPattern``) and the constructors,
 grouped as in TVM: ``tensor`` (elementwise/broadcast), ``transform`` (shape), ``reduce``, ``nn``, ``image``."""
 
-from . import image, nn, reduce, tensor, transform  # noqa: F401
+from . import extra, image, nn, reduce, tensor, transform  # noqa: F401
+from .extra import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .registry import (  # noqa: F401
     Op,

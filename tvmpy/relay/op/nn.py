@@ -16,7 +16,8 @@ __all__ = [
     "conv2d", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu",
     "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
-    "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc",
+    "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "instance_norm", "group_norm",
+    "depth_to_space", "space_to_depth",
 ]  # fmt: skip
 
 
@@ -590,3 +591,6 @@ def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 
         "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
         "out_dtype": out_dtype,
     })  # fmt: skip
+
+
+from .extra import depth_to_space, group_norm, instance_norm, space_to_depth  # noqa: E402

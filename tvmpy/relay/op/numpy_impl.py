@@ -418,6 +418,138 @@ def _resize2d(attrs, ins, t):
     return np.asarray(out).astype(_dtype(t))
 
 
+for _n, _f in {
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "bitwise_not": np.invert, "isinf": np.isinf, "isfinite": np.isfinite,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift, "logical_xor": np.logical_xor,
+}.items():  # fmt: skip
+    _simple(_n, _f)
+
+
+@_reg("tile")
+def _tile(attrs, ins, t):
+    return np.tile(ins[0], attrs.reps)
+
+
+@_reg("repeat")
+def _repeat(attrs, ins, t):
+    return np.repeat(ins[0], attrs.repeats, axis=attrs.axis)
+
+
+@_reg("reverse")
+def _reverse(attrs, ins, t):
+    return np.flip(ins[0], axis=attrs.axis).copy()
+
+
+@_reg("gather")
+def _gather(attrs, ins, t):
+    return np.take_along_axis(ins[0], ins[1].astype(np.int64), axis=attrs.axis)
+
+
+@_reg("gather_nd")
+def _gather_nd(attrs, ins, t):
+    data, idx = ins[0], ins[1].astype(np.int64)
+    bd = attrs.batch_dims
+    m = idx.shape[0]
+    out_shape = tuple(int(s) for s in t.shape)
+    if bd == 0:
+        return data[tuple(idx[i] for i in range(m))].reshape(out_shape)
+    # batch dims: the leading bd axes of indices[1:] and data run together
+    res = np.empty(out_shape, dtype=data.dtype)
+    for b in np.ndindex(*data.shape[:bd]):
+        sub_idx = idx[(slice(None), *b)]
+        res[b] = data[b][tuple(sub_idx[i] for i in range(m))]
+    return res
+
+
+@_reg("one_hot")
+def _one_hot(attrs, ins, t):
+    idx, on, off = ins
+    depth = attrs.depth
+    ax = attrs.axis if attrs.axis >= 0 else idx.ndim + 1 + attrs.axis
+    hot = np.expand_dims(idx, ax) == np.arange(depth).reshape(
+        [depth if i == ax else 1 for i in range(idx.ndim + 1)])
+    return np.where(hot, on, off).astype(_dtype(t))
+
+
+@_reg("arange")
+def _arange(attrs, ins, t):
+    n = int(t.shape[0])
+    return (attrs.start + attrs.step * np.arange(n)).astype(_dtype(t))
+
+
+@_reg("cumsum")
+def _cumsum(attrs, ins, t):
+    x = ins[0].astype(_dtype(t))
+    out = np.cumsum(x.reshape(-1) if attrs.axis is None else x, axis=0 if attrs.axis is None else attrs.axis)
+    if attrs.exclusive:
+        out = out - (x.reshape(-1) if attrs.axis is None else x)
+    return out.astype(_dtype(t))
+
+
+def _norm_over(x, axes, gamma, beta, axis, eps, center, scale, t):
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=axes, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+    out = (x64 - mean) / np.sqrt(var + eps)
+    bs = _bshape(x.ndim, axis, x.shape[axis])
+    if scale:
+        out = out * gamma.reshape(bs)
+    if center:
+        out = out + beta.reshape(bs)
+    return out.astype(_dtype(t))
+
+
+@_reg("nn.instance_norm")
+def _instance_norm(attrs, ins, t):
+    x, g, b = ins
+    ax = attrs.axis % x.ndim
+    axes = tuple(i for i in range(1, x.ndim) if i != ax)
+    return _norm_over(x, axes, g, b, ax, attrs.epsilon, attrs.center, attrs.scale, t)
+
+
+@_reg("nn.group_norm")
+def _group_norm(attrs, ins, t):
+    x, g, b = ins
+    if attrs.axis % x.ndim != 1:
+        raise NotImplementedError("the reference group_norm supports channel axis 1")
+    n, c = x.shape[:2]
+    grp = x.reshape(n, attrs.num_groups, c // attrs.num_groups, *x.shape[2:]).astype(np.float64)
+    axes = tuple(range(2, grp.ndim))
+    mean = grp.mean(axis=axes, keepdims=True)
+    var = ((grp - mean) ** 2).mean(axis=axes, keepdims=True)
+    out = ((grp - mean) / np.sqrt(var + attrs.epsilon)).reshape(x.shape)
+    bs = _bshape(x.ndim, 1, c)
+    if attrs.scale:
+        out = out * g.reshape(bs)
+    if attrs.center:
+        out = out + b.reshape(bs)
+    return out.astype(_dtype(t))
+
+
+@_reg("nn.depth_to_space")
+def _depth_to_space(attrs, ins, t):
+    x = ins[0]
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    if attrs.mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+@_reg("nn.space_to_depth")
+def _space_to_depth(attrs, ins, t):
+    x = ins[0]
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
 def register_all() -> None:
     for name, f in FNUMPY.items():
         try:
