@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .expr import (
     Call,
     Constant,
@@ -220,5 +218,3 @@ def short_str(e: Any) -> str:
         return f"{op}({', '.join([arg(a) for a in e.args] + attr_str(e))})"
     return arg(e)
 
-
-_ = np

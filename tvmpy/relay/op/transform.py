@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..expr import Call, RelayExpr, Tuple, TupleGetItem
+from ..expr import RelayExpr, Tuple, TupleGetItem
 from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
 from ._rel import (
     fail,
@@ -409,5 +409,3 @@ def layout_transform(data: RelayExpr, src_layout: str, dst_layout: str) -> Relay
     _parse_layout(dst_layout)
     return make_call("layout_transform", [data], {"src_layout": src_layout, "dst_layout": dst_layout})
 
-
-_ = Call  # re-exported type for annotations in later modules
