@@ -10,6 +10,16 @@ from .conv2d import (  # noqa: F401
     group_conv2d_nchw,
 )
 from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
+from .conv_nd import (  # noqa: F401
+    conv1d_ncw,
+    conv1d_transpose_ncw,
+    conv3d_ncdhw,
+    conv3d_transpose_ncdhw,
+    conv_nd,
+    conv_transpose_nd,
+    group_conv1d_ncw,
+    group_conv2d_transpose_nchw,
+)
 from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
 from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
 from .dilate import dilate  # noqa: F401

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["conv2d_nchw_python", "group_conv2d_nchw_python", "depthwise_conv2d_nchw_python",
-           "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "dense_python",
+           "conv2d_transpose_nchw_python", "conv2d_NCHWc_python", "conv_nd_python",
+           "conv_transpose_nd_python", "dense_python",
            "matmul_python", "batch_matmul_python", "pool2d_python", "pool_nd_python",
            "global_pool_python", "adaptive_pool_python",
            "batch_norm_python", "layer_norm_python", "instance_norm_python",
@@ -86,6 +87,58 @@ def conv2d_transpose_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padd
     oh = (h - 1) * sh + kh - pt - pb + oph
     ow = (wd - 1) * sw + kw - pl - pr + opw
     return full[:, :, pt:pt + oh, pl:pl + ow].astype(a.dtype)
+
+
+def conv_nd_python(a: np.ndarray, w: np.ndarray, strides: Any, before: Any, after: Any,
+                   dilation: Any, groups: int = 1) -> np.ndarray:
+    """Grouped, dilated convolution over any number of spatial axes (sum of shifted slices)."""
+    import itertools
+
+    nsp = a.ndim - 2
+    n, c = a.shape[:2]
+    oc, icg, *ks = w.shape
+    ap = np.pad(a.astype(np.float64), [(0, 0), (0, 0), *zip(before, after)])
+    outs = [(ap.shape[2 + i] - (ks[i] - 1) * dilation[i] - 1) // strides[i] + 1
+            for i in range(nsp)]
+    out = np.zeros((n, oc, *outs))
+    ocg = oc // groups
+    for g in range(groups):
+        ag = ap[:, g * icg:(g + 1) * icg]
+        wg = w[g * ocg:(g + 1) * ocg].astype(np.float64)
+        for off in itertools.product(*(range(k) for k in ks)):
+            sl = ag[(slice(None), slice(None), *(
+                slice(off[i] * dilation[i], off[i] * dilation[i] + (outs[i] - 1) * strides[i] + 1,
+                      strides[i]) for i in range(nsp)))]
+            out[:, g * ocg:(g + 1) * ocg] += np.einsum("nc...,oc->no...", sl,
+                                                       wg[(slice(None), slice(None), *off)])
+    return out.astype(a.dtype)
+
+
+def conv_transpose_nd_python(a: np.ndarray, w: np.ndarray, strides: Any, before: Any,
+                             after: Any, output_padding: Any, groups: int = 1,
+                             dilation: Any = None) -> np.ndarray:
+    """Scatter form over any number of spatial axes: each input position adds
+    ``a * w`` (kernel taps ``dilation`` apart) into the uncropped output, then crop."""
+    import itertools
+
+    nsp = a.ndim - 2
+    n, c, *sizes = a.shape
+    _, ocg, *ks = w.shape
+    dil = dilation or [1] * nsp
+    full_sz = [(sizes[i] - 1) * strides[i] + (ks[i] - 1) * dil[i] + 1 + output_padding[i]
+               for i in range(nsp)]
+    full = np.zeros((n, ocg * groups, *full_sz))
+    icg = c // groups
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    for g in range(groups):
+        for pos in itertools.product(*(range(s) for s in sizes)):
+            for off in itertools.product(*(range(k) for k in ks)):
+                o = tuple(pos[i] * strides[i] + off[i] * dil[i] for i in range(nsp))
+                full[(slice(None), slice(g * ocg, (g + 1) * ocg), *o)] += (
+                    a64[(slice(None), slice(g * icg, (g + 1) * icg), *pos)]
+                    @ w64[(slice(g * icg, (g + 1) * icg), slice(None), *off)])
+    crop = tuple(slice(before[i], full_sz[i] - after[i]) for i in range(nsp))
+    return full[(slice(None), slice(None), *crop)].astype(a.dtype)
 
 
 def nchw_to_nchwc(a: np.ndarray, bn: int) -> np.ndarray:

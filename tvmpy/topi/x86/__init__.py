@@ -1,11 +1,18 @@
 """x86 schedules."""
 
 from .conv2d import (  # noqa: E402,F401
+    schedule_conv1d_ncw,
+    schedule_conv1d_transpose_ncw,
     schedule_conv2d_nchw,
     schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
+    schedule_conv3d_ncdhw,
+    schedule_conv3d_transpose_ncdhw,
+    schedule_conv_nd,
     schedule_depthwise_conv2d_nchw,
+    schedule_group_conv1d_ncw,
     schedule_group_conv2d_nchw,
+    schedule_group_conv2d_transpose_nchw,
 )
 from .dense import (  # noqa: E402,F401
     batch_matmul_pack,

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedule_group_conv2d_nchw",
            "schedule_conv2d_NCHWc", "schedule_conv_nchw_direct",
-           "schedule_depthwise_conv2d_nchw", "schedule_conv2d_transpose_nchw"]
+           "schedule_depthwise_conv2d_nchw", "schedule_conv2d_transpose_nchw", "schedule_conv_nd",
+           "schedule_conv1d_ncw", "schedule_group_conv1d_ncw", "schedule_conv3d_ncdhw",
+           "schedule_conv1d_transpose_ncw", "schedule_group_conv2d_transpose_nchw",
+           "schedule_conv3d_transpose_ncdhw"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -231,3 +234,45 @@ def schedule_conv2d_transpose_nchw(outs: Any) -> Schedule:
         raise ValueError("schedule_conv2d_transpose_nchw: no conv2d_transpose_nchw stage found")
     schedule_conv_nchw_direct(s, conv, outs[0])
     return s
+
+
+def schedule_conv_nd(outs: Any, oc_tile: int = 16, ow_tile: int = 16) -> Schedule:
+    """x86 schedule of the N-d convolutions of ``topi.nn.conv_nd`` (1-D, 3-D, transposed,
+    grouped): the NCHW register tile generalized, ``oc_tile`` channels x ``ow_tile`` columns of
+    the last spatial axis, parallel over (batch, channel block, other spatial axes)."""
+    outs = _outputs(outs)
+    s, conv = _find(outs, "conv_nd")
+    if conv is None:
+        raise ValueError("schedule_conv_nd: no conv_nd stage among the outputs' inputs")
+    out = outs[0]
+    for t in conv.op.input_tensors:
+        _schedule_pad(s, t)
+    ow = int(conv.shape[-1])
+    oc = int(conv.shape[1])
+    ow_tile, oc_tile = min(ow_tile, ow), min(oc_tile, oc)
+    if conv.op is out.op:
+        CC = s.cache_write(conv, "local")
+    else:
+        s[conv].set_scope("local")
+        CC = conv
+    n, f, *sp, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=oc_tile)
+    xo, xi = s[out].split(x, factor=ow_tile)
+    s[out].reorder(n, fo, *sp, xo, fi, xi)
+    s[out].vectorize(xi)
+    task = s[out].fuse(n, fo, *sp)
+    s[out].parallel(task)
+    s[CC].compute_at(s[out], xo)
+    cn, cf, *csp, cx = s[CC].op.axis
+    s[CC].reorder(cn, *csp, *s[CC].op.reduce_axis, cf, cx)
+    s[CC].unroll(cf)
+    s[CC].vectorize(cx)
+    return s
+
+
+schedule_conv1d_ncw = schedule_conv_nd
+schedule_group_conv1d_ncw = schedule_conv_nd
+schedule_conv3d_ncdhw = schedule_conv_nd
+schedule_conv1d_transpose_ncw = schedule_conv_nd
+schedule_group_conv2d_transpose_nchw = schedule_conv_nd
+schedule_conv3d_transpose_ncdhw = schedule_conv_nd
