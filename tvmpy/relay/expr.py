@@ -149,6 +149,8 @@ class RelayExpr(Node):
     @property
     def checked_type(self) -> Type:
         t = getattr(self, "_checked_type", None)
+        if t is None and isinstance(self, Var) and self.type_annotation is not None:
+            return self.type_annotation  # a parameter's type is its annotation
         if t is None:
             raise ValueError(
                 "the type of this expression is not known yet: run relay.transform.InferType() "
