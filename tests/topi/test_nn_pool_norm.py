@@ -78,7 +78,7 @@ def test_batch_norm(axis, center, scale):
 
 @pytest.mark.parametrize("shape,axis,target", [
     ((3, 37), -1, "llvm"), ((2, 5, 7), [1, 2], "llvm"), ((2, 5, 7), 1, "llvm"),
-    ((2, 3, 4), -1, "c"),
+    ((2, 3, 4), -1, "c"), ((5, 48), -1, "llvm"), ((2, 64), -1, "c"),  # vectorized (rfactor) rows
 ])
 def test_layer_norm(shape, axis, target):
     axes = [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
@@ -93,7 +93,7 @@ def test_layer_norm(shape, axis, target):
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("shape,axis,target", [
     ((3, 37), -1, "llvm"), ((2, 5, 7), 1, "llvm"), ((2, 5, 7), 0, "llvm"), ((13,), 0, "llvm"),
-    ((1, 4, 3), -1, "c"),
+    ((1, 4, 3), -1, "c"), ((3, 2, 64), -1, "llvm"), ((2, 32), -1, "c"),  # vectorized rows
 ])
 def test_softmax(log, shape, axis, target):
     X = te.placeholder(shape, name="X")
@@ -103,7 +103,7 @@ def test_softmax(log, shape, axis, target):
 
 
 def test_softmax_is_stable_for_large_inputs():
-    X = te.placeholder((2, 33), name="X")
+    X = te.placeholder((2, 64), name="X")
     for fn, ref in ((nn.softmax, testing.softmax_python),
                     (nn.log_softmax, testing.log_softmax_python)):
         res = check([X], fn(X), topi.x86.schedule_softmax, ref, low=500.0, high=1000.0)

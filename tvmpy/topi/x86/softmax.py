@@ -14,11 +14,45 @@ if TYPE_CHECKING:
 __all__ = ["schedule_softmax", "schedule_row_stages"]
 
 
+def _const(x: Any) -> int | None:
+    x = x.value if hasattr(x, "value") else x
+    return x if isinstance(x, int) else None
+
+
+def _vector_rfactor(s: Schedule, st: Any, lanes: int = 16) -> Any:
+    """Split a one-axis reduction stage by ``lanes`` and factor it (rfactor): the partial
+    results of ``lanes`` independent accumulators form one vector, so the row is reduced at
+    vector speed and only the final ``lanes`` values serially. Returns the rf tensor (or None
+    when the extent is not a multiple of ``lanes``)."""
+    if len(s[st].op.reduce_axis) != 1:
+        return None
+    (k,) = s[st].op.reduce_axis
+    ext = _const(k.dom.extent)
+    if ext is None or ext % lanes or ext < 2 * lanes:
+        return None
+    _, ki = s[st].split(k, factor=lanes)
+    rf = s.rfactor(st, ki, factor_axis=len(st.shape))
+    s[rf].set_scope("local")
+    *data, rv = s[rf].op.axis
+    s[rf].reorder(*data, *s[rf].op.reduce_axis, rv)
+    s[rf].vectorize(rv)
+    return rf
+
+
 def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list[Any]) -> None:
     """Make the axes of ``out`` that are not in ``axes`` one fused parallel loop and compute
     ``row_stages`` (the per-row reductions and temporaries) inside it; the last reduced axis,
-    when it is the innermost one, is vectorized."""
+    when it is the innermost one, is vectorized, and so are one-axis row reductions (by
+    rfactor) and the element-wise row temporaries."""
     leaf = list(s[out].op.axis)
+    innermost = bool(axes) and axes[-1] == len(leaf) - 1
+    rfs = []
+    if innermost:
+        for st in row_stages:
+            if s[st].op.reduce_axis:
+                rf = _vector_rfactor(s, st)
+                if rf is not None:
+                    rfs.append(rf)
     keep = [iv for i, iv in enumerate(leaf) if i not in axes]
     red = [leaf[i] for i in axes]
     s[out].reorder(*keep, *red)
@@ -26,9 +60,15 @@ def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list
         return
     task = s[out].fuse(*keep) if len(keep) > 1 else keep[0]
     s[out].parallel(task)
-    for st in row_stages:
+    for st in [*rfs, *row_stages]:
         s[st].compute_at(s[out], task)
-    if axes and axes[-1] == len(leaf) - 1:
+    for st in row_stages:
+        if innermost and not s[st].op.reduce_axis and len(st.shape) == len(leaf):
+            ext = _const(st.shape[-1])
+            if ext is not None and ext % 16 == 0:
+                _, vi = s[st].split(s[st].op.axis[-1], factor=16)
+                s[st].vectorize(vi)
+    if innermost:
         ext = out.shape[-1]
         ext = int(ext.value) if hasattr(ext, "value") else ext
         if isinstance(ext, int) and ext > 16:
