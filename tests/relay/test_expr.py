@@ -315,3 +315,18 @@ def test_irmodule_structural_equal():
     assert len(m2) == 1 and len(m3) == 2
     with pytest.raises(NotImplementedError):
         relay.Function([], relay.const(1.0), None, ["T"])
+
+
+def test_well_formed():
+    from tvmpy.relay.analysis import well_formed
+
+    x = relay.var("x", shape=(2,))
+    v = relay.var("v")
+    assert well_formed(relay.Function([x], relay.Let(v, relay.exp(x), relay.add(v, v))))
+    assert not well_formed(relay.Let(v, x, relay.Let(v, x, v)))  # bound twice
+    f = relay.Function([x], relay.exp(x))
+    assert well_formed(relay.Tuple([f, f]))  # one function shared is fine
+    assert not well_formed(relay.Tuple([x, f]))  # x used outside the function binding it
+    assert not well_formed(relay.Tuple([f, x]))
+    assert not well_formed(relay.Function([x, x], x))
+    assert well_formed(relay.add(x, x))  # free variables are allowed

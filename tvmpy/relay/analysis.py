@@ -1,4 +1,4 @@
-"""Graph analyses (``relay.analysis``): free_vars, bound_vars, all_vars."""
+"""Graph analyses (``relay.analysis``): free_vars, bound_vars, all_vars, well_formed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from .expr import Function, Let, RelayExpr, Var
 from .visitor import post_order_visit
 
-__all__ = ["free_vars", "bound_vars", "all_vars"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "well_formed"]
 
 
 def all_vars(expr: RelayExpr) -> list[Var]:
@@ -58,3 +58,52 @@ def free_vars(expr: RelayExpr) -> list[Var]:
 
     post_order_visit(expr, f)
     return used
+
+
+def well_formed(expr: RelayExpr) -> bool:
+    """True when every variable is bound at most once (one Let or one parameter list) and no
+    bound variable is used outside the scope that binds it. Passes should keep graphs well formed."""
+    from .expr import Call, If, Tuple, TupleGetItem
+    from .visitor import deep_recursion
+
+    binders: dict[int, int] = {}  # var id -> id of the node binding it
+    ok = True
+
+    def record(n: Any) -> None:
+        nonlocal ok
+        vs = n.params if isinstance(n, Function) else (n.var,) if isinstance(n, Let) else ()
+        if len({id(v) for v in vs}) != len(vs):
+            ok = False
+        for v in vs:
+            if binders.setdefault(id(v), id(n)) != id(n):
+                ok = False
+
+    post_order_visit(expr, record)
+    if not ok:
+        return False
+    memo: dict[tuple[int, frozenset[int]], bool] = {}
+
+    def walk(e: Any, scope: frozenset[int]) -> bool:
+        key = (id(e), scope)
+        if key in memo:
+            return memo[key]
+        res = True
+        if isinstance(e, Var):
+            res = id(e) in scope or id(e) not in binders
+        elif isinstance(e, Let):
+            res = walk(e.value, scope) and walk(e.body, scope | {id(e.var)})
+        elif isinstance(e, Function):
+            res = walk(e.body, scope | {id(p) for p in e.params})
+        elif isinstance(e, Call):
+            res = walk(e.op, scope) and all(walk(a, scope) for a in e.args)
+        elif isinstance(e, Tuple):
+            res = all(walk(f, scope) for f in e.fields)
+        elif isinstance(e, TupleGetItem):
+            res = walk(e.tuple_value, scope)
+        elif isinstance(e, If):
+            res = all(walk(x, scope) for x in (e.cond, e.true_branch, e.false_branch))
+        memo[key] = res
+        return res
+
+    with deep_recursion():
+        return walk(expr, frozenset())
