@@ -62,6 +62,7 @@ def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list
     s[out].parallel(task)
     for st in [*rfs, *row_stages]:
         s[st].compute_at(s[out], task)
+        s[st].set_scope("local")  # stack when small and constant, not a heap block per row
     for st in row_stages:
         if innermost and not s[st].op.reduce_axis and len(st.shape) == len(leaf):
             ext = _const(st.shape[-1])
