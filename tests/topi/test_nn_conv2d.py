@@ -196,3 +196,16 @@ def test_conv2d_bias_relu_epilogues_fuse():
     out = topi.relu(topi.add(nn.conv2d_NCHWc(Ab, Wb, 2, 1, 1), bb))
     check([Ab, Wb, bb], out, topi.x86.schedule_conv2d_NCHWc,
           lambda a, w, bias: np.maximum(testing.conv2d_NCHWc_python(a, w, 2, 1) + bias, 0))
+
+
+def test_conv2d_and_dense_on_the_loop_interpreter():
+    """The same x86 schedules, run by the loop-IR interpreter (an oracle independent of
+    codegen)."""
+    A = te.placeholder((1, 2, 5, 4), name="A")
+    W = te.placeholder((3, 2, 3, 3), name="W")
+    check([A, W], nn.conv2d_nchw(A, W, 2, (1, 0, 1, 1), 1), topi.x86.schedule_conv2d_nchw,
+          lambda a, w: testing.conv2d_nchw_python(a, w, 2, (1, 0, 1, 1), 1), target="interp")
+    X = te.placeholder((2, 32), name="X")
+    V = te.placeholder((3, 32), name="V")
+    check([X, V], nn.dense(X, V), topi.x86.schedule_dense, testing.dense_python,
+          target="interp")
