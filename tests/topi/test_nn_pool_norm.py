@@ -221,3 +221,14 @@ def test_dilate():
         nn.dilate(A, (1, 2))
     with pytest.raises(ValueError, match="lrn: size must be a positive int"):
         nn.lrn(A, 0)
+
+
+def test_pad():
+    A = te.placeholder((2, 3, 4), name="A")
+    out = nn.pad(A, [0, 1, 2], [1, 0, 3], pad_value=-2.5)
+    check([A], out, topi.x86.schedule_injective,
+          lambda a: np.pad(a, ((0, 1), (1, 0), (2, 3)), constant_values=-2.5))
+    with pytest.raises(ValueError, match="data is 3-D but pad_before has 2"):
+        nn.pad(A, [1, 1])
+    with pytest.raises(ValueError, match="padding must be >= 0"):
+        nn.pad(A, [0, -1, 0])
