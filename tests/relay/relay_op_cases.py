@@ -95,6 +95,18 @@ def op_cases():
         "isfinite": (relay.isfinite(m), (3, 5), "bool"),
         "logical_xor": (relay.logical_xor(b, b), (3, 5), "bool"),
     })
+    x3 = relay.var("x3", shape=(2, 4, 11))
+    x5 = relay.var("x5", shape=(1, 2, 5, 6, 7))
+    cases.update({
+        "nn.conv1d": (relay.nn.conv1d(x3, _c(6, 2, 3), strides=2, padding=(1, 2), groups=2),
+                      (2, 6, 6)),
+        "nn.conv3d": (relay.nn.conv3d(x5, _c(3, 2, 3, 2, 3), padding=1, dilation=(1, 2, 1)),
+                      (1, 3, 5, 6, 7)),
+        "nn.max_pool1d": (relay.nn.max_pool1d(x3, 3, 2, padding=1), (2, 4, 6)),
+        "nn.avg_pool1d": (relay.nn.avg_pool1d(x3, 2, count_include_pad=True), (2, 4, 10)),
+        "nn.max_pool3d": (relay.nn.max_pool3d(x5, 2, 2), (1, 2, 2, 3, 3)),
+        "nn.avg_pool3d": (relay.nn.avg_pool3d(x5, (1, 2, 3), 1, padding=(0, 1, 1)), (1, 2, 5, 7, 7)),
+    })
     for n in ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:
         cases[n] = (getattr(relay, n)(relay.var("u", shape=(3, 5))), (3, 5))
     cases["bitwise_not"] = (relay.bitwise_not(iv), (3, 5), "int32")

@@ -204,3 +204,20 @@ def test_extra_ops_against_numpy():
     np.testing.assert_allclose(evaluate(relay.arange(1.0, 2.0, 0.3)), np.arange(1.0, 2.0, 0.3),
                                rtol=1e-6)
     np.testing.assert_array_equal(evaluate(relay.arange(7, 0, -3, dtype="int32")), [7, 4, 1])
+
+
+def test_conv1d_pool1d_agree_with_2d():
+    x = rng.standard_normal((2, 4, 13)).astype("float32")
+    w = rng.standard_normal((6, 2, 3)).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    c1 = evaluate(relay.Function([xv], relay.nn.conv1d(xv, relay.const(w), strides=2,
+                                                       padding=(1, 2), dilation=2, groups=2)), x)
+    x4 = relay.var("x4", shape=(2, 4, 1, 13))
+    c2 = evaluate(relay.Function([x4], relay.nn.conv2d(x4, relay.const(w[:, :, None, :]),
+                                                       strides=(1, 2), padding=(0, 1, 0, 2),
+                                                       dilation=(1, 2), groups=2)), x[:, :, None])
+    np.testing.assert_allclose(c1, c2[:, :, 0], rtol=1e-5, atol=1e-5)
+    p1 = evaluate(relay.Function([xv], relay.nn.avg_pool1d(xv, 3, 2, padding=1)), x)
+    p2 = evaluate(relay.Function([x4], relay.nn.avg_pool2d(x4, (1, 3), (1, 2), padding=(0, 1))),
+                  x[:, :, None])
+    np.testing.assert_allclose(p1, p2[:, :, 0], rtol=1e-6)

@@ -17,7 +17,8 @@ __all__ = [
     "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
     "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "instance_norm", "group_norm",
-    "depth_to_space", "space_to_depth",
+    "depth_to_space", "space_to_depth", "conv1d", "conv3d", "max_pool1d", "max_pool3d",
+    "avg_pool1d", "avg_pool3d",
 ]  # fmt: skip
 
 
@@ -594,3 +595,11 @@ def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 
 
 
 from .extra import depth_to_space, group_norm, instance_norm, space_to_depth  # noqa: E402
+from .nn_nd import (  # noqa: E402
+    avg_pool1d,
+    avg_pool3d,
+    conv1d,
+    conv3d,
+    max_pool1d,
+    max_pool3d,
+)

@@ -550,6 +550,32 @@ def _space_to_depth(attrs, ins, t):
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
+def _conv_nd(attrs, ins, t):
+    n = ins[0].ndim - 2
+    p = attrs.padding
+    out = _ref().conv_nd_python(ins[0], ins[1], attrs.strides, p[:n], p[n:], attrs.dilation,
+                                attrs.groups)
+    return out.astype(_dtype(t))
+
+
+def _pool_nd(kind: str):
+    def f(attrs, ins, t):
+        n = ins[0].ndim - 2
+        p = attrs.padding
+        out = _ref().pool_nd_python(ins[0], attrs.pool_size, attrs.strides, attrs.dilation, p[:n],
+                                    p[n:], kind, attrs.ceil_mode,
+                                    attrs.get("count_include_pad", False))
+        return out.astype(_dtype(t))
+
+    return f
+
+
+for _d in (1, 3):
+    FNUMPY[f"nn.conv{_d}d"] = _conv_nd
+    FNUMPY[f"nn.max_pool{_d}d"] = _pool_nd("max")
+    FNUMPY[f"nn.avg_pool{_d}d"] = _pool_nd("avg")
+
+
 def register_all() -> None:
     for name, f in FNUMPY.items():
         try:
