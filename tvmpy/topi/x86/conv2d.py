@@ -106,6 +106,21 @@ def _schedule_pad(s: Schedule, t: Tensor) -> None:
     axes = s[t].op.axis
     outer = s[t].fuse(*axes[:2]) if len(axes) > 2 else axes[0]
     s[t].parallel(outer)
+    vectorize_inner(s, t)
+
+
+def vectorize_inner(s: Schedule, t: Tensor, lanes: int = 16) -> None:
+    """Vectorize the innermost axis of stage ``t`` by ``lanes`` (padding conditions become lane
+    masks; masked-off lanes do not load)."""
+    inner = s[t].op.axis[-1]
+    ext = int(t.shape[-1].value) if hasattr(t.shape[-1], "value") else t.shape[-1]
+    if not isinstance(ext, int) or ext < 2:
+        return
+    if ext <= lanes:
+        s[t].vectorize(inner)
+    else:
+        _, vi = s[t].split(inner, factor=lanes)
+        s[t].vectorize(vi)
 
 
 def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int = 16,

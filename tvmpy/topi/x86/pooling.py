@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
 from ..nn.utils import traverse_inline
-from .conv2d import _outputs
+from .conv2d import _outputs, vectorize_inner
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -59,6 +59,7 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     for t in pool.op.input_tensors:
         if "pad" in t.op.tag:
             s[t].compute_at(s[out], task)
+            vectorize_inner(s, t)
     return s
 
 
