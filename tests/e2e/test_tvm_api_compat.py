@@ -410,3 +410,17 @@ def test_reduction_tutorial_conv_2d_reduction():
     f(tvm.nd.array(x), tvm.nd.array(w), o)
     ref = np.array([[(x[i:i + 3, j:j + 3] * w).sum() for j in range(9)] for i in range(9)])
     tvm.testing.assert_allclose(o.numpy(), ref, rtol=1e-5)
+
+
+def test_tensor_slice_indexing():
+    A = te.placeholder((3, 4, 5), name="A")
+    B = te.compute((3, 4, 5), lambda i, j, k: A[i][j][k] * 2 + A[i, j][k], name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B])
+    a = np.random.default_rng(10).random((3, 4, 5)).astype("float32")
+    b = tvm.nd.empty((3, 4, 5))
+    f(tvm.nd.array(a), b)
+    tvm.testing.assert_allclose(b.numpy(), a * 3, rtol=1e-6)
+    with pytest.raises(IndexError, match="index all its dimensions"):
+        te.compute((3,), lambda i: A[i] + 1)
+    with pytest.raises(IndexError, match="3 dimensions, indexed with 4"):
+        A[0][1][2, 3]

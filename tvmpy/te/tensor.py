@@ -40,9 +40,11 @@ class Tensor(Node):
     def ndim(self) -> int:
         return len(self.shape)
 
-    def __getitem__(self, indices: Any) -> E.ProducerLoad:
+    def __getitem__(self, indices: Any) -> E.ProducerLoad | TensorSlice:
         if not isinstance(indices, tuple):
             indices = (indices,)
+        if 0 < len(indices) < len(self.shape):
+            return TensorSlice(self, indices)  # TVM's A[i][j]
         if len(indices) != len(self.shape):
             raise IndexError(f"tensor {self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
         idx = []
@@ -69,6 +71,37 @@ class Tensor(Node):
 
     def __bool__(self) -> bool:
         return True
+
+
+class TensorSlice:
+    """``A[i]`` of a tensor with more dimensions: index it further (``A[i][j]``, as in TVM)."""
+
+    def __init__(self, tensor: Tensor, indices: tuple):
+        self.tensor, self.indices = tensor, indices
+
+    def __getitem__(self, indices: Any) -> E.ProducerLoad | TensorSlice:
+        return self.tensor[self.indices + (indices if isinstance(indices, tuple) else (indices,))]
+
+    @property
+    def dtype(self) -> str:
+        return self.tensor.dtype
+
+    def __repr__(self) -> str:
+        idx = ", ".join(str(i) for i in self.indices)
+        return f"{self.tensor.name}[{idx}]"
+
+    def error(self) -> IndexError:
+        """The error for using this slice as an element."""
+        t = self.tensor
+        return IndexError(f"tensor {t.name} has {len(t.shape)} dimensions, indexed with "
+                          f"{len(self.indices)} ({self!r}): index all its dimensions to read an "
+                          "element")
+
+    def _no_arith(self, *_: Any) -> Any:
+        raise self.error()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_arith
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __neg__ = _no_arith
 
 
 class Operation(Node):
@@ -312,6 +345,8 @@ def _check_name(what: str, name: Any) -> None:
 
 def _body_expr(name: str, b: Any) -> PrimExpr:
     """A compute body value as an expression; strings, None, tensors, arrays are refused."""
+    if isinstance(b, TensorSlice):
+        raise b.error()
     if isinstance(b, (Tensor, str, np.ndarray)) or b is None or not isinstance(b, (PrimExpr, IterVar, int, float, np.generic)):
         what = f"Tensor {b.name} (index it: {b.name}[i, ...])" if isinstance(b, Tensor) else type(b).__name__
         raise TypeError(f"compute {name}: fcompute must return an expression (or a list of them), got {what}")
