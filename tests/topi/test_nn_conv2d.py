@@ -209,3 +209,24 @@ def test_conv2d_and_dense_on_the_loop_interpreter():
     V = te.placeholder((3, 32), name="V")
     check([X, V], nn.dense(X, V), topi.x86.schedule_dense, testing.dense_python,
           target="interp")
+
+
+def test_schedules_with_a_reshaping_epilogue():
+    """An injective consumer of another shape (flatten/reshape): the op is computed whole,
+    then the consumer reads it."""
+    A = te.placeholder((1, 3, 6, 5), name="A")
+    W = te.placeholder((4, 3, 3, 3), name="W")
+    out = topi.reshape(topi.relu(nn.conv2d_nchw(A, W, 1, 1, 1)), (1, 120))
+    check([A, W], out, topi.x86.schedule_conv2d_nchw,
+          lambda a, w: np.maximum(testing.conv2d_nchw_python(a, w, 1, 1, 1), 0).reshape(1, 120))
+    X = te.placeholder((2, 32), name="X")
+    V = te.placeholder((6, 32), name="V")
+    out = topi.reshape(nn.dense(X, V), (3, 4))
+    check([X, V], out, topi.x86.schedule_dense,
+          lambda x, v: testing.dense_python(x, v).reshape(3, 4))
+    out = topi.reshape(nn.global_pool(A, "avg"), (1, 3))
+    check([A], out, topi.x86.schedule_global_pool,
+          lambda a: testing.global_pool_python(a, "avg").reshape(1, 3))
+    out = topi.reshape(nn.pool2d(A, 2, 2, 1, 0, "max"), (3, 6))
+    check([A], out, topi.x86.schedule_pool,
+          lambda a: testing.pool2d_python(a, 2, 2, 1, 0, "max").reshape(3, 6))

@@ -27,7 +27,7 @@ __all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedul
            "schedule_depthwise_conv2d_nchw", "schedule_conv2d_transpose_nchw", "schedule_conv_nd",
            "schedule_conv1d_ncw", "schedule_group_conv1d_ncw", "schedule_conv3d_ncdhw",
            "schedule_conv1d_transpose_ncw", "schedule_group_conv2d_transpose_nchw",
-           "schedule_conv3d_transpose_ncdhw"]
+           "schedule_conv3d_transpose_ncdhw", "anchor"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -156,6 +156,15 @@ def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: i
     s[CC].vectorize(cx)
 
 
+def anchor(main: Tensor, out: Tensor) -> Tensor:
+    """The stage a complex op's loop nest is built on: the fused output ``out`` when it has the
+    op's shape (its elementwise epilogue then runs on the register tile), else the op itself
+    (e.g. a reshape follows; the op is computed whole first)."""
+    def dims(t: Tensor) -> list[str]:
+        return [str(d) for d in t.shape]
+    return out if dims(out) == dims(main) else main
+
+
 def _find(outs: list[Tensor], tag: str) -> tuple[Schedule, Tensor | None]:
     from ..nn.utils import traverse_inline
 
@@ -176,7 +185,7 @@ def schedule_conv2d_nchw(outs: Any) -> Schedule:
     s, conv = _find(outs, "conv2d_nchw")
     if conv is None:
         raise ValueError("schedule_conv2d_nchw: no conv2d_nchw stage among the outputs' inputs")
-    schedule_conv_nchw_direct(s, conv, outs[0])
+    schedule_conv_nchw_direct(s, conv, anchor(conv, outs[0]))
     return s
 
 
@@ -186,7 +195,7 @@ def schedule_group_conv2d_nchw(outs: Any) -> Schedule:
     s, conv = _find(outs, "group_conv2d_nchw")
     if conv is None:
         raise ValueError("schedule_group_conv2d_nchw: no group_conv2d_nchw stage found")
-    schedule_conv_nchw_direct(s, conv, outs[0])
+    schedule_conv_nchw_direct(s, conv, anchor(conv, outs[0]))
     return s
 
 
@@ -198,7 +207,7 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
     s, conv = _find(outs, "conv2d_NCHWc")
     if conv is None:
         raise ValueError("schedule_conv2d_NCHWc: no conv2d_NCHWc stage found")
-    out = outs[0]
+    out = anchor(conv, outs[0])
     for t in conv.op.input_tensors:
         _schedule_pad(s, t)
     ow = int(conv.shape[3])
@@ -236,7 +245,7 @@ def schedule_depthwise_conv2d_nchw(outs: Any) -> Schedule:
     s, conv = _find(outs, "depthwise_conv2d_nchw")
     if conv is None:
         raise ValueError("schedule_depthwise_conv2d_nchw: no depthwise_conv2d_nchw stage found")
-    schedule_conv_nchw_direct(s, conv, outs[0], oc_tile=4)
+    schedule_conv_nchw_direct(s, conv, anchor(conv, outs[0]), oc_tile=4)
     return s
 
 
@@ -247,7 +256,7 @@ def schedule_conv2d_transpose_nchw(outs: Any) -> Schedule:
     s, conv = _find(outs, "conv2d_transpose_nchw")
     if conv is None:
         raise ValueError("schedule_conv2d_transpose_nchw: no conv2d_transpose_nchw stage found")
-    schedule_conv_nchw_direct(s, conv, outs[0])
+    schedule_conv_nchw_direct(s, conv, anchor(conv, outs[0]))
     return s
 
 
@@ -259,7 +268,7 @@ def schedule_conv_nd(outs: Any, oc_tile: int = 16, ow_tile: int = 16) -> Schedul
     s, conv = _find(outs, "conv_nd")
     if conv is None:
         raise ValueError("schedule_conv_nd: no conv_nd stage among the outputs' inputs")
-    out = outs[0]
+    out = anchor(conv, outs[0])
     for t in conv.op.input_tensors:
         _schedule_pad(s, t)
     ow = int(conv.shape[-1])

@@ -19,7 +19,7 @@ from ...tir.op import if_then_else
 from ..nn.conv2d import _cast
 from ..nn.dense import add_bias, batch_matmul
 from ..nn.utils import check_rank, get_const_tuple, infer_out_dtype, traverse_inline
-from .conv2d import _outputs
+from .conv2d import _outputs, anchor
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -158,10 +158,11 @@ def _schedule(outs: Any, what: str) -> Schedule:
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    if mm.op.tag == "dense" and len(outs[0].shape) == 2:
-        _schedule_dot(s, mm, outs[0])
+    out = anchor(mm, outs[0])
+    if mm.op.tag == "dense":
+        _schedule_dot(s, mm, out)
     else:
-        _schedule_tiled(s, mm, outs[0])
+        _schedule_tiled(s, mm, out)
     return s
 
 

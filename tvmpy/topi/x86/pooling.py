@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
 from ..nn.utils import traverse_inline
-from .conv2d import _outputs, vectorize_inner
+from .conv2d import _outputs, anchor, vectorize_inner
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -40,7 +40,7 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
         raise ValueError(f"schedule_pool: layout {layout!r} is not supported (NCW, NCHW, NCDHW)")
     outs = _outputs(outs)
     s, pool = _find(outs, ("pool_max", "pool_sum"), "schedule_pool")
-    out = outs[0]
+    out = anchor(pool, outs[0])
     vw = min(16, _int(pool.shape[-1]))
     if pool.op is out.op:
         CC = s.cache_write(pool, "local")
@@ -71,7 +71,7 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     outs = _outputs(outs)
     s, pool = _find(outs, ("global_pool_max", "global_pool_sum", "adaptive_pool_max",
                            "adaptive_pool_sum"), "schedule_global_pool")
-    out = outs[0]
+    out = anchor(pool, outs[0])
     n, c, *_ = s[out].op.axis
     task = s[out].fuse(n, c)
     s[out].parallel(task)
