@@ -149,6 +149,10 @@ SCHED_CASES = [
      "nparts must be positive, got -1"),
     ("split-neither", _sched(lambda s, A, C, D, k: s[C].split(C.op.axis[0])), ValueError,
      "exactly one of factor= or nparts="),
+    ("split-factor-too-big", _sched(lambda s, A, C, D, k: s[C].split(C.op.axis[0], factor=2**40)), ValueError,
+     "split: factor=1099511627776 does not fit the int32 loop variable of axis i"),
+    ("decl_tensor_intrin-fintrin", _sched(lambda s, A, C, D, k: te.decl_tensor_intrin(C.op, 5)), TypeError,
+     "fintrin must be a function"),
     ("split-axis-int", _sched(lambda s, A, C, D, k: s[C].split(0, factor=2)), TypeError,
      "split: expected an IterVar of stage C, got int 0"),
     ("tile-factor-0", _sched(lambda s, A, C, D, k: s[C].tile(*C.op.axis, 0, 2)), ValueError,
@@ -431,9 +435,11 @@ def test_interpreter_time_evaluator_checks_counts(what):
         f.time_evaluator("f", tvm.cpu(0), **{what: 0})
 
 
-def test_export_to_a_directory(tmp_path):
-    with pytest.raises(IsADirectoryError, match="Is a directory"):
-        _module("llvm").export_library(str(tmp_path))
+@pytest.mark.parametrize("where", ["directory", "empty"])
+def test_export_to_a_directory(tmp_path, where):
+    path = str(tmp_path) if where == "directory" else ""
+    with pytest.raises(ValueError, match="export_library: expected the path of the library file"):
+        _module("llvm").export_library(path)
     assert os.listdir(tmp_path) == []
 
 

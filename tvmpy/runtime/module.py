@@ -332,6 +332,9 @@ class Module:
         """Write one shared library with the code of this module and all its imports and the
         metadata ``load_module`` reads."""
         file_name = os.fspath(file_name)
+        if not file_name or os.path.isdir(file_name):
+            raise ValueError(f"export_library: expected the path of the library file to write (e.g. "
+                             f"'mod.so'), got {'a directory ' if file_name else ''}{file_name!r}")
         if not self._objects and self._lib_path is not None and self._self_contained():
             if os.path.abspath(file_name) != os.path.abspath(self._lib_path):
                 tmp = f"{os.path.abspath(file_name)}.{os.getpid()}.tmp"

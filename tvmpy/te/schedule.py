@@ -148,6 +148,11 @@ class Stage:
         if isinstance(amount, E.IntImm) and amount.value <= 0:
             which = "factor" if factor is not None else "nparts"
             raise ValueError(f"split: {which} must be positive, got {amount.value}")
+        bits = int("".join(c for c in parent.var.dtype if c.isdigit()) or 32)
+        if isinstance(amount, E.IntImm) and amount.value >= 2 ** (bits - 1):
+            which = "factor" if factor is not None else "nparts"
+            raise ValueError(f"split: {which}={amount.value} does not fit the {parent.var.dtype} loop "
+                             f"variable of axis {_ivname(parent)}")
         amount = E.cast(amount, parent.var.dtype)
         it = parent.iter_type
         dt_ = parent.var.dtype

@@ -104,6 +104,9 @@ def decl_tensor_intrin(op: Operation | Tensor, fintrin: Callable[..., Any],
     if not isinstance(op, ComputeOp):
         raise TypeError(f"decl_tensor_intrin {name}: op must be a te.compute operation, got "
                         f"{type(op).__name__}")
+    if not callable(fintrin):
+        raise TypeError(f"decl_tensor_intrin {name}: fintrin must be a function (ins, outs) -> "
+                        f"statements, got {type(fintrin).__name__} {fintrin!r}")
     inputs = op.input_tensors
     for t in inputs:
         if not isinstance(t.op, PlaceholderOp):
