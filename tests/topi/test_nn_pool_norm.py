@@ -232,3 +232,25 @@ def test_pad():
         nn.pad(A, [1, 1])
     with pytest.raises(ValueError, match="padding must be >= 0"):
         nn.pad(A, [0, -1, 0])
+
+
+@pytest.mark.parametrize("pool_type,ceil_mode,cip", [("max", False, True), ("avg", True, False),
+                                                     ("avg", False, True)])
+def test_pool2d_nchwc(pool_type, ceil_mode, cip):
+    A = te.placeholder((2, 2, 9, 8, 4), name="A")
+    out = nn.pool2d(A, 3, 2, 1, (1, 1, 0, 1), pool_type, ceil_mode, "NCHW4c", cip)
+    s = lambda outs: topi.x86.schedule_pool(outs, "NCHW4c")  # noqa: E731
+    check([A], out, s, lambda a: testing.nchw_to_nchwc(testing.pool2d_python(
+        testing.nchwc_to_nchw(a), 3, 2, 1, (1, 1, 0, 1), pool_type, ceil_mode, cip), 4))
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+def test_global_pool_nchwc(pool_type):
+    A = te.placeholder((2, 3, 5, 7, 8), name="A")
+    out = nn.global_pool(A, pool_type, "NCHW8c")
+    check([A], out, topi.x86.schedule_global_pool, lambda a: testing.nchw_to_nchwc(
+        testing.global_pool_python(testing.nchwc_to_nchw(a), pool_type), 8))
+    with pytest.raises(ValueError, match="layout 'NHWC' is not supported"):
+        nn.global_pool(A, pool_type, "NHWC")
+    with pytest.raises(ValueError, match="last axis is 8"):
+        nn.pool2d(A, 2, 2, 1, 0, pool_type, layout="NCHW4c")

@@ -9,6 +9,7 @@ padding; the extra cells it covers past the padding count neither as data nor as
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
@@ -49,14 +50,19 @@ def _count(base: Any, k: int, d: int, lo: int, hi: int) -> Any:
 
 def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list[int],
              after: list[int], pool_type: str, ceil_mode: bool, count_include_pad: bool,
-             op: str) -> Tensor:
-    """Pooling over the trailing ``len(kernel)`` axes of an ``[N, C, *spatial]`` tensor."""
+             op: str, block: int = 0) -> Tensor:
+    """Pooling over the ``len(kernel)`` spatial axes of an ``[N, C, *spatial]`` tensor (with
+    ``block``: ``[N, C/block, *spatial, block]``, the NCHW{c} layout)."""
     if pool_type not in ("max", "avg"):
         raise ValueError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
     nsp = len(kernel)
-    check_rank(data, 2 + nsp, op, "data", "NC" + "DHW"[3 - nsp:])
+    tail = 1 if block else 0
+    layout = "NC" + "DHW"[3 - nsp:] + (f"{block}c" if block else "")
+    check_rank(data, 2 + nsp + tail, op, "data", layout)
     shape = get_const_tuple(data.shape, f"{op}: data shape")
-    sizes = shape[2:]
+    if block and shape[-1] != block:
+        raise ValueError(f"{op}: layout {layout} but the data's last axis is {shape[-1]}")
+    sizes = shape[2:2 + nsp]
     names = ("depth", "height", "width")[3 - nsp:]
     outs = [pool_out_size(sizes[i], kernel[i], stride[i], dilation[i], before[i], after[i],
                           ceil_mode, names[i], op) for i in range(nsp)]
@@ -67,13 +73,16 @@ def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list
     src = data
     if any(before) or any(a + e for a, e in zip(after, extra)):
         pad_value = min_value(data.dtype) if pool_type == "max" else 0.0
-        src = pad(data, [0, 0, *before], [0, 0, *(a + e for a, e in zip(after, extra))],
+        src = pad(data, [0, 0, *before, *[0] * tail],
+                  [0, 0, *(a + e for a, e in zip(after, extra)), *[0] * tail],
                   pad_value=pad_value, name="pad_temp")
-    out_shape = (*shape[:2], *outs)
+    out_shape = (*shape[:2], *outs, *shape[2 + nsp:])
 
     def window(idx: tuple) -> Any:
         b, ch, *sp = idx
-        return src[(b, ch, *(sp[i] * stride[i] + rs[i] * dilation[i] for i in range(nsp)))]
+        rest = tuple(sp[nsp:])
+        return src[(b, ch, *(sp[i] * stride[i] + rs[i] * dilation[i] for i in range(nsp)),
+                    *rest)]
 
     if pool_type == "max":
         return compute(out_shape, lambda *i: te_max(window(i), axis=rs), name="pool_max",
@@ -121,18 +130,28 @@ def _pads(padding: Any, n: int, op: str) -> tuple[list[int], list[int]]:
     return vals[:n], vals[n:]
 
 
+def _block_of(layout: str, base: str, op: str) -> int:
+    """0 for ``base`` ("NCHW"), ``c`` for ``base + "{c}c"`` (the blocked layout)."""
+    if layout == base:
+        return 0
+    m = re.fullmatch(base + r"(\d+)c", layout)
+    if not m or int(m.group(1)) < 1:
+        raise ValueError(f"{op}: layout {layout!r} is not supported ({base!r} or "
+                         f"{base + '<c>c'!r})")
+    return int(m.group(1))
+
+
 def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
            ceil_mode: bool = False, layout: str = "NCHW", count_include_pad: bool = True
            ) -> Tensor:
-    """Max or average pooling over ``kernel`` windows of an NCHW tensor; ``padding``
-    ``(top, left, bottom, right)``, a pair or an int."""
-    if layout != "NCHW":
-        raise ValueError(f"pool2d: layout {layout!r} is not supported (only 'NCHW')")
+    """Max or average pooling over ``kernel`` windows of an NCHW (or NCHW{c}) tensor;
+    ``padding`` ``(top, left, bottom, right)``, a pair or an int."""
+    block = _block_of(layout, "NCHW", "pool2d")
     kh, kw = pair(kernel, "pool2d: kernel")
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
     return _pool_nd(data, [kh, kw], list(pair(stride, "pool2d: stride")),
                     list(pair(dilation, "pool2d: dilation")), [pt, pl], [pb, pr], pool_type,
-                    ceil_mode, count_include_pad, "pool2d")
+                    ceil_mode, count_include_pad, "pool2d", block)
 
 
 def pool1d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
@@ -165,24 +184,26 @@ def pool3d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, 
 
 
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
-    """Max or average over H and W: ``[N, C, H, W]`` -> ``[N, C, 1, 1]``."""
-    if layout != "NCHW":
-        raise ValueError(f"global_pool: layout {layout!r} is not supported (only 'NCHW')")
+    """Max or average over H and W: ``[N, C, H, W]`` -> ``[N, C, 1, 1]`` (NCHW{c}:
+    ``[N, C/c, H, W, c]`` -> ``[N, C/c, 1, 1, c]``)."""
+    block = _block_of(layout, "NCHW", "global_pool")
     if pool_type not in ("max", "avg"):
         raise ValueError(f"global_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    check_rank(data, 4, "global_pool", "data", "NCHW")
-    n, c, h, w = data.shape
+    check_rank(data, 5 if block else 4, "global_pool", "data", layout)
+    n, c, h, w = data.shape[:4]
+    tail = tuple(data.shape[4:])
     ry = reduce_axis((0, h), name="ry")
     rx = reduce_axis((0, w), name="rx")
+    oshape = (n, c, 1, 1, *tail)
     if pool_type == "max":
-        return compute((n, c, 1, 1), lambda b, ch, y, x: te_max(data[b, ch, ry, rx],
-                                                                 axis=[ry, rx]),
+        return compute(oshape, lambda *i: te_max(data[(i[0], i[1], ry, rx, *i[4:])],
+                                                 axis=[ry, rx]),
                        name="global_pool_max", tag="global_pool_max")
-    total = compute((n, c, 1, 1), lambda b, ch, y, x: te_sum(data[b, ch, ry, rx],
-                                                              axis=[ry, rx]),
+    total = compute(oshape, lambda *i: te_sum(data[(i[0], i[1], ry, rx, *i[4:])],
+                                              axis=[ry, rx]),
                     name="global_pool_sum", tag="global_pool_sum")
     div = (h * w).astype(data.dtype) if hasattr(h * w, "astype") else const(h * w, data.dtype)
-    return compute((n, c, 1, 1), lambda b, ch, y, x: total[b, ch, y, x] / div,
+    return compute(oshape, lambda *i: total[i] / div,
                    name="global_pool_avg", tag="elemwise,global_pool_avg")
 
 

@@ -3,6 +3,7 @@ plane, then computes output rows with a vector of output columns per window posi
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
@@ -35,12 +36,14 @@ def _int(x: Any) -> int:
 
 
 def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
-    """x86 schedule of ``topi.nn.pool1d/2d/3d`` (max or avg, + fused elementwise consumers)."""
-    if layout not in ("NCW", "NCHW", "NCDHW"):
-        raise ValueError(f"schedule_pool: layout {layout!r} is not supported (NCW, NCHW, NCDHW)")
+    """x86 schedule of ``topi.nn.pool1d/2d/3d`` (max or avg, + fused elementwise consumers).
+    In a blocked layout (NCHW{c}) the channel block is the vector, every load contiguous."""
     outs = _outputs(outs)
     s, pool = _find(outs, ("pool_max", "pool_sum"), "schedule_pool")
     out = anchor(pool, outs[0])
+    if re.fullmatch(r"NC[DHW]*\d+c", layout):
+        _schedule_pool_blocked(s, pool, out)
+        return s
     vw = min(16, _int(pool.shape[-1]))
     if pool.op is out.op:
         CC = s.cache_write(pool, "local")
@@ -63,15 +66,36 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     return s
 
 
+def _schedule_pool_blocked(s: Schedule, pool: Tensor, out: Tensor) -> None:
+    if pool.op is out.op:
+        CC = s.cache_write(pool, "local")
+    else:
+        s[pool].set_scope("local")
+        CC = pool
+    n, c, *sp, blk = s[out].op.axis
+    task = s[out].fuse(n, c)
+    s[out].parallel(task)
+    s[out].vectorize(blk)
+    s[CC].compute_at(s[out], sp[-1])
+    *_, cb = s[CC].op.axis
+    s[CC].reorder(*s[CC].op.reduce_axis, cb)
+    s[CC].vectorize(cb)
+    for t in pool.op.input_tensors:
+        if "pad" in t.op.tag:
+            s[t].compute_at(s[out], task)
+            s[t].vectorize(s[t].op.axis[-1])
+
+
 def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     """x86 schedule of ``topi.nn.global_pool`` / ``adaptive_pool``: parallel over (batch,
     channel)."""
-    if layout != "NCHW":
-        raise ValueError(f"schedule_global_pool: layout {layout!r} is not supported")
     outs = _outputs(outs)
     s, pool = _find(outs, ("global_pool_max", "global_pool_sum", "adaptive_pool_max",
                            "adaptive_pool_sum"), "schedule_global_pool")
     out = anchor(pool, outs[0])
+    if len(pool.shape) == 5:  # NCHW{c}: the channel block is the vector
+        _schedule_pool_blocked(s, pool, out)
+        return s
     n, c, *_ = s[out].op.axis
     task = s[out].fuse(n, c)
     s[out].parallel(task)
