@@ -424,3 +424,46 @@ def test_tensor_slice_indexing():
         te.compute((3,), lambda i: A[i] + 1)
     with pytest.raises(IndexError, match="3 dimensions, indexed with 4"):
         A[0][1][2, 3]
+
+
+def test_low_level_custom_pass_ir_transform():
+    """The "Writing a Customized Pass" tutorial, applied by hand to the schedule's loop IR."""
+    from tvmpy.te.schedule_ops import schedule_to_primfunc
+
+    n = tvm.tir.const(128, "int32")
+    a = te.placeholder((n,), name="a")
+    b = te.placeholder((n,), name="b")
+    c = te.compute((n,), lambda i: a[i] + b[i], name="c")
+    sch = te.create_schedule(c.op)
+    loops = []
+
+    def find_width8(op):
+        if isinstance(op, tvm.tir.For) and isinstance(op.extent, tvm.tir.IntImm):
+            if op.extent.value % 8 == 0:
+                loops.append(op)
+
+    def vectorize8(op):
+        if op in loops:
+            lo, li = te.var(op.loop_var.name + ".outer"), te.var(op.loop_var.name + ".inner")
+            body = tvm.tir.stmt_functor.substitute(op.body, {op.loop_var: lo * 8 + li})
+            body = tvm.tir.For(li, 0, 8, tvm.tir.ForKind.VECTORIZED, body)
+            return tvm.tir.For(lo, 0, op.extent.value // 8, tvm.tir.ForKind.SERIAL, body)
+        return None
+
+    func = schedule_to_primfunc(sch, [a, b, c], "main", {})
+    tvm.tir.stmt_functor.post_order_visit(func.body, find_width8)
+    assert len(loops) == 1
+    func = func.with_body(tvm.tir.stmt_functor.ir_transform(func.body, None, vectorize8,
+                                                            ["tir.For"]))
+    assert "ramp(" in str(tvm.lower(func))
+    f = tvm.build(func)
+    rng = np.random.default_rng(11)
+    x, y = rng.random(128).astype("float32"), rng.random(128).astype("float32")
+    z = tvm.nd.empty((128,))
+    f(tvm.nd.array(x), tvm.nd.array(y), z)
+    tvm.testing.assert_allclose(z.numpy(), x + y)
+    # preorder replacing a node stops the descent; only_enable filters the node types
+    seen = []
+    out = tvm.tir.stmt_functor.ir_transform(
+        func.body, lambda op: seen.append(type(op).__name__), None, ["BufferStore"])
+    assert out is func.body and seen == ["BufferStore"]

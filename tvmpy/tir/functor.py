@@ -15,7 +15,7 @@ from . import stmt as S
 from .buffer import Buffer
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substitute",
-           "collect_vars", "uses_var", "reads_memory", "referenced_vars"]
+           "collect_vars", "uses_var", "reads_memory", "referenced_vars", "ir_transform"]
 
 
 def _dispatch_table(cls: type, table_attr: str) -> dict:
@@ -150,6 +150,35 @@ def post_order_visit(node: Any, fvisit: Callable[[Any], None]) -> None:
                 fvisit(n)
 
     _V().visit(node)
+
+
+def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
+                 postorder: Callable[[Any], Any] | None,
+                 only_enable: list[str] | None = None) -> Any:
+    """TVM's ``tvm.tir.stmt_functor.ir_transform``: rewrite ``stmt`` with callbacks.
+
+    ``preorder(node)`` runs before a node's children: a non-None result replaces the node and
+    its children are not visited. Otherwise the children are transformed, then
+    ``postorder(node)`` may return a replacement. ``only_enable`` names the node types given to
+    the callbacks ("tir.For" or "For"); all types when None."""
+    names = None if only_enable is None else {str(n).split(".")[-1] for n in only_enable}
+
+    class _T(Mutator):
+        def visit(self, node: Any) -> Any:
+            on = isinstance(node, (E.PrimExpr, S.Stmt)) and (
+                names is None or type(node).__name__ in names)
+            if on and preorder is not None:
+                out = preorder(node)
+                if out is not None:
+                    return out
+            new = self.generic_visit(node)
+            if on and postorder is not None:
+                out = postorder(new)
+                if out is not None:
+                    return out
+            return new
+
+    return _T().visit(stmt)
 
 
 class _Substituter(Mutator):
