@@ -230,3 +230,21 @@ def test_schedules_with_a_reshaping_epilogue():
     out = topi.reshape(nn.pool2d(A, 2, 2, 1, 0, "max"), (3, 6))
     check([A], out, topi.x86.schedule_pool,
           lambda a: testing.pool2d_python(a, 2, 2, 1, 0, "max").reshape(3, 6))
+
+
+@pytest.mark.parametrize("stride,pad,target", [(1, 1, "llvm"), (2, (1, 0, 2, 1), "llvm"),
+                                               (1, 0, "c")])
+def test_depthwise_conv2d_NCHWc(stride, pad, target):
+    n, c, h, w, cb = 2, 8, 9, 11, 4
+    A = te.placeholder((n, c // cb, h, w, cb), name="A")
+    W = te.placeholder((c // cb, 1, 3, 3, 1, cb), name="W")
+    out = nn.depthwise_conv2d_NCHWc(A, W, stride, pad, 1, f"NCHW{cb}c", f"NCHW{cb}c")
+
+    def ref(a, wb):
+        w_nchw = wb.transpose(0, 5, 1, 4, 2, 3).reshape(c, 1, 3, 3)
+        return testing.nchw_to_nchwc(testing.depthwise_conv2d_nchw_python(
+            testing.nchwc_to_nchw(a), w_nchw, stride, pad), cb)
+
+    check([A, W], out, topi.x86.schedule_depthwise_conv2d_NCHWc, ref, target=target)
+    with pytest.raises(ValueError, match="does not match Input channels"):
+        nn.depthwise_conv2d_NCHWc(A, te.placeholder((2, 1, 3, 3, 1, 8)), 1, 1, 1)

@@ -21,7 +21,7 @@ from .conv_nd import (  # noqa: F401
     group_conv2d_transpose_nchw,
 )
 from .dense import add_bias, batch_matmul, dense, matmul  # noqa: F401
-from .depthwise_conv2d import depthwise_conv2d_nchw  # noqa: F401
+from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc  # noqa: F401
 from .dilate import dilate  # noqa: F401
 from .local_response_norm import lrn  # noqa: F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401

@@ -1,4 +1,5 @@
-"""Depthwise 2-D convolution, NCHW (``Filter[C, multiplier, KH, KW]``)."""
+"""Depthwise 2-D convolution: NCHW (``Filter[C, multiplier, KH, KW]``) and the blocked
+NCHW{c} form the x86 layout pass produces."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ...te import sum as te_sum
 from .conv2d import _cast, _prepare
 from .utils import check_rank, get_const_tuple, infer_out_dtype
 
-__all__ = ["depthwise_conv2d_nchw"]
+__all__ = ["depthwise_conv2d_nchw", "depthwise_conv2d_NCHWc"]
 
 
 def depthwise_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: Any,
@@ -33,3 +34,32 @@ def depthwise_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: A
             _cast(data[b, f // mult, y * sh + ry * dh, x * sw + rx * dw], out_dtype)
             * _cast(Filter[f // mult, f % mult, ry, rx], out_dtype), axis=[ry, rx]),
         name=op, tag="depthwise_conv2d_nchw")
+
+
+def depthwise_conv2d_NCHWc(Input: Tensor, Filter: Tensor, stride: Any, padding: Any,
+                           dilation: Any, layout: str = "", out_layout: str = "",
+                           out_dtype: str | None = None) -> Tensor:
+    """Blocked depthwise convolution (channel multiplier 1): ``Input[N, C/cb, H, W, cb]``,
+    ``Filter[C/cb, 1, KH, KW, 1, cb]`` -> ``[N, C/cb, OH, OW, cb]``."""
+    op = "depthwise_conv2d_NCHWc"
+    check_rank(Input, 5, op, "Input", "NCHWc")
+    check_rank(Filter, 6, op, "Filter", "OIHWio")
+    n, cc, _, _, cb = get_const_tuple(Input.shape, f"{op}: Input shape")
+    fcc, one, kh, kw, one2, fcb = get_const_tuple(Filter.shape, f"{op}: Filter shape")
+    if (fcc, fcb) != (cc, cb) or one != 1 or one2 != 1:
+        raise ValueError(f"{op}: Filter {(fcc, one, kh, kw, one2, fcb)} does not match Input "
+                         f"channels {cc}x{cb} (expected ({cc}, 1, KH, KW, 1, {cb}))")
+    for name, lay in (("layout", layout), ("out_layout", out_layout)):
+        if lay and lay != f"NCHW{cb}c":
+            raise ValueError(f"{op}: {name}={lay!r} does not match the block size, expected "
+                             f"'NCHW{cb}c'")
+    out_dtype = infer_out_dtype(out_dtype, Input)
+    data, (sh, sw), (dh, dw), (oh, ow) = _prepare(op, Input, (kh, kw), stride, padding, dilation)
+    ry = reduce_axis((0, kh), name="ry")
+    rx = reduce_axis((0, kw), name="rx")
+    return compute(
+        (n, cc, oh, ow, cb),
+        lambda b, co, y, x, ci: te_sum(
+            _cast(data[b, co, y * sh + ry * dh, x * sw + rx * dw, ci], out_dtype)
+            * _cast(Filter[co, 0, ry, rx, 0, ci], out_dtype), axis=[ry, rx]),
+        name=op, tag="depthwise_conv2d_NCHWc")

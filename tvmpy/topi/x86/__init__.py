@@ -10,6 +10,7 @@ from .conv2d import (  # noqa: E402,F401
     schedule_conv3d_transpose_ncdhw,
     schedule_conv_nd,
     schedule_depthwise_conv2d_nchw,
+    schedule_depthwise_conv2d_NCHWc,
     schedule_group_conv1d_ncw,
     schedule_group_conv2d_nchw,
     schedule_group_conv2d_transpose_nchw,

@@ -27,7 +27,8 @@ __all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedul
            "schedule_depthwise_conv2d_nchw", "schedule_conv2d_transpose_nchw", "schedule_conv_nd",
            "schedule_conv1d_ncw", "schedule_group_conv1d_ncw", "schedule_conv3d_ncdhw",
            "schedule_conv1d_transpose_ncw", "schedule_group_conv2d_transpose_nchw",
-           "schedule_conv3d_transpose_ncdhw", "anchor"]
+           "schedule_conv3d_transpose_ncdhw", "anchor",
+           "schedule_depthwise_conv2d_NCHWc"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -200,11 +201,14 @@ def schedule_group_conv2d_nchw(outs: Any) -> Schedule:
 
 
 def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
-    """x86 schedule of ``topi.nn.conv2d_NCHWc``: a register tile of ``reg_n`` output columns x
-    the whole channel block (``oc_bn`` lanes), fed by broadcasts of input pixels; reduction
-    order (input chunk, ky, kx, input lane) outside the tile; parallel over (batch, chunk, row)."""
+    """x86 schedule of ``topi.nn.conv2d_NCHWc`` (and ``depthwise_conv2d_NCHWc``): a register
+    tile of ``reg_n`` output columns x the whole channel block (``oc_bn`` lanes), fed by
+    broadcasts of input pixels; reduction order (input chunk, ky, kx, input lane) outside the
+    tile; parallel over (batch, chunk, row)."""
     outs = _outputs(outs)
     s, conv = _find(outs, "conv2d_NCHWc")
+    if conv is None:
+        s, conv = _find(outs, "depthwise_conv2d_NCHWc")
     if conv is None:
         raise ValueError("schedule_conv2d_NCHWc: no conv2d_NCHWc stage found")
     out = anchor(conv, outs[0])
@@ -231,8 +235,7 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int = 8) -> Schedule:
     s[out].parallel(task)
     s[CC].compute_at(s[out], xo)
     _, _, _, cx, coci = s[CC].op.axis
-    ico, ry, rx, ici = s[CC].op.reduce_axis
-    s[CC].reorder(ico, ry, rx, ici, cx, coci)
+    s[CC].reorder(*s[CC].op.reduce_axis, cx, coci)
     s[CC].unroll(cx)
     s[CC].vectorize(coci)
     return s
@@ -300,3 +303,6 @@ schedule_conv3d_ncdhw = schedule_conv_nd
 schedule_conv1d_transpose_ncw = schedule_conv_nd
 schedule_group_conv2d_transpose_nchw = schedule_conv_nd
 schedule_conv3d_transpose_ncdhw = schedule_conv_nd
+
+
+schedule_depthwise_conv2d_NCHWc = schedule_conv2d_NCHWc
