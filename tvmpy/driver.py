@@ -40,10 +40,13 @@ def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_f
           simple_mode: bool = False, target: Any = None) -> PrimFunc:
     """Lower a schedule (or PrimFunc) to optimized loop IR. ``print()`` the result to read it."""
     from .tir.pipeline import lower_pipeline
+    from .transform import PassContext
 
     func = _to_primfunc(inputs, args, name, binds)
     if func.attrs.get("tir.lowered"):
         return func
+    for _phase, custom in PassContext.current().lower_passes:  # tir.add_lower_pass
+        func = custom(func)
     return lower_pipeline(func, Target(target) if target is not None else None)
 
 

@@ -467,3 +467,40 @@ def test_low_level_custom_pass_ir_transform():
     out = tvm.tir.stmt_functor.ir_transform(
         func.body, lambda op: seen.append(type(op).__name__), None, ["BufferStore"])
     assert out is func.body and seen == ["BufferStore"]
+
+
+def test_pass_context_add_lower_pass():
+    n = 128
+    a = te.placeholder((n,), name="a")
+    b = te.placeholder((n,), name="b")
+    c = te.compute((n,), lambda i: a[i] + b[i], name="c")
+    sch = te.create_schedule(c.op)
+    calls = []
+
+    @tvm.tir.transform.prim_func_pass(opt_level=0)
+    def vectorize(f, mod, ctx):
+        calls.append(ctx.opt_level)
+
+        def vectorize8(op):
+            lo, li = te.var(op.loop_var.name + ".outer"), te.var(op.loop_var.name + ".inner")
+            body = tvm.tir.stmt_functor.substitute(op.body, {op.loop_var: lo * 8 + li})
+            body = tvm.tir.For(li, 0, 8, tvm.tir.ForKind.VECTORIZED, body)
+            return tvm.tir.For(lo, 0, op.extent.value // 8, tvm.tir.ForKind.SERIAL, body)
+
+        return f.with_body(tvm.tir.stmt_functor.ir_transform(f.body, None, vectorize8,
+                                                             ["tir.For"]))
+
+    with tvm.transform.PassContext(opt_level=3, config={"tir.add_lower_pass": [(1, vectorize)]}):
+        assert "ramp(" in str(tvm.lower(sch, [a, b, c]))
+        f = tvm.build(sch, [a, b, c])
+    assert calls == [3, 3]
+    assert "ramp(" not in str(tvm.lower(sch, [a, b, c]))  # only inside the context
+    rng = np.random.default_rng(12)
+    x, y = rng.random(n).astype("float32"), rng.random(n).astype("float32")
+    z = tvm.nd.empty((n,))
+    f(tvm.nd.array(x), tvm.nd.array(y), z)
+    tvm.testing.assert_allclose(z.numpy(), x + y)
+    with pytest.raises(ValueError, match="unsupported config 'tir.disable_vectorize'"):
+        tvm.transform.PassContext(config={"tir.disable_vectorize": True})
+    with pytest.raises(NotImplementedError, match="phase 3"):
+        tvm.transform.PassContext(config={"tir.add_lower_pass": [(3, vectorize)]})

@@ -5,6 +5,7 @@ StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop, InjectVirtualT
 InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp, LowerIntrin.
 """
 
+from .function_pass import PrimFuncPass, prim_func_pass
 from .inject_double_buffer import InjectDoubleBuffer
 from .inject_virtual_thread import InjectVirtualThread
 from .loop_partition import LoopPartition
@@ -18,4 +19,4 @@ from .vectorize_loop import VectorizeLoop
 
 __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "InjectVirtualThread",
            "InjectDoubleBuffer", "StorageRewrite", "UnrollLoop", "RemoveNoOp", "LowerIntrin",
-           "register_intrin_rule"]
+           "register_intrin_rule", "prim_func_pass", "PrimFuncPass"]
