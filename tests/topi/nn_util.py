@@ -1,5 +1,5 @@
 """Build-and-check helper for the nn operator tests: schedule, build for a target, run on seeded
-random inputs (outputs pre-filled with NaN so an unwritten element fails), compare with the
+random inputs (outputs pre-filled with NaN, or -77 for integers, so an unwritten element fails), compare with the
 numpy reference."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def check(inputs: Sequence[te.Tensor], out: te.Tensor, schedule: Callable[[Any],
     rng = np.random.default_rng(seed)
     if arrays is None:
         arrays = [rng.uniform(low, high, shape_of(t)).astype(t.dtype) for t in inputs]
-    res = tvm.nd.array(np.full(shape_of(out), np.nan, out.dtype))
+    sentinel = np.nan if np.dtype(out.dtype).kind == "f" else -77
+    res = tvm.nd.array(np.full(shape_of(out), sentinel, out.dtype))
     f(*[tvm.nd.array(np.ascontiguousarray(a)) for a in arrays], res)
     expected = ref(*arrays)
     np.testing.assert_allclose(res.numpy(), expected, rtol=rtol, atol=atol)

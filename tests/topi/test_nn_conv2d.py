@@ -248,3 +248,24 @@ def test_depthwise_conv2d_NCHWc(stride, pad, target):
     check([A, W], out, topi.x86.schedule_depthwise_conv2d_NCHWc, ref, target=target)
     with pytest.raises(ValueError, match="does not match Input channels"):
         nn.depthwise_conv2d_NCHWc(A, te.placeholder((2, 1, 3, 3, 1, 8)), 1, 1, 1)
+
+
+def test_int8_inputs_int32_accumulation():
+    """out_dtype widens before the multiply: int8 data and weights, exact int32 results."""
+    rng = np.random.default_rng(7)
+    A = te.placeholder((1, 3, 7, 9), "int8", name="A")
+    W = te.placeholder((5, 3, 3, 3), "int8", name="W")
+    a = rng.integers(-100, 100, (1, 3, 7, 9)).astype("int8")
+    w = rng.integers(-100, 100, (5, 3, 3, 3)).astype("int8")
+    res = check([A, W], nn.conv2d_nchw(A, W, 1, 1, 1, "int32"), topi.x86.schedule_conv2d_nchw,
+                lambda x, y: testing.conv2d_nchw_python(x.astype("int64"), y.astype("int64"), 1,
+                                                        1, 1).astype("int32"),
+                arrays=[a, w], rtol=0, atol=0)
+    assert np.abs(res).max() > 127 * 4  # really accumulated wider than int8
+    X = te.placeholder((3, 40), "int8", name="X")
+    V = te.placeholder((7, 40), "int8", name="V")
+    x = rng.integers(-100, 100, (3, 40)).astype("int8")
+    v = rng.integers(-100, 100, (7, 40)).astype("int8")
+    check([X, V], nn.dense(X, V, out_dtype="int32"), topi.x86.schedule_dense,
+          lambda p, q: (p.astype(np.int64) @ q.astype(np.int64).T).astype("int32"),
+          arrays=[x, v], rtol=0, atol=0)
