@@ -12,7 +12,14 @@ from typing import Any
 from ...te import Tensor, compute, reduce_axis
 from ...te import sum as te_sum
 from .pad import pad
-from .utils import check_rank, get_const_tuple, get_pad_tuple, infer_out_dtype, pair
+from .utils import (
+    batch_const_shape,
+    check_rank,
+    get_const_tuple,
+    get_pad_tuple,
+    infer_out_dtype,
+    pair,
+)
 
 __all__ = ["conv2d", "conv2d_nchw", "group_conv2d_nchw", "conv2d_NCHWc", "conv_out_size",
            "conv2d_infer_layout"]
@@ -64,7 +71,7 @@ def group_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: Any, 
     ``f // (OC/groups)`` reads input channels ``g*C/groups ... (g+1)*C/groups - 1``."""
     check_rank(Input, 4, _op, "Input", "NCHW")
     check_rank(Filter, 4, _op, "Filter", "OIHW")
-    n, c, _, _ = get_const_tuple(Input.shape, f"{_op}: Input shape")
+    n, c, _, _ = batch_const_shape(Input.shape, f"{_op}: Input shape")
     oc, icg, kh, kw = get_const_tuple(Filter.shape, f"{_op}: Filter shape")
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{_op}: groups must be a positive int, got {groups!r}")
@@ -106,7 +113,7 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     op = "conv2d_NCHWc"
     check_rank(data, 5, op, "data", "NCHWc")
     check_rank(kernel, 6, op, "kernel", "OIHWio")
-    n, ic_chunk, _, _, ic_bn = get_const_tuple(data.shape, f"{op}: data shape")
+    n, ic_chunk, _, _, ic_bn = batch_const_shape(data.shape, f"{op}: data shape")
     oc_chunk, kic_chunk, kh, kw, kic_bn, oc_bn = get_const_tuple(kernel.shape,
                                                                  f"{op}: kernel shape")
     if (kic_chunk, kic_bn) != (ic_chunk, ic_bn):

@@ -19,7 +19,7 @@ from ...tir.expr import const
 from ...tir.op import if_then_else
 from .conv2d import _cast
 from .pad import pad
-from .utils import check_rank, get_const_int, get_const_tuple, infer_out_dtype
+from .utils import batch_const_shape, check_rank, get_const_int, get_const_tuple, infer_out_dtype
 
 __all__ = ["conv_nd", "conv_transpose_nd", "conv1d_ncw", "group_conv1d_ncw", "conv3d_ncdhw",
            "conv1d_transpose_ncw", "group_conv2d_transpose_nchw", "conv3d_transpose_ncdhw"]
@@ -56,7 +56,7 @@ def _check(op: str, data: Tensor, kernel: Tensor, nsp: int, groups: int
     check_rank(kernel, 2 + nsp, op, "kernel")
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
-    return (get_const_tuple(data.shape, f"{op}: data shape"),
+    return (batch_const_shape(data.shape, f"{op}: data shape"),
             get_const_tuple(kernel.shape, f"{op}: kernel shape"))
 
 

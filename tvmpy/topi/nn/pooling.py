@@ -20,7 +20,7 @@ from ...tir.op import floordiv, min_value
 from ...tir.op import max as tmax
 from ...tir.op import min as tmin
 from .pad import pad
-from .utils import check_rank, get_const_tuple, get_pad_tuple, pair
+from .utils import batch_const_shape, check_rank, get_const_tuple, get_pad_tuple, pair
 
 __all__ = ["pool1d", "pool2d", "pool3d", "global_pool", "adaptive_pool", "pool_out_size"]
 
@@ -59,7 +59,7 @@ def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list
     tail = 1 if block else 0
     layout = "NC" + "DHW"[3 - nsp:] + (f"{block}c" if block else "")
     check_rank(data, 2 + nsp + tail, op, "data", layout)
-    shape = get_const_tuple(data.shape, f"{op}: data shape")
+    shape = batch_const_shape(data.shape, f"{op}: data shape")
     if block and shape[-1] != block:
         raise ValueError(f"{op}: layout {layout} but the data's last axis is {shape[-1]}")
     sizes = shape[2:2 + nsp]
@@ -216,7 +216,7 @@ def adaptive_pool(data: Tensor, output_size: Any, pool_type: str, layout: str = 
     if pool_type not in ("max", "avg"):
         raise ValueError(f"adaptive_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
     check_rank(data, 4, "adaptive_pool", "data", "NCHW")
-    n, c, h, w = get_const_tuple(data.shape, "adaptive_pool: data shape")
+    n, c, h, w = batch_const_shape(data.shape, "adaptive_pool: data shape")
     oh, ow = pair(output_size, "adaptive_pool: output_size")
 
     def bounds(size: int, o: int) -> tuple[int, Any, Any]:

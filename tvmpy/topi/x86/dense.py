@@ -17,8 +17,14 @@ from ...te import sum as te_sum
 from ...tir.expr import const
 from ...tir.op import if_then_else
 from ..nn.conv2d import _cast
-from ..nn.dense import add_bias, batch_matmul
-from ..nn.utils import check_rank, get_const_tuple, infer_out_dtype, traverse_inline
+from ..nn.dense import _same, add_bias, batch_matmul
+from ..nn.utils import (
+    batch_const_shape,
+    check_rank,
+    get_const_tuple,
+    infer_out_dtype,
+    traverse_inline,
+)
 from .conv2d import _outputs, anchor
 
 if TYPE_CHECKING:
@@ -56,7 +62,7 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
     """``topi.nn.dense`` with the weight packed into panels (tag "dense_pack")."""
     check_rank(data, 2, "dense_pack", "data")
     check_rank(weight, 2, "dense_pack", "weight")
-    m, k = get_const_tuple(data.shape, "dense_pack: data shape")
+    m, k = batch_const_shape(data.shape, "dense_pack: data shape")
     n, k2 = get_const_tuple(weight.shape, "dense_pack: weight shape")
     if k != k2:
         raise ValueError(f"dense_pack: data has {k} input features, weight {(n, k2)} expects {k2}")
@@ -73,13 +79,13 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
 def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None) -> Tensor:
     """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed."""
     ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype)  # argument checks, out shape
-    batch, m, n = get_const_tuple(ref.shape, "batch_matmul_pack: shape")
-    k = get_const_tuple(tensor_a.shape)[2]
-    a1 = int(tensor_a.shape[0]) == 1
+    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")
+    k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]
+    a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     nr = _panel(n)
     packed = _pack(tensor_b, True, n, k, nr, "B_pack")
-    b1 = int(tensor_b.shape[0]) == 1
+    b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
     return compute((batch, m, n), lambda b, i, j: te_sum(
         _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
@@ -90,9 +96,10 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
 def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
     (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
-    shape = get_const_tuple(mm.shape, "matmul schedule: shape")
-    m, n = shape[-2], shape[-1]
-    nr, mr = _panel(n), max(1, min(mr, m))
+    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
+    m = mm.shape[-2]
+    m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
+    nr, mr = _panel(n), (max(1, min(mr, m)) if isinstance(m, int) else mr)
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")
     else:
@@ -123,7 +130,7 @@ def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 4) -> None:
     and factored (rfactor), so ``nj`` outputs accumulate in vector registers over K/16 steps
     (one data vector reused for ``nj`` weight rows), then are reduced horizontally."""
     k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
-    n = get_const_tuple(mm.shape, "dense schedule: shape")[-1]
+    n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
     vec = 16 if k >= 16 else k
     # a tile that divides N keeps the register tile's extent constant
     nj = max(d for d in range(1, min(nj, n) + 1) if n % d == 0)

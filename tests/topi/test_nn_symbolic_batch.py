@@ -1,0 +1,62 @@
+"""The nn computes and x86 schedules with a symbolic batch size (``te.var``): one build, run
+at two batch sizes, against the numpy references."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tvmpy as tvm
+from tvmpy import te, topi
+from tvmpy.topi import nn, testing
+
+
+def _run(inputs, out, schedule, ref, shapes_for, batches=(1, 3)):
+    f = tvm.build(schedule([out]), [*inputs, out], "llvm")
+    rng = np.random.default_rng(0)
+    for b in batches:
+        arrays = [rng.uniform(-1, 1, s).astype("float32") for s in shapes_for(b)]
+        expected = ref(*arrays)
+        res = tvm.nd.array(np.full(expected.shape, np.nan, "float32"))
+        f(*[tvm.nd.array(a) for a in arrays], res)
+        np.testing.assert_allclose(res.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_batch():
+    n = te.var("n")
+    A = te.placeholder((n, 3, 7, 9), name="A")
+    W = te.placeholder((5, 3, 3, 3), name="W")
+    _run([A, W], topi.relu(nn.conv2d_nchw(A, W, 2, 1, 1)), topi.x86.schedule_conv2d_nchw,
+         lambda a, w: np.maximum(testing.conv2d_nchw_python(a, w, 2, 1, 1), 0),
+         lambda b: [(b, 3, 7, 9), (5, 3, 3, 3)])
+    Ab = te.placeholder((n, 2, 5, 6, 4), name="A")
+    Wb = te.placeholder((2, 2, 3, 3, 4, 4), name="W")
+    _run([Ab, Wb], nn.conv2d_NCHWc(Ab, Wb, 1, 1, 1), topi.x86.schedule_conv2d_NCHWc,
+         lambda a, w: testing.conv2d_NCHWc_python(a, w, 1, 1),
+         lambda b: [(b, 2, 5, 6, 4), (2, 2, 3, 3, 4, 4)])
+    Wd = te.placeholder((3, 1, 3, 3), name="W")
+    _run([A, Wd], nn.depthwise_conv2d_nchw(A, Wd, 1, 1), topi.x86.schedule_depthwise_conv2d_nchw,
+         lambda a, w: testing.depthwise_conv2d_nchw_python(a, w, 1, 1),
+         lambda b: [(b, 3, 7, 9), (3, 1, 3, 3)])
+    _run([A], nn.pool2d(A, 3, 2, 1, 1, "avg", True, count_include_pad=False),
+         topi.x86.schedule_pool,
+         lambda a: testing.pool2d_python(a, 3, 2, 1, 1, "avg", True, False),
+         lambda b: [(b, 3, 7, 9)])
+    _run([A], nn.global_pool(A, "avg"), topi.x86.schedule_global_pool,
+         lambda a: testing.global_pool_python(a, "avg"), lambda b: [(b, 3, 7, 9)])
+    X = te.placeholder((n, 32), name="X")
+    V = te.placeholder((6, 32), name="V")
+    _run([X, V], nn.dense(X, V), topi.x86.schedule_dense, testing.dense_python,
+         lambda b: [(b, 32), (6, 32)])
+    _run([X, V], topi.x86.dense_pack(X, V), topi.x86.schedule_dense, testing.dense_python,
+         lambda b: [(b, 32), (6, 32)])
+    _run([X], nn.softmax(X), topi.x86.schedule_softmax, testing.softmax_python,
+         lambda b: [(b, 32)])
+    G = te.placeholder((32,), name="g")
+    _run([X, G], nn.layer_norm(X, G, None, -1), topi.x86.schedule_layer_norm,
+         lambda x, g: testing.layer_norm_python(x, g, None, -1), lambda b: [(b, 32), (32,)])
+    P = te.placeholder((n, 5, 8), name="P")
+    Q = te.placeholder((n, 7, 8), name="Q")
+    _run([P, Q], nn.batch_matmul(P, Q), topi.x86.schedule_batch_matmul,
+         testing.batch_matmul_python, lambda b: [(b, 5, 8), (b, 7, 8)])
+    _run([P, Q], topi.x86.batch_matmul_pack(P, Q), topi.x86.schedule_batch_matmul,
+         testing.batch_matmul_python, lambda b: [(b, 5, 8), (b, 7, 8)])
