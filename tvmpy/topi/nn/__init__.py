@@ -36,3 +36,10 @@ from .pooling import (  # noqa: F401
 )
 from .softmax import log_softmax, softmax  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401
+
+# TVM also spells the activations and flatten under ``topi.nn``: the same computes (owned by
+# topi.elemwise / topi.transform), re-exported for code written against that API
+from ..elemwise import leaky_relu, prelu, relu  # noqa: E402,F401
+from ..transform import flatten  # noqa: E402,F401
+
+batch_flatten = flatten
