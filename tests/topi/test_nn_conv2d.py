@@ -269,3 +269,8 @@ def test_int8_inputs_int32_accumulation():
     check([X, V], nn.dense(X, V, out_dtype="int32"), topi.x86.schedule_dense,
           lambda p, q: (p.astype(np.int64) @ q.astype(np.int64).T).astype("int32"),
           arrays=[x, v], rtol=0, atol=0)
+
+
+def test_tvm_spellings_under_nn():
+    assert nn.relu is topi.relu and nn.leaky_relu is topi.leaky_relu
+    assert nn.prelu is topi.prelu and nn.batch_flatten is topi.flatten

@@ -1,6 +1,10 @@
 """Neural-network operator computes (TVM's ``topi.nn``): convolutions, dense/matmul, pooling,
 normalization, softmax. Schedules per target live in ``topi.x86``."""
 
+# TVM also spells the activations and flatten under ``topi.nn``: the same computes (owned by
+# topi.elemwise / topi.transform), re-exported for code written against that API
+from ..elemwise import leaky_relu, prelu, relu  # noqa: E402,F401
+from ..transform import flatten  # noqa: E402,F401
 from .conv2d import (  # noqa: F401
     conv2d,
     conv2d_infer_layout,
@@ -36,10 +40,5 @@ from .pooling import (  # noqa: F401
 )
 from .softmax import log_softmax, softmax  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401
-
-# TVM also spells the activations and flatten under ``topi.nn``: the same computes (owned by
-# topi.elemwise / topi.transform), re-exported for code written against that API
-from ..elemwise import leaky_relu, prelu, relu  # noqa: E402,F401
-from ..transform import flatten  # noqa: E402,F401
 
 batch_flatten = flatten
