@@ -53,7 +53,7 @@ def matmul(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
         return _cast(tensor_b[j, k] if transpose_b else tensor_b[k, j], out_dtype)
 
     out = compute((m, n), lambda i, j: te_sum(fa(i) * fb(j), axis=k), name=f"T_{_op}",
-                  tag=_op)
+                  tag=_op, attrs={"transpose_a": transpose_a, "transpose_b": transpose_b})
     return add_bias(out, bias, _op)
 
 
@@ -99,4 +99,5 @@ def batch_matmul(tensor_a: Tensor, tensor_b: Tensor, oshape: Any = None,
         return _cast(tensor_b[bi, j, k] if transpose_b else tensor_b[bi, k, j], out_dtype)
 
     return compute((batch, m, n), lambda b, i, j: te_sum(fa(b, i) * fb(b, j), axis=k),
-                   name="T_batch_matmul", tag=op)
+                   name="T_batch_matmul", tag=op,
+                   attrs={"transpose_a": transpose_a, "transpose_b": transpose_b})

@@ -138,16 +138,16 @@ def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 4) -> None:
     _, ki = s[mm].split(rk, factor=vec)
     rf = s.rfactor(mm, ki, factor_axis=2)
     s[rf].set_scope("local")
-    i, j = s[out].op.axis
+    *batch, i, j = s[out].op.axis
     jo, ji = s[out].split(j, factor=nj)
-    task = s[out].fuse(i, jo)
+    task = s[out].fuse(*batch, i, jo)
     s[out].parallel(task)
     if mm.op is not out.op:
         s[mm].compute_at(s[out], task)
     s[rf].compute_at(s[out], task)
-    ri, rj, rv = s[rf].op.axis
+    *rb, ri, rj, rv = s[rf].op.axis
     (rko,) = s[rf].op.reduce_axis
-    s[rf].reorder(ri, rko, rj, rv)
+    s[rf].reorder(*rb, ri, rko, rj, rv)
     s[rf].unroll(rj)
     s[rf].vectorize(rv)
 
@@ -166,7 +166,16 @@ def _schedule(outs: Any, what: str) -> Schedule:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
     out = anchor(mm, outs[0])
-    if mm.op.tag == "dense":
+    attrs = mm.op.attrs
+    # B read along K (dense, or a B-transposed product): contiguous rows -> dot products
+    dot = mm.op.tag == "dense" or (mm.op.tag in ("matmul", "batch_matmul")
+                                   and attrs.get("transpose_b") and not attrs.get("transpose_a"))
+    # ... worth it when the rows are few or long (each dot ends in a 16-lane horizontal sum;
+    # otherwise the tiled nest with strided B loads wins, measured)
+    m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
+    m = int(m.value) if hasattr(m, "value") else None
+    k = int(k.value) if hasattr(k, "value") else 0
+    if dot and (m is None or m <= 8 or k >= 256):
         _schedule_dot(s, mm, out)
     else:
         _schedule_tiled(s, mm, out)
