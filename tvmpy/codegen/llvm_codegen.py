@@ -26,6 +26,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
 from . import abi
 from .llvm_align import access_alignment, modular
 from .llvm_arith import binary as _binary
@@ -62,6 +63,30 @@ class _FnCtx:
         self.mask: Value | None = None  # vector lanes that may execute (vector if_then_else)
 
 
+def _prefers_loop_vectorizer(var: E.Var, body: S.Stmt) -> bool:
+    """An innermost serial loop that stores scalars at unit stride in ``var``: left rolled for
+    LLVM's loop vectorizer. Otherwise LLVM's early full unroll turns it into straight-line code
+    and then vectorizes the loop *around* it with gathers and scatters (a tiled loop nest whose
+    inner tile loop is not vectorized by the schedule ran ~10x slower that way)."""
+    from ..arith import detect_linear_equation
+
+    found = False
+    nested = False
+
+    def visit(n: object) -> None:
+        nonlocal found, nested
+        if isinstance(n, S.For):
+            nested = True
+        elif isinstance(n, S.BufferStore) and not found and len(n.indices) == 1 \
+                and dt.lanes_of(n.value.dtype) == 1:
+            coef = detect_linear_equation(n.indices[0], [var])
+            if coef is not None and isinstance(coef[0], E.IntImm) and coef[0].value == 1:
+                found = True
+
+    post_order_visit(body, visit)
+    return found and not nested
+
+
 class CodeGenLLVM:
     def __init__(self, triple: str, datalayout: str, cpu: str, features: str,
                  module_name: str = "tvmpy_module", mvec_isas: Sequence[tuple[str, int]] = (),
@@ -82,6 +107,7 @@ class CodeGenLLVM:
         self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = external global ptr, align 8")
         self._likely_md: str | None = None
         self._unroll_md: str | None = None
+        self._no_unroll_md: str | None = None
         self.ctx: _FnCtx
         self._index_depth = 0
         self._func_name = ""
@@ -296,7 +322,12 @@ class CodeGenLLVM:
             flag = "nsw " if dt.is_int(var.dtype) else "nuw "
             fb.emit(f"{nxt} = add {flag}{ty} {iv}, 1")
             latch = fb.cur
-            meta = f", !llvm.loop {self._unroll_loop_md()}" if unroll else ""
+            if unroll:
+                meta = f", !llvm.loop {self._unroll_loop_md()}"
+            elif _prefers_loop_vectorizer(var, body):
+                meta = f", !llvm.loop {self._no_unroll_loop_md()}"
+            else:
+                meta = ""
             fb.br(head, meta)
             phi_lines[0] = f"  {iv} = phi {ty} [ {lo.ref}, %{pre} ], [ {nxt}, %{latch} ]"
         else:  # the body always leaves (e.g. a failing assert): no back edge
@@ -307,6 +338,11 @@ class CodeGenLLVM:
         if self._unroll_md is None:
             self._unroll_md = self.mb.add_metadata('!"llvm.loop.unroll.full"')
         return self.mb.add_metadata(self._unroll_md, distinct=True, self_ref=True)
+
+    def _no_unroll_loop_md(self) -> str:
+        if self._no_unroll_md is None:
+            self._no_unroll_md = self.mb.add_metadata('!"llvm.loop.unroll.disable"')
+        return self.mb.add_metadata(self._no_unroll_md, distinct=True, self_ref=True)
 
     def _as_value(self, e: E.PrimExpr | Value, dtype: str) -> Value:
         if isinstance(e, Value):
