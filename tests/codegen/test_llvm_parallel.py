@@ -20,19 +20,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def test_parallel_loop_runs_on_two_threads():
     """With OMP_NUM_THREADS=2 a parallel loop storing omp_get_thread_num() sees threads 0 and 1
-    (checked in a fresh process so that libgomp reads the variable). Each iteration sleeps
-    100 us so that both threads take chunks from the dynamic schedule."""
+    (checked in a fresh process so that libgomp reads the variable). Each of the 256 iterations
+    sleeps 200 us (~51 ms in all) so that both threads take chunks from the dynamic schedule."""
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {os.path.dirname(HERE)!r})
         import numpy as np
         from tvmpy.tir import expr as E, stmt as S, op
         from codegen.llvm_helpers import Lib, aligned, buf, func
-        n = 64
+        n = 256
         T = buf("T", n, "int32")
         i = E.Var("i")
         body = S.For(i, 0, n, S.ForKind.PARALLEL, S.seq(
-            S.Evaluate(op.call_extern("int32", "usleep", 100)),
+            S.Evaluate(op.call_extern("int32", "usleep", 200)),
             S.BufferStore(T, op.call_extern("int32", "omp_get_thread_num"), [i])))
         t = aligned(np.full(n, -1, "int32"))
         assert Lib([func("tid", [T], body)])("tid", t) == 0
