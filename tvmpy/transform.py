@@ -4,7 +4,9 @@ Supported now: ``config={"tir.add_lower_pass": [(phase, pass), ...]}`` (TVM's ho
 loop-IR passes; ``pass`` maps a PrimFunc to a PrimFunc, e.g. a
 ``tvm.tir.transform.prim_func_pass``). Phases 0 and 1 run on the loop IR of the schedule,
 before the tir pipeline (so buffers are still multi-dimensional, unlike TVM's phase 1 which
-follows storage flattening). ``opt_level`` is recorded; other config keys are refused.
+follows storage flattening). ``opt_level``, ``required_pass`` and ``disabled_pass`` select the
+relay graph passes (``relay.transform.Sequential``; the tir pipeline is fixed); other config keys
+are refused.
 """
 
 from __future__ import annotations
@@ -27,9 +29,6 @@ class PassContext:
         self.opt_level = int(opt_level)
         self.required_pass = list(required_pass or [])
         self.disabled_pass = list(disabled_pass or [])
-        if self.required_pass or self.disabled_pass:
-            raise NotImplementedError("PassContext: required_pass/disabled_pass are not "
-                                      "supported; the tir pipeline is fixed")
         self.config = dict(config or {})
         for key in self.config:
             if key not in _KNOWN_CONFIG:
@@ -51,6 +50,12 @@ class PassContext:
                     "and 1 run on the loop IR before the tir pipeline")
             out.append((phase, e[1]))
         return sorted(out, key=lambda p: p[0])
+
+    def pass_enabled(self, name: str, opt_level: int) -> bool:
+        """TVM's rule: disabled wins, then required, then ``opt_level >= the pass's``."""
+        if name in self.disabled_pass:
+            return False
+        return name in self.required_pass or self.opt_level >= opt_level
 
     @staticmethod
     def current() -> PassContext:

@@ -1,6 +1,12 @@
-"""Graph passes over IRModules (``relay.transform``). Each pass is a callable ``mod -> mod``.
+"""Graph passes over IRModules (``relay.transform``), one per module, on TVM's pass
+infrastructure (``pass_infra``: Pass / ModulePass / FunctionPass / Sequential, gated by
+``tvm.transform.PassContext``'s opt_level, required_pass and disabled_pass).
 
-For now: ``InferType``. The optimization passes (FoldConstant, FuseOps, ...) come one per file.
+IR form the optimization passes assume (there is no ToBasicBlockNormalForm here): a pure
+dataflow graph, i.e. every operator is side-effect free and deterministic, so a subexpression
+may be shared, evaluated early (FoldConstant) or merged with an equal one (EliminateCommonSubexpr)
+wherever it appears; ``Let`` is only a naming device (DeadCodeElimination drops unused ones), and
+``If`` branches are pure too. Each pass returns a re-typed module (InferType ran on it).
 """
 
 from __future__ import annotations
@@ -8,19 +14,52 @@ from __future__ import annotations
 from ..expr import RelayExpr
 from ..module import IRModule
 from ..type_infer import TypeInferencer, infer_type
+from .pass_infra import (
+    FunctionPass,
+    ModulePass,
+    Pass,
+    Sequential,
+    function_pass,
+    module_pass,
+    register_pass,
+)
 
-__all__ = ["InferType", "infer_type"]
+__all__ = [
+    "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
+    "module_pass", "function_pass", "SimplifyInference", "FoldConstant",
+    "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
+    "bind_params_by_name",
+]  # fmt: skip
 
 
-class InferType:
-    """``relay.transform.InferType()(mod)``: types every function; returns the (typed) module."""
+class InferType(Pass):
+    """``relay.transform.InferType()(mod)``: types every function; returns the (typed) module.
+    Types are recorded on the nodes (``checked_type``), so the same module object is returned."""
 
-    name = "InferType"
+    def __init__(self) -> None:
+        super().__init__("InferType", 0)
 
     def __call__(self, mod: IRModule) -> IRModule:
         if isinstance(mod, RelayExpr):
             raise TypeError("InferType runs on an IRModule; use relay.transform.infer_type(expr)")
+        return super().__call__(mod)
+
+    def transform_module(self, mod: IRModule, ctx: object) -> IRModule:
         inf = TypeInferencer(mod)
         for f in mod.functions.values():
             inf.visit(f)
         return mod
+
+
+register_pass("InferType", InferType)
+
+from .bind_params import BindParams, bind_params_by_name  # noqa: E402
+from .dead_code import DeadCodeElimination  # noqa: E402
+from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
+from .fold_constant import FoldConstant  # noqa: E402
+from .fold_scale_axis import FoldScaleAxis  # noqa: E402
+from .simplify_inference import SimplifyInference  # noqa: E402
+
+for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
+           FoldScaleAxis):
+    register_pass(_p.__name__, _p)

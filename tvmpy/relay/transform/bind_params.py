@@ -1,0 +1,77 @@
+"""Binding parameters: ``bind_params_by_name(func, params)`` replaces the function parameters
+named in ``params`` by Constants (numpy arrays) and drops them from the parameter list, so that
+FoldConstant / FoldScaleAxis can see the weights. Valid whenever the values are the ones the
+graph will run with (inference). ``BindParams(params)`` is the same as a module pass on main.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..expr import Constant, Function, Var
+from ..module import IRModule
+from ..visitor import ExprMutator
+from .pass_infra import Pass
+
+__all__ = ["bind_params_by_name", "BindParams"]
+
+
+class _Subst(ExprMutator):
+    def __init__(self, mapping: dict[int, Any]):
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_var(self, v: Var) -> Any:
+        return self.mapping.get(id(v), v)
+
+
+def _as_array(value: Any) -> np.ndarray:
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
+    """Return ``func`` with the parameters named in ``params`` replaced by constants."""
+    if not isinstance(func, Function):
+        raise TypeError(f"bind_params_by_name takes a relay Function, got {type(func).__name__}")
+    by_name: dict[str, Var] = {}
+    for p in func.params:
+        if p.name_hint in by_name:
+            raise ValueError(f"bind_params_by_name: parameter name {p.name_hint!r} is not unique")
+        by_name[p.name_hint] = p
+    unknown = sorted(set(params) - set(by_name))
+    if unknown:
+        raise ValueError(f"bind_params_by_name: no parameters named {unknown} (have "
+                         f"{[p.name_hint for p in func.params]})")
+    mapping: dict[int, Any] = {}
+    for name, value in params.items():
+        p = by_name[name]
+        arr = _as_array(value)
+        t = p.type_annotation
+        if t is not None and hasattr(t, "shape"):
+            want = tuple(int(d) if isinstance(d, int) else None for d in t.shape)
+            ok = len(want) == arr.ndim and all(w is None or w == g for w, g in zip(want, arr.shape))
+            if not ok or str(arr.dtype) != str(t.dtype):
+                raise ValueError(f"bind_params_by_name: %{name} expects {t}, got an array of "
+                                 f"shape {arr.shape} and dtype {arr.dtype}")
+        mapping[id(p)] = Constant(arr)
+    body = _Subst(mapping).visit(func.body)
+    rest = [p for p in func.params if id(p) not in mapping]
+    return Function(rest, body, func.ret_type, attrs=func.attrs)
+
+
+class BindParams(Pass):
+    """Module pass binding ``params`` into ``main``."""
+
+    def __init__(self, params: Mapping[str, Any]):
+        super().__init__("BindParams", 0)
+        self.params = dict(params)
+
+    def transform_module(self, mod: IRModule, ctx: Any) -> IRModule:
+        from . import InferType
+
+        out = mod.copy()
+        out["main"] = bind_params_by_name(mod["main"], self.params)
+        return InferType()(out)

@@ -1,0 +1,74 @@
+"""FoldConstant: evaluate, at compile time, every operator call whose arguments are all
+constants (with the numpy reference interpreter), replacing it by a Constant (a Tuple of
+Constants for tuple results); ``TupleGetItem`` of a literal Tuple becomes the field, and a
+``Let`` binding a constant is inlined. Valid because operators are pure and deterministic (see
+the package docstring); parameters become constants only once bound
+(``relay.build_module.bind_params_by_name`` / ``transform.bind_params_by_name``). Calls of
+relay Functions (fused primitives, closures) are not folded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..expr import Call, Constant, Let, RelayExpr, Tuple, TupleGetItem, Var
+from ..interpreter import evaluate
+from ..op.registry import Op
+from ..visitor import ExprMutator
+from .pass_infra import FunctionPass
+
+__all__ = ["FoldConstant"]
+
+_SKIP = frozenset()  # operators never folded (none are stateful or random today)
+
+
+def _is_const(e: Any) -> bool:
+    return isinstance(e, Constant) or (isinstance(e, Tuple) and all(_is_const(f) for f in e.fields))
+
+
+def _to_expr(v: Any) -> RelayExpr:
+    if isinstance(v, (tuple, list)):
+        return Tuple([_to_expr(x) for x in v])
+    return Constant(np.asarray(v))
+
+
+class _Fold(ExprMutator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.subst: dict[int, RelayExpr] = {}
+
+    def visit_var(self, v: Var) -> RelayExpr:
+        return self.subst.get(id(v), v)
+
+    def visit_let(self, let: Let) -> RelayExpr:
+        value = self.visit(let.value)
+        if _is_const(value):
+            self.subst[id(let.var)] = value
+            return self.visit(let.body)
+        return super().visit_let(let)
+
+    def visit_call(self, c: Call) -> RelayExpr:
+        new = super().visit_call(c)
+        if not (isinstance(new, Call) and isinstance(new.op, Op)) or new.op.name in _SKIP:
+            return new
+        if not all(_is_const(a) for a in new.args):
+            return new
+        return _to_expr(evaluate(new))
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
+        new = super().visit_tuple_getitem(t)
+        if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
+            return new.tuple_value.fields[new.index]
+        return new
+
+
+class FoldConstant(FunctionPass):
+    """``relay.transform.FoldConstant()`` (opt_level 2, as in TVM)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="FoldConstant", opt_level=2)
+
+    def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
+        return _Fold().visit(func)
