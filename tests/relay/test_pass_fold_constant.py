@@ -1,0 +1,64 @@
+"""FoldConstant and bind_params_by_name: constant subgraphs evaluated at compile time."""
+
+import numpy as np
+import pytest
+from _pass_util import count_ops, random_inputs, run
+
+from tvmpy import relay
+from tvmpy.relay import transform
+from tvmpy.relay.transform import bind_params_by_name
+
+
+def _rand(shape, seed):
+    return np.random.default_rng(seed).uniform(-1, 1, shape).astype("float32")
+
+
+def test_fold_chain_tuple_and_let():
+    x = relay.var("x", shape=(3, 5))
+    a, b = relay.const(_rand((3, 5), 1)), relay.const(_rand((5,), 2))
+    c = relay.exp(relay.add(a, b))  # folds
+    t = relay.Tuple([c, relay.multiply(c, relay.const(2.0))])
+    v = relay.var("v")
+    body = relay.Let(v, relay.TupleGetItem(t, 1), relay.add(relay.multiply(x, v), c))
+    sp = relay.split(relay.const(_rand((4, 5), 3)), 2, axis=0)
+    body = relay.add(body, relay.sum(sp[1], axis=0))
+    mod = relay.IRModule.from_expr(relay.Function([x], body))
+    out = transform.FoldConstant()(mod)
+    text = out["main"].astext(show_types=False)
+    for name in ("exp(", "split(", "sum(", "let "):
+        assert name not in text, text
+    assert count_ops(out["main"].body, "add") == 2 and count_ops(out["main"].body, "multiply") == 1
+    inputs = random_inputs(mod["main"])
+    np.testing.assert_allclose(run(out, inputs), run(mod, inputs), rtol=1e-6, atol=1e-6)
+
+
+def test_nonconstant_untouched():
+    x = relay.var("x", shape=(4,))
+    f = relay.Function([x], relay.nn.relu(relay.add(x, x)))
+    mod = relay.IRModule.from_expr(f)
+    out = transform.FoldConstant()(mod)
+    assert out["main"].body is f.body
+
+
+def test_bind_params_then_fold():
+    x = relay.var("x", shape=(2, 4))
+    w = relay.var("w", shape=(3, 4))
+    s = relay.var("s", shape=(3,))
+    f = relay.Function([x, w, s], relay.nn.dense(x, relay.multiply(w, relay.const(0.5))) + s)
+    params = {"w": _rand((3, 4), 5), "s": _rand((3,), 6)}
+    bound = bind_params_by_name(f, params)
+    assert [p.name_hint for p in bound.params] == ["x"]
+    out = transform.FoldConstant()(relay.IRModule.from_expr(bound))
+    assert count_ops(out["main"].body, "multiply") == 0
+    xin = _rand((2, 4), 7)
+    want = run(relay.IRModule.from_expr(f), {"x": xin, **params})
+    np.testing.assert_allclose(run(out, {"x": xin}), want, rtol=1e-6)
+
+
+def test_bind_params_bad_input():
+    x = relay.var("x", shape=(2, 4))
+    f = relay.Function([x], relay.nn.relu(x))
+    with pytest.raises(ValueError, match="no parameters named"):
+        bind_params_by_name(f, {"y": np.zeros((2, 4), "float32")})
+    with pytest.raises(ValueError, match="expects"):
+        bind_params_by_name(f, {"x": np.zeros((2, 5), "float32")})
