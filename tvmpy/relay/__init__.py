@@ -39,3 +39,4 @@ from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
 from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
+from . import frontend  # noqa: F401,E402

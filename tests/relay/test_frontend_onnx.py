@@ -1,0 +1,307 @@
+"""relay.frontend.from_onnx: models built with onnx.helper, run on relay's numpy interpreter,
+compared with onnxruntime."""
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tvmpy import relay  # noqa: E402
+from tvmpy.relay.frontend import OpNotImplemented, from_onnx  # noqa: E402
+
+RNG = np.random.default_rng(0)
+F = TensorProto.FLOAT
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 9
+    return m
+
+
+def _vi(name, shape, t=F):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _out(name):
+    return onnx.ValueInfoProto(name=name)
+
+
+def _init(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def _check(model, feeds, rtol=1e-4, atol=1e-5, freeze=True):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, feeds)
+    mod, params = from_onnx(model, {k: v.shape for k, v in feeds.items()}, freeze_params=freeze)
+    got = relay.create_executor("debug", mod).evaluate()(**feeds, **params)
+    got = [got] if len(want) == 1 else list(got)
+    for g, w in zip(got, want):
+        g = np.asarray(g.numpy() if hasattr(g, "numpy") else g)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
+    return mod
+
+
+def _r(*s):
+    return RNG.standard_normal(s).astype(np.float32)
+
+
+def _single(op, in_shapes, attrs=None, inits=(), opset=17, out_n=1, pos=None, **kw):
+    names = [f"x{i}" for i in range(len(in_shapes))]
+    extra = [i.name for i in inits]
+    node = helper.make_node(op, names + extra if pos is None else pos, [f"y{k}" for k in range(out_n)],
+                            name=f"{op.lower()}_node", **(attrs or {}))
+    m = _model([node], [_vi(n, s) for n, s in zip(names, in_shapes)],
+               [_out(f"y{k}") for k in range(out_n)], inits, opset)
+    return _check(m, {n: _r(*s) for n, s in zip(names, in_shapes)}, **kw)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+def test_binary_broadcast(op):
+    _single(op, [(2, 1, 5), (3, 1)])
+
+
+@pytest.mark.parametrize("op", ["Exp", "Neg", "Abs", "Erf", "Tanh", "Sigmoid", "Relu", "Floor",
+                                "Identity", "Softplus", "HardSwish", "HardSigmoid", "Elu"])
+def test_unary(op):
+    _single(op, [(3, 7)])
+
+
+def test_sqrt_log_pow():
+    x = np.abs(_r(3, 5)) + 0.5
+    nodes = [helper.make_node("Sqrt", ["x"], ["a"]), helper.make_node("Log", ["a"], ["b"]),
+             helper.make_node("Pow", ["x", "p"], ["y"])]
+    m = _model(nodes, [_vi("x", (3, 5))], [_out("y"), ], [_init("p", np.float32(1.7))])
+    _check(m, {"x": x.astype(np.float32)})
+
+
+def test_leaky_clip():
+    _single("LeakyRelu", [(2, 9)], {"alpha": 0.3})
+    _single("Clip", [(2, 9)], inits=[_init("lo", np.float32(-0.5)), _init("hi", np.float32(0.4))])
+    _single("Clip", [(2, 9)], {"min": -0.2, "max": 0.3}, opset=6)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(xs=(1, 3, 11, 9), ws=(5, 3, 3, 3), attrs=dict(pads=[1, 0, 2, 1], strides=[2, 1])),
+    dict(xs=(2, 4, 7, 7), ws=(4, 1, 3, 3), attrs=dict(group=4, dilations=[2, 2], pads=[2, 1, 1, 2])),
+    dict(xs=(1, 6, 8, 5), ws=(6, 3, 2, 2), attrs=dict(group=2, auto_pad="SAME_LOWER", strides=[3, 2])),
+    dict(xs=(1, 2, 5, 5), ws=(3, 2, 1, 1), attrs=dict(auto_pad="VALID")),
+])
+def test_conv(kw):
+    _single("Conv", [kw["xs"]], kw["attrs"], inits=[_init("w", _r(*kw["ws"])), _init("b", _r(kw["ws"][0]))])
+
+
+def test_conv_transpose():
+    _single("ConvTranspose", [(1, 4, 5, 6)], dict(strides=[2, 2], pads=[1, 0, 0, 1],
+                                                   output_padding=[1, 0]),
+            inits=[_init("w", _r(4, 3, 3, 3)), _init("b", _r(3))])
+
+
+def test_gemm():
+    _single("Gemm", [(5, 3)], dict(alpha=0.5, beta=2.0, transA=1, transB=1),
+            inits=[_init("b", _r(7, 5)), _init("c", _r(7))])
+    _single("Gemm", [(3, 5)], {}, inits=[_init("b", _r(5, 7))])
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 5), (5, 4)), ((2, 3, 5), (5, 4)), ((2, 1, 3, 5), (3, 5, 2)),
+                                   ((5,), (2, 5, 3)), ((2, 3, 5), (5,))])
+def test_matmul(sa, sb):
+    _single("MatMul", [sa, sb])
+
+
+def test_batchnorm_pools():
+    c = 3
+    inits = [_init(n, v) for n, v in [("g", _r(c)), ("b", _r(c)), ("m", _r(c)),
+                                      ("v", np.abs(_r(c)) + 0.5)]]
+    _single("BatchNormalization", [(2, c, 5, 4)], {"epsilon": 1e-3}, inits=inits)
+    _single("MaxPool", [(1, 2, 9, 7)], dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1]))
+    _single("MaxPool", [(1, 2, 9, 7)], dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1))
+    _single("AveragePool", [(1, 2, 9, 7)], dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                                count_include_pad=1))
+    _single("AveragePool", [(1, 2, 9, 7)], dict(kernel_shape=[2, 3], auto_pad="SAME_UPPER"))
+    _single("GlobalAveragePool", [(2, 3, 5, 7)])
+    _single("GlobalMaxPool", [(2, 3, 5, 7)])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset,axis", [(11, 1), (11, -1), (13, 1), (13, -1)])
+def test_softmax(op, opset, axis):
+    _single(op, [(2, 3, 5)], {"axis": axis}, opset=opset)
+
+
+def test_shape_ops():
+    _single("Flatten", [(2, 3, 4, 5)], {"axis": 2})
+    _single("Reshape", [(2, 3, 4)], inits=[_init("s", np.array([0, -1, 2], np.int64))])
+    _single("Transpose", [(2, 3, 4)], {"perm": [2, 0, 1]})
+    _single("Transpose", [(2, 3, 4)])
+    _single("Concat", [(2, 3), (2, 5)], {"axis": -1})
+    _single("Split", [(7, 3)], {"axis": 0}, inits=[_init("s", np.array([2, 5], np.int64))], out_n=2)
+    _single("Split", [(6, 3)], {"axis": 0, "split": [1, 5]}, opset=11, out_n=2)
+    _single("Squeeze", [(1, 3, 1, 2)], inits=[_init("a", np.array([2], np.int64))])
+    _single("Squeeze", [(1, 3, 1, 2)], opset=11)
+    _single("Unsqueeze", [(3, 2)], inits=[_init("a", np.array([0, -1], np.int64))])
+    _single("Unsqueeze", [(3, 2)], {"axes": [1]}, opset=11)
+    _single("Expand", [(3, 1)], inits=[_init("s", np.array([2, 1, 4], np.int64))])
+    _single("Tile", [(2, 3)], inits=[_init("r", np.array([2, 3], np.int64))])
+
+
+def test_slice():
+    ii = lambda n, v: _init(n, np.array(v, np.int64))  # noqa: E731
+    _single("Slice", [(5, 7, 3)], inits=[ii("s", [1, -6]), ii("e", [100, -1]), ii("a", [0, 1]),
+                                         ii("t", [2, 1])])
+    _single("Slice", [(5, 7)], inits=[ii("s", [-1]), ii("e", [-100]), ii("a", [1]), ii("t", [-2])])
+
+
+def test_gather_pad_where_reduce():
+    _single("Gather", [(5, 4)], {"axis": 1}, inits=[_init("i", np.array([[0, -1], [2, 3]], np.int64))])
+    _single("Pad", [(2, 3)], inits=[_init("p", np.array([1, 0, 2, 3], np.int64)),
+                                    _init("v", np.float32(1.5))])
+    _single("Pad", [(2, 3, 4)], {"mode": "reflect"},
+            inits=[_init("p", np.array([0, 1, 2, 0, 1, 1], np.int64))])
+    _single("Pad", [(2, 3, 4)], {"mode": "edge"}, inits=[_init("p", np.array([0, 1, 2, 0, 1, 1], np.int64))])
+    for op in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"]:
+        _single(op, [(2, 3, 4)], {"axes": [0, -1], "keepdims": 0})
+    _single("ReduceSum", [(2, 3, 4)], {"keepdims": 1}, inits=[_init("a", np.array([1], np.int64))])
+    _single("ReduceMean", [(2, 3, 4)], {})
+    for op in ["ArgMax", "ArgMin"]:
+        _single(op, [(3, 5)], {"axis": 1, "keepdims": 0})
+
+
+def test_compare_where_cast():
+    nodes = [helper.make_node("Less", ["a", "b"], ["c"]),
+             helper.make_node("Where", ["c", "a", "b"], ["d"]),
+             helper.make_node("Equal", ["a", "a"], ["e"]),
+             helper.make_node("Cast", ["e"], ["f"], to=F),
+             helper.make_node("Greater", ["d", "f"], ["g"]),
+             helper.make_node("Cast", ["g"], ["y"], to=TensorProto.INT32)]
+    m = _model(nodes, [_vi("a", (3, 4)), _vi("b", (4,))], [_out("d"), _out("y")])
+    _check(m, {"a": _r(3, 4), "b": _r(4)})
+
+
+def test_resize():
+    for mode, coord in [("nearest", "asymmetric"), ("linear", "half_pixel"),
+                        ("linear", "align_corners"), ("nearest", "half_pixel")]:
+        _single("Resize", [(1, 2, 5, 4)], {"mode": mode, "coordinate_transformation_mode": coord},
+                inits=[_init("roi", np.zeros(0, np.float32)),
+                       _init("sc", np.array([1, 1, 2.0, 1.5], np.float32))], opset=13)
+    _single("Resize", [(1, 2, 5, 4)], {"mode": "linear"},
+            pos=["x0", "", "", "sz"], inits=[_init("sz", np.array([1, 2, 7, 3], np.int64))])
+
+
+def test_shape_folding_constant_of_shape():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["d0"], axis=0),
+             helper.make_node("Unsqueeze", ["d0", "ax"], ["d0u"]),
+             helper.make_node("Constant", [], ["m1"], value_ints=[-1]),
+             helper.make_node("Concat", ["d0u", "m1"], ["ns"], axis=0),
+             helper.make_node("Reshape", ["x", "ns"], ["r"]),
+             helper.make_node("Shape", ["r"], ["rs"]),
+             helper.make_node("ConstantOfShape", ["rs"], ["ones"],
+                              value=helper.make_tensor("v", F, [1], [2.0])),
+             helper.make_node("Mul", ["r", "ones"], ["y"])]
+    m = _model(nodes, [_vi("x", (3, 2, 5))], [_out("y")],
+               [_init("i0", np.array(0, np.int64)), _init("ax", np.array([0], np.int64))])
+    mod = _check(m, {"x": _r(3, 2, 5)})
+    assert "reshape" in str(mod)
+
+
+def test_layernorm_gelu_dropout():
+    _single("LayerNormalization", [(2, 3, 8)], {"epsilon": 1e-3}, inits=[_init("g", _r(8)), _init("b", _r(8))])
+    _single("LayerNormalization", [(2, 3, 4)], {"axis": 1}, inits=[_init("g", _r(3, 4))])
+    _single("Gelu", [(3, 5)], opset=20)
+    _single("Gelu", [(3, 5)], {"approximate": "tanh"}, opset=20)
+    _single("Dropout", [(3, 5)])
+
+
+def test_small_cnn_and_params():
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "g", "be", "mu", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [_init("w1", _r(4, 3, 3, 3) * 0.3), _init("b1", _r(4)), _init("g", _r(4)),
+             _init("be", _r(4)), _init("mu", _r(4)), _init("var", np.abs(_r(4)) + 0.5),
+             _init("wf", _r(10, 4 * 3 * 4) * 0.1), _init("bf", _r(10))]
+    m = _model(nodes, [_vi("x", ("N", 3, 7, 9))], [_out("y")], inits)
+    feeds = {"x": _r(2, 3, 7, 9)}
+    _check(m, feeds)
+    mod = _check(m, feeds, freeze=False)
+    mod2, params = from_onnx(m, {"x": (2, 3, 7, 9)}, freeze_params=False)
+    assert sorted(params) == sorted(i.name for i in inits)
+    names = [p.name_hint for p in mod2["main"].params]
+    assert names[0] == "x" and set(names[1:]) == set(params)
+    assert "nn.conv2d" in str(mod)
+    with pytest.raises(ValueError, match="symbolic dimension"):
+        from_onnx(m)
+
+
+def test_residual_block():
+    c = 4
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    inits = [_init("w1", _r(c, c, 3, 3) * 0.2), _init("w2", _r(c, c, 3, 3) * 0.2)]
+    m = _model(nodes, [_vi("x", (1, c, 6, 5))], [_out("y")], inits)
+    _check(m, {"x": _r(1, c, 6, 5)})
+
+
+def test_attention_block():
+    b, s, h, nh = 2, 5, 8, 2
+    hd = h // nh
+    i64 = lambda n, v: _init(n, np.array(v, np.int64))  # noqa: E731
+    nodes = []
+    for nm in "qkv":
+        nodes += [helper.make_node("MatMul", ["x", f"w{nm}"], [f"{nm}0"]),
+                  helper.make_node("Add", [f"{nm}0", f"b{nm}"], [f"{nm}1"]),
+                  helper.make_node("Reshape", [f"{nm}1", "heads"], [f"{nm}2"]),
+                  helper.make_node("Transpose", [f"{nm}2"], [f"{nm}3"],
+                                   perm=[0, 2, 3, 1] if nm == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q3", "k3"], ["att"]),
+              helper.make_node("Div", ["att", "scale"], ["att2"]),
+              helper.make_node("Softmax", ["att2"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v3"], ["ctx"]),
+              helper.make_node("Transpose", ["ctx"], ["ctx2"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ctx2", "flat"], ["ctx3"]),
+              helper.make_node("Add", ["ctx3", "x"], ["res"]),
+              helper.make_node("LayerNormalization", ["res", "g", "be"], ["y"], axis=-1)]
+    inits = [i64("heads", [b, s, nh, hd]), i64("flat", [0, 0, -1]),
+             _init("scale", np.float32(np.sqrt(hd))), _init("g", _r(h)), _init("be", _r(h))]
+    for nm in "qkv":
+        inits += [_init(f"w{nm}", _r(h, h) * 0.3), _init(f"b{nm}", _r(h))]
+    m = _model(nodes, [_vi("x", (b, s, h))], [_out("y")], inits)
+    _check(m, {"x": _r(b, s, h)})
+
+
+def test_unsupported_ops_listed_once():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
+             helper.make_node("Foo", ["a"], ["b"], name="foo1"),
+             helper.make_node("Bar", ["b"], ["c"], name="bar1"),
+             helper.make_node("Foo", ["c"], ["y"], name="foo2")]
+    m = _model(nodes, [_vi("x", (2,))], [_out("y")])
+    with pytest.raises(OpNotImplemented) as ei:
+        from_onnx(m)
+    msg = str(ei.value)
+    assert isinstance(ei.value, NotImplementedError)
+    for s in ("Foo: foo1, foo2", "Bar: bar1"):
+        assert s in msg
+    assert "Relu" not in msg
+
+
+def test_unsupported_attribute_named():
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2], storage_order=1)
+    m = _model([node], [_vi("x", (1, 1, 4, 4))], [_out("y")])
+    with pytest.raises(ValueError, match="'mp'.*storage_order"):
+        from_onnx(m)
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
+    m = _model([node], [_vi("x", (4,)), _vi("s", (1,), TensorProto.INT64)], [_out("y")])
+    with pytest.raises(ValueError, match="'rs'.*shape"):
+        from_onnx(m)

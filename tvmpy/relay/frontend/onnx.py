@@ -1,0 +1,804 @@
+"""ONNX importer: ``from_onnx(model, shape) -> (IRModule, params)``, as in TVM.
+
+Graph inputs that are initializers become parameters: relay Constants when ``freeze_params``
+(TVM's meaning: weights embedded, ``params`` empty), else relay Vars with their values in
+``params``. Other graph inputs become Vars with the given or the model's shapes. Values known at
+import time (initializers, Constant, static Shape and what is computed only from them) are kept
+as numpy arrays so shape-like inputs (Reshape's shape, Slice's starts, ...) fold to attributes.
+Every operator type is checked before conversion: unsupported ones raise ONE OpNotImplemented
+listing each type with its node names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import op as _op  # noqa: F401  (registers operators)
+from ..expr import Constant, Function, RelayExpr, Tuple, const, var
+from ..module import IRModule
+from ..op import nn, tensor, transform
+from ..op import reduce as _red
+from ..op.image import resize2d
+from ..type_infer import infer_type
+from .common import unsupported_error
+
+__all__ = ["from_onnx"]
+
+_INT_MAX = 2**31 - 1
+
+
+class OnnxConvertError(ValueError):
+    """An attribute or input value a converter does not support (names node and attribute)."""
+
+
+class _Ctx:
+    """Conversion state: relay expressions and known numpy values per ONNX tensor name."""
+
+    def __init__(self, opset: int, freeze: bool):
+        self.opset = opset
+        self.freeze = freeze
+        self.exprs: dict[str, RelayExpr] = {}
+        self.values: dict[str, np.ndarray] = {}
+        self.node: Any = None
+
+    def where(self) -> str:
+        n = self.node
+        return f"{n.op_type} node {n.name or '(unnamed)'!r}"
+
+    def fail(self, msg: str) -> OnnxConvertError:
+        return OnnxConvertError(f"{self.where()}: {msg}")
+
+    def value(self, name: str, what: str) -> np.ndarray:
+        if name not in self.values:
+            raise self.fail(f"input {what} ({name!r}) must be a constant known at import time")
+        return self.values[name]
+
+
+def _shape(e: RelayExpr) -> list[int]:
+    return [int(d) for d in infer_type(e).checked_type.shape]
+
+
+def _dtype(e: RelayExpr) -> str:
+    return str(infer_type(e).checked_type.dtype)
+
+
+def _np_dtype(onnx_type: int) -> str:
+    from onnx import helper
+
+    return str(np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type)))
+
+
+def _scalar(v: float, like: RelayExpr) -> Constant:
+    return const(np.asarray(v, dtype=_dtype(like)))
+
+
+# ------------------------------------------------------------------------------------------------
+# converters: f(ctx, inputs, attrs, input_names) -> expr or list of exprs
+Conv = Callable[[_Ctx, list, dict, list], Any]
+_CONVERTERS: dict[str, Conv] = {}
+
+
+def _reg(*names: str):
+    def deco(f: Conv) -> Conv:
+        for n in names:
+            _CONVERTERS[n] = f
+        return f
+    return deco
+
+
+def _unary(onnx_name: str, fn: Callable[[RelayExpr], RelayExpr]) -> None:
+    _CONVERTERS[onnx_name] = lambda c, i, a, n: fn(i[0])
+
+
+for _n, _f in [("Sqrt", tensor.sqrt), ("Exp", tensor.exp), ("Log", tensor.log),
+               ("Neg", tensor.negative), ("Abs", tensor.abs), ("Erf", tensor.erf),
+               ("Tanh", tensor.tanh), ("Sigmoid", tensor.sigmoid), ("Relu", nn.relu),
+               ("Floor", tensor.floor), ("Ceil", tensor.ceil), ("Sin", tensor.sin),
+               ("Cos", tensor.cos), ("Not", tensor.logical_not), ("Round", tensor.round),
+               ("Sign", tensor.sign), ("Identity", lambda x: x)]:
+    _unary(_n, _f)
+
+for _n, _f in [("Add", tensor.add), ("Sub", tensor.subtract), ("Mul", tensor.multiply),
+               ("Equal", tensor.equal), ("Less", tensor.less), ("Greater", tensor.greater),
+               ("LessOrEqual", tensor.less_equal), ("GreaterOrEqual", tensor.greater_equal),
+               ("And", tensor.logical_and), ("Or", tensor.logical_or)]:
+    _CONVERTERS[_n] = (lambda f: lambda c, i, a, n: f(i[0], i[1]))(_f)
+
+
+@_reg("Div")
+def _div(c, i, a, n):
+    if _dtype(i[0]).startswith("int"):
+        return tensor.divide(i[0], i[1])  # ONNX integer Div truncates; relay divide on ints too
+    return tensor.divide(i[0], i[1])
+
+
+@_reg("Pow")
+def _pow(c, i, a, n):
+    b = i[1] if _dtype(i[1]) == _dtype(i[0]) else transform.cast(i[1], _dtype(i[0]))
+    return tensor.power(i[0], b)
+
+
+@_reg("Reciprocal")
+def _recip(c, i, a, n):
+    return tensor.divide(_scalar(1.0, i[0]), i[0])
+
+
+def _variadic(fn):
+    def f(c, i, a, n):
+        out = i[0]
+        for x in i[1:]:
+            out = fn(out, x)
+        return out
+    return f
+
+
+_CONVERTERS["Max"] = _variadic(tensor.maximum)
+_CONVERTERS["Min"] = _variadic(tensor.minimum)
+_CONVERTERS["Sum"] = _variadic(tensor.add)
+
+
+@_reg("Mean")
+def _mean(c, i, a, n):
+    return tensor.divide(_variadic(tensor.add)(c, i, a, n), _scalar(len(i), i[0]))
+
+
+@_reg("LeakyRelu")
+def _leaky(c, i, a, n):
+    return nn.leaky_relu(i[0], a.get("alpha", 0.01))
+
+
+@_reg("PRelu")
+def _prelu(c, i, a, n):
+    x, s = i
+    return tensor.where(tensor.less(x, _scalar(0, x)), tensor.multiply(x, s), x)
+
+
+@_reg("Elu")
+def _elu(c, i, a, n):
+    x = i[0]
+    neg = tensor.multiply(_scalar(a.get("alpha", 1.0), x),
+                          tensor.subtract(tensor.exp(x), _scalar(1, x)))
+    return tensor.where(tensor.less(x, _scalar(0, x)), neg, x)
+
+
+@_reg("Softplus")
+def _softplus(c, i, a, n):
+    return tensor.log(tensor.add(tensor.exp(i[0]), _scalar(1, i[0])))
+
+
+@_reg("HardSigmoid")
+def _hsig(c, i, a, n):
+    x = i[0]
+    y = tensor.add(tensor.multiply(x, _scalar(a.get("alpha", 0.2), x)), _scalar(a.get("beta", 0.5), x))
+    return tensor.clip(y, 0.0, 1.0)
+
+
+@_reg("HardSwish")
+def _hswish(c, i, a, n):
+    x = i[0]
+    y = tensor.clip(tensor.add(tensor.multiply(x, _scalar(1 / 6, x)), _scalar(0.5, x)), 0.0, 1.0)
+    return tensor.multiply(x, y)
+
+
+@_reg("Gelu")
+def _gelu(c, i, a, n):
+    return nn.gelu(i[0], a.get("approximate", "none"))
+
+
+@_reg("Clip")
+def _clip(c, i, a, n):
+    x = i[0]
+    if c.opset < 11:
+        return tensor.clip(x, a.get("min", -np.inf), a.get("max", np.inf))
+    out = x
+    for idx, fn in ((1, tensor.maximum), (2, tensor.minimum)):
+        if len(i) > idx and i[idx] is not None:
+            if n[idx] in c.values:
+                lo = float(c.values[n[idx]])
+                out = fn(out, _scalar(lo, x))
+            else:
+                out = fn(out, i[idx])
+    return out
+
+
+@_reg("Where")
+def _where(c, i, a, n):
+    return tensor.where(i[0], i[1], i[2])
+
+
+@_reg("Cast")
+def _cast(c, i, a, n):
+    return transform.cast(i[0], _np_dtype(a["to"]))
+
+
+@_reg("Dropout")
+def _dropout(c, i, a, n):
+    if len(i) > 2 and i[2] is not None and n[2] in c.values and bool(c.values[n[2]]):
+        raise c.fail("training_mode=True is not supported (inference only)")
+    return i[0]
+
+
+# ------------------------------------------------------------------------------------------------
+# nn
+def _conv_pads(c, a, in_sp: list[int], k: list[int], strides, dil) -> list[int]:
+    nd = len(k)
+    auto = a.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    if auto in ("NOTSET", ""):
+        return list(a.get("pads", [0] * (2 * nd)))
+    if auto == "VALID":
+        return [0] * (2 * nd)
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise c.fail(f"attribute auto_pad={auto!r} is not supported")
+    begin, end = [], []
+    for s_in, kk, s, d in zip(in_sp, k, strides, dil):
+        out = -(-s_in // s)
+        total = max((out - 1) * s + (kk - 1) * d + 1 - s_in, 0)
+        small, big = total // 2, total - total // 2
+        begin.append(small if auto == "SAME_UPPER" else big)
+        end.append(big if auto == "SAME_UPPER" else small)
+    return begin + end
+
+
+def _check_2d(c, x, what="data") -> list[int]:
+    s = _shape(x)
+    if len(s) != 4:
+        raise c.fail(f"only 2-D (NCHW, 4-D {what}) is supported, got shape {s}")
+    return s
+
+
+@_reg("Conv")
+def _conv(c, i, a, n):
+    x, w = i[0], i[1]
+    xs = _check_2d(c, x)
+    ws = _shape(w)
+    k = list(a.get("kernel_shape", ws[2:]))
+    strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    pads = _conv_pads(c, a, xs[2:], k, strides, dil)
+    out = nn.conv2d(x, w, strides=strides, padding=pads, dilation=dil, groups=a.get("group", 1),
+                    channels=ws[0], kernel_size=k)
+    if len(i) > 2 and i[2] is not None:
+        out = nn.bias_add(out, i[2], axis=1)
+    return out
+
+
+@_reg("ConvTranspose")
+def _conv_t(c, i, a, n):
+    x, w = i[0], i[1]
+    _check_2d(c, x)
+    ws = _shape(w)
+    g = a.get("group", 1)
+    if "output_shape" in a:
+        raise c.fail("attribute output_shape is not supported (give pads)")
+    auto = a.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    if auto not in ("NOTSET", "VALID"):
+        raise c.fail(f"attribute auto_pad={auto!r} is not supported")
+    out = nn.conv2d_transpose(
+        x, w, strides=a.get("strides", [1, 1]), padding=a.get("pads", [0, 0, 0, 0]),
+        dilation=a.get("dilations", [1, 1]), groups=g, channels=ws[1] * g,
+        kernel_size=a.get("kernel_shape", ws[2:]), output_padding=a.get("output_padding", [0, 0]))
+    if len(i) > 2 and i[2] is not None:
+        out = nn.bias_add(out, i[2], axis=1)
+    return out
+
+
+@_reg("Gemm")
+def _gemm(c, i, a, n):
+    A, B = i[0], i[1]
+    if a.get("transA", 0):
+        A = transform.transpose(A, (1, 0))
+    if not a.get("transB", 0):
+        B = transform.transpose(B, (1, 0))
+    out = nn.dense(A, B)
+    alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
+    if alpha != 1.0:
+        out = tensor.multiply(out, _scalar(alpha, out))
+    if len(i) > 2 and i[2] is not None:
+        C = i[2] if beta == 1.0 else tensor.multiply(i[2], _scalar(beta, i[2]))
+        out = tensor.add(out, C)
+    return out
+
+
+@_reg("MatMul")
+def _matmul(c, i, a, n):
+    A, B = i
+    sa, sb = _shape(A), _shape(B)
+    if len(sa) == 1:
+        A, sa = transform.reshape(A, (1, sa[0])), [1, sa[0]]
+        squeeze_a = True
+    else:
+        squeeze_a = False
+    squeeze_b = len(sb) == 1
+    if squeeze_b:
+        B, sb = transform.reshape(B, (sb[0], 1)), [sb[0], 1]
+    M, K, N = sa[-2], sa[-1], sb[-1]
+    if len(sb) == 2:
+        a2 = transform.reshape(A, (-1, K)) if len(sa) > 2 else A
+        out = nn.dense(a2, transform.transpose(B, (1, 0)))
+        batch = sa[:-2]
+    else:
+        batch = list(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
+        nb = int(np.prod(batch)) if batch else 1
+        a3 = A
+        if sa[:-2] != batch:
+            a3 = transform.broadcast_to(A, batch + [M, K])
+        b3 = B
+        if sb[:-2] != batch:
+            b3 = transform.broadcast_to(B, batch + [K, N])
+        a3 = transform.reshape(a3, (nb, M, K))
+        b3 = transform.reshape(b3, (nb, K, N))
+        out = nn.batch_matmul(a3, b3, transpose_b=False)
+    shp = list(batch) + [M, N]
+    if squeeze_a:
+        shp.pop(-2)
+    if squeeze_b:
+        shp.pop(-1)
+    return transform.reshape(out, shp)
+
+
+@_reg("BatchNormalization")
+def _bn(c, i, a, n):
+    if a.get("training_mode", 0):
+        raise c.fail("attribute training_mode=1 is not supported (inference only)")
+    return nn.batch_norm(*i[:5], axis=1, epsilon=a.get("epsilon", 1e-5))[0]
+
+
+@_reg("LayerNormalization")
+def _ln(c, i, a, n):
+    x, g = i[0], i[1]
+    b = i[2] if len(i) > 2 and i[2] is not None else None
+    s = _shape(x)
+    ax = a.get("axis", -1) % len(s)
+    eps = a.get("epsilon", 1e-5)
+    if b is None:
+        b = const(np.zeros(_shape(g), dtype=_dtype(g)))
+    if ax == len(s) - 1:
+        return nn.layer_norm(x, g, b, axis=-1, epsilon=eps)
+    tail = int(np.prod(s[ax:]))
+    x2 = transform.reshape(x, s[:ax] + [tail])
+    g2 = transform.reshape(transform.broadcast_to(g, s[ax:]), (tail,))
+    b2 = transform.reshape(transform.broadcast_to(b, s[ax:]), (tail,))
+    return transform.reshape(nn.layer_norm(x2, g2, b2, axis=-1, epsilon=eps), s)
+
+
+def _pool_args(c, x, a):
+    xs = _check_2d(c, x)
+    k = list(a["kernel_shape"])
+    strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    pads = _conv_pads(c, a, xs[2:], k, strides, dil)
+    return dict(pool_size=k, strides=strides, dilation=dil, padding=pads,
+                ceil_mode=bool(a.get("ceil_mode", 0)))
+
+
+@_reg("MaxPool")
+def _maxpool(c, i, a, n):
+    if a.get("storage_order", 0):
+        raise c.fail("attribute storage_order=1 is not supported")
+    return nn.max_pool2d(i[0], **_pool_args(c, i[0], a))
+
+
+@_reg("AveragePool")
+def _avgpool(c, i, a, n):
+    return nn.avg_pool2d(i[0], count_include_pad=bool(a.get("count_include_pad", 0)),
+                         **_pool_args(c, i[0], a))
+
+
+@_reg("GlobalAveragePool")
+def _gap(c, i, a, n):
+    _check_2d(c, i[0])
+    return nn.global_avg_pool2d(i[0])
+
+
+@_reg("GlobalMaxPool")
+def _gmp(c, i, a, n):
+    _check_2d(c, i[0])
+    return nn.global_max_pool2d(i[0])
+
+
+def _softmax(fn):
+    def f(c, i, a, n):
+        x = i[0]
+        s = _shape(x)
+        if c.opset >= 13:
+            return fn(x, a.get("axis", -1))
+        ax = a.get("axis", 1) % len(s)
+        if ax == len(s) - 1:
+            return fn(x, -1)
+        flat = transform.reshape(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+        return transform.reshape(fn(flat, -1), s)
+    return f
+
+
+_CONVERTERS["Softmax"] = _softmax(nn.softmax)
+_CONVERTERS["LogSoftmax"] = _softmax(nn.log_softmax)
+
+
+# ------------------------------------------------------------------------------------------------
+# shapes and data movement
+@_reg("Flatten")
+def _flatten(c, i, a, n):
+    s = _shape(i[0])
+    ax = a.get("axis", 1) % (len(s) + 1) if a.get("axis", 1) < 0 else a.get("axis", 1)
+    return transform.reshape(i[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+
+
+@_reg("Reshape")
+def _reshape(c, i, a, n):
+    s = _shape(i[0])
+    tgt = [int(v) for v in c.value(n[1], "shape")]
+    if not a.get("allowzero", 0):
+        tgt = [s[k] if v == 0 else v for k, v in enumerate(tgt)]
+    if tgt.count(-1) == 1:
+        known = int(np.prod([v for v in tgt if v != -1]))
+        tgt[tgt.index(-1)] = int(np.prod(s)) // known if known else 0
+    return transform.reshape(i[0], tgt)
+
+
+@_reg("Transpose")
+def _transpose(c, i, a, n):
+    perm = a.get("perm")
+    return transform.transpose(i[0], None if perm is None else list(perm))
+
+
+@_reg("Concat")
+def _concat(c, i, a, n):
+    return transform.concatenate([x for x in i if x is not None], a["axis"])
+
+
+@_reg("Split")
+def _split(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    ax = a.get("axis", 0) % len(s)
+    if c.opset < 13 and "split" in a:
+        sizes = list(a["split"])
+    elif len(n) > 1 and n[1]:
+        sizes = [int(v) for v in c.value(n[1], "split")]
+    else:
+        parts = a.get("num_outputs", len(c.node.output))
+        step = -(-s[ax] // parts)
+        sizes = [min(step, s[ax] - k * step) for k in range(parts)]
+    idx = list(np.cumsum(sizes)[:-1])
+    out = transform.split(x, [int(v) for v in idx], axis=ax)
+    return [out[k] for k in range(len(sizes))]
+
+
+@_reg("Slice")
+def _slice(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    if c.opset < 10:
+        starts, ends = list(a["starts"]), list(a["ends"])
+        axes = list(a.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = [int(v) for v in c.value(n[1], "starts")]
+        ends = [int(v) for v in c.value(n[2], "ends")]
+        axes = ([int(v) for v in c.value(n[3], "axes")] if len(n) > 3 and n[3]
+                else list(range(len(starts))))
+        steps = ([int(v) for v in c.value(n[4], "steps")] if len(n) > 4 and n[4]
+                 else [1] * len(starts))
+    axes = [ax % len(s) for ax in axes]
+    clamp = lambda v, d: max(-d - 1, min(d, v))  # noqa: E731  (keeps Python slice semantics)
+    b = [clamp(v, s[ax]) for v, ax in zip(starts, axes)]
+    e = [clamp(v, s[ax]) for v, ax in zip(ends, axes)]
+    return transform.strided_slice(x, b, e, steps, axes)
+
+
+@_reg("Gather")
+def _gather(c, i, a, n):
+    x, idx = i
+    ax = a.get("axis", 0) % len(_shape(x))
+    d = _shape(x)[ax]
+    if n[1] in c.values:
+        v = c.values[n[1]].astype(np.int64)
+        idx = const(np.where(v < 0, v + d, v).astype("int64"))
+    else:
+        idx = tensor.where(tensor.less(idx, _scalar(0, idx)), tensor.add(idx, _scalar(d, idx)), idx)
+    return transform.take(x, idx, axis=ax, mode="clip")
+
+
+def _axes_arg(c, a, n, pos: int) -> list[int] | None:
+    if c.opset < 13 or "axes" in a:
+        return list(a["axes"]) if "axes" in a else None
+    if len(n) > pos and n[pos]:
+        return [int(v) for v in c.value(n[pos], "axes")]
+    return None
+
+
+@_reg("Squeeze")
+def _squeeze(c, i, a, n):
+    s = _shape(i[0])
+    axes = _axes_arg(c, a, n, 1)
+    axes = [k for k, d in enumerate(s) if d == 1] if axes is None else [x % len(s) for x in axes]
+    return transform.reshape(i[0], [d for k, d in enumerate(s) if k not in axes])
+
+
+@_reg("Unsqueeze")
+def _unsqueeze(c, i, a, n):
+    s = _shape(i[0])
+    axes = _axes_arg(c, a, n, 1)
+    if axes is None:
+        raise c.fail("axes are required")
+    r = len(s) + len(axes)
+    axes = sorted(x % r for x in axes)
+    out = list(s)
+    for x in axes:
+        out.insert(x, 1)
+    return transform.reshape(i[0], out)
+
+
+@_reg("Expand")
+def _expand(c, i, a, n):
+    tgt = [int(v) for v in c.value(n[1], "shape")]
+    return transform.broadcast_to(i[0], list(np.broadcast_shapes(tuple(_shape(i[0])), tuple(tgt))))
+
+
+@_reg("Tile")
+def _tile(c, i, a, n):
+    from ..op.extra import tile
+
+    return tile(i[0], [int(v) for v in c.value(n[1], "repeats")])
+
+
+@_reg("Pad")
+def _pad(c, i, a, n):
+    x = i[0]
+    r = len(_shape(x))
+    mode = a.get("mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if c.opset < 11:
+        pads, value, axes = list(a["pads"]), a.get("value", 0.0), list(range(r))
+    else:
+        pads = [int(v) for v in c.value(n[1], "pads")]
+        value = float(c.value(n[2], "constant_value")) if len(n) > 2 and n[2] else 0.0
+        axes = ([int(v) % r for v in c.value(n[3], "axes")] if len(n) > 3 and n[3]
+                else list(range(r)))
+    if mode not in ("constant", "edge", "reflect"):
+        raise c.fail(f"attribute mode={mode!r} is not supported")
+    if any(p < 0 for p in pads):
+        raise c.fail(f"negative pads {pads} are not supported")
+    k = len(axes)
+    width = [[0, 0] for _ in range(r)]
+    for j, ax in enumerate(axes):
+        width[ax] = [pads[j], pads[j + k]]
+    return nn.pad(x, width, pad_value=value, pad_mode=mode)
+
+
+@_reg("Resize")
+def _resize(c, i, a, n):
+    x = i[0]
+    s = _check_2d(c, x)
+    mode = a.get("mode", "nearest")
+    coord = a.get("coordinate_transformation_mode", "half_pixel")
+    near = a.get("nearest_mode", "round_prefer_floor")
+    mode, coord, near = (v.decode() if isinstance(v, bytes) else v for v in (mode, coord, near))
+    if mode not in ("nearest", "linear"):
+        raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
+    if a.get("antialias", 0) or a.get("keep_aspect_ratio_policy", "stretch") not in ("stretch",
+                                                                                    b"stretch"):
+        raise c.fail("attributes antialias / keep_aspect_ratio_policy are not supported")
+    if c.opset < 11:
+        scales = c.value(n[1], "scales")
+        sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+    elif len(n) > 3 and n[3]:
+        sizes = [int(v) for v in c.value(n[3], "sizes")]
+    else:
+        scales = c.value(n[2], "scales")
+        sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+    if sizes[:2] != s[:2]:
+        raise c.fail(f"resizing the batch/channel axes is not supported (sizes {sizes})")
+    if coord == "tf_crop_and_resize":
+        raise c.fail("coordinate_transformation_mode='tf_crop_and_resize' is not supported")
+    if coord == "half_pixel_symmetric":
+        raise c.fail("coordinate_transformation_mode='half_pixel_symmetric' is not supported")
+    rnd = ""
+    if mode == "nearest":
+        rnd = {"round_prefer_floor": "round_prefer_floor", "round_prefer_ceil": "round_prefer_ceil",
+               "floor": "floor", "ceil": "ceil"}[near]
+    return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
+                    coordinate_transformation_mode=coord, rounding_method=rnd)
+
+
+# ------------------------------------------------------------------------------------------------
+# reductions
+def _reduce(fn):
+    def f(c, i, a, n):
+        x = i[0]
+        r = len(_shape(x))
+        axes = a.get("axes")
+        if axes is None and len(n) > 1 and n[1]:
+            axes = [int(v) for v in c.value(n[1], "axes")]
+        if axes is not None and len(axes) == 0:
+            axes = None
+        if axes is None and a.get("noop_with_empty_axes", 0):
+            return x
+        axes = None if axes is None else [int(v) % r for v in axes]
+        return fn(x, axis=axes, keepdims=bool(a.get("keepdims", 1)))
+    return f
+
+
+for _n, _f in [("ReduceMean", _red.mean), ("ReduceSum", _red.sum), ("ReduceMax", _red.max),
+               ("ReduceMin", _red.min), ("ReduceProd", _red.prod)]:
+    _CONVERTERS[_n] = _reduce(_f)
+
+
+def _arg(fn):
+    def f(c, i, a, n):
+        if a.get("select_last_index", 0):
+            raise c.fail("attribute select_last_index=1 is not supported")
+        ax = a.get("axis", 0)
+        return transform.cast(fn(i[0], axis=[ax], keepdims=bool(a.get("keepdims", 1))), "int64")
+    return f
+
+
+_CONVERTERS["ArgMax"] = _arg(_red.argmax)
+_CONVERTERS["ArgMin"] = _arg(_red.argmin)
+
+
+# ------------------------------------------------------------------------------------------------
+# constants (their outputs are known values: handled in the driver)
+_VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size"}
+
+
+def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
+    from onnx import numpy_helper
+
+    if node.op_type == "Constant":
+        for key, conv in (("value", None), ("value_float", np.float32), ("value_int", np.int64),
+                          ("value_floats", np.float32), ("value_ints", np.int64)):
+            if key in a:
+                v = a[key]
+                return numpy_helper.to_array(v) if conv is None else np.asarray(v, dtype=conv)
+        raise c.fail(f"attributes {sorted(a)} are not supported")
+    if node.op_type == "ConstantOfShape":
+        shp = [int(v) for v in c.value(names[0], "input")]
+        v = numpy_helper.to_array(a["value"]) if "value" in a else np.zeros(1, np.float32)
+        return np.full(shp, v.reshape(-1)[0], dtype=v.dtype)
+    s = np.asarray(_shape(c.exprs[names[0]]), dtype=np.int64)
+    if node.op_type == "Size":
+        return np.asarray(int(np.prod(s)), dtype=np.int64)
+    return s[a.get("start", 0):a.get("end", len(s))]
+
+
+# ------------------------------------------------------------------------------------------------
+# driver
+def _attrs(node: Any) -> dict:
+    from onnx import helper
+
+    out = {}
+    for at in node.attribute:
+        v = helper.get_attribute_value(at)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode() for x in v]
+        out[at.name] = v
+    return out
+
+
+def _input_shape(vi: Any, shape: Mapping[str, Any] | None) -> list[int]:
+    if shape and vi.name in shape:
+        return [int(d) for d in shape[vi.name]]
+    dims = []
+    for d in vi.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            raise ValueError(f"from_onnx: input {vi.name!r} has a symbolic dimension "
+                             f"{d.dim_param!r}: give its shape in shape={{...}}")
+    return dims
+
+
+def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
+              opset: int | None = None, freeze_params: bool = True
+              ) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx)."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    if opset is None:
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                    default=13)
+    missing: dict[str, list[str]] = {}
+    for node in graph.node:
+        if node.domain not in ("", "ai.onnx") or (
+                node.op_type not in _CONVERTERS and node.op_type not in _VALUE_OPS):
+            key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            missing.setdefault(key, []).append(node.name or "(unnamed)")
+    if missing:
+        raise unsupported_error("from_onnx", missing)
+
+    ctx = _Ctx(opset, freeze_params)
+    params: dict[str, np.ndarray] = {}
+    inputs = []
+    init_names = set()
+    for init in graph.initializer:
+        arr = numpy_helper.to_array(init)
+        init_names.add(init.name)
+        ctx.values[init.name] = arr
+        if freeze_params:
+            ctx.exprs[init.name] = const(arr)
+        else:
+            v = var(init.name, shape=arr.shape, dtype=str(arr.dtype))
+            ctx.exprs[init.name] = v
+            params[init.name] = arr
+    for vi in graph.input:
+        if vi.name in init_names:
+            continue
+        dt = dtype.get(vi.name, "float32") if isinstance(dtype, Mapping) else dtype
+        elem = vi.type.tensor_type.elem_type
+        if elem and not (isinstance(dtype, Mapping) and vi.name in dtype):
+            dt = _np_dtype(elem)
+        v = var(vi.name, shape=_input_shape(vi, shape), dtype=dt)
+        ctx.exprs[vi.name] = v
+        inputs.append(v)
+    if not freeze_params:
+        inputs += [ctx.exprs[n] for n in params]
+
+    for node in graph.node:
+        ctx.node = node
+        names = list(node.input)
+        a = _attrs(node)
+        for nm in names:
+            if nm and nm not in ctx.exprs:
+                raise ctx.fail(f"input {nm!r} is not produced by any earlier node or graph input")
+        if node.op_type in _VALUE_OPS:
+            val = _value_op(ctx, node, a, names)
+            ctx.values[node.output[0]] = val
+            ctx.exprs[node.output[0]] = const(val)
+            continue
+        ins = [ctx.exprs[nm] if nm else None for nm in names]
+        try:
+            out = _CONVERTERS[node.op_type](ctx, ins, a, names)
+        except (OnnxConvertError, KeyError) as e:
+            if isinstance(e, KeyError):
+                raise ctx.fail(f"missing required attribute {e}") from None
+            raise
+        outs = out if isinstance(out, list) else [out]
+        outputs = [o for o in node.output]
+        for k, o in enumerate(outputs):
+            if not o:
+                continue
+            if k >= len(outs):
+                raise ctx.fail(f"output {k} ({o!r}) is not supported")
+            ctx.exprs[o] = outs[k]
+        _fold(ctx, node, names, outputs, outs)
+
+    outs = [ctx.exprs[o.name] for o in graph.output]
+    body = outs[0] if len(outs) == 1 else Tuple(outs)
+    func = Function(inputs, body)
+    mod = IRModule.from_expr(func)
+    from ..transform import InferType
+
+    mod = InferType()(mod)
+    return mod, params
+
+
+def _fold(ctx: _Ctx, node: Any, names: list[str], outputs: list[str], outs: list) -> None:
+    """Evaluate a node whose inputs are all known shape-like values (small integer tensors or
+    values computed from Constant/Shape), so later shape inputs fold to attributes."""
+    known = [nm for nm in names if nm]
+    if not known or any(nm not in ctx.values for nm in known):
+        return
+    if any(ctx.values[nm].size > 4096 or not isinstance(ctx.exprs[nm], Constant)
+           for nm in known):
+        return
+    from ..interpreter import evaluate
+
+    for o, e in zip(outputs, outs):
+        if not o:
+            continue
+        val = evaluate(Function([], e))
+        val = np.asarray(val.numpy() if hasattr(val, "numpy") else val)
+        ctx.values[o] = val
+        ctx.exprs[o] = const(val)
