@@ -305,3 +305,38 @@ def test_unsupported_attribute_named():
     m = _model([node], [_vi("x", (4,)), _vi("s", (1,), TensorProto.INT64)], [_out("y")])
     with pytest.raises(ValueError, match="'rs'.*shape"):
         from_onnx(m)
+
+
+@pytest.mark.parametrize("op", ["Tan", "Atan", "Sinh", "Cosh", "Asinh", "Selu", "Sin", "Cos"])
+def test_more_unary(op):
+    _single(op, [(3, 4)])
+
+
+def test_conv_pool_1d_3d():
+    _single("Conv", [(1, 3, 11)], dict(pads=[1, 2], strides=[2]),
+            inits=[_init("w", _r(4, 3, 3)), _init("b", _r(4))])
+    _single("Conv", [(1, 2, 5, 4, 6)], dict(pads=[1, 0, 1, 1, 0, 1]), inits=[_init("w", _r(3, 2, 3, 2, 3))])
+    _single("MaxPool", [(1, 2, 9)], dict(kernel_shape=[3], strides=[2]))
+    _single("AveragePool", [(1, 2, 5, 6, 4)], dict(kernel_shape=[2, 3, 2]))
+
+
+def test_norm_space_cumsum_reduce_extra():
+    _single("InstanceNormalization", [(2, 3, 4, 5)], {"epsilon": 1e-4},
+            inits=[_init("g", _r(3)), _init("b", _r(3))])
+    _single("DepthToSpace", [(1, 8, 3, 2)], {"blocksize": 2, "mode": "CRD"})
+    _single("DepthToSpace", [(1, 8, 3, 2)], {"blocksize": 2})
+    _single("SpaceToDepth", [(1, 2, 4, 6)], {"blocksize": 2})
+    _single("CumSum", [(3, 5)], {"exclusive": 1}, inits=[_init("a", np.array(1, np.int64))])
+    for op in ["ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSumExp"]:
+        _single(op, [(2, 3, 4)], {"axes": [1], "keepdims": 0}, opset=13)
+        _single(op, [(2, 3, 4)], {"axes": [0, 2]}, opset=13)
+
+
+def test_range_mod():
+    nodes = [helper.make_node("Range", ["s", "l", "d"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=F),
+             helper.make_node("Add", ["x", "rf"], ["y0"]),
+             helper.make_node("Mod", ["y0", "m"], ["y"], fmod=1)]
+    inits = [_init("s", np.array(1, np.int64)), _init("l", np.array(8, np.int64)),
+             _init("d", np.array(2, np.int64)), _init("m", np.float32(1.3))]
+    _check(_model(nodes, [_vi("x", (3, 4))], [_out("y")], inits), {"x": _r(3, 4)})

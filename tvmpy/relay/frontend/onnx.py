@@ -20,7 +20,7 @@ import numpy as np
 from .. import op as _op  # noqa: F401  (registers operators)
 from ..expr import Constant, Function, RelayExpr, Tuple, const, var
 from ..module import IRModule
-from ..op import nn, tensor, transform
+from ..op import extra, nn, nn_nd, tensor, transform
 from ..op import reduce as _red
 from ..op.image import resize2d
 from ..type_infer import infer_type
@@ -99,13 +99,19 @@ for _n, _f in [("Sqrt", tensor.sqrt), ("Exp", tensor.exp), ("Log", tensor.log),
                ("Tanh", tensor.tanh), ("Sigmoid", tensor.sigmoid), ("Relu", nn.relu),
                ("Floor", tensor.floor), ("Ceil", tensor.ceil), ("Sin", tensor.sin),
                ("Cos", tensor.cos), ("Not", tensor.logical_not), ("Round", tensor.round),
-               ("Sign", tensor.sign), ("Identity", lambda x: x)]:
+               ("Sign", tensor.sign), ("Identity", lambda x: x), ("Tan", extra.tan),
+               ("Asin", extra.asin), ("Acos", extra.acos), ("Atan", extra.atan),
+               ("Sinh", extra.sinh), ("Cosh", extra.cosh), ("Asinh", extra.asinh),
+               ("Acosh", extra.acosh), ("Atanh", extra.atanh), ("IsNaN", tensor.isnan),
+               ("BitwiseNot", extra.bitwise_not)]:
     _unary(_n, _f)
 
 for _n, _f in [("Add", tensor.add), ("Sub", tensor.subtract), ("Mul", tensor.multiply),
                ("Equal", tensor.equal), ("Less", tensor.less), ("Greater", tensor.greater),
                ("LessOrEqual", tensor.less_equal), ("GreaterOrEqual", tensor.greater_equal),
-               ("And", tensor.logical_and), ("Or", tensor.logical_or)]:
+               ("And", tensor.logical_and), ("Or", tensor.logical_or),
+               ("Xor", extra.logical_xor), ("BitwiseAnd", extra.bitwise_and),
+               ("BitwiseOr", extra.bitwise_or), ("BitwiseXor", extra.bitwise_xor)]:
     _CONVERTERS[_n] = (lambda f: lambda c, i, a, n: f(i[0], i[1]))(_f)
 
 
@@ -255,14 +261,17 @@ def _check_2d(c, x, what="data") -> list[int]:
 @_reg("Conv")
 def _conv(c, i, a, n):
     x, w = i[0], i[1]
-    xs = _check_2d(c, x)
-    ws = _shape(w)
+    xs, ws = _shape(x), _shape(w)
+    nd = len(xs) - 2
+    if nd not in (1, 2, 3):
+        raise c.fail(f"only 1-D, 2-D and 3-D convolutions are supported, got data shape {xs}")
     k = list(a.get("kernel_shape", ws[2:]))
-    strides = list(a.get("strides", [1, 1]))
-    dil = list(a.get("dilations", [1, 1]))
+    strides = list(a.get("strides", [1] * nd))
+    dil = list(a.get("dilations", [1] * nd))
     pads = _conv_pads(c, a, xs[2:], k, strides, dil)
-    out = nn.conv2d(x, w, strides=strides, padding=pads, dilation=dil, groups=a.get("group", 1),
-                    channels=ws[0], kernel_size=k)
+    fn = {1: nn_nd.conv1d, 2: nn.conv2d, 3: nn_nd.conv3d}[nd]
+    out = fn(x, w, strides=strides, padding=pads, dilation=dil, groups=a.get("group", 1),
+             channels=ws[0], kernel_size=k)
     if len(i) > 2 and i[2] is not None:
         out = nn.bias_add(out, i[2], axis=1)
     return out
@@ -370,26 +379,33 @@ def _ln(c, i, a, n):
 
 
 def _pool_args(c, x, a):
-    xs = _check_2d(c, x)
+    xs = _shape(x)
+    nd = len(xs) - 2
+    if nd not in (1, 2, 3):
+        raise c.fail(f"only 1-D, 2-D and 3-D pooling is supported, got data shape {xs}")
     k = list(a["kernel_shape"])
-    strides = list(a.get("strides", [1, 1]))
-    dil = list(a.get("dilations", [1, 1]))
+    strides = list(a.get("strides", [1] * nd))
+    dil = list(a.get("dilations", [1] * nd))
     pads = _conv_pads(c, a, xs[2:], k, strides, dil)
-    return dict(pool_size=k, strides=strides, dilation=dil, padding=pads,
-                ceil_mode=bool(a.get("ceil_mode", 0)))
+    return nd, dict(pool_size=k, strides=strides, dilation=dil, padding=pads,
+                    ceil_mode=bool(a.get("ceil_mode", 0)))
 
 
 @_reg("MaxPool")
 def _maxpool(c, i, a, n):
     if a.get("storage_order", 0):
         raise c.fail("attribute storage_order=1 is not supported")
-    return nn.max_pool2d(i[0], **_pool_args(c, i[0], a))
+    if len(c.node.output) > 1 and c.node.output[1]:
+        raise c.fail("the Indices output is not supported")
+    nd, kw = _pool_args(c, i[0], a)
+    return {1: nn_nd.max_pool1d, 2: nn.max_pool2d, 3: nn_nd.max_pool3d}[nd](i[0], **kw)
 
 
 @_reg("AveragePool")
 def _avgpool(c, i, a, n):
-    return nn.avg_pool2d(i[0], count_include_pad=bool(a.get("count_include_pad", 0)),
-                         **_pool_args(c, i[0], a))
+    nd, kw = _pool_args(c, i[0], a)
+    fn = {1: nn_nd.avg_pool1d, 2: nn.avg_pool2d, 3: nn_nd.avg_pool3d}[nd]
+    return fn(i[0], count_include_pad=bool(a.get("count_include_pad", 0)), **kw)
 
 
 @_reg("GlobalAveragePool")
@@ -545,9 +561,7 @@ def _expand(c, i, a, n):
 
 @_reg("Tile")
 def _tile(c, i, a, n):
-    from ..op.extra import tile
-
-    return tile(i[0], [int(v) for v in c.value(n[1], "repeats")])
+    return extra.tile(i[0], [int(v) for v in c.value(n[1], "repeats")])
 
 
 @_reg("Pad")
@@ -609,6 +623,57 @@ def _resize(c, i, a, n):
                     coordinate_transformation_mode=coord, rounding_method=rnd)
 
 
+@_reg("Selu")
+def _selu(c, i, a, n):
+    x = i[0]
+    al, ga = a.get("alpha", 1.67326319217681884765625), a.get("gamma", 1.05070102214813232421875)
+    neg = tensor.multiply(_scalar(al, x), tensor.subtract(tensor.exp(x), _scalar(1, x)))
+    return tensor.multiply(_scalar(ga, x), tensor.where(tensor.less(x, _scalar(0, x)), neg, x))
+
+
+@_reg("Mod")
+def _mod(c, i, a, n):
+    if a.get("fmod", 0):
+        return tensor.mod(i[0], i[1])
+    return tensor.floor_mod(i[0], i[1])
+
+
+@_reg("IsInf")
+def _isinf(c, i, a, n):
+    x = i[0]
+    pos, neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
+    if pos and neg:
+        return extra.isinf(x)
+    if not pos and not neg:
+        return tensor.logical_and(extra.isinf(x), tensor.logical_not(extra.isinf(x)))
+    return tensor.equal(x, _scalar(np.inf if pos else -np.inf, x))
+
+
+@_reg("InstanceNormalization")
+def _instnorm(c, i, a, n):
+    return extra.instance_norm(i[0], i[1], i[2], axis=1, epsilon=a.get("epsilon", 1e-5))
+
+
+@_reg("DepthToSpace")
+def _d2s(c, i, a, n):
+    _check_2d(c, i[0])
+    return extra.depth_to_space(i[0], a["blocksize"], mode=a.get("mode", "DCR"))
+
+
+@_reg("SpaceToDepth")
+def _s2d(c, i, a, n):
+    _check_2d(c, i[0])
+    return extra.space_to_depth(i[0], a["blocksize"])
+
+
+@_reg("CumSum")
+def _cumsum(c, i, a, n):
+    if a.get("reverse", 0):
+        raise c.fail("attribute reverse=1 is not supported")
+    ax = int(c.value(n[1], "axis").reshape(-1)[0])
+    return extra.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
+
+
 # ------------------------------------------------------------------------------------------------
 # reductions
 def _reduce(fn):
@@ -632,6 +697,34 @@ for _n, _f in [("ReduceMean", _red.mean), ("ReduceSum", _red.sum), ("ReduceMax",
     _CONVERTERS[_n] = _reduce(_f)
 
 
+def _sum_square(x, axis=None, keepdims=False):
+    return _red.sum(tensor.multiply(x, x), axis=axis, keepdims=keepdims)
+
+
+def _l2(x, axis=None, keepdims=False):
+    return tensor.sqrt(_sum_square(x, axis, keepdims))
+
+
+def _l1(x, axis=None, keepdims=False):
+    return _red.sum(tensor.abs(x), axis=axis, keepdims=keepdims)
+
+
+def _log_sum(x, axis=None, keepdims=False):
+    return tensor.log(_red.sum(x, axis=axis, keepdims=keepdims))
+
+
+def _log_sum_exp(x, axis=None, keepdims=False):
+    m = _red.max(x, axis=axis, keepdims=True)
+    s = _red.sum(tensor.exp(tensor.subtract(x, m)), axis=axis, keepdims=keepdims)
+    m2 = m if keepdims else _red.max(x, axis=axis, keepdims=False)
+    return tensor.add(tensor.log(s), m2)
+
+
+for _n, _f in [("ReduceSumSquare", _sum_square), ("ReduceL2", _l2), ("ReduceL1", _l1),
+               ("ReduceLogSum", _log_sum), ("ReduceLogSumExp", _log_sum_exp)]:
+    _CONVERTERS[_n] = _reduce(_f)
+
+
 def _arg(fn):
     def f(c, i, a, n):
         if a.get("select_last_index", 0):
@@ -647,7 +740,7 @@ _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 # ------------------------------------------------------------------------------------------------
 # constants (their outputs are known values: handled in the driver)
-_VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size"}
+_VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
 
 
 def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
@@ -664,6 +757,9 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
         shp = [int(v) for v in c.value(names[0], "input")]
         v = numpy_helper.to_array(a["value"]) if "value" in a else np.zeros(1, np.float32)
         return np.full(shp, v.reshape(-1)[0], dtype=v.dtype)
+    if node.op_type == "Range":
+        st, lim, dl = (c.value(nm, w) for nm, w in zip(names, ("start", "limit", "delta")))
+        return np.arange(st, lim, dl).astype(st.dtype)
     s = np.asarray(_shape(c.exprs[names[0]]), dtype=np.int64)
     if node.op_type == "Size":
         return np.asarray(int(np.prod(s)), dtype=np.int64)
