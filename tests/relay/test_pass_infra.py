@@ -78,3 +78,18 @@ def test_bad_inputs():
         transform.Sequential([lambda m: m])
     with pytest.raises(TypeError, match="IRModule"):
         transform.FoldConstant()(relay.var("x", shape=(1,)))
+
+
+def test_required_passes_of_a_pass_run_first():
+    seen = []
+
+    @transform.module_pass(opt_level=0, name="NeedsFold", required=["FoldConstant"])
+    def needs_fold(mod, ctx):
+        seen.append(_n_adds(mod))
+        return mod
+
+    transform.Sequential([needs_fold])(_mod())
+    assert seen == [1]
+    bad = transform.module_pass(lambda m, c: m, name="Bad", required=["NoSuchPass"])
+    with pytest.raises(ValueError, match="NoSuchPass"):
+        transform.Sequential([bad])(_mod())

@@ -4,7 +4,8 @@ Constants for tuple results); ``TupleGetItem`` of a literal Tuple becomes the fi
 ``Let`` binding a constant is inlined. Valid because operators are pure and deterministic (see
 the package docstring); parameters become constants only once bound
 (``relay.build_module.bind_params_by_name`` / ``transform.bind_params_by_name``). Calls of
-relay Functions (fused primitives, closures) are not folded.
+relay Functions (fused primitives, closures) are not folded, nor operators the interpreter has no
+numpy implementation for.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ class _Fold(ExprMutator):
             return new
         if not all(_is_const(a) for a in new.args):
             return new
-        return _to_expr(evaluate(new))
+        try:
+            value = evaluate(new)
+        except NotImplementedError:  # no numpy reference for this operator: keep the call
+            return new
+        return _to_expr(value)
 
     def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
         new = super().visit_tuple_getitem(t)
