@@ -26,6 +26,9 @@ def test_batch_norm_and_dropout(shape, axis, center, scale):
     body = out["main"].body
     assert count_ops(body, "nn.batch_norm") == 0 and count_ops(body, "nn.dropout") == 0
     assert count_ops(body, "sqrt") == 1
+    text = out["main"].astext(show_types=False)
+    assert "nn.batch_norm" not in text and "dropout" not in text and "TupleGetItem" not in text
+    assert "sqrt(" in text and text.rstrip("}\n ").splitlines()[-1].strip().startswith("nn.relu(")
     inputs = random_inputs(mod["main"], seed=1)
     inputs["v"] = np.abs(inputs["v"]) + 0.5
     np.testing.assert_allclose(run(out, inputs), run(mod, inputs), rtol=1e-5, atol=1e-6)
