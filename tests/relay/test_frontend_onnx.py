@@ -340,3 +340,48 @@ def test_range_mod():
     inits = [_init("s", np.array(1, np.int64)), _init("l", np.array(8, np.int64)),
              _init("d", np.array(2, np.int64)), _init("m", np.float32(1.3))]
     _check(_model(nodes, [_vi("x", (3, 4))], [_out("y")], inits), {"x": _r(3, 4)})
+
+
+def test_integer_div_mod():
+    I32 = TensorProto.INT32
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"]), helper.make_node("Mod", ["a", "b"], ["r"])]
+    m = _model(nodes, [_vi("a", (2, 6), I32), _vi("b", (6,), I32)], [_out("q"), _out("r")])
+    a = RNG.integers(-20, 20, (2, 6)).astype(np.int32)
+    b = np.array([3, -4, 5, -7, 2, 9], np.int32)
+    _check(m, {"a": a, "b": b})
+
+
+def test_torch_exported_models():
+    torch = pytest.importorskip("torch")
+    import io
+
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.b1 = torch.nn.Conv2d(3, 8, 3, 2, 1, bias=False), torch.nn.BatchNorm2d(8)
+            self.dw, self.b2 = torch.nn.Conv2d(8, 8, 3, 1, 1, groups=8), torch.nn.BatchNorm2d(8)
+            self.fc = torch.nn.Linear(8, 5)
+
+        def forward(self, x):
+            y = torch.nn.functional.relu6(self.b1(self.c1(x)))
+            y = torch.nn.functional.max_pool2d(self.b2(self.dw(y)) + y, 3, 2, 1)
+            return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True,
+                                             activation="gelu")
+    for net, shape in [(Net(), (2, 3, 13, 11)), (torch.nn.TransformerEncoder(layer, 2), (2, 5, 16))]:
+        net.eval()
+        for mod in net.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-1, 1)
+                mod.running_var.uniform_(0.5, 2)
+        f = io.BytesIO()
+        x = torch.randn(*shape)
+        try:
+            torch.onnx.export(net, (x,), f, input_names=["x"], opset_version=17, dynamo=False,
+                              dynamic_axes={"x": {0: "batch"}})
+        except Exception as e:  # exporter extras missing in this environment
+            pytest.skip(f"torch.onnx.export unavailable: {e}")
+        _check(onnx.load_from_string(f.getvalue()), {"x": x.numpy()})

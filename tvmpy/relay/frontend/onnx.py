@@ -117,9 +117,7 @@ for _n, _f in [("Add", tensor.add), ("Sub", tensor.subtract), ("Mul", tensor.mul
 
 @_reg("Div")
 def _div(c, i, a, n):
-    if _dtype(i[0]).startswith("int"):
-        return tensor.divide(i[0], i[1])  # ONNX integer Div truncates; relay divide on ints too
-    return tensor.divide(i[0], i[1])
+    return tensor.divide(i[0], i[1])  # integer Div truncates toward zero in ONNX and relay
 
 
 @_reg("Pow")
