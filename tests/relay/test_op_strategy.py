@@ -1,0 +1,186 @@
+"""Operator strategies: every operator with a compute lowers (lower_call), schedules with the
+chosen implementation, builds for llvm and matches the numpy interpreter on random data; the
+highest-priority implementation is the one chosen."""
+
+import numpy as np
+import pytest
+from relay_op_cases import op_cases
+
+import tvmpy as tvm
+from tvmpy import relay, te
+from tvmpy.relay.analysis import free_vars
+from tvmpy.relay.backend import lower_call, placeholders_for
+from tvmpy.relay.interpreter import evaluate
+from tvmpy.relay.op.strategy import OpStrategy, dispatch_key, select_implementation
+from tvmpy.relay.op.strategy.generic import COMPUTES
+from tvmpy.relay.type_infer import infer_type
+
+rng = np.random.default_rng(11)
+
+
+def _random(t):
+    shape = tuple(int(d) for d in t.shape)
+    if t.dtype == "bool":
+        return rng.random(shape) < 0.5
+    if t.dtype.startswith("int"):
+        return rng.integers(0, 2, size=shape).astype(t.dtype)
+    return rng.uniform(0.5, 1.5, size=shape).astype(t.dtype)
+
+
+def _fields(arg):
+    return list(arg.fields) if isinstance(arg, relay.Tuple) else [arg]
+
+
+def check_call(expr, target="llvm", rtol=1e-5, atol=1e-5):
+    """Compile the (single) call of ``expr`` alone and compare it with the interpreter."""
+    params = free_vars(expr)
+    func = infer_type(relay.Function(params, expr))
+    body = func.body
+    if isinstance(body, relay.TupleGetItem):
+        body = body.tuple_value
+    assert isinstance(body, relay.Call), body
+    values = [_random(p.type_annotation) for p in params]
+    with np.errstate(all="ignore"):
+        arg_values = [np.asarray(evaluate(relay.Function(params, f), *values))
+                      for a in body.args for f in _fields(a)]
+        want = evaluate(relay.Function(params, body), *values)
+    wants = [np.asarray(w) for w in (want if isinstance(want, (list, tuple)) else [want])]
+    inputs = placeholders_for(body)
+    outs, schedule_fn = lower_call(body, inputs, target)
+    s = schedule_fn(outs)
+    mod = tvm.build(s, [*inputs, *outs], target)
+    res = [tvm.nd.array(np.zeros(tuple(int(d) for d in o.shape), o.dtype)) for o in outs]
+    arg_values = [np.array(v.reshape(tuple(int(d) for d in t.shape)), order="C")
+                  for v, t in zip(arg_values, inputs)]
+    mod(*arg_values, *res)
+    assert len(res) == len(wants)
+    for r, w in zip(res, wants):
+        got = r.numpy()
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got, w.astype(got.dtype), rtol=rtol, atol=atol,
+                                   equal_nan=True)
+    return outs
+
+
+_CASES = op_cases()
+_COVERED = sorted(n for n in _CASES if n in COMPUTES)
+
+
+@pytest.mark.parametrize("name", _COVERED)
+def test_op_builds_and_matches_interpreter(name):
+    expr = _CASES[name][0]
+    check_call(expr)
+
+
+def test_most_ops_have_a_strategy():
+    missing = sorted(n for n in _CASES if relay.op.get(n).get_attr("FTVMStrategy") is None)
+    assert len(missing) <= 8, missing
+
+
+def _typed_call(expr):
+    func = infer_type(relay.Function(free_vars(expr), expr))
+    return func.body
+
+
+def test_plevel_picks_the_higher_implementation():
+    from tvmpy import topi
+
+    def low(attrs, inputs, out_type):
+        return [topi.negative(inputs[0])]
+
+    def high(attrs, inputs, out_type):
+        return [topi.abs(inputs[0])]
+
+    sched = lambda attrs, outs, target: te.create_schedule([o.op for o in outs])  # noqa: E731
+    s = OpStrategy()
+    s.add_implementation(low, sched, "low", 5)
+    s.add_implementation(high, sched, "high", 20)
+    s.add_implementation(low, sched, "mid", 10)
+    assert s.best().name == "high"
+    tie = OpStrategy()
+    tie.add_implementation(low, sched, "first", 7)
+    tie.add_implementation(high, sched, "second", 7)
+    assert tie.best().name == "first"
+    with pytest.raises(ValueError, match="no implementation"):
+        OpStrategy().best()
+
+
+def test_dense_pack_chosen_for_many_rows_and_correct():
+    w = relay.const(rng.uniform(-1, 1, size=(37, 29)).astype("float32"))
+    few = _typed_call(relay.nn.dense(relay.var("a", shape=(3, 29)), w))
+    many = _typed_call(relay.nn.dense(relay.var("b", shape=(50, 29)), w))
+    pick = lambda c: select_implementation(  # noqa: E731
+        c.op, c.attrs, placeholders_for(c), c.checked_type, tvm.target.Target("llvm")).name
+    assert pick(few) == "nn.dense.x86"
+    assert pick(many) == "dense_pack.x86"
+    outs = check_call(relay.nn.dense(relay.var("b", shape=(50, 29)), w), rtol=1e-4, atol=1e-4)
+    assert outs[0].op.tag == "dense_pack"
+
+
+def test_dispatch_key_per_target():
+    assert dispatch_key(tvm.target.Target("llvm")) == "x86"
+    assert dispatch_key(tvm.target.Target("c")) == "x86"
+    assert dispatch_key("cuda") == "generic"
+    add = relay.op.get("add")
+    table = add.get_attr("FTVMStrategy").table
+    assert set(table) == {"generic", "x86"}
+    call = _typed_call(relay.add(relay.var("x", shape=(4,)), relay.var("y", shape=(4,))))
+    ins = placeholders_for(call)
+    gen = table["generic"](call.attrs, ins, call.checked_type, "cuda")
+    assert gen.best().name == "add.generic"
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: relay.nn.conv2d(x, relay.const(rng.uniform(size=(8, 1, 3, 3)).astype("float32")),
+                              groups=8, padding=(1, 1, 1, 1), strides=(2, 2)),
+    lambda x: relay.nn.conv2d(x, relay.const(rng.uniform(size=(5, 8, 1, 1)).astype("float32"))),
+    lambda x: relay.nn.conv2d_transpose(
+        x, relay.const(rng.uniform(size=(8, 3, 3, 3)).astype("float32")), strides=2, padding=1,
+        output_padding=1),
+    lambda x: relay.nn.max_pool2d(x, 3, 2, padding=(1, 1, 1, 1)),
+    lambda x: relay.nn.avg_pool2d(x, (2, 3), (1, 2), count_include_pad=True),
+    lambda x: relay.nn.layer_norm(x, relay.const(np.full((7,), 1.3, "float32")),
+                                  relay.const(np.full((7,), -0.2, "float32"))),
+    lambda x: relay.nn.softmax(x, axis=1),
+    lambda x: relay.sum(x, axis=(1, 3), keepdims=True),
+    lambda x: relay.mean(x, axis=1, exclude=True),
+    lambda x: relay.transpose(x, (0, 2, 3, 1)),
+    lambda x: relay.split(x, 3, axis=2)[2] if False else relay.split(x, (2, 5), axis=3)[1],
+    lambda x: relay.image.resize2d(x, (11, 4), method="linear"),
+    lambda x: relay.layout_transform(x, "NCHW", "NCHW4c"),
+], ids=["depthwise", "conv1x1", "conv_t", "maxpool", "avgpool", "layer_norm", "softmax",
+        "sum", "mean_exclude", "transpose", "split", "resize_linear", "layout_transform"])
+def test_awkward_shapes(build):
+    check_call(build(relay.var("x", shape=(1, 8, 7, 7))), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_all_outputs():
+    vec = [relay.const(rng.uniform(0.5, 1.5, size=(3,)).astype("float32")) for _ in range(4)]
+    check_call(relay.nn.batch_norm(relay.var("x", shape=(2, 3, 5, 1)), *vec, epsilon=1e-3)[0],
+               rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_batch_elementwise():
+    n = tvm.te.var("n")
+    call = _typed_call(relay.add(relay.var("x", shape=(n, 5)), relay.var("y", shape=(5,))))
+    ins = placeholders_for(call)
+    outs, schedule_fn = lower_call(call, ins, "llvm")
+    f = tvm.build(schedule_fn(outs), [*ins, *outs], "llvm")
+    a = rng.uniform(size=(6, 5)).astype("float32")
+    b = rng.uniform(size=(5,)).astype("float32")
+    c = tvm.nd.array(np.zeros((6, 5), "float32"))
+    f(a, b, c)
+    np.testing.assert_allclose(c.numpy(), a + b, rtol=1e-6)
+
+
+def test_lower_call_errors():
+    call = _typed_call(relay.add(relay.var("x", shape=(4,)), relay.var("y", shape=(4,))))
+    with pytest.raises(ValueError, match="takes 2 input tensors"):
+        lower_call(call, placeholders_for(call)[:1], "llvm")
+    with pytest.raises(TypeError, match="expected a relay Call"):
+        lower_call(relay.var("z", shape=(1,)), [], "llvm")
+    conv = _typed_call(relay.nn.conv2d(relay.var("x", shape=(1, 5, 5, 2)),
+                                       relay.var("w", shape=(3, 3, 2, 4)), data_layout="NHWC",
+                                       kernel_layout="HWIO"))
+    with pytest.raises(NotImplementedError, match="NHWC"):
+        lower_call(conv, placeholders_for(conv), "llvm")

@@ -1,0 +1,456 @@
+"""Target-independent computes (``FTVMCompute``) and fallback strategies for relay operators.
+
+Every compute has TVM's signature ``fcompute(attrs, inputs, out_type) -> [te.Tensor]``: the
+call's attributes, one ``te.Tensor`` per tensor argument (tuple arguments flattened), and the
+call's inferred type. The generic strategy pairs it with a schedule that is correct everywhere
+(``topi.generic``: injective producers inlined, no other loop transformation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .... import te, topi
+from ....tir import op as tir_op
+from ..registry import OpPattern, get, register_compute
+from . import OpStrategy, register_strategy_func
+
+__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule"]
+
+Compute = Callable[[Any, list, Any], list]
+COMPUTES: dict[str, Compute] = {}
+
+
+def _reg(name: str) -> Callable[[Compute], Compute]:
+    def deco(f: Compute) -> Compute:
+        COMPUTES[name] = f
+        return f
+
+    return deco
+
+
+def _one(fn: Callable[..., Any]) -> Compute:
+    return lambda attrs, inputs, out_type: [fn(*inputs)]
+
+
+def _out_shape(out_type: Any) -> tuple:
+    return tuple(out_type.shape)
+
+
+# ---- elementwise -------------------------------------------------------------------------
+for _n, _f in {
+    "negative": topi.negative, "exp": topi.exp, "log": topi.log, "sqrt": topi.sqrt,
+    "rsqrt": topi.rsqrt, "tanh": topi.tanh, "sigmoid": topi.sigmoid, "abs": topi.abs,
+    "erf": topi.erf, "floor": topi.floor, "ceil": topi.ceil, "round": topi.round,
+    "sign": topi.sign, "sin": topi.sin, "cos": topi.cos, "trunc": topi.trunc,
+    "isnan": topi.isnan, "isinf": topi.isinf, "isfinite": topi.isfinite,
+    "logical_not": topi.logical_not, "bitwise_not": topi.bitwise_not, "nn.relu": topi.relu,
+    "copy": topi.identity,
+}.items():
+    COMPUTES[_n] = _one(_f)
+
+for _n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "log2"):
+    COMPUTES[_n] = (lambda f, n: lambda attrs, inputs, out_type: [
+        topi.elemwise.elemwise(inputs[0], f, n)])(getattr(tir_op, _n), _n)
+
+for _n in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
+           "floor_divide", "floor_mod", "logical_and", "logical_or", "logical_xor",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "equal",
+           "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    COMPUTES[_n] = _one(getattr(topi, _n))
+
+COMPUTES["where"] = _one(topi.where)
+
+
+@_reg("nn.dropout")
+def _dropout(attrs: Any, inputs: list, out_type: Any) -> list:
+    """Inference: the identity, and a mask of ones."""
+    return [topi.identity(inputs[0]), topi.full_like(inputs[0], 1)]
+
+
+@_reg("zeros_like")
+def _zeros_like(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.full_like(inputs[0], 0)]
+
+
+@_reg("ones_like")
+def _ones_like(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.full_like(inputs[0], 1)]
+
+
+@_reg("zeros")
+def _zeros(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.full(_out_shape(out_type), out_type.dtype, 0)]
+
+
+@_reg("ones")
+def _ones(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.full(_out_shape(out_type), out_type.dtype, 1)]
+
+
+@_reg("full")
+def _full(attrs: Any, inputs: list, out_type: Any) -> list:
+    fill = inputs[0]
+    return [te.compute(_out_shape(out_type), lambda *i: fill[()].astype(out_type.dtype),
+                       name="T_full", tag="broadcast")]
+
+
+@_reg("arange")
+def _arange(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.arange(attrs.start, attrs.stop, attrs.step, attrs.dtype)]
+
+
+@_reg("clip")
+def _clip(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.clip(inputs[0], attrs.a_min, attrs.a_max)]
+
+
+@_reg("nn.leaky_relu")
+def _leaky_relu(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.leaky_relu(inputs[0], attrs.alpha)]
+
+
+@_reg("nn.prelu")
+def _prelu(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.prelu(inputs[0], inputs[1], attrs.axis)]
+
+
+@_reg("nn.gelu")
+def _gelu(attrs: Any, inputs: list, out_type: Any) -> list:
+    if attrs.approximate not in ("none", "", None):
+        raise NotImplementedError(f"nn.gelu: approximate={attrs.approximate!r} has no compute")
+    return [topi.gelu(inputs[0])]
+
+
+@_reg("cast")
+def _cast(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.cast(inputs[0], out_type.dtype)]
+
+
+@_reg("nn.bias_add")
+def _bias_add(attrs: Any, inputs: list, out_type: Any) -> list:
+    data, bias = inputs
+    ax = attrs.axis % len(data.shape)
+    return [te.compute(data.shape, lambda *i: data[i] + bias[i[ax]], name="T_bias_add",
+                       tag="broadcast")]
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _axes(attrs: Any, ndim: int) -> Any:
+    if attrs.axis is None:
+        return list(range(ndim)) if attrs.exclude else None
+    ax = attrs.axis if isinstance(attrs.axis, (list, tuple)) else [attrs.axis]
+    ax = [a % ndim for a in ax]
+    if attrs.exclude:
+        return [i for i in range(ndim) if i not in ax]
+    return ax
+
+
+for _n in ("sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"):
+    COMPUTES[_n] = (lambda f: lambda attrs, inputs, out_type: [
+        f(inputs[0], _axes(attrs, len(inputs[0].shape)), bool(attrs.keepdims))])(
+        getattr(topi, _n))
+
+
+# ---- transforms ---------------------------------------------------------------------------
+@_reg("reshape")
+def _reshape(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.reshape(inputs[0], _out_shape(out_type))]
+
+
+COMPUTES["reshape_like"] = _reshape
+COMPUTES["nn.batch_flatten"] = _one(topi.flatten)
+
+
+@_reg("transpose")
+def _transpose(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.transpose(inputs[0], attrs.axes)]
+
+
+@_reg("concatenate")
+def _concatenate(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.concatenate(inputs, attrs.axis)]
+
+
+@_reg("stack")
+def _stack(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.stack(inputs, attrs.axis)]
+
+
+@_reg("split")
+def _split(attrs: Any, inputs: list, out_type: Any) -> list:
+    return list(topi.split(inputs[0], attrs.indices_or_sections, attrs.axis))
+
+
+@_reg("squeeze")
+def _squeeze(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.squeeze(inputs[0], attrs.axis)]
+
+
+@_reg("expand_dims")
+def _expand_dims(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.expand_dims(inputs[0], attrs.axis, attrs.num_newaxis)]
+
+
+@_reg("broadcast_to")
+def _broadcast_to(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.broadcast_to(inputs[0], _out_shape(out_type))]
+
+
+@_reg("strided_slice")
+def _strided_slice(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.strided_slice(inputs[0], attrs.begin, attrs.end, attrs.strides, attrs.axes)]
+
+
+@_reg("take")
+def _take(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.take(inputs[0], inputs[1], attrs.axis, attrs.mode)]
+
+
+@_reg("gather")
+def _gather(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.gather(inputs[0], attrs.axis, inputs[1])]
+
+
+@_reg("gather_nd")
+def _gather_nd(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.gather_nd(inputs[0], inputs[1], attrs.batch_dims)]
+
+
+@_reg("tile")
+def _tile(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.tile(inputs[0], attrs.reps)]
+
+
+@_reg("repeat")
+def _repeat(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.repeat(inputs[0], attrs.repeats, attrs.axis)]
+
+
+@_reg("reverse")
+def _reverse(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.flip(inputs[0], attrs.axis)]
+
+
+@_reg("nn.pad")
+def _pad(attrs: Any, inputs: list, out_type: Any) -> list:
+    if attrs.pad_mode != "constant":
+        raise NotImplementedError(f"nn.pad: pad_mode {attrs.pad_mode!r} has no compute "
+                                  "(only 'constant')")
+    before = [int(p[0]) for p in attrs.pad_width]
+    after = [int(p[1]) for p in attrs.pad_width]
+    return [topi.nn.pad(inputs[0], before, after, attrs.pad_value)]
+
+
+@_reg("layout_transform")
+def _layout_transform(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.layout_transform(inputs[0], attrs.src_layout, attrs.dst_layout)]
+
+
+@_reg("image.resize2d")
+def _resize2d(attrs: Any, inputs: list, out_type: Any) -> list:
+    # the relay-level default rounding is the reference interpreter's (ONNX's default)
+    return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
+                                attrs.coordinate_transformation_mode,
+                                attrs.rounding_method or "round_prefer_floor",
+                                attrs.out_dtype or None)]
+
+
+# ---- neural-network ops (out-elementwise-fusable / opaque) ---------------------------------
+def _out_dtype(attrs: Any, out_type: Any) -> str:
+    return attrs.out_dtype or out_type.dtype
+
+
+def _conv2d_kind(attrs: Any, inputs: list) -> str:
+    data, kernel = inputs
+    c, oc = int(data.shape[1]), int(kernel.shape[0])
+    if attrs.groups == 1:
+        return "conv2d_nchw"
+    if attrs.groups == c and oc == c and int(kernel.shape[1]) == 1:
+        return "depthwise_conv2d_nchw"
+    return "group_conv2d_nchw"
+
+
+def _check_layout(op: str, attrs: Any, data: str, kernel: str) -> None:
+    if attrs.data_layout != data or attrs.kernel_layout != kernel:
+        raise NotImplementedError(f"{op}: layout {attrs.data_layout}/{attrs.kernel_layout} has no "
+                                  f"compute (expected {data}/{kernel})")
+
+
+@_reg("nn.conv2d")
+def conv2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    _check_layout("nn.conv2d", attrs, "NCHW", "OIHW")
+    data, kernel = inputs
+    od = _out_dtype(attrs, out_type)
+    kind = _conv2d_kind(attrs, inputs)
+    if kind == "conv2d_nchw":
+        return [topi.nn.conv2d_nchw(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
+                                    od)]
+    if kind == "depthwise_conv2d_nchw":
+        return [topi.nn.depthwise_conv2d_nchw(data, kernel, attrs.strides, attrs.padding,
+                                              attrs.dilation, od)]
+    return [topi.nn.group_conv2d_nchw(data, kernel, attrs.strides, attrs.padding,
+                                      attrs.dilation, attrs.groups, od)]
+
+
+@_reg("nn.conv2d_transpose")
+def _conv2d_transpose(attrs: Any, inputs: list, out_type: Any) -> list:
+    _check_layout("nn.conv2d_transpose", attrs, "NCHW", "IOHW")
+    od = _out_dtype(attrs, out_type)
+    if attrs.groups == 1 and tuple(attrs.dilation) == (1, 1):
+        return [topi.nn.conv2d_transpose_nchw(inputs[0], inputs[1], attrs.strides, attrs.padding,
+                                              od, attrs.output_padding)]
+    return [topi.nn.group_conv2d_transpose_nchw(inputs[0], inputs[1], attrs.strides,
+                                                attrs.padding, od, attrs.output_padding,
+                                                attrs.groups, attrs.dilation)]
+
+
+@_reg("nn.conv1d")
+def _conv1d(attrs: Any, inputs: list, out_type: Any) -> list:
+    _check_layout("nn.conv1d", attrs, "NCW", "OIW")
+    return [topi.nn.conv_nd(inputs[0], inputs[1], attrs.strides, attrs.padding, attrs.dilation,
+                            attrs.groups, _out_dtype(attrs, out_type), op="conv1d_ncw")]
+
+
+@_reg("nn.conv3d")
+def _conv3d(attrs: Any, inputs: list, out_type: Any) -> list:
+    _check_layout("nn.conv3d", attrs, "NCDHW", "OIDHW")
+    return [topi.nn.conv_nd(inputs[0], inputs[1], attrs.strides, attrs.padding, attrs.dilation,
+                            attrs.groups, _out_dtype(attrs, out_type), op="conv3d_ncdhw")]
+
+
+@_reg("nn.contrib_conv2d_NCHWc")
+def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
+    if attrs.groups != 1:
+        raise NotImplementedError("nn.contrib_conv2d_NCHWc: groups > 1 has no compute")
+    data, kernel = inputs
+    oc_bn = int(kernel.shape[5])
+    out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
+                               attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+    want = attrs.out_layout or attrs.data_layout
+    if want != f"NCHW{oc_bn}c":
+        out = topi.layout_transform(out, f"NCHW{oc_bn}c", want)
+    return [out]
+
+
+@_reg("nn.dense")
+def dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.dense(inputs[0], inputs[1], None, _out_dtype(attrs, out_type))]
+
+
+@_reg("nn.matmul")
+def _matmul(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.matmul(inputs[0], inputs[1], None, _out_dtype(attrs, out_type),
+                           attrs.transpose_a, attrs.transpose_b)]
+
+
+@_reg("nn.batch_matmul")
+def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.batch_matmul(inputs[0], inputs[1], None, _out_dtype(attrs, out_type),
+                                 attrs.transpose_a, attrs.transpose_b)]
+
+
+def _pool(kind: str, nd: int) -> Compute:
+    fn = {1: topi.nn.pool1d, 2: topi.nn.pool2d, 3: topi.nn.pool3d}[nd]
+
+    def f(attrs: Any, inputs: list, out_type: Any) -> list:
+        cip = bool(getattr(attrs, "count_include_pad", False)) if kind == "avg" else False
+        return [fn(inputs[0], attrs.pool_size, attrs.strides, attrs.dilation, attrs.padding, kind,
+                   attrs.ceil_mode, attrs.layout, cip)]
+
+    return f
+
+
+for _k in ("max", "avg"):
+    for _d in (1, 2, 3):
+        COMPUTES[f"nn.{_k}_pool{_d}d"] = _pool(_k, _d)
+    COMPUTES[f"nn.global_{_k}_pool2d"] = (lambda k: lambda attrs, inputs, out_type: [
+        topi.nn.global_pool(inputs[0], k, attrs.layout)])(_k)
+
+
+@_reg("nn.adaptive_avg_pool2d")
+def _adaptive_avg(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.adaptive_pool(inputs[0], attrs.output_size, "avg", attrs.layout)]
+
+
+@_reg("nn.softmax")
+def _softmax(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.softmax(inputs[0], attrs.axis)]
+
+
+@_reg("nn.log_softmax")
+def _log_softmax(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.log_softmax(inputs[0], attrs.axis)]
+
+
+def _gamma_beta(attrs: Any, inputs: list) -> tuple:
+    gamma = inputs[1] if attrs.scale else None
+    beta = inputs[2] if attrs.center else None
+    if gamma is None:
+        gamma = topi.full_like(inputs[1], 1)
+    return gamma, beta
+
+
+@_reg("nn.layer_norm")
+def _layer_norm(attrs: Any, inputs: list, out_type: Any) -> list:
+    gamma, beta = _gamma_beta(attrs, inputs)
+    return [topi.nn.layer_norm(inputs[0], gamma, beta, attrs.axis, attrs.epsilon)]
+
+
+@_reg("nn.instance_norm")
+def _instance_norm(attrs: Any, inputs: list, out_type: Any) -> list:
+    gamma, beta = _gamma_beta(attrs, inputs)
+    return [topi.nn.instance_norm(inputs[0], gamma, beta, attrs.axis, None, attrs.epsilon)]
+
+
+@_reg("nn.group_norm")
+def _group_norm(attrs: Any, inputs: list, out_type: Any) -> list:
+    gamma, beta = _gamma_beta(attrs, inputs)
+    return [topi.nn.group_norm(inputs[0], gamma, beta, attrs.num_groups, attrs.axis, None,
+                               attrs.epsilon)]
+
+
+@_reg("nn.batch_norm")
+def _batch_norm(attrs: Any, inputs: list, out_type: Any) -> list:
+    out, mean, var = topi.nn.batch_norm(*inputs, attrs.axis, attrs.epsilon, attrs.center,
+                                        attrs.scale)
+    # the statistics pass through: copies, so that every output is a computed tensor
+    return [out, topi.identity(mean), topi.identity(var)]
+
+
+# ---- schedules ----------------------------------------------------------------------------
+def generic_schedule(attrs: Any, outs: list, target: Any) -> Any:
+    """The default schedule with injective producers inlined (correct for every op)."""
+    s = te.create_schedule([t.op for t in outs])
+    topi.generic.inline_injective(s, outs)
+    return s
+
+
+def wrap_topi_schedule(fn: Callable[[Any], Any]) -> Callable[..., Any]:
+    """``topi`` schedules take ``outs``; strategies call ``schedule(attrs, outs, target)``."""
+    return lambda attrs, outs, target: fn(outs)
+
+
+_INJECTIVE = wrap_topi_schedule(topi.generic.schedule_injective)
+
+
+def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
+    compute = COMPUTES[name]
+
+    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+        s = OpStrategy()
+        pattern = get(name).pattern
+        sched = _INJECTIVE if pattern <= OpPattern.INJECTIVE else generic_schedule
+        s.add_implementation(compute, sched, f"{name}.generic", 10)
+        return s
+
+    return fstrategy
+
+
+for _name, _compute in COMPUTES.items():
+    if get(_name).pattern <= OpPattern.COMM_REDUCE:
+        register_compute(_name, _compute)
+    register_strategy_func(_name, "generic", _generic_strategy(_name))
+
+del _name, _compute, _n, _k, _d

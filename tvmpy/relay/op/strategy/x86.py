@@ -1,0 +1,108 @@
+"""x86 strategies (targets "llvm" and "c"): the generic computes with ``topi.x86`` schedules,
+and x86-only implementations at a higher priority (``dense_pack`` when there are enough rows
+to fill its register tiles, the blocked NCHWc convolution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ....topi import x86
+from ..registry import OpPattern, get
+from . import OpStrategy, register_strategy_func
+from .generic import COMPUTES, wrap_topi_schedule
+
+__all__ = ["DENSE_PACK_MIN_ROWS"]
+
+# dense_pack's micro-kernel holds an mr x nr output tile in registers; with fewer rows than
+# this, packing the weight costs more than it saves (the dot-product schedule of
+# schedule_dense is better), as measured in topi/x86/dense.py
+DENSE_PACK_MIN_ROWS = 16
+
+
+def _conv2d_schedule(attrs: Any, outs: list, target: Any) -> Any:
+    op = outs[0].op
+    tag = op.tag
+    if "depthwise" in tag:
+        return x86.schedule_depthwise_conv2d_nchw(outs)
+    if "group" in tag:
+        return x86.schedule_group_conv2d_nchw(outs)
+    return x86.schedule_conv2d_nchw(outs)
+
+
+def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
+    if attrs.layout != "NCHW":  # the x86 pool schedule is written for 2-D windows
+        return _generic(attrs, outs, target)
+    return x86.schedule_pool(outs, attrs.layout)
+
+
+def _generic(attrs: Any, outs: list, target: Any) -> Any:
+    from .generic import generic_schedule
+
+    return generic_schedule(attrs, outs, target)
+
+
+_SCHEDULES: dict[str, Callable[..., Any]] = {
+    "nn.conv2d": _conv2d_schedule,
+    "nn.conv2d_transpose": lambda attrs, outs, target: (
+        x86.schedule_conv2d_transpose_nchw(outs) if attrs.groups == 1
+        and tuple(attrs.dilation) == (1, 1) else x86.schedule_group_conv2d_transpose_nchw(outs)),
+    "nn.conv1d": wrap_topi_schedule(x86.schedule_conv_nd),
+    "nn.conv3d": wrap_topi_schedule(x86.schedule_conv_nd),
+    "nn.contrib_conv2d_NCHWc": wrap_topi_schedule(x86.schedule_conv2d_NCHWc),
+    "nn.dense": wrap_topi_schedule(x86.schedule_dense),
+    "nn.matmul": wrap_topi_schedule(x86.schedule_matmul),
+    "nn.batch_matmul": wrap_topi_schedule(x86.schedule_batch_matmul),
+    "nn.global_avg_pool2d": lambda attrs, outs, target: x86.schedule_global_pool(
+        outs, attrs.layout),
+    "nn.global_max_pool2d": lambda attrs, outs, target: x86.schedule_global_pool(
+        outs, attrs.layout),
+    "nn.adaptive_avg_pool2d": wrap_topi_schedule(x86.schedule_adaptive_pool),
+    "nn.softmax": wrap_topi_schedule(x86.schedule_softmax),
+    "nn.log_softmax": wrap_topi_schedule(x86.schedule_softmax),
+    "nn.layer_norm": wrap_topi_schedule(x86.schedule_layer_norm),
+    "nn.instance_norm": wrap_topi_schedule(x86.schedule_instance_norm),
+    "nn.group_norm": wrap_topi_schedule(x86.schedule_group_norm),
+    "concatenate": wrap_topi_schedule(x86.schedule_concatenate),
+}
+for _k in ("max", "avg"):
+    for _d in (1, 2, 3):
+        _SCHEDULES[f"nn.{_k}_pool{_d}d"] = _pool_schedule
+
+
+def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [x86.dense_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
+
+
+def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
+    compute = COMPUTES[name]
+    pattern = get(name).pattern
+    if name in _SCHEDULES:
+        sched = _SCHEDULES[name]
+    elif pattern <= OpPattern.INJECTIVE:
+        sched = wrap_topi_schedule(x86.schedule_injective)
+    elif pattern == OpPattern.COMM_REDUCE:
+        sched = wrap_topi_schedule(x86.schedule_reduce)
+    else:
+        sched = _generic
+
+    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+        s = OpStrategy()
+        s.add_implementation(compute, sched, f"{name}.x86", 10)
+        if name == "nn.dense":
+            rows = inputs[0].shape[0]
+            rows = getattr(rows, "value", rows)  # IntImm -> int; symbolic stays an expr
+            if isinstance(rows, int) and rows >= DENSE_PACK_MIN_ROWS:
+                s.add_implementation(_dense_pack_compute,
+                                     wrap_topi_schedule(x86.schedule_dense_pack),
+                                     "dense_pack.x86", 15)
+        return s
+
+    return fstrategy
+
+
+for _name in COMPUTES:
+    register_strategy_func(_name, "x86", _x86_strategy(_name))
+
+del _name, _k, _d
