@@ -385,3 +385,28 @@ def test_torch_exported_models():
         except Exception as e:  # exporter extras missing in this environment
             pytest.skip(f"torch.onnx.export unavailable: {e}")
         _check(onnx.load_from_string(f.getvalue()), {"x": x.numpy()})
+
+
+@pytest.mark.parametrize("op", ["Softsign", "ThresholdedRelu", "Shrink"])
+def test_more_activations(op):
+    _single(op, [(3, 7)], {"lambd": 0.4, "bias": 0.1} if op == "Shrink" else {})
+
+
+def test_gather_variants_onehot_trilu():
+    I64 = TensorProto.INT64
+    nodes = [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=-1),
+             helper.make_node("GatherND", ["x", "j"], ["z"]),
+             helper.make_node("OneHot", ["i", "depth", "vals"], ["o"], axis=1),
+             helper.make_node("Trilu", ["x", "k"], ["t"], upper=0)]
+    inits = [_init("depth", np.array(5, np.int64)), _init("vals", np.array([-1.0, 2.5], np.float32)),
+             _init("k", np.array(1, np.int64))]
+    m = _model(nodes, [_vi("x", (3, 4)), _vi("i", (3, 2), I64), _vi("j", (5, 2), I64)],
+               [_out("y"), _out("z"), _out("o"), _out("t")], inits)
+    _check(m, {"x": _r(3, 4), "i": RNG.integers(-4, 4, (3, 2)),
+               "j": np.stack([RNG.integers(-3, 3, 5), RNG.integers(-4, 4, 5)], 1)})
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample_opset9(mode):
+    _single("Upsample", [(1, 2, 4, 5)], {"mode": mode},
+            inits=[_init("s", np.array([1, 1, 3.0, 1.6], np.float32))], opset=9)

@@ -672,6 +672,89 @@ def _cumsum(c, i, a, n):
     return extra.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
 
 
+@_reg("Softsign")
+def _softsign(c, i, a, n):
+    return tensor.divide(i[0], tensor.add(tensor.abs(i[0]), _scalar(1, i[0])))
+
+
+@_reg("ThresholdedRelu")
+def _thr_relu(c, i, a, n):
+    x = i[0]
+    return tensor.where(tensor.greater(x, _scalar(a.get("alpha", 1.0), x)), x, _scalar(0, x))
+
+
+@_reg("Shrink")
+def _shrink(c, i, a, n):
+    x = i[0]
+    lam, bias = a.get("lambd", 0.5), a.get("bias", 0.0)
+    hi = tensor.where(tensor.greater(x, _scalar(lam, x)), tensor.subtract(x, _scalar(bias, x)),
+                      _scalar(0, x))
+    return tensor.where(tensor.less(x, _scalar(-lam, x)), tensor.add(x, _scalar(bias, x)), hi)
+
+
+def _wrap_index(idx: RelayExpr, dim: int) -> RelayExpr:
+    if not _dtype(idx).startswith("int"):
+        idx = transform.cast(idx, "int64")
+    return tensor.where(tensor.less(idx, _scalar(0, idx)), tensor.add(idx, _scalar(dim, idx)), idx)
+
+
+@_reg("GatherElements")
+def _gather_el(c, i, a, n):
+    s = _shape(i[0])
+    ax = a.get("axis", 0) % len(s)
+    return extra.gather(i[0], ax, _wrap_index(i[1], s[ax]))
+
+
+@_reg("GatherND")
+def _gather_nd(c, i, a, n):
+    x, idx = i
+    bd = a.get("batch_dims", 0)
+    ish = _shape(idx)
+    if bd:
+        raise c.fail(f"attribute batch_dims={bd} is not supported")
+    m = ish[-1]
+    s = _shape(x)
+    dims = const(np.asarray(s[:m], dtype=_dtype(idx)))
+    idx = tensor.where(tensor.less(idx, _scalar(0, idx)), tensor.add(idx, dims), idx)
+    perm = [len(ish) - 1] + list(range(len(ish) - 1))
+    return extra.gather_nd(x, transform.transpose(idx, perm))
+
+
+@_reg("OneHot")
+def _one_hot(c, i, a, n):
+    depth = int(c.value(n[1], "depth").reshape(-1)[0])
+    vals = c.value(n[2], "values")
+    idx = _wrap_index(i[0], depth)
+    dt = str(vals.dtype)
+    return extra.one_hot(idx, const(vals[1]), const(vals[0]), depth, a.get("axis", -1), dt)
+
+
+@_reg("Trilu")
+def _trilu(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    k = int(c.value(n[1], "k").reshape(-1)[0]) if len(n) > 1 and n[1] else 0
+    ones = np.ones(s[-2:], dtype=bool)
+    mask = np.triu(ones, k) if a.get("upper", 1) else np.tril(ones, k)
+    return tensor.where(const(mask), x, _scalar(0, x))
+
+
+@_reg("Upsample")
+def _upsample(c, i, a, n):
+    x = i[0]
+    s = _check_2d(c, x)
+    scales = a["scales"] if "scales" in a else c.value(n[1], "scales")
+    mode = a.get("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
+    sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+    if sizes[:2] != s[:2]:
+        raise c.fail(f"upsampling the batch/channel axes is not supported (scales {list(scales)})")
+    return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
+                    coordinate_transformation_mode="asymmetric",
+                    rounding_method="floor" if mode == "nearest" else "")
+
+
 # ------------------------------------------------------------------------------------------------
 # reductions
 def _reduce(fn):
