@@ -410,3 +410,16 @@ def test_gather_variants_onehot_trilu():
 def test_upsample_opset9(mode):
     _single("Upsample", [(1, 2, 4, 5)], {"mode": mode},
             inits=[_init("s", np.array([1, 1, 3.0, 1.6], np.float32))], opset=9)
+
+
+def test_resize_axes_and_bad_attrs():
+    _single("Resize", [(1, 2, 5, 4)], {"mode": "nearest", "axes": [3, 2]}, opset=18,
+            pos=["x0", "", "", "sz"], inits=[_init("sz", np.array([7, 3], np.int64))])
+    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rz", mode="linear",
+                            exclude_outside=1)
+    m = _model([node], [_vi("x", (1, 1, 4, 4))], [_out("y")],
+               [_init("sc", np.array([1, 1, 2, 2], np.float32))])
+    with pytest.raises(ValueError, match="'rz'.*exclude_outside=1"):
+        from_onnx(m)
+    with pytest.raises(ValueError, match="not graph inputs"):
+        from_onnx(m, {"nope": (1, 1, 4, 4)})

@@ -596,17 +596,18 @@ def _resize(c, i, a, n):
     mode, coord, near = (v.decode() if isinstance(v, bytes) else v for v in (mode, coord, near))
     if mode not in ("nearest", "linear"):
         raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
-    if a.get("antialias", 0) or a.get("keep_aspect_ratio_policy", "stretch") not in ("stretch",
-                                                                                    b"stretch"):
-        raise c.fail("attributes antialias / keep_aspect_ratio_policy are not supported")
     if c.opset < 11:
-        scales = c.value(n[1], "scales")
-        sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+        vals, is_size = c.value(n[1], "scales"), False
     elif len(n) > 3 and n[3]:
-        sizes = [int(v) for v in c.value(n[3], "sizes")]
+        vals, is_size = c.value(n[3], "sizes"), True
     else:
-        scales = c.value(n[2], "scales")
-        sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+        vals, is_size = c.value(n[2], "scales"), False
+    axes = [int(v) % len(s) for v in a.get("axes", range(len(s)))]
+    if len(vals) != len(axes):
+        raise c.fail(f"{'sizes' if is_size else 'scales'} {list(vals)} do not match axes {axes}")
+    sizes = list(s)
+    for ax, v in zip(axes, vals):
+        sizes[ax] = int(v) if is_size else int(math.floor(s[ax] * float(v)))
     if sizes[:2] != s[:2]:
         raise c.fail(f"resizing the batch/channel axes is not supported (sizes {sizes})")
     if coord == "tf_crop_and_resize":
@@ -848,6 +849,31 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------
+# attribute values no converter handles: (op, attribute) -> the values that are supported
+_SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
+    ("Resize", "exclude_outside"): (0,), ("Resize", "antialias"): (0,),
+    ("Resize", "keep_aspect_ratio_policy"): ("stretch",),
+    ("Resize", "extrapolation_value"): (0.0,),
+    ("MaxPool", "storage_order"): (0,), ("ArgMax", "select_last_index"): (0,),
+    ("ArgMin", "select_last_index"): (0,), ("BatchNormalization", "training_mode"): (0,),
+    ("CumSum", "reverse"): (0,), ("GatherND", "batch_dims"): (0,),
+    ("ConvTranspose", "auto_pad"): ("NOTSET", "VALID"),
+    ("LayerNormalization", "stash_type"): (1,),
+    ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
+    ("Cast", "saturate"): (1,),
+}
+
+
+def _check_attr_values(ctx: _Ctx, a: dict) -> None:
+    for key, v in a.items():
+        ok = _SUPPORTED_VALUES.get((ctx.node.op_type, key))
+        if ok is not None and v not in ok:
+            raise ctx.fail(f"attribute {key}={v!r} is not supported (supported: {list(ok)})")
+    if ctx.node.op_type == "ConvTranspose" and "output_shape" in a:
+        raise ctx.fail("attribute output_shape is not supported (give pads)")
+
+
+# ------------------------------------------------------------------------------------------------
 # driver
 def _attrs(node: Any) -> dict:
     from onnx import helper
@@ -887,14 +913,19 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                     default=13)
     missing: dict[str, list[str]] = {}
-    for node in graph.node:
+    for k, node in enumerate(graph.node):
         if node.domain not in ("", "ai.onnx") or (
                 node.op_type not in _CONVERTERS and node.op_type not in _VALUE_OPS):
             key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-            missing.setdefault(key, []).append(node.name or "(unnamed)")
+            missing.setdefault(key, []).append(node.name or f"#{k} (unnamed)")
     if missing:
         raise unsupported_error("from_onnx", missing)
 
+    graph_inputs = {vi.name for vi in graph.input}
+    unknown = sorted(set(shape or {}) - graph_inputs)
+    if unknown:
+        raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
+                         f"(inputs: {sorted(graph_inputs)})")
     ctx = _Ctx(opset, freeze_params)
     params: dict[str, np.ndarray] = {}
     inputs = []
@@ -934,6 +965,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
             ctx.values[node.output[0]] = val
             ctx.exprs[node.output[0]] = const(val)
             continue
+        _check_attr_values(ctx, a)
         ins = [ctx.exprs[nm] if nm else None for nm in names]
         try:
             out = _CONVERTERS[node.op_type](ctx, ins, a, names)
