@@ -184,3 +184,27 @@ def test_lower_call_errors():
                                        kernel_layout="HWIO"))
     with pytest.raises(NotImplementedError, match="NHWC"):
         lower_call(conv, placeholders_for(conv), "llvm")
+
+
+@pytest.mark.parametrize("build", [
+    lambda: relay.cumsum(relay.var("x", shape=(3, 7)), axis=None),
+    lambda: relay.cumsum(relay.var("x", shape=(2, 5, 3)), axis=1),
+    lambda: relay.op.reduce.variance(relay.var("x", shape=(4, 6)),
+                                     relay.var("m", shape=(4, 1)), axis=1, keepdims=True,
+                                     unbiased=True),
+    lambda: relay.nn.depth_to_space(relay.var("x", shape=(1, 12, 3, 5)), 2, mode="CRD"),
+    lambda: relay.nn.depth_to_space(relay.var("x", shape=(2, 18, 2, 3)), 3),
+    lambda: relay.nn.space_to_depth(relay.var("x", shape=(1, 3, 6, 9)), 3),
+    lambda: relay.one_hot(relay.var("i", shape=(5,), dtype="int32"), relay.const(2.5),
+                          relay.const(-1.0), 3, axis=-1),
+    lambda: relay.nn.conv1d(relay.var("x", shape=(1, 3, 13)),
+                            relay.const(rng.uniform(size=(4, 3, 5)).astype("float32")),
+                            dilation=2, padding=(2, 1)),
+    lambda: relay.nn.dense(relay.var("x", shape=(17, 9)),
+                           relay.const(rng.uniform(size=(3, 9)).astype("float32"))),
+    lambda: relay.nn.batch_matmul(relay.var("a", shape=(1, 19, 7)),
+                                  relay.var("b", shape=(3, 11, 7))),
+], ids=["cumsum_flat", "cumsum_axis", "variance", "d2s_crd", "d2s_dcr", "s2d", "one_hot",
+        "conv1d", "dense_17rows", "batch_matmul_bcast"])
+def test_more_ops(build):
+    check_call(build(), rtol=1e-4, atol=1e-4)

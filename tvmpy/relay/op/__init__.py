@@ -1,6 +1,8 @@
 """Relay operators: the registry (``get``, ``register_op``, ``OpPattern``) and the constructors,
 grouped as in TVM: ``tensor`` (elementwise/broadcast), ``transform`` (shape), ``reduce``, ``nn``, ``image``."""
 
+import importlib as _importlib
+
 from . import extra, image, nn, reduce, tensor, transform  # noqa: F401
 from .extra import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
@@ -17,3 +19,6 @@ from .registry import (  # noqa: F401
 )
 from .tensor import *  # noqa: F401,F403
 from .transform import *  # noqa: F401,F403
+
+# computes and strategies per target attach to the registered ops (after all registrations)
+_importlib.import_module(".strategy", __name__)

@@ -13,6 +13,7 @@ from typing import Any
 
 from .... import te, topi
 from ....tir import op as tir_op
+from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 
@@ -151,6 +152,121 @@ for _n in ("sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin"
     COMPUTES[_n] = (lambda f: lambda attrs, inputs, out_type: [
         f(inputs[0], _axes(attrs, len(inputs[0].shape)), bool(attrs.keepdims))])(
         getattr(topi, _n))
+
+
+@_reg("variance")
+def _variance(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``sum((x - mean)^2) / (N or N-1)`` over the axes (``mean`` broadcast with keepdims)."""
+    data, mean = inputs
+    nd = len(data.shape)
+    axes = _axes(attrs, nd)
+    axes = list(range(nd)) if axes is None else axes
+    count = 1
+    for a in axes:
+        count = count * data.shape[a]
+    sq = te.compute(data.shape, lambda *i: _sq_dev(data, mean, i), name="T_sqdev",
+                    tag="broadcast")
+    total = topi.sum(sq, axes, bool(attrs.keepdims))
+    div = count - 1 if attrs.unbiased else count
+    return [te.compute(total.shape, lambda *i: total[i] / cast(div, data.dtype),
+                       name="T_variance", tag="elemwise")]
+
+
+def _sq_dev(data: Any, mean: Any, i: tuple) -> Any:
+    # mean has data's rank (keepdims) or fewer leading axes; index it with broadcasting
+    off = len(data.shape) - len(mean.shape)
+    idx = tuple(0 if int(getattr(mean.shape[k], "value", mean.shape[k])) == 1 else i[k + off]
+                for k in range(len(mean.shape)))
+    d = data[i] - mean[idx]
+    return d * d
+
+
+@_reg("cumsum")
+def _cumsum(attrs: Any, inputs: list, out_type: Any) -> list:
+    """Inclusive / exclusive prefix sum (a masked reduction: quadratic, kept for correctness)."""
+    data = inputs[0]
+    if attrs.axis is None:
+        data = topi.reshape(data, (int(_numel(data)),))
+    ax = 0 if attrs.axis is None else attrs.axis % len(data.shape)
+    dtype = out_type.dtype
+    r = te.reduce_axis((0, data.shape[ax]), name="rk")
+    zero = const(0, dtype)
+
+    def f(*i: Any) -> Any:
+        src = data[(*i[:ax], r, *i[ax + 1:])].astype(dtype)
+        keep = r < i[ax] if attrs.exclusive else r <= i[ax]
+        return te.sum(tir_op.if_then_else(keep, src, zero), axis=r)
+
+    return [te.compute(data.shape, f, name="T_cumsum", tag="cumsum")]
+
+
+def _numel(t: Any) -> int:
+    n = 1
+    for d in t.shape:
+        n *= int(getattr(d, "value", d))
+    return n
+
+
+@_reg("one_hot")
+def _one_hot(attrs: Any, inputs: list, out_type: Any) -> list:
+    idx, on, off = inputs
+    nd = len(idx.shape)
+    ax = attrs.axis % (nd + 1)
+    dtype = out_type.dtype
+    depth = attrs.depth
+
+    def f(*i: Any) -> Any:
+        k = i[ax]
+        j = idx[(*i[:ax], *i[ax + 1:])].astype("int64")
+        j = tir_op.if_then_else(j < 0, j + depth, j)  # negative indices wrap, as topi.one_hot
+        return tir_op.if_then_else(j == k.astype("int64"), on[()].astype(dtype),
+                                   off[()].astype(dtype))
+
+    return [te.compute(_out_shape(out_type), f, name="T_one_hot", tag="injective")]
+
+
+@_reg("nn.depth_to_space")
+def _depth_to_space(attrs: Any, inputs: list, out_type: Any) -> list:
+    x = inputs[0]
+    b = attrs.block_size
+    cout = out_type.shape[1]
+
+    def f(n: Any, c: Any, y: Any, w: Any) -> Any:
+        bi, bj = y % b, w % b
+        ch = (bi * b + bj) * cout + c if attrs.mode == "DCR" else c * b * b + bi * b + bj
+        return x[n, ch, y // b, w // b]
+
+    return [te.compute(_out_shape(out_type), f, name="T_depth_to_space", tag="injective")]
+
+
+@_reg("nn.space_to_depth")
+def _space_to_depth(attrs: Any, inputs: list, out_type: Any) -> list:
+    x = inputs[0]
+    b = attrs.block_size
+    cin = x.shape[1]
+
+    def f(n: Any, c: Any, y: Any, w: Any) -> Any:
+        ci, ij = c % cin, c // cin
+        return x[n, ci, y * b + ij // b, w * b + ij % b]
+
+    return [te.compute(_out_shape(out_type), f, name="T_space_to_depth", tag="injective")]
+
+
+def _asinh(x: Any) -> Any:
+    return tir_op.log(x + tir_op.sqrt(x * x + 1))
+
+
+def _acosh(x: Any) -> Any:
+    return tir_op.log(x + tir_op.sqrt(x * x - 1))
+
+
+def _atanh(x: Any) -> Any:
+    return tir_op.log((1 + x) / (1 - x)) * 0.5
+
+
+for _n, _f in (("asinh", _asinh), ("acosh", _acosh), ("atanh", _atanh)):
+    COMPUTES[_n] = (lambda f, n: lambda attrs, inputs, out_type: [
+        topi.elemwise.elemwise(inputs[0], f, n)])(_f, _n)
 
 
 # ---- transforms ---------------------------------------------------------------------------
