@@ -423,3 +423,13 @@ def test_resize_axes_and_bad_attrs():
         from_onnx(m)
     with pytest.raises(ValueError, match="not graph inputs"):
         from_onnx(m, {"nope": (1, 1, 4, 4)})
+
+
+def test_normalizations_flatten_negative_axis():
+    _single("LRN", [(2, 5, 3, 4)], {"size": 3, "alpha": 0.01, "beta": 0.7, "bias": 1.5})
+    _single("LRN", [(1, 6, 2, 3)], {"size": 5})
+    _single("LpNormalization", [(3, 5)], {"p": 1, "axis": 0})
+    _single("LpNormalization", [(3, 5)], {})
+    _single("MeanVarianceNormalization", [(2, 3, 4, 5)], {})
+    _single("Flatten", [(2, 3, 4, 5)], {"axis": -1})
+    _single("Flatten", [(2, 3, 4, 5)], {"axis": 0})

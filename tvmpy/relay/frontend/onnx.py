@@ -441,7 +441,8 @@ _CONVERTERS["LogSoftmax"] = _softmax(nn.log_softmax)
 @_reg("Flatten")
 def _flatten(c, i, a, n):
     s = _shape(i[0])
-    ax = a.get("axis", 1) % (len(s) + 1) if a.get("axis", 1) < 0 else a.get("axis", 1)
+    ax = a.get("axis", 1)
+    ax = ax + len(s) if ax < 0 else ax
     return transform.reshape(i[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
 
 
@@ -754,6 +755,41 @@ def _upsample(c, i, a, n):
     return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
                     coordinate_transformation_mode="asymmetric",
                     rounding_method="floor" if mode == "nearest" else "")
+
+
+@_reg("LRN")
+def _lrn(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    size = a["size"]
+    alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
+    sq = transform.reshape(tensor.multiply(x, x), (s[0], 1, s[1], int(np.prod(s[2:]))))
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    win = nn.avg_pool2d(sq, (size, 1), padding=(lo, 0, hi, 0), count_include_pad=True)
+    div = tensor.add(_scalar(bias, x), tensor.multiply(transform.reshape(win, s), _scalar(alpha, x)))
+    return tensor.divide(x, tensor.power(div, _scalar(beta, x)))
+
+
+@_reg("LpNormalization")
+def _lpnorm(c, i, a, n):
+    x = i[0]
+    ax, p = a.get("axis", -1), a.get("p", 2)
+    if p == 1:
+        norm = _red.sum(tensor.abs(x), axis=[ax], keepdims=True)
+    elif p == 2:
+        norm = tensor.sqrt(_red.sum(tensor.multiply(x, x), axis=[ax], keepdims=True))
+    else:
+        raise c.fail(f"attribute p={p} is not supported (1 or 2)")
+    return tensor.divide(x, norm)
+
+
+@_reg("MeanVarianceNormalization")
+def _mvn(c, i, a, n):
+    x = i[0]
+    axes = list(a.get("axes", [0, 2, 3]))
+    d = tensor.subtract(x, _red.mean(x, axis=axes, keepdims=True))
+    var = _red.mean(tensor.multiply(d, d), axis=axes, keepdims=True)
+    return tensor.divide(d, tensor.sqrt(tensor.add(var, _scalar(1e-9, x))))
 
 
 # ------------------------------------------------------------------------------------------------
