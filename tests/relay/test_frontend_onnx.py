@@ -433,3 +433,26 @@ def test_normalizations_flatten_negative_axis():
     _single("MeanVarianceNormalization", [(2, 3, 4, 5)], {})
     _single("Flatten", [(2, 3, 4, 5)], {"axis": -1})
     _single("Flatten", [(2, 3, 4, 5)], {"axis": 0})
+
+
+def test_round_argmax_last_cumsum_reverse_ln_outputs():
+    x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 2.4, 2.6, -2.6]], np.float32)
+    m = _model([helper.make_node("Round", ["x"], ["y"])], [_vi("x", (1, 8))], [_out("y")])
+    _check(m, {"x": x})
+    nodes = [helper.make_node("ArgMax", ["x"], ["y"], axis=1, select_last_index=1),
+             helper.make_node("ArgMin", ["x"], ["z"], axis=0, keepdims=0, select_last_index=1)]
+    m = _model(nodes, [_vi("x", (3, 6))], [_out("y"), _out("z")])
+    _check(m, {"x": RNG.integers(0, 3, (3, 6)).astype(np.float32)})
+    _single("CumSum", [(3, 5)], {"reverse": 1, "exclusive": 1}, inits=[_init("a", np.array(-1, np.int64))])
+    node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mu", "inv"], axis=1)
+    m = _model([node], [_vi("x", (2, 3, 4))], [_out("y"), _out("mu"), _out("inv")],
+               [_init("g", _r(3, 4)), _init("b", _r(3, 4))])
+    _check(m, {"x": _r(2, 3, 4)})
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"])
+    _check(_model([node], [_vi("x", (2, 3))], [_out("y"), _out("mask")]), {"x": _r(2, 3)})
+
+
+def test_gathernd_batch_dims():
+    nodes = [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)]
+    m = _model(nodes, [_vi("x", (2, 3, 4)), _vi("i", (2, 5, 1), TensorProto.INT64)], [_out("y")])
+    _check(m, {"x": _r(2, 3, 4), "i": RNG.integers(-3, 3, (2, 5, 1))})

@@ -98,7 +98,7 @@ for _n, _f in [("Sqrt", tensor.sqrt), ("Exp", tensor.exp), ("Log", tensor.log),
                ("Neg", tensor.negative), ("Abs", tensor.abs), ("Erf", tensor.erf),
                ("Tanh", tensor.tanh), ("Sigmoid", tensor.sigmoid), ("Relu", nn.relu),
                ("Floor", tensor.floor), ("Ceil", tensor.ceil), ("Sin", tensor.sin),
-               ("Cos", tensor.cos), ("Not", tensor.logical_not), ("Round", tensor.round),
+               ("Cos", tensor.cos), ("Not", tensor.logical_not),
                ("Sign", tensor.sign), ("Identity", lambda x: x), ("Tan", extra.tan),
                ("Asin", extra.asin), ("Acos", extra.acos), ("Atan", extra.atan),
                ("Sinh", extra.sinh), ("Cosh", extra.cosh), ("Asinh", extra.asinh),
@@ -124,6 +124,18 @@ def _div(c, i, a, n):
 def _pow(c, i, a, n):
     b = i[1] if _dtype(i[1]) == _dtype(i[0]) else transform.cast(i[1], _dtype(i[0]))
     return tensor.power(i[0], b)
+
+
+@_reg("Round")
+def _round(c, i, a, n):
+    """Half to even, as ONNX (relay's round goes half away from zero)."""
+    x = i[0]
+    f = tensor.floor(x)
+    d = tensor.subtract(x, f)
+    half = tensor.add(f, tensor.floor_mod(f, _scalar(2, x)))
+    up = tensor.add(f, _scalar(1, x))
+    return tensor.where(tensor.greater(d, _scalar(0.5, x)), up,
+                        tensor.where(tensor.less(d, _scalar(0.5, x)), f, half))
 
 
 @_reg("Reciprocal")
@@ -221,8 +233,10 @@ def _cast(c, i, a, n):
 
 @_reg("Dropout")
 def _dropout(c, i, a, n):
-    if len(i) > 2 and i[2] is not None and n[2] in c.values and bool(c.values[n[2]]):
+    if len(i) > 2 and i[2] is not None and bool(c.value(n[2], "training_mode")):
         raise c.fail("training_mode=True is not supported (inference only)")
+    if len(c.node.output) > 1 and c.node.output[1]:
+        return [i[0], const(np.ones(_shape(i[0]), dtype=bool))]
     return i[0]
 
 
@@ -368,12 +382,20 @@ def _ln(c, i, a, n):
     if b is None:
         b = const(np.zeros(_shape(g), dtype=_dtype(g)))
     if ax == len(s) - 1:
-        return nn.layer_norm(x, g, b, axis=-1, epsilon=eps)
-    tail = int(np.prod(s[ax:]))
-    x2 = transform.reshape(x, s[:ax] + [tail])
-    g2 = transform.reshape(transform.broadcast_to(g, s[ax:]), (tail,))
-    b2 = transform.reshape(transform.broadcast_to(b, s[ax:]), (tail,))
-    return transform.reshape(nn.layer_norm(x2, g2, b2, axis=-1, epsilon=eps), s)
+        y = nn.layer_norm(x, g, b, axis=-1, epsilon=eps)
+    else:
+        tail = int(np.prod(s[ax:]))
+        x2 = transform.reshape(x, s[:ax] + [tail])
+        g2 = transform.reshape(transform.broadcast_to(g, s[ax:]), (tail,))
+        b2 = transform.reshape(transform.broadcast_to(b, s[ax:]), (tail,))
+        y = transform.reshape(nn.layer_norm(x2, g2, b2, axis=-1, epsilon=eps), s)
+    if len(c.node.output) == 1 or not any(c.node.output[1:]):
+        return y
+    axes = list(range(ax, len(s)))  # the optional Mean and InvStdDev outputs (keepdims)
+    mean = _red.mean(x, axis=axes, keepdims=True)
+    d = tensor.subtract(x, mean)
+    var = _red.mean(tensor.multiply(d, d), axis=axes, keepdims=True)
+    return [y, mean, tensor.rsqrt(tensor.add(var, _scalar(eps, x)))]
 
 
 def _pool_args(c, x, a):
@@ -668,10 +690,11 @@ def _s2d(c, i, a, n):
 
 @_reg("CumSum")
 def _cumsum(c, i, a, n):
-    if a.get("reverse", 0):
-        raise c.fail("attribute reverse=1 is not supported")
-    ax = int(c.value(n[1], "axis").reshape(-1)[0])
-    return extra.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
+    ax = int(c.value(n[1], "axis").reshape(-1)[0]) % len(_shape(i[0]))
+    if not a.get("reverse", 0):
+        return extra.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
+    out = extra.cumsum(extra.reverse(i[0], ax), axis=ax, exclusive=bool(a.get("exclusive", 0)))
+    return extra.reverse(out, ax)
 
 
 @_reg("Softsign")
@@ -712,14 +735,12 @@ def _gather_nd(c, i, a, n):
     x, idx = i
     bd = a.get("batch_dims", 0)
     ish = _shape(idx)
-    if bd:
-        raise c.fail(f"attribute batch_dims={bd} is not supported")
     m = ish[-1]
     s = _shape(x)
-    dims = const(np.asarray(s[:m], dtype=_dtype(idx)))
+    dims = const(np.asarray(s[bd:bd + m], dtype=_dtype(idx)))
     idx = tensor.where(tensor.less(idx, _scalar(0, idx)), tensor.add(idx, dims), idx)
     perm = [len(ish) - 1] + list(range(len(ish) - 1))
-    return extra.gather_nd(x, transform.transpose(idx, perm))
+    return extra.gather_nd(x, transform.transpose(idx, perm), batch_dims=bd)
 
 
 @_reg("OneHot")
@@ -845,10 +866,14 @@ for _n, _f in [("ReduceSumSquare", _sum_square), ("ReduceL2", _l2), ("ReduceL1",
 
 def _arg(fn):
     def f(c, i, a, n):
-        if a.get("select_last_index", 0):
-            raise c.fail("attribute select_last_index=1 is not supported")
-        ax = a.get("axis", 0)
-        return transform.cast(fn(i[0], axis=[ax], keepdims=bool(a.get("keepdims", 1))), "int64")
+        x = i[0]
+        ax = a.get("axis", 0) % len(_shape(x))
+        keep = bool(a.get("keepdims", 1))
+        if not a.get("select_last_index", 0):
+            return transform.cast(fn(x, axis=[ax], keepdims=keep), "int64")
+        last = _shape(x)[ax] - 1
+        idx = transform.cast(fn(extra.reverse(x, ax), axis=[ax], keepdims=keep), "int64")
+        return tensor.subtract(const(np.int64(last)), idx)
     return f
 
 
@@ -890,9 +915,7 @@ _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "exclude_outside"): (0,), ("Resize", "antialias"): (0,),
     ("Resize", "keep_aspect_ratio_policy"): ("stretch",),
     ("Resize", "extrapolation_value"): (0.0,),
-    ("MaxPool", "storage_order"): (0,), ("ArgMax", "select_last_index"): (0,),
-    ("ArgMin", "select_last_index"): (0,), ("BatchNormalization", "training_mode"): (0,),
-    ("CumSum", "reverse"): (0,), ("GatherND", "batch_dims"): (0,),
+    ("MaxPool", "storage_order"): (0,), ("BatchNormalization", "training_mode"): (0,),
     ("ConvTranspose", "auto_pad"): ("NOTSET", "VALID"),
     ("LayerNormalization", "stash_type"): (1,),
     ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
