@@ -456,3 +456,8 @@ def test_gathernd_batch_dims():
     nodes = [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)]
     m = _model(nodes, [_vi("x", (2, 3, 4)), _vi("i", (2, 5, 1), TensorProto.INT64)], [_out("y")])
     _check(m, {"x": _r(2, 3, 4), "i": RNG.integers(-3, 3, (2, 5, 1))})
+
+
+def test_conv_transpose_1d():
+    _single("ConvTranspose", [(2, 3, 7)], dict(strides=[2], pads=[1, 2], output_padding=[1]),
+            inits=[_init("w", _r(3, 4, 3)), _init("b", _r(4))])

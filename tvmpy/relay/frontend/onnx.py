@@ -292,9 +292,23 @@ def _conv(c, i, a, n):
 @_reg("ConvTranspose")
 def _conv_t(c, i, a, n):
     x, w = i[0], i[1]
-    _check_2d(c, x)
-    ws = _shape(w)
+    xs, ws = _shape(x), _shape(w)
     g = a.get("group", 1)
+    if len(xs) == 3:  # 1-D: a 2-D transposed convolution of height 1
+        a = dict(a)
+        for key, pad in (("strides", 1), ("dilations", 1), ("output_padding", 0)):
+            if key in a:
+                a[key] = [pad] + list(a[key])
+        if "kernel_shape" in a:
+            a["kernel_shape"] = [1] + list(a["kernel_shape"])
+        if "pads" in a:
+            a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+        x = transform.reshape(x, (xs[0], xs[1], 1, xs[2]))
+        w = transform.reshape(w, (ws[0], ws[1], 1, ws[2]))
+        y = _conv_t(c, [x, w] + list(i[2:]), a, n)
+        ys = _shape(y)
+        return transform.reshape(y, (ys[0], ys[1], ys[3]))
+    _check_2d(c, x)
     if "output_shape" in a:
         raise c.fail("attribute output_shape is not supported (give pads)")
     auto = a.get("auto_pad", "NOTSET")
@@ -631,6 +645,9 @@ def _resize(c, i, a, n):
     sizes = list(s)
     for ax, v in zip(axes, vals):
         sizes[ax] = int(v) if is_size else int(math.floor(s[ax] * float(v)))
+        if not is_size and sizes[ax] != s[ax] * float(v) and mode == "linear":
+            raise c.fail(f"scales {list(vals)}: a linear resize whose output size is not exactly "
+                         "input * scale is not supported (give sizes)")
     if sizes[:2] != s[:2]:
         raise c.fail(f"resizing the batch/channel axes is not supported (sizes {sizes})")
     if coord == "tf_crop_and_resize":
