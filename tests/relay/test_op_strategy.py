@@ -275,3 +275,34 @@ def test_symbolic_batch(build, tail):
         out = tvm.nd.array(np.zeros(want.shape, "float32"))
         f(xv, *[a.data.numpy() for a in call.args[1:]], out)  # constant weights are inputs
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_matmul_pack_chosen_for_many_rows():
+    a = relay.var("a", shape=(2, 20, 13))
+    b = relay.const(rng.uniform(-1, 1, size=(2, 9, 13)).astype("float32"))
+    outs = check_call(relay.nn.batch_matmul(a, b), rtol=1e-4, atol=1e-4)
+    assert outs[0].op.tag == "batch_matmul_pack"
+    few = check_call(relay.nn.batch_matmul(relay.var("c", shape=(2, 3, 13)), b), rtol=1e-4,
+                     atol=1e-4)
+    assert few[0].op.tag == "batch_matmul"
+
+
+def test_op_with_only_a_compute_gets_a_pattern_schedule():
+    from tvmpy import topi
+    from tvmpy.relay.op.registry import make_call, register_compute, register_op
+
+    name = "test.strategy_square"
+    if name not in relay.op.list_op_names():
+        register_op(name, lambda arg_types, attrs: arg_types[0], relay.op.OpPattern.ELEMWISE, 1)
+        register_compute(name, lambda attrs, inputs, out_type: [
+            topi.multiply(inputs[0], inputs[0])])
+    call = _typed_call(make_call(name, [relay.var("x", shape=(5, 3))]))
+    ins = placeholders_for(call)
+    impl = select_implementation(call.op, call.attrs, ins, call.checked_type, "llvm")
+    assert impl.name == f"{name}.fcompute"
+    outs, schedule_fn = lower_call(call, ins, "llvm")
+    f = tvm.build(schedule_fn(outs), [*ins, *outs], "llvm")
+    xv = rng.uniform(-1, 1, size=(5, 3)).astype("float32")
+    out = tvm.nd.array(np.zeros((5, 3), "float32"))
+    f(xv, out)
+    np.testing.assert_allclose(out.numpy(), xv * xv, rtol=1e-6)

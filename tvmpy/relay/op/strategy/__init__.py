@@ -86,10 +86,18 @@ def select_implementation(op: Any, attrs: Any, inputs: Any, out_type: Any,
                           target: Any) -> OpImplementation:
     """The highest-priority implementation of ``op`` for this call and target."""
     fstrategy = op.get_attr("FTVMStrategy")
-    if fstrategy is None:
+    if fstrategy is not None:
+        return fstrategy(attrs, inputs, out_type, target).best()
+    fcompute = op.get_attr("FTVMCompute")
+    if fcompute is None or op.pattern > 3:  # 3: OpPattern.COMM_REDUCE
         raise NotImplementedError(f"operator {op.name!r} has no strategy (compute + schedule) "
                                   "registered")
-    return fstrategy(attrs, inputs, out_type, target).best()
+    # TVM's fallback: an injective / reduction op with only a compute gets the target's
+    # injective or reduce schedule
+    from .generic import pattern_schedule
+
+    return OpImplementation(fcompute, pattern_schedule(op.pattern, target),
+                            f"{op.name}.fcompute", 0)
 
 
 from . import generic, x86  # noqa: E402,F401  (registers the strategies)

@@ -17,7 +17,7 @@ from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 
-__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule"]
+__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule", "pattern_schedule"]
 
 Compute = Callable[[Any, list, Any], list]
 COMPUTES: dict[str, Compute] = {}
@@ -549,6 +549,15 @@ def wrap_topi_schedule(fn: Callable[[Any], Any]) -> Callable[..., Any]:
 
 
 _INJECTIVE = wrap_topi_schedule(topi.generic.schedule_injective)
+
+
+def pattern_schedule(pattern: int, target: Any) -> Callable[..., Any]:
+    """The schedule of an op known only by its compute: injective or reduce, per target."""
+    from . import dispatch_key
+
+    lib = topi.x86 if dispatch_key(target) == "x86" else topi.generic
+    fn = lib.schedule_injective if pattern <= OpPattern.INJECTIVE else lib.schedule_reduce
+    return wrap_topi_schedule(fn)
 
 
 def _generic_strategy(name: str) -> Callable[..., OpStrategy]:

@@ -75,6 +75,32 @@ def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.dense_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
 
 
+def _batch_matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [x86.batch_matmul_pack(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype)]
+
+
+def _const_int(d: Any) -> int | None:
+    d = getattr(d, "value", d)  # IntImm -> int; a symbolic extent -> None
+    return d if isinstance(d, int) else None
+
+
+def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
+    """The packed GEMM variants, preferred (plevel 15) when there are enough rows."""
+    if name == "nn.dense":
+        rows = _const_int(inputs[0].shape[0])
+        if rows is not None and rows >= DENSE_PACK_MIN_ROWS:
+            s.add_implementation(_dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack),
+                                 "dense_pack.x86", 15)
+    elif name == "nn.batch_matmul" and attrs.transpose_b and not attrs.transpose_a:
+        rows = _const_int(inputs[0].shape[1])
+        n = _const_int(inputs[1].shape[1])
+        k = _const_int(inputs[1].shape[2])
+        if rows is not None and n is not None and k is not None and rows >= DENSE_PACK_MIN_ROWS:
+            s.add_implementation(_batch_matmul_pack_compute,
+                                 wrap_topi_schedule(x86.schedule_batch_matmul),
+                                 "batch_matmul_pack.x86", 15)
+
+
 def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
     compute = COMPUTES[name]
     pattern = get(name).pattern
@@ -90,13 +116,7 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
         s.add_implementation(compute, sched, f"{name}.x86", 10)
-        if name == "nn.dense":
-            rows = inputs[0].shape[0]
-            rows = getattr(rows, "value", rows)  # IntImm -> int; symbolic stays an expr
-            if isinstance(rows, int) and rows >= DENSE_PACK_MIN_ROWS:
-                s.add_implementation(_dense_pack_compute,
-                                     wrap_topi_schedule(x86.schedule_dense_pack),
-                                     "dense_pack.x86", 15)
+        _add_packed(name, attrs, inputs, s)
         return s
 
     return fstrategy
