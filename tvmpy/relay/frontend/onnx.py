@@ -645,9 +645,9 @@ def _resize(c, i, a, n):
     sizes = list(s)
     for ax, v in zip(axes, vals):
         sizes[ax] = int(v) if is_size else int(math.floor(s[ax] * float(v)))
-        if not is_size and sizes[ax] != s[ax] * float(v) and mode == "linear":
-            raise c.fail(f"scales {list(vals)}: a linear resize whose output size is not exactly "
-                         "input * scale is not supported (give sizes)")
+        if not is_size and sizes[ax] != s[ax] * float(v):
+            raise c.fail(f"scales {[float(f) for f in vals]}: a resize whose output size is not "
+                         "exactly input * scale is not supported (give sizes)")
     if sizes[:2] != s[:2]:
         raise c.fail(f"resizing the batch/channel axes is not supported (sizes {sizes})")
     if coord == "tf_crop_and_resize":
@@ -788,6 +788,9 @@ def _upsample(c, i, a, n):
     if mode not in ("nearest", "linear"):
         raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
     sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
+    if any(o != d * float(f) for o, d, f in zip(sizes, s, scales)):
+        raise c.fail(f"scales {[float(f) for f in scales]}: an output size that is not exactly "
+                     "input * scale is not supported")
     if sizes[:2] != s[:2]:
         raise c.fail(f"upsampling the batch/channel axes is not supported (scales {list(scales)})")
     return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
