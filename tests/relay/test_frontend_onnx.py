@@ -461,3 +461,11 @@ def test_gathernd_batch_dims():
 def test_conv_transpose_1d():
     _single("ConvTranspose", [(2, 3, 7)], dict(strides=[2], pads=[1, 2], output_padding=[1]),
             inits=[_init("w", _r(3, 4, 3)), _init("b", _r(4))])
+
+
+def test_resize_inexact_scale_refused():
+    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rz", mode="nearest")
+    m = _model([node], [_vi("x", (1, 1, 2, 4))], [_out("y")],
+               [_init("sc", np.array([1, 1, 0.6, 0.6], np.float32))])
+    with pytest.raises(ValueError, match="'rz'.*not exactly input \\* scale"):
+        from_onnx(m)
