@@ -306,3 +306,30 @@ def test_op_with_only_a_compute_gets_a_pattern_schedule():
     out = tvm.nd.array(np.zeros((5, 3), "float32"))
     f(xv, out)
     np.testing.assert_allclose(out.numpy(), xv * xv, rtol=1e-6)
+
+
+def _w(*shape):
+    return relay.const(rng.uniform(-1, 1, size=shape).astype("float32"))
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: relay.nn.conv2d(x, _w(16, 1, 3, 2), groups=8, dilation=(2, 1)),  # multiplier 2
+    lambda x: relay.nn.conv2d(x, _w(3, 8, 2, 5), strides=(3, 2), padding=(0, 2, 1, 1)),
+    lambda x: relay.nn.conv2d(x, _w(12, 2, 3, 3), groups=4, padding=(1, 1, 1, 1)),
+    lambda x: relay.image.resize2d(x, (5, 13), method="nearest_neighbor",
+                                   coordinate_transformation_mode="asymmetric"),
+    lambda x: relay.image.resize2d(x, (3, 10), method="linear",
+                                   coordinate_transformation_mode="align_corners"),
+    lambda x: relay.nn.global_max_pool2d(x),
+    lambda x: relay.nn.adaptive_avg_pool2d(x, (3, 5)),
+    lambda x: relay.nn.log_softmax(x, axis=2),
+    lambda x: relay.strided_slice(x, [0, 7, 1], [1, 0, 7], [1, -2, 3]),
+    lambda x: relay.take(x, relay.const(np.array([[2, 0], [6, 5]], "int32")), axis=3),
+    lambda x: relay.nn.pad(x, ((0, 0), (1, 0), (0, 3), (2, 2)), pad_value=-0.5),
+    lambda x: relay.concatenate([x, relay.var("y", shape=(1, 3, 7, 7))], axis=1),
+    lambda x: relay.argmax(x, axis=2, keepdims=True),
+], ids=["depthwise_mult2", "conv_rect", "group4", "resize_nearest_asym", "resize_align",
+        "global_max", "adaptive", "log_softmax", "strided_neg", "take_2d", "pad", "concat",
+        "argmax"])
+def test_awkward_shapes_more(build):
+    check_call(build(relay.var("x", shape=(1, 8, 7, 7))), rtol=1e-4, atol=1e-4)
