@@ -469,3 +469,18 @@ def test_resize_inexact_scale_refused():
                [_init("sc", np.array([1, 1, 0.6, 0.6], np.float32))])
     with pytest.raises(ValueError, match="'rz'.*not exactly input \\* scale"):
         from_onnx(m)
+
+
+def test_castlike_swish_rmsnorm_hardmax_bitshift():
+    nodes = [helper.make_node("CastLike", ["x", "t"], ["y"])]
+    m = _model(nodes, [_vi("x", (3, 4)), _vi("t", (1,), TensorProto.INT32)], [_out("y")])
+    _check(m, {"x": _r(3, 4) * 5, "t": np.zeros(1, np.int32)})
+    _single("Swish", [(3, 5)], {"alpha": 0.7}, opset=24)
+    _single("RMSNormalization", [(2, 3, 4)], {"axis": 1, "epsilon": 1e-3},
+            inits=[_init("g", _r(3, 4))], opset=23)
+    _single("Hardmax", [(2, 3, 4)], {"axis": 1}, opset=13)
+    _single("Hardmax", [(2, 3, 4)], {"axis": 1}, opset=11)
+    U8 = TensorProto.UINT8
+    node = helper.make_node("BitShift", ["a", "b"], ["y"], direction="RIGHT")
+    m = _model([node], [_vi("a", (5,), U8), _vi("b", (5,), U8)], [_out("y")])
+    _check(m, {"a": np.array([16, 4, 255, 7, 1], np.uint8), "b": np.array([1, 2, 3, 0, 1], np.uint8)})

@@ -833,6 +833,50 @@ def _mvn(c, i, a, n):
     return tensor.divide(d, tensor.sqrt(tensor.add(var, _scalar(1e-9, x))))
 
 
+@_reg("CastLike")
+def _cast_like(c, i, a, n):
+    return transform.cast(i[0], _dtype(i[1]))
+
+
+@_reg("BitShift")
+def _bitshift(c, i, a, n):
+    fn = extra.right_shift if a["direction"] == "RIGHT" else extra.left_shift
+    return fn(i[0], i[1])
+
+
+@_reg("Swish")
+def _swish(c, i, a, n):
+    x = i[0]
+    return tensor.multiply(x, tensor.sigmoid(tensor.multiply(x, _scalar(a.get("alpha", 1.0), x))))
+
+
+@_reg("RMSNormalization")
+def _rms_norm(c, i, a, n):
+    x, scale = i[0], i[1]
+    r = len(_shape(x))
+    axes = list(range(a.get("axis", -1) % r, r))
+    eps = a.get("epsilon", 1e-5)
+    ms = _red.mean(tensor.multiply(x, x), axis=axes, keepdims=True)
+    return tensor.multiply(tensor.multiply(x, tensor.rsqrt(tensor.add(ms, _scalar(eps, x)))), scale)
+
+
+def _hardmax_axis(x: RelayExpr, ax: int) -> RelayExpr:
+    s = _shape(x)
+    idx = _red.argmax(x, axis=[ax], keepdims=False)
+    return extra.one_hot(idx, _scalar(1, x), _scalar(0, x), s[ax], ax, _dtype(x))
+
+
+@_reg("Hardmax")
+def _hardmax(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    if c.opset >= 13:
+        return _hardmax_axis(x, a.get("axis", -1) % len(s))
+    ax = a.get("axis", 1) % len(s)  # before opset 13: over the input flattened to 2-D at axis
+    flat = transform.reshape(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+    return transform.reshape(_hardmax_axis(flat, 1), s)
+
+
 # ------------------------------------------------------------------------------------------------
 # reductions
 def _reduce(fn):
