@@ -214,7 +214,7 @@ def _clip(c, i, a, n):
     for idx, fn in ((1, tensor.maximum), (2, tensor.minimum)):
         if len(i) > idx and i[idx] is not None:
             if n[idx] in c.values:
-                lo = float(c.values[n[idx]])
+                lo = float(c.values[n[idx]].reshape(-1)[0])
                 out = fn(out, _scalar(lo, x))
             else:
                 out = fn(out, i[idx])
@@ -233,7 +233,7 @@ def _cast(c, i, a, n):
 
 @_reg("Dropout")
 def _dropout(c, i, a, n):
-    if len(i) > 2 and i[2] is not None and bool(c.value(n[2], "training_mode")):
+    if len(i) > 2 and i[2] is not None and bool(c.value(n[2], "training_mode").reshape(-1)[0]):
         raise c.fail("training_mode=True is not supported (inference only)")
     if len(c.node.output) > 1 and c.node.output[1]:
         return [i[0], const(np.ones(_shape(i[0]), dtype=bool))]
@@ -609,7 +609,7 @@ def _pad(c, i, a, n):
         pads, value, axes = list(a["pads"]), a.get("value", 0.0), list(range(r))
     else:
         pads = [int(v) for v in c.value(n[1], "pads")]
-        value = float(c.value(n[2], "constant_value")) if len(n) > 2 and n[2] else 0.0
+        value = float(c.value(n[2], "constant_value").reshape(-1)[0]) if len(n) > 2 and n[2] else 0.0
         axes = ([int(v) % r for v in c.value(n[3], "axes")] if len(n) > 3 and n[3]
                 else list(range(r)))
     if mode not in ("constant", "edge", "reflect"):
