@@ -484,3 +484,12 @@ def test_castlike_swish_rmsnorm_hardmax_bitshift():
     node = helper.make_node("BitShift", ["a", "b"], ["y"], direction="RIGHT")
     m = _model([node], [_vi("a", (5,), U8), _vi("b", (5,), U8)], [_out("y")])
     _check(m, {"a": np.array([16, 4, 255, 7, 1], np.uint8), "b": np.array([1, 2, 3, 0, 1], np.uint8)})
+
+
+def test_lppool_celu_eyelike():
+    _single("LpPool", [(1, 2, 7, 6)], {"kernel_shape": [3, 2], "strides": [2, 2], "p": 3,
+                                       "pads": [1, 0, 1, 1]})
+    _single("LpPool", [(1, 2, 7)], {"kernel_shape": [2]})
+    _single("GlobalLpPool", [(2, 3, 4, 5)], {"p": 1})
+    _single("Celu", [(3, 4)], {"alpha": 0.6})
+    _single("EyeLike", [(3, 5)], {"k": 1})

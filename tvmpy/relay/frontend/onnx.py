@@ -877,6 +877,43 @@ def _hardmax(c, i, a, n):
     return transform.reshape(_hardmax_axis(flat, 1), s)
 
 
+@_reg("LpPool")
+def _lppool(c, i, a, n):
+    x = i[0]
+    p = a.get("p", 2)
+    nd, kw = _pool_args(c, x, a)
+    fn = {1: nn_nd.avg_pool1d, 2: nn.avg_pool2d, 3: nn_nd.avg_pool3d}[nd]
+    xp = tensor.power(tensor.abs(x), _scalar(p, x))
+    mean = fn(xp, count_include_pad=True, **kw)
+    total = tensor.multiply(mean, _scalar(int(np.prod(kw["pool_size"])), x))
+    return tensor.power(total, _scalar(1.0 / p, x))
+
+
+@_reg("GlobalLpPool")
+def _global_lppool(c, i, a, n):
+    x = i[0]
+    p = a.get("p", 2)
+    axes = list(range(2, len(_shape(x))))
+    total = _red.sum(tensor.power(tensor.abs(x), _scalar(p, x)), axis=axes, keepdims=True)
+    return tensor.power(total, _scalar(1.0 / p, x))
+
+
+@_reg("Celu")
+def _celu(c, i, a, n):
+    x = i[0]
+    al = a.get("alpha", 1.0)
+    neg = tensor.multiply(_scalar(al, x), tensor.subtract(
+        tensor.exp(tensor.divide(x, _scalar(al, x))), _scalar(1, x)))
+    return tensor.add(nn.relu(x), tensor.minimum(_scalar(0, x), neg))
+
+
+@_reg("EyeLike")
+def _eye_like(c, i, a, n):
+    s = _shape(i[0])
+    dt = _np_dtype(a["dtype"]) if "dtype" in a else _dtype(i[0])
+    return const(np.eye(s[0], s[1], a.get("k", 0), dtype=dt))
+
+
 # ------------------------------------------------------------------------------------------------
 # reductions
 def _reduce(fn):
