@@ -93,28 +93,29 @@ def test_every_op_has_a_strategy():
     assert set(_CASES) <= set(COMPUTES)
 
 
-def test_fused_group_scheduled_by_the_anchor():
+@pytest.mark.parametrize("groups,oc", [(1, 6), (3, 6), (3, 3)], ids=["conv", "group", "dw"])
+def test_fused_group_scheduled_by_the_anchor(groups, oc):
     """conv2d -> bias_add -> relu lowered call by call on each other's tensors, then scheduled
     once by the conv2d implementation's schedule (how relay.build lowers a fused function)."""
     x = relay.var("x", shape=(1, 3, 10, 9))
-    w = relay.var("w", shape=(6, 3, 3, 3))
-    b = relay.var("b", shape=(6,))
-    conv = _typed_call(relay.nn.conv2d(x, w, padding=(1, 1, 1, 1)))
+    w = relay.var("w", shape=(oc, 3 // groups, 3, 3))
+    b = relay.var("b", shape=(oc,))
+    conv = _typed_call(relay.nn.conv2d(x, w, padding=(1, 1, 1, 1), groups=groups))
     ins = placeholders_for(conv)
     (c_out,), schedule_fn = lower_call(conv, ins, "llvm")
-    badd = _typed_call(relay.nn.bias_add(relay.var("y", shape=(1, 6, 10, 9)), b))
+    badd = _typed_call(relay.nn.bias_add(relay.var("y", shape=(1, oc, 10, 9)), b))
     bias = placeholders_for(badd)[1]
     (b_out,), _ = lower_call(badd, [c_out, bias], "llvm")
-    relu = _typed_call(relay.nn.relu(relay.var("z", shape=(1, 6, 10, 9))))
+    relu = _typed_call(relay.nn.relu(relay.var("z", shape=(1, oc, 10, 9))))
     (r_out,), _ = lower_call(relu, [b_out], "llvm")
     f = tvm.build(schedule_fn([r_out]), [*ins, bias, r_out], "llvm")
     xv = rng.uniform(-1, 1, size=(1, 3, 10, 9)).astype("float32")
-    wv = rng.uniform(-1, 1, size=(6, 3, 3, 3)).astype("float32")
-    bv = rng.uniform(-1, 1, size=(6,)).astype("float32")
-    out = tvm.nd.array(np.zeros((1, 6, 10, 9), "float32"))
+    wv = rng.uniform(-1, 1, size=(oc, 3 // groups, 3, 3)).astype("float32")
+    bv = rng.uniform(-1, 1, size=(oc,)).astype("float32")
+    out = tvm.nd.array(np.zeros((1, oc, 10, 9), "float32"))
     f(xv, wv, bv, out)
     ref = evaluate(relay.Function([x, w, b], relay.nn.relu(relay.nn.bias_add(
-        relay.nn.conv2d(x, w, padding=(1, 1, 1, 1)), b))), xv, wv, bv)
+        relay.nn.conv2d(x, w, padding=(1, 1, 1, 1), groups=groups), b))), xv, wv, bv)
     np.testing.assert_allclose(out.numpy(), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 

@@ -21,9 +21,23 @@ __all__ = ["DENSE_PACK_MIN_ROWS"]
 DENSE_PACK_MIN_ROWS = 16
 
 
+def _anchor_tag(outs: list, key: str) -> str:
+    """The tag of the first stage (from the outputs back) whose tag contains ``key``: in a
+    fused group the outputs are the elementwise ops that follow the anchor."""
+    stack, seen = [t.op for t in outs], set()
+    while stack:
+        op = stack.pop(0)
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if key in (op.tag or ""):
+            return op.tag
+        stack.extend(t.op for t in op.input_tensors)
+    return ""
+
+
 def _conv2d_schedule(attrs: Any, outs: list, target: Any) -> Any:
-    op = outs[0].op
-    tag = op.tag
+    tag = _anchor_tag(outs, "conv2d")
     if "depthwise" in tag:
         return x86.schedule_depthwise_conv2d_nchw(outs)
     if "group" in tag:
