@@ -493,3 +493,12 @@ def test_lppool_celu_eyelike():
     _single("GlobalLpPool", [(2, 3, 4, 5)], {"p": 1})
     _single("Celu", [(3, 4)], {"alpha": 0.6})
     _single("EyeLike", [(3, 5)], {"k": 1})
+
+
+def test_supported_ops_listed():
+    from tvmpy.relay.frontend import supported_ops
+
+    ops = supported_ops()
+    for op in ("Conv", "Gemm", "MatMul", "Softmax", "LayerNormalization", "Shape", "Resize"):
+        assert op in ops
+    assert "Loop" not in ops

@@ -26,7 +26,7 @@ from ..op.image import resize2d
 from ..type_infer import infer_type
 from .common import unsupported_error
 
-__all__ = ["from_onnx"]
+__all__ = ["from_onnx", "supported_ops", "OnnxConvertError"]
 
 _INT_MAX = 2**31 - 1
 
@@ -1047,6 +1047,11 @@ def _attrs(node: Any) -> dict:
             v = [x.decode() for x in v]
         out[at.name] = v
     return out
+
+
+def supported_ops() -> list[str]:
+    """The ONNX operator types (default domain) this importer converts."""
+    return sorted(set(_CONVERTERS) | _VALUE_OPS)
 
 
 def _input_shape(vi: Any, shape: Mapping[str, Any] | None) -> list[int]:
