@@ -502,3 +502,13 @@ def test_supported_ops_listed():
     for op in ("Conv", "Gemm", "MatMul", "Softmax", "LayerNormalization", "Shape", "Resize"):
         assert op in ops
     assert "Loop" not in ops
+
+
+@pytest.mark.parametrize("eq,shapes", [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+                                       ("ij,kj->ik", [(3, 4), (5, 4)]),
+                                       ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),
+                                       ("ij,j->i", [(3, 4), (4,)]),
+                                       ("ijk,ik->kj", [(2, 3, 4), (2, 4)]),
+                                       ("ij->ji", [(3, 4)]), ("ijk->j", [(2, 3, 4)])])
+def test_einsum(eq, shapes):
+    _single("Einsum", shapes, {"equation": eq})

@@ -914,6 +914,45 @@ def _eye_like(c, i, a, n):
     return const(np.eye(s[0], s[1], a.get("k", 0), dtype=dt))
 
 
+@_reg("Einsum")
+def _einsum(c, i, a, n):
+    """One or two operands without ellipsis or repeated letters: sums, a transpose and one
+    batch_matmul."""
+    eq = a["equation"].replace(" ", "")
+    if "..." in eq or "->" not in eq:
+        raise c.fail(f"equation {eq!r}: only explicit '->' equations without '...' are supported")
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(i) or len(terms) > 2 or any(len(set(t)) != len(t) for t in terms):
+        raise c.fail(f"equation {eq!r}: one or two operands without repeated letters are supported")
+    xs = list(i)
+    dims: dict[str, int] = {}
+    for t, x in zip(terms, xs):
+        dims.update(zip(t, _shape(x)))
+    for k, t in enumerate(terms):  # letters only in this operand and not in the output: sum
+        others = "".join(terms[:k] + terms[k + 1:]) + out
+        gone = [j for j, ch in enumerate(t) if ch not in others]
+        if gone:
+            xs[k] = _red.sum(xs[k], axis=gone)
+            terms[k] = "".join(ch for ch in t if ch in others)
+    if len(terms) == 1:
+        return transform.transpose(xs[0], [terms[0].index(ch) for ch in out])
+    ta, tb = terms
+    batch = [ch for ch in out if ch in ta and ch in tb]
+    contract = [ch for ch in ta if ch in tb and ch not in out]
+    fa = [ch for ch in ta if ch not in tb]
+    fb = [ch for ch in tb if ch not in ta]
+    size = lambda chs: int(np.prod([dims[ch] for ch in chs])) if chs else 1  # noqa: E731
+    A = transform.transpose(xs[0], [ta.index(ch) for ch in batch + fa + contract])
+    B = transform.transpose(xs[1], [tb.index(ch) for ch in batch + contract + fb])
+    A = transform.reshape(A, (size(batch), size(fa), size(contract)))
+    B = transform.reshape(B, (size(batch), size(contract), size(fb)))
+    y = nn.batch_matmul(A, B, transpose_b=False)
+    order = batch + fa + fb
+    y = transform.reshape(y, [dims[ch] for ch in order])
+    return transform.transpose(y, [order.index(ch) for ch in out])
+
+
 # ------------------------------------------------------------------------------------------------
 # reductions
 def _reduce(fn):
