@@ -12,7 +12,7 @@ Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constru
 ``testing`` (ResNet/MobileNetV2/BERT workloads with random weights).
 """
 
-from . import analysis, op, transform  # noqa: F401
+from . import analysis, frontend, op, transform  # noqa: F401
 from .expr import (  # noqa: F401
     Attrs,
     Call,
@@ -39,4 +39,3 @@ from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
 from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
-from . import frontend  # noqa: F401,E402
