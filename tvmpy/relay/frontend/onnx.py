@@ -26,13 +26,25 @@ from ..op.image import resize2d
 from ..type_infer import infer_type
 from .common import unsupported_error
 
-__all__ = ["from_onnx", "supported_ops", "OnnxConvertError"]
+__all__ = ["from_onnx", "supported_ops", "OnnxConvertError", "OnnxConstantInputError"]
 
 _INT_MAX = 2**31 - 1
 
 
 class OnnxConvertError(ValueError):
     """An attribute or input value a converter does not support (names node and attribute)."""
+
+
+class OnnxConstantInputError(OnnxConvertError):
+    """A shape-like input (Reshape's shape, Slice's starts, ...) is not known at import time.
+
+    ``tensor`` names the ONNX tensor whose value was needed: a runtime that knows the graph
+    inputs' values (the ONNX backend, ``tvmpy.contrib.onnx_backend``) binds the graph inputs it
+    depends on as constants and imports again."""
+
+    def __init__(self, msg: str, tensor: str):
+        super().__init__(msg)
+        self.tensor = tensor
 
 
 class _Ctx:
@@ -54,7 +66,9 @@ class _Ctx:
 
     def value(self, name: str, what: str) -> np.ndarray:
         if name not in self.values:
-            raise self.fail(f"input {what} ({name!r}) must be a constant known at import time")
+            raise OnnxConstantInputError(
+                f"{self.where()}: input {what} ({name!r}) must be a constant known at import "
+                "time", name)
         return self.values[name]
 
 

@@ -1,0 +1,228 @@
+"""An ``onnx.backend.base.Backend`` for tvmpy: ``prepare(model) -> rep``, ``rep.run(inputs)``.
+
+This is the interface onnx's own backend tests drive (``bench/onnx_conformance.py``,
+``tests/relay/test_onnx_conformance_subset.py``):
+
+    rep = TvmpyBackend.prepare(model, "CPU")
+    outputs = rep.run([x, shape])            # a tuple of numpy arrays, in graph-output order
+
+``run`` imports the model with ``relay.frontend.from_onnx`` and compiles it for the given input
+shapes. ONNX graphs may feed *shape-like* values as graph inputs (Reshape's shape, Expand's
+shape, Tile's repeats, Slice's starts, ...), which tvmpy needs as constants at import time: when
+the importer raises ``OnnxConstantInputError`` naming a tensor, the graph inputs that tensor
+depends on are bound as constants (moved to initializers) and the model is imported again. The
+compiled function is cached per input shapes/dtypes plus the values of the bound inputs, so a
+model with shape-like inputs compiles once per distinct value.
+
+The executor is selectable with ``TVMPY_ONNX_BACKEND_EXECUTOR``:
+``graph`` (``relay.build`` + ``graph_executor``, the default when ``relay.build`` exists) or
+``debug`` (relay's numpy interpreter, the reference). Importing this module needs onnx.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from onnx.backend.base import Backend, BackendRep  # onnx: needed by this module only
+
+__all__ = ["TvmpyBackend", "TvmpyBackendRep", "default_executor", "prepare", "run_model"]
+
+ENV_EXECUTOR = "TVMPY_ONNX_BACKEND_EXECUTOR"
+_EXECUTORS = ("graph", "debug")
+
+
+def _graph_available() -> bool:
+    from tvmpy import relay
+
+    if not hasattr(relay, "build"):
+        return False
+    try:
+        from tvmpy.contrib import graph_executor  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_executor() -> str:
+    """``$TVMPY_ONNX_BACKEND_EXECUTOR`` if set, else ``graph`` when relay.build exists."""
+    kind = os.environ.get(ENV_EXECUTOR, "").strip().lower()
+    if kind:
+        if kind not in _EXECUTORS:
+            raise ValueError(f"{ENV_EXECUTOR}={kind!r}: expected one of {list(_EXECUTORS)}")
+        return kind
+    return "graph" if _graph_available() else "debug"
+
+
+def _needed_inputs(graph: Any, tensor: str, inputs: set[str]) -> set[str]:
+    """Graph inputs in the ancestor cone of ``tensor``."""
+    producer = {o: node for node in graph.node for o in node.output if o}
+    found: set[str] = set()
+    todo, seen = [tensor], set()
+    while todo:
+        t = todo.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in inputs:
+            found.add(t)
+        elif t in producer:
+            todo.extend(nm for nm in producer[t].input if nm)
+    return found
+
+
+def _bind_inputs(model: Any, values: Mapping[str, np.ndarray]) -> Any:
+    """A copy of ``model`` where the named graph inputs are initializers with these values."""
+    from onnx import numpy_helper
+
+    m = type(model)()
+    m.CopyFrom(model)
+    keep = [vi for vi in m.graph.input if vi.name not in values]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    for name, v in values.items():
+        m.graph.initializer.append(numpy_helper.from_array(np.asarray(v), name))
+    return m
+
+
+def _compile(mod: Any, params: dict, executor: str) -> Callable[[dict], list[np.ndarray]]:
+    """A function from {input name: array} to the list of outputs."""
+    if executor == "debug":
+        from tvmpy import relay
+
+        f = relay.create_executor("debug", mod).evaluate()
+
+        def run_debug(feeds: dict) -> list[np.ndarray]:
+            out = f(**feeds, **params)
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            return [np.asarray(o.numpy() if hasattr(o, "numpy") else o) for o in outs]
+
+        return run_debug
+
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.contrib import graph_executor
+
+    lib = relay.build(mod, target="llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+
+    def run_graph(feeds: dict) -> list[np.ndarray]:
+        for k, v in feeds.items():
+            gm.set_input(k, v)
+        gm.run()
+        return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
+
+    return run_graph
+
+
+class TvmpyBackendRep(BackendRep):
+    """A prepared ONNX model; ``run(inputs)`` returns a tuple of numpy arrays."""
+
+    def __init__(self, model: Any, executor: str):
+        self.model = model
+        self.executor = executor
+        inits = {t.name for t in model.graph.initializer}
+        self.input_names = [vi.name for vi in model.graph.input if vi.name not in inits]
+        self.bound: set[str] = set()   # graph inputs imported as constants (shape-like)
+        self._cache: dict[tuple, Callable[[dict], list[np.ndarray]]] = {}
+
+    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        if isinstance(inputs, Mapping):
+            unknown = sorted(set(inputs) - set(self.input_names))
+            if unknown:
+                raise ValueError(f"unknown inputs {unknown} (model inputs: {self.input_names})")
+            feeds = {k: np.asarray(v) for k, v in inputs.items()}
+        else:
+            if isinstance(inputs, np.ndarray):
+                inputs = [inputs]
+            inputs = list(inputs)
+            if len(inputs) > len(self.input_names):
+                raise ValueError(f"{len(inputs)} inputs given, the model has "
+                                 f"{len(self.input_names)}: {self.input_names}")
+            feeds = {k: np.asarray(v) for k, v in zip(self.input_names, inputs)}
+        missing = [k for k in self.input_names if k not in feeds]
+        if missing:
+            raise ValueError(f"missing inputs {missing} (model inputs: {self.input_names})")
+        return feeds
+
+    def _key(self, feeds: dict[str, np.ndarray]) -> tuple:
+        return tuple((k, v.shape, str(v.dtype), v.tobytes() if k in self.bound else None)
+                     for k, v in sorted(feeds.items()))
+
+    def _build(self, feeds: dict[str, np.ndarray]) -> Callable[[dict], list[np.ndarray]]:
+        from tvmpy.relay.frontend.onnx import OnnxConstantInputError, from_onnx
+
+        names = set(self.input_names)
+        while True:
+            model = _bind_inputs(self.model, {k: feeds[k] for k in self.bound})
+            free = {k: v for k, v in feeds.items() if k not in self.bound}
+            try:
+                mod, params = from_onnx(model, {k: v.shape for k, v in free.items()},
+                                        dtype={k: str(v.dtype) for k, v in free.items()})
+            except OnnxConstantInputError as e:
+                new = _needed_inputs(self.model.graph, e.tensor, names) - self.bound
+                if not new:
+                    raise
+                self.bound |= new
+                continue
+            return _compile(mod, params, self.executor)
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        feeds = self._feeds(inputs)
+        key = self._key(feeds)
+        fn = self._cache.get(key)
+        if fn is None:
+            fn = self._build(feeds)
+            key = self._key(feeds)  # self.bound may have grown while importing
+            self._cache[key] = fn
+        return tuple(fn({k: v for k, v in feeds.items() if k not in self.bound}))
+
+
+class TvmpyBackend(Backend):
+    """tvmpy as an ONNX backend (``onnx.backend.base.Backend`` interface, CPU only)."""
+
+    @classmethod
+    def is_compatible(cls, model: Any, device: str = "CPU", **kwargs: Any) -> bool:
+        return cls.supports_device(device)
+
+    @classmethod
+    def prepare(cls, model: Any, device: str = "CPU", executor: str | None = None,
+                **kwargs: Any) -> TvmpyBackendRep:
+        if not cls.supports_device(device):
+            raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
+        kind = executor or default_executor()
+        if kind not in _EXECUTORS:
+            raise ValueError(f"executor {kind!r}: expected one of {list(_EXECUTORS)}")
+        return TvmpyBackendRep(model, kind)
+
+    @classmethod
+    def run_model(cls, model: Any, inputs: Any, device: str = "CPU",
+                  **kwargs: Any) -> tuple[np.ndarray, ...]:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node: Any, inputs: Sequence[np.ndarray], device: str = "CPU",
+                 outputs_info: Any = None, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """Run one node: a one-node model is built around it (inputs' dtypes/shapes given)."""
+        from onnx import helper
+
+        ins = [np.asarray(x) for x in inputs]
+        vis = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(x.dtype),
+                                             x.shape) for nm, x in zip(node.input, ins)]
+        outs = [helper.make_empty_tensor_value_info(o) for o in node.output]
+        opset = kwargs.pop("opset_version", None)
+        graph = helper.make_graph([node], "run_node", vis, outs)
+        imports = [helper.make_opsetid("", opset)] if opset else None
+        model = helper.make_model(graph, opset_imports=imports) if imports else \
+            helper.make_model(graph)
+        return cls.run_model(model, ins, device, **kwargs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return str(device).upper().startswith("CPU")
+
+
+prepare = TvmpyBackend.prepare
+run_model = TvmpyBackend.run_model
