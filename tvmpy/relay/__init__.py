@@ -12,7 +12,8 @@ Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constru
 ``testing`` (ResNet/MobileNetV2/BERT workloads with random weights).
 """
 
-from . import analysis, frontend, op, transform  # noqa: F401
+from . import analysis, build_module, frontend, op, transform  # noqa: F401
+from .build_module import build  # noqa: F401
 from .expr import (  # noqa: F401
     Attrs,
     Call,

@@ -1,0 +1,171 @@
+"""Graph codegen: a fused ``main`` (contract C1) -> TVM's graph JSON (contract C3) + params.
+
+Walks ``main`` in topological order: its parameters become "null" input nodes (by name),
+each non-scalar Constant a "null" parameter node named ``p0``, ``p1``, ... whose value goes into
+``params`` (as TVM names bound constants), and each call of a primitive function a ``tvm_op``
+node calling the lowered symbol. Tuple / TupleGetItem are not nodes: they only route entries
+(``[node, output index, 0]``). The heads are main's result, flattened. Storage ids come from
+the static memory planner (``graph_plan_memory.plan_memory``, contract C4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
+from ..ty import TensorType
+from .te_compiler import flat_tensor_types
+
+__all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph"]
+
+Entry = list[int]  # [node id, output index, version]
+
+
+class GraphCodegenError(ValueError):
+    """``main`` is not in the fused form the graph codegen expects."""
+
+
+def _static_shape(t: TensorType, what: str) -> list[int]:
+    out = []
+    for d in t.shape:
+        d = getattr(d, "value", d)
+        if not isinstance(d, (int, np.integer)):
+            raise GraphCodegenError(f"{what}: shape {t} is not static; the graph executor "
+                                    "needs concrete shapes")
+        out.append(int(d))
+    return out
+
+
+class GraphCodegen:
+    """Builds the graph of one fused main. ``lower(func) -> symbol`` lowers (or looks up)
+    a primitive function and returns its library symbol."""
+
+    def __init__(self, lower: Callable[[Function], str]):
+        self.lower = lower
+        self.nodes: list[dict[str, Any]] = []
+        self.entry_types: list[list[TensorType]] = []  # per node, its output types
+        self.arg_nodes: list[int] = []
+        self.params: dict[str, np.ndarray] = {}
+        self.memo: dict[int, list[Entry]] = {}
+
+    # ---- nodes ------------------------------------------------------------------------------
+    def _add(self, node: dict[str, Any], types: list[TensorType]) -> list[Entry]:
+        nid = len(self.nodes)
+        self.nodes.append(node)
+        self.entry_types.append(types)
+        if node["op"] == "null":
+            self.arg_nodes.append(nid)
+        return [[nid, k, 0] for k in range(len(types))]
+
+    def _var(self, v: Var) -> list[Entry]:
+        t = v.checked_type
+        if not isinstance(t, TensorType):
+            raise GraphCodegenError(f"input %{v.name_hint} has type {t}; graph inputs must be "
+                                    "tensors")
+        return self._add({"op": "null", "name": v.name_hint, "inputs": []}, [t])
+
+    def _constant(self, c: Constant) -> list[Entry]:
+        name = f"p{len(self.params)}"
+        while name in self.params:  # never happens with p<k>, kept for safety
+            name += "_"
+        arr = np.ascontiguousarray(c.data.numpy())
+        self.params[name] = arr
+        return self._add({"op": "null", "name": name, "inputs": []}, [c.checked_type])
+
+    def _call(self, call: Call) -> list[Entry]:
+        func = call.op
+        if not (isinstance(func, Function) and func.attrs.get("Primitive")):
+            what = getattr(func, "name", None) or type(func).__name__
+            raise GraphCodegenError(f"main calls {what} outside a primitive function; "
+                                    "graph codegen needs the fused form (run FuseOps)")
+        inputs = [e for a in call.args for e in self.memo[id(a)]]
+        out_types = flat_tensor_types(call.checked_type, "primitive call")
+        symbol = self.lower(func)
+        node = {"op": "tvm_op", "name": symbol, "inputs": inputs,
+                "attrs": {"func_name": symbol, "num_inputs": str(len(inputs)),
+                          "num_outputs": str(len(out_types)), "flatten_data": "0"}}
+        return self._add(node, out_types)
+
+    def _lower_node(self, e: RelayExpr) -> list[Entry]:
+        if isinstance(e, Var):
+            return self._var(e)
+        if isinstance(e, Constant):
+            return self._constant(e)
+        if isinstance(e, Call):
+            return self._call(e)
+        if isinstance(e, Tuple):
+            return [x for f in e.fields for x in self.memo[id(f)]]
+        if isinstance(e, TupleGetItem):
+            fields = e.tuple_value.checked_type.fields
+            start = sum(len(flat_tensor_types(f)) for f in fields[: e.index])
+            n = len(flat_tensor_types(fields[e.index]))
+            return self.memo[id(e.tuple_value)][start:start + n]
+        raise GraphCodegenError(f"{type(e).__name__} in main is not supported by the graph "
+                                "executor (only operators, tuples and their items)")
+
+    @staticmethod
+    def _children(e: RelayExpr) -> list[RelayExpr]:
+        if isinstance(e, Call):
+            return list(e.args)  # the callee (a primitive function) is not a node
+        if isinstance(e, Tuple):
+            return list(e.fields)
+        if isinstance(e, TupleGetItem):
+            return [e.tuple_value]
+        return []
+
+    # ---- driver -----------------------------------------------------------------------------
+    def codegen(self, main: Function) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``(graph, params)``: the C3 graph as a dict (storage ids not yet planned)."""
+        for p in main.params:  # inputs first, in main's order, even when unused
+            self.memo[id(p)] = self._var(p)
+        stack: list[tuple[RelayExpr, bool]] = [(main.body, False)]
+        while stack:  # iterative post-order: deep networks exceed Python's recursion limit
+            e, ready = stack.pop()
+            if id(e) in self.memo:
+                continue
+            if not ready:
+                stack.append((e, True))
+                stack.extend((k, False) for k in reversed(self._children(e))
+                             if id(k) not in self.memo)
+                continue
+            if isinstance(e, Var):
+                raise GraphCodegenError(f"free variable %{e.name_hint} in main")
+            self.memo[id(e)] = self._lower_node(e)
+        heads = self.memo[id(main.body)]
+        if not heads:
+            raise GraphCodegenError("main returns an empty tuple; a graph needs an output")
+        row_ptr = [0]
+        shapes: list[list[int]] = []
+        dtypes: list[str] = []
+        for nid, types in enumerate(self.entry_types):
+            row_ptr.append(row_ptr[-1] + len(types))
+            for t in types:
+                shapes.append(_static_shape(t, f"node {self.nodes[nid]['name']}"))
+                dtypes.append(str(t.dtype))
+        graph = {"nodes": self.nodes, "arg_nodes": self.arg_nodes,
+                 "heads": [list(h) for h in heads], "node_row_ptr": row_ptr,
+                 "attrs": {"dltype": ["list_str", dtypes], "shape": ["list_shape", shapes],
+                           "storage_id": ["list_int", list(range(len(dtypes)))]}}
+        return graph, self.params
+
+
+def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool = True
+                  ) -> tuple[str, dict[str, np.ndarray], Any]:
+    """``(graph_json, params, memory_plan)`` of a fused, typed ``main``.
+
+    ``lower(func)`` returns the library symbol of a primitive function. With ``plan`` the
+    storage ids are assigned by ``graph_plan_memory.plan_memory`` (else one per entry and
+    ``memory_plan`` is None)."""
+    if not isinstance(main, Function):
+        raise TypeError(f"codegen_graph takes the main relay Function, got {type(main).__name__}")
+    graph, params = GraphCodegen(lower).codegen(main)
+    memory_plan = None
+    if plan:
+        from .graph_plan_memory import plan_memory
+
+        memory_plan = plan_memory(graph)
+    return json.dumps(graph), params, memory_plan

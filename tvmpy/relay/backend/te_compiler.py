@@ -1,0 +1,279 @@
+"""Lowering fused primitive functions to loop IR (TVM's ``TECompiler`` / ``LowerToTE``).
+
+``lower_primitive(func, target, name)`` turns one ``Primitive=1`` relay function (the output of
+FuseOps, contract C1) into an un-lowered ``tir.PrimFunc`` named ``name``: one placeholder per
+flattened input tensor, each operator call of the body computed on its arguments' tensors
+(``lower_call``), and ONE schedule for the whole group, chosen by the anchor operator (the call
+of the highest pattern kind, e.g. the conv2d of conv2d+add+relu). Groups without an anchor
+(only elementwise/broadcast/injective ops) get the target's injective schedule.
+
+``TECompiler`` caches lowered functions by structural hash (and structural equality) of the
+primitive function, so the groups that repeat in a network (ResNet's identical blocks) are
+lowered and compiled once and share one symbol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import te, tir
+from ...ir.node import structural_equal, structural_hash
+from ...target import Target
+from ...tir.function import PrimFunc
+from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
+from ..op.registry import OpPattern
+from ..ty import TensorType, TupleType
+from .lower_call import lower_call_impl
+
+__all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError"]
+
+
+class LoweringError(ValueError):
+    """A primitive function cannot be lowered (names the function and the offending node)."""
+
+
+def _as_target(target: Any) -> Target:
+    return target if isinstance(target, Target) else Target(str(target))
+
+
+def flat_tensor_types(t: Any, what: str = "value") -> list[TensorType]:
+    """The tensor types of ``t`` with tuples flattened (left to right)."""
+    if isinstance(t, TupleType):
+        return [x for f in t.fields for x in flat_tensor_types(f, what)]
+    if isinstance(t, TensorType):
+        return [t]
+    raise LoweringError(f"{what}: type {t} is neither a tensor nor a tuple of tensors")
+
+
+def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
+    shape = []
+    for d in t.shape:
+        d = getattr(d, "value", d)
+        if not isinstance(d, (int, np.integer)):
+            raise LoweringError(f"{what}: shape {t} is not static (dimension {d}); relay.build "
+                                "needs concrete shapes (give the input shapes)")
+        shape.append(int(d))
+    return tuple(shape)
+
+
+def _copy(t: te.Tensor, name: str) -> te.Tensor:
+    return te.compute(t.shape, lambda *i: t(*i), name=name, tag="injective")
+
+
+class _GroupLowering:
+    """One walk of a primitive function's body: relay node -> list of te tensors."""
+
+    def __init__(self, func: Function, target: Target, fname: str):
+        self.target = target
+        self.fname = fname
+        self.memo: dict[int, list[te.Tensor]] = {}
+        self.inputs: list[te.Tensor] = []
+        # (pattern, call, impl, outputs) of every call, in post-order
+        self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
+        for i, p in enumerate(func.params):
+            ptype = p.checked_type
+            tensors = []
+            for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
+                shape = _static_shape(t, f"{fname}: parameter %{p.name_hint}")
+                suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
+                tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
+            self.memo[id(p)] = tensors
+            self.inputs.extend(tensors)
+
+    def visit(self, e: RelayExpr) -> list[te.Tensor]:
+        # post-order without Python recursion limits on long fused chains
+        stack: list[tuple[RelayExpr, bool]] = [(e, False)]
+        while stack:
+            node, ready = stack.pop()
+            if id(node) in self.memo:
+                continue
+            kids = self._children(node)
+            if not ready:
+                stack.append((node, True))
+                stack.extend((k, False) for k in reversed(kids) if id(k) not in self.memo)
+                continue
+            self.memo[id(node)] = self._lower(node)
+        return self.memo[id(e)]
+
+    def _children(self, e: RelayExpr) -> list[RelayExpr]:
+        if isinstance(e, Call):
+            return list(e.args)
+        if isinstance(e, Tuple):
+            return list(e.fields)
+        if isinstance(e, TupleGetItem):
+            return [e.tuple_value]
+        return []
+
+    def _lower(self, e: RelayExpr) -> list[te.Tensor]:
+        if isinstance(e, Var):
+            raise LoweringError(f"{self.fname}: free variable %{e.name_hint} in a primitive "
+                                "function (only its parameters may be used)")
+        if isinstance(e, Constant):
+            return [self._constant(e)]
+        if isinstance(e, Tuple):
+            return [t for f in e.fields for t in self.memo[id(f)]]
+        if isinstance(e, TupleGetItem):
+            fields = e.tuple_value.checked_type.fields
+            start = sum(len(flat_tensor_types(f)) for f in fields[: e.index])
+            n = len(flat_tensor_types(fields[e.index]))
+            return self.memo[id(e.tuple_value)][start:start + n]
+        if isinstance(e, Call):
+            if not hasattr(e.op, "get_attr"):
+                raise LoweringError(f"{self.fname}: a primitive function may only call "
+                                    f"operators, got a call of {type(e.op).__name__}")
+            if e.op.get_attr("FTVMStrategy") is None:
+                raise LoweringError(f"{self.fname}: operator {e.op.name} has no compute/strategy "
+                                    "for code generation")
+            args = [t for a in e.args for t in self.memo[id(a)]]
+            impl, outs = lower_call_impl(e, args, self.target)
+            self.calls.append((int(e.op.pattern), e, impl, outs))
+            return outs
+        raise LoweringError(f"{self.fname}: unsupported node {type(e).__name__} inside a "
+                            "primitive function")
+
+    def _constant(self, c: Constant) -> te.Tensor:
+        arr = c.data.numpy()
+        if arr.ndim != 0:
+            raise LoweringError(f"{self.fname}: non-scalar constant of shape {arr.shape} inside "
+                                "a primitive function (FuseOps keeps those as arguments)")
+        value = arr.item()
+        dtype = str(arr.dtype)
+        return te.compute((), lambda: tir.const(value, dtype), name="const", tag="elemwise")
+
+    def outputs(self, body: RelayExpr) -> list[te.Tensor]:
+        """The group's outputs; inputs and repeated tensors are copied so that every output
+        is a distinct computed tensor (an output buffer of its own)."""
+        outs, seen = [], set()
+        inputs = {id(t) for t in self.inputs}
+        for k, t in enumerate(self.visit(body)):
+            if id(t) in inputs or id(t) in seen:
+                t = _copy(t, f"out{k}_copy")
+            seen.add(id(t))
+            outs.append(t)
+        return outs
+
+    def schedule(self, outs: list[te.Tensor]) -> Any:
+        anchor = None
+        for pattern, call, impl, _outs in self.calls:
+            # the last call of the highest pattern wins (TVM's ``>=``)
+            if anchor is None or pattern >= anchor[0]:
+                anchor = (pattern, call, impl)
+        if anchor is not None and anchor[0] > OpPattern.INJECTIVE:
+            return anchor[2].schedule(anchor[1].attrs, list(outs), self.target)
+        return injective_schedule(self.target)(outs)
+
+
+def injective_schedule(target: Target) -> Callable[[list[te.Tensor]], Any]:
+    """The target's injective schedule (topi.x86 for llvm/c, topi.generic otherwise)."""
+    from ... import topi
+    from ..op.strategy import dispatch_key
+
+    lib = topi.x86 if dispatch_key(target) == "x86" else topi.generic
+    return lib.schedule_injective
+
+
+def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
+    """Contract C2: the un-lowered PrimFunc (symbol ``name``) of a primitive function; its
+    parameters are the flattened inputs in ``func.params`` order, then the flattened outputs."""
+    if not isinstance(func, Function):
+        raise TypeError(f"lower_primitive takes a relay Function, got {type(func).__name__}")
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"lower_primitive: name must be a C identifier, got {name!r}")
+    tgt = _as_target(target)
+    if getattr(func, "_checked_type", None) is None:
+        from ..type_infer import infer_type
+
+        func = infer_type(func)
+    g = _GroupLowering(func, tgt, name)
+    outs = g.outputs(func.body)
+    sched = g.schedule(outs)
+    from ...te.schedule_ops import schedule_to_primfunc
+
+    return schedule_to_primfunc(sched, [*g.inputs, *outs], name, {})
+
+
+def primitive_name(func: Function) -> str:
+    """A readable symbol for a primitive function: its "Name" attribute, or ``fused_`` + the
+    operator names of its body (``fused_nn_conv2d_add_nn_relu``), as in TVM."""
+    given = func.attrs.get("Name") if hasattr(func.attrs, "get") else None
+    if given:
+        base = str(given)
+    else:
+        ops: list[str] = []
+        stack: list[Any] = [func.body]
+        seen: set[int] = set()
+        order: list[Call] = []
+        while stack:
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if isinstance(e, Call):
+                order.append(e)
+                stack.extend(e.args)
+            elif isinstance(e, Tuple):
+                stack.extend(e.fields)
+            elif isinstance(e, TupleGetItem):
+                stack.append(e.tuple_value)
+        for c in reversed(order):
+            ops.append(str(getattr(c.op, "name", "op")).replace(".", "_"))
+        base = "fused_" + "_".join(ops) if ops else "fused_identity"
+    base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base)
+    if not base or base[0].isdigit():
+        base = "f_" + base
+    return base[:80]
+
+
+class LoweredFunc:
+    """A distinct primitive function and its lowered PrimFunc (shared by equal groups)."""
+
+    __slots__ = ("func", "name", "prim_func", "uses")
+
+    def __init__(self, func: Function, name: str, prim_func: PrimFunc):
+        self.func = func
+        self.name = name
+        self.prim_func = prim_func
+        self.uses = 1
+
+
+class TECompiler:
+    """Lowers primitive functions once per structurally distinct function (and target)."""
+
+    def __init__(self, target: Any, prefix: str = ""):
+        self.target = _as_target(target)
+        self.prefix = prefix
+        self._cache: dict[int, list[LoweredFunc]] = {}
+        self._names: set[str] = set()
+        self.funcs: list[LoweredFunc] = []
+
+    def lookup(self, func: Function) -> LoweredFunc | None:
+        for cand in self._cache.get(self._key(func), ()):
+            if cand.func is func or structural_equal(cand.func, func, map_free_vars=True):
+                return cand
+        return None
+
+    def _key(self, func: Function) -> int:
+        return structural_hash(func)
+
+    def lower(self, func: Function) -> LoweredFunc:
+        """The lowered function of ``func`` (from the cache when an equal one was lowered)."""
+        hit = self.lookup(func)
+        if hit is not None:
+            hit.uses += 1
+            return hit
+        name = self._unique(self.prefix + primitive_name(func))
+        lowered = LoweredFunc(func, name, lower_primitive(func, self.target, name))
+        self._cache.setdefault(self._key(func), []).append(lowered)
+        self.funcs.append(lowered)
+        return lowered
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name

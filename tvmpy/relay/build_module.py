@@ -1,0 +1,274 @@
+"""``relay.build``: a relay module -> one deployable factory module (contract C6).
+
+The stages, each a named function so its output can be inspected:
+
+1. ``check_graph``: the graph is something the graph executor can run (no If/Let/closures,
+   every operator has a compute), with ONE error listing every problem;
+2. ``optimize``: bind ``params`` as constants, then the graph passes TVM runs at the
+   PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
+   FoldScaleAxis, AlterOpLayout, FuseOps, ...; each pass runs when its own opt_level is at most
+   the context's, see ``build_passes``);
+3. ``lower``: each distinct primitive function to loop IR (``te_compiler``, cached by structure);
+4. ``graph_codegen``: the graph JSON, its parameters and the memory plan;
+5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list);
+6. ``GraphExecutorFactoryModule(graph_json, lib, params)``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..target import Target
+from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .module import IRModule
+
+__all__ = ["build", "optimize", "build_passes", "check_graph", "lower_module", "BuildResult",
+           "RelayBuildError"]
+
+Progress = Callable[[str, int, int], None]
+
+
+class RelayBuildError(ValueError):
+    """The module cannot be built (the message lists every problem found)."""
+
+
+# ---- argument checks ------------------------------------------------------------------------
+def _as_module(mod: Any) -> IRModule:
+    if isinstance(mod, Function):
+        return IRModule.from_expr(mod)
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"relay.build takes an IRModule (or a relay Function), got "
+                        f"{type(mod).__name__}")
+    if "main" not in [gv.name_hint for gv in mod.functions]:
+        raise RelayBuildError("relay.build: the module has no 'main' function (have "
+                              f"{sorted(gv.name_hint for gv in mod.functions)})")
+    return mod
+
+
+def _as_target(target: Any) -> Target:
+    if isinstance(target, Target):
+        return target
+    if target is None:
+        return Target("llvm")
+    if isinstance(target, str):
+        return Target(target)
+    if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
+        return _as_target(next(iter(target.values())))
+    raise TypeError(f"relay.build: target must be a string such as 'llvm' or a Target, got "
+                    f"{type(target).__name__} {target!r}")
+
+
+def _check_params(main: Function, params: Any) -> dict[str, np.ndarray]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"relay.build: params must be a dict name -> array, got "
+                        f"{type(params).__name__}")
+    names = [p.name_hint for p in main.params]
+    unknown = sorted(str(k) for k in params if k not in names)
+    if unknown:
+        raise RelayBuildError(f"relay.build: params {unknown} are not parameters of main "
+                              f"(main's parameters: {names})")
+    out = {}
+    for k, v in params.items():
+        out[k] = v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+    return out
+
+
+def check_graph(main: Function) -> None:
+    """Raise ONE RelayBuildError listing what the graph executor cannot run in ``main``:
+    If / Let / nested (non-primitive) functions / calls of global functions, and operators
+    without a compute (grouped by operator)."""
+    problems: dict[str, int] = {}
+    no_compute: dict[str, int] = {}
+    seen: set[int] = set()
+    stack: list[Any] = [main.body]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Call):
+            op = e.op
+            if isinstance(op, Function):
+                if not op.attrs.get("Primitive"):
+                    problems["call of a local function"] = problems.get(
+                        "call of a local function", 0) + 1
+                else:
+                    stack.append(op.body)
+            elif isinstance(op, GlobalVar):
+                key = f"call of global function @{op.name_hint}"
+                problems[key] = problems.get(key, 0) + 1
+            elif hasattr(op, "get_attr"):
+                if op.get_attr("FTVMStrategy") is None:
+                    no_compute[op.name] = no_compute.get(op.name, 0) + 1
+            else:
+                problems[f"call of {type(op).__name__}"] = 1
+            stack.extend(e.args)
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+        elif isinstance(e, (If, Let)):
+            key = f"{type(e).__name__} (control flow / let binding)"
+            problems[key] = problems.get(key, 0) + 1
+        elif isinstance(e, Function):
+            problems["nested function"] = problems.get("nested function", 0) + 1
+        elif not isinstance(e, (Var, Constant)):
+            problems[type(e).__name__] = problems.get(type(e).__name__, 0) + 1
+    msgs = [f"{k} (x{n})" for k, n in sorted(problems.items())]
+    if no_compute:
+        msgs.append("operators without a compute/strategy for code generation: "
+                    + ", ".join(f"{k} (x{n})" for k, n in sorted(no_compute.items())))
+    if msgs:
+        raise RelayBuildError("relay.build: the graph executor cannot run this main: "
+                              + "; ".join(msgs))
+
+
+# ---- optimization ---------------------------------------------------------------------------
+def build_passes() -> list[Any]:
+    """The graph passes of relay.build in TVM's order; each runs when the PassContext's
+    opt_level is at least the pass's own (SimplifyInference 0, FuseOps 0, DeadCodeElimination 1,
+    FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout 3)."""
+    from . import transform as T
+
+    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.EliminateCommonSubexpr(),
+                         T.FoldConstant(), T.FoldScaleAxis(), T.FoldConstant()]
+    alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
+    if alter is not None:
+        passes += [alter(), T.FoldConstant()]
+    passes.append(T.DeadCodeElimination())
+    fuse = getattr(T, "FuseOps", None)
+    if fuse is None:
+        raise RelayBuildError("relay.build needs relay.transform.FuseOps, which is not available")
+    passes += [fuse(), T.InferType()]
+    return passes
+
+
+def optimize(mod: Any, params: Mapping[str, Any] | None = None) -> IRModule:
+    """Bind ``params`` into main and run ``build_passes`` under the current PassContext;
+    returns the fused, typed module (contract C1)."""
+    from . import transform as T
+
+    mod = _as_module(mod)
+    bound = _check_params(mod["main"], params)
+    mod = T.InferType()(mod)
+    if bound:
+        mod = T.BindParams(bound)(mod)
+    return T.Sequential(build_passes(), name="relay.build")(mod)
+
+
+# ---- lowering and code generation ------------------------------------------------------------
+class BuildResult:
+    """What ``lower_module`` produced: the graph JSON, the ONE runtime library, the params,
+    the memory plan, the distinct lowered functions and the seconds spent per stage."""
+
+    def __init__(self, graph_json: str, lib: Any, params: dict[str, np.ndarray],
+                 memory_plan: Any, funcs: list[Any], times: dict[str, float]):
+        self.graph_json = graph_json
+        self.lib = lib
+        self.params = params
+        self.memory_plan = memory_plan
+        self.funcs = funcs
+        self.times = times
+
+
+def _primitive_calls(main: Function) -> list[Function]:
+    """The primitive functions called by ``main``, callees before callers."""
+    order: list[Function] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(main.body, False)]
+    while stack:
+        e, ready = stack.pop()
+        if ready:
+            if isinstance(e, Call) and isinstance(e.op, Function):
+                order.append(e.op)
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        stack.append((e, True))
+        kids = (list(e.args) if isinstance(e, Call) else list(e.fields) if isinstance(e, Tuple)
+                else [e.tuple_value] if isinstance(e, TupleGetItem) else [])
+        stack.extend((k, False) for k in reversed(kids))
+    return order
+
+
+def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,
+                 plan_memory: bool = True) -> BuildResult:
+    """Stages 3-5 on a fused module: lower every distinct primitive function, generate the
+    graph, compile all functions into one library."""
+    from .. import driver
+    from .backend.graph_codegen import codegen_graph
+    from .backend.te_compiler import TECompiler
+
+    tgt = _as_target(target)
+    main = mod["main"]
+    times: dict[str, float] = {}
+    report = progress or (lambda stage, done, total: None)
+    t0 = time.perf_counter()
+    compiler = TECompiler(tgt)
+    calls = _primitive_calls(main)
+    for i, func in enumerate(calls):
+        compiler.lower(func)
+        report("lower", i + 1, len(calls))
+    times["lower"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+
+    def symbol(func: Function) -> str:
+        hit = compiler.lookup(func)
+        return (hit or compiler.lower(func)).name
+
+    graph_json, params, memory_plan = codegen_graph(main, symbol, plan=plan_memory)
+    times["graph_codegen"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    lowered = []
+    for i, lf in enumerate(compiler.funcs):
+        lowered.append(driver.lower(lf.prim_func, target=tgt))
+        report("tir", i + 1, len(compiler.funcs))
+    times["tir"] = time.perf_counter() - t0
+    if not lowered:  # main only routes inputs/constants: no kernel to compile
+        raise RelayBuildError("relay.build: main computes nothing (no operator call); "
+                              "the graph executor needs at least one operator")
+    t0 = time.perf_counter()
+    report("codegen", 0, 1)
+    lib = driver.build(lowered, target=tgt)
+    report("codegen", 1, 1)
+    times["codegen"] = time.perf_counter() - t0
+    return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times)
+
+
+def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
+          mod_name: str = "default", *, progress: Progress | None = None,
+          target_host: Any = None) -> Any:
+    """``relay.build(mod, target="llvm", params=None)`` -> GraphExecutorFactoryModule.
+
+    ``params``: values of main's parameters to bind as constants (weights). The opt_level
+    comes from ``tvm.transform.PassContext`` (2 by default, as in TVM). ``progress(stage,
+    done, total)`` is called while lowering ("lower", "tir") and compiling ("codegen")."""
+    del target_host  # one CPU target: host and device are the same
+    if not isinstance(mod_name, str) or not mod_name.isidentifier():
+        raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
+    mod = _as_module(mod)
+    tgt = _as_target(target)
+    bound = _check_params(mod["main"], params)
+    check_graph(mod["main"])
+    t0 = time.perf_counter()
+    fused = optimize(mod, bound)
+    t_opt = time.perf_counter() - t0
+    res = lower_module(fused, tgt, progress)
+    res.times = {"optimize": t_opt, **res.times}
+    from .backend.executor_factory import GraphExecutorFactoryModule
+
+    factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)
+    try:
+        factory.build_times = res.times  # per-stage seconds, for reports and the CLI
+    except AttributeError:
+        pass
+    return factory
