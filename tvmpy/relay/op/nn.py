@@ -3,6 +3,7 @@ activations, softmax, padding. Each with its type relation; shapes may be symbol
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -416,9 +417,17 @@ def dropout(data: RelayExpr, rate: float = 0.5) -> RelayExpr:
 
 # ------------------------------------------------------------------------------------------------
 # pooling
-def _pool_layout(d: TensorType, layout: str, what: str) -> tuple[int, int, int]:
+def _pool_layout(d: TensorType, layout: str, what: str, blocked: bool = True
+                 ) -> tuple[int, int, int]:
+    m = re.fullmatch(r"NCHW(\d+)c", layout)
+    if m and blocked:  # NCHW{c}c: the blocked layout of AlterOpLayout's x86 convolutions
+        if len(d.shape) != 5 or not dim_equal(d.shape[4], int(m.group(1))):
+            fail(f"{what} with layout {layout} needs 5-D data [N, C/{m.group(1)}, H, W, "
+                 f"{m.group(1)}], got {shape_str(d.shape)}")
+        return (1, 2, 3)
     if len(d.shape) != 4 or layout not in _LAYOUT_AXES:
-        fail(f"{what} needs 4-D data in NCHW or NHWC, got {shape_str(d.shape)} ({layout})")
+        fail(f"{what} needs 4-D data in NCHW, NHWC (or 5-D in NCHW<c>c), got "
+             f"{shape_str(d.shape)} ({layout})")
     return _LAYOUT_AXES[layout]
 
 
@@ -481,7 +490,7 @@ def global_max_pool2d(data: RelayExpr, layout: str = "NCHW") -> RelayExpr:
 
 def _adaptive_pool_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
-    _, hi, wi = _pool_layout(d, attrs.layout, "adaptive_avg_pool2d")
+    _, hi, wi = _pool_layout(d, attrs.layout, "adaptive_avg_pool2d", blocked=False)
     out = list(d.shape)
     out[hi], out[wi] = attrs.output_size
     return TensorType(out, d.dtype)

@@ -289,10 +289,14 @@ def _layout_transform(attrs, ins, t):
 # -------------------------------------------------------------------------------------------------
 # nn
 def _to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout not in ("NCHW", "NHWC"):  # blocked NCHW{c}c (pooling after AlterOpLayout)
+        return layout_transform_np(x, layout, "NCHW")
     return x if layout == "NCHW" else np.transpose(x, (0, 3, 1, 2))
 
 
 def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    if layout not in ("NCHW", "NHWC"):
+        return layout_transform_np(x, "NCHW", layout)
     return x if layout == "NCHW" else np.transpose(x, (0, 2, 3, 1))
 
 

@@ -28,7 +28,7 @@ __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
-    "bind_params_by_name",
+    "bind_params_by_name", "AlterOpLayout",
 ]  # fmt: skip
 
 
@@ -53,6 +53,7 @@ class InferType(Pass):
 
 register_pass("InferType", InferType)
 
+from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .bind_params import BindParams, bind_params_by_name  # noqa: E402
 from .dead_code import DeadCodeElimination  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
@@ -61,5 +62,5 @@ from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis):
+           FoldScaleAxis, AlterOpLayout):
     register_pass(_p.__name__, _p)

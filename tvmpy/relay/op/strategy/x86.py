@@ -5,6 +5,7 @@ to fill its register tiles, the blocked NCHWc convolution).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -46,8 +47,8 @@ def _conv2d_schedule(attrs: Any, outs: list, target: Any) -> Any:
 
 
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
-    if attrs.layout != "NCHW":  # the x86 pool schedule is written for 2-D windows
-        return _generic(attrs, outs, target)
+    if attrs.layout != "NCHW" and not re.fullmatch(r"NCHW\d+c", attrs.layout):
+        return _generic(attrs, outs, target)  # the x86 pool schedule: NCHW and NCHW{c}c
     return x86.schedule_pool(outs, attrs.layout)
 
 
