@@ -512,3 +512,37 @@ def test_supported_ops_listed():
                                        ("ij->ji", [(3, 4)]), ("ijk->j", [(2, 3, 4)])])
 def test_einsum(eq, shapes):
     _single("Einsum", shapes, {"equation": eq})
+
+
+@pytest.mark.parametrize("op,shapes,attrs,opset", [
+    ("Mish", [(3, 7)], {}, 18),
+    ("GroupNormalization", [(2, 6, 5, 3), (6,), (6,)], {"num_groups": 3, "epsilon": 1e-4}, 21),
+    ("MeanVarianceNormalization", [(2, 3, 4, 5)], {}, 13),
+])
+def test_function_ops_expanded(op, shapes, attrs, opset):
+    """Operators without a converter are imported through their ONNX function body."""
+    from tvmpy.relay.frontend import supported_ops
+
+    if op not in supported_ops():
+        mod = _single(op, shapes, attrs, opset=opset)
+        assert op not in str(mod)  # expanded into primitive relay ops
+    else:
+        _single(op, shapes, attrs, opset=opset)
+
+
+def test_function_body_with_unsupported_op_is_listed():
+    # DFT has no converter and no function body: listed with the node that uses it
+    node = helper.make_node("DFT", ["x"], ["y"], name="dft_node")
+    m = _model([node], [_vi("x", (2, 5, 1))], [_out("y")], opset=17)
+    with pytest.raises(OpNotImplemented, match=r"DFT: dft_node"):
+        from_onnx(m, {"x": (2, 5, 1)})
+
+
+def test_shape_like_graph_input_error_names_tensor():
+    from tvmpy.relay.frontend.onnx import OnnxConstantInputError
+
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="r")
+    m = _model([node], [_vi("x", (2, 6)), _vi("s", (2,), TensorProto.INT64)], [_out("y")])
+    with pytest.raises(OnnxConstantInputError, match="must be a constant") as e:
+        from_onnx(m, {"x": (2, 6), "s": (2,)})
+    assert e.value.tensor == "s"

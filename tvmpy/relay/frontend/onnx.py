@@ -25,6 +25,7 @@ from ..op import reduce as _red
 from ..op.image import resize2d
 from ..type_infer import infer_type
 from .common import unsupported_error
+from .onnx_functions import expand_function, function_versions
 
 __all__ = ["from_onnx", "supported_ops", "OnnxConvertError", "OnnxConstantInputError"]
 
@@ -56,6 +57,7 @@ class _Ctx:
         self.exprs: dict[str, RelayExpr] = {}
         self.values: dict[str, np.ndarray] = {}
         self.node: Any = None
+        self.expansions = 0  # function bodies expanded so far (unique name prefixes)
 
     def where(self) -> str:
         n = self.node
@@ -1131,11 +1133,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                     default=13)
     missing: dict[str, list[str]] = {}
-    for k, node in enumerate(graph.node):
-        if node.domain not in ("", "ai.onnx") or (
-                node.op_type not in _CONVERTERS and node.op_type not in _VALUE_OPS):
-            key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-            missing.setdefault(key, []).append(node.name or f"#{k} (unnamed)")
+    _find_unsupported(graph.node, opset, missing)
     if missing:
         raise unsupported_error("from_onnx", missing)
 
@@ -1171,13 +1169,82 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     if not freeze_params:
         inputs += [ctx.exprs[n] for n in params]
 
-    for node in graph.node:
+    _convert_nodes(ctx, list(graph.node), opset)
+
+    outs = [ctx.exprs[o.name] for o in graph.output]
+    body = outs[0] if len(outs) == 1 else Tuple(outs)
+    func = Function(inputs, body)
+    mod = IRModule.from_expr(func)
+    from ..transform import InferType
+
+    mod = InferType()(mod)
+    return mod, params
+
+
+def _has_converter(node: Any) -> bool:
+    return node.domain in ("", "ai.onnx") and (
+        node.op_type in _CONVERTERS or node.op_type in _VALUE_OPS)
+
+
+def _find_unsupported(nodes: Any, opset: int, missing: dict[str, list[str]],
+                      where: str = "") -> None:
+    """Collect unsupported operator types: no converter and no ONNX function body (the
+    bodies of plain functions are checked too; context-dependent ones when expanded)."""
+    from onnx import FunctionProto
+
+    for k, node in enumerate(nodes):
+        if _has_converter(node):
+            continue
+        version, ctx_dep = function_versions(node, opset)
+        if version is None:
+            key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            missing.setdefault(key, []).append(where + (node.name or f"#{k} (unnamed)"))
+        elif not ctx_dep:
+            from .onnx_functions import _schema
+
+            fn = FunctionProto()
+            fn.ParseFromString(_schema(node, opset).get_function_with_opset_version(version))
+            body_opset = next((o.version for o in fn.opset_import
+                               if o.domain in ("", "ai.onnx")), opset)
+            _find_unsupported(fn.node, body_opset, missing,
+                              f"{where}{node.name or node.op_type} (function body) > ")
+
+
+def _type_proto(e: RelayExpr) -> Any:
+    from onnx import helper
+
+    t = infer_type(e).checked_type
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(str(t.dtype)))
+    return helper.make_tensor_type_proto(elem, [int(d) for d in t.shape])
+
+
+def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
+    for k, node in enumerate(nodes):
+        ctx.opset = opset
         ctx.node = node
         names = list(node.input)
-        a = _attrs(node)
         for nm in names:
             if nm and nm not in ctx.exprs:
                 raise ctx.fail(f"input {nm!r} is not produced by any earlier node or graph input")
+        if not _has_converter(node):
+            types = [_type_proto(ctx.exprs[nm]) if nm else None for nm in names]
+            if any(t is None for t in types):
+                from onnx import TypeProto
+
+                types = [t if t is not None else TypeProto() for t in types]
+            ctx.expansions += 1
+            prefix = f"{node.name or node.op_type}__fn{ctx.expansions}__"
+            expanded = expand_function(node, opset, types, prefix)
+            if expanded is None:
+                raise unsupported_error("from_onnx", {node.op_type: [node.name or f"#{k}"]})
+            body, body_opset = expanded
+            missing: dict[str, list[str]] = {}
+            _find_unsupported(body, body_opset, missing, f"{node.name or node.op_type} > ")
+            if missing:
+                raise unsupported_error("from_onnx", missing)
+            _convert_nodes(ctx, body, body_opset)
+            continue
+        a = _attrs(node)
         if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
             ctx.values[node.output[0]] = val
@@ -1200,15 +1267,6 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
                 raise ctx.fail(f"output {k} ({o!r}) is not supported")
             ctx.exprs[o] = outs[k]
         _fold(ctx, node, names, outputs, outs)
-
-    outs = [ctx.exprs[o.name] for o in graph.output]
-    body = outs[0] if len(outs) == 1 else Tuple(outs)
-    func = Function(inputs, body)
-    mod = IRModule.from_expr(func)
-    from ..transform import InferType
-
-    mod = InferType()(mod)
-    return mod, params
 
 
 def _fold(ctx: _Ctx, node: Any, names: list[str], outputs: list[str], outs: list) -> None:
