@@ -28,7 +28,7 @@ __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
-    "bind_params_by_name", "AlterOpLayout",
+    "bind_params_by_name", "AlterOpLayout", "FuseOps",
 ]  # fmt: skip
 
 
@@ -59,8 +59,10 @@ from .dead_code import DeadCodeElimination  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
+from .fuse_ops import FuseOps  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
            FoldScaleAxis, AlterOpLayout):
     register_pass(_p.__name__, _p)
+register_pass("FuseOps", FuseOps)
