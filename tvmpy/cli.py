@@ -1,0 +1,428 @@
+"""The ``tvmpy`` command line: compile an ONNX model to one deployable library, run it, time it.
+
+    tvmpy compile model.onnx -o model.so [--target llvm] [--opt-level 3] [--input-shape x=1,3,8,8]
+    tvmpy run model.so --input x=x.npy [--output out.npz]
+    tvmpy bench model.onnx [--input-shape ...]   # tvmpy opt 0 / opt 3 vs onnxruntime (and torch)
+    tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
+
+``compile``/``bench``/``demo`` need onnx (and onnxruntime for the comparisons); ``run`` needs only
+tvmpy and numpy. Errors print one ``tvmpy <command>: error: ...`` line and exit with status 2
+(``DEBUG=1`` shows the traceback); a ``demo``/``bench`` whose outputs disagree with onnxruntime
+exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main", "ProgressBar", "parse_shape_args", "parse_input_args"]
+
+CHECK_RTOL = 1e-4  # max|tvmpy - onnxruntime| <= CHECK_RTOL * max|onnxruntime| (+ 1e-5)
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+# ------------------------------------------------------------------------------------------------
+# progress
+
+
+class ProgressBar:
+    """relay.build's ``progress(stage, done, total)`` callback drawn as one updating stderr line.
+
+    On a terminal the line is redrawn in place (at most ~20 times a second); otherwise one line
+    is written per finished stage so logs stay readable.
+    """
+
+    def __init__(self, label: str, stream: Any = None, width: int = 28):
+        self.label, self.width = label, width
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        finished = total > 0 and done >= total
+        if self.tty:
+            if not finished and now - self._last < 0.05:
+                return
+            self._last = now
+            frac = min(1.0, done / total) if total > 0 else 0.0
+            fill = int(frac * self.width)
+            bar = "#" * fill + "." * (self.width - fill)
+            line = (f"{self.label}: {stage:<12} [{bar}] {done}/{total}  "
+                    f"{now - self.t0:5.1f} s")
+            self.stream.write("\r" + line[:120].ljust(100))
+            self._drawn = True
+        elif finished:
+            self.stream.write(f"{self.label}: {stage} {done}/{total} ({now - self.t0:.1f} s)\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+# ------------------------------------------------------------------------------------------------
+# argument parsing
+
+
+def parse_shape_args(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    """``["x=1,3,224,224", "mask=1,128"]`` -> ``{"x": (1, 3, 224, 224), "mask": (1, 128)}``."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in items or []:
+        name, eq, dims = item.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+        except ValueError:
+            shape = None
+        if not eq or not name or shape is None or any(d < 0 for d in shape):
+            raise CliError(f"--input-shape {item!r}: expected NAME=D0,D1,... with integer "
+                           "dimensions >= 0, e.g. input=1,3,224,224")
+        if name in shapes:
+            raise CliError(f"--input-shape: {name!r} given twice")
+        shapes[name] = shape
+    return shapes
+
+
+def parse_input_args(items: Sequence[str] | None) -> dict[str, np.ndarray]:
+    """``["x=x.npy"]`` -> ``{"x": np.load("x.npy")}`` (a clear error for missing/bad files)."""
+    feeds: dict[str, np.ndarray] = {}
+    for item in items or []:
+        name, eq, path = item.partition("=")
+        if not eq or not name or not path:
+            raise CliError(f"--input {item!r}: expected NAME=FILE.npy")
+        if name in feeds:
+            raise CliError(f"--input: {name!r} given twice")
+        if not os.path.isfile(path):
+            raise CliError(f"--input {name}: no such file {path!r}")
+        try:
+            value = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise CliError(f"--input {name}: {path!r} is not a .npy array file ({e})") from None
+        if not isinstance(value, np.ndarray):
+            raise CliError(f"--input {name}: {path!r} holds several arrays (an .npz); "
+                           "save one array per input with np.save")
+        feeds[name] = value
+    return feeds
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers shared by the commands
+
+
+def _load_onnx(path: str) -> Any:
+    if not os.path.isfile(path):
+        raise CliError(f"no such file {path!r}")
+    try:
+        import onnx
+    except ImportError:
+        raise CliError("reading ONNX models needs the onnx package (pip install onnx)") from None
+    try:
+        return onnx.load(path)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise CliError(f"{path!r} is not a readable ONNX model ({type(e).__name__}: {e})") from None
+
+
+def _model_inputs(model: Any) -> dict[str, tuple[list[Any], str]]:
+    """Graph inputs that are not initializers: name -> (dims, numpy dtype); symbolic dims as str."""
+    from onnx import helper
+
+    inits = {i.name for i in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                for d in tt.shape.dim]
+        out[vi.name] = (dims, str(np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))))
+    return out
+
+
+def _resolve_shapes(model: Any, given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    inputs = _model_inputs(model)
+    unknown = sorted(set(given) - set(inputs))
+    if unknown:
+        raise CliError(f"--input-shape names {unknown}, which are not model inputs "
+                       f"(inputs: {sorted(inputs)})")
+    shapes = {}
+    for name, (dims, _) in inputs.items():
+        if name in given:
+            shapes[name] = tuple(given[name])
+        elif all(isinstance(d, int) and d > 0 for d in dims):
+            shapes[name] = tuple(dims)
+        else:
+            raise CliError(f"input {name!r} has shape {dims} with symbolic dimensions: give it "
+                           f"with --input-shape {name}=" + ",".join(
+                               str(d) if isinstance(d, int) and d > 0 else "N" for d in dims))
+    return shapes
+
+
+def _random_feeds(model: Any, shapes: Mapping[str, tuple[int, ...]], seed: int = 1
+                  ) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, (_, dt) in _model_inputs(model).items():
+        shape = shapes[name]
+        if np.dtype(dt).kind in "iu":
+            feeds[name] = rng.integers(0, 100, size=shape).astype(dt)
+        elif np.dtype(dt).kind == "b":
+            feeds[name] = rng.random(shape) < 0.5
+        else:
+            feeds[name] = rng.standard_normal(shape).astype(dt)
+    return feeds
+
+
+def _compile(model: Any, shapes: Mapping[str, tuple[int, ...]], opt_level: int, target: str,
+             label: str) -> tuple[Any, float]:
+    from .relay.testing import compare
+
+    mod, params = compare.import_onnx(model, shapes)
+    bar = ProgressBar(label)
+    try:
+        return compare.build(mod, params, opt_level=opt_level, target=target, progress=bar)
+    finally:
+        bar.close()
+
+
+def _summary(name: str, a: np.ndarray) -> str:
+    line = f"{name}: shape {tuple(a.shape)} {a.dtype}"
+    if a.size and a.dtype.kind in "fiub":
+        f = a.astype(np.float64)
+        line += f"  min {f.min():.6g}  max {f.max():.6g}  mean {f.mean():.6g}"
+        if a.ndim >= 1 and a.shape[-1] > 1 and a.dtype.kind == "f":
+            line += f"  argmax[-1] {np.asarray(a.reshape(-1, a.shape[-1]).argmax(-1))[:5].tolist()}"
+    return line
+
+
+# ------------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    model = _load_onnx(args.model)
+    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
+    out = args.output or os.path.splitext(args.model)[0] + ".so"
+    lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile")
+    lib.export_library(out)
+    print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
+          f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
+    for name, shape in shapes.items():
+        print(f"  input {name}: {shape}")
+    return 0
+
+
+def _graph_input_names(module: Any) -> list[str] | None:
+    """Names of the graph's data inputs (not parameters), if the module exposes its graph."""
+    import json
+
+    try:
+        graph = json.loads(module.get_graph_json())
+        params = set(module.get_params())
+    except Exception:
+        return None
+    nodes = graph["nodes"]
+    return [nodes[i]["name"] for i in graph["arg_nodes"] if nodes[i]["name"] not in params]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import runtime
+    from .contrib import graph_executor
+
+    if not os.path.isfile(args.model):
+        raise CliError(f"no such file {args.model!r}")
+    feeds = parse_input_args(args.input)
+    lib = runtime.load_module(args.model)
+    m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+    expected = _graph_input_names(lib) or _graph_input_names(m)
+    if expected is not None:
+        unknown = sorted(set(feeds) - set(expected))
+        missing = [n for n in expected if n not in feeds]
+        if unknown or missing:
+            raise CliError(f"inputs {'unknown: ' + str(unknown) + ' ' if unknown else ''}"
+                           f"{'missing: ' + str(missing) + ' ' if missing else ''}"
+                           f"(the model's inputs: {expected})")
+    elif not feeds:
+        raise CliError("give every model input with --input NAME=FILE.npy")
+    for name, value in feeds.items():
+        try:
+            m.set_input(name, value)
+        except (ValueError, TypeError, KeyError) as e:
+            raise CliError(f"--input {name}: {e}") from None
+    t0 = time.perf_counter()
+    m.run()
+    secs = time.perf_counter() - t0
+    outs = {f"output{i}": m.get_output(i).numpy() for i in range(m.get_num_outputs())}
+    print(f"ran {args.model} in {secs * 1e3:.2f} ms")
+    for name, a in outs.items():
+        print("  " + _summary(name, a))
+    if args.output:
+        np.savez(args.output, **outs)
+        print(f"wrote {args.output} ({', '.join(outs)})")
+    return 0
+
+
+def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Namespace,
+           title: str) -> int:
+    """Build at each opt level, check against onnxruntime, print the latency table."""
+    from .relay.testing import compare
+
+    feeds = _random_feeds(model, shapes)
+    try:
+        ort = compare.ort_runner(model, threads=args.threads)
+    except ImportError:
+        raise CliError("the comparison needs onnxruntime (pip install onnxruntime)") from None
+    want = ort(feeds)
+    runners: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    ok = True
+    print(title)
+    for level in args.opt_levels:
+        lib, secs = _compile(model, shapes, level, args.target, f"build opt_level {level}")
+        run = compare.tvm_runner(lib)
+        got = run(feeds)
+        worst = (0.0, 0.0)
+        for g, w in zip(got, want):
+            err, rel = compare.errors(g, w)
+            worst = max(worst, (rel, err))
+            ok &= err <= CHECK_RTOL * float(np.abs(w).max()) + 1e-5
+        print(f"  tvmpy opt_level {level}: built in {secs:.1f} s; vs onnxruntime max abs error "
+              f"{worst[1]:.2e}, max rel error {worst[0]:.2e} (max|a-b| / max|ref|)")
+        runners[f"tvmpy opt_level {level}"] = run
+    runners[f"onnxruntime ({args.threads} threads)"] = ort
+    if args.torch:
+        try:
+            from .relay.testing.onnx_torch import torch_runner
+
+            tr = torch_runner(model)
+            _, rel = compare.errors(tr(feeds)[0], want[0])
+            runners["pytorch (eager)"] = tr
+            print(f"  pytorch eager: max rel error vs onnxruntime {rel:.2e}")
+        except ImportError:
+            notes["pytorch (eager)"] = "torch not installed"
+        except NotImplementedError as e:
+            notes["pytorch (eager)"] = str(e)[:80]
+    print(f"timing: best of {args.repeat} interleaved rounds, batch as given, "
+          "inputs fed and outputs fetched in every call")
+    times: dict[str, Any] = dict(compare.time_sides(runners, feeds, repeat=args.repeat))
+    times.update(notes)
+    print(compare.latency_table(times, reference=f"onnxruntime ({args.threads} threads)"))
+    if not ok:
+        print(f"MISMATCH: tvmpy's outputs differ from onnxruntime's by more than {CHECK_RTOL} "
+              "relative to the output's scale", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    model = _load_onnx(args.model)
+    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
+    return _bench(model, shapes, args, f"{args.model}: inputs {shapes}")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .relay.testing import onnx_models
+
+    kw: dict[str, Any] = {"batch": args.batch}
+    if args.model != "bert_encoder":
+        kw["image"] = args.image
+    try:
+        model = onnx_models.MODELS[args.model](**kw)
+    except ImportError:
+        raise CliError("the demo needs onnx and onnxruntime (pip install onnx onnxruntime)"
+                       ) from None
+    shapes = _resolve_shapes(model, {})
+    return _bench(model, shapes, args,
+                  f"demo: built-in {args.model} (random weights, seed 0), inputs {shapes}")
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def _opt_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        levels = []
+    if not levels or any(not 0 <= v <= 3 for v in levels):
+        raise argparse.ArgumentTypeError(f"expected opt levels in 0..3 like '0,3', got {text!r}")
+    return levels
+
+
+def _add_timing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default="llvm", help="compilation target (default: llvm, host CPU)")
+    p.add_argument("--opt-levels", type=_opt_levels, default=[0, 3],
+                   help="opt levels to build and time, comma separated (default: 0,3)")
+    p.add_argument("--repeat", type=int, default=5, help="timing rounds (best is reported)")
+    p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    p.add_argument("--no-torch", dest="torch", action="store_false",
+                   help="leave out the eager PyTorch column")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tvmpy", description="tvmpy: compile an ONNX model to one "
+                                "deployable library, run it, time it.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("compile", help="compile an ONNX model into one deployable .so")
+    c.add_argument("model", help="model.onnx")
+    c.add_argument("-o", "--output", help="output library (default: the model's name with .so)")
+    c.add_argument("--target", default="llvm", help="e.g. 'llvm', 'llvm -mcpu=znver4', 'c'")
+    c.add_argument("--opt-level", type=int, choices=range(4), default=3, metavar="{0,1,2,3}")
+    c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                   help="shape of an input (required for inputs with symbolic dimensions)")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run a compiled .so on inputs saved with np.save")
+    r.add_argument("model", help="model.so from `tvmpy compile`")
+    r.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="one per input")
+    r.add_argument("--output", metavar="OUT.npz", help="save the outputs (output0, output1, ...)")
+    r.set_defaults(func=cmd_run)
+
+    b = sub.add_parser("bench", help="latency of tvmpy (opt 0/3) vs onnxruntime and pytorch")
+    b.add_argument("model", help="model.onnx")
+    b.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
+    _add_timing_args(b)
+    b.set_defaults(func=cmd_bench)
+
+    d = sub.add_parser("demo", help="built-in ResNet-18: compile, check vs onnxruntime, time")
+    d.add_argument("--model", choices=("resnet18", "mobilenet_v2", "bert_encoder"),
+                   default="resnet18")
+    d.add_argument("--image", type=int, default=224, help="image size (default 224)")
+    d.add_argument("--batch", type=int, default=1)
+    _add_timing_args(d)
+    d.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tvmpy`` command (returns the exit status)."""
+    args = make_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        print(f"tvmpy {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, KeyError, NotImplementedError, FileNotFoundError,
+            RuntimeError) as e:
+        if os.environ.get("DEBUG"):
+            raise
+        print(f"tvmpy {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
