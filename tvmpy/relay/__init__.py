@@ -38,5 +38,6 @@ from .op.extra import *  # noqa: F401,F403
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
+from .param_dict import load_param_dict, save_param_dict  # noqa: F401
 from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401

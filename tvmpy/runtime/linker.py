@@ -16,10 +16,10 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-__all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "link_shared",
-           "relocatable_link", "DEFAULT_CFLAGS"]
+__all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
+           "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
 
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 
@@ -127,6 +127,54 @@ def metadata_object(metadata_json: str, like: bytes | None) -> bytes | None:
         return None
 
 
+def _blob_asm(symbol: str, data_path: str) -> list[str]:
+    return [".section .rodata.tvmpy_blob,\"a\",@progbits", f".globl {symbol}",
+            f".type {symbol},@object", ".balign 64", f"{symbol}:", f'.incbin "{data_path}"',
+            f".size {symbol}, .-{symbol}"]
+
+
+def blob_object(symbol: str, data: bytes, like: bytes | None, tmp: str) -> str:
+    """Write an object file defining the read-only, 64-byte-aligned symbol ``symbol`` holding
+    ``data`` (e.g. a model's parameters, tens of MB) into the folder ``tmp``; return its path.
+
+    The bytes are pulled in by the assembler's ``.incbin`` (llvmlite's integrated assembler,
+    else the C compiler), never spelled out as source text."""
+    data_path = os.path.join(tmp, f"{symbol}.bin")
+    with open(data_path, "wb") as f:
+        f.write(data)
+    out = os.path.join(tmp, f"{symbol}.o")
+    triple = None
+    if like is not None and like[:4] == b"\x7fELF" and like[4] == 2 and like[5] == 1:
+        triple = _ELF_TRIPLES.get(int.from_bytes(like[18:20], "little"))
+    if triple is not None and '"' not in data_path and "\\" not in data_path:
+        try:
+            import llvmlite.binding as llvm
+
+            if triple.startswith("x86_64"):
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                llvm.initialize_native_asmparser()  # module asm aborts the process without it
+            else:
+                llvm.initialize_all_targets()
+                llvm.initialize_all_asmprinters()
+                llvm.initialize_all_asmparsers()
+            ir = f'target triple = "{triple}"\n' + "".join(
+                f'module asm "{_ir_string(line)}"\n' for line in _blob_asm(symbol, data_path))
+            tm = llvm.Target.from_triple(triple).create_target_machine(reloc="pic",
+                                                                       codemodel="default")
+            with open(out, "wb") as f:
+                f.write(tm.emit_object(llvm.parse_assembly(ir)))
+            return out
+        except Exception:  # fall back to the C compiler's assembler
+            pass
+    src = os.path.join(tmp, f"{symbol}.c")
+    with open(src, "w") as f:
+        f.write("__asm__(\n" + "".join(f"  {_c_string(line + chr(10))}\n"
+                                       for line in _blob_asm(symbol, data_path)) + ");\n")
+    _run(compiler() + ["-c", "-fPIC", src, "-o", out], "assembling a data object")
+    return out
+
+
 def _lib_flag(lib: str) -> str:
     if lib.startswith("-") or os.sep in lib or lib.endswith((".so", ".a", ".o")):
         return lib
@@ -144,10 +192,11 @@ def _write_objects(objects: Sequence[bytes], tmp: str) -> list[str]:
 
 
 def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
-                link_libs: Sequence[str] = ()) -> None:
+                link_libs: Sequence[str] = (), blobs: Mapping[str, bytes] | None = None) -> None:
     """Link object files (bytes) and the metadata into the shared library ``out_path``.
 
-    ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags."""
+    ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags.
+    ``blobs``: ``{symbol: bytes}`` embedded as read-only data symbols (see :func:`blob_object`)."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
         paths = _write_objects(objects, tmp)
         meta_obj = metadata_object(metadata_json, objects[0] if objects else None)
@@ -159,6 +208,8 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
             meta = os.path.join(tmp, "tvmpy_metadata.c")
             with open(meta, "w") as f:
                 f.write(metadata_c_source(metadata_json))
+        for symbol, data in (blobs or {}).items():
+            paths.append(blob_object(symbol, data, objects[0] if objects else None, tmp))
         libs = []
         for lib in list(link_libs) + ["m"]:
             flag = _lib_flag(lib)

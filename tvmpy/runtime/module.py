@@ -387,6 +387,10 @@ class Module:
 
 
 def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
+    if meta.get("type_key") == "GraphExecutorFactory":  # relay.build's output, exported
+        from .graph_executor import GraphExecutorFactory
+
+        return GraphExecutorFactory._from_loaded(lib, meta, path)
     mod = Module(lib, meta, meta.get("type_key", "library"), lib_path=path)
     for sub in meta.get("imports", []):
         mod.imported_modules.append(_module_from_meta(lib, sub, path))

@@ -1,0 +1,97 @@
+"""``from tvmpy.contrib import graph_executor``: TVM's user-facing graph executor API.
+
+    lib = relay.build(mod, target="llvm", params=params)           # or runtime.load_module(path)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("data", x); m.run(); y = m.get_output(0).numpy()
+
+:class:`GraphModule` wraps the executor that a factory creates (runtime/graph_executor.py holds
+the implementation and its design notes); :func:`create` builds one from graph JSON and a library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runtime.device import Device
+from ..runtime.evaluator import BenchmarkResult
+from ..runtime.graph_executor import GraphExecutor, GraphJSONError, ProfileReport
+from ..runtime.module import Module
+from ..runtime.ndarray import NDArray
+
+__all__ = ["GraphModule", "create", "GraphExecutor", "GraphJSONError", "ProfileReport"]
+
+
+def create(graph_json_str: str, libmod: Module, device: Device | list | None = None) -> GraphModule:
+    """A :class:`GraphModule` for ``graph_json_str`` over the compiled library ``libmod``; every
+    input, parameters included, must then be set (``set_input(**params)``/``load_params``)."""
+    return GraphModule(GraphExecutor(graph_json_str, libmod, device))
+
+
+class GraphModule:
+    """The graph executor as TVM users call it.
+
+    ``set_input(key, value)`` / ``set_input(**inputs)`` copy in (checked: a wrong name lists the
+    valid ones; a wrong shape or dtype names expected and got); ``run(**inputs)``;
+    ``get_output(i, out=None)`` (a view of the output storage, overwritten by the next run, or a
+    copy into ``out``); ``get_input``, ``get_num_inputs``, ``get_num_outputs``,
+    ``get_input_info``, ``load_params(bytes)``, ``benchmark(dev, ...)``, ``profile()``.
+    Running before every input is set raises RuntimeError naming the missing ones."""
+
+    def __init__(self, module: GraphExecutor | GraphModule):
+        if isinstance(module, GraphModule):
+            module = module.module
+        if not isinstance(module, GraphExecutor):
+            raise TypeError("GraphModule wraps the executor a factory creates "
+                            "(GraphModule(lib['default'](dev))), got "
+                            f"{type(module).__name__}")
+        self.module = module
+        self._run = module.run
+
+    def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
+        self.module.set_input(key, value, **params)
+
+    def run(self, **input_dict: Any) -> None:
+        if input_dict:
+            self.module.set_input(**input_dict)
+        self._run()
+
+    def get_output(self, index: int, out: Any = None) -> NDArray:
+        return self.module.get_output(index, out)
+
+    def get_num_outputs(self) -> int:
+        return self.module.get_num_outputs()
+
+    def get_input(self, index: Any, out: NDArray | None = None) -> NDArray:
+        return self.module.get_input(index, out)
+
+    def get_num_inputs(self) -> int:
+        return self.module.get_num_inputs()
+
+    def get_input_index(self, name: str) -> int:
+        return self.module.get_input_index(name)
+
+    def get_input_info(self) -> tuple[dict, dict]:
+        return self.module.get_input_info()
+
+    def get_input_names(self, include_params: bool = False) -> list[str]:
+        return self.module.get_input_names(include_params)
+
+    def load_params(self, params_bytes: bytes) -> None:
+        self.module.load_params(params_bytes)
+
+    def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: float | None = None, end_to_end: bool = False,
+                  cooldown_interval_ms: float = 0, **kwargs: Any) -> BenchmarkResult:
+        """Seconds per run: ``.mean``, ``.median``, ``.std``, ``.min``, ``.max``, ``.results``."""
+        return self.module.benchmark(device, func_name, repeat, number, min_repeat_ms,
+                                     end_to_end, cooldown_interval_ms, **kwargs)
+
+    def profile(self, number: int = 10, **inputs: Any) -> ProfileReport:
+        """Per-node times; ``print()`` the result for a table, slowest node first."""
+        return self.module.profile(number, **inputs)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.module[key]
+
+    def __repr__(self) -> str:
+        return f"GraphModule({self.module!r})"

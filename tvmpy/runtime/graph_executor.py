@@ -1,0 +1,632 @@
+"""The graph executor: runs a graph-JSON graph (TVM's format) over a compiled library.
+
+Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
+
+- the graph is parsed and checked (every problem raises ``GraphJSONError`` naming it);
+- storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
+  (``attrs.storage_id``; planned here when the graph has none); every entry is a fixed numpy
+  view into it, wrapped once as an NDArray;
+- each ``tvm_op`` node is bound to its library function, whose checked call path
+  (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
+  graph and library is reported here, naming the node. What remains per node is the raw ctypes
+  function and the tuple of its C arguments (pointers, then shape vars).
+
+``run()`` is then a loop of ctypes calls with no per-call checks (inputs are checked by
+``set_input``, which copies into the input's own storage). Running before every input was set
+raises: the storage is zero-filled, but a silent result computed from zeros is never wanted.
+
+``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
+``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
+an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
+``export_library`` writes one shared library with the code, the graph JSON (in the module
+metadata) and the parameters (``save_param_dict`` bytes in a read-only data symbol).
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .device import Device, cpu, kDLCPU
+from .evaluator import BenchmarkResult
+from .module import Module
+from .ndarray import NDArray
+
+__all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
+           "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
+
+ALIGNMENT = 64
+PARAMS_SYMBOL = "__tvmpy_graph_params"
+FACTORY_TYPE_KEY = "GraphExecutorFactory"
+
+
+class GraphJSONError(ValueError):
+    """The graph JSON is malformed or does not match the library."""
+
+
+class InputNameError(KeyError):
+    """No graph input has this name (a KeyError whose message reads as a sentence)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _parse_graph(graph_json: str | bytes | dict) -> dict:
+    if isinstance(graph_json, dict):
+        return copy.deepcopy(graph_json)
+    if not isinstance(graph_json, (str, bytes)):
+        raise TypeError(f"graph_json must be a JSON string, got {type(graph_json).__name__}")
+    try:
+        graph = json.loads(graph_json)
+    except json.JSONDecodeError as e:
+        raise GraphJSONError(f"graph JSON is not valid JSON: {e}") from None
+    if not isinstance(graph, dict):
+        raise GraphJSONError(f"graph JSON must be an object, got {type(graph).__name__}")
+    return graph
+
+
+def _zeroed_arena(nbytes: int) -> np.ndarray:
+    raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    off = (-raw.ctypes.data) % ALIGNMENT
+    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
+
+
+class _Node:
+    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs")
+
+    def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
+                 outputs: list[int]):
+        self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
+        self.inputs, self.outputs = inputs, outputs
+
+
+class GraphExecutor:
+    """An executor of one graph on one device (see the module docstring)."""
+
+    def __init__(self, graph_json: str | dict, lib: Module, dev: Device | None = None):
+        from ..ir import dtype as dt
+        from ..relay.backend.graph_plan_memory import (
+            entry_nbytes,
+            graph_entry_attrs,
+            plan_memory,
+        )
+
+        dev = cpu(0) if dev is None else dev
+        if isinstance(dev, (list, tuple)):
+            if len(dev) != 1:
+                raise ValueError("GraphExecutor runs on one device; got a list of "
+                                 f"{len(dev)}")
+            dev = dev[0]
+        if not isinstance(dev, Device):
+            raise TypeError(f"dev must be a tvm Device (e.g. tvm.cpu(0)), got {type(dev).__name__}")
+        if dev.device_type != kDLCPU:
+            raise ValueError(f"the graph executor runs on CPU devices, not {dev}")
+        self.device = dev
+        self.lib = lib
+        graph = _parse_graph(graph_json)
+        try:
+            shapes, dtypes = graph_entry_attrs(graph)
+        except (ValueError, TypeError) as e:
+            raise GraphJSONError(str(e)) from None
+        self.graph = graph
+        nodes_json, row = graph["nodes"], graph["node_row_ptr"]
+        n_entries = row[-1]
+        if "storage_id" not in graph["attrs"]:
+            try:
+                plan_memory(graph)
+            except (ValueError, TypeError) as e:
+                raise GraphJSONError(str(e)) from None
+        sids = graph["attrs"]["storage_id"]
+        if not (isinstance(sids, list) and len(sids) == 2 and sids[0] == "list_int"
+                and isinstance(sids[1], list) and len(sids[1]) == n_entries
+                and all(isinstance(s, int) and s >= 0 for s in sids[1])):
+            raise GraphJSONError(f"graph JSON: attrs['storage_id'] must be [\"list_int\", "
+                                 f"[{n_entries} non-negative ints]]")
+        sids = sids[1]
+        self._np_dtypes = []
+        for e, d in enumerate(dtypes):
+            try:
+                self._np_dtypes.append(dt.to_numpy(d))
+            except Exception:
+                raise GraphJSONError(f"graph JSON: entry {e} has unknown dtype {d!r}") from None
+        nbytes = [entry_nbytes(s, d) for s, d in zip(shapes, dtypes)]
+
+        # ---- storage: one arena, each storage 64-byte aligned and at least 64 bytes ------------
+        n_storage = max(sids) + 1 if sids else 0
+        ssize = [0] * n_storage
+        for e, s in enumerate(sids):
+            ssize[s] = max(ssize[s], nbytes[e])
+        offsets, total = [], 0
+        for size in ssize:
+            offsets.append(total)
+            total += max(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
+        self._arena = _zeroed_arena(total)
+        self.storage_bytes = total
+        views = [np.ndarray(shapes[e], self._np_dtypes[e], buffer=self._arena,
+                            offset=offsets[sids[e]]) for e in range(n_entries)]
+        self._entries = [NDArray(v, dev) for v in views]
+
+        # ---- nodes ------------------------------------------------------------------------------
+        self._nodes: list[_Node] = []
+        for nid, nj in enumerate(nodes_json):
+            self._nodes.append(self._parse_node(nid, nj, row))
+        arg_nodes = graph.get("arg_nodes")
+        if arg_nodes is None:
+            arg_nodes = [n.nid for n in self._nodes if n.op == "null"]
+        for nid in arg_nodes:
+            if not (isinstance(nid, int) and 0 <= nid < len(self._nodes)
+                    and self._nodes[nid].op == "null"):
+                raise GraphJSONError(f"graph JSON: arg_nodes entry {nid!r} is not a \"null\" "
+                                     "(input) node")
+        self._input_nids = list(arg_nodes)
+        self._input_names = [self._nodes[n].name for n in self._input_nids]
+        self._input_index = {name: i for i, name in enumerate(self._input_names)}
+        if len(self._input_index) != len(self._input_names):
+            dup = sorted({n for n in self._input_names if self._input_names.count(n) > 1})
+            raise GraphJSONError(f"graph JSON: duplicate input names {dup}")
+        self._input_eids = [row[n] for n in self._input_nids]
+        if "heads" not in graph:
+            raise GraphJSONError("graph JSON: missing 'heads' (the outputs)")
+        self._output_eids = [self._entry(h, "heads", row) for h in graph["heads"]]
+        self._unset = set(self._input_names)
+        self._param_names: set[str] = set()
+
+        # ---- bind each op node to its function; prepare its raw call once ----------------------
+        self._calls: list[tuple[Callable[..., int], tuple]] = []
+        self._call_nodes: list[_Node] = []
+        self._call_funcs: list[Any] = []
+        self._keepalive: list[Any] = []
+        for node in self._nodes:
+            if node.op == "null" or node.func_name == "__nop":
+                continue
+            func = self._lookup(node)
+            args = [self._entries[e] for e in node.inputs + node.outputs]
+            try:
+                raw, writeback = func.prepare(args)
+            except (ValueError, TypeError) as e:
+                raise GraphJSONError(f"graph node {node.nid} ({node.name!r}): the graph's entries "
+                                     f"do not match function {node.func_name}: {e}") from None
+            if any(dst is not None for dst, _ in writeback):  # cannot happen: views are aligned
+                raise RuntimeError(f"node {node.name}: an entry needs a copy to be passed")
+            self._keepalive.append(writeback)  # scratch of empty entries
+            self._calls.append((func._cfunc, tuple(raw)))
+            self._call_nodes.append(node)
+            self._call_funcs.append(func)
+
+    # ---- loading ------------------------------------------------------------------------------
+    def _entry(self, ref: Any, where: str, row: list[int]) -> int:
+        if not (isinstance(ref, (list, tuple)) and len(ref) >= 2
+                and all(isinstance(x, int) for x in ref)):
+            raise GraphJSONError(f"graph JSON: {where}: an entry reference must be [node_id, "
+                                 f"output_index, version], got {ref!r}")
+        nid, idx = ref[0], ref[1]
+        if not 0 <= nid < len(row) - 1 or not 0 <= idx < row[nid + 1] - row[nid]:
+            raise GraphJSONError(f"graph JSON: {where} refers to output {idx} of node {nid}, "
+                                 "which does not exist")
+        return row[nid] + idx
+
+    def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
+        if not isinstance(nj, dict) or "op" not in nj or "name" not in nj:
+            raise GraphJSONError(f"graph JSON: node {nid} must be an object with \"op\" and "
+                                 f"\"name\", got {str(nj)[:80]}")
+        op, name = nj["op"], str(nj["name"])
+        where = f"node {nid} ({name!r})"
+        inputs = [self._entry(x, f"{where} input", row) for x in nj.get("inputs", [])]
+        for e in inputs:
+            if e >= row[nid]:
+                raise GraphJSONError(f"graph JSON: {where} reads entry {e}, which is computed "
+                                     "after it (nodes must be in topological order)")
+        outputs = list(range(row[nid], row[nid + 1]))
+        if op == "null":
+            if inputs:
+                raise GraphJSONError(f"graph JSON: {where} is an input (\"null\") but has inputs")
+            if len(outputs) != 1:
+                raise GraphJSONError(f"graph JSON: input {where} must have one entry, "
+                                     f"node_row_ptr gives {len(outputs)}")
+            return _Node(nid, name, op, "", [], outputs)
+        if op != "tvm_op":
+            raise GraphJSONError(f"graph JSON: {where} has op {op!r}; expected \"null\" or "
+                                 "\"tvm_op\"")
+        attrs = nj.get("attrs") or nj.get("param") or {}
+        func_name = attrs.get("func_name")
+        if not isinstance(func_name, str) or not func_name:
+            raise GraphJSONError(f"graph JSON: {where} has no attrs.func_name")
+        for key, have in (("num_inputs", len(inputs)), ("num_outputs", len(outputs))):
+            if key in attrs:
+                try:
+                    want = int(attrs[key])
+                except (TypeError, ValueError):
+                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {attrs[key]!r}, "
+                                         "not an integer") from None
+                if want != have:
+                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {want} but the "
+                                         f"node has {have}")
+        if not outputs:
+            raise GraphJSONError(f"graph JSON: {where} has no outputs")
+        return _Node(nid, name, op, func_name, inputs, outputs)
+
+    def _lookup(self, node: _Node) -> Any:
+        try:
+            return self.lib.get_function(node.func_name)
+        except AttributeError:
+            names = self.lib._all_names() if hasattr(self.lib, "_all_names") else []
+            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            raise GraphJSONError(f"graph node {node.nid} ({node.name!r}) calls function "
+                                 f"{node.func_name!r}, which the library does not define "
+                                 f"(it has: {shown or 'none'})") from None
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def _input_idx(self, key: Any) -> int:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            n = len(self._input_names)
+            if not 0 <= key < n:
+                raise IndexError(f"input index {key} out of range: the graph has {n} inputs")
+            return int(key)
+        if isinstance(key, str):
+            i = self._input_index.get(key)
+            if i is None:
+                user = [n for n in self._input_names if n not in self._param_names]
+                raise InputNameError(f"the graph has no input named {key!r}; inputs: "
+                               f"{', '.join(user) or 'none'}"
+                               + (f" (and {len(self._param_names)} parameters)"
+                                  if self._param_names else ""))
+            return i
+        raise TypeError(f"input key must be a name (str) or an index (int), got "
+                        f"{type(key).__name__}")
+
+    def get_input_index(self, name: str) -> int:
+        """Index of input ``name``, or -1 (as TVM)."""
+        return self._input_index.get(name, -1)
+
+    def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
+        """Copy ``value`` into input ``key`` (name or index), checking its shape and dtype; and
+        each ``name=value`` of ``params``."""
+        if key is not None:
+            self._set_one(self._input_idx(key), value)
+        for k, v in params.items():
+            self._set_one(self._input_idx(k), v)
+
+    def _set_one(self, i: int, value: Any) -> None:
+        name = self._input_names[i]
+        dst = self._entries[self._input_eids[i]]
+        want = dst._arr
+        if value is None:
+            raise ValueError(f"set_input({name!r}): no value given")
+        if isinstance(value, NDArray):
+            src = value._arr
+        elif isinstance(value, np.ndarray):
+            src = value
+        elif hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
+            src = np.from_dlpack(value)
+        else:
+            try:
+                src = np.asarray(value, dtype=want.dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"set_input({name!r}): cannot convert {type(value).__name__} to "
+                                f"{want.dtype}: {e}") from None
+        if src.dtype != want.dtype:
+            raise ValueError(f"set_input({name!r}): expected dtype {want.dtype}, got {src.dtype} "
+                            f"(convert with .astype('{want.dtype}'))")
+        if src.shape != want.shape:
+            raise ValueError(f"set_input({name!r}): expected shape {want.shape}, got "
+                             f"{src.shape}")
+        np.copyto(want, src)
+        self._unset.discard(name)
+
+    def load_params(self, params: bytes | Mapping[str, Any]) -> None:
+        """Set parameters from ``save_param_dict`` bytes or a dict. Names the graph does not
+        use are ignored (as TVM); these inputs no longer count as user inputs."""
+        if isinstance(params, (bytes, bytearray, memoryview)):
+            from ..relay.param_dict import load_param_dict
+
+            params = load_param_dict(params, copy=False)
+        for name, value in params.items():
+            i = self._input_index.get(name)
+            if i is not None:
+                self._set_one(i, value)
+                self._param_names.add(name)
+
+    def get_input(self, key: Any, out: NDArray | None = None) -> NDArray:
+        """The input's storage (a view: later set_input calls change it), or a copy into
+        ``out``."""
+        arr = self._entries[self._input_eids[self._input_idx(key)]]
+        if out is not None:
+            out.copyfrom(arr)
+            return out
+        return arr
+
+    def get_num_inputs(self) -> int:
+        """Number of graph inputs, parameters included (as TVM)."""
+        return len(self._input_names)
+
+    def get_input_names(self, include_params: bool = False) -> list[str]:
+        return [n for n in self._input_names if include_params or n not in self._param_names]
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """(shape dict, dtype dict) of the inputs the user sets (parameters left out)."""
+        shapes, dtypes = {}, {}
+        for name in self.get_input_names():
+            a = self._entries[self._input_eids[self._input_index[name]]]
+            shapes[name], dtypes[name] = a.shape, a.dtype
+        return shapes, dtypes
+
+    # ---- outputs ------------------------------------------------------------------------------
+    def get_num_outputs(self) -> int:
+        return len(self._output_eids)
+
+    def get_output(self, index: int, out: Any = None) -> NDArray:
+        """Output ``index``: a view of its storage (the next run overwrites it), or a copy into
+        ``out`` (NDArray or numpy array of the same shape)."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
+        n = len(self._output_eids)
+        if not 0 <= index < n:
+            raise IndexError(f"get_output: index {index} out of range: the graph has {n} "
+                             f"output{'s' if n != 1 else ''}")
+        arr = self._entries[self._output_eids[index]]
+        if out is None:
+            return arr
+        if isinstance(out, NDArray):
+            return out.copyfrom(arr)
+        if isinstance(out, np.ndarray):
+            if out.shape != arr.shape:
+                raise ValueError(f"get_output: out has shape {out.shape}, output {index} has "
+                                 f"{arr.shape}")
+            np.copyto(out, arr._arr)
+            return out
+        raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
+                        f"{type(out).__name__}")
+
+    # ---- running ------------------------------------------------------------------------------
+    def _check_ready(self) -> None:
+        if self._unset:
+            missing = [n for n in self._input_names if n in self._unset]
+            raise RuntimeError(f"run(): input{'s' if len(missing) > 1 else ''} "
+                               f"{', '.join(repr(n) for n in missing)} not set; call "
+                               "set_input first")
+
+    def run(self) -> None:
+        """Execute every node once, in graph order."""
+        if self._unset:
+            self._check_ready()
+        for cfunc, args in self._calls:
+            if cfunc(*args):
+                break
+        else:
+            return
+        self._raise_failed(cfunc, args)
+
+    def _raise_failed(self, cfunc: Any, args: tuple) -> None:
+        k = next(i for i, c in enumerate(self._calls) if c[0] is cfunc and c[1] is args)
+        node, func = self._call_nodes[k], self._call_funcs[k]
+        try:
+            func._raise_error(-1)
+        except RuntimeError as e:
+            raise RuntimeError(f"graph node {node.nid} ({node.name!r}): {e}") from None
+
+    def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
+                  number: int = 5, min_repeat_ms: float | None = None, end_to_end: bool = False,
+                  cooldown_interval_ms: float = 0, **kwargs: Any) -> BenchmarkResult:
+        """Seconds per ``run()`` over ``repeat`` repeats of ``number`` runs (``number`` grows
+        until a repeat lasts ``min_repeat_ms``). ``kwargs`` are inputs set first; with
+        ``end_to_end`` each run also sets them and copies the outputs out."""
+        if device is not None and device != self.device:
+            raise ValueError(f"benchmark: the executor runs on {self.device}, not {device}")
+        if func_name != "run":
+            raise ValueError(f"benchmark: can only time 'run', got {func_name!r}")
+        for name, v in (("number", number), ("repeat", repeat)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"benchmark: {name} must be a positive int, got {v!r}")
+        min_ms = float(min_repeat_ms or 0)
+        if kwargs:
+            self.set_input(**kwargs)
+        if end_to_end:
+            def step() -> None:
+                self.set_input(**kwargs)
+                self.run()
+                for i in range(len(self._output_eids)):
+                    self.get_output(i).numpy()
+        else:
+            step = self.run
+        step()  # warm-up (and the checks)
+        clock, n, results = time.perf_counter, int(number), []
+        for r in range(int(repeat)):
+            if r and cooldown_interval_ms:
+                time.sleep(cooldown_interval_ms / 1e3)
+            while True:
+                t0 = clock()
+                for _ in range(n):
+                    step()
+                elapsed = clock() - t0
+                if elapsed * 1e3 >= min_ms:
+                    break
+                per_ms = max(elapsed * 1e3 / n, 1e-6)
+                n = max(int(min_ms / per_ms) + 1, int(n * 1.618))
+            results.append(elapsed / n)
+        return BenchmarkResult(results)
+
+    def profile(self, number: int = 10, **kwargs: Any) -> ProfileReport:
+        """Time every node separately over ``number`` runs (after one warm-up run)."""
+        if kwargs:
+            self.set_input(**kwargs)
+        self.run()
+        clock = time.perf_counter
+        times = [[] for _ in self._calls]
+        t_total = []
+        for _ in range(max(1, int(number))):
+            t_start = clock()
+            for k, (cfunc, args) in enumerate(self._calls):
+                t0 = clock()
+                rc = cfunc(*args)
+                times[k].append(clock() - t0)
+                if rc:
+                    self._raise_failed(cfunc, args)
+            t_total.append(clock() - t_start)
+        rows = []
+        for node, ts in zip(self._call_nodes, times):
+            out = self._entries[node.outputs[0]]
+            rows.append({"node": node.name, "func_name": node.func_name,
+                         "time": statistics.median(ts), "shape": out.shape,
+                         "dtype": out.dtype})
+        return ProfileReport(rows, statistics.median(t_total))
+
+    # ---- TVM-style function access --------------------------------------------------------------
+    _EXPORTED = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
+                 "get_num_inputs", "load_params", "get_input_index", "get_input_info",
+                 "benchmark", "profile")
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name not in self._EXPORTED:
+            raise AttributeError(f"graph executor has no function {name!r}; functions: "
+                                 f"{', '.join(self._EXPORTED)}")
+        return getattr(self, name)
+
+    get_function = __getitem__
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self._nodes)
+
+    def __repr__(self) -> str:
+        return (f"GraphExecutor({len(self._nodes)} nodes, {len(self._calls)} calls, "
+                f"inputs={self.get_input_names()}, outputs={len(self._output_eids)}, "
+                f"storage={self.storage_bytes} bytes, {self.device})")
+
+
+class ProfileReport:
+    """Per-node times of :meth:`GraphExecutor.profile` (seconds; ``str()`` is a table, slowest
+    first)."""
+
+    def __init__(self, rows: list[dict], total: float):
+        self.rows = rows
+        self.total = total
+
+    def sorted_rows(self) -> list[dict]:
+        return sorted(self.rows, key=lambda r: -r["time"])
+
+    def __str__(self) -> str:
+        sum_nodes = sum(r["time"] for r in self.rows) or 1.0
+        width = max([len(r["node"]) for r in self.rows] + [4])
+        lines = [f"{'Node':<{width}}  {'Time(us)':>10}  {'%':>6}  Shape"]
+        for r in self.sorted_rows():
+            lines.append(f"{r['node']:<{width}}  {r['time'] * 1e6:>10.2f}  "
+                         f"{100 * r['time'] / sum_nodes:>5.1f}%  {r['shape']} {r['dtype']}")
+        lines.append(f"{'Total (nodes)':<{width}}  {sum_nodes * 1e6:>10.2f}")
+        lines.append(f"{'Total (run)':<{width}}  {self.total * 1e6:>10.2f}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+# ---- the factory module ------------------------------------------------------------------------
+class GraphExecutorFactory(Module):
+    """A graph, its compiled library and its parameters: ``f[mod_name](dev)`` creates a
+    :class:`GraphExecutor` with the parameters set (see the module docstring)."""
+
+    def __init__(self, graph_json: str, lib: Module, params: Mapping[str, Any] | None = None,
+                 mod_name: str = "default"):
+        if not isinstance(graph_json, str):
+            raise TypeError(f"graph_json must be a str, got {type(graph_json).__name__}")
+        if not isinstance(lib, Module):
+            raise TypeError(f"lib must be a runtime Module, got {type(lib).__name__}")
+        if not isinstance(mod_name, str) or not mod_name:
+            raise ValueError(f"mod_name must be a non-empty str, got {mod_name!r}")
+        _parse_graph(graph_json)  # fail early on malformed JSON
+        meta = {"version": 1, "entry": "", "functions": [],
+                "graph_executor": {"mod_name": mod_name, "graph_json": graph_json}}
+        super().__init__(None, meta, FACTORY_TYPE_KEY)
+        self.imported_modules.append(lib)
+        self.graph_json = graph_json
+        self.libmod_name = mod_name
+        self.params: dict[str, NDArray] = {}
+        from . import ndarray as nd
+
+        for name, value in (params or {}).items():
+            if not isinstance(name, str):
+                raise TypeError(f"params: names must be str, got {name!r}")
+            self.params[name] = value if isinstance(value, NDArray) else nd.array(value)
+
+    @classmethod
+    def _from_loaded(cls, lib: ctypes.CDLL, meta: dict, path: str) -> GraphExecutorFactory:
+        from ..relay.param_dict import load_param_dict
+        from .module import _module_from_meta
+
+        info = meta.get("graph_executor") or {}
+        subs = [_module_from_meta(lib, sub, path) for sub in meta.get("imports", [])]
+        if len(subs) != 1 or "graph_json" not in info:
+            raise ValueError(f"{path}: malformed graph executor factory metadata")
+        params: dict[str, Any] = {}
+        nbytes = int(info.get("params_nbytes", 0))
+        if nbytes:
+            try:
+                addr = ctypes.addressof(ctypes.c_char.in_dll(lib, info["params_symbol"]))
+            except ValueError:
+                raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
+                                 "missing") from None
+            blob = (ctypes.c_ubyte * nbytes).from_address(addr)
+            params = load_param_dict(memoryview(blob), copy=True)
+        self = cls(info["graph_json"], subs[0], params, info.get("mod_name", "default"))
+        self._lib = lib
+        self._lib_path = path
+        self._meta = {k: v for k, v in meta.items() if k != "imports"}
+        return self
+
+    # ---- TVM's factory API --------------------------------------------------------------------
+    def get_graph_json(self) -> str:
+        return self.graph_json
+
+    def get_executor_config(self) -> str:
+        return self.graph_json
+
+    def get_lib(self) -> Module:
+        return self.imported_modules[0]
+
+    @property
+    def lib(self) -> Module:
+        return self.imported_modules[0]
+
+    def get_params(self) -> dict[str, NDArray]:
+        return dict(self.params)
+
+    def create(self, dev: Device | None = None) -> GraphExecutor:
+        ex = GraphExecutor(self.graph_json, self.get_lib(), dev)
+        ex.load_params(self.params)
+        return ex
+
+    def get_function(self, name: str, query_imports: bool = True) -> Any:
+        if name == self.libmod_name:
+            return self.create
+        return super().get_function(name, query_imports)
+
+    def __contains__(self, name: str) -> bool:
+        return name == self.libmod_name or super().__contains__(name)
+
+    def export_library(self, file_name: str, **kwargs: Any) -> None:
+        """One shared library: the code, the graph JSON and the parameters."""
+        file_name = os.fspath(file_name)
+        if self._lib_path is not None and not self._objects and self._self_contained():
+            return super().export_library(file_name, **kwargs)  # a copy of the loaded file
+        if not file_name or os.path.isdir(file_name):
+            raise ValueError(f"export_library: expected the path of the library file to write "
+                             f"(e.g. 'mod.so'), got {file_name!r}")
+        from ..relay.param_dict import save_param_dict
+        from .linker import link_shared
+
+        objs, libs, meta = self._collect()
+        blob = save_param_dict(self.params)
+        meta["graph_executor"] = dict(meta["graph_executor"], params_symbol=PARAMS_SYMBOL,
+                                      params_nbytes=len(blob))
+        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs,
+                    blobs={PARAMS_SYMBOL: blob})
+
+    def __repr__(self) -> str:
+        return (f"GraphExecutorFactory(mod_name={self.libmod_name!r}, params={len(self.params)}, "
+                f"lib={self.get_lib()!r})")
