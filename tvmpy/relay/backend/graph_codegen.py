@@ -72,7 +72,7 @@ class GraphCodegen:
         name = f"p{len(self.params)}"
         while name in self.params:  # never happens with p<k>, kept for safety
             name += "_"
-        arr = np.ascontiguousarray(c.data.numpy())
+        arr = np.array(c.data.numpy(), order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
         self.params[name] = arr
         return self._add({"op": "null", "name": name, "inputs": []}, [c.checked_type])
 
