@@ -1,0 +1,437 @@
+"""PyTorch importer: ``from_pytorch(model, input_infos) -> (IRModule, params)``, as TVM's.
+
+The model goes through ``torch.export``: an ``nn.Module`` (a ``torch.fx.GraphModule`` included)
+is exported on example inputs built from ``input_infos``; an ``ExportedProgram`` is taken as it
+is. The exported ATen graph is converted node by node (converters in ``pytorch_ops``). Three
+steps make the graph convertible, each only when the previous one leaves an op unsupported:
+the graph as exported; functionalized (``run_decompositions({})``: in-place ops become
+functional, training-IR composites become their inference forms); and decomposed to core ATen,
+keeping every op the converters handle. What is still unsupported then raises ONE
+``OpNotImplemented`` listing each op with the node names that use it, before any conversion.
+
+Weights and buffers become relay Vars named after the ``state_dict`` keys (``"conv1.weight"``)
+with their values in ``params`` (TVM's from_pytorch); ``freeze_params=True`` embeds them as
+Constants instead and returns empty params. Tensor constants created in ``forward`` are always
+Constants, and nodes computed only from them are evaluated by torch at import time.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import op as _op  # noqa: F401  (registers operators)
+from ..expr import Function, RelayExpr, Tuple, const, var
+from ..module import IRModule
+from .common import unsupported_error
+from .pytorch_ops import CONVERTERS, IDENTITY_OPS, PyTorchConvertError, np_dtype
+
+__all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
+
+_NO_OUTPUT = {"aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+              "aten.sym_constrain_range_for_size.default", "aten._assert_async.msg"}
+
+
+def supported_ops() -> list[str]:
+    """ATen overloads (``"aten.conv2d.default"``, ...) the importer converts."""
+    return sorted(set(CONVERTERS) | IDENTITY_OPS | _NO_OUTPUT)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover - torch is an optional dependency
+        raise ImportError("from_pytorch needs torch: pip install 'tvmpy[torch]'") from e
+    return torch
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs
+def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, list[int], str]]:
+    """[(name, shape)] or [(name, (shape, dtype))] (or a dict name -> shape) as
+    [(name, shape, dtype)], every entry checked."""
+    if isinstance(input_infos, dict):
+        input_infos = list(input_infos.items())
+    if not isinstance(input_infos, (list, tuple)):
+        raise TypeError(f"from_pytorch: input_infos must be a list of (name, shape) or "
+                        f"(name, (shape, dtype)), got {type(input_infos).__name__}")
+    out = []
+    for k, info in enumerate(input_infos):
+        if not (isinstance(info, (list, tuple)) and len(info) == 2 and isinstance(info[0], str)
+                and info[0]):
+            raise TypeError(f"from_pytorch: input_infos[{k}] must be (name, shape) or "
+                            f"(name, (shape, dtype)) with a non-empty name, got {info!r}")
+        name, spec = info
+        dtype = default_dtype
+        if (isinstance(spec, (list, tuple)) and len(spec) == 2
+                and isinstance(spec[0], (list, tuple)) and not isinstance(spec[1], (list, tuple))):
+            spec, dtype = spec
+            dtype = str(dtype).replace("torch.", "")
+        try:
+            shape = [int(d) for d in spec]
+        except (TypeError, ValueError):
+            raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints, "
+                            f"got {spec!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"from_pytorch: input {name!r}: negative dimension in {shape}")
+        try:
+            np_dtype(dtype)
+        except PyTorchConvertError:
+            raise ValueError(f"from_pytorch: input {name!r}: dtype {dtype!r} is not supported") from None
+        out.append((name, shape, dtype))
+    names = [n for n, _, _ in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"from_pytorch: duplicate input names {dup} in input_infos")
+    return out
+
+
+def _example(torch, shape: list[int], dtype: str) -> Any:
+    return torch.zeros(shape, dtype=getattr(torch, dtype))
+
+
+def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
+    torch = _torch()
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError("from_pytorch: TorchScript modules are not supported; pass the "
+                        "nn.Module itself (it is exported with torch.export)")
+    if model.training:
+        raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
+                         "statistics): call model.eval() first")
+    args = tuple(_example(torch, s, d) for _, s, d in infos)
+    try:
+        return torch.export.export(model, args)
+    except Exception as e:
+        raise ValueError(f"from_pytorch: torch.export.export failed on inputs "
+                         f"{[(n, s, d) for n, s, d in infos]}: {type(e).__name__}: {e}") from e
+
+
+def _program(model: Any, input_infos: Any, default_dtype: str):
+    torch = _torch()
+    from torch.export import ExportedProgram
+
+    if isinstance(model, ExportedProgram):
+        infos = None if input_infos is None else _parse_input_infos(input_infos, default_dtype)
+        return model, infos
+    if isinstance(model, torch.nn.Module):
+        if input_infos is None:
+            raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required to "
+                             "export an nn.Module")
+        infos = _parse_input_infos(input_infos, default_dtype)
+        return _export(model, infos), infos
+    raise TypeError(f"from_pytorch: model must be a torch.nn.Module, torch.fx.GraphModule or "
+                    f"torch.export.ExportedProgram, got {type(model).__name__}")
+
+
+# ------------------------------------------------------------------------------------------------
+# support check and graph preparation
+def _key(node: Any) -> str:
+    return str(node.target)
+
+
+def _flat_nodes(v: Any) -> list:
+    import torch.fx
+
+    if isinstance(v, torch.fx.Node):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [n for x in v for n in _flat_nodes(x)]
+    if isinstance(v, dict):
+        return [n for x in v.values() for n in _flat_nodes(x)]
+    return []
+
+
+def _const_nodes(ep: Any) -> set:
+    """Nodes whose value is known at import time: lifted tensor constants, and deterministic
+    ATen calls (or getitem) whose every tensor input is known (``torch.arange(4)``, ...)."""
+    torch = _torch()
+    from torch.export.graph_signature import InputKind
+
+    const_names = {s.arg.name for s in ep.graph_signature.input_specs
+                   if s.kind == InputKind.CONSTANT_TENSOR}
+    known: set = set()
+    for n in ep.graph.nodes:
+        if n.op == "placeholder" and n.name in const_names:
+            known.add(n)
+        elif n.op == "call_function" and (
+                n.target is operator.getitem or (
+                    isinstance(n.target, torch._ops.OpOverload)
+                    and torch.Tag.nondeterministic_seeded not in n.target.tags)):
+            ins = _flat_nodes((n.args, n.kwargs))
+            if all(i in known for i in ins) and _key(n) not in _NO_OUTPUT:
+                known.add(n)
+    return known
+
+
+def _unsupported(ep: Any) -> dict[str, list[str]]:
+    known = _const_nodes(ep)
+    missing: dict[str, list[str]] = {}
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            k = _key(n)
+            if (n.target is operator.getitem or k in CONVERTERS or k in IDENTITY_OPS
+                    or k in _NO_OUTPUT or n in known):
+                continue
+            missing.setdefault(k, []).append(n.name)
+        elif n.op not in ("placeholder", "output"):
+            missing.setdefault(f"{n.op} {n.target}", []).append(n.name)
+    return missing
+
+
+def _core_table(torch) -> Any:
+    """Core-ATen decompositions, less the ops the converters take whole."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if str(op) in CONVERTERS or str(op) in IDENTITY_OPS:
+            del table[op]
+    return table
+
+
+def _prepare(ep: Any) -> Any:
+    torch = _torch()
+    if not _unsupported(ep):
+        return ep
+    try:
+        ep = ep.run_decompositions({})
+        if _unsupported(ep):
+            ep = ep.run_decompositions(_core_table(torch))
+    except Exception as e:
+        raise ValueError(f"from_pytorch: torch could not functionalize/decompose the exported "
+                         f"program: {type(e).__name__}: {e}") from e
+    missing = _unsupported(ep)
+    if missing:
+        raise unsupported_error("from_pytorch", missing)
+    return ep
+
+
+# ------------------------------------------------------------------------------------------------
+# conversion
+class _Ctx:
+    """Conversion state: relay values (an expression, or a list for multi-output nodes) and
+    torch values known at import time, per fx node."""
+
+    def __init__(self):
+        self.env: dict[Any, Any] = {}
+        self.values: dict[Any, Any] = {}
+
+    def expr(self, n: Any) -> Any:
+        v = self.env.get(n)
+        if v is None:
+            raise PyTorchConvertError(f"node {n.name!r} ({n.target}) has no value to use")
+        return v
+
+    def resolve(self, v: Any) -> Any:
+        import torch.fx
+
+        if isinstance(v, torch.fx.Node):
+            return self.expr(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.resolve(x) for x in v)
+        return v
+
+    def resolve_value(self, v: Any) -> Any:
+        import torch.fx
+
+        if isinstance(v, torch.fx.Node):
+            return self.values[v]
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.resolve_value(x) for x in v)
+        if isinstance(v, dict):
+            return {k: self.resolve_value(x) for k, x in v.items()}
+        return v
+
+
+def _bind(ctx: _Ctx, node: Any) -> dict[str, Any]:
+    """The node's arguments by schema name, defaults filled in, fx nodes resolved."""
+    out = {}
+    for k, arg in enumerate(node.target._schema.arguments):
+        if k < len(node.args):
+            v = node.args[k]
+        elif arg.name in node.kwargs:
+            v = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            v = None
+        out[arg.name] = ctx.resolve(v)
+    return out
+
+
+def _to_const(torch, v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        return const(v.detach().cpu().numpy().copy())
+    if isinstance(v, (list, tuple)):
+        return [_to_const(torch, x) for x in v]
+    return v
+
+
+def _tensor_np(t: Any, what: str) -> np.ndarray:
+    np_dtype(t.dtype)  # refuse unsupported dtypes by name
+    return t.detach().cpu().numpy().copy()
+
+
+def _check_dims(node: Any) -> None:
+    torch = _torch()
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    for v in vals:
+        if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
+            raise PyTorchConvertError(f"node {node.name!r} has a symbolic shape {tuple(v.shape)}: "
+                                      "only static shapes are supported (export without "
+                                      "dynamic_shapes)")
+
+
+def _convert_node(ctx: _Ctx, node: Any, known: set) -> None:
+    torch = _torch()
+    k = _key(node)
+    if node.target is operator.getitem:
+        src, idx = node.args
+        if src in ctx.values:
+            ctx.values[node] = ctx.values[src][idx]
+        seq = ctx.expr(src)
+        if idx >= len(seq) or seq[idx] is None:
+            raise PyTorchConvertError(
+                f"node {node.name!r}: output {idx} of {src.target} node {src.name!r} is not "
+                "supported (only its first output is converted)")
+        ctx.env[node] = seq[idx]
+        return
+    if node in known:
+        val = node.target(*ctx.resolve_value(node.args), **ctx.resolve_value(node.kwargs))
+        ctx.values[node] = val
+        ctx.env[node] = _to_const(torch, val)
+        return
+    _check_dims(node)
+    a = _bind(ctx, node)
+    if k in _NO_OUTPUT:
+        return
+    if k in IDENTITY_OPS:
+        train = a.get("train")
+        if train:
+            raise PyTorchConvertError(f"{k} node {node.name!r}: train=True is not supported "
+                                      "(inference only: call model.eval())")
+        src = a.get("self", a.get("input"))
+        ctx.env[node] = [src, None] if k == "aten.native_dropout.default" else src
+        return
+    ctx.env[node] = CONVERTERS[k](ctx, node, a)
+
+
+def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
+                 default_dtype: str = "float32", freeze_params: bool = False
+                 ) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Convert a PyTorch model to a relay IRModule and its parameters (TVM's from_pytorch).
+
+    ``model``: an ``nn.Module`` in eval mode (a ``torch.fx.GraphModule`` included), exported
+    with ``torch.export.export`` on inputs of the given shapes, or an ``ExportedProgram``.
+    ``input_infos``: ``[(name, shape)]`` or ``[(name, (shape, dtype))]`` in ``forward``'s
+    argument order; the names become the relay inputs' names. Optional for an
+    ExportedProgram (then its placeholder names and shapes are used, and when given they are
+    checked against the program's). ``default_dtype``: the dtype of inputs given without one.
+    """
+    torch = _torch()
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    ep, infos = _program(model, input_infos, default_dtype)
+    ep = _prepare(ep)
+    sig = ep.graph_signature
+    nodes = {n.name: n for n in ep.graph.nodes}
+
+    user_specs = [s for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    if infos is None:
+        infos = []
+        for s in user_specs:
+            v = nodes[s.arg.name].meta.get("val")
+            if not isinstance(v, torch.Tensor):
+                raise ValueError(f"from_pytorch: program input {s.arg.name!r} is not a tensor")
+            infos.append((s.arg.name, [int(d) for d in v.shape], np_dtype(v.dtype)))
+    if len(infos) != len(user_specs):
+        raise ValueError(f"from_pytorch: input_infos has {len(infos)} entries "
+                         f"{[n for n, _, _ in infos]}, the model takes {len(user_specs)} tensor "
+                         f"inputs {[s.arg.name for s in user_specs]}")
+
+    ctx = _Ctx()
+    inputs: list = []
+    param_vars: list = []
+    params: dict[str, np.ndarray] = {}
+    user_names = {n for n, _, _ in infos}
+    for spec, (name, shape, dtype) in zip(user_specs, infos):
+        n = nodes[spec.arg.name]
+        v = n.meta.get("val")
+        if not isinstance(v, torch.Tensor):
+            raise ValueError(f"from_pytorch: program input {n.name!r} is not a tensor")
+        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
+        if want != (shape, dtype):
+            raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
+                             f"the program was exported with {want[1]}{want[0]}")
+        ctx.env[n] = var(name, shape=shape, dtype=dtype)
+        inputs.append(ctx.env[n])
+
+    for spec in sig.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            continue
+        n = nodes[spec.arg.name]
+        if spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            raise ValueError(f"from_pytorch: program input {n.name!r} of kind {spec.kind.name} "
+                             "is not supported")
+        if not n.users:
+            continue
+        t = ep.state_dict.get(spec.target)
+        if t is None:
+            t = ep.constants[spec.target]
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            ctx.values[n] = t
+            ctx.env[n] = const(_tensor_np(t, spec.target))
+            continue
+        arr = _tensor_np(t, spec.target)
+        if freeze_params:
+            ctx.env[n] = const(arr)
+            continue
+        if spec.target in user_names:
+            raise ValueError(f"from_pytorch: input name {spec.target!r} is also a parameter "
+                             "name: rename the input")
+        ctx.env[n] = var(spec.target, shape=arr.shape, dtype=str(arr.dtype))
+        param_vars.append(ctx.env[n])
+        params[spec.target] = arr
+
+    known = _const_nodes(ep)
+    for node in ep.graph.nodes:
+        if node.op == "call_function":
+            _convert_node(ctx, node, known)
+
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    outs = []
+    for spec, n in zip(sig.output_specs, out_node.args[0]):
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise ValueError(f"from_pytorch: the program mutates {spec.target!r} "
+                             f"({spec.kind.name}): only inference programs are supported")
+        if not isinstance(n, torch.fx.Node) or not isinstance(n.meta.get("val"), torch.Tensor):
+            raise ValueError(f"from_pytorch: output {len(outs)} ({n!r}) is not a tensor")
+        e = ctx.expr(n)
+        if not isinstance(e, RelayExpr):
+            raise PyTorchConvertError(f"from_pytorch: output {n.name!r} is not a single tensor")
+        outs.append((n, e))
+    body = outs[0][1] if len(outs) == 1 else Tuple([e for _, e in outs])
+    mod = IRModule.from_expr(Function(inputs + param_vars, body))
+    from ..transform import InferType
+
+    mod = InferType()(mod)
+    _check_outputs(mod, [n for n, _ in outs])
+    return mod, params
+
+
+def _check_outputs(mod: IRModule, out_nodes: list) -> None:
+    """The converted outputs' types must be torch's: a mismatch is a converter bug, caught here
+    rather than as a wrong answer."""
+    from ..ty import TupleType
+
+    ret = mod["main"].body.checked_type
+    types = list(ret.fields) if isinstance(ret, TupleType) else [ret]
+    for n, t in zip(out_nodes, types):
+        v = n.meta["val"]
+        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
+        got = ([int(d) for d in t.shape], str(t.dtype))
+        if got != want:
+            raise PyTorchConvertError(f"from_pytorch: output {n.name!r} converted to "
+                                      f"{got[1]}{got[0]}, torch gives {want[1]}{want[0]}")
