@@ -30,7 +30,7 @@ from .expr import (
 from .module import IRModule
 from .op import numpy_impl
 from .op.registry import Op
-from .ty import TensorType, type_str
+from .ty import TensorType, TupleType, type_str
 from .type_infer import infer_type
 from .visitor import ExprFunctor
 
@@ -109,9 +109,14 @@ def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
     return _Eval(env, mod).visit(fn.func.body)
 
 
-def _check_input(p: Var, value: Any) -> np.ndarray:
+def _check_input(p: Var, value: Any, t: Any = None) -> Any:
+    t = p.type_annotation if t is None else t
+    if isinstance(t, TupleType):  # a tuple-typed parameter takes a tuple of values
+        if not isinstance(value, (tuple, list)) or len(value) != len(t.fields):
+            raise TypeError(f"input %{p.name_hint}: expected a tuple of {len(t.fields)} values "
+                            f"({type_str(t)}), got {type(value).__name__}")
+        return tuple(_check_input(p, v, ft) for v, ft in zip(value, t.fields))
     arr = np.asarray(value)
-    t = p.type_annotation
     if isinstance(t, TensorType):
         if arr.dtype != np.dtype(t.dtype):
             raise TypeError(f"input %{p.name_hint}: expected dtype {t.dtype}, got {arr.dtype}")
