@@ -1,0 +1,337 @@
+"""relay.build: small graphs built at opt_level 0 and 3, run through the graph executor and
+compared with the relay interpreter (numpy) on random data; deduplication of identical fused
+groups; the graph JSON (contract C3); errors on bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import relay
+from tvmpy.relay.analysis import free_vars
+from tvmpy.relay.backend.te_compiler import TECompiler, lower_primitive
+from tvmpy.relay.build_module import RelayBuildError, lower_module, optimize
+
+rng = np.random.default_rng(7)
+
+
+def _rand(shape, dtype="float32"):
+    if dtype.startswith("int"):
+        return rng.integers(-5, 6, size=shape).astype(dtype)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def _module(out):
+    return tvm.IRModule.from_expr(relay.Function(free_vars(out), out))
+
+
+def _inputs(mod, skip=()):
+    return {p.name_hint: _rand(tuple(int(d) for d in p.type_annotation.shape),
+                               p.type_annotation.dtype)
+            for p in mod["main"].params if p.name_hint not in skip}
+
+
+def _reference(mod, values):
+    args = [values[p.name_hint] for p in mod["main"].params]
+    with np.errstate(all="ignore"):
+        out = relay.create_executor("debug", mod).evaluate()(*args)
+    return [np.asarray(o) for o in out] if isinstance(out, (list, tuple)) else [np.asarray(out)]
+
+
+def _run(lib, inputs):
+    from tvmpy.contrib import graph_executor
+
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input(**inputs)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def check_build(out, opt_level, params_names=(), rtol=1e-5, atol=1e-5):
+    """Build ``out`` (an expression over free vars) at ``opt_level`` binding the inputs named
+    in ``params_names`` as params; run it and compare with the interpreter."""
+    mod = _module(out)
+    values = _inputs(mod)
+    params = {k: values[k] for k in params_names}
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(mod, target="llvm", params=params)
+    got = _run(lib, {k: v for k, v in values.items() if k not in params})
+    want = _reference(mod, values)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return lib
+
+
+def _conv_bias_relu(x, cin, cout, name):
+    w = relay.var(f"{name}_w", shape=(cout, cin, 3, 3))
+    b = relay.var(f"{name}_b", shape=(cout,))
+    return relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, padding=(1, 1)), b))
+
+
+OPT_LEVELS = [0, 3]
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_conv_bias_relu(opt):
+    x = relay.var("x", shape=(1, 3, 7, 5))
+    check_build(_conv_bias_relu(x, 3, 5, "c1"), opt, params_names=("c1_w", "c1_b"), rtol=1e-4)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_dense_bias(opt):
+    x = relay.var("x", shape=(3, 11))
+    w = relay.var("w", shape=(7, 11))
+    b = relay.var("b", shape=(7,))
+    check_build(relay.nn.bias_add(relay.nn.dense(x, w), b), opt, params_names=("w",), rtol=1e-4)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_softmax(opt):
+    x = relay.var("x", shape=(2, 13))
+    check_build(relay.nn.softmax(x * relay.const(2.0)), opt)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_concat_split(opt):
+    a = relay.var("a", shape=(1, 2, 3))
+    b = relay.var("b", shape=(1, 5, 3))
+    c = relay.concatenate([relay.exp(a), b], axis=1)
+    parts = relay.split(c, indices_or_sections=(3,), axis=1)
+    out = relay.Tuple([parts[0] + relay.const(1.0), relay.nn.relu(parts[1])])
+    check_build(out, opt)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_residual_and_batch_norm(opt):
+    x = relay.var("x", shape=(1, 4, 5, 3))
+    y = _conv_bias_relu(x, 4, 4, "r1")
+    gamma, beta = relay.var("g", shape=(4,)), relay.var("be", shape=(4,))
+    mean, var = relay.var("m", shape=(4,)), relay.var("v", shape=(4,))
+    bn = relay.nn.batch_norm(y, gamma, beta, mean, var)[0]
+    out = relay.nn.relu(bn + x)
+    mod = _module(out)
+    values = _inputs(mod)
+    values["v"] = np.abs(values["v"]) + 0.5
+    params = {k: values[k] for k in ("g", "be", "m", "v", "r1_w")}
+    with tvm.transform.PassContext(opt_level=opt):
+        lib = relay.build(mod, params=params)
+    got = _run(lib, {k: v for k, v in values.items() if k not in params})
+    np.testing.assert_allclose(got[0], _reference(mod, values)[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_multiple_outputs_and_shared_input(opt):
+    x = relay.var("x", shape=(2, 1, 3))
+    y = relay.var("y", shape=(2, 5, 3))
+    s = x + y
+    out = relay.Tuple([relay.sum(s, axis=1), relay.sigmoid(s), relay.transpose(y, (2, 0, 1))])
+    check_build(out, opt)
+
+
+@pytest.mark.parametrize("opt", [0, 2])
+def test_int_ops_and_reduce(opt):
+    x = relay.var("x", shape=(3, 4), dtype="int32")
+    out = relay.max(relay.abs(x) * relay.const(3, "int32"), axis=0)
+    check_build(out, opt)
+
+
+def test_heads_that_are_inputs_or_constants():
+    x = relay.var("x", shape=(2, 3))
+    c = relay.const(_rand((4,)))
+    out = relay.Tuple([relay.exp(x), x, c])
+    mod = _module(out)
+    lib = relay.build(mod)
+    xv = _rand((2, 3))
+    got = _run(lib, {"x": xv})
+    np.testing.assert_allclose(got[0], np.exp(xv), rtol=1e-6)
+    np.testing.assert_array_equal(got[1], xv)
+    np.testing.assert_array_equal(got[2], c.data.numpy())
+
+
+def test_params_become_p_nodes():
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    mod = _module(_conv_bias_relu(x, 3, 2, "k"))
+    values = _inputs(mod)
+    with tvm.transform.PassContext(opt_level=0):
+        lib = relay.build(mod, params={"k_w": values["k_w"]})
+    graph = json.loads(lib.get_graph_json())
+    null_names = [n["name"] for n in graph["nodes"] if n["op"] == "null"]
+    assert null_names[:2] == ["x", "k_b"]  # main's remaining parameters, in order
+    assert [n for n in null_names if n.startswith("p")] == ["p0"]
+    params = lib.get_params()
+    assert set(params) == {"p0"}
+    p0 = params["p0"]
+    np.testing.assert_array_equal(p0.numpy() if hasattr(p0, "numpy") else p0, values["k_w"])
+
+
+def test_graph_json_well_formed():
+    x = relay.var("x", shape=(1, 3, 5, 5))
+    y = _conv_bias_relu(x, 3, 4, "a")
+    parts = relay.split(y, indices_or_sections=2, axis=1)
+    out = relay.Tuple([parts[1], relay.nn.max_pool2d(parts[0], pool_size=(2, 2))])
+    mod = _module(out)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, params={"a_w": _rand((4, 3, 3, 3))})
+    g = json.loads(lib.get_graph_json())
+    nodes, rp = g["nodes"], g["node_row_ptr"]
+    assert len(rp) == len(nodes) + 1 and rp[0] == 0
+    n_entries = rp[-1]
+    for key, kind in (("dltype", "list_str"), ("shape", "list_shape"),
+                      ("storage_id", "list_int")):
+        assert g["attrs"][key][0] == kind and len(g["attrs"][key][1]) == n_entries
+    assert g["arg_nodes"] == [i for i, n in enumerate(nodes) if n["op"] == "null"]
+    lib_mod = lib.get_lib()
+    for nid, n in enumerate(nodes):
+        assert rp[nid + 1] - rp[nid] == (1 if n["op"] == "null"
+                                         else int(n["attrs"]["num_outputs"]))
+        for e in n["inputs"]:
+            assert e[0] < nid and e[1] < rp[e[0] + 1] - rp[e[0]] and e[2] == 0
+        if n["op"] == "tvm_op":
+            assert int(n["attrs"]["num_inputs"]) == len(n["inputs"])
+            assert n["attrs"]["func_name"] in lib_mod
+    assert len(g["heads"]) == 2
+    shapes = g["attrs"]["shape"][1]
+    assert [shapes[rp[h[0]] + h[1]] for h in g["heads"]] == [[1, 2, 5, 5], [1, 2, 4, 4]]
+
+
+def test_identical_groups_are_lowered_once():
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    y = x
+    for i in range(3):  # three structurally identical conv+bias+relu blocks
+        y = _conv_bias_relu(y, 4, 4, f"b{i}")
+    mod = _module(y)
+    values = _inputs(mod)
+    params = {k: v for k, v in values.items() if k != "x"}
+    with tvm.transform.PassContext(opt_level=2):
+        fused = optimize(mod, params)
+        res = lower_module(fused, "llvm")
+    g = json.loads(res.graph_json)
+    ops = [n["attrs"]["func_name"] for n in g["nodes"] if n["op"] == "tvm_op"]
+    assert len(ops) >= 3 and len(set(ops)) == len(res.funcs)
+    assert len(set(ops)) < len(ops)  # the repeated blocks share their symbols
+    assert sorted(lf.name for lf in res.funcs) == sorted(set(ops))
+    got = _run_result(res, {"x": values["x"]})
+    np.testing.assert_allclose(got[0], _reference(mod, values)[0], rtol=1e-4, atol=1e-5)
+
+
+def _run_result(res, inputs):
+    from tvmpy.relay.backend.executor_factory import GraphExecutorFactoryModule
+
+    return _run(GraphExecutorFactoryModule(res.graph_json, res.lib, res.params), inputs)
+
+
+def test_progress_reports_every_stage():
+    x = relay.var("x", shape=(2, 3))
+    out = relay.nn.relu(relay.exp(x) + relay.const(1.0))
+    seen = []
+    with tvm.transform.PassContext(opt_level=0):
+        relay.build(_module(out), progress=lambda s, d, t: seen.append((s, d, t)))
+    stages = [s for s, _, _ in seen]
+    assert {"lower", "tir", "codegen"} <= set(stages)
+    for stage in ("lower", "tir", "codegen"):
+        last = [(d, t) for s, d, t in seen if s == stage][-1]
+        assert last[0] == last[1] >= 1
+
+
+def test_lower_primitive_signature():
+    """C2: parameters are the flattened inputs in params order, then the outputs."""
+    a = relay.var("p0", relay.TupleType([relay.TensorType((2, 3)), relay.TensorType((2, 5))]))
+    b = relay.var("p1", shape=(2, 8))
+    body = relay.concatenate(relay.Tuple([relay.TupleGetItem(a, 0), relay.TupleGetItem(a, 1)]),
+                             axis=1) + b
+    func = relay.Function([a, b], body, attrs={"Primitive": 1})
+    func = relay.transform.infer_type(func)
+    pf = lower_primitive(func, "llvm", "fused_concat_add")
+    assert len(pf.params) == 4
+    shapes = [tuple(int(d) for d in pf.buffer_map[p].shape) for p in pf.params]
+    assert shapes == [(2, 3), (2, 5), (2, 8), (2, 8)]
+    f = tvm.build(pf, target="llvm")
+    av, bv, cv = _rand((2, 3)), _rand((2, 5)), _rand((2, 8))
+    out = tvm.nd.array(np.zeros((2, 8), "float32"))
+    f(av, bv, cv, out)
+    np.testing.assert_allclose(out.numpy(), np.concatenate([av, bv], axis=1) + cv, rtol=1e-6)
+
+
+def test_te_compiler_cache_by_structure():
+    def prim():
+        p = relay.var("p0", shape=(3, 4))
+        return relay.transform.infer_type(
+            relay.Function([p], relay.nn.relu(p) * relay.const(2.0), attrs={"Primitive": 1}))
+
+    comp = TECompiler("llvm")
+    f1, f2 = comp.lower(prim()), comp.lower(prim())
+    assert f1 is f2 and len(comp.funcs) == 1 and f1.uses == 2
+    p = relay.var("p0", shape=(3, 5))
+    other = relay.transform.infer_type(
+        relay.Function([p], relay.nn.relu(p) * relay.const(2.0), attrs={"Primitive": 1}))
+    f3 = comp.lower(other)
+    assert f3 is not f1 and f3.name != f1.name and len(comp.funcs) == 2
+
+
+# ---- bad input ------------------------------------------------------------------------------
+def test_unknown_param_name():
+    x = relay.var("x", shape=(2, 3))
+    w = relay.var("w", shape=(2, 3))
+    with pytest.raises(RelayBuildError, match=r"\['wrong'\].*\['x', 'w'\]"):
+        relay.build(_module(x + w), params={"wrong": np.ones((2, 3), "float32")})
+
+
+def test_param_of_wrong_shape():
+    x = relay.var("x", shape=(2, 3))
+    w = relay.var("w", shape=(2, 3))
+    with pytest.raises(ValueError, match="w"):
+        relay.build(_module(x + w), params={"w": np.ones((3, 2), "float32")})
+
+
+def test_not_a_module():
+    with pytest.raises(TypeError, match="IRModule"):
+        relay.build("not a module")
+    x = relay.var("x", shape=(2,))
+    with pytest.raises(TypeError, match="target"):
+        relay.build(_module(relay.exp(x)), target=3)
+
+
+def test_function_accepted_as_module():
+    x = relay.var("x", shape=(5,))
+    lib = relay.build(relay.Function([x], relay.exp(x)))
+    xv = _rand((5,))
+    np.testing.assert_allclose(_run(lib, {"x": xv})[0], np.exp(xv), rtol=1e-6)
+
+
+def test_if_and_let_refused():
+    x = relay.var("x", shape=(2,))
+    c = relay.var("c", shape=(), dtype="bool")
+    f_if = relay.Function([c, x], relay.If(c, relay.exp(x), x))
+    with pytest.raises(RelayBuildError, match="If"):
+        relay.build(f_if)
+    v = relay.var("v", shape=(2,))
+    f_let = relay.Function([x], relay.Let(v, relay.exp(x), v + v))
+    with pytest.raises(RelayBuildError, match="Let"):
+        relay.build(f_let)
+
+
+def test_unsupported_operator_refused_before_compiling():
+    from tvmpy.relay.op.registry import _REGISTRY, OpPattern, register_op
+
+    name = "test.build_no_compute"
+    op = register_op(name, lambda types, attrs: types[0], OpPattern.ELEMWISE, 1)
+    try:
+        x = relay.var("x", shape=(2, 3))
+        y = relay.Call(op, [relay.exp(x)])
+        z = relay.Call(op, [y])
+        with pytest.raises(RelayBuildError, match=r"test\.build_no_compute \(x2\)"):
+            relay.build(_module(z))
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+def test_symbolic_shape_refused():
+    from tvmpy import tir
+
+    n = tir.Var("n", "int32")
+    x = relay.var("x", shape=(n, 3))
+    with pytest.raises(ValueError, match="static|concrete"):
+        relay.build(_module(relay.exp(x)))
