@@ -452,19 +452,49 @@ def test_symbolic_shape():
     _assert_same_values(mod, out, {"x": _rand((3, 4))})
 
 
-def test_let_and_if_refused():
-    x = relay.var("x", shape=(2,))
-    v = relay.var("v", shape=(2,))
-    mod = _mod(relay.Let(v, relay.exp(x), relay.nn.relu(v)), [x])
-    with pytest.raises(NotImplementedError, match="Let inside the function body"):
+def test_let_inlined_if_refused():
+    x = relay.var("x", shape=(2, 3))
+    v = relay.var("v", shape=(2, 3))
+    body = relay.Let(v, relay.exp(x), relay.nn.relu(v) + v)
+    mod = _mod(body, [x])
+    out = _fuse(mod)
+    assert _groups(out) == ["fused_exp_nn_relu_add"]
+    _assert_same_values(mod, out, random_inputs(mod["main"]))
+    c = relay.var("c", shape=(), dtype="bool")
+    mod = _mod(relay.If(c, relay.exp(x), relay.nn.relu(x)), [c, x])
+    with pytest.raises(NotImplementedError, match="If inside the function body"):
         transform.FuseOps(2)(mod)
+
+
+def test_item_of_literal_tuple():
+    x = relay.var("x", shape=(3,))
+    t = relay.Tuple([relay.exp(x), relay.nn.relu(x)])
+    mod = _mod(relay.sqrt(relay.TupleGetItem(t, 1)) + relay.TupleGetItem(t, 0))
+    out = _fuse(mod)
+    assert _groups(out) == ["fused_nn_relu_sqrt_exp_add"]
+    _assert_same_values(mod, out, random_inputs(mod["main"]))
+
+
+def test_long_chain():
+    x = relay.var("x", shape=(4,))
+    y = x
+    for i in range(1500):
+        y = relay.nn.relu(y) if i % 2 else y + relay.const(0.001)
+    mod = _mod(y)
+    out = _fuse(mod)
+    # 1500 ops + 750 scalar constants: groups of at most 256 nodes (constants count, as in TVM)
+    assert len(_groups(out)) == 9
+    for f in (n for n in _all_nodes(out) if isinstance(n, relay.Function) and n.attrs.get("Name")):
+        assert len([n for n in _all_nodes(IRModule.from_expr(f))
+                    if isinstance(n, (relay.Call, relay.Constant))]) <= 256
+    _assert_same_values(mod, out, random_inputs(mod["main"]))
 
 
 def test_function_typed_parameter_refused():
     f = relay.var("f", relay.FuncType([relay.TensorType((2,))], relay.TensorType((2,))))
     x = relay.var("x", shape=(2,))
     mod = _mod(relay.nn.relu(relay.Call(f, [x])), [f, x])
-    with pytest.raises(NotImplementedError, match="FuseOps"):
+    with pytest.raises(NotImplementedError, match="calling a Var of type fn"):
         transform.FuseOps(2)(mod)
 
 

@@ -53,7 +53,8 @@ from ..expr import (
 )
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType, TupleType, Type, dim_equal, type_str
-from ..visitor import deep_recursion
+from ..type_infer import infer_type
+from ..visitor import ExprMutator, deep_recursion, post_order_visit
 from .pass_infra import FunctionPass
 
 __all__ = ["FuseOps", "fuse_function", "DEFAULT_MAX_DEPTH", "MAX_NAME_LENGTH"]
@@ -171,7 +172,10 @@ class _ForwardGraph:
                 node.pattern = pattern
                 return list(e.args)
             if not (_is_primitive_fn(e.op) or isinstance(e.op, GlobalVar)):
-                raise _unsupported(e.op)
+                raise NotImplementedError(
+                    f"FuseOps: calling a {type(e.op).__name__} of type "
+                    f"{type_str(e.op.checked_type)} is not supported; only operator calls, "
+                    "calls of primitive functions and of global functions can be fused around")
             node.pattern = OPAQUE  # an already fused function, or a call of another global
             for a in e.args:
                 self._update(a, node, OPAQUE)
@@ -200,11 +204,11 @@ class _ForwardGraph:
 
 def _unsupported(e: Any) -> Exception:
     kind = type(e).__name__
-    if isinstance(e, (Let, If, Function)):
+    if isinstance(e, (If, Function)):
         return NotImplementedError(
             f"FuseOps: a {kind} inside the function body is not supported; FuseOps expects a "
             "dataflow graph of operator calls, variables, constants, tuples and tuple items "
-            "(inline let bindings, conditionals and local functions first)")
+            "(conditionals and local functions cannot be fused around)")
     return NotImplementedError(f"FuseOps: unsupported expression {kind}: {e!r}")
 
 
@@ -547,16 +551,57 @@ def fused_name(body: RelayExpr) -> str:
     return name
 
 
-def fuse_function(func: Function, fuse_level: int = 1,
-                  max_depth: int = DEFAULT_MAX_DEPTH) -> Function:
-    """Fuse the operator calls of a typed ``func`` (``InferType`` ran on it); returns the new
-    function (untyped: the pass re-types the module)."""
+class _Normalize(ExprMutator):
+    """``let v = e; body`` -> body with ``e`` for ``v`` (operators are pure, see the package
+    docstring) and ``TupleGetItem(Tuple(fs), i)`` -> ``fs[i]``, so that fusion sees a plain
+    dataflow graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.subst: dict[int, RelayExpr] = {}
+
+    def visit_var(self, v: Var) -> RelayExpr:
+        return self.subst.get(id(v), v)
+
+    def visit_let(self, let: Let) -> RelayExpr:
+        self.subst[id(let.var)] = self.visit(let.value)
+        return self.visit(let.body)
+
+    def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
+        new = super().visit_tuple_getitem(t)
+        if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
+            return new.tuple_value.fields[new.index]
+        return new
+
+    def visit_function(self, f: Function) -> RelayExpr:
+        return f  # primitive functions are left alone; other local functions are refused later
+
+
+def _normalize(func: Function, mod: Any) -> Function:
+    found = [False]
+
+    def f(e: Any) -> None:
+        if isinstance(e, Let) or (isinstance(e, TupleGetItem) and isinstance(e.tuple_value, Tuple)):
+            found[0] = True
+
+    post_order_visit(func.body, f)
+    if not found[0]:
+        return func
+    new = Function(func.params, _Normalize().visit(func.body), func.ret_type, attrs=func.attrs)
+    return infer_type(new, mod)  # type: ignore[return-value]
+
+
+def fuse_function(func: Function, fuse_level: int = 1, max_depth: int = DEFAULT_MAX_DEPTH,
+                  mod: Any = None) -> Function:
+    """Fuse the operator calls of a typed ``func`` (``InferType`` ran on it; ``mod`` resolves
+    global calls if it has any); returns the new function (the pass re-types the module)."""
     if _is_primitive_fn(func):
         return func
     for p in func.params:
         if p.type_annotation is None:
             raise TypeError(f"FuseOps: parameter %{p.name_hint} has no type annotation")
     with deep_recursion():
+        func = _normalize(func, mod)
         graph = _ForwardGraph(func)
         groups = _Partitioner(fuse_level, max_depth).partition(graph)
         gmap = _final_groups(graph, groups)
@@ -586,4 +631,4 @@ class FuseOps(FunctionPass):
 
     def transform_function(self, func: Function, mod: Any, ctx: PassContext) -> Function:
         level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
-        return fuse_function(func, level, _max_depth(ctx))
+        return fuse_function(func, level, _max_depth(ctx), mod)
