@@ -49,7 +49,8 @@ def _as_numpy(name: str, value: Any) -> np.ndarray:
     if arr.dtype.name not in _CODES:
         raise TypeError(f"save_param_dict: parameter {name!r} has dtype {arr.dtype}, which cannot "
                         f"be saved; supported: {', '.join(_CODES)}")
-    return np.ascontiguousarray(arr)
+    # (not np.ascontiguousarray: it turns a 0-d array into shape (1,))
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def save_param_dict(params: Mapping[str, Any]) -> bytes:

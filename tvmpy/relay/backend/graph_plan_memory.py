@@ -127,10 +127,11 @@ def plan_memory(graph: dict) -> MemoryPlan:
     sizes = [entry_nbytes(s, d) for s, d in zip(shapes, dtypes)]
 
     def eid(ref: Any, where: str) -> int:
-        if not (isinstance(ref, (list, tuple)) and len(ref) >= 2):
-            raise ValueError(f"graph JSON: {where}: entry reference must be [node, index, version],"
-                             f" got {ref!r}")
-        nid, idx = int(ref[0]), int(ref[1])
+        if not (isinstance(ref, (list, tuple)) and len(ref) >= 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in ref)):
+            raise ValueError(f"graph JSON: {where}: an entry reference must be [node_id, "
+                             f"output_index, version], got {ref!r}")
+        nid, idx = ref[0], ref[1]
         if not 0 <= nid < len(nodes) or not 0 <= idx < row[nid + 1] - row[nid]:
             raise ValueError(f"graph JSON: {where} refers to output {idx} of node {nid}, which "
                              "does not exist")
