@@ -261,7 +261,8 @@ def test_weight_var_transformed_in_graph_then_folded_when_bound():
 
 def test_left_alone():
     x = relay.var("x", shape=(1, 8, 6, 6))
-    dw = relay.nn.conv2d(x, _w(8, 1, 3, 3), padding=(1, 1), groups=8)  # depthwise
+    dw = relay.nn.conv2d(x, _w(16, 1, 3, 3), padding=(1, 1), groups=8)  # multiplier 2
+    dw = relay.nn.conv2d(dw, _w(16, 4, 3, 3), padding=(1, 1), groups=4)  # grouped
     nhwc = relay.var("y", shape=(1, 6, 6, 8))
     c2 = relay.nn.conv2d(nhwc, _w(3, 3, 8, 4), data_layout="NHWC", kernel_layout="HWIO")
     mod = _mod([x, nhwc], relay.Tuple([dw, c2]))
@@ -287,6 +288,30 @@ def test_consumers_that_need_nchw_share_one_transform():
     assert ops.count("layout_transform") == 3
     out = run(new, random_inputs(mod["main"]))
     assert [o.shape for o in out] == [(1, 16, 4, 4), (1, 16, 16), (1, 8, 4, 4), (1, 16, 4, 4)]
+    _check(mod, new)
+
+
+def test_depthwise_keeps_the_block():
+    x = relay.var("x", shape=(1, 8, 7, 7))
+    y = relay.clip(relay.nn.conv2d(x, _w(48, 8, 1, 1)), 0.0, 6.0)  # 48 channels: block 16
+    y = relay.nn.conv2d(y, _w(48, 1, 3, 3), strides=(2, 2), padding=(1, 1), groups=48)
+    y = relay.nn.conv2d(relay.clip(y, 0.0, 6.0), _w(8, 48, 1, 1))
+    mod = _mod([x], y)
+    new = _alter(mod)
+    assert _ops(new).count("layout_transform") == 2
+    dw = [c for c in _calls(new) if c.op.name == "nn.contrib_conv2d_NCHWc"][1]
+    assert (dw.attrs.groups, dw.attrs.data_layout, dw.attrs.kernel_layout) == (
+        48, "NCHW16c", "OIHW1i16o")
+    assert tuple(dw.args[1].data.shape) == (3, 1, 3, 3, 1, 16)
+    _check(mod, new)
+    # a depthwise conv whose input is blocked by a block that divides its channels keeps it
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    y = relay.nn.conv2d(x, _w(24, 8, 1, 1))  # 24 channels: block 12
+    y = relay.nn.conv2d(relay.nn.relu(y), _w(24, 1, 3, 3), padding=(1, 1), groups=24)
+    mod = _mod([x], y)
+    new = _alter(mod)
+    assert _ops(new).count("layout_transform") == 2
+    assert [c.attrs.out_layout for c in _calls(new) if "conv" in c.op.name] == ["NCHW12c"] * 2
     _check(mod, new)
 
 
@@ -330,7 +355,8 @@ def test_mobilenet_v2():
     ref = _prepared(mod, params)
     new = transform.FoldConstant()(_alter(ref))
     ops = _ops(new)
-    assert "nn.contrib_conv2d_NCHWc" in ops
+    assert "nn.conv2d" not in ops  # the depthwise ones too
+    assert ops.count("layout_transform") == 2  # the image in, before batch_flatten out
     x = {"data": rng.uniform(-1, 1, (1, 3, 32, 32)).astype("float32")}
     want = run(ref, x)
     tol = 1e-4 * np.abs(want).max()

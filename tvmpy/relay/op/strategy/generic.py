@@ -438,12 +438,21 @@ def _conv3d(attrs: Any, inputs: list, out_type: Any) -> list:
 
 @_reg("nn.contrib_conv2d_NCHWc")
 def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
-    if attrs.groups != 1:
-        raise NotImplementedError("nn.contrib_conv2d_NCHWc: groups > 1 has no compute")
     data, kernel = inputs
     oc_bn = int(kernel.shape[5])
-    out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
-                               attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+    channels = int(data.shape[1]) * int(data.shape[4])
+    if attrs.groups == 1:
+        out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
+                                   attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+    elif (attrs.groups == channels and int(kernel.shape[1]) == int(kernel.shape[4]) == 1
+          and int(kernel.shape[0]) * oc_bn == channels and int(data.shape[4]) == oc_bn):
+        # depthwise (multiplier 1): kernel OIHW1i{c}o, data and output NCHW{c}c
+        out = topi.nn.depthwise_conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding,
+                                             attrs.dilation, attrs.data_layout,
+                                             f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+    else:
+        raise NotImplementedError(f"nn.contrib_conv2d_NCHWc: groups={attrs.groups} has no "
+                                  "compute (1, or depthwise with equal in/out blocks)")
     want = attrs.out_layout or attrs.data_layout
     if want != f"NCHW{oc_bn}c":
         out = topi.layout_transform(out, f"NCHW{oc_bn}c", want)
