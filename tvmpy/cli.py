@@ -225,19 +225,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph_input_names(module: Any) -> list[str] | None:
-    """Names of the graph's data inputs (not parameters), if the module exposes its graph."""
-    import json
-
-    try:
-        graph = json.loads(module.get_graph_json())
-        params = set(module.get_params())
-    except Exception:
-        return None
-    nodes = graph["nodes"]
-    return [nodes[i]["name"] for i in graph["arg_nodes"] if nodes[i]["name"] not in params]
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from . import runtime
     from .contrib import graph_executor
@@ -247,21 +234,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     feeds = parse_input_args(args.input)
     lib = runtime.load_module(args.model)
     m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
-    expected = _graph_input_names(lib) or _graph_input_names(m)
-    if expected is not None:
-        unknown = sorted(set(feeds) - set(expected))
-        missing = [n for n in expected if n not in feeds]
-        if unknown or missing:
-            raise CliError(f"inputs {'unknown: ' + str(unknown) + ' ' if unknown else ''}"
-                           f"{'missing: ' + str(missing) + ' ' if missing else ''}"
-                           f"(the model's inputs: {expected})")
-    elif not feeds:
-        raise CliError("give every model input with --input NAME=FILE.npy")
+    shapes, dtypes = m.get_input_info()
+    expected = ", ".join(f"{n} {tuple(shapes[n])} {dtypes[n]}" for n in shapes)
+    unknown = sorted(set(feeds) - set(shapes))
+    missing = [n for n in shapes if n not in feeds]
+    if unknown or missing:
+        what = ([f"unknown input(s) {unknown}"] if unknown else []) + (
+            [f"missing input(s) {missing}"] if missing else [])
+        raise CliError(f"{'; '.join(what)}; the model's inputs: {expected}")
     for name, value in feeds.items():
-        try:
-            m.set_input(name, value)
-        except (ValueError, TypeError, KeyError) as e:
-            raise CliError(f"--input {name}: {e}") from None
+        if value.shape != tuple(shapes[name]) or value.dtype != np.dtype(dtypes[name]):
+            raise CliError(f"--input {name}: expected shape {tuple(shapes[name])} "
+                           f"{dtypes[name]}, got {value.shape} {value.dtype}"
+                           + (f" (convert with .astype('{dtypes[name]}'))"
+                              if value.shape == tuple(shapes[name]) else ""))
+        m.set_input(name, value)
     t0 = time.perf_counter()
     m.run()
     secs = time.perf_counter() - t0

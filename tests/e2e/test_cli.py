@@ -1,0 +1,254 @@
+"""The ``tvmpy`` command line, run as a user runs it (``python -m tvmpy ...`` in a subprocess):
+compile -> run round trip against onnxruntime, bench, demo (small image), and the errors."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tvmpy import cli  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _tiny(batch=1, symbolic=False, extra_node=None):
+    """x [N,3,8,8] -> Conv(4, 3x3) -> Relu -> GlobalAveragePool -> Flatten -> Gemm(5) + y [N,5]."""
+    n = "N" if symbolic else batch
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    fw = numpy_helper.from_array(RNG.standard_normal((5, 4)).astype(np.float32), "fw")
+    fb = numpy_helper.from_array(RNG.standard_normal(5).astype(np.float32), "fb")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fw", "fb"], ["g"], transB=1),
+             helper.make_node("Add", ["g", "y"], ["out"])]
+    if extra_node is not None:
+        nodes.append(extra_node)
+    g = helper.make_graph(
+        nodes, "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 3, 8, 8]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, 5])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [n, 5])], initializer=[w, fw, fb])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def _tvmpy(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "tvmpy", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A directory with tiny.onnx, inputs x.npy / y.npy and tiny.so compiled once."""
+    d = tmp_path_factory.mktemp("cli")
+    m = _tiny()
+    onnx.save(m, d / "tiny.onnx")
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    y = RNG.standard_normal((1, 5)).astype(np.float32)
+    np.save(d / "x.npy", x)
+    np.save(d / "y.npy", y)
+    r = _tvmpy("compile", d / "tiny.onnx", "-o", d / "tiny.so", "--opt-level", "3")
+    assert r.returncode == 0, r.stderr
+    want = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x, "y": y})[0]
+    return d, want, r
+
+
+def test_compile_run_roundtrip(work):
+    d, want, compiled = work
+    assert "tiny.so" in compiled.stdout and "input x: (1, 3, 8, 8)" in compiled.stdout
+    assert "codegen" in compiled.stderr  # the build's progress (one line per stage: no tty)
+    r = _tvmpy("run", d / "tiny.so", "--input", f"x={d / 'x.npy'}", "--input",
+               f"y={d / 'y.npy'}", "--output", d / "out.npz")
+    assert r.returncode == 0, r.stderr
+    assert "output0: shape (1, 5) float32" in r.stdout
+    got = np.load(d / "out.npz")["output0"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_compile_default_output_and_opt0(tmp_path):
+    onnx.save(_tiny(), tmp_path / "m.onnx")
+    r = _tvmpy("compile", tmp_path / "m.onnx", "--opt-level", "0", "--target", "llvm")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "m.so").is_file() and "opt_level 0" in r.stdout
+
+
+def test_symbolic_batch_needs_input_shape(tmp_path):
+    m = _tiny(symbolic=True)
+    onnx.save(m, tmp_path / "s.onnx")
+    r = _tvmpy("compile", tmp_path / "s.onnx", "-o", tmp_path / "s.so")
+    assert r.returncode == 2
+    assert "symbolic" in r.stderr and "--input-shape x=N,3,8,8" in r.stderr
+    r = _tvmpy("compile", tmp_path / "s.onnx", "-o", tmp_path / "s.so",
+               "--input-shape", "x=2,3,8,8", "--input-shape", "y=2,5")
+    assert r.returncode == 0, r.stderr
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    y = RNG.standard_normal((2, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    r = _tvmpy("run", tmp_path / "s.so", "--input", f"x={tmp_path / 'x.npy'}",
+               "--input", f"y={tmp_path / 'y.npy'}", "--output", tmp_path / "o.npz")
+    assert r.returncode == 0, r.stderr
+    want = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x, "y": y})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "o.npz")["output0"], want, rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("unknown", "unknown input(s) ['z']"),
+    ("missing", "missing input(s) ['y']"),
+    ("shape", "--input x: expected shape (1, 3, 8, 8) float32, got (1, 3, 8, 9) float32"),
+    ("dtype", "convert with .astype('float32')"),
+    ("nofile", "no such file"),
+    ("badfile", "is not a .npy array file"),
+    ("syntax", "expected NAME=FILE.npy"),
+])
+def test_run_errors(work, case, message):
+    d = work[0]
+    x, y = f"x={d / 'x.npy'}", f"y={d / 'y.npy'}"
+    np.save(d / "x_bad.npy", np.zeros((1, 3, 8, 9), np.float32))
+    np.save(d / "x_f64.npy", np.zeros((1, 3, 8, 8), np.float64))
+    (d / "junk.npy").write_bytes(b"not numpy")
+    args = {"unknown": [x, y, f"z={d / 'x.npy'}"], "missing": [x],
+            "shape": [f"x={d / 'x_bad.npy'}", y], "dtype": [f"x={d / 'x_f64.npy'}", y],
+            "nofile": [f"x={d / 'nope.npy'}", y], "badfile": [f"x={d / 'junk.npy'}", y],
+            "syntax": ["x", y]}[case]
+    r = _tvmpy("run", d / "tiny.so", *[a for v in args for a in ("--input", v)])
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("tvmpy run: error:") and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_run_not_a_module(tmp_path):
+    (tmp_path / "fake.so").write_bytes(b"\x7fELF garbage")
+    r = _tvmpy("run", tmp_path / "fake.so", "--input", "x=x.npy")
+    assert r.returncode == 2 and "tvmpy run: error:" in r.stderr and "Traceback" not in r.stderr
+    r = _tvmpy("run", tmp_path / "missing.so")
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_compile_errors(tmp_path, work):
+    d = work[0]
+    (tmp_path / "bad.onnx").write_bytes(b"\x01\x02 definitely not protobuf")
+    cases = [
+        (["compile", tmp_path / "none.onnx"], "no such file"),
+        (["compile", tmp_path / "bad.onnx"], "is not a readable ONNX model"),
+        (["compile", d / "tiny.onnx", "--input-shape", "x=1,a"], "expected NAME=D0,D1"),
+        (["compile", d / "tiny.onnx", "--input-shape", "q=1,2"], "not model inputs"),
+    ]
+    for args, message in cases:
+        r = _tvmpy(*args, "-o", tmp_path / "o.so")
+        assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+    r = _tvmpy("compile", d / "tiny.onnx", "--opt-level", "7")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def test_compile_unsupported_ops_listed_once(tmp_path):
+    m = _tiny(extra_node=helper.make_node("FancyOp", ["out"], ["z"], name="fancy1",
+                                          domain="com.example"))
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    onnx.save(m, tmp_path / "u.onnx")
+    r = _tvmpy("compile", tmp_path / "u.onnx", "-o", tmp_path / "u.so")
+    assert r.returncode == 2 and "com.example.FancyOp" in r.stderr and "fancy1" in r.stderr
+    assert not (tmp_path / "u.so").exists()
+
+
+def test_bench_tiny(work):
+    d = work[0]
+    r = _tvmpy("bench", d / "tiny.onnx", "--repeat", "1", "--opt-levels", "0,3")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for row in ("tvmpy opt_level 0", "tvmpy opt_level 3", "onnxruntime (2 threads)",
+                "pytorch (eager)", "max rel error"):
+        assert row in out, out
+    table = out[out.index("latency"):]
+    assert table.count(" ms ") >= 3  # tvmpy x2 + onnxruntime at least (torch may be absent)
+
+
+def test_demo_small_image():
+    r = _tvmpy("demo", "--image", "32", "--opt-levels", "3", "--repeat", "1", "--no-torch")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "built-in resnet18" in r.stdout and "(1, 3, 32, 32)" in r.stdout
+    assert "max rel error" in r.stdout and "tvmpy opt_level 3" in r.stdout
+    assert "MISMATCH" not in r.stderr
+
+
+def test_demo_module_entry_and_help():
+    r = subprocess.run([sys.executable, "-m", "tvmpy.demo", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "--image" in r.stdout
+    r = _tvmpy("--help")
+    assert r.returncode == 0 and all(c in r.stdout for c in ("compile", "run", "bench", "demo"))
+    r = _tvmpy()
+    assert r.returncode == 2 and "COMMAND" in r.stderr
+
+
+def test_console_script_declared():
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml")).read()
+    assert 'tvmpy = "tvmpy.cli:main"' in text
+    exe = shutil.which("tvmpy")
+    if exe is None:
+        pytest.skip("package installed before the entry point existed (pip install -e . again)")
+    r = subprocess.run([exe, "demo", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--image" in r.stdout
+
+
+# ---- in-process units -------------------------------------------------------------------------
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self):
+        return self._tty
+
+
+def test_progress_bar_tty_redraws_one_line():
+    s = _Stream(True)
+    bar = cli.ProgressBar("build", stream=s)
+    for k in range(1, 11):
+        bar("lower", k, 10)
+    bar("codegen", 1, 1)
+    bar.close()
+    text = s.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\n") and text.count("\r") >= 2
+    last = text.split("\r")[-1]
+    assert "codegen" in last and "1/1" in last and "#" * 28 in last
+
+
+def test_progress_bar_log_one_line_per_stage():
+    s = _Stream(False)
+    bar = cli.ProgressBar("build", stream=s)
+    for k in range(1, 6):
+        bar("lower", k, 5)
+    bar("codegen", 0, 1)
+    bar("codegen", 1, 1)
+    bar.close()
+    lines = s.getvalue().splitlines()
+    assert [ln.split("(")[0].strip() for ln in lines] == ["build: lower 5/5", "build: codegen 1/1"]
+
+
+def test_parse_shape_args():
+    assert cli.parse_shape_args(["a=1,3,224,224", "b.c:0=7"]) == {"a": (1, 3, 224, 224),
+                                                                 "b.c:0": (7,)}
+    assert cli.parse_shape_args(None) == {}
+    for bad in ("a", "=1,2", "a=1,,2", "a=-1,2", "a=x"):
+        with pytest.raises(cli.CliError, match="NAME=D0,D1"):
+            cli.parse_shape_args([bad])
+    with pytest.raises(cli.CliError, match="given twice"):
+        cli.parse_shape_args(["a=1", "a=2"])
