@@ -5,6 +5,9 @@ the unfused graph under the numpy interpreter on random inputs."""
 import numpy as np
 import pytest
 from _pass_util import random_inputs, run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_relay_random_graphs import _grow
 
 import tvmpy as tvm
 from tvmpy import relay, te
@@ -578,3 +581,64 @@ def test_full_size_group_counts(name):
     }[name]()
     out = _fuse(_prepare(mod, params), level=3)
     assert len(_groups(out)) == {"resnet18": 24, "mobilenet_v2": 55, "bert": 90}[name]
+
+
+# --------------------------------------------------------------------------- random graphs
+
+
+def _grow_more(draw, nodes, rng):
+    """One more node: the shared random-graph step, or a dense (an anchor with a constant
+    weight), a split with its items, or a scalar-constant arithmetic op."""
+    kind = draw(st.sampled_from(["shared", "shared", "dense", "split", "scalar"]))
+    x = draw(st.sampled_from(nodes))
+    shape = tuple(int(d) for d in x.checked_type.shape)
+    if kind == "dense" and len(shape) == 2:
+        w = relay.const(rng.uniform(-1, 1, (draw(st.integers(1, 4)), shape[1])).astype("float32"))
+        y = relay.nn.dense(x, w)
+    elif kind == "split" and shape and shape[-1] >= 2:
+        parts = relay.split(x, 2 if shape[-1] % 2 == 0 else [1], axis=-1)
+        if draw(st.booleans()):
+            y = relay.concatenate(relay.Tuple([parts[1], parts[0]]), axis=-1)
+        else:
+            y = parts[1]
+    elif kind == "scalar":
+        y = relay.multiply(x, relay.const(0.5)) + relay.const(0.25)
+    else:
+        _grow(draw, nodes)
+        return
+    transform.infer_type(y)
+    nodes.append(y)
+
+
+@st.composite
+def _programs(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    shapes = draw(st.lists(st.lists(st.integers(1, 5), min_size=0, max_size=3),
+                           min_size=1, max_size=3))
+    inputs = [relay.var(f"in{i}", shape=tuple(s)) for i, s in enumerate(shapes)]
+    nodes = list(inputs)
+    for _ in range(draw(st.integers(1, 14))):
+        _grow_more(draw, nodes, rng)
+    inner = nodes[len(inputs):]
+    outs = [inner[-1]] + [n for n in inner[:-1] if draw(st.integers(0, 3)) == 0]
+    return inputs, relay.Tuple(outs) if len(outs) > 1 else outs[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_programs(), st.sampled_from([0, 1, 3]), st.integers(0, 2**31 - 1))
+def test_random_graphs_fuse_to_equal_programs(prog, level, seed):
+    """Random graphs: the fused form holds, every operator call is kept exactly once (nothing
+    duplicated, nothing lost), and the interpreter computes the same outputs."""
+    inputs, out = prog
+    mod = _mod(out, inputs)
+    fused = _fuse(mod, level=level)
+
+    def n_ops(m):
+        return sum(isinstance(n, relay.Call) and isinstance(n.op, relay.op.Op)
+                   for n in _all_nodes(m))
+
+    assert n_ops(fused) == n_ops(mod)
+    if level == 0:
+        assert len(_groups(fused)) == n_ops(mod)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _assert_same_values(mod, fused, random_inputs(mod["main"], seed))
