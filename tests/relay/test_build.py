@@ -335,3 +335,120 @@ def test_symbolic_shape_refused():
     x = relay.var("x", shape=(n, 3))
     with pytest.raises(ValueError, match="static|concrete"):
         relay.build(_module(relay.exp(x)))
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_outputs_that_need_no_kernel(opt):
+    """A main whose outputs are inputs or constants only (or fold to constants at opt >= 2)
+    still builds: the outputs are copied out by one kernel."""
+    x = relay.var("x", shape=(2, 3))
+    c = _rand((4,))
+    body = relay.Tuple([x, relay.const(c), relay.zeros((3,), "float32") + relay.const(1.0)])
+    with tvm.transform.PassContext(opt_level=opt):
+        lib = relay.build(relay.Function([x], body))
+    xv = _rand((2, 3))
+    got = _run(lib, {"x": xv})
+    np.testing.assert_array_equal(got[0], xv)
+    np.testing.assert_array_equal(got[1], c)
+    np.testing.assert_array_equal(got[2], np.ones(3, "float32"))
+
+
+def _register_test_op(name, pattern, **attrs):
+    from tvmpy.relay.op.registry import register_op, register_op_attr
+
+    op = register_op(name, lambda types, a: types[0], pattern, 1)
+    for key, value in attrs.items():
+        register_op_attr(name, key, value)
+    return op
+
+
+def test_operator_with_only_a_compute_gets_the_injective_schedule():
+    from tvmpy.relay.op.registry import _REGISTRY, OpPattern
+
+    name = "test.build_compute_only"
+    op = _register_test_op(name, OpPattern.ELEMWISE, FTVMCompute=lambda attrs, ins, t: [
+        te_compute_double(ins[0])])
+    try:
+        x = relay.var("x", shape=(3, 7))
+        mod = _module(relay.Call(op, [relay.exp(x)]))
+        lib = relay.build(mod)
+        xv = _rand((3, 7))
+        np.testing.assert_allclose(_run(lib, {"x": xv})[0], 2 * np.exp(xv), rtol=1e-6)
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+def te_compute_double(t):
+    from tvmpy import te
+
+    return te.compute(t.shape, lambda *i: t(*i) * 2.0, name="double", tag="elemwise")
+
+
+def test_failing_anchor_schedule_falls_back_with_a_warning():
+    from tvmpy.relay.op.registry import _REGISTRY, OpPattern
+    from tvmpy.relay.op.strategy import OpStrategy
+
+    def bad_schedule(attrs, outs, target):
+        raise ValueError("this schedule cannot handle the group")
+
+    def fstrategy(attrs, inputs, out_type, target):
+        s = OpStrategy()
+        s.add_implementation(lambda a, ins, t: [te_compute_double(ins[0])], bad_schedule,
+                             "test.bad", 10)
+        return s
+
+    name = "test.build_bad_schedule"
+    op = _register_test_op(name, OpPattern.OUT_ELEMWISE_FUSABLE, FTVMStrategy=fstrategy)
+    try:
+        x = relay.var("x", shape=(5, 3))
+        mod = _module(relay.nn.relu(relay.Call(op, [x])))
+        with pytest.warns(RuntimeWarning, match="test.bad schedule failed"):
+            with tvm.transform.PassContext(opt_level=2):
+                lib = relay.build(mod)
+        xv = _rand((5, 3))
+        np.testing.assert_allclose(_run(lib, {"x": xv})[0], np.maximum(2 * xv, 0), rtol=1e-6)
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize("opt", OPT_LEVELS)
+def test_small_resnet_matches_interpreter(opt):
+    """relay.testing's ResNet-18 on a 32x32 image (every block kind, batch norm folded at
+    opt 3, NCHWc layouts) against the numpy interpreter."""
+    from tvmpy.relay.testing import resnet
+
+    mod, params = resnet.get_workload(18, image_shape=(3, 32, 32), num_classes=10)
+    x = _rand((1, 3, 32, 32))
+    with tvm.transform.PassContext(opt_level=opt):
+        lib = relay.build(mod, params=params)
+    got = _run(lib, {"data": x})[0]
+    want = np.asarray(relay.create_executor("debug", mod).evaluate()(x, **params))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    g = json.loads(lib.get_graph_json())
+    ops = [n["attrs"]["func_name"] for n in g["nodes"] if n["op"] == "tvm_op"]
+    assert len(set(ops)) < len(ops)  # repeated blocks share kernels
+
+
+def test_small_bert_matches_interpreter():
+    from tvmpy.relay.testing import bert
+
+    mod, params = bert.get_workload(num_layers=2, hidden=32, heads=2, seq_len=11, vocab_size=50)
+    ids = rng.integers(0, 50, size=(1, 11)).astype("int64")
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, params=params)
+    got = _run(lib, {"input_ids": ids})[0]
+    want = np.asarray(relay.create_executor("debug", mod).evaluate()(ids, **params))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_small_mobilenet_v2_matches_interpreter():
+    from tvmpy.relay.testing import mobilenet_v2
+
+    mod, params = mobilenet_v2.get_workload(image_shape=(3, 32, 32), num_classes=10,
+                                            width_mult=0.5)
+    x = _rand((1, 3, 32, 32))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, params=params)
+    got = _run(lib, {"data": x})[0]
+    want = np.asarray(relay.create_executor("debug", mod).evaluate()(x, **params))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -14,6 +14,7 @@ lowered and compiled once and share one symbol.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,8 @@ from ..op.registry import OpPattern
 from ..ty import TensorType, TupleType
 from .lower_call import lower_call_impl
 
-__all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError"]
+__all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
+           "has_compute"]
 
 
 class LoweringError(ValueError):
@@ -124,7 +126,7 @@ class _GroupLowering:
             if not hasattr(e.op, "get_attr"):
                 raise LoweringError(f"{self.fname}: a primitive function may only call "
                                     f"operators, got a call of {type(e.op).__name__}")
-            if e.op.get_attr("FTVMStrategy") is None:
+            if not has_compute(e.op):
                 raise LoweringError(f"{self.fname}: operator {e.op.name} has no compute/strategy "
                                     "for code generation")
             args = [t for a in e.args for t in self.memo[id(a)]]
@@ -161,9 +163,25 @@ class _GroupLowering:
             # the last call of the highest pattern wins (TVM's ``>=``)
             if anchor is None or pattern >= anchor[0]:
                 anchor = (pattern, call, impl)
-        if anchor is not None and anchor[0] > OpPattern.INJECTIVE:
+        if anchor is None or anchor[0] <= OpPattern.INJECTIVE:
+            return injective_schedule(self.target)(outs)
+        try:
             return anchor[2].schedule(anchor[1].attrs, list(outs), self.target)
-        return injective_schedule(self.target)(outs)
+        except Exception as err:  # noqa: BLE001 - any schedule bug: fall back, stay correct
+            warnings.warn(f"{self.fname}: the {anchor[2].name} schedule failed on this fused "
+                          f"group ({type(err).__name__}: {err}); using the default schedule "
+                          "(correct but slow)", RuntimeWarning, stacklevel=2)
+            from ..op.strategy.generic import generic_schedule
+
+            return generic_schedule(anchor[1].attrs, list(outs), self.target)
+
+
+def has_compute(op: Any) -> bool:
+    """Whether calls of ``op`` can be lowered: a strategy, or (TVM's fallback) a compute for
+    an injective / reduction op, which then gets the target's injective / reduce schedule."""
+    if op.get_attr("FTVMStrategy") is not None:
+        return True
+    return op.get_attr("FTVMCompute") is not None and op.pattern <= OpPattern.COMM_REDUCE
 
 
 def injective_schedule(target: Target) -> Callable[[list[te.Tensor]], Any]:
