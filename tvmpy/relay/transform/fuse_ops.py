@@ -31,6 +31,8 @@ Algorithm (the paper's operator fusion, as TVM implements it):
    ``TupleGetItem`` outside), non-scalar constants stay outside as arguments.
 
 At fuse level 0 every node is its own group (each operator call becomes a one-op function).
+``let`` bindings are inlined and ``TupleGetItem`` of a literal Tuple resolved first (operators
+are pure); ``If`` and local closures are refused with NotImplementedError.
 """
 
 from __future__ import annotations
@@ -291,7 +293,6 @@ class _Partitioner:
         self.fuse_level = fuse_level
         self.max_depth = max_depth
         self.groups: list[_Group] = []
-        self._visited: set[int] = set()
 
     def partition(self, graph: _ForwardGraph) -> list[_Group]:
         self.groups = [_Group(n.pattern, n) for n in graph.post_dfs]
@@ -347,13 +348,13 @@ class _Partitioner:
     def _check_path(self, src: _Node, sink: _Node, cond: Any) -> bool:
         """Every node on every path from ``src`` (excluded) to ``sink`` (included) satisfies
         ``cond(group pattern, is_sink)``."""
-        self._visited = set()
+        visited: set[int] = set()
         stack = [out for out, _ in src.outputs]
         while stack:
             n = stack.pop()
-            if n.index in self._visited:
+            if n.index in visited:
                 continue
-            self._visited.add(n.index)
+            visited.add(n.index)
             if not cond(self.groups[n.index].find_root().pattern, n is sink):
                 return False
             if n is not sink:
