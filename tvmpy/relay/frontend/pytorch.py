@@ -93,6 +93,27 @@ def _example(torch, shape: list[int], dtype: str) -> Any:
     return torch.zeros(shape, dtype=getattr(torch, dtype))
 
 
+def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
+    """input_infos must fill forward's positional parameters (an error naming both lists,
+    rather than torch.export's 'too many positional arguments')."""
+    import inspect
+
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return
+    pos = [p for p in sig.parameters.values()
+           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    required = [p.name for p in pos if p.default is p.empty]
+    if not len(required) <= len(infos) <= len(pos):
+        raise ValueError(f"from_pytorch: input_infos has {len(infos)} entries "
+                         f"{[n for n, _, _ in infos]}, forward takes {len(required)} required "
+                         f"tensor inputs {required}" + (
+                             f" (of {[p.name for p in pos]})" if len(pos) > len(required) else ""))
+
+
 def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     torch = _torch()
     if isinstance(model, torch.jit.ScriptModule):
@@ -101,6 +122,7 @@ def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     if model.training:
         raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
                          "statistics): call model.eval() first")
+    _check_arity(model, infos)
     args = tuple(_example(torch, s, d) for _, s, d in infos)
     try:
         return torch.export.export(model, args)

@@ -61,12 +61,18 @@ def _val(n: Any) -> Any:
     return n.meta["val"]
 
 
+def _val0(n: Any) -> Any:
+    """The fake tensor of a node's (first) output."""
+    v = n.meta["val"]
+    return v[0] if isinstance(v, (list, tuple)) else v
+
+
 def out_shape(node: Any) -> list[int]:
-    return [int(d) for d in _val(node).shape]
+    return [int(d) for d in _val0(node).shape]
 
 
 def out_dtype(node: Any) -> str:
-    return np_dtype(_val(node).dtype)
+    return np_dtype(_val0(node).dtype)
 
 
 def _arg_node(node: Any, k: int) -> Any:
@@ -262,12 +268,13 @@ def _binary(fn: Callable, compare: bool = False, lhs: str = "self", rhs: str = "
     return f
 
 
-for _op, _fn in [("mul", tensor.multiply), ("maximum", tensor.maximum),
-                 ("minimum", tensor.minimum), ("remainder", tensor.floor_mod),
+for _op, _fn in [("mul", tensor.multiply), ("remainder", tensor.floor_mod),
                  ("fmod", tensor.mod), ("floor_divide", tensor.floor_divide)]:
     CONVERTERS[f"aten.{_op}.Tensor"] = _binary(_fn)
     CONVERTERS[f"aten.{_op}.Scalar"] = _binary(_fn)
 CONVERTERS["aten.floor_divide.default"] = _binary(tensor.floor_divide)
+CONVERTERS["aten.maximum.default"] = _binary(tensor.maximum)
+CONVERTERS["aten.minimum.default"] = _binary(tensor.minimum)
 CONVERTERS["aten.pow.Tensor_Tensor"] = _binary(tensor.power, lhs="self", rhs="exponent")
 CONVERTERS["aten.pow.Scalar"] = _binary(tensor.power, lhs="self", rhs="exponent")
 for _op, _fn in [("eq", tensor.equal), ("ne", tensor.not_equal), ("lt", tensor.less),
@@ -413,9 +420,15 @@ def _conv(c, node, x, w, bias, stride, padding, dilation, groups, transposed=Fal
         stride, dilation, pad_b, out_pad = ([1] + stride, [1] + dilation, [0] + pad_b,
                                             [0] + out_pad)
         ws = [ws[0], ws[1], 1, ws[2]]
-    out = nn.conv2d_transpose(x, w, strides=stride, padding=pad_b, dilation=dilation,
-                              groups=int(groups), channels=ws[1] * int(groups),
-                              kernel_size=ws[2:], output_padding=out_pad)
+    g = int(groups)
+    kw = dict(strides=stride, padding=pad_b, dilation=dilation, kernel_size=ws[2:],
+              output_padding=out_pad)
+    if g == 1:
+        out = nn.conv2d_transpose(x, w, channels=ws[1], **kw)
+    else:  # one transposed convolution per group (the IOHW weight splits on its input axis)
+        xg, wg = _split_sizes(x, [xs[1] // g] * g, 1), _split_sizes(w, [ws[0] // g] * g, 0)
+        out = transform.concatenate([nn.conv2d_transpose(xi, wi, channels=ws[1], **kw)
+                                     for xi, wi in zip(xg, wg)], 1)
     out = _bias(out, bias)
     return transform.reshape(out, out_shape(node)) if nd == 1 else out
 
@@ -935,11 +948,10 @@ def _split_sizes(x: RelayExpr, sizes: list[int], ax: int) -> list[RelayExpr]:
 def _split(c, node, a):
     s = _shape_of(node)
     ax = _norm(int(a["dim"]), len(s))
-    sizes = [int(v.shape[ax]) for v in _val(node)]
     if str(node.target) == "aten.unbind.int":
         outs = _split_sizes(a["self"], [1] * s[ax], ax)
         return [transform.reshape(o, s[:ax] + s[ax + 1:]) for o in outs]
-    return _split_sizes(a["self"], sizes, ax)
+    return _split_sizes(a["self"], [int(v.shape[ax]) for v in _val(node)], ax)
 
 
 @_reg("aten.slice.Tensor")

@@ -1,0 +1,498 @@
+"""relay.frontend.from_pytorch: torch models (eval mode, random weights and inputs) converted
+through torch.export, run on relay's numpy interpreter (and, where relay.build exists, compiled
+at opt_level 3), compared with torch's own outputs."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tvmpy import relay  # noqa: E402
+from tvmpy.relay.frontend import OpNotImplemented, PyTorchConvertError, from_pytorch  # noqa: E402
+
+torch.manual_seed(0)
+RNG = np.random.default_rng(0)
+
+
+class Fn(nn.Module):
+    """A module around a function, so single ops export as models."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _rand(shape, dtype="float32", high=None):
+    if dtype.startswith("int"):
+        return torch.from_numpy(RNG.integers(0, high or 5, size=shape).astype(dtype))
+    if dtype == "bool":
+        return torch.from_numpy(RNG.random(shape) > 0.5)
+    return torch.from_numpy(RNG.standard_normal(shape).astype(dtype))
+
+
+def _as_list(v):
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _as_list(item)]
+    return [v]
+
+
+def _np(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _compare(got, want, rtol, atol):
+    assert len(got) == len(want), (len(got), len(want))
+    for g, w in zip(got, want):
+        w = w.detach().numpy()
+        g = _np(g)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        if w.dtype == bool or w.dtype.kind in "iu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def _build_available():
+    return hasattr(relay, "build")
+
+
+def _run_built(mod, params, feeds, n_out):
+    import tvmpy as tvm
+    from tvmpy.contrib import graph_executor
+
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in feeds.items():
+        m.set_input(k, v)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(n_out)]
+
+
+def _check(model, inputs, names=None, rtol=1e-4, atol=1e-5, build=False, freeze=False):
+    """Convert ``model`` (an nn.Module or a function), run it on ``inputs``, compare with torch."""
+    if not isinstance(model, nn.Module):
+        model = Fn(model)
+    model = model.eval()
+    names = names or [f"x{i}" for i in range(len(inputs))]
+    infos = [(n, (list(t.shape), str(t.dtype).replace("torch.", ""))) for n, t in
+             zip(names, inputs)]
+    with torch.no_grad():
+        want = _as_list(model(*inputs))
+    mod, params = from_pytorch(model, infos, freeze_params=freeze)
+    feeds = {n: t.numpy() for n, t in zip(names, inputs)}
+    got = relay.create_executor("debug", mod).evaluate()(**feeds, **params)
+    _compare(_as_list(got) if len(want) > 1 else [got], want, rtol, atol)
+    if build and _build_available():
+        _compare(_run_built(mod, params, feeds, len(want)), want, rtol, atol)
+    return mod, params
+
+
+# ------------------------------------------------------------------------------------------------
+# single ops
+UNARY = {
+    "relu": torch.relu, "relu6": F.relu6, "hardtanh": lambda x: F.hardtanh(x, -0.3, 0.4),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.13), "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "sigmoid": torch.sigmoid, "tanh": torch.tanh, "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid, "elu": lambda x: F.elu(x, 0.7), "softplus": F.softplus,
+    "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=1.5), "erf": torch.erf,
+    "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 0.1),
+    "sqrt": lambda x: torch.sqrt(x.abs()), "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.5),
+    "pow2": lambda x: x.pow(2), "pow3": lambda x: x ** 3.0,
+    "pow_tensor": lambda x: (x.abs() + 0.5) ** x, "abs": torch.abs, "neg": torch.neg,
+    "mish": F.mish, "clamp": lambda x: x.clamp(-0.2, 0.3), "clamp_min": lambda x: x.clamp(min=0.1),
+    "reciprocal": lambda x: torch.reciprocal(x + 5.0), "floor_ceil": lambda x: x.floor() + x.ceil(),
+    "dropout": lambda x: F.dropout(x, 0.5, training=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(name):
+    _check(UNARY[name], [_rand((3, 1, 7))])
+
+
+BINARY = {
+    "add": lambda a, b: a + b, "add_alpha": lambda a, b: torch.add(a, b, alpha=2.5),
+    "sub_alpha": lambda a, b: torch.sub(a, b, alpha=0.5), "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / (b.abs() + 0.5), "rsub_scalar": lambda a, b: 2.0 - a + b,
+    "scalars": lambda a, b: (a * 3 + 1.5) / 2 - b * 0.25, "max": torch.maximum,
+    "where": lambda a, b: torch.where(a > b, a, b), "where_scalar": lambda a, b: torch.where(a > 0, a, 0.5),
+    "masked_fill": lambda a, b: a.masked_fill(b > 0.2, -1.25), "compare": lambda a, b: (a >= b),
+    "div_floor": lambda a, b: torch.div(a, b.abs() + 0.5, rounding_mode="floor"),
+    "div_trunc": lambda a, b: torch.div(a, b.abs() + 0.5, rounding_mode="trunc"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcast(name):
+    _check(BINARY[name], [_rand((2, 1, 5)), _rand((3, 1))])
+
+
+def test_integer_ops_and_casts():
+    def f(i, x):
+        y = i * 2 + 1                   # int64 stays int64
+        z = i / 2                       # true division -> float
+        return y, z + x, (i > 2).to(torch.float32) * x, x.to(torch.float64), x.type_as(z), i // 3
+    _check(f, [_rand((4, 3), "int64", high=9), _rand((4, 3))])
+
+
+CONV = {
+    "conv1d": (nn.Conv1d(4, 6, 3, padding=2, dilation=2, groups=2), (2, 4, 11)),
+    "conv2d": (nn.Conv2d(3, 5, (3, 2), stride=(2, 1), padding=(1, 0)), (1, 3, 9, 7)),
+    "conv2d_dilated": (nn.Conv2d(4, 4, 3, padding=2, dilation=2, bias=False), (2, 4, 7, 5)),
+    "conv2d_grouped": (nn.Conv2d(6, 9, 3, padding=1, groups=3), (1, 6, 5, 5)),
+    "conv2d_depthwise": (nn.Conv2d(5, 5, 3, stride=2, padding=1, groups=5), (1, 5, 9, 9)),
+    "conv2d_same": (nn.Conv2d(3, 4, 4, padding="same"), (1, 3, 7, 6)),
+    "conv_transpose2d": (nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1,
+                                            groups=2), (1, 4, 5, 3)),
+    "conv_transpose1d": (nn.ConvTranspose1d(3, 2, 4, stride=3, padding=1), (2, 3, 7)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV))
+def test_conv(name):
+    m, shape = CONV[name]
+    _check(m, [_rand(shape)])
+
+
+def _bn(c):
+    bn = nn.BatchNorm2d(c)
+    bn.running_mean.copy_(torch.randn(c) * 0.1)
+    bn.running_var.copy_(torch.rand(c) + 0.5)
+    nn.init.normal_(bn.weight)
+    nn.init.normal_(bn.bias)
+    return bn
+
+
+NORM = {
+    "batch_norm": (_bn(3), (2, 3, 4, 5)),
+    "batch_norm_1d": (nn.BatchNorm1d(4).eval(), (3, 4)),
+    "layer_norm": (nn.LayerNorm(7), (2, 3, 7)),
+    "layer_norm_2d": (nn.LayerNorm((3, 7), elementwise_affine=True), (2, 3, 7)),
+    "group_norm": (nn.GroupNorm(2, 6), (2, 6, 3, 5)),
+    "softmax": (nn.Softmax(dim=1), (2, 5, 3)),
+    "log_softmax": (nn.LogSoftmax(dim=-1), (2, 5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NORM))
+def test_norm(name):
+    m, shape = NORM[name]
+    _check(m, [_rand(shape)])
+
+
+POOL = {
+    "max_pool": lambda x: F.max_pool2d(x, 3, 2, 1),
+    "max_pool_ceil": lambda x: F.max_pool2d(x, 2, 2, ceil_mode=True),
+    "max_pool_ceil_drop": lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+    "avg_pool": lambda x: F.avg_pool2d(x, 2),
+    "avg_pool_pad": lambda x: F.avg_pool2d(x, 3, 2, 1),
+    "avg_pool_pad_exclude": lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+    "adaptive_avg_1": lambda x: F.adaptive_avg_pool2d(x, 1),
+    "adaptive_avg_2x3": lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+    "nearest_x2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
+    "nearest_size": lambda x: F.interpolate(x, size=(11, 4), mode="nearest"),
+    "bilinear": lambda x: F.interpolate(x, size=(11, 13), mode="bilinear", align_corners=False),
+    "bilinear_ac": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+    "pad": lambda x: F.pad(x, (1, 2, 0, 3), value=0.5),
+    "pad_negative": lambda x: F.pad(x, (-1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOL))
+def test_pool_resize_pad(name):
+    _check(POOL[name], [_rand((1, 3, 7, 9))])
+
+
+REDUCE = {
+    "mean": lambda x: x.mean((1, -1), keepdim=True), "mean_all": lambda x: x.mean(),
+    "sum": lambda x: x.sum(0), "sum_all": lambda x: x.sum(), "amax": lambda x: x.amax(-1),
+    "amin": lambda x: x.amin((0, 2), keepdim=True), "argmax": lambda x: x.argmax(1),
+    "argmax_all": lambda x: x.argmax(), "argmin_keep": lambda x: x.argmin(-1, keepdim=True),
+    "prod": lambda x: x.prod(2), "max_dim": lambda x: x.max(1), "max_all": lambda x: x.max(),
+    "var": lambda x: x.var(1), "std": lambda x: x.std(-1, unbiased=False, keepdim=True),
+    "any": lambda x: (x > 1).any(1), "cumsum": lambda x: x.cumsum(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCE))
+def test_reduce(name):
+    _check(REDUCE[name], [_rand((3, 5, 2))])
+
+
+SHAPE = {
+    "view": lambda x: x.view(5, -1), "reshape_flatten": lambda x: x.reshape(-1, 10).flatten(),
+    "permute": lambda x: x.permute(2, 0, 1), "transpose": lambda x: x.transpose(0, 2).contiguous(),
+    "t": lambda x: x[0].t(), "expand": lambda x: x[:, :1].expand(2, 3, 5, 2),
+    "unsqueeze_squeeze": lambda x: x.unsqueeze(1).squeeze(1).unsqueeze(-1).squeeze(),
+    "cat": lambda x: torch.cat([x, x * 2], dim=1), "stack": lambda x: torch.stack([x, -x], 2),
+    "split": lambda x: x.split(2, dim=1), "split_sizes": lambda x: x.split([1, 4], dim=1),
+    "chunk": lambda x: x.chunk(2, dim=0), "unbind": lambda x: x.unbind(2),
+    "slice": lambda x: x[1:, ::2, -1:], "select": lambda x: x[:, -2], "clone": lambda x: x.clone(),
+    "index_select": lambda x: x.index_select(1, torch.tensor([4, 0, 2])),
+    "index_list": lambda x: x[:, [3, -1]],
+    "gather": lambda x: torch.gather(x, 1, torch.tensor([[[0, 1], [4, 3]]] * 3)),
+    "repeat_flip": lambda x: x.repeat(1, 2, 1).flip(0),
+    "arange_const": lambda x: x + torch.arange(2, dtype=torch.float32),
+    "full_like": lambda x: x + torch.full_like(x, 0.5) - torch.zeros_like(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE))
+def test_shape_ops(name):
+    _check(SHAPE[name], [_rand((3, 5, 2))])
+
+
+def test_matmul_family():
+    def f(a, b, v):
+        return a @ b, torch.bmm(a, b), a[0] @ b[0], a[0].mm(b[0]), a @ v, b[0].t() @ v, \
+            torch.matmul(a[0], b)
+    _check(f, [_rand((2, 3, 4)), _rand((2, 4, 5)), _rand((4,))])
+
+
+def test_linear_ranks():
+    lin = nn.Linear(6, 3)
+    _check(lambda x, y, z: (lin(x), lin(y), lin(z)), [_rand((6,)), _rand((2, 6)), _rand((2, 3, 6))])
+    _check(nn.Linear(5, 2, bias=False), [_rand((4, 5))])
+    w, b = _rand((3, 4)), _rand((3,))
+    _check(lambda x: torch.addmm(b, x, w.t(), beta=0.5, alpha=2.0), [_rand((2, 4))])
+
+
+def test_embedding_and_int_inputs():
+    emb = nn.Embedding(11, 4)
+    _check(lambda i, x: emb(i) * x, [_rand((2, 7), "int64", high=11), _rand((2, 7, 1))])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_scaled_dot_product_attention(causal):
+    _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+           [_rand((1, 2, 5, 8)), _rand((1, 2, 5, 8)), _rand((1, 2, 5, 3))])
+
+
+def test_sdpa_masks_and_scale():
+    bool_mask = torch.from_numpy(RNG.random((5, 7)) > 0.3)
+    bool_mask[:, 0] = True
+    float_mask = _rand((1, 1, 5, 7))
+    _check(lambda q, k, v: (F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask),
+                            F.scaled_dot_product_attention(q, k, v, attn_mask=float_mask,
+                                                           scale=0.3)),
+           [_rand((2, 3, 5, 4)), _rand((2, 3, 7, 4)), _rand((2, 3, 7, 6))])
+
+
+def test_inplace_and_training_ir_ops_are_functionalized():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x.clone()
+            y.add_(1.0)
+            y.mul_(2.0)
+            return torch.relu_(y)
+    _check(M(), [_rand((2, 3))])
+    _check(nn.Sequential(nn.Conv2d(2, 3, 1), nn.ReLU(inplace=True), nn.Dropout(0.2)),
+           [_rand((1, 2, 3, 3))])
+
+
+# ------------------------------------------------------------------------------------------------
+# whole models
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = _bn(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = _bn(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), _bn(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18's layout (stem, 4 stages of 2 BasicBlocks, pool, fc) at a given width."""
+
+    def __init__(self, width=64, classes=10):
+        super().__init__()
+        w = [width, width * 2, width * 4, width * 8]
+        self.stem = nn.Sequential(nn.Conv2d(3, w[0], 7, 2, 3, bias=False), _bn(w[0]),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+        layers, cin = [], w[0]
+        for i, c in enumerate(w):
+            layers += [BasicBlock(cin, c, 1 if i == 0 else 2), BasicBlock(c, c, 1)]
+            cin = c
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(w[3], classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hid = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.conv = nn.Sequential(
+            nn.Conv2d(cin, hid, 1, bias=False), _bn(hid), nn.ReLU6(inplace=True),
+            nn.Conv2d(hid, hid, 3, stride, 1, groups=hid, bias=False), _bn(hid), nn.ReLU6(True),
+            nn.Conv2d(hid, cout, 1, bias=False), _bn(cout))
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res else self.conv(x)
+
+
+class MobileNetV2Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1, bias=False), _bn(16), nn.ReLU6())
+        self.blocks = nn.Sequential(InvertedResidual(16, 16, 1, 1), InvertedResidual(16, 24, 2, 6),
+                                    InvertedResidual(24, 24, 1, 6), InvertedResidual(24, 32, 2, 6))
+        self.head = nn.Sequential(nn.Conv2d(32, 64, 1, bias=False), _bn(64), nn.ReLU6())
+        self.fc = nn.Sequential(nn.Dropout(0.2), nn.Linear(64, 10))
+
+    def forward(self, x):
+        x = self.head(self.blocks(self.stem(x)))
+        return self.fc(x.mean([2, 3]))
+
+
+def test_small_cnn():
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), _bn(8), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(8, 4, 3), nn.Hardswish(), nn.Flatten(), nn.Linear(4 * 3 * 3, 5),
+                      nn.Softmax(-1))
+    mod, params = _check(m, [_rand((2, 3, 10, 10))], names=["image"], build=True)
+    assert mod["main"].params[0].name_hint == "image"
+    assert set(params) == {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean",
+                           "1.running_var", "4.weight", "4.bias", "7.weight", "7.bias"}
+    for k, v in m.state_dict().items():
+        if k in params:
+            np.testing.assert_array_equal(params[k], v.numpy())
+
+
+def test_resnet18_shaped():
+    _check(ResNet18(width=8), [_rand((1, 3, 32, 32))], names=["input"], rtol=1e-4, atol=1e-4,
+           build=True)
+
+
+def test_mobilenet_v2_blocks():
+    _check(MobileNetV2Blocks(), [_rand((1, 3, 32, 32))], rtol=1e-4, atol=1e-4, build=True)
+
+
+class EncoderLayer(nn.Module):
+    """A BERT-style post-norm encoder layer written out: attention, gelu MLP, layer norms."""
+
+    def __init__(self, d=32, heads=4, ff=64):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+    def forward(self, x, mask):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)
+        q, k, v = (t.view(b, s, self.h, self.dh).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / self.dh ** 0.5 + (1.0 - mask[:, None, None, :]) * -1e4
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+        x = self.ln1(x + self.out(y))
+        return self.ln2(x + self.ff2(F.gelu(self.ff1(x))))
+
+
+def test_bert_encoder_layer_handwritten():
+    mask = torch.ones(2, 7)
+    mask[1, 5:] = 0
+    _check(EncoderLayer(), [_rand((2, 7, 32)), mask], names=["x", "mask"], rtol=1e-4,
+           atol=1e-4, build=True)
+
+
+def test_transformer_encoder_layer():
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, activation="gelu")
+    _check(layer, [_rand((2, 5, 16))], rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------
+# other entry points and options
+def test_exported_program_and_fx_graph_module():
+    m = nn.Sequential(nn.Linear(4, 3), nn.Tanh()).eval()
+    x = _rand((2, 4))
+    want = m(x).detach().numpy()
+    ep = torch.export.export(m, (x,))
+    for model, infos in [(ep, None), (ep, [("x", (2, 4))]), (torch.fx.symbolic_trace(m),
+                                                              [("x", (2, 4))])]:
+        mod, params = from_pytorch(model, infos)
+        name = mod["main"].params[0].name_hint
+        got = relay.create_executor("debug", mod).evaluate()(**{name: x.numpy()}, **params)
+        np.testing.assert_allclose(_np(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_freeze_params_embeds_weights():
+    mod, params = _check(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), [_rand((2, 4))], freeze=True)
+    assert params == {}
+    assert [p.name_hint for p in mod["main"].params] == ["x0"]
+
+
+def test_printed_module_names_params():
+    mod, _ = from_pytorch(nn.Sequential(nn.Conv2d(2, 3, 1)).eval(), [("data", (1, 2, 4, 4))])
+    text = str(mod)
+    assert "%data" in text and "%0.weight" in text and "nn.conv2d" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# errors
+def test_unsupported_ops_listed_once():
+    def f(x):
+        a = torch.special.i0(x)       # unsupported
+        b = torch.special.i0(x * 2)   # unsupported, second node
+        c = torch.fft.fft(x).real     # unsupported
+        return a + b + c
+    with pytest.raises(OpNotImplemented) as ei:
+        from_pytorch(Fn(f).eval(), [("x", (3, 4))])
+    msg = str(ei.value)
+    assert "aten.i0.default: i0, i0_1" in msg
+    assert "fft" in msg and "from_pytorch" in msg
+
+
+def test_bad_inputs():
+    m = nn.Linear(4, 3).eval()
+    with pytest.raises(ValueError, match="input_infos has 2 entries"):
+        from_pytorch(m, [("x", (2, 4)), ("y", (2, 4))])
+    with pytest.raises(TypeError, match=r"input_infos\[0\]"):
+        from_pytorch(m, [(None, (2, 4))])
+    with pytest.raises(TypeError, match="shape must be a sequence of ints"):
+        from_pytorch(m, [("x", "2x4")])
+    with pytest.raises(ValueError, match="duplicate input names"):
+        from_pytorch(Fn(lambda a, b: a + b).eval(), [("x", (2,)), ("x", (2,))])
+    with pytest.raises(ValueError, match="input_infos .* required"):
+        from_pytorch(m)
+    with pytest.raises(TypeError, match="must be a torch.nn.Module"):
+        from_pytorch(lambda x: x, [("x", (2, 4))])
+    with pytest.raises(TypeError, match="must be a torch.nn.Module"):
+        from_pytorch("model.pt", [("x", (2, 4))])
+    with pytest.raises(ValueError, match="export.export failed"):
+        from_pytorch(m, [("x", (2, 5))])
+    with pytest.raises(ValueError, match="training mode"):
+        from_pytorch(nn.Linear(4, 3).train(), [("x", (2, 4))])
+    with pytest.raises(ValueError, match="also a parameter name"):
+        from_pytorch(m, [("weight", (2, 4))])
+    ep = torch.export.export(m, (torch.randn(2, 4),))
+    with pytest.raises(ValueError, match=r"input_infos gives float32\[3, 4\]"):
+        from_pytorch(ep, [("x", (3, 4))])
+
+
+def test_unsupported_argument_value_names_node():
+    with pytest.raises(PyTorchConvertError, match="divisor_override"):
+        from_pytorch(Fn(lambda x: F.avg_pool2d(x, 2, divisor_override=3)).eval(),
+                     [("x", (1, 1, 4, 4))])
+    with pytest.raises(PyTorchConvertError, match="scale_factor"):
+        from_pytorch(Fn(lambda x: F.interpolate(x, scale_factor=1.7)).eval(),
+                     [("x", (1, 1, 4, 4))])
