@@ -545,4 +545,4 @@ def test_shape_like_graph_input_error_names_tensor():
     m = _model([node], [_vi("x", (2, 6)), _vi("s", (2,), TensorProto.INT64)], [_out("y")])
     with pytest.raises(OnnxConstantInputError, match="must be a constant") as e:
         from_onnx(m, {"x": (2, 6), "s": (2,)})
-    assert e.value.tensor == "s"
+    assert e.value.tensors == ("s",)

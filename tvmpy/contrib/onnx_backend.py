@@ -105,6 +105,8 @@ def _compile(mod: Any, params: dict, executor: str) -> Callable[[dict], list[np.
     from tvmpy import relay
     from tvmpy.contrib import graph_executor
 
+    if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
+        return _compile(mod, params, "debug")
     lib = relay.build(mod, target="llvm", params=params)
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
 
@@ -115,6 +117,19 @@ def _compile(mod: Any, params: dict, executor: str) -> Callable[[dict], list[np.
         return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
 
     return run_graph
+
+
+def _computes(body: Any) -> bool:
+    """Whether an expression calls any operator (relay.build needs at least one)."""
+    from tvmpy.relay.expr import Call, Tuple, TupleGetItem
+
+    if isinstance(body, Call):
+        return True
+    if isinstance(body, Tuple):
+        return any(_computes(f) for f in body.fields)
+    if isinstance(body, TupleGetItem):
+        return _computes(body.tuple_value)
+    return False
 
 
 class TvmpyBackendRep(BackendRep):
@@ -162,7 +177,8 @@ class TvmpyBackendRep(BackendRep):
                 mod, params = from_onnx(model, {k: v.shape for k, v in free.items()},
                                         dtype={k: str(v.dtype) for k, v in free.items()})
             except OnnxConstantInputError as e:
-                new = _needed_inputs(self.model.graph, e.tensor, names) - self.bound
+                new = set().union(*(_needed_inputs(self.model.graph, t, names)
+                                    for t in e.tensors)) - self.bound
                 if not new:
                     raise
                 self.bound |= new

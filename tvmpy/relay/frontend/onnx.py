@@ -39,13 +39,14 @@ class OnnxConvertError(ValueError):
 class OnnxConstantInputError(OnnxConvertError):
     """A shape-like input (Reshape's shape, Slice's starts, ...) is not known at import time.
 
-    ``tensor`` names the ONNX tensor whose value was needed: a runtime that knows the graph
+    ``tensors`` names the ONNX tensors whose values were needed (for a node inside an expanded
+    function body: the outer tensors it is computed from): a runtime that knows the graph
     inputs' values (the ONNX backend, ``tvmpy.contrib.onnx_backend``) binds the graph inputs it
     depends on as constants and imports again."""
 
-    def __init__(self, msg: str, tensor: str):
+    def __init__(self, msg: str, *tensors: str):
         super().__init__(msg)
-        self.tensor = tensor
+        self.tensors = tensors
 
 
 class _Ctx:
@@ -1218,6 +1219,22 @@ def _type_proto(e: RelayExpr) -> Any:
     return helper.make_tensor_type_proto(elem, [int(d) for d in t.shape])
 
 
+def _outer_sources(body: list, tensors: tuple[str, ...]) -> list[str]:
+    """The tensors outside a function body that body tensors ``tensors`` are computed from."""
+    producer = {o: nd for nd in body for o in nd.output if o}
+    out, todo, seen = [], list(tensors), set()
+    while todo:
+        t = todo.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in producer:
+            todo.extend(nm for nm in producer[t].input if nm)
+        else:
+            out.append(t)
+    return sorted(out)
+
+
 def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
     for k, node in enumerate(nodes):
         ctx.opset = opset
@@ -1242,7 +1259,10 @@ def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
             _find_unsupported(body, body_opset, missing, f"{node.name or node.op_type} > ")
             if missing:
                 raise unsupported_error("from_onnx", missing)
-            _convert_nodes(ctx, body, body_opset)
+            try:
+                _convert_nodes(ctx, body, body_opset)
+            except OnnxConstantInputError as e:
+                raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
             continue
         a = _attrs(node)
         if node.op_type in _VALUE_OPS:
@@ -1272,7 +1292,7 @@ def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
 def _fold(ctx: _Ctx, node: Any, names: list[str], outputs: list[str], outs: list) -> None:
     """Evaluate a node whose inputs are all known shape-like values (small integer tensors or
     values computed from Constant/Shape), so later shape inputs fold to attributes."""
-    known = [nm for nm in names if nm]
+    known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
     if not known or any(nm not in ctx.values for nm in known):
         return
     if any(ctx.values[nm].size > 4096 or not isinstance(ctx.exprs[nm], Constant)
