@@ -48,14 +48,14 @@ def _run(lib, inputs):
     return [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
 
 
-def check_build(out, opt_level, params_names=(), rtol=1e-5, atol=1e-5):
+def check_build(out, opt_level, params_names=(), rtol=1e-5, atol=1e-5, target="llvm"):
     """Build ``out`` (an expression over free vars) at ``opt_level`` binding the inputs named
     in ``params_names`` as params; run it and compare with the interpreter."""
     mod = _module(out)
     values = _inputs(mod)
     params = {k: values[k] for k in params_names}
     with tvm.transform.PassContext(opt_level=opt_level):
-        lib = relay.build(mod, target="llvm", params=params)
+        lib = relay.build(mod, target=target, params=params)
     got = _run(lib, {k: v for k, v in values.items() if k not in params})
     want = _reference(mod, values)
     assert len(got) == len(want)
@@ -292,6 +292,14 @@ def test_not_a_module():
     x = relay.var("x", shape=(2,))
     with pytest.raises(TypeError, match="target"):
         relay.build(_module(relay.exp(x)), target=3)
+    with pytest.raises(RelayBuildError, match="interp"):
+        relay.build(_module(relay.exp(x)), target="interp")
+
+
+def test_c_target():
+    x = relay.var("x", shape=(1, 3, 5, 5))
+    check_build(_conv_bias_relu(x, 3, 2, "ct"), 3, params_names=("ct_w",), rtol=1e-4,
+                target="c")
 
 
 def test_function_accepted_as_module():

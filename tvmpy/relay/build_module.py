@@ -50,16 +50,19 @@ def _as_module(mod: Any) -> IRModule:
 
 
 def _as_target(target: Any) -> Target:
-    if isinstance(target, Target):
-        return target
-    if target is None:
-        return Target("llvm")
-    if isinstance(target, str):
-        return Target(target)
     if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
-        return _as_target(next(iter(target.values())))
-    raise TypeError(f"relay.build: target must be a string such as 'llvm' or a Target, got "
-                    f"{type(target).__name__} {target!r}")
+        target = next(iter(target.values()))
+    if target is None:
+        target = "llvm"
+    if isinstance(target, str):
+        target = Target(target)
+    if not isinstance(target, Target):
+        raise TypeError(f"relay.build: target must be a string such as 'llvm' or a Target, "
+                        f"got {type(target).__name__} {target!r}")
+    if target.kind not in ("llvm", "c"):
+        raise RelayBuildError(f"relay.build: target {target} cannot run a graph here; use an "
+                              "'llvm ...' or 'c' CPU target")
+    return target
 
 
 def _check_params(main: Function, params: Any) -> dict[str, np.ndarray]:
