@@ -410,7 +410,7 @@ def test_benchmark_and_profile(mlp):
     names = [r["node"] for r in report.rows]
     assert names == ["dense", "bias", "relu", "mul", "split"]
     table = str(report)
-    assert table.splitlines()[0].split()[:3] == ["Node", "Time(us)", "%"]
+    assert table.splitlines()[0].split()[:4] == ["Node", "#", "Time(us)", "%"]
     assert all(n in table for n in names) and "Total (run)" in table
     times = [r["time"] for r in report.sorted_rows()]
     assert times == sorted(times, reverse=True) and all(t > 0 for t in times)
@@ -501,6 +501,9 @@ def test_params_are_a_binary_symbol_not_json(lib, tmp_path):
     blob = ctypes.string_at(addr, info["params_nbytes"])
     np.testing.assert_array_equal(relay.load_param_dict(blob)["weight"].numpy(), params["weight"])
     np.testing.assert_array_equal(loaded.get_params()["weight"].numpy(), params["weight"])
+    # the loaded parameters view the library's read-only data (no copy)
+    view = loaded.get_params()["weight"]._arr
+    assert not view.flags.writeable and view.ctypes.data > addr
     assert loaded.get_lib().function_names() == lib.function_names()
 
 
@@ -552,6 +555,7 @@ def test_param_dict_round_trip(dtype, shape):
         np.testing.assert_array_equal(v.numpy(), value)
     views = relay.load_param_dict(bytearray(blob), copy=False)
     np.testing.assert_array_equal(views["a"], value)
+    assert not views["a"].flags.writeable
 
 
 def test_param_dict_tvm_layout():

@@ -152,6 +152,7 @@ def load_param_dict(data: bytes | bytearray | memoryview, copy: bool = True) -> 
 
             out[name] = nd.array(arr.astype(np.dtype(dtype), copy=False))
         else:
+            arr.flags.writeable = False  # may view read-only mapped memory (a library's data)
             out[name] = arr
     if r.pos != len(r.buf):
         raise ParamDictError(f"load_param_dict: {len(r.buf) - r.pos} unexpected trailing bytes")

@@ -473,7 +473,7 @@ class GraphExecutor:
         rows = []
         for node, ts in zip(self._call_nodes, times):
             out = self._entries[node.outputs[0]]
-            rows.append({"node": node.name, "func_name": node.func_name,
+            rows.append({"nid": node.nid, "node": node.name, "func_name": node.func_name,
                          "time": statistics.median(ts), "shape": out.shape,
                          "dtype": out.dtype})
         return ProfileReport(rows, statistics.median(t_total))
@@ -515,12 +515,12 @@ class ProfileReport:
     def __str__(self) -> str:
         sum_nodes = sum(r["time"] for r in self.rows) or 1.0
         width = max([len(r["node"]) for r in self.rows] + [4])
-        lines = [f"{'Node':<{width}}  {'Time(us)':>10}  {'%':>6}  Shape"]
+        lines = [f"{'Node':<{width}}  {'#':>5}  {'Time(us)':>10}  {'%':>6}  Shape"]
         for r in self.sorted_rows():
-            lines.append(f"{r['node']:<{width}}  {r['time'] * 1e6:>10.2f}  "
+            lines.append(f"{r['node']:<{width}}  {r['nid']:>5}  {r['time'] * 1e6:>10.2f}  "
                          f"{100 * r['time'] / sum_nodes:>5.1f}%  {r['shape']} {r['dtype']}")
-        lines.append(f"{'Total (nodes)':<{width}}  {sum_nodes * 1e6:>10.2f}")
-        lines.append(f"{'Total (run)':<{width}}  {self.total * 1e6:>10.2f}")
+        lines.append(f"{'Total (nodes)':<{width}}  {'':>5}  {sum_nodes * 1e6:>10.2f}")
+        lines.append(f"{'Total (run)':<{width}}  {'':>5}  {self.total * 1e6:>10.2f}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -572,7 +572,9 @@ class GraphExecutorFactory(Module):
                 raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
                                  "missing") from None
             blob = (ctypes.c_ubyte * nbytes).from_address(addr)
-            params = load_param_dict(memoryview(blob), copy=True)
+            # read-only views of the library's data: no copy until an executor is created
+            params = {k: NDArray(v) for k, v in
+                      load_param_dict(memoryview(blob), copy=False).items()}
         self = cls(info["graph_json"], subs[0], params, info.get("mod_name", "default"))
         self._lib = lib
         self._lib_path = path
