@@ -309,16 +309,23 @@ def test_function_accepted_as_module():
     np.testing.assert_allclose(_run(lib, {"x": xv})[0], np.exp(xv), rtol=1e-6)
 
 
-def test_if_and_let_refused():
+def test_if_and_closures_refused_let_inlined():
     x = relay.var("x", shape=(2,))
     c = relay.var("c", shape=(), dtype="bool")
-    f_if = relay.Function([c, x], relay.If(c, relay.exp(x), x))
+    f_if = relay.Function([c, x], relay.If(c, relay.exp(x), x) * relay.const(2.0))
     with pytest.raises(RelayBuildError, match="If"):
         relay.build(f_if)
+    y = relay.var("y", shape=(2,))
+    inner = relay.Function([y], relay.exp(y))
+    with pytest.raises(RelayBuildError, match="local function"):
+        relay.build(relay.Function([x], relay.Call(inner, [x])))
     v = relay.var("v", shape=(2,))
     f_let = relay.Function([x], relay.Let(v, relay.exp(x), v + v))
-    with pytest.raises(RelayBuildError, match="Let"):
-        relay.build(f_let)
+    xv = _rand((2,))
+    for opt in OPT_LEVELS:
+        with tvm.transform.PassContext(opt_level=opt):
+            lib = relay.build(f_let)
+        np.testing.assert_allclose(_run(lib, {"x": xv})[0], 2 * np.exp(xv), rtol=1e-6)
 
 
 def test_unsupported_operator_refused_before_compiling():
