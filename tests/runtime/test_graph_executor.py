@@ -591,3 +591,64 @@ def test_param_dict_bad_input():
         relay.save_param_dict({"c": np.ones(2, "complex64")})
     with pytest.raises(TypeError, match="expected a dict"):
         relay.save_param_dict([np.ones(2)])
+
+
+def test_nop_node_aliases_storage(lib):
+    g = G()
+    x = g.input("x")
+    (y,) = g.op("neg", [x])
+    (r,) = g.op("__nop", [y], name="reshape_nop")
+    (z,) = g.op("relu", [r])
+    graph = g.graph([z])
+    sid = list(range(4))
+    sid[2] = sid[1]  # the __nop output lives in its input's storage
+    graph["attrs"]["storage_id"] = ["list_int", sid]
+    m = graph_executor.create(json.dumps(graph), lib)
+    v = rand((N, M))
+    m.set_input("x", v)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.maximum(-v, 0))
+    graph["attrs"]["storage_id"] = ["list_int", [0, 1, 2, 3]]
+    with pytest.raises(GraphJSONError, match="__nop, which needs one input and one output"):
+        graph_executor.create(json.dumps(graph), lib)
+
+
+RELAY_LOADER = r"""
+import sys
+for blocked in ("onnx", "onnxruntime", "torch"):
+    sys.modules[blocked] = None
+import numpy as np
+import tvmpy as tvm
+from tvmpy.contrib import graph_executor
+data = np.load(sys.argv[2])
+m = graph_executor.GraphModule(tvm.runtime.load_module(sys.argv[1])["default"](tvm.cpu(0)))
+m.set_input("data", data["x"])
+m.run()
+np.testing.assert_allclose(m.get_output(0).numpy(), data["want"], rtol=1e-4, atol=1e-5)
+print("OK")
+"""
+
+
+def test_relay_build_export_load_in_fresh_process(tmp_path):
+    """A model built by relay.build runs after export in a process without onnx/torch and with
+    no C compiler."""
+    from tvmpy.relay.analysis import free_vars
+
+    x = relay.var("data", shape=(1, 3, 9, 7))
+    w = relay.var("w", shape=(5, 3, 3, 3))
+    b = relay.var("b", shape=(5,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, padding=(1, 1)), b))
+    y = relay.nn.softmax(relay.nn.batch_flatten(y))
+    mod = tvm.IRModule.from_expr(relay.Function(free_vars(y), y))
+    params = {"w": rand((5, 3, 3, 3)), "b": rand((5,))}
+    with tvm.transform.PassContext(opt_level=3):
+        factory = relay.build(mod, target="llvm", params=params)
+    xv = rand((1, 3, 9, 7))
+    want = relay.create_executor("debug", mod).evaluate()(xv, params["w"], params["b"])
+    path = str(tmp_path / "small.so")
+    factory.export_library(path)
+    np.savez(tmp_path / "io.npz", x=xv, want=np.asarray(want))
+    env = dict(os.environ, CC="/bin/false", PATH="/nonexistent")
+    proc = subprocess.run([sys.executable, "-c", RELAY_LOADER, path, str(tmp_path / "io.npz")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]

@@ -80,11 +80,15 @@ class GraphModule:
         self.module.load_params(params_bytes)
 
     def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
-                  number: int = 5, min_repeat_ms: float | None = None, end_to_end: bool = False,
-                  cooldown_interval_ms: float = 0, **kwargs: Any) -> BenchmarkResult:
-        """Seconds per run: ``.mean``, ``.median``, ``.std``, ``.min``, ``.max``, ``.results``."""
+                  number: int = 5, min_repeat_ms: float | None = None,
+                  limit_zero_time_iterations: int = 100, end_to_end: bool = False,
+                  cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
+                  **kwargs: Any) -> BenchmarkResult:
+        """Seconds per run (TVM's signature): ``.mean``, ``.median``, ``.std``, ``.min``,
+        ``.max``, ``.results``; ``kwargs`` are inputs to set first."""
         return self.module.benchmark(device, func_name, repeat, number, min_repeat_ms,
-                                     end_to_end, cooldown_interval_ms, **kwargs)
+                                     limit_zero_time_iterations, end_to_end,
+                                     cooldown_interval_ms, repeats_to_cooldown, **kwargs)
 
     def profile(self, number: int = 10, **inputs: Any) -> ProfileReport:
         """Per-node times; ``print()`` the result for a table, slowest node first."""

@@ -185,7 +185,15 @@ class GraphExecutor:
         self._call_funcs: list[Any] = []
         self._keepalive: list[Any] = []
         for node in self._nodes:
-            if node.op == "null" or node.func_name == "__nop":
+            if node.op == "null":
+                continue
+            if node.func_name == "__nop":  # TVM: an output that aliases its input's storage
+                if (len(node.inputs) != 1 or len(node.outputs) != 1
+                        or sids[node.inputs[0]] != sids[node.outputs[0]]
+                        or nbytes[node.inputs[0]] != nbytes[node.outputs[0]]):
+                    raise GraphJSONError(f"graph JSON: node {node.nid} ({node.name!r}) is a "
+                                         "__nop, which needs one input and one output of the "
+                                         "same size in the same storage")
                 continue
             func = self._lookup(node)
             args = [self._entries[e] for e in node.inputs + node.outputs]
@@ -413,11 +421,15 @@ class GraphExecutor:
             raise RuntimeError(f"graph node {node.nid} ({node.name!r}): {e}") from None
 
     def benchmark(self, device: Device | None = None, func_name: str = "run", repeat: int = 5,
-                  number: int = 5, min_repeat_ms: float | None = None, end_to_end: bool = False,
-                  cooldown_interval_ms: float = 0, **kwargs: Any) -> BenchmarkResult:
+                  number: int = 5, min_repeat_ms: float | None = None,
+                  limit_zero_time_iterations: int = 100, end_to_end: bool = False,
+                  cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
+                  **kwargs: Any) -> BenchmarkResult:
         """Seconds per ``run()`` over ``repeat`` repeats of ``number`` runs (``number`` grows
         until a repeat lasts ``min_repeat_ms``). ``kwargs`` are inputs set first; with
-        ``end_to_end`` each run also sets them and copies the outputs out."""
+        ``end_to_end`` each run also sets them and copies the outputs out. TVM's signature;
+        ``limit_zero_time_iterations`` is moot with a nanosecond clock."""
+        del limit_zero_time_iterations
         if device is not None and device != self.device:
             raise ValueError(f"benchmark: the executor runs on {self.device}, not {device}")
         if func_name != "run":
@@ -439,7 +451,7 @@ class GraphExecutor:
         step()  # warm-up (and the checks)
         clock, n, results = time.perf_counter, int(number), []
         for r in range(int(repeat)):
-            if r and cooldown_interval_ms:
+            if r and cooldown_interval_ms and r % max(1, repeats_to_cooldown) == 0:
                 time.sleep(cooldown_interval_ms / 1e3)
             while True:
                 t0 = clock()
