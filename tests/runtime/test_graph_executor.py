@@ -652,3 +652,18 @@ def test_relay_build_export_load_in_fresh_process(tmp_path):
     proc = subprocess.run([sys.executable, "-c", RELAY_LOADER, path, str(tmp_path / "io.npz")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_two_exported_models_in_one_process_keep_their_params(lib, tmp_path):
+    paths, weights = [], []
+    for k in range(2):
+        factory, params = _big_factory(lib)
+        paths.append(str(tmp_path / f"m{k}.so"))
+        factory.export_library(paths[-1])
+        weights.append(params["weight"])
+    p = rand(BIG)
+    for path, w in zip(paths, weights):
+        m = graph_executor.GraphModule(tvm.runtime.load_module(path)["default"](tvm.cpu(0)))
+        m.set_input("p", p)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), p + w, rtol=1e-6)
