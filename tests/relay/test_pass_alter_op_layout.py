@@ -194,11 +194,15 @@ def test_residual_block_stays_blocked():
     _check(mod, new)
 
 
-@pytest.mark.parametrize("pool", ["max", "avg", "global_avg", "global_max"])
+@pytest.mark.parametrize("pool", ["max", "avg", "global_avg", "global_max", "adaptive", "pad"])
 def test_pool_between_convs(pool):
     x = relay.var("x", shape=(1, 4, 9, 9))
     y = relay.nn.relu(relay.nn.conv2d(x, _w(32, 4, 3, 3)))
-    if pool == "max":
+    if pool == "adaptive":  # to 1x1: the blocked global pool
+        y = relay.nn.adaptive_avg_pool2d(y, (1, 1))
+    elif pool == "pad":
+        y = relay.nn.max_pool2d(relay.nn.pad(y, ((0, 0), (0, 0), (1, 2), (0, 1)), 0.5), (2, 2))
+    elif pool == "max":
         y = relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1))
     elif pool == "avg":
         y = relay.nn.avg_pool2d(y, (2, 2), (2, 2), ceil_mode=True, count_include_pad=False)
@@ -211,6 +215,23 @@ def test_pool_between_convs(pool):
     assert ops.count("layout_transform") == 2
     (p,) = [c for c in _calls(new) if "pool" in c.op.name]
     assert p.attrs.layout == "NCHW16c"
+    if pool == "adaptive":
+        assert p.op.name == "nn.global_avg_pool2d"
+    if pool == "pad":
+        (pad,) = [c for c in _calls(new) if c.op.name == "nn.pad"]
+        assert tuple(pad.checked_type.shape) == (1, 2, 10, 8, 16)
+    _check(mod, new)
+
+
+def test_adaptive_pool_and_channel_pad_leave_the_blocked_layout():
+    x = relay.var("x", shape=(1, 4, 9, 9))
+    y = relay.nn.relu(relay.nn.conv2d(x, _w(32, 4, 3, 3)))
+    a = relay.nn.adaptive_avg_pool2d(y, (2, 3))
+    b = relay.nn.pad(y, ((0, 0), (1, 0), (0, 0), (0, 0)))
+    mod = _mod([x], relay.Tuple([a, b]))
+    new = _alter(mod)
+    assert _ops(new) == ["layout_transform", "nn.contrib_conv2d_NCHWc", "nn.relu",
+                         "layout_transform", "nn.adaptive_avg_pool2d", "nn.pad"]
     _check(mod, new)
 
 

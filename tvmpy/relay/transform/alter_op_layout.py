@@ -17,8 +17,9 @@ What it does, on the dataflow graph of every relay Function (the target is
   broadcast ops whose other operands are scalars, per-channel vectors (``(C,1,1)`` becomes
   ``(C/c,1,1,c)``; constants are transformed here) or whole tensors (transformed to the block),
   ``nn.bias_add`` on the channel axis (becomes ``add`` with the reshaped bias), max/avg
-  pooling and the global pools (``layout="NCHW{c}c"``), and ``concatenate`` along the channels
-  of inputs that share one block size.
+  pooling and the global pools (``layout="NCHW{c}c"``; an adaptive average pool to 1x1
+  becomes the global one), ``nn.pad`` of H and W, and ``concatenate`` along the channels
+  (inputs of different blocks meet in the gcd of their blocks).
 * Every other consumer (dense, reshape, softmax, a depthwise conv, the function's result, ...)
   gets its input back in NCHW through one ``layout_transform`` shared by all such consumers.
 
@@ -50,7 +51,7 @@ MAX_BLOCK = 16
 # broadcast/elementwise ops whose attributes name no axis or shape: layout-agnostic
 _LAYOUT_ATTRS = frozenset({"axis", "shape", "reps", "repeats", "num_newaxis", "newshape"})
 _POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-                    "nn.global_max_pool2d"})
+                    "nn.global_max_pool2d", "nn.adaptive_avg_pool2d"})
 
 
 def _is_depthwise(call: Call) -> bool:
@@ -211,6 +212,8 @@ class _Alter(ExprFunctor):
                 res = self._bias_add(c)
             elif name in _POOLS:
                 res = self._pool(c)
+            elif name == "nn.pad":
+                res = self._pad(c)
             elif name == "concatenate":
                 res = self._concatenate(c)
             elif c.op.pattern <= OpPattern.BROADCAST and not (_LAYOUT_ATTRS & set(c.attrs.values)):
@@ -264,7 +267,18 @@ class _Alter(ExprFunctor):
         data, blk = self.visit(c.args[0])
         if blk is None or c.attrs.layout != "NCHW":
             return None
+        if c.op.name == "nn.adaptive_avg_pool2d":  # only its global (1, 1) form is blocked
+            if tuple(c.attrs.output_size) != (1, 1):
+                return None
+            return make_call("nn.global_avg_pool2d", [data], {"layout": _blocked(blk)}), blk
         return Call(c.op, [data], {**c.attrs.values, "layout": _blocked(blk)}), blk
+
+    def _pad(self, c: Call) -> tuple[RelayExpr, int] | None:
+        data, blk = self.visit(c.args[0])
+        pw = tuple(tuple(p) for p in c.attrs.pad_width)
+        if blk is None or len(pw) != 4 or pw[1] != (0, 0):
+            return None  # padding the channels would change the blocks
+        return Call(c.op, [data], {**c.attrs.values, "pad_width": (*pw, (0, 0))}), blk
 
     def _concatenate(self, c: Call) -> tuple[RelayExpr, int] | None:
         tup = c.args[0]
