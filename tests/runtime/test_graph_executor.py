@@ -667,3 +667,19 @@ def test_two_exported_models_in_one_process_keep_their_params(lib, tmp_path):
         m.set_input("p", p)
         m.run()
         np.testing.assert_allclose(m.get_output(0).numpy(), p + w, rtol=1e-6)
+
+
+def test_debug_executor(lib, tmp_path, capsys):
+    from tvmpy.contrib.debugger import debug_executor
+
+    params = {"w": rand((K, M)), "b": rand((N, M))}
+    m = debug_executor.create(mlp_graph(), lib, tvm.cpu(0), dump_root=str(tmp_path / "dbg"))
+    m.set_input(**params)
+    x, x2 = rand((N, K)), rand((N, M))
+    m.run(x=x, x2=x2)
+    table = capsys.readouterr().out
+    assert "dense" in table and "Time(us)" in table
+    assert [r["node"] for r in m.debug_report.rows] == ["dense", "bias", "relu", "mul", "split"]
+    assert (tmp_path / "dbg" / "profile.txt").read_text().startswith("Node")
+    want = mlp_ref(x, params["w"], params["b"], x2)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want[0], rtol=1e-5, atol=1e-5)

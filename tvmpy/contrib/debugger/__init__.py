@@ -1,0 +1,1 @@
+"""TVM's ``tvm.contrib.debugger``: the graph executor with per-node timing."""
