@@ -71,6 +71,8 @@ def test_chain_reuses_two_buffers():
     assert plan.num_storages == 4
     assert plan.planned_bytes == 4 * 256 and plan.naive_bytes == 7 * 256
     assert "planned 1024 bytes vs 1792 naive" in str(plan)
+    assert plan.intermediate_planned_bytes == 512 and plan.intermediate_naive_bytes == 5 * 256
+    assert "intermediates 512 vs 1280 bytes" in str(plan)
 
 
 def test_diamond_keeps_shared_input_alive():
@@ -261,6 +263,9 @@ def check_plan(g, plan):
             assert d2 > u1, f"entries {e1} {life[e1]} and {e2} {life[e2]} overlap in {sid[e1]}"
     assert plan.planned_bytes <= plan.naive_bytes
     assert plan.naive_bytes == sum(size)
+    assert plan.intermediate_planned_bytes <= plan.intermediate_naive_bytes
+    assert plan.planned_bytes - plan.intermediate_planned_bytes == sum(
+        size[e] for e in pinned)
 
 
 @settings(max_examples=300, deadline=None)

@@ -37,6 +37,8 @@ class MemoryPlan:
     storage_id: list[int]
     storage_sizes: list[int]
     entry_bytes: list[int] = field(repr=False)
+    # per storage: True when it holds a graph input, parameter or output (never shared)
+    storage_pinned: list[bool] = field(default_factory=list, repr=False)
 
     @property
     def planned_bytes(self) -> int:
@@ -51,11 +53,22 @@ class MemoryPlan:
     def num_storages(self) -> int:
         return len(self.storage_sizes)
 
+    @property
+    def intermediate_planned_bytes(self) -> int:
+        """Planned bytes of the shared storages (inputs, parameters and outputs left out)."""
+        return sum(sz for sz, pin in zip(self.storage_sizes, self.storage_pinned) if not pin)
+
+    @property
+    def intermediate_naive_bytes(self) -> int:
+        pinned = {s for s, pin in enumerate(self.storage_pinned) if pin}
+        return sum(b for b, s in zip(self.entry_bytes, self.storage_id) if s not in pinned)
+
     def __str__(self) -> str:
         saved = 1 - self.planned_bytes / self.naive_bytes if self.naive_bytes else 0.0
         return (f"MemoryPlan: {len(self.storage_id)} entries in {self.num_storages} storages, "
                 f"planned {self.planned_bytes} bytes vs {self.naive_bytes} naive "
-                f"({saved:.1%} saved)")
+                f"({saved:.1%} saved); intermediates {self.intermediate_planned_bytes} vs "
+                f"{self.intermediate_naive_bytes} bytes")
 
 
 def _attr(attrs: dict, key: str, kind: str, n: int) -> list:
@@ -190,4 +203,6 @@ def plan_memory(graph: dict) -> MemoryPlan:
             if e not in pinned:
                 free.add(storage_sizes[storage_id[e]], storage_id[e])
     graph["attrs"]["storage_id"] = ["list_int", storage_id]
-    return MemoryPlan(storage_id, storage_sizes, sizes)
+    pinned_sids = {storage_id[e] for e in pinned}
+    return MemoryPlan(storage_id, storage_sizes, sizes,
+                      [s in pinned_sids for s in range(len(storage_sizes))])
