@@ -71,9 +71,9 @@ def test_compile_run_roundtrip(work):
     assert "tiny.so" in compiled.stdout and "input x: (1, 3, 8, 8)" in compiled.stdout
     assert "codegen" in compiled.stderr  # the build's progress (one line per stage: no tty)
     r = _tvmpy("run", d / "tiny.so", "--input", f"x={d / 'x.npy'}", "--input",
-               f"y={d / 'y.npy'}", "--output", d / "out.npz")
+               f"y={d / 'y.npy'}", "--output", d / "out.npz", "--repeat", "3")
     assert r.returncode == 0, r.stderr
-    assert "output0: shape (1, 5) float32" in r.stdout
+    assert "output0: shape (1, 5) float32" in r.stdout and "best of the next 2" in r.stdout
     got = np.load(d / "out.npz")["output0"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
