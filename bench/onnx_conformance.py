@@ -131,6 +131,13 @@ def group_op(case: Any, by_name: dict[str, Any]) -> str:
     return n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
 
 
+def normalize(tensors: list) -> list[np.ndarray]:
+    """TensorProtos (some generated cases hold them) to numpy arrays, as onnx's runner does."""
+    from onnx import TensorProto, numpy_helper
+
+    return [numpy_helper.to_array(t) if isinstance(t, TensorProto) else t for t in tensors]
+
+
 class _Timeout(Exception):
     pass
 
@@ -152,7 +159,7 @@ def run_case(case: Any, executor: str, timeout: int) -> tuple[str, str]:
     from tvmpy.contrib.onnx_backend import TvmpyBackend
     from tvmpy.relay.frontend import OpNotImplemented
 
-    inputs, ref = case.data_sets[0]
+    inputs, ref = (normalize(t) for t in case.data_sets[0])
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(timeout)
     try:

@@ -416,10 +416,10 @@ def test_resize_axes_and_bad_attrs():
     _single("Resize", [(1, 2, 5, 4)], {"mode": "nearest", "axes": [3, 2]}, opset=18,
             pos=["x0", "", "", "sz"], inits=[_init("sz", np.array([7, 3], np.int64))])
     node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rz", mode="linear",
-                            exclude_outside=1)
+                            coordinate_transformation_mode="tf_half_pixel_for_nn")
     m = _model([node], [_vi("x", (1, 1, 4, 4))], [_out("y")],
                [_init("sc", np.array([1, 1, 2, 2], np.float32))])
-    with pytest.raises(ValueError, match="'rz'.*exclude_outside=1"):
+    with pytest.raises(ValueError, match="'rz'.*tf_half_pixel_for_nn"):
         from_onnx(m)
     with pytest.raises(ValueError, match="not graph inputs"):
         from_onnx(m, {"nope": (1, 1, 4, 4)})
@@ -463,12 +463,30 @@ def test_conv_transpose_1d():
             inits=[_init("w", _r(3, 4, 3)), _init("b", _r(4))])
 
 
-def test_resize_inexact_scale_refused():
-    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rz", mode="nearest")
-    m = _model([node], [_vi("x", (1, 1, 2, 4))], [_out("y")],
-               [_init("sc", np.array([1, 1, 0.6, 0.6], np.float32))])
-    with pytest.raises(ValueError, match="'rz'.*not exactly input \\* scale"):
-        from_onnx(m)
+@pytest.mark.parametrize("attrs,scales,shape", [
+    ({"mode": "nearest"}, [1, 1, 0.6, 0.6], (1, 2, 7, 5)),           # inexact scale
+    ({"mode": "linear"}, [1, 1, 1.7, 0.45], (2, 3, 5, 11)),
+    ({"mode": "cubic"}, [1, 1, 2.0, 0.8], (1, 2, 6, 7)),
+    ({"mode": "cubic", "exclude_outside": 1, "cubic_coeff_a": -0.5}, [1, 1, 1.5, 0.5],
+     (1, 1, 5, 8)),
+    ({"mode": "linear", "antialias": 1}, [1, 1, 0.5, 0.7], (1, 2, 9, 10)),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 1.5, 2.0, 1],
+     (1, 4, 3, 2)),                                                  # NHWC-like axes
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric"}, [2.0, 1.5, 1],
+     (3, 5, 2)),                                                     # rank 3
+])
+def test_resize_separable_vs_onnxruntime(attrs, scales, shape):
+    """Resizes relay's resize2d cannot express: one interpolation matrix (or take) per axis."""
+    _single("Resize", [shape], attrs, opset=19, pos=["x0", "", "sc"],
+            inits=[_init("sc", np.array(scales, np.float32))])
+
+
+def test_resize_tf_crop_and_resize_extrapolation():
+    roi = np.array([0, 0, 0.4, 0.6, 1, 1, 1.3, 0.7], np.float32)
+    _single("Resize", [(1, 2, 6, 6)], {"mode": "linear", "extrapolation_value": 2.5,
+                                       "coordinate_transformation_mode": "tf_crop_and_resize"},
+            opset=19, pos=["x0", "roi", "", "sz"],
+            inits=[_init("roi", roi), _init("sz", np.array([1, 2, 5, 3], np.int64))])
 
 
 def test_castlike_swish_rmsnorm_hardmax_bitshift():
@@ -546,3 +564,31 @@ def test_shape_like_graph_input_error_names_tensor():
     with pytest.raises(OnnxConstantInputError, match="must be a constant") as e:
         from_onnx(m, {"x": (2, 6), "s": (2,)})
     assert e.value.tensors == ("s",)
+
+
+@pytest.mark.parametrize("coord,rounding", [("half_pixel", "floor"), ("asymmetric", "floor"),
+                                            ("align_corners", "round")])
+def test_resize2d_default_rounding_is_tvms(coord, rounding):
+    """rounding_method "" is TVM's default in the interpreter and in topi alike ("round" under
+    align_corners, else "floor"); the ONNX frontend always passes ONNX's nearest_mode."""
+    x = relay.var("x", shape=(1, 2, 5, 7))
+    a = _r(1, 2, 5, 7)
+    outs = {}
+    for rnd in ("", rounding):
+        y = relay.image.resize2d(x, (8, 3), method="nearest_neighbor",
+                                 coordinate_transformation_mode=coord, rounding_method=rnd)
+        outs[rnd] = relay.create_executor("debug").evaluate(relay.Function([x], y))(a)
+    np.testing.assert_array_equal(outs[""], outs[rounding])
+    if hasattr(relay, "build"):
+        from tvmpy import runtime
+        from tvmpy.contrib import graph_executor
+        from tvmpy.relay.module import IRModule
+
+        f = relay.Function([x], relay.image.resize2d(
+            x, (8, 3), method="nearest_neighbor", coordinate_transformation_mode=coord))
+        lib = relay.build(IRModule.from_expr(f), target="llvm")
+        m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+        m.set_input("x", a)
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), outs[""])
+

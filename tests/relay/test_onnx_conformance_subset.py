@@ -78,9 +78,17 @@ def cases():
         return {c.name: c for c in load_node_model_tests()}
 
 
+def _data(case):
+    """Inputs and expected outputs as numpy arrays (some cases hold TensorProtos)."""
+    from onnx import TensorProto, numpy_helper
+
+    return [[numpy_helper.to_array(t) if isinstance(t, TensorProto) else t for t in ts]
+            for ts in case.data_sets[0]]
+
+
 def _run(case, executor):
     rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor)
-    inputs, ref = case.data_sets[0]
+    inputs, ref = _data(case)
     with np.errstate(all="ignore"):
         out = list(rep.run(inputs))
     Runner.assert_similar_outputs(ref, out, rtol=case.rtol, atol=case.atol)

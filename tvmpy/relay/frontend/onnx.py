@@ -11,7 +11,6 @@ listing each type with its node names.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,6 +25,7 @@ from ..op.image import resize2d
 from ..type_infer import infer_type
 from .common import unsupported_error
 from .onnx_functions import expand_function, function_versions
+from .onnx_resize import ResizeSpec, output_size_and_scales, resize_separable
 
 __all__ = ["from_onnx", "supported_ops", "OnnxConvertError", "OnnxConstantInputError"]
 
@@ -640,43 +640,66 @@ def _pad(c, i, a, n):
     return nn.pad(x, width, pad_value=value, pad_mode=mode)
 
 
+def _resize_any(c: _Ctx, x: RelayExpr, spec: ResizeSpec, axes: list[int],
+                scales: Any, sizes: Any, policy: str = "stretch", roi: Any = None) -> RelayExpr:
+    """relay's resize2d where it computes exactly this resize, else the separable form."""
+    s = _shape(x)
+    dt = _dtype(x)
+    out, sc = output_size_and_scales(s, axes, scales, sizes, policy)
+    fast = (len(s) == 4 and out[:2] == s[:2] and spec.mode in ("nearest", "linear")
+            and spec.coord not in ("tf_crop_and_resize", "half_pixel_symmetric")
+            and not spec.antialias
+            and all(abs(o - d * f) <= 1e-5 * max(o, 1) for o, d, f in zip(out, s, sc)))
+    if fast:
+        return resize2d(x, out[2:], method="nearest_neighbor" if spec.mode == "nearest"
+                        else "linear", coordinate_transformation_mode=spec.coord,
+                        rounding_method=spec.nearest_mode if spec.mode == "nearest" else "")
+    if spec.mode != "nearest" and not dt.startswith("float"):
+        raise c.fail(f"{spec.mode} resize of {dt} data is not supported (float data only)")
+    if any(o < 1 for o in out):
+        raise c.fail(f"output shape {out} has an empty axis")
+    return resize_separable(x, s, dt, spec, out, sc, roi)
+
+
 @_reg("Resize")
 def _resize(c, i, a, n):
     x = i[0]
-    s = _check_2d(c, x)
+    r = len(_shape(x))
     mode = a.get("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear, cubic)")
     coord = a.get("coordinate_transformation_mode", "half_pixel")
-    near = a.get("nearest_mode", "round_prefer_floor")
-    mode, coord, near = (v.decode() if isinstance(v, bytes) else v for v in (mode, coord, near))
-    if mode not in ("nearest", "linear"):
-        raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
+    if coord == "tf_half_pixel_for_nn":
+        raise c.fail("coordinate_transformation_mode='tf_half_pixel_for_nn' is not supported")
+    spec = ResizeSpec(mode, coord, a.get("nearest_mode", "round_prefer_floor"),
+                      float(a.get("cubic_coeff_a", -0.75)), bool(a.get("exclude_outside", 0)),
+                      bool(a.get("antialias", 0)), float(a.get("extrapolation_value", 0.0)))
+    if spec.antialias and mode == "nearest":
+        raise c.fail("antialias=1 with mode='nearest' is not defined")
+    axes = [int(v) % r for v in a.get("axes", range(r))]
+    scales = sizes = None
     if c.opset < 11:
-        vals, is_size = c.value(n[1], "scales"), False
+        scales = c.value(n[1], "scales")
     elif len(n) > 3 and n[3]:
-        vals, is_size = c.value(n[3], "sizes"), True
+        sizes = [int(v) for v in c.value(n[3], "sizes")]
     else:
-        vals, is_size = c.value(n[2], "scales"), False
-    axes = [int(v) % len(s) for v in a.get("axes", range(len(s)))]
+        scales = [float(v) for v in c.value(n[2], "scales")]
+    vals = sizes if sizes is not None else scales
     if len(vals) != len(axes):
-        raise c.fail(f"{'sizes' if is_size else 'scales'} {list(vals)} do not match axes {axes}")
-    sizes = list(s)
-    for ax, v in zip(axes, vals):
-        sizes[ax] = int(v) if is_size else int(math.floor(s[ax] * float(v)))
-        if not is_size and abs(sizes[ax] - s[ax] * float(v)) > 1e-5 * sizes[ax]:
-            raise c.fail(f"scales {[float(f) for f in vals]}: a resize whose output size is not "
-                         "exactly input * scale is not supported (give sizes)")
-    if sizes[:2] != s[:2]:
-        raise c.fail(f"resizing the batch/channel axes is not supported (sizes {sizes})")
+        raise c.fail(f"{'sizes' if sizes is not None else 'scales'} {list(vals)} do not match "
+                     f"axes {axes}")
+    roi = None
     if coord == "tf_crop_and_resize":
-        raise c.fail("coordinate_transformation_mode='tf_crop_and_resize' is not supported")
-    if coord == "half_pixel_symmetric":
-        raise c.fail("coordinate_transformation_mode='half_pixel_symmetric' is not supported")
-    rnd = ""
-    if mode == "nearest":
-        rnd = {"round_prefer_floor": "round_prefer_floor", "round_prefer_ceil": "round_prefer_ceil",
-               "floor": "floor", "ceil": "ceil"}[near]
-    return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
-                    coordinate_transformation_mode=coord, rounding_method=rnd)
+        if not (c.opset >= 11 and len(n) > 1 and n[1]):
+            raise c.fail("coordinate_transformation_mode='tf_crop_and_resize' needs roi")
+        rv = [float(v) for v in c.value(n[1], "roi")]
+        if len(rv) != 2 * len(axes):
+            raise c.fail(f"roi {rv} does not match axes {axes}")
+        roi = [0.0] * r + [1.0] * r
+        for k, ax in enumerate(axes):
+            roi[ax], roi[r + ax] = rv[k], rv[len(axes) + k]
+    return _resize_any(c, x, spec, axes, scales, sizes,
+                       a.get("keep_aspect_ratio_policy", "stretch"), roi)
 
 
 @_reg("Selu")
@@ -799,20 +822,15 @@ def _trilu(c, i, a, n):
 @_reg("Upsample")
 def _upsample(c, i, a, n):
     x = i[0]
-    s = _check_2d(c, x)
-    scales = a["scales"] if "scales" in a else c.value(n[1], "scales")
+    r = len(_shape(x))
+    scales = [float(v) for v in (a["scales"] if "scales" in a else c.value(n[1], "scales"))]
     mode = a.get("mode", "nearest")
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "bilinear"):
         raise c.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
-    sizes = [int(math.floor(d * f)) for d, f in zip(s, scales)]
-    if any(abs(o - d * float(f)) > 1e-5 * o for o, d, f in zip(sizes, s, scales)):
-        raise c.fail(f"scales {[float(f) for f in scales]}: an output size that is not exactly "
-                     "input * scale is not supported")
-    if sizes[:2] != s[:2]:
-        raise c.fail(f"upsampling the batch/channel axes is not supported (scales {list(scales)})")
-    return resize2d(x, sizes[2:], method="nearest_neighbor" if mode == "nearest" else "linear",
-                    coordinate_transformation_mode="asymmetric",
-                    rounding_method="floor" if mode == "nearest" else "")
+    if len(scales) != r:
+        raise c.fail(f"scales {scales} do not match the rank {r} of the data")
+    spec = ResizeSpec("nearest" if mode == "nearest" else "linear", "asymmetric", "floor")
+    return _resize_any(c, x, spec, list(range(r)), scales, None)
 
 
 @_reg("LRN")
@@ -1069,9 +1087,7 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 # attribute values no converter handles: (op, attribute) -> the values that are supported
 _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
-    ("Resize", "exclude_outside"): (0,), ("Resize", "antialias"): (0,),
-    ("Resize", "keep_aspect_ratio_policy"): ("stretch",),
-    ("Resize", "extrapolation_value"): (0.0,),
+    ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
     ("MaxPool", "storage_order"): (0,), ("BatchNormalization", "training_mode"): (0,),
     ("ConvTranspose", "auto_pad"): ("NOTSET", "VALID"),
     ("LayerNormalization", "stash_type"): (1,),

@@ -412,13 +412,21 @@ def _pad(attrs, ins, t):
     return np.pad(ins[0], attrs.pad_width, mode=attrs.pad_mode)
 
 
+def _resize_rounding(attrs) -> str:
+    """rounding_method "" means TVM's default, as topi.image.resize2d: "round" under
+    align_corners, else "floor" (the ONNX frontend always passes ONNX's nearest_mode)."""
+    if attrs.rounding_method:
+        return attrs.rounding_method
+    return "round" if attrs.coordinate_transformation_mode == "align_corners" else "floor"
+
+
 @_reg("image.resize2d")
 def _resize2d(attrs, ins, t):
     if attrs.method == "cubic":
         raise NotImplementedError("the reference resize2d has no cubic mode")
     out = _ref().resize2d_ref(ins[0], attrs.size, attrs.layout, attrs.method,
                               attrs.coordinate_transformation_mode,
-                              attrs.rounding_method or "round_prefer_floor")
+                              _resize_rounding(attrs))
     return np.asarray(out).astype(_dtype(t))
 
 

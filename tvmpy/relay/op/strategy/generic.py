@@ -366,10 +366,9 @@ def _layout_transform(attrs: Any, inputs: list, out_type: Any) -> list:
 
 @_reg("image.resize2d")
 def _resize2d(attrs: Any, inputs: list, out_type: Any) -> list:
-    # the relay-level default rounding is the reference interpreter's (ONNX's default)
+    # rounding_method "" is TVM's default, resolved by topi (the interpreter agrees)
     return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
-                                attrs.coordinate_transformation_mode,
-                                attrs.rounding_method or "round_prefer_floor",
+                                attrs.coordinate_transformation_mode, attrs.rounding_method,
                                 attrs.out_dtype or None)]
 
 

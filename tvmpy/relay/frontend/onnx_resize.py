@@ -1,0 +1,203 @@
+"""ONNX Resize beyond relay's resize2d: any rank, any axes, cubic, antialias, exclude_outside,
+tf_crop_and_resize (with extrapolation_value), half_pixel_symmetric, keep_aspect_ratio_policy,
+and scales that do not give an exact output size.
+
+ONNX's interpolation is separable: resizing is one 1-D interpolation per resized axis, each a
+linear map of that axis fixed at import time by the shapes and attributes. This module computes
+the map per axis in numpy (``axis_weights``: an (out, in) matrix, following the ONNX operator
+definition) and applies it in relay: a ``take`` when every output reads exactly one input
+(nearest), else a matmul over that axis (``dense`` on the axis moved last), then
+``extrapolation_value`` where tf_crop_and_resize samples outside the input.
+
+``from_onnx`` uses relay's ``image.resize2d`` (one fusable injective op) where it applies, and this
+decomposition otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..expr import RelayExpr, const
+from ..op import nn, tensor, transform
+
+__all__ = ["ResizeSpec", "output_size_and_scales", "axis_weights", "resize_separable"]
+
+
+class ResizeSpec:
+    """The attributes of an ONNX Resize node that shape the interpolation."""
+
+    def __init__(self, mode: str = "nearest", coord: str = "half_pixel",
+                 nearest_mode: str = "round_prefer_floor", cubic_a: float = -0.75,
+                 exclude_outside: bool = False, antialias: bool = False,
+                 extrapolation_value: float = 0.0):
+        self.mode = mode
+        self.coord = coord
+        self.nearest_mode = nearest_mode
+        self.cubic_a = cubic_a
+        self.exclude_outside = exclude_outside
+        self.antialias = antialias
+        self.extrapolation_value = extrapolation_value
+
+
+def output_size_and_scales(in_shape: Sequence[int], axes: Sequence[int],
+                           scales: Sequence[float] | None, sizes: Sequence[int] | None,
+                           policy: str = "stretch") -> tuple[list[int], list[float]]:
+    """Output shape and per-axis scale (all axes), as the ONNX definition computes them."""
+    r = len(in_shape)
+    scale = [1.0] * r
+    out = list(in_shape)
+    if sizes is not None:
+        for ax, s in zip(axes, sizes):
+            out[ax] = int(s)
+            scale[ax] = int(s) / in_shape[ax]
+        if policy != "stretch":
+            pick = min if policy == "not_larger" else max
+            sc = pick(scale[ax] for ax in axes)
+            for ax in axes:
+                scale[ax] = sc
+                out[ax] = int(sc * in_shape[ax] + 0.5)  # round half up
+    else:
+        assert scales is not None
+        for ax, s in zip(axes, scales):
+            scale[ax] = float(s)
+            # in float32, as onnxruntime and the reference (0.7 * 10 is 7, not 6.9999...)
+            out[ax] = int(math.floor(np.float32(in_shape[ax]) * np.float32(s)))
+    return out, scale
+
+
+def _coeffs(spec: ResizeSpec, ratio: float, scale: float) -> np.ndarray:
+    """Kernel weights for neighbors starting left of the sample point (ONNX's definitions)."""
+    if spec.mode == "nearest":
+        if float(ratio).is_integer():
+            return np.array([0.0, 1.0])
+        prefer = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
+                  "floor": False, "ceil": True}[spec.nearest_mode]
+        return np.array([0.0, 1.0]) if prefer else np.array([1.0, 0.0])
+    if spec.mode == "linear":
+        if not spec.antialias:
+            return np.array([1 - ratio, ratio])
+        s = min(scale, 1.0)
+        start = int(np.floor(-1 / s) + 1)
+        args = (np.arange(start, 2 - start) - ratio) * s
+        c = np.clip(1 - np.abs(args), 0, 1)
+        return c / c.sum()
+    a = spec.cubic_a
+    if not spec.antialias:
+        t = ratio
+        return np.array([
+            ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+            ((a * ((1 - t) + 1) - 5 * a) * ((1 - t) + 1) + 8 * a) * ((1 - t) + 1) - 4 * a,
+        ])
+    s = min(scale, 1.0)
+    i0 = int(np.floor(-2 / s) + 1)
+    xs = np.abs(s * (np.arange(i0, 2 - i0) - ratio))
+    c = np.where(xs <= 1, (a + 2) * xs ** 3 - (a + 3) * xs ** 2 + 1,
+                 np.where(xs < 2, a * xs ** 3 - 5 * a * xs ** 2 + 8 * a * xs - 4 * a, 0.0))
+    return c / c.sum()
+
+
+def _source_coords(spec: ResizeSpec, n_in: int, n_out: int, scale: float,
+                   roi: tuple[float, float] | None) -> np.ndarray:
+    y = np.arange(n_out, dtype=np.float64)
+    width = scale * n_in  # the (possibly fractional) output width
+    mode = spec.coord
+    if mode == "align_corners":
+        return np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
+    if mode == "asymmetric":
+        return y / scale
+    if mode == "tf_crop_and_resize":
+        lo, hi = roi if roi is not None else (0.0, 1.0)
+        if width == 1:
+            x = np.full(n_out, (hi - lo) * (n_in - 1) / 2)
+        else:
+            x = y * (hi - lo) * (n_in - 1) / (width - 1)
+        return x + lo * (n_in - 1)
+    if mode == "pytorch_half_pixel":
+        return np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
+    if mode == "half_pixel":
+        return (y + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        offset = n_in / 2 * (1 - n_out / width)
+        return offset + (y + 0.5) / scale - 0.5
+    raise ValueError(f"coordinate_transformation_mode {mode!r}")
+
+
+def axis_weights(spec: ResizeSpec, n_in: int, n_out: int, scale: float,
+                 roi: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(W, outside): output[i] = sum_j W[i, j] * input[j] along one axis, and a boolean per
+    output position that tf_crop_and_resize sets to extrapolation_value."""
+    x = _source_coords(spec, n_in, n_out, scale, roi)
+    w = np.zeros((n_out, n_in))
+    for i, xo in enumerate(x):
+        base = math.floor(xo)
+        ratio = 1.0 if xo == base else xo - base
+        c = np.array(_coeffs(spec, ratio, scale), dtype=np.float64)
+        n = len(c)
+        # the n nearest integer positions to xo (ties to the smaller), in edge-padded coordinates
+        pad = (n + 1) // 2
+        xp = xo + pad
+        p = math.floor(xp)
+        frac = xp - p
+        if n % 2 == 0:
+            start = p - n // 2 if frac == 0 else p - n // 2 + 1
+        else:
+            start = p - (n - 1) // 2 + (0 if frac <= 0.5 else 1)
+        idx = np.arange(start, start + n) - pad
+        if spec.exclude_outside:
+            c = np.where((idx < 0) | (idx >= n_in), 0.0, c)
+            total = c.sum()
+            c = c / (total if total != 0 else 1.0)
+        for j, cj in zip(np.clip(idx, 0, n_in - 1), c):
+            w[i, j] += cj
+    outside = np.zeros(n_out, dtype=bool)
+    if spec.coord == "tf_crop_and_resize":
+        outside = (x < 0) | (x > n_in - 1)
+    return w, outside
+
+
+def _one_hot_rows(w: np.ndarray) -> np.ndarray | None:
+    """The column each row reads when every row is a one-hot 1.0, else None."""
+    cols = np.argmax(np.abs(w), axis=1)
+    ok = np.allclose(w[np.arange(len(w)), cols], 1.0) and np.allclose(np.abs(w).sum(axis=1), 1.0)
+    return cols if ok else None
+
+
+def resize_separable(x: RelayExpr, in_shape: Sequence[int], dtype: str, spec: ResizeSpec,
+                     out_shape: Sequence[int], scales: Sequence[float],
+                     roi: Sequence[float] | None = None) -> RelayExpr:
+    """Resize ``x`` to ``out_shape`` one axis at a time (axes whose size and scale stay the same
+    and that are not cropped are left alone)."""
+    r = len(in_shape)
+    cur = list(in_shape)
+    for ax in range(r):
+        ax_roi = None if roi is None else (float(roi[ax]), float(roi[ax + r]))
+        identity = (out_shape[ax] == cur[ax] and math.isclose(scales[ax], 1.0)
+                    and (ax_roi is None or spec.coord != "tf_crop_and_resize"
+                         or (math.isclose(ax_roi[0], 0.0) and math.isclose(ax_roi[1], 1.0))))
+        if identity:
+            continue
+        w, outside = axis_weights(spec, cur[ax], out_shape[ax], scales[ax], ax_roi)
+        cols = _one_hot_rows(w)
+        if cols is not None:
+            x = transform.take(x, const(cols.astype(np.int64)), axis=ax)
+        else:
+            perm = [a for a in range(r) if a != ax] + [ax]
+            inv = list(np.argsort(perm))
+            moved = transform.transpose(x, perm) if ax != r - 1 else x
+            lead = [cur[a] for a in perm[:-1]]
+            flat = transform.reshape(moved, [-1, cur[ax]])
+            y = nn.dense(flat, const(w.astype(dtype)))
+            y = transform.reshape(y, lead + [out_shape[ax]])
+            x = transform.transpose(y, [int(v) for v in inv]) if ax != r - 1 else y
+        if outside.any():
+            shape = [1] * r
+            shape[ax] = out_shape[ax]
+            mask = const(outside.reshape(shape))
+            x = tensor.where(mask, const(np.asarray(spec.extrapolation_value, dtype=dtype)), x)
+        cur[ax] = out_shape[ax]
+    return x
