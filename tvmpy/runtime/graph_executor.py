@@ -137,7 +137,8 @@ class GraphExecutor:
                 self._np_dtypes.append(dt.to_numpy(d))
             except Exception:
                 raise GraphJSONError(f"graph JSON: entry {e} has unknown dtype {d!r}") from None
-        nbytes = [entry_nbytes(s, d) for s, d in zip(shapes, dtypes)]
+        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[e]))
+                  for e, (s, d) in enumerate(zip(shapes, dtypes))]
 
         # ---- storage: one arena, each storage 64-byte aligned and at least 64 bytes ------------
         n_storage = max(sids) + 1 if sids else 0

@@ -92,11 +92,25 @@ def graph_entry_attrs(graph: dict) -> tuple[list[tuple[int, ...]], list[str]]:
         if key not in graph:
             raise ValueError(f"graph JSON: missing {key!r}")
     row = graph["node_row_ptr"]
-    if len(row) != len(graph["nodes"]) + 1:
+    if not isinstance(graph["nodes"], list):
+        raise ValueError("graph JSON: 'nodes' must be a list")
+    if not isinstance(row, list) or len(row) != len(graph["nodes"]) + 1:
         raise ValueError(f"graph JSON: node_row_ptr has {len(row)} values for "
                          f"{len(graph['nodes'])} nodes (expected nodes + 1)")
+    if (not all(isinstance(r, int) and not isinstance(r, bool) for r in row) or row[0] != 0
+            or any(b < a for a, b in zip(row, row[1:]))):
+        raise ValueError(f"graph JSON: node_row_ptr must be non-decreasing ints from 0, got "
+                         f"{str(row)[:80]}")
+    if not isinstance(graph["attrs"], dict):
+        raise ValueError("graph JSON: 'attrs' must be an object")
     n = row[-1]
-    shapes = [tuple(int(d) for d in s) for s in _attr(graph["attrs"], "shape", "list_shape", n)]
+    shapes = []
+    for e, s in enumerate(_attr(graph["attrs"], "shape", "list_shape", n)):
+        if not (isinstance(s, list) and all(isinstance(d, int) and not isinstance(d, bool)
+                                            and d >= 0 for d in s)):
+            raise ValueError(f"graph JSON: entry {e} has shape {s!r}; expected a list of "
+                             "non-negative ints")
+        shapes.append(tuple(s))
     dtypes = [str(d) for d in _attr(graph["attrs"], "dltype", "list_str", n)]
     return shapes, dtypes
 
