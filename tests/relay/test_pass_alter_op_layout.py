@@ -383,3 +383,16 @@ def test_mobilenet_v2():
     tol = 1e-4 * np.abs(want).max()
     np.testing.assert_allclose(run(new, x), want, rtol=1e-4, atol=tol)
     np.testing.assert_allclose(_run_compiled(new, x), want, rtol=1e-4, atol=tol)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="unknown target kind"):
+        transform.AlterOpLayout(target="cuda9")
+    x = relay.var("x", shape=(1, 8, 4, 4))
+    with pytest.raises(TypeError, match="IRModule"):
+        transform.AlterOpLayout()(relay.nn.conv2d(x, _w(8, 8, 3, 3)))
+    # an explicit target wins over the current one
+    mod = _mod([x], relay.nn.conv2d(x, _w(8, 8, 3, 3)))
+    with tvm.target.Target("interp"):
+        assert "nn.contrib_conv2d_NCHWc" in _ops(transform.AlterOpLayout("llvm")(mod))
+        assert _ops(transform.AlterOpLayout()(mod)) == ["nn.conv2d"]

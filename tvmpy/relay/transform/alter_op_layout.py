@@ -138,13 +138,13 @@ class _Alter(ExprFunctor):
             return new
         return self._transform(new, "NCHW" if blk is None else _blocked(blk), _blocked(c))
 
-    def _broadcast_operand(self, e: RelayExpr, c: int, ndim: int) -> RelayExpr | None:
+    def _broadcast_operand(self, e: RelayExpr, c: int) -> RelayExpr | None:
         """Operand ``e`` of a broadcast op whose 4-D NCHW output becomes NCHW{c}c."""
         new, blk = self.visit(e)
         if blk is not None:
             return self.to_block(e, c)
         shape = _shape(e)
-        if shape is None or len(shape) > ndim:
+        if shape is None or len(shape) > 4:
             return None
         if len(shape) == 0:
             return new
@@ -308,7 +308,7 @@ class _Alter(ExprFunctor):
         blk = next((b for b in blocks if b is not None), None)
         if blk is None or out[1] % blk:
             return None
-        args = [self._broadcast_operand(a, blk, 4) for a in c.args]
+        args = [self._broadcast_operand(a, blk) for a in c.args]
         if any(a is None for a in args):
             return None
         return Call(c.op, args, c.attrs), blk
@@ -325,15 +325,13 @@ class AlterOpLayout(FunctionPass):
     see the module docstring. ``target``: the target to alter for (default: the current
     ``with Target(...)``, else llvm)."""
 
-    def __init__(self, target: Any = None) -> None:
+    def __init__(self, target: Target | str | None = None) -> None:
         super().__init__(name="AlterOpLayout", opt_level=3)
-        self.target = target
+        self.target = None if target is None else Target(target)
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
-        target = self.target if self.target is not None else Target.current()
+        target = self.target or Target.current() or Target("llvm")
         if not _is_x86(target):
             return func
-        tgt = target if isinstance(target, Target) else Target(str(target or "llvm"))
-        new, _ = _Alter(tgt).visit(func)
+        new, _ = _Alter(target).visit(func)
         return new
-
