@@ -178,3 +178,12 @@ def test_resnet18_224():
     for level in (0, 3):
         lib, _ = compare.build(mod, params, opt_level=level)
         _assert_close(compare.tvm_runner(lib)(feeds)[0], want[0], f"resnet18 224 opt {level}")
+
+
+@pytest.mark.parametrize("name, level", [("resnet18", 2), ("bert_decomposed_ln", 1),
+                                         ("bert_decomposed_ln", 2)])
+def test_intermediate_opt_levels(name, level):
+    """opt_level 2 is relay.build's default; 1 fuses without the layout/scale passes."""
+    _, _, want = _model(name)
+    _, got = _built(name, level)
+    _assert_close(got[0], want[0], f"{name} opt_level {level}")
