@@ -372,6 +372,33 @@ def test_malformed_graph_json(lib, mutate, msg):
     assert msg in str(info.value)
 
 
+@pytest.mark.parametrize("sid, msg", [
+    ([0, 1, 1, 2], r"storage 1 holds entry 1 \(live\) when node 2 \('b'\) writes entry 2"),
+    ([0, 1, 2, 0], r"storage 0 holds entry 0 \(a graph input or output\) when node 3"),
+    ([0, 1, 2, 1], None),  # a is dead when c is written: a valid reuse
+    ([0, 1, 2, 2], r"storage 2 holds entry 2 \(live\)"),
+])
+def test_storage_plan_is_checked(lib, sid, msg):
+    g = G()
+    x = g.input("x")
+    (a,) = g.op("neg", [x], name="a")
+    (b,) = g.op("relu", [a], name="b")
+    (c,) = g.op("neg", [b], name="c")
+    (d,) = g.op("relu", [c], name="d")
+    graph = g.graph([d])
+    sid = sid + [3]
+    graph["attrs"]["storage_id"] = ["list_int", sid]
+    if msg is None:
+        m = graph_executor.create(json.dumps(graph), lib)
+        v = rand((N, M))
+        m.set_input("x", v)
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), np.maximum(np.maximum(-v, 0) * -1, 0))
+        return
+    with pytest.raises(GraphJSONError, match=msg + ".*not a valid memory plan"):
+        graph_executor.create(json.dumps(graph), lib)
+
+
 def test_kernel_failure_names_node(lib):
     from tvmpy.runtime.module import Module
 

@@ -179,6 +179,7 @@ class GraphExecutor:
         self._output_eids = [self._entry(h, "heads", row) for h in graph["heads"]]
         self._unset = set(self._input_names)
         self._param_names: set[str] = set()
+        self._check_storage_plan(sids)
 
         # ---- bind each op node to its function; prepare its raw call once ----------------------
         self._calls: list[tuple[Callable[..., int], tuple]] = []
@@ -221,6 +222,34 @@ class GraphExecutor:
             raise GraphJSONError(f"graph JSON: {where} refers to output {idx} of node {nid}, "
                                  "which does not exist")
         return row[nid] + idx
+
+    def _check_storage_plan(self, sids: list[int]) -> None:
+        """Refuse a storage plan in which two entries that are live at the same time share a
+        storage (inputs and outputs are live throughout): it would compute wrong results."""
+        n_nodes = len(self._nodes)
+        last_use = [-1] * len(sids)
+        for node in self._nodes:
+            for e in node.outputs:
+                last_use[e] = node.nid
+        for node in self._nodes:
+            for e in node.inputs:
+                last_use[e] = max(last_use[e], node.nid)
+        for e in self._output_eids + [self._nodes[n].outputs[0] for n in self._input_nids]:
+            last_use[e] = n_nodes
+        owner: dict[int, int] = {}
+        for node in self._nodes:
+            for e in node.outputs:
+                prev = owner.get(sids[e])
+                alias = node.func_name == "__nop" and node.inputs == [prev]
+                if prev is not None and last_use[prev] >= node.nid and not alias:
+                    what = "a graph input or output" if last_use[prev] == n_nodes else "live"
+                    raise GraphJSONError(
+                        f"graph JSON: storage {sids[e]} holds entry {prev} ({what}) when node "
+                        f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
+                        "a valid memory plan")
+                owner[sids[e]] = e
+                if alias:
+                    last_use[e] = max(last_use[e], last_use[prev])
 
     def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
         if not isinstance(nj, dict) or "op" not in nj or "name" not in nj:
