@@ -142,7 +142,12 @@ def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
         inputs["r"] = r
     ibn, obn = conv2d_infer_layout(ic, oc)
     if layout != "NCHW":
-        inputs = {"x": to_nchwc(x, ibn), "w": kernel_to_oihwio(w, ibn, obn),
+        if dw:  # AlterOpLayout's depthwise form: kernel OIHW1i{c}o, data/output NCHW{c}c
+            ibn = obn
+            wk = w.reshape(oc // obn, obn, k, k).transpose(0, 2, 3, 1)[:, None, :, :, None, :]
+        else:
+            wk = kernel_to_oihwio(w, ibn, obn)
+        inputs = {"x": to_nchwc(x, ibn), "w": np.ascontiguousarray(wk),
                   "b": np.ascontiguousarray(b.reshape(oc // obn, obn)[:, None, None, :])[None]}
         if "res" in epi:
             inputs["r"] = to_nchwc(r, obn)
@@ -155,8 +160,9 @@ def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
         else:
             y = relay.nn.contrib_conv2d_nchwc(
                 vs["x"], vs["w"], strides=(s, s), padding=(p, p, p, p), channels=oc,
-                kernel_size=(k, k), data_layout=f"NCHW{ibn}c",
-                kernel_layout=f"OIHW{ibn}i{obn}o", out_layout=f"NCHW{obn}c")
+                kernel_size=(k, k), groups=groups, data_layout=f"NCHW{ibn}c",
+                kernel_layout=f"OIHW1i{obn}o" if dw else f"OIHW{ibn}i{obn}o",
+                out_layout=f"NCHW{obn}c")
         y = relay.add(y, vs["b"])
         if "res" in epi:
             y = relay.add(y, vs["r"])
@@ -375,7 +381,8 @@ def mobilenet_v2_cases(layouts: tuple[str, ...]) -> list[Case]:
             key = ("dw", hid, hw, st)
             if key not in seen:
                 seen.add(key)
-                cs.append(conv_case("mobilenet_v2", hid, hw, hid, 3, st, "clip", groups=hid))
+                cs += [conv_case("mobilenet_v2", hid, hw, hid, 3, st, "clip", groups=hid,
+                                 layout=lay) for lay in layouts]
             ohw = (hw + 2 - 3) // st + 1
             epi = "res" if st == 1 and cin == c_ else "none"
             key = ("pw", hid, ohw, c_, epi)

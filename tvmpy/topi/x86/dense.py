@@ -124,30 +124,39 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
             s[t].vectorize(s[t].op.axis[-1])
 
 
-def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 4) -> None:
+def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2) -> None:
     """For ``dense`` with its untransposed ``[N, K]`` weight (rows contiguous along K): each
     output is a dot product of two contiguous rows. The reduction is split by the vector width
-    and factored (rfactor), so ``nj`` outputs accumulate in vector registers over K/16 steps
-    (one data vector reused for ``nj`` weight rows), then are reduced horizontally."""
+    and factored (rfactor), so an ``mi x nj`` tile of outputs accumulates in ``mi * nj`` vector
+    registers over K/16 steps (each data vector reused for ``nj`` weight rows, each weight
+    vector for ``mi`` data rows), then each is reduced horizontally. Without a packed copy of
+    the weight this wins when K is long (the horizontal sums amortized, and packing a
+    ``[N, K]`` weight with a 4 KiB row stride is slow)."""
     k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
     n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
+    m = mm.shape[-2]
+    m = int(m.value) if hasattr(m, "value") else m
     vec = 16 if k >= 16 else k
-    # a tile that divides N keeps the register tile's extent constant
+    # tiles that divide N and M keep the register tile's extent constant (no guards)
     nj = max(d for d in range(1, min(nj, n) + 1) if n % d == 0)
+    mi = max(d for d in range(1, min(mi, m) + 1) if m % d == 0) if isinstance(m, int) else 1
     (rk,) = s[mm].op.reduce_axis
     _, ki = s[mm].split(rk, factor=vec)
-    rf = s.rfactor(mm, ki, factor_axis=2)
+    rf = s.rfactor(mm, ki, factor_axis=len(mm.shape))
     s[rf].set_scope("local")
     *batch, i, j = s[out].op.axis
+    io, ii = s[out].split(i, factor=mi)
     jo, ji = s[out].split(j, factor=nj)
-    task = s[out].fuse(*batch, i, jo)
+    s[out].reorder(*batch, jo, io, ii, ji)
+    task = s[out].fuse(*batch, jo, io)
     s[out].parallel(task)
     if mm.op is not out.op:
         s[mm].compute_at(s[out], task)
     s[rf].compute_at(s[out], task)
     *rb, ri, rj, rv = s[rf].op.axis
     (rko,) = s[rf].op.reduce_axis
-    s[rf].reorder(*rb, ri, rko, rj, rv)
+    s[rf].reorder(*rb, rko, ri, rj, rv)
+    s[rf].unroll(ri)
     s[rf].unroll(rj)
     s[rf].vectorize(rv)
 
@@ -175,7 +184,9 @@ def _schedule(outs: Any, what: str) -> Schedule:
     m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
     m = int(m.value) if hasattr(m, "value") else None
     k = int(k.value) if hasattr(k, "value") else 0
-    if dot and (m is None or m <= 8 or k >= 256):
+    if dot and (m is None or m <= 8):
+        _schedule_dot(s, mm, out, nj=4, mi=1)
+    elif dot and k >= 256:
         _schedule_dot(s, mm, out)
     else:
         _schedule_tiled(s, mm, out)

@@ -14,12 +14,16 @@ from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
 from .generic import COMPUTES, wrap_topi_schedule
 
-__all__ = ["DENSE_PACK_MIN_ROWS"]
+__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K"]
 
 # dense_pack's micro-kernel holds an mr x nr output tile in registers; with fewer rows than
 # this, packing the weight costs more than it saves (the dot-product schedule of
 # schedule_dense is better), as measured in topi/x86/dense.py
 DENSE_PACK_MIN_ROWS = 16
+# ... and packing the [N, K] weight inside the kernel (a strided gather per K step) costs more
+# than the 2-D dot-product tile of schedule_dense saves once K is long (BERT's 1024 -> 256
+# feed-forward output: packed 260 GFLOP/s, dot tile 365, measured with bench/ops.py)
+DENSE_PACK_MAX_K = 512
 
 
 def _anchor_tag(outs: list, key: str) -> str:
@@ -103,7 +107,9 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
     """The packed GEMM variants, preferred (plevel 15) when there are enough rows."""
     if name == "nn.dense":
         rows = _const_int(inputs[0].shape[0])
-        if rows is not None and rows >= DENSE_PACK_MIN_ROWS:
+        k = _const_int(inputs[0].shape[1])
+        if rows is not None and rows >= DENSE_PACK_MIN_ROWS and k is not None \
+                and k < DENSE_PACK_MAX_K:
             s.add_implementation(_dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack),
                                  "dense_pack.x86", 15)
     elif name == "nn.batch_matmul" and attrs.transpose_b and not attrs.transpose_a:
