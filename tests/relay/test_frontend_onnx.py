@@ -592,3 +592,73 @@ def test_resize2d_default_rounding_is_tvms(coord, rounding):
         m.run()
         np.testing.assert_array_equal(m.get_output(0).numpy(), outs[""])
 
+
+
+def _check_reference(model, feeds, rtol=1e-5, atol=1e-6):
+    """Compare with onnx's reference evaluator (for operator versions onnxruntime lacks)."""
+    from onnx.reference import ReferenceEvaluator
+
+    want = ReferenceEvaluator(model).run(None, feeds)
+    mod, params = from_onnx(model, {k: v.shape for k, v in feeds.items()})
+    got = relay.create_executor("debug", mod).evaluate()(**feeds, **params)
+    got = [got] if len(want) == 1 else list(got)
+    for g, w in zip(got, want):
+        g = np.asarray(g.numpy() if hasattr(g, "numpy") else g)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def test_mod_float_infinite_divisor_and_lpnorm_zero_vector():
+    x = np.array([[-3, 3, -1, 1, 5.5, -7.25]], np.float32)
+    y = np.array([[np.inf, np.inf, -np.inf, -np.inf, -2, 3]], np.float32)
+    m = _model([helper.make_node("Mod", ["x", "y"], ["z"])], [_vi("x", (1, 6)), _vi("y", (1, 6))],
+               [_out("z")])
+    _check_reference(m, {"x": x, "y": y})  # (onnxruntime refuses float Mod with fmod=0)
+    m = _model([helper.make_node("LpNormalization", ["x"], ["z"], axis=0)], [_vi("x", (2, 3))],
+               [_out("z")])
+    _check(m, {"x": np.array([[1, 0, -2], [3, 0, 4]], np.float32)})
+
+
+def test_space_to_depth_crd_reshape_allowzero_einsum_implicit_pad_wrap():
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="CRD")
+    m = _model([node], [_vi("x", (1, 3, 4, 6))], [_out("y")], opset=25)
+    _check_reference(m, {"x": _r(1, 3, 4, 6)})
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)
+    m = _model([node], [_vi("x", (0, 3, 4))], [_out("y")],
+               [_init("s", np.array([3, 4, 0], np.int64))])
+    _check(m, {"x": np.zeros((0, 3, 4), np.float32)})
+    m = _model([helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk")],
+               [_vi("a", (3, 5)), _vi("b", (5, 2))], [_out("y")])
+    _check(m, {"a": _r(3, 5), "b": _r(5, 2)})
+    node = helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")
+    m = _model([node], [_vi("x", (3, 4))], [_out("y")],
+               [_init("p", np.array([2, 1, 1, 3], np.int64))], opset=19)
+    _check(m, {"x": _r(3, 4)})
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd",
+                                "ReduceLogSumExp"])
+def test_reduce_over_empty_axis(op):
+    node = helper.make_node(op, ["x", "ax"], ["y"], keepdims=1)
+    m = _model([node], [_vi("x", (2, 0, 4))], [_out("y")],
+               [_init("ax", np.array([1], np.int64))], opset=18)
+    _check_reference(m, {"x": np.zeros((2, 0, 4), np.float32)})
+
+
+def test_batchnorm_training_mode_and_dropout_ratio_zero():
+    c = 3
+    inits = [_init(n, v) for n, v in [("g", _r(c)), ("b", _r(c)), ("m", _r(c)),
+                                      ("v", np.abs(_r(c)) + 0.5)]]
+    node = helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["y", "rm", "rv"],
+                            training_mode=1, momentum=0.7, epsilon=1e-3)
+    m = _model([node], [_vi("x", (4, c, 5, 2))], [_out("y"), _out("rm"), _out("rv")], inits,
+               opset=15)
+    _check_reference(m, {"x": _r(4, c, 5, 2)}, rtol=1e-4, atol=1e-5)
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])
+    m = _model([node], [_vi("x", (3, 4))], [_out("y"), _out("mask")],
+               [_init("r", np.float32(0.0)), _init("t", np.bool_(True))], opset=13)
+    _check_reference(m, {"x": _r(3, 4)})
+    bad = _model([node], [_vi("x", (3, 4))], [_out("y")],
+                 [_init("r", np.float32(0.3)), _init("t", np.bool_(True))], opset=13)
+    with pytest.raises(ValueError, match="training_mode=True is not supported"):
+        from_onnx(bad)

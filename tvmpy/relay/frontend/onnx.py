@@ -251,7 +251,9 @@ def _cast(c, i, a, n):
 @_reg("Dropout")
 def _dropout(c, i, a, n):
     if len(i) > 2 and i[2] is not None and bool(c.value(n[2], "training_mode").reshape(-1)[0]):
-        raise c.fail("training_mode=True is not supported (inference only)")
+        ratio = c.value(n[1], "ratio") if len(n) > 1 and n[1] else np.asarray(0.5)
+        if float(ratio.reshape(-1)[0]) != 0.0:  # ratio 0 drops nothing: the identity
+            raise c.fail("training_mode=True is not supported (inference only, or ratio 0)")
     if len(c.node.output) > 1 and c.node.output[1]:
         return [i[0], const(np.ones(_shape(i[0]), dtype=bool))]
     return i[0]
@@ -399,8 +401,29 @@ def _matmul(c, i, a, n):
 @_reg("BatchNormalization")
 def _bn(c, i, a, n):
     if a.get("training_mode", 0):
-        raise c.fail("attribute training_mode=1 is not supported (inference only)")
+        return _bn_training(c, i, a)
     return nn.batch_norm(*i[:5], axis=1, epsilon=a.get("epsilon", 1e-5))[0]
+
+
+def _bn_training(c: _Ctx, i: list, a: dict) -> list:
+    """training_mode=1: normalize with the batch statistics; also the updated running mean and
+    (population) variance, ``running * momentum + batch * (1 - momentum)``."""
+    x, scale, bias, mean, var = i[:5]
+    r = len(_shape(x))
+    axes = [k for k in range(r) if k != 1]
+    bshape = [1, -1] + [1] * (r - 2)
+    m = _red.mean(x, axis=axes, keepdims=True)
+    v = _red.variance(x, m, axis=axes, keepdims=True)
+    eps, mom = a.get("epsilon", 1e-5), a.get("momentum", 0.9)
+    y = tensor.divide(tensor.subtract(x, m), tensor.sqrt(tensor.add(v, _scalar(eps, x))))
+    y = tensor.add(tensor.multiply(y, transform.reshape(scale, bshape)),
+                   transform.reshape(bias, bshape))
+    mom_c, rest = _scalar(mom, x), _scalar(1 - mom, x)
+    run_m = tensor.add(tensor.multiply(mean, mom_c),
+                       tensor.multiply(transform.reshape(m, [-1]), rest))
+    run_v = tensor.add(tensor.multiply(var, mom_c),
+                       tensor.multiply(transform.reshape(v, [-1]), rest))
+    return [y, run_m, run_v]
 
 
 @_reg("LayerNormalization")
@@ -505,6 +528,10 @@ def _reshape(c, i, a, n):
     tgt = [int(v) for v in c.value(n[1], "shape")]
     if not a.get("allowzero", 0):
         tgt = [s[k] if v == 0 else v for k, v in enumerate(tgt)]
+    elif 0 in tgt:  # a literal 0 dimension: the data is empty (relay's 0 means "copy")
+        if int(np.prod(s)) != 0 or -1 in tgt:
+            raise c.fail(f"allowzero shape {tgt} for data of shape {s}")
+        return const(np.zeros(tgt, dtype=_dtype(i[0])))
     if tgt.count(-1) == 1:
         known = int(np.prod([v for v in tgt if v != -1]))
         tgt[tgt.index(-1)] = int(np.prod(s)) // known if known else 0
@@ -629,7 +656,7 @@ def _pad(c, i, a, n):
         value = float(c.value(n[2], "constant_value").reshape(-1)[0]) if len(n) > 2 and n[2] else 0.0
         axes = ([int(v) % r for v in c.value(n[3], "axes")] if len(n) > 3 and n[3]
                 else list(range(r)))
-    if mode not in ("constant", "edge", "reflect"):
+    if mode not in ("constant", "edge", "reflect", "wrap"):
         raise c.fail(f"attribute mode={mode!r} is not supported")
     if any(p < 0 for p in pads):
         raise c.fail(f"negative pads {pads} are not supported")
@@ -637,7 +664,27 @@ def _pad(c, i, a, n):
     width = [[0, 0] for _ in range(r)]
     for j, ax in enumerate(axes):
         width[ax] = [pads[j], pads[j + k]]
+    if mode == "wrap":
+        return _pad_wrap(c, x, width)
     return nn.pad(x, width, pad_value=value, pad_mode=mode)
+
+
+def _pad_wrap(c: _Ctx, x: RelayExpr, width: list[list[int]]) -> RelayExpr:
+    """Circular padding: the end of an axis before its start and the start after its end."""
+    s = _shape(x)
+    for ax, (lo, hi) in enumerate(width):
+        if not (lo or hi):
+            continue
+        if lo > s[ax] or hi > s[ax]:
+            raise c.fail(f"wrap pads {width[ax]} exceed axis {ax} of size {s[ax]}")
+        parts = []
+        if lo:
+            parts.append(transform.strided_slice(x, [s[ax] - lo], [s[ax]], axes=[ax]))
+        parts.append(x)
+        if hi:
+            parts.append(transform.strided_slice(x, [0], [hi], axes=[ax]))
+        x = transform.concatenate(parts, ax)
+    return x
 
 
 def _resize_any(c: _Ctx, x: RelayExpr, spec: ResizeSpec, axes: list[int],
@@ -712,9 +759,18 @@ def _selu(c, i, a, n):
 
 @_reg("Mod")
 def _mod(c, i, a, n):
+    x, y = i
     if a.get("fmod", 0):
-        return tensor.mod(i[0], i[1])
-    return tensor.floor_mod(i[0], i[1])
+        return tensor.mod(x, y)
+    if not _dtype(x).startswith("float"):
+        return tensor.floor_mod(x, y)
+    # floats: the sign of the divisor, from the truncated remainder (as numpy and onnxruntime;
+    # x - floor(x / y) * y would give nan for an infinite y)
+    r = tensor.mod(x, y)
+    zero = _scalar(0, x)
+    fix = tensor.logical_and(tensor.not_equal(r, zero),
+                             tensor.not_equal(tensor.less(r, zero), tensor.less(y, zero)))
+    return tensor.where(fix, tensor.add(r, y), r)
 
 
 @_reg("IsInf")
@@ -741,8 +797,16 @@ def _d2s(c, i, a, n):
 
 @_reg("SpaceToDepth")
 def _s2d(c, i, a, n):
-    _check_2d(c, i[0])
-    return extra.space_to_depth(i[0], a["blocksize"])
+    nn_, ch, h, w = _check_2d(c, i[0])
+    b = a["blocksize"]
+    if a.get("mode", "DCR") == "DCR":
+        return extra.space_to_depth(i[0], b)
+    if h % b or w % b:
+        raise c.fail(f"height {h} and width {w} must be multiples of blocksize {b}")
+    # CRD: output channel c * b * b + (row offset) * b + (column offset)
+    x = transform.reshape(i[0], [nn_, ch, h // b, b, w // b, b])
+    x = transform.transpose(x, [0, 1, 3, 5, 2, 4])
+    return transform.reshape(x, [nn_, ch * b * b, h // b, w // b])
 
 
 @_reg("CumSum")
@@ -856,7 +920,9 @@ def _lpnorm(c, i, a, n):
         norm = tensor.sqrt(_red.sum(tensor.multiply(x, x), axis=[ax], keepdims=True))
     else:
         raise c.fail(f"attribute p={p} is not supported (1 or 2)")
-    return tensor.divide(x, norm)
+    zero = _scalar(0, x)  # a zero vector stays zero (onnx's definition), not nan
+    safe = tensor.where(tensor.equal(norm, zero), _scalar(1, x), norm)
+    return tensor.divide(x, safe)
 
 
 @_reg("MeanVarianceNormalization")
@@ -954,8 +1020,11 @@ def _einsum(c, i, a, n):
     """One or two operands without ellipsis or repeated letters: sums, a transpose and one
     batch_matmul."""
     eq = a["equation"].replace(" ", "")
-    if "..." in eq or "->" not in eq:
-        raise c.fail(f"equation {eq!r}: only explicit '->' equations without '...' are supported")
+    if "..." in eq:
+        raise c.fail(f"equation {eq!r}: '...' is not supported")
+    if "->" not in eq:  # implicit output: the letters used once, in alphabetical order
+        letters = eq.replace(",", "")
+        eq += "->" + "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
     lhs, out = eq.split("->")
     terms = lhs.split(",")
     if len(terms) != len(i) or len(terms) > 2 or any(len(set(t)) != len(t) for t in terms):
@@ -1002,8 +1071,33 @@ def _reduce(fn):
         if axes is None and a.get("noop_with_empty_axes", 0):
             return x
         axes = None if axes is None else [int(v) % r for v in axes]
-        return fn(x, axis=axes, keepdims=bool(a.get("keepdims", 1)))
+        keep = bool(a.get("keepdims", 1))
+        s = _shape(x)
+        if any(s[ax] == 0 for ax in (axes if axes is not None else range(r))):
+            return _reduce_empty(c, x, s, axes, keep)
+        return fn(x, axis=axes, keepdims=keep)
     return f
+
+
+def _reduce_empty(c: _Ctx, x: RelayExpr, s: list[int], axes: list[int] | None,
+                  keep: bool) -> RelayExpr:
+    """A reduction over an empty axis is its identity element (ONNX: -inf for max, ...)."""
+    dt = np.dtype(_dtype(x))
+    axes = list(range(len(s))) if axes is None else axes
+    out = [1 if k in axes else d for k, d in enumerate(s)] if keep else \
+        [d for k, d in enumerate(s) if k not in axes]
+    op = c.node.op_type
+    if dt == np.bool_:
+        ident = {"ReduceMax": False, "ReduceMin": True}.get(op)
+    elif dt.kind == "f":
+        ident = {"ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceProd": 1.0,
+                 "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf}.get(op, 0.0)
+    else:
+        info = np.iinfo(dt)
+        ident = {"ReduceMax": info.min, "ReduceMin": info.max, "ReduceProd": 1}.get(op, 0)
+    if ident is None or op == "ReduceMean":
+        raise c.fail(f"{op} over an empty axis of {dt} data has no value")
+    return const(np.full(out, ident, dtype=dt))
 
 
 for _n, _f in [("ReduceMean", _red.mean), ("ReduceSum", _red.sum), ("ReduceMax", _red.max),
@@ -1088,7 +1182,7 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
 # attribute values no converter handles: (op, attribute) -> the values that are supported
 _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
-    ("MaxPool", "storage_order"): (0,), ("BatchNormalization", "training_mode"): (0,),
+    ("MaxPool", "storage_order"): (0,),
     ("ConvTranspose", "auto_pad"): ("NOTSET", "VALID"),
     ("LayerNormalization", "stash_type"): (1,),
     ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
