@@ -67,13 +67,17 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
 
 
 def _schedule_pool_blocked(s: Schedule, pool: Tensor, out: Tensor) -> None:
+    """The channel block is the vector; tasks over (batch, chunk, output row) when there are
+    output rows (the padding is inlined: a window row is a uniform condition over the block's
+    lanes, cheaper than a padded copy of each plane)."""
     if pool.op is out.op:
         CC = s.cache_write(pool, "local")
     else:
         s[pool].set_scope("local")
         CC = pool
     n, c, *sp, blk = s[out].op.axis
-    task = s[out].fuse(n, c)
+    rows = len(sp) >= 2
+    task = s[out].fuse(n, c, sp[-2]) if rows else s[out].fuse(n, c)
     s[out].parallel(task)
     s[out].vectorize(blk)
     s[CC].compute_at(s[out], sp[-1])
@@ -82,8 +86,11 @@ def _schedule_pool_blocked(s: Schedule, pool: Tensor, out: Tensor) -> None:
     s[CC].vectorize(cb)
     for t in pool.op.input_tensors:
         if "pad" in t.op.tag:
-            s[t].compute_at(s[out], task)
-            s[t].vectorize(s[t].op.axis[-1])
+            if rows:
+                s[t].compute_inline()
+            else:
+                s[t].compute_at(s[out], task)
+                s[t].vectorize(s[t].op.axis[-1])
 
 
 def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
