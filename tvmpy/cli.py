@@ -273,6 +273,13 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     from .relay.testing import compare
 
     feeds = _random_feeds(model, shapes)
+    for name, value in parse_input_args(getattr(args, "input", None)).items():
+        if name not in feeds:
+            raise CliError(f"--input {name}: not a model input (inputs: {sorted(feeds)})")
+        if value.shape != feeds[name].shape or value.dtype != feeds[name].dtype:
+            raise CliError(f"--input {name}: expected shape {feeds[name].shape} "
+                           f"{feeds[name].dtype}, got {value.shape} {value.dtype}")
+        feeds[name] = value
     try:
         ort = compare.ort_runner(model, threads=args.threads)
     except ImportError:
@@ -389,6 +396,8 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="latency of tvmpy (opt 0/3) vs onnxruntime and pytorch")
     b.add_argument("model", help="model.onnx")
     b.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
+    b.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="an input's value (default: random, floats N(0,1), integers in [0,100))")
     _add_timing_args(b)
     b.set_defaults(func=cmd_bench)
 
@@ -410,8 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"tvmpy {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, KeyError, NotImplementedError, FileNotFoundError,
-            RuntimeError) as e:
+    except (ValueError, TypeError, KeyError, NotImplementedError, OSError, RuntimeError) as e:
         if os.environ.get("DEBUG"):
             raise
         print(f"tvmpy {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)

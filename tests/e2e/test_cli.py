@@ -168,7 +168,8 @@ def test_compile_unsupported_ops_listed_once(tmp_path):
 
 def test_bench_tiny(work):
     d = work[0]
-    r = _tvmpy("bench", d / "tiny.onnx", "--repeat", "1", "--opt-levels", "0,3")
+    r = _tvmpy("bench", d / "tiny.onnx", "--repeat", "1", "--opt-levels", "0,3",
+               "--input", f"x={d / 'x.npy'}")
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for row in ("tvmpy opt_level 0", "tvmpy opt_level 3", "onnxruntime (2 threads)",
@@ -176,6 +177,8 @@ def test_bench_tiny(work):
         assert row in out, out
     table = out[out.index("latency"):]
     assert table.count(" ms ") >= 3  # tvmpy x2 + onnxruntime at least (torch may be absent)
+    r = _tvmpy("bench", d / "tiny.onnx", "--input", f"y={d / 'x.npy'}")
+    assert r.returncode == 2 and "--input y: expected shape (1, 5) float32" in r.stderr
 
 
 def test_demo_small_image():
