@@ -1,0 +1,118 @@
+"""Shared pieces of the PyTorch frontend's converters: the registry (overload name ->
+converter), the identity ops, dtype names and helpers that read shapes and dtypes from the fx
+nodes' ``meta["val"]`` (the fake tensors torch.export records).
+
+A converter takes the conversion context, the fx node and its arguments bound by the op's
+schema (a dict name -> value, defaults filled in, fx nodes replaced by relay expressions, or by
+lists of them for multi-output nodes) and returns a relay expression or a list of them
+(multi-output ops, read back with ``operator.getitem``). Converters are keyed by the full
+overload name (``"aten.add.Tensor"``): an overload not registered is reported as unsupported,
+never converted by a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..expr import RelayExpr, const
+from ..op import transform
+
+__all__ = ["CONVERTERS", "IDENTITY_OPS", "PyTorchConvertError", "np_dtype", "reg"]
+
+
+class PyTorchConvertError(ValueError):
+    """An argument value a converter does not support (names the node and the op)."""
+
+
+def np_dtype(tdt: Any) -> str:
+    """numpy dtype name of a torch dtype (``torch.float32`` -> ``"float32"``)."""
+    name = str(tdt).replace("torch.", "")
+    if name not in ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8",
+                    "bool"):
+        raise PyTorchConvertError(f"dtype {tdt} is not supported")
+    return name
+
+
+Conv = Callable[[Any, Any, dict], Any]
+CONVERTERS: dict[str, Conv] = {}
+# ops that return their (first) input unchanged at inference
+IDENTITY_OPS = {"aten.clone.default", "aten.contiguous.default", "aten.alias.default",
+                "aten.detach.default", "aten.lift_fresh_copy.default", "aten.dropout.default",
+                "aten.feature_dropout.default", "aten.alpha_dropout.default",
+                "aten.native_dropout.default"}
+
+
+def reg(*names: str):
+    def deco(f: Conv) -> Conv:
+        for n in names:
+            CONVERTERS[n] = f
+        return f
+    return deco
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers on node metadata
+def val(n: Any) -> Any:
+    return n.meta["val"]
+
+
+def val0(n: Any) -> Any:
+    """The fake tensor of a node's (first) output."""
+    v = n.meta["val"]
+    return v[0] if isinstance(v, (list, tuple)) else v
+
+
+def out_shape(node: Any) -> list[int]:
+    return [int(d) for d in val0(node).shape]
+
+
+def out_dtype(node: Any) -> str:
+    return np_dtype(val0(node).dtype)
+
+
+def in_meta(node: Any, name: str) -> Any:
+    """The fake tensor of a node's tensor argument ``name`` (positional or keyword)."""
+    schema = node.target._schema
+    for k, arg in enumerate(schema.arguments):
+        if arg.name == name:
+            src = node.args[k] if k < len(node.args) else node.kwargs.get(name)
+            return src.meta["val"] if hasattr(src, "meta") else src
+    raise KeyError(name)
+
+
+def in_shape(node: Any, name: str = "self") -> list[int]:
+    """Static shape of the node's tensor argument ``name``."""
+    return [int(d) for d in in_meta(node, name).shape]
+
+
+def in_dtype(node: Any, name: str = "self") -> str:
+    return np_dtype(in_meta(node, name).dtype)
+
+
+def scalar(v: Any, dtype: str) -> RelayExpr:
+    return const(np.asarray(v, dtype=dtype))
+
+
+def cast_to(x: RelayExpr, frm: str, to: str) -> RelayExpr:
+    """``x`` (of dtype ``frm``) as dtype ``to``; no cast when they agree."""
+    return x if frm == to else transform.cast(x, to)
+
+
+def norm_axis(ax: int, rank: int) -> int:
+    return ax + rank if ax < 0 else ax
+
+
+def fail(node: Any, msg: str) -> PyTorchConvertError:
+    return PyTorchConvertError(f"{node.target} node {node.name!r}: {msg}")
+
+
+def split_sizes(x: RelayExpr, sizes: list[int], ax: int) -> list[RelayExpr]:
+    """``x`` cut along ``ax`` into pieces of the given sizes."""
+    if len(sizes) == 1:
+        return [x]
+    idx = [int(v) for v in np.cumsum(sizes)[:-1]]
+    parts = transform.split(x, idx, axis=ax)
+    return [parts[k] for k in range(len(sizes))]
