@@ -662,3 +662,39 @@ def test_batchnorm_training_mode_and_dropout_ratio_zero():
                  [_init("r", np.float32(0.3)), _init("t", np.bool_(True))], opset=13)
     with pytest.raises(ValueError, match="training_mode=True is not supported"):
         from_onnx(bad)
+
+
+def test_quantize_dequantize_per_axis_vs_onnxruntime():
+    x = (_r(2, 3, 5) * 4).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)]
+    inits = [_init("s", np.array([0.02, 0.05, 0.1], np.float32)),
+             _init("z", np.array([120, 3, 250], np.uint8))]
+    m = _model(nodes, [_vi("x", (2, 3, 5))], [_out("q"), _out("y")], inits, opset=19)
+    _check(m, {"x": x}, rtol=0, atol=0)
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["q"])  # no zero point: uint8
+    m = _model([node], [_vi("x", (7,))], [_out("q")], [_init("s", np.float32(0.5))], opset=13)
+    _check(m, {"x": np.array([-1, 0.25, 0.75, 1.25, 3.0, 127.7, 300], np.float32)}, atol=0)
+
+
+def test_qlinear_and_integer_matmul_conv_vs_onnxruntime():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 255, (3, 7), dtype=np.uint8)
+    b = rng.integers(0, 255, (7, 4), dtype=np.uint8)
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])
+    inits = [_init("sa", np.float32(0.01)), _init("za", np.uint8(113)),
+             _init("sb", np.float32(0.02)), _init("zb", np.uint8(98)),
+             _init("sy", np.float32(0.3)), _init("zy", np.uint8(120))]
+    m = _model([node], [_vi("a", (3, 7), TensorProto.UINT8), _vi("b", (7, 4), TensorProto.UINT8)],
+               [_out("y")], inits, opset=13)
+    _check(m, {"a": a, "b": b}, rtol=0, atol=1)  # onnxruntime's fixed-point rounding: off by 1
+    node = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
+    m = _model([node], [_vi("a", (3, 7), TensorProto.UINT8), _vi("b", (7, 4), TensorProto.UINT8)],
+               [_out("y")], [_init("za", np.uint8(12)), _init("zb", np.uint8(200))], opset=13)
+    _check(m, {"a": a, "b": b}, rtol=0, atol=0)
+    x = rng.integers(0, 255, (1, 2, 6, 5), dtype=np.uint8)
+    node = helper.make_node("ConvInteger", ["x", "w", "zx"], ["y"], pads=[1, 0, 1, 1])
+    m = _model([node], [_vi("x", (1, 2, 6, 5), TensorProto.UINT8)], [_out("y")],
+               [_init("w", rng.integers(0, 255, (3, 2, 3, 2), dtype=np.uint8)),
+                _init("zx", np.uint8(7))], opset=13)
+    _check(m, {"x": x}, rtol=0, atol=0)

@@ -1150,6 +1150,16 @@ _CONVERTERS["ArgMax"] = _arg(_red.argmax)
 _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 
+# converters in their own modules (they import this one's helpers when called)
+def _register_modules() -> None:
+    from . import onnx_quant
+
+    _CONVERTERS.update(onnx_quant.CONVERTERS)
+
+
+_register_modules()
+
+
 # ------------------------------------------------------------------------------------------------
 # constants (their outputs are known values: handled in the driver)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
