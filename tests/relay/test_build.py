@@ -467,3 +467,21 @@ def test_small_mobilenet_v2_matches_interpreter():
     got = _run(lib, {"data": x})[0]
     want = np.asarray(relay.create_executor("debug", mod).evaluate()(x, **params))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_compute_that_disagrees_with_type_inference_is_refused():
+    from tvmpy.relay.backend.te_compiler import LoweringError
+    from tvmpy.relay.op.registry import _REGISTRY, OpPattern
+
+    name = "test.build_wrong_shape"
+    op = _register_test_op(name, OpPattern.ELEMWISE, FTVMCompute=lambda attrs, ins, t: [
+        te_compute_double(ins[0])])
+    # the type relation claims a transposed shape; the compute keeps the input's
+    _REGISTRY[name].type_rel = lambda types, a: relay.TensorType(
+        tuple(reversed(types[0].shape)), types[0].dtype)
+    try:
+        x = relay.var("x", shape=(2, 3))
+        with pytest.raises(LoweringError, match=r"computes output 0 as \(2, 3\).*\(3, 2\)"):
+            relay.build(_module(relay.Call(op, [x])))
+    finally:
+        _REGISTRY.pop(name, None)

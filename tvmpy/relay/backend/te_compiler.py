@@ -131,10 +131,27 @@ class _GroupLowering:
                                     "for code generation")
             args = [t for a in e.args for t in self.memo[id(a)]]
             impl, outs = lower_call_impl(e, args, self.target)
+            self._check_outputs(e, impl, outs)
             self.calls.append((int(e.op.pattern), e, impl, outs))
             return outs
         raise LoweringError(f"{self.fname}: unsupported node {type(e).__name__} inside a "
                             "primitive function")
+
+    def _check_outputs(self, call: Call, impl: Any, outs: list[te.Tensor]) -> None:
+        """The compute must agree with type inference (else the graph's buffers would not
+        match the kernel's: a wrong answer or a crash at run time)."""
+        types = flat_tensor_types(call.checked_type)
+        for k, (t, ty) in enumerate(zip(outs, types)):
+            dims = [getattr(d, "value", d) for d in t.shape]
+            if not all(isinstance(d, (int, np.integer)) for d in dims):
+                continue  # an unsimplified extent: the buffer check at run time still applies
+            got = tuple(int(d) for d in dims)
+            want = _static_shape(ty, f"{self.fname}: {call.op.name}")
+            if got != want or str(t.dtype) != str(ty.dtype):
+                raise LoweringError(
+                    f"{self.fname}: {call.op.name} (implementation {impl.name}) computes output "
+                    f"{k} as {got} {t.dtype}, but type inference gives {want} {ty.dtype}: the "
+                    "operator's compute and its type relation disagree")
 
     def _constant(self, c: Constant) -> te.Tensor:
         arr = c.data.numpy()
