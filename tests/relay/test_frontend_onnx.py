@@ -698,3 +698,43 @@ def test_qlinear_and_integer_matmul_conv_vs_onnxruntime():
                [_init("w", rng.integers(0, 255, (3, 2, 3, 2), dtype=np.uint8)),
                 _init("zx", np.uint8(7))], opset=13)
     _check(m, {"x": x}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("largest,axis", [(1, -1), (0, 1), (1, 0)])
+def test_topk_ties_and_axes(largest, axis):
+    x = np.round(_r(4, 6, 5) * 2).astype(np.float32)  # many ties: lower index first
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
+    m = _model([node], [_vi("x", (4, 6, 5))], [_out("v"), _out("i")],
+               [_init("k", np.array([3], np.int64))], opset=11)
+    _check(m, {"x": x}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_elements_and_nd(reduction):
+    data = _r(4, 5, 3)
+    node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
+                            reduction=reduction)
+    idx = np.array([[[0, -1, 2], [4, 1, 1]], [[3, 3, 0], [2, 0, -5]]], np.int64)  # (2, 2, 3)
+    if reduction == "none":
+        idx = np.array([[[0, -1, 2], [4, 1, 1]], [[3, 2, 0], [2, 0, 4]]], np.int64)  # distinct
+    m = _model([node], [_vi("x", (4, 5, 3)), _vi("u", (2, 2, 3))], [_out("y")],
+               [_init("i", idx)], opset=18)
+    _check(m, {"x": data, "u": _r(2, 2, 3)})
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction=reduction)
+    idx = np.array([[1, 0], [3, -1], [0, 2]] if reduction == "none" else
+                   [[1, 0], [3, -1], [1, 0]], np.int64)
+    m = _model([node], [_vi("x", (4, 5, 3)), _vi("u", (3, 3))], [_out("y")],
+               [_init("i", idx)], opset=18)
+    _check(m, {"x": data, "u": _r(3, 3)})
+
+
+def test_cumprod_compress():
+    x = (_r(3, 7) + 0.1).astype(np.float32)
+    for attrs in ({}, {"exclusive": 1}, {"reverse": 1}, {"exclusive": 1, "reverse": 1}):
+        node = helper.make_node("CumProd", ["x", "ax"], ["y"], **attrs)
+        m = _model([node], [_vi("x", (3, 7))], [_out("y")], [_init("ax", np.int64(1))], opset=26)
+        _check_reference(m, {"x": x}, rtol=1e-5)
+    node = helper.make_node("Compress", ["x", "c"], ["y"], axis=1)
+    m = _model([node], [_vi("x", (3, 7))], [_out("y")],
+               [_init("c", np.array([1, 0, 1, 1, 0], bool))], opset=11)
+    _check(m, {"x": x})
