@@ -485,3 +485,20 @@ def test_compute_that_disagrees_with_type_inference_is_refused():
             relay.build(_module(relay.Call(op, [x])))
     finally:
         _REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize("disabled", [(), ("AlterOpLayout",), ("FoldConstant", "FoldScaleAxis")])
+def test_opt3_pipeline_and_disabled_passes(disabled):
+    """opt_level 3 runs AlterOpLayout (NCHWc conv between layout transforms) unless disabled;
+    every variant computes the same result."""
+    x = relay.var("x", shape=(1, 16, 7, 7))
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.var("w", shape=(16, 16, 3, 3)), padding=(1, 1)))
+    mod = _module(y * relay.const(0.5))
+    values = _inputs(mod)
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=list(disabled)):
+        lib = relay.build(mod, params={"w": values["w"]})
+    names = [n["name"] for n in json.loads(lib.get_graph_json())["nodes"]]
+    nchwc = any("conv2d_NCHWc" in n for n in names)
+    assert nchwc == ("AlterOpLayout" not in disabled), names
+    got = _run(lib, {"x": values["x"]})[0]
+    np.testing.assert_allclose(got, _reference(mod, values)[0], rtol=1e-4, atol=1e-5)
