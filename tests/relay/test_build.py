@@ -502,3 +502,17 @@ def test_opt3_pipeline_and_disabled_passes(disabled):
     assert nchwc == ("AlterOpLayout" not in disabled), names
     got = _run(lib, {"x": values["x"]})[0]
     np.testing.assert_allclose(got, _reference(mod, values)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_mod_name():
+    from tvmpy.contrib import graph_executor
+
+    x = relay.var("x", shape=(3,))
+    lib = relay.build(relay.Function([x], relay.exp(x)), mod_name="net")
+    m = graph_executor.GraphModule(lib["net"](tvm.cpu(0)))
+    xv = _rand((3,))
+    m.set_input("x", xv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(xv), rtol=1e-6)
+    with pytest.raises(ValueError, match="mod_name"):
+        relay.build(relay.Function([x], relay.exp(x)), mod_name="not an identifier")
