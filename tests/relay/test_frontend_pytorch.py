@@ -496,3 +496,55 @@ def test_unsupported_argument_value_names_node():
     with pytest.raises(PyTorchConvertError, match="scale_factor"):
         from_pytorch(Fn(lambda x: F.interpolate(x, scale_factor=1.7)).eval(),
                      [("x", (1, 1, 4, 4))])
+
+
+def test_custom_convert_map_adds_an_op():
+    from tvmpy.relay.op import tensor
+
+    def i0_as_exp(node, args):  # a stand-in conversion, checked against torch.exp below
+        return tensor.exp(args["self"])
+
+    mod, params = from_pytorch(Fn(lambda x: torch.special.i0(x) + 1).eval(), [("x", (2, 3))],
+                               custom_convert_map={torch.ops.aten.i0.default: i0_as_exp})
+    x = _rand((2, 3))
+    got = relay.create_executor("debug", mod).evaluate()(x.numpy())
+    np.testing.assert_allclose(_np(got), (torch.exp(x) + 1).numpy(), rtol=1e-6)
+    with pytest.raises(TypeError, match="custom_convert_map keys"):
+        from_pytorch(nn.ReLU().eval(), [("x", (2,))], custom_convert_map={"i0": i0_as_exp})
+
+
+def test_float64_model_and_int32_indices():
+    m = nn.Sequential(nn.Linear(5, 4), nn.GELU()).double()
+    _check(m, [_rand((3, 5), "float64")])
+    table = _rand((6, 3))
+    _check(lambda i: table[i], [_rand((2, 4), "int32", high=6)])
+
+
+def test_dynamic_shapes_refused():
+    batch = torch.export.Dim("batch", min=2)
+    ep = torch.export.export(nn.Linear(4, 2).eval(), (torch.randn(3, 4),),
+                             dynamic_shapes=({0: batch},))
+    with pytest.raises(ValueError, match="symbolic shape"):
+        from_pytorch(ep)
+
+
+class ManyOps(nn.Module):
+    """A mix of non-conv ops through the compiled path."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.gn = nn.GroupNorm(3, 6)
+        self.emb = nn.Embedding(7, 5)
+
+    def forward(self, x, idx):
+        y = F.silu(self.gn(self.up(x)))                               # 1x6x10x14
+        y = F.interpolate(y, size=(5, 7), mode="bilinear") + F.avg_pool2d(y, 2)
+        y = F.pad(y, (1, 0, 2, 1), value=-0.5).amax(1)               # 1x8x8
+        z = torch.cat([y, y.transpose(1, 2)], dim=-1).softmax(-1)    # 1x8x16
+        e = self.emb(idx).sum(1, keepdim=True)                        # 1x1x5
+        return z[:, 1:7:2, ::3] * 2 - e.mean(), torch.where(z > 0.07, z, -z).cumsum(-1)
+
+
+def test_many_ops_compiled():
+    _check(ManyOps(), [_rand((1, 4, 5, 7)), _rand((1, 3), "int64", high=7)], build=True)

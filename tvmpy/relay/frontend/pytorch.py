@@ -18,7 +18,7 @@ Constants, and nodes computed only from them are evaluated by torch at import ti
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -188,13 +188,13 @@ def _const_nodes(ep: Any) -> set:
     return known
 
 
-def _unsupported(ep: Any) -> dict[str, list[str]]:
+def _unsupported(ep: Any, table: dict) -> dict[str, list[str]]:
     known = _const_nodes(ep)
     missing: dict[str, list[str]] = {}
     for n in ep.graph.nodes:
         if n.op == "call_function":
             k = _key(n)
-            if (n.target is operator.getitem or k in CONVERTERS or k in IDENTITY_OPS
+            if (n.target is operator.getitem or k in table or k in IDENTITY_OPS
                     or k in _NO_OUTPUT or n in known):
                 continue
             missing.setdefault(k, []).append(n.name)
@@ -203,30 +203,53 @@ def _unsupported(ep: Any) -> dict[str, list[str]]:
     return missing
 
 
-def _core_table(torch) -> Any:
+def _core_table(torch, table: dict) -> Any:
     """Core-ATen decompositions, less the ops the converters take whole."""
-    table = torch.export.default_decompositions()
-    for op in list(table.keys()):
-        if str(op) in CONVERTERS or str(op) in IDENTITY_OPS:
-            del table[op]
-    return table
+    decomp = torch.export.default_decompositions()
+    for op in list(decomp.keys()):
+        if str(op) in table or str(op) in IDENTITY_OPS:
+            del decomp[op]
+    return decomp
 
 
-def _prepare(ep: Any) -> Any:
+def _prepare(ep: Any, table: dict) -> Any:
     torch = _torch()
-    if not _unsupported(ep):
+    if not _unsupported(ep, table):
         return ep
     try:
         ep = ep.run_decompositions({})
-        if _unsupported(ep):
-            ep = ep.run_decompositions(_core_table(torch))
+        if _unsupported(ep, table):
+            ep = ep.run_decompositions(_core_table(torch, table))
     except Exception as e:
         raise ValueError(f"from_pytorch: torch could not functionalize/decompose the exported "
                          f"program: {type(e).__name__}: {e}") from e
-    missing = _unsupported(ep)
+    missing = _unsupported(ep, table)
     if missing:
         raise unsupported_error("from_pytorch", missing)
     return ep
+
+
+def _converter_table(custom: Mapping[Any, Callable] | None) -> dict:
+    table = dict(CONVERTERS)
+    for op, fn in (custom or {}).items():
+        name = op if isinstance(op, str) else str(op)
+        if not name.startswith("aten.") or name.count(".") != 2 or not callable(fn):
+            raise TypeError(f"from_pytorch: custom_convert_map keys are ATen overloads such as "
+                            f"'aten.i0.default' and values callables fn(node, args), got "
+                            f"{op!r}: {fn!r}")
+        table[name] = (lambda f: lambda ctx, node, a: f(node, a))(fn)
+    return table
+
+
+def _check_static(ep: Any) -> None:
+    torch = _torch()
+    for n in ep.graph.nodes:
+        if n.op == "placeholder":
+            v = n.meta.get("val")
+            if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
+                raise ValueError(f"from_pytorch: input {n.name!r} has a symbolic shape "
+                                 f"{tuple(v.shape)}: only static shapes are supported (export "
+                                 "without dynamic_shapes)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -306,7 +329,7 @@ def _check_dims(node: Any) -> None:
                                       "dynamic_shapes)")
 
 
-def _convert_node(ctx: _Ctx, node: Any, known: set) -> None:
+def _convert_node(ctx: _Ctx, node: Any, known: set, table: dict) -> None:
     torch = _torch()
     k = _key(node)
     if node.target is operator.getitem:
@@ -337,11 +360,12 @@ def _convert_node(ctx: _Ctx, node: Any, known: set) -> None:
         src = a.get("self", a.get("input"))
         ctx.env[node] = [src, None] if k == "aten.native_dropout.default" else src
         return
-    ctx.env[node] = CONVERTERS[k](ctx, node, a)
+    ctx.env[node] = table[k](ctx, node, a)
 
 
 def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
-                 default_dtype: str = "float32", freeze_params: bool = False
+                 default_dtype: str = "float32", freeze_params: bool = False,
+                 custom_convert_map: Mapping[Any, Callable[[Any, dict], Any]] | None = None
                  ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert a PyTorch model to a relay IRModule and its parameters (TVM's from_pytorch).
 
@@ -351,12 +375,18 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     argument order; the names become the relay inputs' names. Optional for an
     ExportedProgram (then its placeholder names and shapes are used, and when given they are
     checked against the program's). ``default_dtype``: the dtype of inputs given without one.
+    ``custom_convert_map``: ``{overload: fn(node, args) -> relay expr (or list)}`` adds or
+    replaces converters; the overload as ``torch.ops.aten.i0.default`` or its name
+    ``"aten.i0.default"``; ``args`` are the node's arguments by schema name, tensors as relay
+    expressions. Outputs are the program's flattened outputs: one, or a relay Tuple.
     """
     torch = _torch()
     from torch.export.graph_signature import InputKind, OutputKind
 
     ep, infos = _program(model, input_infos, default_dtype)
-    ep = _prepare(ep)
+    table = _converter_table(custom_convert_map)
+    _check_static(ep)
+    ep = _prepare(ep, table)
     sig = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
 
@@ -420,7 +450,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     known = _const_nodes(ep)
     for node in ep.graph.nodes:
         if node.op == "call_function":
-            _convert_node(ctx, node, known)
+            _convert_node(ctx, node, known, table)
 
     out_node = next(n for n in ep.graph.nodes if n.op == "output")
     outs = []
