@@ -516,3 +516,13 @@ def test_mod_name():
     np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(xv), rtol=1e-6)
     with pytest.raises(ValueError, match="mod_name"):
         relay.build(relay.Function([x], relay.exp(x)), mod_name="not an identifier")
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 7), (17, 3, 7), (3, 2, 1, 7)])
+def test_dense_with_nd_data(shape):
+    """relay's nn.dense takes [..., K] data (the kernels are 2-D: reshapes around them)."""
+    x = relay.var("x", shape=shape)
+    w = relay.var("w", shape=(3, 7))
+    b = relay.var("b", shape=(3,))
+    check_build(relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b, axis=-1)), 3,
+                rtol=1e-5)

@@ -460,7 +460,13 @@ def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
 
 @_reg("nn.dense")
 def dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [topi.nn.dense(inputs[0], inputs[1], None, _out_dtype(attrs, out_type))]
+    data, weight = inputs
+    if len(data.shape) > 2:  # relay's dense takes [..., K]: a 2-D dense between reshapes
+        k = data.shape[-1]
+        flat = topi.reshape(data, (-1, k))
+        out = topi.nn.dense(flat, weight, None, _out_dtype(attrs, out_type))
+        return [topi.reshape(out, _out_shape(out_type))]
+    return [topi.nn.dense(data, weight, None, _out_dtype(attrs, out_type))]
 
 
 @_reg("nn.matmul")

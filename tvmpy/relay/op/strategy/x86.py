@@ -105,7 +105,7 @@ def _const_int(d: Any) -> int | None:
 
 def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
     """The packed GEMM variants, preferred (plevel 15) when there are enough rows."""
-    if name == "nn.dense":
+    if name == "nn.dense" and len(inputs[0].shape) == 2:  # (N-D data: generic dense_compute)
         rows = _const_int(inputs[0].shape[0])
         k = _const_int(inputs[0].shape[1])
         if rows is not None and rows >= DENSE_PACK_MIN_ROWS and k is not None \
