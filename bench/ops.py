@@ -39,10 +39,12 @@ RNG = np.random.default_rng(0)
 
 # --- lowering a fused group -------------------------------------------------------------------
 
-def lower_group(expr: Any, target: str = "llvm") -> tuple[Any, list, list, list]:
+def lower_group(expr: Any, target: str = "llvm", schedule: Callable | None = None
+                ) -> tuple[Any, list, list, list]:
     """``(schedule, input placeholders, outputs, param vars)`` of the fused group ``expr``:
     every call lowered on its inputs' tensors, the whole scheduled by the anchor (the call of
-    the highest pattern kind), as C2's lower_primitive does."""
+    the highest pattern kind), as C2's lower_primitive does; ``schedule(outs)``, when given,
+    replaces the anchor's schedule (for trying schedule variants)."""
     params = free_vars(expr)
     func = infer_type(relay.Function(params, expr))
     tensors: dict[int, Any] = {}
@@ -72,7 +74,7 @@ def lower_group(expr: Any, target: str = "llvm") -> tuple[Any, list, list, list]
         return out
 
     out = visit(func.body)
-    s = best[0]([out])
+    s = (schedule or best[0])([out])
     return s, placeholders, [out], list(func.params)
 
 
