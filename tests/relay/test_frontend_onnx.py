@@ -738,3 +738,38 @@ def test_cumprod_compress():
     m = _model([node], [_vi("x", (3, 7))], [_out("y")],
                [_init("c", np.array([1, 0, 1, 1, 0], bool))], opset=11)
     _check(m, {"x": x})
+
+
+@pytest.mark.parametrize("kind,attrs,extra", [
+    ("LSTM", {"direction": "bidirectional", "clip": 2.5}, ["B", "", "h0", "c0", "P"]),
+    ("GRU", {"linear_before_reset": 1, "direction": "reverse"}, ["B", "", "h0"]),
+    ("GRU", {"layout": 1}, ["B"]),
+    ("RNN", {"activations": ["Relu"]}, ["B", "lens"]),
+])
+def test_rnn_gru_lstm_vs_onnxruntime(kind, attrs, extra):
+    T, N, I, H = 5, 3, 4, 6
+    G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    layout = attrs.get("layout", 0)
+    xs = (N, T, I) if layout else (T, N, I)
+    hs = (N, dirs, H) if layout else (dirs, N, H)
+    inits = [_init("W", _r(dirs, G * H, I) * 0.5), _init("R", _r(dirs, G * H, H) * 0.5),
+             _init("B", _r(dirs, 2 * G * H) * 0.5)]
+    if "P" in extra:
+        inits.append(_init("P", _r(dirs, 3 * H) * 0.5))
+    feeds = {"X": _r(*xs)}
+    ins = [_vi("X", xs)]
+    for nm in ("h0", "c0"):
+        if nm in extra:
+            ins.append(_vi(nm, hs))
+            feeds[nm] = _r(*hs)
+    if "lens" in extra:
+        ins.append(_vi("lens", (N,), TensorProto.INT32))
+        feeds["lens"] = np.array([5, 2, 4], np.int32)
+    outs = ["Y", "Y_h"] + (["Y_c"] if kind == "LSTM" else [])
+    node = helper.make_node(kind, ["X", "W", "R"] + extra, outs, hidden_size=H, **attrs)
+    m = _model([node], ins, [_out(o) for o in outs], inits, opset=14)
+    if layout:  # (onnxruntime has no batch-major recurrent kernels)
+        _check_reference(m, feeds, rtol=1e-4, atol=1e-5)
+    else:
+        _check(m, feeds, rtol=1e-4, atol=1e-5)

@@ -1152,10 +1152,10 @@ _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 # converters in their own modules (they import this one's helpers when called)
 def _register_modules() -> None:
-    from . import onnx_index, onnx_quant
+    from . import onnx_index, onnx_quant, onnx_rnn
 
-    _CONVERTERS.update(onnx_quant.CONVERTERS)
-    _CONVERTERS.update(onnx_index.CONVERTERS)
+    for m in (onnx_quant, onnx_index, onnx_rnn):
+        _CONVERTERS.update(m.CONVERTERS)
 
 
 _register_modules()

@@ -1,0 +1,221 @@
+"""ONNX RNN, GRU and LSTM, unrolled over the (static) sequence length.
+
+The input projection of every time step is one dense; each step then adds the recurrent dense
+and applies the gate equations of the ONNX definitions (gate orders: GRU z, r, h; LSTM i, o, f,
+c; peepholes i, o, f). ``direction`` forward / reverse / bidirectional, ``layout`` 0 / 1,
+``clip``, ``activations`` with ``activation_alpha`` / ``activation_beta``, GRU
+``linear_before_reset``, LSTM ``input_forget`` and peepholes. ``sequence_lens`` (forward
+direction, or all lengths equal to the sequence): steps past a batch entry's length leave its
+state unchanged and output zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..expr import RelayExpr, const
+from ..op import nn, tensor, transform
+from ..type_infer import infer_type
+
+__all__ = ["CONVERTERS"]
+
+
+def _shape(e: RelayExpr) -> list[int]:
+    return [int(d) for d in infer_type(e).checked_type.shape]
+
+
+def _dtype(e: RelayExpr) -> str:
+    return str(infer_type(e).checked_type.dtype)
+
+
+def _activation(c: Any, name: str, alpha: float | None, beta: float | None, dt: str
+                ) -> Callable[[RelayExpr], RelayExpr]:
+    f = lambda v: const(np.asarray(v, dtype=dt))  # noqa: E731
+    name = name.lower()
+    if name == "sigmoid":
+        return tensor.sigmoid
+    if name == "tanh":
+        return tensor.tanh
+    if name == "relu":
+        return nn.relu
+    if name == "affine":
+        return lambda x: tensor.add(tensor.multiply(x, f(alpha)), f(beta))
+    if name == "leakyrelu":
+        a = 0.01 if alpha is None else alpha
+        return lambda x: tensor.where(tensor.less(x, f(0)), tensor.multiply(x, f(a)), x)
+    if name == "thresholdedrelu":
+        a = 1.0 if alpha is None else alpha
+        return lambda x: tensor.where(tensor.greater(x, f(a)), x, f(0))
+    if name == "scaledtanh":
+        return lambda x: tensor.multiply(f(alpha), tensor.tanh(tensor.multiply(x, f(beta))))
+    if name == "hardsigmoid":
+        a, b = (0.2 if alpha is None else alpha), (0.5 if beta is None else beta)
+        return lambda x: tensor.clip(tensor.add(tensor.multiply(x, f(a)), f(b)), 0.0, 1.0)
+    if name == "elu":
+        a = 1.0 if alpha is None else alpha
+        return lambda x: tensor.where(tensor.less(x, f(0)), tensor.multiply(
+            f(a), tensor.subtract(tensor.exp(x), f(1))), x)
+    if name == "softsign":
+        return lambda x: tensor.divide(x, tensor.add(tensor.abs(x), f(1)))
+    if name == "softplus":
+        return lambda x: tensor.log(tensor.add(tensor.exp(x), f(1)))
+    raise c.fail(f"activation {name!r} is not supported")
+
+
+def _activations(c: Any, a: dict, per_dir: int, dirs: int, defaults: list[str], dt: str
+                 ) -> list[list[Callable]]:
+    names = [v.decode() if isinstance(v, bytes) else v for v in a.get("activations", [])]
+    if not names:
+        names = defaults * dirs
+    if len(names) != per_dir * dirs:
+        raise c.fail(f"activations {names}: expected {per_dir * dirs}")
+    alphas = list(a.get("activation_alpha", []))
+    betas = list(a.get("activation_beta", []))
+    out = []
+    for d in range(dirs):
+        fns = []
+        for k in range(per_dir):
+            j = d * per_dir + k
+            fns.append(_activation(c, names[j], alphas[j] if j < len(alphas) else None,
+                                   betas[j] if j < len(betas) else None, dt))
+        out.append(fns)
+    return out
+
+
+def _slice(x: RelayExpr, axis: int, lo: int, hi: int) -> RelayExpr:
+    return transform.strided_slice(x, [lo], [hi], axes=[axis])
+
+
+def _take0(x: RelayExpr, k: int) -> RelayExpr:
+    """x[k] of a leading axis, the axis dropped."""
+    return transform.squeeze(_slice(x, 0, k, k + 1), [0])
+
+
+def _rnn(kind: str):
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    n_act = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
+    default_act = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                   "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+
+    def convert(c, i, a, n):
+        i = list(i) + [None] * (8 - len(i))
+        X, W, R, B, lens, h0 = i[:6]
+        c0 = i[6] if kind == "LSTM" else None
+        P = i[7] if kind == "LSTM" else None
+        dt = _dtype(X)
+        direction = a.get("direction", "forward")
+        direction = direction.decode() if isinstance(direction, bytes) else direction
+        dirs = 2 if direction == "bidirectional" else 1
+        H = int(a["hidden_size"]) if "hidden_size" in a else _shape(R)[-1]
+        layout = int(a.get("layout", 0))
+        if layout:
+            X = transform.transpose(X, [1, 0, 2])
+            h0 = None if h0 is None else transform.transpose(h0, [1, 0, 2])
+            c0 = None if c0 is None else transform.transpose(c0, [1, 0, 2])
+        T, N, _ = _shape(X)
+        clip = a.get("clip")
+        acts = _activations(c, a, n_act, dirs, default_act, dt)
+        mask = None
+        if lens is not None:
+            known = c.values.get(n[4])
+            if known is not None and np.all(np.asarray(known) == T):
+                lens = None
+            elif direction != "forward":
+                raise c.fail("sequence_lens with a reverse direction is not supported")
+            else:
+                lens = transform.cast(lens, "int32")
+        zero = const(np.zeros((N, H), dtype=dt))
+        ys, hs, cs = [], [], []
+        for d in range(dirs):
+            rev = direction == "reverse" or d == 1
+            w, r = _take0(W, d), _take0(R, d)
+            xw = nn.dense(transform.reshape(X, [T * N, -1]), w)    # (T*N, G*H)
+            if B is not None:
+                b = _take0(B, d)
+                wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
+            else:
+                wb = rb = None
+            if wb is not None:  # GRU adds the recurrent bias inside the step (reset gate)
+                xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
+            xw = transform.reshape(xw, [T, N, gates * H])
+            h = _take0(h0, d) if h0 is not None else zero
+            cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else None
+            p = _take0(P, d) if P is not None else None
+            outs: list[RelayExpr] = [zero] * T
+            for t in (range(T - 1, -1, -1) if rev else range(T)):
+                xt = _take0(xw, t)
+                if lens is not None:
+                    mask = transform.reshape(tensor.less(const(np.int32(t)), lens), [N, 1])
+                h_new, c_new = _step(kind, a, c, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
+                if mask is not None:
+                    h_new = tensor.where(mask, h_new, h)
+                    if c_new is not None:
+                        c_new = tensor.where(mask, c_new, cell)
+                    outs[t] = tensor.where(mask, h_new, zero)
+                else:
+                    outs[t] = h_new
+                h, cell = h_new, c_new
+            ys.append(tensor.stack(outs, 0))                     # (T, N, H)
+            hs.append(h)
+            cs.append(cell)
+        Y = tensor.stack(ys, 1)                                  # (T, dirs, N, H)
+        Yh = tensor.stack(hs, 0)                                 # (dirs, N, H)
+        Yc = tensor.stack(cs, 0) if kind == "LSTM" else None
+        if layout:
+            Y = transform.transpose(Y, [2, 0, 1, 3])
+            Yh = transform.transpose(Yh, [1, 0, 2])
+            Yc = transform.transpose(Yc, [1, 0, 2]) if Yc is not None else None
+        return [Y, Yh] + ([Yc] if kind == "LSTM" else [])
+
+    return convert
+
+
+def _step(kind: str, a: dict, c: Any, xt: RelayExpr, h: RelayExpr, cell: RelayExpr | None,
+          r: RelayExpr, rb: RelayExpr | None, p: RelayExpr | None, H: int, acts: list,
+          clip: float | None, dt: str) -> tuple[RelayExpr, RelayExpr | None]:
+    def clipped(v: RelayExpr) -> RelayExpr:
+        return v if clip is None else tensor.clip(v, -float(clip), float(clip))
+
+    def gate(v: RelayExpr, k: int) -> RelayExpr:
+        return _slice(v, 1, k * H, (k + 1) * H)
+
+    one = const(np.asarray(1, dtype=dt))
+    if kind == "RNN":
+        return acts[0](clipped(tensor.add(xt, nn.dense(h, r)))), None
+    if kind == "GRU":
+        f, g = acts
+        hr = nn.dense(h, r)                                          # (N, 3H): z, r, h
+        if rb is not None:
+            hr = tensor.add(hr, rb)
+        z = f(clipped(tensor.add(gate(xt, 0), gate(hr, 0))))
+        rr = f(clipped(tensor.add(gate(xt, 1), gate(hr, 1))))
+        if a.get("linear_before_reset", 0):
+            hh = g(clipped(tensor.add(gate(xt, 2), tensor.multiply(rr, gate(hr, 2)))))
+        else:
+            rh = nn.dense(tensor.multiply(rr, h), _slice(r, 0, 2 * H, 3 * H))
+            if rb is not None:
+                rh = tensor.add(rh, _slice(rb, 0, 2 * H, 3 * H))
+            hh = g(clipped(tensor.add(gate(xt, 2), rh)))
+        return tensor.add(tensor.multiply(tensor.subtract(one, z), hh),
+                          tensor.multiply(z, h)), None
+    f, g, hf = acts
+    v = tensor.add(xt, nn.dense(h, r))                               # (N, 4H): i, o, f, c
+    gi, go, gf, gc = (gate(v, k) for k in range(4))
+    if p is not None:
+        pi, po, pf = (_slice(p, 0, k * H, (k + 1) * H) for k in range(3))
+        gi = tensor.add(gi, tensor.multiply(pi, cell))
+        gf = tensor.add(gf, tensor.multiply(pf, cell))
+    it = f(clipped(gi))
+    ft = tensor.subtract(one, it) if a.get("input_forget", 0) else f(clipped(gf))
+    ct = g(clipped(gc))
+    c_new = tensor.add(tensor.multiply(ft, cell), tensor.multiply(it, ct))
+    if p is not None:
+        go = tensor.add(go, tensor.multiply(po, c_new))
+    ot = f(clipped(go))
+    return tensor.multiply(ot, hf(c_new)), c_new
+
+
+CONVERTERS = {"RNN": _rnn("RNN"), "GRU": _rnn("GRU"), "LSTM": _rnn("LSTM")}
