@@ -397,6 +397,69 @@ def test_in_sequential_gated_by_opt_level():
         assert "nn.contrib_conv2d_NCHWc" in _ops(seq(mod))
 
 
+def _random_graph(seed):
+    """A random conv network over awkward channel counts (primes, 1, 12, 20 ...), mixing every
+    rule of the pass: convs (plain, depthwise, grouped, strided), elementwise and broadcast ops
+    with scalar / per-channel / full-tensor operands, pools, pads, concats and residual adds."""
+    r = np.random.default_rng(seed)
+    pick = lambda xs: xs[int(r.integers(len(xs)))]  # noqa: E731
+    c0 = pick([1, 3, 5, 8, 12])
+    x = relay.var("x", shape=(pick([1, 2]), c0, pick([7, 9]), pick([6, 8])))
+    params, vals = [x], [x]
+    for _ in range(int(r.integers(4, 9))):
+        y = pick(vals[-2:])
+        shape = [int(d) for d in infer_type(relay.Function(params, y)).body.checked_type.shape]
+        c = shape[1]
+        kind = pick(["conv", "conv", "dw", "group", "unary", "chan", "full", "pool", "pad",
+                     "concat", "residual"])
+        if kind == "conv":
+            oc, k = pick([1, 4, 7, 12, 16, 20, 32]), pick([1, 3])
+            y = relay.nn.conv2d(y, _w(oc, c, k, k), strides=pick([1, 2]), padding=k // 2)
+        elif kind == "dw" and c > 1:
+            y = relay.nn.conv2d(y, _w(c, 1, 3, 3), padding=(1, 1), groups=c)
+        elif kind == "group" and c % 2 == 0 and c > 2:
+            y = relay.nn.conv2d(y, _w(c, c // 2, 1, 1), groups=2)
+        elif kind == "unary":
+            y = pick([relay.nn.relu, relay.sigmoid, lambda t: relay.clip(t, -0.5, 0.5)])(y)
+        elif kind == "chan":
+            y = pick([relay.add, relay.multiply, relay.maximum])(y, _w(c, 1, 1))
+            y = relay.nn.bias_add(y, _w(c)) if r.random() < 0.5 else relay.add(
+                y, relay.const(np.float32(0.25)))
+        elif kind == "full":
+            v = relay.var(f"v{len(params)}", shape=shape)
+            params.append(v)
+            y = relay.subtract(y, v)
+        elif kind == "pool" and min(shape[2:]) >= 2:
+            y = pick([relay.nn.max_pool2d, relay.nn.avg_pool2d])(y, (2, 2), (2, 2),
+                                                                padding=(0, 0, 1, 1))
+        elif kind == "pad":
+            y = relay.nn.pad(y, ((0, 0), (0, 0), (1, 0), (0, 1)))
+        elif kind == "concat":
+            z = relay.nn.conv2d(y, _w(pick([4, 5, 16]), c, 1, 1))
+            y = relay.concatenate([y, relay.nn.relu(z)], axis=1)
+        elif kind == "residual":
+            y = relay.add(y, relay.nn.conv2d(y, _w(c, c, 3, 3), padding=(1, 1)))
+        vals.append(y)
+    out = vals[-1]
+    if r.random() < 0.5:
+        out = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(out))
+    return _mod(params, out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_graphs(seed):
+    mod = _random_graph(seed)
+    new = _alter(mod)
+    ops = _ops(new)
+    assert str(new["main"].checked_type) == str(mod["main"].checked_type)
+    convs = [c for c in _calls(mod) if c.op.name == "nn.conv2d"]
+    left = [c for c in _calls(new) if c.op.name == "nn.conv2d"]
+    assert len(left) == sum(1 for c in convs if c.attrs.groups not in (1, c.args[0].checked_type
+                                                                       .shape[1]))
+    assert ops.count("layout_transform") <= 2 * len(convs) + len(mod["main"].params)
+    _check(mod, new, compiled=seed < 3)
+
+
 def _prepared(mod, params):
     bound = relay.IRModule.from_expr(bind_params_by_name(mod["main"], params))
     seq = transform.Sequential([transform.SimplifyInference(), transform.FoldConstant(),
