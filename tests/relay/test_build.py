@@ -230,8 +230,9 @@ def test_progress_reports_every_stage():
     with tvm.transform.PassContext(opt_level=0):
         relay.build(_module(out), progress=lambda s, d, t: seen.append((s, d, t)))
     stages = [s for s, _, _ in seen]
-    assert {"lower", "tir", "codegen"} <= set(stages)
-    for stage in ("lower", "tir", "codegen"):
+    assert stages[0] == "optimize" and stages[-1] == "codegen"
+    assert {"optimize", "lower", "tir", "codegen"} <= set(stages)
+    for stage in ("optimize", "lower", "tir", "codegen"):
         last = [(d, t) for s, d, t in seen if s == stage][-1]
         assert last[0] == last[1] >= 1
 

@@ -277,7 +277,8 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
 
     ``params``: values of main's parameters to bind as constants (weights). The opt_level
     comes from ``tvm.transform.PassContext`` (2 by default, as in TVM). ``progress(stage,
-    done, total)`` is called while lowering ("lower", "tir") and compiling ("codegen")."""
+    done, total)`` is called for the graph passes ("optimize"), while lowering ("lower": per
+    primitive call, "tir": per distinct function) and compiling ("codegen")."""
     del target_host  # one CPU target: host and device are the same
     if not isinstance(mod_name, str) or not mod_name.isidentifier():
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
@@ -286,7 +287,11 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     bound = _check_params(mod["main"], params)
     check_graph(mod["main"])
     t0 = time.perf_counter()
+    if progress is not None:
+        progress("optimize", 0, 1)
     fused = optimize(mod, bound)
+    if progress is not None:
+        progress("optimize", 1, 1)
     t_opt = time.perf_counter() - t0
     res = lower_module(fused, tgt, progress)
     res.times = {"optimize": t_opt, **res.times}
