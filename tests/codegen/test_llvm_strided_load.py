@@ -1,0 +1,48 @@
+"""LLVM codegen: vector loads with a small constant stride (2..4) are a masked contiguous load
+plus a shuffle (no gather), and read only the addressed elements (the masked-off lanes past the
+last one are not touched); predicated (padded) strided loads keep their masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te
+from tvmpy.tir import all as tir_all
+from tvmpy.tir.op import if_then_else
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "float64", "int32", "float16"])
+@pytest.mark.parametrize("stride", [2, 3, 4])
+@pytest.mark.parametrize("n", [16, 13, 37])
+def test_strided_load(dtype, stride, n):
+    # the last element read is A[(n - 1) * stride + 1]: the buffer ends right after it
+    A = te.placeholder(((n - 1) * stride + 2,), dtype, name="A")
+    B = te.compute((n,), lambda i: A[i * stride] + A[i * stride + 1], name="B")
+    s = te.create_schedule(B.op)
+    _, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    f = tvm.build(s, [A, B], "llvm")
+    assert "gather" not in f.get_source("ll")
+    a = (np.random.default_rng(0).random((n - 1) * stride + 2) * 100).astype(dtype)
+    b = tvm.nd.empty((n,), dtype)
+    f(tvm.nd.array(a), b)
+    ref = (a[0:(n - 1) * stride + 1:stride] + a[1::stride][:n]).astype(dtype)
+    np.testing.assert_array_equal(b.numpy(), ref)
+
+
+def test_strided_load_with_padding_predicate():
+    """A stride-2 window over a zero-padded row (the pooling/convolution pattern)."""
+    n, w = 9, 16
+    A = te.placeholder((w,), "float32", name="A")
+    B = te.compute((n,), lambda i: if_then_else(tir_all(i * 2 - 1 >= 0, i * 2 - 1 < w),
+                                                A[i * 2 - 1], -1.0), name="B")
+    s = te.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = tvm.build(s, [A, B], "llvm")
+    a = np.arange(1, w + 1, dtype="float32")
+    b = tvm.nd.empty((n,), "float32")
+    f(tvm.nd.array(a), b)
+    ref = np.array([a[i * 2 - 1] if 0 <= i * 2 - 1 < w else -1.0 for i in range(n)], "float32")
+    np.testing.assert_array_equal(b.numpy(), ref)

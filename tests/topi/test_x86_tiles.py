@@ -1,0 +1,143 @@
+"""The x86 register tiles tuned against onnxruntime (bench/ops.py): conv2d_NCHWc with two
+channel blocks per tile, the 2-D dot-product dense tile for long K, blocked pooling with inlined
+padding, and the strategy choices between them; awkward shapes (primes, odd chunk counts, tails),
+fused epilogues, explicit tile overrides, all against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.relay.op.strategy.x86 import DENSE_PACK_MAX_K, DENSE_PACK_MIN_ROWS
+from tvmpy.topi import nn, testing
+from tvmpy.topi.x86.conv2d import _nchwc_tile
+
+from .nn_util import check
+
+# (C, H, W, OC, K, stride, pad, ic_bn, oc_bn): even chunk counts (2-block tiles), odd ones,
+# output widths 13/7/5/1 (tails, a tile wider than the row), 1x1 stride 2, 7x7 stride 2 stem
+CASES = [
+    (6, 11, 13, 16, 3, 1, 1, 3, 4),
+    (8, 9, 17, 24, 3, 2, (1, 0, 2, 1), 4, 4),
+    (4, 7, 7, 12, 1, 2, 0, 4, 4),
+    (3, 19, 19, 32, 7, 2, 3, 3, 16),
+    (16, 5, 5, 32, 3, 1, 1, 16, 16),
+    (8, 3, 1, 16, 1, 1, 0, 8, 8),
+]
+
+
+def _nchwc(c, h, w, oc, k, stride, pad, icb, ocb, epilogue, **tile):
+    A = te.placeholder((1, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // icb, k, k, icb, ocb), name="W")
+    B = te.placeholder((1, oc // ocb, 1, 1, ocb), name="B")
+    conv = nn.conv2d_NCHWc(A, W, stride, pad, 1)
+    out = epilogue(conv, B)
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c, k, k)).astype("float32")
+    b = rng.uniform(-1, 1, (1, oc // ocb, 1, 1, ocb)).astype("float32")
+    arrays = [testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb), b]
+    return A, W, B, out, arrays, a, wt
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c[:6]) for c in CASES])
+def test_conv2d_nchwc_bias_relu(case):
+    A, W, B, out, arrays, a, wt = _nchwc(*case, lambda c, b: topi.relu(topi.add(c, b)))
+    stride, pad = case[5], case[6]
+    res = check([A, W, B], out, topi.x86.schedule_conv2d_NCHWc,
+                lambda x, y, b: np.maximum(testing.conv2d_NCHWc_python(x, y, stride, pad) + b, 0),
+                arrays=arrays)
+    ref = np.maximum(testing.conv2d_nchw_python(a, wt, stride, pad)
+                     + testing.nchwc_to_nchw(np.broadcast_to(arrays[2], res.shape)), 0)
+    np.testing.assert_allclose(testing.nchwc_to_nchw(res), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("oc_tile,reg_n", [(1, 8), (2, 3), (3, 5), (4, 16)])
+def test_conv2d_nchwc_tile_overrides(oc_tile, reg_n):
+    """Tiles that do not divide the chunk count (3 of 4 chunks) or the row (5 of 13)."""
+    c, h, w, oc, k, stride, pad, icb, ocb = (8, 6, 13, 16, 3, 1, 1, 4, 4)
+    A, W, B, out, arrays, *_ = _nchwc(c, h, w, oc, k, stride, pad, icb, ocb,
+                                      lambda cv, b: topi.add(cv, b))
+    check([A, W, B], out,
+          lambda outs: topi.x86.schedule_conv2d_NCHWc(outs, reg_n=reg_n, oc_tile=oc_tile),
+          lambda x, y, b: testing.conv2d_NCHWc_python(x, y, stride, pad) + b, arrays=arrays)
+
+
+def test_conv2d_nchwc_residual_epilogue():
+    c, h, w, oc, k, stride, pad, icb, ocb = (4, 7, 9, 8, 3, 1, 1, 2, 4)
+    A = te.placeholder((1, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // icb, k, k, icb, ocb), name="W")
+    R = te.placeholder((1, oc // ocb, h, w, ocb), name="R")
+    out = topi.relu(topi.add(nn.conv2d_NCHWc(A, W, stride, pad, 1), R))
+    check([A, W, R], out, topi.x86.schedule_conv2d_NCHWc,
+          lambda x, y, r: np.maximum(testing.conv2d_NCHWc_python(x, y, stride, pad) + r, 0))
+
+
+def test_nchwc_tile_choice():
+    assert _nchwc_tile(4, 56, 1, False) == (2, 8)
+    assert _nchwc_tile(9, 56, 1, False) == (1, 8)  # odd chunk count: no guarded chunk tile
+    assert _nchwc_tile(4, 56, 1, True) == (1, 8)  # depthwise: no broadcast to share
+
+
+def _dense_ref(x, w, b):
+    return x @ w.T + b
+
+
+@pytest.mark.parametrize("m,k,n", [(34, 600, 13), (7, 512, 1000), (3, 1024, 7), (1, 515, 9),
+                                   (17, 256, 24)])
+def test_dense_dot_tile(m, k, n):
+    """The dot-product schedule (plain dense), rows tiled by 2 when M is even."""
+    X = te.placeholder((m, k), name="X")
+    Wt = te.placeholder((n, k), name="W")
+    B = te.placeholder((n,), name="B")
+    out = topi.add(nn.dense(X, Wt), B)
+    check([X, Wt, B], out, topi.x86.schedule_dense, _dense_ref, rtol=1e-4, atol=1e-3)
+
+
+def test_dense_dot_tile_gelu_epilogue():
+    X = te.placeholder((16, 640), name="X")
+    Wt = te.placeholder((24, 640), name="W")
+    B = te.placeholder((24,), name="B")
+    out = topi.gelu(topi.add(nn.dense(X, Wt), B))
+    from math import erf, sqrt
+
+    verf = np.vectorize(erf)
+    check([X, Wt, B], out, topi.x86.schedule_dense,
+          lambda x, w, b: (lambda y: 0.5 * y * (1 + verf(y / sqrt(2))))(_dense_ref(x, w, b)),
+          rtol=1e-4, atol=1e-3)
+
+
+def test_dense_strategy_choice():
+    """dense_pack (in-kernel weight packing) only for enough rows and a short K."""
+    from tvmpy import relay
+    from tvmpy.relay.backend.lower_call import lower_call_impl
+    from tvmpy.relay.type_infer import infer_type
+
+    def impl(m, k):
+        x, w = relay.var("x", shape=(m, k)), relay.var("w", shape=(8, k))
+        call = infer_type(relay.Function([x, w], relay.nn.dense(x, w))).body
+        ins = [te.placeholder((m, k)), te.placeholder((8, k))]
+        return lower_call_impl(call, ins, "llvm")[0].name
+
+    assert impl(DENSE_PACK_MIN_ROWS, 256) == "dense_pack.x86"
+    assert impl(DENSE_PACK_MIN_ROWS, DENSE_PACK_MAX_K) == "nn.dense.x86"
+    assert impl(DENSE_PACK_MIN_ROWS - 1, 256) == "nn.dense.x86"
+
+
+@pytest.mark.parametrize("h,w,stride,pad", [(11, 13, 2, (1, 1, 1, 1)), (7, 5, 1, (0, 1, 2, 0)),
+                                            (2, 3, 2, (1, 1, 1, 1))])
+def test_blocked_max_pool_inlined_pad_relu(h, w, stride, pad):
+    """Blocked max pool, padding inlined, one task per output row, + a fused epilogue."""
+    A = te.placeholder((1, 3, h, w, 4), name="A")
+    pool = nn.pool2d(A, 3, stride, 1, pad, "max", layout="NCHW4c")
+    out = topi.relu(pool)
+    a = np.random.default_rng(5).uniform(-1, 1, (1, 12, h, w)).astype("float32")
+
+    def ref(ab):
+        x = testing.nchwc_to_nchw(ab)
+        y = testing.pool2d_python(x, 3, stride, 1, pad, "max")
+        return np.maximum(testing.nchw_to_nchwc(y, 4), 0)
+
+    check([A], out, lambda outs: topi.x86.schedule_pool(outs, "NCHW4c"), ref,
+          arrays=[testing.nchw_to_nchwc(a, 4)])
