@@ -4,15 +4,16 @@ at compile time. Each case: the rewritten graph's structure (which ops, how many
 where), the interpreter's result unchanged on random data, and every call of the rewritten graph
 compiled alone (lower_call with the x86 strategy, built with llvm) reproducing it.
 
-Measured (single op, lower_call + tvm.build llvm + time_evaluator, 10 interleaved rounds,
-min; the shared 2-core znver5 dev machine; NCHW schedule vs NCHW{c}c schedule):
-ResNet-18 3x3 64x56x56 0.643 vs 0.580 ms, 128x28x28 0.659 vs 0.613 ms, 256x14x14 0.691 vs
-0.611 ms (1.08-1.13x); 1x1 stride-2 64->128 0.038 vs 0.033 ms; 7x7 stem 3->64 2.50 vs 2.24 ms;
-MobileNetV2 stem 0.080 vs 0.075 ms, 1x1 24->144 0.063 vs 0.057 ms, depthwise 144x56x56 0.087
-vs 0.053 ms and 384x14x14 0.020 vs 0.011 ms. The blocked schedule was never slower, so the pass
-rewrites every plain and depthwise conv2d (``alter_op_layout.conv_blocks``). relay.build at
-opt_level 3 with vs without the pass (same run, min of 12, machine under load): ResNet-18 224
-57 vs 82 ms, MobileNetV2 224 39 vs 56 ms.
+Measured (single op: lower_call + tvm.build llvm + time_evaluator, rounds interleaved, min;
+the shared 2-core znver5 dev machine, same run; NCHW schedule vs NCHW{c}c schedule):
+2 threads at low load: ResNet-18 3x3 64x56x56 0.643 vs 0.580 ms, 128x28x28 0.659 vs 0.613 ms,
+256x14x14 0.684 vs 0.609 ms (1.08-1.12x). 1 thread (OMP_NUM_THREADS=1, steadier under load),
+two runs: ResNet-18 3x3 layers 1.18-3.1x, 7x7 stem 1.3-1.7x, 1x1 stride-2 1.36-1.40x;
+MobileNetV2 stem 1.25x, 1x1 expand 1.14x, 1x1 project 2.8x, depthwise 144x56x56 1.9-2.1x,
+384x14x14 2.5-2.6x. The blocked schedule was never slower, so the pass rewrites every plain
+and depthwise conv2d (``alter_op_layout.conv_blocks``). relay.build at opt_level 3 with vs
+without the pass (same run, min of 12, machine under load): ResNet-18 224 57 vs 82 ms,
+MobileNetV2 224 39 vs 56 ms.
 """
 
 import numpy as np

@@ -69,8 +69,8 @@ def conv_blocks(call: Call, target: Target | None = None) -> tuple[int, int] | N
     The rule: a plain (groups 1) or depthwise (multiplier 1) NCHW/OIHW convolution with
     static shapes (the batch may be symbolic) and a float dtype. Measured (single op, same
     run, see the docstring of tests/relay/test_pass_alter_op_layout.py): the blocked schedule
-    was never slower than the NCHW one, 6-15% faster on ResNet-18/MobileNetV2's plain layers
-    and 1.7-1.8x on MobileNetV2's depthwise ones; the blocked layout then flows on to the next
+    was never slower than the NCHW one: 1.1-3x on ResNet-18's and MobileNetV2's plain layers,
+    1.9-2.6x on MobileNetV2's depthwise ones; the blocked layout then flows on to the next
     convolution without a transform. Other grouped convolutions keep NCHW (the NCHWc compute
     here has no general groups).
     """
