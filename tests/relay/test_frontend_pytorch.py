@@ -84,7 +84,7 @@ def _check(model, inputs, names=None, rtol=1e-4, atol=1e-5, build=False, freeze=
     infos = [(n, (list(t.shape), str(t.dtype).replace("torch.", ""))) for n, t in
              zip(names, inputs)]
     with torch.no_grad():
-        want = _as_list(model(*inputs))
+        want = _as_list(model(*[t.clone() for t in inputs]))  # clones: in-place ops on inputs
     mod, params = from_pytorch(model, infos, freeze_params=freeze)
     feeds = {n: t.numpy() for n, t in zip(names, inputs)}
     got = relay.create_executor("debug", mod).evaluate()(**feeds, **params)
@@ -248,6 +248,38 @@ SHAPE = {
 @pytest.mark.parametrize("name", sorted(SHAPE))
 def test_shape_ops(name):
     _check(SHAPE[name], [_rand((3, 5, 2))])
+
+
+EXTRA = {  # modules and functions whose ops torch decomposes before conversion, and a few more
+    "prelu": (nn.PReLU(3), [(2, 3, 4)]), "pixel_shuffle": (nn.PixelShuffle(2), [(1, 8, 3, 3)]),
+    "normalize": (lambda x: F.normalize(x, dim=1), [(3, 5)]),
+    "cosine": (lambda a, b: F.cosine_similarity(a, b), [(3, 4), (3, 4)]),
+    "einsum": (lambda a, b: torch.einsum("bij,bjk->bik", a, b), [(2, 3, 4), (2, 4, 5)]),
+    "mha_seq_first": (nn.MultiheadAttention(8, 2), [(5, 1, 8)] * 3),
+    "lstm": (nn.LSTM(4, 3, batch_first=True), [(1, 2, 4)]),
+    "round": (lambda x: torch.round(x * 2.5) + torch.round(x, decimals=1), [(3, 4)]),
+    "log2_exp2": (lambda x: torch.log2(x.abs() + 1) + torch.exp2(x), [(3, 4)]),
+    "var_mean": (lambda x: torch.var_mean(x, 1), [(3, 4)]),
+    "norms": (lambda x: (x.norm(dim=1), x.norm(p=1), x.norm(p=3, dim=0)), [(3, 4)]),
+    "adaptive_max": (nn.AdaptiveMaxPool2d(1), [(1, 3, 4, 5)]),
+    "max_pool1d": (nn.MaxPool1d(3, 2), [(1, 3, 9)]), "avg_pool1d": (nn.AvgPool1d(3, 2), [(1, 3, 9)]),
+    "conv3d": (nn.Conv3d(2, 3, 2), [(1, 2, 3, 4, 4)]),
+    "instance_norm": (nn.InstanceNorm2d(3, affine=True), [(2, 3, 4, 5)]),
+    "selu_celu_logsigmoid": (nn.Sequential(nn.SELU(), nn.CELU(0.7), nn.LogSigmoid()), [(3, 4)]),
+    "glu": (nn.GLU(), [(3, 4)]), "tril_triu": (lambda x: torch.tril(x) + torch.triu(x, 1), [(4, 4)]),
+    "reflect_replicate_pad": (nn.Sequential(nn.ReflectionPad2d((1, 2, 1, 0)),
+                                            nn.ReplicationPad2d(1)), [(1, 2, 4, 5)]),
+    "inplace_on_input": (nn.SiLU(inplace=True), [(3, 4)]),
+    "roll_narrow": (lambda x: x.roll(1, 1).narrow(1, 1, 2), [(3, 4)]),
+    "tensors_made_in_forward": (lambda x: x + torch.zeros(3, 5) + torch.ones(x.shape[0], 1)
+                                + x.new_full((1, 5), 0.25), [(3, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA))
+def test_decomposed_and_extra_ops(name):
+    m, shapes = EXTRA[name]
+    _check(m, [_rand(s) for s in shapes])
 
 
 def test_matmul_family():

@@ -337,6 +337,8 @@ def _convert_node(ctx: _Ctx, node: Any, known: set, table: dict) -> None:
         if src in ctx.values:
             ctx.values[node] = ctx.values[src][idx]
         seq = ctx.expr(src)
+        if (idx >= len(seq) or seq[idx] is None) and not node.users:
+            return  # an unused second output (max_pool2d_with_indices's indices)
         if idx >= len(seq) or seq[idx] is None:
             raise PyTorchConvertError(
                 f"node {node.name!r}: output {idx} of {src.target} node {src.name!r} is not "
@@ -455,6 +457,8 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     out_node = next(n for n in ep.graph.nodes if n.op == "output")
     outs = []
     for spec, n in zip(sig.output_specs, out_node.args[0]):
+        if spec.kind == OutputKind.USER_INPUT_MUTATION:
+            continue  # an in-place op on an input (nn.ReLU(inplace=True) first): not an output
         if spec.kind != OutputKind.USER_OUTPUT:
             raise ValueError(f"from_pytorch: the program mutates {spec.target!r} "
                              f"({spec.kind.name}): only inference programs are supported")

@@ -40,7 +40,8 @@ for _names, _fn in [
         (("aten.floor.default",), tensor.floor), (("aten.ceil.default",), tensor.ceil),
         (("aten.sin.default",), tensor.sin), (("aten.cos.default",), tensor.cos),
         (("aten.sign.default",), tensor.sign), (("aten.trunc.default",), tensor.trunc),
-        (("aten.logical_not.default",), tensor.logical_not)]:
+        (("aten.logical_not.default",), tensor.logical_not),
+        (("aten.log2.default",), tensor.log2)]:
     _unary(_names, _fn)
 
 
@@ -54,6 +55,34 @@ def _float_in(c, node, a, name="self") -> tuple[RelayExpr, str]:
 def _recip(c, node, a):
     x, dt = _float_in(c, node, a)
     return tensor.divide(scalar(1, dt), x)
+
+
+@reg("aten.exp2.default")
+def _exp2(c, node, a):
+    x, dt = _float_in(c, node, a)
+    return tensor.power(scalar(2, dt), x)
+
+
+def _round_half_even(x: RelayExpr, dt: str) -> RelayExpr:
+    """torch.round: halves to even (relay's round goes half away from zero)."""
+    f = tensor.floor(x)
+    d = tensor.subtract(x, f)
+    half = tensor.add(f, tensor.floor_mod(f, scalar(2, dt)))
+    up = tensor.add(f, scalar(1, dt))
+    return tensor.where(tensor.greater(d, scalar(0.5, dt)), up,
+                        tensor.where(tensor.less(d, scalar(0.5, dt)), f, half))
+
+
+@reg("aten.round.default", "aten.round.decimals")
+def _round(c, node, a):
+    dt = out_dtype(node)
+    if not dt.startswith("float"):
+        return a["self"]
+    k = int(a.get("decimals", 0))
+    if k == 0:
+        return _round_half_even(a["self"], dt)
+    s = scalar(10.0 ** k, dt)
+    return tensor.divide(_round_half_even(tensor.multiply(a["self"], s), dt), s)
 
 
 @reg("aten.log1p.default")
@@ -134,7 +163,7 @@ def _mish(c, node, a):
 
 
 @reg("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default",
-      "aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
+     "aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
 def _clamp(c, node, a):
     x, dt = a["self"], out_dtype(node)
     x = cast_to(x, in_dtype(node), dt)
@@ -278,7 +307,7 @@ def _masked_fill(c, node, a):
 # ------------------------------------------------------------------------------------------------
 # dtype conversions and constants shaped like a tensor
 @reg("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device",
-      "aten.to.other", "aten.type_as.default", "aten._assert_tensor_metadata.default")
+     "aten.to.other", "aten.type_as.default", "aten._assert_tensor_metadata.default")
 def _to(c, node, a):
     if str(node.target) == "aten._assert_tensor_metadata.default":
         return None
@@ -286,7 +315,7 @@ def _to(c, node, a):
 
 
 @reg("aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default",
-      "aten.empty_like.default")
+     "aten.empty_like.default")
 def _full_like(c, node, a):
     fill = {"aten.zeros_like.default": 0, "aten.ones_like.default": 1,
             "aten.empty_like.default": 0}.get(str(node.target), a.get("fill_value"))

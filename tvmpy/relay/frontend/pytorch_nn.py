@@ -87,7 +87,7 @@ def _convolution(c, node, a):
 
 
 @reg("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
-      "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
+     "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
 def _convnd(c, node, a):
     return _conv(c, node, a["input"], a["weight"], a["bias"], a["stride"], a["padding"],
                  a["dilation"], a["groups"])
@@ -367,6 +367,15 @@ def _avgpool(c, node, a):
     if ceil and _pooled_shape(xs, k, stride, pad, dil, ceil) != out_shape(node):
         raise fail(node, "ceil_mode with a dropped last window is not supported for avg_pool")
     return out
+
+
+@reg("aten.adaptive_max_pool2d.default")
+def _adaptive_max(c, node, a):
+    xs = in_shape(node)
+    if len(xs) != 4 or out_shape(node)[2:] != [1, 1]:
+        raise fail(node, f"only a 1x1 output from 4-D data is supported, got {xs} -> "
+                         f"{out_shape(node)}")
+    return [nn.global_max_pool2d(a["self"])]
 
 
 @reg("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")

@@ -95,8 +95,7 @@ def _max_dim(c, node, a):
     return [vals, transform.cast(idx, "int64")]
 
 
-@reg("aten.var.correction", "aten.std.correction", "aten.var.dim", "aten.std.dim")
-def _var(c, node, a):
+def _var_mean(node, a) -> tuple:
     rank = len(in_shape(node))
     dims = _dims(a.get("dim"), rank) or list(range(rank))
     corr = a.get("correction")
@@ -110,7 +109,44 @@ def _var(c, node, a):
     n = int(np.prod([in_shape(node)[k] for k in dims]))
     v = tensor.divide(_red.sum(tensor.multiply(d, d), axis=dims, keepdims=bool(a["keepdim"])),
                       scalar(max(n - corr, 0), dt))
+    return v, mean if a["keepdim"] else transform.reshape(mean, out_shape(node))
+
+
+@reg("aten.var.correction", "aten.std.correction", "aten.var.dim", "aten.std.dim")
+def _var(c, node, a):
+    v = _var_mean(node, a)[0]
     return tensor.sqrt(v) if ".std." in str(node.target) else v
+
+
+@reg("aten.var_mean.correction", "aten.std_mean.correction")
+def _var_mean_op(c, node, a):
+    v, mean = _var_mean(node, a)
+    return [tensor.sqrt(v) if ".std_" in str(node.target) else v, mean]
+
+
+@reg("aten.linalg_vector_norm.default")
+def _vector_norm(c, node, a):
+    """The p-norm over ``dim`` (all axes when None): p in {inf, -inf, 0, any > 0}."""
+    rank = len(in_shape(node))
+    dt = out_dtype(node)
+    x = tensor.abs(cast_to(a["self"], in_dtype(node), dt))
+    dims, keep = _dims(a["dim"], rank), bool(a["keepdim"])
+    p = float(a["ord"])
+    if p == float("inf"):
+        return _red.max(x, axis=dims, keepdims=keep)
+    if p == float("-inf"):
+        return _red.min(x, axis=dims, keepdims=keep)
+    if p == 0:
+        return _red.sum(transform.cast(tensor.not_equal(x, scalar(0, dt)), dt), axis=dims,
+                        keepdims=keep)
+    if p == 1:
+        return _red.sum(x, axis=dims, keepdims=keep)
+    if p == 2:
+        return tensor.sqrt(_red.sum(tensor.multiply(x, x), axis=dims, keepdims=keep))
+    if p < 0:
+        raise fail(node, f"ord={p} is not supported")
+    s = _red.sum(tensor.power(x, scalar(p, dt)), axis=dims, keepdims=keep)
+    return tensor.power(s, scalar(1.0 / p, dt))
 
 
 @reg("aten.cumsum.default")
@@ -122,9 +158,9 @@ def _cumsum(c, node, a):
 # ------------------------------------------------------------------------------------------------
 # shapes and data movement
 @reg("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
-      "aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.default",
-      "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.view_as.default",
-      "aten.reshape_as.default")
+     "aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.default",
+     "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.view_as.default",
+     "aten.reshape_as.default")
 def _reshape(c, node, a):
     want = out_shape(node)
     if in_shape(node) == want:
@@ -196,7 +232,7 @@ def _stack(c, node, a):
 
 
 @reg("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
-      "aten.unbind.int", "aten.split.sizes")
+     "aten.unbind.int", "aten.split.sizes")
 def _split(c, node, a):
     s = in_shape(node)
     ax = norm_axis(int(a["dim"]), len(s))
@@ -307,7 +343,7 @@ def _pad_default(c, node, a):
 
 
 @reg("aten.reflection_pad1d.default", "aten.reflection_pad2d.default",
-      "aten.replication_pad1d.default", "aten.replication_pad2d.default")
+     "aten.replication_pad1d.default", "aten.replication_pad2d.default")
 def _pad_mode(c, node, a):
     mode = "reflect" if "reflection" in str(node.target) else "edge"
     return _pad(c, node, a["self"], a["padding"], mode, 0.0)
