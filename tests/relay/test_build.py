@@ -527,3 +527,25 @@ def test_dense_with_nd_data(shape):
     b = relay.var("b", shape=(3,))
     check_build(relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b, axis=-1)), 3,
                 rtol=1e-5)
+
+
+def test_constant_names_never_shadow_inputs():
+    """Bound constants are named p<k>, skipping names that main's inputs already use."""
+    p0 = relay.var("p0", shape=(2, 3))
+    p2 = relay.var("p2", shape=(2, 3))
+    w = relay.var("w", shape=(2, 3))
+    mod = _module(relay.exp(p0) + w * p2)
+    values = _inputs(mod)
+    with tvm.transform.PassContext(opt_level=0):
+        lib = relay.build(mod, params={"w": values["w"]})
+    g = json.loads(lib.get_graph_json())
+    names = [n["name"] for n in g["nodes"] if n["op"] == "null"]
+    assert len(names) == len(set(names)) and "p1" in names and set(lib.get_params()) == {"p1"}
+    got = _run(lib, {"p0": values["p0"], "p2": values["p2"]})[0]
+    np.testing.assert_allclose(got, _reference(mod, values)[0], rtol=1e-6)
+
+
+def test_duplicate_input_names_refused():
+    a, b = relay.var("x", shape=(2,)), relay.var("x", shape=(2,))
+    with pytest.raises(ValueError, match="several inputs named"):
+        relay.build(relay.Function([a, b], a + b))

@@ -50,6 +50,8 @@ class GraphCodegen:
         self.entry_types: list[list[TensorType]] = []  # per node, its output types
         self.arg_nodes: list[int] = []
         self.params: dict[str, np.ndarray] = {}
+        self.input_names: set[str] = set()
+        self._next_param = 0
         self.memo: dict[int, list[Entry]] = {}
 
     # ---- nodes ------------------------------------------------------------------------------
@@ -69,9 +71,11 @@ class GraphCodegen:
         return self._add({"op": "null", "name": v.name_hint, "inputs": []}, [t])
 
     def _constant(self, c: Constant) -> list[Entry]:
-        name = f"p{len(self.params)}"
-        while name in self.params:  # never happens with p<k>, kept for safety
-            name += "_"
+        name = f"p{self._next_param}"
+        while name in self.input_names:  # an input already has this name: skip it
+            self._next_param += 1
+            name = f"p{self._next_param}"
+        self._next_param += 1
         arr = np.array(c.data.numpy(), order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
         self.params[name] = arr
         return self._add({"op": "null", "name": name, "inputs": []}, [c.checked_type])
@@ -120,6 +124,12 @@ class GraphCodegen:
     # ---- driver -----------------------------------------------------------------------------
     def codegen(self, main: Function) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """``(graph, params)``: the C3 graph as a dict (storage ids not yet planned)."""
+        names = [p.name_hint for p in main.params]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise GraphCodegenError(f"main has several inputs named {dup}; graph inputs are "
+                                    "set by name, so names must be unique")
+        self.input_names = set(names)
         for p in main.params:  # inputs first, in main's order, even when unused
             self.memo[id(p)] = self._var(p)
         stack: list[tuple[RelayExpr, bool]] = [(main.body, False)]
