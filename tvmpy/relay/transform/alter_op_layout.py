@@ -6,9 +6,10 @@ disagree (TVM's AlterOpLayout + layout inference, paper section 3).
 What it does, on the dataflow graph of every relay Function (the target is
 ``Target.current()``, "llvm" when none is set; other than llvm/c targets: nothing changes):
 
-* ``nn.conv2d`` (NCHW data, OIHW kernel, groups 1, static shape; see ``conv_blocks``) becomes
-  ``nn.contrib_conv2d_NCHWc`` with data ``NCHW{ic_bn}c``, kernel ``OIHW{ic_bn}i{oc_bn}o`` and
-  output ``NCHW{oc_bn}c`` (depthwise: kernel ``OIHW1i{c}o``, data and output ``NCHW{c}c``); the block sizes are the largest divisors of the channel counts
+* ``nn.conv2d`` (NCHW data, OIHW kernel, groups 1 or depthwise, static shape; see
+  ``conv_blocks``) becomes ``nn.contrib_conv2d_NCHWc`` with data ``NCHW{ic_bn}c``, kernel
+  ``OIHW{ic_bn}i{oc_bn}o`` and output ``NCHW{oc_bn}c`` (depthwise: kernel ``OIHW1i{c}o``, data
+  and output ``NCHW{c}c``); the block sizes are the largest divisors of the channel counts
   that fit one vector register of the target (16 fp32 lanes with AVX-512, 8 with AVX2; at
   most 16), as TVM's x86 default config (``topi.nn.conv2d_infer_layout``).
   A constant kernel is transformed here, in numpy (no layout_transform is left for it); a
@@ -20,7 +21,7 @@ What it does, on the dataflow graph of every relay Function (the target is
   pooling and the global pools (``layout="NCHW{c}c"``; an adaptive average pool to 1x1
   becomes the global one), ``nn.pad`` of H and W, and ``concatenate`` along the channels
   (inputs of different blocks meet in the gcd of their blocks).
-* Every other consumer (dense, reshape, softmax, a depthwise conv, the function's result, ...)
+* Every other consumer (dense, reshape, softmax, a grouped conv, the function's result, ...)
   gets its input back in NCHW through one ``layout_transform`` shared by all such consumers.
 
 Valid for any dataflow graph: each rewrite computes the same values in another memory order,
