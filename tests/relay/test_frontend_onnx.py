@@ -773,3 +773,48 @@ def test_rnn_gru_lstm_vs_onnxruntime(kind, attrs, extra):
         _check_reference(m, feeds, rtol=1e-4, atol=1e-5)
     else:
         _check(m, feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,shape,length", [
+    ({"axis": 1}, (2, 7, 3, 1), None), ({"axis": 2, "inverse": 1}, (2, 5, 6, 2), None),
+    ({"axis": 1, "onesided": 1}, (1, 8, 3, 1), None), ({"axis": 1}, (1, 6, 2, 2), 9),
+    ({"axis": 1, "inverse": 1, "onesided": 1}, (1, 5, 2, 2), None),
+])
+def test_dft_vs_onnxruntime(attrs, shape, length):
+    names = ["x", "n"] if length else ["x"]
+    inits = [_init("n", np.int64(length))] if length else []
+    m = _model([helper.make_node("DFT", names, ["y"], **attrs)], [_vi("x", shape)], [_out("y")],
+               inits, opset=17)
+    x = _r(*shape)
+    if attrs.get("inverse") and attrs.get("onesided"):  # a Hermitian spectrum (DC imag 0)
+        x[:, 0, :, 1] = 0
+    _check(m, {"x": x}, rtol=1e-4, atol=1e-4)
+
+
+def test_stft_vs_onnxruntime():
+    node = helper.make_node("STFT", ["s", "step", "w"], ["y"])
+    m = _model([node], [_vi("s", (2, 40, 1))], [_out("y")],
+               [_init("step", np.int64(6)), _init("w", np.hanning(10).astype(np.float32))],
+               opset=17)
+    _check(m, {"s": _r(2, 40, 1)}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_vs_onnxruntime(mode, pad, align):
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=pad,
+                            align_corners=align)
+    m = _model([node], [_vi("x", (2, 3, 5, 4)), _vi("g", (2, 3, 7, 2))], [_out("y")], opset=16)
+    g = (RNG.uniform(-1.4, 1.4, (2, 3, 7, 2))).astype(np.float32)
+    feeds = {"x": _r(2, 3, 5, 4), "g": g}
+    if mode == "bicubic" and pad == "border":
+        # onnxruntime clamps the sample point only, the ONNX definition (reference) also each
+        # fetched neighbour: they differ by up to 0.5 here; tvmpy follows the definition
+        node = helper.make_node("GridSample", ["x", "g"], ["y"], mode="cubic", padding_mode=pad,
+                                align_corners=align)
+        m = _model([node], [_vi("x", (2, 3, 5, 4)), _vi("g", (2, 3, 7, 2))], [_out("y")],
+                   opset=20)
+        _check_reference(m, feeds, rtol=1e-4, atol=1e-5)
+    else:
+        _check(m, feeds, rtol=1e-4, atol=1e-5)

@@ -1152,9 +1152,9 @@ _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 # converters in their own modules (they import this one's helpers when called)
 def _register_modules() -> None:
-    from . import onnx_index, onnx_quant, onnx_rnn
+    from . import onnx_index, onnx_quant, onnx_rnn, onnx_signal
 
-    for m in (onnx_quant, onnx_index, onnx_rnn):
+    for m in (onnx_quant, onnx_index, onnx_rnn, onnx_signal):
         _CONVERTERS.update(m.CONVERTERS)
 
 

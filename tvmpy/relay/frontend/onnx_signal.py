@@ -1,0 +1,261 @@
+"""ONNX DFT, STFT and GridSample from relay's dense, gather_nd and elementwise ops.
+
+- DFT / STFT: with a static length the transform is a constant matrix; real and imaginary parts
+  are dense products with cos / sin tables (computed in float64 at import time). Forward, inverse,
+  one-sided (rfft) and inverse one-sided (irfft, Hermitian weights), ``dft_length`` padding or
+  truncation.
+- GridSample: sample positions come from the grid at run time: each spatial coordinate is
+  denormalized, adjusted for ``padding_mode`` (zeros / border / reflection), and the 1 (nearest),
+  2**r (linear) or 4**2 (cubic) neighbours are fetched with ``gather_nd`` and weighted, as the
+  ONNX definition (which rounds nearest half to even and uses Keys' cubic with a = -0.75).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..expr import RelayExpr, const
+from ..op import extra, nn, tensor, transform
+from ..type_infer import infer_type
+from .onnx_quant import round_half_even
+
+__all__ = ["CONVERTERS"]
+
+
+def _shape(e: RelayExpr) -> list[int]:
+    return [int(d) for d in infer_type(e).checked_type.shape]
+
+
+def _dtype(e: RelayExpr) -> str:
+    return str(infer_type(e).checked_type.dtype)
+
+
+def _f(v: Any, dt: str) -> RelayExpr:
+    return const(np.asarray(v, dtype=dt))
+
+
+def _last(x: RelayExpr, k: int) -> RelayExpr:
+    """x[..., k] with the last axis dropped."""
+    r = len(_shape(x))
+    return transform.squeeze(transform.strided_slice(x, [k], [k + 1], axes=[r - 1]), [r - 1])
+
+
+def _along_last(x: RelayExpr, m: np.ndarray, dt: str) -> RelayExpr:
+    """x (..., n) @ m (n, k) -> (..., k)."""
+    s = _shape(x)
+    y = nn.dense(transform.reshape(x, [-1, s[-1]]), const(np.ascontiguousarray(m.T).astype(dt)))
+    return transform.reshape(y, s[:-1] + [m.shape[1]])
+
+
+def _fit(m: np.ndarray, n_in: int) -> np.ndarray:
+    """Rows of a (L, k) matrix for an input of length n_in: truncate, or zero-pad the input."""
+    if n_in <= m.shape[0]:
+        return m[:n_in]
+    return np.concatenate([m, np.zeros((n_in - m.shape[0], m.shape[1]))])
+
+
+def dft_parts(re: RelayExpr, im: RelayExpr | None, L: int, inverse: bool, onesided: bool,
+              dt: str) -> tuple[RelayExpr, RelayExpr | None]:
+    """The transform along the last axis of (re, im); im None is a real signal. Returns the
+    real and imaginary parts (imaginary None for the real output of an inverse one-sided)."""
+    n_in = _shape(re)[-1]
+    if inverse and onesided:  # irfft: bins 0..L//2, Hermitian-extended
+        m = L // 2 + 1
+        k = np.arange(m)[:, None]
+        t = np.arange(L)[None, :]
+        w = np.full((m, 1), 2.0)
+        w[0] = 1.0
+        if L % 2 == 0:
+            w[-1] = 1.0
+        ang = 2 * np.pi * k * t / L
+        cr, ci = _fit(w * np.cos(ang) / L, n_in), _fit(-w * np.sin(ang) / L, n_in)
+        out = _along_last(re, cr, dt)
+        if im is not None:
+            out = tensor.add(out, _along_last(im, ci, dt))
+        return out, None
+    kk = np.arange(L // 2 + 1 if onesided else L)[None, :]
+    t = np.arange(L)[:, None]
+    ang = 2 * np.pi * t * kk / L
+    sign = 1.0 if inverse else -1.0
+    scale = 1.0 / L if inverse else 1.0
+    cos, sin = _fit(np.cos(ang) * scale, n_in), _fit(sign * np.sin(ang) * scale, n_in)
+    out_re = _along_last(re, cos, dt)
+    out_im = _along_last(re, sin, dt)
+    if im is not None:  # (a + ib)(cos + i s) = a cos - b s + i (a s + b cos)
+        out_re = tensor.subtract(out_re, _along_last(im, sin, dt))
+        out_im = tensor.add(out_im, _along_last(im, cos, dt))
+    return out_re, out_im
+
+
+def _dft(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    r = len(s)
+    dt = _dtype(x)
+    if s[-1] not in (1, 2):
+        raise c.fail(f"the last axis must be 1 (real) or 2 (complex), got shape {s}")
+    if c.opset >= 20:
+        axis = int(c.value(n[2], "axis").reshape(-1)[0]) if len(n) > 2 and n[2] else -2
+    else:
+        axis = int(a.get("axis", 1))
+    axis %= r
+    if axis == r - 1:
+        raise c.fail("axis must be a signal axis, not the last (real/imaginary) one")
+    inverse, onesided = bool(a.get("inverse", 0)), bool(a.get("onesided", 0))
+    if len(n) > 1 and n[1]:
+        L = int(c.value(n[1], "dft_length").reshape(-1)[0])
+    else:
+        L = 2 * (s[axis] - 1) if inverse and onesided else s[axis]
+    perm = [k for k in range(r - 1) if k != axis] + [axis]
+    inv = [int(v) for v in np.argsort(perm)]
+    re = transform.transpose(_last(x, 0), perm)
+    im = transform.transpose(_last(x, 1), perm) if s[-1] == 2 else None
+    out_re, out_im = dft_parts(re, im, L, inverse, onesided, dt)
+    out_re = transform.transpose(out_re, inv)
+    if out_im is None:
+        return transform.expand_dims(out_re, r - 1)
+    return tensor.stack([out_re, transform.transpose(out_im, inv)], r - 1)
+
+
+def _stft(c, i, a, n):
+    sig = i[0]
+    b, length, ch = _shape(sig)
+    dt = _dtype(sig)
+    step = int(c.value(n[1], "frame_step").reshape(-1)[0])
+    window = i[2] if len(i) > 2 and i[2] is not None else None
+    if len(n) > 3 and n[3]:
+        flen = int(c.value(n[3], "frame_length").reshape(-1)[0])
+    elif window is not None:
+        flen = _shape(window)[0]
+    else:
+        raise c.fail("give frame_length or window")
+    onesided = bool(a.get("onesided", 1))
+    frames = (length - flen) // step + 1
+    idx = (np.arange(frames)[:, None] * step + np.arange(flen)[None, :]).astype(np.int64)
+    fr = transform.take(sig, const(idx), axis=1)              # (b, frames, flen, ch)
+    re, im = _last(fr, 0), (_last(fr, 1) if ch == 2 else None)
+    if window is not None:
+        re = tensor.multiply(re, window)
+        im = None if im is None else tensor.multiply(im, window)
+    out_re, out_im = dft_parts(re, im, flen, False, onesided and ch == 1, dt)
+    return tensor.stack([out_re, out_im], 3)
+
+
+# ------------------------------------------------------------------------------------------------
+# GridSample
+def _reflect(v: RelayExpr, lo: float, hi: float, dt: str) -> RelayExpr:
+    rng = hi - lo
+    if rng <= 0:
+        return tensor.clip(v, lo, hi) if hi >= lo else v
+    below = tensor.less(v, _f(lo, dt))
+    above = tensor.greater(v, _f(hi, dt))
+    dx = tensor.where(below, tensor.subtract(_f(lo, dt), v),
+                      tensor.where(above, tensor.subtract(v, _f(hi, dt)), _f(0, dt)))
+    k = tensor.floor(tensor.divide(dx, _f(rng, dt)))
+    rem = tensor.subtract(dx, tensor.multiply(k, _f(rng, dt)))
+    even = tensor.equal(tensor.floor_mod(k, _f(2, dt)), _f(0, dt))
+    from_lo, from_hi = tensor.add(_f(lo, dt), rem), tensor.subtract(_f(hi, dt), rem)
+    low_side = tensor.where(even, from_lo, from_hi)
+    high_side = tensor.where(even, from_hi, from_lo)
+    return tensor.where(below, low_side, tensor.where(above, high_side, v))
+
+
+def _cubic_w(t: RelayExpr, dt: str) -> list[RelayExpr]:
+    A = -0.75
+
+    def f(v: Any) -> RelayExpr:
+        return _f(v, dt)
+
+    def near(x: RelayExpr) -> RelayExpr:  # |x| <= 1
+        return tensor.add(tensor.multiply(tensor.multiply(x, x), tensor.subtract(
+            tensor.multiply(f(A + 2), x), f(A + 3))), f(1))
+
+    def far(x: RelayExpr) -> RelayExpr:  # 1 < |x| < 2
+        p = tensor.add(tensor.multiply(tensor.subtract(tensor.multiply(f(A), x), f(5 * A)), x),
+                       f(8 * A))
+        return tensor.subtract(tensor.multiply(p, x), f(4 * A))
+
+    one = f(1)
+    return [far(tensor.add(t, one)), near(t), near(tensor.subtract(one, t)),
+            far(tensor.subtract(f(2), t))]
+
+
+def _grid_sample(c, i, a, n):
+    X, grid = i
+    xs, gs = _shape(X), _shape(grid)
+    dt = _dtype(X)
+    r = len(xs) - 2
+    if gs[-1] != r or gs[0] != xs[0] or len(gs) != r + 2:
+        raise c.fail(f"grid {gs} does not match data {xs}")
+    mode = a.get("mode", "linear")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    pad = a.get("padding_mode", "zeros")
+    align = bool(a.get("align_corners", 0))
+    if mode == "cubic" and r != 2:
+        raise c.fail("cubic mode is defined for 2-D data only")
+    dims = xs[2:]
+    N = xs[0]
+    out_sp = gs[1:-1]
+    coords, frac = [], []
+    for k in range(r):
+        g = _last(grid, r - 1 - k)                       # (N, out...): x is the last axis
+        d = dims[k]
+        if align:
+            v = tensor.multiply(tensor.add(g, _f(1, dt)), _f((d - 1) / 2.0, dt))
+            lo, hi = 0.0, d - 1.0
+        else:
+            v = tensor.divide(tensor.subtract(tensor.multiply(tensor.add(g, _f(1, dt)),
+                                                              _f(d, dt)), _f(1, dt)), _f(2, dt))
+            lo, hi = -0.5, d - 0.5
+        if mode == "nearest":
+            v = round_half_even(v)
+        if pad == "border":
+            outside = tensor.logical_or(tensor.less(v, _f(lo, dt)), tensor.greater(v, _f(hi, dt)))
+            v = tensor.where(outside, tensor.clip(v, 0.0, d - 1.0), v)
+        elif pad == "reflection":
+            v = _reflect(v, lo, hi, dt)
+        elif pad != "zeros":
+            raise c.fail(f"padding_mode={pad!r} is not supported")
+        base = v if mode == "nearest" else tensor.floor(v)
+        coords.append((base, lo, hi, d))
+        frac.append(None if mode == "nearest" else tensor.subtract(v, base))
+    offsets = {"nearest": [0], "linear": [0, 1], "cubic": [-1, 0, 1, 2]}[mode]
+    data = transform.transpose(X, [0] + list(range(2, r + 2)) + [1])   # (N, dims..., C)
+    batch = const(np.broadcast_to(np.arange(N).reshape([N] + [1] * r),
+                                  [N] + out_sp).astype(np.int64))
+    out = None
+    for combo in itertools.product(range(len(offsets)), repeat=r):
+        idx, valid, weight = [batch], None, None
+        for k, j in enumerate(combo):
+            base, lo, hi, d = coords[k]
+            p = tensor.add(base, _f(offsets[j], dt)) if offsets[j] else base
+            if pad == "zeros":
+                ok = tensor.logical_and(tensor.greater_equal(p, _f(0, dt)),
+                                        tensor.less(p, _f(d, dt)))
+                valid = ok if valid is None else tensor.logical_and(valid, ok)
+            elif pad == "reflection":
+                p = _reflect(p, lo, hi, dt)
+            pi = transform.cast(tensor.clip(p, 0.0, d - 1.0), "int64")  # (the cast truncates)
+            idx.append(pi)
+            if mode == "linear":
+                w = frac[k] if offsets[j] else tensor.subtract(_f(1, dt), frac[k])
+            elif mode == "cubic":
+                w = _cubic_w(frac[k], dt)[j]
+            else:
+                w = None
+            if w is not None:
+                weight = w if weight is None else tensor.multiply(weight, w)
+        v = extra.gather_nd(data, tensor.stack(idx, 0))               # (N, out..., C)
+        if valid is not None:
+            weight = transform.cast(valid, dt) if weight is None else \
+                tensor.multiply(weight, transform.cast(valid, dt))
+        if weight is not None:
+            v = tensor.multiply(v, transform.expand_dims(weight, r + 1))
+        out = v if out is None else tensor.add(out, v)
+    return transform.transpose(out, [0, r + 1] + list(range(1, r + 1)))
+
+
+CONVERTERS = {"DFT": _dft, "STFT": _stft, "GridSample": _grid_sample}
