@@ -370,6 +370,24 @@ def test_depthwise_keeps_the_block():
     _check(mod, new)
 
 
+def test_let_batch_norm_and_dropout_get_nchw():
+    """Without SimplifyInference: batch_norm / dropout (tuple results) read NCHW; a Let-bound
+    value is kept in its declared layout."""
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    y = relay.nn.conv2d(x, _w(16, 4, 3, 3), padding=(1, 1))
+    bn = relay.nn.batch_norm(y, _w(16), _w(16), _w(16), _w(16, lo=0.5, hi=1.5))[0]
+    v = relay.var("v", shape=(1, 16, 6, 6))
+    body = relay.add(relay.nn.dropout(v, 0.3), relay.nn.conv2d(v, _w(16, 16, 1, 1)))
+    body = relay.nn.relu(body)
+    mod = _mod([x], relay.Let(v, relay.nn.relu(bn), body))
+    new = _alter(mod)
+    ops = _ops(new)
+    # x in, conv out to batch_norm, v in, dropout(v) in to the add (which follows its blocked
+    # operand, as TVM's layout inference does), the result out
+    assert ops.count("nn.contrib_conv2d_NCHWc") == 2 and ops.count("layout_transform") == 5
+    _check(mod, new, compiled=False)
+
+
 def test_symbolic_batch():
     n = tvm.te.var("n")
     x = relay.var("x", shape=(n, 8, 7, 7))
