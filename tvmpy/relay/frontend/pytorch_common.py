@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
+from ..expr import Call, RelayExpr, const
 from ..op import transform
 
 __all__ = ["CONVERTERS", "IDENTITY_OPS", "PyTorchConvertError", "np_dtype", "reg"]
@@ -107,6 +107,14 @@ def norm_axis(ax: int, rank: int) -> int:
 
 def fail(node: Any, msg: str) -> PyTorchConvertError:
     return PyTorchConvertError(f"{node.target} node {node.name!r}: {msg}")
+
+
+def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
+    """``reshape(x, shape)``, reshaping the source of ``x`` when ``x`` is itself a reshape (views
+    of views stay one reshape)."""
+    while isinstance(x, Call) and getattr(x.op, "name", None) == "reshape":
+        x = x.args[0]
+    return transform.reshape(x, shape)
 
 
 def split_sizes(x: RelayExpr, sizes: list[int], ax: int) -> list[RelayExpr]:

@@ -22,6 +22,7 @@ from .pytorch_common import (
     out_dtype,
     out_shape,
     reg,
+    reshape_to,
     scalar,
     split_sizes,
     val,
@@ -62,8 +63,8 @@ def _conv(c, node, x, w, bias, stride, padding, dilation, groups, transposed=Fal
         return _bias(out, bias)
     out_pad = rep(output_padding)
     if nd == 1:  # a 2-D transposed convolution of height 1
-        x = transform.reshape(x, (xs[0], xs[1], 1, xs[2]))
-        w = transform.reshape(w, (ws[0], ws[1], 1, ws[2]))
+        x = reshape_to(x, (xs[0], xs[1], 1, xs[2]))
+        w = reshape_to(w, (ws[0], ws[1], 1, ws[2]))
         stride, dilation, pad_b, out_pad = ([1] + stride, [1] + dilation, [0] + pad_b,
                                             [0] + out_pad)
         ws = [ws[0], ws[1], 1, ws[2]]
@@ -77,7 +78,7 @@ def _conv(c, node, x, w, bias, stride, padding, dilation, groups, transposed=Fal
         out = transform.concatenate([nn.conv2d_transpose(xi, wi, channels=ws[1], **kw)
                                      for xi, wi in zip(xg, wg)], 1)
     out = _bias(out, bias)
-    return transform.reshape(out, out_shape(node)) if nd == 1 else out
+    return reshape_to(out, out_shape(node)) if nd == 1 else out
 
 
 @reg("aten.convolution.default")
@@ -114,7 +115,7 @@ def _dense(c, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
     """``x @ w.T`` for ``x`` of any rank >= 2 (flattened to 2-D around nn.dense)."""
     if len(xs) == 2:
         return nn.dense(x, w)
-    y = nn.dense(transform.reshape(x, (-1, xs[-1])), w)
+    y = nn.dense(reshape_to(x, (-1, xs[-1])), w)
     return y
 
 
@@ -122,12 +123,12 @@ def _dense(c, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
 def _linear(c, node, a):
     xs = in_shape(node, "input")
     if len(xs) == 1:
-        y = nn.dense(transform.reshape(a["input"], (1, xs[0])), a["weight"])
+        y = nn.dense(reshape_to(a["input"], (1, xs[0])), a["weight"])
     else:
         y = _dense(c, a["input"], xs, a["weight"])
     if a["bias"] is not None:
         y = tensor.add(y, a["bias"])
-    return transform.reshape(y, out_shape(node)) if len(xs) != 2 else y
+    return reshape_to(y, out_shape(node)) if len(xs) != 2 else y
 
 
 def _mm_rhs(c, node, name: str) -> RelayExpr:
@@ -166,14 +167,14 @@ def _matmul(c, node, a):
 def _matmul_expr(c, node, A, sa, B, sb) -> RelayExpr:
     """torch.matmul: 1-D operands promoted and squeezed, batch dimensions broadcast."""
     if len(sa) == 1:
-        A, sa = transform.reshape(A, (1, sa[0])), [1, sa[0]]
+        A, sa = reshape_to(A, (1, sa[0])), [1, sa[0]]
     if len(sb) == 1:
-        B, sb = transform.reshape(B, (sb[0], 1)), [sb[0], 1]
+        B, sb = reshape_to(B, (sb[0], 1)), [sb[0], 1]
     M, K, N = sa[-2], sa[-1], sb[-1]
     if len(sb) == 2:
         w = _transposed_source(c, node.args[1]) if len(in_shape(node, "other")) == 2 else None
         w = w if w is not None else transform.transpose(B, (1, 0))
-        out = nn.dense(transform.reshape(A, (-1, K)) if len(sa) > 2 else A, w)
+        out = nn.dense(reshape_to(A, (-1, K)) if len(sa) > 2 else A, w)
     else:
         batch = list(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
         nb = int(np.prod(batch)) if batch else 1
@@ -181,9 +182,9 @@ def _matmul_expr(c, node, A, sa, B, sb) -> RelayExpr:
             A = transform.broadcast_to(A, batch + [M, K])
         if sb[:-2] != batch:
             B = transform.broadcast_to(B, batch + [K, N])
-        out = nn.batch_matmul(transform.reshape(A, (nb, M, K)), transform.reshape(B, (nb, K, N)),
+        out = nn.batch_matmul(reshape_to(A, (nb, M, K)), reshape_to(B, (nb, K, N)),
                               transpose_b=False)
-    return transform.reshape(out, out_shape(node))
+    return reshape_to(out, out_shape(node))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -229,13 +230,13 @@ def _layer_norm(c, node, a) -> RelayExpr:
     tail = int(np.prod(nshape))
     dt = in_dtype(node, "input")
     g = _ones_or(a["weight"], tail, dt, 1.0) if a["weight"] is None or k == 1 else \
-        transform.reshape(a["weight"], (tail,))
+        reshape_to(a["weight"], (tail,))
     b = _ones_or(a["bias"], tail, dt, 0.0) if a["bias"] is None or k == 1 else \
-        transform.reshape(a["bias"], (tail,))
+        reshape_to(a["bias"], (tail,))
     if k == 1:
         return nn.layer_norm(x, g, b, axis=-1, epsilon=float(a["eps"]))
-    x2 = transform.reshape(x, s[:-k] + [tail])
-    return transform.reshape(nn.layer_norm(x2, g, b, axis=-1, epsilon=float(a["eps"])), s)
+    x2 = reshape_to(x, s[:-k] + [tail])
+    return reshape_to(nn.layer_norm(x2, g, b, axis=-1, epsilon=float(a["eps"])), s)
 
 
 @reg("aten.layer_norm.default")
@@ -445,13 +446,13 @@ def _sdpa(c, node, a):
     def flat(x, s, tail):
         if s[:-2] != batch:
             x = transform.broadcast_to(x, batch + tail)
-        return transform.reshape(x, [nb] + tail)
+        return reshape_to(x, [nb] + tail)
 
     q, k, v = flat(a["query"], qs, [L, E]), flat(a["key"], ks, [S, E]), flat(a["value"], vs, [S, Ev])
     scale = a.get("scale")
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     scores = tensor.multiply(nn.batch_matmul(q, k), scalar(scale, dt))
-    scores = transform.reshape(scores, batch + [L, S])
+    scores = reshape_to(scores, batch + [L, S])
     mask = a.get("attn_mask")
     if a.get("is_causal"):
         if mask is not None:
@@ -463,6 +464,6 @@ def _sdpa(c, node, a):
             scores = tensor.where(mask, scores, scalar(-np.inf, dt))
         else:
             scores = tensor.add(scores, cast_to(mask, in_dtype(node, "attn_mask"), dt))
-    p = transform.reshape(nn.softmax(scores, -1), [nb, L, S])
+    p = reshape_to(nn.softmax(scores, -1), [nb, L, S])
     out = nn.batch_matmul(p, v, transpose_b=False)
-    return transform.reshape(out, out_shape(node))
+    return reshape_to(out, out_shape(node))

@@ -21,6 +21,7 @@ from .pytorch_common import (
     out_dtype,
     out_shape,
     reg,
+    reshape_to,
     scalar,
     split_sizes,
     val,
@@ -78,8 +79,8 @@ def _argmax(c, node, a):
     x = a["self"]
     dim = a["dim"]
     if dim is None:
-        y = fn(transform.reshape(x, (-1,)), axis=0, keepdims=False)
-        y = transform.reshape(y, out_shape(node)) if a["keepdim"] else y
+        y = fn(reshape_to(x, (-1,)), axis=0, keepdims=False)
+        y = reshape_to(y, out_shape(node)) if a["keepdim"] else y
     else:
         y = fn(x, axis=norm_axis(int(dim), len(in_shape(node))), keepdims=bool(a["keepdim"]))
     return transform.cast(y, "int64")
@@ -109,7 +110,7 @@ def _var_mean(node, a) -> tuple:
     n = int(np.prod([in_shape(node)[k] for k in dims]))
     v = tensor.divide(_red.sum(tensor.multiply(d, d), axis=dims, keepdims=bool(a["keepdim"])),
                       scalar(max(n - corr, 0), dt))
-    return v, mean if a["keepdim"] else transform.reshape(mean, out_shape(node))
+    return v, mean if a["keepdim"] else reshape_to(mean, out_shape(node))
 
 
 @reg("aten.var.correction", "aten.std.correction", "aten.var.dim", "aten.std.dim")
@@ -165,7 +166,7 @@ def _reshape(c, node, a):
     want = out_shape(node)
     if in_shape(node) == want:
         return a["self"]
-    return transform.reshape(a["self"], want)
+    return reshape_to(a["self"], want)
 
 
 @reg("aten.permute.default")
@@ -203,7 +204,7 @@ def _repeat(c, node, a):
     reps = [int(r) for r in a["repeats"]]
     x = a["self"]
     if len(reps) > len(s):
-        x = transform.reshape(x, [1] * (len(reps) - len(s)) + s)
+        x = reshape_to(x, [1] * (len(reps) - len(s)) + s)
     return extra.tile(x, reps)
 
 
@@ -226,7 +227,7 @@ def _stack(c, node, a):
     for x, m in zip(a["tensors"], metas):
         shp = [int(d) for d in m.shape]
         shp.insert(ax, 1)
-        xs.append(transform.reshape(cast_to(x, np_dtype(m.dtype), dt), shp))
+        xs.append(reshape_to(cast_to(x, np_dtype(m.dtype), dt), shp))
     return transform.concatenate(xs, ax)
 
 
@@ -238,7 +239,7 @@ def _split(c, node, a):
     ax = norm_axis(int(a["dim"]), len(s))
     if str(node.target) == "aten.unbind.int":
         outs = split_sizes(a["self"], [1] * s[ax], ax)
-        return [transform.reshape(o, s[:ax] + s[ax + 1:]) for o in outs]
+        return [reshape_to(o, s[:ax] + s[ax + 1:]) for o in outs]
     return split_sizes(a["self"], [int(v.shape[ax]) for v in val(node)], ax)
 
 
@@ -265,7 +266,7 @@ def _select(c, node, a):
     i = int(a["index"])
     i = i + s[ax] if i < 0 else i
     y = transform.strided_slice(a["self"], [i], [i + 1], [1], axes=[ax])
-    return transform.reshape(y, out_shape(node))
+    return reshape_to(y, out_shape(node))
 
 
 @reg("aten.index_select.default")
@@ -273,7 +274,7 @@ def _index_select(c, node, a):
     ax = norm_axis(int(a["dim"]), max(len(in_shape(node)), 1))
     idx = a["index"]
     if len(in_shape(node, "index")) == 0:
-        idx = transform.reshape(idx, (1,))
+        idx = reshape_to(idx, (1,))
     return transform.take(a["self"], idx, axis=ax, mode="clip")
 
 
