@@ -549,3 +549,21 @@ def test_duplicate_input_names_refused():
     a, b = relay.var("x", shape=(2,)), relay.var("x", shape=(2,))
     with pytest.raises(ValueError, match="several inputs named"):
         relay.build(relay.Function([a, b], a + b))
+
+
+def test_dump_ir_writes_every_stage(tmp_path):
+    from tvmpy.config import config
+
+    x = relay.var("x", shape=(2, 3))
+    out = relay.nn.relu(relay.exp(x) * relay.const(2.0))
+    with config(DUMP_IR=str(tmp_path)), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(_module(out))
+    relay_files = sorted(p.name for p in (tmp_path / "relay").iterdir())
+    assert relay_files[0] == "00_input.txt" and relay_files[-1].endswith("InferType.txt")
+    assert any("FuseOps" in f for f in relay_files)
+    fused = (tmp_path / "relay" / next(f for f in relay_files if "FuseOps" in f)).read_text()
+    assert "Primitive=1" in fused
+    graph = json.loads((tmp_path / "graph" / "00_graph.json").read_text())
+    assert graph == json.loads(lib.get_graph_json())
+    (func,) = [n["attrs"]["func_name"] for n in graph["nodes"] if n["op"] == "tvm_op"]
+    assert (tmp_path / "tir" / func / "00_input.txt").exists()

@@ -16,13 +16,16 @@ The stages, each a named function so its output can be inspected:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..target import Target
+from ..transform import PassContext
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 
@@ -166,7 +169,34 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None) -> IRModule:
     mod = T.InferType()(mod)
     if bound:
         mod = T.BindParams(bound)(mod)
-    return T.Sequential(build_passes(), name="relay.build")(mod)
+    ctx = PassContext.current()
+    _dump("relay", 0, "input.txt", str(mod))
+    index = 1
+    for p in build_passes():  # one Sequential per pass: the same gating, a dump after each
+        if not ctx.pass_enabled(p.name, p.opt_level):
+            continue
+        t0 = time.perf_counter()
+        mod = T.Sequential([p], name="relay.build")(mod)
+        _debug(f"{index:02d} {p.name:<24s} {1e3 * (time.perf_counter() - t0):8.1f} ms")
+        _dump("relay", index, f"{p.name}.txt", str(mod))
+        index += 1
+    return mod
+
+
+def _dump(folder: str, index: int, name: str, text: str) -> None:
+    """With ``DUMP_IR=<dir>``: write a stage's output to ``<dir>/<folder>/<index>_<name>``."""
+    root = config.get("DUMP_IR")
+    if not root:
+        return
+    path = os.path.join(root, folder)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, f"{index:02d}_{name}"), "w") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+
+
+def _debug(line: str) -> None:
+    if config.get("DEBUG") >= 1:
+        print(f"[relay.build] {line}")
 
 
 # ---- lowering and code generation ------------------------------------------------------------
@@ -255,11 +285,19 @@ def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None 
 
     graph_json, params, memory_plan = codegen_graph(main, symbol, plan=plan_memory)
     times["graph_codegen"] = time.perf_counter() - t0
+    _dump("graph", 0, "graph.json", graph_json)
+    if memory_plan is not None:
+        _dump("graph", 1, "memory_plan.txt", str(memory_plan))
 
     t0 = time.perf_counter()
     lowered = []
+    root = config.get("DUMP_IR")
     for i, lf in enumerate(compiler.funcs):
-        lowered.append(driver.lower(lf.prim_func, target=tgt))
+        if root:  # each function's tir passes in a folder of its own
+            with config.config(DUMP_IR=os.path.join(root, "tir", lf.name)):
+                lowered.append(driver.lower(lf.prim_func, target=tgt))
+        else:
+            lowered.append(driver.lower(lf.prim_func, target=tgt))
         report("tir", i + 1, len(compiler.funcs))
     times["tir"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -267,6 +305,8 @@ def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None 
     lib = driver.build(lowered, target=tgt)
     report("codegen", 1, 1)
     times["codegen"] = time.perf_counter() - t0
+    for stage, sec in times.items():
+        _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
     return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times)
 
 
