@@ -12,6 +12,10 @@ The stages, each a named function so its output can be inspected:
 4. ``graph_codegen``: the graph JSON, its parameters and the memory plan;
 5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list);
 6. ``GraphExecutorFactoryModule(graph_json, lib, params)``.
+
+Inspecting a build: ``DUMP_IR=<dir>`` writes ``relay/<k>_<pass>.txt`` (the module after each
+graph pass that ran), ``graph/00_graph.json`` and the memory plan, and ``tir/<symbol>/`` (each
+function's loop IR after each tir pass); ``DEBUG=1`` prints each pass's and stage's time.
 """
 
 from __future__ import annotations
