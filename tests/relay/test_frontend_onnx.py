@@ -818,3 +818,15 @@ def test_grid_sample_vs_onnxruntime(mode, pad, align):
         _check_reference(m, feeds, rtol=1e-4, atol=1e-5)
     else:
         _check(m, feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(group=2, dilations=[2, 1], strides=[2, 3], pads=[1, 0, 0, 2]),
+    dict(output_shape=[10, 8], strides=[3, 2]),
+    dict(auto_pad="SAME_UPPER", strides=[2, 2]),
+    dict(auto_pad="SAME_LOWER", strides=[2, 1], dilations=[1, 2]),
+])
+def test_conv_transpose_groups_dilation_output_shape(attrs):
+    g = attrs.get("group", 1)
+    _single("ConvTranspose", [(1, 4, 3, 4)], attrs,
+            inits=[_init("w", _r(4, 3, 3, 2)), _init("b", _r(3 * g))])

@@ -322,26 +322,82 @@ def _conv_t(c, i, a, n):
             a["kernel_shape"] = [1] + list(a["kernel_shape"])
         if "pads" in a:
             a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+        if "output_shape" in a:
+            a["output_shape"] = [1] + list(a["output_shape"])[-1:]
         x = transform.reshape(x, (xs[0], xs[1], 1, xs[2]))
         w = transform.reshape(w, (ws[0], ws[1], 1, ws[2]))
         y = _conv_t(c, [x, w] + list(i[2:]), a, n)
         ys = _shape(y)
         return transform.reshape(y, (ys[0], ys[1], ys[3]))
     _check_2d(c, x)
-    if "output_shape" in a:
-        raise c.fail("attribute output_shape is not supported (give pads)")
-    auto = a.get("auto_pad", "NOTSET")
-    if isinstance(auto, bytes):
-        auto = auto.decode()
-    if auto not in ("NOTSET", "VALID"):
-        raise c.fail(f"attribute auto_pad={auto!r} is not supported")
-    out = nn.conv2d_transpose(
-        x, w, strides=a.get("strides", [1, 1]), padding=a.get("pads", [0, 0, 0, 0]),
-        dilation=a.get("dilations", [1, 1]), groups=g, channels=ws[1] * g,
-        kernel_size=a.get("kernel_shape", ws[2:]), output_padding=a.get("output_padding", [0, 0]))
+    k = list(a.get("kernel_shape", ws[2:]))
+    strides = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    opad = list(a.get("output_padding", [0, 0]))
+    pads = _conv_t_pads(c, a, xs[2:], k, strides, dil, opad)
+    if dil != [1, 1]:  # a dilated kernel is the kernel with zeros between its taps
+        w = _dilate_kernel(w, dil)
+        k = [(kk - 1) * d + 1 for kk, d in zip(k, dil)]
+    xg, wg = [x], [w]
+    if g > 1:  # one transposed convolution per group, concatenated
+        cin = xs[1] // g
+        xg = [transform.strided_slice(x, [j * cin], [(j + 1) * cin], axes=[1]) for j in range(g)]
+        wg = [transform.strided_slice(w, [j * cin], [(j + 1) * cin], axes=[0]) for j in range(g)]
+    outs = [nn.conv2d_transpose(xj, wj, strides=strides, padding=pads, dilation=[1, 1],
+                                channels=ws[1], kernel_size=k, output_padding=opad)
+            for xj, wj in zip(xg, wg)]
+    out = outs[0] if g == 1 else transform.concatenate(outs, 1)
     if len(i) > 2 and i[2] is not None:
         out = nn.bias_add(out, i[2], axis=1)
     return out
+
+
+def _conv_t_pads(c: _Ctx, a: dict, in_sp: list[int], k: list[int], strides: list[int],
+                 dil: list[int], opad: list[int]) -> list[int]:
+    """ConvTranspose pads; from output_shape or auto_pad SAME_* as the ONNX definition (a
+    negative end pad becomes extra output_padding, updated in place)."""
+    auto = a.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto == "VALID":
+        return [0, 0, 0, 0]
+    out_sp = list(a["output_shape"])[-2:] if "output_shape" in a else None
+    if out_sp is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        out_sp = [d * s for d, s in zip(in_sp, strides)]
+    if out_sp is None:
+        if auto not in ("NOTSET", ""):
+            raise c.fail(f"attribute auto_pad={auto!r} is not supported")
+        return list(a.get("pads", [0, 0, 0, 0]))
+    begin, end = [], []
+    for j in range(2):
+        total = (strides[j] * (in_sp[j] - 1) + opad[j] + (k[j] - 1) * dil[j] + 1
+                 - int(out_sp[j]))
+        lo, hi = (total // 2, total - total // 2) if auto == "SAME_UPPER" else \
+            (total - total // 2, total // 2)
+        if lo < 0:
+            raise c.fail(f"output_shape {list(out_sp)} needs a negative leading pad")
+        if hi < 0:
+            opad[j] -= hi
+            hi = 0
+        begin.append(lo)
+        end.append(hi)
+    return begin + end
+
+
+def _dilate_kernel(w: RelayExpr, dil: list[int]) -> RelayExpr:
+    """(I, O, kh, kw) -> (I, O, (kh-1)*dh+1, (kw-1)*dw+1) with zeros between the taps."""
+    for ax, d in ((2, dil[0]), (3, dil[1])):
+        if d == 1:
+            continue
+        s = _shape(w)
+        zshape = list(s)
+        zshape.insert(ax + 1, d - 1)
+        zshape[ax] = s[ax]
+        spread = transform.concatenate(
+            [transform.expand_dims(w, ax + 1), const(np.zeros(zshape, dtype=_dtype(w)))], ax + 1)
+        merged = s[:ax] + [s[ax] * d] + s[ax + 1:]
+        w = transform.strided_slice(transform.reshape(spread, merged), [0],
+                                    [(s[ax] - 1) * d + 1], axes=[ax])
+    return w
 
 
 @_reg("Gemm")
@@ -1194,7 +1250,6 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
 _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
     ("MaxPool", "storage_order"): (0,),
-    ("ConvTranspose", "auto_pad"): ("NOTSET", "VALID"),
     ("LayerNormalization", "stash_type"): (1,),
     ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
     ("Cast", "saturate"): (1,),
@@ -1206,8 +1261,6 @@ def _check_attr_values(ctx: _Ctx, a: dict) -> None:
         ok = _SUPPORTED_VALUES.get((ctx.node.op_type, key))
         if ok is not None and v not in ok:
             raise ctx.fail(f"attribute {key}={v!r} is not supported (supported: {list(ok)})")
-    if ctx.node.op_type == "ConvTranspose" and "output_shape" in a:
-        raise ctx.fail("attribute output_shape is not supported (give pads)")
 
 
 # ------------------------------------------------------------------------------------------------
