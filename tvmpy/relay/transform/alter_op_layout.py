@@ -49,8 +49,9 @@ __all__ = ["AlterOpLayout", "conv_blocks", "MAX_BLOCK"]
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
 
-# broadcast/elementwise ops whose attributes name no axis or shape: layout-agnostic
-_LAYOUT_ATTRS = frozenset({"axis", "shape", "reps", "repeats", "num_newaxis", "newshape"})
+# elementwise/broadcast ops are layout-agnostic when their attributes are only these (no axis,
+# shape, repeats ...: those name positions of the original layout)
+_AGNOSTIC_ATTRS = frozenset({"a_min", "a_max", "alpha", "approximate", "dtype"})
 _POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
                     "nn.global_max_pool2d", "nn.adaptive_avg_pool2d"})
 
@@ -218,7 +219,7 @@ class _Alter(ExprFunctor):
                 res = self._pad(c)
             elif name == "concatenate":
                 res = self._concatenate(c)
-            elif c.op.pattern <= OpPattern.BROADCAST and not (_LAYOUT_ATTRS & set(c.attrs.values)):
+            elif c.op.pattern <= OpPattern.BROADCAST and set(c.attrs.values) <= _AGNOSTIC_ATTRS:
                 res = self._broadcast(c)
             if res is not None:
                 return res
