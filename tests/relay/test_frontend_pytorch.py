@@ -36,9 +36,12 @@ def _rand(shape, dtype="float32", high=None):
 
 
 def _as_list(v):
-    if isinstance(v, (list, tuple)):
-        return [x for item in v for x in _as_list(item)]
-    return [v]
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)) and not any(isinstance(x, torch.Tensor) for x in
+                                                torch.utils._pytree.tree_leaves(v)):
+        return [x for item in v for x in _as_list(item)]  # relay's nested results
+    return torch.utils._pytree.tree_leaves(v)
 
 
 def _np(v):
@@ -467,6 +470,10 @@ def test_exported_program_and_fx_graph_module():
         np.testing.assert_allclose(_np(got), want, rtol=1e-5, atol=1e-6)
 
 
+def test_nested_outputs_flattened():
+    _check(lambda x: {"a": x + 1, "b": (x * 2, [x - 1])}, [_rand((2, 3))])
+
+
 def test_freeze_params_embeds_weights():
     mod, params = _check(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), [_rand((2, 4))], freeze=True)
     assert params == {}
@@ -519,6 +526,10 @@ def test_bad_inputs():
     ep = torch.export.export(m, (torch.randn(2, 4),))
     with pytest.raises(ValueError, match=r"input_infos gives float32\[3, 4\]"):
         from_pytorch(ep, [("x", (3, 4))])
+    with pytest.raises(ValueError, match=r"input_infos has 2 entries \['a', 'b'\], the model"):
+        from_pytorch(ep, [("a", (2, 4)), ("b", (2, 4))])
+    with pytest.raises(ValueError, match="dtype 'complex64' is not supported"):
+        from_pytorch(m, [("x", ((2, 4), "complex64"))])
 
 
 def test_unsupported_argument_value_names_node():
