@@ -530,3 +530,15 @@ def test_bad_input():
     with tvm.target.Target("interp"):
         assert "nn.contrib_conv2d_NCHWc" in _ops(transform.AlterOpLayout("llvm")(mod))
         assert _ops(transform.AlterOpLayout()(mod)) == ["nn.conv2d"]
+
+
+def test_blocked_pool_type_errors():
+    x = relay.var("x", shape=(1, 2, 6, 6, 8))
+    bad = [relay.nn.max_pool2d(x, (2, 2), layout="NCHW16c"),  # block 8 is not 16
+           relay.nn.global_avg_pool2d(relay.var("y", shape=(1, 16, 6, 6)), layout="NCHW16c"),
+           relay.nn.adaptive_avg_pool2d(x, (1, 1), layout="NCHW8c")]  # no blocked compute
+    for e in bad:
+        with pytest.raises(relay.RelayTypeError, match=r"NCHW"):
+            infer_type(relay.Function(relay.analysis.free_vars(e), e))
+    ok = infer_type(relay.Function([x], relay.nn.avg_pool2d(x, (3, 3), (2, 2), layout="NCHW8c")))
+    assert tuple(ok.body.checked_type.shape) == (1, 2, 2, 2, 8)
