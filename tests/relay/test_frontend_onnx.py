@@ -830,3 +830,38 @@ def test_conv_transpose_groups_dilation_output_shape(attrs):
     g = attrs.get("group", 1)
     _single("ConvTranspose", [(1, 4, 3, 4)], attrs,
             inits=[_init("w", _r(4, 3, 3, 2)), _init("b", _r(3 * g))])
+
+
+def test_reverse_sequence_col2im_det_vs_onnxruntime():
+    node = helper.make_node("ReverseSequence", ["x", "l"], ["y"], batch_axis=0, time_axis=1)
+    m = _model([node], [_vi("x", (3, 5, 2)), _vi("l", (3,), TensorProto.INT64)], [_out("y")],
+               opset=10)
+    _check(m, {"x": _r(3, 5, 2), "l": np.array([5, 1, 3], np.int64)}, rtol=0, atol=0)
+    node = helper.make_node("Col2Im", ["x", "im", "blk"], ["y"], strides=[2, 1], pads=[1, 0, 0, 1],
+                            dilations=[1, 2])
+    # image 5x6, block 2x3: blocks (5+1-2)//2+1=3 by (6+1-5)//1+1=3
+    m = _model([node], [_vi("x", (2, 2 * 6, 9))], [_out("y")],
+               [_init("im", np.array([5, 6], np.int64)), _init("blk", np.array([2, 3], np.int64))],
+               opset=18)
+    _check(m, {"x": _r(2, 12, 9)})
+    m = _model([helper.make_node("Det", ["x"], ["y"])], [_vi("x", (2, 3, 3))], [_out("y")],
+               opset=11)
+    _check(m, {"x": _r(2, 3, 3)})
+
+
+def test_max_unpool_roundtrip_vs_onnxruntime():
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    m = _model(nodes, [_vi("x", (1, 2, 4, 6))], [_out("y")], opset=11)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = _r(1, 2, 4, 6)
+    want = sess.run(None, {"x": x})[0]
+    # tvmpy has no MaxPool Indices output: feed onnxruntime's indices to a MaxUnpool model
+    pool = _model([nodes[0]], [_vi("x", (1, 2, 4, 6))], [_out("p"), _out("i")], opset=11)
+    p, i = ort.InferenceSession(pool.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    un = _model([nodes[1]], [_vi("p", p.shape), _vi("i", i.shape, TensorProto.INT64)], [_out("y")],
+                opset=11)
+    mod, params = from_onnx(un)
+    got = relay.create_executor("debug", mod).evaluate()(p, i)
+    np.testing.assert_array_equal(np.asarray(got), want)

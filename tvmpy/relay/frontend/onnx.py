@@ -1208,9 +1208,9 @@ _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 # converters in their own modules (they import this one's helpers when called)
 def _register_modules() -> None:
-    from . import onnx_index, onnx_quant, onnx_rnn, onnx_signal
+    from . import onnx_index, onnx_misc, onnx_quant, onnx_rnn, onnx_signal
 
-    for m in (onnx_quant, onnx_index, onnx_rnn, onnx_signal):
+    for m in (onnx_quant, onnx_index, onnx_rnn, onnx_signal, onnx_misc):
         _CONVERTERS.update(m.CONVERTERS)
 
 

@@ -1,0 +1,159 @@
+"""Smaller ONNX operators built from relay ops over static shapes.
+
+- ReverseSequence: a gather along the time axis with per-batch reversed positions.
+- Col2Im: a constant 0/1 matrix (block position -> image pixel), one dense per (N, C).
+- MaxUnpool: the values scattered to their flat indices (a one-hot mask, summed).
+- Det: the Leibniz formula (n <= 4), an exact sum of signed products.
+- TensorScatter: the updates written at ``write_indices`` (+ position, modulo the cache for
+  ``circular``) along the sequence axis, as ScatterElements.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..expr import RelayExpr, const
+from ..op import extra, nn, tensor, transform
+from ..op import reduce as _red
+from ..type_infer import infer_type
+from .onnx_index import _scatter_elements
+
+__all__ = ["CONVERTERS"]
+
+
+def _shape(e: RelayExpr) -> list[int]:
+    return [int(d) for d in infer_type(e).checked_type.shape]
+
+
+def _dtype(e: RelayExpr) -> str:
+    return str(infer_type(e).checked_type.dtype)
+
+
+def _bshape(r: int, axis: int, size: int) -> list[int]:
+    s = [1] * r
+    s[axis] = size
+    return s
+
+
+def _reverse_sequence(c, i, a, n):
+    x, lens = i
+    s = _shape(x)
+    r = len(s)
+    bax, tax = int(a.get("batch_axis", 1)) % r, int(a.get("time_axis", 0)) % r
+    T = s[tax]
+    L = transform.reshape(transform.cast(lens, "int64"), _bshape(r, bax, s[bax]))
+    t = const(np.arange(T, dtype=np.int64).reshape(_bshape(r, tax, T)))
+    one = const(np.int64(1))
+    src = tensor.where(tensor.less(t, L), tensor.subtract(tensor.subtract(L, one), t), t)
+    src = transform.broadcast_to(src, s)
+    return extra.gather(x, tax, src)
+
+
+def _col2im(c, i, a, n):
+    x = i[0]
+    N, CK, L = _shape(x)
+    image = [int(v) for v in c.value(n[1], "image_shape")]
+    block = [int(v) for v in c.value(n[2], "block_shape")]
+    nd = len(image)
+    dil = list(a.get("dilations", [1] * nd))
+    strides = list(a.get("strides", [1] * nd))
+    pads = list(a.get("pads", [0] * (2 * nd)))
+    K = int(np.prod(block))
+    if CK % K:
+        raise c.fail(f"input channels {CK} are not a multiple of the block size {K}")
+    C = CK // K
+    nblk = [(image[d] + pads[d] + pads[d + nd] - (dil[d] * (block[d] - 1) + 1)) // strides[d] + 1
+            for d in range(nd)]
+    if int(np.prod(nblk)) != L:
+        raise c.fail(f"{L} blocks given, image {image} / block {block} make {nblk}")
+    P = int(np.prod(image))
+    m = np.zeros((K * L, P))
+    for k, koff in enumerate(itertools.product(*[range(b) for b in block])):
+        for li, lpos in enumerate(itertools.product(*[range(b) for b in nblk])):
+            pix = [lpos[d] * strides[d] - pads[d] + koff[d] * dil[d] for d in range(nd)]
+            if all(0 <= p < image[d] for d, p in enumerate(pix)):
+                m[k * L + li, int(np.ravel_multi_index(pix, image))] += 1
+    flat = transform.reshape(x, [N * C, K * L])
+    y = nn.dense(flat, const(np.ascontiguousarray(m.T).astype(_dtype(x))))
+    return transform.reshape(y, [N, C] + image)
+
+
+def _max_unpool(c, i, a, n):
+    x, idx = i[0], i[1]
+    s = _shape(x)
+    nd = len(s) - 2
+    k = list(a["kernel_shape"])
+    strides = list(a.get("strides", [1] * nd))
+    pads = list(a.get("pads", [0] * (2 * nd)))
+    default = s[:2] + [(s[2 + d] - 1) * strides[d] + k[d] - pads[d] - pads[d + nd]
+                       for d in range(nd)]
+    out = [int(v) for v in c.value(n[2], "output_shape")] if len(i) > 2 and i[2] is not None \
+        else default
+    P = int(np.prod(out))
+    q = int(np.prod(s))
+    flat_i = transform.reshape(transform.cast(idx, "int64"), [q, 1])
+    if out != default:  # indices address the default shape: same coordinates in the output
+        rest, new = flat_i, None
+        for d in range(len(out) - 1, -1, -1):
+            coord = tensor.floor_mod(rest, const(np.int64(default[d])))
+            rest = tensor.floor_divide(rest, const(np.int64(default[d])))
+            term = tensor.multiply(coord, const(np.int64(np.prod(out[d + 1:]))))
+            new = term if new is None else tensor.add(new, term)
+        flat_i = new
+    mask = tensor.equal(flat_i, const(np.arange(P, dtype=np.int64).reshape(1, P)))
+    vals = transform.reshape(x, [q, 1])
+    y = _red.sum(tensor.where(mask, vals, const(np.zeros((), _dtype(x)))), axis=[0])
+    return transform.reshape(y, out)
+
+
+def _det(c, i, a, n):
+    x = i[0]
+    s = _shape(x)
+    m = s[-1]
+    if len(s) < 2 or s[-2] != m:
+        raise c.fail(f"expected square matrices (..., n, n), got {s}")
+    if m > 4:
+        raise c.fail(f"determinants of {m}x{m} matrices are not supported (n <= 4)")
+    r = len(s)
+
+    def entry(row: int, col: int) -> RelayExpr:
+        e = transform.strided_slice(x, [row, col], [row + 1, col + 1], axes=[r - 2, r - 1])
+        return transform.reshape(e, s[:-2])
+
+    total = None
+    for perm in itertools.permutations(range(m)):
+        inv = sum(1 for p, q in itertools.combinations(perm, 2) if p > q)
+        term = None
+        for row, col in enumerate(perm):
+            e = entry(row, col)
+            term = e if term is None else tensor.multiply(term, e)
+        if total is None:
+            total = term if inv % 2 == 0 else tensor.negative(term)
+        else:
+            total = tensor.add(total, term) if inv % 2 == 0 else tensor.subtract(total, term)
+    return total
+
+
+def _tensor_scatter(c, i, a, n):
+    cache, upd = i[0], i[1]
+    write = i[2] if len(i) > 2 else None
+    cs, us = _shape(cache), _shape(upd)
+    r = len(cs)
+    axis = int(a.get("axis", -2)) % r
+    S, U = cs[axis], us[axis]
+    pos = const(np.arange(U, dtype=np.int64).reshape(_bshape(r, axis, U)))
+    if write is not None:
+        w = transform.reshape(transform.cast(write, "int64"), _bshape(r, 0, cs[0]))
+        pos = tensor.add(pos, w)
+    if a.get("mode", "linear") == "circular":
+        pos = tensor.floor_mod(pos, const(np.int64(S)))
+    idx = transform.broadcast_to(pos, us)
+    return _scatter_elements(c, [cache, idx, upd], {"axis": axis}, n)
+
+
+CONVERTERS = {
+    "ReverseSequence": _reverse_sequence, "Col2Im": _col2im, "MaxUnpool": _max_unpool,
+    "Det": _det, "TensorScatter": _tensor_scatter,
+}
