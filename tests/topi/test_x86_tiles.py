@@ -141,3 +141,17 @@ def test_blocked_max_pool_inlined_pad_relu(h, w, stride, pad):
 
     check([A], out, lambda outs: topi.x86.schedule_pool(outs, "NCHW4c"), ref,
           arrays=[testing.nchw_to_nchwc(a, 4)])
+
+
+def test_injective_parallel_earlier_with_vector_math():
+    """An erf/exp epilogue below the element threshold still runs in parallel; plain adds of
+    the same size stay serial; both match numpy."""
+    import tvmpy as tvm
+    from tvmpy.topi.x86.injective import PARALLEL_MIN_ELEMENTS, _has_transcendental
+
+    x = te.placeholder((37, PARALLEL_MIN_ELEMENTS // 64 + 3), name="x")
+    g, a = topi.exp(topi.add(x, x)), topi.add(x, x)
+    assert _has_transcendental(g) and not _has_transcendental(a)
+    assert "parallel" in str(tvm.lower(topi.x86.schedule_injective([g]), [x, g]))
+    assert "parallel" not in str(tvm.lower(topi.x86.schedule_injective([a]), [x, a]))
+    check([x], g, topi.x86.schedule_injective, lambda v: np.exp(v + v), rtol=1e-5, atol=1e-6)
