@@ -865,3 +865,15 @@ def test_max_unpool_roundtrip_vs_onnxruntime():
     mod, params = from_onnx(un)
     got = relay.create_executor("debug", mod).evaluate()(p, i)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_vectorizer_vs_onnxruntime(mode):
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode=mode, min_gram_length=1,
+                            max_gram_length=2, max_skip_count=2, ngram_counts=[0, 3],
+                            ngram_indexes=[0, 1, 2, 3, 4, 5], pool_int64s=[2, 3, 5, 2, 3, 5, 4,
+                                                                           3, 3],
+                            weights=[0.5, 1.5, 2.0, 3.0, 0.25, 1.0])
+    m = _model([node], [_vi("x", (2, 9), TensorProto.INT64)], [_out("y")], opset=9)
+    x = np.array([[2, 3, 5, 4, 3, 3, 2, 3, 7], [5, 4, 2, 3, 3, 3, 5, 2, 0]], np.int64)
+    _check(m, {"x": x}, rtol=0, atol=0)
