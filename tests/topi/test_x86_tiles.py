@@ -155,3 +155,27 @@ def test_injective_parallel_earlier_with_vector_math():
     assert "parallel" in str(tvm.lower(topi.x86.schedule_injective([g]), [x, g]))
     assert "parallel" not in str(tvm.lower(topi.x86.schedule_injective([a]), [x, a]))
     check([x], g, topi.x86.schedule_injective, lambda v: np.exp(v + v), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("h,w,stride,pad,inline", [(13, 7, 2, (1, 1, 1, 1), True),
+                                                    (5, 17, 1, (2, 0, 1, 1), True),
+                                                    (1, 3, 1, 1, True), (6, 6, 2, 1, False)])
+def test_depthwise_nchwc_inlined_pad_bias_clip(h, w, stride, pad, inline):
+    """Depthwise NCHWc with the padding inlined into the taps (or a padded copy), + bias and
+    relu6 (clip) as AlterOpLayout and FuseOps leave MobileNetV2's groups."""
+    c, cb = 12, 4
+    A = te.placeholder((1, c // cb, h, w, cb), name="A")
+    W = te.placeholder((c // cb, 1, 3, 3, 1, cb), name="W")
+    B = te.placeholder((1, c // cb, 1, 1, cb), name="B")
+    conv = nn.depthwise_conv2d_NCHWc(A, W, stride, pad, 1)
+    out = topi.clip(topi.add(conv, B), 0.0, 6.0)
+
+    def ref(a, wb, b):
+        w_nchw = wb.transpose(0, 5, 1, 4, 2, 3).reshape(c, 1, 3, 3)
+        y = testing.nchw_to_nchwc(testing.depthwise_conv2d_nchw_python(
+            testing.nchwc_to_nchw(a), w_nchw, stride, pad), cb)
+        return np.clip(y + b, 0, 6)
+
+    check([A, W, B], out,
+          lambda outs: topi.x86.schedule_conv2d_NCHWc(outs, inline_pad=inline), ref,
+          low=-3, high=3)

@@ -233,8 +233,8 @@ def _divisor_tile(ext: int, want: int) -> int:
     return want
 
 
-def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | None = None
-                          ) -> Schedule:
+def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | None = None,
+                          inline_pad: bool = True) -> Schedule:
     """x86 schedule of ``topi.nn.conv2d_NCHWc`` (and ``depthwise_conv2d_NCHWc``): a register
     tile of ``reg_n`` output columns x ``oc_tile`` channel blocks (``oc_bn`` lanes each), fed
     by broadcasts of input pixels; reduction order (input chunk, ky, kx, input lane) outside
@@ -249,7 +249,12 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
         raise ValueError("schedule_conv2d_NCHWc: no conv2d_NCHWc stage found")
     out = anchor(conv, outs[0])
     for t in conv.op.input_tensors:
-        _schedule_pad(s, t)
+        if depthwise and inline_pad and t.op in s and "pad" in t.op.tag:
+            # 9 taps per output: a per-pixel condition (uniform over the block's lanes) costs
+            # less than writing and re-reading a padded copy of the whole input
+            s[t].compute_inline()
+        else:
+            _schedule_pad(s, t)
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
     stride = _conv_stride(conv)
     d_oc, d_reg = _nchwc_tile(oc_chunk, ow, stride, depthwise)
