@@ -383,10 +383,30 @@ def test_let_batch_norm_and_dropout_get_nchw():
     mod = _mod([x], relay.Let(v, relay.nn.relu(bn), body))
     new = _alter(mod)
     ops = _ops(new)
-    # x in, conv out to batch_norm, v in, dropout(v) in to the add (which follows its blocked
-    # operand, as TVM's layout inference does), the result out
-    assert ops.count("nn.contrib_conv2d_NCHWc") == 2 and ops.count("layout_transform") == 5
+    # x in, conv out to batch_norm, v in, the second conv's result out to the add (nothing
+    # after the add wants the blocked layout, see test_whole_tensor_operand_follows_demand)
+    assert ops.count("nn.contrib_conv2d_NCHWc") == 2 and ops.count("layout_transform") == 4
     _check(mod, new, compiled=False)
+
+
+@pytest.mark.parametrize("then_conv", [False, True])
+def test_whole_tensor_operand_follows_demand(then_conv):
+    """add(blocked conv output, NCHW tensor): one of them is transformed either way; the add
+    stays blocked only when something after it wants the blocked layout (a conv)."""
+    x = relay.var("x", shape=(1, 8, 5, 5))
+    r = relay.var("r", shape=(1, 16, 5, 5))
+    y = relay.nn.relu(relay.add(relay.nn.conv2d(x, _w(16, 8, 1, 1)), r))
+    if then_conv:
+        y = relay.nn.conv2d(y, _w(16, 16, 3, 3))
+    mod = _mod([x, r], y)
+    new = _alter(mod)
+    if then_conv:  # x in, r in, the result out
+        assert _ops(new) == ["layout_transform", "nn.contrib_conv2d_NCHWc", "layout_transform",
+                             "add", "nn.relu", "nn.contrib_conv2d_NCHWc", "layout_transform"]
+    else:  # x in, the conv's result out
+        assert _ops(new) == ["layout_transform", "nn.contrib_conv2d_NCHWc", "layout_transform",
+                             "add", "nn.relu"]
+    _check(mod, new)
 
 
 def test_symbolic_batch():

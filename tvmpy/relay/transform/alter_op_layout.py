@@ -16,7 +16,9 @@ What it does, on the dataflow graph of every relay Function (the target is
   kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
 * Layout-agnostic operators take the blocked layout of their input: the elementwise ops, the
   broadcast ops whose other operands are scalars, per-channel vectors (``(C,1,1)`` becomes
-  ``(C/c,1,1,c)``; constants are transformed here) or whole tensors (transformed to the block),
+  ``(C/c,1,1,c)``; constants are transformed here) or whole tensors (transformed to the block
+  when something after the op wants the blocked layout, ``layout_demand.py``; else the op
+  runs in NCHW),
   ``nn.bias_add`` on the channel axis (becomes ``add`` with the reshaped bias), max/avg
   pooling and the global pools (``layout="NCHW{c}c"``; an adaptive average pool to 1x1
   becomes the global one), ``nn.pad`` of H and W, and ``concatenate`` along the channels
@@ -39,69 +41,20 @@ from ...target import Target
 from ..expr import Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
-from ..op.registry import Op, OpPattern, make_call
-from ..ty import TensorType
+from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
+from .layout_demand import wanted_blocked
+from .layout_rules import (
+    MAX_BLOCK,
+    POOLS,
+    blocked,
+    conv_blocks,
+    is_agnostic_elementwise,
+    tensor_shape,
+)
 from .pass_infra import FunctionPass
 
 __all__ = ["AlterOpLayout", "conv_blocks", "MAX_BLOCK"]
-
-MAX_BLOCK = 16
-"""Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
-
-# elementwise/broadcast ops are layout-agnostic when their attributes are only these (no axis,
-# shape, repeats ...: those name positions of the original layout)
-_AGNOSTIC_ATTRS = frozenset({"a_min", "a_max", "alpha", "approximate", "dtype"})
-_POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
-                    "nn.global_max_pool2d", "nn.adaptive_avg_pool2d"})
-
-
-def _is_depthwise(call: Call) -> bool:
-    """A typed NCHW/OIHW ``nn.conv2d`` with one filter per input channel (multiplier 1)."""
-    d, w = (x.checked_type for x in call.args)
-    c = d.shape[1]
-    return call.attrs.groups == c and w.shape[0] == c and w.shape[1] == 1 and c != 1
-
-
-def conv_blocks(call: Call, target: Target | None = None) -> tuple[int, int] | None:
-    """``(ic_bn, oc_bn)`` when this typed ``nn.conv2d`` call is rewritten to NCHW{c}c, else None.
-    The blocks: the largest divisors of the channel counts that fit the target's vector of
-    that dtype (at most ``MAX_BLOCK``), as TVM's x86 default config.
-
-    The rule: a plain (groups 1) or depthwise (multiplier 1) NCHW/OIHW convolution with
-    static shapes (the batch may be symbolic) and a float dtype. Measured (single op, same
-    run, see the docstring of tests/relay/test_pass_alter_op_layout.py): the blocked schedule
-    was never slower than the NCHW one: 1.1-3x on ResNet-18's and MobileNetV2's plain layers,
-    1.9-2.6x on MobileNetV2's depthwise ones; the blocked layout then flows on to the next
-    convolution without a transform. Other grouped convolutions keep NCHW (the NCHWc compute
-    here has no general groups).
-    """
-    a = call.attrs
-    if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
-        return None
-    d, w = (x.checked_type for x in call.args)
-    if not (isinstance(d, TensorType) and isinstance(w, TensorType)):
-        return None
-    if len(d.shape) != 4 or not all(isinstance(s, int) for s in (*d.shape[1:], *w.shape)):
-        return None  # the batch may be symbolic
-    if not d.dtype.startswith("float") or d.dtype != w.dtype:
-        return None
-    if a.groups != 1 and not _is_depthwise(call):
-        return None
-    from ...topi.nn.conv2d import conv2d_infer_layout
-
-    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
-    return conv2d_infer_layout(int(d.shape[1]), int(w.shape[0]), lanes)
-
-
-def _blocked(c: int) -> str:
-    return f"NCHW{c}c"
-
-
-def _shape(e: RelayExpr) -> tuple | None:
-    t = getattr(e, "checked_type", None)
-    return tuple(t.shape) if isinstance(t, TensorType) else None
-
 
 def _is_x86(target: Any) -> bool:
     kind = str(getattr(target, "kind", target) or "llvm").split()[0]
@@ -112,9 +65,10 @@ class _Alter(ExprFunctor):
     """``visit(e) -> (new_e, block)``: ``block`` is None when ``new_e`` has ``e``'s layout, or
     ``c`` when ``new_e`` holds the 4-D NCHW value of ``e`` as NCHW{c}c."""
 
-    def __init__(self, target: Target | None = None) -> None:
+    def __init__(self, target: Target | None = None, wanted: set[int] | None = None) -> None:
         super().__init__()
         self.target = target
+        self.wanted = wanted  # ids wanted blocked (layout_demand); None: all
         self._conv: dict[tuple[int, str], RelayExpr] = {}  # shared layout transforms
         self._keep_alive: list[Any] = []
 
@@ -132,21 +86,21 @@ class _Alter(ExprFunctor):
     def plain(self, e: RelayExpr) -> RelayExpr:
         """The rewritten ``e`` in its original layout."""
         new, blk = self.visit(e)
-        return new if blk is None else self._transform(new, _blocked(blk), "NCHW")
+        return new if blk is None else self._transform(new, blocked(blk), "NCHW")
 
     def to_block(self, e: RelayExpr, c: int) -> RelayExpr:
         """The rewritten 4-D NCHW ``e`` as NCHW{c}c."""
         new, blk = self.visit(e)
         if blk == c:
             return new
-        return self._transform(new, "NCHW" if blk is None else _blocked(blk), _blocked(c))
+        return self._transform(new, "NCHW" if blk is None else blocked(blk), blocked(c))
 
     def _broadcast_operand(self, e: RelayExpr, c: int) -> RelayExpr | None:
         """Operand ``e`` of a broadcast op whose 4-D NCHW output becomes NCHW{c}c."""
         new, blk = self.visit(e)
         if blk is not None:
             return self.to_block(e, c)
-        shape = _shape(e)
+        shape = tensor_shape(e)
         if shape is None or len(shape) > 4:
             return None
         if len(shape) == 0:
@@ -165,10 +119,10 @@ class _Alter(ExprFunctor):
         # that a (C,1,1) operand becomes (C/c,1,1,c), as TVM does
         lead = 4 - len(shape)
         if isinstance(new, Constant):
-            arr = layout_transform_np(new.data.numpy().reshape(full), "NCHW", _blocked(c))
+            arr = layout_transform_np(new.data.numpy().reshape(full), "NCHW", blocked(c))
             return Constant(arr.reshape(arr.shape[lead:]))
         four = new if lead == 0 else _tr.reshape(new, full)
-        out = self._transform(four, "NCHW", _blocked(c))
+        out = self._transform(four, "NCHW", blocked(c))
         return out if lead == 0 else _tr.reshape(out, _shape_after(full, c)[lead:])
 
     # -- nodes --------------------------------------------------------------------------------
@@ -213,13 +167,13 @@ class _Alter(ExprFunctor):
                 res = self._conv2d(c)
             elif name == "nn.bias_add":
                 res = self._bias_add(c)
-            elif name in _POOLS:
+            elif name in POOLS:
                 res = self._pool(c)
             elif name == "nn.pad":
                 res = self._pad(c)
             elif name == "concatenate":
                 res = self._concatenate(c)
-            elif c.op.pattern <= OpPattern.BROADCAST and set(c.attrs.values) <= _AGNOSTIC_ATTRS:
+            elif is_agnostic_elementwise(c):
                 res = self._broadcast(c)
             if res is not None:
                 return res
@@ -249,13 +203,13 @@ class _Alter(ExprFunctor):
         out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": groups,
             "channels": a.channels, "kernel_size": a.kernel_size,
-            "data_layout": _blocked(ic_bn), "kernel_layout": kl, "out_layout": _blocked(oc_bn),
+            "data_layout": blocked(ic_bn), "kernel_layout": kl, "out_layout": blocked(oc_bn),
             "out_dtype": a.out_dtype})  # fmt: skip
         return out, oc_bn
 
     def _bias_add(self, c: Call) -> tuple[RelayExpr, int] | None:
         data, blk = self.visit(c.args[0])
-        shape = _shape(c.args[0])
+        shape = tensor_shape(c.args[0])
         if blk is None or shape is None or c.attrs.axis not in (1, -3):
             return None
         bias = self.plain(c.args[1])
@@ -273,8 +227,8 @@ class _Alter(ExprFunctor):
         if c.op.name == "nn.adaptive_avg_pool2d":  # only its global (1, 1) form is blocked
             if tuple(c.attrs.output_size) != (1, 1):
                 return None
-            return make_call("nn.global_avg_pool2d", [data], {"layout": _blocked(blk)}), blk
-        return Call(c.op, [data], {**c.attrs.values, "layout": _blocked(blk)}), blk
+            return make_call("nn.global_avg_pool2d", [data], {"layout": blocked(blk)}), blk
+        return Call(c.op, [data], {**c.attrs.values, "layout": blocked(blk)}), blk
 
     def _pad(self, c: Call) -> tuple[RelayExpr, int] | None:
         data, blk = self.visit(c.args[0])
@@ -285,7 +239,7 @@ class _Alter(ExprFunctor):
 
     def _concatenate(self, c: Call) -> tuple[RelayExpr, int] | None:
         tup = c.args[0]
-        out = _shape(c)
+        out = tensor_shape(c)
         if not isinstance(tup, Tuple) or out is None or len(out) != 4:
             return None
         if c.attrs.axis not in (1, -3):
@@ -296,7 +250,7 @@ class _Alter(ExprFunctor):
         g = 0
         for b in blocks:
             g = math.gcd(g, b or 0)
-        shapes = [_shape(f) for f in tup.fields]
+        shapes = [tensor_shape(f) for f in tup.fields]
         if any(s is None or len(s) != 4 or not isinstance(s[1], int) or s[1] % g
                for s in shapes):
             return None
@@ -304,17 +258,29 @@ class _Alter(ExprFunctor):
         return make_call("concatenate", [Tuple(fields)], {"axis": 1}), g
 
     def _broadcast(self, c: Call) -> tuple[RelayExpr, int] | None:
-        out = _shape(c)
+        out = tensor_shape(c)
         if out is None or len(out) != 4 or not isinstance(out[1], int):
             return None
         blocks = [self.visit(a)[1] for a in c.args]
         blk = next((b for b in blocks if b is not None), None)
         if blk is None or out[1] % blk:
             return None
+        if self.wanted is not None and id(c) not in self.wanted and any(
+                b is None and _is_whole_tensor(a) for a, b in zip(c.args, blocks)):
+            return None  # one transform either way: back to NCHW saves the one at the end
         args = [self._broadcast_operand(a, blk) for a in c.args]
         if any(a is None for a in args):
             return None
         return Call(c.op, args, c.attrs), blk
+
+
+def _is_whole_tensor(e: RelayExpr) -> bool:
+    """A non-constant operand larger than a per-channel vector (its transform costs a copy)."""
+    shape = tensor_shape(e)
+    if isinstance(e, Constant) or shape is None:
+        return False
+    return any(not (isinstance(d, int) and d == 1) for i, d in enumerate(shape)
+               if i != len(shape) - 3)
 
 
 def _shape_after(full: tuple, c: int) -> tuple:
@@ -336,5 +302,5 @@ class AlterOpLayout(FunctionPass):
         target = self.target or Target.current() or Target("llvm")
         if not _is_x86(target):
             return func
-        new, _ = _Alter(target).visit(func)
+        new, _ = _Alter(target, wanted_blocked(func.body, target)).visit(func)
         return new
