@@ -427,6 +427,15 @@ def test_symbolic_batch():
         _close(_run_compiled(new, inputs), want, 1e-4)
 
 
+def test_blocks_follow_the_target_vector_width():
+    x = relay.var("x", shape=(1, 32, 5, 5))
+    mod = _mod([x], relay.nn.conv2d(x, _w(48, 32, 3, 3)))
+    conv = [c for c in _calls(_alter(mod, "llvm -mcpu=haswell")) if "conv" in c.op.name][0]
+    assert (conv.attrs.data_layout, conv.attrs.out_layout) == ("NCHW8c", "NCHW8c")  # AVX2
+    conv = [c for c in _calls(_alter(mod, "llvm -mcpu=znver4")) if "conv" in c.op.name][0]
+    assert (conv.attrs.data_layout, conv.attrs.out_layout) == ("NCHW16c", "NCHW16c")  # AVX-512
+
+
 def test_in_sequential_gated_by_opt_level():
     x = relay.var("x", shape=(1, 8, 4, 4))
     mod = _mod([x], relay.nn.conv2d(x, _w(8, 8, 3, 3)))
