@@ -591,3 +591,26 @@ class ManyOps(nn.Module):
 
 def test_many_ops_compiled():
     _check(ManyOps(), [_rand((1, 4, 5, 7)), _rand((1, 3), "int64", high=7)], build=True)
+
+
+GROUPS = {  # every single-op case of a table in one model, for the compiled path
+    "unary": (UNARY, [(3, 1, 7)]), "binary": (BINARY, [(2, 1, 5), (3, 1)]),
+    "pool_resize_pad": (POOL, [(1, 3, 7, 9)]), "reduce": (REDUCE, [(3, 5, 2)]),
+    "shape": (SHAPE, [(3, 5, 2)]),
+}
+
+
+@pytest.mark.skipif(not _build_available(), reason="relay.build is not available")
+@pytest.mark.parametrize("group", sorted(GROUPS))
+def test_op_tables_compiled(group):
+    table, shapes = GROUPS[group]
+    fns = [table[k] for k in sorted(table)]
+    _check(lambda *xs: tuple(f(*xs) for f in fns), [_rand(s) for s in shapes], build=True)
+
+
+@pytest.mark.skipif(not _build_available(), reason="relay.build is not available")
+def test_conv_norm_tables_compiled():
+    mods = {k: CONV[k] for k in sorted(CONV)} | {k: NORM[k] for k in sorted(NORM)}
+    inputs = [_rand(shape) for _, shape in mods.values()]
+    ms = nn.ModuleList([m for m, _ in mods.values()]).eval()
+    _check(lambda *xs: tuple(m(x) for m, x in zip(ms, xs)), inputs, build=True)

@@ -170,14 +170,20 @@ def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
     return elemwise(x, lambda v: tir_op.min(tir_op.max(v, lo), hi), "clip")
 
 
-def gelu(x: te.Tensor) -> te.Tensor:
-    """``0.5 * x * (1 + erf(x / sqrt(2)))`` (the exact, erf form)."""
+def gelu(x: te.Tensor, approximate: str = "none") -> te.Tensor:
+    """``0.5 * x * (1 + erf(x / sqrt(2)))`` (the exact, erf form), or with
+    ``approximate="tanh"``: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``."""
     _check_tensor(x, "gelu")
     if not dt.is_float(x.dtype):
         raise TypeError(f"topi.gelu: needs a float tensor, got {x.dtype}")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"topi.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     d = x.dtype
 
     def f(v: Any) -> Any:
+        if approximate == "tanh":
+            inner = const(math.sqrt(2 / math.pi), d) * (v + const(0.044715, d) * v * v * v)
+            return const(0.5, d) * v * (const(1.0, d) + tir_op.tanh(inner))
         return const(0.5, d) * v * (const(1.0, d) + tir_op.erf(v * const(1 / math.sqrt(2), d)))
 
     return elemwise(x, f, "gelu")

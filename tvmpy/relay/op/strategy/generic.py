@@ -119,9 +119,9 @@ def _prelu(attrs: Any, inputs: list, out_type: Any) -> list:
 
 @_reg("nn.gelu")
 def _gelu(attrs: Any, inputs: list, out_type: Any) -> list:
-    if attrs.approximate not in ("none", "", None):
+    if attrs.approximate not in ("none", "", None, "tanh"):
         raise NotImplementedError(f"nn.gelu: approximate={attrs.approximate!r} has no compute")
-    return [topi.gelu(inputs[0])]
+    return [topi.gelu(inputs[0], "tanh" if attrs.approximate == "tanh" else "none")]
 
 
 @_reg("cast")
