@@ -302,6 +302,24 @@ def test_concatenate_of_conv_outputs(c1, c2):
     _check(mod, new)
 
 
+@pytest.mark.parametrize("then_conv", [False, True])
+def test_concatenate_with_an_nchw_input(then_conv):
+    x = relay.var("x", shape=(1, 8, 4, 4))
+    y = relay.concatenate([relay.nn.conv2d(x, _w(16, 8, 1, 1)), x], axis=1)
+    mod = _mod([x], relay.nn.conv2d(y, _w(8, 24, 1, 1)) if then_conv else relay.nn.relu(y))
+    new = _alter(mod)
+    ops = _ops(new)
+    (cat,) = [c for c in _calls(new) if c.op.name == "concatenate"]
+    if then_conv:  # x joins in block 8 (the transform shared with the first conv's input),
+        # the 16-block conv output is converted to 8; 24 channels -> the next conv reads 12
+        assert tuple(cat.checked_type.shape) == (1, 3, 4, 4, 8)
+        assert ops.count("layout_transform") == 4
+    else:  # nothing after it wants blocks: the conv's result goes back, the concat in NCHW
+        assert tuple(cat.checked_type.shape) == (1, 24, 4, 4)
+        assert ops.count("layout_transform") == 2
+    _check(mod, new)
+
+
 def test_weight_var_transformed_in_graph_then_folded_when_bound():
     x = relay.var("x", shape=(1, 16, 5, 5))
     w = relay.var("w", shape=(16, 16, 3, 3))

@@ -247,13 +247,14 @@ class _Alter(ExprFunctor):
         blocks = [self.visit(f)[1] for f in tup.fields]
         if all(b is None for b in blocks):
             return None
-        g = 0
-        for b in blocks:
-            g = math.gcd(g, b or 0)
+        if None in blocks and self.wanted is not None and id(c) not in self.wanted:
+            return None  # an NCHW field would be transformed in, the result back out
         shapes = [tensor_shape(f) for f in tup.fields]
-        if any(s is None or len(s) != 4 or not isinstance(s[1], int) or s[1] % g
-               for s in shapes):
+        if any(s is None or len(s) != 4 or not isinstance(s[1], int) for s in shapes):
             return None
+        g = 0  # one block for all: divides every block and every NCHW field's channels
+        for b, sh in zip(blocks, shapes):
+            g = math.gcd(g, b or sh[1])
         fields = [self.to_block(f, g) for f in tup.fields]
         return make_call("concatenate", [Tuple(fields)], {"axis": 1}), g
 
