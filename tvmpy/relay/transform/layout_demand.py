@@ -3,8 +3,8 @@ analysis): a value is *wanted blocked* when a blocked convolution reads it as da
 a layout-agnostic consumer (elementwise/broadcast op, pool, pad, bias_add, channel concat)
 of it is itself wanted blocked.
 
-AlterOpLayout uses it for the one choice where following the blocked operand is not free: a
-broadcast op that meets a blocked operand and a whole NCHW tensor must transform one of them;
+AlterOpLayout uses it where following the blocked operand is not free: a broadcast op or a
+concatenate that meets a blocked operand and a whole NCHW tensor must transform one of them;
 it goes blocked only when its own result is wanted blocked (else the blocked operand goes
 back to NCHW, and nothing has to be transformed back later).
 """
