@@ -877,3 +877,25 @@ def test_tfidf_vectorizer_vs_onnxruntime(mode):
     m = _model([node], [_vi("x", (2, 9), TensorProto.INT64)], [_out("y")], opset=9)
     x = np.array([[2, 3, 5, 4, 3, 3, 2, 3, 7], [5, 4, 2, 3, 3, 3, 5, 2, 0]], np.int64)
     _check(m, {"x": x}, rtol=0, atol=0)
+
+
+def test_scan_unrolled_and_if_on_a_known_condition():
+    # Scan: running sum of rows (state) and each step's product with a weight (scan output)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "w"], ["y_t"])],
+        "body", [_vi("s_in", (3,)), _vi("x_t", (3,))], [_vi("s_out", (3,)), _vi("y_t", (3,))])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1,
+                            scan_input_directions=[1], scan_output_axes=[1])
+    m = _model([node], [_vi("s0", (3,)), _vi("x", (5, 3))], [_out("s"), _out("y")],
+               [_init("w", _r(3))], opset=16)
+    _check(m, {"s0": _r(3), "x": _r(5, 3)})
+    # If: the condition depends on a shape only, so the branch is chosen at import time
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [], [_vi("t", None)])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["e"])], "else", [], [_vi("e", None)])
+    nodes = [helper.make_node("Size", ["x"], ["n"]),
+             helper.make_node("Greater", ["n", "ten"], ["big"]),
+             helper.make_node("If", ["big"], ["y"], then_branch=then_g, else_branch=else_g)]
+    m = _model(nodes, [_vi("x", (3, 5))], [_out("y")], [_init("ten", np.int64(10))], opset=16)
+    mod = _check(m, {"x": _r(3, 5)})
+    assert "negative" in str(mod) and "abs" not in str(mod)

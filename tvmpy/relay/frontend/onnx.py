@@ -662,7 +662,7 @@ def _axes_arg(c, a, n, pos: int) -> list[int] | None:
     if c.opset < 13 or "axes" in a:
         return list(a["axes"]) if "axes" in a else None
     if len(n) > pos and n[pos]:
-        return [int(v) for v in c.value(n[pos], "axes")]
+        return [int(v) for v in c.value(n[pos], "axes").reshape(-1)]  # (a scalar axis too)
     return None
 
 
@@ -1208,9 +1208,9 @@ _CONVERTERS["ArgMin"] = _arg(_red.argmin)
 
 # converters in their own modules (they import this one's helpers when called)
 def _register_modules() -> None:
-    from . import onnx_index, onnx_misc, onnx_quant, onnx_rnn, onnx_signal
+    from . import onnx_control, onnx_index, onnx_misc, onnx_quant, onnx_rnn, onnx_signal
 
-    for m in (onnx_quant, onnx_index, onnx_rnn, onnx_signal, onnx_misc):
+    for m in (onnx_quant, onnx_index, onnx_rnn, onnx_signal, onnx_misc, onnx_control):
         _CONVERTERS.update(m.CONVERTERS)
 
 
@@ -1238,7 +1238,8 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
         return np.full(shp, v.reshape(-1)[0], dtype=v.dtype)
     if node.op_type == "Range":
         st, lim, dl = (c.value(nm, w) for nm, w in zip(names, ("start", "limit", "delta")))
-        return np.arange(st, lim, dl).astype(st.dtype)
+        first = [np.asarray(v).reshape(-1)[0] for v in (st, lim, dl)]  # (1-element tensors too)
+        return np.arange(*first).astype(st.dtype)
     s = np.asarray(_shape(c.exprs[names[0]]), dtype=np.int64)
     if node.op_type == "Size":
         return np.asarray(int(np.prod(s)), dtype=np.int64)
@@ -1365,9 +1366,13 @@ def _find_unsupported(nodes: Any, opset: int, missing: dict[str, list[str]],
                       where: str = "") -> None:
     """Collect unsupported operator types: no converter and no ONNX function body (the
     bodies of plain functions are checked too; context-dependent ones when expanded)."""
-    from onnx import FunctionProto
+    from onnx import AttributeProto, FunctionProto
 
     for k, node in enumerate(nodes):
+        for at in node.attribute:  # If/Scan bodies
+            if at.type == AttributeProto.GRAPH:
+                _find_unsupported(at.g.node, opset, missing,
+                                  f"{where}{node.name or node.op_type}.{at.name} > ")
         if _has_converter(node):
             continue
         version, ctx_dep = function_versions(node, opset)
@@ -1395,7 +1400,7 @@ def _type_proto(e: RelayExpr) -> Any:
 
 def _outer_sources(body: list, tensors: tuple[str, ...]) -> list[str]:
     """The tensors outside a function body that body tensors ``tensors`` are computed from."""
-    producer = {o: nd for nd in body for o in nd.output if o}
+    producer = {o: nd for nd in _flatten(body) for o in nd.output if o}
     out, todo, seen = [], list(tensors), set()
     while todo:
         t = todo.pop()
@@ -1403,10 +1408,31 @@ def _outer_sources(body: list, tensors: tuple[str, ...]) -> list[str]:
             continue
         seen.add(t)
         if t in producer:
-            todo.extend(nm for nm in producer[t].input if nm)
+            todo.extend(_reads(producer[t]))
         else:
             out.append(t)
     return sorted(out)
+
+
+def _flatten(nodes: list) -> list:
+    """Nodes and, recursively, the nodes of their subgraphs."""
+    out = []
+    for nd in nodes:
+        out.append(nd)
+        for at in nd.attribute:
+            if at.HasField("g"):
+                out += _flatten(list(at.g.node))
+    return out
+
+
+def _reads(node: Any) -> list[str]:
+    """The tensors a node reads: its inputs and, for If/Scan, what its subgraphs read."""
+    names = [nm for nm in node.input if nm]
+    for at in node.attribute:
+        if at.HasField("g"):
+            for sub in at.g.node:
+                names += _reads(sub)
+    return names
 
 
 def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
@@ -1460,12 +1486,16 @@ def _convert_nodes(ctx: _Ctx, nodes: list, opset: int) -> None:
             if k >= len(outs):
                 raise ctx.fail(f"output {k} ({o!r}) is not supported")
             ctx.exprs[o] = outs[k]
+            if isinstance(outs[k], Constant) and outs[k].data.numpy().size <= 4096:
+                ctx.values[o] = outs[k].data.numpy()  # (e.g. an If branch's folded outputs)
         _fold(ctx, node, names, outputs, outs)
 
 
 def _fold(ctx: _Ctx, node: Any, names: list[str], outputs: list[str], outs: list) -> None:
     """Evaluate a node whose inputs are all known shape-like values (small integer tensors or
     values computed from Constant/Shape), so later shape inputs fold to attributes."""
+    if any(at.g.node for at in node.attribute if at.HasField("g")):
+        return  # If/Scan read outer tensors implicitly: the inputs do not say what is known
     known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
     if not known or any(nm not in ctx.values for nm in known):
         return

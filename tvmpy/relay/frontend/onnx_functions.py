@@ -127,6 +127,31 @@ def _rename_node(inner: Any, rename: Callable[[str], str], attrs: dict[str, Any]
                 a.CopyFrom(attrs[at.ref_attr_name])
                 a.name = at.name
                 new.attribute.append(a)
-        else:  # (a subgraph attribute is kept as is: If/Loop/Scan have no converter)
+        elif at.type == AttributeProto.GRAPH:  # If/Scan bodies see the function's names
+            g = AttributeProto()
+            g.CopyFrom(at)
+            _rename_graph(g.g, rename)
+            new.attribute.append(g)
+        else:
             new.attribute.append(at)
     return new
+
+
+def _rename_graph(g: Any, rename: Callable[[str], str]) -> None:
+    """Rename every tensor of a subgraph in place: its own names get the expansion's prefix
+    like the body's, references to the function's tensors follow them."""
+    from onnx import AttributeProto
+
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        vi.name = rename(vi.name)
+    for init in g.initializer:
+        init.name = rename(init.name)
+    for node in g.node:
+        ins, outs = [rename(x) for x in node.input], [rename(x) for x in node.output]
+        del node.input[:]
+        node.input.extend(ins)
+        del node.output[:]
+        node.output.extend(outs)
+        for at in node.attribute:
+            if at.type == AttributeProto.GRAPH:
+                _rename_graph(at.g, rename)
