@@ -46,3 +46,24 @@ def test_strided_load_with_padding_predicate():
     f(tvm.nd.array(a), b)
     ref = np.array([a[i * 2 - 1] if 0 <= i * 2 - 1 < w else -1.0 for i in range(n)], "float32")
     np.testing.assert_array_equal(b.numpy(), ref)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "float64"])
+@pytest.mark.parametrize("stride", [2, 3, 4])
+def test_strided_store_leaves_other_elements(dtype, stride):
+    """Stores at stride 2..4 (a masked store of the spread value, no scatter) write only
+    their own elements: the ones in between keep their previous contents."""
+    n = 21
+    A = te.placeholder((n,), dtype, name="A")
+    B = te.compute((n, stride), lambda i, j: A[i] + j.astype(dtype), name="B")
+    s = te.create_schedule(B.op)
+    i, j = B.op.axis
+    io, ii = s[B].split(i, factor=16)
+    s[B].reorder(io, j, ii)
+    s[B].vectorize(ii)
+    f = tvm.build(s, [A, B], "llvm")
+    assert "scatter" not in f.get_source("ll")
+    a = (np.random.default_rng(1).random(n) * 50).astype(dtype)
+    b = tvm.nd.array(np.zeros((n, stride), dtype))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_array_equal(b.numpy(), a[:, None] + np.arange(stride, dtype=dtype))

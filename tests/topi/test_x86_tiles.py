@@ -179,3 +179,23 @@ def test_depthwise_nchwc_inlined_pad_bias_clip(h, w, stride, pad, inline):
     check([A, W, B], out,
           lambda outs: topi.x86.schedule_conv2d_NCHWc(outs, inline_pad=inline), ref,
           low=-3, high=3)
+
+
+@pytest.mark.parametrize("shape,src,dst", [((1, 3, 19, 37), "NCHW", "NCHW3c"),
+                                           ((2, 4, 5, 16), "NCHW", "NCHW2c"),
+                                           ((1, 1, 7, 17, 4), "NCHW4c", "NCHW")])
+def test_layout_transform_short_inner_axis(shape, src, dst):
+    """Injective outputs whose innermost axis is 2-4 long vectorize the axis before it."""
+    x = te.placeholder(shape, name="x")
+    y = topi.layout_transform(x, src, dst)
+    from tvmpy.relay.op.numpy_impl import layout_transform_np
+
+    check([x], y, topi.x86.schedule_injective, lambda v: layout_transform_np(v, src, dst))
+
+
+def test_broadcast_short_inner_axis_tail():
+    """(5, 37, 3) + (37, 1): a 37-long second axis (16-lane tail) and a 3-long inner one."""
+    a = te.placeholder((5, 37, 3), name="a")
+    b = te.placeholder((37, 1), name="b")
+    out = topi.multiply(topi.add(a, b), a)
+    check([a, b], out, topi.x86.schedule_injective, lambda u, v: (u + v) * u)

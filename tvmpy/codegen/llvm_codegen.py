@@ -440,6 +440,10 @@ class CodeGenLLVM:
                 self.mb.declare(name, "void", [mem_val.ty, "ptr", f"<{lanes} x i1>"])
                 fb.emit(f"call void @{name}({mem_val}, ptr align {align} {ptr.ref}, {pred})")
             return
+        stride = _small_stride(index, lanes)
+        if stride:
+            self._strided_store(buf, index, lanes, stride, pred, mem_val, ety, data)
+            return
         idx = self._index(index)
         ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
         mask = pred if pred is not None else const_value(True, f"boolx{lanes}")
@@ -704,15 +708,7 @@ class CodeGenLLVM:
         base = self._index(index.base)
         ptr = fb.value("ptr", f"getelementptr inbounds {ety}, {data}, {base}", "addr")
         align = self._alignment(buf, index.base)
-        if pred is None:
-            m = "<" + ", ".join("i1 true" if j % stride == 0 else "i1 false"
-                                for j in range(wide)) + ">"
-            m = Value(f"<{wide} x i1>", m)
-        else:  # lane i's predicate goes to lane i * stride; the others read lane 0 of false
-            spread = ", ".join(f"i32 {j // stride}" if j % stride == 0 else f"i32 {lanes}"
-                               for j in range(wide))
-            m = fb.value(f"<{wide} x i1>", f"shufflevector {pred}, <{lanes} x i1> "
-                         f"zeroinitializer, <{wide} x i32> <{spread}>", "smask")
+        m = self._stride_mask(pred, lanes, stride)
         name = f"llvm.masked.load.{intrinsic_suffix(wty)}.p0"
         self.mb.declare(name, wty, ["ptr", f"<{wide} x i1>", wty])
         v = fb.value(wty, f"call {wty} @{name}(ptr align {align} {ptr.ref}, {m}, "
@@ -720,6 +716,37 @@ class CodeGenLLVM:
         keep = ", ".join(f"i32 {i * stride}" for i in range(lanes))
         return fb.value(mty, f"shufflevector {v}, {wty} poison, <{lanes} x i32> <{keep}>",
                         "sshuf")
+
+    def _stride_mask(self, pred: Value | None, lanes: int, stride: int) -> Value:
+        """``lanes * stride`` mask bits: lane ``i``'s predicate (or true) at ``i * stride``."""
+        wide = lanes * stride
+        if pred is None:
+            return Value(f"<{wide} x i1>", "<" + ", ".join(
+                "i1 true" if j % stride == 0 else "i1 false" for j in range(wide)) + ">")
+        spread = ", ".join(f"i32 {j // stride}" if j % stride == 0 else f"i32 {lanes}"
+                           for j in range(wide))
+        return self.fb.value(f"<{wide} x i1>", f"shufflevector {pred}, <{lanes} x i1> "
+                             f"zeroinitializer, <{wide} x i32> <{spread}>", "smask")
+
+    def _strided_store(self, buf, index: E.Ramp, lanes: int, stride: int, pred: Value | None,
+                       mem_val: Value, ety: str, data: Value) -> None:
+        """A store of ``lanes`` elements to ``base + i * stride``: the value spread over a
+        ``lanes * stride`` vector and one masked store (only the addressed lanes enabled; the
+        elements in between are not written), instead of a scatter."""
+        fb = self.fb
+        wide = lanes * stride
+        wty = f"<{wide} x {ety}>"
+        base = self._index(index.base)
+        ptr = fb.value("ptr", f"getelementptr inbounds {ety}, {data}, {base}", "addr")
+        align = self._alignment(buf, index.base)
+        spread = ", ".join(f"i32 {j // stride}" if j % stride == 0 else "i32 poison"
+                           for j in range(wide))
+        v = fb.value(wty, f"shufflevector {mem_val}, {mem_val.ty} poison, <{wide} x i32> "
+                          f"<{spread}>", "sspread")
+        m = self._stride_mask(pred, lanes, stride)
+        name = f"llvm.masked.store.{intrinsic_suffix(wty)}.p0"
+        self.mb.declare(name, "void", [wty, "ptr", f"<{wide} x i1>"])
+        fb.emit(f"call void @{name}({v}, ptr align {align} {ptr.ref}, {m})")
 
     def _load_scalar(self, buf, index: E.PrimExpr, dtype: str) -> Value:
         ptr = self.element_ptr(buf, (index,), flat=True)

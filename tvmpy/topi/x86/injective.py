@@ -113,6 +113,21 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
         if big:
             st.parallel(par)
         return sch
+    if (lanes > 1 and len(axes) >= 2 and isinstance(last, IntImm) and last.value <= 4
+            and isinstance(axes[-2].dom.extent, IntImm) and axes[-2].dom.extent.value >= lanes):
+        # an innermost axis of 2-4 (NCHW -> NCHW3c of an image): vectorize the axis before it,
+        # the short one unrolled outside the vector; accesses along it become stride-2..4
+        # vectors, which the LLVM backend emits as masked contiguous loads/stores (no div/mod
+        # indices, no gathers): 0.115 -> ~0.02 ms for 1x3x224x224
+        wo, wi = st.split(axes[-2], lanes)
+        st.reorder(*axes[:-2], wo, axes[-1], wi)
+        st.unroll(axes[-1])
+        st.vectorize(wi)
+        outer = axes[:-2]
+        par = st.fuse(*outer, wo) if outer else wo
+        if big:
+            st.parallel(par)
+        return sch
     # a short innermost axis: vectorize across the fused loop (indices need div/mod; the
     # vectorizer scalarizes what it cannot turn into vector accesses)
     fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
