@@ -297,9 +297,9 @@ def test_unsupported_ops_listed_once():
 
 
 def test_unsupported_attribute_named():
-    node = helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[2, 2], storage_order=1)
-    m = _model([node], [_vi("x", (1, 1, 4, 4))], [_out("y")])
-    with pytest.raises(ValueError, match="'mp'.*storage_order"):
+    node = helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=2, mode="XYZ")
+    m = _model([node], [_vi("x", (1, 4, 2, 2))], [_out("y")])
+    with pytest.raises(ValueError, match="'d2s'.*mode='XYZ'"):
         from_onnx(m)
     node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
     m = _model([node], [_vi("x", (4,)), _vi("s", (1,), TensorProto.INT64)], [_out("y")])
@@ -899,3 +899,14 @@ def test_scan_unrolled_and_if_on_a_known_condition():
     m = _model(nodes, [_vi("x", (3, 5))], [_out("y")], [_init("ten", np.int64(10))], opset=16)
     mod = _check(m, {"x": _r(3, 5)})
     assert "negative" in str(mod) and "abs" not in str(mod)
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]),
+    dict(kernel_shape=[2, 2], strides=[2, 2], storage_order=1),
+    dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, dilations=[1, 2]),
+])
+def test_maxpool_indices_vs_onnxruntime(attrs):
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    m = _model([node], [_vi("x", (2, 3, 7, 8))], [_out("y"), _out("i")], opset=12)
+    _check(m, {"x": _r(2, 3, 7, 8)}, rtol=0, atol=0)

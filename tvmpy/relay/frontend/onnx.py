@@ -523,10 +523,10 @@ def _pool_args(c, x, a):
 
 @_reg("MaxPool")
 def _maxpool(c, i, a, n):
-    if a.get("storage_order", 0):
-        raise c.fail("attribute storage_order=1 is not supported")
     if len(c.node.output) > 1 and c.node.output[1]:
-        raise c.fail("the Indices output is not supported")
+        from .onnx_misc import maxpool_with_indices
+
+        return maxpool_with_indices(c, i[0], a)
     nd, kw = _pool_args(c, i[0], a)
     return {1: nn_nd.max_pool1d, 2: nn.max_pool2d, 3: nn_nd.max_pool3d}[nd](i[0], **kw)
 
@@ -1250,7 +1250,6 @@ def _value_op(c: _Ctx, node: Any, a: dict, names: list[str]) -> np.ndarray:
 # attribute values no converter handles: (op, attribute) -> the values that are supported
 _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
-    ("MaxPool", "storage_order"): (0,),
     ("LayerNormalization", "stash_type"): (1,),
     ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
     ("Cast", "saturate"): (1,),

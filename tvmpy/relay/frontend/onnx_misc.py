@@ -6,6 +6,8 @@
 - Det: the Leibniz formula (n <= 4), an exact sum of signed products.
 - TensorScatter: the updates written at ``write_indices`` (+ position, modulo the cache for
   ``circular``) along the sequence axis, as ScatterElements.
+- MaxPool with its Indices output (2-D): the windows gathered through a constant index table,
+  the max and its first position (argmax), flattened as ONNX (row- or column-major).
 - TfIdfVectorizer (integer pools): each pool n-gram's count is a sum over start positions of
   the AND of shifted equality tests, for every skip distance (unigrams once).
 """
@@ -207,6 +209,50 @@ def _tfidf(c, i, a, n):
     if mode == "TFIDF":
         return tensor.multiply(y, w)
     raise c.fail(f"mode={mode!r} is not supported (TF, IDF, TFIDF)")
+
+
+def maxpool_with_indices(c, x: RelayExpr, a: dict) -> list[RelayExpr]:
+    """[values, indices] of a 2-D MaxPool (ONNX's Indices: flat over the whole tensor)."""
+    s = _shape(x)
+    if len(s) != 4:
+        raise c.fail(f"the Indices output is supported for 2-D pooling only, got shape {s}")
+    N, C, H, W = s
+    k = list(a["kernel_shape"])
+    st = list(a.get("strides", [1, 1]))
+    dil = list(a.get("dilations", [1, 1]))
+    from .onnx import _conv_pads
+
+    pads = _conv_pads(c, a, [H, W], k, st, dil)
+    outs = []
+    for d, size in enumerate((H, W)):
+        span = size + pads[d] + pads[d + 2] - ((k[d] - 1) * dil[d] + 1)
+        o = (-(-span // st[d]) if a.get("ceil_mode", 0) else span // st[d]) + 1
+        if a.get("ceil_mode", 0) and (o - 1) * st[d] >= size + pads[d]:
+            o -= 1
+        outs.append(o)
+    OH, OW = outs
+    oy, ox, ky, kx = np.meshgrid(np.arange(OH), np.arange(OW), np.arange(k[0]), np.arange(k[1]),
+                                 indexing="ij")
+    yy = (oy * st[0] - pads[0] + ky * dil[0]).reshape(OH * OW, -1)
+    xx = (ox * st[1] - pads[1] + kx * dil[1]).reshape(OH * OW, -1)
+    valid = (yy >= 0) & (yy < H) & (xx >= 0) & (xx < W)
+    row = np.where(valid, yy * W + xx, 0).astype(np.int64)
+    col = np.where(valid, xx * H + yy, 0).astype(np.int64)
+    K = row.shape[1]
+    flat = transform.reshape(x, [N, C, H * W])
+    win = transform.reshape(transform.take(flat, const(row.reshape(-1)), axis=2),
+                            [N, C, OH * OW, K])
+    dt = _dtype(x)
+    low = np.finfo(dt).min if np.dtype(dt).kind == "f" else np.iinfo(dt).min
+    win = tensor.where(const(valid), win, const(np.asarray(-np.inf if np.dtype(dt).kind == "f"
+                                                           else low, dtype=dt)))
+    vals = transform.reshape(_red.max(win, axis=[3]), [N, C, OH, OW])
+    arg = transform.expand_dims(transform.cast(_red.argmax(win, axis=[3]), "int64"), 3)
+    table = col if a.get("storage_order", 0) else row
+    pos = extra.gather(transform.broadcast_to(const(table), [N, C, OH * OW, K]), 3, arg)
+    base = const((np.arange(N * C, dtype=np.int64) * H * W).reshape(N, C, 1, 1))
+    idx = transform.reshape(tensor.add(pos, base), [N, C, OH, OW])
+    return [vals, idx]
 
 
 CONVERTERS = {
