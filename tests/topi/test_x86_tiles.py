@@ -199,3 +199,35 @@ def test_broadcast_short_inner_axis_tail():
     b = te.placeholder((37, 1), name="b")
     out = topi.multiply(topi.add(a, b), a)
     check([a, b], out, topi.x86.schedule_injective, lambda u, v: (u + v) * u)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 12, 40), -1), ((2, 6, 16), -1), ((5, 7, 33), -1),
+                                        ((4, 9, 3), 1)])
+def test_softmax_rows_per_task(shape, axis):
+    """Softmax with several rows per task (4 or 2 when the kept axis divides; 1 for 7), the
+    16-lane rfactor tails (40, 33) and a non-innermost axis."""
+    from tvmpy.topi.x86.softmax import _rows_per_task
+
+    x = te.placeholder(shape, name="x")
+    out = nn.softmax(x, axis=axis)
+    if axis == -1:
+        assert _rows_per_task(out, [len(shape) - 1]) == {12: 4, 6: 2, 7: 1}[shape[1]]
+
+    def ref(v):
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    check([x], out, topi.x86.schedule_softmax, ref, low=-4, high=4, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_rows_per_task():
+    x = te.placeholder((2, 12, 48), name="x")
+    g = te.placeholder((48,), name="g")
+    b = te.placeholder((48,), name="b")
+    out = nn.layer_norm(x, g, b, axis=[-1], epsilon=1e-5)
+
+    def ref(v, gv, bv):
+        m = v.mean(-1, keepdims=True)
+        return (v - m) / np.sqrt(v.var(-1, keepdims=True) + 1e-5) * gv + bv
+
+    check([x, g, b], out, topi.x86.schedule_layer_norm, ref, rtol=1e-4, atol=1e-4)
