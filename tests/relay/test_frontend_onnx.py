@@ -910,3 +910,17 @@ def test_maxpool_indices_vs_onnxruntime(attrs):
     node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
     m = _model([node], [_vi("x", (2, 3, 7, 8))], [_out("y"), _out("i")], opset=12)
     _check(m, {"x": _r(2, 3, 7, 8)}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode,coord", [("avg", "half_pixel"), ("avg", "output_half_pixel"),
+                                        ("max", "half_pixel")])
+def test_roi_align_vs_onnxruntime(mode, coord):
+    node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], mode=mode, output_height=3,
+                            output_width=4, sampling_ratio=2, spatial_scale=0.5,
+                            coordinate_transformation_mode=coord)
+    m = _model([node], [_vi("x", (2, 3, 9, 11)), _vi("rois", (4, 4)),
+                        _vi("b", (4,), TensorProto.INT64)], [_out("y")], opset=16)
+    rois = np.array([[0, 0, 12, 10], [3.3, 2.1, 20.5, 17.2], [-4, -3, 8, 30], [10, 5, 11, 6]],
+                    np.float32)
+    _check(m, {"x": _r(2, 3, 9, 11), "rois": rois, "b": np.array([0, 1, 1, 0], np.int64)},
+           rtol=1e-4, atol=1e-5)

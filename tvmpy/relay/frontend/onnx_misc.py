@@ -8,6 +8,8 @@
   ``circular``) along the sequence axis, as ScatterElements.
 - MaxPool with its Indices output (2-D): the windows gathered through a constant index table,
   the max and its first position (argmax), flattened as ONNX (row- or column-major).
+- RoiAlign (sampling_ratio > 0): the bilinear samples of every bin fetched with gather_nd,
+  averaged (or the ONNX max of weighted corners), as the ONNX definition.
 - TfIdfVectorizer (integer pools): each pool n-gram's count is a sum over start positions of
   the AND of shifted equality tests, for every skip distance (unigrams once).
 """
@@ -255,7 +257,84 @@ def maxpool_with_indices(c, x: RelayExpr, a: dict) -> list[RelayExpr]:
     return [vals, idx]
 
 
+def _roi_align(c, i, a, n):
+    X, rois, bidx = i
+    N, C, H, W = _shape(X)
+    R = _shape(rois)[0]
+    dt = _dtype(X)
+    ratio = int(a.get("sampling_ratio", 0))
+    if ratio <= 0:
+        raise c.fail("sampling_ratio=0 (adaptive: a data-dependent sample count) is not "
+                     "supported; give sampling_ratio > 0")
+    PH, PW = int(a.get("output_height", 1)), int(a.get("output_width", 1))
+    scale = float(a.get("spatial_scale", 1.0))
+    half = a.get("coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    mode = a.get("mode", "avg")
+
+    def f(v):
+        return const(np.asarray(v, dtype=dt))
+
+    def col(k):  # rois[:, k] as (R, 1)
+        return transform.strided_slice(rois, [k], [k + 1], axes=[1])
+
+    off = 0.5 if half else 0.0
+    start = [tensor.subtract(tensor.multiply(col(k), f(scale)), f(off)) for k in range(4)]
+    x0, y0, x1, y1 = start
+    size_w, size_h = tensor.subtract(x1, x0), tensor.subtract(y1, y0)
+    if not half:
+        size_w, size_h = tensor.maximum(size_w, f(1.0)), tensor.maximum(size_h, f(1.0))
+
+    def axis_coords(lo, size, P, limit):
+        """Sample coordinates (R, P*ratio) along one axis, clamped as the definition, with
+        the low/high neighbour and the low weight, and the out-of-range mask."""
+        frac = ((np.arange(P)[:, None] + (np.arange(ratio)[None, :] + 0.5) / ratio)
+                .reshape(1, -1) / P)
+        v = tensor.add(lo, tensor.multiply(size, f(frac)))
+        out = tensor.logical_or(tensor.less(v, f(-1.0)), tensor.greater(v, f(float(limit))))
+        v = tensor.maximum(v, f(0.0))
+        low = tensor.floor(v)
+        edge = tensor.greater_equal(low, f(limit - 1.0))
+        low = tensor.where(edge, f(limit - 1.0), low)
+        v = tensor.where(edge, low, v)
+        high = tensor.where(edge, low, tensor.add(low, f(1.0)))
+        return low, high, tensor.subtract(v, low), out
+
+    ylo, yhi, ly, yout = axis_coords(y0, size_h, PH, H)
+    xlo, xhi, lx, xout = axis_coords(x0, size_w, PW, W)
+    e3 = lambda t: transform.expand_dims(t, 2)  # noqa: E731  (R, Py) -> (R, Py, 1)
+    e2 = lambda t: transform.expand_dims(t, 1)  # noqa: E731  (R, Px) -> (R, 1, Px)
+    keep = transform.cast(tensor.logical_not(tensor.logical_or(e3(yout), e2(xout))), dt)
+    one = f(1.0)
+    wy = [tensor.subtract(one, ly), ly]
+    wx = [tensor.subtract(one, lx), lx]
+    data = transform.transpose(X, [0, 2, 3, 1])                       # (N, H, W, C)
+    shape3 = [R, PH * ratio, PW * ratio]
+    b = transform.broadcast_to(transform.reshape(transform.cast(bidx, "int64"), [R, 1, 1]),
+                               shape3)
+    terms = []
+    for yi, yv in enumerate((ylo, yhi)):
+        for xi, xv in enumerate((xlo, xhi)):
+            idx = tensor.stack([b, transform.broadcast_to(transform.cast(e3(yv), "int64"), shape3),
+                                transform.broadcast_to(transform.cast(e2(xv), "int64"), shape3)],
+                               0)
+            w = tensor.multiply(tensor.multiply(e3(wy[yi]), e2(wx[xi])), keep)
+            v = extra.gather_nd(data, idx)                             # (R, Py, Px, C)
+            terms.append(tensor.multiply(v, transform.expand_dims(w, 3)))
+    grid = [R, PH, ratio, PW, ratio, C]
+    if mode == "avg":
+        tot = tensor.add(tensor.add(terms[0], terms[1]), tensor.add(terms[2], terms[3]))
+        out = tensor.divide(_red.sum(transform.reshape(tot, grid), axis=[2, 4]),
+                            f(float(ratio * ratio)))
+    elif mode == "max":
+        m = tensor.maximum(tensor.maximum(terms[0], terms[1]), tensor.maximum(terms[2], terms[3]))
+        out = _red.max(transform.reshape(m, grid), axis=[2, 4])
+    else:
+        raise c.fail(f"mode={mode!r} is not supported (avg, max)")
+    return transform.transpose(out, [0, 3, 1, 2])
+
+
 CONVERTERS = {
+    "RoiAlign": _roi_align,
     "TfIdfVectorizer": _tfidf,
     "ReverseSequence": _reverse_sequence, "Col2Im": _col2im, "MaxUnpool": _max_unpool,
     "Det": _det, "TensorScatter": _tensor_scatter,
