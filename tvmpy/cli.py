@@ -319,7 +319,10 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     times: dict[str, Any] = dict(compare.time_sides(runners, feeds, repeat=args.repeat))
     times.update(notes)
     print(compare.latency_table(times, reference=f"onnxruntime ({args.threads} threads)"))
-    if not ok:
+    if ok:
+        print(f"check passed: every tvmpy output is within {CHECK_RTOL:g} x max|output| of "
+              "onnxruntime's")
+    else:
         print(f"MISMATCH: tvmpy's outputs differ from onnxruntime's by more than {CHECK_RTOL} "
               "relative to the output's scale", file=sys.stderr)
         return 1
