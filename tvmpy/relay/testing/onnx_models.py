@@ -5,9 +5,12 @@ that torch's exporter emits for the torchvision / HuggingFace architectures: Con
 BatchNormalization kept apart (with non-trivial running statistics), Relu6 as Clip, MatMul + Add
 for linear layers, GELU as the Erf formula, LayerNormalization (opset 17) or its decomposed
 ReduceMean/Pow/Sqrt form, attention with MatMul/Div/Softmax and Reshape/Transpose by constant
-shapes. Weights are deterministic for a seed and scaled so activations stay O(1): He-initialised
-convolutions, and the last BatchNormalization of every residual branch has gamma ~ 0.3 so the
-sums of a deep residual network do not grow with depth.
+shapes. Weights are deterministic for a seed and scaled so activations stay O(1) (rms ~ 0.3-1.5
+at every layer, measured): He-initialised convolutions; BatchNormalization running variances
+near the variance each conv output would have (estimated from its input's mean square, times
+U(0.5, 1.5), with non-zero running means), as a trained network's statistics would be; and the
+last BatchNormalization of every residual branch has gamma in [0.2, 0.4] so the sums of a deep
+residual network do not grow with depth.
 
 The graph input of the CNNs is ``input`` (float32 NCHW); ``bert_encoder`` takes ``input_ids``
 (int64 [batch, seq] token ids, word + position embeddings + LayerNorm) or, with
