@@ -924,3 +924,38 @@ def test_roi_align_vs_onnxruntime(mode, coord):
                     np.float32)
     _check(m, {"x": _r(2, 3, 9, 11), "rois": rois, "b": np.array([0, 1, 1, 0], np.int64)},
            rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_pad_modes_compile(mode):
+    """edge/reflect/wrap pads are takes with constant indices: the interpreter and relay.build
+    agree with onnxruntime."""
+    node = helper.make_node("Pad", ["x", "p"], ["y"], mode=mode)
+    m = _model([node], [_vi("x", (2, 3, 4))], [_out("y")],
+               [_init("p", np.array([0, 2, 1, 1, 0, 3], np.int64))], opset=19)
+    _check(m, {"x": _r(2, 3, 4)})
+    if hasattr(relay, "build"):
+        from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+        x = _r(2, 3, 4)
+        want = ort.InferenceSession(m.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        got = TvmpyBackend.prepare(m, executor="graph").run([x])[0]
+        np.testing.assert_array_equal(got, want)
+
+
+def test_integer_pow_gelu_tanh_onehot_out_of_range_gathernd_batch():
+    a = np.array([[2, -3, 5], [0, 7, 1]], np.int64)
+    m = _model([helper.make_node("Pow", ["a", "b"], ["y"])],
+               [_vi("a", (2, 3), TensorProto.INT64), _vi("b", (2, 3), TensorProto.INT64)],
+               [_out("y")], opset=15)
+    _check(m, {"a": a, "b": np.array([[3, 2, 0], [4, 2, 9]], np.int64)}, rtol=0, atol=0)
+    _single("Gelu", [(3, 7)], {"approximate": "tanh"}, opset=20)
+    node = helper.make_node("OneHot", ["i", "d", "v"], ["y"], axis=0)
+    m = _model([node], [_vi("i", (2, 3), TensorProto.INT64)], [_out("y")],
+               [_init("d", np.int64(4)), _init("v", np.array([-1, 3], np.float32))], opset=11)
+    _check(m, {"i": np.array([[0, 3, 7], [-1, -4, -9]], np.int64)})
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)
+    m = _model([node], [_vi("x", (2, 3, 4))], [_out("y")],
+               [_init("i", np.array([[[1], [0]], [[2], [-1]]], np.int64))], opset=12)
+    _check(m, {"x": _r(2, 3, 4)})

@@ -11,6 +11,7 @@ listing each type with its node names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -139,7 +140,11 @@ def _div(c, i, a, n):
 
 @_reg("Pow")
 def _pow(c, i, a, n):
-    b = i[1] if _dtype(i[1]) == _dtype(i[0]) else transform.cast(i[1], _dtype(i[0]))
+    dt = _dtype(i[0])
+    if not dt.startswith("float"):  # integer base: in float64 (exact for exact results)
+        p = tensor.power(transform.cast(i[0], "float64"), transform.cast(i[1], "float64"))
+        return transform.cast(p, dt)
+    b = i[1] if _dtype(i[1]) == dt else transform.cast(i[1], dt)
     return tensor.power(i[0], b)
 
 
@@ -219,6 +224,12 @@ def _hswish(c, i, a, n):
 
 @_reg("Gelu")
 def _gelu(c, i, a, n):
+    if a.get("approximate", "none") == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        x = i[0]
+        inner = tensor.multiply(_scalar(math.sqrt(2 / math.pi), x), tensor.add(
+            x, tensor.multiply(_scalar(0.044715, x), tensor.multiply(x, tensor.multiply(x, x)))))
+        return tensor.multiply(tensor.multiply(_scalar(0.5, x), x),
+                               tensor.add(_scalar(1, x), tensor.tanh(inner)))
     return nn.gelu(i[0], a.get("approximate", "none"))
 
 
@@ -720,26 +731,33 @@ def _pad(c, i, a, n):
     width = [[0, 0] for _ in range(r)]
     for j, ax in enumerate(axes):
         width[ax] = [pads[j], pads[j + k]]
-    if mode == "wrap":
-        return _pad_wrap(c, x, width)
+    if mode != "constant":
+        return _pad_by_index(c, x, width, mode)
     return nn.pad(x, width, pad_value=value, pad_mode=mode)
 
 
-def _pad_wrap(c: _Ctx, x: RelayExpr, width: list[list[int]]) -> RelayExpr:
-    """Circular padding: the end of an axis before its start and the start after its end."""
+def _pad_by_index(c: _Ctx, x: RelayExpr, width: list[list[int]], mode: str) -> RelayExpr:
+    """edge / reflect / wrap padding: one take per padded axis with constant source indices."""
     s = _shape(x)
     for ax, (lo, hi) in enumerate(width):
         if not (lo or hi):
             continue
-        if lo > s[ax] or hi > s[ax]:
-            raise c.fail(f"wrap pads {width[ax]} exceed axis {ax} of size {s[ax]}")
-        parts = []
-        if lo:
-            parts.append(transform.strided_slice(x, [s[ax] - lo], [s[ax]], axes=[ax]))
-        parts.append(x)
-        if hi:
-            parts.append(transform.strided_slice(x, [0], [hi], axes=[ax]))
-        x = transform.concatenate(parts, ax)
+        d = s[ax]
+        pos = np.arange(-lo, d + hi)
+        if mode == "edge":
+            src = np.clip(pos, 0, d - 1)
+        elif mode == "wrap":
+            src = np.mod(pos, d)
+        else:  # reflect about the first and last elements (no repeat)
+            if d == 1:
+                src = np.zeros_like(pos)
+            else:
+                period = 2 * (d - 1)
+                m = np.mod(pos, period)
+                src = np.where(m < d, m, period - m)
+        if mode == "reflect" and (lo >= d or hi >= d):
+            raise c.fail(f"reflect pads {width[ax]} must be smaller than axis {ax} ({d})")
+        x = transform.take(x, const(src.astype(np.int64)), axis=ax)
     return x
 
 
@@ -916,6 +934,11 @@ def _gather_nd(c, i, a, n):
     s = _shape(x)
     dims = const(np.asarray(s[bd:bd + m], dtype=_dtype(idx)))
     idx = tensor.where(tensor.less(idx, _scalar(0, idx)), tensor.add(idx, dims), idx)
+    if bd:  # prepend each position's batch coordinates: a plain gather_nd
+        grids = np.meshgrid(*[np.arange(d) for d in ish[:-1]], indexing="ij")[:bd]
+        coords = const(np.stack(grids, -1).astype(_dtype(idx)))
+        idx = transform.concatenate([coords, idx], len(ish) - 1)
+        bd = 0
     perm = [len(ish) - 1] + list(range(len(ish) - 1))
     return extra.gather_nd(x, transform.transpose(idx, perm), batch_dims=bd)
 
@@ -925,8 +948,12 @@ def _one_hot(c, i, a, n):
     depth = int(c.value(n[1], "depth").reshape(-1)[0])
     vals = c.value(n[2], "values")
     idx = _wrap_index(i[0], depth)
-    dt = str(vals.dtype)
-    return extra.one_hot(idx, const(vals[1]), const(vals[0]), depth, a.get("axis", -1), dt)
+    r = len(_shape(idx))
+    axis = a.get("axis", -1) % (r + 1)
+    # an index equal to no position (out of range) gives all off_value, as ONNX
+    pos = const(np.arange(depth, dtype=_dtype(idx)).reshape([depth] + [1] * (r - axis)))
+    hot = tensor.equal(transform.expand_dims(idx, axis), pos)
+    return tensor.where(hot, const(vals[1]), const(vals[0]))
 
 
 @_reg("Trilu")
@@ -1131,6 +1158,11 @@ def _reduce(fn):
         s = _shape(x)
         if any(s[ax] == 0 for ax in (axes if axes is not None else range(r))):
             return _reduce_empty(c, x, s, axes, keep)
+        if 0 in s:  # an empty kept axis: an empty result (nothing to compile)
+            red = list(range(r)) if axes is None else axes
+            out = [1 if k in red else d for k, d in enumerate(s)] if keep else \
+                [d for k, d in enumerate(s) if k not in red]
+            return const(np.zeros(out, dtype=_dtype(x)))
         return fn(x, axis=axes, keepdims=keep)
     return f
 
