@@ -959,3 +959,22 @@ def test_integer_pow_gelu_tanh_onehot_out_of_range_gathernd_batch():
     m = _model([node], [_vi("x", (2, 3, 4))], [_out("y")],
                [_init("i", np.array([[[1], [0]], [[2], [-1]]], np.int64))], opset=12)
     _check(m, {"x": _r(2, 3, 4)})
+
+
+def test_float16_matmul_softmax_accumulate_in_float32():
+    H = TensorProto.FLOAT16
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+    m = _model(nodes, [_vi("a", (2, 5, 64), H), _vi("b", (64, 9), H)], [_out("y")], opset=13)
+    a, b = _r(2, 5, 64).astype(np.float16), _r(64, 9).astype(np.float16)
+    want = ort.InferenceSession(m.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, {"a": a, "b": b})[0]
+    mod, _ = from_onnx(m)
+    assert "float32" in str(mod)  # the products are summed in float32
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    for kind in (["debug", "graph"] if hasattr(relay, "build") else ["debug"]):
+        got = TvmpyBackend.prepare(m, executor=kind).run([a, b])[0]
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
+                                   atol=1e-3)

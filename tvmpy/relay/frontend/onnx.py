@@ -1249,6 +1249,25 @@ def _register_modules() -> None:
 _register_modules()
 
 
+def _f32_accumulate(conv: Conv) -> Conv:
+    """float16 operands computed in float32 and rounded once (as numpy and onnxruntime
+    accumulate half-precision products and sums in float32)."""
+    def f(c, i, a, n):
+        if not any(x is not None and _dtype(x) == "float16" for x in i):
+            return conv(c, i, a, n)
+        up = [transform.cast(x, "float32") if x is not None and _dtype(x) == "float16" else x
+              for x in i]
+        out = conv(c, up, a, n)
+        outs = out if isinstance(out, list) else [out]
+        back = [transform.cast(o, "float16") if _dtype(o) == "float32" else o for o in outs]
+        return back if isinstance(out, list) else back[0]
+    return f
+
+
+for _n in ("MatMul", "Gemm", "Conv", "ConvTranspose", "Softmax", "LogSoftmax"):
+    _CONVERTERS[_n] = _f32_accumulate(_CONVERTERS[_n])
+
+
 # ------------------------------------------------------------------------------------------------
 # constants (their outputs are known values: handled in the driver)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
