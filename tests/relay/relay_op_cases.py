@@ -27,6 +27,7 @@ def op_cases():
         "nn.conv2d_transpose": (relay.nn.conv2d_transpose(x4, _c(4, 3, 3, 3), strides=2, padding=1,
                                                           output_padding=1), (2, 3, 18, 18)),
         "nn.dense": (relay.nn.dense(m, _c(7, 5)), (3, 7)),
+        "nn.contrib_dense_pack": (relay.nn.contrib_dense_pack(m, _c(2, 5, 4)), (3, 8)),
         "nn.contrib_conv2d_NCHWc": (relay.nn.contrib_conv2d_nchwc(
             relay.var("xc", shape=(1, 2, 9, 9, 8)), _c(2, 2, 3, 3, 8, 16), padding=1,
             data_layout="NCHW8c", kernel_layout="OIHW8i16o", out_layout="NCHW4c"), (1, 8, 9, 9, 4)),

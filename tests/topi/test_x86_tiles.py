@@ -231,3 +231,54 @@ def test_layer_norm_rows_per_task():
         return (v - m) / np.sqrt(v.var(-1, keepdims=True) + 1e-5) * gv + bv
 
     check([x, g, b], out, topi.x86.schedule_layer_norm, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7)])
+def test_dense_prepacked(m, k, n):
+    """dense_prepacked (weight packed at compile time) with schedule_dense_pack vs numpy."""
+    nr = topi.x86.panel_width(n)
+    X = te.placeholder((m, k), name="X")
+    P = te.placeholder((n // nr, k, nr), name="P")
+    out = topi.relu(topi.x86.dense_prepacked(X, P))
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (m, k)).astype("float32")
+    w = rng.uniform(-1, 1, (n, k)).astype("float32")
+    packed = np.ascontiguousarray(w.reshape(n // nr, nr, k).transpose(0, 2, 1))
+    check([X, P], out, topi.x86.schedule_dense_pack, lambda a, p: np.maximum(a @ w.T, 0),
+          arrays=[x, packed], rtol=1e-4, atol=1e-3)
+
+
+def test_alter_dense_layout_rewrite_and_build():
+    """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight; the
+    rewrite is refused for few rows, a panel that does not divide N, N-D data."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.op.strategy.x86 import alter_dense_layout
+    from tvmpy.relay.transform import FoldConstant
+    from tvmpy.relay.type_infer import infer_type
+
+    def typed(m, k, n, nd=False):
+        x = relay.var("x", shape=(2, m, k) if nd else (m, k))
+        w = relay.const(np.random.default_rng(0).uniform(-1, 1, (n, k)).astype("float32"))
+        return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
+
+    assert alter_dense_layout(typed(15, 8, 32)) is None
+    assert alter_dense_layout(typed(16, 8, 40)) is None  # 40 % 16
+    assert alter_dense_layout(typed(16, 8, 32, nd=True)) is None
+    m, k, n = 19, 23, 64
+    body = typed(m, k, n)
+    new = alter_dense_layout(body)
+    assert new.op.name == "nn.contrib_dense_pack"
+    x = body.args[0]
+    bias = np.random.default_rng(1).uniform(-1, 1, n).astype("float32")
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.add(new, relay.const(bias))))
+    mod = FoldConstant()(mod)
+    assert "transpose" not in str(mod)  # packed at compile time
+    lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = np.random.default_rng(3).uniform(-1, 1, (m, k)).astype("float32")
+    g.set_input("x", xv)
+    g.run()
+    w = body.args[1].data.numpy()
+    np.testing.assert_allclose(g.get_output(0).numpy(), xv @ w.T + bias, rtol=1e-4, atol=1e-4)

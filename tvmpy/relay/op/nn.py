@@ -17,7 +17,7 @@ __all__ = [
     "conv2d", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu",
     "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
-    "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "instance_norm", "group_norm",
+    "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "contrib_dense_pack", "instance_norm", "group_norm",
     "depth_to_space", "space_to_depth", "conv1d", "conv3d", "max_pool1d", "max_pool3d",
     "avg_pool1d", "avg_pool3d",
 ]  # fmt: skip
@@ -585,6 +585,36 @@ def _conv2d_nchwc_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 register_op("nn.contrib_conv2d_NCHWc", _conv2d_nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
             {**_CONV_SCHEMA, "data_layout": REQUIRED, "kernel_layout": REQUIRED})
+
+
+def _dense_pack_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the packed weight")
+    if len(d.shape) != 2 or len(w.shape) != 3:
+        fail(f"contrib_dense_pack needs 2-D data and a packed weight [units/n, in, n], got data "
+             f"{shape_str(d.shape)} and weight {shape_str(w.shape)}")
+    if not dim_equal(d.shape[1], w.shape[1]):
+        fail(f"contrib_dense_pack: data {shape_str(d.shape)} has {d.shape[1]} input features but "
+             f"the packed weight {shape_str(w.shape)} expects {w.shape[1]}")
+    units = as_dim(int(w.shape[0]) * int(w.shape[2]))
+    if attrs.units is not None and not dim_equal(attrs.units, units):
+        fail(f"contrib_dense_pack: units={attrs.units} but the packed weight "
+             f"{shape_str(w.shape)} holds {units}")
+    return TensorType([d.shape[0], units], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.contrib_dense_pack", _dense_pack_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {"units": None, "out_dtype": ""})
+
+
+def contrib_dense_pack(data: RelayExpr, weight: RelayExpr, units: int | None = None,
+                       out_dtype: str = "") -> RelayExpr:
+    """``dense`` with the weight pre-packed into column panels: ``weight[N/n, K, n]`` holds
+    ``W[j, k]`` at ``[j // n, k, j % n]`` (TVM's ``nn.contrib_dense_pack``, layout ``NC{n}n``);
+    AlterOpLayout rewrites constant-weight dense to it so the packing happens at compile time
+    (``relay.op.strategy.x86.alter_dense``)."""
+    return make_call("nn.contrib_dense_pack", [data, weight],
+                     {"units": units, "out_dtype": out_dtype})
 
 
 def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 1),

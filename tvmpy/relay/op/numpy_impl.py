@@ -329,6 +329,13 @@ def _conv2d_transpose(attrs, ins, t):
     return out.astype(_dtype(t))
 
 
+@_reg("nn.contrib_dense_pack")
+def _dense_pack(attrs, ins, t):
+    x, wp = ins  # wp[N/n, K, n] -> W[N, K]
+    w = wp.transpose(0, 2, 1).reshape(wp.shape[0] * wp.shape[2], wp.shape[1])
+    return (x.astype(np.float64) @ w.astype(np.float64).T).astype(_dtype(t))
+
+
 @_reg("nn.dense")
 def _dense(attrs, ins, t):
     x, w = ins

@@ -18,6 +18,8 @@ from .conv2d import (  # noqa: E402,F401
 from .dense import (  # noqa: E402,F401
     batch_matmul_pack,
     dense_pack,
+    dense_prepacked,
+    panel_width,
     schedule_batch_matmul,
     schedule_dense,
     schedule_dense_pack,

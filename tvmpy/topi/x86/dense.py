@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["dense_pack", "batch_matmul_pack", "schedule_dense", "schedule_dense_pack",
+__all__ = ["dense_pack", "dense_prepacked", "panel_width", "batch_matmul_pack", "schedule_dense", "schedule_dense_pack",
            "schedule_matmul", "schedule_batch_matmul"]
 
 _TAGS = ("dense", "dense_pack", "matmul", "batch_matmul", "batch_matmul_pack")
@@ -74,6 +74,29 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
     return add_bias(out, bias, "dense")
+
+
+def panel_width(n: int) -> int:
+    """The column-panel width ``nr`` that ``dense_pack``'s schedule tiles ``n`` columns by."""
+    return _panel(n)
+
+
+def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) -> Tensor:
+    """``dense`` with the weight already packed (at compile time, by AlterOpLayout):
+    ``packed[N/nr, K, nr]`` holds ``W[j, k]`` at ``[j // nr, k, j % nr]`` (tag "dense_pack",
+    scheduled by ``schedule_dense_pack`` without the in-kernel packing)."""
+    check_rank(data, 2, "dense_prepacked", "data")
+    check_rank(packed, 3, "dense_prepacked", "packed weight")
+    m, k = batch_const_shape(data.shape, "dense_prepacked: data shape")
+    npanel, k2, nr = get_const_tuple(packed.shape, "dense_prepacked: packed weight shape")
+    if k != k2:
+        raise ValueError(f"dense_prepacked: data has {k} input features, the packed weight "
+                         f"{(npanel, k2, nr)} expects {k2}")
+    out_dtype = infer_out_dtype(out_dtype, data)
+    kk = reduce_axis((0, k), name="k")
+    return compute((m, npanel * nr), lambda i, j: te_sum(
+        _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
+        name="T_dense_pack", tag="dense_pack")
 
 
 def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None) -> Tensor:

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ....topi import x86
-from ..registry import OpPattern, get
+from ..registry import OpPattern, get, register_op_attr
 from . import OpStrategy, register_strategy_func
-from .generic import COMPUTES, wrap_topi_schedule
+from .generic import COMPUTES, _generic_strategy, wrap_topi_schedule
 
-__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K"]
+__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "alter_dense_layout"]
 
 # dense_pack's micro-kernel holds an mr x nr output tile in registers; with fewer rows than
 # this, packing the weight costs more than it saves (the dot-product schedule of
@@ -71,6 +71,7 @@ _SCHEDULES: dict[str, Callable[..., Any]] = {
     "nn.conv3d": wrap_topi_schedule(x86.schedule_conv_nd),
     "nn.contrib_conv2d_NCHWc": wrap_topi_schedule(x86.schedule_conv2d_NCHWc),
     "nn.dense": wrap_topi_schedule(x86.schedule_dense),
+    "nn.contrib_dense_pack": wrap_topi_schedule(x86.schedule_dense_pack),
     "nn.matmul": wrap_topi_schedule(x86.schedule_matmul),
     "nn.batch_matmul": wrap_topi_schedule(x86.schedule_batch_matmul),
     "nn.global_avg_pool2d": lambda attrs, outs, target: x86.schedule_global_pool(
@@ -88,6 +89,39 @@ _SCHEDULES: dict[str, Callable[..., Any]] = {
 for _k in ("max", "avg"):
     for _d in (1, 2, 3):
         _SCHEDULES[f"nn.{_k}_pool{_d}d"] = _pool_schedule
+
+
+def _dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype)]
+
+
+COMPUTES["nn.contrib_dense_pack"] = _dense_prepacked_compute
+
+
+def alter_dense_layout(call: Any) -> Any:
+    """TVM's ``FTVMAlterOpLayout`` of ``nn.dense`` on x86: a typed ``nn.dense(x, W)`` with
+    2-D data of at least ``DENSE_PACK_MIN_ROWS`` rows and a weight of static shape becomes
+    ``nn.contrib_dense_pack(x, transpose(reshape(W, (N/nr, nr, K)), (0, 2, 1)))``: the panel
+    packing that ``dense_pack`` does inside the kernel on every run moves to compile time
+    (FoldConstant folds it when W is a constant). Returns None when the call stays as it is.
+
+    BERT (seq 128, hidden 256) dense layers: 128x256->1024 in-kernel packing 262-390 GFLOP/s,
+    prepacked 477; 128x1024->256 dot tile 365, prepacked 477 (onnxruntime ~400)."""
+    from ... import op as _op
+
+    if getattr(call.op, "name", None) != "nn.dense" or len(call.args) != 2:
+        return None
+    dt, wt = (a.checked_type for a in call.args)
+    if len(dt.shape) != 2 or len(wt.shape) != 2:
+        return None
+    rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
+    if rows is None or n is None or k is None or rows < DENSE_PACK_MIN_ROWS:
+        return None
+    nr = x86.panel_width(n)
+    if n % nr or dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
+        return None
+    w = _op.transform.transpose(_op.transform.reshape(call.args[1], (n // nr, nr, k)), (0, 2, 1))
+    return _op.nn.contrib_dense_pack(call.args[0], w, units=n)
 
 
 def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -145,5 +179,9 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
 
 for _name in COMPUTES:
     register_strategy_func(_name, "x86", _x86_strategy(_name))
+# an x86-only op (AlterOpLayout makes it): its generic strategy is registered here
+register_strategy_func("nn.contrib_dense_pack", "generic",
+                       _generic_strategy("nn.contrib_dense_pack"))
+register_op_attr("nn.dense", "FTVMAlterOpLayout", alter_dense_layout)
 
 del _name, _k, _d
