@@ -978,3 +978,16 @@ def test_float16_matmul_softmax_accumulate_in_float32():
         assert got.dtype == np.float16
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
                                    atol=1e-3)
+
+
+def test_deform_conv_vs_onnx_reference():
+    """DeformConv (onnxruntime 1.31 has no CPU kernel): against onnx's reference."""
+    node = helper.make_node("DeformConv", ["x", "w", "off", "b", "mask"], ["y"], group=2,
+                            offset_group=2, pads=[1, 0, 0, 1], strides=[1, 2])
+    x, w = _r(1, 4, 5, 6), _r(6, 2, 2, 3)
+    oh, ow = 5, 3  # (5 + 1 - 2) / 1 + 1, (6 + 1 - 3) / 2 + 1
+    off = (_r(1, 2 * 2 * 6, oh, ow) * 1.5).astype(np.float32)
+    mask = RNG.uniform(0, 1, (1, 2 * 6, oh, ow)).astype(np.float32)
+    m = _model([node], [_vi("x", x.shape), _vi("off", off.shape), _vi("mask", mask.shape)],
+               [_out("y")], [_init("w", w), _init("b", _r(6))], opset=19)
+    _check_reference(m, {"x": x, "off": off, "mask": mask}, rtol=1e-4, atol=1e-5)

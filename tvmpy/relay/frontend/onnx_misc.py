@@ -10,6 +10,9 @@
   the max and its first position (argmax), flattened as ONNX (row- or column-major).
 - RoiAlign (sampling_ratio > 0): the bilinear samples of every bin fetched with gather_nd,
   averaged (or the ONNX max of weighted corners), as the ONNX definition.
+- DeformConv (2-D): every kernel tap's bilinear sample at its offset position (zero outside,
+  as GridSample with align_corners, which defines it) fetched with gather_nd, times the mask,
+  then one dense per group over (input channel, tap).
 - TfIdfVectorizer (integer pools): each pool n-gram's count is a sum over start positions of
   the AND of shifted equality tests, for every skip distance (unigrams once).
 """
@@ -333,7 +336,91 @@ def _roi_align(c, i, a, n):
     return transform.transpose(out, [0, 3, 1, 2])
 
 
+def _bilinear_zero(data: RelayExpr, b: RelayExpr, y: RelayExpr, x: RelayExpr, H: int, W: int,
+                   dt: str) -> RelayExpr:
+    """data (N, H, W, C) sampled at float pixel positions y, x (same shape S, batch index b):
+    (S..., C); corners outside the image count as zero."""
+    def f(v):
+        return const(np.asarray(v, dtype=dt))
+
+    y0, x0 = tensor.floor(y), tensor.floor(x)
+    out = None
+    for dy in (0, 1):
+        for dx in (0, 1):
+            yc = tensor.add(y0, f(dy)) if dy else y0
+            xc = tensor.add(x0, f(dx)) if dx else x0
+            wy = tensor.subtract(y, y0) if dy else tensor.subtract(f(1), tensor.subtract(y, y0))
+            wx = tensor.subtract(x, x0) if dx else tensor.subtract(f(1), tensor.subtract(x, x0))
+            ok = tensor.logical_and(
+                tensor.logical_and(tensor.greater_equal(yc, f(0)), tensor.less(yc, f(H))),
+                tensor.logical_and(tensor.greater_equal(xc, f(0)), tensor.less(xc, f(W))))
+            w = tensor.multiply(tensor.multiply(wy, wx), transform.cast(ok, dt))
+            yi = transform.cast(tensor.clip(yc, 0.0, H - 1.0), "int64")
+            xi = transform.cast(tensor.clip(xc, 0.0, W - 1.0), "int64")
+            v = extra.gather_nd(data, tensor.stack([b, yi, xi], 0))
+            term = tensor.multiply(v, transform.expand_dims(w, len(_shape(y))))
+            out = term if out is None else tensor.add(out, term)
+    return out
+
+
+def _deform_conv(c, i, a, n):
+    i = list(i) + [None] * (5 - len(i))
+    X, Wt, off, B, mask = i[:5]
+    N, C, H, W = _shape(X)
+    OC, Cg, KH, KW = _shape(Wt)
+    _, _, OH, OW = _shape(off)
+    dt = _dtype(X)
+    g = int(a.get("group", 1))
+    og = int(a.get("offset_group", 1))
+    sh, sw = a.get("strides", [1, 1])
+    dh, dw = a.get("dilations", [1, 1])
+    pads = list(a.get("pads", [0, 0, 0, 0]))
+    K = KH * KW
+    if C != Cg * g or C % og:
+        raise c.fail(f"channels {C}, weight {_shape(Wt)}, group {g}, offset_group {og} "
+                     "do not fit")
+    o = transform.reshape(off, [N, og, K, 2, OH, OW])
+    m = transform.reshape(mask, [N, og, K, OH, OW]) if mask is not None else None
+    base_y = (np.arange(OH) * sh - pads[0])[None, :, None] + \
+        (np.repeat(np.arange(KH), KW) * dh)[:, None, None]            # (K, OH, 1)
+    base_x = (np.arange(OW) * sw - pads[1])[None, None, :] + \
+        (np.tile(np.arange(KW), KH) * dw)[:, None, None]              # (K, 1, OW)
+    data = transform.transpose(X, [0, 2, 3, 1])                        # (N, H, W, C)
+    b = const(np.broadcast_to(np.arange(N).reshape(N, 1, 1, 1), (N, K, OH, OW)).astype(np.int64))
+    cpg = C // og
+    cols = []
+    for gi in range(og):
+        dy, dx = (transform.reshape(transform.strided_slice(o, [gi, j], [gi + 1, j + 1],
+                                                            axes=[1, 3]), [N, K, OH, OW])
+                  for j in (0, 1))
+        y = tensor.add(dy, const(base_y.astype(dt)))
+        x = tensor.add(dx, const(base_x.astype(dt)))
+        dg = transform.strided_slice(data, [gi * cpg], [(gi + 1) * cpg], axes=[3])
+        v = _bilinear_zero(dg, b, y, x, H, W, dt)                      # (N, K, OH, OW, cpg)
+        if m is not None:
+            mg = transform.reshape(transform.strided_slice(m, [gi], [gi + 1], axes=[1]),
+                                   [N, K, OH, OW, 1])
+            v = tensor.multiply(v, mg)
+        cols.append(v)
+    col = cols[0] if og == 1 else transform.concatenate(cols, 4)      # (N, K, OH, OW, C)
+    col = transform.transpose(col, [0, 2, 3, 4, 1])                    # (N, OH, OW, C, K)
+    outs = []
+    ocg = OC // g
+    for gi in range(g):
+        cg = transform.strided_slice(col, [gi * Cg], [(gi + 1) * Cg], axes=[3])
+        wg = transform.strided_slice(Wt, [gi * ocg], [(gi + 1) * ocg], axes=[0])
+        y = nn.dense(transform.reshape(cg, [N * OH * OW, Cg * K]),
+                     transform.reshape(wg, [ocg, Cg * K]))
+        outs.append(transform.reshape(y, [N, OH, OW, ocg]))
+    out = outs[0] if g == 1 else transform.concatenate(outs, 3)
+    out = transform.transpose(out, [0, 3, 1, 2])
+    if B is not None:
+        out = nn.bias_add(out, B, axis=1)
+    return out
+
+
 CONVERTERS = {
+    "DeformConv": _deform_conv,
     "RoiAlign": _roi_align,
     "TfIdfVectorizer": _tfidf,
     "ReverseSequence": _reverse_sequence, "Col2Im": _col2im, "MaxUnpool": _max_unpool,
