@@ -333,7 +333,8 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     t0 = time.perf_counter()
     if progress is not None:
         progress("optimize", 0, 1)
-    fused = optimize(mod, bound)
+    with tgt:  # target-dependent passes (AlterOpLayout's block sizes) see the build target
+        fused = optimize(mod, bound)
     if progress is not None:
         progress("optimize", 1, 1)
     t_opt = time.perf_counter() - t0
