@@ -4,11 +4,14 @@
 transposed, N-d): each register tile holds ``oc_tile`` output channels x 16 output columns
 (the columns along the vector lanes, one broadcast weight per channel), the reductions outside
 the tile, tasks over (batch, channel block, row) in parallel; padding is one parallel,
-vectorized stage. ``schedule_conv2d_NCHWc``: the blocked layout, ``reg_n`` columns x the whole
-channel block per tile. Injective consumers (bias, relu, residual add) run on the tile.
+vectorized stage. ``schedule_conv2d_NCHWc`` (what AlterOpLayout makes of every conv2d at
+opt_level 3, depthwise included): the blocked layout, ``reg_n`` columns x one or two whole
+channel blocks per tile, padding inlined for windows up to 3x3. Injective consumers (bias, relu,
+residual add) run on the tile.
 
 ``conv2d_nchw_packed`` (below, the first hand-written example) is a self-contained
-NCHW-in/NCHW-out conv (batch 1): the kernel is pre-packed (at compile time, as graph-level layout transformation would do) into
+NCHW-in/NCHW-out conv (batch 1): the kernel is pre-packed (at compile time, as graph-level
+layout transformation would do) into
 ``[OC/ocb, IC, KH, KW, ocb]`` so that one vector of ``ocb`` output channels is contiguous.
 The convolution runs in a blocked ``[OC/ocb, OH, OW, ocb]`` layout: each tile of ``reg_n`` output
 columns x ``ocb`` channels accumulates in vector registers (reg_n * ocb/16 zmm registers), fed by
