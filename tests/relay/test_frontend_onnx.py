@@ -991,3 +991,12 @@ def test_deform_conv_vs_onnx_reference():
     m = _model([node], [_vi("x", x.shape), _vi("off", off.shape), _vi("mask", mask.shape)],
                [_out("y")], [_init("w", w), _init("b", _r(6))], opset=19)
     _check_reference(m, {"x": x, "off": off, "mask": mask}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [dict(strides=[2, 1, 3], pads=[1, 0, 2, 0, 1, 1]),
+                                   dict(group=2, dilations=[1, 2, 1], output_padding=[1, 0, 0],
+                                        strides=[2, 1, 1])])
+def test_conv_transpose_3d_as_convolution(attrs):
+    g = attrs.get("group", 1)
+    _single("ConvTranspose", [(1, 4, 3, 4, 5)], attrs,
+            inits=[_init("w", _r(4, 3, 2, 3, 2)), _init("b", _r(3 * g))])

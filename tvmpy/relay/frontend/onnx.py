@@ -340,6 +340,8 @@ def _conv_t(c, i, a, n):
         y = _conv_t(c, [x, w] + list(i[2:]), a, n)
         ys = _shape(y)
         return transform.reshape(y, (ys[0], ys[1], ys[3]))
+    if len(xs) == 5:
+        return _conv_t_as_conv(c, i, a)
     _check_2d(c, x)
     k = list(a.get("kernel_shape", ws[2:]))
     strides = list(a.get("strides", [1, 1]))
@@ -358,6 +360,60 @@ def _conv_t(c, i, a, n):
                                 channels=ws[1], kernel_size=k, output_padding=opad)
             for xj, wj in zip(xg, wg)]
     out = outs[0] if g == 1 else transform.concatenate(outs, 1)
+    if len(i) > 2 and i[2] is not None:
+        out = nn.bias_add(out, i[2], axis=1)
+    return out
+
+
+def _conv_t_as_conv(c: _Ctx, i: list, a: dict) -> RelayExpr:
+    """3-D ConvTranspose as a convolution: the input with (stride - 1) zeros between elements,
+    padded by the kernel's reach minus pads, convolved with the flipped, (I, O)-swapped kernel."""
+    x, w = i[0], i[1]
+    xs, ws = _shape(x), _shape(w)
+    nd = len(xs) - 2
+    g = a.get("group", 1)
+    if "output_shape" in a or a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise c.fail("3-D ConvTranspose with output_shape or auto_pad SAME_* is not supported")
+    k = list(ws[2:])
+    strides = list(a.get("strides", [1] * nd))
+    dil = list(a.get("dilations", [1] * nd))
+    opad = list(a.get("output_padding", [0] * nd))
+    pads = [0] * (2 * nd) if a.get("auto_pad") == "VALID" else list(a.get("pads", [0] * 2 * nd))
+    dt = _dtype(x)
+    for d in range(nd):  # zeros between the elements along each strided axis
+        s = strides[d]
+        if s == 1:
+            continue
+        ax = 2 + d
+        sh = _shape(x)
+        zshape = sh[:ax + 1] + [s - 1] + sh[ax + 1:]
+        spread = transform.concatenate([transform.expand_dims(x, ax + 1),
+                                        const(np.zeros(zshape, dtype=dt))], ax + 1)
+        x = transform.strided_slice(
+            transform.reshape(spread, sh[:ax] + [sh[ax] * s] + sh[ax + 1:]),
+            [0], [(sh[ax] - 1) * s + 1], axes=[ax])
+    width = [[0, 0], [0, 0]]
+    crop = []
+    for d in range(nd):
+        reach = dil[d] * (k[d] - 1)
+        lo, hi = reach - pads[d], reach - pads[d + nd] + opad[d]
+        width.append([max(lo, 0), max(hi, 0)])
+        crop.append((max(-lo, 0), max(-hi, 0)))
+    x = nn.pad(x, width)
+    if any(lo or hi for lo, hi in crop):
+        sh = _shape(x)
+        x = transform.strided_slice(x, [lo for lo, _ in crop],
+                                    [sh[2 + d] - hi for d, (_, hi) in enumerate(crop)],
+                                    axes=list(range(2, 2 + nd)))
+    for d in range(nd):  # flip the kernel
+        w = transform.take(w, const(np.arange(k[d] - 1, -1, -1, dtype=np.int64)), axis=2 + d)
+    cin = xs[1] // g
+    parts = [transform.strided_slice(w, [j * cin], [(j + 1) * cin], axes=[0]) for j in range(g)]
+    perm = [1, 0] + list(range(2, 2 + nd))
+    wt = transform.concatenate([transform.transpose(p, perm) for p in parts], 0)
+    fn = {1: nn_nd.conv1d, 2: nn.conv2d, 3: nn_nd.conv3d}[nd]
+    out = fn(x, wt, strides=[1] * nd, padding=[0] * (2 * nd), dilation=dil, groups=g,
+             channels=ws[1] * g, kernel_size=k)
     if len(i) > 2 and i[2] is not None:
         out = nn.bias_add(out, i[2], axis=1)
     return out
