@@ -527,7 +527,10 @@ def test_supported_ops_listed():
                                        ("bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)]),
                                        ("ij,j->i", [(3, 4), (4,)]),
                                        ("ijk,ik->kj", [(2, 3, 4), (2, 4)]),
-                                       ("ij->ji", [(3, 4)]), ("ijk->j", [(2, 3, 4)])])
+                                       ("ij->ji", [(3, 4)]), ("ijk->j", [(2, 3, 4)]),
+                                       ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 2)]),
+                                       ("...ii->...i", [(2, 3, 4, 4)]), ("ii", [(5, 5)]),
+                                       ("bii,bj", [(2, 3, 3), (2, 4)])])
 def test_einsum(eq, shapes):
     _single("Einsum", shapes, {"equation": eq})
 

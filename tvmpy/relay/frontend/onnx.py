@@ -1156,22 +1156,41 @@ def _eye_like(c, i, a, n):
 
 @_reg("Einsum")
 def _einsum(c, i, a, n):
-    """One or two operands without ellipsis or repeated letters: sums, a transpose and one
-    batch_matmul."""
+    """One or two operands ('...' and repeated letters, i.e. diagonals, included): sums, a
+    transpose and one batch_matmul."""
     eq = a["equation"].replace(" ", "")
-    if "..." in eq:
-        raise c.fail(f"equation {eq!r}: '...' is not supported")
-    if "->" not in eq:  # implicit output: the letters used once, in alphabetical order
-        letters = eq.replace(",", "")
-        eq += "->" + "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
-    lhs, out = eq.split("->")
+    lhs, _, out = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != len(i) or len(terms) > 2 or any(len(set(t)) != len(t) for t in terms):
-        raise c.fail(f"equation {eq!r}: one or two operands without repeated letters are supported")
+    if len(terms) != len(i) or len(terms) > 2:
+        raise c.fail(f"equation {eq!r}: one or two operands are supported")
+    # '...': fresh capital letters for the broadcast axes, aligned on the right
+    spare = [ch for ch in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if ch not in eq]
+    n_ell = max((len(_shape(x)) - len(t) + 3 for t, x in zip(terms, i) if "..." in t), default=0)
+    ell = "".join(spare[:n_ell][::-1])
+    terms = [t.replace("...", ell[n_ell - (len(_shape(x)) - len(t) + 3):]) if "..." in t else t
+             for t, x in zip(terms, i)]
+    if "->" not in eq:  # implicit output: '...' axes, then the letters used once, sorted
+        letters = "".join(terms)
+        out = ell + "".join(sorted(ch for ch in set(letters)
+                                   if letters.count(ch) == 1 and ch not in ell))
+    out = out.replace("...", ell)
     xs = list(i)
+    for k, t in enumerate(terms):  # a repeated letter: the diagonal (eye mask, summed)
+        while len(set(t)) != len(t):
+            ch = next(ch for ch in t if t.count(ch) > 1)
+            p, q = t.index(ch), t.index(ch, t.index(ch) + 1)
+            sh = _shape(xs[k])
+            eye = np.eye(sh[p], dtype=_dtype(xs[k])).reshape(
+                [sh[p] if ax == p else sh[q] if ax == q else 1 for ax in range(len(sh))])
+            xs[k] = _red.sum(tensor.multiply(xs[k], const(eye)), axis=[q])
+            t = t[:q] + t[q + 1:]
+        terms[k] = t
     dims: dict[str, int] = {}
     for t, x in zip(terms, xs):
-        dims.update(zip(t, _shape(x)))
+        for ch, d in zip(t, _shape(x)):
+            if dims.setdefault(ch, d) != d:
+                raise c.fail(f"equation {eq!r}: axis {ch!r} has sizes {dims[ch]} and {d} "
+                             "(broadcasting a size-1 axis is not supported)")
     for k, t in enumerate(terms):  # letters only in this operand and not in the output: sum
         others = "".join(terms[:k] + terms[k + 1:]) + out
         gone = [j for j, ch in enumerate(t) if ch not in others]
