@@ -158,3 +158,15 @@ def test_backend_bad_inputs(cases):
         TvmpyBackend.prepare(case.model, "CUDA")
     with pytest.raises(ValueError, match="executor"):
         TvmpyBackend.prepare(case.model, executor="vm")
+
+
+def test_executor_selection(monkeypatch):
+    from tvmpy.contrib.onnx_backend import ENV_EXECUTOR, default_executor
+
+    monkeypatch.setenv(ENV_EXECUTOR, "debug")
+    assert default_executor() == "debug"
+    monkeypatch.setenv(ENV_EXECUTOR, "vm")
+    with pytest.raises(ValueError, match="expected one of"):
+        default_executor()
+    monkeypatch.delenv(ENV_EXECUTOR)
+    assert default_executor() == ("graph" if hasattr(relay, "build") else "debug")
