@@ -141,8 +141,8 @@ def test_shape_like_inputs_bound_and_cached(cases):
     assert rep.bound == {case.model.graph.input[1].name}
     rep.run([x, shape])
     assert len(rep._cache) == 1
-    other = np.array([x.size], dtype=shape.dtype)
-    np.testing.assert_array_equal(rep.run([x, other])[0], x.reshape(-1))
+    other = np.array([x.shape[-1], -1, 1][:len(shape)], dtype=shape.dtype)
+    np.testing.assert_array_equal(rep.run([x, other])[0], x.reshape(other))
     assert len(rep._cache) == 2
 
 
@@ -154,6 +154,10 @@ def test_backend_bad_inputs(cases):
         rep.run([x])
     with pytest.raises(ValueError, match="3 inputs given"):
         rep.run([x, y, y])
+    with pytest.raises(ValueError, match="'x'.*expected dtype float32, got float64"):
+        rep.run([x.astype(np.float64), y])
+    with pytest.raises(ValueError, match=r"'y'.*expected shape \[3, 4, 5\], got \[3, 4\]"):
+        rep.run([x, y[..., 0]])
     with pytest.raises(ValueError, match="CPU"):
         TvmpyBackend.prepare(case.model, "CUDA")
     with pytest.raises(ValueError, match="executor"):

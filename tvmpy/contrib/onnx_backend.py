@@ -69,8 +69,18 @@ def _needed_inputs(graph: Any, tensor: str, inputs: set[str]) -> set[str]:
         if t in inputs:
             found.add(t)
         elif t in producer:
-            todo.extend(nm for nm in producer[t].input if nm)
+            todo.extend(_reads(producer[t]))
     return found
+
+
+def _reads(node: Any) -> list[str]:
+    """The tensors a node reads: its inputs and what its subgraphs (If/Scan bodies) read."""
+    names = [nm for nm in node.input if nm]
+    for at in node.attribute:
+        if at.HasField("g"):
+            for sub in at.g.node:
+                names += _reads(sub)
+    return names
 
 
 def _bind_inputs(model: Any, values: Mapping[str, np.ndarray]) -> Any:
@@ -132,6 +142,24 @@ def _computes(body: Any) -> bool:
     return False
 
 
+def _check_feed(vi: Any, value: np.ndarray) -> None:
+    """A value for graph input ``vi`` must have its declared element type and fixed dims."""
+    from onnx import helper
+
+    t = vi.type.tensor_type
+    if t.elem_type:
+        want = np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))
+        if value.dtype != want:
+            raise ValueError(f"input {vi.name!r}: expected dtype {want}, got {value.dtype}")
+    if t.HasField("shape"):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        ok = len(dims) == value.ndim and all(d is None or d == s
+                                              for d, s in zip(dims, value.shape))
+        if not ok:
+            shown = ["?" if d is None else d for d in dims]
+            raise ValueError(f"input {vi.name!r}: expected shape {shown}, got {list(value.shape)}")
+
+
 class TvmpyBackendRep(BackendRep):
     """A prepared ONNX model; ``run(inputs)`` returns a tuple of numpy arrays."""
 
@@ -160,6 +188,9 @@ class TvmpyBackendRep(BackendRep):
         missing = [k for k in self.input_names if k not in feeds]
         if missing:
             raise ValueError(f"missing inputs {missing} (model inputs: {self.input_names})")
+        for vi in self.model.graph.input:
+            if vi.name in feeds:
+                _check_feed(vi, feeds[vi.name])
         return feeds
 
     def _key(self, feeds: dict[str, np.ndarray]) -> tuple:
