@@ -1003,3 +1003,18 @@ def test_conv_transpose_3d_as_convolution(attrs):
     g = attrs.get("group", 1)
     _single("ConvTranspose", [(1, 4, 3, 4, 5)], attrs,
             inits=[_init("w", _r(4, 3, 2, 3, 2)), _init("b", _r(3 * g))])
+
+
+def test_pool_ceil_mode_last_window_must_start_inside():
+    """ceil_mode drops a last window that would start in the end padding (relay's type relation
+    now agrees with topi and onnxruntime)."""
+    _single("MaxPool", [(1, 1, 2, 2)], dict(kernel_shape=[1, 1], strides=[2, 2], ceil_mode=1))
+    _single("AveragePool", [(1, 3, 2, 2)], dict(kernel_shape=[3, 3], strides=[3, 3],
+                                                pads=[1, 1, 1, 1], ceil_mode=1,
+                                                count_include_pad=1))
+    x = relay.var("x", shape=(1, 1, 2, 2))
+    y = relay.nn.max_pool2d(x, pool_size=(1, 1), strides=(2, 2), ceil_mode=True)
+    from tvmpy.relay.type_infer import infer_type
+
+    assert [int(d) for d in infer_type(relay.Function([x], y)).checked_type.ret_type.shape] == \
+        [1, 1, 1, 1]

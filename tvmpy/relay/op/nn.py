@@ -48,13 +48,17 @@ def _pad4(v: Any) -> tuple[int, int, int, int]:
     raise ValueError(f"padding must have 1, 2 or 4 values, got {v}")
 
 
-def _out_dim(size: Any, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool = False) -> Any:
+def _out_dim(size: Any, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool = False,
+             pad_begin: int = 0) -> Any:
     eff = (k - 1) * dilation + 1
     num = size + pad - eff
     if isinstance(num, int) and num < 0:
         fail(f"window {k} (dilation {dilation}) is larger than the padded input {size + pad}")
     if ceil_mode:
-        return as_dim((num + stride - 1) // stride + 1)
+        out = (num + stride - 1) // stride + 1
+        if isinstance(out, int) and isinstance(size, int) and (out - 1) * stride >= size + pad_begin:
+            out -= 1  # the last window must start inside the input (as topi, ONNX, PyTorch)
+        return as_dim(out)
     return as_dim(num // stride + 1)
 
 
@@ -439,8 +443,8 @@ def _pool2d_rel(arg_types: list[Type], attrs: Any) -> Type:
     sh, sw = attrs.strides
     dh, dw = attrs.dilation
     out = list(d.shape)
-    out[hi] = _out_dim(d.shape[hi], kh, pt + pb, sh, dh, attrs.ceil_mode)
-    out[wi] = _out_dim(d.shape[wi], kw, pl + pr, sw, dw, attrs.ceil_mode)
+    out[hi] = _out_dim(d.shape[hi], kh, pt + pb, sh, dh, attrs.ceil_mode, pt)
+    out[wi] = _out_dim(d.shape[wi], kw, pl + pr, sw, dw, attrs.ceil_mode, pl)
     return TensorType(out, d.dtype)
 
 

@@ -41,18 +41,24 @@ def _padding(v: Any, n: int) -> tuple[int, ...]:
     raise ValueError(f"padding must have 1, {n} or {2 * n} values, got {v}")
 
 
-def _out(size: Any, k: int, pad: int, s: int, d: int, ceil_mode: bool = False) -> Any:
+def _out(size: Any, k: int, pad: int, s: int, d: int, ceil_mode: bool = False,
+         pad_begin: int = 0) -> Any:
     eff = (k - 1) * d + 1
     num = size + pad - eff
     if isinstance(num, int) and num < 0:
         fail(f"window {k} (dilation {d}) is larger than the padded input {size + pad}")
-    return as_dim((num + s - 1) // s + 1 if ceil_mode else num // s + 1)
+    if not ceil_mode:
+        return as_dim(num // s + 1)
+    out = (num + s - 1) // s + 1
+    if isinstance(out, int) and isinstance(size, int) and (out - 1) * s >= size + pad_begin:
+        out -= 1  # the last window must start inside the input (as topi, ONNX, PyTorch)
+    return as_dim(out)
 
 
 def _spatial(n: int, d: TensorType, kernel: tuple[int, ...], attrs: Any, ceil: bool) -> list[Any]:
     pads = attrs.padding
     return [_out(d.shape[2 + i], kernel[i], pads[i] + pads[n + i], attrs.strides[i],
-                 attrs.dilation[i], ceil) for i in range(n)]
+                 attrs.dilation[i], ceil, pads[i]) for i in range(n)]
 
 
 def _conv_rel(n: int):
