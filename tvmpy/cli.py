@@ -319,6 +319,16 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     times: dict[str, Any] = dict(compare.time_sides(runners, feeds, repeat=args.repeat))
     times.update(notes)
     print(compare.latency_table(times, reference=f"onnxruntime ({args.threads} threads)"))
+    if args.profile:
+        level = max(args.opt_levels)
+        prof = runners[f"tvmpy opt_level {level}"].module.module.profile(number=10)
+        rows = prof.sorted_rows()
+        total = sum(r["time"] for r in rows) or 1.0
+        print(f"slowest kernels at opt_level {level} (median of 10 runs; {len(rows)} kernels, "
+              f"sum {total * 1e3:.2f} ms):")
+        for r in rows[:args.profile]:
+            print(f"  {r['time'] * 1e3:8.3f} ms {r['time'] / total:6.1%}  {r['node']} -> "
+                  f"{tuple(r['shape'])}")
     if ok:
         print(f"check passed: every tvmpy output is within {CHECK_RTOL:g} x max|output| of "
               "onnxruntime's")
@@ -372,6 +382,8 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
     p.add_argument("--no-torch", dest="torch", action="store_false",
                    help="leave out the eager PyTorch column")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="list the N slowest kernels of the highest opt level (default 0)")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -182,11 +182,14 @@ def test_bench_tiny(work):
 
 
 def test_demo_small_image():
-    r = _tvmpy("demo", "--image", "32", "--opt-levels", "3", "--repeat", "1", "--no-torch")
+    r = _tvmpy("demo", "--image", "32", "--opt-levels", "3", "--repeat", "1", "--no-torch",
+               "--profile", "3")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "built-in resnet18" in r.stdout and "(1, 3, 32, 32)" in r.stdout
     assert "max rel error" in r.stdout and "tvmpy opt_level 3" in r.stdout
     assert "MISMATCH" not in r.stderr and "check passed" in r.stdout
+    prof = r.stdout[r.stdout.index("slowest kernels at opt_level 3"):].splitlines()
+    assert all(" ms " in ln for ln in prof[1:4]) and "conv2d" in prof[1], r.stdout
 
 
 def test_demo_module_entry_and_help():
