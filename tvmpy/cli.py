@@ -298,8 +298,12 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
             err, rel = compare.errors(g, w)
             worst = max(worst, (rel, err))
             ok &= err <= CHECK_RTOL * float(np.abs(w).max()) + 1e-5
-        print(f"  tvmpy opt_level {level}: built in {secs:.1f} s; vs onnxruntime max abs error "
-              f"{worst[1]:.2e}, max rel error {worst[0]:.2e} (max|a-b| / max|ref|)")
+        g = compare.graph_summary(lib)
+        print(f"  tvmpy opt_level {level}: built in {secs:.1f} s; {g['kernels']} kernels; "
+              f"intermediates {g['planned_bytes'] / 1e6:.1f} MB planned vs "
+              f"{g['naive_bytes'] / 1e6:.1f} MB unshared\n"
+              f"    vs onnxruntime: max abs error {worst[1]:.2e}, max rel error {worst[0]:.2e} "
+              "(max|a-b| / max|ref|)")
         runners[f"tvmpy opt_level {level}"] = run
     runners[f"onnxruntime ({args.threads} threads)"] = ort
     if args.torch:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["import_onnx", "build", "tvm_runner", "ort_runner", "errors", "time_sides",
+__all__ = ["import_onnx", "build", "graph_summary", "tvm_runner", "ort_runner", "errors", "time_sides",
            "latency_table", "Runner"]
 
 Runner = Callable[[Mapping[str, np.ndarray]], list[np.ndarray]]
@@ -40,6 +40,22 @@ def build(mod: Any, params: Mapping[str, Any] | None, opt_level: int = 3, target
     with transform.PassContext(opt_level=opt_level):
         lib = relay_build(mod, target=target, params=dict(params or {}), progress=progress)
     return lib, time.perf_counter() - t0
+
+
+def graph_summary(lib: Any) -> dict[str, int]:
+    """Kernel calls and intermediate memory of a built graph: ``kernels``, ``planned_bytes``
+    (storage shared by liveness) and ``naive_bytes`` (one buffer per intermediate tensor);
+    graph inputs, parameters and outputs are left out of both byte counts."""
+    import json
+
+    from ..backend.graph_plan_memory import plan_memory
+
+    graph = json.loads(lib.get_graph_json())
+    plan = plan_memory(graph)
+    pinned = [plan.storage_pinned[sid] for sid in plan.storage_id]
+    return {"kernels": sum(1 for n in graph["nodes"] if n["op"] == "tvm_op"),
+            "planned_bytes": plan.intermediate_planned_bytes,
+            "naive_bytes": sum(b for b, pin in zip(plan.entry_bytes, pinned) if not pin)}
 
 
 def tvm_runner(lib: Any) -> Runner:
