@@ -68,6 +68,7 @@ def bench_model(name: str, repeat: int, top: int, with_torch: bool) -> dict:
         run = compare.tvm_runner(lib)
         _, rel = compare.errors(run(feeds)[0], want)
         row[f"build{level}"], row[f"err{level}"] = secs, rel
+        row[f"graph{level}"] = compare.graph_summary(lib)
         runners[f"opt{level}"] = run
     runners["ort"] = ort
     if with_torch:
@@ -103,6 +104,11 @@ def main() -> None:
         rows.append(row)
         print(f"{name}: built opt0 {row['build0']:.1f} s, opt3 {row['build3']:.1f} s; max rel "
               f"error vs onnxruntime opt0 {row['err0']:.1e}, opt3 {row['err3']:.1e}", flush=True)
+        for level in (0, 3):
+            g = row[f"graph{level}"]
+            print(f"    opt{level}: {g['kernels']} kernels, intermediates "
+                  f"{g['planned_bytes'] / 1e6:.1f} MB planned vs {g['naive_bytes'] / 1e6:.1f} MB "
+                  "unshared", flush=True)
         if opts.profile:
             print(row["profile"], flush=True)
     print()
