@@ -161,6 +161,9 @@ def _resolve_shapes(model: Any, given: Mapping[str, tuple[int, ...]]) -> dict[st
     shapes = {}
     for name, (dims, _) in inputs.items():
         if name in given:
+            if dims and len(given[name]) != len(dims):
+                raise CliError(f"--input-shape {name}: the model declares {len(dims)} dimensions "
+                               f"{dims}, got {len(given[name])}: {given[name]}")
             shapes[name] = tuple(given[name])
         elif all(isinstance(d, int) and d > 0 for d in dims):
             shapes[name] = tuple(dims)

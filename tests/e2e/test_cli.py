@@ -147,6 +147,7 @@ def test_compile_errors(tmp_path, work):
         (["compile", tmp_path / "bad.onnx"], "is not a readable ONNX model"),
         (["compile", d / "tiny.onnx", "--input-shape", "x=1,a"], "expected NAME=D0,D1"),
         (["compile", d / "tiny.onnx", "--input-shape", "q=1,2"], "not model inputs"),
+        (["compile", d / "tiny.onnx", "--input-shape", "x=1,3,8"], "declares 4 dimensions"),
     ]
     for args, message in cases:
         r = _tvmpy(*args, "-o", tmp_path / "o.so")
