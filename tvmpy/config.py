@@ -3,6 +3,8 @@
 - ``DEBUG`` (int, 0-4): 1 prints pass names and times, 4 also prints generated source.
 - ``DUMP_IR`` (directory): each lowering pass's output is written there as numbered files.
 - ``CC`` (str): the C compiler for the C target and for linking shared libraries.
+- ``PARALLEL_RUNTIME`` (str): what the LLVM backend's parallel loops run on: ``"pool"`` (tvmpy's
+  thread pool, the default) or ``"gomp"`` (libgomp); also ``TVMPY_PARALLEL_RUNTIME``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 __all__ = ["config", "get"]
 
-_DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc"}
+_DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": ""}
 _overrides: list[dict[str, Any]] = []
 
 

@@ -12,9 +12,10 @@ Public entry points:
 
 Code generation proper lives in llvm_ir.py (text builder), llvm_codegen.py (statements, memory),
 llvm_arith.py (arithmetic, casts), llvm_intrinsics.py (tir.op intrinsics, libmvec vector math),
-llvm_parallel.py (GOMP outlining), llvm_align.py (alignment facts). Through llvmlite 0.50
-(LLVM 22): never ``llvm.initialize()`` (it raises); a fresh TargetMachine and LLVM context per
-compile; the new pass manager at O3 run explicitly; relocation model PIC, default code model.
+llvm_parallel.py (parallel loops: tvmpy's pool or GOMP), llvm_align.py (alignment facts).
+Through llvmlite 0.50 (LLVM 22): never ``llvm.initialize()`` (it raises); a fresh TargetMachine
+and LLVM context per compile; the new pass manager at O3 run explicitly; relocation model PIC,
+default code model.
 
 Vector math (exp, log, tanh, erf, pow, sin ...) on float32/float64 vectors calls glibc's libmvec
 (``_ZGVeN16v_expf`` ...; <= 4 ulp) in the widest variant the target supports; set
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..target import Target
 from ..tir.function import PrimFunc
 from .llvm_codegen import CodegenError, CodeGenLLVM
-from .llvm_parallel import LINK_LIBS, install_fork_guard
+from .llvm_parallel import LINK_LIBS, install_fork_guard, link_libs_for
 
 if TYPE_CHECKING:
     from ..runtime.module import Module
@@ -179,7 +180,7 @@ def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -
 
 
 def _link_libs(cg: CodeGenLLVM) -> list[str]:
-    return list(LINK_LIBS) + (["mvec"] if cg.uses_mvec else [])
+    return link_libs_for(cg.mb.decl_sigs) + (["mvec"] if cg.uses_mvec else [])
 
 
 def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
@@ -258,8 +259,8 @@ def compile_ir(ir_text: str, target: Any = None) -> bytes:
 @dataclass
 class Compiled:
     """What :func:`compile_funcs` produces: the object file, our LLVM IR text, the libraries the
-    object needs at link time (``gomp``, ``mvec``) and the objects of ``pragma_import_c``
-    sources (link them too)."""
+    object needs at link time (``tvmpy_parallel`` or ``gomp``, ``mvec``) and the objects of
+    ``pragma_import_c`` sources (link them too)."""
 
     object: bytes
     ir: str

@@ -1,21 +1,31 @@
-"""Parallel loops for the LLVM code generator: outlining and libgomp's ``GOMP_parallel``.
+"""Parallel loops for the LLVM code generator: outlining, and the parallel runtime they call.
 
 ``for i in parallel(min, extent): body`` becomes
 
-    closure = {captured values..., min, extent, &err}      (a struct on the caller's stack)
-    GOMP_parallel(f_parN, &closure, 0 /* OMP_NUM_THREADS */, 0)
-    if err: return -1                                      (message already recorded)
+    closure = {captured values..., min, extent, &err, next}  (a struct on the caller's stack)
+    tvmpy_parallel_run(f_parN, &closure)                      (or GOMP_parallel(f_parN, &closure, 0, 0))
+    if err: return -1                                         (message already recorded)
 
-``f_parN(closure)`` runs on every thread: it takes chunks of about extent / (8 * nthreads)
-iterations from a shared atomic counter in the closure (a dynamic schedule: on a loaded machine
-a preempted thread's work is done by the others) and calls
-``f_parN_impl(captured..., begin, end)`` for each, a ``noinline`` function whose buffer parameters keep
-``noalias``/``align``, so the loop body is optimized as well as in the caller. Parallel loops
-nested in a parallel body run serially. The module must be linked with ``-lgomp``.
+``f_parN(closure)`` runs on any number (>= 1) of threads: it takes chunks of about
+extent / (8 * nthreads) iterations from a shared atomic counter in the closure (a dynamic
+schedule: on a loaded machine a preempted thread's work is done by the others) and calls
+``f_parN_impl(captured..., begin, end)`` for each, a ``noinline`` function whose buffer parameters
+keep ``noalias``/``align``, so the loop body is optimized as well as in the caller. Parallel loops
+nested in a parallel body run serially.
+
+The runtime (config ``PARALLEL_RUNTIME``, else env ``TVMPY_PARALLEL_RUNTIME``, read when code is
+generated):
+
+- ``"pool"`` (default): tvmpy's thread pool (runtime/parallel_pool.py), linked into the module's
+  library with hidden symbols (link token ``"tvmpy_parallel"``). The caller runs ``f_parN`` too
+  and waits only for the workers that joined, never for ones the OS has not scheduled yet.
+- ``"gomp"``: libgomp's ``GOMP_parallel`` (``-lgomp``; its closing barrier waits for every thread
+  of the team: milliseconds per loop on a loaded machine).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
@@ -26,11 +36,39 @@ from .llvm_ir import FunctionBuilder, Value, llvm_type
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
 
-__all__ = ["emit_parallel_for", "LINK_LIBS", "install_fork_guard"]
+__all__ = ["emit_parallel_for", "LINK_LIBS", "install_fork_guard", "parallel_runtime",
+           "link_libs_for"]
 
-LINK_LIBS = ("gomp",)
+#: what the default runtime's parallel loops need at link time
+LINK_LIBS = ("tvmpy_parallel",)
+RUNTIMES = ("pool", "gomp")
 
 from ..runtime.fork_guard import install_fork_guard  # noqa: E402,F401  (re-export)
+
+
+def parallel_runtime() -> str:
+    """The runtime new parallel loops call: ``"pool"`` or ``"gomp"`` (see the module doc)."""
+    import os
+
+    from .. import config
+
+    name = (config.get("PARALLEL_RUNTIME") or os.environ.get("TVMPY_PARALLEL_RUNTIME")
+            or "pool").strip().lower()
+    if name not in RUNTIMES:
+        raise ValueError(f"PARALLEL_RUNTIME: expected one of {', '.join(RUNTIMES)}, got {name!r}")
+    return name
+
+
+def link_libs_for(declared: Iterable[str]) -> list[str]:
+    """The libraries code that declares the external functions ``declared`` needs: the pool
+    for ``tvmpy_parallel_*``, libgomp for ``GOMP_*``/``omp_*`` (also called by user code)."""
+    names = list(declared)
+    libs = []
+    if any(n.startswith("tvmpy_parallel_") for n in names):
+        libs.append(LINK_LIBS[0])
+    if any(n.startswith(("GOMP_", "omp_")) for n in names):
+        libs.append("gomp")
+    return libs
 
 
 def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
@@ -61,8 +99,13 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     for k, val in enumerate(cap_vals + [lo, ext, flag, Value(lty, "0")]):
         p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}", "cl")
         fb.emit(f"store {val}, ptr {p.ref}")
-    cg.mb.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"])
-    fb.emit(f"call void @GOMP_parallel(ptr @{wname}, ptr {closure.ref}, i32 0, i32 0)")
+    gomp = parallel_runtime() == "gomp"
+    if gomp:
+        cg.mb.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"])
+        fb.emit(f"call void @GOMP_parallel(ptr @{wname}, ptr {closure.ref}, i32 0, i32 0)")
+    else:  # hidden: resolved inside the module's own library, called directly (no PLT)
+        cg.mb.declare("tvmpy_parallel_run", "void", ["ptr", "ptr"])
+        fb.emit(f"call void @tvmpy_parallel_run(ptr @{wname}, ptr {closure.ref})")
     err = fb.value("i32", f"load i32, ptr {flag.ref}, align 4", "par_err_v")
     ok = fb.value("i1", f"icmp eq {err}, 0", "par_ok")
     cg._check_or_fail(ok, None)
@@ -111,8 +154,9 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     w_lo, w_ext, w_flag = loaded[-3], loaded[-2], loaded[-1]
     # dynamic schedule: chunks of ~extent / (8 * nthreads) iterations taken from a shared
     # counter, so that a thread the OS preempts (a loaded machine) does not hold up the others
-    cg.mb.declare("omp_get_num_threads", "i32", [])
-    nth = wfb.value("i32", "call i32 @omp_get_num_threads()", "nthreads")
+    nth_fn = "omp_get_num_threads" if gomp else "tvmpy_parallel_num_threads"
+    cg.mb.declare(nth_fn, "i32", [])
+    nth = wfb.value("i32", f"call i32 @{nth_fn}()", "nthreads")
     if lty != "i32":
         nth = wfb.value(lty, f"sext {nth} to {lty}", "nthreads")
     signed = dt.is_int(var.dtype)

@@ -1,7 +1,10 @@
 """libgomp is not fork-safe: a child forked after a parallel region ran hangs in its next
 parallel region (the pool's threads do not exist in the child). After a fork, the child's
-parallel loops are made to run on one thread (correct, not parallel). Processes that need
-parallel children should use the "spawn" or "forkserver" multiprocessing start methods.
+OpenMP parallel loops are made to run on one thread (correct, not parallel).
+
+This matters for the C backend (``#pragma omp parallel for``) and for LLVM modules built with
+``PARALLEL_RUNTIME=gomp``. The LLVM backend's default runtime, tvmpy's own pool
+(runtime/parallel_pool.py), needs no guard: a fork child restarts it and its loops stay parallel.
 
 Installed by every loader of compiled code: the code generators' ``build`` and ``load_module``.
 """

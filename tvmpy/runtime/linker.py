@@ -3,7 +3,8 @@
 - :func:`compile_c`: C source -> relocatable object bytes (``cc -c -fPIC``);
 - :func:`metadata_c_source`: the C file that defines ``__tvmpy_metadata`` (the module's JSON) and a
   weak ``__tvmpy_last_error`` (a codegen may define its own; the linker then keeps that one);
-- :func:`link_shared`: objects + metadata -> ``.so`` (``cc -shared``), with extra libraries.
+- :func:`link_shared`: objects + metadata -> ``.so`` (``cc -shared``), with extra libraries
+  (the token ``"tvmpy_parallel"`` links the parallel runtime of runtime/parallel_pool.py).
 
 The compiler is ``config.get("CC")`` (default ``cc``); errors raise RuntimeError with the command
 and the compiler's output.
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 __all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
            "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
+
+POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (not imported: no cycle at import)
 
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 
@@ -181,10 +184,10 @@ def _lib_flag(lib: str) -> str:
     return "-l" + lib
 
 
-def _write_objects(objects: Sequence[bytes], tmp: str) -> list[str]:
+def _write_objects(objects: Sequence[bytes], tmp: str, stem: str = "obj") -> list[str]:
     paths = []
     for i, data in enumerate(objects):
-        p = os.path.join(tmp, f"obj{i}.o")
+        p = os.path.join(tmp, f"{stem}{i}.o")
         with open(p, "wb") as f:
             f.write(data)
         paths.append(p)
@@ -195,7 +198,8 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
                 link_libs: Sequence[str] = (), blobs: Mapping[str, bytes] | None = None) -> None:
     """Link object files (bytes) and the metadata into the shared library ``out_path``.
 
-    ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags.
+    ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags;
+    ``"tvmpy_parallel"`` links tvmpy's parallel runtime (runtime/parallel_pool.py) once.
     ``blobs``: ``{symbol: bytes}`` embedded as read-only data symbols (see :func:`blob_object`)."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
         paths = _write_objects(objects, tmp)
@@ -210,8 +214,14 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
                 f.write(metadata_c_source(metadata_json))
         for symbol, data in (blobs or {}).items():
             paths.append(blob_object(symbol, data, objects[0] if objects else None, tmp))
+        link_libs = list(link_libs)
+        if POOL_TOKEN in link_libs:  # tvmpy's parallel runtime: its object, once per library
+            from .parallel_pool import pool_object
+
+            link_libs = [x for x in link_libs if x != POOL_TOKEN] + ["pthread"]
+            paths += _write_objects([pool_object()], tmp, "tvmpy_parallel_pool")
         libs = []
-        for lib in list(link_libs) + ["m"]:
+        for lib in link_libs + ["m"]:
             flag = _lib_flag(lib)
             if flag not in libs:
                 libs.append(flag)
