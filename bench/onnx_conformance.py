@@ -186,6 +186,17 @@ def run_case(case: Any, executor: str, timeout: int) -> tuple[str, str]:
     return "pass", ""
 
 
+def _machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
+                         model)
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} logical cpus"
+
+
 def load_cases() -> list[Any]:
     from onnx.backend.test.loader import load_node_model_tests
 
@@ -278,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                                    f"onnx_conformance_{executor}.json")
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus",
+        "machine": _machine(),
         "python": sys.version.split()[0], "onnx": onnx.__version__, "executor": executor,
         "filter": args.filter, "seconds": round(elapsed, 1),
         "counts": dict(counts), "denominator": denom, "pass_rate": round(rate, 4),
