@@ -153,7 +153,8 @@ def _short(msg: str, limit: int = 160) -> str:
     return line[:limit]
 
 
-def run_case(case: Any, executor: str, timeout: int) -> tuple[str, str]:
+def run_case(case: Any, executor: str, timeout: int, opt_level: int | None = None
+             ) -> tuple[str, str]:
     """(outcome, detail) of one case."""
     from onnx.backend.test.runner import Runner
 
@@ -164,7 +165,7 @@ def run_case(case: Any, executor: str, timeout: int) -> tuple[str, str]:
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(timeout)
     try:
-        rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor)
+        rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor, opt_level=opt_level)
         with np.errstate(all="ignore"):
             out = list(rep.run(inputs))
         signal.alarm(0)
@@ -219,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", choices=["graph", "debug"], default=None,
                     help="default: $TVMPY_ONNX_BACKEND_EXECUTOR, else graph when relay.build "
                          "exists, else debug")
+    ap.add_argument("--opt-level", type=int, default=None,
+                    help="relay.build opt_level for the graph executor (default 2)")
     ap.add_argument("--filter", default=None, help="regex on the case name")
     ap.add_argument("--timeout", type=int, default=60, help="seconds per case")
     ap.add_argument("--out", default=None, help="JSON summary path")
@@ -230,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     from tvmpy.contrib.onnx_backend import default_executor
 
     executor = args.executor or default_executor()
+    tag = executor if args.opt_level is None else f"{executor}_opt{args.opt_level}"
     cases = load_cases()
     by_name = {c.name: c for c in cases}
     if args.filter:
@@ -243,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         if cat is not None:
             outcome, detail = "skipped", cat
         else:
-            outcome, detail = run_case(case, executor, args.timeout)
+            outcome, detail = run_case(case, executor, args.timeout, args.opt_level)
         results.append({"name": case.name, "op": op, "outcome": outcome, "detail": detail,
                         "seconds": round(time.time() - t, 3)})
         if not args.quiet:
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     unsupported = collections.Counter(
         op for r in results if r["outcome"] == "unsupported" for op in r["detail"].split(","))
 
-    print(f"\nONNX conformance (onnx {onnx.__version__}, executor {executor}): "
+    print(f"\nONNX conformance (onnx {onnx.__version__}, executor {tag}): "
           f"{len(results)} node test cases in {elapsed:.0f} s")
     for o in ("pass", "fail", "error", "unsupported", "skipped"):
         print(f"  {o:12s} {counts[o]}")
@@ -286,11 +290,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {op:28s} {c['pass']}/{total}  ({rest})")
 
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                   f"onnx_conformance_{executor}.json")
+                                   f"onnx_conformance_{tag}.json")
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": _machine(),
         "python": sys.version.split()[0], "onnx": onnx.__version__, "executor": executor,
+        "opt_level": args.opt_level,
         "filter": args.filter, "seconds": round(elapsed, 1),
         "counts": dict(counts), "denominator": denom, "pass_rate": round(rate, 4),
         "skip_categories": SKIP_CATEGORIES, "skipped_by_category": dict(skipped),

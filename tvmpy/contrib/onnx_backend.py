@@ -97,8 +97,10 @@ def _bind_inputs(model: Any, values: Mapping[str, np.ndarray]) -> Any:
     return m
 
 
-def _compile(mod: Any, params: dict, executor: str) -> Callable[[dict], list[np.ndarray]]:
-    """A function from {input name: array} to the list of outputs."""
+def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
+             ) -> Callable[[dict], list[np.ndarray]]:
+    """A function from {input name: array} to the list of outputs (``opt_level``: relay.build's
+    PassContext level; None keeps the caller's context, default 2)."""
     if executor == "debug":
         from tvmpy import relay
 
@@ -117,7 +119,11 @@ def _compile(mod: Any, params: dict, executor: str) -> Callable[[dict], list[np.
 
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
         return _compile(mod, params, "debug")
-    lib = relay.build(mod, target="llvm", params=params)
+    if opt_level is None:
+        lib = relay.build(mod, target="llvm", params=params)
+    else:
+        with tvm.transform.PassContext(opt_level=opt_level):
+            lib = relay.build(mod, target="llvm", params=params)
     gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
 
     def run_graph(feeds: dict) -> list[np.ndarray]:
@@ -163,9 +169,10 @@ def _check_feed(vi: Any, value: np.ndarray) -> None:
 class TvmpyBackendRep(BackendRep):
     """A prepared ONNX model; ``run(inputs)`` returns a tuple of numpy arrays."""
 
-    def __init__(self, model: Any, executor: str):
+    def __init__(self, model: Any, executor: str, opt_level: int | None = None):
         self.model = model
         self.executor = executor
+        self.opt_level = opt_level
         inits = {t.name for t in model.graph.initializer}
         self.input_names = [vi.name for vi in model.graph.input if vi.name not in inits]
         self.bound: set[str] = set()   # graph inputs imported as constants (shape-like)
@@ -214,7 +221,7 @@ class TvmpyBackendRep(BackendRep):
                     raise
                 self.bound |= new
                 continue
-            return _compile(mod, params, self.executor)
+            return _compile(mod, params, self.executor, self.opt_level)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         feeds = self._feeds(inputs)
@@ -236,13 +243,15 @@ class TvmpyBackend(Backend):
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", executor: str | None = None,
-                **kwargs: Any) -> TvmpyBackendRep:
+                opt_level: int | None = None, **kwargs: Any) -> TvmpyBackendRep:
+        """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
+        graph executor's relay.build level (default: the current PassContext's)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()
         if kind not in _EXECUTORS:
             raise ValueError(f"executor {kind!r}: expected one of {list(_EXECUTORS)}")
-        return TvmpyBackendRep(model, kind)
+        return TvmpyBackendRep(model, kind, opt_level)
 
     @classmethod
     def run_model(cls, model: Any, inputs: Any, device: str = "CPU",
