@@ -7,6 +7,14 @@ import time (initializers, Constant, static Shape and what is computed only from
 as numpy arrays so shape-like inputs (Reshape's shape, Slice's starts, ...) fold to attributes.
 Every operator type is checked before conversion: unsupported ones raise ONE OpNotImplemented
 listing each type with its node names.
+
+An operator without a converter but with an ONNX function body is imported through that body
+(``onnx_functions.py``). Converters that need more than a few lines live next to this file:
+``onnx_resize.py`` (Resize beyond resize2d), ``onnx_quant.py`` (quantization), ``onnx_index.py``
+(TopK, scatters, CumProd), ``onnx_rnn.py`` (RNN/GRU/LSTM), ``onnx_signal.py`` (DFT, STFT,
+GridSample), ``onnx_misc.py`` (RoiAlign, DeformConv, Col2Im, ...), ``onnx_control.py`` (If on
+an import-time condition, unrolled Scan). Shape-like inputs that are graph inputs raise
+``OnnxConstantInputError`` naming them (the ONNX backend then binds them and imports again).
 """
 
 from __future__ import annotations
