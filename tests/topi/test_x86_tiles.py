@@ -282,3 +282,32 @@ def test_alter_dense_layout_rewrite_and_build():
     g.run()
     w = body.args[1].data.numpy()
     np.testing.assert_allclose(g.get_output(0).numpy(), xv @ w.T + bias, rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_packs_dense_weights():
+    """relay.build at opt_level 3: AlterOpLayout calls nn.dense's FTVMAlterOpLayout, the packed
+    weight is folded, the result equals numpy; opt_level 2 keeps nn.dense."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.transform import AlterOpLayout, FoldConstant, InferType
+
+    rng = np.random.default_rng(4)
+    w1 = rng.uniform(-1, 1, (32, 12)).astype("float32")
+    w2 = rng.uniform(-1, 1, (40, 32)).astype("float32")  # 40 % 16: stays nn.dense
+    x = relay.var("x", shape=(17, 12))
+    y = relay.nn.dense(relay.nn.relu(relay.nn.dense(x, relay.const(w1))), relay.const(w2))
+    mod = relay.IRModule.from_expr(relay.Function([x], y))
+    with tvm.transform.PassContext(opt_level=3), tvm.target.Target("llvm"):
+        altered = FoldConstant()(AlterOpLayout()(InferType()(mod)))
+    text = str(altered)
+    assert text.count("nn.contrib_dense_pack") == 1 and "nn.dense" in text
+    xv = rng.uniform(-1, 1, (17, 12)).astype("float32")
+    want = np.maximum(xv @ w1.T, 0) @ w2.T
+    for level in (2, 3):
+        with tvm.transform.PassContext(opt_level=level):
+            lib = relay.build(mod, target="llvm")
+        g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        g.set_input("x", xv)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)

@@ -179,6 +179,11 @@ class _Alter(ExprFunctor):
                 return res
         op = c.op if isinstance(c.op, Op) else self.plain(c.op)
         args = [self.plain(a) for a in c.args]
+        alter = c.op.get_attr("FTVMAlterOpLayout") if isinstance(c.op, Op) else None
+        if alter is not None:  # an op's own x86 rewrite (nn.dense -> contrib_dense_pack)
+            new = alter(c, args)
+            if new is not None:
+                return new, None
         if op is c.op and all(a is b for a, b in zip(args, c.args)):
             return c, None
         return Call(op, args, c.attrs), None

@@ -113,7 +113,12 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
 
     if getattr(call.op, "name", None) != "nn.dense" or len(call.args) != 2:
         return None
-    dt, wt = (a.checked_type for a in call.args)
+    try:
+        dt, wt = (a.checked_type for a in call.args)
+    except Exception:  # an untyped call: leave it as it is
+        return None
+    if not hasattr(dt, "shape") or not hasattr(wt, "shape"):
+        return None
     if len(dt.shape) != 2 or len(wt.shape) != 2:
         return None
     rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
