@@ -32,7 +32,7 @@ def test_tiled_vectorized_parallel_matmul_prime_sizes():
     c = tvm.nd.empty((n, m), "float32")
     f(tvm.nd.array(a), tvm.nd.array(b), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
-    assert "GOMP_parallel" in f.get_source("ll")
+    assert "tvmpy_parallel_run" in f.get_source("ll")
 
 
 def test_symbolic_size_elementwise_with_intrinsics():

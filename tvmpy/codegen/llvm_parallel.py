@@ -71,6 +71,24 @@ def link_libs_for(declared: Iterable[str]) -> list[str]:
     return libs
 
 
+_SCALAR_BYTES = {"i1": 1, "i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4,
+                 "i64": 8, "double": 8, "ptr": 8}
+
+
+def _abi_align(ty: str) -> int:
+    """An upper bound of the ABI alignment of the LLVM type ``ty`` (scalar, pointer or vector
+    ``<N x T>``: its size rounded up to a power of two), at least 8, at most 64."""
+    ty = ty.strip()
+    if ty.startswith("<") and " x " in ty:
+        lanes, elem = ty[1:-1].split(" x ", 1)
+        size = int(lanes) * _SCALAR_BYTES.get(elem.strip(), 8)
+        align = 8
+        while align < size and align < 64:
+            align *= 2
+        return align
+    return 8
+
+
 def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     from .llvm_codegen import _FnCtx, _ident
 
@@ -93,7 +111,8 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     sty = "{ " + ", ".join(fields) + " }"
 
     # ---- caller side -----------------------------------------------------------------------
-    closure = fb.alloca(sty, 8, "closure")
+    # aligned for its widest field: loads/stores of captured vectors assume their ABI alignment
+    closure = fb.alloca(sty, max(_abi_align(t) for t in fields), "closure")
     flag = fb.alloca("i32", 4, "par_err")
     fb.emit(f"store i32 0, ptr {flag.ref}, align 4")
     for k, val in enumerate(cap_vals + [lo, ext, flag, Value(lty, "0")]):

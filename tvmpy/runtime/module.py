@@ -15,8 +15,9 @@ sources=None) -> Module``
   should only *declare* it (LLVM ``@__tvmpy_last_error = external global ptr``; C
   ``extern const char* __tvmpy_last_error;``); a strong definition also works for one module,
   but two strong ones collide when modules are linked together.
-- ``link_libs``: extra libraries: ``"gomp"`` (-> ``-lgomp``, for ``GOMP_parallel``), paths to
-  ``.so``/``.a``/``.o``, or raw flags. ``-lm`` is always linked.
+- ``link_libs``: extra libraries: ``"tvmpy_parallel"`` (tvmpy's parallel runtime, linked once per
+  library), ``"gomp"`` (-> ``-lgomp``, for ``GOMP_parallel``), paths to ``.so``/``.a``/``.o``,
+  or raw flags. ``-lm`` is always linked.
 - ``imports``: Modules whose objects are linked into the same library (e.g. an external C
   micro-kernel for tensorize, built with ``Module.from_c_source(src, funcs=[])``); their
   symbols resolve at link time, their functions stay reachable through ``imported_modules``.
