@@ -75,9 +75,9 @@ def test_conv2d_nchwc_residual_epilogue():
 
 
 def test_nchwc_tile_choice():
-    assert _nchwc_tile(4, 56, 1, False) == (2, 8)
-    assert _nchwc_tile(9, 56, 1, False) == (1, 8)  # odd chunk count: no guarded chunk tile
-    assert _nchwc_tile(4, 56, 1, True) == (1, 8)  # depthwise: no broadcast to share
+    assert _nchwc_tile(4, False) == (2, 8)
+    assert _nchwc_tile(9, False) == (1, 8)  # odd chunk count: no guarded chunk tile
+    assert _nchwc_tile(4, True) == (1, 8)  # depthwise: no broadcast to share
 
 
 def _dense_ref(x, w, b):

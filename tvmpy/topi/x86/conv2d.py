@@ -211,7 +211,7 @@ def schedule_group_conv2d_nchw(outs: Any) -> Schedule:
     return s
 
 
-def _nchwc_tile(oc_chunk: int, ow: int, stride: int, depthwise: bool) -> tuple[int, int]:
+def _nchwc_tile(oc_chunk: int, depthwise: bool) -> tuple[int, int]:
     """``(oc_tile, reg_n)``: chunks x output columns of the register tile (oc_tile * reg_n
     vector accumulators of one channel block each).
 
@@ -219,8 +219,9 @@ def _nchwc_tile(oc_chunk: int, ow: int, stride: int, depthwise: bool) -> tuple[i
     for ``oc_tile * reg_n`` FMAs. One chunk x 8 columns is load-bound when the window columns
     do not overlap (stride 2: few broadcasts are shared between neighbouring columns); two
     chunks reuse every broadcast twice: 15-25% faster on every ResNet-18 3x3 layer, stride 1
-    too (bench/ops.py; 2 x 14 spills, 4 x 7 is slower). Depthwise convolutions have no broadcasts (the pixel
-    vector is per channel): one chunk."""
+    too (bench/ops.py; 2 x 14 spills, 4 x 7 is slower). An odd chunk count keeps one chunk (no
+    guarded chunk tile). Depthwise convolutions have no broadcasts (the pixel vector is per
+    channel): one chunk."""
     if depthwise or oc_chunk % 2:
         return 1, 8
     return 2, 8
@@ -261,8 +262,7 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
         else:
             _schedule_pad(s, t)
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    stride = _conv_stride(conv)
-    d_oc, d_reg = _nchwc_tile(oc_chunk, ow, stride, depthwise)
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
     reg_n = _divisor_tile(ow, d_reg if reg_n is None else reg_n)
     if conv.op is out.op:
@@ -285,14 +285,6 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     s[CC].unroll(cx)
     s[CC].vectorize(coci)
     return s
-
-
-def _conv_stride(conv: Tensor) -> int:
-    """The column stride of a blocked convolution stage, from the (padded) input width, the
-    kernel width and the output width (a heuristic input: dilation counts as stride)."""
-    data, kernel = conv.op.input_tensors[:2]
-    wp, kw, ow = int(data.shape[3]), int(kernel.shape[3]), int(conv.shape[3])
-    return max(1, (wp - kw) // (ow - 1)) if ow > 1 else 1
 
 
 def schedule_depthwise_conv2d_nchw(outs: Any) -> Schedule:
