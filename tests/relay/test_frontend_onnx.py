@@ -1018,3 +1018,13 @@ def test_pool_ceil_mode_last_window_must_start_inside():
 
     assert [int(d) for d in infer_type(relay.Function([x], y)).checked_type.ret_type.shape] == \
         [1, 1, 1, 1]
+
+
+def test_bitcast_between_integer_types():
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT8)
+    m = _model([node], [_vi("x", (5,), TensorProto.INT8)], [_out("y")], opset=26)
+    _check_reference(m, {"x": np.array([-128, -1, 0, 1, 127], np.int8)})
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT32, name="bc")
+    m = _model([node], [_vi("x", (3,))], [_out("y")], opset=26)
+    with pytest.raises(ValueError, match="'bc'.*BitCast from float32 to int32 is not supported"):
+        from_onnx(m)

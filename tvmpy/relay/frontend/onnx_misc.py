@@ -419,7 +419,22 @@ def _deform_conv(c, i, a, n):
     return out
 
 
+def _bitcast(c, i, a, n):
+    """Between integer (or bool) types of one width the bits are the two's-complement value
+    modulo 2**bits: a cast. Float <-> integer reinterpretation has no relay op here."""
+    from onnx import helper
+
+    src = np.dtype(_dtype(i[0]))
+    dst = np.dtype(helper.tensor_dtype_to_np_dtype(int(a["to"])))
+    ints = all(d.kind in "iub" for d in (src, dst))
+    if src.itemsize != dst.itemsize or not ints:
+        raise c.fail(f"BitCast from {src} to {dst} is not supported (only between integer "
+                     "types of one width)")
+    return transform.cast(i[0], str(dst))
+
+
 CONVERTERS = {
+    "BitCast": _bitcast,
     "DeformConv": _deform_conv,
     "RoiAlign": _roi_align,
     "TfIdfVectorizer": _tfidf,
