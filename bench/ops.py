@@ -207,14 +207,22 @@ def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
     return c
 
 
-def dense_case(model: str, m: int, kdim: int, n: int, epi: str) -> Case:
-    """dense (x @ W^T) + bias + epilogue: none | gelu | res (residual add)."""
+def dense_case(model: str, m: int, kdim: int, n: int, epi: str, packed: bool = False) -> Case:
+    """dense (x @ W^T) + bias + epilogue: none | gelu | res (residual add); ``packed``: as
+    AlterOpLayout leaves it at opt_level 3 (nn.contrib_dense_pack, weight packed at compile
+    time)."""
+    from tvmpy.topi.x86 import panel_width
+
     x, w, b, r = _rand(m, kdim), _rand(n, kdim) * 0.1, _rand(n), _rand(m, n)
-    inputs = {"x": x, "w": w, "b": b, **({"r": r} if epi == "res" else {})}
+    nr = panel_width(n)
+    wk = np.ascontiguousarray(w.reshape(n // nr, nr, kdim).transpose(0, 2, 1)) if packed else w
+    inputs = {"x": x, "w": wk, "b": b, **({"r": r} if epi == "res" else {})}
 
     def build_relay() -> Any:
         vs = {k_: relay.var(k_, shape=v.shape) for k_, v in inputs.items()}
-        y = relay.add(relay.nn.dense(vs["x"], vs["w"]), vs["b"])
+        mm = (relay.nn.contrib_dense_pack(vs["x"], vs["w"]) if packed
+              else relay.nn.dense(vs["x"], vs["w"]))
+        y = relay.add(mm, vs["b"])
         if epi == "gelu":
             y = relay.nn.gelu(y)
         if epi == "res":
@@ -235,7 +243,8 @@ def dense_case(model: str, m: int, kdim: int, n: int, epi: str) -> Case:
         ins = {"x": x, **({"r": r} if epi == "res" else {})}
         return _onnx_model(nodes, ins, {"y": (m, n)}, {"wt": np.ascontiguousarray(w.T), "b": b})
 
-    c = Case(f"{model}:dense {m}x{kdim}->{n} +{epi}", 2.0 * m * n * kdim, build_relay,
+    c = Case(f"{model}:dense {m}x{kdim}->{n} +{epi}" + (" [packed]" if packed else ""),
+             2.0 * m * n * kdim, build_relay,
              build_onnx, inputs, ["x", "r"] if epi == "res" else ["x"])
     c.extra["ort_feed"] = {"x": x, **({"r": r} if epi == "res" else {})}
     return c
@@ -407,6 +416,9 @@ def bert_cases() -> list[Case]:
         dense_case("bert", seq, hid, hid, "res"),
         dense_case("bert", seq, hid, inter, "gelu"),
         dense_case("bert", seq, inter, hid, "res"),
+        dense_case("bert", seq, hid, hid, "none", packed=True),
+        dense_case("bert", seq, hid, inter, "gelu", packed=True),
+        dense_case("bert", seq, inter, hid, "res", packed=True),
         bmm_case("bert", heads, seq, dh, seq, 1.0 / np.sqrt(dh)),
         bmm_case("bert", heads, seq, seq, dh, None),
         softmax_case("bert", (heads, seq, seq)),
