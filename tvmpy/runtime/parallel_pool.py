@@ -201,8 +201,11 @@ static void spawn_workers(void) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  /* workers never take the process's signals */
+  sigfillset(&all);  /* workers never take the process's asynchronous signals (SIGINT...) */
+  static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
+  for (unsigned k = 0; k < sizeof(sync_signals) / sizeof(sync_signals[0]); ++k)
+    sigdelset(&all, sync_signals[k]);  /* a fault in a kernel is still reported normally */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   for (; have < want; ++have) {
     pthread_t tid;
     atomic_fetch_add(&g_workers, 1);
