@@ -136,10 +136,10 @@ def main() -> None:
         procs = _busy(nbusy)
         try:
             time.sleep(0.5 if procs else 0.0)
-            load = os.getloadavg()[0]
             for n in names:
                 runners, feeds = sides[n]
                 lat = per_call_latencies(runners, feeds, opts.rounds)
+                load = os.getloadavg()[0]  # 1-minute average, at the end of the measurement
                 for side, ts in lat.items():
                     ts = sorted(ts)
                     rows.append((n, f"{label} (load {load:.1f})", side, len(ts), ts[0],
