@@ -30,7 +30,8 @@ from .parallel_kernels import affine
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _script(body: str, env: dict[str, str] | None = None, timeout: float = 120) -> list[str]:
-    """Run ``body`` (with ``affine`` and ``tids`` imported) in a fresh Python; return its stdout's words."""
+    """Run ``body`` (with ``affine`` and ``tids`` imported) in a fresh Python; return the words
+    of its stdout."""
     src = (f"import sys\nsys.path.insert(0, {os.path.dirname(HERE)!r})\n"
            "from codegen.parallel_kernels import affine, tids\n" + textwrap.dedent(body))
     full_env = dict(os.environ)
@@ -229,9 +230,9 @@ def test_idle_workers_exit():
     words = _script("""
         import os, time, numpy as np
         from codegen.llvm_helpers import Lib, aligned
-        libs = [Lib([tids(64, 100)]) for _ in range(3)]   # three libraries: three pools
+        libs = [Lib([tids()]) for _ in range(3)]   # three libraries: three pools
         base = len(os.listdir("/proc/self/task"))
-        t = aligned(np.zeros(64, "int32"))
+        t = aligned(np.zeros(256, "int32"))
         for lib in libs:
             assert lib("tids", t) == 0
         busy = len(os.listdir("/proc/self/task")) - base
