@@ -2,9 +2,9 @@
 
 ``for i in parallel(min, extent): body`` becomes
 
-    closure = {captured values..., min, extent, &err, next}  (a struct on the caller's stack)
-    tvmpy_parallel_run(f_parN, &closure)                      (or GOMP_parallel(f_parN, &closure, 0, 0))
-    if err: return -1                                         (message already recorded)
+    closure = {captured values..., min, extent, &err, next}   (a struct on the caller's stack)
+    tvmpy_parallel_run(f_parN, &closure)          (or GOMP_parallel(f_parN, &closure, 0, 0))
+    if err: return -1                                          (message already recorded)
 
 ``f_parN(closure)`` runs on any number (>= 1) of threads: it takes chunks of about
 extent / (8 * nthreads) iterations from a shared atomic counter in the closure (a dynamic
@@ -116,7 +116,8 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     flag = fb.alloca("i32", 4, "par_err")
     fb.emit(f"store i32 0, ptr {flag.ref}, align 4")
     for k, val in enumerate(cap_vals + [lo, ext, flag, Value(lty, "0")]):
-        p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}", "cl")
+        p = fb.value("ptr", f"getelementptr inbounds {sty}, ptr {closure.ref}, i32 0, i32 {k}",
+                     "cl")
         fb.emit(f"store {val}, ptr {p.ref}")
     gomp = parallel_runtime() == "gomp"
     if gomp:
