@@ -6,8 +6,9 @@
 2. End to end: ResNet-18 (1x3x224x224) and the BERT encoder (4 layers, hidden 256, seq 128) at
    opt_level 3, built once per runtime, beside onnxruntime (2 threads): the best, median,
    90th percentile and mean of single-call latencies, quiet and then with ``--busy``
-   background busy-loop processes (``python -c "while True: pass"``), same run. Sides are interleaved in rounds of
-   ~0.3 s of calls each, after a 0.3 s pause (idle-spinning threads of the previous side).
+   background busy-loop processes (``python -c "while True: pass"``), same run. Sides are
+   interleaved in rounds of ~0.3 s of calls each, after a 0.3 s pause (idle-spinning threads
+   of the previous side).
 
     python bench/parallel_overhead.py [--models bert_encoder,resnet18] [--rounds 8] [--busy 2]
 
