@@ -21,6 +21,9 @@ generated):
   and waits only for the workers that joined, never for ones the OS has not scheduled yet.
 - ``"gomp"``: libgomp's ``GOMP_parallel`` (``-lgomp``; its closing barrier waits for every thread
   of the team: milliseconds per loop on a loaded machine).
+
+An object file written with ``Module.save("x.o")`` calls ``tvmpy_parallel_run``: link it with
+the bytes of ``tvmpy.runtime.parallel_pool.pool_object()`` (``export_library`` does this).
 """
 
 from __future__ import annotations
