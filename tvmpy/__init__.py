@@ -17,6 +17,7 @@ from .target import Target  # noqa: E402,F401
 
 _LAZY_MODULES = {"arith", "runtime", "nd", "codegen", "contrib", "transform", "config", "testing"}
 _LAZY_MODULES.add("relay")
+_LAZY_MODULES.add("autotvm")
 _LAZY_ATTRS = {
     "lower": ("driver", "lower"),
     "build": ("driver", "build"),

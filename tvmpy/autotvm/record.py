@@ -1,0 +1,148 @@
+"""Tuning logs: one JSON object per line per measurement (TVM's ``autotvm.record``).
+
+A line is ``{"input": [target, task_name, args, config], "result": [costs, error_no, all_cost,
+timestamp], "version": 1}`` where ``args`` is the task's serialized arguments (tensors as
+``["TENSOR", shape, dtype]``) and ``config`` is ``ConfigEntity.to_json_dict()``. Appending a line
+and flushing it makes a log survive ``kill -9`` except for a possibly truncated last line, which
+:func:`load_from_file` skips with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from .space import ConfigEntity
+
+__all__ = ["AUTOTVM_LOG_VERSION", "encode", "decode", "load_from_file", "load_from_lines",
+           "save_to_file", "pick_best", "measure_str_key"]
+
+AUTOTVM_LOG_VERSION = 1
+
+_TASK_CACHE: dict[tuple[str, str, str], Any] = {}
+
+
+def _json_cost(c: Any) -> Any:
+    if isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(float(c)):
+        return float(c)
+    return str(c)
+
+
+def encode(inp: Any, res: Any) -> str:
+    """One log line (without the newline) for a measurement."""
+    row = {
+        "input": [str(inp.target), inp.task.name, list(inp.task.args), inp.config.to_json_dict()],
+        "result": [[_json_cost(c) for c in res.costs], int(res.error_no), float(res.all_cost),
+                   float(res.timestamp)],
+        "version": AUTOTVM_LOG_VERSION,
+    }
+    return json.dumps(row, separators=(",", ":"))
+
+
+def _task_of(target: str, name: str, args: Any) -> Any:
+    """A shared Task per (target, name, args): decoded lines of one workload reuse it, and its
+    space is rebuilt lazily from the registered template."""
+    from .task.task import Task
+
+    key = (target, name, json.dumps(args))
+    tsk = _TASK_CACHE.get(key)
+    if tsk is None:
+        if len(_TASK_CACHE) > 4096:
+            _TASK_CACHE.clear()
+        tsk = _TASK_CACHE[key] = Task(name, args, target)
+    return tsk
+
+
+def decode(line: str) -> tuple[Any, Any]:
+    """``(MeasureInput, MeasureResult)`` of a log line; ValueError for a malformed line."""
+    from ..target import Target
+    from .measure.measure import MeasureInput, MeasureResult
+
+    try:
+        row = json.loads(line)
+        target, name, args, config = row["input"]
+        costs, error_no, all_cost, timestamp = row["result"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"malformed autotvm log line: {line[:120]!r} ({err})") from None
+    if not isinstance(name, str) or not isinstance(args, list) or not isinstance(costs, list):
+        raise ValueError(f"malformed autotvm log line: {line[:120]!r}")
+    tsk = _task_of(str(target), name, args)
+    cfg = ConfigEntity.from_json_dict(config)
+    inp = MeasureInput(Target(str(target)), tsk, cfg)
+    res = MeasureResult(tuple(costs), int(error_no), float(all_cost), float(timestamp))
+    return inp, res
+
+
+def load_from_lines(lines: Iterable[str], source: str = "<lines>") -> list[tuple[Any, Any]]:
+    """Decode lines, skipping blank ones; malformed lines are skipped with one warning."""
+    out = []
+    bad: list[int] = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(decode(line))
+        except ValueError:
+            bad.append(i)
+    if bad:
+        warnings.warn(f"autotvm: skipped {len(bad)} corrupt or truncated line(s) of {source} "
+                      f"(line {', '.join(map(str, bad[:5]))}{', ...' if len(bad) > 5 else ''})",
+                      stacklevel=3)
+    return out
+
+
+def load_from_file(path: str | os.PathLike) -> list[tuple[Any, Any]]:
+    """All ``(MeasureInput, MeasureResult)`` records of a log file, in file order."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return load_from_lines(f, str(path))
+
+
+def save_to_file(records: Iterable[tuple[Any, Any]], path: str | os.PathLike,
+                 mode: str = "a") -> None:
+    """Write records to ``path`` (append by default), one line each."""
+    with open(path, mode, encoding="utf-8") as f:
+        for inp, res in records:
+            f.write(encode(inp, res) + "\n")
+
+
+def measure_str_key(inp: Any, include_config: bool = True) -> str:
+    """A string key of a measure input: target, task name, args (and config)."""
+    cfg = f" {inp.config.to_json_dict()['entity']}" if include_config else ""
+    return f"{inp.target} {inp.task.name} {json.dumps(list(inp.task.args))}{cfg}"
+
+
+def _mean(costs: Iterable[Any]) -> float:
+    vals = [float(c) for c in costs]
+    return sum(vals) / len(vals) if vals else math.inf
+
+
+def _best(records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    from .task.dispatcher import _target_key
+
+    best: dict[tuple[str, Any], tuple[Any, Any]] = {}
+    for inp, res in records:
+        if res.error_no != 0:
+            continue
+        key = (_target_key(inp.target), inp.task.workload)
+        if key not in best or _mean(res.costs) < _mean(best[key][1].costs):
+            best[key] = (inp, res)
+    return iter(best.values())
+
+
+def pick_best(in_file: str | os.PathLike | Iterable[tuple[Any, Any]],
+              out_file: str | os.PathLike | IO[str]) -> int:
+    """Write the best valid record of each (target kind, workload) of ``in_file`` to
+    ``out_file``; returns how many were written."""
+    records = load_from_file(in_file) if isinstance(in_file, (str, os.PathLike)) else in_file
+    best = list(_best(records))
+    text = "".join(encode(i, r) + "\n" for i, r in best)
+    if isinstance(out_file, (str, os.PathLike)):
+        with open(out_file, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        out_file.write(text)
+    return len(best)

@@ -1,0 +1,25 @@
+"""Tuning tasks, templates and dispatch contexts (TVM's ``autotvm.task``)."""
+
+from .. import space  # noqa: F401
+from ..space import ConfigEntity, ConfigSpace, FallbackConfigEntity, InstantiationError  # noqa: F401
+from .dispatcher import (  # noqa: F401
+    ApplyConfig,
+    ApplyHistoryBest,
+    DispatchContext,
+    FallbackContext,
+    apply_history_best,
+    clear_fallback_cache,
+    fallback_summary,
+)
+from .task import (  # noqa: F401
+    TASK_TABLE,
+    Task,
+    TemplateNotFoundError,
+    args_to_workload,
+    compute_flop,
+    create,
+    deserialize_args,
+    get_config,
+    serialize_args,
+    template,
+)

@@ -1,0 +1,216 @@
+"""Dispatch contexts: which configuration a template uses when it runs (TVM's
+``autotvm.task.dispatcher``).
+
+``DispatchContext.current`` is a stack of contexts; a template asks
+``DispatchContext.current.query(target, workload)``. :class:`ApplyConfig` answers with one fixed
+config, :class:`ApplyHistoryBest` with the best measured config of the workload, and the root
+:class:`FallbackContext` with a :class:`~tvmpy.autotvm.space.FallbackConfigEntity`, warning once
+per run (not once per operator) that untuned workloads use default schedules.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..space import ConfigSpace, FallbackConfigEntity
+
+__all__ = ["DispatchContext", "ApplyConfig", "ApplyHistoryBest", "FallbackContext",
+           "apply_history_best", "clear_fallback_cache", "fallback_summary"]
+
+
+def _target_key(target: Any) -> str:
+    """The part of a target that records are matched on: its kind ("llvm", "c")."""
+    if target is None:
+        from ...target import Target
+
+        target = Target.current() or Target("llvm")
+    kind = getattr(target, "kind", None)
+    if kind is not None:
+        return str(kind)
+    return str(target).split()[0] if str(target).strip() else "llvm"
+
+
+class DispatchContext:
+    """Base of the dispatch contexts; ``with ctx:`` makes ``ctx`` the current one."""
+
+    current: DispatchContext | None = None
+
+    def __init__(self) -> None:
+        self._old_ctx: DispatchContext | None = DispatchContext.current
+
+    def query(self, target: Any, workload: Any) -> ConfigSpace:
+        """The config for ``workload`` on ``target`` (asking the enclosing context when this
+        one has none)."""
+        ret = self._query_inside(target, workload)
+        if ret is None:
+            if self._old_ctx is None:
+                raise RuntimeError("no dispatch context answered: FallbackContext missing")
+            ret = self._old_ctx.query(target, workload)
+        return ret
+
+    def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
+        """Make ``cfg`` the answer for ``workload`` on ``target`` in this context."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be updated")
+
+    def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
+        raise NotImplementedError
+
+    def __enter__(self) -> DispatchContext:
+        self._old_ctx = DispatchContext.current
+        DispatchContext.current = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        DispatchContext.current = self._old_ctx
+
+
+class ApplyConfig(DispatchContext):
+    """Every template run inside uses ``config`` (a ConfigEntity, or a ConfigSpace while a task
+    is created)."""
+
+    def __init__(self, config: ConfigSpace):
+        super().__init__()
+        if not isinstance(config, ConfigSpace):
+            raise TypeError(f"ApplyConfig needs a ConfigEntity/ConfigSpace, got {type(config).__name__}")
+        self._config = config
+        self.workload: Any = None
+
+    def _query_inside(self, target: Any, workload: Any) -> ConfigSpace:
+        self.workload = workload
+        return self._config
+
+    def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
+        self._config = cfg
+
+
+def _mean_cost(res: Any) -> float:
+    return float(np.mean([float(c) for c in res.costs]))
+
+
+class ApplyHistoryBest(DispatchContext):
+    """The best record (lowest mean cost, ``error_no == 0``) per (target kind, workload).
+
+    ``records``: a log path, a list of paths, or an iterable of ``(MeasureInput,
+    MeasureResult)`` pairs. Workloads without a record fall through to the enclosing context.
+    """
+
+    def __init__(self, records: Any):
+        super().__init__()
+        self.best_by_targetkey: dict[tuple[str, Any], tuple[Any, Any]] = {}
+        self._best_user: dict[tuple[str, Any], ConfigSpace] = {}
+        if records is not None:
+            self.load(records)
+
+    def load(self, records: Any) -> None:
+        """Add records (see the class docstring) to this context."""
+        from .. import record
+
+        if isinstance(records, (str, os.PathLike)):
+            records = record.load_from_file(records)
+        elif isinstance(records, list) and records and isinstance(records[0], (str, os.PathLike)):
+            records = [r for p in records for r in record.load_from_file(p)]
+        for inp, res in records:
+            if res.error_no != 0:
+                continue
+            key = (_target_key(inp.target), inp.task.workload)
+            old = self.best_by_targetkey.get(key)
+            if old is None or _mean_cost(res) < _mean_cost(old[1]):
+                self.best_by_targetkey[key] = (inp, res)
+
+    def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
+        if workload is None:
+            return None
+        key = (_target_key(target), workload)
+        if key in self._best_user:
+            return self._best_user[key]
+        best = self.best_by_targetkey.get(key)
+        return None if best is None else best[0].config
+
+    def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
+        self._best_user[(_target_key(target), workload)] = cfg
+
+
+def _short(workload: Any) -> str:
+    text = str(workload)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+class FallbackContext(DispatchContext):
+    """The root context: a :class:`FallbackConfigEntity` for every workload nobody tuned.
+
+    The first fallback of a run emits one warning; later ones are only counted
+    (:attr:`fallback_workloads`, :meth:`summary`), so a model with fifty untuned operators does
+    not print fifty warnings. ``silent = True`` mutes it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory: dict[tuple[str, Any], FallbackConfigEntity] = {}
+        self.fallback_workloads: list[tuple[str, Any]] = []
+        self.silent = False
+        self._warned = False
+
+    def _query_inside(self, target: Any, workload: Any) -> ConfigSpace:
+        key = (_target_key(target), workload)
+        if key in self.memory:
+            return self.memory[key]
+        cfg = FallbackConfigEntity()
+        if workload is not None:
+            self.memory[key] = cfg
+            self.fallback_workloads.append(key)
+            if not self.silent and not self._warned:
+                self._warned = True
+                warnings.warn(
+                    f"autotvm: no tuned config for workload {_short(workload)} on target {key[0]}; "
+                    "using a fallback configuration, which may be slow. This is reported once "
+                    "per run: autotvm.task.fallback_summary() lists every untuned workload.",
+                    stacklevel=4)
+        return cfg
+
+    def summary(self) -> str:
+        """How many workloads fell back, and which."""
+        n = len(self.fallback_workloads)
+        lines = [f"{n} workload(s) used fallback configurations"]
+        lines += [f"  {t}: {_short(w)}" for t, w in self.fallback_workloads]
+        return "\n".join(lines)
+
+    def clear_cache(self, target: Any = None, workload: Any = None) -> None:
+        """Forget the fallback of one workload, or (no arguments) all of them and the warning."""
+        if workload is None:
+            self.memory.clear()
+            self.fallback_workloads.clear()
+            self._warned = False
+            return
+        key = (_target_key(target), workload)
+        self.memory.pop(key, None)
+        if key in self.fallback_workloads:
+            self.fallback_workloads.remove(key)
+
+    def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
+        key = (_target_key(target), workload)
+        self.memory[key] = cfg  # type: ignore[assignment]
+
+
+FALLBACK = FallbackContext()
+DispatchContext.current = FALLBACK
+
+
+def clear_fallback_cache(target: Any = None, workload: Any = None) -> None:
+    """Clear the root fallback context (see :meth:`FallbackContext.clear_cache`)."""
+    FALLBACK.clear_cache(target, workload)
+
+
+def fallback_summary() -> str:
+    """How many workloads of this run used fallback configurations, and which."""
+    return FALLBACK.summary()
+
+
+def apply_history_best(records: Any) -> ApplyHistoryBest:
+    """``with autotvm.apply_history_best("tune.log"):`` builds with the best tuned configs."""
+    return ApplyHistoryBest(records)
+
+
