@@ -4,7 +4,7 @@
 ``autotvm.task.create``, ``autotvm.apply_history_best(log)``, ``autotvm.record``.
 """
 
-from . import record, space, task  # noqa: F401
+from . import feature, record, space, task, tuner  # noqa: F401
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity  # noqa: F401
 from .task import (  # noqa: F401
     ApplyConfig,
@@ -15,3 +15,4 @@ from .task import (  # noqa: F401
     get_config,
     template,
 )
+from .tuner import callback  # noqa: F401
