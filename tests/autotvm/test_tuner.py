@@ -415,3 +415,74 @@ def test_log_to_file_bad_args(tmp_path):
         callback.log_to_file(12)
     with pytest.raises(FileNotFoundError):
         callback.log_to_file(str(tmp_path / "missing_dir" / "x.log"))
+
+
+# ---- a real template's ConfigSpace --------------------------------------------------------------
+def _split_task():
+    from tvmpy import te
+    from tvmpy.autotvm.task import create, get_config, template
+
+    name = "test_tuner/split_scale"
+
+    @template(name)
+    def _split_scale(n, m):
+        a = te.placeholder((n, m), name="A")
+        b = te.compute((n, m), lambda i, j: a[i, j] * 2.0, name="B")
+        s = te.create_schedule(b.op)
+        i, j = s[b].op.axis
+        cfg = get_config()
+        cfg.define_split("tile_i", i, num_outputs=3)
+        cfg.define_split("tile_j", j, num_outputs=2)
+        cfg.define_knob("unroll", [0, 1])
+        io, ii, iii = cfg["tile_i"].apply(s, b, i)
+        jo, ji = cfg["tile_j"].apply(s, b, j)
+        s[b].reorder(io, jo, ii, iii, ji)
+        if cfg["unroll"].val:
+            s[b].unroll(iii)
+        return s, [a, b]
+
+    return create(name, (64, 48), "llvm")
+
+
+class SplitMeasure(FakeMeasure):
+    """Cost = 1e-3 * (1 + sum over inner split factors of |log2(size) - log2(hidden size)|
+    + |unroll - hidden unroll|): the hidden configuration is the unique optimum."""
+
+    def __init__(self, hidden, **kw):
+        super().__init__([0], **kw)
+        self.hidden = hidden
+
+    def _vec(self, cfg):
+        # size[0] is -1 ("the rest"): the inner factors determine the split
+        return np.array([*np.log2(cfg["tile_i"].size[1:]), *np.log2(cfg["tile_j"].size[1:]),
+                         cfg["unroll"].val], dtype=np.float64)
+
+    def cost(self, knobs):
+        raise AssertionError("unused")
+
+    def __call__(self, inputs):
+        self.batches.append(len(inputs))
+        out = []
+        for inp in inputs:
+            self.measured.append(inp.config.index)
+            c = 1e-3 * (1.0 + float(np.abs(self._vec(inp.config) - self._vec(self.hidden)).sum()))
+            out.append(MeasureResult((c,), MeasureErrorNo.NO_ERROR, 0.01, time.time()))
+            self.flops.append(inp.task.flop / c)
+        return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tuners_find_hidden_split_of_real_template(seed):
+    task = _split_task()
+    space = task.config_space
+    assert space.dims() == [28, 10, 2] and len(space) == 560
+    assert task.flop > 0
+    hidden = space.get(int(np.random.default_rng(seed).integers(0, len(space))))
+    for make, budget in ((lambda t: RandomTuner(t, seed=seed), 560), (GridSearchTuner, 560),
+                         (lambda t: GATuner(t, pop_size=20, seed=seed), 200)):
+        meas = SplitMeasure(hidden, n_parallel=4)
+        tuner = make(task)
+        tuner.tune(budget, meas.option())
+        assert tuner.best_config.index == hidden.index, make
+        assert tuner.best_flops == pytest.approx(task.flop / 1e-3)
+        assert len(set(meas.measured)) == len(meas.measured) == budget

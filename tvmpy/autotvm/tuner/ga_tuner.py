@@ -33,9 +33,10 @@ def point2knob(point: int, dims: Sequence[int]) -> list[int]:
 
 def knob2point(knob: Sequence[int], dims: Sequence[int]) -> int:
     """Flat index of the per-knob indices ``knob``; inverse of :func:`point2knob`."""
-    point = 0
-    for j, k in enumerate(knob):
-        point += int(k) * int(np.prod(dims[:j], dtype=np.int64))
+    point, mult = 0, 1
+    for k, dim in zip(knob, dims):
+        point += int(k) * mult
+        mult *= int(dim)
     return point
 
 
@@ -71,8 +72,9 @@ class GATuner(Tuner):
             raise ValueError(f"elite_num must be a non-negative int, got {elite_num!r}")
         if not 0.0 <= float(mutation_prob) <= 1.0:
             raise ValueError(f"mutation_prob must be in [0, 1], got {mutation_prob!r}")
-        self.dims = [int(d) for d in self.space.dims()]
-        if not self.dims or min(self.dims) < 1:
+        # a template without knobs has one configuration: one gene of one value
+        self.dims = [int(d) for d in self.space.dims()] or [1]
+        if min(self.dims) < 1:
             raise ValueError(f"cannot tune a config space with knob sizes {self.dims}")
         size = len(self.space)
         if int(np.prod(self.dims, dtype=object)) != size:
