@@ -4,7 +4,15 @@
 ``autotvm.task.create``, ``autotvm.apply_history_best(log)``, ``autotvm.record``.
 """
 
-from . import feature, record, space, task, tuner  # noqa: F401
+from . import feature, measure, record, space, task, tuner  # noqa: F401
+from .measure import (  # noqa: F401
+    LocalBuilder,
+    LocalRunner,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    measure_option,
+)
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity  # noqa: F401
 from .task import (  # noqa: F401
     ApplyConfig,

@@ -1,0 +1,236 @@
+"""``LocalBuilder``: compile candidates in parallel worker processes, with a timeout each.
+
+Each worker (a ``spawn``-ed process, see workers.py) unpickles the task once, then per request
+instantiates one config (``task.instantiate(config) -> (schedule, args)``), compiles it with
+``tvm.build(s, args, target)`` and exports the library to a temporary ``.so`` that the runner
+loads. Outcomes:
+
+- the template raises -> ``INSTANTIATION_ERROR`` (message and the exception type);
+- ``tvm.build`` / export raises, or the worker crashes while compiling -> ``COMPILE_HOST``;
+- no answer within ``timeout`` seconds -> ``BUILD_TIMEOUT``: the worker is killed and replaced.
+
+Workers are recycled after ``max_builds_per_worker`` builds (LLVM keeps memory per module), and
+are kept between batches of the same task. The task must be picklable: its template function
+must be importable by name (defined at module level, not in a closure or an interactive session).
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing.connection
+import os
+import pickle
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from .measure import Builder, BuildResult, MeasureErrorNo, MeasureInput
+from .workers import WorkerDied, WorkerProcess, get_context
+
+__all__ = ["LocalBuilder"]
+
+
+# ---- child side ---------------------------------------------------------------------------------
+def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...]) -> dict:
+    import importlib
+
+    import tvmpy  # noqa: F401 - import the compiler once, before the first request
+    from tvmpy.codegen import llvm  # noqa: F401
+
+    for name in modules:  # the module that registers the task's template
+        importlib.import_module(name)
+    return {"task": pickle.loads(task_bytes), "tmp_dir": tmp_dir}
+
+
+def _arg_info(args: Sequence[Any]) -> tuple:
+    info = []
+    for a in args:
+        if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+            raise TypeError(f"argument {a!r} is not a tensor or buffer: the measurer only "
+                            f"supports tensor arguments")
+        info.append((tuple(int(d) for d in a.shape), str(a.dtype)))
+    return tuple(info)
+
+
+def _builder_handle(state: dict, msg: tuple) -> tuple:
+    import tvmpy
+
+    _, config, target = msg
+    t0 = time.perf_counter()
+    try:
+        s, args = state["task"].instantiate(config)
+        info = _arg_info(args)
+    except Exception as e:  # noqa: BLE001 - any template error is a result, not a crash
+        return ("error", int(MeasureErrorNo.INSTANTIATION_ERROR), f"{type(e).__name__}: {e}",
+                time.perf_counter() - t0)
+    try:
+        mod = tvmpy.build(s, args, target)
+        fd, path = tempfile.mkstemp(suffix=".so", dir=state["tmp_dir"])
+        os.close(fd)
+        mod.export_library(path)
+    except Exception as e:  # noqa: BLE001
+        return ("error", int(MeasureErrorNo.COMPILE_HOST), f"{type(e).__name__}: {e}",
+                time.perf_counter() - t0)
+    return ("ok", path, info, time.perf_counter() - t0)
+
+
+# ---- parent side -------------------------------------------------------------------------------
+def _template_modules(task: Any) -> tuple[str, ...]:
+    """Modules a worker imports so that the task's template is registered there (a spawned
+    process starts empty; ``__main__`` is re-run by multiprocessing itself)."""
+    try:
+        func = task.func
+    except Exception:  # noqa: BLE001 - a task-like object without a registered template
+        return ()
+    name = getattr(func, "__module__", None)
+    if not name or name in ("__main__", "__mp_main__", "builtins"):
+        return ()
+    return (name,)
+
+
+def _cleanup(workers: list, tmp_dir: str) -> None:
+    for w in workers:
+        w.kill()
+    workers.clear()
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+class LocalBuilder(Builder):
+    """Build candidates in ``n_parallel`` worker processes (default: the number of CPUs).
+
+    ``timeout``: seconds per candidate (instantiation + compile + export).
+    ``max_builds_per_worker``: a worker is replaced after this many builds.
+    ``mp_context``: ``"spawn"`` (default) or ``"forkserver"``.
+    ``startup_timeout``: seconds a new worker may take to import tvmpy and load the task."""
+
+    def __init__(self, timeout: float = 10, n_parallel: int | None = None,
+                 max_builds_per_worker: int = 64, mp_context: str | None = None,
+                 startup_timeout: float = 120):
+        if not timeout or timeout <= 0:
+            raise ValueError(f"LocalBuilder: timeout must be > 0 seconds, got {timeout!r}")
+        n_parallel = n_parallel if n_parallel is not None else (os.cpu_count() or 1)
+        if not isinstance(n_parallel, int) or n_parallel < 1:
+            raise ValueError(f"LocalBuilder: n_parallel must be a positive int, got {n_parallel!r}")
+        if max_builds_per_worker < 1:
+            raise ValueError("LocalBuilder: max_builds_per_worker must be >= 1")
+        self.timeout = float(timeout)
+        self.n_parallel = n_parallel
+        self.max_builds_per_worker = int(max_builds_per_worker)
+        self.startup_timeout = float(startup_timeout)
+        self._ctx = get_context(mp_context)
+        self._task: Any = None
+        self._task_bytes: bytes | None = None
+        self._modules: tuple[str, ...] = ()
+        self._workers: list[WorkerProcess] = []
+        self.tmp_dir = tempfile.mkdtemp(prefix="tvmpy_autotvm_build_")
+        self._finalizer = weakref.finalize(self, _cleanup, self._workers, self.tmp_dir)
+
+    # -- task and workers --
+    def set_task(self, task: Any) -> None:
+        if task is self._task:
+            return
+        try:
+            task_bytes = pickle.dumps(task)
+        except Exception as e:  # noqa: BLE001
+            raise TypeError(f"LocalBuilder: the task cannot be sent to the build workers "
+                            f"({type(e).__name__}: {e}); define the template at module level "
+                            f"so that it can be pickled") from None
+        for w in self._workers:
+            w.shutdown()
+        self._workers.clear()
+        self._task, self._task_bytes = task, task_bytes
+        self._modules = _template_modules(task)
+
+    def _start_worker(self) -> WorkerProcess:
+        w = WorkerProcess(self._ctx, _builder_handle, _builder_init,
+                          (self._task_bytes, self.tmp_dir, self._modules))
+        w.started_at = time.monotonic()  # type: ignore[attr-defined]
+        self._workers.append(w)
+        return w
+
+    def _retire(self, w: WorkerProcess, kill: bool) -> None:
+        if kill:
+            w.kill()
+        else:
+            w.shutdown()
+        self._workers.remove(w)
+
+    def close(self) -> None:
+        for w in list(self._workers):
+            w.shutdown()
+        self._workers.clear()
+        self._task = self._task_bytes = None
+
+    # -- building --
+    def build(self, measure_inputs: Sequence[MeasureInput]) -> list[BuildResult]:
+        inputs = list(measure_inputs)
+        results: list[BuildResult | None] = [None] * len(inputs)
+        groups: dict[int, list[int]] = {}
+        tasks: dict[int, Any] = {}
+        for i, inp in enumerate(inputs):
+            groups.setdefault(id(inp.task), []).append(i)
+            tasks[id(inp.task)] = inp.task
+        for key, idxs in groups.items():
+            self.set_task(tasks[key])
+            self._build_group(inputs, idxs, results)
+        return results  # type: ignore[return-value]
+
+    def _build_group(self, inputs: list[MeasureInput], idxs: list[int],
+                     results: list[BuildResult | None]) -> None:
+        pending = collections.deque(idxs)
+        running: dict[WorkerProcess, tuple[int, float]] = {}
+        while len(self._workers) < min(self.n_parallel, len(idxs)):
+            self._start_worker()
+        while pending or running:
+            for w in list(self._workers):  # start-up of new workers
+                if not w.ready:
+                    if w.conn.poll(0) or not w.alive():
+                        w.wait_ready(1.0)  # raises RuntimeError on a failed start
+                    elif time.monotonic() - w.started_at > self.startup_timeout:  # type: ignore
+                        w.wait_ready(0.0)
+            for w in self._workers:  # dispatch
+                if pending and w.ready and w not in running:
+                    i = pending.popleft()
+                    w.send(("build", inputs[i].config, str(inputs[i].target)))
+                    running[w] = (i, time.monotonic())
+            now = time.monotonic()
+            deadlines = [t0 + self.timeout for _, t0 in running.values()]
+            wait_for = [w.conn for w in running] + [w.sentinel for w in running]
+            starting = [w for w in self._workers if not w.ready]
+            wait_for += [w.conn for w in starting] + [w.sentinel for w in starting]
+            if starting:
+                deadlines.append(now + 0.5)
+            multiprocessing.connection.wait(wait_for, max(0.0, min(deadlines) - now)
+                                            if deadlines else None)
+            now = time.monotonic()
+            for w, (i, t0) in list(running.items()):
+                try:
+                    msg = w.recv(0.0)
+                except WorkerDied as e:
+                    results[i] = BuildResult(None, (), int(MeasureErrorNo.COMPILE_HOST),
+                                             f"build worker {e}", now - t0)
+                    del running[w]
+                    self._retire(w, kill=True)
+                    self._start_worker()
+                    continue
+                if msg is None:
+                    if now - t0 >= self.timeout:
+                        results[i] = BuildResult(None, (), int(MeasureErrorNo.BUILD_TIMEOUT),
+                                                 f"build timed out after {self.timeout:g} s",
+                                                 now - t0)
+                        del running[w]
+                        self._retire(w, kill=True)
+                        self._start_worker()
+                    continue
+                del running[w]
+                if msg[0] == "ok":
+                    results[i] = BuildResult(msg[1], msg[2], 0, None, msg[3])
+                else:
+                    results[i] = BuildResult(None, (), msg[1], msg[2], msg[3])
+                if w.jobs_done >= self.max_builds_per_worker:
+                    self._retire(w, kill=False)
+                    if pending:
+                        self._start_worker()

@@ -1,0 +1,302 @@
+"""``LocalRunner``: time built candidates in a separate, persistent runner process.
+
+The runner process (``spawn``-ed, see workers.py) loads each exported library with
+``load_module``, calls it once on random inputs (seeded, never all zeros; the same for every
+candidate of a task), optionally compares all argument arrays with the reference outputs, then
+times it with ``time_evaluator(number, repeat, min_repeat_ms)``; with
+``enable_cpu_cache_flush`` a 64 MiB buffer is streamed through the caches before each repeat
+(``f_preproc="cache_flush_cpu_non_first_arg"``).
+
+Outcomes per candidate: ``NO_ERROR`` with one cost per repeat (seconds per call); the kernel
+returns an error or the library does not load -> ``RUNTIME_DEVICE``; the process dies (segfault
+in the kernel...) -> ``RUNTIME_DEVICE`` with ``"process crashed (signal N, SIGSEGV)"`` and a new
+runner process for the next candidate; no answer within ``timeout`` -> ``RUN_TIMEOUT`` (killed
+and respawned); outputs differ from the reference -> ``WRONG_ANSWER``.
+
+Reference (``check_correctness=True``): the task's first config (``config_space.get(0)``, as
+TVM), built by the builder and run once on the same inputs; if it cannot be built or run, the
+first candidate that runs becomes the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .measure import Builder, BuildResult, MeasureErrorNo, MeasureInput, MeasureResult, Runner
+from .workers import WorkerDied, WorkerProcess, get_context
+
+__all__ = ["LocalRunner", "random_inputs", "compare_outputs"]
+
+_FLOAT_RTOL = 1e-3
+
+
+def random_inputs(arg_info: Sequence[tuple], seed: int) -> list[np.ndarray]:
+    """Random arrays for ``[(shape, dtype), ...]``: floats in [-1, 1), integers in [1, 8),
+    booleans random; deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype in arg_info:
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            a = rng.uniform(-1.0, 1.0, size=shape).astype(dt)
+        elif dt.kind in "iu":
+            a = rng.integers(1, 8, size=shape).astype(dt)
+        elif dt.kind == "b":
+            a = rng.integers(0, 2, size=shape).astype(dt)
+        else:
+            raise TypeError(f"random_inputs: unsupported dtype {dtype}")
+        out.append(a)
+    return out
+
+
+def compare_outputs(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> str | None:
+    """None when every array matches, else a message naming the first mismatching argument.
+
+    Floats: ``|a - e| <= rtol * |e| + rtol * max|e|`` (rtol 1e-3, NaN equals NaN), so that a
+    different summation order passes; integers and booleans: exact."""
+    if len(actual) != len(expected):
+        return f"{len(actual)} arguments, the reference has {len(expected)}"
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        if a.shape != e.shape or a.dtype != e.dtype:
+            return (f"argument {k}: {a.dtype}{list(a.shape)} but the reference is "
+                    f"{e.dtype}{list(e.shape)}")
+        if e.dtype.kind == "f":
+            scale = float(np.nanmax(np.abs(e))) if e.size and not np.all(np.isnan(e)) else 0.0
+            ok = np.isclose(a, e, rtol=_FLOAT_RTOL, atol=_FLOAT_RTOL * scale, equal_nan=True)
+        else:
+            ok = a == e
+        if not np.all(ok):
+            bad = int(np.size(ok) - np.count_nonzero(ok))
+            idx = np.unravel_index(int(np.argmin(ok.ravel())), e.shape) if e.ndim else ()
+            return (f"argument {k}: {bad} of {e.size} elements differ from the reference "
+                    f"(at {tuple(int(x) for x in idx)}: {a[idx]!r} vs {e[idx]!r})")
+    return None
+
+
+# ---- child side ---------------------------------------------------------------------------------
+def _runner_init() -> dict:
+    import tvmpy.runtime  # noqa: F401 - import once, before the first request
+
+    return {"refs": {}, "inputs": {}}
+
+
+def _runner_handle(state: dict, msg: tuple) -> tuple:
+    if msg[0] == "ref":
+        state["refs"] = {msg[1]: msg[2]}
+        return ("ok",)
+    (_, path, arg_info, number, repeat, min_repeat_ms, flush, seed, ref_key,
+     want_outputs) = msg
+    from tvmpy import runtime
+    from tvmpy.runtime import ndarray
+
+    rt_error = int(MeasureErrorNo.RUNTIME_DEVICE)
+    try:
+        mod = runtime.load_module(path)
+    except Exception as e:  # noqa: BLE001
+        return ("error", rt_error, f"cannot load the built library: {type(e).__name__}: {e}")
+    key = (tuple(arg_info), seed)
+    if key not in state["inputs"]:
+        state["inputs"] = {key: random_inputs(arg_info, seed)}
+    args = [ndarray.array(x) for x in state["inputs"][key]]
+    try:
+        mod(*args)  # checked call on fresh copies of the inputs
+    except Exception as e:  # noqa: BLE001
+        return ("error", rt_error, f"{type(e).__name__}: {e}")
+    outputs = [a.numpy() for a in args] if (want_outputs or ref_key is not None) else None
+    if ref_key is not None:
+        ref = state["refs"].get(ref_key)
+        if ref is None:
+            return ("error", int(MeasureErrorNo.UNKNOWN_ERROR), "runner lost its reference")
+        bad = compare_outputs(outputs, ref)
+        if bad is not None:
+            return ("error", int(MeasureErrorNo.WRONG_ANSWER), bad)
+    try:
+        timer = mod.time_evaluator(mod.entry_name, runtime.cpu(0), number=number, repeat=repeat,
+                                   min_repeat_ms=min_repeat_ms,
+                                   f_preproc="cache_flush_cpu_non_first_arg" if flush else "")
+        res = timer(*args)
+    except Exception as e:  # noqa: BLE001
+        return ("error", rt_error, f"{type(e).__name__}: {e}")
+    return ("ok", tuple(res.results), outputs if want_outputs else None)
+
+
+# ---- parent side --------------------------------------------------------------------------------
+class LocalRunner(Runner):
+    """Time candidates in a runner process (see the module docstring).
+
+    ``number``/``repeat``/``min_repeat_ms``: as ``time_evaluator``; ``timeout``: seconds per
+    candidate run (load, check and timing); ``enable_cpu_cache_flush``: flush caches before each
+    repeat; ``check_correctness``: compare each candidate with the reference;
+    ``cooldown_interval``: seconds to sleep between candidates; ``max_runs_per_worker``: the
+    runner process is replaced after this many runs (every loaded library stays mapped)."""
+
+    def __init__(self, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
+                 timeout: float = 10, enable_cpu_cache_flush: bool = False,
+                 check_correctness: bool = True, cooldown_interval: float = 0.0,
+                 max_runs_per_worker: int = 256, mp_context: str | None = None,
+                 startup_timeout: float = 120, seed: int = 0):
+        for name, v in (("number", number), ("repeat", repeat)):
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"LocalRunner: {name} must be a positive int, got {v!r}")
+        if min_repeat_ms < 0 or cooldown_interval < 0:
+            raise ValueError("LocalRunner: min_repeat_ms and cooldown_interval must be >= 0")
+        if not timeout or timeout <= 0:
+            raise ValueError(f"LocalRunner: timeout must be > 0 seconds, got {timeout!r}")
+        self.number, self.repeat, self.min_repeat_ms = number, repeat, float(min_repeat_ms)
+        self.timeout = float(timeout)
+        self.enable_cpu_cache_flush = bool(enable_cpu_cache_flush)
+        self.check_correctness = bool(check_correctness)
+        self.cooldown_interval = float(cooldown_interval)
+        self.max_runs_per_worker = int(max_runs_per_worker)
+        self.startup_timeout = float(startup_timeout)
+        self.seed = int(seed)
+        self._ctx = get_context(mp_context)
+        self._holder: list[WorkerProcess | None] = [None]
+        self._task: Any = None
+        self._builder: Builder | None = None
+        self._ref: list[np.ndarray] | None = None
+        self._ref_key = 0
+        self._ref_tried = False
+        self._finalizer = weakref.finalize(self, _kill_worker, self._holder)
+
+    @property
+    def _worker(self) -> WorkerProcess | None:
+        return self._holder[0]
+
+    @_worker.setter
+    def _worker(self, w: WorkerProcess | None) -> None:
+        self._holder[0] = w
+
+    # -- task, reference and process --
+    def set_task(self, task: Any, builder: Builder | None = None) -> None:
+        if task is not self._task:
+            self._ref, self._ref_tried = None, False
+        self._task, self._builder = task, builder
+
+    def get_build_kwargs(self) -> dict:
+        return {}
+
+    def _ensure_worker(self) -> WorkerProcess:
+        w = self._worker
+        if w is not None and w.jobs_done >= self.max_runs_per_worker:
+            w.shutdown()
+            w = self._worker = None
+        if w is None:
+            w = WorkerProcess(self._ctx, _runner_handle, _runner_init, ())
+            self._worker = w
+            w.wait_ready(self.startup_timeout)
+            if self._ref is not None:
+                w.send(("ref", self._ref_key, self._ref))
+                if w.recv(self.startup_timeout) is None:
+                    raise RuntimeError("runner process did not accept the reference outputs")
+        return w
+
+    def _drop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown()
+            self._worker = None
+
+    def _set_reference(self, outputs: list[np.ndarray]) -> None:
+        self._ref_key += 1
+        self._ref = outputs
+        if self._worker is not None:
+            self._worker.send(("ref", self._ref_key, outputs))
+            self._worker.recv(self.startup_timeout)
+
+    def _make_reference(self, target: Any) -> None:
+        """Build and run ``config_space.get(0)`` once; on failure, a candidate becomes it."""
+        self._ref_tried = True
+        task, builder = self._task, self._builder
+        space = getattr(task, "config_space", None)
+        if builder is None or space is None or len(space) == 0:
+            return
+        ref_input = MeasureInput(target, task, space.get(0))
+        (bres,) = builder.build([ref_input])
+        if bres.error_no != 0:
+            return
+        status, payload, _ = self._run_one(bres, ref_key=None, want_outputs=True)
+        _remove(bres.filename)
+        if status == 0 and payload[1] is not None:
+            self._set_reference(list(payload[1]))
+
+    def _run_one(self, bres: BuildResult, ref_key: int | None,
+                 want_outputs: bool) -> tuple[int, Any, float]:
+        """(error_no, payload, seconds): payload is (costs, outputs) or an error message."""
+        w = self._ensure_worker()
+        t0 = time.monotonic()
+        w.send(("run", bres.filename, bres.arg_info, self.number, self.repeat,
+                self.min_repeat_ms, self.enable_cpu_cache_flush, self.seed, ref_key,
+                want_outputs))
+        try:
+            msg = w.recv(self.timeout)
+        except WorkerDied as e:
+            self._drop_worker()
+            return int(MeasureErrorNo.RUNTIME_DEVICE), f"runner {e}", time.monotonic() - t0
+        elapsed = time.monotonic() - t0
+        if msg is None:
+            self._drop_worker()
+            return (int(MeasureErrorNo.RUN_TIMEOUT), f"run timed out after {self.timeout:g} s",
+                    elapsed)
+        if msg[0] == "ok":
+            return 0, (msg[1], msg[2]), elapsed
+        return msg[1], msg[2], elapsed
+
+    # -- running --
+    def run(self, measure_inputs: Sequence[MeasureInput],
+            build_results: Sequence[BuildResult]) -> list[MeasureResult]:
+        if len(measure_inputs) != len(build_results):
+            raise ValueError(f"LocalRunner.run: {len(measure_inputs)} inputs but "
+                             f"{len(build_results)} build results")
+        results = []
+        for k, (inp, bres) in enumerate(zip(measure_inputs, build_results)):
+            if inp.task is not self._task:
+                self.set_task(inp.task, self._builder)
+            if bres.error_no != 0:
+                results.append(MeasureResult((bres.error or "build failed",), int(bres.error_no),
+                                             bres.time_cost, time.time()))
+                continue
+            if k and self.cooldown_interval:
+                time.sleep(self.cooldown_interval)
+            try:
+                if self.check_correctness and self._ref is None and not self._ref_tried:
+                    self._make_reference(inp.target)
+                want = self.check_correctness and self._ref is None
+                ref_key = self._ref_key if self.check_correctness and self._ref is not None else None
+                status, payload, elapsed = self._run_one(bres, ref_key, want)
+            finally:
+                _remove(bres.filename)
+            if status == 0:
+                costs, outputs = payload
+                if want and outputs is not None:
+                    self._set_reference(list(outputs))
+                results.append(MeasureResult(tuple(costs), 0, bres.time_cost + elapsed,
+                                             time.time()))
+            else:
+                results.append(MeasureResult((str(payload),), int(status),
+                                             bres.time_cost + elapsed, time.time()))
+        return results
+
+
+def _kill_worker(holder: list) -> None:
+    if holder[0] is not None:
+        holder[0].kill()
+        holder[0] = None
+
+
+def _remove(path: str | None) -> None:
+    if path:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
