@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from tvmpy import autotvm, te
+from tvmpy.autotvm import record
 from tvmpy.autotvm.measure.measure import MeasureErrorNo, MeasureResult
+from tvmpy.autotvm.task import get_config, template
 from tvmpy.autotvm.tuner import GATuner, GridSearchTuner, RandomTuner, Tuner, callback
 from tvmpy.autotvm.tuner.ga_tuner import knob2point, point2knob
 
@@ -418,39 +421,41 @@ def test_log_to_file_bad_args(tmp_path):
 
 
 # ---- a real template's ConfigSpace --------------------------------------------------------------
+SPLIT_TEMPLATE = "test_tuner/split_scale"
+APPLIED: list = []  # configs the template ran with (apply_history_best test)
+
+
+@template(SPLIT_TEMPLATE)
+def split_scale(n, m):
+    a = te.placeholder((n, m), name="A")
+    b = te.compute((n, m), lambda i, j: a[i, j] * 2.0, name="B")
+    s = te.create_schedule(b.op)
+    i, j = s[b].op.axis
+    cfg = get_config()
+    APPLIED.append(cfg)
+    cfg.define_split("tile_i", i, num_outputs=3)
+    cfg.define_split("tile_j", j, num_outputs=2)
+    cfg.define_knob("unroll", [0, 1])
+    io, ii, iii = cfg["tile_i"].apply(s, b, i)
+    jo, ji = cfg["tile_j"].apply(s, b, j)
+    s[b].reorder(io, jo, ii, iii, ji)
+    if cfg["unroll"].val:
+        s[b].unroll(iii)
+    return s, [a, b]
+
+
 def _split_task():
-    from tvmpy import te
-    from tvmpy.autotvm.task import create, get_config, template
-
-    name = "test_tuner/split_scale"
-
-    @template(name)
-    def _split_scale(n, m):
-        a = te.placeholder((n, m), name="A")
-        b = te.compute((n, m), lambda i, j: a[i, j] * 2.0, name="B")
-        s = te.create_schedule(b.op)
-        i, j = s[b].op.axis
-        cfg = get_config()
-        cfg.define_split("tile_i", i, num_outputs=3)
-        cfg.define_split("tile_j", j, num_outputs=2)
-        cfg.define_knob("unroll", [0, 1])
-        io, ii, iii = cfg["tile_i"].apply(s, b, i)
-        jo, ji = cfg["tile_j"].apply(s, b, j)
-        s[b].reorder(io, jo, ii, iii, ji)
-        if cfg["unroll"].val:
-            s[b].unroll(iii)
-        return s, [a, b]
-
-    return create(name, (64, 48), "llvm")
+    return autotvm.task.create(SPLIT_TEMPLATE, (64, 48), "llvm")
 
 
 class SplitMeasure(FakeMeasure):
     """Cost = 1e-3 * (1 + sum over inner split factors of |log2(size) - log2(hidden size)|
     + |unroll - hidden unroll|): the hidden configuration is the unique optimum."""
 
-    def __init__(self, hidden, **kw):
+    def __init__(self, hidden, delay=0.0, **kw):
         super().__init__([0], **kw)
         self.hidden = hidden
+        self.delay = delay
 
     def _vec(self, cfg):
         # size[0] is -1 ("the rest"): the inner factors determine the split
@@ -462,6 +467,7 @@ class SplitMeasure(FakeMeasure):
 
     def __call__(self, inputs):
         self.batches.append(len(inputs))
+        time.sleep(self.delay)
         out = []
         for inp in inputs:
             self.measured.append(inp.config.index)
@@ -486,3 +492,145 @@ def test_tuners_find_hidden_split_of_real_template(seed):
         assert tuner.best_config.index == hidden.index, make
         assert tuner.best_flops == pytest.approx(task.flop / 1e-3)
         assert len(set(meas.measured)) == len(meas.measured) == budget
+
+
+# ---- log_to_file, resume, apply_history_best --------------------------------------------------
+def test_log_to_file_one_flushed_line_per_measurement(tmp_path):
+    task = _split_task()
+    log = tmp_path / "tune.log"
+    on_disk = []
+
+    def count_lines(_tuner, _inputs, _results):  # runs while tuning goes on
+        with open(log, encoding="utf-8") as f:
+            on_disk.append(sum(1 for _ in f))
+
+    meas = SplitMeasure(task.config_space.get(77), n_parallel=3)
+    RandomTuner(task, seed=0).tune(
+        10, meas.option(), callbacks=[callback.log_to_file(str(log)), count_lines]
+    )
+    assert on_disk == [3, 6, 9, 10]
+    recs = record.load_from_file(log)
+    assert [inp.config.index for inp, _ in recs] == meas.measured
+    assert [res.costs[0] for _, res in recs] == pytest.approx(
+        [task.flop / f for f in meas.flops])
+    assert all(inp.task.workload == task.workload for inp, _ in recs)
+    # a file object works too, and is left open
+    buf = io.StringIO()
+    GridSearchTuner(task).tune(4, meas.option(), callbacks=[callback.log_to_file(buf)])
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 4 and not buf.closed
+    assert [record.decode(x)[0].config.index for x in lines] == [0, 1, 2, 3]
+
+
+class Killed(Exception):
+    pass
+
+
+def test_interrupted_run_resumes_from_log(tmp_path):
+    task = _split_task()
+    log = tmp_path / "tune.log"
+    hidden = task.config_space.get(301)
+    meas = SplitMeasure(hidden, n_parallel=4)
+
+    def dies_in_batch_4(inputs):
+        if len(meas.batches) == 3:
+            raise Killed
+        return meas(inputs)
+
+    with pytest.raises(Killed):
+        GATuner(task, pop_size=10, seed=0).tune(
+            100, {"measure_batch": dies_in_batch_4, "n_parallel": 4},
+            callbacks=[callback.log_to_file(log)])
+    # the completed batches are on disk; a line cut by the kill is skipped with a warning
+    with open(log, "a", encoding="utf-8") as f:
+        f.write('{"input": ["llvm", "test_tuner/spl')
+    with pytest.warns(UserWarning, match="truncated"):
+        recs = record.load_from_file(log)
+    assert [inp.config.index for inp, _ in recs] == meas.measured and len(recs) == 12
+    first = list(meas.measured)
+    for cls in (RandomTuner, GATuner, GridSearchTuner):
+        tuner = cls(task)
+        tuner.load_history(recs)
+        assert tuner.num_history == 12
+        assert tuner.best_flops == pytest.approx(max(meas.flops))
+        meas2 = SplitMeasure(hidden, n_parallel=4)
+        tuner.tune(40 - tuner.num_history, meas2.option())
+        assert len(meas2.measured) == 28
+        assert not set(first) & set(meas2.measured)
+        assert len(set(meas2.measured)) == 28
+
+
+_KILL_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import test_tuner as T
+from tvmpy.autotvm import callback
+from tvmpy.autotvm.tuner import RandomTuner
+task = T._split_task()
+meas = T.SplitMeasure(task.config_space.get(5), delay=0.05, n_parallel=2)
+print("start", flush=True)
+RandomTuner(task, seed=1).tune(500, meas.option(), callbacks=[callback.log_to_file({log!r})])
+"""
+
+
+def test_kill_9_loses_at_most_the_batch_in_flight(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    log = tmp_path / "killed.log"
+    script = _KILL_SCRIPT.format(tests=os.path.dirname(os.path.abspath(__file__)), log=str(log))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 50
+        while time.time() < deadline:
+            if log.exists() and log.read_text().count("\n") >= 8:
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"tuning process died: {proc.stderr.read()[-2000:]}")
+            time.sleep(0.02)
+        else:
+            pytest.fail("tuning process wrote no log in time")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    text = log.read_text()
+    full = text.count("\n")
+    assert 8 <= full < 500
+    recs = record.load_from_lines(text.splitlines()[:full])
+    assert len(recs) == full  # every completed line decodes
+    seen = [inp.config.index for inp, _ in recs]
+    assert len(set(seen)) == full
+    task = _split_task()
+    tuner = RandomTuner(task, seed=1)
+    tuner.load_history(recs)
+    meas = SplitMeasure(task.config_space.get(5), n_parallel=2)
+    tuner.tune(30, meas.option())
+    assert not set(seen) & set(meas.measured) and len(set(meas.measured)) == 30
+
+
+def test_apply_history_best_picks_tuned_best(tmp_path):
+    task = _split_task()
+    log = tmp_path / "best.log"
+    hidden = task.config_space.get(123)
+    meas = SplitMeasure(hidden, n_parallel=4)
+    # 30 trials of GA, then resume with Random: both runs append to one log
+    tuner = GATuner(task, pop_size=10, seed=4)
+    tuner.tune(30, meas.option(), callbacks=[callback.log_to_file(log)])
+    tuner2 = RandomTuner(task, seed=4)
+    tuner2.load_history(record.load_from_file(log))
+    tuner2.tune(30, meas.option(), callbacks=[callback.log_to_file(log)])
+    assert len(record.load_from_file(log)) == 60 == len(set(meas.measured))
+    best = max(tuner.best_flops, tuner2.best_flops)
+    assert tuner2.best_flops == best
+    APPLIED.clear()
+    with autotvm.apply_history_best(str(log)):
+        split_scale(64, 48)
+    assert APPLIED[-1].index == tuner2.best_config.index
+    assert APPLIED[-1]["tile_i"].size == tuner2.best_config["tile_i"].size

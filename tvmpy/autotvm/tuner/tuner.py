@@ -180,9 +180,26 @@ class Tuner:
             if not callable(cb):
                 raise TypeError(f"callback {cb!r} is not callable")
         measure_batch, n_parallel = _make_measure_batch(self.task, measure_option)
+        try:
+            self._tune_loop(int(n_trial), measure_batch, n_parallel, early_stopping, callbacks)
+        finally:
+            self.ttl = 0
+            # close the builder/runner workers of a measure_batch made here (not an injected one)
+            if measure_batch is not measure_option.get("measure_batch"):
+                close = getattr(measure_batch, "close", None)
+                if close is not None:
+                    close()
+
+    def _tune_loop(
+        self,
+        n_trial: int,
+        measure_batch: Callable[[list[Any]], Sequence[Any]],
+        n_parallel: int,
+        early_stopping: int | None,
+        callbacks: Sequence[Callable[[Tuner, list[Any], list[Any]], None]],
+    ) -> None:
         from ..measure.measure import MeasureInput
 
-        n_trial = int(n_trial)
         self.n_trial = n_trial
         self.early_stopping = early_stopping
         stop_after = early_stopping if early_stopping is not None else math.inf
@@ -225,8 +242,7 @@ class Tuner:
                 break
             if error_ct == ERROR_WARN_THRESHOLD:
                 logger.warning("autotvm: %d measurements in a row failed; last error: %s",
-                               error_ct, getattr(results[-1], "all_cost", None))
-        self.ttl = 0
+                               error_ct, results[-1].costs[:1])
 
 
 def _make_measure_batch(task: Any, measure_option: Any) -> tuple[Callable, int]:
