@@ -10,5 +10,6 @@ from .ga_tuner import GATuner
 from .gridsearch_tuner import GridSearchTuner
 from .random_tuner import RandomTuner
 from .tuner import Tuner
+from .xgboost_tuner import XGBTuner  # noqa: F401
 
 __all__ = ["Tuner", "RandomTuner", "GridSearchTuner", "GATuner", "callback"]

@@ -1,0 +1,54 @@
+"""XGBTuner (TVM's autotvm.tuner.XGBTuner): model-based tuning with an XGBoost cost model and
+parallel simulated annealing over its predictions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model_based_tuner import ModelBasedTuner, ModelOptimizer
+from .sa_model_optimizer import SimulatedAnnealingOptimizer
+from .xgboost_cost_model import XGBoostCostModel
+
+__all__ = ["XGBTuner"]
+
+
+class XGBTuner(ModelBasedTuner):
+    """Tuner that learns an XGBoost model of the measurements and plans with it.
+
+    Parameters
+    ----------
+    task : autotvm.task.Task
+    plan_size : int
+        Refit and re-plan every ``plan_size`` measurements.
+    feature_type : "itervar" | "knob" | "curve"
+        ``"itervar"``: features of the lowered loop program (most accurate, ~2-3 ms per config);
+        ``"knob"``: the config's knob values (fastest, task-specific); ``"curve"``: sampled
+        reuse curves (task-independent, for transfer learning).
+    loss_type : "rank" | "reg"
+    num_threads : int or None
+        XGBoost threads and feature-extraction worker processes (None: 1, in-process).
+    optimizer : "sa" or a ModelOptimizer
+    diversity_filter_ratio : float or None
+        See :class:`ModelBasedTuner`.
+    log_interval : int
+    seed : int or None
+        Seed of the tuner's and the optimizer's random choices.
+    sa_params : dict or None
+        Keyword arguments of :class:`SimulatedAnnealingOptimizer` (``n_iter``,
+        ``parallel_size``, ``early_stop``, ``temp``, ``persistent``).
+    """
+
+    def __init__(self, task: Any, plan_size: int = 64, feature_type: str = "itervar",
+                 loss_type: str = "rank", num_threads: int | None = None,
+                 optimizer: Any = "sa", diversity_filter_ratio: float | None = None,
+                 log_interval: int = 50, seed: int | None = None,
+                 sa_params: dict | None = None) -> None:
+        cost_model = XGBoostCostModel(task, feature_type=feature_type, loss_type=loss_type,
+                                      num_threads=num_threads, log_interval=log_interval,
+                                      seed=0 if seed is None else int(seed))
+        if optimizer == "sa":
+            optimizer = SimulatedAnnealingOptimizer(task, log_interval=log_interval, seed=seed,
+                                                    **(sa_params or {}))
+        elif not isinstance(optimizer, ModelOptimizer):
+            raise ValueError(f"optimizer must be 'sa' or a ModelOptimizer, got {optimizer!r}")
+        super().__init__(task, cost_model, optimizer, plan_size, diversity_filter_ratio, seed)
