@@ -623,6 +623,17 @@ class FallbackConfigEntity(ConfigSpace):
             vector_size = _default_vector_size()
         self.vector_size = max(1, int(vector_size))
 
+    def _add(self, name: str, space: TransformSpace) -> None:
+        """A fallback config is cached per workload and the template runs again with it: a
+        knob defined again keeps the entity chosen before (default or set by hand)."""
+        if name in self.space_map and type(self.space_map[name]) is type(space):
+            self.space_map[name] = space
+            self._length = None
+            return
+        self.space_map.pop(name, None)
+        self._entity_map.pop(name, None)
+        super()._add(name, space)
+
     def _default_entity(self, name: str, space: TransformSpace) -> Any:
         if isinstance(space, SplitSpace):
             inner = max(f for f in get_factors(space.product) if f <= self.vector_size)
