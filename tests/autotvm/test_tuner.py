@@ -363,6 +363,23 @@ def test_resume_from_history_measures_no_config_twice(cls):
     assert tuner.best_config.index == knob2point(target, dims)
 
 
+def test_ga_resumed_breeds_from_history():
+    dims = [10, 10, 10]
+    target = _target(dims, np.random.default_rng(11))
+    task = FakeTask(dims)
+    records, cb = _collector()
+    hist = FakeMeasure(target, n_parallel=10)
+    RandomTuner(task, seed=2).tune(100, hist.option(), callbacks=[cb])
+    tuner = GATuner(task, pop_size=20, seed=2)
+    tuner.load_history(records)
+    assert len(tuner.genes) == 20 and tuner.scores == sorted(hist.flops, reverse=True)[:20]
+    meas = FakeMeasure(target, n_parallel=10)
+    tuner.tune(20, meas.option())
+    assert tuner.generation == 1  # the first generation was bred, not random
+    assert np.mean(meas.flops) > 1.2 * np.mean(hist.flops)
+    assert not set(meas.measured) & set(hist.measured)
+
+
 def test_history_best_kept_when_new_trials_are_worse():
     dims = [10, 10]
     task = FakeTask(dims)

@@ -11,12 +11,12 @@ measured twice; when breeding cannot find a new gene, a random unvisited one is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .tuner import Tuner, result_flops
+from .tuner import Tuner, result_flops, same_task
 
 # Tries of mutating a duplicate child before a random unvisited gene is taken instead.
 _MAX_MUTATE_TRIES = 20
@@ -178,6 +178,26 @@ class GATuner(Tuner):
         return child
 
     # ---- learning ---------------------------------------------------------------------------
+    def load_history(self, records: Iterable[tuple[Any, Any]], min_seed_records: int = 500) -> None:
+        """As :meth:`Tuner.load_history`; the best ``pop_size`` records of this task also become
+        the parents of the next generation, so a resumed run goes on evolving from them."""
+        records = list(records)
+        super().load_history(records, min_seed_records)
+        seen: dict[int, float] = {}
+        for inp, res in records:
+            if same_task(inp.task, self.task) and 0 <= int(inp.config.index) < len(self.space):
+                point = int(inp.config.index)
+                seen[point] = max(seen.get(point, 0.0), result_flops(self.task, res))
+        best = sorted(seen.items(), key=lambda kv: -kv[1])[: self.pop_size]
+        if len(best) >= 2 and best[0][1] > 0:
+            self.genes = [point2knob(p, self.dims) for p, _ in best]
+            self.scores = [score for _, score in best]
+            self.elites, self.elite_scores = [], []
+            # breed at the next proposal instead of handing out the random first generation
+            for gene in self.pending:
+                self.proposed.discard(knob2point(gene, self.dims))
+            self.pending = []
+
     def update(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
         for inp, res in zip(inputs, results):
             point = int(inp.config.index)
