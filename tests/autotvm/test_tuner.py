@@ -296,6 +296,15 @@ def test_zero_flop_task_ranks_by_time():
     assert tuner.best_config.index == knob2point([2, 3], [5, 5])
 
 
+def test_malformed_costs_count_as_failure():
+    def weird(inputs):
+        return [MeasureResult(("fast",), 0, 0.0, 0.0) for _ in inputs]
+
+    tuner = GridSearchTuner(FakeTask([3]))
+    tuner.tune(3, {"measure_batch": weird})
+    assert tuner.best_config is None and len(tuner.visited) == 3
+
+
 def test_bad_arguments():
     task = FakeTask([4])
     opt = FakeMeasure([0]).option()

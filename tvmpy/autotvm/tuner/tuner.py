@@ -53,7 +53,10 @@ def result_flops(task: Any, result: Any) -> float:
     """
     if result.error_no != 0 or not result.costs:
         return 0.0
-    mean_cost = float(np.mean([float(c) for c in result.costs]))
+    try:
+        mean_cost = float(np.mean([float(c) for c in result.costs]))
+    except (TypeError, ValueError):  # a malformed record: costs that are not numbers
+        return 0.0
     if not math.isfinite(mean_cost) or mean_cost <= 0:
         return 0.0
     flop = float(getattr(task, "flop", 0) or 0)
@@ -122,8 +125,8 @@ class Tuner:
     def load_history(self, records: Iterable[tuple[Any, Any]], min_seed_records: int = 500) -> None:
         """Take the records of this task from ``records`` (``(MeasureInput, MeasureResult)``).
 
-        Their configurations are marked visited (never measured again by this tuner) and the
-        best successful one becomes ``best_config``. Records of other tasks are ignored here;
+        Their configurations, failed ones included, are marked visited (never measured again
+        by this tuner) and the best successful one becomes ``best_config``. Records of other tasks are ignored here;
         model-based tuners override this to learn from them (``min_seed_records`` is the
         least number of such records worth training on, unused by the base class).
         """
