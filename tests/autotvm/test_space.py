@@ -323,3 +323,17 @@ def _ot(v):
     from tvmpy.autotvm.space import OtherOptionEntity
 
     return OtherOptionEntity(v)
+
+
+def test_split_filter_and_virtual_axis():
+    s, A, B, C = _matmul_schedule(64, 8, 8)
+    cfg = ConfigSpace()
+    va = cfg.axis(s[C].op.axis[0])
+    assert va.length == 64
+    cfg.define_split("a", va, num_outputs=3, filter=lambda e: e.size[-1] <= 4)
+    cfg.define_split("b", cfg.reduce_axis(10))
+    # 64 = 2^6: innermost exponent 0..2, middle 0..(6 - inner): 7 + 6 + 5
+    assert cfg.dims() == [18, 4]
+    assert all(e.size[-1] <= 4 for e in cfg.space_map["a"].entities)
+    with pytest.raises(ValueError, match="filter rejects"):
+        cfg.define_split("c", 16, filter=lambda e: False)

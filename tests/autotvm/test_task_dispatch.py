@@ -230,6 +230,15 @@ def test_untuned_workload_falls_through_and_warns_once():
     # fallback picks a vector-friendly innermost split, not [-1, 1]
     assert SEEN[-1]["tile_x"].size[-1] > 1
     dispatcher.clear_fallback_cache()
+    autotvm.GLOBAL_SCOPE.silent = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            matmul(41, 16, 24, "float32")
+    finally:
+        autotvm.GLOBAL_SCOPE.silent = False
+    assert len(dispatcher.FALLBACK.fallback_workloads) == 1
+    dispatcher.clear_fallback_cache()
 
 
 def test_apply_config_and_get_config():

@@ -5,6 +5,7 @@
 """
 
 from . import feature, measure, record, space, task, tuner  # noqa: F401
+from .env import GLOBAL_SCOPE  # noqa: F401
 from .measure import (  # noqa: F401
     LocalBuilder,
     LocalRunner,

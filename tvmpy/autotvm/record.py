@@ -59,7 +59,6 @@ def _task_of(target: str, name: str, args: Any) -> Any:
 
 def decode(line: str) -> tuple[Any, Any]:
     """``(MeasureInput, MeasureResult)`` of a log line; ValueError for a malformed line."""
-    from ..target import Target
     from .measure.measure import MeasureInput, MeasureResult
 
     try:
@@ -72,7 +71,7 @@ def decode(line: str) -> tuple[Any, Any]:
         raise ValueError(f"malformed autotvm log line: {line[:120]!r}")
     tsk = _task_of(str(target), name, args)
     cfg = ConfigEntity.from_json_dict(config)
-    inp = MeasureInput(Target(str(target)), tsk, cfg)
+    inp = MeasureInput(tsk.target, tsk, cfg)
     res = MeasureResult(tuple(costs), int(error_no), float(all_cost), float(timestamp))
     return inp, res
 

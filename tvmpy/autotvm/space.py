@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "InstantiationError", "Axis", "SplitSpace", "SplitEntity", "ReorderSpace", "ReorderEntity",
+    "InstantiationError", "Axis", "VirtualAxis", "SplitSpace", "SplitEntity", "ReorderSpace", "ReorderEntity",
     "AnnotateSpace", "AnnotateEntity", "OtherOptionSpace", "OtherOptionEntity", "ConfigSpace",
     "ConfigEntity", "FallbackConfigEntity", "get_factors", "get_pow2s",
 ]
@@ -61,6 +61,8 @@ def _extent_of(axis: Any) -> int:
     """The constant extent of an IterVar, an :class:`Axis` of a split, or an int."""
     if isinstance(axis, (int, np.integer)):
         return int(axis)
+    if isinstance(axis, VirtualAxis):
+        return axis.length
     if isinstance(axis, Axis):
         raise TypeError("define_split needs a loop axis or an int extent, not the output of a split")
     dom = getattr(axis, "dom", None)
@@ -70,6 +72,18 @@ def _extent_of(axis: Any) -> int:
     if ext is None:
         raise ValueError(f"axis {axis} has a non-constant extent {dom.extent}; autotvm needs constants")
     return int(ext)
+
+
+class VirtualAxis:
+    """An axis known only by its length (``cfg.axis(128)``, ``cfg.axis(iter_var)``): lets a
+    template define knobs before it builds its compute."""
+
+    def __init__(self, var: Any, name: str | None = None):
+        self.length = _extent_of(var)
+        self.name = name or str(getattr(getattr(var, "var", None), "name", f"axis{self.length}"))
+
+    def __repr__(self) -> str:
+        return f"VirtualAxis({self.name}, {self.length})"
 
 
 class Axis:
@@ -140,8 +154,17 @@ class SplitSpace(TransformSpace):
     """
 
     def __init__(self, extent: int, policy: str = "factors", num_outputs: int = 2,
-                 max_factor: int | None = None, candidate: Sequence[Sequence[int]] | None = None):
+                 max_factor: int | None = None, candidate: Sequence[Sequence[int]] | None = None,
+                 filter: Any = None):  # noqa: A002 - TVM's keyword
         super().__init__()
+        self._init(extent, policy, num_outputs, max_factor, candidate)
+        if filter is not None:
+            self.entities = [e for e in self.entities if filter(e)]
+            if not self.entities:
+                raise ValueError(f"define_split: the filter rejects every split of {self.product}")
+
+    def _init(self, extent: int, policy: str, num_outputs: int, max_factor: int | None,
+              candidate: Sequence[Sequence[int]] | None) -> None:
         if not 2 <= int(num_outputs) <= 4:
             raise ValueError(f"define_split: num_outputs must be 2..4, got {num_outputs}")
         self.product = int(extent)
@@ -412,9 +435,11 @@ class ConfigSpace:
     def define_split(self, name: str, axis: Any, policy: str = "factors", num_outputs: int = 2,
                      max_factor: int | None = None, candidate: Sequence[Sequence[int]] | None = None,
                      **kwargs: Any) -> list[Axis]:
-        """Split ``axis`` (an IterVar or an int extent) into ``num_outputs`` tiled loops."""
+        """Split ``axis`` (an IterVar, ``cfg.axis(..)`` or an int extent) into ``num_outputs``
+        tiled loops. ``filter=lambda entity: bool`` keeps only some splits."""
         if self._collect:
-            space = SplitSpace(_extent_of(axis), policy, num_outputs, max_factor, candidate)
+            space = SplitSpace(_extent_of(axis), policy, num_outputs, max_factor, candidate,
+                               kwargs.get("filter"))
             self._add(name, space)
             return [Axis(space, i) for i in range(space.num_output)]
         return [Axis(None, i) for i in range(int(num_outputs))]
@@ -441,6 +466,13 @@ class ConfigSpace:
         """A knob with explicit candidate values; the template reads ``cfg[name].val``."""
         if self._collect:
             self._add(name, OtherOptionSpace(candidate))
+
+    @staticmethod
+    def axis(var: Any) -> VirtualAxis:
+        """A virtual axis of the length of ``var`` (an IterVar or an int)."""
+        return VirtualAxis(var)
+
+    reduce_axis = axis
 
     def add_flop(self, flop: float) -> None:
         """Add to the template's FLOP count (used instead of counting the compute)."""

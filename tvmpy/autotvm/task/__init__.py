@@ -1,7 +1,7 @@
 """Tuning tasks, templates and dispatch contexts (TVM's ``autotvm.task``)."""
 
-from .. import space  # noqa: F401
 from ..space import ConfigEntity, ConfigSpace, FallbackConfigEntity, InstantiationError  # noqa: F401
+from . import space  # noqa: F401
 from .dispatcher import (  # noqa: F401
     ApplyConfig,
     ApplyHistoryBest,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..env import GLOBAL_SCOPE
 from ..space import ConfigSpace, FallbackConfigEntity
 
 __all__ = ["DispatchContext", "ApplyConfig", "ApplyHistoryBest", "FallbackContext",
@@ -144,7 +145,7 @@ class FallbackContext(DispatchContext):
 
     The first fallback of a run emits one warning; later ones are only counted
     (:attr:`fallback_workloads`, :meth:`summary`), so a model with fifty untuned operators does
-    not print fifty warnings. ``silent = True`` mutes it.
+    not print fifty warnings. ``silent = True`` (or ``autotvm.GLOBAL_SCOPE.silent``) mutes it.
     """
 
     def __init__(self) -> None:
@@ -162,7 +163,7 @@ class FallbackContext(DispatchContext):
         if workload is not None:
             self.memory[key] = cfg
             self.fallback_workloads.append(key)
-            if not self.silent and not self._warned:
+            if not (self.silent or GLOBAL_SCOPE.silent) and not self._warned:
                 self._warned = True
                 warnings.warn(
                     f"autotvm: no tuned config for workload {_short(workload)} on target {key[0]}; "
