@@ -55,9 +55,29 @@ def _arg_info(args: Sequence[Any]) -> tuple:
     return tuple(info)
 
 
-def _builder_handle(state: dict, msg: tuple) -> tuple:
+def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
+    """Compile and export to ``path``. For LLVM targets the objects are linked once, straight
+    into the exported file (``tvm.build`` would link and load a library first, then export
+    would link again): the same steps as ``codegen.llvm.build`` with ``load=False``."""
     import tvmpy
+    from tvmpy.target import Target
 
+    tgt = Target(target)
+    if tgt.kind != "llvm":
+        tvmpy.build(s, args, tgt).export_library(path)
+        return
+    from tvmpy.codegen import llvm as llvm_codegen
+    from tvmpy.contrib.extern_link import extern_modules
+    from tvmpy.runtime.module import Module
+
+    funcs = [tvmpy.lower(s, args, "default_function", target=tgt)]
+    c = llvm_codegen.compile_funcs(funcs, tgt)
+    mod = Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs,
+                              type_key="llvm", imports=extern_modules(funcs), load=False)
+    mod.export_library(path)
+
+
+def _builder_handle(state: dict, msg: tuple) -> tuple:
     _, config, target = msg
     t0 = time.perf_counter()
     try:
@@ -67,10 +87,9 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
         return ("error", int(MeasureErrorNo.INSTANTIATION_ERROR), f"{type(e).__name__}: {e}",
                 time.perf_counter() - t0)
     try:
-        mod = tvmpy.build(s, args, target)
         fd, path = tempfile.mkstemp(suffix=".so", dir=state["tmp_dir"])
         os.close(fd)
-        mod.export_library(path)
+        _build_library(s, args, target, path)
     except Exception as e:  # noqa: BLE001
         return ("error", int(MeasureErrorNo.COMPILE_HOST), f"{type(e).__name__}: {e}",
                 time.perf_counter() - t0)
