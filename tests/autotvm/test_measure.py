@@ -8,6 +8,7 @@ fail to compile, hang while building, segfault, run too long or compute a wrong 
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -27,7 +28,7 @@ from tvmpy.autotvm.measure.local_runner import compare_outputs, random_inputs
 from tvmpy.autotvm.space import ConfigEntity
 from tvmpy.autotvm.task import create, get_config, template
 
-MODES = ["normal", "raise", "badbuild", "hang", "segv", "slow", "wrong"]
+MODES = ["normal", "raise", "badbuild", "hang", "segv", "slow", "wrong", "killbuild"]
 
 
 @template("test_measure/matmul")
@@ -43,6 +44,8 @@ def _matmul(n: int, l: int, m: int, first_mode: str):  # noqa: E741
         raise ValueError("this configuration is invalid on purpose")
     if mode == "hang":
         time.sleep(600)
+    if mode == "killbuild" and isinstance(cfg, ConfigEntity):  # the build worker dies
+        os.kill(os.getpid(), signal.SIGKILL)
     extra = tir.const(0.0, "float32")
     if mode == "segv":
         extra = tir.call_extern("int32", "raise", 11).astype("float32")
@@ -156,13 +159,16 @@ def test_reference_falls_back_to_first_good_candidate():
         batch.close()
 
 
-def test_check_correctness_off_accepts_wrong_results(task):
-    option = measure_option(LocalBuilder(timeout=30, n_parallel=1),
+def test_check_correctness_off_worker_crash_and_recycling(task):
+    # one build per worker: every candidate gets a fresh worker; a killed worker is replaced
+    option = measure_option(LocalBuilder(timeout=30, n_parallel=1, max_builds_per_worker=1),
                             LocalRunner(number=1, repeat=1, timeout=30, check_correctness=False))
     batch = create_measure_batch(task, option)
     try:
-        res = batch(_inputs(task, [("wrong", 0)]))
-        assert res[0].error_no == 0 and res[0].costs[0] > 0
+        res = batch(_inputs(task, [("wrong", 0), ("killbuild", 0), ("normal", 1)]))
+        assert [r.error_no for r in res] == [0, int(MeasureErrorNo.COMPILE_HOST), 0], res
+        assert res[0].costs[0] > 0 and res[2].costs[0] > 0
+        assert "crashed (signal 9" in res[1].costs[0]
         assert batch(()) == []
     finally:
         batch.close()

@@ -199,8 +199,20 @@ class LocalBuilder(Builder):
 
     def _build_group(self, inputs: list[MeasureInput], idxs: list[int],
                      results: list[BuildResult | None]) -> None:
-        pending = collections.deque(idxs)
         running: dict[WorkerProcess, tuple[int, float]] = {}
+        try:
+            self._schedule(inputs, idxs, results, running)
+        except BaseException:
+            # interrupted (Ctrl-C) or a worker failed to start: a busy worker's late answer
+            # must not be taken for the answer to a later request
+            for w in list(running):
+                self._retire(w, kill=True)
+            raise
+
+    def _schedule(self, inputs: list[MeasureInput], idxs: list[int],
+                  results: list[BuildResult | None],
+                  running: dict[WorkerProcess, tuple[int, float]]) -> None:
+        pending = collections.deque(idxs)
         while len(self._workers) < min(self.n_parallel, len(idxs)):
             self._start_worker()
         while pending or running:

@@ -188,19 +188,32 @@ class LocalRunner(Runner):
             w.shutdown()
             w = self._worker = None
         if w is None:
-            w = WorkerProcess(self._ctx, _runner_handle, _runner_init, ())
-            self._worker = w
-            w.wait_ready(self.startup_timeout)
+            w = self._start_worker()
+        if not w.ready:
+            try:
+                w.wait_ready(self.startup_timeout)
+            except BaseException:
+                self._worker = None
+                raise
             if self._ref is not None:
                 w.send(("ref", self._ref_key, self._ref))
                 if w.recv(self.startup_timeout) is None:
                     raise RuntimeError("runner process did not accept the reference outputs")
         return w
 
-    def _drop_worker(self) -> None:
+    def _start_worker(self) -> WorkerProcess:
+        w = WorkerProcess(self._ctx, _runner_handle, _runner_init, ())
+        self._worker = w
+        return w
+
+    def _drop_worker(self, respawn: bool = True) -> None:
+        """Kill the runner process; start the next one now, so that its start-up overlaps
+        with the caller's work (``_ensure_worker`` waits for it)."""
         if self._worker is not None:
             self._worker.kill()
             self._worker = None
+        if respawn:
+            self._start_worker()
 
     def close(self) -> None:
         if self._worker is not None:
@@ -210,7 +223,7 @@ class LocalRunner(Runner):
     def _set_reference(self, outputs: list[np.ndarray]) -> None:
         self._ref_key += 1
         self._ref = outputs
-        if self._worker is not None:
+        if self._worker is not None and self._worker.ready:  # else sent once it is ready
             self._worker.send(("ref", self._ref_key, outputs))
             self._worker.recv(self.startup_timeout)
 
@@ -243,6 +256,9 @@ class LocalRunner(Runner):
         except WorkerDied as e:
             self._drop_worker()
             return int(MeasureErrorNo.RUNTIME_DEVICE), f"runner {e}", time.monotonic() - t0
+        except BaseException:  # interrupted: its late answer must not answer a later request
+            self._drop_worker(respawn=False)
+            raise
         elapsed = time.monotonic() - t0
         if msg is None:
             self._drop_worker()
