@@ -22,6 +22,8 @@ from .task import (  # noqa: F401
     FallbackContext,
     apply_history_best,
     get_config,
+    register_topi_compute,
+    register_topi_schedule,
     template,
 )
 from .tuner import callback  # noqa: F401

@@ -58,11 +58,13 @@ def get_pow2s(n: int) -> list[int]:
 
 
 def _extent_of(axis: Any) -> int:
-    """The constant extent of an IterVar, an :class:`Axis` of a split, or an int."""
+    """The constant extent of an IterVar, a :class:`VirtualAxis`, an IntImm or an int."""
     if isinstance(axis, (int, np.integer)):
         return int(axis)
     if isinstance(axis, VirtualAxis):
         return axis.length
+    if isinstance(getattr(axis, "value", None), (int, np.integer)):  # an IntImm shape dim
+        return int(axis.value)
     if isinstance(axis, Axis):
         raise TypeError("define_split needs a loop axis or an int extent, not the output of a split")
     dom = getattr(axis, "dom", None)

@@ -23,3 +23,10 @@ from .task import (  # noqa: F401
     serialize_args,
     template,
 )
+from .topi_integration import (  # noqa: F401
+    TaskExtractEnv,
+    extract_from_program,
+    get_workload,
+    register_topi_compute,
+    register_topi_schedule,
+)
