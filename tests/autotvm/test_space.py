@@ -288,10 +288,15 @@ def test_fallback_defaults():
     assert cfg["b"].size == [-1, 1, 12]
     assert cfg["c"].size == [-1, 7]
     assert cfg["d"].size == [-1, 1, 1, 16]
-    assert cfg["e"].size == [-1, 2]
+    assert cfg["e"].size == [-1, 5]
     assert cfg["r"].perm == [0, 1, 2]
     assert cfg["an"].anns == ["none", "none"]
     assert cfg["k"].val == 3
+    # defaults stay inside the space: power2 prefers a divisor, filters and candidates hold
+    cfg.define_split("p", 12, policy="power2")
+    cfg.define_split("f", 64, filter=lambda e: e.size[-1] <= 4)
+    cfg.define_split("g", 64, policy="candidate", candidate=[[-1, 64], [-1, 32]])
+    assert (cfg["p"].size, cfg["f"].size, cfg["g"].size) == ([-1, 4], [-1, 4], [-1, 32])
     cfg.fallback_split("b", [-1, 2, 4])
     assert cfg["b"].size == [-1, 1, 4]  # 12 = 3 * 4: no divisor of 3 within 2
     cfg.fallback_split("d", [-1, 3, 4, 8])

@@ -16,6 +16,8 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+import numpy as np
+
 from .space import ConfigEntity
 
 __all__ = ["AUTOTVM_LOG_VERSION", "encode", "decode", "load_from_file", "load_from_lines",
@@ -27,7 +29,8 @@ _TASK_CACHE: dict[tuple[str, str, str], Any] = {}
 
 
 def _json_cost(c: Any) -> Any:
-    if isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(float(c)):
+    if (isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, bool)
+            and math.isfinite(float(c))):
         return float(c)
     return str(c)
 

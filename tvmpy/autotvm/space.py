@@ -670,11 +670,7 @@ class FallbackConfigEntity(ConfigSpace):
 
     def _default_entity(self, name: str, space: TransformSpace) -> Any:
         if isinstance(space, SplitSpace):
-            inner = max(f for f in get_factors(space.product) if f <= self.vector_size)
-            want = SplitEntity([-1] + [1] * (space.num_output - 2) + [inner])
-            if space.policy == "candidate" and want not in space.entities:
-                return space[0]
-            return want
+            return self._default_split(space)
         if isinstance(space, ReorderSpace):
             ident = ReorderEntity(range(space.num_output))
             return ident if ident in space.entities else space[0]
@@ -682,6 +678,16 @@ class FallbackConfigEntity(ConfigSpace):
             none = AnnotateEntity(["none"] * space.num_output)
             return none if none in space.entities else space[0]
         return space[0]
+
+    def _default_split(self, space: SplitSpace) -> SplitEntity:
+        """Among the space's splits: the largest innermost size not above ``vector_size``,
+        preferring divisors of the extent and middle sizes of 1."""
+        def score(e: SplitEntity) -> tuple:
+            inner = e.size[-1]
+            return (inner <= self.vector_size, space.product % inner == 0,
+                    all(x == 1 for x in e.size[1:-1]), inner if inner <= self.vector_size else -inner)
+
+        return max(space.entities, key=score)
 
     def fallback_split(self, name: str, constraints: Sequence[int]) -> None:
         """Set split ``name`` to the largest sizes within ``constraints`` (one bound per output,
