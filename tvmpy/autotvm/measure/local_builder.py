@@ -122,7 +122,9 @@ class LocalBuilder(Builder):
 
     ``timeout``: seconds per candidate (instantiation + compile + export).
     ``max_builds_per_worker``: a worker is replaced after this many builds.
-    ``mp_context``: ``"spawn"`` (default) or ``"forkserver"``.
+    ``mp_context``: ``"spawn"`` (default: a clean process; a script run as a program must
+    guard its tuning code with ``if __name__ == "__main__":``), ``"forkserver"``, or ``"fork"``
+    (templates defined anywhere, e.g. interactively, work; the parent's state is inherited).
     ``startup_timeout``: seconds a new worker may take to import tvmpy and load the task."""
 
     def __init__(self, timeout: float = 10, n_parallel: int | None = None,

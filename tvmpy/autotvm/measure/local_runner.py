@@ -134,7 +134,9 @@ class LocalRunner(Runner):
     candidate run (load, check and timing); ``enable_cpu_cache_flush``: flush caches before each
     repeat; ``check_correctness``: compare each candidate with the reference;
     ``cooldown_interval``: seconds to sleep between candidates; ``max_runs_per_worker``: the
-    runner process is replaced after this many runs (every loaded library stays mapped)."""
+    runner process is replaced after this many runs (every loaded library stays mapped);
+    ``mp_context``: as for ``LocalBuilder`` (avoid ``"fork"`` for kernels that use OpenMP:
+    libgomp runs them serially in a forked child)."""
 
     def __init__(self, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10, enable_cpu_cache_flush: bool = False,

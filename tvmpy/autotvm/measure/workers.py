@@ -18,6 +18,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -68,6 +69,15 @@ def describe_death(exitcode: int | None) -> str:
             name = "unknown"
         return f"process crashed (signal {-exitcode}, {name})"
     return f"process exited with code {exitcode}"
+
+
+def _start_hint(w: WorkerProcess) -> str:
+    main = sys.modules.get("__main__")
+    if (w.process.exitcode or 0) > 0 and getattr(main, "__file__", None):
+        return (f"; a spawned worker first re-runs the main script {main.__file__}: put the "
+                f"script's tuning code under `if __name__ == \"__main__\":` (its error is printed "
+                f"above), or pass mp_context=\"fork\"")
+    return ""
 
 
 class WorkerProcess:
@@ -121,7 +131,7 @@ class WorkerProcess:
         try:
             msg = self._recv(timeout)
         except WorkerDied as e:
-            raise RuntimeError(f"worker process failed to start: {e}") from None
+            raise RuntimeError(f"worker process failed to start: {e}{_start_hint(self)}") from None
         if msg is None:
             self.kill()
             raise RuntimeError(f"worker process did not start within {timeout:g} s")
