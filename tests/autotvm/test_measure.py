@@ -117,7 +117,7 @@ def test_bad_candidates_are_survived_in_input_order(task, measure):
 
 
 def test_build_timeout_kills_and_replaces_the_worker(task):
-    builder = LocalBuilder(timeout=4, n_parallel=2)
+    builder = LocalBuilder(timeout=5, n_parallel=2)
     option = measure_option(builder, LocalRunner(number=1, repeat=1, timeout=30))
     batch = create_measure_batch(task, option)
     try:
