@@ -222,9 +222,10 @@ def test_untuned_workload_falls_through_and_warns_once():
                 (a, b), c = _run(s, args, [(n, 16), (16, 24), (n, 24)])
                 np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
             matmul(40, 16, 24, "float32")  # the same untuned workload again
+            assert not caught  # reported together when the history context exits
     msgs = [str(w.message) for w in caught if "fallback" in str(w.message)]
     assert len(msgs) == 1, msgs
-    assert "test/matmul" in msgs[0]
+    assert "3 workloads have no tuned config" in msgs[0] and "test/matmul" in msgs[0]
     assert len(dispatcher.FALLBACK.fallback_workloads) == 3
     assert autotvm.task.fallback_summary().startswith("3 workload(s)")
     # fallback picks a vector-friendly innermost split, not [-1, 1]
@@ -238,6 +239,17 @@ def test_untuned_workload_falls_through_and_warns_once():
     finally:
         autotvm.GLOBAL_SCOPE.silent = False
     assert len(dispatcher.FALLBACK.fallback_workloads) == 1
+    dispatcher.clear_fallback_cache()
+    # outside apply_history_best the first fallback is reported at once, later ones counted
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        matmul(42, 16, 24, "float32")
+        assert len(caught) == 1 and "no tuned config for workload" in str(caught[0].message)
+        matmul(43, 16, 24, "float32")
+        with autotvm.apply_history_best([]):
+            matmul(44, 16, 24, "float32")
+    assert len(caught) == 1
+    assert len(dispatcher.FALLBACK.fallback_workloads) == 3
     dispatcher.clear_fallback_cache()
 
 

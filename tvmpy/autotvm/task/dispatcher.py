@@ -134,6 +134,15 @@ class ApplyHistoryBest(DispatchContext):
     def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
         self._best_user[(_target_key(target), workload)] = cfg
 
+    def __enter__(self) -> ApplyHistoryBest:
+        super().__enter__()
+        FALLBACK.begin_deferred()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        FALLBACK.end_deferred()
+
 
 def _short(workload: Any) -> str:
     text = str(workload)
@@ -143,9 +152,11 @@ def _short(workload: Any) -> str:
 class FallbackContext(DispatchContext):
     """The root context: a :class:`FallbackConfigEntity` for every workload nobody tuned.
 
-    The first fallback of a run emits one warning; later ones are only counted
-    (:attr:`fallback_workloads`, :meth:`summary`), so a model with fifty untuned operators does
-    not print fifty warnings. ``silent = True`` (or ``autotvm.GLOBAL_SCOPE.silent``) mutes it.
+    One warning per run, not one per operator: inside ``apply_history_best`` (where a whole
+    model is built) the untuned workloads are counted and reported together when the outermost
+    one exits; elsewhere the first fallback is reported at once. Either way later fallbacks of
+    the run are only counted (:attr:`fallback_workloads`, :meth:`summary`). ``silent = True``
+    (or ``autotvm.GLOBAL_SCOPE.silent``) mutes it.
     """
 
     def __init__(self) -> None:
@@ -154,6 +165,8 @@ class FallbackContext(DispatchContext):
         self.fallback_workloads: list[tuple[str, Any]] = []
         self.silent = False
         self._warned = False
+        self._defer_depth = 0
+        self._pending: list[tuple[str, Any]] = []
 
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace:
         key = (_target_key(target), workload)
@@ -164,13 +177,34 @@ class FallbackContext(DispatchContext):
             self.memory[key] = cfg
             self.fallback_workloads.append(key)
             if not (self.silent or GLOBAL_SCOPE.silent) and not self._warned:
-                self._warned = True
-                warnings.warn(
-                    f"autotvm: no tuned config for workload {_short(workload)} on target {key[0]}; "
-                    "using a fallback configuration, which may be slow. This is reported once "
-                    "per run: autotvm.task.fallback_summary() lists every untuned workload.",
-                    stacklevel=4)
+                if self._defer_depth:
+                    self._pending.append(key)
+                else:
+                    self._warn([key], stacklevel=5)
         return cfg
+
+    def _warn(self, keys: list[tuple[str, Any]], stacklevel: int) -> None:
+        self._warned = True
+        target, workload = keys[0]
+        head = (f"autotvm: no tuned config for workload {_short(workload)} on target {target}"
+                if len(keys) == 1 else
+                f"autotvm: {len(keys)} workloads have no tuned config (e.g. {_short(workload)} "
+                f"on target {target})")
+        warnings.warn(head + "; using fallback configurations, which may be slow. This is "
+                      "reported once per run: autotvm.task.fallback_summary() lists every "
+                      "untuned workload.", stacklevel=stacklevel)
+
+    def begin_deferred(self) -> None:
+        """Hold fallback warnings until the matching :meth:`end_deferred`."""
+        self._defer_depth += 1
+
+    def end_deferred(self) -> None:
+        """Close a deferred scope; the outermost one emits the (single) pending warning."""
+        self._defer_depth = max(0, self._defer_depth - 1)
+        if self._defer_depth == 0 and self._pending:
+            pending, self._pending = self._pending, []
+            if not self._warned:
+                self._warn(pending, stacklevel=4)
 
     def summary(self) -> str:
         """How many workloads fell back, and which."""
@@ -184,6 +218,7 @@ class FallbackContext(DispatchContext):
         if workload is None:
             self.memory.clear()
             self.fallback_workloads.clear()
+            self._pending.clear()
             self._warned = False
             return
         key = (_target_key(target), workload)
