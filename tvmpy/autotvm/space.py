@@ -750,7 +750,14 @@ def _default_vector_size() -> int:
     from ..target import Target
 
     tgt = Target.current()
+    return _lanes_f32(str(tgt) if tgt is not None else "llvm")
+
+
+@functools.lru_cache(maxsize=64)
+def _lanes_f32(target: str) -> int:
+    from ..target import Target
+
     try:
-        return (tgt or Target("llvm")).vector_lanes("float32")
+        return Target(target).vector_lanes("float32")
     except Exception:  # noqa: BLE001 - a target without vector information
         return 8
