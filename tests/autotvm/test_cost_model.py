@@ -121,6 +121,11 @@ def test_regression_loss_and_cache(gemm_data):
     assert np.array_equal(p1, model.predict(idx[100:]))  # cached, deterministic
     assert model.n_extracted == len(idx)
     assert _spearman(p1, flops[100:]) > 0.3
+    # features extracted in worker processes are the same
+    pooled = XGBoostCostModel(task, feature_type="itervar", num_threads=2)
+    xp, okp = pooled.get_features(list(idx[:70]))
+    xs, oks = model.get_features(list(idx[:70]))
+    assert okp.all() and oks.all() and np.array_equal(xp, xs)
 
 
 def test_transfer_from_other_task(gemm_data):
@@ -314,3 +319,30 @@ def test_bad_arguments(gemm_data):
     model = XGBoostCostModel(task)
     with pytest.raises(ValueError):
         model.fit([1, 2], [1.0], plan_size=4)
+
+
+def test_xgb_tuner_tune_loop_and_resume():
+    """Through Tuner.tune with an injected measurement: no config measured twice, the model is
+    refit every plan, and a second tuner resumes from the first one's records."""
+    task = FakeTask([6, 6, 5, 4], [5, 0, 3, 1])
+    measured: list[int] = []
+
+    def measure_batch(inputs):
+        measured.extend(inp.config.index for inp in inputs)
+        return [Res((task.cost(inp.config.index) * 1e-3,), 0, 0.0, 0.0) for inp in inputs]
+
+    records = []
+    tuner = XGBTuner(task, plan_size=16, feature_type="knob", seed=3,
+                     sa_params={"n_iter": 40, "early_stop": 10})
+    tuner.tune(n_trial=64, measure_option={"measure_batch": measure_batch, "n_parallel": 8},
+               callbacks=[lambda t, i, r: records.extend(zip(i, r))])
+    assert len(measured) == 64 and len(set(measured)) == 64
+    assert tuner.train_ct == 4 and tuner.cost_model.bst is not None
+    assert tuner.best_flops == pytest.approx(task.flop / (min(map(task.cost, measured)) * 1e-3))
+    resumed = XGBTuner(task, plan_size=16, feature_type="knob", seed=4,
+                       sa_params={"n_iter": 40, "early_stop": 10})
+    resumed.load_history(records, min_seed_records=10)
+    assert resumed.visited == set(measured) and sorted(resumed.xs) == sorted(measured)
+    assert resumed.cost_model.base_model is not None and len(resumed.trials) == 16
+    fresh = [c.index for c in resumed.next_batch(32)]
+    assert len(set(fresh)) == 32 and not set(fresh) & set(measured)

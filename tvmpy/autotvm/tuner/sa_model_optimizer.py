@@ -5,7 +5,9 @@
 model scores all of them in one batched ``predict``. A move is accepted with probability
 ``exp(min((new - old) / temperature, 1))``; the temperature cools linearly from ``temp[0]`` to
 ``temp[1]``. A heap keeps the ``num`` best points seen that are not in ``exclusive``; the search
-stops after ``n_iter`` steps, or ``early_stop`` steps without a change of the heap.
+stops after ``n_iter`` steps, or ``early_stop`` steps without a change of the heap, or (with
+``timeout``) after that many seconds: each step costs ``parallel_size`` predictions, and with
+program features every new point costs a lowering (a few ms in this Python compiler).
 """
 
 from __future__ import annotations
@@ -27,12 +29,17 @@ __all__ = ["SimulatedAnnealingOptimizer"]
 class SimulatedAnnealingOptimizer(ModelOptimizer):
     """Parameters: ``task`` (its config space is searched), ``n_iter``, ``temp`` (a float or a
     ``(start, end)`` pair), ``persistent`` (resume walkers from the previous search),
-    ``parallel_size`` (walkers), ``early_stop``, ``log_interval``, ``seed``."""
+    ``parallel_size`` (walkers), ``early_stop``, ``log_interval``, ``seed``, ``timeout``
+    (seconds per search, None for no limit)."""
 
     def __init__(self, task: Any, n_iter: int = 500, temp: Any = (1, 0), persistent: bool = True,
                  parallel_size: int = 128, early_stop: int = 50, log_interval: int = 50,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, timeout: float | None = None) -> None:
         super().__init__()
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds or None, "
+                             f"got {timeout!r}")
+        self.timeout = timeout
         for name, v in (("n_iter", n_iter), ("parallel_size", parallel_size),
                         ("early_stop", early_stop)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -105,6 +112,9 @@ class SimulatedAnnealingOptimizer(ModelOptimizer):
                     k_last_modify = k
             k += 1
             t -= cool
+            if self.timeout is not None and time.time() - tic > self.timeout:
+                logger.debug("SA: stopped by timeout after %d iterations", k)
+                break
             if self.log_interval and k % self.log_interval == 0:
                 logger.debug("SA iter %d: max %.4f, temp %.3f, elapsed %.2f s", k,
                              max(x[0] for x in heap), t, time.time() - tic)

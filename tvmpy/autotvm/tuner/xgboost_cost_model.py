@@ -10,11 +10,12 @@ configuration whose template fails to instantiate gets a zero row and is flagged
 of training and predicted :data:`FAILED_SCORE` (the optimizer never proposes it).
 
 Training uses up to ``num_boost_round`` rounds and stops early when the top-``plan_size``
-recall on the training set has not improved for ``early_stopping_rounds`` rounds (TVM's
-``tr-a-recall@k``). ``fit_log`` trains on records of other tasks (one ranking group per task; the
-knob features of other tasks do not match, so ``"knob"`` uses only this task's records), for
-transfer learning: such a model is loaded as the base model, whose margin is the starting
-prediction of the model trained later on this task's measurements.
+recall on the training set (checked every 5 rounds) has not improved for
+``early_stopping_rounds`` rounds (TVM's ``tr-a-recall@k``). ``fit_log`` trains on records of
+other tasks (one ranking group per task; the knob features of other tasks do not match, so
+``"knob"`` uses only this task's records), for transfer learning: such a model is loaded as the
+base model, whose margin is the starting prediction of the model trained later on this task's
+measurements.
 """
 
 from __future__ import annotations
@@ -142,12 +143,15 @@ class XGBoostCostModel(CostModel):
         if not todo:
             return
         tic = time.perf_counter()
-        if self.num_threads and self.num_threads > 1 and len(todo) >= _MIN_POOL_BATCH \
-                and self.feature_type != "knob" and "fork" in multiprocessing.get_all_start_methods():
+        use_pool = (self.num_threads and self.num_threads > 1 and len(todo) >= _MIN_POOL_BATCH
+                    and self.feature_type != "knob"
+                    and "fork" in multiprocessing.get_all_start_methods())
+        if use_pool:
             global _POOL_TASK, _POOL_TYPE
             _POOL_TASK, _POOL_TYPE = self.task, self.feature_type
             with multiprocessing.get_context("fork").Pool(self.num_threads) as pool:
-                feas = pool.map(_pool_extract, todo, chunksize=max(1, len(todo) // (4 * self.num_threads)))
+                chunk = max(1, len(todo) // (4 * self.num_threads))
+                feas = pool.map(_pool_extract, todo, chunksize=chunk)
         else:
             feas = [extract_feature(self.task, self.space.get(i), self.feature_type) for i in todo]
         for i, f in zip(todo, feas):
@@ -195,7 +199,7 @@ class XGBoostCostModel(CostModel):
                     logger.debug("xgb round %d: tr-a-recall@%d %.3f", epoch, k, recall)
                 if recall > state["best"] + 1e-9:
                     state["best"], state["best_iter"] = recall, epoch
-                return epoch - state["best_iter"] >= stop_rounds or recall >= 1.0
+                return epoch - state["best_iter"] >= stop_rounds
 
         return xgb.train(self.params, dtrain, num_boost_round=self.num_boost_round,
                          callbacks=[_RecallStop()])
