@@ -95,6 +95,8 @@ def test_issue_example_task_space_and_flop():
     assert task.workload == ("test/matmul", 1024, 1024, 1024, "float32")
     assert json.loads(json.dumps(task.workload)) == list(task.workload)
     assert hash(task.workload) == hash(autotvm.task.Task.from_workload(task.workload).workload)
+    by_func = autotvm.task.create(matmul, args=(1024, 1024, 1024, "float32"), target="llvm")
+    assert by_func.workload == task.workload and len(by_func.config_space) == 121
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -148,6 +150,8 @@ def test_task_pickles_without_the_function():
 
 
 def test_bad_inputs_raise():
+    with pytest.raises(TypeError, match="args must be a tuple"):
+        autotvm.task.create("test/matmul", args=4, target="llvm")
     with pytest.raises(TemplateNotFoundError, match="no autotvm template"):
         autotvm.task.create("test/missing", args=(1,), target="llvm")
     with pytest.raises(TypeError, match="serialize"):

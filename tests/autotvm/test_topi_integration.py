@@ -117,3 +117,4 @@ def test_extract_from_program_without_templates_is_empty():
     y = relay.nn.relu(x)
     mod = tvm.IRModule.from_expr(relay.Function([x], y))
     assert autotvm.task.extract_from_program(mod, params={}, target="llvm") == []
+    assert autotvm.task.extract_from_program(mod["main"], target="llvm", params=None) == []

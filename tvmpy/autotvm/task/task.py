@@ -226,8 +226,15 @@ def _schedule_of(out: Any, name: str) -> Any:
     return out[0]
 
 
-def create(task_name: str, args: Sequence[Any], target: Any = "llvm") -> Task:
-    """Create a tuning task: runs the template once to collect its configuration space."""
+def create(task_name: Any, args: Sequence[Any], target: Any = "llvm") -> Task:
+    """Create a tuning task: runs the template once to collect its configuration space.
+    ``task_name``: a registered name, or the function ``@autotvm.template`` returned."""
+    task_name = getattr(task_name, "template_name", task_name)
+    if not isinstance(task_name, str):
+        raise TypeError(f"task.create needs a template name or a template function, got "
+                        f"{type(task_name).__name__}")
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(f"task.create: args must be a tuple, got {type(args).__name__}")
     if task_name not in TASK_TABLE:
         raise TemplateNotFoundError(f"no autotvm template named {task_name!r}; registered: "
                                     f"{sorted(TASK_TABLE)}")
