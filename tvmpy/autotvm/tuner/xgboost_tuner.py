@@ -13,7 +13,7 @@ __all__ = ["XGBTuner"]
 
 _SA_DEFAULTS = {
     "knob": {"n_iter": 500, "parallel_size": 128, "early_stop": 50},
-    "program": {"n_iter": 100, "parallel_size": 64, "early_stop": 25},
+    "program": {"n_iter": 100, "parallel_size": 64, "early_stop": 25, "timeout": 30.0},
 }
 
 
@@ -42,8 +42,9 @@ class XGBTuner(ModelBasedTuner):
         Keyword arguments of :class:`SimulatedAnnealingOptimizer` (``n_iter``,
         ``parallel_size``, ``early_stop``, ``temp``, ``persistent``, ``timeout``). Defaults:
         TVM's (500 iterations, 128 walkers, early stop 50) for ``"knob"`` features; for program
-        features, whose extraction costs a lowering per new point (~3-6 ms here), at most
-        100 iterations of 64 walkers, early stop 25 (a plan explores at most 6400 points).
+        features, whose extraction costs a lowering per new point (~2.5 ms for a 2-level tiled
+        GEMM, ~15 ms for an x86 conv2d here), at most 100 iterations of 64 walkers, early stop
+        25 (a plan explores at most 6400 points), and a 30 s timeout per plan.
     """
 
     def __init__(self, task: Any, plan_size: int = 64, feature_type: str = "itervar",
