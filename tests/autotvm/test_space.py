@@ -342,3 +342,18 @@ def test_split_filter_and_virtual_axis():
     assert all(e.size[-1] <= 4 for e in cfg.space_map["a"].entities)
     with pytest.raises(ValueError, match="filter rejects"):
         cfg.define_split("c", 16, filter=lambda e: False)
+
+
+@pytest.mark.parametrize("ann", [["none", "vec"], ["unroll", "vec"], ["parallel", "unroll"]])
+def test_annotate_on_a_tail_split(ann):
+    """37 = 4 * 8 + 5: annotations of the inner loop of a non-divisible split still compute."""
+    A = te.placeholder((37,), name="A")
+    B = te.compute((37,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    o, i = SplitEntity([-1, 8]).apply(s, B, B.op.axis[0])
+    AnnotateEntity(ann).apply(s, B, [o, i])
+    f = tvm.build(s, [A, B], "llvm")
+    a = RNG.standard_normal(37).astype("float32")
+    b = tvm.nd.array(np.zeros(37, "float32"))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 2.0 + 1.0, rtol=1e-5, atol=1e-6)
