@@ -346,3 +346,20 @@ def test_xgb_tuner_tune_loop_and_resume():
     assert resumed.cost_model.base_model is not None and len(resumed.trials) == 16
     fresh = [c.index for c in resumed.next_batch(32)]
     assert len(set(fresh)) == 32 and not set(fresh) & set(measured)
+
+
+def test_diversity_filter_plans_distinct_diverse_trials():
+    task = FakeTask([8, 8, 8, 4], [2, 7, 1, 3])
+    tuner = XGBTuner(task, plan_size=16, feature_type="knob", seed=1, diversity_filter_ratio=3,
+                     sa_params={"n_iter": 40, "early_stop": 10})
+    for _ in range(2):
+        batch = tuner.next_batch(16)
+        tuner.update([Inp("llvm", task, c) for c in batch],
+                     [Res((task.cost(c.index) * 1e-3,), 0, 0.0, 0.0) for c in batch])
+    assert tuner.train_ct == 2
+    assert len(tuner.trials) == 16 and len(set(tuner.trials)) == 16
+    knobs = np.array([point2knob(p, task.dims) for p in tuner.trials])
+    # the filter spreads the plan: every knob takes several values
+    assert all(len(set(knobs[:, k])) >= 2 for k in range(4))
+    with pytest.raises(ValueError):
+        XGBTuner(task, diversity_filter_ratio=0.5)
