@@ -240,18 +240,19 @@ class LocalRunner(Runner):
         (bres,) = builder.build([ref_input])
         if bres.error_no != 0:
             return
-        status, payload, _ = self._run_one(bres, ref_key=None, want_outputs=True)
+        status, payload, _ = self._run_one(bres, ref_key=None, want_outputs=True, timed=False)
         _remove(bres.filename)
         if status == 0 and payload[1] is not None:
             self._set_reference(list(payload[1]))
 
-    def _run_one(self, bres: BuildResult, ref_key: int | None,
-                 want_outputs: bool) -> tuple[int, Any, float]:
-        """(error_no, payload, seconds): payload is (costs, outputs) or an error message."""
+    def _run_one(self, bres: BuildResult, ref_key: int | None, want_outputs: bool,
+                 timed: bool = True) -> tuple[int, Any, float]:
+        """(error_no, payload, seconds): payload is (costs, outputs) or an error message.
+        ``timed=False``: one timed call only (the reference needs its outputs, not timings)."""
         w = self._ensure_worker()
         t0 = time.monotonic()
-        w.send(("run", bres.filename, bres.arg_info, self.number, self.repeat,
-                self.min_repeat_ms, self.enable_cpu_cache_flush, self.seed, ref_key,
+        w.send(("run", bres.filename, bres.arg_info, self.number if timed else 1,
+                self.repeat if timed else 1, self.min_repeat_ms if timed else 0.0, self.enable_cpu_cache_flush, self.seed, ref_key,
                 want_outputs))
         try:
             msg = w.recv(self.timeout)
