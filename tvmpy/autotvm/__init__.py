@@ -26,4 +26,5 @@ from .task import (  # noqa: F401
     register_topi_schedule,
     template,
 )
+from .tune_model import tune_model, tune_tasks  # noqa: F401
 from .tuner import callback  # noqa: F401
