@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...autotvm.space import OtherOptionEntity, SplitEntity
+from ...autotvm.task.topi_integration import register_topi_compute, register_topi_schedule
 from ...te import compute, create_schedule, reduce_axis
 from ...te import sum as te_sum
 from ...tir.expr import const
 from ...tir.op import if_then_else
 from ..nn.conv2d import _cast
 from ..nn.dense import _same, add_bias, batch_matmul
+from ..nn.dense import dense as _nn_dense
 from ..nn.utils import (
     batch_const_shape,
     check_rank,
@@ -31,8 +34,13 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["dense_pack", "dense_prepacked", "panel_width", "batch_matmul_pack", "schedule_dense", "schedule_dense_pack",
-           "schedule_matmul", "schedule_batch_matmul"]
+__all__ = ["dense_pack", "dense_prepacked", "panel_width", "batch_matmul_pack", "schedule_dense",
+           "schedule_dense_pack", "schedule_matmul", "schedule_batch_matmul",
+           # AutoTVM templates (tasks "dense.x86", "dense_pack.x86", "contrib_dense_pack.x86",
+           # "batch_matmul.x86", "batch_matmul_pack.x86")
+           "dense_nopack", "schedule_dense_nopack", "dense_pack_x86", "schedule_dense_pack_x86",
+           "contrib_dense_pack", "schedule_contrib_dense_pack", "batch_matmul_x86",
+           "schedule_batch_matmul_x86", "batch_matmul_pack_x86", "schedule_batch_matmul_pack_x86"]
 
 _TAGS = ("dense", "dense_pack", "matmul", "batch_matmul", "batch_matmul_pack")
 
@@ -58,8 +66,9 @@ def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str) -> Tenso
 
 
 def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
-               out_dtype: str | None = None) -> Tensor:
-    """``topi.nn.dense`` with the weight packed into panels (tag "dense_pack")."""
+               out_dtype: str | None = None, nr: int | None = None) -> Tensor:
+    """``topi.nn.dense`` with the weight packed into panels of ``nr`` columns (default
+    :func:`panel_width`; tag "dense_pack")."""
     check_rank(data, 2, "dense_pack", "data")
     check_rank(weight, 2, "dense_pack", "weight")
     m, k = batch_const_shape(data.shape, "dense_pack: data shape")
@@ -67,7 +76,7 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
     if k != k2:
         raise ValueError(f"dense_pack: data has {k} input features, weight {(n, k2)} expects {k2}")
     out_dtype = infer_out_dtype(out_dtype, data)
-    nr = _panel(n)
+    nr = _panel(n) if nr is None else int(nr)
     packed = _pack(weight, False, n, k, nr, "weight_pack")
     kk = reduce_axis((0, k), name="k")
     out = compute((m, n), lambda i, j: te_sum(
@@ -99,14 +108,16 @@ def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) 
         name="T_dense_pack", tag="dense_pack")
 
 
-def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None) -> Tensor:
-    """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed."""
+def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None,
+                      nr: int | None = None) -> Tensor:
+    """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed into
+    panels of ``nr`` columns (default :func:`panel_width`)."""
     ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype)  # argument checks, out shape
     batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")
     k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]
     a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
-    nr = _panel(n)
+    nr = _panel(n) if nr is None else int(nr)
     packed = _pack(tensor_b, True, n, k, nr, "B_pack")
     b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
@@ -116,13 +127,17 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
         name="T_batch_matmul_pack", tag="batch_matmul_pack")
 
 
-def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
+def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
+                    unroll_k: int = 1) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
-    (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
+    (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel).
+    ``nr`` defaults to :func:`panel_width`; ``unroll_k > 1`` splits the reduction by it and
+    unrolls the inner part (tuning knobs; the defaults are the hand-tuned schedule)."""
     n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
-    nr, mr = _panel(n), (max(1, min(mr, m)) if isinstance(m, int) else mr)
+    nr = _panel(n) if nr is None else int(nr)
+    mr = max(1, min(mr, m)) if isinstance(m, int) else mr
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")
     else:
@@ -138,7 +153,12 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
     s[CC].compute_at(s[out], io)
     *_, ci, cj = s[CC].op.axis
     (ck,) = s[CC].op.reduce_axis
-    s[CC].reorder(ck, ci, cj)
+    if unroll_k > 1:
+        cko, cki = s[CC].split(ck, factor=unroll_k)
+        s[CC].reorder(cko, cki, ci, cj)
+        s[CC].unroll(cki)
+    else:
+        s[CC].reorder(ck, ci, cj)
     s[CC].unroll(ci)
     s[CC].vectorize(cj)
     for t in mm.op.input_tensors:
@@ -184,7 +204,8 @@ def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2
     s[rf].vectorize(rv)
 
 
-def _schedule(outs: Any, what: str) -> Schedule:
+def _find(outs: Any, what: str) -> tuple[Schedule, Tensor, Tensor, list[Tensor]]:
+    """The schedule of ``outs``, its matmul stage and the stage its tiles are anchored at."""
     outs = _outputs(outs)
     s = create_schedule([o.op for o in outs])
     found: list[Tensor] = []
@@ -197,20 +218,37 @@ def _schedule(outs: Any, what: str) -> Schedule:
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    out = anchor(mm, outs[0])
+    return s, mm, anchor(mm, outs[0]), outs
+
+
+def _dot_ok(mm: Tensor) -> bool:
+    """B read along K (dense, or a B-transposed product): contiguous rows -> dot products."""
     attrs = mm.op.attrs
-    # B read along K (dense, or a B-transposed product): contiguous rows -> dot products
-    dot = mm.op.tag == "dense" or (mm.op.tag in ("matmul", "batch_matmul")
-                                   and attrs.get("transpose_b") and not attrs.get("transpose_a"))
+    return mm.op.tag == "dense" or bool(mm.op.tag in ("matmul", "batch_matmul")
+                                        and attrs.get("transpose_b")
+                                        and not attrs.get("transpose_a"))
+
+
+def _default_plan(mm: Tensor) -> tuple[str, int, int]:
+    """The hand-tuned choice for ``mm``: ``("dot", nj, mi)`` or ``("tiled", 8, 0)``."""
+    dot = _dot_ok(mm)
     # ... worth it when the rows are few or long (each dot ends in a 16-lane horizontal sum;
     # otherwise the tiled nest with strided B loads wins, measured)
     m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
     m = int(m.value) if hasattr(m, "value") else None
     k = int(k.value) if hasattr(k, "value") else 0
     if dot and (m is None or m <= 8):
-        _schedule_dot(s, mm, out, nj=4, mi=1)
-    elif dot and k >= 256:
-        _schedule_dot(s, mm, out)
+        return "dot", 4, 1
+    if dot and k >= 256:
+        return "dot", 8, 2
+    return "tiled", 8, 0
+
+
+def _schedule(outs: Any, what: str) -> Schedule:
+    s, mm, out, _ = _find(outs, what)
+    plan, a, b = _default_plan(mm)
+    if plan == "dot":
+        _schedule_dot(s, mm, out, nj=a, mi=b)
     else:
         _schedule_tiled(s, mm, out)
     return s
@@ -234,3 +272,161 @@ def schedule_matmul(outs: Any) -> Schedule:
 def schedule_batch_matmul(outs: Any) -> Schedule:
     """x86 schedule of ``topi.nn.batch_matmul`` or ``batch_matmul_pack``."""
     return _schedule(outs, "schedule_batch_matmul")
+
+
+# ---------------------------------------------------------------------------------------------
+# AutoTVM templates: the schedules above with their tile sizes as knobs. The fallback config
+# (no tuned record) sets every knob to the hand-tuned default, so an untuned build lowers to
+# exactly the schedules above.
+_MR = (1, 2, 4, 6, 8, 12, 16)  # rows of a register tile
+_NR = (8, 16, 32, 48, 64)  # columns of a register tile / width of a packed panel
+_UNROLL_K = (1, 2, 4)
+
+
+def _const_dims(t: Tensor, what: str) -> tuple[int, ...]:
+    return get_const_tuple(t.shape, f"{what}: a tunable template needs constant shapes")
+
+
+def _divisors(n: int, most: int) -> list[int]:
+    return [d for d in range(1, min(n, most) + 1) if n % d == 0]
+
+
+def _define_nr(cfg: Any, n: int) -> None:
+    """Knob ``tile_x``: the panel / register-tile width (default :func:`panel_width`)."""
+    cands = sorted({c for c in _NR if c <= n} | {_panel(n)})
+    cfg.define_split("tile_x", n, policy="candidate", candidate=[[-1, c] for c in cands])
+    if cfg.is_fallback:
+        cfg["tile_x"] = SplitEntity([-1, _panel(n)])
+
+
+def _define_tiled(cfg: Any, m: int) -> None:
+    """Knobs ``tile_y`` (rows of a register tile, default 8) and ``unroll_k``."""
+    mr0 = max(1, min(8, m))
+    cands = sorted({c for c in _MR if c <= m} | {mr0})
+    cfg.define_split("tile_y", m, policy="candidate", candidate=[[-1, c] for c in cands])
+    cfg.define_knob("unroll_k", list(_UNROLL_K))
+    if cfg.is_fallback:
+        cfg["tile_y"] = SplitEntity([-1, mr0])
+        cfg["unroll_k"] = OtherOptionEntity(1)
+
+
+def _define_dot(cfg: Any, m: int, n: int, nj0: int, mi0: int) -> None:
+    """Knobs ``dot_y`` / ``dot_x``: the ``mi x nj`` output tile of the dot-product schedule."""
+    ys, xs = _divisors(m, 4), _divisors(n, 16)
+    cfg.define_split("dot_y", m, policy="candidate", candidate=[[-1, c] for c in ys])
+    cfg.define_split("dot_x", n, policy="candidate", candidate=[[-1, c] for c in xs])
+    if cfg.is_fallback:
+        cfg["dot_y"] = SplitEntity([-1, max(d for d in ys if d <= max(mi0, 1))])
+        cfg["dot_x"] = SplitEntity([-1, max(d for d in xs if d <= nj0)])
+
+
+def _schedule_cfg(cfg: Any, outs: Any, what: str) -> Schedule:
+    """The x86 matmul schedule with the knobs of ``cfg`` (defined here, except ``tile_x`` of
+    the packing computes, which is defined by the compute)."""
+    s, mm, out, _ = _find(outs, what)
+    *_, m, n = (int(d) for d in _const_dims(mm, what))
+    plan, nj0, mi0 = _default_plan(mm)
+    modes = ["dot", "tiled"] if _dot_ok(mm) else ["tiled"]
+    cfg.define_knob("mode", modes)
+    packed = mm.op.tag in ("dense_pack", "batch_matmul_pack")
+    if not packed:  # (the packing computes define it: it is their panel width)
+        _define_nr(cfg, n)
+    _define_tiled(cfg, m)
+    if "dot" in modes:
+        _define_dot(cfg, m, n, nj0 if plan == "dot" else 8, mi0 if plan == "dot" else 2)
+    if cfg.is_fallback:
+        cfg["mode"] = OtherOptionEntity(plan)
+    if cfg["mode"].val == "dot":
+        _schedule_dot(s, mm, out, nj=cfg["dot_x"].size[-1], mi=cfg["dot_y"].size[-1])
+    else:
+        nr = cfg["tile_x"].size[-1] if "tile_x" in cfg else None  # prepacked: its layout's
+        _schedule_tiled(s, mm, out, mr=cfg["tile_y"].size[-1], nr=nr,
+                        unroll_k=cfg["unroll_k"].val)
+    return s
+
+
+def _flop(cfg: Any, out: Tensor, k: int) -> None:
+    size = 1
+    for d in _const_dims(out, "matmul template"):
+        size *= int(d)
+    cfg.add_flop(2.0 * size * k)
+
+
+@register_topi_compute("dense.x86")
+def dense_nopack(cfg: Any, data: Tensor, weight: Tensor, out_dtype: str | None = None) -> Tensor:
+    """``topi.nn.dense`` (2-D, constant shapes) as an AutoTVM template (task "dense.x86")."""
+    out = _nn_dense(data, weight, None, out_dtype)
+    _flop(cfg, out, int(_const_dims(data, "dense.x86")[1]))
+    return out
+
+
+@register_topi_schedule("dense.x86")
+def schedule_dense_nopack(cfg: Any, outs: Any) -> Schedule:
+    """The tunable x86 schedule of :func:`dense_nopack` (dot-product or tiled nest)."""
+    return _schedule_cfg(cfg, outs, "schedule_dense_nopack")
+
+
+@register_topi_compute("dense_pack.x86")
+def dense_pack_x86(cfg: Any, data: Tensor, weight: Tensor, out_dtype: str | None = None) -> Tensor:
+    """:func:`dense_pack` as an AutoTVM template (task "dense_pack.x86"): the panel width is
+    the knob ``tile_x``."""
+    n, k = (int(d) for d in _const_dims(weight, "dense_pack.x86"))
+    _define_nr(cfg, n)
+    out = dense_pack(data, weight, None, out_dtype, cfg["tile_x"].size[-1])
+    _flop(cfg, out, k)
+    return out
+
+
+@register_topi_schedule("dense_pack.x86")
+def schedule_dense_pack_x86(cfg: Any, outs: Any) -> Schedule:
+    """The tunable x86 schedule of :func:`dense_pack_x86`."""
+    return _schedule_cfg(cfg, outs, "schedule_dense_pack_x86")
+
+
+@register_topi_compute("contrib_dense_pack.x86")
+def contrib_dense_pack(cfg: Any, data: Tensor, packed: Tensor,
+                       out_dtype: str | None = None) -> Tensor:
+    """:func:`dense_prepacked` as an AutoTVM template (task "contrib_dense_pack.x86"; the
+    panel width is fixed by the packed layout)."""
+    out = dense_prepacked(data, packed, out_dtype)
+    _flop(cfg, out, int(_const_dims(packed, "contrib_dense_pack.x86")[1]))
+    return out
+
+
+@register_topi_schedule("contrib_dense_pack.x86")
+def schedule_contrib_dense_pack(cfg: Any, outs: Any) -> Schedule:
+    """The tunable x86 schedule of :func:`contrib_dense_pack`."""
+    return _schedule_cfg(cfg, outs, "schedule_contrib_dense_pack")
+
+
+@register_topi_compute("batch_matmul.x86")
+def batch_matmul_x86(cfg: Any, tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None,
+                     transpose_a: bool = False, transpose_b: bool = True) -> Tensor:
+    """``topi.nn.batch_matmul`` (constant shapes) as an AutoTVM template."""
+    out = batch_matmul(tensor_a, tensor_b, None, out_dtype, bool(transpose_a), bool(transpose_b))
+    dims = _const_dims(tensor_a, "batch_matmul.x86")
+    _flop(cfg, out, int(dims[1] if transpose_a else dims[2]))
+    return out
+
+
+@register_topi_schedule("batch_matmul.x86")
+def schedule_batch_matmul_x86(cfg: Any, outs: Any) -> Schedule:
+    """The tunable x86 schedule of :func:`batch_matmul_x86`."""
+    return _schedule_cfg(cfg, outs, "schedule_batch_matmul_x86")
+
+
+@register_topi_compute("batch_matmul_pack.x86")
+def batch_matmul_pack_x86(cfg: Any, tensor_a: Tensor, tensor_b: Tensor,
+                          out_dtype: str | None = None) -> Tensor:
+    """:func:`batch_matmul_pack` as an AutoTVM template (panel width: knob ``tile_x``)."""
+    _, n, k = (int(d) for d in _const_dims(tensor_b, "batch_matmul_pack.x86"))
+    _define_nr(cfg, n)
+    out = batch_matmul_pack(tensor_a, tensor_b, out_dtype, cfg["tile_x"].size[-1])
+    _flop(cfg, out, k)
+    return out
+
+
+@register_topi_schedule("batch_matmul_pack.x86")
+def schedule_batch_matmul_pack_x86(cfg: Any, outs: Any) -> Schedule:
+    """The tunable x86 schedule of :func:`batch_matmul_pack_x86`."""
+    return _schedule_cfg(cfg, outs, "schedule_batch_matmul_pack_x86")

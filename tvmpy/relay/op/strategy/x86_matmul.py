@@ -1,0 +1,79 @@
+"""The AutoTVM-tunable x86 implementations of the matmul ops (``nn.dense``,
+``nn.contrib_dense_pack``, ``nn.batch_matmul``): TVM's strategy calls the templates registered
+with ``autotvm.register_topi_compute`` / ``register_topi_schedule`` (``topi/x86/dense.py``) so
+that ``relay.build`` records their workloads (task extraction) and uses the tuned configs of
+``autotvm.apply_history_best``; untuned, they lower to the hand-tuned default schedules.
+
+The templates need constant shapes: with a symbolic dimension :func:`tunable` returns None and
+the strategy keeps the plain computes and schedules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ....topi.x86 import dense as _x86
+
+__all__ = ["tunable"]
+
+
+def _static(inputs: list) -> bool:
+    for t in inputs:
+        for d in t.shape:
+            if not isinstance(getattr(d, "value", d), int):
+                return False
+    return True
+
+
+def _od(attrs: Any, out_type: Any) -> str:
+    return attrs.out_dtype or out_type.dtype
+
+
+def _dense(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_x86.dense_nopack(inputs[0], inputs[1], _od(attrs, out_type))]
+
+
+def _dense_pack(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_x86.dense_pack_x86(inputs[0], inputs[1], _od(attrs, out_type))]
+
+
+def _contrib_dense_pack(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_x86.contrib_dense_pack(inputs[0], inputs[1], _od(attrs, out_type))]
+
+
+def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_x86.batch_matmul_x86(inputs[0], inputs[1], _od(attrs, out_type),
+                                  bool(attrs.transpose_a), bool(attrs.transpose_b))]
+
+
+def _batch_matmul_pack(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_x86.batch_matmul_pack_x86(inputs[0], inputs[1], _od(attrs, out_type))]
+
+
+def _sched(f: Callable[..., Any]) -> Callable[..., Any]:
+    def schedule(attrs: Any, outs: list, target: Any) -> Any:
+        return f(outs)
+
+    schedule.__name__ = f.__name__
+    return schedule
+
+
+_IMPLS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "nn.dense": (_dense, _sched(_x86.schedule_dense_nopack)),
+    "dense_pack": (_dense_pack, _sched(_x86.schedule_dense_pack_x86)),
+    "nn.contrib_dense_pack": (_contrib_dense_pack, _sched(_x86.schedule_contrib_dense_pack)),
+    "nn.batch_matmul": (_batch_matmul, _sched(_x86.schedule_batch_matmul_x86)),
+    "batch_matmul_pack": (_batch_matmul_pack, _sched(_x86.schedule_batch_matmul_pack_x86)),
+}
+
+
+def tunable(kind: str, inputs: list) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """``(compute, schedule)`` of the template for ``kind`` (an op name, or "dense_pack" /
+    "batch_matmul_pack" for the packing variants), or None when it has none or the shapes are
+    not all constant (``nn.dense`` also needs 2-D data)."""
+    if kind not in _IMPLS or not _static(inputs):
+        return None
+    if kind == "nn.dense" and (len(inputs[0].shape) != 2 or len(inputs[1].shape) != 2):
+        return None
+    return _IMPLS[kind]
