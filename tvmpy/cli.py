@@ -3,6 +3,8 @@
     tvmpy compile model.onnx -o model.so [--target llvm] [--opt-level 3] [--input-shape x=1,3,8,8]
     tvmpy run model.so --input x=x.npy [--output out.npz]
     tvmpy bench model.onnx [--input-shape ...]   # tvmpy opt 0 / opt 3 vs onnxruntime (and torch)
+    tvmpy tune model.onnx --trials 200 --log tune.json [--tuner xgb]   # AutoTVM, whole model
+    tvmpy compile model.onnx --tuning-log tune.json   # (and bench) build with the tuned configs
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
 
 ``compile``/``bench``/``demo`` need onnx (and onnxruntime for the comparisons); ``run`` needs only
@@ -17,6 +19,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -190,15 +193,60 @@ def _random_feeds(model: Any, shapes: Mapping[str, tuple[int, ...]], seed: int =
 
 
 def _compile(model: Any, shapes: Mapping[str, tuple[int, ...]], opt_level: int, target: str,
-             label: str) -> tuple[Any, float]:
+             label: str, tuning_log: str | None = None) -> tuple[Any, float]:
     from .relay.testing import compare
 
     mod, params = compare.import_onnx(model, shapes)
+    if tuning_log is not None:
+        return _compile_tuned(mod, params, opt_level, target, label, tuning_log)
     bar = ProgressBar(label)
     try:
         return compare.build(mod, params, opt_level=opt_level, target=target, progress=bar)
     finally:
         bar.close()
+
+
+def _load_tuning_log(path: str) -> list[Any]:
+    from .autotvm import record
+
+    if not os.path.isfile(path):
+        raise CliError(f"--tuning-log: no such file {path!r} (write one with `tvmpy tune`)")
+    return list(record.load_from_file(path))
+
+
+def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: str,
+                   tuning_log: str) -> tuple[Any, float]:
+    """Build under ``apply_history_best(tuning_log)``; report applied / fallback workloads."""
+    from .autotvm.task import dispatcher
+    from .relay.testing import compare
+
+    records = _load_tuning_log(tuning_log)
+    applied: set[Any] = set()
+    missed: set[Any] = set()
+
+    class Counting(dispatcher.ApplyHistoryBest):
+        def _query_inside(self, tgt: Any, workload: Any) -> Any:
+            cfg = super()._query_inside(tgt, workload)
+            if workload is not None:
+                (missed if cfg is None else applied).add(workload)
+            return cfg
+
+    bar = ProgressBar(label)
+    try:
+        with warnings.catch_warnings():
+            # the untuned workloads are counted in the line below instead
+            warnings.filterwarnings("ignore", message="autotvm: no tuned config")
+            with Counting(records) as ctx:
+                lib, secs = compare.build(mod, params, opt_level=opt_level, target=target,
+                                          progress=bar)
+    finally:
+        bar.close()
+    ok = sum(1 for _, r in records if r.error_no == 0)
+    print(f"tuning log {tuning_log}: {len(records)} records ({ok} successful, "
+          f"{len(ctx.best_by_targetkey)} tuned workloads); applied tuned configs to "
+          f"{len(applied)} workload(s), {len(missed)} tunable workload(s) fell back to the "
+          "default schedule")
+    return lib, secs
 
 
 def _summary(name: str, a: np.ndarray) -> str:
@@ -219,7 +267,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = _load_onnx(args.model)
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
     out = args.output or os.path.splitext(args.model)[0] + ".so"
-    lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile")
+    lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile",
+                         tuning_log=args.tuning_log)
     lib.export_library(out)
     print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
           f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
@@ -293,7 +342,8 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     ok = True
     print(title)
     for level in args.opt_levels:
-        lib, secs = _compile(model, shapes, level, args.target, f"build opt_level {level}")
+        lib, secs = _compile(model, shapes, level, args.target, f"build opt_level {level}",
+                             tuning_log=getattr(args, "tuning_log", None))
         run = compare.tvm_runner(lib)
         got = run(feeds)
         worst = (0.0, 0.0)
@@ -352,6 +402,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return _bench(model, shapes, args, f"{args.model}: inputs {shapes}")
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    import importlib
+
+    from . import autotvm
+    from .relay.testing import compare
+
+    tm = importlib.import_module("tvmpy.autotvm.tune_model")
+    if args.trials < 0:
+        raise CliError(f"--trials must be >= 0, got {args.trials}")
+    if args.early_stopping is not None and args.early_stopping < 1:
+        raise CliError(f"--early-stopping must be >= 1, got {args.early_stopping}")
+    parent = os.path.dirname(os.path.abspath(args.log))
+    if not os.path.isdir(parent):
+        raise CliError(f"--log: directory {parent!r} does not exist")
+    model = _load_onnx(args.model)
+    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
+    mod, params = compare.import_onnx(model, shapes)
+    t0 = time.perf_counter()
+    kw: dict[str, Any] = {"n_trial_per_task": args.trials} if args.per_task else {
+        "n_trial_total": args.trials}
+    tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log, tuner=args.tuner,
+                               early_stopping=args.early_stopping, **kw)
+    if not tasks:
+        print(f"{args.model}: no tunable operators on target {args.target!r}; "
+              f"nothing written to {args.log}")
+        return 0
+    print(f"tuned {len(tasks)} task(s) of {args.model} with the {args.tuner} tuner in "
+          f"{time.perf_counter() - t0:.1f} s -> {args.log}")
+    for i, (task, n, best) in enumerate(tm.best_per_task(tasks, args.log), 1):
+        print(f"  [{i}/{len(tasks)}] {task.name} {tm._short_args(task)}: {n} trials, "
+              f"best {best / 1e9:.2f} GFLOP/s")
+    print(f"build with it: tvmpy compile {args.model} --tuning-log {args.log}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .relay.testing import onnx_models
 
@@ -405,6 +490,8 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("--opt-level", type=int, choices=range(4), default=3, metavar="{0,1,2,3}")
     c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="shape of an input (required for inputs with symbolic dimensions)")
+    c.add_argument("--tuning-log", metavar="LOG",
+                   help="build with the best configs of this AutoTVM log (from `tvmpy tune`)")
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("run", help="run a compiled .so on inputs saved with np.save")
@@ -420,8 +507,25 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
     b.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="an input's value (default: random, floats N(0,1), integers in [0,100))")
+    b.add_argument("--tuning-log", metavar="LOG",
+                   help="build with the best configs of this AutoTVM log (from `tvmpy tune`)")
     _add_timing_args(b)
     b.set_defaults(func=cmd_bench)
+
+    t = sub.add_parser("tune", help="tune the model's operators with AutoTVM into a log")
+    t.add_argument("model", help="model.onnx")
+    t.add_argument("--trials", type=int, required=True,
+                   help="total measurement budget, split between the tasks by their FLOPs")
+    t.add_argument("--per-task", action="store_true",
+                   help="--trials is the budget of each task instead of the total")
+    t.add_argument("--log", required=True, metavar="LOG",
+                   help="AutoTVM log to append to (an existing log is resumed)")
+    t.add_argument("--tuner", choices=("xgb", "ga", "random", "grid"), default="xgb")
+    t.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
+    t.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
+    t.add_argument("--early-stopping", type=int, metavar="N",
+                   help="stop a task after N trials without improvement")
+    t.set_defaults(func=cmd_tune)
 
     d = sub.add_parser("demo", help="built-in ResNet-18: compile, check vs onnxruntime, time")
     d.add_argument("--model", choices=("resnet18", "mobilenet_v2", "bert_encoder"),
