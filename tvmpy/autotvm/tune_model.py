@@ -184,16 +184,20 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
     start = time.time()
     done = 0
     tuned_keys: set[Any] = set()
+    # the log read once, then kept up to date with this run's measurements
+    records = _load_log(log_file) if resume else []
+    by_key: dict[Any, list[tuple[Any, Any]]] = {}
+    for rec in records:
+        by_key.setdefault(_workload_key(rec[0].task), []).append(rec)
     for i, (task, budget) in enumerate(zip(tasks, budgets), 1):
         key = _workload_key(task)
         tuned_keys.add(key)
         tuner_obj = make_tuner(task, tuner)
-        if resume:
-            # this task's records (resume, counted against its budget) and, for transfer
-            # learning, those of the tasks tuned before it
-            history = [r for r in _load_log(log_file) if _workload_key(r[0].task) in tuned_keys]
-            if history:
-                tuner_obj.load_history(history)
+        # this task's records (resume, counted against its budget; none when not resuming)
+        # and, for transfer learning, those of the tasks tuned before it
+        history = [r for k in tuned_keys for r in by_key.get(k, [])]
+        if history:
+            tuner_obj.load_history(history)
         n_new = max(0, budget - tuner_obj.num_history)
         prefix = f"[Task {i:2d}/{len(tasks):2d}]"
         if progress:
@@ -207,9 +211,10 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
             callbacks.append(callback.progress_bar(n_new, prefix=prefix, stream=out))
         measured = [0]
 
-        def _count(_tuner: Any, inputs: Sequence[Any], _results: Sequence[Any],
-                   measured: list[int] = measured) -> None:
+        def _count(_tuner: Any, inputs: Sequence[Any], results: Sequence[Any],
+                   measured: list[int] = measured, key: Any = key) -> None:
             measured[0] += len(inputs)
+            by_key.setdefault(key, []).extend(zip(inputs, results))
 
         callbacks.append(_count)
         if n_new > 0:
