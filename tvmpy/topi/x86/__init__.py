@@ -15,6 +15,12 @@ from .conv2d import (  # noqa: E402,F401
     schedule_group_conv2d_nchw,
     schedule_group_conv2d_transpose_nchw,
 )
+from .conv2d_nchwc import (  # noqa: E402,F401
+    conv2d_NCHWc,
+    depthwise_conv2d_NCHWc,
+    schedule_conv2d_NCHWc_autotvm,
+    schedule_depthwise_conv2d_NCHWc_autotvm,
+)
 from .dense import (  # noqa: E402,F401
     batch_matmul_pack,
     dense_pack,

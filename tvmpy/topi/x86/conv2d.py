@@ -242,7 +242,20 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     """x86 schedule of ``topi.nn.conv2d_NCHWc`` (and ``depthwise_conv2d_NCHWc``): a register
     tile of ``reg_n`` output columns x ``oc_tile`` channel blocks (``oc_bn`` lanes each), fed
     by broadcasts of input pixels; reduction order (input chunk, ky, kx, input lane) outside
-    the tile; parallel over (batch, chunk group, row). Defaults: ``_nchwc_tile``."""
+    the tile; parallel over (batch, chunk group, row). Defaults: ``_nchwc_tile``. (The tunable
+    AutoTVM template with the same defaults: ``conv2d_nchwc.py``.)"""
+    s, conv, out, depthwise = find_nchwc(outs)
+    kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
+    oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
+    oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
+    reg_n = _divisor_tile(ow, d_reg if reg_n is None else reg_n)
+    schedule_nchwc_tile(s, conv, out, oc_tile, reg_n, inline_pad and kh * kw <= 9)
+    return s
+
+
+def find_nchwc(outs: Any) -> tuple[Schedule, Tensor, Tensor, bool]:
+    """``(schedule, conv stage, anchor output, depthwise)`` of an NCHWc convolution's outputs."""
     outs = _outputs(outs)
     s, conv = _find(outs, "conv2d_NCHWc")
     depthwise = False
@@ -251,20 +264,22 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
         depthwise = True
     if conv is None:
         raise ValueError("schedule_conv2d_NCHWc: no conv2d_NCHWc stage found")
-    out = anchor(conv, outs[0])
-    kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
+    return s, conv, anchor(conv, outs[0]), depthwise
+
+
+def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, reg_n: int,
+                        inline_pad: bool, unroll_kw: bool = False) -> None:
+    """The NCHWc loop nest: ``reg_n`` columns x ``oc_tile`` chunks per register tile (both
+    used as given), padding inlined into the convolution when ``inline_pad``, the kernel-width
+    reduction loop unrolled when ``unroll_kw``."""
     for t in conv.op.input_tensors:
-        if inline_pad and kh * kw <= 9 and t.op in s and "pad" in t.op.tag:
+        if inline_pad and t.op in s and "pad" in t.op.tag:
             # windows up to 3x3: a per-pixel condition (uniform over the block's lanes) costs
             # less than writing and re-reading a padded copy of the whole input (depthwise
             # 1.6-2.3x, 3x3 convs 10-25% faster); a 7x7 stem with 3 input lanes is 2x slower
             s[t].compute_inline()
         else:
             _schedule_pad(s, t)
-    oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
-    oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
-    reg_n = _divisor_tile(ow, d_reg if reg_n is None else reg_n)
     if conv.op is out.op:
         CC = s.cache_write(conv, "local")
     else:
@@ -280,11 +295,14 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     s[CC].compute_at(s[out], xo)
     _, cco, _, cx, coci = s[CC].op.axis
     s[CC].reorder(*s[CC].op.reduce_axis, cco, cx, coci)
+    if unroll_kw:
+        rx = [r for r in s[CC].op.reduce_axis if r.var.name == "rx"]
+        for r in rx:
+            s[CC].unroll(r)
     if oc_tile > 1:
         s[CC].unroll(cco)
     s[CC].unroll(cx)
     s[CC].vectorize(coci)
-    return s
 
 
 def schedule_depthwise_conv2d_nchw(outs: Any) -> Schedule:

@@ -13,6 +13,7 @@ from ....topi import x86
 from ..registry import OpPattern, get, register_op_attr
 from . import OpStrategy, register_strategy_func
 from .generic import COMPUTES, _generic_strategy, wrap_topi_schedule
+from .x86_matmul import tunable
 
 __all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "alter_dense_layout"]
 
@@ -50,6 +51,54 @@ def _conv2d_schedule(attrs: Any, outs: list, target: Any) -> Any:
     return x86.schedule_conv2d_nchw(outs)
 
 
+def _conv2d_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``nn.contrib_conv2d_NCHWc`` through the AutoTVM templates ``conv2d_NCHWc.x86`` /
+    ``depthwise_conv2d_NCHWc.x86`` (tuned configs under ``apply_history_best``, the default
+    schedule otherwise); symbolic shapes and other groupings: the generic compute."""
+    from ....topi import layout_transform
+    from .generic import _out_dtype
+
+    data, kernel = inputs
+    generic = COMPUTES["nn.contrib_conv2d_NCHWc"]
+    shape = [_const_int(d) for d in (*data.shape, *kernel.shape)]
+    if any(d is None for d in shape):
+        return generic(attrs, inputs, out_type)
+    oc_bn = shape[10]
+    channels = shape[1] * shape[4]
+    if attrs.groups == 1:
+        fcompute = x86.conv2d_NCHWc
+    elif (attrs.groups == channels and shape[6] == shape[9] == 1
+          and shape[5] * oc_bn == channels and shape[4] == oc_bn):
+        fcompute = x86.depthwise_conv2d_NCHWc
+    else:
+        return generic(attrs, inputs, out_type)
+
+    def ints(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return tuple(ints(x) for x in v)
+        c = _const_int(v)
+        return v if c is None else c
+
+    out = fcompute(data, kernel, ints(attrs.strides), ints(attrs.padding), ints(attrs.dilation),
+                   attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+    want = attrs.out_layout or attrs.data_layout
+    if want != f"NCHW{oc_bn}c":
+        out = layout_transform(out, f"NCHW{oc_bn}c", want)
+    return [out]
+
+
+def _conv2d_nchwc_schedule(attrs: Any, outs: list, target: Any) -> Any:
+    """The tunable NCHWc schedule when the compute was the template, else the default one."""
+    from ....autotvm.task.topi_integration import get_workload
+
+    wkl = get_workload(outs)
+    if wkl is not None and wkl[0] == "conv2d_NCHWc.x86":
+        return x86.schedule_conv2d_NCHWc_autotvm(outs)
+    if wkl is not None and wkl[0] == "depthwise_conv2d_NCHWc.x86":
+        return x86.schedule_depthwise_conv2d_NCHWc_autotvm(outs)
+    return x86.schedule_conv2d_NCHWc(outs)
+
+
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
     if attrs.layout != "NCHW" and not re.fullmatch(r"NCHW\d+c", attrs.layout):
         return _generic(attrs, outs, target)  # the x86 pool schedule: NCHW and NCHW{c}c
@@ -69,7 +118,7 @@ _SCHEDULES: dict[str, Callable[..., Any]] = {
         and tuple(attrs.dilation) == (1, 1) else x86.schedule_group_conv2d_transpose_nchw(outs)),
     "nn.conv1d": wrap_topi_schedule(x86.schedule_conv_nd),
     "nn.conv3d": wrap_topi_schedule(x86.schedule_conv_nd),
-    "nn.contrib_conv2d_NCHWc": wrap_topi_schedule(x86.schedule_conv2d_NCHWc),
+    "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_schedule,
     "nn.dense": wrap_topi_schedule(x86.schedule_dense),
     "nn.contrib_dense_pack": wrap_topi_schedule(x86.schedule_dense_pack),
     "nn.matmul": wrap_topi_schedule(x86.schedule_matmul),
@@ -152,20 +201,27 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
         k = _const_int(inputs[0].shape[1])
         if rows is not None and rows >= DENSE_PACK_MIN_ROWS and k is not None \
                 and k < DENSE_PACK_MAX_K:
-            s.add_implementation(_dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack),
-                                 "dense_pack.x86", 15)
+            impl = tunable("dense_pack", inputs) or (
+                _dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack))
+            s.add_implementation(*impl, "dense_pack.x86", 15)
     elif name == "nn.batch_matmul" and attrs.transpose_b and not attrs.transpose_a:
         rows = _const_int(inputs[0].shape[1])
         n = _const_int(inputs[1].shape[1])
         k = _const_int(inputs[1].shape[2])
         if rows is not None and n is not None and k is not None and rows >= DENSE_PACK_MIN_ROWS:
-            s.add_implementation(_batch_matmul_pack_compute,
-                                 wrap_topi_schedule(x86.schedule_batch_matmul),
-                                 "batch_matmul_pack.x86", 15)
+            impl = tunable("batch_matmul_pack", inputs) or (
+                _batch_matmul_pack_compute, wrap_topi_schedule(x86.schedule_batch_matmul))
+            s.add_implementation(*impl, "batch_matmul_pack.x86", 15)
+
+
+# x86 computes that replace the generic ones (the AutoTVM templates)
+_X86_COMPUTES: dict[str, Callable[..., list]] = {
+    "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
+}
 
 
 def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
-    compute = COMPUTES[name]
+    compute = _X86_COMPUTES.get(name, COMPUTES[name])
     pattern = get(name).pattern
     if name in _SCHEDULES:
         sched = _SCHEDULES[name]
@@ -178,7 +234,8 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
 
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
-        s.add_implementation(compute, sched, f"{name}.x86", 10)
+        # the matmul ops: their AutoTVM templates when the shapes are constant
+        s.add_implementation(*(tunable(name, inputs) or (compute, sched)), f"{name}.x86", 10)
         _add_packed(name, attrs, inputs, s)
         return s
 

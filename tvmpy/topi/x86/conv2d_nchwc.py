@@ -1,0 +1,118 @@
+"""The x86 NCHWc convolutions as AutoTVM templates (TVM's ``conv2d_NCHWc.x86`` and
+``depthwise_conv2d_NCHWc.x86``).
+
+The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the schedule is the
+default one of ``conv2d.py`` (``schedule_nchwc_tile``) with its choices as knobs:
+
+- ``tile_ow``: output columns per register tile (``reg_n``): divisors of OW up to 16, and the
+  default (``_divisor_tile(OW, 8)``, which may leave a guarded tail);
+- ``tile_oc``: channel blocks (chunks of ``oc_bn`` output channels) per register tile, the
+  divisors 1, 2, 4 of the chunk count;
+- ``unroll_kw``: unroll the kernel-width reduction loop;
+- ``inline_pad``: compute the padding inside the convolution (a per-pixel condition) instead
+  of writing a padded copy of the input first.
+
+With no tuned record (``cfg.is_fallback``) the knobs take exactly the values of
+``schedule_conv2d_NCHWc(outs)``, so an untuned build is today's default schedule.
+
+The channel blocks ``ic_bn``/``oc_bn`` (the layout) are chosen before these templates run, by
+AlterOpLayout (``relay.transform.layout_rules.conv_blocks``); they are part of the workload (the
+tensor shapes), not knobs. Tuning them (TVM's ``tile_ic``/``tile_oc``) would need the layout
+pass to consult the dispatch context for the NCHW workload: not done here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ... import autotvm
+from ..nn.conv2d import conv2d_NCHWc as _nn_conv2d_NCHWc
+from ..nn.depthwise_conv2d import depthwise_conv2d_NCHWc as _nn_depthwise_conv2d_NCHWc
+from .conv2d import _divisor_tile, _nchwc_tile, find_nchwc, schedule_nchwc_tile
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
+
+__all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NCHWc",
+           "schedule_depthwise_conv2d_NCHWc_autotvm", "define_nchwc_space"]
+
+MAX_TILE_OW = 16
+
+
+def _const(d: Any) -> int:
+    return int(getattr(d, "value", d))
+
+
+def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -> None:
+    """Declare the knobs of the NCHWc templates for the output ``out`` (``[N, OC/oc_bn, OH, OW,
+    oc_bn]``) and set the fallback config to the default schedule's choices."""
+    oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
+    kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
+    d_reg = _divisor_tile(ow, d_reg)
+    d_inline = kh * kw <= 9
+    ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1)
+                          if ow % r == 0 and r != d_reg]
+    oc_cands = [d_oc] + [c for c in (1, 2, 4) if oc_chunk % c == 0 and c != d_oc]
+    # the default first: a fallback config takes each knob's first candidate
+    cfg.define_knob("tile_ow", ow_cands)
+    cfg.define_knob("tile_oc", oc_cands)
+    cfg.define_knob("unroll_kw", [False, True] if kw > 1 else [False])
+    cfg.define_knob("inline_pad", [d_inline, not d_inline])
+    if cfg.is_fallback:
+        from ...autotvm.space import OtherOptionEntity
+
+        cfg["tile_ow"] = OtherOptionEntity(d_reg)
+        cfg["tile_oc"] = OtherOptionEntity(d_oc)
+        cfg["unroll_kw"] = OtherOptionEntity(False)
+        cfg["inline_pad"] = OtherOptionEntity(d_inline)
+
+
+def _schedule(cfg: Any, outs: Any) -> Schedule:
+    s, conv, out, _ = find_nchwc(outs)
+    oc_chunk = _const(conv.shape[1])
+    schedule_nchwc_tile(s, conv, out, max(1, min(int(cfg["tile_oc"].val), oc_chunk)),
+                        int(cfg["tile_ow"].val), bool(cfg["inline_pad"].val),
+                        bool(cfg["unroll_kw"].val))
+    return s
+
+
+@autotvm.register_topi_compute("conv2d_NCHWc.x86")
+def conv2d_NCHWc(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padding: Any,
+                 dilation: Any, layout: str = "", out_layout: str = "",
+                 out_dtype: str | None = None) -> Tensor:
+    """``topi.nn.conv2d_NCHWc`` with the tuning knobs of the x86 schedule."""
+    out = _nn_conv2d_NCHWc(data, kernel, strides, padding, dilation, layout, out_layout,
+                           out_dtype)
+    define_nchwc_space(cfg, out, kernel, depthwise=False)
+    n, oc_chunk, oh, ow, oc_bn = (_const(d) for d in out.shape)
+    _, ic_chunk, kh, kw, ic_bn, _ = (_const(d) for d in kernel.shape)
+    cfg.add_flop(2 * n * oc_chunk * oh * ow * oc_bn * ic_chunk * ic_bn * kh * kw)
+    return out
+
+
+@autotvm.register_topi_schedule("conv2d_NCHWc.x86")
+def schedule_conv2d_NCHWc_autotvm(cfg: Any, outs: Any) -> Schedule:
+    """The x86 NCHWc schedule with the config's knobs."""
+    return _schedule(cfg, outs)
+
+
+@autotvm.register_topi_compute("depthwise_conv2d_NCHWc.x86")
+def depthwise_conv2d_NCHWc(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padding: Any,
+                           dilation: Any, layout: str = "", out_layout: str = "",
+                           out_dtype: str | None = None) -> Tensor:
+    """``topi.nn.depthwise_conv2d_NCHWc`` with the tuning knobs of the x86 schedule."""
+    out = _nn_depthwise_conv2d_NCHWc(data, kernel, strides, padding, dilation, layout,
+                                     out_layout, out_dtype)
+    define_nchwc_space(cfg, out, kernel, depthwise=True)
+    n, c_chunk, oh, ow, c_bn = (_const(d) for d in out.shape)
+    kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
+    cfg.add_flop(2 * n * c_chunk * oh * ow * c_bn * kh * kw)
+    return out
+
+
+@autotvm.register_topi_schedule("depthwise_conv2d_NCHWc.x86")
+def schedule_depthwise_conv2d_NCHWc_autotvm(cfg: Any, outs: Any) -> Schedule:
+    """The x86 depthwise NCHWc schedule with the config's knobs."""
+    return _schedule(cfg, outs)
