@@ -422,8 +422,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"n_trial_per_task": args.trials} if args.per_task else {
         "n_trial_total": args.trials}
-    tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log, tuner=args.tuner,
-                               early_stopping=args.early_stopping, **kw)
+    try:
+        tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log,
+                                   tuner=args.tuner, early_stopping=args.early_stopping, **kw)
+    except KeyboardInterrupt:
+        print(f"\ntvmpy tune: interrupted; every finished measurement is in {args.log}: run the "
+              "same command again to resume", file=sys.stderr)
+        return 130
     if not tasks:
         print(f"{args.model}: no tunable operators on target {args.target!r}; "
               f"nothing written to {args.log}")
