@@ -251,6 +251,27 @@ def tune_model(mod: Any, params: Any = None, target: Any = "llvm", *,
     """Extract the tunable tasks of ``mod`` (a relay IRModule or function, as lowered by
     ``relay.build`` at opt_level 3) and tune them into ``log_file``; see the module docstring.
 
+    Parameters
+    ----------
+    mod, params, target
+        The program, its bound parameters (name -> array) and the target, as for relay.build.
+    log_file : str or os.PathLike
+        JSON-lines log, appended to; read first to resume when ``resume`` is true.
+    n_trial_total, n_trial_per_task : int
+        Exactly one: a budget split between the tasks by flop, or one budget per task (both
+        capped by each task's space size; trials already in the log count).
+    tuner : "xgb", "ga", "random" or "grid"
+    measure_option : dict, optional
+        ``autotvm.measure_option(builder, runner)``; LocalBuilder/LocalRunner by default.
+    early_stopping : int, optional
+        Stop a task after this many trials without improvement.
+    progress : bool
+        Per-task progress bars and overall status lines on ``stream`` (default stderr).
+    resume : bool
+        Take this task's records in the log as measured (never re-measured).
+    ops : sequence of str, optional
+        Only these task names (e.g. ``["dense.x86"]``).
+
     Returns the tuned tasks, largest flop first (each with ``tuned_trials`` and
     ``new_trials``), or ``[]`` (saying so on ``stream``) when the program has no tunable ops.
     """
