@@ -1,0 +1,286 @@
+"""The x86 matmul AutoTVM templates (topi/x86/dense.py): spaces, the fallback == the hand-tuned
+default schedule (lowered IR compared with a verbatim copy of the pre-template schedule),
+random configs correct, task extraction from BERT, a short tuning run applied by relay.build."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import autotvm, te
+from tvmpy.autotvm.space import FallbackConfigEntity
+from tvmpy.autotvm.task import dispatcher
+from tvmpy.te import create_schedule
+from tvmpy.te.schedule import Schedule
+from tvmpy.te.tensor import Tensor
+from tvmpy.topi.nn import dense as nn_dense
+from tvmpy.topi.nn.dense import batch_matmul
+from tvmpy.topi.nn.utils import get_const_tuple, traverse_inline
+from tvmpy.topi.x86 import dense as D
+from tvmpy.topi.x86.conv2d import _outputs, anchor
+
+RNG = np.random.default_rng(11)
+_panel = D.panel_width
+_TAGS = D._TAGS
+
+
+# --- the schedule as it was before it became a template (the PERFORMANCE GUARD's reference) ---
+def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
+    """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
+    (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
+    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
+    m = mm.shape[-2]
+    m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
+    nr, mr = _panel(n), (max(1, min(mr, m)) if isinstance(m, int) else mr)
+    if mm.op is out.op:
+        CC = s.cache_write(mm, "local")
+    else:
+        s[mm].set_scope("local")
+        CC = mm
+    *batch, i, j = s[out].op.axis
+    io, ii = s[out].split(i, factor=mr)
+    jo, ji = s[out].split(j, factor=nr)
+    s[out].reorder(*batch, jo, io, ii, ji)
+    s[out].vectorize(ji)
+    task = s[out].fuse(*batch, jo) if batch else jo
+    s[out].parallel(task)
+    s[CC].compute_at(s[out], io)
+    *_, ci, cj = s[CC].op.axis
+    (ck,) = s[CC].op.reduce_axis
+    s[CC].reorder(ck, ci, cj)
+    s[CC].unroll(ci)
+    s[CC].vectorize(cj)
+    for t in mm.op.input_tensors:
+        if t.op.tag == "matmul_pack":
+            s[t].compute_at(s[out], task)
+            s[t].vectorize(s[t].op.axis[-1])
+
+
+def _ref_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2) -> None:
+    """For ``dense`` with its untransposed ``[N, K]`` weight (rows contiguous along K): each
+    output is a dot product of two contiguous rows. The reduction is split by the vector width
+    and factored (rfactor), so an ``mi x nj`` tile of outputs accumulates in ``mi * nj`` vector
+    registers over K/16 steps (each data vector reused for ``nj`` weight rows, each weight
+    vector for ``mi`` data rows), then each is reduced horizontally. Without a packed copy of
+    the weight this wins when K is long (the horizontal sums amortized, and packing a
+    ``[N, K]`` weight with a 4 KiB row stride is slow)."""
+    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
+    n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
+    m = mm.shape[-2]
+    m = int(m.value) if hasattr(m, "value") else m
+    vec = 16 if k >= 16 else k
+    # tiles that divide N and M keep the register tile's extent constant (no guards)
+    nj = max(d for d in range(1, min(nj, n) + 1) if n % d == 0)
+    mi = max(d for d in range(1, min(mi, m) + 1) if m % d == 0) if isinstance(m, int) else 1
+    (rk,) = s[mm].op.reduce_axis
+    _, ki = s[mm].split(rk, factor=vec)
+    rf = s.rfactor(mm, ki, factor_axis=len(mm.shape))
+    s[rf].set_scope("local")
+    *batch, i, j = s[out].op.axis
+    io, ii = s[out].split(i, factor=mi)
+    jo, ji = s[out].split(j, factor=nj)
+    s[out].reorder(*batch, jo, io, ii, ji)
+    task = s[out].fuse(*batch, jo, io)
+    s[out].parallel(task)
+    if mm.op is not out.op:
+        s[mm].compute_at(s[out], task)
+    s[rf].compute_at(s[out], task)
+    *rb, ri, rj, rv = s[rf].op.axis
+    (rko,) = s[rf].op.reduce_axis
+    s[rf].reorder(*rb, rko, ri, rj, rv)
+    s[rf].unroll(ri)
+    s[rf].unroll(rj)
+    s[rf].vectorize(rv)
+
+
+def _ref_schedule(outs: Any, what: str) -> Schedule:
+    outs = _outputs(outs)
+    s = create_schedule([o.op for o in outs])
+    found: list[Tensor] = []
+
+    def cb(op: Any) -> None:
+        if op.tag in _TAGS and not found:
+            found.append(op.output(0))
+
+    traverse_inline(s, outs[0].op, cb)
+    if not found:
+        raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
+    mm = found[0]
+    out = anchor(mm, outs[0])
+    attrs = mm.op.attrs
+    # B read along K (dense, or a B-transposed product): contiguous rows -> dot products
+    dot = mm.op.tag == "dense" or (mm.op.tag in ("matmul", "batch_matmul")
+                                   and attrs.get("transpose_b") and not attrs.get("transpose_a"))
+    # ... worth it when the rows are few or long (each dot ends in a 16-lane horizontal sum;
+    # otherwise the tiled nest with strided B loads wins, measured)
+    m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
+    m = int(m.value) if hasattr(m, "value") else None
+    k = int(k.value) if hasattr(k, "value") else 0
+    if dot and (m is None or m <= 8):
+        _ref_dot(s, mm, out, nj=4, mi=1)
+    elif dot and k >= 256:
+        _ref_dot(s, mm, out)
+    else:
+        _ref_tiled(s, mm, out)
+    return s
+
+
+
+# ---------------------------------------------------------------------------------------------
+T = "TENSOR"
+F32 = "float32"
+SHAPES = [(128, 256, 1024), (128, 1024, 256), (1, 512, 1000), (37, 61, 97), (4, 300, 24)]
+
+
+def _case(name: str, m: int, k: int, n: int) -> tuple[tuple, Any, Any]:
+    """``(task args, template call -> (inputs, out), reference (inputs, out))``."""
+    a = te.placeholder((m, k), name="A")
+    if name == "dense.x86":
+        w = te.placeholder((n, k), name="W")
+        return ((T, (m, k), F32), (T, (n, k), F32), F32), \
+            ([a, w], D.dense_nopack(a, w, F32), D.schedule_dense_nopack), \
+            ([a, w], nn_dense(a, w, None, F32))
+    if name == "dense_pack.x86":
+        w = te.placeholder((n, k), name="W")
+        return ((T, (m, k), F32), (T, (n, k), F32), F32), \
+            ([a, w], D.dense_pack_x86(a, w, F32), D.schedule_dense_pack_x86), \
+            ([a, w], D.dense_pack(a, w, None, F32))
+    if name == "contrib_dense_pack.x86":
+        nr = _panel(n)
+        p = te.placeholder((-(-n // nr), k, nr), name="P")
+        return ((T, (m, k), F32), (T, tuple(int(d) for d in p.shape), F32), F32), \
+            ([a, p], D.contrib_dense_pack(a, p, F32), D.schedule_contrib_dense_pack), \
+            ([a, p], D.dense_prepacked(a, p, F32))
+    b = te.placeholder((3, m, k), name="BA")
+    bb = te.placeholder((3, n, k), name="BB")
+    if name == "batch_matmul.x86":
+        return ((T, (3, m, k), F32), (T, (3, n, k), F32), F32, False, True), \
+            ([b, bb], D.batch_matmul_x86(b, bb, F32, False, True), D.schedule_batch_matmul_x86), \
+            ([b, bb], batch_matmul(b, bb, None, F32, False, True))
+    return ((T, (3, m, k), F32), (T, (3, n, k), F32), F32), \
+        ([b, bb], D.batch_matmul_pack_x86(b, bb, F32), D.schedule_batch_matmul_pack_x86), \
+        ([b, bb], D.batch_matmul_pack(b, bb, F32))
+
+
+NAMES = ["dense.x86", "dense_pack.x86", "contrib_dense_pack.x86", "batch_matmul.x86",
+         "batch_matmul_pack.x86"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fallback(monkeypatch):
+    """A fresh root context per test (no warnings leak between tests, no cached fallbacks)."""
+    root = dispatcher.FallbackContext()
+    root.silent = True
+    monkeypatch.setattr(dispatcher.DispatchContext, "current", root)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_fallback_lowers_to_the_default_schedule(name, m, k, n):
+    if name.startswith("batch") and m * k * n > 1 << 22:
+        pytest.skip("batch cases on the small shapes only (time)")
+    _, (ins, out, sched), (rins, ref) = _case(name, m, k, n)
+    s = sched([out])
+    got = str(tvm.lower(s, ins + [out]))
+    want = str(tvm.lower(_ref_schedule([ref], "ref"), rins + [ref]))
+    assert got == want
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("m,k,n", [(128, 256, 1024), (1, 512, 1000), (37, 61, 97)])
+def test_space_is_sane_and_contains_the_fallback(name, m, k, n):
+    args, (ins, out, sched), (rins, ref) = _case(name, m, k, n)
+    task = autotvm.task.create(name, args=args, target="llvm")
+    space = task.config_space
+    assert 2 <= len(space) <= 20000
+    batch = 3 if name.startswith("batch") else 1
+    assert task.flop == 2.0 * batch * m * k * int(out.shape[-1])  # (prepacked: N rounded up)
+    # the fallback's knob values, as the template chose them ...
+    cfg = FallbackConfigEntity()
+    with dispatcher.ApplyConfig(cfg):
+        _case(name, m, k, n)[1][2]([_case(name, m, k, n)[1][1]])
+    assert set(cfg.space_map) == set(space.space_map)
+    knob = [space.space_map[key].entities.index(cfg[key]) for key in space.space_map]
+    # ... are a point of the space, and that point (a tuned config) lowers to the default
+    point = space.get(space.knob2point(knob))
+    assert not point.is_fallback
+    with dispatcher.ApplyConfig(point):
+        _, (ins, out, sched), _ = _case(name, m, k, n)
+        s = sched([out])
+    want = str(tvm.lower(_ref_schedule([ref], "ref"), rins + [ref]))
+    assert str(tvm.lower(s, ins + [out])) == want
+
+
+def _run(s: Schedule, args: list, data: list[np.ndarray]) -> np.ndarray:
+    f = tvm.build(s, args, "llvm")
+    out = tvm.nd.array(np.zeros(get_const_tuple(args[-1].shape), "float32"))
+    f(*[tvm.nd.array(d) for d in data], out)
+    return out.numpy()
+
+
+def _unpack(p: np.ndarray, n: int) -> np.ndarray:
+    """``[N/nr, K, nr]`` -> ``[N, K]``."""
+    return p.transpose(0, 2, 1).reshape(-1, p.shape[1])[:n]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("m,k,n", [(37, 61, 97), (16, 64, 48)])
+def test_random_configs_compute_the_product(name, m, k, n):
+    args, _, _ = _case(name, m, k, n)
+    task = autotvm.task.create(name, args=args, target="llvm")
+    rnd = random.Random(f"{name}{m}")
+    for index in rnd.sample(range(len(task.config_space)), 3):
+        s, targs = task.instantiate(task.config_space.get(index))
+        data = [RNG.standard_normal(get_const_tuple(t.shape)).astype("float32")
+                for t in targs[:-1]]
+        got = _run(s, targs, data)
+        a, b = data
+        if name == "contrib_dense_pack.x86":
+            want, got = a @ _unpack(b, n).T, got[:, :n]  # (columns past N: zero padding)
+        elif name.startswith("batch"):
+            want = a @ b.transpose(0, 2, 1)
+        else:
+            want = a @ b.T
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_symbolic_shapes_keep_the_plain_schedules():
+    from tvmpy.relay.op.strategy.x86_matmul import tunable
+
+    n = te.var("n")
+    a, w = te.placeholder((n, 8), name="A"), te.placeholder((4, 8), name="W")
+    assert tunable("nn.dense", [a, w]) is None
+    assert tunable("nn.dense", [te.placeholder((2, 8)), w]) is not None
+    with pytest.raises(TypeError, match="cannot serialize"):  # (a workload needs constants)
+        D.dense_pack_x86(a, w, F32)
+
+
+def _small_bert():
+    from tvmpy.relay.testing import bert
+
+    return bert.get_workload(num_layers=1, hidden=64, heads=2, seq_len=32)[:2]
+
+
+def test_extract_from_program_bert():
+    mod, params = _small_bert()
+    tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    keys = [t.workload for t in tasks]
+    assert len(keys) == len(set(keys))
+    got = sorted((t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks)
+    # q/k/v and the output projection share one workload (64 -> 64), the feed-forward two
+    # more; Q K^T is the B-transposed (packed) batch_matmul, softmax(..) V the plain one
+    assert got == sorted([
+        ("dense_pack.x86", ((32, 64), (64, 64))),
+        ("dense_pack.x86", ((32, 64), (256, 64))),
+        ("dense_pack.x86", ((32, 256), (64, 256))),
+        ("batch_matmul_pack.x86", ((2, 32, 32), (2, 32, 32))),
+        ("batch_matmul.x86", ((2, 32, 32), (2, 32, 32))),
+    ])
+    for t in tasks:
+        assert len(t.config_space) >= 2 and t.flop > 0
+    only = autotvm.task.extract_from_program(mod, params, "llvm", ops=["batch_matmul.x86"])
+    assert [t.name for t in only] == ["batch_matmul.x86"]
