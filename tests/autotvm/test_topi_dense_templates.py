@@ -284,3 +284,55 @@ def test_extract_from_program_bert():
         assert len(t.config_space) >= 2 and t.flop > 0
     only = autotvm.task.extract_from_program(mod, params, "llvm", ops=["batch_matmul.x86"])
     assert [t.name for t in only] == ["batch_matmul.x86"]
+
+
+def _dense_net():
+    from tvmpy import relay
+
+    x = relay.var("x", shape=(32, 64))
+    w = relay.var("w", shape=(256, 64))
+    y = relay.nn.relu(relay.nn.dense(x, w))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    params = {"w": RNG.uniform(-1, 1, (256, 64)).astype("float32")}
+    return mod, params, RNG.uniform(-1, 1, (32, 64)).astype("float32")
+
+
+def test_tune_dense_task_then_build_with_history_best(tmp_path, monkeypatch):
+    from tvmpy import relay
+    from tvmpy.autotvm.tuner import RandomTuner
+    from tvmpy.contrib import graph_executor
+
+    mod, params, x = _dense_net()
+    with tvm.transform.PassContext(opt_level=3):  # AlterOpLayout: the weight packed, prepacked
+        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    assert [t.name for t in tasks] == ["contrib_dense_pack.x86"]
+    task = tasks[0]
+    log = tmp_path / "dense.log"
+    option = autotvm.measure_option(builder=autotvm.LocalBuilder(n_parallel=2),
+                                    runner=autotvm.LocalRunner(number=2, repeat=1))
+    RandomTuner(task, seed=2).tune(6, option, callbacks=[autotvm.callback.log_to_file(str(log))])
+    recs = autotvm.record.load_from_file(str(log))
+    assert len(recs) == 6
+    ok = [(inp, res) for inp, res in recs if res.error_no == 0]
+    assert ok, [res for _, res in recs]
+    best = min(ok, key=lambda r: np.mean(r[1].costs))[0].config
+
+    seen: list = []
+    real = D._schedule_cfg
+
+    def spy(cfg, outs, what):
+        seen.append(cfg)
+        return real(cfg, outs, what)
+
+    monkeypatch.setattr(D, "_schedule_cfg", spy)
+    with autotvm.apply_history_best(str(log)):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="llvm", params=params)
+    assert len(seen) == 1 and not seen[0].is_fallback
+    assert seen[0].index == best.index
+    assert seen[0].to_json_dict() == best.to_json_dict()
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input(x=x)
+    m.run()
+    want = np.maximum(x @ params["w"].T, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
