@@ -305,3 +305,26 @@ def test_tune_conv_task_then_build_with_history_best(tmp_path, monkeypatch):
     m.run()
     want = np.asarray(relay.create_executor("debug", mod).evaluate()(x, **params))
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name,args", [(CONV, _conv_args(6, 7, 9, 16, 3, 1, 1, 3, 8)),
+                                       (DW, _dw_args(16, 7, 9, 3, 1, 8))])
+def test_every_knob_changes_the_program_and_keeps_the_result(name, args):
+    """Each knob, flipped alone from the default, changes the lowered IR (it is not dead) and
+    the kernel still computes the convolution."""
+    task = autotvm.task.create(name, args, "llvm")
+    space = task.config_space
+    configs = [space.get(i) for i in range(len(space))]
+    default = _default_knobs(autotvm.task.task.deserialize_args(task.args), name == DW)
+    base = next(c for c in configs if _knobs(c) == default)
+    base_ir = str(tvm.lower(*task.instantiate(base)))
+    rng = np.random.default_rng(5)
+    _, _, want = _run_conv(task, base, np.random.default_rng(5))
+    for knob in default:
+        other = [c for c in configs if _knobs(c) == {**default, knob: _knobs(c)[knob]}
+                 and _knobs(c)[knob] != default[knob]]
+        assert other, knob
+        assert str(tvm.lower(*task.instantiate(other[0]))) != base_ir, knob
+        rng = np.random.default_rng(5)
+        _, _, got = _run_conv(task, other[0], rng)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

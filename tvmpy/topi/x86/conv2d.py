@@ -295,10 +295,9 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     s[CC].compute_at(s[out], xo)
     _, cco, _, cx, coci = s[CC].op.axis
     s[CC].reorder(*s[CC].op.reduce_axis, cco, cx, coci)
-    if unroll_kw:
-        rx = [r for r in s[CC].op.reduce_axis if r.var.name == "rx"]
-        for r in rx:
-            s[CC].unroll(r)
+    if unroll_kw:  # reduce axes: (ico, ry, rx, ici), depthwise (ry, rx)
+        red = s[CC].op.reduce_axis
+        s[CC].unroll(red[2] if len(red) == 4 else red[1])
     if oc_tile > 1:
         s[CC].unroll(cco)
     s[CC].unroll(cx)
