@@ -336,3 +336,23 @@ def test_tune_dense_task_then_build_with_history_best(tmp_path, monkeypatch):
     m.run()
     want = np.maximum(x @ params["w"].T, 0)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_extract_from_onnx_bert_at_opt_level_3():
+    """The ONNX BERT encoder as relay.build compiles it at opt_level 3 (dense weights packed at
+    compile time): its tasks are the prepacked dense and the two attention batch_matmuls."""
+    pytest.importorskip("onnx")
+    from tvmpy import relay
+    from tvmpy.relay.testing import onnx_models
+
+    mod, params = relay.frontend.from_onnx(onnx_models.bert_encoder(layers=1, seq=32))
+    with tvm.transform.PassContext(opt_level=3):
+        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    got = sorted((t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks)
+    assert got == sorted([
+        ("contrib_dense_pack.x86", ((32, 256), (8, 256, 32))),
+        ("contrib_dense_pack.x86", ((32, 256), (32, 256, 32))),
+        ("contrib_dense_pack.x86", ((32, 1024), (8, 1024, 32))),
+        ("batch_matmul.x86", ((4, 32, 64), (4, 64, 32))),
+        ("batch_matmul.x86", ((4, 32, 32), (4, 32, 64))),
+    ])
