@@ -356,3 +356,37 @@ def test_extract_from_onnx_bert_at_opt_level_3():
         ("batch_matmul.x86", ((4, 32, 64), (4, 64, 32))),
         ("batch_matmul.x86", ((4, 32, 32), (4, 32, 64))),
     ])
+
+
+@pytest.mark.parametrize("name,mode", [("dense_pack.x86", "tiled"),
+                                       ("contrib_dense_pack.x86", "tiled"),
+                                       ("dense.x86", "tiled"), ("dense.x86", "dot"),
+                                       ("batch_matmul.x86", "dot")])
+def test_every_knob_changes_the_program(name, mode):
+    """From the default point, moving one knob of the active mode changes the lowered IR (no
+    dead knobs); the knobs of the other mode are the ones that do not."""
+    m, k, n = 48, 64, 96
+    args, _, _ = _case(name, m, k, n)
+    space = autotvm.task.create(name, args=args, target="llvm").config_space
+    cfg = FallbackConfigEntity()
+    with dispatcher.ApplyConfig(cfg):
+        _case(name, m, k, n)[1][2]([_case(name, m, k, n)[1][1]])
+    knob = [space.space_map[key].entities.index(cfg[key]) for key in space.space_map]
+    names = list(space.space_map)
+    if "mode" in names:
+        knob[names.index("mode")] = space.space_map["mode"].entities.index(
+            next(e for e in space.space_map["mode"].entities if e.val == mode))
+
+    def lowered(kn: list[int]) -> str:
+        with dispatcher.ApplyConfig(space.get(space.knob2point(kn))):
+            _, (ins, out, sched), _ = _case(name, m, k, n)
+            return str(tvm.lower(sched([out]), ins + [out]))
+
+    base = lowered(knob)
+    active = {"tiled": {"tile_y", "tile_x", "unroll_k"}, "dot": {"dot_y", "dot_x"}}[mode]
+    for i, key in enumerate(names):
+        if key == "mode" or len(space.space_map[key]) < 2:
+            continue
+        other = list(knob)
+        other[i] = (knob[i] + 1) % len(space.space_map[key])
+        assert (lowered(other) != base) == (key in active), key
