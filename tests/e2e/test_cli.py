@@ -206,7 +206,10 @@ def test_demo_module_entry_and_help():
 def test_console_script_declared():
     text = open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml")).read()
     assert 'tvmpy = "tvmpy.cli:main"' in text
-    exe = shutil.which("tvmpy")
+    # the script sits beside the interpreter of the environment tvmpy is installed in (CI runs
+    # the venv's python without activating the venv, so PATH may not have it)
+    beside = os.path.join(os.path.dirname(sys.executable), "tvmpy")
+    exe = beside if os.path.exists(beside) else shutil.which("tvmpy")
     if exe is None:
         pytest.skip("package installed before the entry point existed (pip install -e . again)")
     r = subprocess.run([exe, "demo", "--help"], capture_output=True, text=True, timeout=60)
