@@ -43,6 +43,9 @@ def get_context(method: str | None) -> Any:
 def serve(conn: Any, handler: Callable[[Any, Any], Any], init: Callable[..., Any],
           init_args: tuple) -> None:
     """Child main loop (see the module docstring)."""
+    # Ctrl-C in a terminal reaches the whole process group: the parent handles it (and kills
+    # its workers); a worker printing its own KeyboardInterrupt traceback only adds noise
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         state = init(*init_args)
     except BaseException as e:  # noqa: BLE001 - reported to the parent
