@@ -288,8 +288,10 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     return Compiled(obj, text, _link_libs(cg), extra)
 
 
-def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = ()) -> Module:
-    """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library).
+def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = (),
+          load: bool = True) -> Module:
+    """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library; with
+    ``load=False`` not linked yet: ``export_library`` links it once, straight into its file).
 
     The objects of registered external kernels the functions call (tvmpy.contrib.extern_link)
     and ``imports`` (runtime Modules, e.g. an LLVM micro-kernel built with
@@ -302,4 +304,4 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     install_fork_guard()
     return Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
-                               imports=extern_modules(funcs) + list(imports))
+                               imports=extern_modules(funcs) + list(imports), load=load)

@@ -58,7 +58,7 @@ def _arg_info(args: Sequence[Any]) -> tuple:
 def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
     """Compile and export to ``path``. For LLVM targets the objects are linked once, straight
     into the exported file (``tvm.build`` would link and load a library first, then export
-    would link again): the same steps as ``codegen.llvm.build`` with ``load=False``."""
+    would link again)."""
     import tvmpy
     from tvmpy.target import Target
 
@@ -67,13 +67,9 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
         tvmpy.build(s, args, tgt).export_library(path)
         return
     from tvmpy.codegen import llvm as llvm_codegen
-    from tvmpy.contrib.extern_link import extern_modules
-    from tvmpy.runtime.module import Module
 
     funcs = [tvmpy.lower(s, args, "default_function", target=tgt)]
-    c = llvm_codegen.compile_funcs(funcs, tgt)
-    mod = Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs,
-                              type_key="llvm", imports=extern_modules(funcs), load=False)
+    mod = llvm_codegen.build(funcs, tgt, load=False)
     mod.export_library(path)
 
 
