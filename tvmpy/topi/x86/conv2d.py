@@ -268,10 +268,14 @@ def find_nchwc(outs: Any) -> tuple[Schedule, Tensor, Tensor, bool]:
 
 
 def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, reg_n: int,
-                        inline_pad: bool, unroll_kw: bool = False) -> None:
+                        inline_pad: bool, unroll_kw: bool = False, tile_oh: int = 1,
+                        kernel_outer: bool = False) -> None:
     """The NCHWc loop nest: ``reg_n`` columns x ``oc_tile`` chunks per register tile (both
     used as given), padding inlined into the convolution when ``inline_pad``, the kernel-width
-    reduction loop unrolled when ``unroll_kw``."""
+    reduction loop unrolled when ``unroll_kw``; ``tile_oh`` output rows per parallel task (the
+    weights of a chunk group reused across them while in cache); ``kernel_outer`` puts the
+    window loops (ky, kx) outside the input-chunk loop of the reduction (a plain convolution's
+    order is (ic_chunk, ky, kx, ic_lane) otherwise)."""
     for t in conv.op.input_tensors:
         if inline_pad and t.op in s and "pad" in t.op.tag:
             # windows up to 3x3: a per-pixel condition (uniform over the block's lanes) costs
@@ -288,14 +292,22 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     n, oco, y, x, oci = s[out].op.axis
     coo, coi = s[out].split(oco, factor=oc_tile)
     xo, xi = s[out].split(x, factor=reg_n)
-    s[out].reorder(n, coo, y, xo, coi, xi, oci)
+    if tile_oh > 1:
+        yo, yi = s[out].split(y, factor=tile_oh)
+        s[out].reorder(n, coo, yo, yi, xo, coi, xi, oci)
+        task = s[out].fuse(n, coo, yo)
+    else:
+        s[out].reorder(n, coo, y, xo, coi, xi, oci)
+        task = s[out].fuse(n, coo, y)
     s[out].vectorize(oci)
-    task = s[out].fuse(n, coo, y)
     s[out].parallel(task)
     s[CC].compute_at(s[out], xo)
     _, cco, _, cx, coci = s[CC].op.axis
-    s[CC].reorder(*s[CC].op.reduce_axis, cco, cx, coci)
-    if unroll_kw:  # reduce axes: (ico, ry, rx, ici), depthwise (ry, rx)
+    red = list(s[CC].op.reduce_axis)  # (ico, ry, rx, ici); depthwise (ry, rx)
+    if kernel_outer and len(red) == 4:
+        red = [red[1], red[2], red[0], red[3]]
+    s[CC].reorder(*red, cco, cx, coci)
+    if unroll_kw:
         red = s[CC].op.reduce_axis
         s[CC].unroll(red[2] if len(red) == 4 else red[1])
     if oc_tile > 1:

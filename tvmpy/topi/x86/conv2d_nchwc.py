@@ -4,13 +4,17 @@
 The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the schedule is the
 default one of ``conv2d.py`` (``schedule_nchwc_tile``) with its choices as knobs:
 
-- ``tile_ow``: output columns per register tile (``reg_n``): divisors of OW up to 16, and the
-  default (``_divisor_tile(OW, 8)``, which may leave a guarded tail);
+- ``tile_ow``: output columns per register tile (``reg_n``): 1..16 (a size that does not
+  divide OW leaves a guarded tail tile); the default ``_divisor_tile(OW, 8)`` first;
 - ``tile_oc``: channel blocks (chunks of ``oc_bn`` output channels) per register tile, the
   divisors 1, 2, 4 of the chunk count;
 - ``unroll_kw``: unroll the kernel-width reduction loop;
 - ``inline_pad``: compute the padding inside the convolution (a per-pixel condition) instead
-  of writing a padded copy of the input first.
+  of writing a padded copy of the input first;
+- ``tile_oh``: output rows per parallel task (divisors of OH up to 8; default 1): coarser
+  tasks keep a chunk group's weights in cache across rows;
+- ``kernel_outer`` (plain convolutions with a window): reduction order (ky, kx, ic_chunk,
+  ic_lane) instead of (ic_chunk, ky, kx, ic_lane).
 
 With no tuned record (``cfg.is_fallback``) the knobs take exactly the values of
 ``schedule_conv2d_NCHWc(outs)``, so an untuned build is today's default schedule.
@@ -38,6 +42,12 @@ __all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NC
            "schedule_depthwise_conv2d_NCHWc_autotvm", "define_nchwc_space"]
 
 MAX_TILE_OW = 16
+MAX_TILE_OH = 8
+
+
+def _knob(cfg: Any, name: str, default: Any) -> Any:
+    """A knob's value; ``default`` for configs of logs written before the knob existed."""
+    return cfg[name].val if name in cfg else default
 
 
 def _const(d: Any) -> int:
@@ -52,14 +62,16 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     d_reg = _divisor_tile(ow, d_reg)
     d_inline = kh * kw <= 9
-    ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1)
-                          if ow % r == 0 and r != d_reg]
+    ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]
     oc_cands = [d_oc] + [c for c in (1, 2, 4) if oc_chunk % c == 0 and c != d_oc]
     # the default first: a fallback config takes each knob's first candidate
     cfg.define_knob("tile_ow", ow_cands)
     cfg.define_knob("tile_oc", oc_cands)
     cfg.define_knob("unroll_kw", [False, True] if kw > 1 else [False])
     cfg.define_knob("inline_pad", [d_inline, not d_inline])
+    oh = _const(out.shape[2])
+    cfg.define_knob("tile_oh", [r for r in range(1, min(oh, MAX_TILE_OH) + 1) if oh % r == 0])
+    cfg.define_knob("kernel_outer", [False, True] if not depthwise and kh * kw > 1 else [False])
     if cfg.is_fallback:
         from ...autotvm.space import OtherOptionEntity
 
@@ -67,6 +79,8 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
         cfg["tile_oc"] = OtherOptionEntity(d_oc)
         cfg["unroll_kw"] = OtherOptionEntity(False)
         cfg["inline_pad"] = OtherOptionEntity(d_inline)
+        cfg["tile_oh"] = OtherOptionEntity(1)
+        cfg["kernel_outer"] = OtherOptionEntity(False)
 
 
 def _schedule(cfg: Any, outs: Any) -> Schedule:
@@ -74,7 +88,8 @@ def _schedule(cfg: Any, outs: Any) -> Schedule:
     oc_chunk = _const(conv.shape[1])
     schedule_nchwc_tile(s, conv, out, max(1, min(int(cfg["tile_oc"].val), oc_chunk)),
                         int(cfg["tile_ow"].val), bool(cfg["inline_pad"].val),
-                        bool(cfg["unroll_kw"].val))
+                        bool(cfg["unroll_kw"].val), _knob(cfg, "tile_oh", 1),
+                        bool(_knob(cfg, "kernel_outer", False)))
     return s
 
 
