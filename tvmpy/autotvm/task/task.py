@@ -88,6 +88,18 @@ def args_to_workload(args: Sequence[Any], task_name: str) -> tuple:
 
 # ---------------------------------------------------------------------------------------------
 # templates
+def lookup_template(name: str) -> Callable[..., Any] | None:
+    """The template registered as ``name``; the operator library's templates (``topi``) are
+    imported on first need, so ``task.create("conv2d_NCHWc.x86", ...)`` works after
+    ``import tvmpy`` alone."""
+    f = TASK_TABLE.get(name)
+    if f is None:
+        from ...topi import x86  # noqa: F401 - registers the x86 templates
+
+        f = TASK_TABLE.get(name)
+    return f
+
+
 def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
     """Register a tuning template; usable as ``@autotvm.template("name")``.
 
@@ -147,7 +159,7 @@ class Task:
     # -- lookups ----------------------------------------------------------------------------
     @property
     def func(self) -> Callable[..., Any]:
-        f = TASK_TABLE.get(self.name)
+        f = lookup_template(self.name)
         if f is None:
             raise TemplateNotFoundError(f"autotvm template {self.name!r} is not registered in this "
                                         "process (import the module that defines it)")
@@ -235,7 +247,7 @@ def create(task_name: Any, args: Sequence[Any], target: Any = "llvm") -> Task:
                         f"{type(task_name).__name__}")
     if not isinstance(args, (tuple, list)):
         raise TypeError(f"task.create: args must be a tuple, got {type(args).__name__}")
-    if task_name not in TASK_TABLE:
+    if lookup_template(task_name) is None:
         raise TemplateNotFoundError(f"no autotvm template named {task_name!r}; registered: "
                                     f"{sorted(TASK_TABLE)}")
     tsk = Task(task_name, args, target)

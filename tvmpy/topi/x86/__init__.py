@@ -48,3 +48,4 @@ from .normalization import (  # noqa: E402,F401
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401
+from .gemm import gemm_template, packed_gemm  # noqa: E402,F401
