@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["PassContext"]
 
-_KNOWN_CONFIG = ("tir.add_lower_pass", "relay.FuseOps.max_depth")
+_KNOWN_CONFIG = ("tir.add_lower_pass", "relay.FuseOps.max_depth", "relay.x86.winograd")
 
 
 class PassContext:

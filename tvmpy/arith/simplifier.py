@@ -467,6 +467,8 @@ class Simplifier(DivModRules, Mutator):
 
     def visit_Select(self, e: E.Select) -> E.PrimExpr:
         cond = self.visit(e.condition)
+        if isinstance(cond, E.Broadcast) and _is_int_const(cond.value):
+            cond = cond.value  # the same choice in every lane (a vectorized constant condition)
         if _is_int_const(cond):
             return self.visit(e.true_value if cond.value else e.false_value)
         t, f = self.visit(e.true_value), self.visit(e.false_value)

@@ -57,6 +57,21 @@ class DispatchContext:
         """Make ``cfg`` the answer for ``workload`` on ``target`` in this context."""
         raise NotImplementedError(f"{type(self).__name__} cannot be updated")
 
+    def best_cost(self, target: Any, workload: Any) -> float | None:
+        """Seconds per run of the best measured config of ``workload`` in this context or an
+        enclosing one; None when nothing was measured (used to choose between two
+        implementations of one operator, e.g. Winograd or direct convolution)."""
+        ctx: DispatchContext | None = self
+        while ctx is not None:
+            c = ctx._cost_inside(target, workload)
+            if c is not None:
+                return c
+            ctx = ctx._old_ctx
+        return None
+
+    def _cost_inside(self, target: Any, workload: Any) -> float | None:
+        return None
+
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
         raise NotImplementedError
 
@@ -133,6 +148,10 @@ class ApplyHistoryBest(DispatchContext):
 
     def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
         self._best_user[(_target_key(target), workload)] = cfg
+
+    def _cost_inside(self, target: Any, workload: Any) -> float | None:
+        best = self.best_by_targetkey.get((_target_key(target), workload))
+        return None if best is None else _mean_cost(best[1])
 
     def __enter__(self) -> ApplyHistoryBest:
         super().__enter__()

@@ -591,6 +591,81 @@ register_op("nn.contrib_conv2d_NCHWc", _conv2d_nchwc_rel, OpPattern.OUT_ELEMWISE
             {**_CONV_SCHEMA, "data_layout": REQUIRED, "kernel_layout": REQUIRED})
 
 
+def _winograd_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    w = tensor_arg(arg_types[1], "the transformed weight")
+    m = attrs.tile_size
+    alpha = m + 2
+    ic_b = _block_factor(attrs.data_layout, "NCHW", "c")
+    if len(d.shape) != 5 or len(w.shape) != 5:
+        fail(f"contrib_conv2d_winograd_nchwc needs 5-D data (NCHW<n>c) and a 5-D transformed "
+             f"weight [alpha, alpha, OC/ob, C, ob], got {shape_str(d.shape)} and "
+             f"{shape_str(w.shape)}")
+    if w.shape[0] != alpha or w.shape[1] != alpha:
+        fail(f"contrib_conv2d_winograd_nchwc: tile_size={m} needs a weight transformed for "
+             f"{alpha}x{alpha} tiles, got {shape_str(w.shape)}")
+    if not dim_equal(d.shape[4], ic_b):
+        fail(f"contrib_conv2d_winograd_nchwc: data {shape_str(d.shape)} is not "
+             f"{attrs.data_layout}")
+    cin = as_dim(d.shape[1] * d.shape[4])
+    if not dim_equal(w.shape[3], cin):
+        fail(f"contrib_conv2d_winograd_nchwc: data has {cin} input channels, the weight "
+             f"{shape_str(w.shape)} expects {w.shape[3]}")
+    oc_b = _block_factor(attrs.out_layout, "NCHW", "c")
+    if w.shape[4] != oc_b:
+        fail(f"contrib_conv2d_winograd_nchwc: out_layout {attrs.out_layout} and the weight's "
+             f"block {w.shape[4]} disagree")
+    pt, pl, pb, pr = attrs.padding
+    oh = _out_dim(d.shape[2], 3, pt + pb, 1, 1)
+    ow = _out_dim(d.shape[3], 3, pl + pr, 1, 1)
+    return TensorType([d.shape[0], w.shape[2], oh, ow, oc_b], attrs.out_dtype or d.dtype)
+
+
+register_op("nn.contrib_conv2d_winograd_nchwc", _winograd_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
+            {"tile_size": REQUIRED, "padding": (0, 0, 0, 0), "channels": None,
+             "kernel_size": (3, 3), "data_layout": REQUIRED, "out_layout": REQUIRED,
+             "out_dtype": ""})
+
+
+def _winograd_weight_rel(arg_types: list[Type], attrs: Any) -> Type:
+    w = tensor_arg(arg_types[0], "the weight")
+    if len(w.shape) != 4 or w.shape[2] != 3 or w.shape[3] != 3:
+        fail(f"contrib_conv2d_winograd_weight_transform needs a 3x3 OIHW weight, got "
+             f"{shape_str(w.shape)}")
+    alpha = attrs.tile_size + 2
+    if w.shape[0] % attrs.oc_bn:
+        fail(f"contrib_conv2d_winograd_weight_transform: {w.shape[0]} output channels are not "
+             f"a multiple of oc_bn={attrs.oc_bn}")
+    return TensorType([alpha, alpha, w.shape[0] // attrs.oc_bn, w.shape[1], attrs.oc_bn],
+                      w.dtype)
+
+
+register_op("nn.contrib_conv2d_winograd_weight_transform", _winograd_weight_rel,
+            OpPattern.OPAQUE, 1, {"tile_size": REQUIRED, "oc_bn": REQUIRED})
+
+
+def contrib_conv2d_winograd_nchwc(data: RelayExpr, weight: RelayExpr, tile_size: int,
+                                  padding: Any = (1, 1), channels: int | None = None,
+                                  data_layout: str = "NCHW16c", out_layout: str = "NCHW16c",
+                                  out_dtype: str = "") -> RelayExpr:
+    """3x3 stride-1 convolution by Winograd F(m x m, 3 x 3) (``m = tile_size``) on blocked
+    layouts: data NCHW{i}c, ``weight`` transformed by
+    :func:`contrib_conv2d_winograd_weight_transform` (``[alpha, alpha, OC/o, C, o]``), output
+    NCHW{o}c. AlterOpLayout makes it where it measures faster than the direct convolution."""
+    return make_call("nn.contrib_conv2d_winograd_nchwc", [data, weight], {
+        "tile_size": int(tile_size), "padding": _pad4(padding),
+        "channels": None if channels is None else int(channels), "kernel_size": (3, 3),
+        "data_layout": data_layout, "out_layout": out_layout, "out_dtype": out_dtype})
+
+
+def contrib_conv2d_winograd_weight_transform(weight: RelayExpr, tile_size: int,
+                                             oc_bn: int) -> RelayExpr:
+    """``G g G^T`` of a 3x3 OIHW weight for F(tile_size x tile_size, 3 x 3), laid out
+    ``[alpha, alpha, OC/oc_bn, C, oc_bn]`` (folded at compile time for constant weights)."""
+    return make_call("nn.contrib_conv2d_winograd_weight_transform", [weight],
+                     {"tile_size": int(tile_size), "oc_bn": int(oc_bn)})
+
+
 def _dense_pack_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     w = tensor_arg(arg_types[1], "the packed weight")

@@ -14,6 +14,8 @@ What it does, on the dataflow graph of every relay Function (the target is
   most 16), as TVM's x86 default config (``topi.nn.conv2d_infer_layout``).
   A constant kernel is transformed here, in numpy (no layout_transform is left for it); a
   kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
+  A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts,
+  the weight Winograd-transformed here): ``conv_algorithm.py`` says when.
 * Layout-agnostic operators take the blocked layout of their input: the elementwise ops, the
   broadcast ops whose other operands are scalars, per-channel vectors (``(C,1,1)`` becomes
   ``(C/c,1,1,c)``; constants are transformed here) or whole tensors (transformed to the block
@@ -44,6 +46,7 @@ from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
 from .layout_demand import wanted_blocked
+from .conv_algorithm import winograd_tile
 from .layout_rules import (
     MAX_BLOCK,
     POOLS,
@@ -203,14 +206,31 @@ class _Alter(ExprFunctor):
         else:
             kl = f"OIHW{ic_bn}i{oc_bn}o"
         data = self.to_block(c.args[0], ic_bn)
-        kernel = self._transform(self.plain(c.args[1]), "OIHW", kl)
         a = c.attrs
+        tile = winograd_tile(c, ic_bn, oc_bn, self.target) if groups == 1 else None
+        if tile is not None:
+            return make_call("nn.contrib_conv2d_winograd_nchwc", [
+                data, self._winograd_weight(self.plain(c.args[1]), tile, oc_bn)], {
+                "tile_size": tile, "padding": a.padding, "channels": a.channels,
+                "kernel_size": (3, 3), "data_layout": blocked(ic_bn),
+                "out_layout": blocked(oc_bn), "out_dtype": a.out_dtype}), oc_bn  # fmt: skip
+        kernel = self._transform(self.plain(c.args[1]), "OIHW", kl)
         out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": groups,
             "channels": a.channels, "kernel_size": a.kernel_size,
             "data_layout": blocked(ic_bn), "kernel_layout": kl, "out_layout": blocked(oc_bn),
             "out_dtype": a.out_dtype})  # fmt: skip
         return out, oc_bn
+
+    def _winograd_weight(self, w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:
+        """The Winograd transform of a 3x3 OIHW weight: computed here for a constant, else a
+        transform call (folded by FoldConstant once the weight is bound)."""
+        if isinstance(w, Constant):
+            from ...topi.nn.winograd import winograd_weight_transform_np
+
+            return Constant(winograd_weight_transform_np(w.data.numpy(), tile, oc_bn))
+        return make_call("nn.contrib_conv2d_winograd_weight_transform", [w],
+                         {"tile_size": tile, "oc_bn": oc_bn})
 
     def _bias_add(self, c: Call) -> tuple[RelayExpr, int] | None:
         data, blk = self.visit(c.args[0])

@@ -49,3 +49,8 @@ from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401
 from .gemm import gemm_template, packed_gemm  # noqa: E402,F401
+from .conv2d_winograd import (  # noqa: E402,F401
+    conv2d_winograd_nchwc_x86,
+    schedule_conv2d_winograd_nchwc,
+    schedule_conv2d_winograd_nchwc_x86,
+)

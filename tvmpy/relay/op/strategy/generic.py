@@ -458,6 +458,17 @@ def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
     return [out]
 
 
+@_reg("nn.contrib_conv2d_winograd_nchwc")
+def _conv2d_winograd_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.conv2d_winograd_nchwc(inputs[0], inputs[1], attrs.padding, attrs.tile_size,
+                                          _out_dtype(attrs, out_type))]
+
+
+@_reg("nn.contrib_conv2d_winograd_weight_transform")
+def _conv2d_winograd_weight_transform(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.conv2d_winograd_weight_transform(inputs[0], attrs.tile_size, attrs.oc_bn)]
+
+
 @_reg("nn.dense")
 def dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     data, weight = inputs

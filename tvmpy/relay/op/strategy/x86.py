@@ -99,6 +99,27 @@ def _conv2d_nchwc_schedule(attrs: Any, outs: list, target: Any) -> Any:
     return x86.schedule_conv2d_NCHWc(outs)
 
 
+def _winograd_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``nn.contrib_conv2d_winograd_nchwc`` through the AutoTVM template
+    ``conv2d_winograd_NCHWc.x86`` (constant shapes; else the generic compute)."""
+    from .generic import _out_dtype
+
+    data, weight = inputs
+    if any(_const_int(d) is None for d in (*data.shape, *weight.shape)):
+        return COMPUTES["nn.contrib_conv2d_winograd_nchwc"](attrs, inputs, out_type)
+    pad = tuple(int(_const_int(p)) for p in attrs.padding)
+    return [x86.conv2d_winograd_nchwc_x86(data, weight, pad, _out_dtype(attrs, out_type))]
+
+
+def _winograd_schedule(attrs: Any, outs: list, target: Any) -> Any:
+    from ....autotvm.task.topi_integration import get_workload
+
+    wkl = get_workload(outs)
+    if wkl is not None and wkl[0] == "conv2d_winograd_NCHWc.x86":
+        return x86.schedule_conv2d_winograd_nchwc_x86(outs)
+    return x86.schedule_conv2d_winograd_nchwc(outs)
+
+
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
     if attrs.layout != "NCHW" and not re.fullmatch(r"NCHW\d+c", attrs.layout):
         return _generic(attrs, outs, target)  # the x86 pool schedule: NCHW and NCHW{c}c
@@ -119,6 +140,7 @@ _SCHEDULES: dict[str, Callable[..., Any]] = {
     "nn.conv1d": wrap_topi_schedule(x86.schedule_conv_nd),
     "nn.conv3d": wrap_topi_schedule(x86.schedule_conv_nd),
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_schedule,
+    "nn.contrib_conv2d_winograd_nchwc": _winograd_schedule,
     "nn.dense": wrap_topi_schedule(x86.schedule_dense),
     "nn.contrib_dense_pack": wrap_topi_schedule(x86.schedule_dense_pack),
     "nn.matmul": wrap_topi_schedule(x86.schedule_matmul),
@@ -217,6 +239,7 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
+    "nn.contrib_conv2d_winograd_nchwc": _winograd_compute,
 }
 
 

@@ -1,0 +1,121 @@
+"""Which algorithm AlterOpLayout gives a blocked x86 convolution: direct (``conv2d_NCHWc.x86``)
+or Winograd F(m x m, 3 x 3) (``conv2d_winograd_NCHWc.x86``, weight transformed at compile time).
+
+Eligible: plain (groups 1) 3x3 convolutions with stride 1 and dilation 1, float32, static
+shapes. The choice, for each such call:
+
+1. PassContext config ``"relay.x86.winograd"``: ``False`` never, an ``int`` tile size always
+   (2..6), ``"auto"`` (default) as follows;
+2. the records of the dispatch context (``autotvm.apply_history_best``): of the direct
+   workload and the Winograd workloads (tile sizes :data:`TILE_SIZES`), the one with the
+   fastest measured run wins; implementations without a record do not compete (a log that
+   tuned only the direct convolution keeps it);
+3. nothing measured: Winograd F(4x4, 3x3) when the layer has at least
+   :data:`MIN_TILES_DEFAULT` output tiles per image (measured here with the default schedules:
+   2.3-3.8x faster than direct on ResNet-18's 56x56, 28x28 and 14x14 layers; 7x7 layers, with 4
+   tiles, are closer, see ``bench/RESULTS.md``), else direct.
+
+While tasks are being extracted (``autotvm.task.extract_from_program``), every eligible call
+registers the direct task and one Winograd task per tile size, so that tuning measures both and
+step 2 can pick.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...target import Target
+from ..expr import Call
+from ..ty import TensorType
+
+__all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "conv_workloads"]
+
+TILE_SIZES = (4, 6)
+"""Tile sizes whose tasks are extracted for tuning (F(4x4, 3x3) and F(6x6, 3x3))."""
+DEFAULT_TILE = 4
+MIN_TILES_DEFAULT = 9
+"""Untuned: Winograd when the output has at least this many 4x4 tiles per image."""
+
+
+def _eligible(call: Call) -> bool:
+    a = call.attrs
+    d, w = (x.checked_type for x in call.args)
+    if not (isinstance(d, TensorType) and isinstance(w, TensorType)):
+        return False
+    if not all(isinstance(s, int) for s in (*d.shape, *w.shape)):
+        return False
+    return (a.groups == 1 and tuple(w.shape[2:]) == (3, 3) and tuple(a.strides) == (1, 1)
+            and tuple(a.dilation) == (1, 1) and d.dtype == w.dtype == "float32"
+            and (a.out_dtype or "float32") == "float32")
+
+
+def conv_workloads(call: Call, ic_bn: int, oc_bn: int) -> tuple[tuple, dict[int, tuple]]:
+    """``(direct workload, {tile size: Winograd workload})`` of a typed NCHW ``nn.conv2d`` as
+    the x86 strategy's templates will see it once blocked."""
+    from ... import te
+    from ...autotvm.task.task import args_to_workload
+
+    a = call.attrs
+    d, w = (x.checked_type for x in call.args)
+    n, c, h, wd = (int(x) for x in d.shape)
+    oc = int(w.shape[0])
+    dtype = a.out_dtype or d.dtype
+    data = te.placeholder((n, c // ic_bn, h, wd, ic_bn), d.dtype, name="data")
+    kernel = te.placeholder((oc // oc_bn, c // ic_bn, 3, 3, ic_bn, oc_bn), w.dtype, name="kernel")
+    pad = tuple(int(p) for p in a.padding)
+    direct = args_to_workload(
+        (data, kernel, (1, 1), pad, (1, 1), f"NCHW{ic_bn}c", f"NCHW{oc_bn}c", dtype),
+        "conv2d_NCHWc.x86")
+    wino = {}
+    for m in TILE_SIZES:
+        u = te.placeholder((m + 2, m + 2, oc // oc_bn, c, oc_bn), w.dtype, name="weight")
+        wino[m] = args_to_workload((data, u, pad, dtype), "conv2d_winograd_NCHWc.x86")
+    return direct, wino
+
+
+def _mode(ctx_config: dict) -> Any:
+    v = ctx_config.get("relay.x86.winograd", "auto")
+    if v is True:
+        return DEFAULT_TILE
+    if v is False or v == "auto":
+        return v
+    from ...topi.nn.winograd import winograd_tile_sizes
+
+    if isinstance(v, int) and v in winograd_tile_sizes():
+        return v
+    raise ValueError(f"PassContext config relay.x86.winograd must be 'auto', True, False or a "
+                     f"tile size in {winograd_tile_sizes()}, got {v!r}")
+
+
+def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None) -> int | None:
+    """The Winograd tile size for this typed ``nn.conv2d`` call, or None for the direct
+    convolution (see the module docstring)."""
+    from ...autotvm.task.dispatcher import DispatchContext
+    from ...autotvm.task.topi_integration import TaskExtractEnv
+    from ...transform import PassContext
+
+    mode = _mode(PassContext.current().config)
+    if mode is False or not _eligible(call):
+        return None
+    direct, wino = conv_workloads(call, ic_bn, oc_bn)
+    env = TaskExtractEnv.current
+    if env is not None:
+        env.add(direct[0], direct[1:])
+        for wk in wino.values():
+            env.add(wk[0], wk[1:])
+    if mode != "auto":
+        return int(mode)
+    ctx = DispatchContext.current
+    costs: dict[int | None, float] = {}
+    if ctx is not None:
+        for key, wk in [(None, direct), *wino.items()]:
+            c = ctx.best_cost(target, wk)
+            if c is not None:
+                costs[key] = c
+    if costs:
+        return min(costs, key=lambda k: costs[k])
+    d = call.args[0].checked_type
+    oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
+    ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2
+    tiles = -(-oh // DEFAULT_TILE) * -(-ow // DEFAULT_TILE)
+    return DEFAULT_TILE if tiles >= MIN_TILES_DEFAULT else None
