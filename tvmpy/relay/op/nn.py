@@ -18,6 +18,7 @@ __all__ = [
     "leaky_relu", "prelu", "softmax", "log_softmax", "batch_norm", "layer_norm", "max_pool2d",
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
     "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "contrib_dense_pack", "instance_norm", "group_norm",
+    "contrib_conv2d_winograd_nchwc", "contrib_conv2d_winograd_weight_transform",
     "depth_to_space", "space_to_depth", "conv1d", "conv3d", "max_pool1d", "max_pool3d",
     "avg_pool1d", "avg_pool3d",
 ]  # fmt: skip
