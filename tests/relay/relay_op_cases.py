@@ -31,6 +31,12 @@ def op_cases():
         "nn.contrib_conv2d_NCHWc": (relay.nn.contrib_conv2d_nchwc(
             relay.var("xc", shape=(1, 2, 9, 9, 8)), _c(2, 2, 3, 3, 8, 16), padding=1,
             data_layout="NCHW8c", kernel_layout="OIHW8i16o", out_layout="NCHW4c"), (1, 8, 9, 9, 4)),
+        "nn.contrib_conv2d_winograd_nchwc": (relay.nn.contrib_conv2d_winograd_nchwc(
+            relay.var("xw", shape=(1, 2, 9, 7, 8)), _c(6, 6, 2, 16, 8), tile_size=4, padding=1,
+            data_layout="NCHW8c", out_layout="NCHW8c"), (1, 2, 9, 7, 8)),
+        "nn.contrib_conv2d_winograd_weight_transform": (
+            relay.nn.contrib_conv2d_winograd_weight_transform(_c(16, 5, 3, 3), 4, 8),
+            (6, 6, 2, 5, 8)),
         "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
                            (2, 4, 4, 18)),
         "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),

@@ -139,7 +139,7 @@ def _record(task, cost):
     return (MeasureInput(task.target, task, cfg), MeasureResult((cost,), 0, 0.1, 0.0))
 
 
-@pytest.mark.parametrize("fastest", ["direct", 4, 6])
+@pytest.mark.parametrize("fastest", ["direct", *TILE_SIZES])
 def test_records_pick_the_fastest_implementation(fastest):
     mod = _net(hw=8)  # untuned, these would stay direct (few tiles)
     tasks = _tasks(mod)

@@ -72,17 +72,22 @@ def check_call(expr, target="llvm", rtol=1e-5, atol=1e-5, key=None):
 
 _CASES = op_cases()
 _COVERED = sorted(n for n in _CASES if n in COMPUTES)
+# fp32 against the float64 reference: Winograd's transforms (entries up to 8 for F(4x4)) lose
+# a few more bits than a direct sum
+_TOL = {"nn.contrib_conv2d_winograd_nchwc": 1e-3}
 
 
 @pytest.mark.parametrize("name", _COVERED)
 def test_op_builds_and_matches_interpreter(name):
     expr = _CASES[name][0]
-    check_call(expr)
+    tol = _TOL.get(name, 1e-5)
+    check_call(expr, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("name", _COVERED)
 def test_generic_strategy_builds_and_matches(name):
-    check_call(_CASES[name][0], key="generic")
+    tol = _TOL.get(name, 1e-5)
+    check_call(_CASES[name][0], key="generic", rtol=tol, atol=tol)
 
 
 def test_every_op_has_a_strategy():

@@ -322,19 +322,10 @@ def _conv2d_nchwc(attrs, ins, t):
 
 @_reg("nn.contrib_conv2d_winograd_nchwc")
 def _conv2d_winograd(attrs, ins, t):
-    # the direct convolution with the weight recovered from its transform: U = G g G^T, and G
-    # has full column rank, so g = G+ U G+^T exactly (up to rounding)
-    from ...topi.nn.winograd import winograd_matrices
+    from ...topi.nn.winograd import winograd_nchwc_np
 
     x, u = ins
-    _, _, g = winograd_matrices(attrs.tile_size)
-    gp = np.linalg.pinv(g)
-    a, _, oco, ic, ob = u.shape
-    uu = u.astype(np.float64).transpose(0, 1, 2, 4, 3).reshape(a, a, oco * ob, ic)
-    w = np.einsum("ke,enoi,ln->oikl", gp, uu, gp)
-    src = layout_transform_np(x, attrs.data_layout, "NCHW").astype(np.float64)
-    out = _ref().conv2d_nchw_python(src, w, 1, attrs.padding)
-    return layout_transform_np(out, "NCHW", attrs.out_layout).astype(_dtype(t))
+    return winograd_nchwc_np(x, u, attrs.padding, attrs.tile_size).astype(_dtype(t))
 
 
 @_reg("nn.contrib_conv2d_winograd_weight_transform")

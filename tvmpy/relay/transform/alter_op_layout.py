@@ -45,8 +45,8 @@ from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
-from .layout_demand import wanted_blocked
 from .conv_algorithm import winograd_tile
+from .layout_demand import wanted_blocked
 from .layout_rules import (
     MAX_BLOCK,
     POOLS,

@@ -39,12 +39,12 @@ from .pooling import (  # noqa: F401
     pool_out_size,
 )
 from .softmax import log_softmax, softmax  # noqa: F401
+from .utils import get_pad_tuple  # noqa: F401
 from .winograd import (  # noqa: F401
     conv2d_winograd_nchwc,
     conv2d_winograd_weight_transform,
     winograd_matrices,
     winograd_weight_transform_np,
 )
-from .utils import get_pad_tuple  # noqa: F401
 
 batch_flatten = flatten

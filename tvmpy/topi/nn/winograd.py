@@ -35,6 +35,7 @@ from .pad import pad
 from .utils import batch_const_shape, check_rank, get_const_tuple, get_pad_tuple, infer_out_dtype
 
 __all__ = ["winograd_matrices", "conv2d_winograd_weight_transform", "winograd_weight_transform_np",
+           "winograd_nchwc_np",
            "conv2d_winograd_nchwc", "winograd_tile_sizes", "winograd_alpha"]
 
 # interpolation points of the Toom-Cook construction per output tile size m (alpha - 1 finite
@@ -57,7 +58,7 @@ def winograd_alpha(m: int) -> int:
     return m + 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def winograd_matrices(m: int, r: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(A^T, B^T, G)`` of F(m, r) in float64: ``A^T`` is ``m x alpha``, ``B^T``
     ``alpha x alpha``, ``G`` ``alpha x r``, with ``y = A^T [(G g) * (B^T d)]`` the correlation
@@ -171,6 +172,30 @@ def winograd_weight_transform_np(kernel: np.ndarray, m: int, oc_bn: int) -> np.n
     alpha = m + 2
     u = u.reshape(alpha, alpha, oc // oc_bn, oc_bn, ic).transpose(0, 1, 2, 4, 3)
     return np.ascontiguousarray(u).astype(kernel.dtype)
+
+
+def winograd_nchwc_np(data: np.ndarray, weight: np.ndarray, padding: Any, m: int) -> np.ndarray:
+    """numpy (float64) of :func:`conv2d_winograd_nchwc` for any transformed ``weight`` (the
+    algorithm itself, not the direct convolution it equals when ``weight`` is ``G g G^T``)."""
+    at, bt, _ = winograd_matrices(m)
+    alpha = m + 2
+    n, icc, h, w, icb = data.shape
+    _, _, occ, ic, ocb = weight.shape
+    pt, pl, pb, pr = get_pad_tuple(padding, (3, 3))
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    nh, nw = -(-oh // m), -(-ow // m)
+    x = data.astype(np.float64).transpose(0, 1, 4, 2, 3).reshape(n, icc * icb, h, w)
+    x = np.pad(x, ((0, 0), (0, 0), (pt, nh * m + 2 - h - pt), (pl, nw * m + 2 - w - pl)))
+    tiles = np.empty((n, ic, nh, nw, alpha, alpha))
+    for i in range(nh):
+        for j in range(nw):
+            tiles[:, :, i, j] = x[:, :, i * m:i * m + alpha, j * m:j * m + alpha]
+    v = np.einsum("er,ncijrs,us->eunijc", bt, tiles, bt)
+    u = weight.astype(np.float64).transpose(0, 1, 2, 4, 3).reshape(alpha, alpha, occ * ocb, ic)
+    mm = np.einsum("euoc,eunijc->eunijo", u, v)
+    y = np.einsum("ae,eunijo,bu->nijoab", at, mm, at)  # [n, nh, nw, oc, m, m]
+    y = y.transpose(0, 3, 1, 4, 2, 5).reshape(n, occ * ocb, nh * m, nw * m)[:, :, :oh, :ow]
+    return y.reshape(n, occ, ocb, oh, ow).transpose(0, 1, 3, 4, 2)
 
 
 def conv2d_winograd_weight_transform(kernel: Tensor, tile_size: int, oc_bn: int) -> Tensor:

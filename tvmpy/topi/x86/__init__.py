@@ -21,6 +21,11 @@ from .conv2d_nchwc import (  # noqa: E402,F401
     schedule_conv2d_NCHWc_autotvm,
     schedule_depthwise_conv2d_NCHWc_autotvm,
 )
+from .conv2d_winograd import (  # noqa: E402,F401
+    conv2d_winograd_nchwc_x86,
+    schedule_conv2d_winograd_nchwc,
+    schedule_conv2d_winograd_nchwc_x86,
+)
 from .dense import (  # noqa: E402,F401
     batch_matmul_pack,
     dense_pack,
@@ -31,6 +36,7 @@ from .dense import (  # noqa: E402,F401
     schedule_dense_pack,
     schedule_matmul,
 )
+from .gemm import gemm_template, packed_gemm  # noqa: E402,F401
 from .injective import (  # noqa: E402,F401
     schedule_broadcast,
     schedule_concatenate,
@@ -48,9 +54,3 @@ from .normalization import (  # noqa: E402,F401
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401
-from .gemm import gemm_template, packed_gemm  # noqa: E402,F401
-from .conv2d_winograd import (  # noqa: E402,F401
-    conv2d_winograd_nchwc_x86,
-    schedule_conv2d_winograd_nchwc,
-    schedule_conv2d_winograd_nchwc_x86,
-)
