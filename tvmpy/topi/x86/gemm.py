@@ -112,7 +112,7 @@ def _gemm_template(M: int, N: int, K: int, dtype: str = "float32"
     B = placeholder((K, N), dtype, name="B")
     k = reduce_axis((0, K), name="k")
     if cfg["pack_b"].val:
-        packed = compute((N // nr, K, nr), lambda jo, kk, ji: B[kk, jo * nr + ji],
+        packed = compute((N // nr, K, nr), lambda jo, k, ji: B[k, jo * nr + ji],
                          name="packedB")
         C = compute((M, N), lambda i, j: te_sum(A[i, k] * packed[j // nr, k, j % nr], axis=k),
                     name="C")
