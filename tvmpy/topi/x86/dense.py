@@ -128,11 +128,13 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
 
 
 def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
-                    unroll_k: int = 1) -> None:
+                    unroll_k: int = 1, row_blocks: int = 1) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
     (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel).
     ``nr`` defaults to :func:`panel_width`; ``unroll_k > 1`` splits the reduction by it and
-    unrolls the inner part (tuning knobs; the defaults are the hand-tuned schedule)."""
+    unrolls the inner part; ``row_blocks > 1`` splits the row tiles into that many blocks and
+    runs (panel, row block) pairs in parallel (more, smaller tasks; a packed panel is then
+    packed once per block). Tuning knobs; the defaults are the hand-tuned schedule."""
     n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
@@ -146,9 +148,14 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int |
     *batch, i, j = s[out].op.axis
     io, ii = s[out].split(i, factor=mr)
     jo, ji = s[out].split(j, factor=nr)
-    s[out].reorder(*batch, jo, io, ii, ji)
+    if row_blocks > 1:
+        ioo, io = s[out].split(io, nparts=row_blocks)
+        s[out].reorder(*batch, jo, ioo, io, ii, ji)
+        task = s[out].fuse(*batch, jo, ioo)
+    else:
+        s[out].reorder(*batch, jo, io, ii, ji)
+        task = s[out].fuse(*batch, jo) if batch else jo
     s[out].vectorize(ji)
-    task = s[out].fuse(*batch, jo) if batch else jo
     s[out].parallel(task)
     s[CC].compute_at(s[out], io)
     *_, ci, cj = s[CC].op.axis
@@ -278,9 +285,10 @@ def schedule_batch_matmul(outs: Any) -> Schedule:
 # AutoTVM templates: the schedules above with their tile sizes as knobs. The fallback config
 # (no tuned record) sets every knob to the hand-tuned default, so an untuned build lowers to
 # exactly the schedules above.
-_MR = (1, 2, 4, 6, 8, 12, 16)  # rows of a register tile
+_MR = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)  # rows of a register tile
 _NR = (8, 16, 32, 48, 64)  # columns of a register tile / width of a packed panel
-_UNROLL_K = (1, 2, 4)
+_UNROLL_K = (1, 2, 4, 8)
+_ROW_BLOCKS = (1, 2, 4)
 
 
 def _const_dims(t: Tensor, what: str) -> tuple[int, ...]:
@@ -300,14 +308,17 @@ def _define_nr(cfg: Any, n: int) -> None:
 
 
 def _define_tiled(cfg: Any, m: int) -> None:
-    """Knobs ``tile_y`` (rows of a register tile, default 8) and ``unroll_k``."""
+    """Knobs ``tile_y`` (rows of a register tile, default 8), ``unroll_k`` and
+    ``row_blocks`` (default 1)."""
     mr0 = max(1, min(8, m))
     cands = sorted({c for c in _MR if c <= m} | {mr0})
     cfg.define_split("tile_y", m, policy="candidate", candidate=[[-1, c] for c in cands])
     cfg.define_knob("unroll_k", list(_UNROLL_K))
+    cfg.define_knob("row_blocks", [b for b in _ROW_BLOCKS if b == 1 or m >= 2 * b * mr0])
     if cfg.is_fallback:
         cfg["tile_y"] = SplitEntity([-1, mr0])
         cfg["unroll_k"] = OtherOptionEntity(1)
+        cfg["row_blocks"] = OtherOptionEntity(1)
 
 
 def _define_dot(cfg: Any, m: int, n: int, nj0: int, mi0: int) -> None:
@@ -341,7 +352,8 @@ def _schedule_cfg(cfg: Any, outs: Any, what: str) -> Schedule:
     else:
         nr = cfg["tile_x"].size[-1] if "tile_x" in cfg else None  # prepacked: its layout's
         _schedule_tiled(s, mm, out, mr=cfg["tile_y"].size[-1], nr=nr,
-                        unroll_k=cfg["unroll_k"].val)
+                        unroll_k=cfg["unroll_k"].val,
+                        row_blocks=cfg["row_blocks"].val if "row_blocks" in cfg else 1)
     return s
 
 
