@@ -15,9 +15,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine_description  # noqa: E402
-
 import numpy as np  # noqa: E402
+from common import machine_description  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import te, topi  # noqa: E402
@@ -29,7 +28,6 @@ LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels, H = W); OC = C
 
 
 def _ort(c: int, hw: int, k: np.ndarray):
-    import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
