@@ -90,9 +90,9 @@ def main() -> None:
             run, builds[kind] = _tvm(kind, c, hw, k)
             got = testing.nchwc_to_nchw(run(xb).numpy())
             errs[kind] = float(np.abs(got - want).max() / np.abs(want).max())
-            sides[kind] = lambda r=run: r(xb)
+            sides[kind] = lambda r=run, xb=xb: r(xb)
         ort_run = _ort(c, hw, k)
-        sides["ort"] = lambda: ort_run(x)
+        sides["ort"] = lambda r=ort_run, x=x: r(x)
         best = {s: np.inf for s in sides}
         for _ in range(opts.repeat):
             for name, fn in sides.items():
