@@ -154,6 +154,23 @@ def test_transfer_from_other_task(gemm_data):
     assert not knob_base.fit_log(records, plan_size=32, min_seed_records=10)
 
 
+def test_history_features_are_extracted_once_per_process(gemm_data, monkeypatch):
+    """Whole-model tuning feeds the same records of earlier tasks to every later task's model:
+    their features are computed once (and equal a fresh extraction)."""
+    from tvmpy.autotvm.tuner import xgboost_cost_model as xcm
+
+    task, _, _, records = gemm_data
+    calls = []
+    real = xcm.extract_feature
+    monkeypatch.setattr(xcm, "extract_feature", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(xcm, "_HISTORY_FEATURES", {})
+    inp = records[0][0]
+    a = xcm.history_feature(inp.task, inp.config, "itervar")
+    b = xcm.history_feature(inp.task, inp.config, "itervar")
+    assert len(calls) == 1 and a is b
+    np.testing.assert_array_equal(a, real(inp.task, inp.config, "itervar"))
+
+
 # ---------------------------------------------------------------------------------------------
 # synthetic spaces
 
