@@ -51,14 +51,14 @@ def _build_run(mod, x, config=None):
 
 
 def test_default_rule_rewrites_large_layers_only():
-    big = _alter(_net(hw=16))  # 16 tiles of 4x4 per image
+    big = _alter(_net(hw=8))  # 4 tiles of 4x4 per image
     assert count_ops(big["main"], WINO) == 2 and count_ops(big["main"], DIRECT) == 0
-    small = _alter(_net(hw=8))  # 4 tiles
+    small = _alter(_net(hw=4))  # 1 tile
     assert count_ops(small["main"], WINO) == 0 and count_ops(small["main"], DIRECT) == 2
 
 
 def test_ineligible_convolutions_stay_direct():
-    mod = _alter(_net(hw=32, stride=2))  # the first conv has stride 2
+    mod = _alter(_net(hw=16, stride=2))  # the first conv has stride 2
     assert count_ops(mod["main"], WINO) == 1 and count_ops(mod["main"], DIRECT) == 1
     mod = _alter(_net(hw=16, k=5))  # a 5x5 window
     assert count_ops(mod["main"], WINO) == 1 and count_ops(mod["main"], DIRECT) == 1
@@ -68,7 +68,7 @@ def test_ineligible_convolutions_stay_direct():
                                                ({"relay.x86.winograd": 6}, 2, 6),
                                                ({"relay.x86.winograd": True}, 2, 4)])
 def test_config_forces_the_choice(config, wino, tile):
-    mod = _alter(_net(hw=8), config)
+    mod = _alter(_net(hw=4), config)
     assert count_ops(mod["main"], WINO) == wino
     if tile:
         tiles = []
@@ -79,7 +79,7 @@ def test_config_forces_the_choice(config, wino, tile):
 
 def test_bad_config_is_an_error():
     with pytest.raises(ValueError, match="relay.x86.winograd"):
-        _alter(_net(hw=8), {"relay.x86.winograd": 5.5})
+        _alter(_net(hw=4), {"relay.x86.winograd": 5.5})
 
 
 def test_rewritten_graph_computes_the_same_in_the_interpreter():
@@ -141,7 +141,7 @@ def _record(task, cost):
 
 @pytest.mark.parametrize("fastest", ["direct", *TILE_SIZES])
 def test_records_pick_the_fastest_implementation(fastest):
-    mod = _net(hw=8)  # untuned, these would stay direct (few tiles)
+    mod = _net(hw=4)  # untuned, these would stay direct (one tile)
     tasks = _tasks(mod)
     recs = []
     for t in tasks:
@@ -159,7 +159,7 @@ def test_records_pick_the_fastest_implementation(fastest):
 
 
 def test_records_of_the_direct_convolution_alone_keep_it():
-    mod = _net(hw=16)  # untuned these would become Winograd
+    mod = _net(hw=8)  # untuned these would become Winograd
     recs = [_record(t, 1e-3) for t in _tasks(mod) if t.name == "conv2d_NCHWc.x86"]
     with autotvm.apply_history_best(recs):
         alt = _alter(mod)

@@ -11,9 +11,10 @@ shapes. The choice, for each such call:
    fastest measured run wins; implementations without a record do not compete (a log that
    tuned only the direct convolution keeps it);
 3. nothing measured: Winograd F(4x4, 3x3) when the layer has at least
-   :data:`MIN_TILES_DEFAULT` output tiles per image (measured here with the default schedules:
-   2.3-3.8x faster than direct on ResNet-18's 56x56, 28x28 and 14x14 layers; 7x7 layers, with 4
-   tiles, are closer, see ``bench/RESULTS.md``), else direct.
+   :data:`MIN_TILES_DEFAULT` output tiles per image, else direct. Measured here with the
+   default schedules (``bench/winograd.py``, 2026-11-24): Winograd took 0.34-0.43x the direct
+   convolution's time on ResNet-18's 56x56, 28x28 and 14x14 layers and 0.90x on the 7x7 one
+   (4 tiles, 2 of them mostly padding); one tile is mostly padding, so fewer than 4 stay direct.
 
 While tasks are being extracted (``autotvm.task.extract_from_program``), every eligible call
 registers the direct task and one Winograd task per tile size, so that tuning measures both and
@@ -31,11 +32,12 @@ from ..ty import TensorType
 __all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "conv_workloads"]
 
 TILE_SIZES = (4,)
-"""Tile sizes whose tasks are extracted for tuning. F(6x6, 3x3) is left out: it lowers 3-4x
-slower (8-14 s a candidate here, against the builder's 10 s timeout) and measured no faster than
-F(4x4) on ResNet-18's layers (slower on 28x28 and below); ``"relay.x86.winograd": 6`` forces it."""
+"""Tile sizes whose tasks are extracted for tuning. F(6x6, 3x3) is left out: its candidates
+build 2-3x slower (2-3 s) and with default knobs it ran no faster than F(4x4) on ResNet-18's
+layers (1.25x and 2.2x slower on 14x14 and 7x7; ``bench/winograd.py``);
+``"relay.x86.winograd": 6`` forces it."""
 DEFAULT_TILE = 4
-MIN_TILES_DEFAULT = 9
+MIN_TILES_DEFAULT = 4
 """Untuned: Winograd when the output has at least this many 4x4 tiles per image."""
 
 
