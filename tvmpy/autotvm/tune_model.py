@@ -151,6 +151,7 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
     the per-task progress bars and the overall status lines when ``progress`` is true.
     """
     from .tuner import callback
+    from .tuner.tuner import Tuner
 
     if tuner not in TUNERS:
         raise ValueError(f"unknown tuner {tuner!r}; one of {', '.join(TUNERS)}")
@@ -195,9 +196,15 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
         tuner_obj = make_tuner(task, tuner)
         # this task's records (resume, counted against its budget; none when not resuming)
         # and, for transfer learning, those of the tasks tuned before it
-        history = [r for k in tuned_keys for r in by_key.get(k, [])]
-        if history:
-            tuner_obj.load_history(history)
+        own = by_key.get(key, [])
+        if len({int(r[0].config.index) for r in own}) >= budget:
+            # nothing left to measure: take the task's own records (its best) without training
+            # a transfer model and planning a batch that would never be measured
+            Tuner.load_history(tuner_obj, own)
+        else:
+            history = [r for k in tuned_keys for r in by_key.get(k, [])]
+            if history:
+                tuner_obj.load_history(history)
         n_new = max(0, budget - tuner_obj.num_history)
         prefix = f"[Task {i:2d}/{len(tasks):2d}]"
         if progress:
