@@ -40,9 +40,12 @@ def _mod(params, body):
     return relay.IRModule.from_expr(relay.Function(params, body))
 
 
-def _alter(mod, target="llvm"):
-    with tvm.target.Target(target):
-        return transform.AlterOpLayout()(mod)
+def _alter(mod, target="llvm", winograd=False):
+    """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
+    asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py)."""
+    with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False}):
+        with tvm.target.Target(target):
+            return transform.AlterOpLayout()(mod)
 
 
 def _lines(mod):
@@ -549,6 +552,13 @@ def test_resnet18():
     tol = 1e-4 * np.abs(want).max()
     np.testing.assert_allclose(run(new, x), want, rtol=1e-4, atol=tol)
     np.testing.assert_allclose(_run_compiled(new, x), want, rtol=1e-4, atol=tol)
+    # with Winograd (untuned rule): the 3x3 stride-1 convs change algorithm, not layout
+    wino = transform.FoldConstant()(_alter(ref, winograd=True))
+    ops = _ops(wino)
+    n_wino = ops.count("nn.contrib_conv2d_winograd_nchwc")
+    assert n_wino >= 4 and n_wino + ops.count("nn.contrib_conv2d_NCHWc") == n_conv
+    assert ops.count("layout_transform") == 2
+    np.testing.assert_allclose(_run_compiled(wino, x), want, rtol=1e-4, atol=tol)
 
 
 def test_mobilenet_v2():
