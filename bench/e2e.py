@@ -55,6 +55,16 @@ def _profile(run, top: int) -> tuple[str, float]:
     return "\n".join(lines), total
 
 
+def add_torch_runner(runners: dict, model) -> None:
+    """PyTorch eager as ``runners["torch"]`` when torch is installed."""
+    try:
+        from tvmpy.relay.testing.onnx_torch import torch_runner
+
+        runners["torch"] = torch_runner(model)
+    except ImportError:
+        pass
+
+
 def bench_model(name: str, repeat: int, top: int, with_torch: bool) -> dict:
     model = CONFIGS[name]()
     feeds = onnx_models.input_feeds(model)
@@ -72,12 +82,7 @@ def bench_model(name: str, repeat: int, top: int, with_torch: bool) -> dict:
         runners[f"opt{level}"] = run
     runners["ort"] = ort
     if with_torch:
-        try:
-            from tvmpy.relay.testing.onnx_torch import torch_runner
-
-            runners["torch"] = torch_runner(model)
-        except ImportError:
-            pass
+        add_torch_runner(runners, model)
     row.update(compare.time_sides(runners, feeds, repeat=repeat))
     time.sleep(0.3)
     row["profile"], row["kernels3"] = _profile(runners["opt3"], top)

@@ -23,7 +23,7 @@ from common import ensure_native_blas, machine_description  # noqa: E402
 
 ensure_native_blas()
 
-from e2e import CONFIGS  # noqa: E402
+from e2e import CONFIGS, add_torch_runner  # noqa: E402
 
 from tvmpy import autotvm  # noqa: E402
 from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
@@ -51,12 +51,7 @@ def bench_model(name: str, trials: int, log_dir: str, repeat: int, with_torch: b
     runners["tuned"] = compare.tvm_runner(lib)
     _, row["err"] = compare.errors(runners["tuned"](feeds)[0], want)
     if with_torch:
-        try:
-            from tvmpy.relay.testing.onnx_torch import torch_runner
-
-            runners["torch"] = torch_runner(model)
-        except ImportError:
-            pass
+        add_torch_runner(runners, model)
     row.update(compare.time_sides(runners, feeds, repeat=repeat))
     return row
 

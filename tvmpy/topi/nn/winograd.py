@@ -36,7 +36,7 @@ from .utils import batch_const_shape, check_rank, get_const_tuple, get_pad_tuple
 
 __all__ = ["winograd_matrices", "conv2d_winograd_weight_transform", "winograd_weight_transform_np",
            "winograd_nchwc_np",
-           "conv2d_winograd_nchwc", "winograd_tile_sizes", "winograd_alpha"]
+           "conv2d_winograd_nchwc", "winograd_tile_sizes"]
 
 # interpolation points of the Toom-Cook construction per output tile size m (alpha - 1 finite
 # points plus infinity): small integers first, then halves (the usual choice for accuracy)
@@ -52,10 +52,6 @@ _POINTS = {
 def winograd_tile_sizes() -> tuple[int, ...]:
     """The output tile sizes ``m`` with transform matrices (F(m x m, 3 x 3))."""
     return tuple(sorted(_POINTS))
-
-
-def winograd_alpha(m: int) -> int:
-    return m + 2
 
 
 @functools.cache
@@ -158,15 +154,18 @@ def _transform(mat: np.ndarray, idx: Any, get: Any, dtype: str) -> Any:
     return expr
 
 
+def _check_weight(oc: int, kh: int, kw: int, oc_bn: int, op: str) -> None:
+    if (kh, kw) != (3, 3):
+        raise ValueError(f"{op}: kernel must be 3x3, got {kh}x{kw}")
+    if oc % oc_bn:
+        raise ValueError(f"{op}: {oc} output channels are not a multiple of the block {oc_bn}")
+
+
 def winograd_weight_transform_np(kernel: np.ndarray, m: int, oc_bn: int) -> np.ndarray:
     """numpy: ``kernel[OC, C, 3, 3]`` -> ``[alpha, alpha, OC/oc_bn, C, oc_bn]`` (``G g G^T``,
     computed in float64)."""
     oc, ic, kh, kw = kernel.shape
-    if (kh, kw) != (3, 3):
-        raise ValueError(f"winograd weight transform: kernel must be 3x3, got {kh}x{kw}")
-    if oc % oc_bn:
-        raise ValueError(f"winograd weight transform: {oc} output channels are not a multiple "
-                         f"of the block {oc_bn}")
+    _check_weight(oc, kh, kw, oc_bn, "winograd weight transform")
     _, _, g = winograd_matrices(m)
     u = np.einsum("ek,oikl,nl->enoi", g, kernel.astype(np.float64), g)
     alpha = m + 2
@@ -202,11 +201,7 @@ def conv2d_winograd_weight_transform(kernel: Tensor, tile_size: int, oc_bn: int)
     """te: ``kernel[OC, C, 3, 3]`` -> ``[alpha, alpha, OC/oc_bn, C, oc_bn]``."""
     check_rank(kernel, 4, "conv2d_winograd_weight_transform", "kernel", "OIHW")
     oc, ic, kh, kw = get_const_tuple(kernel.shape, "winograd weight transform: kernel shape")
-    if (kh, kw) != (3, 3):
-        raise ValueError(f"conv2d_winograd_weight_transform: kernel must be 3x3, got {kh}x{kw}")
-    if oc % oc_bn:
-        raise ValueError(f"conv2d_winograd_weight_transform: {oc} output channels are not a "
-                         f"multiple of the block {oc_bn}")
+    _check_weight(oc, kh, kw, oc_bn, "conv2d_winograd_weight_transform")
     _, _, g = winograd_matrices(tile_size)
     alpha = tile_size + 2
     dt = kernel.dtype

@@ -158,20 +158,27 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int |
     s[out].vectorize(ji)
     s[out].parallel(task)
     s[CC].compute_at(s[out], io)
-    *_, ci, cj = s[CC].op.axis
-    (ck,) = s[CC].op.reduce_axis
-    if unroll_k > 1:
-        cko, cki = s[CC].split(ck, factor=unroll_k)
-        s[CC].reorder(cko, cki, ci, cj)
-        s[CC].unroll(cki)
-    else:
-        s[CC].reorder(ck, ci, cj)
-    s[CC].unroll(ci)
-    s[CC].vectorize(cj)
+    register_tile(s, CC, unroll_k)
     for t in mm.op.input_tensors:
         if t.op.tag == "matmul_pack":
             s[t].compute_at(s[out], task)
             s[t].vectorize(s[t].op.axis[-1])
+
+
+def register_tile(s: Schedule, cc: Tensor, unroll_k: int = 1) -> None:
+    """The micro-kernel of a matmul's register tile (the cache stage ``cc``, last two axes
+    rows x columns, one reduction): reduction outermost (split by ``unroll_k`` and its inner
+    part unrolled when > 1), rows unrolled, columns vectorized."""
+    *_, ci, cj = s[cc].op.axis
+    (ck,) = s[cc].op.reduce_axis
+    if unroll_k > 1:
+        cko, cki = s[cc].split(ck, factor=unroll_k)
+        s[cc].reorder(cko, cki, ci, cj)
+        s[cc].unroll(cki)
+    else:
+        s[cc].reorder(ck, ci, cj)
+    s[cc].unroll(ci)
+    s[cc].vectorize(cj)
 
 
 def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2) -> None:

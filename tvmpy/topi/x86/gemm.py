@@ -104,6 +104,7 @@ def _gemm_template(M: int, N: int, K: int, dtype: str = "float32"
       tasks) instead of only the outermost.
     """
     from ... import autotvm
+    from .dense import register_tile
 
     cfg = autotvm.get_config()
     _gemm_space(cfg, M, N)
@@ -137,16 +138,7 @@ def _gemm_template(M: int, N: int, K: int, dtype: str = "float32"
         outer = owner = s[C].fuse(outer, second)
     s[C].parallel(outer)
     s[CC].compute_at(s[C], yb)
-    ci, cj = s[CC].op.axis
-    (ck,) = s[CC].op.reduce_axis
-    if cfg["unroll_k"].val > 1:
-        cko, cki = s[CC].split(ck, factor=cfg["unroll_k"].val)
-        s[CC].reorder(cko, cki, ci, cj)
-        s[CC].unroll(cki)
-    else:
-        s[CC].reorder(ck, ci, cj)
-    s[CC].unroll(ci)
-    s[CC].vectorize(cj)
+    register_tile(s, CC, cfg["unroll_k"].val)
     s[C].vectorize(xi)
     if packed is not None:
         # packed by the loop that owns one panel (xo, or the fused loop), right before use
