@@ -885,6 +885,53 @@ def _pointers(rng: np.random.Generator) -> Case:
                 [a, np.zeros(4 * m, "float32")], {1: a * 2}, extra_c=extra)
 
 
+# ---------------------------------------------------------------------------------------------
+# index patterns of fused elementwise loops: broadcasting along a middle axis, transposes,
+# nearest upsampling. ``out[f] = src[g(f)]`` for the fused index f = o * 16 + i (the x86
+# injective schedule: everything fused, split by the vector width). These are what LLVM 22's
+# loop vectorizer miscompiled (o // 5 * 8 + i % 8 widened as 16 consecutive elements); each
+# pattern is compiled as scalar loops, as the simplified scalar loops, and vectorized by
+# VectorizeLoop (window loads + shuffles, or gathers).
+_INDEX_PATTERNS: dict[str, tuple[int, int, Callable[[Any], Any]]] = {
+    # name: (output elements, source elements, f -> source index)
+    "bcast_mid": (320, 32, lambda f: f // 80 * 8 + f % 8),  # [1,4,10,8] from [1,4,1,8]
+    "bcast_mid6": (288, 18, lambda f: f // 48 % 3 * 6 + f % 6),  # [2,3,8,6] from [1,3,1,6]
+    "bcast_col": (112, 8, lambda f: f // 14),  # [8,14] from [8,1]
+    "transpose": (144, 144, lambda f: f % 24 * 6 + f // 24),  # [6,24] = [24,6]^T
+    "upsample2": (96, 48, lambda f: f // 2),  # nearest x2 along the last axis
+    "bcast_4of8": (256, 64, lambda f: f // 32 * 8 + f % 8 // 2 * 2 + f % 2),
+}
+_INDEX_LANES = 16
+
+
+def _index_pattern(name: str, form: str) -> Callable[[np.random.Generator], Case]:
+    n_out, n_src, g = _INDEX_PATTERNS[name]
+
+    def make(rng: np.random.Generator) -> Case:
+        from tvmpy.tir.transform import Simplify, VectorizeLoop
+
+        src, add, out = buf("S", n_src), buf("A", n_out), buf("B", n_out)
+        o, i = E.Var("o"), E.Var("i")
+        f = o * _INDEX_LANES + i
+        kind = S.ForKind.VECTORIZED if form == "vector" else S.ForKind.SERIAL
+        body = loop(o, n_out // _INDEX_LANES, loop(i, _INDEX_LANES, S.BufferStore(
+            out, add[f] + src[g(f)], [f]), kind))
+        fn = func(f"index_{name}_{form}", [src, add, out], body)
+        if form != "scalar":
+            fn = Simplify(fn)
+        if form == "vector":
+            fn = VectorizeLoop(fn)
+        s, a = rand(rng, n_src, "float32"), rand(rng, n_out, "float32")
+        want = a + s[g(np.arange(n_out))]
+        return Case(fn.name, fn, [s, a, np.zeros(n_out, "float32")], {2: want})
+    return make
+
+
+for _p in _INDEX_PATTERNS:
+    for _form in ("scalar", "simplified", "vector"):
+        case(f"index_{_p}_{_form}")(_index_pattern(_p, _form))
+
+
 CASE_NAMES = sorted(_REGISTRY)
 
 

@@ -79,14 +79,14 @@ def _is_serial_loop(g):
     return isinstance(g.body, tir.For) and g.body.kind == ForKind.SERIAL
 
 
-@pytest.mark.parametrize("case", ["floordiv_index", "extern_call", "reduction_same_address",
+@pytest.mark.parametrize("case", ["floordiv_store", "extern_call", "reduction_same_address",
                                   "if_reads_memory", "scalar_load_in_branch", "dependence",
                                   "alloc_inside"])
 def test_scalarized(case):
     A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
     i = E.Var("i")
-    if case == "floordiv_index":
-        body = tir.BufferStore(B, A[i // 2], [i])
+    if case == "floordiv_store":  # lanes 2k and 2k + 1 store to one element
+        body = tir.BufferStore(B, A[i], [i // 2])
     elif case == "extern_call":
         body = tir.Evaluate(tir.call_extern("int32", "some_fn", i))
     elif case == "reduction_same_address":
@@ -215,10 +215,12 @@ def test_fused_index_divmod_stays_ramp():
     assert "bias[ramp(o % 2 * 8, 1, 8)]" in s and "broadcast(R[" in s, s
     assert not lowered_errors(g)
     assert_same(f, g)
-    # a ramp that crosses a multiple of the divisor is scalarized
+    # a ramp that may cross a multiple of the divisor (o * 8 % 12 is 0 or 4): a gather
     body2 = loop(o, 8, loop(i, 8, tir.BufferStore(A, bias[(o * 8 + i) % 12], [o * 8 + i]), V))
     g2 = VectorizeLoop(func([A, bias], body2))
-    assert _is_serial_loop(g2) or isinstance(g2.body.body, tir.For)
+    assert "bias[ramp(o * 8, 1, 8) % broadcast(12, 8)]" in str(g2), str(g2)
+    assert not lowered_errors(g2)
+    assert_same(func([A, bias], body2), g2)
 
 
 def test_row_col_of_fused_index_recombined():
@@ -240,4 +242,64 @@ def test_let_bound_ramp_index():
     f = func([A, B], loop(i, 8, tir.LetStmt(j, i * 2 + 1, tir.BufferStore(B, A[j], [i])), V))
     g = VectorizeLoop(f)
     expect(g, "B[ramp(0, 1, 8)] = A[ramp(1, 2, 8)]")
+    assert_same(f, g)
+
+
+def test_repeating_index_is_a_window_load_and_shuffle():
+    # nearest-neighbour upsampling A[i // 2] and a broadcast read A[i % 4]: the lanes' offsets
+    # from lane 0 are constants, so one contiguous load of the window they span + a shuffle
+    A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
+    i = E.Var("i")
+    f = func([A, B], loop(i, 8, tir.BufferStore(B, A[i // 2] + A[i % 4 + 9], [i]), V))
+    g = VectorizeLoop(f)
+    expect(g, "B[ramp(0, 1, 8)] = shuffle([A[ramp(0, 1, 4)]], [0, 0, 1, 1, 2, 2, 3, 3]) + "
+              "shuffle([A[ramp(9, 1, 4)]], [0, 1, 2, 3, 0, 1, 2, 3])")
+    assert not lowered_errors(g)
+    assert_same(f, g)
+
+
+def test_broadcast_axis_between_kept_axes():
+    # the fused elementwise loop of a[1, 4, 10, 8] + b[1, 4, 1, 8] split by 16 (the x86
+    # injective schedule): b's index is o // 5 * 8 + i % 8, constant offsets within a row of 8
+    A = tir.decl_buffer((320,), "float32", "A")
+    Bb = tir.decl_buffer((32,), "float32", "B")
+    o, i = E.Var("o"), E.Var("i")
+    fused = o * 16 + i
+    body = loop(o, 20, loop(i, 16, tir.BufferStore(
+        A, A[fused] + Bb[fused // 80 * 8 + fused % 8], [fused]), V))
+    f = func([A, Bb], body)
+    g = VectorizeLoop(f)
+    assert "shuffle([B[ramp(o // 5 * 8, 1, 8)]]" in str(g), str(g)
+    assert_same(f, g)
+
+
+def test_transposed_read_is_a_gather_and_masked_under_a_condition():
+    # a transposed read A[i % 3 * 4 + i // 3] at constant lanes: a window of 10 + a shuffle;
+    # shifted by an outer loop's o the offsets are not constant: a gather; under a vector
+    # condition the gather is masked (lanes 5.. would read past A's 12 elements)
+    A, B = _bufs(("A", 12, "float32"), ("B", 16, "float32"))
+    i, o = E.Var("i"), E.Var("o")
+    f = func([A, B], loop(i, 8, tir.BufferStore(B, A[i % 3 * 4 + i // 3], [i]), V))
+    g = VectorizeLoop(f)
+    expect(g, "B[ramp(0, 1, 8)] = shuffle([A[ramp(0, 1, 10)]], [0, 4, 8, 1, 5, 9, 2, 6])")
+    assert_same(f, g)
+    f1 = func([A, B], loop(o, 3, loop(i, 8, tir.BufferStore(
+        B, A[(i + o) % 3 * 4 + (i + o) // 3], [i + o]), V)))
+    g1 = VectorizeLoop(f1)
+    assert "A[ramp(o, 1, 8) % broadcast(3, 8)" in str(g1) and not lowered_errors(g1), str(g1)
+    assert_same(f1, g1)
+    guarded = tir.if_then_else(i < 5, A[i * 2 % 7 + 5], 0.0)
+    f2 = func([A, B], loop(i, 8, tir.BufferStore(B, guarded, [i]), V))
+    g2 = VectorizeLoop(f2)
+    assert "@mask(" in str(g2) and not lowered_errors(g2), str(g2)
+    assert_same(f2, g2)
+
+
+def test_gather_from_a_written_buffer_is_scalarized():
+    # lanes would read elements that other lanes of the same vector write
+    A = tir.decl_buffer((16,), "float32", "A")
+    i = E.Var("i")
+    f = func([A], loop(i, 8, tir.BufferStore(A, A[i % 4] + 1.0, [i]), V))
+    g = VectorizeLoop(f)
+    assert _is_serial_loop(g), str(g)
     assert_same(f, g)

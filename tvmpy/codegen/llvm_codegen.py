@@ -87,6 +87,66 @@ def _prefers_loop_vectorizer(var: E.Var, body: S.Stmt) -> bool:
     return found and not nested
 
 
+_NONAFFINE = (E.FloorDiv, E.FloorMod, E.Div, E.Mod)
+_MD_UNROLL_FULL = '!"llvm.loop.unroll.full"'
+_MD_NO_UNROLL = '!"llvm.loop.unroll.disable"'
+_MD_NO_VECTORIZE = '!"llvm.loop.vectorize.enable", i1 false'
+
+
+def _nonaffine_index(var: E.Var, body: S.Stmt) -> bool:
+    """Does a memory index in ``body`` divide ``var`` (or a value computed from it) or take its
+    remainder? LLVM 22's loop vectorizer miscompiles such loops: for ``B[q * 8 + i % 8]`` over
+    ``i in [0, 16)`` it loads 16 consecutive elements (it widens ``zext(trunc i to i3)`` as if it
+    did not wrap). Our own VectorizeLoop already handles such indices (window loads + shuffles,
+    gathers) where the schedule asks for vectors; elsewhere they would be gathers at best, so
+    LLVM's loop vectorizer is turned off for these loops (see tests/codegen for the
+    reproducer)."""
+    from ..tir.functor import post_order_visit
+
+    tainted = {id(var)}
+
+    def uses_tainted(e: object) -> bool:
+        hit = False
+
+        def f(n: object) -> None:
+            nonlocal hit
+            if isinstance(n, E.Var) and id(n) in tainted:
+                hit = True
+
+        post_order_visit(e, f)
+        return hit
+
+    def nonaffine(e: object) -> bool:
+        hit = False
+
+        def f(n: object) -> None:
+            nonlocal hit
+            if not hit and isinstance(n, _NONAFFINE) and uses_tainted(n.a):
+                hit = True
+
+        post_order_visit(e, f)
+        return hit
+
+    found = False
+
+    def visit(n: object) -> None:
+        nonlocal found
+        if found:
+            return
+        if isinstance(n, (S.LetStmt, E.Let)) and uses_tainted(n.value):
+            tainted.add(id(n.var))
+        elif isinstance(n, (E.BufferLoad, S.BufferStore)):
+            found = any(nonaffine(i) for i in n.indices)
+
+    # pre-order would be natural for lets; post_order_visit reaches a let's value before its
+    # body's accesses only through this second pass, so run until the taint set is stable
+    while True:
+        before = len(tainted)
+        post_order_visit(body, visit)
+        if found or len(tainted) == before:
+            return found
+
+
 class CodeGenLLVM:
     def __init__(self, triple: str, datalayout: str, cpu: str, features: str,
                  module_name: str = "tvmpy_module", mvec_isas: Sequence[tuple[str, int]] = (),
@@ -106,8 +166,7 @@ class CodeGenLLVM:
         # defined (weak) by the runtime's linker; several modules may link into one library
         self.mb.globals.append(f"@{abi.ERROR_SYMBOL} = external global ptr, align 8")
         self._likely_md: str | None = None
-        self._unroll_md: str | None = None
-        self._no_unroll_md: str | None = None
+        self._loop_props: dict[str, str] = {}  # loop property text -> its metadata node
         self.ctx: _FnCtx
         self._index_depth = 0
         self._func_name = ""
@@ -323,9 +382,11 @@ class CodeGenLLVM:
             fb.emit(f"{nxt} = add {flag}{ty} {iv}, 1")
             latch = fb.cur
             if unroll:
-                meta = f", !llvm.loop {self._unroll_loop_md()}"
+                meta = ", !llvm.loop " + self._loop_md(_MD_UNROLL_FULL)
+            elif _nonaffine_index(var, body):
+                meta = ", !llvm.loop " + self._loop_md(_MD_NO_VECTORIZE)
             elif _prefers_loop_vectorizer(var, body):
-                meta = f", !llvm.loop {self._no_unroll_loop_md()}"
+                meta = ", !llvm.loop " + self._loop_md(_MD_NO_UNROLL)
             else:
                 meta = ""
             fb.br(head, meta)
@@ -334,15 +395,12 @@ class CodeGenLLVM:
             phi_lines[0] = f"  {iv} = phi {ty} [ {lo.ref}, %{pre} ]"
         fb.new_block(exit_l)
 
-    def _unroll_loop_md(self) -> str:
-        if self._unroll_md is None:
-            self._unroll_md = self.mb.add_metadata('!"llvm.loop.unroll.full"')
-        return self.mb.add_metadata(self._unroll_md, distinct=True, self_ref=True)
-
-    def _no_unroll_loop_md(self) -> str:
-        if self._no_unroll_md is None:
-            self._no_unroll_md = self.mb.add_metadata('!"llvm.loop.unroll.disable"')
-        return self.mb.add_metadata(self._no_unroll_md, distinct=True, self_ref=True)
+    def _loop_md(self, prop: str) -> str:
+        """A fresh loop id (``distinct !{self, !prop}``) carrying one loop property."""
+        ref = self._loop_props.get(prop)
+        if ref is None:
+            ref = self._loop_props[prop] = self.mb.add_metadata(prop)
+        return self.mb.add_metadata(ref, distinct=True, self_ref=True)
 
     def _as_value(self, e: E.PrimExpr | Value, dtype: str) -> Value:
         if isinstance(e, Value):

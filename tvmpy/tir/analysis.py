@@ -2,8 +2,9 @@
 
 ``verify_lowered(func)`` raises a ValueError listing every place where ``func`` breaks the
 contract that code generators rely on (see PREAMBLE / DESIGN): 1-D buffers of scalar element
-type without strides, one index per access (scalar, or a ramp whose lanes match the access),
-no VECTORIZED loops left. ``verify_single_definition`` checks the invariant that passes keep:
+type without strides, one index per access (scalar; for a store a ramp whose lanes match the
+value; for a load any integer vector, a gather where it is not a ramp), no VECTORIZED loops
+left. ``verify_single_definition`` checks the invariant that passes keep:
 each variable is defined (loop, let, allocation) at most once.
 """
 
@@ -43,8 +44,10 @@ def lowered_errors(func: PrimFunc) -> list[str]:
             return
         idx = node.indices[0]
         lanes = dt.lanes_of(idx.dtype)
-        if lanes != 1 and not isinstance(idx, E.Ramp):
+        if lanes != 1 and kind == "store" and not isinstance(idx, E.Ramp):
             errs.append(f"{kind} of {node.buffer.name}: vector index {idx} is not a ramp")
+        if not dt.is_integer(dt.element_of(idx.dtype)):
+            errs.append(f"{kind} of {node.buffer.name}: index {idx} is not an integer")
         if kind == "store" and dt.lanes_of(node.value.dtype) != lanes:
             errs.append(f"store to {node.buffer.name}: value {node.value.dtype} vs index lanes "
                         f"{lanes}")

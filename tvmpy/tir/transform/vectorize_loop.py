@@ -16,11 +16,19 @@ What it does
     c``), so masked-off lanes never touch memory (padding reads stay in bounds); an ``if c:``
     statement whose branches are stores becomes predicated stores (``c`` must not read memory).
 
+    A load whose vector index is not a ramp (``x % 8``, ``x // 4 * c + x % 4``: broadcasting
+    reads of a fused loop nest) is split into a lane-invariant base and per-lane offsets: when
+    every offset is a constant (the analyzer proves ``index(lane k) - index(lane 0)`` constant,
+    knowing the enclosing loops' ranges) and they span a small window, it becomes one
+    contiguous load of that window plus a ``Shuffle`` picking the lanes (the window's two ends
+    are read by some lane, so it stays in bounds); otherwise a gather (a load with a vector
+    index). Under a vector condition it is always a gather with the condition as its mask.
+
     The loop is *scalarized* (kept as a SERIAL loop) when it cannot be vectorized: symbolic
-    extent; a vector index that is not a ramp (e.g. ``x // 4``); a vector value stored to one
-    scalar address (a reduction into the same element); loops, lets, scalar accesses or a
-    memory-reading condition under a vector condition; external calls; allocations inside;
-    bodies that already contain vector IR; a zero or symbolic store stride.
+    extent; a store whose vector index is not a ramp (lanes could collide); a vector value
+    stored to one scalar address (a reduction into the same element); loops, lets, scalar
+    accesses or a memory-reading condition under a vector condition; external calls;
+    allocations inside; bodies that already contain vector IR; a zero or symbolic store stride.
 
 Dependence check (when valid)
     Vectorizing runs statement 1 for all lanes before statement 2, and interchanges with inner
@@ -47,6 +55,7 @@ from .common import fresh_copy, make_analyzer
 __all__ = ["VectorizeLoop", "MAX_LANES"]
 
 MAX_LANES = 64
+MAX_WINDOW = 64  # widest contiguous load that replaces a gather (then shuffled into lanes)
 _ELEMENTWISE = set(FLOAT_UNARY) | set(FLOAT_BINARY) | set(FLOAT_PREDICATE) | set(INT_UNARY) \
     | set(INT_BINARY) | {"likely", "fabs", "abs"}
 
@@ -213,10 +222,10 @@ class _Vectorizer(Mutator):
         idx = self.visit(indices[0])
         if isinstance(idx, E.Broadcast):
             idx = idx.value  # the same element on every lane: a scalar access
-        if _lanes(idx) != 1:
+        if _lanes(idx) != 1 and write:
             if not isinstance(idx, E.Ramp):
-                raise _CannotVectorize(f"vector index {idx} is not a ramp")
-            if write and not (isinstance(idx.stride, E.IntImm) and idx.stride.value != 0):
+                raise _CannotVectorize(f"store at vector index {idx}, not a ramp")
+            if not (isinstance(idx.stride, E.IntImm) and idx.stride.value != 0):
                 raise _CannotVectorize("store with a zero or symbolic stride")
         self.accesses.setdefault(id(buf.data), []).append(idx)
         return idx
@@ -231,7 +240,42 @@ class _Vectorizer(Mutator):
             return E.BufferLoad(e.buffer, (idx,), self.pred)
         if idx is e.indices[0]:
             return e
+        if _lanes(idx) != 1 and not isinstance(idx, E.Ramp):
+            return self._gather(e.buffer, idx)
         return E.BufferLoad(e.buffer, (idx,))
+
+    def _gather(self, buf: Any, idx: E.PrimExpr) -> E.PrimExpr:
+        """A load at a vector index that is not a ramp: a window load + shuffle when the lanes'
+        offsets from lane 0 are constants spanning at most ``MAX_WINDOW`` elements, else a
+        gather."""
+        found = self._lane_offsets(idx)
+        if found is not None:
+            base, offsets = found
+            lo, hi = min(offsets), max(offsets)
+            if lo == hi:
+                return E.Broadcast(E.BufferLoad(buf, (self.ana.simplify(base + lo),)), self.lanes)
+            width = hi - lo + 1
+            if width <= MAX_WINDOW:
+                start = self.ana.simplify(base + lo) if lo else base
+                window = E.BufferLoad(buf, (E.Ramp(start, E.const(1, start.dtype), width),))
+                return E.Shuffle([window], [E.const(o - lo, "int32") for o in offsets])
+        return E.BufferLoad(buf, (idx,))
+
+    def _lane_offsets(self, idx: E.PrimExpr) -> tuple[E.PrimExpr, list[int]] | None:
+        """``(index at lane 0, [index(lane k) - index(lane 0) for each k])`` when every offset
+        simplifies to a constant, else None."""
+        base = _lane_expr(idx, 0)
+        if base is None:
+            return None
+        base = self.ana.simplify(base)
+        offsets = [0] * self.lanes
+        # the last lane first: most non-constant patterns fail there, before 60 more proofs
+        for k in [self.lanes - 1, *range(1, self.lanes - 1)]:
+            d = self.ana.simplify(_lane_expr(idx, k) - base)
+            if not isinstance(d, E.IntImm):
+                return None
+            offsets[k] = d.value
+        return base, offsets
 
     # ---- statements ---------------------------------------------------------------------------
     def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
@@ -326,6 +370,30 @@ class _Vectorizer(Mutator):
                                            "different indices")
 
 
+def _lane_expr(e: E.PrimExpr, k: int) -> E.PrimExpr | None:
+    """Lane ``k`` of the pure vector expression ``e`` as a scalar expression; None where a lane
+    cannot be named without evaluating (memory reads, calls, vector variables)."""
+    if _lanes(e) == 1:
+        return e
+    if isinstance(e, E.Ramp):
+        return e.base + e.stride * k if k else e.base
+    if isinstance(e, E.Broadcast):
+        return e.value
+    if isinstance(e, E.BinaryOp):
+        a, b = _lane_expr(e.a, k), _lane_expr(e.b, k)
+        return None if a is None or b is None else type(e)(a, b)
+    if isinstance(e, E.Cast):
+        v = _lane_expr(e.value, k)
+        return None if v is None else E.Cast(dt.element_of(e.dtype), v)
+    if isinstance(e, E.Select):
+        parts = [_lane_expr(x, k) for x in (e.condition, e.true_value, e.false_value)]
+        return None if any(p is None for p in parts) else E.Select(*parts)
+    if isinstance(e, E.Not):
+        v = _lane_expr(e.a, k)
+        return None if v is None else E.Not(v)
+    return None
+
+
 def _ramp_arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
     """Keep ``ramp op scalar`` (and ramp +- ramp) a ramp for integer + - *."""
     ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
@@ -402,6 +470,8 @@ class _LoopVectorizer(Mutator):
         self.ana = make_analyzer(func)
 
     def visit_For(self, f: S.For) -> S.Stmt:
+        # the loop's range helps prove a gather's lane offsets constant
+        self.ana.bind(f.loop_var, E.Range(f.min, f.extent))
         body = self.visit(f.body)
         if body is not f.body:
             f = f.replace(body=body)
