@@ -206,16 +206,19 @@ def _debug(line: str) -> None:
 # ---- lowering and code generation ------------------------------------------------------------
 class BuildResult:
     """What ``lower_module`` produced: the graph JSON, the ONE runtime library, the params,
-    the memory plan, the distinct lowered functions and the seconds spent per stage."""
+    the memory plan, the distinct lowered functions, the loop-IR PrimFuncs the library was
+    compiled from, and the seconds spent per stage."""
 
     def __init__(self, graph_json: str, lib: Any, params: dict[str, np.ndarray],
-                 memory_plan: Any, funcs: list[Any], times: dict[str, float]):
+                 memory_plan: Any, funcs: list[Any], times: dict[str, float],
+                 lowered: list[Any] | None = None):
         self.graph_json = graph_json
         self.lib = lib
         self.params = params
         self.memory_plan = memory_plan
         self.funcs = funcs
         self.times = times
+        self.lowered = lowered or []
 
 
 def _primitive_calls(main: Function) -> list[Function]:
@@ -311,7 +314,7 @@ def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None 
     times["codegen"] = time.perf_counter() - t0
     for stage, sec in times.items():
         _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
-    return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times)
+    return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
 
 
 def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
@@ -345,6 +348,7 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)
     try:
         factory.build_times = res.times  # per-stage seconds, for reports and the CLI
+        factory.lowered_funcs = res.lowered  # the loop IR compiled (tir.interpreter can run it)
     except AttributeError:
         pass
     return factory

@@ -1,0 +1,70 @@
+"""Regression tests of wrong results found by random models (issue 15), each model built inline
+with onnx.helper and checked by every oracle of the fuzzer against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import tvmpy as tvm  # noqa: E402
+from tvmpy import relay  # noqa: E402
+from tvmpy.relay.testing import compare  # noqa: E402
+from tvmpy.testing.fuzz.oracles import assert_model_ok  # noqa: E402
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "regression", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul", "Min", "Max", "Sub", "Div"])
+@pytest.mark.parametrize("bshape", [[1, 4, 1, 8], [4, 1, 8]])
+def test_broadcast_axis_between_kept_axes(op, bshape):
+    # b broadcast along a middle axis: after fusion and the x86 injective schedule (all loops
+    # fused, split by 16, vectorized) b's index is o // 5 * 8 + i % 8. VectorizeLoop left that
+    # loop scalar and LLVM 22's loop vectorizer widened the read as 16 consecutive elements.
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4, 10, 8])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, bshape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 10, 8])
+    m = _model([helper.make_node(op, ["a", "b"], ["y"])], [x, b], [y])
+    feeds = {"a": rng.standard_normal((1, 4, 10, 8)).astype("float32"),
+             "b": rng.uniform(0.5, 2, bshape).astype("float32")}
+    assert_model_ok(m, feeds, configs=("llvm-O0", "llvm-O3", "c-O3", "tir-interp"))
+
+
+def test_relay_add_broadcast_every_opt_level():
+    # the same through relay directly, as the issue reported it
+    rng = np.random.default_rng(1)
+    a = relay.var("a", shape=(1, 4, 10, 8))
+    b = relay.var("b", shape=(1, 4, 1, 8))
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], relay.add(a, b)))
+    na = rng.standard_normal((1, 4, 10, 8)).astype("float32")
+    nb = rng.standard_normal((1, 4, 1, 8)).astype("float32")
+    for level in range(4):
+        lib, _ = compare.build(mod, {}, level, "llvm")
+        got = compare.tvm_runner(lib)({"a": na, "b": nb})[0]
+        np.testing.assert_allclose(got, na + nb, rtol=1e-6, err_msg=f"opt_level {level}")
+
+
+def test_max_expand_transpose():
+    # Max(x, c1) -> Expand -> Transpose(perm=[4, 3, 0, 2, 1]): wrong at opt_level >= 1 (one
+    # fused kernel whose reads of x and c1 index with i % 8 of the vectorized loop)
+    rng = np.random.default_rng(2)
+    c1 = numpy_helper.from_array(rng.standard_normal((1, 8, 1, 1)).astype("float32"), "c1")
+    sh = numpy_helper.from_array(np.array([2, 1, 1, 1, 1], dtype=np.int64), "sh")
+    nodes = [helper.make_node("Max", ["x", "c1"], ["m"]),
+             helper.make_node("Expand", ["m", "sh"], ["e"]),
+             helper.make_node("Transpose", ["e"], ["y"], perm=[4, 3, 0, 2, 1])]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 5, 10])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [10, 5, 2, 8, 1])],
+               [c1, sh])
+    feeds = {"x": rng.standard_normal((1, 8, 5, 10)).astype("float32")}
+    assert_model_ok(m, feeds)
