@@ -6,6 +6,7 @@
     tvmpy tune model.onnx --trials 200 --log tune.json [--tuner xgb]   # AutoTVM, whole model
     tvmpy compile model.onnx --tuning-log tune.json   # (and bench) build with the tuned configs
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
+    tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle
 
 ``compile``/``bench``/``demo`` need onnx (and onnxruntime for the comparisons); ``run`` needs only
 tvmpy and numpy. Errors print one ``tvmpy <command>: error: ...`` line and exit with status 2
@@ -539,6 +540,12 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--batch", type=int, default=1)
     _add_timing_args(d)
     d.set_defaults(func=cmd_demo)
+
+    from .testing.fuzz import cli as fuzz_cli
+
+    z = sub.add_parser("fuzz", help="differential fuzzing: random models vs onnxruntime")
+    fuzz_cli.add_arguments(z)
+    z.set_defaults(func=fuzz_cli.run)
     return p
 
 
