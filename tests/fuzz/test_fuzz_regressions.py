@@ -68,3 +68,17 @@ def test_max_expand_transpose():
                [c1, sh])
     feeds = {"x": rng.standard_normal((1, 8, 5, 10)).astype("float32")}
     assert_model_ok(m, feeds)
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
+@pytest.mark.parametrize("shape", [[5, 16, 8], [2, 3, 4, 5, 3], [1, 3, 7, 5]])
+def test_global_pools_of_every_rank(op, shape):
+    # found by the fuzzer (seed 1085): 3-D and 5-D GlobalAveragePool / GlobalMaxPool were
+    # refused by the frontend ("only 2-D") although onnxruntime runs them
+    rng = np.random.default_rng(3)
+    out = shape[:2] + [1] * (len(shape) - 2)
+    m = _model([helper.make_node(op, ["x"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)])
+    assert_model_ok(m, {"x": rng.standard_normal(shape).astype("float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))

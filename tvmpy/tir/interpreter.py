@@ -779,7 +779,11 @@ class _Access:
             self.check_scalar(env, a, m)
             return m, a, None
         if mask is not None:
-            mask = np.broadcast_to(mask, a.shape)
+            # the address may not vary along every batched loop the mask does (an index that
+            # does not depend on a vectorized variable): broadcast both to their common shape
+            shape = np.broadcast_shapes(np.shape(mask), a.shape)
+            a = np.broadcast_to(a, shape)
+            mask = np.broadcast_to(mask, shape)
             live = a[mask]
         else:
             live = a

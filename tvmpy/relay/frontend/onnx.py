@@ -613,16 +613,22 @@ def _avgpool(c, i, a, n):
     return fn(i[0], count_include_pad=bool(a.get("count_include_pad", 0)), **kw)
 
 
-@_reg("GlobalAveragePool")
-def _gap(c, i, a, n):
-    _check_2d(c, i[0])
-    return nn.global_avg_pool2d(i[0])
+def _global_pool(pool2d, reduce):
+    """4-D data: the 2-D global pool (layout passes know it); 3-D and 5-D: a keepdims
+    reduction over the spatial axes."""
+    def f(c, i, a, n):
+        x = i[0]
+        rank = len(_shape(x))
+        if rank == 4:
+            return pool2d(x)
+        if rank < 3:
+            raise c.fail(f"needs data of rank >= 3 (N, C, spatial...), got shape {_shape(x)}")
+        return reduce(x, axis=list(range(2, rank)), keepdims=True)
+    return f
 
 
-@_reg("GlobalMaxPool")
-def _gmp(c, i, a, n):
-    _check_2d(c, i[0])
-    return nn.global_max_pool2d(i[0])
+_reg("GlobalAveragePool")(_global_pool(nn.global_avg_pool2d, _red.mean))
+_reg("GlobalMaxPool")(_global_pool(nn.global_max_pool2d, _red.max))
 
 
 def _softmax(fn):

@@ -1025,15 +1025,16 @@ def batch_norm(b: Builder, op: str) -> Plan | None:
     return Plan(op, ins, {"epsilon": float(b.choose((1e-5, 1e-3)))})
 
 
-def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]]):
+def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]], single_ok: bool = True):
     """Normalizing over nearly constant data amplifies rounding: require a spread (or exactly
-    one element, whose normalized value is exactly 0)."""
+    one element, whose normalized value is exactly 0 when there is an epsilon; without one, as
+    in MeanVarianceNormalization, it is 0/0: NaN in onnxruntime, 0 in TVM-style frontends)."""
     def chk(i, o):
         v = np.asarray(i[0], np.float64)
         axes = axes_of(v)
         n = int(np.prod([v.shape[a] for a in axes]))
         if n <= 1:
-            return True
+            return single_ok
         return bool((v.std(axis=axes) > 1e-2 * _scale(v)).all())
     return chk
 
@@ -1086,7 +1087,7 @@ def mvn(b: Builder, op: str) -> Plan | None:
     if x is None:
         return None
     axes = [a % len(b.shape(x)) for a in _axes(b, len(b.shape(x)))]
-    return Plan(op, [x], {"axes": axes}, check=_not_flat(lambda v: tuple(axes)))
+    return Plan(op, [x], {"axes": axes}, check=_not_flat(lambda v: tuple(axes), single_ok=False))
 
 
 @spec("LRN")
