@@ -566,11 +566,11 @@ def pad(b: Builder, op: str) -> Plan | None:
 def depth_space(b: Builder, op: str) -> Plan | None:
     bs = int(b.choose((2, 3)))
     if op == "DepthToSpace":
-        x = b.pick(NUM, min_rank=4, max_rank=4, pred=lambda v: v.shape[1] % (bs * bs) == 0)
+        x = b.pick(F32, min_rank=4, max_rank=4, pred=lambda v: v.shape[1] % (bs * bs) == 0)
         if x is None:
             return None
         return Plan(op, [x], {"blocksize": bs, "mode": b.choose(("DCR", "CRD"))})
-    x = b.pick(NUM, min_rank=4, max_rank=4,
+    x = b.pick(F32, min_rank=4, max_rank=4,
                pred=lambda v: v.shape[2] % bs == 0 and v.shape[3] % bs == 0)
     return None if x is None else Plan(op, [x], {"blocksize": bs})
 
@@ -626,7 +626,8 @@ def range_(b: Builder, op: str) -> Plan | None:
 @spec("OneHot")
 def one_hot(b: Builder, op: str) -> Plan | None:
     depth = int(b.choose((3, 5, 8)))
-    x = b.pick(INT, max_rank=3, pred=lambda v: v.size > 0 and int(np.abs(v).max()) < depth)
+    x = b.pick(("int64",), max_rank=3,
+               pred=lambda v: v.size > 0 and int(np.abs(v).max()) < depth)
     if x is None:
         x = b.leaf([int(b.choose((1, 3, 4)))] * int(b.rng.integers(1, 3)), "int64", -depth,
                    depth)
@@ -699,7 +700,7 @@ def scatter_elements(b: Builder, op: str) -> Plan | None:
                       -1, axis_p).astype(np.int64)
     idx = np.where(b.rng.random(idx.shape) < 0.3, idx - d, idx)
     upd = b.operand(ishape, b.dtype(x))
-    red = b.choose(("none", "none", "add", "mul", "max", "min"))
+    red = _scatter_reduction(b, x)
     return Plan(op, [x, b.const(idx, "idx"), upd], {"axis": axis, "reduction": red})
 
 
@@ -715,8 +716,14 @@ def scatter_nd(b: Builder, op: str) -> Plan | None:
     flat = b.rng.permutation(cells)[:n]
     idx = np.stack(np.unravel_index(flat, shape[:last]), axis=-1).astype(np.int64)
     upd = b.operand([n, *shape[last:]], b.dtype(x))
-    red = b.choose(("none", "none", "add", "mul", "max", "min"))
+    red = _scatter_reduction(b, x)
     return Plan(op, [x, b.const(idx, "idx"), upd], {"reduction": red})
+
+
+def _scatter_reduction(b: Builder, x: str) -> str:
+    if b.dtype(x) == np.float16:  # onnxruntime has no float16 scatter reductions
+        return "none"
+    return b.choose(("none", "none", "add", "mul", "max", "min"))
 
 
 @spec("Compress")
@@ -856,6 +863,8 @@ def _conv_geometry(b: Builder, spatial: tuple[int, ...]) -> dict | None:
     if any(x != 1 for x in dil):
         attrs["dilations"] = dil
     mode = b.choose(("pads", "pads", "pads", "SAME_UPPER", "SAME_LOWER", "VALID"))
+    if mode.startswith("SAME") and (any(x != 1 for x in dil) or any(a < b_ for a, b_ in zip(k, s))):
+        mode = "pads"  # onnxruntime refuses dilations with SAME, and pads < 0 when k < s
     if mode == "pads":
         pads = [int(b.rng.integers(0, (k[i] - 1) * dil[i] // 2 + 2)) for i in range(nd)] + \
                [int(b.rng.integers(0, (k[i] - 1) * dil[i] // 2 + 2)) for i in range(nd)]
@@ -915,6 +924,12 @@ def conv_transpose(b: Builder, op: str) -> Plan | None:
     groups = int(b.choose([g for g in (1, 2, 3) if c % g == 0])) if b.chance(0.3) else 1
     if groups > 1:
         attrs["group"] = groups
+    dil = attrs.get("dilations", [1] * nd)
+    pads = attrs.get("pads", [0] * 2 * nd)
+    opad = attrs.get("output_padding", [0] * nd)
+    if any((shape[2 + i] - 1) * s[i] + (k[i] - 1) * dil[i] + 1 + opad[i] - pads[i] - pads[i + nd]
+           < 1 for i in range(nd)):
+        return None
     oc = int(b.choose((1, 2, 3, 4)))
     w = b.leaf([c, oc, *k], "float32", -1, 1, feed=False)
     ins = [x, w]
@@ -938,6 +953,9 @@ def pool(b: Builder, op: str) -> Plan | None:
         attrs["dilations"] = [int(b.choose((1, 2))) for _ in range(nd)]
     dil = attrs.get("dilations", [1] * nd)
     mode = b.choose(("pads", "pads", "SAME_UPPER", "VALID", "none"))
+    st = attrs.get("strides", [1] * nd)
+    if mode == "SAME_UPPER" and (any(d != 1 for d in dil) or any(a < b_ for a, b_ in zip(k, st))):
+        mode = "pads"  # onnxruntime: other shapes with dilations, negative pads when k < s
     if mode == "pads":
         attrs["pads"] = [int(b.rng.integers(0, (k[i % nd] - 1) * dil[i % nd] // 2 + 1))
                          for i in range(2 * nd)]
@@ -945,13 +963,22 @@ def pool(b: Builder, op: str) -> Plan | None:
         attrs["auto_pad"] = mode
     if op != "LpPool" and b.chance(0.3) and mode in ("pads", "none"):
         attrs["ceil_mode"] = 1
-    if op == "AveragePool" and b.chance(0.5):
+    if op == "AveragePool" and b.chance(0.5) and not attrs.get("ceil_mode"):
+        # with ceil_mode, whether a window's part beyond the padding counts is ambiguous
+        # (onnxruntime and onnx's reference differ)
         attrs["count_include_pad"] = 1
     if op == "LpPool":
         attrs["p"] = int(b.choose((1, 2, 3)))
     pads = attrs.get("pads", [0] * 2 * nd)
     if any((k[i] - 1) * dil[i] + 1 > shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd)):
         return None
+    if op == "AveragePool" and attrs.get("ceil_mode"):
+        # a last window that ceil_mode adds past the padded input is averaged over different
+        # counts by onnxruntime and onnx's reference: only ceil_mode that changes nothing
+        st = attrs.get("strides", [1] * nd)
+        if any((shape[2 + i] + pads[i] + pads[i + nd] - (k[i] - 1) * dil[i] - 1) % st[i]
+               for i in range(nd)):
+            del attrs["ceil_mode"]
     return Plan(op, [x], attrs)
 
 
@@ -1033,6 +1060,8 @@ def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]], single_ok: bool 
         v = np.asarray(i[0], np.float64)
         axes = axes_of(v)
         n = int(np.prod([v.shape[a] for a in axes]))
+        if v.size == 0:
+            return True
         if n <= 1:
             return single_ok
         return bool((v.std(axis=axes) > 1e-2 * _scale(v)).all())
@@ -1052,7 +1081,7 @@ def instance_norm(b: Builder, op: str) -> Plan | None:
 
 @spec("LayerNormalization")
 def layer_norm(b: Builder, op: str) -> Plan | None:
-    x = b.pick(F32, min_rank=1)
+    x = b.pick(F32, min_rank=1, pred=lambda v: v.size > 0)
     if x is None:
         return None
     shape = b.shape(x)
@@ -1111,17 +1140,47 @@ def resize(b: Builder, op: str) -> Plan | None:
     if x is None:
         return None
     shape = b.shape(x)
-    mode = b.choose(("nearest", "linear", "cubic"))
+    mode = b.choose(("nearest", "linear", "cubic") if len(shape) == 4 else ("nearest", "linear"))
+    grow = mode == "cubic"  # onnxruntime's cubic mode differs from the definition downscaling
     ctm = b.choose(("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
                    if mode != "nearest" else ("asymmetric", "half_pixel", "align_corners"))
     attrs = {"mode": mode, "coordinate_transformation_mode": ctm}
     if mode == "nearest":
         attrs["nearest_mode"] = b.choose(("floor", "ceil", "round_prefer_floor",
                                           "round_prefer_ceil"))
-    sizes = list(shape[:2]) + [int(b.choose((1, 2, 3, 5, 2 * d, d + 1))) for d in shape[2:]]
-    if b.chance(0.5):  # integer scale factors (exact coordinates)
-        scales = [1.0, 1.0] + [float(b.choose((2.0, 3.0, 0.5))) for _ in shape[2:]]
-        if any(int(d * s) < 1 for d, s in zip(shape[2:], scales[2:])):
+    sizes = list(shape[:2]) + [int(b.choose((2 * d, d + 1, d) if grow else
+                                            (1, 2, 3, 5, 2 * d, d + 1))) for d in shape[2:]]
+    scales = None
+    if b.chance(0.5):  # scale factors giving whole output sizes (exact coordinates)
+        scales = [1.0, 1.0] + [float(b.choose((2.0, 3.0) if grow else (2.0, 3.0, 0.5)))
+                               for _ in shape[2:]]
+        sizes = [d * f for d, f in zip(shape, scales)]
+        if any(n < 1 or n != int(n) for n in sizes):
             return None
+        sizes = [int(n) for n in sizes]
+    if mode == "nearest" and not all(
+            _nearest_well_posed(shape[k], sizes[k], scales[k] if scales else None, ctm,
+                                attrs["nearest_mode"]) for k in range(2, len(shape))):
+        return None
+    if scales is not None:
         return Plan(op, [x, "", b.const(np.asarray(scales, np.float32))], attrs)
     return Plan(op, [x, "", "", b.const(_i64(sizes))], attrs)
+
+
+def _nearest_well_posed(n_in: int, n_out: int, scale: float | None, ctm: str,
+                        nearest_mode: str) -> bool:
+    """Nearest resizing picks ``rounding(coordinate)``: a coordinate on (or within rounding
+    error of) a rounding boundary (integers for floor / ceil, halves for round_prefer_*)
+    makes the pick depend on float rounding."""
+    f = n_out / n_in if scale is None else scale
+    x = np.arange(n_out, dtype=np.float64)
+    if ctm == "align_corners":
+        c = np.zeros_like(x) if n_out == 1 else x * (n_in - 1) / (n_out - 1)
+    elif ctm == "asymmetric":
+        c = x / f
+    else:  # half_pixel
+        c = (x + 0.5) / f - 0.5
+    c = np.clip(c, 0, n_in - 1)  # clamped coordinates pick the border either way
+    edge = np.round(c) if nearest_mode in ("floor", "ceil") else np.floor(c) + 0.5
+    inside = (c > 1e-9) & (c < n_in - 1 - 1e-9)
+    return bool((np.abs(c - edge)[inside] > 1e-3).all())
