@@ -89,3 +89,26 @@ def test_written_regression_test_rebuilds_the_model_and_runs():
     exec(compile(src, "<generated>", "exec"), scope)
     scope["test_generated"]()  # builds the same graph; tvmpy agrees with onnxruntime on it
     assert "helper.make_node('Transpose'" in src and "perm=[3, 2, 0, 1]" in src
+
+
+def test_campaign_survives_crashes_and_hangs_and_records_everything(tmp_path, monkeypatch):
+    # worker processes: a segfault and a hang cost one model each, the campaign goes on, and
+    # every finding is on disk (appended per model) with the model that caused it
+    import json
+
+    from tvmpy.testing.fuzz import campaign
+
+    monkeypatch.setenv(campaign.FAULTS_ENV, "41=crash,42=hang")
+    summary = campaign.run_campaign(models=4, seed=40, jobs=1, max_nodes=2,
+                                    out_dir=str(tmp_path), configs=("relay-interp",),
+                                    timeout=20)
+    assert summary.models == 4
+    assert summary.findings["crash"] == 1 and summary.findings["timeout"] == 1
+    lines = [json.loads(x) for x in (tmp_path / "findings.jsonl").read_text().splitlines()]
+    kinds = {r["seed"]: r["findings"][0]["kind"] for r in lines}
+    assert kinds[41] == "crash" and kinds[42] == "timeout"
+    assert "signal 11" in [r for r in lines if r["seed"] == 41][0]["findings"][0]["message"]
+    assert (tmp_path / "models" / "seed_41.onnx").exists()  # saved before it was checked
+    done = json.loads((tmp_path / "summary.json").read_text())
+    assert done["models"] == 4 and done["op_types"] >= 1
+    assert "crash 1" in summary.report() and "timeout 1" in summary.report()

@@ -34,7 +34,7 @@ RECYCLE = 200  # models per worker process before it is replaced
 
 
 def check_seed(seed: int, max_nodes: int, configs: Sequence[str],
-               save_dir: str | None = None) -> dict[str, Any]:
+               save_dir: str | None = None, fault: str | None = None) -> dict[str, Any]:
     """Generate the model of ``seed``, check it, return the outcome as a JSON-able dict
     (``seed``, ``ops``, ``findings``, ``seconds``, ``skipped``); a model with findings is saved
     to ``save_dir``."""
@@ -55,6 +55,8 @@ def check_seed(seed: int, max_nodes: int, configs: Sequence[str],
         return out
     if save_dir is not None:  # saved before checking: a crash or hang leaves the model behind
         _save(case, save_dir, seed, np)
+    if fault:
+        _misbehave(fault)
     findings = check_model(case.model, case.feeds, configs, seed=seed, reference=want)
     out["findings"] = [f.to_json() for f in findings]
     if save_dir is not None and not findings:
@@ -91,17 +93,42 @@ def _worker_main(conn: Any, max_nodes: int, configs: Sequence[str], save_dir: st
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     warnings.simplefilter("ignore")
     os.environ.setdefault("TVM_NUM_THREADS", "1")
+    faults = _injected_faults()
     while True:
         seed = conn.recv()
         if seed is None:
             return
         try:
-            res = check_seed(seed, max_nodes, configs, save_dir)
+            res = check_seed(seed, max_nodes, configs, save_dir, fault=faults.get(seed))
         except Exception as exc:  # noqa: BLE001 - a bug of the fuzzer itself: keep going
             res = {"seed": seed, "ops": [], "findings": [], "seconds": 0.0,
                    "skipped": "fuzzer error: " + "".join(
                        traceback.format_exception_only(type(exc), exc)).strip()[:500]}
         conn.send(res)
+
+
+FAULTS_ENV = "TVMPY_FUZZ_INJECT"
+
+
+def _injected_faults() -> dict[int, str]:
+    """Seeds on which a worker is to crash or hang, for testing the campaign's handling:
+    ``TVMPY_FUZZ_INJECT="5=crash,7=hang"``."""
+    out = {}
+    for item in os.environ.get(FAULTS_ENV, "").split(","):
+        if "=" in item:
+            seed, what = item.split("=", 1)
+            out[int(seed)] = what.strip()
+    return out
+
+
+def _misbehave(what: str) -> None:
+    if what == "crash":
+        import ctypes
+
+        ctypes.string_at(0)  # SIGSEGV, as a miscompiled kernel would
+    elif what == "hang":
+        while True:
+            time.sleep(1)
 
 
 class _Worker:
