@@ -82,3 +82,15 @@ def test_global_pools_of_every_rank(op, shape):
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)])
     assert_model_ok(m, {"x": rng.standard_normal(shape).astype("float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceProd"])
+def test_float16_reductions_through_relay_build(op):
+    # found by the fuzzer (seed 10096): compiled float16 sums accumulated in float16
+    rng = np.random.default_rng(4)
+    lo, hi = (0.99, 1.01) if op == "ReduceProd" else (0.0, 3.0)
+    x = rng.uniform(lo, hi, (3, 400)).astype("float16")
+    m = _model([helper.make_node(op, ["x"], ["y"], keepdims=0)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3, 400])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [])], opset=17)
+    assert_model_ok(m, {"x": x}, configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3"))
