@@ -104,7 +104,10 @@ def _worker_main(conn: Any, max_nodes: int, configs: Sequence[str], save_dir: st
             res = {"seed": seed, "ops": [], "findings": [], "seconds": 0.0,
                    "skipped": "fuzzer error: " + "".join(
                        traceback.format_exception_only(type(exc), exc)).strip()[:500]}
-        conn.send(res)
+        try:
+            conn.send(res)
+        except (BrokenPipeError, EOFError):  # the campaign is gone
+            return
 
 
 FAULTS_ENV = "TVMPY_FUZZ_INJECT"
@@ -172,6 +175,7 @@ class Summary:
     signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
     ops: Counter = field(default_factory=Counter)
     skip_reasons: Counter = field(default_factory=Counter)
+    interrupted: bool = False
 
     def add(self, res: dict[str, Any]) -> None:
         self.models += 1
@@ -196,6 +200,7 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {"models": self.models, "checked": self.checked, "skipped": self.skipped,
+                "interrupted": self.interrupted,
                 "seconds": round(self.seconds, 1), "findings": dict(self.findings),
                 "op_types": len(self.ops), "ops": dict(sorted(self.ops.items())),
                 "signatures": self.signatures, "skip_reasons": dict(self.skip_reasons)}
@@ -224,6 +229,7 @@ def run_campaign(seconds: float | None = None, seed: int = 0, jobs: int = 2,
     if seconds is None and models is None:
         raise ValueError("run_campaign needs seconds= or models=")
     os.makedirs(out_dir, exist_ok=True)
+    _stop_on_sigterm()
     ctx = mp.get_context("spawn")
     args = (max_nodes, tuple(configs), out_dir)
     workers = [_Worker(ctx, args) for _ in range(max(1, jobs))]
@@ -247,6 +253,7 @@ def run_campaign(seconds: float | None = None, seed: int = 0, jobs: int = 2,
             summary.seconds = time.monotonic() - t0
             progress(summary)
 
+    interrupted = False
     try:
         for w in workers:
             if may_submit():
@@ -286,14 +293,33 @@ def run_campaign(seconds: float | None = None, seed: int = 0, jobs: int = 2,
                     w.submit(next_seed)
                     next_seed += 1
                     submitted += 1
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was checked so far is summarized
+        interrupted = True
     finally:
         for w in workers:
             w.stop(kill=w.seed is not None)
         summary.seconds = time.monotonic() - t0
         log.close()
+        summary.interrupted = interrupted
         with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as fh:
             json.dump(summary.to_json(), fh, indent=1)
     return summary
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends a campaign the way Ctrl-C does (summary written), from the main thread."""
+    import signal
+
+    if _main_thread():
+        def handler(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, handler)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def _dead(seed: int, kind: str, message: str) -> dict[str, Any]:
