@@ -94,3 +94,19 @@ def test_float16_reductions_through_relay_build(op):
                [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3, 400])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [])], opset=17)
     assert_model_ok(m, {"x": x}, configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3"))
+
+
+@pytest.mark.parametrize("dshape,ishape,axis", [([2, 2, 5], [2, 1, 3], -1),
+                                                ([0, 1, 2, 2, 11], [0, 1, 1, 2, 3], 4),
+                                                ([3, 4], [2, 6], 1)])
+def test_gather_elements_with_indices_smaller_than_data(dshape, ishape, axis):
+    # found by the fuzzer (seed 39): the relay interpreter broadcast size-1 index dims to the
+    # data's (numpy's take_along_axis) instead of reading at the same position
+    rng = np.random.default_rng(5)
+    n = dshape[axis]
+    idx = numpy_helper.from_array(rng.integers(-n, n, ishape).astype("int64"), "idx")
+    m = _model([helper.make_node("GatherElements", ["x", "idx"], ["y"], axis=axis)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, dshape)],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ishape)], [idx])
+    assert_model_ok(m, {"x": rng.standard_normal(dshape).astype("float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))

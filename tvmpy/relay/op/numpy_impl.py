@@ -479,7 +479,12 @@ def _reverse(attrs, ins, t):
 
 @_reg("gather")
 def _gather(attrs, ins, t):
-    return np.take_along_axis(ins[0], ins[1].astype(np.int64), axis=attrs.axis)
+    data, idx = ins[0], ins[1].astype(np.int64)
+    axis = attrs.axis % data.ndim
+    # the output has the indices' shape: data is read at the same position on the other axes
+    # (np.take_along_axis would broadcast indices of size 1 there instead)
+    data = data[tuple(slice(None) if k == axis else slice(0, n) for k, n in enumerate(idx.shape))]
+    return np.take_along_axis(data, idx, axis=axis)
 
 
 @_reg("gather_nd")
