@@ -110,3 +110,13 @@ def test_gather_elements_with_indices_smaller_than_data(dshape, ishape, axis):
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ishape)], [idx])
     assert_model_ok(m, {"x": rng.standard_normal(dshape).astype("float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))
+
+
+def test_softplus_of_large_inputs_does_not_overflow():
+    # found by the fuzzer (seed 21353): Softplus was lowered as log(exp(x) + 1), inf for x > 88
+    x = np.array([[-120.0, -30.0, -1.5, 0.0, 2.0, 30.0, 95.0, 700.0]], "float32")
+    m = _model([helper.make_node("Softplus", ["x"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    assert_model_ok(m, {"x": x}, configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3",
+                                          "tir-interp"))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["OpNotImplemented", "unsupported_error"]
+from ..expr import RelayExpr, const
+from ..op import tensor
+
+__all__ = ["OpNotImplemented", "unsupported_error", "softplus"]
 
 
 class OpNotImplemented(NotImplementedError):
@@ -13,3 +16,9 @@ def unsupported_error(frontend: str, missing: dict[str, list[str]]) -> OpNotImpl
     lines = [f"  {op}: {', '.join(names)}" for op, names in sorted(missing.items())]
     return OpNotImplemented(
         f"{frontend}: {len(missing)} operator type(s) are not supported:\n" + "\n".join(lines))
+
+
+def softplus(x: RelayExpr, dtype: str = "float32") -> RelayExpr:
+    """``log(1 + exp(x))`` without overflow for large ``x``: ``max(x, 0) + log1p(exp(-|x|))``."""
+    return tensor.add(tensor.maximum(x, const(0.0, dtype)),
+                      tensor.log1p(tensor.exp(tensor.negative(tensor.abs(x)))))

@@ -32,7 +32,7 @@ from ..op import extra, nn, nn_nd, tensor, transform
 from ..op import reduce as _red
 from ..op.image import resize2d
 from ..type_infer import infer_type
-from .common import unsupported_error
+from .common import softplus, unsupported_error
 from .onnx_functions import expand_function, function_versions
 from .onnx_resize import ResizeSpec, output_size_and_scales, resize_separable
 
@@ -213,7 +213,7 @@ def _elu(c, i, a, n):
 
 @_reg("Softplus")
 def _softplus(c, i, a, n):
-    return tensor.log(tensor.add(tensor.exp(i[0]), _scalar(1, i[0])))
+    return softplus(i[0], _dtype(i[0]))
 
 
 @_reg("HardSigmoid")

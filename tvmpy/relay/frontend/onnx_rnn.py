@@ -19,6 +19,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import nn, tensor, transform
 from ..type_infer import infer_type
+from .common import softplus
 
 __all__ = ["CONVERTERS"]
 
@@ -61,7 +62,7 @@ def _activation(c: Any, name: str, alpha: float | None, beta: float | None, dt: 
     if name == "softsign":
         return lambda x: tensor.divide(x, tensor.add(tensor.abs(x), f(1)))
     if name == "softplus":
-        return lambda x: tensor.log(tensor.add(tensor.exp(x), f(1)))
+        return lambda x: softplus(x, dt)
     raise c.fail(f"activation {name!r} is not supported")
 
 

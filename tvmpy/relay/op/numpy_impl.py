@@ -52,7 +52,7 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 for _n, _f in {
-    "negative": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "negative": np.negative, "exp": np.exp, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": _round_half_away, "sign": np.sign,
     "sin": np.sin, "cos": np.cos, "copy": np.copy, "log2": np.log2, "trunc": np.trunc,

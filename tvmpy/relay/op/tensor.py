@@ -14,7 +14,7 @@ from .registry import REQUIRED, OpPattern, make_call, register_op
 
 _UNARY = [
     "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor", "ceil",
-    "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan",
+    "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan", "log1p",
 ]  # fmt: skip
 _BINARY = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
@@ -65,6 +65,7 @@ def _binary(name: str):
 negative = _unary("negative")
 exp = _unary("exp")
 log = _unary("log")
+log1p = _unary("log1p")
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
 tanh = _unary("tanh")

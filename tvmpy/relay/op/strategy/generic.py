@@ -51,7 +51,7 @@ for _n, _f in {
 }.items():
     COMPUTES[_n] = _one(_f)
 
-for _n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "log2"):
+for _n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log1p"):
     COMPUTES[_n] = (lambda f, n: lambda attrs, inputs, out_type: [
         topi.elemwise.elemwise(inputs[0], f, n)])(getattr(tir_op, _n), _n)
 
