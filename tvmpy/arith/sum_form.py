@@ -15,18 +15,50 @@ floor and trunc splits are never mixed.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..tir import expr as E
 from .const_fold import dtype_int_range, wrap_int
 
-__all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split"]
+__all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split", "clear_caches",
+           "cache_scope"]
 
 _SKEY: dict[int, tuple[Any, Any]] = {}
 _OKEY: dict[int, tuple[Any, str]] = {}
 _CACHE_LIMIT = 100_000  # entries keep their nodes alive: bounded memory
 INF = math.inf
+_scope_lock = threading.Lock()
+_scope_depth = 0
+
+
+def clear_caches() -> None:
+    """Forget every memoized key and sum. The caches are keyed by ``id`` and hold their
+    expressions alive, so that an id is never reused while its entry exists; between
+    compilations they only keep dead IR alive (megabytes per model)."""
+    _SKEY.clear()
+    _OKEY.clear()
+    _SUM_CACHE.clear()
+
+
+@contextlib.contextmanager
+def cache_scope() -> Iterator[None]:
+    """A compilation (``relay.build``): the caches are cleared when the outermost scope (of
+    all threads) exits, so building many models in one process does not keep the IR of the
+    finished ones alive. Inside, the ``_CACHE_LIMIT`` bound still holds."""
+    global _scope_depth
+    with _scope_lock:
+        _scope_depth += 1
+    try:
+        yield
+    finally:
+        with _scope_lock:
+            _scope_depth -= 1
+            if _scope_depth == 0:
+                clear_caches()
 
 
 def skey(e: Any) -> Any:

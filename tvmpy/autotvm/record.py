@@ -4,7 +4,8 @@ A line is ``{"input": [target, task_name, args, config], "result": [costs, error
 timestamp], "version": 1}`` where ``args`` is the task's serialized arguments (tensors as
 ``["TENSOR", shape, dtype]``) and ``config`` is ``ConfigEntity.to_json_dict()``. Appending a line
 and flushing it makes a log survive ``kill -9`` except for a possibly truncated last line, which
-:func:`load_from_file` skips with a warning.
+:func:`load_from_file` skips with a warning, as any other corrupt line; a file in which not one
+line is a valid record (garbage, binary, another JSON format) is refused with a ValueError.
 """
 
 from __future__ import annotations
@@ -68,28 +69,40 @@ def decode(line: str) -> tuple[Any, Any]:
         row = json.loads(line)
         target, name, args, config = row["input"]
         costs, error_no, all_cost, timestamp = row["result"]
-    except (ValueError, KeyError, TypeError) as err:
+        if not isinstance(name, str) or not isinstance(args, list) or not isinstance(costs, list):
+            raise ValueError("expected [target, task name, [args], config] and [[costs], "
+                             "error_no, all_cost, timestamp]")
+        # a line of the wrong structure fails in these conversions with any of these errors
+        cfg = ConfigEntity.from_json_dict(config)
+        result = (tuple(costs), int(error_no), float(all_cost), float(timestamp))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
         raise ValueError(f"malformed autotvm log line: {line[:120]!r} ({err})") from None
-    if not isinstance(name, str) or not isinstance(args, list) or not isinstance(costs, list):
-        raise ValueError(f"malformed autotvm log line: {line[:120]!r}")
     tsk = _task_of(str(target), name, args)
-    cfg = ConfigEntity.from_json_dict(config)
-    inp = MeasureInput(tsk.target, tsk, cfg)
-    res = MeasureResult(tuple(costs), int(error_no), float(all_cost), float(timestamp))
-    return inp, res
+    return MeasureInput(tsk.target, tsk, cfg), MeasureResult(*result)
 
 
 def load_from_lines(lines: Iterable[str], source: str = "<lines>") -> list[tuple[Any, Any]]:
-    """Decode lines, skipping blank ones; malformed lines are skipped with one warning."""
+    """Decode lines, skipping blank ones; malformed lines are skipped with one warning.
+
+    Input with lines but not one valid record (garbage, a binary file, JSON of another shape)
+    raises ValueError naming ``source``, the first bad line and what is wrong with it; except
+    a lone unterminated start of a record (a writer killed while writing the first one)."""
     out = []
     bad: list[int] = []
+    first_error = ""
+    i, line = 0, ""
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(decode(line))
-        except ValueError:
+        except ValueError as err:
             bad.append(i)
+            first_error = first_error or str(err)
+    killed_writer = bad == [i] and not line.endswith("\n") and line.startswith('{"input"')
+    if bad and not out and not killed_writer:
+        raise ValueError(f"{source} is not an autotvm tuning log: none of its {len(bad)} "
+                         f"non-blank line(s) is a valid record; line {bad[0]}: {first_error}")
     if bad:
         warnings.warn(f"autotvm: skipped {len(bad)} corrupt or truncated line(s) of {source} "
                       f"(line {', '.join(map(str, bad[:5]))}{', ...' if len(bad) > 5 else ''})",

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from ..arith.sum_form import cache_scope
 from ..target import Target
 from ..transform import PassContext
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -334,14 +335,17 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     bound = _check_params(mod["main"], params)
     check_graph(mod["main"])
     t0 = time.perf_counter()
-    if progress is not None:
-        progress("optimize", 0, 1)
-    with tgt:  # target-dependent passes (AlterOpLayout's block sizes) see the build target
-        fused = optimize(mod, bound)
-    if progress is not None:
-        progress("optimize", 1, 1)
-    t_opt = time.perf_counter() - t0
-    res = lower_module(fused, tgt, progress)
+    # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this
+    # build, so that building many models in one process does not keep the finished ones
+    with cache_scope():
+        if progress is not None:
+            progress("optimize", 0, 1)
+        with tgt:  # target-dependent passes (AlterOpLayout's block sizes) see the build target
+            fused = optimize(mod, bound)
+        if progress is not None:
+            progress("optimize", 1, 1)
+        t_opt = time.perf_counter() - t0
+        res = lower_module(fused, tgt, progress)
     res.times = {"optimize": t_opt, **res.times}
     from .backend.executor_factory import GraphExecutorFactoryModule
 

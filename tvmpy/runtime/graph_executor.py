@@ -73,6 +73,11 @@ def _parse_graph(graph_json: str | bytes | dict) -> dict:
     return graph
 
 
+def _first(names: list[str], n: int = 8) -> str:
+    return ", ".join(map(repr, names[:n])) + (f", ... ({len(names) - n} more)"
+                                               if len(names) > n else "")
+
+
 def _zeroed_arena(nbytes: int) -> np.ndarray:
     raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
     off = (-raw.ctypes.data) % ALIGNMENT
@@ -326,18 +331,24 @@ class GraphExecutor:
 
     def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
         """Copy ``value`` into input ``key`` (name or index), checking its shape and dtype; and
-        each ``name=value`` of ``params``."""
+        each ``name=value`` of ``params``. Every value is checked before any is copied: on an
+        error no input has changed."""
+        todo = []
         if key is not None:
-            self._set_one(self._input_idx(key), value)
+            i = self._input_idx(key)
+            todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})")))
         for k, v in params.items():
-            self._set_one(self._input_idx(k), v)
+            i = self._input_idx(k)
+            todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})")))
+        for i, src in todo:
+            self._copy_in(i, src)
 
-    def _set_one(self, i: int, value: Any) -> None:
-        name = self._input_names[i]
-        dst = self._entries[self._input_eids[i]]
-        want = dst._arr
+    def _checked(self, i: int, value: Any, where: str) -> np.ndarray:
+        """``value`` as an array of input ``i``'s shape and dtype, else ValueError/TypeError
+        starting with ``where``."""
+        want = self._entries[self._input_eids[i]]._arr
         if value is None:
-            raise ValueError(f"set_input({name!r}): no value given")
+            raise ValueError(f"{where}: no value given")
         if isinstance(value, NDArray):
             src = value._arr
         elif isinstance(value, np.ndarray):
@@ -348,29 +359,41 @@ class GraphExecutor:
             try:
                 src = np.asarray(value, dtype=want.dtype)
             except (TypeError, ValueError) as e:
-                raise TypeError(f"set_input({name!r}): cannot convert {type(value).__name__} to "
+                raise TypeError(f"{where}: cannot convert {type(value).__name__} to "
                                 f"{want.dtype}: {e}") from None
         if src.dtype != want.dtype:
-            raise ValueError(f"set_input({name!r}): expected dtype {want.dtype}, got {src.dtype} "
-                            f"(convert with .astype('{want.dtype}'))")
+            raise ValueError(f"{where}: expected dtype {want.dtype}, got {src.dtype} "
+                             f"(convert with .astype('{want.dtype}'))")
         if src.shape != want.shape:
-            raise ValueError(f"set_input({name!r}): expected shape {want.shape}, got "
-                             f"{src.shape}")
-        np.copyto(want, src)
-        self._unset.discard(name)
+            raise ValueError(f"{where}: expected shape {want.shape}, got {src.shape}")
+        return src
+
+    def _copy_in(self, i: int, src: np.ndarray) -> None:
+        np.copyto(self._entries[self._input_eids[i]]._arr, src)
+        self._unset.discard(self._input_names[i])
 
     def load_params(self, params: bytes | Mapping[str, Any]) -> None:
         """Set parameters from ``save_param_dict`` bytes or a dict. Names the graph does not
-        use are ignored (as TVM); these inputs no longer count as user inputs."""
+        use are ignored (as TVM), but a non-empty set of parameters none of which is an input
+        is refused (the parameters of another model). A parameter of the wrong shape or dtype
+        raises naming it, before anything is copied. Loaded inputs no longer count as user
+        inputs."""
         if isinstance(params, (bytes, bytearray, memoryview)):
             from ..relay.param_dict import load_param_dict
 
             params = load_param_dict(params, copy=False)
+        todo = []
         for name, value in params.items():
             i = self._input_index.get(name)
             if i is not None:
-                self._set_one(i, value)
-                self._param_names.add(name)
+                todo.append((i, self._checked(i, value, f"load_params: parameter {name!r}")))
+        if params and not todo:
+            raise ValueError(f"load_params: none of the {len(params)} parameters "
+                             f"({_first(list(params))}) is an input of this graph (inputs: "
+                             f"{_first(self._input_names)}); are they another model's?")
+        for i, src in todo:
+            self._copy_in(i, src)
+            self._param_names.add(self._input_names[i])
 
     def get_input(self, key: Any, out: NDArray | None = None) -> NDArray:
         """The input's storage (a view: later set_input calls change it), or a copy into
@@ -614,6 +637,7 @@ class GraphExecutorFactory(Module):
                 raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
                                  "missing") from None
             blob = (ctypes.c_ubyte * nbytes).from_address(addr)
+            blob._lib = lib  # the views below keep the library loaded
             # read-only views of the library's data: no copy until an executor is created
             params = {k: NDArray(v) for k, v in
                       load_param_dict(memoryview(blob), copy=False).items()}

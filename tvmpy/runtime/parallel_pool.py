@@ -16,7 +16,10 @@ workers are created on the first parallel loop, spin briefly waiting for the nex
 (``TVMPY_PARALLEL_SPIN_US``, default 100 us), then sleep on a futex, and exit after 1 s idle.
 A fork child starts with an empty pool (its parallel loops stay parallel). A parallel loop
 started while the pool is busy (another Python thread, or from inside a parallel body) runs
-serially on its caller.
+serially on its caller. One symbol is exported (protected visibility), :data:`STOP_SYMBOL`:
+it stops the workers and joins them (they are joinable threads for that), after which no
+thread runs the library's code; runtime/module.py calls it before unloading a library that
+no Python object uses any more.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ import os
 import tempfile
 import threading
 
-__all__ = ["SOURCE", "LINK_TOKEN", "pool_object", "cache_path"]
+__all__ = ["SOURCE", "LINK_TOKEN", "STOP_SYMBOL", "pool_object", "cache_path"]
 
 #: the link_libs token that makes :func:`tvmpy.runtime.linker.link_shared` link the pool
 LINK_TOKEN = "tvmpy_parallel"
+#: the one exported function of the pool: stops and joins its workers (before dlclose)
+STOP_SYMBOL = "__tvmpy_pool_stop"
 
 SOURCE = r"""
 /* tvmpy parallel runtime (generated from tvmpy/runtime/parallel_pool.py). */
@@ -51,6 +56,7 @@ SOURCE = r"""
 #define CLOSED ((uint64_t)1 << 31)
 #define ACTIVE ((uint64_t)CLOSED - 1)
 #define IDLE_EXIT_NS 1000000000LL
+#define STOP_SYMBOL __tvmpy_pool_stop
 
 typedef void (*tvmpy_task)(void*);
 
@@ -65,6 +71,13 @@ static _Atomic int g_sleepers;      /* workers in (or about to enter) futex_wait
 static _Atomic int g_busy;          /* try-lock held by the caller running a job */
 static _Atomic int g_workers;       /* live worker threads */
 static int g_nthreads;              /* team size, caller included; 0 = not configured */
+/* Workers are joinable, so that STOP_SYMBOL can wait until none runs this library's code any
+   more (it may then be unloaded). Slot k: 0 free, 1 running, 2 exited (to be joined). */
+#define MAX_SLOTS 4096
+static pthread_t g_tids[MAX_SLOTS];
+static _Atomic int g_slot[MAX_SLOTS];
+static int g_nslots;                /* slots ever used (high-water mark); owner of g_busy only */
+static _Atomic int g_stop;          /* set by STOP_SYMBOL: every worker exits */
 static long g_spin_ns = 100000;
 static __thread int t_in_pool;      /* running inside a job: nested parallel loops are serial */
 
@@ -117,6 +130,10 @@ static void configure(void) {
     if (spin && *spin) g_spin_ns = atol(spin) * 1000L;
     atomic_store(&g_workers, 0);
     atomic_store(&g_sleepers, 0);
+    for (int k = 0; k < g_nslots; ++k)  /* a fork child: the parent's workers do not exist */
+      atomic_store(&g_slot[k], 0);
+    g_nslots = 0;
+    atomic_store(&g_stop, 0);
     atomic_store(&g_busy, 0);
     atomic_store(&g_state, atomic_load(&g_state) | CLOSED);
     g_nthreads = n;
@@ -146,11 +163,12 @@ static int try_join(uint64_t s) {
 }
 
 static void* worker_main(void* arg) {
-  (void)arg;
+  int slot = (int)(intptr_t)arg;
   uint32_t last_gen = 0xffffffffu;  /* the last job seen: joined, or found closed */
   int first = 1;
   long long idle_since = now_ns();
   for (;;) {
+    if (atomic_load_explicit(&g_stop, memory_order_acquire)) break;
     uint64_t s = atomic_load_explicit(&g_state, memory_order_acquire);
     uint32_t gen = (uint32_t)(s >> 32);
     if ((first || gen != last_gen) && !(s & CLOSED)) {
@@ -171,7 +189,8 @@ static void* worker_main(void* arg) {
     while (t - t0 < g_spin_ns) {
       for (int k = 0; k < 64; ++k) {
         uint64_t s2 = atomic_load_explicit(&g_state, memory_order_relaxed);
-        if ((uint32_t)(s2 >> 32) != last_gen) { found = 1; break; }
+        if ((uint32_t)(s2 >> 32) != last_gen ||
+            atomic_load_explicit(&g_stop, memory_order_relaxed)) { found = 1; break; }
         cpu_relax();
       }
       if (found) break;
@@ -181,38 +200,54 @@ static void* worker_main(void* arg) {
     if (t - idle_since >= IDLE_EXIT_NS) break;
     uint32_t seq = atomic_load(&g_seq);
     atomic_fetch_add(&g_sleepers, 1);
-    /* seq_cst: either the publisher sees our sleeper count, or we see its new state */
-    if ((uint32_t)(atomic_load(&g_state) >> 32) == last_gen) {
+    /* seq_cst: either the publisher sees our sleeper count, or we see its new state (or
+       the stop request, which bumps g_seq after setting g_stop) */
+    if ((uint32_t)(atomic_load(&g_state) >> 32) == last_gen && !atomic_load(&g_stop)) {
       long long left = IDLE_EXIT_NS - (t - idle_since);
       struct timespec ts = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
       syscall(SYS_futex, &g_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
     }
     atomic_fetch_sub(&g_sleepers, 1);
   }
+  atomic_store(&g_slot[slot], 2);  /* joined by the next spawn_workers or STOP_SYMBOL */
   atomic_fetch_sub(&g_workers, 1);
   return NULL;
+}
+
+/* Join the workers that exited (idle); the caller holds g_busy. */
+static void reap_workers(void) {
+  for (int k = 0; k < g_nslots; ++k) {
+    if (atomic_load(&g_slot[k]) == 2) {
+      pthread_join(g_tids[k], NULL);
+      atomic_store(&g_slot[k], 0);
+    }
+  }
 }
 
 static void spawn_workers(void) {
   int want = g_nthreads - 1;
   int have = atomic_load(&g_workers);
   if (have >= want) return;
+  reap_workers();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   sigset_t all, old;
   sigfillset(&all);  /* workers never take the process's asynchronous signals (SIGINT...) */
   static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
   for (unsigned k = 0; k < sizeof(sync_signals) / sizeof(sync_signals[0]); ++k)
     sigdelset(&all, sync_signals[k]);  /* a fault in a kernel is still reported normally */
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  for (; have < want; ++have) {
-    pthread_t tid;
+  for (int k = 0; have < want && k < MAX_SLOTS; ++k) {
+    if (atomic_load(&g_slot[k]) != 0) continue;
+    atomic_store(&g_slot[k], 1);
     atomic_fetch_add(&g_workers, 1);
-    if (pthread_create(&tid, &attr, worker_main, NULL) != 0) {
+    if (pthread_create(&g_tids[k], &attr, worker_main, (void*)(intptr_t)k) != 0) {
+      atomic_store(&g_slot[k], 0);
       atomic_fetch_sub(&g_workers, 1);
       break;  /* no more threads: the caller and the workers that exist do the work */
     }
+    if (k >= g_nslots) g_nslots = k + 1;
+    ++have;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
@@ -245,6 +280,26 @@ HIDDEN void tvmpy_parallel_run(tvmpy_task f, void* closure) {
     s = atomic_load_explicit(&g_state, memory_order_acquire);
   }
   atomic_store_explicit(&g_busy, 0, memory_order_release);
+}
+
+/* Exported (found with dlsym; protected: never interposed): stop every worker and wait until
+   each has exited, so that no thread runs this library's code and it can be unloaded. The
+   runtime calls it before dlclose; a later parallel loop starts the pool again. */
+__attribute__((visibility("protected"))) void STOP_SYMBOL(void) {
+  if (atomic_load(&g_owner) != (int)getpid()) return;  /* no worker of ours in this process */
+  while (atomic_exchange(&g_busy, 1)) sched_yield();  /* no job in flight from now on */
+  atomic_store(&g_stop, 1);
+  atomic_fetch_add(&g_seq, 1);
+  syscall(SYS_futex, &g_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+  for (int k = 0; k < g_nslots; ++k) {
+    if (atomic_load(&g_slot[k]) != 0) {
+      pthread_join(g_tids[k], NULL);
+      atomic_store(&g_slot[k], 0);
+    }
+  }
+  g_nslots = 0;
+  atomic_store(&g_stop, 0);
+  atomic_store(&g_busy, 0);
 }
 """
 
