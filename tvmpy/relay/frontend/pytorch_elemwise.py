@@ -85,6 +85,24 @@ def _round(c, node, a):
     return tensor.divide(_round_half_even(tensor.multiply(a["self"], s), dt), s)
 
 
+def _float_unary(fn: Callable[[RelayExpr], RelayExpr]) -> Callable:
+    return lambda c, node, a: fn(_float_in(c, node, a)[0])
+
+
+for _name, _fn in [("tan", extra.tan), ("asin", extra.asin), ("acos", extra.acos),
+                   ("atan", extra.atan), ("sinh", extra.sinh), ("cosh", extra.cosh),
+                   ("asinh", extra.asinh), ("acosh", extra.acosh), ("atanh", extra.atanh)]:
+    CONVERTERS[f"aten.{_name}.default"] = _float_unary(_fn)
+
+
+@reg("aten.isnan.default", "aten.isinf.default")
+def _isnan_isinf(c, node, a):
+    x = a["self"]
+    if not in_dtype(node).startswith("float"):
+        return tensor.not_equal(x, x)  # integers are never NaN nor infinite
+    return tensor.isnan(x) if "isnan" in str(node.target) else extra.isinf(x)
+
+
 @reg("aten.log1p.default")
 def _log1p(c, node, a):
     x, dt = _float_in(c, node, a)

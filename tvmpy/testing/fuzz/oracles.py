@@ -13,7 +13,13 @@ Configurations (``CONFIGS``; each builds from the same ``relay.frontend.from_onn
   random valid point of its configuration space instead of the fallback (only for models that
   have tunable tasks);
 - ``tir-interp``: opt_level 3 lowered to loop IR and executed by the loop-IR interpreter
-  (``tvmpy.tir.interpreter``): the loop programs without any code generator.
+  (``tvmpy.tir.interpreter``): the loop programs without any code generator;
+- ``pytorch``: the model written as a torch module (``torch_emit.to_torch``; only for models it
+  translates, and only when torch is installed), exported with ``torch.export`` and imported
+  by ``relay.frontend.from_pytorch`` instead of ``from_onnx``, built at opt_level 3 for llvm.
+  Eager torch must first agree with onnxruntime: when it does not (or torch cannot run or
+  export the module) the emitter or torch is at fault, not tvmpy, and the model is skipped
+  for this configuration (``ConfigSkipped``: counted in ``SKIPPED``, logged, no finding).
 
 Comparison (``compare``): outputs must have onnxruntime's shapes and dtypes; integers and bools
 compare exactly; floats pass when ``|got - want| <= rtol * |want| + atol * scale`` element-wise,
@@ -33,8 +39,10 @@ the campaign in a worker process, a hang (timeout) or a dead process (segfault).
 
 from __future__ import annotations
 
+import logging
 import random
 import traceback
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +50,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Config", "CONFIGS", "DEFAULT_CONFIGS", "Finding", "TOLERANCE", "compare",
-           "run_reference", "run_config", "uses_float16", "check_model", "assert_model_ok", "stage_of"]
+           "run_reference", "run_config", "run_pytorch", "uses_float16", "check_model",
+           "assert_model_ok", "stage_of", "ConfigSkipped", "SKIPPED"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +59,14 @@ class Config:
     """One way of running a model through tvmpy."""
 
     name: str
-    runner: str  # "relay-interp" | "build" | "tir-interp"
+    runner: str  # "relay-interp" | "build" | "tir-interp" | "pytorch"
     target: str = "llvm"
     opt_level: int = 3
     pass_config: tuple[tuple[str, Any], ...] = ()
     autotvm_random: bool = False
-    needs: str = ""  # "conv": only for models with a convolution; "tunable": with AutoTVM tasks
+    # "conv": only for models with a convolution; "tunable": with AutoTVM tasks; "torch": with
+    # a torch translation (torch_emit.to_torch), torch installed
+    needs: str = ""
 
 
 CONFIGS: dict[str, Config] = {c.name: c for c in [
@@ -66,6 +77,7 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("llvm-O3-direct", "build", "llvm", 3, (("relay.x86.winograd", False),), needs="conv"),
     Config("llvm-O3-autotvm", "build", "llvm", 3, autotvm_random=True, needs="tunable"),
     Config("tir-interp", "tir-interp", "llvm", 3),
+    Config("pytorch", "pytorch", "llvm", 3, needs="torch"),
 ]}
 DEFAULT_CONFIGS = tuple(CONFIGS)
 
@@ -82,6 +94,15 @@ TOLERANCE: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     "float64": ((1e-9, 1e-10), (1e-9, 1e-9)),
     "float16": ((1e-2, 1e-2), (1e-2, 1e-2)),
 }
+
+
+class ConfigSkipped(Exception):
+    """A configuration cannot judge this model, through no fault of tvmpy's (eager torch on
+    the emitted module disagrees with onnxruntime, or torch cannot run or export it)."""
+
+
+SKIPPED: Counter = Counter()  # "config: reason" -> models skipped so, in this process
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -323,6 +344,49 @@ def _run_tir_interp(lib: Any, feeds: Mapping[str, np.ndarray]) -> list[np.ndarra
     return [values[row[h[0]] + h[1]] for h in graph["heads"]]
 
 
+def _torch_module(model: Any) -> Any:
+    """``model`` as a torch module, or None (torch not installed, or no translation)."""
+    try:
+        from .torch_emit import to_torch
+    except ImportError:  # torch is optional
+        return None
+    return to_torch(model)
+
+
+def run_pytorch(cfg: Config, module: Any, feeds: Mapping[str, np.ndarray],
+                want: Sequence[np.ndarray], op_types: Sequence[str] = (),
+                low_precision: bool = False) -> list[np.ndarray]:
+    """tvmpy's outputs for ``module`` (the model's torch translation, taking the feeds
+    named in its ``input_names``, else all in order) through ``from_pytorch`` and
+    ``relay.build``. Raises ``ConfigSkipped`` when torch cannot run or export the module, or
+    eager torch disagrees with ``want``."""
+    import torch
+
+    names = list(getattr(module, "input_names", feeds))
+    feeds = {n: feeds[n] for n in names}
+    args = tuple(torch.from_numpy(np.array(feeds[n], copy=True)) for n in names)
+    try:
+        with torch.no_grad():
+            eager = [np.asarray(o.numpy()) for o in module(*args)]
+        program = torch.export.export(module, args)
+    except Exception as exc:  # noqa: BLE001 - torch's (or the emitter's) fault
+        raise ConfigSkipped(f"torch: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+    diff = compare(eager, want, op_types, low_precision)
+    if diff is not None:
+        raise ConfigSkipped(f"eager torch disagrees with onnxruntime: {diff}")
+
+    from ... import transform
+    from ...relay.build_module import build
+    from ...relay.frontend import from_pytorch
+    from ...relay.testing.compare import tvm_runner
+
+    infos = [(n, (list(np.shape(feeds[n])), str(np.asarray(feeds[n]).dtype))) for n in names]
+    mod, params = from_pytorch(program, infos)
+    with transform.PassContext(opt_level=cfg.opt_level, config=dict(cfg.pass_config)):
+        lib = build(mod, target=cfg.target, params=params)
+    return tvm_runner(lib)(feeds)
+
+
 def _applicable(cfg: Config, mod: Any, tunable: Callable[[], bool]) -> bool:
     if cfg.needs == "conv":
         return _has_conv(mod)
@@ -333,18 +397,31 @@ def _applicable(cfg: Config, mod: Any, tunable: Callable[[], bool]) -> bool:
 
 def check_model(model: Any, feeds: Mapping[str, np.ndarray],
                 configs: Sequence[str] = DEFAULT_CONFIGS, seed: int = 0,
-                reference: Sequence[np.ndarray] | None = None) -> list[Finding]:
+                reference: Sequence[np.ndarray] | None = None,
+                skipped: list[str] | None = None) -> list[Finding]:
     """Every finding of ``configs`` on ``model`` with inputs ``feeds`` (an empty list: all
-    agree with onnxruntime). The reference may be given (the campaign already ran it)."""
+    agree with onnxruntime). The reference may be given (the campaign already ran it).
+    Configurations that could not judge the model (``ConfigSkipped``) are appended to
+    ``skipped`` as ``"config: reason"`` and counted in ``SKIPPED``."""
     op_types = [n.op_type for n in model.graph.node]
     low = uses_float16(model)
     want = list(reference) if reference is not None else run_reference(model, feeds)
-    try:
-        mod, params = _import(model)
-    except Exception as exc:  # noqa: BLE001 - every failure is a finding
-        return [Finding("error", "*", stage_of(exc), f"{type(exc).__name__}: {exc}")]
     findings: list[Finding] = []
+    mod = params = None
+    if any(CONFIGS[name].runner != "pytorch" for name in configs):
+        try:
+            mod, params = _import(model)
+        except Exception as exc:  # noqa: BLE001 - every failure is a finding
+            findings.append(Finding("error", "*", stage_of(exc), f"{type(exc).__name__}: {exc}"))
+            if all(CONFIGS[name].runner != "pytorch" for name in configs):
+                return findings
     tunable_cache: list[bool] = []
+    torch_cache: list[Any] = []
+
+    def torch_module() -> Any:
+        if not torch_cache:
+            torch_cache.append(_torch_module(model))
+        return torch_cache[0]
 
     def tunable() -> bool:
         if not tunable_cache:
@@ -358,10 +435,22 @@ def check_model(model: Any, feeds: Mapping[str, np.ndarray],
 
     for name in configs:
         cfg = CONFIGS[name]
-        if not _applicable(cfg, mod, tunable):
-            continue
         try:
-            got = run_config(cfg, mod, params, feeds, seed)
+            if cfg.runner == "pytorch":
+                module = torch_module()
+                if module is None:
+                    continue
+                got = run_pytorch(cfg, module, feeds, want, op_types, low)
+            else:
+                if mod is None or not _applicable(cfg, mod, tunable):
+                    continue
+                got = run_config(cfg, mod, params, feeds, seed)
+        except ConfigSkipped as exc:
+            SKIPPED[f"{name}: {str(exc).split(':')[0]}"] += 1
+            _log.info("%s skipped: %s", name, exc)
+            if skipped is not None:
+                skipped.append(f"{name}: {exc}")
+            continue
         except Exception as exc:  # noqa: BLE001
             findings.append(Finding("error", name, stage_of(exc),
                                     f"{type(exc).__name__}: {exc}"))
