@@ -120,3 +120,19 @@ def test_softplus_of_large_inputs_does_not_overflow():
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
     assert_model_ok(m, {"x": x}, configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3",
                                           "tir-interp"))
+
+
+@pytest.mark.parametrize("ashape,bshape", [([0, 4], [4, 3]), ([2, 0, 5], [5, 7]),
+                                           ([0, 2, 3], [0, 3, 4]), ([3, 0], [0, 2])])
+def test_matmul_of_empty_tensors(ashape, bshape):
+    # found by the fuzzer (seed 21793): MatMul of an empty tensor (Compress selecting nothing)
+    # reshaped its result with a literal 0, which relay's reshape read as "copy the dim";
+    # lowering then divided by the empty axis
+    rng = np.random.default_rng(6)
+    out = list(np.matmul(np.zeros(ashape), np.zeros(bshape)).shape)
+    b = numpy_helper.from_array(rng.standard_normal(bshape).astype("float32"), "b")
+    m = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+               [helper.make_tensor_value_info("a", TensorProto.FLOAT, ashape)],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], [b])
+    assert_model_ok(m, {"a": rng.standard_normal(ashape).astype("float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))

@@ -87,13 +87,13 @@ def test_insertions_near_a_discontinuity_are_refused():
     # comparisons of nearly equal values
     x = b.const(np.array([1.0, 2.0], np.float32))
     y = b.const(np.array([1.0000001, 3.0], np.float32))
-    from tvmpy.testing.fuzz.opspecs import _apart
+    from tvmpy.testing.fuzz.opspecs._common import _apart
 
     assert not b.try_insert(G.Plan("Less", [x, y], check=lambda i, o: _apart(i[0], i[1])))
 
 
 def _floor_plan(op, ins):
-    from tvmpy.testing.fuzz.opspecs import _not_near_int
+    from tvmpy.testing.fuzz.opspecs._common import _not_near_int
 
     return G.Plan(op, ins, check=lambda i, o: _not_near_int(i[0]))
 

@@ -122,7 +122,7 @@ def op_cases():
     from tvmpy.relay.op import tensor as T
 
     for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",
-              "ceil", "round", "sign", "sin", "cos", "copy", "log2", "trunc", "zeros_like",
+              "ceil", "round", "sign", "sin", "cos", "copy", "log2", "log1p", "trunc", "zeros_like",
               "ones_like"]:
         cases[n] = (getattr(T, n)(m), (3, 5))
     cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")

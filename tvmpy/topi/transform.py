@@ -69,9 +69,9 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     return te.compute(x.shape, f, name="cast", tag=tag.ELEMWISE)
 
 
-def reshape(a: te.Tensor, newshape: Any) -> te.Tensor:
+def reshape(a: te.Tensor, newshape: Any, allowzero: bool = False) -> te.Tensor:
     """``a`` with shape ``newshape``; an entry ``-1`` is inferred, ``0`` copies the input's size
-    at that position (ONNX/TVM conventions)."""
+    at that position (ONNX/TVM conventions), or is a literal 0 with ``allowzero``."""
     _check(a, "reshape")
     newshape = list(newshape) if isinstance(newshape, (list, tuple)) else [newshape]
     total = prod(a.shape)
@@ -87,6 +87,8 @@ def reshape(a: te.Tensor, newshape: Any) -> te.Tensor:
                     raise ValueError(f"topi.reshape: more than one -1 in newshape {newshape}")
                 infer = k
                 out.append(None)
+            elif s == 0 and allowzero:
+                out.append(const(0))
             elif s == 0:
                 if k >= a.ndim:
                     raise ValueError(f"topi.reshape: newshape {newshape} copies (0) dimension {k}, "
@@ -117,6 +119,8 @@ def reshape(a: te.Tensor, newshape: Any) -> te.Tensor:
                          "the same number of elements")
 
     def f(*i: Any) -> PrimExpr:
+        if out_total == 0:  # an empty tensor: nothing is read (its index math divides by 0)
+            return const(0, a.dtype)
         return a(*_unravel(_ravel(i, out), a.shape))
 
     return te.compute(out, f, name="reshape", tag=tag.INJECTIVE)

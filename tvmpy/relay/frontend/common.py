@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ..expr import RelayExpr, const
-from ..op import tensor
+from typing import Any
 
-__all__ = ["OpNotImplemented", "unsupported_error", "softplus"]
+from ..expr import RelayExpr, const
+from ..op import tensor, transform
+
+__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to"]
 
 
 class OpNotImplemented(NotImplementedError):
@@ -22,3 +24,9 @@ def softplus(x: RelayExpr, dtype: str = "float32") -> RelayExpr:
     """``log(1 + exp(x))`` without overflow for large ``x``: ``max(x, 0) + log1p(exp(-|x|))``."""
     return tensor.add(tensor.maximum(x, const(0.0, dtype)),
                       tensor.log1p(tensor.exp(tensor.negative(tensor.abs(x)))))
+
+
+def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
+    """Reshape to exactly ``shape`` (importers compute literal shapes: a 0 there is an empty
+    axis, never relay's "copy the input's dim")."""
+    return transform.reshape(x, shape, allowzero=True)

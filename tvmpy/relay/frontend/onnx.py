@@ -32,7 +32,7 @@ from ..op import extra, nn, nn_nd, tensor, transform
 from ..op import reduce as _red
 from ..op.image import resize2d
 from ..type_infer import infer_type
-from .common import softplus, unsupported_error
+from .common import reshape_to, softplus, unsupported_error
 from .onnx_functions import expand_function, function_versions
 from .onnx_resize import ResizeSpec, output_size_and_scales, resize_separable
 
@@ -343,11 +343,11 @@ def _conv_t(c, i, a, n):
             a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
         if "output_shape" in a:
             a["output_shape"] = [1] + list(a["output_shape"])[-1:]
-        x = transform.reshape(x, (xs[0], xs[1], 1, xs[2]))
-        w = transform.reshape(w, (ws[0], ws[1], 1, ws[2]))
+        x = reshape_to(x, (xs[0], xs[1], 1, xs[2]))
+        w = reshape_to(w, (ws[0], ws[1], 1, ws[2]))
         y = _conv_t(c, [x, w] + list(i[2:]), a, n)
         ys = _shape(y)
-        return transform.reshape(y, (ys[0], ys[1], ys[3]))
+        return reshape_to(y, (ys[0], ys[1], ys[3]))
     if len(xs) == 5:
         return _conv_t_as_conv(c, i, a)
     _check_2d(c, x)
@@ -398,7 +398,7 @@ def _conv_t_as_conv(c: _Ctx, i: list, a: dict) -> RelayExpr:
         spread = transform.concatenate([transform.expand_dims(x, ax + 1),
                                         const(np.zeros(zshape, dtype=dt))], ax + 1)
         x = transform.strided_slice(
-            transform.reshape(spread, sh[:ax] + [sh[ax] * s] + sh[ax + 1:]),
+            reshape_to(spread, sh[:ax] + [sh[ax] * s] + sh[ax + 1:]),
             [0], [(sh[ax] - 1) * s + 1], axes=[ax])
     width = [[0, 0], [0, 0]]
     crop = []
@@ -470,7 +470,7 @@ def _dilate_kernel(w: RelayExpr, dil: list[int]) -> RelayExpr:
         spread = transform.concatenate(
             [transform.expand_dims(w, ax + 1), const(np.zeros(zshape, dtype=_dtype(w)))], ax + 1)
         merged = s[:ax] + [s[ax] * d] + s[ax + 1:]
-        w = transform.strided_slice(transform.reshape(spread, merged), [0],
+        w = transform.strided_slice(reshape_to(spread, merged), [0],
                                     [(s[ax] - 1) * d + 1], axes=[ax])
     return w
 
@@ -497,16 +497,16 @@ def _matmul(c, i, a, n):
     A, B = i
     sa, sb = _shape(A), _shape(B)
     if len(sa) == 1:
-        A, sa = transform.reshape(A, (1, sa[0])), [1, sa[0]]
+        A, sa = reshape_to(A, (1, sa[0])), [1, sa[0]]
         squeeze_a = True
     else:
         squeeze_a = False
     squeeze_b = len(sb) == 1
     if squeeze_b:
-        B, sb = transform.reshape(B, (sb[0], 1)), [sb[0], 1]
+        B, sb = reshape_to(B, (sb[0], 1)), [sb[0], 1]
     M, K, N = sa[-2], sa[-1], sb[-1]
     if len(sb) == 2:
-        a2 = transform.reshape(A, (-1, K)) if len(sa) > 2 else A
+        a2 = reshape_to(A, (-1, K)) if len(sa) > 2 else A
         out = nn.dense(a2, transform.transpose(B, (1, 0)))
         batch = sa[:-2]
     else:
@@ -518,15 +518,15 @@ def _matmul(c, i, a, n):
         b3 = B
         if sb[:-2] != batch:
             b3 = transform.broadcast_to(B, batch + [K, N])
-        a3 = transform.reshape(a3, (nb, M, K))
-        b3 = transform.reshape(b3, (nb, K, N))
+        a3 = reshape_to(a3, (nb, M, K))
+        b3 = reshape_to(b3, (nb, K, N))
         out = nn.batch_matmul(a3, b3, transpose_b=False)
     shp = list(batch) + [M, N]
     if squeeze_a:
         shp.pop(-2)
     if squeeze_b:
         shp.pop(-1)
-    return transform.reshape(out, shp)
+    return reshape_to(out, shp)
 
 
 @_reg("BatchNormalization")
@@ -547,13 +547,13 @@ def _bn_training(c: _Ctx, i: list, a: dict) -> list:
     v = _red.variance(x, m, axis=axes, keepdims=True)
     eps, mom = a.get("epsilon", 1e-5), a.get("momentum", 0.9)
     y = tensor.divide(tensor.subtract(x, m), tensor.sqrt(tensor.add(v, _scalar(eps, x))))
-    y = tensor.add(tensor.multiply(y, transform.reshape(scale, bshape)),
-                   transform.reshape(bias, bshape))
+    y = tensor.add(tensor.multiply(y, reshape_to(scale, bshape)),
+                   reshape_to(bias, bshape))
     mom_c, rest = _scalar(mom, x), _scalar(1 - mom, x)
     run_m = tensor.add(tensor.multiply(mean, mom_c),
-                       tensor.multiply(transform.reshape(m, [-1]), rest))
+                       tensor.multiply(reshape_to(m, [-1]), rest))
     run_v = tensor.add(tensor.multiply(var, mom_c),
-                       tensor.multiply(transform.reshape(v, [-1]), rest))
+                       tensor.multiply(reshape_to(v, [-1]), rest))
     return [y, run_m, run_v]
 
 
@@ -570,10 +570,10 @@ def _ln(c, i, a, n):
         y = nn.layer_norm(x, g, b, axis=-1, epsilon=eps)
     else:
         tail = int(np.prod(s[ax:]))
-        x2 = transform.reshape(x, s[:ax] + [tail])
-        g2 = transform.reshape(transform.broadcast_to(g, s[ax:]), (tail,))
-        b2 = transform.reshape(transform.broadcast_to(b, s[ax:]), (tail,))
-        y = transform.reshape(nn.layer_norm(x2, g2, b2, axis=-1, epsilon=eps), s)
+        x2 = reshape_to(x, s[:ax] + [tail])
+        g2 = reshape_to(transform.broadcast_to(g, s[ax:]), (tail,))
+        b2 = reshape_to(transform.broadcast_to(b, s[ax:]), (tail,))
+        y = reshape_to(nn.layer_norm(x2, g2, b2, axis=-1, epsilon=eps), s)
     if len(c.node.output) == 1 or not any(c.node.output[1:]):
         return y
     axes = list(range(ax, len(s)))  # the optional Mean and InvStdDev outputs (keepdims)
@@ -640,8 +640,8 @@ def _softmax(fn):
         ax = a.get("axis", 1) % len(s)
         if ax == len(s) - 1:
             return fn(x, -1)
-        flat = transform.reshape(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
-        return transform.reshape(fn(flat, -1), s)
+        flat = reshape_to(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+        return reshape_to(fn(flat, -1), s)
     return f
 
 
@@ -656,7 +656,7 @@ def _flatten(c, i, a, n):
     s = _shape(i[0])
     ax = a.get("axis", 1)
     ax = ax + len(s) if ax < 0 else ax
-    return transform.reshape(i[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+    return reshape_to(i[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
 
 
 @_reg("Reshape")
@@ -672,7 +672,7 @@ def _reshape(c, i, a, n):
     if tgt.count(-1) == 1:
         known = int(np.prod([v for v in tgt if v != -1]))
         tgt[tgt.index(-1)] = int(np.prod(s)) // known if known else 0
-    return transform.reshape(i[0], tgt)
+    return reshape_to(i[0], tgt)
 
 
 @_reg("Transpose")
@@ -752,7 +752,7 @@ def _squeeze(c, i, a, n):
     s = _shape(i[0])
     axes = _axes_arg(c, a, n, 1)
     axes = [k for k, d in enumerate(s) if d == 1] if axes is None else [x % len(s) for x in axes]
-    return transform.reshape(i[0], [d for k, d in enumerate(s) if k not in axes])
+    return reshape_to(i[0], [d for k, d in enumerate(s) if k not in axes])
 
 
 @_reg("Unsqueeze")
@@ -766,7 +766,7 @@ def _unsqueeze(c, i, a, n):
     out = list(s)
     for x in axes:
         out.insert(x, 1)
-    return transform.reshape(i[0], out)
+    return reshape_to(i[0], out)
 
 
 @_reg("Expand")
@@ -948,9 +948,9 @@ def _s2d(c, i, a, n):
     if h % b or w % b:
         raise c.fail(f"height {h} and width {w} must be multiples of blocksize {b}")
     # CRD: output channel c * b * b + (row offset) * b + (column offset)
-    x = transform.reshape(i[0], [nn_, ch, h // b, b, w // b, b])
+    x = reshape_to(i[0], [nn_, ch, h // b, b, w // b, b])
     x = transform.transpose(x, [0, 1, 3, 5, 2, 4])
-    return transform.reshape(x, [nn_, ch * b * b, h // b, w // b])
+    return reshape_to(x, [nn_, ch * b * b, h // b, w // b])
 
 
 @_reg("CumSum")
@@ -1056,10 +1056,10 @@ def _lrn(c, i, a, n):
     s = _shape(x)
     size = a["size"]
     alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
-    sq = transform.reshape(tensor.multiply(x, x), (s[0], 1, s[1], int(np.prod(s[2:]))))
+    sq = reshape_to(tensor.multiply(x, x), (s[0], 1, s[1], int(np.prod(s[2:]))))
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     win = nn.avg_pool2d(sq, (size, 1), padding=(lo, 0, hi, 0), count_include_pad=True)
-    div = tensor.add(_scalar(bias, x), tensor.multiply(transform.reshape(win, s), _scalar(alpha, x)))
+    div = tensor.add(_scalar(bias, x), tensor.multiply(reshape_to(win, s), _scalar(alpha, x)))
     return tensor.divide(x, tensor.power(div, _scalar(beta, x)))
 
 
@@ -1127,8 +1127,8 @@ def _hardmax(c, i, a, n):
     if c.opset >= 13:
         return _hardmax_axis(x, a.get("axis", -1) % len(s))
     ax = a.get("axis", 1) % len(s)  # before opset 13: over the input flattened to 2-D at axis
-    flat = transform.reshape(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
-    return transform.reshape(_hardmax_axis(flat, 1), s)
+    flat = reshape_to(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+    return reshape_to(_hardmax_axis(flat, 1), s)
 
 
 @_reg("LpPool")
@@ -1221,11 +1221,11 @@ def _einsum(c, i, a, n):
     size = lambda chs: int(np.prod([dims[ch] for ch in chs])) if chs else 1  # noqa: E731
     A = transform.transpose(xs[0], [ta.index(ch) for ch in batch + fa + contract])
     B = transform.transpose(xs[1], [tb.index(ch) for ch in batch + contract + fb])
-    A = transform.reshape(A, (size(batch), size(fa), size(contract)))
-    B = transform.reshape(B, (size(batch), size(contract), size(fb)))
+    A = reshape_to(A, (size(batch), size(fa), size(contract)))
+    B = reshape_to(B, (size(batch), size(contract), size(fb)))
     y = nn.batch_matmul(A, B, transpose_b=False)
     order = batch + fa + fb
-    y = transform.reshape(y, [dims[ch] for ch in order])
+    y = reshape_to(y, [dims[ch] for ch in order])
     return transform.transpose(y, [order.index(ch) for ch in out])
 
 

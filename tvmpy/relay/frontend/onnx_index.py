@@ -23,6 +23,7 @@ from ..expr import RelayExpr, const
 from ..op import nn, tensor, transform
 from ..op import reduce as _red
 from ..type_infer import infer_type
+from .common import reshape_to
 
 __all__ = ["CONVERTERS"]
 
@@ -174,27 +175,27 @@ def _scatter_nd(c, i, a, n):
     if _shape(upd) != Q[:-1] + R:
         raise c.fail(f"updates {_shape(upd)} must have shape {Q[:-1] + R}")
     strides = [int(np.prod(D[t + 1:k])) for t in range(k)]
-    it = transform.reshape(idx, [nq, k])
+    it = reshape_to(idx, [nq, k])
     lin = None
     for t in range(k):
-        col = _wrap(transform.reshape(transform.strided_slice(it, [t], [t + 1], axes=[1]),
+        col = _wrap(reshape_to(transform.strided_slice(it, [t], [t + 1], axes=[1]),
                                       [nq]), D[t])
         term = tensor.multiply(col, _fill(strides[t], _dtype(idx)))
         lin = term if lin is None else tensor.add(lin, term)
     ones = [1] * len(R)
-    lin = transform.reshape(lin, [nq, 1] + ones)
+    lin = reshape_to(lin, [nq, 1] + ones)
     mask = tensor.equal(lin, const(np.arange(P, dtype=_dtype(idx)).reshape([1, P] + ones)))
-    u = transform.reshape(upd, [nq, 1] + R)
-    d2 = transform.reshape(data, [P] + R)
+    u = reshape_to(upd, [nq, 1] + R)
+    d2 = reshape_to(data, [P] + R)
     out = _combine(c, d2, mask, u, 0, a.get("reduction", "none"))
-    return transform.reshape(out, D)
+    return reshape_to(out, D)
 
 
 def _compress(c, i, a, n):
     x = i[0]
     cond = np.asarray(c.value(n[1], "condition")).astype(bool).reshape(-1)
     if "axis" not in a:
-        x = transform.reshape(x, [-1])
+        x = reshape_to(x, [-1])
         axis = 0
     else:
         axis = int(a["axis"]) % len(_shape(x))

@@ -27,6 +27,7 @@ from ..expr import RelayExpr, const
 from ..op import extra, nn, tensor, transform
 from ..op import reduce as _red
 from ..type_infer import infer_type
+from .common import reshape_to
 from .onnx_index import _scatter_elements
 
 __all__ = ["CONVERTERS"]
@@ -52,7 +53,7 @@ def _reverse_sequence(c, i, a, n):
     r = len(s)
     bax, tax = int(a.get("batch_axis", 1)) % r, int(a.get("time_axis", 0)) % r
     T = s[tax]
-    L = transform.reshape(transform.cast(lens, "int64"), _bshape(r, bax, s[bax]))
+    L = reshape_to(transform.cast(lens, "int64"), _bshape(r, bax, s[bax]))
     t = const(np.arange(T, dtype=np.int64).reshape(_bshape(r, tax, T)))
     one = const(np.int64(1))
     src = tensor.where(tensor.less(t, L), tensor.subtract(tensor.subtract(L, one), t), t)
@@ -84,9 +85,9 @@ def _col2im(c, i, a, n):
             pix = [lpos[d] * strides[d] - pads[d] + koff[d] * dil[d] for d in range(nd)]
             if all(0 <= p < image[d] for d, p in enumerate(pix)):
                 m[k * L + li, int(np.ravel_multi_index(pix, image))] += 1
-    flat = transform.reshape(x, [N * C, K * L])
+    flat = reshape_to(x, [N * C, K * L])
     y = nn.dense(flat, const(np.ascontiguousarray(m.T).astype(_dtype(x))))
-    return transform.reshape(y, [N, C] + image)
+    return reshape_to(y, [N, C] + image)
 
 
 def _max_unpool(c, i, a, n):
@@ -102,7 +103,7 @@ def _max_unpool(c, i, a, n):
         else default
     P = int(np.prod(out))
     q = int(np.prod(s))
-    flat_i = transform.reshape(transform.cast(idx, "int64"), [q, 1])
+    flat_i = reshape_to(transform.cast(idx, "int64"), [q, 1])
     if out != default:  # indices address the default shape: same coordinates in the output
         rest, new = flat_i, None
         for d in range(len(out) - 1, -1, -1):
@@ -112,9 +113,9 @@ def _max_unpool(c, i, a, n):
             new = term if new is None else tensor.add(new, term)
         flat_i = new
     mask = tensor.equal(flat_i, const(np.arange(P, dtype=np.int64).reshape(1, P)))
-    vals = transform.reshape(x, [q, 1])
+    vals = reshape_to(x, [q, 1])
     y = _red.sum(tensor.where(mask, vals, const(np.zeros((), _dtype(x)))), axis=[0])
-    return transform.reshape(y, out)
+    return reshape_to(y, out)
 
 
 def _det(c, i, a, n):
@@ -129,7 +130,7 @@ def _det(c, i, a, n):
 
     def entry(row: int, col: int) -> RelayExpr:
         e = transform.strided_slice(x, [row, col], [row + 1, col + 1], axes=[r - 2, r - 1])
-        return transform.reshape(e, s[:-2])
+        return reshape_to(e, s[:-2])
 
     total = None
     for perm in itertools.permutations(range(m)):
@@ -154,7 +155,7 @@ def _tensor_scatter(c, i, a, n):
     S, U = cs[axis], us[axis]
     pos = const(np.arange(U, dtype=np.int64).reshape(_bshape(r, axis, U)))
     if write is not None:
-        w = transform.reshape(transform.cast(write, "int64"), _bshape(r, 0, cs[0]))
+        w = reshape_to(transform.cast(write, "int64"), _bshape(r, 0, cs[0]))
         pos = tensor.add(pos, w)
     if a.get("mode", "linear") == "circular":
         pos = tensor.floor_mod(pos, const(np.int64(S)))
@@ -244,19 +245,19 @@ def maxpool_with_indices(c, x: RelayExpr, a: dict) -> list[RelayExpr]:
     row = np.where(valid, yy * W + xx, 0).astype(np.int64)
     col = np.where(valid, xx * H + yy, 0).astype(np.int64)
     K = row.shape[1]
-    flat = transform.reshape(x, [N, C, H * W])
-    win = transform.reshape(transform.take(flat, const(row.reshape(-1)), axis=2),
+    flat = reshape_to(x, [N, C, H * W])
+    win = reshape_to(transform.take(flat, const(row.reshape(-1)), axis=2),
                             [N, C, OH * OW, K])
     dt = _dtype(x)
     low = np.finfo(dt).min if np.dtype(dt).kind == "f" else np.iinfo(dt).min
     win = tensor.where(const(valid), win, const(np.asarray(-np.inf if np.dtype(dt).kind == "f"
                                                            else low, dtype=dt)))
-    vals = transform.reshape(_red.max(win, axis=[3]), [N, C, OH, OW])
+    vals = reshape_to(_red.max(win, axis=[3]), [N, C, OH, OW])
     arg = transform.expand_dims(transform.cast(_red.argmax(win, axis=[3]), "int64"), 3)
     table = col if a.get("storage_order", 0) else row
     pos = extra.gather(transform.broadcast_to(const(table), [N, C, OH * OW, K]), 3, arg)
     base = const((np.arange(N * C, dtype=np.int64) * H * W).reshape(N, C, 1, 1))
-    idx = transform.reshape(tensor.add(pos, base), [N, C, OH, OW])
+    idx = reshape_to(tensor.add(pos, base), [N, C, OH, OW])
     return [vals, idx]
 
 
@@ -312,7 +313,7 @@ def _roi_align(c, i, a, n):
     wx = [tensor.subtract(one, lx), lx]
     data = transform.transpose(X, [0, 2, 3, 1])                       # (N, H, W, C)
     shape3 = [R, PH * ratio, PW * ratio]
-    b = transform.broadcast_to(transform.reshape(transform.cast(bidx, "int64"), [R, 1, 1]),
+    b = transform.broadcast_to(reshape_to(transform.cast(bidx, "int64"), [R, 1, 1]),
                                shape3)
     terms = []
     for yi, yv in enumerate((ylo, yhi)):
@@ -326,11 +327,11 @@ def _roi_align(c, i, a, n):
     grid = [R, PH, ratio, PW, ratio, C]
     if mode == "avg":
         tot = tensor.add(tensor.add(terms[0], terms[1]), tensor.add(terms[2], terms[3]))
-        out = tensor.divide(_red.sum(transform.reshape(tot, grid), axis=[2, 4]),
+        out = tensor.divide(_red.sum(reshape_to(tot, grid), axis=[2, 4]),
                             f(float(ratio * ratio)))
     elif mode == "max":
         m = tensor.maximum(tensor.maximum(terms[0], terms[1]), tensor.maximum(terms[2], terms[3]))
-        out = _red.max(transform.reshape(m, grid), axis=[2, 4])
+        out = _red.max(reshape_to(m, grid), axis=[2, 4])
     else:
         raise c.fail(f"mode={mode!r} is not supported (avg, max)")
     return transform.transpose(out, [0, 3, 1, 2])
@@ -379,8 +380,8 @@ def _deform_conv(c, i, a, n):
     if C != Cg * g or C % og:
         raise c.fail(f"channels {C}, weight {_shape(Wt)}, group {g}, offset_group {og} "
                      "do not fit")
-    o = transform.reshape(off, [N, og, K, 2, OH, OW])
-    m = transform.reshape(mask, [N, og, K, OH, OW]) if mask is not None else None
+    o = reshape_to(off, [N, og, K, 2, OH, OW])
+    m = reshape_to(mask, [N, og, K, OH, OW]) if mask is not None else None
     base_y = (np.arange(OH) * sh - pads[0])[None, :, None] + \
         (np.repeat(np.arange(KH), KW) * dh)[:, None, None]            # (K, OH, 1)
     base_x = (np.arange(OW) * sw - pads[1])[None, None, :] + \
@@ -390,7 +391,7 @@ def _deform_conv(c, i, a, n):
     cpg = C // og
     cols = []
     for gi in range(og):
-        dy, dx = (transform.reshape(transform.strided_slice(o, [gi, j], [gi + 1, j + 1],
+        dy, dx = (reshape_to(transform.strided_slice(o, [gi, j], [gi + 1, j + 1],
                                                             axes=[1, 3]), [N, K, OH, OW])
                   for j in (0, 1))
         y = tensor.add(dy, const(base_y.astype(dt)))
@@ -398,7 +399,7 @@ def _deform_conv(c, i, a, n):
         dg = transform.strided_slice(data, [gi * cpg], [(gi + 1) * cpg], axes=[3])
         v = _bilinear_zero(dg, b, y, x, H, W, dt)                      # (N, K, OH, OW, cpg)
         if m is not None:
-            mg = transform.reshape(transform.strided_slice(m, [gi], [gi + 1], axes=[1]),
+            mg = reshape_to(transform.strided_slice(m, [gi], [gi + 1], axes=[1]),
                                    [N, K, OH, OW, 1])
             v = tensor.multiply(v, mg)
         cols.append(v)
@@ -409,9 +410,9 @@ def _deform_conv(c, i, a, n):
     for gi in range(g):
         cg = transform.strided_slice(col, [gi * Cg], [(gi + 1) * Cg], axes=[3])
         wg = transform.strided_slice(Wt, [gi * ocg], [(gi + 1) * ocg], axes=[0])
-        y = nn.dense(transform.reshape(cg, [N * OH * OW, Cg * K]),
-                     transform.reshape(wg, [ocg, Cg * K]))
-        outs.append(transform.reshape(y, [N, OH, OW, ocg]))
+        y = nn.dense(reshape_to(cg, [N * OH * OW, Cg * K]),
+                     reshape_to(wg, [ocg, Cg * K]))
+        outs.append(reshape_to(y, [N, OH, OW, ocg]))
     out = outs[0] if g == 1 else transform.concatenate(outs, 3)
     out = transform.transpose(out, [0, 3, 1, 2])
     if B is not None:

@@ -15,6 +15,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import extra, tensor, transform
 from ..type_infer import infer_type
+from .common import reshape_to
 
 __all__ = ["CONVERTERS", "round_half_even"]
 
@@ -49,7 +50,7 @@ def _param(c: Any, p: RelayExpr, x_shape: list[int], a: dict) -> RelayExpr:
     ps = _shape(p)
     r = len(x_shape)
     if len(ps) == 0 or int(np.prod(ps)) == 1 and len(ps) <= 1:
-        return transform.reshape(p, []) if ps else p
+        return reshape_to(p, []) if ps else p
     axis = int(a.get("axis", 1)) % r
     block = int(a.get("block_size", 0))
     if block:
@@ -62,7 +63,7 @@ def _param(c: Any, p: RelayExpr, x_shape: list[int], a: dict) -> RelayExpr:
         raise c.fail(f"per-axis parameter of shape {ps} does not match axis {axis} of {x_shape}")
     shape = [1] * r
     shape[axis] = ps[0]
-    return transform.reshape(p, shape)
+    return reshape_to(p, shape)
 
 
 def _saturate(c: Any, y: RelayExpr, out_dtype: str) -> RelayExpr:
@@ -119,9 +120,9 @@ def _shifted(x: RelayExpr, zp: RelayExpr | None, dtype: str, axis_shape: list[in
         return y
     z = transform.cast(zp, dtype)
     if axis_shape is not None and _shape(zp) and int(np.prod(_shape(zp))) > 1:
-        z = transform.reshape(z, axis_shape)
+        z = reshape_to(z, axis_shape)
     elif _shape(zp):
-        z = transform.reshape(z, [])
+        z = reshape_to(z, [])
     return tensor.subtract(y, z)
 
 
@@ -148,13 +149,13 @@ def _requantize(c, acc: RelayExpr, sa: RelayExpr, sb: RelayExpr, sy: RelayExpr,
     """round(acc * (sa * sb / sy)) + zy, saturated (the multiplier in the scales' type)."""
     mult = tensor.divide(tensor.multiply(sa, sb), sy)
     if _shape(mult) and int(np.prod(_shape(mult))) > 1 and channel_axis_shape is not None:
-        mult = transform.reshape(mult, channel_axis_shape)
+        mult = reshape_to(mult, channel_axis_shape)
     elif _shape(mult):
-        mult = transform.reshape(mult, [])
+        mult = reshape_to(mult, [])
     y = tensor.multiply(acc, transform.cast(mult, "float32"))
     if zy is not None:
         z = transform.cast(zy, "float32")
-        y = tensor.add(y, transform.reshape(z, []) if _shape(zy) else z)
+        y = tensor.add(y, reshape_to(z, []) if _shape(zy) else z)
     return _saturate(c, round_half_even(y), out_dtype)
 
 
@@ -188,7 +189,7 @@ def _qlinear_conv(c, i, a, n):
     acc = _conv_int(c, _shifted(x, zx, "float32"),
                     _shifted(w, zw, "float32", [-1] + [1] * (r - 1)), a, n[:2])
     if bias is not None:
-        acc = tensor.add(acc, transform.reshape(transform.cast(bias, "float32"),
+        acc = tensor.add(acc, reshape_to(transform.cast(bias, "float32"),
                                                 [-1] + [1] * (r - 2)))
     out = _dtype(zy) if zy is not None else _dtype(x)
     return _requantize(c, acc, sx, sw, sy, zy, out, [-1] + [1] * (r - 2))

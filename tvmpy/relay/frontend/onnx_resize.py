@@ -22,6 +22,7 @@ import numpy as np
 
 from ..expr import RelayExpr, const
 from ..op import nn, tensor, transform
+from .common import reshape_to
 
 __all__ = ["ResizeSpec", "output_size_and_scales", "axis_weights", "resize_separable"]
 
@@ -190,9 +191,9 @@ def resize_separable(x: RelayExpr, in_shape: Sequence[int], dtype: str, spec: Re
             inv = list(np.argsort(perm))
             moved = transform.transpose(x, perm) if ax != r - 1 else x
             lead = [cur[a] for a in perm[:-1]]
-            flat = transform.reshape(moved, [-1, cur[ax]])
+            flat = reshape_to(moved, [-1, cur[ax]])
             y = nn.dense(flat, const(w.astype(dtype)))
-            y = transform.reshape(y, lead + [out_shape[ax]])
+            y = reshape_to(y, lead + [out_shape[ax]])
             x = transform.transpose(y, [int(v) for v in inv]) if ax != r - 1 else y
         if outside.any():
             shape = [1] * r

@@ -19,7 +19,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import nn, tensor, transform
 from ..type_infer import infer_type
-from .common import softplus
+from .common import reshape_to, softplus
 
 __all__ = ["CONVERTERS"]
 
@@ -133,7 +133,7 @@ def _rnn(kind: str):
         for d in range(dirs):
             rev = direction == "reverse" or d == 1
             w, r = _take0(W, d), _take0(R, d)
-            xw = nn.dense(transform.reshape(X, [T * N, -1]), w)    # (T*N, G*H)
+            xw = nn.dense(reshape_to(X, [T * N, -1]), w)    # (T*N, G*H)
             if B is not None:
                 b = _take0(B, d)
                 wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
@@ -141,7 +141,7 @@ def _rnn(kind: str):
                 wb = rb = None
             if wb is not None:  # GRU adds the recurrent bias inside the step (reset gate)
                 xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
-            xw = transform.reshape(xw, [T, N, gates * H])
+            xw = reshape_to(xw, [T, N, gates * H])
             h = _take0(h0, d) if h0 is not None else zero
             cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else None
             p = _take0(P, d) if P is not None else None
@@ -149,7 +149,7 @@ def _rnn(kind: str):
             for t in (range(T - 1, -1, -1) if rev else range(T)):
                 xt = _take0(xw, t)
                 if lens is not None:
-                    mask = transform.reshape(tensor.less(const(np.int32(t)), lens), [N, 1])
+                    mask = reshape_to(tensor.less(const(np.int32(t)), lens), [N, 1])
                 h_new, c_new = _step(kind, a, c, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
                 if mask is not None:
                     h_new = tensor.where(mask, h_new, h)

@@ -20,6 +20,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import extra, nn, tensor, transform
 from ..type_infer import infer_type
+from .common import reshape_to
 from .onnx_quant import round_half_even
 
 __all__ = ["CONVERTERS"]
@@ -46,8 +47,8 @@ def _last(x: RelayExpr, k: int) -> RelayExpr:
 def _along_last(x: RelayExpr, m: np.ndarray, dt: str) -> RelayExpr:
     """x (..., n) @ m (n, k) -> (..., k)."""
     s = _shape(x)
-    y = nn.dense(transform.reshape(x, [-1, s[-1]]), const(np.ascontiguousarray(m.T).astype(dt)))
-    return transform.reshape(y, s[:-1] + [m.shape[1]])
+    y = nn.dense(reshape_to(x, [-1, s[-1]]), const(np.ascontiguousarray(m.T).astype(dt)))
+    return reshape_to(y, s[:-1] + [m.shape[1]])
 
 
 def _fit(m: np.ndarray, n_in: int) -> np.ndarray:

@@ -49,13 +49,16 @@ class TupleWrapper:
 
 # ------------------------------------------------------------------------------------------------
 def _reshape_rel(arg_types: list[Type], attrs: Any) -> Type:
-    """newshape as TVM: 0 copies the input dim, -1 is inferred (at most one)."""
+    """newshape as TVM: 0 copies the input dim (a literal 0 with ``allowzero``), -1 is inferred
+    (at most one)."""
     d = tensor_arg(arg_types[0], "the input")
     new = list(attrs.newshape)
     out: list[Any] = []
     infer_at = None
     for i, v in enumerate(new):
-        if isinstance(v, int) and v == 0:
+        if isinstance(v, int) and v == 0 and getattr(attrs, "allowzero", False):
+            out.append(0)
+        elif isinstance(v, int) and v == 0:
             if i >= len(d.shape):
                 fail(f"newshape {new}: 0 at position {i} but the input {shape_str(d.shape)} "
                      f"has rank {len(d.shape)}")
@@ -102,13 +105,18 @@ def _cancel(num: list[Any], den: list[Any]) -> tuple[Any, Any]:
     return size_of(num_rest), size_of(den_rest)
 
 
-register_op("reshape", _reshape_rel, OpPattern.INJECTIVE, 1, {"newshape": ()})
+register_op("reshape", _reshape_rel, OpPattern.INJECTIVE, 1, {"newshape": (), "allowzero": False})
 
 
-def reshape(data: RelayExpr, newshape: Any) -> RelayExpr:
+def reshape(data: RelayExpr, newshape: Any, allowzero: bool = False) -> RelayExpr:
+    """``data`` with shape ``newshape`` (TVM's special values: 0 copies the input's dim unless
+    ``allowzero``, where it is a literal 0; -1 is inferred)."""
     if isinstance(newshape, int):
         newshape = (newshape,)
-    return make_call("reshape", [data], {"newshape": tuple(newshape)})
+    attrs: dict[str, Any] = {"newshape": tuple(newshape)}
+    if allowzero:
+        attrs["allowzero"] = True
+    return make_call("reshape", [data], attrs)
 
 
 def _reshape_like_rel(arg_types: list[Type], attrs: Any) -> Type:

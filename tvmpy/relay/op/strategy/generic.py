@@ -272,7 +272,8 @@ for _n, _f in (("asinh", _asinh), ("acosh", _acosh), ("atanh", _atanh)):
 # ---- transforms ---------------------------------------------------------------------------
 @_reg("reshape")
 def _reshape(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [topi.reshape(inputs[0], _out_shape(out_type))]
+    # the inferred type's shape is literal: a 0 there is an empty axis, not "copy"
+    return [topi.reshape(inputs[0], _out_shape(out_type), allowzero=True)]
 
 
 COMPUTES["reshape_like"] = _reshape

@@ -214,10 +214,12 @@ def batch_norm(b: Builder, op: str) -> Plan | None:
     return Plan(op, ins, {"epsilon": float(b.choose((1e-5, 1e-3)))})
 
 
-def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]], single_ok: bool = True):
-    """Normalizing over nearly constant data amplifies rounding: require a spread (or exactly
-    one element, whose normalized value is exactly 0 when there is an epsilon; without one, as
-    in MeanVarianceNormalization, it is 0/0: NaN in onnxruntime, 0 in TVM-style frontends)."""
+def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]]):
+    """Normalizing over nearly constant data amplifies rounding by up to 1/sqrt(epsilon):
+    require a spread. A single element is refused too: its normalized value is 0 in exact
+    arithmetic, but implementations computing the variance as E[x^2] - E[x]^2 get rounding
+    noise times 1/sqrt(epsilon) (onnxruntime's InstanceNormalization: 5e-4), and without an
+    epsilon (MeanVarianceNormalization) 0/0."""
     def chk(i, o):
         v = np.asarray(i[0], np.float64)
         axes = axes_of(v)
@@ -225,7 +227,7 @@ def _not_flat(axes_of: Callable[[np.ndarray], tuple[int, ...]], single_ok: bool 
         if v.size == 0:
             return True
         if n <= 1:
-            return single_ok
+            return False
         return bool((v.std(axis=axes) > 1e-2 * _scale(v)).all())
     return chk
 
@@ -278,7 +280,7 @@ def mvn(b: Builder, op: str) -> Plan | None:
     if x is None:
         return None
     axes = [a % len(b.shape(x)) for a in _axes(b, len(b.shape(x)))]
-    return Plan(op, [x], {"axes": axes}, check=_not_flat(lambda v: tuple(axes), single_ok=False))
+    return Plan(op, [x], {"axes": axes}, check=_not_flat(lambda v: tuple(axes)))
 
 
 @spec("LRN")
