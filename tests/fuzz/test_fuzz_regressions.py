@@ -136,3 +136,24 @@ def test_matmul_of_empty_tensors(ashape, bshape):
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], [b])
     assert_model_ok(m, {"a": rng.standard_normal(ashape).astype("float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))
+
+
+def test_unloaded_c_module_leaves_openmp_threads_a_mapped_libgomp():
+    # found by the fuzzer (seed 10614, after libraries became unloadable): the C-backend
+    # module (OpenMP loops on libgomp's threads) was garbage collected and took libgomp with
+    # it; libgomp's parked threads then ran unmapped code (SIGSEGV) during the next
+    # compilation. In a subprocess, so that a crash is a failure, not the end of the run.
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('ignore')\n"
+            "from tvmpy.testing.fuzz.generator import generate\n"
+            "from tvmpy.testing.fuzz.oracles import check_model\n"
+            "c = generate(10614)\n"
+            "assert c.ops == ['ReverseSequence', 'MatMul', 'GatherND', 'Acos', 'Cast', "
+            "'Gather'], 'the generator changed: regenerate this case'\n"
+            "print(len(check_model(c.model, c.feeds, configs=('c-O3', 'llvm-O3-autotvm'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert proc.stdout.strip().splitlines()[-1] == "0"

@@ -143,11 +143,30 @@ def _unload_when_unused(lib: ctypes.CDLL) -> None:
     joined). Not at interpreter exit: other threads may still be running its code then."""
     from .parallel_pool import STOP_SYMBOL
 
+    _pin_threaded_dependencies()
     try:
         stop = ctypes.cast(lib[STOP_SYMBOL], ctypes.c_void_p).value
     except AttributeError:  # no parallel loop: no pool linked
         stop = None
     weakref.finalize(lib, _unload, lib._handle, stop).atexit = False
+
+
+# Shared libraries that keep threads of their own parked in their code (libgomp's OpenMP team,
+# used by the C backend): the library that pulled one in must not take it along when it is
+# unloaded, or those threads wake up in unmapped memory (found by the fuzzer: a segfault right
+# after a C-backend module was garbage collected).
+_THREADED_DEPENDENCIES = ("libgomp.so.1",)
+_pinned: dict[str, ctypes.CDLL] = {}
+
+
+def _pin_threaded_dependencies() -> None:
+    for name in _THREADED_DEPENDENCIES:
+        if name in _pinned:
+            continue
+        try:  # RTLD_NOLOAD: only if some library already loaded it; the handle is never closed
+            _pinned[name] = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        except OSError:
+            pass
 
 
 class Module:
