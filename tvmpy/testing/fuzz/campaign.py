@@ -57,8 +57,11 @@ def check_seed(seed: int, max_nodes: int, configs: Sequence[str],
         _save(case, save_dir, seed, np)
     if fault:
         _misbehave(fault)
-    findings = check_model(case.model, case.feeds, configs, seed=seed, reference=want)
+    not_judged: list[str] = []
+    findings = check_model(case.model, case.feeds, configs, seed=seed, reference=want,
+                           skipped=not_judged)
     out["findings"] = [f.to_json() for f in findings]
+    out["configs_skipped"] = [s[:200] for s in not_judged]
     if save_dir is not None and not findings:
         _unsave(save_dir, seed)
     out["seconds"] = time.perf_counter() - t0
@@ -175,6 +178,7 @@ class Summary:
     signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
     ops: Counter = field(default_factory=Counter)
     skip_reasons: Counter = field(default_factory=Counter)
+    config_skips: Counter = field(default_factory=Counter)  # "config: why" -> models
     interrupted: bool = False
 
     def add(self, res: dict[str, Any]) -> None:
@@ -185,6 +189,8 @@ class Summary:
             return
         self.checked += 1
         self.ops.update(set(res["ops"]))
+        for why in res.get("configs_skipped", ()):
+            self.config_skips[why.split(":")[0] + ": " + why.split(":", 1)[-1][:80].strip()] += 1
         kinds = set()
         for fj in res["findings"]:
             f = Finding(**fj)
@@ -203,7 +209,8 @@ class Summary:
                 "interrupted": self.interrupted,
                 "seconds": round(self.seconds, 1), "findings": dict(self.findings),
                 "op_types": len(self.ops), "ops": dict(sorted(self.ops.items())),
-                "signatures": self.signatures, "skip_reasons": dict(self.skip_reasons)}
+                "signatures": self.signatures, "skip_reasons": dict(self.skip_reasons),
+                "config_skips": dict(self.config_skips)}
 
     def report(self) -> str:
         bad = sum(self.findings.values())
@@ -216,6 +223,10 @@ class Summary:
                          f"  (seeds {', '.join(map(str, e['seeds']))})")
         for reason, n in self.skip_reasons.most_common(5):
             lines.append(f"  skipped {n}x: {reason}")
+        if self.config_skips:  # an oracle that could not judge a model (not tvmpy's fault)
+            total = sum(self.config_skips.values())
+            top = "; ".join(f"{n}x {w}" for w, n in self.config_skips.most_common(3))
+            lines.append(f"  oracle not applicable {total}x: {top}")
         return "\n".join(lines)
 
 
