@@ -157,3 +157,14 @@ def test_unloaded_c_module_leaves_openmp_threads_a_mapped_libgomp():
                           timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
     assert proc.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_float16_softplus_through_the_pytorch_frontend():
+    # found by the fuzzer (seed 100077, pytorch oracle): aten.softplus was log(exp(x) + 1),
+    # whose exp overflows float16 for 11 < x <= 20 (torch's threshold): inf instead of x
+    pytest.importorskip("torch")
+    x = np.array([[-30.0, -2.0, 0.5, 11.5, 15.0, 19.4, 25.0]], "float16")
+    m = _model([helper.make_node("Softplus", ["x"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 7])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 7])])
+    assert_model_ok(m, {"x": x}, configs=("pytorch", "llvm-O3"))

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..expr import RelayExpr, const
 from ..op import extra, nn, tensor
+from .common import softplus
 from .pytorch_common import (
     CONVERTERS,
     cast_to,
@@ -163,7 +164,7 @@ def _elu(c, node, a):
 
 def _softplus_expr(x: RelayExpr, dt: str, beta: float, threshold: float) -> RelayExpr:
     bx = x if beta == 1.0 else tensor.multiply(x, scalar(beta, dt))
-    soft = tensor.log(tensor.add(tensor.exp(bx), scalar(1, dt)))
+    soft = softplus(bx, dt)  # stable: exp(bx) overflows float16 from bx = 11 on
     if beta != 1.0:
         soft = tensor.divide(soft, scalar(beta, dt))
     return tensor.where(tensor.greater(bx, scalar(threshold, dt)), x, soft)
