@@ -168,3 +168,19 @@ def test_float16_softplus_through_the_pytorch_frontend():
                [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 7])],
                [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 7])])
     assert_model_ok(m, {"x": x}, configs=("pytorch", "llvm-O3"))
+
+
+@pytest.mark.parametrize("shape", [[2, 0, 3, 17], [0, 5], [3, 4, 0]])
+def test_empty_outputs_of_fused_and_split_loops(shape):
+    # found by the fuzzer (seed 100285): an empty tensor through Mul -> Softmax; the schedule
+    # fused and split its loops, and lowering divided by the empty extent. An empty stage now
+    # lowers to nothing.
+    rng = np.random.default_rng(7)
+    c = numpy_helper.from_array(rng.standard_normal(shape[-1:]).astype("float32"), "c")
+    nodes = [helper.make_node("Mul", ["x", "c"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["s"], axis=-1),
+             helper.make_node("Transpose", ["s"], ["y"], perm=list(range(len(shape)))[::-1])]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape[::-1])], [c])
+    assert_model_ok(m, {"x": rng.standard_normal(shape).astype("float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3", "tir-interp"))

@@ -300,7 +300,7 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 continue
             ro, ri = ranges[rel.outer], ranges[rel.inner]
             lo, hi = env[rel.fused]
-            if full[rel.fused]:
+            if full[rel.fused] or _is_zero(ri.extent):  # an empty inner axis: nothing runs
                 env[rel.outer], env[rel.inner] = _interval_of(ro), _interval_of(ri)
                 full[rel.outer] = full[rel.inner] = True
                 continue
@@ -314,6 +314,10 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 env[rel.inner] = _interval_of(ri)
                 full[rel.outer] = False
                 full[rel.inner] = True
+
+
+def _is_zero(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
 
 
 def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, Interval]:

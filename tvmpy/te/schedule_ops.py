@@ -285,6 +285,10 @@ class Lowering:
     def _stage_stmt(self, st: Stage) -> S.Stmt:
         op = st.op
         assert isinstance(op, ComputeOp)
+        if any(_is_zero(iv.dom.extent) for iv in op.axis):
+            # an empty output: nothing to compute (its loops' index arithmetic, split and
+            # fused by the schedule, would divide by the empty extent)
+            return S.Evaluate(E.const(0, "int32"))
         ranges = self.bounds.ranges
         leaves = list(st.leaf_iter_vars)
         values: dict[IterVar, PrimExpr] = {leaf: leaf.var for leaf in leaves}
@@ -486,3 +490,6 @@ def _aligned_strides(shape: list[PrimExpr], align: dict[int, tuple[int, int]]) -
         stride = simplify(stride * shape[d])
     return tuple(strides)
 
+
+def _is_zero(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0

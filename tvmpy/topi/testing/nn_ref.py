@@ -359,12 +359,16 @@ def dilate_python(x: np.ndarray, strides: Any, dilation_value: float = 0.0) -> n
 
 
 def softmax_python(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    if x.size == 0:
+        return x.copy()
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(x.dtype)
 
 
 def log_softmax_python(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    if x.size == 0:
+        return x.copy()
     x64 = x.astype(np.float64)
     m = x64 - x64.max(axis=axis, keepdims=True)
     return (m - np.log(np.exp(m).sum(axis=axis, keepdims=True))).astype(x.dtype)
