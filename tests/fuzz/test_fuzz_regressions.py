@@ -184,3 +184,21 @@ def test_empty_outputs_of_fused_and_split_loops(shape):
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape[::-1])], [c])
     assert_model_ok(m, {"x": rng.standard_normal(shape).astype("float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3", "c-O3", "tir-interp"))
+
+
+@pytest.mark.parametrize("op,fmod", [("Mod", 1), ("Mod", 0), ("Div", 0)])
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_integer_division_in_a_masked_vector_tail(op, fmod, dtype):
+    # found by the fuzzer (seed 100516): 12 int64 elements in 8-lane vectors; the tail's
+    # masked-off lanes loaded a divisor of 0 and the vector division trapped (SIGFPE)
+    rng = np.random.default_rng(8)
+    tp = TensorProto.INT64 if dtype == "int64" else TensorProto.INT32
+    attrs = {"fmod": fmod} if op == "Mod" else {}
+    d = rng.integers(1, 6, (3, 4)) * rng.choice([-1, 1], (3, 4))
+    m = _model([helper.make_node("Add", ["a", "a"], ["s"]),
+                helper.make_node(op, ["s", "d"], ["y"], **attrs)],
+               [helper.make_tensor_value_info("a", tp, [3, 4])],
+               [helper.make_tensor_value_info("y", tp, [3, 4])],
+               [numpy_helper.from_array(d.astype(dtype), "d")])
+    feeds = {"a": rng.integers(-50, 50, (3, 4)).astype(dtype)}
+    assert_model_ok(m, feeds, configs=("llvm-O0", "llvm-O3", "c-O3", "tir-interp"))

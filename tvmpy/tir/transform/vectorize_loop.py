@@ -60,6 +60,9 @@ _ELEMENTWISE = set(FLOAT_UNARY) | set(FLOAT_BINARY) | set(FLOAT_PREDICATE) | set
     | set(INT_BINARY) | {"likely", "fabs", "abs"}
 
 
+_INT_DIVISIONS = (E.Div, E.Mod, E.FloorDiv, E.FloorMod)
+
+
 class _CannotVectorize(Exception):
     pass
 
@@ -150,6 +153,12 @@ class _Vectorizer(Mutator):
             r = self._ramp_divmod(type(e), a, b)
             if r is not None:
                 return r
+        if self.pred is not None and isinstance(e, _INT_DIVISIONS) and _lanes(b) > 1 \
+                and dt.is_int(dt.element_of(b.dtype)):
+            # masked-off lanes load 0: their divisor must not trap (SIGFPE); their results
+            # are never stored
+            one = E.Broadcast(E.const(1, dt.element_of(b.dtype)), self.lanes)
+            b = E.Select(_bcast(self.pred, self.lanes), b, one)
         return type(e)(_bcast(a, self.lanes), _bcast(b, self.lanes))
 
     def _ramp_divmod(self, op: type, a: E.Ramp, b: E.IntImm) -> E.PrimExpr | None:
