@@ -202,3 +202,24 @@ def test_integer_division_in_a_masked_vector_tail(op, fmod, dtype):
                [numpy_helper.from_array(d.astype(dtype), "d")])
     feeds = {"a": rng.integers(-50, 50, (3, 4)).astype(dtype)}
     assert_model_ok(m, feeds, configs=("llvm-O0", "llvm-O3", "c-O3", "tir-interp"))
+
+
+def test_arg_reduction_and_reshape_of_empty_tensors():
+    # found by the fuzzer (seed 100826): ArgMin over a non-empty axis of an empty tensor broke
+    # the relay interpreter (reshape to -1 of 0 elements), and the PyTorch frontend's reshapes
+    # read a literal 0 as "copy the dim"
+    rng = np.random.default_rng(9)
+    nodes = [helper.make_node("ArgMin", ["x"], ["a"], axis=2, keepdims=0),
+             helper.make_node("Sigmoid", ["x"], ["s"])]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 0, 5, 6])],
+               [helper.make_tensor_value_info("a", TensorProto.INT64, [2, 0, 6]),
+                helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 0, 5, 6])])
+    configs = ("relay-interp", "llvm-O0", "llvm-O3", "tir-interp")
+    try:
+        import torch  # noqa: F401
+
+        configs += ("pytorch",)
+    except ImportError:
+        pass
+    assert_model_ok(m, {"x": rng.standard_normal((2, 0, 5, 6)).astype("float32")},
+                    configs=configs)

@@ -114,7 +114,7 @@ def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     of views stay one reshape)."""
     while isinstance(x, Call) and getattr(x.op, "name", None) == "reshape":
         x = x.args[0]
-    return transform.reshape(x, shape)
+    return transform.reshape(x, shape, allowzero=True)  # literal shapes: 0 is an empty axis
 
 
 def split_sizes(x: RelayExpr, sizes: list[int], ax: int) -> list[RelayExpr]:

@@ -170,7 +170,11 @@ def _arg(fn):
         axes = _axes(attrs, x.ndim)
         keep = [i for i in range(x.ndim) if i not in axes]
         moved = np.transpose(x, keep + list(axes))
-        flat = moved.reshape([x.shape[i] for i in keep] + [-1])
+        flat = moved.reshape([x.shape[i] for i in keep] + [int(np.prod([x.shape[a] for a in axes]))])
+        if flat.size == 0:  # an empty kept axis: an empty result (over an empty axis: an error)
+            if flat.shape[-1] == 0:
+                raise ValueError(f"arg-reduction over an empty axis of shape {x.shape}")
+            return np.zeros(tuple(int(d) for d in t.shape), _dtype(t))
         idx = fn(flat, axis=-1)
         if attrs.keepdims:
             idx = idx.reshape([1 if i in axes else x.shape[i] for i in range(x.ndim)])
