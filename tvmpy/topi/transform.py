@@ -17,7 +17,14 @@ from ..tir.expr import IntImm, PrimExpr, const, convert
 from ..tir.expr import cast as _cast
 from . import tag
 from .broadcast import broadcast_to, where
-from .utils import get_const_int, normalize_axes, normalize_axis, prod
+from .utils import (
+    compute_unless_empty,
+    get_const_int,
+    is_empty_shape,
+    normalize_axes,
+    normalize_axis,
+    prod,
+)
 
 __all__ = [
     "reshape", "transpose", "concatenate", "split", "strided_slice", "take", "squeeze",
@@ -118,12 +125,8 @@ def reshape(a: te.Tensor, newshape: Any, allowzero: bool = False) -> te.Tensor:
         raise ValueError(f"topi.reshape: cannot prove that {_fmt(a.shape)} and {_fmt(out)} have "
                          "the same number of elements")
 
-    def f(*i: Any) -> PrimExpr:
-        if out_total == 0:  # an empty tensor: nothing is read (its index math divides by 0)
-            return const(0, a.dtype)
-        return a(*_unravel(_ravel(i, out), a.shape))
-
-    return te.compute(out, f, name="reshape", tag=tag.INJECTIVE)
+    return compute_unless_empty(out, lambda *i: a(*_unravel(_ravel(i, out), a.shape)), a.dtype,
+                                "reshape", tag.INJECTIVE)
 
 
 def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -303,6 +306,9 @@ def take(a: te.Tensor, indices: Any, axis: int | None = None, mode: str = "clip"
         raise TypeError(f"topi.take: indices must be a te.Tensor or an int, got {indices!r}")
     k = len(ishape)
     shape = list(a.shape[:ax]) + ishape + list(a.shape[ax + 1:])
+    if is_empty_shape([n]) and not is_empty_shape(shape):
+        raise ValueError(f"topi.take: cannot take elements from the empty axis {ax} of "
+                         f"{_fmt(a.shape)}")
 
     def f(*i: Any) -> PrimExpr:
         raw = indices(*i[ax:ax + k]) if isinstance(indices, te.Tensor) else convert(indices)
@@ -313,7 +319,7 @@ def take(a: te.Tensor, indices: Any, axis: int | None = None, mode: str = "clip"
             j = tir_op.floormod(j, n)
         return a(*i[:ax], j, *i[ax + k:])
 
-    return te.compute(shape, f, name="take", tag=tag.INJECTIVE)
+    return compute_unless_empty(shape, f, a.dtype, "take", tag.INJECTIVE)
 
 
 def squeeze(a: te.Tensor, axis: Any = None) -> te.Tensor:
@@ -355,7 +361,7 @@ def flatten(data: te.Tensor, axis: int = 1) -> te.Tensor:
     ``batch_flatten``)."""
     _check(data, "flatten")
     ax = normalize_axis(axis, data.ndim, "flatten", allow_end=True)
-    return reshape(data, [prod(data.shape[:ax]), prod(data.shape[ax:])])
+    return reshape(data, [prod(data.shape[:ax]), prod(data.shape[ax:])], allowzero=True)
 
 
 def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
@@ -366,10 +372,11 @@ def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
         raise ValueError(f"topi.tile: reps must be >= 0, got {reps}")
     n = max(a.ndim, len(reps))
     reps = [1] * (n - len(reps)) + reps
-    src = a if a.ndim == n else reshape(a, [1] * (n - a.ndim) + list(a.shape))
+    src = a if a.ndim == n else expand_dims(a, 0, n - a.ndim)
     shape = [simplify(s * r) for s, r in zip(src.shape, reps)]
-    return te.compute(shape, lambda *i: src(*[tir_op.floormod(x, s) for x, s in zip(i, src.shape)]),
-                      name="tile", tag=tag.BROADCAST)
+    return compute_unless_empty(
+        shape, lambda *i: src(*[tir_op.floormod(x, s) for x, s in zip(i, src.shape)]), a.dtype,
+        "tile", tag.BROADCAST)
 
 
 def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:

@@ -1,13 +1,16 @@
-"""Small helpers shared by operator definitions: constant shapes, axis normalization."""
+"""Small helpers shared by operator definitions: constant shapes, axis normalization, computes
+of possibly empty outputs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..tir.expr import IntImm, PrimExpr, convert
+from .. import te
+from ..tir.expr import IntImm, PrimExpr, const, convert
 
-__all__ = ["get_const_int", "get_const_tuple", "normalize_axis", "normalize_axes", "prod"]
+__all__ = ["get_const_int", "get_const_tuple", "normalize_axis", "normalize_axes", "prod",
+           "is_empty_shape", "compute_unless_empty"]
 
 
 def get_const_int(x: Any, what: str = "value") -> int:
@@ -66,3 +69,17 @@ def prod(values: Sequence[Any]) -> Any:
         if isinstance(out, IntImm):
             return int(out.value)
     return out
+
+
+def is_empty_shape(shape: Sequence[Any]) -> bool:
+    """Whether ``shape`` has a constant zero extent (a tensor without elements)."""
+    return any(getattr(s, "value", s) == 0 for s in shape if isinstance(s, (int, IntImm)))
+
+
+def compute_unless_empty(shape: Sequence[Any], fcompute: Callable[..., Any], dtype: str,
+                         name: str, tag: str = "") -> Any:
+    """``te.compute(shape, fcompute)``, except that an output without elements reads nothing:
+    index math over an empty input (``i % 0``, ``i // 0``) is not even built."""
+    if is_empty_shape(shape):
+        return te.compute(shape, lambda *i: const(0, dtype), name=name, tag=tag)
+    return te.compute(shape, fcompute, name=name, tag=tag)

@@ -5,7 +5,9 @@ FuseOps, contract C1) into an un-lowered ``tir.PrimFunc`` named ``name``: one pl
 flattened input tensor, each operator call of the body computed on its arguments' tensors
 (``lower_call``), and ONE schedule for the whole group, chosen by the anchor operator (the call
 of the highest pattern kind, e.g. the conv2d of conv2d+add+relu). Groups without an anchor
-(only elementwise/broadcast/injective ops) get the target's injective schedule.
+(only elementwise/broadcast/injective ops) get the target's injective schedule. A call whose
+outputs have no elements computes nothing: its operator's compute is not built (its index math
+could divide by an empty axis), and a group with only empty outputs gets the injective schedule.
 
 ``TECompiler`` caches lowered functions by structural hash (and structural equality) of the
 primitive function, so the groups that repeat in a network (ResNet's identical blocks) are
@@ -15,7 +17,7 @@ lowered and compiled once and share one symbol.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,17 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
                                 "needs concrete shapes (give the input shapes)")
         shape.append(int(d))
     return tuple(shape)
+
+
+def _is_empty(shape: Sequence[Any]) -> bool:
+    """Whether ``shape`` (of a type or a tensor) has no elements: a constant zero dimension."""
+    dims = (getattr(d, "value", d) for d in shape)
+    return any(isinstance(d, (int, np.integer)) and d == 0 for d in dims)
+
+
+def _empty(t: TensorType) -> te.Tensor:
+    """A computed tensor of the empty type ``t``: its loops run no iteration, it reads nothing."""
+    return te.compute(t.shape, lambda *i: tir.const(0, t.dtype), name="empty", tag="injective")
 
 
 def _copy(t: te.Tensor, name: str) -> te.Tensor:
@@ -129,6 +142,12 @@ class _GroupLowering:
             if not has_compute(e.op):
                 raise LoweringError(f"{self.fname}: operator {e.op.name} has no compute/strategy "
                                     "for code generation")
+            types = flat_tensor_types(e.checked_type)
+            if all(_is_empty(t.shape) for t in types):
+                # nothing to compute, and the op's index math may divide by an empty axis
+                outs = [_empty(t) for t in types]
+                self.calls.append((int(OpPattern.INJECTIVE), e, None, outs))
+                return outs
             args = [t for a in e.args for t in self.memo[id(a)]]
             impl, outs = lower_call_impl(e, args, self.target)
             self._check_outputs(e, impl, outs)
@@ -180,7 +199,8 @@ class _GroupLowering:
             # the last call of the highest pattern wins (TVM's ``>=``)
             if anchor is None or pattern >= anchor[0]:
                 anchor = (pattern, call, impl)
-        if anchor is None or anchor[0] <= OpPattern.INJECTIVE:
+        empty = all(_is_empty(t.shape) for t in outs)  # (a schedule may choke on no work)
+        if anchor is None or anchor[0] <= OpPattern.INJECTIVE or empty:
             return injective_schedule(self.target)(outs)
         try:
             return anchor[2].schedule(anchor[1].attrs, list(outs), self.target)

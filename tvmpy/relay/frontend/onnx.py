@@ -801,34 +801,13 @@ def _pad(c, i, a, n):
     width = [[0, 0] for _ in range(r)]
     for j, ax in enumerate(axes):
         width[ax] = [pads[j], pads[j + k]]
-    if mode != "constant":
-        return _pad_by_index(c, x, width, mode)
+    if mode != "constant":  # ONNX's (and onnxruntime's) limits, named at the node
+        s = _shape(x)
+        for ax, (lo, hi) in enumerate(width):
+            if (lo or hi) and (s[ax] == 0 or (mode == "reflect" and max(lo, hi) >= s[ax])):
+                raise c.fail(f"{mode} pads {width[ax]} do not fit axis {ax} of size {s[ax]}"
+                             + (" (reflect pads must be smaller)" if s[ax] else ""))
     return nn.pad(x, width, pad_value=value, pad_mode=mode)
-
-
-def _pad_by_index(c: _Ctx, x: RelayExpr, width: list[list[int]], mode: str) -> RelayExpr:
-    """edge / reflect / wrap padding: one take per padded axis with constant source indices."""
-    s = _shape(x)
-    for ax, (lo, hi) in enumerate(width):
-        if not (lo or hi):
-            continue
-        d = s[ax]
-        pos = np.arange(-lo, d + hi)
-        if mode == "edge":
-            src = np.clip(pos, 0, d - 1)
-        elif mode == "wrap":
-            src = np.mod(pos, d)
-        else:  # reflect about the first and last elements (no repeat)
-            if d == 1:
-                src = np.zeros_like(pos)
-            else:
-                period = 2 * (d - 1)
-                m = np.mod(pos, period)
-                src = np.where(m < d, m, period - m)
-        if mode == "reflect" and (lo >= d or hi >= d):
-            raise c.fail(f"reflect pads {width[ax]} must be smaller than axis {ax} ({d})")
-        x = transform.take(x, const(src.astype(np.int64)), axis=ax)
-    return x
 
 
 def _resize_any(c: _Ctx, x: RelayExpr, spec: ResizeSpec, axes: list[int],

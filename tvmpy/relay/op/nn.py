@@ -512,6 +512,9 @@ def adaptive_avg_pool2d(data: RelayExpr, output_size: Any, layout: str = "NCHW")
 
 # ------------------------------------------------------------------------------------------------
 # padding and flattening
+PAD_MODES = ("constant", "edge", "reflect", "wrap")  # numpy.pad's names (topi.nn.PAD_MODES)
+
+
 def _pad_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     pw = attrs.pad_width
@@ -520,6 +523,18 @@ def _pad_rel(arg_types: list[Type], attrs: Any) -> Type:
              f"of {shape_str(d.shape)}")
     if any(b < 0 or a < 0 for b, a in pw):
         fail(f"pad: negative pad_width {[list(p) for p in pw]}")
+    mode = attrs.pad_mode
+    if mode not in PAD_MODES:
+        fail(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
+    for i, (s, (b, a)) in enumerate(zip(d.shape, pw)):
+        if mode == "constant" or not isinstance(s, int) or not (b or a):
+            continue
+        if s == 0:
+            fail(f"pad: cannot pad the empty axis {i} of {shape_str(d.shape)} in {mode} mode "
+                 f"(pads {b}, {a}); only constant padding extends an empty axis")
+        if mode == "reflect" and (b >= s or a >= s):
+            fail(f"pad: reflect pads ({b}, {a}) of axis {i} must be smaller than its size {s} "
+                 f"(data {shape_str(d.shape)})")
     return TensorType([as_dim(s + b + a) for s, (b, a) in zip(d.shape, pw)], d.dtype)
 
 
@@ -529,8 +544,11 @@ register_op("nn.pad", _pad_rel, OpPattern.INJECTIVE, 1, {"pad_width": (), "pad_v
 
 def pad(data: RelayExpr, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0,
         pad_mode: str = "constant") -> RelayExpr:
-    if pad_mode not in ("constant", "edge", "reflect"):
-        raise ValueError(f"pad: pad_mode must be constant, edge or reflect, got {pad_mode!r}")
+    """Pad each axis by its ``(before, after)`` pair of ``pad_width`` as numpy's ``pad`` in
+    ``pad_mode``: "constant" (``pad_value``), "edge", "reflect" (pads smaller than the axis) or
+    "wrap" (periodic; torch's circular padding)."""
+    if pad_mode not in PAD_MODES:
+        raise ValueError(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {pad_mode!r}")
     pw = tuple((int(b), int(a)) for b, a in pad_width)
     return make_call("nn.pad", [data], {"pad_width": pw, "pad_value": float(pad_value),
                                         "pad_mode": pad_mode})

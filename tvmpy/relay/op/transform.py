@@ -269,9 +269,18 @@ def _take_rel(arg_types: list[Type], attrs: Any) -> Type:
     if not idx.dtype.startswith(("int", "uint")):
         fail(f"take: indices must be integers, got {idx.dtype}")
     if attrs.axis is None:
-        return TensorType(idx.shape, d.dtype)
-    ax = normalize_axis(attrs.axis, len(d.shape))
-    return TensorType([*d.shape[:ax], *idx.shape, *d.shape[ax + 1 :]], d.dtype)
+        src, out = [size_of(d.shape)], list(idx.shape)
+    else:
+        ax = normalize_axis(attrs.axis, len(d.shape))
+        src, out = [d.shape[ax]], [*d.shape[:ax], *idx.shape, *d.shape[ax + 1 :]]
+    if _has_zero(src) and not _has_zero(out):
+        fail(f"take: cannot take {shape_str(idx.shape)} indices from an empty axis "
+             f"(data {shape_str(d.shape)}, axis {attrs.axis})")
+    return TensorType(out, d.dtype)
+
+
+def _has_zero(shape: Sequence[Any]) -> bool:
+    return any(isinstance(s, int) and s == 0 for s in shape)
 
 
 register_op("take", _take_rel, OpPattern.INJECTIVE, 2, {"axis": None, "mode": "clip"})

@@ -52,6 +52,8 @@ def conv_blocks(call: Call, target: Target | None = None) -> tuple[int, int] | N
         return None  # the batch may be symbolic
     if not d.dtype.startswith("float") or d.dtype != w.dtype:
         return None
+    if any(isinstance(s, int) and s == 0 for s in (*d.shape, *w.shape)):
+        return None  # an empty convolution: its lowering computes nothing, in any layout
     if a.groups != 1 and not is_depthwise(call):
         return None
     from ...topi.nn.conv2d import conv2d_infer_layout

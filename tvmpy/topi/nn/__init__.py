@@ -29,7 +29,7 @@ from .depthwise_conv2d import depthwise_conv2d_nchw, depthwise_conv2d_NCHWc  # n
 from .dilate import dilate  # noqa: F401
 from .local_response_norm import lrn  # noqa: F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401
-from .pad import pad  # noqa: F401
+from .pad import PAD_MODES, pad  # noqa: F401
 from .pooling import (  # noqa: F401
     adaptive_pool,
     global_pool,

@@ -1,4 +1,5 @@
-"""Constant padding (``topi.nn.pad``): the stage convolutions and pooling read."""
+"""Padding (``topi.nn.pad``): the stage convolutions and pooling read (constant padding), and
+numpy's ``edge`` / ``reflect`` / ``wrap`` modes (torch's replicate / reflect / circular pads)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,26 @@ from typing import Any
 
 from ...te import Tensor, compute
 from ...tir import all as tir_all
-from ...tir.expr import const
-from ...tir.op import if_then_else
+from ...tir.expr import PrimExpr, Select, const
+from ...tir.op import floormod, if_then_else
+from ...tir.op import max as tmax
+from ...tir.op import min as tmin
+from ..utils import compute_unless_empty
 
-__all__ = ["pad"]
+__all__ = ["pad", "PAD_MODES"]
+
+PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 
 def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None = None,
-        pad_value: Any = 0.0, name: str = "PadInput") -> Tensor:
-    """Pad ``data`` with ``pad_value``: ``pad_before[i]`` elements before axis ``i``,
-    ``pad_after[i]`` (default: ``pad_before``) after it. Tag ``"injective,pad"``."""
+        pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant") -> Tensor:
+    """Pad ``data``: ``pad_before[i]`` elements before axis ``i``, ``pad_after[i]`` (default:
+    ``pad_before``) after it, as numpy's ``pad`` in ``pad_mode``: "constant" (``pad_value``),
+    "edge" (the border element), "reflect" (mirrored about the border element, which is not
+    repeated; each pad must be smaller than its axis) or "wrap" (periodic). Tag
+    ``"injective,pad"``."""
+    if pad_mode not in PAD_MODES:
+        raise ValueError(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {pad_mode!r}")
     n = len(data.shape)
     pad_after = list(pad_after) if pad_after is not None else list(pad_before)
     pad_before = list(pad_before)
@@ -28,6 +39,11 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
     shape = [int(d.value) if hasattr(d, "value") else d for d in data.shape]
     out_shape = tuple(shape[i] + pad_before[i] + pad_after[i] for i in range(n))
+    if pad_mode != "constant":
+        _check_mode_pads(pad_mode, shape, pad_before, pad_after)
+        return compute_unless_empty(out_shape, lambda *idx: data[tuple(
+            _source(pad_mode, x, shape[i], pad_before[i], pad_after[i]) for i, x in enumerate(idx))],
+            data.dtype, name, "injective,pad")
     value = pad_value if hasattr(pad_value, "dtype") else const(pad_value, data.dtype)
 
     def fcompute(*idx: Any) -> Any:
@@ -47,3 +63,40 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
         return if_then_else(tir_all(*conds), data[tuple(src)], value)
 
     return compute(out_shape, fcompute, name=name, tag="injective,pad")
+
+
+def _check_mode_pads(mode: str, shape: list[Any], before: list[Any], after: list[Any]) -> None:
+    """The pads ``mode`` can fill (numpy's / ONNX's rules): constant ints, no padding of an
+    empty axis, and reflect pads smaller than the axis (the border element is not repeated)."""
+    for i, (d, b, a) in enumerate(zip(shape, before, after)):
+        if not (isinstance(b, int) and isinstance(a, int)):
+            raise ValueError(f"pad: {mode} padding needs constant pads, got {b} / {a} on axis {i}")
+        if not isinstance(d, int) or not (b or a):
+            continue
+        if d == 0:
+            raise ValueError(f"pad: cannot pad the empty axis {i} in {mode} mode (pads {b}, {a}); "
+                             "only constant padding extends an empty axis")
+        if mode == "reflect" and (b >= d or a >= d):
+            raise ValueError(f"pad: reflect pads ({b}, {a}) of axis {i} must be smaller than its "
+                             f"size {d}")
+
+
+def _source(mode: str, x: PrimExpr, d: Any, b: int, a: int) -> PrimExpr:
+    """The index along one axis of size ``d`` (padded by ``b`` before, ``a`` after) that output
+    index ``x`` reads in ``mode``."""
+    if not (b or a):
+        return x
+    j = x - b if b else x
+    if mode == "edge":
+        j = tmax(j, const(0, j.dtype)) if b else j
+        return tmin(j, d - 1) if a else j
+    if mode == "reflect":  # -k -> k, d - 1 + k -> d - 1 - k (pads < d)
+        if b:
+            j = Select(j < 0, -j, j)
+        return Select(j >= d, 2 * (d - 1) - j, j) if a else j
+    # wrap: a single shift when the pads are at most one period, else a modulo
+    if isinstance(d, int) and b <= d and a <= d:
+        if b:
+            j = Select(j < 0, j + d, j)
+        return Select(j >= d, j - d, j) if a else j
+    return floormod(j, d)

@@ -186,7 +186,7 @@ def _cumsum(attrs: Any, inputs: list, out_type: Any) -> list:
     """Inclusive / exclusive prefix sum (a masked reduction: quadratic, kept for correctness)."""
     data = inputs[0]
     if attrs.axis is None:
-        data = topi.reshape(data, (int(_numel(data)),))
+        data = topi.reshape(data, (int(_numel(data)),), allowzero=True)
     ax = 0 if attrs.axis is None else attrs.axis % len(data.shape)
     dtype = out_type.dtype
     r = te.reduce_axis((0, data.shape[ax]), name="rk")
@@ -352,12 +352,9 @@ def _reverse(attrs: Any, inputs: list, out_type: Any) -> list:
 
 @_reg("nn.pad")
 def _pad(attrs: Any, inputs: list, out_type: Any) -> list:
-    if attrs.pad_mode != "constant":
-        raise NotImplementedError(f"nn.pad: pad_mode {attrs.pad_mode!r} has no compute "
-                                  "(only 'constant')")
     before = [int(p[0]) for p in attrs.pad_width]
     after = [int(p[1]) for p in attrs.pad_width]
-    return [topi.nn.pad(inputs[0], before, after, attrs.pad_value)]
+    return [topi.nn.pad(inputs[0], before, after, attrs.pad_value, pad_mode=attrs.pad_mode)]
 
 
 @_reg("layout_transform")
@@ -474,10 +471,10 @@ def _conv2d_winograd_weight_transform(attrs: Any, inputs: list, out_type: Any) -
 def dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     data, weight = inputs
     if len(data.shape) > 2:  # relay's dense takes [..., K]: a 2-D dense between reshapes
-        k = data.shape[-1]
-        flat = topi.reshape(data, (-1, k))
+        flat = topi.reshape(data, (topi.utils.prod(data.shape[:-1]), data.shape[-1]),
+                            allowzero=True)  # (sizes may be 0: empty, not "copy")
         out = topi.nn.dense(flat, weight, None, _out_dtype(attrs, out_type))
-        return [topi.reshape(out, _out_shape(out_type))]
+        return [topi.reshape(out, _out_shape(out_type), allowzero=True)]
     return [topi.nn.dense(data, weight, None, _out_dtype(attrs, out_type))]
 
 
