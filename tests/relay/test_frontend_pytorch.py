@@ -2,6 +2,8 @@
 through torch.export, run on relay's numpy interpreter (and, where relay.build exists, compiled
 at opt_level 3), compared with torch's own outputs."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -334,6 +336,231 @@ def test_inplace_and_training_ir_ops_are_functionalized():
 
 
 # ------------------------------------------------------------------------------------------------
+# sorting, scatters, advanced indexing (relay has no sort/scatter op: built from comparisons)
+def _ints(values):
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def _distinct_index(shape, dim, size):
+    """An int64 index of ``shape`` whose entries along ``dim`` are distinct values in
+    [0, size): torch leaves plain-scatter and index_put targets written twice undefined."""
+    shape = tuple(shape)
+    keys = RNG.random(shape[:dim] + (size,) + shape[dim + 1:]).argsort(axis=dim)
+    return torch.from_numpy(np.take(keys, range(shape[dim]), axis=dim).astype(np.int64))
+
+
+SORT = {  # distinct random floats: torch's order of equal elements is unspecified (not stable)
+    "topk": (lambda x: torch.topk(x, 3), [(3, 1, 7)]),
+    "topk_smallest_dim0": (lambda x: torch.topk(x, 2, 0, largest=False), [(5, 1, 3)]),
+    "topk_all_negative_dim": (lambda x: torch.topk(x, 5, -3), [(5, 2, 3)]),
+    "topk_k0": (lambda x: torch.topk(x, 0, 1), [(2, 3)]),
+    "topk_unsorted_values": (lambda x: torch.topk(x, 3, 1, sorted=False)[0].sort(1)[0], [(2, 7)]),
+    "sort": (torch.sort, [(3, 1, 7)]),
+    "sort_descending_dim": (lambda x: torch.sort(x, 1, descending=True), [(2, 5, 3)]),
+    "sort_size1_axis": (lambda x: torch.sort(x, 1), [(3, 1)]),
+    "sort_0d": (lambda x: torch.sort(x.sum()), [(3,)]),
+    "argsort": (lambda x: torch.argsort(x, -2, descending=True), [(4, 3)]),
+    "msort": (torch.msort, [(5, 2)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORT))
+def test_sort_topk(name):
+    f, shapes = SORT[name]
+    _check(f, [_rand(s) for s in shapes])
+
+
+def test_stable_sort_ties_nan_and_integers():
+    """stable=True keeps equal elements in index order, descending too; NaN sorts after every
+    number (before, descending), -0.0 equals 0.0; integer and bool inputs."""
+    def f(x, i, b):
+        return (torch.sort(x, stable=True), torch.sort(x, dim=0, descending=True, stable=True),
+                torch.argsort(x, dim=1, stable=True), torch.sort(i, dim=-1, stable=True),
+                torch.sort(i, dim=0, descending=True, stable=True),
+                torch.sort(b, dim=1, stable=True),
+                torch.topk(x[:, :4], 2, 1))  # NaN is the largest, no other ties there
+    x = torch.tensor([[1.5, float("nan"), -0.0, 0.0, 1.5, float("nan"), -2.0, float("inf")],
+                      [0.0, 1.5, 1.5, -0.0, float("-inf"), 2.0, 0.0, 1.5],
+                      [-1.0, 3.0, float("nan"), 2.0, -1.0, -1.0, 0.5, -1.0]])
+    _check(f, [x, _rand((5, 13), "int64", high=3), _rand((3, 7), "bool")], build=True)
+
+
+SCATTER = {  # name: (fn(x, src, index), self shape, src shape, index)
+    "src": (lambda x, u, i: torch.scatter(x, 1, i, u), (3, 7), (4, 5), _distinct_index((2, 4), 1, 7)),
+    "src_dim_neg3": (lambda x, u, i: torch.scatter(x, -3, i, u), (5, 2, 3), (3, 2, 3),
+                     _distinct_index((3, 2, 2), 0, 5)),
+    "src_size1": (lambda x, u, i: torch.scatter(x, 0, i, u), (1, 4), (1, 4), _ints([[0, 0, 0, 0]])),
+    "value": (lambda x, u, i: torch.scatter(x, 0, i, -2.5), (5, 3), (1,), _distinct_index((3, 3), 0, 5)),
+    "reduce_add": (lambda x, u, i: torch.scatter(x, 1, i, u, reduce="add"), (3, 5), (3, 7),
+                   _ints([[1, 1, 1, 0, 1, 4, 4], [0, 0, 2, 2, 2, 2, 3]])),
+    "value_multiply": (lambda x, u, i: torch.scatter(x, 1, i, 1.5, reduce="multiply"), (3, 5),
+                       (1,), _ints([[1, 1, 4], [0, 0, 0], [2, 3, 2]])),
+    "scatter_add": (lambda x, u, i: torch.scatter_add(x, 0, i, u), (4, 3), (6, 3),
+                    _ints([[3, 0, 3], [3, 1, 0], [0, 1, 1], [3, 3, 3], [2, 0, 0]])),
+    "constant_index": (lambda x, u, i: torch.scatter(x, 1, _ints([[2, 0], [1, 3]]), u), (2, 5),
+                       (2, 2), _ints([0])),
+}
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("name", sorted(SCATTER))
+def test_scatter(name):
+    f, xs, us, i = SCATTER[name]
+    _check(f, [_rand(xs), _rand(us), i])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin", "mean"])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_scatter_reduce(reduce, dtype):
+    """Duplicate indices count; include_self False leaves unhit positions alone; integer mean
+    floor-divides (negative values included)."""
+    i = _ints([[2, 2, 0, 2], [0, 4, 0, 4], [1, 1, 1, 1]])  # row 3 of self is never hit
+
+    def f(x, u, i):
+        return (torch.scatter_reduce(x, 0, i, u, reduce),
+                torch.scatter_reduce(x, 0, i, u, reduce, include_self=False),
+                torch.scatter_reduce(x.t(), -1, i.t(), u.t(), reduce, include_self=False))
+    if dtype == "int64":
+        x, u = _rand((5, 4), dtype, high=9) - 4, _rand((3, 4), dtype, high=9) - 4
+    else:
+        x, u = _rand((5, 4)), _rand((3, 4))
+    _check(f, [x, u, i])
+
+
+def test_scatter_bool_and_nan():
+    """bool scatters (sum is "or"); amax/amin propagate NaN as torch does."""
+    i = _ints([[0, 1, 0], [0, 2, 2]])
+
+    def f(b, c, x, u):
+        return (torch.scatter(b, 1, i, c), torch.scatter_reduce(b, 1, i, c, "sum"),
+                torch.scatter_reduce(x, 1, i, u, "amax"),
+                torch.scatter_reduce(x, 1, i, u, "amin", include_self=False))
+    x = torch.tensor([[1.0, float("nan"), 2.0], [0.5, -1.0, 3.0]])
+    u = torch.tensor([[float("nan"), 4.0, 0.0], [1.0, -2.0, 5.0]])
+    _check(f, [_rand((2, 3), "bool"), _rand((2, 3), "bool"), x, u], build=True)
+
+
+def _setitem(key):
+    def f(x, v, *idx):
+        y = x.clone()
+        y[key(*idx)] = v
+        return y
+    return f
+
+
+INDEX = {  # name: (fn(x, *index tensors), x shape, index tensors)
+    "adjacent": (lambda x, i, j: x[:, i, j], (3, 4, 5), [_ints([[0], [3], [-1]]), _ints([4, -5])]),
+    "split_axes": (lambda x, i, j: x[i, :, j], (3, 2, 5), [_ints([[0], [2]]), _ints([1, -1, 3])]),
+    "three": (lambda x, i, j, k: x[i, j, k], (2, 3, 7), [_ints([1, 0, 1]), _ints([2]),
+                                                          _ints([[6], [0]])]),
+    "ellipsis_last": (lambda x, i: x[..., i], (2, 1, 3), [_ints([[2, 0], [1, 1]])]),
+    "0d_index": (lambda x, i, j: torch.ops.aten.index.Tensor(x, [i, j]), (4, 5),
+                 [_ints(3), _ints([0, 4, -1])]),
+    "int32_indices": (lambda x, i, j: x[j, i], (5, 4), [torch.tensor([1, 2], dtype=torch.int32),
+                                                        torch.tensor([[4], [0]], dtype=torch.int32)]),
+    "constant_indices": (lambda x: x[_ints([[0], [2]]), :, _ints([1, -1])], (3, 2, 5), []),
+    "int_tensor": (lambda x, i: x[i, i], (3, 3), [_ints([[2, 0], [1, 1]])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_advanced_index(name):
+    f, xs, idx = INDEX[name]
+    _check(f, [_rand(xs)] + idx)
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "bicubic_align_corners"])
+def test_bicubic_interpolation(mode):
+    """upsample_bicubic2d decomposes into index.Tensor with two broadcast index tensors."""
+    ac = mode.endswith("corners")
+    _check(lambda x: F.interpolate(x, size=(5, 7), mode="bicubic", align_corners=ac),
+           [_rand((1, 2, 3, 4))], build=True)
+    _check(lambda x: F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=ac),
+           [_rand((2, 1, 3, 1))])
+
+
+PUT = {  # name: (fn(x, v, *index tensors), x shape, v shape, index tensors)
+    "setitem_split_axes": (_setitem(lambda i, j: (i, slice(None), j)), (3, 2, 5), (2, 1, 2),
+                           [_ints([[0], [2]]), _ints([1, -1])]),
+    "setitem_adjacent_broadcast": (_setitem(lambda i, j: (slice(None), i, j)), (2, 4, 3), (1,),
+                                   [_ints([3, 0, -1]), _ints([2, 2, 0])]),
+    "setitem_constant_mask_per_element": (
+        lambda x, v: _setitem(lambda: torch.tensor([[True, False, True]] * 2))(x, v), (2, 3, 2),
+        (4, 2), []),
+    "accumulate_duplicates": (lambda x, v, i, j: torch.index_put(x, (i, j), v, accumulate=True),
+                              (3, 2, 5), (2, 3, 5), [_ints([[0], [0]]), _ints([1, 1, 0])]),
+    "accumulate_int": (lambda x, v, i: torch.index_put(x.long(), (i,), v.long(), accumulate=True),
+                       (4, 3), (3,), [_ints([3, -1, 0, 3])]),
+    "runtime_mask_scalar": (lambda x, v: _setitem(lambda: x > 0)(x, 0.5), (3, 1, 4), (1,), []),
+    "runtime_mask_accumulate": (
+        lambda x, v: torch.index_put(x, (x[:, 0] > 0,), v, accumulate=True), (3, 4), (4,), []),
+    "runtime_mask_row_values": (lambda x, v: _setitem(lambda: x.sum(-1) > 0)(x, v), (3, 4, 5),
+                                (5,), []),
+    "index_copy": (lambda x, v, i: torch.index_copy(x, 1, i, v), (2, 5, 1), (2, 3, 1),
+                   [_distinct_index((3,), 0, 5)]),
+    "index_copy_0d": (lambda x, v, i: torch.index_copy(x, 0, i, v), (3, 2), (1, 2), [_ints(2)]),
+    "index_add_alpha": (lambda x, v, i: torch.index_add(x, -1, i, v, alpha=-1.5), (2, 3), (2, 5),
+                        [_ints([2, 0, 2, 2, 1])]),
+    "index_add_int": (lambda x, v, i: torch.index_add(x.int(), 0, i, v.int(), alpha=3), (4, 2),
+                      (3, 2), [_ints([1, 1, 3])]),
+    "index_fill": (lambda x, v, i: torch.index_fill(x, 1, i, -1.25), (3, 4), (1,),
+                   [_ints([3, -4, 3])]),
+    "index_fill_tensor": (lambda x, v, i: torch.index_fill(x, 0, i, v[0]), (3, 2), (1,),
+                          [_ints([2])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUT))
+def test_index_put(name):
+    f, xs, vs, idx = PUT[name]
+    _check(f, [_rand(xs), _rand(vs)] + idx)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce(reduce):
+    i = _ints([3, 0, 3, 3, 1])  # row 2 never hit, row 3 three times
+
+    def f(x, v, n, w):
+        with warnings.catch_warnings():  # "index_reduce() is in beta"
+            warnings.simplefilter("ignore")
+            return (torch.index_reduce(x, 0, i, v, reduce),
+                    torch.index_reduce(x, 0, i, v, reduce, include_self=False),
+                    torch.index_reduce(n, 1, i, w, reduce, include_self=False))
+    _check(f, [_rand((4, 3)), _rand((5, 3)), _rand((2, 4), "int64", high=9) - 4,
+               _rand((2, 5), "int64", high=9) - 4])
+
+
+def test_index_errors_name_the_node():
+    """What depends on data the converters cannot see is refused by name, never guessed."""
+    def masked(x, v):
+        y = x.clone()
+        y[x > 0] = v
+        return y
+    with pytest.raises(PyTorchConvertError, match=r"index_put.*own value"):
+        from_pytorch(Fn(masked).eval(), [("x", (3, 4)), ("v", (3,))])
+    with pytest.raises(PyTorchConvertError, match=r"scatter_reduce.*mean.*bool"):
+        from_pytorch(Fn(lambda x, i: torch.scatter_reduce(x > 0, 0, i, x < 0, "mean")).eval(),
+                     [("x", (3, 4)), ("i", ((3, 4), "int64"))])
+    with pytest.raises((ValueError, OpNotImplemented)):  # data-dependent output shape
+        from_pytorch(Fn(lambda x: x[x > 0]).eval(), [("x", (3, 4))])
+
+
+@pytest.mark.parametrize("pad", ["replication1d", "reflection1d", "replication3d",
+                                 "reflection2d_negative"])
+def test_reflection_replication_pads_are_nn_pad(pad):
+    """reflection/replication pads map to nn.pad with pad_mode reflect/edge (compiled where
+    relay.build has their compute)."""
+    m, shape, mode = {
+        "replication1d": (nn.ReplicationPad1d((1, 2)), (2, 3, 4), "edge"),
+        "reflection1d": (nn.ReflectionPad1d((3, 1)), (2, 3, 4), "reflect"),
+        "replication3d": (nn.ReplicationPad3d((1, 0, 2, 1, 0, 1)), (1, 2, 3, 1, 2), "edge"),
+        "reflection2d_negative": (lambda x: F.pad(x, (-1, 2, 1, 0), mode="reflect"), (1, 2, 3, 4),
+                                  "reflect")}[pad]
+    mod, _ = _check(m, [_rand(shape)])
+    assert f'pad_mode="{mode}"' in str(mod) and "nn.pad" in str(mod)
+
+
+# ------------------------------------------------------------------------------------------------
 # whole models
 class BasicBlock(nn.Module):
     def __init__(self, cin, cout, stride):
@@ -614,3 +841,22 @@ def test_conv_norm_tables_compiled():
     inputs = [_rand(shape) for _, shape in mods.values()]
     ms = nn.ModuleList([m for m, _ in mods.values()]).eval()
     _check(lambda *xs: tuple(m(x) for m, x in zip(ms, xs)), inputs, build=True)
+
+
+@pytest.mark.skipif(not _build_available(), reason="relay.build is not available")
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+def test_sort_scatter_index_tables_compiled():
+    """Every case of the sorting, scatter and indexing tables in one compiled model."""
+    cases = [(f, [_rand(s) for s in shapes]) for f, shapes in (SORT[k] for k in sorted(SORT))]
+    cases += [(f, [_rand(xs), _rand(us), i]) for f, xs, us, i in
+              (SCATTER[k] for k in sorted(SCATTER))]
+    cases += [(f, [_rand(xs)] + idx) for f, xs, idx in (INDEX[k] for k in sorted(INDEX))]
+    cases += [(f, [_rand(xs), _rand(vs)] + idx) for f, xs, vs, idx in (PUT[k] for k in sorted(PUT))]
+
+    def model(*xs):
+        outs, k = [], 0
+        for f, ins in cases:
+            outs.append(f(*xs[k:k + len(ins)]))
+            k += len(ins)
+        return tuple(outs)
+    _check(model, [t for _, ins in cases for t in ins], build=True)

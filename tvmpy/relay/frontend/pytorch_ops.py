@@ -1,7 +1,8 @@
 """The PyTorch frontend's converter table: importing this module registers every converter
-(elementwise, nn, tensor modules) in ``CONVERTERS``."""
+(elementwise, nn, tensor, index modules) in ``CONVERTERS``."""
 
-from . import pytorch_elemwise, pytorch_nn, pytorch_tensor  # noqa: F401  (register converters)
+# imported to register their converters
+from . import pytorch_elemwise, pytorch_index, pytorch_nn, pytorch_tensor  # noqa: F401
 from .pytorch_common import CONVERTERS, IDENTITY_OPS, PyTorchConvertError, np_dtype
 
 __all__ = ["CONVERTERS", "IDENTITY_OPS", "PyTorchConvertError", "np_dtype"]

@@ -1,5 +1,5 @@
 """PyTorch frontend converters: reductions and data movement (views, permutes, concat/split,
-slicing, indexing, gather, padding)."""
+slicing, index_select, gather, padding; advanced indexing is in ``pytorch_index``)."""
 
 from __future__ import annotations
 
@@ -275,19 +275,6 @@ def _index_select(c, node, a):
     if len(in_shape(node, "index")) == 0:
         idx = reshape_to(idx, (1,))
     return transform.take(a["self"], idx, axis=ax, mode="clip")
-
-
-@reg("aten.index.Tensor")
-def _index(c, node, a):
-    idx = a["indices"]
-    real = [k for k, v in enumerate(idx) if v is not None]
-    if len(real) != 1:
-        raise fail(node, "indexing with more than one index tensor is not supported")
-    k = real[0]
-    meta = node.args[1][k].meta["val"]
-    if np_dtype(meta.dtype) == "bool":
-        raise fail(node, "boolean mask indexing (data-dependent shape) is not supported")
-    return transform.take(a["self"], idx[k], axis=k, mode="wrap")
 
 
 @reg("aten.gather.default")
