@@ -138,7 +138,8 @@ def test_torch_replication_and_reflection_pads(opt):
 
     for module, shape in [(nn.ReplicationPad1d((1, 2)), (2, 3, 4)),
                           (nn.ReflectionPad2d((1, 2, 2, 0)), (1, 2, 3, 4)),
-                          (nn.ReplicationPad3d((1, 0, 0, 2, 1, 1)), (1, 1, 2, 3, 2))]:
+                          (nn.ReplicationPad3d((1, 0, 0, 2, 1, 1)), (1, 1, 2, 3, 2)),
+                          (nn.CircularPad2d((1, 2, 2, 1)), (2, 3, 4, 5))]:
         xv = RNG.standard_normal(shape).astype("float32")
         want = module.eval()(torch.from_numpy(xv)).numpy()
         mod, params = from_pytorch(module.eval(), [("x", shape)])

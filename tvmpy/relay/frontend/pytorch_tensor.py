@@ -323,9 +323,10 @@ def _constant_pad(c, node, a):
 
 @reg("aten.pad.default")
 def _pad_default(c, node, a):
-    mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}.get(a["mode"])
+    mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+            "circular": "wrap"}.get(a["mode"])
     if mode is None:
-        raise fail(node, f"mode={a['mode']!r} is not supported (constant, reflect, replicate)")
+        raise fail(node, f"mode={a['mode']!r} is not supported (constant, reflect, replicate, circular)")
     return _pad(c, node, a["self"], a["pad"], mode, a["value"] or 0.0)
 
 
