@@ -223,3 +223,29 @@ def test_arg_reduction_and_reshape_of_empty_tensors():
         pass
     assert_model_ok(m, {"x": rng.standard_normal((2, 0, 5, 6)).astype("float32")},
                     configs=configs)
+
+
+def test_hardmax_of_an_empty_tensor():
+    # found by the fuzzer (seed 200376): Hardmax was lowered through an arg-max over the
+    # (empty) axis, which has no value; the output is empty anyway
+    m = _model([helper.make_node("Hardmax", ["x"], ["y"], axis=-1)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8, 1, 0])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 1, 0])])
+    assert_model_ok(m, {"x": np.zeros((4, 8, 1, 0), "float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))
+
+
+def test_max_pool_window_on_padding_only_is_minus_infinity_everywhere():
+    # found by the fuzzer (seed 200458): with dilation 2 on a 1-row map the windows fall on
+    # the padding only. ONNX leaves that value undefined (onnxruntime differs); tvmpy's
+    # compiled code gives the padding's -inf and the relay interpreter crashed: now both -inf
+    x = relay.var("x", shape=(2, 3, 1, 8))
+    y = relay.nn.max_pool2d(x, pool_size=(2, 2), strides=(3, 3), dilation=(2, 1),
+                            padding=(1, 0, 1, 0))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    xv = np.random.default_rng(10).standard_normal((2, 3, 1, 8)).astype("float32")
+    want = np.asarray(relay.create_executor("debug", mod=mod).evaluate()(xv))
+    assert np.isneginf(want).all() and want.shape == (2, 3, 1, 3)
+    for level in (0, 3):
+        lib, _ = compare.build(mod, {}, level, "llvm")
+        np.testing.assert_array_equal(compare.tvm_runner(lib)({"x": xv})[0], want)

@@ -1103,6 +1103,8 @@ def _hardmax_axis(x: RelayExpr, ax: int) -> RelayExpr:
 def _hardmax(c, i, a, n):
     x = i[0]
     s = _shape(x)
+    if 0 in s:  # an empty input: an empty output (its arg-max over an empty axis is undefined)
+        return const(np.zeros(s, dtype=_dtype(x)))
     if c.opset >= 13:
         return _hardmax_axis(x, a.get("axis", -1) % len(s))
     ax = a.get("axis", 1) % len(s)  # before opset 13: over the input flattened to 2-D at axis

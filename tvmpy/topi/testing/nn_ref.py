@@ -221,8 +221,8 @@ def pool2d_python(a: np.ndarray, kernel: Any, stride: Any, dilation: Any, paddin
             yv = [v for v in ys if 0 <= v < h]
             xv = [v for v in xs if 0 <= v < w]
             win = a64[:, :, yv][:, :, :, xv]
-            if pool_type == "max":
-                out[:, :, y, x] = win.max(axis=(2, 3))
+            if pool_type == "max":  # a window on padding only: -inf (the padding's value)
+                out[:, :, y, x] = win.max(axis=(2, 3)) if win.size else -np.inf
             else:
                 if count_include_pad:
                     # the window clipped to the padded extent (as TVM / ONNX count it)

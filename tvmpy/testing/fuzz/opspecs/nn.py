@@ -134,6 +134,11 @@ def pool(b: Builder, op: str) -> Plan | None:
     pads = attrs.get("pads", [0] * 2 * nd)
     if any((k[i] - 1) * dil[i] + 1 > shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd)):
         return None
+    st = attrs.get("strides", [1] * nd)
+    if attrs.get("auto_pad") != "SAME_UPPER" and not all(
+            _every_window_sees_data(shape[2 + i], k[i], st[i], dil[i], pads[i], pads[i + nd],
+                                    bool(attrs.get("ceil_mode"))) for i in range(nd)):
+        return None  # a window of padding only has no defined value (-inf here, ORT: other)
     if op == "AveragePool" and attrs.get("ceil_mode"):
         # a last window that ceil_mode adds past the padded input is averaged over different
         # counts by onnxruntime and onnx's reference: only ceil_mode that changes nothing
@@ -142,6 +147,19 @@ def pool(b: Builder, op: str) -> Plan | None:
                for i in range(nd)):
             del attrs["ceil_mode"]
     return Plan(op, [x], attrs)
+
+
+def _every_window_sees_data(n: int, k: int, s: int, d: int, lo: int, hi: int,
+                            ceil_mode: bool) -> bool:
+    """Every output window of a pooling axis covers at least one element of the input (with
+    dilations a window can fall between the data, on padding only)."""
+    span = n + lo + hi - (k - 1) * d - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    for o in range(out):
+        taps = [o * s - lo + j * d for j in range(k)]
+        if not any(0 <= t < n for t in taps):
+            return False
+    return True
 
 
 @spec("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
