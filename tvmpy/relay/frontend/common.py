@@ -7,7 +7,8 @@ from typing import Any
 from ..expr import RelayExpr, const
 from ..op import tensor, transform
 
-__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to"]
+__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "move_axis_last",
+           "move_axis_back"]
 
 
 class OpNotImplemented(NotImplementedError):
@@ -30,3 +31,18 @@ def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     """Reshape to exactly ``shape`` (importers compute literal shapes: a 0 there is an empty
     axis, never relay's "copy the input's dim")."""
     return transform.reshape(x, shape, allowzero=True)
+
+
+def move_axis_last(x: RelayExpr, axis: int, rank: int) -> RelayExpr:
+    """``x`` with ``axis`` moved to the end (the others keep their order)."""
+    if axis == rank - 1:
+        return x
+    return transform.transpose(x, [k for k in range(rank) if k != axis] + [axis])
+
+
+def move_axis_back(x: RelayExpr, axis: int, rank: int) -> RelayExpr:
+    """The inverse of :func:`move_axis_last`."""
+    if axis == rank - 1:
+        return x
+    perm = [k for k in range(rank) if k != axis] + [axis]
+    return transform.transpose(x, sorted(range(rank), key=perm.__getitem__))

@@ -23,7 +23,7 @@ from ..expr import RelayExpr, const
 from ..op import nn, tensor, transform
 from ..op import reduce as _red
 from ..type_infer import infer_type
-from .common import reshape_to
+from .common import move_axis_back, move_axis_last, reshape_to
 
 __all__ = ["CONVERTERS"]
 
@@ -50,18 +50,6 @@ def _limits(dt: str) -> tuple[Any, Any]:
     return info.min, info.max
 
 
-def _move_last(x: RelayExpr, axis: int, r: int) -> RelayExpr:
-    if axis == r - 1:
-        return x
-    return transform.transpose(x, [k for k in range(r) if k != axis] + [axis])
-
-
-def _move_back(x: RelayExpr, axis: int, r: int) -> RelayExpr:
-    if axis == r - 1:
-        return x
-    perm = [k for k in range(r) if k != axis] + [axis]
-    return transform.transpose(x, [int(v) for v in np.argsort(perm)])
-
 
 def _cumprod(c, i, a, n):
     x = i[0]
@@ -76,9 +64,9 @@ def _cumprod(c, i, a, n):
         mask = j > k if exc else j >= k
     else:
         mask = j < k if exc else j <= k
-    xt = transform.expand_dims(_move_last(x, axis, r), r - 1)  # (..., 1, L)
+    xt = transform.expand_dims(move_axis_last(x, axis, r), r - 1)  # (..., 1, L)
     y = _red.prod(tensor.where(const(mask), xt, _fill(1, _dtype(x))), axis=[r])
-    return _move_back(y, axis, r)
+    return move_axis_back(y, axis, r)
 
 
 def _topk(c, i, a, n):
@@ -90,7 +78,7 @@ def _topk(c, i, a, n):
     L = s[axis]
     if not 0 <= k <= L:
         raise c.fail(f"k={k} is out of range for axis {axis} of size {L}")
-    xt = _move_last(x, axis, r)                      # (..., L)
+    xt = move_axis_last(x, axis, r)                      # (..., L)
     xi = transform.expand_dims(xt, r)                # (..., L, 1): element i
     xj = transform.expand_dims(xt, r - 1)            # (..., 1, L): element j
     bigger = tensor.greater if a.get("largest", 1) else tensor.less
@@ -102,7 +90,7 @@ def _topk(c, i, a, n):
     vals = _red.sum(tensor.where(sel, xj, _fill(0, _dtype(x))), axis=[r])
     idx = _red.sum(tensor.where(sel, const(np.arange(L, dtype=np.int64)), _fill(0, "int64")),
                    axis=[r])
-    return [_move_back(vals, axis, r), _move_back(idx, axis, r)]
+    return [move_axis_back(vals, axis, r), move_axis_back(idx, axis, r)]
 
 
 def _wrap(idx: RelayExpr, dim: int) -> RelayExpr:
@@ -144,13 +132,13 @@ def _scatter_elements(c, i, a, n):
                                               if k != axis):
         raise c.fail(f"indices {U} / updates {_shape(upd)} do not fit data {D} on axis {axis}")
     Da = D[axis]
-    it = transform.expand_dims(_move_last(_wrap(idx, Da), axis, r), r)   # (V..., Ua, 1)
+    it = transform.expand_dims(move_axis_last(_wrap(idx, Da), axis, r), r)   # (V..., Ua, 1)
     mask = tensor.equal(it, const(np.arange(Da, dtype=_dtype(idx))))      # (V..., Ua, Da)
-    ut = transform.expand_dims(_move_last(upd, axis, r), r)              # (V..., Ua, 1)
+    ut = transform.expand_dims(move_axis_last(upd, axis, r), r)              # (V..., Ua, 1)
     # data with the axis last, cut to the updates' extent on the other axes
     V = [u for k, u in enumerate(U) if k != axis]
     DV = [d for k, d in enumerate(D) if k != axis]
-    dt = _move_last(data, axis, r)                                       # (DV..., Da)
+    dt = move_axis_last(data, axis, r)                                       # (DV..., Da)
     if V != DV:
         part = transform.strided_slice(dt, [0] * (r - 1), V, axes=list(range(r - 1)))
     else:
@@ -160,7 +148,7 @@ def _scatter_elements(c, i, a, n):
         pads = [[0, d - v] for v, d in zip(V, DV)] + [[0, 0]]
         inside = const(np.pad(np.ones(V + [Da], bool), pads, constant_values=False))
         out = tensor.where(inside, nn.pad(out, pads), dt)
-    return _move_back(out, axis, r)
+    return move_axis_back(out, axis, r)
 
 
 def _scatter_nd(c, i, a, n):

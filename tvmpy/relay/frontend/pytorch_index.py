@@ -35,6 +35,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import extra, tensor, transform
 from ..op import reduce as _red
+from .common import move_axis_back, move_axis_last
 from .pytorch_common import (
     cast_to,
     fail,
@@ -70,18 +71,6 @@ def _meta_dtype(n: Any) -> str:
     return np_dtype(n.meta["val"].dtype)
 
 
-def _move_last(x: RelayExpr, axis: int, r: int) -> RelayExpr:
-    if axis == r - 1:
-        return x
-    return transform.transpose(x, [k for k in range(r) if k != axis] + [axis])
-
-
-def _move_back(x: RelayExpr, axis: int, r: int) -> RelayExpr:
-    if axis == r - 1:
-        return x
-    perm = [k for k in range(r) if k != axis] + [axis]
-    return transform.transpose(x, [int(v) for v in np.argsort(perm)])
-
 
 def _limits(dt: str) -> tuple[Any, Any]:
     d = np.dtype(dt)
@@ -107,7 +96,7 @@ def _sort_along(x: RelayExpr, shape: list[int], dt: str, axis: int, k: int,
     if k == 0 or math.prod(shape) == 0:
         return _empty(out, dt), _empty(out, "int64")
     key = transform.cast(x, "int32") if dt == "bool" else x
-    kt = _move_last(key, axis, r)                    # (..., n)
+    kt = move_axis_last(key, axis, r)                    # (..., n)
     ki = transform.expand_dims(kt, r)                # (..., n, 1): element i
     kj = transform.expand_dims(kt, r - 1)            # (..., 1, n): element j
     first = (tensor.greater if descending else tensor.less)(kj, ki)
@@ -126,8 +115,8 @@ def _sort_along(x: RelayExpr, shape: list[int], dt: str, axis: int, k: int,
                        const(np.arange(k, dtype=np.int64)[:, None]))
     idx = _red.sum(tensor.where(sel, const(np.arange(n, dtype=np.int64)), scalar(0, "int64")),
                    axis=[r])                                        # (..., k)
-    vals = extra.gather(_move_last(x, axis, r), r - 1, idx)
-    return _move_back(vals, axis, r), _move_back(idx, axis, r)
+    vals = extra.gather(move_axis_last(x, axis, r), r - 1, idx)
+    return move_axis_back(vals, axis, r), move_axis_back(idx, axis, r)
 
 
 def _sorted_node(node: Any, x: RelayExpr, dim: Any, k: int | None,
@@ -278,15 +267,15 @@ def _scatter(c, node, a):
     index = cast_to(index, in_dtype(node, "index"), "int64")
     lead = [u for k, u in enumerate(ishape) if k != axis]
     dlead = [d for k, d in enumerate(shape) if k != axis]
-    data_last = _move_last(data, axis, r)  # (dlead..., shape[axis])
+    data_last = move_axis_last(data, axis, r)  # (dlead..., shape[axis])
     part = data_last
     if lead != dlead:  # the corner of data the index reaches
         part = transform.strided_slice(data_last, [0] * (r - 1), lead, axes=list(range(r - 1)))
-    out = _scatter_core(node, part, _move_last(index, axis, r), _move_last(src, axis, r), lead,
+    out = _scatter_core(node, part, move_axis_last(index, axis, r), move_axis_last(src, axis, r), lead,
                         ishape[axis], shape[axis], [], mode, include_self, dt)
     if lead != dlead:  # put the updated corner back
         out = _paste_corner(out, data_last, lead + [shape[axis]], dlead + [shape[axis]])
-    out = _move_back(out, axis, r)
+    out = move_axis_back(out, axis, r)
     return reshape_to(out, []) if rank0 else out
 
 
