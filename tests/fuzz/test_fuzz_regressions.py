@@ -249,3 +249,13 @@ def test_max_pool_window_on_padding_only_is_minus_infinity_everywhere():
     for level in (0, 3):
         lib, _ = compare.build(mod, {}, level, "llvm")
         np.testing.assert_array_equal(compare.tvm_runner(lib)({"x": xv})[0], want)
+
+
+def test_lrn_of_an_empty_tensor():
+    # found by the fuzzer (seed 300000): LRN is lowered through a channel-window pool, whose
+    # type relation refused the empty spatial axis
+    m = _model([helper.make_node("LRN", ["x"], ["y"], size=3)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, 0, 22])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 1, 0, 22])])
+    assert_model_ok(m, {"x": np.zeros((5, 1, 0, 22), "float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))

@@ -1035,6 +1035,8 @@ def _lrn(c, i, a, n):
     s = _shape(x)
     size = a["size"]
     alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
+    if 0 in s:  # an empty input: an empty output (the channel window would pool nothing)
+        return const(np.zeros(s, dtype=_dtype(x)))
     sq = reshape_to(tensor.multiply(x, x), (s[0], 1, s[1], int(np.prod(s[2:]))))
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     win = nn.avg_pool2d(sq, (size, 1), padding=(lo, 0, hi, 0), count_include_pad=True)

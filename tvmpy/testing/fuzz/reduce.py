@@ -256,6 +256,14 @@ def _vi_src(vi: Any) -> str:
     return f"helper.make_tensor_value_info({vi.name!r}, {tt.elem_type}, {dims!r})"
 
 
+def _needs_numpy_helper(model: Any) -> bool:
+    """Initializers or tensor-valued attributes are written with numpy_helper.from_array."""
+    from onnx import AttributeProto
+
+    return bool(model.graph.initializer) or any(
+        a.type == AttributeProto.TENSOR for n in model.graph.node for a in n.attribute)
+
+
 def to_pytest(model: Any, feeds: Mapping[str, np.ndarray], test_name: str,
               configs: Sequence[str], note: str = "") -> str:
     """Python source of a pytest module that rebuilds ``model`` inline and checks it."""
@@ -265,7 +273,8 @@ def to_pytest(model: Any, feeds: Mapping[str, np.ndarray], test_name: str,
     lines = [f'"""Regression test written by the fuzzer\'s reducer{": " + note if note else "."}"""',
              "", "import numpy as np", "import pytest", "",
              'onnx = pytest.importorskip("onnx")', 'pytest.importorskip("onnxruntime")', "",
-             "from onnx import helper, numpy_helper  # noqa: E402", "",
+             ("from onnx import helper, numpy_helper  # noqa: E402" if _needs_numpy_helper(model)
+              else "from onnx import helper  # noqa: E402"), "",
              "from tvmpy.testing.fuzz.oracles import assert_model_ok  # noqa: E402", "", "",
              f"def {test_name}():"]
     lines.append("    nodes = [")
