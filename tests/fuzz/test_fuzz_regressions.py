@@ -259,3 +259,31 @@ def test_lrn_of_an_empty_tensor():
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 1, 0, 22])])
     assert_model_ok(m, {"x": np.zeros((5, 1, 0, 22), "float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3", "tir-interp"))
+
+
+@pytest.mark.parametrize("case", ["mm", "bmm", "conv", "softmax"])
+def test_float16_products_through_the_pytorch_frontend_accumulate_in_float32(case):
+    # found by the fuzzer (seed 400477, pytorch oracle): float16 matrix products accumulated
+    # in float16 (6% off on a small output); torch's CPU kernels accumulate in float32
+    torch = pytest.importorskip("torch")
+    from tvmpy.relay.frontend import from_pytorch
+
+    fns = {"mm": (lambda a, b: a @ b, [(5, 1000), (1000, 3)]),
+           "bmm": (lambda a, b: torch.bmm(a, b), [(2, 4, 1000), (2, 1000, 3)]),
+           "conv": (lambda a, b: torch.nn.functional.conv2d(a, b), [(1, 128, 4, 4), (3, 128, 3, 3)]),
+           "softmax": (lambda a, b: torch.softmax(a * 4, -1) * b, [(3, 1000), (1,)])}
+    fn, shapes = fns[case]
+
+    class M(torch.nn.Module):
+        def forward(self, a, b):
+            return fn(a, b)
+
+    rng = np.random.default_rng(11)
+    xs = [rng.uniform(0.0, 1.0, s).astype("float16") for s in shapes]
+    want = M()(*[torch.from_numpy(x) for x in xs]).numpy().astype("float64")
+    ep = torch.export.export(M(), tuple(torch.from_numpy(x) for x in xs))
+    mod, params = from_pytorch(ep, [(n, (list(x.shape), "float16")) for n, x in zip("ab", xs)])
+    lib, _ = compare.build(mod, params, 3, "llvm")
+    got = compare.tvm_runner(lib)({"a": xs[0], "b": xs[1]})[0].astype("float64")
+    # one float16 rounding of the float32 result: half an ulp (2^-11 relative)
+    np.testing.assert_allclose(got, want, rtol=2 ** -10, atol=2 ** -10 * np.abs(want).max())

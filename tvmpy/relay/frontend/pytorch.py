@@ -26,7 +26,7 @@ import numpy as np
 from .. import op as _op  # noqa: F401  (registers operators)
 from ..expr import Function, RelayExpr, Tuple, const, var
 from ..module import IRModule
-from .common import unsupported_error
+from .common import unsupported_error, widen_float16_accumulation
 from .pytorch_ops import CONVERTERS, IDENTITY_OPS, PyTorchConvertError, np_dtype
 
 __all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
@@ -473,6 +473,9 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     from ..transform import InferType
 
     mod = InferType()(mod)
+    widened = widen_float16_accumulation(mod["main"].body)
+    if widened is not mod["main"].body:
+        mod = InferType()(IRModule.from_expr(Function(inputs + param_vars, widened)))
     _check_outputs(mod, [n for n, _ in outs])
     return mod, params
 
