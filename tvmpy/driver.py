@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .arith.sum_form import cache_scope
 from .target import Target
 from .tir.function import PrimFunc
 
@@ -55,7 +56,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
     tgt = Target(target if target is not None else "llvm")
     funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-    funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
+    with cache_scope():  # the simplifier's memo tables do not outlive the compilation
+        funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
     if tgt.kind == "llvm":
         from .codegen.llvm import build as build_llvm
 
