@@ -287,3 +287,13 @@ def test_float16_products_through_the_pytorch_frontend_accumulate_in_float32(cas
     got = compare.tvm_runner(lib)({"a": xs[0], "b": xs[1]})[0].astype("float64")
     # one float16 rounding of the float32 result: half an ulp (2^-11 relative)
     np.testing.assert_allclose(got, want, rtol=2 ** -10, atol=2 ** -10 * np.abs(want).max())
+
+
+def test_erf_of_an_empty_tensor():
+    # found by the fuzzer (seed 500592): the numpy reference of erf (np.vectorize without
+    # otypes) refused empty input in the relay interpreter
+    m = _model([helper.make_node("Erf", ["x"], ["y"])],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 0, 2])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 0, 2])])
+    assert_model_ok(m, {"x": np.zeros((3, 0, 2), "float32")},
+                    configs=("relay-interp", "llvm-O0", "llvm-O3"))

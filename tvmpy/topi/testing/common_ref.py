@@ -65,12 +65,12 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf)(x.astype(np.float64)).astype(x.dtype)
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
     x64 = x.astype(np.float64)
-    return (0.5 * x64 * (1 + np.vectorize(math.erf)(x64 / math.sqrt(2)))).astype(x.dtype)
+    return (0.5 * x64 * (1 + np.vectorize(math.erf, otypes=[np.float64])(x64 / math.sqrt(2)))).astype(x.dtype)
 
 
 def hard_swish(x: np.ndarray) -> np.ndarray:
