@@ -297,3 +297,21 @@ def test_erf_of_an_empty_tensor():
                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 0, 2])])
     assert_model_ok(m, {"x": np.zeros((3, 0, 2), "float32")},
                     configs=("relay-interp", "llvm-O0", "llvm-O3"))
+
+
+def test_matmul_with_an_empty_contraction_axis_in_a_batch():
+    # found by the fuzzer (seed 502102): MatMul of a (5, 8, 2, 0) tensor flattened its batch
+    # with reshape (-1, 0), which cannot infer -1 from 0 elements; the product is all zeros
+    rng = np.random.default_rng(12)
+    b = numpy_helper.from_array(rng.standard_normal((0, 3)).astype("float32"), "b")
+    m = _model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+               [helper.make_tensor_value_info("a", TensorProto.FLOAT, [5, 8, 2, 0])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 8, 2, 3])], [b])
+    configs = ("relay-interp", "llvm-O0", "llvm-O3")
+    try:
+        import torch  # noqa: F401
+
+        configs += ("pytorch",)
+    except ImportError:
+        pass
+    assert_model_ok(m, {"a": np.zeros((5, 8, 2, 0), "float32")}, configs=configs)

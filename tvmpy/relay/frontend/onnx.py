@@ -506,7 +506,7 @@ def _matmul(c, i, a, n):
         B, sb = reshape_to(B, (sb[0], 1)), [sb[0], 1]
     M, K, N = sa[-2], sa[-1], sb[-1]
     if len(sb) == 2:
-        a2 = reshape_to(A, (-1, K)) if len(sa) > 2 else A
+        a2 = reshape_to(A, (int(np.prod(sa[:-1])), K)) if len(sa) > 2 else A
         out = nn.dense(a2, transform.transpose(B, (1, 0)))
         batch = sa[:-2]
     else:

@@ -115,7 +115,7 @@ def _dense(c, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
     """``x @ w.T`` for ``x`` of any rank >= 2 (flattened to 2-D around nn.dense)."""
     if len(xs) == 2:
         return nn.dense(x, w)
-    y = nn.dense(reshape_to(x, (-1, xs[-1])), w)
+    y = nn.dense(reshape_to(x, (int(np.prod(xs[:-1])), xs[-1])), w)
     return y
 
 
@@ -174,7 +174,7 @@ def _matmul_expr(c, node, A, sa, B, sb) -> RelayExpr:
     if len(sb) == 2:
         w = _transposed_source(c, node.args[1]) if len(in_shape(node, "other")) == 2 else None
         w = w if w is not None else transform.transpose(B, (1, 0))
-        out = nn.dense(reshape_to(A, (-1, K)) if len(sa) > 2 else A, w)
+        out = nn.dense(reshape_to(A, (int(np.prod(sa[:-1])), K)) if len(sa) > 2 else A, w)
     else:
         batch = list(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
         nb = int(np.prod(batch)) if batch else 1

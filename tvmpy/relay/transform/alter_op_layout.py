@@ -115,7 +115,7 @@ class _Alter(ExprFunctor):
             dims = (*shape, 1)
             if isinstance(new, Constant):
                 return Constant(new.data.numpy().reshape(dims))
-            return _tr.reshape(new, dims)
+            return _tr.reshape(new, dims, allowzero=True)
         if full[1] % c:
             return None
         # NCHW -> NCHW{c}c on the 4-D padded shape, then the leading unit axes dropped again so
@@ -124,9 +124,9 @@ class _Alter(ExprFunctor):
         if isinstance(new, Constant):
             arr = layout_transform_np(new.data.numpy().reshape(full), "NCHW", blocked(c))
             return Constant(arr.reshape(arr.shape[lead:]))
-        four = new if lead == 0 else _tr.reshape(new, full)
+        four = new if lead == 0 else _tr.reshape(new, full, allowzero=True)
         out = self._transform(four, "NCHW", blocked(c))
-        return out if lead == 0 else _tr.reshape(out, _shape_after(full, c)[lead:])
+        return out if lead == 0 else _tr.reshape(out, _shape_after(full, c)[lead:], allowzero=True)
 
     # -- nodes --------------------------------------------------------------------------------
     def visit_var(self, v: Var) -> tuple[RelayExpr, int | None]:
@@ -242,7 +242,7 @@ class _Alter(ExprFunctor):
         if isinstance(bias, Constant):
             bias = Constant(bias.data.numpy().reshape(dims))
         else:
-            bias = _tr.reshape(bias, dims)
+            bias = _tr.reshape(bias, dims, allowzero=True)
         return make_call("add", [data, bias]), blk
 
     def _pool(self, c: Call) -> tuple[RelayExpr, int] | None:

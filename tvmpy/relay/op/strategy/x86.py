@@ -199,7 +199,7 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     if n % nr or dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
         return None
     data, weight = args if args is not None else call.args
-    w = _op.transform.transpose(_op.transform.reshape(weight, (n // nr, nr, k)), (0, 2, 1))
+    w = _op.transform.transpose(_op.transform.reshape(weight, (n // nr, nr, k), allowzero=True), (0, 2, 1))
     return _op.nn.contrib_dense_pack(data, w, units=n)
 
 
