@@ -315,3 +315,14 @@ def test_matmul_with_an_empty_contraction_axis_in_a_batch():
     except ImportError:
         pass
     assert_model_ok(m, {"a": np.zeros((5, 8, 2, 0), "float32")}, configs=configs)
+
+
+def test_reduce_mean_over_an_empty_axis():
+    # found by the fuzzer (seed 501568): refused by the frontend; onnxruntime gives 0 (numpy's
+    # mean would be 0 / 0 = NaN)
+    m = _model([helper.make_node("ReduceMean", ["x", "ax"], ["y"], keepdims=1)],
+               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 0, 2])],
+               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1, 2])],
+               [numpy_helper.from_array(np.array([1], np.int64), "ax")], opset=18)
+    assert_model_ok(m, {"x": np.zeros((3, 0, 2), "float32")},
+                    configs=("llvm-O0", "llvm-O3", "tir-interp"))

@@ -1252,10 +1252,11 @@ def _reduce_empty(c: _Ctx, x: RelayExpr, s: list[int], axes: list[int] | None,
     elif dt.kind == "f":
         ident = {"ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceProd": 1.0,
                  "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf}.get(op, 0.0)
+        # ReduceMean of nothing: 0, as onnxruntime (numpy would give 0 / 0 = NaN)
     else:
         info = np.iinfo(dt)
         ident = {"ReduceMax": info.min, "ReduceMin": info.max, "ReduceProd": 1}.get(op, 0)
-    if ident is None or op == "ReduceMean":
+    if ident is None or (op == "ReduceMean" and dt.kind != "f"):
         raise c.fail(f"{op} over an empty axis of {dt} data has no value")
     return const(np.full(out, ident, dtype=dt))
 
