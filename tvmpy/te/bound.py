@@ -22,7 +22,7 @@ from ..tir.functor import Mutator, substitute, uses_var
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, Reduce, Tensor
 
-__all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check",
+__all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check", "is_zero_extent",
            "pass_down_domain", "Interval"]
 
 # Inclusive symbolic bounds ``(lo, hi)``: bound inference keeps loop variables of enclosing
@@ -300,7 +300,7 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 continue
             ro, ri = ranges[rel.outer], ranges[rel.inner]
             lo, hi = env[rel.fused]
-            if full[rel.fused] or _is_zero(ri.extent):  # an empty inner axis: nothing runs
+            if full[rel.fused] or is_zero_extent(ri.extent):  # an empty inner axis: nothing runs
                 env[rel.outer], env[rel.inner] = _interval_of(ro), _interval_of(ri)
                 full[rel.outer] = full[rel.inner] = True
                 continue
@@ -316,7 +316,8 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 full[rel.inner] = True
 
 
-def _is_zero(e: Any) -> bool:
+def is_zero_extent(e: Any) -> bool:
+    """A constant zero extent: the loop runs no iteration (an empty tensor's axis)."""
     return isinstance(e, E.IntImm) and e.value == 0
 
 

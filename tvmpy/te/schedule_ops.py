@@ -44,7 +44,14 @@ from ..tir.expr import IterVar, PrimExpr, Range, Var, is_const_int
 from ..tir.function import PrimFunc
 from ..tir.functor import Mutator, post_order_visit, substitute, uses_var
 from ..tir.op import likely
-from .bound import Bounds, ScheduleView, infer_bound, pass_up_bound_check, pass_up_index
+from .bound import (
+    Bounds,
+    ScheduleView,
+    infer_bound,
+    is_zero_extent,
+    pass_up_bound_check,
+    pass_up_index,
+)
 from .schedule import INLINE, Schedule, Stage
 from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor
 
@@ -285,7 +292,7 @@ class Lowering:
     def _stage_stmt(self, st: Stage) -> S.Stmt:
         op = st.op
         assert isinstance(op, ComputeOp)
-        if any(_is_zero(iv.dom.extent) for iv in op.axis):
+        if any(is_zero_extent(iv.dom.extent) for iv in op.axis):
             # an empty output: nothing to compute (its loops' index arithmetic, split and
             # fused by the schedule, would divide by the empty extent)
             return S.Evaluate(E.const(0, "int32"))
@@ -489,7 +496,3 @@ def _aligned_strides(shape: list[PrimExpr], align: dict[int, tuple[int, int]]) -
         strides[d] = stride
         stride = simplify(stride * shape[d])
     return tuple(strides)
-
-
-def _is_zero(e: Any) -> bool:
-    return isinstance(e, E.IntImm) and e.value == 0
