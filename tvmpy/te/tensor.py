@@ -28,6 +28,10 @@ class Tensor(Node):
     """Output ``value_index`` of ``op``. Index it to read an element: ``A[i, j]``."""
 
     __slots__ = ("op", "value_index", "shape", "dtype")
+    op: Operation
+    value_index: int
+    shape: tuple[PrimExpr, ...]
+    dtype: str
 
     def __init__(self, op: Operation, value_index: int, shape: Sequence[Any], dtype: str):
         self._init(op=op, value_index=value_index, shape=tuple(convert(s) for s in shape), dtype=dtype)
@@ -108,13 +112,17 @@ class Operation(Node):
     """Base of tensor-producing operations."""
 
     __slots__ = ("name", "tag", "attrs")
+    name: str
+    tag: str
+    attrs: dict[str, Any]
+    _outputs: tuple[Tensor, ...]
 
     @property
     def num_outputs(self) -> int:
         return 1
 
     def output(self, i: int) -> Tensor:
-        return self._outputs[i]  # type: ignore[attr-defined]
+        return self._outputs[i]
 
     @property
     def input_tensors(self) -> list[Tensor]:
@@ -128,6 +136,8 @@ class Operation(Node):
 
 class PlaceholderOp(Operation):
     __slots__ = ("shape", "dtype", "_outputs")
+    shape: tuple[PrimExpr, ...]
+    dtype: str
 
     def __init__(self, name: str, shape: Sequence[Any], dtype: str):
         dt.parse(dtype)
@@ -140,6 +150,9 @@ class ComputeOp(Operation):
     over ``reduce_axis`` (all outputs of a multi-output reduction share one Reduce)."""
 
     __slots__ = ("axis", "reduce_axis", "body", "_outputs")
+    axis: tuple[IterVar, ...]
+    reduce_axis: tuple[IterVar, ...]
+    body: tuple[PrimExpr, ...]
 
     def __init__(self, name: str, tag: str, attrs: dict, axis: Sequence[IterVar], body: Sequence[PrimExpr]):
         body = tuple(body)
@@ -193,6 +206,11 @@ class CommReducer(Node):
     ``identity_element``. Tuple reducers (e.g. argmax over (index, value)) have several lhs/rhs."""
 
     __slots__ = ("lhs", "rhs", "result", "identity_element", "name")
+    lhs: tuple[Var, ...]
+    rhs: tuple[Var, ...]
+    result: tuple[PrimExpr, ...]
+    identity_element: tuple[PrimExpr, ...]
+    name: str
 
     def __init__(self, lhs: Sequence[Var], rhs: Sequence[Var], result: Sequence[PrimExpr],
                  identity_element: Sequence[PrimExpr], name: str = "reduce"):
@@ -216,6 +234,12 @@ class Reduce(PrimExpr):
     ``value_index`` of the (tuple) reduction. ``condition`` masks elements; ``init`` optional."""
 
     __slots__ = ("combiner", "source", "axis", "condition", "value_index", "init")
+    combiner: CommReducer
+    source: tuple[PrimExpr, ...]
+    axis: tuple[IterVar, ...]
+    condition: PrimExpr
+    value_index: int
+    init: tuple[PrimExpr, ...]
     _fields = ("source", "condition", "init")
 
     def __init__(self, combiner: CommReducer, source: Sequence[PrimExpr], axis: Sequence[IterVar],

@@ -25,6 +25,15 @@ class Buffer(Node):
 
     __slots__ = ("data", "dtype", "shape", "strides", "elem_offset", "name", "scope",
                  "data_alignment", "offset_factor")
+    data: Var
+    dtype: str
+    shape: tuple[PrimExpr, ...]
+    strides: tuple[PrimExpr, ...]
+    elem_offset: PrimExpr
+    name: str
+    scope: str
+    data_alignment: int
+    offset_factor: int
     _fields = ("data", "shape", "strides", "elem_offset")
 
     def __init__(self, data: Var, dtype: str, shape: Sequence[Any], strides: Sequence[Any] = (),

@@ -33,6 +33,7 @@ class PrimExpr(Node):
     """A scalar or vector-valued expression."""
 
     __slots__ = ("dtype",)
+    dtype: str
 
     # ---- truth value -------------------------------------------------------------------------
     def __bool__(self) -> bool:
@@ -182,6 +183,7 @@ class Var(PrimExpr):
     """A variable: loop index, symbolic size, or a buffer's data pointer (dtype "handle")."""
 
     __slots__ = ("name",)
+    name: str
 
     def __init__(self, name: str = "v", dtype: str = "int32"):
         dt.parse(dtype)
@@ -198,6 +200,7 @@ class SizeVar(Var):
 
 class IntImm(PrimExpr):
     __slots__ = ("value",)
+    value: int
 
     def __init__(self, dtype: str, value: int):
         d = dt.parse(dtype)
@@ -221,6 +224,7 @@ class IntImm(PrimExpr):
 
 class FloatImm(PrimExpr):
     __slots__ = ("value",)
+    value: float
 
     def __init__(self, dtype: str, value: float):
         if not dt.is_float(dtype):
@@ -236,6 +240,7 @@ class FloatImm(PrimExpr):
 
 class StringImm(PrimExpr):
     __slots__ = ("value",)
+    value: str
 
     def __init__(self, value: str):
         self._init(dtype="handle", value=str(value))
@@ -246,6 +251,7 @@ class StringImm(PrimExpr):
 
 class Cast(PrimExpr):
     __slots__ = ("value",)
+    value: PrimExpr
     _fields = ("value",)
 
     def __init__(self, dtype: str, value: PrimExpr):
@@ -257,6 +263,8 @@ class Cast(PrimExpr):
 # binary arithmetic
 class BinaryOp(PrimExpr):
     __slots__ = ("a", "b")
+    a: PrimExpr
+    b: PrimExpr
     _fields = ("a", "b")
     symbol = "?"
 
@@ -386,6 +394,7 @@ class Or(BinaryOp):
 
 class Not(PrimExpr):
     __slots__ = ("a",)
+    a: PrimExpr
     _fields = ("a",)
 
     def __init__(self, a: PrimExpr):
@@ -404,6 +413,9 @@ class Select(PrimExpr):
     """``condition ? true_value : false_value``; both sides may be evaluated."""
 
     __slots__ = ("condition", "true_value", "false_value")
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
     _fields = ("condition", "true_value", "false_value")
 
     def __init__(self, condition: PrimExpr, true_value: PrimExpr, false_value: PrimExpr):
@@ -418,6 +430,9 @@ class Ramp(PrimExpr):
     """The vector ``[base, base+stride, ..., base+(lanes-1)*stride]``."""
 
     __slots__ = ("base", "stride", "lanes")
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
     _fields = ("base", "stride")
 
     def __init__(self, base: PrimExpr, stride: PrimExpr, lanes: int):
@@ -430,6 +445,8 @@ class Ramp(PrimExpr):
 
 class Broadcast(PrimExpr):
     __slots__ = ("value", "lanes")
+    value: PrimExpr
+    lanes: int
     _fields = ("value",)
 
     def __init__(self, value: PrimExpr, lanes: int):
@@ -443,6 +460,8 @@ class Shuffle(PrimExpr):
     """Concatenate ``vectors`` and pick lanes by ``indices``."""
 
     __slots__ = ("vectors", "indices")
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[PrimExpr, ...]
     _fields = ("vectors", "indices")
 
     def __init__(self, vectors: Sequence[PrimExpr], indices: Sequence[PrimExpr]):
@@ -453,6 +472,9 @@ class Shuffle(PrimExpr):
 
 class Let(PrimExpr):
     __slots__ = ("var", "value", "body")
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
     _fields = ("var", "value", "body")
     _def_fields = ("var",)
 
@@ -466,6 +488,8 @@ class Call(PrimExpr):
     The intrinsic table with semantics lives in :mod:`tvmpy.tir.op`."""
 
     __slots__ = ("op", "args")
+    op: str
+    args: tuple[PrimExpr, ...]
     _fields = ("args",)
 
     def __init__(self, dtype: str, op: str, args: Sequence[Any]):
@@ -477,6 +501,9 @@ class BufferLoad(PrimExpr):
     """``buffer[indices]``. After flattening ``indices`` has one entry; a Ramp index loads a vector."""
 
     __slots__ = ("buffer", "indices", "predicate")
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+    predicate: PrimExpr | None
     _fields = ("indices", "predicate")
 
     def __init__(self, buffer: Buffer, indices: Sequence[Any], predicate: PrimExpr | None = None):
@@ -491,6 +518,8 @@ class ProducerLoad(PrimExpr):
     """``tensor[indices]`` on a te.Tensor: a read of another stage, before lowering."""
 
     __slots__ = ("producer", "indices")
+    producer: Tensor
+    indices: tuple[PrimExpr, ...]
     _fields = ("indices",)
 
     def __init__(self, producer: Tensor, indices: Sequence[Any]):
@@ -502,6 +531,8 @@ class Range(Node):
     """The half-open interval ``[min, min + extent)``."""
 
     __slots__ = ("min", "extent")
+    min: PrimExpr
+    extent: PrimExpr
     _fields = ("min", "extent")
 
     def __init__(self, begin: Any, end: Any = None):
@@ -538,6 +569,10 @@ class IterVar(Node):
     """
 
     __slots__ = ("dom", "var", "iter_type", "thread_tag")
+    dom: Range | None
+    var: Var
+    iter_type: int
+    thread_tag: str
     _fields = ("dom", "var")
     _def_fields = ("var",)
 

@@ -18,6 +18,10 @@ class PrimFunc(Node):
     handle param to the Buffer it carries. ``attrs``: e.g. {"global_symbol": "mm"}."""
 
     __slots__ = ("params", "body", "buffer_map", "attrs")
+    params: tuple[Var, ...]
+    body: Stmt
+    buffer_map: dict[Var, Buffer]
+    attrs: dict[str, Any]
     _fields = ("params", "buffer_map", "body")
     _def_fields = ("params",)
 

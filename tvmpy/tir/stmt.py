@@ -8,7 +8,7 @@ from typing import Any
 
 from ..ir.node import Node
 from .buffer import Buffer
-from .expr import PrimExpr, Var, convert
+from .expr import PrimExpr, Range, Var, convert
 
 __all__ = [
     "Stmt", "LetStmt", "AttrStmt", "AssertStmt", "BufferStore", "Allocate", "ForKind", "For",
@@ -22,6 +22,9 @@ class Stmt(Node):
 
 class LetStmt(Stmt):
     __slots__ = ("var", "value", "body")
+    var: Var
+    value: PrimExpr
+    body: Stmt
     _fields = ("var", "value", "body")
     _def_fields = ("var",)
 
@@ -39,6 +42,10 @@ class AttrStmt(Stmt):
     """
 
     __slots__ = ("node", "attr_key", "value", "body")
+    node: Any
+    attr_key: str
+    value: PrimExpr
+    body: Stmt
     _fields = ("node", "value", "body")
 
     def __init__(self, node: Any, attr_key: str, value: Any, body: Stmt):
@@ -47,6 +54,9 @@ class AttrStmt(Stmt):
 
 class AssertStmt(Stmt):
     __slots__ = ("condition", "message", "body")
+    condition: PrimExpr
+    message: PrimExpr
+    body: Stmt
     _fields = ("condition", "message", "body")
 
     def __init__(self, condition: PrimExpr, message: Any, body: Stmt):
@@ -57,6 +67,10 @@ class BufferStore(Stmt):
     """``buffer[indices] = value`` (vector store when an index is a Ramp)."""
 
     __slots__ = ("buffer", "value", "indices", "predicate")
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple[PrimExpr, ...]
+    predicate: PrimExpr | None
     _fields = ("value", "indices", "predicate")
 
     def __init__(self, buffer: Buffer, value: Any, indices: Sequence[Any], predicate: PrimExpr | None = None):
@@ -69,6 +83,9 @@ class Allocate(Stmt):
     ``condition`` false skips the allocation (unused for CPU)."""
 
     __slots__ = ("buffer", "condition", "body")
+    buffer: Buffer
+    condition: PrimExpr
+    body: Stmt
     _fields = ("buffer", "condition", "body")
     _def_fields = ()
 
@@ -88,6 +105,13 @@ class For(Stmt):
     """``for loop_var in range(min, min + extent): body``."""
 
     __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_binding", "annotations")
+    loop_var: Var
+    min: PrimExpr
+    extent: PrimExpr
+    kind: ForKind
+    body: Stmt
+    thread_binding: Any
+    annotations: dict[str, Any]
     _fields = ("loop_var", "min", "extent", "body")
     _def_fields = ("loop_var",)
 
@@ -99,6 +123,9 @@ class For(Stmt):
 
 class IfThenElse(Stmt):
     __slots__ = ("condition", "then_case", "else_case")
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None
     _fields = ("condition", "then_case", "else_case")
 
     def __init__(self, condition: Any, then_case: Stmt, else_case: Stmt | None = None):
@@ -107,6 +134,7 @@ class IfThenElse(Stmt):
 
 class SeqStmt(Stmt):
     __slots__ = ("seq",)
+    seq: tuple[Stmt, ...]
     _fields = ("seq",)
 
     def __init__(self, seq: Sequence[Stmt]):
@@ -123,6 +151,7 @@ class Evaluate(Stmt):
     """Evaluates an expression for its side effect (an external call)."""
 
     __slots__ = ("value",)
+    value: PrimExpr
     _fields = ("value",)
 
     def __init__(self, value: Any):
@@ -131,6 +160,8 @@ class Evaluate(Stmt):
 
 class Prefetch(Stmt):
     __slots__ = ("buffer", "bounds")
+    buffer: Buffer
+    bounds: tuple[Range, ...]
     _fields = ("bounds",)
 
     def __init__(self, buffer: Buffer, bounds: Sequence[Any]):
