@@ -90,7 +90,7 @@ def _int_op(cls: type, a: int, b: int) -> int | None:
     return None
 
 
-def _cmp(cls: type, a, b) -> bool | None:
+def _cmp(cls: type, a: float, b: float) -> bool:
     if cls is E.EQ:
         return a == b
     if cls is E.NE:
@@ -103,7 +103,7 @@ def _cmp(cls: type, a, b) -> bool | None:
         return a > b
     if cls is E.GE:
         return a >= b
-    return None
+    raise TypeError(f"{cls.__name__} is not a comparison")
 
 
 def _float_op(cls: type, a: float, b: float) -> float | None:
@@ -146,11 +146,11 @@ def fold_binary(cls: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
         if issubclass(cls, E.CmpOp):
             return E.IntImm("bool", _cmp(cls, a.value, b.value))
         # operands rounded to the dtype first (a FloatImm may hold more precision than its type)
-        r = _float_op(cls, round_float(a.value, a.dtype), round_float(b.value, b.dtype))
-        if r is None:
+        fr = _float_op(cls, round_float(a.value, a.dtype), round_float(b.value, b.dtype))
+        if fr is None:
             return None
         try:
-            return E.FloatImm(a.dtype, round_float(r, a.dtype))
+            return E.FloatImm(a.dtype, round_float(fr, a.dtype))
         except OverflowError:  # pragma: no cover - python float overflow
             return None
     return None

@@ -13,11 +13,15 @@ ramps or broadcasts when no lane crosses a block boundary.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..ir import dtype as dt
 from ..tir import expr as E
 from .const_fold import fold_binary
 from .sum_form import INF, Sum, skey, split_info, to_sum
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
 
 __all__ = ["DivModRules"]
 
@@ -27,7 +31,7 @@ def _is_index(dtype: str) -> bool:
     return d.kind == "int" and d.bits >= 32 and d.lanes == 1
 
 
-def _is_int_const(e: E.PrimExpr) -> bool:
+def _is_int_const(e: E.PrimExpr) -> TypeGuard[E.IntImm]:
     return isinstance(e, E.IntImm)
 
 
@@ -49,8 +53,21 @@ def _exact_div(s: Sum, c: int) -> Sum:
 
 
 class DivModRules:
-    """Mixin: needs ``visit``, ``_sum``, ``_canon``, ``_ramp``, ``_rebuild``, ``bound``,
-    ``prove_*`` and ``an`` from the Simplifier."""
+    """Mixin of the Simplifier, which provides the members declared below."""
+
+    if TYPE_CHECKING:
+        an: Analyzer
+
+        def visit(self, node: Any) -> Any: ...
+        def _sum(self, e: E.PrimExpr) -> Sum: ...
+        def _canon(self, s: Sum) -> E.PrimExpr: ...
+        def _ramp(self, base: E.PrimExpr, stride: E.PrimExpr, lanes: int) -> E.PrimExpr: ...
+        def _children(self, e: E.BinaryOp) -> tuple[E.PrimExpr, E.PrimExpr]: ...
+        def _rebuild(self, e: E.BinaryOp, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr: ...
+        def bound(self, e: E.PrimExpr) -> tuple: ...
+        def prove_nonpos(self, s: Sum) -> bool: ...
+        def prove_lt(self, a: E.PrimExpr, b: E.PrimExpr) -> bool: ...
+        def prove_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool: ...
 
     def visit_FloorDiv(self, e: E.FloorDiv) -> E.PrimExpr:
         return self._divmod(e)

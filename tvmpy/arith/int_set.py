@@ -256,8 +256,8 @@ class _SetEvaluator:
             return self._mod(e)
         if isinstance(e, (E.Min, E.Max)):
             a, b = self.eval(e.a), self.eval(e.b)
-            f = _min if isinstance(e, E.Min) else _max
-            return IntervalSet(f(a.min_value, b.min_value, ana), f(a.max_value, b.max_value, ana))
+            pick = _min if isinstance(e, E.Min) else _max
+            return IntervalSet(pick(a.min_value, b.min_value, ana), pick(a.max_value, b.max_value, ana))
         if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op == "if_then_else"):
             cond, t, f = (
                 (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
@@ -290,9 +290,9 @@ class _SetEvaluator:
         if dt.is_bool(e.dtype):
             return IntervalSet(E.const(False), E.const(True))
         if dt.is_integer(e.dtype):
-            b = ana.const_int_bound(e)
-            lo = neg_inf if b.min_value == b.NEG_INF else E.const(b.min_value, e.dtype)
-            hi = pos_inf if b.max_value == b.POS_INF else E.const(b.max_value, e.dtype)
+            cb = ana.const_int_bound(e)
+            lo = neg_inf if cb.min_value == cb.NEG_INF else E.const(cb.min_value, e.dtype)
+            hi = pos_inf if cb.max_value == cb.POS_INF else E.const(cb.max_value, e.dtype)
             return IntervalSet(lo, hi)
         return IntervalSet.everything()
 

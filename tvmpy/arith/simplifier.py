@@ -11,7 +11,7 @@ only folded when all operands are constants: it is never reassociated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from ..ir import dtype as dt
 from ..tir import expr as E
@@ -39,7 +39,7 @@ def _is_index(dtype: str) -> bool:
     return d.kind == "int" and d.bits >= 32 and d.lanes == 1
 
 
-def _is_int_const(e: E.PrimExpr, v: int | None = None) -> bool:
+def _is_int_const(e: E.PrimExpr, v: int | None = None) -> TypeGuard[E.IntImm]:
     return isinstance(e, E.IntImm) and (v is None or e.value == v)
 
 
@@ -133,7 +133,7 @@ class Simplifier(DivModRules, Mutator):
     def _index_sum(self, e: E.PrimExpr) -> Sum:
         """The canonical Sum of an index expression. A chain of + - * is read in one go (no
         intermediate expressions are built); other nodes are simplified and read as atoms."""
-        if type(e) not in (E.Add, E.Sub, E.Mul):
+        if not isinstance(e, (E.Add, E.Sub, E.Mul)):
             return to_sum(self.visit(e))
         memo = self.an._st.sum_memo
         hit = memo.get(id(e))
@@ -261,12 +261,14 @@ class Simplifier(DivModRules, Mutator):
             a, b = b, a
         if isinstance(b, E.IntImm) and type(a) is type(e) and isinstance(a.b, E.IntImm):
             nb = fold_binary(type(e), a.b, b)
-            return self.visit(type(e)(a.a, nb))
+            if nb is not None:
+                return self.visit(type(e)(a.a, nb))
         # min(x // c, y // c) -> min(x, y) // c and min(x * c, y * c) -> min(x, y) * c (c > 0;
         # floor division and positive scaling are monotone)
         if (
             type(a) is type(b)
             and isinstance(a, (E.FloorDiv, E.Mul))
+            and isinstance(b, (E.FloorDiv, E.Mul))
             and isinstance(a.b, E.IntImm)
             and isinstance(b.b, E.IntImm)
             and a.b.value == b.b.value
@@ -330,6 +332,7 @@ class Simplifier(DivModRules, Mutator):
             return None
         (amin, amax), (bmin, bmax) = lanes_a, lanes_b
         cls = type(e)
+        flip: type[E.CmpOp]
         if cls in (E.LT, E.LE):
             if self._decide_cmp(cls(amax, bmin), self._sum(amax), self._sum(bmin)) is True:
                 return True
@@ -604,7 +607,7 @@ def _is_widening(src: str, dst: str) -> bool:
     return False
 
 
-def _cmp_const(cls: type, d: int) -> bool:
+def _cmp_const(cls: type[E.CmpOp], d: int) -> bool:
     return {E.EQ: d == 0, E.NE: d != 0, E.LT: d < 0, E.LE: d <= 0, E.GT: d > 0, E.GE: d >= 0}[cls]
 
 
@@ -631,7 +634,7 @@ def _decide_by_bounds(cls: type, la, ha, lb, hb) -> bool | None:
     return None
 
 
-def _is_index_cmp(e: E.PrimExpr) -> bool:
+def _is_index_cmp(e: E.PrimExpr) -> TypeGuard[E.CmpOp]:
     return isinstance(e, E.CmpOp) and _is_index(e.a.dtype)
 
 

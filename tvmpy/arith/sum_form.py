@@ -247,6 +247,13 @@ class Sum:
 
         return sorted(self.terms.values(), key=key)
 
+    def _wrapped(self) -> Sum:
+        """This sum with its constant and coefficients wrapped to the dtype."""
+        out = Sum(self.dtype, wrap_int(self.const, self.dtype))
+        for c, atoms in self.terms.values():
+            out.add_mono(atoms, wrap_int(c, self.dtype))
+        return out
+
     def to_expr(self) -> E.PrimExpr:
         """The expression (constants and coefficients wrapped to the dtype: + - * are exact
         modulo 2**bits, so wrapping at the end equals wrapping every step)."""
@@ -295,16 +302,6 @@ def _fits(s: Sum, dtype: str) -> bool:
     if not lo <= s.const <= hi:
         return False
     return all(lo <= c <= hi for c, _ in s.terms.values())
-
-
-def _wrapped(self: Sum) -> Sum:
-    out = Sum(self.dtype, wrap_int(self.const, self.dtype))
-    for c, atoms in self.terms.values():
-        out.add_mono(atoms, wrap_int(c, self.dtype))
-    return out
-
-
-Sum._wrapped = _wrapped
 
 
 def to_sum(e: E.PrimExpr, max_expand: int = 16) -> Sum:

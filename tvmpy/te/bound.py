@@ -13,7 +13,7 @@ stages substituted into their consumers (the schedule object itself is never mut
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..arith import IntervalSet, eval_set, simplify
 from ..tir import expr as E
@@ -30,6 +30,16 @@ __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bo
 Interval = tuple[PrimExpr, PrimExpr]
 
 
+class Relations(Protocol):
+    """What the relation passes read of a stage: a Stage, or rfactor's view of part of one."""
+
+    @property
+    def relations(self) -> Sequence[Split | Fuse]: ...
+
+    @property
+    def leaf_iter_vars(self) -> Sequence[IterVar]: ...
+
+
 def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return simplify((a + b - 1) // b)
 
@@ -44,6 +54,7 @@ class _Inliner(Mutator):
         idx = [self.visit(i) for i in node.indices]
         st = self.view.stage_of(node.producer)
         if st.attach_type == INLINE:
+            assert isinstance(st.op, ComputeOp)  # compute_inline checks it
             body = self.view.bodies[st][node.producer.value_index]
             return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
         if all(a is b for a, b in zip(idx, node.indices)):
@@ -214,7 +225,7 @@ def _interval_of(r: Range) -> Interval:
     return r.min, simplify(r.min + r.extent - 1)
 
 
-def pass_down_domain(st: Stage, ranges: dict[IterVar, Range]) -> None:
+def pass_down_domain(st: Relations, ranges: dict[IterVar, Range]) -> None:
     """Ranges of split/fuse results from their parents' ranges (loops start at 0)."""
     for rel in st.relations:
         if isinstance(rel, Split):
@@ -234,7 +245,7 @@ def pass_down_domain(st: Stage, ranges: dict[IterVar, Range]) -> None:
             ranges[rel.fused] = Range.from_min_extent(E.const(0, ext.dtype), ext)
 
 
-def pass_up_index(st: Stage, ranges: dict[IterVar, Range], values: dict[IterVar, PrimExpr]) -> None:
+def pass_up_index(st: Relations, ranges: dict[IterVar, Range], values: dict[IterVar, PrimExpr]) -> None:
     """Index expressions of parents from their children's (``values`` holds the leaves)."""
     for rel in reversed(st.relations):
         if isinstance(rel, Split):
@@ -261,7 +272,7 @@ def pass_up_index(st: Stage, ranges: dict[IterVar, Range], values: dict[IterVar,
             values[rel.inner] = simplify(i)
 
 
-def pass_up_bound_check(st: Stage, ranges: dict[IterVar, Range]) -> dict[IterVar, bool]:
+def pass_up_bound_check(st: Relations, ranges: dict[IterVar, Range]) -> dict[IterVar, bool]:
     """Which IterVars may take values past their range because of a non-divisible split."""
     state = {iv: False for iv in st.leaf_iter_vars}
     for rel in reversed(st.relations):
@@ -339,6 +350,7 @@ def _root_intervals(c: Stage, bounds: Bounds, fixed: set[int]) -> dict[E.Var, In
             full[leaf] = True
     _pass_up_interval(c, bounds.ranges, env, full)
     op = c.op
+    assert isinstance(op, ComputeOp)  # a consumer computes
     out: dict[E.Var, Interval] = {}
     for iv in list(op.axis) + list(op.reduce_axis):
         out[iv.var] = env.get(iv, _interval_of(bounds.ranges[iv]))
@@ -361,9 +373,9 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
         for d, iv in enumerate(op.axis):
             r = regions[d] if regions is not None else None
-            b.ranges[iv] = _rng(*r) if r is not None else iv.dom
+            b.ranges[iv] = _rng(*r) if r is not None else iv.known_dom
         for iv in op.reduce_axis:
-            b.ranges[iv] = iv.dom
+            b.ranges[iv] = iv.known_dom
         pass_down_domain(st, b.ranges)
         for leaf in st.leaf_iter_vars:
             b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
@@ -408,7 +420,7 @@ def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Sta
 
 def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: Bounds,
                       fixed: set[int]) -> list[Interval | None] | None:
-    ndim = len(st.op.axis)
+    ndim = st.op.output(0).ndim  # one interval per root axis
     acc: list[Interval | None] = [None] * ndim
     relaxable = {v: r for v, r in b.var_ranges.items() if id(v) not in fixed}
     for c in consumers:
@@ -422,7 +434,8 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
                     r = _relax(r, relaxable)
                 if r is None:
                     return None
-                acc[d] = r if acc[d] is None else _union(acc[d], r)
+                prev = acc[d]
+                acc[d] = r if prev is None else _union(prev, r)
     if any(a is None for a in acc):
         return None
     return acc

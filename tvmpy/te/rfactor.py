@@ -68,18 +68,18 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
         if id(iv) in touched:
             raise ValueError(f"rfactor: axis {axis.var.name} is fused with the data-parallel axis {iv.var.name}")
     # ranges of the touched reduction IterVars, and their values in terms of the touched leaves
-    ranges: dict[IterVar, Range] = {iv: iv.dom for iv in op.reduce_axis if id(iv) in touched}
+    ranges: dict[IterVar, Range] = {iv: iv.known_dom for iv in op.reduce_axis if id(iv) in touched}
     sub_rels = [r for r in st.relations
                 if id(r.parent if isinstance(r, Split) else r.fused) in touched]
     tmp = _RelView(sub_rels, [lv for lv in st.leaf_iter_vars if id(lv) in touched])
-    pass_down_domain(tmp, ranges)  # type: ignore[arg-type]
+    pass_down_domain(tmp, ranges)
     values: dict[IterVar, E.PrimExpr] = {}
     for lv in tmp.leaf_iter_vars:
         r = ranges[lv]
         values[lv] = r.min if is_const_int(r.extent, 1) else lv.var
-    pass_up_index(tmp, ranges, values)  # type: ignore[arg-type]
+    pass_up_index(tmp, ranges, values)
     preds = []
-    state = pass_up_bound_check(tmp, ranges)  # type: ignore[arg-type]
+    state = pass_up_bound_check(tmp, ranges)
     for iv, need in state.items():
         if need and iv in values and iv in ranges:
             r = ranges[iv]
@@ -113,7 +113,8 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
     for iv in op.reduce_axis:
         if id(iv) in touched:
             vsub[iv.var] = substitute(values[iv], leaf_sub)
-    r0: Reduce = op.body[0]
+    r0 = op.body[0]
+    assert isinstance(r0, Reduce)  # a compute with reduce_axis has a Reduce body
     cond = r0.condition
     if preds:
         p = preds[0]
@@ -140,7 +141,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: IterVar, factor_axis: int = 0) 
     repl_axis = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype), IterVar.DataPar) for iv in op.axis]
     idx: list[Any] = [iv.var for iv in repl_axis]
     idx.insert(pos, rk.var)
-    loads = tuple(rf_op.output(k)[tuple(idx)] for k in range(rf_op.num_outputs))
+    loads = tuple(E.ProducerLoad(rf_op.output(k), idx) for k in range(rf_op.num_outputs))
     init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, repl_axis)}) for i in r0.init)
     repl_body = [Reduce(r0.combiner, loads, [rk], E.const(True), k, init) for k in range(len(op.body))]
     repl_op = ComputeOp(op.name, op.tag, op.attrs, repl_axis, repl_body)

@@ -108,9 +108,10 @@ class Stage:
         return f"stage({self.op.name})"
 
     # ---- helpers -----------------------------------------------------------------------------
-    def _check_compute(self, what: str) -> None:
+    def _check_compute(self, what: str) -> ComputeOp:
         if not isinstance(self.op, ComputeOp):
             raise TypeError(f"{what}: stage {self.op.name} is a placeholder and has no loops to schedule")
+        return self.op
 
     def _leaf_index(self, iv: Any, what: str) -> int:
         if not isinstance(iv, IterVar):
@@ -247,8 +248,7 @@ class Stage:
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
-        self._check_compute("compute_inline")
-        if self.op.reduce_axis:
+        if self._check_compute("compute_inline").reduce_axis:
             raise ValueError(f"compute_inline: cannot inline the reduction {self.op.name}")
         if self.is_output:
             raise ValueError(f"compute_inline: cannot inline {self.op.name}, an output of the schedule")
@@ -340,8 +340,8 @@ class Stage:
 
     def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
         """Make the stride of ``axis``'s dimension satisfy ``stride % factor == offset``."""
-        self._check_compute("storage_align")
-        dims = [k for k, a in enumerate(self.op.axis) if a is axis]
+        op = self._check_compute("storage_align")
+        dims = [k for k, a in enumerate(op.axis) if a is axis]
         if not dims:
             raise ValueError(f"storage_align: {axis!r} is not one of {self.op.name}.op.axis")
         for what, v in (("factor", factor), ("offset", offset)):
@@ -515,10 +515,10 @@ class Schedule:
         name = f"{tensor.op.name}.{scope}" if tensor.op.num_outputs == 1 else f"{tensor.name}.{scope}"
         axis = [IterVar(E.Range(0, d), Var(f"ax{k}", d.dtype), IterVar.DataPar)
                 for k, d in enumerate(tensor.shape)]
-        cache = ComputeOp(name, "", {}, axis, [tensor[tuple(iv.var for iv in axis)]]).output(0)
+        cache = ComputeOp(name, "", {}, axis, [E.ProducerLoad(tensor, [iv.var for iv in axis])]).output(0)
         vsub = {_key(tensor): cache}
         vmap: dict[tuple[int, int], Tensor] = {}
-        reader_stages = []
+        reader_stages: list[Stage] = []
         for r in readers:
             st = self[r]
             if any(st is x for x in reader_stages):
@@ -536,7 +536,7 @@ class Schedule:
         self._insert(self.stages.index(src_stage) + 1, cst)
         return cache
 
-    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Any:
+    def cache_write(self, tensor: Tensor | list[Tensor] | tuple[Tensor, ...], scope: str) -> Any:
         """Compute ``tensor`` into a ``scope`` buffer first; the original stage becomes a copy.
         For a reduction the cache stage does the reduction. Returns the cache tensor(s)."""
         tensors = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
@@ -571,7 +571,7 @@ class Schedule:
         body = rewrite_bodies(op.body, lambda e: substitute(e, vsub), new_raxis if op.reduce_axis else None)
         cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, op.attrs, new_axis, body)
         idx = [iv.var for iv in op.axis]
-        copy_body = [cache_op.output(k)[tuple(idx)] for k in range(op.num_outputs)]
+        copy_body = [E.ProducerLoad(cache_op.output(k), idx) for k in range(op.num_outputs)]
         orig_new = ComputeOp(op.name, op.tag, op.attrs, op.axis, copy_body)
         vmap = {(id(op), k): orig_new.output(k) for k in range(op.num_outputs)}
         self._set_op(st, orig_new)

@@ -292,7 +292,7 @@ class Lowering:
     def _stage_stmt(self, st: Stage) -> S.Stmt:
         op = st.op
         assert isinstance(op, ComputeOp)
-        if any(is_zero_extent(iv.dom.extent) for iv in op.axis):
+        if any(is_zero_extent(iv.known_dom.extent) for iv in op.axis):
             # an empty output: nothing to compute (its loops' index arithmetic, split and
             # fused by the schedule, would divide by the empty extent)
             return S.Evaluate(E.const(0, "int32"))
@@ -304,7 +304,7 @@ class Lowering:
         for iv in roots:
             if iv not in values:
                 raise ValueError(f"internal: axis {iv.var.name} of {op.name} has no loop")
-        preds: list[Any] = self._predicates(st, values)
+        preds: list[Any] = self._predicates(st, op, values)
         vmap = {iv.var: values[iv] for iv in roots}
         conv = _BodyConverter(vmap, self.access)
         if st.store_predicate is not None:
@@ -354,7 +354,7 @@ class Lowering:
         return inner
 
     # ---- predicates --------------------------------------------------------------------------
-    def _predicates(self, st: Stage, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
+    def _predicates(self, st: Stage, op: ComputeOp, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
         ranges = self.bounds.ranges
         preds: list[PrimExpr] = []
         state = pass_up_bound_check(st, ranges)
@@ -365,8 +365,8 @@ class Lowering:
             v = simplify(values[iv] - r.min)
             if not self._prove_nonneg(simplify(r.extent - 1 - v)):
                 preds.append(simplify(values[iv]) < simplify(r.min + r.extent))
-        for iv in st.op.axis:
-            r, d = ranges[iv], iv.dom
+        for iv in op.axis:
+            r, d = ranges[iv], iv.known_dom
             if _same_range(r, d):
                 continue
             v = values[iv]
@@ -384,8 +384,12 @@ class Lowering:
         lhs = [E.BufferLoad(b, idx) for b, idx in bufs]
         rhs = [conv.visit(s) for s in r0.source]
         new = list(comb.combine(lhs, rhs))
-        hazard = any(uses_var(comb.result[k], lambda v, k=k: any(v is x for x in comb.lhs[:k]))
-                     for k in range(n))
+
+        def reads_earlier_lhs(k: int) -> bool:
+            earlier = comb.lhs[:k]
+            return uses_var(comb.result[k], lambda v: any(v is x for x in earlier))
+
+        hazard = any(reads_earlier_lhs(k) for k in range(n))
         if hazard:
             tmps = [Var(f"{name}_v{k}", new[k].dtype) for k in range(n)]
             stmt: S.Stmt = S.seq(*[S.BufferStore(b, t, idx) for (b, idx), t in zip(bufs, tmps)])

@@ -59,7 +59,7 @@ class Tensor(Node):
             idx.append(i)
         return E.ProducerLoad(self, idx)
 
-    def __call__(self, *indices: Any) -> E.ProducerLoad:
+    def __call__(self, *indices: Any) -> E.ProducerLoad | TensorSlice:
         return self[tuple(indices)]
 
     def __str__(self) -> str:
@@ -68,7 +68,7 @@ class Tensor(Node):
     __repr__ = __str__
     __hash__ = Node.__hash__
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tensor):
             return NotImplemented
         return self.op is other.op and self.value_index == other.value_index
@@ -166,7 +166,7 @@ class ComputeOp(Operation):
         else:
             _check_no_nested_reduce(name, body)
         self._init(name=name, tag=tag, attrs=dict(attrs or {}), axis=tuple(axis), reduce_axis=reduce_axis, body=body)
-        shape = tuple(iv.dom.extent for iv in axis)
+        shape = tuple(iv.known_dom.extent for iv in axis)
         self._init(_outputs=tuple(Tensor(self, i, shape, b.dtype) for i, b in enumerate(body)))
 
     @property

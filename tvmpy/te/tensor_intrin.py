@@ -113,9 +113,10 @@ def decl_tensor_intrin(op: Operation | Tensor, fintrin: Callable[..., Any],
             raise TypeError(f"decl_tensor_intrin {name}: input {t.name} of {op.name} must be a "
                             "te.placeholder (the intrinsic describes one operation)")
     for iv in (*op.axis, *op.reduce_axis):
-        if E.const_value(iv.dom.extent) is None or E.const_value(iv.dom.min) != 0:
+        dom = iv.known_dom
+        if E.const_value(dom.extent) is None or E.const_value(dom.min) != 0:
             raise ValueError(f"decl_tensor_intrin {name}: axis {iv.var.name} must have a constant "
-                             f"extent and start at 0, got {iv.dom.min}..+{iv.dom.extent}")
+                             f"extent and start at 0, got {dom.min}..+{dom.extent}")
     binds = dict(binds or {})
     tensors = [*inputs, *(op.output(k) for k in range(op.num_outputs))]
     for key in binds:

@@ -77,6 +77,13 @@ def _const(e: Any) -> int | None:
     return e.value if isinstance(e, E.IntImm) else None
 
 
+def _intrin_extent(iv: IterVar) -> int:
+    """The extent of an intrinsic's axis: a constant (decl_tensor_intrin checks it)."""
+    ext = _const(iv.known_dom.extent)
+    assert ext is not None, f"intrinsic axis {iv.var.name} has a non-constant extent"
+    return ext
+
+
 class _Tensorizer:
     def __init__(self, stage: Any, dom_map: dict, iv: IterVar, value_map: dict, access: Access,
                  intrin: TensorIntrin):
@@ -90,7 +97,8 @@ class _Tensorizer:
         self.ana = Analyzer()
         for lv in self.outer:
             r = dom_map[lv]
-            if _const(r.extent) is None or _const(r.extent) > 0:
+            ext = _const(r.extent)
+            if ext is None or ext > 0:
                 self.ana.bind(lv.var, r)
 
     def fail(self, msg: str) -> TensorizeError:
@@ -138,7 +146,7 @@ class _Tensorizer:
                                 f"extent {self.dom_map[lv].extent}")
             exts.append(e)
         iop = self.intrin.op
-        shape = [_const(a.dom.extent) for a in (*iop.axis, *iop.reduce_axis)]
+        shape = [_intrin_extent(a) for a in (*iop.axis, *iop.reduce_axis)]
         npoints, want = math.prod(exts), math.prod(shape)
         loops = ", ".join(f"{lv.var.name}:{e}" for lv, e in zip(self.inner, exts))
         if npoints != want:
@@ -152,7 +160,7 @@ class _Tensorizer:
         for (root, ia), off in zip(self.pairs, offsets):
             vals = np.broadcast_to(np.asarray(evaluate(off, bind), dtype=np.int64), (npoints,))
             lo, hi = int(vals.min()), int(vals.max())
-            ext = 1 if ia is None else _const(ia.dom.extent)
+            ext = 1 if ia is None else _intrin_extent(ia)
             if lo != 0 or hi != ext - 1:
                 what = "a single value" if ia is None else f"{ext} values (intrinsic axis " \
                                                             f"{ia.var.name})"
@@ -168,7 +176,7 @@ class _Tensorizer:
     def _check_domains(self) -> None:
         widened = False
         for root, ia in self.pairs:
-            ext = 1 if ia is None else _const(ia.dom.extent)
+            ext = 1 if ia is None else _intrin_extent(ia)
             base = self.base[id(root)]
             for dom in (root.dom, self.dom_map.get(root)):
                 if dom is None:

@@ -112,12 +112,12 @@ class PrimExpr(Node):
     def __ge__(self, other):
         return _binary(GE, self, other)
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other):
         if not _comparable(other):
             return NotImplemented  # `var in [tensor, ...]`, `expr == None`: plain Python identity
         return _binary(EQ, self, other)
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other):
         if not _comparable(other):
             return NotImplemented
         return _binary(NE, self, other)
@@ -602,6 +602,14 @@ class IterVar(Node):
     @property
     def dtype(self) -> str:
         return self.var.dtype
+
+    @property
+    def known_dom(self) -> Range:
+        """``dom``, which every axis of a compute has (split and fuse leaves and unbounded
+        thread axes have none: bound inference gives them their ranges)."""
+        if self.dom is None:
+            raise ValueError(f"iteration variable {self.var.name} has no domain")
+        return self.dom
 
     def __add__(self, o):
         return self.var + o
