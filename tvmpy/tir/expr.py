@@ -435,12 +435,12 @@ class Ramp(PrimExpr):
     lanes: int
     _fields = ("base", "stride")
 
-    def __init__(self, base: PrimExpr, stride: PrimExpr, lanes: int):
-        base, stride = convert(base), convert(stride)
-        if dt.lanes_of(base.dtype) != 1:
+    def __init__(self, base: PrimExpr | int, stride: PrimExpr | int, lanes: int):
+        b: PrimExpr = convert(base)
+        if dt.lanes_of(b.dtype) != 1:
             raise TypeError("Ramp base must be scalar")
-        base, stride = binary_match(base, stride)
-        self._init(dtype=dt.with_lanes(base.dtype, int(lanes)), base=base, stride=stride, lanes=int(lanes))
+        b, s = binary_match(b, convert(stride))
+        self._init(dtype=dt.with_lanes(b.dtype, int(lanes)), base=b, stride=s, lanes=int(lanes))
 
 
 class Broadcast(PrimExpr):
@@ -449,11 +449,11 @@ class Broadcast(PrimExpr):
     lanes: int
     _fields = ("value",)
 
-    def __init__(self, value: PrimExpr, lanes: int):
-        value = convert(value)
-        if dt.lanes_of(value.dtype) != 1:
+    def __init__(self, value: PrimExpr | float, lanes: int):
+        v: PrimExpr = convert(value)
+        if dt.lanes_of(v.dtype) != 1:
             raise TypeError("Broadcast value must be scalar")
-        self._init(dtype=dt.with_lanes(value.dtype, int(lanes)), value=value, lanes=int(lanes))
+        self._init(dtype=dt.with_lanes(v.dtype, int(lanes)), value=v, lanes=int(lanes))
 
 
 class Shuffle(PrimExpr):

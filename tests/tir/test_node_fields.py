@@ -1,0 +1,59 @@
+"""IR node classes declare their fields twice: in ``__slots__`` (storage) and as class annotations
+(types, for mypy). The two lists must agree, and the annotations must not change the nodes."""
+
+import inspect
+import pickle
+
+import pytest
+
+from tvmpy import te, tir
+from tvmpy.ir.node import Node, structural_equal
+from tvmpy.te import tensor as te_tensor
+from tvmpy.tir import buffer, expr, function, stmt
+
+MODULES = (expr, stmt, buffer, function, te_tensor)
+NODE_CLASSES = sorted(
+    {c for m in MODULES for c in vars(m).values() if inspect.isclass(c) and issubclass(c, Node) and c is not Node},
+    key=lambda c: (c.__module__, c.__name__),
+)
+
+
+def _annotations(cls: type) -> set[str]:
+    return {name for klass in cls.__mro__ for name in klass.__dict__.get("__annotations__", {})}
+
+
+@pytest.mark.parametrize("cls", NODE_CLASSES, ids=lambda c: c.__name__)
+def test_every_slot_has_a_type_annotation(cls):
+    slots = {s for s in cls._all_slots() if s != "__weakref__"}
+    missing = slots - _annotations(cls)
+    assert not missing, f"{cls.__name__}: annotate the fields {sorted(missing)} next to __slots__"
+
+
+@pytest.mark.parametrize("cls", NODE_CLASSES, ids=lambda c: c.__name__)
+def test_every_annotation_is_a_slot(cls):
+    own = set(cls.__dict__.get("__annotations__", {}))
+    stray = own - set(cls._all_slots())
+    # a base class may type a field that each of its subclasses stores (Operation._outputs)
+    for sub in cls.__subclasses__():
+        stray -= set(sub._all_slots())
+    assert not stray, f"{cls.__name__}: annotations {sorted(stray)} name no slot"
+
+
+@pytest.mark.parametrize("cls", NODE_CLASSES, ids=lambda c: c.__name__)
+def test_annotations_keep_nodes_slotted(cls):
+    assert not hasattr(object.__new__(cls), "__dict__")
+
+
+def test_nodes_stay_immutable_and_picklable():
+    n, i = tir.Var("n"), tir.Var("i")
+    buf = tir.decl_buffer((n,), "float32", name="A")
+    store = stmt.BufferStore(buf, buf[i] * 2.0 + 1.0, [i])
+    loop = stmt.For(i, 0, n, stmt.ForKind.SERIAL, store)
+    f = tir.PrimFunc([buf.data, n], loop, {buf.data: buf})
+    for node in (f, loop, store, buf, store.value, tir.Range(0, n)):
+        with pytest.raises(AttributeError):
+            node.dtype = "int8"
+        assert structural_equal(pickle.loads(pickle.dumps(node)), node, map_free_vars=True)
+    B = te.compute((n,), lambda j: j * 2, name="B")
+    with pytest.raises(AttributeError):
+        B.op.name = "C"
