@@ -23,7 +23,7 @@ from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, r
 from .tensor import ComputeOp, Reduce, Tensor
 
 __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check", "is_zero_extent",
-           "pass_down_domain", "Interval"]
+           "pass_down_domain", "Interval", "Relations"]
 
 # Inclusive symbolic bounds ``(lo, hi)``: bound inference keeps loop variables of enclosing
 # (compute_at) loops as symbols, so its intervals are pairs of expressions, never infinite.
