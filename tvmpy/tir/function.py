@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from ..ir.node import Node
 from .buffer import Buffer
@@ -35,9 +35,9 @@ class PrimFunc(Node):
         return self.attrs.get("global_symbol", "default_function")
 
     def with_body(self, body: Stmt) -> PrimFunc:
-        return cast(PrimFunc, self.replace(body=body))  # Node.replace keeps the node's class
+        return PrimFunc(self.params, body, self.buffer_map, self.attrs)
 
     def with_attr(self, key: str, value: Any) -> PrimFunc:
         attrs = dict(self.attrs)
         attrs[key] = value
-        return cast(PrimFunc, self.replace(attrs=attrs))
+        return PrimFunc(self.params, self.body, self.buffer_map, attrs)
