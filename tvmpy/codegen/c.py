@@ -31,16 +31,16 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import config
+from ..runtime.fork_guard import install_fork_guard
+from ..runtime.module import Module
 from ..target.target import Target, host_cpu_name
 from ..tir.function import PrimFunc
+from .abi import signature
 from .c_emit import emit_source
 from .c_expr import CCodegenError
-
-if TYPE_CHECKING:
-    from ..runtime.module import Module
+from .extern_link import extern_modules
 
 __all__ = ["emit_c", "build", "compile_source", "compile_flags", "CCompileError",
            "CCodegenError", "cache_dir", "LINK_LIBS"]
@@ -197,12 +197,9 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) 
     tgt = _as_target(target)
     source = emit_c(funcs, tgt)
     obj = compile_source(source, tgt, funcs[0].name if funcs else "module")
-    from ..contrib.extern_link import extern_modules
-    from ..runtime.fork_guard import install_fork_guard
-    from ..runtime.module import Module
-
     install_fork_guard()  # the module runs OpenMP (libgomp) parallel loops
-    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)], funcs,
+    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)],
+                               [signature(f) for f in funcs],
                                link_libs=list(LINK_LIBS),
                                type_key="c", sources={"c": source},
                                imports=extern_modules(funcs))

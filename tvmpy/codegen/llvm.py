@@ -35,15 +35,15 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..runtime.module import Module
 from ..target import Target
 from ..tir.function import PrimFunc
+from .abi import signature
+from .extern_link import extern_modules
 from .llvm_codegen import CodegenError, CodeGenLLVM
 from .llvm_parallel import LINK_LIBS, install_fork_guard, link_libs_for
-
-if TYPE_CHECKING:
-    from ..runtime.module import Module
 
 __all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "compile_funcs", "Compiled",
            "CodegenError", "LINK_LIBS", "USE_LIBMVEC", "vector_isa"]
@@ -293,15 +293,13 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library; with
     ``load=False`` not linked yet: ``export_library`` links it once, straight into its file).
 
-    The objects of registered external kernels the functions call (tvmpy.contrib.extern_link)
+    The objects of registered external kernels the functions call (codegen/extern_link.py)
     and ``imports`` (runtime Modules, e.g. an LLVM micro-kernel built with
     ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library."""
-    from ..contrib.extern_link import extern_modules
-    from ..runtime.module import Module
-
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
     install_fork_guard()
-    return Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs, type_key="llvm",
+    return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
+                               link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs) + list(imports), load=load)

@@ -15,7 +15,7 @@ Its lowering rule returns (body, reset, update) calls of three C functions (``in
 
 (``ld*``: row strides in elements). The tile of C stays in registers across the k loop; the
 source is compiled with ``cc -O3 -march=native -fPIC`` on first use and linked into every module
-whose code calls it (:mod:`tvmpy.contrib.extern_link`), so ``tvm.build(s, args, "llvm")`` and
+whose code calls it (:mod:`tvmpy.codegen.extern_link`), so ``tvm.build(s, args, "llvm")`` and
 ``"c"`` need nothing more, and exported libraries are self-contained. For the ``interp`` target the
 same functions are registered with the interpreter as numpy implementations. Note: the C kernel
 may contract ``a * b + c`` into FMA, so it rounds differently from a separate multiply and add.
@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codegen.extern_link import register_extern_object
 from ..runtime.linker import compile_c
 from ..tir import interpreter
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
-from .extern_link import register_extern_object
 
 if TYPE_CHECKING:
     from ..te.tensor_intrin import TensorIntrin

@@ -6,11 +6,12 @@ For code generators (the API the LLVM and C backends call)
 sources=None) -> Module``
 
 - ``objects``: relocatable, position-independent (``-fPIC`` / ``reloc="pic"``) ELF object files as
-  bytes. Each exported function follows codegen/abi.py: ``int32_t name(params..., shape vars...)``.
+  bytes. Each exported function follows runtime/abi.py: ``int32_t name(params..., shape vars...)``.
   Helper symbols (outlined parallel bodies, constants) must have internal linkage (LLVM
   ``internal``/``private``, C ``static``) so that several modules link into one library.
-- ``funcs``: the PrimFuncs compiled (their ``abi.signature`` describes each exported function), or
-  ``abi.Signature`` objects, or the metadata JSON string/dict of ``abi.module_metadata``.
+- ``funcs``: the ``abi.Signature`` of each exported function (codegen/abi.py ``signature``
+  computes it for a PrimFunc) or its JSON dict, or the metadata JSON string/dict of
+  ``abi.metadata_json``.
 - ``__tvmpy_last_error``: the runtime links a weak definition (``const char* = 0``). Codegens
   should only *declare* it (LLVM ``@__tvmpy_last_error = external global ptr``; C
   ``extern const char* __tvmpy_last_error;``); a strong definition also works for one module,
@@ -59,6 +60,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
 from .function import Function
 
@@ -74,19 +76,14 @@ def _metadata_of(funcs: Any, entry: str | None) -> dict:
     elif isinstance(funcs, str):
         meta = json.loads(funcs)
     else:
-        from ..codegen import abi
-        from ..tir.function import PrimFunc
-
         sigs = []
         for f in funcs:
-            if isinstance(f, PrimFunc):
-                sigs.append(abi.signature(f).to_json())
-            elif isinstance(f, abi.Signature):
+            if isinstance(f, Signature):
                 sigs.append(f.to_json())
             elif isinstance(f, Mapping):
                 sigs.append(dict(f))
-            else:
-                raise TypeError(f"funcs: expected PrimFunc, abi.Signature or dict, got {type(f).__name__}")
+            else:  # a PrimFunc: its code generator describes it (codegen/abi.py ``signature``)
+                raise TypeError(f"funcs: expected abi.Signature or dict, got {type(f).__name__}")
         meta = {"version": 1, "entry": entry or (sigs[0]["name"] if sigs else ""), "functions": sigs}
     if entry is not None:
         meta["entry"] = entry
@@ -190,7 +187,7 @@ class Module:
         self._err: ctypes.c_char_p | None = None
         if lib is not None:
             try:
-                self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+                self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
             except ValueError:
                 self._err = None
 
@@ -239,7 +236,7 @@ class Module:
         self._lib = lib
         self._funcs.clear()
         try:
-            self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+            self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
         except ValueError:
             self._err = None
 
@@ -473,7 +470,7 @@ def load_module(path: str, fmt: str = "") -> Module:
     install_fork_guard()
     lib = _dlopen_current(path)
     try:
-        addr = ctypes.addressof(ctypes.c_char.in_dll(lib, "__tvmpy_metadata"))
+        addr = ctypes.addressof(ctypes.c_char.in_dll(lib, METADATA_SYMBOL))
     except ValueError:
         raise ValueError(f"{path} is not a tvmpy module (no __tvmpy_metadata symbol)") from None
     meta = json.loads(ctypes.string_at(addr).decode("utf-8"))

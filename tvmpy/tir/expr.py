@@ -17,7 +17,6 @@ from ..ir import dtype as dt
 from ..ir.node import Node
 
 if TYPE_CHECKING:
-    from ..te.tensor import Tensor
     from .buffer import Buffer
 
 __all__ = [
@@ -182,6 +181,7 @@ class Var(PrimExpr):
     """A variable: loop index, symbolic size, or a buffer's data pointer (dtype "handle")."""
 
     __slots__ = ("name",)
+    _struct_var = True
 
     def __init__(self, name: str = "v", dtype: str = "int32"):
         dt.parse(dtype)
@@ -493,7 +493,7 @@ class ProducerLoad(PrimExpr):
     __slots__ = ("producer", "indices")
     _fields = ("indices",)
 
-    def __init__(self, producer: Tensor, indices: Sequence[Any]):
+    def __init__(self, producer: Any, indices: Sequence[Any]):  # a te.Tensor
         self._init(dtype=producer.dtype, producer=producer, indices=tuple(convert(i) for i in indices))
 
 

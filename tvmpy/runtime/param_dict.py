@@ -1,4 +1,5 @@
-"""Parameter dictionaries as bytes: ``relay.save_param_dict`` / ``relay.load_param_dict``.
+"""Parameter dictionaries as bytes: ``runtime.save_param_dict`` / ``runtime.load_param_dict``
+(also spelled ``relay.save_param_dict`` / ``relay.load_param_dict``, as in TVM).
 
 The layout is TVM's NDArray-list format (little-endian), so blobs are exchangeable with TVM:
 
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .ndarray import NDArray
+
 __all__ = ["save_param_dict", "load_param_dict", "ParamDictError"]
 
 LIST_MAGIC = 0xF7E58D4F05049CB7
@@ -43,8 +46,6 @@ class ParamDictError(ValueError):
 
 
 def _as_numpy(name: str, value: Any) -> np.ndarray:
-    from ..runtime.ndarray import NDArray
-
     arr = value._arr if isinstance(value, NDArray) else np.asarray(value)
     if arr.dtype.name not in _CODES:
         raise TypeError(f"save_param_dict: parameter {name!r} has dtype {arr.dtype}, which cannot "
