@@ -34,9 +34,13 @@ from pathlib import Path
 
 from .. import config
 from ..runtime.fork_guard import install_fork_guard
+from ..runtime.linker import compile_c, compiler
 from ..runtime.module import Module
 from ..target.target import Target, host_cpu_name
+from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
 from .abi import signature
 from .c_emit import emit_source
 from .c_expr import CCodegenError
@@ -150,8 +154,6 @@ def _compiler_id(cc: str) -> str:
 
 
 def _compiler() -> list[str]:
-    from ..runtime.linker import compiler
-
     try:
         return compiler()
     except RuntimeError as err:
@@ -162,10 +164,6 @@ def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
     """Objects of the hand-written kernels given by ``pragma_import_c`` (C source) and
     ``pragma_import_llvm`` (LLVM IR) attributes, as TVM links them (``s[C].pragma(x, "import_c",
     src)``)."""
-    from ..tir import expr as E
-    from ..tir import stmt as S
-    from ..tir.functor import post_order_visit
-
     found: dict[tuple[str, str], None] = {}
 
     def visit(n: object) -> None:
@@ -179,11 +177,9 @@ def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
     objs = []
     for k, (key, src) in enumerate(found):
         if key == "pragma_import_c":
-            from ..runtime.linker import compile_c
-
             objs.append(compile_c(src, name=f"import_c{k}"))
         else:
-            from .llvm import compile_ir
+            from .llvm import compile_ir  # llvmlite: loaded only for LLVM IR imports
 
             objs.append(compile_ir(src))
     return objs

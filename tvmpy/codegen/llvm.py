@@ -37,6 +37,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import config
+from ..runtime.linker import compile_c
 from ..runtime.module import Module
 from ..target import Target
 from ..tir.function import PrimFunc
@@ -219,8 +221,6 @@ def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
 
 def _excerpt(ir_text: str, err: str, context: int = 12) -> str:
     """The numbered lines of ``ir_text`` around the line an LLVM error message points at."""
-    import re
-
     lines = ir_text.splitlines()
     m = re.search(r"<string>:(\d+):", err)
     center = int(m.group(1)) - 1 if m else 0
@@ -275,15 +275,11 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     tm, triple, cpu, features = _target_machine(tgt)
     cg = _generate(funcs, tm, triple, cpu, features)
     text = cg.text()
-    from .. import config
-
     if config.get("DEBUG") >= 4:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))
     extra = []
     if cg.imported_c:
-        from ..runtime.linker import compile_c
-
         extra = [compile_c(src, name=f"import_c{k}") for k, src in enumerate(cg.imported_c)]
     return Compiled(obj, text, _link_libs(cg), extra)
 

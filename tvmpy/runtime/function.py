@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir import dtype as dt
 from .device import Device, cpu
 from .ndarray import NDArray
 
@@ -130,8 +131,6 @@ class _Param:
         # older modules carry no "written" flag: assume the kernel may write every buffer
         self.written = bool(spec.get("written", True))
         if self.kind == "buffer":
-            from ..ir import dtype as dt
-
             self.np_dtype = dt.to_numpy(self.dtype)
             self.dims = [_Dim(s) for s in spec["shape"]]
             consts = [d.const for d in self.dims]

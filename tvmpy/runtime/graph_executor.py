@@ -40,6 +40,7 @@ from . import ndarray as nd
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult
 from .graph_json import GraphJSONError, entry_nbytes, graph_entry_attrs, parse_graph
+from .linker import link_shared
 from .module import Module, _module_from_meta
 from .ndarray import NDArray
 from .param_dict import load_param_dict, save_param_dict
@@ -653,7 +654,6 @@ class GraphExecutorFactory(Module):
         if not file_name or os.path.isdir(file_name):
             raise ValueError(f"export_library: expected the path of the library file to write "
                              f"(e.g. 'mod.so'), got {file_name!r}")
-        from .linker import link_shared  # a compiler is needed to export, not to load
 
         objs, libs, meta = self._collect()
         blob = save_param_dict(self.params)

@@ -25,7 +25,7 @@ from .abi import ERROR_SYMBOL, METADATA_SYMBOL
 __all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
            "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
 
-POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (not imported: no cycle at import)
+POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (parallel_pool imports this module)
 
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 

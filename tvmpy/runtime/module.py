@@ -58,14 +58,15 @@ import struct
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
+from .evaluator import BenchmarkResult, time_evaluator
+from .fork_guard import install_fork_guard
 from .function import Function
-
-if TYPE_CHECKING:
-    from .evaluator import BenchmarkResult
+from .linker import DEFAULT_CFLAGS, compile_c, link_shared, relocatable_link
+from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module"]
 
@@ -138,8 +139,6 @@ def _unload_when_unused(lib: ctypes.CDLL) -> None:
     (hence every Function and every graph executor), the Modules sharing it, the parameter
     views of a loaded factory. Its parallel pool, if linked, is stopped first (its workers are
     joined). Not at interpreter exit: other threads may still be running its code then."""
-    from .parallel_pool import STOP_SYMBOL
-
     _pin_threaded_dependencies()
     try:
         stop = ctypes.cast(lib[STOP_SYMBOL], ctypes.c_void_p).value
@@ -199,8 +198,6 @@ class Module:
                      load: bool = True) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
         shared library, load it and return the Module (see the module docstring)."""
-        from .linker import link_shared
-
         objects = [bytes(o) for o in objects]
         for o in objects:
             if o[:4] != b"\x7fELF":
@@ -227,8 +224,6 @@ class Module:
                       cflags: Sequence[str] | None = None, link_libs: Sequence[str] = (),
                       imports: Sequence[Module] = (), type_key: str = "c") -> Module:
         """Compile C ``source`` with the system compiler, then :meth:`from_objects`."""
-        from .linker import DEFAULT_CFLAGS, compile_c
-
         obj = compile_c(source, DEFAULT_CFLAGS if cflags is None else cflags)
         return cls.from_objects([obj], funcs, entry, link_libs, imports, type_key, {"c": source})
 
@@ -386,8 +381,6 @@ class Module:
                 shutil.copyfile(self._lib_path, tmp)
                 os.replace(tmp, file_name)
             return
-        from .linker import link_shared
-
         objs, libs, meta = self._collect()
         link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs)
 
@@ -408,8 +401,6 @@ class Module:
                 with open(file_name, "wb") as f:
                     f.write(self._objects[0])
                 return
-            from .linker import relocatable_link
-
             relocatable_link(self._objects, file_name)
             return
         with open(file_name, "w") as f:
@@ -421,14 +412,12 @@ class Module:
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call);
         see runtime/evaluator.py."""
-        from .evaluator import time_evaluator
-
         return time_evaluator(self.get_function(func_name), dev, number, repeat, min_repeat_ms,
                               cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
         return (f"Module(type_key={self.type_key!r}, entry={self.entry_name!r}, "
-                f"functions={list(self._sigs)}, imports={len(self.imported_modules)})")
+                f"functions={self.function_names()}, imports={len(self.imported_modules)})")
 
 
 def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
@@ -465,8 +454,6 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
-    from .fork_guard import install_fork_guard
-
     install_fork_guard()
     lib = _dlopen_current(path)
     try:

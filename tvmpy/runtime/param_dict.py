@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import ndarray as nd
 from .ndarray import NDArray
 
 __all__ = ["save_param_dict", "load_param_dict", "ParamDictError"]
@@ -149,8 +150,6 @@ def load_param_dict(data: bytes | bytearray | memoryview, copy: bool = True) -> 
                                  f"needs {want} bytes, header says {nbytes}")
         arr = np.frombuffer(r.take(nbytes, f"the data of {name!r}"), dtype=npd).reshape(shape)
         if copy:
-            from ..runtime import ndarray as nd
-
             out[name] = nd.array(arr.astype(np.dtype(dtype), copy=False))
         else:
             arr.flags.writeable = False  # may view read-only mapped memory (a library's data)
