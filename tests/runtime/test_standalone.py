@@ -91,3 +91,12 @@ def test_exported_modules_run_with_the_runtime_alone(tmp_path):
     assert "tvmpy.runtime.graph_executor" in loaded
     outside = [m for m in loaded if m not in ALLOWED and not m.startswith("tvmpy.runtime")]
     assert not outside, f"loading and running an exported module imported {outside}"
+
+
+def test_import_tvmpy_loads_no_subpackage():
+    """``import tvmpy`` is cheap: sub-packages (te, tir, relay, ...) load on first use."""
+    code = ("import json, sys; import tvmpy as tvm; "
+            "before = sorted(m for m in sys.modules if m.startswith('tvmpy')); "
+            "tvm.te.placeholder; tvm.target.Target; "
+            "print(json.dumps(before))")
+    assert json.loads(_run(code).splitlines()[-1]) == ["tvmpy"]
