@@ -113,19 +113,19 @@ class GraphExecutor:
                                  f"[{n_entries} non-negative ints]]")
         sids = sids[1]
         self._np_dtypes = []
-        for e, d in enumerate(dtypes):
+        for eid, d in enumerate(dtypes):
             try:
                 self._np_dtypes.append(dt.to_numpy(d))
             except Exception:
-                raise GraphJSONError(f"graph JSON: entry {e} has unknown dtype {d!r}") from None
-        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[e]))
-                  for e, (s, d) in enumerate(zip(shapes, dtypes))]
+                raise GraphJSONError(f"graph JSON: entry {eid} has unknown dtype {d!r}") from None
+        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[eid]))
+                  for eid, (s, d) in enumerate(zip(shapes, dtypes))]
 
         # ---- storage: one arena, each storage 64-byte aligned and at least 64 bytes ------------
         n_storage = max(sids) + 1 if sids else 0
         ssize = [0] * n_storage
-        for e, s in enumerate(sids):
-            ssize[s] = max(ssize[s], nbytes[e])
+        for eid, s in enumerate(sids):
+            ssize[s] = max(ssize[s], nbytes[eid])
         offsets, total = [], 0
         for size in ssize:
             offsets.append(total)
@@ -229,7 +229,7 @@ class GraphExecutor:
                         f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
                         "a valid memory plan")
                 owner[sids[e]] = e
-                if alias:
+                if alias and prev is not None:
                     last_use[e] = max(last_use[e], last_use[prev])
 
     def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
@@ -416,7 +416,7 @@ class GraphExecutor:
                 raise ValueError(f"get_output: out has shape {out.shape}, output {index} has "
                                  f"{arr.shape}")
             np.copyto(out, arr._arr)
-            return out
+            return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
         raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
                         f"{type(out).__name__}")
 
@@ -498,7 +498,7 @@ class GraphExecutor:
             self.set_input(**kwargs)
         self.run()
         clock = time.perf_counter
-        times = [[] for _ in self._calls]
+        times: list[list[float]] = [[] for _ in self._calls]
         t_total = []
         for _ in range(max(1, int(number))):
             t_start = clock()
@@ -606,7 +606,7 @@ class GraphExecutorFactory(Module):
                 raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
                                  "missing") from None
             blob = (ctypes.c_ubyte * nbytes).from_address(addr)
-            blob._lib = lib  # the views below keep the library loaded
+            blob._lib = lib  # type: ignore[attr-defined]  # the views keep the library loaded
             # read-only views of the library's data: no copy until an executor is created
             params = {k: NDArray(v) for k, v in
                       load_param_dict(memoryview(blob), copy=False).items()}

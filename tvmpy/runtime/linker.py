@@ -60,8 +60,8 @@ def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "
         if 'extern "C"' in source:  # C++ (as in TVM's tutorials): compile it as such
             flags = ["-x", "c++"] + [f for f in flags if not f.startswith("-std=")]
         _run(compiler() + flags + ["-c", src, "-o", obj], "compiling C source")
-        with open(obj, "rb") as f:
-            return f.read()
+        with open(obj, "rb") as fh:
+            return fh.read()
 
 
 def _c_string(text: str) -> str:

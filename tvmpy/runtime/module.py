@@ -290,11 +290,11 @@ class Module:
         if f is not None:
             return f
         sig = self._sigs.get(name)
-        if sig is not None and self._lib is None:
-            raise RuntimeError(f"function {name} is in a module that was not loaded (built with "
-                               "load=False, e.g. cross-compiled): export_library it and load it "
-                               "where it can run")
         if sig is not None:
+            if self._lib is None:
+                raise RuntimeError(f"function {name} is in a module that was not loaded (built "
+                                   "with load=False, e.g. cross-compiled): export_library it "
+                                   "and load it where it can run")
             try:
                 cfunc = self._lib[name]  # a fresh function object: its argtypes are ours
             except AttributeError:
