@@ -2,7 +2,8 @@
 
 ``import tvmpy as tvm`` reads like a TVM (paper era) tutorial: ``tvm.te``, ``tvm.tir``,
 ``tvm.lower``, ``tvm.build``, ``tvm.nd.array``, ``tvm.cpu(0)``, ``tvm.runtime.load_module``.
-Sub-packages load on first use, so ``import tvmpy`` stays cheap.
+Sub-packages load on first use, so ``import tvmpy`` stays cheap and ``import tvmpy.runtime``
+loads the runtime alone (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -12,13 +13,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-from . import ir, target, te, tir  # noqa: E402,F401
-from .target import Target  # noqa: E402,F401
-
-_LAZY_MODULES = {"arith", "runtime", "nd", "codegen", "contrib", "transform", "config", "testing"}
-_LAZY_MODULES.add("relay")
-_LAZY_MODULES.add("autotvm")
+_LAZY_MODULES = {"ir", "target", "te", "tir", "arith", "runtime", "nd", "codegen", "contrib",
+                 "transform", "config", "testing", "topi", "relay", "autotvm", "driver"}
 _LAZY_ATTRS = {
+    "Target": ("target", "Target"),
     "lower": ("driver", "lower"),
     "build": ("driver", "build"),
     "cpu": ("runtime", "cpu"),

@@ -1,83 +1,26 @@
-"""The calling convention shared by every CPU code generator and the runtime.
-
-A lowered PrimFunc ``f`` compiles to the C function
-
-    int32_t f(<params...>, <shape vars...>)
-
-- each buffer parameter (a handle Var in ``buffer_map``) is a ``void*`` to element 0, 64-byte
-  aligned when it comes from tvmpy's NDArray; each scalar parameter is passed as its dtype
-  (int32 -> int32_t, int64 -> int64_t, float32 -> float, float64 -> double);
-- then the *shape vars*: the free Vars in the buffers' shapes (and strides) that are not
-  parameters themselves, in first-seen order (shapes first); the runtime reads each one off the
-  shape of the argument that carries it (``arg_index``, ``dim``), or off its stride in elements
-  (``source: "stride"``), after checking every argument's shape;
-- the return value is 0 on success; on a failed AssertStmt the function stores a pointer to the
-  message (a NUL-terminated constant) in the module's global ``const char* __tvmpy_last_error``
-  and returns -1.
-
-A module (shared library) also exports ``const char __tvmpy_metadata[]``: the JSON of
-:func:`module_metadata`, so that ``load_module`` needs no compiler and no Python IR.
-"""
+"""The ABI (runtime/abi.py) of a lowered PrimFunc: :func:`signature` finds its parameters and
+the shape vars appended after them; :func:`module_metadata` is the JSON a module embeds."""
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import dtype as dt
+from ..runtime.abi import (
+    ERROR_SYMBOL,
+    METADATA_SYMBOL,
+    ParamSpec,
+    ShapeVarSpec,
+    Signature,
+    metadata_json,
+)
 from ..tir import expr as E
 from ..tir.function import PrimFunc
 from ..tir.functor import collect_vars
 
 __all__ = ["ParamSpec", "ShapeVarSpec", "Signature", "signature", "module_metadata",
            "ERROR_SYMBOL", "METADATA_SYMBOL"]
-
-ERROR_SYMBOL = "__tvmpy_last_error"
-METADATA_SYMBOL = "__tvmpy_metadata"
-
-
-@dataclass
-class ParamSpec:
-    name: str
-    kind: str  # "buffer" or "scalar"
-    dtype: str  # element dtype for buffers
-    shape: list[Any] = field(default_factory=list)  # ints, or var names (str) for symbolic dims
-    strides: list[Any] | None = None  # None: compact row-major
-    written: bool = False  # the kernel may store into this buffer (an output)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "dtype": self.dtype, "shape": self.shape,
-                "strides": self.strides, "written": self.written}
-
-
-@dataclass
-class ShapeVarSpec:
-    name: str
-    dtype: str
-    arg_index: int
-    dim: int
-    source: str = "shape"  # "shape": the argument's extent in ``dim``; "stride": its stride there
-
-    def to_json(self) -> dict:
-        out = {"name": self.name, "dtype": self.dtype, "arg_index": self.arg_index, "dim": self.dim}
-        if self.source != "shape":
-            out["source"] = self.source
-        return out
-
-
-@dataclass
-class Signature:
-    name: str
-    params: list[ParamSpec]
-    shape_vars: list[ShapeVarSpec]
-    # the Var objects, for code generators: params then shape vars, in ABI order
-    vars: list[E.Var] = field(default_factory=list, repr=False)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "params": [p.to_json() for p in self.params],
-                "shape_vars": [s.to_json() for s in self.shape_vars]}
 
 
 def _dim_json(e: E.PrimExpr, names: dict[int, str]) -> Any:
@@ -167,8 +110,4 @@ def signature(func: PrimFunc) -> Signature:
 
 def module_metadata(funcs: list[PrimFunc], entry: str | None = None, extra: dict | None = None) -> str:
     """JSON describing every function of a module (embedded as ``__tvmpy_metadata``)."""
-    sigs = [signature(f).to_json() for f in funcs]
-    meta = {"version": 1, "entry": entry or (funcs[0].name if funcs else ""), "functions": sigs}
-    if extra:
-        meta.update(extra)
-    return json.dumps(meta, sort_keys=True)
+    return metadata_json([signature(f) for f in funcs], entry, extra)

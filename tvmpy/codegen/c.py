@@ -31,16 +31,20 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import config
+from ..runtime.fork_guard import install_fork_guard
+from ..runtime.linker import compile_c, compiler
+from ..runtime.module import Module
 from ..target.target import Target, host_cpu_name
+from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from .abi import signature
 from .c_emit import emit_source
 from .c_expr import CCodegenError
-
-if TYPE_CHECKING:
-    from ..runtime.module import Module
+from .extern_link import extern_modules
 
 __all__ = ["emit_c", "build", "compile_source", "compile_flags", "CCompileError",
            "CCodegenError", "cache_dir", "LINK_LIBS"]
@@ -150,8 +154,6 @@ def _compiler_id(cc: str) -> str:
 
 
 def _compiler() -> list[str]:
-    from ..runtime.linker import compiler
-
     try:
         return compiler()
     except RuntimeError as err:
@@ -162,10 +164,6 @@ def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
     """Objects of the hand-written kernels given by ``pragma_import_c`` (C source) and
     ``pragma_import_llvm`` (LLVM IR) attributes, as TVM links them (``s[C].pragma(x, "import_c",
     src)``)."""
-    from ..tir import expr as E
-    from ..tir import stmt as S
-    from ..tir.functor import post_order_visit
-
     found: dict[tuple[str, str], None] = {}
 
     def visit(n: object) -> None:
@@ -179,11 +177,9 @@ def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
     objs = []
     for k, (key, src) in enumerate(found):
         if key == "pragma_import_c":
-            from ..runtime.linker import compile_c
-
             objs.append(compile_c(src, name=f"import_c{k}"))
         else:
-            from .llvm import compile_ir
+            from .llvm import compile_ir  # llvmlite: loaded only for LLVM IR imports
 
             objs.append(compile_ir(src))
     return objs
@@ -197,12 +193,9 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) 
     tgt = _as_target(target)
     source = emit_c(funcs, tgt)
     obj = compile_source(source, tgt, funcs[0].name if funcs else "module")
-    from ..contrib.extern_link import extern_modules
-    from ..runtime.fork_guard import install_fork_guard
-    from ..runtime.module import Module
-
     install_fork_guard()  # the module runs OpenMP (libgomp) parallel loops
-    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)], funcs,
+    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)],
+                               [signature(f) for f in funcs],
                                link_libs=list(LINK_LIBS),
                                type_key="c", sources={"c": source},
                                imports=extern_modules(funcs))

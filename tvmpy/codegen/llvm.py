@@ -35,15 +35,17 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .. import config
+from ..runtime.linker import compile_c
+from ..runtime.module import Module
 from ..target import Target
 from ..tir.function import PrimFunc
+from .abi import signature
+from .extern_link import extern_modules
 from .llvm_codegen import CodegenError, CodeGenLLVM
 from .llvm_parallel import LINK_LIBS, install_fork_guard, link_libs_for
-
-if TYPE_CHECKING:
-    from ..runtime.module import Module
 
 __all__ = ["build", "emit_llvm_ir", "emit_assembly", "compile_ir", "compile_funcs", "Compiled",
            "CodegenError", "LINK_LIBS", "USE_LIBMVEC", "vector_isa"]
@@ -219,8 +221,6 @@ def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
 
 def _excerpt(ir_text: str, err: str, context: int = 12) -> str:
     """The numbered lines of ``ir_text`` around the line an LLVM error message points at."""
-    import re
-
     lines = ir_text.splitlines()
     m = re.search(r"<string>:(\d+):", err)
     center = int(m.group(1)) - 1 if m else 0
@@ -275,15 +275,11 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     tm, triple, cpu, features = _target_machine(tgt)
     cg = _generate(funcs, tm, triple, cpu, features)
     text = cg.text()
-    from .. import config
-
     if config.get("DEBUG") >= 4:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))
     extra = []
     if cg.imported_c:
-        from ..runtime.linker import compile_c
-
         extra = [compile_c(src, name=f"import_c{k}") for k, src in enumerate(cg.imported_c)]
     return Compiled(obj, text, _link_libs(cg), extra)
 
@@ -293,15 +289,13 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     """Compile lowered PrimFuncs to a runtime Module (an in-memory shared library; with
     ``load=False`` not linked yet: ``export_library`` links it once, straight into its file).
 
-    The objects of registered external kernels the functions call (tvmpy.contrib.extern_link)
+    The objects of registered external kernels the functions call (codegen/extern_link.py)
     and ``imports`` (runtime Modules, e.g. an LLVM micro-kernel built with
     ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library."""
-    from ..contrib.extern_link import extern_modules
-    from ..runtime.module import Module
-
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
     install_fork_guard()
-    return Module.from_objects([c.object, *c.extra_objects], funcs, link_libs=c.link_libs, type_key="llvm",
+    return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
+                               link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs) + list(imports), load=load)

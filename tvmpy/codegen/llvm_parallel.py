@@ -28,9 +28,11 @@ the bytes of ``tvmpy.runtime.parallel_pool.pool_object()`` (``export_library`` d
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .. import config
 from ..ir import dtype as dt
 from ..tir import stmt as S
 from ..tir.functor import referenced_vars
@@ -51,10 +53,6 @@ from ..runtime.fork_guard import install_fork_guard  # noqa: E402,F401  (re-expo
 
 def parallel_runtime() -> str:
     """The runtime new parallel loops call: ``"pool"`` or ``"gomp"`` (see the module doc)."""
-    import os
-
-    from .. import config
-
     name = (config.get("PARALLEL_RUNTIME") or os.environ.get("TVMPY_PARALLEL_RUNTIME")
             or "pool").strip().lower()
     if name not in RUNTIMES:

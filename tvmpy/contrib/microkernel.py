@@ -15,7 +15,7 @@ Its lowering rule returns (body, reset, update) calls of three C functions (``in
 
 (``ld*``: row strides in elements). The tile of C stays in registers across the k loop; the
 source is compiled with ``cc -O3 -march=native -fPIC`` on first use and linked into every module
-whose code calls it (:mod:`tvmpy.contrib.extern_link`), so ``tvm.build(s, args, "llvm")`` and
+whose code calls it (:mod:`tvmpy.codegen.extern_link`), so ``tvm.build(s, args, "llvm")`` and
 ``"c"`` need nothing more, and exported libraries are self-contained. For the ``interp`` target the
 same functions are registered with the interpreter as numpy implementations. Note: the C kernel
 may contract ``a * b + c`` into FMA, so it rounds differently from a separate multiply and add.
@@ -36,18 +36,17 @@ measured here.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from .. import te
+from ..codegen.extern_link import register_extern_object
 from ..runtime.linker import compile_c
+from ..te.tensor_intrin import TensorIntrin
 from ..tir import interpreter
 from ..tir.buffer import decl_buffer
 from ..tir.op import call_extern
-from .extern_link import register_extern_object
-
-if TYPE_CHECKING:
-    from ..te.tensor_intrin import TensorIntrin
 
 __all__ = ["gemm_intrin", "gemm_source", "gemm_object", "gemm_symbols", "CFLAGS"]
 
@@ -215,8 +214,6 @@ def _register_python(m: int, n: int, k: int, b_layout: str) -> None:
 def gemm_intrin(m: int = 8, n: int = 8, k: int = 8, b_layout: str = "nk") -> TensorIntrin:
     """The tensor intrinsic of an ``m x n x k`` fp32 GEMM tile (see the module docstring);
     its C kernels are linked into modules that use it."""
-    from .. import te
-
     _check(m, n, k, b_layout)
     sym = gemm_symbols(m, n, k, b_layout)
     a = te.placeholder((m, k), "float32", name="a")

@@ -28,32 +28,27 @@ from typing import Any
 import numpy as np
 from onnx.backend.base import Backend, BackendRep  # onnx: needed by this module only
 
+from .. import relay
+from ..relay.expr import Call, Tuple, TupleGetItem
+from ..relay.frontend.onnx import OnnxConstantInputError, from_onnx
+from ..runtime import cpu
+from ..transform import PassContext
+from . import graph_executor
+
 __all__ = ["TvmpyBackend", "TvmpyBackendRep", "default_executor", "prepare", "run_model"]
 
 ENV_EXECUTOR = "TVMPY_ONNX_BACKEND_EXECUTOR"
 _EXECUTORS = ("graph", "debug")
 
 
-def _graph_available() -> bool:
-    from tvmpy import relay
-
-    if not hasattr(relay, "build"):
-        return False
-    try:
-        from tvmpy.contrib import graph_executor  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def default_executor() -> str:
-    """``$TVMPY_ONNX_BACKEND_EXECUTOR`` if set, else ``graph`` when relay.build exists."""
+    """``$TVMPY_ONNX_BACKEND_EXECUTOR`` if set, else ``graph``."""
     kind = os.environ.get(ENV_EXECUTOR, "").strip().lower()
     if kind:
         if kind not in _EXECUTORS:
             raise ValueError(f"{ENV_EXECUTOR}={kind!r}: expected one of {list(_EXECUTORS)}")
         return kind
-    return "graph" if _graph_available() else "debug"
+    return "graph"
 
 
 def _needed_inputs(graph: Any, tensor: str, inputs: set[str]) -> set[str]:
@@ -102,8 +97,6 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
     """A function from {input name: array} to the list of outputs (``opt_level``: relay.build's
     PassContext level; None keeps the caller's context, default 2)."""
     if executor == "debug":
-        from tvmpy import relay
-
         f = relay.create_executor("debug", mod).evaluate()
 
         def run_debug(feeds: dict) -> list[np.ndarray]:
@@ -113,18 +106,14 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
 
         return run_debug
 
-    import tvmpy as tvm
-    from tvmpy import relay
-    from tvmpy.contrib import graph_executor
-
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
         return _compile(mod, params, "debug")
     if opt_level is None:
         lib = relay.build(mod, target="llvm", params=params)
     else:
-        with tvm.transform.PassContext(opt_level=opt_level):
+        with PassContext(opt_level=opt_level):
             lib = relay.build(mod, target="llvm", params=params)
-    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    gm = graph_executor.GraphModule(lib["default"](cpu(0)))
 
     def run_graph(feeds: dict) -> list[np.ndarray]:
         for k, v in feeds.items():
@@ -137,8 +126,6 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
 
 def _computes(body: Any) -> bool:
     """Whether an expression calls any operator (relay.build needs at least one)."""
-    from tvmpy.relay.expr import Call, Tuple, TupleGetItem
-
     if isinstance(body, Call):
         return True
     if isinstance(body, Tuple):
@@ -205,7 +192,6 @@ class TvmpyBackendRep(BackendRep):
                      for k, v in sorted(feeds.items()))
 
     def _build(self, feeds: dict[str, np.ndarray]) -> Callable[[dict], list[np.ndarray]]:
-        from tvmpy.relay.frontend.onnx import OnnxConstantInputError, from_onnx
 
         names = set(self.input_names)
         while True:

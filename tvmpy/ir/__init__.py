@@ -1,14 +1,17 @@
 """IR foundations shared by every layer: dtypes (``dtype``) and immutable nodes with structural
-equality (``node``). Kept apart from ``tir`` so that dtype parsing imports nothing else."""
+equality (``node``). Nothing loads eagerly: the runtime imports ``ir.dtype`` alone."""
 
 from typing import Any as _Any
 
-from .node import assert_structural_equal, structural_equal, structural_hash  # noqa: E402,F401
+_NODE_NAMES = ("Node", "structural_equal", "structural_hash", "assert_structural_equal")
 
 
 def __getattr__(name: str) -> _Any:
-    # ``tvm.ir.Range`` (defined with the expressions in tir/expr.py, loaded on first use)
-    if name == "Range":
+    if name in _NODE_NAMES:
+        from . import node
+
+        return getattr(node, name)
+    if name == "Range":  # ``tvm.ir.Range``: defined with the loop-IR expressions (allow-listed)
         from ..tir.expr import Range
 
         return Range

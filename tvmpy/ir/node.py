@@ -6,9 +6,40 @@ use; structural comparison is the explicit :func:`structural_equal` / :func:`str
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-__all__ = ["Node", "structural_equal", "structural_hash", "assert_structural_equal"]
+__all__ = ["Node", "register_printer", "structural_equal", "structural_hash",
+           "assert_structural_equal"]
+
+# node class -> its printer, or "module:function" loaded on first use (each IR registers its own)
+_PRINTERS: dict[type, Callable[[Any], str] | str] = {}
+_RESOLVED: dict[type, Callable[[Any], str] | None] = {}  # per concrete class, after the MRO walk
+
+
+def register_printer(classes: type | tuple[type, ...], printer: Callable[[Any], str] | str) -> None:
+    """``str()`` of a node of ``classes`` (and their subclasses) is ``printer(node)``;
+    ``printer`` may be ``"module:function"``, imported when a node is first printed."""
+    for cls in classes if isinstance(classes, tuple) else (classes,):
+        _PRINTERS[cls] = printer
+    _RESOLVED.clear()
+
+
+def _printer_of(cls: type) -> Callable[[Any], str] | None:
+    if cls in _RESOLVED:
+        return _RESOLVED[cls]
+    found = None
+    for klass in cls.__mro__:
+        printer = _PRINTERS.get(klass)
+        if isinstance(printer, str):
+            module, _, name = printer.partition(":")
+            printer = _PRINTERS[klass] = getattr(importlib.import_module(module), name)
+        if printer is not None:
+            found = printer
+            break
+    _RESOLVED[cls] = found
+    return found
 
 
 class Node:
@@ -16,6 +47,9 @@ class Node:
 
     __slots__ = ("__weakref__",)
     _fields: tuple[str, ...] = ()
+    # variables compare by binding site (see _StructEq); ``_struct_sig()``, when defined,
+    # replaces the dtype in that comparison
+    _struct_var: ClassVar[bool] = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable; build a new node instead")
@@ -63,9 +97,10 @@ class Node:
         return str(self)
 
     def __str__(self) -> str:
-        from ..tir.printer import astext
-
-        return astext(self)
+        printer = _printer_of(type(self))
+        if printer is None:
+            return f"{type(self).__name__}({', '.join(self._fields)})"
+        return printer(self)
 
     def __reduce__(self):
         # pickling (worker processes): rebuild from slot values
@@ -80,11 +115,9 @@ def _rebuild(cls, state):
 
 
 def _is_var(a: Any) -> bool:
-    """Variables compare by binding site, not by fields: tir.Var, and any node class that sets
-    ``_struct_var = True`` (relay.Var), whose ``_struct_sig()`` replaces the dtype check."""
-    from ..tir.expr import Var
-
-    return isinstance(a, Var) or getattr(type(a), "_struct_var", False)
+    """Variables compare by binding site, not by fields: node classes that set
+    ``_struct_var = True`` (tir.Var, relay.Var)."""
+    return getattr(type(a), "_struct_var", False)
 
 
 def _var_sig(a: Any) -> Any:

@@ -12,6 +12,7 @@ Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constru
 ``testing`` (ResNet/MobileNetV2/BERT workloads with random weights).
 """
 
+from ..runtime.param_dict import load_param_dict, save_param_dict  # noqa: F401
 from . import analysis, build_module, frontend, op, transform  # noqa: F401
 from .build_module import build  # noqa: F401
 from .expr import (  # noqa: F401
@@ -38,6 +39,5 @@ from .op.extra import *  # noqa: F401,F403
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
-from .param_dict import load_param_dict, save_param_dict  # noqa: F401
 from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401

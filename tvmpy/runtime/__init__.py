@@ -3,8 +3,14 @@
 - device.py: ``Device``, ``cpu``, ``device``;
 - ndarray.py (also ``tvm.nd``): aligned host arrays, DLPack both ways (dlpack.py);
 - module.py: ``Module`` (build from objects, call, import, export_library) and ``load_module``;
-- function.py: the checked ctypes call of one compiled function (codegen/abi.py convention);
+- abi.py: the calling convention and the module metadata every code generator follows;
+- function.py: the checked ctypes call of one compiled function;
+- graph_json.py, graph_executor.py: the graph format and its executor (plus the factory module
+  ``relay.build`` returns); param_dict.py: ``save_param_dict`` / ``load_param_dict``;
 - linker.py: system compiler/linker driving; evaluator.py: ``time_evaluator``.
+
+The runtime imports nothing of the compiler (only ``ir.dtype`` and ``config``): an exported
+library loads and runs with ``tvmpy.runtime`` and numpy alone.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from .evaluator import BenchmarkResult
 from .function import Function
 from .module import Module, load_module
 from .ndarray import NDArray
+from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["Device", "cpu", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
-           "BenchmarkResult"]
+           "BenchmarkResult", "save_param_dict", "load_param_dict"]

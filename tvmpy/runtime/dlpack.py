@@ -206,7 +206,7 @@ def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
                         f"tensor, NDArray) or a DLPack capsule, got {type(obj).__name__}")
     if _api.PyCapsule_IsValid(capsule, _NAME_V):
         addr = _api.PyCapsule_GetPointer(capsule, _NAME_V)
-        mt = DLManagedTensorVersioned.from_address(addr)
+        mt: Any = DLManagedTensorVersioned.from_address(addr)
         if mt.version.major > 1:
             raise BufferError(f"DLPack version {mt.version.major}.{mt.version.minor} is newer than "
                               "1.x, which tvmpy reads")
@@ -238,11 +238,11 @@ def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
     if t.strides:
         strides = tuple(int(t.strides[i]) for i in range(ndim))
     else:
-        strides, acc = [], 1
+        compact, acc = [], 1
         for n in reversed(shape):
-            strides.append(acc)
+            compact.append(acc)
             acc *= max(n, 1)
-        strides = tuple(reversed(strides))
+        strides = tuple(reversed(compact))
     item = dtype.itemsize
     size = int(np.prod(shape, dtype=np.int64)) if ndim else 1
     if size == 0 or not t.data:
@@ -253,8 +253,9 @@ def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
     hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
     start = t.data + t.byte_offset + lo * item
     holder = (ctypes.c_char * ((hi - lo + 1) * item)).from_address(start)
-    holder._tvmpy_owner = owner  # the numpy view's base keeps the producer's tensor alive
-    arr = np.ndarray(shape, dtype, buffer=holder, offset=-lo * item,
+    holder._tvmpy_owner = owner  # type: ignore[attr-defined]  # the view's base keeps it alive
+    arr = np.ndarray(shape, dtype, buffer=holder,  # type: ignore[arg-type]
+                     offset=-lo * item,
                      strides=tuple(s * item for s in strides))
     if read_only:
         arr.flags.writeable = False

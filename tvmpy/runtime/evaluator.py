@@ -53,7 +53,9 @@ def _flush_caches(buf: list) -> None:
 def time_evaluator(func: Any, dev: Device, number: int = 10, repeat: int = 1,
                    min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
                    f_preproc: str = "") -> Callable[..., BenchmarkResult]:
-    """Return ``evaluate(*args) -> BenchmarkResult`` for the runtime Function ``func``.
+    """Return ``evaluate(*args) -> BenchmarkResult`` for the runtime Function ``func`` (or any
+    function with its protocol: ``name``, ``device``, ``prepare(args) -> (raw, writeback)``,
+    ``_cfunc(*raw) -> return code``, ``_raise_error(rc)``; e.g. the loop-IR interpreter's).
 
     ``f_preproc="cache_flush_cpu_non_first_arg"`` (TVM's name) evicts the caches before each
     repeat, to time cold-cache behaviour."""

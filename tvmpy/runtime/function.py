@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir import dtype as dt
 from .device import Device, cpu
 from .ndarray import NDArray
 
@@ -102,7 +103,9 @@ class _Dim:
     __slots__ = ("const", "var", "expr", "text")
 
     def __init__(self, spec: Any):
-        self.const = self.var = self.expr = None
+        self.const: int | None = None
+        self.var: str | None = None
+        self.expr: Callable[[dict[str, int]], int] | None = None
         self.text = str(spec)
         if isinstance(spec, int):
             self.const = spec
@@ -130,16 +133,15 @@ class _Param:
         # older modules carry no "written" flag: assume the kernel may write every buffer
         self.written = bool(spec.get("written", True))
         if self.kind == "buffer":
-            from ..ir import dtype as dt
-
             self.np_dtype = dt.to_numpy(self.dtype)
             self.dims = [_Dim(s) for s in spec["shape"]]
             consts = [d.const for d in self.dims]
-            self.const_shape = tuple(consts) if None not in consts else None
+            self.const_shape = (tuple(c for c in consts if c is not None)
+                                if None not in consts else None)
             self.has_expr = any(d.expr is not None for d in self.dims)
             if spec.get("strides") is not None:
                 self.strides = [_Dim(s) for s in spec["strides"]]
-            self.ctype = ctypes.c_void_p
+            self.ctype: Any = ctypes.c_void_p
         elif self.kind == "scalar":
             if self.dtype not in _CTYPES:
                 raise ValueError(f"parameter {self.name}: scalar dtype {self.dtype} cannot be passed "
@@ -227,9 +229,9 @@ class Function:
         for p in self._bufs:
             a = args[p.index]
             if isinstance(a, NDArray):
-                d = a._device
-                if d.device_type != dev_type or d.device_id != dev_id:
-                    raise ValueError(f"{self.name}: argument {p.name} is on {d}, but "
+                adev = a._device
+                if adev.device_type != dev_type or adev.device_id != dev_id:
+                    raise ValueError(f"{self.name}: argument {p.name} is on {adev}, but "
                                      f"{self.name} runs on {self.device}")
                 arr = a._arr
                 ptrs.append(a._ptr if a._compact_aligned else None)
@@ -299,6 +301,7 @@ class Function:
         return "(" + ", ".join(d.text for d in p.dims) + ("," if len(p.dims) == 1 else "") + ")"
 
     def _eval(self, dim: _Dim, env: dict[str, int]) -> int:
+        assert dim.expr is not None
         try:
             return int(dim.expr(env))
         except KeyError as e:
@@ -352,7 +355,7 @@ class Function:
                 return ptr
         else:
             want = tuple(self._eval(s, env) if s.expr is not None else
-                         (s.const if s.const is not None else env[s.var]) for s in p.strides)
+                         (s.const if s.const is not None else env[str(s.var)]) for s in p.strides)
             item = arr.itemsize
             if (writable and arr.size and ptr % ALIGNMENT == 0 and
                     all(n <= 1 or st * item == bs for n, st, bs in zip(arr.shape, want, arr.strides))):

@@ -4,8 +4,9 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
 
 - the graph is parsed and checked (every problem raises ``GraphJSONError`` naming it);
 - storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
-  (``attrs.storage_id``; planned here when the graph has none); every entry is a fixed numpy
-  view into it, wrapped once as an NDArray;
+  (``attrs.storage_id``, planned at compile time by relay/backend/graph_plan_memory.py; a graph
+  without one gets a storage per entry); every entry is a fixed numpy view into it, wrapped once
+  as an NDArray;
 - each ``tvm_op`` node is bound to its library function, whose checked call path
   (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
   graph and library is reported here, naming the node. What remains per node is the raw ctypes
@@ -24,7 +25,6 @@ metadata) and the parameters (``save_param_dict`` bytes in a read-only data symb
 
 from __future__ import annotations
 
-import copy
 import ctypes
 import json
 import os
@@ -35,10 +35,15 @@ from typing import Any
 
 import numpy as np
 
+from ..ir import dtype as dt
+from . import ndarray as nd
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult
-from .module import Module
+from .graph_json import GraphJSONError, entry_nbytes, graph_entry_attrs, parse_graph
+from .linker import link_shared
+from .module import Module, _module_from_meta
 from .ndarray import NDArray
+from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
            "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
@@ -48,29 +53,11 @@ PARAMS_SYMBOL = "__tvmpy_graph_params"
 FACTORY_TYPE_KEY = "GraphExecutorFactory"
 
 
-class GraphJSONError(ValueError):
-    """The graph JSON is malformed or does not match the library."""
-
-
 class InputNameError(KeyError):
     """No graph input has this name (a KeyError whose message reads as a sentence)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
-
-
-def _parse_graph(graph_json: str | bytes | dict) -> dict:
-    if isinstance(graph_json, dict):
-        return copy.deepcopy(graph_json)
-    if not isinstance(graph_json, (str, bytes)):
-        raise TypeError(f"graph_json must be a JSON string, got {type(graph_json).__name__}")
-    try:
-        graph = json.loads(graph_json)
-    except json.JSONDecodeError as e:
-        raise GraphJSONError(f"graph JSON is not valid JSON: {e}") from None
-    if not isinstance(graph, dict):
-        raise GraphJSONError(f"graph JSON must be an object, got {type(graph).__name__}")
-    return graph
 
 
 def _first(names: list[str], n: int = 8) -> str:
@@ -97,13 +84,6 @@ class GraphExecutor:
     """An executor of one graph on one device (see the module docstring)."""
 
     def __init__(self, graph_json: str | dict, lib: Module, dev: Device | None = None):
-        from ..ir import dtype as dt
-        from ..relay.backend.graph_plan_memory import (
-            entry_nbytes,
-            graph_entry_attrs,
-            plan_memory,
-        )
-
         dev = cpu(0) if dev is None else dev
         if isinstance(dev, (list, tuple)):
             if len(dev) != 1:
@@ -116,7 +96,7 @@ class GraphExecutor:
             raise ValueError(f"the graph executor runs on CPU devices, not {dev}")
         self.device = dev
         self.lib = lib
-        graph = _parse_graph(graph_json)
+        graph = parse_graph(graph_json)
         try:
             shapes, dtypes = graph_entry_attrs(graph)
         except (ValueError, TypeError) as e:
@@ -124,12 +104,8 @@ class GraphExecutor:
         self.graph = graph
         nodes_json, row = graph["nodes"], graph["node_row_ptr"]
         n_entries = row[-1]
-        if "storage_id" not in graph["attrs"]:
-            try:
-                plan_memory(graph)
-            except (ValueError, TypeError) as e:
-                raise GraphJSONError(str(e)) from None
-        sids = graph["attrs"]["storage_id"]
+        # the memory plan is made at compile time; without one, each entry gets its own storage
+        sids = graph["attrs"].get("storage_id", ["list_int", list(range(n_entries))])
         if not (isinstance(sids, list) and len(sids) == 2 and sids[0] == "list_int"
                 and isinstance(sids[1], list) and len(sids[1]) == n_entries
                 and all(isinstance(s, int) and s >= 0 for s in sids[1])):
@@ -137,19 +113,19 @@ class GraphExecutor:
                                  f"[{n_entries} non-negative ints]]")
         sids = sids[1]
         self._np_dtypes = []
-        for e, d in enumerate(dtypes):
+        for eid, d in enumerate(dtypes):
             try:
                 self._np_dtypes.append(dt.to_numpy(d))
             except Exception:
-                raise GraphJSONError(f"graph JSON: entry {e} has unknown dtype {d!r}") from None
-        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[e]))
-                  for e, (s, d) in enumerate(zip(shapes, dtypes))]
+                raise GraphJSONError(f"graph JSON: entry {eid} has unknown dtype {d!r}") from None
+        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[eid]))
+                  for eid, (s, d) in enumerate(zip(shapes, dtypes))]
 
         # ---- storage: one arena, each storage 64-byte aligned and at least 64 bytes ------------
         n_storage = max(sids) + 1 if sids else 0
         ssize = [0] * n_storage
-        for e, s in enumerate(sids):
-            ssize[s] = max(ssize[s], nbytes[e])
+        for eid, s in enumerate(sids):
+            ssize[s] = max(ssize[s], nbytes[eid])
         offsets, total = [], 0
         for size in ssize:
             offsets.append(total)
@@ -253,7 +229,7 @@ class GraphExecutor:
                         f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
                         "a valid memory plan")
                 owner[sids[e]] = e
-                if alias:
+                if alias and prev is not None:
                     last_use[e] = max(last_use[e], last_use[prev])
 
     def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
@@ -379,8 +355,6 @@ class GraphExecutor:
         raises naming it, before anything is copied. Loaded inputs no longer count as user
         inputs."""
         if isinstance(params, (bytes, bytearray, memoryview)):
-            from ..relay.param_dict import load_param_dict
-
             params = load_param_dict(params, copy=False)
         todo = []
         for name, value in params.items():
@@ -442,7 +416,7 @@ class GraphExecutor:
                 raise ValueError(f"get_output: out has shape {out.shape}, output {index} has "
                                  f"{arr.shape}")
             np.copyto(out, arr._arr)
-            return out
+            return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
         raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
                         f"{type(out).__name__}")
 
@@ -524,7 +498,7 @@ class GraphExecutor:
             self.set_input(**kwargs)
         self.run()
         clock = time.perf_counter
-        times = [[] for _ in self._calls]
+        times: list[list[float]] = [[] for _ in self._calls]
         t_total = []
         for _ in range(max(1, int(number))):
             t_start = clock()
@@ -604,7 +578,7 @@ class GraphExecutorFactory(Module):
             raise TypeError(f"lib must be a runtime Module, got {type(lib).__name__}")
         if not isinstance(mod_name, str) or not mod_name:
             raise ValueError(f"mod_name must be a non-empty str, got {mod_name!r}")
-        _parse_graph(graph_json)  # fail early on malformed JSON
+        parse_graph(graph_json)  # fail early on malformed JSON
         meta = {"version": 1, "entry": "", "functions": [],
                 "graph_executor": {"mod_name": mod_name, "graph_json": graph_json}}
         super().__init__(None, meta, FACTORY_TYPE_KEY)
@@ -612,8 +586,6 @@ class GraphExecutorFactory(Module):
         self.graph_json = graph_json
         self.libmod_name = mod_name
         self.params: dict[str, NDArray] = {}
-        from . import ndarray as nd
-
         for name, value in (params or {}).items():
             if not isinstance(name, str):
                 raise TypeError(f"params: names must be str, got {name!r}")
@@ -621,9 +593,6 @@ class GraphExecutorFactory(Module):
 
     @classmethod
     def _from_loaded(cls, lib: ctypes.CDLL, meta: dict, path: str) -> GraphExecutorFactory:
-        from ..relay.param_dict import load_param_dict
-        from .module import _module_from_meta
-
         info = meta.get("graph_executor") or {}
         subs = [_module_from_meta(lib, sub, path) for sub in meta.get("imports", [])]
         if len(subs) != 1 or "graph_json" not in info:
@@ -637,7 +606,7 @@ class GraphExecutorFactory(Module):
                 raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
                                  "missing") from None
             blob = (ctypes.c_ubyte * nbytes).from_address(addr)
-            blob._lib = lib  # the views below keep the library loaded
+            blob._lib = lib  # type: ignore[attr-defined]  # the views keep the library loaded
             # read-only views of the library's data: no copy until an executor is created
             params = {k: NDArray(v) for k, v in
                       load_param_dict(memoryview(blob), copy=False).items()}
@@ -685,8 +654,6 @@ class GraphExecutorFactory(Module):
         if not file_name or os.path.isdir(file_name):
             raise ValueError(f"export_library: expected the path of the library file to write "
                              f"(e.g. 'mod.so'), got {file_name!r}")
-        from ..relay.param_dict import save_param_dict
-        from .linker import link_shared
 
         objs, libs, meta = self._collect()
         blob = save_param_dict(self.params)

@@ -19,18 +19,19 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 
+from .. import config
+from .abi import ERROR_SYMBOL, METADATA_SYMBOL
+
 __all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
            "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
 
-POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (not imported: no cycle at import)
+POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (parallel_pool imports this module)
 
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 
 
 def compiler() -> list[str]:
     """The C compiler command (``CC`` may carry flags, e.g. ``CC="gcc -m64"``)."""
-    from .. import config
-
     cmd = shlex.split(config.get("CC") or "cc")
     if not cmd or shutil.which(cmd[0]) is None:
         raise RuntimeError(f"C compiler {cmd[0] if cmd else '(empty CC)'!r} not found: install one "
@@ -59,8 +60,8 @@ def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "
         if 'extern "C"' in source:  # C++ (as in TVM's tutorials): compile it as such
             flags = ["-x", "c++"] + [f for f in flags if not f.startswith("-std=")]
         _run(compiler() + flags + ["-c", src, "-o", obj], "compiling C source")
-        with open(obj, "rb") as f:
-            return f.read()
+        with open(obj, "rb") as fh:
+            return fh.read()
 
 
 def _c_string(text: str) -> str:
@@ -78,8 +79,6 @@ def _c_string(text: str) -> str:
 
 def metadata_c_source(metadata_json: str) -> str:
     """C source defining ``__tvmpy_metadata`` and a weak ``__tvmpy_last_error``."""
-    from ..codegen.abi import ERROR_SYMBOL, METADATA_SYMBOL
-
     chunks = [_c_string(metadata_json[i:i + 200]) for i in range(0, len(metadata_json), 200)]
     body = "\n  ".join(chunks) if chunks else '""'
     return (
@@ -109,8 +108,6 @@ def metadata_object(metadata_json: str, like: bytes | None) -> bytes | None:
         return None
     try:
         import llvmlite.binding as llvm
-
-        from ..codegen.abi import ERROR_SYMBOL, METADATA_SYMBOL
 
         if triple.startswith("x86_64"):
             llvm.initialize_native_target()

@@ -6,11 +6,12 @@ For code generators (the API the LLVM and C backends call)
 sources=None) -> Module``
 
 - ``objects``: relocatable, position-independent (``-fPIC`` / ``reloc="pic"``) ELF object files as
-  bytes. Each exported function follows codegen/abi.py: ``int32_t name(params..., shape vars...)``.
+  bytes. Each exported function follows runtime/abi.py: ``int32_t name(params..., shape vars...)``.
   Helper symbols (outlined parallel bodies, constants) must have internal linkage (LLVM
   ``internal``/``private``, C ``static``) so that several modules link into one library.
-- ``funcs``: the PrimFuncs compiled (their ``abi.signature`` describes each exported function), or
-  ``abi.Signature`` objects, or the metadata JSON string/dict of ``abi.module_metadata``.
+- ``funcs``: the ``abi.Signature`` of each exported function (codegen/abi.py ``signature``
+  computes it for a PrimFunc) or its JSON dict, or the metadata JSON string/dict of
+  ``abi.metadata_json``.
 - ``__tvmpy_last_error``: the runtime links a weak definition (``const char* = 0``). Codegens
   should only *declare* it (LLVM ``@__tvmpy_last_error = external global ptr``; C
   ``extern const char* __tvmpy_last_error;``); a strong definition also works for one module,
@@ -57,13 +58,15 @@ import struct
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
+from .evaluator import BenchmarkResult, time_evaluator
+from .fork_guard import install_fork_guard
 from .function import Function
-
-if TYPE_CHECKING:
-    from .evaluator import BenchmarkResult
+from .linker import DEFAULT_CFLAGS, compile_c, link_shared, relocatable_link
+from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module"]
 
@@ -74,19 +77,14 @@ def _metadata_of(funcs: Any, entry: str | None) -> dict:
     elif isinstance(funcs, str):
         meta = json.loads(funcs)
     else:
-        from ..codegen import abi
-        from ..tir.function import PrimFunc
-
         sigs = []
         for f in funcs:
-            if isinstance(f, PrimFunc):
-                sigs.append(abi.signature(f).to_json())
-            elif isinstance(f, abi.Signature):
+            if isinstance(f, Signature):
                 sigs.append(f.to_json())
             elif isinstance(f, Mapping):
                 sigs.append(dict(f))
-            else:
-                raise TypeError(f"funcs: expected PrimFunc, abi.Signature or dict, got {type(f).__name__}")
+            else:  # a PrimFunc: its code generator describes it (codegen/abi.py ``signature``)
+                raise TypeError(f"funcs: expected abi.Signature or dict, got {type(f).__name__}")
         meta = {"version": 1, "entry": entry or (sigs[0]["name"] if sigs else ""), "functions": sigs}
     if entry is not None:
         meta["entry"] = entry
@@ -141,8 +139,6 @@ def _unload_when_unused(lib: ctypes.CDLL) -> None:
     (hence every Function and every graph executor), the Modules sharing it, the parameter
     views of a loaded factory. Its parallel pool, if linked, is stopped first (its workers are
     joined). Not at interpreter exit: other threads may still be running its code then."""
-    from .parallel_pool import STOP_SYMBOL
-
     _pin_threaded_dependencies()
     try:
         stop = ctypes.cast(lib[STOP_SYMBOL], ctypes.c_void_p).value
@@ -190,7 +186,7 @@ class Module:
         self._err: ctypes.c_char_p | None = None
         if lib is not None:
             try:
-                self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+                self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
             except ValueError:
                 self._err = None
 
@@ -202,8 +198,6 @@ class Module:
                      load: bool = True) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
         shared library, load it and return the Module (see the module docstring)."""
-        from .linker import link_shared
-
         objects = [bytes(o) for o in objects]
         for o in objects:
             if o[:4] != b"\x7fELF":
@@ -230,8 +224,6 @@ class Module:
                       cflags: Sequence[str] | None = None, link_libs: Sequence[str] = (),
                       imports: Sequence[Module] = (), type_key: str = "c") -> Module:
         """Compile C ``source`` with the system compiler, then :meth:`from_objects`."""
-        from .linker import DEFAULT_CFLAGS, compile_c
-
         obj = compile_c(source, DEFAULT_CFLAGS if cflags is None else cflags)
         return cls.from_objects([obj], funcs, entry, link_libs, imports, type_key, {"c": source})
 
@@ -239,7 +231,7 @@ class Module:
         self._lib = lib
         self._funcs.clear()
         try:
-            self._err = ctypes.c_char_p.in_dll(lib, "__tvmpy_last_error")
+            self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
         except ValueError:
             self._err = None
 
@@ -298,11 +290,11 @@ class Module:
         if f is not None:
             return f
         sig = self._sigs.get(name)
-        if sig is not None and self._lib is None:
-            raise RuntimeError(f"function {name} is in a module that was not loaded (built with "
-                               "load=False, e.g. cross-compiled): export_library it and load it "
-                               "where it can run")
         if sig is not None:
+            if self._lib is None:
+                raise RuntimeError(f"function {name} is in a module that was not loaded (built "
+                                   "with load=False, e.g. cross-compiled): export_library it "
+                                   "and load it where it can run")
             try:
                 cfunc = self._lib[name]  # a fresh function object: its argtypes are ours
             except AttributeError:
@@ -389,8 +381,6 @@ class Module:
                 shutil.copyfile(self._lib_path, tmp)
                 os.replace(tmp, file_name)
             return
-        from .linker import link_shared
-
         objs, libs, meta = self._collect()
         link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs)
 
@@ -411,8 +401,6 @@ class Module:
                 with open(file_name, "wb") as f:
                     f.write(self._objects[0])
                 return
-            from .linker import relocatable_link
-
             relocatable_link(self._objects, file_name)
             return
         with open(file_name, "w") as f:
@@ -424,14 +412,12 @@ class Module:
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call);
         see runtime/evaluator.py."""
-        from .evaluator import time_evaluator
-
         return time_evaluator(self.get_function(func_name), dev, number, repeat, min_repeat_ms,
                               cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
         return (f"Module(type_key={self.type_key!r}, entry={self.entry_name!r}, "
-                f"functions={list(self._sigs)}, imports={len(self.imported_modules)})")
+                f"functions={self.function_names()}, imports={len(self.imported_modules)})")
 
 
 def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
@@ -468,12 +454,10 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
-    from .fork_guard import install_fork_guard
-
     install_fork_guard()
     lib = _dlopen_current(path)
     try:
-        addr = ctypes.addressof(ctypes.c_char.in_dll(lib, "__tvmpy_metadata"))
+        addr = ctypes.addressof(ctypes.c_char.in_dll(lib, METADATA_SYMBOL))
     except ValueError:
         raise ValueError(f"{path} is not a tvmpy module (no __tvmpy_metadata symbol)") from None
     meta = json.loads(ctypes.string_at(addr).decode("utf-8"))

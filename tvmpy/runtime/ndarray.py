@@ -8,6 +8,7 @@ runtime/function.py). ``numpy()`` always returns a copy.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from typing import Any
 
@@ -123,8 +124,6 @@ class NDArray:
     @property
     def handle(self) -> Any:
         """The data pointer as a ``ctypes.c_void_p``."""
-        import ctypes
-
         return ctypes.c_void_p(self.data_ptr)
 
     # ---- copies -------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ import os
 import tempfile
 import threading
 
+from .linker import compile_c, compiler
+
 __all__ = ["SOURCE", "LINK_TOKEN", "STOP_SYMBOL", "pool_object", "cache_path"]
 
 #: the link_libs token that makes :func:`tvmpy.runtime.linker.link_shared` link the pool
@@ -346,8 +348,6 @@ def _write(path: str, data: bytes) -> bool:
 
 def pool_object() -> bytes:
     """The pool's object file (compiled with the configured ``CC`` on first use)."""
-    from .linker import compile_c, compiler
-
     cmd = compiler()
     key = _key(cmd)
     with _lock:

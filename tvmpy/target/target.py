@@ -11,6 +11,8 @@ import shlex
 from functools import lru_cache
 from typing import Any
 
+from ..ir.dtype import bits_of
+
 __all__ = ["Target", "current_target", "host_cpu_name", "host_cpu_features"]
 
 _KINDS = ("llvm", "c", "interp")
@@ -109,8 +111,6 @@ class Target:
         return 128
 
     def vector_lanes(self, dtype: str) -> int:
-        from ..ir.dtype import bits_of
-
         return max(1, self.vector_width_bits // bits_of(dtype))
 
     def __str__(self) -> str:

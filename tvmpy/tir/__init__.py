@@ -1,5 +1,6 @@
 """Loop IR: expressions, statements, buffers, PrimFunc, visitors, passes and the interpreter."""
 
+from ..ir.node import register_printer as _register_printer
 from .buffer import Buffer, decl_buffer  # noqa: F401
 from .expr import *  # noqa: F401,F403
 from .expr import cast  # noqa: F401
@@ -9,6 +10,9 @@ from .op import *  # noqa: F401,F403
 from .op import abs, all, any, max, min, pow, round  # noqa: F401,A004
 from .stmt import *  # noqa: F401,F403
 from .stmt import is_no_op  # noqa: F401
+
+_register_printer((PrimExpr, Stmt, Buffer, PrimFunc, Range, IterVar),  # noqa: F405
+                  "tvmpy.tir.printer:astext")
 
 
 def __getattr__(name: str):

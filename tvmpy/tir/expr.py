@@ -17,7 +17,6 @@ from ..ir import dtype as dt
 from ..ir.node import Node
 
 if TYPE_CHECKING:
-    from ..te.tensor import Tensor
     from .buffer import Buffer
 
 __all__ = [
@@ -184,6 +183,7 @@ class Var(PrimExpr):
 
     __slots__ = ("name",)
     name: str
+    _struct_var = True
 
     def __init__(self, name: str = "v", dtype: str = "int32"):
         dt.parse(dtype)
@@ -518,11 +518,11 @@ class ProducerLoad(PrimExpr):
     """``tensor[indices]`` on a te.Tensor: a read of another stage, before lowering."""
 
     __slots__ = ("producer", "indices")
-    producer: Tensor
+    producer: Any  # a te.Tensor (te sits above tir: no import here)
     indices: tuple[PrimExpr, ...]
     _fields = ("indices",)
 
-    def __init__(self, producer: Tensor, indices: Sequence[Any]):
+    def __init__(self, producer: Any, indices: Sequence[Any]):  # a te.Tensor
         self._init(dtype=producer.dtype, producer=producer, indices=tuple(convert(i) for i in indices))
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,6 +50,8 @@ import numpy as np
 
 from ..ir import dtype as dt
 from ..ir.node import structural_equal
+from ..runtime.device import Device
+from ..runtime.module import Module
 from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
@@ -1219,85 +1220,65 @@ def run(func: PrimFunc, args: Sequence[Any]) -> None:
         back(arr)
 
 
-class InterpModule:
-    """Interpreted functions behind the runtime Module's call interface."""
+class InterpFunction:
+    """One interpreted PrimFunc with the calling protocol of ``runtime.Function`` (call,
+    ``prepare`` + raw call), so that the runtime's ``time_evaluator`` times it."""
 
-    type_key = "interp"
+    def __init__(self, func: PrimFunc, device: Device):
+        self.name = func.name
+        self.device = device
+        self.func = func
+
+    def __call__(self, *args: Any) -> None:
+        run(self.func, args)
+
+    def prepare(self, args: Sequence[Any]) -> tuple[tuple[Any, ...], list]:
+        """Arguments are bound (and written back) by each call: nothing to prepare."""
+        return tuple(args), []
+
+    def _cfunc(self, *args: Any) -> int:
+        run(self.func, args)
+        return 0
+
+    def _raise_error(self, rc: int) -> None:  # run() raises itself; never reached
+        raise RuntimeError(f"{self.name} failed ({rc})")
+
+    def __repr__(self) -> str:
+        return f"<tvmpy.tir.interpreter.InterpFunction {self.name}>"
+
+
+class InterpModule(Module):
+    """Interpreted functions as a runtime Module (``tvm.build(..., target="interp")``): called,
+    looked up and timed (``time_evaluator``) like compiled ones; there is no code to export."""
 
     def __init__(self, funcs: Sequence[PrimFunc], entry: str | None = None):
         self.functions: dict[str, PrimFunc] = {f.name: f for f in funcs}
         if not self.functions:
             raise ValueError("InterpModule needs at least one function")
-        self.entry_name = entry or next(iter(self.functions))
-        self.imported_modules: list[Any] = []
+        meta = {"version": 1, "entry": entry or next(iter(self.functions)), "functions": []}
+        super().__init__(None, meta, "interp")
 
-    def get_function(self, name: str) -> Callable[..., None]:
-        func = self.functions.get(name)
-        if func is None:
-            raise AttributeError(f"module has no function {name!r}; it has: "
-                                 f"{', '.join(self.functions)}")
+    def _find(self, name: str) -> InterpFunction | None:  # type: ignore[override]
+        f = self._funcs.get(name)
+        if f is None and name in self.functions:
+            f = self._funcs[name] = InterpFunction(self.functions[name], self.device)
+        return f
 
-        def call(*args: Any) -> None:
-            run(func, args)
+    def _all_names(self) -> list[str]:
+        return list(self.functions)
 
-        call.__name__ = name
-        return call
-
-    def __getitem__(self, name: str) -> Callable[..., None]:
-        return self.get_function(name)
-
-    def __call__(self, *args: Any) -> None:
-        run(self.functions[self.entry_name], args)
+    def function_names(self) -> list[str]:
+        return list(self.functions)
 
     def get_source(self, fmt: str = "") -> str:
         return "\n\n".join(str(f) for f in self.functions.values())
-
-    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 1, repeat: int = 1,
-                       min_repeat_ms: int = 0) -> Callable[..., Any]:
-        """Mean/median/results timing of ``func_name`` (seconds per call), like the runtime's."""
-        f = self.get_function(func_name)
-        from ..runtime.device import Device
-
-        if dev is not None and not isinstance(dev, Device):
-            raise TypeError(f"time_evaluator: dev must be a tvm Device, got {type(dev).__name__}")
-        for what, v in (("number", number), ("repeat", repeat)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"time_evaluator: {what} must be a positive int, got {v!r}")
-        if min_repeat_ms < 0:
-            raise ValueError("time_evaluator: min_repeat_ms must be >= 0")
-
-        def evaluate(*args: Any) -> Any:
-            results = []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                count = 0
-                while True:
-                    for _ in range(number):
-                        f(*args)
-                    count += number
-                    if (time.perf_counter() - t0) * 1000 >= min_repeat_ms:
-                        break
-                results.append((time.perf_counter() - t0) / count)
-            return _TimingResult(results)
-
-        return evaluate
 
     def export_library(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError("the interpreter target has no machine code to export; build "
                                   "with target='llvm' or 'c'")
 
-
-class _TimingResult:
-    def __init__(self, results: list[float]):
-        self.results = tuple(results)
-        self.mean = float(np.mean(results))
-        self.median = float(np.median(results))
-        self.min = float(np.min(results))
-        self.max = float(np.max(results))
-        self.std = float(np.std(results))
-
-    def __repr__(self) -> str:
-        return f"TimingResult(mean={self.mean:.6g}s, median={self.median:.6g}s, n={len(self.results)})"
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.export_library()
 
 
 def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any = None) -> InterpModule:

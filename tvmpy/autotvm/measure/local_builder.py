@@ -37,8 +37,8 @@ __all__ = ["LocalBuilder"]
 def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...]) -> dict:
     import importlib
 
-    import tvmpy  # noqa: F401 - import the compiler once, before the first request
-    from tvmpy.codegen import llvm  # noqa: F401
+    from ... import driver  # noqa: F401 - import the compiler once, before the first request
+    from ...codegen import llvm  # noqa: F401
 
     for name in modules:  # the module that registers the task's template
         importlib.import_module(name)
@@ -59,16 +59,15 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
     """Compile and export to ``path``. For LLVM targets the objects are linked once, straight
     into the exported file (``tvm.build`` would link and load a library first, then export
     would link again)."""
-    import tvmpy
-    from tvmpy.target import Target
+    from ...codegen import llvm as llvm_codegen
+    from ...driver import build, lower
+    from ...target import Target
 
     tgt = Target(target)
     if tgt.kind != "llvm":
-        tvmpy.build(s, args, tgt).export_library(path)
+        build(s, args, tgt).export_library(path)
         return
-    from tvmpy.codegen import llvm as llvm_codegen
-
-    funcs = [tvmpy.lower(s, args, "default_function", target=tgt)]
+    funcs = [lower(s, args, "default_function", target=tgt)]
     mod = llvm_codegen.build(funcs, tgt, load=False)
     mod.export_library(path)
 

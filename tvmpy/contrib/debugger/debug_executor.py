@@ -8,6 +8,7 @@ the per-node table (slowest first; ``print_table=False`` to keep quiet); the las
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ...runtime.device import Device
@@ -41,8 +42,6 @@ class GraphModuleDebug(GraphModule):
         if self.print_table:
             print(table)
         if self.dump_root:
-            import os
-
             os.makedirs(self.dump_root, exist_ok=True)
             with open(os.path.join(self.dump_root, "profile.txt"), "w") as f:
                 f.write(table + "\n")

@@ -23,7 +23,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from ...runtime.graph_json import entry_nbytes, graph_entry_attrs
 
 __all__ = ["plan_memory", "MemoryPlan", "entry_nbytes", "graph_entry_attrs", "MATCH_RANGE"]
 
@@ -69,60 +69,6 @@ class MemoryPlan:
                 f"planned {self.planned_bytes} bytes vs {self.naive_bytes} naive "
                 f"({saved:.1%} saved); intermediates {self.intermediate_planned_bytes} vs "
                 f"{self.intermediate_naive_bytes} bytes")
-
-
-def _attr(attrs: dict, key: str, kind: str, n: int) -> list:
-    if key not in attrs:
-        raise ValueError(f"graph JSON: attrs has no {key!r} (expected [\"{kind}\", [...]] with one "
-                         f"value per entry)")
-    val = attrs[key]
-    if not (isinstance(val, list) and len(val) == 2 and val[0] == kind and isinstance(val[1], list)):
-        raise ValueError(f"graph JSON: attrs[{key!r}] must be [\"{kind}\", [...]], got "
-                         f"{str(val)[:80]}")
-    if len(val[1]) != n:
-        raise ValueError(f"graph JSON: attrs[{key!r}] has {len(val[1])} values for {n} entries")
-    return val[1]
-
-
-def graph_entry_attrs(graph: dict) -> tuple[list[tuple[int, ...]], list[str]]:
-    """The shape and dtype of every entry, checked against the node count."""
-    if not isinstance(graph, dict):
-        raise TypeError(f"graph JSON must be an object, got {type(graph).__name__}")
-    for key in ("nodes", "node_row_ptr", "attrs"):
-        if key not in graph:
-            raise ValueError(f"graph JSON: missing {key!r}")
-    row = graph["node_row_ptr"]
-    if not isinstance(graph["nodes"], list):
-        raise ValueError("graph JSON: 'nodes' must be a list")
-    if not isinstance(row, list) or len(row) != len(graph["nodes"]) + 1:
-        raise ValueError(f"graph JSON: node_row_ptr has {len(row)} values for "
-                         f"{len(graph['nodes'])} nodes (expected nodes + 1)")
-    if (not all(isinstance(r, int) and not isinstance(r, bool) for r in row) or row[0] != 0
-            or any(b < a for a, b in zip(row, row[1:]))):
-        raise ValueError(f"graph JSON: node_row_ptr must be non-decreasing ints from 0, got "
-                         f"{str(row)[:80]}")
-    if not isinstance(graph["attrs"], dict):
-        raise ValueError("graph JSON: 'attrs' must be an object")
-    n = row[-1]
-    shapes = []
-    for e, s in enumerate(_attr(graph["attrs"], "shape", "list_shape", n)):
-        if not (isinstance(s, list) and all(isinstance(d, int) and not isinstance(d, bool)
-                                            and d >= 0 for d in s)):
-            raise ValueError(f"graph JSON: entry {e} has shape {s!r}; expected a list of "
-                             "non-negative ints")
-        shapes.append(tuple(s))
-    dtypes = [str(d) for d in _attr(graph["attrs"], "dltype", "list_str", n)]
-    return shapes, dtypes
-
-
-def entry_nbytes(shape: tuple[int, ...], dtype: str) -> int:
-    try:
-        item = 1 if dtype == "bool" else np.dtype(dtype).itemsize
-    except TypeError:
-        raise ValueError(f"graph JSON: unknown dtype {dtype!r}") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"graph JSON: negative dimension in shape {shape}")
-    return int(np.prod(shape, dtype=np.int64)) * item
 
 
 class _FreeList:

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ...target.intrin import RULES
 from .. import expr as E
 from ..function import PrimFunc
 from ..functor import Mutator
@@ -42,7 +43,6 @@ def _exp10(c: E.Call) -> E.PrimExpr:
 
 
 GENERIC_RULES: dict[str, Rule] = {"sigmoid": _sigmoid, "rsqrt": _rsqrt, "exp10": _exp10}
-RULES: dict[str, dict[str, Rule]] = {"llvm": {}, "c": {}, "interp": {}}
 
 
 def register_intrin_rule(target_kind: str, name: str, rule: Rule) -> None:

@@ -1,7 +1,7 @@
 """Object code for external functions that generated code calls (``call_extern``).
 
 A library of hand-written kernels (e.g. the tensorize micro-kernels of
-:mod:`tvmpy.contrib.microkernel`) registers, for each symbol it defines, a provider returning a
+:mod:`tvmpy.contrib.microkernel`, above the code generators) registers, for each symbol it defines, a provider returning a
 relocatable object file. Code generators call :func:`extern_modules` with the functions they
 compile: every registered symbol those functions call is linked into the built module (as an
 imported module), so the library ``export_library`` writes is self-contained.
@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from ..runtime.module import Module
+from ..tir import expr as E
+from ..tir.functor import post_order_visit
 
 __all__ = ["register_extern_object", "extern_symbols", "extern_modules"]
 
@@ -28,9 +32,6 @@ def register_extern_object(symbols: Iterable[str], key: str,
 
 def extern_symbols(funcs: Sequence[Any]) -> list[str]:
     """Names of the external functions called by ``funcs`` (PrimFuncs), first-seen order."""
-    from ..tir import expr as E
-    from ..tir.functor import post_order_visit
-
     names: dict[str, None] = {}
 
     def visit(n: Any) -> None:
@@ -46,8 +47,6 @@ def extern_symbols(funcs: Sequence[Any]) -> list[str]:
 def extern_modules(funcs: Sequence[Any]) -> list[Any]:
     """Runtime Modules (object code only, no functions of their own) defining the registered
     external symbols that ``funcs`` call; pass them as ``imports`` to ``Module.from_objects``."""
-    from ..runtime.module import Module
-
     objects: dict[str, bytes] = {}
     for name in extern_symbols(funcs):
         hit = _PROVIDERS.get(name)

@@ -1,4 +1,5 @@
-"""Parameter dictionaries as bytes: ``relay.save_param_dict`` / ``relay.load_param_dict``.
+"""Parameter dictionaries as bytes: ``runtime.save_param_dict`` / ``runtime.load_param_dict``
+(also spelled ``relay.save_param_dict`` / ``relay.load_param_dict``, as in TVM).
 
 The layout is TVM's NDArray-list format (little-endian), so blobs are exchangeable with TVM:
 
@@ -22,6 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from . import ndarray as nd
+from .ndarray import NDArray
+
 __all__ = ["save_param_dict", "load_param_dict", "ParamDictError"]
 
 LIST_MAGIC = 0xF7E58D4F05049CB7
@@ -43,8 +47,6 @@ class ParamDictError(ValueError):
 
 
 def _as_numpy(name: str, value: Any) -> np.ndarray:
-    from ..runtime.ndarray import NDArray
-
     arr = value._arr if isinstance(value, NDArray) else np.asarray(value)
     if arr.dtype.name not in _CODES:
         raise TypeError(f"save_param_dict: parameter {name!r} has dtype {arr.dtype}, which cannot "
@@ -148,8 +150,6 @@ def load_param_dict(data: bytes | bytearray | memoryview, copy: bool = True) -> 
                                  f"needs {want} bytes, header says {nbytes}")
         arr = np.frombuffer(r.take(nbytes, f"the data of {name!r}"), dtype=npd).reshape(shape)
         if copy:
-            from ..runtime import ndarray as nd
-
             out[name] = nd.array(arr.astype(np.dtype(dtype), copy=False))
         else:
             arr.flags.writeable = False  # may view read-only mapped memory (a library's data)
