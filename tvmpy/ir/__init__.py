@@ -3,6 +3,9 @@ equality (``node``). Kept apart from ``tir`` so that dtype parsing imports nothi
 
 from typing import Any as _Any
 
+from .expr import GlobalVar, RelayExpr  # noqa: E402,F401
+from .function import BaseFunc  # noqa: E402,F401
+from .module import IRModule  # noqa: E402,F401
 from .node import assert_structural_equal, structural_equal, structural_hash  # noqa: E402,F401
 
 

@@ -41,3 +41,5 @@ from .op.transform import *  # noqa: F401,F403
 from .param_dict import load_param_dict, save_param_dict  # noqa: F401
 from .ty import FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
+
+Module = IRModule  # TVM 0.6's spelling of relay.IRModule
