@@ -69,7 +69,7 @@ class IRModule(Node):
 
     def __setitem__(self, key: Any, func: BaseFunc) -> None:
         if not isinstance(func, BaseFunc):
-            raise TypeError(f"a module holds functions (relay.Function, tir.PrimFunc), got "
+            raise TypeError(f"a module holds Functions (relay.Function or tir.PrimFunc), got "
                             f"{type(func).__name__}")
         g = self._gvar(key, create=True)
         old = self._by_name.get(g.name_hint)
