@@ -4,8 +4,8 @@ The pipeline is TVM's ``tvm.lower`` (0.7/0.8, ``driver/build_module.py``) as nam
 in four phases; ``PassContext(config={"tir.add_lower_pass": [(phase, pass), ...]})`` places
 custom passes at the end of a phase, in the order given:
 
-- phase 0: no built-in pass; custom passes see the loop IR of the schedule (multi-dimensional
-  buffers, ``BufferRealize`` / ``ProducerStore`` as te lowering left them);
+- phase 0: no built-in pass; custom passes see the loop IR of the schedule as te lowering left
+  it (multi-dimensional buffers);
 - phase 1: StorageFlatten, Simplify; custom passes see flat 1-D buffers, loops as scheduled;
 - phase 2: LoopPartition, Simplify, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
   StorageRewrite, UnrollLoop; custom passes see vector IR and unrolled loops;
@@ -19,9 +19,10 @@ TVM 0.6's ``Stmt -> Stmt`` functions are not accepted: wrap them as
 ``prim_func_pass(lambda f, mod, ctx: f.with_body(fn(f.body)))``. Every built-in pass has
 opt_level 0 (as in TVM), so ``disabled_pass=["LoopPartition"]`` turns one off.
 
-``lower_pipeline(func, target)`` runs the pipeline on a one-function IRModule under ``target``
-(the current Target, which LowerIntrin reads), checks the result against the lowered form
-contract (:func:`tvmpy.tir.analysis.verify_lowered`) and marks it ``"tir.lowered": True``.
+``lower_pipeline(func, target)`` runs the pipeline on a one-function IRModule (LowerIntrin
+bound to ``target``, else the function's or the current Target's), checks the result against
+the lowered form contract (:func:`tvmpy.tir.analysis.verify_lowered`) and marks it
+``"tir.lowered": True``.
 Inspection (:class:`tvmpy.transform.PassTrace`): ``DUMP_IR=<dir>`` writes the input as
 ``00_input.txt`` and each pass's output as ``NN_<pass>.txt``; ``DEBUG>=1`` prints each pass's
 name and time; ``DEBUG>=2`` also checks after each pass that every variable is defined once.
@@ -29,7 +30,6 @@ name and time; ``DEBUG>=2`` also checks after each pass that every variable is d
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,17 +52,22 @@ from .transform import (
     VectorizeLoop,
 )
 
-__all__ = ["lower_pipeline", "PHASES", "PASSES", "pipeline_passes"]
+__all__ = ["lower_pipeline", "builtin_phases", "PASSES", "pipeline_passes"]
 
-# the built-in passes of each phase (a Pass object is stateless: one list serves every call)
-PHASES: tuple[tuple[Pass, ...], ...] = (
-    (),
-    (StorageFlatten(), Simplify()),
-    (LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(), InjectDoubleBuffer(),
-     StorageRewrite(), UnrollLoop()),
-    (Simplify(), RemoveNoOp(), LowerIntrin()),
-)
-PASSES: list[Pass] = [p for phase in PHASES for p in phase]
+
+
+def builtin_phases(target: Any = None) -> list[list[Pass]]:
+    """The built-in passes of phases 0..3 (LowerIntrin bound to ``target`` when given)."""
+    return [
+        [],
+        [StorageFlatten(), Simplify()],
+        [LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(),
+         InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
+        [Simplify(), RemoveNoOp(), LowerIntrin(target)],
+    ]
+
+
+PASSES: list[Pass] = [p for phase in builtin_phases() for p in phase]  # for listing
 
 CustomPass = tuple[int, Any]
 
@@ -73,18 +78,16 @@ def _as_pass(fn: Any) -> Pass:
     return PrimFuncPass.from_func(fn, getattr(fn, "__name__", "custom"))
 
 
-def pipeline_passes(custom: Sequence[CustomPass] = ()) -> list[Pass]:
-    """The pipeline's passes with the ``(phase, pass)`` pairs of ``custom`` at the end of
+def pipeline_passes(custom: Sequence[CustomPass] = (), target: Any = None) -> list[Pass]:
+    """The pipeline's passes, with the ``(phase, pass)`` pairs of ``custom`` at the end of
     their phases."""
-    if not custom:
-        return PASSES
     for item in custom:
         if not (isinstance(item, (tuple, list)) and len(item) == 2 and item[0] in (0, 1, 2, 3)
                 and callable(item[1])):
             raise ValueError(f"tir.add_lower_pass entry {item!r}: expected (phase, pass) with "
                              "phase in 0..3 and pass a Pass or a callable PrimFunc -> PrimFunc")
     out: list[Pass] = []
-    for phase, builtin in enumerate(PHASES):
+    for phase, builtin in enumerate(builtin_phases(target)):
         out += builtin
         out += [_as_pass(fn) for ph, fn in custom if ph == phase]
     return out
@@ -114,15 +117,14 @@ def lower_pipeline(func: PrimFunc, target: Any = None,
     ctx = PassContext.current()
     if custom_passes is None:
         custom_passes = ctx.config.get("tir.add_lower_pass", ())
-    passes = pipeline_passes(list(custom_passes))
     if isinstance(target, str):
         from ..target import Target
 
         target = Target(target)
+    passes = pipeline_passes(list(custom_passes), target)
     name = func.name
     trace = PassTrace(f"tir {name}", check=_check, text=_text)
-    with target if target is not None else contextlib.nullcontext():
-        mod = run_sequence(passes, IRModule({name: func}), ctx, trace)
+    mod = run_sequence(passes, IRModule({name: func}), ctx, trace)
     if name not in mod or not isinstance(mod[name], PrimFunc):
         raise ValueError(f"the tir pipeline dropped function {name}")
     func = mod[name]

@@ -79,15 +79,16 @@ def lower_intrin_func(func: PrimFunc, target: Any = None,
     return func if body is func.body else func.with_body(body)
 
 
-def LowerIntrin() -> PrimFuncPass:
+def LowerIntrin(target: Any = None) -> PrimFuncPass:
     """``tvm.tir.transform.LowerIntrin()``: apply the intrinsic rules of each PrimFunc's target:
-    its ``"target"`` attribute, else the current ``tvm.target.Target`` (``with target:``), else
+    ``target`` when given (tvmpy's pipeline binds the build target), else the function's
+    ``"target"`` attribute, else the current ``tvm.target.Target`` (``with target:``), else
     llvm's (the pass form of :func:`lower_intrin_func`)."""
 
     def run(func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
-        target = func.attrs.get("target")
-        if isinstance(target, str):
-            target = Target(target)
-        return lower_intrin_func(func, target if target is not None else current_target())
+        tgt = target if target is not None else func.attrs.get("target")
+        if isinstance(tgt, str):
+            tgt = Target(tgt)
+        return lower_intrin_func(func, tgt if tgt is not None else current_target())
 
     return PrimFuncPass(run, 0, "LowerIntrin")
