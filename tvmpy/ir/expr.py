@@ -16,6 +16,7 @@ class RelayExpr(Node):
     """Base of graph-level expressions: a ``span`` and the ``checked_type`` set by inference."""
 
     __slots__ = ("_checked_type", "span")
+    span: Any
 
     @property
     def checked_type(self) -> Any:
@@ -35,6 +36,7 @@ class GlobalVar(RelayExpr):
     """The name of a function in an IRModule (``@main``); relay calls it as ``Call(gv, args)``."""
 
     __slots__ = ("name_hint",)
+    name_hint: str
 
     def __init__(self, name_hint: str):
         self._init(name_hint=str(name_hint), span=None)

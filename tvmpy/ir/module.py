@@ -25,6 +25,8 @@ class IRModule(Node):
     """
 
     __slots__ = ("functions", "_by_name")
+    functions: dict[GlobalVar, BaseFunc]
+    _by_name: dict[str, GlobalVar]
 
     def __init__(self, functions: Mapping[Any, BaseFunc] | None = None):
         self._init(functions={}, _by_name={})

@@ -36,6 +36,7 @@ KNOWN_CONFIG: dict[str, str] = {
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.contexts: list[PassContext] = []
+        self.default: PassContext | None = None  # what current() gives outside any `with`
 
 
 _STACK = _Stack()
@@ -66,8 +67,11 @@ class PassContext:
     @staticmethod
     def current() -> PassContext:
         """The innermost active context of this thread (a default one outside any ``with``)."""
-        stack = _STACK.contexts
-        return stack[-1] if stack else PassContext()
+        if _STACK.contexts:
+            return _STACK.contexts[-1]
+        if _STACK.default is None:
+            _STACK.default = PassContext()
+        return _STACK.default
 
     @staticmethod
     def list_configs() -> dict[str, str]:

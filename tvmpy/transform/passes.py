@@ -150,5 +150,6 @@ def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = No
     """``@module_pass(opt_level=2)`` on ``def f(mod, ctx) -> mod`` gives a ModulePass (also
     ``module_pass(f, opt_level=2)``)."""
     def wrap(f: Callable[..., IRModule]) -> ModulePass:
-        return ModulePass(f, name or getattr(f, "__name__", "module_pass"), opt_level, required)
+        pname = name or str(getattr(f, "__name__", "module_pass"))
+        return ModulePass(f, pname, opt_level, required)
     return wrap(pass_func) if pass_func is not None else wrap

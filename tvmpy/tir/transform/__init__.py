@@ -8,6 +8,7 @@ InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, R
 LowerIntrin.
 """
 
+from ...transform import register_pass
 from .function_pass import PrimFuncPass, prim_func_pass
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
@@ -26,3 +27,7 @@ __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "Inje
            "storage_flatten_func", "simplify_func", "loop_partition_func", "vectorize_loop_func",
            "inject_virtual_thread_func", "inject_double_buffer_func", "storage_rewrite_func",
            "unroll_loop_func", "remove_no_op_func", "lower_intrin_func"]
+
+for _factory in (StorageFlatten, Simplify, LoopPartition, VectorizeLoop, InjectVirtualThread,
+                 InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin):
+    register_pass(_factory.__name__, _factory)  # so that a pass may require them by name

@@ -56,10 +56,10 @@ def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None =
     ctx)``, it gives a factory: ``MyPass(args...)`` is a PrimFuncPass of a new instance."""
 
     def make(arg: Any) -> Any:
-        pname = name or getattr(arg, "__name__", "PrimFuncPass")
+        pname = name or str(getattr(arg, "__name__", "PrimFuncPass"))
         if inspect.isclass(arg):
             def factory(*args: Any, **kwargs: Any) -> PrimFuncPass:
-                inst = arg(*args, **kwargs)
+                inst: Any = arg(*args, **kwargs)
                 return PrimFuncPass(inst.transform_function, opt_level, pname, required)
             factory.__name__ = factory.__qualname__ = pname
             factory.__doc__ = arg.__doc__
