@@ -69,6 +69,12 @@ def test_sequential_order_and_skipping_rules():
     assert log == ["B"]
 
 
+def test_print_ir(capsys):
+    mod = _relay_mod()
+    assert T.Sequential([T.PrintIR("here")])(mod) is mod
+    assert "PrintIR(here):\ndef @main(" in capsys.readouterr().out
+
+
 def test_required_pass_runs_first_and_pass_info():
     log = []
     T.register_pass("RecordFirst", lambda: _recorder(log, "RecordFirst"))

@@ -10,7 +10,15 @@ imports neither relay nor tir.
 
 from .context import PassContext
 from .instrument import PassTrace
-from .passes import ModulePass, Pass, PassInfo, Sequential, module_pass, register_pass
+from .passes import (
+    ModulePass,
+    Pass,
+    PassInfo,
+    PrintIR,
+    Sequential,
+    module_pass,
+    register_pass,
+)
 
 __all__ = ["PassContext", "PassInfo", "Pass", "ModulePass", "Sequential", "module_pass",
-           "register_pass", "PassTrace"]
+           "register_pass", "PassTrace", "PrintIR"]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .instrument import PassTrace
 
 __all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "module_pass", "register_pass",
-           "run_sequence"]
+           "run_sequence", "PrintIR"]
 
 
 class PassInfo:
@@ -153,3 +153,14 @@ def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = No
         pname = name or str(getattr(f, "__name__", "module_pass"))
         return ModulePass(f, pname, opt_level, required)
     return wrap(pass_func) if pass_func is not None else wrap
+
+
+def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:
+    """``tvm.transform.PrintIR(header)``: a pass that prints the module and returns it."""
+    del show_meta_data  # no meta data section in this printer
+
+    def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
+        print(f"PrintIR({header}):\n{mod}")
+        return mod
+
+    return ModulePass(print_ir, "PrintIR", 0)
