@@ -23,7 +23,7 @@ _LAZY_ATTRS = {
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device
-    "IRModule": ("relay.module", "IRModule"),
+    "IRModule": ("ir.module", "IRModule"),
 }
 # v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
 _LAZY_ATTRS.update({n: ("te", n) for n in (

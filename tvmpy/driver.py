@@ -40,14 +40,9 @@ def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict
 def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_function", binds: dict | None = None,
           simple_mode: bool = False, target: Any = None) -> PrimFunc:
     """Lower a schedule (or PrimFunc) to optimized loop IR. ``print()`` the result to read it."""
-    from .tir.pipeline import lower_pipeline
-    from .transform import PassContext
+    from .tir.pipeline import lower_pipeline  # with PassContext's tir.add_lower_pass
 
     func = _to_primfunc(inputs, args, name, binds)
-    if func.attrs.get("tir.lowered"):
-        return func
-    for _phase, custom in PassContext.current().lower_passes:  # tir.add_lower_pass
-        func = custom(func)
     return lower_pipeline(func, Target(target) if target is not None else None)
 
 

@@ -891,7 +891,7 @@ def _pointers(rng: np.random.Generator) -> Case:
 # injective schedule: everything fused, split by the vector width). These are what LLVM 22's
 # loop vectorizer miscompiled (o // 5 * 8 + i % 8 widened as 16 consecutive elements); each
 # pattern is compiled as scalar loops, as the simplified scalar loops, and vectorized by
-# VectorizeLoop (window loads + shuffles, or gathers).
+# vectorize_loop_func (window loads + shuffles, or gathers).
 _INDEX_PATTERNS: dict[str, tuple[int, int, Callable[[Any], Any]]] = {
     # name: (output elements, source elements, f -> source index)
     "bcast_mid": (320, 32, lambda f: f // 80 * 8 + f % 8),  # [1,4,10,8] from [1,4,1,8]
@@ -908,7 +908,7 @@ def _index_pattern(name: str, form: str) -> Callable[[np.random.Generator], Case
     n_out, n_src, g = _INDEX_PATTERNS[name]
 
     def make(rng: np.random.Generator) -> Case:
-        from tvmpy.tir.transform import Simplify, VectorizeLoop
+        from tvmpy.tir.transform import simplify_func, vectorize_loop_func
 
         src, add, out = buf("S", n_src), buf("A", n_out), buf("B", n_out)
         o, i = E.Var("o"), E.Var("i")
@@ -918,9 +918,9 @@ def _index_pattern(name: str, form: str) -> Callable[[np.random.Generator], Case
             out, add[f] + src[g(f)], [f]), kind))
         fn = func(f"index_{name}_{form}", [src, add, out], body)
         if form != "scalar":
-            fn = Simplify(fn)
+            fn = simplify_func(fn)
         if form == "vector":
-            fn = VectorizeLoop(fn)
+            fn = vectorize_loop_func(fn)
         s, a = rand(rng, n_src, "float32"), rand(rng, n_out, "float32")
         want = a + s[g(np.arange(n_out))]
         return Case(fn.name, fn, [s, a, np.zeros(n_out, "float32")], {2: want})

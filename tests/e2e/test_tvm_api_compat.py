@@ -502,5 +502,6 @@ def test_pass_context_add_lower_pass():
     tvm.testing.assert_allclose(z.numpy(), x + y)
     with pytest.raises(ValueError, match="unsupported config 'tir.disable_vectorize'"):
         tvm.transform.PassContext(config={"tir.disable_vectorize": True})
-    with pytest.raises(NotImplementedError, match="phase 3"):
-        tvm.transform.PassContext(config={"tir.add_lower_pass": [(3, vectorize)]})
+    with tvm.transform.PassContext(config={"tir.add_lower_pass": [(4, vectorize)]}):
+        with pytest.raises(ValueError, match="phase in 0..3"):
+            tvm.lower(sch, [a, b, c])

@@ -37,10 +37,10 @@ def test_compare_exact_for_ints_and_bools_and_checks_shape_dtype_nan():
 
 
 def test_stage_of_names_the_package_that_raised():
-    from tvmpy.tir.transform import VectorizeLoop
+    from tvmpy.tir.transform import vectorize_loop_func
 
     with pytest.raises(Exception) as info:
-        VectorizeLoop(None)
+        vectorize_loop_func(None)
     assert oracles.stage_of(info.value) == "tir"
 
 

@@ -166,7 +166,7 @@ def test_dump_ir_writes_numbered_files(tmp_path, capsys):
     with config.config(DUMP_IR=str(tmp_path), DEBUG=1):
         lower_pipeline(f1)
     files = sorted(os.listdir(tmp_path))
-    names = ["00_input.txt"] + [f"{i:02d}_{name}.txt" for i, (name, _) in
+    names = ["00_input.txt"] + [f"{i:02d}_{p.name}.txt" for i, p in
                                 enumerate(PASSES, start=1)]
     assert files == sorted(names)
     assert "def dumped(" in (tmp_path / "01_StorageFlatten.txt").read_text()

@@ -1,4 +1,4 @@
-"""LoopPartition: guards leave the main loop; correct for prime, symbolic and padded ranges."""
+"""loop_partition_func: guards leave the main loop; correct for prime, symbolic and padded ranges."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from tir_pass_helpers import assert_same, expect, func, loop
 
 from tvmpy import tir
 from tvmpy.tir import expr as E
-from tvmpy.tir.transform import LoopPartition, Simplify, StorageFlatten
+from tvmpy.tir.transform import loop_partition_func, simplify_func, storage_flatten_func
 
 
 def _split_copy(n, factor):
@@ -23,7 +23,7 @@ def _split_copy(n, factor):
 
 
 def _pipeline(f):
-    return Simplify(LoopPartition(Simplify(StorageFlatten(f))))
+    return simplify_func(loop_partition_func(simplify_func(storage_flatten_func(f))))
 
 
 def test_partition_text_constant():
@@ -106,9 +106,9 @@ def test_nonlinear_guard_left_alone():
     i = E.Var("i")
     body = loop(i, 20, tir.IfThenElse(tir.likely(i * i < 50), tir.BufferStore(A, 1.0, [i])))
     f = func([A], body)
-    g = LoopPartition(f)
+    g = loop_partition_func(f)
     assert g is f
-    assert_same(f, Simplify(g))
+    assert_same(f, simplify_func(g))
 
 
 def test_guard_reading_memory_not_partitioned():
@@ -119,4 +119,4 @@ def test_guard_reading_memory_not_partitioned():
     body = loop(i, 8, tir.IfThenElse(tir.likely(i < A[0]), tir.seq(
         tir.BufferStore(B, i, [i]), tir.BufferStore(A, A[0] - 1, [0]))))
     f = func([A, B], body)
-    assert LoopPartition(f) is f
+    assert loop_partition_func(f) is f

@@ -1,4 +1,4 @@
-"""Simplify: loop-range facts, likely guards, constant ifs, trivial loops and lets."""
+"""simplify_func: loop-range facts, likely guards, constant ifs, trivial loops and lets."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from tir_pass_helpers import assert_same, expect, func, loop
 
 from tvmpy import tir
 from tvmpy.tir import expr as E
-from tvmpy.tir.transform import Simplify, StorageFlatten
+from tvmpy.tir.transform import simplify_func, storage_flatten_func
 
 
 def test_redundant_likely_guard_removed():
@@ -16,7 +16,7 @@ def test_redundant_likely_guard_removed():
     body = loop(o, 4, loop(i, 4, tir.IfThenElse(
         tir.likely(o * 4 + i < 16), tir.BufferStore(B, A[o * 4 + i] + 1.0, [o * 4 + i]))))
     f = func([A, B], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     expect(g, """
         for o in range(0, 4):
             for i in range(0, 4):
@@ -32,7 +32,7 @@ def test_needed_guard_kept():
     body = loop(o, 4, loop(i, 4, tir.IfThenElse(
         tir.likely(o * 4 + i < 15), tir.BufferStore(B, A[o * 4 + i] + 1.0, [o * 4 + i]))))
     f = func([A, B], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     assert "likely(o * 4 + i < 15)" in str(g)
     assert_same(f, g)
 
@@ -47,7 +47,7 @@ def test_trivial_loops_and_constant_ifs():
         loop(k, 3, tir.IfThenElse(k < 5, tir.BufferStore(A, A[k] + 1.0, [k]))),
     )
     f = func([A], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     expect(g, """
         A[2] = A[2] * 2.0f
         A[1] = 7.0f
@@ -65,7 +65,7 @@ def test_if_branch_facts_and_let():
     body = loop(i, 10, tir.LetStmt(t, E.const(4), tir.seq(inner, tir.BufferStore(
         A, A[i] + t, [i]))))
     f = func([A], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     expect(g, """
         for i in range(0, 10):
             if i < 5:
@@ -82,7 +82,7 @@ def test_symbolic_extent_and_flattened_indices():
     A = tir.decl_buffer((n, 4), "float32", "A")
     i, j = E.Var("i"), E.Var("j")
     f = func([A], loop(i, n, loop(j, 4, tir.BufferStore(A, A[i, j] + 1.0, [i, j]))))
-    g = Simplify(StorageFlatten(f))
+    g = simplify_func(storage_flatten_func(f))
     expect(g, """
         for i in range(0, n):
             for j in range(0, 4):
@@ -97,7 +97,7 @@ def test_let_of_a_load_is_not_moved_past_a_store():
     body = tir.LetStmt(t, A[0], tir.seq(tir.BufferStore(A, 5, [0]),
                                         tir.BufferStore(A, t + 1, [1])))
     f = func([A], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     assert "t: int32 = A[0]" in str(g)
     assert_same(f, g)
 
@@ -111,7 +111,7 @@ def test_loop_range_facts_do_not_leak_past_the_loop():
         loop(j, tir.max(n - 9, 0), tir.BufferStore(A, 4.0, [j])),
         tir.IfThenElse(n > 5, tir.BufferStore(A, 1.0, [0]), tir.BufferStore(A, 2.0, [0])))
     f = func([A], body)
-    g = Simplify(f)
+    g = simplify_func(f)
     assert "if n > 5" in str(g) or "if 5 < n" in str(g), str(g)
     for size in (1, 3, 6, 12):
         assert_same(f, g, {"n": size})

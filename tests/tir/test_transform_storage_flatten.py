@@ -1,4 +1,4 @@
-"""StorageFlatten: before/after text and interpreter equivalence."""
+"""storage_flatten_func: before/after text and interpreter equivalence."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from tir_pass_helpers import assert_same, expect, func, loop
 
 from tvmpy import tir
 from tvmpy.tir import expr as E
-from tvmpy.tir.transform import StorageFlatten
+from tvmpy.tir.transform import storage_flatten_func
 
 
 def _copy2d(shape, strides=()):
@@ -20,7 +20,7 @@ def _copy2d(shape, strides=()):
 
 def test_flatten_row_major_text():
     f, A, B = _copy2d((3, 5))
-    g = StorageFlatten(f)
+    g = storage_flatten_func(f)
     expect(g, """
         for i in range(0, 3):
             for j in range(0, 5):
@@ -44,7 +44,7 @@ def test_flatten_strided_buffer():
         loop(i, 3, loop(j, 5, tir.BufferStore(T, A[i, j] * 2.0, [i, j]))),
         loop(i2, 3, loop(j2, 5, tir.BufferStore(B, T[i2, j2] + 1.0, [i2, j2])))))
     f = func([A, B], body)
-    g = StorageFlatten(f)
+    g = storage_flatten_func(f)
     expect(g, """
         T = allocate((21,), 'float32', 'local')
         for i in range(0, 3):
@@ -63,7 +63,7 @@ def test_flatten_symbolic_shape():
     B = tir.decl_buffer((n, m), "float32", "B")
     i, j = E.Var("i"), E.Var("j")
     f = func([A, B], loop(i, n, loop(j, m, tir.BufferStore(B, A[i, j] * 3.0, [i, j]))))
-    g = StorageFlatten(f)
+    g = storage_flatten_func(f)
     expect(g, """
         for i in range(0, n):
             for j in range(0, m):
@@ -79,7 +79,7 @@ def test_flatten_3d_and_scalar_buffer():
     body = loop(i, 2, loop(j, 3, loop(k, 4, tir.BufferStore(
         S0, S0[()] + A[i, j, k], []))))
     f = func([A, S0], body)
-    g = StorageFlatten(f)
+    g = storage_flatten_func(f)
     expect(g, """
         for i in range(0, 2):
             for j in range(0, 3):
@@ -95,7 +95,7 @@ def test_flatten_elem_offset():
     view = tir.Buffer(data, "float32", (2, 2), (4, 1), 5, "A")  # the 2x2 block at (1, 1)
     i, j = E.Var("i"), E.Var("j")
     f = func([A], loop(i, 2, loop(j, 2, tir.BufferStore(view, view[i, j] * 2.0, [i, j]))))
-    g = StorageFlatten(f)
+    g = storage_flatten_func(f)
     expect(g, """
         for i in range(0, 2):
             for j in range(0, 2):
@@ -109,4 +109,4 @@ def test_flatten_wrong_arity_raises():
     i = E.Var("i")
     f = func([A], loop(i, 3, tir.BufferStore(A, 1.0, [i])))
     with pytest.raises(IndexError, match="2 dimensions"):
-        StorageFlatten(f)
+        storage_flatten_func(f)

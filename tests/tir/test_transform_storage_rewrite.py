@@ -1,4 +1,4 @@
-"""StorageRewrite: disjoint lifetimes share memory, overlapping ones never do."""
+"""storage_rewrite_func: disjoint lifetimes share memory, overlapping ones never do."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tir_pass_helpers import assert_same, expect, func, loop
 from tvmpy import config, tir
 from tvmpy.tir import expr as E
 from tvmpy.tir.stmt import ForKind
-from tvmpy.tir.transform import StorageRewrite
+from tvmpy.tir.transform import storage_rewrite_func
 from tvmpy.tir.transform.storage_rewrite import plan_memory
 
 
@@ -41,7 +41,7 @@ def _chain(reads, n=16, kind=ForKind.SERIAL):
 
 def test_chain_text():
     f = _chain([[], [0], [1], [2]], n=4)
-    expect(StorageRewrite(f), """
+    expect(storage_rewrite_func(f), """
         T0 = allocate((4,), 'float32', 'local')
         T1 = allocate((4,), 'float32', 'local')
         for i in range(0, 4):
@@ -59,14 +59,14 @@ def test_chain_text():
 
 def test_chain_reuses_dead_buffers():
     f = _chain([[], [0], [1], [2]])  # each stage reads only the previous one
-    g = StorageRewrite(f)
+    g = storage_rewrite_func(f)
     assert len(_allocs(g)) == 2
     assert_same(f, g)
 
 
 def test_overlapping_lifetimes_not_merged():
     f = _chain([[], [0], [0, 1], [0, 2]])  # T0 stays live to the end
-    g = StorageRewrite(f)
+    g = storage_rewrite_func(f)
     names = [a.buffer.name for a in _allocs(g)]
     assert len(names) == 3
     for slot in plan_memory(f.body):
@@ -91,7 +91,7 @@ def test_use_inside_later_loop_extends_lifetime():
             loop(j, 4, tir.BufferStore(T1, A[j] + E.cast(k, "float32"), [j])),
             loop(j2, 4, tir.BufferStore(B, T1[j2] + T0[j2], [k * 4 + j2])))))))
     f = func([A, B], body)
-    g = StorageRewrite(f)
+    g = storage_rewrite_func(f)
     assert len(_allocs(g)) == 2
     assert_same(f, g)
 
@@ -99,7 +99,7 @@ def test_use_inside_later_loop_extends_lifetime():
 def test_parallel_loop_allocations_stay():
     f = _chain([[], [0], [1]])
     wrapped = func([*f.buffer_map.values()], tir.For(E.Var("p"), 0, 2, ForKind.PARALLEL, f.body))
-    g = StorageRewrite(wrapped)
+    g = storage_rewrite_func(wrapped)
     assert g is wrapped
 
 
@@ -116,13 +116,13 @@ def test_different_dtype_or_scope_not_shared():
         loop(m, 8, tir.BufferStore(T2, E.cast(T1[m], "float32"), [m])),
         loop(q, 8, tir.BufferStore(B, T2[q], [q]))))))
     f = func([A, B], body)
-    assert StorageRewrite(f) is f
+    assert storage_rewrite_func(f) is f
 
 
 def test_debug_reports_saved_bytes(capsys):
     f = _chain([[], [0], [1], [2]])
     with config.config(DEBUG=1):
-        StorageRewrite(f)
+        storage_rewrite_func(f)
     assert "saved 128 bytes" in capsys.readouterr().out
 
 
@@ -133,7 +133,7 @@ def test_random_chains_preserve_results(seed):
     reads = [sorted(set(rng.integers(0, t, int(rng.integers(0, 3))).tolist())) if t else []
              for t in range(stages)]
     f = _chain(reads, n=int(rng.integers(1, 9)))
-    g = StorageRewrite(f)
+    g = storage_rewrite_func(f)
     for slot in plan_memory(f.body):
         ends = sorted((u.start, u.end) for u in slot)
         for (_s0, e0), (s1, _) in zip(ends, ends[1:]):

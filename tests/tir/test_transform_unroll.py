@@ -1,4 +1,4 @@
-"""UnrollLoop (explicit, pragmas), RemoveNoOp and LowerIntrin."""
+"""unroll_loop_func (explicit, pragmas), remove_no_op_func and lower_intrin_func."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from tir_pass_helpers import assert_same, expect, func, loop
 from tvmpy import tir
 from tvmpy.tir import expr as E
 from tvmpy.tir.stmt import ForKind
-from tvmpy.tir.transform import LowerIntrin, RemoveNoOp, Simplify, UnrollLoop
+from tvmpy.tir.transform import (
+    lower_intrin_func,
+    remove_no_op_func,
+    simplify_func,
+    unroll_loop_func,
+)
 from tvmpy.tir.transform.lower_intrin import GENERIC_RULES
 
 U = ForKind.UNROLLED
@@ -26,7 +31,7 @@ def _acc(outer_kind=ForKind.SERIAL, inner_kind=ForKind.SERIAL, n=4, m=3):
 
 def test_explicit_unroll_text():
     f, _ = _acc(inner_kind=U, n=2, m=3)
-    g = Simplify(UnrollLoop(f))
+    g = simplify_func(unroll_loop_func(f))
     expect(g, """
         for i in range(0, 2):
             B[i] = B[i] + A[i * 3]
@@ -41,7 +46,7 @@ def test_unroll_symbolic_stays_hint():
     A = tir.decl_buffer((n,), "float32", "A")
     i = E.Var("i")
     f = func([A], loop(i, n, tir.BufferStore(A, A[i] * 2.0, [i]), U))
-    g = UnrollLoop(f)
+    g = unroll_loop_func(f)
     assert g.body.kind == U
     assert_same(f, g, {"n": 5})
 
@@ -50,7 +55,7 @@ def test_unroll_symbolic_stays_hint():
 def test_auto_unroll_max_step_pragma(max_step, expect_loops):
     f, i = _acc(n=4, m=3)
     f = f.with_body(tir.AttrStmt(i, "pragma_auto_unroll_max_step", max_step, f.body))
-    g = UnrollLoop(f)
+    g = unroll_loop_func(f)
     loops = []
     tir.post_order_visit(g.body, lambda s: loops.append(s) if isinstance(s, tir.For) else None)
     assert len(loops) == expect_loops
@@ -63,7 +68,7 @@ def test_unroll_explicit_false_marks_loops():
     body = tir.AttrStmt(i, "pragma_auto_unroll_max_step", 64,
                         tir.AttrStmt(i, "pragma_unroll_explicit", 0, f.body))
     f = f.with_body(body)
-    g = UnrollLoop(f)
+    g = unroll_loop_func(f)
     assert isinstance(g.body, tir.For) and g.body.kind == U and g.body.body.kind == U
     assert_same(f, g)
 
@@ -73,7 +78,7 @@ def test_unrolled_copies_have_fresh_variables():
     i, j = E.Var("i"), E.Var("j")
     f = func([A], loop(i, 2, loop(j, 3, tir.BufferStore(A, A[i * 3 + j] + 1.0, [i * 3 + j])),
                        U))
-    g = UnrollLoop(f)
+    g = unroll_loop_func(f)
     a, b = g.body.seq
     assert a.loop_var is not b.loop_var
     assert_same(f, g)
@@ -90,7 +95,7 @@ def test_remove_no_op():
         loop(j, 4, tir.BufferStore(A, A[j] * 3.0, [j])),
     )
     f = func([A, t], body)
-    g = RemoveNoOp(f)
+    g = remove_no_op_func(f)
     expect(g, """
         if not t > 0:
             A[0] = 2.0f
@@ -106,8 +111,8 @@ def test_lower_intrin_default_is_identity_and_generic_rules_are_exact():
     i = E.Var("i")
     val = tir.sigmoid(A[i]) + tir.rsqrt(A[i]) + tir.exp10(A[i] * 0.1)
     f = func([A, B], loop(i, 8, tir.BufferStore(B, val, [i])))
-    assert LowerIntrin(f, tir_target()) is f
-    g = LowerIntrin(f, rules=GENERIC_RULES)
+    assert lower_intrin_func(f, tir_target()) is f
+    g = lower_intrin_func(f, rules=GENERIC_RULES)
     s = str(g)
     assert "sigmoid" not in s and "rsqrt" not in s and "exp10" not in s
     got = assert_same(f, g, rtol=1e-5)
@@ -127,6 +132,6 @@ def test_remove_no_op_keeps_asserts_and_extern_lets():
         tir.AssertStmt(n > 0, "n must be positive", tir.Evaluate(0)),
         tir.LetStmt(v, tir.call_extern("int32", "side_effect"), tir.Evaluate(0)),
         tir.BufferStore(A, 1.0, [0]))
-    g = RemoveNoOp(func([A, n], body))
+    g = remove_no_op_func(func([A, n], body))
     s = str(g)
     assert "assert n > 0" in s and "side_effect" in s

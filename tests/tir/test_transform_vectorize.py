@@ -1,4 +1,4 @@
-"""VectorizeLoop: ramps and broadcasts, strided access, and scalarization when it must."""
+"""vectorize_loop_func: ramps and broadcasts, strided access, and scalarization when it must."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tvmpy import tir
 from tvmpy.tir import expr as E
 from tvmpy.tir.analysis import lowered_errors
 from tvmpy.tir.stmt import ForKind
-from tvmpy.tir.transform import VectorizeLoop
+from tvmpy.tir.transform import vectorize_loop_func
 
 V = ForKind.VECTORIZED
 
@@ -22,7 +22,7 @@ def _vec(body_fn, n=8, lanes=8, extra=(), dtype="float32"):
     A, B = _bufs(("A", n * 2 + 8, dtype), ("B", n * 2 + 8, dtype))
     i = E.Var("i")
     f = func([A, B, *extra], loop(i, lanes, body_fn(A, B, i), V))
-    return f, VectorizeLoop(f)
+    return f, vectorize_loop_func(f)
 
 
 def test_contiguous():
@@ -42,7 +42,7 @@ def test_broadcast_invariant_load_and_nonzero_min():
     A, B = _bufs(("A", 20, "float32"), ("B", 20, "float32"))
     i = E.Var("i")
     f = func([A, B], loop(i, 4, tir.BufferStore(B, A[i] + A[0], [i]), V, lo=5))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, "B[ramp(5, 1, 4)] = A[ramp(5, 1, 4)] + broadcast(A[0], 4)")
     assert_same(f, g)
 
@@ -52,7 +52,7 @@ def test_int_and_intrinsics_and_select():
     i = E.Var("i")
     val = tir.Select(i < 3, tir.exp(A[i]), tir.sqrt(A[i]) + E.cast(i, "float32"))
     f = func([A, B], loop(i, 8, tir.BufferStore(B, val, [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     s = str(g)
     assert "exp(A[ramp(0, 1, 8)])" in s and "select(ramp(0, 1, 8) < broadcast(3, 8)" in s
     assert not lowered_errors(g)
@@ -67,7 +67,7 @@ def test_inner_loop_is_interchanged():
     i, k = E.Var("i"), E.Var("k")
     body = loop(i, 8, loop(k, 5, tir.BufferStore(C, C[i] + A[k] * Bm[k * 8 + i], [i])), V)
     f = func([A, Bm, C], body)
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, """
         for k in range(0, 5):
             C[ramp(0, 1, 8)] = C[ramp(0, 1, 8)] + broadcast(A[k], 8) * B[ramp(k * 8, 1, 8)]
@@ -103,7 +103,7 @@ def test_scalarized(case):
         body = tir.Allocate(T, tir.seq(tir.BufferStore(T, A[i], [0]),
                                        tir.BufferStore(B, T[0], [i])))
     f = func([A, B], loop(i, 8, body, V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert _is_serial_loop(g), str(g)
     if case != "extern_call":
         assert_same(f, g)
@@ -115,7 +115,7 @@ def test_guarded_loads_become_masked():
     i = E.Var("i")
     f = func([A, B], loop(i, 8, tir.BufferStore(
         B, tir.if_then_else(tir.likely(tir.all(i >= 2, i < 8)), A[i - 2], 0.0), [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert not lowered_errors(g)
     s = str(g)
     assert "A[ramp(-2, 1, 8)]@mask(" in s and "select(" in s and "likely" not in s
@@ -127,7 +127,7 @@ def test_vector_if_becomes_predicated_stores():
     i = E.Var("i")
     f = func([A, B], loop(i, 8, tir.IfThenElse(
         i < 3, tir.BufferStore(B, A[i] * 2.0, [i]), tir.BufferStore(B, A[i + 1], [i])), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, """
         B[ramp(0, 1, 8)] = A[ramp(0, 1, 8)]@mask(ramp(0, 1, 8) < broadcast(3, 8)) * broadcast(2.0f, 8)  # mask ramp(0, 1, 8) < broadcast(3, 8)
         B[ramp(0, 1, 8)] = A[ramp(1, 1, 8)]@mask(not ramp(0, 1, 8) < broadcast(3, 8))  # mask not ramp(0, 1, 8) < broadcast(3, 8)
@@ -140,7 +140,7 @@ def test_select_without_loads():
     i = E.Var("i")
     f2 = func([A, B], loop(i, 8, tir.BufferStore(
         B, A[i] * tir.if_then_else(i >= 2, E.const(2.0), E.const(3.0)), [i]), V))
-    g2 = VectorizeLoop(f2)
+    g2 = vectorize_loop_func(f2)
     assert "select(" in str(g2) and not lowered_errors(g2)
     assert_same(f2, g2)
 
@@ -150,7 +150,7 @@ def test_symbolic_extent_scalarized():
     A = tir.decl_buffer((n,), "float32", "A")
     i = E.Var("i")
     f = func([A], loop(i, n, tir.BufferStore(A, A[i] + 1.0, [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert _is_serial_loop(g)
     assert_same(f, g, {"n": 7})
 
@@ -160,7 +160,7 @@ def test_invariant_if_kept():
     i, t = E.Var("i"), E.Var("t")
     f = func([A, B, t], loop(i, 8, tir.IfThenElse(
         t > 0, tir.BufferStore(B, A[i], [i]), tir.BufferStore(B, A[i] * 2.0, [i])), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert isinstance(g.body, tir.IfThenElse) and not lowered_errors(g)
     assert_same(f, g, {"t": 1})
     assert_same(f, g, {"t": -1})
@@ -170,7 +170,7 @@ def test_wide_loop_is_chunked():
     A, B = _bufs(("A", 150, "float32"), ("B", 150, "float32"))
     i = E.Var("i")
     f = func([A, B], loop(i, 150, tir.BufferStore(B, A[i] + 1.0, [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     s = str(g)
     assert "ramp(i.outer * 64, 1, 64)" in s and "ramp(128, 1, 22)" in s
     assert not lowered_errors(g)
@@ -181,7 +181,7 @@ def test_vector_let_and_int_dtype():
     A, B = _bufs(("A", 16, "int32"), ("B", 16, "int32"))
     i, t = E.Var("i"), E.Var("t")
     f = func([A, B], loop(i, 8, tir.LetStmt(t, A[i] * 3, tir.BufferStore(B, t + i, [i])), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert "int32x8" in str(g) and not lowered_errors(g)
     assert_same(f, g)
 
@@ -191,11 +191,11 @@ def test_nested_vectorized_inner_first():
     i, j = E.Var("i"), E.Var("j")
     f = func([A], loop(i, 4, loop(j, 8, tir.BufferStore(A, A[i * 8 + j] * 2.0, [i * 8 + j]),
                                   V), V))
-    from tvmpy.tir.transform import StorageFlatten
+    from tvmpy.tir.transform import storage_flatten_func
 
-    f = StorageFlatten(func([A], loop(i, 4, loop(j, 8, tir.BufferStore(
+    f = storage_flatten_func(func([A], loop(i, 4, loop(j, 8, tir.BufferStore(
         A, A[i, j] * 2.0, [i, j]), V), V)))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert _is_serial_loop(g) and "ramp(i * 8, 1, 8)" in str(g)
     assert_same(f, g)
 
@@ -210,14 +210,14 @@ def test_fused_index_divmod_stays_ramp():
     body = loop(o, 8, loop(i, 8, tir.BufferStore(
         A, A[f_] + bias[f_ % 16] + R[f_ // 16], [f_]), V))
     f = func([A, bias, R], body)
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     s = str(g)
     assert "bias[ramp(o % 2 * 8, 1, 8)]" in s and "broadcast(R[" in s, s
     assert not lowered_errors(g)
     assert_same(f, g)
     # a ramp that may cross a multiple of the divisor (o * 8 % 12 is 0 or 4): a gather
     body2 = loop(o, 8, loop(i, 8, tir.BufferStore(A, bias[(o * 8 + i) % 12], [o * 8 + i]), V))
-    g2 = VectorizeLoop(func([A, bias], body2))
+    g2 = vectorize_loop_func(func([A, bias], body2))
     assert "bias[ramp(o * 8, 1, 8) % broadcast(12, 8)]" in str(g2), str(g2)
     assert not lowered_errors(g2)
     assert_same(func([A, bias], body2), g2)
@@ -231,7 +231,7 @@ def test_row_col_of_fused_index_recombined():
     f_ = o * 8 + i
     body = loop(o, 8, loop(i, 8, tir.BufferStore(B, A[f_ // 16 * 20 + f_ % 16], [f_]), V))
     f = func([A, B], body)
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert "A[ramp(" in str(g) and not lowered_errors(g), str(g)
     assert_same(f, g)
 
@@ -240,7 +240,7 @@ def test_let_bound_ramp_index():
     A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
     i, j = E.Var("i"), E.Var("j")
     f = func([A, B], loop(i, 8, tir.LetStmt(j, i * 2 + 1, tir.BufferStore(B, A[j], [i])), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, "B[ramp(0, 1, 8)] = A[ramp(1, 2, 8)]")
     assert_same(f, g)
 
@@ -251,7 +251,7 @@ def test_repeating_index_is_a_window_load_and_shuffle():
     A, B = _bufs(("A", 32, "float32"), ("B", 32, "float32"))
     i = E.Var("i")
     f = func([A, B], loop(i, 8, tir.BufferStore(B, A[i // 2] + A[i % 4 + 9], [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, "B[ramp(0, 1, 8)] = shuffle([A[ramp(0, 1, 4)]], [0, 0, 1, 1, 2, 2, 3, 3]) + "
               "shuffle([A[ramp(9, 1, 4)]], [0, 1, 2, 3, 0, 1, 2, 3])")
     assert not lowered_errors(g)
@@ -268,7 +268,7 @@ def test_broadcast_axis_between_kept_axes():
     body = loop(o, 20, loop(i, 16, tir.BufferStore(
         A, A[fused] + Bb[fused // 80 * 8 + fused % 8], [fused]), V))
     f = func([A, Bb], body)
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert "shuffle([B[ramp(o // 5 * 8, 1, 8)]]" in str(g), str(g)
     assert_same(f, g)
 
@@ -280,17 +280,17 @@ def test_transposed_read_is_a_gather_and_masked_under_a_condition():
     A, B = _bufs(("A", 12, "float32"), ("B", 16, "float32"))
     i, o = E.Var("i"), E.Var("o")
     f = func([A, B], loop(i, 8, tir.BufferStore(B, A[i % 3 * 4 + i // 3], [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     expect(g, "B[ramp(0, 1, 8)] = shuffle([A[ramp(0, 1, 10)]], [0, 4, 8, 1, 5, 9, 2, 6])")
     assert_same(f, g)
     f1 = func([A, B], loop(o, 3, loop(i, 8, tir.BufferStore(
         B, A[(i + o) % 3 * 4 + (i + o) // 3], [i + o]), V)))
-    g1 = VectorizeLoop(f1)
+    g1 = vectorize_loop_func(f1)
     assert "A[ramp(o, 1, 8) % broadcast(3, 8)" in str(g1) and not lowered_errors(g1), str(g1)
     assert_same(f1, g1)
     guarded = tir.if_then_else(i < 5, A[i * 2 % 7 + 5], 0.0)
     f2 = func([A, B], loop(i, 8, tir.BufferStore(B, guarded, [i]), V))
-    g2 = VectorizeLoop(f2)
+    g2 = vectorize_loop_func(f2)
     assert "@mask(" in str(g2) and not lowered_errors(g2), str(g2)
     assert_same(f2, g2)
 
@@ -300,6 +300,6 @@ def test_gather_from_a_written_buffer_is_scalarized():
     A = tir.decl_buffer((16,), "float32", "A")
     i = E.Var("i")
     f = func([A], loop(i, 8, tir.BufferStore(A, A[i % 4] + 1.0, [i]), V))
-    g = VectorizeLoop(f)
+    g = vectorize_loop_func(f)
     assert _is_serial_loop(g), str(g)
     assert_same(f, g)

@@ -1,4 +1,4 @@
-"""InjectVirtualThread and InjectDoubleBuffer: text and interpreter equivalence."""
+"""inject_virtual_thread_func and inject_double_buffer_func: text and interpreter equivalence."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from tir_pass_helpers import assert_same, expect, func, loop
 
 from tvmpy import tir
 from tvmpy.tir import expr as E
-from tvmpy.tir.transform import InjectDoubleBuffer, InjectVirtualThread, Simplify, StorageFlatten
+from tvmpy.tir.transform import (
+    inject_double_buffer_func,
+    inject_virtual_thread_func,
+    simplify_func,
+    storage_flatten_func,
+)
 
 
 def _vthread(n):
@@ -28,7 +33,7 @@ def _vt_func(nvt, width=4):
 
 def test_vthread_text_interleaved_with_local_dimension():
     f = _vt_func(2)
-    g = Simplify(InjectVirtualThread(StorageFlatten(f)))
+    g = simplify_func(inject_virtual_thread_func(storage_flatten_func(f)))
     expect(g, """
         L = allocate((8,), 'float32', 'local')
         for i in range(0, 4):
@@ -44,7 +49,7 @@ def test_vthread_text_interleaved_with_local_dimension():
 @pytest.mark.parametrize("nvt", [1, 3, 17])
 def test_vthread_counts(nvt):
     f = _vt_func(nvt, 3)
-    g = InjectVirtualThread(StorageFlatten(f))
+    g = inject_virtual_thread_func(storage_flatten_func(f))
     assert "virtual_thread" not in str(g)
     assert_same(f, g)
 
@@ -61,7 +66,7 @@ def test_vthread_shared_statement_and_accumulation():
         tir.BufferStore(S0, S0[1] + 1.0, [1]),               # not idempotent: replicated
     ))
     f = func([A, S0, T], body)
-    g = Simplify(InjectVirtualThread(f))
+    g = simplify_func(inject_virtual_thread_func(f))
     assert str(g).count("T[0] = A[1] * 5.0f") == 1
     assert str(g).count("S[1] = S[1] + 1.0f") == 3
     assert_same(f, g)
@@ -73,7 +78,7 @@ def test_vthread_symbolic_extent_rejected():
     vt = _vthread(2)
     f = func([A, n], tir.AttrStmt(vt, "virtual_thread", n, tir.BufferStore(A, 1.0, [vt.var])))
     with pytest.raises(ValueError, match="constant extent"):
-        InjectVirtualThread(f)
+        inject_virtual_thread_func(f)
 
 
 def _db_func(iters=5, width=8):
@@ -90,7 +95,7 @@ def _db_func(iters=5, width=8):
 
 def test_double_buffer_text():
     f = _db_func()
-    g = Simplify(InjectDoubleBuffer(StorageFlatten(f)))
+    g = simplify_func(inject_double_buffer_func(storage_flatten_func(f)))
     expect(g, """
         S = allocate((16,), 'float32', 'local')
         with attr(S, 'double_buffer_write', 1):
@@ -110,7 +115,7 @@ def test_double_buffer_text():
 @pytest.mark.parametrize("iters,width", [(1, 3), (2, 5), (7, 4)])
 def test_double_buffer_shapes(iters, width):
     f = _db_func(iters, width)
-    g = InjectDoubleBuffer(StorageFlatten(f))
+    g = inject_double_buffer_func(storage_flatten_func(f))
     assert "double_buffer_scope" not in str(g)
     assert_same(f, g)
 
@@ -126,7 +131,7 @@ def test_double_buffer_refused_when_producer_reads_loop_written_data():
                      loop(i, 4, tir.BufferStore(S_, C[k, i] + A[k, i], [i]))),
         loop(j, 4, tir.BufferStore(C, S_[j], [k + 1, j])))))
     f = func([A, C], body)
-    g = InjectDoubleBuffer(StorageFlatten(f))
+    g = inject_double_buffer_func(storage_flatten_func(f))
     assert "double_buffer" not in str(g)
     assert "allocate((4,)" in str(g)
     assert_same(f, g)
@@ -142,6 +147,6 @@ def test_double_buffer_nonzero_loop_min_and_allocation_outside_loop():
                      loop(i, 4, tir.BufferStore(S_, A[k, i] * 3.0, [i]))),
         loop(j, 4, tir.BufferStore(C, S_[j] + 1.0, [k, j]))), lo=2))
     f = func([A, C], body)
-    g = InjectDoubleBuffer(StorageFlatten(f))
+    g = inject_double_buffer_func(storage_flatten_func(f))
     assert "allocate((8,)" in str(g) and "double_buffer_write" in str(g)
     assert_same(f, g)

@@ -3,14 +3,18 @@ equality (``node``). Nothing loads eagerly: the runtime imports ``ir.dtype`` alo
 
 from typing import Any as _Any
 
-_NODE_NAMES = ("Node", "structural_equal", "structural_hash", "assert_structural_equal")
+_LAZY = {
+    "Node": "node", "structural_equal": "node", "structural_hash": "node",
+    "assert_structural_equal": "node",
+    "RelayExpr": "expr", "GlobalVar": "expr", "BaseFunc": "function", "IRModule": "module",
+}
 
 
 def __getattr__(name: str) -> _Any:
-    if name in _NODE_NAMES:
-        from . import node
+    if name in _LAZY:
+        import importlib
 
-        return getattr(node, name)
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
     if name == "Range":  # ``tvm.ir.Range``: defined with the loop-IR expressions (allow-listed)
         from ..tir.expr import Range
 

@@ -30,7 +30,9 @@ import numpy as np
 from .. import config
 from ..arith.sum_form import cache_scope
 from ..target import Target
-from ..transform import PassContext
+from ..transform import PassContext, PassTrace
+from ..transform.instrument import dump_text
+from ..transform.passes import run_sequence
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 
@@ -174,29 +176,15 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None) -> IRModule:
     mod = T.InferType()(mod)
     if bound:
         mod = T.BindParams(bound)(mod)
-    ctx = PassContext.current()
-    _dump("relay", 0, "input.txt", str(mod))
-    index = 1
-    for p in build_passes():  # one Sequential per pass: the same gating, a dump after each
-        if not ctx.pass_enabled(p.name, p.opt_level):
-            continue
-        t0 = time.perf_counter()
-        mod = T.Sequential([p], name="relay.build")(mod)
-        _debug(f"{index:02d} {p.name:<24s} {1e3 * (time.perf_counter() - t0):8.1f} ms")
-        _dump("relay", index, f"{p.name}.txt", str(mod))
-        index += 1
-    return mod
+    trace = PassTrace("relay.build", folder="relay")  # DUMP_IR: relay/NN_<pass>.txt
+    return run_sequence(build_passes(), mod, PassContext.current(), trace)
 
 
 def _dump(folder: str, index: int, name: str, text: str) -> None:
     """With ``DUMP_IR=<dir>``: write a stage's output to ``<dir>/<folder>/<index>_<name>``."""
     root = config.get("DUMP_IR")
-    if not root:
-        return
-    path = os.path.join(root, folder)
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, f"{index:02d}_{name}"), "w") as fh:
-        fh.write(text if text.endswith("\n") else text + "\n")
+    if root:
+        dump_text(os.path.join(root, folder), f"{index:02d}_{name}", text)
 
 
 def _debug(line: str) -> None:

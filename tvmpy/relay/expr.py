@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..ir import dtype as _dt
+from ..ir import expr as _ir
+from ..ir.expr import GlobalVar
+from ..ir.function import BaseFunc
 from ..ir.node import Node
 from .ty import FuncType, TensorType, Type
 
@@ -141,25 +144,24 @@ class ConstData:
         return f"ConstData({self._a!r})"
 
 
-class RelayExpr(Node):
+class RelayExpr(_ir.RelayExpr):
     """Base of relay expressions. Arithmetic operators build ``add``/``subtract``/... calls."""
 
-    __slots__ = ("_checked_type", "span")
+    __slots__ = ()
 
     @property
     def checked_type(self) -> Type:
         t = getattr(self, "_checked_type", None)
         if t is None and isinstance(self, Var) and self.type_annotation is not None:
             return self.type_annotation  # a parameter's type is its annotation
-        if t is None:
-            raise ValueError(
-                "the type of this expression is not known yet: run relay.transform.InferType() "
-                "on its module (or relay.transform.infer_type(expr)) first"
-            )
-        return t
+        return _ir.RelayExpr.checked_type.fget(self)  # type: ignore[attr-defined]
 
-    def _set_checked_type(self, t: Type) -> None:
-        object.__setattr__(self, "_checked_type", t)
+    def as_function(self) -> Function:
+        """A function over this expression's free variables with it as the body (how
+        ``IRModule.from_expr`` wraps an expression)."""
+        from .analysis import free_vars
+
+        return Function(free_vars(self), self)
 
     def __str__(self) -> str:
         from .printer import astext
@@ -243,15 +245,6 @@ class Var(RelayExpr):
         return str(self.type_annotation)
 
 
-class GlobalVar(RelayExpr):
-    """The name of a function in an IRModule (``@main``)."""
-
-    __slots__ = ("name_hint",)
-
-    def __init__(self, name_hint: str):
-        self._init(name_hint=str(name_hint), span=None)
-
-
 class Constant(RelayExpr):
     """A constant tensor. ``data`` is a ConstData (``data.numpy()`` gives the array)."""
 
@@ -327,7 +320,7 @@ class If(RelayExpr):
         self._init(cond=cond, true_branch=true_branch, false_branch=false_branch, span=None)
 
 
-class Function(RelayExpr):
+class Function(RelayExpr, BaseFunc):
     """``fn (params) -> ret_type { body }``; ``attrs`` holds e.g. ``Primitive=1`` after fusion."""
 
     __slots__ = ("params", "body", "ret_type", "attrs")
@@ -357,6 +350,12 @@ class Function(RelayExpr):
         vals = dict(self.attrs.values)
         vals[key] = value
         return Function(self.params, self.body, self.ret_type, attrs=vals)
+
+    def astext_global(self, name: str, show_types: bool = True) -> str:
+        from .module import IRModule
+        from .printer import astext
+
+        return astext(IRModule({name: self}), show_types)
 
     @property
     def func_type(self) -> FuncType:

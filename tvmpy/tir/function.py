@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..ir.node import Node
+from ..ir.function import BaseFunc
 from .buffer import Buffer
 from .expr import Var
 from .stmt import Stmt
@@ -13,7 +13,7 @@ from .stmt import Stmt
 __all__ = ["PrimFunc"]
 
 
-class PrimFunc(Node):
+class PrimFunc(BaseFunc):
     """``params``: Vars (handles for buffers, scalars for sizes/values); ``buffer_map`` maps a
     handle param to the Buffer it carries. ``attrs``: e.g. {"global_symbol": "mm"}."""
 
@@ -33,6 +33,9 @@ class PrimFunc(Node):
     @property
     def name(self) -> str:
         return self.attrs.get("global_symbol", "default_function")
+
+    def astext_global(self, name: str, show_types: bool = True) -> str:
+        return f"@{name} = {self}"
 
     def with_body(self, body: Stmt) -> PrimFunc:
         return PrimFunc(self.params, body, self.buffer_map, self.attrs)

@@ -1,23 +1,41 @@
 """The loop-IR pass pipeline: IR form 1 (after schedule lowering) -> form 2 (for codegen).
 
-``lower_pipeline(func, target)`` runs :data:`PASSES` in order (TVM 0.6's phases: flatten and
-simplify; loop partition, vectorize, virtual threads, double buffer, storage rewrite, unroll;
-final simplify and clean-up; target intrinsic lowering), checks the result against the lowered
-form contract (:func:`tvmpy.tir.analysis.verify_lowered`) and marks it ``"tir.lowered": True``.
+The pipeline is TVM's ``tvm.lower`` (0.7/0.8, ``driver/build_module.py``) as named Pass objects
+in four phases; ``PassContext(config={"tir.add_lower_pass": [(phase, pass), ...]})`` places
+custom passes at the end of a phase, in the order given:
 
-``DUMP_IR=<dir>`` writes the input as ``00_input.txt`` and each pass's output as
-``NN_<pass>.txt``; ``DEBUG>=1`` prints each pass's name and time; ``DEBUG>=2`` also checks
-after each pass that every variable is defined once.
+- phase 0: no built-in pass; custom passes see the loop IR of the schedule as te lowering left
+  it (multi-dimensional buffers);
+- phase 1: StorageFlatten, Simplify; custom passes see flat 1-D buffers, loops as scheduled;
+- phase 2: LoopPartition, Simplify, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
+  StorageRewrite, UnrollLoop; custom passes see vector IR and unrolled loops;
+- phase 3: Simplify, RemoveNoOp, LowerIntrin; custom passes see the final IR with the
+  target's intrinsics lowered (TVM runs LowerIntrin later, in ``tvm.build``; here ``tvm.lower``
+  includes it), before the lowered-form check.
+
+A custom pass is a Pass (``tvm.tir.transform.prim_func_pass`` / ``tvm.transform.module_pass``),
+gated by the PassContext like the built-in ones, or a plain callable PrimFunc -> PrimFunc.
+TVM 0.6's ``Stmt -> Stmt`` functions are not accepted: wrap them as
+``prim_func_pass(lambda f, mod, ctx: f.with_body(fn(f.body)))``. Every built-in pass has
+opt_level 0 (as in TVM), so ``disabled_pass=["LoopPartition"]`` turns one off.
+
+``lower_pipeline(func, target)`` runs the pipeline on a one-function IRModule (LowerIntrin
+bound to ``target``, else the function's or the current Target's), checks the result against
+the lowered form contract (:func:`tvmpy.tir.analysis.verify_lowered`) and marks it
+``"tir.lowered": True``.
+Inspection (:class:`tvmpy.transform.PassTrace`): ``DUMP_IR=<dir>`` writes the input as
+``00_input.txt`` and each pass's output as ``NN_<pass>.txt``; ``DEBUG>=1`` prints each pass's
+name and time; ``DEBUG>=2`` also checks after each pass that every variable is defined once.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
-from .. import config
+from ..ir.module import IRModule
+from ..transform import Pass, PassContext, PassTrace
+from ..transform.passes import run_sequence
 from .analysis import verify_lowered, verify_single_definition
 from .function import PrimFunc
 from .transform import (
@@ -25,6 +43,7 @@ from .transform import (
     InjectVirtualThread,
     LoopPartition,
     LowerIntrin,
+    PrimFuncPass,
     RemoveNoOp,
     Simplify,
     StorageFlatten,
@@ -33,96 +52,81 @@ from .transform import (
     VectorizeLoop,
 )
 
-__all__ = ["lower_pipeline", "PASSES", "PHASE_END"]
-
-Pass = Callable[[PrimFunc, Any], PrimFunc]
-
-PASSES: list[tuple[str, Pass]] = [
-    ("StorageFlatten", lambda f, t: StorageFlatten(f)),
-    ("Simplify", lambda f, t: Simplify(f)),
-    ("LoopPartition", lambda f, t: LoopPartition(f)),
-    ("Simplify", lambda f, t: Simplify(f)),
-    ("VectorizeLoop", lambda f, t: VectorizeLoop(f)),
-    ("InjectVirtualThread", lambda f, t: InjectVirtualThread(f)),
-    ("InjectDoubleBuffer", lambda f, t: InjectDoubleBuffer(f)),
-    ("StorageRewrite", lambda f, t: StorageRewrite(f)),
-    ("UnrollLoop", lambda f, t: UnrollLoop(f)),
-    ("Simplify", lambda f, t: Simplify(f)),
-    ("RemoveNoOp", lambda f, t: RemoveNoOp(f)),
-    ("LowerIntrin", lambda f, t: LowerIntrin(f, t)),
-]
+__all__ = ["lower_pipeline", "builtin_phases", "PASSES", "pipeline_passes"]
 
 
-def _dump(directory: str, index: int, name: str, func: PrimFunc) -> None:
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{index:02d}_{name}.txt")
-    with open(path, "w") as fh:
-        fh.write(str(func) + "\n")
+
+def builtin_phases(target: Any = None) -> list[list[Pass]]:
+    """The built-in passes of phases 0..3 (LowerIntrin bound to ``target`` when given)."""
+    return [
+        [],
+        [StorageFlatten(), Simplify()],
+        [LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(),
+         InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
+        [Simplify(), RemoveNoOp(), LowerIntrin(target)],
+    ]
 
 
-# the pass index after which each phase ends (TVM 0.6's add_lower_pass phases)
-PHASE_END = {0: 0, 1: 2, 2: 9, 3: len(PASSES)}
+PASSES: list[Pass] = [p for phase in builtin_phases() for p in phase]  # for listing
+
+CustomPass = tuple[int, Any]
 
 
-def _with_custom(custom: list[tuple[int, Callable[[PrimFunc], PrimFunc]]]
-                 ) -> list[tuple[str, Pass]]:
+def _as_pass(fn: Any) -> Pass:
+    if isinstance(fn, Pass):
+        return fn
+    return PrimFuncPass.from_func(fn, getattr(fn, "__name__", "custom"))
+
+
+def pipeline_passes(custom: Sequence[CustomPass] = (), target: Any = None) -> list[Pass]:
+    """The pipeline's passes, with the ``(phase, pass)`` pairs of ``custom`` at the end of
+    their phases."""
     for item in custom:
-        if not (isinstance(item, tuple) and len(item) == 2 and item[0] in PHASE_END
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and item[0] in (0, 1, 2, 3)
                 and callable(item[1])):
-            raise ValueError(f"custom pass {item!r}: expected (phase, pass) with phase in 0..3 "
-                             "and pass a callable PrimFunc -> PrimFunc")
-    out: list[tuple[str, Pass]] = []
-    for i in range(len(PASSES) + 1):
-        for phase, fn in custom:
-            if PHASE_END[phase] == i:
-                name = getattr(fn, "__name__", "custom")
-                out.append((f"{name}", lambda f, t, fn=fn: fn(f)))
-        if i < len(PASSES):
-            out.append(PASSES[i])
+            raise ValueError(f"tir.add_lower_pass entry {item!r}: expected (phase, pass) with "
+                             "phase in 0..3 and pass a Pass or a callable PrimFunc -> PrimFunc")
+    out: list[Pass] = []
+    for phase, builtin in enumerate(builtin_phases(target)):
+        out += builtin
+        out += [_as_pass(fn) for ph, fn in custom if ph == phase]
     return out
 
 
+def _check(mod: IRModule) -> None:  # the invariant every pass keeps: one definition per var
+    for f in mod.functions.values():
+        if isinstance(f, PrimFunc):
+            verify_single_definition(f)
+
+
+def _text(mod: IRModule) -> str:
+    return "\n\n".join(str(f) for f in mod.functions.values())
+
+
 def lower_pipeline(func: PrimFunc, target: Any = None,
-                   custom_passes: list[tuple[int, Callable[[PrimFunc], PrimFunc]]] | None = None
-                   ) -> PrimFunc:
+                   custom_passes: Sequence[CustomPass] | None = None) -> PrimFunc:
     """Run the pass pipeline on ``func`` (form 1) and return the lowered PrimFunc (form 2).
 
-    ``custom_passes``: ``(phase, pass)`` pairs run at the end of a phase (TVM's add_lower_pass):
-    0 before flattening, 1 after flatten + simplify, 2 after the loop transformations (before
-    the final simplification), 3 at the very end.
+    ``custom_passes``: ``(phase, pass)`` pairs (see the module docstring); by default the
+    current PassContext's ``tir.add_lower_pass``.
     """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"lower_pipeline expects a tir.PrimFunc, got {type(func).__name__}")
     if func.attrs.get("tir.lowered"):
         return func
+    ctx = PassContext.current()
+    if custom_passes is None:
+        custom_passes = ctx.config.get("tir.add_lower_pass", ())
     if isinstance(target, str):
         from ..target import Target
 
         target = Target(target)
-    passes = _with_custom(list(custom_passes)) if custom_passes else PASSES
-    dump_dir = config.get("DUMP_IR")
-    debug = config.get("DEBUG")
-    if dump_dir:
-        _dump(dump_dir, 0, "input", func)
-    for i, (name, fn) in enumerate(passes, start=1):
-        t0 = time.perf_counter()
-        try:
-            func = fn(func, target)
-        except Exception as exc:
-            if hasattr(exc, "add_note"):  # Python >= 3.11
-                exc.add_note(f"in tir pass {i:02d} {name} on function {func.name}")
-            raise
-        if not isinstance(func, PrimFunc):
-            raise TypeError(f"tir pass {name} returned {type(func).__name__}, not a PrimFunc")
-        if debug >= 2:  # the invariant every pass keeps: one definition per variable
-            try:
-                verify_single_definition(func)
-            except ValueError as err:
-                raise ValueError(f"after tir pass {name}: {err}") from None
-        if debug >= 1:
-            ms = 1e3 * (time.perf_counter() - t0)
-            print(f"[tir] {func.name}: {i:02d} {name:<20s} {ms:8.2f} ms")
-        if dump_dir:
-            _dump(dump_dir, i, name, func)
+    passes = pipeline_passes(list(custom_passes), target)
+    name = func.name
+    trace = PassTrace(f"tir {name}", check=_check, text=_text)
+    mod = run_sequence(passes, IRModule({name: func}), ctx, trace)
+    if name not in mod or not isinstance(mod[name], PrimFunc):
+        raise ValueError(f"the tir pipeline dropped function {name}")
+    func = mod[name]
     verify_lowered(func)
     return func.with_attr("tir.lowered", True)

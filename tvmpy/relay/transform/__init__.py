@@ -1,6 +1,7 @@
-"""Graph passes over IRModules (``relay.transform``), one per module, on TVM's pass
-infrastructure (``pass_infra``: Pass / ModulePass / FunctionPass / Sequential, gated by
-``tvm.transform.PassContext``'s opt_level, required_pass and disabled_pass).
+"""Graph passes over IRModules (``relay.transform``), one per module, on the shared pass
+infrastructure (:mod:`tvmpy.transform`: Pass / ModulePass / Sequential, gated by
+``tvm.transform.PassContext``'s opt_level, required_pass and disabled_pass) and relay's
+FunctionPass (``pass_infra``).
 
 IR form the optimization passes assume (there is no ToBasicBlockNormalForm here): a pure
 dataflow graph, i.e. every operator is side-effect free and deterministic, so a subexpression
@@ -11,22 +12,15 @@ wherever it appears; ``Let`` is only a naming device (DeadCodeElimination drops 
 
 from __future__ import annotations
 
-from ..expr import RelayExpr
-from ..module import IRModule
+from ...ir.module import IRModule
+from ...transform import ModulePass, Pass, PassContext, Sequential, module_pass, register_pass
+from ..expr import Function, RelayExpr
 from ..type_infer import TypeInferencer, infer_type
-from .pass_infra import (
-    FunctionPass,
-    ModulePass,
-    Pass,
-    Sequential,
-    function_pass,
-    module_pass,
-    register_pass,
-)
+from .pass_infra import FunctionPass, function_pass
 
 __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
-    "module_pass", "function_pass", "SimplifyInference", "FoldConstant",
+    "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "FuseOps",
 ]  # fmt: skip
@@ -44,10 +38,11 @@ class InferType(Pass):
             raise TypeError("InferType runs on an IRModule; use relay.transform.infer_type(expr)")
         return super().__call__(mod)
 
-    def transform_module(self, mod: IRModule, ctx: object) -> IRModule:
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         inf = TypeInferencer(mod)
         for f in mod.functions.values():
-            inf.visit(f)
+            if isinstance(f, Function):  # tir PrimFuncs of the module are typed already
+                inf.visit(f)
         return mod
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ...transform import Pass
 from ..expr import Constant, Function, Var
 from ..module import IRModule
 from ..visitor import ExprMutator
-from .pass_infra import Pass
 
 __all__ = ["bind_params_by_name", "BindParams"]
 

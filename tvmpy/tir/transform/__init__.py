@@ -1,22 +1,33 @@
-"""Loop-IR passes, one per module; each takes and returns a PrimFunc.
+"""Loop-IR passes (``tvm.tir.transform``), one per module.
 
-The order in which :func:`tvmpy.tir.pipeline.lower_pipeline` runs them:
-StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop, InjectVirtualThread,
-InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp, LowerIntrin.
+Each pass is exposed TVM-style as a factory returning a :class:`PrimFuncPass` that runs on an
+IRModule (``tvm.tir.transform.Simplify()(mod)``); its function-level form, PrimFunc ->
+PrimFunc, is ``<name>_func`` (``simplify_func(func)``). :mod:`tvmpy.tir.pipeline` runs them in
+TVM's order: StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
+InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp,
+LowerIntrin.
 """
 
+from ...transform import register_pass
 from .function_pass import PrimFuncPass, prim_func_pass
-from .inject_double_buffer import InjectDoubleBuffer
-from .inject_virtual_thread import InjectVirtualThread
-from .loop_partition import LoopPartition
-from .lower_intrin import LowerIntrin, register_intrin_rule
-from .remove_no_op import RemoveNoOp
-from .simplify import Simplify
-from .storage_flatten import StorageFlatten
-from .storage_rewrite import StorageRewrite
-from .unroll_loop import UnrollLoop
-from .vectorize_loop import VectorizeLoop
+from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
+from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
+from .loop_partition import LoopPartition, loop_partition_func
+from .lower_intrin import LowerIntrin, lower_intrin_func, register_intrin_rule
+from .remove_no_op import RemoveNoOp, remove_no_op_func
+from .simplify import Simplify, simplify_func
+from .storage_flatten import StorageFlatten, storage_flatten_func
+from .storage_rewrite import StorageRewrite, storage_rewrite_func
+from .unroll_loop import UnrollLoop, unroll_loop_func
+from .vectorize_loop import VectorizeLoop, vectorize_loop_func
 
 __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "InjectVirtualThread",
            "InjectDoubleBuffer", "StorageRewrite", "UnrollLoop", "RemoveNoOp", "LowerIntrin",
-           "register_intrin_rule", "prim_func_pass", "PrimFuncPass"]
+           "register_intrin_rule", "prim_func_pass", "PrimFuncPass",
+           "storage_flatten_func", "simplify_func", "loop_partition_func", "vectorize_loop_func",
+           "inject_virtual_thread_func", "inject_double_buffer_func", "storage_rewrite_func",
+           "unroll_loop_func", "remove_no_op_func", "lower_intrin_func"]
+
+for _factory in (StorageFlatten, Simplify, LoopPartition, VectorizeLoop, InjectVirtualThread,
+                 InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin):
+    register_pass(_factory.__name__, _factory)  # so that a pass may require them by name

@@ -1,39 +1,71 @@
-"""``prim_func_pass``: wrap ``fn(func, mod, ctx) -> func`` as a pass callable on a PrimFunc
-(TVM's ``tvm.tir.transform.prim_func_pass``, for ``tir.add_lower_pass``)."""
+"""``PrimFuncPass`` / ``prim_func_pass``: tir's pass kind on the shared infrastructure
+(:mod:`tvmpy.transform`), TVM's ``tvm.tir.transform.prim_func_pass``: ``fn(func, mod, ctx) ->
+func`` applied to each PrimFunc of an IRModule (relay functions are kept as they are; a ``None``
+result removes the function). ``PrimFuncPass.from_func(f, name)`` is the pass form of a
+function-level ``PrimFunc -> PrimFunc`` transformation (how the built-in passes are exposed).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...ir.module import IRModule
+from ...transform import Pass, PassContext
 from ..function import PrimFunc
 
 __all__ = ["PrimFuncPass", "prim_func_pass"]
 
+PassFunc = Callable[[PrimFunc, IRModule, PassContext], Any]
 
-class PrimFuncPass:
-    """A pass over one PrimFunc; ``pass_(func)`` returns the transformed PrimFunc."""
 
-    def __init__(self, fn: Callable[..., Any], opt_level: int, name: str):
-        self.fn, self.opt_level, self.name = fn, opt_level, name
+class PrimFuncPass(Pass):
+    """A pass that rewrites every PrimFunc of a module with ``pass_func(func, mod, ctx)``."""
 
-    def __call__(self, func: PrimFunc) -> PrimFunc:
-        from ...transform import PassContext
+    def __init__(self, pass_func: PassFunc, opt_level: int = 0, name: str = "",
+                 required: Sequence[str] | None = None):
+        super().__init__(name or getattr(pass_func, "__name__", "PrimFuncPass"), opt_level,
+                         required)
+        self.pass_func = pass_func
 
-        if not isinstance(func, PrimFunc):
-            raise TypeError(f"pass {self.name}: expected a tir.PrimFunc, got {type(func).__name__}")
-        out = self.fn(func, None, PassContext.current())
-        if not isinstance(out, PrimFunc):
-            raise TypeError(f"pass {self.name} must return a tir.PrimFunc, got "
-                            f"{type(out).__name__}")
+    @staticmethod
+    def from_func(fn: Callable[[PrimFunc], PrimFunc], name: str, opt_level: int = 0
+                  ) -> PrimFuncPass:
+        """The pass that applies ``fn(func)`` to each PrimFunc."""
+        return PrimFuncPass(lambda f, m, c: fn(f), opt_level, name)
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out = IRModule()
+        for gv, func in mod.items():
+            if isinstance(func, PrimFunc):
+                func = self.pass_func(func, mod, ctx)
+                if func is None:
+                    continue
+                if not isinstance(func, PrimFunc):
+                    raise TypeError(f"pass {self.name} must return a tir.PrimFunc, got "
+                                    f"{type(func).__name__}")
+            out[gv] = func
         return out
 
 
-def prim_func_pass(pass_func: Callable[..., Any] | None = None, opt_level: int = 0,
-                   name: str | None = None, required: Any = None) -> Any:
-    """``prim_func_pass(fn, opt_level=0)`` or as a decorator ``@prim_func_pass(opt_level=0)``."""
+def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+                   required: Sequence[str] | None = None) -> Any:
+    """``prim_func_pass(fn, opt_level=0)`` or the decorator ``@prim_func_pass(opt_level=0)`` on
+    ``def fn(func, mod, ctx) -> func``; on a class with ``transform_function(self, func, mod,
+    ctx)``, it gives a factory: ``MyPass(args...)`` is a PrimFuncPass of a new instance."""
 
-    def make(fn: Callable[..., Any]) -> PrimFuncPass:
-        return PrimFuncPass(fn, opt_level, name or getattr(fn, "__name__", "pass"))
+    def make(arg: Any) -> Any:
+        pname = name or str(getattr(arg, "__name__", "PrimFuncPass"))
+        if inspect.isclass(arg):
+            def factory(*args: Any, **kwargs: Any) -> PrimFuncPass:
+                inst: Any = arg(*args, **kwargs)
+                return PrimFuncPass(inst.transform_function, opt_level, pname, required)
+            factory.__name__ = factory.__qualname__ = pname
+            factory.__doc__ = arg.__doc__
+            return factory
+        if not callable(arg):
+            raise TypeError(f"prim_func_pass takes a function or a class, got {arg!r}")
+        return PrimFuncPass(arg, opt_level, pname, required)
 
     return make if pass_func is None else make(pass_func)

@@ -35,8 +35,9 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, post_order_visit
 from .common import VarCollector, add_offset, fold_mul, fresh_copy, substitute_buffers
+from .function_pass import PrimFuncPass
 
-__all__ = ["InjectDoubleBuffer"]
+__all__ = ["InjectDoubleBuffer", "inject_double_buffer_func"]
 
 
 class _Finder(Visitor):
@@ -209,7 +210,7 @@ class _DropScopes(Mutator):
         return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
 
 
-def InjectDoubleBuffer(func: PrimFunc) -> PrimFunc:
+def inject_double_buffer_func(func: PrimFunc) -> PrimFunc:
     """Double-buffer every valid ``double_buffer_scope`` (see the module docstring)."""
     body = func.body
     done: set[int] = set()
@@ -228,3 +229,9 @@ def InjectDoubleBuffer(func: PrimFunc) -> PrimFunc:
         body = _apply(body, *plan)
     body = _DropScopes().visit(body)
     return func if body is func.body else func.with_body(body)
+
+
+def InjectDoubleBuffer() -> PrimFuncPass:
+    """``tvm.tir.transform.InjectDoubleBuffer()``: double-buffer ``double_buffer_scope`` buffers, as a pass
+    (the pass form of :func:`inject_double_buffer_func`)."""
+    return PrimFuncPass.from_func(inject_double_buffer_func, "InjectDoubleBuffer")

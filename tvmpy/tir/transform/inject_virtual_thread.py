@@ -29,8 +29,9 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor, post_order_visit, uses_var
 from .common import add_offset, fold_mul, fresh_copy, substitute_buffers
+from .function_pass import PrimFuncPass
 
-__all__ = ["InjectVirtualThread", "MAX_UNROLLED_VTHREADS"]
+__all__ = ["InjectVirtualThread", "inject_virtual_thread_func", "MAX_UNROLLED_VTHREADS"]
 
 MAX_UNROLLED_VTHREADS = 16
 
@@ -168,7 +169,13 @@ class _VThreadLowering(Mutator):
         return inject_vthread(body, var, s.value.value)
 
 
-def InjectVirtualThread(func: PrimFunc) -> PrimFunc:
+def inject_virtual_thread_func(func: PrimFunc) -> PrimFunc:
     """Lower every ``virtual_thread`` attribute of ``func`` (innermost first)."""
     body = _VThreadLowering().visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def InjectVirtualThread() -> PrimFuncPass:
+    """``tvm.tir.transform.InjectVirtualThread()``: interleave ``virtual_thread`` copies of statements, as a pass
+    (the pass form of :func:`inject_virtual_thread_func`)."""
+    return PrimFuncPass.from_func(inject_virtual_thread_func, "InjectVirtualThread")

@@ -39,8 +39,9 @@ from ..functor import Mutator, Visitor, reads_memory, substitute, uses_var
 from ..op import max as _max
 from ..op import min as _min
 from .common import fresh_copy, is_const, linear_form, make_analyzer
+from .function_pass import PrimFuncPass
 
-__all__ = ["LoopPartition"]
+__all__ = ["LoopPartition", "loop_partition_func"]
 
 
 class _AtomCollector(Visitor):
@@ -259,7 +260,13 @@ class _Partitioner(Mutator):
         return f.replace(min=E.const(0, f.min.dtype), extent=extent, body=body), True
 
 
-def LoopPartition(func: PrimFunc) -> PrimFunc:
+def loop_partition_func(func: PrimFunc) -> PrimFunc:
     """Partition every loop whose body has ``likely`` guards linear in its variable."""
     body = _Partitioner(func).visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def LoopPartition() -> PrimFuncPass:
+    """``tvm.tir.transform.LoopPartition()``: split loops so their main part runs without ``likely`` guards, as a pass
+    (the pass form of :func:`loop_partition_func`)."""
+    return PrimFuncPass.from_func(loop_partition_func, "LoopPartition")

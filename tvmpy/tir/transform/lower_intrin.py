@@ -18,12 +18,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ...ir.module import IRModule
 from ...target.intrin import RULES
+from ...target.target import Target, current_target
+from ...transform import PassContext
 from .. import expr as E
 from ..function import PrimFunc
 from ..functor import Mutator
+from .function_pass import PrimFuncPass
 
-__all__ = ["LowerIntrin", "register_intrin_rule", "GENERIC_RULES", "RULES"]
+__all__ = ["LowerIntrin", "lower_intrin_func", "register_intrin_rule", "GENERIC_RULES", "RULES"]
 
 Rule = Callable[[E.Call], Any]
 
@@ -63,8 +67,8 @@ class _Lowerer(Mutator):
         return e if out is None else self.visit(out)
 
 
-def LowerIntrin(func: PrimFunc, target: Any = None, rules: dict[str, Rule] | None = None
-                ) -> PrimFunc:
+def lower_intrin_func(func: PrimFunc, target: Any = None,
+                      rules: dict[str, Rule] | None = None) -> PrimFunc:
     """Apply the intrinsic rules of ``target``'s kind (or the given ``rules``)."""
     if rules is None:
         kind = getattr(target, "kind", None) or "llvm"
@@ -73,3 +77,18 @@ def LowerIntrin(func: PrimFunc, target: Any = None, rules: dict[str, Rule] | Non
         return func
     body = _Lowerer(rules).visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def LowerIntrin(target: Any = None) -> PrimFuncPass:
+    """``tvm.tir.transform.LowerIntrin()``: apply the intrinsic rules of each PrimFunc's target:
+    ``target`` when given (tvmpy's pipeline binds the build target), else the function's
+    ``"target"`` attribute, else the current ``tvm.target.Target`` (``with target:``), else
+    llvm's (the pass form of :func:`lower_intrin_func`)."""
+
+    def run(func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
+        tgt = target if target is not None else func.attrs.get("target")
+        if isinstance(tgt, str):
+            tgt = Target(tgt)
+        return lower_intrin_func(func, tgt if tgt is not None else current_target())
+
+    return PrimFuncPass(run, 0, "LowerIntrin")

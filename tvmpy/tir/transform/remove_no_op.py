@@ -18,8 +18,9 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit
+from .function_pass import PrimFuncPass
 
-__all__ = ["RemoveNoOp"]
+__all__ = ["RemoveNoOp", "remove_no_op_func"]
 
 
 def _calls_extern(e: E.PrimExpr) -> bool:
@@ -95,7 +96,13 @@ class _NoOpRemover(Mutator):
         return S.IfThenElse(s.condition, then, els)
 
 
-def RemoveNoOp(func: PrimFunc) -> PrimFunc:
+def remove_no_op_func(func: PrimFunc) -> PrimFunc:
     """Remove statements without effect from ``func``."""
     body = _NoOpRemover().visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def RemoveNoOp() -> PrimFuncPass:
+    """``tvm.tir.transform.RemoveNoOp()``: delete statements that have no effect, as a pass
+    (the pass form of :func:`remove_no_op_func`)."""
+    return PrimFuncPass.from_func(remove_no_op_func, "RemoveNoOp")

@@ -26,8 +26,9 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import Mutator, reads_memory, substitute, uses_var
 from .common import make_analyzer, substitute_buffers
+from .function_pass import PrimFuncPass
 
-__all__ = ["Simplify", "simplify_stmt"]
+__all__ = ["Simplify", "simplify_func", "simplify_stmt"]
 
 
 class _LikelyFolder(Mutator):
@@ -176,7 +177,13 @@ def simplify_stmt(stmt: S.Stmt, ana: Any | None = None) -> S.Stmt:
     return _Simplifier(ana if ana is not None else make_analyzer()).visit(stmt)
 
 
-def Simplify(func: PrimFunc) -> PrimFunc:
+def simplify_func(func: PrimFunc) -> PrimFunc:
     """Simplify ``func``'s body; shape variables of the parameters are known to be >= 0."""
     body = _Simplifier(make_analyzer(func)).visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def Simplify() -> PrimFuncPass:
+    """``tvm.tir.transform.Simplify()``: simplify the body of each PrimFunc, as a pass
+    (the pass form of :func:`simplify_func`)."""
+    return PrimFuncPass.from_func(simplify_func, "Simplify")

@@ -28,8 +28,9 @@ from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import Mutator
 from .common import flat_size, fold_add, fold_mul
+from .function_pass import PrimFuncPass
 
-__all__ = ["StorageFlatten", "flatten_index"]
+__all__ = ["StorageFlatten", "storage_flatten_func", "flatten_index"]
 
 
 def _strides(buf: Buffer) -> tuple[E.PrimExpr, ...]:
@@ -113,6 +114,12 @@ class _Flattener(Mutator):
         return S.no_op()
 
 
-def StorageFlatten(func: PrimFunc) -> PrimFunc:
+def storage_flatten_func(func: PrimFunc) -> PrimFunc:
     """Flatten every buffer accessed in ``func``'s body to 1-D (``buffer_map`` keeps shapes)."""
     return func.with_body(_Flattener().visit(func.body))
+
+
+def StorageFlatten() -> PrimFuncPass:
+    """``tvm.tir.transform.StorageFlatten()``: flatten multi-dimensional buffers to 1-D, as a pass
+    (the pass form of :func:`storage_flatten_func`)."""
+    return PrimFuncPass.from_func(storage_flatten_func, "StorageFlatten")

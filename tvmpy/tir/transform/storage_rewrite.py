@@ -32,8 +32,9 @@ from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import Mutator, Visitor
 from .common import substitute_buffers
+from .function_pass import PrimFuncPass
 
-__all__ = ["StorageRewrite", "plan_memory", "Lifetime"]
+__all__ = ["StorageRewrite", "storage_rewrite_func", "plan_memory", "Lifetime"]
 
 
 @dataclass
@@ -168,7 +169,7 @@ class _RemoveAllocs(Mutator):
         return s if body is s.body else S.Allocate(s.buffer, body, s.condition)
 
 
-def StorageRewrite(func: PrimFunc) -> PrimFunc:
+def storage_rewrite_func(func: PrimFunc) -> PrimFunc:
     """Share allocations between buffers with disjoint lifetimes (see the module docstring)."""
     from ... import config
 
@@ -196,3 +197,8 @@ def StorageRewrite(func: PrimFunc) -> PrimFunc:
         print(f"[StorageRewrite] {func.name}: shared slots [{names}], saved {saved} bytes")
     return func.with_body(body)
 
+
+def StorageRewrite() -> PrimFuncPass:
+    """``tvm.tir.transform.StorageRewrite()``: share one allocation among buffers whose lifetimes do not overlap, as a pass
+    (the pass form of :func:`storage_rewrite_func`)."""
+    return PrimFuncPass.from_func(storage_rewrite_func, "StorageRewrite")

@@ -26,8 +26,9 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import Mutator
 from .common import fresh_copy
+from .function_pass import PrimFuncPass
 
-__all__ = ["UnrollLoop", "unroll"]
+__all__ = ["UnrollLoop", "unroll_loop_func", "unroll"]
 
 _PRAGMA_STEP = "pragma_auto_unroll_max_step"
 _PRAGMA_EXPLICIT = "pragma_unroll_explicit"
@@ -119,8 +120,13 @@ class _Unroller(Mutator):
         return f
 
 
-def UnrollLoop(func: PrimFunc, max_step: int = 0, explicit: bool = True) -> PrimFunc:
+def unroll_loop_func(func: PrimFunc, max_step: int = 0, explicit: bool = True) -> PrimFunc:
     """Unroll UNROLLED loops and apply the unrolling pragmas (see the module docstring)."""
     body = _Unroller(max_step, explicit).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
+
+def UnrollLoop() -> PrimFuncPass:
+    """``tvm.tir.transform.UnrollLoop()``: unroll UNROLLED loops (and TVM's automatic unrolling pragmas), as a pass
+    (the pass form of :func:`unroll_loop_func`)."""
+    return PrimFuncPass.from_func(unroll_loop_func, "UnrollLoop")

@@ -51,8 +51,9 @@ from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit, reads_memory
 from ..op import FLOAT_BINARY, FLOAT_PREDICATE, FLOAT_UNARY, INT_BINARY, INT_UNARY
 from .common import fresh_copy, make_analyzer
+from .function_pass import PrimFuncPass
 
-__all__ = ["VectorizeLoop", "MAX_LANES"]
+__all__ = ["VectorizeLoop", "vectorize_loop_func", "MAX_LANES"]
 
 MAX_LANES = 64
 MAX_WINDOW = 64  # widest contiguous load that replaces a gather (then shuffled into lanes)
@@ -489,7 +490,13 @@ class _LoopVectorizer(Mutator):
         return f
 
 
-def VectorizeLoop(func: PrimFunc) -> PrimFunc:
+def vectorize_loop_func(func: PrimFunc) -> PrimFunc:
     """Lower every VECTORIZED loop of ``func`` to vector IR or a serial loop."""
     body = _LoopVectorizer(func).visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def VectorizeLoop() -> PrimFuncPass:
+    """``tvm.tir.transform.VectorizeLoop()``: turn VECTORIZED loops into vector IR, as a pass
+    (the pass form of :func:`vectorize_loop_func`)."""
+    return PrimFuncPass.from_func(vectorize_loop_func, "VectorizeLoop")

@@ -1,0 +1,45 @@
+"""Expression bases shared by the IR levels: ``RelayExpr`` (a typed graph-level expression, whose
+``checked_type`` type inference records) and ``GlobalVar`` (the name of a function in an
+IRModule), TVM's ``tvm.ir.RelayExpr`` and ``tvm.ir.GlobalVar``. relay's expressions build on
+them; the operator sugar and the printer live in relay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .node import Node
+
+__all__ = ["RelayExpr", "GlobalVar"]
+
+
+class RelayExpr(Node):
+    """Base of graph-level expressions: a ``span`` and the ``checked_type`` set by inference."""
+
+    __slots__ = ("_checked_type", "span")
+    span: Any
+
+    @property
+    def checked_type(self) -> Any:
+        t = getattr(self, "_checked_type", None)
+        if t is None:
+            raise ValueError(
+                "the type of this expression is not known yet: run relay.transform.InferType() "
+                "on its module (or relay.transform.infer_type(expr)) first"
+            )
+        return t
+
+    def _set_checked_type(self, t: Any) -> None:
+        object.__setattr__(self, "_checked_type", t)
+
+
+class GlobalVar(RelayExpr):
+    """The name of a function in an IRModule (``@main``); relay calls it as ``Call(gv, args)``."""
+
+    __slots__ = ("name_hint",)
+    name_hint: str
+
+    def __init__(self, name_hint: str):
+        self._init(name_hint=str(name_hint), span=None)
+
+    def __str__(self) -> str:
+        return f"@{self.name_hint}"

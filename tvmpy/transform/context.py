@@ -1,0 +1,92 @@
+"""``PassContext``: the options passes run under (TVM's ``tvm.transform.PassContext``).
+
+``with tvm.transform.PassContext(opt_level=3, required_pass=[...], disabled_pass=[...],
+config={...}, instruments=[...]):`` around ``relay.build`` / ``tvm.lower`` / ``tvm.build`` /
+``Sequential(...)(mod)``. The active contexts form a stack per thread (``threading.local``):
+two threads compiling with different options do not see each other's context.
+
+Config keys (validated: an unknown key is an error), with the layer that reads them:
+
+- ``tir.add_lower_pass``: ``[(phase, pass), ...]`` custom loop-IR passes placed in the tir
+  pipeline (:mod:`tvmpy.tir.pipeline` documents the phases);
+- ``relay.FuseOps.max_depth``: the most operators in one fused group;
+- ``relay.x86.winograd``: ``"auto"`` / ``True`` / ``False`` / a tile size, the x86 conv2d
+  Winograd choice.
+
+``instruments``: objects with any of TVM's PassInstrument methods ``enter_pass_ctx()``,
+``exit_pass_ctx()``, ``should_run(mod, info)``, ``run_before_pass(mod, info)``,
+``run_after_pass(mod, info)``; they see every pass call made inside the context.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["PassContext", "KNOWN_CONFIG"]
+
+KNOWN_CONFIG: dict[str, str] = {
+    "tir.add_lower_pass": "list of (phase, pass) pairs, phase 0..3",
+    "relay.FuseOps.max_depth": "int > 0",
+    "relay.x86.winograd": "'auto', True, False or a tile size",
+}
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.contexts: list[PassContext] = []
+        self.default: PassContext | None = None  # what current() gives outside any `with`
+
+
+_STACK = _Stack()
+
+
+class PassContext:
+    """Options for the passes run inside ``with PassContext(...):``."""
+
+    def __init__(self, opt_level: int = 2, required_pass: Sequence[str] | None = None,
+                 disabled_pass: Sequence[str] | None = None,
+                 instruments: Sequence[Any] | None = None, config: dict | None = None):
+        self.opt_level = int(opt_level)
+        self.required_pass = list(required_pass or [])
+        self.disabled_pass = list(disabled_pass or [])
+        self.instruments = list(instruments or [])
+        self.config = dict(config or {})
+        for key in self.config:
+            if key not in KNOWN_CONFIG:
+                raise ValueError(f"PassContext: unsupported config {key!r}; supported: "
+                                 f"{', '.join(KNOWN_CONFIG)}")
+
+    def pass_enabled(self, name: str, opt_level: int) -> bool:
+        """TVM's rule: disabled wins, then required, then ``opt_level >= the pass's``."""
+        if name in self.disabled_pass:
+            return False
+        return name in self.required_pass or self.opt_level >= opt_level
+
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost active context of this thread (a default one outside any ``with``)."""
+        if _STACK.contexts:
+            return _STACK.contexts[-1]
+        if _STACK.default is None:
+            _STACK.default = PassContext()
+        return _STACK.default
+
+    @staticmethod
+    def list_configs() -> dict[str, str]:
+        """The known config keys and what each takes."""
+        return dict(KNOWN_CONFIG)
+
+    def __enter__(self) -> PassContext:
+        for inst in self.instruments:
+            if hasattr(inst, "enter_pass_ctx"):
+                inst.enter_pass_ctx()
+        _STACK.contexts.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _STACK.contexts.pop()
+        for inst in self.instruments:
+            if hasattr(inst, "exit_pass_ctx"):
+                inst.exit_pass_ctx()
