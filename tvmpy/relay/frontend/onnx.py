@@ -28,7 +28,7 @@ import numpy as np
 from .. import op as _op  # noqa: F401  (registers operators)
 from ..expr import Constant, Function, RelayExpr, Tuple, const, var
 from ..module import IRModule
-from ..op import extra, nn, nn_nd, tensor, transform
+from ..op import nn, nn_nd, tensor, transform
 from ..op import reduce as _red
 from ..op.image import resize2d
 from ..type_infer import infer_type
@@ -125,19 +125,19 @@ for _n, _f in [("Sqrt", tensor.sqrt), ("Exp", tensor.exp), ("Log", tensor.log),
                ("Tanh", tensor.tanh), ("Sigmoid", tensor.sigmoid), ("Relu", nn.relu),
                ("Floor", tensor.floor), ("Ceil", tensor.ceil), ("Sin", tensor.sin),
                ("Cos", tensor.cos), ("Not", tensor.logical_not),
-               ("Sign", tensor.sign), ("Identity", lambda x: x), ("Tan", extra.tan),
-               ("Asin", extra.asin), ("Acos", extra.acos), ("Atan", extra.atan),
-               ("Sinh", extra.sinh), ("Cosh", extra.cosh), ("Asinh", extra.asinh),
-               ("Acosh", extra.acosh), ("Atanh", extra.atanh), ("IsNaN", tensor.isnan),
-               ("BitwiseNot", extra.bitwise_not)]:
+               ("Sign", tensor.sign), ("Identity", lambda x: x), ("Tan", tensor.tan),
+               ("Asin", tensor.asin), ("Acos", tensor.acos), ("Atan", tensor.atan),
+               ("Sinh", tensor.sinh), ("Cosh", tensor.cosh), ("Asinh", tensor.asinh),
+               ("Acosh", tensor.acosh), ("Atanh", tensor.atanh), ("IsNaN", tensor.isnan),
+               ("BitwiseNot", tensor.bitwise_not)]:
     _unary(_n, _f)
 
 for _n, _f in [("Add", tensor.add), ("Sub", tensor.subtract), ("Mul", tensor.multiply),
                ("Equal", tensor.equal), ("Less", tensor.less), ("Greater", tensor.greater),
                ("LessOrEqual", tensor.less_equal), ("GreaterOrEqual", tensor.greater_equal),
                ("And", tensor.logical_and), ("Or", tensor.logical_or),
-               ("Xor", extra.logical_xor), ("BitwiseAnd", extra.bitwise_and),
-               ("BitwiseOr", extra.bitwise_or), ("BitwiseXor", extra.bitwise_xor)]:
+               ("Xor", tensor.logical_xor), ("BitwiseAnd", tensor.bitwise_and),
+               ("BitwiseOr", tensor.bitwise_or), ("BitwiseXor", tensor.bitwise_xor)]:
     _CONVERTERS[_n] = (lambda f: lambda c, i, a, n: f(i[0], i[1]))(_f)
 
 
@@ -777,7 +777,7 @@ def _expand(c, i, a, n):
 
 @_reg("Tile")
 def _tile(c, i, a, n):
-    return extra.tile(i[0], [int(v) for v in c.value(n[1], "repeats")])
+    return transform.tile(i[0], [int(v) for v in c.value(n[1], "repeats")])
 
 
 @_reg("Pad")
@@ -901,21 +901,21 @@ def _isinf(c, i, a, n):
     x = i[0]
     pos, neg = a.get("detect_positive", 1), a.get("detect_negative", 1)
     if pos and neg:
-        return extra.isinf(x)
+        return tensor.isinf(x)
     if not pos and not neg:
-        return tensor.logical_and(extra.isinf(x), tensor.logical_not(extra.isinf(x)))
+        return tensor.logical_and(tensor.isinf(x), tensor.logical_not(tensor.isinf(x)))
     return tensor.equal(x, _scalar(np.inf if pos else -np.inf, x))
 
 
 @_reg("InstanceNormalization")
 def _instnorm(c, i, a, n):
-    return extra.instance_norm(i[0], i[1], i[2], axis=1, epsilon=a.get("epsilon", 1e-5))
+    return nn.instance_norm(i[0], i[1], i[2], axis=1, epsilon=a.get("epsilon", 1e-5))
 
 
 @_reg("DepthToSpace")
 def _d2s(c, i, a, n):
     _check_2d(c, i[0])
-    return extra.depth_to_space(i[0], a["blocksize"], mode=a.get("mode", "DCR"))
+    return nn.depth_to_space(i[0], a["blocksize"], mode=a.get("mode", "DCR"))
 
 
 @_reg("SpaceToDepth")
@@ -923,7 +923,7 @@ def _s2d(c, i, a, n):
     nn_, ch, h, w = _check_2d(c, i[0])
     b = a["blocksize"]
     if a.get("mode", "DCR") == "DCR":
-        return extra.space_to_depth(i[0], b)
+        return nn.space_to_depth(i[0], b)
     if h % b or w % b:
         raise c.fail(f"height {h} and width {w} must be multiples of blocksize {b}")
     # CRD: output channel c * b * b + (row offset) * b + (column offset)
@@ -936,9 +936,9 @@ def _s2d(c, i, a, n):
 def _cumsum(c, i, a, n):
     ax = int(c.value(n[1], "axis").reshape(-1)[0]) % len(_shape(i[0]))
     if not a.get("reverse", 0):
-        return extra.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
-    out = extra.cumsum(extra.reverse(i[0], ax), axis=ax, exclusive=bool(a.get("exclusive", 0)))
-    return extra.reverse(out, ax)
+        return transform.cumsum(i[0], axis=ax, exclusive=bool(a.get("exclusive", 0)))
+    out = transform.cumsum(transform.reverse(i[0], ax), axis=ax, exclusive=bool(a.get("exclusive", 0)))
+    return transform.reverse(out, ax)
 
 
 @_reg("Softsign")
@@ -971,7 +971,7 @@ def _wrap_index(idx: RelayExpr, dim: int) -> RelayExpr:
 def _gather_el(c, i, a, n):
     s = _shape(i[0])
     ax = a.get("axis", 0) % len(s)
-    return extra.gather(i[0], ax, _wrap_index(i[1], s[ax]))
+    return transform.gather(i[0], ax, _wrap_index(i[1], s[ax]))
 
 
 @_reg("GatherND")
@@ -989,7 +989,7 @@ def _gather_nd(c, i, a, n):
         idx = transform.concatenate([coords, idx], len(ish) - 1)
         bd = 0
     perm = [len(ish) - 1] + list(range(len(ish) - 1))
-    return extra.gather_nd(x, transform.transpose(idx, perm), batch_dims=bd)
+    return transform.gather_nd(x, transform.transpose(idx, perm), batch_dims=bd)
 
 
 @_reg("OneHot")
@@ -1075,7 +1075,7 @@ def _cast_like(c, i, a, n):
 
 @_reg("BitShift")
 def _bitshift(c, i, a, n):
-    fn = extra.right_shift if a["direction"] == "RIGHT" else extra.left_shift
+    fn = tensor.right_shift if a["direction"] == "RIGHT" else tensor.left_shift
     return fn(i[0], i[1])
 
 
@@ -1098,7 +1098,7 @@ def _rms_norm(c, i, a, n):
 def _hardmax_axis(x: RelayExpr, ax: int) -> RelayExpr:
     s = _shape(x)
     idx = _red.argmax(x, axis=[ax], keepdims=False)
-    return extra.one_hot(idx, _scalar(1, x), _scalar(0, x), s[ax], ax, _dtype(x))
+    return transform.one_hot(idx, _scalar(1, x), _scalar(0, x), s[ax], ax, _dtype(x))
 
 
 @_reg("Hardmax")
@@ -1302,7 +1302,7 @@ def _arg(fn):
         if not a.get("select_last_index", 0):
             return transform.cast(fn(x, axis=[ax], keepdims=keep), "int64")
         last = _shape(x)[ax] - 1
-        idx = transform.cast(fn(extra.reverse(x, ax), axis=[ax], keepdims=keep), "int64")
+        idx = transform.cast(fn(transform.reverse(x, ax), axis=[ax], keepdims=keep), "int64")
         return tensor.subtract(const(np.int64(last)), idx)
     return f
 

@@ -24,7 +24,7 @@ import itertools
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, nn, tensor, transform
+from ..op import nn, tensor, transform
 from ..op import reduce as _red
 from ..type_infer import infer_type
 from .common import reshape_to
@@ -58,7 +58,7 @@ def _reverse_sequence(c, i, a, n):
     one = const(np.int64(1))
     src = tensor.where(tensor.less(t, L), tensor.subtract(tensor.subtract(L, one), t), t)
     src = transform.broadcast_to(src, s)
-    return extra.gather(x, tax, src)
+    return transform.gather(x, tax, src)
 
 
 def _col2im(c, i, a, n):
@@ -255,7 +255,7 @@ def maxpool_with_indices(c, x: RelayExpr, a: dict) -> list[RelayExpr]:
     vals = reshape_to(_red.max(win, axis=[3]), [N, C, OH, OW])
     arg = transform.expand_dims(transform.cast(_red.argmax(win, axis=[3]), "int64"), 3)
     table = col if a.get("storage_order", 0) else row
-    pos = extra.gather(transform.broadcast_to(const(table), [N, C, OH * OW, K]), 3, arg)
+    pos = transform.gather(transform.broadcast_to(const(table), [N, C, OH * OW, K]), 3, arg)
     base = const((np.arange(N * C, dtype=np.int64) * H * W).reshape(N, C, 1, 1))
     idx = reshape_to(tensor.add(pos, base), [N, C, OH, OW])
     return [vals, idx]
@@ -322,7 +322,7 @@ def _roi_align(c, i, a, n):
                                 transform.broadcast_to(transform.cast(e2(xv), "int64"), shape3)],
                                0)
             w = tensor.multiply(tensor.multiply(e3(wy[yi]), e2(wx[xi])), keep)
-            v = extra.gather_nd(data, idx)                             # (R, Py, Px, C)
+            v = transform.gather_nd(data, idx)                             # (R, Py, Px, C)
             terms.append(tensor.multiply(v, transform.expand_dims(w, 3)))
     grid = [R, PH, ratio, PW, ratio, C]
     if mode == "avg":
@@ -358,7 +358,7 @@ def _bilinear_zero(data: RelayExpr, b: RelayExpr, y: RelayExpr, x: RelayExpr, H:
             w = tensor.multiply(tensor.multiply(wy, wx), transform.cast(ok, dt))
             yi = transform.cast(tensor.clip(yc, 0.0, H - 1.0), "int64")
             xi = transform.cast(tensor.clip(xc, 0.0, W - 1.0), "int64")
-            v = extra.gather_nd(data, tensor.stack([b, yi, xi], 0))
+            v = transform.gather_nd(data, tensor.stack([b, yi, xi], 0))
             term = tensor.multiply(v, transform.expand_dims(w, len(_shape(y))))
             out = term if out is None else tensor.add(out, term)
     return out

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, tensor, transform
+from ..op import tensor, transform
 from ..type_infer import infer_type
 from .common import reshape_to
 
@@ -56,8 +56,8 @@ def _param(c: Any, p: RelayExpr, x_shape: list[int], a: dict) -> RelayExpr:
     if block:
         if len(ps) != r:
             raise c.fail(f"blocked quantization: parameter shape {ps} must have rank {r}")
-        return extra.repeat(p, block, axis) if ps[axis] * block == x_shape[axis] else \
-            transform.strided_slice(extra.repeat(p, block, axis), [0], [x_shape[axis]],
+        return transform.repeat(p, block, axis) if ps[axis] * block == x_shape[axis] else \
+            transform.strided_slice(transform.repeat(p, block, axis), [0], [x_shape[axis]],
                                     axes=[axis])
     if len(ps) != 1 or ps[0] != x_shape[axis]:
         raise c.fail(f"per-axis parameter of shape {ps} does not match axis {axis} of {x_shape}")

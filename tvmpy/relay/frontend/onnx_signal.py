@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, nn, tensor, transform
+from ..op import nn, tensor, transform
 from ..type_infer import infer_type
 from .common import reshape_to
 from .onnx_quant import round_half_even
@@ -249,7 +249,7 @@ def _grid_sample(c, i, a, n):
                 w = None
             if w is not None:
                 weight = w if weight is None else tensor.multiply(weight, w)
-        v = extra.gather_nd(data, tensor.stack(idx, 0))               # (N, out..., C)
+        v = transform.gather_nd(data, tensor.stack(idx, 0))               # (N, out..., C)
         if valid is not None:
             weight = transform.cast(valid, dt) if weight is None else \
                 tensor.multiply(weight, transform.cast(valid, dt))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, nn, tensor
+from ..op import nn, tensor
 from .common import softplus
 from .pytorch_common import (
     CONVERTERS,
@@ -90,9 +90,9 @@ def _float_unary(fn: Callable[[RelayExpr], RelayExpr]) -> Callable:
     return lambda c, node, a: fn(_float_in(c, node, a)[0])
 
 
-for _name, _fn in [("tan", extra.tan), ("asin", extra.asin), ("acos", extra.acos),
-                   ("atan", extra.atan), ("sinh", extra.sinh), ("cosh", extra.cosh),
-                   ("asinh", extra.asinh), ("acosh", extra.acosh), ("atanh", extra.atanh)]:
+for _name, _fn in [("tan", tensor.tan), ("asin", tensor.asin), ("acos", tensor.acos),
+                   ("atan", tensor.atan), ("sinh", tensor.sinh), ("cosh", tensor.cosh),
+                   ("asinh", tensor.asinh), ("acosh", tensor.acosh), ("atanh", tensor.atanh)]:
     CONVERTERS[f"aten.{_name}.default"] = _float_unary(_fn)
 
 
@@ -101,7 +101,7 @@ def _isnan_isinf(c, node, a):
     x = a["self"]
     if not in_dtype(node).startswith("float"):
         return tensor.not_equal(x, x)  # integers are never NaN nor infinite
-    return tensor.isnan(x) if "isnan" in str(node.target) else extra.isinf(x)
+    return tensor.isnan(x) if "isnan" in str(node.target) else tensor.isinf(x)
 
 
 @reg("aten.log1p.default")
@@ -242,12 +242,12 @@ for _op, _fn in [("eq", tensor.equal), ("ne", tensor.not_equal), ("lt", tensor.l
     CONVERTERS[f"aten.{_op}.Tensor"] = _binary(_fn, compare=True)
     CONVERTERS[f"aten.{_op}.Scalar"] = _binary(_fn, compare=True)
 for _op, _fn in [("logical_and", tensor.logical_and), ("logical_or", tensor.logical_or),
-                 ("logical_xor", extra.logical_xor)]:
+                 ("logical_xor", tensor.logical_xor)]:
     CONVERTERS[f"aten.{_op}.default"] = (lambda fn: lambda c, node, a: fn(
         cast_to(a["self"], in_dtype(node), "bool"),
         cast_to(a["other"], in_dtype(node, "other"), "bool")))(_fn)
-for _op, _fn in [("bitwise_and", extra.bitwise_and), ("bitwise_or", extra.bitwise_or),
-                 ("bitwise_xor", extra.bitwise_xor)]:
+for _op, _fn in [("bitwise_and", tensor.bitwise_and), ("bitwise_or", tensor.bitwise_or),
+                 ("bitwise_xor", tensor.bitwise_xor)]:
     CONVERTERS[f"aten.{_op}.Tensor"] = _binary(_fn)
     CONVERTERS[f"aten.{_op}.Scalar"] = _binary(_fn)
 
@@ -256,7 +256,7 @@ for _op, _fn in [("bitwise_and", extra.bitwise_and), ("bitwise_or", extra.bitwis
 def _bitwise_not(c, node, a):
     if out_dtype(node) == "bool":
         return tensor.logical_not(a["self"])
-    return extra.bitwise_not(a["self"])
+    return tensor.bitwise_not(a["self"])
 
 
 def _alpha_scaled(node, a, dt) -> RelayExpr:

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, tensor, transform
 from ..op import reduce as _red
+from ..op import tensor, transform
 from .common import move_axis_back, move_axis_last
 from .pytorch_common import (
     cast_to,
@@ -115,7 +115,7 @@ def _sort_along(x: RelayExpr, shape: list[int], dt: str, axis: int, k: int,
                        const(np.arange(k, dtype=np.int64)[:, None]))
     idx = _red.sum(tensor.where(sel, const(np.arange(n, dtype=np.int64)), scalar(0, "int64")),
                    axis=[r])                                        # (..., k)
-    vals = extra.gather(move_axis_last(x, axis, r), r - 1, idx)
+    vals = transform.gather(move_axis_last(x, axis, r), r - 1, idx)
     return move_axis_back(vals, axis, r), move_axis_back(idx, axis, r)
 
 
@@ -183,7 +183,7 @@ def _scatter_core(node: Any, data: RelayExpr, pos: RelayExpr, upd: RelayExpr, le
         if rest:
             who = transform.broadcast_to(reshape_to(who, lead + [p] + ones), lead + [p] + rest)
             hit = reshape_to(hit, lead + [p] + ones)
-        return tensor.where(hit, extra.gather(upd, g, who), data)
+        return tensor.where(hit, transform.gather(upd, g, who), data)
     if mode not in _REDUCTIONS:
         raise fail(node, f"reduce={mode!r} is not supported ({', '.join(_REDUCTIONS)})")
     count = _red.sum(transform.cast(mask, "int64"), axis=[g])          # (lead..., p)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr, const
-from ..op import extra, nn, nn_nd, tensor, transform
+from ..op import nn, nn_nd, tensor, transform
 from ..op import reduce as _red
 from ..op.image import resize2d
 from .pytorch_common import (
@@ -252,7 +252,7 @@ def _ln_native(c, node, a):
 def _group_norm(c, node, x, w, b, groups: int, eps: float) -> RelayExpr:
     s = in_shape(node, "input")
     dt = in_dtype(node, "input")
-    return extra.group_norm(x, _ones_or(w, s[1], dt, 1.0), _ones_or(b, s[1], dt, 0.0),
+    return nn.group_norm(x, _ones_or(w, s[1], dt, 1.0), _ones_or(b, s[1], dt, 0.0),
                             num_groups=int(groups), axis=1, epsilon=float(eps))
 
 
@@ -272,7 +272,7 @@ def _in(c, node, a):
         raise fail(node, "use_input_stats=False is not supported")
     s = in_shape(node, "input")
     dt = in_dtype(node, "input")
-    return extra.instance_norm(a["input"], _ones_or(a["weight"], s[1], dt, 1.0),
+    return nn.instance_norm(a["input"], _ones_or(a["weight"], s[1], dt, 1.0),
                                _ones_or(a["bias"], s[1], dt, 0.0), axis=1,
                                epsilon=float(a["eps"]))
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr
-from ..op import extra, nn, tensor, transform
+from ..op import nn, tensor, transform
 from ..op import reduce as _red
 from .pytorch_common import (
     CONVERTERS,
@@ -153,7 +153,7 @@ def _vector_norm(c, node, a):
 @reg("aten.cumsum.default")
 def _cumsum(c, node, a):
     x = cast_to(a["self"], in_dtype(node), out_dtype(node))
-    return extra.cumsum(x, axis=norm_axis(int(a["dim"]), max(len(in_shape(node)), 1)))
+    return transform.cumsum(x, axis=norm_axis(int(a["dim"]), max(len(in_shape(node)), 1)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def _repeat(c, node, a):
     x = a["self"]
     if len(reps) > len(s):
         x = reshape_to(x, [1] * (len(reps) - len(s)) + s)
-    return extra.tile(x, reps)
+    return transform.tile(x, reps)
 
 
 @reg("aten.cat.default", "aten.concat.default", "aten.concatenate.default")
@@ -279,7 +279,7 @@ def _index_select(c, node, a):
 
 @reg("aten.gather.default")
 def _gather(c, node, a):
-    return extra.gather(a["self"], norm_axis(int(a["dim"]), len(in_shape(node))), a["index"])
+    return transform.gather(a["self"], norm_axis(int(a["dim"]), len(in_shape(node))), a["index"])
 
 
 @reg("aten.embedding.default")
@@ -291,7 +291,7 @@ def _embedding(c, node, a):
 def _flip(c, node, a):
     x = a["self"]
     for d in a["dims"]:
-        x = extra.reverse(x, norm_axis(int(d), len(in_shape(node))))
+        x = transform.reverse(x, norm_axis(int(d), len(in_shape(node))))
     return x
 
 
