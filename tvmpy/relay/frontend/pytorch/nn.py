@@ -4,29 +4,34 @@ normalizations, softmax, pooling, resizing, scaled dot-product attention)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
-from ..op import nn, nn_nd, tensor, transform
-from ..op import reduce as _red
-from ..op.image import resize2d
-from .pytorch_common import (
+from ...expr import RelayExpr, const
+from ...op import nn, nn_nd, tensor, transform
+from ...op import reduce as _red
+from ...op.image import resize2d
+from .common import (
+    Args,
+    ConvertContext,
+    Output,
     cast_to,
+    converter,
     fail,
     in_dtype,
     in_shape,
     norm_axis,
-    np_dtype,
     out_dtype,
     out_shape,
-    reg,
     reshape_to,
     scalar,
     split_sizes,
     val,
 )
+
+if TYPE_CHECKING:
+    from torch.fx import Node
 
 
 # ------------------------------------------------------------------------------------------------
@@ -35,8 +40,8 @@ def _bias(out: RelayExpr, bias: Any) -> RelayExpr:
     return out if bias is None else nn.bias_add(out, bias, axis=1)
 
 
-def _conv(c, node, x, w, bias, stride, padding, dilation, groups, transposed=False,
-          output_padding=(0,)) -> RelayExpr:
+def _conv(ctx: ConvertContext, node: Node, x, w, bias, stride, padding, dilation, groups,
+          transposed=False, output_padding=(0,)) -> RelayExpr:
     xs, ws = in_shape(node, "input"), in_shape(node, "weight")
     nd = len(xs) - 2
     rep = lambda v: [int(v)] * nd if isinstance(v, int) else [int(t) for t in v] * (  # noqa: E731
@@ -81,37 +86,74 @@ def _conv(c, node, x, w, bias, stride, padding, dilation, groups, transposed=Fal
     return reshape_to(out, out_shape(node)) if nd == 1 else out
 
 
-@reg("aten.convolution.default")
-def _convolution(c, node, a):
-    return _conv(c, node, a["input"], a["weight"], a["bias"], a["stride"], a["padding"],
-                 a["dilation"], a["groups"], a["transposed"], a["output_padding"])
+@converter("aten.convolution.default")
+def _convolution(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _conv(
+        ctx,
+        node,
+        args["input"],
+        args["weight"],
+        args["bias"],
+        args["stride"],
+        args["padding"],
+        args["dilation"],
+        args["groups"],
+        args["transposed"],
+        args["output_padding"],
+    )
 
 
-@reg("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
+@converter("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
      "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
-def _convnd(c, node, a):
-    return _conv(c, node, a["input"], a["weight"], a["bias"], a["stride"], a["padding"],
-                 a["dilation"], a["groups"])
+def _convnd(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _conv(
+        ctx,
+        node,
+        args["input"],
+        args["weight"],
+        args["bias"],
+        args["stride"],
+        args["padding"],
+        args["dilation"],
+        args["groups"],
+    )
 
 
-@reg("aten.conv_transpose1d.default", "aten.conv_transpose2d.input")
-def _conv_transpose(c, node, a):
-    return _conv(c, node, a["input"], a["weight"], a["bias"], a["stride"], a["padding"],
-                 a["dilation"], a["groups"], True, a["output_padding"])
+@converter("aten.conv_transpose1d.default", "aten.conv_transpose2d.input")
+def _conv_transpose(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _conv(
+        ctx,
+        node,
+        args["input"],
+        args["weight"],
+        args["bias"],
+        args["stride"],
+        args["padding"],
+        args["dilation"],
+        args["groups"],
+        True,
+        args["output_padding"],
+    )
 
 
-def _transposed_source(c, n: Any) -> RelayExpr | None:
+def _transposed_source(ctx: ConvertContext, n: Any) -> RelayExpr | None:
     """``W`` when fx node ``n`` is ``W.t()`` / ``W.permute(1, 0)`` / ``W.transpose(0, 1)`` of a
     2-D tensor: lets ``x @ W.t()`` become ``dense(x, W)`` without a transpose."""
     if not hasattr(n, "target") or n.op != "call_function" or len(n.meta["val"].shape) != 2:
         return None
     t = str(n.target)
-    ok = (t == "aten.t.default" or (t == "aten.permute.default" and list(n.args[1]) == [1, 0])
-          or (t == "aten.transpose.int" and sorted(norm_axis(int(d), 2) for d in n.args[1:3]) == [0, 1]))
-    return c.expr(n.args[0]) if ok else None
+    ok = (
+        t == "aten.t.default"
+        or (t == "aten.permute.default" and list(n.args[1]) == [1, 0])
+        or (
+            t == "aten.transpose.int"
+            and sorted(norm_axis(int(d), 2) for d in n.args[1:3]) == [0, 1]
+        )
+    )
+    return ctx.expr(n.args[0]) if ok else None
 
 
-def _dense(c, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
+def _dense(ctx: ConvertContext, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
     """``x @ w.T`` for ``x`` of any rank >= 2 (flattened to 2-D around nn.dense)."""
     if len(xs) == 2:
         return nn.dense(x, w)
@@ -119,52 +161,56 @@ def _dense(c, x: RelayExpr, xs: list[int], w: RelayExpr) -> RelayExpr:
     return y
 
 
-@reg("aten.linear.default")
-def _linear(c, node, a):
+@converter("aten.linear.default")
+def _linear(ctx: ConvertContext, node: Node, args: Args) -> Output:
     xs = in_shape(node, "input")
     if len(xs) == 1:
-        y = nn.dense(reshape_to(a["input"], (1, xs[0])), a["weight"])
+        y = nn.dense(reshape_to(args["input"], (1, xs[0])), args["weight"])
     else:
-        y = _dense(c, a["input"], xs, a["weight"])
-    if a["bias"] is not None:
-        y = tensor.add(y, a["bias"])
+        y = _dense(ctx, args["input"], xs, args["weight"])
+    if args["bias"] is not None:
+        y = tensor.add(y, args["bias"])
     return reshape_to(y, out_shape(node)) if len(xs) != 2 else y
 
 
-def _mm_rhs(c, node, name: str) -> RelayExpr:
+def _mm_rhs(ctx: ConvertContext, node: Node, name: str) -> RelayExpr:
     """The [N, K] weight for ``dense`` from the [K, N] right operand of a matrix product."""
     src_node = node.args[[a.name for a in node.target._schema.arguments].index(name)]
-    src = _transposed_source(c, src_node)
-    return src if src is not None else transform.transpose(c.expr(src_node), (1, 0))
+    src = _transposed_source(ctx, src_node)
+    return src if src is not None else transform.transpose(ctx.expr(src_node), (1, 0))
 
 
-@reg("aten.mm.default")
-def _mm(c, node, a):
-    return nn.dense(a["self"], _mm_rhs(c, node, "mat2"))
+@converter("aten.mm.default")
+def _mm(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return nn.dense(args["self"], _mm_rhs(ctx, node, "mat2"))
 
 
-@reg("aten.addmm.default")
-def _addmm(c, node, a):
+@converter("aten.addmm.default")
+def _addmm(ctx: ConvertContext, node: Node, args: Args) -> Output:
     dt = out_dtype(node)
-    y = nn.dense(a["mat1"], _mm_rhs(c, node, "mat2"))
-    if a["alpha"] != 1:
-        y = tensor.multiply(y, scalar(a["alpha"], dt))
-    b = a["self"] if a["beta"] == 1 else tensor.multiply(a["self"], scalar(a["beta"], dt))
+    y = nn.dense(args["mat1"], _mm_rhs(ctx, node, "mat2"))
+    if args["alpha"] != 1:
+        y = tensor.multiply(y, scalar(args["alpha"], dt))
+    b = (
+        args["self"]
+        if args["beta"] == 1
+        else tensor.multiply(args["self"], scalar(args["beta"], dt))
+    )
     return tensor.add(b, y)
 
 
-@reg("aten.bmm.default")
-def _bmm(c, node, a):
-    return nn.batch_matmul(a["self"], a["mat2"], transpose_b=False)
+@converter("aten.bmm.default")
+def _bmm(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return nn.batch_matmul(args["self"], args["mat2"], transpose_b=False)
 
 
-@reg("aten.matmul.default")
-def _matmul(c, node, a):
+@converter("aten.matmul.default")
+def _matmul(ctx: ConvertContext, node: Node, args: Args) -> Output:
     sa, sb = in_shape(node, "self"), in_shape(node, "other")
-    return _matmul_expr(c, node, a["self"], sa, a["other"], sb)
+    return _matmul_expr(ctx, node, args["self"], sa, args["other"], sb)
 
 
-def _matmul_expr(c, node, A, sa, B, sb) -> RelayExpr:
+def _matmul_expr(ctx: ConvertContext, node: Node, A, sa, B, sb) -> RelayExpr:
     """torch.matmul: 1-D operands promoted and squeezed, batch dimensions broadcast."""
     if len(sa) == 1:
         A, sa = reshape_to(A, (1, sa[0])), [1, sa[0]]
@@ -172,7 +218,7 @@ def _matmul_expr(c, node, A, sa, B, sb) -> RelayExpr:
         B, sb = reshape_to(B, (sb[0], 1)), [sb[0], 1]
     M, K, N = sa[-2], sa[-1], sb[-1]
     if len(sb) == 2:
-        w = _transposed_source(c, node.args[1]) if len(in_shape(node, "other")) == 2 else None
+        w = _transposed_source(ctx, node.args[1]) if len(in_shape(node, "other")) == 2 else None
         w = w if w is not None else transform.transpose(B, (1, 0))
         out = nn.dense(reshape_to(A, (int(np.prod(sa[:-1])), K)) if len(sa) > 2 else A, w)
     else:
@@ -193,124 +239,137 @@ def _ones_or(v: Any, n: int, dt: str, fill: float) -> RelayExpr:
     return v if v is not None else const(np.full((n,), fill, dtype=dt))
 
 
-def _batch_norm(c, node, a, training: bool) -> list:
+def _batch_norm(ctx: ConvertContext, node: Node, args: Args, training: bool) -> list:
     if training:
         raise fail(node, "training=True is not supported (inference only: call model.eval())")
-    if a["running_mean"] is None or a["running_var"] is None:
+    if args["running_mean"] is None or args["running_var"] is None:
         raise fail(node, "batch norm without running statistics is not supported")
     ch, dt = in_shape(node, "input")[1], out_dtype(node)
-    return nn.batch_norm(a["input"], _ones_or(a["weight"], ch, dt, 1.0),
-                         _ones_or(a["bias"], ch, dt, 0.0), a["running_mean"], a["running_var"],
-                         axis=1, epsilon=float(a["eps"]))[0]
+    return nn.batch_norm(
+        args["input"],
+        _ones_or(args["weight"], ch, dt, 1.0),
+        _ones_or(args["bias"], ch, dt, 0.0),
+        args["running_mean"],
+        args["running_var"],
+        axis=1,
+        epsilon=float(args["eps"]),
+    )[0]
 
 
-@reg("aten.batch_norm.default")
-def _bn(c, node, a):
-    return _batch_norm(c, node, a, bool(a["training"]))
+@converter("aten.batch_norm.default")
+def _bn(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _batch_norm(ctx, node, args, bool(args["training"]))
 
 
-@reg("aten._native_batch_norm_legit_no_training.default")
-def _bn_legit(c, node, a):
-    return [_batch_norm(c, node, a, False)]
+@converter("aten._native_batch_norm_legit_no_training.default")
+def _bn_legit(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return [_batch_norm(ctx, node, args, False)]
 
 
-@reg("aten.native_batch_norm.default")
-def _bn_native(c, node, a):
-    return [_batch_norm(c, node, a, bool(a["training"]))]
+@converter("aten.native_batch_norm.default")
+def _bn_native(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return [_batch_norm(ctx, node, args, bool(args["training"]))]
 
 
-def out_dtype_i(node: Any, k: int) -> str:
-    return np_dtype(val(node)[k].dtype)
-
-
-def _layer_norm(c, node, a) -> RelayExpr:
-    x, s = a["input"], in_shape(node, "input")
-    nshape = [int(d) for d in a["normalized_shape"]]
+def _layer_norm(ctx: ConvertContext, node: Node, args: Args) -> RelayExpr:
+    x, s = args["input"], in_shape(node, "input")
+    nshape = [int(d) for d in args["normalized_shape"]]
     k = len(nshape)
     tail = int(np.prod(nshape))
     dt = in_dtype(node, "input")
-    g = _ones_or(a["weight"], tail, dt, 1.0) if a["weight"] is None or k == 1 else \
-        reshape_to(a["weight"], (tail,))
-    b = _ones_or(a["bias"], tail, dt, 0.0) if a["bias"] is None or k == 1 else \
-        reshape_to(a["bias"], (tail,))
+    g = _ones_or(args["weight"], tail, dt, 1.0) if args["weight"] is None or k == 1 else \
+        reshape_to(args["weight"], (tail,))
+    b = _ones_or(args["bias"], tail, dt, 0.0) if args["bias"] is None or k == 1 else \
+        reshape_to(args["bias"], (tail,))
     if k == 1:
-        return nn.layer_norm(x, g, b, axis=-1, epsilon=float(a["eps"]))
+        return nn.layer_norm(x, g, b, axis=-1, epsilon=float(args["eps"]))
     x2 = reshape_to(x, s[:-k] + [tail])
-    return reshape_to(nn.layer_norm(x2, g, b, axis=-1, epsilon=float(a["eps"])), s)
+    return reshape_to(nn.layer_norm(x2, g, b, axis=-1, epsilon=float(args["eps"])), s)
 
 
-@reg("aten.layer_norm.default")
-def _ln(c, node, a):
-    return _layer_norm(c, node, a)
+@converter("aten.layer_norm.default")
+def _ln(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _layer_norm(ctx, node, args)
 
 
-@reg("aten.native_layer_norm.default")
-def _ln_native(c, node, a):
-    return [_layer_norm(c, node, a)]
+@converter("aten.native_layer_norm.default")
+def _ln_native(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return [_layer_norm(ctx, node, args)]
 
 
-def _group_norm(c, node, x, w, b, groups: int, eps: float) -> RelayExpr:
+def _group_norm(ctx: ConvertContext, node: Node, x, w, b, groups: int, eps: float) -> RelayExpr:
     s = in_shape(node, "input")
     dt = in_dtype(node, "input")
     return nn.group_norm(x, _ones_or(w, s[1], dt, 1.0), _ones_or(b, s[1], dt, 0.0),
                             num_groups=int(groups), axis=1, epsilon=float(eps))
 
 
-@reg("aten.group_norm.default")
-def _gn(c, node, a):
-    return _group_norm(c, node, a["input"], a["weight"], a["bias"], a["num_groups"], a["eps"])
+@converter("aten.group_norm.default")
+def _gn(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _group_norm(
+        ctx, node, args["input"], args["weight"], args["bias"], args["num_groups"], args["eps"]
+    )
 
 
-@reg("aten.native_group_norm.default")
-def _gn_native(c, node, a):
-    return [_group_norm(c, node, a["input"], a["weight"], a["bias"], a["group"], a["eps"])]
+@converter("aten.native_group_norm.default")
+def _gn_native(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return [
+        _group_norm(
+            ctx, node, args["input"], args["weight"], args["bias"], args["group"], args["eps"]
+        )
+    ]
 
 
-@reg("aten.instance_norm.default")
-def _in(c, node, a):
-    if a["use_input_stats"] is False:
+@converter("aten.instance_norm.default")
+def _in(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    if args["use_input_stats"] is False:
         raise fail(node, "use_input_stats=False is not supported")
     s = in_shape(node, "input")
     dt = in_dtype(node, "input")
-    return nn.instance_norm(a["input"], _ones_or(a["weight"], s[1], dt, 1.0),
-                               _ones_or(a["bias"], s[1], dt, 0.0), axis=1,
-                               epsilon=float(a["eps"]))
+    return nn.instance_norm(args["input"], _ones_or(args["weight"], s[1], dt, 1.0),
+                               _ones_or(args["bias"], s[1], dt, 0.0), axis=1,
+                               epsilon=float(args["eps"]))
 
 
 # ------------------------------------------------------------------------------------------------
 # softmax
-@reg("aten.softmax.int", "aten._softmax.default")
-def _softmax(c, node, a):
-    x = cast_to(a["self"], in_dtype(node), out_dtype(node))
-    return nn.softmax(x, int(a["dim"]))
+@converter("aten.softmax.int", "aten._softmax.default")
+def _softmax(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    x = cast_to(args["self"], in_dtype(node), out_dtype(node))
+    return nn.softmax(x, int(args["dim"]))
 
 
-@reg("aten._safe_softmax.default")
-def _safe_softmax(c, node, a):
+@converter("aten._safe_softmax.default")
+def _safe_softmax(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """softmax that gives 0 (not NaN) on rows that are entirely -inf."""
     dt = out_dtype(node)
-    x = cast_to(a["self"], in_dtype(node), dt)
-    ax = int(a["dim"])
+    x = cast_to(args["self"], in_dtype(node), dt)
+    ax = int(args["dim"])
     live = _red.any(tensor.not_equal(x, scalar(-np.inf, dt)), axis=ax, keepdims=True)
     return tensor.where(live, nn.softmax(x, ax), scalar(0, dt))
 
 
-@reg("aten.log_softmax.int", "aten._log_softmax.default")
-def _log_softmax(c, node, a):
-    x = cast_to(a["self"], in_dtype(node), out_dtype(node))
-    return nn.log_softmax(x, int(a["dim"]))
+@converter("aten.log_softmax.int", "aten._log_softmax.default")
+def _log_softmax(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    x = cast_to(args["self"], in_dtype(node), out_dtype(node))
+    return nn.log_softmax(x, int(args["dim"]))
 
 
 
 # ------------------------------------------------------------------------------------------------
 # pooling and resizing
-def _pool_args(node, a, nd: int) -> tuple[list[int], list[int], list[int], list[int]]:
+def _pool_args(node: Node, args: Args, nd: int
+               ) -> tuple[list[int], list[int], list[int], list[int]]:
     rep = lambda v: [int(v)] * nd if isinstance(v, int) else (  # noqa: E731
         [int(v[0])] * nd if len(v) == 1 else [int(t) for t in v])
-    k = rep(a["kernel_size"])
-    stride = rep(a["stride"]) if a["stride"] not in (None, []) and a["stride"] != () else list(k)
-    pad = rep(a["padding"])
-    dil = rep(a.get("dilation", 1))
+    k = rep(args["kernel_size"])
+    stride = (
+        rep(args["stride"])
+        if args["stride"] not in (None, []) and args["stride"] != ()
+        else list(k)
+    )
+    pad = rep(args["padding"])
+    dil = rep(args.get("dilation", 1))
     return k, stride, pad, dil
 
 
@@ -331,66 +390,67 @@ def _pooled_shape(xs, k, stride, pad, dil, ceil) -> list[int]:
     return out
 
 
-def _max_pool(c, node, a, k_out: int | None):
+def _max_pool(ctx: ConvertContext, node: Node, args: Args, k_out: int | None):
     xs = in_shape(node)
     nd = len(xs) - 2
     if nd not in (1, 2, 3):
         raise fail(node, f"max pooling of data {xs} is not supported")
-    k, stride, pad, dil = _pool_args(node, a, nd)
-    ceil = bool(a["ceil_mode"])
+    k, stride, pad, dil = _pool_args(node, args, nd)
+    ceil = bool(args["ceil_mode"])
     fn = {1: nn_nd.max_pool1d, 2: nn.max_pool2d, 3: nn_nd.max_pool3d}[nd]
-    out = fn(a["self"], pool_size=k, strides=stride, dilation=dil, padding=pad + pad,
+    out = fn(args["self"], pool_size=k, strides=stride, dilation=dil, padding=pad + pad,
              ceil_mode=ceil)
     return _fit(out, _pooled_shape(xs, k, stride, pad, dil, ceil), node, k_out)
 
 
-@reg("aten.max_pool1d.default", "aten.max_pool2d.default", "aten.max_pool3d.default")
-def _maxpool(c, node, a):
-    return _max_pool(c, node, a, None)
+@converter("aten.max_pool1d.default", "aten.max_pool2d.default", "aten.max_pool3d.default")
+def _maxpool(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _max_pool(ctx, node, args, None)
 
 
-@reg("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
-def _maxpool_idx(c, node, a):
-    return [_max_pool(c, node, a, 0)]
+@converter("aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default")
+def _maxpool_idx(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return [_max_pool(ctx, node, args, 0)]
 
 
-@reg("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
-def _avgpool(c, node, a):
+@converter("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")
+def _avgpool(ctx: ConvertContext, node: Node, args: Args) -> Output:
     xs = in_shape(node)
     nd = len(xs) - 2
-    if a.get("divisor_override") is not None:
+    if args.get("divisor_override") is not None:
         raise fail(node, "divisor_override is not supported")
-    k, stride, pad, dil = _pool_args(node, a, nd)
-    ceil = bool(a["ceil_mode"])
+    k, stride, pad, dil = _pool_args(node, args, nd)
+    ceil = bool(args["ceil_mode"])
     fn = {1: nn_nd.avg_pool1d, 2: nn.avg_pool2d, 3: nn_nd.avg_pool3d}[nd]
-    out = fn(a["self"], pool_size=k, strides=stride, padding=pad + pad, ceil_mode=ceil,
-             count_include_pad=bool(a["count_include_pad"]))
+    out = fn(args["self"], pool_size=k, strides=stride, padding=pad + pad, ceil_mode=ceil,
+             count_include_pad=bool(args["count_include_pad"]))
     if ceil and _pooled_shape(xs, k, stride, pad, dil, ceil) != out_shape(node):
         raise fail(node, "ceil_mode with a dropped last window is not supported for avg_pool")
     return out
 
 
-@reg("aten.adaptive_max_pool2d.default")
-def _adaptive_max(c, node, a):
+@converter("aten.adaptive_max_pool2d.default")
+def _adaptive_max(ctx: ConvertContext, node: Node, args: Args) -> Output:
     xs = in_shape(node)
     if len(xs) != 4 or out_shape(node)[2:] != [1, 1]:
         raise fail(node, f"only a 1x1 output from 4-D data is supported, got {xs} -> "
                          f"{out_shape(node)}")
-    return [nn.global_max_pool2d(a["self"])]
+    return [nn.global_max_pool2d(args["self"])]
 
 
-@reg("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
-def _adaptive_avg(c, node, a):
+@converter("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+def _adaptive_avg(ctx: ConvertContext, node: Node, args: Args) -> Output:
     xs = in_shape(node)
     if len(xs) != 4:
         raise fail(node, f"only 4-D (NCHW) data is supported, got {xs}")
     size = out_shape(node)[2:]
     if size == [1, 1]:
-        return nn.global_avg_pool2d(a["self"])
-    return nn.adaptive_avg_pool2d(a["self"], size)
+        return nn.global_avg_pool2d(args["self"])
+    return nn.adaptive_avg_pool2d(args["self"], size)
 
 
-def _resize(c, node, x, method: str, align_corners: bool | None, scales: Any):
+def _resize(ctx: ConvertContext, node: Node, x, method: str, align_corners: bool | None,
+            scales: Any):
     xs, want = in_shape(node, "input"), out_shape(node)
     if len(xs) != 4:
         raise fail(node, f"only 4-D (NCHW) data is supported, got {xs}")
@@ -406,37 +466,45 @@ def _resize(c, node, x, method: str, align_corners: bool | None, scales: Any):
     return resize2d(x, want[2:], method="linear", coordinate_transformation_mode=mode)
 
 
-@reg("aten.upsample_nearest2d.vec")
-def _up_nearest_vec(c, node, a):
-    return _resize(c, node, a["input"], "nearest_neighbor", None, a["scale_factors"])
+@converter("aten.upsample_nearest2d.vec")
+def _up_nearest_vec(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _resize(ctx, node, args["input"], "nearest_neighbor", None, args["scale_factors"])
 
 
-@reg("aten.upsample_nearest2d.default")
-def _up_nearest(c, node, a):
-    return _resize(c, node, a["self"] if "self" in a else a["input"], "nearest_neighbor", None,
-                   [a.get("scales_h"), a.get("scales_w")])
+@converter("aten.upsample_nearest2d.default")
+def _up_nearest(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _resize(
+        ctx,
+        node,
+        args["self"] if "self" in args else args["input"],
+        "nearest_neighbor",
+        None,
+        [args.get("scales_h"), args.get("scales_w")],
+    )
 
 
-@reg("aten.upsample_bilinear2d.vec")
-def _up_bilinear_vec(c, node, a):
-    return _resize(c, node, a["input"], "linear", bool(a["align_corners"]), a["scale_factors"])
+@converter("aten.upsample_bilinear2d.vec")
+def _up_bilinear_vec(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _resize(
+        ctx, node, args["input"], "linear", bool(args["align_corners"]), args["scale_factors"]
+    )
 
 
-@reg("aten.upsample_bilinear2d.default")
-def _up_bilinear(c, node, a):
-    return _resize(c, node, a["self"] if "self" in a else a["input"], "linear",
-                   bool(a["align_corners"]), [a.get("scales_h"), a.get("scales_w")])
+@converter("aten.upsample_bilinear2d.default")
+def _up_bilinear(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _resize(ctx, node, args["self"] if "self" in args else args["input"], "linear",
+                   bool(args["align_corners"]), [args.get("scales_h"), args.get("scales_w")])
 
 
 # ------------------------------------------------------------------------------------------------
 # attention
-@reg("aten.scaled_dot_product_attention.default")
-def _sdpa(c, node, a):
+@converter("aten.scaled_dot_product_attention.default")
+def _sdpa(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """softmax(q @ k^T * scale + mask) @ v, over the flattened leading (batch, head) axes."""
     qs, ks, vs = (in_shape(node, n) for n in ("query", "key", "value"))
-    if a.get("dropout_p", 0.0):
+    if args.get("dropout_p", 0.0):
         raise fail(node, "dropout_p > 0 is not supported (inference only)")
-    if a.get("enable_gqa") and qs[:-2] != ks[:-2]:
+    if args.get("enable_gqa") and qs[:-2] != ks[:-2]:
         raise fail(node, "grouped-query attention (enable_gqa) is not supported")
     dt = out_dtype(node)
     L, E, S, Ev = qs[-2], qs[-1], ks[-2], vs[-1]
@@ -448,13 +516,17 @@ def _sdpa(c, node, a):
             x = transform.broadcast_to(x, batch + tail)
         return reshape_to(x, [nb] + tail)
 
-    q, k, v = flat(a["query"], qs, [L, E]), flat(a["key"], ks, [S, E]), flat(a["value"], vs, [S, Ev])
-    scale = a.get("scale")
+    q, k, v = (
+        flat(args["query"], qs, [L, E]),
+        flat(args["key"], ks, [S, E]),
+        flat(args["value"], vs, [S, Ev]),
+    )
+    scale = args.get("scale")
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     scores = tensor.multiply(nn.batch_matmul(q, k), scalar(scale, dt))
     scores = reshape_to(scores, batch + [L, S])
-    mask = a.get("attn_mask")
-    if a.get("is_causal"):
+    mask = args.get("attn_mask")
+    if args.get("is_causal"):
         if mask is not None:
             raise fail(node, "is_causal together with attn_mask is not supported")
         tri = np.where(np.tril(np.ones((L, S), dtype=bool)), 0.0, -np.inf).astype(dt)
