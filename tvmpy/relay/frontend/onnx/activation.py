@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -12,7 +13,16 @@ from ...op import nn, tensor, transform
 from ...op import reduce as _red
 from ..common import reshape_to, softplus
 from .context import ImportContext, dtype_of, scalar_like, shape_of
-from .registry import Attrs, Inputs, Names, Output, accumulate_in_float32, converter, register
+from .registry import (
+    Attrs,
+    Converter,
+    Inputs,
+    Names,
+    Output,
+    accumulate_in_float32,
+    converter,
+    register,
+)
 
 
 @converter("LeakyRelu")
@@ -134,8 +144,8 @@ def _swish(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
     )
 
 
-def _softmax(fn):
-    def f(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _softmax(fn: Callable[[RelayExpr, int], RelayExpr]) -> Converter:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
         x = inputs[0]
         s = shape_of(x)
         if ctx.opset >= 13:
@@ -145,7 +155,7 @@ def _softmax(fn):
             return fn(x, -1)
         flat = reshape_to(x, (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
         return reshape_to(fn(flat, -1), s)
-    return f
+    return convert
 
 
 register("Softmax", accumulate_in_float32(_softmax(nn.softmax)))

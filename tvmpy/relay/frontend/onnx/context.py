@@ -8,15 +8,12 @@ needed (``OnnxConstantInputError``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...expr import Constant, RelayExpr, const
 from ...type_infer import infer_type
-
-if TYPE_CHECKING:
-    from onnx import NodeProto
 
 __all__ = ["OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
            "np_dtype", "scalar_like", "typed_const", "check_2d"]
@@ -47,7 +44,7 @@ class ImportContext:
         self.freeze = freeze
         self.exprs: dict[str, RelayExpr] = {}
         self.values: dict[str, np.ndarray] = {}
-        self.node: NodeProto | Any = None
+        self.node: Any = None  # the NodeProto being converted
         self.expansions = 0  # function bodies expanded so far (unique name prefixes)
 
     def where(self) -> str:

@@ -49,9 +49,7 @@ for _op_type, _fn2 in [
 
 @converter("Div")
 def _div(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    return tensor.divide(
-        inputs[0], inputs[1]
-    )  # integer Div truncates toward zero in ONNX and relay
+    return tensor.divide(inputs[0], inputs[1])  # integer Div truncates toward zero (ONNX, relay)
 
 
 @converter("Pow")
@@ -78,18 +76,19 @@ def round_half_even(x: RelayExpr) -> RelayExpr:
 def _round(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     return round_half_even(inputs[0])
 
+
 @converter("Reciprocal")
 def _recip(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     return tensor.divide(scalar_like(1.0, inputs[0]), inputs[0])
 
 
-def _variadic(fn):
-    def f(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _variadic(fn: Callable[[RelayExpr, RelayExpr], RelayExpr]) -> Converter:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
         out = inputs[0]
         for x in inputs[1:]:
             out = fn(out, x)
         return out
-    return f
+    return convert
 
 
 register("Max", _variadic(tensor.maximum))

@@ -9,6 +9,8 @@ MaxUnpool and RoiAlign.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...expr import RelayExpr, const
@@ -17,7 +19,7 @@ from ...op import reduce as _red
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, scalar_like, shape_of
 from .conv import conv_pads
-from .registry import Attrs, Inputs, Names, Output, converter, register
+from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
 
 def _pool_args(ctx: ImportContext, x, attrs: Attrs):
@@ -48,10 +50,11 @@ def _avgpool(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     return fn(inputs[0], count_include_pad=bool(attrs.get("count_include_pad", 0)), **kw)
 
 
-def _global_pool(pool2d, reduce):
+def _global_pool(pool2d: Callable[[RelayExpr], RelayExpr], reduce: Callable[..., RelayExpr]
+                 ) -> Converter:
     """4-D data: the 2-D global pool (layout passes know it); 3-D and 5-D: a keepdims
     reduction over the spatial axes."""
-    def f(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
         x = inputs[0]
         rank = len(shape_of(x))
         if rank == 4:
@@ -59,7 +62,7 @@ def _global_pool(pool2d, reduce):
         if rank < 3:
             raise ctx.fail(f"needs data of rank >= 3 (N, C, spatial...), got shape {shape_of(x)}")
         return reduce(x, axis=list(range(2, rank)), keepdims=True)
-    return f
+    return convert
 
 
 register("GlobalAveragePool", _global_pool(nn.global_avg_pool2d, _red.mean))

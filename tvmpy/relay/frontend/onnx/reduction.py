@@ -4,6 +4,8 @@ exclusive/reverse move the bound)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...expr import RelayExpr, const
@@ -11,11 +13,11 @@ from ...op import reduce as _red
 from ...op import tensor, transform
 from ..common import move_axis_back, move_axis_last
 from .context import ImportContext, dtype_of, shape_of, typed_const
-from .registry import Attrs, Inputs, Names, Output, converter, register
+from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
 
-def _reduce(fn):
-    def f(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _reduce(fn: Callable[..., RelayExpr]) -> Converter:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
         x = inputs[0]
         r = len(shape_of(x))
         axes = attrs.get("axes")
@@ -36,7 +38,7 @@ def _reduce(fn):
                 [d for k, d in enumerate(s) if k not in red]
             return const(np.zeros(out, dtype=dtype_of(x)))
         return fn(x, axis=axes, keepdims=keep)
-    return f
+    return convert
 
 
 def _reduce_empty(ctx: ImportContext, x: RelayExpr, s: list[int], axes: list[int] | None,
@@ -94,8 +96,8 @@ for _n, _f in [("ReduceSumSquare", _sum_square), ("ReduceL2", _l2), ("ReduceL1",
     register(_n, _reduce(_f))
 
 
-def _arg(fn):
-    def f(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _arg(fn: Callable[..., RelayExpr]) -> Converter:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
         x = inputs[0]
         ax = attrs.get("axis", 0) % len(shape_of(x))
         keep = bool(attrs.get("keepdims", 1))
@@ -104,7 +106,7 @@ def _arg(fn):
         last = shape_of(x)[ax] - 1
         idx = transform.cast(fn(transform.reverse(x, ax), axis=[ax], keepdims=keep), "int64")
         return tensor.subtract(const(np.int64(last)), idx)
-    return f
+    return convert
 
 
 register("ArgMax", _arg(_red.argmax))

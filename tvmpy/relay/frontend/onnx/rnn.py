@@ -20,7 +20,7 @@ from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import reshape_to, softplus
 from .context import ImportContext, dtype_of, shape_of
-from .registry import Attrs, Inputs, Names, Output, register
+from .registry import Attrs, Converter, Inputs, Names, Output, register
 
 
 def _activation(ctx: ImportContext, name: str, alpha: float | None, beta: float | None, dt: str
@@ -86,7 +86,7 @@ def _take0(x: RelayExpr, k: int) -> RelayExpr:
     return transform.squeeze(_slice(x, 0, k, k + 1), [0])
 
 
-def _rnn(kind: str):
+def _rnn(kind: str) -> Converter:
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     n_act = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
     default_act = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],

@@ -196,7 +196,7 @@ def _mish(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.clamp.default", "aten.clamp_min.default", "aten.clamp_max.default",
-     "aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
+           "aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
 def _clamp(ctx: ConvertContext, node: Node, args: Args) -> Output:
     x, dt = args["self"], out_dtype(node)
     x = cast_to(x, in_dtype(node), dt)
@@ -330,7 +330,8 @@ def _pow_scalar(ctx: ConvertContext, node: Node, args: Args) -> Output:
     return tensor.power(x, scalar(e, dt))
 
 
-@converter("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+@converter("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf",
+           "aten.where.Scalar")
 def _where(ctx: ConvertContext, node: Node, args: Args) -> Output:
     dt = out_dtype(node)
     cond = cast_to(args["condition"], in_dtype(node, "condition"), "bool")
@@ -347,7 +348,7 @@ def _masked_fill(ctx: ConvertContext, node: Node, args: Args) -> Output:
 # ------------------------------------------------------------------------------------------------
 # dtype conversions and constants shaped like a tensor
 @converter("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.to.device",
-     "aten.to.other", "aten.type_as.default", "aten._assert_tensor_metadata.default")
+           "aten.to.other", "aten.type_as.default", "aten._assert_tensor_metadata.default")
 def _to(ctx: ConvertContext, node: Node, args: Args) -> Output:
     if str(node.target) == "aten._assert_tensor_metadata.default":
         return None
@@ -355,7 +356,7 @@ def _to(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default",
-     "aten.empty_like.default")
+           "aten.empty_like.default")
 def _full_like(ctx: ConvertContext, node: Node, args: Args) -> Output:
     fill = {"aten.zeros_like.default": 0, "aten.ones_like.default": 1,
             "aten.empty_like.default": 0}.get(str(node.target), args.get("fill_value"))

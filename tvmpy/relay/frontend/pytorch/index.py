@@ -243,8 +243,8 @@ def _scatter_mode(node: Node, args: Args) -> tuple[str, bool]:
     return _SCATTER_REDUCE_ARG[red], True
 
 
-@converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce",
-     "aten.scatter_add.default", "aten.scatter_reduce.two")
+@converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",
+           "aten.scatter.value_reduce", "aten.scatter_add.default", "aten.scatter_reduce.two")
 def _scatter(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """``out[..., index[..., u, ...], ...] = src[..., u, ...]`` along ``dim`` (plain: torch
     leaves duplicate indices undefined; reduce: every update counts)."""
@@ -520,7 +520,7 @@ def _index_put(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.index_copy.default", "aten.index_add.default", "aten.index_reduce.default",
-     "aten.index_fill.int_Scalar", "aten.index_fill.int_Tensor")
+           "aten.index_fill.int_Scalar", "aten.index_fill.int_Tensor")
 def _index_dim(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """index_copy / index_add (``alpha``) / index_reduce / index_fill along ``dim``: a put with
     the 1-D (or 0-d) index at ``dim``."""

@@ -104,7 +104,7 @@ def _convolution(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.conv1d.default", "aten.conv2d.default", "aten.conv3d.default",
-     "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
+           "aten.conv1d.padding", "aten.conv2d.padding", "aten.conv3d.padding")
 def _convnd(ctx: ConvertContext, node: Node, args: Args) -> Output:
     return _conv(
         ctx,

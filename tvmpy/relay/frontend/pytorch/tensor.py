@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------------------------------
 # reductions
 @converter("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
-     "aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.default",
-     "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default", "aten.view_as.default",
-     "aten.reshape_as.default")
+           "aten.flatten.using_ints", "aten.unflatten.int", "aten.squeeze.default",
+           "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze.default",
+           "aten.view_as.default", "aten.reshape_as.default")
 def _reshape(ctx: ConvertContext, node: Node, args: Args) -> Output:
     want = out_shape(node)
     if in_shape(node) == want:
@@ -105,7 +105,7 @@ def _stack(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
-     "aten.unbind.int", "aten.split.sizes")
+           "aten.unbind.int", "aten.split.sizes")
 def _split(ctx: ConvertContext, node: Node, args: Args) -> Output:
     s = in_shape(node)
     ax = norm_axis(int(args["dim"]), len(s))
@@ -207,7 +207,7 @@ def _pad_default(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.reflection_pad1d.default", "aten.reflection_pad2d.default",
-     "aten.replication_pad1d.default", "aten.replication_pad2d.default")
+           "aten.replication_pad1d.default", "aten.replication_pad2d.default")
 def _pad_mode(ctx: ConvertContext, node: Node, args: Args) -> Output:
     mode = "reflect" if "reflection" in str(node.target) else "edge"
     return _pad(ctx, node, args["self"], args["padding"], mode, 0.0)
