@@ -61,6 +61,7 @@ def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> 
     return s[attrs.get("start", 0):attrs.get("end", len(s))]
 
 
+# attribute values no converter handles: (op, attribute) -> the values that are supported
 _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
     ("LayerNormalization", "stash_type"): (1,),
@@ -76,7 +77,7 @@ def _check_attr_values(ctx: ImportContext, attrs: Attrs) -> None:
             raise ctx.fail(f"attribute {key}={v!r} is not supported (supported: {list(ok)})")
 
 
-def _attrs(node: Any) -> dict:
+def _attrs(node: Any) -> Attrs:
     from onnx import helper
 
     out = {}
