@@ -35,7 +35,6 @@ from .expr import (  # noqa: F401
 from .interpreter import create_executor  # noqa: F401
 from .module import IRModule  # noqa: F401
 from .op import image, nn  # noqa: F401
-from .op.extra import *  # noqa: F401,F403
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403

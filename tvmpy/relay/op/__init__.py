@@ -3,8 +3,7 @@ grouped as in TVM: ``tensor`` (elementwise/broadcast), ``transform`` (shape), ``
 
 import importlib as _importlib
 
-from . import extra, image, nn, reduce, tensor, transform  # noqa: F401
-from .extra import *  # noqa: F401,F403
+from . import image, nn, reduce, tensor, transform  # noqa: F401
 from .reduce import *  # noqa: F401,F403
 from .registry import (  # noqa: F401
     Op,

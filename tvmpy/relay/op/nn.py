@@ -1,5 +1,6 @@
-"""Neural-network operators (``relay.nn``): conv2d, dense, batch_matmul, pooling, normalization,
-activations, softmax, padding. Each with its type relation; shapes may be symbolic."""
+"""Neural-network operators (``relay.nn``): conv2d, dense, batch_matmul, pooling, normalization
+(batch, layer, instance, group), activations, softmax, padding, depth_to_space/space_to_depth. Each with its type relation; shapes may be
+symbolic."""
 
 from __future__ import annotations
 
@@ -731,7 +732,89 @@ def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 
     })  # fmt: skip
 
 
-from .extra import depth_to_space, group_norm, instance_norm, space_to_depth  # noqa: E402
+# ------------------------------------------------------------------------------------------------
+# normalization over channels, depth <-> space
+def _instance_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    for t, nm in zip(arg_types[1:], ("gamma", "beta")):
+        v = tensor_arg(t, nm)
+        if len(v.shape) != 1 or not dim_equal(v.shape[0], d.shape[ax]):
+            fail(f"{nm} {shape_str(v.shape)} must be 1-D of size {d.shape[ax]} (axis {attrs.axis} "
+                 f"of data {shape_str(d.shape)})")
+    return d
+
+
+register_op("nn.instance_norm", _instance_norm_rel, OpPattern.OPAQUE, 3,
+            {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def _group_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = _instance_norm_rel(arg_types, attrs)
+    assert isinstance(d, TensorType)
+    c = d.shape[normalize_axis(attrs.axis, len(d.shape))]
+    if isinstance(c, int) and c % attrs.num_groups:
+        fail(f"group_norm: {c} channels are not divisible into {attrs.num_groups} groups")
+    return d
+
+
+register_op("nn.group_norm", _group_norm_rel, OpPattern.OPAQUE, 3,
+            {"num_groups": REQUIRED, "axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def instance_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, axis: int = 1,
+                  epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
+    return make_call("nn.instance_norm", [data, gamma, beta], {
+        "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
+
+
+def group_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, num_groups: int, axis: int = 1,
+               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
+    return make_call("nn.group_norm", [data, gamma, beta], {
+        "num_groups": int(num_groups), "axis": int(axis), "epsilon": float(epsilon),
+        "center": bool(center), "scale": bool(scale)})  # fmt: skip
+
+
+def _d2s_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    b = attrs.block_size
+    if len(d.shape) != 4 or attrs.layout != "NCHW":
+        fail(f"depth_to_space needs NCHW 4-D data, got {shape_str(d.shape)}")
+    n, c, h, w = d.shape
+    if isinstance(c, int) and c % (b * b):
+        fail(f"depth_to_space: {c} channels not divisible by block_size^2 = {b * b}")
+    return TensorType([n, as_dim(c // (b * b)), as_dim(h * b), as_dim(w * b)], d.dtype)
+
+
+def _s2d_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    b = attrs.block_size
+    if len(d.shape) != 4 or attrs.layout != "NCHW":
+        fail(f"space_to_depth needs NCHW 4-D data, got {shape_str(d.shape)}")
+    n, c, h, w = d.shape
+    if (isinstance(h, int) and h % b) or (isinstance(w, int) and w % b):
+        fail(f"space_to_depth: spatial size {h}x{w} not divisible by block_size {b}")
+    return TensorType([n, as_dim(c * b * b), as_dim(h // b), as_dim(w // b)], d.dtype)
+
+
+register_op("nn.depth_to_space", _d2s_rel, OpPattern.INJECTIVE, 1,
+            {"block_size": REQUIRED, "layout": "NCHW", "mode": "DCR"})
+register_op("nn.space_to_depth", _s2d_rel, OpPattern.INJECTIVE, 1,
+            {"block_size": REQUIRED, "layout": "NCHW"})
+
+
+def depth_to_space(data: RelayExpr, block_size: int, layout: str = "NCHW", mode: str = "DCR"
+                   ) -> RelayExpr:
+    if mode not in ("DCR", "CRD"):
+        raise ValueError(f"depth_to_space: mode must be DCR or CRD, got {mode!r}")
+    return make_call("nn.depth_to_space", [data], {"block_size": int(block_size), "layout": layout,
+                                                   "mode": mode})
+
+
+def space_to_depth(data: RelayExpr, block_size: int, layout: str = "NCHW") -> RelayExpr:
+    return make_call("nn.space_to_depth", [data], {"block_size": int(block_size), "layout": layout})
+
+
 from .nn_nd import (  # noqa: E402
     avg_pool1d,
     avg_pool3d,

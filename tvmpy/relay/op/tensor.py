@@ -1,4 +1,5 @@
-"""Elementwise (unary) and broadcast (binary) operators: ``relay.add``, ``relay.exp``, ...
+"""Elementwise (unary) and broadcast (binary) operators: ``relay.add``, ``relay.exp``, the
+trigonometric and bitwise ops, ...
 
 Binary operators require equal dtypes (no implicit promotion, as in TVM) and broadcast like numpy.
 """
@@ -14,31 +15,36 @@ from .registry import REQUIRED, OpPattern, make_call, register_op
 
 _UNARY = [
     "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor", "ceil",
-    "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan", "log1p",
+    "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan", "log1p", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "bitwise_not", "isinf", "isfinite",
 ]  # fmt: skip
 _BINARY = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
-    "floor_divide", "floor_mod", "logical_and", "logical_or",
+    "floor_divide", "floor_mod", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "left_shift", "right_shift",
 ]  # fmt: skip
 _COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+_BOOL_UNARY = ("isnan", "isinf", "isfinite")
 
 __all__ = _UNARY + _BINARY + _COMPARE + [
-    "clip", "where", "zeros_like", "ones_like", "logical_not", "stack", "zeros", "ones", "full",
+    "clip", "where", "zeros_like", "ones_like", "logical_not", "logical_xor", "stack", "zeros",
+    "ones", "full",
 ]  # fmt: skip
 
 
-def _isnan_rel(arg_types: list[Type], attrs: Any) -> Type:
+def _bool_unary_rel(arg_types: list[Type], attrs: Any) -> Type:
     t = tensor_arg(arg_types[0], "the input")
     return TensorType(t.shape, "bool")
 
 
 for _n in _UNARY:
-    register_op(_n, _isnan_rel if _n == "isnan" else identity_rel, OpPattern.ELEMWISE, 1)
+    register_op(_n, _bool_unary_rel if _n in _BOOL_UNARY else identity_rel, OpPattern.ELEMWISE, 1)
 for _n in _BINARY:
     register_op(_n, broadcast_rel, OpPattern.BROADCAST, 2)
 for _n in _COMPARE:
     register_op(_n, broadcast_bool_rel, OpPattern.BROADCAST, 2)
 register_op("logical_not", identity_rel, OpPattern.ELEMWISE, 1)
+register_op("logical_xor", broadcast_bool_rel, OpPattern.BROADCAST, 2)
 register_op("zeros_like", identity_rel, OpPattern.ELEMWISE, 1)
 register_op("ones_like", identity_rel, OpPattern.ELEMWISE, 1)
 register_op("clip", identity_rel, OpPattern.ELEMWISE, 1, {"a_min": 0.0, "a_max": 0.0})
@@ -82,6 +88,18 @@ copy = _unary("copy")
 log2 = _unary("log2")
 trunc = _unary("trunc")
 isnan = _unary("isnan")
+isinf = _unary("isinf")
+isfinite = _unary("isfinite")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+bitwise_not = _unary("bitwise_not")
 logical_not = _unary("logical_not")
 zeros_like = _unary("zeros_like")
 ones_like = _unary("ones_like")
@@ -97,6 +115,12 @@ floor_divide = _binary("floor_divide")
 floor_mod = _binary("floor_mod")
 logical_and = _binary("logical_and")
 logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
 equal = _binary("equal")
 not_equal = _binary("not_equal")
 less = _binary("less")

@@ -17,36 +17,23 @@ from typing import Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
-from ..op import extra, nn, tensor, transform
-from ..type_infer import infer_type
-from .common import reshape_to
-from .onnx_quant import round_half_even
-
-__all__ = ["CONVERTERS"]
-
-
-def _shape(e: RelayExpr) -> list[int]:
-    return [int(d) for d in infer_type(e).checked_type.shape]
-
-
-def _dtype(e: RelayExpr) -> str:
-    return str(infer_type(e).checked_type.dtype)
-
-
-def _f(v: Any, dt: str) -> RelayExpr:
-    return const(np.asarray(v, dtype=dt))
+from ...expr import RelayExpr, const
+from ...op import nn, tensor, transform
+from ..common import reshape_to
+from .context import ImportContext, dtype_of, shape_of, typed_const
+from .elementwise import round_half_even
+from .registry import Attrs, Inputs, Names, Output, converter
 
 
 def _last(x: RelayExpr, k: int) -> RelayExpr:
     """x[..., k] with the last axis dropped."""
-    r = len(_shape(x))
+    r = len(shape_of(x))
     return transform.squeeze(transform.strided_slice(x, [k], [k + 1], axes=[r - 1]), [r - 1])
 
 
 def _along_last(x: RelayExpr, m: np.ndarray, dt: str) -> RelayExpr:
     """x (..., n) @ m (n, k) -> (..., k)."""
-    s = _shape(x)
+    s = shape_of(x)
     y = nn.dense(reshape_to(x, [-1, s[-1]]), const(np.ascontiguousarray(m.T).astype(dt)))
     return reshape_to(y, s[:-1] + [m.shape[1]])
 
@@ -62,7 +49,7 @@ def dft_parts(re: RelayExpr, im: RelayExpr | None, L: int, inverse: bool, onesid
               dt: str) -> tuple[RelayExpr, RelayExpr | None]:
     """The transform along the last axis of (re, im); im None is a real signal. Returns the
     real and imaginary parts (imaginary None for the real output of an inverse one-sided)."""
-    n_in = _shape(re)[-1]
+    n_in = shape_of(re)[-1]
     if inverse and onesided:  # irfft: bins 0..L//2, Hermitian-extended
         m = L // 2 + 1
         k = np.arange(m)[:, None]
@@ -91,23 +78,26 @@ def dft_parts(re: RelayExpr, im: RelayExpr | None, L: int, inverse: bool, onesid
     return out_re, out_im
 
 
-def _dft(c, i, a, n):
-    x = i[0]
-    s = _shape(x)
+@converter("DFT")
+def _dft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    x = inputs[0]
+    s = shape_of(x)
     r = len(s)
-    dt = _dtype(x)
+    dt = dtype_of(x)
     if s[-1] not in (1, 2):
-        raise c.fail(f"the last axis must be 1 (real) or 2 (complex), got shape {s}")
-    if c.opset >= 20:
-        axis = int(c.value(n[2], "axis").reshape(-1)[0]) if len(n) > 2 and n[2] else -2
+        raise ctx.fail(f"the last axis must be 1 (real) or 2 (complex), got shape {s}")
+    if ctx.opset >= 20:
+        axis = (
+            int(ctx.value(names[2], "axis").reshape(-1)[0]) if len(names) > 2 and names[2] else -2
+        )
     else:
-        axis = int(a.get("axis", 1))
+        axis = int(attrs.get("axis", 1))
     axis %= r
     if axis == r - 1:
-        raise c.fail("axis must be a signal axis, not the last (real/imaginary) one")
-    inverse, onesided = bool(a.get("inverse", 0)), bool(a.get("onesided", 0))
-    if len(n) > 1 and n[1]:
-        L = int(c.value(n[1], "dft_length").reshape(-1)[0])
+        raise ctx.fail("axis must be a signal axis, not the last (real/imaginary) one")
+    inverse, onesided = bool(attrs.get("inverse", 0)), bool(attrs.get("onesided", 0))
+    if len(names) > 1 and names[1]:
+        L = int(ctx.value(names[1], "dft_length").reshape(-1)[0])
     else:
         L = 2 * (s[axis] - 1) if inverse and onesided else s[axis]
     perm = [k for k in range(r - 1) if k != axis] + [axis]
@@ -121,19 +111,20 @@ def _dft(c, i, a, n):
     return tensor.stack([out_re, transform.transpose(out_im, inv)], r - 1)
 
 
-def _stft(c, i, a, n):
-    sig = i[0]
-    b, length, ch = _shape(sig)
-    dt = _dtype(sig)
-    step = int(c.value(n[1], "frame_step").reshape(-1)[0])
-    window = i[2] if len(i) > 2 and i[2] is not None else None
-    if len(n) > 3 and n[3]:
-        flen = int(c.value(n[3], "frame_length").reshape(-1)[0])
+@converter("STFT")
+def _stft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    sig = inputs[0]
+    b, length, ch = shape_of(sig)
+    dt = dtype_of(sig)
+    step = int(ctx.value(names[1], "frame_step").reshape(-1)[0])
+    window = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    if len(names) > 3 and names[3]:
+        flen = int(ctx.value(names[3], "frame_length").reshape(-1)[0])
     elif window is not None:
-        flen = _shape(window)[0]
+        flen = shape_of(window)[0]
     else:
-        raise c.fail("give frame_length or window")
-    onesided = bool(a.get("onesided", 1))
+        raise ctx.fail("give frame_length or window")
+    onesided = bool(attrs.get("onesided", 1))
     frames = (length - flen) // step + 1
     idx = (np.arange(frames)[:, None] * step + np.arange(flen)[None, :]).astype(np.int64)
     fr = transform.take(sig, const(idx), axis=1)              # (b, frames, flen, ch)
@@ -151,14 +142,20 @@ def _reflect(v: RelayExpr, lo: float, hi: float, dt: str) -> RelayExpr:
     rng = hi - lo
     if rng <= 0:
         return tensor.clip(v, lo, hi) if hi >= lo else v
-    below = tensor.less(v, _f(lo, dt))
-    above = tensor.greater(v, _f(hi, dt))
-    dx = tensor.where(below, tensor.subtract(_f(lo, dt), v),
-                      tensor.where(above, tensor.subtract(v, _f(hi, dt)), _f(0, dt)))
-    k = tensor.floor(tensor.divide(dx, _f(rng, dt)))
-    rem = tensor.subtract(dx, tensor.multiply(k, _f(rng, dt)))
-    even = tensor.equal(tensor.floor_mod(k, _f(2, dt)), _f(0, dt))
-    from_lo, from_hi = tensor.add(_f(lo, dt), rem), tensor.subtract(_f(hi, dt), rem)
+    below = tensor.less(v, typed_const(lo, dt))
+    above = tensor.greater(v, typed_const(hi, dt))
+    dx = tensor.where(
+        below,
+        tensor.subtract(typed_const(lo, dt), v),
+        tensor.where(above, tensor.subtract(v, typed_const(hi, dt)), typed_const(0, dt)),
+    )
+    k = tensor.floor(tensor.divide(dx, typed_const(rng, dt)))
+    rem = tensor.subtract(dx, tensor.multiply(k, typed_const(rng, dt)))
+    even = tensor.equal(tensor.floor_mod(k, typed_const(2, dt)), typed_const(0, dt))
+    from_lo, from_hi = (
+        tensor.add(typed_const(lo, dt), rem),
+        tensor.subtract(typed_const(hi, dt), rem),
+    )
     low_side = tensor.where(even, from_lo, from_hi)
     high_side = tensor.where(even, from_hi, from_lo)
     return tensor.where(below, low_side, tensor.where(above, high_side, v))
@@ -168,7 +165,7 @@ def _cubic_w(t: RelayExpr, dt: str) -> list[RelayExpr]:
     A = -0.75
 
     def f(v: Any) -> RelayExpr:
-        return _f(v, dt)
+        return typed_const(v, dt)
 
     def near(x: RelayExpr) -> RelayExpr:  # |x| <= 1
         return tensor.add(tensor.multiply(tensor.multiply(x, x), tensor.subtract(
@@ -184,19 +181,20 @@ def _cubic_w(t: RelayExpr, dt: str) -> list[RelayExpr]:
             far(tensor.subtract(f(2), t))]
 
 
-def _grid_sample(c, i, a, n):
-    X, grid = i
-    xs, gs = _shape(X), _shape(grid)
-    dt = _dtype(X)
+@converter("GridSample")
+def _grid_sample(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    X, grid = inputs
+    xs, gs = shape_of(X), shape_of(grid)
+    dt = dtype_of(X)
     r = len(xs) - 2
     if gs[-1] != r or gs[0] != xs[0] or len(gs) != r + 2:
-        raise c.fail(f"grid {gs} does not match data {xs}")
-    mode = a.get("mode", "linear")
+        raise ctx.fail(f"grid {gs} does not match data {xs}")
+    mode = attrs.get("mode", "linear")
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    pad = a.get("padding_mode", "zeros")
-    align = bool(a.get("align_corners", 0))
+    pad = attrs.get("padding_mode", "zeros")
+    align = bool(attrs.get("align_corners", 0))
     if mode == "cubic" and r != 2:
-        raise c.fail("cubic mode is defined for 2-D data only")
+        raise ctx.fail("cubic mode is defined for 2-D data only")
     dims = xs[2:]
     N = xs[0]
     out_sp = gs[1:-1]
@@ -205,21 +203,28 @@ def _grid_sample(c, i, a, n):
         g = _last(grid, r - 1 - k)                       # (N, out...): x is the last axis
         d = dims[k]
         if align:
-            v = tensor.multiply(tensor.add(g, _f(1, dt)), _f((d - 1) / 2.0, dt))
+            v = tensor.multiply(tensor.add(g, typed_const(1, dt)), typed_const((d - 1) / 2.0, dt))
             lo, hi = 0.0, d - 1.0
         else:
-            v = tensor.divide(tensor.subtract(tensor.multiply(tensor.add(g, _f(1, dt)),
-                                                              _f(d, dt)), _f(1, dt)), _f(2, dt))
+            v = tensor.divide(
+                tensor.subtract(
+                    tensor.multiply(tensor.add(g, typed_const(1, dt)), typed_const(d, dt)),
+                    typed_const(1, dt),
+                ),
+                typed_const(2, dt),
+            )
             lo, hi = -0.5, d - 0.5
         if mode == "nearest":
             v = round_half_even(v)
         if pad == "border":
-            outside = tensor.logical_or(tensor.less(v, _f(lo, dt)), tensor.greater(v, _f(hi, dt)))
+            outside = tensor.logical_or(
+                tensor.less(v, typed_const(lo, dt)), tensor.greater(v, typed_const(hi, dt))
+            )
             v = tensor.where(outside, tensor.clip(v, 0.0, d - 1.0), v)
         elif pad == "reflection":
             v = _reflect(v, lo, hi, dt)
         elif pad != "zeros":
-            raise c.fail(f"padding_mode={pad!r} is not supported")
+            raise ctx.fail(f"padding_mode={pad!r} is not supported")
         base = v if mode == "nearest" else tensor.floor(v)
         coords.append((base, lo, hi, d))
         frac.append(None if mode == "nearest" else tensor.subtract(v, base))
@@ -232,24 +237,24 @@ def _grid_sample(c, i, a, n):
         idx, valid, weight = [batch], None, None
         for k, j in enumerate(combo):
             base, lo, hi, d = coords[k]
-            p = tensor.add(base, _f(offsets[j], dt)) if offsets[j] else base
+            p = tensor.add(base, typed_const(offsets[j], dt)) if offsets[j] else base
             if pad == "zeros":
-                ok = tensor.logical_and(tensor.greater_equal(p, _f(0, dt)),
-                                        tensor.less(p, _f(d, dt)))
+                ok = tensor.logical_and(tensor.greater_equal(p, typed_const(0, dt)),
+                                        tensor.less(p, typed_const(d, dt)))
                 valid = ok if valid is None else tensor.logical_and(valid, ok)
             elif pad == "reflection":
                 p = _reflect(p, lo, hi, dt)
             pi = transform.cast(tensor.clip(p, 0.0, d - 1.0), "int64")  # (the cast truncates)
             idx.append(pi)
             if mode == "linear":
-                w = frac[k] if offsets[j] else tensor.subtract(_f(1, dt), frac[k])
+                w = frac[k] if offsets[j] else tensor.subtract(typed_const(1, dt), frac[k])
             elif mode == "cubic":
                 w = _cubic_w(frac[k], dt)[j]
             else:
                 w = None
             if w is not None:
                 weight = w if weight is None else tensor.multiply(weight, w)
-        v = extra.gather_nd(data, tensor.stack(idx, 0))               # (N, out..., C)
+        v = transform.gather_nd(data, tensor.stack(idx, 0))               # (N, out..., C)
         if valid is not None:
             weight = transform.cast(valid, dt) if weight is None else \
                 tensor.multiply(weight, transform.cast(valid, dt))
@@ -259,4 +264,3 @@ def _grid_sample(c, i, a, n):
     return transform.transpose(out, [0, r + 1] + list(range(1, r + 1)))
 
 
-CONVERTERS = {"DFT": _dft, "STFT": _stft, "GridSample": _grid_sample}

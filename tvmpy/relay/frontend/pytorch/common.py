@@ -1,11 +1,13 @@
-"""Shared pieces of the PyTorch frontend's converters: the registry (overload name ->
-converter), the identity ops, dtype names and helpers that read shapes and dtypes from the fx
-nodes' ``meta["val"]`` (the fake tensors torch.export records).
+"""Shared pieces of the PyTorch frontend's converters: the conversion context, the converter
+signature and registry (overload name -> converter), the identity ops, dtype names and helpers
+that read shapes and dtypes from the fx nodes' ``meta["val"]`` (the fake tensors torch.export
+records).
 
-A converter takes the conversion context, the fx node and its arguments bound by the op's
-schema (a dict name -> value, defaults filled in, fx nodes replaced by relay expressions, or by
-lists of them for multi-output nodes) and returns a relay expression or a list of them
-(multi-output ops, read back with ``operator.getitem``). Converters are keyed by the full
+A converter, ``f(ctx: ConvertContext, node: Node, args: Args) -> Output``, takes the conversion
+context, the fx node and its arguments bound by the op's schema (a dict name -> value, defaults
+filled in, fx nodes replaced by relay expressions, or by lists of them for multi-output nodes)
+and returns a relay expression or a list of them (multi-output ops, read back with
+``operator.getitem``). Converters are keyed by the full
 overload name (``"aten.add.Tensor"``): an overload not registered is reported as unsupported,
 never converted by a guess.
 """
@@ -13,14 +15,18 @@ never converted by a guess.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..expr import Call, RelayExpr, const
-from ..op import transform
+from ...expr import Call, RelayExpr, const
+from ...op import transform
 
-__all__ = ["CONVERTERS", "IDENTITY_OPS", "PyTorchConvertError", "np_dtype", "reg"]
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+__all__ = ["CONVERTERS", "IDENTITY_OPS", "PyTorchConvertError", "ConvertContext", "Args", "Output",
+           "Converter", "converter", "register", "np_dtype"]
 
 
 class PyTorchConvertError(ValueError):
@@ -36,8 +42,45 @@ def np_dtype(tdt: Any) -> str:
     return name
 
 
-Conv = Callable[[Any, Any, dict], Any]
-CONVERTERS: dict[str, Conv] = {}
+class ConvertContext:
+    """Conversion state: relay values (an expression, or a list for multi-output nodes) and
+    torch values known at import time, per fx node."""
+
+    def __init__(self) -> None:
+        self.env: dict[Any, Any] = {}
+        self.values: dict[Any, Any] = {}
+
+    def expr(self, n: Node) -> Any:
+        v = self.env.get(n)
+        if v is None:
+            raise PyTorchConvertError(f"node {n.name!r} ({n.target}) has no value to use")
+        return v
+
+    def resolve(self, v: Any) -> Any:
+        import torch.fx
+
+        if isinstance(v, torch.fx.Node):
+            return self.expr(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.resolve(x) for x in v)
+        return v
+
+    def resolve_value(self, v: Any) -> Any:
+        import torch.fx
+
+        if isinstance(v, torch.fx.Node):
+            return self.values[v]
+        if isinstance(v, (list, tuple)):
+            return type(v)(self.resolve_value(x) for x in v)
+        if isinstance(v, dict):
+            return {k: self.resolve_value(x) for k, x in v.items()}
+        return v
+
+
+Args = dict[str, Any]  # the node's arguments by schema name (tensors as relay expressions)
+Output = RelayExpr | list[Any]  # one expression, or one per output (None: not converted)
+Converter = Callable[[ConvertContext, "Node", Args], Output]
+CONVERTERS: dict[str, Converter] = {}
 # ops that return their (first) input unchanged at inference
 IDENTITY_OPS = {"aten.clone.default", "aten.contiguous.default", "aten.alias.default",
                 "aten.detach.default", "aten.lift_fresh_copy.default", "aten.dropout.default",
@@ -45,11 +88,20 @@ IDENTITY_OPS = {"aten.clone.default", "aten.contiguous.default", "aten.alias.def
                 "aten.native_dropout.default"}
 
 
-def reg(*names: str):
-    def deco(f: Conv) -> Conv:
-        for n in names:
-            CONVERTERS[n] = f
-        return f
+def register(name: str, conv: Converter) -> Converter:
+    """Register ``conv`` as the converter of the ATen overload ``name`` (one per overload)."""
+    if name in CONVERTERS:
+        raise ValueError(f"{name} already has a converter")
+    CONVERTERS[name] = conv
+    return conv
+
+
+def converter(*names: str) -> Callable[[Converter], Converter]:
+    """Decorator: register the function as the converter of each ATen overload in ``names``."""
+    def deco(conv: Converter) -> Converter:
+        for name in names:
+            register(name, conv)
+        return conv
     return deco
 
 

@@ -2,9 +2,10 @@
 
 The model goes through ``torch.export``: an ``nn.Module`` (a ``torch.fx.GraphModule`` included)
 is exported on example inputs built from ``input_infos``; an ``ExportedProgram`` is taken as it
-is. The exported ATen graph is converted node by node (converters in ``pytorch_ops``). Three
-steps make the graph convertible, each only when the previous one leaves an op unsupported:
-the graph as exported; functionalized (``run_decompositions({})``: in-place ops become
+is. The exported ATen graph is converted node by node (by the converters that the
+operator-family modules of this package register in ``common.CONVERTERS``). Three steps make
+the graph convertible, each only when the previous one leaves an op unsupported: the graph as
+exported; functionalized (``run_decompositions({})``: in-place ops become
 functional, training-IR composites become their inference forms); and decomposed to core ATen,
 keeping every op the converters handle. What is still unsupported then raises ONE
 ``OpNotImplemented`` listing each op with the node names that use it, before any conversion.
@@ -23,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import op as _op  # noqa: F401  (registers operators)
-from ..expr import Function, RelayExpr, Tuple, const, var
-from ..module import IRModule
-from .common import unsupported_error, widen_float16_accumulation
-from .pytorch_ops import CONVERTERS, IDENTITY_OPS, PyTorchConvertError, np_dtype
+from ... import op as _op  # noqa: F401  (registers operators)
+from ...expr import Function, RelayExpr, Tuple, const, var
+from ...module import IRModule
+from ..common import unsupported_error, widen_float16_accumulation
+from .common import CONVERTERS, IDENTITY_OPS, ConvertContext, PyTorchConvertError, np_dtype
 
 __all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
 
@@ -80,7 +81,9 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
         try:
             np_dtype(dtype)
         except PyTorchConvertError:
-            raise ValueError(f"from_pytorch: input {name!r}: dtype {dtype!r} is not supported") from None
+            raise ValueError(
+                f"from_pytorch: input {name!r}: dtype {dtype!r} is not supported"
+            ) from None
         out.append((name, shape, dtype))
     names = [n for n, _, _ in out]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -237,7 +240,7 @@ def _converter_table(custom: Mapping[Any, Callable] | None) -> dict:
             raise TypeError(f"from_pytorch: custom_convert_map keys are ATen overloads such as "
                             f"'aten.i0.default' and values callables fn(node, args), got "
                             f"{op!r}: {fn!r}")
-        table[name] = (lambda f: lambda ctx, node, a: f(node, a))(fn)
+        table[name] = (lambda f: lambda ctx, node, args: f(node, args))(fn)
     return table
 
 
@@ -254,42 +257,7 @@ def _check_static(ep: Any) -> None:
 
 # ------------------------------------------------------------------------------------------------
 # conversion
-class _Ctx:
-    """Conversion state: relay values (an expression, or a list for multi-output nodes) and
-    torch values known at import time, per fx node."""
-
-    def __init__(self):
-        self.env: dict[Any, Any] = {}
-        self.values: dict[Any, Any] = {}
-
-    def expr(self, n: Any) -> Any:
-        v = self.env.get(n)
-        if v is None:
-            raise PyTorchConvertError(f"node {n.name!r} ({n.target}) has no value to use")
-        return v
-
-    def resolve(self, v: Any) -> Any:
-        import torch.fx
-
-        if isinstance(v, torch.fx.Node):
-            return self.expr(v)
-        if isinstance(v, (list, tuple)):
-            return type(v)(self.resolve(x) for x in v)
-        return v
-
-    def resolve_value(self, v: Any) -> Any:
-        import torch.fx
-
-        if isinstance(v, torch.fx.Node):
-            return self.values[v]
-        if isinstance(v, (list, tuple)):
-            return type(v)(self.resolve_value(x) for x in v)
-        if isinstance(v, dict):
-            return {k: self.resolve_value(x) for k, x in v.items()}
-        return v
-
-
-def _bind(ctx: _Ctx, node: Any) -> dict[str, Any]:
+def _bind(ctx: ConvertContext, node: Any) -> dict[str, Any]:
     """The node's arguments by schema name, defaults filled in, fx nodes resolved."""
     out = {}
     for k, arg in enumerate(node.target._schema.arguments):
@@ -329,7 +297,7 @@ def _check_dims(node: Any) -> None:
                                       "dynamic_shapes)")
 
 
-def _convert_node(ctx: _Ctx, node: Any, known: set, table: dict) -> None:
+def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> None:
     torch = _torch()
     k = _key(node)
     if node.target is operator.getitem:
@@ -405,7 +373,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
                          f"{[n for n, _, _ in infos]}, the model takes {len(user_specs)} tensor "
                          f"inputs {[s.arg.name for s in user_specs]}")
 
-    ctx = _Ctx()
+    ctx = ConvertContext()
     inputs: list = []
     param_vars: list = []
     params: dict[str, np.ndarray] = {}
@@ -470,7 +438,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         outs.append((n, e))
     body = outs[0][1] if len(outs) == 1 else Tuple([e for _, e in outs])
     mod = IRModule.from_expr(Function(inputs + param_vars, body))
-    from ..transform import InferType
+    from ...transform import InferType
 
     mod = InferType()(mod)
     widened = widen_float16_accumulation(mod["main"].body)
@@ -483,7 +451,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
 def _check_outputs(mod: IRModule, out_nodes: list) -> None:
     """The converted outputs' types must be torch's: a mismatch is a converter bug, caught here
     rather than as a wrong answer."""
-    from ..ty import TupleType
+    from ...ty import TupleType
 
     ret = mod["main"].body.checked_type
     types = list(ret.fields) if isinstance(ret, TupleType) else [ret]

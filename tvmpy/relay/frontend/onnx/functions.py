@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["function_versions", "expand_function"]
+__all__ = ["function_versions", "function_body", "expand_function"]
 
 
 def _schema(node: Any, opset: int) -> Any | None:
@@ -64,6 +64,20 @@ def _with_defaults(node: Any, schema: Any) -> Any:
     return out
 
 
+def function_body(node: Any, opset: int, version: int) -> tuple[list[Any], int]:
+    """The nodes (not renamed) of ``node``'s context-independent function body at ``version``
+    and the default domain's opset they are written in."""
+    from onnx import FunctionProto
+
+    fn = FunctionProto()
+    fn.ParseFromString(_schema(node, opset).get_function_with_opset_version(version))
+    return list(fn.node), _body_opset(fn, opset)
+
+
+def _body_opset(fn: Any, opset: int) -> int:
+    return next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), opset)
+
+
 def expand_function(node: Any, opset: int, input_types: Sequence[Any] | None,
                     prefix: str) -> tuple[list[Any], int] | None:
     """The nodes of ``node``'s function body, renamed into the caller's graph, and the default
@@ -87,7 +101,7 @@ def expand_function(node: Any, opset: int, input_types: Sequence[Any] | None,
         raw = schema.get_function_with_opset_version(version)
     fn = FunctionProto()
     fn.ParseFromString(raw)
-    body_opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), opset)
+    body_opset = _body_opset(fn, opset)
 
     names: dict[str, str] = {}
     for k, formal in enumerate(fn.input):

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
-from ..op import nn, tensor, transform
-from .common import reshape_to
+from ...expr import RelayExpr, const
+from ...op import nn, tensor, transform
+from ...op.image import resize2d
+from ..common import reshape_to
 
 __all__ = ["ResizeSpec", "output_size_and_scales", "axis_weights", "resize_separable"]
+from .context import ImportContext, dtype_of, shape_of
+from .registry import Attrs, Inputs, Names, Output, converter
 
 
 class ResizeSpec:
@@ -202,3 +206,87 @@ def resize_separable(x: RelayExpr, in_shape: Sequence[int], dtype: str, spec: Re
             x = tensor.where(mask, const(np.asarray(spec.extrapolation_value, dtype=dtype)), x)
         cur[ax] = out_shape[ax]
     return x
+
+
+def _resize_any(ctx: ImportContext, x: RelayExpr, spec: ResizeSpec, axes: list[int],
+                scales: Any, sizes: Any, policy: str = "stretch", roi: Any = None) -> RelayExpr:
+    """relay's resize2d where it computes exactly this resize, else the separable form."""
+    s = shape_of(x)
+    dt = dtype_of(x)
+    out, sc = output_size_and_scales(s, axes, scales, sizes, policy)
+    fast = (len(s) == 4 and out[:2] == s[:2] and spec.mode in ("nearest", "linear")
+            and spec.coord not in ("tf_crop_and_resize", "half_pixel_symmetric")
+            and not spec.antialias
+            and all(abs(o - d * f) <= 1e-5 * max(o, 1) for o, d, f in zip(out, s, sc)))
+    if fast:
+        return resize2d(x, out[2:], method="nearest_neighbor" if spec.mode == "nearest"
+                        else "linear", coordinate_transformation_mode=spec.coord,
+                        rounding_method=spec.nearest_mode if spec.mode == "nearest" else "")
+    if spec.mode != "nearest" and not dt.startswith("float"):
+        raise ctx.fail(f"{spec.mode} resize of {dt} data is not supported (float data only)")
+    if any(o < 1 for o in out):
+        raise ctx.fail(f"output shape {out} has an empty axis")
+    return resize_separable(x, s, dt, spec, out, sc, roi)
+
+
+@converter("Resize")
+def _resize(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    x = inputs[0]
+    r = len(shape_of(x))
+    mode = attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise ctx.fail(f"attribute mode={mode!r} is not supported (nearest, linear, cubic)")
+    coord = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if coord == "tf_half_pixel_for_nn":
+        raise ctx.fail("coordinate_transformation_mode='tf_half_pixel_for_nn' is not supported")
+    spec = ResizeSpec(
+        mode,
+        coord,
+        attrs.get("nearest_mode", "round_prefer_floor"),
+        float(attrs.get("cubic_coeff_a", -0.75)),
+        bool(attrs.get("exclude_outside", 0)),
+        bool(attrs.get("antialias", 0)),
+        float(attrs.get("extrapolation_value", 0.0)),
+    )
+    if spec.antialias and mode == "nearest":
+        raise ctx.fail("antialias=1 with mode='nearest' is not defined")
+    axes = [int(v) % r for v in attrs.get("axes", range(r))]
+    scales = sizes = None
+    if ctx.opset < 11:
+        scales = ctx.value(names[1], "scales")
+    elif len(names) > 3 and names[3]:
+        sizes = [int(v) for v in ctx.value(names[3], "sizes")]
+    else:
+        scales = [float(v) for v in ctx.value(names[2], "scales")]
+    vals = sizes if sizes is not None else scales
+    if len(vals) != len(axes):
+        raise ctx.fail(f"{'sizes' if sizes is not None else 'scales'} {list(vals)} do not match "
+                     f"axes {axes}")
+    roi = None
+    if coord == "tf_crop_and_resize":
+        if not (ctx.opset >= 11 and len(names) > 1 and names[1]):
+            raise ctx.fail("coordinate_transformation_mode='tf_crop_and_resize' needs roi")
+        rv = [float(v) for v in ctx.value(names[1], "roi")]
+        if len(rv) != 2 * len(axes):
+            raise ctx.fail(f"roi {rv} does not match axes {axes}")
+        roi = [0.0] * r + [1.0] * r
+        for k, ax in enumerate(axes):
+            roi[ax], roi[r + ax] = rv[k], rv[len(axes) + k]
+    return _resize_any(ctx, x, spec, axes, scales, sizes,
+                       attrs.get("keep_aspect_ratio_policy", "stretch"), roi)
+
+
+@converter("Upsample")
+def _upsample(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    x = inputs[0]
+    r = len(shape_of(x))
+    scales = [
+        float(v) for v in (attrs["scales"] if "scales" in attrs else ctx.value(names[1], "scales"))
+    ]
+    mode = attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise ctx.fail(f"attribute mode={mode!r} is not supported (nearest, linear)")
+    if len(scales) != r:
+        raise ctx.fail(f"scales {scales} do not match the rank {r} of the data")
+    spec = ResizeSpec("nearest" if mode == "nearest" else "linear", "asymmetric", "floor")
+    return _resize_any(ctx, x, spec, list(range(r)), scales, None)

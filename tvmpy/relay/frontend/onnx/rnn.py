@@ -16,23 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
-from ..op import nn, tensor, transform
-from ..type_infer import infer_type
-from .common import reshape_to, softplus
-
-__all__ = ["CONVERTERS"]
-
-
-def _shape(e: RelayExpr) -> list[int]:
-    return [int(d) for d in infer_type(e).checked_type.shape]
+from ...expr import RelayExpr, const
+from ...op import nn, tensor, transform
+from ..common import reshape_to, softplus
+from .context import ImportContext, dtype_of, shape_of
+from .registry import Attrs, Converter, Inputs, Names, Output, register
 
 
-def _dtype(e: RelayExpr) -> str:
-    return str(infer_type(e).checked_type.dtype)
-
-
-def _activation(c: Any, name: str, alpha: float | None, beta: float | None, dt: str
+def _activation(ctx: ImportContext, name: str, alpha: float | None, beta: float | None, dt: str
                 ) -> Callable[[RelayExpr], RelayExpr]:
     f = lambda v: const(np.asarray(v, dtype=dt))  # noqa: E731
     name = name.lower()
@@ -63,24 +54,24 @@ def _activation(c: Any, name: str, alpha: float | None, beta: float | None, dt: 
         return lambda x: tensor.divide(x, tensor.add(tensor.abs(x), f(1)))
     if name == "softplus":
         return lambda x: softplus(x, dt)
-    raise c.fail(f"activation {name!r} is not supported")
+    raise ctx.fail(f"activation {name!r} is not supported")
 
 
-def _activations(c: Any, a: dict, per_dir: int, dirs: int, defaults: list[str], dt: str
-                 ) -> list[list[Callable]]:
-    names = [v.decode() if isinstance(v, bytes) else v for v in a.get("activations", [])]
+def _activations(ctx: ImportContext, attrs: Attrs, per_dir: int, dirs: int,
+                 defaults: list[str], dt: str) -> list[list[Callable]]:
+    names = [v.decode() if isinstance(v, bytes) else v for v in attrs.get("activations", [])]
     if not names:
         names = defaults * dirs
     if len(names) != per_dir * dirs:
-        raise c.fail(f"activations {names}: expected {per_dir * dirs}")
-    alphas = list(a.get("activation_alpha", []))
-    betas = list(a.get("activation_beta", []))
+        raise ctx.fail(f"activations {names}: expected {per_dir * dirs}")
+    alphas = list(attrs.get("activation_alpha", []))
+    betas = list(attrs.get("activation_beta", []))
     out = []
     for d in range(dirs):
         fns = []
         for k in range(per_dir):
             j = d * per_dir + k
-            fns.append(_activation(c, names[j], alphas[j] if j < len(alphas) else None,
+            fns.append(_activation(ctx, names[j], alphas[j] if j < len(alphas) else None,
                                    betas[j] if j < len(betas) else None, dt))
         out.append(fns)
     return out
@@ -95,37 +86,37 @@ def _take0(x: RelayExpr, k: int) -> RelayExpr:
     return transform.squeeze(_slice(x, 0, k, k + 1), [0])
 
 
-def _rnn(kind: str):
+def _rnn(kind: str) -> Converter:
     gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
     n_act = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
     default_act = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
                    "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
 
-    def convert(c, i, a, n):
-        i = list(i) + [None] * (8 - len(i))
-        X, W, R, B, lens, h0 = i[:6]
-        c0 = i[6] if kind == "LSTM" else None
-        P = i[7] if kind == "LSTM" else None
-        dt = _dtype(X)
-        direction = a.get("direction", "forward")
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+        inputs = list(inputs) + [None] * (8 - len(inputs))
+        X, W, R, B, lens, h0 = inputs[:6]
+        c0 = inputs[6] if kind == "LSTM" else None
+        P = inputs[7] if kind == "LSTM" else None
+        dt = dtype_of(X)
+        direction = attrs.get("direction", "forward")
         direction = direction.decode() if isinstance(direction, bytes) else direction
         dirs = 2 if direction == "bidirectional" else 1
-        H = int(a["hidden_size"]) if "hidden_size" in a else _shape(R)[-1]
-        layout = int(a.get("layout", 0))
+        H = int(attrs["hidden_size"]) if "hidden_size" in attrs else shape_of(R)[-1]
+        layout = int(attrs.get("layout", 0))
         if layout:
             X = transform.transpose(X, [1, 0, 2])
             h0 = None if h0 is None else transform.transpose(h0, [1, 0, 2])
             c0 = None if c0 is None else transform.transpose(c0, [1, 0, 2])
-        T, N, _ = _shape(X)
-        clip = a.get("clip")
-        acts = _activations(c, a, n_act, dirs, default_act, dt)
+        T, N, _ = shape_of(X)
+        clip = attrs.get("clip")
+        acts = _activations(ctx, attrs, n_act, dirs, default_act, dt)
         mask = None
         if lens is not None:
-            known = c.values.get(n[4])
+            known = ctx.values.get(names[4])
             if known is not None and np.all(np.asarray(known) == T):
                 lens = None
             elif direction != "forward":
-                raise c.fail("sequence_lens with a reverse direction is not supported")
+                raise ctx.fail("sequence_lens with a reverse direction is not supported")
             else:
                 lens = transform.cast(lens, "int32")
         zero = const(np.zeros((N, H), dtype=dt))
@@ -150,7 +141,7 @@ def _rnn(kind: str):
                 xt = _take0(xw, t)
                 if lens is not None:
                     mask = reshape_to(tensor.less(const(np.int32(t)), lens), [N, 1])
-                h_new, c_new = _step(kind, a, c, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
+                h_new, c_new = _step(kind, attrs, ctx, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
                 if mask is not None:
                     h_new = tensor.where(mask, h_new, h)
                     if c_new is not None:
@@ -219,4 +210,6 @@ def _step(kind: str, a: dict, c: Any, xt: RelayExpr, h: RelayExpr, cell: RelayEx
     return tensor.multiply(ot, hf(c_new)), c_new
 
 
-CONVERTERS = {"RNN": _rnn("RNN"), "GRU": _rnn("GRU"), "LSTM": _rnn("LSTM")}
+register("RNN", _rnn("RNN"))
+register("GRU", _rnn("GRU"))
+register("LSTM", _rnn("LSTM"))

@@ -3,7 +3,7 @@ scatter_reduce) and advanced indexing (index, index_put, index_copy / index_add 
 index_reduce).
 
 relay here has no sort, topk or scatter operator (the ONNX importer builds TopK and
-ScatterElements from comparisons and reductions too, in ``onnx_index.py``). With static shapes
+ScatterElements from comparisons and reductions too, in ``onnx/indexing.py``). With static shapes
 they are dataflow, and exact:
 
 - sorting: each element's rank along the axis (how many elements come before it: larger (or
@@ -28,16 +28,20 @@ for the static shapes of models, not for sorting 10^5 elements.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..expr import RelayExpr, const
-from ..op import extra, tensor, transform
-from ..op import reduce as _red
-from .common import move_axis_back, move_axis_last
-from .pytorch_common import (
+from ...expr import RelayExpr, const
+from ...op import reduce as _red
+from ...op import tensor, transform
+from ..common import move_axis_back, move_axis_last
+from .common import (
+    Args,
+    ConvertContext,
+    Output,
     cast_to,
+    converter,
     fail,
     in_dtype,
     in_shape,
@@ -45,12 +49,14 @@ from .pytorch_common import (
     np_dtype,
     out_dtype,
     out_shape,
-    reg,
     reshape_to,
     scalar,
 )
 
-__all__: list[str] = []  # converters register themselves in pytorch_common.CONVERTERS
+if TYPE_CHECKING:
+    from torch.fx import Node
+
+__all__: list[str] = []  # converters register themselves in common.CONVERTERS
 
 
 # ------------------------------------------------------------------------------------------------
@@ -115,7 +121,7 @@ def _sort_along(x: RelayExpr, shape: list[int], dt: str, axis: int, k: int,
                        const(np.arange(k, dtype=np.int64)[:, None]))
     idx = _red.sum(tensor.where(sel, const(np.arange(n, dtype=np.int64)), scalar(0, "int64")),
                    axis=[r])                                        # (..., k)
-    vals = extra.gather(move_axis_last(x, axis, r), r - 1, idx)
+    vals = transform.gather(move_axis_last(x, axis, r), r - 1, idx)
     return move_axis_back(vals, axis, r), move_axis_back(idx, axis, r)
 
 
@@ -134,22 +140,22 @@ def _sorted_node(node: Any, x: RelayExpr, dim: Any, k: int | None,
     return list(_sort_along(x, s, dt, axis, k, descending))
 
 
-@reg("aten.topk.default")
-def _topk(c, node, a):
+@converter("aten.topk.default")
+def _topk(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """Values and int64 indices of the k largest (smallest) elements, in sorted order (also for
     ``sorted=False``, where torch's order is unspecified)."""
-    return _sorted_node(node, a["self"], a["dim"], int(a["k"]), bool(a["largest"]))
+    return _sorted_node(node, args["self"], args["dim"], int(args["k"]), bool(args["largest"]))
 
 
-@reg("aten.sort.default", "aten.sort.stable")
-def _sort(c, node, a):
+@converter("aten.sort.default", "aten.sort.stable")
+def _sort(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """Sorted values and int64 indices; always stable (``stable=True``'s order)."""
-    return _sorted_node(node, a["self"], a["dim"], None, bool(a["descending"]))
+    return _sorted_node(node, args["self"], args["dim"], None, bool(args["descending"]))
 
 
-@reg("aten.argsort.default", "aten.argsort.stable")
-def _argsort(c, node, a):
-    return _sorted_node(node, a["self"], a["dim"], None, bool(a["descending"]))[1]
+@converter("aten.argsort.default", "aten.argsort.stable")
+def _argsort(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    return _sorted_node(node, args["self"], args["dim"], None, bool(args["descending"]))[1]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -183,7 +189,7 @@ def _scatter_core(node: Any, data: RelayExpr, pos: RelayExpr, upd: RelayExpr, le
         if rest:
             who = transform.broadcast_to(reshape_to(who, lead + [p] + ones), lead + [p] + rest)
             hit = reshape_to(hit, lead + [p] + ones)
-        return tensor.where(hit, extra.gather(upd, g, who), data)
+        return tensor.where(hit, transform.gather(upd, g, who), data)
     if mode not in _REDUCTIONS:
         raise fail(node, f"reduce={mode!r} is not supported ({', '.join(_REDUCTIONS)})")
     count = _red.sum(transform.cast(mask, "int64"), axis=[g])          # (lead..., p)
@@ -223,13 +229,13 @@ def _scatter_core(node: Any, data: RelayExpr, pos: RelayExpr, upd: RelayExpr, le
 _SCATTER_REDUCE_ARG = {"add": "sum", "multiply": "prod"}
 
 
-def _scatter_mode(node: Any, a: dict) -> tuple[str, bool]:
+def _scatter_mode(node: Node, args: Args) -> tuple[str, bool]:
     k = str(node.target)
     if k == "aten.scatter_reduce.two":
-        return str(a["reduce"]), bool(a["include_self"])
+        return str(args["reduce"]), bool(args["include_self"])
     if k == "aten.scatter_add.default":
         return "sum", True
-    red = a.get("reduce")
+    red = args.get("reduce")
     if red is None:
         return "none", True
     if red not in _SCATTER_REDUCE_ARG:
@@ -237,20 +243,20 @@ def _scatter_mode(node: Any, a: dict) -> tuple[str, bool]:
     return _SCATTER_REDUCE_ARG[red], True
 
 
-@reg("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce",
-     "aten.scatter_add.default", "aten.scatter_reduce.two")
-def _scatter(c, node, a):
+@converter("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",
+           "aten.scatter.value_reduce", "aten.scatter_add.default", "aten.scatter_reduce.two")
+def _scatter(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """``out[..., index[..., u, ...], ...] = src[..., u, ...]`` along ``dim`` (plain: torch
     leaves duplicate indices undefined; reduce: every update counts)."""
-    mode, include_self = _scatter_mode(node, a)
+    mode, include_self = _scatter_mode(node, args)
     dt = out_dtype(node)
     shape, ishape = in_shape(node), in_shape(node, "index")
-    data, index = a["self"], a["index"]
-    if "src" in a:
-        src = cast_to(a["src"], in_dtype(node, "src"), dt)
+    data, index = args["self"], args["index"]
+    if "src" in args:
+        src = cast_to(args["src"], in_dtype(node, "src"), dt)
         sshape = in_shape(node, "src")
     else:
-        src, sshape = transform.broadcast_to(scalar(a["value"], dt), ishape), ishape
+        src, sshape = transform.broadcast_to(scalar(args["value"], dt), ishape), ishape
     if math.prod(ishape) == 0:
         return data
     rank0 = not shape
@@ -258,7 +264,7 @@ def _scatter(c, node, a):
         data, index, src = (reshape_to(v, [1]) for v in (data, index, src))
         shape, ishape, sshape = [1], [1], [1]
     r = len(shape)
-    axis = norm_axis(int(a["dim"]), r)
+    axis = norm_axis(int(args["dim"]), r)
     if len(ishape) != r or len(sshape) != r or any(
             u > s or (k != axis and u > d) for k, (u, s, d) in enumerate(zip(ishape, sshape, shape))):
         raise fail(node, f"index {ishape} / src {sshape} do not fit self {shape} on dim {axis}")
@@ -271,8 +277,19 @@ def _scatter(c, node, a):
     part = data_last
     if lead != dlead:  # the corner of data the index reaches
         part = transform.strided_slice(data_last, [0] * (r - 1), lead, axes=list(range(r - 1)))
-    out = _scatter_core(node, part, move_axis_last(index, axis, r), move_axis_last(src, axis, r), lead,
-                        ishape[axis], shape[axis], [], mode, include_self, dt)
+    out = _scatter_core(
+        node,
+        part,
+        move_axis_last(index, axis, r),
+        move_axis_last(src, axis, r),
+        lead,
+        ishape[axis],
+        shape[axis],
+        [],
+        mode,
+        include_self,
+        dt,
+    )
     if lead != dlead:  # put the updated corner back
         out = _paste_corner(out, data_last, lead + [shape[axis]], dlead + [shape[axis]])
     out = move_axis_back(out, axis, r)
@@ -350,7 +367,7 @@ def _wrap(e: RelayExpr, size: int) -> RelayExpr:
     return tensor.where(tensor.less(e, scalar(0, "int64")), tensor.add(e, scalar(size, "int64")), e)
 
 
-def _index_plan(c: Any, node: Any, shape: list[int], nodes: list, exprs: list) -> _Plan | _Mask:
+def _index_plan(ctx: Any, node: Any, shape: list[int], nodes: list, exprs: list) -> _Plan | _Mask:
     """The plan of ``x[indices]`` (``indices``: fx nodes / relay exprs, None for a full slice).
     A boolean mask known at import time becomes its nonzero coordinates, as in torch; one known
     only at run time is returned as a ``_Mask`` when it is the only index."""
@@ -362,11 +379,13 @@ def _index_plan(c: Any, node: Any, shape: list[int], nodes: list, exprs: list) -
             ax += 1
             continue
         dt, ishape = _meta_dtype(n), _meta_shape(n)
-        known = c.values.get(n)
+        known = ctx.values.get(n)
         if dt in ("bool", "uint8"):
             q = len(ishape)
             if shape[ax:ax + q] != ishape:
-                raise fail(node, f"mask {ishape} does not match the indexed dims {shape[ax:ax + q]}")
+                raise fail(
+                    node, f"mask {ishape} does not match the indexed dims {shape[ax : ax + q]}"
+                )
             if known is None:
                 mask = _Mask(cast_to(e, dt, "bool"), ax, ishape)
             else:
@@ -405,15 +424,15 @@ def _index_plan(c: Any, node: Any, shape: list[int], nodes: list, exprs: list) -
     return _Plan(shape, axes, bshape, flat)
 
 
-@reg("aten.index.Tensor", "aten._unsafe_index.Tensor")
-def _index(c, node, a):
+@converter("aten.index.Tensor", "aten._unsafe_index.Tensor")
+def _index(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """``x[i0, i1, ...]`` with integer index tensors (broadcast together; None entries are full
     slices; negative entries wrap) and boolean masks known at import time."""
-    x = a["self"]
+    x = args["self"]
     shape, want = in_shape(node), out_shape(node)
     if math.prod(want) == 0:
         return _empty(want, out_dtype(node))
-    plan = _index_plan(c, node, shape, list(_arg_node(node, "indices")), list(a["indices"]))
+    plan = _index_plan(ctx, node, shape, list(_arg_node(node, "indices")), list(args["indices"]))
     if isinstance(plan, _Mask):
         raise fail(node, "boolean mask indexing (data-dependent shape) is not supported")
     if plan.adjacent:  # the indexed axes flattened in place, taken along that one axis
@@ -428,7 +447,7 @@ def _index(c, node, a):
     return y
 
 
-def _put(c: Any, node: Any, x: RelayExpr, plan: _Plan | _Mask, values: RelayExpr,
+def _put(ctx: Any, node: Any, x: RelayExpr, plan: _Plan | _Mask, values: RelayExpr,
          vshape: list[int], mode: str, include_self: bool = True) -> RelayExpr:
     """``x[indices] = values`` (mode "none"), or reduced into ``x[indices]`` (mode "sum",
     "prod", "amax", "amin", "mean"); ``values`` of dtype ``x``'s, broadcast to the indexed
@@ -443,7 +462,9 @@ def _put(c: Any, node: Any, x: RelayExpr, plan: _Plan | _Mask, values: RelayExpr
     try:
         np.broadcast_shapes(tuple(vshape), tuple(ishape))
     except ValueError:
-        raise fail(node, f"values {vshape} do not broadcast to the indexed shape {ishape}") from None
+        raise fail(
+            node, f"values {vshape} do not broadcast to the indexed shape {ishape}"
+        ) from None
     if vshape != ishape:
         values = transform.broadcast_to(values, ishape)
     k0, nbd = plan.axes[0], len(plan.bshape)
@@ -486,45 +507,45 @@ def _masked_put(node: Any, x: RelayExpr, shape: list[int], m: _Mask, values: Rel
     return tensor.where(mask, values if mode == "none" else tensor.add(x, values), x)
 
 
-@reg("aten.index_put.default", "aten._unsafe_index_put.default")
-def _index_put(c, node, a):
+@converter("aten.index_put.default", "aten._unsafe_index_put.default")
+def _index_put(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """``x[indices] = values`` (``accumulate``: ``+=``, duplicates summed). Without accumulate
     torch leaves duplicate indices undefined; here the last one wins."""
     dt = out_dtype(node)
-    values = cast_to(a["values"], in_dtype(node, "values"), dt)
-    plan = _index_plan(c, node, in_shape(node), list(_arg_node(node, "indices")),
-                       list(a["indices"]))
-    return _put(c, node, a["self"], plan, values, in_shape(node, "values"),
-                "sum" if a["accumulate"] else "none")
+    values = cast_to(args["values"], in_dtype(node, "values"), dt)
+    plan = _index_plan(ctx, node, in_shape(node), list(_arg_node(node, "indices")),
+                       list(args["indices"]))
+    return _put(ctx, node, args["self"], plan, values, in_shape(node, "values"),
+                "sum" if args["accumulate"] else "none")
 
 
-@reg("aten.index_copy.default", "aten.index_add.default", "aten.index_reduce.default",
-     "aten.index_fill.int_Scalar", "aten.index_fill.int_Tensor")
-def _index_dim(c, node, a):
+@converter("aten.index_copy.default", "aten.index_add.default", "aten.index_reduce.default",
+           "aten.index_fill.int_Scalar", "aten.index_fill.int_Tensor")
+def _index_dim(ctx: ConvertContext, node: Node, args: Args) -> Output:
     """index_copy / index_add (``alpha``) / index_reduce / index_fill along ``dim``: a put with
     the 1-D (or 0-d) index at ``dim``."""
     k = str(node.target)
     shape, dt = in_shape(node), out_dtype(node)
     if not shape:
         raise fail(node, "a 0-d self is not supported")
-    dim = norm_axis(int(a["dim"]), len(shape))
-    plan = _index_plan(c, node, shape, [None] * dim + [_arg_node(node, "index")],
-                       [None] * dim + [a["index"]])
+    dim = norm_axis(int(args["dim"]), len(shape))
+    plan = _index_plan(ctx, node, shape, [None] * dim + [_arg_node(node, "index")],
+                       [None] * dim + [args["index"]])
     if not isinstance(plan, _Plan):  # torch takes only integer indices here
         raise fail(node, "a boolean index is not supported")
     vshape = plan.indexed_shape()
     include_self = True
     if k.startswith("aten.index_fill"):
-        values = cast_to(a["value"], in_dtype(node, "value"), dt) if k.endswith("Tensor") \
-            else scalar(a["value"], dt)
-        return _put(c, node, a["self"], plan, values, [], "none")
-    values = reshape_to(cast_to(a["source"], in_dtype(node, "source"), dt), vshape)
+        values = cast_to(args["value"], in_dtype(node, "value"), dt) if k.endswith("Tensor") \
+            else scalar(args["value"], dt)
+        return _put(ctx, node, args["self"], plan, values, [], "none")
+    values = reshape_to(cast_to(args["source"], in_dtype(node, "source"), dt), vshape)
     if k == "aten.index_copy.default":
         mode = "none"
     elif k == "aten.index_add.default":
         mode = "sum"
-        if a["alpha"] != 1:
-            values = tensor.multiply(values, scalar(a["alpha"], dt))
+        if args["alpha"] != 1:
+            values = tensor.multiply(values, scalar(args["alpha"], dt))
     else:
-        mode, include_self = str(a["reduce"]), bool(a["include_self"])
-    return _put(c, node, a["self"], plan, values, vshape, mode, include_self)
+        mode, include_self = str(args["reduce"]), bool(args["include_self"])
+    return _put(ctx, node, args["self"], plan, values, vshape, mode, include_self)

@@ -1,0 +1,103 @@
+"""The ONNX importer's conversion state and the helpers every converter uses.
+
+``ImportContext`` maps each ONNX tensor name to its relay expression and, when it is known at
+import time, its numpy value; it knows the node being converted, so errors name it
+(``ctx.fail``) and shape-like inputs read as constants (``ctx.value``) say which tensor they
+needed (``OnnxConstantInputError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...expr import Constant, RelayExpr, const
+from ...type_infer import infer_type
+
+__all__ = ["OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
+           "np_dtype", "scalar_like", "typed_const", "check_2d"]
+
+
+class OnnxConvertError(ValueError):
+    """An attribute or input value a converter does not support (names node and attribute)."""
+
+
+class OnnxConstantInputError(OnnxConvertError):
+    """A shape-like input (Reshape's shape, Slice's starts, ...) is not known at import time.
+
+    ``tensors`` names the ONNX tensors whose values were needed (for a node inside an expanded
+    function body: the outer tensors it is computed from): a runtime that knows the graph
+    inputs' values (the ONNX backend, ``tvmpy.contrib.onnx_backend``) binds the graph inputs it
+    depends on as constants and imports again."""
+
+    def __init__(self, msg: str, *tensors: str):
+        super().__init__(msg)
+        self.tensors = tensors
+
+
+class ImportContext:
+    """Conversion state: relay expressions and known numpy values per ONNX tensor name."""
+
+    def __init__(self, opset: int, freeze: bool):
+        self.opset = opset
+        self.freeze = freeze
+        self.exprs: dict[str, RelayExpr] = {}
+        self.values: dict[str, np.ndarray] = {}
+        self.node: Any = None  # the NodeProto being converted
+        self.expansions = 0  # function bodies expanded so far (unique name prefixes)
+
+    def where(self) -> str:
+        n = self.node
+        return f"{n.op_type} node {n.name or '(unnamed)'!r}"
+
+    def fail(self, msg: str) -> OnnxConvertError:
+        return OnnxConvertError(f"{self.where()}: {msg}")
+
+    def value(self, name: str, what: str) -> np.ndarray:
+        if name not in self.values:
+            raise OnnxConstantInputError(
+                f"{self.where()}: input {what} ({name!r}) must be a constant known at import "
+                "time", name)
+        return self.values[name]
+
+    def bind(self, name: str, e: RelayExpr) -> None:
+        """``name`` is ``e`` from here on (its value known when ``e`` is a Constant)."""
+        self.exprs[name] = e
+        if isinstance(e, Constant):
+            self.values[name] = e.data.numpy()
+        else:
+            self.values.pop(name, None)
+
+
+def shape_of(e: RelayExpr) -> list[int]:
+    """The static shape of ``e``."""
+    return [int(d) for d in infer_type(e).checked_type.shape]
+
+
+def dtype_of(e: RelayExpr) -> str:
+    return str(infer_type(e).checked_type.dtype)
+
+
+def np_dtype(onnx_type: int) -> str:
+    """The numpy dtype name of an ONNX TensorProto data type."""
+    from onnx import helper
+
+    return str(np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type)))
+
+
+def typed_const(v: Any, dtype: str) -> Constant:
+    return const(np.asarray(v, dtype=dtype))
+
+
+def scalar_like(v: float, like: RelayExpr) -> Constant:
+    """A scalar constant of ``like``'s dtype."""
+    return typed_const(v, dtype_of(like))
+
+
+def check_2d(ctx: ImportContext, x: RelayExpr, what: str = "data") -> list[int]:
+    """The shape of ``x``, which must be 4-D (NCHW)."""
+    s = shape_of(x)
+    if len(s) != 4:
+        raise ctx.fail(f"only 2-D (NCHW, 4-D {what}) is supported, got shape {s}")
+    return s

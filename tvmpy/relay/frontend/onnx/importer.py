@@ -1,0 +1,321 @@
+"""ONNX importer: ``from_onnx(model, shape) -> (IRModule, params)``, as in TVM.
+
+Graph inputs that are initializers become parameters: relay Constants when ``freeze_params``
+(TVM's meaning: weights embedded, ``params`` empty), else relay Vars with their values in
+``params``. Other graph inputs become Vars with the given or the model's shapes. Values known at
+import time (initializers, Constant, static Shape and what is computed only from them) are kept
+as numpy arrays so shape-like inputs (Reshape's shape, Slice's starts, ...) fold to attributes.
+Every operator type is checked before conversion: unsupported ones raise ONE OpNotImplemented
+listing each type with its node names.
+
+Each node goes to the converter registered for its operator type (``registry.py``; the
+converters live in the operator-family modules of this package). An operator without a
+converter but with an ONNX function body is imported through that body (``functions.py``).
+Shape-like inputs that are graph inputs raise ``OnnxConstantInputError`` naming them (the ONNX
+backend then binds them and imports again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ... import op as _op  # noqa: F401  (registers operators)
+from ...expr import Constant, Function, RelayExpr, Tuple, const, var
+from ...module import IRModule
+from ...type_infer import infer_type
+from ..common import unsupported_error
+from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np_dtype, shape_of
+from .functions import expand_function, function_body, function_versions
+from .registry import CONVERTERS, Attrs
+
+__all__ = ["from_onnx", "supported_ops", "convert_nodes"]
+
+# operators whose outputs are values known at import time (converted here, not by a converter)
+_VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
+
+
+def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> np.ndarray:
+    from onnx import numpy_helper
+
+    if node.op_type == "Constant":
+        for key, conv in (("value", None), ("value_float", np.float32), ("value_int", np.int64),
+                          ("value_floats", np.float32), ("value_ints", np.int64)):
+            if key in attrs:
+                v = attrs[key]
+                return numpy_helper.to_array(v) if conv is None else np.asarray(v, dtype=conv)
+        raise ctx.fail(f"attributes {sorted(attrs)} are not supported")
+    if node.op_type == "ConstantOfShape":
+        shp = [int(v) for v in ctx.value(names[0], "input")]
+        v = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+        return np.full(shp, v.reshape(-1)[0], dtype=v.dtype)
+    if node.op_type == "Range":
+        st, lim, dl = (ctx.value(nm, w) for nm, w in zip(names, ("start", "limit", "delta")))
+        first = [np.asarray(v).reshape(-1)[0] for v in (st, lim, dl)]  # (1-element tensors too)
+        return np.arange(*first).astype(st.dtype)
+    s = np.asarray(shape_of(ctx.exprs[names[0]]), dtype=np.int64)
+    if node.op_type == "Size":
+        return np.asarray(int(np.prod(s)), dtype=np.int64)
+    return s[attrs.get("start", 0):attrs.get("end", len(s))]
+
+
+# attribute values no converter handles: (op, attribute) -> the values that are supported
+_SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
+    ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
+    ("LayerNormalization", "stash_type"): (1,),
+    ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
+    ("Cast", "saturate"): (1,),
+}
+
+
+def _check_attr_values(ctx: ImportContext, attrs: Attrs) -> None:
+    for key, v in attrs.items():
+        ok = _SUPPORTED_VALUES.get((ctx.node.op_type, key))
+        if ok is not None and v not in ok:
+            raise ctx.fail(f"attribute {key}={v!r} is not supported (supported: {list(ok)})")
+
+
+def _attrs(node: Any) -> Attrs:
+    from onnx import helper
+
+    out = {}
+    for at in node.attribute:
+        v = helper.get_attribute_value(at)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode() for x in v]
+        out[at.name] = v
+    return out
+
+
+def supported_ops() -> list[str]:
+    """The ONNX operator types (default domain) this importer converts."""
+    return sorted(set(CONVERTERS) | _VALUE_OPS)
+
+
+def _input_shape(vi: Any, shape: Mapping[str, Any] | None) -> list[int]:
+    if shape and vi.name in shape:
+        return [int(d) for d in shape[vi.name]]
+    dims = []
+    for d in vi.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            raise ValueError(f"from_onnx: input {vi.name!r} has a symbolic dimension "
+                             f"{d.dim_param!r}: give its shape in shape={{...}}")
+    return dims
+
+
+def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
+              opset: int | None = None, freeze_params: bool = True
+              ) -> tuple[IRModule, dict[str, np.ndarray]]:
+    """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx)."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    if opset is None:
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                    default=13)
+    missing: dict[str, list[str]] = {}
+    _find_unsupported(graph.node, opset, missing)
+    if missing:
+        raise unsupported_error("from_onnx", missing)
+
+    graph_inputs = {vi.name for vi in graph.input}
+    unknown = sorted(set(shape or {}) - graph_inputs)
+    if unknown:
+        raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
+                         f"(inputs: {sorted(graph_inputs)})")
+    ctx = ImportContext(opset, freeze_params)
+    params: dict[str, np.ndarray] = {}
+    inputs = []
+    init_names = set()
+    for init in graph.initializer:
+        arr = numpy_helper.to_array(init)
+        init_names.add(init.name)
+        ctx.values[init.name] = arr
+        if freeze_params:
+            ctx.exprs[init.name] = const(arr)
+        else:
+            v = var(init.name, shape=arr.shape, dtype=str(arr.dtype))
+            ctx.exprs[init.name] = v
+            params[init.name] = arr
+    for vi in graph.input:
+        if vi.name in init_names:
+            continue
+        dt = dtype.get(vi.name, "float32") if isinstance(dtype, Mapping) else dtype
+        elem = vi.type.tensor_type.elem_type
+        if elem and not (isinstance(dtype, Mapping) and vi.name in dtype):
+            dt = np_dtype(elem)
+        v = var(vi.name, shape=_input_shape(vi, shape), dtype=dt)
+        ctx.exprs[vi.name] = v
+        inputs.append(v)
+    if not freeze_params:
+        inputs += [ctx.exprs[n] for n in params]
+
+    convert_nodes(ctx, list(graph.node), opset)
+
+    outs = [ctx.exprs[o.name] for o in graph.output]
+    body = outs[0] if len(outs) == 1 else Tuple(outs)
+    func = Function(inputs, body)
+    mod = IRModule.from_expr(func)
+    from ...transform import InferType
+
+    mod = InferType()(mod)
+    return mod, params
+
+
+def _has_converter(node: Any) -> bool:
+    return node.domain in ("", "ai.onnx") and (
+        node.op_type in CONVERTERS or node.op_type in _VALUE_OPS)
+
+
+def _find_unsupported(nodes: Any, opset: int, missing: dict[str, list[str]],
+                      where: str = "") -> None:
+    """Collect unsupported operator types: no converter and no ONNX function body (the
+    bodies of plain functions are checked too; context-dependent ones when expanded)."""
+    from onnx import AttributeProto
+
+    for k, node in enumerate(nodes):
+        for at in node.attribute:  # If/Scan bodies
+            if at.type == AttributeProto.GRAPH:
+                _find_unsupported(at.g.node, opset, missing,
+                                  f"{where}{node.name or node.op_type}.{at.name} > ")
+        if _has_converter(node):
+            continue
+        version, ctx_dep = function_versions(node, opset)
+        if version is None:
+            key = (
+                node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            )
+            missing.setdefault(key, []).append(where + (node.name or f"#{k} (unnamed)"))
+        elif not ctx_dep:
+            body, body_opset = function_body(node, opset, version)
+            _find_unsupported(body, body_opset, missing,
+                              f"{where}{node.name or node.op_type} (function body) > ")
+
+
+def _type_proto(e: RelayExpr) -> Any:
+    from onnx import helper
+
+    t = infer_type(e).checked_type
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(str(t.dtype)))
+    return helper.make_tensor_type_proto(elem, [int(d) for d in t.shape])
+
+
+def _outer_sources(body: list, tensors: tuple[str, ...]) -> list[str]:
+    """The tensors outside a function body that body tensors ``tensors`` are computed from."""
+    producer = {o: nd for nd in _walk(body) for o in nd.output if o}
+    out, todo, seen = [], list(tensors), set()
+    while todo:
+        t = todo.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in producer:
+            todo.extend(_reads(producer[t]))
+        else:
+            out.append(t)
+    return sorted(out)
+
+
+def _walk(nodes: list) -> list:
+    """Nodes and, recursively, the nodes of their subgraphs."""
+    out = []
+    for nd in nodes:
+        out.append(nd)
+        for at in nd.attribute:
+            if at.HasField("g"):
+                out += _walk(list(at.g.node))
+    return out
+
+
+def _reads(node: Any) -> list[str]:
+    """The tensors a node reads: its inputs and, for If/Scan, what its subgraphs read."""
+    names = [nm for nm in node.input if nm]
+    for at in node.attribute:
+        if at.HasField("g"):
+            for sub in at.g.node:
+                names += _reads(sub)
+    return names
+
+
+def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
+    for k, node in enumerate(nodes):
+        ctx.opset = opset
+        ctx.node = node
+        names = list(node.input)
+        for nm in names:
+            if nm and nm not in ctx.exprs:
+                raise ctx.fail(f"input {nm!r} is not produced by any earlier node or graph input")
+        if not _has_converter(node):
+            types = [_type_proto(ctx.exprs[nm]) if nm else None for nm in names]
+            if any(t is None for t in types):
+                from onnx import TypeProto
+
+                types = [t if t is not None else TypeProto() for t in types]
+            ctx.expansions += 1
+            prefix = f"{node.name or node.op_type}__fn{ctx.expansions}__"
+            expanded = expand_function(node, opset, types, prefix)
+            if expanded is None:
+                raise unsupported_error("from_onnx", {node.op_type: [node.name or f"#{k}"]})
+            body, body_opset = expanded
+            missing: dict[str, list[str]] = {}
+            _find_unsupported(body, body_opset, missing, f"{node.name or node.op_type} > ")
+            if missing:
+                raise unsupported_error("from_onnx", missing)
+            try:
+                convert_nodes(ctx, body, body_opset)
+            except OnnxConstantInputError as e:
+                raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
+            continue
+        a = _attrs(node)
+        if node.op_type in _VALUE_OPS:
+            val = _value_op(ctx, node, a, names)
+            ctx.values[node.output[0]] = val
+            ctx.exprs[node.output[0]] = const(val)
+            continue
+        _check_attr_values(ctx, a)
+        ins = [ctx.exprs[nm] if nm else None for nm in names]
+        try:
+            out = CONVERTERS[node.op_type](ctx, ins, a, names)
+        except (OnnxConvertError, KeyError) as e:
+            if isinstance(e, KeyError):
+                raise ctx.fail(f"missing required attribute {e}") from None
+            raise
+        outs = out if isinstance(out, list) else [out]
+        outputs = [o for o in node.output]
+        for k, o in enumerate(outputs):
+            if not o:
+                continue
+            if k >= len(outs):
+                raise ctx.fail(f"output {k} ({o!r}) is not supported")
+            ctx.exprs[o] = outs[k]
+            if isinstance(outs[k], Constant) and outs[k].data.numpy().size <= 4096:
+                ctx.values[o] = outs[k].data.numpy()  # (e.g. an If branch's folded outputs)
+        _fold(ctx, node, names, outputs, outs)
+
+
+def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], outs: list) -> None:
+    """Evaluate a node whose inputs are all known shape-like values (small integer tensors or
+    values computed from Constant/Shape), so later shape inputs fold to attributes."""
+    if any(at.g.node for at in node.attribute if at.HasField("g")):
+        return  # If/Scan read outer tensors implicitly: the inputs do not say what is known
+    known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
+    if not known or any(nm not in ctx.values for nm in known):
+        return
+    if any(ctx.values[nm].size > 4096 or not isinstance(ctx.exprs[nm], Constant)
+           for nm in known):
+        return
+    from ...interpreter import evaluate
+
+    for o, e in zip(outputs, outs):
+        if not o:
+            continue
+        val = evaluate(Function([], e))
+        val = np.asarray(val.numpy() if hasattr(val, "numpy") else val)
+        ctx.values[o] = val
+        ctx.exprs[o] = const(val)

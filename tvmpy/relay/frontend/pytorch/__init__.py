@@ -1,0 +1,16 @@
+"""PyTorch importer: ``relay.frontend.from_pytorch(model, input_infos) -> (IRModule, params)``.
+
+``importer`` exports the model with ``torch.export``, checks that every op is supported and walks
+the graph; ``common`` holds the conversion context, the converter signature and registry and the
+helpers the converters share; the converters live in one module per operator family:
+``elementwise``, ``nn`` (convolution, matmul, normalization, softmax, pooling, upsampling),
+``reduction``, ``tensor`` (views and data movement) and ``index`` (sorting, scatters, advanced
+indexing).
+"""
+
+# importing the family modules registers their converters
+from . import elementwise, index, nn, reduction, tensor  # noqa: F401
+from .common import PyTorchConvertError
+from .importer import from_pytorch, supported_ops
+
+__all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
