@@ -34,13 +34,13 @@ import numpy as np
 
 from .. import config
 from ..arith.sum_form import cache_scope
+from ..autotvm.task.relay_integration import register_program_lowering
 from ..target import Target
 from ..transform import PassContext
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 
-__all__ = ["build", "build_target", "optimize", "build_passes", "check_graph",
-           "lower_to_primitives",
+__all__ = ["build", "optimize", "build_passes", "check_graph", "lower_to_primitives",
            "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
            "RelayBuildError"]
 
@@ -64,9 +64,7 @@ def _as_module(mod: Any) -> IRModule:
     return mod
 
 
-def build_target(target: Any) -> Target:
-    """The Target of a ``relay.build`` call: a string, a Target or TVM's ``{"cpu": target}``
-    (None: llvm); RelayBuildError unless it is a CPU target that can run a graph."""
+def _as_target(target: Any) -> Target:
     if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
         target = next(iter(target.values()))
     if target is None:
@@ -179,7 +177,7 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None,
     ``target`` as the current target when given: the target-dependent passes, AlterOpLayout,
     see it); returns the fused, typed module (contract C1)."""
     if target is not None:
-        with build_target(target):
+        with _as_target(target):
             return optimize(mod, params)
     from . import transform as T
 
@@ -299,7 +297,7 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
     function called by main to loop IR with its chosen implementation (``te_compiler``)."""
     from .backend.te_compiler import TECompiler
 
-    tgt = build_target(target)
+    tgt = _as_target(target)
     main = mod["main"]
     report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
@@ -321,7 +319,7 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     lowered with its chosen implementation. ``relay.build`` continues from here to code;
     ``autotvm.task.extract_from_program`` reads the tunable tasks the lowering met."""
     mod = _as_module(mod)
-    tgt = build_target(target)
+    tgt = _as_target(target)
     bound = _check_params(mod["main"], params)
     check_graph(mod["main"])
     t0 = time.perf_counter()
@@ -334,6 +332,9 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     prims = lower_primitives(fused, tgt, progress)
     prims.times = {"optimize": t_opt, **prims.times}
     return prims
+
+
+register_program_lowering(lower_to_primitives)  # autotvm's task extraction lowers with it
 
 
 def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,
