@@ -2,7 +2,7 @@
 direct NCHW16c schedule, Winograd F(4x4, 3x3) and F(6x6, 3x3) with the default (fallback)
 knobs, and onnxruntime (NCHW Conv + Relu, 2 threads), same run, interleaved, best of N.
 Effective GFLOP/s count the direct convolution's FLOPs. This is the evidence behind the untuned
-rule of ``relay/transform/conv_algorithm.py``.
+rule of ``relay/op/strategy/x86_winograd.py``.
 
     python bench/winograd.py [--repeat 10]
 """

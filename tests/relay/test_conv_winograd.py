@@ -15,7 +15,7 @@ from tvmpy import autotvm, relay
 from tvmpy.autotvm.measure import MeasureInput, MeasureResult
 from tvmpy.contrib import graph_executor
 from tvmpy.relay import transform
-from tvmpy.relay.transform.conv_algorithm import TILE_SIZES
+from tvmpy.relay.op.strategy.x86_winograd import TILE_SIZES
 
 WINO = "nn.contrib_conv2d_winograd_nchwc"
 DIRECT = "nn.contrib_conv2d_NCHWc"

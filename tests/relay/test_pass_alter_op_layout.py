@@ -11,7 +11,7 @@ the shared 2-core znver5 dev machine, same run; NCHW schedule vs NCHW{c}c schedu
 two runs: ResNet-18 3x3 layers 1.18-3.1x, 7x7 stem 1.3-1.7x, 1x1 stride-2 1.36-1.40x;
 MobileNetV2 stem 1.25x, 1x1 expand 1.14x, 1x1 project 2.8x, depthwise 144x56x56 1.9-2.1x,
 384x14x14 2.5-2.6x. The blocked schedule was never slower, so the pass rewrites every plain
-and depthwise conv2d (``alter_op_layout.conv_blocks``). Whole models, relay.build at
+and depthwise conv2d (``relay.op.strategy.x86_alter_op.conv_blocks``). Whole models, relay.build at
 opt_level 3 with vs without the pass (graph executor run(), same run, min of 12 rounds of 3):
 1 thread: ResNet-18 224x224 23.6 vs 32.6 ms (1.38x), MobileNetV2 224x224 8.3 vs 15.7 ms
 (1.88x); 2 threads under heavy load: 57 vs 82 ms and 39 vs 56 ms.

@@ -254,7 +254,7 @@ def test_alter_dense_layout_rewrite_and_build():
     import tvmpy as tvm
     from tvmpy import relay
     from tvmpy.contrib import graph_executor
-    from tvmpy.relay.op.strategy.x86 import alter_dense_layout
+    from tvmpy.relay.op.strategy.x86_alter_op import alter_dense_layout
     from tvmpy.relay.transform import FoldConstant
     from tvmpy.relay.type_infer import infer_type
 

@@ -8,10 +8,15 @@ The stages, each a named function so its output can be inspected:
    PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
    FoldScaleAxis, AlterOpLayout, FuseOps, ...; each pass runs when its own opt_level is at most
    the context's, see ``build_passes``);
-3. ``lower``: each distinct primitive function to loop IR (``te_compiler``, cached by structure);
+3. ``lower_primitives``: each distinct primitive function to loop IR with the implementation
+   its operators' strategies chose for the target (``te_compiler``, cached by structure);
 4. ``graph_codegen``: the graph JSON, its parameters and the memory plan;
 5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list);
 6. ``GraphExecutorFactoryModule(graph_json, lib, params)``.
+
+``lower_to_primitives(mod, target, params)`` runs stages 1-3 (the public lowering entry point:
+relay.build continues from it, ``autotvm.task.extract_from_program`` reads the tasks it met);
+``lower_module`` runs stages 3-5 on an optimized module.
 
 Inspecting a build: ``DUMP_IR=<dir>`` writes ``relay/<k>_<pass>.txt`` (the module after each
 graph pass that ran), ``graph/00_graph.json`` and the memory plan, and ``tir/<symbol>/`` (each
@@ -29,6 +34,7 @@ import numpy as np
 
 from .. import config
 from ..arith.sum_form import cache_scope
+from ..autotvm.task.relay_integration import register_program_lowering
 from ..target import Target
 from ..transform import PassContext, PassTrace
 from ..transform.instrument import dump_text
@@ -36,7 +42,8 @@ from ..transform.passes import run_sequence
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
 
-__all__ = ["build", "optimize", "build_passes", "check_graph", "lower_module", "BuildResult",
+__all__ = ["build", "optimize", "build_passes", "check_graph", "lower_to_primitives",
+           "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
            "RelayBuildError"]
 
 Progress = Callable[[str, int, int], None]
@@ -166,9 +173,14 @@ def build_passes() -> list[Any]:
     return passes
 
 
-def optimize(mod: Any, params: Mapping[str, Any] | None = None) -> IRModule:
-    """Bind ``params`` into main and run ``build_passes`` under the current PassContext;
-    returns the fused, typed module (contract C1)."""
+def optimize(mod: Any, params: Mapping[str, Any] | None = None,
+             target: Any = None) -> IRModule:
+    """Bind ``params`` into main and run ``build_passes`` under the current PassContext (with
+    ``target`` as the current target when given: the target-dependent passes, AlterOpLayout,
+    see it); returns the fused, typed module (contract C1)."""
+    if target is not None:
+        with _as_target(target):
+            return optimize(mod, params)
     from . import transform as T
 
     mod = _as_module(mod)
@@ -250,17 +262,31 @@ def _copy_outputs(main: Function) -> Function:
                                attrs=main.attrs))
 
 
-def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,
-                 plan_memory: bool = True) -> BuildResult:
-    """Stages 3-5 on a fused module: lower every distinct primitive function, generate the
-    graph, compile all functions into one library."""
-    from .. import driver
-    from .backend.graph_codegen import codegen_graph
+class PrimitiveFunctions:
+    """What ``lower_to_primitives`` / ``lower_primitives`` produced: ``main`` (the fused main,
+    calling one primitive function per kernel), ``compiler`` (the TECompiler holding each
+    distinct primitive function lowered with the implementation its operators' strategies chose
+    for ``target``; ``funcs``, in first-call order) and the seconds per stage (``times``)."""
+
+    def __init__(self, target: Target, main: Function, compiler: Any, times: dict[str, float]):
+        self.target = target
+        self.main = main
+        self.compiler = compiler
+        self.times = times
+
+    @property
+    def funcs(self) -> list[Any]:
+        return self.compiler.funcs
+
+
+def lower_primitives(mod: IRModule, target: Any = "llvm",
+                     progress: Progress | None = None) -> PrimitiveFunctions:
+    """Stage 3 on a fused module (``optimize``'s result): lower every distinct primitive
+    function called by main to loop IR with its chosen implementation (``te_compiler``)."""
     from .backend.te_compiler import TECompiler
 
     tgt = _as_target(target)
     main = mod["main"]
-    times: dict[str, float] = {}
     report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
     compiler = TECompiler(tgt)
@@ -271,8 +297,50 @@ def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None 
     for i, func in enumerate(calls):
         compiler.lower(func)
         report("lower", i + 1, len(calls))
-    times["lower"] = time.perf_counter() - t0
+    return PrimitiveFunctions(tgt, main, compiler, {"lower": time.perf_counter() - t0})
 
+
+def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
+                        *, progress: Progress | None = None) -> PrimitiveFunctions:
+    """Stages 1-3 of ``relay.build`` (the graph check, ``optimize`` under ``target``,
+    ``lower_primitives``): a relay module (or Function) to its fused primitive functions, each
+    lowered with its chosen implementation. ``relay.build`` continues from here to code;
+    ``autotvm.task.extract_from_program`` reads the tunable tasks the lowering met."""
+    mod = _as_module(mod)
+    tgt = _as_target(target)
+    bound = _check_params(mod["main"], params)
+    check_graph(mod["main"])
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress("optimize", 0, 1)
+    fused = optimize(mod, bound, tgt)
+    if progress is not None:
+        progress("optimize", 1, 1)
+    t_opt = time.perf_counter() - t0
+    prims = lower_primitives(fused, tgt, progress)
+    prims.times = {"optimize": t_opt, **prims.times}
+    return prims
+
+
+register_program_lowering(lower_to_primitives)  # autotvm's task extraction lowers with it
+
+
+def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,
+                 plan_memory: bool = True) -> BuildResult:
+    """Stages 3-5 on a fused module: lower every distinct primitive function, generate the
+    graph, compile all functions into one library."""
+    return _generate(lower_primitives(mod, target, progress), progress, plan_memory)
+
+
+def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
+              plan_memory: bool = True) -> BuildResult:
+    """Stages 4-5: the graph, its memory plan, and all functions compiled into one library."""
+    from .. import driver
+    from .backend.graph_codegen import codegen_graph
+
+    tgt, main, compiler = prims.target, prims.main, prims.compiler
+    times = dict(prims.times)
+    report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
 
     def symbol(func: Function) -> str:
@@ -302,7 +370,8 @@ def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None 
     report("codegen", 1, 1)
     times["codegen"] = time.perf_counter() - t0
     for stage, sec in times.items():
-        _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
+        if stage != "optimize":
+            _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
     return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
 
 
@@ -318,23 +387,10 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     del target_host  # one CPU target: host and device are the same
     if not isinstance(mod_name, str) or not mod_name.isidentifier():
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
-    mod = _as_module(mod)
-    tgt = _as_target(target)
-    bound = _check_params(mod["main"], params)
-    check_graph(mod["main"])
-    t0 = time.perf_counter()
     # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this
     # build, so that building many models in one process does not keep the finished ones
     with cache_scope():
-        if progress is not None:
-            progress("optimize", 0, 1)
-        with tgt:  # target-dependent passes (AlterOpLayout's block sizes) see the build target
-            fused = optimize(mod, bound)
-        if progress is not None:
-            progress("optimize", 1, 1)
-        t_opt = time.perf_counter() - t0
-        res = lower_module(fused, tgt, progress)
-    res.times = {"optimize": t_opt, **res.times}
+        res = _generate(lower_to_primitives(mod, target, params, progress=progress), progress)
     from .backend.executor_factory import GraphExecutorFactoryModule
 
     factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)

@@ -16,6 +16,8 @@ from ..ir.dtype import bits_of
 __all__ = ["Target", "current_target", "host_cpu_name", "host_cpu_features"]
 
 _KINDS = ("llvm", "c", "interp")
+# the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
+_DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",)}
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +69,7 @@ class Target:
         self.mtriple: str | None = None
         self.num_cores: int = os.cpu_count() or 1
         self.opt_level = 3
-        self.keys: list[str] = ["cpu"]
+        self.keys: list[str] = list(_DEFAULT_KEYS.get(kind, (kind,)))
         for p in parts[1:]:
             if not p.startswith("-") or "=" not in p:
                 raise ValueError(f"bad target option {p!r} in {text!r}: expected -key=value")
@@ -121,6 +123,8 @@ class Target:
             s += " -mattr=" + ",".join(self.mattr)
         if self.mtriple:
             s += f" -mtriple={self.mtriple}"
+        if self.keys != list(_DEFAULT_KEYS.get(self.kind, (self.kind,))):
+            s += " -keys=" + ",".join(self.keys)
         return s
 
     def __repr__(self) -> str:

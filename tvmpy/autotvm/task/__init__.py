@@ -11,6 +11,7 @@ from .dispatcher import (  # noqa: F401
     clear_fallback_cache,
     fallback_summary,
 )
+from .relay_integration import extract_from_program  # noqa: F401
 from .task import (  # noqa: F401
     TASK_TABLE,
     Task,
@@ -25,7 +26,6 @@ from .task import (  # noqa: F401
 )
 from .topi_integration import (  # noqa: F401
     TaskExtractEnv,
-    extract_from_program,
     get_workload,
     register_topi_compute,
     register_topi_schedule,

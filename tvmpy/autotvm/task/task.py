@@ -10,6 +10,7 @@ configuration. A workload is ``(name, *args)`` with tensors serialized as
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -88,14 +89,26 @@ def args_to_workload(args: Sequence[Any], task_name: str) -> tuple:
 
 # ---------------------------------------------------------------------------------------------
 # templates
-def lookup_template(name: str) -> Callable[..., Any] | None:
-    """The template registered as ``name``; the operator library's templates (``topi``) are
-    imported on first need, so ``task.create("conv2d_NCHWc.x86", ...)`` works after
-    ``import tvmpy`` alone."""
-    f = TASK_TABLE.get(name)
-    if f is None:
-        from ...topi import x86  # noqa: F401 - registers the x86 templates
+TEMPLATE_LIBRARY = __name__.split(".")[0] + ".topi"
+"""The operator library: its sub-package ``<family>`` registers the templates named
+``<op>.<family>`` (TVM's naming: ``conv2d_NCHWc.x86`` is defined in ``topi.x86``)."""
 
+
+def lookup_template(name: str) -> Callable[..., Any] | None:
+    """The template registered as ``name``. Templates register where they are defined; a
+    template of the operator library (``<op>.<family>``) not registered yet is looked for by
+    importing ``TEMPLATE_LIBRARY.<family>`` once, so ``task.create("conv2d_NCHWc.x86", ...)``
+    works after ``import tvmpy`` alone (the relay strategies import those packages anyway)."""
+    f = TASK_TABLE.get(name)
+    family = name.rpartition(".")[2]
+    if f is None and family.isidentifier() and family != name:
+        library = f"{TEMPLATE_LIBRARY}.{family}"
+        try:
+            importlib.import_module(library)
+        except ModuleNotFoundError as e:
+            if e.name != library:
+                raise
+            return None
         f = TASK_TABLE.get(name)
     return f
 

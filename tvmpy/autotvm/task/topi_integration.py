@@ -10,7 +10,8 @@ halves also registers a task template under the name, so ``autotvm.task.create(t
 target)`` tunes the operator alone: its arguments are the compute's (tensors as placeholders).
 
 While a :class:`TaskExtractEnv` is active, each compute call also records its ``(task_name,
-args)``; :func:`extract_from_program` lowers a relay program in one to list its tunable tasks.
+args)``; ``relay_integration.extract_from_program`` lowers a relay program in one to list its
+tunable tasks.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .dispatcher import ApplyConfig, DispatchContext
-from .task import TASK_TABLE, Task, args_to_workload, create
+from .task import TASK_TABLE, args_to_workload
 
 __all__ = ["register_topi_compute", "register_topi_schedule", "get_workload", "TaskExtractEnv",
-           "TopiTemplate", "extract_from_program"]
+           "TopiTemplate"]
 
 
 class TopiTemplate:
@@ -170,34 +171,3 @@ def register_topi_schedule(task_name: str, func: Callable[..., Any] | None = Non
         return wrapper
 
     return register(func) if func is not None else register
-
-
-def extract_from_program(mod: Any, params: Any = None, target: Any = "llvm",
-                         ops: Sequence[str] | None = None) -> list[Task]:
-    """The tuning tasks of a relay program: the tunable topi computes its lowering calls
-    (``ops``: only these task names). Untuned configs are used silently meanwhile."""
-    from ...relay.backend.te_compiler import TECompiler
-    from ...relay.build_module import (
-        _as_module,
-        _as_target,
-        _check_params,
-        _primitive_calls,
-        optimize,
-    )
-    from ..env import GLOBAL_SCOPE
-
-    mod = _as_module(mod)
-    tgt = _as_target(target)
-    bound = _check_params(mod["main"], params)
-    old_silent, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
-    try:
-        with TaskExtractEnv(ops) as env, tgt:
-            fused = optimize(mod, bound)
-            compiler = TECompiler(tgt)
-            for func in _primitive_calls(fused["main"]):
-                compiler.lower(func)
-    finally:
-        GLOBAL_SCOPE.silent = old_silent
-    return [create(name, args, tgt) for name, args in env.get_tasks()]
-
-

@@ -10,6 +10,7 @@ from .registry import (  # noqa: F401
     OpPattern,
     get,
     list_op_names,
+    register_alter_op_layout,
     register_compute,
     register_op,
     register_op_attr,

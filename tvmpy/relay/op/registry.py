@@ -28,6 +28,7 @@ __all__ = [
     "register_op_attr",
     "register_compute",
     "register_strategy",
+    "register_alter_op_layout",
     "register_pattern",
     "get",
     "list_op_names",
@@ -171,6 +172,13 @@ def register_strategy(name: str, fstrategy: Any = None, level: int = 10) -> Any:
     """TVM's ``relay.op.register_strategy``: ``fstrategy(attrs, inputs, out_type, target)`` returns
     the implementations (compute + schedule) with priorities for that target."""
     return register_op_attr(name, "FTVMStrategy", fstrategy, level)
+
+
+def register_alter_op_layout(name: str, falter: Any = None, level: int = 10) -> Any:
+    """TVM's ``relay.op.register_alter_op_layout``: ``FTVMAlterOpLayout`` of ``name``, the
+    target's rewrite of one call for the AlterOpLayout pass (its signature: see
+    ``relay.transform.alter_op_layout``)."""
+    return register_op_attr(name, "FTVMAlterOpLayout", falter, level)
 
 
 def register_pattern(name: str, pattern: int) -> None:

@@ -1,32 +1,36 @@
-"""AlterOpLayout: rewrite x86 NCHW convolutions into the blocked ``NCHW{c}c`` layout
-(``nn.contrib_conv2d_NCHWc``) and keep the blocked layout flowing through the operators that
-do not care about it, so that ``layout_transform`` appears only where a producer and a consumer
-disagree (TVM's AlterOpLayout + layout inference, paper section 3).
+"""AlterOpLayout: let each operator call take the layout its target implementation wants
+(registered per op and per target as ``FTVMAlterOpLayout``), and keep the altered layouts
+flowing through the operators that do not care about them, so that ``layout_transform`` appears
+only where a producer and a consumer disagree (TVM's AlterOpLayout + layout inference, paper
+section 3).
 
-What it does, on the dataflow graph of every relay Function (the target is
-``Target.current()``, "llvm" when none is set; other than llvm/c targets: nothing changes):
+The split, on the dataflow graph of every relay Function (the target is the pass's, else
+``Target.current()``, else "llvm"; the hooks run with it as the current target):
 
-* ``nn.conv2d`` (NCHW data, OIHW kernel, groups 1 or depthwise, static shape; see
-  ``conv_blocks``) becomes ``nn.contrib_conv2d_NCHWc`` with data ``NCHW{ic_bn}c``, kernel
-  ``OIHW{ic_bn}i{oc_bn}o`` and output ``NCHW{oc_bn}c`` (depthwise: kernel ``OIHW1i{c}o``, data
-  and output ``NCHW{c}c``); the block sizes are the largest divisors of the channel counts
-  that fit one vector register of the target (16 fp32 lanes with AVX-512, 8 with AVX2; at
-  most 16), as TVM's x86 default config (``topi.nn.conv2d_infer_layout``).
-  A constant kernel is transformed here, in numpy (no layout_transform is left for it); a
-  kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
-  A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts,
-  the weight Winograd-transformed here): ``conv_algorithm.py`` says when.
-* Layout-agnostic operators take the blocked layout of their input: the elementwise ops, the
-  broadcast ops whose other operands are scalars, per-channel vectors (``(C,1,1)`` becomes
-  ``(C/c,1,1,c)``; constants are transformed here) or whole tensors (transformed to the block
-  when something after the op wants the blocked layout, ``layout_demand.py``; else the op
-  runs in NCHW),
-  ``nn.bias_add`` on the channel axis (becomes ``add`` with the reshaped bias), max/avg
-  pooling and the global pools (``layout="NCHW{c}c"``; an adaptive average pool to 1x1
-  becomes the global one), ``nn.pad`` of H and W, and ``concatenate`` along the channels
-  (inputs of different blocks meet in the gcd of their blocks).
-* Every other consumer (dense, reshape, softmax, a grouped conv, the function's result, ...)
-  gets its input back in NCHW through one ``layout_transform`` shared by all such consumers.
+* **Target policy** (the ops' attributes, target-dispatched ``generic_func``s registered in the
+  target's own files, see ``relay/op/strategy/alter_layout.py``): ``FTVMAlterOpLayout(call,
+  inputs)`` returns ``(new_expr, out_layout)`` or None, where ``out_layout`` is None (the call's
+  own layout) or a channel-blocked ``NCHW{c}c`` of the 4-D NCHW result; ``inputs`` gives the
+  hook the call's arguments as rewritten so far: ``inputs.block(i)`` (the block ``c`` argument
+  ``i`` is in, or None), ``inputs.plain(i)`` (argument ``i`` in its original layout) and
+  ``inputs.get(i, layout, src="NCHW")`` (argument ``i``, whose original layout is ``src``, in
+  ``layout``: a shared ``layout_transform``, or a transformed constant). ``FTVMLayoutDemand(call)``
+  says, without rewriting, in which layouts the hook would read the arguments (the demand
+  analysis, ``layout_demand.py``). With no hook for the target (e.g. the x86 NCHWc convolution,
+  the Winograd choice and the packed dense of ``relay/op/strategy/x86_alter_op.py`` on a
+  target without the key "cpu") the graph is unchanged.
+* **Layout propagation** (here, target-independent, driven by the blocked layouts the hooks
+  produced; ``layout_rules.py``): layout-agnostic operators take the blocked layout of their
+  input: the elementwise ops, the broadcast ops whose other operands are scalars, per-channel
+  vectors (``(C,1,1)`` becomes ``(C/c,1,1,c)``; constants are transformed here) or whole
+  tensors (transformed to the block when something after the op wants the blocked layout,
+  ``layout_demand.py``; else the op runs in NCHW), ``nn.bias_add`` on the channel axis
+  (becomes ``add`` with the reshaped bias), max/avg pooling and the global pools
+  (``layout="NCHW{c}c"``; an adaptive average pool to 1x1 becomes the global one), ``nn.pad``
+  of H and W, and ``concatenate`` along the channels (inputs of different blocks meet in the
+  gcd of their blocks). Every other consumer (dense, reshape, softmax, the function's result,
+  ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
+  consumers.
 
 Valid for any dataflow graph: each rewrite computes the same values in another memory order,
 and every value leaves the blocked region in its original layout (the function's type is
@@ -45,32 +49,45 @@ from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
-from .conv_algorithm import winograd_tile
 from .layout_demand import wanted_blocked
-from .layout_rules import (
-    MAX_BLOCK,
-    POOLS,
-    blocked,
-    conv_blocks,
-    is_agnostic_elementwise,
-    tensor_shape,
-)
+from .layout_rules import POOLS, block_of, blocked, is_agnostic_elementwise, tensor_shape
 from .pass_infra import FunctionPass
 
-__all__ = ["AlterOpLayout", "conv_blocks", "MAX_BLOCK"]
+__all__ = ["AlterOpLayout", "AlterInputs"]
 
-def _is_x86(target: Any) -> bool:
-    kind = str(getattr(target, "kind", target) or "llvm").split()[0]
-    return kind in ("llvm", "c")
+
+class AlterInputs:
+    """The arguments of one call, as a ``FTVMAlterOpLayout`` hook sees them (see the module
+    docstring): each is rewritten (and converted) only when the hook asks for it."""
+
+    __slots__ = ("_alter", "_args")
+
+    def __init__(self, alter: _Alter, call: Call) -> None:
+        self._alter = alter
+        self._args = call.args
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    def block(self, i: int) -> int | None:
+        """The block ``c`` when argument ``i`` is rewritten as NCHW{c}c, else None."""
+        return self._alter.visit(self._args[i])[1]
+
+    def plain(self, i: int) -> RelayExpr:
+        """Argument ``i``, rewritten, in its original layout."""
+        return self._alter.plain(self._args[i])
+
+    def get(self, i: int, layout: str, src: str = "NCHW") -> RelayExpr:
+        """Argument ``i`` (original layout ``src``), rewritten, in ``layout``."""
+        return self._alter.convert(self._args[i], layout, src)
 
 
 class _Alter(ExprFunctor):
     """``visit(e) -> (new_e, block)``: ``block`` is None when ``new_e`` has ``e``'s layout, or
     ``c`` when ``new_e`` holds the 4-D NCHW value of ``e`` as NCHW{c}c."""
 
-    def __init__(self, target: Target | None = None, wanted: set[int] | None = None) -> None:
+    def __init__(self, wanted: set[int] | None = None) -> None:
         super().__init__()
-        self.target = target
         self.wanted = wanted  # ids wanted blocked (layout_demand); None: all
         self._conv: dict[tuple[int, str], RelayExpr] = {}  # shared layout transforms
         self._keep_alive: list[Any] = []
@@ -93,10 +110,16 @@ class _Alter(ExprFunctor):
 
     def to_block(self, e: RelayExpr, c: int) -> RelayExpr:
         """The rewritten 4-D NCHW ``e`` as NCHW{c}c."""
+        return self.convert(e, blocked(c))
+
+    def convert(self, e: RelayExpr, layout: str, src: str = "NCHW") -> RelayExpr:
+        """The rewritten ``e``, whose original layout is ``src``, in ``layout``."""
         new, blk = self.visit(e)
-        if blk == c:
-            return new
-        return self._transform(new, "NCHW" if blk is None else blocked(blk), blocked(c))
+        if blk is not None and src == "NCHW":
+            cur = blocked(blk)
+        else:
+            new, cur = self.plain(e), src
+        return new if cur == layout else self._transform(new, cur, layout)
 
     def _broadcast_operand(self, e: RelayExpr, c: int) -> RelayExpr | None:
         """Operand ``e`` of a broadcast op whose 4-D NCHW output becomes NCHW{c}c."""
@@ -164,74 +187,46 @@ class _Alter(ExprFunctor):
 
     def visit_call(self, c: Call) -> tuple[RelayExpr, int | None]:
         if isinstance(c.op, Op):
-            name = c.op.name
-            res = None
-            if name == "nn.conv2d":
-                res = self._conv2d(c)
-            elif name == "nn.bias_add":
-                res = self._bias_add(c)
-            elif name in POOLS:
-                res = self._pool(c)
-            elif name == "nn.pad":
-                res = self._pad(c)
-            elif name == "concatenate":
-                res = self._concatenate(c)
-            elif is_agnostic_elementwise(c):
-                res = self._broadcast(c)
+            alter = c.op.get_attr("FTVMAlterOpLayout")
+            res = self._hook(alter, c) if alter is not None else None
+            if res is None:
+                res = self._propagate(c)
             if res is not None:
                 return res
         op = c.op if isinstance(c.op, Op) else self.plain(c.op)
         args = [self.plain(a) for a in c.args]
-        alter = c.op.get_attr("FTVMAlterOpLayout") if isinstance(c.op, Op) else None
-        if alter is not None:  # an op's own x86 rewrite (nn.dense -> contrib_dense_pack)
-            new = alter(c, args)
-            if new is not None:
-                return new, None
         if op is c.op and all(a is b for a, b in zip(args, c.args)):
             return c, None
         return Call(op, args, c.attrs), None
 
-    # -- rewrites (None: not applicable here, the generic rule applies) ----------------------
-    def _conv2d(self, c: Call) -> tuple[RelayExpr, int] | None:
-        blocks = conv_blocks(c, self.target)
-        if blocks is None:
+    def _hook(self, alter: Any, c: Call) -> tuple[RelayExpr, int | None] | None:
+        """The target's rewrite of ``c`` (its op's ``FTVMAlterOpLayout``), or None."""
+        out = alter(c, AlterInputs(self, c))
+        if out is None:
             return None
-        ic_bn, oc_bn = blocks
-        groups = c.attrs.groups
-        if groups != 1:  # depthwise: one block in and out; keep the input's block if it fits
-            blk = self.visit(c.args[0])[1]
-            if blk is not None and groups % blk == 0:
-                ic_bn = oc_bn = blk
-            kl = f"OIHW1i{oc_bn}o"
-        else:
-            kl = f"OIHW{ic_bn}i{oc_bn}o"
-        data = self.to_block(c.args[0], ic_bn)
-        a = c.attrs
-        tile = winograd_tile(c, ic_bn, oc_bn, self.target) if groups == 1 else None
-        if tile is not None:
-            return make_call("nn.contrib_conv2d_winograd_nchwc", [
-                data, self._winograd_weight(self.plain(c.args[1]), tile, oc_bn)], {
-                "tile_size": tile, "padding": a.padding, "channels": a.channels,
-                "kernel_size": (3, 3), "data_layout": blocked(ic_bn),
-                "out_layout": blocked(oc_bn), "out_dtype": a.out_dtype}), oc_bn  # fmt: skip
-        kernel = self._transform(self.plain(c.args[1]), "OIHW", kl)
-        out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
-            "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": groups,
-            "channels": a.channels, "kernel_size": a.kernel_size,
-            "data_layout": blocked(ic_bn), "kernel_layout": kl, "out_layout": blocked(oc_bn),
-            "out_dtype": a.out_dtype})  # fmt: skip
-        return out, oc_bn
+        new, layout = out
+        blk = block_of(layout)
+        if layout is not None and blk is None:
+            raise ValueError(f"FTVMAlterOpLayout of {c.op.name}: the result layout must be None "
+                             f"or NCHW{{c}}c, got {layout!r}")
+        return new, blk
 
-    def _winograd_weight(self, w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:
-        """The Winograd transform of a 3x3 OIHW weight: computed here for a constant, else a
-        transform call (folded by FoldConstant once the weight is bound)."""
-        if isinstance(w, Constant):
-            from ...topi.nn.winograd import winograd_weight_transform_np
+    def _propagate(self, c: Call) -> tuple[RelayExpr, int] | None:
+        """``c`` in the blocked layout of its input when it is layout-agnostic, else None."""
+        name = c.op.name
+        if name == "nn.bias_add":
+            return self._bias_add(c)
+        if name in POOLS:
+            return self._pool(c)
+        if name == "nn.pad":
+            return self._pad(c)
+        if name == "concatenate":
+            return self._concatenate(c)
+        if is_agnostic_elementwise(c):
+            return self._broadcast(c)
+        return None
 
-            return Constant(winograd_weight_transform_np(w.data.numpy(), tile, oc_bn))
-        return make_call("nn.contrib_conv2d_winograd_weight_transform", [w],
-                         {"tile_size": tile, "oc_bn": oc_bn})
-
+    # -- layout propagation (None: not applicable here, the generic rule applies) ------------
     def _bias_add(self, c: Call) -> tuple[RelayExpr, int] | None:
         data, blk = self.visit(c.args[0])
         shape = tensor_shape(c.args[0])
@@ -316,9 +311,9 @@ def _shape_after(full: tuple, c: int) -> tuple:
 
 
 class AlterOpLayout(FunctionPass):
-    """``relay.transform.AlterOpLayout()`` (opt_level 3, as in TVM): x86 conv2d to NCHW{c}c,
-    see the module docstring. ``target``: the target to alter for (default: the current
-    ``with Target(...)``, else llvm)."""
+    """``relay.transform.AlterOpLayout()`` (opt_level 3, as in TVM): the ops' registered
+    layout rewrites for the target, see the module docstring. ``target``: the target to alter
+    for (default: the current ``with Target(...)``, else llvm)."""
 
     def __init__(self, target: Target | str | None = None) -> None:
         super().__init__(name="AlterOpLayout", opt_level=3)
@@ -326,7 +321,6 @@ class AlterOpLayout(FunctionPass):
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
         target = self.target or Target.current() or Target("llvm")
-        if not _is_x86(target):
-            return func
-        new, _ = _Alter(target, wanted_blocked(func.body, target)).visit(func)
+        with target:  # the ops' hooks dispatch on the current target
+            new, _ = _Alter(wanted_blocked(func.body)).visit(func)
         return new

@@ -1,7 +1,8 @@
 """Which values of a graph would rather be in the blocked layout (AlterOpLayout's demand
-analysis): a value is *wanted blocked* when a blocked convolution reads it as data, or when
-a layout-agnostic consumer (elementwise/broadcast op, pool, pad, bias_add, channel concat)
-of it is itself wanted blocked.
+analysis): a value is *wanted blocked* when a call reads it in a blocked layout once the
+target has rewritten that call (its op's ``FTVMLayoutDemand`` for the current target, e.g. the
+data of an x86 NCHWc convolution), or when a layout-agnostic consumer (elementwise/broadcast
+op, pool, pad, bias_add, channel concat) of it is itself wanted blocked.
 
 AlterOpLayout uses it where following the blocked operand is not free: a broadcast op or a
 concatenate that meets a blocked operand and a whole NCHW tensor must transform one of them;
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...target import Target
 from ..expr import Call, RelayExpr, Tuple
 from ..op.registry import Op
 from ..visitor import post_order_visit
-from .layout_rules import POOLS, conv_blocks, is_agnostic_elementwise, tensor_shape
+from .layout_rules import POOLS, block_of, is_agnostic_elementwise, tensor_shape
 
 __all__ = ["wanted_blocked"]
 
@@ -44,8 +44,17 @@ def _passes_layout(user: Any, index: int) -> bool:
     return is_agnostic_elementwise(user)
 
 
-def wanted_blocked(body: RelayExpr, target: Target | None) -> set[int]:
-    """The ids of the nodes under ``body`` whose value is wanted in the blocked layout."""
+def _demand(user: Any) -> list[str | None] | None:
+    """The argument layouts of the target's rewrite of ``user`` (None: not rewritten)."""
+    if not isinstance(user, Call) or not isinstance(user.op, Op):
+        return None
+    fdemand = user.op.get_attr("FTVMLayoutDemand")
+    return None if fdemand is None else fdemand(user)
+
+
+def wanted_blocked(body: RelayExpr) -> set[int]:
+    """The ids of the nodes under ``body`` whose value is wanted in the blocked layout (the
+    hooks see the current target)."""
     order: list[Any] = []
     post_order_visit(body, order.append)
     users: dict[int, list[tuple[Any, int]]] = {}
@@ -54,13 +63,15 @@ def wanted_blocked(body: RelayExpr, target: Target | None) -> set[int]:
             node.fields if isinstance(node, Tuple) else ())
         for i, k in enumerate(kids):
             users.setdefault(id(k), []).append((node, i))
+    demands: dict[int, list[str | None] | None] = {}
     wanted: set[int] = set()
     for node in reversed(order):  # every user before what it uses
         for user, i in users.get(id(node), ()):
-            conv = (isinstance(user, Call) and isinstance(user.op, Op)
-                    and user.op.name == "nn.conv2d" and i == 0)
-            if (conv and conv_blocks(user, target) is not None) or (
-                    not conv and id(user) in wanted and _passes_layout(user, i)):
+            if id(user) not in demands:
+                demands[id(user)] = _demand(user)
+            demand = demands[id(user)]
+            if (demand is not None and block_of(demand[i]) is not None) or (
+                    demand is None and id(user) in wanted and _passes_layout(user, i)):
                 wanted.add(id(node))
                 break
     return wanted

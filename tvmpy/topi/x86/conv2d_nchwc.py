@@ -20,7 +20,7 @@ With no tuned record (``cfg.is_fallback``) the knobs take exactly the values of
 ``schedule_conv2d_NCHWc(outs)``, so an untuned build is today's default schedule.
 
 The channel blocks ``ic_bn``/``oc_bn`` (the layout) are chosen before these templates run, by
-AlterOpLayout (``relay.transform.layout_rules.conv_blocks``); they are part of the workload (the
+AlterOpLayout (``relay.op.strategy.x86_alter_op.conv_blocks``); they are part of the workload (the
 tensor shapes), not knobs. Tuning them (TVM's ``tile_ic``/``tile_oc``) would need the layout
 pass to consult the dispatch context for the NCHW workload: not done here.
 """

@@ -6,7 +6,9 @@ records ``(compute, schedule, name, plevel)``; the implementation with the highe
 wins (ties: the first added). Per-target dispatch: ``register_strategy_func(op, "x86", fn)``
 overrides the ``"generic"`` one for targets whose kind is "llvm" or "c" (TVM's
 ``generic_func``/``register`` pair). Importing this package registers every strategy
-(``generic.py`` computes and fallbacks, ``x86.py`` the x86 schedules).
+(``generic.py`` computes and fallbacks, ``x86.py`` the x86 schedules) and every layout hook
+of the AlterOpLayout pass (``alter_layout.py`` the target-dispatched defaults,
+``x86_alter_op.py`` and ``x86_winograd.py`` the x86 layout and algorithm policy).
 """
 
 from __future__ import annotations
@@ -100,4 +102,5 @@ def select_implementation(op: Any, attrs: Any, inputs: Any, out_type: Any,
                             f"{op.name}.fcompute", 0)
 
 
-from . import generic, x86  # noqa: E402,F401  (registers the strategies)
+# registers the strategies and the layout hooks (generic defaults, then the x86 overrides)
+from . import alter_layout, generic, x86, x86_alter_op  # noqa: E402,F401

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ....topi import x86
-from ..registry import OpPattern, get, register_op_attr
+from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
 from .generic import COMPUTES, _generic_strategy, wrap_topi_schedule
 from .x86_matmul import tunable
 
-__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "alter_dense_layout"]
+__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K"]
 
 # dense_pack's micro-kernel holds an mr x nr output tile in registers; with fewer rows than
 # this, packing the weight costs more than it saves (the dot-product schedule of
@@ -169,40 +169,6 @@ def _dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
 COMPUTES["nn.contrib_dense_pack"] = _dense_prepacked_compute
 
 
-def alter_dense_layout(call: Any, args: list | None = None) -> Any:
-    """TVM's ``FTVMAlterOpLayout`` of ``nn.dense`` on x86: a typed ``nn.dense(x, W)`` with
-    2-D data of at least ``DENSE_PACK_MIN_ROWS`` rows and a weight of static shape becomes
-    ``nn.contrib_dense_pack(x, transpose(reshape(W, (N/nr, nr, K)), (0, 2, 1)))``: the panel
-    packing that ``dense_pack`` does inside the kernel on every run moves to compile time
-    (FoldConstant folds it when W is a constant). Returns None when the call stays as it is.
-    ``args``: the (already rewritten) arguments to build on; the types are read from the typed
-    ``call``'s own arguments.
-
-    BERT (seq 128, hidden 256) dense layers: 128x256->1024 in-kernel packing 262-390 GFLOP/s,
-    prepacked 477; 128x1024->256 dot tile 365, prepacked 477 (onnxruntime ~400)."""
-    from ... import op as _op
-
-    if getattr(call.op, "name", None) != "nn.dense" or len(call.args) != 2:
-        return None
-    try:
-        dt, wt = (a.checked_type for a in call.args)
-    except Exception:  # an untyped call: leave it as it is
-        return None
-    if not hasattr(dt, "shape") or not hasattr(wt, "shape"):
-        return None
-    if len(dt.shape) != 2 or len(wt.shape) != 2:
-        return None
-    rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
-    if rows is None or n is None or k is None or rows < DENSE_PACK_MIN_ROWS:
-        return None
-    nr = x86.panel_width(n)
-    if n % nr or dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
-        return None
-    data, weight = args if args is not None else call.args
-    w = _op.transform.transpose(_op.transform.reshape(weight, (n // nr, nr, k), allowzero=True), (0, 2, 1))
-    return _op.nn.contrib_dense_pack(data, w, units=n)
-
-
 def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.dense_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
 
@@ -270,6 +236,5 @@ for _name in COMPUTES:
 # an x86-only op (AlterOpLayout makes it): its generic strategy is registered here
 register_strategy_func("nn.contrib_dense_pack", "generic",
                        _generic_strategy("nn.contrib_dense_pack"))
-register_op_attr("nn.dense", "FTVMAlterOpLayout", alter_dense_layout)
 
 del _name, _k, _d

@@ -1,5 +1,6 @@
-"""Which algorithm AlterOpLayout gives a blocked x86 convolution: direct (``conv2d_NCHWc.x86``)
-or Winograd F(m x m, 3 x 3) (``conv2d_winograd_NCHWc.x86``, weight transformed at compile time).
+"""Which algorithm the x86 layout hook (``x86_alter_op.py``) gives a blocked convolution: direct
+(``conv2d_NCHWc.x86``) or Winograd F(m x m, 3 x 3) (``conv2d_winograd_NCHWc.x86``, weight
+transformed at compile time).
 
 Eligible: plain (groups 1) 3x3 convolutions with stride 1 and dilation 1, float32, static
 shapes. The choice, for each such call:
@@ -25,9 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...target import Target
-from ..expr import Call
-from ..ty import TensorType
+from .... import te
+from ....autotvm.task.dispatcher import DispatchContext
+from ....autotvm.task.task import args_to_workload
+from ....autotvm.task.topi_integration import TaskExtractEnv
+from ....target import Target
+from ....topi.nn.winograd import winograd_tile_sizes
+from ....transform import PassContext
+from ...expr import Call
+from ...ty import TensorType
 
 __all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "conv_workloads"]
 
@@ -56,9 +63,6 @@ def _eligible(call: Call) -> bool:
 def conv_workloads(call: Call, ic_bn: int, oc_bn: int) -> tuple[tuple, dict[int, tuple]]:
     """``(direct workload, {tile size: Winograd workload})`` of a typed NCHW ``nn.conv2d`` as
     the x86 strategy's templates will see it once blocked."""
-    from ... import te
-    from ...autotvm.task.task import args_to_workload
-
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
     n, c, h, wd = (int(x) for x in d.shape)
@@ -83,8 +87,6 @@ def _mode(ctx_config: dict) -> Any:
         return DEFAULT_TILE
     if v is False or v == "auto":
         return v
-    from ...topi.nn.winograd import winograd_tile_sizes
-
     if isinstance(v, int) and v in winograd_tile_sizes():
         return v
     raise ValueError(f"PassContext config relay.x86.winograd must be 'auto', True, False or a "
@@ -94,10 +96,6 @@ def _mode(ctx_config: dict) -> Any:
 def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None) -> int | None:
     """The Winograd tile size for this typed ``nn.conv2d`` call, or None for the direct
     convolution (see the module docstring)."""
-    from ...autotvm.task.dispatcher import DispatchContext
-    from ...autotvm.task.topi_integration import TaskExtractEnv
-    from ...transform import PassContext
-
     mode = _mode(PassContext.current().config)
     if mode is False or not _eligible(call):
         return None
