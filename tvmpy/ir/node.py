@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = ["Node", "register_printer", "structural_equal", "structural_hash",
            "assert_structural_equal"]
@@ -42,6 +42,9 @@ def _printer_of(cls: type) -> Callable[[Any], str] | None:
     return found
 
 
+_N = TypeVar("_N", bound="Node")
+
+
 class Node:
     """Immutable IR node. Subclasses list their child fields in ``_fields`` (order = printing order)."""
 
@@ -61,7 +64,7 @@ class Node:
         for k, v in fields.items():
             object.__setattr__(self, k, v)
 
-    def replace(self, **changes: Any) -> Node:
+    def replace(self: _N, **changes: Any) -> _N:
         """A copy with some fields changed (``dataclasses.replace`` for IR nodes)."""
         new = object.__new__(type(self))
         for k in self._all_slots():

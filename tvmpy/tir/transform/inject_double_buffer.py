@@ -41,17 +41,17 @@ __all__ = ["InjectDoubleBuffer", "inject_double_buffer_func"]
 
 
 class _Finder(Visitor):
-    """Paths (outermost first) from the root to each double_buffer_scope attribute."""
+    """Each double_buffer_scope attribute with the statements enclosing it (outermost first)."""
 
     def __init__(self) -> None:
         self.path: list[S.Stmt] = []
-        self.found: list[list[S.Stmt]] = []
+        self.found: list[tuple[list[S.Stmt], S.AttrStmt]] = []
 
     def visit(self, node: Any) -> Any:
         if isinstance(node, S.Stmt):
             self.path.append(node)
             if isinstance(node, S.AttrStmt) and node.attr_key == "double_buffer_scope":
-                self.found.append(list(self.path))
+                self.found.append((self.path[:-1], node))
             super().visit(node)
             self.path.pop()
             return None
@@ -118,9 +118,10 @@ class _Replace(Mutator):
         return super().visit(node)
 
 
-def _plan(root: S.Stmt, path: list[S.Stmt]) -> tuple | None:
-    """(loop, attr, alloc, hoist) when double buffering is valid, else None."""
-    attr = path[-1]
+def _plan(root: S.Stmt, path: list[S.Stmt], attr: S.AttrStmt
+          ) -> tuple[S.For, S.AttrStmt, S.Allocate, bool] | None:
+    """(loop, attr, alloc, hoist) when double buffering the scope ``attr`` (enclosed by the
+    statements ``path``, outermost first) is valid, else None."""
     data = attr.node
     if not isinstance(data, E.Var):
         return None
@@ -128,9 +129,10 @@ def _plan(root: S.Stmt, path: list[S.Stmt]) -> tuple | None:
     if loop_idx < 0:
         return None
     loop = path[loop_idx]
+    assert isinstance(loop, S.For)  # loop_idx was chosen as a For's index
     if loop.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
         return None
-    between = path[loop_idx + 1:-1]
+    between = path[loop_idx + 1:]
     if not all(isinstance(s, (S.SeqStmt, S.Allocate, S.AttrStmt)) for s in between):
         return None
     alloc = next((s for s in path if isinstance(s, S.Allocate) and s.buffer.data is data), None)
@@ -217,14 +219,14 @@ def inject_double_buffer_func(func: PrimFunc) -> PrimFunc:
     while True:
         finder = _Finder()
         finder.visit(body)
-        todo = [p for p in finder.found if id(p[-1].node) not in done]
+        todo = [(p, a) for p, a in finder.found if id(a.node) not in done]
         if not todo:
             break
-        path = todo[0]
-        done.add(id(path[-1].node))
-        plan = _plan(body, path)
+        path, attr = todo[0]
+        done.add(id(attr.node))
+        plan = _plan(body, path, attr)
         if plan is None:
-            body = _Replace({id(path[-1]): path[-1].body}).visit(body)
+            body = _Replace({id(attr): attr.body}).visit(body)
             continue
         body = _apply(body, *plan)
     body = _DropScopes().visit(body)

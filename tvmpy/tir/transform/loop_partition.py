@@ -178,6 +178,7 @@ class _Partitioner(Mutator):
         out: list[S.Stmt] = []
         for p, is_part_loop in parts:
             if is_part_loop:  # a part of this loop: never split again on the same variable
+                assert isinstance(p, S.For), "make_part flags only its loops as parts"
                 body = self.visit(p.body)
                 out.append(p if body is p.body else p.replace(body=body))
             else:  # a substituted single iteration

@@ -57,7 +57,7 @@ class _NoOpRemover(Mutator):
             return S.no_op()
         return s
 
-    def _body_stmt(self, s: S.Stmt) -> S.Stmt:
+    def _body_stmt(self, s: S.For | S.Allocate | S.LetStmt) -> S.Stmt:
         body = self.visit(s.body)
         if S.is_no_op(body):
             return S.no_op()

@@ -49,7 +49,9 @@ class Lifetime:
 
     @property
     def size(self) -> int:
-        return self.buffer.shape[0].value
+        extent = self.buffer.shape[0]
+        assert isinstance(extent, E.IntImm), "only plannable (constant 1-D) buffers have a size"
+        return extent.value
 
 
 class _Linearizer(Visitor):
@@ -120,15 +122,13 @@ class _Linearizer(Visitor):
     def finish(self) -> list[Lifetime]:
         out = []
         for lt in self.life.values():
-            lo, hi = None, None
-            for pos, path in lt.uses:
-                a = b = pos
+            spans: list[tuple[int, int]] = []
+            for pos, path in lt.uses:  # never empty: an unused allocation is used where it is
                 outer = [k for k in path if k not in lt.loops]
-                if outer:
-                    a, b = self.loop_span[outer[0]]
-                lo = a if lo is None else min(lo, a)
-                hi = b if hi is None else max(hi, b)
-            lt.start, lt.end = lo, hi
+                a, b = self.loop_span[outer[0]] if outer else (pos, pos)
+                spans.append((a, b))
+            lt.start = min(a for a, _ in spans)
+            lt.end = max(b for _, b in spans)
             out.append(lt)
         return out
 

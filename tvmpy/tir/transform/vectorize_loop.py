@@ -396,8 +396,8 @@ def _lane_expr(e: E.PrimExpr, k: int) -> E.PrimExpr | None:
         v = _lane_expr(e.value, k)
         return None if v is None else E.Cast(dt.element_of(e.dtype), v)
     if isinstance(e, E.Select):
-        parts = [_lane_expr(x, k) for x in (e.condition, e.true_value, e.false_value)]
-        return None if any(p is None for p in parts) else E.Select(*parts)
+        c, t, f = (_lane_expr(x, k) for x in (e.condition, e.true_value, e.false_value))
+        return None if c is None or t is None or f is None else E.Select(c, t, f)
     if isinstance(e, E.Not):
         v = _lane_expr(e.a, k)
         return None if v is None else E.Not(v)
@@ -406,26 +406,25 @@ def _lane_expr(e: E.PrimExpr, k: int) -> E.PrimExpr | None:
 
 def _ramp_arith(op: type, a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr | None:
     """Keep ``ramp op scalar`` (and ramp +- ramp) a ramp for integer + - *."""
-    ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
     sa, sb = _lanes(a) == 1, _lanes(b) == 1
     if op is E.Add:
-        if ra and sb:
+        if isinstance(a, E.Ramp) and sb:
             return E.Ramp(a.base + b, a.stride, a.lanes)
-        if sa and rb:
+        if sa and isinstance(b, E.Ramp):
             return E.Ramp(a + b.base, b.stride, b.lanes)
-        if ra and rb:
+        if isinstance(a, E.Ramp) and isinstance(b, E.Ramp):
             return E.Ramp(a.base + b.base, a.stride + b.stride, a.lanes)
     elif op is E.Sub:
-        if ra and sb:
+        if isinstance(a, E.Ramp) and sb:
             return E.Ramp(a.base - b, a.stride, a.lanes)
-        if sa and rb:
+        if sa and isinstance(b, E.Ramp):
             return E.Ramp(a - b.base, E.const(0, b.stride.dtype) - b.stride, b.lanes)
-        if ra and rb:
+        if isinstance(a, E.Ramp) and isinstance(b, E.Ramp):
             return E.Ramp(a.base - b.base, a.stride - b.stride, a.lanes)
     elif op is E.Mul:
-        if ra and sb:
+        if isinstance(a, E.Ramp) and sb:
             return E.Ramp(a.base * b, a.stride * b, a.lanes)
-        if sa and rb:
+        if sa and isinstance(b, E.Ramp):
             return E.Ramp(a * b.base, a * b.stride, b.lanes)
     return None
 
@@ -440,7 +439,7 @@ def _vectorize(f: S.For, ana: Any) -> S.Stmt:
     if lanes == 1:
         return fresh_copy(f.body, {f.loop_var: f.min})
     if lanes > MAX_LANES:
-        return _vectorize_chunked(f, ana)
+        return _vectorize_chunked(f, lanes, ana)
     vec = _Vectorizer(f.loop_var, f.min, lanes, ana)
     try:
         body = vec.visit(f.body)
@@ -450,8 +449,8 @@ def _vectorize(f: S.For, ana: Any) -> S.Stmt:
     return _simplify_vector(body, ana)
 
 
-def _vectorize_chunked(f: S.For, ana: Any) -> S.Stmt:
-    n = f.extent.value
+def _vectorize_chunked(f: S.For, n: int, ana: Any) -> S.Stmt:
+    """Loop ``f`` of constant extent ``n`` > MAX_LANES as vector chunks of MAX_LANES lanes."""
     chunks, rest = divmod(n, MAX_LANES)
     xo = E.Var(f.loop_var.name + ".outer", f.loop_var.dtype)
     inner_var = E.Var(f.loop_var.name, f.loop_var.dtype)
