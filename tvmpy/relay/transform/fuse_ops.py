@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from ...ir.functor import post_order
 from ...transform import PassContext
 from ..expr import (
     Call,
@@ -56,7 +57,7 @@ from ..expr import (
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType, TupleType, Type, dim_equal, type_str
 from ..type_infer import infer_type
-from ..visitor import ExprMutator, deep_recursion, post_order_visit
+from ..visitor import ExprMutator, dataflow_post_order, post_order_visit
 from .pass_infra import FunctionPass
 
 __all__ = ["FuseOps", "fuse_function", "DEFAULT_MAX_DEPTH", "MAX_NAME_LENGTH"]
@@ -136,22 +137,8 @@ class _ForwardGraph:
         self.post_dfs.append(n)
 
     def _build(self, root: Any) -> None:
-        # iterative post-order DFS: (expr, expanded?)
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        seen: set[int] = set()
-        while stack:
-            e, expanded = stack.pop()
-            if expanded:
-                self._add(e)
-                continue
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            children = self._pre_visit(e)
-            stack.append((e, True))
-            for c in reversed(children):
-                if id(c) not in seen:
-                    stack.append((c, False))
+        for e in post_order(root, self._pre_visit):
+            self._add(e)
 
     def _pre_visit(self, e: Any) -> list[Any]:
         """Set ``e``'s pattern and its argument edges; return the children to visit."""
@@ -529,22 +516,8 @@ class _FuseMutator:
 def fused_name(body: RelayExpr) -> str:
     """TVM's readable name: "fused_" + the operator names in post order, dots as underscores;
     names longer than MAX_NAME_LENGTH are truncated and get a hash suffix."""
-    names: list[str] = []
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(body, False)]
-    while stack:
-        e, done = stack.pop()
-        if done:
-            if isinstance(e, Call) and isinstance(e.op, Op):
-                names.append(e.op.name.replace(".", "_"))
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        kids = (e.args if isinstance(e, Call) else e.fields if isinstance(e, Tuple)
-                else (e.tuple_value,) if isinstance(e, TupleGetItem) else ())
-        stack.extend((k, False) for k in reversed(kids))
+    names = [e.op.name.replace(".", "_") for e in dataflow_post_order(body)
+             if isinstance(e, Call) and isinstance(e.op, Op)]
     name = "_".join(["fused", *names])
     if len(name) > MAX_NAME_LENGTH:
         digest = hashlib.sha1(name.encode()).hexdigest()[:16]
@@ -601,12 +574,15 @@ def fuse_function(func: Function, fuse_level: int = 1, max_depth: int = DEFAULT_
     for p in func.params:
         if p.type_annotation is None:
             raise TypeError(f"FuseOps: parameter %{p.name_hint} has no type annotation")
-    with deep_recursion():
-        func = _normalize(func, mod)
-        graph = _ForwardGraph(func)
-        groups = _Partitioner(fuse_level, max_depth).partition(graph)
-        gmap = _final_groups(graph, groups)
-        body = _FuseMutator(gmap).visit(func.body)
+    func = _normalize(func, mod)
+    graph = _ForwardGraph(func)
+    groups = _Partitioner(fuse_level, max_depth).partition(graph)
+    gmap = _final_groups(graph, groups)
+    mutator = _FuseMutator(gmap)
+    for n in graph.post_dfs:  # groups inputs first: a group's visit recurses within it only
+        if gmap[id(n.ref)].root.ref is n.ref:
+            mutator.visit(n.ref)
+    body = mutator.visit(func.body)
     return Function(func.params, body, func.ret_type, attrs=func.attrs)
 
 
