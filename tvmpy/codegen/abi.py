@@ -22,7 +22,6 @@ A module (shared library) also exports ``const char __tvmpy_metadata[]``: the JS
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,12 +110,7 @@ def _written_data_vars(func: PrimFunc) -> set[int]:
                     elif isinstance(a, E.BufferLoad) and n.op == "address_of":
                         out.add(id(a.buffer.data))
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))  # deep expression chains (unrolled reductions)
-    try:
-        post_order_visit(func.body, visit)
-    finally:
-        sys.setrecursionlimit(limit)
+    post_order_visit(func.body, visit)
     return out
 
 

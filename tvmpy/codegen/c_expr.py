@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir import dtype as dt
+from ..ir.functor import ChainFunctor
 from ..tir import expr as E
-from ..tir.functor import substitute
+from ..tir.functor import CHAIN_KINDS, substitute
 from .c_prelude import (
     HelperTable,
     c_string,
@@ -77,8 +78,10 @@ def _paren(text: str, prec: int, need: int) -> str:
     return text if prec >= need else f"({text})"
 
 
-class ExprPrinter:
+class ExprPrinter(ChainFunctor):
     """Prints expressions. The statement emitter provides names, pointers and declarations."""
+
+    _chain_kinds = CHAIN_KINDS
 
     helpers: HelperTable
     externs: dict[str, str]  # name -> prototype
@@ -95,6 +98,14 @@ class ExprPrinter:
 
     def fresh_name(self, v: E.Var) -> str:
         raise NotImplementedError
+
+    @classmethod
+    def _method_name(cls, node_cls: type) -> str | None:
+        return _EXPR_METHODS.get(node_cls.__name__)
+
+    def generic_visit(self, e: Any, lane: str | None = None) -> tuple[str, int]:
+        raise CCodegenError(f"C backend: cannot print {type(e).__name__} ({e}); is the "
+                            "function lowered (tvm.lower) to IR form 2?")
 
     # ---- entry points ------------------------------------------------------------------------
     def expr(self, e: E.PrimExpr, lane: str | None = None) -> str:
@@ -144,16 +155,7 @@ class ExprPrinter:
             lane = None
         elif lane is None:
             raise CCodegenError(f"C backend: vector expression {e} ({e.dtype}) in a scalar context")
-        fn = _DISPATCH.get(type(e))
-        if fn is None:
-            for klass in type(e).__mro__:
-                fn = _DISPATCH.get(klass)
-                if fn is not None:
-                    break
-            else:
-                raise CCodegenError(f"C backend: cannot print {type(e).__name__} ({e}); is the "
-                                    "function lowered (tvm.lower) to IR form 2?")
-        return fn(self, e, lane)
+        return self.visit(e, lane)
 
     # ---- leaves ------------------------------------------------------------------------------
     def _var(self, e: E.Var, lane: str | None) -> tuple[str, int]:
@@ -492,18 +494,14 @@ class ExprPrinter:
         return self._call_text(name, args, lane), PRIMARY
 
 
-_DISPATCH: dict[type, Callable[..., tuple[str, int]]] = {
-    E.Var: ExprPrinter._var, E.IntImm: ExprPrinter._int, E.FloatImm: ExprPrinter._float,
-    E.StringImm: ExprPrinter._string, E.Cast: ExprPrinter._cast,
-    E.Add: ExprPrinter._arith, E.Sub: ExprPrinter._arith, E.Mul: ExprPrinter._arith,
-    E.Div: ExprPrinter._div, E.Mod: ExprPrinter._mod, E.FloorDiv: ExprPrinter._floor_divmod,
-    E.FloorMod: ExprPrinter._floor_divmod, E.Min: ExprPrinter._minmax, E.Max: ExprPrinter._minmax,
-    E.CmpOp: ExprPrinter._cmp, E.And: ExprPrinter._and, E.Or: ExprPrinter._or,
-    E.Not: ExprPrinter._not, E.Select: ExprPrinter._select, E.Ramp: ExprPrinter._ramp,
-    E.Broadcast: ExprPrinter._broadcast, E.Shuffle: ExprPrinter._shuffle, E.Let: ExprPrinter._let,
-    E.BufferLoad: ExprPrinter._load, E.ProducerLoad: ExprPrinter._producer_load,
-    E.Call: ExprPrinter._call,
-}
+_EXPR_METHODS: dict[str, str] = {  # node class -> the ExprPrinter method printing it
+    "Var": "_var", "IntImm": "_int", "FloatImm": "_float", "StringImm": "_string", "Cast": "_cast",
+    "Add": "_arith", "Sub": "_arith", "Mul": "_arith", "Div": "_div", "Mod": "_mod",
+    "FloorDiv": "_floor_divmod", "FloorMod": "_floor_divmod", "Min": "_minmax", "Max": "_minmax",
+    "CmpOp": "_cmp", "And": "_and", "Or": "_or", "Not": "_not", "Select": "_select",
+    "Ramp": "_ramp", "Broadcast": "_broadcast", "Shuffle": "_shuffle", "Let": "_let",
+    "BufferLoad": "_load", "ProducerLoad": "_producer_load", "Call": "_call",
+}  # fmt: skip
 _CALLS: dict[str, Callable[..., tuple[str, int]]] = {
     "if_then_else": ExprPrinter._if_then_else, "likely": ExprPrinter._likely,
     "abs": ExprPrinter._abs, "bitwise_not": ExprPrinter._bitwise_not,

@@ -20,7 +20,13 @@ from typing import Any
 
 from .node import Node
 
-__all__ = ["Functor", "node_children", "post_order", "memo_post_order"]
+__all__ = ["Functor", "ChainFunctor", "node_children", "post_order", "memo_post_order"]
+
+_MISS = object()
+
+#: nested chain nodes a ChainFunctor handles recursively before it evaluates the rest of the
+#: chain with an explicit stack (a few Python frames each: well inside the default limit)
+CHAIN_DEPTH = 128
 
 
 class Functor:
@@ -46,22 +52,87 @@ class Functor:
             type.__setattr__(cls, "_dispatch_cache", table)
         m = table.get(node_cls)
         if m is None:
-            for klass in node_cls.__mro__:
-                name = cls._method_name(klass)
-                fn = getattr(cls, name, None) if name is not None else None
-                if fn is not None:
-                    m = fn
-                    break
-            else:
-                m = cls.generic_visit
-            table[node_cls] = m
+            m = table[node_cls] = cls._lookup(node_cls, cls._prefix) or cls.generic_visit
         return m
+
+    @classmethod
+    def dispatch_prefix(cls, node_cls: type, prefix: str) -> Callable[..., Any] | None:
+        """As :meth:`dispatch` for a second family of methods (``_s_For`` beside ``_e_Add``);
+        None when the functor has no method for ``node_cls``."""
+        tables = cls.__dict__.get("_prefix_caches")
+        if tables is None:
+            tables = {}
+            type.__setattr__(cls, "_prefix_caches", tables)
+        table = tables.setdefault(prefix, {})
+        if node_cls not in table:
+            table[node_cls] = cls._lookup(node_cls, prefix)
+        return table[node_cls]
+
+    @classmethod
+    def _lookup(cls, node_cls: type, prefix: str) -> Callable[..., Any] | None:
+        for klass in node_cls.__mro__:
+            name = cls._method_name(klass) if prefix == cls._prefix else prefix + klass.__name__
+            fn = getattr(cls, name, None) if name is not None else None
+            if fn is not None:
+                return fn
+        return None
 
     def visit(self, node: Any) -> Any:
         return type(self).dispatch(type(node))(self, node)
 
     def generic_visit(self, node: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__}: no method for {type(node).__name__}")
+
+
+class ChainFunctor(Functor):
+    """A functor over expression trees whose chains may be deeper than Python's stack (the
+    10,000-term Add of an unrolled reduction).
+
+    Nodes of the classes in ``_chain_kinds`` are handled recursively as usual, but past
+    ``CHAIN_DEPTH`` nested ones the chain below is evaluated children first with an explicit stack
+    (``post_order`` through chain-kind children), each result memoised by identity; the handlers
+    then recurse into the memo, one level deep. The memo lives while the handler of the node that
+    started it runs, so chain kinds must be ones whose handlers visit their children in the
+    context they are visited in (arithmetic, comparisons, casts: not scopes such as Let, nor
+    short-circuit logic a code generator branches on). Extra ``visit`` arguments (a C lane) are
+    passed along unchanged."""
+
+    _chain_kinds: frozenset[type] = frozenset()
+    _chain_depth = 0
+    _chain_memo: dict[int, Any] | None = None
+
+    def visit(self, node: Any, *args: Any) -> Any:
+        memo = self._chain_memo
+        if memo is not None:
+            r = memo.get(id(node), _MISS)
+            if r is not _MISS:
+                return r
+        cls = type(node)
+        if cls not in self._chain_kinds:
+            return type(self).dispatch(cls)(self, node, *args)
+        depth = self._chain_depth
+        if depth >= CHAIN_DEPTH:
+            return self._visit_chain(node, args)
+        self._chain_depth = depth + 1
+        try:
+            return type(self).dispatch(cls)(self, node, *args)
+        finally:
+            self._chain_depth = depth
+
+    def _chain_children(self, node: Any) -> list[Any]:
+        kinds = self._chain_kinds
+        return [c for c in node_children(node) if type(c) in kinds]
+
+    def _visit_chain(self, node: Any, args: tuple[Any, ...]) -> Any:
+        saved, saved_depth = self._chain_memo, self._chain_depth
+        memo = {} if saved is None else saved
+        self._chain_memo, self._chain_depth = memo, 0
+        try:
+            for n in post_order(node, self._chain_children, memo)[:-1]:
+                memo[id(n)] = self.visit(n, *args)
+            return type(self).dispatch(type(node))(self, node, *args)
+        finally:
+            self._chain_memo, self._chain_depth = saved, saved_depth
 
 
 def _flatten(v: Any, out: list[Any]) -> None:

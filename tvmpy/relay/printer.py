@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.functor import post_order
 from .expr import (
     Call,
     Constant,
@@ -28,7 +29,6 @@ from .expr import (
     Var,
 )
 from .op.registry import Op
-from ..ir.functor import post_order
 from .ty import type_str
 from .visitor import dataflow_children
 

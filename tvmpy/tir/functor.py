@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..ir.functor import ChainFunctor
 from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
@@ -18,33 +19,17 @@ __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substit
            "collect_vars", "uses_var", "reads_memory", "referenced_vars", "ir_transform"]
 
 
-def _dispatch_table(cls: type, table_attr: str) -> dict:
-    table = cls.__dict__.get(table_attr)
-    if table is None:
-        table = {}
-        type.__setattr__(cls, table_attr, table)
-    return table
+#: expression kinds that chain deeply (an unrolled reduction's Add chain) and whose handlers
+#: visit their operands in place: past ``ir.functor.CHAIN_DEPTH`` nested ones, functors evaluate
+#: the chain below with an explicit stack (see ``ChainFunctor``)
+CHAIN_KINDS: frozenset[type] = frozenset({
+    E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max,
+    E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.Cast,
+})  # fmt: skip
 
 
-class _Functor:
-    _prefix = "visit_"
-
-    def _method_for(self, node_cls: type) -> Callable:
-        table = _dispatch_table(type(self), "_dispatch_cache")
-        m = table.get(node_cls)
-        if m is None:
-            for klass in node_cls.__mro__:
-                fn = getattr(type(self), self._prefix + klass.__name__, None)
-                if fn is not None:
-                    m = fn
-                    break
-            else:
-                m = type(self).generic_visit
-            table[node_cls] = m
-        return m
-
-    def visit(self, node: Any) -> Any:
-        return self._method_for(type(node))(self, node)
+class _Functor(ChainFunctor):
+    _chain_kinds = CHAIN_KINDS
 
     def generic_visit(self, node: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError(type(node).__name__)
@@ -144,8 +129,8 @@ def post_order_visit(node: Any, fvisit: Callable[[Any], None]) -> None:
     """Call ``fvisit`` on every expression/statement node, children first."""
 
     class _V(Visitor):
-        def visit(self, n: Any) -> None:
-            super().visit(n)
+        def generic_visit(self, n: Any) -> None:
+            super().generic_visit(n)
             if isinstance(n, (E.PrimExpr, S.Stmt)):
                 fvisit(n)
 
@@ -163,16 +148,21 @@ def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
     the callbacks ("tir.For" or "For"); all types when None."""
     names = None if only_enable is None else {str(n).split(".")[-1] for n in only_enable}
 
+    def enabled(node: Any) -> bool:
+        return isinstance(node, (E.PrimExpr, S.Stmt)) and (
+            names is None or type(node).__name__ in names)
+
     class _T(Mutator):
         def visit(self, node: Any) -> Any:
-            on = isinstance(node, (E.PrimExpr, S.Stmt)) and (
-                names is None or type(node).__name__ in names)
-            if on and preorder is not None:
+            if preorder is not None and enabled(node):
                 out = preorder(node)
                 if out is not None:
                     return out
-            new = self.generic_visit(node)
-            if on and postorder is not None:
+            return super().visit(node)
+
+        def generic_visit(self, node: Any) -> Any:
+            new = super().generic_visit(node)
+            if postorder is not None and enabled(node):
                 out = postorder(new)
                 if out is not None:
                     return out
