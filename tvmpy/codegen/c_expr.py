@@ -155,7 +155,7 @@ class ExprPrinter(ChainFunctor):
             lane = None
         elif lane is None:
             raise CCodegenError(f"C backend: vector expression {e} ({e.dtype}) in a scalar context")
-        return self.visit(e, lane)
+        return self.visit_args(e, lane)
 
     # ---- leaves ------------------------------------------------------------------------------
     def _var(self, e: E.Var, lane: str | None) -> tuple[str, int]:

@@ -43,30 +43,33 @@ class Functor:
     def _method_name(cls, node_cls: type) -> str | None:
         return cls._prefix + node_cls.__name__
 
+    _dispatch_table: dict[type, Callable[..., Any]] = {}
+    _prefix_tables: dict[str, dict[type, Callable[..., Any] | None]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch_table = {}  # each functor class has its own cache
+        cls._prefix_tables = {}
+
     @classmethod
     def dispatch(cls, node_cls: type) -> Callable[..., Any]:
         """The (unbound) method that handles ``node_cls``; cached per (functor, node) class."""
-        table = cls.__dict__.get("_dispatch_cache")
-        if table is None:
-            table = {}
-            type.__setattr__(cls, "_dispatch_cache", table)
-        m = table.get(node_cls)
+        m = cls._dispatch_table.get(node_cls)
         if m is None:
-            m = table[node_cls] = cls._lookup(node_cls, cls._prefix) or cls.generic_visit
+            m = cls._dispatch_table[node_cls] = cls._lookup(node_cls, cls._prefix) or cls.generic_visit
         return m
 
     @classmethod
     def dispatch_prefix(cls, node_cls: type, prefix: str) -> Callable[..., Any] | None:
         """As :meth:`dispatch` for a second family of methods (``_s_For`` beside ``_e_Add``);
         None when the functor has no method for ``node_cls``."""
-        tables = cls.__dict__.get("_prefix_caches")
-        if tables is None:
-            tables = {}
-            type.__setattr__(cls, "_prefix_caches", tables)
-        table = tables.setdefault(prefix, {})
-        if node_cls not in table:
-            table[node_cls] = cls._lookup(node_cls, prefix)
-        return table[node_cls]
+        table = cls._prefix_tables.get(prefix)
+        if table is None:
+            table = cls._prefix_tables[prefix] = {}
+        m = table.get(node_cls, _MISS)
+        if m is _MISS:
+            m = table[node_cls] = cls._lookup(node_cls, prefix)
+        return m
 
     @classmethod
     def _lookup(cls, node_cls: type, prefix: str) -> Callable[..., Any] | None:
@@ -78,7 +81,9 @@ class Functor:
         return None
 
     def visit(self, node: Any) -> Any:
-        return type(self).dispatch(type(node))(self, node)
+        cls = type(node)
+        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
+        return m(self, node)
 
     def generic_visit(self, node: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__}: no method for {type(node).__name__}")
@@ -94,30 +99,50 @@ class ChainFunctor(Functor):
     then recurse into the memo, one level deep. The memo lives while the handler of the node that
     started it runs, so chain kinds must be ones whose handlers visit their children in the
     context they are visited in (arithmetic, comparisons, casts: not scopes such as Let, nor
-    short-circuit logic a code generator branches on). Extra ``visit`` arguments (a C lane) are
-    passed along unchanged."""
+    short-circuit logic a code generator branches on). Extra arguments (a C lane) go through
+    :meth:`visit_args` and are passed along unchanged."""
 
     _chain_kinds: frozenset[type] = frozenset()
     _chain_depth = 0
     _chain_memo: dict[int, Any] | None = None
 
-    def visit(self, node: Any, *args: Any) -> Any:
+    def visit(self, node: Any) -> Any:
         memo = self._chain_memo
         if memo is not None:
             r = memo.get(id(node), _MISS)
             if r is not _MISS:
                 return r
         cls = type(node)
+        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
         if cls not in self._chain_kinds:
-            return type(self).dispatch(cls)(self, node, *args)
+            return m(self, node)
+        depth = self._chain_depth
+        if depth >= CHAIN_DEPTH:
+            return self._visit_chain(node, ())
+        # no try/finally: after an exception the count is only too high, which is still correct
+        self._chain_depth = depth + 1
+        r = m(self, node)
+        self._chain_depth = depth
+        return r
+
+    def visit_args(self, node: Any, *args: Any) -> Any:
+        """:meth:`visit` for handlers that take extra arguments (the C printer's lane)."""
+        memo = self._chain_memo
+        if memo is not None:
+            r = memo.get(id(node), _MISS)
+            if r is not _MISS:
+                return r
+        cls = type(node)
+        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
+        if cls not in self._chain_kinds:
+            return m(self, node, *args)
         depth = self._chain_depth
         if depth >= CHAIN_DEPTH:
             return self._visit_chain(node, args)
         self._chain_depth = depth + 1
-        try:
-            return type(self).dispatch(cls)(self, node, *args)
-        finally:
-            self._chain_depth = depth
+        r = m(self, node, *args)
+        self._chain_depth = depth
+        return r
 
     def _chain_children(self, node: Any) -> list[Any]:
         kinds = self._chain_kinds
@@ -129,7 +154,7 @@ class ChainFunctor(Functor):
         self._chain_memo, self._chain_depth = memo, 0
         try:
             for n in post_order(node, self._chain_children, memo)[:-1]:
-                memo[id(n)] = self.visit(n, *args)
+                memo[id(n)] = self.visit_args(n, *args) if args else self.visit(n)
             return type(self).dispatch(type(node))(self, node, *args)
         finally:
             self._chain_memo, self._chain_depth = saved, saved_depth

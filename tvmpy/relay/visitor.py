@@ -56,13 +56,6 @@ def dataflow_post_order(expr: Any) -> list[Any]:
     return post_order(expr, dataflow_children)
 
 
-def _pending(e: Any, memo: dict[int, Any]) -> bool:
-    for c in dataflow_children(e):
-        if id(c) not in memo:
-            return True
-    return False
-
-
 class ExprFunctor(Functor):
     """Dispatch on the node class with a per-instance memo (each node computed once)."""
 
@@ -82,14 +75,22 @@ class ExprFunctor(Functor):
         memo = self.memo
         if key in memo:
             return memo[key]
-        if _pending(expr, memo):
-            memo_post_order(expr, dataflow_children, self.visit, memo)
+        if self._unvisited_inputs(expr):  # a chain below: visit it inputs first, iteratively
+            memo_post_order(expr, self._unvisited_inputs, self.visit, memo)
             if key in memo:  # an overriding visit() may have computed it on the way
                 return memo[key]
-        res = type(self).dispatch(type(expr))(self, expr)
+        cls = type(expr)
+        res = (self._dispatch_table.get(cls) or type(self).dispatch(cls))(self, expr)
         memo[key] = res
         self._keep.append(expr)
         return res
+
+    def _visited(self, e: Any) -> bool:
+        """Whether visiting ``e`` would return at once (a subclass with its own cache says so)."""
+        return id(e) in self.memo
+
+    def _unvisited_inputs(self, e: Any) -> list[Any]:
+        return [c for c in dataflow_children(e) if not self._visited(c)]
 
 
 class ExprVisitor(ExprFunctor):
