@@ -6,6 +6,10 @@ or for the nearest base class that has one (``visit_BinaryOp``), else to ``gener
 lookup walks the MRO once per (functor class, node class) pair and is cached on the functor
 class, so a visit costs two dict lookups.
 
+``ChainFunctor`` adds what tree functors need for expression chains deeper than Python's stack
+(an unrolled reduction's 10,000-term Add): past a nesting depth, the chain below is evaluated
+children first with an explicit stack into a memo that the handlers read.
+
 ``post_order`` is the traversal: an explicit-stack, identity-memoised walk over any node graph,
 children first, each node once (a DAG's shared nodes too). Its depth is bounded by memory, not by
 Python's recursion limit, so recursive handlers stay shallow when a walk fills their memo first:
@@ -66,9 +70,9 @@ class Functor:
         table = cls._prefix_tables.get(prefix)
         if table is None:
             table = cls._prefix_tables[prefix] = {}
-        m = table.get(node_cls, _MISS)
-        if m is _MISS:
-            m = table[node_cls] = cls._lookup(node_cls, prefix)
+        if node_cls in table:
+            return table[node_cls]
+        m = table[node_cls] = cls._lookup(node_cls, prefix)
         return m
 
     @classmethod
