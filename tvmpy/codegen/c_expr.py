@@ -165,7 +165,7 @@ class ExprPrinter(ChainFunctor):
             lane = None
         elif lane is None:
             raise CCodegenError(f"C backend: vector expression {e} ({e.dtype}) in a scalar context")
-        return self.visit_args(e, lane)
+        return self.visit_with(e, lane)
 
     # ---- leaves ------------------------------------------------------------------------------
     def _var(self, e: E.Var, lane: str | None) -> tuple[str, int]:

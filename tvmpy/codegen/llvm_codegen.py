@@ -572,8 +572,7 @@ class CodeGenLLVM(ChainFunctor):
 
     # =========================================================================================
     # expressions
-    def expr(self, e: E.PrimExpr) -> Value:
-        return self.visit(e)
+    expr = ChainFunctor.visit  # ``expr(e) -> Value``: the value of an expression
 
     def generic_visit(self, e: Any) -> Value:
         raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}: {e}")

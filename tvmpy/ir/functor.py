@@ -103,23 +103,23 @@ class ChainFunctor(Functor):
     then recurse into the memo, one level deep. The memo lives while the handler of the node that
     started it runs, so chain kinds must be ones whose handlers visit their children in the
     context they are visited in (arithmetic, comparisons, casts: not scopes such as Let, nor
-    short-circuit logic a code generator branches on). Extra arguments (a C lane) go through
-    :meth:`visit_args` and are passed along unchanged."""
+    short-circuit logic a code generator branches on). One extra argument (a C lane) goes through
+    :meth:`visit_with` and is passed along unchanged."""
 
     _chain_kinds: frozenset[type] = frozenset()
     _chain_depth = 0
     _chain_memo: dict[int, Any] | None = None
 
     def visit(self, node: Any) -> Any:
+        cls = type(node)
+        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
+        if cls not in self._chain_kinds:  # only chain kinds are memoised or counted
+            return m(self, node)
         memo = self._chain_memo
         if memo is not None:
             r = memo.get(id(node), _MISS)
             if r is not _MISS:
                 return r
-        cls = type(node)
-        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
-        if cls not in self._chain_kinds:
-            return m(self, node)
         depth = self._chain_depth
         if depth >= CHAIN_DEPTH:
             return self._visit_chain(node, ())
@@ -129,22 +129,22 @@ class ChainFunctor(Functor):
         self._chain_depth = depth
         return r
 
-    def visit_args(self, node: Any, *args: Any) -> Any:
-        """:meth:`visit` for handlers that take extra arguments (the C printer's lane)."""
+    def visit_with(self, node: Any, arg: Any) -> Any:
+        """:meth:`visit` for handlers that take one more argument (the C printer's lane)."""
+        cls = type(node)
+        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
+        if cls not in self._chain_kinds:
+            return m(self, node, arg)
         memo = self._chain_memo
         if memo is not None:
             r = memo.get(id(node), _MISS)
             if r is not _MISS:
                 return r
-        cls = type(node)
-        m = self._dispatch_table.get(cls) or type(self).dispatch(cls)
-        if cls not in self._chain_kinds:
-            return m(self, node, *args)
         depth = self._chain_depth
         if depth >= CHAIN_DEPTH:
-            return self._visit_chain(node, args)
+            return self._visit_chain(node, (arg,))
         self._chain_depth = depth + 1
-        r = m(self, node, *args)
+        r = m(self, node, arg)
         self._chain_depth = depth
         return r
 
@@ -158,7 +158,7 @@ class ChainFunctor(Functor):
         self._chain_memo, self._chain_depth = memo, 0
         try:
             for n in post_order(node, self._chain_children, memo)[:-1]:
-                memo[id(n)] = self.visit_args(n, *args) if args else self.visit(n)
+                memo[id(n)] = self.visit_with(n, *args) if args else self.visit(n)
             return type(self).dispatch(type(node))(self, node, *args)
         finally:
             self._chain_memo, self._chain_depth = saved, saved_depth

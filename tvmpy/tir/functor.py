@@ -125,16 +125,19 @@ def _rebuild(node: Any, changes: dict) -> Any:
     return node.replace(**changes)
 
 
+class _PostOrderVisit(Visitor):
+    def __init__(self, fvisit: Callable[[Any], None]):
+        self.fvisit = fvisit
+
+    def generic_visit(self, n: Any) -> None:
+        super().generic_visit(n)
+        if isinstance(n, (E.PrimExpr, S.Stmt)):
+            self.fvisit(n)
+
+
 def post_order_visit(node: Any, fvisit: Callable[[Any], None]) -> None:
     """Call ``fvisit`` on every expression/statement node, children first."""
-
-    class _V(Visitor):
-        def generic_visit(self, n: Any) -> None:
-            super().generic_visit(n)
-            if isinstance(n, (E.PrimExpr, S.Stmt)):
-                fvisit(n)
-
-    _V().visit(node)
+    _PostOrderVisit(fvisit).visit(node)
 
 
 def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
@@ -147,28 +150,32 @@ def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
     ``postorder(node)`` may return a replacement. ``only_enable`` names the node types given to
     the callbacks ("tir.For" or "For"); all types when None."""
     names = None if only_enable is None else {str(n).split(".")[-1] for n in only_enable}
+    return _Transform(preorder, postorder, names).visit(stmt)
 
-    def enabled(node: Any) -> bool:
+
+class _Transform(Mutator):
+    def __init__(self, preorder: Callable[[Any], Any] | None,
+                 postorder: Callable[[Any], Any] | None, names: set[str] | None):
+        self.preorder, self.postorder, self.names = preorder, postorder, names
+
+    def enabled(self, node: Any) -> bool:
         return isinstance(node, (E.PrimExpr, S.Stmt)) and (
-            names is None or type(node).__name__ in names)
+            self.names is None or type(node).__name__ in self.names)
 
-    class _T(Mutator):
-        def visit(self, node: Any) -> Any:
-            if preorder is not None and enabled(node):
-                out = preorder(node)
-                if out is not None:
-                    return out
-            return super().visit(node)
+    def visit(self, node: Any) -> Any:
+        if self.preorder is not None and self.enabled(node):
+            out = self.preorder(node)
+            if out is not None:
+                return out
+        return super().visit(node)
 
-        def generic_visit(self, node: Any) -> Any:
-            new = super().generic_visit(node)
-            if postorder is not None and enabled(node):
-                out = postorder(new)
-                if out is not None:
-                    return out
-            return new
-
-    return _T().visit(stmt)
+    def generic_visit(self, node: Any) -> Any:
+        new = super().generic_visit(node)
+        if self.postorder is not None and self.enabled(node):
+            out = self.postorder(new)
+            if out is not None:
+                return out
+        return new
 
 
 class _Substituter(Mutator):
@@ -251,22 +258,25 @@ def referenced_vars(node: Any) -> list[E.Var]:
     it accesses and the sizes of its allocations, in first-seen order: what a body outlined into
     its own function (a parallel loop) may need from the enclosing scope; callers keep the ones
     defined there."""
-    seen: dict[int, E.Var] = {}
+    collect = _ReferencedVars()
+    collect.visit(node)
+    return list(collect.seen.values())
 
-    class _Collect(Visitor):
-        visit_buffers = True
 
-        def visit_Var(self, v: E.Var) -> None:
-            seen.setdefault(id(v), v)
+class _ReferencedVars(Visitor):
+    visit_buffers = True
 
-        def visit_Buffer(self, b: Buffer) -> None:
-            seen.setdefault(id(b.data), b.data)
-            self.visit(b.elem_offset)
+    def __init__(self) -> None:
+        self.seen: dict[int, E.Var] = {}
 
-        def visit_Allocate(self, a: S.Allocate) -> None:
-            for x in a.buffer.shape:  # the size is computed in the enclosing scope
-                self.visit(x)
-            self.generic_visit(a)
+    def visit_Var(self, v: E.Var) -> None:
+        self.seen.setdefault(id(v), v)
 
-    _Collect().visit(node)
-    return list(seen.values())
+    def visit_Buffer(self, b: Buffer) -> None:
+        self.seen.setdefault(id(b.data), b.data)
+        self.visit(b.elem_offset)
+
+    def visit_Allocate(self, a: S.Allocate) -> None:
+        for x in a.buffer.shape:  # the size is computed in the enclosing scope
+            self.visit(x)
+        self.generic_visit(a)
