@@ -1,6 +1,6 @@
 """Relay graphs far deeper than Python's recursion limit (10,000 chained operator calls) go
-through printing, type inference, FuseOps and relay.build at opt_level 3, and run: every
-traversal is iterative (ir.functor)."""
+through printing, type inference, visitors and mutators, the interpreter, FuseOps and
+relay.build at opt_level 3, and run: every traversal is iterative (ir.functor)."""
 
 import sys
 
@@ -101,6 +101,12 @@ def test_fuse_deep_chain(typed_chain):
     groups = text.count("Primitive=1")
     assert 0 < groups < CALLS // 10  # long elementwise runs, bounded by relay.FuseOps.max_depth
     assert text.count("nn.relu(") == CALLS // 2
+
+
+def test_interpreter_deep_chain():
+    x = np.random.default_rng(1).standard_normal(4).astype("float32")
+    run = relay.create_executor("debug", mod=tvm.IRModule.from_expr(_chain())).evaluate()
+    np.testing.assert_allclose(np.asarray(run(x)), _chain_ref(x), rtol=1e-5)
 
 
 def test_build_and_run_deep_chain():
