@@ -59,3 +59,24 @@ def test_llvm_build_and_run():
     n = 3_000  # LLVM's own optimiser is slow on 10,000-instruction blocks (not recursion)
     s, args = _sum_chain(n)
     _run(tvm.build(s, args, "llvm"), n)
+
+
+def test_tir_functors_on_deep_chains():
+    from tvmpy.tir import expr as E
+    from tvmpy.tir.functor import ir_transform, post_order_visit, substitute
+
+    x, y = E.Var("x", "float32"), E.Var("y", "float32")
+    e = x
+    for _ in range(TERMS):
+        e = e * y + x
+    nodes = []
+    post_order_visit(e, nodes.append)
+    assert len(nodes) == 4 * TERMS + 1 and nodes[-1] is e  # every occurrence, children first
+    swapped = substitute(e, {x: y})
+    seen = []
+    post_order_visit(swapped, lambda n: seen.append(n) if n is x else None)
+    assert not seen and swapped.b is y
+    pre = []
+    out = ir_transform(e, lambda n: pre.append(n), lambda n: y if n is x else None)
+    assert len(pre) == 4 * TERMS + 1  # preorder once per node, deep chains included
+    assert out.b is y and out.a.b is y

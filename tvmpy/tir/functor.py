@@ -162,14 +162,11 @@ class _Transform(Mutator):
         return isinstance(node, (E.PrimExpr, S.Stmt)) and (
             self.names is None or type(node).__name__ in self.names)
 
-    def visit(self, node: Any) -> Any:
+    def generic_visit(self, node: Any) -> Any:  # every node (no visit_* methods)
         if self.preorder is not None and self.enabled(node):
             out = self.preorder(node)
             if out is not None:
                 return out
-        return super().visit(node)
-
-    def generic_visit(self, node: Any) -> Any:
         new = super().generic_visit(node)
         if self.postorder is not None and self.enabled(node):
             out = self.postorder(new)
