@@ -101,6 +101,9 @@ def test_fuse_deep_chain(typed_chain):
     groups = text.count("Primitive=1")
     assert 0 < groups < CALLS // 10  # long elementwise runs, bounded by relay.FuseOps.max_depth
     assert text.count("nn.relu(") == CALLS // 2
+    with tvm.transform.PassContext(opt_level=3, config={"relay.FuseOps.max_depth": CALLS}):
+        few = relay.transform.FuseOps()(typed_chain)  # groups thousands of calls deep
+    assert few.astext(show_types=False).count("Primitive=1") <= 2
 
 
 def test_interpreter_deep_chain():

@@ -38,6 +38,7 @@ are pure); ``If`` and local closures are refused with NotImplementedError.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Generator
 from typing import Any
 
 from ...ir.functor import post_order
@@ -435,47 +436,72 @@ class _FuseMutator:
         self._keep: list[Any] = []
 
     def visit(self, e: Any) -> Any:
+        """The rewritten ``e``. The rules below are generators that yield each node whose
+        rewritten form they need; this loop runs them with an explicit stack, in the order a
+        recursive evaluation would take (a fused function's parameters keep their order), for
+        graphs and groups of any depth."""
         r = self.memo.get(id(e))
-        if r is None:
-            r = self._visit(e)
-            self.memo[id(e)] = r
-            self._keep.append(e)
-        return r
+        if r is not None:
+            return r
+        stack = [(e, self._rewrite(e))]
+        value = None
+        while stack:
+            node, rule = stack[-1]
+            try:
+                need = rule.send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = self.memo[id(node)] = done.value
+                self._keep.append(node)
+                continue
+            value = self.memo.get(id(need))
+            if value is None:
+                stack.append((need, self._rewrite(need)))
+        return self.memo[id(e)]
 
-    def _visit(self, e: Any) -> Any:
+    def _rewrite(self, e: Any) -> Generator[Any, Any, Any]:
         if isinstance(e, (Var, Constant)):
             return e
         if isinstance(e, Call):
+            args = []
             if not isinstance(e.op, Op):  # a call of an already fused function: kept
-                return Call(e.op, [self.visit(a) for a in e.args], e.attrs)
+                for a in e.args:
+                    args.append((yield a))
+                return Call(e.op, args, e.attrs)
             g = self.gmap[id(e)]
-            new = Call(e.op, [self._arg(a, g) for a in e.args], e.attrs)
+            for a in e.args:
+                args.append((yield from self._arg(a, g)))
+            new = Call(e.op, args, e.attrs)
             return self._function(g, new) if g.root.ref is e else new
         if isinstance(e, Tuple):
             g = self.gmap[id(e)]
-            if g.root.ref is e:
-                return Tuple([self.visit(f) for f in e.fields])
-            return Tuple([self._arg(f, g) for f in e.fields])
+            fields = []
+            for f in e.fields:
+                fields.append((yield f) if g.root.ref is e else (yield from self._arg(f, g)))
+            return Tuple(fields)
         if isinstance(e, TupleGetItem):
             g = self.gmap[id(e)]
             if self.gmap[id(e.tuple_value)] is not g:  # computed by another group: outside
-                item = self._item(self.visit(e.tuple_value), e.index)
+                item = self._item((yield e.tuple_value), e.index)
                 return item if g.root.ref is e else self._param(g, item, e.checked_type)
-            return TupleGetItem(self.visit(e.tuple_value), e.index)
+            return TupleGetItem((yield e.tuple_value), e.index)
         raise _unsupported(e)
 
-    def _arg(self, a: RelayExpr, g: _Group) -> RelayExpr:
-        """Argument ``a`` as seen from inside group ``g``."""
+    def _arg(self, a: RelayExpr, g: _Group) -> Generator[Any, Any, RelayExpr]:
+        """Argument ``a`` as seen from inside group ``g`` (a rule: yields what it needs)."""
         if self.gmap[id(a)] is g:
-            return self.visit(a)
+            return (yield a)
         t = a.checked_type
         if isinstance(t, TupleType):  # tuples cross a boundary field by field
             if isinstance(a, Tuple):
-                return Tuple([self._arg(f, g) for f in a.fields])
-            outside = self.visit(a)
+                fields = []
+                for f in a.fields:
+                    fields.append((yield from self._arg(f, g)))
+                return Tuple(fields)
+            outside = yield a
             return Tuple([self._fields_in(self._item(outside, i), ft, g)
                           for i, ft in enumerate(t.fields)])
-        return self._param(g, self.visit(a), t)
+        return self._param(g, (yield a), t)
 
     def _fields_in(self, outside: RelayExpr, t: Type, g: _Group) -> RelayExpr:
         if isinstance(t, TupleType):
@@ -578,11 +604,7 @@ def fuse_function(func: Function, fuse_level: int = 1, max_depth: int = DEFAULT_
     graph = _ForwardGraph(func)
     groups = _Partitioner(fuse_level, max_depth).partition(graph)
     gmap = _final_groups(graph, groups)
-    mutator = _FuseMutator(gmap)
-    for n in graph.post_dfs:  # groups inputs first: a group's visit recurses within it only
-        if gmap[id(n.ref)].root.ref is n.ref:
-            mutator.visit(n.ref)
-    body = mutator.visit(func.body)
+    body = _FuseMutator(gmap).visit(func.body)
     return Function(func.params, body, func.ret_type, attrs=func.attrs)
 
 
