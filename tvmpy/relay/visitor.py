@@ -77,8 +77,6 @@ class ExprFunctor(Functor):
             return memo[key]
         if self._unvisited_inputs(expr):  # a chain below: visit it inputs first, iteratively
             memo_post_order(expr, self._unvisited_inputs, self.visit, memo)
-            if key in memo:  # an overriding visit() may have computed it on the way
-                return memo[key]
         cls = type(expr)
         res = (self._dispatch_table.get(cls) or type(self).dispatch(cls))(self, expr)
         memo[key] = res
