@@ -3,7 +3,6 @@ the shape vars appended after them; :func:`module_metadata` is the JSON a module
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..ir import dtype as dt
@@ -54,12 +53,7 @@ def _written_data_vars(func: PrimFunc) -> set[int]:
                     elif isinstance(a, E.BufferLoad) and n.op == "address_of":
                         out.add(id(a.buffer.data))
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))  # deep expression chains (unrolled reductions)
-    try:
-        post_order_visit(func.body, visit)
-    finally:
-        sys.setrecursionlimit(limit)
+    post_order_visit(func.body, visit)
     return out
 
 

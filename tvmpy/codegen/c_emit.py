@@ -155,23 +155,23 @@ class FunctionEmitter(ExprPrinter):
 
     # ---- statements --------------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> None:
-        fn = _STMTS.get(type(s))
+        fn = type(self).dispatch_prefix(type(s), "_s_")
         if fn is None:
             raise CCodegenError(f"{self.func.name}: the C backend cannot emit {type(s).__name__}")
         fn(self, s)
 
-    def _seq(self, s: S.SeqStmt) -> None:
+    def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.seq:
             self.stmt(x)
 
-    def _evaluate(self, s: S.Evaluate) -> None:
+    def _s_Evaluate(self, s: S.Evaluate) -> None:
         if isinstance(s.value, (E.IntImm, E.FloatImm, E.StringImm)):
             return
         if dt.lanes_of(s.value.dtype) > 1:
             raise CCodegenError(f"{self.func.name}: vector expression statement {s.value}")
         self.emit(self.expr(s.value) + ";")
 
-    def _let(self, s: S.LetStmt) -> None:
+    def _s_LetStmt(self, s: S.LetStmt) -> None:
         v = s.var
         lanes = dt.lanes_of(v.dtype)
         if lanes > 1:
@@ -192,7 +192,7 @@ class FunctionEmitter(ExprPrinter):
             self.data_vars.add(id(v))
         self.stmt(s.body)
 
-    def _attr(self, s: S.AttrStmt) -> None:
+    def _s_AttrStmt(self, s: S.AttrStmt) -> None:
         if s.attr_key in ("thread_extent", "virtual_thread"):
             node = s.node
             tag = getattr(node, "thread_tag", "") or getattr(getattr(node, "var", None), "name", "")
@@ -205,14 +205,14 @@ class FunctionEmitter(ExprPrinter):
             self.emit(f"/* {text} */")
         self.stmt(s.body)
 
-    def _assert(self, s: S.AssertStmt) -> None:
+    def _s_AssertStmt(self, s: S.AssertStmt) -> None:
         msg = s.message.value if isinstance(s.message, E.StringImm) else str(s.message)
         self.open(f"if (!{self.operand(s.condition, UNARY)})")
         self.fail(c_string(msg))
         self.close()
         self.stmt(s.body)
 
-    def _if(self, s: S.IfThenElse) -> None:
+    def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         self.open(f"if ({self.expr(s.condition)})")
         self.stmt(s.then_case)
         other = s.else_case
@@ -229,7 +229,7 @@ class FunctionEmitter(ExprPrinter):
             self.stmt(other)
         self.close()
 
-    def _prefetch(self, s: S.Prefetch) -> None:
+    def _s_Prefetch(self, s: S.Prefetch) -> None:
         pass  # a hint
 
     # ---- failure -----------------------------------------------------------------------------
@@ -253,7 +253,7 @@ class FunctionEmitter(ExprPrinter):
             return name
         return e
 
-    def _for(self, s: S.For) -> None:
+    def _s_For(self, s: S.For) -> None:
         if s.kind == S.ForKind.THREAD_BINDING:
             raise CCodegenError(f"{self.func.name}: loop {s.loop_var.name} is bound to a thread "
                                 "axis; the C target runs on the CPU")
@@ -349,7 +349,7 @@ class FunctionEmitter(ExprPrinter):
             self.close()
 
     # ---- memory ------------------------------------------------------------------------------
-    def _allocate(self, s: S.Allocate) -> None:
+    def _s_Allocate(self, s: S.Allocate) -> None:
         buf = s.buffer
         if len(buf.shape) != 1:
             raise CCodegenError(f"{self.func.name}: allocation {buf.name} has shape {buf.shape}; "
@@ -387,7 +387,7 @@ class FunctionEmitter(ExprPrinter):
         self.frames.pop()
         self.emit(f"free({name});")
 
-    def _store(self, s: S.BufferStore) -> None:
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
         if len(s.indices) != 1:
             raise CCodegenError(f"{self.func.name}: store to {s.buffer.name} has {len(s.indices)} "
                                 "indices; IR form 2 (after tvm.lower) has flat 1-D buffers")
@@ -462,15 +462,6 @@ def _overlaps(s: S.BufferStore) -> bool:
     if s.predicate is not None:
         post_order_visit(s.predicate, f)
     return found
-
-
-_STMTS = {
-    S.SeqStmt: FunctionEmitter._seq, S.Evaluate: FunctionEmitter._evaluate,
-    S.LetStmt: FunctionEmitter._let, S.AttrStmt: FunctionEmitter._attr,
-    S.AssertStmt: FunctionEmitter._assert, S.IfThenElse: FunctionEmitter._if,
-    S.Prefetch: FunctionEmitter._prefetch, S.For: FunctionEmitter._for,
-    S.Allocate: FunctionEmitter._allocate, S.BufferStore: FunctionEmitter._store,
-}
 
 
 def _extern_names(funcs: list[PrimFunc]) -> set[str]:

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir import dtype as dt
+from ..ir.functor import ChainFunctor, post_order
 from ..tir import expr as E
-from ..tir.functor import substitute
+from ..tir.functor import CHAIN_KINDS, substitute
 from .c_prelude import (
     HelperTable,
     c_string,
@@ -77,8 +78,10 @@ def _paren(text: str, prec: int, need: int) -> str:
     return text if prec >= need else f"({text})"
 
 
-class ExprPrinter:
+class ExprPrinter(ChainFunctor):
     """Prints expressions. The statement emitter provides names, pointers and declarations."""
+
+    _chain_kinds = CHAIN_KINDS
 
     helpers: HelperTable
     externs: dict[str, str]  # name -> prototype
@@ -95,6 +98,14 @@ class ExprPrinter:
 
     def fresh_name(self, v: E.Var) -> str:
         raise NotImplementedError
+
+    @classmethod
+    def _method_name(cls, node_cls: type) -> str | None:
+        return _EXPR_METHODS.get(node_cls.__name__)
+
+    def generic_visit(self, e: Any, lane: str | None = None) -> tuple[str, int]:
+        raise CCodegenError(f"C backend: cannot print {type(e).__name__} ({e}); is the "
+                            "function lowered (tvm.lower) to IR form 2?")
 
     # ---- entry points ------------------------------------------------------------------------
     def expr(self, e: E.PrimExpr, lane: str | None = None) -> str:
@@ -115,26 +126,36 @@ class ExprPrinter:
 
     def is_data(self, e: E.PrimExpr) -> bool:
         """Whether ``e``'s value depends on data (loads, calls, float casts, data variables)."""
-        key = id(e)
-        memo = self._data_memo
-        hit = memo.get(key)
+        memo = self._data_memo  # id -> (node, answer); holding the node keeps its id unique
+        hit = memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
+        for n in post_order(e, self._data_inputs, memo):  # inputs first, any depth
+            out = self._own_data(n)
+            if out is None:
+                out = any(memo[id(k)][1] for k in self._data_inputs(n))
+            memo[id(n)] = (n, out)
+        return memo[id(e)][1]
+
+    def _own_data(self, e: E.PrimExpr) -> bool | None:
+        """``is_data`` of ``e`` when its operands do not decide it, else None."""
         if isinstance(e, E.Var):
-            out = id(e) in self.data_vars
-        elif isinstance(e, E.BufferLoad) or (
+            return id(e) in self.data_vars
+        if isinstance(e, E.BufferLoad) or (
                 isinstance(e, E.Call) and e.op in ("call_extern", "call_pure_extern", "reinterpret")):
-            out = True
-        elif isinstance(e, E.Cast) and not dt.is_integer(e.value.dtype):
-            out = True
-        elif isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
-            out = False
-        else:
-            kids = [getattr(e, f) for f in e._fields]
-            kids = [k for x in kids for k in (x if isinstance(x, tuple) else (x,))]
-            out = any(self.is_data(k) for k in kids if isinstance(k, E.PrimExpr))
-        memo[key] = (e, out)  # keeps e alive: its id cannot be reused by a temporary node
-        return out
+            return True
+        if isinstance(e, E.Cast) and not dt.is_integer(e.value.dtype):
+            return True
+        if isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
+            return False
+        return None
+
+    def _data_inputs(self, e: E.PrimExpr) -> list[E.PrimExpr]:
+        if self._own_data(e) is not None:
+            return []
+        kids = [getattr(e, f) for f in e._fields]
+        return [k for x in kids for k in (x if isinstance(x, tuple) else (x,))
+                if isinstance(k, E.PrimExpr)]
 
     # ---- dispatch ----------------------------------------------------------------------------
     def _p(self, e: Any, lane: str | None) -> tuple[str, int]:
@@ -144,16 +165,7 @@ class ExprPrinter:
             lane = None
         elif lane is None:
             raise CCodegenError(f"C backend: vector expression {e} ({e.dtype}) in a scalar context")
-        fn = _DISPATCH.get(type(e))
-        if fn is None:
-            for klass in type(e).__mro__:
-                fn = _DISPATCH.get(klass)
-                if fn is not None:
-                    break
-            else:
-                raise CCodegenError(f"C backend: cannot print {type(e).__name__} ({e}); is the "
-                                    "function lowered (tvm.lower) to IR form 2?")
-        return fn(self, e, lane)
+        return self.visit_with(e, lane)
 
     # ---- leaves ------------------------------------------------------------------------------
     def _var(self, e: E.Var, lane: str | None) -> tuple[str, int]:
@@ -236,17 +248,20 @@ class ExprPrinter:
         """A chain of signed Add/Sub/Mul that wraps: computed unsigned, converted back once."""
         unsigned = "u" + storage_type(e.dtype)
 
-        def chain(x: E.PrimExpr) -> tuple[str, int]:
-            if type(x) in _ARITH and x.dtype == e.dtype:
-                op, prec = _ARITH[type(x)]
-                ta, pa = chain(x.a)
-                tb, pb = chain(x.b)
-                return f"{_paren(ta, pa, prec)} {op} {_paren(tb, pb, prec + 1)}", prec
-            if isinstance(x, E.IntImm) and x.value >= 0:
-                return f"{x.value}{'u' if dt.bits_of(x.dtype) == 32 else 'UL'}", PRIMARY
-            return f"({unsigned}){self.operand(x, UNARY, lane)}", UNARY
+        def links(x: E.PrimExpr) -> list[E.PrimExpr]:
+            return [x.a, x.b] if type(x) in _ARITH and x.dtype == e.dtype else []
 
-        text, _ = chain(e)
+        done: dict[int, tuple[str, int]] = {}
+        for x in post_order(e, links):  # operands first: chains of any length
+            if links(x):
+                op, prec = _ARITH[type(x)]
+                (ta, pa), (tb, pb) = done[id(x.a)], done[id(x.b)]
+                done[id(x)] = f"{_paren(ta, pa, prec)} {op} {_paren(tb, pb, prec + 1)}", prec
+            elif isinstance(x, E.IntImm) and x.value >= 0:
+                done[id(x)] = f"{x.value}{'u' if dt.bits_of(x.dtype) == 32 else 'UL'}", PRIMARY
+            else:
+                done[id(x)] = f"({unsigned}){self.operand(x, UNARY, lane)}", UNARY
+        text = done[id(e)][0]
         return f"({storage_type(e.dtype)})({text})", UNARY
 
     def _div(self, e: E.Div, lane: str | None) -> tuple[str, int]:
@@ -492,18 +507,14 @@ class ExprPrinter:
         return self._call_text(name, args, lane), PRIMARY
 
 
-_DISPATCH: dict[type, Callable[..., tuple[str, int]]] = {
-    E.Var: ExprPrinter._var, E.IntImm: ExprPrinter._int, E.FloatImm: ExprPrinter._float,
-    E.StringImm: ExprPrinter._string, E.Cast: ExprPrinter._cast,
-    E.Add: ExprPrinter._arith, E.Sub: ExprPrinter._arith, E.Mul: ExprPrinter._arith,
-    E.Div: ExprPrinter._div, E.Mod: ExprPrinter._mod, E.FloorDiv: ExprPrinter._floor_divmod,
-    E.FloorMod: ExprPrinter._floor_divmod, E.Min: ExprPrinter._minmax, E.Max: ExprPrinter._minmax,
-    E.CmpOp: ExprPrinter._cmp, E.And: ExprPrinter._and, E.Or: ExprPrinter._or,
-    E.Not: ExprPrinter._not, E.Select: ExprPrinter._select, E.Ramp: ExprPrinter._ramp,
-    E.Broadcast: ExprPrinter._broadcast, E.Shuffle: ExprPrinter._shuffle, E.Let: ExprPrinter._let,
-    E.BufferLoad: ExprPrinter._load, E.ProducerLoad: ExprPrinter._producer_load,
-    E.Call: ExprPrinter._call,
-}
+_EXPR_METHODS: dict[str, str] = {  # node class -> the ExprPrinter method printing it
+    "Var": "_var", "IntImm": "_int", "FloatImm": "_float", "StringImm": "_string", "Cast": "_cast",
+    "Add": "_arith", "Sub": "_arith", "Mul": "_arith", "Div": "_div", "Mod": "_mod",
+    "FloorDiv": "_floor_divmod", "FloorMod": "_floor_divmod", "Min": "_minmax", "Max": "_minmax",
+    "CmpOp": "_cmp", "And": "_and", "Or": "_or", "Not": "_not", "Select": "_select",
+    "Ramp": "_ramp", "Broadcast": "_broadcast", "Shuffle": "_shuffle", "Let": "_let",
+    "BufferLoad": "_load", "ProducerLoad": "_producer_load", "Call": "_call",
+}  # fmt: skip
 _CALLS: dict[str, Callable[..., tuple[str, int]]] = {
     "if_then_else": ExprPrinter._if_then_else, "likely": ExprPrinter._likely,
     "abs": ExprPrinter._abs, "bitwise_not": ExprPrinter._bitwise_not,

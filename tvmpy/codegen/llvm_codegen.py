@@ -20,13 +20,15 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..ir import dtype as dt
+from ..ir.functor import ChainFunctor
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.functor import post_order_visit
+from ..tir.functor import CHAIN_KINDS, post_order_visit
 from . import abi
 from .llvm_align import access_alignment, modular
 from .llvm_arith import binary as _binary
@@ -147,7 +149,13 @@ def _nonaffine_index(var: E.Var, body: S.Stmt) -> bool:
             return found
 
 
-class CodeGenLLVM:
+class CodeGenLLVM(ChainFunctor):
+    """LLVM IR for PrimFuncs: ``_s_<Stmt>`` methods emit statements, ``_e_<Expr>`` methods
+    return the value of an expression (dispatched by node class, ``ir.functor``)."""
+
+    _prefix = "_e_"
+    _chain_kinds = CHAIN_KINDS
+
     def __init__(self, triple: str, datalayout: str, cpu: str, features: str,
                  module_name: str = "tvmpy_module", mvec_isas: Sequence[tuple[str, int]] = (),
                  vector_bits: int = 128):
@@ -178,16 +186,6 @@ class CodeGenLLVM:
         return self.ctx.fb
 
     def add_function(self, func: PrimFunc) -> None:
-        import sys
-
-        limit = sys.getrecursionlimit()  # deep expression trees recurse (here and in abi)
-        sys.setrecursionlimit(max(limit, 20000))
-        try:
-            self._add_function(func)
-        finally:
-            sys.setrecursionlimit(limit)
-
-    def _add_function(self, func: PrimFunc) -> None:
         sig = abi.signature(func)
         self._func_name = func.name
         self._check_symbol(func.name)
@@ -243,10 +241,10 @@ class CodeGenLLVM:
     # =========================================================================================
     # statements
     def stmt(self, s: S.Stmt) -> None:
-        m = getattr(self, "_s_" + type(s).__name__, None)
+        m = type(self).dispatch_prefix(type(s), "_s_")
         if m is None:
             raise CodegenError(f"LLVM codegen: unsupported statement {type(s).__name__}: {s}")
-        m(s)
+        m(self, s)
 
     def _s_SeqStmt(self, s: S.SeqStmt) -> None:
         for x in s.seq:
@@ -574,17 +572,10 @@ class CodeGenLLVM:
 
     # =========================================================================================
     # expressions
-    def expr(self, e: E.PrimExpr) -> Value:
-        m = _EXPR_DISPATCH.get(type(e))
-        if m is None:
-            for klass in type(e).__mro__:
-                m = getattr(CodeGenLLVM, "_e_" + klass.__name__, None)
-                if m is not None:
-                    break
-            if m is None:
-                raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}: {e}")
-            _EXPR_DISPATCH[type(e)] = m
-        return m(self, e)
+    expr = ChainFunctor.visit  # ``expr(e) -> Value``: the value of an expression
+
+    def generic_visit(self, e: Any) -> Value:
+        raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}: {e}")
 
     def condition(self, e: E.PrimExpr) -> Value:
         """``e`` as i1 (or a vector of i1): non-bool conditions mean ``e != 0``."""
@@ -915,9 +906,6 @@ class _Binding:
             ctx.mod_env.pop(k, None)
         else:
             ctx.mod_env[k] = old_m
-
-
-_EXPR_DISPATCH: dict[type, Callable] = {}
 
 
 def _unit_ramp(index: E.PrimExpr) -> bool:

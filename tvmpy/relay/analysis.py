@@ -64,7 +64,6 @@ def well_formed(expr: RelayExpr) -> bool:
     """True when every variable is bound at most once (one Let or one parameter list) and no
     bound variable is used outside the scope that binds it. Passes should keep graphs well formed."""
     from .expr import Call, If, Tuple, TupleGetItem
-    from .visitor import deep_recursion
 
     binders: dict[int, int] = {}  # var id -> id of the node binding it
     ok = True
@@ -81,29 +80,28 @@ def well_formed(expr: RelayExpr) -> bool:
     post_order_visit(expr, record)
     if not ok:
         return False
-    memo: dict[tuple[int, frozenset[int]], bool] = {}
-
-    def walk(e: Any, scope: frozenset[int]) -> bool:
+    # every use must be in scope: a depth-first search over (node, scope) pairs, each once
+    stack: list[tuple[Any, frozenset[int]]] = [(expr, frozenset())]
+    seen: set[tuple[int, frozenset[int]]] = set()
+    while stack:
+        e, scope = stack.pop()
         key = (id(e), scope)
-        if key in memo:
-            return memo[key]
-        res = True
+        if key in seen:
+            continue
+        seen.add(key)
         if isinstance(e, Var):
-            res = id(e) in scope or id(e) not in binders
+            if id(e) in binders and id(e) not in scope:
+                return False
         elif isinstance(e, Let):
-            res = walk(e.value, scope) and walk(e.body, scope | {id(e.var)})
+            stack += [(e.value, scope), (e.body, scope | {id(e.var)})]
         elif isinstance(e, Function):
-            res = walk(e.body, scope | {id(p) for p in e.params})
+            stack.append((e.body, scope | {id(p) for p in e.params}))
         elif isinstance(e, Call):
-            res = walk(e.op, scope) and all(walk(a, scope) for a in e.args)
+            stack += [(x, scope) for x in (e.op, *e.args)]
         elif isinstance(e, Tuple):
-            res = all(walk(f, scope) for f in e.fields)
+            stack += [(x, scope) for x in e.fields]
         elif isinstance(e, TupleGetItem):
-            res = walk(e.tuple_value, scope)
+            stack.append((e.tuple_value, scope))
         elif isinstance(e, If):
-            res = all(walk(x, scope) for x in (e.cond, e.true_branch, e.false_branch))
-        memo[key] = res
-        return res
-
-    with deep_recursion():
-        return walk(expr, frozenset())
+            stack += [(x, scope) for x in (e.cond, e.true_branch, e.false_branch)]
+    return True

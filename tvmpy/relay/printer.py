@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.functor import post_order
 from .expr import (
     Call,
     Constant,
@@ -29,7 +30,7 @@ from .expr import (
 )
 from .op.registry import Op
 from .ty import type_str
-from .visitor import deep_recursion
+from .visitor import dataflow_children
 
 __all__ = ["astext", "short_str", "attr_str"]
 
@@ -82,6 +83,11 @@ def _scalar_str(c: Constant) -> str | None:
     return str(int(a)) + _SUFFIX.get(dt, dt)
 
 
+def _bound_inputs(e: Any) -> list[Any]:
+    """The dataflow inputs of ``e`` that print as a ``%N`` binding (not names or scalars)."""
+    return [c for c in dataflow_children(e) if not isinstance(c, (Var, GlobalVar, Op, Constant))]
+
+
 class _Printer:
     def __init__(self, show_types: bool = True):
         self.show_types = show_types
@@ -119,6 +125,9 @@ class _Printer:
                 self.meta_ids[id(e)] = len(self.meta)
                 self.meta.append(e)
             return f"meta[relay.Constant][{self.meta_ids[id(e)]}]"
+        if any(id(c) not in names for c in _bound_inputs(e)):  # long chains: inputs first
+            for n in post_order(e, _bound_inputs, names)[:-1]:
+                self.expr(n, names, lines, indent, counter)
         sub = lambda x: self.expr(x, names, lines, indent, counter)
         if isinstance(e, Call):
             args = [sub(a) for a in e.args]
@@ -173,11 +182,6 @@ class _Printer:
 
 def astext(node: Any, show_types: bool = True) -> str:
     """The text form of a relay expression, function or module."""
-    with deep_recursion():
-        return _astext(node, show_types)
-
-
-def _astext(node: Any, show_types: bool) -> str:
     from .module import IRModule
 
     p = _Printer(show_types)

@@ -69,6 +69,9 @@ class TypeInferencer(ExprFunctor):
             expr._set_checked_type(t)
         return t
 
+    def _visited(self, e: Any) -> bool:
+        return getattr(e, "_checked_type", None) is not None or id(e) in self.memo
+
     def visit_var(self, v: Var) -> Type:
         if v.type_annotation is None:
             raise RelayTypeError(

@@ -1,14 +1,18 @@
 """Traversal of relay graphs: ``ExprVisitor`` (each node visited once, DAG-safe), ``ExprMutator``
 (rebuilds a node only when a child changed, memoized so shared subgraphs stay shared), and
-``post_order_visit``. Override ``visit_<node>`` methods (``visit_call``, ``visit_var``, ...)."""
+``post_order_visit``. Override ``visit_<node>`` methods (``visit_call``, ``visit_var``, ...).
+
+Dataflow chains (calls, tuples, tuple items) of any length are safe: before a handler runs, the
+unvisited dataflow nodes below it are visited children first with an explicit stack
+(``ir.functor.memo_post_order``), so its ``self.visit(arg)`` returns the memo without recursing
+(TVM's MixedModeVisitor). Functions, lets and ifs are entered by their handlers."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
+from ..ir.functor import Functor, memo_post_order, post_order
 from .expr import (
     Call,
     Constant,
@@ -23,51 +27,68 @@ from .expr import (
 )
 from .op.registry import Op
 
-__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit", "deep_recursion"]
+__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit", "dataflow_children",
+           "dataflow_post_order"]
 
 _METHOD = {
-    Var: "visit_var", GlobalVar: "visit_global_var", Constant: "visit_constant", Call: "visit_call",
-    Tuple: "visit_tuple", TupleGetItem: "visit_tuple_getitem", Let: "visit_let", If: "visit_if",
-    Function: "visit_function", Op: "visit_op",
+    "Var": "visit_var", "GlobalVar": "visit_global_var", "Constant": "visit_constant",
+    "Call": "visit_call", "Tuple": "visit_tuple", "TupleGetItem": "visit_tuple_getitem",
+    "Let": "visit_let", "If": "visit_if", "Function": "visit_function", "Op": "visit_op",
 }  # fmt: skip
 
 
-@contextmanager
-def deep_recursion(limit: int = 20000):
-    """Graphs of thousands of nodes recurse deeply; raise Python's limit for the traversal."""
-    old = sys.getrecursionlimit()
-    if old < limit:
-        sys.setrecursionlimit(limit)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
+def dataflow_children(e: Any) -> tuple[Any, ...]:
+    """The dataflow inputs of ``e``: a call's arguments, a tuple's fields, a tuple item's tuple
+    (functions, lets and ifs are scopes: their handlers enter them)."""
+    t = type(e)
+    if t is Call:
+        return e.args
+    if t is Tuple:
+        return e.fields
+    if t is TupleGetItem:
+        return (e.tuple_value,)
+    return ()
 
 
-class ExprFunctor:
+def dataflow_post_order(expr: Any) -> list[Any]:
+    """The dataflow nodes of ``expr`` (through call arguments, tuple fields and tuple items),
+    inputs first, each once."""
+    return post_order(expr, dataflow_children)
+
+
+class ExprFunctor(Functor):
     """Dispatch on the node class with a per-instance memo (each node computed once)."""
 
     def __init__(self) -> None:
         self.memo: dict[int, Any] = {}
         self._keep: list[Any] = []  # keep memo keys alive (ids must not be reused)
 
+    @classmethod
+    def _method_name(cls, node_cls: type) -> str | None:
+        return _METHOD.get(node_cls.__name__)
+
+    def generic_visit(self, node: Any) -> Any:
+        raise TypeError(f"{type(self).__name__}: not a relay expression: {node!r}")
+
     def visit(self, expr: Any) -> Any:
         key = id(expr)
-        if key in self.memo:
-            return self.memo[key]
-        name = _METHOD.get(type(expr))
-        if name is None:
-            for klass, meth in _METHOD.items():
-                if isinstance(expr, klass):
-                    name = meth
-                    break
-            else:
-                raise TypeError(f"{type(self).__name__}: not a relay expression: {expr!r}")
-        with deep_recursion():
-            res = getattr(self, name)(expr)
-        self.memo[key] = res
+        memo = self.memo
+        if key in memo:
+            return memo[key]
+        if self._unvisited_inputs(expr):  # a chain below: visit it inputs first, iteratively
+            memo_post_order(expr, self._unvisited_inputs, self.visit, memo)
+        cls = type(expr)
+        res = (self._dispatch_table.get(cls) or type(self).dispatch(cls))(self, expr)
+        memo[key] = res
         self._keep.append(expr)
         return res
+
+    def _visited(self, e: Any) -> bool:
+        """Whether visiting ``e`` would return at once (a subclass with its own cache says so)."""
+        return id(e) in self.memo
+
+    def _unvisited_inputs(self, e: Any) -> list[Any]:
+        return [c for c in dataflow_children(e) if not self._visited(c)]
 
 
 class ExprVisitor(ExprFunctor):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..ir.functor import ChainFunctor
 from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
@@ -18,33 +19,17 @@ __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "stmt_substit
            "collect_vars", "uses_var", "reads_memory", "referenced_vars", "ir_transform"]
 
 
-def _dispatch_table(cls: type, table_attr: str) -> dict:
-    table = cls.__dict__.get(table_attr)
-    if table is None:
-        table = {}
-        type.__setattr__(cls, table_attr, table)
-    return table
+#: expression kinds that chain deeply (an unrolled reduction's Add chain) and whose handlers
+#: visit their operands in place: past ``ir.functor.CHAIN_DEPTH`` nested ones, functors evaluate
+#: the chain below with an explicit stack (see ``ChainFunctor``)
+CHAIN_KINDS: frozenset[type] = frozenset({
+    E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod, E.Min, E.Max,
+    E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.Cast,
+})  # fmt: skip
 
 
-class _Functor:
-    _prefix = "visit_"
-
-    def _method_for(self, node_cls: type) -> Callable:
-        table = _dispatch_table(type(self), "_dispatch_cache")
-        m = table.get(node_cls)
-        if m is None:
-            for klass in node_cls.__mro__:
-                fn = getattr(type(self), self._prefix + klass.__name__, None)
-                if fn is not None:
-                    m = fn
-                    break
-            else:
-                m = type(self).generic_visit
-            table[node_cls] = m
-        return m
-
-    def visit(self, node: Any) -> Any:
-        return self._method_for(type(node))(self, node)
+class _Functor(ChainFunctor):
+    _chain_kinds = CHAIN_KINDS
 
     def generic_visit(self, node: Any) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError(type(node).__name__)
@@ -140,16 +125,19 @@ def _rebuild(node: Any, changes: dict) -> Any:
     return node.replace(**changes)
 
 
+class _PostOrderVisit(Visitor):
+    def __init__(self, fvisit: Callable[[Any], None]):
+        self.fvisit = fvisit
+
+    def generic_visit(self, n: Any) -> None:
+        super().generic_visit(n)
+        if isinstance(n, (E.PrimExpr, S.Stmt)):
+            self.fvisit(n)
+
+
 def post_order_visit(node: Any, fvisit: Callable[[Any], None]) -> None:
     """Call ``fvisit`` on every expression/statement node, children first."""
-
-    class _V(Visitor):
-        def visit(self, n: Any) -> None:
-            super().visit(n)
-            if isinstance(n, (E.PrimExpr, S.Stmt)):
-                fvisit(n)
-
-    _V().visit(node)
+    _PostOrderVisit(fvisit).visit(node)
 
 
 def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
@@ -162,23 +150,29 @@ def ir_transform(stmt: Any, preorder: Callable[[Any], Any] | None,
     ``postorder(node)`` may return a replacement. ``only_enable`` names the node types given to
     the callbacks ("tir.For" or "For"); all types when None."""
     names = None if only_enable is None else {str(n).split(".")[-1] for n in only_enable}
+    return _Transform(preorder, postorder, names).visit(stmt)
 
-    class _T(Mutator):
-        def visit(self, node: Any) -> Any:
-            on = isinstance(node, (E.PrimExpr, S.Stmt)) and (
-                names is None or type(node).__name__ in names)
-            if on and preorder is not None:
-                out = preorder(node)
-                if out is not None:
-                    return out
-            new = self.generic_visit(node)
-            if on and postorder is not None:
-                out = postorder(new)
-                if out is not None:
-                    return out
-            return new
 
-    return _T().visit(stmt)
+class _Transform(Mutator):
+    def __init__(self, preorder: Callable[[Any], Any] | None,
+                 postorder: Callable[[Any], Any] | None, names: set[str] | None):
+        self.preorder, self.postorder, self.names = preorder, postorder, names
+
+    def enabled(self, node: Any) -> bool:
+        return isinstance(node, (E.PrimExpr, S.Stmt)) and (
+            self.names is None or type(node).__name__ in self.names)
+
+    def generic_visit(self, node: Any) -> Any:  # every node (no visit_* methods)
+        if self.preorder is not None and self.enabled(node):
+            out = self.preorder(node)
+            if out is not None:
+                return out
+        new = super().generic_visit(node)
+        if self.postorder is not None and self.enabled(node):
+            out = self.postorder(new)
+            if out is not None:
+                return out
+        return new
 
 
 class _Substituter(Mutator):
@@ -261,22 +255,25 @@ def referenced_vars(node: Any) -> list[E.Var]:
     it accesses and the sizes of its allocations, in first-seen order: what a body outlined into
     its own function (a parallel loop) may need from the enclosing scope; callers keep the ones
     defined there."""
-    seen: dict[int, E.Var] = {}
+    collect = _ReferencedVars()
+    collect.visit(node)
+    return list(collect.seen.values())
 
-    class _Collect(Visitor):
-        visit_buffers = True
 
-        def visit_Var(self, v: E.Var) -> None:
-            seen.setdefault(id(v), v)
+class _ReferencedVars(Visitor):
+    visit_buffers = True
 
-        def visit_Buffer(self, b: Buffer) -> None:
-            seen.setdefault(id(b.data), b.data)
-            self.visit(b.elem_offset)
+    def __init__(self) -> None:
+        self.seen: dict[int, E.Var] = {}
 
-        def visit_Allocate(self, a: S.Allocate) -> None:
-            for x in a.buffer.shape:  # the size is computed in the enclosing scope
-                self.visit(x)
-            self.generic_visit(a)
+    def visit_Var(self, v: E.Var) -> None:
+        self.seen.setdefault(id(v), v)
 
-    _Collect().visit(node)
-    return list(seen.values())
+    def visit_Buffer(self, b: Buffer) -> None:
+        self.seen.setdefault(id(b.data), b.data)
+        self.visit(b.elem_offset)
+
+    def visit_Allocate(self, a: S.Allocate) -> None:
+        for x in a.buffer.shape:  # the size is computed in the enclosing scope
+            self.visit(x)
+        self.generic_visit(a)

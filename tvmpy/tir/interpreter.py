@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import dtype as dt
+from ..ir.functor import Functor
 from ..ir.node import structural_equal
 from ..runtime.device import Device
 from ..runtime.module import Module
@@ -202,33 +203,25 @@ def _popcount(x: Any, npd: np.dtype) -> Any:
     return np.bitwise_count(x.astype(unsigned)).astype(npd)
 
 
-class _Compiler:
+class _Compiler(Functor):
     """Turns expressions and statements into closures over an environment dict
-    (``id(var) -> value``; a buffer's data Var maps to its 1-D memory)."""
+    (``id(var) -> value``; a buffer's data Var maps to its 1-D memory). Expressions dispatch to
+    ``e_<Class>``, statements to ``s_<Class>`` (``ir.functor``)."""
 
-    def __init__(self) -> None:
-        self._cache: dict[type, Callable] = {}
+    _prefix = "e_"
 
-    # ---- dispatch ------------------------------------------------------------------------------
-    def _dispatch(self, node: Any, prefix: str) -> Callable:
-        key = (prefix, type(node))
-        fn = self._cache.get(key)
-        if fn is None:
-            for klass in type(node).__mro__:
-                fn = getattr(self, prefix + klass.__name__, None)
-                if fn is not None:
-                    break
-            else:
-                raise NotImplementedError(
-                    f"interpreter: no semantics for {type(node).__name__} nodes: {node}")
-            self._cache[key] = fn
-        return fn
+    def generic_visit(self, node: Any) -> ExprFn:
+        raise NotImplementedError(f"interpreter: no semantics for {type(node).__name__} nodes: "
+                                  f"{node}")
 
     def expr(self, e: Any) -> ExprFn:
-        return self._dispatch(E.convert(e), "e_")(E.convert(e))
+        return self.visit(E.convert(e))
 
     def stmt(self, s: S.Stmt) -> StmtFn:
-        return self._dispatch(s, "s_")(s)
+        fn = type(self).dispatch_prefix(type(s), "s_")
+        if fn is None:
+            return self.generic_visit(s)
+        return fn(self, s)
 
     # ---- leaves --------------------------------------------------------------------------------
     def e_IntImm(self, e: E.IntImm) -> ExprFn:

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.functor import post_order
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..ty import TensorType
+from ..visitor import dataflow_children
 from .te_compiler import flat_tensor_types
 
 __all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph"]
@@ -111,16 +113,6 @@ class GraphCodegen:
         raise GraphCodegenError(f"{type(e).__name__} in main is not supported by the graph "
                                 "executor (only operators, tuples and their items)")
 
-    @staticmethod
-    def _children(e: RelayExpr) -> list[RelayExpr]:
-        if isinstance(e, Call):
-            return list(e.args)  # the callee (a primitive function) is not a node
-        if isinstance(e, Tuple):
-            return list(e.fields)
-        if isinstance(e, TupleGetItem):
-            return [e.tuple_value]
-        return []
-
     # ---- driver -----------------------------------------------------------------------------
     def codegen(self, main: Function) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """``(graph, params)``: the C3 graph as a dict (storage ids not yet planned)."""
@@ -132,16 +124,8 @@ class GraphCodegen:
         self.input_names = set(names)
         for p in main.params:  # inputs first, in main's order, even when unused
             self.memo[id(p)] = self._var(p)
-        stack: list[tuple[RelayExpr, bool]] = [(main.body, False)]
-        while stack:  # iterative post-order: deep networks exceed Python's recursion limit
-            e, ready = stack.pop()
-            if id(e) in self.memo:
-                continue
-            if not ready:
-                stack.append((e, True))
-                stack.extend((k, False) for k in reversed(self._children(e))
-                             if id(k) not in self.memo)
-                continue
+        # inputs first, any depth (the callee of a call, a primitive function, is not a node)
+        for e in post_order(main.body, dataflow_children, self.memo):
             if isinstance(e, Var):
                 raise GraphCodegenError(f"free variable %{e.name_hint} in main")
             self.memo[id(e)] = self._lower_node(e)

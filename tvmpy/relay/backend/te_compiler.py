@@ -23,12 +23,14 @@ from typing import Any
 import numpy as np
 
 from ... import te, tir
+from ...ir.functor import post_order
 from ...ir.node import structural_equal, structural_hash
 from ...target import Target
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
 from ..ty import TensorType, TupleType
+from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
 
 __all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
@@ -99,28 +101,9 @@ class _GroupLowering:
             self.inputs.extend(tensors)
 
     def visit(self, e: RelayExpr) -> list[te.Tensor]:
-        # post-order without Python recursion limits on long fused chains
-        stack: list[tuple[RelayExpr, bool]] = [(e, False)]
-        while stack:
-            node, ready = stack.pop()
-            if id(node) in self.memo:
-                continue
-            kids = self._children(node)
-            if not ready:
-                stack.append((node, True))
-                stack.extend((k, False) for k in reversed(kids) if id(k) not in self.memo)
-                continue
+        for node in post_order(e, dataflow_children, self.memo):  # inputs first, any depth
             self.memo[id(node)] = self._lower(node)
         return self.memo[id(e)]
-
-    def _children(self, e: RelayExpr) -> list[RelayExpr]:
-        if isinstance(e, Call):
-            return list(e.args)
-        if isinstance(e, Tuple):
-            return list(e.fields)
-        if isinstance(e, TupleGetItem):
-            return [e.tuple_value]
-        return []
 
     def _lower(self, e: RelayExpr) -> list[te.Tensor]:
         if isinstance(e, Var):

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..expr import Call, Constant, RelayExpr
+from ..expr import Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem
 from ..op.registry import Op
-from ..visitor import ExprMutator, ExprVisitor
+from ..visitor import ExprMutator, post_order_visit
 from .pass_infra import FunctionPass
 
 __all__ = ["FoldScaleAxis"]
@@ -32,14 +32,28 @@ def _is_op(e: Any, name: str) -> bool:
     return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
 
 
-class _Uses(ExprVisitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.count: dict[int, int] = {}
+def _use_counts(func: Any) -> dict[int, int]:
+    """How many references each node has (call operands, tuple fields, bindings, bodies)."""
+    count: dict[int, int] = {}
 
-    def visit(self, expr: Any) -> Any:
-        self.count[id(expr)] = self.count.get(id(expr), 0) + 1
-        return super().visit(expr)
+    def f(e: Any) -> None:
+        if isinstance(e, Call):
+            refs: tuple[Any, ...] = (e.op, *e.args)
+        elif isinstance(e, Function):
+            refs = (*e.params, e.body)
+        elif isinstance(e, Tuple):
+            refs = e.fields
+        else:
+            refs = tuple(getattr(e, k) for k in _REFS.get(type(e), ()))
+        for r in refs:
+            count[id(r)] = count.get(id(r), 0) + 1
+
+    post_order_visit(func, f)
+    return count
+
+
+_REFS = {TupleGetItem: ("tuple_value",), Let: ("var", "value", "body"),
+         If: ("cond", "true_branch", "false_branch")}
 
 
 def _channel_vector(c: np.ndarray, out_ndim: int, axis: int, channels: int) -> np.ndarray | None:
@@ -100,6 +114,4 @@ class FoldScaleAxis(FunctionPass):
         super().__init__(name="FoldScaleAxis", opt_level=3)
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
-        uses = _Uses()
-        uses.visit(func)
-        return _Fold(uses.count).visit(func)
+        return _Fold(_use_counts(func)).visit(func)

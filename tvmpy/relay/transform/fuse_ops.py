@@ -38,8 +38,10 @@ are pure); ``If`` and local closures are refused with NotImplementedError.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Generator
 from typing import Any
 
+from ...ir.functor import post_order
 from ...transform import PassContext
 from ..expr import (
     Call,
@@ -56,7 +58,7 @@ from ..expr import (
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType, TupleType, Type, dim_equal, type_str
 from ..type_infer import infer_type
-from ..visitor import ExprMutator, deep_recursion, post_order_visit
+from ..visitor import ExprMutator, dataflow_post_order, post_order_visit
 from .pass_infra import FunctionPass
 
 __all__ = ["FuseOps", "fuse_function", "DEFAULT_MAX_DEPTH", "MAX_NAME_LENGTH"]
@@ -136,22 +138,8 @@ class _ForwardGraph:
         self.post_dfs.append(n)
 
     def _build(self, root: Any) -> None:
-        # iterative post-order DFS: (expr, expanded?)
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        seen: set[int] = set()
-        while stack:
-            e, expanded = stack.pop()
-            if expanded:
-                self._add(e)
-                continue
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            children = self._pre_visit(e)
-            stack.append((e, True))
-            for c in reversed(children):
-                if id(c) not in seen:
-                    stack.append((c, False))
+        for e in post_order(root, self._pre_visit):
+            self._add(e)
 
     def _pre_visit(self, e: Any) -> list[Any]:
         """Set ``e``'s pattern and its argument edges; return the children to visit."""
@@ -448,47 +436,72 @@ class _FuseMutator:
         self._keep: list[Any] = []
 
     def visit(self, e: Any) -> Any:
+        """The rewritten ``e``. The rules below are generators that yield each node whose
+        rewritten form they need; this loop runs them with an explicit stack, in the order a
+        recursive evaluation would take (a fused function's parameters keep their order), for
+        graphs and groups of any depth."""
         r = self.memo.get(id(e))
-        if r is None:
-            r = self._visit(e)
-            self.memo[id(e)] = r
-            self._keep.append(e)
-        return r
+        if r is not None:
+            return r
+        stack = [(e, self._rewrite(e))]
+        value = None
+        while stack:
+            node, rule = stack[-1]
+            try:
+                need = rule.send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = self.memo[id(node)] = done.value
+                self._keep.append(node)
+                continue
+            value = self.memo.get(id(need))
+            if value is None:
+                stack.append((need, self._rewrite(need)))
+        return self.memo[id(e)]
 
-    def _visit(self, e: Any) -> Any:
+    def _rewrite(self, e: Any) -> Generator[Any, Any, Any]:
         if isinstance(e, (Var, Constant)):
             return e
         if isinstance(e, Call):
+            args = []
             if not isinstance(e.op, Op):  # a call of an already fused function: kept
-                return Call(e.op, [self.visit(a) for a in e.args], e.attrs)
+                for a in e.args:
+                    args.append((yield a))
+                return Call(e.op, args, e.attrs)
             g = self.gmap[id(e)]
-            new = Call(e.op, [self._arg(a, g) for a in e.args], e.attrs)
+            for a in e.args:
+                args.append((yield from self._arg(a, g)))
+            new = Call(e.op, args, e.attrs)
             return self._function(g, new) if g.root.ref is e else new
         if isinstance(e, Tuple):
             g = self.gmap[id(e)]
-            if g.root.ref is e:
-                return Tuple([self.visit(f) for f in e.fields])
-            return Tuple([self._arg(f, g) for f in e.fields])
+            fields = []
+            for f in e.fields:
+                fields.append((yield f) if g.root.ref is e else (yield from self._arg(f, g)))
+            return Tuple(fields)
         if isinstance(e, TupleGetItem):
             g = self.gmap[id(e)]
             if self.gmap[id(e.tuple_value)] is not g:  # computed by another group: outside
-                item = self._item(self.visit(e.tuple_value), e.index)
+                item = self._item((yield e.tuple_value), e.index)
                 return item if g.root.ref is e else self._param(g, item, e.checked_type)
-            return TupleGetItem(self.visit(e.tuple_value), e.index)
+            return TupleGetItem((yield e.tuple_value), e.index)
         raise _unsupported(e)
 
-    def _arg(self, a: RelayExpr, g: _Group) -> RelayExpr:
-        """Argument ``a`` as seen from inside group ``g``."""
+    def _arg(self, a: RelayExpr, g: _Group) -> Generator[Any, Any, RelayExpr]:
+        """Argument ``a`` as seen from inside group ``g`` (a rule: yields what it needs)."""
         if self.gmap[id(a)] is g:
-            return self.visit(a)
+            return (yield a)
         t = a.checked_type
         if isinstance(t, TupleType):  # tuples cross a boundary field by field
             if isinstance(a, Tuple):
-                return Tuple([self._arg(f, g) for f in a.fields])
-            outside = self.visit(a)
+                fields = []
+                for f in a.fields:
+                    fields.append((yield from self._arg(f, g)))
+                return Tuple(fields)
+            outside = yield a
             return Tuple([self._fields_in(self._item(outside, i), ft, g)
                           for i, ft in enumerate(t.fields)])
-        return self._param(g, self.visit(a), t)
+        return self._param(g, (yield a), t)
 
     def _fields_in(self, outside: RelayExpr, t: Type, g: _Group) -> RelayExpr:
         if isinstance(t, TupleType):
@@ -529,22 +542,8 @@ class _FuseMutator:
 def fused_name(body: RelayExpr) -> str:
     """TVM's readable name: "fused_" + the operator names in post order, dots as underscores;
     names longer than MAX_NAME_LENGTH are truncated and get a hash suffix."""
-    names: list[str] = []
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(body, False)]
-    while stack:
-        e, done = stack.pop()
-        if done:
-            if isinstance(e, Call) and isinstance(e.op, Op):
-                names.append(e.op.name.replace(".", "_"))
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        kids = (e.args if isinstance(e, Call) else e.fields if isinstance(e, Tuple)
-                else (e.tuple_value,) if isinstance(e, TupleGetItem) else ())
-        stack.extend((k, False) for k in reversed(kids))
+    names = [e.op.name.replace(".", "_") for e in dataflow_post_order(body)
+             if isinstance(e, Call) and isinstance(e.op, Op)]
     name = "_".join(["fused", *names])
     if len(name) > MAX_NAME_LENGTH:
         digest = hashlib.sha1(name.encode()).hexdigest()[:16]
@@ -601,12 +600,11 @@ def fuse_function(func: Function, fuse_level: int = 1, max_depth: int = DEFAULT_
     for p in func.params:
         if p.type_annotation is None:
             raise TypeError(f"FuseOps: parameter %{p.name_hint} has no type annotation")
-    with deep_recursion():
-        func = _normalize(func, mod)
-        graph = _ForwardGraph(func)
-        groups = _Partitioner(fuse_level, max_depth).partition(graph)
-        gmap = _final_groups(graph, groups)
-        body = _FuseMutator(gmap).visit(func.body)
+    func = _normalize(func, mod)
+    graph = _ForwardGraph(func)
+    groups = _Partitioner(fuse_level, max_depth).partition(graph)
+    gmap = _final_groups(graph, groups)
+    body = _FuseMutator(gmap).visit(func.body)
     return Function(func.params, body, func.ret_type, attrs=func.attrs)
 
 
