@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -56,12 +55,3 @@ def best_time(fn: Callable[[], object], repeat: int = 10, number: int = 1) -> fl
     return min(times)
 
 
-def median_time(fn: Callable[[], object], repeat: int = 10, number: int = 1) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t) / number)
-    return statistics.median(times)

@@ -225,20 +225,6 @@ class Sum:
             g = math.gcd(g, c)
         return g
 
-    def without_const(self) -> Sum:
-        s = self.copy()
-        s.const = 0
-        return s
-
-    def equals(self, other: Sum) -> bool:
-        if self.const != other.const or len(self.terms) != len(other.terms):
-            return False
-        for k, (c, _) in self.terms.items():
-            t = other.terms.get(k)
-            if t is None or t[0] != c:
-                return False
-        return True
-
     # ---- back to an expression ---------------------------------------------------------------
     def sorted_terms(self) -> list:
         def key(t):

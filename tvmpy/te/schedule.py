@@ -456,9 +456,6 @@ class Schedule:
                 return st
         return None
 
-    def _stage_of_tensor(self, t: Tensor) -> Stage:
-        return self[t.op]
-
     def _reader_stages(self, st: Stage) -> list[Stage]:
         outs = {id(st.op)}
         return [c for c in self.stages

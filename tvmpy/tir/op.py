@@ -6,7 +6,6 @@ interpreter, constant folder and code generators share one table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ..ir import dtype as dt
@@ -308,7 +307,3 @@ def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
 def reinterpret(dtype: str, value: Any) -> PrimExpr:
     value = convert(value)
     return Call(dtype, "reinterpret", [value])
-
-
-def _seq_or_one(x: Sequence[Any] | Any) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
