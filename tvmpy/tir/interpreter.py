@@ -192,10 +192,23 @@ def _float_floormod(a: Any, b: Any) -> Any:
     return a - np.floor(a / b) * b
 
 
+_FLOAT_DIV: dict[type, Callable[[Any, Any], Any]] = {
+    E.Div: operator.truediv, E.Mod: np.fmod, E.FloorDiv: _float_floordiv,
+    E.FloorMod: _float_floormod}
+
+
 def _vec_erf(x: Any, npd: np.dtype) -> Any:
     if np.ndim(x) == 0:
         return npd.type(math.erf(float(x)))
     return np.frompyfunc(math.erf, 1, 1)(x).astype(npd)
+
+
+def _value_dtype(e: E.Call) -> np.dtype:
+    """The numpy dtype of a numeric intrinsic's result; a handle-typed one is malformed IR."""
+    if dt.is_handle(e.dtype):
+        raise TypeError(f"interpreter: intrinsic {e.op!r} computes a number but has type "
+                        f"{e.dtype}: {e}")
+    return _np(e.dtype)
 
 
 def _popcount(x: Any, npd: np.dtype) -> Any:
@@ -257,6 +270,7 @@ class _Compiler(Functor):
         kind = dt.parse(e.a.dtype).kind
         vec = dt.lanes_of(e.dtype) > 1
         t = type(e)
+        op: Callable[[Any, Any], Any]
         if t in _ARITH:
             op = _ARITH[t]
         elif t in _CMP:
@@ -270,8 +284,7 @@ class _Compiler(Functor):
         elif t is E.Or:
             op = np.logical_or
         elif kind == "float":
-            op = {E.Div: operator.truediv, E.Mod: np.fmod, E.FloorDiv: _float_floordiv,
-                  E.FloorMod: _float_floormod}[t]
+            op = _FLOAT_DIV[t]
         else:
             return self._int_division(t, a, b, vec, kind == "uint")
         return lambda env: op(a(env), b(env))
@@ -381,7 +394,7 @@ class _Compiler(Functor):
 
     # ---- calls ---------------------------------------------------------------------------------
     def e_Call(self, e: E.Call) -> ExprFn:
-        op, npd_name = e.op, e.dtype
+        op = e.op
         if op in ("call_extern", "call_pure_extern"):
             return self._extern(e)
         if op == "if_then_else":
@@ -395,22 +408,23 @@ class _Compiler(Functor):
         if op == "type_annotation":
             return lambda env: None
         args = [self.expr(a) for a in e.args]
-        npd = _np(npd_name) if not dt.is_handle(npd_name) else None
         if op == "reinterpret":
+            npd = None if dt.is_handle(e.dtype) else _np(e.dtype)
             a0 = args[0]
             return lambda env: a0(env).view(npd)
         if op in FLOAT_PREDICATE:
             fn = getattr(np, FLOAT_PREDICATE[op])
             return lambda env: fn(args[0](env))
         if op in FLOAT_UNARY:
-            return self._float_unary(op, args[0], npd)
+            return self._float_unary(op, args[0], _value_dtype(e))
         if op in FLOAT_BINARY:
             fn2 = getattr(np, FLOAT_BINARY[op])
             return lambda env: fn2(args[0](env), args[1](env))
         if op == "abs":
             return lambda env: np.abs(args[0](env))
         if op == "popcount":
-            return lambda env: _popcount(args[0](env), npd)
+            int_npd = _value_dtype(e)
+            return lambda env: _popcount(args[0](env), int_npd)
         simple = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
                   "bitwise_xor": np.bitwise_xor, "shift_left": np.left_shift,
                   "shift_right": np.right_shift, "bitwise_not": np.invert}
@@ -432,7 +446,9 @@ class _Compiler(Functor):
             return lambda env: one / (one + np.exp(-a(env)))
         if op == "erf":
             return lambda env: _vec_erf(a(env), npd)
-        fn = getattr(np, FLOAT_UNARY[op])
+        np_name = FLOAT_UNARY[op]
+        assert np_name is not None, "the intrinsics without a numpy function are composed above"
+        fn = getattr(np, np_name)
         return lambda env: fn(a(env))
 
     def _if_then_else(self, e: E.Call) -> ExprFn:
@@ -660,9 +676,10 @@ def _strides(buf: Buffer) -> list[Any]:
     """The buffer's strides, as Python ints where the shape is constant."""
     if buf.strides:
         return list(buf.strides)
-    if all(isinstance(x, E.IntImm) for x in buf.shape):
+    dims = [x for x in buf.shape if isinstance(x, E.IntImm)]
+    if len(dims) == len(buf.shape):
         out, acc = [], 1
-        for x in reversed(buf.shape):
+        for x in reversed(dims):
             out.append(E.const(acc, x.dtype))
             acc *= x.value
         return out[::-1]
@@ -838,6 +855,11 @@ class _Access:
 
 
 # ---------------------------------------------------------------------------------------------
+# a reduction loop ``B[idx] = B[idx] op rest``: (op's ufunc, the access to B, the element dtype,
+# rest, rest is vector-typed)
+_Reduction = tuple[np.ufunc, _Access, np.dtype, ExprFn, bool]
+
+
 class _FastLoop:
     """Whole-loop numpy evaluation of an innermost loop, when provably equal to the serial loop.
 
@@ -849,10 +871,14 @@ class _FastLoop:
     ``e`` not reading B runs as ``op.accumulate`` (sequential, same rounding as the loop).
     """
 
-    def __init__(self) -> None:
-        self.checks: list[tuple[int, _Access]] = []
-        self.reduce: tuple | None = None
-        self.static = False  # disjointness proved once, from the index expressions
+    def __init__(self, var: int, npd: np.dtype, checks: list[tuple[int, _Access]] | None,
+                 reduce: _Reduction | None, static: bool) -> None:
+        self.var = var  # env key of the loop variable
+        self.npd = npd  # its numpy dtype
+        # (buffer key, access) for every access to a written buffer; None: not checkable
+        self.checks = checks
+        self.reduce = reduce
+        self.static = static  # disjointness proved once, from the index expressions
 
     @staticmethod
     def analyse(comp: _Compiler, loop: S.For) -> _FastLoop | None:
@@ -882,10 +908,9 @@ class _FastLoop:
         post_order_visit(body, visit)
         if not ok or not stores:
             return None
-        fast = _FastLoop()
-        fast.var, fast.npd = id(loop.loop_var), _np(loop.loop_var.dtype)
+        reduce = None
         if len(stores) == 1 and body is stores[0]:
-            fast.reduce = _reduction_pattern(comp, stores[0], loop.loop_var)
+            reduce = _reduction_pattern(comp, stores[0], loop.loop_var)
         written = {id(st.buffer.data) for st in stores}
 
         def checkable(node: Any) -> bool:
@@ -894,25 +919,24 @@ class _FastLoop:
                 n, E.BufferLoad) else None)
             return not found_load and all(id(v) not in local for v in collect_vars(node))
 
-        for acc in [*stores, *loads]:
-            if id(acc.buffer.data) not in written:
-                continue
-            parts = [*acc.indices, acc.buffer.elem_offset, *acc.buffer.strides]
-            if not all(checkable(p) for p in parts):
-                fast.checks = None  # type: ignore[assignment]
-                break
-            fast.checks.append((id(acc.buffer.data), _Access(comp, acc.buffer, acc.indices, None,
-                                                             acc.dtype if isinstance(
-                                                                 acc, E.BufferLoad)
-                                                             else acc.value.dtype)))
-        if fast.checks is None and fast.reduce is None:
+        accesses: list[S.BufferStore | E.BufferLoad] = [*stores, *loads]
+        to_check = [acc for acc in accesses if id(acc.buffer.data) in written]
+        checks: list[tuple[int, _Access]] | None = None
+        if all(checkable(p) for acc in to_check
+               for p in (*acc.indices, acc.buffer.elem_offset, *acc.buffer.strides)):
+            checks = [(id(acc.buffer.data), _Access(
+                comp, acc.buffer, acc.indices, None,
+                acc.dtype if isinstance(acc, E.BufferLoad) else acc.value.dtype))
+                for acc in to_check]
+        if checks is None and reduce is None:
             return None
-        if fast.checks is not None:
-            fast.static = _statically_disjoint([*stores, *loads], written, loop.loop_var)
-        return fast
+        static = checks is not None and _statically_disjoint(accesses, written, loop.loop_var)
+        return _FastLoop(id(loop.loop_var), _np(loop.loop_var.dtype), checks, reduce, static)
 
     def disjoint(self, env: Env, n: int) -> bool:
         """True when no written address is touched by two different iterations."""
+        if self.checks is None:  # never: only a reduction loop has none, and wrap runs it as one
+            return False
         groups: dict[int, list[np.ndarray]] = {}
         for key, acc in self.checks:
             a = np.asarray(acc.address(env), dtype=np.int64)
@@ -938,7 +962,7 @@ class _FastLoop:
         return True
 
     def wrap(self, serial: StmtFn, body: StmtFn, mn: ExprFn, ext: ExprFn) -> StmtFn:
-        k, npd = self.var, self.npd
+        k, npd, reduce = self.var, self.npd, self.reduce
 
         def loop(env: Env) -> None:
             if _MASK in env:  # inside a masked region: keep it simple
@@ -948,8 +972,8 @@ class _FastLoop:
             if n <= 1:
                 serial(env)
                 return
-            if self.reduce is not None:
-                self._run_reduce(env, lo, n)
+            if reduce is not None:
+                self._run_reduce(env, reduce, lo, n)
                 return
             env[k] = np.arange(lo, lo + n, dtype=npd)
             try:
@@ -963,8 +987,8 @@ class _FastLoop:
 
         return loop
 
-    def _run_reduce(self, env: Env, lo: int, n: int) -> None:
-        ufunc, acc, elem, rest, rest_vec = self.reduce  # type: ignore[misc]
+    def _run_reduce(self, env: Env, reduce: _Reduction, lo: int, n: int) -> None:
+        ufunc, acc, elem, rest, rest_vec = reduce
         init = acc.load(env)
         env[self.var] = np.arange(lo, lo + n, dtype=self.npd)
         vals = rest(env)
@@ -1029,14 +1053,17 @@ def _contains(node: Any, pred: Callable[[Any], bool]) -> bool:
     return bool(found)
 
 
-_REDUCE_UFUNC = {E.Add: np.add, E.Mul: np.multiply, E.Min: np.minimum, E.Max: np.maximum}
+_REDUCE_UFUNC: dict[type, np.ufunc] = {E.Add: np.add, E.Mul: np.multiply, E.Min: np.minimum,
+                                       E.Max: np.maximum}
 
 
-def _reduction_pattern(comp: _Compiler, st: S.BufferStore, var: E.Var) -> tuple | None:
+def _reduction_pattern(comp: _Compiler, st: S.BufferStore, var: E.Var) -> _Reduction | None:
     v = st.value
     ufunc = _REDUCE_UFUNC.get(type(v))
     if ufunc is None:
         return None
+    assert isinstance(v, E.BinaryOp), "the reducing ops are binary"
+    data = st.buffer.data
     for ld, rest in ((v.a, v.b), (v.b, v.a)):
         if not isinstance(ld, E.BufferLoad) or ld.buffer is not st.buffer:
             continue
@@ -1052,8 +1079,7 @@ def _reduction_pattern(comp: _Compiler, st: S.BufferStore, var: E.Var) -> tuple 
         if any(_contains(x, lambda n: isinstance(n, E.BufferLoad | E.Let) or n is var)
                for x in invariant):
             return None
-        if _contains(rest, lambda n, t=st.buffer.data: isinstance(n, E.BufferLoad)
-                     and n.buffer.data is t):
+        if _contains(rest, lambda n: isinstance(n, E.BufferLoad) and n.buffer.data is data):
             return None
         acc = _Access(comp, st.buffer, st.indices, st.predicate, st.value.dtype)
         return (ufunc, acc, _np(st.value.dtype), comp.expr(rest), dt.lanes_of(rest.dtype) > 1)
@@ -1189,7 +1215,7 @@ def _scalar_arg(p: E.Var, a: Any) -> Any:
     if not isinstance(a, ok) or (kind in ("int", "uint") and isinstance(a, bool)):
         raise TypeError(f"argument {p.name}: expected a {p.dtype} scalar, got "
                         f"{type(a).__name__} {a!r}")
-    if kind in ("int", "uint"):
+    if kind in ("int", "uint") and isinstance(a, int | np.integer):  # as ``ok`` ensured
         info = np.iinfo(_np(p.dtype))
         if not info.min <= int(a) <= info.max:
             raise OverflowError(f"argument {p.name}: {a} does not fit {p.dtype}")
@@ -1246,15 +1272,17 @@ class InterpModule(Module):
 
     def __init__(self, funcs: Sequence[PrimFunc], entry: str | None = None):
         self.functions: dict[str, PrimFunc] = {f.name: f for f in funcs}
+        self._interp_funcs: dict[str, InterpFunction] = {}
         if not self.functions:
             raise ValueError("InterpModule needs at least one function")
         meta = {"version": 1, "entry": entry or next(iter(self.functions)), "functions": []}
         super().__init__(None, meta, "interp")
 
+    # InterpFunction has runtime.Function's calling protocol, not its class (no ctypes function)
     def _find(self, name: str) -> InterpFunction | None:  # type: ignore[override]
-        f = self._funcs.get(name)
+        f = self._interp_funcs.get(name)
         if f is None and name in self.functions:
-            f = self._funcs[name] = InterpFunction(self.functions[name], self.device)
+            f = self._interp_funcs[name] = InterpFunction(self.functions[name], self.device)
         return f
 
     def _all_names(self) -> list[str]:
