@@ -13,6 +13,7 @@ schedules of the key "cpu") and every layout hook of the AlterOpLayout pass (``a
 the target-dispatched defaults, ``x86_alter_op.py`` and ``x86_winograd.py`` the x86 layout and
 algorithm policy). A new target adds its own files registering for its key.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
