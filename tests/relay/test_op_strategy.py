@@ -11,8 +11,8 @@ from tvmpy import relay, te
 from tvmpy.relay.analysis import free_vars
 from tvmpy.relay.backend import lower_call, placeholders_for
 from tvmpy.relay.interpreter import evaluate
-from tvmpy.relay.op.strategy import OpStrategy, dispatch_key, select_implementation
-from tvmpy.relay.op.strategy.generic import COMPUTES
+from tvmpy.relay.op.strategy import OpStrategy, select_implementation
+from tvmpy.relay.op.strategy.generic import COMPUTES, schedule_injective
 from tvmpy.relay.type_infer import infer_type
 
 rng = np.random.default_rng(11)
@@ -34,7 +34,8 @@ def _fields(arg):
 def check_call(expr, target="llvm", rtol=1e-5, atol=1e-5, key=None):
     """Compile the (single) call of ``expr`` alone and compare it with the interpreter.
 
-    ``key``: use that dispatch family's strategy (e.g. "generic") instead of the target's."""
+    ``key``: use the strategy registered for that target key (e.g. "generic", the default)
+    instead of the target's."""
     params = free_vars(expr)
     func = infer_type(relay.Function(params, expr))
     body = func.body
@@ -52,8 +53,9 @@ def check_call(expr, target="llvm", rtol=1e-5, atol=1e-5, key=None):
         outs, schedule_fn = lower_call(body, inputs, target)
         s = schedule_fn(outs)
     else:
-        table = body.op.get_attr("FTVMStrategy").table
-        impl = table[key](body.attrs, inputs, body.checked_type, target).best()
+        gfunc = body.op.get_attr("FTVMStrategy").generic_func
+        fstrategy = gfunc.fdefault if key == "generic" else gfunc.dispatch_dict[key]
+        impl = fstrategy(body.attrs, inputs, body.checked_type, target).best()
         outs = impl.compute(body.attrs, inputs, body.checked_type)
         s = impl.schedule(body.attrs, outs, target)
     mod = tvm.build(s, [*inputs, *outs], target)
@@ -164,17 +166,80 @@ def test_dense_pack_chosen_for_many_rows_and_correct():
     assert outs[0].op.tag == "dense_pack"
 
 
-def test_dispatch_key_per_target():
-    assert dispatch_key(tvm.target.Target("llvm")) == "x86"
-    assert dispatch_key(tvm.target.Target("c")) == "x86"
-    assert dispatch_key("cuda") == "generic"
-    add = relay.op.get("add")
-    table = add.get_attr("FTVMStrategy").table
-    assert set(table) == {"generic", "x86"}
+def _pick(call, target):
+    return select_implementation(call.op, call.attrs, placeholders_for(call), call.checked_type,
+                                 target).name
+
+
+def test_strategy_dispatch_by_target_keys():
     call = _typed_call(relay.add(relay.var("x", shape=(4,)), relay.var("y", shape=(4,))))
-    ins = placeholders_for(call)
-    gen = table["generic"](call.attrs, ins, call.checked_type, "cuda")
-    assert gen.best().name == "add.generic"
+    assert tvm.target.Target("llvm").keys == tvm.target.Target("c").keys == ["cpu"]
+    assert "cpu" in call.op.get_attr("FTVMStrategy").generic_func.dispatch_dict
+    assert _pick(call, tvm.target.Target("llvm")) == "add.x86"
+    assert _pick(call, "c") == "add.x86"
+    assert _pick(call, "interp") == "add.generic"
+    assert _pick(call, "llvm -keys=other") == "add.generic"
+    assert _pick(call, "llvm -keys=other,cpu") == "add.x86"
+
+
+def test_a_new_target_key_registers_its_own_strategy_and_schedules():
+    """A target with its own key (``-keys=mykey``) gets what is registered for "mykey" and
+    otherwise the generic strategy: registration, no edit of shared code."""
+    from tvmpy import topi
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.op.strategy import register_strategy_func
+
+    used = []
+
+    def mykey_softmax(attrs, inputs, out_type, target):
+        used.append(("strategy", str(target)))
+        s = OpStrategy()
+        s.add_implementation(COMPUTES["nn.softmax"],
+                             lambda a, outs, t: topi.generic.schedule_injective(outs),
+                             "softmax.mykey", 10)
+        return s
+
+    def mykey_injective(attrs, outs, target):
+        used.append(("injective", str(target)))
+        return topi.generic.schedule_injective(outs)
+
+    softmax = relay.op.get("nn.softmax").get_attr("FTVMStrategy").generic_func
+    register_strategy_func("nn.softmax", "mykey", mykey_softmax)
+    schedule_injective.register("mykey", mykey_injective)
+    try:
+        x = relay.var("x", shape=(3, 5))
+        sm = _typed_call(relay.nn.softmax(x))
+        assert _pick(sm, "llvm -keys=mykey") == "softmax.mykey"
+        assert _pick(sm, "llvm -keys=other,mykey,cpu") == "softmax.mykey"
+        assert _pick(sm, "llvm -keys=cpu,mykey") == "nn.softmax.x86"
+        assert _pick(sm, "llvm -keys=other") == "nn.softmax.generic"
+        add = _typed_call(relay.add(x, x))
+        assert _pick(add, "llvm -keys=mykey") == "add.generic"
+        # relay.build: the softmax group and an injective group use mykey's registrations
+        used.clear()
+        xv = rng.uniform(-1, 1, size=(3, 5)).astype("float32")
+        mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.softmax(relay.exp(x)) + x))
+        with tvm.transform.PassContext(opt_level=0):
+            lib = relay.build(mod, "llvm -keys=mykey")
+        assert ("strategy", "llvm -keys=mykey") in used
+        assert ("injective", "llvm -keys=mykey") in used
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+        m.set_input("x", xv)
+        m.run()
+        e = np.exp(np.exp(xv))
+        np.testing.assert_allclose(m.get_output(0).numpy(),
+                                   e / e.sum(-1, keepdims=True) + xv, rtol=1e-5, atol=1e-6)
+    finally:
+        del softmax.dispatch_dict["mykey"], schedule_injective.dispatch_dict["mykey"]
+
+
+def test_the_generic_strategy_comes_first():
+    from tvmpy.relay.op.strategy import register_strategy_func
+
+    with pytest.raises(ValueError, match="'generic' strategy before"):
+        register_strategy_func("test.no_such_strategy_op", "cpu", lambda *a: None)
+    with pytest.raises(ValueError, match="already registered"):
+        register_strategy_func("add", "generic", lambda *a: None)
 
 
 @pytest.mark.parametrize("build", [

@@ -17,7 +17,7 @@ lowered and compiled once and share one symbol.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from ...target import Target
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
+from ..op.strategy.generic import generic_schedule, pattern_schedule
 from ..ty import TensorType, TupleType
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
@@ -184,15 +185,14 @@ class _GroupLowering:
                 anchor = (pattern, call, impl)
         empty = all(_is_empty(t.shape) for t in outs)  # (a schedule may choke on no work)
         if anchor is None or anchor[0] <= OpPattern.INJECTIVE or empty:
-            return injective_schedule(self.target)(outs)
+            injective = pattern_schedule(OpPattern.INJECTIVE, self.target)
+            return injective(None, list(outs), self.target)
         try:
             return anchor[2].schedule(anchor[1].attrs, list(outs), self.target)
         except Exception as err:  # noqa: BLE001 - any schedule bug: fall back, stay correct
             warnings.warn(f"{self.fname}: the {anchor[2].name} schedule failed on this fused "
                           f"group ({type(err).__name__}: {err}); using the default schedule "
                           "(correct but slow)", RuntimeWarning, stacklevel=2)
-            from ..op.strategy.generic import generic_schedule
-
             return generic_schedule(anchor[1].attrs, list(outs), self.target)
 
 
@@ -202,15 +202,6 @@ def has_compute(op: Any) -> bool:
     if op.get_attr("FTVMStrategy") is not None:
         return True
     return op.get_attr("FTVMCompute") is not None and op.pattern <= OpPattern.COMM_REDUCE
-
-
-def injective_schedule(target: Target) -> Callable[[list[te.Tensor]], Any]:
-    """The target's injective schedule (topi.x86 for llvm/c, topi.generic otherwise)."""
-    from ... import topi
-    from ..op.strategy import dispatch_key
-
-    lib = topi.x86 if dispatch_key(target) == "x86" else topi.generic
-    return lib.schedule_injective
 
 
 def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:

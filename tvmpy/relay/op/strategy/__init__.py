@@ -3,12 +3,15 @@ implementations (a compute plus its schedule) with priorities.
 
 ``fstrategy(attrs, inputs, out_type, target) -> OpStrategy``; ``OpStrategy.add_implementation``
 records ``(compute, schedule, name, plevel)``; the implementation with the highest ``plevel``
-wins (ties: the first added). Per-target dispatch: ``register_strategy_func(op, "x86", fn)``
-overrides the ``"generic"`` one for targets whose kind is "llvm" or "c" (TVM's
-``generic_func``/``register`` pair). Importing this package registers every strategy
-(``generic.py`` computes and fallbacks, ``x86.py`` the x86 schedules) and every layout hook
-of the AlterOpLayout pass (``alter_layout.py`` the target-dispatched defaults,
-``x86_alter_op.py`` and ``x86_winograd.py`` the x86 layout and algorithm policy).
+wins (ties: the first added). Per-target dispatch goes by the target's keys, as TVM's
+``@conv2d_strategy.register("cpu")``: each op's strategy is a ``target.generic_func`` whose
+default is the one registered for ``"generic"``; ``register_strategy_func(op, "cpu", fn)`` makes
+``fn`` serve every target whose ``keys`` contain "cpu" (llvm, c; the first of the target's keys
+with a strategy wins). Importing this package registers every strategy (``generic.py`` computes,
+fallbacks and the target-dispatched injective / reduce schedules, ``x86.py`` the strategies and
+schedules of the key "cpu") and every layout hook of the AlterOpLayout pass (``alter_layout.py``
+the target-dispatched defaults, ``x86_alter_op.py`` and ``x86_winograd.py`` the x86 layout and
+algorithm policy). A new target adds its own files registering for its key.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["OpImplementation", "OpStrategy", "register_strategy_func", "dispatch_key",
+from ....target import GenericFunc, Target
+
+__all__ = ["OpImplementation", "OpStrategy", "register_strategy_func", "as_target",
            "select_implementation"]
 
 
@@ -53,32 +58,39 @@ class OpStrategy:
         return max(self.implementations, key=lambda i: i.plevel)  # max keeps the first on ties
 
 
-# op name -> dispatch key ("generic", "x86") -> strategy function
-_STRATEGIES: dict[str, dict[str, Callable[..., Any]]] = {}
+# op name -> its strategy: the "generic" one, overridden per target key
+_STRATEGIES: dict[str, GenericFunc] = {}
 
 
-def dispatch_key(target: Any) -> str:
-    """The strategy family of a target: "x86" for llvm / c CPU targets, else "generic"."""
-    kind = str(getattr(target, "kind", target) or "llvm").split()[0]
-    return "x86" if kind in ("llvm", "c") else "generic"
+def as_target(target: Any) -> Target:
+    """``target`` as a Target (a string is parsed; None is the default "llvm")."""
+    return target if isinstance(target, Target) else Target(target)
 
 
 def register_strategy_func(op_name: str, key: str, fn: Callable[..., Any] | None = None) -> Any:
-    """Register ``fn(attrs, inputs, out_type, target) -> OpStrategy`` for ``op_name`` and
-    dispatch ``key``; also installs the dispatcher as the op's ``FTVMStrategy``."""
+    """Register ``fn(attrs, inputs, out_type, target) -> OpStrategy`` for ``op_name`` and the
+    target key ``key`` ("generic": the default of every target, registered first; it also
+    installs the op's ``FTVMStrategy``, which dispatches on the target it is called with)."""
     from ..registry import register_strategy
 
     def _set(f: Callable[..., Any]) -> Callable[..., Any]:
-        table = _STRATEGIES.setdefault(op_name, {})
-        table[key] = f
+        gfunc = _STRATEGIES.get(op_name)
+        if key != "generic":
+            if gfunc is None:
+                raise ValueError(f"{op_name}: register its 'generic' strategy before the "
+                                 f"{key!r} one")
+            gfunc.register(key, f)
+            return f
+        if gfunc is not None:
+            raise ValueError(f"{op_name}: the 'generic' strategy is already registered")
+        gfunc = _STRATEGIES[op_name] = GenericFunc(f)
 
-        def dispatcher(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-            k = dispatch_key(target)
-            return table.get(k, table.get("generic"))(attrs, inputs, out_type, target)
+        def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+            tgt = as_target(target)
+            return gfunc.dispatch(tgt)(attrs, inputs, out_type, tgt)
 
-        dispatcher.table = table  # type: ignore[attr-defined]
-        if len(table) == 1:
-            register_strategy(op_name, dispatcher)
+        fstrategy.generic_func = gfunc  # type: ignore[attr-defined]
+        register_strategy(op_name, fstrategy)
         return f
 
     return _set if fn is None else _set(fn)
@@ -102,5 +114,5 @@ def select_implementation(op: Any, attrs: Any, inputs: Any, out_type: Any,
                             f"{op.name}.fcompute", 0)
 
 
-# registers the strategies and the layout hooks (generic defaults, then the x86 overrides)
+# registers the strategies and the layout hooks (generic defaults, then the "cpu" overrides)
 from . import alter_layout, generic, x86, x86_alter_op  # noqa: E402,F401

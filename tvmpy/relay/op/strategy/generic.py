@@ -12,12 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .... import te, topi
+from ....target import generic_func
 from ....tir import op as tir_op
 from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
-from . import OpStrategy, register_strategy_func
+from . import OpStrategy, as_target, register_strategy_func
 
-__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule", "pattern_schedule"]
+__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule", "schedule_injective",
+           "schedule_reduce", "pattern_schedule"]
 
 Compute = Callable[[Any, list, Any], list]
 COMPUTES: dict[str, Compute] = {}
@@ -579,16 +581,25 @@ def wrap_topi_schedule(fn: Callable[[Any], Any]) -> Callable[..., Any]:
     return lambda attrs, outs, target: fn(outs)
 
 
-_INJECTIVE = wrap_topi_schedule(topi.generic.schedule_injective)
+@generic_func
+def schedule_injective(attrs: Any, outs: list, target: Any) -> Any:
+    """The target's schedule of injective outputs (TVM's ``strategy.schedule_injective``;
+    dispatched on the target by :func:`pattern_schedule`): ``topi.generic``'s here, a target
+    key registers its own (``x86.py``: "cpu")."""
+    return topi.generic.schedule_injective(outs)
+
+
+@generic_func
+def schedule_reduce(attrs: Any, outs: list, target: Any) -> Any:
+    """The target's schedule of a reduction (TVM's ``strategy.schedule_reduce``)."""
+    return topi.generic.schedule_reduce(outs)
 
 
 def pattern_schedule(pattern: int, target: Any) -> Callable[..., Any]:
-    """The schedule of an op known only by its compute: injective or reduce, per target."""
-    from . import dispatch_key
-
-    lib = topi.x86 if dispatch_key(target) == "x86" else topi.generic
-    fn = lib.schedule_injective if pattern <= OpPattern.INJECTIVE else lib.schedule_reduce
-    return wrap_topi_schedule(fn)
+    """The schedule ``(attrs, outs, target) -> te.Schedule`` of an op known only by its compute,
+    or of a fused group of injective ops: the target's injective or reduce schedule."""
+    fn = schedule_injective if pattern <= OpPattern.INJECTIVE else schedule_reduce
+    return fn.dispatch(as_target(target))
 
 
 def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
@@ -597,7 +608,7 @@ def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
         pattern = get(name).pattern
-        sched = _INJECTIVE if pattern <= OpPattern.INJECTIVE else generic_schedule
+        sched = schedule_injective.fdefault if pattern <= OpPattern.INJECTIVE else generic_schedule
         s.add_implementation(compute, sched, f"{name}.generic", 10)
         return s
 

@@ -1,6 +1,8 @@
-"""x86 strategies (targets "llvm" and "c"): the generic computes with ``topi.x86`` schedules,
-and x86-only implementations at a higher priority (``dense_pack`` when there are enough rows
-to fill its register tiles, the blocked NCHWc convolution).
+"""x86 strategies, registered for the target key "cpu" (llvm, c; TVM's ``strategy/x86.py``): the
+generic computes with ``topi.x86`` schedules, and x86-only implementations at a higher priority
+(``dense_pack`` when there are enough rows to fill its register tiles, the blocked NCHWc
+convolution); also the "cpu" injective and reduce schedules of fused groups and of operators
+that have only a compute.
 """
 
 from __future__ import annotations
@@ -12,10 +14,17 @@ from typing import Any
 from ....topi import x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
-from .generic import COMPUTES, _generic_strategy, wrap_topi_schedule
+from .generic import (
+    COMPUTES,
+    _generic_strategy,
+    schedule_injective,
+    schedule_reduce,
+    wrap_topi_schedule,
+)
 from .x86_matmul import tunable
 
-__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K"]
+__all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "schedule_injective_cpu",
+           "schedule_reduce_cpu"]
 
 # dense_pack's micro-kernel holds an mr x nr output tile in registers; with fewer rows than
 # this, packing the weight costs more than it saves (the dot-product schedule of
@@ -231,10 +240,23 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
     return fstrategy
 
 
-for _name in COMPUTES:
-    register_strategy_func(_name, "x86", _x86_strategy(_name))
 # an x86-only op (AlterOpLayout makes it): its generic strategy is registered here
 register_strategy_func("nn.contrib_dense_pack", "generic",
                        _generic_strategy("nn.contrib_dense_pack"))
+for _name in COMPUTES:
+    register_strategy_func(_name, "cpu", _x86_strategy(_name))
+
+
+@schedule_injective.register("cpu")
+def schedule_injective_cpu(attrs: Any, outs: list, target: Any) -> Any:
+    """``topi.x86.schedule_injective`` (vectorized, parallel) for "cpu" targets."""
+    return x86.schedule_injective(outs)
+
+
+@schedule_reduce.register("cpu")
+def schedule_reduce_cpu(attrs: Any, outs: list, target: Any) -> Any:
+    """``topi.x86.schedule_reduce`` for "cpu" targets."""
+    return x86.schedule_reduce(outs)
+
 
 del _name, _k, _d
