@@ -31,6 +31,7 @@ from onnx.backend.base import Backend, BackendRep  # onnx: needed by this module
 from .. import relay
 from ..relay.expr import Call, Tuple, TupleGetItem
 from ..relay.frontend.onnx import OnnxConstantInputError, from_onnx
+from ..relay.frontend.onnx.importer import tensors_read
 from ..runtime import cpu
 from ..transform import PassContext
 from . import graph_executor
@@ -64,18 +65,8 @@ def _needed_inputs(graph: Any, tensor: str, inputs: set[str]) -> set[str]:
         if t in inputs:
             found.add(t)
         elif t in producer:
-            todo.extend(_reads(producer[t]))
+            todo.extend(tensors_read(producer[t]))
     return found
-
-
-def _reads(node: Any) -> list[str]:
-    """The tensors a node reads: its inputs and what its subgraphs (If/Scan bodies) read."""
-    names = [nm for nm in node.input if nm]
-    for at in node.attribute:
-        if at.HasField("g"):
-            for sub in at.g.node:
-                names += _reads(sub)
-    return names
 
 
 def _bind_inputs(model: Any, values: Mapping[str, np.ndarray]) -> Any:

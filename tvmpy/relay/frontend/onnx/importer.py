@@ -31,7 +31,7 @@ from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np
 from .functions import expand_function, function_body, function_versions
 from .registry import CONVERTERS, Attrs
 
-__all__ = ["from_onnx", "supported_ops", "convert_nodes"]
+__all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
 # operators whose outputs are values known at import time (converted here, not by a converter)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
@@ -216,7 +216,7 @@ def _outer_sources(body: list, tensors: tuple[str, ...]) -> list[str]:
             continue
         seen.add(t)
         if t in producer:
-            todo.extend(_reads(producer[t]))
+            todo.extend(tensors_read(producer[t]))
         else:
             out.append(t)
     return sorted(out)
@@ -233,13 +233,13 @@ def _walk(nodes: list) -> list:
     return out
 
 
-def _reads(node: Any) -> list[str]:
+def tensors_read(node: Any) -> list[str]:
     """The tensors a node reads: its inputs and, for If/Scan, what its subgraphs read."""
     names = [nm for nm in node.input if nm]
     for at in node.attribute:
         if at.HasField("g"):
             for sub in at.g.node:
-                names += _reads(sub)
+                names += tensors_read(sub)
     return names
 
 
