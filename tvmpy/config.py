@@ -5,25 +5,38 @@
 - ``CC`` (str): the C compiler for the C target and for linking shared libraries.
 - ``PARALLEL_RUNTIME`` (str): what the LLVM backend's parallel loops run on: ``"pool"`` (tvmpy's
   thread pool, the default) or ``"gomp"`` (libgomp); also ``TVMPY_PARALLEL_RUNTIME``.
+
+``with config(...)`` overrides apply to the calling thread only: a thread started inside the
+block reads the environment and the defaults.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["config", "get"]
 
 _DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": ""}
-_overrides: list[dict[str, Any]] = []
+
+
+class _Overrides(threading.local):
+    """The ``with config(...)`` layers active in one thread, innermost last."""
+
+    def __init__(self) -> None:
+        self.layers: list[dict[str, Any]] = []
+
+
+_OVERRIDES = _Overrides()
 
 
 def get(name: str) -> Any:
     if name not in _DEFAULTS:
         raise KeyError(f"unknown config {name!r}; known: {', '.join(_DEFAULTS)}")
-    for layer in reversed(_overrides):
+    for layer in reversed(_OVERRIDES.layers):
         if name in layer:
             return layer[name]
     default = _DEFAULTS[name]
@@ -38,8 +51,9 @@ def config(**values: Any) -> Iterator[None]:
     for k in values:
         if k not in _DEFAULTS:
             raise KeyError(f"unknown config {k!r}; known: {', '.join(_DEFAULTS)}")
-    _overrides.append(values)
+    layers = _OVERRIDES.layers
+    layers.append(values)
     try:
         yield
     finally:
-        _overrides.pop()
+        layers.pop()

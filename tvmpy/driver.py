@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .arith.sum_form import cache_scope
-from .target import Target
+from .target import as_target
 from .tir.function import PrimFunc
 
 if TYPE_CHECKING:
@@ -43,13 +43,13 @@ def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_f
     from .tir.pipeline import lower_pipeline  # with PassContext's tir.add_lower_pass
 
     func = _to_primfunc(inputs, args, name, binds)
-    return lower_pipeline(func, Target(target) if target is not None else None)
+    return lower_pipeline(func, as_target(target) if target is not None else None)
 
 
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, name: str = "default_function",
           binds: dict | None = None, target_host: Any = None) -> Module | InterpModule:
     """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
-    tgt = Target(target if target is not None else "llvm")
+    tgt = as_target(target, default="llvm")
     funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]

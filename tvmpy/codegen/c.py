@@ -36,7 +36,7 @@ from .. import config
 from ..runtime.fork_guard import install_fork_guard
 from ..runtime.linker import compile_c, compiler
 from ..runtime.module import Module
-from ..target.target import Target, host_cpu_name
+from ..target.target import Target, as_target, host_cpu_name
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
@@ -59,7 +59,7 @@ class CCompileError(RuntimeError):
 
 
 def _as_target(target: Target | str | None) -> Target:
-    tgt = Target(target if target is not None else "c")
+    tgt = as_target(target, default="c")
     if tgt.kind != "c":
         raise ValueError(f"the C backend compiles for target kind 'c', got {tgt}")
     return tgt

@@ -40,7 +40,7 @@ from typing import Any
 from .. import config
 from ..runtime.linker import compile_c
 from ..runtime.module import Module
-from ..target import Target
+from ..target import Target, as_target
 from ..tir.function import PrimFunc
 from .abi import signature
 from .extern_link import extern_modules
@@ -70,7 +70,7 @@ def _init_llvm(cross: bool) -> Any:
 
 
 def _as_target(target: Any) -> Target:
-    t = Target(target) if not isinstance(target, Target) else target
+    t = as_target(target)
     if t.kind != "llvm":
         raise ValueError(f"the LLVM backend compiles for target kind 'llvm', got {t}")
     return t

@@ -35,7 +35,7 @@ import numpy as np
 from .. import config
 from ..arith.sum_form import cache_scope
 from ..autotvm.task.relay_integration import register_program_lowering
-from ..target import Target
+from ..target import Target, as_target
 from ..transform import PassContext, PassTrace
 from ..transform.instrument import dump_text
 from ..transform.passes import run_sequence
@@ -66,16 +66,15 @@ def _as_module(mod: Any) -> IRModule:
     return mod
 
 
-def _as_target(target: Any) -> Target:
+def _build_target(target: Any) -> Target:
+    """relay.build's target: as ``as_target`` (None: "llvm"), also TVM's ``{"cpu": target}``; a CPU
+    kind."""
     if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
         target = next(iter(target.values()))
-    if target is None:
-        target = "llvm"
-    if isinstance(target, str):
-        target = Target(target)
-    if not isinstance(target, Target):
-        raise TypeError(f"relay.build: target must be a string such as 'llvm' or a Target, "
-                        f"got {type(target).__name__} {target!r}")
+    try:
+        target = as_target(target, default="llvm")
+    except TypeError as e:
+        raise TypeError(f"relay.build: {e}") from None
     if target.kind not in ("llvm", "c"):
         raise RelayBuildError(f"relay.build: target {target} cannot run a graph here; use an "
                               "'llvm ...' or 'c' CPU target")
@@ -179,7 +178,7 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None,
     ``target`` as the current target when given: the target-dependent passes, AlterOpLayout,
     see it); returns the fused, typed module (contract C1)."""
     if target is not None:
-        with _as_target(target):
+        with _build_target(target):
             return optimize(mod, params)
     from . import transform as T
 
@@ -285,7 +284,7 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
     function called by main to loop IR with its chosen implementation (``te_compiler``)."""
     from .backend.te_compiler import TECompiler
 
-    tgt = _as_target(target)
+    tgt = _build_target(target)
     main = mod["main"]
     report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
@@ -307,7 +306,7 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     lowered with its chosen implementation. ``relay.build`` continues from here to code;
     ``autotvm.task.extract_from_program`` reads the tunable tasks the lowering met."""
     mod = _as_module(mod)
-    tgt = _as_target(target)
+    tgt = _build_target(target)
     bound = _check_params(mod["main"], params)
     check_graph(mod["main"])
     t0 = time.perf_counter()

@@ -2,18 +2,22 @@
 
 Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list of "+feat"),
 ``mtriple``, ``num_cores`` (threads for parallel loops). Derived: ``vector_width_bits``.
+
+``with Target(...):`` makes it ``Target.current()`` for the calling thread only (as in TVM): a
+thread started inside the block sees no current target.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import threading
 from functools import lru_cache
 from typing import Any
 
 from ..ir.dtype import bits_of
 
-__all__ = ["Target", "current_target", "host_cpu_name", "host_cpu_features"]
+__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features"]
 
 _KINDS = ("llvm", "c", "interp")
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
@@ -141,20 +145,42 @@ class Target:
         """The target of the innermost ``with Target(...)`` block (TVM's ``Target.current()``)."""
         return current_target(allow_none)
 
-    # `with Target(...):` sets the current target (used by topi schedules)
-    _stack: list[Target] = []
-
+    # `with Target(...):` sets the current target of this thread (used by topi schedules)
     def __enter__(self) -> Target:
-        Target._stack.append(self)
+        _SCOPE.targets.append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        Target._stack.pop()
+        _SCOPE.targets.pop()
+
+
+class _Scope(threading.local):
+    """The ``with Target(...)`` blocks active in one thread (a new thread starts with none)."""
+
+    def __init__(self) -> None:
+        self.targets: list[Target] = []
+
+
+_SCOPE = _Scope()
+
+
+def as_target(target: Target | str | None, default: str | None = None) -> Target:
+    """``target`` as a Target: a Target as is (not copied), a string parsed, None as
+    ``Target(default)`` where the caller gives a default; anything else is a TypeError."""
+    if isinstance(target, Target):
+        return target
+    if target is None and default is not None:
+        return Target(default)
+    if isinstance(target, str):
+        return Target(target)
+    raise TypeError(f"target must be a string such as 'llvm' or 'c', or a Target, got "
+                    f"{type(target).__name__} {target!r}")
 
 
 def current_target(allow_none: bool = True) -> Target | None:
-    if Target._stack:
-        return Target._stack[-1]
+    """The target of this thread's innermost ``with Target(...)`` block."""
+    if _SCOPE.targets:
+        return _SCOPE.targets[-1]
     if allow_none:
         return None
     raise RuntimeError("no current target: use `with tvm.target.Target(...)`")

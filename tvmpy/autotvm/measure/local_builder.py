@@ -61,9 +61,9 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
     would link again)."""
     from ...codegen import llvm as llvm_codegen
     from ...driver import build, lower
-    from ...target import Target
+    from ...target import as_target
 
-    tgt = Target(target)
+    tgt = as_target(target)
     if tgt.kind != "llvm":
         build(s, args, tgt).export_library(path)
         return

@@ -161,11 +161,11 @@ class Task:
     decoded from a log are cheap until they are needed)."""
 
     def __init__(self, name: str, args: Sequence[Any], target: Any = None):
-        from ...target import Target
+        from ...target import as_target
 
         self.name = str(name)
         self.args = serialize_args(_tuplize(list(args)))
-        self.target = Target(target) if target is not None else Target("llvm")
+        self.target = as_target(target, default="llvm")
         self._config_space: ConfigSpace | None = None
         self._flop: float | None = None
 

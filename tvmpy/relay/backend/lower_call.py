@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import te
-from ...target import Target
+from ...target import as_target
 from ..expr import Call
 from ..op.strategy import OpImplementation, select_implementation
 from ..ty import TensorType, TupleType
@@ -44,7 +44,7 @@ def lower_call(call: Call, inputs: list[te.Tensor], target: Any = "llvm"
     call's outputs, or the outputs of a fused group whose anchor this call is).
     """
     impl, outputs = lower_call_impl(call, inputs, target)
-    tgt = target if isinstance(target, Target) else Target(str(target))
+    tgt = as_target(target)
 
     def schedule_fn(outs: list[te.Tensor]) -> Any:
         return impl.schedule(call.attrs, list(outs), tgt)
@@ -62,7 +62,7 @@ def lower_call_impl(call: Call, inputs: list[te.Tensor], target: Any
     if len(inputs) != want:
         raise ValueError(f"lower_call: {call.op.name} takes {want} input tensors (tuple arguments "
                          f"flattened), got {len(inputs)}")
-    tgt = target if isinstance(target, Target) else Target(str(target))
+    tgt = as_target(target)
     impl = select_implementation(call.op, call.attrs, list(inputs), out_type, tgt)
     outputs = impl.compute(call.attrs, list(inputs), out_type)
     n_out = len(_flat_types(out_type))

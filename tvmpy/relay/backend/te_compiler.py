@@ -25,7 +25,7 @@ import numpy as np
 from ... import te, tir
 from ...ir.functor import post_order
 from ...ir.node import structural_equal, structural_hash
-from ...target import Target
+from ...target import Target, as_target
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
@@ -40,10 +40,6 @@ __all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "Lo
 
 class LoweringError(ValueError):
     """A primitive function cannot be lowered (names the function and the offending node)."""
-
-
-def _as_target(target: Any) -> Target:
-    return target if isinstance(target, Target) else Target(str(target))
 
 
 def flat_tensor_types(t: Any, what: str = "value") -> list[TensorType]:
@@ -211,7 +207,7 @@ def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
         raise TypeError(f"lower_primitive takes a relay Function, got {type(func).__name__}")
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
         raise ValueError(f"lower_primitive: name must be a C identifier, got {name!r}")
-    tgt = _as_target(target)
+    tgt = as_target(target)
     if getattr(func, "_checked_type", None) is None:
         from ..type_infer import infer_type
 
@@ -272,7 +268,7 @@ class TECompiler:
     """Lowers primitive functions once per structurally distinct function (and target)."""
 
     def __init__(self, target: Any, prefix: str = ""):
-        self.target = _as_target(target)
+        self.target = as_target(target)
         self.prefix = prefix
         self._cache: dict[int, list[LoweredFunc]] = {}
         self._names: set[str] = set()

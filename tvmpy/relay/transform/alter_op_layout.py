@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...target import Target
+from ...target import Target, as_target
 from ..expr import Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
@@ -317,7 +317,7 @@ class AlterOpLayout(FunctionPass):
 
     def __init__(self, target: Target | str | None = None) -> None:
         super().__init__(name="AlterOpLayout", opt_level=3)
-        self.target = None if target is None else Target(target)
+        self.target = None if target is None else as_target(target)
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
         target = self.target or Target.current() or Target("llvm")

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ....target import GenericFunc, Target
+from ....target import GenericFunc, as_target
 
-__all__ = ["OpImplementation", "OpStrategy", "register_strategy_func", "as_target",
+__all__ = ["OpImplementation", "OpStrategy", "register_strategy_func",
            "select_implementation"]
 
 
@@ -62,11 +62,6 @@ class OpStrategy:
 _STRATEGIES: dict[str, GenericFunc] = {}
 
 
-def as_target(target: Any) -> Target:
-    """``target`` as a Target (a string is parsed; None is the default "llvm")."""
-    return target if isinstance(target, Target) else Target(target)
-
-
 def register_strategy_func(op_name: str, key: str, fn: Callable[..., Any] | None = None) -> Any:
     """Register ``fn(attrs, inputs, out_type, target) -> OpStrategy`` for ``op_name`` and the
     target key ``key`` ("generic": the default of every target, registered first; it also
@@ -86,7 +81,7 @@ def register_strategy_func(op_name: str, key: str, fn: Callable[..., Any] | None
         gfunc = _STRATEGIES[op_name] = GenericFunc(f)
 
         def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-            tgt = as_target(target)
+            tgt = as_target(target, default="llvm")
             return gfunc.dispatch(tgt)(attrs, inputs, out_type, tgt)
 
         fstrategy.generic_func = gfunc  # type: ignore[attr-defined]

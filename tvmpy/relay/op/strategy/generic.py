@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .... import te, topi
-from ....target import generic_func
+from ....target import as_target, generic_func
 from ....tir import op as tir_op
 from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
-from . import OpStrategy, as_target, register_strategy_func
+from . import OpStrategy, register_strategy_func
 
 __all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule", "schedule_injective",
            "schedule_reduce", "pattern_schedule"]
@@ -599,7 +599,7 @@ def pattern_schedule(pattern: int, target: Any) -> Callable[..., Any]:
     """The schedule ``(attrs, outs, target) -> te.Schedule`` of an op known only by its compute,
     or of a fused group of injective ops: the target's injective or reduce schedule."""
     fn = schedule_injective if pattern <= OpPattern.INJECTIVE else schedule_reduce
-    return fn.dispatch(as_target(target))
+    return fn.dispatch(as_target(target, default="llvm"))
 
 
 def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
