@@ -43,8 +43,8 @@ def lower_call(call: Call, inputs: list[te.Tensor], target: Any = "llvm"
     ``schedule_fn(outs)`` returns the chosen implementation's ``te.Schedule`` for ``outs`` (the
     call's outputs, or the outputs of a fused group whose anchor this call is).
     """
-    impl, outputs = lower_call_impl(call, inputs, target)
     tgt = as_target(target)
+    impl, outputs = lower_call_impl(call, inputs, tgt)
 
     def schedule_fn(outs: list[te.Tensor]) -> Any:
         return impl.schedule(call.attrs, list(outs), tgt)
