@@ -18,7 +18,7 @@ from ..tir import expr as E
 from ..tir.functor import Mutator
 from .const_fold import fold_binary, fold_cast, wrap_int
 from .divmod_rules import DivModRules
-from .sum_form import Sum, merge_splits, okey, remember_sum, skey, to_sum
+from .sum_form import Sum, fold_sum, merge_splits, mul_sums, okey, remember_sum, skey, to_sum
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
@@ -131,31 +131,32 @@ class Simplifier(DivModRules, Mutator):
     visit_Mul = visit_Add
 
     def _index_sum(self, e: E.PrimExpr) -> Sum:
-        """The canonical Sum of an index expression. A chain of + - * is read in one go (no
-        intermediate expressions are built); other nodes are simplified and read as atoms."""
-        if not isinstance(e, (E.Add, E.Sub, E.Mul)):
-            return to_sum(self.visit(e))
+        """The canonical Sum of an index expression. A chain of + - * is read in one go, with an
+        explicit stack (no intermediate expressions are built, any depth); other nodes are
+        simplified and read as atoms. Each node's Sum is memoised."""
         memo = self.an._st.sum_memo
-        hit = memo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1].copy()
-        sa, sb = self._index_sum(e.a), self._index_sum(e.b)
-        if isinstance(e, E.Add):
-            s = sa.iadd(sb)
-        elif isinstance(e, E.Sub):
-            s = sa.iadd(sb, -1)
-        elif sa.is_const():
-            s = sb.scaled(sa.const)
-        elif sb.is_const():
-            s = sa.scaled(sb.const)
-        elif sa.n_terms() * sb.n_terms() <= 16:
-            s = sa.mul(sb)
-        else:  # too many terms to expand: one opaque product
-            s = Sum.atom(E.Mul(self._canon(sa), self._canon(sb)))
-        if len(memo) > 200_000:
-            memo.clear()
-        memo[id(e)] = (e, s.copy())
-        return s
+
+        def leaf(n: E.PrimExpr) -> Sum | None:
+            if not isinstance(n, (E.Add, E.Sub, E.Mul)):
+                return to_sum(self.visit(n))
+            hit = memo.get(id(n))
+            if hit is not None and hit[0] is n:
+                return hit[1].copy()
+            return None
+
+        def product(n: E.Mul, sa: Sum, sb: Sum) -> Sum:
+            s = mul_sums(sa, sb, 16)
+            if s is None:  # too many terms to expand: one opaque product
+                s = Sum.atom(E.Mul(self._canon(sa), self._canon(sb)))
+            return s
+
+        def combine(n: E.PrimExpr, s: Sum) -> Sum:
+            if len(memo) > 200_000:
+                memo.clear()
+            memo[id(n)] = (n, s.copy())
+            return s
+
+        return fold_sum(e, leaf, product, combine)
 
     def _arith(self, e: E.BinaryOp) -> E.PrimExpr:
         if _is_index(e.dtype):
