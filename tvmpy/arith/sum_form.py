@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..ir.functor import CHAIN_DEPTH
 from ..tir import expr as E
 from .const_fold import dtype_int_range, wrap_int
 
@@ -336,30 +337,41 @@ def mul_sums(a: Sum, b: Sum, max_expand: int) -> Sum | None:
     return None
 
 
-def _cached_sum(e: E.PrimExpr) -> Sum | None:
-    """The Sum of a non-chain node, or a remembered one; None for a chain node to enter."""
+def to_sum(e: E.PrimExpr, max_expand: int = 16, depth: int = 0) -> Sum:
+    """Read an (already simplified) integer expression as a Sum. Products of two sums are
+    expanded when that creates at most ``max_expand`` terms, else kept as one atom. ``depth``
+    counts the nested calls: past ``CHAIN_DEPTH`` the chain below is read with ``fold_sum``."""
     hit = _SUM_CACHE.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1].copy()
-    if isinstance(e, (E.Add, E.Sub, E.Mul)):
-        return None
     if isinstance(e, E.IntImm):
         return Sum(e.dtype, e.value)
-    return Sum.atom(e)
+    if not isinstance(e, (E.Add, E.Sub, E.Mul)):
+        return Sum.atom(e)
+    if depth >= CHAIN_DEPTH:
+        return _fold_to_sum(e, max_expand)
+    depth += 1
+    a, b = to_sum(e.a, max_expand, depth), to_sum(e.b, max_expand, depth)
+    if isinstance(e, E.Add):
+        return a.iadd(b)
+    if isinstance(e, E.Sub):
+        return a.iadd(b, -1)
+    p = mul_sums(a, b, max_expand)
+    return Sum.atom(e) if p is None else p
 
 
-def to_sum(e: E.PrimExpr, max_expand: int = 16) -> Sum:
-    """Read an (already simplified) integer expression as a Sum. Products of two sums are
-    expanded when that creates at most ``max_expand`` terms, else kept as one atom."""
-    s = _cached_sum(e)
-    if s is not None:
-        return s
+def _fold_to_sum(e: E.PrimExpr, max_expand: int) -> Sum:
+    def leaf(n: E.PrimExpr) -> Sum | None:
+        if isinstance(n, (E.Add, E.Sub, E.Mul)):
+            hit = _SUM_CACHE.get(id(n))
+            return hit[1].copy() if hit is not None and hit[0] is n else None
+        return to_sum(n)
 
     def product(n: E.Mul, a: Sum, b: Sum) -> Sum:
         p = mul_sums(a, b, max_expand)
         return Sum.atom(n) if p is None else p
 
-    return fold_sum(e, _cached_sum, product)
+    return fold_sum(e, leaf, product)
 
 
 # ---- floordiv/floormod splits ----------------------------------------------------------------
