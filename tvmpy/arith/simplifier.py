@@ -150,7 +150,10 @@ class Simplifier(DivModRules, Mutator):
             s = sa.iadd(sb, -1)
         else:
             s = self._sum_product(e, sa, sb)
-        return self._sum_done(e, s)
+        if len(memo) > 200_000:
+            memo.clear()
+        memo[id(e)] = (e, s.copy())
+        return s
 
     def _sum_leaf(self, e: E.PrimExpr) -> Sum | None:
         """``_index_sum``'s explicit stack: the Sum of a node it does not enter, else None."""

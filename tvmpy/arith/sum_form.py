@@ -356,8 +356,13 @@ def to_sum(e: E.PrimExpr, max_expand: int = 16, depth: int = 0) -> Sum:
         return a.iadd(b)
     if isinstance(e, E.Sub):
         return a.iadd(b, -1)
-    p = mul_sums(a, b, max_expand)
-    return Sum.atom(e) if p is None else p
+    if a.is_const():
+        return b.scaled(a.const)
+    if b.is_const():
+        return a.scaled(b.const)
+    if a.n_terms() * b.n_terms() <= max_expand:
+        return a.mul(b)
+    return Sum.atom(e)
 
 
 def _fold_to_sum(e: E.PrimExpr, max_expand: int) -> Sum:
