@@ -124,9 +124,9 @@ def test_build_and_run_deep_chain():
 
 
 def test_wide_and_deep_dag():
-    # 3 calls a level (2,000 deep), each level used by two: FuseOps' partitioner is quadratic
-    # on such DAGs, which bounds the size of this test
-    n = 1_000
+    # 3 calls a level, each level used by two: the post-dominator of every level is the output
+    # tuple, thousands of nodes on (FuseOps' max_depth count stops at the limit: linear)
+    n = 5_000
     mod = tvm.IRModule.from_expr(_diamonds(n))
     text = relay.transform.InferType()(mod).astext()
     assert text.count("negative(") == n
@@ -139,3 +139,45 @@ def test_wide_and_deep_dag():
     m.run()
     for k, want in enumerate(_diamonds_ref(x, n)):
         np.testing.assert_allclose(m.get_output(k).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def _two_uses(n: int) -> relay.Function:
+    """x_{k+1} = relu(x_k) - x_{k-1}: every level used twice, one output."""
+    x = relay.var("x", shape=(5,))
+    prev, cur = x, relay.nn.relu(x)
+    for _ in range(n):
+        prev, cur = cur, relay.subtract(relay.nn.relu(cur), prev)
+    return relay.Function([x], cur)
+
+
+def _two_uses_ref(x: np.ndarray, n: int) -> np.ndarray:
+    prev, cur = x, np.maximum(x, 0)
+    for _ in range(n):
+        prev, cur = cur, np.maximum(cur, 0) - prev
+    return cur
+
+
+def test_fuse_two_uses_per_node():
+    # every level's post-dominator is the output, 10,000 calls on: the max_depth count stops at
+    # the limit (was a walk to the output per node, quadratic)
+    n = 5_000
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(_two_uses(n)))
+    with tvm.transform.PassContext(opt_level=3):
+        fused = relay.transform.FuseOps()(mod)
+    text = fused.astext(show_types=False)
+    assert text.count("nn.relu(") == n + 1 and text.count("subtract(") == n
+    assert 0 < text.count("Primitive=1") < n
+
+
+def test_build_two_uses_per_node():
+    # small groups: inlining a group of this DAG into one kernel doubles its expression per
+    # level (TE's compute_inline expands shared values), so the group depth is kept low here
+    n = 5_000
+    mod = tvm.IRModule.from_expr(_two_uses(n))
+    with tvm.transform.PassContext(opt_level=3, config={"relay.FuseOps.max_depth": 8}):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    x = np.array([0.5, -1.0, 2.0, 1.5, -0.25], dtype="float32")
+    m.set_input("x", x)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), _two_uses_ref(x, n), rtol=1e-5)

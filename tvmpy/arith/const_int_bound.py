@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
+from ..ir.functor import CHAIN_DEPTH, memo_post_order
 from ..tir import expr as E
 from .const_fold import dtype_int_range, trunc_div
 
@@ -101,19 +102,40 @@ def intersect(a: Bound, b: Bound) -> Bound:
     return max(a[0], b[0]), min(a[1], b[1])
 
 
+#: the nodes whose bound is a function of their operands' bounds only: chains of them (an
+#: unrolled reduction's index) are bounded children first, with an explicit stack
+_CHAIN_KINDS = frozenset({E.Add, E.Sub, E.Mul, E.FloorDiv, E.Div, E.FloorMod, E.Mod, E.Min,
+                          E.Max, E.Cast})
+
+
+def _chain_children(e: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(e, E.Cast):
+        return [e.value] if type(e.value) in _CHAIN_KINDS else []
+    return [c for c in (e.a, e.b) if type(c) in _CHAIN_KINDS]  # type: ignore[attr-defined]
+
+
 class BoundAnalyzer:
     """Computes constant bounds, using the owning Analyzer's variable facts; memoized per
-    analyzer generation (the cache is cleared whenever a binding or constraint changes)."""
+    analyzer generation (the cache is cleared whenever a binding or constraint changes).
+    Past ``CHAIN_DEPTH`` nested calls, the chain below is bounded children first into the
+    cache (``memo_post_order``), so the recursion stays shallow at any depth."""
 
     def __init__(self, analyzer: Analyzer):
         self.analyzer = analyzer
         self.cache: dict[int, tuple[E.PrimExpr, Bound]] = {}
+        self._depth = 0
 
     def bound(self, e: E.PrimExpr) -> Bound:
         hit = self.cache.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
+        depth = self._depth
+        if depth >= CHAIN_DEPTH and type(e) in _CHAIN_KINDS:
+            self._depth = 0
+            memo_post_order(e, _chain_children, self.bound, self.cache)
+        self._depth = depth + 1  # no try/finally: after an exception it is only too high
         b = self._compute(e)
+        self._depth = depth
         b = intersect(b, dtype_bound(e.dtype))
         if b[0] > b[1]:  # contradictory facts: keep the dtype range rather than an empty set
             b = dtype_bound(e.dtype)

@@ -10,6 +10,7 @@ from math import gcd
 from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
+from ..ir.functor import CHAIN_DEPTH, memo_post_order
 from ..tir import expr as E
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,16 +71,37 @@ def intersect_mod(a: ModularSet, b: ModularSet) -> ModularSet:
     return a if a.coeff >= b.coeff else b
 
 
+#: the nodes whose modular set is a function of their operands' only: chains of them (an
+#: unrolled reduction's index) are analysed children first, with an explicit stack
+_CHAIN_KINDS = frozenset({E.Add, E.Sub, E.Mul, E.FloorDiv, E.Div, E.FloorMod, E.Mod, E.Min,
+                          E.Max})
+
+
+def _chain_children(e: E.PrimExpr) -> list[E.PrimExpr]:
+    return [c for c in (e.a, e.b) if type(c) in _CHAIN_KINDS]  # type: ignore[attr-defined]
+
+
 class ModularSetAnalyzer:
+    """Computes modular sets, using the owning Analyzer's variable facts; memoized like the
+    bound analyzer, and like it shallow at any depth: past ``CHAIN_DEPTH`` nested calls, the
+    chain below is analysed children first into the cache (``memo_post_order``)."""
+
     def __init__(self, analyzer: Analyzer):
         self.analyzer = analyzer
         self.cache: dict[int, tuple[E.PrimExpr, ModularSet]] = {}
+        self._depth = 0
 
     def modular(self, e: E.PrimExpr) -> ModularSet:
         hit = self.cache.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
+        depth = self._depth
+        if depth >= CHAIN_DEPTH and type(e) in _CHAIN_KINDS:
+            self._depth = 0
+            memo_post_order(e, _chain_children, self.modular, self.cache)
+        self._depth = depth + 1  # no try/finally: after an exception it is only too high
         m = self._compute(e)
+        self._depth = depth
         if len(self.cache) > 200_000:
             self.cache.clear()
         self.cache[id(e)] = (e, m)

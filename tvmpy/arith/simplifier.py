@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeGuard
 
 from ..ir import dtype as dt
+from ..ir.functor import CHAIN_DEPTH
 from ..tir import expr as E
 from ..tir.functor import Mutator
 from .const_fold import fold_binary, fold_cast, wrap_int
 from .divmod_rules import DivModRules
-from .sum_form import Sum, merge_splits, okey, remember_sum, skey, to_sum
+from .sum_form import Sum, fold_sum, merge_splits, mul_sums, okey, remember_sum, skey, to_sum
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
@@ -130,28 +131,45 @@ class Simplifier(DivModRules, Mutator):
     visit_Sub = visit_Add
     visit_Mul = visit_Add
 
-    def _index_sum(self, e: E.PrimExpr) -> Sum:
+    def _index_sum(self, e: E.PrimExpr, depth: int = 0) -> Sum:
         """The canonical Sum of an index expression. A chain of + - * is read in one go (no
-        intermediate expressions are built); other nodes are simplified and read as atoms."""
+        intermediate expressions are built; past ``CHAIN_DEPTH`` nested calls, with an explicit
+        stack); other nodes are simplified and read as atoms. Each node's Sum is memoised."""
         if not isinstance(e, (E.Add, E.Sub, E.Mul)):
             return to_sum(self.visit(e))
         memo = self.an._st.sum_memo
         hit = memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1].copy()
-        sa, sb = self._index_sum(e.a), self._index_sum(e.b)
+        if depth >= CHAIN_DEPTH:
+            return fold_sum(e, self._sum_leaf, self._sum_product, self._sum_done)
+        sa, sb = self._index_sum(e.a, depth + 1), self._index_sum(e.b, depth + 1)
         if isinstance(e, E.Add):
             s = sa.iadd(sb)
         elif isinstance(e, E.Sub):
             s = sa.iadd(sb, -1)
-        elif sa.is_const():
-            s = sb.scaled(sa.const)
-        elif sb.is_const():
-            s = sa.scaled(sb.const)
-        elif sa.n_terms() * sb.n_terms() <= 16:
-            s = sa.mul(sb)
-        else:  # too many terms to expand: one opaque product
+        else:
+            s = self._sum_product(e, sa, sb)
+        if len(memo) > 200_000:
+            memo.clear()
+        memo[id(e)] = (e, s.copy())
+        return s
+
+    def _sum_leaf(self, e: E.PrimExpr) -> Sum | None:
+        """``_index_sum``'s explicit stack: the Sum of a node it does not enter, else None."""
+        if not isinstance(e, (E.Add, E.Sub, E.Mul)):
+            return to_sum(self.visit(e))
+        hit = self.an._st.sum_memo.get(id(e))
+        return hit[1].copy() if hit is not None and hit[0] is e else None
+
+    def _sum_product(self, e: E.Mul, sa: Sum, sb: Sum) -> Sum:
+        s = mul_sums(sa, sb, 16)
+        if s is None:  # too many terms to expand: one opaque product
             s = Sum.atom(E.Mul(self._canon(sa), self._canon(sb)))
+        return s
+
+    def _sum_done(self, e: E.PrimExpr, s: Sum) -> Sum:
+        memo = self.an._st.sum_memo
         if len(memo) > 200_000:
             memo.clear()
         memo[id(e)] = (e, s.copy())

@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..ir.functor import CHAIN_DEPTH
 from ..tir import expr as E
 from .const_fold import dtype_int_range, wrap_int
 
-__all__ = ["Sum", "skey", "okey", "to_sum", "split_info", "make_split", "clear_caches",
+__all__ = ["Sum", "skey", "okey", "to_sum", "fold_sum", "mul_sums", "split_info", "make_split", "clear_caches",
            "cache_scope"]
 
 _SKEY: dict[int, tuple[Any, Any]] = {}
@@ -290,28 +291,92 @@ def _fits(s: Sum, dtype: str) -> bool:
     return all(lo <= c <= hi for c, _ in s.terms.values())
 
 
-def to_sum(e: E.PrimExpr, max_expand: int = 16) -> Sum:
+def fold_sum(e: E.PrimExpr, leaf: Callable[[E.PrimExpr], Sum | None],
+             product: Callable[[E.Mul, Sum, Sum], Sum],
+             done: Callable[[E.PrimExpr, Sum], Sum] | None = None) -> Sum:
+    """The Sum of a chain of ``+ - *`` rooted at ``e``, evaluated children first with an explicit
+    stack (an unrolled 10,000-term reduction is as deep as it is long). ``leaf(n)`` gives the
+    Sum of a node not to be entered (None: enter it; it must then be an Add, Sub or Mul), and
+    ``product(n, a, b)`` that of the Mul ``n`` of sums ``a`` and ``b``; ``done(n, s)``, if
+    given, sees (and returns) the Sum of each node entered. Sums are combined in place:
+    ``leaf`` and ``product`` return fresh ones."""
+    todo: list[Any] = [e]  # a node to read, or (node,) once its two operands are on ``vals``
+    vals: list[Sum] = []
+    while todo:
+        n = todo.pop()
+        if type(n) is tuple:
+            n = n[0]
+            b = vals.pop()
+            a = vals.pop()
+            if isinstance(n, E.Add):
+                s = a.iadd(b)
+            elif isinstance(n, E.Sub):
+                s = a.iadd(b, -1)
+            else:
+                s = product(n, a, b)
+            vals.append(s if done is None else done(n, s))
+            continue
+        leaf_sum = leaf(n)
+        if leaf_sum is not None:
+            vals.append(leaf_sum)
+        else:
+            todo.append((n,))
+            todo.append(n.b)
+            todo.append(n.a)
+    return vals[0]
+
+
+def mul_sums(a: Sum, b: Sum, max_expand: int) -> Sum | None:
+    """``a * b`` when one is constant or the expansion has at most ``max_expand`` terms."""
+    if a.is_const():
+        return b.scaled(a.const)
+    if b.is_const():
+        return a.scaled(b.const)
+    if a.n_terms() * b.n_terms() <= max_expand:
+        return a.mul(b)
+    return None
+
+
+def to_sum(e: E.PrimExpr, max_expand: int = 16, depth: int = 0) -> Sum:
     """Read an (already simplified) integer expression as a Sum. Products of two sums are
-    expanded when that creates at most ``max_expand`` terms, else kept as one atom."""
+    expanded when that creates at most ``max_expand`` terms, else kept as one atom. ``depth``
+    counts the nested calls: past ``CHAIN_DEPTH`` the chain below is read with ``fold_sum``."""
     hit = _SUM_CACHE.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1].copy()
     if isinstance(e, E.IntImm):
         return Sum(e.dtype, e.value)
-    if isinstance(e, E.Add):
-        return to_sum(e.a, max_expand).iadd(to_sum(e.b, max_expand))
-    if isinstance(e, E.Sub):
-        return to_sum(e.a, max_expand).iadd(to_sum(e.b, max_expand), -1)
-    if isinstance(e, E.Mul):
-        a, b = to_sum(e.a, max_expand), to_sum(e.b, max_expand)
-        if a.is_const():
-            return b.scaled(a.const)
-        if b.is_const():
-            return a.scaled(b.const)
-        if a.n_terms() * b.n_terms() <= max_expand:
-            return a.mul(b)
+    if not isinstance(e, (E.Add, E.Sub, E.Mul)):
         return Sum.atom(e)
+    if depth >= CHAIN_DEPTH:
+        return _fold_to_sum(e, max_expand)
+    depth += 1
+    a, b = to_sum(e.a, max_expand, depth), to_sum(e.b, max_expand, depth)
+    if isinstance(e, E.Add):
+        return a.iadd(b)
+    if isinstance(e, E.Sub):
+        return a.iadd(b, -1)
+    if a.is_const():
+        return b.scaled(a.const)
+    if b.is_const():
+        return a.scaled(b.const)
+    if a.n_terms() * b.n_terms() <= max_expand:
+        return a.mul(b)
     return Sum.atom(e)
+
+
+def _fold_to_sum(e: E.PrimExpr, max_expand: int) -> Sum:
+    def leaf(n: E.PrimExpr) -> Sum | None:
+        if isinstance(n, (E.Add, E.Sub, E.Mul)):
+            hit = _SUM_CACHE.get(id(n))
+            return hit[1].copy() if hit is not None and hit[0] is n else None
+        return to_sum(n)
+
+    def product(n: E.Mul, a: Sum, b: Sum) -> Sum:
+        p = mul_sums(a, b, max_expand)
+        return Sum.atom(n) if p is None else p
+
+    return fold_sum(e, leaf, product)
 
 
 # ---- floordiv/floormod splits ----------------------------------------------------------------

@@ -142,6 +142,7 @@ class _StructEq:
     def __init__(self, map_free_vars: bool):
         self.map_free_vars = map_free_vars
         self.var_map: dict[int, Any] = {}
+        self.equal: set[tuple[int, int]] = set()  # node pairs found equal: a DAG's shared ones
 
     def eq(self, a: Any, b: Any) -> bool:
         if a is b:
@@ -171,11 +172,15 @@ class _StructEq:
                         if not _is_var(y) or _var_sig(x) != _var_sig(y):
                             return False
                         self.var_map[id(x)] = y
+            pair = (id(a), id(b))
+            if pair in self.equal:  # var bindings only grow: still equal
+                return True
             for f in a._all_slots():
                 if f == "__weakref__" or f.startswith("_"):
                     continue
                 if not self.eq(getattr(a, f, None), getattr(b, f, None)):
                     return False
+            self.equal.add(pair)
             return True
         if isinstance(a, (list, tuple)):
             if not isinstance(b, (list, tuple)) or len(a) != len(b):
@@ -203,19 +208,29 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
 
 def structural_hash(a: Any, map_free_vars: bool = True) -> int:
     """A hash consistent with structural_equal(map_free_vars=True): variables hash by dtype only."""
+    return _shash(a, map_free_vars, {})
+
+
+def _shash(a: Any, map_free_vars: bool, memo: dict[int, int]) -> int:
+    """structural_hash, each node hashed once (``memo``, by id): a DAG's shared nodes too."""
     if _is_var(a):
         return hash(("Var", _var_sig(a))) if map_free_vars else id(a)
     if isinstance(a, Node):
+        h = memo.get(id(a))
+        if h is not None:
+            return h
         h = hash(type(a).__name__)
         for f in a._all_slots():
             if f == "__weakref__" or f.startswith("_"):
                 continue
-            h = hash((h, structural_hash(getattr(a, f, None), map_free_vars)))
+            h = hash((h, _shash(getattr(a, f, None), map_free_vars, memo)))
+        memo[id(a)] = h
         return h
     if isinstance(a, (list, tuple)):
-        return hash(tuple(structural_hash(x, map_free_vars) for x in a))
+        return hash(tuple(_shash(x, map_free_vars, memo) for x in a))
     if isinstance(a, dict):
-        return hash(tuple((structural_hash(k, map_free_vars), structural_hash(v, map_free_vars)) for k, v in a.items()))
+        return hash(tuple((_shash(k, map_free_vars, memo), _shash(v, map_free_vars, memo))
+                          for k, v in a.items()))
     try:
         return hash(a)
     except TypeError:

@@ -281,9 +281,11 @@ class _Partitioner:
         self.fuse_level = fuse_level
         self.max_depth = max_depth
         self.groups: list[_Group] = []
+        self.too_deep: set[int] = set()  # nodes whose fusion would pass max_depth
 
     def partition(self, graph: _ForwardGraph) -> list[_Group]:
         self.groups = [_Group(n.pattern, n) for n in graph.post_dfs]
+        self.too_deep = set()
         if self.fuse_level == 0:
             return self.groups
         dom = _post_dominators(graph)
@@ -298,7 +300,8 @@ class _Partitioner:
             if group.pattern == OPAQUE or dnode.parent is None:
                 continue
             sink = graph.post_dfs[dnode.parent.gindex]
-            if self._count_with_child(gnode, sink) > self.max_depth:
+            if nid in self.too_deep or self._too_deep(gnode, sink):
+                self.too_deep.add(nid)  # for good: the counts only grow
                 continue
             sink_group = self.groups[sink.index]
             if phase == 2:
@@ -375,8 +378,13 @@ class _Partitioner:
             parent.anchor = child.anchor
             parent.pattern = max(parent.pattern, child.pattern)
 
-    def _count_with_child(self, child: _Node, sink: _Node) -> int:
-        """Nodes in ``sink``'s group once ``child`` and the paths from it are added."""
+    def _too_deep(self, child: _Node, sink: _Node) -> bool:
+        """Whether ``sink``'s group would pass ``max_depth`` nodes once ``child`` and the paths
+        from it are added. The walk stops as soon as the count does, so it visits at most
+        ``max_depth + 1`` nodes however far the sink (a DAG's post-dominator may be its
+        output, thousands of nodes on). The count never decreases (groups only grow), so a
+        node too deep in one phase is too deep in the next ones."""
+        limit = self.max_depth
         total = self.groups[sink.index].find_root().num_nodes
         visited: set[int] = set()
         stack = [child]
@@ -386,8 +394,10 @@ class _Partitioner:
                 continue
             visited.add(n.index)
             total += self.groups[n.index].num_nodes
+            if total > limit:
+                return True
             stack.extend(out for out, _ in n.outputs)
-        return total
+        return total > limit
 
 
 def _ewise_path_ok(kind: int, is_sink: bool) -> bool:
