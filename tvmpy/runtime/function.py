@@ -1,4 +1,4 @@
-"""A compiled function's Python entry: argument checking and the ctypes call (see codegen/abi.py).
+"""A compiled function's Python entry: argument checking and the ctypes call (see runtime/abi.py).
 
 A :class:`Function` is built once per function from its signature JSON (``abi.Signature.to_json``):
 ctypes argument types, and per parameter the expected dtype, rank and dims (constants, shape-var
