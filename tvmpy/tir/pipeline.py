@@ -55,7 +55,6 @@ from .transform import (
 __all__ = ["lower_pipeline", "builtin_phases", "PASSES", "pipeline_passes"]
 
 
-
 def builtin_phases(target: Any = None) -> list[list[Pass]]:
     """The built-in passes of phases 0..3 (LowerIntrin bound to ``target`` when given)."""
     return [
