@@ -41,6 +41,7 @@ from ..transform.instrument import dump_text
 from ..transform.passes import run_sequence
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .visitor import dataflow_post_order
 
 __all__ = ["build", "optimize", "build_passes", "check_graph", "lower_to_primitives",
            "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
@@ -223,23 +224,8 @@ class BuildResult:
 
 def _primitive_calls(main: Function) -> list[Function]:
     """The primitive functions called by ``main``, callees before callers."""
-    order: list[Function] = []
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(main.body, False)]
-    while stack:
-        e, ready = stack.pop()
-        if ready:
-            if isinstance(e, Call) and isinstance(e.op, Function):
-                order.append(e.op)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        kids = (list(e.args) if isinstance(e, Call) else list(e.fields) if isinstance(e, Tuple)
-                else [e.tuple_value] if isinstance(e, TupleGetItem) else [])
-        stack.extend((k, False) for k in reversed(kids))
-    return order
+    return [e.op for e in dataflow_post_order(main.body)
+            if isinstance(e, Call) and isinstance(e.op, Function)]
 
 
 def _copy_outputs(main: Function) -> Function:
