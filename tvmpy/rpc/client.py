@@ -38,6 +38,7 @@ from .protocol import (
     Limits,
     ProtocolError,
     RPCError,
+    byte_view,
     check_dtype,
     decode,
     encode,
@@ -70,7 +71,7 @@ def connect(url: str, port: int, key: str = "", session_timeout: float = 0,
         raise ConnectionError(f"rpc.connect: cannot reach {url}:{port}: {e}") from None
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        _handshake(sock, url, port, key, session_timeout, token)
+        server_limits = _handshake(sock, url, port, key, session_timeout, token)
     except TimeoutError:
         sock.close()
         raise TimeoutError(f"rpc.connect: no handshake from {url}:{port} within {timeout:g} s "
@@ -79,11 +80,13 @@ def connect(url: str, port: int, key: str = "", session_timeout: float = 0,
         sock.close()
         raise
     sock.settimeout(call_timeout)
-    return RPCSession(sock, f"{url}:{port}", key, Limits(max_payload=max_payload))
+    sess = RPCSession(sock, f"{url}:{port}", key, Limits(max_payload=max_payload))
+    sess._server_limits = server_limits
+    return sess
 
 
 def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeout: float,
-               token: str | None) -> None:
+               token: str | None) -> Limits:
     small = Limits(max_header=65536, max_payload=0)
     where = f"rpc server {url}:{port}"
     try:
@@ -113,6 +116,7 @@ def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeo
     if token and not secrets.compare_digest(str(reply.get("proof")),
                                             mac(token, b"server", cnonce, nonce)):
         raise AuthenticationError(f"{where} failed to prove it knows the token")
+    return Limits(int(greet.get("max_header", 1 << 20)), int(greet.get("max_payload", 1 << 30)))
 
 
 class RemoteDevice(Device):
@@ -253,7 +257,7 @@ class RemoteModule(_RemoteObject):
         def evaluate(*args: Any) -> BenchmarkResult:
             header = {"op": "time_evaluator", "h": self._handle, "name": func_name, "opts": opts,
                       "dev": self._sess._encode_device(dev)}
-            return self._sess._call(header, list(args))  # type: ignore[no-any-return]
+            return self._sess._call(header, list(args))
 
         return evaluate
 
@@ -318,7 +322,7 @@ class RemoteGraphExecutor(RemoteModule):
                   number: int = 5, min_repeat_ms: float | None = None, *args: Any,
                   **kwargs: Any) -> BenchmarkResult:
         return self._f("benchmark")(device, func_name, repeat, number, min_repeat_ms, *args,
-                                    **kwargs)  # type: ignore[no-any-return]
+                                    **kwargs)
 
     def __repr__(self) -> str:
         return f"RemoteGraphExecutor(on {self._sess.address})"
@@ -336,6 +340,7 @@ class RPCSession:
         self._lock = threading.Lock()
         self._free: list[int] = []
         self._closed = False
+        self._server_limits = Limits()
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _encode_obj(self, v: Any, payloads: list) -> Any:
@@ -384,6 +389,10 @@ class RPCSession:
         if kwargs:
             header["kwargs"] = encode(kwargs, payloads, self._encode_obj)
         where = f"rpc server {self.address}"
+        size = sum(len(byte_view(p)) for p in payloads)
+        if size > self._server_limits.max_payload:
+            raise ValueError(f"{header.get('op')}: {size} bytes of data exceed the message limit "
+                             f"of {where} ({self._server_limits.max_payload} bytes)")
         with self._lock:
             if self._closed:
                 raise RPCError(f"the RPC session with {self.address} is closed")
@@ -436,20 +445,20 @@ class RPCSession:
         self._call({"op": "upload", "name": target}, raw=[blob])
 
     def download(self, name: str) -> bytes:
-        return self._call({"op": "download", "name": name})  # type: ignore[no-any-return]
+        return self._call({"op": "download", "name": name})
 
     def remove(self, name: str) -> None:
         self._call({"op": "remove", "name": name})
 
     def listdir(self, name: str = ".") -> list[str]:
-        return self._call({"op": "listdir", "name": name})  # type: ignore[no-any-return]
+        return self._call({"op": "listdir", "name": name})
 
     def load_module(self, name: str) -> RemoteModule:
-        return self._call({"op": "load_module", "name": name})  # type: ignore[no-any-return]
+        return self._call({"op": "load_module", "name": name})
 
     def get_function(self, name: str) -> RemoteFunction:
         """A function registered on the server (e.g. ``"runtime.measure"``)."""
-        return self._call({"op": "get_function", "h": None, "name": name})  # type: ignore[no-any-return]
+        return self._call({"op": "get_function", "h": None, "name": name})
 
     def device(self, dev_type: str | int, dev_id: int = 0) -> RemoteDevice:
         code = dev_type if isinstance(dev_type, int) else DEVICE_TYPES.get(str(dev_type).lower())
@@ -474,13 +483,13 @@ class RPCSession:
     def _call_nd_array(self, src: np.ndarray, dev: RemoteDevice) -> RemoteNDArray:
         payloads: list = []
         value = encode(src, payloads)
-        return self._call({"op": "nd_array", "value": value,  # type: ignore[no-any-return]
+        return self._call({"op": "nd_array", "value": value,
                            "dev": self._encode_device(dev)}, raw=payloads)
 
     def _nd_empty(self, shape: Any, dtype: Any, dev: RemoteDevice) -> RemoteNDArray:
         shape = [int(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape)]
         dt = check_dtype(np.dtype(dtype).name if not isinstance(dtype, str) else dtype)
-        return self._call({"op": "nd_empty", "shape": shape, "dtype": dt.name,  # type: ignore[no-any-return]
+        return self._call({"op": "nd_empty", "shape": shape, "dtype": dt.name,
                            "dev": self._encode_device(dev)})
 
     def close(self) -> None:
@@ -553,7 +562,7 @@ class LocalSession:
         return cpu(dev_id)
 
     def device(self, dev_type: str | int, dev_id: int = 0) -> Device:
-        return nd.device(dev_type, dev_id)  # type: ignore[arg-type]
+        return nd.device(dev_type, dev_id)
 
     def close(self) -> None:
         shutil.rmtree(self._session.workdir, ignore_errors=True)

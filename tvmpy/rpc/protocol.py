@@ -75,11 +75,19 @@ def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False) 
     return buf
 
 
+def byte_view(p: Any) -> Any:
+    """``p`` (bytes-like or numpy array) as a flat view of its bytes."""
+    if isinstance(p, (bytes, bytearray)):
+        return p
+    if isinstance(p, np.ndarray):
+        return memoryview(np.ascontiguousarray(p).reshape(-1).view(np.uint8))
+    return memoryview(p).cast("B")
+
+
 def send_frame(sock: socket.socket, header: dict, payloads: Sequence[Any] = ()) -> None:
     """Send one frame; ``payloads`` are bytes-like (C-contiguous numpy arrays included)."""
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    views = [memoryview(p).cast("B") if not isinstance(p, (bytes, bytearray)) else p
-             for p in payloads]
+    views = [byte_view(p) for p in payloads]
     sizes = [len(v) for v in views]
     parts = [_PREFIX.pack(MAGIC, len(head), len(views), sum(sizes))]
     parts += [_LEN.pack(s) for s in sizes]

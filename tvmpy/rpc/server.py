@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import os
 import secrets
 import select
@@ -83,12 +84,13 @@ def _bind(host: str, port: int, port_end: int) -> socket.socket:
 
 
 # ---- one session (in the forked child) ----------------------------------------------------------
-def _handshake(conn: socket.socket, key: str, token: str | None) -> float:
+def _handshake(conn: socket.socket, key: str, token: str | None, limits: Limits) -> float:
     """Greet, check the client's key and token; returns the session timeout it asked for."""
     conn.settimeout(HANDSHAKE_TIMEOUT)
     nonce = secrets.token_bytes(32)
     send_frame(conn, {"proto": PROTOCOL, "version": VERSION, "key": key, "auth": bool(token),
-                      "nonce": nonce.hex()})
+                      "nonce": nonce.hex(), "max_header": limits.max_header,
+                      "max_payload": limits.max_payload})
     hello, _ = recv_frame(conn, Limits(max_header=65536, max_payload=0))
     if hello.get("proto") != PROTOCOL:
         raise ProtocolError("the client did not answer the greeting with the tvmpy-rpc handshake")
@@ -122,7 +124,7 @@ def _run_session(conn: socket.socket, workdir: str, key: str, token: str | None,
                  limits: Limits) -> None:
     lock = threading.Lock()
     try:
-        timeout = _handshake(conn, key, token)
+        timeout = _handshake(conn, key, token, limits)
     except (OSError, EOFError, ProtocolError, AuthenticationError) as e:
         _log(f"refused a client: {e}")
         if isinstance(e, (ProtocolError, AuthenticationError)):
@@ -280,9 +282,12 @@ def device_command(device: str) -> list[str]:
     if device == "native":
         return [sys.executable]
     if device == "qemu-aarch64":
-        # the lead points this at tvmpy.contrib.qemu.python_command() once that lands
-        root = os.environ.get("TVMPY_A64ROOT", "/tmp/a64root")
-        return ["qemu-aarch64", "-L", root, f"{root}/usr/bin/python3.11"]
+        try:
+            qemu = importlib.import_module("tvmpy.contrib.qemu")
+        except ImportError:  # before tvmpy.contrib.qemu exists: the sysroot at $TVMPY_A64ROOT
+            root = os.environ.get("TVMPY_A64ROOT", "/tmp/a64root")
+            return ["qemu-aarch64", "-L", root, f"{root}/usr/bin/python3.11"]
+        return list(qemu.python_command())
     raise ValueError(f"unknown device {device!r}: expected 'native' or 'qemu-aarch64'")
 
 
