@@ -286,6 +286,16 @@ def _workpath(session: Session, name: str) -> str:
     return safe_path(session.workdir, name)
 
 
+@register_func("runtime.device_info")
+def _device_info() -> dict:
+    """What the server runs on (``machine`` is e.g. ``x86_64`` or ``aarch64``)."""
+    import platform
+
+    return {"machine": platform.machine(), "system": platform.system(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "cpu_count": os.cpu_count() or 1}
+
+
 @register_func("runtime.ping")
 def _ping(*args: Any) -> Any:
     return list(args)
