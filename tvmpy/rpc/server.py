@@ -208,10 +208,21 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # a session's end (SIGCHLD) wakes the select at once: a queued client starts without delay
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     try:
         while True:
-            ready, _, _ = select.select([listener], [], [], 0.05)
-            if ready:
+            ready, _, _ = select.select([listener, wake_r], [], [], 0.5)
+            if wake_r in ready:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+            if listener in ready:
                 conn, _addr = listener.accept()
                 if len(pending) >= max_queue:
                     _refuse(conn, "server busy: too many clients waiting")
@@ -235,8 +246,11 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                 if pid == 0:  # the session process
                     code = 0
                     try:
-                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                        signal.signal(signal.SIGINT, signal.SIG_DFL)
+                        signal.set_wakeup_fd(-1)
+                        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+                            signal.signal(sig, signal.SIG_DFL)
+                        os.close(wake_r)
+                        os.close(wake_w)
                         listener.close()
                         for c, _t2 in pending:
                             c.close()
@@ -253,6 +267,9 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                 conn.close()
                 active = (pid, workdir)
     finally:
+        signal.set_wakeup_fd(-1)
+        os.close(wake_r)
+        os.close(wake_w)
         listener.close()
         for c, _t in pending:
             c.close()
