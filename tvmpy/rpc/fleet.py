@@ -134,7 +134,8 @@ class FleetPlugin(SchedulerPlugin):
                 "address": f"{info.get('host')}:{info.get('port')}",
                 "status": "busy" if job else "free", "job": job[0] if job else None,
                 "busy_s": round(time.time() - job[1], 3) if job else None,
-                "jobs_done": self.jobs_done.get(addr, 0)})
+                "jobs_done": self.jobs_done.get(addr, 0), "pid": info.get("pid"),
+                "worker_pid": info.get("worker_pid")})
         for ts in self.scheduler.tasks.values():
             if ts.state not in ("no-worker", "waiting", "queued", "processing", "released"):
                 continue
