@@ -549,7 +549,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     from .rpc import cli as rpc_cli
 
-    rp = sub.add_parser("rpc", help="RPC: serve a device to remote clients (tvmpy rpc server)")
+    rp = sub.add_parser("rpc", help="RPC: device servers (tvmpy rpc server), the fleet's tracker and status")
     rpc_cli.add_arguments(rp)
     rp.set_defaults(func=rpc_cli.run)
     return p

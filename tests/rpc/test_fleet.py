@@ -192,13 +192,17 @@ def test_tune_model_over_the_fleet(fleet, tmp_path):
     assert 0 < len(recs) <= 4 and all(r.error_no == 0 for _, r in recs)
 
 
+def _just_busy(dev: dict) -> dict | None:
+    return dev if dev["status"] == "busy" and dev["busy_s"] < 0.2 else None
+
+
 def test_device_killed_mid_run(tmp_path):
     """Three devices of one key: one loses its whole worker process mid-measurement, another
     only its device server. Each becomes one failed trial (RUNTIME_DEVICE, naming the device);
     the other trials are measured on the devices left; every trial is logged once."""
     f = Fleet({"victim": 3})
     try:
-        task = autotvm.task.create("test_fleet/slow_add", (2,), target="llvm")
+        task = autotvm.task.create("test_fleet/slow_add", (6,), target="llvm")
         runner = autotvm.RPCRunner("victim", port=f.tracker.port, number=1, repeat=1,
                                    timeout=30)
         option = autotvm.measure_option(builder=autotvm.LocalBuilder(n_parallel=2),
@@ -207,10 +211,10 @@ def test_device_killed_mid_run(tmp_path):
 
         def killer() -> None:
             for name, how in (("victim-0", "worker"), ("victim-1", "server")):
-                d = _wait_for(lambda n=name: (lambda d: d if d["status"] == "busy" else None)(
-                    f.device(n)), timeout=60, what=f"{name} to be busy")
-                time.sleep(0.03)
-                os.kill(d["worker_pid"] if how == "worker" else d["pid"], signal.SIGKILL)
+                # a measurement lasts > 0.6 s (two calls of 0.3 s): caught early, it is mid-run
+                dev = _wait_for(lambda n=name: _just_busy(f.device(n)), timeout=60,
+                                what=f"{name} to be busy")
+                os.kill(dev["worker_pid"] if how == "worker" else dev["pid"], signal.SIGKILL)
                 kills.append(name)
                 _wait_for(lambda n=name: n in [x["name"] for x in f.session.summary()["lost"]],
                           what=f"{name} to leave the fleet")

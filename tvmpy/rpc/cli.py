@@ -1,4 +1,5 @@
-"""``tvmpy rpc ...``: the RPC subcommands (``server`` here; the tracker adds its own).
+"""``tvmpy rpc ...``: the RPC subcommands: ``server`` (``--tracker HOST:PORT`` joins a fleet),
+``tracker`` and ``status`` (the fleet, tracker.py).
 
 ``tvmpy rpc server --device qemu-aarch64`` runs the server itself in an AArch64 Python under
 qemu-user (server.device_command); ``native`` runs it in this process.
@@ -22,10 +23,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     server.add_arguments(s)
     s.add_argument("--device", choices=("native", "qemu-aarch64"), default="native",
                    help="native: this machine; qemu-aarch64: an AArch64 Python under qemu-user")
+    s.add_argument("--tracker", default=None, metavar="HOST:PORT",
+                   help="join this tracker's fleet as a device of --key (a Dask worker with "
+                   "resources {KEY: 1} that owns this device's server)")
+    s.add_argument("--name", default=None, help="with --tracker: the name `rpc status` shows")
+    s.add_argument("--tls-ca-file", default=None, help="with --tracker: Dask TLS CA")
+    s.add_argument("--tls-cert", default=None, help="with --tracker: Dask TLS certificate")
+    s.add_argument("--tls-key", default=None, help="with --tracker: Dask TLS private key")
     s.set_defaults(rpc_func=run_server)
+    # the fleet (tracker.py, on Dask distributed)
+    t = sub.add_parser("tracker", help="the tracker of a device fleet (a Dask scheduler)")
+    t.set_defaults(rpc_func=_tracker_command("run_from_args"))
+    _tracker_module().add_arguments(t)
+    st = sub.add_parser("status", help="the fleet: devices per key, free/busy, queued requests")
+    _tracker_module().add_status_arguments(st)
+    st.set_defaults(rpc_func=_tracker_command("status_from_args"))
+
+
+def _tracker_module():  # type: ignore[no-untyped-def]
+    import importlib
+
+    return importlib.import_module(".tracker", __package__)
+
+
+def _tracker_command(name: str):  # type: ignore[no-untyped-def]
+    return lambda args: getattr(_tracker_module(), name)(args)
 
 
 def run_server(args: argparse.Namespace) -> int:
+    if args.tracker:
+        if not args.key:
+            print("tvmpy rpc server: error: --tracker needs --key", file=sys.stderr)
+            return 2
+        from . import fleet
+
+        return fleet.run_from_args(args)
     if args.device == "native":
         return server.run_from_args(args)
     token = args.token if args.token is not None else os.environ.get(server.TOKEN_ENV) or None

@@ -273,9 +273,11 @@ def start_device_server(device: str, host: str, token: str | None,
                         timeout: float = 120.0) -> tuple[subprocess.Popen, int]:
     """Start the device RPC server (``python -m tvmpy.rpc.server`` for ``device``) on a free
     port of ``host``; it dies with this process. Returns the process and its port."""
-    from .server import READY, device_command, server_env
+    from .server import LOOPBACK, READY, device_command, server_env
 
     cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--host", host, "--port", "0"]
+    if host not in LOOPBACK:  # reachable from other machines: the token is always set
+        cmd.append("--allow-remote")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=server_env(device, token), cwd=tempfile.gettempdir(),
                             preexec_fn=_set_pdeathsig)
