@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -36,6 +37,8 @@ def run_server(args: argparse.Namespace) -> int:
             str(args.queue_timeout)] + (["--allow-remote"] if args.allow_remote else [])
     proc = subprocess.Popen(server.device_command(args.device) + argv,
                             env=server.server_env(args.device, token))
+    # stopping this command stops the emulated server (and its session) too
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.terminate())
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -254,7 +254,7 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                         listener.close()
                         for c, _t2 in pending:
                             c.close()
-                        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        _tune_socket(conn)
                         _run_session(conn, workdir, key, token, limits)
                     except BaseException as e:  # noqa: BLE001 - the child must never return
                         _log(f"session failed: {type(e).__name__}: {e}")
@@ -280,6 +280,19 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             except OSError:
                 pass
             shutil.rmtree(active[1], ignore_errors=True)
+
+
+def _tune_socket(conn: socket.socket) -> None:
+    """No Nagle delay for small replies; keepalive probes end a session whose client machine
+    vanished without closing the connection (after about 90 s)."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, opt):
+                conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+    except OSError:
+        pass
 
 
 def _refuse(conn: socket.socket, msg: str) -> None:
