@@ -80,7 +80,7 @@ def byte_view(p: Any) -> Any:
     if isinstance(p, (bytes, bytearray)):
         return p
     if isinstance(p, np.ndarray):
-        return memoryview(np.ascontiguousarray(p).reshape(-1).view(np.uint8))
+        return np.ascontiguousarray(p).reshape(-1).view(np.uint8).data
     return memoryview(p).cast("B")
 
 

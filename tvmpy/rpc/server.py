@@ -216,13 +216,13 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     try:
         while True:
-            ready, _, _ = select.select([listener, wake_r], [], [], 0.5)
+            ready, _, _ = select.select([listener.fileno(), wake_r], [], [], 0.5)
             if wake_r in ready:
                 try:
                     os.read(wake_r, 4096)
                 except BlockingIOError:
                     pass
-            if listener in ready:
+            if listener.fileno() in ready:
                 conn, _addr = listener.accept()
                 if len(pending) >= max_queue:
                     _refuse(conn, "server busy: too many clients waiting")
