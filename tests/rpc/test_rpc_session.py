@@ -289,3 +289,24 @@ def _root():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2]
+
+
+def test_server_ends_with_the_process_that_started_it():
+    import sys
+
+    code = ("import os; from tvmpy import rpc; s = rpc.Server(port=0, silent=True); "
+            "print(s.port, flush=True); os._exit(0)")  # no terminate(): a crashed script
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              [str(_root()), os.environ.get("PYTHONPATH", "")])))
+    port = int(proc.stdout.split()[0])
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            rpc.connect("127.0.0.1", port, timeout=5).close()
+        except ConnectionError:
+            return
+        except rpc.RPCError:  # accepted while it was stopping
+            pass
+        time.sleep(0.2)
+    pytest.fail("the server outlived the process that started it")

@@ -212,7 +212,9 @@ class RemoteNDArray(_RemoteObject):
 
 class RemoteFunction(_RemoteObject):
     """A function on the server; calling it sends the arguments (remote arrays by handle, numpy
-    arrays and local NDArrays by value, scalars, strings) and returns its result."""
+    arrays and local NDArrays by value, scalars, strings) and returns its result. Arrays sent by
+    value are copies: what the function writes into them stays there, so pass remote arrays
+    (``tvm.nd.empty(shape, dtype, remote_dev)``) for outputs."""
 
     def __init__(self, sess: RPCSession, handle: int, name: str = ""):
         super().__init__(sess, handle)

@@ -193,8 +193,10 @@ def _log(msg: str) -> None:
 
 def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
           token: str | None = None, allow_remote: bool = False, max_header: int = 1 << 20,
-          max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16) -> None:
-    """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound)."""
+          max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16,
+          exit_with_parent: bool = False) -> None:
+    """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound);
+    with ``exit_with_parent``, also once the process that started this one is gone."""
     check_bind(host, allow_remote, token)
     limits = Limits(max_header, max_payload)
     listener = _bind(host, port, port_end)
@@ -214,8 +216,12 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    parent = os.getppid()
     try:
         while True:
+            if exit_with_parent and os.getppid() != parent:
+                _log("the process that started this server is gone: stopping")
+                return
             ready, _, _ = select.select([listener.fileno(), wake_r], [], [], 0.5)
             if wake_r in ready:
                 try:
@@ -223,8 +229,13 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                 except BlockingIOError:
                     pass
             if listener.fileno() in ready:
-                conn, _addr = listener.accept()
-                if len(pending) >= max_queue:
+                try:
+                    conn, _addr = listener.accept()
+                except OSError:  # the client gave up before we accepted
+                    conn = None
+                if conn is None:
+                    pass
+                elif len(pending) >= max_queue:
                     _refuse(conn, "server busy: too many clients waiting")
                 else:
                     pending.append((conn, time.monotonic()))
@@ -241,8 +252,17 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                         f"did not end within {queue_timeout:g} s")
             if active is None and pending:
                 conn, _t = pending.popleft()
-                workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
-                pid = os.fork()
+                try:
+                    workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
+                except OSError as e:
+                    _refuse(conn, f"server cannot create a session directory: {e}")
+                    continue
+                try:
+                    pid = os.fork()
+                except OSError as e:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    _refuse(conn, f"server cannot start a session process: {e}")
+                    continue
                 if pid == 0:  # the session process
                     code = 0
                     try:
@@ -357,6 +377,7 @@ class Server:
                       "--max-header", str(max_header), "--queue-timeout", str(queue_timeout)]
         if allow_remote:
             self._argv.append("--allow-remote")
+        self._argv.append("--exit-with-parent")  # no server outlives a crashed test or script
         self._token = token
         self._start_timeout = start_timeout
         self._silent = silent
@@ -444,13 +465,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest message header in bytes (default 1 MiB)")
     p.add_argument("--queue-timeout", type=float, default=60.0,
                    help="seconds a client waits for a busy server before it is refused")
+    p.add_argument("--exit-with-parent", action="store_true",
+                   help="stop when the process that started the server ends")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     try:
         serve(args.host, args.port, args.port_end, args.key, token, args.allow_remote,
-              args.max_header, args.max_payload, args.queue_timeout)
+              args.max_header, args.max_payload, args.queue_timeout,
+              exit_with_parent=args.exit_with_parent)
     except (PermissionError, OSError, ValueError) as e:
         print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
         return 2
