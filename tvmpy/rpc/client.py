@@ -553,12 +553,7 @@ class LocalSession:
         return self._session.load_module(name)
 
     def get_function(self, name: str) -> Callable[..., Any]:
-        f = get_global_func(name)
-        code = getattr(f, "__code__", None)
-        if code is not None and code.co_argcount and code.co_varnames[0] == "session":
-            sess = self._session
-            return lambda *args: f(sess, *args)
-        return f
+        return get_global_func(name, self._session)
 
     def cpu(self, dev_id: int = 0) -> Device:
         return cpu(dev_id)
