@@ -105,8 +105,11 @@ def test_remote_time_evaluator(remote, libs):
     dev = remote.cpu(0)
     a = tvm.nd.array(np.ones(4096, "float32"), dev)
     b = tvm.nd.empty((4096,), "float32", dev)
+    t0 = time.perf_counter()
     res = f.time_evaluator("affine", dev, number=5, repeat=3)(a, b)
+    wall = time.perf_counter() - t0
     assert len(res.results) == 3 and all(t > 0 for t in res.results)
+    assert sum(res.results) * 5 <= wall  # the device's own clock, inside the round trip
     assert res.mean == pytest.approx(sum(res.results) / 3)
     np.testing.assert_allclose(b.numpy(), 3.0)
     with pytest.raises(ValueError, match="repeat"):

@@ -114,7 +114,7 @@ def _handshake(conn: socket.socket, key: str, token: str | None, limits: Limits)
             raise AuthenticationError("authentication failed: wrong token")
         proof = mac(token, b"server", cnonce, nonce)
     timeout = hello.get("session_timeout") or 0
-    if not isinstance(timeout, (int, float)) or timeout < 0:
+    if not isinstance(timeout, (int, float)) or not 0 <= timeout <= 1e8:
         raise ProtocolError(f"bad session_timeout {timeout!r}")
     send_frame(conn, {"ok": True, "proof": proof})
     return float(timeout)

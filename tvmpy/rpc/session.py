@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.random import default_rng  # loaded once by the listener, not per session
 
 from ..runtime import ndarray as nd
 from ..runtime.device import Device
@@ -319,7 +320,7 @@ def measure(session: Session, lib_name: str, func_name: str, arg_specs: list, nu
     included) when ``return_args``."""
     if not isinstance(arg_specs, list):
         raise TypeError("runtime.measure: arg_specs must be a list of [shape, dtype]")
-    rng = np.random.default_rng(seed)
+    rng = default_rng(seed)
     args = []
     for spec in arg_specs:
         if not isinstance(spec, list) or len(spec) != 2:
