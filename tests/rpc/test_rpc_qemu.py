@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +21,7 @@ from tvmpy.contrib import graph_executor
 from .rpc_util import GRAPH_IN, build_libs, graph_reference
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon"
+ROOT = Path(__file__).resolve().parents[2]
 HAVE_CROSS = importlib.util.find_spec("tvmpy.contrib.cc") is not None
 
 
@@ -82,3 +88,27 @@ def test_qemu_server_runs_aarch64_modules(a64_remote, tmp_path, rng):
     res = remote.get_function("runtime.measure")("affine_a64.so", "affine",
                                                  [[[256], "float32"], [[256], "float32"]], 2, 2)
     assert len(res["costs"]) == 2 and os.path.basename(a64["graph"]) == "graph.so"
+
+
+def test_cli_qemu_server():
+    """``tvmpy rpc server --device qemu-aarch64`` serves from an AArch64 process; stopping the
+    command stops it."""
+    _ensure_sysroot()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--device",
+                             "qemu-aarch64", "--port", "0", "--key", "a64"],
+                            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 300)
+        assert ready, "the qemu server did not start"
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
+        with rpc.connect("127.0.0.1", int(line.rsplit(":", 1)[1]), key="a64") as sess:
+            assert sess.get_function("runtime.device_info")()["machine"] == "aarch64"
+        proc.terminate()
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        proc.stdout.close()  # type: ignore[union-attr]

@@ -105,8 +105,11 @@ def test_remote_time_evaluator(remote, libs):
     dev = remote.cpu(0)
     a = tvm.nd.array(np.ones(4096, "float32"), dev)
     b = tvm.nd.empty((4096,), "float32", dev)
+    t0 = time.perf_counter()
     res = f.time_evaluator("affine", dev, number=5, repeat=3)(a, b)
+    wall = time.perf_counter() - t0
     assert len(res.results) == 3 and all(t > 0 for t in res.results)
+    assert sum(res.results) * 5 <= wall  # the device's own clock, inside the round trip
     assert res.mean == pytest.approx(sum(res.results) / 3)
     np.testing.assert_allclose(b.numpy(), 3.0)
     with pytest.raises(ValueError, match="repeat"):
@@ -289,3 +292,24 @@ def _root():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2]
+
+
+def test_server_ends_with_the_process_that_started_it():
+    import sys
+
+    code = ("import os; from tvmpy import rpc; s = rpc.Server(port=0, silent=True); "
+            "print(s.port, flush=True); os._exit(0)")  # no terminate(): a crashed script
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              [str(_root()), os.environ.get("PYTHONPATH", "")])))
+    port = int(proc.stdout.split()[0])
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            rpc.connect("127.0.0.1", port, timeout=5).close()
+        except ConnectionError:
+            return
+        except rpc.RPCError:  # accepted while it was stopping
+            pass
+        time.sleep(0.2)
+    pytest.fail("the server outlived the process that started it")

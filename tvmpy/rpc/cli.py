@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -65,9 +66,11 @@ def run_server(args: argparse.Namespace) -> int:
     argv = ["-m", "tvmpy.rpc.server", "--host", args.host, "--port", str(args.port),
             "--port-end", str(args.port_end), "--key", args.key, "--max-payload",
             str(args.max_payload), "--max-header", str(args.max_header), "--queue-timeout",
-            str(args.queue_timeout)] + (["--allow-remote"] if args.allow_remote else [])
+            str(args.queue_timeout), "--exit-with-parent"] + (["--allow-remote"] if args.allow_remote else [])
     proc = subprocess.Popen(server.device_command(args.device) + argv,
                             env=server.server_env(args.device, token))
+    # stopping this command stops the emulated server (and its session) too
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.terminate())
     try:
         return proc.wait()
     except KeyboardInterrupt:

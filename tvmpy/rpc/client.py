@@ -212,7 +212,9 @@ class RemoteNDArray(_RemoteObject):
 
 class RemoteFunction(_RemoteObject):
     """A function on the server; calling it sends the arguments (remote arrays by handle, numpy
-    arrays and local NDArrays by value, scalars, strings) and returns its result."""
+    arrays and local NDArrays by value, scalars, strings) and returns its result. Arrays sent by
+    value are copies: what the function writes into them stays there, so pass remote arrays
+    (``tvm.nd.empty(shape, dtype, remote_dev)``) for outputs."""
 
     def __init__(self, sess: RPCSession, handle: int, name: str = ""):
         super().__init__(sess, handle)
@@ -551,12 +553,7 @@ class LocalSession:
         return self._session.load_module(name)
 
     def get_function(self, name: str) -> Callable[..., Any]:
-        f = get_global_func(name)
-        code = getattr(f, "__code__", None)
-        if code is not None and code.co_argcount and code.co_varnames[0] == "session":
-            sess = self._session
-            return lambda *args: f(sess, *args)
-        return f
+        return get_global_func(name, self._session)
 
     def cpu(self, dev_id: int = 0) -> Device:
         return cpu(dev_id)

@@ -80,7 +80,7 @@ def byte_view(p: Any) -> Any:
     if isinstance(p, (bytes, bytearray)):
         return p
     if isinstance(p, np.ndarray):
-        return memoryview(np.ascontiguousarray(p).reshape(-1).view(np.uint8))
+        return np.ascontiguousarray(p).reshape(-1).view(np.uint8).data
     return memoryview(p).cast("B")
 
 
@@ -124,7 +124,7 @@ def recv_frame(sock: socket.socket, limits: Limits) -> tuple[dict, list[bytearra
     raw = _recv_exact(sock, head_len, "header")
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ProtocolError(f"bad frame: the header is not JSON ({e})") from None
     if not isinstance(header, dict):
         raise ProtocolError("bad frame: the header is not a JSON object")

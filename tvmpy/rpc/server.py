@@ -114,7 +114,7 @@ def _handshake(conn: socket.socket, key: str, token: str | None, limits: Limits)
             raise AuthenticationError("authentication failed: wrong token")
         proof = mac(token, b"server", cnonce, nonce)
     timeout = hello.get("session_timeout") or 0
-    if not isinstance(timeout, (int, float)) or timeout < 0:
+    if not isinstance(timeout, (int, float)) or not 0 <= timeout <= 1e8:
         raise ProtocolError(f"bad session_timeout {timeout!r}")
     send_frame(conn, {"ok": True, "proof": proof})
     return float(timeout)
@@ -193,8 +193,10 @@ def _log(msg: str) -> None:
 
 def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
           token: str | None = None, allow_remote: bool = False, max_header: int = 1 << 20,
-          max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16) -> None:
-    """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound)."""
+          max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16,
+          exit_with_parent: bool = False) -> None:
+    """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound);
+    with ``exit_with_parent``, also once the process that started this one is gone."""
     check_bind(host, allow_remote, token)
     limits = Limits(max_header, max_payload)
     listener = _bind(host, port, port_end)
@@ -214,17 +216,26 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    parent = os.getppid()
     try:
         while True:
-            ready, _, _ = select.select([listener, wake_r], [], [], 0.5)
+            if exit_with_parent and os.getppid() != parent:
+                _log("the process that started this server is gone: stopping")
+                return
+            ready, _, _ = select.select([listener.fileno(), wake_r], [], [], 0.5)
             if wake_r in ready:
                 try:
                     os.read(wake_r, 4096)
                 except BlockingIOError:
                     pass
-            if listener in ready:
-                conn, _addr = listener.accept()
-                if len(pending) >= max_queue:
+            if listener.fileno() in ready:
+                try:
+                    conn, _addr = listener.accept()
+                except OSError:  # the client gave up before we accepted
+                    conn = None
+                if conn is None:
+                    pass
+                elif len(pending) >= max_queue:
                     _refuse(conn, "server busy: too many clients waiting")
                 else:
                     pending.append((conn, time.monotonic()))
@@ -241,8 +252,17 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                         f"did not end within {queue_timeout:g} s")
             if active is None and pending:
                 conn, _t = pending.popleft()
-                workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
-                pid = os.fork()
+                try:
+                    workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
+                except OSError as e:
+                    _refuse(conn, f"server cannot create a session directory: {e}")
+                    continue
+                try:
+                    pid = os.fork()
+                except OSError as e:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    _refuse(conn, f"server cannot start a session process: {e}")
+                    continue
                 if pid == 0:  # the session process
                     code = 0
                     try:
@@ -254,7 +274,7 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                         listener.close()
                         for c, _t2 in pending:
                             c.close()
-                        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        _tune_socket(conn)
                         _run_session(conn, workdir, key, token, limits)
                     except BaseException as e:  # noqa: BLE001 - the child must never return
                         _log(f"session failed: {type(e).__name__}: {e}")
@@ -280,6 +300,19 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             except OSError:
                 pass
             shutil.rmtree(active[1], ignore_errors=True)
+
+
+def _tune_socket(conn: socket.socket) -> None:
+    """No Nagle delay for small replies; keepalive probes end a session whose client machine
+    vanished without closing the connection (after about 90 s)."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for opt, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, opt):
+                conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+    except OSError:
+        pass
 
 
 def _refuse(conn: socket.socket, msg: str) -> None:
@@ -344,6 +377,7 @@ class Server:
                       "--max-header", str(max_header), "--queue-timeout", str(queue_timeout)]
         if allow_remote:
             self._argv.append("--allow-remote")
+        self._argv.append("--exit-with-parent")  # no server outlives a crashed test or script
         self._token = token
         self._start_timeout = start_timeout
         self._silent = silent
@@ -431,13 +465,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest message header in bytes (default 1 MiB)")
     p.add_argument("--queue-timeout", type=float, default=60.0,
                    help="seconds a client waits for a busy server before it is refused")
+    p.add_argument("--exit-with-parent", action="store_true",
+                   help="stop when the process that started the server ends")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     try:
         serve(args.host, args.port, args.port_end, args.key, token, args.allow_remote,
-              args.max_header, args.max_payload, args.queue_timeout)
+              args.max_header, args.max_payload, args.queue_timeout,
+              exit_with_parent=args.exit_with_parent)
     except (PermissionError, OSError, ValueError) as e:
         print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
         return 2

@@ -8,12 +8,15 @@ modules, functions, graph executors) are kept in a handle table of this session 
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.random import default_rng  # loaded once by the listener, not per session
 
 from ..runtime import ndarray as nd
 from ..runtime.device import Device
@@ -25,22 +28,29 @@ from .protocol import ProtocolError, check_dtype, decode, encode
 
 __all__ = ["Session", "register_func", "get_global_func", "safe_path"]
 
-_GLOBALS: dict[str, Callable[..., Any]] = {}
+_GLOBALS: dict[str, tuple[Callable[..., Any], bool]] = {}
 
 
-def register_func(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a device-side function under ``name`` (``session.get_function(name)``). A
-    function whose first parameter is named ``session`` receives the calling Session."""
+def register_func(name: str, with_session: bool = False
+                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a device-side function under ``name`` (``remote.get_function(name)``); with
+    ``with_session`` it receives the calling :class:`Session` as its first argument."""
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
-        _GLOBALS[name] = f
+        _GLOBALS[name] = (f, with_session)
         return f
     return deco
 
 
-def get_global_func(name: str) -> Callable[..., Any]:
+def get_global_func(name: str, session: Session | None = None) -> Callable[..., Any]:
+    """The function registered as ``name`` (bound to ``session`` if it takes one)."""
     if name not in _GLOBALS:
         raise ValueError(f"no server function {name!r}; registered: {', '.join(sorted(_GLOBALS))}")
-    return _GLOBALS[name]
+    f, with_session = _GLOBALS[name]
+    if not with_session:
+        return f
+    if session is None:
+        raise ValueError(f"server function {name!r} needs a session")
+    return functools.partial(f, session)
 
 
 def safe_path(root: str, name: Any, must_exist: bool = False) -> str:
@@ -100,8 +110,6 @@ class Session:
         if os.path.isdir(path) and not os.path.islink(path):
             if path == os.path.realpath(self.workdir):
                 raise PermissionError("remove: cannot remove the session's directory")
-            import shutil
-
             shutil.rmtree(path)
         else:
             os.remove(path)
@@ -208,14 +216,7 @@ class Session:
         if not isinstance(name, str):
             raise ProtocolError("get_function needs a name")
         if header.get("h") is None:
-            f = get_global_func(name)
-            code = getattr(f, "__code__", None)
-            if code is not None and code.co_argcount and code.co_varnames[0] == "session":
-                g = f
-
-                def f(*args: Any) -> Any:
-                    return g(self, *args)
-            return self._ref(f, "function", name=name)
+            return self._ref(get_global_func(name, self), "function", name=name)
         obj = self.get(header["h"])
         return self.encode_result(obj[name], out)
 
@@ -281,7 +282,7 @@ class Session:
 
 
 # ---- functions every server offers -----------------------------------------------------------
-@register_func("tvm.rpc.server.workpath")
+@register_func("tvm.rpc.server.workpath", with_session=True)
 def _workpath(session: Session, name: str) -> str:
     return safe_path(session.workdir, name)
 
@@ -309,7 +310,7 @@ def _random_arg(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtyp
     return rng.integers(0, 8, shape).astype(dtype)
 
 
-@register_func("runtime.measure")
+@register_func("runtime.measure", with_session=True)
 def measure(session: Session, lib_name: str, func_name: str, arg_specs: list, number: int = 10,
             repeat: int = 1, min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
             f_preproc: str = "", seed: int = 0, return_args: bool = False) -> dict:
@@ -319,7 +320,7 @@ def measure(session: Session, lib_name: str, func_name: str, arg_specs: list, nu
     included) when ``return_args``."""
     if not isinstance(arg_specs, list):
         raise TypeError("runtime.measure: arg_specs must be a list of [shape, dtype]")
-    rng = np.random.default_rng(seed)
+    rng = default_rng(seed)
     args = []
     for spec in arg_specs:
         if not isinstance(spec, list) or len(spec) != 2:
