@@ -269,13 +269,14 @@ def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child before exe
         pass
 
 
-def start_device_server(device: str, host: str, token: str | None,
+def start_device_server(device: str, host: str, token: str | None, key: str = "",
                         timeout: float = 120.0) -> tuple[subprocess.Popen, int]:
     """Start the device RPC server (``python -m tvmpy.rpc.server`` for ``device``) on a free
     port of ``host``; it dies with this process. Returns the process and its port."""
     from .server import LOOPBACK, READY, device_command, server_env
 
-    cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--host", host, "--port", "0"]
+    cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--host", host, "--port", "0",
+                                    "--key", key]
     if host not in LOOPBACK:  # reachable from other machines: the token is always set
         cmd.append("--allow-remote")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -346,7 +347,7 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
         raise ValueError("a device worker needs a key (--key)")
     quiet_dask_logs()
     token = secrets.token_hex(16)
-    proc, port = start_device_server(device, host, token)
+    proc, port = start_device_server(device, host, token, key)
     name = name or f"{key}-{device}-{os.getpid()}"
     try:
         return asyncio.run(_serve_device(_tracker_address(tracker, security), key, device, host,
