@@ -273,3 +273,50 @@ def test_tracker_binds_loopback_unless_allowed():
                           "0.0.0.0", "--port", "0"], capture_output=True, text=True, timeout=60,
                          env=env)
     assert out.returncode == 2 and "refusing to bind" in out.stderr
+
+
+def _cert(dirpath, name: str, ca: str | None = None) -> tuple[str, str]:
+    """A self-signed CA (``ca`` None) or a certificate for 127.0.0.1 signed by CA ``ca``."""
+    key, pem = str(dirpath / f"{name}.key"), str(dirpath / f"{name}.pem")
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True,  # noqa: E731
+                                    timeout=60)
+    if ca is None:
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", pem,
+            "-days", "2", "-subj", f"/CN={name}")
+        return pem, key
+    csr, ext = str(dirpath / f"{name}.csr"), dirpath / f"{name}.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+        "/CN=127.0.0.1")
+    run("x509", "-req", "-in", csr, "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
+        "-CAcreateserial", "-out", pem, "-days", "2", "-extfile", str(ext))
+    return pem, key
+
+
+def test_tls_tracker_refuses_clients_without_its_certificates(tmp_path):
+    from distributed.security import Security
+
+    from tvmpy.rpc.tracker import READY, _start, _stop
+
+    ca_pem, _ = _cert(tmp_path, "ca")
+    node_pem, node_key = _cert(tmp_path, "node", ca=str(tmp_path / "ca"))
+    rogue_ca, _ = _cert(tmp_path, "rogue")
+    rogue_pem, rogue_key = _cert(tmp_path, "intruder", ca=str(tmp_path / "rogue"))
+    proc, line = _start([sys.executable, "-m", "tvmpy.rpc.tracker", "--port", "0",
+                         "--tls-ca-file", ca_pem, "--tls-cert", node_pem, "--tls-key", node_key],
+                        READY, "the TLS tracker", 60, True)
+    try:
+        port = int(line.rsplit(":", 1)[1])
+        with pytest.raises(Exception):  # noqa: B017 - plain TCP: the TLS tracker hangs up
+            connect_tracker("127.0.0.1", port, timeout=5)
+        intruder = Security(tls_ca_file=rogue_ca, tls_client_cert=rogue_pem,
+                            tls_client_key=rogue_key, require_encryption=True)
+        with pytest.raises(Exception):  # noqa: B017 - a certificate of another CA
+            connect_tracker("127.0.0.1", port, security=intruder, timeout=5)
+        member = Security(tls_ca_file=ca_pem, tls_client_cert=node_pem, tls_client_key=node_key,
+                          require_encryption=True)
+        check_tracker_bind("0.0.0.0", True, member)  # TLS + the flag: a remote bind is allowed
+        with connect_tracker("127.0.0.1", port, security=member, timeout=10) as t:
+            assert t.summary()["keys"] == {} and not t.summary()["lost"]
+    finally:
+        _stop(proc)

@@ -306,12 +306,15 @@ def start_device_server(device: str, host: str, token: str | None, key: str = ""
 
 async def _serve_device(tracker: str, key: str, device: str, host: str, name: str,
                         security: Any, proc: subprocess.Popen, port: int, token: str) -> int:
+    import dask
     from distributed import Worker
 
+    dask.config.set({"distributed.worker.http.routes": []})  # no HTTP endpoints, loopback
     info = {"key": key, "name": name, "device": device, "host": host, "port": port,
             "token": token, "pid": proc.pid, "worker_pid": os.getpid()}
     worker = Worker(tracker, nthreads=1, resources={key: 1}, name=name, host=host,
-                    dashboard=False, memory_limit=0, security=security,
+                    dashboard=False, dashboard_address="127.0.0.1:0", memory_limit=0,
+                    security=security,
                     plugins={DevicePlugin(info)})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

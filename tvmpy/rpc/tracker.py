@@ -66,15 +66,18 @@ def check_tracker_bind(host: str, allow_remote: bool, security: Any) -> None:
 
 # ---- the tracker process -----------------------------------------------------------------------
 async def _serve(host: str, port: int, port_end: int, security: Any) -> None:
+    import dask
     from distributed import Scheduler
 
+    # Dask's HTTP server (dashboard, metrics) stays on the loopback and serves nothing
+    dask.config.set({"distributed.scheduler.http.routes": []})
     last: Exception | None = None
     ports = [0] if port == 0 else range(port, max(port, port_end) + 1)
     protocol = "tls" if security is not None else "tcp"
     for p in ports:
         try:
             sched = Scheduler(host=host, port=p, protocol=protocol, dashboard=False,
-                              dashboard_address=None, security=security,
+                              dashboard_address="127.0.0.1:0", security=security,
                               plugins=[FleetPlugin()], worker_ttl="60s")
             await sched
             break
