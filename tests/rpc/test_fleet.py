@@ -192,6 +192,33 @@ def test_tune_model_over_the_fleet(fleet, tmp_path):
     assert 0 < len(recs) <= 4 and all(r.error_no == 0 for _, r in recs)
 
 
+def test_cli_tune_over_the_fleet(fleet, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(2).standard_normal((8, 3, 3, 3))
+                                .astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
+                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                 [1, 3, 10, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          initializer=[w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, tmp_path / "conv.onnx")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    base = [sys.executable, "-m", "tvmpy", "tune", str(tmp_path / "conv.onnx"), "--trials", "3",
+            "--tuner", "random", "--tracker", fleet.tracker.address]
+    out = subprocess.run(base + ["--log", str(tmp_path / "t.json"), "--rpc-key", "x86"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    recs = list(record.load_from_file(tmp_path / "t.json"))
+    assert len(recs) == 3 and all(r.error_no == 0 for _, r in recs)
+    bad = subprocess.run(base + ["--log", str(tmp_path / "u.json"), "--rpc-key", "nope"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert bad.returncode == 2 and "no device with key 'nope'" in bad.stderr
+
+
 def _just_busy(dev: dict) -> dict | None:
     return dev if dev["status"] == "busy" and dev["busy_s"] < 0.2 else None
 
