@@ -106,9 +106,10 @@ class _PopenProcess:
     the child exits, so ``multiprocessing.connection.wait`` can watch it."""
 
     def __init__(self, child_fd: int):
-        import tvmpy
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(tvmpy.__file__)))
+        # the folder holding the tvmpy package (tvmpy/autotvm/measure/workers.py)
+        root = os.path.abspath(__file__)
+        for _ in range(4):
+            root = os.path.dirname(root)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
                                                       if env.get("PYTHONPATH") else []))
