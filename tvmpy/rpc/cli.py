@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from . import server
 
@@ -41,13 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     st.set_defaults(rpc_func=_tracker_command("status_from_args"))
 
 
-def _tracker_module():  # type: ignore[no-untyped-def]
+def _tracker_module() -> Any:
     import importlib
 
     return importlib.import_module(".tracker", __package__)
 
 
-def _tracker_command(name: str):  # type: ignore[no-untyped-def]
+def _tracker_command(name: str) -> Callable[[argparse.Namespace], int]:
     return lambda args: getattr(_tracker_module(), name)(args)
 
 

@@ -182,11 +182,12 @@ def _this_device() -> tuple[Any, dict]:
     from distributed import get_worker
 
     worker = get_worker()
-    plugin = worker.plugins.get(PLUGIN_NAME)
-    if plugin is None:
+    # duck-typed: the worker process may have run this module as __main__ (python -m)
+    info = getattr(worker.plugins.get(PLUGIN_NAME), "info", None)
+    if not isinstance(info, dict):
         raise RuntimeError("this Dask worker owns no tvmpy device (start it with "
                            "`tvmpy rpc server --tracker HOST:PORT --key KEY`)")
-    return worker, plugin.info
+    return worker, info
 
 
 def _claim(worker: Any) -> dict | None:
@@ -315,7 +316,7 @@ async def _serve_device(tracker: str, key: str, device: str, host: str, name: st
     worker = Worker(tracker, nthreads=1, resources={key: 1}, name=name, host=host,
                     dashboard=False, dashboard_address="127.0.0.1:0", memory_limit=0,
                     security=security,
-                    plugins={DevicePlugin(info)})
+                    plugins=(DevicePlugin(info),))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -78,7 +78,7 @@ async def _serve(host: str, port: int, port_end: int, security: Any) -> None:
         try:
             sched = Scheduler(host=host, port=p, protocol=protocol, dashboard=False,
                               dashboard_address="127.0.0.1:0", security=security,
-                              plugins=[FleetPlugin()], worker_ttl="60s")
+                              plugins=[FleetPlugin()], worker_ttl=60.0)
             await sched
             break
         except OSError as e:
