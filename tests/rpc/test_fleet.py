@@ -192,6 +192,19 @@ def test_tune_model_over_the_fleet(fleet, tmp_path):
     assert 0 < len(recs) <= 4 and all(r.error_no == 0 for _, r in recs)
 
 
+def test_run_past_the_timeout_is_a_run_timeout(fleet):
+    task = autotvm.task.create("test_fleet/slow_add", (40,), target="llvm")  # 2 s per call
+    runner = autotvm.RPCRunner("solo", port=fleet.tracker.port, number=1, repeat=1, timeout=1)
+    batch = create_measure_batch(task, autotvm.measure_option(
+        builder=autotvm.LocalBuilder(n_parallel=1), runner=runner))
+    (res,) = batch([MeasureInput(task.target, task, task.config_space.get(0))])
+    batch.close()
+    assert res.error_no == MeasureErrorNo.RUN_TIMEOUT, res
+    assert "solo-0" in res.costs[0]
+    # the device is free again and measures the next candidate
+    _wait_for(lambda: fleet.device("solo-0")["status"] == "free", what="solo-0 to be free")
+
+
 def test_cli_tune_over_the_fleet(fleet, tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper

@@ -220,7 +220,7 @@ def measure_task(lib: bytes, lib_name: str, func_name: str, arg_specs: Sequence[
 
     try:
         sess = connect(info["host"], info["port"], key=info["key"],
-                       session_timeout=timeout + 5, token=info.get("token"),
+                       session_timeout=timeout + 2, token=info.get("token"),
                        timeout=timeout + 10)
     except Exception as e:  # noqa: BLE001 - the device is unreachable
         return ("error", "RUNTIME_DEVICE", f"device {name}: cannot connect: {type(e).__name__}: "
