@@ -104,6 +104,9 @@ def test_status_shows_the_fleet(fleet):
 
 
 def test_request_gives_a_session_on_a_device(fleet):
+    from tvmpy import rpc
+
+    assert rpc.connect_tracker is connect_tracker and rpc.Tracker is Tracker
     sess = fleet.session.request("x86", priority=1, session_timeout=30, timeout=30)
     try:
         x = np.random.default_rng(0).standard_normal((3, 5)).astype("float32")
@@ -190,6 +193,43 @@ def test_tune_model_over_the_fleet(fleet, tmp_path):
     assert tasks
     recs = list(record.load_from_file(log))
     assert 0 < len(recs) <= 4 and all(r.error_no == 0 for _, r in recs)
+
+
+def test_toplevel_script_tunes_over_the_fleet(fleet, tmp_path):
+    """A tuning script without ``if __name__ == "__main__":``, its template defined in the
+    script, measures on the fleet: the builder's workers never re-run the script."""
+    import textwrap
+
+    script = tmp_path / "tune_fleet.py"
+    script.write_text(textwrap.dedent(f'''
+        from tvmpy import autotvm, te
+
+        @autotvm.template("toplevel_fleet/add")
+        def add(n):
+            A = te.placeholder((n,), name="A")
+            B = te.compute((n,), lambda i: A[i] * 3.0 + 1.0, name="B")
+            s = te.create_schedule(B.op)
+            cfg = autotvm.get_config()
+            cfg.define_split("t", s[B].op.axis[0], num_outputs=2)
+            cfg["t"].apply(s, B, s[B].op.axis[0])
+            return s, [A, B]
+
+        print("top level ran", flush=True)
+        task = autotvm.task.create("toplevel_fleet/add", (1000,), target="llvm")
+        runner = autotvm.RPCRunner("x86", port={fleet.tracker.port}, number=2, repeat=1)
+        option = autotvm.measure_option(builder=autotvm.LocalBuilder(n_parallel=2),
+                                        runner=runner)
+        autotvm.tuner.GridSearchTuner(task).tune(
+            n_trial=3, measure_option=option,
+            callbacks=[autotvm.callback.log_to_file({str(tmp_path / "t.json")!r})])
+        runner.close()
+    '''))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=ROOT), cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("top level ran") == 1
+    recs = list(record.load_from_file(tmp_path / "t.json"))
+    assert len(recs) == 3 and all(r.error_no == 0 for _, r in recs)
 
 
 def test_run_past_the_timeout_is_a_run_timeout(fleet):
