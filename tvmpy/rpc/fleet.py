@@ -17,8 +17,8 @@ time; Dask queues the rest by task priority.
   to the other devices of the key (Dask reschedules them).
 - ``tvmpy_fleet_summary``: devices per key (free/busy, jobs done), the queue per key, lost devices.
 
-Results are plain tuples (this module does not import autotvm): ``("ok", costs, device, seconds)`` or
-``("error", kind, message, device, seconds)`` with ``kind`` a ``MeasureErrorNo`` name.
+Results are plain tuples (this module does not import autotvm): ``("ok", costs, device,
+seconds)`` or ``("error", kind, message, device, seconds)``, ``kind`` a ``MeasureErrorNo`` name.
 """
 
 from __future__ import annotations
