@@ -10,8 +10,8 @@ GRAPH_IN = (3, 17)
 GRAPH_W = (5, 17)
 
 
-def build_libs(folder: str, target: str = "llvm") -> dict:
-    """``affine.so`` (B = A * 2 + 1 over a symbolic length), ``graph.so`` (relay.build of
+def build_libs(folder: str, target: str = "llvm", ext: str = "so") -> dict:
+    """``affine.<ext>`` (B = A * 2 + 1 over a symbolic length), ``graph.<ext>`` (relay.build of
     dense + bias + relu with a second output, parameters embedded) and its parameters."""
     import tvmpy as tvm
     from tvmpy import relay, te
@@ -20,7 +20,7 @@ def build_libs(folder: str, target: str = "llvm") -> dict:
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
     s = te.create_schedule(B.op)
-    affine = os.path.join(folder, "affine.so")
+    affine = os.path.join(folder, f"affine.{ext}")
     tvm.build(s, [A, B], target, name="affine").export_library(affine)
 
     rng = np.random.default_rng(7)
@@ -33,7 +33,7 @@ def build_libs(folder: str, target: str = "llvm") -> dict:
     mod = tvm.IRModule.from_expr(relay.Function([x, wv, bv], out))
     with tvm.transform.PassContext(opt_level=3):
         factory = relay.build(mod, target=target, params={"w": w, "b": b})
-    graph = os.path.join(folder, "graph.so")
+    graph = os.path.join(folder, f"graph.{ext}")
     factory.export_library(graph)
     return {"affine": affine, "graph": graph, "w": w, "b": b}
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from . import session
 from .protocol import (
     PROTOCOL,
     VERSION,
@@ -51,6 +52,7 @@ __all__ = ["Server", "serve", "main", "LOOPBACK", "check_bind"]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "TVMPY_RPC_TOKEN"
 READY = "tvmpy rpc server listening on"
+DEVICES = ("native", "qemu-aarch64", "wasm")
 HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -194,10 +196,11 @@ def _log(msg: str) -> None:
 def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
           token: str | None = None, allow_remote: bool = False, max_header: int = 1 << 20,
           max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16,
-          exit_with_parent: bool = False) -> None:
+          exit_with_parent: bool = False, device: str = "native") -> None:
     """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound);
     with ``exit_with_parent``, also once the process that started this one is gone."""
     check_bind(host, allow_remote, token)
+    session.DEVICE = device
     limits = Limits(max_header, max_payload)
     listener = _bind(host, port, port_end)
     bound = listener.getsockname()[1]
@@ -327,9 +330,10 @@ def _refuse(conn: socket.socket, msg: str) -> None:
 
 # ---- rpc.Server: the server in a background process --------------------------------------------
 def device_command(device: str) -> list[str]:
-    """The interpreter that runs the server for ``device``: this Python (``native``), or an
-    AArch64 Python under qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
-    if device == "native":
+    """The interpreter that runs the server for ``device``: this Python (``native``; ``wasm``,
+    whose modules are .wasm files run by wasmtime in that process), or an AArch64 Python under
+    qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
+    if device in ("native", "wasm"):  # wasm: this Python, loading .wasm modules in wasmtime
         return [sys.executable]
     if device == "qemu-aarch64":
         try:
@@ -338,7 +342,7 @@ def device_command(device: str) -> list[str]:
             root = os.environ.get("TVMPY_A64ROOT", "/tmp/a64root")
             return ["qemu-aarch64", "-L", root, f"{root}/usr/bin/python3.11"]
         return list(qemu.python_command())
-    raise ValueError(f"unknown device {device!r}: expected 'native' or 'qemu-aarch64'")
+    raise ValueError(f"unknown device {device!r}: expected one of {', '.join(DEVICES)}")
 
 
 def _package_root() -> str:
@@ -372,7 +376,8 @@ class Server:
                  silent: bool = False):
         check_bind(host, allow_remote, token)
         self.host, self.key, self.device = host, key, device
-        self._argv = ["-m", "tvmpy.rpc.server", "--host", host, "--port", str(port),
+        self._argv = ["-m", "tvmpy.rpc.server", "--device", device, "--host", host,
+                      "--port", str(port),
                       "--port-end", str(port_end), "--key", key, "--max-payload", str(max_payload),
                       "--max-header", str(max_header), "--queue-timeout", str(queue_timeout)]
         if allow_remote:
@@ -465,6 +470,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest message header in bytes (default 1 MiB)")
     p.add_argument("--queue-timeout", type=float, default=60.0,
                    help="seconds a client waits for a busy server before it is refused")
+    p.add_argument("--device", choices=DEVICES, default="native",
+                   help="native: this machine; qemu-aarch64: an AArch64 Python under qemu-user; "
+                   "wasm: this machine's Python running .wasm modules in wasmtime")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="stop when the process that started the server ends")
 
@@ -474,7 +482,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.port_end, args.key, token, args.allow_remote,
               args.max_header, args.max_payload, args.queue_timeout,
-              exit_with_parent=args.exit_with_parent)
+              exit_with_parent=args.exit_with_parent, device=args.device)
     except (PermissionError, OSError, ValueError) as e:
         print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ from .protocol import ProtocolError, check_dtype, decode, encode
 __all__ = ["Session", "register_func", "get_global_func", "safe_path"]
 
 _GLOBALS: dict[str, tuple[Callable[..., Any], bool]] = {}
+DEVICE = "native"  # what the server serves (set by serve(): native, qemu-aarch64, wasm)
 
 
 def register_func(name: str, with_session: bool = False
@@ -292,7 +293,7 @@ def _device_info() -> dict:
     """What the server runs on (``machine`` is e.g. ``x86_64`` or ``aarch64``)."""
     import platform
 
-    return {"machine": platform.machine(), "system": platform.system(),
+    return {"device": DEVICE, "machine": platform.machine(), "system": platform.system(),
             "python": platform.python_version(), "numpy": np.__version__,
             "cpu_count": os.cpu_count() or 1}
 
