@@ -68,6 +68,13 @@ def test_remote_device_is_not_the_local_one(remote):
     assert "remote" in str(dev)
     with pytest.raises(TypeError, match="numeric dtype"):
         tvm.nd.array(np.array(["a", "b"]), dev)
+    a = tvm.nd.array([[1, 2], [3, 4]], dev, dtype="float32")
+    assert a.dtype == "float32"
+    local = a.copyto(tvm.cpu(0))
+    assert isinstance(local, tvm.nd.NDArray) and local.device == tvm.cpu(0)
+    np.testing.assert_array_equal(local.numpy(), [[1, 2], [3, 4]])
+    b = tvm.nd.array(local, dev)  # a local NDArray goes by value
+    np.testing.assert_array_equal(np.asarray(b), local.numpy())
 
 
 def test_remote_module_call_and_errors(remote, libs, rng):
