@@ -89,6 +89,7 @@ def test_token_never_sent_in_clear():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
+    listener.settimeout(20)
     seen = bytearray()
 
     def fake_server() -> None:

@@ -48,7 +48,7 @@ def test_server_with_runtime_only(libs, rng):
     proc = subprocess.Popen([sys.executable, "-c", DEVICE.format(blocked=BLOCKED)],
                             stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
+        line = _ready_line(proc)
         assert line.startswith("tvmpy rpc server listening on"), line
         port = int(line.rsplit(":", 1)[1])
         with rpc.connect("127.0.0.1", port, call_timeout=120) as remote:
@@ -80,3 +80,12 @@ def test_server_with_runtime_only(libs, rng):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def _ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """The server's first stdout line, or a failure after ``timeout`` seconds."""
+    import select
+
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"the server printed nothing within {timeout} s"
+    return proc.stdout.readline()  # type: ignore[union-attr]
