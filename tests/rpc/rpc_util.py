@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 
 import numpy as np
 
@@ -41,3 +43,10 @@ def build_libs(folder: str, target: str = "llvm", ext: str = "so") -> dict:
 def graph_reference(libs: dict, x: np.ndarray) -> list[np.ndarray]:
     y = np.maximum(x @ libs["w"].T + libs["b"], 0)
     return [y, 3.0 / (1.0 + np.exp(-y))]
+
+
+def ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """A server process's first stdout line, or a failure after ``timeout`` seconds."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"the server printed nothing within {timeout} s"
+    return proc.stdout.readline()  # type: ignore[union-attr]

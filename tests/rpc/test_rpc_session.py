@@ -16,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, graph_reference
+from .rpc_util import GRAPH_IN, graph_reference, ready_line
 
 
 def _wait_gone(path: str, timeout: float = 15.0) -> bool:
@@ -283,7 +283,7 @@ def test_cli_server(tmp_path):
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                                 [str(_root()), os.environ.get("PYTHONPATH", "")])))
     try:
-        line = _ready_line(proc)
+        line = ready_line(proc)
         assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
         port = int(line.rsplit(":", 1)[1])
         with rpc.connect("127.0.0.1", port, key="cli-test") as sess:
@@ -321,11 +321,3 @@ def test_server_ends_with_the_process_that_started_it():
         time.sleep(0.2)
     pytest.fail("the server outlived the process that started it")
 
-
-def _ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
-    """The server's first stdout line, or a failure after ``timeout`` seconds."""
-    import select
-
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    assert ready, f"the server printed nothing within {timeout} s"
-    return proc.stdout.readline()  # type: ignore[union-attr]
