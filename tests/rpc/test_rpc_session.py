@@ -321,3 +321,29 @@ def test_server_ends_with_the_process_that_started_it():
         time.sleep(0.2)
     pytest.fail("the server outlived the process that started it")
 
+
+
+def test_reupload_under_the_same_name_loads_the_new_code(remote, tmp_path):
+    """Tuning uploads many libraries; one uploaded again under a used name (same size, within
+    the same clock tick) must run its own code, and a module loaded before keeps working."""
+    from tvmpy import te
+
+    libs = []
+    for k in (2.0, 3.0):
+        A = te.placeholder((16,), name="A")
+        B = te.compute((16,), (lambda t, c: lambda i: t[i] * c)(A, k), name="B")
+        path = tmp_path / f"scale{int(k)}.so"
+        tvm.build(te.create_schedule(B.op), [A, B], "llvm", name="scale").export_library(str(path))
+        libs.append(path.read_bytes())
+    dev = remote.cpu(0)
+    a = tvm.nd.array(np.arange(16, dtype="float32"), dev)
+    b = tvm.nd.empty((16,), "float32", dev)
+    mods = []
+    for blob, k in zip(libs + libs[:1], (2, 3, 2)):
+        remote.upload(blob, target="k.so")
+        mods.append(remote.load_module("k.so"))
+        mods[-1](a, b)
+        np.testing.assert_allclose(b.numpy(), np.arange(16) * k)
+    mods[1](a, b)  # loaded before the last upload: still its own code
+    np.testing.assert_allclose(b.numpy(), np.arange(16) * 3)
+    assert remote.listdir() == ["k.so"]
