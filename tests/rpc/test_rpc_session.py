@@ -347,3 +347,40 @@ def test_reupload_under_the_same_name_loads_the_new_code(remote, tmp_path):
     mods[1](a, b)  # loaded before the last upload: still its own code
     np.testing.assert_allclose(b.numpy(), np.arange(16) * 3)
     assert remote.listdir() == ["k.so"]
+
+
+def test_server_imports_ignore_its_working_directory(tmp_path):
+    """A stray ``tvmpy`` folder (or numpy.py) where the server starts does not shadow the real
+    package (server_env sets PYTHONSAFEPATH)."""
+    import sys
+
+    from tvmpy.rpc import server as rpc_server
+
+    (tmp_path / "tvmpy").mkdir()
+    (tmp_path / "tvmpy" / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy.rpc.server", "--port", "0"],
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=rpc_server.server_env("native"))
+    try:
+        assert ready_line(proc).startswith("tvmpy rpc server listening on")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_killed_listener_leaves_no_directory(tmp_path):
+    """SIGKILL of the listener: its session's process removes the directory when the session
+    ends, and the next server sweeps what a dead listener left."""
+    import signal
+
+    srv = rpc.Server(port=0, silent=True)
+    sess = rpc.connect("127.0.0.1", srv.port)
+    workdir = os.path.dirname(sess.get_function("tvm.rpc.server.workpath")("x"))
+    base = os.path.dirname(workdir)
+    os.kill(srv.proc.pid, signal.SIGKILL)
+    srv.proc.wait(30)
+    sess.close()
+    assert _wait_gone(workdir)
+    srv.terminate()
+    with rpc.Server(port=0, silent=True):
+        assert _wait_gone(base)

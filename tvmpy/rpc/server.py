@@ -199,10 +199,15 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
           exit_with_parent: bool = False, device: str = "native") -> None:
     """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound);
     with ``exit_with_parent``, also once the process that started this one is gone."""
+    parent = os.getppid()  # before READY: the parent may exit as soon as it reads the line
+    if exit_with_parent and parent == 1:
+        raise OSError("the process that started this server is already gone")
     check_bind(host, allow_remote, token)
     session.DEVICE = device
     limits = Limits(max_header, max_payload)
     listener = _bind(host, port, port_end)
+    _sweep_stale_dirs()
+    base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")
     bound = listener.getsockname()[1]
     print(f"{READY} {host}:{bound}", flush=True)
     pending: collections.deque = collections.deque()
@@ -219,7 +224,6 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    parent = os.getppid()
     try:
         while True:
             if exit_with_parent and os.getppid() != parent:
@@ -256,7 +260,7 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             if active is None and pending:
                 conn, _t = pending.popleft()
                 try:
-                    workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
+                    workdir = tempfile.mkdtemp(prefix="session_", dir=base)  # mode 0700
                 except OSError as e:
                     _refuse(conn, f"server cannot create a session directory: {e}")
                     continue
@@ -285,6 +289,8 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                     finally:
                         try:
                             conn.close()
+                            # also here: the listener may have been killed meanwhile
+                            shutil.rmtree(workdir, ignore_errors=True)
                         finally:
                             os._exit(code)
                 conn.close()
@@ -303,6 +309,29 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             except OSError:
                 pass
             shutil.rmtree(active[1], ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_DIR_PREFIX = "tvmpy_rpcd_"  # + the listener's pid: its sessions' directories live inside
+
+
+def _sweep_stale_dirs() -> None:
+    """Delete the directories of listeners of this user that died without cleaning up
+    (killed with SIGKILL); a directory whose listener still runs is left alone."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            pid = int(name[len(_DIR_PREFIX):].split("_", 1)[0])
+            if os.stat(path).st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (ValueError, OSError):  # not ours, or alive (PermissionError)
+            continue
 
 
 def _tune_socket(conn: socket.socket) -> None:
@@ -357,6 +386,9 @@ def server_env(device: str, token: str | None = None) -> dict[str, str]:
     else:
         paths.append(env.get("PYTHONPATH", ""))
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    # the server's imports never come from its working directory (a stray numpy.py or tvmpy/
+    # folder in /tmp would shadow the real ones; Python >= 3.11)
+    env["PYTHONSAFEPATH"] = "1"
     env.pop(TOKEN_ENV, None)
     if token:
         env[TOKEN_ENV] = token
@@ -395,10 +427,21 @@ class Server:
         if self.proc is not None:
             return self
         cmd = device_command(self.device) + self._argv
+        # silent: the log goes to a file, shown only if the server fails to start
+        log = tempfile.TemporaryFile() if self._silent else None
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if self._silent else None,
-            stdin=subprocess.DEVNULL, env=server_env(self.device, self._token),
-            start_new_session=True, cwd=tempfile.gettempdir())
+            cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+            env=server_env(self.device, self._token), start_new_session=True,
+            cwd=_package_root())
+        try:
+            self._wait_ready(cmd, log)
+        finally:
+            if log is not None:
+                log.close()
+        return self
+
+    def _wait_ready(self, cmd: list[str], log: Any) -> None:
+        assert self.proc is not None
         assert self.proc.stdout is not None
         deadline = time.monotonic() + self._start_timeout
         line = b""
@@ -413,15 +456,18 @@ class Server:
             if not ch:
                 rc = self.proc.wait(5)
                 self.proc = None
+                err = ""
+                if log is not None:
+                    log.seek(0)
+                    err = "\n" + log.read()[-4000:].decode(errors="replace")
                 raise RuntimeError(f"rpc server ({self.device}) exited with status {rc} before "
-                                   f"listening: {' '.join(cmd)}")
+                                   f"listening: {' '.join(cmd)}{err}")
             line += ch
         text = line.decode().strip()
         if not text.startswith(READY):
             self.terminate()
             raise RuntimeError(f"rpc server printed {text!r} instead of its address")
         self.port = int(text.rsplit(":", 1)[1])
-        return self
 
     def terminate(self) -> None:
         """Stop the server and its session (their directories are deleted)."""
