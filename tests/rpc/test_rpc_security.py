@@ -266,3 +266,25 @@ def test_no_pickle_in_the_protocol():
             assert not {m.split(".")[0] for m in mods} & banned, (name, mods)
     assert protocol.decode({"__t": "dict", "v": {"a": [1, 2.5, "x", None]}}, []) == \
         {"a": [1, 2.5, "x", None]}
+
+
+def test_recorded_answer_cannot_be_replayed(token_server):
+    """An answer recorded from one connection (valid for that server nonce) fails on the next."""
+    def greet() -> tuple[socket.socket, bytes]:
+        s = socket.create_connection(("127.0.0.1", token_server.port), timeout=10)
+        g, _ = recv_frame(s, Limits())
+        return s, bytes.fromhex(g["nonce"])
+
+    s1, nonce1 = greet()
+    cnonce = os.urandom(32)
+    hello = {"proto": "tvmpy-rpc", "version": 1, "key": "", "session_timeout": 0,
+             "cnonce": cnonce.hex(), "mac": protocol.mac(TOKEN, b"client", nonce1, cnonce)}
+    send_frame(s1, hello)
+    assert recv_frame(s1, Limits())[0]["ok"] is True  # genuine on its own connection
+    s1.close()
+    s2, nonce2 = greet()
+    assert nonce2 != nonce1
+    send_frame(s2, hello)  # the same bytes again
+    reply, _ = recv_frame(s2, Limits())
+    assert reply["ok"] is False and "wrong token" in reply["error"]["message"]
+    s2.close()
