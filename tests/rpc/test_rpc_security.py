@@ -288,3 +288,23 @@ def test_recorded_answer_cannot_be_replayed(token_server):
     reply, _ = recv_frame(s2, Limits())
     assert reply["ok"] is False and "wrong token" in reply["error"]["message"]
     s2.close()
+
+
+def test_cli_remote_bind_with_flag_and_token_from_the_environment():
+    from .rpc_util import ready_line
+
+    env = dict(_env(), TVMPY_RPC_TOKEN=TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--host", "127.0.0.2",
+                             "--port", "0", "--allow-remote"], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        line = ready_line(proc)
+        assert line.startswith("tvmpy rpc server listening on 127.0.0.2:"), line
+        port = int(line.rsplit(":", 1)[1])
+        with rpc.connect("127.0.0.2", port, token=TOKEN) as sess:
+            assert sess.ping() == "pong"
+        with pytest.raises(rpc.AuthenticationError, match="wrong token"):
+            rpc.connect("127.0.0.2", port, token="guess")
+    finally:
+        proc.terminate()
+        proc.wait(30)
