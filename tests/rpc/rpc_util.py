@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 
 import numpy as np
 
@@ -10,8 +12,8 @@ GRAPH_IN = (3, 17)
 GRAPH_W = (5, 17)
 
 
-def build_libs(folder: str, target: str = "llvm") -> dict:
-    """``affine.so`` (B = A * 2 + 1 over a symbolic length), ``graph.so`` (relay.build of
+def build_libs(folder: str, target: str = "llvm", ext: str = "so") -> dict:
+    """``affine.<ext>`` (B = A * 2 + 1 over a symbolic length), ``graph.<ext>`` (relay.build of
     dense + bias + relu with a second output, parameters embedded) and its parameters."""
     import tvmpy as tvm
     from tvmpy import relay, te
@@ -20,7 +22,7 @@ def build_libs(folder: str, target: str = "llvm") -> dict:
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
     s = te.create_schedule(B.op)
-    affine = os.path.join(folder, "affine.so")
+    affine = os.path.join(folder, f"affine.{ext}")
     tvm.build(s, [A, B], target, name="affine").export_library(affine)
 
     rng = np.random.default_rng(7)
@@ -33,7 +35,7 @@ def build_libs(folder: str, target: str = "llvm") -> dict:
     mod = tvm.IRModule.from_expr(relay.Function([x, wv, bv], out))
     with tvm.transform.PassContext(opt_level=3):
         factory = relay.build(mod, target=target, params={"w": w, "b": b})
-    graph = os.path.join(folder, "graph.so")
+    graph = os.path.join(folder, f"graph.{ext}")
     factory.export_library(graph)
     return {"affine": affine, "graph": graph, "w": w, "b": b}
 
@@ -41,3 +43,10 @@ def build_libs(folder: str, target: str = "llvm") -> dict:
 def graph_reference(libs: dict, x: np.ndarray) -> list[np.ndarray]:
     y = np.maximum(x @ libs["w"].T + libs["b"], 0)
     return [y, 3.0 / (1.0 + np.exp(-y))]
+
+
+def ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """A server process's first stdout line, or a failure after ``timeout`` seconds."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"the server printed nothing within {timeout} s"
+    return proc.stdout.readline()  # type: ignore[union-attr]

@@ -89,6 +89,7 @@ def test_token_never_sent_in_clear():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
+    listener.settimeout(20)
     seen = bytearray()
 
     def fake_server() -> None:
@@ -265,3 +266,45 @@ def test_no_pickle_in_the_protocol():
             assert not {m.split(".")[0] for m in mods} & banned, (name, mods)
     assert protocol.decode({"__t": "dict", "v": {"a": [1, 2.5, "x", None]}}, []) == \
         {"a": [1, 2.5, "x", None]}
+
+
+def test_recorded_answer_cannot_be_replayed(token_server):
+    """An answer recorded from one connection (valid for that server nonce) fails on the next."""
+    def greet() -> tuple[socket.socket, bytes]:
+        s = socket.create_connection(("127.0.0.1", token_server.port), timeout=10)
+        g, _ = recv_frame(s, Limits())
+        return s, bytes.fromhex(g["nonce"])
+
+    s1, nonce1 = greet()
+    cnonce = os.urandom(32)
+    hello = {"proto": "tvmpy-rpc", "version": 1, "key": "", "session_timeout": 0,
+             "cnonce": cnonce.hex(), "mac": protocol.mac(TOKEN, b"client", nonce1, cnonce)}
+    send_frame(s1, hello)
+    assert recv_frame(s1, Limits())[0]["ok"] is True  # genuine on its own connection
+    s1.close()
+    s2, nonce2 = greet()
+    assert nonce2 != nonce1
+    send_frame(s2, hello)  # the same bytes again
+    reply, _ = recv_frame(s2, Limits())
+    assert reply["ok"] is False and "wrong token" in reply["error"]["message"]
+    s2.close()
+
+
+def test_cli_remote_bind_with_flag_and_token_from_the_environment():
+    from .rpc_util import ready_line
+
+    env = dict(_env(), TVMPY_RPC_TOKEN=TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--host", "127.0.0.2",
+                             "--port", "0", "--allow-remote"], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        line = ready_line(proc)
+        assert line.startswith("tvmpy rpc server listening on 127.0.0.2:"), line
+        port = int(line.rsplit(":", 1)[1])
+        with rpc.connect("127.0.0.2", port, token=TOKEN) as sess:
+            assert sess.ping() == "pong"
+        with pytest.raises(rpc.AuthenticationError, match="wrong token"):
+            rpc.connect("127.0.0.2", port, token="guess")
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -16,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, graph_reference
+from .rpc_util import GRAPH_IN, graph_reference, ready_line
 
 
 def _wait_gone(path: str, timeout: float = 15.0) -> bool:
@@ -68,6 +68,13 @@ def test_remote_device_is_not_the_local_one(remote):
     assert "remote" in str(dev)
     with pytest.raises(TypeError, match="numeric dtype"):
         tvm.nd.array(np.array(["a", "b"]), dev)
+    a = tvm.nd.array([[1, 2], [3, 4]], dev, dtype="float32")
+    assert a.dtype == "float32"
+    local = a.copyto(tvm.cpu(0))
+    assert isinstance(local, tvm.nd.NDArray) and local.device == tvm.cpu(0)
+    np.testing.assert_array_equal(local.numpy(), [[1, 2], [3, 4]])
+    b = tvm.nd.array(local, dev)  # a local NDArray goes by value
+    np.testing.assert_array_equal(np.asarray(b), local.numpy())
 
 
 def test_remote_module_call_and_errors(remote, libs, rng):
@@ -276,7 +283,7 @@ def test_cli_server(tmp_path):
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                                 [str(_root()), os.environ.get("PYTHONPATH", "")])))
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
+        line = ready_line(proc)
         assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
         port = int(line.rsplit(":", 1)[1])
         with rpc.connect("127.0.0.1", port, key="cli-test") as sess:
@@ -313,3 +320,67 @@ def test_server_ends_with_the_process_that_started_it():
             pass
         time.sleep(0.2)
     pytest.fail("the server outlived the process that started it")
+
+
+
+def test_reupload_under_the_same_name_loads_the_new_code(remote, tmp_path):
+    """Tuning uploads many libraries; one uploaded again under a used name (same size, within
+    the same clock tick) must run its own code, and a module loaded before keeps working."""
+    from tvmpy import te
+
+    libs = []
+    for k in (2.0, 3.0):
+        A = te.placeholder((16,), name="A")
+        B = te.compute((16,), (lambda t, c: lambda i: t[i] * c)(A, k), name="B")
+        path = tmp_path / f"scale{int(k)}.so"
+        tvm.build(te.create_schedule(B.op), [A, B], "llvm", name="scale").export_library(str(path))
+        libs.append(path.read_bytes())
+    dev = remote.cpu(0)
+    a = tvm.nd.array(np.arange(16, dtype="float32"), dev)
+    b = tvm.nd.empty((16,), "float32", dev)
+    mods = []
+    for blob, k in zip(libs + libs[:1], (2, 3, 2)):
+        remote.upload(blob, target="k.so")
+        mods.append(remote.load_module("k.so"))
+        mods[-1](a, b)
+        np.testing.assert_allclose(b.numpy(), np.arange(16) * k)
+    mods[1](a, b)  # loaded before the last upload: still its own code
+    np.testing.assert_allclose(b.numpy(), np.arange(16) * 3)
+    assert remote.listdir() == ["k.so"]
+
+
+def test_server_imports_ignore_its_working_directory(tmp_path):
+    """A stray ``tvmpy`` folder (or numpy.py) where the server starts does not shadow the real
+    package (server_env sets PYTHONSAFEPATH)."""
+    import sys
+
+    from tvmpy.rpc import server as rpc_server
+
+    (tmp_path / "tvmpy").mkdir()
+    (tmp_path / "tvmpy" / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy.rpc.server", "--port", "0"],
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=rpc_server.server_env("native"))
+    try:
+        assert ready_line(proc).startswith("tvmpy rpc server listening on")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_killed_listener_leaves_no_directory(tmp_path):
+    """SIGKILL of the listener: its session's process removes the directory when the session
+    ends, and the next server sweeps what a dead listener left."""
+    import signal
+
+    srv = rpc.Server(port=0, silent=True)
+    sess = rpc.connect("127.0.0.1", srv.port)
+    workdir = os.path.dirname(sess.get_function("tvm.rpc.server.workpath")("x"))
+    base = os.path.dirname(workdir)
+    os.kill(srv.proc.pid, signal.SIGKILL)
+    srv.proc.wait(30)
+    sess.close()
+    assert _wait_gone(workdir)
+    srv.terminate()
+    with rpc.Server(port=0, silent=True):
+        assert _wait_gone(base)

@@ -16,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, graph_reference
+from .rpc_util import GRAPH_IN, graph_reference, ready_line
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = ("llvmlite", "onnx", "onnxruntime", "xgboost", "torch", "dask", "distributed",
@@ -48,7 +48,7 @@ def test_server_with_runtime_only(libs, rng):
     proc = subprocess.Popen([sys.executable, "-c", DEVICE.format(blocked=BLOCKED)],
                             stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
+        line = ready_line(proc)
         assert line.startswith("tvmpy rpc server listening on"), line
         port = int(line.rsplit(":", 1)[1])
         with rpc.connect("127.0.0.1", port, call_timeout=120) as remote:
@@ -80,3 +80,4 @@ def test_server_with_runtime_only(libs, rng):
     finally:
         proc.terminate()
         proc.wait(30)
+

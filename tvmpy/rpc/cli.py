@@ -2,7 +2,8 @@
 ``tracker`` and ``status`` (the fleet, tracker.py).
 
 ``tvmpy rpc server --device qemu-aarch64`` runs the server itself in an AArch64 Python under
-qemu-user (server.device_command); ``native`` runs it in this process.
+qemu-user (server.device_command); ``native`` and ``wasm`` (.wasm modules run by wasmtime) run it
+in this process.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="rpc_command", required=True, metavar="RPC_COMMAND")
     s = sub.add_parser("server", help="serve this device (or a qemu-user one) to RPC clients")
     server.add_arguments(s)
-    s.add_argument("--device", choices=("native", "qemu-aarch64"), default="native",
-                   help="native: this machine; qemu-aarch64: an AArch64 Python under qemu-user")
     s.add_argument("--tracker", default=None, metavar="HOST:PORT",
                    help="join this tracker's fleet as a device of --key (a Dask worker with "
                    "resources {KEY: 1} that owns this device's server)")
@@ -61,11 +60,12 @@ def run_server(args: argparse.Namespace) -> int:
         from . import fleet
 
         return fleet.run_from_args(args)
-    if args.device == "native":
+    if args.device != "qemu-aarch64":
         return server.run_from_args(args)
     token = args.token if args.token is not None else os.environ.get(server.TOKEN_ENV) or None
     server.check_bind(args.host, args.allow_remote, token)
-    argv = ["-m", "tvmpy.rpc.server", "--host", args.host, "--port", str(args.port),
+    argv = ["-m", "tvmpy.rpc.server", "--device", args.device, "--host", args.host,
+            "--port", str(args.port),
             "--port-end", str(args.port_end), "--key", args.key, "--max-payload",
             str(args.max_payload), "--max-header", str(args.max_header), "--queue-timeout",
             str(args.queue_timeout), "--exit-with-parent"] + (["--allow-remote"] if args.allow_remote else [])

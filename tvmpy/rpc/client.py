@@ -480,9 +480,6 @@ class RPCSession:
         src = arr.numpy() if isinstance(arr, NDArray) else np.asarray(arr)
         if dtype is not None:
             src = src.astype(check_dtype(np.dtype(dtype) if not isinstance(dtype, str) else dtype))
-        return self._call_nd_array(src, dev)
-
-    def _call_nd_array(self, src: np.ndarray, dev: RemoteDevice) -> RemoteNDArray:
         payloads: list = []
         value = encode(src, payloads)
         return self._call({"op": "nd_array", "value": value,

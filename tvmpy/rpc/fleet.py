@@ -276,8 +276,8 @@ def start_device_server(device: str, host: str, token: str | None, key: str = ""
     port of ``host``; it dies with this process. Returns the process and its port."""
     from .server import LOOPBACK, READY, device_command, server_env
 
-    cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--host", host, "--port", "0",
-                                    "--key", key]
+    cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--device", device, "--host",
+                                    host, "--port", "0", "--key", key, "--exit-with-parent"]
     if host not in LOOPBACK:  # reachable from other machines: the token is always set
         cmd.append("--allow-remote")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -385,7 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tracker", required=True, help="HOST:PORT of `tvmpy rpc tracker`")
     p.add_argument("--key", required=True, help="device key, e.g. rasp4b")
-    p.add_argument("--device", default="native", choices=["native", "qemu-aarch64"])
+    from .server import DEVICES
+
+    p.add_argument("--device", default="native", choices=DEVICES)
     p.add_argument("--host", default="127.0.0.1", help="address of this worker and its device "
                    "server (default 127.0.0.1)")
     p.add_argument("--name", default=None, help="device name shown by `tvmpy rpc status`")

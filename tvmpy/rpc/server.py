@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from . import session
 from .protocol import (
     PROTOCOL,
     VERSION,
@@ -51,6 +52,7 @@ __all__ = ["Server", "serve", "main", "LOOPBACK", "check_bind"]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "TVMPY_RPC_TOKEN"
 READY = "tvmpy rpc server listening on"
+DEVICES = ("native", "qemu-aarch64", "wasm")
 HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -194,12 +196,18 @@ def _log(msg: str) -> None:
 def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: str = "",
           token: str | None = None, allow_remote: bool = False, max_header: int = 1 << 20,
           max_payload: int = 1 << 30, queue_timeout: float = 60.0, max_queue: int = 16,
-          exit_with_parent: bool = False) -> None:
+          exit_with_parent: bool = False, device: str = "native") -> None:
     """Listen and serve sessions until SIGTERM/SIGINT (prints ``READY HOST:PORT`` once bound);
     with ``exit_with_parent``, also once the process that started this one is gone."""
+    parent = os.getppid()  # before READY: the parent may exit as soon as it reads the line
+    if exit_with_parent and parent == 1:
+        raise OSError("the process that started this server is already gone")
     check_bind(host, allow_remote, token)
+    session.DEVICE = device
     limits = Limits(max_header, max_payload)
     listener = _bind(host, port, port_end)
+    _sweep_stale_dirs()
+    base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")
     bound = listener.getsockname()[1]
     print(f"{READY} {host}:{bound}", flush=True)
     pending: collections.deque = collections.deque()
@@ -216,7 +224,6 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    parent = os.getppid()
     try:
         while True:
             if exit_with_parent and os.getppid() != parent:
@@ -253,7 +260,7 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             if active is None and pending:
                 conn, _t = pending.popleft()
                 try:
-                    workdir = tempfile.mkdtemp(prefix="tvmpy_rpc_")  # mode 0700
+                    workdir = tempfile.mkdtemp(prefix="session_", dir=base)  # mode 0700
                 except OSError as e:
                     _refuse(conn, f"server cannot create a session directory: {e}")
                     continue
@@ -282,6 +289,8 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                     finally:
                         try:
                             conn.close()
+                            # also here: the listener may have been killed meanwhile
+                            shutil.rmtree(workdir, ignore_errors=True)
                         finally:
                             os._exit(code)
                 conn.close()
@@ -300,6 +309,29 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             except OSError:
                 pass
             shutil.rmtree(active[1], ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_DIR_PREFIX = "tvmpy_rpcd_"  # + the listener's pid: its sessions' directories live inside
+
+
+def _sweep_stale_dirs() -> None:
+    """Delete the directories of listeners of this user that died without cleaning up
+    (killed with SIGKILL); a directory whose listener still runs is left alone."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            pid = int(name[len(_DIR_PREFIX):].split("_", 1)[0])
+            if os.stat(path).st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (ValueError, OSError):  # not ours, or alive (PermissionError)
+            continue
 
 
 def _tune_socket(conn: socket.socket) -> None:
@@ -327,9 +359,10 @@ def _refuse(conn: socket.socket, msg: str) -> None:
 
 # ---- rpc.Server: the server in a background process --------------------------------------------
 def device_command(device: str) -> list[str]:
-    """The interpreter that runs the server for ``device``: this Python (``native``), or an
-    AArch64 Python under qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
-    if device == "native":
+    """The interpreter that runs the server for ``device``: this Python (``native``; ``wasm``,
+    whose modules are .wasm files run by wasmtime in that process), or an AArch64 Python under
+    qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
+    if device in ("native", "wasm"):  # wasm: this Python, loading .wasm modules in wasmtime
         return [sys.executable]
     if device == "qemu-aarch64":
         try:
@@ -338,7 +371,7 @@ def device_command(device: str) -> list[str]:
             root = os.environ.get("TVMPY_A64ROOT", "/tmp/a64root")
             return ["qemu-aarch64", "-L", root, f"{root}/usr/bin/python3.11"]
         return list(qemu.python_command())
-    raise ValueError(f"unknown device {device!r}: expected 'native' or 'qemu-aarch64'")
+    raise ValueError(f"unknown device {device!r}: expected one of {', '.join(DEVICES)}")
 
 
 def _package_root() -> str:
@@ -353,6 +386,9 @@ def server_env(device: str, token: str | None = None) -> dict[str, str]:
     else:
         paths.append(env.get("PYTHONPATH", ""))
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    # the server's imports never come from its working directory (a stray numpy.py or tvmpy/
+    # folder in /tmp would shadow the real ones; Python >= 3.11)
+    env["PYTHONSAFEPATH"] = "1"
     env.pop(TOKEN_ENV, None)
     if token:
         env[TOKEN_ENV] = token
@@ -372,7 +408,8 @@ class Server:
                  silent: bool = False):
         check_bind(host, allow_remote, token)
         self.host, self.key, self.device = host, key, device
-        self._argv = ["-m", "tvmpy.rpc.server", "--host", host, "--port", str(port),
+        self._argv = ["-m", "tvmpy.rpc.server", "--device", device, "--host", host,
+                      "--port", str(port),
                       "--port-end", str(port_end), "--key", key, "--max-payload", str(max_payload),
                       "--max-header", str(max_header), "--queue-timeout", str(queue_timeout)]
         if allow_remote:
@@ -390,10 +427,21 @@ class Server:
         if self.proc is not None:
             return self
         cmd = device_command(self.device) + self._argv
+        # silent: the log goes to a file, shown only if the server fails to start
+        log = tempfile.TemporaryFile() if self._silent else None
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if self._silent else None,
-            stdin=subprocess.DEVNULL, env=server_env(self.device, self._token),
-            start_new_session=True, cwd=tempfile.gettempdir())
+            cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+            env=server_env(self.device, self._token), start_new_session=True,
+            cwd=_package_root())
+        try:
+            self._wait_ready(cmd, log)
+        finally:
+            if log is not None:
+                log.close()
+        return self
+
+    def _wait_ready(self, cmd: list[str], log: Any) -> None:
+        assert self.proc is not None
         assert self.proc.stdout is not None
         deadline = time.monotonic() + self._start_timeout
         line = b""
@@ -408,15 +456,18 @@ class Server:
             if not ch:
                 rc = self.proc.wait(5)
                 self.proc = None
+                err = ""
+                if log is not None:
+                    log.seek(0)
+                    err = "\n" + log.read()[-4000:].decode(errors="replace")
                 raise RuntimeError(f"rpc server ({self.device}) exited with status {rc} before "
-                                   f"listening: {' '.join(cmd)}")
+                                   f"listening: {' '.join(cmd)}{err}")
             line += ch
         text = line.decode().strip()
         if not text.startswith(READY):
             self.terminate()
             raise RuntimeError(f"rpc server printed {text!r} instead of its address")
         self.port = int(text.rsplit(":", 1)[1])
-        return self
 
     def terminate(self) -> None:
         """Stop the server and its session (their directories are deleted)."""
@@ -465,6 +516,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest message header in bytes (default 1 MiB)")
     p.add_argument("--queue-timeout", type=float, default=60.0,
                    help="seconds a client waits for a busy server before it is refused")
+    p.add_argument("--device", choices=DEVICES, default="native",
+                   help="native: this machine; qemu-aarch64: an AArch64 Python under qemu-user; "
+                   "wasm: this machine's Python running .wasm modules in wasmtime")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="stop when the process that started the server ends")
 
@@ -474,7 +528,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         serve(args.host, args.port, args.port_end, args.key, token, args.allow_remote,
               args.max_header, args.max_payload, args.queue_timeout,
-              exit_with_parent=args.exit_with_parent)
+              exit_with_parent=args.exit_with_parent, device=args.device)
     except (PermissionError, OSError, ValueError) as e:
         print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
         return 2

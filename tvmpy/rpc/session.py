@@ -8,10 +8,12 @@ modules, functions, graph executors) are kept in a handle table of this session 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +31,7 @@ from .protocol import ProtocolError, check_dtype, decode, encode
 __all__ = ["Session", "register_func", "get_global_func", "safe_path"]
 
 _GLOBALS: dict[str, tuple[Callable[..., Any], bool]] = {}
+DEVICE = "native"  # what the server serves (set by serve(): native, qemu-aarch64, wasm)
 
 
 def register_func(name: str, with_session: bool = False
@@ -83,16 +86,29 @@ class Session:
         self.objects: dict[int, Any] = {}
         self._next = 1
         self._modules: dict[str, tuple[tuple, Module]] = {}
+        self._uploads = 0
+        self._generation: dict[str, int] = {}  # path -> number of the upload that wrote it
 
     # ---- files ------------------------------------------------------------------------------
     def upload(self, name: str, data: Any) -> None:
         path = safe_path(self.workdir, name)
         if os.path.isdir(path):
             raise IsADirectoryError(f"upload: {name!r} is a directory")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        # a new file each time (written aside, then renamed over): a module loaded from the old
+        # one keeps its code, and loading the new one never returns the old code
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._uploads += 1
+        self._generation[path] = self._uploads
 
     def download(self, name: str) -> bytes:
         path = safe_path(self.workdir, name, must_exist=True)
@@ -120,7 +136,7 @@ class Session:
     def load_module(self, name: str) -> Module:
         path = safe_path(self.workdir, name, must_exist=True)
         st = os.stat(path)
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        key = (self._generation.get(path, 0), st.st_ino, st.st_mtime_ns, st.st_size)
         hit = self._modules.get(path)
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -292,7 +308,7 @@ def _device_info() -> dict:
     """What the server runs on (``machine`` is e.g. ``x86_64`` or ``aarch64``)."""
     import platform
 
-    return {"machine": platform.machine(), "system": platform.system(),
+    return {"device": DEVICE, "machine": platform.machine(), "system": platform.system(),
             "python": platform.python_version(), "numpy": np.__version__,
             "cpu_count": os.cpu_count() or 1}
 
