@@ -263,6 +263,9 @@ class TrackerSession:
                 fut.cancel()
                 continue
             _attach_release(sess, fut)
+            # the session keeps this connection alive: `connect_tracker(...).request(key)` in
+            # one expression must not release the device when the tracker session is collected
+            sess.tracker_session = self
             return sess
         raise RuntimeError(f"could not open a session on a device of key {key!r}: {last}")
 
