@@ -322,6 +322,37 @@ def test_device_killed_mid_run(tmp_path):
         f.close()
 
 
+def test_retry_lost_measures_the_trial_on_another_device(tmp_path):
+    """With ``retry_lost``, the trial of a device killed mid-measurement is measured on the
+    other device: no failed trial, the loss is noted, every trial logged once."""
+    f = Fleet({"retry": 2})
+    try:
+        task = autotvm.task.create("test_fleet/slow_add", (6,), target="llvm")
+        runner = autotvm.RPCRunner("retry", port=f.tracker.port, number=1, repeat=1,
+                                   timeout=30, retry_lost=True)
+        batch = create_measure_batch(task, autotvm.measure_option(
+            builder=autotvm.LocalBuilder(n_parallel=2), runner=runner))
+        inputs = [MeasureInput(task.target, task, task.config_space.get(i)) for i in range(4)]
+        killed: list[str] = []
+
+        def killer() -> None:
+            dev = _wait_for(lambda: _just_busy(f.device("retry-0")), timeout=60,
+                            what="retry-0 to be busy")
+            os.kill(dev["worker_pid"], signal.SIGKILL)
+            killed.append(dev["name"])
+
+        t = threading.Thread(target=killer, daemon=True)
+        t.start()
+        results = batch(inputs)
+        t.join(60)
+        batch.close()
+        assert killed == ["retry-0"]
+        assert [r.error_no for r in results] == [0] * 4, results
+        assert len(runner.lost_devices) == 1 and "retry-0" in runner.lost_devices[0]
+    finally:
+        f.close()
+
+
 def test_runner_gives_up_when_no_device_is_left(tmp_path):
     f = Fleet({"last": 1})
     try:

@@ -13,12 +13,12 @@ time; Dask queues the rest by task priority.
 - Claims: a task calls the scheduler (``tvmpy_fleet_claim``) when it starts on a device. When a
   device dies mid-task, Dask runs the task again on another device of the key; the claim tells
   that run its first device was lost, and it reports the trial as failed (``RUNTIME_DEVICE``)
-  instead of measuring it again, so a log holds every trial once. The device's queued tasks go
-  to the other devices of the key (Dask reschedules them).
+  instead of measuring it again (or, with ``retry_lost``, measures it and names the lost
+  device), so a log holds every trial once. The device's queued tasks go to the other devices
+  of the key (Dask reschedules them).
 - ``tvmpy_fleet_summary``: devices per key (free/busy, jobs done), the queue per key, lost devices.
 
-Results are plain tuples (this module does not import autotvm): ``("ok", costs, device,
-seconds)`` or ``("error", kind, message, device, seconds)``, ``kind`` a ``MeasureErrorNo`` name.
+Results are plain tuples (this module does not import autotvm), see :func:`measure_task`.
 """
 
 from __future__ import annotations
@@ -205,17 +205,20 @@ def _lost_message(prev: dict) -> str:
 
 def measure_task(lib: bytes, lib_name: str, func_name: str, arg_specs: Sequence[Any],
                  number: int, repeat: int, min_repeat_ms: float, timeout: float,
-                 f_preproc: str = "", seed: int = 0) -> tuple:
+                 f_preproc: str = "", seed: int = 0, retry_lost: bool = False) -> tuple:
     """Run on a device worker: upload ``lib``, time ``func_name`` on random arguments with the
-    device server's ``runtime.measure``. Returns ``("ok", costs, device, seconds)`` or
-    ``("error", kind, message, device, seconds)`` (seconds: this task's wall time)."""
+    device server's ``runtime.measure``. Returns ``("ok", costs, device, seconds, lost)`` or
+    ``("error", kind, message, device, seconds, lost)`` (seconds: this task's wall time;
+    ``lost``: the device lost while it ran this task before, or None). A task whose first
+    device was lost fails at once, unless ``retry_lost``: then it is measured here."""
     t_start = time.monotonic()
     worker, info = _this_device()
     name = info["name"]
     prev = _claim(worker)
-    if prev is not None:
+    lost = None if prev is None else prev.get("name")
+    if prev is not None and not retry_lost:
         return ("error", "RUNTIME_DEVICE", _lost_message(prev), name,
-                time.monotonic() - t_start)
+                time.monotonic() - t_start, lost)
     from . import connect
 
     try:
@@ -224,7 +227,7 @@ def measure_task(lib: bytes, lib_name: str, func_name: str, arg_specs: Sequence[
                        timeout=timeout + 10)
     except Exception as e:  # noqa: BLE001 - the device is unreachable
         return ("error", "RUNTIME_DEVICE", f"device {name}: cannot connect: {type(e).__name__}: "
-                f"{e}", name, time.monotonic() - t_start)
+                f"{e}", name, time.monotonic() - t_start, lost)
     t0 = time.monotonic()
     try:
         sess.upload(lib, target=lib_name)
@@ -232,11 +235,12 @@ def measure_task(lib: bytes, lib_name: str, func_name: str, arg_specs: Sequence[
         fmeasure = sess.get_function("runtime.measure")
         res = fmeasure(lib_name, func_name, [[list(s), str(d)] for s, d in arg_specs],
                        int(number), int(repeat), float(min_repeat_ms), 0.0, f_preproc, int(seed))
-        return ("ok", tuple(float(c) for c in res["costs"]), name, time.monotonic() - t_start)
+        return ("ok", tuple(float(c) for c in res["costs"]), name, time.monotonic() - t_start,
+                lost)
     except Exception as e:  # noqa: BLE001 - a failed run is a result
         kind = "RUN_TIMEOUT" if time.monotonic() - t0 >= timeout else "RUNTIME_DEVICE"
         return ("error", kind, f"device {name}: {type(e).__name__}: {e}", name,
-                time.monotonic() - t_start)
+                time.monotonic() - t_start, lost)
     finally:
         try:
             sess.close()

