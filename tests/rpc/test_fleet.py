@@ -103,6 +103,25 @@ def test_status_shows_the_fleet(fleet):
     assert "x86-1" in out.stdout and "solo-0" in out.stdout
 
 
+def test_cli_server_joins_the_fleet(fleet):
+    """`tvmpy rpc server --tracker HOST:PORT --key KEY` is a device of the fleet until stopped."""
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--tracker",
+                             fleet.tracker.address, "--key", "cli", "--name", "cli-0"],
+                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(lambda: "cli" in fleet.session.keys(), timeout=60, what="cli-0 to join")
+        assert fleet.device("cli-0")["device"] == "native"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    _wait_for(lambda: "cli" not in fleet.session.keys(), what="cli-0 to leave")
+    bad = subprocess.run([sys.executable, "-m", "tvmpy", "rpc", "server", "--tracker",
+                          fleet.tracker.address], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    assert bad.returncode == 2 and "--tracker needs --key" in bad.stderr
+
+
 def test_request_gives_a_session_on_a_device(fleet):
     from tvmpy import rpc
 
