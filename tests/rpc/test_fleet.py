@@ -337,6 +337,10 @@ def test_device_killed_mid_run(tmp_path):
         assert all(min(res.costs) > 0 for _, res in recs if res.error_no == 0)
         summary = f.session.summary()
         assert [d["name"] for d in summary["keys"]["victim"]["devices"]] == ["victim-2"]
+        gone = {d["name"]: d["reason"] for d in summary["lost"]}
+        assert gone["victim-0"].startswith("lost")  # SIGKILL: its connection dropped
+        assert gone["victim-1"].startswith("device server exited")  # it said why it left
+        assert "victim-1 (victim: device server exited" in f.session.text_summary()
     finally:
         f.close()
 

@@ -72,7 +72,7 @@ class FleetPlugin(SchedulerPlugin):
 
     async def start(self, scheduler: Any) -> None:
         self.scheduler = scheduler
-        for name in ("register", "claim", "wait", "hold", "summary"):
+        for name in ("register", "leaving", "claim", "wait", "hold", "summary"):
             scheduler.handlers[f"tvmpy_fleet_{name}"] = getattr(self, f"h_{name}")
 
     # -- handlers (called as ``await scheduler.tvmpy_fleet_NAME(...)``) --
@@ -80,6 +80,11 @@ class FleetPlugin(SchedulerPlugin):
         if info.get("worker") not in self.scheduler.workers:
             raise ValueError(f"register: {info.get('worker')} is not a worker of this tracker")
         self.devices[info["worker"]] = dict(info)
+
+    def h_leaving(self, worker: str, reason: str) -> None:
+        """A device worker says why it is about to leave (else it was lost)."""
+        if worker in self.devices:
+            self.devices[worker]["leaving"] = reason
 
     def h_claim(self, task: str, worker: str) -> dict | None:
         """Record that ``task`` starts on ``worker``; returns the device that had it before (it
@@ -165,7 +170,8 @@ class FleetPlugin(SchedulerPlugin):
     def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         info = self.devices.pop(worker, None)
         if info is not None:
-            self.lost.append({**info, "lost_at": time.time()})
+            reason = info.pop("leaving", None) or "lost (its connection dropped)"
+            self.lost.append({**info, "lost_at": time.time(), "reason": reason})
 
 
 # ---- worker side -------------------------------------------------------------------------------
@@ -343,6 +349,11 @@ async def _serve_device(tracker: str, key: str, device: str, host: str, name: st
         except asyncio.TimeoutError:
             pass
     print(f"tvmpy rpc device worker {name}: {reason}", file=sys.stderr, flush=True)
+    try:
+        await asyncio.wait_for(worker.scheduler.tvmpy_fleet_leaving(worker=worker.address,
+                                                                    reason=reason), 5)
+    except Exception:  # noqa: BLE001 - the tracker may be gone already
+        pass
     await worker.close(reason=reason)
     return 0 if reason == "stopped" else 1
 

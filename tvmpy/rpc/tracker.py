@@ -341,7 +341,7 @@ def format_summary(summary: dict) -> str:
     out = [_table(rows), "", _table([("key", "devices", "free", "queued", "priorities")]
                                     + totals)]
     if summary.get("lost"):
-        out += ["", "lost devices: " + ", ".join(f"{d['name']} ({d['key']})"
+        out += ["", "devices gone: " + ", ".join(f"{d['name']} ({d['key']}: {d['reason']})"
                                                  for d in summary["lost"])]
     return "\n".join(out)
 
