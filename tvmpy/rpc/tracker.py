@@ -271,6 +271,9 @@ class TrackerSession:
 
     def _acquire(self, key: str, priority: int, session_timeout: float,
                  timeout: float | None) -> tuple[Any, dict]:
+        if key not in self.keys():
+            raise LookupError(f"no device with key {key!r} in the fleet at {self.address} "
+                              f"(keys: {self.keys() or 'none'})")
         fut = self.client.submit(hold_task, float(session_timeout), resources={key: 1},
                                  priority=int(priority), pure=False,
                                  key=f"tvmpy-session-{key}-{uuid.uuid4().hex[:12]}")
