@@ -1,7 +1,12 @@
 """``Target("llvm -mcpu=znver4 -mattr=+avx512f")``: which backend, which CPU, which features.
 
 Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list of "+feat"),
-``mtriple``, ``num_cores`` (threads for parallel loops). Derived: ``vector_width_bits``.
+``mtriple``, ``num_cores`` (threads for parallel loops), ``model`` and ``device`` (TVM's
+``-model=bcm2711 -device=arm_cpu``; ``-device=arm_cpu`` makes the keys ``arm_cpu, cpu``).
+Derived: ``arch`` (from ``-mtriple``, else the host's), ``is_foreign`` (code for another
+architecture: built, exported with a cross compiler, never loaded here), ``vector_width_bits``.
+A foreign triple without ``-mcpu`` means LLVM's "generic" CPU of that architecture: the host's
+CPU name and features never leak into it.
 
 ``with Target(...):`` makes it ``Target.current()`` for the calling thread only (as in TVM): a
 thread started inside the block sees no current target.
@@ -17,7 +22,8 @@ from typing import Any
 
 from ..ir.dtype import bits_of
 
-__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features"]
+__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
+           "host_arch", "triple_arch", "arm_cpu"]
 
 _KINDS = ("llvm", "c", "interp")
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
@@ -42,6 +48,23 @@ def host_cpu_features() -> str:
         return llvm.get_host_cpu_features().flatten()
     except Exception:  # pragma: no cover
         return ""
+
+
+_ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
+
+
+def triple_arch(triple: str) -> str:
+    """The architecture of an LLVM triple ("aarch64-linux-gnu" -> "aarch64")."""
+    arch = triple.split("-", 1)[0].lower()
+    return _ARCH_ALIASES.get(arch, arch)
+
+
+@lru_cache(maxsize=1)
+def host_arch() -> str:
+    """The architecture of this machine in triple spelling ("x86_64", "aarch64")."""
+    import platform
+
+    return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
 
 
 class TargetKind(str):
@@ -74,6 +97,9 @@ class Target:
         self.num_cores: int = os.cpu_count() or 1
         self.opt_level = 3
         self.keys: list[str] = list(_DEFAULT_KEYS.get(kind, (kind,)))
+        self.model: str | None = None
+        self.device: str | None = None
+        keys_given = False
         for p in parts[1:]:
             if not p.startswith("-") or "=" not in p:
                 raise ValueError(f"bad target option {p!r} in {text!r}: expected -key=value")
@@ -90,24 +116,49 @@ class Target:
                 self.opt_level = int(value)
             elif key == "keys":
                 self.keys = value.split(",")
+                keys_given = True
+            elif key == "model":
+                self.model = value
+            elif key == "device":
+                self.device = value
             else:
-                raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr -mtriple -num-cores -opt-level -keys")
+                raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr "
+                                 "-mtriple -num-cores -opt-level -keys -model -device")
+        if self.device and not keys_given and self.device not in self.keys:
+            self.keys = [self.device] + self.keys
         self.host = Target(host) if host is not None else None
 
     @property
+    def arch(self) -> str:
+        """The architecture code is generated for: the triple's, else the host's."""
+        return triple_arch(self.mtriple) if self.mtriple else host_arch()
+
+    @property
+    def is_foreign(self) -> bool:
+        """Code for another architecture than this machine's (cannot be loaded here)."""
+        return self.arch != host_arch()
+
+    @property
     def cpu(self) -> str:
-        """The CPU name for code generation (host CPU when -mcpu is absent)."""
-        return self.mcpu or host_cpu_name()
+        """The CPU name for code generation (host CPU when -mcpu is absent; LLVM's "generic"
+        for a foreign triple)."""
+        if self.mcpu:
+            return self.mcpu
+        return "generic" if self.is_foreign else host_cpu_name()
 
     @property
     def features(self) -> str:
-        """LLVM feature string: the host's features when -mcpu is absent, plus -mattr."""
-        base = host_cpu_features() if self.mcpu is None or self.mcpu == host_cpu_name() else ""
+        """LLVM feature string: the host's features when -mcpu is absent (or names the host CPU)
+        and the target is this machine's architecture, plus -mattr."""
+        host = not self.is_foreign and (self.mcpu is None or self.mcpu == host_cpu_name())
+        base = host_cpu_features() if host else ""
         extra = ",".join(self.mattr)
         return ",".join(x for x in (base, extra) if x)
 
     @property
     def vector_width_bits(self) -> int:
+        if self.arch in ("aarch64", "arm", "armv7", "armv7l", "wasm32", "wasm64"):
+            return 128  # NEON / WebAssembly simd128 (SVE's length is not fixed at compile time)
         feats = self.features + "," + ",".join(self.mattr)
         cpu = self.cpu
         if "+avx512f" in feats or cpu.startswith(("znver4", "znver5", "skylake-avx512", "icelake", "sapphirerapids", "cascadelake")):
@@ -127,7 +178,14 @@ class Target:
             s += " -mattr=" + ",".join(self.mattr)
         if self.mtriple:
             s += f" -mtriple={self.mtriple}"
-        if self.keys != list(_DEFAULT_KEYS.get(self.kind, (self.kind,))):
+        if self.model:
+            s += f" -model={self.model}"
+        if self.device:
+            s += f" -device={self.device}"
+        keys = list(_DEFAULT_KEYS.get(self.kind, (self.kind,)))
+        if self.device and self.device not in keys:
+            keys = [self.device] + keys
+        if self.keys != keys:
             s += " -keys=" + ",".join(self.keys)
         return s
 
@@ -184,3 +242,34 @@ def current_target(allow_none: bool = True) -> Target | None:
     if allow_none:
         return None
     raise RuntimeError("no current target: use `with tvm.target.Target(...)`")
+
+
+# TVM's arm_cpu models (64-bit Linux): model -> (-model, -mcpu, -mattr)
+_ARM_MODELS = {
+    "rasp4b": ("bcm2711", "cortex-a72", "+neon"),
+    "rasp4b64": ("bcm2711", "cortex-a72", "+neon"),
+    "rasp3b": ("bcm2837", "cortex-a53", "+neon"),
+    "rasp3b64": ("bcm2837", "cortex-a53", "+neon"),
+    "a72": ("unknown", "cortex-a72", "+neon"),
+    "a53": ("unknown", "cortex-a53", "+neon"),
+    "a55": ("unknown", "cortex-a55", "+neon,+dotprod"),
+    "a76": ("unknown", "cortex-a76", "+neon,+dotprod"),
+    "pixel2": ("snapdragon835", "kryo", "+neon"),
+    "rk3399": ("rk3399", "cortex-a72", "+neon"),
+    "unknown": ("unknown", None, "+neon"),
+}
+
+
+def arm_cpu(model: str = "unknown", options: str | list[str] | None = None) -> Target:
+    """TVM's ``tvm.target.arm_cpu(model)``: an AArch64 Linux CPU target (triple
+    aarch64-linux-gnu, the model's -mcpu and -mattr, keys ``arm_cpu, cpu``); ``options`` are
+    appended (e.g. "-num-cores=4")."""
+    if model not in _ARM_MODELS:
+        raise ValueError(f"arm_cpu: unknown model {model!r}; known: {', '.join(sorted(_ARM_MODELS))}")
+    name, mcpu, mattr = _ARM_MODELS[model]
+    text = f"llvm -device=arm_cpu -model={name} -mtriple=aarch64-linux-gnu -mattr={mattr}"
+    if mcpu:
+        text += f" -mcpu={mcpu}"
+    if options:
+        text += " " + (options if isinstance(options, str) else " ".join(options))
+    return Target(text)
