@@ -646,7 +646,8 @@ class GraphExecutorFactory(Module):
     def __contains__(self, name: str) -> bool:
         return name == self.libmod_name or super().__contains__(name)
 
-    def export_library(self, file_name: str, fcompile: Any = None, **kwargs: Any) -> None:
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
         """One shared library: the code, the graph JSON and the parameters (``fcompile``, ``cc``,
         ``options``: as :meth:`Module.export_library`, e.g. a cross compiler)."""
         file_name = os.fspath(file_name)

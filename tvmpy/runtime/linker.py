@@ -58,8 +58,8 @@ def elf_arch(obj: bytes) -> str | None:
     """The architecture of an ELF object (from ``e_machine``); None when not ELF or unknown."""
     if len(obj) < 20 or obj[:4] != b"\x7fELF":
         return None
-    order = "little" if obj[5] == 1 else "big"
-    return _ELF_ARCHS.get(int.from_bytes(obj[18:20], order))
+    machine = int.from_bytes(obj[18:20], "little" if obj[5] == 1 else "big")
+    return _ELF_ARCHS.get(machine)
 
 
 def cross_compiler(arch: str) -> list[str]:
