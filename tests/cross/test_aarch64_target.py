@@ -148,3 +148,15 @@ def test_relay_build_for_aarch64_exports(tmp_path):
         syms = subprocess.run(["aarch64-linux-gnu-readelf", "-Ws", str(tmp_path / "net.so")],
                               capture_output=True, text=True, timeout=60).stdout
         assert "__tvmpy_metadata" in syms
+
+
+def test_cli_compile_for_aarch64(tmp_path, capsys):
+    onnx = pytest.importorskip("onnx")  # installed with the e2e test dependencies
+    from tvmpy import cli
+    from tvmpy.relay.testing import onnx_models
+
+    onnx.save(onnx_models.bert_encoder(layers=1, hidden=32, heads=2, seq=8), str(tmp_path / "m.onnx"))
+    assert cli.main(["compile", str(tmp_path / "m.onnx"), "--target",
+                     "llvm -mtriple=aarch64-linux-gnu -mattr=+neon", "-o",
+                     str(tmp_path / "m.so")]) == 0
+    assert _elf_arch(tmp_path / "m.so") == "aarch64"
