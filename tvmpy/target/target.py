@@ -5,8 +5,8 @@ Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list 
 ``-model=bcm2711 -device=arm_cpu``; ``-device=arm_cpu`` makes the keys ``arm_cpu, cpu``).
 Derived: ``arch`` (from ``-mtriple``, else the host's), ``is_foreign`` (code for another
 architecture: built, exported with a cross compiler, never loaded here), ``vector_width_bits``.
-A foreign triple without ``-mcpu`` means LLVM's "generic" CPU of that architecture: the host's
-CPU name and features never leak into it.
+A triple without ``-mcpu`` means LLVM's "generic" CPU of that architecture (as the LLVM backend
+compiles it): the host's CPU name and features never leak into a foreign target.
 
 ``with Target(...):`` makes it ``Target.current()`` for the calling thread only (as in TVM): a
 thread started inside the block sees no current target.
@@ -140,17 +140,18 @@ class Target:
 
     @property
     def cpu(self) -> str:
-        """The CPU name for code generation (host CPU when -mcpu is absent; LLVM's "generic"
-        for a foreign triple)."""
+        """The CPU name for code generation (host CPU when -mcpu and -mtriple are absent; LLVM's
+        "generic" for an explicit triple without -mcpu)."""
         if self.mcpu:
             return self.mcpu
-        return "generic" if self.is_foreign else host_cpu_name()
+        return "generic" if self.mtriple else host_cpu_name()  # as codegen/llvm.py compiles it
 
     @property
     def features(self) -> str:
-        """LLVM feature string: the host's features when -mcpu is absent (or names the host CPU)
-        and the target is this machine's architecture, plus -mattr."""
-        host = not self.is_foreign and (self.mcpu is None or self.mcpu == host_cpu_name())
+        """LLVM feature string: the host's features when the target is this machine (no -mcpu
+        and no -mtriple, or -mcpu naming the host CPU on the host's architecture), plus -mattr."""
+        host = (not self.is_foreign and self.mcpu == host_cpu_name()) or (
+            self.mcpu is None and self.mtriple is None)
         base = host_cpu_features() if host else ""
         extra = ",".join(self.mattr)
         return ",".join(x for x in (base, extra) if x)
