@@ -12,6 +12,7 @@ random inputs.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 
@@ -282,7 +283,9 @@ def relay_conv_pool_dense_softmax(d):
     y = relay.nn.dense(relay.reshape(y, (1, -1)), relay.const(w3))
     y = relay.nn.softmax(y)
     lib = _relay_build(relay.Function([x], y), {})
-    assert "NCHW4c" in lib.get_graph_json()  # blocks of one 128-bit NEON vector, not AVX-512's
+    shapes = json.loads(lib.get_graph_json())["attrs"]["shape"][1]
+    blocked = [sh for sh in shapes if len(sh) == 5]  # NCHW{c}c: one 128-bit NEON vector
+    assert blocked and all(sh[-1] == 4 for sh in blocked), shapes
     xv = _u(1, 12, 19, 19)
     r = np.maximum(conv2d_nchw_python(xv.astype("float64"), w1, 1, 1) + b1[None, :, None, None], 0)
     r = depthwise_conv2d_nchw_python(r, w2, 1, 1)

@@ -159,3 +159,14 @@ def test_cli_compile_for_aarch64(tmp_path, capsys):
                      "llvm -mtriple=aarch64-linux-gnu -mattr=+neon", "-o",
                      str(tmp_path / "m.so")]) == 0
     assert _elf_arch(tmp_path / "m.so") == "aarch64"
+
+
+def test_zig_is_the_fallback_cross_compiler(tmp_path, monkeypatch):
+    real = shutil.which
+    monkeypatch.setattr(linker.shutil, "which",
+                        lambda n, *a, **k: None if "aarch64-linux-gnu-gcc" in n else real(n, *a, **k))
+    assert linker.cross_compiler("aarch64")[1:] == ["-m", "ziglang", "cc", "-target",
+                                                    "aarch64-linux-gnu"]
+    f = _kernel()  # parallel: the pool is compiled by zig cc too
+    f.export_library(str(tmp_path / "k.so"))
+    assert _elf_arch(tmp_path / "k.so") == "aarch64"

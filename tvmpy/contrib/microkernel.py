@@ -37,6 +37,7 @@ measured here.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -176,10 +177,13 @@ def gemm_object(m: int, n: int, k: int, b_layout: str = "nk", target: Any = None
         obj = _objects.get(key)
         if obj is None:
             if foreign:
+                cc = cross_compiler(target.arch)
                 flags = [f for f in CFLAGS if f != "-march=native"]
-                flags += [f"-mcpu={cpu}"] if cpu and target.arch == "aarch64" else []
+                if cpu and target.arch == "aarch64":  # zig spells LLVM's CPU names with "_"
+                    zig = any("zig" in os.path.basename(c) for c in cc)
+                    flags.append(f"-mcpu={cpu.replace('-', '_') if zig else cpu}")
                 obj = compile_c(gemm_source(m, n, k, b_layout), flags, name=f"gemm{m}x{n}x{k}",
-                                cc=cross_compiler(target.arch))
+                                cc=cc)
             else:
                 obj = compile_c(gemm_source(m, n, k, b_layout), CFLAGS, name=f"gemm{m}x{n}x{k}")
             _objects[key] = obj
