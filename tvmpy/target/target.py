@@ -1,7 +1,8 @@
 """``Target("llvm -mcpu=znver4 -mattr=+avx512f")``: which backend, which CPU, which features.
 
 Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list of "+feat"),
-``mtriple``, ``num_cores`` (threads for parallel loops), ``model`` and ``device`` (TVM's
+``mtriple``, ``num_cores`` (threads for parallel loops; this machine's CPUs, or 4 for a foreign
+triple), ``model`` and ``device`` (TVM's
 ``-model=bcm2711 -device=arm_cpu``; ``-device=arm_cpu`` makes the keys ``arm_cpu, cpu``).
 Derived: ``arch`` (from ``-mtriple``, else the host's), ``is_foreign`` (code for another
 architecture: built, exported with a cross compiler, never loaded here), ``vector_width_bits``.
@@ -26,6 +27,8 @@ __all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_f
            "host_arch", "triple_arch", "arm_cpu"]
 
 _KINDS = ("llvm", "c", "interp")
+#: ``num_cores`` of a target for another architecture when ``-num-cores`` is not given
+FOREIGN_NUM_CORES = 4
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
 _DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",)}
 
@@ -100,6 +103,7 @@ class Target:
         self.model: str | None = None
         self.device: str | None = None
         keys_given = False
+        cores_given = False
         for p in parts[1:]:
             if not p.startswith("-") or "=" not in p:
                 raise ValueError(f"bad target option {p!r} in {text!r}: expected -key=value")
@@ -112,6 +116,7 @@ class Target:
                 self.mtriple = value
             elif key == "num-cores" or key == "num_cores":
                 self.num_cores = int(value)
+                cores_given = True
             elif key == "opt-level":
                 self.opt_level = int(value)
             elif key == "keys":
@@ -124,6 +129,10 @@ class Target:
             else:
                 raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr "
                                  "-mtriple -num-cores -opt-level -keys -model -device")
+        if not cores_given and self.is_foreign:
+            # not this machine's core count: the same target string gives the same code on
+            # every build machine (4: the Raspberry Pi 3/4 and most Arm boards)
+            self.num_cores = FOREIGN_NUM_CORES
         if self.device and not keys_given and self.device not in self.keys:
             self.keys = [self.device] + self.keys
         self.host = Target(host) if host is not None else None
