@@ -171,3 +171,12 @@ def test_zig_is_the_fallback_cross_compiler(tmp_path, monkeypatch):
     f = _kernel()  # parallel: the pool is compiled by zig cc too
     f.export_library(str(tmp_path / "k.so"))
     assert _elf_arch(tmp_path / "k.so") == "aarch64"
+
+
+def test_export_library_takes_a_triple_or_a_command(tmp_path):
+    f = _kernel(parallel=False)
+    for k, spec in enumerate(["aarch64-linux-gnu", linker.cross_compiler("aarch64")]):
+        f.export_library(str(tmp_path / f"t{k}.so"), spec)
+        assert _elf_arch(tmp_path / f"t{k}.so") == "aarch64"
+    with pytest.raises(RuntimeError, match="not found"):
+        f.export_library(str(tmp_path / "x.so"), "no-such-compiler-gcc")

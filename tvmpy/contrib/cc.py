@@ -33,13 +33,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..runtime.linker import compiler
-from ..runtime.linker import cross_compiler as default_cross_compiler
 
 __all__ = ["create_shared", "cross_compiler", "get_cc", "compiler_command"]
-
-_TRIPLE_ARCHS = {"aarch64": "aarch64", "arm64": "aarch64", "x86_64": "x86_64",
-                 "riscv64": "riscv64"}
-
 
 def get_cc() -> str:
     """The default C compiler's path (``CC``), as TVM's ``cc.get_cc()``."""
@@ -49,17 +44,7 @@ def get_cc() -> str:
 def compiler_command(spec: str | Sequence[str]) -> list[str]:
     """The compiler argv for ``spec``: a target triple ("aarch64-linux-gnu": that
     architecture's default cross toolchain), a compiler name or path, or a full command."""
-    if not isinstance(spec, str):
-        return [str(s) for s in spec]
-    parts = shlex.split(spec)
-    if len(parts) == 1 and shutil.which(parts[0]) is None:
-        arch = _TRIPLE_ARCHS.get(parts[0].split("-", 1)[0])
-        if arch is not None and parts[0].count("-") >= 1 and not parts[0].endswith(
-                ("gcc", "g++", "cc", "clang", "clang++", "c++")):
-            return default_cross_compiler(arch)
-    if not parts or shutil.which(parts[0]) is None:
-        raise RuntimeError(f"compiler {spec!r} not found on PATH")
-    return parts
+    return compiler(spec)
 
 
 def create_shared(output: str, objects: str | Sequence[str], options: Sequence[str] | None = None,

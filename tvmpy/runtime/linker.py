@@ -80,15 +80,28 @@ def cross_compiler(arch: str) -> list[str]:
         "ziglang), or pass export_library(path, tvmpy.contrib.cc.cross_compiler(...))")
 
 
+def _triple_arch(name: str) -> str | None:
+    """The architecture of a GNU triple such as "aarch64-linux-gnu" (not a compiler name)."""
+    arch = {"arm64": "aarch64"}.get(name.split("-", 1)[0], name.split("-", 1)[0])
+    if "-" not in name or arch not in _GNU_TRIPLES or name.endswith(
+            ("gcc", "g++", "cc", "c++", "clang", "clang++")):
+        return None
+    return arch
+
+
 def compiler(cc: CompilerSpec = None, arch: str | None = None) -> list[str]:
-    """The C compiler command: ``cc`` when given (a command string or argv list; a callable
-    ``fcompile`` lends its ``cc_command`` attribute if it has one), else ``CC`` (may carry flags,
+    """The C compiler command: ``cc`` when given (a command string or argv list, or a GNU
+    triple naming its default cross toolchain; a callable ``fcompile`` lends its
+    ``cc_command`` attribute if it has one), else ``CC`` (may carry flags,
     e.g. ``CC="gcc -m64"``) for this machine's architecture or :func:`cross_compiler` for
     another ``arch``."""
     if callable(cc):
         cc = getattr(cc, "cc_command", None)
     if cc is not None:
         cmd = shlex.split(cc) if isinstance(cc, str) else [str(c) for c in cc]
+        triple_arch = _triple_arch(cmd[0]) if len(cmd) == 1 else None
+        if triple_arch is not None and shutil.which(cmd[0]) is None:
+            return cross_compiler(triple_arch)  # a triple ("aarch64-linux-gnu"): its toolchain
     elif arch is not None and arch != host_arch():
         return cross_compiler(arch)
     else:
