@@ -546,6 +546,12 @@ def make_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("fuzz", help="differential fuzzing: random models vs onnxruntime")
     fuzz_cli.add_arguments(z)
     z.set_defaults(func=fuzz_cli.run)
+
+    from .rpc import cli as rpc_cli
+
+    rp = sub.add_parser("rpc", help="RPC: serve a device to remote clients (tvmpy rpc server)")
+    rpc_cli.add_arguments(rp)
+    rp.set_defaults(func=rpc_cli.run)
     return p
 
 

@@ -1,0 +1,56 @@
+"""``tvmpy rpc ...``: the RPC subcommands (``server`` here; the tracker adds its own).
+
+``tvmpy rpc server --device qemu-aarch64`` runs the server itself in an AArch64 Python under
+qemu-user (server.device_command); ``native`` and ``wasm`` (.wasm modules run by wasmtime) run it
+in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+from . import server
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="rpc_command", required=True, metavar="RPC_COMMAND")
+    s = sub.add_parser("server", help="serve this device (or a qemu-user one) to RPC clients")
+    server.add_arguments(s)
+    s.set_defaults(rpc_func=run_server)
+
+
+def run_server(args: argparse.Namespace) -> int:
+    if args.device != "qemu-aarch64":
+        return server.run_from_args(args)
+    token = args.token if args.token is not None else os.environ.get(server.TOKEN_ENV) or None
+    server.check_bind(args.host, args.allow_remote, token)
+    argv = ["-m", "tvmpy.rpc.server", "--device", args.device, "--host", args.host,
+            "--port", str(args.port),
+            "--port-end", str(args.port_end), "--key", args.key, "--max-payload",
+            str(args.max_payload), "--max-header", str(args.max_header), "--queue-timeout",
+            str(args.queue_timeout), "--exit-with-parent"] + (["--allow-remote"] if args.allow_remote else [])
+    proc = subprocess.Popen(server.device_command(args.device) + argv,
+                            env=server.server_env(args.device, token))
+    # stopping this command stops the emulated server (and its session) too
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.terminate())
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait(10)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args.rpc_func(args) or 0)
+
+
+if __name__ == "__main__":
+    _p = argparse.ArgumentParser(prog="tvmpy rpc")
+    add_arguments(_p)
+    sys.exit(run(_p.parse_args()))
