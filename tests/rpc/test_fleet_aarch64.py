@@ -11,11 +11,7 @@ import pytest
 import tvmpy as tvm
 from tvmpy import autotvm, te
 from tvmpy.autotvm import record
-
-# needs the AArch64 cross target (tvmpy.contrib.qemu / contrib.cc, branch i9-aarch64)
-pytest.importorskip("tvmpy.contrib.qemu")
-
-from tvmpy.rpc.tracker import DeviceWorker, Tracker, connect_tracker  # noqa: E402
+from tvmpy.rpc.tracker import DeviceWorker, Tracker, connect_tracker
 
 A64 = "llvm -mtriple=aarch64-linux-gnu -mattr=+neon"
 C, H, W, OC, K, ICB, OCB = 8, 9, 7, 8, 3, 4, 4  # awkward spatial sizes, NEON-width blocks
