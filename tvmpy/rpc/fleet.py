@@ -29,7 +29,6 @@ import ctypes
 import logging
 import os
 import secrets
-import select
 import signal
 import subprocess
 import sys
@@ -284,6 +283,7 @@ def start_device_server(device: str, host: str, token: str | None, key: str = ""
                         timeout: float = 120.0) -> tuple[subprocess.Popen, int]:
     """Start the device RPC server (``python -m tvmpy.rpc.server`` for ``device``) on a free
     port of ``host``; it dies with this process. Returns the process and its port."""
+    from .launch import wait_for_line
     from .server import LOOPBACK, READY, device_command, server_env
 
     cmd = device_command(device) + ["-m", "tvmpy.rpc.server", "--device", device, "--host",
@@ -293,25 +293,7 @@ def start_device_server(device: str, host: str, token: str | None, key: str = ""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=server_env(device, token), cwd=tempfile.gettempdir(),
                             preexec_fn=_set_pdeathsig)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    line = b""
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            proc.kill()
-            proc.wait(5)
-            raise TimeoutError(f"the {device} device server did not start within {timeout:g} s")
-        ch = os.read(proc.stdout.fileno(), 1)
-        if not ch:
-            rc = proc.wait(5)
-            raise RuntimeError(f"the {device} device server exited with status {rc} before "
-                               f"listening: {' '.join(cmd)}")
-        line += ch
-    text = line.decode().strip()
-    if not text.startswith(READY):
-        proc.kill()
-        raise RuntimeError(f"the device server printed {text!r} instead of its address")
+    text = wait_for_line(proc, READY, timeout, f"the {device} device server", cmd)
     return proc, int(text.rsplit(":", 1)[1])
 
 

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import session
+from .launch import wait_for_line
 from .protocol import (
     PROTOCOL,
     VERSION,
@@ -442,31 +443,12 @@ class Server:
 
     def _wait_ready(self, cmd: list[str], log: Any) -> None:
         assert self.proc is not None
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + self._start_timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            r, _, _ = select.select([self.proc.stdout], [], [], max(left, 0))
-            if not r:
-                self.terminate()
-                raise TimeoutError(f"rpc server ({self.device}) did not start within "
-                                   f"{self._start_timeout:g} s")
-            ch = os.read(self.proc.stdout.fileno(), 1)
-            if not ch:
-                rc = self.proc.wait(5)
-                self.proc = None
-                err = ""
-                if log is not None:
-                    log.seek(0)
-                    err = "\n" + log.read()[-4000:].decode(errors="replace")
-                raise RuntimeError(f"rpc server ({self.device}) exited with status {rc} before "
-                                   f"listening: {' '.join(cmd)}{err}")
-            line += ch
-        text = line.decode().strip()
-        if not text.startswith(READY):
+        try:
+            text = wait_for_line(self.proc, READY, self._start_timeout,
+                                 f"rpc server ({self.device})", cmd, log)
+        except BaseException:
             self.terminate()
-            raise RuntimeError(f"rpc server printed {text!r} instead of its address")
+            raise
         self.port = int(text.rsplit(":", 1)[1])
 
     def terminate(self) -> None:

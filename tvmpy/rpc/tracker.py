@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from .fleet import (
     quiet_dask_logs,
     security_from_args,
 )
+from .launch import wait_for_line
 
 __all__ = ["Tracker", "DeviceWorker", "TrackerSession", "connect_tracker", "serve_tracker",
            "check_tracker_bind", "format_summary", "DEFAULT_PORT"]
@@ -113,25 +113,11 @@ def _start(cmd: list[str], ready: str, what: str, timeout: float,
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
                             stderr=subprocess.DEVNULL if silent else None,
                             start_new_session=True, cwd=tempfile.gettempdir())
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while True:
-        if b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            if line.decode(errors="replace").startswith(ready):
-                return proc, line.decode()
-            continue
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            _stop(proc)
-            raise TimeoutError(f"{what} did not start within {timeout:g} s")
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            rc = proc.wait(10)
-            raise RuntimeError(f"{what} exited with status {rc} before it was ready: "
-                               f"{' '.join(cmd)}")
-        buf += chunk
+    try:
+        return proc, wait_for_line(proc, ready, timeout, what, cmd)
+    except BaseException:
+        _stop(proc)
+        raise
 
 
 def _stop(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
