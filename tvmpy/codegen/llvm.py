@@ -176,6 +176,8 @@ def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -
     bits, isas = vector_isa(triple, cpu, features)
     cg = CodeGenLLVM(triple, str(tm.target_data), cpu, features, mvec_isas=isas,
                      vector_bits=bits)
+    if triple.startswith("wasm"):
+        cg.threads = False  # no threads in a WebAssembly instance: parallel loops run serially
     for f in funcs:
         cg.add_function(f)
     return cg
@@ -294,6 +296,11 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library."""
     funcs = _check_funcs(funcs)
     c = compile_funcs(funcs, target)
+    tgt = _as_target(target or "llvm")
+    if tgt.mtriple and tgt.mtriple.startswith("wasm"):  # a .wasm run by wasmtime: llvm_wasm.py
+        from .llvm_wasm import build_wasm
+
+        return build_wasm(funcs, c, _target_machine(tgt)[0], imports, {"ll": c.ir})
     install_fork_guard()
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",

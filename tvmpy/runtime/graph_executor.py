@@ -130,7 +130,9 @@ class GraphExecutor:
         for size in ssize:
             offsets.append(total)
             total += max(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
-        self._arena = _zeroed_arena(total)
+        # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
+        alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
+        self._arena = alloc_arena(total)
         self.storage_bytes = total
         views = [np.ndarray(shapes[e], self._np_dtypes[e], buffer=self._arena,
                             offset=offsets[sids[e]]) for e in range(n_entries)]
@@ -649,6 +651,10 @@ class GraphExecutorFactory(Module):
     def export_library(self, file_name: str, **kwargs: Any) -> None:
         """One shared library: the code, the graph JSON and the parameters."""
         file_name = os.fspath(file_name)
+        if getattr(self.get_lib(), "is_wasm", False) and self._lib_path is None:
+            from .wasm import export_factory
+
+            return export_factory(self, file_name)
         if self._lib_path is not None and not self._objects and self._self_contained():
             return super().export_library(file_name, **kwargs)  # a copy of the loaded file
         if not file_name or os.path.isdir(file_name):

@@ -1,0 +1,103 @@
+"""The LLVM backend for WebAssembly (``llvm -mtriple=wasm32-unknown-unknown [-mattr=+simd128]``).
+
+llvmlite's LLVM emits a wasm32 object file; :func:`link_wasm` links it with wasi-libc (malloc,
+memcpy, libm's expf/tanhf ...) into a WebAssembly *reactor* module with ``zig cc -target
+wasm32-wasi`` from the ``ziglang`` wheel (a registry package: no emscripten SDK to install; the
+C library is built once into zig's cache, ~20 s). The module exports the kernels, ``memory``,
+``aligned_alloc``/``free`` and ``__tvmpy_last_error``, and imports nothing (the parts of
+wasi-libc we use make no system calls). ``TVMPY_WASM_CC`` overrides the command (e.g.
+``"zig cc"`` or a clang with a wasi sysroot).
+
+Code generation differences (set in llvm.py ``_generate``): no threads in a plain WebAssembly
+instance, so parallel loops run serially; size_t is 32-bit; no libmvec (vector math calls libm
+per lane). Runtime side: runtime/wasm.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from ..runtime.abi import ERROR_SYMBOL
+from ..runtime.wasm import WasmModule
+from .abi import signature
+
+__all__ = ["is_wasm_triple", "wasm_cc", "link_wasm", "build_wasm"]
+
+
+def is_wasm_triple(triple: str | None) -> bool:
+    return bool(triple) and str(triple).startswith(("wasm32", "wasm64"))
+
+
+def wasm_cc() -> list[str]:
+    """The linker driver for wasm32-wasi: ``$TVMPY_WASM_CC`` or the ziglang wheel's ``zig cc``."""
+    env = os.environ.get("TVMPY_WASM_CC")
+    if env:
+        return shlex.split(env)
+    try:
+        import ziglang  # noqa: F401  (only to check that the wheel is installed)
+    except ImportError:
+        raise RuntimeError("linking WebAssembly modules needs zig: pip install ziglang "
+                           "(or set TVMPY_WASM_CC to a wasm32-wasi C compiler driver)") from None
+    return [sys.executable, "-m", "ziglang", "cc"]
+
+
+def _error_object(tm: Any) -> bytes:
+    """A wasm32 object defining the weak ``__tvmpy_last_error`` (NULL)."""
+    import llvmlite.binding as llvm
+
+    ir = (f'target triple = "wasm32-unknown-wasi"\n'
+          f"@{ERROR_SYMBOL} = weak global ptr null, align 4\n")
+    return tm.emit_object(llvm.parse_assembly(ir))
+
+
+def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str) -> None:
+    """Link wasm32 objects with wasi-libc into a reactor module exporting ``exports``, the
+    allocator, the memory and ``__tvmpy_last_error``."""
+    with tempfile.TemporaryDirectory(prefix="tvmpy_wasm_") as tmp:
+        paths = []
+        for i, data in enumerate(objects):
+            p = os.path.join(tmp, f"obj{i}.o")
+            with open(p, "wb") as f:
+                f.write(data)
+            paths.append(p)
+        names = list(exports) + ["aligned_alloc", "malloc", "free", ERROR_SYMBOL]
+        cmd = wasm_cc() + ["-target", "wasm32-wasi", "-O2", "-mexec-model=reactor", "-s",
+                           "-o", out_path] + paths + ["-lm"] + [f"-Wl,--export={n}" for n in names]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"linking the WebAssembly module timed out:\n  {shlex.join(cmd)}") \
+                from None
+        if proc.returncode != 0:
+            raise RuntimeError(f"linking the WebAssembly module failed (exit {proc.returncode}):"
+                               f"\n  {shlex.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        # wasm-ld turns a call whose signature does not match the definition into a trap with
+        # only a warning: that is a codegen bug, refuse it here
+        if "signature mismatch" in proc.stderr:
+            raise RuntimeError(f"linking the WebAssembly module: {proc.stderr.strip()}")
+
+
+def build_wasm(funcs: Sequence[Any], compiled: Any, tm: Any, imports: Sequence[Any] = (),
+               sources: dict | None = None) -> WasmModule:
+    """Link the object of ``compiled`` (llvm.py ``compile_funcs``) into a :class:`WasmModule`."""
+    from .extern_link import extern_modules
+
+    if compiled.extra_objects or list(imports) or extern_modules(funcs):
+        raise ValueError("WebAssembly target: external C/object kernels (pragma_import_c, "
+                         "registered extern objects, imported modules) are host code and cannot "
+                         "be linked into a .wasm; use schedules without them")
+    sigs = [signature(f) for f in funcs]
+    meta = {"version": 1, "entry": sigs[0].name if sigs else "",
+            "functions": [s.to_json() for s in sigs]}
+    with tempfile.TemporaryDirectory(prefix="tvmpy_wasm_") as tmp:
+        out = os.path.join(tmp, "module.wasm")
+        link_wasm([compiled.object, _error_object(tm)], [s.name for s in sigs], out)
+        with open(out, "rb") as fh:
+            binary = fh.read()
+    return WasmModule(binary, meta, objects=[compiled.object], sources=sources)
