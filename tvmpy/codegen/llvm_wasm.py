@@ -86,9 +86,9 @@ def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str) -
 def build_wasm(funcs: Sequence[Any], compiled: Any, tm: Any, imports: Sequence[Any] = (),
                sources: dict | None = None) -> WasmModule:
     """Link the object of ``compiled`` (llvm.py ``compile_funcs``) into a :class:`WasmModule`."""
-    from .extern_link import extern_modules
+    from .extern_link import extern_symbols
 
-    if compiled.extra_objects or list(imports) or extern_modules(funcs):
+    if compiled.extra_objects or list(imports) or extern_symbols(funcs):
         raise ValueError("WebAssembly target: external C/object kernels (pragma_import_c, "
                          "registered extern objects, imported modules) are host code and cannot "
                          "be linked into a .wasm; use schedules without them")

@@ -106,6 +106,12 @@ def is_wasm(path_or_bytes: str | bytes) -> bool:
         return False
 
 
+def _host_bytes(addr: int, nbytes: int) -> np.ndarray:
+    """A writable uint8 numpy view of ``nbytes`` of this process's memory at ``addr``."""
+    buf = (ctypes.c_ubyte * max(nbytes, 1)).from_address(addr)
+    return np.frombuffer(memoryview(buf).cast("B"), np.uint8, count=nbytes)
+
+
 def _wasmtime() -> Any:
     try:
         import wasmtime
@@ -183,8 +189,7 @@ class WasmInstance:
         if off < 0 or off + nbytes > self.size:
             raise IndexError(f"[{off}, {off + nbytes}) is outside WebAssembly memory "
                              f"({self.size} bytes)")
-        buf = (ctypes.c_ubyte * max(nbytes, 1)).from_address(self.base + off)
-        return np.frombuffer(buf, np.uint8, count=nbytes)
+        return _host_bytes(self.base + off, nbytes)
 
     def offset_of(self, addr: int, nbytes: int) -> int | None:
         """The offset of host address ``addr`` if ``[addr, addr + nbytes)`` is in linear memory."""
@@ -285,7 +290,7 @@ class WasmFunction(Function):
             for addr, n in sizes.items():
                 where[addr] = pos
                 if n:
-                    host = np.frombuffer((ctypes.c_ubyte * n).from_address(addr), np.uint8)
+                    host = _host_bytes(addr, n)
                     wview = inst.view(pos, n)
                     wview[:] = host
                     staged.append((host, wview))
