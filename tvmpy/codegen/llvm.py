@@ -277,6 +277,10 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     tm, triple, cpu, features = _target_machine(tgt)
     cg = _generate(funcs, tm, triple, cpu, features)
     text = cg.text()
+    if triple.startswith("wasm"):  # a known LLVM hang: see llvm_wasm.py
+        from .llvm_wasm import avoid_backend_hangs
+
+        tm, text = avoid_backend_hangs(tm, text, triple, cpu, features)
     if config.get("DEBUG") >= 4:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))

@@ -16,6 +16,7 @@ per lane). Runtime side: runtime/wasm.py.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -27,7 +28,9 @@ from ..runtime.abi import ERROR_SYMBOL
 from ..runtime.wasm import WasmModule
 from .abi import signature
 
-__all__ = ["is_wasm_triple", "wasm_cc", "link_wasm", "build_wasm"]
+__all__ = ["is_wasm_triple", "wasm_cc", "link_wasm", "build_wasm", "avoid_backend_hangs"]
+
+_HALF_FCMP = re.compile(r"fcmp \w+ (<\d+ x )?half ")
 
 
 def is_wasm_triple(triple: str | None) -> bool:
@@ -45,6 +48,22 @@ def wasm_cc() -> list[str]:
         raise RuntimeError("linking WebAssembly modules needs zig: pip install ziglang "
                            "(or set TVMPY_WASM_CC to a wasm32-wasi C compiler driver)") from None
     return [sys.executable, "-m", "ziglang", "cc"]
+
+
+def avoid_backend_hangs(tm: Any, text: str, triple: str, cpu: str, features: str) -> tuple[Any, str]:
+    """(target machine, IR text) to compile ``text`` with. LLVM 22's WebAssembly backend never
+    finishes compiling a vector ``fcmp`` of ``half`` with simd128 (isnan, compares, casts to
+    bool of float16; LLVM's loop vectorizer makes one from scalar code, and InstCombine folds
+    a float compare of extended halves back): such a module is compiled without simd128."""
+    if "+simd128" not in features or not _HALF_FCMP.search(text):
+        return tm, text
+    import llvmlite.binding as llvm
+
+    scalar = ",".join("-simd128" if f == "+simd128" else f for f in features.split(","))
+    tm = llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=scalar, opt=3, reloc="pic", codemodel="default")
+    return tm, text.replace('"target-features"="' + features + '"',
+                            '"target-features"="' + scalar + '"')
 
 
 def _error_object(tm: Any) -> bytes:
