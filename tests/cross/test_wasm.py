@@ -354,3 +354,32 @@ print(json.dumps(sorted(k for k in sys.modules if k.startswith("tvmpy."))))
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not [k for k in loaded if k.split(".")[1] in ("relay", "codegen", "te", "tir", "topi")]
+
+
+def test_cli_compile_and_run_wasm(tmp_path):
+    """``tvmpy compile m.onnx --target "llvm -mtriple=wasm32..."`` writes m.wasm; ``tvmpy run``
+    runs it; the outputs equal the host build's."""
+    pytest.importorskip("onnx")
+    import onnx
+
+    from tests.e2e.test_cli import _tiny
+
+    onnx.save(_tiny(), tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", rng.standard_normal((1, 3, 8, 8)).astype("float32"))
+    np.save(tmp_path / "y.npy", rng.standard_normal((1, 5)).astype("float32"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    def tvmpy(*args):
+        proc = subprocess.run([sys.executable, "-m", "tvmpy", *map(str, args)], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert "m.wasm" in tvmpy("compile", "m.onnx", "--target", SIMD)
+    assert (tmp_path / "m.wasm").read_bytes()[:4] == b"\0asm"
+    tvmpy("compile", "m.onnx", "-o", "m.so")
+    for lib in ("m.wasm", "m.so"):
+        tvmpy("run", lib, "--input", "x=x.npy", "--input", "y=y.npy", "--output", lib + ".npz")
+    got = np.load(tmp_path / "m.wasm.npz")["output0"]
+    want = np.load(tmp_path / "m.so.npz")["output0"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
