@@ -24,7 +24,7 @@ import ctypes
 import json
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -214,21 +214,78 @@ class WasmInstance:
 
 
 # ---- functions ----------------------------------------------------------------------------------
+class _Packed:
+    """Raw arguments packed once into wasmtime's value array (see :class:`_WasmCall`)."""
+
+    __slots__ = ("template", "work", "nbytes")
+
+    def __init__(self, template: Any, work: Any):
+        self.template, self.work, self.nbytes = template, work, ctypes.sizeof(template)
+
+
 class _WasmCall:
     """Stands in for the ctypes function of a host :class:`Function`: called with the raw
-    arguments (i32 offsets, scalars, shape vars), returns the kernel's int32 return code."""
+    arguments (i32 offsets, scalars, shape vars), returns the kernel's int32 return code.
+
+    wasmtime-py's ``Func.__call__`` checks and converts every argument on each call (~17 us);
+    :meth:`pack` builds the value array once and a call with that one :class:`_Packed` argument
+    goes straight to ``wasmtime_func_call_unchecked`` (~1-2 us: what the graph executor's
+    ``run()`` and the time evaluator use). Without that entry point (another wasmtime-py
+    version) every call takes the checked path."""
 
     def __init__(self, inst: WasmInstance, name: str, export: Any):
         self.inst, self.name, self._f = inst, name, export
         self.argtypes: Any = None
         self.restype: Any = None
+        ty = export.type(inst.store)
+        self._kinds = [str(t) for t in ty.params]
+        self._n = max(len(self._kinds), len(ty.results), 1)
+        self._unchecked: Any = None
+        try:
+            from wasmtime import _ffi as ffi
+
+            self._ffi = ffi
+            self._unchecked = ffi.wasmtime_func_call_unchecked
+            self._ctx = inst.store._context()
+            self._fref = ctypes.byref(export._func)
+            self._raw_t = ffi.wasmtime_val_raw_t
+        except (ImportError, AttributeError):
+            pass
+
+    def pack(self, args: Sequence[Any]) -> list[Any]:
+        """``args`` as the one-element argument list of a fast call (or unchanged)."""
+        if self._unchecked is None or any(k not in ("i32", "i64", "f32", "f64")
+                                          for k in self._kinds):
+            return list(args)
+        if len(args) != len(self._kinds):
+            raise TypeError(f"{self.name}: the WebAssembly function takes {len(self._kinds)} "
+                            f"values, got {len(args)}")
+        template = (self._raw_t * self._n)()
+        for k, (kind, v) in enumerate(zip(self._kinds, args)):
+            setattr(template[k], kind, v)
+        return [_Packed(template, (self._raw_t * self._n)())]
 
     def __call__(self, *args: Any) -> int:
+        if len(args) == 1 and isinstance(args[0], _Packed):
+            p = args[0]
+            ctypes.memmove(p.work, p.template, p.nbytes)  # results overwrite the arguments
+            ffi = self._ffi
+            trap = ctypes.POINTER(ffi.wasm_trap_t)()
+            err = self._unchecked(self._ctx, self._fref, p.work, self._n, ctypes.byref(trap))
+            if err:
+                raise RuntimeError(f"{self.name}: {self.inst._wt.WasmtimeError._from_ptr(err)}")
+            if trap:
+                self._raise_trap(self.inst._wt.Trap._from_ptr(trap))
+            return int(p.work[0].i32)
         try:
             return int(self._f(self.inst.store, *args))
         except self.inst._wt.Trap as e:
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else "trap"
-            raise RuntimeError(f"{self.name}: WebAssembly trap: {msg}") from None
+            self._raise_trap(e)
+            raise
+
+    def _raise_trap(self, e: Any) -> None:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else "trap"
+        raise RuntimeError(f"{self.name}: WebAssembly trap: {msg}") from None
 
 
 def _span(a: np.ndarray) -> int:
@@ -305,7 +362,7 @@ class WasmFunction(Function):
                 raw[idx] -= mod
         for idx in self._bools:
             raw[idx] = int(raw[idx])
-        return raw, staged + host_wb
+        return self._cfunc.pack(raw), staged + host_wb
 
     def __call__(self, *args: Any) -> None:
         raw, writeback = self.prepare(args)
