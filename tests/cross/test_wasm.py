@@ -383,3 +383,26 @@ def test_cli_compile_and_run_wasm(tmp_path):
     got = np.load(tmp_path / "m.wasm.npz")["output0"]
     want = np.load(tmp_path / "m.so.npz")["output0"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_checked_call_path_and_time_evaluator():
+    """Calls also work through wasmtime-py's checked ``Func.__call__`` (used when its unchecked
+    entry point is missing), traps included; time_evaluator times a wasm kernel."""
+    mod = _affine()
+    x = rng.standard_normal(9).astype("float32")
+    y = np.zeros(9, "float32")
+    f = mod["affine"]
+    f._cfunc._unchecked = None
+    f(x, y)
+    np.testing.assert_allclose(y, x * 2 + 1, rtol=1e-6)
+    res = mod.time_evaluator("affine", tvm.cpu(0), number=3, repeat=2)(x, y)
+    assert len(res.results) == 2 and all(t > 0 for t in res.results)
+
+    m = 4
+    A = te.placeholder((m,), name="A")
+    idx = te.placeholder((m,), name="idx", dtype="int32")
+    G = te.compute((m,), lambda j: A[idx[j]], name="G")
+    g = tvm.build(te.create_schedule(G.op), [A, idx, G], target=WASM, name="gather2")
+    g["gather2"]._cfunc._unchecked = None
+    with pytest.raises(RuntimeError, match="gather2: WebAssembly trap"):
+        g(np.zeros(m, "float32"), np.array([1 << 28, 0, 0, 0], "int32"), np.zeros(m, "float32"))
