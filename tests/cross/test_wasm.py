@@ -451,3 +451,24 @@ def test_node_runs_the_same_wasm(tmp_path):
     np.testing.assert_array_equal(got, want)
     b = json.loads((tmp_path / "b.json").read_text())
     np.testing.assert_allclose(b, np.arange(1, 6) * 2 + 1)
+
+
+def test_calls_from_several_threads():
+    """One module called from 4 threads at once (staged numpy arguments): every result is
+    right (calls into one wasmtime store are serialized)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mod = _affine()
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        for _ in range(50):
+            x = r.standard_normal(int(r.integers(1, 300))).astype("float32")
+            y = np.zeros_like(x)
+            mod(x, y)
+            if not np.allclose(y, x * 2 + 1, rtol=1e-6):
+                return False
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(4)))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -128,6 +129,9 @@ class WasmInstance:
     def __init__(self, binary: bytes):
         wt = _wasmtime()
         self._wt = wt
+        # a wasmtime Store is not thread-safe: calls (and the staging of their arguments) hold
+        # this lock
+        self.lock = threading.RLock()
         self.engine = wt.Engine()
         self.store = wt.Store(self.engine)
         try:
@@ -266,6 +270,10 @@ class _WasmCall:
         return [_Packed(template, (self._raw_t * self._n)())]
 
     def __call__(self, *args: Any) -> int:
+        with self.inst.lock:
+            return self._call(args)
+
+    def _call(self, args: tuple) -> int:
         if len(args) == 1 and isinstance(args[0], _Packed):
             p = args[0]
             ctypes.memmove(p.work, p.template, p.nbytes)  # results overwrite the arguments
@@ -365,11 +373,12 @@ class WasmFunction(Function):
         return self._cfunc.pack(raw), staged + host_wb
 
     def __call__(self, *args: Any) -> None:
-        raw, writeback = self.prepare(args)
-        rc = self._cfunc(*raw)
-        for dst, src in writeback:
-            if dst is not None:
-                np.copyto(dst, src)
+        with self._inst.lock:  # the staging area is this function's: one call at a time
+            raw, writeback = self.prepare(args)
+            rc = self._cfunc(*raw)
+            for dst, src in writeback:
+                if dst is not None:
+                    np.copyto(dst, src)
         if rc != 0:
             self._raise_error(rc)
 
