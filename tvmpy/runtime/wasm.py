@@ -450,8 +450,10 @@ class WasmModule(Module):
             out += custom_section(PARAMS_SECTION, params)
         return out
 
-    def export_library(self, file_name: str, fcompile: Any = None, **_: Any) -> None:
-        """Write the WebAssembly module (``.wasm``) with its metadata."""
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """Write the WebAssembly module (``.wasm``) with its metadata (already linked: TVM's
+        compiler arguments are accepted and not needed)."""
         _write(file_name, self.wasm_bytes())
 
     def save(self, file_name: str, fmt: str = "") -> None:
