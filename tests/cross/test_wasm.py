@@ -472,3 +472,26 @@ def test_calls_from_several_threads():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(4)))
+
+
+def test_bad_wasm_files_raise(tmp_path):
+    good = tmp_path / "a.wasm"
+    _affine().export_library(str(good))
+    data = good.read_bytes()
+    bare = tmp_path / "bare.wasm"
+    bare.write_bytes(b"\0asm\x01\0\0\0")
+    with pytest.raises(ValueError, match="not a tvmpy one"):
+        tvm.runtime.load_module(str(bare))
+    cut = tmp_path / "cut.wasm"
+    cut.write_bytes(data[:len(data) // 2])
+    with pytest.raises(ValueError, match="truncated"):
+        tvm.runtime.load_module(str(cut))
+    # the metadata names a function the code does not export
+    meta = json.loads(bytes(read_custom_sections(data)[METADATA_SECTION]))
+    meta["functions"][0]["name"] = "ghost"
+    from tvmpy.runtime.wasm import custom_section
+
+    ghost = tmp_path / "ghost.wasm"
+    ghost.write_bytes(data + custom_section(METADATA_SECTION, json.dumps(meta).encode()))
+    with pytest.raises(RuntimeError, match="ghost.*does not export"):
+        tvm.runtime.load_module(str(ghost))["ghost"]

@@ -1,7 +1,9 @@
 """The backend-independent codegen cases (tests/codegen/cases.py: every dtype's arithmetic,
 casts, math intrinsics, vectors, asserts ...) compiled for wasm32 with simd128 and run in
 wasmtime, as the host LLVM and C backends run them. Cases that call host C code (extra_c) are
-left out: that code is compiled for the host."""
+left out: that code is compiled for the host. The float16 cases build as a module of their own:
+LLVM's wasm backend hangs on vector half compares, so a module with any is compiled without
+simd128 (codegen/llvm_wasm.py); every other case keeps simd128 (checked)."""
 
 from __future__ import annotations
 
@@ -37,18 +39,32 @@ class WasmLib:
         return rc
 
 
+def _half(name: str) -> bool:
+    return "float16" in name
+
+
 @pytest.fixture(scope="module")
-def wasm_lib() -> WasmLib:
-    funcs = []
-    for name in WASM_CASES:
-        c = cases.make_case(name)
-        funcs += [c.func, *c.extra_funcs]
-    return WasmLib(funcs)
+def wasm_libs() -> dict[bool, WasmLib]:
+    libs = {}
+    for half in (False, True):
+        funcs = []
+        for name in WASM_CASES:
+            if _half(name) == half:
+                c = cases.make_case(name)
+                funcs += [c.func, *c.extra_funcs]
+        libs[half] = WasmLib(funcs)
+    return libs
 
 
 @pytest.mark.parametrize("name", WASM_CASES)
-def test_case_on_wasm(name: str, wasm_lib: WasmLib) -> None:
-    cases.run_case(cases.make_case(name), lambda funcs, extra: wasm_lib)
+def test_case_on_wasm(name: str, wasm_libs: dict[bool, WasmLib]) -> None:
+    lib = wasm_libs[_half(name)]
+    cases.run_case(cases.make_case(name), lambda funcs, extra: lib)
+
+
+def test_simd128_kept(wasm_libs: dict[bool, WasmLib]) -> None:
+    assert '"target-features"="+simd128"' in wasm_libs[False].mod.get_source("ll")
+    assert '"target-features"="-simd128"' in wasm_libs[True].mod.get_source("ll")
 
 
 def test_most_cases_run_on_wasm() -> None:
