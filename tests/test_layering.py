@@ -43,6 +43,7 @@ COMPUTED_IMPORTS: dict[str, str] = {
     "tvmpy.ir": "ir's own modules (node, expr, function, module)",
     "tvmpy.te": "te's own modules",
     "tvmpy.topi": "topi's own sub-packages",
+    "tvmpy.contrib": "contrib's own modules (``tvm.contrib.cc`` without an explicit import)",
 }
 
 

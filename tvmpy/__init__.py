@@ -14,7 +14,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY_MODULES = {"ir", "target", "te", "tir", "arith", "runtime", "nd", "codegen", "contrib",
-                 "transform", "config", "testing", "topi", "relay", "autotvm", "driver"}
+                 "transform", "config", "testing", "topi", "relay", "autotvm", "driver", "rpc"}
 _LAZY_ATTRS = {
     "Target": ("target", "Target"),
     "lower": ("driver", "lower"),

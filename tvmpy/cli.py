@@ -4,6 +4,7 @@
     tvmpy run model.so --input x=x.npy [--output out.npz]
     tvmpy bench model.onnx [--input-shape ...]   # tvmpy opt 0 / opt 3 vs onnxruntime (and torch)
     tvmpy tune model.onnx --trials 200 --log tune.json [--tuner xgb]   # AutoTVM, whole model
+    tvmpy tune ... --rpc-key KEY --tracker HOST:PORT   # measure on a device fleet (tvmpy rpc)
     tvmpy compile model.onnx --tuning-log tune.json   # (and bench) build with the tuned configs
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
     tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle
@@ -424,6 +425,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"n_trial_per_task": args.trials} if args.per_task else {
         "n_trial_total": args.trials}
+    if args.rpc_key or args.tracker:
+        kw["measure_option"] = _rpc_measure_option(args)
     try:
         tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log,
                                    tuner=args.tuner, early_stopping=args.early_stopping, **kw)
@@ -442,6 +445,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
               f"best {best / 1e9:.2f} GFLOP/s")
     print(f"build with it: tvmpy compile {args.model} --tuning-log {args.log}")
     return 0
+
+
+def _rpc_measure_option(args: argparse.Namespace) -> dict:
+    """``--rpc-key KEY --tracker HOST:PORT``: measure on the fleet's devices of KEY."""
+    from . import autotvm
+
+    if not (args.rpc_key and args.tracker):
+        raise CliError("--rpc-key and --tracker go together (measure on the fleet's devices "
+                       "of KEY registered with the tracker at HOST:PORT)")
+    host, _, port = args.tracker.rpartition(":")
+    if not port.isdigit():
+        raise CliError(f"--tracker must be HOST:PORT, got {args.tracker!r}")
+    runner = autotvm.RPCRunner(args.rpc_key, host=host or "127.0.0.1", port=int(port),
+                               timeout=args.rpc_timeout)
+    try:
+        runner.set_task(None)  # the tracker is reachable and has devices of the key
+    except (OSError, LookupError, RuntimeError) as e:
+        raise CliError(str(e)) from None
+    return autotvm.measure_option(builder=autotvm.LocalBuilder(), runner=runner)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -532,6 +554,12 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
     t.add_argument("--early-stopping", type=int, metavar="N",
                    help="stop a task after N trials without improvement")
+    t.add_argument("--rpc-key", metavar="KEY",
+                   help="measure on the fleet's devices of KEY (with --tracker)")
+    t.add_argument("--tracker", metavar="HOST:PORT", help="the fleet's tracker (`tvmpy rpc "
+                   "tracker`); devices join it with `tvmpy rpc server --tracker ... --key KEY`")
+    t.add_argument("--rpc-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds per measurement on a device (default 10)")
     t.set_defaults(func=cmd_tune)
 
     d = sub.add_parser("demo", help="built-in ResNet-18: compile, check vs onnxruntime, time")
@@ -547,6 +575,12 @@ def make_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("fuzz", help="differential fuzzing: random models vs onnxruntime")
     fuzz_cli.add_arguments(z)
     z.set_defaults(func=fuzz_cli.run)
+
+    from .rpc import cli as rpc_cli
+
+    rp = sub.add_parser("rpc", help="RPC: device servers (tvmpy rpc server), the fleet's tracker and status")
+    rpc_cli.add_arguments(rp)
+    rp.set_defaults(func=rpc_cli.run)
     return p
 
 

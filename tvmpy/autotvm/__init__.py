@@ -12,6 +12,7 @@ from .measure import (  # noqa: F401
     MeasureErrorNo,
     MeasureInput,
     MeasureResult,
+    RPCRunner,
     measure_option,
 )
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity  # noqa: F401

@@ -3,11 +3,10 @@
 TVM's ``tune_tasks`` tutorial helper made a function::
 
     from tvmpy import autotvm
-    if __name__ == "__main__":  # measurement runs in spawned worker processes
-        tasks = autotvm.tune_model(mod, params, "llvm", log_file="tune.json",
-                                   n_trial_total=2000, tuner="xgb")
-        with autotvm.apply_history_best("tune.json"):
-            lib = relay.build(mod, target="llvm", params=params)
+    tasks = autotvm.tune_model(mod, params, "llvm", log_file="tune.json",
+                               n_trial_total=2000, tuner="xgb")
+    with autotvm.apply_history_best("tune.json"):
+        lib = relay.build(mod, target="llvm", params=params)
 
 Tasks are tuned largest first (by flop). A total budget (``n_trial_total``) is split between
 them in proportion to their flop (at least ``MIN_TRIALS_PER_TASK`` each while the budget lasts,
@@ -17,8 +16,8 @@ log resumes: the configurations of a task already in the log count against its b
 never measured again. The XGB tuner also learns from the records of the tasks tuned before it
 (transfer learning), so later tasks start warm.
 
-The builder and runner of the default ``measure_option`` run in spawned processes: a script
-calling :func:`tune_model` must guard its top level with ``if __name__ == "__main__":``.
+The builder and runner of the default ``measure_option`` run in fresh interpreters that do not
+import the user's ``__main__``: a script calling :func:`tune_model` at its top level works.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ default code model.
 
 Vector math (exp, log, tanh, erf, pow, sin ...) on float32/float64 vectors calls glibc's libmvec
 (``_ZGVeN16v_expf`` ...; <= 4 ulp) in the widest variant the target supports; set
-``USE_LIBMVEC = False`` for per-lane libm calls. Known llvmlite issue: each run of the new pass
+``USE_LIBMVEC = False`` for per-lane libm calls. On AArch64, vector math is per-lane libm:
+glibc's AArch64 libmvec (``_ZGVnN4v_expf`` ...) only exists since glibc 2.38, and neither the
+Debian 12 cross libc (/usr/aarch64-linux-gnu, 2.36) nor a typical board's libc has it, so a
+library calling it would not load there. Known llvmlite issue: each run of the new pass
 manager leaks ~100 KB, so tuning loops that compile thousands of kernels should compile in
 worker processes that are recycled.
 """
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config
-from ..runtime.linker import compile_c
+from ..runtime.linker import compile_c, cross_compiler
 from ..runtime.module import Module
 from ..target import Target, as_target
 from ..tir.function import PrimFunc
@@ -285,8 +288,9 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))
     extra = []
-    if cg.imported_c:
-        extra = [compile_c(src, name=f"import_c{k}") for k, src in enumerate(cg.imported_c)]
+    if cg.imported_c:  # pragma import_c: compiled for the target's architecture
+        cc = cross_compiler(tgt.arch) if tgt.is_foreign else None
+        extra = [compile_c(src, name=f"import_c{k}", cc=cc) for k, src in enumerate(cg.imported_c)]
     return Compiled(obj, text, _link_libs(cg), extra)
 
 
@@ -297,10 +301,13 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
 
     The objects of registered external kernels the functions call (codegen/extern_link.py)
     and ``imports`` (runtime Modules, e.g. an LLVM micro-kernel built with
-    ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library."""
+    ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library.
+
+    Code for another architecture (``-mtriple=aarch64-linux-gnu`` on an x86-64 host) is never
+    loaded: the Module can only be exported (with a cross compiler) and run on its device."""
     funcs = _check_funcs(funcs)
-    c = compile_funcs(funcs, target)
     tgt = _as_target(target or "llvm")
+    c = compile_funcs(funcs, tgt)
     if tgt.mtriple and tgt.mtriple.startswith("wasm"):  # a .wasm run by wasmtime: llvm_wasm.py
         from .llvm_wasm import build_wasm
 
@@ -309,4 +316,5 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
-                               imports=extern_modules(funcs) + list(imports), load=load)
+                               imports=extern_modules(funcs, tgt) + list(imports),
+                               load=load and not tgt.is_foreign)

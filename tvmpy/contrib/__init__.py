@@ -1,1 +1,14 @@
-"""Optional add-ons around the compiler: hand-written kernels and the glue that links them."""
+"""Optional add-ons around the compiler: hand-written kernels, toolchains, emulators and the glue
+that links them. Submodules load on first attribute access (``tvm.contrib.cc``), as in TVM."""
+
+import importlib
+from typing import Any
+
+_SUBMODULES = ("cc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
+               "utils")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

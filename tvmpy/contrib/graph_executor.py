@@ -40,7 +40,9 @@ class GraphModule:
     def __init__(self, module: GraphExecutor | GraphModule):
         if isinstance(module, GraphModule):
             module = module.module
-        if not isinstance(module, GraphExecutor):
+        # a remote executor (tvmpy.rpc: rlib["default"](remote_dev)) offers the same methods
+        if not isinstance(module, GraphExecutor) and not getattr(module, "_is_graph_executor",
+                                                                 False):
             raise TypeError("GraphModule wraps the executor a factory creates "
                             "(GraphModule(lib['default'](dev))), got "
                             f"{type(module).__name__}")

@@ -19,7 +19,9 @@ whose code calls it (:mod:`tvmpy.codegen.extern_link`), so ``tvm.build(s, args, 
 ``"c"`` need nothing more, and exported libraries are self-contained. For the ``interp`` target the
 same functions are registered with the interpreter as numpy implementations. Note: the C kernel
 may contract ``a * b + c`` into FMA, so it rounds differently from a separate multiply and add.
-The kernels are compiled for the host (``-march=native``), not for a cross-compilation target.
+The kernels are compiled for the host (``-march=native``); for a foreign target (e.g.
+``-mtriple=aarch64-linux-gnu``) with the target's cross compiler and ``-mcpu`` (the same vector
+C: 4-lane NEON vectors there).
 
 Example (the paper's gemm8x8; ``C[i, j] = sum_k A[i, k] * B[j, k]``)::
 
@@ -35,6 +37,7 @@ measured here.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -42,7 +45,7 @@ import numpy as np
 
 from .. import te
 from ..codegen.extern_link import register_extern_object
-from ..runtime.linker import compile_c
+from ..runtime.linker import compile_c, cross_compiler
 from ..te.tensor_intrin import TensorIntrin
 from ..tir import interpreter
 from ..tir.buffer import decl_buffer
@@ -164,13 +167,25 @@ int32_t {sym["reset"]}(float* restrict C, int32_t ldc) {{
 """
 
 
-def gemm_object(m: int, n: int, k: int, b_layout: str = "nk") -> bytes:
-    """The compiled object file of :func:`gemm_source` (cached per process)."""
-    key = (m, n, k, b_layout)
+def gemm_object(m: int, n: int, k: int, b_layout: str = "nk", target: Any = None) -> bytes:
+    """The compiled object file of :func:`gemm_source` for ``target`` (None: this machine;
+    cached per process)."""
+    foreign = target is not None and target.is_foreign
+    cpu = target.mcpu if foreign else None
+    key = (m, n, k, b_layout, target.arch if foreign else None, cpu)
     with _lock:
         obj = _objects.get(key)
         if obj is None:
-            obj = compile_c(gemm_source(m, n, k, b_layout), CFLAGS, name=f"gemm{m}x{n}x{k}")
+            if foreign:
+                cc = cross_compiler(target.arch)
+                flags = [f for f in CFLAGS if f != "-march=native"]
+                if cpu and target.arch == "aarch64":  # zig spells LLVM's CPU names with "_"
+                    zig = any("zig" in os.path.basename(c) for c in cc)
+                    flags.append(f"-mcpu={cpu.replace('-', '_') if zig else cpu}")
+                obj = compile_c(gemm_source(m, n, k, b_layout), flags, name=f"gemm{m}x{n}x{k}",
+                                cc=cc)
+            else:
+                obj = compile_c(gemm_source(m, n, k, b_layout), CFLAGS, name=f"gemm{m}x{n}x{k}")
             _objects[key] = obj
     return obj
 
@@ -243,6 +258,6 @@ def gemm_intrin(m: int = 8, n: int = 8, k: int = 8, b_layout: str = "nk") -> Ten
 
     intrin = te.decl_tensor_intrin(c.op, lower, name=f"gemm{m}x{n}x{k}_{b_layout}", binds=binds)
     register_extern_object(sym.values(), f"gemm{m}x{n}x{k}_{b_layout}",
-                           lambda: gemm_object(m, n, k, b_layout))
+                           lambda target=None: gemm_object(m, n, k, b_layout, target))
     _register_python(m, n, k, b_layout)
     return intrin

@@ -648,15 +648,19 @@ class GraphExecutorFactory(Module):
     def __contains__(self, name: str) -> bool:
         return name == self.libmod_name or super().__contains__(name)
 
-    def export_library(self, file_name: str, **kwargs: Any) -> None:
-        """One shared library: the code, the graph JSON and the parameters."""
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """One shared library: the code, the graph JSON and the parameters (``fcompile``, ``cc``,
+        ``options``: as :meth:`Module.export_library`, e.g. a cross compiler)."""
         file_name = os.fspath(file_name)
         if getattr(self.get_lib(), "is_wasm", False) and self._lib_path is None:
             from .wasm import export_factory
 
             return export_factory(self, file_name)
         if self._lib_path is not None and not self._objects and self._self_contained():
-            return super().export_library(file_name, **kwargs)  # a copy of the loaded file
+            return super().export_library(file_name, fcompile, **kwargs)  # a copy of the file
+        fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
+        options = list(kwargs.pop("options", None) or [])
         if not file_name or os.path.isdir(file_name):
             raise ValueError(f"export_library: expected the path of the library file to write "
                              f"(e.g. 'mod.so'), got {file_name!r}")
@@ -666,7 +670,7 @@ class GraphExecutorFactory(Module):
         meta["graph_executor"] = dict(meta["graph_executor"], params_symbol=PARAMS_SYMBOL,
                                       params_nbytes=len(blob))
         link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs,
-                    blobs={PARAMS_SYMBOL: blob})
+                    blobs={PARAMS_SYMBOL: blob}, cc=fcompile, options=options)
 
     def __repr__(self) -> str:
         return (f"GraphExecutorFactory(mod_name={self.libmod_name!r}, params={len(self.params)}, "

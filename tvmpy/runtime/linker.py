@@ -6,23 +6,32 @@
 - :func:`link_shared`: objects + metadata -> ``.so`` (``cc -shared``), with extra libraries
   (the token ``"tvmpy_parallel"`` links the parallel runtime of runtime/parallel_pool.py).
 
-The compiler is ``config.get("CC")`` (default ``cc``); errors raise RuntimeError with the command
-and the compiler's output.
+The compiler is ``config.get("CC")`` (default ``cc``) for objects of this machine's
+architecture. Objects of another architecture (cross-compiled, e.g. ``-mtriple=aarch64-linux-gnu``;
+recognised by their ELF ``e_machine``) are linked with a cross compiler: the one passed as ``cc``
+(a command, or TVM's ``fcompile(output, objects, options)`` callable), else the default for the
+architecture (:func:`cross_compiler`): ``aarch64-linux-gnu-gcc`` (Debian's
+gcc-aarch64-linux-gnu) when on PATH, else ``python -m ziglang cc -target aarch64-linux-gnu`` (the
+``ziglang`` wheel). Errors raise RuntimeError with the command and the compiler's output.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
 
 from .. import config
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL
 
-__all__ = ["compiler", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
+__all__ = ["compiler", "cross_compiler", "elf_arch", "host_arch", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
            "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
 
 POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (parallel_pool imports this module)
@@ -30,14 +39,87 @@ POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (parallel_pool impor
 DEFAULT_CFLAGS = ("-O3", "-std=gnu11", "-fPIC", "-fno-strict-aliasing")
 
 
-def compiler() -> list[str]:
-    """The C compiler command (``CC`` may carry flags, e.g. ``CC="gcc -m64"``)."""
-    cmd = shlex.split(config.get("CC") or "cc")
+#: a compiler: a command (string or argv list), or TVM's ``fcompile(output, objects, options)``
+CompilerSpec = Union[str, Sequence[str], Callable[..., Any], None]
+
+# ELF e_machine -> architecture (triple spelling), and the GNU triple of its Linux toolchain
+_ELF_ARCHS = {62: "x86_64", 183: "aarch64", 243: "riscv64"}
+_GNU_TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu",
+                "riscv64": "riscv64-linux-gnu"}
+
+
+def host_arch() -> str:
+    """This machine's architecture in triple spelling ("x86_64", "aarch64")."""
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def elf_arch(obj: bytes) -> str | None:
+    """The architecture of an ELF object (from ``e_machine``); None when not ELF or unknown."""
+    if len(obj) < 20 or obj[:4] != b"\x7fELF":
+        return None
+    machine = int.from_bytes(obj[18:20], "little" if obj[5] == 1 else "big")
+    return _ELF_ARCHS.get(machine)
+
+
+def cross_compiler(arch: str) -> list[str]:
+    """The default C compiler/linker command for Linux on ``arch``: ``<triple>-gcc`` when on PATH
+    (Debian's gcc-<triple> packages), else the ``ziglang`` wheel's ``zig cc -target <triple>``."""
+    triple = _GNU_TRIPLES.get(arch)
+    if triple is None:
+        raise RuntimeError(f"no cross toolchain known for architecture {arch!r}; pass "
+                           "export_library(path, fcompile) with a compiler for it")
+    gcc = shutil.which(f"{triple}-gcc")
+    if gcc is not None:
+        return [gcc]
+    if importlib.util.find_spec("ziglang") is not None:
+        return [sys.executable, "-m", "ziglang", "cc", "-target", triple]
+    raise RuntimeError(
+        f"no cross compiler for {arch}: install Debian's gcc-{triple.replace('_', '-')} "
+        f"(apt-get install gcc-{triple.replace('_', '-')}) or the ziglang wheel (pip install "
+        "ziglang), or pass export_library(path, tvmpy.contrib.cc.cross_compiler(...))")
+
+
+def _triple_arch(name: str) -> str | None:
+    """The architecture of a GNU triple such as "aarch64-linux-gnu" (not a compiler name)."""
+    arch = {"arm64": "aarch64"}.get(name.split("-", 1)[0], name.split("-", 1)[0])
+    if "-" not in name or arch not in _GNU_TRIPLES or name.endswith(
+            ("gcc", "g++", "cc", "c++", "clang", "clang++")):
+        return None
+    return arch
+
+
+def compiler(cc: CompilerSpec = None, arch: str | None = None) -> list[str]:
+    """The C compiler command: ``cc`` when given (a command string or argv list, or a GNU
+    triple naming its default cross toolchain; a callable ``fcompile`` lends its
+    ``cc_command`` attribute if it has one), else ``CC`` (may carry flags,
+    e.g. ``CC="gcc -m64"``) for this machine's architecture or :func:`cross_compiler` for
+    another ``arch``."""
+    if callable(cc):
+        cc = getattr(cc, "cc_command", None)
+    if cc is not None:
+        cmd = shlex.split(cc) if isinstance(cc, str) else [str(c) for c in cc]
+        triple_arch = _triple_arch(cmd[0]) if len(cmd) == 1 else None
+        if triple_arch is not None and shutil.which(cmd[0]) is None:
+            return cross_compiler(triple_arch)  # a triple ("aarch64-linux-gnu"): its toolchain
+    elif arch is not None and arch != host_arch():
+        return cross_compiler(arch)
+    else:
+        cmd = shlex.split(config.get("CC") or "cc")
     if not cmd or shutil.which(cmd[0]) is None:
         raise RuntimeError(f"C compiler {cmd[0] if cmd else '(empty CC)'!r} not found: install one "
                            "(e.g. gcc) or set CC; it is needed to build and export modules, "
                            "not to load them")
     return cmd
+
+
+def _objects_arch(objects: Sequence[bytes]) -> str | None:
+    """The one architecture of ``objects`` (None when unknown); mixing two is an error."""
+    archs = {a for a in (elf_arch(o) for o in objects) if a is not None}
+    if len(archs) > 1:
+        raise RuntimeError(f"cannot link objects of different architectures into one library: "
+                           f"{', '.join(sorted(archs))}")
+    return archs.pop() if archs else None
 
 
 def _run(cmd: list[str], what: str) -> None:
@@ -47,8 +129,10 @@ def _run(cmd: list[str], what: str) -> None:
                            f"{proc.stdout}{proc.stderr}")
 
 
-def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "module") -> bytes:
-    """Compile C ``source`` to a position-independent object file; return its bytes."""
+def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "module",
+              cc: CompilerSpec = None) -> bytes:
+    """Compile C ``source`` to a position-independent object file with ``cc`` (default: ``CC``,
+    see :func:`compiler`); return its bytes."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_cc_") as tmp:
         src = os.path.join(tmp, f"{name}.c")
         obj = os.path.join(tmp, f"{name}.o")
@@ -59,7 +143,7 @@ def compile_c(source: str, cflags: Sequence[str] = DEFAULT_CFLAGS, name: str = "
             flags.append("-fPIC")
         if 'extern "C"' in source:  # C++ (as in TVM's tutorials): compile it as such
             flags = ["-x", "c++"] + [f for f in flags if not f.startswith("-std=")]
-        _run(compiler() + flags + ["-c", src, "-o", obj], "compiling C source")
+        _run(compiler(cc) + flags + ["-c", src, "-o", obj], "compiling C source")
         with open(obj, "rb") as fh:
             return fh.read()
 
@@ -93,6 +177,20 @@ _ELF_TRIPLES = {62: "x86_64-unknown-linux-gnu", 183: "aarch64-unknown-linux-gnu"
                 243: "riscv64-unknown-linux-gnu"}
 
 
+def _init_llvm_for(llvm: Any, triple: str, asmparser: bool = False) -> None:
+    """Initialise llvmlite for ``triple``: the native target when it is this machine's."""
+    if triple.split("-", 1)[0] == host_arch():
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        if asmparser:
+            llvm.initialize_native_asmparser()
+    else:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        if asmparser:
+            llvm.initialize_all_asmparsers()
+
+
 def _ir_string(text: str) -> str:
     return "".join(ch if 32 <= ord(ch) < 127 and ch not in '"\\' else
                    "".join(f"\\{b:02X}" for b in ch.encode("utf-8")) for ch in text)
@@ -109,12 +207,7 @@ def metadata_object(metadata_json: str, like: bytes | None) -> bytes | None:
     try:
         import llvmlite.binding as llvm
 
-        if triple.startswith("x86_64"):
-            llvm.initialize_native_target()
-            llvm.initialize_native_asmprinter()
-        else:
-            llvm.initialize_all_targets()
-            llvm.initialize_all_asmprinters()
+        _init_llvm_for(llvm, triple)
         data = metadata_json.encode("utf-8")
         ir = (f'target triple = "{triple}"\n'
               f'@{METADATA_SYMBOL} = constant [{len(data) + 1} x i8] '
@@ -133,7 +226,8 @@ def _blob_asm(symbol: str, data_path: str) -> list[str]:
             f".size {symbol}, .-{symbol}"]
 
 
-def blob_object(symbol: str, data: bytes, like: bytes | None, tmp: str) -> str:
+def blob_object(symbol: str, data: bytes, like: bytes | None, tmp: str,
+                cc: CompilerSpec = None) -> str:
     """Write an object file defining the read-only, 64-byte-aligned symbol ``symbol`` holding
     ``data`` (e.g. a model's parameters, tens of MB) into the folder ``tmp``; return its path.
 
@@ -150,14 +244,7 @@ def blob_object(symbol: str, data: bytes, like: bytes | None, tmp: str) -> str:
         try:
             import llvmlite.binding as llvm
 
-            if triple.startswith("x86_64"):
-                llvm.initialize_native_target()
-                llvm.initialize_native_asmprinter()
-                llvm.initialize_native_asmparser()  # module asm aborts the process without it
-            else:
-                llvm.initialize_all_targets()
-                llvm.initialize_all_asmprinters()
-                llvm.initialize_all_asmparsers()
+            _init_llvm_for(llvm, triple, asmparser=True)  # module asm aborts without a parser
             ir = f'target triple = "{triple}"\n' + "".join(
                 f'module asm "{_ir_string(line)}"\n' for line in _blob_asm(symbol, data_path))
             tm = llvm.Target.from_triple(triple).create_target_machine(reloc="pic",
@@ -171,7 +258,8 @@ def blob_object(symbol: str, data: bytes, like: bytes | None, tmp: str) -> str:
     with open(src, "w") as f:
         f.write("__asm__(\n" + "".join(f"  {_c_string(line + chr(10))}\n"
                                        for line in _blob_asm(symbol, data_path)) + ");\n")
-    _run(compiler() + ["-c", "-fPIC", src, "-o", out], "assembling a data object")
+    arch = elf_arch(like) if like is not None else None
+    _run(compiler(cc, arch) + ["-c", "-fPIC", src, "-o", out], "assembling a data object")
     return out
 
 
@@ -192,12 +280,19 @@ def _write_objects(objects: Sequence[bytes], tmp: str, stem: str = "obj") -> lis
 
 
 def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
-                link_libs: Sequence[str] = (), blobs: Mapping[str, bytes] | None = None) -> None:
+                link_libs: Sequence[str] = (), blobs: Mapping[str, bytes] | None = None,
+                cc: CompilerSpec = None, options: Sequence[str] = ()) -> None:
     """Link object files (bytes) and the metadata into the shared library ``out_path``.
 
     ``link_libs``: library names (``"gomp"`` -> ``-lgomp``), paths, or raw linker flags;
     ``"tvmpy_parallel"`` links tvmpy's parallel runtime (runtime/parallel_pool.py) once.
-    ``blobs``: ``{symbol: bytes}`` embedded as read-only data symbols (see :func:`blob_object`)."""
+    ``blobs``: ``{symbol: bytes}`` embedded as read-only data symbols (see :func:`blob_object`).
+    ``cc``: the compiler that links (see :func:`compiler`; default: ``CC``, or the default cross
+    compiler of the objects' architecture); a callable is TVM's ``fcompile(output, objects,
+    options)`` and does the final link itself. ``options``: extra flags for the link."""
+    arch = _objects_arch(objects)
+    cmd = compiler(cc, arch)  # also compiles the pool for the objects' architecture
+    fcompile = cc if callable(cc) else None
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
         paths = _write_objects(objects, tmp)
         meta_obj = metadata_object(metadata_json, objects[0] if objects else None)
@@ -210,13 +305,13 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
             with open(meta, "w") as f:
                 f.write(metadata_c_source(metadata_json))
         for symbol, data in (blobs or {}).items():
-            paths.append(blob_object(symbol, data, objects[0] if objects else None, tmp))
+            paths.append(blob_object(symbol, data, objects[0] if objects else None, tmp, cmd))
         link_libs = list(link_libs)
         if POOL_TOKEN in link_libs:  # tvmpy's parallel runtime: its object, once per library
             from .parallel_pool import pool_object
 
             link_libs = [x for x in link_libs if x != POOL_TOKEN] + ["pthread"]
-            paths += _write_objects([pool_object()], tmp, "tvmpy_parallel_pool")
+            paths += _write_objects([pool_object(cmd)], tmp, "tvmpy_parallel_pool")
         libs = []
         for lib in link_libs + ["m"]:
             flag = _lib_flag(lib)
@@ -228,17 +323,23 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
         # ``out_path`` keeps its (old) inode instead of being overwritten under its mapping
         tmp_out = f"{out_path}.{os.getpid()}.tmp"
         try:
-            _run(compiler() + ["-shared", "-fPIC", "-o", tmp_out, meta] + paths + libs,
-                 "linking shared library")
+            if fcompile is not None:
+                fcompile(tmp_out, [meta] + paths, libs + list(options))
+                if not os.path.exists(tmp_out):
+                    raise RuntimeError(f"export_library: fcompile {fcompile!r} wrote no {tmp_out}")
+            else:
+                _run(cmd + ["-shared", "-fPIC", "-o", tmp_out, meta] + paths + libs + list(options),
+                     "linking shared library")
             os.replace(tmp_out, out_path)
         finally:
             if os.path.exists(tmp_out):
                 os.unlink(tmp_out)
 
 
-def relocatable_link(objects: Sequence[bytes], out_path: str) -> None:
+def relocatable_link(objects: Sequence[bytes], out_path: str, cc: CompilerSpec = None) -> None:
     """Merge object files into one relocatable object (``cc -r``)."""
+    cmd = compiler(cc, _objects_arch(objects))
     with tempfile.TemporaryDirectory(prefix="tvmpy_ld_") as tmp:
         paths = _write_objects(objects, tmp)
-        _run(compiler() + ["-r", "-nostdlib", "-o", os.path.abspath(out_path)] + paths,
+        _run(cmd + ["-r", "-nostdlib", "-o", os.path.abspath(out_path)] + paths,
              "merging object files")

@@ -39,7 +39,11 @@ For users
 ``m(*args)`` calls the entry function (arguments: NDArrays, numpy arrays, scalars; see
 runtime/function.py); ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
 ``m.imported_modules``; ``m.import_module(other)``; ``m.get_source(fmt)``; ``m.type_key``;
-``m.export_library(path)`` (one .so with all code, imports and metadata); ``m.save(path)``
+``m.export_library(path, fcompile=None)`` (one .so with all code, imports and metadata;
+``fcompile``: TVM's compiler argument, a callable ``fcompile(output, objects, options)`` such as
+``tvmpy.contrib.cc.cross_compiler("aarch64-linux-gnu")`` or a compiler command; a module built
+for another architecture is linked with that architecture's default cross compiler when
+``fcompile`` is left out, see runtime/linker.py); ``m.save(path)``
 (``.o`` object code, or ``.ll``/``.s``/``.c`` source);
 ``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
 ``load_module(path)`` loads an exported library in any process (ctypes + numpy only).
@@ -65,7 +69,7 @@ from .device import Device, cpu
 from .evaluator import BenchmarkResult, time_evaluator
 from .fork_guard import install_fork_guard
 from .function import Function
-from .linker import DEFAULT_CFLAGS, compile_c, link_shared, relocatable_link
+from .linker import DEFAULT_CFLAGS, compile_c, elf_arch, host_arch, link_shared, relocatable_link
 from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module"]
@@ -207,6 +211,10 @@ class Module:
         for m in imports:
             mod.imported_modules.append(m)
         all_objs, all_libs, all_meta = mod._collect()
+        foreign = mod.foreign_arch()
+        if foreign is not None and load:
+            raise RuntimeError(f"cannot load code built for {foreign} on this {host_arch()} "
+                               "machine; build it with load=False and export_library it")
         if not load:
             return mod
         with tempfile.TemporaryDirectory(prefix="tvmpy_mod_") as tmp:
@@ -292,8 +300,14 @@ class Module:
         sig = self._sigs.get(name)
         if sig is not None:
             if self._lib is None:
+                arch = self.foreign_arch()
+                if arch is not None:
+                    raise RuntimeError(
+                        f"function {name} was built for {arch}, this machine is {host_arch()}: "
+                        "export_library it with a cross compiler (tvmpy.contrib.cc."
+                        "cross_compiler) and run it on the device / over RPC")
                 raise RuntimeError(f"function {name} is in a module that was not loaded (built "
-                                   "with load=False, e.g. cross-compiled): export_library it "
+                                   "with load=False): export_library it "
                                    "and load it where it can run")
             try:
                 cfunc = self._lib[name]  # a fresh function object: its argtypes are ours
@@ -344,6 +358,22 @@ class Module:
         self._err.value = None
         return msg
 
+    def foreign_arch(self) -> str | None:
+        """The architecture of this module's object code (or its imports') when it is not this
+        machine's (code cross-compiled for e.g. aarch64: export only); None otherwise."""
+        mods, seen = [self], set()
+        while mods:
+            m = mods.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            for o in m._objects:
+                arch = elf_arch(o)
+                if arch is not None and arch != host_arch():
+                    return arch
+            mods.extend(m.imported_modules)
+        return None
+
     # ---- imports, sources ---------------------------------------------------------------------
     def import_module(self, mod: Module) -> None:
         """Add ``mod`` to the imports: its functions become reachable through this module and
@@ -368,10 +398,16 @@ class Module:
         return self._sources[key]
 
     # ---- export -------------------------------------------------------------------------------
-    def export_library(self, file_name: str, **_: Any) -> None:
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
         """Write one shared library with the code of this module and all its imports and the
-        metadata ``load_module`` reads."""
+        metadata ``load_module`` reads. ``fcompile``: TVM's ``fcompile(output, objects,
+        options)`` callable or a compiler command (default: ``CC``, or the default cross
+        compiler of the module's architecture); ``options=[...]``: extra link flags; ``cc=``
+        is accepted as a synonym of ``fcompile``."""
         file_name = os.fspath(file_name)
+        fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
+        options = list(kwargs.pop("options", None) or [])
         if not file_name or os.path.isdir(file_name):
             raise ValueError(f"export_library: expected the path of the library file to write (e.g. "
                              f"'mod.so'), got {'a directory ' if file_name else ''}{file_name!r}")
@@ -382,7 +418,8 @@ class Module:
                 os.replace(tmp, file_name)
             return
         objs, libs, meta = self._collect()
-        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs)
+        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs, cc=fcompile,
+                    options=options)
 
     def _self_contained(self) -> bool:
         """All code of this module and its imports is in the one file it was loaded from."""

@@ -206,13 +206,20 @@ class NDArray:
 def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None, *,
           ctx: Any = None) -> NDArray:
     """An uninitialized, 64-byte-aligned array (``ctx``: TVM v0.6's name of ``device``)."""
+    remote = getattr(device if ctx is None else ctx, "_rpc_sess", None)
+    if remote is not None:  # a device of an RPC session (tvmpy.rpc): allocated on its server
+        return remote._nd_empty(shape, dtype, device if ctx is None else ctx)
     dev = _check_device(device if ctx is None else ctx)
     return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
 
 
 def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -> NDArray:
     """A new aligned array holding a copy of ``arr`` (numpy array, NDArray, nested lists, DLPack
-    tensor), converted to ``dtype`` when given (``ctx``: TVM v0.6's name of ``device``)."""
+    tensor), converted to ``dtype`` when given (``ctx``: TVM v0.6's name of ``device``).
+    On a device of an RPC session the array is created on its server."""
+    remote = getattr(device if ctx is None else ctx, "_rpc_sess", None)
+    if remote is not None:  # a device of an RPC session (tvmpy.rpc): copied to its server
+        return remote._nd_array(arr, device if ctx is None else ctx, dtype)
     dev = _check_device(device if ctx is None else ctx)
     if isinstance(arr, NDArray):
         src = arr._arr

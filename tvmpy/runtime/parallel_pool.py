@@ -28,6 +28,7 @@ import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Sequence
 
 from .linker import compile_c, compiler
 
@@ -346,9 +347,11 @@ def _write(path: str, data: bytes) -> bool:
         return False
 
 
-def pool_object() -> bytes:
-    """The pool's object file (compiled with the configured ``CC`` on first use)."""
-    cmd = compiler()
+def pool_object(cc: Sequence[str] | None = None) -> bytes:
+    """The pool's object file, compiled on first use with ``cc`` (a compiler argv; default the
+    configured ``CC``), e.g. a cross compiler for an AArch64 library. Cached per compiler
+    command (which names its target: ``aarch64-linux-gnu-gcc``, ``zig cc -target ...``)."""
+    cmd = compiler(list(cc) if cc is not None else None)
     key = _key(cmd)
     with _lock:
         obj = _objects.get(key)
@@ -362,7 +365,7 @@ def pool_object() -> bytes:
             if obj is not None:
                 break
         else:
-            obj = compile_c(SOURCE, CFLAGS, name="tvmpy_parallel_pool")
+            obj = compile_c(SOURCE, CFLAGS, name="tvmpy_parallel_pool", cc=cmd)
             for p in paths:
                 if _write(p, obj):
                     break

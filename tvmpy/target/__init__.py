@@ -5,7 +5,7 @@ from typing import Any
 
 from .generic_func import GenericFunc, generic_func  # noqa: F401
 from .intrin import register_intrin_rule  # noqa: F401
-from .target import Target, as_target, current_target  # noqa: F401
+from .target import Target, arm_cpu, as_target, current_target  # noqa: F401
 
 
 def create(target: Any) -> Target:

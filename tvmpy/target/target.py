@@ -1,7 +1,13 @@
 """``Target("llvm -mcpu=znver4 -mattr=+avx512f")``: which backend, which CPU, which features.
 
 Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list of "+feat"),
-``mtriple``, ``num_cores`` (threads for parallel loops). Derived: ``vector_width_bits``.
+``mtriple``, ``num_cores`` (threads for parallel loops; this machine's CPUs, or 4 for a foreign
+triple), ``model`` and ``device`` (TVM's
+``-model=bcm2711 -device=arm_cpu``; ``-device=arm_cpu`` makes the keys ``arm_cpu, cpu``).
+Derived: ``arch`` (from ``-mtriple``, else the host's), ``is_foreign`` (code for another
+architecture: built, exported with a cross compiler, never loaded here), ``vector_width_bits``.
+A triple without ``-mcpu`` means LLVM's "generic" CPU of that architecture (as the LLVM backend
+compiles it): the host's CPU name and features never leak into a foreign target.
 
 ``with Target(...):`` makes it ``Target.current()`` for the calling thread only (as in TVM): a
 thread started inside the block sees no current target.
@@ -17,9 +23,12 @@ from typing import Any
 
 from ..ir.dtype import bits_of
 
-__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features"]
+__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
+           "host_arch", "triple_arch", "arm_cpu"]
 
 _KINDS = ("llvm", "c", "interp")
+#: ``num_cores`` of a target for another architecture when ``-num-cores`` is not given
+FOREIGN_NUM_CORES = 4
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
 _DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",)}
 
@@ -42,6 +51,23 @@ def host_cpu_features() -> str:
         return llvm.get_host_cpu_features().flatten()
     except Exception:  # pragma: no cover
         return ""
+
+
+_ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
+
+
+def triple_arch(triple: str) -> str:
+    """The architecture of an LLVM triple ("aarch64-linux-gnu" -> "aarch64")."""
+    arch = triple.split("-", 1)[0].lower()
+    return _ARCH_ALIASES.get(arch, arch)
+
+
+@lru_cache(maxsize=1)
+def host_arch() -> str:
+    """The architecture of this machine in triple spelling ("x86_64", "aarch64")."""
+    import platform
+
+    return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
 
 
 class TargetKind(str):
@@ -74,6 +100,10 @@ class Target:
         self.num_cores: int = os.cpu_count() or 1
         self.opt_level = 3
         self.keys: list[str] = list(_DEFAULT_KEYS.get(kind, (kind,)))
+        self.model: str | None = None
+        self.device: str | None = None
+        keys_given = False
+        cores_given = False
         for p in parts[1:]:
             if not p.startswith("-") or "=" not in p:
                 raise ValueError(f"bad target option {p!r} in {text!r}: expected -key=value")
@@ -86,28 +116,59 @@ class Target:
                 self.mtriple = value
             elif key == "num-cores" or key == "num_cores":
                 self.num_cores = int(value)
+                cores_given = True
             elif key == "opt-level":
                 self.opt_level = int(value)
             elif key == "keys":
                 self.keys = value.split(",")
+                keys_given = True
+            elif key == "model":
+                self.model = value
+            elif key == "device":
+                self.device = value
             else:
-                raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr -mtriple -num-cores -opt-level -keys")
+                raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr "
+                                 "-mtriple -num-cores -opt-level -keys -model -device")
+        if not cores_given and self.is_foreign:
+            # not this machine's core count: the same target string gives the same code on
+            # every build machine (4: the Raspberry Pi 3/4 and most Arm boards)
+            self.num_cores = FOREIGN_NUM_CORES
+        if self.device and not keys_given and self.device not in self.keys:
+            self.keys = [self.device] + self.keys
         self.host = Target(host) if host is not None else None
 
     @property
+    def arch(self) -> str:
+        """The architecture code is generated for: the triple's, else the host's."""
+        return triple_arch(self.mtriple) if self.mtriple else host_arch()
+
+    @property
+    def is_foreign(self) -> bool:
+        """Code for another architecture than this machine's (cannot be loaded here)."""
+        return self.arch != host_arch()
+
+    @property
     def cpu(self) -> str:
-        """The CPU name for code generation (host CPU when -mcpu is absent)."""
-        return self.mcpu or host_cpu_name()
+        """The CPU name for code generation (host CPU when -mcpu and -mtriple are absent; LLVM's
+        "generic" for an explicit triple without -mcpu)."""
+        if self.mcpu:
+            return self.mcpu
+        return "generic" if self.mtriple else host_cpu_name()  # as codegen/llvm.py compiles it
 
     @property
     def features(self) -> str:
-        """LLVM feature string: the host's features when -mcpu is absent, plus -mattr."""
-        base = host_cpu_features() if self.mcpu is None or self.mcpu == host_cpu_name() else ""
+        """LLVM feature string: the host's features when the target is this machine (no -mcpu
+        and no -mtriple, or -mcpu naming the host CPU on the host's architecture), plus -mattr."""
+        host = (not self.is_foreign and self.mcpu == host_cpu_name()) or (
+            self.mcpu is None and self.mtriple is None)
+        base = host_cpu_features() if host else ""
         extra = ",".join(self.mattr)
         return ",".join(x for x in (base, extra) if x)
 
     @property
     def vector_width_bits(self) -> int:
+        if self.arch in ("aarch64", "arm", "armv7", "armv7l", "wasm32", "wasm64"):
+            return 128  # NEON / WebAssembly simd128 (SVE's length is not fixed at compile time)
         feats = self.features + "," + ",".join(self.mattr)
         cpu = self.cpu
         if "+avx512f" in feats or cpu.startswith(("znver4", "znver5", "skylake-avx512", "icelake", "sapphirerapids", "cascadelake")):
@@ -127,7 +188,14 @@ class Target:
             s += " -mattr=" + ",".join(self.mattr)
         if self.mtriple:
             s += f" -mtriple={self.mtriple}"
-        if self.keys != list(_DEFAULT_KEYS.get(self.kind, (self.kind,))):
+        if self.model:
+            s += f" -model={self.model}"
+        if self.device:
+            s += f" -device={self.device}"
+        keys = list(_DEFAULT_KEYS.get(self.kind, (self.kind,)))
+        if self.device and self.device not in keys:
+            keys = [self.device] + keys
+        if self.keys != keys:
             s += " -keys=" + ",".join(self.keys)
         return s
 
@@ -184,3 +252,34 @@ def current_target(allow_none: bool = True) -> Target | None:
     if allow_none:
         return None
     raise RuntimeError("no current target: use `with tvm.target.Target(...)`")
+
+
+# TVM's arm_cpu models (64-bit Linux): model -> (-model, -mcpu, -mattr)
+_ARM_MODELS = {
+    "rasp4b": ("bcm2711", "cortex-a72", "+neon"),
+    "rasp4b64": ("bcm2711", "cortex-a72", "+neon"),
+    "rasp3b": ("bcm2837", "cortex-a53", "+neon"),
+    "rasp3b64": ("bcm2837", "cortex-a53", "+neon"),
+    "a72": ("unknown", "cortex-a72", "+neon"),
+    "a53": ("unknown", "cortex-a53", "+neon"),
+    "a55": ("unknown", "cortex-a55", "+neon,+dotprod"),
+    "a76": ("unknown", "cortex-a76", "+neon,+dotprod"),
+    "pixel2": ("snapdragon835", "kryo", "+neon"),
+    "rk3399": ("rk3399", "cortex-a72", "+neon"),
+    "unknown": ("unknown", None, "+neon"),
+}
+
+
+def arm_cpu(model: str = "unknown", options: str | list[str] | None = None) -> Target:
+    """TVM's ``tvm.target.arm_cpu(model)``: an AArch64 Linux CPU target (triple
+    aarch64-linux-gnu, the model's -mcpu and -mattr, keys ``arm_cpu, cpu``); ``options`` are
+    appended (e.g. "-num-cores=4")."""
+    if model not in _ARM_MODELS:
+        raise ValueError(f"arm_cpu: unknown model {model!r}; known: {', '.join(sorted(_ARM_MODELS))}")
+    name, mcpu, mattr = _ARM_MODELS[model]
+    text = f"llvm -device=arm_cpu -model={name} -mtriple=aarch64-linux-gnu -mattr={mattr}"
+    if mcpu:
+        text += f" -mcpu={mcpu}"
+    if options:
+        text += " " + (options if isinstance(options, str) else " ".join(options))
+    return Target(text)

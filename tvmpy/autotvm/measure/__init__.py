@@ -2,7 +2,8 @@
 
 See measure.py for the API (``MeasureInput``, ``MeasureResult``, ``MeasureErrorNo``,
 ``measure_option``, ``create_measure_batch``), local_builder.py and local_runner.py for the
-local implementations, workers.py for the worker processes.
+local implementations, rpc_runner.py for measuring on the device fleet (tvmpy.rpc), workers.py
+for the worker processes.
 """
 
 from .local_builder import LocalBuilder
@@ -17,6 +18,7 @@ from .measure import (
     create_measure_batch,
     measure_option,
 )
+from .rpc_runner import RPCRunner
 
 __all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "BuildResult", "Builder", "Runner",
-           "LocalBuilder", "LocalRunner", "measure_option", "create_measure_batch"]
+           "LocalBuilder", "LocalRunner", "RPCRunner", "measure_option", "create_measure_batch"]

@@ -1,6 +1,6 @@
 """``LocalBuilder``: compile candidates in parallel worker processes, with a timeout each.
 
-Each worker (a ``spawn``-ed process, see workers.py) unpickles the task once, then per request
+Each worker (a fresh interpreter, see workers.py) unpickles the task once, then per request
 instantiates one config (``task.instantiate(config) -> (schedule, args)``), compiles it with
 ``tvm.build(s, args, target)`` and exports the library to a temporary ``.so`` that the runner
 loads. Outcomes:
@@ -10,8 +10,10 @@ loads. Outcomes:
 - no answer within ``timeout`` seconds -> ``BUILD_TIMEOUT``: the worker is killed and replaced.
 
 Workers are recycled after ``max_builds_per_worker`` builds (LLVM keeps memory per module), and
-are kept between batches of the same task. The task must be picklable: its template function
-must be importable by name (defined at module level, not in a closure or an interactive session).
+are kept between batches of the same task. A worker registers the task's template by importing
+the module that defines it; a template defined in the user's ``__main__`` (a tuning script, a
+notebook) or in a closure is sent by value with cloudpickle instead, so a script written at
+module top level tunes without ``if __name__ == "__main__":``.
 """
 
 from __future__ import annotations
@@ -34,14 +36,18 @@ __all__ = ["LocalBuilder"]
 
 
 # ---- child side ---------------------------------------------------------------------------------
-def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...]) -> dict:
+def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...],
+                  templates: bytes | None = None) -> dict:
     import importlib
 
     from ... import driver  # noqa: F401 - import the compiler once, before the first request
     from ...codegen import llvm  # noqa: F401
+    from ..task.task import TASK_TABLE
 
     for name in modules:  # the module that registers the task's template
         importlib.import_module(name)
+    if templates is not None:  # templates of the parent's __main__, by value
+        TASK_TABLE.update(pickle.loads(templates))
     return {"task": pickle.loads(task_bytes), "tmp_dir": tmp_dir}
 
 
@@ -92,17 +98,40 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
 
 
 # ---- parent side -------------------------------------------------------------------------------
+_MAIN_MODULES = ("__main__", "__mp_main__")
+
+
 def _template_modules(task: Any) -> tuple[str, ...]:
-    """Modules a worker imports so that the task's template is registered there (a spawned
-    process starts empty; ``__main__`` is re-run by multiprocessing itself)."""
+    """Modules a worker imports so that the task's template is registered there (a worker
+    starts empty)."""
     try:
         func = task.func
     except Exception:  # noqa: BLE001 - a task-like object without a registered template
         return ()
     name = getattr(func, "__module__", None)
-    if not name or name in ("__main__", "__mp_main__", "builtins"):
+    if not name or name in _MAIN_MODULES or name == "builtins":
         return ()
     return (name,)
+
+
+def _by_value_templates(task: Any) -> bytes | None:
+    """``{name: template}`` pickled with cloudpickle when the task's template cannot be imported
+    by name in a fresh interpreter (defined in ``__main__`` or a closure); else None."""
+    try:
+        func = task.func
+    except Exception:  # noqa: BLE001
+        return None
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", "")
+    if module not in _MAIN_MODULES and module is not None and "<locals>" not in qualname:
+        return None
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps({task.name: func})
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(f"LocalBuilder: the template {task.name!r} defined in {module} cannot be "
+                        f"sent to the build workers ({type(e).__name__}: {e})") from None
 
 
 def _cleanup(workers: list, tmp_dir: str) -> None:
@@ -117,9 +146,10 @@ class LocalBuilder(Builder):
 
     ``timeout``: seconds per candidate (instantiation + compile + export).
     ``max_builds_per_worker``: a worker is replaced after this many builds.
-    ``mp_context``: ``"spawn"`` (default: a clean process; a script run as a program must
-    guard its tuning code with ``if __name__ == "__main__":``), ``"forkserver"``, or ``"fork"``
-    (templates defined anywhere, e.g. interactively, work; the parent's state is inherited).
+    ``mp_context``: ``"popen"`` (default: a fresh interpreter that does not import the user's
+    ``__main__``), or a multiprocessing start method: ``"spawn"`` (re-runs the main script: it
+    must guard its tuning code with ``if __name__ == "__main__":``), ``"forkserver"``, ``"fork"``
+    (the parent's state is inherited).
     ``startup_timeout``: seconds a new worker may take to import tvmpy and load the task."""
 
     def __init__(self, timeout: float = 10, n_parallel: int | None = None,
@@ -140,6 +170,7 @@ class LocalBuilder(Builder):
         self._task: Any = None
         self._task_bytes: bytes | None = None
         self._modules: tuple[str, ...] = ()
+        self._templates: bytes | None = None
         self._workers: list[WorkerProcess] = []
         self.tmp_dir = tempfile.mkdtemp(prefix="tvmpy_autotvm_build_")
         self._finalizer = weakref.finalize(self, _cleanup, self._workers, self.tmp_dir)
@@ -159,10 +190,11 @@ class LocalBuilder(Builder):
         self._workers.clear()
         self._task, self._task_bytes = task, task_bytes
         self._modules = _template_modules(task)
+        self._templates = _by_value_templates(task)
 
     def _start_worker(self) -> WorkerProcess:
         w = WorkerProcess(self._ctx, _builder_handle, _builder_init,
-                          (self._task_bytes, self.tmp_dir, self._modules))
+                          (self._task_bytes, self.tmp_dir, self._modules, self._templates))
         w.started_at = time.monotonic()  # type: ignore[attr-defined]
         self._workers.append(w)
         return w

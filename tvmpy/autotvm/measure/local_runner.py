@@ -1,6 +1,6 @@
 """``LocalRunner``: time built candidates in a separate, persistent runner process.
 
-The runner process (``spawn``-ed, see workers.py) loads each exported library with
+The runner process (a fresh interpreter, see workers.py) loads each exported library with
 ``load_module``, calls it once on random inputs (seeded, never all zeros; the same for every
 candidate of a task), optionally compares all argument arrays with the reference outputs, then
 times it with ``time_evaluator(number, repeat, min_repeat_ms)``; with

@@ -122,8 +122,9 @@ def create_measure_batch(task: Any, option: dict) -> Callable[[Sequence[MeasureI
                                                                list[MeasureResult]]:
     """Return ``measure_batch(inputs) -> list[MeasureResult]`` for candidates of ``task``.
 
-    The returned callable has attributes ``n_parallel`` (the builder's parallelism: a good batch
-    size), ``builder``, ``runner`` and ``close()``."""
+    The returned callable has attributes ``n_parallel`` (a good batch size: the builder's
+    parallelism, or the runner's when larger, e.g. an RPCRunner's devices), ``builder``,
+    ``runner`` and ``close()``."""
     if not isinstance(option, dict) or "builder" not in option or "runner" not in option:
         raise TypeError("create_measure_batch: option must be the dict of measure_option(...)")
     builder, runner = option["builder"], option["runner"]
@@ -140,7 +141,9 @@ def create_measure_batch(task: Any, option: dict) -> Callable[[Sequence[MeasureI
         build_results = builder.build(inputs)
         return runner.run(inputs, build_results)
 
-    measure_batch.n_parallel = builder.n_parallel  # type: ignore[attr-defined]
+    # a batch keeps every worker busy: the builder's processes, or a runner's devices (RPCRunner)
+    measure_batch.n_parallel = max(builder.n_parallel,  # type: ignore[attr-defined]
+                                   int(getattr(runner, "n_parallel", 1) or 1))
     measure_batch.builder = builder  # type: ignore[attr-defined]
     measure_batch.runner = runner  # type: ignore[attr-defined]
 

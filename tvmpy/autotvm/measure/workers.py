@@ -1,8 +1,13 @@
 """Persistent worker processes for the builder and the runner.
 
-A :class:`WorkerProcess` is one child process started with a ``spawn`` (default) or
-``forkserver`` multiprocessing context: the child does not inherit the parent's LLVM state,
-loaded kernels or libgomp threads. The child runs ``serve(conn, handler, init)``: it calls
+A :class:`WorkerProcess` is one child process. By default (``"popen"``) it is a fresh
+interpreter, ``python -m tvmpy.autotvm.measure.worker``, that talks to the parent over a socket
+pair: unlike multiprocessing's ``spawn`` it never imports the user's ``__main__``, so a tuning
+script written at module top level (no ``if __name__ == "__main__":``) works; templates defined
+in that script reach the worker by value (cloudpickle, see local_builder.py). The multiprocessing
+contexts ``spawn``/``forkserver``/``fork`` remain available. Either way the child does not
+inherit the parent's LLVM state, loaded kernels or libgomp threads (except ``fork``).
+The child runs ``serve(conn, handler, init)``: it calls
 ``init(*init_args)`` once (imports, task unpickling), answers ``("ready",)`` (or
 ``("init_error", message)``), then answers each request ``msg`` with ``handler(state, msg)``
 until it receives ``None`` or the pipe closes.
@@ -17,14 +22,20 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import signal
+import socket
+import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["WorkerProcess", "WorkerDied", "get_context", "serve"]
+__all__ = ["WorkerProcess", "WorkerDied", "get_context", "serve", "POPEN"]
+
+POPEN = "popen"
+"""The default worker kind: a fresh interpreter (``python -m tvmpy.autotvm.measure.worker``)."""
 
 
 class WorkerDied(RuntimeError):
@@ -32,11 +43,14 @@ class WorkerDied(RuntimeError):
 
 
 def get_context(method: str | None) -> Any:
-    """The multiprocessing context: ``"spawn"`` (default) or ``"forkserver"``/``"fork"``."""
-    method = method or "spawn"
+    """``"popen"`` (default: a fresh interpreter) or a multiprocessing context
+    (``"spawn"``/``"forkserver"``/``"fork"``)."""
+    method = method or POPEN
+    if method == POPEN:
+        return POPEN
     if method not in multiprocessing.get_all_start_methods():
-        raise ValueError(f"multiprocessing start method {method!r} is not available here; "
-                         f"known: {multiprocessing.get_all_start_methods()}")
+        raise ValueError(f"worker start method {method!r} is not available here; known: "
+                         f"{[POPEN] + multiprocessing.get_all_start_methods()}")
     return multiprocessing.get_context(method)
 
 
@@ -76,6 +90,8 @@ def describe_death(exitcode: int | None) -> str:
 
 def _start_hint(w: WorkerProcess) -> str:
     main = sys.modules.get("__main__")
+    if isinstance(w.process, _PopenProcess):
+        return " (its error is printed above)" if (w.process.exitcode or 0) > 0 else ""
     if (w.process.exitcode or 0) > 0 and getattr(main, "__file__", None):
         return (f"; a spawned worker first re-runs the main script {main.__file__}: put the "
                 f"script's tuning code under `if __name__ == \"__main__\":` (its error is printed "
@@ -83,17 +99,89 @@ def _start_hint(w: WorkerProcess) -> str:
     return ""
 
 
+class _PopenProcess:
+    """A fresh interpreter running :mod:`tvmpy.autotvm.measure.worker`, with the parts of
+    ``multiprocessing.Process``'s interface that :class:`WorkerProcess` uses. ``sentinel`` is
+    the read end of a pipe whose only write end the child holds: it becomes readable (EOF) when
+    the child exits, so ``multiprocessing.connection.wait`` can watch it."""
+
+    def __init__(self, child_fd: int):
+        # the folder holding the tvmpy package (tvmpy/autotvm/measure/workers.py)
+        root = os.path.abspath(__file__)
+        for _ in range(4):
+            root = os.path.dirname(root)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]]
+                                                      if env.get("PYTHONPATH") else []))
+        death_r, death_w = os.pipe()
+        try:
+            self._popen = subprocess.Popen(
+                [sys.executable, "-m", "tvmpy.autotvm.measure.worker", str(child_fd),
+                 str(death_w)], pass_fds=(child_fd, death_w), env=env, stdin=subprocess.DEVNULL)
+        except BaseException:
+            os.close(death_r)
+            raise
+        finally:
+            os.close(death_w)
+        self.sentinel = death_r
+        self.pid = self._popen.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._popen.poll()
+
+    def is_alive(self) -> bool:
+        return self._popen.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        """Release the sentinel (once the child is gone or killed)."""
+        if self.sentinel >= 0:
+            os.close(self.sentinel)
+            self.sentinel = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _start_popen(handler: Callable[[Any, Any], Any], init: Callable[..., Any],
+                 init_args: tuple) -> tuple[Any, _PopenProcess]:
+    parent_sock, child_sock = socket.socketpair()
+    try:
+        conn = multiprocessing.connection.Connection(parent_sock.detach())
+        try:
+            process = _PopenProcess(child_sock.fileno())
+        except BaseException:
+            conn.close()
+            raise
+    finally:
+        child_sock.close()
+    # the child's first message: where to import from (as multiprocessing's spawn does) and
+    # what to serve; handler and init are module-level functions, pickled by name
+    conn.send_bytes(pickle.dumps((list(sys.path), handler, init, init_args)))
+    return conn, process
+
+
 class WorkerProcess:
-    """Parent-side handle of one worker child."""
+    """Parent-side handle of one worker child (``ctx``: :func:`get_context`'s result)."""
 
     def __init__(self, ctx: Any, handler: Callable[[Any, Any], Any], init: Callable[..., Any],
                  init_args: tuple = ()):
-        parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.conn = parent_conn
-        self.process = ctx.Process(target=serve, args=(child_conn, handler, init, init_args),
-                                   daemon=True)
-        self.process.start()
-        child_conn.close()
+        self.process: Any
+        if ctx == POPEN:
+            self.conn, self.process = _start_popen(handler, init, init_args)
+        else:
+            parent_conn, child_conn = ctx.Pipe(duplex=True)
+            self.conn = parent_conn
+            self.process = ctx.Process(target=serve, args=(child_conn, handler, init, init_args),
+                                       daemon=True)
+            self.process.start()
+            child_conn.close()
         self.ready = False
         self.jobs_done = 0
         self.busy_since: float | None = None
@@ -164,6 +252,8 @@ class WorkerProcess:
                 pass
         self.process.join(5.0)
         self.conn.close()
+        if isinstance(self.process, _PopenProcess) and not self.process.is_alive():
+            self.process.close()
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """Ask the child to exit; kill it if it does not within ``timeout``."""

@@ -1,0 +1,52 @@
+"""Libraries the RPC tests run remotely, with their numpy references."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+
+import numpy as np
+
+GRAPH_IN = (3, 17)
+GRAPH_W = (5, 17)
+
+
+def build_libs(folder: str, target: str = "llvm", ext: str = "so") -> dict:
+    """``affine.<ext>`` (B = A * 2 + 1 over a symbolic length), ``graph.<ext>`` (relay.build of
+    dense + bias + relu with a second output, parameters embedded) and its parameters."""
+    import tvmpy as tvm
+    from tvmpy import relay, te
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    affine = os.path.join(folder, f"affine.{ext}")
+    tvm.build(s, [A, B], target, name="affine").export_library(affine)
+
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(GRAPH_W).astype("float32")
+    b = rng.standard_normal(GRAPH_W[0]).astype("float32")
+    x = relay.var("data", shape=GRAPH_IN)
+    wv, bv = relay.var("w", shape=GRAPH_W), relay.var("b", shape=(GRAPH_W[0],))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, wv), bv))
+    out = relay.Tuple([y, relay.sigmoid(y) * relay.const(3.0)])
+    mod = tvm.IRModule.from_expr(relay.Function([x, wv, bv], out))
+    with tvm.transform.PassContext(opt_level=3):
+        factory = relay.build(mod, target=target, params={"w": w, "b": b})
+    graph = os.path.join(folder, f"graph.{ext}")
+    factory.export_library(graph)
+    return {"affine": affine, "graph": graph, "w": w, "b": b}
+
+
+def graph_reference(libs: dict, x: np.ndarray) -> list[np.ndarray]:
+    y = np.maximum(x @ libs["w"].T + libs["b"], 0)
+    return [y, 3.0 / (1.0 + np.exp(-y))]
+
+
+def ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
+    """A server process's first stdout line, or a failure after ``timeout`` seconds."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"the server printed nothing within {timeout} s"
+    return proc.stdout.readline()  # type: ignore[union-attr]

@@ -1,0 +1,90 @@
+"""``tvmpy rpc ...``: the RPC subcommands: ``server`` (``--tracker HOST:PORT`` joins a fleet),
+``tracker`` and ``status`` (the fleet, tracker.py).
+
+``tvmpy rpc server --device qemu-aarch64`` runs the server itself in an AArch64 Python under
+qemu-user (server.device_command); ``native`` and ``wasm`` (.wasm modules run by wasmtime) run it
+in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from . import server
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="rpc_command", required=True, metavar="RPC_COMMAND")
+    s = sub.add_parser("server", help="serve this device (or a qemu-user one) to RPC clients")
+    server.add_arguments(s)
+    s.add_argument("--tracker", default=None, metavar="HOST:PORT",
+                   help="join this tracker's fleet as a device of --key (a Dask worker with "
+                   "resources {KEY: 1} that owns this device's server)")
+    s.add_argument("--name", default=None, help="with --tracker: the name `rpc status` shows")
+    s.add_argument("--tls-ca-file", default=None, help="with --tracker: Dask TLS CA")
+    s.add_argument("--tls-cert", default=None, help="with --tracker: Dask TLS certificate")
+    s.add_argument("--tls-key", default=None, help="with --tracker: Dask TLS private key")
+    s.set_defaults(rpc_func=run_server)
+    # the fleet (tracker.py, on Dask distributed)
+    t = sub.add_parser("tracker", help="the tracker of a device fleet (a Dask scheduler)")
+    t.set_defaults(rpc_func=_tracker_command("run_from_args"))
+    _tracker_module().add_arguments(t)
+    st = sub.add_parser("status", help="the fleet: devices per key, free/busy, queued requests")
+    _tracker_module().add_status_arguments(st)
+    st.set_defaults(rpc_func=_tracker_command("status_from_args"))
+
+
+def _tracker_module() -> Any:
+    import importlib
+
+    return importlib.import_module(".tracker", __package__)
+
+
+def _tracker_command(name: str) -> Callable[[argparse.Namespace], int]:
+    return lambda args: getattr(_tracker_module(), name)(args)
+
+
+def run_server(args: argparse.Namespace) -> int:
+    if args.tracker:
+        if not args.key:
+            print("tvmpy rpc server: error: --tracker needs --key", file=sys.stderr)
+            return 2
+        from . import fleet
+
+        return fleet.run_from_args(args)
+    if args.device != "qemu-aarch64":
+        return server.run_from_args(args)
+    token = args.token if args.token is not None else os.environ.get(server.TOKEN_ENV) or None
+    server.check_bind(args.host, args.allow_remote, token)
+    argv = ["-m", "tvmpy.rpc.server", "--device", args.device, "--host", args.host,
+            "--port", str(args.port),
+            "--port-end", str(args.port_end), "--key", args.key, "--max-payload",
+            str(args.max_payload), "--max-header", str(args.max_header), "--queue-timeout",
+            str(args.queue_timeout), "--exit-with-parent"] + (["--allow-remote"] if args.allow_remote else [])
+    proc = subprocess.Popen(server.device_command(args.device) + argv,
+                            env=server.server_env(args.device, token))
+    # stopping this command stops the emulated server (and its session) too
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.terminate())
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait(10)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args.rpc_func(args) or 0)
+
+
+if __name__ == "__main__":
+    _p = argparse.ArgumentParser(prog="tvmpy rpc")
+    add_arguments(_p)
+    sys.exit(run(_p.parse_args()))
