@@ -495,3 +495,20 @@ def test_bad_wasm_files_raise(tmp_path):
     ghost.write_bytes(data + custom_section(METADATA_SECTION, json.dumps(meta).encode()))
     with pytest.raises(RuntimeError, match="ghost.*does not export"):
         tvm.runtime.load_module(str(ghost))["ghost"]
+
+
+def test_reexport_of_loaded_modules(tmp_path):
+    """A loaded .wasm (kernel or model) exports again to an equivalent file, without piling up
+    metadata sections."""
+    k1 = tmp_path / "k1.wasm"
+    _affine().export_library(str(k1))
+    k2 = tmp_path / "k2.wasm"
+    tvm.runtime.load_module(str(k1)).export_library(str(k2))
+    assert k2.read_bytes() == k1.read_bytes()
+    mod, params = _dense_layers((6, 5, 2))
+    with tvm.transform.PassContext(opt_level=3):
+        relay.build(mod, target=WASM, params=params).export_library(str(tmp_path / "n1.wasm"))
+    tvm.runtime.load_module(str(tmp_path / "n1.wasm")).export_library(str(tmp_path / "n2.wasm"))
+    x = {"obs": rng.standard_normal((1, 6)).astype("float32")}
+    _, y = _graph_run(tvm.runtime.load_module(str(tmp_path / "n2.wasm")), x)
+    np.testing.assert_allclose(y, _mlp_numpy(params, x["obs"], 2), rtol=1e-5, atol=1e-6)

@@ -35,7 +35,7 @@ from .device import Device
 from .function import ALIGNMENT, Function
 from .module import Module
 
-__all__ = ["WasmModule", "WasmFunction", "WasmInstance", "load_wasm", "is_wasm",
+__all__ = ["WasmModule", "WasmFunction", "WasmInstance", "load_wasm", "is_wasm", "strip_custom_sections",
            "custom_section", "read_custom_sections", "WASM_MAGIC", "METADATA_SECTION",
            "PARAMS_SECTION"]
 
@@ -94,6 +94,24 @@ def read_custom_sections(data: bytes | memoryview) -> dict[str, memoryview]:
             out[bytes(data[p:p + nlen]).decode("utf-8", "replace")] = data[p + nlen:end]
         pos = end
     return out
+
+
+def strip_custom_sections(data: bytes, prefix: str = "tvmpy.") -> bytes:
+    """``data`` without its custom sections whose names start with ``prefix``."""
+    view = memoryview(data)
+    read_custom_sections(view)  # validates
+    out, pos = [bytes(view[:8])], 8
+    while pos < len(view):
+        size, body = _read_leb(view, pos + 1)
+        end = body + size
+        keep = True
+        if view[pos] == 0:
+            nlen, p = _read_leb(view, body)
+            keep = not bytes(view[p:p + nlen]).decode("utf-8", "replace").startswith(prefix)
+        if keep:
+            out.append(bytes(view[pos:end]))
+        pos = end
+    return b"".join(out)
 
 
 def is_wasm(path_or_bytes: str | bytes) -> bool:
@@ -519,10 +537,10 @@ def load_wasm(path: str) -> Module:
         info = meta.get("graph_executor") or {}
         if len(subs) != 1 or "graph_json" not in info:
             raise ValueError(f"{path}: malformed graph executor factory metadata")
-        lib = WasmModule(data, subs[0], lib_path=path)
+        lib = WasmModule(strip_custom_sections(data), subs[0], lib_path=path)
         blob = sections.get(PARAMS_SECTION)
         params = load_param_dict(bytes(blob)) if blob is not None else {}
         fac = GraphExecutorFactory(info["graph_json"], lib, params, info.get("mod_name", "default"))
         fac._lib_path = path
         return fac
-    return WasmModule(data, meta, lib_path=path)
+    return WasmModule(strip_custom_sections(data), meta, lib_path=path)
