@@ -512,3 +512,16 @@ def test_reexport_of_loaded_modules(tmp_path):
     x = {"obs": rng.standard_normal((1, 6)).astype("float32")}
     _, y = _graph_run(tvm.runtime.load_module(str(tmp_path / "n2.wasm")), x)
     np.testing.assert_allclose(y, _mlp_numpy(params, x["obs"], 2), rtol=1e-5, atol=1e-6)
+
+
+def test_memory_limits_raise():
+    mod = _affine()
+    inst = mod.instance
+    with pytest.raises(MemoryError, match="32-bit WebAssembly memory"):
+        inst.alloc(3 << 30)
+    with pytest.raises(IndexError, match="outside WebAssembly memory"):
+        inst.view(inst.size - 4, 8)
+    base = inst.base
+    off = inst.alloc(64 << 20)  # grows linear memory; numpy views stay valid (no move)
+    assert inst.base == base and inst.offset_of(base + off, 64 << 20) == off
+    inst.free(off)

@@ -150,7 +150,13 @@ class WasmInstance:
         # a wasmtime Store is not thread-safe: calls (and the staging of their arguments) hold
         # this lock
         self.lock = threading.RLock()
-        self.engine = wt.Engine()
+        config = wt.Config()
+        try:  # numpy views of linear memory must stay valid: reserve the 4 GiB, never move
+            config.memory_reservation = 1 << 32
+            config.memory_may_move = False
+        except AttributeError:  # an older wasmtime-py: its 64-bit default is the same
+            pass
+        self.engine = wt.Engine(config)
         self.store = wt.Store(self.engine)
         try:
             module = wt.Module(self.engine, bytes(binary))
@@ -197,7 +203,7 @@ class WasmInstance:
         if off == 0:
             raise MemoryError(f"WebAssembly module is out of memory allocating {nbytes} bytes "
                               f"(linear memory: {self.size} bytes)")
-        if self._base() != self.base:  # wasmtime reserves the 4 GiB up front: never expected
+        if self._base() != self.base:  # the engine reserves the 4 GiB up front: never expected
             raise RuntimeError("WebAssembly linear memory moved; views of it are invalid")
         if zero:
             self.view(off, n)[:] = 0
