@@ -525,3 +525,19 @@ def test_memory_limits_raise():
     off = inst.alloc(64 << 20)  # grows linear memory; numpy views stay valid (no move)
     assert inst.base == base and inst.offset_of(base + off, 64 << 20) == off
     inst.free(off)
+
+
+def test_contrib_emcc_create_tvmjs_wasm(tmp_path):
+    """TVM's fcompile for wasm: accepted by export_library; links saved objects directly."""
+    from tvmpy.contrib import emcc
+    from tvmpy.runtime.wasm import WasmInstance
+
+    mod = _affine()
+    mod.export_library(str(tmp_path / "a.wasm"), fcompile=emcc.create_tvmjs_wasm)
+    assert isinstance(tvm.runtime.load_module(str(tmp_path / "a.wasm")), WasmModule)
+    mod.save(str(tmp_path / "a.o"))
+    emcc.create_tvmjs_wasm(str(tmp_path / "b.wasm"), [str(tmp_path / "a.o")])
+    inst = WasmInstance((tmp_path / "b.wasm").read_bytes())
+    assert inst.export("affine") is not None
+    with pytest.raises(ValueError, match="not a wasm32 object"):
+        emcc.create_tvmjs_wasm(str(tmp_path / "c.wasm"), [__file__])

@@ -66,28 +66,35 @@ def avoid_backend_hangs(tm: Any, text: str, triple: str, cpu: str, features: str
                             '"target-features"="' + scalar + '"')
 
 
-def _error_object(tm: Any) -> bytes:
+def _error_object() -> bytes:
     """A wasm32 object defining the weak ``__tvmpy_last_error`` (NULL)."""
     import llvmlite.binding as llvm
 
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
     ir = (f'target triple = "wasm32-unknown-wasi"\n'
           f"@{ERROR_SYMBOL} = weak global ptr null, align 4\n")
+    tm = llvm.Target.from_triple("wasm32-unknown-wasi").create_target_machine(reloc="pic")
     return tm.emit_object(llvm.parse_assembly(ir))
 
 
-def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str) -> None:
+def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str,
+              options: Sequence[str] = (), cc: Sequence[str] | None = None) -> None:
     """Link wasm32 objects with wasi-libc into a reactor module exporting ``exports``, the
-    allocator, the memory and ``__tvmpy_last_error``."""
+    allocator, the memory and ``__tvmpy_last_error`` (a weak NULL definition is linked in);
+    ``options``: more compiler-driver flags;
+    ``cc``: the driver's argv (default :func:`wasm_cc`)."""
     with tempfile.TemporaryDirectory(prefix="tvmpy_wasm_") as tmp:
         paths = []
-        for i, data in enumerate(objects):
+        for i, data in enumerate([*objects, _error_object()]):
             p = os.path.join(tmp, f"obj{i}.o")
             with open(p, "wb") as f:
                 f.write(data)
             paths.append(p)
         names = list(exports) + ["aligned_alloc", "malloc", "free", ERROR_SYMBOL]
-        cmd = wasm_cc() + ["-target", "wasm32-wasi", "-O2", "-mexec-model=reactor", "-s",
-                           "-o", out_path] + paths + ["-lm"] + [f"-Wl,--export={n}" for n in names]
+        cmd = (list(cc) if cc else wasm_cc()) + ["-target", "wasm32-wasi", "-O2", "-mexec-model=reactor", "-s",
+                           "-o", out_path] + paths + ["-lm"] + [f"-Wl,--export={n}" for n in names] \
+            + list(options)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
@@ -102,7 +109,7 @@ def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str) -
             raise RuntimeError(f"linking the WebAssembly module: {proc.stderr.strip()}")
 
 
-def build_wasm(funcs: Sequence[Any], compiled: Any, tm: Any, imports: Sequence[Any] = (),
+def build_wasm(funcs: Sequence[Any], compiled: Any, imports: Sequence[Any] = (),
                sources: dict | None = None) -> WasmModule:
     """Link the object of ``compiled`` (llvm.py ``compile_funcs``) into a :class:`WasmModule`."""
     from .extern_link import extern_symbols
@@ -116,7 +123,7 @@ def build_wasm(funcs: Sequence[Any], compiled: Any, tm: Any, imports: Sequence[A
             "functions": [s.to_json() for s in sigs]}
     with tempfile.TemporaryDirectory(prefix="tvmpy_wasm_") as tmp:
         out = os.path.join(tmp, "module.wasm")
-        link_wasm([compiled.object, _error_object(tm)], [s.name for s in sigs], out)
+        link_wasm([compiled.object], [s.name for s in sigs], out)
         with open(out, "rb") as fh:
             binary = fh.read()
     return WasmModule(binary, meta, objects=[compiled.object], sources=sources)
