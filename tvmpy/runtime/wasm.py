@@ -499,9 +499,6 @@ def _write(file_name: str, data: bytes) -> None:
     if not file_name or os.path.isdir(file_name):
         raise ValueError(f"export_library: expected the path of the .wasm file to write, got "
                          f"{file_name!r}")
-    if not file_name.endswith(".wasm"):
-        raise ValueError(f"export_library: a WebAssembly module is written to a '.wasm' file, "
-                         f"got {file_name!r}")
     out = os.path.abspath(file_name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     tmp = f"{out}.{os.getpid()}.tmp"
