@@ -579,3 +579,10 @@ def test_autotvm_tunes_a_wasm_task():
         callbacks=[lambda tuner, inputs, res: results.extend(res)])
     assert len(results) == 4
     assert all(r.error_no == 0 and r.costs[0] > 0 for r in results), results
+
+
+def test_unsupported_wasm_targets_raise():
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    with pytest.raises(ValueError, match="only wasm32"):
+        tvm.build(te.create_schedule(B.op), [A, B], target="llvm -mtriple=wasm64-unknown-unknown")

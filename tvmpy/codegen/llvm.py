@@ -311,7 +311,7 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     if tgt.mtriple and tgt.mtriple.startswith("wasm"):  # a .wasm run by wasmtime: llvm_wasm.py
         from .llvm_wasm import build_wasm
 
-        return build_wasm(funcs, c, imports, {"ll": c.ir})
+        return build_wasm(funcs, c, imports, {"ll": c.ir}, tgt.mtriple)
     install_fork_guard()
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",

@@ -110,8 +110,11 @@ def link_wasm(objects: Sequence[bytes], exports: Sequence[str], out_path: str,
 
 
 def build_wasm(funcs: Sequence[Any], compiled: Any, imports: Sequence[Any] = (),
-               sources: dict | None = None) -> WasmModule:
+               sources: dict | None = None, triple: str = "wasm32") -> WasmModule:
     """Link the object of ``compiled`` (llvm.py ``compile_funcs``) into a :class:`WasmModule`."""
+    if not triple.startswith("wasm32"):
+        raise ValueError(f"WebAssembly target {triple!r}: only wasm32 is supported (wasmtime "
+                         "and browsers run 32-bit memories); use -mtriple=wasm32-unknown-unknown")
     from .extern_link import extern_symbols
 
     if compiled.extra_objects or list(imports) or extern_symbols(funcs):
