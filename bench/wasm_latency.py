@@ -25,7 +25,8 @@ from tvmpy.relay.analysis import free_vars
 
 TARGETS = {"host x86 (2 threads)": "llvm", "host x86 (1 thread)": "llvm -num-cores=1",
            "wasm32": "llvm -mtriple=wasm32-unknown-unknown",
-           "wasm32 +simd128": "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"}
+           "wasm32 +simd128": "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128",
+           "wasm32 +simd128,+relaxed-simd": "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128,+relaxed-simd"}
 
 
 def dqn_mlp(rng: np.random.Generator) -> tuple:

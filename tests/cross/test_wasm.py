@@ -29,6 +29,7 @@ from tvmpy.tir.function import PrimFunc
 ROOT = Path(__file__).resolve().parents[2]
 WASM = "llvm -mtriple=wasm32-unknown-unknown"
 SIMD = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
+RELAXED = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128,+relaxed-simd"  # fused madd
 TARGETS = [WASM, SIMD]
 rng = np.random.default_rng(2026)
 
@@ -86,7 +87,7 @@ def test_reductions(target):
     np.testing.assert_allclose(got[1], host[1], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, RELAXED])
 @pytest.mark.parametrize("shape", [(64, 64, 64), (37, 29, 53)])
 def test_tiled_vectorized_matmul(target, shape):
     M, N, K = shape
