@@ -268,7 +268,8 @@ def _summary(name: str, a: np.ndarray) -> str:
 def cmd_compile(args: argparse.Namespace) -> int:
     model = _load_onnx(args.model)
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
-    out = args.output or os.path.splitext(args.model)[0] + ".so"
+    ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
+    out = args.output or os.path.splitext(args.model)[0] + ext
     lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile",
                          tuning_log=args.tuning_log)
     lib.export_library(out)

@@ -179,6 +179,8 @@ def _generate(funcs: list[PrimFunc], tm, triple: str, cpu: str, features: str) -
     bits, isas = vector_isa(triple, cpu, features)
     cg = CodeGenLLVM(triple, str(tm.target_data), cpu, features, mvec_isas=isas,
                      vector_bits=bits)
+    if triple.startswith("wasm"):
+        cg.threads = False  # no threads in a WebAssembly instance: parallel loops run serially
     for f in funcs:
         cg.add_function(f)
     return cg
@@ -278,6 +280,10 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     tm, triple, cpu, features = _target_machine(tgt)
     cg = _generate(funcs, tm, triple, cpu, features)
     text = cg.text()
+    if triple.startswith("wasm"):  # a known LLVM hang: see llvm_wasm.py
+        from .llvm_wasm import avoid_backend_hangs
+
+        tm, text = avoid_backend_hangs(tm, text, triple, cpu, features)
     if config.get("DEBUG") >= 4:
         print(f"// ---- LLVM IR of {', '.join(f.name for f in funcs)} ----\n{text}")
     obj = tm.emit_object(_optimize(text, tm, cg.imported_llvm))
@@ -302,6 +308,10 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     c = compile_funcs(funcs, tgt)
+    if tgt.mtriple and tgt.mtriple.startswith("wasm"):  # a .wasm run by wasmtime: llvm_wasm.py
+        from .llvm_wasm import build_wasm
+
+        return build_wasm(funcs, c, imports, {"ll": c.ir}, tgt.mtriple)
     install_fork_guard()
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",

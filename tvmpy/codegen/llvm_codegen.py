@@ -19,6 +19,7 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -178,6 +179,9 @@ class CodeGenLLVM(ChainFunctor):
         self.ctx: _FnCtx
         self._index_depth = 0
         self._func_name = ""
+        # size_t of the target (wasm32: i32); threads: False runs parallel loops serially
+        self.size_type = "i32" if re.search(r"(^|-)p:32", datalayout) else "i64"
+        self.threads = True
 
     # =========================================================================================
     # functions
@@ -334,7 +338,7 @@ class CodeGenLLVM(ChainFunctor):
 
     def _s_For(self, s: S.For) -> None:
         kind = s.kind
-        if kind == S.ForKind.PARALLEL and not self.ctx.in_parallel:
+        if kind == S.ForKind.PARALLEL and not self.ctx.in_parallel and self.threads:
             from .llvm_parallel import emit_parallel_for
 
             emit_parallel_for(self, s)
@@ -436,8 +440,11 @@ class CodeGenLLVM(ChainFunctor):
         # aligned_alloc wants a multiple of the alignment; 0 bytes still gets a valid pointer
         padded = fb.value("i64", f"add i64 {nbytes.ref}, {HEAP_ALIGN - 1 + HEAP_ALIGN}", "alloc_pad")
         rounded = fb.value("i64", f"and i64 {padded.ref}, {-HEAP_ALIGN}", "alloc_size")
-        self.mb.declare("aligned_alloc", "ptr", ["i64", "i64"])
-        ptr = fb.value("ptr", f"call ptr @aligned_alloc(i64 {HEAP_ALIGN}, {rounded})",
+        st = self.size_type
+        if st != "i64":  # a 32-bit target: size_t is i32
+            rounded = fb.value(st, f"trunc {rounded} to {st}", "alloc_size32")
+        self.mb.declare("aligned_alloc", "ptr", [st, st])
+        ptr = fb.value("ptr", f"call ptr @aligned_alloc({st} {HEAP_ALIGN}, {rounded})",
                        _ident(buf.name))
         ok = fb.value("i1", f"icmp ne {ptr}, null", "alloc_ok")
         self._check_or_fail(ok, f"{self._func_name}: out of memory allocating buffer {buf.name}")

@@ -130,7 +130,9 @@ class GraphExecutor:
         for size in ssize:
             offsets.append(total)
             total += max(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
-        self._arena = _zeroed_arena(total)
+        # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
+        alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
+        self._arena = alloc_arena(total)
         self.storage_bytes = total
         views = [np.ndarray(shapes[e], self._np_dtypes[e], buffer=self._arena,
                             offset=offsets[sids[e]]) for e in range(n_entries)]
@@ -651,6 +653,10 @@ class GraphExecutorFactory(Module):
         """One shared library: the code, the graph JSON and the parameters (``fcompile``, ``cc``,
         ``options``: as :meth:`Module.export_library`, e.g. a cross compiler)."""
         file_name = os.fspath(file_name)
+        if getattr(self.get_lib(), "is_wasm", False) and self._lib_path is None:
+            from .wasm import export_factory
+
+            return export_factory(self, file_name)
         if self._lib_path is not None and not self._objects and self._self_contained():
             return super().export_library(file_name, fcompile, **kwargs)  # a copy of the file
         fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)

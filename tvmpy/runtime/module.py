@@ -491,6 +491,10 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
+    from .wasm import is_wasm, load_wasm  # wasmtime itself is imported only to run one
+
+    if fmt == "wasm" or is_wasm(path):  # a WebAssembly module (runtime/wasm.py)
+        return load_wasm(path)
     install_fork_guard()
     lib = _dlopen_current(path)
     try:
