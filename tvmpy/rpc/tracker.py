@@ -196,6 +196,12 @@ class DeviceWorker:
         self._finalizer()
         self.proc = None
 
+    def __enter__(self) -> DeviceWorker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.terminate()
+
 
 # ---- the client side ---------------------------------------------------------------------------
 class TrackerSession:
