@@ -70,18 +70,19 @@ def builtin_phases(target: Any = None) -> list[list[Pass]]:
 
 
 def gpu_phases(target: Any) -> list[list[Pass]]:
-    """The phases for a GPU target: the CPU phases plus UnifyThreadBinding (each thread tag
-    once at a kernel's top, shared allocations hoisted there) before LoopPartition, and
-    ThreadSync("shared") and LowerThreadAllreduce before the final Simplify. SplitHostDevice
+    """The phases for a GPU target: the CPU phases plus LowerThreadAllreduce (cross-thread
+    reductions as shared-memory trees) and UnifyThreadBinding (each thread tag once at a
+    kernel's top, shared allocations hoisted there) before LoopPartition, and
+    ThreadSync("shared") before the final Simplify. SplitHostDevice
     and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
     from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
 
     return [
         [],
         [StorageFlatten(), Simplify()],
-        [UnifyThreadBinding(), LoopPartition(), Simplify(), VectorizeLoop(),
+        [LowerThreadAllreduce(target), UnifyThreadBinding(), LoopPartition(), Simplify(), VectorizeLoop(),
          InjectVirtualThread(), InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
-        [LowerThreadAllreduce(target), ThreadSync("shared"), Simplify(), RemoveNoOp(),
+        [ThreadSync("shared"), Simplify(), RemoveNoOp(),
          LowerIntrin(target)],
     ]
 
