@@ -162,7 +162,7 @@ class _Lower(Mutator):
         finally:
             self.outer.pop()
         if not cands:
-            return body if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
+            return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
         if not isinstance(s.value, E.IntImm):
             raise NotImplementedError(f"{self.fname}: cross-thread reduction over {tag} needs a "
                                       f"constant extent, got {s.value}")
