@@ -329,7 +329,6 @@ def test_thread_tag_bound_with_smaller_extent_gets_guard():
 
 
 def test_barrier_divergence_is_an_error():
-    from tvmpy.tir import ir_builder
 
     buf = tvm.tir.decl_buffer((4,), "float32", name="A")
     tx = te.thread_axis("threadIdx.x")

@@ -55,10 +55,10 @@ def _tag(s: Any) -> str:
 
 
 class _Candidate:
-    def __init__(self, store: S.BufferStore, op: type, other: E.PrimExpr):
+    def __init__(self, store: S.BufferStore, op: type, conds: list[E.PrimExpr]):
         self.store = store
         self.op = op
-        self.other = other
+        self.conds = conds  # the enclosing conditions free of the thread index
 
 
 def _match(st: S.BufferStore) -> tuple[type, E.PrimExpr] | None:
@@ -87,9 +87,35 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
 
     post_order_visit(body, defs)
     out: list[_Candidate] = []
+    conds: list[E.PrimExpr] = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, S.IfThenElse):
+            walk_cond(n.condition, n.then_case)
+            if n.else_case is not None:
+                walk_cond(E.Not(n.condition), n.else_case)
+            return
+        if isinstance(n, S.BufferStore):
+            f(n)
+            return
+        if isinstance(n, S.SeqStmt):
+            for x in n.seq:
+                walk(x)
+        elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
+            walk(n.body)
+
+    def walk_cond(c: E.PrimExpr, body: S.Stmt) -> None:
+        used: list[E.Var] = []
+        post_order_visit(c, lambda x: used.append(x) if isinstance(x, E.Var) else None)
+        keep = all(v is not tvar and id(v) not in inner for v in used)
+        if keep:
+            conds.append(c)
+        walk(body)
+        if keep:
+            conds.pop()
 
     def f(n: Any) -> None:
-        if not isinstance(n, S.BufferStore) or n.buffer.scope == "local":
+        if n.buffer.scope == "local":
             return
         if any(_uses(i, tvar) for i in n.indices):
             return
@@ -103,9 +129,9 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
                 f"cross-thread reduction into {n.buffer.name}: the output index changes inside "
                 f"the {tvar.name} loop; bind the reduction axis innermost (one output per "
                 "thread group)")
-        out.append(_Candidate(n, m[0], m[1]))
+        out.append(_Candidate(n, m[0], list(conds)))
 
-    post_order_visit(body, f)
+    walk(body)
     return out
 
 
@@ -211,8 +237,10 @@ class _Lower(Mutator):
             s //= 2
         out_val = op(E.BufferLoad(c.store.buffer, list(c.store.indices)),
                      E.BufferLoad(red, [base]))
-        steps.append(S.IfThenElse(E.EQ(tvar, E.const(0, tvar.dtype)),
-                                  S.BufferStore(c.store.buffer, out_val, list(c.store.indices))))
+        final: S.Stmt = S.BufferStore(c.store.buffer, out_val, list(c.store.indices))
+        for cond in reversed(c.conds):  # the store's own guards (bounds of its index)
+            final = S.IfThenElse(cond, final)
+        steps.append(S.IfThenElse(E.EQ(tvar, E.const(0, tvar.dtype)), final))
         tree = S.Allocate(red, S.seq(*steps))
         init = S.BufferStore(acc, _identity(op, dtype), [zero])
         return S.Allocate(acc, S.seq(init, partial, tree))
