@@ -351,3 +351,41 @@ def test_cpu_lowering_unchanged_by_gpu_passes():
     text = str(tvm.lower(s, [A, B, C], target="llvm"))
     assert "tvm_storage_sync" not in text and "threadIdx.y_1" in text
     assert LAUNCH_OP not in text
+
+
+def test_reduction_stage_with_fewer_threads_than_the_kernel():
+    # B: a cross-thread reduction over 16 threads, attached in a kernel of 32 threads; its
+    # barriers must stay outside the `threadIdx.x < 16` guard
+    n = 3
+    A = te.placeholder((n, 16), name="A")
+    A2 = te.placeholder((n, 32), name="A2")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((n, 32), lambda i, j: A2[i, j] * B[i], name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    a, a2, c = rand(n, 16), rand(n, 32), np.full((n, 32), np.nan, "float32")
+    mod = run(s, [A, A2, C], [a, a2, c])
+    np.testing.assert_allclose(c, a2 * a.sum(1)[:, None], rtol=1e-5, atol=1e-5)
+    (kern,) = kernels(mod)
+    bufs = {x.buffer.name: x.buffer.scope for x in nodes(kern, lambda x: isinstance(x, S.Allocate))}
+    assert bufs["B"] == "shared"  # attached at a block axis: TVM's inferred scope
+
+
+def test_barrier_in_thread_dependent_loop_is_an_error():
+    from tvmpy.tir.transform import thread_sync_func
+
+    sh = tvm.tir.decl_buffer((8,), "float32", name="sh", scope="shared")
+    out = tvm.tir.decl_buffer((8,), "float32", name="out")
+    tx = te.thread_axis("threadIdx.x")
+    i = E.Var("i")
+    body = S.For(i, 0, tx.var, S.ForKind.SERIAL, S.seq(
+        S.BufferStore(sh, E.const(1.0, "float32"), [tx.var]),
+        S.BufferStore(out, E.BufferLoad(sh, [7 - tx.var]), [tx.var])))
+    f = tvm.tir.PrimFunc([out.data], S.AttrStmt(tx, "thread_extent", 8, S.Allocate(sh, body)),
+                         {out.data: out})
+    with pytest.raises(ValueError, match="thread-dependent control flow"):
+        thread_sync_func(f)
