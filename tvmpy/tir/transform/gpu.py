@@ -163,7 +163,7 @@ def _unify_kernel(kernel: S.AttrStmt, fname: str) -> S.Stmt:
         if len(exts) == 1:
             launch[tag] = exts[0]
         elif all(isinstance(x, E.IntImm) for x in exts):
-            launch[tag] = max(exts, key=lambda x: x.value)
+            launch[tag] = max(exts, key=lambda x: int(getattr(x, "value", 0)))
         else:
             raise ValueError(f"{fname}: thread tag {tag} is bound with different symbolic extents "
                              f"({', '.join(str(x) for x in exts)}) in one kernel; bind it with "
