@@ -212,27 +212,56 @@ def _row_sum(n, m, rfactor, reducer="sum"):
     return s, A, B
 
 
+def shuffles(func):
+    return nodes(func, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_warp_shuffle_down")
+
+
 @pytest.mark.parametrize("rfactor,m,reducer", [(True, 37, "sum"), (False, 13, "sum"),
                                                 (False, 16, "max"), (True, 50, "max")])
-def test_cross_thread_reduction(rfactor, m, reducer):
+def test_cross_thread_reduction_shared_tree(rfactor, m, reducer):
+    # OpenCL (thread_warp_size 1): a tree in shared memory with barriers
     s, A, B = _row_sum(5, m, rfactor, reducer)
     a = rand(5, m)
     b = np.full(5, np.nan, "float32")
-    mod = run(s, [A, B], [a, b])
+    mod = run(s, [A, B], [a, b], target="opencl")
     ref = a.sum(1) if reducer == "sum" else a.max(1)
     np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
     (k,) = kernels(mod)
     shared = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate)) if n.buffer.scope == "shared"]
-    assert len(shared) == 1 and syncs(k)
+    assert len(shared) == 1 and syncs(k) and not shuffles(k)
     # without the barriers the tree reads partner values too early
     b2 = np.full(5, np.nan, "float32")
-    run(s, [A, B], [a, b2], disabled_pass=["ThreadSync"])
+    run(s, [A, B], [a, b2], target="opencl", disabled_pass=["ThreadSync"])
     assert not np.allclose(b2, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_cross_thread_reduction_with_thread_rows():
-    # threadIdx.y: rows of a block, threadIdx.x: the reduction (one tree per row)
-    n, m = 6, 9
+@pytest.mark.parametrize("rfactor,m,reducer,warp", [
+    (True, 37, "sum", True), (False, 16, "max", True), (False, 13, "sum", False),
+    (False, 64, "sum", False)])
+def test_cross_thread_reduction_cuda_warp_shuffle(rfactor, m, reducer, warp):
+    # CUDA: a power-of-two group within a warp reduces with shuffles, no shared memory;
+    # 13 or 64 threads fall back to the shared-memory tree
+    s, A, B = _row_sum(5, m, rfactor, reducer)
+    a = rand(5, m)
+    b = np.full(5, np.nan, "float32")
+    mod = run(s, [A, B], [a, b], target="cuda")
+    ref = a.sum(1) if reducer == "sum" else a.max(1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+    (k,) = kernels(mod)
+    shared = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate)) if n.buffer.scope == "shared"]
+    if warp:
+        assert len(shuffles(k)) == 4 and not shared and not syncs(k)
+        assert nodes(k, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_warp_activemask")
+        assert all(c.args[3].value == 16 and c.args[4].value == 32 for c in shuffles(k))
+    else:
+        assert shared and syncs(k) and not shuffles(k)
+
+
+@pytest.mark.parametrize("m", [9, 8])
+def test_cross_thread_reduction_with_thread_rows(m):
+    # threadIdx.y: rows of a block, threadIdx.x: the reduction (one tree per row; with 8
+    # lanes per row, CUDA's shuffles within 8-lane segments of a warp)
+    n = 6
     A = te.placeholder((n, m), name="A")
     k = te.reduce_axis((0, m), name="k")
     B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
@@ -242,8 +271,9 @@ def test_cross_thread_reduction_with_thread_rows():
     s[B].bind(bi, te.thread_axis("threadIdx.y"))
     s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
     a, b = rand(n, m), np.full(n, np.nan, "float32")
-    run(s, [A, B], [a, b])
+    mod = run(s, [A, B], [a, b])
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5, atol=1e-5)
+    assert bool(shuffles(kernels(mod)[0])) == (m == 8)
 
 
 def test_two_kernels_with_intermediate():
