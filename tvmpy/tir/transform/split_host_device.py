@@ -144,6 +144,11 @@ class _Splitter:
             return S.AttrStmt(s.node, s.attr_key, s.value, self.host(s.body))
         if isinstance(s, S.Evaluate) and isinstance(s.value, (E.IntImm, E.FloatImm)):
             return s
+        if isinstance(s, S.Allocate):
+            raise ValueError(
+                f"{self.name}: buffer {s.buffer.name} of scope {s.buffer.scope!r} is allocated "
+                "outside every GPU kernel; compute_at its stage inside a blockIdx-bound loop "
+                "(shared: one per block) or a threadIdx-bound one (local: one per thread)")
         raise ValueError(
             f"{self.name}: code outside every GPU kernel for target {self.device_target}: "
             f"`{_describe(s)}`. Did you forget to bind? Every loop nest must be bound to "
