@@ -33,9 +33,10 @@ def run(s, args, arrays, target="cuda", **ctx):
     return mod
 
 
-def nodes(func, pred):
+def nodes(node, pred):
     out = []
-    post_order_visit(func.body, lambda n: out.append(n) if pred(n) else None)
+    post_order_visit(getattr(node, "body", node) if isinstance(node, tvm.tir.PrimFunc) else node,
+                     lambda n: out.append(n) if pred(n) else None)
     return out
 
 
@@ -191,6 +192,39 @@ def test_gemm_vthread_figure6():
     local = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate))
              if n.buffer.scope == "local"]
     assert local and int(local[0].buffer.shape[0].value) == 2
+    # interleaved: the innermost k loop updates both accumulators from the shared tiles
+    inner = [lp for lp in nodes(k, lambda n: isinstance(n, S.For))
+             if not nodes(lp.body, lambda n: isinstance(n, S.For))
+             and nodes(lp.body, lambda n: isinstance(n, S.BufferStore) and n.buffer.scope == "local")]
+    (lp,) = [x for x in inner if x.loop_var.name.startswith("k")]
+    stores = nodes(lp.body, lambda n: isinstance(n, S.BufferStore))
+    assert sorted(int(st.indices[0].value) for st in stores) == [0, 1]
+    assert all(ld.buffer.scope == "shared" for st in stores
+               for ld in nodes(st.value, lambda n: isinstance(n, E.BufferLoad))
+               if ld.buffer.name != "C.local")
+
+
+def test_storage_rewrite_keeps_scopes_apart():
+    # a local and a shared stage of the same dtype and size never share memory
+    N = 16
+    A = te.placeholder((N,), name="A")
+    B = te.compute((N,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((N,), lambda i: B[i] + 1.0, name="C")
+    D = te.compute((N,), lambda i: C[i] * C[i], name="D")
+    s = te.create_schedule(D.op)
+    bx, tx = s[D].split(D.op.axis[0], factor=8)
+    s[D].bind(bx, te.thread_axis("blockIdx.x"))
+    s[D].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].set_scope("shared")
+    s[B].compute_at(s[D], bx)
+    s[C].set_scope("local")
+    s[C].compute_at(s[D], tx)
+    a, d = rand(N), np.full(N, np.nan, "float32")
+    mod = run(s, [A, D], [a, d])
+    np.testing.assert_allclose(d, (a * 2 + 1) ** 2, rtol=1e-6)
+    (k,) = kernels(mod)
+    scopes = sorted(x.buffer.scope for x in nodes(k, lambda n: isinstance(n, S.Allocate)))
+    assert scopes == ["local", "shared"]
 
 
 def _row_sum(n, m, rfactor, reducer="sum"):
