@@ -357,6 +357,7 @@ GPU_WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, softmax, tra
 def test_random_gpu_schedules_match_numpy(data):
     from tvmpy.driver import lower_gpu
     from tvmpy.tir import interpreter
+    from tvmpy.tir.interpreter_gpu import thread_order
 
     workload = data.draw(st.sampled_from(GPU_WORKLOADS), label="workload")
     n = data.draw(st.sampled_from([1, 2, 5, 7]), label="n")
@@ -369,8 +370,10 @@ def test_random_gpu_schedules_match_numpy(data):
     args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
     expected = ref(*args_np)
     target = data.draw(st.sampled_from(["cuda", "opencl"]), label="target")
+    order = data.draw(st.sampled_from(["forward", "reverse"]), label="thread order")
     mod = lower_gpu([tvm.lower(s, inputs + outputs, target=target)], target)
     out = np.full([int(d) for d in outputs[0].shape], np.nan, outputs[0].dtype)
-    interpreter.build(mod)["default_function"](*args_np, out)
+    with thread_order(order):
+        interpreter.build(mod)["default_function"](*args_np, out)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5,
                                err_msg=f"{target}: schedule: " + "; ".join(log))

@@ -147,13 +147,22 @@ def test_gemm_shared_local_cooperative_fetch(shape):
     assert isinstance(seq[is_sync.index(True) + 1], S.For)  # the k.inner loop, after the fetch
 
 
-def test_missing_barriers_are_detected():
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_missing_barriers_are_detected(order):
+    from tvmpy.tir.interpreter_gpu import thread_order
+
     N, M, K = 16, 16, 16
     s, A, B, C = _gemm(N, M, K)
     a, b = rand(N, K), rand(K, M)
-    c = np.zeros((N, M), "float32")
-    run(s, [A, B, C], [a, b, c], disabled_pass=["ThreadSync"])
-    assert not np.allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    with thread_order(order):
+        c = np.zeros((N, M), "float32")
+        run(s, [A, B, C], [a, b, c])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+        c = np.zeros((N, M), "float32")
+        run(s, [A, B, C], [a, b, c], disabled_pass=["ThreadSync"])
+        assert not np.allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    if order == "reverse":
+        return
 
     # only the end-of-loop barrier removed: the next iteration's fetch overwrites tiles
     # that other threads still read
