@@ -462,3 +462,39 @@ def test_barrier_in_thread_dependent_loop_is_an_error():
                          {out.data: out})
     with pytest.raises(ValueError, match="thread-dependent control flow"):
         thread_sync_func(f)
+
+
+def test_symbolic_batch_gemm_with_shared_tile():
+    n = te.var("n")
+    K, M = 12, 10
+    A = te.placeholder((n, K), name="A")
+    B = te.placeholder((K, M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((n, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bi, ti = s[C].split(i, factor=4)
+    bj, tj = s[C].split(j, factor=4)
+    s[C].reorder(bi, bj, ti, tj)
+    s[C].bind(bi, te.thread_axis("blockIdx.y"))
+    s[C].bind(bj, te.thread_axis("blockIdx.x"))
+    s[C].bind(ti, te.thread_axis("threadIdx.y"))
+    s[C].bind(tj, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], tj)
+    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=4)
+    s[AA].compute_at(s[CL], ko)
+    y, x = s[AA].op.axis
+    s[AA].bind(y, te.thread_axis("threadIdx.y"))
+    s[AA].bind(x, te.thread_axis("threadIdx.x"))
+    mod = gpu_module(s, [A, B, C], "opencl")
+    (launch,) = kernel_launches(mod["default_function"])
+    assert str(launch.args[2]) == "(n + 3) // 4" and [p.name for p in kernels(mod)[0].params][-1] \
+        == "n"
+    m = interpreter.build(mod)
+    for nn in (1, 7, 9):
+        a, b = rand(nn, K), rand(K, M)
+        c = np.full((nn, M), np.nan, "float32")
+        m["default_function"](a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
