@@ -351,7 +351,7 @@ def apply_random_gpu_schedule(draw, s, inputs, outputs, log):
 GPU_WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, softmax, transpose_add]
 
 
-@settings(max_examples=int(os.environ.get("GPU_FUZZ_EXAMPLES", "60")), deadline=None,
+@settings(max_examples=int(os.environ.get("GPU_FUZZ_EXAMPLES", "100")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_gpu_schedules_match_numpy(data):
