@@ -498,3 +498,17 @@ def test_symbolic_batch_gemm_with_shared_tile():
         c = np.full((nn, M), np.nan, "float32")
         m["default_function"](a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_global_buffer_inside_a_kernel_is_an_error():
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((16,), lambda i: B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].set_scope("global")
+    s[B].compute_at(s[C], bx)
+    with pytest.raises(ValueError, match="B of scope 'global' is allocated inside a GPU kernel"):
+        gpu_module(s, [A, C])

@@ -168,6 +168,15 @@ class _Splitter:
                                  "(run UnifyThreadBinding first)")
             extents[tag] = node.value
             node = node.body
+        inner_global: list[S.Allocate] = []
+        post_order_visit(s, lambda n: inner_global.append(n) if isinstance(n, S.Allocate)
+                         and n.buffer.scope in ("global", "") else None)
+        if inner_global:
+            b = inner_global[0].buffer
+            raise ValueError(
+                f"{self.name}: buffer {b.name} of scope 'global' is allocated inside a GPU "
+                "kernel (a kernel cannot allocate device memory); give its stage scope "
+                "'shared' or 'local' (set_scope), or leave it at the root as its own kernel")
         free = free_vars(s)
         for v in free:
             if id(v) not in self.order:
