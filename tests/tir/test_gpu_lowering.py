@@ -512,3 +512,13 @@ def test_global_buffer_inside_a_kernel_is_an_error():
     s[B].compute_at(s[C], bx)
     with pytest.raises(ValueError, match="B of scope 'global' is allocated inside a GPU kernel"):
         gpu_module(s, [A, C])
+
+
+def test_one_tag_for_two_loops_of_a_stage_is_refused():
+    A = te.placeholder((4, 4), name="A")
+    B = te.compute((4, 4), lambda i, j: A[i, j], name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(ValueError, match="threadIdx.x is already bound to i in stage B"):
+        s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.y"))  # another tag: fine
