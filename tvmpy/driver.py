@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .arith.sum_form import cache_scope
-from .target import as_target
+from .target import Target, as_target
 from .tir.function import PrimFunc
 
 if TYPE_CHECKING:
     from .runtime.module import Module
     from .tir.interpreter import InterpModule
 
-__all__ = ["lower", "build"]
+__all__ = ["lower", "build", "lower_gpu"]
 
 
 def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict | None) -> PrimFunc:
@@ -53,6 +53,16 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
+    if tgt.is_gpu:
+        if target_host is not None:  # TVM's build(..., target="cuda", target_host="llvm")
+            tgt = Target(str(tgt), host=target_host)
+        mod = lower_gpu(funcs, tgt)
+        # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
+        if tgt.kind == "opencl":
+            from .codegen.opencl import build as build_gpu
+        else:
+            from .codegen.cuda import build as build_gpu
+        return build_gpu(mod, tgt)
     if tgt.kind == "llvm":
         from .codegen.llvm import build as build_llvm
 
@@ -66,3 +76,21 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
 
         return build_interp(funcs, tgt)
     raise ValueError(f"no code generator for target {tgt}")
+
+
+def lower_gpu(funcs: Sequence[PrimFunc], target: Any) -> Any:
+    """GPU-lowered PrimFuncs (``lower(..., target=gpu)``) -> an IRModule of host functions
+    and device kernels (SplitHostDevice), after checking each kernel against the target's
+    limits (threads per block, shared memory per block: ValueError naming the excess)."""
+    from .ir.module import IRModule
+    from .tir.analysis import check_gpu_limits
+    from .tir.transform.split_host_device import split_host_device
+
+    tgt = as_target(target)
+    out = IRModule()
+    for f in funcs:
+        for g in split_host_device(f, tgt):
+            if g.attrs.get("calling_conv") == "device_kernel":
+                check_gpu_limits(g, tgt)
+            out[g.name] = g
+    return out
