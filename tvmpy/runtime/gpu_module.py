@@ -390,7 +390,7 @@ class GPUHostModule(Module):
     def api(self) -> Any:
         return device_api(self.device)
 
-    def _find(self, name: str) -> Any:
+    def _find(self, name: str) -> Any:  # a GPUFunction (duck-typed as a Function)
         entry = self._gpu_funcs.get(name)
         if entry is None:
             return None
@@ -410,7 +410,9 @@ class GPUHostModule(Module):
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """Seconds per call of ``func_name`` on ``dev``: each repeat queues ``number`` runs and
         waits for the device before reading the clock."""
-        f = self.get_function(func_name)
+        self.get_function(func_name)  # AttributeError naming the known functions
+        f = self._find(func_name)
+        assert isinstance(f, GPUFunction)
         if not isinstance(dev, Device) or dev.device_type != self.device_type:
             raise ValueError(f"time_evaluator: {func_name} runs on {self.api_name} devices, "
                              f"not on {dev}")
