@@ -57,6 +57,8 @@ class Dialect:
     prelude: str = ""
     float16: str = ""  # extra prelude when float16 is used; "" -> float16 is refused
     max_private_bytes: int = 16 * 1024
+    # kernel attribute stating the (constant) block size: {x} {y} {z} {n}; "" for none
+    launch_bounds: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def index_expr(self, tag: str) -> str:
@@ -150,7 +152,12 @@ class KernelEmitter(FunctionEmitter):
         self.stmt(f.body)
         body = self.lines
         decls = ["  " + x for x in self.kernel_decls]
-        head = f"{d.kernel_prefix} {f.name}({', '.join(params) or 'void'}) {{"
+        prefix = d.kernel_prefix
+        ext = [self.block_extents.get(f"threadIdx.{a}", E.IntImm("int32", 1)) for a in "xyz"]
+        if d.launch_bounds and all(E.is_const_int(e) for e in ext):
+            x, y, z = (int(e.value) for e in ext)
+            prefix += " " + d.launch_bounds.format(x=x, y=y, z=z, n=x * y * z)
+        head = f"{prefix} {f.name}({', '.join(params) or 'void'}) {{"
         return "\n".join([head, *decls, *body, "}"])
 
     # ---- statements --------------------------------------------------------------------------
