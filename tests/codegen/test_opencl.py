@@ -56,7 +56,8 @@ def test_elementwise_symbolic_guarded(add_exp, dev, n):
 def test_source_and_modules(add_exp):
     assert add_exp.type_key == "gpu_host" and add_exp.entry_name == "add_exp"
     src = add_exp.imported_modules[0].get_source()
-    assert "__kernel void add_exp_kernel0(__global float* restrict A" in src
+    assert "__kernel void __attribute__((reqd_work_group_size(64, 1, 1))) add_exp_kernel0(" in src
+    assert "(__global float* restrict A, __global float* restrict B" in src
     assert "get_group_id(0)" in src and "get_local_id(0)" in src and "< n" in src
     assert add_exp.imported_modules[0].type_key == "opencl"
 
