@@ -283,3 +283,108 @@ def test_float16_refused_clearly(dev):
     else:
         with pytest.raises(RuntimeError, match="cl_khr_fp16"):
             f(tvm.nd.array(a, dev), b)
+
+
+def _tutorial_gemm(M, N, K):
+    """The TVM GPU GEMM tutorial's schedule: 64x64 blocks, 8x8 threads, 2x2 virtual threads,
+    shared + local caches, vectorized cooperative fetching, an unrolled k step."""
+    A = te.placeholder((K, M), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda y, x: te.sum(A[k, y] * B[k, x], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    AL, BL = s.cache_read(AA, "local", [C]), s.cache_read(BB, "local", [C])
+    CC = s.cache_write(C, "local")
+    tx, ty = te.thread_axis((0, 8), "threadIdx.x"), te.thread_axis((0, 8), "threadIdx.y")
+    by, yi = s[C].split(C.op.axis[0], factor=64)
+    bx, xi = s[C].split(C.op.axis[1], factor=64)
+    s[C].bind(by, te.thread_axis("blockIdx.y"))
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].reorder(by, bx, yi, xi)
+    tyz, yi = s[C].split(yi, nparts=2)
+    ty_, yi = s[C].split(yi, nparts=8)
+    txz, xi = s[C].split(xi, nparts=2)
+    tx_, xi = s[C].split(xi, nparts=8)
+    s[C].bind(tyz, te.thread_axis((0, 2), "vthread", name="vy"))
+    s[C].bind(txz, te.thread_axis((0, 2), "vthread", name="vx"))
+    s[C].bind(ty_, ty)
+    s[C].bind(tx_, tx)
+    s[C].reorder(tyz, txz, ty_, tx_, yi, xi)
+    s[CC].compute_at(s[C], tx_)
+    ko, ki = s[CC].split(CC.op.reduce_axis[0], factor=8)
+    kt, ki = s[CC].split(ki, factor=1)
+    yo, xo = CC.op.axis
+    s[CC].reorder(ko, kt, ki, yo, xo)
+    s[AA].compute_at(s[CC], ko)
+    s[BB].compute_at(s[CC], ko)
+    s[CC].unroll(kt)
+    s[AL].compute_at(s[CC], kt)
+    s[BL].compute_at(s[CC], kt)
+    for S in (AA, BB):
+        x, y = s[S].op.axis
+        t_y, xi = s[S].split(x, nparts=8)
+        t_x, xi = s[S].split(y, nparts=8)
+        _, xi = s[S].split(xi, factor=4)
+        s[S].bind(t_y, ty)
+        s[S].bind(t_x, tx)
+        s[S].vectorize(xi)
+    return s, [A, B, C]
+
+
+def test_gemm_tutorial_schedule_vthread(dev):
+    M, N, K = 100, 70, 37
+    s, args = _tutorial_gemm(M, N, K)
+    f = tvm.build(s, args, target="opencl")
+    a, b = _rand((K, M), lo=-1), _rand((K, N), lo=-1)
+    c = tvm.nd.empty((M, N), "float32", dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a.T @ b, rtol=1e-4, atol=1e-5)
+
+
+# ---- cross-thread reduction ------------------------------------------------------------------
+@pytest.mark.parametrize("rfactor,m,reducer", [(True, 37, "sum"), (False, 13, "max"),
+                                                (False, 64, "sum")])
+def test_cross_thread_reduction(dev, rfactor, m, reducer):
+    n = 7
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    fn = te.sum if reducer == "sum" else te.max
+    B = te.compute((n,), lambda i: fn(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    if rfactor:
+        _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+        BF = s.rfactor(B, ki)
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+        s[B].set_store_predicate(tx.var.equal(0))
+    else:
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    f = tvm.build(s, [A, B], target="opencl")
+    assert "__local float" in f.imported_modules[0].get_source()
+    a = _rand((n, m), lo=-1)
+    b = tvm.nd.array(np.full(n, 9.0, "float32"), dev)
+    f(tvm.nd.array(a, dev), b)
+    ref = a.sum(1) if reducer == "sum" else a.max(1)
+    np.testing.assert_allclose(b.numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_two_kernels_softmax_like(dev):
+    # two stages with their own threads: two kernels launched in order, E in between
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    E_ = te.compute((n,), lambda i: te.exp(A[i]), name="E")
+    O = te.compute((n,), lambda i: E_[i] * 0.5 - A[i], name="O")
+    s = te.create_schedule(O.op)
+    _bind_1d(s, E_, E_.op.axis[0], 32)
+    _bind_1d(s, O, O.op.axis[0], 16)
+    f = tvm.build(s, [A, O], target="opencl")
+    steps = f.plan["functions"][0]["steps"]
+    assert [next(iter(st)) for st in steps if "let" not in st and "assert" not in st] == \
+        ["alloc", "launch", "launch"]  # E lives in device memory between the kernels
+    a = _rand(45)
+    o = tvm.nd.empty((45,), "float32", dev)
+    f(tvm.nd.array(a, dev), o)
+    np.testing.assert_allclose(o.numpy(), np.exp(a) * 0.5 - a, rtol=1e-5)

@@ -366,6 +366,19 @@ class _PlanBuilder:
             self.stmt(s.body)
         elif isinstance(s, S.AttrStmt):
             self.stmt(s.body)
+        elif isinstance(s, S.Allocate) and (s.buffer.scope or "global") == "global":
+            buf = s.buffer  # an intermediate between kernels: device memory for the call
+            name, k = sanitize(buf.name), 1
+            while name in self.taken:
+                name, k = f"{sanitize(buf.name)}_{k}", k + 1
+            self.taken.add(name)
+            size: Any = 1
+            for d in buf.shape:
+                size = ["*", size, self.expr(d)]
+            self.steps.append({"alloc": name, "dtype": dt.element_of(buf.dtype),
+                               "lanes": dt.lanes_of(buf.dtype), "size": size})
+            self.names[id(buf.data)] = {"buf": name}
+            self.stmt(s.body)
         elif isinstance(s, S.Evaluate):
             v = s.value
             if isinstance(v, (E.IntImm, E.StringImm)):

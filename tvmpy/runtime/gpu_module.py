@@ -186,6 +186,7 @@ class GPUFunction:
         self.params = [_Param(i, p) for i, p in enumerate(sig["params"])]
         self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
         self._names = ", ".join(p.name for p in self.params)
+        self._scratch: dict[tuple[str, int], tuple[int, Any]] = {}
 
     @property
     def device(self) -> Device:
@@ -301,7 +302,7 @@ class GPUFunction:
     def run(self, state: dict) -> None:
         """Run the plan's steps (kernel launches are queued, not waited for)."""
         env = dict(state["env"])
-        bufs, dev = state["bufs"], state["dev"]
+        bufs, dev = dict(state["bufs"]), state["dev"]
         api = self.module.api
         program = self.module.device_module.program(dev)
         for step in self.steps:
@@ -321,6 +322,16 @@ class GPUFunction:
                         args.append(np.dtype(a["dtype"]).type(eval_expr(a["scalar"], env)))
                 api.launch(program, step["launch"], grid, block,
                            int(eval_expr(step["shared"], env)), args, dev.device_id)
+            elif "alloc" in step:  # an intermediate buffer, alive until the next call
+                count = int(eval_expr(step["size"], env)) * int(step.get("lanes", 1))
+                if count < 0:
+                    raise ValueError(f"{self.name}: buffer {step['alloc']} has negative size {count}")
+                nbytes = count * np.dtype(step["dtype"]).itemsize
+                key = (step["alloc"], dev.device_id)
+                held = self._scratch.get(key)
+                if held is None or held[0] < nbytes:  # grown as needed, reused across calls
+                    held = self._scratch[key] = (nbytes, api.alloc(nbytes, dev.device_id))
+                bufs[step["alloc"]] = held[1]
             elif "let" in step:
                 env[step["let"]] = eval_expr(step["value"], env)
             elif "assert" in step:
