@@ -388,3 +388,23 @@ def test_two_kernels_softmax_like(dev):
     o = tvm.nd.empty((45,), "float32", dev)
     f(tvm.nd.array(a, dev), o)
     np.testing.assert_allclose(o.numpy(), np.exp(a) * 0.5 - a, rtol=1e-5)
+
+
+def test_empty_launch_and_cpu_library_importing_gpu_module(add_exp, dev, tmp_path):
+    z = tvm.nd.empty((0,), "float32", dev)
+    add_exp(z, z, z)  # n = 0: an empty grid launches nothing
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 3.0, name="B")
+    cpu = tvm.build(te.create_schedule(B.op), [A, B], target="llvm", name="cpu_triple")
+    cpu.import_module(add_exp)  # one library: CPU code + the GPU module (plan + source)
+    path = str(tmp_path / "mixed.so")
+    cpu.export_library(path)
+    m = tvm.runtime.load_module(path)
+    assert m.imported_modules[0].type_key == "gpu_host"
+    a = _rand(16)
+    c = tvm.nd.empty((16,), "float32", dev)
+    m["add_exp"](tvm.nd.array(a, dev), tvm.nd.array(a, dev), c)
+    np.testing.assert_allclose(c.numpy(), np.exp(a) * a + 1.0, rtol=1e-5)
+    h = tvm.nd.empty((16,), "float32")
+    m["cpu_triple"](tvm.nd.array(a), h)
+    np.testing.assert_allclose(h.numpy(), a * 3.0, rtol=1e-6)
