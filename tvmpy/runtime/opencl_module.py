@@ -103,7 +103,12 @@ class OpenCLAPI:
         try:
             prog = cl.Program(ctx, source).build()
         except cl.Error as err:
-            raise RuntimeError(f"OpenCL program build failed on {dev.name.strip()}:\n{err}") from None
+            hint = ""
+            if "unknown target CPU" in str(err):
+                hint = ("\n(this PoCL's LLVM does not know the host CPU: install a newer PoCL, e.g. "
+                        "Debian's pocl-opencl-icd, or set POCL_LLVM_CPU_NAME where PoCL reads it)")
+            raise RuntimeError(f"OpenCL program build failed on {dev.name.strip()}:\n{err}{hint}") \
+                from None
         self._programs[key] = prog
         return prog
 
