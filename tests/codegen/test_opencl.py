@@ -433,3 +433,21 @@ def test_graph_executor_runs_a_gpu_library(add_exp):
         ex.run()
         first = np.exp(x + shift) * y + 1.0
         np.testing.assert_allclose(ex.get_output(0).numpy(), np.exp(first) * y + 1.0, rtol=1e-5)
+
+
+def test_bool_buffers(dev):
+    # bool tensors are bytes in device memory (a kernel cannot take bool*): compare in, select out
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    M = te.placeholder((n,), name="M", dtype="bool")
+    B = te.compute((n,), lambda i: A[i] > 0.5, name="B")
+    C = te.compute((n,), lambda i: te.if_then_else(M[i], A[i], -A[i]), name="C")
+    s = te.create_schedule([B.op, C.op])
+    _bind_1d(s, B, B.op.axis[0], 32)
+    _bind_1d(s, C, C.op.axis[0], 32)
+    f = tvm.build(s, [A, M, B, C], target="opencl")
+    a, m = _rand(70), RNG.random(70) > 0.5
+    b, c = tvm.nd.empty((70,), "bool", dev), tvm.nd.empty((70,), "float32", dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(m, dev), b, c)
+    np.testing.assert_array_equal(b.numpy(), a > 0.5)
+    np.testing.assert_array_equal(c.numpy(), np.where(m, a, -a))

@@ -94,6 +94,11 @@ def _buffer_dtypes(func: PrimFunc) -> dict[int, str]:
     return out
 
 
+def _mem_type(elem: str) -> str:
+    """The element type of a buffer in memory (bool as one byte: kernels cannot take bool*)."""
+    return "uint8_t" if elem == "bool" else storage_type(elem)
+
+
 class KernelEmitter(FunctionEmitter):
     """Emits one device PrimFunc as a kernel of ``dialect``."""
 
@@ -119,7 +124,7 @@ class KernelEmitter(FunctionEmitter):
         if want == elem:
             return name
         space = self.space.get(id(data), "")
-        return f"(({space + ' ' if space else ''}{storage_type(want)}*){name})"
+        return f"(({space + ' ' if space else ''}{_mem_type(want)}*){name})"
 
     # ---- the kernel --------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -133,9 +138,6 @@ class KernelEmitter(FunctionEmitter):
                 if elem is None:
                     raise GPUCodegenError(f"{f.name}: handle parameter {v.name} is never read or "
                                           "written; its element type is unknown")
-                if elem == "bool":
-                    raise GPUCodegenError(f"{f.name}: {d.name} kernels cannot take bool buffers "
-                                          f"({v.name}); cast to int8/uint8")
                 name = self.new_name(buf.name if buf is not None else v.name)
                 keys = [v] + ([buf.data] if buf is not None else [])
                 for key in keys:
@@ -143,7 +145,7 @@ class KernelEmitter(FunctionEmitter):
                     self.ptrs[id(key)] = (name, elem)
                     self.space[id(key)] = d.global_ptr
                 q = d.global_ptr + " " if d.global_ptr else ""
-                params.append(f"{q}{storage_type(elem)}* {d.restrict} {name}")
+                params.append(f"{q}{_mem_type(elem)}* {d.restrict} {name}")
             else:
                 if v.dtype == "bool":
                     raise GPUCodegenError(f"{f.name}: bool scalar parameter {v.name}: pass an int")
@@ -229,7 +231,7 @@ class KernelEmitter(FunctionEmitter):
         name = self.new_name(buf.data.name or buf.name)
         self.names[id(buf.data)] = name
         self.ptrs[id(buf.data)] = (name, elem)
-        decl = f"{storage_type(elem)} {name}[{count}];"
+        decl = f"{_mem_type(elem)} {name}[{count}];"
         if scope.startswith("shared"):
             self.space[id(buf.data)] = self.dialect.shared_decl
             self.kernel_decls.append(f"{self.dialect.shared_decl} {decl}")
