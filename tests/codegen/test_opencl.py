@@ -11,8 +11,6 @@ import pytest
 import tvmpy as tvm
 from tvmpy import te
 
-pytest.importorskip("pyopencl")  # .ci/run installs it (and PoCL): these tests run in CI
-
 RNG = np.random.default_rng(14)
 
 

@@ -19,8 +19,6 @@ from tvmpy.tir import stmt as S
 from tvmpy.tir.buffer import decl_buffer
 from tvmpy.tir.function import PrimFunc
 
-pytest.importorskip("pyopencl")
-
 I32 = "int32"
 
 

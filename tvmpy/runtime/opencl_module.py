@@ -8,6 +8,7 @@ programs are built once per (device, source). pyopencl is imported on first use 
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ class OpenCLAPI:
         self._ctx: dict[int, tuple[Any, Any, Any]] = {}
         self._programs: dict[tuple[int, str], Any] = {}
         self._kernels: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()  # a kernel object's arguments are shared state
 
     def devices(self) -> list[Any]:
         if self._devices is None:
@@ -129,9 +131,10 @@ class OpenCLAPI:
         if shared_bytes:
             raise ValueError(f"kernel {name}: dynamic shared memory ({shared_bytes} bytes) is not "
                              "supported by the OpenCL runtime; use constant-size shared buffers")
-        kernel.set_args(*args)
         gsize = tuple(g * b for g, b in zip(grid, block))
-        cl.enqueue_nd_range_kernel(queue, kernel, gsize, tuple(block))
+        with self._lock:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, gsize, tuple(block))
 
 
 OPENCL_API = OpenCLAPI()
