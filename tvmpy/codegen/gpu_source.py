@@ -56,6 +56,7 @@ class Dialect:
     helper_prefix: str = "static inline"  # how a helper function starts (CUDA: add __device__)
     prelude: str = ""
     float16: str = ""  # extra prelude when float16 is used; "" -> float16 is refused
+    float64: str = ""  # extra prelude when float64 is used
     max_private_bytes: int = 16 * 1024
     # kernel attribute stating the (constant) block size: {x} {y} {z} {n}; "" for none
     launch_bounds: str = ""
@@ -258,35 +259,39 @@ class KernelEmitter(FunctionEmitter):
         self.close()
 
 
-def _uses_float16(func: PrimFunc) -> bool:
+def _uses_dtype(func: PrimFunc, dtype: str) -> bool:
     found = False
 
     def visit(n: Any) -> None:
         nonlocal found
         d = getattr(n, "dtype", None)
-        if isinstance(d, str) and dt.element_of(d) == "float16":
+        if isinstance(d, str) and dt.element_of(d) == dtype:
             found = True
 
     post_order_visit(func.body, visit)
-    return found or any(dt.element_of(b.dtype) == "float16" for b in func.buffer_map.values())
+    return found or any(dt.element_of(b.dtype) == dtype for b in func.buffer_map.values()) \
+        or any(p.dtype == dtype for p in func.params)
 
 
 def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "") -> str:
     """One source of ``dialect`` defining every kernel of ``funcs``."""
     helpers = HelperTable()
     names: set[str] = set()
-    half = False
+    half = double = False
     for f in funcs:
         if not f.name.isidentifier() or f.name != sanitize(f.name):
             raise GPUCodegenError(f"kernel name {f.name!r} is not a usable identifier")
         if f.name in names:
             raise GPUCodegenError(f"two kernels are named {f.name!r}")
         names.add(f.name)
-        half = half or _uses_float16(f)
+        half = half or _uses_dtype(f, "float16")
+        double = double or _uses_dtype(f, "float64")
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
     bodies = [KernelEmitter(f, dialect, helpers, set(names)).kernel() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
+    if double and dialect.float64:
+        parts.append(dialect.float64.strip())
     if half:
         parts.append(dialect.float16.strip())
     if helpers.used:

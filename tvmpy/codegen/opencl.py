@@ -47,6 +47,7 @@ OPENCL = Dialect(
     prelude=_prelude(),
     launch_bounds="__attribute__((reqd_work_group_size({x}, {y}, {z})))",
     float16="#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define _Float16 half",
+    float64="#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
 )
 
 

@@ -99,9 +99,10 @@ class OpenCLAPI:
             return prog
         cl = _cl()
         ctx, _, dev = self.context(dev_id)
-        if "cl_khr_fp16" in source and "cl_khr_fp16" not in dev.extensions:
-            raise RuntimeError(f"the OpenCL program uses float16, but {dev.name.strip()} lacks the "
-                               "cl_khr_fp16 extension; compute in float32")
+        for ext, what in (("cl_khr_fp16", "float16"), ("cl_khr_fp64", "float64")):
+            if f"#pragma OPENCL EXTENSION {ext}" in source and ext not in dev.extensions:
+                raise RuntimeError(f"the OpenCL program uses {what}, but {dev.name.strip()} lacks "
+                                   f"the {ext} extension; compute in float32")
         try:
             prog = cl.Program(ctx, source).build()
         except cl.Error as err:
