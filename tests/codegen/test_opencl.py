@@ -331,7 +331,15 @@ def _tutorial_gemm(M, N, K):
 
 
 def test_gemm_tutorial_schedule_vthread(dev):
-    M, N, K = 100, 70, 37
+    # dividing shapes: the vectorized cooperative fetch is one 4-wide vector load + store
+    s, args = _tutorial_gemm(64, 64, 16)
+    f = tvm.build(s, args, target="opencl")
+    assert "vstore4(vload4(0, A + " in f.imported_modules[0].get_source()
+    a, b = _rand((16, 64), lo=-1), _rand((16, 64), lo=-1)
+    c = tvm.nd.empty((64, 64), "float32", dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a.T @ b, rtol=1e-4, atol=1e-5)
+    M, N, K = 100, 70, 37  # awkward shapes: guarded, scalar fetches
     s, args = _tutorial_gemm(M, N, K)
     f = tvm.build(s, args, target="opencl")
     a, b = _rand((K, M), lo=-1), _rand((K, N), lo=-1)

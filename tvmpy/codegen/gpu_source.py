@@ -27,7 +27,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from . import abi
 from .c_emit import FunctionEmitter
-from .c_expr import CCodegenError
+from .c_expr import ADD, CCodegenError
 from .c_prelude import HelperTable, int_literal, sanitize, storage_type, value_type
 
 __all__ = ["Dialect", "KernelEmitter", "emit_kernels", "launch_plan", "is_kernel", "GPUCodegenError"]
@@ -60,6 +60,16 @@ class Dialect:
     max_private_bytes: int = 16 * 1024
     # kernel attribute stating the (constant) block size: {x} {y} {z} {n}; "" for none
     launch_bounds: str = ""
+    # native vectors of float32/float64 for unit-stride vector stores ("" -> scalarized lanes):
+    # load {n} lanes at {p} + {i}; store {v}; broadcast scalar {v} to vector type {t}
+    vector_load: str = ""
+    vector_store: str = ""
+    vector_broadcast: str = ""
+    vector_types: dict[str, str] = field(default_factory=lambda: {"float32": "float",
+                                                                   "float64": "double"})
+
+    def vector_type(self, elem: str) -> str:
+        return self.vector_types[elem]
     extra: dict[str, Any] = field(default_factory=dict)
 
     def index_expr(self, tag: str) -> str:
@@ -93,6 +103,11 @@ def _buffer_dtypes(func: PrimFunc) -> dict[int, str]:
 
     post_order_visit(func.body, visit)
     return out
+
+
+def _unit_ramp(idx: Any, lanes: int) -> bool:
+    return (isinstance(idx, E.Ramp) and E.is_const_int(idx.stride, 1)
+            and dt.lanes_of(idx.dtype) == lanes and dt.lanes_of(idx.base.dtype) == 1)
 
 
 def _mem_type(elem: str) -> str:
@@ -248,6 +263,52 @@ class KernelEmitter(FunctionEmitter):
             raise GPUCodegenError(f"{self.func.name}: storage scope {scope!r} of {buf.name} is "
                                   f"not supported by {self.dialect.name}")
         self.stmt(s.body)
+
+    # ---- native vectors (float32/float64 only: same rounding as lane by lane) -----------------
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        text = self._vector_store(s) if self.dialect.vector_load else None
+        if text is None:
+            super()._s_BufferStore(s)
+        else:
+            self.emit(text)
+
+    def _vector_store(self, s: S.BufferStore) -> str | None:
+        """``s`` as one vector load/compute/store statement, or None (scalarized instead)."""
+        idx = s.indices[0] if len(s.indices) == 1 else None
+        lanes = dt.lanes_of(s.value.dtype)
+        elem = dt.element_of(s.buffer.dtype)
+        if (lanes not in (2, 4, 8, 16) or s.predicate is not None or dt.lanes_of(s.buffer.dtype) != 1
+                or elem not in ("float32", "float64") or not _unit_ramp(idx, lanes)):
+            return None
+        value = self._vector_expr(s.value, lanes, elem)
+        if value is None:
+            return None
+        assert isinstance(idx, E.Ramp)
+        ptr = self.pointer(s.buffer.data, s.buffer.dtype)
+        return self.dialect.vector_store.format(n=lanes, v=value, p=ptr, i=self.index(idx.base, None, ADD + 1))
+
+    def _vector_expr(self, e: E.PrimExpr, lanes: int, elem: str) -> str | None:
+        if dt.lanes_of(e.dtype) != lanes or dt.element_of(e.dtype) != elem:
+            return None
+        if isinstance(e, E.Broadcast):
+            t = f"{self.dialect.vector_type(elem)}{lanes}"
+            return self.dialect.vector_broadcast.format(t=t, v=self.expr(e.value))
+        if isinstance(e, E.BufferLoad):
+            idx = e.indices[0] if len(e.indices) == 1 else None
+            if (e.predicate is not None or dt.lanes_of(e.buffer.dtype) != 1
+                    or not _unit_ramp(idx, lanes)):
+                return None
+            assert isinstance(idx, E.Ramp)
+            ptr = self.pointer(e.buffer.data, e.buffer.dtype)
+            return self.dialect.vector_load.format(n=lanes, p=ptr, i=self.index(idx.base, None, ADD + 1))
+        if type(e) in (E.Add, E.Sub, E.Mul, E.Div):
+            a = self._vector_expr(e.a, lanes, elem)
+            b = self._vector_expr(e.b, lanes, elem)
+            if a is None or b is None:
+                return None
+            op = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/"}[type(e)]
+            return f"({a} {op} {b})"
+        return None
 
     def _lanes(self, lanes: int, body: Any, unroll: bool) -> None:
         if unroll:
