@@ -457,3 +457,31 @@ def test_bool_buffers(dev):
     f(tvm.nd.array(a, dev), tvm.nd.array(m, dev), b, c)
     np.testing.assert_array_equal(b.numpy(), a > 0.5)
     np.testing.assert_array_equal(c.numpy(), np.where(m, a, -a))
+
+
+def test_three_dimensional_grid_symbolic(dev):
+    # blockIdx.x/y/z and threadIdx.x/y/z all bound, symbolic extents, non-dividing factors
+    a0, a1, a2 = te.var("a0"), te.var("a1"), te.var("a2")
+    A = te.placeholder((a0, a1, a2), name="A")
+    B = te.compute((a0, a1, a2), lambda i, j, k: A[i, j, k] * 3.0 - (i + j * 2 + k * 5).astype("float32"),
+                   name="B")
+    s = te.create_schedule(B.op)
+    outer, inner = [], []
+    for ax, f in zip(B.op.axis, (2, 3, 4)):
+        o, i = s[B].split(ax, factor=f)
+        outer.append(o)
+        inner.append(i)
+    s[B].reorder(*outer, *inner)
+    for ax, tag in zip(outer, "zyx"):
+        s[B].bind(ax, te.thread_axis(f"blockIdx.{tag}"))
+    for ax, tag in zip(inner, "zyx"):
+        s[B].bind(ax, te.thread_axis(f"threadIdx.{tag}"))
+    f = tvm.build(s, [A, B], target="opencl")
+    src = f.imported_modules[0].get_source()
+    assert "get_group_id(2)" in src and "get_local_id(2)" in src
+    for shape in ((3, 5, 7), (1, 1, 9)):
+        a = _rand(shape)
+        b = tvm.nd.empty(shape, "float32", dev)
+        f(tvm.nd.array(a, dev), b)
+        i, j, k = np.indices(shape)
+        np.testing.assert_allclose(b.numpy(), a * 3 - (i + 2 * j + 5 * k), rtol=1e-5, atol=1e-5)
