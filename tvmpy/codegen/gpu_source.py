@@ -123,6 +123,7 @@ class KernelEmitter(FunctionEmitter):
         self.dialect = dialect
         self.space: dict[int, str] = {}  # data var -> address space qualifier ("" = private)
         self.kernel_decls: list[str] = []  # shared arrays, declared at kernel scope
+        self.index_decls: list[str] = []  # block / thread indices, at kernel scope
         self.block_extents: dict[str, E.PrimExpr] = {}
 
     def fail(self, message: str | None) -> None:
@@ -169,7 +170,7 @@ class KernelEmitter(FunctionEmitter):
         self.level = 1
         self.stmt(f.body)
         body = self.lines
-        decls = ["  " + x for x in self.kernel_decls]
+        decls = ["  " + x for x in self.kernel_decls + self.index_decls]
         prefix = d.kernel_prefix
         ext = [self.block_extents.get(f"threadIdx.{a}", E.IntImm("int32", 1)) for a in "xyz"]
         if d.launch_bounds and all(E.is_const_int(e) for e in ext):
@@ -201,10 +202,10 @@ class KernelEmitter(FunctionEmitter):
                 raise GPUCodegenError(f"{self.func.name}: thread_extent on {iv} without a thread tag")
             if tag.startswith("threadIdx."):
                 self.block_extents.setdefault(tag, s.value)
-            if id(var) not in self.names:
+            if id(var) not in self.names:  # at kernel scope: every use sees it
                 idx = self.dialect.index_expr(tag)
-                self.emit(f"const {value_type(var.dtype)} {self.bind(var)} = "
-                          f"({value_type(var.dtype)}){idx};")
+                self.index_decls.append(f"const {value_type(var.dtype)} {self.bind(var)} = "
+                                        f"({value_type(var.dtype)}){idx};")
             self.stmt(s.body)
             return
         if s.attr_key == "virtual_thread":
