@@ -20,6 +20,10 @@ _LAZY_ATTRS = {
     "lower": ("driver", "lower"),
     "build": ("driver", "build"),
     "cpu": ("runtime", "cpu"),
+    "cuda": ("runtime", "cuda"),
+    "gpu": ("runtime", "gpu"),
+    "opencl": ("runtime", "opencl"),
+    "cl": ("runtime", "cl"),
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .runtime.module import Module
     from .tir.interpreter import InterpModule
 
-__all__ = ["lower", "build"]
+__all__ = ["lower", "build", "lower_gpu"]
 
 
 def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict | None) -> PrimFunc:
@@ -53,6 +53,14 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
+    if tgt.is_gpu:
+        import importlib
+
+        mod = lower_gpu(funcs, tgt)
+        # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
+        cg = importlib.import_module(f".codegen.{'opencl' if tgt.kind == 'opencl' else 'cuda'}",
+                                     __package__)
+        return cg.build(mod, tgt)
     if tgt.kind == "llvm":
         from .codegen.llvm import build as build_llvm
 
@@ -66,3 +74,21 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
 
         return build_interp(funcs, tgt)
     raise ValueError(f"no code generator for target {tgt}")
+
+
+def lower_gpu(funcs: Sequence[PrimFunc], target: Any) -> Any:
+    """GPU-lowered PrimFuncs (``lower(..., target=gpu)``) -> an IRModule of host functions
+    and device kernels (SplitHostDevice), after checking each kernel against the target's
+    limits (threads per block, shared memory per block: ValueError naming the excess)."""
+    from .ir.module import IRModule
+    from .tir.analysis import check_gpu_limits
+    from .tir.transform.split_host_device import split_host_device
+
+    tgt = as_target(target)
+    out = IRModule()
+    for f in funcs:
+        for g in split_host_device(f, tgt):
+            if g.attrs.get("calling_conv") == "device_kernel":
+                check_gpu_limits(g, tgt)
+            out[g.name] = g
+    return out

@@ -16,12 +16,12 @@ library loads and runs with ``tvmpy.runtime`` and numpy alone.
 from __future__ import annotations
 
 from . import ndarray
-from .device import Device, cpu, device
+from .device import Device, cl, cpu, cuda, device, gpu, opencl
 from .evaluator import BenchmarkResult
 from .function import Function
 from .module import Module, load_module
 from .ndarray import NDArray
 from .param_dict import load_param_dict, save_param_dict
 
-__all__ = ["Device", "cpu", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
+__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
            "BenchmarkResult", "save_param_dict", "load_param_dict"]

@@ -7,9 +7,12 @@ and DLPack imports can name their devices.
 
 from __future__ import annotations
 
-__all__ = ["Device", "cpu", "device", "DEVICE_TYPES", "kDLCPU"]
+__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "DEVICE_TYPES", "kDLCPU",
+           "kDLCUDA", "kDLOpenCL"]
 
 kDLCPU = 1
+kDLCUDA = 2
+kDLOpenCL = 4
 
 # DLPack device type codes (dlpack.h) and the names TVM accepts for them
 DEVICE_TYPES: dict[str, int] = {
@@ -77,6 +80,22 @@ class Device:
 def cpu(dev_id: int = 0) -> Device:
     """The host CPU (all cores: one device)."""
     return Device(kDLCPU, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    """An NVIDIA GPU (DLPack kDLCUDA = 2); the runtime backing is the CUDA runtime module's."""
+    return Device(kDLCUDA, dev_id)
+
+
+gpu = cuda  # TVM 0.7's name
+
+
+def opencl(dev_id: int = 0) -> Device:
+    """An OpenCL device (DLPack kDLOpenCL = 4); the runtime backing is the OpenCL module's."""
+    return Device(kDLOpenCL, dev_id)
+
+
+cl = opencl
 
 
 def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:

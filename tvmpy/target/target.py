@@ -23,14 +23,20 @@ from typing import Any
 
 from ..ir.dtype import bits_of
 
-__all__ = ["Target", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
+__all__ = ["Target", "GPU_KINDS", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
 
-_KINDS = ("llvm", "c", "interp")
+_KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx")
+#: GPU kinds: device code for a GPU, host code on ``Target.host`` (default llvm)
+GPU_KINDS = ("opencl", "cuda", "nvptx")
 #: ``num_cores`` of a target for another architecture when ``-num-cores`` is not given
 FOREIGN_NUM_CORES = 4
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
-_DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",)}
+_DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",), "opencl": ("opencl", "gpu"),
+                 "cuda": ("cuda", "gpu"), "nvptx": ("nvptx", "cuda", "gpu")}
+# GPU limits of a kind: max_num_threads, thread_warp_size, max_shared_memory_per_block (bytes)
+_GPU_DEFAULTS = {"opencl": (256, 1, 48 * 1024), "cuda": (1024, 32, 48 * 1024),
+                 "nvptx": (1024, 32, 48 * 1024)}
 
 
 @lru_cache(maxsize=1)
@@ -102,6 +108,12 @@ class Target:
         self.keys: list[str] = list(_DEFAULT_KEYS.get(kind, (kind,)))
         self.model: str | None = None
         self.device: str | None = None
+        gpu = _GPU_DEFAULTS.get(kind)
+        #: GPU limits (0 on CPU kinds): threads per block, warp size, shared bytes per block
+        self.max_num_threads: int = gpu[0] if gpu else 0
+        self.thread_warp_size: int = gpu[1] if gpu else 0
+        self.max_shared_memory_per_block: int = gpu[2] if gpu else 0
+        self.arch_name: str | None = None  # cuda/nvptx -arch=sm_80
         keys_given = False
         cores_given = False
         for p in parts[1:]:
@@ -126,16 +138,33 @@ class Target:
                 self.model = value
             elif key == "device":
                 self.device = value
+            elif gpu and key.replace("-", "_") in ("max_num_threads", "thread_warp_size",
+                                                   "max_shared_memory_per_block"):
+                if not value.isdigit() or int(value) < 1:
+                    raise ValueError(f"target option -{key} in {text!r}: expected a positive int")
+                setattr(self, key.replace("-", "_"), int(value))
+            elif gpu and key == "arch" and kind in ("cuda", "nvptx"):
+                self.arch_name = value
             else:
+                extra = (" -max_num_threads -thread_warp_size -max_shared_memory_per_block"
+                         + (" -arch" if kind in ("cuda", "nvptx") else "")) if gpu else ""
                 raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr "
-                                 "-mtriple -num-cores -opt-level -keys -model -device")
-        if not cores_given and self.is_foreign:
+                                 "-mtriple -num-cores -opt-level -keys -model -device" + extra)
+        if not cores_given and gpu is None and self.is_foreign:
             # not this machine's core count: the same target string gives the same code on
             # every build machine (4: the Raspberry Pi 3/4 and most Arm boards)
             self.num_cores = FOREIGN_NUM_CORES
         if self.device and not keys_given and self.device not in self.keys:
             self.keys = [self.device] + self.keys
-        self.host = Target(host) if host is not None else None
+        if host is not None:
+            self.host: Target | None = Target(host)
+        else:
+            self.host = Target("llvm") if gpu else None
+
+    @property
+    def is_gpu(self) -> bool:
+        """A GPU kind (opencl, cuda, nvptx): lowered with the GPU phases, host code on .host."""
+        return self.kind in GPU_KINDS
 
     @property
     def arch(self) -> str:
@@ -192,6 +221,14 @@ class Target:
             s += f" -model={self.model}"
         if self.device:
             s += f" -device={self.device}"
+        gpu = _GPU_DEFAULTS.get(self.kind)
+        if gpu:
+            for i, k in enumerate(("max_num_threads", "thread_warp_size",
+                                   "max_shared_memory_per_block")):
+                if getattr(self, k) != gpu[i]:
+                    s += f" -{k}={getattr(self, k)}"
+            if self.arch_name:
+                s += f" -arch={self.arch_name}"
         keys = list(_DEFAULT_KEYS.get(self.kind, (self.kind,)))
         if self.device and self.device not in keys:
             keys = [self.device] + keys

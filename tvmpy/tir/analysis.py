@@ -19,7 +19,8 @@ from .buffer import Buffer
 from .function import PrimFunc
 from .functor import post_order_visit
 
-__all__ = ["verify_lowered", "verify_single_definition", "lowered_errors"]
+__all__ = ["verify_lowered", "verify_single_definition", "lowered_errors", "verify_gpu_code",
+           "gpu_code_errors", "check_gpu_limits"]
 
 
 def _buffer_errors(b: Buffer, where: str) -> list[str]:
@@ -91,3 +92,103 @@ def verify_single_definition(func: PrimFunc) -> None:
             define(n.buffer.data)
 
     post_order_visit(func.body, f)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU kernels
+_DTYPE_BYTES_CACHE: dict[str, int] = {}
+
+
+def _launch_extents(func: PrimFunc) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    def f(n: Any) -> None:
+        if isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent" and isinstance(
+                n.node, E.IterVar):
+            tag = n.node.thread_tag
+            v = n.value
+            old = out.get(tag)
+            if isinstance(v, E.IntImm) and (old is None or (isinstance(old, E.IntImm)
+                                                            and v.value > old.value)):
+                out[tag] = v
+            elif old is None:
+                out[tag] = v
+
+    post_order_visit(func.body, f)
+    return out
+
+
+def gpu_code_errors(func: PrimFunc, limits: dict[str, int]) -> list[str]:
+    """Every way ``func``'s kernels exceed ``limits`` (TVM's verify_gpu_code keys:
+    max_threads_per_block, max_shared_memory_per_block (bytes), max_local_memory_per_block,
+    max_thread_x/y/z, max_vthread)."""
+    errs: list[str] = []
+    ext = _launch_extents(func)
+    threads = 1
+    symbolic = []
+    for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
+        v = ext.get(t)
+        if v is None:
+            continue
+        if not isinstance(v, E.IntImm):
+            symbolic.append(t)
+            continue
+        threads *= v.value
+        key = "max_thread_" + t[-1]
+        if key in limits and v.value > limits[key]:
+            errs.append(f"{t} extent {v.value} exceeds {key}={limits[key]}")
+    if "max_threads_per_block" in limits and threads > limits["max_threads_per_block"]:
+        errs.append(f"{threads} threads per block exceed max_threads_per_block="
+                    f"{limits['max_threads_per_block']}")
+    shared = 0
+    local = 0
+    vthreads = 1
+
+    def g(n: Any) -> None:
+        nonlocal shared, local, vthreads
+        if isinstance(n, S.Allocate):
+            size = 1
+            for x in n.buffer.shape:
+                size = size * x.value if isinstance(x, E.IntImm) else -1 if size < 0 else -1
+            nbytes = size * dt.bits_of(n.buffer.dtype) // 8 if size >= 0 else -1
+            if n.buffer.scope == "shared":
+                if nbytes < 0:
+                    errs.append(f"shared buffer {n.buffer.name} has a symbolic size")
+                else:
+                    shared += nbytes
+            elif n.buffer.scope == "local" and nbytes > 0:
+                local += nbytes
+        elif isinstance(n, S.AttrStmt) and n.attr_key == "virtual_thread" and isinstance(
+                n.value, E.IntImm):
+            vthreads *= n.value.value
+
+    post_order_visit(func.body, g)
+    if "max_shared_memory_per_block" in limits and shared > limits["max_shared_memory_per_block"]:
+        errs.append(f"{shared} bytes of shared memory per block exceed "
+                    f"max_shared_memory_per_block={limits['max_shared_memory_per_block']}")
+    if "max_local_memory_per_block" in limits and local > limits["max_local_memory_per_block"]:
+        errs.append(f"{local} bytes of local memory per thread exceed "
+                    f"max_local_memory_per_block={limits['max_local_memory_per_block']}")
+    if "max_vthread" in limits and vthreads > limits["max_vthread"]:
+        errs.append(f"{vthreads} virtual threads exceed max_vthread={limits['max_vthread']}")
+    return errs
+
+
+def verify_gpu_code(func: PrimFunc, constraints: dict[str, int]) -> bool:
+    """TVM's ``tvm.tir.analysis.verify_gpu_code``: True when ``func`` stays within
+    ``constraints`` (:func:`gpu_code_errors` names the problems)."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"verify_gpu_code expects a tir.PrimFunc, got {type(func).__name__}")
+    return not gpu_code_errors(func, dict(constraints))
+
+
+def check_gpu_limits(func: PrimFunc, target: Any) -> None:
+    """Raise ValueError when a kernel of ``func`` exceeds ``target``'s limits (threads per
+    block, shared memory per block)."""
+    limits = {"max_threads_per_block": target.max_num_threads,
+              "max_shared_memory_per_block": target.max_shared_memory_per_block}
+    errs = gpu_code_errors(func, limits)
+    if errs:
+        raise ValueError(f"{func.name}: the schedule exceeds the limits of target {target}: "
+                         + "; ".join(errs) + " (split the bound axes by smaller factors or use "
+                         "smaller shared tiles)")

@@ -52,17 +52,37 @@ from .transform import (
     VectorizeLoop,
 )
 
-__all__ = ["lower_pipeline", "builtin_phases", "PASSES", "pipeline_passes"]
+__all__ = ["lower_pipeline", "builtin_phases", "gpu_phases", "PASSES", "pipeline_passes"]
 
 
 def builtin_phases(target: Any = None) -> list[list[Pass]]:
-    """The built-in passes of phases 0..3 (LowerIntrin bound to ``target`` when given)."""
+    """The built-in passes of phases 0..3 (LowerIntrin bound to ``target`` when given); a GPU
+    target (opencl, cuda, nvptx) gets the GPU phases (:func:`gpu_phases`)."""
+    if getattr(target, "is_gpu", False):
+        return gpu_phases(target)
     return [
         [],
         [StorageFlatten(), Simplify()],
         [LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(),
          InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
         [Simplify(), RemoveNoOp(), LowerIntrin(target)],
+    ]
+
+
+def gpu_phases(target: Any) -> list[list[Pass]]:
+    """The phases for a GPU target: the CPU phases plus UnifyThreadBinding (each thread tag
+    once at a kernel's top, shared allocations hoisted there) before LoopPartition, and
+    ThreadSync("shared") and LowerThreadAllreduce before the final Simplify. SplitHostDevice
+    and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
+    from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
+
+    return [
+        [],
+        [StorageFlatten(), Simplify()],
+        [UnifyThreadBinding(), LoopPartition(), Simplify(), VectorizeLoop(),
+         InjectVirtualThread(), InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
+        [LowerThreadAllreduce(target), ThreadSync("shared"), Simplify(), RemoveNoOp(),
+         LowerIntrin(target)],
     ]
 
 
@@ -128,4 +148,6 @@ def lower_pipeline(func: PrimFunc, target: Any = None,
         raise ValueError(f"the tir pipeline dropped function {name}")
     func = mod[name]
     verify_lowered(func)
+    if getattr(target, "is_gpu", False):
+        func = func.with_attr("target", target)
     return func.with_attr("tir.lowered", True)

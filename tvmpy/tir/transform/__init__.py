@@ -10,12 +10,21 @@ LowerIntrin.
 
 from ...transform import register_pass
 from .function_pass import PrimFuncPass, prim_func_pass
+from .gpu import (
+    LowerThreadAllreduce,
+    ThreadSync,
+    UnifyThreadBinding,
+    lower_thread_allreduce_func,
+    thread_sync_func,
+    unify_thread_binding_func,
+)
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
 from .loop_partition import LoopPartition, loop_partition_func
 from .lower_intrin import LowerIntrin, lower_intrin_func, register_intrin_rule
 from .remove_no_op import RemoveNoOp, remove_no_op_func
 from .simplify import Simplify, simplify_func
+from .split_host_device import SplitHostDevice, split_host_device
 from .storage_flatten import StorageFlatten, storage_flatten_func
 from .storage_rewrite import StorageRewrite, storage_rewrite_func
 from .unroll_loop import UnrollLoop, unroll_loop_func
@@ -26,8 +35,12 @@ __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "Inje
            "register_intrin_rule", "prim_func_pass", "PrimFuncPass",
            "storage_flatten_func", "simplify_func", "loop_partition_func", "vectorize_loop_func",
            "inject_virtual_thread_func", "inject_double_buffer_func", "storage_rewrite_func",
-           "unroll_loop_func", "remove_no_op_func", "lower_intrin_func"]
+           "unroll_loop_func", "remove_no_op_func", "lower_intrin_func",
+           "UnifyThreadBinding", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
+           "unify_thread_binding_func", "thread_sync_func", "lower_thread_allreduce_func",
+           "split_host_device"]
 
 for _factory in (StorageFlatten, Simplify, LoopPartition, VectorizeLoop, InjectVirtualThread,
-                 InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin):
+                 InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin,
+                 UnifyThreadBinding, ThreadSync, LowerThreadAllreduce, SplitHostDevice):
     register_pass(_factory.__name__, _factory)  # so that a pass may require them by name
