@@ -1,10 +1,11 @@
-"""A fake CUDA driver (the methods of runtime.cuda.CtypesDriver) backed by host memory, whose
+"""A fake CUDA driver (the methods of runtime.cuda_module.CtypesDriver) backed by host memory, whose
 kernels are Python functions: runs the runtime's launch, packing and copy paths without a GPU."""
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

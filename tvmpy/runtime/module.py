@@ -467,7 +467,7 @@ def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
 
         return GraphExecutorFactory._from_loaded(lib, meta, path)
     if meta.get("type_key") == "cuda":  # device code and launch plans, embedded as data
-        from .cuda import CUDAModule
+        from .cuda_module import CUDAModule
 
         cmod = CUDAModule.from_json(meta["cuda"])
         for sub in meta.get("imports", []):

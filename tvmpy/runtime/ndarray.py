@@ -36,7 +36,7 @@ def _check_device(dev: Any) -> Device:
 
 
 # device type code -> runtime module with ``empty(shape, dtype, dev) -> NDArray`` (loaded lazily)
-_DEVICE_ARRAYS = {2: "cuda"}
+_DEVICE_ARRAYS = {2: "cuda_module"}
 
 
 def _device_empty(shape: Any, dtype: Any, dev: Device) -> NDArray:
