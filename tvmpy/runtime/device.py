@@ -51,10 +51,6 @@ class Device:
     @property
     def exist(self) -> bool:
         """True when this process can allocate memory and run code on the device."""
-        if self.device_type == 2:  # CUDA: asks the driver (False without one)
-            from .cuda_module import device_exists
-
-            return device_exists(self.device_id)
         return self.device_type == kDLCPU and self.device_id == 0
 
     def sync(self) -> None:

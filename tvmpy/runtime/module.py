@@ -449,11 +449,7 @@ class Module:
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A callable ``(*args) -> BenchmarkResult`` timing ``func_name`` (seconds per call);
         see runtime/evaluator.py."""
-        func = self.get_function(func_name)
-        device_timer = getattr(func, "_device_time_evaluator", None)
-        if device_timer is not None:  # a GPU module's function: timed with device events
-            return device_timer(dev, number, repeat, min_repeat_ms, cooldown_interval_ms)
-        return time_evaluator(func, dev, number, repeat, min_repeat_ms,
+        return time_evaluator(self.get_function(func_name), dev, number, repeat, min_repeat_ms,
                               cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
@@ -466,13 +462,6 @@ def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
         from .graph_executor import GraphExecutorFactory
 
         return GraphExecutorFactory._from_loaded(lib, meta, path)
-    if meta.get("type_key") == "cuda":  # device code and launch plans, embedded as data
-        from .cuda_module import CUDAModule
-
-        cmod = CUDAModule.from_json(meta["cuda"])
-        for sub in meta.get("imports", []):
-            cmod.imported_modules.append(_module_from_meta(lib, sub, path))
-        return cmod
     mod = Module(lib, meta, meta.get("type_key", "library"), lib_path=path)
     for sub in meta.get("imports", []):
         mod.imported_modules.append(_module_from_meta(lib, sub, path))

@@ -30,20 +30,9 @@ def _check_device(dev: Any) -> Device:
         dev = device(dev)
     if not isinstance(dev, Device):
         raise TypeError(f"device must be a tvm Device (e.g. tvm.cpu(0)), got {type(dev).__name__}")
-    if dev.device_type != kDLCPU and dev.device_type not in _DEVICE_ARRAYS:
+    if dev.device_type != kDLCPU:
         raise ValueError(f"no memory allocator for {dev}: this runtime has CPU memory only")
     return dev
-
-
-# device type code -> runtime module with ``empty(shape, dtype, dev) -> NDArray`` (loaded lazily)
-_DEVICE_ARRAYS = {2: "cuda_module"}
-
-
-def _device_empty(shape: Any, dtype: Any, dev: Device) -> NDArray:
-    import importlib
-
-    return importlib.import_module(f"{__package__}.{_DEVICE_ARRAYS[dev.device_type]}").empty(
-        shape, dtype, dev)
 
 
 def _np_dtype(dtype: Any) -> np.dtype:
@@ -221,8 +210,6 @@ def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None
     if remote is not None:  # a device of an RPC session (tvmpy.rpc): allocated on its server
         return remote._nd_empty(shape, dtype, device if ctx is None else ctx)
     dev = _check_device(device if ctx is None else ctx)
-    if dev.device_type != kDLCPU:
-        return _device_empty(shape, dtype, dev)
     return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
 
 
@@ -235,7 +222,7 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
         return remote._nd_array(arr, device if ctx is None else ctx, dtype)
     dev = _check_device(device if ctx is None else ctx)
     if isinstance(arr, NDArray):
-        src = arr._arr if arr.device.device_type == kDLCPU else arr.numpy()
+        src = arr._arr
     elif isinstance(arr, np.ndarray):
         src = arr
     elif hasattr(arr, "__dlpack__") and not isinstance(arr, (list, tuple)):
@@ -249,8 +236,6 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
         except ValueError as err:
             raise ValueError(f"nd.array: cannot make an array from {type(arr).__name__}: {err}") from None
     target = _np_dtype(dtype) if dtype is not None else _np_dtype(src.dtype)
-    if dev.device_type != kDLCPU:
-        return _device_empty(src.shape, target, dev).copyfrom(src)
     out = NDArray(_aligned(src.shape, target), dev)
     np.copyto(out._arr, src, casting="unsafe")
     return out
@@ -259,12 +244,5 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
 def from_dlpack(obj: Any) -> NDArray:
     """An NDArray sharing memory with a DLPack producer (numpy array, torch tensor, NDArray) or
     capsule. Non-contiguous and unaligned views are kept as they are (functions copy them)."""
-    if not _dlpack._is_capsule(obj) and hasattr(obj, "__dlpack_device__") and \
-            int(obj.__dlpack_device__()[0]) in _DEVICE_ARRAYS:  # device memory (CUDA): a view
-        import importlib
-
-        dev_type = int(obj.__dlpack_device__()[0])
-        return importlib.import_module(f"{__package__}.{_DEVICE_ARRAYS[dev_type]}").from_dlpack(
-            obj)
     arr, (dev_type, dev_id) = _dlpack.from_dlpack(obj)
     return NDArray(arr, Device(kDLCPU if dev_type == 3 else dev_type, dev_id))
