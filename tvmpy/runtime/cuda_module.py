@@ -32,14 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from . import gpu_plan
 from .device import Device
-from .evaluator import BenchmarkResult
-from .module import Module
-from .ndarray import NDArray, _np_dtype, _shape_tuple
+from .gpu_module import register_device_api
 
-__all__ = ["CUDAError", "CtypesDriver", "get_driver", "set_driver", "device_exists",
-           "CUDANDArray", "empty", "CUDAModule", "CUDAFunction", "pack_params", "device_arch"]
+__all__ = ["CUDAError", "CtypesDriver", "get_driver", "set_driver", "CUDAAPI", "CUDA_API",
+           "DeviceMemory", "pack_params"]
 
 kDLCUDA = 2
 CU_DEVICE_ATTRIBUTE = {"max_threads_per_block": 1, "max_shared_memory_per_block": 8,
@@ -230,176 +227,8 @@ def set_driver(driver: Any) -> Any:
     global _DRIVER, _DRIVER_ERROR
     with _DRIVER_LOCK:
         prev, _DRIVER, _DRIVER_ERROR = _DRIVER, driver, None
+        CUDA_API._reset()
         return prev
-
-
-def device_exists(dev_id: int) -> bool:
-    """Whether CUDA device ``dev_id`` can be used by this process."""
-    try:
-        return get_driver().device_count() > dev_id
-    except CUDAError:
-        return False
-
-
-def _driver_for(dev: Device) -> Any:
-    drv = get_driver()
-    n = drv.device_count()
-    if dev.device_id >= n:
-        raise CUDAError(f"no CUDA device: {dev} does not exist ({n} CUDA device(s) found)")
-    return drv
-
-
-def device_arch(dev: Device) -> str:
-    """'sm_90' for an H100: the device's compute capability."""
-    drv = _driver_for(dev)
-    a = CU_DEVICE_ATTRIBUTE
-    return (f"sm_{drv.device_attribute(dev.device_id, a['compute_capability_major'])}"
-            f"{drv.device_attribute(dev.device_id, a['compute_capability_minor'])}")
-
-
-# ---- arrays in device memory ---------------------------------------------------------------
-class CUDANDArray(NDArray):
-    """An NDArray in CUDA device memory (compact row-major); ``numpy()`` copies to the host."""
-
-    __slots__ = ("_dptr", "_shape", "_dtype", "_nbytes", "_owner", "_finalizer")
-
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, dev: Device, ptr: int | None = None,
-                 owner: Any = None):
-        drv = _driver_for(dev)
-        self._device = dev
-        self._shape = shape
-        self._dtype = np.dtype(dtype)
-        self._nbytes = int(np.prod(shape, dtype=np.int64)) * self._dtype.itemsize
-        self._owner = owner
-        if ptr is None:
-            ptr = drv.mem_alloc(dev.device_id, self._nbytes)
-            self._finalizer: Any = weakref.finalize(self, drv.mem_free, dev.device_id, ptr)
-        else:
-            self._finalizer = None
-        self._dptr = ptr
-        self._ptr = ptr
-        self._compact_aligned = True
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape
-
-    @property
-    def dtype(self) -> str:
-        return self._dtype.name
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self._shape, dtype=np.int64))
-
-    @property
-    def strides(self) -> None:
-        return None
-
-    @property
-    def is_contiguous(self) -> bool:
-        return True
-
-    def numpy(self) -> np.ndarray:
-        out = np.empty(self._shape, self._dtype)
-        if self._nbytes:
-            get_driver().memcpy_dtoh(self._device.device_id, out.ctypes.data, self._dptr,
-                                     self._nbytes)
-        return out
-
-    asnumpy = numpy
-
-    def copyfrom(self, source: Any) -> CUDANDArray:
-        if isinstance(source, CUDANDArray):
-            if source.shape != self.shape or source._dtype != self._dtype:
-                raise ValueError(f"copyfrom: array is {self.shape} {self.dtype}, source is "
-                                 f"{source.shape} {source.dtype}")
-            if self._nbytes:
-                get_driver().memcpy_dtod(self._device.device_id, self._dptr, source._dptr,
-                                         self._nbytes)
-            return self
-        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
-        if src.shape != self.shape:
-            raise ValueError(f"copyfrom: shape mismatch: array has shape {self.shape}, "
-                             f"source has {src.shape}")
-        host = np.ascontiguousarray(src.astype(self._dtype, copy=False))
-        if self._nbytes:
-            get_driver().memcpy_htod(self._device.device_id, self._dptr, host.ctypes.data,
-                                     self._nbytes)
-        return self
-
-    def copyto(self, target: Any) -> NDArray:
-        if isinstance(target, NDArray):
-            if isinstance(target, CUDANDArray):
-                return target.copyfrom(self)
-            return target.copyfrom(self.numpy())
-        from .ndarray import array
-
-        return array(self.numpy(), target)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        host = self.numpy()
-        host[key] = value.numpy() if isinstance(value, NDArray) else value
-        self.copyfrom(host)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
-
-    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        """A DLPack capsule of the device memory (torch.from_dlpack / cupy.from_dlpack). Work is
-        synchronous on the default stream, so every ``stream`` is already ordered."""
-        from . import dlpack
-
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError(f"__dlpack__: cannot export {self._device} memory to {dl_device}")
-        versioned = max_version is not None and tuple(max_version)[0] >= 1
-        return dlpack.device_capsule(self._dptr, self._shape, self._dtype, self,
-                                     self.__dlpack_device__(), versioned)
-
-    def same_as(self, other: Any) -> bool:
-        return isinstance(other, CUDANDArray) and other._dptr == self._dptr
-
-    def __repr__(self) -> str:
-        return f"<tvm.nd.NDArray shape={self.shape}, {self._device}>\n{self.numpy()!r}"
-
-    def __str__(self) -> str:
-        return str(self.numpy())
-
-    def __len__(self) -> int:
-        return self._shape[0] if self._shape else 0
-
-
-def empty(shape: Any, dtype: Any, dev: Device) -> CUDANDArray:
-    """An uninitialized array in the memory of CUDA device ``dev``."""
-    return CUDANDArray(_shape_tuple(shape), _np_dtype(dtype), dev)
-
-
-def from_dlpack(obj: Any) -> CUDANDArray:
-    """An array sharing the CUDA memory of a DLPack producer (a torch/cupy CUDA tensor),
-    which must be compact row-major (``.contiguous()`` first otherwise)."""
-    from . import dlpack
-
-    if hasattr(obj, "__dlpack__") and not dlpack._is_capsule(obj):
-        try:
-            obj = obj.__dlpack__(max_version=(1, 0))
-        except TypeError:  # producer predating DLPack 1.0
-            obj = obj.__dlpack__()
-    ptr, shape, strides, dtype, (_, dev_id), owner = dlpack.from_dlpack_device(obj, (kDLCUDA,))
-    if strides is not None:
-        compact, acc = [], 1
-        for n in reversed(shape):
-            compact.append(acc)
-            acc *= max(n, 1)
-        if any(n > 1 and s != c for n, s, c in zip(shape, strides, reversed(compact))):
-            raise BufferError(f"from_dlpack: the CUDA tensor is strided {strides}; make it "
-                              "contiguous first")
-    return CUDANDArray(shape, dtype, Device(kDLCUDA, dev_id), ptr=ptr, owner=owner)
 
 
 # ---- kernel arguments ----------------------------------------------------------------------
@@ -428,199 +257,198 @@ def pack_params(values: Sequence[tuple[str, Any]]) -> tuple[list[Any], Any]:
     return holders, arr
 
 
-# ---- modules -------------------------------------------------------------------------------
-class CUDAFunction:
-    """One host function of a CUDA module: evaluates its launch plan and launches the kernels."""
+# ---- the device API (runtime/gpu_module.py's protocol) -------------------------------------
+class DeviceMemory:
+    """One cuMemAlloc block; freed when the last reference goes (arrays hold it)."""
 
-    def __init__(self, module: CUDAModule, plan: Mapping[str, Any], dev: Device | None = None):
-        gpu_plan.check_plan(plan)
-        self.module = module
-        self.plan = plan
-        self.name = plan["name"]
-        self.device = dev or Device(kDLCUDA, 0)
+    __slots__ = ("ptr", "nbytes", "dev_id", "_free", "_owner", "__weakref__")
 
-    def _prepare(self, args: Sequence[Any]) -> list[tuple[Any, tuple, tuple, int, list]]:
-        params = self.plan["params"]
-        if len(args) != len(params):
-            raise TypeError(f"{self.name} takes {len(params)} arguments "
-                            f"({', '.join(p['name'] for p in params)}), got {len(args)}")
-        shapes, scalars, ptrs = [], [], {}
-        dev = None
-        for p, a in zip(params, args):
-            if p["kind"] == "buffer":
-                if not isinstance(a, CUDANDArray):
-                    raise TypeError(f"{self.name}: argument {p['name']} must be an NDArray on a "
-                                    f"CUDA device (tvm.nd.array(x, tvm.cuda(0))), got "
-                                    f"{type(a).__name__}"
-                                    + (f" on {a.device}" if isinstance(a, NDArray) else ""))
-                if dev is None:
-                    dev = a.device
-                elif a.device != dev:
-                    raise ValueError(f"{self.name}: arguments on different devices "
-                                     f"({dev} and {a.device})")
-                if a.dtype != p["dtype"]:
-                    raise TypeError(f"{self.name}: argument {p['name']} must be {p['dtype']}, "
-                                    f"got {a.dtype}")
-                shapes.append(a.shape)
-                scalars.append(None)
-                ptrs[p["name"]] = a._dptr
-            else:
-                if isinstance(a, NDArray) or not isinstance(a, (int, float, np.number, bool)):
-                    raise TypeError(f"{self.name}: argument {p['name']} must be a "
-                                    f"{p['dtype']} scalar, got {type(a).__name__}")
-                shapes.append(None)
-                scalars.append(float(a) if p["dtype"].startswith("float") else int(a))
-        try:
-            env = gpu_plan.bind_params(self.plan, shapes, scalars)
-        except gpu_plan.PlanError as err:
-            raise ValueError(str(err)) from None
-        dev = dev or self.device
-        launches = []
-        for ln in self.plan["launches"]:
-            grid, block, shared = gpu_plan.launch_values(ln, env)
-            vals: list[tuple[str, Any]] = []
-            for a in ln["args"]:
-                if "buffer" in a:
-                    vals.append(("handle", ptrs[a["buffer"]]))
-                else:
-                    vals.append((a["dtype"], gpu_plan.eval_expr(a["expr"], env)))
-            launches.append((ln["kernel"], grid, block, shared, vals))
-        self._dev = dev
-        return launches
+    def __init__(self, ptr: int, nbytes: int, dev_id: int, free: Callable[..., None] | None,
+                 owner: Any = None):
+        self.ptr, self.nbytes, self.dev_id, self._owner = ptr, nbytes, dev_id, owner
+        self._free = weakref.finalize(self, free, dev_id, ptr) if free is not None else None
 
-    def _launch(self, launches: Sequence[tuple[Any, tuple, tuple, int, list]]) -> None:
-        drv = get_driver()
-        for kernel, grid, block, shared, vals in launches:
-            if 0 in grid or 0 in block:
-                continue  # an empty iteration space (e.g. n = 0)
-            func = self.module._kernel(self._dev, kernel, shared)
-            holders, params = pack_params(vals)
-            drv.launch(self._dev.device_id, func, grid, block, shared, params)
-            del holders
+    def __int__(self) -> int:
+        return self.ptr
 
-    def __call__(self, *args: Any) -> None:
-        launches = self._prepare(args)
-        self._launch(launches)
-        get_driver().synchronize(self._dev.device_id)
-
-    def _device_time_evaluator(self, dev: Device, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0
-                       ) -> Callable[..., BenchmarkResult]:
-        """Seconds per call, measured with CUDA events around ``number`` back-to-back calls."""
-        if not isinstance(dev, Device) or dev.device_type != kDLCUDA:
-            raise ValueError(f"time_evaluator: {self.name} runs on a CUDA device, not on {dev}")
-
-        def evaluate(*args: Any) -> BenchmarkResult:
-            launches = self._prepare(args)
-            drv, d = get_driver(), self._dev.device_id
-            self._launch(launches)  # warm-up (loads the module, checks the launch)
-            drv.synchronize(d)
-            start, end = drv.event_create(d), drv.event_create(d)
-            results = []
-            try:
-                for r in range(repeat):
-                    if r and cooldown_interval_ms:
-                        time.sleep(cooldown_interval_ms / 1e3)
-                    n = number
-                    while True:
-                        drv.event_record(d, start)
-                        for _ in range(n):
-                            self._launch(launches)
-                        drv.event_record(d, end)
-                        ms = drv.event_elapsed_ms(d, start, end)
-                        if min_repeat_ms <= 0 or ms >= min_repeat_ms:
-                            break
-                        n = max(int(n * min_repeat_ms / max(ms, 1e-3)) + 1, int(n * 1.618))
-                    results.append(ms / 1e3 / n)
-            finally:
-                drv.event_destroy(d, start)
-                drv.event_destroy(d, end)
-            return BenchmarkResult(results)
-
-        return evaluate
+    def __repr__(self) -> str:
+        return f"<cuda memory 0x{self.ptr:x}, {self.nbytes} bytes, cuda({self.dev_id})>"
 
 
-class CUDAModule(Module):
-    """Device code (CUDA C source, PTX, cubins per arch) plus the launch plans of its host
-    functions. Loads onto a device on first call; constructing and exporting need no GPU.
-    ``export_library`` embeds :meth:`to_json` in the library's metadata (key "cuda");
-    ``load_module`` restores the module from it."""
+class CUDAProgram:
+    """A module loaded on one device, and its kernels by name."""
 
-    def __init__(self, source: str, ptx: bytes | None, cubins: Mapping[str, bytes],
-                 plans: Sequence[Mapping[str, Any]], kernels: Sequence[str] = (),
-                 sources: Mapping[str, str] | None = None):
-        super().__init__(None, {"functions": []}, type_key="cuda")
-        self.source = source
-        self.ptx = ptx
-        self.cubins = dict(cubins)
-        self.plans = {p["name"]: p for p in plans}
-        for p in plans:
-            gpu_plan.check_plan(p)
-        self.kernels = list(kernels)
-        self._sources = {"cu": source, **({"ptx": ptx.decode()} if ptx else {}),
-                         **dict(sources or {})}
-        self._loaded: dict[int, Any] = {}
-        self._kfuncs: dict[tuple[int, str], Any] = {}
+    def __init__(self, handle: Any, dev_id: int, arch: str):
+        self.handle, self.dev_id, self.arch = handle, dev_id, arch
+        self.kernels: dict[str, Any] = {}
+        self.dyn_shared: dict[str, int] = {}
+
+
+class CUDAAPI:
+    """Driver calls for CUDA devices (the device-API protocol of runtime/gpu_module.py)."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._meta["cuda"] = self.to_json()
+        self._reset()
 
-    def get_source(self, fmt: str = "") -> str:
-        key = {"": "cu", "cuda": "cu", "c": "cu"}.get(fmt or "", fmt)
-        if key not in self._sources:
-            raise ValueError(f"no {fmt!r} source in this CUDA module; available: "
-                             + ", ".join(self._sources))
-        return self._sources[key]
+    def _reset(self) -> None:
+        self._programs: dict[tuple[int, str], CUDAProgram] = {}
+        self._arch: dict[int, str] = {}
 
-    def function_names(self) -> list[str]:
-        return list(self.plans)
-
-    def _find(self, name: str) -> Any:
-        if name in self.plans:
-            return CUDAFunction(self, self.plans[name])
-        return super()._find(name)
-
-    def _all_names(self) -> list[str]:
-        return list(self.plans) + super()._all_names()
-
-    def _image_for(self, dev: Device) -> bytes:
-        arch = device_arch(dev)
-        if arch in self.cubins:
-            return self.cubins[arch]
-        if self.ptx is not None:
-            return self.ptx
-        raise CUDAError(f"this CUDA module has cubins for {', '.join(self.cubins) or 'no arch'} "
-                        f"and no PTX; {dev} is {arch}: build with target "
-                        f"'cuda -arch={arch}'")
-
-    def _kernel(self, dev: Device, name: str, shared: int) -> Any:
-        key = (dev.device_id, name)
-        f = self._kfuncs.get(key)
-        if f is not None:
-            return f
+    def _drv(self, dev_id: int) -> Any:
         drv = get_driver()
+        n = drv.device_count()
+        if not 0 <= dev_id < n:
+            raise CUDAError(f"no CUDA device: cuda({dev_id}) does not exist ({n} CUDA device(s) "
+                            "found)")
+        return drv
+
+    def exist(self, dev_id: int) -> bool:
+        try:
+            self._drv(dev_id)
+        except CUDAError:
+            return False
+        return True
+
+    def arch(self, dev_id: int) -> str:
+        """'sm_90' for an H100: the device's compute capability."""
+        a = self._arch.get(dev_id)
+        if a is None:
+            drv = self._drv(dev_id)
+            at = CU_DEVICE_ATTRIBUTE
+            a = (f"sm_{drv.device_attribute(dev_id, at['compute_capability_major'])}"
+                 f"{drv.device_attribute(dev_id, at['compute_capability_minor'])}")
+            self._arch[dev_id] = a
+        return a
+
+    def device_name(self, dev_id: int) -> str:
+        return str(self._drv(dev_id).device_name(dev_id))
+
+    # ---- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, dev_id: int) -> DeviceMemory:
+        drv = self._drv(dev_id)
+        return DeviceMemory(drv.mem_alloc(dev_id, int(nbytes)), int(nbytes), dev_id, drv.mem_free)
+
+    def to_host(self, mem: DeviceMemory, out: np.ndarray, dev_id: int) -> None:
+        assert out.flags.c_contiguous
+        get_driver().memcpy_dtoh(dev_id, out.ctypes.data, mem.ptr, out.nbytes)
+
+    def from_host(self, mem: DeviceMemory, arr: np.ndarray, dev_id: int) -> None:
+        host = np.ascontiguousarray(arr)
+        get_driver().memcpy_htod(dev_id, mem.ptr, host.ctypes.data, host.nbytes)
+
+    def copy(self, dst: DeviceMemory, src: DeviceMemory, nbytes: int, dev_id: int) -> None:
+        get_driver().memcpy_dtod(dev_id, dst.ptr, src.ptr, int(nbytes))
+
+    def sync(self, dev_id: int) -> None:
+        self._drv(dev_id).synchronize(dev_id)
+
+    # ---- code --------------------------------------------------------------------------------
+    def load(self, source: str, dev_id: int) -> CUDAProgram:
+        """CUDA C ``source`` compiled here with NVRTC for the device's arch (modules built by
+        tvm.build carry PTX/cubin and go through :meth:`load_binaries` instead)."""
+        from ..contrib import nvcc  # noqa: PLC0415  (a runtime-layer module: NVRTC via ctypes)
+
+        arch = self.arch(dev_id)
+        return self.load_binaries({arch: nvcc.compile_cuda(source, "cubin", arch)}, dev_id)
+
+    def load_binaries(self, binaries: Mapping[str, bytes], dev_id: int) -> CUDAProgram:
+        """Load the cubin for the device's arch when there is one, else the PTX (JIT-compiled
+        by the driver, which must be as new as the NVRTC that wrote it)."""
+        arch = self.arch(dev_id)
+        if arch in binaries:
+            image, kind = binaries[arch], arch
+        elif "ptx" in binaries:
+            image, kind = binaries["ptx"], "ptx"
+        else:
+            raise CUDAError(f"the module has cubins for {', '.join(sorted(binaries)) or 'nothing'} "
+                            f"and no PTX; cuda({dev_id}) is {arch}: build with target "
+                            f"'cuda -arch={arch}'")
+        image = image.encode() if isinstance(image, str) else bytes(image)
+        import hashlib
+
+        key = (dev_id, hashlib.sha256(image).hexdigest())
         with self._lock:
-            mod = self._loaded.get(dev.device_id)
-            if mod is None:
-                mod = drv.module_load(dev.device_id, self._image_for(dev))
-                self._loaded[dev.device_id] = mod
-            f = drv.module_function(dev.device_id, mod, name)
-            if shared > 48 * 1024:
-                drv.set_max_dynamic_shared(dev.device_id, f, shared)
-            self._kfuncs[key] = f
-        return f
+            prog = self._programs.get(key)
+            if prog is None:
+                try:
+                    handle = self._drv(dev_id).module_load(dev_id, image)
+                except CUDAError as err:
+                    hint = (" (PTX needs a driver at least as new as NVRTC "
+                            f"{'.'.join(map(str, _ptx_isa(image)))})" if kind == "ptx" else "")
+                    raise CUDAError(f"{err}: loading the {kind} image on cuda({dev_id}){hint}"
+                                    ) from None
+                prog = self._programs[key] = CUDAProgram(handle, dev_id, kind)
+        return prog
 
-    def to_json(self) -> dict:
-        """What export_library embeds (cubins base64-encoded)."""
-        import base64
+    def launch(self, program: CUDAProgram, name: str, grid: Sequence[int], block: Sequence[int],
+               shared_bytes: int, args: Sequence[Any], dev_id: int) -> None:
+        drv = get_driver()
+        func = program.kernels.get(name)
+        if func is None:
+            func = program.kernels[name] = drv.module_function(dev_id, program.handle, name)
+        if shared_bytes > 48 * 1024 and program.dyn_shared.get(name, 0) < shared_bytes:
+            drv.set_max_dynamic_shared(dev_id, func, shared_bytes)
+            program.dyn_shared[name] = shared_bytes
+        threads = int(block[0]) * int(block[1]) * int(block[2])
+        if threads > 1024:
+            raise ValueError(f"kernel {name}: block {tuple(block)} has {threads} threads; CUDA "
+                             "allows at most 1024 per block")
+        vals: list[tuple[str, Any]] = []
+        for a in args:
+            if isinstance(a, DeviceMemory):
+                vals.append(("handle", a.ptr))
+            elif isinstance(a, np.generic):
+                vals.append((a.dtype.name, a.item()))
+            else:
+                raise CUDAError(f"kernel {name}: cannot pass argument {a!r} "
+                                f"({type(a).__name__}); expected device memory or a numpy scalar")
+        holders, params = pack_params(vals)
+        drv.launch(dev_id, func, tuple(int(g) for g in grid), tuple(int(b) for b in block),
+                   int(shared_bytes), params)
+        del holders
 
-        return {"source": self.source, "ptx": self.ptx.decode() if self.ptx else None,
-                "cubins": {k: base64.b64encode(v).decode() for k, v in self.cubins.items()},
-                "plans": list(self.plans.values()), "kernels": self.kernels}
+    # ---- DLPack ------------------------------------------------------------------------------
+    def dlpack(self, arr: Any, versioned: bool) -> Any:
+        """A DLPack capsule of a CUDA array's memory (torch/cupy.from_dlpack)."""
+        from . import dlpack
 
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> CUDAModule:
-        import base64
+        return dlpack.device_capsule(arr._mem.ptr, tuple(arr.shape), np.dtype(arr.dtype), arr,
+                                     (kDLCUDA, arr.device.device_id), versioned)
 
-        return cls(d["source"], d["ptx"].encode() if d.get("ptx") else None,
-                   {k: base64.b64decode(v) for k, v in d.get("cubins", {}).items()},
-                   d["plans"], d.get("kernels", ()))
+    def from_dlpack(self, obj: Any) -> Any:
+        """An array sharing the CUDA memory of a DLPack producer (a torch/cupy CUDA tensor),
+        which must be compact row-major (``.contiguous()`` first otherwise)."""
+        from . import dlpack
+        from .gpu_module import DeviceNDArray
+
+        if hasattr(obj, "__dlpack__") and not dlpack._is_capsule(obj):
+            try:
+                obj = obj.__dlpack__(max_version=(1, 0))
+            except TypeError:  # producer predating DLPack 1.0
+                obj = obj.__dlpack__()
+        ptr, shape, strides, dtype, (_, dev_id), owner = dlpack.from_dlpack_device(obj, (kDLCUDA,))
+        if strides is not None:
+            acc, expect = 1, []
+            for n in reversed(shape):
+                expect.append(acc)
+                acc *= max(n, 1)
+            if any(n > 1 and s != e for n, s, e in zip(shape, strides, reversed(expect))):
+                raise BufferError(f"from_dlpack: the CUDA tensor has strides {strides}; make it "
+                                  "contiguous first")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        mem = DeviceMemory(ptr, nbytes, dev_id, None, owner)
+        return DeviceNDArray.wrap(mem, shape, dtype, Device(kDLCUDA, dev_id), self)
+
+
+def _ptx_isa(image: bytes) -> tuple[int, int]:
+    import re
+
+    m = re.search(rb"\.version\s+(\d+)\.(\d+)", image)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+CUDA_API = CUDAAPI()
+register_device_api(kDLCUDA, CUDA_API)
