@@ -51,10 +51,21 @@ class Device:
     @property
     def exist(self) -> bool:
         """True when this process can allocate memory and run code on the device."""
-        return self.device_type == kDLCPU and self.device_id == 0
+        if self.device_type == kDLCPU:
+            return self.device_id == 0
+        from .gpu_module import device_api
+
+        try:
+            return bool(device_api(self).exist(self.device_id))
+        except (ValueError, RuntimeError):
+            return False
 
     def sync(self) -> None:
         """Wait for queued work: a no-op on the CPU, where every call is synchronous."""
+        if self.device_type != kDLCPU:
+            from .gpu_module import device_api
+
+            device_api(self).sync(self.device_id)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Device) and self.device_type == other.device_type

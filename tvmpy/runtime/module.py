@@ -462,6 +462,10 @@ def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
         from .graph_executor import GraphExecutorFactory
 
         return GraphExecutorFactory._from_loaded(lib, meta, path)
+    if meta.get("type_key") == "gpu_host":  # an OpenCL/CUDA build: plan + device source
+        from .gpu_module import GPUHostModule
+
+        return GPUHostModule._from_meta(meta, path)
     mod = Module(lib, meta, meta.get("type_key", "library"), lib_path=path)
     for sub in meta.get("imports", []):
         mod.imported_modules.append(_module_from_meta(lib, sub, path))

@@ -35,6 +35,15 @@ def _check_device(dev: Any) -> Device:
     return dev
 
 
+def _accelerator(dev: Any) -> Device | None:
+    """``dev`` when it names a non-CPU device (memory from runtime/gpu_module.py), else None."""
+    if isinstance(dev, str):
+        dev = device(dev)
+    if isinstance(dev, Device) and dev.device_type != kDLCPU:
+        return dev
+    return None
+
+
 def _np_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
         return np.dtype(dt.from_numpy(dtype))
@@ -72,6 +81,7 @@ class NDArray:
     """An array on a device (``tvm.nd.array(np_array)``, ``tvm.nd.empty(shape, dtype)``)."""
 
     __slots__ = ("_arr", "_device", "_ptr", "_compact_aligned", "__weakref__")
+    _on_device = False  # runtime/gpu_module.py's DeviceNDArray: data in device memory
 
     def __init__(self, arr: np.ndarray, dev: Device | None = None):
         self._arr = arr
@@ -135,7 +145,10 @@ class NDArray:
 
     def copyfrom(self, source: Any) -> NDArray:
         """Copy ``source`` (NDArray, numpy array, nested lists) in; the shape must match."""
-        src = source._arr if isinstance(source, NDArray) else np.asarray(source)
+        if isinstance(source, NDArray):
+            src = source.numpy() if source._on_device else source._arr
+        else:
+            src = np.asarray(source)
         if src.shape != self.shape:
             raise ValueError(f"copyfrom: shape mismatch: array has shape {self.shape}, "
                              f"source has {src.shape}")
@@ -209,6 +222,11 @@ def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None
     remote = getattr(device if ctx is None else ctx, "_rpc_sess", None)
     if remote is not None:  # a device of an RPC session (tvmpy.rpc): allocated on its server
         return remote._nd_empty(shape, dtype, device if ctx is None else ctx)
+    accel = _accelerator(device if ctx is None else ctx)
+    if accel is not None:
+        from .gpu_module import device_empty
+
+        return device_empty(shape, dtype, accel)
     dev = _check_device(device if ctx is None else ctx)
     return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
 
@@ -220,9 +238,10 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
     remote = getattr(device if ctx is None else ctx, "_rpc_sess", None)
     if remote is not None:  # a device of an RPC session (tvmpy.rpc): copied to its server
         return remote._nd_array(arr, device if ctx is None else ctx, dtype)
-    dev = _check_device(device if ctx is None else ctx)
+    accel = _accelerator(device if ctx is None else ctx)
+    dev = accel or _check_device(device if ctx is None else ctx)
     if isinstance(arr, NDArray):
-        src = arr._arr
+        src = arr.numpy() if arr._on_device else arr._arr
     elif isinstance(arr, np.ndarray):
         src = arr
     elif hasattr(arr, "__dlpack__") and not isinstance(arr, (list, tuple)):
@@ -236,6 +255,10 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
         except ValueError as err:
             raise ValueError(f"nd.array: cannot make an array from {type(arr).__name__}: {err}") from None
     target = _np_dtype(dtype) if dtype is not None else _np_dtype(src.dtype)
+    if accel is not None:
+        from .gpu_module import device_array
+
+        return device_array(np.asarray(src, dtype=target), accel)
     out = NDArray(_aligned(src.shape, target), dev)
     np.copyto(out._arr, src, casting="unsafe")
     return out

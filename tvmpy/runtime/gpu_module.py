@@ -1,0 +1,445 @@
+"""GPU runtime pieces shared by OpenCL and CUDA: arrays in device memory, the device-API registry,
+and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JSON).
+
+- :class:`DeviceNDArray`: an ``NDArray`` whose data lives in device memory (``tvm.nd.array(x,
+  tvm.opencl(0))``, ``tvm.nd.empty(shape, dtype, dev)``); ``numpy()``/``copyfrom``/``copyto`` copy
+  both ways. ``nd.array``/``nd.empty`` reach it through :func:`device_api` for non-CPU devices.
+- a *device API* (``opencl_module.OpenCLAPI``; CUDA's ``cuda_module``) does the driver calls:
+  ``exist, alloc, to_host, from_host, copy, sync, load(source, dev_id), launch(program, name,
+  grid, block, shared_bytes, args, dev_id)``. Its module is imported on first use of its device
+  type, so the runtime imports no driver binding until a GPU is used.
+- :class:`GPUHostModule`: what ``tvm.build(..., target="opencl")`` returns; calling a function
+  checks the arguments (dtype, shape, device, like a CPU function), binds the shape vars, then
+  runs the plan's steps (lets, asserts, kernel launches with grid/block evaluated from the shape
+  vars). Host numpy arrays are accepted: copied in, and written ones copied back.
+  ``imported_modules[0]`` is the device module (``get_source()``: the kernel source);
+  ``export_library`` writes the plan and the source into the library's metadata and
+  ``load_module`` restores the module (no compiler needed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .device import Device, kDLCPU
+from .evaluator import BenchmarkResult
+from .function import _INT_RANGE, _Param
+from .module import Module
+from .ndarray import NDArray, _np_dtype, _shape_tuple
+
+__all__ = ["DeviceNDArray", "device_api", "register_device_api", "GPUHostModule", "GPUFunction",
+           "GPUDeviceModule"]
+
+_APIS: dict[int, Any] = {}
+
+
+def register_device_api(device_type: int, api: Any) -> None:
+    """Make ``api`` the driver of devices of DLPack type ``device_type``."""
+    _APIS[device_type] = api
+
+
+def device_api(dev: Device) -> Any:
+    """The device API of ``dev`` (its runtime module is imported on first use)."""
+    api = _APIS.get(dev.device_type)
+    if api is None:
+        if dev.device_type == 4:
+            from . import opencl_module  # noqa: F401  (registers itself)
+        api = _APIS.get(dev.device_type)
+    if api is None:
+        raise ValueError(f"no runtime for {dev} memory in this tvmpy (OpenCL: tvm.opencl(0))")
+    return api
+
+
+class DeviceNDArray(NDArray):
+    """An array in device memory. ``_arr`` is a zero-stride placeholder carrying shape and dtype."""
+
+    __slots__ = ("_mem", "_api", "_nbytes")
+    _on_device = True
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, dev: Device, api: Any):
+        holder = np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape),
+                                                 writeable=False)
+        super().__init__(holder, dev)
+        self._ptr = 0
+        self._compact_aligned = False
+        self._api = api
+        self._nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self._mem = api.alloc(self._nbytes, dev.device_id)
+
+    @property
+    def data_ptr(self) -> int:
+        raise ValueError(f"an array on {self._device} has no host address; use numpy()")
+
+    @property
+    def strides(self) -> None:
+        return None
+
+    @property
+    def is_contiguous(self) -> bool:
+        return True
+
+    def numpy(self) -> np.ndarray:
+        out = np.empty(self.shape, self._arr.dtype)
+        if self._nbytes:
+            self._api.to_host(self._mem, out, self._device.device_id)
+        return out
+
+    asnumpy = numpy
+
+    def copyfrom(self, source: Any) -> DeviceNDArray:
+        if isinstance(source, DeviceNDArray) and source._device == self._device:
+            if source.shape != self.shape or source.dtype != self.dtype:
+                raise ValueError(f"copyfrom: array is {self.shape} {self.dtype}, source is "
+                                 f"{source.shape} {source.dtype}")
+            if self._nbytes:
+                self._api.copy(self._mem, source._mem, self._nbytes, self._device.device_id)
+            return self
+        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self.shape:
+            raise ValueError(f"copyfrom: shape mismatch: array has shape {self.shape}, "
+                             f"source has {src.shape}")
+        host = np.ascontiguousarray(src, dtype=self._arr.dtype) if src.dtype == self._arr.dtype \
+            else np.ascontiguousarray(src.astype(self._arr.dtype))
+        if self._nbytes:
+            self._api.from_host(self._mem, host, self._device.device_id)
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        host = self.numpy()
+        host[key] = value.numpy() if isinstance(value, NDArray) else value
+        self.copyfrom(host)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        raise BufferError(f"DLPack export of {self._device} memory is not supported; use numpy()")
+
+    def same_as(self, other: Any) -> bool:
+        return isinstance(other, DeviceNDArray) and other._mem is self._mem
+
+    def __repr__(self) -> str:
+        return f"<tvm.nd.NDArray shape={self.shape}, {self._device}>\n{self.numpy()!r}"
+
+    def __str__(self) -> str:
+        return str(self.numpy())
+
+
+def device_empty(shape: Any, dtype: Any, dev: Device) -> DeviceNDArray:
+    return DeviceNDArray(_shape_tuple(shape), _np_dtype(dtype), dev, device_api(dev))
+
+
+def device_array(src: np.ndarray, dev: Device) -> DeviceNDArray:
+    out = device_empty(src.shape, src.dtype, dev)
+    return out.copyfrom(src)
+
+
+# ---- the launch plan ---------------------------------------------------------------------------
+def _truncdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_OPS: dict[str, Callable[..., Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
+    "truncdiv": _truncdiv, "truncmod": lambda a, b: a - b * _truncdiv(a, b),
+    "min": min, "max": max, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "and": lambda a, b: bool(a and b), "or": lambda a, b: bool(a or b),
+}
+
+
+def eval_expr(e: Any, env: dict[str, Any]) -> Any:
+    """Evaluate a plan expression (ints, names, {"float": x}, [op, operands...])."""
+    if isinstance(e, (int, float)):
+        return e
+    if isinstance(e, str):
+        return env[e]
+    if isinstance(e, dict):
+        return e["float"]
+    op = e[0]
+    if op == "select":
+        return eval_expr(e[2], env) if eval_expr(e[1], env) else eval_expr(e[3], env)
+    if op == "not":
+        return not eval_expr(e[1], env)
+    if op == "cast":
+        v = eval_expr(e[2], env)
+        return float(v) if e[1].startswith("float") else int(v)
+    return _OPS[op](eval_expr(e[1], env), eval_expr(e[2], env))
+
+
+class GPUFunction:
+    """One host function of a GPU module: checks arguments, then runs its launch plan."""
+
+    def __init__(self, entry: dict, module: GPUHostModule):
+        sig = entry["signature"]
+        self.name: str = entry["name"]
+        self.module = module
+        self.steps: list[dict] = entry["steps"]
+        self.params = [_Param(i, p) for i, p in enumerate(sig["params"])]
+        self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
+        self._names = ", ".join(p.name for p in self.params)
+
+    @property
+    def device(self) -> Device:
+        return Device(self.module.device_type, 0)
+
+    def __repr__(self) -> str:
+        return f"<tvmpy.runtime.GPUFunction {self.name}({self._names}) on {self.module.api_name}>"
+
+    def __call__(self, *args: Any) -> None:
+        state = self.prepare(args)
+        self.run(state)
+        self.finish(state)
+
+    # ---- arguments ---------------------------------------------------------------------------
+    def prepare(self, args: Sequence[Any]) -> dict:
+        """Check ``args``; return the call state (env, device buffers, copies to write back)."""
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name}() takes {len(self.params)} argument(s) ({self._names}), "
+                            f"got {len(args)}")
+        dtype = self.module.device_type
+        dev: Device | None = None
+        for p, a in zip(self.params, args):
+            if isinstance(a, NDArray) and a._device.device_type != kDLCPU:
+                if a._device.device_type != dtype or (dev is not None and a._device != dev):
+                    where = dev or Device(dtype, 0)
+                    raise ValueError(f"{self.name}: argument {p.name} is on {a._device}, but "
+                                     f"{self.name} runs on {where}")
+                dev = a._device
+        dev = dev or Device(dtype, 0)
+        env: dict[str, Any] = {}
+        bound: dict[str, str] = {}
+        bufs: dict[str, Any] = {}
+        writeback: list[tuple[np.ndarray, DeviceNDArray]] = []
+        for p, a in zip(self.params, args):
+            if p.kind == "scalar":
+                env[p.name] = self._scalar(p, a)
+                continue
+            if isinstance(a, NDArray) or isinstance(a, np.ndarray):
+                dt_name = a.dtype if isinstance(a, NDArray) else a.dtype.name
+            else:
+                raise TypeError(f"{self.name}: argument {p.name} must be a tvm.nd.NDArray or "
+                                f"numpy.ndarray of {p.dtype}, got {type(a).__name__}")
+            if dt_name != p.dtype:
+                raise ValueError(f"{self.name}: argument {p.name} must have dtype {p.dtype}, "
+                                 f"got {dt_name}")
+            self._bind_shape(p, tuple(a.shape), env, bound)
+            if isinstance(a, DeviceNDArray):
+                bufs[p.name] = a._mem
+            else:  # host memory: a device copy for the call
+                host = a.numpy() if isinstance(a, NDArray) else a
+                tmp = device_array(np.ascontiguousarray(host), dev)
+                bufs[p.name] = tmp._mem
+                if p.written:
+                    target = a._arr if isinstance(a, NDArray) else a
+                    if not target.flags.writeable:
+                        raise ValueError(f"{self.name}: argument {p.name} is written by the "
+                                         "kernel but the array passed is read-only")
+                    writeback.append((target, tmp))
+        for p, a in zip(self.params, args):  # composite dims, once every var is bound
+            if p.kind == "buffer" and p.has_expr:
+                for d, (dim, got) in enumerate(zip(p.dims, a.shape)):
+                    if dim.expr is not None:
+                        try:
+                            want = int(dim.expr(env))
+                        except (KeyError, ZeroDivisionError) as err:
+                            raise ValueError(f"{self.name}: cannot evaluate dim {dim.text} of "
+                                             f"{p.name}: {err!r}") from None
+                        if want != got:
+                            raise ValueError(f"{self.name}: argument {p.name} dim {d} must be "
+                                             f"{dim.text} = {want}, got {got}")
+        for name, dtype_name in self.shape_vars:
+            rng = _INT_RANGE.get(dtype_name)
+            if rng is not None and not rng[0] <= env[name] <= rng[1]:
+                raise ValueError(f"{self.name}: shape var {name}={env[name]} does not fit {dtype_name}")
+        return {"env": env, "bufs": bufs, "writeback": writeback, "dev": dev}
+
+    def _bind_shape(self, p: _Param, shape: tuple[int, ...], env: dict, bound: dict) -> None:
+        if shape == p.const_shape:
+            return
+        text = "(" + ", ".join(d.text for d in p.dims) + ")"
+        if len(shape) != len(p.dims):
+            raise ValueError(f"{self.name}: argument {p.name} must have {len(p.dims)} "
+                             f"dimension(s) {text}, got shape {shape}")
+        for d, (dim, got) in enumerate(zip(p.dims, shape)):
+            if dim.var is not None:
+                have = env.get(dim.var)
+                if have is None:
+                    env[dim.var] = got
+                    bound[dim.var] = f"argument {p.name} dim {d}"
+                elif have != got:
+                    raise ValueError(f"{self.name}: argument {p.name} dim {d} is {got}, but "
+                                     f"{dim.var}={have} from {bound.get(dim.var, 'a scalar')}")
+            elif dim.const is not None and got != dim.const:
+                raise ValueError(f"{self.name}: argument {p.name} must have shape {text}, "
+                                 f"got {shape} (dim {d})")
+
+    def _scalar(self, p: _Param, v: Any) -> Any:
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = v[()]
+        if p.range is not None:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{self.name}: argument {p.name} must be an integer ({p.dtype}), "
+                                f"got {type(v).__name__} {v!r}")
+            if not p.range[0] <= int(v) <= p.range[1]:
+                raise ValueError(f"{self.name}: argument {p.name}={v} does not fit {p.dtype}")
+            return int(v)
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{self.name}: argument {p.name} must be a number ({p.dtype}), "
+                            f"got {type(v).__name__} {v!r}")
+        return float(v)
+
+    # ---- running -----------------------------------------------------------------------------
+    def run(self, state: dict) -> None:
+        """Run the plan's steps (kernel launches are queued, not waited for)."""
+        env = dict(state["env"])
+        bufs, dev = state["bufs"], state["dev"]
+        api = self.module.api
+        program = self.module.device_module.program(dev)
+        for step in self.steps:
+            if "launch" in step:
+                grid = [int(eval_expr(x, env)) for x in step["grid"]]
+                block = [int(eval_expr(x, env)) for x in step["block"]]
+                if min(grid + block) < 0:
+                    raise ValueError(f"{self.name}: kernel {step['launch']} has a negative launch "
+                                     f"size (grid {grid}, block {block}) for {state['env']}")
+                if min(grid + block) == 0:
+                    continue  # empty iteration space
+                args = []
+                for a in step["args"]:
+                    if "buf" in a:
+                        args.append(bufs[a["buf"]])
+                    else:
+                        args.append(np.dtype(a["dtype"]).type(eval_expr(a["scalar"], env)))
+                api.launch(program, step["launch"], grid, block,
+                           int(eval_expr(step["shared"], env)), args, dev.device_id)
+            elif "let" in step:
+                env[step["let"]] = eval_expr(step["value"], env)
+            elif "assert" in step:
+                if not eval_expr(step["assert"], env):
+                    raise RuntimeError(f"{self.name} failed: {step['message']}")
+
+    def finish(self, state: dict) -> None:
+        """Copy host arguments the kernels wrote back (this waits for the kernels)."""
+        for target, tmp in state["writeback"]:
+            np.copyto(target, tmp.numpy())
+        if not state["writeback"]:
+            self.module.api.sync(state["dev"].device_id)
+
+
+class GPUDeviceModule(Module):
+    """The device code of a GPU module: kernel source, compiled per device on first use."""
+
+    def __init__(self, api_name: str, source: str, kernels: dict, lib_path: str | None = None):
+        meta = {"version": 1, "entry": "", "functions": [], "source": source, "kernels": kernels}
+        super().__init__(None, meta, api_name, sources={"cl" if api_name == "opencl" else api_name:
+                                                        source}, lib_path=lib_path)
+        self.source = source
+        self.kernel_params = kernels
+        self._programs: dict[int, Any] = {}
+
+    def program(self, dev: Device) -> Any:
+        prog = self._programs.get(dev.device_id)
+        if prog is None:
+            prog = device_api(dev).load(self.source, dev.device_id)
+            self._programs[dev.device_id] = prog
+        return prog
+
+    def _all_names(self) -> list[str]:
+        return list(self.kernel_params)
+
+
+class GPUHostModule(Module):
+    """Host functions of a GPU build: launch plans, with the device module imported."""
+
+    def __init__(self, api_name: str, plan: dict, entry: str, device_module: GPUDeviceModule,
+                 lib_path: str | None = None):
+        meta = {"version": 1, "entry": entry, "functions": [], "gpu_api": api_name, "plan": plan}
+        super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
+                         lib_path=lib_path)
+        self.api_name = api_name
+        self.device_type = {"opencl": 4, "cuda": 2}[api_name]
+        self.device = Device(self.device_type, 0)
+        self.plan = plan
+        self.device_module = device_module
+        self.imported_modules.append(device_module)
+        self._gpu_funcs = {e["name"]: e for e in plan["functions"]}
+
+    @classmethod
+    def create(cls, api_name: str, source: str, plan: dict, entry: str) -> GPUHostModule:
+        return cls(api_name, plan, entry, GPUDeviceModule(api_name, source, plan["kernels"]))
+
+    @classmethod
+    def _from_meta(cls, meta: dict, path: str) -> GPUHostModule:
+        dev_meta = next((m for m in meta.get("imports", []) if "source" in m), None)
+        if dev_meta is None:
+            raise ValueError(f"{path}: GPU module without its device code")
+        api = meta["gpu_api"]
+        devmod = GPUDeviceModule(api, dev_meta["source"], dev_meta.get("kernels", {}), path)
+        return cls(api, meta["plan"], meta.get("entry", ""), devmod, path)
+
+    @property
+    def api(self) -> Any:
+        return device_api(self.device)
+
+    def _find(self, name: str) -> Any:
+        entry = self._gpu_funcs.get(name)
+        if entry is None:
+            return None
+        f = self._funcs.get(name)
+        if f is None:
+            f = self._funcs[name] = GPUFunction(entry, self)  # type: ignore[assignment]
+        return f
+
+    def function_names(self) -> list[str]:
+        return list(self._gpu_funcs)
+
+    def _all_names(self) -> list[str]:
+        return list(self._gpu_funcs)
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       f_preproc: str = "") -> Callable[..., BenchmarkResult]:
+        """Seconds per call of ``func_name`` on ``dev``: each repeat queues ``number`` runs and
+        waits for the device before reading the clock."""
+        f = self.get_function(func_name)
+        if not isinstance(dev, Device) or dev.device_type != self.device_type:
+            raise ValueError(f"time_evaluator: {func_name} runs on {self.api_name} devices, "
+                             f"not on {dev}")
+        if f_preproc:
+            raise ValueError("time_evaluator: f_preproc is for CPU caches; not on a GPU")
+        for label, v in (("number", number), ("repeat", repeat)):
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"time_evaluator: {label} must be a positive int, got {v!r}")
+
+        def evaluate(*args: Any) -> BenchmarkResult:
+            state = f.prepare(args)
+            f.run(state)  # warm-up (builds the program)
+            api = self.api
+            api.sync(state["dev"].device_id)
+            n, results = int(number), []
+            for r in range(int(repeat)):
+                if r and cooldown_interval_ms:
+                    time.sleep(cooldown_interval_ms / 1e3)
+                while True:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        f.run(state)
+                    api.sync(state["dev"].device_id)
+                    elapsed = time.perf_counter() - t0
+                    if min_repeat_ms <= 0 or elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    n = max(int(min_repeat_ms / max(elapsed * 1e3 / n, 1e-6)) + 1, int(n * 1.618))
+                results.append(elapsed / n)
+            f.finish(state)
+            return BenchmarkResult(results)
+
+        return evaluate
