@@ -262,7 +262,8 @@ def _uses_float16(func: PrimFunc) -> bool:
     return found or any(dt.element_of(b.dtype) == "float16" for b in func.buffer_map.values())
 
 
-def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "") -> str:
+def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
+                 emitter: type[KernelEmitter] | None = None) -> str:
     """One source of ``dialect`` defining every kernel of ``funcs``."""
     helpers = HelperTable()
     names: set[str] = set()
@@ -276,7 +277,8 @@ def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "") -> s
         half = half or _uses_float16(f)
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
-    bodies = [KernelEmitter(f, dialect, helpers, set(names)).kernel() for f in funcs]
+    cls = emitter or KernelEmitter  # a dialect's subclass (CUDA: launch bounds, warp shuffles)
+    bodies = [cls(f, dialect, helpers, set(names)).kernel() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
     if half:
         parts.append(dialect.float16.strip())

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import threading
-import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
