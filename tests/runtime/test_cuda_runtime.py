@@ -6,8 +6,7 @@ import pytest
 
 import tvmpy as tvm
 from tvmpy.runtime import cuda_module as cuda
-
-from .cuda_fake import FakeDriver, view
+from tvmpy.testing.cuda_fake import FakeDriver, view
 
 
 def _add_kernel(drv, grid, block, shared, a, b, c, n):

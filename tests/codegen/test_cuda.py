@@ -1,0 +1,266 @@
+"""Target "cuda" without a GPU: the generated CUDA C, NVRTC -> PTX and ptxas -> cubin for sm_80 and
+sm_90 (so syntax, register and shared-memory errors fail here), the launch plan driving a fake
+driver (tvmpy/testing/cuda_fake.py), export/load, and the no-GPU errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te, tir
+from tvmpy.contrib import nvcc
+from tvmpy.runtime import cuda_module
+from tvmpy.testing.cuda_fake import FakeDriver, view
+from tvmpy.tir import expr as E
+
+RNG = np.random.default_rng(14)
+ELF = b"\x7fELF"
+
+
+def _bind_1d(s, stage, axis, factor):
+    bx, tx = s[stage].split(axis, factor=factor)
+    s[stage].bind(bx, te.thread_axis("blockIdx.x"))
+    s[stage].bind(tx, te.thread_axis("threadIdx.x"))
+
+
+def _dev_module(f):
+    return f.imported_modules[0]
+
+
+@pytest.fixture(scope="module")
+def add_exp():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: te.exp(A[i]) * B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    _bind_1d(s, C, C.op.axis[0], 64)  # 64 divides no size below: guards
+    return tvm.build(s, [A, B, C], target="cuda", name="add_exp")
+
+
+def test_elementwise_source_ptx_cubins(add_exp):
+    dm = _dev_module(add_exp)
+    src = dm.get_source()
+    assert ('extern "C" __global__ void __launch_bounds__(64) add_exp_kernel0(float* __restrict__ A, '
+            'float* __restrict__ B, float* __restrict__ C, int32_t n)') in src
+    assert "blockIdx.x" in src and "threadIdx.x" in src and "expf(" in src
+    assert "< n)" in src  # the guard of the partial last block
+    ptx = dm.get_source("ptx")
+    assert ".visible .entry add_exp_kernel0(" in ptx and ".target sm_80" in ptx
+    assert set(dm.binaries) == {"ptx", "sm_80", "sm_90"}
+    assert dm.binaries["sm_80"].startswith(ELF) and dm.binaries["sm_90"].startswith(ELF)
+    for arch in ("sm_80", "sm_90"):
+        info = dm.ptxas_info[arch]["add_exp_kernel0"]
+        assert info.arch == arch and 0 < info.registers <= 255 and info.spill_stores == 0
+
+
+def _emulate_add_exp(drv, grid, block, shared, a, b, c, n):
+    assert grid == ((n + 63) // 64, 1, 1) and block == (64, 1, 1) and shared == 0
+    view(c, n, "float32")[:] = np.exp(view(a, n, "float32")) * view(b, n, "float32") + 1.0
+
+
+@pytest.fixture
+def fake(add_exp):
+    _dev_module(add_exp)._programs.clear()  # loaded through an earlier test's driver
+    drv = FakeDriver({"add_exp_kernel0": (["handle"] * 3 + ["int32"], _emulate_add_exp)})
+    prev = cuda_module.set_driver(drv)
+    yield drv
+    cuda_module.set_driver(prev)
+
+
+@pytest.mark.parametrize("n", [1, 63, 1000])
+def test_launch_plan_on_fake_driver(add_exp, fake, n):
+    """The plan's grid for symbolic n, the argument order and packing, the cubin chosen."""
+    a, b = RNG.uniform(0.1, 1, n).astype("float32"), RNG.uniform(0.1, 1, n).astype("float32")
+    dev = tvm.cuda(0)
+    c = tvm.nd.empty((n,), "float32", dev)
+    add_exp(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), np.exp(a) * b + 1.0, rtol=1e-6)
+    assert fake.loaded == [_dev_module(add_exp).binaries["sm_90"]]
+    assert fake.launches[-1][4][3] == n
+    host_c = np.zeros(n, "float32")  # host arrays: copied in and back
+    add_exp(a, b, host_c)
+    np.testing.assert_allclose(host_c, np.exp(a) * b + 1.0, rtol=1e-6)
+
+
+def test_ptx_loaded_on_other_arch(add_exp, fake):
+    fake.arch = (8, 9)  # no sm_89 cubin: the PTX (compute_80) is JIT-compiled by the driver
+    a = tvm.nd.array(np.ones(5, "float32"), tvm.cuda(0))
+    add_exp(a, a, a)
+    assert fake.loaded == [_dev_module(add_exp).binaries["ptx"]]
+
+
+def test_no_gpu_errors(add_exp):
+    prev = cuda_module.set_driver(None)
+    try:
+        if cuda_module.CUDA_API.exist(0):
+            pytest.skip("a CUDA device is present")
+        assert not tvm.cuda(0).exist
+        with pytest.raises(RuntimeError, match="no CUDA device"):
+            add_exp(np.ones(3, "float32"), np.ones(3, "float32"), np.ones(3, "float32"))
+    finally:
+        cuda_module.set_driver(prev)
+
+
+def test_export_load_round_trip(add_exp, fake, tmp_path):
+    path = str(tmp_path / "add_exp.so")
+    add_exp.export_library(path)
+    m = tvm.runtime.load_module(path)
+    dm = _dev_module(m)
+    assert dm.binaries == _dev_module(add_exp).binaries  # PTX and cubins embedded
+    assert dm.get_source() == _dev_module(add_exp).get_source()
+    assert ".entry add_exp_kernel0" in dm.get_source("ptx")
+    x = RNG.uniform(0.1, 1, 70).astype("float32")
+    c = tvm.nd.empty((70,), "float32", tvm.cuda(0))
+    m(tvm.nd.array(x, tvm.cuda(0)), tvm.nd.array(x, tvm.cuda(0)), c)
+    np.testing.assert_allclose(c.numpy(), np.exp(x) * x + 1.0, rtol=1e-6)
+
+
+def _tiled_gemm(M, N, K, tile=8):
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bi, ii = s[C].split(i, factor=tile)
+    bj, jj = s[C].split(j, factor=tile)
+    s[C].reorder(bi, bj, ii, jj)
+    s[C].bind(bi, te.thread_axis("blockIdx.y"))
+    s[C].bind(bj, te.thread_axis("blockIdx.x"))
+    s[C].bind(ii, te.thread_axis("threadIdx.y"))
+    s[C].bind(jj, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], jj)
+    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=tile)
+    for S in (AA, BB):  # cooperative fetching: one element of each tile per thread
+        s[S].compute_at(s[CL], ko)
+        x, y = s[S].op.axis
+        s[S].bind(x, te.thread_axis("threadIdx.y"))
+        s[S].bind(y, te.thread_axis("threadIdx.x"))
+    return s, [A, B, C]
+
+
+def test_tiled_gemm_shared_memory_and_barriers():
+    s, args = _tiled_gemm(37, 29, 53)
+    f = tvm.build(s, args, target="cuda")
+    dm = _dev_module(f)
+    src = dm.get_source()
+    assert "__launch_bounds__(64)" in src
+    assert "__shared__ float A_shared[64];" in src and "__shared__ float B_shared[64];" in src
+    assert src.count("__syncthreads();") >= 2  # before reading the tiles, before overwriting
+    assert "threadIdx.y" in src and "blockIdx.y" in src
+    for arch in ("sm_80", "sm_90"):
+        info = next(iter(dm.ptxas_info[arch].values()))
+        assert info.shared_bytes == 2 * 64 * 4  # the two tiles, as ptxas counts them
+
+
+def test_vthread():
+    n = 256
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    bx, x = s[B].split(B.op.axis[0], factor=64)
+    vx, tx = s[B].split(x, nparts=4)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(vx, te.thread_axis("vthread"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, B], target="cuda")
+    src = _dev_module(f).get_source()
+    assert "vthread" not in src and "__launch_bounds__(16)" in src
+    assert src.count("B[") == 4  # four virtual threads, interleaved into one thread's code
+
+
+def test_warp_shuffles():
+    n = 128
+    A = te.placeholder((n,), name="A")
+    mask = E.Call("int32", "tir.tvm_warp_activemask", [])
+    B = te.compute((n,), lambda i: E.Call("float32", "tir.tvm_warp_shuffle_down",
+                                          [tir.const(-1, "int32"), A[i], 16, 32, 32])
+                   + E.Call("float32", "tir.tvm_warp_shuffle", [mask, A[i], 3, 32, 32]), name="B")
+    s = te.create_schedule(B.op)
+    _bind_1d(s, B, B.op.axis[0], 32)
+    f = tvm.build(s, [A, B], target="cuda")
+    src = _dev_module(f).get_source()
+    assert "__shfl_down_sync(-1, A[" in src and "__shfl_sync(__activemask(), A[" in src
+    assert "shfl.sync.down.b32" in _dev_module(f).get_source("ptx")
+
+
+def test_float16_and_math():
+    n = 100
+    H = te.placeholder((n,), name="H", dtype="float16")
+    X = te.placeholder((n,), name="X")
+    G = te.compute((n,), lambda i: H[i] * H[i] + tir.const(1.0, "float16"), name="G")
+    Y = te.compute((n,), lambda i: te.tanh(X[i]) + te.erf(X[i]) + te.sqrt(X[i]), name="Y")
+    s = te.create_schedule([G.op, Y.op])
+    _bind_1d(s, G, G.op.axis[0], 32)
+    _bind_1d(s, Y, Y.op.axis[0], 32)
+    f = tvm.build(s, [H, X, G, Y], target="cuda")
+    src = _dev_module(f).get_source()
+    assert "tvmpy_half" in src and "cvt.rn.f16.f32" in src
+    assert "tanhf(" in src and "erff(" in src and "sqrtf(" in src
+
+
+def test_fast_math_option():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: te.exp(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    _bind_1d(s, B, B.op.axis[0], 32)
+    precise = _dev_module(tvm.build(s, [A, B], target="cuda")).get_source("ptx")
+    with tvm.transform.PassContext(config={"cuda.fast_math": True}):
+        fast = _dev_module(tvm.build(s, [A, B], target="cuda")).get_source("ptx")
+    assert "ex2.approx.ftz.f32" in fast and fast != precise
+
+
+def test_target_arch_option():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    _bind_1d(s, B, B.op.axis[0], 32)
+    dm = _dev_module(tvm.build(s, [A, B], target="cuda -arch=sm_86"))
+    assert set(dm.binaries) == {"ptx", "sm_86"} and ".target sm_86" in dm.get_source("ptx")
+
+
+# ---- toolchain errors --------------------------------------------------------------------------
+_KERNEL = """extern "C" __global__ void k(float* __restrict__ a) {
+  __shared__ float s[SIZE];
+  s[threadIdx.x] = a[threadIdx.x];
+  __syncthreads();
+  a[threadIdx.x] = s[SIZE - 1 - threadIdx.x];
+}
+"""
+
+
+def test_nvrtc_error_has_log_and_excerpt():
+    with pytest.raises(nvcc.CompileError) as err:
+        nvcc.compile_cuda(_KERNEL.replace("SIZE", "32").replace("float* __r", "flot* __r"))
+    msg = str(err.value)
+    assert "NVRTC could not compile" in msg and 'identifier "flot" is undefined' in msg
+    assert '>    1 | extern "C" __global__ void k(flot*' in msg
+
+
+def test_ptxas_rejects_shared_memory_overuse():
+    ptx = nvcc.compile_cuda(_KERNEL.replace("SIZE", str(64 * 1024)), arch="sm_80")  # 256 KiB
+    with pytest.raises(nvcc.CompileError, match="too much shared data"):
+        nvcc.ptxas(ptx, "sm_80")
+    cubin, info = nvcc.ptxas(nvcc.compile_cuda(_KERNEL.replace("SIZE", "1024"), arch="sm_80"),
+                             "sm_90")
+    assert cubin.startswith(ELF) and info["k"].shared_bytes == 4096
+
+
+def test_ptxas_rejects_newer_ptx_target():
+    ptx = nvcc.compile_cuda(_KERNEL.replace("SIZE", "32"), arch="sm_90")
+    with pytest.raises(nvcc.CompileError, match="newer than the requested sm_80"):
+        nvcc.ptxas(ptx, "sm_80")
+
+
+def test_compile_cuda_arguments():
+    code = _KERNEL.replace("SIZE", "32")
+    assert nvcc.compile_cuda(code, "cubin", "sm_80").startswith(ELF)
+    with pytest.raises(ValueError, match="target_format"):
+        nvcc.compile_cuda(code, "fatbin")
+    with pytest.raises(ValueError, match="invalid CUDA arch"):
+        nvcc.compile_cuda(code, "ptx", "volta")
+    assert nvcc.get_target_compute_version("sm_90") == "9.0"
