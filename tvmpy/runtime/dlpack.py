@@ -220,14 +220,14 @@ def _is_capsule(obj: Any) -> bool:
 def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
     """Consume a DLPack producer (``__dlpack__``) or capsule; return a numpy view of its memory
     (owning the producer's tensor) and the (device_type, device_id) it lives on."""
-    return _from_dlpack(obj, (1, 3))  # type: ignore[return-value]
+    return _from_dlpack(obj, (1, 3))
 
 
 def from_dlpack_device(obj: Any, device_types: tuple[int, ...]) -> tuple[
         int, tuple[int, ...], tuple[int, ...] | None, np.dtype, tuple[int, int], Any]:
     """Consume a DLPack producer of device memory (e.g. a CUDA tensor, ``device_types=(2,)``):
     (data address, shape, element strides or None, dtype, device, owner of the tensor)."""
-    return _from_dlpack(obj, device_types, raw=True)  # type: ignore[return-value]
+    return _from_dlpack(obj, device_types, raw=True)
 
 
 def _from_dlpack(obj: Any, allowed: tuple[int, ...], raw: bool = False) -> tuple:

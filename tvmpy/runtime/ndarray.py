@@ -276,6 +276,6 @@ def from_dlpack(obj: Any) -> NDArray:
             api = device_api(accel)
             if not hasattr(api, "from_dlpack"):
                 raise BufferError(f"from_dlpack: {accel} memory cannot be imported")
-            return api.from_dlpack(obj)  # type: ignore[no-any-return]
+            return api.from_dlpack(obj)
     arr, (dev_type, dev_id) = _dlpack.from_dlpack(obj)
     return NDArray(arr, Device(kDLCPU if dev_type == 3 else dev_type, dev_id))
