@@ -57,6 +57,8 @@ class Dialect:
     prelude: str = ""
     float16: str = ""  # extra prelude when float16 is used; "" -> float16 is refused
     max_private_bytes: int = 16 * 1024
+    # kernel attribute stating the (constant) block size: {x} {y} {z} {n}; "" for none
+    launch_bounds: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def index_expr(self, tag: str) -> str:
@@ -150,7 +152,12 @@ class KernelEmitter(FunctionEmitter):
         self.stmt(f.body)
         body = self.lines
         decls = ["  " + x for x in self.kernel_decls]
-        head = f"{d.kernel_prefix} {f.name}({', '.join(params) or 'void'}) {{"
+        prefix = d.kernel_prefix
+        ext = [self.block_extents.get(f"threadIdx.{a}", E.IntImm("int32", 1)) for a in "xyz"]
+        if d.launch_bounds and all(E.is_const_int(e) for e in ext):
+            x, y, z = (int(e.value) for e in ext)
+            prefix += " " + d.launch_bounds.format(x=x, y=y, z=z, n=x * y * z)
+        head = f"{prefix} {f.name}({', '.join(params) or 'void'}) {{"
         return "\n".join([head, *decls, *body, "}"])
 
     # ---- statements --------------------------------------------------------------------------
@@ -360,6 +367,19 @@ class _PlanBuilder:
             self.steps.append({"assert": self.expr(s.condition), "message": msg})
             self.stmt(s.body)
         elif isinstance(s, S.AttrStmt):
+            self.stmt(s.body)
+        elif isinstance(s, S.Allocate) and (s.buffer.scope or "global") == "global":
+            buf = s.buffer  # an intermediate between kernels: device memory for the call
+            name, k = sanitize(buf.name), 1
+            while name in self.taken:
+                name, k = f"{sanitize(buf.name)}_{k}", k + 1
+            self.taken.add(name)
+            size: Any = 1
+            for d in buf.shape:
+                size = ["*", size, self.expr(d)]
+            self.steps.append({"alloc": name, "dtype": dt.element_of(buf.dtype),
+                               "lanes": dt.lanes_of(buf.dtype), "size": size})
+            self.names[id(buf.data)] = {"buf": name}
             self.stmt(s.body)
         elif isinstance(s, S.Evaluate):
             v = s.value

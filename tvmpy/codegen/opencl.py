@@ -45,6 +45,7 @@ OPENCL = Dialect(
              "global": "barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);",
              "warp": "barrier(CLK_LOCAL_MEM_FENCE);"},
     prelude=_prelude(),
+    launch_bounds="__attribute__((reqd_work_group_size({x}, {y}, {z})))",
     float16="#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define _Float16 half",
 )
 

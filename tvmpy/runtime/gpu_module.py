@@ -208,6 +208,7 @@ class GPUFunction:
         self.params = [_Param(i, p) for i, p in enumerate(sig["params"])]
         self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
         self._names = ", ".join(p.name for p in self.params)
+        self._scratch: dict[tuple[str, int], tuple[int, Any]] = {}
 
     @property
     def device(self) -> Device:
@@ -323,7 +324,7 @@ class GPUFunction:
     def run(self, state: dict) -> None:
         """Run the plan's steps (kernel launches are queued, not waited for)."""
         env = dict(state["env"])
-        bufs, dev = state["bufs"], state["dev"]
+        bufs, dev = dict(state["bufs"]), state["dev"]
         api = self.module.api
         program = self.module.device_module.program(dev)
         for step in self.steps:
@@ -343,6 +344,16 @@ class GPUFunction:
                         args.append(np.dtype(a["dtype"]).type(eval_expr(a["scalar"], env)))
                 api.launch(program, step["launch"], grid, block,
                            int(eval_expr(step["shared"], env)), args, dev.device_id)
+            elif "alloc" in step:  # an intermediate buffer, alive until the next call
+                count = int(eval_expr(step["size"], env)) * int(step.get("lanes", 1))
+                if count < 0:
+                    raise ValueError(f"{self.name}: buffer {step['alloc']} has negative size {count}")
+                nbytes = count * np.dtype(step["dtype"]).itemsize
+                key = (step["alloc"], dev.device_id)
+                held = self._scratch.get(key)
+                if held is None or held[0] < nbytes:  # grown as needed, reused across calls
+                    held = self._scratch[key] = (nbytes, api.alloc(nbytes, dev.device_id))
+                bufs[step["alloc"]] = held[1]
             elif "let" in step:
                 env[step["let"]] = eval_expr(step["value"], env)
             elif "assert" in step:
@@ -427,7 +438,7 @@ class GPUHostModule(Module):
     def api(self) -> Any:
         return device_api(self.device)
 
-    def _find(self, name: str) -> Any:
+    def _find(self, name: str) -> Any:  # a GPUFunction (duck-typed as a Function)
         entry = self._gpu_funcs.get(name)
         if entry is None:
             return None
@@ -447,7 +458,9 @@ class GPUHostModule(Module):
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """Seconds per call of ``func_name`` on ``dev``: each repeat queues ``number`` runs and
         waits for the device before reading the clock."""
-        f = self.get_function(func_name)
+        self.get_function(func_name)  # AttributeError naming the known functions
+        f = self._find(func_name)
+        assert isinstance(f, GPUFunction)
         if not isinstance(dev, Device) or dev.device_type != self.device_type:
             raise ValueError(f"time_evaluator: {func_name} runs on {self.api_name} devices, "
                              f"not on {dev}")

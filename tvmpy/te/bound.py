@@ -368,7 +368,8 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         consumers = view.consumers.get(st, [])
         encl = view.enclosing(st)
         _check_consumers_in_scope(view, st, consumers, encl)
-        fixed = {id(iv.var) for a, iv in encl if not _need_relax(a, iv, st.scope or "global")}
+        scope = storage_scope(st, encl)
+        fixed = {id(iv.var) for a, iv in encl if not _need_relax(a, iv, scope)}
         whole = not consumers or st.is_output or (not encl and id(st) in args)
         regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
         for d, iv in enumerate(op.axis):
@@ -380,6 +381,20 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         for leaf in st.leaf_iter_vars:
             b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
     return b
+
+
+def storage_scope(st: Stage, encl: Sequence[tuple[Stage, IterVar]]) -> str:
+    """The stage's storage scope: its ``set_scope``, else (TVM's InferStorageScope) "local"
+    when it is attached inside a threadIdx-bound loop, "shared" inside a blockIdx-bound one,
+    "global" otherwise."""
+    if st.scope:
+        return st.scope
+    rank = -1
+    for a, iv in encl:
+        attr = a.iter_var_attrs.get(iv)
+        if attr is not None and attr.bind_thread is not None:
+            rank = max(rank, _THREAD_RANK.get(attr.bind_thread.thread_tag.split(".")[0], -1))
+    return {1: "local", 0: "shared"}.get(rank, "global")
 
 
 _STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}

@@ -306,12 +306,8 @@ class Stage:
             raise TypeError(f"bind: expected a te.thread_axis, got {thread_ivar!r}")
         if iv.iter_type == IterVar.CommReduce and not thread_ivar.thread_tag.startswith("threadIdx"):
             raise ValueError(f"bind: cannot bind the reduction axis {_ivname(iv)} to {thread_ivar.thread_tag}")
-        if iv.iter_type == IterVar.CommReduce:
-            raise NotImplementedError(
-                f"bind: binding the reduction axis {_ivname(iv)} to {thread_ivar.thread_tag} needs a "
-                "cross-thread reduction (TVM's tvm_thread_allreduce), which comes with GPU code "
-                "generation; bind a data-parallel axis instead (after s.rfactor, an axis of the "
-                "rfactor stage)")
+        # a reduction axis bound to threadIdx: a cross-thread reduction, lowered for GPU
+        # targets by tir.transform.LowerThreadAllreduce (CPU targets run it as a loop)
         for other, a in self.iter_var_attrs.items():
             if a.bind_thread is thread_ivar and other is not iv:
                 raise ValueError(f"bind: {thread_ivar.thread_tag} is already bound to {_ivname(other)} "

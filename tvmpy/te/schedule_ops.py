@@ -51,6 +51,7 @@ from .bound import (
     is_zero_extent,
     pass_up_bound_check,
     pass_up_index,
+    storage_scope,
 )
 from .schedule import INLINE, Schedule, Stage
 from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor
@@ -239,7 +240,7 @@ class Lowering:
             self.offsets[id(st)] = [r.min for r in rng]
             shape = [r.extent for r in rng]
             strides = _aligned_strides(shape, st.align) if st.align else ()
-            scope = st.scope or "global"
+            scope = storage_scope(st, self.view.enclosing(st))
             for k in range(op.num_outputs):
                 t = op.output(k)
                 self.buffers[(id(st), k)] = Buffer(Var(t.name, "handle"), t.dtype, shape, strides, 0,

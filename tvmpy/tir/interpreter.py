@@ -54,6 +54,7 @@ from ..ir.node import structural_equal
 from ..runtime.device import Device
 from ..runtime.module import Module
 from . import expr as E
+from . import interpreter_gpu as _gpu
 from . import stmt as S
 from .buffer import Buffer
 from .function import PrimFunc
@@ -407,6 +408,10 @@ class _Compiler(Functor):
             return self._address_of(e)
         if op == "type_annotation":
             return lambda env: None
+        if op == _gpu.SYNC_OP:
+            return self._sync(e)
+        if op == "tir.gpu_launch":
+            return self._launch(e)
         args = [self.expr(a) for a in e.args]
         if op == "reinterpret":
             npd = None if dt.is_handle(e.dtype) else _np(e.dtype)
@@ -434,6 +439,33 @@ class _Compiler(Functor):
                 return lambda env: fn3(args[0](env))
             return lambda env: fn3(args[0](env), args[1](env))
         raise NotImplementedError(f"interpreter: unknown intrinsic {op!r} in {e}")
+
+    def _sync(self, e: E.Call) -> ExprFn:
+        zero = np.int32(0)
+
+        def sync(env: Env) -> Any:
+            if _MASK in env and env[_MASK] is not None:
+                raise RuntimeError("tir.tvm_storage_sync inside a vector lane mask")
+            barrier = env.get(_gpu.BARRIER_KEY)
+            if barrier is not None:
+                barrier()
+            return zero
+
+        return sync
+
+    def _launch(self, e: E.Call) -> ExprFn:
+        name = e.args[0].value if isinstance(e.args[0], E.StringImm) else str(e.args[0])
+        args = [self.expr(a) for a in e.args[8:]]
+        zero = np.int32(0)
+
+        def launch(env: Env) -> Any:
+            kernels = env.get(_gpu.LAUNCH_KEY) or {}
+            if name not in kernels:
+                raise RuntimeError(f"tir.gpu_launch: no kernel {name!r} in the module")
+            kernels[name]([a(env) for a in args])
+            return zero
+
+        return launch
 
     def _float_unary(self, op: str, a: ExprFn, npd: np.dtype) -> ExprFn:
         one = npd.type(1)
@@ -570,6 +602,10 @@ class _Compiler(Functor):
         return check
 
     def s_AttrStmt(self, s: S.AttrStmt) -> StmtFn:
+        if s.attr_key == "thread_extent":
+            kernel = _gpu.kernel_chain(s)
+            if kernel is not None:
+                return self._kernel(s, *kernel)
         if s.attr_key in ("thread_extent", "virtual_thread"):
             iv = s.node
             var = iv.var if isinstance(iv, E.IterVar) else iv
@@ -577,6 +613,20 @@ class _Compiler(Functor):
                 raise TypeError(f"{s.attr_key} attribute needs an IterVar node, got {iv!r}")
             return self._serial_loop(var, E.const(0, var.dtype), s.value, self.stmt(s.body))
         return self.stmt(s.body)
+
+    def _kernel(self, s: S.AttrStmt, chain: list, body_s: S.Stmt, has_sync: bool) -> StmtFn:
+        serial = self._serial_loop(s.node.var, E.const(0, s.node.var.dtype), s.value,
+                                   self.stmt(s.body))
+        extents = [self.expr(a.value) for a in chain]
+        body = self.stmt(body_s)
+
+        def kernel(env: Env) -> None:
+            if _gpu.KERNEL_KEY in env:  # inside another kernel: the serial-loop meaning
+                serial(env)
+                return
+            _gpu.run_kernel(env, chain, [x(env) for x in extents], body, has_sync, _to_int)
+
+        return kernel
 
     def s_IfThenElse(self, s: S.IfThenElse) -> StmtFn:
         cond, then = self.expr(s.condition), self.stmt(s.then_case)
@@ -625,6 +675,7 @@ class _Compiler(Functor):
         strides = [self.expr(x) for x in b.strides]
         body = self.stmt(s.body)
         name = b.name
+        scope, key = b.scope, id(s)
 
         def alloc(env: Env) -> None:
             dims = [_to_int(x(env)) for x in shape]
@@ -635,7 +686,14 @@ class _Compiler(Functor):
                 st = [_to_int(x(env)) for x in strides]
                 size = max(size, 1 + sum((d - 1) * x for d, x in zip(dims, st)), dims[0] * st[0])
             old = env.get(k)
-            env[k] = _poison(npd, size)
+            shared = env.get(_gpu.KERNEL_KEY) if scope == "shared" else None
+            if shared is not None:  # one memory per block
+                mem = shared.get(key)
+                if mem is None or mem.size != size:
+                    mem = shared[key] = _poison(npd, size)
+                env[k] = mem
+            else:
+                env[k] = _poison(npd, size)
             try:
                 body(env)
             finally:
@@ -1222,14 +1280,30 @@ def _scalar_arg(p: E.Var, a: Any) -> Any:
     return _np(p.dtype).type(a)
 
 
-def run(func: PrimFunc, args: Sequence[Any]) -> None:
+def _kernel_runner(kernel: PrimFunc) -> Callable[[list], None]:
+    body = _compile(kernel)
+
+    def launch(values: list) -> None:
+        if len(values) != len(kernel.params):
+            raise RuntimeError(f"tir.gpu_launch of {kernel.name}: {len(values)} arguments for "
+                               f"{len(kernel.params)} parameters")
+        body({id(p): v for p, v in zip(kernel.params, values)})
+
+    return launch
+
+
+def run(func: PrimFunc, args: Sequence[Any], kernels: Sequence[PrimFunc] = ()) -> None:
     """Execute ``func`` on ``args`` (arrays for buffer parameters, numbers for scalars).
-    Arrays are modified in place (objects that are not numpy arrays are written back)."""
+    Arrays are modified in place (objects that are not numpy arrays are written back).
+    ``kernels``: the device kernels that ``tir.gpu_launch`` calls in ``func`` may name (a host
+    function after SplitHostDevice)."""
     if not isinstance(func, PrimFunc):
         raise TypeError(f"run expects a tir.PrimFunc, got {type(func).__name__}")
     comp = _Compiler()
     body = _compile(func)
     env, writebacks = _bind_args(func, list(args), comp)
+    if kernels:
+        env[_gpu.LAUNCH_KEY] = {k.name: _kernel_runner(k) for k in kernels}
     with np.errstate(all="ignore"):
         try:
             body(env)
@@ -1243,20 +1317,21 @@ class InterpFunction:
     """One interpreted PrimFunc with the calling protocol of ``runtime.Function`` (call,
     ``prepare`` + raw call), so that the runtime's ``time_evaluator`` times it."""
 
-    def __init__(self, func: PrimFunc, device: Device):
+    def __init__(self, func: PrimFunc, device: Device, kernels: Sequence[PrimFunc] = ()):
         self.name = func.name
         self.device = device
         self.func = func
+        self.kernels = list(kernels)
 
     def __call__(self, *args: Any) -> None:
-        run(self.func, args)
+        run(self.func, args, self.kernels)
 
     def prepare(self, args: Sequence[Any]) -> tuple[tuple[Any, ...], list]:
         """Arguments are bound (and written back) by each call: nothing to prepare."""
         return tuple(args), []
 
     def _cfunc(self, *args: Any) -> int:
-        run(self.func, args)
+        run(self.func, args, self.kernels)
         return 0
 
     def _raise_error(self, rc: int) -> None:  # run() raises itself; never reached
@@ -1271,7 +1346,10 @@ class InterpModule(Module):
     looked up and timed (``time_evaluator``) like compiled ones; there is no code to export."""
 
     def __init__(self, funcs: Sequence[PrimFunc], entry: str | None = None):
-        self.functions: dict[str, PrimFunc] = {f.name: f for f in funcs}
+        # device kernels (SplitHostDevice's) are launched by host functions, not called
+        self.kernels = [f for f in funcs if f.attrs.get("calling_conv") == "device_kernel"]
+        self.functions: dict[str, PrimFunc] = {f.name: f for f in funcs
+                                               if f.attrs.get("calling_conv") != "device_kernel"}
         self._interp_funcs: dict[str, InterpFunction] = {}
         if not self.functions:
             raise ValueError("InterpModule needs at least one function")
@@ -1282,7 +1360,8 @@ class InterpModule(Module):
     def _find(self, name: str) -> InterpFunction | None:  # type: ignore[override]
         f = self._interp_funcs.get(name)
         if f is None and name in self.functions:
-            f = self._interp_funcs[name] = InterpFunction(self.functions[name], self.device)
+            f = self._interp_funcs[name] = InterpFunction(self.functions[name], self.device,
+                                                          self.kernels)
         return f
 
     def _all_names(self) -> list[str]:
@@ -1303,7 +1382,13 @@ class InterpModule(Module):
 
 
 def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any = None) -> InterpModule:
-    """An :class:`InterpModule` running ``funcs`` (``tvm.build(..., target="interp")``)."""
+    """An :class:`InterpModule` running ``funcs`` (``tvm.build(..., target="interp")``); an
+    IRModule of host functions and device kernels (``tvmpy.driver.lower_gpu``) runs the
+    kernels with the GPU semantics of :mod:`tvmpy.tir.interpreter_gpu`."""
+    from ..ir.module import IRModule
+
+    if isinstance(funcs, IRModule):
+        funcs = [f for f in funcs.functions.values() if isinstance(f, PrimFunc)]
     if isinstance(funcs, PrimFunc):
         funcs = [funcs]
     funcs = list(funcs)

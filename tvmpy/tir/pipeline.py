@@ -70,18 +70,22 @@ def builtin_phases(target: Any = None) -> list[list[Pass]]:
 
 
 def gpu_phases(target: Any) -> list[list[Pass]]:
-    """The phases for a GPU target: the CPU phases plus UnifyThreadBinding (each thread tag
-    once at a kernel's top, shared allocations hoisted there) before LoopPartition, and
-    ThreadSync("shared") and LowerThreadAllreduce before the final Simplify. SplitHostDevice
+    """The phases for a GPU target: the CPU phases plus LowerThreadAllreduce (cross-thread
+    reductions as shared-memory trees) before LoopPartition, UnifyThreadBinding (each thread tag
+    once at a kernel's top, shared allocations hoisted there) after InjectVirtualThread (which
+    must see shared allocations inside the vthread to replicate them, and LoopPartition, which
+    must not split loops at thread-dependent points), and
+    ThreadSync("shared") before the final Simplify. SplitHostDevice
     and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
     from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
 
     return [
         [],
         [StorageFlatten(), Simplify()],
-        [UnifyThreadBinding(), LoopPartition(), Simplify(), VectorizeLoop(),
-         InjectVirtualThread(), InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
-        [LowerThreadAllreduce(target), ThreadSync("shared"), Simplify(), RemoveNoOp(),
+        [LowerThreadAllreduce(target), LoopPartition(), Simplify(), VectorizeLoop(),
+         InjectVirtualThread(), UnifyThreadBinding(), InjectDoubleBuffer(), StorageRewrite(),
+         UnrollLoop()],
+        [ThreadSync("shared"), Simplify(), RemoveNoOp(),
          LowerIntrin(target)],
     ]
 

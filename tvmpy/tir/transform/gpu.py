@@ -207,7 +207,9 @@ class _State:
         return _State(self.r, self.w)
 
     def conflicts(self, r: set[int], w: set[int]) -> bool:
-        return bool(r & self.w) or bool(w & self.r) or bool(w & self.w)
+        # read after write, write after read (write after write without a read between:
+        # no thread depends on the order)
+        return bool(r & self.w) or bool(w & self.r)
 
 
 class _Syncer:

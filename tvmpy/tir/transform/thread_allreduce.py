@@ -1,11 +1,251 @@
-"""LowerThreadAllreduce's rewriting (see :mod:`tvmpy.tir.transform.gpu`)."""
+"""LowerThreadAllreduce's rewriting (see :mod:`tvmpy.tir.transform.gpu`).
+
+te lowers a reduction axis bound to ``threadIdx.*`` as the update ``X[idx] = X[idx] op v``
+inside that thread attribute, with ``idx`` free of the thread index (the serial-loop meaning).
+On a GPU the threads would race on ``X[idx]``; here, inside a thread attribute ``T`` of extent
+``E`` (a constant) with group offset ``g`` (the linear index of the enclosing threadIdx
+attributes of other tags, ``G`` groups):
+
+    acc = allocate((1,), local); acc[0] = identity
+    <T's body with X[idx] read and written as acc[0]>      # each thread's partial value
+    red = allocate((G * E,), shared)
+    red[g*E + T] = acc[0]
+    if T < s and T + s < E: red[g*E + T] = red[g*E + T] op red[g*E + T + s]   for s = P/2 .. 1
+    if T == 0: X[idx] = X[idx] op red[g*E]
+
+(P: E rounded up to a power of two). ThreadSync("shared") then puts a barrier before each tree
+step. ``op``: ``+ * min max``; a store predicate on ``T`` (``set_store_predicate(tx == 0)``) is
+dropped (thread 0 writes the result). Warp shuffles (``tir.tvm_warp_shuffle``) are not emitted:
+the shared-memory tree is used on every target.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ...ir.node import structural_equal
+from .. import expr as E
+from .. import stmt as S
+from ..buffer import Buffer
 from ..function import PrimFunc
+from ..functor import Mutator, post_order_visit
+
+_OPS = (E.Add, E.Mul, E.Min, E.Max)
+
+
+def _identity(op: type, dtype: str) -> E.PrimExpr:
+    if op is E.Add:
+        return E.const(0, dtype)
+    if op is E.Mul:
+        return E.const(1, dtype)
+    info = np.finfo(dtype) if "float" in dtype else np.iinfo(dtype)
+    return E.const(info.min if op is E.Max else info.max, dtype)
+
+
+def _uses(node: Any, var: E.Var) -> bool:
+    hit: list[int] = []
+    post_order_visit(node, lambda n: hit.append(1) if n is var else None)
+    return bool(hit)
+
+
+def _tag(s: Any) -> str:
+    return s.node.thread_tag if isinstance(s, S.AttrStmt) and isinstance(s.node, E.IterVar) else ""
+
+
+class _Candidate:
+    def __init__(self, store: S.BufferStore, op: type, conds: list[E.PrimExpr]):
+        self.store = store
+        self.op = op
+        self.conds = conds  # the enclosing conditions free of the thread index
+
+
+def _match(st: S.BufferStore) -> tuple[type, E.PrimExpr] | None:
+    v = st.value
+    if not isinstance(v, _OPS):
+        return None
+    for a, b in ((v.a, v.b), (v.b, v.a)):
+        if isinstance(a, E.BufferLoad) and a.buffer.data is st.buffer.data and structural_equal(
+                a.indices, st.indices):
+            return type(v), b
+    return None
+
+
+def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
+    """Updates in ``body`` of a global/any-scope element whose index is free of ``tvar`` and of
+    every variable defined inside ``body``."""
+    inner: set[int] = set()
+
+    def defs(n: Any) -> None:
+        if isinstance(n, S.For):
+            inner.add(id(n.loop_var))
+        elif isinstance(n, (S.LetStmt, E.Let)):
+            inner.add(id(n.var))
+        elif isinstance(n, S.AttrStmt) and isinstance(n.node, E.IterVar):
+            inner.add(id(n.node.var))
+
+    post_order_visit(body, defs)
+    out: list[_Candidate] = []
+    conds: list[E.PrimExpr] = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, S.IfThenElse):
+            walk_cond(n.condition, n.then_case)
+            if n.else_case is not None:
+                walk_cond(E.Not(n.condition), n.else_case)
+            return
+        if isinstance(n, S.BufferStore):
+            f(n)
+            return
+        if isinstance(n, S.SeqStmt):
+            for x in n.seq:
+                walk(x)
+        elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
+            walk(n.body)
+
+    def walk_cond(c: E.PrimExpr, body: S.Stmt) -> None:
+        used: list[E.Var] = []
+        post_order_visit(c, lambda x: used.append(x) if isinstance(x, E.Var) else None)
+        keep = all(v is not tvar and id(v) not in inner for v in used)
+        if keep:
+            conds.append(c)
+        walk(body)
+        if keep:
+            conds.pop()
+
+    def f(n: Any) -> None:
+        if n.buffer.scope == "local":
+            return
+        if any(_uses(i, tvar) for i in n.indices):
+            return
+        m = _match(n)
+        if m is None:
+            return
+        free = []
+        post_order_visit(n.indices, lambda x: free.append(x) if isinstance(x, E.Var) else None)
+        if any(id(v) in inner for v in free):
+            raise NotImplementedError(
+                f"cross-thread reduction into {n.buffer.name}: the output index changes inside "
+                f"the {tvar.name} loop; bind the reduction axis innermost (one output per "
+                "thread group)")
+        out.append(_Candidate(n, m[0], list(conds)))
+
+    walk(body)
+    return out
+
+
+class _Replace(Mutator):
+    """X[idx] -> acc[0] for the candidate element; store predicates on ``tvar`` dropped."""
+
+    def __init__(self, cand: _Candidate, acc: Buffer, tvar: E.Var):
+        self.c = cand
+        self.acc = acc
+        self.tvar = tvar
+        self.zero = E.const(0, "int32")
+
+    def _same(self, buf: Buffer, idx: Any) -> bool:
+        return buf.data is self.c.store.buffer.data and structural_equal(
+            idx, self.c.store.indices)
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> Any:
+        if self._same(e.buffer, e.indices):
+            return E.BufferLoad(self.acc, [self.zero])
+        return self.generic_visit(e)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> Any:
+        if self._same(s.buffer, s.indices):
+            return S.BufferStore(self.acc, self.visit(s.value), [self.zero])
+        return self.generic_visit(s)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> Any:
+        if s.else_case is None and _uses(s.condition, self.tvar):
+            found: list[int] = []
+            post_order_visit(s.then_case, lambda n: found.append(1) if n is self.c.store else None)
+            if found:  # the stage's store predicate (thread 0 stores): after the tree
+                return self.visit(s.then_case)
+        return self.generic_visit(s)
+
+
+class _Lower(Mutator):
+    def __init__(self, fname: str):
+        self.fname = fname
+        self.outer: list[S.AttrStmt] = []  # enclosing threadIdx attributes
+        self.count = 0
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return e
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> Any:
+        tag = _tag(s)
+        if s.attr_key != "thread_extent" or not tag.startswith("threadIdx"):
+            return self.generic_visit(s)
+        tvar = s.node.var
+        cands = _find(s.body, tvar)
+        self.outer.append(s)
+        try:
+            body = self.visit(s.body)
+        finally:
+            self.outer.pop()
+        if not cands:
+            return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
+        if not isinstance(s.value, E.IntImm):
+            raise NotImplementedError(f"{self.fname}: cross-thread reduction over {tag} needs a "
+                                      f"constant extent, got {s.value}")
+        for c in cands:
+            body = self._rewrite(body, c, tvar, s.value.value, tag)
+        return S.AttrStmt(s.node, s.attr_key, s.value, body)
+
+    def _rewrite(self, body: S.Stmt, c: _Candidate, tvar: E.Var, ext: int, tag: str) -> S.Stmt:
+        dtype = c.store.buffer.dtype
+        k = self.count
+        self.count += 1
+        from ..buffer import decl_buffer
+
+        acc = decl_buffer((1,), dtype, f"red_acc{k}", data=E.Var(f"red_acc{k}", "handle"),
+                          scope="local")
+        # the thread groups: other threadIdx tags enclosing this one
+        g: E.PrimExpr = E.const(0, "int32")
+        groups = 1
+        for a in self.outer:
+            t = _tag(a)
+            if t == tag:
+                continue
+            if not isinstance(a.value, E.IntImm):
+                raise NotImplementedError(f"{self.fname}: cross-thread reduction inside {t} of "
+                                          f"symbolic extent {a.value}")
+            g = g * a.value.value + a.node.var if groups > 1 else a.node.var
+            groups *= a.value.value
+        red = decl_buffer((groups * ext,), dtype, f"red_buf{k}",
+                          data=E.Var(f"red_buf{k}", "handle"), scope="shared")
+        op = c.op
+        base = g * ext if groups > 1 else E.const(0, "int32")
+        me = base + tvar if groups > 1 else tvar
+        zero = E.const(0, "int32")
+        partial = _Replace(c, acc, tvar).visit(body)
+        steps: list[S.Stmt] = [S.BufferStore(red, E.BufferLoad(acc, [zero]), [me])]
+        p = 1
+        while p < ext:
+            p *= 2
+        s = p // 2
+        while s >= 1:
+            cond: E.PrimExpr = E.LT(tvar, E.const(s, tvar.dtype))
+            if s * 2 > ext:  # the partner may be past the end
+                cond = E.And(cond, E.LT(tvar + s, E.const(ext, tvar.dtype)))
+            steps.append(S.IfThenElse(cond, S.BufferStore(
+                red, op(E.BufferLoad(red, [me]), E.BufferLoad(red, [me + s])), [me])))
+            s //= 2
+        out_val = op(E.BufferLoad(c.store.buffer, list(c.store.indices)),
+                     E.BufferLoad(red, [base]))
+        final: S.Stmt = S.BufferStore(c.store.buffer, out_val, list(c.store.indices))
+        for cond in reversed(c.conds):  # the store's own guards (bounds of its index)
+            final = S.IfThenElse(cond, final)
+        steps.append(S.IfThenElse(E.EQ(tvar, E.const(0, tvar.dtype)), final))
+        tree = S.Allocate(red, S.seq(*steps))
+        init = S.BufferStore(acc, _identity(op, dtype), [zero])
+        return S.Allocate(acc, S.seq(init, partial, tree))
 
 
 def lower_allreduce(func: PrimFunc, target: Any = None) -> PrimFunc:
-    return func
+    body = _Lower(func.name).visit(func.body)
+    return func if body is func.body else func.with_body(body)

@@ -1,0 +1,353 @@
+"""GPU lowering (issue 14, point 1) checked against numpy with the interpreter's GPU semantics
+(threads of a block run in a fixed order, switching at barriers; shared memory per block), so
+that no GPU code generator is involved."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te
+from tvmpy.driver import lower_gpu
+from tvmpy.tir import expr as E
+from tvmpy.tir import interpreter
+from tvmpy.tir import stmt as S
+from tvmpy.tir.analysis import verify_gpu_code
+from tvmpy.tir.functor import post_order_visit
+from tvmpy.tir.transform import split_host_device
+from tvmpy.tir.transform.split_host_device import LAUNCH_OP, kernel_launches
+
+RNG = np.random.default_rng(14)
+
+
+def gpu_module(s, args, target="cuda", **ctx):
+    with tvm.transform.PassContext(**ctx):
+        f = tvm.lower(s, args, target=target)
+    return lower_gpu([f], target)
+
+
+def run(s, args, arrays, target="cuda", **ctx):
+    mod = gpu_module(s, args, target, **ctx)
+    interpreter.build(mod)["default_function"](*arrays)
+    return mod
+
+
+def nodes(func, pred):
+    out = []
+    post_order_visit(func.body, lambda n: out.append(n) if pred(n) else None)
+    return out
+
+
+def syncs(func):
+    return nodes(func, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_storage_sync")
+
+
+def kernels(mod):
+    return [f for f in mod.functions.values() if f.attrs.get("calling_conv") == "device_kernel"]
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+# ---------------------------------------------------------------------------------------------
+def test_vector_add_symbolic_non_dividing():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=64)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    mod = gpu_module(s, [A, B, C])
+    host = mod["default_function"]
+    (k,) = kernels(mod)
+    assert k.attrs["calling_conv"] == "device_kernel" and str(k.attrs["target"]) == "cuda"
+    assert str(host.attrs["target"]) == "llvm"
+    (launch,) = kernel_launches(host)
+    assert launch.args[0].value == k.name == "default_function_kernel0"
+    assert "n" in str(launch.args[1])  # grid x: (n + 63) // 64
+    assert [a.value for a in launch.args[4:8]] == [64, 1, 1, 0]
+    assert [p.name for p in k.params] == ["A", "B", "C", "n"]  # handles, then scalars
+    assert nodes(k, lambda x: isinstance(x, E.Call) and x.op == "likely")  # the guard
+    m = interpreter.build(mod)
+    for size in (1, 100, 128):
+        a, b, c = rand(size), rand(size), np.full(size, np.nan, "float32")
+        m["default_function"](a, b, c)
+        np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def _gemm(N, M, K, tile=8, ktile=4, vthread=False):
+    A = te.placeholder((N, K), name="A")
+    B = te.placeholder((K, M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bi, ii = s[C].split(i, factor=tile)
+    bj, jj = s[C].split(j, factor=tile)
+    if vthread:  # the paper's Figure 6: 2 virtual threads interleaved
+        vi, ti = s[C].split(ii, nparts=2)
+        s[C].reorder(bi, bj, vi, ti, jj)
+        s[C].bind(vi, te.thread_axis("vthread", name="vy"))
+    else:
+        ti = ii
+        s[C].reorder(bi, bj, ti, jj)
+    s[C].bind(bi, te.thread_axis("blockIdx.y"))
+    s[C].bind(bj, te.thread_axis("blockIdx.x"))
+    s[C].bind(ti, te.thread_axis("threadIdx.y"))
+    s[C].bind(jj, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], jj)
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=ktile)
+    s[AA].compute_at(s[CL], ko)
+    s[BB].compute_at(s[CL], ko)
+    ty_n = tile // 2 if vthread else tile
+    for st in (AA, BB):  # cooperative fetching: the fetch loop split over the block's threads
+        fused = s[st].fuse(*s[st].op.axis)
+        fo, fi = s[st].split(fused, factor=tile)
+        fy, fo2 = s[st].split(fo, nparts=ty_n)
+        s[st].bind(fi, te.thread_axis("threadIdx.x"))
+        s[st].bind(fy, te.thread_axis("threadIdx.y"))
+    return s, A, B, C
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (13, 10, 7)])
+def test_gemm_shared_local_cooperative_fetch(shape):
+    N, M, K = shape
+    s, A, B, C = _gemm(N, M, K)
+    a, b, c = rand(N, K), rand(K, M), np.full((N, M), np.nan, "float32")
+    mod = run(s, [A, B, C], [a, b, c])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    (k,) = kernels(mod)
+    scopes = {a.buffer.name: a.buffer.scope for a in nodes(k, lambda n: isinstance(n, S.Allocate))}
+    assert scopes == {"A.shared": "shared", "B.shared": "shared", "C.local": "local"}
+    # shared at the kernel's top (one per block), after the thread attributes
+    body = k.body
+    tags = []
+    while isinstance(body, S.AttrStmt):
+        tags.append(body.node.thread_tag)
+        body = body.body
+    assert sorted(tags) == ["blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"]
+    assert isinstance(body, S.Allocate) and body.buffer.scope == "shared"
+    # one thread_extent per tag in the kernel
+    assert len(nodes(k, lambda n: isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent")) \
+        == 4
+    # the double sync of a tiled GEMM's k loop: after the fetch, and at the end of the body
+    (ko,) = [lp for lp in nodes(k, lambda n: isinstance(n, S.For)) if syncs(lp)]
+    seq = ko.body.seq
+    is_sync = [isinstance(x, S.Evaluate) and isinstance(x.value, E.Call)
+               and x.value.op == "tir.tvm_storage_sync" for x in seq]
+    assert is_sync[-1] and sum(is_sync) == 2 and len(syncs(k)) == 2
+    assert isinstance(seq[is_sync.index(True) + 1], S.For)  # the k.inner loop, after the fetch
+
+
+def test_missing_barriers_are_detected():
+    N, M, K = 16, 16, 16
+    s, A, B, C = _gemm(N, M, K)
+    a, b = rand(N, K), rand(K, M)
+    c = np.zeros((N, M), "float32")
+    run(s, [A, B, C], [a, b, c], disabled_pass=["ThreadSync"])
+    assert not np.allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+
+    # only the end-of-loop barrier removed: the next iteration's fetch overwrites tiles
+    # that other threads still read
+    def drop_last_sync(f):
+        from tvmpy.tir.functor import Mutator
+
+        class Drop(Mutator):
+            def visit_For(self, lp):
+                lp = self.generic_visit(lp)
+                b = lp.body
+                if isinstance(b, S.SeqStmt) and isinstance(b.seq[-1], S.Evaluate) and \
+                        isinstance(b.seq[-1].value, E.Call) and \
+                        b.seq[-1].value.op == "tir.tvm_storage_sync":
+                    return S.For(lp.loop_var, lp.min, lp.extent, lp.kind, S.seq(*b.seq[:-1]))
+                return lp
+
+        return f.with_body(Drop().visit(f.body))
+
+    f = tvm.lower(s, [A, B, C], target="cuda")
+    f2 = drop_last_sync(f)
+    assert len(syncs(f2)) == 1
+    c2 = np.zeros((N, M), "float32")
+    interpreter.build(lower_gpu([f2], "cuda"))["default_function"](a, b, c2)
+    assert not np.allclose(c2, a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_gemm_vthread_figure6():
+    N = M = K = 16
+    s, A, B, C = _gemm(N, M, K, vthread=True)
+    a, b, c = rand(N, K), rand(K, M), np.full((N, M), np.nan, "float32")
+    mod = run(s, [A, B, C], [a, b, c])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    (k,) = kernels(mod)
+    assert not nodes(k, lambda n: isinstance(n, S.AttrStmt) and n.attr_key == "virtual_thread")
+    # two interleaved accumulators per thread in local memory (Figure 6's C.local[2])
+    local = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate))
+             if n.buffer.scope == "local"]
+    assert local and int(local[0].buffer.shape[0].value) == 2
+
+
+def _row_sum(n, m, rfactor, reducer="sum"):
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    fn = te.sum if reducer == "sum" else te.max
+    B = te.compute((n,), lambda i: fn(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    if rfactor:
+        ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+        BF = s.rfactor(B, ki)
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+        s[B].set_store_predicate(tx.var.equal(0))
+    else:
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    return s, A, B
+
+
+@pytest.mark.parametrize("rfactor,m,reducer", [(True, 37, "sum"), (False, 13, "sum"),
+                                                (False, 16, "max"), (True, 50, "max")])
+def test_cross_thread_reduction(rfactor, m, reducer):
+    s, A, B = _row_sum(5, m, rfactor, reducer)
+    a = rand(5, m)
+    b = np.full(5, np.nan, "float32")
+    mod = run(s, [A, B], [a, b])
+    ref = a.sum(1) if reducer == "sum" else a.max(1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+    (k,) = kernels(mod)
+    shared = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate)) if n.buffer.scope == "shared"]
+    assert len(shared) == 1 and syncs(k)
+    # without the barriers the tree reads partner values too early
+    b2 = np.full(5, np.nan, "float32")
+    run(s, [A, B], [a, b2], disabled_pass=["ThreadSync"])
+    assert not np.allclose(b2, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_cross_thread_reduction_with_thread_rows():
+    # threadIdx.y: rows of a block, threadIdx.x: the reduction (one tree per row)
+    n, m = 6, 9
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=3)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(bi, te.thread_axis("threadIdx.y"))
+    s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    a, b = rand(n, m), np.full(n, np.nan, "float32")
+    run(s, [A, B], [a, b])
+    np.testing.assert_allclose(b, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_two_kernels_with_intermediate():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((n,), lambda i: B[n - 1 - i] + 1.0, name="C")  # reads other blocks' B
+    s = te.create_schedule(C.op)
+    for T, f in ((B, 8), (C, 4)):
+        bx, tx = s[T].split(T.op.axis[0], factor=f)
+        s[T].bind(bx, te.thread_axis("blockIdx.x"))
+        s[T].bind(tx, te.thread_axis("threadIdx.x"))
+    mod = gpu_module(s, [A, C])
+    ks = kernels(mod)
+    assert [k.name for k in ks] == ["default_function_kernel0", "default_function_kernel1"]
+    host = mod["default_function"]
+    launches = kernel_launches(host)
+    assert [x.args[0].value for x in launches] == [k.name for k in ks]
+    assert [x.args[4].value for x in launches] == [8, 4]
+    allocs = nodes(host, lambda x: isinstance(x, S.Allocate))
+    assert len(allocs) == 1 and allocs[0].buffer.scope == "global"
+    assert [p.name for p in ks[0].params] == ["A", "B", "n"]
+    assert [p.name for p in ks[1].params] == ["C", "B", "n"]
+    m = interpreter.build(mod)
+    for size in (5, 17):
+        a, c = rand(size), np.full(size, np.nan, "float32")
+        m["default_function"](a, c)
+        np.testing.assert_allclose(c, (a * 2.0)[::-1] + 1.0, rtol=1e-6)
+
+
+def test_unbound_loop_forgot_to_bind():
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    f = tvm.lower(s, [A, B], target="opencl")
+    with pytest.raises(ValueError, match="Did you forget to bind"):
+        lower_gpu([f], "opencl")
+    with pytest.raises(ValueError, match="Did you forget to bind"):
+        split_host_device(f)
+
+
+def test_too_many_threads_and_shared_memory():
+    A = te.placeholder((4096,), name="A")
+    B = te.compute((4096,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=512)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.lower(s, [A, B], target="opencl")
+    with pytest.raises(ValueError, match="512 threads per block exceed max_threads_per_block=256"):
+        lower_gpu([f], "opencl")
+    lower_gpu([tvm.lower(s, [A, B], target="cuda")], "cuda")  # 1024 on CUDA: fine
+    assert not verify_gpu_code(f, {"max_threads_per_block": 256})
+    assert verify_gpu_code(f, {"max_threads_per_block": 512, "max_thread_x": 512})
+    assert not verify_gpu_code(f, {"max_thread_x": 256})
+
+    s, A, B, C = _gemm(64, 64, 64, tile=8, ktile=64)  # 2 * 8*64*4 bytes = 4 KiB of shared
+    f = tvm.lower(s, [A, B, C], target="cuda -max_shared_memory_per_block=2048")
+    with pytest.raises(ValueError, match="4096 bytes of shared memory per block exceed "
+                                         "max_shared_memory_per_block=2048"):
+        lower_gpu([f], "cuda -max_shared_memory_per_block=2048")
+    assert verify_gpu_code(f, {"max_shared_memory_per_block": 4096})
+
+
+def test_thread_tag_bound_with_smaller_extent_gets_guard():
+    # the fetch binds threadIdx.x over 5 while the compute uses 8 threads
+    N = 8
+    A = te.placeholder((N + 2,), name="A")
+    C = te.compute((N,), lambda i: A[i] + A[i + 1] + A[i + 2], name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], bx)
+    fo, fi = s[AA].split(s[AA].op.axis[0], factor=3)
+    s[AA].bind(fi, te.thread_axis("threadIdx.x"))
+    a, c = rand(N + 2), np.full(N, np.nan, "float32")
+    mod = run(s, [A, C], [a, c])
+    np.testing.assert_allclose(c, a[:-2] + a[1:-1] + a[2:], rtol=1e-6)
+    (k,) = kernels(mod)
+    assert syncs(k)
+
+
+def test_barrier_divergence_is_an_error():
+
+    buf = tvm.tir.decl_buffer((4,), "float32", name="A")
+    tx = te.thread_axis("threadIdx.x")
+    sync = S.Evaluate(E.Call("int32", "tir.tvm_storage_sync", [E.StringImm("shared")]))
+    body = S.AttrStmt(tx, "thread_extent", 4, S.seq(
+        S.IfThenElse(tx.var < 2, sync), S.BufferStore(buf, E.const(1.0, "float32"), [tx.var])))
+    f = tvm.tir.PrimFunc([buf.data], body, {buf.data: buf})
+    with pytest.raises(RuntimeError, match="barrier divergence"):
+        interpreter.run(f, [np.zeros(4, "float32")])
+    ok = f.with_body(S.AttrStmt(tx, "thread_extent", 4, S.seq(
+        sync, S.BufferStore(buf, E.const(1.0, "float32"), [tx.var]))))
+    a = np.zeros(4, "float32")
+    interpreter.run(ok, [a])
+    assert (a == 1).all()
+
+
+def test_cpu_lowering_unchanged_by_gpu_passes():
+    # a CPU target never runs the GPU passes; the GPU IR differs only for GPU targets
+    s, A, B, C = _gemm(16, 16, 16)
+    text = str(tvm.lower(s, [A, B, C], target="llvm"))
+    assert "tvm_storage_sync" not in text and "threadIdx.y_1" in text
+    assert LAUNCH_OP not in text
