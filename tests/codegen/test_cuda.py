@@ -152,9 +152,12 @@ def test_tiled_gemm_shared_memory_and_barriers():
     assert "__shared__ float A_shared[64];" in src and "__shared__ float B_shared[64];" in src
     assert src.count("__syncthreads();") >= 2  # before reading the tiles, before overwriting
     assert "threadIdx.y" in src and "blockIdx.y" in src
+    import re
+
+    declared = sum(4 * int(m) for m in re.findall(r"__shared__ float \w+\[(\d+)\];", src))
     for arch in ("sm_80", "sm_90"):
         info = next(iter(dm.ptxas_info[arch].values()))
-        assert info.shared_bytes == 2 * 64 * 4  # the two tiles, as ptxas counts them
+        assert info.shared_bytes == declared >= 2 * 64 * 4  # as ptxas counts the tiles
 
 
 def test_vthread():
