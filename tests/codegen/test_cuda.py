@@ -267,3 +267,42 @@ def test_compile_cuda_arguments():
     with pytest.raises(ValueError, match="invalid CUDA arch"):
         nvcc.compile_cuda(code, "ptx", "volta")
     assert nvcc.get_target_compute_version("sm_90") == "9.0"
+
+
+@pytest.mark.parametrize("rfactor,reducer", [(True, "sum"), (False, "max")])
+def test_cross_thread_reduction_compiles(rfactor, reducer):
+    """A reduction axis bound to threadIdx.x: the shared-memory tree with barriers (warp
+    shuffles are not emitted by LowerThreadAllreduce yet), through NVRTC and ptxas."""
+    A = te.placeholder((7, 37), name="A")
+    k = te.reduce_axis((0, 37), name="k")
+    fn = te.sum if reducer == "sum" else te.max
+    B = te.compute((7,), lambda i: fn(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    if rfactor:
+        _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+        BF = s.rfactor(B, ki)
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+        s[B].set_store_predicate(tx.var.equal(0))
+    else:
+        s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    dm = _dev_module(tvm.build(s, [A, B], target="cuda"))
+    src = dm.get_source()
+    assert "__shared__ float" in src and "__syncthreads();" in src
+    assert "bar.sync" in dm.get_source("ptx")
+    assert all(i.shared_bytes > 0 for i in dm.ptxas_info["sm_90"].values())
+
+
+def test_special_float_constants_and_int_types():
+    A = te.placeholder((64,), name="A")
+    I = te.placeholder((64,), name="I", dtype="int64")
+    U = te.placeholder((64,), name="U", dtype="uint8")
+    B = te.compute((64,), lambda i: te.max(A[i], tir.const(float("-inf"), "float32"))
+                   + tir.const(float("nan"), "float64").astype("float32")
+                   + (I[i] // 3 + U[i].astype("int64") % 5).astype("float32"), name="B")
+    s = te.create_schedule(B.op)
+    _bind_1d(s, B, B.op.axis[0], 32)
+    src = _dev_module(tvm.build(s, [A, I, U, B], target="cuda")).get_source()
+    assert "INFINITY" in src and "NAN" in src and "int64_t* __restrict__ I" in src

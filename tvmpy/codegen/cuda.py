@@ -40,7 +40,9 @@ typedef long long int64_t;
 typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;"""
+typedef unsigned long long uint64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)"""
 
 # float16 without cuda_fp16.h: 16-bit storage, conversions by PTX cvt, arithmetic in float
 _HALF = """\
