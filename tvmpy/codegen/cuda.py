@@ -160,6 +160,10 @@ def build(funcs: Any, target: Any = None, entry: str | None = None,
     from ..runtime.gpu_module import GPUHostModule
     from .opencl import split_functions
 
+    if getattr(target, "kind", None) == "nvptx":  # LLVM's NVPTX back end instead of NVRTC
+        from .nvptx import build as build_nvptx
+
+        return build_nvptx(funcs, target, entry)
     hosts, kernels = split_functions(funcs)
     for k in kernels:
         for b in k.buffer_map.values():
