@@ -30,12 +30,13 @@ from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from . import abi
 from .gpu_source import GPUCodegenError, launch_plan
-from .llvm_codegen import CodeGenLLVM
+from .llvm_codegen import _MD_NO_UNROLL, CodeGenLLVM
 from .llvm_ir import CodegenError, FunctionBuilder, Value, llvm_type
 
 __all__ = ["build", "nvptx_module", "find_libdevice"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
+_UNROLL_MAX = 16  # constant trip counts up to this are unrolled fully
 _SREG = {"blockIdx": "ctaid", "threadIdx": "tid"}
 # LLVM math intrinsics / libm names -> libdevice (float64 name; float32 appends "f")
 _LIBDEVICE = {"exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2",
@@ -101,6 +102,18 @@ class CodeGenNVPTX(CodeGenLLVM):
         self.stmt(func.body)
         if not fb.terminated:
             fb.terminate("ret void")
+
+    def serial_loop(self, var: E.Var, min_e: Any, extent_e: Any, body: S.Stmt,
+                    unroll: bool = False) -> None:
+        # as nvcc does: small constant loops unroll fully, so register tiles (local arrays
+        # indexed by the loop variables) become registers instead of stack memory
+        small = isinstance(extent_e, E.IntImm) and extent_e.value <= _UNROLL_MAX
+        super().serial_loop(var, min_e, extent_e, body, unroll=unroll or small)
+
+    def _loop_md(self, prop: str) -> str:
+        if prop == _MD_NO_UNROLL:  # the CPU generator's choice; GPUs want unrolled loops
+            prop = '!"llvm.loop.mustprogress"'
+        return super()._loop_md(prop)
 
     def _check_or_fail(self, ok: Value, msg: str | None) -> None:
         raise GPUCodegenError(f"{self._func_name}: a CUDA kernel cannot report failures ({msg}); "
