@@ -53,7 +53,8 @@ def device_api(dev: Device) -> Any:
             from . import cuda_module  # noqa: F401  (registers itself)
         api = _APIS.get(dev.device_type)
     if api is None:
-        raise ValueError(f"no runtime for {dev} memory in this tvmpy (OpenCL: tvm.opencl(0))")
+        raise ValueError(f"no runtime for {dev} memory in this tvmpy (OpenCL: tvm.opencl(0), "
+                         "CUDA: tvm.cuda(0))")
     return api
 
 
