@@ -15,10 +15,13 @@ Without a GPU it still builds everything (NVRTC + ptxas) and says that nothing r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+import traceback
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -110,6 +113,7 @@ def main() -> int:
 
     dev = tvm.cuda(0)
     report: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "checks": {},
+                    "errors": {},
                     "gemm": {}, "nvrtc": ".".join(map(str, nvcc.nvrtc_version()))}
     has_gpu = dev.exist
     if has_gpu:
@@ -131,7 +135,6 @@ def main() -> int:
     except ImportError:
         pass
     rng = np.random.default_rng(0)
-    ok = True
 
     # elementwise, symbolic n (guards), and the DLPack round trip with torch
     n = te.var("n")
@@ -183,67 +186,81 @@ def main() -> int:
         return 0
     report["ran"] = True
 
-    for size_n in (1, 1000, 100003):
-        x = rng.standard_normal(size_n).astype("float32")
-        y = tvm.nd.empty((size_n,), "float32", dev)
-        f_ew(tvm.nd.array(x, dev), y)
-        ok &= _check(f"elementwise n={size_n}", y.numpy(), np.exp(x) * 0.5 + np.tanh(x), report)
-        y2 = tvm.nd.empty((size_n,), "float32", dev)
-        f_ew_nvptx(tvm.nd.array(x, dev), y2)
-        ok &= _check(f"elementwise nvptx n={size_n}", y2.numpy(), np.exp(x) * 0.5 + np.tanh(x),
-                     report)
-    x = rng.standard_normal(5000).astype("float32")
-    v = tvm.nd.empty((5000,), "float32", dev)
-    f_vt(tvm.nd.array(x, dev), v)
-    ok &= _check("vthread n=5000", v.numpy(), x * 2 + 1, report)
-    r = rng.standard_normal((4099, 257)).astype("float32")
-    sres = tvm.nd.empty((4099,), "float32", dev)
-    f_rs(tvm.nd.array(r, dev), sres)
-    ok &= _check("row sums 4099x257", sres.numpy(), r.astype("float64").sum(1), report)
-    if torch is not None:
-        tt = torch.from_dlpack(y)  # tvm -> torch, same memory
-        back = tvm.nd.from_dlpack(tt * 2)  # torch -> tvm
-        ok &= _check("dlpack torch round trip", back.numpy(), 2 * y.numpy(), report)
+    with _guard("small kernels", report):
+        for size_n in (1, 1000, 100003):
+            x = rng.standard_normal(size_n).astype("float32")
+            y = tvm.nd.empty((size_n,), "float32", dev)
+            f_ew(tvm.nd.array(x, dev), y)
+            _check(f"elementwise n={size_n}", y.numpy(), np.exp(x) * 0.5 + np.tanh(x), report)
+            y2 = tvm.nd.empty((size_n,), "float32", dev)
+            f_ew_nvptx(tvm.nd.array(x, dev), y2)
+            _check(f"elementwise nvptx n={size_n}", y2.numpy(), np.exp(x) * 0.5 + np.tanh(x),
+                         report)
+        x = rng.standard_normal(5000).astype("float32")
+        v = tvm.nd.empty((5000,), "float32", dev)
+        f_vt(tvm.nd.array(x, dev), v)
+        _check("vthread n=5000", v.numpy(), x * 2 + 1, report)
+        r = rng.standard_normal((4099, 257)).astype("float32")
+        sres = tvm.nd.empty((4099,), "float32", dev)
+        f_rs(tvm.nd.array(r, dev), sres)
+        _check("row sums 4099x257", sres.numpy(), r.astype("float64").sum(1), report)
+        if torch is not None:
+            tt = torch.from_dlpack(y)  # tvm -> torch, same memory
+            back = tvm.nd.from_dlpack(tt * 2)  # torch -> tvm
+            _check("dlpack torch round trip", back.numpy(), 2 * y.numpy(), report)
 
     torch_ms: dict[int, float] = {}
     for key, (size, f) in gemms.items():
-        a = rng.uniform(-1, 1, (size, size)).astype("float32")
-        b = rng.uniform(-1, 1, (size, size)).astype("float32")
-        da, db = tvm.nd.array(a, dev), tvm.nd.array(b, dev)
-        dc = tvm.nd.empty((size, size), "float32", dev)
-        f(da, db, dc)
-        ref = a @ b
-        ok &= _check(f"gemm {key}", dc.numpy(), ref, report, rtol=1e-4)
-        tm = f.time_evaluator(f.entry_name, dev, number=args.number, repeat=args.repeat)(da, db, dc)
-        flops = 2.0 * size ** 3
-        entry = report["gemm"][key]
-        entry.update({"tvmpy_ms": tm.mean * 1e3, "tvmpy_tflops": flops / tm.mean / 1e12})
-        line = f"  gemm {key}: tvmpy {tm.mean * 1e3:8.3f} ms ({entry['tvmpy_tflops']:.2f} TFLOPS)"
-        if torch is not None and size not in torch_ms:
-            ta = torch.from_numpy(a).cuda()
-            tb = torch.from_numpy(b).cuda()
-            torch.backends.cuda.matmul.allow_tf32 = False
-            for _ in range(3):
-                torch.matmul(ta, tb)
-            torch.cuda.synchronize()
-            best = []
-            for _ in range(args.repeat):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(args.number):
+        with _guard(f"gemm {key}", report):
+            a = rng.uniform(-1, 1, (size, size)).astype("float32")
+            b = rng.uniform(-1, 1, (size, size)).astype("float32")
+            da, db = tvm.nd.array(a, dev), tvm.nd.array(b, dev)
+            dc = tvm.nd.empty((size, size), "float32", dev)
+            f(da, db, dc)
+            ref = a @ b
+            _check(f"gemm {key}", dc.numpy(), ref, report, rtol=1e-4)
+            tm = f.time_evaluator(f.entry_name, dev, number=args.number, repeat=args.repeat)(da, db, dc)
+            flops = 2.0 * size ** 3
+            entry = report["gemm"][key]
+            entry.update({"tvmpy_ms": tm.mean * 1e3, "tvmpy_tflops": flops / tm.mean / 1e12})
+            line = f"  gemm {key}: tvmpy {tm.mean * 1e3:8.3f} ms ({entry['tvmpy_tflops']:.2f} TFLOPS)"
+            if torch is not None and size not in torch_ms:
+                ta = torch.from_numpy(a).cuda()
+                tb = torch.from_numpy(b).cuda()
+                torch.backends.cuda.matmul.allow_tf32 = False
+                for _ in range(3):
                     torch.matmul(ta, tb)
-                e1.record()
                 torch.cuda.synchronize()
-                best.append(e0.elapsed_time(e1) / args.number)
-            torch_ms[size] = float(np.mean(best))
-        if torch is not None:
-            ms = torch_ms[size]
-            entry.update({"torch_ms": ms, "torch_tflops": flops / (ms / 1e3) / 1e12})
-            line += f"; torch.matmul fp32 (no TF32) {ms:8.3f} ms ({entry['torch_tflops']:.2f} TFLOPS)"
-        print(line)
+                best = []
+                for _ in range(args.repeat):
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    for _ in range(args.number):
+                        torch.matmul(ta, tb)
+                    e1.record()
+                    torch.cuda.synchronize()
+                    best.append(e0.elapsed_time(e1) / args.number)
+                torch_ms[size] = float(np.mean(best))
+            if torch is not None:
+                ms = torch_ms[size]
+                entry.update({"torch_ms": ms, "torch_tflops": flops / (ms / 1e3) / 1e12})
+                line += f"; torch.matmul fp32 (no TF32) {ms:8.3f} ms ({entry['torch_tflops']:.2f} TFLOPS)"
+            print(line)
     _write(report, args.out)
-    print("ALL OK" if ok else "MISMATCHES: see above")
+    ok = all(c["ok"] for c in report["checks"].values()) and not report["errors"]
+    print("ALL OK" if ok else "MISMATCHES OR ERRORS: see above")
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def _guard(name: str, report: dict) -> Iterator[None]:
+    """Run a section; an exception is reported and the script goes on with the next one."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001  (a device check must report, not stop)
+        report["errors"][name] = f"{type(err).__name__}: {err}"
+        print(f"  {name}: ERROR {type(err).__name__}: {err}")
+        traceback.print_exc()
 
 
 def _write(report: dict, path: str) -> None:
