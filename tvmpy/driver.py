@@ -54,13 +54,13 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
     if tgt.is_gpu:
-        import importlib
-
         mod = lower_gpu(funcs, tgt)
         # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
-        cg = importlib.import_module(f".codegen.{'opencl' if tgt.kind == 'opencl' else 'cuda'}",
-                                     __package__)
-        return cg.build(mod, tgt)
+        if tgt.kind == "opencl":
+            from .codegen.opencl import build as build_gpu
+        else:
+            from .codegen.cuda import build as build_gpu
+        return build_gpu(mod, tgt)
     if tgt.kind == "llvm":
         from .codegen.llvm import build as build_llvm
 

@@ -19,8 +19,6 @@ from tvmpy.tir import stmt as S
 from tvmpy.tir.buffer import decl_buffer
 from tvmpy.tir.function import PrimFunc
 
-pytest.importorskip("pyopencl")
-
 I32 = "int32"
 
 
@@ -156,3 +154,19 @@ def test_exported_module_loads_with_the_runtime_alone(tmp_path):
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_program_build_error_carries_the_log():
+    # a kernel calling an external function the OpenCL compiler does not know
+    m = E.Var("m", I32)
+    X = decl_buffer((m,), "float32", "x")
+    tx = _axis("threadIdx.x")
+    call = E.Call("float32", "call_pure_extern", [E.StringImm("no_such_fn"), E.BufferLoad(X, [tx.var])])
+    body = S.AttrStmt(tx, "thread_extent", _c(4), S.BufferStore(X, call, [tx.var]))
+    px = E.Var("x", "handle")
+    k = PrimFunc([px, m], body, {px: X}, {"calling_conv": "device_kernel", "global_symbol": "kx"})
+    host = PrimFunc([px], _launch("kx", _c(1), 4, X.data, _c(4)), {px: X},
+                    {"global_symbol": "callx"})
+    mod = opencl.build([host, k])
+    with pytest.raises(RuntimeError, match="(?s)OpenCL program build failed.*no_such_fn"):
+        mod(np.ones(4, "float32"))

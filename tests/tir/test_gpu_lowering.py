@@ -212,27 +212,56 @@ def _row_sum(n, m, rfactor, reducer="sum"):
     return s, A, B
 
 
+def shuffles(func):
+    return nodes(func, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_warp_shuffle_down")
+
+
 @pytest.mark.parametrize("rfactor,m,reducer", [(True, 37, "sum"), (False, 13, "sum"),
                                                 (False, 16, "max"), (True, 50, "max")])
-def test_cross_thread_reduction(rfactor, m, reducer):
+def test_cross_thread_reduction_shared_tree(rfactor, m, reducer):
+    # OpenCL (thread_warp_size 1): a tree in shared memory with barriers
     s, A, B = _row_sum(5, m, rfactor, reducer)
     a = rand(5, m)
     b = np.full(5, np.nan, "float32")
-    mod = run(s, [A, B], [a, b])
+    mod = run(s, [A, B], [a, b], target="opencl")
     ref = a.sum(1) if reducer == "sum" else a.max(1)
     np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
     (k,) = kernels(mod)
     shared = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate)) if n.buffer.scope == "shared"]
-    assert len(shared) == 1 and syncs(k)
+    assert len(shared) == 1 and syncs(k) and not shuffles(k)
     # without the barriers the tree reads partner values too early
     b2 = np.full(5, np.nan, "float32")
-    run(s, [A, B], [a, b2], disabled_pass=["ThreadSync"])
+    run(s, [A, B], [a, b2], target="opencl", disabled_pass=["ThreadSync"])
     assert not np.allclose(b2, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_cross_thread_reduction_with_thread_rows():
-    # threadIdx.y: rows of a block, threadIdx.x: the reduction (one tree per row)
-    n, m = 6, 9
+@pytest.mark.parametrize("rfactor,m,reducer,warp", [
+    (True, 37, "sum", True), (False, 16, "max", True), (False, 13, "sum", False),
+    (False, 64, "sum", False)])
+def test_cross_thread_reduction_cuda_warp_shuffle(rfactor, m, reducer, warp):
+    # CUDA: a power-of-two group within a warp reduces with shuffles, no shared memory;
+    # 13 or 64 threads fall back to the shared-memory tree
+    s, A, B = _row_sum(5, m, rfactor, reducer)
+    a = rand(5, m)
+    b = np.full(5, np.nan, "float32")
+    mod = run(s, [A, B], [a, b], target="cuda")
+    ref = a.sum(1) if reducer == "sum" else a.max(1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+    (k,) = kernels(mod)
+    shared = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate)) if n.buffer.scope == "shared"]
+    if warp:
+        assert len(shuffles(k)) == 4 and not shared and not syncs(k)
+        assert nodes(k, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_warp_activemask")
+        assert all(c.args[3].value == 16 and c.args[4].value == 32 for c in shuffles(k))
+    else:
+        assert shared and syncs(k) and not shuffles(k)
+
+
+@pytest.mark.parametrize("m", [9, 8])
+def test_cross_thread_reduction_with_thread_rows(m):
+    # threadIdx.y: rows of a block, threadIdx.x: the reduction (one tree per row; with 8
+    # lanes per row, CUDA's shuffles within 8-lane segments of a warp)
+    n = 6
     A = te.placeholder((n, m), name="A")
     k = te.reduce_axis((0, m), name="k")
     B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
@@ -242,8 +271,9 @@ def test_cross_thread_reduction_with_thread_rows():
     s[B].bind(bi, te.thread_axis("threadIdx.y"))
     s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
     a, b = rand(n, m), np.full(n, np.nan, "float32")
-    run(s, [A, B], [a, b])
+    mod = run(s, [A, B], [a, b])
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5, atol=1e-5)
+    assert bool(shuffles(kernels(mod)[0])) == (m == 8)
 
 
 def test_two_kernels_with_intermediate():
@@ -351,3 +381,41 @@ def test_cpu_lowering_unchanged_by_gpu_passes():
     text = str(tvm.lower(s, [A, B, C], target="llvm"))
     assert "tvm_storage_sync" not in text and "threadIdx.y_1" in text
     assert LAUNCH_OP not in text
+
+
+def test_reduction_stage_with_fewer_threads_than_the_kernel():
+    # B: a cross-thread reduction over 16 threads, attached in a kernel of 32 threads; its
+    # barriers must stay outside the `threadIdx.x < 16` guard
+    n = 3
+    A = te.placeholder((n, 16), name="A")
+    A2 = te.placeholder((n, 32), name="A2")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((n, 32), lambda i, j: A2[i, j] * B[i], name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].bind(B.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    a, a2, c = rand(n, 16), rand(n, 32), np.full((n, 32), np.nan, "float32")
+    mod = run(s, [A, A2, C], [a, a2, c])
+    np.testing.assert_allclose(c, a2 * a.sum(1)[:, None], rtol=1e-5, atol=1e-5)
+    (kern,) = kernels(mod)
+    bufs = {x.buffer.name: x.buffer.scope for x in nodes(kern, lambda x: isinstance(x, S.Allocate))}
+    assert bufs["B"] == "shared"  # attached at a block axis: TVM's inferred scope
+
+
+def test_barrier_in_thread_dependent_loop_is_an_error():
+    from tvmpy.tir.transform import thread_sync_func
+
+    sh = tvm.tir.decl_buffer((8,), "float32", name="sh", scope="shared")
+    out = tvm.tir.decl_buffer((8,), "float32", name="out")
+    tx = te.thread_axis("threadIdx.x")
+    i = E.Var("i")
+    body = S.For(i, 0, tx.var, S.ForKind.SERIAL, S.seq(
+        S.BufferStore(sh, E.const(1.0, "float32"), [tx.var]),
+        S.BufferStore(out, E.BufferLoad(sh, [7 - tx.var]), [tx.var])))
+    f = tvm.tir.PrimFunc([out.data], S.AttrStmt(tx, "thread_extent", 8, S.Allocate(sh, body)),
+                         {out.data: out})
+    with pytest.raises(ValueError, match="thread-dependent control flow"):
+        thread_sync_func(f)

@@ -27,7 +27,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from . import abi
 from .c_emit import FunctionEmitter
-from .c_expr import CCodegenError
+from .c_expr import ADD, CCodegenError
 from .c_prelude import HelperTable, int_literal, sanitize, storage_type, value_type
 
 __all__ = ["Dialect", "KernelEmitter", "emit_kernels", "launch_plan", "is_kernel", "GPUCodegenError"]
@@ -56,9 +56,20 @@ class Dialect:
     helper_prefix: str = "static inline"  # how a helper function starts (CUDA: add __device__)
     prelude: str = ""
     float16: str = ""  # extra prelude when float16 is used; "" -> float16 is refused
+    float64: str = ""  # extra prelude when float64 is used
     max_private_bytes: int = 16 * 1024
     # kernel attribute stating the (constant) block size: {x} {y} {z} {n}; "" for none
     launch_bounds: str = ""
+    # native vectors of float32/float64 for unit-stride vector stores ("" -> scalarized lanes):
+    # load {n} lanes at {p} + {i}; store {v}; broadcast scalar {v} to vector type {t}
+    vector_load: str = ""
+    vector_store: str = ""
+    vector_broadcast: str = ""
+    vector_types: dict[str, str] = field(default_factory=lambda: {"float32": "float",
+                                                                   "float64": "double"})
+
+    def vector_type(self, elem: str) -> str:
+        return self.vector_types[elem]
     extra: dict[str, Any] = field(default_factory=dict)
 
     def index_expr(self, tag: str) -> str:
@@ -94,6 +105,16 @@ def _buffer_dtypes(func: PrimFunc) -> dict[int, str]:
     return out
 
 
+def _unit_ramp(idx: Any, lanes: int) -> bool:
+    return (isinstance(idx, E.Ramp) and E.is_const_int(idx.stride, 1)
+            and dt.lanes_of(idx.dtype) == lanes and dt.lanes_of(idx.base.dtype) == 1)
+
+
+def _mem_type(elem: str) -> str:
+    """The element type of a buffer in memory (bool as one byte: kernels cannot take bool*)."""
+    return "uint8_t" if elem == "bool" else storage_type(elem)
+
+
 class KernelEmitter(FunctionEmitter):
     """Emits one device PrimFunc as a kernel of ``dialect``."""
 
@@ -102,6 +123,7 @@ class KernelEmitter(FunctionEmitter):
         self.dialect = dialect
         self.space: dict[int, str] = {}  # data var -> address space qualifier ("" = private)
         self.kernel_decls: list[str] = []  # shared arrays, declared at kernel scope
+        self.index_decls: list[str] = []  # block / thread indices, at kernel scope
         self.block_extents: dict[str, E.PrimExpr] = {}
 
     def fail(self, message: str | None) -> None:
@@ -119,7 +141,7 @@ class KernelEmitter(FunctionEmitter):
         if want == elem:
             return name
         space = self.space.get(id(data), "")
-        return f"(({space + ' ' if space else ''}{storage_type(want)}*){name})"
+        return f"(({space + ' ' if space else ''}{_mem_type(want)}*){name})"
 
     # ---- the kernel --------------------------------------------------------------------------
     def kernel(self) -> str:
@@ -133,9 +155,6 @@ class KernelEmitter(FunctionEmitter):
                 if elem is None:
                     raise GPUCodegenError(f"{f.name}: handle parameter {v.name} is never read or "
                                           "written; its element type is unknown")
-                if elem == "bool":
-                    raise GPUCodegenError(f"{f.name}: {d.name} kernels cannot take bool buffers "
-                                          f"({v.name}); cast to int8/uint8")
                 name = self.new_name(buf.name if buf is not None else v.name)
                 keys = [v] + ([buf.data] if buf is not None else [])
                 for key in keys:
@@ -143,7 +162,7 @@ class KernelEmitter(FunctionEmitter):
                     self.ptrs[id(key)] = (name, elem)
                     self.space[id(key)] = d.global_ptr
                 q = d.global_ptr + " " if d.global_ptr else ""
-                params.append(f"{q}{storage_type(elem)}* {d.restrict} {name}")
+                params.append(f"{q}{_mem_type(elem)}* {d.restrict} {name}")
             else:
                 if v.dtype == "bool":
                     raise GPUCodegenError(f"{f.name}: bool scalar parameter {v.name}: pass an int")
@@ -151,7 +170,7 @@ class KernelEmitter(FunctionEmitter):
         self.level = 1
         self.stmt(f.body)
         body = self.lines
-        decls = ["  " + x for x in self.kernel_decls]
+        decls = ["  " + x for x in self.kernel_decls + self.index_decls]
         prefix = d.kernel_prefix
         ext = [self.block_extents.get(f"threadIdx.{a}", E.IntImm("int32", 1)) for a in "xyz"]
         if d.launch_bounds and all(E.is_const_int(e) for e in ext):
@@ -183,10 +202,10 @@ class KernelEmitter(FunctionEmitter):
                 raise GPUCodegenError(f"{self.func.name}: thread_extent on {iv} without a thread tag")
             if tag.startswith("threadIdx."):
                 self.block_extents.setdefault(tag, s.value)
-            if id(var) not in self.names:
+            if id(var) not in self.names:  # at kernel scope: every use sees it
                 idx = self.dialect.index_expr(tag)
-                self.emit(f"const {value_type(var.dtype)} {self.bind(var)} = "
-                          f"({value_type(var.dtype)}){idx};")
+                self.index_decls.append(f"const {value_type(var.dtype)} {self.bind(var)} = "
+                                        f"({value_type(var.dtype)}){idx};")
             self.stmt(s.body)
             return
         if s.attr_key == "virtual_thread":
@@ -229,7 +248,7 @@ class KernelEmitter(FunctionEmitter):
         name = self.new_name(buf.data.name or buf.name)
         self.names[id(buf.data)] = name
         self.ptrs[id(buf.data)] = (name, elem)
-        decl = f"{storage_type(elem)} {name}[{count}];"
+        decl = f"{_mem_type(elem)} {name}[{count}];"
         if scope.startswith("shared"):
             self.space[id(buf.data)] = self.dialect.shared_decl
             self.kernel_decls.append(f"{self.dialect.shared_decl} {decl}")
@@ -246,6 +265,52 @@ class KernelEmitter(FunctionEmitter):
                                   f"not supported by {self.dialect.name}")
         self.stmt(s.body)
 
+    # ---- native vectors (float32/float64 only: same rounding as lane by lane) -----------------
+    def _s_BufferStore(self, s: S.BufferStore) -> None:
+        text = self._vector_store(s) if self.dialect.vector_load else None
+        if text is None:
+            super()._s_BufferStore(s)
+        else:
+            self.emit(text)
+
+    def _vector_store(self, s: S.BufferStore) -> str | None:
+        """``s`` as one vector load/compute/store statement, or None (scalarized instead)."""
+        idx = s.indices[0] if len(s.indices) == 1 else None
+        lanes = dt.lanes_of(s.value.dtype)
+        elem = dt.element_of(s.buffer.dtype)
+        if (lanes not in (2, 4, 8, 16) or s.predicate is not None or dt.lanes_of(s.buffer.dtype) != 1
+                or elem not in ("float32", "float64") or not _unit_ramp(idx, lanes)):
+            return None
+        value = self._vector_expr(s.value, lanes, elem)
+        if value is None:
+            return None
+        assert isinstance(idx, E.Ramp)
+        ptr = self.pointer(s.buffer.data, s.buffer.dtype)
+        return self.dialect.vector_store.format(n=lanes, v=value, p=ptr, i=self.index(idx.base, None, ADD + 1))
+
+    def _vector_expr(self, e: E.PrimExpr, lanes: int, elem: str) -> str | None:
+        if dt.lanes_of(e.dtype) != lanes or dt.element_of(e.dtype) != elem:
+            return None
+        if isinstance(e, E.Broadcast):
+            t = f"{self.dialect.vector_type(elem)}{lanes}"
+            return self.dialect.vector_broadcast.format(t=t, v=self.expr(e.value))
+        if isinstance(e, E.BufferLoad):
+            idx = e.indices[0] if len(e.indices) == 1 else None
+            if (e.predicate is not None or dt.lanes_of(e.buffer.dtype) != 1
+                    or not _unit_ramp(idx, lanes)):
+                return None
+            assert isinstance(idx, E.Ramp)
+            ptr = self.pointer(e.buffer.data, e.buffer.dtype)
+            return self.dialect.vector_load.format(n=lanes, p=ptr, i=self.index(idx.base, None, ADD + 1))
+        if type(e) in (E.Add, E.Sub, E.Mul, E.Div):
+            a = self._vector_expr(e.a, lanes, elem)
+            b = self._vector_expr(e.b, lanes, elem)
+            if a is None or b is None:
+                return None
+            op = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.Div: "/"}[type(e)]
+            return f"({a} {op} {b})"
+        return None
+
     def _lanes(self, lanes: int, body: Any, unroll: bool) -> None:
         if unroll:
             for k in range(lanes):
@@ -256,17 +321,18 @@ class KernelEmitter(FunctionEmitter):
         self.close()
 
 
-def _uses_float16(func: PrimFunc) -> bool:
+def _uses_dtype(func: PrimFunc, dtype: str) -> bool:
     found = False
 
     def visit(n: Any) -> None:
         nonlocal found
         d = getattr(n, "dtype", None)
-        if isinstance(d, str) and dt.element_of(d) == "float16":
+        if isinstance(d, str) and dt.element_of(d) == dtype:
             found = True
 
     post_order_visit(func.body, visit)
-    return found or any(dt.element_of(b.dtype) == "float16" for b in func.buffer_map.values())
+    return found or any(dt.element_of(b.dtype) == dtype for b in func.buffer_map.values()) \
+        or any(p.dtype == dtype for p in func.params)
 
 
 def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
@@ -274,19 +340,22 @@ def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
     """One source of ``dialect`` defining every kernel of ``funcs``."""
     helpers = HelperTable()
     names: set[str] = set()
-    half = False
+    half = double = False
     for f in funcs:
         if not f.name.isidentifier() or f.name != sanitize(f.name):
             raise GPUCodegenError(f"kernel name {f.name!r} is not a usable identifier")
         if f.name in names:
             raise GPUCodegenError(f"two kernels are named {f.name!r}")
         names.add(f.name)
-        half = half or _uses_float16(f)
+        half = half or _uses_dtype(f, "float16")
+        double = double or _uses_dtype(f, "float64")
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
     cls = emitter or KernelEmitter  # a dialect's subclass (CUDA: launch bounds, warp shuffles)
     bodies = [cls(f, dialect, helpers, set(names)).kernel() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
+    if double and dialect.float64:
+        parts.append(dialect.float64.strip())
     if half:
         parts.append(dialect.float16.strip())
     if helpers.used:

@@ -46,7 +46,11 @@ OPENCL = Dialect(
              "warp": "barrier(CLK_LOCAL_MEM_FENCE);"},
     prelude=_prelude(),
     launch_bounds="__attribute__((reqd_work_group_size({x}, {y}, {z})))",
+    vector_load="vload{n}(0, {p} + {i})",
+    vector_store="vstore{n}({v}, 0, {p} + {i});",
+    vector_broadcast="(({t})({v}))",
     float16="#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define _Float16 half",
+    float64="#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
 )
 
 

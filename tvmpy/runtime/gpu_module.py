@@ -53,8 +53,8 @@ def device_api(dev: Device) -> Any:
             from . import cuda_module  # noqa: F401  (registers itself)
         api = _APIS.get(dev.device_type)
     if api is None:
-        raise ValueError(f"no runtime for {dev} memory in this tvmpy (OpenCL: tvm.opencl(0), "
-                         "CUDA: tvm.cuda(0))")
+        raise ValueError(f"no memory allocator for {dev}: this tvmpy has no runtime for it "
+                         "(GPUs: tvm.opencl(0), tvm.cuda(0))")
     return api
 
 
@@ -219,13 +219,26 @@ class GPUFunction:
         return f"<tvmpy.runtime.GPUFunction {self.name}({self._names}) on {self.module.api_name}>"
 
     def __call__(self, *args: Any) -> None:
-        state = self.prepare(args)
+        state = self.state(args)
         self.run(state)
         self.finish(state)
 
+    # the prepared-call protocol of runtime/function.py (graph executor, time_evaluator):
+    # ``prepare`` checks once, ``_cfunc(*raw)`` runs (host arrays copied in and out each time)
+    def prepare(self, args: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        return [self.state(args)], []
+
+    def _cfunc(self, state: dict) -> int:
+        self.run(state)
+        self.finish(state)
+        return 0
+
+    def _raise_error(self, rc: int) -> None:
+        raise RuntimeError(f"{self.name} failed (returned {rc})")
+
     # ---- arguments ---------------------------------------------------------------------------
-    def prepare(self, args: Sequence[Any]) -> dict:
-        """Check ``args``; return the call state (env, device buffers, copies to write back)."""
+    def state(self, args: Sequence[Any]) -> dict:
+        """Check ``args``; return the call state (env, device buffers, host arrays to copy)."""
         if len(args) != len(self.params):
             raise TypeError(f"{self.name}() takes {len(self.params)} argument(s) ({self._names}), "
                             f"got {len(args)}")
@@ -242,7 +255,7 @@ class GPUFunction:
         env: dict[str, Any] = {}
         bound: dict[str, str] = {}
         bufs: dict[str, Any] = {}
-        writeback: list[tuple[np.ndarray, DeviceNDArray]] = []
+        host_args: list[tuple[np.ndarray, DeviceNDArray, bool]] = []  # (host, device copy, written)
         for p, a in zip(self.params, args):
             if p.kind == "scalar":
                 env[p.name] = self._scalar(p, a)
@@ -258,16 +271,14 @@ class GPUFunction:
             self._bind_shape(p, tuple(a.shape), env, bound)
             if isinstance(a, DeviceNDArray):
                 bufs[p.name] = a._mem
-            else:  # host memory: a device copy for the call
-                host = a.numpy() if isinstance(a, NDArray) else a
-                tmp = device_array(np.ascontiguousarray(host), dev)
+            else:  # host memory: a device copy, filled by each run
+                host = a._arr if isinstance(a, NDArray) else a
+                tmp = device_empty(host.shape, host.dtype, dev)
                 bufs[p.name] = tmp._mem
-                if p.written:
-                    target = a._arr if isinstance(a, NDArray) else a
-                    if not target.flags.writeable:
-                        raise ValueError(f"{self.name}: argument {p.name} is written by the "
-                                         "kernel but the array passed is read-only")
-                    writeback.append((target, tmp))
+                if p.written and not host.flags.writeable:
+                    raise ValueError(f"{self.name}: argument {p.name} is written by the "
+                                     "kernel but the array passed is read-only")
+                host_args.append((host, tmp, p.written))
         for p, a in zip(self.params, args):  # composite dims, once every var is bound
             if p.kind == "buffer" and p.has_expr:
                 for d, (dim, got) in enumerate(zip(p.dims, a.shape)):
@@ -284,7 +295,7 @@ class GPUFunction:
             rng = _INT_RANGE.get(dtype_name)
             if rng is not None and not rng[0] <= env[name] <= rng[1]:
                 raise ValueError(f"{self.name}: shape var {name}={env[name]} does not fit {dtype_name}")
-        return {"env": env, "bufs": bufs, "writeback": writeback, "dev": dev}
+        return {"env": env, "bufs": bufs, "host": host_args, "dev": dev}
 
     def _bind_shape(self, p: _Param, shape: tuple[int, ...], env: dict, bound: dict) -> None:
         if shape == p.const_shape:
@@ -328,6 +339,8 @@ class GPUFunction:
         bufs, dev = dict(state["bufs"]), state["dev"]
         api = self.module.api
         program = self.module.device_module.program(dev)
+        for host, tmp, _ in state["host"]:
+            tmp.copyfrom(host)
         for step in self.steps:
             if "launch" in step:
                 grid = [int(eval_expr(x, env)) for x in step["grid"]]
@@ -363,9 +376,10 @@ class GPUFunction:
 
     def finish(self, state: dict) -> None:
         """Copy host arguments the kernels wrote back (this waits for the kernels)."""
-        for target, tmp in state["writeback"]:
-            np.copyto(target, tmp.numpy())
-        if not state["writeback"]:
+        written = [(host, tmp) for host, tmp, w in state["host"] if w]
+        for host, tmp in written:
+            np.copyto(host, tmp.numpy())
+        if not written:
             self.module.api.sync(state["dev"].device_id)
 
 
@@ -472,7 +486,7 @@ class GPUHostModule(Module):
                 raise ValueError(f"time_evaluator: {label} must be a positive int, got {v!r}")
 
         def evaluate(*args: Any) -> BenchmarkResult:
-            state = f.prepare(args)
+            state = f.state(args)
             f.run(state)  # warm-up (builds the program)
             api = self.api
             api.sync(state["dev"].device_id)

@@ -8,6 +8,7 @@ programs are built once per (device, source). pyopencl is imported on first use 
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ class OpenCLAPI:
         self._ctx: dict[int, tuple[Any, Any, Any]] = {}
         self._programs: dict[tuple[int, str], Any] = {}
         self._kernels: dict[tuple[int, str], Any] = {}
+        self._lock = threading.Lock()  # a kernel object's arguments are shared state
 
     def devices(self) -> list[Any]:
         if self._devices is None:
@@ -97,13 +99,19 @@ class OpenCLAPI:
             return prog
         cl = _cl()
         ctx, _, dev = self.context(dev_id)
-        if "cl_khr_fp16" in source and "cl_khr_fp16" not in dev.extensions:
-            raise RuntimeError(f"the OpenCL program uses float16, but {dev.name.strip()} lacks the "
-                               "cl_khr_fp16 extension; compute in float32")
+        for ext, what in (("cl_khr_fp16", "float16"), ("cl_khr_fp64", "float64")):
+            if f"#pragma OPENCL EXTENSION {ext}" in source and ext not in dev.extensions:
+                raise RuntimeError(f"the OpenCL program uses {what}, but {dev.name.strip()} lacks "
+                                   f"the {ext} extension; compute in float32")
         try:
             prog = cl.Program(ctx, source).build()
         except cl.Error as err:
-            raise RuntimeError(f"OpenCL program build failed on {dev.name.strip()}:\n{err}") from None
+            hint = ""
+            if "unknown target CPU" in str(err):
+                hint = ("\n(this PoCL's LLVM does not know the host CPU: install a newer PoCL, e.g. "
+                        "Debian's pocl-opencl-icd, or set POCL_LLVM_CPU_NAME where PoCL reads it)")
+            raise RuntimeError(f"OpenCL program build failed on {dev.name.strip()}:\n{err}{hint}") \
+                from None
         self._programs[key] = prog
         return prog
 
@@ -124,9 +132,10 @@ class OpenCLAPI:
         if shared_bytes:
             raise ValueError(f"kernel {name}: dynamic shared memory ({shared_bytes} bytes) is not "
                              "supported by the OpenCL runtime; use constant-size shared buffers")
-        kernel.set_args(*args)
         gsize = tuple(g * b for g, b in zip(grid, block))
-        cl.enqueue_nd_range_kernel(queue, kernel, gsize, tuple(block))
+        with self._lock:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, gsize, tuple(block))
 
 
 OPENCL_API = OpenCLAPI()

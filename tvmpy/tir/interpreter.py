@@ -410,6 +410,11 @@ class _Compiler(Functor):
             return lambda env: None
         if op == _gpu.SYNC_OP:
             return self._sync(e)
+        if op == _gpu.ACTIVEMASK_OP:
+            ones = np.uint32(0xFFFFFFFF)
+            return lambda env: ones
+        if op == _gpu.SHUFFLE_DOWN_OP:
+            return self._shuffle_down(e)
         if op == "tir.gpu_launch":
             return self._launch(e)
         args = [self.expr(a) for a in e.args]
@@ -452,6 +457,19 @@ class _Compiler(Functor):
             return zero
 
         return sync
+
+    def _shuffle_down(self, e: E.Call) -> ExprFn:
+        if len(e.args) != 5:
+            raise ValueError(f"tvm_warp_shuffle_down takes (mask, value, offset, width, "
+                             f"warp_size), got {len(e.args)} arguments")
+        val, off, width, warp = (self.expr(a) for a in e.args[1:])
+        key = id(e)
+
+        def shfl(env: Env) -> Any:
+            return _gpu.warp_shuffle_down(env, key, val(env), _to_int(off(env)),
+                                          _to_int(width(env)), _to_int(warp(env)))
+
+        return shfl
 
     def _launch(self, e: E.Call) -> ExprFn:
         name = e.args[0].value if isinstance(e.args[0], E.StringImm) else str(e.args[0])

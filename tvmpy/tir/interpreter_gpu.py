@@ -13,7 +13,11 @@ thread attributes nested deeper keeps the serial-loop meaning). It runs as on a 
   what the threads before it wrote (and poison for the rest), exactly the data race the
   barrier prevents, so a missing barrier changes the result;
 - a barrier that only some threads reach (or reached a different number of times) raises
-  RuntimeError ("barrier divergence").
+  RuntimeError ("barrier divergence");
+- ``tvm_warp_shuffle_down(mask, v, offset, width, warp_size)`` exchanges values between the
+  threads at the point of the call (a block-wide exchange between two barriers: every thread
+  of the block must reach it, as the warp's lanes must on a GPU); ``tvm_warp_activemask()`` is
+  all ones.
 
 Threads of a block with barriers are Python threads passing one token (deterministic order);
 without barriers they are plain sequential calls.
@@ -32,13 +36,17 @@ from . import expr as E
 from . import stmt as S
 from .functor import post_order_visit
 
-__all__ = ["KERNEL_KEY", "BARRIER_KEY", "LAUNCH_KEY", "kernel_chain", "run_kernel"]
+__all__ = ["KERNEL_KEY", "BARRIER_KEY", "LAUNCH_KEY", "TID_KEY", "kernel_chain", "run_kernel",
+           "warp_shuffle_down"]
 
 KERNEL_KEY = 1  # env key: the block's shared memories (Python ids are never 1, 2, 3)
 BARRIER_KEY = 2  # env key: the barrier callable of the running thread
 LAUNCH_KEY = 3  # env key: name -> kernel runner, for tir.gpu_launch
 
+TID_KEY = 4  # env key: the thread's linear id in its block (threadIdx.x fastest)
 SYNC_OP = "tir.tvm_storage_sync"
+SHUFFLE_DOWN_OP = "tir.tvm_warp_shuffle_down"
+ACTIVEMASK_OP = "tir.tvm_warp_activemask"
 #: seconds a block may wait for one phase before the interpreter gives up
 PHASE_TIMEOUT = 300.0
 
@@ -57,7 +65,7 @@ def kernel_chain(s: S.AttrStmt) -> tuple[list[S.AttrStmt], S.Stmt, bool] | None:
     def f(n: Any) -> None:
         if isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent":
             inner.append(n)
-        elif isinstance(n, E.Call) and n.op == SYNC_OP:
+        elif isinstance(n, E.Call) and n.op in (SYNC_OP, SHUFFLE_DOWN_OP):
             sync.append(n)
 
     post_order_visit(node, f)
@@ -159,8 +167,9 @@ def run_kernel(env: dict, chain: list[S.AttrStmt], extents: list[Any], body: Cal
     threads = [(a, as_int(e)) for a, e in zip(chain, extents)
                if a.node.thread_tag.startswith("threadIdx")]
     dtype_of = {id(a.node.var): np.dtype(a.node.var.dtype) for a in chain}
-    # threads ordered with threadIdx.x fastest (the hardware's linear thread id)
-    tspace = list(itertools.product(*[range(n) for _, n in reversed(threads)]))
+    # threads ordered z, y, x: threadIdx.x fastest (the hardware's linear thread id)
+    threads.sort(key=lambda t: "zyx".find(t[0].node.thread_tag[-1]))
+    tspace = list(itertools.product(*[range(n) for _, n in threads]))
     for bidx in itertools.product(*[range(n) for _, n in blocks]):
         shared: dict[int, Any] = {}
         base = dict(env)
@@ -170,8 +179,11 @@ def run_kernel(env: dict, chain: list[S.AttrStmt], extents: list[Any], body: Cal
 
         def thread_env(tid: tuple[int, ...], base: dict = base) -> dict:
             e = dict(base)
-            for (a, _), v in zip(reversed(threads), tid):
+            lin = 0
+            for (a, n), v in zip(threads, tid):  # tid: slowest tag first
+                lin = lin * n + v
                 e[id(a.node.var)] = dtype_of[id(a.node.var)].type(v)
+            e[TID_KEY] = lin
             return e
 
         if not has_sync:
@@ -189,3 +201,22 @@ def run_kernel(env: dict, chain: list[S.AttrStmt], extents: list[Any], body: Cal
             return go
 
         _Block(len(tspace)).run([make(t) for t in tspace])
+
+
+def warp_shuffle_down(env: dict, key: int, value: Any, offset: int, width: int,
+                      warp_size: int) -> Any:
+    """``tvm_warp_shuffle_down``: every thread of the block publishes ``value``, then reads
+    the one of lane ``lane + offset`` of its ``width``-lane segment (its own past the end)."""
+    barrier = env.get(BARRIER_KEY)
+    shared = env.get(KERNEL_KEY)
+    if barrier is None or shared is None:
+        raise RuntimeError("tvm_warp_shuffle_down outside a GPU kernel")
+    tid = env[TID_KEY]
+    slot = shared.setdefault(("shfl", key), {})
+    slot[tid] = value
+    barrier()
+    lane = tid % warp_size
+    src = tid + offset if lane % width + offset < width else tid
+    out = slot.get(src, value)
+    barrier()
+    return out

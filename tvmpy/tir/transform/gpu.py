@@ -6,7 +6,9 @@ UnifyThreadBinding
     same hardware index: every thread_extent attribute of the kernel is removed, its variable
     replaced by one variable per tag, and the tags are bound once at the kernel's top with the
     launch extent (the largest constant extent, or the one symbolic extent). A stage whose
-    extent is smaller than the launch extent runs under ``if likely(threadIdx.x < extent)``.
+    extent is smaller than the launch extent runs under ``if likely(threadIdx.x < extent)``
+    (pushed down to each statement when the stage uses shared memory, so that the barriers
+    ThreadSync inserts between them are reached by every thread).
     Allocations with scope "shared" move to the kernel's top (one per block; OpenCL needs
     ``__local`` arrays at kernel scope); "local" ones stay where they are (one per thread).
     Code outside a stage's thread attributes is run by every thread (GPU semantics).
@@ -82,7 +84,7 @@ class _Unifier(Mutator):
         body = self.visit(body)
         ext = self.launch[tag]
         if not structural_equal(s.value, ext):
-            body = S.IfThenElse(likely(E.LT(cv, s.value)), body)
+            body = _guard(body, likely(E.LT(cv, s.value)))
         return body
 
     def visit_Allocate(self, s: S.Allocate) -> Any:
@@ -90,6 +92,48 @@ class _Unifier(Mutator):
             self.shared.append(s)
             return self.visit(s.body)
         return self.generic_visit(s)
+
+
+def _uses_shared(s: Any) -> bool:
+    hit: list[int] = []
+
+    def f(n: Any) -> None:
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer.scope == "shared":
+            hit.append(1)
+        elif isinstance(n, S.Allocate) and n.buffer.scope == "shared":
+            hit.append(1)
+
+    post_order_visit(s, f)
+    return bool(hit)
+
+
+def _has_load(e: Any) -> bool:
+    hit: list[int] = []
+    post_order_visit(e, lambda n: hit.append(1) if isinstance(n, E.BufferLoad) else None)
+    return bool(hit)
+
+
+def _guard(body: S.Stmt, cond: E.PrimExpr) -> S.Stmt:
+    """``if cond: body``, with the condition pushed down to the statements when ``body`` uses
+    shared memory, so that barriers (inserted later, between those statements) stay in code
+    that every thread of the block runs."""
+    if not _uses_shared(body):
+        return S.IfThenElse(cond, body)
+    if isinstance(body, S.SeqStmt):
+        return S.seq(*[_guard(x, cond) for x in body.seq])
+    if isinstance(body, S.Allocate):
+        return S.Allocate(body.buffer, _guard(body.body, cond), body.condition)
+    if isinstance(body, S.AttrStmt) and not _is_thread(body):
+        return S.AttrStmt(body.node, body.attr_key, body.value, _guard(body.body, cond))
+    if isinstance(body, S.LetStmt) and not _has_load(body.value):
+        return S.LetStmt(body.var, body.value, _guard(body.body, cond))
+    if isinstance(body, S.For):
+        return S.For(body.loop_var, body.min, body.extent, body.kind, _guard(body.body, cond),
+                     body.thread_binding, body.annotations)
+    if isinstance(body, S.IfThenElse) and not _has_load(body.condition):
+        other = _guard(body.else_case, cond) if body.else_case is not None else None
+        return S.IfThenElse(body.condition, _guard(body.then_case, cond), other)
+    return S.IfThenElse(cond, body)
 
 
 def _unify_kernel(kernel: S.AttrStmt, fname: str) -> S.Stmt:
@@ -119,7 +163,7 @@ def _unify_kernel(kernel: S.AttrStmt, fname: str) -> S.Stmt:
         if len(exts) == 1:
             launch[tag] = exts[0]
         elif all(isinstance(x, E.IntImm) for x in exts):
-            launch[tag] = max(exts, key=lambda x: x.value)
+            launch[tag] = max(exts, key=lambda x: int(getattr(x, "value", 0)))
         else:
             raise ValueError(f"{fname}: thread tag {tag} is bound with different symbolic extents "
                              f"({', '.join(str(x) for x in exts)}) in one kernel; bind it with "
@@ -223,6 +267,22 @@ class _Syncer:
                          and id(n) in self.tvars else None)
         return bool(hit)
 
+    def _check_divergent(self, s: S.Stmt, parts: list[Any]) -> None:
+        """Thread-dependent control flow whose inside would need a barrier cannot be
+        synchronized (not every thread reaches the barrier): a clear error."""
+        for p in parts:
+            if p is None:
+                continue
+            probe = S.seq(*self.stmt(p, _State()))
+            if isinstance(s, S.For):
+                probe = S.seq(*self.loop(S.For(s.loop_var, 0, 2, s.kind, p), _State()))
+            if _has_sync(probe):
+                head = str(s).strip().splitlines()[0]
+                raise ValueError(f"shared memory written and read across threads inside "
+                                 f"thread-dependent control flow `{head}`: a barrier there "
+                                 "would not be reached by every thread of the block; make the "
+                                 "loop bounds / conditions independent of threadIdx")
+
     def leaf(self, s: S.Stmt, st: _State) -> list[S.Stmt]:
         r, w = _accesses(s, self.scope)
         out: list[S.Stmt] = []
@@ -252,6 +312,7 @@ class _Syncer:
             return self.seq(list(s.seq), st)
         if isinstance(s, S.IfThenElse):
             if self._divergent(s.condition):
+                self._check_divergent(s, [s.then_case, s.else_case])
                 return self.leaf(s, st)
             a = st.copy()
             then = self.body(s.then_case, a)
@@ -261,6 +322,7 @@ class _Syncer:
             return [S.IfThenElse(s.condition, then, other)]
         if isinstance(s, S.For):
             if self._divergent(s.extent) or self._divergent(s.min):
+                self._check_divergent(s, [s.body])
                 return self.leaf(s, st)
             return self.loop(s, st)
         if isinstance(s, (S.LetStmt, S.AttrStmt, S.Allocate, S.AssertStmt)):

@@ -15,8 +15,15 @@ attributes of other tags, ``G`` groups):
 
 (P: E rounded up to a power of two). ThreadSync("shared") then puts a barrier before each tree
 step. ``op``: ``+ * min max``; a store predicate on ``T`` (``set_store_predicate(tx == 0)``) is
-dropped (thread 0 writes the result). Warp shuffles (``tir.tvm_warp_shuffle``) are not emitted:
-the shared-memory tree is used on every target.
+dropped (thread 0 writes the result).
+
+Warp form (a target with ``thread_warp_size > 1``, i.e. CUDA, when ``T`` is threadIdx.x with
+the same power-of-two extent ``E <= warp size`` everywhere in the kernel, so each group is ``E``
+consecutive lanes of one warp): no shared memory and no barrier::
+
+    mask = tvm_warp_activemask()
+    acc[0] = acc[0] op tvm_warp_shuffle_down(mask, acc[0], s, E, warp_size)   for s = E/2 .. 1
+    if T == 0: X[idx] = X[idx] op acc[0]
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit
 
 _OPS = (E.Add, E.Mul, E.Min, E.Max)
+#: ``tvm_warp_shuffle_down(mask, value, offset, width, warp_size)``: the value of lane
+#: ``lane + offset`` of the caller's ``width``-lane segment (its own past the segment's end)
+WARP_SHUFFLE_DOWN = "tir.tvm_warp_shuffle_down"
+#: ``tvm_warp_activemask()``: the uint32 mask of the warp's active lanes (CUDA __activemask)
+WARP_ACTIVEMASK = "tir.tvm_warp_activemask"
 
 
 def _identity(op: type, dtype: str) -> E.PrimExpr:
@@ -101,6 +113,8 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
         if isinstance(n, S.SeqStmt):
             for x in n.seq:
                 walk(x)
+        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+            return  # a nested thread scope: its own reductions
         elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
             walk(n.body)
 
@@ -168,15 +182,38 @@ class _Replace(Mutator):
 
 
 class _Lower(Mutator):
-    def __init__(self, fname: str):
+    def __init__(self, fname: str, warp_size: int):
         self.fname = fname
+        self.warp_size = warp_size
         self.outer: list[S.AttrStmt] = []  # enclosing threadIdx attributes
         self.count = 0
+        self.in_kernel = False
+        self.tx_extents: list[Any] = []  # the kernel's threadIdx.x extents
 
     def visit_PrimExpr(self, e: Any) -> Any:
         return e
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> Any:
+        if s.attr_key == "thread_extent" and not self.in_kernel:
+            self.in_kernel = True
+            self.tx_extents = []
+            post_order_visit(s, lambda n: self.tx_extents.append(n.value) if isinstance(
+                n, S.AttrStmt) and n.attr_key == "thread_extent" and _tag(n) == "threadIdx.x"
+                else None)
+            try:
+                return self._visit_attr(s)
+            finally:
+                self.in_kernel = False
+        return self._visit_attr(s)
+
+    def _warp_fits(self, tag: str, ext: int) -> bool:
+        """A shuffle reduction: the group is ``ext`` consecutive lanes of one warp (threadIdx.x
+        of the same extent everywhere in the kernel, a power of two up to the warp size)."""
+        return (self.warp_size > 1 and tag == "threadIdx.x" and 1 < ext <= self.warp_size
+                and ext & (ext - 1) == 0
+                and all(isinstance(x, E.IntImm) and x.value == ext for x in self.tx_extents))
+
+    def _visit_attr(self, s: S.AttrStmt) -> Any:
         tag = _tag(s)
         if s.attr_key != "thread_extent" or not tag.startswith("threadIdx"):
             return self.generic_visit(s)
@@ -219,6 +256,8 @@ class _Lower(Mutator):
         red = decl_buffer((groups * ext,), dtype, f"red_buf{k}",
                           data=E.Var(f"red_buf{k}", "handle"), scope="shared")
         op = c.op
+        if self._warp_fits(tag, ext):
+            return self._warp(body, c, acc, tvar, ext)
         base = g * ext if groups > 1 else E.const(0, "int32")
         me = base + tvar if groups > 1 else tvar
         zero = E.const(0, "int32")
@@ -246,6 +285,35 @@ class _Lower(Mutator):
         return S.Allocate(acc, S.seq(init, partial, tree))
 
 
+    def _warp(self, body: S.Stmt, c: _Candidate, acc: Buffer, tvar: E.Var, ext: int) -> S.Stmt:
+        """The partial values combined by ``tvm_warp_shuffle_down`` within ``ext`` lanes."""
+        dtype = acc.dtype
+        zero = E.const(0, "int32")
+        k = self.count - 1
+        mask = E.Var(f"warp_mask{k}", "uint32")
+        steps: list[S.Stmt] = []
+        off = ext // 2
+        while off >= 1:
+            other = E.Call(dtype, WARP_SHUFFLE_DOWN, [
+                mask, E.BufferLoad(acc, [zero]), E.const(off, "int32"), E.const(ext, "int32"),
+                E.const(self.warp_size, "int32")])
+            steps.append(S.BufferStore(acc, c.op(E.BufferLoad(acc, [zero]), other), [zero]))
+            off //= 2
+        out_val = c.op(E.BufferLoad(c.store.buffer, list(c.store.indices)),
+                       E.BufferLoad(acc, [zero]))
+        final: S.Stmt = S.BufferStore(c.store.buffer, out_val, list(c.store.indices))
+        for cond in reversed(c.conds):
+            final = S.IfThenElse(cond, final)
+        steps.append(S.IfThenElse(E.EQ(tvar, E.const(0, tvar.dtype)), final))
+        tree = S.LetStmt(mask, E.Call("uint32", WARP_ACTIVEMASK, []), S.seq(*steps))
+        partial = _Replace(c, acc, tvar).visit(body)
+        init = S.BufferStore(acc, _identity(c.op, dtype), [zero])
+        return S.Allocate(acc, S.seq(init, partial, tree))
+
+
 def lower_allreduce(func: PrimFunc, target: Any = None) -> PrimFunc:
-    body = _Lower(func.name).visit(func.body)
+    if target is None:
+        target = func.attrs.get("target")
+    warp = int(getattr(target, "thread_warp_size", 1) or 1)
+    body = _Lower(func.name, warp).visit(func.body)
     return func if body is func.body else func.with_body(body)
