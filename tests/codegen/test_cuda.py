@@ -271,8 +271,8 @@ def test_compile_cuda_arguments():
 
 @pytest.mark.parametrize("rfactor,reducer", [(True, "sum"), (False, "max")])
 def test_cross_thread_reduction_compiles(rfactor, reducer):
-    """A reduction axis bound to threadIdx.x: the shared-memory tree with barriers (warp
-    shuffles are not emitted by LowerThreadAllreduce yet), through NVRTC and ptxas."""
+    """A reduction axis bound to threadIdx.x, through NVRTC and ptxas: 16 threads (a power of
+    two within a warp) reduce with warp shuffles, 37 threads with the shared-memory tree."""
     A = te.placeholder((7, 37), name="A")
     k = te.reduce_axis((0, 37), name="k")
     fn = te.sum if reducer == "sum" else te.max
@@ -289,10 +289,13 @@ def test_cross_thread_reduction_compiles(rfactor, reducer):
         s[B].bind(s[B].op.reduce_axis[0], tx)
     s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
     dm = _dev_module(tvm.build(s, [A, B], target="cuda"))
-    src = dm.get_source()
-    assert "__shared__ float" in src and "__syncthreads();" in src
-    assert "bar.sync" in dm.get_source("ptx")
-    assert all(i.shared_bytes > 0 for i in dm.ptxas_info["sm_90"].values())
+    src, ptx = dm.get_source(), dm.get_source("ptx")
+    if rfactor:
+        assert "__shfl_down_sync(" in src and "__activemask()" in src
+        assert "shfl.sync.down.b32" in ptx and "__shared__" not in src
+    else:
+        assert "__shared__ float" in src and "__syncthreads();" in src and "bar.sync" in ptx
+        assert all(i.shared_bytes > 0 for i in dm.ptxas_info["sm_90"].values())
 
 
 def test_special_float_constants_and_int_types():

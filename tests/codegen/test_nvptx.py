@@ -109,3 +109,28 @@ def test_export_load(ew, tmp_path):
     dm = tvm.runtime.load_module(path).imported_modules[0]
     assert dm.binaries == ew.imported_modules[0].binaries
     assert "ptx_kernel" in dm.get_source()
+
+
+@pytest.mark.parametrize("threads,reducer", [(16, "sum"), (32, "max"), (37, "sum")])
+def test_cross_thread_reduction(threads, reducer):
+    """Warp shuffles (llvm.nvvm.shfl.sync.down) for power-of-two groups within a warp, the
+    shared-memory tree otherwise."""
+    A = te.placeholder((7, 75), name="A")
+    k = te.reduce_axis((0, 75), name="k")
+    fn = te.sum if reducer == "sum" else te.max
+    B = te.compute((7,), lambda i: fn(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    ko, _ = s[B].split(B.op.reduce_axis[0], nparts=threads)
+    BF = s.rfactor(B, ko)
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    dm = tvm.build(s, [A, B], target="nvptx").imported_modules[0]
+    ir, ptx = dm.get_source(), dm.get_source("ptx")
+    if threads in (16, 32):
+        assert "@llvm.nvvm.shfl.sync.down.f32(" in ir and "shfl.sync.down.b32" in ptx
+        assert "@llvm.nvvm.activemask()" in ir
+    else:
+        assert "addrspace(3)" in ir and "bar.sync" in ptx

@@ -36,6 +36,8 @@ from .llvm_ir import CodegenError, FunctionBuilder, Value, llvm_type
 __all__ = ["build", "nvptx_module", "find_libdevice"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
+_SHFL = {"tvm_warp_shuffle": ("idx", True), "tvm_warp_shuffle_down": ("down", True),
+         "tvm_warp_shuffle_up": ("up", False)}
 _UNROLL_MAX = 16  # constant trip counts up to this are unrolled fully
 _SREG = {"blockIdx": "ctaid", "threadIdx": "tid"}
 # LLVM math intrinsics / libm names -> libdevice (float64 name; float32 appends "f")
@@ -150,6 +152,41 @@ class CodeGenNVPTX(CodeGenLLVM):
             self.fb.emit("call void @llvm.nvvm.barrier0()")
             return
         super()._s_Evaluate(s)
+
+    def _e_Call(self, e: E.Call) -> Value:
+        op = e.op[4:] if e.op.startswith("tir.") else e.op
+        if op == "tvm_warp_activemask":
+            self.mb.declare("llvm.nvvm.activemask", "i32", [])
+            return self.fb.value("i32", "call i32 @llvm.nvvm.activemask()", "activemask")
+        if op not in _SHFL:
+            return super()._e_Call(e)
+        # TVM's form (mask, value, lane/offset, width, warp_size) -> llvm.nvvm.shfl.sync.*:
+        # the clamp operand packs the segment mask ((32 - width) << 8) and the lane limit
+        if len(e.args) != 5 or dt.lanes_of(e.dtype) != 1:
+            raise GPUCodegenError(f"{self._func_name}: {e.op} takes (mask, value, lane, width, "
+                                  f"warp_size) on a scalar, got {e}")
+        mode, limit = _SHFL[op]
+        elem = dt.element_of(e.dtype)
+        kind = {"float32": "f32", "int32": "i32", "uint32": "i32"}.get(elem)
+        if kind is None:
+            raise GPUCodegenError(f"{self._func_name}: {e.op} of {elem}; nvptx shuffles "
+                                  "float32/int32")
+        vals = []
+        for a in (e.args[0], e.args[2], e.args[3]):
+            v = self.expr(a)
+            vals.append(self.cast(v, a.dtype, "int32") if a.dtype != "int32" else v)
+        mask, idx, width = vals
+        value = self.expr(e.args[1])
+        fb = self.fb
+        seg = fb.value("i32", f"sub i32 32, {width.ref}", "seg")
+        clamp = fb.value("i32", f"shl i32 {seg.ref}, 8", "clamp")
+        if limit:
+            clamp = fb.value("i32", f"or i32 {clamp.ref}, 31", "clamp")
+        fn = f"llvm.nvvm.shfl.sync.{mode}.{kind}"
+        ty = "float" if kind == "f32" else "i32"
+        self.mb.declare(fn, ty, ["i32", ty, "i32", "i32"])
+        return fb.value(ty, f"call {ty} @{fn}(i32 {mask.ref}, {ty} {value.ref}, i32 {idx.ref}, "
+                            f"i32 {clamp.ref})", "shfl")
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         buf = s.buffer
