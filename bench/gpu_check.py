@@ -5,7 +5,8 @@
 Needs only the repo and its wheels (numpy, llvmlite, nvidia-cuda-nvrtc-cu12, nvidia-cuda-nvcc-cu12;
 torch with CUDA when present, for the comparison and DLPack). It prints the device, then builds
 with target "cuda -arch=<the device's sm>" and checks against numpy: an elementwise kernel with a
-symbolic size (also through target "nvptx"), a vthread kernel, a row reduction and the tiled GEMM (shared-memory tiles fetched
+symbolic size (also through target "nvptx"), a vthread kernel, row reductions (one thread per row; 32 threads per row with
+warp shuffles, cuda and nvptx) and the tiled GEMM (shared-memory tiles fetched
 cooperatively; 16x16 threads with 4x4 outputs each, and TVM's tutorial
 schedule: 8x8 threads x 2x2 virtual threads; target "nvptx" too at the first size) at each size, timed with
 time_evaluator next to torch.matmul (cuBLAS) on the same device. Exits non-zero on a mismatch.
@@ -160,6 +161,18 @@ def main() -> int:
     s = te.create_schedule(S.op)
     _bind_1d(s, S, S.op.axis[0], 64)
     f_rs = tvm.build(s, [R, S], target=target, name="rowsum")
+    # row sums with 32 threads per row: rfactor + a cross-thread reduction (warp shuffles)
+    S2 = te.compute((4099,), lambda i: te.sum(R[i, kk], axis=kk), name="S2")
+    s = te.create_schedule(S2.op)
+    ko, _ = s[S2].split(S2.op.reduce_axis[0], nparts=32)
+    SF = s.rfactor(S2, ko)
+    tx = te.thread_axis("threadIdx.x")
+    s[S2].bind(s[S2].op.reduce_axis[0], tx)
+    s[SF].compute_at(s[S2], s[S2].op.reduce_axis[0])
+    s[S2].set_store_predicate(tx.var.equal(0))
+    s[S2].bind(s[S2].op.axis[0], te.thread_axis("blockIdx.x"))
+    f_warp = {kind: tvm.build(s, [R, S2], target=target.replace("cuda", kind), name="warpsum")
+              for kind in ("cuda", "nvptx")}
     sizes = [int(x) for x in args.sizes.split(",") if x]
     gemms = {}
     for size in sizes:
@@ -204,6 +217,11 @@ def main() -> int:
         sres = tvm.nd.empty((4099,), "float32", dev)
         f_rs(tvm.nd.array(r, dev), sres)
         _check("row sums 4099x257", sres.numpy(), r.astype("float64").sum(1), report)
+        for kind, fw in f_warp.items():
+            sres = tvm.nd.empty((4099,), "float32", dev)
+            fw(tvm.nd.array(r, dev), sres)
+            _check(f"warp-shuffle row sums [{kind}]", sres.numpy(), r.astype("float64").sum(1),
+                   report)
         if torch is not None:
             tt = torch.from_dlpack(y)  # tvm -> torch, same memory
             back = tvm.nd.from_dlpack(tt * 2)  # torch -> tvm
