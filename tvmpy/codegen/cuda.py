@@ -25,6 +25,7 @@ from typing import Any
 from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir.function import PrimFunc
+from .c_prelude import storage_type, value_type
 from .gpu_source import Dialect, GPUCodegenError, KernelEmitter, emit_kernels, launch_plan
 
 __all__ = ["CUDA", "build", "cuda_source", "DEFAULT_ARCHES"]
@@ -41,6 +42,13 @@ typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+#define __builtin_popcount(x) __popc(x)
+#define __builtin_popcountll(x) __popcll(x)
+template <typename To, typename From> __device__ inline To tvmpy_bitcast(From f) {
+  To t;
+  memcpy(&t, &f, sizeof(To));
+  return t;
+}
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)"""
 
@@ -52,8 +60,7 @@ struct __align__(2) tvmpy_half {
   __device__ tvmpy_half(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f));
   }
-  __device__ tvmpy_half(double f) : tvmpy_half((float)f) {}
-  __device__ tvmpy_half(int v) : tvmpy_half((float)v) {}
+  template <typename T> __device__ tvmpy_half(T v) : tvmpy_half((float)v) {}
   __device__ operator float() const {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
@@ -103,6 +110,17 @@ class CUDAKernelEmitter(KernelEmitter):
         return text.replace(f"{prefix} {self.func.name}(",
                             f"{prefix} __launch_bounds__({threads}) {self.func.name}(", 1)
 
+    def _let(self, e: E.Let, lane: str | None) -> tuple[str, int]:
+        # NVRTC has no GNU statement expressions: an immediately called lambda keeps the let
+        # evaluated only where it is (lazy contexts stay lazy)
+        if dt.lanes_of(e.var.dtype) > 1:
+            return super()._let(e, lane)  # type: ignore[no-any-return]
+        name = self.fresh_name(e.var)
+        value = self.expr(e.value, None)
+        ret = value_type(dt.element_of(e.dtype))
+        return (f"[&]() -> {ret} {{ const {value_type(e.var.dtype)} {name} = {value}; "
+                f"return {self.expr(e.body, lane)}; }}()"), 0
+
     def _call(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         op = e.op[4:] if e.op.startswith("tir.") else e.op
         if op in _SHUFFLE:
@@ -116,6 +134,16 @@ class CUDAKernelEmitter(KernelEmitter):
             return f"{_SHUFFLE[op]}({mask}, {value}, {idx}, {width})", 0
         if op == "tvm_warp_activemask":
             return "__activemask()", 0
+        if op == "reinterpret":  # no compound-literal unions in C++: a memcpy bit cast
+            src, dst = dt.element_of(e.args[0].dtype), dt.element_of(e.dtype)
+            if dt.bytes_of(src) != dt.bytes_of(dst):
+                raise GPUCodegenError(f"{self.func.name}: reinterpret {src} -> {dst} changes "
+                                      "the size")
+            value = self.expr(e.args[0], lane)
+            if src == "float16":
+                value = f"(_Float16)({value})"
+            text = f"tvmpy_bitcast<{storage_type(dst)}>(({storage_type(src)})({value}))"
+            return (f"(float){text}", 0) if dst == "float16" else (text, 0)
         return super()._call(e, lane)  # type: ignore[no-any-return]
 
 
@@ -165,11 +193,6 @@ def build(funcs: Any, target: Any = None, entry: str | None = None,
 
         return build_nvptx(funcs, target, entry)
     hosts, kernels = split_functions(funcs)
-    for k in kernels:
-        for b in k.buffer_map.values():
-            if dt.element_of(b.dtype) == "bool":
-                raise GPUCodegenError(f"{k.name}: bool buffers are not supported on CUDA "
-                                      f"({b.name}); use int8")
     source = cuda_source(kernels)
     ptx, cubins, info = compile_kernels(source, _arches(target), _fast_math(fast_math))
     plan = launch_plan(hosts, kernels)

@@ -31,6 +31,7 @@ from ..tir.function import PrimFunc
 from . import abi
 from .gpu_source import GPUCodegenError, launch_plan
 from .llvm_codegen import _MD_NO_UNROLL, CodeGenLLVM
+from .llvm_intrinsics import _EXACT, LIBM_UNARY, LLVM_BINARY, LLVM_UNARY, _float_math_typed
 from .llvm_ir import CodegenError, FunctionBuilder, Value, llvm_type
 
 __all__ = ["build", "nvptx_module", "find_libdevice"]
@@ -38,6 +39,7 @@ __all__ = ["build", "nvptx_module", "find_libdevice"]
 TRIPLE = "nvptx64-nvidia-cuda"
 _SHFL = {"tvm_warp_shuffle": ("idx", True), "tvm_warp_shuffle_down": ("down", True),
          "tvm_warp_shuffle_up": ("up", False)}
+_MATH = {*LLVM_UNARY, *LLVM_BINARY, *LIBM_UNARY, "rsqrt", "sigmoid", "fmod"}
 _UNROLL_MAX = 16  # constant trip counts up to this are unrolled fully
 _SREG = {"blockIdx": "ctaid", "threadIdx": "tid"}
 # LLVM math intrinsics / libm names -> libdevice (float64 name; float32 appends "f")
@@ -158,6 +160,8 @@ class CodeGenNVPTX(CodeGenLLVM):
         if op == "tvm_warp_activemask":
             self.mb.declare("llvm.nvvm.activemask", "i32", [])
             return self.fb.value("i32", "call i32 @llvm.nvvm.activemask()", "activemask")
+        if op in _MATH and dt.lanes_of(e.dtype) > 1:
+            return self._lanewise_math(e)
         if op not in _SHFL:
             return super()._e_Call(e)
         # TVM's form (mask, value, lane/offset, width, warp_size) -> llvm.nvvm.shfl.sync.*:
@@ -187,6 +191,24 @@ class CodeGenNVPTX(CodeGenLLVM):
         self.mb.declare(fn, ty, ["i32", ty, "i32", "i32"])
         return fb.value(ty, f"call {ty} @{fn}(i32 {mask.ref}, {ty} {value.ref}, i32 {idx.ref}, "
                             f"i32 {clamp.ref})", "shfl")
+
+    def _lanewise_math(self, e: E.Call) -> Value:
+        """Vector float math, one lane at a time (the scalar calls then go to libdevice)."""
+        fb, lanes, elem = self.fb, dt.lanes_of(e.dtype), dt.element_of(e.dtype)
+        compute = "float32" if elem == "float16" and e.op not in _EXACT else elem
+        vecs = [self.expr(a) for a in e.args]
+        out = Value(llvm_type(e.dtype), "undef")
+        for i in range(lanes):
+            xs = []
+            for v, a in zip(vecs, e.args):
+                a_elem = dt.element_of(a.dtype)
+                x = fb.value(llvm_type(a_elem), f"extractelement {v}, i32 {i}", "lane")
+                xs.append(self.cast(x, a_elem, compute) if a_elem != compute else x)
+            r = _float_math_typed(self, e.op, xs, compute)
+            if compute != elem:
+                r = self.cast(r, compute, elem)
+            out = fb.value(out.ty, f"insertelement {out}, {r}, i32 {i}", "vec")
+        return out
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         buf = s.buffer

@@ -129,6 +129,17 @@ def _excerpt(code: str, log: str, context: int = 2) -> str:
     return "\nsource:\n" + "\n".join(out)
 
 
+def _errors_only(log: str, keep: int = 12) -> str:
+    """The error diagnostics of an NVRTC log (its warnings dropped), at most ``keep``."""
+    blocks = [b for b in re.split(r"\n\s*\n", log) if b.strip()]
+    errs = [b for b in blocks if re.search(r"\b(error|catastrophic error)\b", b)
+            and "warning #" not in b.splitlines()[0]]
+    if not errs:
+        return log
+    more = f"\n... {len(errs) - keep} more errors" if len(errs) > keep else ""
+    return "\n\n".join(errs[:keep]) + more
+
+
 def _arch_number(arch: str) -> int:
     m = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", arch.strip())
     if not m:
@@ -154,7 +165,7 @@ def _nvrtc_ptx(code: str, arch: str, options: Sequence[str], name: str) -> bytes
           "nvrtcCreateProgram")
     try:
         opts = [f"--gpu-architecture=compute_{_arch_number(arch)}", "-default-device",
-                "--std=c++17", *options]
+                "--std=c++17", "-diag-suppress=177,550", *options]
         argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
         size = ctypes.c_size_t()
@@ -165,7 +176,7 @@ def _nvrtc_ptx(code: str, arch: str, options: Sequence[str], name: str) -> bytes
         if rc != 0:
             raise CompileError(f"NVRTC could not compile {name} for {arch} "
                                f"({lib.nvrtcGetErrorString(rc).decode()}), options {opts}:\n"
-                               f"{log}{_excerpt(code, log)}")
+                               f"{_errors_only(log)}{_excerpt(code, log)}")
         check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
         out = ctypes.create_string_buffer(size.value)
         check(lib.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
