@@ -10,6 +10,7 @@ import pytest
 
 from tvmpy.codegen import cuda, nvptx
 
+from . import cases
 from .test_opencl_cases import ALL, _as_gpu, _refusal
 
 # on CUDA float16 is supported; what no GPU kernel can express stays refused
@@ -33,3 +34,37 @@ def test_all_cases_compile(backend):
 
 def test_enough_cases():
     assert len(COMPILABLE) > 0.75 * len(ALL), len(COMPILABLE)
+
+
+@pytest.fixture(scope="module")
+def host_emulated(tmp_path_factory):
+    """The CUDA module of every compilable case, its CUDA C compiled for the host and run
+    through the real launch plans on the fake driver (one thread per kernel)."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    mod = cuda.build(_pairs(COMPILABLE))
+    host = HostKernels(mod.imported_modules[0].get_source(), mod.plan["kernels"],
+                       str(tmp_path_factory.mktemp("cuda_host")))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    yield mod
+    cuda_module.set_driver(prev)
+
+
+class _Lib:
+    def __init__(self, mod):
+        self.mod = mod
+
+    def __call__(self, name, *args):
+        self.mod[name](*args)
+        return 0
+
+    def last_error(self):
+        return ""
+
+
+@pytest.mark.parametrize("name", COMPILABLE)
+def test_case_semantics_host_emulated(name, host_emulated):
+    """The CUDA dialect's text (casts, wrap-around, lets as lambdas, bit casts, half, popcount,
+    INFINITY ...) against the cases' numpy results, with the kernels compiled by g++."""
+    cases.run_case(ALL[name], lambda funcs, extra: _Lib(host_emulated))
