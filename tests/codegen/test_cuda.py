@@ -4,6 +4,8 @@ driver (tvmpy/testing/cuda_fake.py), export/load, and the no-GPU errors."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ from tvmpy.tir import expr as E
 
 RNG = np.random.default_rng(14)
 ELF = b"\x7fELF"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _bind_1d(s, stage, axis, factor):
@@ -315,11 +318,10 @@ def test_gpu_check_script_builds_without_gpu(tmp_path):
     """bench/gpu_check.py (the check a lent GPU machine runs) keeps building: without a GPU it
     compiles every kernel through NVRTC/LLVM + ptxas and exits 0."""
     import json
-    import os
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = ROOT
     out = tmp_path / "report.json"
     env = dict(os.environ, PYTHONPATH=root)
     proc = subprocess.run([sys.executable, os.path.join(root, "bench", "gpu_check.py"),
@@ -363,3 +365,63 @@ def test_generated_kernels_run_host_emulated(n, tmp_path):
             cuda_module.set_driver(prev)
         want = np.exp(x[:k]) * 0.5 + np.tanh(x[:k]) if mod is f else x[:k] * 2 + 1
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def _host_run(mod, args, tmp_path):
+    from tvmpy.testing.cuda_fake import HostKernels
+
+    host = HostKernels(_dev_module(mod).get_source(), mod.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(*args)
+    finally:
+        cuda_module.set_driver(prev)
+
+
+def test_gemm_with_barriers_host_emulated(tmp_path):
+    """Shared-memory tiles, cooperative fetching and __syncthreads, each thread of a block an
+    OS thread: the tiled GEMM (awkward sizes) and the TVM tutorial schedule with vthreads."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", os.path.join(ROOT, "bench",
+                                                                           "gpu_check.py"))
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    gemm_schedule = gpu_check.gemm_schedule
+
+    for (M, N, K), build_args in (((37, 29, 53), None), ((70, 36, 19), {"threads": 8,
+                                                                         "vthreads": True})):
+        if build_args is None:
+            s, args = _tiled_gemm(M, N, K)
+        else:
+            s, args = gemm_schedule(M, N, K, block=32, **build_args)
+        f = tvm.build(s, args, target="cuda")
+        a = RNG.uniform(-1, 1, (M, K)).astype("float32")
+        b = RNG.uniform(-1, 1, (K, N)).astype("float32")
+        c = np.zeros((M, N), "float32")
+        _host_run(f, (a, b, c), tmp_path)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads,reducer", [(32, "sum"), (16, "max"), (37, "sum")])
+def test_cross_thread_reduction_host_emulated(threads, reducer, tmp_path):
+    """Warp shuffles (32, 16 threads) and the shared-memory tree (37) give numpy's result."""
+    A = te.placeholder((5, 101), name="A")
+    k = te.reduce_axis((0, 101), name="k")
+    fn = te.sum if reducer == "sum" else te.max
+    B = te.compute((5,), lambda i: fn(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    ko, _ = s[B].split(B.op.reduce_axis[0], nparts=threads)
+    BF = s.rfactor(B, ko)
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    f = tvm.build(s, [A, B], target="cuda")
+    assert ("__shfl_down_sync" in _dev_module(f).get_source()) == (threads != 37)
+    a = RNG.uniform(-1, 1, (5, 101)).astype("float32")
+    out = np.zeros(5, "float32")
+    _host_run(f, (a, out), tmp_path)
+    np.testing.assert_allclose(out, a.sum(1) if reducer == "sum" else a.max(1), rtol=1e-5,
+                               atol=1e-5)

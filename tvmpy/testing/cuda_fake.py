@@ -111,19 +111,72 @@ def view(ptr: int, n: int, dtype: str) -> np.ndarray:
 HOST_HEADER = r"""
 #include <cstring>
 #include <cmath>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 using std::isfinite;
 using std::isinf;
 using std::isnan;
 struct tvmpy_dim3 { unsigned x, y, z; };
-extern "C" { tvmpy_dim3 blockIdx, threadIdx; }
+static tvmpy_dim3 blockIdx, blockDim;
+static thread_local tvmpy_dim3 threadIdx;
+static std::mutex tvmpy_m;
+static std::condition_variable tvmpy_cv;
+static unsigned tvmpy_n, tvmpy_count, tvmpy_gen;
+static unsigned long long tvmpy_slots[1024];
+extern "C" int tvmpy_failed = 0;
+extern "C" void tvmpy_set_block(unsigned x, unsigned y, unsigned z, unsigned dx, unsigned dy,
+                                unsigned dz) {
+  blockIdx = {x, y, z}; blockDim = {dx, dy, dz};
+  tvmpy_n = dx * dy * dz; tvmpy_count = 0;
+}
+extern "C" void tvmpy_set_thread(unsigned x, unsigned y, unsigned z) { threadIdx = {x, y, z}; }
+/* __syncthreads: a block-wide barrier of OS threads (a missed one times out, not hangs) */
+static void tvmpy_sync() {
+  std::unique_lock<std::mutex> l(tvmpy_m);
+  unsigned g = tvmpy_gen;
+  if (++tvmpy_count == tvmpy_n) { tvmpy_count = 0; ++tvmpy_gen; tvmpy_cv.notify_all(); return; }
+  if (!tvmpy_cv.wait_for(l, std::chrono::seconds(20), [&] { return tvmpy_gen != g; }))
+    tvmpy_failed = 1;
+}
+static unsigned tvmpy_tid() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+/* warp shuffles: every thread of the block publishes its value, then reads its source lane */
+template <typename T> static T tvmpy_shfl(T v, int src_in_segment, bool valid, int width) {
+  unsigned t = tvmpy_tid(), lane = t % 32, base = t - lane;
+  unsigned long long bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  tvmpy_slots[t] = bits;
+  tvmpy_sync();
+  T out = v;
+  if (valid) {
+    unsigned src = base + (lane / width) * width + src_in_segment;
+    memcpy(&out, &tvmpy_slots[src], sizeof(T));
+  }
+  tvmpy_sync();
+  return out;
+}
+template <typename T> static T __shfl_sync(unsigned, T v, int src, int width = 32) {
+  return tvmpy_shfl(v, ((src % width) + width) % width, true, width);
+}
+template <typename T> static T __shfl_down_sync(unsigned, T v, unsigned d, int width = 32) {
+  int pos = (int)(tvmpy_tid() % 32 % width) + (int)d;
+  return tvmpy_shfl(v, pos, pos < width, width);
+}
+template <typename T> static T __shfl_up_sync(unsigned, T v, unsigned d, int width = 32) {
+  int pos = (int)(tvmpy_tid() % 32 % width) - (int)d;
+  return tvmpy_shfl(v, pos, pos >= 0, width);
+}
+static unsigned __activemask() { return 0xffffffffu; }
 #define __global__
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)
-#define __syncthreads() ((void)0)
-#define __syncwarp() ((void)0)
+#define __syncthreads() tvmpy_sync()
+#define __syncwarp() tvmpy_sync()
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
@@ -132,10 +185,14 @@ static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v
 
 class HostKernels:
     """The CUDA C of a built module compiled for the host with g++ (HOST_HEADER emulates the
-    CUDA keywords): ``kernels`` plugs into :class:`FakeDriver`, which then runs each launch
-    thread by thread (exact for kernels without barriers, or with one thread per block)."""
+    CUDA keywords): ``kernels`` plugs into :class:`FakeDriver`. Blocks run one after another;
+    the threads of a block run as OS threads (ctypes calls release the GIL) when the source has
+    barriers or warp shuffles, so ``__syncthreads``, ``__shared__`` arrays and
+    ``__shfl_*_sync`` behave as on a GPU (every thread of the block must reach each barrier or
+    shuffle, as the generated kernels do); otherwise one after another."""
 
     def __init__(self, source: str, kernel_params: dict[str, list[str]], workdir: str):
+        import hashlib
         import os
         import shutil
         import subprocess
@@ -143,42 +200,55 @@ class HostKernels:
         cxx = shutil.which("g++") or shutil.which("c++")
         if cxx is None:
             raise RuntimeError("no C++ compiler (g++) to emulate CUDA kernels on the host")
-        import hashlib
-
         tag = hashlib.sha256(source.encode()).hexdigest()[:16]  # dlopen caches by path
         src, lib = (os.path.join(workdir, f"kernels_{tag}.cc"),
                     os.path.join(workdir, f"kernels_{tag}.so"))
         with open(src, "w") as f:
             f.write(HOST_HEADER + source)
-        proc = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-o", lib, src],
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-pthread",
+                               "-o", lib, src], capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise RuntimeError(f"host compile of the CUDA C failed:\n{proc.stderr[:4000]}")
         self.lib = ctypes.CDLL(lib)
-        self.barriers = "__syncthreads" in source
+        self.threaded = "__syncthreads" in source or "_sync(" in source
         self.kernels = {name: (types, self._runner(name, types))
                         for name, types in kernel_params.items()}
 
     def _runner(self, name: str, types: list[str]) -> Callable:
+        import threading
+
         fn = getattr(self.lib, name)
         fn.argtypes = [ctypes.c_void_p if t == "handle" else _CT[t] for t in types]
         fn.restype = None
-        bidx = _Dim3.in_dll(self.lib, "blockIdx")
-        tidx = _Dim3.in_dll(self.lib, "threadIdx")
+        set_block, set_thread = self.lib.tvmpy_set_block, self.lib.tvmpy_set_thread
+        failed = ctypes.c_int.in_dll(self.lib, "tvmpy_failed")
+
+        def thread(tx: int, ty: int, tz: int, vals: tuple) -> None:
+            set_thread(tx, ty, tz)
+            fn(*vals)
 
         def run(drv: Any, grid: tuple, block: tuple, shared: int, *vals: Any) -> None:
-            if self.barriers and block != (1, 1, 1):
-                raise RuntimeError(f"{name}: kernels with barriers emulate only one thread per "
-                                   "block")
+            n = block[0] * block[1] * block[2]
+            if n > 1024:
+                raise RuntimeError(f"{name}: {n} threads per block")
             for bz in range(grid[2]):
                 for by in range(grid[1]):
                     for bx in range(grid[0]):
-                        for tz in range(block[2]):
-                            for ty in range(block[1]):
-                                for tx in range(block[0]):
-                                    bidx.x, bidx.y, bidx.z = bx, by, bz
-                                    tidx.x, tidx.y, tidx.z = tx, ty, tz
-                                    fn(*vals)
+                        set_block(bx, by, bz, *block)
+                        ids = [(x, y, z) for z in range(block[2]) for y in range(block[1])
+                               for x in range(block[0])]
+                        if not self.threaded:
+                            for t in ids:
+                                thread(*t, vals)
+                            continue
+                        ts = [threading.Thread(target=thread, args=(*t, vals)) for t in ids]
+                        for t in ts:
+                            t.start()
+                        for t in ts:
+                            t.join(60)
+                        if failed.value or any(t.is_alive() for t in ts):
+                            raise RuntimeError(f"{name}: a barrier was not reached by every "
+                                               "thread of the block (divergent __syncthreads)")
         return run
 
 
