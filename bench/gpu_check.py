@@ -120,7 +120,8 @@ def main() -> int:
     if has_gpu:
         drv = get_driver()
         arch = CUDA_API.arch(0)
-        report["device"] = f"{CUDA_API.device_name(0)} ({arch}), driver {drv.driver_version()}"
+        report["device"] = (f"{dev.device_name} ({arch}, {dev.multi_processor_count} SMs), "
+                            f"driver {drv.driver_version()}")
         target = f"cuda -arch={arch}"
     else:
         report["device"] = "none (no CUDA device: building only)"

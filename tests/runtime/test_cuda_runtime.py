@@ -117,3 +117,12 @@ def test_dlpack_export_import(fake):
     np.testing.assert_array_equal(b.numpy(), x)
     with pytest.raises(BufferError, match="cannot export cuda"):
         a.__dlpack__(dl_device=(1, 0))
+
+
+def test_device_attributes(fake):
+    dev = tvm.cuda(0)
+    assert dev.compute_version == "9.0" and dev.device_name == "Fake H100"
+    assert dev.max_threads_per_block == 1024 and dev.warp_size == 32
+    assert dev.max_shared_memory_per_block == 49152 and dev.multi_processor_count == 132
+    with pytest.raises(AttributeError, match="GPU device attribute"):
+        _ = tvm.cpu(0).compute_version

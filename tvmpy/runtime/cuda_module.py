@@ -325,6 +325,21 @@ class CUDAAPI:
     def device_name(self, dev_id: int) -> str:
         return str(self._drv(dev_id).device_name(dev_id))
 
+    def attribute(self, dev_id: int, name: str) -> Any:
+        """TVM's device attributes: device_name, compute_version ('9.0'), max_threads_per_block,
+        warp_size, max_shared_memory_per_block, multi_processor_count."""
+        if name == "device_name":
+            return self.device_name(dev_id)
+        if name == "compute_version":
+            n = self.arch(dev_id).removeprefix("sm_")
+            return f"{n[:-1]}.{n[-1]}"
+        code = {"max_threads_per_block": "max_threads_per_block", "warp_size": "warp_size",
+                "max_shared_memory_per_block": "max_shared_memory_per_block",
+                "multi_processor_count": "multiprocessor_count"}.get(name)
+        if code is None:
+            raise AttributeError(f"unknown CUDA device attribute {name!r}")
+        return self._drv(dev_id).device_attribute(dev_id, CU_DEVICE_ATTRIBUTE[code])
+
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, dev_id: int) -> DeviceMemory:
         drv = self._drv(dev_id)

@@ -39,7 +39,8 @@ class FakeDriver:
         return "Fake H100"
 
     def device_attribute(self, dev: int, attr: int) -> int:
-        return {75: self.arch[0], 76: self.arch[1], 1: 1024, 8: 49152, 10: 32}.get(attr, 0)
+        return {75: self.arch[0], 76: self.arch[1], 1: 1024, 8: 49152, 10: 32,
+                16: 132}.get(attr, 0)
 
     def mem_alloc(self, dev: int, nbytes: int) -> int:
         buf = np.zeros(max(nbytes, 1) + 256, np.uint8)
