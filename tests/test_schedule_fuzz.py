@@ -10,6 +10,8 @@ numpy.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -258,3 +260,120 @@ def test_default_schedule_of_every_workload(workload):
         out = tvm.nd.empty([int(d) for d in outputs[0].shape], outputs[0].dtype)
         f(*[tvm.nd.array(a) for a in args_np], out)
         np.testing.assert_allclose(out.numpy(), ref(*args_np), rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU: random bindings (blockIdx/threadIdx/vthread, cross-thread reductions), shared/local
+# cache stages attached in the kernels, run by the interpreter's GPU semantics (threads of a
+# block in turn between barriers) after the GPU lowering and the host/device split
+
+
+def _bind_root(draw, stage, log):
+    """Bind a stage that is its own kernel: its spatial loops fused, split over blocks and
+    threads (optionally with 2 virtual threads), or a reduction across threadIdx.x."""
+    leaves = list(stage.leaf_iter_vars)
+    spatial = [iv for iv in leaves if iv.iter_type == tir.IterVar.DataPar]
+    fused = stage.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+    reduce = [iv for iv in stage.leaf_iter_vars if iv.iter_type == tir.IterVar.CommReduce]
+    modes = ["threads", "threads", "vthread", "blocks"] + (["allreduce"] * 2 if reduce else [])
+    mode = draw(st.sampled_from(modes))
+    f = draw(st.sampled_from([1, 2, 3, 4, 8, 16]))
+    name = stage.op.name
+    if mode == "blocks":
+        stage.bind(fused, te.thread_axis("blockIdx.x"))
+    elif mode == "allreduce":
+        stage.bind(fused, te.thread_axis("blockIdx.x"))
+        ko, ki = stage.split(reduce[0], factor=f)
+        if draw(st.booleans()):
+            stage.reorder(fused, ki, ko)
+        stage.bind(ki, te.thread_axis("threadIdx.x"))
+    else:
+        bo, bi = stage.split(fused, factor=f)
+        stage.bind(bo, te.thread_axis("blockIdx.x"))
+        if mode == "vthread":
+            vo, vi = stage.split(bi, nparts=2)
+            stage.bind(vo, te.thread_axis("vthread"))
+            stage.bind(vi, te.thread_axis("threadIdx.x"))
+        else:
+            stage.bind(bi, te.thread_axis("threadIdx.x"))
+    log.append(f"{name}: bind {mode} factor {f}")
+
+
+def apply_random_gpu_schedule(draw, s, inputs, outputs, log):
+    must_attach = set()
+    if draw(st.booleans()):
+        readers = [stg for stg in _compute_stages(s, outputs)
+                   if any(t.op is inputs[0].op for t in stg.op.input_tensors)]
+        if readers:
+            reader = draw(st.sampled_from(readers))
+            scope = draw(st.sampled_from(["shared", "local"]))
+            must_attach.add(s.cache_read(inputs[0], scope, [reader.op]).op)
+            log.append(f"cache_read({inputs[0].op.name}, {scope}, [{reader.op.name}])")
+    if draw(st.booleans()):
+        must_attach.add(s.cache_write(outputs[0], "local").op)
+        log.append(f"cache_write({outputs[0].op.name}, local)")
+    out_ops = {s[t].op for t in outputs}
+    inlined = set()
+    for stage in _compute_stages(s, outputs):
+        reads_cache = any(t.op in must_attach for t in stage.op.input_tensors)
+        if stage.op not in out_ops and stage.op not in must_attach and not stage.op.reduce_axis \
+                and not reads_cache and draw(st.integers(0, 3)) == 0:
+            stage.compute_inline()
+            inlined.add(stage.op)
+            log.append(f"{stage.op.name}.compute_inline()")
+    for stage in reversed(_compute_stages(s, outputs)):  # consumers before producers
+        if stage.op in inlined:
+            continue
+        consumers = [c for c in _consumers(s, stage) if c.op not in inlined]
+        attach = stage.op in must_attach or (
+            stage.op not in out_ops and len(consumers) == 1 and draw(st.booleans()))
+        if attach and len(consumers) == 1:
+            target = consumers[0]
+            ivs = list(target.leaf_iter_vars)
+            k = draw(st.integers(0, len(ivs) - 1))
+            stage.compute_at(target, ivs[k])
+            log.append(f"{stage.op.name}.compute_at({target.op.name}, {ivs[k].var.name})")
+            bound = target.iter_var_attrs.get(ivs[k])
+            at_block = bound is not None and bound.bind_thread is not None and \
+                bound.bind_thread.thread_tag == "blockIdx.x"
+            spatial = [iv for iv in stage.leaf_iter_vars if iv.iter_type == tir.IterVar.DataPar]
+            if at_block and spatial and stage.op.reduce_axis == [] and draw(st.booleans()):
+                # cooperative fetching: the stage's loops split over the block's threads
+                fused = stage.fuse(*spatial) if len(spatial) > 1 else spatial[0]
+                f = draw(st.sampled_from([2, 4, 8]))
+                _, fi = stage.split(fused, factor=f)
+                stage.bind(fi, te.thread_axis("threadIdx.x"))
+                log.append(f"{stage.op.name}: cooperative fetch over {f} threads")
+        else:
+            _bind_root(draw, stage, log)
+
+
+GPU_WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, softmax, transpose_add]
+
+
+@settings(max_examples=int(os.environ.get("GPU_FUZZ_EXAMPLES", "100")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_gpu_schedules_match_numpy(data):
+    from tvmpy.driver import lower_gpu
+    from tvmpy.tir import interpreter
+    from tvmpy.tir.interpreter_gpu import thread_order
+
+    workload = data.draw(st.sampled_from(GPU_WORKLOADS), label="workload")
+    n = data.draw(st.sampled_from([1, 2, 5, 7]), label="n")
+    m = data.draw(st.sampled_from([1, 3, 4, 8, 11]), label="m")
+    inputs, outputs, ref = workload(n, m)
+    s = te.create_schedule([t.op for t in outputs])
+    log: list[str] = []
+    apply_random_gpu_schedule(data.draw, s, inputs, outputs, log)
+    rng = np.random.default_rng(0)
+    args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
+    expected = ref(*args_np)
+    target = data.draw(st.sampled_from(["cuda", "opencl"]), label="target")
+    order = data.draw(st.sampled_from(["forward", "reverse"]), label="thread order")
+    mod = lower_gpu([tvm.lower(s, inputs + outputs, target=target)], target)
+    out = np.full([int(d) for d in outputs[0].shape], np.nan, outputs[0].dtype)
+    with thread_order(order):
+        interpreter.build(mod)["default_function"](*args_np, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5,
+                               err_msg=f"{target}: schedule: " + "; ".join(log))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .arith.sum_form import cache_scope
-from .target import as_target
+from .target import Target, as_target
 from .tir.function import PrimFunc
 
 if TYPE_CHECKING:
@@ -54,6 +54,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
     if tgt.is_gpu:
+        if target_host is not None:  # TVM's build(..., target="cuda", target_host="llvm")
+            tgt = Target(str(tgt), host=target_host)
         mod = lower_gpu(funcs, tgt)
         # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
         if tgt.kind == "opencl":

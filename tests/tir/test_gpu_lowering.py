@@ -33,9 +33,10 @@ def run(s, args, arrays, target="cuda", **ctx):
     return mod
 
 
-def nodes(func, pred):
+def nodes(node, pred):
     out = []
-    post_order_visit(func.body, lambda n: out.append(n) if pred(n) else None)
+    post_order_visit(getattr(node, "body", node) if isinstance(node, tvm.tir.PrimFunc) else node,
+                     lambda n: out.append(n) if pred(n) else None)
     return out
 
 
@@ -146,13 +147,22 @@ def test_gemm_shared_local_cooperative_fetch(shape):
     assert isinstance(seq[is_sync.index(True) + 1], S.For)  # the k.inner loop, after the fetch
 
 
-def test_missing_barriers_are_detected():
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_missing_barriers_are_detected(order):
+    from tvmpy.tir.interpreter_gpu import thread_order
+
     N, M, K = 16, 16, 16
     s, A, B, C = _gemm(N, M, K)
     a, b = rand(N, K), rand(K, M)
-    c = np.zeros((N, M), "float32")
-    run(s, [A, B, C], [a, b, c], disabled_pass=["ThreadSync"])
-    assert not np.allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    with thread_order(order):
+        c = np.zeros((N, M), "float32")
+        run(s, [A, B, C], [a, b, c])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+        c = np.zeros((N, M), "float32")
+        run(s, [A, B, C], [a, b, c], disabled_pass=["ThreadSync"])
+        assert not np.allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+    if order == "reverse":
+        return
 
     # only the end-of-loop barrier removed: the next iteration's fetch overwrites tiles
     # that other threads still read
@@ -191,6 +201,39 @@ def test_gemm_vthread_figure6():
     local = [n for n in nodes(k, lambda n: isinstance(n, S.Allocate))
              if n.buffer.scope == "local"]
     assert local and int(local[0].buffer.shape[0].value) == 2
+    # interleaved: the innermost k loop updates both accumulators from the shared tiles
+    inner = [lp for lp in nodes(k, lambda n: isinstance(n, S.For))
+             if not nodes(lp.body, lambda n: isinstance(n, S.For))
+             and nodes(lp.body, lambda n: isinstance(n, S.BufferStore) and n.buffer.scope == "local")]
+    (lp,) = [x for x in inner if x.loop_var.name.startswith("k")]
+    stores = nodes(lp.body, lambda n: isinstance(n, S.BufferStore))
+    assert sorted(int(st.indices[0].value) for st in stores) == [0, 1]
+    assert all(ld.buffer.scope == "shared" for st in stores
+               for ld in nodes(st.value, lambda n: isinstance(n, E.BufferLoad))
+               if ld.buffer.name != "C.local")
+
+
+def test_storage_rewrite_keeps_scopes_apart():
+    # a local and a shared stage of the same dtype and size never share memory
+    N = 16
+    A = te.placeholder((N,), name="A")
+    B = te.compute((N,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((N,), lambda i: B[i] + 1.0, name="C")
+    D = te.compute((N,), lambda i: C[i] * C[i], name="D")
+    s = te.create_schedule(D.op)
+    bx, tx = s[D].split(D.op.axis[0], factor=8)
+    s[D].bind(bx, te.thread_axis("blockIdx.x"))
+    s[D].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].set_scope("shared")
+    s[B].compute_at(s[D], bx)
+    s[C].set_scope("local")
+    s[C].compute_at(s[D], tx)
+    a, d = rand(N), np.full(N, np.nan, "float32")
+    mod = run(s, [A, D], [a, d])
+    np.testing.assert_allclose(d, (a * 2 + 1) ** 2, rtol=1e-6)
+    (k,) = kernels(mod)
+    scopes = sorted(x.buffer.scope for x in nodes(k, lambda n: isinstance(n, S.Allocate)))
+    assert scopes == ["local", "shared"]
 
 
 def _row_sum(n, m, rfactor, reducer="sum"):
@@ -419,3 +462,53 @@ def test_barrier_in_thread_dependent_loop_is_an_error():
                          {out.data: out})
     with pytest.raises(ValueError, match="thread-dependent control flow"):
         thread_sync_func(f)
+
+
+def test_symbolic_batch_gemm_with_shared_tile():
+    n = te.var("n")
+    K, M = 12, 10
+    A = te.placeholder((n, K), name="A")
+    B = te.placeholder((K, M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((n, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    bi, ti = s[C].split(i, factor=4)
+    bj, tj = s[C].split(j, factor=4)
+    s[C].reorder(bi, bj, ti, tj)
+    s[C].bind(bi, te.thread_axis("blockIdx.y"))
+    s[C].bind(bj, te.thread_axis("blockIdx.x"))
+    s[C].bind(ti, te.thread_axis("threadIdx.y"))
+    s[C].bind(tj, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], tj)
+    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=4)
+    s[AA].compute_at(s[CL], ko)
+    y, x = s[AA].op.axis
+    s[AA].bind(y, te.thread_axis("threadIdx.y"))
+    s[AA].bind(x, te.thread_axis("threadIdx.x"))
+    mod = gpu_module(s, [A, B, C], "opencl")
+    (launch,) = kernel_launches(mod["default_function"])
+    assert str(launch.args[2]) == "(n + 3) // 4" and [p.name for p in kernels(mod)[0].params][-1] \
+        == "n"
+    m = interpreter.build(mod)
+    for nn in (1, 7, 9):
+        a, b = rand(nn, K), rand(K, M)
+        c = np.full((nn, M), np.nan, "float32")
+        m["default_function"](a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_global_buffer_inside_a_kernel_is_an_error():
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((16,), lambda i: B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].set_scope("global")
+    s[B].compute_at(s[C], bx)
+    with pytest.raises(ValueError, match="B of scope 'global' is allocated inside a GPU kernel"):
+        gpu_module(s, [A, C])

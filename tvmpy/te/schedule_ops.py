@@ -206,8 +206,8 @@ class Lowering:
                 self.roots.append(st)
             else:
                 self.attached.setdefault((id(ap[0]), id(ap[1])), []).append(st)
-        self._make_buffers()
         self._analyzer: Any = None
+        self._make_buffers()
 
     def _prove_nonneg(self, e: PrimExpr) -> bool:
         """``e >= 0`` for all loop values: tvmpy.arith's Analyzer with every loop variable bound
@@ -221,6 +221,17 @@ class Lowering:
             return bool(self._analyzer.can_prove(e >= 0))
         except Exception:  # a limitation of the analyzer: keep the guard
             return False
+
+    def _max_extent(self, e: PrimExpr) -> PrimExpr:
+        """``e`` or, when it varies with loop variables, its constant upper bound."""
+        if isinstance(e, E.IntImm):
+            return e
+        self._prove_nonneg(E.const(0))  # builds the analyzer over the loop ranges
+        try:
+            hi = self._analyzer.const_int_bound(e).max_value
+        except Exception:  # the analyzer's limitation: keep the expression
+            return e
+        return E.const(int(hi), e.dtype) if abs(hi) < (1 << 31) else e
 
     # ---- buffers -----------------------------------------------------------------------------
     def _make_buffers(self) -> None:
@@ -239,8 +250,13 @@ class Lowering:
                 continue
             self.offsets[id(st)] = [r.min for r in rng]
             shape = [r.extent for r in rng]
+            encl = self.view.enclosing(st)
+            scope = storage_scope(st, encl)
+            if any(_thread_bound(a, iv) for a, iv in encl):
+                # inside a GPU kernel: one allocation of the largest region (a region that
+                # varies with the attach loops, e.g. a non-dividing split, has no fixed size)
+                shape = [self._max_extent(x) for x in shape]
             strides = _aligned_strides(shape, st.align) if st.align else ()
-            scope = storage_scope(st, self.view.enclosing(st))
             for k in range(op.num_outputs):
                 t = op.output(k)
                 self.buffers[(id(st), k)] = Buffer(Var(t.name, "handle"), t.dtype, shape, strides, 0,
@@ -432,6 +448,11 @@ class Lowering:
 
 
 # ---------------------------------------------------------------------------------------------
+def _thread_bound(stage: Stage, iv: IterVar) -> bool:
+    attr = stage.iter_var_attrs.get(iv)
+    return attr is not None and attr.bind_thread is not None
+
+
 def _guard(body: S.Stmt, preds: list[PrimExpr]) -> S.Stmt:
     """``if likely(p0 and p1 ...)`` around ``body``; a store predicate (``_StorePred``) is a plain
     ``if`` inside it (it is not expected to hold almost always)."""

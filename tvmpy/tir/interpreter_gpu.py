@@ -7,7 +7,8 @@ thread attributes nested deeper keeps the serial-loop meaning). It runs as on a 
 - blocks run one after the other; within a block, every thread runs the body with its own
   environment (``local`` allocations are per thread), and ``shared`` allocations are one
   memory per block (the first thread to reach the allocation creates it, poisoned);
-- threads run one at a time in a fixed order (thread 0, 1, ...), each until it reaches
+- threads run one at a time in a fixed order (thread 0, 1, ...; :func:`thread_order` reverses
+  it), each until it reaches
   ``tir.tvm_storage_sync`` or its end; the barrier passes when every thread has reached it.
   A thread that reads shared memory before the barrier that should have protected it sees
   what the threads before it wrote (and poison for the rest), exactly the data race the
@@ -25,9 +26,10 @@ without barriers they are plain sequential calls.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -37,7 +39,7 @@ from . import stmt as S
 from .functor import post_order_visit
 
 __all__ = ["KERNEL_KEY", "BARRIER_KEY", "LAUNCH_KEY", "TID_KEY", "kernel_chain", "run_kernel",
-           "warp_shuffle_down"]
+           "warp_shuffle_down", "thread_order"]
 
 KERNEL_KEY = 1  # env key: the block's shared memories (Python ids are never 1, 2, 3)
 BARRIER_KEY = 2  # env key: the barrier callable of the running thread
@@ -49,6 +51,21 @@ SHUFFLE_DOWN_OP = "tir.tvm_warp_shuffle_down"
 ACTIVEMASK_OP = "tir.tvm_warp_activemask"
 #: seconds a block may wait for one phase before the interpreter gives up
 PHASE_TIMEOUT = 300.0
+_ORDER = ["forward"]
+
+
+@contextlib.contextmanager
+def thread_order(order: str) -> Iterator[None]:
+    """Run the threads of each block in ``order``: "forward" (thread 0 first, the default) or
+    "reverse" (the last thread first). A race in which a thread reads what a lower-numbered
+    thread wrote without a barrier shows up only in the reverse order, and vice versa."""
+    if order not in ("forward", "reverse"):
+        raise ValueError(f"thread_order: expected 'forward' or 'reverse', got {order!r}")
+    _ORDER.append(order)
+    try:
+        yield
+    finally:
+        _ORDER.pop()
 
 
 def kernel_chain(s: S.AttrStmt) -> tuple[list[S.AttrStmt], S.Stmt, bool] | None:
@@ -170,6 +187,8 @@ def run_kernel(env: dict, chain: list[S.AttrStmt], extents: list[Any], body: Cal
     # threads ordered z, y, x: threadIdx.x fastest (the hardware's linear thread id)
     threads.sort(key=lambda t: "zyx".find(t[0].node.thread_tag[-1]))
     tspace = list(itertools.product(*[range(n) for _, n in threads]))
+    if _ORDER[-1] == "reverse":
+        tspace.reverse()
     for bidx in itertools.product(*[range(n) for _, n in blocks]):
         shared: dict[int, Any] = {}
         base = dict(env)

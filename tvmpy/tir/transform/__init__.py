@@ -5,7 +5,9 @@ IRModule (``tvm.tir.transform.Simplify()(mod)``); its function-level form, PrimF
 PrimFunc, is ``<name>_func`` (``simplify_func(func)``). :mod:`tvmpy.tir.pipeline` runs them in
 TVM's order: StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
 InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp,
-LowerIntrin.
+LowerIntrin. For GPU targets (:func:`tvmpy.tir.pipeline.gpu_phases`) LowerThreadAllreduce,
+UnifyThreadBinding and ThreadSync join them (gpu.py), and SplitHostDevice
+(split_host_device.py) makes the host function and the device kernels.
 """
 
 from ...transform import register_pass

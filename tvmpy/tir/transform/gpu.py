@@ -11,7 +11,9 @@ UnifyThreadBinding
     ThreadSync inserts between them are reached by every thread).
     Allocations with scope "shared" move to the kernel's top (one per block; OpenCL needs
     ``__local`` arrays at kernel scope); "local" ones stay where they are (one per thread).
-    Code outside a stage's thread attributes is run by every thread (GPU semantics).
+    Code outside a stage's thread attributes is run by every thread (GPU semantics); there, a
+    read-modify-write of non-local memory (a reduction stage attached at a block-level loop
+    and not bound to threads) runs only on the threads with index 0 in the unbound tags.
 
 ThreadSync("shared")
     Inserts ``Evaluate(Call("int32", "tir.tvm_storage_sync", [StringImm("shared")]))`` before a
@@ -74,6 +76,30 @@ class _Unifier(Mutator):
         self.canon = canon
         self.launch = launch
         self.shared: list[S.Allocate] = []
+        self.bound: list[str] = []  # the thread tags bound around the statement being visited
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return e
+
+    def visit_BufferStore(self, s: S.BufferStore) -> Any:
+        # a read-modify-write of memory shared by the threads (a reduction) in code that the
+        # unbound threads would all run: one thread does it (the others would race)
+        if s.buffer.scope == "local":
+            return s
+        free = [t for t in self.canon if t.startswith("threadIdx") and t not in self.bound
+                and not _is_one(self.launch[t])]
+        if not free:
+            return s
+        reads: list[int] = []
+        post_order_visit(s.value, lambda n: reads.append(1) if isinstance(n, E.BufferLoad)
+                         and n.buffer.data is s.buffer.data else None)
+        if not reads:
+            return s  # the same value stored by every thread: redundant, not racy
+        cond: E.PrimExpr = E.EQ(self.canon[free[0]].var, E.const(0, self.canon[free[0]].var.dtype))
+        for t in free[1:]:
+            v = self.canon[t].var
+            cond = E.And(cond, E.EQ(v, E.const(0, v.dtype)))
+        return S.IfThenElse(cond, s)
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> Any:
         if not _is_thread(s):
@@ -81,7 +107,11 @@ class _Unifier(Mutator):
         tag = _tag(s)
         cv = self.canon[tag].var
         body = s.body if s.node.var is cv else substitute(s.body, {s.node.var: cv})
-        body = self.visit(body)
+        self.bound.append(tag)
+        try:
+            body = self.visit(body)
+        finally:
+            self.bound.pop()
         ext = self.launch[tag]
         if not structural_equal(s.value, ext):
             body = _guard(body, likely(E.LT(cv, s.value)))
@@ -92,6 +122,10 @@ class _Unifier(Mutator):
             self.shared.append(s)
             return self.visit(s.body)
         return self.generic_visit(s)
+
+
+def _is_one(e: Any) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
 
 
 def _uses_shared(s: Any) -> bool:

@@ -144,6 +144,11 @@ class _Splitter:
             return S.AttrStmt(s.node, s.attr_key, s.value, self.host(s.body))
         if isinstance(s, S.Evaluate) and isinstance(s.value, (E.IntImm, E.FloatImm)):
             return s
+        if isinstance(s, S.Allocate):
+            raise ValueError(
+                f"{self.name}: buffer {s.buffer.name} of scope {s.buffer.scope!r} is allocated "
+                "outside every GPU kernel; compute_at its stage inside a blockIdx-bound loop "
+                "(shared: one per block) or a threadIdx-bound one (local: one per thread)")
         raise ValueError(
             f"{self.name}: code outside every GPU kernel for target {self.device_target}: "
             f"`{_describe(s)}`. Did you forget to bind? Every loop nest must be bound to "
@@ -163,6 +168,15 @@ class _Splitter:
                                  "(run UnifyThreadBinding first)")
             extents[tag] = node.value
             node = node.body
+        inner_global: list[S.Allocate] = []
+        post_order_visit(s, lambda n: inner_global.append(n) if isinstance(n, S.Allocate)
+                         and n.buffer.scope in ("global", "") else None)
+        if inner_global:
+            b = inner_global[0].buffer
+            raise ValueError(
+                f"{self.name}: buffer {b.name} of scope 'global' is allocated inside a GPU "
+                "kernel (a kernel cannot allocate device memory); give its stage scope "
+                "'shared' or 'local' (set_scope), or leave it at the root as its own kernel")
         free = free_vars(s)
         for v in free:
             if id(v) not in self.order:

@@ -146,7 +146,14 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
         out.append(_Candidate(n, m[0], list(conds)))
 
     walk(body)
-    return out
+    # an element also written otherwise in the body (its init): a reduction of each thread's
+    # own, not across the threads
+    own: list[S.BufferStore] = []
+    post_order_visit(body, lambda n: own.append(n) if isinstance(n, S.BufferStore) else None)
+    cand_stores = {id(c.store) for c in out}
+    return [c for c in out if not any(
+        id(x) not in cand_stores and x.buffer.data is c.store.buffer.data
+        and structural_equal(x.indices, c.store.indices) for x in own)]
 
 
 class _Replace(Mutator):
@@ -173,7 +180,8 @@ class _Replace(Mutator):
         return self.generic_visit(s)
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> Any:
-        if s.else_case is None and _uses(s.condition, self.tvar):
+        likely_ = isinstance(s.condition, E.Call) and s.condition.op == "likely"
+        if s.else_case is None and not likely_ and _uses(s.condition, self.tvar):
             found: list[int] = []
             post_order_visit(s.then_case, lambda n: found.append(1) if n is self.c.store else None)
             if found:  # the stage's store predicate (thread 0 stores): after the tree
@@ -218,7 +226,8 @@ class _Lower(Mutator):
         if s.attr_key != "thread_extent" or not tag.startswith("threadIdx"):
             return self.generic_visit(s)
         tvar = s.node.var
-        cands = _find(s.body, tvar)
+        single = isinstance(s.value, E.IntImm) and s.value.value == 1
+        cands = [] if single else _find(s.body, tvar)
         self.outer.append(s)
         try:
             body = self.visit(s.body)
