@@ -126,3 +126,63 @@ def test_device_attributes(fake):
     assert dev.max_shared_memory_per_block == 49152 and dev.multi_processor_count == 132
     with pytest.raises(AttributeError, match="GPU device attribute"):
         _ = tvm.cpu(0).compute_version
+
+
+_BUILD_CUDA = r"""
+import sys
+import tvmpy as tvm
+from tvmpy import te
+n = te.var("n")
+A = te.placeholder((n,), name="A")
+B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+s = te.create_schedule(B.op)
+bx, tx = s[B].split(B.op.axis[0], factor=32)
+s[B].bind(bx, te.thread_axis("blockIdx.x"))
+s[B].bind(tx, te.thread_axis("threadIdx.x"))
+tvm.build(s, [A, B], target="cuda", name="affine").export_library(sys.argv[1])
+"""
+
+_LOAD_CUDA = r"""
+import json, sys
+for blocked in ("llvmlite", "onnx", "onnxruntime", "torch", "nvidia", "cuda"):
+    sys.modules[blocked] = None  # importing them now raises ImportError
+import numpy as np
+import tvmpy.runtime as runtime
+from tvmpy.runtime import cuda_module
+from tvmpy.testing.cuda_fake import FakeDriver, view
+
+def affine(drv, grid, block, shared, a, b, n):
+    view(b, n, "float32")[:] = view(a, n, "float32") * 2 + 1
+
+drv = FakeDriver({"affine_kernel0": (["handle", "handle", "int32"], affine)})
+cuda_module.set_driver(drv)
+m = runtime.load_module(sys.argv[1])
+x = np.arange(70, dtype="float32")
+out = runtime.ndarray.empty((70,), "float32", runtime.cuda(0))
+m(runtime.ndarray.array(x, runtime.cuda(0)), out)
+np.testing.assert_array_equal(out.numpy(), x * 2 + 1)
+assert drv.loaded and drv.loaded[0][:4] == b"\x7fELF"  # the embedded sm_90 cubin
+print(json.dumps(sorted(m for m in sys.modules if m == "tvmpy" or m.startswith("tvmpy."))))
+"""
+
+
+def test_exported_cuda_module_loads_with_the_runtime_alone(tmp_path):
+    """An exported CUDA module loads and launches (fake driver) in a process without the
+    compiler, llvmlite, the NVIDIA wheels or cuda-python: PTX and cubins are embedded."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    path = str(tmp_path / "affine.so")
+    for code, extra in ((_BUILD_CUDA, {}), (_LOAD_CUDA, {"CC": "/bin/false"})):
+        proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                              env=dict(env, **extra), timeout=300, cwd=root)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    allowed = {"tvmpy", "tvmpy.config", "tvmpy.ir", "tvmpy.ir.dtype", "tvmpy.testing",
+               "tvmpy.testing.cuda_fake"}
+    outside = [m for m in loaded if m not in allowed and not m.startswith("tvmpy.runtime")]
+    assert not outside, f"loading and running an exported CUDA module imported {outside}"
