@@ -425,3 +425,24 @@ def test_cross_thread_reduction_host_emulated(threads, reducer, tmp_path):
     _host_run(f, (a, out), tmp_path)
     np.testing.assert_allclose(out, a.sum(1) if reducer == "sum" else a.max(1), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_shared_memory_over_the_hardware_limit_fails_at_build():
+    """A 64 KiB static shared tile: refused by the target's limit (48 KiB) before codegen, and
+    by ptxas when the target's limit is raised past what the hardware allows statically."""
+    m = 16384
+    A = te.placeholder((4, m), name="A")
+    B = te.compute((4, m), lambda i, j: A[i, j] + A[i, m - 1 - j], name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "shared", [B])
+    i, j = s[B].op.axis
+    s[B].bind(i, te.thread_axis("blockIdx.x"))
+    _, ji = s[B].split(j, factor=256)
+    s[B].bind(ji, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], i)
+    _, t = s[AA].split(s[AA].op.axis[1], factor=256)
+    s[AA].bind(t, te.thread_axis("threadIdx.x"))
+    with pytest.raises(ValueError, match="65536 bytes of shared memory per block exceed"):
+        tvm.build(s, [A, B], target="cuda")
+    with pytest.raises(nvcc.CompileError, match="too much shared data"):
+        tvm.build(s, [A, B], target="cuda -max_shared_memory_per_block=100000")
