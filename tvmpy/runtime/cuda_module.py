@@ -1,4 +1,6 @@
-"""The CUDA runtime: device memory, modules of PTX/cubin, kernel launches, timing.
+"""The CUDA device API of runtime/gpu_module.py (``tvm.cuda(n)``, DLPack type 2): device memory,
+PTX/cubin modules, kernel launches with packed ``kernelParams``, DLPack export/import, device
+attributes. gpu_module's ``GPUHostModule`` evaluates the launch plans and calls it.
 
 Driver binding: **ctypes on the driver's own ``libcuda.so.1``** (the CUDA driver API's C ABI), not
 cuda-python or cupy. The issue asked to pick cuda-python or cupy; we picked neither, because:
@@ -10,9 +12,9 @@ cuda-python or cupy. The issue asked to pick cuda-python or cupy; we picked neit
 - the ~20 driver functions used here (``cuMemAlloc_v2``, ``cuModuleLoadData``,
   ``cuLaunchKernel``, events, ...) have had the same C ABI since CUDA 4, so ctypes works with
   every driver and needs no package at all (the runtime layer stays numpy + stdlib);
-- cubins assembled by the wheel's ptxas load on any driver that knows the ``sm_XX``, while PTX
-  from NVRTC 12.9 (``.version 8.8``) needs a 12.9+ driver to JIT: modules carry both, and the
-  cubin for the device's arch is preferred.
+- cubins assembled by the wheel's ptxas (CUDA 12.9) load on any CUDA 12 driver that knows the
+  ``sm_XX`` (minor-version compatibility), while PTX from NVRTC 12.9 (``.version 8.8``) needs a
+  12.9+ driver to JIT: modules carry both, and the cubin for the device's arch is preferred.
 
 Everything the runtime asks of the driver goes through one object with the methods of
 :class:`CtypesDriver`; tests install a fake one (``set_driver``) to run the launch, argument
