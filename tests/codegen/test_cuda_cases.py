@@ -21,9 +21,19 @@ def _pairs(names):
     return [x for n in names for x in _as_gpu(ALL[n].func)]
 
 
+_BUILT: dict[str, object] = {}
+
+
+def _built(backend):
+    """One module with every compilable case per backend, built once for the whole file."""
+    if backend not in _BUILT:
+        _BUILT[backend] = (cuda if backend == "cuda" else nvptx).build(_pairs(COMPILABLE))
+    return _BUILT[backend]
+
+
 @pytest.mark.parametrize("backend", ["cuda", "nvptx"])
 def test_all_cases_compile(backend):
-    mod = (cuda if backend == "cuda" else nvptx).build(_pairs(COMPILABLE))
+    mod = _built(backend)
     dm = mod.imported_modules[0]
     kernels = {f"{ALL[n].func.name}_kernel" for n in COMPILABLE}
     for arch in ("sm_80", "sm_90"):
@@ -43,7 +53,7 @@ def host_emulated(tmp_path_factory):
     from tvmpy.runtime import cuda_module
     from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
 
-    mod = cuda.build(_pairs(COMPILABLE))
+    mod = _built("cuda")
     host = HostKernels(mod.imported_modules[0].get_source(), mod.plan["kernels"],
                        str(tmp_path_factory.mktemp("cuda_host")))
     prev = cuda_module.set_driver(FakeDriver(host.kernels))
@@ -68,3 +78,24 @@ def test_case_semantics_host_emulated(name, host_emulated):
     """The CUDA dialect's text (casts, wrap-around, lets as lambdas, bit casts, half, popcount,
     INFINITY ...) against the cases' numpy results, with the kernels compiled by g++."""
     cases.run_case(ALL[name], lambda funcs, extra: _Lib(host_emulated))
+
+
+@pytest.fixture(scope="module")
+def host_emulated_nvptx(tmp_path_factory):
+    """The nvptx module of every compilable case, its LLVM IR JIT-compiled for the host."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    mod = _built("nvptx")
+    host = HostKernels.from_nvptx(mod.imported_modules[0].get_source(), mod.plan["kernels"],
+                                  str(tmp_path_factory.mktemp("nvptx_host")))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    yield mod
+    cuda_module.set_driver(prev)
+
+
+@pytest.mark.parametrize("name", COMPILABLE)
+def test_case_semantics_nvptx_host_emulated(name, host_emulated_nvptx):
+    """The nvptx code generator's IR (thread indices, parameters, lane-wise vector math ...)
+    against the cases' numpy results, JIT-compiled for the host."""
+    cases.run_case(ALL[name], lambda funcs, extra: _Lib(host_emulated_nvptx))

@@ -134,3 +134,78 @@ def test_cross_thread_reduction(threads, reducer):
         assert "@llvm.nvvm.activemask()" in ir
     else:
         assert "addrspace(3)" in ir and "bar.sync" in ptx
+
+
+def _host_run(mod, args, tmp_path):
+    """Run ``mod`` with its nvptx LLVM IR JIT-compiled for the host (NVVM intrinsics emulated:
+    the threads of a block as OS threads, barriers, warp shuffles)."""
+    from tvmpy.testing.cuda_fake import HostKernels
+
+    host = HostKernels.from_nvptx(mod.imported_modules[0].get_source(), mod.plan["kernels"],
+                                  str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(*args)
+    finally:
+        cuda_module.set_driver(prev)
+
+
+def test_elementwise_runs_host_emulated(ew, tmp_path):
+    from math import erf
+
+    x = np.random.default_rng(1).standard_normal(300).astype("float32")
+    y = np.random.default_rng(2).standard_normal(300).astype("float32")
+    out = np.zeros(300, "float32")
+    _host_run(ew, (x, y, out), tmp_path)
+    want = np.exp(x) * y + np.tanh(x) + np.vectorize(erf)(y)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [32, 16, 37])
+def test_reductions_and_gemm_run_host_emulated(threads, tmp_path):
+    rng = np.random.default_rng(threads)
+    A = te.placeholder((5, 101), name="A")
+    k = te.reduce_axis((0, 101), name="k")
+    B = te.compute((5,), lambda i: te.max(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    tx = te.thread_axis("threadIdx.x")
+    ko, _ = s[B].split(B.op.reduce_axis[0], nparts=threads)
+    BF = s.rfactor(B, ko)
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    f = tvm.build(s, [A, B], target="nvptx")
+    a = rng.uniform(-1, 1, (5, 101)).astype("float32")
+    out = np.zeros(5, "float32")
+    _host_run(f, (a, out), tmp_path)
+    np.testing.assert_allclose(out, a.max(1))
+    if threads == 37:  # and the tiled GEMM with shared tiles and barriers
+        M, N, K = 37, 29, 53
+        A = te.placeholder((M, K), name="A")
+        Bm = te.placeholder((K, N), name="B")
+        kk = te.reduce_axis((0, K), name="k")
+        C = te.compute((M, N), lambda i, j: te.sum(A[i, kk] * Bm[kk, j], axis=kk), name="C")
+        s = te.create_schedule(C.op)
+        AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(Bm, "shared", [C])
+        CL = s.cache_write(C, "local")
+        i, j = s[C].op.axis
+        bi, ii = s[C].split(i, factor=8)
+        bj, jj = s[C].split(j, factor=8)
+        s[C].reorder(bi, bj, ii, jj)
+        for ax, tag in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ii, "threadIdx.y"),
+                        (jj, "threadIdx.x")):
+            s[C].bind(ax, te.thread_axis(tag))
+        s[CL].compute_at(s[C], jj)
+        ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
+        for S_ in (AA, BB):
+            s[S_].compute_at(s[CL], ko)
+            x, y = s[S_].op.axis
+            s[S_].bind(x, te.thread_axis("threadIdx.y"))
+            s[S_].bind(y, te.thread_axis("threadIdx.x"))
+        f = tvm.build(s, [A, Bm, C], target="nvptx")
+        a = rng.uniform(-1, 1, (M, K)).astype("float32")
+        b = rng.uniform(-1, 1, (K, N)).astype("float32")
+        c = np.zeros((M, N), "float32")
+        _host_run(f, (a, b, c), tmp_path)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-5)

@@ -184,6 +184,48 @@ static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v
 """
 
 
+# what the LLVM IR of target "nvptx" calls, for running it on the host (HostKernels.from_nvptx)
+_NVPTX_HELPERS = r"""
+#define TVMPY_SREG(k, v, a) extern "C" unsigned tvmpy_##k##_##a() { return v.a; }
+TVMPY_SREG(tid, threadIdx, x) TVMPY_SREG(tid, threadIdx, y) TVMPY_SREG(tid, threadIdx, z)
+TVMPY_SREG(ctaid, blockIdx, x) TVMPY_SREG(ctaid, blockIdx, y) TVMPY_SREG(ctaid, blockIdx, z)
+extern "C" void tvmpy_barrier0() { tvmpy_sync(); }
+extern "C" unsigned tvmpy_activemask() { return 0xffffffffu; }
+/* llvm.nvvm.shfl.sync.<mode>.<type>(mask, value, lane/offset, clamp): width = 32 - (clamp >> 8) */
+#define TVMPY_SHFL(T, t) \
+  extern "C" T tvmpy_shfl_down_##t(unsigned m, T v, int d, int c) { \
+    return __shfl_down_sync(m, v, d, 32 - (c >> 8)); } \
+  extern "C" T tvmpy_shfl_up_##t(unsigned m, T v, int d, int c) { \
+    return __shfl_up_sync(m, v, d, 32 - (c >> 8)); } \
+  extern "C" T tvmpy_shfl_idx_##t(unsigned m, T v, int d, int c) { \
+    return __shfl_sync(m, v, d, 32 - (c >> 8)); }
+TVMPY_SHFL(float, f32)
+TVMPY_SHFL(int, i32)
+/* compiler-rt's half conversions, which MCJIT does not resolve by itself */
+extern "C" float tvmpy_extendhfsf2(_Float16 h) { return (float)h; }
+extern "C" _Float16 tvmpy_truncsfhf2(float f) { return (_Float16)f; }
+extern "C" _Float16 tvmpy_truncdfhf2(double f) { return (_Float16)f; }
+"""
+
+
+def _nvptx_ir_for_host(ir: str) -> str:
+    """The LLVM IR of target nvptx, rewritten to run on the host: NVVM intrinsics -> the
+    helpers above, shared memory -> module globals, libdevice -> libm."""
+    import re
+
+    ir = re.sub(r"^target (datalayout|triple) = .*$", "", ir, flags=re.M)
+    ir = ir.replace("define ptx_kernel void", "define void")
+    ir = ir.replace("internal addrspace(3) global", "internal global")
+    ir = re.sub(r'addrspacecast ptr addrspace\(3\) (@"[^"]+") to ptr',
+                r"getelementptr i8, ptr \1, i64 0", ir)
+    ir = re.sub(r"@llvm\.nvvm\.read\.ptx\.sreg\.(tid|ctaid)\.([xyz])", r"@tvmpy_\1_\2", ir)
+    ir = ir.replace("@llvm.nvvm.barrier0", "@tvmpy_barrier0")
+    ir = ir.replace("@llvm.nvvm.activemask", "@tvmpy_activemask")
+    ir = re.sub(r"@llvm\.nvvm\.shfl\.sync\.(down|up|idx)\.(f32|i32)", r"@tvmpy_shfl_\1_\2", ir)
+    ir = re.sub(r'"target-cpu"="sm_\d+"', "", ir)
+    return re.sub(r"@__nv_(\w+)", r"@\1", ir)
+
+
 class HostKernels:
     """The CUDA C of a built module compiled for the host with g++ (HOST_HEADER emulates the
     CUDA keywords): ``kernels`` plugs into :class:`FakeDriver`. Blocks run one after another;
@@ -192,35 +234,55 @@ class HostKernels:
     ``__shfl_*_sync`` behave as on a GPU (every thread of the block must reach each barrier or
     shuffle, as the generated kernels do); otherwise one after another."""
 
-    def __init__(self, source: str, kernel_params: dict[str, list[str]], workdir: str):
-        import hashlib
-        import os
-        import shutil
-        import subprocess
-
-        cxx = shutil.which("g++") or shutil.which("c++")
-        if cxx is None:
-            raise RuntimeError("no C++ compiler (g++) to emulate CUDA kernels on the host")
-        tag = hashlib.sha256(source.encode()).hexdigest()[:16]  # dlopen caches by path
-        src, lib = (os.path.join(workdir, f"kernels_{tag}.cc"),
-                    os.path.join(workdir, f"kernels_{tag}.so"))
-        with open(src, "w") as f:
-            f.write(HOST_HEADER + source)
-        proc = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-pthread",
-                               "-o", lib, src], capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"host compile of the CUDA C failed:\n{proc.stderr[:4000]}")
-        self.lib = ctypes.CDLL(lib)
+    def __init__(self, source: str, kernel_params: dict[str, list[str]], workdir: str,
+                 _functions: dict[str, Any] | None = None):
+        self.lib = _compile_host(HOST_HEADER + source, workdir)
         self.threaded = "__syncthreads" in source or "_sync(" in source
-        self.kernels = {name: (types, self._runner(name, types))
+        self.kernels = {name: (types, self._runner(name, types, (_functions or {}).get(name)))
                         for name, types in kernel_params.items()}
 
-    def _runner(self, name: str, types: list[str]) -> Callable:
+    @classmethod
+    def from_nvptx(cls, ir: str, kernel_params: dict[str, list[str]], workdir: str
+                   ) -> HostKernels:
+        """The LLVM IR of a target-"nvptx" module JIT-compiled for the host (llvmlite MCJIT),
+        its NVVM intrinsics served by the same emulation as CUDA C."""
+        import llvmlite.binding as llvm
+
+        helpers = _compile_host(HOST_HEADER + _NVPTX_HELPERS, workdir)
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        import re
+
+        for name in set(re.findall(r"@(tvmpy_\w+)", _nvptx_ir_for_host(ir))):
+            llvm.add_symbol(name, ctypes.cast(getattr(helpers, name), ctypes.c_void_p).value)
+        for rt in ("extendhfsf2", "truncsfhf2", "truncdfhf2"):
+            llvm.add_symbol(f"__{rt}", ctypes.cast(getattr(helpers, f"tvmpy_{rt}"),
+                                                   ctypes.c_void_p).value)
+        mod = llvm.parse_assembly(_nvptx_ir_for_host(ir))
+        tm = llvm.Target.from_default_triple().create_target_machine()
+        mod.triple = tm.triple
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        funcs = {}
+        for name, types in kernel_params.items():
+            argtypes = [ctypes.c_void_p if t == "handle" else _CT[t] for t in types]
+            funcs[name] = ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
+        self = cls.__new__(cls)
+        self.lib = helpers
+        self._engine = engine  # keeps the JIT-compiled code alive
+        self.threaded = "tvmpy_barrier0" in _nvptx_ir_for_host(ir) or "tvmpy_shfl" in \
+            _nvptx_ir_for_host(ir)
+        self.kernels = {name: (types, self._runner(name, types, funcs[name]))
+                        for name, types in kernel_params.items()}
+        return self
+
+    def _runner(self, name: str, types: list[str], fn: Any = None) -> Callable:
         import threading
 
-        fn = getattr(self.lib, name)
-        fn.argtypes = [ctypes.c_void_p if t == "handle" else _CT[t] for t in types]
-        fn.restype = None
+        if fn is None:
+            fn = getattr(self.lib, name)
+            fn.argtypes = [ctypes.c_void_p if t == "handle" else _CT[t] for t in types]
+            fn.restype = None
         set_block, set_thread = self.lib.tvmpy_set_block, self.lib.tvmpy_set_thread
         failed = ctypes.c_int.in_dll(self.lib, "tvmpy_failed")
 
@@ -251,6 +313,27 @@ class HostKernels:
                             raise RuntimeError(f"{name}: a barrier was not reached by every "
                                                "thread of the block (divergent __syncthreads)")
         return run
+
+
+def _compile_host(source: str, workdir: str) -> ctypes.CDLL:
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise RuntimeError("no C++ compiler (g++) to emulate CUDA kernels on the host")
+    tag = hashlib.sha256(source.encode()).hexdigest()[:16]  # dlopen caches by path
+    src, lib = (os.path.join(workdir, f"kernels_{tag}.cc"),
+                os.path.join(workdir, f"kernels_{tag}.so"))
+    with open(src, "w") as f:
+        f.write(source)
+    proc = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-pthread",
+                           "-o", lib, src], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"host compile of the CUDA C failed:\n{proc.stderr[:4000]}")
+    return ctypes.CDLL(lib)
 
 
 class _Dim3(ctypes.Structure):
