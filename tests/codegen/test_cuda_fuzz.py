@@ -1,7 +1,8 @@
 """The GPU schedule fuzzer's random schedules (tests/test_schedule_fuzz.py: bindings, vthreads,
 shared/local cache stages, cooperative fetching, cross-thread reductions) built for target
-"cuda" — NVRTC + ptxas — and the generated CUDA C run on the host (tvmpy.testing.cuda_fake:
-threads of a block as OS threads, barriers and warp shuffles emulated) against numpy."""
+"cuda" (NVRTC + ptxas) or "nvptx" (LLVM + ptxas), and the generated CUDA C / LLVM IR run on the
+host (tvmpy.testing.cuda_fake: threads of a block as OS threads, barriers and warp shuffles
+emulated) against numpy."""
 
 from __future__ import annotations
 
@@ -41,8 +42,11 @@ def test_random_gpu_schedules_as_cuda_on_host(data, tmp_path):
     rng = np.random.default_rng(0)
     args_np = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype) for t in inputs]
     expected = ref(*args_np)
-    f = tvm.build(s, inputs + outputs, target="cuda -arch=sm_90")
-    host = HostKernels(f.imported_modules[0].get_source(), f.plan["kernels"], str(tmp_path))
+    backend = data.draw(st.sampled_from(["cuda", "nvptx"]), label="backend")
+    f = tvm.build(s, inputs + outputs, target=f"{backend} -arch=sm_90")
+    src = f.imported_modules[0].get_source()
+    host = (HostKernels(src, f.plan["kernels"], str(tmp_path)) if backend == "cuda"
+            else HostKernels.from_nvptx(src, f.plan["kernels"], str(tmp_path)))
     out = np.full([int(d) for d in outputs[0].shape], np.nan, outputs[0].dtype)
     prev = cuda_module.set_driver(FakeDriver(host.kernels))
     try:
@@ -50,4 +54,4 @@ def test_random_gpu_schedules_as_cuda_on_host(data, tmp_path):
     finally:
         cuda_module.set_driver(prev)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5,
-                               err_msg="cuda schedule: " + "; ".join(log))
+                               err_msg=f"{backend} schedule: " + "; ".join(log))
