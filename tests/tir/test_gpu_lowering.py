@@ -512,3 +512,71 @@ def test_global_buffer_inside_a_kernel_is_an_error():
     s[B].compute_at(s[C], bx)
     with pytest.raises(ValueError, match="B of scope 'global' is allocated inside a GPU kernel"):
         gpu_module(s, [A, C])
+
+
+def test_one_tag_for_two_loops_of_a_stage_is_refused():
+    A = te.placeholder((4, 4), name="A")
+    B = te.compute((4, 4), lambda i, j: A[i, j], name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(ValueError, match="threadIdx.x is already bound to i in stage B"):
+        s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.y"))  # another tag: fine
+
+
+def test_tvm_gemm_tutorial_schedule():
+    # TVM's GPU GEMM example: reused thread axes with ranges, 2x2 virtual threads, shared and
+    # local caches, an unrolled k loop and double buffering
+    N, scale, num_thread = 32, 8, 4
+    A = te.placeholder((N, N), name="A")
+    B = te.placeholder((N, N), name="B")
+    k = te.reduce_axis((0, N), name="k")
+    C = te.compute((N, N), lambda i, j: te.sum(A[k, i] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    AL = s.cache_read(AA, "local", [C])
+    BL = s.cache_read(BB, "local", [C])
+    CC = s.cache_write(C, "local")
+    block_factor = scale * num_thread
+    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
+    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
+    thread_xz = te.thread_axis((0, 2), "vthread", name="vx")
+    thread_yz = te.thread_axis((0, 2), "vthread", name="vy")
+    by, yi = s[C].split(C.op.axis[0], factor=block_factor)
+    bx, xi = s[C].split(C.op.axis[1], factor=block_factor)
+    s[C].bind(by, te.thread_axis("blockIdx.y"))
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].reorder(by, bx, yi, xi)
+    tyz, yi = s[C].split(yi, nparts=2)
+    ty, yi = s[C].split(yi, nparts=num_thread)
+    txz, xi = s[C].split(xi, nparts=2)
+    tx, xi = s[C].split(xi, nparts=num_thread)
+    s[C].bind(tyz, thread_yz)
+    s[C].bind(txz, thread_xz)
+    s[C].bind(ty, thread_y)
+    s[C].bind(tx, thread_x)
+    s[C].reorder(tyz, txz, ty, tx, yi, xi)
+    s[CC].compute_at(s[C], tx)
+    yo, xo = CC.op.axis
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=4)
+    kt, ki = s[CC].split(ki, factor=1)
+    s[CC].reorder(ko, kt, ki, yo, xo)
+    s[AA].compute_at(s[CC], ko)
+    s[BB].compute_at(s[CC], ko)
+    s[CC].unroll(kt)
+    s[AL].compute_at(s[CC], kt)
+    s[BL].compute_at(s[CC], kt)
+    for st in (AA, BB):
+        ty, xi = s[st].split(s[st].op.axis[0], nparts=num_thread)
+        tx, xi = s[st].split(xi, nparts=num_thread)
+        s[st].bind(ty, thread_y)
+        s[st].bind(tx, thread_x)
+        s[st].double_buffer()
+    a, b, c = rand(N, N), rand(N, N), np.full((N, N), np.nan, "float32")
+    mod = run(s, [A, B, C], [a, b, c])
+    np.testing.assert_allclose(c, a.T @ b, rtol=1e-4, atol=1e-5)
+    (kern,) = kernels(mod)
+    assert syncs(kern)
+    (launch,) = kernel_launches(mod["default_function"])
+    assert [x.value for x in launch.args[1:8]] == [1, 1, 1, 4, 4, 1, 0]

@@ -308,9 +308,15 @@ class Stage:
             raise ValueError(f"bind: cannot bind the reduction axis {_ivname(iv)} to {thread_ivar.thread_tag}")
         # a reduction axis bound to threadIdx: a cross-thread reduction, lowered for GPU
         # targets by tir.transform.LowerThreadAllreduce (CPU targets run it as a loop)
+        tag = thread_ivar.thread_tag
         for other, a in self.iter_var_attrs.items():
-            if a.bind_thread is thread_ivar and other is not iv:
-                raise ValueError(f"bind: {thread_ivar.thread_tag} is already bound to {_ivname(other)} "
+            if a.bind_thread is None or other is iv or not any(
+                    other is x for x in self.leaf_iter_vars):
+                continue
+            if a.bind_thread is thread_ivar or (
+                    tag == a.bind_thread.thread_tag and not tag.startswith(("vthread", "cthread"))):
+                # one hardware index cannot enumerate two loops of a stage
+                raise ValueError(f"bind: {tag} is already bound to {_ivname(other)} "
                                  f"in stage {self.op.name}")
         self._attr(iv).bind_thread = thread_ivar
 
