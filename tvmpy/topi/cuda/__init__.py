@@ -8,3 +8,8 @@ shape-derived fallbacks otherwise), so relay strategies use them directly.
 """
 
 from .conv2d_direct import conv2d_nchw, schedule_conv2d_nchw  # noqa: F401
+from .dense import batch_matmul, dense, schedule_batch_matmul, schedule_dense  # noqa: F401
+from .depthwise_conv2d import (  # noqa: F401
+    depthwise_conv2d_nchw,
+    schedule_depthwise_conv2d_nchw,
+)
