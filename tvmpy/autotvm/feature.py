@@ -9,7 +9,9 @@ of ~25 ms for the whole pipeline.
 The hot path is the chain of loops around the statement that runs most often (the reduction update
 of a GEMM). For each loop of that chain, innermost first, up to :data:`MAX_DEPTH` levels:
 
-- ``extent``, the loop kind one-hot (serial, parallel, vectorized, unrolled), ``depth`` (0 for
+- ``extent``, the loop kind one-hot (serial, parallel, vectorized, unrolled, and on GPUs
+  blockIdx, threadIdx, vthread: a thread-bound loop of a GPU schedule is an ``AttrStmt``
+  ``thread_extent`` / ``virtual_thread`` with its extent, read as a loop), ``depth`` (0 for
   the outermost), ``topdown`` (product of the extents from the outermost loop to this one),
   ``bottomup`` (iterations of the hot statement inside one entry into this loop);
 - arithmetic counts executed inside the loop, over all statements below it: ``add`` (add/sub/
@@ -19,7 +21,8 @@ of a GEMM). For each loop of that chain, innermost first, up to :data:`MAX_DEPTH
   loop's variable in the buffer's row-major flat index, 0 when the loop does not move the access),
   ``count`` (elements accessed inside the loop), ``bytes`` (distinct bytes touched inside the
   loop: per dimension, the span of the affine index over this and the inner loops) and ``reuse``
-  (``count / distinct elements``).
+  (``count / distinct elements``), ``shared`` / ``local`` (1 when the buffer is a GPU
+  shared-memory / per-thread stage, by its storage scope).
 
 :func:`get_itervar_feature_flatten` flattens that into a fixed-length float32 vector
 (missing levels and buffers are zero; with ``take_log`` every value ``v`` becomes
@@ -51,9 +54,14 @@ __all__ = [
 
 MAX_DEPTH = 10
 MAX_BUFFERS = 4
-LOOP_FEATURES = ("extent", "serial", "parallel", "vectorized", "unrolled", "depth", "topdown",
-                 "bottomup", "add", "mul", "div", "call")
-BUFFER_FEATURES = ("stride", "count", "bytes", "reuse")
+LOOP_FEATURES = ("extent", "serial", "parallel", "vectorized", "unrolled", "blockIdx",
+                 "threadIdx", "vthread", "depth", "topdown", "bottomup", "add", "mul", "div",
+                 "call")
+BUFFER_FEATURES = ("stride", "count", "bytes", "reuse", "shared", "local")
+# loop kinds: For kinds 0-4 (serial, parallel, vectorized, unrolled, thread binding), and the
+# GPU thread attributes of lowered schedules (AttrStmt "thread_extent" / "virtual_thread")
+_KIND_BLOCK, _KIND_THREAD, _KIND_VTHREAD = 10, 11, 12
+_KIND_SLOT = {0: 0, 1: 1, 2: 2, 3: 3, 4: 1, _KIND_BLOCK: 4, _KIND_THREAD: 5, _KIND_VTHREAD: 6}
 # log2(bytes) sample points of the curve features: 1 B .. 2^38 B
 CURVE_SAMPLES = tuple(range(0, 40, 2))
 CURVE_KINDS = ("reuse", "count")
@@ -154,6 +162,7 @@ class _Loop:
     extent: int
     kind: int
     depth: int
+    tag: str = ""  # the thread tag of a GPU thread loop
 
 
 @dataclass
@@ -178,6 +187,15 @@ class _Leaf:
 @dataclass
 class _Walk:
     leaves: list[_Leaf] = field(default_factory=list)
+    # a thread attribute nested in one of the same tag (a cooperative fetch bound to threadIdx.x
+    # inside the kernel's threadIdx.x) is the same hardware index: its var aliases the outer one
+    alias: dict[int, int] = field(default_factory=dict)
+
+    def remap(self, accesses: list[_Access]) -> None:
+        if not self.alias:
+            return
+        for acc in accesses:
+            acc.coefs = [{self.alias.get(k, k): v for k, v in c.items()} for c in acc.coefs]
 
 
 _ADD = (E.Add, E.Sub, E.Min, E.Max, E.CmpOp, E.Select)
@@ -242,13 +260,28 @@ def _walk(stmt: Any, loops: tuple[_Loop, ...], out: _Walk) -> None:
         accesses = [_access(stmt.buffer, stmt.indices, write=True)]
         ops = np.zeros(4)
         _expr_info(stmt.value, accesses, ops)
+        out.remap(accesses)
         out.leaves.append(_Leaf(loops, accesses, ops))
     elif isinstance(stmt, S.Evaluate):
         accesses: list[_Access] = []
         ops = np.zeros(4)
         _expr_info(stmt.value, accesses, ops)
+        out.remap(accesses)
         if accesses or ops.any():
             out.leaves.append(_Leaf(loops, accesses, ops))
+    elif isinstance(stmt, S.AttrStmt) and stmt.attr_key in ("thread_extent", "virtual_thread"):
+        iv = stmt.node
+        tag = str(getattr(iv, "thread_tag", "") or "")
+        kind = (_KIND_VTHREAD if stmt.attr_key == "virtual_thread" or tag.startswith("vthread")
+                else _KIND_BLOCK if tag.startswith("blockIdx") else _KIND_THREAD)
+        var = getattr(iv, "var", iv)
+        outer = next((x for x in loops if kind != _KIND_VTHREAD and x.tag == tag), None)
+        if outer is not None:
+            out.alias[id(var)] = outer.var_id
+            _walk(stmt.body, loops, out)
+        else:
+            lp = _Loop(id(var), _int_extent(stmt.value), kind, len(loops), tag)
+            _walk(stmt.body, loops + (lp,), out)
     elif isinstance(stmt, (S.LetStmt, S.AttrStmt, S.AssertStmt, S.Allocate)):
         _walk(stmt.body, loops, out)
     elif isinstance(stmt, S.Stmt):
@@ -298,6 +331,10 @@ def _buffer_order(hot: _Leaf, leaves: list[_Leaf]) -> list[Any]:
     return order[:MAX_BUFFERS]
 
 
+def _scope(buffer: Any) -> str:
+    return str(getattr(buffer, "scope", "") or "global")
+
+
 def _levels(func: PrimFunc) -> list[dict[str, Any]]:
     walk = _Walk()
     _walk(func.body, (), walk)
@@ -332,11 +369,12 @@ def _levels(func: PrimFunc) -> list[dict[str, Any]]:
                     stride_set.add(id(acc.buffer))
                     rs = _row_strides(acc.buffer)
                     slot[0] = sum(c.get(lp.var_id, 0.0) * s for c, s in zip(acc.coefs, rs))
-        kind = [0.0] * 4
-        kind[{0: 0, 1: 1, 2: 2, 3: 3, 4: 1}.get(lp.kind, 0)] = 1.0
+        kind = [0.0] * 7
+        kind[_KIND_SLOT.get(lp.kind, 0)] = 1.0
         level: dict[str, Any] = {
             "extent": float(lp.extent), "serial": kind[0], "parallel": kind[1],
-            "vectorized": kind[2], "unrolled": kind[3], "depth": float(lp.depth),
+            "vectorized": kind[2], "unrolled": kind[3], "blockIdx": kind[4],
+            "threadIdx": kind[5], "vthread": kind[6], "depth": float(lp.depth),
             "topdown": tops[pos], "bottomup": float(math.prod(x.extent for x in path[pos:])),
             "add": float(ops[0]), "mul": float(ops[1]), "div": float(ops[2]),
             "call": float(ops[3]), "buffers": [],
@@ -347,6 +385,7 @@ def _levels(func: PrimFunc) -> list[dict[str, Any]]:
             level["buffers"].append({
                 "name": b.name, "stride": stride, "count": count, "bytes": nbytes,
                 "reuse": count / elems if elems else 0.0,
+                "shared": float(_scope(b) == "shared"), "local": float(_scope(b) == "local"),
             })
         levels.append(level)
     return levels
