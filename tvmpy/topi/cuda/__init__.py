@@ -6,7 +6,7 @@ the plain one-thread-per-output schedule of any other operator (conv2d, dense, .
 tuned template replaces it)."""
 
 from .fallback import schedule_fallback  # noqa: F401
-from .injective import schedule_injective, schedule_elemwise, schedule_broadcast  # noqa: F401
+from .injective import schedule_broadcast, schedule_elemwise, schedule_injective  # noqa: F401
 from .reduction import (  # noqa: F401
     schedule_layer_norm,
     schedule_pool,
