@@ -8,6 +8,8 @@ import pytest
 pytest.importorskip("pyopencl")
 onnxruntime = pytest.importorskip("onnxruntime")
 
+import tvmpy as tvm  # noqa: E402
+from tvmpy.contrib import graph_executor  # noqa: E402
 from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 
 MODELS = {
@@ -24,7 +26,13 @@ def test_model_on_opencl_matches_onnxruntime(name):
     want = compare.ort_runner(m)(feeds)
     mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
     lib, _ = compare.build(mod, params, opt_level=3, target="opencl")
-    got = compare.tvm_runner(lib)(feeds)
+    g = graph_executor.GraphModule(lib["default"](tvm.opencl(0)))  # storage on the device
+    for k, v in feeds.items():
+        g.set_input(k, v)
+    g.run()
+    outs = [g.get_output(i) for i in range(g.get_num_outputs())]
+    assert all(o.device == tvm.opencl(0) for o in outs)
+    got = [o.numpy() for o in outs]
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert np.abs(w).max() > 0
@@ -41,5 +49,7 @@ def test_gpu_build_keeps_nchw_and_cpu_build_unchanged():
     cpu, _ = compare.build(mod, params, opt_level=3, target="llvm")
     assert "NCHWc" not in gpu.get_graph_json() and "layout_transform" not in gpu.get_graph_json()
     assert "NCHW" in cpu.get_graph_json() and "c" in cpu.get_graph_json()
+    host = compare.tvm_runner(gpu)(feeds)  # a GPU library also runs from host storage
+    assert np.isfinite(host[0]).all()
     src = gpu.get_lib().imported_modules[0].get_source()
     assert "__kernel" in src and "get_group_id" in src
