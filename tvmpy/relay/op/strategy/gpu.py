@@ -14,9 +14,24 @@ from typing import Any
 from ....topi import cuda
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
-from .generic import COMPUTES, schedule_injective, schedule_reduce
+from .generic import COMPUTES, schedule_fallback, schedule_injective, schedule_reduce
 
-__all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "GPU_SCHEDULES"]
+__all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
+           "GPU_SCHEDULES", "add_gpu_implementation"]
+
+# op name -> functions ``f(attrs, inputs, out_type, target, strategy)`` that add implementations
+# (e.g. the AutoTVM templates, at a plevel above 10) to the op's "gpu" strategy
+_EXTRA: dict[str, list[Callable[..., None]]] = {}
+
+
+def add_gpu_implementation(op_name: str, fn: Callable[..., None]) -> Callable[..., None]:
+    """Let ``fn(attrs, inputs, out_type, target, strategy)`` add implementations to
+    ``op_name``'s "gpu" strategy (after the plain one, plevel 10: a higher plevel wins; ``fn``
+    may add nothing for shapes it does not handle)."""
+    if op_name not in COMPUTES:
+        raise ValueError(f"add_gpu_implementation: {op_name!r} has no generic compute")
+    _EXTRA.setdefault(op_name, []).append(fn)
+    return fn
 
 
 def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,6 +65,8 @@ def _gpu_strategy(name: str) -> Callable[..., OpStrategy]:
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
         s.add_implementation(compute, sched, f"{name}.gpu", 10)
+        for extra in _EXTRA.get(name, ()):
+            extra(attrs, inputs, out_type, target, s)
         return s
 
     return fstrategy
@@ -67,6 +84,11 @@ def schedule_injective_gpu(attrs: Any, outs: list, target: Any) -> Any:
 @schedule_reduce.register("gpu")
 def schedule_reduce_gpu(attrs: Any, outs: list, target: Any) -> Any:
     return cuda.schedule_reduce(outs, target)
+
+
+@schedule_fallback.register("gpu")
+def schedule_fallback_gpu(attrs: Any, outs: list, target: Any) -> Any:
+    return cuda.schedule_fallback(outs, target)
 
 
 del _name
