@@ -123,3 +123,14 @@ def test_dense_and_batch_matmul():
     _run(lambda x, w: relay.nn.dense(x, w), [(3, 37), (11, 37)], lambda a, w: a @ w.T, rtol=1e-4)
     _run(lambda x, y: relay.nn.batch_matmul(x, y), [(2, 5, 13), (2, 7, 13)],
          lambda a, b: a @ b.transpose(0, 2, 1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("make,ref", [
+    (lambda x: relay.sum(x), lambda a: np.sum(a)),
+    (lambda x: relay.mean(x), lambda a: np.mean(a)),
+    (lambda x: relay.max(x) * relay.const(2.0), lambda a: np.max(a) * 2),
+])
+def test_full_reduction_to_scalar(make, ref):
+    """0-d outputs: the reduction across one block, its init and scalar stores one thread."""
+    _run(make, [(13, 17)], ref, rtol=1e-4)
+    _run(make, [(3,)], ref, rtol=1e-4)

@@ -65,6 +65,11 @@ def schedule_fallback(outs: Any, target: Any = None) -> Any:
     for op in live:
         if id(op) in attached:
             continue
+        if not op.axis and op.reduce_axis:  # 0-d reduction: across the threads of one block
+            from .reduction import _cross_thread
+
+            _cross_thread(s, op, target)
+            continue
         threads[id(op)] = bind_flat(s, op, target)[1]
     for op in live:
         if id(op) in attached:

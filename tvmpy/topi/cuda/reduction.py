@@ -76,8 +76,9 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
     live = [op for op in stages(outs) if op is out or not _inlined(s, op)]
     reds = [op for op in live if op.reduce_axis]
     others = [op for op in live if not op.reduce_axis and op is not out]
-    if (len(reds) != 1 or others or (_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN
-            or not _same(reds[0], out)):
+    scalar = not reds or not reds[0].axis  # 0-d: the reduce loop must be bound to threads
+    if (len(reds) != 1 or others or not _same(reds[0], out)
+            or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
     return _rows(s, out, [], reds, target)
 
