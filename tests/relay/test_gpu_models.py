@@ -103,3 +103,31 @@ def test_added_gpu_implementation_wins_by_plevel():
         assert used == ["opencl"]
     finally:
         gpu._EXTRA["nn.dense"].remove(extra)
+
+
+def test_cli_compile_opencl_and_run_on_device(tmp_path):
+    """``tvmpy compile model.onnx --target opencl`` then ``tvmpy run --device opencl``."""
+    import os
+    import subprocess
+    import sys
+
+    import onnx
+
+    m = onnx_models.resnet18(image=32, classes=10, seed=5)
+    feeds = onnx_models.input_feeds(m)
+    want = compare.ort_runner(m)(feeds)[0]
+    onnx.save(m, str(tmp_path / "r18.onnx"))
+    (name, value), = feeds.items()
+    np.save(tmp_path / "x.npy", value)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "tvmpy", *args], capture_output=True,
+                           text=True, timeout=240, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    cli("compile", "r18.onnx", "--target", "opencl", "-o", "r18.so")
+    cli("run", "r18.so", "--input", f"{name}=x.npy", "--device", "opencl", "--output", "o.npz")
+    got = np.load(tmp_path / "o.npz")["output0"]
+    assert compare.errors(got, want)[1] <= 1e-4
