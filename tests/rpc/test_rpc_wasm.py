@@ -3,10 +3,7 @@ wasmtime; a kernel and a graph built for wasm32 run and are timed through an RPC
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
-import pytest
 
 import tvmpy as tvm
 from tvmpy import rpc
@@ -15,11 +12,8 @@ from tvmpy.contrib import graph_executor
 from .rpc_util import GRAPH_IN, build_libs, graph_reference
 
 WASM = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
-HAVE_WASM = importlib.util.find_spec("tvmpy.runtime.wasm") is not None
 
 
-@pytest.mark.skipif(not HAVE_WASM, reason="the WebAssembly runtime (branch i9-wasm) is not "
-                    "merged yet")
 def test_wasm_device_server(tmp_path, rng):
     libs = build_libs(str(tmp_path), target=WASM, ext="wasm")
     with rpc.Server(port=0, device="wasm", silent=True) as srv, \

@@ -335,7 +335,8 @@ def _uses_dtype(func: PrimFunc, dtype: str) -> bool:
         or any(p.dtype == dtype for p in func.params)
 
 
-def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "") -> str:
+def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
+                 emitter: type[KernelEmitter] | None = None) -> str:
     """One source of ``dialect`` defining every kernel of ``funcs``."""
     helpers = HelperTable()
     names: set[str] = set()
@@ -350,7 +351,8 @@ def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "") -> s
         double = double or _uses_dtype(f, "float64")
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
-    bodies = [KernelEmitter(f, dialect, helpers, set(names)).kernel() for f in funcs]
+    cls = emitter or KernelEmitter  # a dialect's subclass (CUDA: launch bounds, warp shuffles)
+    bodies = [cls(f, dialect, helpers, set(names)).kernel() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
     if double and dialect.float64:
         parts.append(dialect.float64.strip())

@@ -4,7 +4,7 @@ that links them. Submodules load on first attribute access (``tvm.contrib.cc``),
 import importlib
 from typing import Any
 
-_SUBMODULES = ("cc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
+_SUBMODULES = ("cc", "nvcc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
                "utils")
 
 

@@ -69,16 +69,16 @@ def _as_module(mod: Any) -> IRModule:
 
 def _build_target(target: Any) -> Target:
     """relay.build's target: as ``as_target`` (None: "llvm"), also TVM's ``{"cpu": target}``; a CPU
-    kind."""
+    kind, or a GPU kind (its host code runs on the CPU)."""
     if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
         target = next(iter(target.values()))
     try:
         target = as_target(target, default="llvm")
     except TypeError as e:
         raise TypeError(f"relay.build: {e}") from None
-    if target.kind not in ("llvm", "c"):
+    if target.kind not in ("llvm", "c") and not getattr(target, "is_gpu", False):
         raise RelayBuildError(f"relay.build: target {target} cannot run a graph here; use an "
-                              "'llvm ...' or 'c' CPU target")
+                              "'llvm ...' or 'c' CPU target, or a GPU target (opencl, cuda)")
     return target
 
 

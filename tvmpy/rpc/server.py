@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import os
 import secrets
 import select
@@ -365,13 +364,10 @@ def device_command(device: str) -> list[str]:
     qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
     if device in ("native", "wasm"):  # wasm: this Python, loading .wasm modules in wasmtime
         return [sys.executable]
-    if device == "qemu-aarch64":
-        try:
-            qemu = importlib.import_module("tvmpy.contrib.qemu")
-        except ImportError:  # before tvmpy.contrib.qemu exists: the sysroot at $TVMPY_A64ROOT
-            root = os.environ.get("TVMPY_A64ROOT", "/tmp/a64root")
-            return ["qemu-aarch64", "-L", root, f"{root}/usr/bin/python3.11"]
-        return list(qemu.python_command())
+    if device == "qemu-aarch64":  # its argv sets the AArch64 Python's own sys.path
+        from ..contrib import qemu
+
+        return qemu.python_command()
     raise ValueError(f"unknown device {device!r}: expected one of {', '.join(DEVICES)}")
 
 
@@ -381,11 +377,7 @@ def _package_root() -> str:
 
 def server_env(device: str, token: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    paths = [_package_root()]
-    if device == "qemu-aarch64":
-        paths.insert(0, os.path.join(os.environ.get("TVMPY_A64ROOT", "/tmp/a64root"), "site"))
-    else:
-        paths.append(env.get("PYTHONPATH", ""))
+    paths = [_package_root(), env.get("PYTHONPATH", "")]  # (qemu: python_command sets its own)
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     # the server's imports never come from its working directory (a stray numpy.py or tvmpy/
     # folder in /tmp would shadow the real ones; Python >= 3.11)

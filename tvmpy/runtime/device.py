@@ -7,6 +7,8 @@ and DLPack imports can name their devices.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "DEVICE_TYPES", "kDLCPU",
            "kDLCUDA", "kDLOpenCL"]
 
@@ -66,6 +68,42 @@ class Device:
             from .gpu_module import device_api
 
             device_api(self).sync(self.device_id)
+
+    # ---- TVM's device attributes (GPUs; asked from the device's runtime) -------------------
+    def _attribute(self, name: str) -> Any:
+        if self.device_type == kDLCPU:
+            raise AttributeError(f"{self}: {name} is a GPU device attribute")
+        from .gpu_module import device_api
+
+        get = getattr(device_api(self), "attribute", None)
+        if get is None:
+            raise AttributeError(f"{self}: the runtime does not report {name}")
+        return get(self.device_id, name)
+
+    @property
+    def device_name(self) -> str:
+        return str(self._attribute("device_name"))
+
+    @property
+    def compute_version(self) -> str:
+        """'9.0' for an sm_90 GPU."""
+        return str(self._attribute("compute_version"))
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return int(self._attribute("max_threads_per_block"))
+
+    @property
+    def warp_size(self) -> int:
+        return int(self._attribute("warp_size"))
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        return int(self._attribute("max_shared_memory_per_block"))
+
+    @property
+    def multi_processor_count(self) -> int:
+        return int(self._attribute("multi_processor_count"))
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Device) and self.device_type == other.device_type

@@ -166,6 +166,37 @@ def to_capsule(arr: np.ndarray, owner: Any, device: tuple[int, int] = (1, 0),
         raise
 
 
+def device_capsule(ptr: int, shape: tuple[int, ...], dtype: np.dtype, owner: Any,
+                   device: tuple[int, int], versioned: bool = False) -> Any:
+    """A DLPack capsule of compact row-major memory at ``ptr`` on ``device`` (e.g. CUDA memory,
+    which numpy cannot view), kept alive with ``owner`` until the consumer is done."""
+    code, bits = dtype_to_dl(np.dtype(dtype))
+    ndim = len(shape)
+    shp = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    mt = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+    t = mt.dl_tensor
+    t.data = ptr
+    t.device = DLDevice(*device)
+    t.ndim = ndim
+    t.dtype = DLDataType(code, bits, 1)
+    t.shape = ctypes.cast(shp, ctypes.POINTER(ctypes.c_int64))
+    t.strides = None  # compact row-major
+    t.byte_offset = 0
+    mt.deleter = _DELETER_FN
+    if versioned:
+        mt.version = DLPackVersion(1, 0)
+        mt.flags = 0
+    addr = ctypes.addressof(mt)
+    mt.manager_ctx = addr
+    _LIVE[addr] = (mt, shp, None, None, owner)
+    try:
+        return _api.PyCapsule_New(addr, _NAME_V if versioned else _NAME,
+                                  ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    except BaseException:
+        _LIVE.pop(addr, None)
+        raise
+
+
 # ---- import ------------------------------------------------------------------------------------
 class _ImportedTensor:
     """Owns a consumed managed tensor: calls the producer's deleter once, when collected."""
@@ -189,14 +220,26 @@ def _is_capsule(obj: Any) -> bool:
 def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
     """Consume a DLPack producer (``__dlpack__``) or capsule; return a numpy view of its memory
     (owning the producer's tensor) and the (device_type, device_id) it lives on."""
+    return _from_dlpack(obj, (1, 3))
+
+
+def from_dlpack_device(obj: Any, device_types: tuple[int, ...]) -> tuple[
+        int, tuple[int, ...], tuple[int, ...] | None, np.dtype, tuple[int, int], Any]:
+    """Consume a DLPack producer of device memory (e.g. a CUDA tensor, ``device_types=(2,)``):
+    (data address, shape, element strides or None, dtype, device, owner of the tensor)."""
+    return _from_dlpack(obj, device_types, raw=True)
+
+
+def _from_dlpack(obj: Any, allowed: tuple[int, ...], raw: bool = False) -> tuple:
+    kinds = "CPU" if allowed == (1, 3) else "device types " + ", ".join(map(str, allowed))
     if _is_capsule(obj):
         capsule = obj
     elif hasattr(obj, "__dlpack__"):
         if hasattr(obj, "__dlpack_device__"):
             dev = tuple(int(x) for x in obj.__dlpack_device__())
-            if dev[0] not in (1, 3):  # CPU, CUDA host memory
-                raise BufferError(f"from_dlpack: the tensor lives on device {dev}; only CPU "
-                                  "memory can be imported")
+            if dev[0] not in allowed:
+                raise BufferError(f"from_dlpack: the tensor lives on device {dev}; only "
+                                  f"{kinds} memory can be imported here")
         try:
             capsule = obj.__dlpack__(max_version=(1, 0))
         except TypeError:  # producer predating DLPack 1.0
@@ -228,13 +271,16 @@ def from_dlpack(obj: Any) -> tuple[np.ndarray, tuple[int, int]]:
     if _api.PyCapsule_SetName(capsule, used) != 0:
         raise BufferError("from_dlpack: cannot mark the capsule as consumed")
     owner = _ImportedTensor(addr, deleter)
-    if device[0] not in (1, 3):
+    if device[0] not in allowed:
         del owner  # runs the deleter
-        raise BufferError(f"from_dlpack: the tensor lives on device {device}; only CPU memory "
-                          "can be imported")
+        raise BufferError(f"from_dlpack: the tensor lives on device {device}; only {kinds} "
+                          "memory can be imported here")
     dtype = dtype_from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     ndim = t.ndim
     shape = tuple(int(t.shape[i]) for i in range(ndim))
+    if raw:
+        st = tuple(int(t.strides[i]) for i in range(ndim)) if t.strides else None
+        return (t.data or 0) + t.byte_offset, shape, st, dtype, device, owner
     if t.strides:
         strides = tuple(int(t.strides[i]) for i in range(ndim))
     else:

@@ -49,6 +49,8 @@ def device_api(dev: Device) -> Any:
     if api is None:
         if dev.device_type == 4:
             from . import opencl_module  # noqa: F401  (registers itself)
+        elif dev.device_type == 2:
+            from . import cuda_module  # noqa: F401  (registers itself)
         api = _APIS.get(dev.device_type)
     if api is None:
         raise ValueError(f"no memory allocator for {dev}: this tvmpy has no runtime for it "
@@ -119,8 +121,28 @@ class DeviceNDArray(NDArray):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        raise BufferError(f"DLPack export of {self._device} memory is not supported; use numpy()")
+    @classmethod
+    def wrap(cls, mem: Any, shape: tuple[int, ...], dtype: np.dtype, dev: Device,
+             api: Any) -> DeviceNDArray:
+        """An array over existing device memory ``mem`` (e.g. imported through DLPack)."""
+        out = cls.__new__(cls)
+        holder = np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, (0,) * len(shape),
+                                                 writeable=False)
+        NDArray.__init__(out, holder, dev)
+        out._ptr, out._compact_aligned, out._api = 0, False, api
+        out._nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        out._mem = mem
+        return out
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        export = getattr(self._api, "dlpack", None)
+        if export is None:
+            raise BufferError(f"DLPack export of {self._device} memory is not supported; use "
+                              "numpy()")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"__dlpack__: cannot export {self._device} memory to {dl_device}")
+        return export(self, max_version is not None and tuple(max_version)[0] >= 1)
 
     def same_as(self, other: Any) -> bool:
         return isinstance(other, DeviceNDArray) and other._mem is self._mem
@@ -364,10 +386,17 @@ class GPUFunction:
 class GPUDeviceModule(Module):
     """The device code of a GPU module: kernel source, compiled per device on first use."""
 
-    def __init__(self, api_name: str, source: str, kernels: dict, lib_path: str | None = None):
-        meta = {"version": 1, "entry": "", "functions": [], "source": source, "kernels": kernels}
-        super().__init__(None, meta, api_name, sources={"cl" if api_name == "opencl" else api_name:
-                                                        source}, lib_path=lib_path)
+    def __init__(self, api_name: str, source: str, kernels: dict, lib_path: str | None = None,
+                 binaries: dict[str, bytes] | None = None):
+        import base64
+
+        self.binaries = dict(binaries or {})  # compiled images (CUDA: "ptx", "sm_90" cubin...)
+        meta = {"version": 1, "entry": "", "functions": [], "source": source, "kernels": kernels,
+                "binaries": {k: base64.b64encode(v).decode() for k, v in self.binaries.items()}}
+        sources = {"cl" if api_name == "opencl" else api_name: source}
+        if "ptx" in self.binaries:
+            sources["ptx"] = self.binaries["ptx"].decode()
+        super().__init__(None, meta, api_name, sources=sources, lib_path=lib_path)
         self.source = source
         self.kernel_params = kernels
         self._programs: dict[int, Any] = {}
@@ -375,7 +404,9 @@ class GPUDeviceModule(Module):
     def program(self, dev: Device) -> Any:
         prog = self._programs.get(dev.device_id)
         if prog is None:
-            prog = device_api(dev).load(self.source, dev.device_id)
+            api = device_api(dev)
+            prog = (api.load_binaries(self.binaries, dev.device_id) if self.binaries
+                    else api.load(self.source, dev.device_id))
             self._programs[dev.device_id] = prog
         return prog
 
@@ -400,8 +431,10 @@ class GPUHostModule(Module):
         self._gpu_funcs = {e["name"]: e for e in plan["functions"]}
 
     @classmethod
-    def create(cls, api_name: str, source: str, plan: dict, entry: str) -> GPUHostModule:
-        return cls(api_name, plan, entry, GPUDeviceModule(api_name, source, plan["kernels"]))
+    def create(cls, api_name: str, source: str, plan: dict, entry: str,
+               binaries: dict[str, bytes] | None = None) -> GPUHostModule:
+        return cls(api_name, plan, entry, GPUDeviceModule(api_name, source, plan["kernels"],
+                                                          binaries=binaries))
 
     @classmethod
     def _from_meta(cls, meta: dict, path: str) -> GPUHostModule:
@@ -409,7 +442,11 @@ class GPUHostModule(Module):
         if dev_meta is None:
             raise ValueError(f"{path}: GPU module without its device code")
         api = meta["gpu_api"]
-        devmod = GPUDeviceModule(api, dev_meta["source"], dev_meta.get("kernels", {}), path)
+        import base64
+
+        binaries = {k: base64.b64decode(v) for k, v in dev_meta.get("binaries", {}).items()}
+        devmod = GPUDeviceModule(api, dev_meta["source"], dev_meta.get("kernels", {}), path,
+                                 binaries)
         return cls(api, meta["plan"], meta.get("entry", ""), devmod, path)
 
     @property

@@ -267,5 +267,15 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
 def from_dlpack(obj: Any) -> NDArray:
     """An NDArray sharing memory with a DLPack producer (numpy array, torch tensor, NDArray) or
     capsule. Non-contiguous and unaligned views are kept as they are (functions copy them)."""
+    if not _dlpack._is_capsule(obj) and hasattr(obj, "__dlpack_device__"):
+        accel = Device(int(obj.__dlpack_device__()[0]), int(obj.__dlpack_device__()[1])) \
+            if int(obj.__dlpack_device__()[0]) not in (1, 3) else None
+        if accel is not None:  # device memory (e.g. a CUDA tensor): its runtime makes a view
+            from .gpu_module import device_api
+
+            api = device_api(accel)
+            if not hasattr(api, "from_dlpack"):
+                raise BufferError(f"from_dlpack: {accel} memory cannot be imported")
+            return api.from_dlpack(obj)
     arr, (dev_type, dev_id) = _dlpack.from_dlpack(obj)
     return NDArray(arr, Device(kDLCPU if dev_type == 3 else dev_type, dev_id))

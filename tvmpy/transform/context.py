@@ -12,6 +12,7 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.FuseOps.max_depth``: the most operators in one fused group;
 - ``relay.x86.winograd``: ``"auto"`` / ``True`` / ``False`` / a tile size, the x86 conv2d
   Winograd choice.
+- ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
 
 ``instruments``: objects with any of TVM's PassInstrument methods ``enter_pass_ctx()``,
 ``exit_pass_ctx()``, ``should_run(mod, info)``, ``run_before_pass(mod, info)``,
@@ -30,6 +31,7 @@ KNOWN_CONFIG: dict[str, str] = {
     "tir.add_lower_pass": "list of (phase, pass) pairs, phase 0..3",
     "relay.FuseOps.max_depth": "int > 0",
     "relay.x86.winograd": "'auto', True, False or a tile size",
+    "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
 }
 
 

@@ -1,0 +1,110 @@
+"""The real ctypes binding of the CUDA driver API (runtime/cuda_module.py CtypesDriver) against a
+C stand-in for libcuda.so.1 (fake_libcuda.c, host memory, one CPU "kernel"): every driver call
+the runtime makes crosses the same C signatures as on a GPU machine, with 64-bit pointers."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te
+from tvmpy.runtime import cuda_module
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def fake_lib(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    out = str(tmp_path_factory.mktemp("fakecuda") / "libcuda_fake.so")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", out,
+                    os.path.join(HERE, "fake_libcuda.c")], check=True, timeout=120)
+    return ctypes.CDLL(out)
+
+
+@pytest.fixture(scope="module")
+def vadd():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=128)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    return tvm.build(s, [A, B, C], target="cuda", name="vadd")
+
+
+@pytest.fixture
+def driver(fake_lib, vadd):
+    vadd.imported_modules[0]._programs.clear()
+    drv = cuda_module.CtypesDriver(fake_lib)
+    prev = cuda_module.set_driver(drv)
+    yield fake_lib
+    cuda_module.set_driver(prev)
+
+
+def _u(lib, name, n=3):
+    return tuple((ctypes.c_uint * n).in_dll(lib, name)) if n > 1 else ctypes.c_uint.in_dll(lib, name).value
+
+
+@pytest.mark.parametrize("n", [1, 300])
+def test_build_and_run_through_ctypes(driver, vadd, n):
+    dev = tvm.cuda(0)
+    assert dev.exist and not tvm.cuda(1).exist
+    assert cuda_module.CUDA_API.device_name(0) == "Fake GPU"
+    assert cuda_module.get_driver().driver_version() == 12090
+    x = np.random.default_rng(n).standard_normal(n).astype("float32")
+    y = np.random.default_rng(n + 1).standard_normal(n).astype("float32")
+    c = tvm.nd.empty((n,), "float32", dev)
+    vadd(tvm.nd.array(x, dev), tvm.nd.array(y, dev), c)
+    np.testing.assert_array_equal(c.numpy(), x + y)
+    assert _u(driver, "fake_last_grid") == ((n + 127) // 128, 1, 1)
+    assert _u(driver, "fake_last_block") == (128, 1, 1)
+    assert ctypes.c_int.in_dll(driver, "fake_loaded_elf").value == 1  # the sm_90 cubin
+    d = tvm.nd.empty((n,), "float32", dev)
+    d.copyfrom(c)  # device to device
+    np.testing.assert_array_equal(d.numpy(), x + y)
+    res = vadd.time_evaluator("vadd", dev, number=2, repeat=2)(tvm.nd.array(x, dev),
+                                                               tvm.nd.array(y, dev), d)
+    assert len(res.results) == 2 and all(t > 0 for t in res.results)
+
+
+def test_ptx_on_an_arch_without_cubin(driver, vadd):
+    ctypes.c_int.in_dll(driver, "fake_attr_minor").value = 9  # sm_89
+    try:
+        cuda_module.CUDA_API._reset()
+        a = tvm.nd.array(np.ones(4, "float32"), tvm.cuda(0))
+        vadd(a, a, a)
+        assert ctypes.c_int.in_dll(driver, "fake_loaded_elf").value == 0  # PTX text
+        np.testing.assert_array_equal(a.numpy(), 2 * np.ones(4, "float32"))
+    finally:
+        ctypes.c_int.in_dll(driver, "fake_attr_minor").value = 0
+        cuda_module.CUDA_API._reset()
+
+
+def test_driver_errors_are_named(driver):
+    api = cuda_module.CUDA_API
+    prog = api.load_binaries({"sm_90": b"\x7fELF..."}, 0)
+    with pytest.raises(cuda_module.CUDAError, match="cuModuleGetFunction.*CUDA_ERROR_NOT_FOUND"):
+        api.launch(prog, "missing_kernel", [1, 1, 1], [1, 1, 1], 0, [], 0)
+    with pytest.raises(cuda_module.CUDAError, match="no CUDA device: cuda\\(2\\)"):
+        api.alloc(16, 2)
+
+
+def test_dynamic_shared_opt_in(driver):
+    api = cuda_module.CUDA_API
+    prog = api.load_binaries({"sm_90": b"\x7fELF..."}, 0)
+    m = api.alloc(16, 0)
+    api.launch(prog, "vadd_kernel0", [1, 1, 1], [4, 1, 1], 80 * 1024,
+               [m, m, m, np.int32(0)], 0)
+    assert _u(driver, "fake_dyn_shared", 1) == 80 * 1024
+    assert _u(driver, "fake_last_shared", 1) == 80 * 1024
