@@ -132,3 +132,58 @@ def test_features_of_a_gpu_schedule():
     v2 = feature.get_itervar_feature_flatten(s2, args2)
     assert v1.shape == v2.shape == (feature.itervar_feature_length(),)
     assert not np.array_equal(v1, v2)
+
+
+def test_relay_extracts_and_applies_gpu_templates(tmp_path):
+    """extract_from_program(target="opencl") lists the GPU templates of a small net (conv2d,
+    depthwise conv2d, dense); a record for the conv2d task is applied by relay.build under
+    apply_history_best (no fallback for it), and the model's output is right."""
+    from tvmpy import relay
+    from tvmpy.autotvm.measure import MeasureResult
+    from tvmpy.contrib import graph_executor
+
+    x = relay.var("x", shape=(1, 6, 9, 9))
+    w1 = relay.var("w1", shape=(12, 6, 3, 3))
+    w2 = relay.var("w2", shape=(12, 1, 3, 3))
+    w3 = relay.var("w3", shape=(10, 12 * 5 * 5))
+    y = relay.nn.relu(relay.nn.conv2d(x, w1, padding=(1, 1), kernel_size=(3, 3), channels=12))
+    y = relay.nn.conv2d(y, w2, strides=(2, 2), padding=(1, 1), kernel_size=(3, 3), channels=12,
+                        groups=12)
+    y = relay.nn.dense(relay.nn.batch_flatten(y), w3)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w1, w2, w3], y))
+    rng = np.random.default_rng(7)
+    params = {n: rng.uniform(-1, 1, s).astype("float32") for n, s in
+              (("w1", (12, 6, 3, 3)), ("w2", (12, 1, 3, 3)), ("w3", (10, 300)))}
+    tasks = autotvm.task.extract_from_program(mod, params, TARGET)
+    names = sorted(t.name for t in tasks)
+    assert names == ["conv2d_nchw.cuda", "dense.cuda", "depthwise_conv2d_nchw.cuda"], names
+    conv = next(t for t in tasks if t.name == "conv2d_nchw.cuda")
+    cfg = _config(conv, tile_f=[-1, 2, 3, 2], tile_y=[-1, 1, 9, 1], tile_x=[-1, 1, 3, 3],
+                  tile_rc=[-1, 3])
+    log = tmp_path / "relay.log"
+    log.write_text(autotvm.record.encode(MeasureInput(conv.target, conv, cfg),
+                                         MeasureResult((1e-3,), 0, 1.0, 0.0)) + "\n")
+    ctx = autotvm.apply_history_best(str(log))
+    hits = []
+    query = ctx._query_inside
+
+    def spy(target, workload):
+        cfg = query(target, workload)
+        hits.append((str(target).split()[0], workload[0], cfg is not None))
+        return cfg
+
+    ctx._query_inside = spy
+    with ctx, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target=TARGET, params=params)
+    assert ("opencl", "conv2d_nchw.cuda", True) in hits, hits  # the record applied
+    assert ("opencl", "dense.cuda", False) in hits, hits  # the others fell back
+    g = graph_executor.GraphModule(lib["default"](tvm.opencl(0)))
+    a = rng.uniform(-1, 1, (1, 6, 9, 9)).astype("float32")
+    g.set_input("x", a)
+    g.run()
+    h = np.maximum(testing.conv2d_nchw_python(a, params["w1"], 1, 1), 0)
+    h = testing.depthwise_conv2d_nchw_python(h, params["w2"].reshape(12, 1, 3, 3), 2, 1)
+    want = h.reshape(1, -1) @ params["w3"].T
+    np.testing.assert_allclose(g.get_output(0).numpy(), want, atol=1e-4, rtol=1e-4)
