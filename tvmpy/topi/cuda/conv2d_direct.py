@@ -8,11 +8,13 @@ the per-thread register tile, accumulated in a ``local`` stage. The reduction ``
 split in two: at each outer step the block copies the input window and the weights it needs into
 ``shared`` memory, every thread fetching a slice (cooperative fetching), then the inner steps run
 out of shared memory. Knobs ``tile_n/f/y/x`` (4-way), ``tile_rc/ry/rx`` (2-way),
-``auto_unroll_max_step``, ``unroll_explicit``.
+``auto_unroll_max_step``, ``unroll_explicit``. Splits whose threads alone exceed the target's
+block limit, or with more than 8 virtual threads on one axis, are left out of the space; the
+rest is checked per candidate by ``verify_gpu_code`` in the builder.
 
 The fallback config (no tuned record) is chosen from the shape, for any shape: per thread up to
-2 channels x 2 rows x 1 column... see :func:`_fallback`; at most 8 x 4 x 8 threads (256) and
-input-channel chunks up to 8, always divisors (no tails).
+2 channels x 2 rows x 1 column, at most 8 x 4 x 8 threads (fewer when the target allows fewer
+per block), input-channel chunks up to 8, whole kernel rows; always divisors (no tails).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
 __all__ = ["conv2d_nchw", "schedule_conv2d_nchw", "schedule_direct_conv"]
+
+MAX_VTHREAD = 8  # virtual threads per axis (each one replicates the per-thread tile)
 
 
 @autotvm.register_topi_compute("conv2d_nchw.cuda")
@@ -90,8 +94,11 @@ def schedule_direct_conv(cfg: Any, s: Schedule, conv: Tensor) -> None:
         s[pad_data].compute_inline()
     n, f, y, x = s[conv].op.axis
     rc, ry, rx = s[conv].op.reduce_axis
+    limit = max_threads()
     for name, ax in (("tile_n", n), ("tile_f", f), ("tile_y", y), ("tile_x", x)):
-        cfg.define_split(name, ax, num_outputs=4)
+        # prune what can never fit: one axis' threads above the block limit, > 8 vthreads
+        cfg.define_split(name, ax, num_outputs=4,
+                         filter=lambda e: e.size[2] <= limit and e.size[1] <= MAX_VTHREAD)
     for name, ax in (("tile_rc", rc), ("tile_ry", ry), ("tile_rx", rx)):
         cfg.define_split(name, ax, num_outputs=2)
     unroll_knobs(cfg)
