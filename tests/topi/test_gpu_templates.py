@@ -150,3 +150,47 @@ def test_symbolic_shape_is_a_clear_error():
     w = te.placeholder((8, 16), name="w")
     with TARGET, pytest.raises((TypeError, ValueError), match="Var|not a constant"):
         cuda.dense(a, w)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "depthwise", "dense", "batch_matmul"])
+def test_templates_compile_for_cuda_and_run_host_emulated(op, tmp_path):
+    """target "cuda": the fallback schedules go through NVRTC + ptxas (no GPU needed), then
+    the generated CUDA C runs on the host (tvmpy.testing.cuda_fake: threads of a block as OS
+    threads, __syncthreads honoured) against numpy."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    cuda_t = Target("cuda")
+    if op == "conv2d":
+        shapes, fc, fs = ((1, 5, 9, 7), (6, 5, 3, 3)), cuda.conv2d_nchw, cuda.schedule_conv2d_nchw
+        extra = (2, 1, 1)
+        ref = lambda a, w: testing.conv2d_nchw_python(a, w, 2, 1)  # noqa: E731
+    elif op == "depthwise":
+        shapes, fc = ((1, 6, 10, 10), (6, 1, 3, 3)), cuda.depthwise_conv2d_nchw
+        fs, extra = cuda.schedule_depthwise_conv2d_nchw, (1, 1, 1)
+        ref = lambda a, w: testing.depthwise_conv2d_nchw_python(a, w, 1, 1)  # noqa: E731
+    elif op == "dense":
+        shapes, fc, fs, extra = ((5, 19), (13, 19)), cuda.dense, cuda.schedule_dense, ()
+        ref = lambda a, w: a @ w.T  # noqa: E731
+    else:
+        shapes, fc, fs, extra = ((2, 5, 7), (2, 6, 7)), cuda.batch_matmul, \
+            cuda.schedule_batch_matmul, ()
+        ref = lambda a, b: np.matmul(a, b.transpose(0, 2, 1))  # noqa: E731
+    a_t = te.placeholder(shapes[0], name="a")
+    b_t = te.placeholder(shapes[1], name="b")
+    with cuda_t, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fc(a_t, b_t, *extra)
+        s = fs([out])
+    mod = tvm.build(s, [a_t, b_t, out], target=cuda_t)
+    dev_mod = mod.imported_modules[0]
+    assert dev_mod.ptxas_info  # ptxas accepted the PTX for every arch
+    a, b = _rand(*shapes[0]), _rand(*shapes[1])
+    got = np.zeros(tuple(int(d) for d in out.shape), "float32")
+    host = HostKernels(dev_mod.get_source(), mod.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(a, b, got)
+    finally:
+        cuda_module.set_driver(prev)
+    np.testing.assert_allclose(got, ref(a, b), atol=1e-4, rtol=1e-4)
