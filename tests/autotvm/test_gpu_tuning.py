@@ -187,3 +187,24 @@ def test_relay_extracts_and_applies_gpu_templates(tmp_path):
     h = testing.depthwise_conv2d_nchw_python(h, params["w2"].reshape(12, 1, 3, 3), 2, 1)
     want = h.reshape(1, -1) @ params["w3"].T
     np.testing.assert_allclose(g.get_output(0).numpy(), want, atol=1e-4, rtol=1e-4)
+
+
+def test_rpc_measure_runs_an_opencl_library_on_the_device(tmp_path):
+    """The device server's runtime.measure (what RPCRunner calls) runs a GPU library on the
+    server's OpenCL device: timings, and outputs equal numpy."""
+    from tvmpy import rpc
+
+    task = _conv_task()
+    s, args = task.instantiate(_config(task, tile_x=[-1, 1, 9, 1], tile_rc=[-1, 2]))
+    lib = tvm.build(s, args, target=TARGET)
+    path = str(tmp_path / "conv.so")
+    lib.export_library(path)
+    specs = [[list(DATA), "float32"], [list(WEIGHT), "float32"], [[1, 16, 9, 9], "float32"]]
+    with rpc.LocalSession() as sess:
+        sess.upload(path)
+        res = sess.get_function("runtime.measure")("conv.so", lib.entry_name, specs, 2, 2, 0,
+                                                   0, "", 3, True)
+    assert len(res["costs"]) == 2 and all(c > 0 for c in res["costs"])
+    a, w, out = res["args"]
+    np.testing.assert_allclose(out, testing.conv2d_nchw_python(a, w, 1, 1), atol=1e-4,
+                               rtol=1e-4)
