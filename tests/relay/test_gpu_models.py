@@ -131,3 +131,42 @@ def test_cli_compile_opencl_and_run_on_device(tmp_path):
     cli("run", "r18.so", "--input", f"{name}=x.npy", "--device", "opencl", "--output", "o.npz")
     got = np.load(tmp_path / "o.npz")["output0"]
     assert compare.errors(got, want)[1] <= 1e-4
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_for_cuda_runs_host_emulated(name, tmp_path):
+    """relay.build(target="cuda"): CUDA C compiled by NVRTC and assembled by ptxas (no GPU
+    here), then the kernels compiled for the host (testing.cuda_fake) run behind the graph
+    executor on tvm.cuda(0) (storage in the fake device's memory): equal onnxruntime."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    m = MODELS[name]()
+    feeds = onnx_models.input_feeds(m)
+    want = compare.ort_runner(m)(feeds)
+    mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
+    # 64 threads per block: the emulation runs each thread of a barrier kernel as an OS thread
+    lib, _ = compare.build(mod, params, opt_level=3, target="cuda -max_num_threads=64")
+    glib = lib.get_lib()
+    assert glib.imported_modules[0].ptxas_info  # ptxas accepted every kernel
+    host = HostKernels(glib.imported_modules[0].get_source(), glib.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        g = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+        g.set_input(**feeds)
+        g.run()
+        got = [g.get_output(i).numpy() for i in range(g.get_num_outputs())]
+    finally:
+        cuda_module.set_driver(prev)
+    for gv, w in zip(got, want):
+        assert compare.errors(gv, w)[1] <= 1e-4, name
+
+
+def test_cuda_build_default_threads_passes_ptxas():
+    """The default CUDA target (1024 threads per block): every kernel of ResNet-18 assembles."""
+    m = onnx_models.resnet18(image=32, classes=10)
+    feeds = onnx_models.input_feeds(m)
+    mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
+    lib, _ = compare.build(mod, params, opt_level=3, target="cuda")
+    dev_mod = lib.get_lib().imported_modules[0]
+    assert dev_mod.ptxas_info and "__global__" in dev_mod.get_source()
