@@ -4,11 +4,9 @@ on awkward shapes (primes, size-1 axes): each a one-op relay graph built for "op
 import numpy as np
 import pytest
 
-pytest.importorskip("pyopencl")
-
-import tvmpy as tvm  # noqa: E402
-from tvmpy import relay  # noqa: E402
-from tvmpy.contrib import graph_executor  # noqa: E402
+import tvmpy as tvm
+from tvmpy import relay
+from tvmpy.contrib import graph_executor
 
 RNG = np.random.default_rng(7)
 
