@@ -132,3 +132,19 @@ def test_full_reduction_to_scalar(make, ref):
     """0-d outputs: the reduction across one block, its init and scalar stores one thread."""
     _run(make, [(13, 17)], ref, rtol=1e-4)
     _run(make, [(3,)], ref, rtol=1e-4)
+
+
+def test_conv2d_alone_strided_prime_shapes():
+    """A conv2d output (accumulated in a local, stored once) with a stride, primes, size 1."""
+    def ref(a, w):
+        p = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        oh, ow = (a.shape[2] + 2 - 3) // 2 + 1, (a.shape[3] + 2 - 3) // 2 + 1
+        out = np.zeros((a.shape[0], w.shape[0], oh, ow))
+        for i in range(3):
+            for j in range(3):
+                win = p[:, :, i:i + 2 * oh:2, j:j + 2 * ow:2]
+                out += np.einsum("nchw,oc->nohw", win, w[:, :, i, j])
+        return out.astype("float32")
+
+    _run(lambda x, w: relay.nn.conv2d(x, w, strides=(2, 2), padding=(1, 1)),
+         [(2, 3, 13, 1), (7, 3, 3, 3)], ref, rtol=1e-4)
