@@ -48,19 +48,37 @@ def _cross_thread(s: Any, red: Any, target: Any) -> None:
 
 
 def _rows(s: Any, out: Any, row_axes: list[int], reds: list, target: Any) -> Any:
-    """Each reduction of ``reds`` a cross-thread kernel of its own (global results), then
-    ``out`` one thread per element. (One kernel per row, the statistics in shared memory,
-    is TVM's form; PoCL 3.1 miscompiles it: a shared scalar that every work-item initialises
-    and one work-item then updates reads back stale after the barrier in the others.)"""
-    del row_axes
+    """One block per row of ``out`` (its axes but ``row_axes``): the reductions ``reds``
+    computed at the row's block (shared memory) with their reduced axes across the threads,
+    then ``out``'s row over the same threads (TVM's softmax / layer_norm form)."""
     live = [op for op in stages([out.output(0)]) if op is not out and not _inlined(s, op)]
     for op in live:  # an intermediate elementwise stage (softmax's exp): recomputed where read
         if not op.reduce_axis and op not in reds:
             s[op].compute_inline()
+    keep = [a for i, a in enumerate(out.axis) if i not in row_axes]
+    row = [out.axis[i] for i in row_axes]
+    if not keep or not row:  # no rows to spread over blocks: a kernel per statistic
+        for red in reds:
+            _cross_thread(s, red, target)
+        if out not in reds:
+            bind_flat(s, out, target)
+        return s
+    ext = min(_extent(list(r.reduce_axis)) or 1 for r in reds)
+    nt = num_threads(target, ext)
+    tx = te.thread_axis("threadIdx.x")
+    stage = s[out]
+    stage.reorder(*keep, *row)
+    bx = stage.fuse(*keep) if len(keep) > 1 else keep[0]
+    stage.bind(bx, te.thread_axis("blockIdx.x"))
+    r = stage.fuse(*row) if len(row) > 1 else row[0]
+    _, ri = stage.split(r, factor=nt)
+    stage.bind(ri, tx)
     for red in reds:
-        _cross_thread(s, red, target)
-    if out not in reds:
-        bind_flat(s, out, target)
+        s[red].compute_at(stage, bx)
+        rs = list(red.reduce_axis)
+        k = s[red].fuse(*rs) if len(rs) > 1 else rs[0]
+        _, ki = s[red].split(k, factor=nt)
+        s[red].bind(ki, tx)
     return s
 
 
@@ -80,7 +98,10 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
     if (len(reds) != 1 or others or not _same(reds[0], out)
             or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
-    return _rows(s, out, [], reds, target)
+    _cross_thread(s, reds[0], target)
+    if out is not reds[0]:
+        bind_flat(s, out, target)
+    return s
 
 
 def _same(a: Any, b: Any) -> bool:
