@@ -148,3 +148,13 @@ def test_conv2d_alone_strided_prime_shapes():
 
     _run(lambda x, w: relay.nn.conv2d(x, w, strides=(2, 2), padding=(1, 1)),
          [(2, 3, 13, 1), (7, 3, 3, 3)], ref, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 67), 1), ((40, 3), 0), ((2, 3), None)])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin(op, shape, axis):
+    """Tuple (value, index) reductions stay in one thread per output (the cross-thread
+    lowering reduces one value), including long axes and the 0-d case."""
+    kw = {} if axis is None else {"axis": [axis]}
+    _run(lambda x: getattr(relay, op)(x, **kw).astype("float32"), [shape],
+         lambda a: getattr(np, op)(a, axis=axis).astype("float32"))

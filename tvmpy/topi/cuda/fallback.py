@@ -74,6 +74,7 @@ def schedule_fallback(outs: Any, target: Any = None) -> Any:
     threads: dict[int, Any] = {}
     out0 = outs[0].op
     if (len(outs) == 1 and out0.reduce_axis and out0.axis and not attached
+            and int(getattr(out0, "num_outputs", 1)) == 1
             and len(out0.output(0).shape) == len(out0.axis)):
         # a reduction output (conv2d alone, pooling): accumulate in a local, store once
         local = s.cache_write(outs[0], "local")

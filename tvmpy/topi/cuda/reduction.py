@@ -33,9 +33,16 @@ def _extent(ivs: list) -> int | None:
     return n
 
 
+def multi_value(op: Any) -> bool:
+    """A reduction with a tuple combiner (argmin/argmax: value and index): the lowering's
+    cross-thread reduction handles one value, so such a stage stays in one thread."""
+    return int(getattr(op, "num_outputs", 1)) > 1
+
+
 def _cross_thread(s: Any, red: Any, target: Any) -> None:
     """``red`` at the root: one block per output element, its reduced axes (fused) split over
-    the threads of the block (a cross-thread reduction)."""
+    the threads of the block (a cross-thread reduction). A multi-value (tuple) reduction
+    gets one thread: its reduced loop serial under a threadIdx.x of extent 1."""
     ext = _extent(list(red.reduce_axis)) or 1
     stage = s[red]
     if red.axis:
@@ -43,6 +50,10 @@ def _cross_thread(s: Any, red: Any, target: Any) -> None:
         stage.bind(bx, te.thread_axis("blockIdx.x"))
     rs = list(red.reduce_axis)
     k = stage.fuse(*rs) if len(rs) > 1 else rs[0]
+    if multi_value(red):
+        ko, _ = stage.split(k, nparts=1)
+        stage.bind(ko, te.thread_axis("threadIdx.x"))
+        return
     _, ki = stage.split(k, factor=num_threads(target, ext))
     stage.bind(ki, te.thread_axis("threadIdx.x"))
 
@@ -96,6 +107,7 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
     others = [op for op in live if not op.reduce_axis and op is not out]
     scalar = not reds or not reds[0].axis  # 0-d: the reduce loop must be bound to threads
     if (len(reds) != 1 or others or not _same(reds[0], out)
+            or (multi_value(reds[0]) and not scalar)
             or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
     _cross_thread(s, reds[0], target)
@@ -117,7 +129,8 @@ def _row_schedule(outs: Any, target: Any, row_axes: Any, what: str) -> Any:
     inline_injective(s, outs)
     reds = [op for op in stages(outs) if op.reduce_axis and op is not out]
     ext = min((_extent(list(r.reduce_axis)) or 0) for r in reds) if reds else 0
-    if len(outs) != 1 or not reds or ext < CROSS_THREAD_MIN or out.reduce_axis:
+    if (len(outs) != 1 or not reds or ext < CROSS_THREAD_MIN or out.reduce_axis
+            or any(multi_value(r) for r in reds)):
         return schedule_fallback(outs, target)
     return _rows(s, out, row_axes(out), reds, target)
 
