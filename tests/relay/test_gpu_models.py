@@ -168,3 +168,29 @@ def test_cuda_build_default_threads_passes_ptxas():
     lib, _ = compare.build(mod, params, opt_level=3, target="cuda")
     dev_mod = lib.get_lib().imported_modules[0]
     assert dev_mod.ptxas_info and "__global__" in dev_mod.get_source()
+
+
+def test_bert_for_nvptx_runs_host_emulated(tmp_path):
+    """target "nvptx" (LLVM's NVPTX back end through llvmlite): the BERT encoder's kernels, their
+    LLVM IR JIT-compiled for the host, equal onnxruntime."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    m = MODELS["bert_encoder"]()
+    feeds = onnx_models.input_feeds(m)
+    want = compare.ort_runner(m)(feeds)[0]
+    mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
+    lib, _ = compare.build(mod, params, opt_level=3, target="nvptx -max_num_threads=64")
+    glib = lib.get_lib()
+    assert ".entry" in glib.imported_modules[0].get_source("ptx")
+    host = HostKernels.from_nvptx(glib.imported_modules[0].get_source(), glib.plan["kernels"],
+                                  str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        g = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+        g.set_input(**feeds)
+        g.run()
+        got = g.get_output(0).numpy()
+    finally:
+        cuda_module.set_driver(prev)
+    assert compare.errors(got, want)[1] <= 1e-4
