@@ -194,3 +194,18 @@ def test_bert_for_nvptx_runs_host_emulated(tmp_path):
     finally:
         cuda_module.set_driver(prev)
     assert compare.errors(got, want)[1] <= 1e-4
+
+
+def test_target_host_checked():
+    from tvmpy import relay
+
+    x = relay.var("x", shape=(3, 4))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x)))
+    lib = relay.build(mod, target="opencl", target_host="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.opencl(0)))
+    a = np.random.rand(3, 4).astype("float32")
+    g.set_input("x", a)
+    g.run()
+    np.testing.assert_allclose(g.get_output(0).numpy(), np.exp(a), rtol=1e-6)
+    with pytest.raises(ValueError, match="target_host .* is not a CPU target"):
+        relay.build(mod, target="opencl", target_host="opencl")
