@@ -110,9 +110,22 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
             or (multi_value(reds[0]) and not scalar)
             or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
-    _cross_thread(s, reds[0], target)
-    if out is not reds[0]:
-        bind_flat(s, out, target)
+    red = reds[0]
+    if out is red or not out.axis or multi_value(red):
+        _cross_thread(s, red, target)
+        if out is not red:
+            bind_flat(s, out, target)
+        return s
+    # red + elementwise (mean = sum / n): one block per output element, the reduction in
+    # shared memory at the block across its threads, the elementwise store after it
+    stage = s[out]
+    bx = stage.fuse(*out.axis) if len(out.axis) > 1 else out.axis[0]
+    stage.bind(bx, te.thread_axis("blockIdx.x"))
+    s[red].compute_at(stage, bx)
+    rs = list(red.reduce_axis)
+    k = s[red].fuse(*rs) if len(rs) > 1 else rs[0]
+    _, ki = s[red].split(k, factor=num_threads(target, _extent(rs) or 1))
+    s[red].bind(ki, te.thread_axis("threadIdx.x"))
     return s
 
 
