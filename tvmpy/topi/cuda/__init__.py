@@ -1,9 +1,17 @@
-"""GPU schedules (TVM's ``topi.cuda``: used for every target with the key "gpu", OpenCL and CUDA).
+"""GPU computes and schedules (TVM's ``topi.cuda``: used for CUDA and OpenCL targets alike).
 
-``injective.py``: fused elementwise chains, one thread per output; ``reduction.py``: reductions
-(cross-thread when the reduced extent is long), softmax, layer_norm and pooling; ``fallback.py``:
-the plain one-thread-per-output schedule of any other operator (conv2d, dense, ... until a
-tuned template replaces it)."""
+AutoTVM templates (task names as TVM's): ``conv2d_nchw.cuda`` (conv2d_direct.py),
+``depthwise_conv2d_nchw.cuda`` (depthwise_conv2d.py), ``dense.cuda`` and
+``batch_matmul.cuda`` (dense.py). Each ``compute(cfg, ...)`` / ``schedule(cfg, outs)`` pair is
+called as ``compute(...)`` / ``schedule(outs)`` (tuned configs under ``apply_history_best``,
+shape-derived fallbacks otherwise), so relay strategies use them directly.
+
+Plain schedules (``relay/op/strategy/gpu.py`` uses them for every operator): ``injective.py``
+(fused elementwise chains, one thread per output), ``reduction.py`` (reductions, cross-thread
+when the reduced extent is long; softmax and layer_norm one block per row; pooling),
+``fallback.py`` (one thread per output for any other operator, a reduction and its elementwise
+consumers in one kernel).
+"""
 
 from .fallback import schedule_fallback  # noqa: F401
 from .injective import schedule_broadcast, schedule_elemwise, schedule_injective  # noqa: F401
@@ -13,3 +21,4 @@ from .reduction import (  # noqa: F401
     schedule_reduce,
     schedule_softmax,
 )
+# (merge with i14-gputune: its template imports go here too — conv2d_direct, dense, depthwise)
