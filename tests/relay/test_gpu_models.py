@@ -85,7 +85,7 @@ def test_added_gpu_implementation_wins_by_plevel():
         return cuda.schedule_fallback(outs, target)
 
     def extra(attrs, inputs, out_type, target, strategy):
-        strategy.add_implementation(COMPUTES["nn.dense"], sched, "dense.test", 20)
+        strategy.add_implementation(COMPUTES["nn.dense"], sched, "dense.test", 30)
 
     gpu.add_gpu_implementation("nn.dense", extra)
     try:
