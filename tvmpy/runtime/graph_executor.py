@@ -6,7 +6,10 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
 - storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
   (``attrs.storage_id``, planned at compile time by relay/backend/graph_plan_memory.py; a graph
   without one gets a storage per entry); every entry is a fixed numpy view into it, wrapped once
-  as an NDArray;
+  as an NDArray. On a GPU device (``tvm.opencl(0)``, ``tvm.cuda(0)``; a library built by
+  ``relay.build(target="opencl"/"cuda")``) each storage is one device buffer instead and the
+  entries are device arrays on it: kernels touch device memory only, ``set_input`` (and the
+  parameters, once) copy in, ``get_output`` returns a device array (``.numpy()`` copies back);
 - each ``tvm_op`` node is bound to its library function, whose checked call path
   (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
   graph and library is reported here, naming the node. What remains per node is the raw ctypes

@@ -1,9 +1,11 @@
 """GPU computes and schedules (TVM's ``topi.cuda``: used for every target with the key "gpu",
 OpenCL and CUDA).
 
-``injective.py``: fused elementwise chains, one thread per output; ``reduction.py``: reductions
-(cross-thread when the reduced extent is long), softmax, layer_norm and pooling; ``fallback.py``:
-the plain one-thread-per-output schedule of any other operator.
+Plain schedules (``relay/op/strategy/gpu.py`` uses them for every operator): ``injective.py``
+(fused elementwise chains, one thread per output), ``reduction.py`` (reductions, cross-thread
+when the reduced extent is long; softmax and layer_norm one block per row; pooling),
+``fallback.py`` (one thread per output for any other operator, a reduction and its elementwise
+consumers in one kernel).
 
 AutoTVM templates (task names as TVM's): ``conv2d_nchw.cuda`` (conv2d_direct.py),
 ``depthwise_conv2d_nchw.cuda`` (depthwise_conv2d.py), ``dense.cuda`` and ``batch_matmul.cuda``

@@ -11,7 +11,7 @@ from typing import Any
 
 from ... import te
 from ..generic import as_outs, inline_injective
-from .injective import bind_flat
+from .injective import bind_flat, bind_nd
 
 __all__ = ["schedule_fallback", "stages", "same_shape"]
 
@@ -36,11 +36,21 @@ def same_shape(a: Any, b: Any) -> bool:
     return len(sa) == len(sb) and all(isinstance(x, int) and x == y for x, y in zip(sa, sb))
 
 
-def _consumers(ops: list) -> dict[int, list]:
+def _consumers(s: Any, ops: list) -> dict[int, list]:
+    """Producer op id -> the stages of ``ops`` that read it, looking through inlined stages
+    (conv2d -> [add, inlined] -> relu: relu reads conv2d)."""
     cons: dict[int, list] = {}
     for op in ops:
-        for t in op.input_tensors:
-            cons.setdefault(id(t.op), []).append(op)
+        stack, seen = list(op.input_tensors), set()
+        while stack:
+            t = stack.pop()
+            if id(t.op) in seen:
+                continue
+            seen.add(id(t.op))
+            if isinstance(t.op, te.ComputeOp) and _inlined(s, t.op):
+                stack.extend(t.op.input_tensors)
+            elif op not in cons.setdefault(id(t.op), []):
+                cons[id(t.op)].append(op)
     return cons
 
 
@@ -52,7 +62,7 @@ def schedule_fallback(outs: Any, target: Any = None) -> Any:
     ops = stages(outs)
     out_ops = {id(t.op) for t in outs}
     live = [op for op in ops if id(op) in out_ops or not _inlined(s, op)]
-    cons = _consumers(live)
+    cons = _consumers(s, live)
     attached: set[int] = set()
     if len(outs) == 1:
         out = outs[0].op
@@ -62,8 +72,18 @@ def schedule_fallback(outs: Any, target: Any = None) -> Any:
                     and users[0] is out and same_shape(op, out) and not out.reduce_axis):
                 attached.add(id(op))
     threads: dict[int, Any] = {}
+    out0 = outs[0].op
+    if (len(outs) == 1 and out0.reduce_axis and out0.axis and not attached
+            and int(getattr(out0, "num_outputs", 1)) == 1
+            and len(out0.output(0).shape) == len(out0.axis)):
+        # a reduction output (conv2d alone, pooling): accumulate in a local, store once
+        local = s.cache_write(outs[0], "local")
+        s[local].compute_at(s[out0], bind_nd(s, out0, target))
+        threads[id(out0)] = None
+    if attached:  # the output's threads one element each: the reduction computed per thread
+        threads[id(outs[0].op)] = bind_nd(s, outs[0].op, target)
     for op in live:
-        if id(op) in attached:
+        if id(op) in attached or id(op) in threads:
             continue
         if not op.axis and op.reduce_axis:  # 0-d reduction: across the threads of one block
             from .reduction import _cross_thread

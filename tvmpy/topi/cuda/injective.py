@@ -11,7 +11,7 @@ from ...target import Target
 from ..generic import as_outs, inline_injective
 
 __all__ = ["schedule_injective", "schedule_elemwise", "schedule_broadcast", "bind_flat",
-           "num_threads"]
+           "bind_nd", "num_threads"]
 
 
 def num_threads(target: Any = None, extent: int | None = None) -> int:
@@ -45,6 +45,40 @@ def bind_flat(s: Any, op: Any, target: Any = None) -> tuple[Any, Any]:
     stage.bind(bx, te.thread_axis("blockIdx.x"))
     stage.bind(tx, te.thread_axis("threadIdx.x"))
     return bx, tx
+
+
+def bind_nd(s: Any, op: Any, target: Any = None) -> Any:
+    """Bind ``op``'s axes without fusing the thread-level ones: the last axis split over
+    threadIdx.x, the one before over threadIdx.y (the block's remaining threads), the outer
+    parts over blockIdx.x/y/z (the outermost fused when more than three). Returns the innermost
+    thread axis: a producer computed there covers one output element (bound inference does
+    not see through a fused thread axis). None for a 0-d stage."""
+    stage = s[op]
+    axes = list(op.axis)
+    if not axes:
+        return None
+    nt = num_threads(target)
+    w = axes[-1]
+    tw = num_threads(target, _extent(w) or nt)
+    wo, wi = stage.split(w, factor=tw)
+    outer, inner = [*axes[:-1]], [wi]
+    if len(axes) >= 2 and nt // tw > 1:
+        h = axes[-2]
+        th = min(nt // tw, num_threads(target, _extent(h) or nt))
+        ho, hi = stage.split(h, factor=th)
+        outer = [*axes[:-2], ho, wo]
+        inner = [hi, wi]
+    else:
+        outer = [*axes[:-1], wo]
+    stage.reorder(*outer, *inner)
+    if len(outer) > 3:
+        first = stage.fuse(*outer[:len(outer) - 2])
+        outer = [first, *outer[len(outer) - 2:]]
+    for ax, tag in zip(reversed(outer), ("blockIdx.x", "blockIdx.y", "blockIdx.z")):
+        stage.bind(ax, te.thread_axis(tag))
+    for ax, tag in zip(reversed(inner), ("threadIdx.x", "threadIdx.y")):
+        stage.bind(ax, te.thread_axis(tag))
+    return wi
 
 
 def schedule_injective(outs: Any, target: Any = None) -> Any:

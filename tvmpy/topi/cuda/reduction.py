@@ -33,9 +33,16 @@ def _extent(ivs: list) -> int | None:
     return n
 
 
+def multi_value(op: Any) -> bool:
+    """A reduction with a tuple combiner (argmin/argmax: value and index): the lowering's
+    cross-thread reduction handles one value, so such a stage stays in one thread."""
+    return int(getattr(op, "num_outputs", 1)) > 1
+
+
 def _cross_thread(s: Any, red: Any, target: Any) -> None:
     """``red`` at the root: one block per output element, its reduced axes (fused) split over
-    the threads of the block (a cross-thread reduction)."""
+    the threads of the block (a cross-thread reduction). A multi-value (tuple) reduction
+    gets one thread: its reduced loop serial under a threadIdx.x of extent 1."""
     ext = _extent(list(red.reduce_axis)) or 1
     stage = s[red]
     if red.axis:
@@ -43,24 +50,46 @@ def _cross_thread(s: Any, red: Any, target: Any) -> None:
         stage.bind(bx, te.thread_axis("blockIdx.x"))
     rs = list(red.reduce_axis)
     k = stage.fuse(*rs) if len(rs) > 1 else rs[0]
+    if multi_value(red):
+        ko, _ = stage.split(k, nparts=1)
+        stage.bind(ko, te.thread_axis("threadIdx.x"))
+        return
     _, ki = stage.split(k, factor=num_threads(target, ext))
     stage.bind(ki, te.thread_axis("threadIdx.x"))
 
 
 def _rows(s: Any, out: Any, row_axes: list[int], reds: list, target: Any) -> Any:
-    """Each reduction of ``reds`` a cross-thread kernel of its own (global results), then
-    ``out`` one thread per element. (One kernel per row, the statistics in shared memory,
-    is TVM's form; PoCL 3.1 miscompiles it: a shared scalar that every work-item initialises
-    and one work-item then updates reads back stale after the barrier in the others.)"""
-    del row_axes
+    """One block per row of ``out`` (its axes but ``row_axes``): the reductions ``reds``
+    computed at the row's block (shared memory) with their reduced axes across the threads,
+    then ``out``'s row over the same threads (TVM's softmax / layer_norm form)."""
     live = [op for op in stages([out.output(0)]) if op is not out and not _inlined(s, op)]
     for op in live:  # an intermediate elementwise stage (softmax's exp): recomputed where read
         if not op.reduce_axis and op not in reds:
             s[op].compute_inline()
+    keep = [a for i, a in enumerate(out.axis) if i not in row_axes]
+    row = [out.axis[i] for i in row_axes]
+    if not keep or not row:  # no rows to spread over blocks: a kernel per statistic
+        for red in reds:
+            _cross_thread(s, red, target)
+        if out not in reds:
+            bind_flat(s, out, target)
+        return s
+    ext = min(_extent(list(r.reduce_axis)) or 1 for r in reds)
+    nt = num_threads(target, ext)
+    tx = te.thread_axis("threadIdx.x")
+    stage = s[out]
+    stage.reorder(*keep, *row)
+    bx = stage.fuse(*keep) if len(keep) > 1 else keep[0]
+    stage.bind(bx, te.thread_axis("blockIdx.x"))
+    r = stage.fuse(*row) if len(row) > 1 else row[0]
+    _, ri = stage.split(r, factor=nt)
+    stage.bind(ri, tx)
     for red in reds:
-        _cross_thread(s, red, target)
-    if out not in reds:
-        bind_flat(s, out, target)
+        s[red].compute_at(stage, bx)
+        rs = list(red.reduce_axis)
+        k = s[red].fuse(*rs) if len(rs) > 1 else rs[0]
+        _, ki = s[red].split(k, factor=nt)
+        s[red].bind(ki, tx)
     return s
 
 
@@ -78,9 +107,26 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
     others = [op for op in live if not op.reduce_axis and op is not out]
     scalar = not reds or not reds[0].axis  # 0-d: the reduce loop must be bound to threads
     if (len(reds) != 1 or others or not _same(reds[0], out)
+            or (multi_value(reds[0]) and not scalar)
             or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
-    return _rows(s, out, [], reds, target)
+    red = reds[0]
+    if out is red or not out.axis or multi_value(red):
+        _cross_thread(s, red, target)
+        if out is not red:
+            bind_flat(s, out, target)
+        return s
+    # red + elementwise (mean = sum / n): one block per output element, the reduction in
+    # shared memory at the block across its threads, the elementwise store after it
+    stage = s[out]
+    bx = stage.fuse(*out.axis) if len(out.axis) > 1 else out.axis[0]
+    stage.bind(bx, te.thread_axis("blockIdx.x"))
+    s[red].compute_at(stage, bx)
+    rs = list(red.reduce_axis)
+    k = s[red].fuse(*rs) if len(rs) > 1 else rs[0]
+    _, ki = s[red].split(k, factor=num_threads(target, _extent(rs) or 1))
+    s[red].bind(ki, te.thread_axis("threadIdx.x"))
+    return s
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -96,7 +142,8 @@ def _row_schedule(outs: Any, target: Any, row_axes: Any, what: str) -> Any:
     inline_injective(s, outs)
     reds = [op for op in stages(outs) if op.reduce_axis and op is not out]
     ext = min((_extent(list(r.reduce_axis)) or 0) for r in reds) if reds else 0
-    if len(outs) != 1 or not reds or ext < CROSS_THREAD_MIN or out.reduce_axis:
+    if (len(outs) != 1 or not reds or ext < CROSS_THREAD_MIN or out.reduce_axis
+            or any(multi_value(r) for r in reds)):
         return schedule_fallback(outs, target)
     return _rows(s, out, row_axes(out), reds, target)
 
