@@ -288,7 +288,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"no such file {args.model!r}")
     feeds = parse_input_args(args.input)
     lib = runtime.load_module(args.model)
-    m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+    devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda}
+    m = graph_executor.GraphModule(lib["default"](devices[args.device](0)))
     shapes, dtypes = m.get_input_info()
     expected = ", ".join(f"{n} {tuple(shapes[n])} {dtypes[n]}" for n in shapes)
     unknown = sorted(set(feeds) - set(shapes))
@@ -529,6 +530,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", metavar="OUT.npz", help="save the outputs (output0, output1, ...)")
     r.add_argument("--repeat", type=int, default=1,
                    help="run this many times and report the best warm time (default 1)")
+    r.add_argument("--device", choices=("cpu", "opencl", "cuda"), default="cpu",
+                   help="where the graph's tensors live and run (a model compiled with "
+                        "--target opencl/cuda: that device; default cpu)")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="latency of tvmpy (opt 0/3) vs onnxruntime and pytorch")

@@ -9,7 +9,9 @@ of ~25 ms for the whole pipeline.
 The hot path is the chain of loops around the statement that runs most often (the reduction update
 of a GEMM). For each loop of that chain, innermost first, up to :data:`MAX_DEPTH` levels:
 
-- ``extent``, the loop kind one-hot (serial, parallel, vectorized, unrolled), ``depth`` (0 for
+- ``extent``, the loop kind one-hot (serial, parallel, vectorized, unrolled, and on GPUs
+  blockIdx, threadIdx, vthread: a thread-bound loop of a GPU schedule is an ``AttrStmt``
+  ``thread_extent`` / ``virtual_thread`` with its extent, read as a loop), ``depth`` (0 for
   the outermost), ``topdown`` (product of the extents from the outermost loop to this one),
   ``bottomup`` (iterations of the hot statement inside one entry into this loop);
 - arithmetic counts executed inside the loop, over all statements below it: ``add`` (add/sub/
@@ -19,10 +21,12 @@ of a GEMM). For each loop of that chain, innermost first, up to :data:`MAX_DEPTH
   loop's variable in the buffer's row-major flat index, 0 when the loop does not move the access),
   ``count`` (elements accessed inside the loop), ``bytes`` (distinct bytes touched inside the
   loop: per dimension, the span of the affine index over this and the inner loops) and ``reuse``
-  (``count / distinct elements``).
+  (``count / distinct elements``), ``shared`` / ``local`` (1 when the buffer is a GPU
+  shared-memory / per-thread stage, by its storage scope).
 
 :func:`get_itervar_feature_flatten` flattens that into a fixed-length float32 vector
-(missing levels and buffers are zero; with ``take_log`` every value ``v`` becomes
+(missing levels and buffers are zero), followed by :data:`GPU_FEATURES`, the launch shape of a
+GPU kernel (grid and block extents, virtual threads, shared/local bytes; zeros on CPUs); with ``take_log`` every value ``v`` becomes
 ``sign(v) * log2(1 + |v|)``). :func:`get_curve_feature` samples, per buffer slot, the relation
 "touched bytes -> reuse / access count" along the hot path at fixed log2 byte sizes, a
 task-independent summary (TVM's 'curve' features, simplified).
@@ -46,14 +50,23 @@ __all__ = [
     "MAX_DEPTH", "MAX_BUFFERS", "LOOP_FEATURES", "BUFFER_FEATURES", "CURVE_SAMPLES",
     "itervar_feature_length", "curve_feature_length", "get_itervar_feature",
     "get_itervar_feature_flatten", "get_curve_feature", "get_flatten_name", "lower_for_feature",
-    "func_itervar_feature", "func_curve_feature",
+    "func_itervar_feature", "func_curve_feature", "GPU_FEATURES", "get_gpu_feature",
 ]
 
 MAX_DEPTH = 10
 MAX_BUFFERS = 4
-LOOP_FEATURES = ("extent", "serial", "parallel", "vectorized", "unrolled", "depth", "topdown",
-                 "bottomup", "add", "mul", "div", "call")
-BUFFER_FEATURES = ("stride", "count", "bytes", "reuse")
+LOOP_FEATURES = ("extent", "serial", "parallel", "vectorized", "unrolled", "blockIdx",
+                 "threadIdx", "vthread", "depth", "topdown", "bottomup", "add", "mul", "div",
+                 "call")
+BUFFER_FEATURES = ("stride", "count", "bytes", "reuse", "shared", "local")
+# the launch shape of a GPU schedule, appended to both vectors (zeros for CPU programs): the
+# hot path's MAX_DEPTH innermost levels often miss the block and thread loops of a GPU kernel
+GPU_FEATURES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+                "threadIdx.z", "vthread", "shared_bytes", "local_bytes")
+# loop kinds: For kinds 0-4 (serial, parallel, vectorized, unrolled, thread binding), and the
+# GPU thread attributes of lowered schedules (AttrStmt "thread_extent" / "virtual_thread")
+_KIND_BLOCK, _KIND_THREAD, _KIND_VTHREAD = 10, 11, 12
+_KIND_SLOT = {0: 0, 1: 1, 2: 2, 3: 3, 4: 1, _KIND_BLOCK: 4, _KIND_THREAD: 5, _KIND_VTHREAD: 6}
 # log2(bytes) sample points of the curve features: 1 B .. 2^38 B
 CURVE_SAMPLES = tuple(range(0, 40, 2))
 CURVE_KINDS = ("reuse", "count")
@@ -63,12 +76,12 @@ _LEVEL_LEN = len(LOOP_FEATURES) + MAX_BUFFERS * len(BUFFER_FEATURES)
 
 def itervar_feature_length() -> int:
     """Length of :func:`get_itervar_feature_flatten`'s vector."""
-    return MAX_DEPTH * _LEVEL_LEN
+    return MAX_DEPTH * _LEVEL_LEN + len(GPU_FEATURES)
 
 
 def curve_feature_length() -> int:
     """Length of :func:`get_curve_feature`'s vector."""
-    return MAX_BUFFERS * len(CURVE_KINDS) * len(CURVE_SAMPLES)
+    return MAX_BUFFERS * len(CURVE_KINDS) * len(CURVE_SAMPLES) + len(GPU_FEATURES)
 
 
 def get_flatten_name() -> list[str]:
@@ -78,6 +91,7 @@ def get_flatten_name() -> list[str]:
         names += [f"L{lv}.{n}" for n in LOOP_FEATURES]
         for b in range(MAX_BUFFERS):
             names += [f"L{lv}.B{b}.{n}" for n in BUFFER_FEATURES]
+    names += [f"gpu.{n}" for n in GPU_FEATURES]
     return names
 
 
@@ -154,6 +168,7 @@ class _Loop:
     extent: int
     kind: int
     depth: int
+    tag: str = ""  # the thread tag of a GPU thread loop
 
 
 @dataclass
@@ -178,6 +193,17 @@ class _Leaf:
 @dataclass
 class _Walk:
     leaves: list[_Leaf] = field(default_factory=list)
+    # a thread attribute nested in one of the same tag (a cooperative fetch bound to threadIdx.x
+    # inside the kernel's threadIdx.x) is the same hardware index: its var aliases the outer one
+    alias: dict[int, int] = field(default_factory=dict)
+    gpu: dict[str, float] = field(default_factory=dict)  # GPU_FEATURES
+    vthreads: set[int] = field(default_factory=set)
+
+    def remap(self, accesses: list[_Access]) -> None:
+        if not self.alias:
+            return
+        for acc in accesses:
+            acc.coefs = [{self.alias.get(k, k): v for k, v in c.items()} for c in acc.coefs]
 
 
 _ADD = (E.Add, E.Sub, E.Min, E.Max, E.CmpOp, E.Select)
@@ -242,14 +268,43 @@ def _walk(stmt: Any, loops: tuple[_Loop, ...], out: _Walk) -> None:
         accesses = [_access(stmt.buffer, stmt.indices, write=True)]
         ops = np.zeros(4)
         _expr_info(stmt.value, accesses, ops)
+        out.remap(accesses)
         out.leaves.append(_Leaf(loops, accesses, ops))
     elif isinstance(stmt, S.Evaluate):
         accesses: list[_Access] = []
         ops = np.zeros(4)
         _expr_info(stmt.value, accesses, ops)
+        out.remap(accesses)
         if accesses or ops.any():
             out.leaves.append(_Leaf(loops, accesses, ops))
-    elif isinstance(stmt, (S.LetStmt, S.AttrStmt, S.AssertStmt, S.Allocate)):
+    elif isinstance(stmt, S.AttrStmt) and stmt.attr_key in ("thread_extent", "virtual_thread"):
+        iv = stmt.node
+        tag = str(getattr(iv, "thread_tag", "") or "")
+        kind = (_KIND_VTHREAD if stmt.attr_key == "virtual_thread" or tag.startswith("vthread")
+                else _KIND_BLOCK if tag.startswith("blockIdx") else _KIND_THREAD)
+        var = getattr(iv, "var", iv)
+        ext = float(_int_extent(stmt.value))
+        if kind == _KIND_VTHREAD:
+            if id(var) not in out.vthreads:
+                out.vthreads.add(id(var))
+                out.gpu["vthread"] = out.gpu.get("vthread", 1.0) * ext
+        elif tag in GPU_FEATURES:
+            out.gpu[tag] = max(out.gpu.get(tag, 0.0), ext)
+        outer = next((x for x in loops if kind != _KIND_VTHREAD and x.tag == tag), None)
+        if outer is not None:
+            out.alias[id(var)] = outer.var_id
+            _walk(stmt.body, loops, out)
+        else:
+            lp = _Loop(id(var), _int_extent(stmt.value), kind, len(loops), tag)
+            _walk(stmt.body, loops + (lp,), out)
+    elif isinstance(stmt, S.Allocate):
+        scope = _scope(stmt.buffer)
+        if scope in ("shared", "local"):
+            size = math.prod(_int_extent(d) for d in stmt.buffer.shape)
+            key = f"{scope}_bytes"
+            out.gpu[key] = out.gpu.get(key, 0.0) + size * dt.bytes_of(stmt.buffer.dtype)
+        _walk(stmt.body, loops, out)
+    elif isinstance(stmt, (S.LetStmt, S.AttrStmt, S.AssertStmt)):
         _walk(stmt.body, loops, out)
     elif isinstance(stmt, S.Stmt):
         body = getattr(stmt, "body", None)
@@ -298,9 +353,24 @@ def _buffer_order(hot: _Leaf, leaves: list[_Leaf]) -> list[Any]:
     return order[:MAX_BUFFERS]
 
 
-def _levels(func: PrimFunc) -> list[dict[str, Any]]:
+def _scope(buffer: Any) -> str:
+    return str(getattr(buffer, "scope", "") or "global")
+
+
+def _walked(func: PrimFunc) -> _Walk:
     walk = _Walk()
     _walk(func.body, (), walk)
+    return walk
+
+
+def _gpu_vector(walk: _Walk, take_log: bool) -> np.ndarray:
+    v = [walk.gpu.get(n, 0.0) for n in GPU_FEATURES]
+    return np.asarray([_log(x) for x in v] if take_log else v, dtype=np.float32)
+
+
+def _levels(func: PrimFunc, walk: _Walk | None = None) -> list[dict[str, Any]]:
+    if walk is None:
+        walk = _walked(func)
     if not walk.leaves:
         return []
     hot = max(walk.leaves, key=lambda lf: (lf.iterations * (1 + lf.ops.sum()), -len(lf.loops)))
@@ -332,11 +402,12 @@ def _levels(func: PrimFunc) -> list[dict[str, Any]]:
                     stride_set.add(id(acc.buffer))
                     rs = _row_strides(acc.buffer)
                     slot[0] = sum(c.get(lp.var_id, 0.0) * s for c, s in zip(acc.coefs, rs))
-        kind = [0.0] * 4
-        kind[{0: 0, 1: 1, 2: 2, 3: 3, 4: 1}.get(lp.kind, 0)] = 1.0
+        kind = [0.0] * 7
+        kind[_KIND_SLOT.get(lp.kind, 0)] = 1.0
         level: dict[str, Any] = {
             "extent": float(lp.extent), "serial": kind[0], "parallel": kind[1],
-            "vectorized": kind[2], "unrolled": kind[3], "depth": float(lp.depth),
+            "vectorized": kind[2], "unrolled": kind[3], "blockIdx": kind[4],
+            "threadIdx": kind[5], "vthread": kind[6], "depth": float(lp.depth),
             "topdown": tops[pos], "bottomup": float(math.prod(x.extent for x in path[pos:])),
             "add": float(ops[0]), "mul": float(ops[1]), "div": float(ops[2]),
             "call": float(ops[3]), "buffers": [],
@@ -347,6 +418,7 @@ def _levels(func: PrimFunc) -> list[dict[str, Any]]:
             level["buffers"].append({
                 "name": b.name, "stride": stride, "count": count, "bytes": nbytes,
                 "reuse": count / elems if elems else 0.0,
+                "shared": float(_scope(b) == "shared"), "local": float(_scope(b) == "local"),
             })
         levels.append(level)
     return levels
@@ -372,7 +444,9 @@ def func_itervar_feature(func: PrimFunc, take_log: bool = True) -> np.ndarray:
     if not isinstance(func, PrimFunc):
         raise TypeError(f"func_itervar_feature expects a tir.PrimFunc, got {type(func).__name__}")
     out = np.zeros(itervar_feature_length(), dtype=np.float32)
-    for lv, level in enumerate(_levels(func)):
+    walk = _walked(func)
+    out[MAX_DEPTH * _LEVEL_LEN:] = _gpu_vector(walk, take_log)
+    for lv, level in enumerate(_levels(func, walk)):
         row = [level[n] for n in LOOP_FEATURES]
         for b in level["buffers"]:
             row += [b[n] for n in BUFFER_FEATURES]
@@ -387,7 +461,8 @@ def func_curve_feature(func: PrimFunc) -> np.ndarray:
     largest loop level whose touched bytes fit in ``2**x`` for x in :data:`CURVE_SAMPLES`."""
     if not isinstance(func, PrimFunc):
         raise TypeError(f"func_curve_feature expects a tir.PrimFunc, got {type(func).__name__}")
-    levels = _levels(func)
+    walk = _walked(func)
+    levels = _levels(func, walk)
     n_s = len(CURVE_SAMPLES)
     out = np.zeros((MAX_BUFFERS, len(CURVE_KINDS), n_s), dtype=np.float32)
     samples = np.asarray(CURVE_SAMPLES, dtype=np.float64)
@@ -401,7 +476,14 @@ def func_curve_feature(func: PrimFunc) -> np.ndarray:
             fits = samples >= x
             out[b, 0, fits] = np.maximum(out[b, 0, fits], reuse)
             out[b, 1, fits] = np.maximum(out[b, 1, fits], count)
-    return out.reshape(-1)
+    return np.concatenate([out.reshape(-1), _gpu_vector(walk, True)])
+
+
+def get_gpu_feature(sch: Any, args: Sequence[Any]) -> dict[str, float]:
+    """The launch shape of a GPU schedule: grid and block extents (the largest binding of each
+    tag), the product of the virtual thread extents, shared / local bytes allocated."""
+    walk = _walked(lower_for_feature(sch, args))
+    return {n: walk.gpu.get(n, 0.0) for n in GPU_FEATURES}
 
 
 def get_itervar_feature(sch: Any, args: Sequence[Any], take_log: bool = False

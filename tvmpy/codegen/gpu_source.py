@@ -376,10 +376,19 @@ class _PlanBuilder:
         self.kernels = kernels
         self.sig = abi.signature(func)
         self.names: dict[int, Any] = {}  # var id -> name (scalars) or {"buf": param name}
+        # buffer parameters are keyed by name in the plan: two tensors of one name (te's
+        # default "placeholder", AutoTVM task arguments) get distinct keys
+        self.param_names: list[str] = []
+        used: set[str] = set()
         for p, spec in zip(func.params, self.sig.params):
+            name, k = spec.name, 1
+            while name in used:
+                name, k = f"{spec.name}_{k}", k + 1
+            used.add(name)
+            self.param_names.append(name)
             buf = func.buffer_map.get(p)
             if buf is not None:
-                self.names[id(p)] = self.names[id(buf.data)] = {"buf": spec.name}
+                self.names[id(p)] = self.names[id(buf.data)] = {"buf": name}
             else:
                 self.names[id(p)] = spec.name
         for v, spec in zip(self.sig.vars[len(func.params):], self.sig.shape_vars):
@@ -500,7 +509,9 @@ def launch_plan(host_funcs: list[PrimFunc], kernels: list[PrimFunc]) -> dict:
         b = _PlanBuilder(f, by_name)
         b.stmt(f.body)
         sig = b.sig.to_json()
-        for p in sig["params"]:
+        for p, name in zip(sig["params"], b.param_names):
+            if p["kind"] == "buffer":
+                p["name"] = name
             p["written"] = p["written"] or p["name"] in b.written
         functions.append({"name": f.name, "signature": sig, "steps": b.steps})
     return {"functions": functions,

@@ -69,16 +69,16 @@ def _as_module(mod: Any) -> IRModule:
 
 def _build_target(target: Any) -> Target:
     """relay.build's target: as ``as_target`` (None: "llvm"), also TVM's ``{"cpu": target}``; a CPU
-    kind."""
+    kind, or a GPU kind (its host code runs on the CPU)."""
     if isinstance(target, Mapping) and len(target) == 1:  # {"cpu": "llvm"} (TVM's form)
         target = next(iter(target.values()))
     try:
         target = as_target(target, default="llvm")
     except TypeError as e:
         raise TypeError(f"relay.build: {e}") from None
-    if target.kind not in ("llvm", "c"):
+    if target.kind not in ("llvm", "c") and not getattr(target, "is_gpu", False):
         raise RelayBuildError(f"relay.build: target {target} cannot run a graph here; use an "
-                              "'llvm ...' or 'c' CPU target")
+                              "'llvm ...' or 'c' CPU target, or a GPU target (opencl, cuda)")
     return target
 
 
@@ -368,8 +368,20 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     ``params``: values of main's parameters to bind as constants (weights). The opt_level
     comes from ``tvm.transform.PassContext`` (2 by default, as in TVM). ``progress(stage,
     done, total)`` is called for the graph passes ("optimize"), while lowering ("lower": per
-    primitive call, "tir": per distinct function) and compiling ("codegen")."""
-    del target_host  # one CPU target: host and device are the same
+    primitive call, "tir": per distinct function) and compiling ("codegen").
+
+    A GPU ``target`` ("opencl", "cuda", "nvptx") compiles every fused function to device kernels
+    plus a launch plan (host side: ``target_host``, llvm by default; CPU targets ignore it); the
+    factory's executor then keeps its tensors on the device it is created for
+    (``lib["default"](tvm.opencl(0))``)."""
+    if target_host is not None:  # GPU targets: where the launch code runs (default llvm)
+        tgt = _build_target(target)
+        if tgt.is_gpu:
+            host = as_target(target_host)
+            if host.kind not in ("llvm", "c"):
+                raise RelayBuildError(f"relay.build: target_host {host} is not a CPU target "
+                                      "(the host side of a GPU build runs on the CPU: 'llvm')")
+            target = Target(str(tgt), host=host)
     if not isinstance(mod_name, str) or not mod_name.isidentifier():
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
     # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this

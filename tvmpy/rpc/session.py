@@ -331,22 +331,27 @@ def measure(session: Session, lib_name: str, func_name: str, arg_specs: list, nu
             repeat: int = 1, min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
             f_preproc: str = "", seed: int = 0, return_args: bool = False) -> dict:
     """Time ``func_name`` of the uploaded library ``lib_name`` on random arguments
-    (``arg_specs``: ``[[shape, dtype], ...]``), on the device. Returns ``{"costs": seconds per
+    (``arg_specs``: ``[[shape, dtype], ...]``), on the device (a GPU library: on its device,
+    e.g. ``opencl(0)`` of the server, arguments in device memory). Returns ``{"costs": seconds per
     call of each repeat, "mean": ...}``, and ``"args"`` (the arguments after the runs, outputs
     included) when ``return_args``."""
     if not isinstance(arg_specs, list):
         raise TypeError("runtime.measure: arg_specs must be a list of [shape, dtype]")
     rng = default_rng(seed)
+    mod = session.load_module(lib_name)
+    from ..runtime.device import cpu
+
+    # a GPU library (OpenCL/CUDA build) runs on its device: arguments in device memory
+    dev = getattr(mod, "device", None) or cpu(0)
+    if dev.device_type != cpu(0).device_type:
+        f_preproc = ""  # cache flushing is for CPU caches
     args = []
     for spec in arg_specs:
         if not isinstance(spec, list) or len(spec) != 2:
             raise TypeError(f"runtime.measure: bad arg spec {spec!r}: expected [shape, dtype]")
         shape = tuple(int(s) for s in spec[0])
-        args.append(nd.array(_random_arg(rng, shape, check_dtype(spec[1]))))
-    mod = session.load_module(lib_name)
-    from ..runtime.device import cpu
-
-    res = mod.time_evaluator(func_name, cpu(0), int(number), int(repeat), float(min_repeat_ms),
+        args.append(nd.array(_random_arg(rng, shape, check_dtype(spec[1])), dev))
+    res = mod.time_evaluator(func_name, dev, int(number), int(repeat), float(min_repeat_ms),
                              float(cooldown_interval_ms), f_preproc)(*args)
     out: dict = {"costs": list(res.results), "mean": res.mean}
     if return_args:

@@ -6,7 +6,10 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
 - storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
   (``attrs.storage_id``, planned at compile time by relay/backend/graph_plan_memory.py; a graph
   without one gets a storage per entry); every entry is a fixed numpy view into it, wrapped once
-  as an NDArray;
+  as an NDArray. On a GPU device (``tvm.opencl(0)``, ``tvm.cuda(0)``; a library built by
+  ``relay.build(target="opencl"/"cuda")``) each storage is one device buffer instead and the
+  entries are device arrays on it: kernels touch device memory only, ``set_input`` (and the
+  parameters, once) copy in, ``get_output`` returns a device array (``.numpy()`` copies back);
 - each ``tvm_op`` node is bound to its library function, whose checked call path
   (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
   graph and library is reported here, naming the node. What remains per node is the raw ctypes
@@ -53,6 +56,29 @@ PARAMS_SYMBOL = "__tvmpy_graph_params"
 FACTORY_TYPE_KEY = "GraphExecutorFactory"
 
 
+GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
+
+
+def _device_entries(dev: Device, ssize: list[int], sids: list[int],
+                    host: list[NDArray]) -> list[NDArray]:
+    """One device buffer per storage of the memory plan; each entry a device array on its
+    storage's buffer (entries that share a storage share the buffer). Kernels then read and
+    write device memory only; set_input / get_output(...).numpy() copy."""
+    from .gpu_module import DeviceNDArray, device_api
+
+    api = device_api(dev)
+    mems = [api.alloc(max(ALIGNMENT, size), dev.device_id) for size in ssize]
+    out: list[NDArray] = []
+    for eid, h in enumerate(host):
+        a = DeviceNDArray.__new__(DeviceNDArray)
+        NDArray.__init__(a, np.lib.stride_tricks.as_strided(
+            np.zeros(1, h._arr.dtype), h._arr.shape, (0,) * h._arr.ndim, writeable=False), dev)
+        a._ptr, a._compact_aligned, a._api = 0, False, api
+        a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
+        out.append(a)
+    return out
+
+
 class InputNameError(KeyError):
     """No graph input has this name (a KeyError whose message reads as a sentence)."""
 
@@ -92,8 +118,9 @@ class GraphExecutor:
             dev = dev[0]
         if not isinstance(dev, Device):
             raise TypeError(f"dev must be a tvm Device (e.g. tvm.cpu(0)), got {type(dev).__name__}")
-        if dev.device_type != kDLCPU:
-            raise ValueError(f"the graph executor runs on CPU devices, not {dev}")
+        if dev.device_type != kDLCPU and dev.device_type not in GPU_DEVICE_TYPES:
+            raise ValueError(f"the graph executor runs on CPU devices and GPUs (tvm.opencl(0), "
+                             f"tvm.cuda(0)), not {dev}")
         self.device = dev
         self.lib = lib
         graph = parse_graph(graph_json)
@@ -137,6 +164,8 @@ class GraphExecutor:
         views = [np.ndarray(shapes[e], self._np_dtypes[e], buffer=self._arena,
                             offset=offsets[sids[e]]) for e in range(n_entries)]
         self._entries = [NDArray(v, dev) for v in views]
+        if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
+            self._entries = _device_entries(dev, ssize, sids, self._entries)
 
         # ---- nodes ------------------------------------------------------------------------------
         self._nodes: list[_Node] = []
@@ -328,7 +357,7 @@ class GraphExecutor:
         if value is None:
             raise ValueError(f"{where}: no value given")
         if isinstance(value, NDArray):
-            src = value._arr
+            src = value.numpy() if getattr(value, "_on_device", False) else value._arr
         elif isinstance(value, np.ndarray):
             src = value
         elif hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
@@ -347,7 +376,11 @@ class GraphExecutor:
         return src
 
     def _copy_in(self, i: int, src: np.ndarray) -> None:
-        np.copyto(self._entries[self._input_eids[i]]._arr, src)
+        entry = self._entries[self._input_eids[i]]
+        if getattr(entry, "_on_device", False):
+            entry.copyfrom(src)
+        else:
+            np.copyto(entry._arr, src)
         self._unset.discard(self._input_names[i])
 
     def load_params(self, params: bytes | Mapping[str, Any]) -> None:
@@ -417,7 +450,7 @@ class GraphExecutor:
             if out.shape != arr.shape:
                 raise ValueError(f"get_output: out has shape {out.shape}, output {index} has "
                                  f"{arr.shape}")
-            np.copyto(out, arr._arr)
+            np.copyto(out, arr.numpy() if getattr(arr, "_on_device", False) else arr._arr)
             return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
         raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
                         f"{type(out).__name__}")

@@ -102,7 +102,7 @@ from .transform import (  # noqa: F401
 )
 
 # sub-packages load on first use (and may be absent while being written)
-_SUBMODULES = {"nn", "x86", "generic", "testing", "image", "utils"}
+_SUBMODULES = {"nn", "x86", "cuda", "generic", "testing", "image", "utils"}
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,10 @@ loads. Outcomes:
 
 - the template raises -> ``INSTANTIATION_ERROR`` (message and the exception type);
 - ``tvm.build`` / export raises, or the worker crashes while compiling -> ``COMPILE_HOST``;
+- GPU targets (opencl, cuda, nvptx): the lowered kernel exceeds the target's limits (threads
+  per block, shared memory per block: ``tir.analysis.verify_gpu_code``) ->
+  ``INSTANTIATION_ERROR`` (an invalid point, as TVM); device code generation fails ->
+  ``COMPILE_DEVICE``; the export holds the launch plan and the device source;
 - no answer within ``timeout`` seconds -> ``BUILD_TIMEOUT``: the worker is killed and replaced.
 
 Workers are recycled after ``max_builds_per_worker`` builds (LLVM keeps memory per module), and
@@ -70,12 +74,58 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
     from ...target import as_target
 
     tgt = as_target(target)
+    if tgt.is_gpu:
+        _build_gpu(s, args, tgt, path)
+        return
     if tgt.kind != "llvm":
         build(s, args, tgt).export_library(path)
         return
     funcs = [lower(s, args, "default_function", target=tgt)]
     mod = llvm_codegen.build(funcs, tgt, load=False)
     mod.export_library(path)
+
+
+class GPULimitError(ValueError):
+    """A GPU candidate exceeds the target's limits (TVM's ``verify_gpu_code`` check): an
+    invalid point of the space, reported as ``INSTANTIATION_ERROR``."""
+
+
+class DeviceCodegenError(RuntimeError):
+    """Device code generation (OpenCL/CUDA source, PTX) failed: ``COMPILE_DEVICE``."""
+
+
+def gpu_limits(tgt: Any) -> dict[str, int]:
+    """The ``verify_gpu_code`` constraints of a GPU target: threads and shared memory per
+    block, and the per-thread (local) bytes its code generator accepts."""
+    from ...codegen.gpu_source import Dialect
+
+    private = int(Dialect.max_private_bytes) if tgt.kind == "opencl" else 64 * 1024
+    return {"max_threads_per_block": int(tgt.max_num_threads),
+            "max_shared_memory_per_block": int(tgt.max_shared_memory_per_block),
+            "max_local_memory_per_block": private}
+
+
+def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
+    """Lower for the GPU target, check the kernel against the target's limits, then generate
+    the host launch plan + device code and export them (the device compiler, e.g. OpenCL's,
+    runs when the runner first loads the module on the device)."""
+    from ...driver import lower, lower_gpu
+    from ...tir.analysis import gpu_code_errors
+
+    func = lower(s, args, "default_function", target=tgt)
+    errs = gpu_code_errors(func, gpu_limits(tgt))
+    if errs:
+        raise GPULimitError("verify_gpu_code: " + "; ".join(errs))
+    mod = lower_gpu([func], tgt)
+    try:
+        if tgt.kind == "opencl":
+            from ...codegen.opencl import build as build_gpu
+        else:
+            from ...codegen.cuda import build as build_gpu  # type: ignore[no-redef]
+        lib = build_gpu(mod, tgt)
+    except Exception as e:  # noqa: BLE001
+        raise DeviceCodegenError(f"{type(e).__name__}: {e}") from e
+    lib.export_library(path)
 
 
 def _builder_handle(state: dict, msg: tuple) -> tuple:
@@ -92,8 +142,10 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
         os.close(fd)
         _build_library(s, args, target, path)
     except Exception as e:  # noqa: BLE001
-        return ("error", int(MeasureErrorNo.COMPILE_HOST), f"{type(e).__name__}: {e}",
-                time.perf_counter() - t0)
+        code = (MeasureErrorNo.INSTANTIATION_ERROR if isinstance(e, GPULimitError) else
+                MeasureErrorNo.COMPILE_DEVICE if isinstance(e, DeviceCodegenError) else
+                MeasureErrorNo.COMPILE_HOST)
+        return ("error", int(code), f"{type(e).__name__}: {e}", time.perf_counter() - t0)
     return ("ok", path, info, time.perf_counter() - t0)
 
 

@@ -5,7 +5,12 @@ The runner process (a fresh interpreter, see workers.py) loads each exported lib
 candidate of a task), optionally compares all argument arrays with the reference outputs, then
 times it with ``time_evaluator(number, repeat, min_repeat_ms)``; with
 ``enable_cpu_cache_flush`` a 64 MiB buffer is streamed through the caches before each repeat
-(``f_preproc="cache_flush_cpu_non_first_arg"``).
+(``f_preproc="cache_flush_cpu_non_first_arg"``; CPU modules only). A GPU module (an OpenCL or
+CUDA build, ``GPUHostModule``) runs on its own device (``mod.device``, e.g. ``tvm.opencl(0)``):
+the inputs are copied to device memory, and ``time_evaluator`` times on that device (waiting
+for the queue before reading the clock); outputs are copied back for the correctness check.
+The device compiler rejecting the kernel source (OpenCL's clBuildProgram, on first load) is
+``COMPILE_DEVICE``.
 
 Outcomes per candidate: ``NO_ERROR`` with one cost per repeat (seconds per call); the kernel
 returns an error or the library does not load -> ``RUNTIME_DEVICE``; the process dies (segfault
@@ -103,11 +108,17 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
     key = (tuple(arg_info), seed)
     if key not in state["inputs"]:
         state["inputs"] = {key: random_inputs(arg_info, seed)}
-    args = [ndarray.array(x) for x in state["inputs"][key]]
+    # a GPU module (GPUHostModule) runs on its device: inputs in device memory, timed there
+    dev = getattr(mod, "device", None) or runtime.cpu(0)
+    on_gpu = dev.device_type != runtime.cpu(0).device_type
     try:
+        args = [ndarray.array(x, dev) for x in state["inputs"][key]]
         mod(*args)  # checked call on fresh copies of the inputs
     except Exception as e:  # noqa: BLE001
-        return ("error", rt_error, f"{type(e).__name__}: {e}")
+        msg = f"{type(e).__name__}: {e}"
+        if on_gpu and "build failed" in str(e):  # the device compiler (OpenCL) refused it
+            return ("error", int(MeasureErrorNo.COMPILE_DEVICE), msg)
+        return ("error", rt_error, msg)
     outputs = [a.numpy() for a in args] if (want_outputs or ref_key is not None) else None
     if ref_key is not None:
         ref = state["refs"].get(ref_key)
@@ -117,9 +128,10 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
         if bad is not None:
             return ("error", int(MeasureErrorNo.WRONG_ANSWER), bad)
     try:
-        timer = mod.time_evaluator(mod.entry_name, runtime.cpu(0), number=number, repeat=repeat,
+        timer = mod.time_evaluator(mod.entry_name, dev, number=number, repeat=repeat,
                                    min_repeat_ms=min_repeat_ms,
-                                   f_preproc="cache_flush_cpu_non_first_arg" if flush else "")
+                                   f_preproc="cache_flush_cpu_non_first_arg"
+                                   if flush and not on_gpu else "")
         res = timer(*args)
     except Exception as e:  # noqa: BLE001
         return ("error", rt_error, f"{type(e).__name__}: {e}")

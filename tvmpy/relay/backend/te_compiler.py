@@ -29,7 +29,7 @@ from ...target import Target, as_target
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
-from ..op.strategy.generic import generic_schedule, pattern_schedule
+from ..op.strategy.generic import pattern_schedule, schedule_fallback
 from ..ty import TensorType, TupleType
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
@@ -189,7 +189,8 @@ class _GroupLowering:
             warnings.warn(f"{self.fname}: the {anchor[2].name} schedule failed on this fused "
                           f"group ({type(err).__name__}: {err}); using the default schedule "
                           "(correct but slow)", RuntimeWarning, stacklevel=2)
-            return generic_schedule(anchor[1].attrs, list(outs), self.target)
+            return schedule_fallback.dispatch(self.target)(anchor[1].attrs, list(outs),
+                                                           self.target)
 
 
 def has_compute(op: Any) -> bool:

@@ -93,8 +93,10 @@ class _Unifier(Mutator):
         reads: list[int] = []
         post_order_visit(s.value, lambda n: reads.append(1) if isinstance(n, E.BufferLoad)
                          and n.buffer.data is s.buffer.data else None)
-        if not reads:
+        if not reads and s.buffer.scope != "shared":
             return s  # the same value stored by every thread: redundant, not racy
+        # (shared memory: one thread stores it too; PoCL 3.1 miscompiles a shared scalar that
+        # every work-item stores, one then updates, and all read after a barrier)
         cond: E.PrimExpr = E.EQ(self.canon[free[0]].var, E.const(0, self.canon[free[0]].var.dtype))
         for t in free[1:]:
             v = self.canon[t].var

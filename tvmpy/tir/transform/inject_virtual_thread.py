@@ -5,8 +5,10 @@ What it does (the paper's virtual-thread lowering, as TVM's VTInjector)
     ``[0, n)``, the runs being independent (a data-parallel axis). On a CPU we lower it to
     explicit serial code, interleaving the virtual threads as deep in the body as possible:
 
-    - every buffer allocated inside the body gets a virtual-thread dimension: its size ``S``
-      becomes ``n * S`` and each access ``B[i]`` becomes ``B[i + vt * S]``;
+    - a buffer allocated inside the body whose content depends on ``vt`` (or that accumulates
+      into itself) gets a virtual-thread dimension: its size ``S`` becomes ``n * S`` and each
+      access ``B[i]`` becomes ``B[i + vt * S]``; the others (e.g. a shared-memory tile that every
+      virtual thread would fetch identically) stay one copy, written once;
     - a statement that does not depend on ``vt`` (nor on those buffers, nor on lets that do) is
       kept once, when it is idempotent (it stores nothing that it also reads, calls nothing);
     - loops, ifs, lets and attributes whose own bounds/conditions do not depend on ``vt`` are
@@ -131,13 +133,79 @@ class _Injector:
         return self.replicate(s)
 
 
+def _private_buffers(body: S.Stmt, var: E.Var, allocs: list[S.Allocate]) -> set[int]:
+    """Data vars of the buffers allocated in ``body`` that need one copy per virtual thread:
+    those written with values or at indices that depend on ``var`` (through lets and other
+    such buffers), and those whose stores read themselves, directly or through other buffers
+    (an accumulator: shared between the virtual threads it would be updated ``n`` times).
+    The others (a shared-memory tile fetched the same way by every virtual thread) hold the
+    same data for all of them: one copy, written once (TVM's VTInjector shares them too)."""
+    stores: list[tuple[int, set[int], list[Any]]] = []  # (buffer, buffers loaded, exprs)
+    lets: list[tuple[int, Any]] = []
+
+    def loads_of(node: Any) -> set[int]:
+        out: set[int] = set()
+        post_order_visit(node, lambda x: out.add(id(x.buffer.data))
+                         if isinstance(x, E.BufferLoad) else None)
+        return out
+
+    def collect(node: Any) -> None:
+        if isinstance(node, S.BufferStore):
+            exprs = [node.value, *node.indices]
+            stores.append((id(node.buffer.data), set().union(*[loads_of(e) for e in exprs]),
+                           exprs))
+        elif isinstance(node, S.LetStmt):
+            lets.append((id(node.var), node.value))
+
+    post_order_visit(body, collect)
+    tainted: set[int] = {id(var)}
+
+    def uses_tainted(e: Any) -> bool:
+        return uses_var(e, lambda x: id(x) in tainted)
+
+    changed = True
+    while changed:  # vars and buffers that depend on the virtual thread, to a fixed point
+        changed = False
+        for v, value in lets:
+            if v not in tainted and (uses_tainted(value) or loads_of(value) & tainted):
+                tainted.add(v)
+                changed = True
+        for buf, deps, exprs in stores:
+            if buf not in tainted and (deps & tainted or any(uses_tainted(e) for e in exprs)):
+                tainted.add(buf)
+                changed = True
+    graph: dict[int, set[int]] = {}
+    for buf, deps, _ in stores:
+        graph.setdefault(buf, set()).update(deps)
+    private: set[int] = set()
+    for a in allocs:
+        b = id(a.buffer.data)
+        if b in tainted:
+            private.add(b)
+            continue
+        seen, stack = set(), list(graph.get(b, ()))
+        while stack:  # does b's content feed back into b?
+            x = stack.pop()
+            if x == b:
+                private.add(b)
+                break
+            if x not in seen:
+                seen.add(x)
+                stack.extend(graph.get(x, ()))
+    return private
+
+
 def inject_vthread(body: S.Stmt, var: E.Var, n: int) -> S.Stmt:
     """Lower one virtual thread ``var`` of extent ``n`` over ``body``."""
     touched: set[int] = {id(var)}
     data_map = {}
     sizes: dict[int, E.PrimExpr] = {}
-    for a in _allocations(body):
+    allocs = _allocations(body)
+    private = _private_buffers(body, var, allocs)
+    for a in allocs:
         buf = a.buffer
+        if id(buf.data) not in private:
+            continue
         if len(buf.shape) != 1:
             raise ValueError(f"InjectVirtualThread needs flattened buffers; {buf.name} has shape "
                              f"{buf.shape} (run StorageFlatten first)")

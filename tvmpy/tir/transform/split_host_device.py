@@ -16,9 +16,10 @@ What it does
     is absent; UnifyThreadBinding has made each tag appear once at the kernel's top).
 
     Host code may be only ``LetStmt``, ``AssertStmt``, sequences, ``Allocate`` of global
-    intermediates (device memory between kernels) and kernels; anything else (a store or a loop
-    outside every kernel) is computation that no thread would run: a ValueError naming it
-    ("Did you forget to bind?").
+    intermediates (device memory between kernels) and kernels. A loop-free statement outside
+    every kernel (the store of a 0-d stage, which has no axis to bind; the init of a 0-d
+    cross-thread reduction) becomes a kernel of one thread; a loop outside every kernel is
+    computation that no thread would run: a ValueError naming it ("Did you forget to bind?").
 
 When valid
     On the output of the GPU phases of :mod:`tvmpy.tir.pipeline` (flat buffers).
@@ -90,6 +91,14 @@ def free_vars(stmt: S.Stmt) -> list[E.Var]:
     return [v for k, v in used.items() if k not in defined]
 
 
+def _loop_free(s: S.Stmt) -> bool:
+    """Whether ``s`` has no loop and no kernel inside (a few scalar statements)."""
+    found: list[Any] = []
+    post_order_visit(s, lambda n: found.append(n) if isinstance(n, S.For)
+                     or (isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent") else None)
+    return not found
+
+
 class _Splitter:
     def __init__(self, func: PrimFunc, device_target: Any, host_target: Any):
         self.func = func
@@ -149,6 +158,9 @@ class _Splitter:
                 f"{self.name}: buffer {s.buffer.name} of scope {s.buffer.scope!r} is allocated "
                 "outside every GPU kernel; compute_at its stage inside a blockIdx-bound loop "
                 "(shared: one per block) or a threadIdx-bound one (local: one per thread)")
+        if _loop_free(s):  # a 0-d stage (a scalar store, a reduction's init): one thread
+            iv = E.IterVar(E.Range(0, 1), "threadIdx.x", E.IterVar.ThreadIndex, "threadIdx.x")
+            return self.kernel(S.AttrStmt(iv, "thread_extent", E.const(1), s))
         raise ValueError(
             f"{self.name}: code outside every GPU kernel for target {self.device_target}: "
             f"`{_describe(s)}`. Did you forget to bind? Every loop nest must be bound to "

@@ -18,7 +18,7 @@ from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 
-__all__ = ["COMPUTES", "generic_schedule", "wrap_topi_schedule", "schedule_injective",
+__all__ = ["COMPUTES", "generic_schedule", "schedule_fallback", "wrap_topi_schedule", "schedule_injective",
            "schedule_reduce", "pattern_schedule"]
 
 Compute = Callable[[Any, list, Any], list]
@@ -574,6 +574,13 @@ def generic_schedule(attrs: Any, outs: list, target: Any) -> Any:
     s = te.create_schedule([t.op for t in outs])
     topi.generic.inline_injective(s, outs)
     return s
+
+
+@generic_func
+def schedule_fallback(attrs: Any, outs: list, target: Any) -> Any:
+    """The target's always-correct schedule, used when a group's chosen schedule fails
+    (``generic_schedule`` on CPUs; GPUs register one that binds threads)."""
+    return generic_schedule(attrs, outs, target)
 
 
 def wrap_topi_schedule(fn: Callable[[Any], Any]) -> Callable[..., Any]:

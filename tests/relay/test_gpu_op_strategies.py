@@ -1,0 +1,15 @@
+"""Every operator with a compute, built alone with its "gpu" strategy for target "opencl" and run
+on PoCL, against the relay interpreter (the same cases as test_op_strategy.py's CPU check)."""
+
+import pytest
+from test_op_strategy import _CASES, _COVERED, _TOL, check_call
+
+# nn.contrib_dense_pack: a CPU-only packed layout (made by the x86 AlterOpLayout); cast: its
+# case casts to float16, which PoCL's CPU device lacks (cl_khr_fp16; the OpenCL runtime says so)
+_CPU_ONLY = {"nn.contrib_dense_pack", "cast"}
+
+
+@pytest.mark.parametrize("name", [n for n in _COVERED if n not in _CPU_ONLY])
+def test_op_on_opencl_matches_interpreter(name):
+    tol = max(_TOL.get(name, 1e-5), 1e-5)
+    check_call(_CASES[name][0], target="opencl", rtol=tol, atol=tol)
