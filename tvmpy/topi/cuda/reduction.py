@@ -135,7 +135,7 @@ def _same(a: Any, b: Any) -> bool:
     return sa == sb
 
 
-def _row_schedule(outs: Any, target: Any, row_axes: Any, what: str) -> Any:
+def _row_schedule(outs: Any, target: Any, row_axes: Any) -> Any:
     outs = as_outs(outs)
     out = outs[0].op
     s = te.create_schedule([out])
@@ -165,7 +165,7 @@ def schedule_softmax(outs: Any, target: Any = None) -> Any:
 
     outs = as_outs(outs)
     try:
-        return _row_schedule(outs, target, row_axes, "softmax")
+        return _row_schedule(outs, target, row_axes)
     except ValueError:
         return schedule_fallback(outs, target)
 
@@ -180,7 +180,7 @@ def schedule_layer_norm(outs: Any, target: Any = None) -> Any:
 
     outs = as_outs(outs)
     try:
-        return _row_schedule(outs, target, row_axes, "layer_norm")
+        return _row_schedule(outs, target, row_axes)
     except ValueError:
         return schedule_fallback(outs, target)
 
