@@ -580,3 +580,32 @@ def test_tvm_gemm_tutorial_schedule():
     assert syncs(kern)
     (launch,) = kernel_launches(mod["default_function"])
     assert [x.value for x in launch.args[1:8]] == [1, 1, 1, 4, 4, 1, 0]
+
+
+@pytest.mark.parametrize("reduce_fn", ["argmax", "argmin"])
+def test_tuple_reduction_over_threads_is_refused(reduce_fn):
+    """argmin/argmax (a tuple combiner) with the reduce axis on threadIdx: every thread would
+    update the same (index, value) pair, a race that gave wrong answers; it is refused."""
+    from tvmpy import topi
+
+    A = te.placeholder((7, 64), name="A")
+    B = getattr(topi, reduce_fn)(A, axis=1)
+    R = B.op.input_tensors[0]
+    s = te.create_schedule(B.op)
+    s[R].bind(R.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[R].bind(R.op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    with pytest.raises(NotImplementedError, match="threads would race"):
+        tvm.lower(s, [A, B], target="opencl")
+    # one thread per output stays legal and correct
+    s = te.create_schedule(B.op)
+    bx, tx = s[R].split(R.op.axis[0], factor=4)
+    s[R].bind(bx, te.thread_axis("blockIdx.x"))
+    s[R].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    f = tvm.build(s, [A, B], target="opencl")
+    a = np.random.default_rng(3).standard_normal((7, 64)).astype("float32")
+    dev = tvm.opencl(0)
+    b = tvm.nd.empty((7,), B.dtype, dev)
+    f(tvm.nd.array(a, dev), b)
+    np.testing.assert_array_equal(b.numpy(), getattr(np, reduce_fn)(a, axis=1))

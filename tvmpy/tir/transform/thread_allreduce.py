@@ -66,6 +66,63 @@ def _tag(s: Any) -> str:
     return s.node.thread_tag if isinstance(s, S.AttrStmt) and isinstance(s.node, E.IterVar) else ""
 
 
+def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> None:
+    """Raise for a read-modify-write that every thread of ``tvar`` does on the same element of
+    memory they share (its index free of ``tvar`` and of the body's own variables, no guard on
+    ``tvar``): a reduction this pass cannot turn into a cross-thread one (a tuple combiner such
+    as argmin/argmax). Left as is, the threads would race and the result be wrong."""
+    inner: set[int] = set()
+    allocated: set[int] = set()
+
+    def defs(n: Any) -> None:
+        if isinstance(n, S.For):
+            inner.add(id(n.loop_var))
+        elif isinstance(n, (S.LetStmt, E.Let)):
+            inner.add(id(n.var))
+        elif isinstance(n, S.AttrStmt) and isinstance(n.node, E.IterVar):
+            inner.add(id(n.node.var))
+        elif isinstance(n, S.Allocate):
+            allocated.add(id(n.buffer.data))
+
+    post_order_visit(body, defs)
+    loads: list[E.BufferLoad] = []
+    post_order_visit(body, lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None)
+
+    def shared_element(st: S.BufferStore) -> bool:
+        if st.buffer.scope == "local" or id(st.buffer.data) in allocated:
+            return False
+        free: list[E.Var] = []
+        post_order_visit(st.indices, lambda x: free.append(x) if isinstance(x, E.Var) else None)
+        return all(v is not tvar and id(v) not in inner for v in free)
+
+    def walk(n: Any) -> None:
+        if isinstance(n, S.IfThenElse):
+            if _uses(n.condition, tvar):
+                return  # guarded on the thread: not every thread writes
+            walk(n.then_case)
+            if n.else_case is not None:
+                walk(n.else_case)
+        elif isinstance(n, S.BufferStore):
+            if shared_element(n) and any(
+                    ld.buffer.data is n.buffer.data and structural_equal(ld.indices, n.indices)
+                    for ld in loads):
+                raise NotImplementedError(
+                    f"{fname}: every {tag} thread updates {n.buffer.name}{list(n.indices)} "
+                    "(a reduction over the thread axis whose combiner this lowering cannot "
+                    "turn into a cross-thread reduction, such as argmin/argmax's tuple "
+                    f"combiner): the threads would race. Keep that reduction axis off {tag} "
+                    "(one thread per output).")
+        elif isinstance(n, S.SeqStmt):
+            for x in n.seq:
+                walk(x)
+        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+            return
+        elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
+            walk(n.body)
+
+    walk(body)
+
+
 class _Candidate:
     def __init__(self, store: S.BufferStore, op: type, conds: list[E.PrimExpr]):
         self.store = store
@@ -234,12 +291,15 @@ class _Lower(Mutator):
         finally:
             self.outer.pop()
         if not cands:
+            if not single:
+                _refuse_racy_updates(self.fname, body, tvar, tag)
             return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
         if not isinstance(s.value, E.IntImm):
             raise NotImplementedError(f"{self.fname}: cross-thread reduction over {tag} needs a "
                                       f"constant extent, got {s.value}")
         for c in cands:
             body = self._rewrite(body, c, tvar, s.value.value, tag)
+        _refuse_racy_updates(self.fname, body, tvar, tag)
         return S.AttrStmt(s.node, s.attr_key, s.value, body)
 
     def _rewrite(self, body: S.Stmt, c: _Candidate, tvar: E.Var, ext: int, tag: str) -> S.Stmt:
