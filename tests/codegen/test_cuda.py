@@ -446,3 +446,17 @@ def test_shared_memory_over_the_hardware_limit_fails_at_build():
         tvm.build(s, [A, B], target="cuda")
     with pytest.raises(nvcc.CompileError, match="too much shared data"):
         tvm.build(s, [A, B], target="cuda -max_shared_memory_per_block=100000")
+
+
+def test_keyword_tensor_names_compile():
+    """Tensors named like C++/CUDA words ("new", "this", "threadIdx") get other identifiers:
+    NVRTC and ptxas accept the kernel."""
+    A = te.placeholder((37,), name="this")
+    B = te.placeholder((37,), name="threadIdx")
+    C = te.compute((37,), lambda i: A[i] * 2.0 + B[i], name="new")
+    s = te.create_schedule(C.op)
+    _bind_1d(s, C, C.op.axis[0], 16)
+    dm = _dev_module(tvm.build(s, [A, B, C], target="cuda", name="kw"))
+    head = dm.get_source().split("kw_kernel0(", 1)[1].split(")", 1)[0]
+    assert "this_" in head and "threadIdx_" in head and "new_" in head
+    assert dm.binaries["sm_80"].startswith(ELF)

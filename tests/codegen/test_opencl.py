@@ -485,3 +485,21 @@ def test_three_dimensional_grid_symbolic(dev):
         f(tvm.nd.array(a, dev), b)
         i, j, k = np.indices(shape)
         np.testing.assert_allclose(b.numpy(), a * 3 - (i + 2 * j + 5 * k), rtol=1e-5, atol=1e-5)
+
+
+def test_keyword_tensor_names():
+    """Tensors named like OpenCL words ("kernel", "local", "float4") still build and run."""
+    A = te.placeholder((37,), name="kernel")
+    B = te.placeholder((37,), name="local")
+    C = te.compute((37,), lambda i: A[i] * 2.0 + B[i], name="float4")
+    s = te.create_schedule(C.op)
+    bx, tx = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, B, C], target="opencl")
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal(37).astype("float32") for _ in range(2))
+    dev = tvm.opencl(0)
+    c = tvm.nd.empty((37,), "float32", dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a * 2 + b, rtol=1e-6)

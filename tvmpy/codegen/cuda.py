@@ -90,6 +90,17 @@ struct __align__(2) tvmpy_half {
 };
 #define _Float16 tvmpy_half"""
 
+# C++ keywords and CUDA's built-in names that a tensor named e.g. "new" or "threadIdx" would
+# collide with (C's keywords are handled by codegen/c_prelude.py)
+_RESERVED = frozenset("""
+alignas alignof and and_eq asm bitand bitor bool catch char16_t char32_t class compl concept
+const_cast constexpr consteval constinit co_await co_return co_yield decltype delete
+dynamic_cast explicit export false friend mutable namespace new noexcept not not_eq nullptr
+operator or or_eq private protected public reinterpret_cast requires static_assert
+static_cast template this thread_local throw true try typeid typename using virtual wchar_t
+xor xor_eq threadIdx blockIdx blockDim gridDim warpSize __syncthreads __syncwarp
+""".split())
+
 CUDA = Dialect(
     name="CUDA",
     kernel_prefix='extern "C" __global__ void',
@@ -104,6 +115,7 @@ CUDA = Dialect(
     prelude=_PRELUDE,
     float16=_HALF,
     max_private_bytes=64 * 1024,
+    reserved=_RESERVED,
 )
 
 _SHUFFLE = {"tvm_warp_shuffle": "__shfl_sync", "tvm_warp_shuffle_up": "__shfl_up_sync",

@@ -67,6 +67,8 @@ class Dialect:
     vector_broadcast: str = ""
     vector_types: dict[str, str] = field(default_factory=lambda: {"float32": "float",
                                                                    "float64": "double"})
+    # identifiers of the language (beyond C's) that a parameter or local must not take
+    reserved: frozenset[str] = frozenset()
 
     def vector_type(self, elem: str) -> str:
         return self.vector_types[elem]
@@ -352,7 +354,7 @@ def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
     cls = emitter or KernelEmitter  # a dialect's subclass (CUDA: launch bounds, warp shuffles)
-    bodies = [cls(f, dialect, helpers, set(names)).kernel() for f in funcs]
+    bodies = [cls(f, dialect, helpers, set(names) | dialect.reserved).kernel() for f in funcs]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
     if double and dialect.float64:
         parts.append(dialect.float64.strip())

@@ -33,6 +33,20 @@ def _prelude() -> str:
     return "\n".join(lines)
 
 
+# OpenCL C's own keywords, types and built-ins that tensor names such as "kernel" or "local"
+# would otherwise shadow or collide with (C's keywords are handled by codegen/c_prelude.py)
+_RESERVED = frozenset("""
+kernel __kernel global __global local __local constant __constant private __private
+read_only __read_only write_only __write_only read_write __read_write uniform pipe
+bool half uchar ushort uint ulong size_t ptrdiff_t intptr_t uintptr_t event_t sampler_t
+image1d_t image2d_t image3d_t
+get_global_id get_local_id get_group_id get_global_size get_local_size get_num_groups
+get_work_dim barrier mem_fence popcount select clamp mad fma rsqrt native_exp
+""".split()) | frozenset(f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint",
+                                               "long", "ulong", "float", "double", "half")
+                        for n in (2, 3, 4, 8, 16)) | frozenset(
+    f"{op}{n}" for op in ("vload", "vstore") for n in (2, 3, 4, 8, 16))
+
 OPENCL = Dialect(
     name="OpenCL",
     kernel_prefix="__kernel void",
@@ -51,6 +65,7 @@ OPENCL = Dialect(
     vector_broadcast="(({t})({v}))",
     float16="#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n#define _Float16 half",
     float64="#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
+    reserved=_RESERVED,
 )
 
 
