@@ -117,6 +117,12 @@ def _mem_type(elem: str) -> str:
     return "uint8_t" if elem == "bool" else storage_type(elem)
 
 
+def warp_refusal(func: str, buf: str) -> str:
+    return (f"{func}: storage scope 'warp' of {buf} (memory the lanes of a warp share, TVM's "
+            "LowerWarpMemory) is not lowered by tvmpy yet: as per-thread memory it would give "
+            "wrong results; use 'shared' (or 'local' when each thread reads only its own part)")
+
+
 class KernelEmitter(FunctionEmitter):
     """Emits one device PrimFunc as a kernel of ``dialect``."""
 
@@ -254,7 +260,9 @@ class KernelEmitter(FunctionEmitter):
         if scope.startswith("shared"):
             self.space[id(buf.data)] = self.dialect.shared_decl
             self.kernel_decls.append(f"{self.dialect.shared_decl} {decl}")
-        elif scope in ("local", "global", "warp"):
+        elif scope == "warp":
+            raise GPUCodegenError(warp_refusal(self.func.name, buf.name))
+        elif scope in ("local", "global"):
             nbytes = count * dt.bytes_of(elem)
             if nbytes > self.dialect.max_private_bytes:
                 raise GPUCodegenError(f"{self.func.name}: {scope} allocation {buf.name} needs "

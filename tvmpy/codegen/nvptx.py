@@ -29,7 +29,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from . import abi
-from .gpu_source import GPUCodegenError, launch_plan
+from .gpu_source import GPUCodegenError, launch_plan, warp_refusal
 from .llvm_codegen import _MD_NO_UNROLL, CodeGenLLVM
 from .llvm_intrinsics import _EXACT, LIBM_UNARY, LLVM_BINARY, LLVM_UNARY, _float_math_typed
 from .llvm_ir import CodegenError, FunctionBuilder, Value, llvm_type
@@ -214,7 +214,9 @@ class CodeGenNVPTX(CodeGenLLVM):
         buf = s.buffer
         scope = buf.scope or "global"
         if not scope.startswith("shared"):
-            if scope not in ("local", "warp", "global"):
+            if scope == "warp":
+                raise GPUCodegenError(warp_refusal(self._func_name, buf.name))
+            if scope not in ("local", "global"):
                 raise GPUCodegenError(f"{self._func_name}: storage scope {scope!r} of "
                                       f"{buf.name} is not supported by nvptx")
             super()._s_Allocate(s)
