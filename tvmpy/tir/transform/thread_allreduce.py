@@ -66,13 +66,9 @@ def _tag(s: Any) -> str:
     return s.node.thread_tag if isinstance(s, S.AttrStmt) and isinstance(s.node, E.IterVar) else ""
 
 
-def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> None:
-    """Raise for a read-modify-write that every thread of ``tvar`` does on the same element of
-    memory they share (its index free of ``tvar`` and of the body's own variables, no guard on
-    ``tvar``): a reduction this pass cannot turn into a cross-thread one (a tuple combiner such
-    as argmin/argmax). Left as is, the threads would race and the result be wrong."""
+def _inner_vars(body: S.Stmt) -> set[int]:
+    """ids of the variables ``body`` defines itself (loop, let and thread variables)."""
     inner: set[int] = set()
-    allocated: set[int] = set()
 
     def defs(n: Any) -> None:
         if isinstance(n, S.For):
@@ -81,10 +77,20 @@ def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> Non
             inner.add(id(n.var))
         elif isinstance(n, S.AttrStmt) and isinstance(n.node, E.IterVar):
             inner.add(id(n.node.var))
-        elif isinstance(n, S.Allocate):
-            allocated.add(id(n.buffer.data))
 
     post_order_visit(body, defs)
+    return inner
+
+
+def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> None:
+    """Raise for a read-modify-write that every thread of ``tvar`` does on the same element of
+    memory they share (its index free of ``tvar`` and of the body's own variables, no guard on
+    ``tvar``): a reduction this pass cannot turn into a cross-thread one (a tuple combiner such
+    as argmin/argmax). Left as is, the threads would race and the result be wrong."""
+    inner = _inner_vars(body)
+    allocated: set[int] = set()
+    post_order_visit(body, lambda n: allocated.add(id(n.buffer.data))
+                     if isinstance(n, S.Allocate) else None)
     loads: list[E.BufferLoad] = []
     post_order_visit(body, lambda n: loads.append(n) if isinstance(n, E.BufferLoad) else None)
 
@@ -144,17 +150,7 @@ def _match(st: S.BufferStore) -> tuple[type, E.PrimExpr] | None:
 def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
     """Updates in ``body`` of a global/any-scope element whose index is free of ``tvar`` and of
     every variable defined inside ``body``."""
-    inner: set[int] = set()
-
-    def defs(n: Any) -> None:
-        if isinstance(n, S.For):
-            inner.add(id(n.loop_var))
-        elif isinstance(n, (S.LetStmt, E.Let)):
-            inner.add(id(n.var))
-        elif isinstance(n, S.AttrStmt) and isinstance(n.node, E.IterVar):
-            inner.add(id(n.node.var))
-
-    post_order_visit(body, defs)
+    inner = _inner_vars(body)
     out: list[_Candidate] = []
     conds: list[E.PrimExpr] = []
 
