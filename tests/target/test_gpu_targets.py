@@ -59,3 +59,15 @@ def test_lower_with_gpu_target_selects_gpu_phases():
     s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
     f = tvm.lower(s, [A, B], target="opencl")
     assert f.attrs["target"] == Target("opencl")
+
+
+@pytest.mark.parametrize("text", ["llvm -num-cores=3", "llvm -mcpu=znver4 -opt-level=2",
+                                  "llvm -mtriple=aarch64-linux-gnu -mattr=+neon -num-cores=8",
+                                  "opencl -max_num_threads=128", "cuda -arch=sm_80"])
+def test_target_string_round_trips(text):
+    """str(Target) keeps every option given (it is the key of tuning records)."""
+    t = Target(text)
+    back = Target(str(t))
+    assert back == t
+    assert (back.num_cores, back.opt_level, back.max_num_threads) == \
+        (t.num_cores, t.opt_level, t.max_num_threads)

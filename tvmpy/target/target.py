@@ -150,6 +150,7 @@ class Target:
                          + (" -arch" if kind in ("cuda", "nvptx") else "")) if gpu else ""
                 raise ValueError(f"unknown target option -{key} in {text!r}; known: -mcpu -mattr "
                                  "-mtriple -num-cores -opt-level -keys -model -device" + extra)
+        self._cores_given = cores_given  # printed by __str__ only when given
         if not cores_given and gpu is None and self.is_foreign:
             # not this machine's core count: the same target string gives the same code on
             # every build machine (4: the Raspberry Pi 3/4 and most Arm boards)
@@ -221,6 +222,10 @@ class Target:
             s += f" -model={self.model}"
         if self.device:
             s += f" -device={self.device}"
+        if getattr(self, "_cores_given", False):
+            s += f" -num-cores={self.num_cores}"
+        if self.opt_level != 3:
+            s += f" -opt-level={self.opt_level}"
         gpu = _GPU_DEFAULTS.get(self.kind)
         if gpu:
             for i, k in enumerate(("max_num_threads", "thread_warp_size",
