@@ -14,6 +14,7 @@ from tvmpy import te, tir
 from tvmpy.contrib import nvcc
 from tvmpy.runtime import cuda_module
 from tvmpy.testing.cuda_fake import FakeDriver, view
+from tvmpy.testing.gpu_schedules import row_reduce, tiled_gemm
 from tvmpy.tir import expr as E
 
 RNG = np.random.default_rng(14)
@@ -120,34 +121,8 @@ def test_export_load_round_trip(add_exp, fake, tmp_path):
     np.testing.assert_allclose(c.numpy(), np.exp(x) * x + 1.0, rtol=1e-6)
 
 
-def _tiled_gemm(M, N, K, tile=8):
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    bi, ii = s[C].split(i, factor=tile)
-    bj, jj = s[C].split(j, factor=tile)
-    s[C].reorder(bi, bj, ii, jj)
-    s[C].bind(bi, te.thread_axis("blockIdx.y"))
-    s[C].bind(bj, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, te.thread_axis("threadIdx.y"))
-    s[C].bind(jj, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], jj)
-    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=tile)
-    for S in (AA, BB):  # cooperative fetching: one element of each tile per thread
-        s[S].compute_at(s[CL], ko)
-        x, y = s[S].op.axis
-        s[S].bind(x, te.thread_axis("threadIdx.y"))
-        s[S].bind(y, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
-
-
 def test_tiled_gemm_shared_memory_and_barriers():
-    s, args = _tiled_gemm(37, 29, 53)
+    s, args = tiled_gemm(37, 29, 53)
     f = tvm.build(s, args, target="cuda")
     dm = _dev_module(f)
     src = dm.get_source()
@@ -276,21 +251,7 @@ def test_compile_cuda_arguments():
 def test_cross_thread_reduction_compiles(rfactor, reducer):
     """A reduction axis bound to threadIdx.x, through NVRTC and ptxas: 16 threads (a power of
     two within a warp) reduce with warp shuffles, 37 threads with the shared-memory tree."""
-    A = te.placeholder((7, 37), name="A")
-    k = te.reduce_axis((0, 37), name="k")
-    fn = te.sum if reducer == "sum" else te.max
-    B = te.compute((7,), lambda i: fn(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    tx = te.thread_axis("threadIdx.x")
-    if rfactor:
-        _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-        BF = s.rfactor(B, ki)
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-        s[B].set_store_predicate(tx.var.equal(0))
-    else:
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    s, A, B = row_reduce(7, 37, rfactor, reducer)
     dm = _dev_module(tvm.build(s, [A, B], target="cuda"))
     src, ptx = dm.get_source(), dm.get_source("ptx")
     if rfactor:
@@ -392,7 +353,7 @@ def test_gemm_with_barriers_host_emulated(tmp_path):
     for (M, N, K), build_args in (((37, 29, 53), None), ((70, 36, 19), {"threads": 8,
                                                                          "vthreads": True})):
         if build_args is None:
-            s, args = _tiled_gemm(M, N, K)
+            s, args = tiled_gemm(M, N, K)
         else:
             s, args = gemm_schedule(M, N, K, block=32, **build_args)
         f = tvm.build(s, args, target="cuda")

@@ -12,6 +12,7 @@ import tvmpy as tvm
 from tvmpy import te
 from tvmpy.runtime import cuda_module
 from tvmpy.testing.cuda_fake import FakeDriver, view
+from tvmpy.testing.gpu_schedules import tiled_gemm
 
 ELF = b"\x7fELF"
 
@@ -70,29 +71,7 @@ def test_plan_on_fake_driver(ew):
 
 
 def test_gemm_shared_memory_barriers():
-    M = N = K = 64
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    bi, ii = s[C].split(i, factor=8)
-    bj, jj = s[C].split(j, factor=8)
-    s[C].reorder(bi, bj, ii, jj)
-    s[C].bind(bi, te.thread_axis("blockIdx.y"))
-    s[C].bind(bj, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, te.thread_axis("threadIdx.y"))
-    s[C].bind(jj, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], jj)
-    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
-    for S_ in (AA, BB):
-        s[S_].compute_at(s[CL], ko)
-        x, y = s[S_].op.axis
-        s[S_].bind(x, te.thread_axis("threadIdx.y"))
-        s[S_].bind(y, te.thread_axis("threadIdx.x"))
+    s, (A, B, C) = tiled_gemm(64, 64, 64)
     dm = tvm.build(s, [A, B, C], target="nvptx -arch=sm_90").imported_modules[0]
     ir, ptx = dm.get_source(), dm.get_source("ptx")
     assert re.search(r"internal addrspace\(3\) global \[64 x float\]", ir)
@@ -182,28 +161,8 @@ def test_reductions_and_gemm_run_host_emulated(threads, tmp_path):
     np.testing.assert_allclose(out, a.max(1))
     if threads == 37:  # and the tiled GEMM with shared tiles and barriers
         M, N, K = 37, 29, 53
-        A = te.placeholder((M, K), name="A")
-        Bm = te.placeholder((K, N), name="B")
-        kk = te.reduce_axis((0, K), name="k")
-        C = te.compute((M, N), lambda i, j: te.sum(A[i, kk] * Bm[kk, j], axis=kk), name="C")
-        s = te.create_schedule(C.op)
-        AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(Bm, "shared", [C])
-        CL = s.cache_write(C, "local")
-        i, j = s[C].op.axis
-        bi, ii = s[C].split(i, factor=8)
-        bj, jj = s[C].split(j, factor=8)
-        s[C].reorder(bi, bj, ii, jj)
-        for ax, tag in ((bi, "blockIdx.y"), (bj, "blockIdx.x"), (ii, "threadIdx.y"),
-                        (jj, "threadIdx.x")):
-            s[C].bind(ax, te.thread_axis(tag))
-        s[CL].compute_at(s[C], jj)
-        ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
-        for S_ in (AA, BB):
-            s[S_].compute_at(s[CL], ko)
-            x, y = s[S_].op.axis
-            s[S_].bind(x, te.thread_axis("threadIdx.y"))
-            s[S_].bind(y, te.thread_axis("threadIdx.x"))
-        f = tvm.build(s, [A, Bm, C], target="nvptx")
+        s, args = tiled_gemm(M, N, K)
+        f = tvm.build(s, args, target="nvptx")
         a = rng.uniform(-1, 1, (M, K)).astype("float32")
         b = rng.uniform(-1, 1, (K, N)).astype("float32")
         c = np.zeros((M, N), "float32")

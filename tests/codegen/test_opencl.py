@@ -10,6 +10,7 @@ import pytest
 
 import tvmpy as tvm
 from tvmpy import te
+from tvmpy.testing.gpu_schedules import row_reduce, tiled_gemm
 
 RNG = np.random.default_rng(14)
 
@@ -181,36 +182,10 @@ def test_int_types(dev, dtype):
 
 
 # ---- shared memory, cooperative fetching, barriers ------------------------------------------
-def _tiled_gemm(M, N, K, tile=8):
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA, BB = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    bi, ii = s[C].split(i, factor=tile)
-    bj, jj = s[C].split(j, factor=tile)
-    s[C].reorder(bi, bj, ii, jj)
-    s[C].bind(bi, te.thread_axis("blockIdx.y"))
-    s[C].bind(bj, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, te.thread_axis("threadIdx.y"))
-    s[C].bind(jj, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], jj)
-    ko, _ = s[CL].split(s[CL].op.reduce_axis[0], factor=tile)
-    for S in (AA, BB):  # cooperative fetching: each thread loads one element of the tile
-        s[S].compute_at(s[CL], ko)
-        x, y = s[S].op.axis
-        s[S].bind(x, te.thread_axis("threadIdx.y"))
-        s[S].bind(y, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
-
-
 @pytest.mark.parametrize("shape", [(37, 29, 53), (64, 64, 64)])
 def test_tiled_gemm_shared_memory(dev, shape):
     M, N, K = shape
-    s, args = _tiled_gemm(M, N, K)
+    s, args = tiled_gemm(M, N, K)
     f = tvm.build(s, args, target="opencl")
     src = f.imported_modules[0].get_source()
     assert "__local float A_shared[64];" in src and "barrier(CLK_LOCAL_MEM_FENCE);" in src
@@ -353,21 +328,7 @@ def test_gemm_tutorial_schedule_vthread(dev):
                                                 (False, 64, "sum")])
 def test_cross_thread_reduction(dev, rfactor, m, reducer):
     n = 7
-    A = te.placeholder((n, m), name="A")
-    k = te.reduce_axis((0, m), name="k")
-    fn = te.sum if reducer == "sum" else te.max
-    B = te.compute((n,), lambda i: fn(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    tx = te.thread_axis("threadIdx.x")
-    if rfactor:
-        _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-        BF = s.rfactor(B, ki)
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-        s[B].set_store_predicate(tx.var.equal(0))
-    else:
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    s, A, B = row_reduce(n, m, rfactor, reducer)
     f = tvm.build(s, [A, B], target="opencl")
     assert "__local float" in f.imported_modules[0].get_source()
     a = _rand((n, m), lo=-1)

@@ -10,6 +10,7 @@ import pytest
 import tvmpy as tvm
 from tvmpy import te
 from tvmpy.driver import lower_gpu
+from tvmpy.testing.gpu_schedules import row_reduce
 from tvmpy.tir import expr as E
 from tvmpy.tir import interpreter
 from tvmpy.tir import stmt as S
@@ -236,25 +237,6 @@ def test_storage_rewrite_keeps_scopes_apart():
     assert scopes == ["local", "shared"]
 
 
-def _row_sum(n, m, rfactor, reducer="sum"):
-    A = te.placeholder((n, m), name="A")
-    k = te.reduce_axis((0, m), name="k")
-    fn = te.sum if reducer == "sum" else te.max
-    B = te.compute((n,), lambda i: fn(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    tx = te.thread_axis("threadIdx.x")
-    if rfactor:
-        ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-        BF = s.rfactor(B, ki)
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-        s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-        s[B].set_store_predicate(tx.var.equal(0))
-    else:
-        s[B].bind(s[B].op.reduce_axis[0], tx)
-    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
-    return s, A, B
-
-
 def shuffles(func):
     return nodes(func, lambda n: isinstance(n, E.Call) and n.op == "tir.tvm_warp_shuffle_down")
 
@@ -263,7 +245,7 @@ def shuffles(func):
                                                 (False, 16, "max"), (True, 50, "max")])
 def test_cross_thread_reduction_shared_tree(rfactor, m, reducer):
     # OpenCL (thread_warp_size 1): a tree in shared memory with barriers
-    s, A, B = _row_sum(5, m, rfactor, reducer)
+    s, A, B = row_reduce(5, m, rfactor, reducer)
     a = rand(5, m)
     b = np.full(5, np.nan, "float32")
     mod = run(s, [A, B], [a, b], target="opencl")
@@ -284,7 +266,7 @@ def test_cross_thread_reduction_shared_tree(rfactor, m, reducer):
 def test_cross_thread_reduction_cuda_warp_shuffle(rfactor, m, reducer, warp):
     # CUDA: a power-of-two group within a warp reduces with shuffles, no shared memory;
     # 13 or 64 threads fall back to the shared-memory tree
-    s, A, B = _row_sum(5, m, rfactor, reducer)
+    s, A, B = row_reduce(5, m, rfactor, reducer)
     a = rand(5, m)
     b = np.full(5, np.nan, "float32")
     mod = run(s, [A, B], [a, b], target="cuda")
