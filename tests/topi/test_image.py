@@ -43,6 +43,31 @@ def test_nearest(mode, rounding, in_hw, out_hw):
                                                       rounding_method=rounding))
 
 
+ROUNDINGS = ["floor", "ceil", "round", "round_prefer_floor", "round_prefer_ceil"]
+
+
+@pytest.mark.parametrize("target", ["llvm", "c"])
+@pytest.mark.parametrize("mode", [*MODES, "tf_half_pixel_for_nn"])
+def test_nearest_exact_ties(mode, target):
+    """Sizes whose source coordinates fall exactly on .5 or on integers (2 -> 7 at half_pixel:
+    (3 + 0.5) * 2/7 - 0.5 == 0.5): every rounding mode decides them as defined, also under the
+    x86 injective schedule (vectorized; float arithmetic there would see 0.50000004 after a
+    fused multiply-add)."""
+    sizes = [((2, 2), (7, 7)), ((3, 4), (5, 10)), ((7, 6), (2, 4)), ((1, 5), (4, 3)),
+             ((4, 3), (7, 9))]
+    for in_hw, out_hw in sizes:
+        shape = (1, 3, *in_hw)
+        a = rand(shape)
+        for how in ROUNDINGS:
+            A = te.placeholder(shape, "float32", name="A")
+            B = topi.image.resize2d(A, size=out_hw, method="nearest_neighbor",
+                                    coordinate_transformation_mode=mode, rounding_method=how)
+            (b,) = run([A], B, [a], target=target)
+            want = ref.resize2d_ref(a, out_hw, method="nearest",
+                                    coordinate_transformation_mode=mode, rounding_method=how)
+            np.testing.assert_array_equal(b, want, err_msg=f"{in_hw}->{out_hw} {how}")
+
+
 def test_nhwc_int8_nearest_and_c_target():
     A = te.placeholder((1, 5, 6, 3), "int8", name="A")
     a = rand((1, 5, 6, 3), "int8")

@@ -5,7 +5,11 @@ For output pixel ``y`` the source coordinate is, with ``scale = in / out``:
 ``align_corners``: ``y * (in - 1) / (out - 1)``; ``asymmetric``: ``y * scale``;
 ``tf_half_pixel_for_nn``: ``(y + 0.5) * scale``. ``nearest_neighbor`` rounds it
 (``rounding_method``: round, floor, ceil, round_prefer_floor, round_prefer_ceil; by default, as
-TVM, "round" under align_corners and "floor" otherwise); ``linear`` interpolates the two (four)
+TVM, "round" under align_corners and "floor" otherwise) exactly: the coordinate is the fraction
+``p / q`` of integers (``in`` and ``out`` are integers) and is rounded by integer division, so
+ties (``(3 + 0.5) * 2/7 - 0.5 == 0.5``) are decided as the mode says, not by a float rounding
+error (a fused multiply-add in the generated code turns 0.5 into 0.50000004); ``linear``
+interpolates the two (four)
 neighbours, with neighbour indices clamped to the image, which is ONNX's clamping of the
 coordinate at the borders.
 """
@@ -46,6 +50,37 @@ def _src_coord(x: PrimExpr, in_size: Any, out_size: int, mode: str) -> PrimExpr:
     if mode == "pytorch_half_pixel" and out_size == 1:
         return const(0.0, f)
     return (xf + const(0.5, f)) * scale - const(0.5, f)
+
+
+def _nearest_index(x: PrimExpr, in_size: Any, out_size: int, mode: str, how: str) -> PrimExpr:
+    """The rounded source coordinate of output index ``x`` in exact int64 arithmetic: the
+    coordinate is ``p / q`` with ``q > 0`` a constant (it depends on ``out_size`` only)."""
+    i64 = "int64"
+    xi, n = cast(x, i64), cast(in_size, i64)
+    one, two = const(1, i64), const(2, i64)
+    if out_size == 1 and mode in ("align_corners", "pytorch_half_pixel"):
+        return const(0, "int32")
+    if mode == "align_corners":
+        p, q = xi * (n - one), out_size - 1
+    elif mode == "asymmetric":
+        p, q = xi * n, out_size
+    elif mode == "tf_half_pixel_for_nn":
+        p, q = (two * xi + one) * n, 2 * out_size
+    else:  # half_pixel, pytorch_half_pixel: (2x + 1) in / (2 out) - 1/2
+        p, q = (two * xi + one) * n - const(out_size, i64), 2 * out_size
+    qc, q2 = const(q, i64), const(2 * q, i64)
+    if how == "floor":
+        r = tir_op.floordiv(p, qc)
+    elif how == "ceil":
+        r = tir_op.floordiv(p + const(q - 1, i64), qc)
+    elif how == "round_prefer_ceil":  # floor(p/q + 1/2)
+        r = tir_op.floordiv(two * p + qc, q2)
+    elif how == "round_prefer_floor":  # ceil(p/q - 1/2)
+        r = tir_op.floordiv(two * p + const(q - 1, i64), q2)
+    else:  # "round": half away from zero
+        r = Select(p >= const(0, i64), tir_op.floordiv(two * p + qc, q2),
+                   const(0, i64) - tir_op.floordiv(qc - two * p, q2))
+    return cast(r, "int32")
 
 
 def _round(v: PrimExpr, how: str) -> PrimExpr:
@@ -118,12 +153,12 @@ def resize2d(data: te.Tensor, roi: Any = None, size: Sequence[int] | None = None
         return cast(_round(v, "round"), out_dtype)  # integer images: round to nearest
 
     def body(*i: Any) -> PrimExpr:
+        if meth == "nearest_neighbor":
+            y = _clamp(_nearest_index(i[hax], ih, oh, mode, rounding_method), ih)
+            x = _clamp(_nearest_index(i[wax], iw, ow, mode, rounding_method), iw)
+            return cast(read(i, y, x), out_dtype)
         cy = _src_coord(i[hax], ih, oh, mode)
         cx = _src_coord(i[wax], iw, ow, mode)
-        if meth == "nearest_neighbor":
-            y = _clamp(cast(_round(cy, rounding_method), "int32"), ih)
-            x = _clamp(cast(_round(cx, rounding_method), "int32"), iw)
-            return cast(read(i, y, x), out_dtype)
         fy, fx = tir_op.floor(cy), tir_op.floor(cx)
         y0, x0 = cast(fy, "int32"), cast(fx, "int32")
         ly, lx = cy - fy, cx - fx

@@ -120,6 +120,32 @@ def _src_coord(x_out: np.ndarray, in_size: int, out_size: int, mode: str) -> np.
     raise ValueError(mode)
 
 
+def _nearest_index(out_size: int, in_size: int, mode: str, how: str) -> np.ndarray:
+    """The rounded source index of every output index, in exact rational arithmetic (ties are
+    exact ties, as ONNX's definition has them)."""
+    from fractions import Fraction
+    from math import ceil, floor
+
+    def coord(x: int) -> Fraction:
+        s = Fraction(in_size, out_size)
+        if mode in ("align_corners", "pytorch_half_pixel") and out_size == 1:
+            return Fraction(0)
+        if mode == "align_corners":
+            return x * Fraction(in_size - 1, out_size - 1)
+        if mode == "asymmetric":
+            return x * s
+        if mode == "tf_half_pixel_for_nn":
+            return (x + Fraction(1, 2)) * s
+        return (x + Fraction(1, 2)) * s - Fraction(1, 2)
+
+    half = Fraction(1, 2)
+    rounders = {"floor": floor, "ceil": ceil,
+                "round_prefer_floor": lambda v: ceil(v - half),
+                "round_prefer_ceil": lambda v: floor(v + half),
+                "round": lambda v: floor(v + half) if v >= 0 else ceil(v - half)}
+    return np.array([rounders[how](coord(x)) for x in range(out_size)], dtype=np.int64)
+
+
 def _round(x: np.ndarray, how: str) -> np.ndarray:
     if how == "floor":
         return np.floor(x)
@@ -141,14 +167,15 @@ def resize2d_ref(data: np.ndarray, size: Any, layout: str = "NCHW", method: str 
     hax, wax = (2, 3) if layout == "NCHW" else (1, 2)
     ih, iw = data.shape[hax], data.shape[wax]
     oh, ow = size
-    ys = _src_coord(np.arange(oh, dtype=np.float64), ih, oh, coordinate_transformation_mode)
-    xs = _src_coord(np.arange(ow, dtype=np.float64), iw, ow, coordinate_transformation_mode)
     d = np.moveaxis(data.astype(np.float64), (hax, wax), (-2, -1))
     if method in ("nearest", "nearest_neighbor"):
-        yi = np.clip(_round(ys, rounding_method), 0, ih - 1).astype(int)
-        xi = np.clip(_round(xs, rounding_method), 0, iw - 1).astype(int)
+        mode, how = coordinate_transformation_mode, rounding_method
+        yi = np.clip(_nearest_index(oh, ih, mode, how), 0, ih - 1)
+        xi = np.clip(_nearest_index(ow, iw, mode, how), 0, iw - 1)
         out = d[..., yi[:, None], xi[None, :]]
     else:
+        ys = _src_coord(np.arange(oh, dtype=np.float64), ih, oh, coordinate_transformation_mode)
+        xs = _src_coord(np.arange(ow, dtype=np.float64), iw, ow, coordinate_transformation_mode)
         y0 = np.floor(ys)
         x0 = np.floor(xs)
         fy = (ys - y0)[:, None]
