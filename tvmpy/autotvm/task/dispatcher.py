@@ -56,6 +56,10 @@ class _CurrentMeta(type):
     def current(cls, ctx: DispatchContext | None) -> None:
         _CURRENT.ctx = ctx
 
+    @current.deleter
+    def current(cls) -> None:  # back to the root (monkeypatch.setattr's undo deletes)
+        _CURRENT.ctx = None
+
 
 _ROOT: DispatchContext | None = None  # the FallbackContext below, once it exists
 

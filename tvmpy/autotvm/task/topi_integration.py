@@ -75,6 +75,10 @@ class _CurrentMeta(type):
     def current(cls, env: TaskExtractEnv | None) -> None:
         _CURRENT.env = env
 
+    @current.deleter
+    def current(cls) -> None:
+        _CURRENT.env = None
+
 
 class TaskExtractEnv(metaclass=_CurrentMeta):
     """``with TaskExtractEnv() as env:`` collects the ``(task_name, args)`` of every tunable
