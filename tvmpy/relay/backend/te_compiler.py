@@ -20,6 +20,7 @@ lowered and compiled once and share one symbol.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Sequence
@@ -71,7 +72,8 @@ def strict_schedules() -> bool:
 def callable_name(fn: Any) -> str:
     """``module.qualname`` of a schedule function (through ``functools.wraps`` wrappers)."""
     fn = getattr(fn, "__wrapped__", fn)
-    fn = getattr(fn, "func", fn)  # functools.partial
+    if isinstance(fn, functools.partial):
+        fn = fn.func
     qual = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     mod = getattr(fn, "__module__", None)
     return f"{mod}.{qual}" if mod else qual
