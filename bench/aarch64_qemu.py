@@ -12,10 +12,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402,F401  (strict schedules, as every bench)
 
 import tvmpy as tvm
 from tvmpy.contrib import qemu

@@ -1,4 +1,5 @@
-"""Shared helpers for benchmarks: a clean BLAS environment, timing, and result lines."""
+"""Shared helpers for benchmarks: strict schedules, a clean BLAS environment, timing, and result
+lines."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import time
 from collections.abc import Callable
 
 _BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+# Every bench script imports this module, so every bench builds with strict schedules: an
+# operator schedule that fails is an error (relay.backend.strict_schedules), never a silently
+# slow fallback that skews a figure. Inherited by worker processes; TVMPY_STRICT_SCHEDULES=0
+# in the environment turns it off.
+os.environ.setdefault("TVMPY_STRICT_SCHEDULES", "1")
 
 
 def ensure_native_blas() -> None:

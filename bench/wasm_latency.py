@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402,F401  (strict schedules, as every bench)
 
 import tvmpy as tvm
 from tvmpy import relay

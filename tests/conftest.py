@@ -4,11 +4,19 @@ Under CI (the CI environment variable set, as `.ci/run` runs) hypothesis is dera
 run explores the same examples, so a submission's CI result does not depend on luck. Locally
 each run explores new examples; a failure found there is replayed from .hypothesis/ and should
 become an explicit regression test.
+
+The suite builds with strict schedules (``TVMPY_STRICT_SCHEDULES=1``, the default of the
+``relay.backend.strict_schedules`` PassContext config, inherited by worker processes): an operator
+schedule that raises fails the test instead of silently falling back to the slow default
+schedule. A test of the fallback itself opts out with
+``PassContext(config={"relay.backend.strict_schedules": False})``.
 """
 
 import os
 
 from hypothesis import settings
+
+os.environ["TVMPY_STRICT_SCHEDULES"] = "1"
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):

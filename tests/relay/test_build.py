@@ -400,8 +400,8 @@ def te_compute_double(t):
     return te.compute(t.shape, lambda *i: t(*i) * 2.0, name="double", tag="elemwise")
 
 
-def test_failing_anchor_schedule_falls_back_with_a_warning():
-    from tvmpy.relay.op.registry import _REGISTRY, OpPattern
+def _bad_schedule_op(name):
+    from tvmpy.relay.op.registry import OpPattern
     from tvmpy.relay.op.strategy import OpStrategy
 
     def bad_schedule(attrs, outs, target):
@@ -413,18 +413,66 @@ def test_failing_anchor_schedule_falls_back_with_a_warning():
                              "test.bad", 10)
         return s
 
+    return _register_test_op(name, OpPattern.OUT_ELEMWISE_FUSABLE, FTVMStrategy=fstrategy)
+
+
+def test_failing_anchor_schedule_falls_back_with_a_warning():
+    """Outside strict mode (opted out here: the suite runs strict) the warning names the
+    fused function, the operator, the implementation, the schedule and the error."""
+    from tvmpy.relay.op.registry import _REGISTRY
+
     name = "test.build_bad_schedule"
-    op = _register_test_op(name, OpPattern.OUT_ELEMWISE_FUSABLE, FTVMStrategy=fstrategy)
+    op = _bad_schedule_op(name)
     try:
         x = relay.var("x", shape=(5, 3))
         mod = _module(relay.nn.relu(relay.Call(op, [x])))
-        with pytest.warns(RuntimeWarning, match="test.bad schedule failed"):
-            with tvm.transform.PassContext(opt_level=2):
+        with pytest.warns(RuntimeWarning) as rec:
+            with tvm.transform.PassContext(
+                    opt_level=2, config={"relay.backend.strict_schedules": False}):
                 lib = relay.build(mod)
+        msg = str(rec[0].message)
+        for part in ("fused_test_build_bad_schedule", f"operator {name}", "implementation test.bad",
+                     "bad_schedule", "ValueError: this schedule cannot handle the group",
+                     "default schedule"):
+            assert part in msg, (part, msg)
         xv = _rand((5, 3))
         np.testing.assert_allclose(_run(lib, {"x": xv})[0], np.maximum(2 * xv, 0), rtol=1e-6)
     finally:
         _REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize("how", ["config", "environment"])
+def test_failing_anchor_schedule_is_an_error_in_strict_mode(how, monkeypatch):
+    from tvmpy.relay.backend.te_compiler import ScheduleError
+    from tvmpy.relay.op.registry import _REGISTRY
+
+    name = "test.build_bad_schedule_strict"
+    op = _bad_schedule_op(name)
+    config = {"relay.backend.strict_schedules": True}
+    if how == "environment":
+        monkeypatch.setenv("TVMPY_STRICT_SCHEDULES", "1")
+        config = {}
+    else:
+        monkeypatch.setenv("TVMPY_STRICT_SCHEDULES", "0")  # the config wins either way
+    try:
+        x = relay.var("x", shape=(5, 3))
+        mod = _module(relay.nn.relu(relay.Call(op, [x])))
+        with pytest.raises(ScheduleError) as info:
+            with tvm.transform.PassContext(opt_level=2, config=config):
+                relay.build(mod)
+        msg = str(info.value)
+        for part in ("fused_test_build_bad_schedule_strict", f"operator {name}",
+                     "implementation test.bad", "bad_schedule", "this schedule cannot handle"):
+            assert part in msg, (part, msg)
+        assert isinstance(info.value.__cause__, ValueError)
+    finally:
+        _REGISTRY.pop(name, None)
+
+
+def test_strict_schedules_config_is_validated_and_listed():
+    assert "relay.backend.strict_schedules" in tvm.transform.PassContext.list_configs()
+    with pytest.raises(ValueError, match="unsupported config"):
+        tvm.transform.PassContext(config={"relay.backend.strict_schedule": True})
 
 
 @pytest.mark.parametrize("opt", OPT_LEVELS)

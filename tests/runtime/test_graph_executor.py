@@ -449,6 +449,49 @@ def test_benchmark_and_profile(mlp):
                                        x2)[1], rtol=1e-5, atol=1e-5)
 
 
+def test_module_time_evaluator_as_in_tvm(mlp):
+    """``gm.module.time_evaluator("run", dev, number=, repeat=)()`` (TVM's way of timing a
+    graph module): it runs the graph (the outputs are those of the inputs set) and returns a
+    BenchmarkResult of ``repeat`` per-run times."""
+    from tvmpy.runtime.evaluator import BenchmarkResult
+
+    factory, _ = mlp
+    m = graph_executor.GraphModule(factory["default"](tvm.cpu(0)))
+    with pytest.raises(RuntimeError, match="not set"):  # the warm-up call checks
+        m.module.time_evaluator("run", tvm.cpu(0), number=1)()
+    x, x2 = rand((N, K)), rand((N, M))
+    m.set_input(x=x, x2=x2)
+    m.run()
+    want = [m.get_output(i).numpy().copy() for i in range(m.get_num_outputs())]
+    m.set_input(x=np.zeros_like(x))
+    m.run()  # other outputs; the timed runs of the inputs below must bring ours back
+    m.module.time_evaluator("set_input", tvm.cpu(0), number=2, repeat=1)("x", x)
+    calls = []
+    run = m.module.run
+    m.module.run = lambda: (calls.append(1), run())[1]  # count the runs
+    try:
+        res = m.module.time_evaluator("run", tvm.cpu(0), number=3, repeat=4)()
+    finally:
+        del m.module.run
+    assert isinstance(res, BenchmarkResult) and len(res.results) == 4
+    assert len(calls) == 1 + 3 * 4  # one warm-up, then number x repeat
+    assert 0 < res.min <= res.median <= res.max and res.min <= res.mean <= res.max
+    assert res.std >= 0 and "mean=" in str(res)
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(m.get_output(i).numpy(), w, rtol=1e-6)
+    res = m.module.time_evaluator("run", tvm.cpu(0), number=1, repeat=2, min_repeat_ms=1,
+                                  cooldown_interval_ms=1)()
+    assert len(res.results) == 2
+    with pytest.raises(AttributeError, match="no function 'nope'"):
+        m.module.time_evaluator("nope", tvm.cpu(0))
+    with pytest.raises(ValueError, match="number must be a positive int"):
+        m.module.time_evaluator("run", tvm.cpu(0), number=0)
+    with pytest.raises(ValueError, match="runs on"):
+        m.module.time_evaluator("run", tvm.cuda(0))
+    with pytest.raises(TypeError, match="tvm Device"):
+        m.module.time_evaluator("run", "cpu")
+
+
 # ---- factory: export / load ---------------------------------------------------------------------
 def test_factory_api(mlp, lib):
     factory, params = mlp

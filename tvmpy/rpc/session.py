@@ -286,10 +286,7 @@ class Session:
         cooldown = float(opts.get("cooldown_interval_ms", 0))
         dev = self._device(header)
         args = self._args(header, payloads)
-        if isinstance(obj, GraphExecutor):
-            res = obj.benchmark(dev, name, repeat, number, min_ms,  # type: ignore[arg-type]
-                                cooldown_interval_ms=cooldown)
-        elif isinstance(obj, Module):
+        if isinstance(obj, (GraphExecutor, Module)):
             res = obj.time_evaluator(name, dev, number, repeat, min_ms,  # type: ignore[arg-type]
                                      cooldown, str(opts.get("f_preproc", "")))(*args)
         else:

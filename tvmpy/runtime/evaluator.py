@@ -18,7 +18,7 @@ import numpy as np
 
 from .device import Device
 
-__all__ = ["BenchmarkResult", "time_evaluator"]
+__all__ = ["BenchmarkResult", "time_evaluator", "time_calls"]
 
 
 class BenchmarkResult:
@@ -105,3 +105,44 @@ def time_evaluator(func: Any, dev: Device, number: int = 10, repeat: int = 1,
         return BenchmarkResult(results)
 
     return evaluate
+
+
+def check_counts(what: str, number: Any, repeat: Any, min_repeat_ms: float = 0,
+                 cooldown_interval_ms: float = 0, f_preproc: str = "") -> None:
+    """The checks every timer makes of TVM's timing options (``what`` names the timer)."""
+    for name, v in (("number", number), ("repeat", repeat)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{what}: {name} must be a positive int, got {v!r}")
+    if (min_repeat_ms or 0) < 0 or cooldown_interval_ms < 0:
+        raise ValueError(f"{what}: min_repeat_ms and cooldown_interval_ms must be >= 0")
+    if f_preproc not in PREPROCS:
+        raise ValueError(f"{what}: unknown f_preproc {f_preproc!r}; known: {PREPROCS}")
+
+
+def time_calls(call: Callable[[], Any], dev: Device, number: int = 10, repeat: int = 1,
+               min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+               repeats_to_cooldown: int = 1, f_preproc: str = "") -> BenchmarkResult:
+    """Seconds per ``call()`` (a Python callable: a graph executor's ``run``), with the options
+    of :func:`time_evaluator`; each repeat ends with ``dev.sync()`` (queued GPU work counted).
+    The caller makes the warm-up call (with its checks)."""
+    check_counts("time_calls", number, repeat, min_repeat_ms, cooldown_interval_ms, f_preproc)
+    clock, n, results = time.perf_counter, int(number), []
+    flush_buf: list = []
+    min_ms = float(min_repeat_ms or 0)
+    for r in range(int(repeat)):
+        if r and cooldown_interval_ms and r % max(1, int(repeats_to_cooldown)) == 0:
+            time.sleep(cooldown_interval_ms / 1e3)
+        if f_preproc:
+            _flush_caches(flush_buf)
+        while True:
+            t0 = clock()
+            for _ in range(n):
+                call()
+            dev.sync()
+            elapsed = clock() - t0
+            if elapsed * 1e3 >= min_ms:
+                break
+            per_ms = max(elapsed * 1e3 / n, 1e-6)
+            n = max(int(min_ms / per_ms) + 1, int(n * 1.618))
+        results.append(elapsed / n)
+    return BenchmarkResult(results)

@@ -41,7 +41,7 @@ import numpy as np
 from ..ir import dtype as dt
 from . import ndarray as nd
 from .device import Device, cpu, kDLCPU
-from .evaluator import BenchmarkResult
+from .evaluator import BenchmarkResult, check_counts, time_calls
 from .graph_json import GraphJSONError, entry_nbytes, graph_entry_attrs, parse_graph
 from .linker import link_shared
 from .module import Module, _module_from_meta
@@ -496,10 +496,7 @@ class GraphExecutor:
             raise ValueError(f"benchmark: the executor runs on {self.device}, not {device}")
         if func_name != "run":
             raise ValueError(f"benchmark: can only time 'run', got {func_name!r}")
-        for name, v in (("number", number), ("repeat", repeat)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"benchmark: {name} must be a positive int, got {v!r}")
-        min_ms = float(min_repeat_ms or 0)
+        check_counts("benchmark", number, repeat, min_repeat_ms, cooldown_interval_ms)
         if kwargs:
             self.set_input(**kwargs)
         if end_to_end:
@@ -511,21 +508,31 @@ class GraphExecutor:
         else:
             step = self.run
         step()  # warm-up (and the checks)
-        clock, n, results = time.perf_counter, int(number), []
-        for r in range(int(repeat)):
-            if r and cooldown_interval_ms and r % max(1, repeats_to_cooldown) == 0:
-                time.sleep(cooldown_interval_ms / 1e3)
-            while True:
-                t0 = clock()
-                for _ in range(n):
-                    step()
-                elapsed = clock() - t0
-                if elapsed * 1e3 >= min_ms:
-                    break
-                per_ms = max(elapsed * 1e3 / n, 1e-6)
-                n = max(int(min_ms / per_ms) + 1, int(n * 1.618))
-            results.append(elapsed / n)
-        return BenchmarkResult(results)
+        return time_calls(step, self.device, number, repeat, min_repeat_ms or 0,
+                          cooldown_interval_ms, repeats_to_cooldown)
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       f_preproc: str = "", *, repeats_to_cooldown: int = 1
+                       ) -> Callable[..., BenchmarkResult]:
+        """TVM's ``Module.time_evaluator`` of the executor's functions:
+        ``gm.module.time_evaluator("run", dev, number=10, repeat=3)()`` times ``run()``
+        (seconds per call, one checked warm-up call first); the callable's arguments are the
+        function's (``time_evaluator("set_input", dev)("x", x)``)."""
+        fn = self[func_name]
+        if not isinstance(dev, Device):
+            raise TypeError(f"time_evaluator: dev must be a tvm Device, got {type(dev).__name__}")
+        if dev != self.device:
+            raise ValueError(f"time_evaluator: the executor runs on {self.device}, not {dev}")
+        check_counts("time_evaluator", number, repeat, min_repeat_ms, cooldown_interval_ms,
+                     f_preproc)
+
+        def evaluate(*args: Any) -> BenchmarkResult:
+            fn(*args)  # warm-up, and the argument checks
+            return time_calls(lambda: fn(*args), dev, number, repeat, min_repeat_ms,
+                              cooldown_interval_ms, repeats_to_cooldown, f_preproc)
+
+        return evaluate
 
     def profile(self, number: int = 10, **kwargs: Any) -> ProfileReport:
         """Time every node separately over ``number`` runs (after one warm-up run)."""

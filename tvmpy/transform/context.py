@@ -13,6 +13,9 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.x86.winograd``: ``"auto"`` / ``True`` / ``False`` / a tile size, the x86 conv2d
   Winograd choice.
 - ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
+- ``relay.backend.strict_schedules``: a fused group whose anchor schedule raises is an error
+  (``ScheduleError``) instead of a warning and the slow fallback schedule; unset, the
+  environment variable ``TVMPY_STRICT_SCHEDULES=1`` turns it on (relay/backend/te_compiler.py).
 
 ``instruments``: objects with any of TVM's PassInstrument methods ``enter_pass_ctx()``,
 ``exit_pass_ctx()``, ``should_run(mod, info)``, ``run_before_pass(mod, info)``,
@@ -32,6 +35,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.FuseOps.max_depth": "int > 0",
     "relay.x86.winograd": "'auto', True, False or a tile size",
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
+    "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "
+                                      "warning and the fallback schedule",
 }
 
 

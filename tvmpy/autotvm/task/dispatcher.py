@@ -1,7 +1,8 @@
 """Dispatch contexts: which configuration a template uses when it runs (TVM's
 ``autotvm.task.dispatcher``).
 
-``DispatchContext.current`` is a stack of contexts; a template asks
+``DispatchContext.current`` is a stack of contexts per thread (``with ctx:`` in one thread is not
+seen by another; a new thread starts at the root :data:`FALLBACK`); a template asks
 ``DispatchContext.current.query(target, workload)``. :class:`ApplyConfig` answers with one fixed
 config, :class:`ApplyHistoryBest` with the best measured config of the workload, and the root
 :class:`FallbackContext` with a :class:`~tvmpy.autotvm.space.FallbackConfigEntity`, warning once
@@ -11,6 +12,7 @@ per run (not once per operator) that untuned workloads use default schedules.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from typing import Any
 
@@ -35,10 +37,36 @@ def _target_key(target: Any) -> str:
     return str(target).split()[0] if str(target).strip() else "llvm"
 
 
-class DispatchContext:
-    """Base of the dispatch contexts; ``with ctx:`` makes ``ctx`` the current one."""
+class _Current(threading.local):
+    ctx: DispatchContext | None = None  # a new thread: None, read as the root FALLBACK
 
-    current: DispatchContext | None = None
+
+_CURRENT = _Current()
+
+
+class _CurrentMeta(type):
+    """``DispatchContext.current`` reads and sets the calling thread's innermost context."""
+
+    @property
+    def current(cls) -> DispatchContext | None:
+        ctx = _CURRENT.ctx
+        return ctx if ctx is not None else _ROOT
+
+    @current.setter
+    def current(cls, ctx: DispatchContext | None) -> None:
+        _CURRENT.ctx = ctx
+
+    @current.deleter
+    def current(cls) -> None:  # back to the root (monkeypatch.setattr's undo deletes)
+        _CURRENT.ctx = None
+
+
+_ROOT: DispatchContext | None = None  # the FallbackContext below, once it exists
+
+
+class DispatchContext(metaclass=_CurrentMeta):
+    """Base of the dispatch contexts; ``with ctx:`` makes ``ctx`` the current one (of the
+    calling thread)."""
 
     def __init__(self) -> None:
         self._old_ctx: DispatchContext | None = DispatchContext.current
@@ -251,7 +279,7 @@ class FallbackContext(DispatchContext):
 
 
 FALLBACK = FallbackContext()
-DispatchContext.current = FALLBACK
+_ROOT = FALLBACK  # every thread's outermost context
 
 
 def clear_fallback_cache(target: Any = None, workload: Any = None) -> None:

@@ -17,6 +17,7 @@ tunable tasks.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,11 +57,33 @@ def _template(task_name: str) -> TopiTemplate:
     return tmpl
 
 
-class TaskExtractEnv:
-    """``with TaskExtractEnv() as env:`` collects the ``(task_name, args)`` of every tunable
-    topi compute called inside (``env.get_tasks()``, first-seen order, no duplicates)."""
+class _Current(threading.local):
+    env: TaskExtractEnv | None = None
 
-    current: TaskExtractEnv | None = None
+
+_CURRENT = _Current()
+
+
+class _CurrentMeta(type):
+    """``TaskExtractEnv.current``: the calling thread's active env (None in a new thread)."""
+
+    @property
+    def current(cls) -> TaskExtractEnv | None:
+        return _CURRENT.env
+
+    @current.setter
+    def current(cls, env: TaskExtractEnv | None) -> None:
+        _CURRENT.env = env
+
+    @current.deleter
+    def current(cls) -> None:
+        _CURRENT.env = None
+
+
+class TaskExtractEnv(metaclass=_CurrentMeta):
+    """``with TaskExtractEnv() as env:`` collects the ``(task_name, args)`` of every tunable
+    topi compute called inside this thread (``env.get_tasks()``, first-seen order, no
+    duplicates); other threads' builds are not recorded."""
 
     def __init__(self, task_names: Sequence[str] | None = None):
         self.task_names = None if task_names is None else set(task_names)

@@ -8,6 +8,10 @@ of the highest pattern kind, e.g. the conv2d of conv2d+add+relu). Groups without
 (only elementwise/broadcast/injective ops) get the target's injective schedule. A call whose
 outputs have no elements computes nothing: its operator's compute is not built (its index math
 could divide by an empty axis), and a group with only empty outputs gets the injective schedule.
+When the anchor's schedule raises, the group gets the target's fallback schedule with a warning
+naming the operator, implementation, schedule and error -- or, with strict schedules
+(``PassContext(config={"relay.backend.strict_schedules": True})`` or the environment variable
+``TVMPY_STRICT_SCHEDULES=1``), a :class:`ScheduleError` chained to the error.
 
 ``TECompiler`` caches lowered functions by structural hash (and structural equality) of the
 primitive function, so the groups that repeat in a network (ResNet's identical blocks) are
@@ -16,6 +20,8 @@ lowered and compiled once and share one symbol.
 
 from __future__ import annotations
 
+import functools
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +33,7 @@ from ...ir.functor import post_order
 from ...ir.node import structural_equal, structural_hash
 from ...target import Target, as_target
 from ...tir.function import PrimFunc
+from ...transform import PassContext
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
 from ..op.strategy.generic import pattern_schedule, schedule_fallback
@@ -35,11 +42,41 @@ from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
 
 __all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
-           "has_compute"]
+           "ScheduleError", "strict_schedules", "has_compute"]
 
 
 class LoweringError(ValueError):
     """A primitive function cannot be lowered (names the function and the offending node)."""
+
+
+class ScheduleError(RuntimeError):
+    """The anchor operator's schedule failed on a fused group while strict schedules are on
+    (names the function, operator, implementation and schedule; the error is chained)."""
+
+
+STRICT_KEY = "relay.backend.strict_schedules"
+STRICT_ENV = "TVMPY_STRICT_SCHEDULES"
+
+
+def strict_schedules() -> bool:
+    """Whether a failing schedule is an error: the current PassContext's
+    ``relay.backend.strict_schedules`` when set, else the environment variable
+    ``TVMPY_STRICT_SCHEDULES`` (``1``/``true``; the test suite and bench/ scripts set it, and
+    it reaches their worker processes), else False (warn and use the fallback schedule)."""
+    value = PassContext.current().config.get(STRICT_KEY)
+    if value is None:
+        return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def callable_name(fn: Any) -> str:
+    """``module.qualname`` of a schedule function (through ``functools.wraps`` wrappers)."""
+    fn = getattr(fn, "__wrapped__", fn)
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    qual = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    mod = getattr(fn, "__module__", None)
+    return f"{mod}.{qual}" if mod else qual
 
 
 def flat_tensor_types(t: Any, what: str = "value") -> list[TensorType]:
@@ -183,12 +220,18 @@ class _GroupLowering:
         if anchor is None or anchor[0] <= OpPattern.INJECTIVE or empty:
             injective = pattern_schedule(OpPattern.INJECTIVE, self.target)
             return injective(None, list(outs), self.target)
+        op, impl = anchor[1].op, anchor[2]
         try:
-            return anchor[2].schedule(anchor[1].attrs, list(outs), self.target)
-        except Exception as err:  # noqa: BLE001 - any schedule bug: fall back, stay correct
-            warnings.warn(f"{self.fname}: the {anchor[2].name} schedule failed on this fused "
-                          f"group ({type(err).__name__}: {err}); using the default schedule "
-                          "(correct but slow)", RuntimeWarning, stacklevel=2)
+            return impl.schedule(anchor[1].attrs, list(outs), self.target)
+        except Exception as err:  # noqa: BLE001 - strict: an error; else loud, slow and correct
+            what = (f"{self.fname}: the schedule of operator {op.name} (implementation "
+                    f"{impl.name}, schedule {callable_name(impl.schedule)}) failed on this "
+                    f"fused group for target {self.target}: {type(err).__name__}: {err}")
+            if strict_schedules():
+                raise ScheduleError(what + f" [{STRICT_KEY} is on]") from err
+            warnings.warn(what + "; using the default schedule (correct but slow). Set "
+                          f"PassContext(config={{{STRICT_KEY!r}: True}}) to make this an error",
+                          RuntimeWarning, stacklevel=2)
             return schedule_fallback.dispatch(self.target)(anchor[1].attrs, list(outs),
                                                            self.target)
 

@@ -23,6 +23,11 @@ __all__ = ["schedule_reduce", "schedule_softmax", "schedule_layer_norm", "schedu
 CROSS_THREAD_MIN = 32
 
 
+class _NoRowAnchor(ValueError):
+    """The fused group has no softmax / layer_norm output of the output's shape: the row
+    schedule does not apply (any other error of the row schedule is a bug, and propagates)."""
+
+
 def _extent(ivs: list) -> int | None:
     n = 1
     for iv in ivs:
@@ -160,13 +165,13 @@ def schedule_softmax(outs: Any, target: Any = None) -> Any:
     def row_axes(out: Any) -> list[int]:
         a = _anchor(out, ("softmax_output", "log_softmax_output"))
         if a is None or len(a.axis) != len(out.axis):
-            raise ValueError("schedule_softmax: no softmax output of the fused shape")
+            raise _NoRowAnchor("schedule_softmax: no softmax output of the fused shape")
         return [int(a.attrs["axis"])]
 
     outs = as_outs(outs)
     try:
         return _row_schedule(outs, target, row_axes)
-    except ValueError:
+    except _NoRowAnchor:
         return schedule_fallback(outs, target)
 
 
@@ -175,13 +180,13 @@ def schedule_layer_norm(outs: Any, target: Any = None) -> Any:
     def row_axes(out: Any) -> list[int]:
         a = _anchor(out, ("layer_norm",))
         if a is None or len(a.axis) != len(out.axis):
-            raise ValueError("schedule_layer_norm: no layer_norm output of the fused shape")
+            raise _NoRowAnchor("schedule_layer_norm: no layer_norm output of the fused shape")
         return [int(x) for x in a.attrs["axes"]]
 
     outs = as_outs(outs)
     try:
         return _row_schedule(outs, target, row_axes)
-    except ValueError:
+    except _NoRowAnchor:
         return schedule_fallback(outs, target)
 
 

@@ -193,7 +193,7 @@ def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2
     n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m
-    vec = 16 if k >= 16 else k
+    vec = max(1, min(k, 16))  # (K = 0: an empty reduction, the outputs are zeros)
     # tiles that divide N and M keep the register tile's extent constant (no guards)
     nj = max(d for d in range(1, min(nj, n) + 1) if n % d == 0)
     mi = max(d for d in range(1, min(mi, m) + 1) if m % d == 0) if isinstance(m, int) else 1

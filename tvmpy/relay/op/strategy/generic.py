@@ -8,6 +8,7 @@ call's inferred type. The generic strategy pairs it with a schedule that is corr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -585,7 +586,10 @@ def schedule_fallback(attrs: Any, outs: list, target: Any) -> Any:
 
 def wrap_topi_schedule(fn: Callable[[Any], Any]) -> Callable[..., Any]:
     """``topi`` schedules take ``outs``; strategies call ``schedule(attrs, outs, target)``."""
-    return lambda attrs, outs, target: fn(outs)
+    def schedule(attrs: Any, outs: Any, target: Any) -> Any:
+        return fn(outs)
+
+    return functools.update_wrapper(schedule, fn)  # errors name ``fn``, not the wrapper
 
 
 @generic_func

@@ -147,7 +147,7 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
         return None
     try:
         dt, wt = (a.checked_type for a in call.args)
-    except Exception:  # an untyped call: leave it as it is
+    except ValueError:  # an untyped call (checked_type not known yet): leave it as it is
         return None
     if not hasattr(dt, "shape") or not hasattr(wt, "shape"):
         return None
