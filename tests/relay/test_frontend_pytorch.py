@@ -206,6 +206,10 @@ POOL = {
     "nearest_size": lambda x: F.interpolate(x, size=(11, 4), mode="nearest"),
     "bilinear": lambda x: F.interpolate(x, size=(11, 13), mode="bilinear", align_corners=False),
     "bilinear_ac": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+    # an output axis of length 1: torch samples the middle (half_pixel), not row 0
+    "bilinear_to_1": lambda x: F.interpolate(x, size=(1, 3), mode="bilinear", align_corners=False),
+    "bilinear_ac_to_1": lambda x: F.interpolate(x, size=(5, 1), mode="bilinear",
+                                                align_corners=True),
     "pad": lambda x: F.pad(x, (1, 2, 0, 3), value=0.5),
     "pad_negative": lambda x: F.pad(x, (-1, 2)),
 }

@@ -462,7 +462,10 @@ def _resize(ctx: ConvertContext, node: Node, x, method: str, align_corners: bool
     if method == "nearest_neighbor":
         return resize2d(x, want[2:], method=method, coordinate_transformation_mode="asymmetric",
                         rounding_method="floor")
-    mode = "align_corners" if align_corners else "pytorch_half_pixel"
+    # align_corners=False is half_pixel: torch clamps a negative source coordinate to 0, which
+    # linear resizing's clamped neighbours equal; not pytorch_half_pixel, which samples row 0
+    # for an output axis of length 1 where torch samples the middle
+    mode = "align_corners" if align_corners else "half_pixel"
     return resize2d(x, want[2:], method="linear", coordinate_transformation_mode=mode)
 
 
