@@ -136,9 +136,13 @@ def build_sample(name: str, task, table: MeasurementTable, so_dir: str, deadline
     return True
 
 
-def measure_rounds(name: str, task, table: MeasurementTable, so_dir: str, repeats: int,
-                   seed: int, deadline: float) -> bool:
-    """Time the sample in interleaved rounds; False if the deadline stopped it."""
+def measure_round(name: str, task, table: MeasurementTable, so_dir: str, r: int,
+                  seed: int, deadline: float) -> bool:
+    """Time round ``r`` of the sample (every config once, shuffled); False if the deadline
+    stopped it."""
+    todo = [i for i in round_order(table.sample, r, seed) if not table.done(i, r)]
+    if not todo:
+        return True
     builder = autotvm.LocalBuilder(n_parallel=1, timeout=30)  # the runner's reference build
     runner = autotvm.LocalRunner(timeout=30, **RUNNER)
     runner.set_task(task, builder)
@@ -146,22 +150,19 @@ def measure_rounds(name: str, task, table: MeasurementTable, so_dir: str, repeat
     arg_info = tuple((tuple(s), d) for s, d in info)
     n = 0
     try:
-        for r in range(repeats):
-            for i in round_order(table.sample, r, seed):
-                if table.done(i, r):
-                    continue
-                if time.time() > deadline:
-                    return False
-                tmp = os.path.join(so_dir, f"run-{os.getpid()}.so")
-                os.link(os.path.join(so_dir, f"{i}.so"), tmp)  # the runner removes its input
-                inp = MeasureInput(task.target, task, task.config_space.get(i))
-                (res,) = runner.run([inp], [BuildResult(tmp, arg_info, 0, None, 0.0)])
-                if res.error_no == 0:
-                    table.add(i, r, float(np.mean(res.costs)))
-                else:
-                    table.add(i, r, error_no=res.error_no, message=str(res.costs[0]))
-                n += 1
-            print(f"{name}: round {r} complete ({n} measured in this run)", flush=True)
+        for i in todo:
+            if time.time() > deadline:
+                return False
+            tmp = os.path.join(so_dir, f"run-{os.getpid()}.so")
+            os.link(os.path.join(so_dir, f"{i}.so"), tmp)  # the runner removes its input
+            inp = MeasureInput(task.target, task, task.config_space.get(i))
+            (res,) = runner.run([inp], [BuildResult(tmp, arg_info, 0, None, 0.0)])
+            if res.error_no == 0:
+                table.add(i, r, float(np.mean(res.costs)))
+            else:
+                table.add(i, r, error_no=res.error_no, message=str(res.costs[0]))
+            n += 1
+        print(f"{name}: round {r} complete ({n} measured in this run)", flush=True)
     finally:
         runner.close()
         builder.close()
@@ -452,15 +453,16 @@ def main() -> None:
     tables = {n: open_table(n, t, args) for n, t in tasks.items()}
     if args.phase in ("all", "build", "measure"):
         load0, tic = os.getloadavg(), time.time()
-        for name, task in tasks.items():
-            so_dir = os.path.join(args.cache, f"{name}.so.d")
-            if not build_sample(name, task, tables[name], so_dir, deadline):
-                break
-            if args.phase == "build":
-                continue
-            if not measure_rounds(name, task, tables[name], so_dir, args.repeats,
-                                  args.sample_seed, deadline):
-                break
+        so_dirs = {name: os.path.join(args.cache, f"{name}.so.d") for name in tasks}
+        built = all(build_sample(name, task, tables[name], so_dirs[name], deadline)
+                    for name, task in tasks.items())
+        # round-major: a run stopped early leaves every workload with the same rounds
+        if built and args.phase != "build":
+            for r in range(args.repeats):
+                if not all(measure_round(name, task, tables[name], so_dirs[name], r,
+                                         args.sample_seed, deadline)
+                           for name, task in tasks.items()):
+                    break
         with open(os.path.join(args.cache, "measure_log.jsonl"), "a") as f:
             f.write(json.dumps({"phase": args.phase, "start": tic, "seconds": time.time() - tic,
                                 "loadavg_start": load0, "loadavg_end": os.getloadavg()}) + "\n")

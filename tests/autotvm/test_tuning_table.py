@@ -106,6 +106,8 @@ def test_table_median_spread_and_resume(tmp_path):
     t2 = MeasurementTable(t.path, {"workload": "w", "space_size": 10, "sample": [3, 5, 7]})
     assert t2.median_costs() == t.median_costs() and not t2.done(5, 3)
     assert t2.sample == [3, 5, 7]
+    t2.add(5, 3, 2.0)  # appends after the dropped line, not onto it
+    assert MeasurementTable(t.path).costs[5][3] == 2.0
 
 
 def test_table_rejects_other_sample_and_bad_values(tmp_path):

@@ -95,6 +95,8 @@ class MeasurementTable:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 if n == len(lines) - 1:  # a line cut by a kill: drop it, it is re-measured
+                    with open(self.path, "w") as f:
+                        f.write("".join(x + "\n" for x in lines[:-1]))
                     break
                 raise ValueError(f"{self.path}:{n + 1}: not a JSON line") from None
             if "header" in rec:
