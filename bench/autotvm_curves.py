@@ -23,8 +23,14 @@ Method (``tvmpy/testing/tuning_table.py``):
    appended to ``<cache>/<workload>.jsonl`` and flushed: a killed run resumes, and
    ``--max-measure-seconds`` stops cleanly between measurements (rerun to go on).
    Noise = per config ``(max - min) / median`` of its repeats; reported as the median (and
-   75th/90th percentile) across configs.
-3. Tune: the tuners run against the table: "measuring" a config returns its median. They are
+   75th/90th percentile) across configs; also the per-round slowdown (median over configs of
+   a repeat's cost over the config's fastest repeat: a loaded time window shows as a whole
+   round well above 1) and ``fastest two`` (median of the gap between a config's two fastest
+   repeats, relative).
+3. Tune: the tuners run against the table: "measuring" a config returns its table value,
+   ``--stat min`` (default: the fastest repeat; on a shared machine interference only slows
+   runs down, and whole rounds ran 2-3.5x slow while other jobs held a core, which a median
+   of 5 does not remove) or ``--stat median``. They are
    restricted to the sample by marking every other index visited (every tuner's rule: never
    propose a visited index), so Random samples the sample, GA breeds and mutates until it
    lands in it (or takes a random unvisited sampled config), and XGB (the real cost model:
@@ -32,8 +38,11 @@ Method (``tvmpy/testing/tuning_table.py``):
    unvisited sampled config with its model (``SampleOptimizer`` in place of simulated
    annealing, whose one-knob moves would mostly leave a random sample).
 4. Reaching a target: target = the median over seeds of Random's best after ``--trials``
-   trials; band = target x the workload's median relative spread; a run reaches the target at
-   the first trial whose best median is >= target - band. Per-seed values and their spread.
+   trials; band = target x the uncertainty of the table value (``--stat min``: the median
+   relative gap of the two fastest repeats; ``--stat median``: the median relative spread
+   ``(max - min) / median``); a run reaches the target at the first trial whose best is
+   >= target - band. Per-seed values and their spread; also strict (band 0) and to the
+   sample's best.
 5. Transfer: XGB on each conv layer with ``load_history`` of the other two layers' table
    (their sampled configs and medians), against XGB without history, both to the XGB
    no-history target. The layers' spaces have the same knob names but different value lists
@@ -302,12 +311,15 @@ def plot(data: dict, path: str) -> None:
 def tune_phase(args, tasks, tables) -> None:
     data = {"machine": machine_description(), "date": time.strftime("%Y-%m-%d"),
             "seeds": args.seeds, "trials": args.trials, "transfer_trials": args.transfer_trials,
-            "repeats": args.repeats, "runner": RUNNER, "curves": {}, "workloads": {}}
-    medians = {n: tables[n].median_costs(args.repeats) for n in tasks}
+            "repeats": args.repeats, "stat": args.stat, "runner": RUNNER, "curves": {},
+            "workloads": {}}
+    medians = {n: tables[n].costs_by(args.stat, args.repeats) for n in tasks}
     fea = {n: {} for n in tasks}
     for name, task in tasks.items():
         table, sample = tables[name], tables[name].sample
         noise = table.noise(args.repeats)
+        # the band: the uncertainty of the table's statistic
+        rel = noise["fastest_two"] if args.stat == "min" else noise["median"]
         ok = [c for c in medians[name].values() if c is not None]
         gflops = sorted((task.flop / c / 1e9 for c in ok), reverse=True)
         curves = data["curves"][name] = {}
@@ -321,18 +333,17 @@ def tune_phase(args, tasks, tables) -> None:
                 print(f"{name:16s} {kind:7s} seed {seed}: best {curve[-1]:7.1f} GFLOP/s after "
                       f"{len(curve)} trials ({time.time() - tic:.1f} s)", flush=True)
         target = float(np.median([c[-1] for c in curves["random"]]))
-        band = noise_band(target, noise["median"])
+        band = noise_band(target, rel)
         data["workloads"][name] = {
             "space_size": len(task.config_space), "sample_size": len(sample),
-            "failed": len(sample) - len(ok), "noise": noise, "sample_best": gflops[0],
-            "sample_within_band_of_best": sum(g >= gflops[0] * (1 - noise["median"])
-                                              for g in gflops),
+            "failed": len(sample) - len(ok), "noise": noise, "band_rel": rel,
+            "sample_best": gflops[0],
+            "sample_within_band_of_best": sum(g >= gflops[0] * (1 - rel) for g in gflops),
             "target": target, "band": band, "knobs": space_knobs(task),
             "final": {k: [c[-1] for c in v] for k, v in curves.items()},
             "reach": {k: reach_stats(v, target, band) for k, v in curves.items()},
             "reach_strict": {k: reach_stats(v, target, 0.0) for k, v in curves.items()},
-            "reach_sample_best": {k: reach_stats(v, gflops[0], noise_band(gflops[0],
-                                                                        noise["median"]))
+            "reach_sample_best": {k: reach_stats(v, gflops[0], noise_band(gflops[0], rel))
                                   for k, v in curves.items()},
         }
     convs = [n for n in tasks if n in CONV_LAYERS]
@@ -352,7 +363,7 @@ def tune_phase(args, tasks, tables) -> None:
             xgb_t = float(np.median([c[args.transfer_trials - 1] for c in
                                      data["curves"][name]["xgb"]]))
             xgb_final = float(np.median([c[-1] for c in data["curves"][name]["xgb"]]))
-            band = noise_band(xgb_final, w["noise"]["median"])
+            band = noise_band(xgb_final, w["band_rel"])
             w["transfer"] = {
                 "history_from": others, "history_records": len(history),
                 "target": xgb_final, "band": band,
@@ -371,10 +382,10 @@ def tune_phase(args, tasks, tables) -> None:
               f"GFLOP/s vs numpy {g['numpy_gflops']:.1f} (median ratio "
               f"{g['ratio_median']:.2f}x, {g['ratio_min']:.2f}-{g['ratio_max']:.2f}), rel err "
               f"{g['rel_err']:.1e}")
-    out_json = os.path.join(args.out, "autotvm_curves.json")
+    out_json = os.path.join(args.out, f"autotvm_curves{args.tag}.json")
     json.dump(data, open(out_json, "w"))
     print(f"wrote {out_json}")
-    try_plot(out_json, os.path.join(args.out, "autotvm_curves.png"))
+    try_plot(out_json, os.path.join(args.out, f"autotvm_curves{args.tag}.png"))
 
 
 def try_plot(json_path: str, png_path: str) -> None:
@@ -393,15 +404,18 @@ def _fmt(st: dict) -> str:
 
 
 def summarize(data: dict) -> None:
-    print("\n| workload | sample / space | noise: median (p90) spread | sample best | target "
-          "(Random's median best) | band | Random | GA | XGB | trials to target: Random | GA "
-          "| XGB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"\ntable statistic: {data['stat']} of {data['repeats']} repeats")
+    print("\n| workload | sample / space | noise: median (p90) spread | fastest two | round "
+          "slowdowns | sample best | target (Random's median best) | band | Random | GA | XGB | "
+          "trials to target: Random | GA | XGB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, w in data["workloads"].items():
         fin = {k: float(np.median(v)) for k, v in w["final"].items()}
         r = w["reach"]
         print(f"| {name} | {w['sample_size']} / {w['space_size']} | "
               f"{100 * w['noise']['median']:.1f}% ({100 * w['noise']['p90']:.1f}%) | "
+              f"{100 * w['noise']['fastest_two']:.1f}% | "
+              f"{', '.join(f'{x:.2f}' for x in w['noise']['round_slowdown'])} | "
               f"{w['sample_best']:.1f} | {w['target']:.1f} | {w['band']:.1f} | "
               f"{fin.get('random', 0):.1f} | {fin.get('ga', 0):.1f} | {fin.get('xgb', 0):.1f} | "
               f"{_fmt(r['random'])} | {_fmt(r['ga'])} | {_fmt(r['xgb'])} |")
@@ -432,6 +446,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5, help="measurement rounds (>= 3)")
     p.add_argument("--max-measure-seconds", type=float, default=None,
                    help="stop building/measuring after this long (rerun to resume)")
+    p.add_argument("--stat", choices=("min", "median"), default="min",
+                   help="the table's value per config: the fastest or the median repeat")
+    p.add_argument("--tag", default="", help="suffix of the output file names")
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--transfer-trials", type=int, default=100)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -445,8 +462,8 @@ def main() -> None:
     if "random" not in args.tuners:
         p.error("the target is Random's best: --tuners must include random")
     if args.phase == "plot":
-        try_plot(os.path.join(args.out, "autotvm_curves.json"),
-                 os.path.join(args.out, "autotvm_curves.png"))
+        try_plot(os.path.join(args.out, f"autotvm_curves{args.tag}.json"),
+                 os.path.join(args.out, f"autotvm_curves{args.tag}.png"))
         return
     deadline = time.time() + (args.max_measure_seconds or float("inf"))
     tasks = {n: make_task(n) for n in args.workloads}
@@ -470,7 +487,7 @@ def main() -> None:
         numpy_path = os.path.join(args.cache, "gemm_vs_numpy.json")
         if (args.phase != "build" and not todo and "gemm_1024" in tasks
                 and not os.path.exists(numpy_path) and time.time() < deadline):
-            medians = tables["gemm_1024"].median_costs(args.repeats)
+            medians = tables["gemm_1024"].costs_by(args.stat, args.repeats)
             json.dump(gemm_vs_numpy(tasks["gemm_1024"], medians), open(numpy_path, "w"))
         if todo:
             print(f"not measured yet: {todo} -- rerun to resume", flush=True)

@@ -99,7 +99,15 @@ def test_table_median_spread_and_resume(tmp_path):
     assert t.median_costs(repeats=2) == {3: 1.1, 5: 2.0, 7: None}
     spreads = t.relative_spreads()
     assert spreads[3] == pytest.approx(0.3) and spreads[5] == 0.0 and 7 not in spreads
-    assert t.noise()["median"] == pytest.approx(0.15) and t.noise()["n"] == 2
+    assert t.costs_by("min") == {3: 0.9, 5: 2.0, 7: None}
+    with pytest.raises(ValueError):
+        t.costs_by("mean")
+    noise = t.noise()
+    assert noise["median"] == pytest.approx(0.15) and noise["n"] == 2
+    # fastest two of config 3: 0.9, 1.0 -> 1/9; config 5: 0
+    assert noise["fastest_two"] == pytest.approx(0.5 / 9)
+    # round slowdowns vs each config's fastest: r0 (1/0.9, 1), r1 (1.2/0.9, 1), r2 (1, 1)
+    assert noise["round_slowdown"] == pytest.approx([(1 / 0.9 + 1) / 2, (1.2 / 0.9 + 1) / 2, 1])
     # a killed run: the last line is cut; reloading drops it and keeps the rest
     with open(t.path, "a") as f:
         f.write('{"i": 5, "r": 3, "c"')

@@ -138,10 +138,20 @@ class MeasurementTable:
     def median_costs(self, repeats: int | None = None) -> dict[int, float | None]:
         """Median cost (seconds) of each sampled config over its rounds ``< repeats`` (all
         when None); None for a failed config or one with no measurement yet."""
+        return self.costs_by("median", repeats)
+
+    def costs_by(self, stat: str, repeats: int | None = None) -> dict[int, float | None]:
+        """Per sampled config the ``"median"`` or the ``"min"`` of its repeats (rounds
+        ``< repeats``); None for a failed config or one not measured yet. The minimum suits a
+        shared machine: interference only slows a run down, and a loaded time window slows
+        every config timed in it."""
+        if stat not in ("median", "min"):
+            raise ValueError(f"stat must be 'median' or 'min', got {stat!r}")
+        f = np.median if stat == "median" else np.min
         out: dict[int, float | None] = {}
         for i in self.sample:
             c = self._repeats(i, repeats)
-            out[i] = None if i in self.errors or not c else float(np.median(c))
+            out[i] = None if i in self.errors or not c else float(f(c))
         return out
 
     def _repeats(self, index: int, repeats: int | None) -> list[float]:
@@ -157,13 +167,31 @@ class MeasurementTable:
                 out[i] = float((max(c) - min(c)) / np.median(c))
         return out
 
-    def noise(self, repeats: int | None = None) -> dict[str, float]:
-        """Summary of the relative spreads: median, 75th and 90th percentile across configs."""
+    def noise(self, repeats: int | None = None) -> dict[str, Any]:
+        """Noise of the repeats across configs: ``median``, ``p75``, ``p90`` of the relative
+        spreads; ``fastest_two``: median of ``(second fastest - fastest) / fastest`` (the
+        uncertainty of the minimum); ``round_slowdown``: per round, the median over configs
+        of ``cost / the config's fastest repeat`` (a loaded time window shows as a round well
+        above 1)."""
         s = np.array(list(self.relative_spreads(repeats).values()))
         if s.size == 0:
-            return {"median": float("nan"), "p75": float("nan"), "p90": float("nan"), "n": 0}
+            nan = float("nan")
+            return {"median": nan, "p75": nan, "p90": nan, "fastest_two": nan,
+                    "round_slowdown": [], "n": 0}
+        two, per_round = [], {}
+        for i in self.sample:
+            rounds = {r: c for r, c in self.costs.get(i, {}).items()
+                      if repeats is None or r < repeats}
+            if i in self.errors or len(rounds) < 2:
+                continue
+            fast = sorted(rounds.values())
+            two.append((fast[1] - fast[0]) / fast[0])
+            for r, c in rounds.items():
+                per_round.setdefault(r, []).append(c / fast[0])
         return {"median": float(np.median(s)), "p75": float(np.percentile(s, 75)),
-                "p90": float(np.percentile(s, 90)), "n": int(s.size)}
+                "p90": float(np.percentile(s, 90)), "fastest_two": float(np.median(two)),
+                "round_slowdown": [float(np.median(per_round[r])) for r in sorted(per_round)],
+                "n": int(s.size)}
 
 
 class TableMeasure:
