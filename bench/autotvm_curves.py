@@ -91,6 +91,7 @@ CONV_LAYERS = {
     "conv_14x14x256": (256, 14, 14, 256, 3, 1, 1, 16, 16),
 }
 TUNERS = ("random", "ga", "xgb")
+WORKLOADS = ("gemm_1024", *CONV_LAYERS)
 RUNNER = {"number": 1, "repeat": 1, "min_repeat_ms": 20}
 
 
@@ -179,10 +180,12 @@ def measure_round(name: str, task, table: MeasurementTable, so_dir: str, r: int,
 
 
 # ---- phase 3: tuners against the table ----------------------------------------------------------
-def make_tuner(kind: str, task, seed: int, sample: list[int], fea_cache: dict):
+def make_tuner(kind: str, task, seed: int, sample: list[int], fea_cache: dict, salt: int = 0):
     # distinct random streams per tuner: with one seed, the random first batches of GA and
-    # XGB would be Random's first batch
-    seed = seed + 1000 * TUNERS.index(kind)
+    # XGB would be Random's first batch; and per workload (``salt``): a tuner restricted to a
+    # sample picks positions in the list of unvisited sampled configs, so one stream would
+    # visit the same sample positions in every workload
+    seed = seed + 1000 * TUNERS.index(kind) + 100_000 * salt
     if kind == "random":
         tuner = RandomTuner(task, seed=seed)
     elif kind == "ga":
@@ -194,9 +197,9 @@ def make_tuner(kind: str, task, seed: int, sample: list[int], fea_cache: dict):
     return tuner
 
 
-def tune_curve(kind, task, medians, sample, seed, n_trial, fea_cache, history=None):
-    """Best GFLOP/s (of the table medians) after each trial."""
-    tuner = make_tuner(kind, task, seed, sample, fea_cache)
+def tune_curve(kind, task, medians, sample, seed, n_trial, fea_cache, history=None, salt=0):
+    """Best GFLOP/s (of the table values) after each trial."""
+    tuner = make_tuner(kind, task, seed, sample, fea_cache, salt)
     if history:
         tuner.load_history(history)
     measure = TableMeasure(medians, n_parallel=8)
@@ -279,7 +282,10 @@ def plot(data: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = list(data["curves"])
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), squeeze=False)
+    ncol = min(2, len(names))
+    nrow = -(-len(names) // ncol)
+    fig, axs = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.6 * nrow + 0.5), squeeze=False)
+    axes = [list(axs.flat)]
     colors = {"random": "tab:gray", "ga": "tab:blue", "xgb": "tab:red",
               "xgb+transfer": "tab:green"}
     for ax, name in zip(axes[0], names):
@@ -299,10 +305,14 @@ def plot(data: dict, path: str) -> None:
         ax.set_title(f"{name} ({w['sample_size']} of {w['space_size']} configs)", fontsize=9)
         ax.set_xlabel("trials")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("best GFLOP/s found (table median)")
-    axes[0][-1].legend(loc="lower right")
-    fig.suptitle(f"AutoTVM tuners on a pre-measured table, {data['machine']} ({data['date']}); "
-                 f"median of {len(data['seeds'])} seeds, band = min..max; dashed: target "
+    for ax in axs[:, 0]:
+        ax.set_ylabel(f"best GFLOP/s found (table {data.get('stat', 'median')})")
+    axes[0][len(names) - 1].legend(loc="lower right")
+    for ax in axes[0][len(names):]:
+        ax.set_visible(False)
+    fig.suptitle(f"AutoTVM tuners on a pre-measured table ({data.get('stat', 'median')} of "
+                 f"{data['repeats']} interleaved repeats), {data['machine']} ({data['date']})\n"
+                 f"median of {len(data['seeds'])} seeds, shade = min..max; dashed: target "
                  f"(Random's median best), grey: noise band", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -328,7 +338,7 @@ def tune_phase(args, tasks, tables) -> None:
             for seed in args.seeds:
                 tic = time.time()
                 curve = tune_curve(kind, task, medians[name], sample, seed, args.trials,
-                                   fea[name])
+                                   fea[name], salt=WORKLOADS.index(name))
                 curves[kind].append(curve)
                 print(f"{name:16s} {kind:7s} seed {seed}: best {curve[-1]:7.1f} GFLOP/s after "
                       f"{len(curve)} trials ({time.time() - tic:.1f} s)", flush=True)
@@ -355,7 +365,8 @@ def tune_phase(args, tasks, tables) -> None:
             for seed in args.seeds:
                 tic = time.time()
                 runs.append(tune_curve("xgb", tasks[name], medians[name], tables[name].sample,
-                                       seed, args.transfer_trials, fea[name], history))
+                                       seed, args.transfer_trials, fea[name], history,
+                                       salt=WORKLOADS.index(name)))
                 print(f"{name:16s} xgb+transfer seed {seed}: best {runs[-1][-1]:7.1f} GFLOP/s "
                       f"({len(history)} history records from {others}, "
                       f"{time.time() - tic:.1f} s)", flush=True)
@@ -452,7 +463,7 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--transfer-trials", type=int, default=100)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    p.add_argument("--workloads", nargs="+", default=["gemm_1024", *CONV_LAYERS])
+    p.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
     p.add_argument("--tuners", nargs="+", default=list(TUNERS))
     p.add_argument("--cache", default=os.path.join("bench", "autotvm_table"))
     p.add_argument("--out", default="bench")
