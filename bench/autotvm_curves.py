@@ -44,7 +44,7 @@ Method (``tvmpy/testing/tuning_table.py``):
    >= target - band. Per-seed values and their spread; also strict (band 0) and to the
    sample's best.
 5. Transfer: XGB on each conv layer with ``load_history`` of the other two layers' table
-   (their sampled configs and medians), against XGB without history, both to the XGB
+   (their sampled configs and table values), against XGB without history, both to the XGB
    no-history target. The layers' spaces have the same knob names but different value lists
    (printed); the model transfers through the itervar program features (a fixed-length
    vector), not through knob indices.
@@ -197,12 +197,12 @@ def make_tuner(kind: str, task, seed: int, sample: list[int], fea_cache: dict, s
     return tuner
 
 
-def tune_curve(kind, task, medians, sample, seed, n_trial, fea_cache, history=None, salt=0):
+def tune_curve(kind, task, values, sample, seed, n_trial, fea_cache, history=None, salt=0):
     """Best GFLOP/s (of the table values) after each trial."""
     tuner = make_tuner(kind, task, seed, sample, fea_cache, salt)
     if history:
         tuner.load_history(history)
-    measure = TableMeasure(medians, n_parallel=8)
+    measure = TableMeasure(values, n_parallel=8)
     curve: list[float] = []
     best = [0.0]
 
@@ -216,9 +216,9 @@ def tune_curve(kind, task, medians, sample, seed, n_trial, fea_cache, history=No
     return curve
 
 
-def history_records(task, medians) -> list[tuple]:
+def history_records(task, values) -> list[tuple]:
     return [(MeasureInput(task.target, task, task.config_space.get(i)),
-             MeasureResult((c,), 0, 0.0, 0.0)) for i, c in medians.items() if c is not None]
+             MeasureResult((c,), 0, 0.0, 0.0)) for i, c in values.items() if c is not None]
 
 
 def space_knobs(task) -> dict:
@@ -245,10 +245,10 @@ def reach_stats(curves: list[list[float]], target: float, band: float) -> dict:
             "reached": len(got), "runs": len(per_seed)}
 
 
-def gemm_vs_numpy(task, medians, repeat: int = 10) -> dict:
+def gemm_vs_numpy(task, values, repeat: int = 10) -> dict:
     import tvmpy as tvm
 
-    best = min((c, i) for i, c in medians.items() if c is not None)[1]
+    best = min((c, i) for i, c in values.items() if c is not None)[1]
     cfg = task.config_space.get(best)
     s, args = task.instantiate(cfg)
     f = tvm.build(s, args, "llvm")
@@ -323,21 +323,21 @@ def tune_phase(args, tasks, tables) -> None:
             "seeds": args.seeds, "trials": args.trials, "transfer_trials": args.transfer_trials,
             "repeats": args.repeats, "stat": args.stat, "runner": RUNNER, "curves": {},
             "workloads": {}}
-    medians = {n: tables[n].costs_by(args.stat, args.repeats) for n in tasks}
+    values = {n: tables[n].costs_by(args.stat, args.repeats) for n in tasks}
     fea = {n: {} for n in tasks}
     for name, task in tasks.items():
         table, sample = tables[name], tables[name].sample
         noise = table.noise(args.repeats)
         # the band: the uncertainty of the table's statistic
         rel = noise["fastest_two"] if args.stat == "min" else noise["median"]
-        ok = [c for c in medians[name].values() if c is not None]
+        ok = [c for c in values[name].values() if c is not None]
         gflops = sorted((task.flop / c / 1e9 for c in ok), reverse=True)
         curves = data["curves"][name] = {}
         for kind in args.tuners:
             curves[kind] = []
             for seed in args.seeds:
                 tic = time.time()
-                curve = tune_curve(kind, task, medians[name], sample, seed, args.trials,
+                curve = tune_curve(kind, task, values[name], sample, seed, args.trials,
                                    fea[name], salt=WORKLOADS.index(name))
                 curves[kind].append(curve)
                 print(f"{name:16s} {kind:7s} seed {seed}: best {curve[-1]:7.1f} GFLOP/s after "
@@ -360,11 +360,11 @@ def tune_phase(args, tasks, tables) -> None:
     if args.transfer_trials and len(convs) > 1:
         for name in convs:
             others = [o for o in convs if o != name]
-            history = [r for o in others for r in history_records(tasks[o], medians[o])]
+            history = [r for o in others for r in history_records(tasks[o], values[o])]
             runs = data["curves"][name]["xgb+transfer"] = []
             for seed in args.seeds:
                 tic = time.time()
-                runs.append(tune_curve("xgb", tasks[name], medians[name], tables[name].sample,
+                runs.append(tune_curve("xgb", tasks[name], values[name], tables[name].sample,
                                        seed, args.transfer_trials, fea[name], history,
                                        salt=WORKLOADS.index(name)))
                 print(f"{name:16s} xgb+transfer seed {seed}: best {runs[-1][-1]:7.1f} GFLOP/s "
@@ -498,8 +498,8 @@ def main() -> None:
         numpy_path = os.path.join(args.cache, "gemm_vs_numpy.json")
         if (args.phase != "build" and not todo and "gemm_1024" in tasks
                 and not os.path.exists(numpy_path) and time.time() < deadline):
-            medians = tables["gemm_1024"].costs_by(args.stat, args.repeats)
-            json.dump(gemm_vs_numpy(tasks["gemm_1024"], medians), open(numpy_path, "w"))
+            values = tables["gemm_1024"].costs_by(args.stat, args.repeats)
+            json.dump(gemm_vs_numpy(tasks["gemm_1024"], values), open(numpy_path, "w"))
         if todo:
             print(f"not measured yet: {todo} -- rerun to resume", flush=True)
             if args.phase in ("all", "measure"):

@@ -4,12 +4,13 @@ Comparing tuners by measuring each proposal when the tuner makes it lets machine
 one-off noise decide close races: one tuner's configurations are timed in another time window
 than the other's, and each only once. Here a fixed sample of a task's configurations is
 measured up front, ``R`` times each, in interleaved rounds (every round times every config once,
-in a shuffled order), and the tuners then "measure" by looking up the median of the table:
+in a shuffled order), and the tuners then "measure" by looking up the table (each config's
+median or fastest repeat):
 
 * :class:`MeasurementTable` - the repeats of each sampled configuration, in an append-only
   JSON-lines file (one line per measurement, flushed at once: a killed run resumes), with the
-  per-config median and the noise (relative spread of the repeats).
-* :class:`TableMeasure` - a ``measure_batch`` for ``Tuner.tune`` that answers from the medians.
+  per-config median or minimum and the noise (spread of the repeats, per-round slowdowns).
+* :class:`TableMeasure` - a ``measure_batch`` for ``Tuner.tune`` that answers from the table.
 * :func:`restrict_to_sample` - keeps a tuner inside the sample (the other indices are marked
   visited, so every tuner's own rule "never propose a visited index" applies), and
   :class:`SampleOptimizer` - a model optimizer that ranks every unvisited sampled config.
@@ -195,9 +196,10 @@ class MeasurementTable:
 
 
 class TableMeasure:
-    """``measure_batch`` answering from a table of median costs.
+    """``measure_batch`` answering from a table of costs.
 
-    ``costs`` maps a configuration index to its median cost in seconds, or None for a config
+    ``costs`` maps a configuration index to its cost in seconds (the median or the fastest of
+    its repeats, :meth:`MeasurementTable.costs_by`), or None for a config
     that failed (answered with ``RUNTIME_DEVICE``). An index outside the table is an error: the
     tuner must be restricted to the sample (:func:`restrict_to_sample`). ``proposed`` lists the
     indices asked for, in order.
