@@ -39,8 +39,15 @@ from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ensure_native_blas, geomean, interleaved_samples,  # noqa: E402
-                    machine_description, ort_bound_runner, ort_session, quartiles)
+from common import (  # noqa: E402
+    ensure_native_blas,
+    geomean,
+    interleaved_samples,
+    machine_description,
+    ort_bound_runner,
+    ort_session,
+    quartiles,
+)
 
 ensure_native_blas()  # numpy is not timed here; keeps the benches' environment alike
 
@@ -197,10 +204,11 @@ def mobilenet_v2_cases() -> list[Case]:
     cs = [conv_case("mobilenet_v2", 3, 224, 32, 3, 2, "clip")]
     seen: set[tuple] = set()
 
-    def add(key: tuple, make: Callable[[], Case]) -> None:
+    def add(*args: Any, **kw: Any) -> None:  # each distinct layer once
+        key = (*args, *kw.items())
         if key not in seen:
             seen.add(key)
-            cs.append(make())
+            cs.append(conv_case("mobilenet_v2", *args, **kw))
 
     cin, hw = 32, 112
     for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
@@ -209,13 +217,10 @@ def mobilenet_v2_cases() -> list[Case]:
             st = s if i == 0 else 1
             hid = cin * t
             if t != 1:
-                add(("pw", cin, hw, hid, "clip"),
-                    lambda: conv_case("mobilenet_v2", cin, hw, hid, 1, 1, "clip"))
-            add(("dw", hid, hw, st),
-                lambda: conv_case("mobilenet_v2", hid, hw, hid, 3, st, "clip", groups=hid))
+                add(cin, hw, hid, 1, 1, "clip")  # expand
+            add(hid, hw, hid, 3, st, "clip", groups=hid)  # depthwise
             ohw = (hw + 2 - 3) // st + 1
-            epi = "res" if st == 1 and cin == c else "none"
-            add(("pw", hid, ohw, c, epi), lambda: conv_case("mobilenet_v2", hid, ohw, c, 1, 1, epi))
+            add(hid, ohw, c, 1, 1, "res" if st == 1 and cin == c else "none")  # project
             cin, hw = c, ohw
     cs += [conv_case("mobilenet_v2", 320, 7, 1280, 1, 1, "clip"),
            pool_case("mobilenet_v2", "gavg", 1280, 7),
