@@ -31,6 +31,7 @@ New cases: write a builder returning ``Case``s (conv_case/dense_case/... help) a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -266,12 +267,14 @@ def tvm_side(model: Any, feeds: dict[str, np.ndarray], opt_level: int) -> tuple[
     return m, secs
 
 
-def kernel_shares(m: Any) -> str:
-    """tvmpy's kernels of the one-op graph and each one's share of the summed kernel time (the
-    graph executor's per-node profile; tvmpy-only, not part of the comparison)."""
+def kernel_shares(m: Any) -> tuple[str, float]:
+    """tvmpy's kernels of the one-op graph with each one's share of the summed kernel time, and
+    the layout_transform kernels' total share (the graph executor's per-node profile; tvmpy-only,
+    not part of the comparison)."""
     rows = m.profile(number=20).rows
     total = sum(r["time"] for r in rows) or 1.0
-    return ", ".join(f"{r['node']} {r['time'] / total:.0%}" for r in rows)
+    lt = sum(r["time"] for r in rows if "layout_transform" in r["node"]) / total
+    return ", ".join(f"{r['node']} {r['time'] / total:.0%}" for r in rows), lt
 
 
 def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float
@@ -297,16 +300,69 @@ def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s
     sides["ort"] = ort_run
     samples = interleaved_samples(sides, rounds, pause=pause, target_s=target_s)
     for k, xs in samples.items():
-        row[k] = quartiles(xs)
+        row[k], row[f"min {k}"] = quartiles(xs), min(xs)
     for lvl in opt_levels:  # the spread of the per-round ratios (rounds are interleaved pairs)
         row[f"ratio O{lvl}"] = quartiles([a / b for a, b in zip(samples[f"O{lvl}"],
                                                                  samples["ort"])])
-    row["kernels"] = kernel_shares(mods[max(opt_levels)])
+    for lvl in opt_levels:
+        row[f"kernels O{lvl}"], row[f"layout share O{lvl}"] = kernel_shares(mods[lvl])
     return row
 
 
 def _ms(q: tuple[float, float, float]) -> str:
     return f"{q[1] * 1e3:.3f} ({q[0] * 1e3:.3f}-{q[2] * 1e3:.3f})"
+
+
+def _us(q: tuple[float, float, float]) -> str:
+    return f"{q[1] * 1e6:.1f} ({q[0] * 1e6:.1f}-{q[2] * 1e6:.1f})"
+
+
+def print_case(r: dict, levels: list[int]) -> None:
+    parts = [f"{r['name']:50s}"]
+    for lvl in levels:
+        q, rq = r[f"O{lvl}"], r[f"ratio O{lvl}"]
+        parts.append(f"tvmpy O{lvl} {_ms(q)} {r['flops'] / q[1] / 1e9:6.1f} GF/s, ratio "
+                     f"{q[1] / r['ort'][1]:.2f} (rounds {rq[0]:.2f}-{rq[2]:.2f})")
+    parts.append(f"ort {_ms(r['ort'])} {r['flops'] / r['ort'][1] / 1e9:6.1f} GF/s")
+    parts.append("best rounds " + ", ".join(f"O{lv} {r[f'min O{lv}'] * 1e3:.3f}" for lv in levels)
+                 + f", ort {r['min ort'] * 1e3:.3f} ms")
+    parts.append(f"err {r['err']:.0e}, build " + "/".join(
+        f"{r[f'build O{lvl}']:.1f}" for lvl in levels) + " s")
+    print(" | ".join(parts), flush=True)
+    for lvl in levels:
+        print(f"    tvmpy O{lvl} kernels: {r[f'kernels O{lvl}']}", flush=True)
+
+
+def print_markdown(rows: list[dict], levels: list[int]) -> None:
+    """One table per opt_level: medians (IQR), the ratio of medians (and the IQR of the
+    per-round ratios), the ratio of the best rounds, GFLOP/s, tvmpy's layout_transform share."""
+    for lvl in levels:
+        print(f"\n| case | tvmpy O{lvl} ms | ORT ms | ratio (round IQR) | best-round ratio | "
+              "GFLOP/s tvmpy / ORT | layout_transform share |\n|---|---|---|---|---|---|---|")
+        for r in rows:
+            q, o, rq = r[f"O{lvl}"], r["ort"], r[f"ratio O{lvl}"]
+            print(f"| {r['name']} | {_ms(q)} | {_ms(o)} | {q[1] / o[1]:.2f} ({rq[0]:.2f}-"
+                  f"{rq[2]:.2f}) | {r[f'min O{lvl}'] / r['min ort']:.2f} | "
+                  f"{r['flops'] / q[1] / 1e9:.0f} / {r['flops'] / o[1] / 1e9:.0f} | "
+                  f"{r[f'layout share O{lvl}']:.0%} |")
+
+
+def print_summary(rows: list[dict], levels: list[int]) -> None:
+    """Per opt_level and model: geomean / median / range of the ratios of medians, and the
+    cases below 0.9x onnxruntime's speed (ratio above 1/0.9)."""
+    sets = [s for s in CASE_SETS if any(r["name"].startswith(s + ":") for r in rows)]
+    print()
+    for lvl in levels:
+        for s in ["all", *sets] if len(sets) > 1 else sets:
+            rs = [r for r in rows if s == "all" or r["name"].startswith(s + ":")]
+            ratios = [r[f"O{lvl}"][1] / r["ort"][1] for r in rs]
+            best = [r[f"min O{lvl}"] / r["min ort"] for r in rs]
+            slow = [r["name"] for r, x in zip(rs, ratios) if x > 1 / 0.9]
+            print(f"# summary O{lvl} {s}: {len(rs)} cases, geomean ratio {geomean(ratios):.2f} "
+                  f"(best rounds {geomean(best):.2f}), median {float(np.median(ratios)):.2f}, "
+                  f"range {min(ratios):.2f}-{max(ratios):.2f}; below 0.9x onnxruntime's speed "
+                  f"(ratio > 1.11): {len(slow)}" + (f" ({', '.join(slow)})" if slow else ""))
+    print(f"# largest max|tvmpy - ort| / max|ort|: {max((r['err'] for r in rows), default=0):.1e}")
 
 
 def main() -> None:
@@ -321,11 +377,26 @@ def main() -> None:
     ap.add_argument("--round-ms", type=float, default=10.0,
                     help="about how long one side's round of back-to-back calls lasts")
     ap.add_argument("--opt-levels", default="3", help="tvmpy build opt_levels, e.g. 3 or 2,3")
-    ap.add_argument("--markdown", action="store_true", help="also print a markdown table")
+    ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    ap.add_argument("--json", metavar="FILE", help="append each case's figures (JSON lines)")
+    ap.add_argument("--report", nargs="+", metavar="FILE",
+                    help="measure nothing: print the tables and summary of --json files "
+                         "(e.g. the shards of one table)")
     o = ap.parse_args()
     levels = sorted({int(v) for v in o.opt_levels.split(",") if v})
     if not levels or any(lv not in range(4) for lv in levels):
         ap.error("--opt-levels: integers 0-3, e.g. 3 or 2,3")
+    if o.report:
+        rows = []
+        for path in o.report:
+            with open(path) as f:
+                rows += [r for r in map(json.loads, f) if "name" in r]
+        for line in {r["header"] for path in o.report for r in map(json.loads, open(path))
+                     if "header" in r}:
+            print(line)
+        print_markdown(rows, levels)
+        print_summary(rows, levels)
+        return
     sets = list(CASE_SETS) if o.model == "all" else [o.model]
     cases = [c for s in sets for c in CASE_SETS[s]() if o.filter in c.name]
     try:
@@ -335,15 +406,25 @@ def main() -> None:
     except ValueError:
         ap.error("--shard: K/N with 0 <= K < N, e.g. 1/3")
     cases = cases[k::n]
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
-    print(f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {machine_description()}, "
-          f"load average {load:.2f}; {o.rounds} interleaved rounds per case; tvmpy graph executor "
-          "run() after set_input once vs onnxruntime run_with_iobinding (2 threads, input and "
-          "output bound once); times: median (25th-75th percentile) ms; ratio = tvmpy median / "
-          "onnxruntime median", flush=True)
+    sink = open(o.json, "a") if o.json else None
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    header = (f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {machine_description()}, "
+              f"load average {load:.2f}; {o.rounds} interleaved rounds per case; tvmpy graph "
+              "executor run() after set_input once vs onnxruntime run_with_iobinding (2 threads, "
+              "input and output bound once); times: median (25th-75th percentile) ms; ratio = "
+              "tvmpy median / onnxruntime median")
+    print(header, flush=True)
+    # the fixed cost of one call on each side (a 16-element Relu): what the smallest cases pay
+    feeds = {"x": _rand(1, 16)}
+    floor = run_case(Case("floor:relu 1x16", 16.0, lambda: _onnx_model(
+        [_node("Relu", ["x"], "y")], feeds, (1, 16), {}), feeds), o.rounds, o.pause, levels,
+        o.round_ms / 1e3)
+    fl = ("# per-call floor (16-element Relu), us: " + ", ".join(
+        f"tvmpy O{lv} {_us(floor[f'O{lv}'])}" for lv in levels) + f", onnxruntime "
+        f"{_us(floor['ort'])}")
+    print(fl, flush=True)
+    if sink:
+        sink.write(json.dumps({"header": header + "\n" + fl}) + "\n")
     rows = []
     for c in cases:
         try:
@@ -352,40 +433,16 @@ def main() -> None:
             print(f"{c.name}: FAILED {type(e).__name__}: {e}", flush=True)
             continue
         rows.append(r)
-        parts = [f"{r['name']:50s}"]
-        for lvl in levels:
-            q, rq = r[f"O{lvl}"], r[f"ratio O{lvl}"]
-            parts.append(f"tvmpy O{lvl} {_ms(q)} {r['flops'] / q[1] / 1e9:6.1f} GF/s, ratio "
-                         f"{q[1] / r['ort'][1]:.2f} (rounds {rq[0]:.2f}-{rq[2]:.2f})")
-        parts.append(f"ort {_ms(r['ort'])} {r['flops'] / r['ort'][1] / 1e9:6.1f} GF/s")
-        parts.append(f"err {r['err']:.0e}, build " + "/".join(
-            f"{r[f'build O{lvl}']:.1f}" for lvl in levels) + " s")
-        print(" | ".join(parts), flush=True)
-        print(f"    tvmpy kernels: {r['kernels']}", flush=True)
+        print_case(r, levels)
+        if sink:
+            sink.write(json.dumps(r) + "\n")
+            sink.flush()
+    if sink:
+        sink.close()
     if o.markdown and rows:
-        hdr = ["case"] + [f"tvmpy O{lv} ms" for lv in levels] + ["ORT ms"] + [
-            f"ratio O{lv} (round IQR)" for lv in levels] + ["GFLOP/s tvmpy / ORT"]
-        print("\n| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
-        for r in rows:
-            top = max(levels)
-            cells = [r["name"]] + [_ms(r[f"O{lv}"]) for lv in levels] + [_ms(r["ort"])] + [
-                f"{r[f'O{lv}'][1] / r['ort'][1]:.2f} ({r[f'ratio O{lv}'][0]:.2f}-"
-                f"{r[f'ratio O{lv}'][2]:.2f})" for lv in levels] + [
-                f"{r['flops'] / r[f'O{top}'][1] / 1e9:.0f} / {r['flops'] / r['ort'][1] / 1e9:.0f}"]
-            print("| " + " | ".join(cells) + " |")
-    print()
-    for lvl in levels:
-        for s in ["all", *sets] if len(sets) > 1 else sets:
-            rs = [r for r in rows if s == "all" or r["name"].startswith(s + ":")]
-            if not rs:
-                continue
-            ratios = [r[f"O{lvl}"][1] / r["ort"][1] for r in rs]
-            slow = [r["name"] for r, x in zip(rs, ratios) if x > 1 / 0.9]
-            print(f"# summary O{lvl} {s}: {len(rs)} cases, geomean ratio {geomean(ratios):.2f}, "
-                  f"median {float(np.median(ratios)):.2f}, range {min(ratios):.2f}-"
-                  f"{max(ratios):.2f}; below 0.9x onnxruntime's speed (ratio > 1.11): "
-                  f"{len(slow)}" + (f" ({', '.join(slow)})" if slow else ""))
-    print(f"# largest max|tvmpy - ort| / max|ort|: {max((r['err'] for r in rows), default=0):.1e}")
+        print_markdown(rows, levels)
+    if rows:
+        print_summary(rows, levels)
 
 
 if __name__ == "__main__":
