@@ -18,11 +18,11 @@ sides get the same model and the same NCHW inputs and produce the NCHW output:
 So each timed call is one Python-level call into the runtime with nothing allocated or copied.
 Timing (bench/common.py ``interleaved_samples``): every case the same number of rounds, the
 sides interleaved (order rotating), each round the mean of a fixed number of back-to-back calls
-(~10 ms), a pause before each side; median and interquartile range over the rounds; ratio =
+(~5 ms), a short pause before each side; median and interquartile range over the rounds; ratio =
 tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
 
     python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--shard K/N]
-                        [--rounds 15] [--opt-levels 3] [--markdown]
+                        [--rounds 31] [--opt-levels 3] [--markdown]
 
 New cases: write a builder returning ``Case``s (conv_case/dense_case/... help) and add it to
 ``CASE_SETS``; ``--model`` then accepts its key.
@@ -277,6 +277,50 @@ def kernel_shares(m: Any) -> tuple[str, float]:
     return ", ".join(f"{r['node']} {r['time'] / total:.0%}" for r in rows), lt
 
 
+def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
+                   ) -> list[tuple[str, float]]:
+    """onnxruntime's own per-node profile: (op type, median seconds) of every kernel it runs,
+    over ``number`` bound runs (the profiler adds a little to each node)."""
+    import json as js
+    import statistics
+
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
+    opts.enable_profiling = True
+    opts.profile_file_prefix = "/tmp/tvmpy_bench_ops_ort_profile"
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
+                                providers=["CPUExecutionProvider"])
+    run, _ = ort_bound_runner(sess, feeds)
+    for _ in range(number + 5):
+        run()
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = js.load(f)
+    os.remove(path)
+    per: dict[str, list[float]] = {}
+    ops_: dict[str, str] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per.setdefault(e["name"], []).append(e["dur"] * 1e-6)
+            ops_[e["name"]] = e.get("args", {}).get("op_name", e["name"])
+    return [(ops_[k], statistics.median(v[5:] or v)) for k, v in per.items()]
+
+
+def breakdown(c: Case, opt_level: int) -> str:
+    """Per-kernel median times on both sides (each side's own profiler; diagnostics only)."""
+    model = c.onnx_fn()
+    m, _ = tvm_side(model, c.feeds, opt_level)
+    tv = [(r["node"], r["time"]) for r in m.profile(number=50).rows]
+    ort_rows = ort_node_times(model, c.feeds)
+
+    def fmt(rows: list[tuple[str, float]]) -> str:
+        return ", ".join(f"{n} {t * 1e6:.1f}" for n, t in rows)
+
+    return f"    profile us: tvmpy O{opt_level}: {fmt(tv)} | onnxruntime: {fmt(ort_rows)}"
+
+
 def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float
              ) -> dict:
     model = c.onnx_fn()
@@ -372,13 +416,16 @@ def main() -> None:
     ap.add_argument("--shard", default="0/1", metavar="K/N",
                     help="only every N-th selected case, starting at the K-th (0-based): splits "
                          "a long table into shorter runs")
-    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds per case")
-    ap.add_argument("--pause", type=float, default=0.15, help="seconds before each side's round")
-    ap.add_argument("--round-ms", type=float, default=10.0,
+    ap.add_argument("--rounds", type=int, default=31, help="interleaved rounds per case")
+    ap.add_argument("--pause", type=float, default=0.05, help="seconds before each side's round")
+    ap.add_argument("--round-ms", type=float, default=5.0,
                     help="about how long one side's round of back-to-back calls lasts")
     ap.add_argument("--opt-levels", default="3", help="tvmpy build opt_levels, e.g. 3 or 2,3")
     ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
     ap.add_argument("--json", metavar="FILE", help="append each case's figures (JSON lines)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="measure nothing: per-kernel profile of each selected case on both "
+                         "sides (the highest --opt-levels), to explain a ratio")
     ap.add_argument("--report", nargs="+", metavar="FILE",
                     help="measure nothing: print the tables and summary of --json files "
                          "(e.g. the shards of one table)")
@@ -406,6 +453,11 @@ def main() -> None:
     except ValueError:
         ap.error("--shard: K/N with 0 <= K < N, e.g. 1/3")
     cases = cases[k::n]
+    if o.breakdown:
+        for c in cases:
+            print(c.name, flush=True)
+            print(breakdown(c, max(levels)), flush=True)
+        return
     sink = open(o.json, "a") if o.json else None
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     header = (f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {machine_description()}, "
