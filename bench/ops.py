@@ -412,7 +412,8 @@ def print_summary(rows: list[dict], levels: list[int]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="all", choices=["all", *CASE_SETS])
-    ap.add_argument("--filter", default="", help="only cases whose name contains this text")
+    ap.add_argument("--filter", default="",
+                    help="only cases whose name contains this text (alternatives split by |)")
     ap.add_argument("--shard", default="0/1", metavar="K/N",
                     help="only every N-th selected case, starting at the K-th (0-based): splits "
                          "a long table into shorter runs")
@@ -445,7 +446,8 @@ def main() -> None:
         print_summary(rows, levels)
         return
     sets = list(CASE_SETS) if o.model == "all" else [o.model]
-    cases = [c for s in sets for c in CASE_SETS[s]() if o.filter in c.name]
+    wanted = o.filter.split("|")
+    cases = [c for s in sets for c in CASE_SETS[s]() if any(w in c.name for w in wanted)]
     try:
         k, n = (int(v) for v in o.shard.split("/"))
         if not 0 <= k < n:
