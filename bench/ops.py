@@ -308,17 +308,40 @@ def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
     return [(ops_[k], statistics.median(v[5:] or v)) for k, v in per.items()]
 
 
-def breakdown(c: Case, opt_level: int) -> str:
-    """Per-kernel median times on both sides (each side's own profiler; diagnostics only)."""
+def _is_reorder(node: str) -> bool:
+    return "layout_transform" in node or node.startswith("Reorder")
+
+
+def breakdown(c: Case, opt_level: int, number: int = 50) -> dict:
+    """Per-kernel median times of both sides, each from its own profiler (tvmpy's graph executor
+    profile; onnxruntime's session profiler), split into the boundary reorders (tvmpy's
+    layout_transform kernels, onnxruntime's ReorderInput/ReorderOutput) and the rest: a
+    kernel-level view, both convolutions running blocked inside, without per-call overheads."""
     model = c.onnx_fn()
     m, _ = tvm_side(model, c.feeds, opt_level)
-    tv = [(r["node"], r["time"]) for r in m.profile(number=50).rows]
-    ort_rows = ort_node_times(model, c.feeds)
+    tv = [(r["node"], r["time"]) for r in m.profile(number=number).rows]
+    on = ort_node_times(model, c.feeds, number)
+    row = {"name": c.name, "tvmpy": tv, "ort": on}
+    for side, rows in (("tvmpy", tv), ("ort", on)):
+        row[f"{side} reorder"] = sum(t for n, t in rows if _is_reorder(n))
+        row[f"{side} compute"] = sum(t for n, t in rows if not _is_reorder(n))
+    return row
 
-    def fmt(rows: list[tuple[str, float]]) -> str:
-        return ", ".join(f"{n} {t * 1e6:.1f}" for n, t in rows)
 
-    return f"    profile us: tvmpy O{opt_level}: {fmt(tv)} | onnxruntime: {fmt(ort_rows)}"
+def print_breakdowns(rows: list[dict], opt_level: int) -> None:
+    print(f"\n| case | tvmpy O{opt_level} compute us | ORT compute us | compute ratio | tvmpy "
+          "layout_transform us | ORT Reorder us |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['tvmpy compute'] * 1e6:.1f} | {r['ort compute'] * 1e6:.1f} | "
+              f"{r['tvmpy compute'] / r['ort compute']:.2f} | {r['tvmpy reorder'] * 1e6:.1f} | "
+              f"{r['ort reorder'] * 1e6:.1f} |")
+    sets = [s for s in CASE_SETS if any(r["name"].startswith(s + ":") for r in rows)]
+    for s in sets:
+        rs = [r for r in rows if r["name"].startswith(s + ":")]
+        print(f"# kernel-level {s}: geomean compute ratio "
+              f"{geomean([r['tvmpy compute'] / r['ort compute'] for r in rs]):.2f}; reorders "
+              f"summed tvmpy {sum(r['tvmpy reorder'] for r in rs) * 1e3:.3f} ms, onnxruntime "
+              f"{sum(r['ort reorder'] for r in rs) * 1e3:.3f} ms")
 
 
 def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float
@@ -425,8 +448,8 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
     ap.add_argument("--json", metavar="FILE", help="append each case's figures (JSON lines)")
     ap.add_argument("--breakdown", action="store_true",
-                    help="measure nothing: per-kernel profile of each selected case on both "
-                         "sides (the highest --opt-levels), to explain a ratio")
+                    help="instead of the timing table: each selected case's per-kernel profile "
+                         "on both sides (the highest --opt-levels), boundary reorders apart")
     ap.add_argument("--report", nargs="+", metavar="FILE",
                     help="measure nothing: print the tables and summary of --json files "
                          "(e.g. the shards of one table)")
@@ -439,8 +462,8 @@ def main() -> None:
         for path in o.report:
             with open(path) as f:
                 rows += [r for r in map(json.loads, f) if "name" in r]
-        for line in {r["header"] for path in o.report for r in map(json.loads, open(path))
-                     if "header" in r}:
+        for line in dict.fromkeys(r["header"] for path in o.report
+                                  for r in map(json.loads, open(path)) if "header" in r):
             print(line)
         print_markdown(rows, levels)
         print_summary(rows, levels)
@@ -456,9 +479,14 @@ def main() -> None:
         ap.error("--shard: K/N with 0 <= K < N, e.g. 1/3")
     cases = cases[k::n]
     if o.breakdown:
+        rows = []
         for c in cases:
-            print(c.name, flush=True)
-            print(breakdown(c, max(levels)), flush=True)
+            r = breakdown(c, max(levels))
+            rows.append(r)
+            print(f"{c.name}: tvmpy " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["tvmpy"])
+                  + " | onnxruntime " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["ort"])
+                  + " (us)", flush=True)
+        print_breakdowns(rows, max(levels))
         return
     sink = open(o.json, "a") if o.json else None
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
