@@ -462,6 +462,8 @@ def main() -> None:
         for path in o.report:
             with open(path) as f:
                 rows += [r for r in map(json.loads, f) if "name" in r]
+        order = {c.name: i for i, c in enumerate(c for mk in CASE_SETS.values() for c in mk())}
+        rows.sort(key=lambda r: order.get(r["name"], len(order)))  # shards back in table order
         for line in dict.fromkeys(r["header"] for path in o.report
                                   for r in map(json.loads, open(path)) if "header" in r):
             print(line)
