@@ -22,7 +22,13 @@ sides interleaved (order rotating), each round the mean of a fixed number of bac
 tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
 
     python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--shard K/N]
-                        [--rounds 31] [--opt-levels 3] [--markdown]
+                        [--rounds 31] [--opt-levels 3] [--markdown] [--json FILE]
+    python bench/ops.py --report FILE [FILE ...] [--opt-levels 3]   # merge --json shards
+    python bench/ops.py --breakdown [--model ...]   # per-kernel profiles, both sides
+
+``--breakdown`` gives the kernel-level view (each side's own profiler, the compute kernels apart
+from the boundary reorders): onnxruntime runs its convolutions blocked only inside its own
+graph, so a timed "both blocked" comparison is not offered.
 
 New cases: write a builder returning ``Case``s (conv_case/dense_case/... help) and add it to
 ``CASE_SETS``; ``--model`` then accepts its key.
@@ -281,15 +287,15 @@ def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
                    ) -> list[tuple[str, float]]:
     """onnxruntime's own per-node profile: (op type, median seconds) of every kernel it runs,
     over ``number`` bound runs (the profiler adds a little to each node)."""
-    import json as js
     import statistics
+    import tempfile
 
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
     opts.enable_profiling = True
-    opts.profile_file_prefix = "/tmp/tvmpy_bench_ops_ort_profile"
+    opts.profile_file_prefix = os.path.join(tempfile.gettempdir(), "tvmpy_bench_ops_ort_profile")
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
     run, _ = ort_bound_runner(sess, feeds)
@@ -297,7 +303,7 @@ def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
         run()
     path = sess.end_profiling()
     with open(path) as f:
-        events = js.load(f)
+        events = json.load(f)
     os.remove(path)
     per: dict[str, list[float]] = {}
     ops_: dict[str, str] = {}

@@ -90,3 +90,13 @@ def test_case_sets_are_distinct_and_named_by_model(bench):
         names = [c.name for c in make()]
         assert names and len(set(names)) == len(names)
         assert all(n.startswith(key + ":") for n in names)
+
+
+def test_breakdown_splits_reorders_from_compute(bench):
+    ops, _ = bench
+    r = ops.breakdown(ops.conv_case("t", 5, 9, 7, 3, 2, "relu"), 3, number=3)
+    assert r["tvmpy"] and r["ort"]
+    # opt_level 3 blocks the conv: tvmpy's graph has layout_transform kernels at its boundary
+    assert any("layout_transform" in n for n, _ in r["tvmpy"])
+    for side in ("tvmpy", "ort"):
+        assert r[f"{side} compute"] > 0 and r[f"{side} reorder"] >= 0
