@@ -283,8 +283,8 @@ def kernel_shares(m: Any) -> tuple[str, float]:
     return ", ".join(f"{r['node']} {r['time'] / total:.0%}" for r in rows), lt
 
 
-def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
-                   ) -> list[tuple[str, float]]:
+def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50,
+                   threads: int = 2) -> list[tuple[str, float]]:
     """onnxruntime's own per-node profile: (op type, median seconds) of every kernel it runs,
     over ``number`` bound runs (the profiler adds a little to each node)."""
     import statistics
@@ -293,7 +293,7 @@ def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = 2, 1
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     opts.enable_profiling = True
     opts.profile_file_prefix = os.path.join(tempfile.gettempdir(), "tvmpy_bench_ops_ort_profile")
     sess = ort.InferenceSession(model.SerializeToString(), opts,
@@ -318,7 +318,7 @@ def _is_reorder(node: str) -> bool:
     return "layout_transform" in node or node.startswith("Reorder")
 
 
-def breakdown(c: Case, opt_level: int, number: int = 50) -> dict:
+def breakdown(c: Case, opt_level: int, number: int = 50, threads: int = 2) -> dict:
     """Per-kernel median times of both sides, each from its own profiler (tvmpy's graph executor
     profile; onnxruntime's session profiler), split into the boundary reorders (tvmpy's
     layout_transform kernels, onnxruntime's ReorderInput/ReorderOutput) and the rest: a
@@ -326,7 +326,7 @@ def breakdown(c: Case, opt_level: int, number: int = 50) -> dict:
     model = c.onnx_fn()
     m, _ = tvm_side(model, c.feeds, opt_level)
     tv = [(r["node"], r["time"]) for r in m.profile(number=number).rows]
-    on = ort_node_times(model, c.feeds, number)
+    on = ort_node_times(model, c.feeds, number, threads)
     row = {"name": c.name, "tvmpy": tv, "ort": on}
     for side, rows in (("tvmpy", tv), ("ort", on)):
         row[f"{side} reorder"] = sum(t for n, t in rows if _is_reorder(n))
@@ -350,10 +350,12 @@ def print_breakdowns(rows: list[dict], opt_level: int) -> None:
               f"{sum(r['ort reorder'] for r in rs) * 1e3:.3f} ms")
 
 
-def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float
-             ) -> dict:
+def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float,
+             threads: int = 2) -> dict:
+    """Both sides of ``c`` built, checked against each other and timed (see the module doc);
+    tvmpy's thread count is the process's (``--threads`` sets TVM_NUM_THREADS)."""
     model = c.onnx_fn()
-    sess = ort_session(model)
+    sess = ort_session(model, threads)
     ort_run, ort_outs = ort_bound_runner(sess, c.feeds)
     ort_run()
     want = ort_outs[0].numpy()
@@ -451,6 +453,9 @@ def main() -> None:
     ap.add_argument("--round-ms", type=float, default=5.0,
                     help="about how long one side's round of back-to-back calls lasts")
     ap.add_argument("--opt-levels", default="3", help="tvmpy build opt_levels, e.g. 3 or 2,3")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both sides (onnxruntime intra_op_num_threads, tvmpy "
+                         "TVM_NUM_THREADS)")
     ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
     ap.add_argument("--json", metavar="FILE", help="append each case's figures (JSON lines)")
     ap.add_argument("--breakdown", action="store_true",
@@ -486,10 +491,13 @@ def main() -> None:
     except ValueError:
         ap.error("--shard: K/N with 0 <= K < N, e.g. 1/3")
     cases = cases[k::n]
+    if o.threads < 1:
+        ap.error("--threads: at least 1")
+    os.environ["TVM_NUM_THREADS"] = str(o.threads)  # read when tvmpy's pool starts
     if o.breakdown:
         rows = []
         for c in cases:
-            r = breakdown(c, max(levels))
+            r = breakdown(c, max(levels), threads=o.threads)
             rows.append(r)
             print(f"{c.name}: tvmpy " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["tvmpy"])
                   + " | onnxruntime " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["ort"])
@@ -500,15 +508,16 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     header = (f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {machine_description()}, "
               f"load average {load:.2f}; {o.rounds} interleaved rounds per case; tvmpy graph "
-              "executor run() after set_input once vs onnxruntime run_with_iobinding (2 threads, "
-              "input and output bound once); times: median (25th-75th percentile) ms; ratio = "
+              f"executor run() after set_input once vs onnxruntime run_with_iobinding (input "
+              f"and output bound once); {o.threads} threads each side"
+              "; times: median (25th-75th percentile) ms; ratio = "
               "tvmpy median / onnxruntime median")
     print(header, flush=True)
     # the fixed cost of one call on each side (a 16-element Relu): what the smallest cases pay
     feeds = {"x": _rand(1, 16)}
     floor = run_case(Case("floor:relu 1x16", 16.0, lambda: _onnx_model(
         [_node("Relu", ["x"], "y")], feeds, (1, 16), {}), feeds), o.rounds, o.pause, levels,
-        o.round_ms / 1e3)
+        o.round_ms / 1e3, o.threads)
     fl = ("# per-call floor (16-element Relu), us: " + ", ".join(
         f"tvmpy O{lv} {_us(floor[f'O{lv}'])}" for lv in levels) + f", onnxruntime "
         f"{_us(floor['ort'])}")
@@ -518,7 +527,7 @@ def main() -> None:
     rows = []
     for c in cases:
         try:
-            r = run_case(c, o.rounds, o.pause, levels, o.round_ms / 1e3)
+            r = run_case(c, o.rounds, o.pause, levels, o.round_ms / 1e3, o.threads)
         except Exception as e:  # a broken case is reported, the others still run
             print(f"{c.name}: FAILED {type(e).__name__}: {e}", flush=True)
             continue
