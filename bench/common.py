@@ -62,3 +62,96 @@ def best_time(fn: Callable[[], object], repeat: int = 10, number: int = 1) -> fl
     return min(times)
 
 
+
+
+# --- fair side-by-side timing (issue 12) ------------------------------------------------------
+
+def ort_session(model: object, threads: int = 2) -> object:
+    """An onnxruntime CPU session (all graph optimizations, ``intra_op_num_threads=threads``)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    data = model if isinstance(model, bytes) else model.SerializeToString()  # type: ignore
+    return ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+
+
+def ort_bound_runner(sess: object, feeds: dict) -> tuple[Callable[[], object], list]:
+    """``(run, outputs)``: ``run()`` is ``sess.run_with_iobinding`` with every input bound once
+    as an OrtValue and every output bound to a preallocated OrtValue (``outputs``, read them
+    with ``.numpy()``), so a timed call pays neither the feed's conversion nor an output
+    allocation, as a preallocated tvmpy output does not."""
+    import numpy as np
+    import onnxruntime as ort
+
+    io = sess.io_binding()  # type: ignore[attr-defined]
+    keep = []
+    for name, value in feeds.items():
+        ov = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+        keep.append(ov)
+        io.bind_ortvalue_input(name, ov)
+    outs = []
+    for o in sess.get_outputs():  # type: ignore[attr-defined]
+        shape = [int(d) for d in o.shape]
+        ov = ort.OrtValue.ortvalue_from_numpy(np.empty(shape, np.float32))
+        outs.append(ov)
+        io.bind_ortvalue_output(o.name, ov)
+    run_with = sess.run_with_iobinding  # type: ignore[attr-defined]
+
+    def run() -> None:
+        run_with(io)
+
+    run._keep = (io, keep)  # type: ignore[attr-defined]  # the bound values must stay alive
+    return run, outs
+
+
+def calibrate_number(fn: Callable[[], object], target_s: float) -> int:
+    """How many back-to-back calls of ``fn`` take about ``target_s`` (after a warm-up)."""
+    fn()
+    n, t = 1, 0.0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t = time.perf_counter() - t0
+        if t >= target_s / 4 or n >= 1 << 16:
+            break
+        n *= 4
+    return max(1, min(1 << 16, round(n * target_s / max(t, 1e-9))))
+
+
+def interleaved_samples(sides: dict[str, Callable[[], object]], rounds: int,
+                        pause: float = 0.15, target_s: float = 0.01) -> dict[str, list[float]]:
+    """Seconds per call of each side, one sample per round: every side runs ``rounds`` rounds,
+    interleaved with the others (the order rotates each round, so none always runs first), each
+    round the mean of a fixed number of back-to-back calls (about ``target_s``; calibrated
+    once per side, before any round), after a ``pause`` that lets the previous side's spinning
+    worker threads go idle. Every side gets the same number of rounds; nothing is re-measured."""
+    numbers = {k: calibrate_number(fn, target_s) for k, fn in sides.items()}
+    names = list(sides)
+    out: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        k0 = r % len(names)
+        for name in names[k0:] + names[:k0]:
+            fn, n = sides[name], numbers[name]
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out[name].append((time.perf_counter() - t0) / n)
+    return out
+
+
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    """(25th percentile, median, 75th percentile) of ``xs``."""
+    import numpy as np
+
+    q = np.percentile(np.asarray(xs, dtype=np.float64), [25, 50, 75])
+    return float(q[0]), float(q[1]), float(q[2])
+
+
+def geomean(xs: list[float]) -> float:
+    import math
+
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")

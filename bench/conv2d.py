@@ -1,7 +1,13 @@
 """conv2d 56x56x64 -> 64, 3x3, pad 1, stride 1, NCHW, batch 1: tvmpy's hand-written schedule
-vs onnxruntime (intra_op_num_threads=2) and numpy (im2col + BLAS), same run.
+vs onnxruntime (intra_op_num_threads=2), same run.
 
-    python bench/conv2d.py [--ocb 16 --reg-n 14] [--repeat 10]
+Both sides take the NCHW input and write the NCHW output into preallocated memory, the weights
+prepared once (tvmpy's packed kernel layout; onnxruntime prepacks its initializer): tvmpy calls
+the compiled function on NDArrays, onnxruntime runs ``run_with_iobinding`` with the input and a
+preallocated output bound once. Interleaved rounds (order rotating), median and interquartile
+range over the rounds (bench/common.py ``interleaved_samples``).
+
+    python bench/conv2d.py [--ocb 16 --reg-n 14] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import best_time, machine_description  # noqa: E402
+from common import interleaved_samples, machine_description, ort_bound_runner, quartiles  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy.topi.x86.conv2d import conv2d_nchw_packed, pack_kernel  # noqa: E402
@@ -53,7 +59,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--ocb", type=int, default=32)
     p.add_argument("--reg-n", type=int, default=7)
-    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=15, help="interleaved rounds")
     opts = p.parse_args()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, C, H, W), dtype=np.float32)
@@ -67,22 +73,20 @@ def main() -> None:
     ref = reference(x, w)
     err = float(np.abs(Y.numpy() - ref).max() / np.abs(ref).max())
     sess = ort_session(w)
-    feed = {"x": x}
-    ort_out = sess.run(None, feed)[0]
-    assert np.allclose(ort_out, ref, rtol=1e-4, atol=1e-3)
-    ev = f.time_evaluator(f.entry_name, tvm.cpu(0), number=10, repeat=1)
-    t_tvm, t_ort = [], []
-    for _ in range(opts.repeat):  # interleaved: load changes hit both alike; the pauses let
-        time.sleep(0.3)  # each side's spinning threads go idle before the other is timed
-        t_tvm.append(ev(X, Wp, Y).mean)
-        time.sleep(0.3)
-        t_ort.append(best_time(lambda: sess.run(None, feed), repeat=1, number=10))
-    tt, to = min(t_tvm), min(t_ort)
-    print(f"# {time.strftime('%Y-%m-%d')} {machine_description()}; conv2d 1x{C}x{H}x{W} -> {OC}, 3x3 pad 1")
-    print(f"tvmpy (ocb={opts.ocb}, reg_n={opts.reg_n}): {tt * 1e3:7.3f} ms {FLOP / tt / 1e9:7.1f} GFLOP/s"
-          f"  (build {build_s:.2f} s, rel err {err:.1e})")
-    print(f"onnxruntime (2 threads):   {to * 1e3:7.3f} ms {FLOP / to / 1e9:7.1f} GFLOP/s")
-    print(f"speed ratio tvmpy/onnxruntime = {to / tt:.2f}")
+    ort_run, ort_outs = ort_bound_runner(sess, {"x": x})
+    ort_run()
+    assert np.allclose(ort_outs[0].numpy(), ref, rtol=1e-4, atol=1e-3)
+    samples = interleaved_samples({"tvmpy": lambda: f(X, Wp, Y), "ort": ort_run},
+                                  rounds=opts.repeat, pause=0.3)
+    qt, qo = quartiles(samples["tvmpy"]), quartiles(samples["ort"])
+    print(f"# {time.strftime('%Y-%m-%d')} {machine_description()}; conv2d 1x{C}x{H}x{W} -> {OC}, "
+          f"3x3 pad 1; median (25th-75th percentile) of {opts.repeat} interleaved rounds")
+    print(f"tvmpy (ocb={opts.ocb}, reg_n={opts.reg_n}): {qt[1] * 1e3:7.3f} ms ({qt[0] * 1e3:.3f}-"
+          f"{qt[2] * 1e3:.3f}) {FLOP / qt[1] / 1e9:7.1f} GFLOP/s  (build {build_s:.2f} s, "
+          f"rel err {err:.1e})")
+    print(f"onnxruntime (2 threads, I/O binding): {qo[1] * 1e3:7.3f} ms ({qo[0] * 1e3:.3f}-"
+          f"{qo[2] * 1e3:.3f}) {FLOP / qo[1] / 1e9:7.1f} GFLOP/s")
+    print(f"speed ratio tvmpy/onnxruntime (ratio of medians) = {qo[1] / qt[1]:.2f}")
 
 
 if __name__ == "__main__":

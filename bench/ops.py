@@ -1,359 +1,197 @@
-"""Per-operator latency of tvmpy's default x86 schedules vs onnxruntime, for the layer shapes of
-ResNet-18, MobileNetV2 and a BERT-style encoder (4 layers, hidden 256, seq 128, 4 heads), batch 1.
+"""Per-operator latency of tvmpy vs onnxruntime, measured alike on both sides, for the layer
+shapes of ResNet-18, MobileNetV2 and a BERT-style encoder (4 layers, hidden 256, seq 128, 4
+heads), batch 1.
 
-Each case is one fused group as FuseOps makes it (conv2d + bias add + relu, conv2d + add + add +
-relu, depthwise conv2d + bias + clip, dense + bias + gelu, batch_matmul + scale, softmax,
-layer_norm, pools), lowered call by call with ``relay.backend.lower_call`` and scheduled by its
-anchor's strategy (how ``relay.build`` lowers a primitive function), built for the host CPU; the
-same computation runs as a small ONNX model in onnxruntime (intra_op_num_threads=2; ORT fuses
-its own Conv+Add+Relu). Convolutions are timed in both the NCHW layout and the blocked NCHW{c}
-layout that AlterOpLayout produces (weights pre-blocked as the pass does at compile time).
-Timing: interleaved rounds, best of N, pauses between the two sides (see bench/common.py).
+Each case is one small ONNX model (a fused group as the models have it: Conv + bias + Relu /
++ residual + Relu / + Clip, depthwise Conv + Clip, MatMul + bias (+ Erf-GELU / + residual),
+batched MatMul (+ scale), Softmax, LayerNormalization, pools), weights as initializers. Both
+sides get the same model and the same NCHW inputs and produce the NCHW output:
 
-    python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--rounds 3]
+* tvmpy: ``relay.frontend.from_onnx`` + ``relay.build`` (opt_level 3 by default: AlterOpLayout
+  puts the conv in NCHW{c} and adds the layout_transforms around it at the graph's boundary;
+  dense weights packed at compile time), run on the graph executor: inputs set once with
+  ``set_input``, then ``run()`` is timed (the output lives in the executor's preallocated
+  storage). ``--opt-levels 2,3`` also times the opt_level 2 build (NCHW kernels, plain dense).
+* onnxruntime (CPU, all graph optimizations, intra_op_num_threads=2): inputs bound once as
+  OrtValues, the output bound to a preallocated OrtValue, ``run_with_iobinding`` timed.
+
+So each timed call is one Python-level call into the runtime with nothing allocated or copied.
+Timing (bench/common.py ``interleaved_samples``): every case the same number of rounds, the
+sides interleaved (order rotating), each round the mean of a fixed number of back-to-back calls
+(~5 ms), a short pause before each side; median and interquartile range over the rounds; ratio =
+tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
+
+    python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--shard K/N]
+                        [--rounds 31] [--opt-levels 3] [--markdown] [--json FILE]
+    python bench/ops.py --report FILE [FILE ...] [--opt-levels 3]   # merge --json shards
+    python bench/ops.py --breakdown [--model ...]   # per-kernel profiles, both sides
+
+``--breakdown`` gives the kernel-level view (each side's own profiler, the compute kernels apart
+from the boundary reorders): onnxruntime runs its convolutions blocked only inside its own
+graph, so a timed "both blocked" comparison is not offered.
+
+New cases: write a builder returning ``Case``s (conv_case/dense_case/... help) and add it to
+``CASE_SETS``; ``--model`` then accepts its key.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import numpy as np  # noqa: E402
-from common import best_time, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    ensure_native_blas,
+    geomean,
+    interleaved_samples,
+    machine_description,
+    ort_bound_runner,
+    ort_session,
+    quartiles,
+)
 
-import tvmpy as tvm  # noqa: E402
-from tvmpy import relay  # noqa: E402
-from tvmpy.relay.analysis import free_vars  # noqa: E402
-from tvmpy.relay.backend import lower_call  # noqa: E402
-from tvmpy.relay.type_infer import infer_type  # noqa: E402
-from tvmpy.topi.nn.conv2d import conv2d_infer_layout  # noqa: E402
+ensure_native_blas()  # numpy is not timed here; keeps the benches' environment alike
+
+import numpy as np  # noqa: E402
 
 RNG = np.random.default_rng(0)
-
-
-# --- lowering a fused group -------------------------------------------------------------------
-
-def lower_group(expr: Any, target: str = "llvm", schedule: Callable | None = None
-                ) -> tuple[Any, list, list, list]:
-    """``(schedule, input placeholders, outputs, param vars)`` of the fused group ``expr``:
-    every call lowered on its inputs' tensors, the whole scheduled by the anchor (the call of
-    the highest pattern kind), as C2's lower_primitive does; ``schedule(outs)``, when given,
-    replaces the anchor's schedule (for trying schedule variants)."""
-    params = free_vars(expr)
-    func = infer_type(relay.Function(params, expr))
-    tensors: dict[int, Any] = {}
-    placeholders = []
-    for p in func.params:
-        t = tvm.te.placeholder([int(d) for d in p.checked_type.shape], p.checked_type.dtype,
-                               name=p.name_hint)
-        tensors[id(p)] = t
-        placeholders.append(t)
-    best: list = [None, -1]
-
-    def visit(e: Any) -> Any:
-        if id(e) in tensors:
-            return tensors[id(e)]
-        if isinstance(e, relay.Constant):  # scalar constants live inside a fused body (C1)
-            v = np.asarray(e.data.numpy() if hasattr(e.data, "numpy") else e.data)
-            if v.ndim:
-                raise TypeError("bench groups take their non-scalar constants as parameters")
-            t = tvm.te.compute((), lambda: tvm.tir.const(v.item(), str(v.dtype)), name="c")
-            tensors[id(e)] = t
-            return t
-        ins = [visit(a) for a in e.args]
-        (out,), sched = lower_call(e, ins, target)
-        if e.op.pattern > best[1]:
-            best[:] = [sched, e.op.pattern]
-        tensors[id(e)] = out
-        return out
-
-    out = visit(func.body)
-    s = (schedule or best[0])([out])
-    return s, placeholders, [out], list(func.params)
 
 
 # --- cases ------------------------------------------------------------------------------------
 
 @dataclass
 class Case:
+    """One benchmark case: an ONNX model both sides compile, and its runtime inputs."""
     name: str
     flops: float
-    relay_fn: Callable[[], Any]           # -> relay expr over vars (names = input names)
-    onnx_fn: Callable[[], Any]            # -> onnx ModelProto
-    inputs: dict[str, np.ndarray]         # values for every relay var
-    ort_inputs: list[str]                 # names fed to onnxruntime (others are initializers)
-    check: Callable[[dict, np.ndarray, np.ndarray], float] | None = None
-    extra: dict = field(default_factory=dict)
+    onnx_fn: Callable[[], Any]            # -> onnx ModelProto (weights as initializers)
+    feeds: dict[str, np.ndarray]          # runtime inputs (NCHW), fed to both sides
 
 
 def _rand(*shape: int) -> np.ndarray:
     return RNG.uniform(-1, 1, size=shape).astype(np.float32)
 
 
-def _onnx_model(nodes: list, inputs: dict[str, np.ndarray], outputs: dict[str, tuple],
-                inits: dict[str, np.ndarray], opset: int = 20) -> Any:
+def _onnx_model(nodes: list, inputs: dict[str, np.ndarray], out_shape: tuple,
+                inits: dict[str, np.ndarray], opset: int = 17) -> Any:
+    """A one-output ("y") float32 model; the last node's output is renamed "y"."""
     from onnx import TensorProto, helper, numpy_helper
 
+    nodes[-1].output[0] = "y"
     graph = helper.make_graph(
         nodes, "g",
         [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
          for k, v in inputs.items()],
-        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v)) for k, v in outputs.items()],
-        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 9
+    m.ir_version = 8
     return m
 
 
-def to_nchwc(x: np.ndarray, bn: int) -> np.ndarray:
-    n, c, h, w = x.shape
-    return np.ascontiguousarray(x.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2))
+def _node(op: str, ins: list[str], out: str, **attrs: Any) -> Any:
+    from onnx import helper
 
-
-def from_nchwc(x: np.ndarray) -> np.ndarray:
-    n, cc, h, w, bn = x.shape
-    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cc * bn, h, w))
-
-
-def kernel_to_oihwio(w: np.ndarray, ibn: int, obn: int) -> np.ndarray:
-    oc, ic, kh, kw = w.shape
-    return np.ascontiguousarray(
-        w.reshape(oc // obn, obn, ic // ibn, ibn, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+    return helper.make_node(op, ins, [out], **attrs)
 
 
 def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
-              groups: int = 1, layout: str = "NCHW") -> Case:
-    """conv2d (pad k//2) + bias + epilogue: relu | clip (relu6) | none | res (+ residual) |
-    res_relu (+ residual, relu)."""
-    p = k // 2
+              groups: int = 1, pad: int | None = None) -> Case:
+    """Conv (bias, pad ``k // 2`` unless given) + epilogue: relu | clip (relu6) | none | res
+    (+ residual input) | res_relu (+ residual, relu). ``hw`` is the (square) input size."""
+    p = k // 2 if pad is None else pad
     oh = (hw + 2 * p - k) // s + 1
     x, w, b = _rand(1, ic, hw, hw), _rand(oc, ic // groups, k, k) * 0.2, _rand(oc)
-    r = _rand(1, oc, oh, oh)
-    flops = 2.0 * oc * oh * oh * (ic // groups) * k * k
     dw = groups > 1 and groups == ic
-    tag = ("dw" if dw else "conv") + f"{k}x{k}"
-    name = f"{model}:{tag} {ic}x{hw}x{hw}->{oc} s{s} +{epi} [{layout}]"
-    inputs = {"x": x, "w": w, "b": b.reshape(oc, 1, 1)}
+    name = (f"{model}:{'dw' if dw else 'conv'}{k}x{k} {ic}x{hw}x{hw}->{oc} s{s}"
+            + (f" p{p}" if pad is not None else "") + (f" g{groups}" if groups > 1 and not dw
+                                                       else "") + f" +{epi}")
+    feeds = {"x": x}
+    nodes = [_node("Conv", ["x", "w", "b"], "c", pads=[p] * 4, strides=[s, s],
+                   kernel_shape=[k, k], group=groups)]
+    inits = {"w": w, "b": b}
     if "res" in epi:
-        inputs["r"] = r
-    ibn, obn = conv2d_infer_layout(ic, oc)
-    if layout != "NCHW":
-        if dw:  # AlterOpLayout's depthwise form: kernel OIHW1i{c}o, data/output NCHW{c}c
-            ibn = obn
-            wk = w.reshape(oc // obn, obn, k, k).transpose(0, 2, 3, 1)[:, None, :, :, None, :]
-        else:
-            wk = kernel_to_oihwio(w, ibn, obn)
-        inputs = {"x": to_nchwc(x, ibn), "w": np.ascontiguousarray(wk),
-                  "b": np.ascontiguousarray(b.reshape(oc // obn, obn)[:, None, None, :])[None]}
-        if "res" in epi:
-            inputs["r"] = to_nchwc(r, obn)
-
-    def build_relay() -> Any:
-        vs = {k_: relay.var(k_, shape=v.shape) for k_, v in inputs.items()}
-        if layout == "NCHW":
-            y = relay.nn.conv2d(vs["x"], vs["w"], strides=(s, s), padding=(p, p, p, p),
-                                groups=groups, channels=oc, kernel_size=(k, k))
-        else:
-            y = relay.nn.contrib_conv2d_nchwc(
-                vs["x"], vs["w"], strides=(s, s), padding=(p, p, p, p), channels=oc,
-                kernel_size=(k, k), groups=groups, data_layout=f"NCHW{ibn}c",
-                kernel_layout=f"OIHW1i{obn}o" if dw else f"OIHW{ibn}i{obn}o",
-                out_layout=f"NCHW{obn}c")
-        y = relay.add(y, vs["b"])
-        if "res" in epi:
-            y = relay.add(y, vs["r"])
-        if "relu" in epi:
-            y = relay.nn.relu(y)
-        if epi == "clip":
-            y = relay.clip(y, 0.0, 6.0)
-        return y
-
-    def build_onnx() -> Any:
-        from onnx import helper
-
-        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[p] * 4, strides=[s, s],
-                                  kernel_shape=[k, k], group=groups)]
-        last = "c"
-        if "res" in epi:
-            nodes.append(helper.make_node("Add", [last, "r"], ["a"]))
-            last = "a"
-        if "relu" in epi:
-            nodes.append(helper.make_node("Relu", [last], ["y"]))
-        elif epi == "clip":
-            nodes.append(helper.make_node("Clip", [last, "lo", "hi"], ["y"]))
-        else:
-            nodes.append(helper.make_node("Identity", [last], ["y"]))
-        ins = {"x": x, **({"r": r} if "res" in epi else {})}
-        inits = {"w": w, "b": b}
-        if epi == "clip":
-            inits.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
-        return _onnx_model(nodes, ins, {"y": (1, oc, oh, oh)}, inits)
-
-    def check(feed: dict, got: np.ndarray, ort_out: np.ndarray) -> float:
-        if layout != "NCHW":
-            got = from_nchwc(got)
-        return float(np.abs(got - ort_out).max() / (np.abs(ort_out).max() + 1e-6))
-
-    ort_inputs = ["x", "r"] if "res" in epi else ["x"]
-    c = Case(name, flops, build_relay, build_onnx, inputs, ort_inputs, check)
-    # onnxruntime always sees NCHW values
-    c.extra["ort_feed"] = {"x": x, **({"r": r} if "res" in epi else {})}
-    return c
+        feeds["r"] = _rand(1, oc, oh, oh)
+        nodes.append(_node("Add", ["c", "r"], "a"))
+    if "relu" in epi:
+        nodes.append(_node("Relu", [nodes[-1].output[0]], "y"))
+    elif epi == "clip":
+        inits.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
+        nodes.append(_node("Clip", [nodes[-1].output[0], "lo", "hi"], "y"))
+    flops = 2.0 * oc * oh * oh * (ic // groups) * k * k
+    return Case(name, flops, lambda: _onnx_model(nodes, feeds, (1, oc, oh, oh), inits), feeds)
 
 
-def dense_case(model: str, m: int, kdim: int, n: int, epi: str, packed: bool = False) -> Case:
-    """dense (x @ W^T) + bias + epilogue: none | gelu | res (residual add); ``packed``: as
-    AlterOpLayout leaves it at opt_level 3 (nn.contrib_dense_pack, weight packed at compile
-    time)."""
-    from tvmpy.topi.x86 import panel_width
-
-    x, w, b, r = _rand(m, kdim), _rand(n, kdim) * 0.1, _rand(n), _rand(m, n)
-    nr = panel_width(n)
-    wk = np.ascontiguousarray(w.reshape(n // nr, nr, kdim).transpose(0, 2, 1)) if packed else w
-    inputs = {"x": x, "w": wk, "b": b, **({"r": r} if epi == "res" else {})}
-
-    def build_relay() -> Any:
-        vs = {k_: relay.var(k_, shape=v.shape) for k_, v in inputs.items()}
-        mm = (relay.nn.contrib_dense_pack(vs["x"], vs["w"]) if packed
-              else relay.nn.dense(vs["x"], vs["w"]))
-        y = relay.add(mm, vs["b"])
-        if epi == "gelu":
-            y = relay.nn.gelu(y)
-        if epi == "res":
-            y = relay.add(y, vs["r"])
-        return y
-
-    def build_onnx() -> Any:
-        from onnx import helper
-
-        nodes = [helper.make_node("MatMul", ["x", "wt"], ["mm"]),
-                 helper.make_node("Add", ["mm", "b"], ["c"])]
-        if epi == "gelu":
-            nodes.append(helper.make_node("Gelu", ["c"], ["y"]))
-        elif epi == "res":
-            nodes.append(helper.make_node("Add", ["c", "r"], ["y"]))
-        else:
-            nodes.append(helper.make_node("Identity", ["c"], ["y"]))
-        ins = {"x": x, **({"r": r} if epi == "res" else {})}
-        return _onnx_model(nodes, ins, {"y": (m, n)}, {"wt": np.ascontiguousarray(w.T), "b": b})
-
-    c = Case(f"{model}:dense {m}x{kdim}->{n} +{epi}" + (" [packed]" if packed else ""),
-             2.0 * m * n * kdim, build_relay,
-             build_onnx, inputs, ["x", "r"] if epi == "res" else ["x"])
-    c.extra["ort_feed"] = {"x": x, **({"r": r} if epi == "res" else {})}
-    return c
+def dense_case(model: str, m: int, kdim: int, n: int, epi: str) -> Case:
+    """MatMul by a constant [K, N] weight + bias + epilogue: none | gelu (the Erf formula, as
+    torch exports nn.GELU) | res (+ residual input)."""
+    x, w, b = _rand(m, kdim), _rand(kdim, n) * 0.1, _rand(n)
+    feeds = {"x": x}
+    inits = {"w": w, "b": b}
+    nodes = [_node("MatMul", ["x", "w"], "mm"), _node("Add", ["mm", "b"], "c")]
+    if epi == "gelu":
+        inits.update(sq2=np.array(np.sqrt(2.0), np.float32), one=np.array(1, np.float32),
+                     half=np.array(0.5, np.float32))
+        nodes += [_node("Div", ["c", "sq2"], "d"), _node("Erf", ["d"], "e"),
+                  _node("Add", ["e", "one"], "e1"), _node("Mul", ["c", "e1"], "g"),
+                  _node("Mul", ["g", "half"], "y")]
+    elif epi == "res":
+        feeds["r"] = _rand(m, n)
+        nodes.append(_node("Add", ["c", "r"], "y"))
+    return Case(f"{model}:dense {m}x{kdim}->{n} +{epi}", 2.0 * m * n * kdim,
+                lambda: _onnx_model(nodes, feeds, (m, n), inits), feeds)
 
 
 def bmm_case(model: str, b: int, m: int, kdim: int, n: int, scale: float | None) -> Case:
-    """batch_matmul(A[b, m, k], B[b, k, n]) (transpose_b=False, as from_onnx makes it) times an
-    optional scalar scale (the attention scores' 1/sqrt(d))."""
-    a, bb = _rand(b, m, kdim), _rand(b, kdim, n)
-    inputs = {"a": a, "bb": bb}
-
-    def build_relay() -> Any:
-        va, vb = relay.var("a", shape=a.shape), relay.var("bb", shape=bb.shape)
-        y = relay.nn.batch_matmul(va, vb, transpose_b=False)
-        if scale is not None:
-            y = relay.multiply(y, relay.const(np.float32(scale)))
-        return y
-
-    def build_onnx() -> Any:
-        from onnx import helper
-
-        nodes = [helper.make_node("MatMul", ["a", "bb"], ["mm"])]
-        if scale is not None:
-            nodes.append(helper.make_node("Mul", ["mm", "sc"], ["y"]))
-            inits = {"sc": np.array(scale, np.float32)}
-        else:
-            nodes.append(helper.make_node("Identity", ["mm"], ["y"]))
-            inits = {}
-        return _onnx_model(nodes, inputs, {"y": (b, m, n)}, inits)
-
-    c = Case(f"{model}:batch_matmul {b}x{m}x{kdim}x{n}" + (" *scale" if scale else ""),
-             2.0 * b * m * n * kdim, build_relay, build_onnx, inputs, ["a", "bb"])
-    c.extra["ort_feed"] = inputs
-    return c
+    """MatMul of two runtime inputs A[b, m, k] @ B[b, k, n] (attention scores / context), times
+    an optional scalar (the scores' 1/sqrt(d))."""
+    feeds = {"a": _rand(b, m, kdim), "bb": _rand(b, kdim, n)}
+    nodes = [_node("MatMul", ["a", "bb"], "mm")]
+    inits = {}
+    if scale is not None:
+        inits["sc"] = np.array(scale, np.float32)
+        nodes.append(_node("Mul", ["mm", "sc"], "y"))
+    return Case(f"{model}:batch_matmul {b}x{m}x{kdim}x{n}" + (" *scale" if scale else ""),
+                2.0 * b * m * n * kdim, lambda: _onnx_model(nodes, feeds, (b, m, n), inits),
+                feeds)
 
 
-def softmax_case(model: str, shape: tuple) -> Case:
-    x = _rand(*shape) * 4
-    c = Case(f"{model}:softmax {'x'.join(map(str, shape))}", 5.0 * x.size,
-             lambda: relay.nn.softmax(relay.var("x", shape=shape), axis=-1),
-             lambda: _onnx_model([__import__("onnx").helper.make_node("Softmax", ["x"], ["y"],
-                                                                        axis=-1)],
-                                 {"x": x}, {"y": shape}, {}),
-             {"x": x}, ["x"])
-    c.extra["ort_feed"] = {"x": x}
-    return c
+def softmax_case(model: str, shape: tuple[int, ...]) -> Case:
+    feeds = {"x": _rand(*shape) * 4}
+    return Case(f"{model}:softmax {'x'.join(map(str, shape))}", 5.0 * np.prod(shape),
+                lambda: _onnx_model([_node("Softmax", ["x"], "y", axis=-1)], feeds, shape, {}),
+                feeds)
 
 
 def layer_norm_case(model: str, m: int, n: int) -> Case:
-    x, g, be = _rand(m, n), _rand(n), _rand(n)
-
-    def build_relay() -> Any:
-        return relay.nn.layer_norm(relay.var("x", shape=x.shape), relay.var("g", shape=g.shape),
-                                   relay.var("be", shape=be.shape), axis=-1, epsilon=1e-5)
-
-    def build_onnx() -> Any:
-        from onnx import helper
-
-        return _onnx_model([helper.make_node("LayerNormalization", ["x", "g", "be"], ["y"],
-                                             axis=-1, epsilon=1e-5)],
-                           {"x": x}, {"y": (m, n)}, {"g": g, "be": be})
-
-    c = Case(f"{model}:layer_norm {m}x{n}", 8.0 * x.size, build_relay, build_onnx,
-             {"x": x, "g": g, "be": be}, ["x"])
-    c.extra["ort_feed"] = {"x": x}
-    return c
+    feeds = {"x": _rand(m, n)}
+    inits = {"g": _rand(n), "be": _rand(n)}
+    return Case(f"{model}:layer_norm {m}x{n}", 8.0 * m * n,
+                lambda: _onnx_model([_node("LayerNormalization", ["x", "g", "be"], "y", axis=-1,
+                                           epsilon=1e-5)], feeds, (m, n), inits), feeds)
 
 
-def pool_case(model: str, kind: str, c_: int, hw: int, layout: str = "NCHW") -> Case:
-    """max_pool 3x3 stride 2 pad 1 or global_avg_pool; in NCHW16c when ``layout`` is not
-    NCHW (onnxruntime always runs NCHW)."""
-    x = _rand(1, c_, hw, hw)
-    xin = x if layout == "NCHW" else to_nchwc(x, 16)
-    lay = "NCHW" if layout == "NCHW" else "NCHW16c"
+def pool_case(model: str, kind: str, c: int, hw: int) -> Case:
+    """MaxPool 3x3 stride 2 pad 1 (kind "max") or GlobalAveragePool (kind "gavg")."""
+    feeds = {"x": _rand(1, c, hw, hw)}
     if kind == "max":
         oh = (hw + 2 - 3) // 2 + 1
-        out = (1, c_, oh, oh)
-
-        def build_relay() -> Any:
-            return relay.nn.max_pool2d(relay.var("x", shape=xin.shape), pool_size=(3, 3),
-                                       strides=(2, 2), padding=(1, 1, 1, 1), layout=lay)
-        node = ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]))
-        flops = 9.0 * c_ * oh * oh
+        node = _node("MaxPool", ["x"], "y", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+        out, flops = (1, c, oh, oh), 9.0 * c * oh * oh
     else:
-        out = (1, c_, 1, 1)
-
-        def build_relay() -> Any:
-            return relay.nn.global_avg_pool2d(relay.var("x", shape=xin.shape), layout=lay)
-        node = ("GlobalAveragePool", {})
-        flops = float(x.size)
-
-    def build_onnx() -> Any:
-        from onnx import helper
-
-        return _onnx_model([helper.make_node(node[0], ["x"], ["y"], **node[1])],
-                           {"x": x}, {"y": out}, {})
-
-    def check(feed: dict, got: np.ndarray, ort_out: np.ndarray) -> float:
-        got = got if layout == "NCHW" else from_nchwc(got)
-        return float(np.abs(got - ort_out).max() / (np.abs(ort_out).max() + 1e-6))
-
-    c = Case(f"{model}:{kind}_pool {c_}x{hw}x{hw} [{layout}]", flops, build_relay, build_onnx,
-             {"x": xin}, ["x"], check)
-    c.extra["ort_feed"] = {"x": x}
-    return c
+        node = _node("GlobalAveragePool", ["x"], "y")
+        out, flops = (1, c, 1, 1), float(c * hw * hw)
+    return Case(f"{model}:{kind}_pool {c}x{hw}x{hw}", flops,
+                lambda: _onnx_model([node], feeds, out, {}), feeds)
 
 
-def resnet18_cases(layouts: tuple[str, ...]) -> list[Case]:
-    cs: list[Case] = []
+def resnet18_cases() -> list[Case]:
     convs = [  # ic, hw, oc, k, s, epilogue
         (3, 224, 64, 7, 2, "relu"),
         (64, 56, 64, 3, 1, "relu"), (64, 56, 64, 3, 1, "res_relu"),
@@ -364,47 +202,36 @@ def resnet18_cases(layouts: tuple[str, ...]) -> list[Case]:
         (256, 14, 512, 3, 2, "relu"), (256, 14, 512, 1, 2, "none"),
         (512, 7, 512, 3, 1, "relu"), (512, 7, 512, 3, 1, "res_relu"),
     ]
-    for lay in layouts:
-        cs += [conv_case("resnet18", *c, layout=lay) for c in convs]
-    for lay in layouts:
-        cs.append(pool_case("resnet18", "max", 64, 112, lay))
-        cs.append(pool_case("resnet18", "gavg", 512, 7, lay))
-    cs.append(dense_case("resnet18", 1, 512, 1000, "none"))
-    return cs
+    return ([conv_case("resnet18", *c) for c in convs]
+            + [pool_case("resnet18", "max", 64, 112), pool_case("resnet18", "gavg", 512, 7),
+               dense_case("resnet18", 1, 512, 1000, "none")])
 
 
-def mobilenet_v2_cases(layouts: tuple[str, ...]) -> list[Case]:
-    cs: list[Case] = [conv_case("mobilenet_v2", 3, 224, 32, 3, 2, "clip", layout=lay)
-                      for lay in layouts]
-    seen = set()
+def mobilenet_v2_cases() -> list[Case]:
+    cs = [conv_case("mobilenet_v2", 3, 224, 32, 3, 2, "clip")]
+    seen: set[tuple] = set()
+
+    def add(*args: Any, **kw: Any) -> None:  # each distinct layer once
+        key = (*args, *kw.items())
+        if key not in seen:
+            seen.add(key)
+            cs.append(conv_case("mobilenet_v2", *args, **kw))
+
     cin, hw = 32, 112
-    for t, c_, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                        (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                       (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
         for i in range(n):
             st = s if i == 0 else 1
             hid = cin * t
             if t != 1:
-                key = ("pw", cin, hw, hid, "clip")
-                if key not in seen:
-                    seen.add(key)
-                    cs += [conv_case("mobilenet_v2", cin, hw, hid, 1, 1, "clip", layout=lay)
-                           for lay in layouts]
-            key = ("dw", hid, hw, st)
-            if key not in seen:
-                seen.add(key)
-                cs += [conv_case("mobilenet_v2", hid, hw, hid, 3, st, "clip", groups=hid,
-                                 layout=lay) for lay in layouts]
+                add(cin, hw, hid, 1, 1, "clip")  # expand
+            add(hid, hw, hid, 3, st, "clip", groups=hid)  # depthwise
             ohw = (hw + 2 - 3) // st + 1
-            epi = "res" if st == 1 and cin == c_ else "none"
-            key = ("pw", hid, ohw, c_, epi)
-            if key not in seen:
-                seen.add(key)
-                cs += [conv_case("mobilenet_v2", hid, ohw, c_, 1, 1, epi, layout=lay)
-                       for lay in layouts]
-            cin, hw = c_, ohw
-    cs += [conv_case("mobilenet_v2", 320, 7, 1280, 1, 1, "clip", layout=lay) for lay in layouts]
-    cs += [pool_case("mobilenet_v2", "gavg", 1280, 7, lay) for lay in layouts]
-    cs.append(dense_case("mobilenet_v2", 1, 1280, 1000, "none"))
+            add(hid, ohw, c, 1, 1, "res" if st == 1 and cin == c else "none")  # project
+            cin, hw = c, ohw
+    cs += [conv_case("mobilenet_v2", 320, 7, 1280, 1, 1, "clip"),
+           pool_case("mobilenet_v2", "gavg", 1280, 7),
+           dense_case("mobilenet_v2", 1, 1280, 1000, "none")]
     return cs
 
 
@@ -416,9 +243,6 @@ def bert_cases() -> list[Case]:
         dense_case("bert", seq, hid, hid, "res"),
         dense_case("bert", seq, hid, inter, "gelu"),
         dense_case("bert", seq, inter, hid, "res"),
-        dense_case("bert", seq, hid, hid, "none", packed=True),
-        dense_case("bert", seq, hid, inter, "gelu", packed=True),
-        dense_case("bert", seq, inter, hid, "res", packed=True),
         bmm_case("bert", heads, seq, dh, seq, 1.0 / np.sqrt(dh)),
         bmm_case("bert", heads, seq, seq, dh, None),
         softmax_case("bert", (heads, seq, seq)),
@@ -426,108 +250,298 @@ def bert_cases() -> list[Case]:
     ]
 
 
+# the case sets --model chooses from ("all": every set, in this order); add new sets here
+CASE_SETS: dict[str, Callable[[], list[Case]]] = {
+    "resnet18": resnet18_cases,
+    "mobilenet_v2": mobilenet_v2_cases,
+    "bert": bert_cases,
+}
+
+
 # --- running ----------------------------------------------------------------------------------
 
-def ort_session(model: Any) -> Any:
+def tvm_side(model: Any, feeds: dict[str, np.ndarray], opt_level: int) -> tuple[Any, float]:
+    """``(graph module with the inputs set, build seconds)`` of ``model`` built by relay.build."""
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.testing import compare
+    from tvmpy.runtime import cpu
+
+    mod, params = compare.import_onnx(model, {k: v.shape for k, v in feeds.items()})
+    lib, secs = compare.build(mod, params, opt_level=opt_level)
+    m = graph_executor.GraphModule(lib["default"](cpu(0)))
+    m.set_input(**feeds)
+    return m, secs
+
+
+def kernel_shares(m: Any) -> tuple[str, float]:
+    """tvmpy's kernels of the one-op graph with each one's share of the summed kernel time, and
+    the layout_transform kernels' total share (the graph executor's per-node profile; tvmpy-only,
+    not part of the comparison)."""
+    rows = m.profile(number=20).rows
+    total = sum(r["time"] for r in rows) or 1.0
+    lt = sum(r["time"] for r in rows if "layout_transform" in r["node"]) / total
+    return ", ".join(f"{r['node']} {r['time'] / total:.0%}" for r in rows), lt
+
+
+def ort_node_times(model: Any, feeds: dict[str, np.ndarray], number: int = 50,
+                   threads: int = 2) -> list[tuple[str, float]]:
+    """onnxruntime's own per-node profile: (op type, median seconds) of every kernel it runs,
+    over ``number`` bound runs (the profiler adds a little to each node)."""
+    import statistics
+    import tempfile
+
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
-    opts.inter_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), opts,
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    opts.enable_profiling = True
+    opts.profile_file_prefix = os.path.join(tempfile.gettempdir(), "tvmpy_bench_ops_ort_profile")
+    sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
+    run, _ = ort_bound_runner(sess, feeds)
+    for _ in range(number + 5):
+        run()
+    path = sess.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    per: dict[str, list[float]] = {}
+    ops_: dict[str, str] = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            per.setdefault(e["name"], []).append(e["dur"] * 1e-6)
+            ops_[e["name"]] = e.get("args", {}).get("op_name", e["name"])
+    return [(ops_[k], statistics.median(v[5:] or v)) for k, v in per.items()]
 
 
-def _number(fn: Callable[[], object], target_s: float = 0.02) -> int:
-    t = best_time(fn, repeat=2)
-    return max(1, min(1000, int(target_s / max(t, 1e-7))))
+def _is_reorder(node: str) -> bool:
+    return "layout_transform" in node or node.startswith("Reorder")
 
 
-def run_case(c: Case, rounds: int, pause: float) -> dict:
-    t0 = time.perf_counter()
-    s, phs, outs, params = lower_group(c.relay_fn())
-    f = tvm.build(s, [*phs, *outs], target="llvm", name="op")
-    build_s = time.perf_counter() - t0
-    args = [tvm.nd.array(c.inputs[p.name_hint]) for p in params]
-    out = tvm.nd.empty([int(d) for d in outs[0].shape], "float32")
-    f(*args, out)
-    sess = ort_session(c.onnx_fn())
-    feed = c.extra["ort_feed"]
-    ref = sess.run(None, feed)[0]
-    got = out.numpy()
-    if c.check is not None:
-        err = c.check(feed, got, ref)
-    else:
-        err = float(np.abs(got - ref).max() / (np.abs(ref).max() + 1e-6))
-    # per-call timings, the best kept: on this shared 2-core machine another process often
-    # preempts one of the two threads for a whole time slice (the parallel loop then waits for
-    # it), which would dominate any mean; both sides are measured alike
-    n_tvm = _number(lambda: f(*args, out))
-    n_ort = _number(lambda: sess.run(None, feed))
-    ev = f.time_evaluator(f.entry_name, tvm.cpu(0), number=1, repeat=max(5, n_tvm))
-    tt, to = [], []
-    for _ in range(rounds):
-        time.sleep(pause)
-        tt.append(min(ev(*args, out).results))
-        time.sleep(pause)
-        to.append(best_time(lambda: sess.run(None, feed), repeat=max(5, n_ort), number=1))
-    return {"name": c.name, "tvm": min(tt), "ort": min(to), "flops": c.flops, "err": err,
-            "build": build_s}
+def breakdown(c: Case, opt_level: int, number: int = 50, threads: int = 2) -> dict:
+    """Per-kernel median times of both sides, each from its own profiler (tvmpy's graph executor
+    profile; onnxruntime's session profiler), split into the boundary reorders (tvmpy's
+    layout_transform kernels, onnxruntime's ReorderInput/ReorderOutput) and the rest: a
+    kernel-level view, both convolutions running blocked inside, without per-call overheads."""
+    model = c.onnx_fn()
+    m, _ = tvm_side(model, c.feeds, opt_level)
+    tv = [(r["node"], r["time"]) for r in m.profile(number=number).rows]
+    on = ort_node_times(model, c.feeds, number, threads)
+    row = {"name": c.name, "tvmpy": tv, "ort": on}
+    for side, rows in (("tvmpy", tv), ("ort", on)):
+        row[f"{side} reorder"] = sum(t for n, t in rows if _is_reorder(n))
+        row[f"{side} compute"] = sum(t for n, t in rows if not _is_reorder(n))
+    return row
+
+
+def print_breakdowns(rows: list[dict], opt_level: int) -> None:
+    print(f"\n| case | tvmpy O{opt_level} compute us | ORT compute us | compute ratio | tvmpy "
+          "layout_transform us | ORT Reorder us |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['tvmpy compute'] * 1e6:.1f} | {r['ort compute'] * 1e6:.1f} | "
+              f"{r['tvmpy compute'] / r['ort compute']:.2f} | {r['tvmpy reorder'] * 1e6:.1f} | "
+              f"{r['ort reorder'] * 1e6:.1f} |")
+    sets = [s for s in CASE_SETS if any(r["name"].startswith(s + ":") for r in rows)]
+    for s in sets:
+        rs = [r for r in rows if r["name"].startswith(s + ":")]
+        print(f"# kernel-level {s}: geomean compute ratio "
+              f"{geomean([r['tvmpy compute'] / r['ort compute'] for r in rs]):.2f}; reorders "
+              f"summed tvmpy {sum(r['tvmpy reorder'] for r in rs) * 1e3:.3f} ms, onnxruntime "
+              f"{sum(r['ort reorder'] for r in rs) * 1e3:.3f} ms")
+
+
+def run_case(c: Case, rounds: int, pause: float, opt_levels: list[int], target_s: float,
+             threads: int = 2) -> dict:
+    """Both sides of ``c`` built, checked against each other and timed (see the module doc);
+    tvmpy's thread count is the process's (``--threads`` sets TVM_NUM_THREADS)."""
+    model = c.onnx_fn()
+    sess = ort_session(model, threads)
+    ort_run, ort_outs = ort_bound_runner(sess, c.feeds)
+    ort_run()
+    want = ort_outs[0].numpy()
+    sides: dict[str, Callable[[], object]] = {}
+    row: dict[str, Any] = {"name": c.name, "flops": c.flops, "err": 0.0}
+    mods = {}
+    for lvl in opt_levels:
+        m, row[f"build O{lvl}"] = tvm_side(model, c.feeds, lvl)
+        m.run()
+        got = m.get_output(0).numpy()
+        if got.shape != want.shape:
+            raise ValueError(f"tvmpy O{lvl} output shape {got.shape} != onnxruntime's {want.shape}")
+        err = float(np.abs(got - want).max() / (np.abs(want).max() + 1e-6))
+        row["err"] = max(row["err"], err)
+        mods[lvl] = m
+        sides[f"O{lvl}"] = m.run
+    sides["ort"] = ort_run
+    samples = interleaved_samples(sides, rounds, pause=pause, target_s=target_s)
+    for k, xs in samples.items():
+        row[k], row[f"min {k}"] = quartiles(xs), min(xs)
+    for lvl in opt_levels:  # the spread of the per-round ratios (rounds are interleaved pairs)
+        row[f"ratio O{lvl}"] = quartiles([a / b for a, b in zip(samples[f"O{lvl}"],
+                                                                 samples["ort"])])
+    for lvl in opt_levels:
+        row[f"kernels O{lvl}"], row[f"layout share O{lvl}"] = kernel_shares(mods[lvl])
+    return row
+
+
+def _ms(q: tuple[float, float, float]) -> str:
+    return f"{q[1] * 1e3:.3f} ({q[0] * 1e3:.3f}-{q[2] * 1e3:.3f})"
+
+
+def _us(q: tuple[float, float, float]) -> str:
+    return f"{q[1] * 1e6:.1f} ({q[0] * 1e6:.1f}-{q[2] * 1e6:.1f})"
+
+
+def print_case(r: dict, levels: list[int]) -> None:
+    parts = [f"{r['name']:50s}"]
+    for lvl in levels:
+        q, rq = r[f"O{lvl}"], r[f"ratio O{lvl}"]
+        parts.append(f"tvmpy O{lvl} {_ms(q)} {r['flops'] / q[1] / 1e9:6.1f} GF/s, ratio "
+                     f"{q[1] / r['ort'][1]:.2f} (rounds {rq[0]:.2f}-{rq[2]:.2f})")
+    parts.append(f"ort {_ms(r['ort'])} {r['flops'] / r['ort'][1] / 1e9:6.1f} GF/s")
+    parts.append("best rounds " + ", ".join(f"O{lv} {r[f'min O{lv}'] * 1e3:.3f}" for lv in levels)
+                 + f", ort {r['min ort'] * 1e3:.3f} ms")
+    parts.append(f"err {r['err']:.0e}, build " + "/".join(
+        f"{r[f'build O{lvl}']:.1f}" for lvl in levels) + " s")
+    print(" | ".join(parts), flush=True)
+    for lvl in levels:
+        print(f"    tvmpy O{lvl} kernels: {r[f'kernels O{lvl}']}", flush=True)
+
+
+def print_markdown(rows: list[dict], levels: list[int]) -> None:
+    """One table per opt_level: medians (IQR), the ratio of medians (and the IQR of the
+    per-round ratios), the ratio of the best rounds, GFLOP/s, tvmpy's layout_transform share."""
+    for lvl in levels:
+        print(f"\n| case | tvmpy O{lvl} ms | ORT ms | ratio (round IQR) | best-round ratio | "
+              "GFLOP/s tvmpy / ORT | layout_transform share |\n|---|---|---|---|---|---|---|")
+        for r in rows:
+            q, o, rq = r[f"O{lvl}"], r["ort"], r[f"ratio O{lvl}"]
+            print(f"| {r['name']} | {_ms(q)} | {_ms(o)} | {q[1] / o[1]:.2f} ({rq[0]:.2f}-"
+                  f"{rq[2]:.2f}) | {r[f'min O{lvl}'] / r['min ort']:.2f} | "
+                  f"{r['flops'] / q[1] / 1e9:.0f} / {r['flops'] / o[1] / 1e9:.0f} | "
+                  f"{r[f'layout share O{lvl}']:.0%} |")
+
+
+def print_summary(rows: list[dict], levels: list[int]) -> None:
+    """Per opt_level and model: geomean / median / range of the ratios of medians, and the
+    cases below 0.9x onnxruntime's speed (ratio above 1/0.9)."""
+    sets = [s for s in CASE_SETS if any(r["name"].startswith(s + ":") for r in rows)]
+    print()
+    for lvl in levels:
+        for s in ["all", *sets] if len(sets) > 1 else sets:
+            rs = [r for r in rows if s == "all" or r["name"].startswith(s + ":")]
+            ratios = [r[f"O{lvl}"][1] / r["ort"][1] for r in rs]
+            best = [r[f"min O{lvl}"] / r["min ort"] for r in rs]
+            slow = [r["name"] for r, x in zip(rs, ratios) if x > 1 / 0.9]
+            print(f"# summary O{lvl} {s}: {len(rs)} cases, geomean ratio {geomean(ratios):.2f} "
+                  f"(best rounds {geomean(best):.2f}), median {float(np.median(ratios)):.2f}, "
+                  f"range {min(ratios):.2f}-{max(ratios):.2f}; below 0.9x onnxruntime's speed "
+                  f"(ratio > 1.11): {len(slow)}" + (f" ({', '.join(slow)})" if slow else ""))
+    print(f"# largest max|tvmpy - ort| / max|ort|: {max((r['err'] for r in rows), default=0):.1e}")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", default="all", choices=["all", "resnet18", "mobilenet_v2", "bert"])
-    ap.add_argument("--filter", default="", help="only cases whose name contains this text")
-    ap.add_argument("--layout", default="both", choices=["both", "NCHW", "NCHWc"])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--pause", type=float, default=0.25)
-    ap.add_argument("--retries", type=int, default=2,
-                    help="re-measurements of a case whose ratio is above 1.3")
-    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="all", choices=["all", *CASE_SETS])
+    ap.add_argument("--filter", default="",
+                    help="only cases whose name contains this text (alternatives split by |)")
+    ap.add_argument("--shard", default="0/1", metavar="K/N",
+                    help="only every N-th selected case, starting at the K-th (0-based): splits "
+                         "a long table into shorter runs")
+    ap.add_argument("--rounds", type=int, default=31, help="interleaved rounds per case")
+    ap.add_argument("--pause", type=float, default=0.05, help="seconds before each side's round")
+    ap.add_argument("--round-ms", type=float, default=5.0,
+                    help="about how long one side's round of back-to-back calls lasts")
+    ap.add_argument("--opt-levels", default="3", help="tvmpy build opt_levels, e.g. 3 or 2,3")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both sides (onnxruntime intra_op_num_threads, tvmpy "
+                         "TVM_NUM_THREADS)")
+    ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    ap.add_argument("--json", metavar="FILE", help="append each case's figures (JSON lines)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="instead of the timing table: each selected case's per-kernel profile "
+                         "on both sides (the highest --opt-levels), boundary reorders apart")
+    ap.add_argument("--report", nargs="+", metavar="FILE",
+                    help="measure nothing: print the tables and summary of --json files "
+                         "(e.g. the shards of one table)")
     o = ap.parse_args()
-    lays = ("NCHW", "NCHWc") if o.layout == "both" else (o.layout,)
-    cases: list[Case] = []
-    if o.model in ("all", "resnet18"):
-        cases += resnet18_cases(lays)
-    if o.model in ("all", "mobilenet_v2"):
-        cases += mobilenet_v2_cases(lays)
-    if o.model in ("all", "bert"):
-        cases += bert_cases()
-    cases = [c for c in cases if o.filter in c.name]
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {machine_description()}; "
-          "onnxruntime intra_op_num_threads=2; ratio = tvmpy time / onnxruntime time")
-    if o.markdown:
-        print("| case | tvmpy ms | GFLOP/s | ORT ms | GFLOP/s | ratio |")
-        print("|---|---|---|---|---|---|")
-    tot_t = tot_o = 0.0
+    levels = sorted({int(v) for v in o.opt_levels.split(",") if v})
+    if not levels or any(lv not in range(4) for lv in levels):
+        ap.error("--opt-levels: integers 0-3, e.g. 3 or 2,3")
+    if o.report:
+        rows = []
+        for path in o.report:
+            with open(path) as f:
+                rows += [r for r in map(json.loads, f) if "name" in r]
+        order = {c.name: i for i, c in enumerate(c for mk in CASE_SETS.values() for c in mk())}
+        rows.sort(key=lambda r: order.get(r["name"], len(order)))  # shards back in table order
+        for line in dict.fromkeys(r["header"] for path in o.report
+                                  for r in map(json.loads, open(path)) if "header" in r):
+            print(line)
+        print_markdown(rows, levels)
+        print_summary(rows, levels)
+        return
+    sets = list(CASE_SETS) if o.model == "all" else [o.model]
+    wanted = o.filter.split("|")
+    cases = [c for s in sets for c in CASE_SETS[s]() if any(w in c.name for w in wanted)]
+    try:
+        k, n = (int(v) for v in o.shard.split("/"))
+        if not 0 <= k < n:
+            raise ValueError
+    except ValueError:
+        ap.error("--shard: K/N with 0 <= K < N, e.g. 1/3")
+    cases = cases[k::n]
+    if o.threads < 1:
+        ap.error("--threads: at least 1")
+    os.environ["TVM_NUM_THREADS"] = str(o.threads)  # read when tvmpy's pool starts
+    if o.breakdown:
+        rows = []
+        for c in cases:
+            r = breakdown(c, max(levels), threads=o.threads)
+            rows.append(r)
+            print(f"{c.name}: tvmpy " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["tvmpy"])
+                  + " | onnxruntime " + ", ".join(f"{n} {t * 1e6:.1f}" for n, t in r["ort"])
+                  + " (us)", flush=True)
+        print_breakdowns(rows, max(levels))
+        return
+    sink = open(o.json, "a") if o.json else None
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    header = (f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {machine_description()}, "
+              f"load average {load:.2f}; {o.rounds} interleaved rounds per case; tvmpy graph "
+              f"executor run() after set_input once vs onnxruntime run_with_iobinding (input "
+              f"and output bound once); {o.threads} threads each side"
+              "; times: median (25th-75th percentile) ms; ratio = "
+              "tvmpy median / onnxruntime median")
+    print(header, flush=True)
+    # the fixed cost of one call on each side (a 16-element Relu): what the smallest cases pay
+    feeds = {"x": _rand(1, 16)}
+    floor = run_case(Case("floor:relu 1x16", 16.0, lambda: _onnx_model(
+        [_node("Relu", ["x"], "y")], feeds, (1, 16), {}), feeds), o.rounds, o.pause, levels,
+        o.round_ms / 1e3, o.threads)
+    fl = ("# per-call floor (16-element Relu), us: " + ", ".join(
+        f"tvmpy O{lv} {_us(floor[f'O{lv}'])}" for lv in levels) + f", onnxruntime "
+        f"{_us(floor['ort'])}")
+    print(fl, flush=True)
+    if sink:
+        sink.write(json.dumps({"header": header + "\n" + fl}) + "\n")
+    rows = []
     for c in cases:
         try:
-            r = run_case(c, o.rounds, o.pause)
-            for _ in range(o.retries):
-                # a ratio above 1.3 is measured again (best kept): on this shared machine a
-                # whole measurement can fall into a period where another process holds a core
-                if r["tvm"] / r["ort"] <= 1.3:
-                    break
-                time.sleep(1.0)
-                r2 = run_case(c, o.rounds, o.pause)
-                r["tvm"], r["ort"] = min(r["tvm"], r2["tvm"]), min(r["ort"], r2["ort"])
+            r = run_case(c, o.rounds, o.pause, levels, o.round_ms / 1e3, o.threads)
         except Exception as e:  # a broken case is reported, the others still run
-            print(f"{c.name}: FAILED {type(e).__name__}: {e}")
+            print(f"{c.name}: FAILED {type(e).__name__}: {e}", flush=True)
             continue
-        tot_t += r["tvm"]
-        tot_o += r["ort"]
-        g_t, g_o = r["flops"] / r["tvm"] / 1e9, r["flops"] / r["ort"] / 1e9
-        ratio = r["tvm"] / r["ort"]
-        flag = "  <-- >1.5x" if ratio > 1.5 else ""
-        if o.markdown:
-            print(f"| {r['name']} | {r['tvm'] * 1e3:.3f} | {g_t:.1f} | {r['ort'] * 1e3:.3f} | "
-                  f"{g_o:.1f} | {ratio:.2f} |")
-        else:
-            print(f"{r['name']:58s} tvm {r['tvm'] * 1e3:8.3f} ms {g_t:7.1f} GF/s | ort "
-                  f"{r['ort'] * 1e3:8.3f} ms {g_o:7.1f} GF/s | ratio {ratio:5.2f} "
-                  f"(err {r['err']:.0e}, build {r['build']:.1f}s){flag}", flush=True)
-    print(f"# sum over cases: tvmpy {tot_t * 1e3:.2f} ms, onnxruntime {tot_o * 1e3:.2f} ms")
+        rows.append(r)
+        print_case(r, levels)
+        if sink:
+            sink.write(json.dumps(r) + "\n")
+            sink.flush()
+    if sink:
+        sink.close()
+    if o.markdown and rows:
+        print_markdown(rows, levels)
+    if rows:
+        print_summary(rows, levels)
 
 
 if __name__ == "__main__":

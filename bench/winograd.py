@@ -1,8 +1,15 @@
 """Winograd vs direct convolution on ResNet-18's 3x3 stride-1 layers (batch 1, + relu): tvmpy's
 direct NCHW16c schedule, Winograd F(4x4, 3x3) and F(6x6, 3x3) with the default (fallback)
-knobs, and onnxruntime (NCHW Conv + Relu, 2 threads), same run, interleaved, best of N.
-Effective GFLOP/s count the direct convolution's FLOPs. This is the evidence behind the untuned
-rule of ``relay/op/strategy/x86_winograd.py``.
+knobs, and onnxruntime (NCHW Conv + Relu, 2 threads), same run. Effective GFLOP/s count the
+direct convolution's FLOPs. This is the evidence behind the untuned rule of
+``relay/op/strategy/x86_winograd.py``.
+
+The tvmpy sides are kernels called on NDArrays in the blocked NCHW16c layout (input blocked
+and weights transformed beforehand, output preallocated): comparable among themselves. The
+onnxruntime side takes NCHW in and out (its own reorders included) through
+``run_with_iobinding`` (input and a preallocated output bound once), so the F(4)/ORT column is
+a tvmpy-kernel-only figure, not a like-for-like ratio: bench/ops.py gives that one (NCHW on
+both sides). Timing: interleaved rounds (order rotating), medians over the rounds.
 
     python bench/winograd.py [--repeat 10]
 """
@@ -16,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import machine_description  # noqa: E402
+from common import interleaved_samples, machine_description, ort_bound_runner, ort_session  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import te, topi  # noqa: E402
@@ -27,8 +34,9 @@ from tvmpy.topi.x86 import schedule_conv2d_NCHWc, schedule_conv2d_winograd_nchwc
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels, H = W); OC = C
 
 
-def _ort(c: int, hw: int, k: np.ndarray):
-    import onnxruntime as ort
+def _ort(c: int, hw: int, k: np.ndarray, x: np.ndarray):
+    """onnxruntime's NCHW Conv + Relu on ``x``: a call runs it with the input and a preallocated
+    output bound once."""
     from onnx import TensorProto, helper, numpy_helper
 
     g = helper.make_graph(
@@ -39,10 +47,8 @@ def _ort(c: int, hw: int, k: np.ndarray):
         [numpy_helper.from_array(k, "w")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return lambda x: sess.run(None, {"x": x})[0]
+    run, _ = ort_bound_runner(ort_session(m, threads=2), {"x": x})
+    return run
 
 
 def _tvm(kind: str, c: int, hw: int, k: np.ndarray):
@@ -75,8 +81,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=10)
     opts = p.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; best of {opts.repeat}")
-    print("| layer | direct ms | F(4x4) ms | F(6x6) ms | onnxruntime ms | F(4)/direct | F(4)/ORT "
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; median of {opts.repeat} "
+          "interleaved rounds; tvmpy: NCHW16c kernels only; onnxruntime: NCHW, I/O binding")
+    print("| layer | direct ms | F(4x4) ms | F(6x6) ms | onnxruntime ms | F(4)/direct | "
+          "F(4) kernel/ORT "
           "| F(4) eff. GFLOP/s | max rel err F(4) / F(6) | build direct / F(4) / F(6) s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
@@ -91,24 +99,14 @@ def main() -> None:
             got = testing.nchwc_to_nchw(run(xb).numpy())
             errs[kind] = float(np.abs(got - want).max() / np.abs(want).max())
             sides[kind] = lambda r=run, xb=xb: r(xb)
-        ort_run = _ort(c, hw, k)
-        sides["ort"] = lambda r=ort_run, x=x: r(x)
-        best = {s: np.inf for s in sides}
-        for _ in range(opts.repeat):
-            for name, fn in sides.items():
-                time.sleep(0.1)
-                fn()
-                t0 = time.perf_counter()
-                n = 0
-                while time.perf_counter() - t0 < 0.05:
-                    fn()
-                    n += 1
-                best[name] = min(best[name], (time.perf_counter() - t0) / n)
+        sides["ort"] = _ort(c, hw, k, x)
+        samples = interleaved_samples(sides, opts.repeat, pause=0.1, target_s=0.05)
+        med = {name: float(np.median(ts)) for name, ts in samples.items()}
         flop = 2 * c * c * 9 * hw * hw
-        print(f"| {c}x{hw}x{hw} | {best['direct'] * 1e3:.3f} | {best['wino4'] * 1e3:.3f} | "
-              f"{best['wino6'] * 1e3:.3f} | {best['ort'] * 1e3:.3f} | "
-              f"{best['wino4'] / best['direct']:.2f} | {best['wino4'] / best['ort']:.2f} | "
-              f"{flop / best['wino4'] / 1e9:.0f} | {errs['wino4']:.1e} / {errs['wino6']:.1e} | "
+        print(f"| {c}x{hw}x{hw} | {med['direct'] * 1e3:.3f} | {med['wino4'] * 1e3:.3f} | "
+              f"{med['wino6'] * 1e3:.3f} | {med['ort'] * 1e3:.3f} | "
+              f"{med['wino4'] / med['direct']:.2f} | {med['wino4'] / med['ort']:.2f} | "
+              f"{flop / med['wino4'] / 1e9:.0f} | {errs['wino4']:.1e} / {errs['wino6']:.1e} | "
               f"{builds['direct']:.1f} / {builds['wino4']:.1f} / {builds['wino6']:.1f} |",
               flush=True)
 
