@@ -11,6 +11,12 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
   A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts, the
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
+  A plain convolution whose channel count has no divisor of at least half a vector (57: block 3;
+  see :func:`padded_block`) runs padded instead: the input gets zero channels up to a whole
+  number of vector-wide blocks (``nn.pad`` + ``layout_transform``, one fused pass), the constant
+  weight zero input/output channels, and the padded output channels are cropped on the way out
+  (``layout_transform`` to NCHW + ``strided_slice``, fused with the bias and activation that
+  follow); the convolution itself runs with full vector blocks.
 * ``nn.dense`` with enough rows becomes ``nn.contrib_dense_pack`` of the prepacked weight
   (:func:`alter_dense_layout`).
 """
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ....target import Target
 from ....topi import x86
 from ....topi.nn.conv2d import conv2d_infer_layout
@@ -26,16 +34,44 @@ from ....topi.nn.winograd import winograd_weight_transform_np
 from ...expr import Call, Constant, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
+from ...op.numpy_impl import layout_transform_np
 from ...ty import TensorType
 from ..registry import make_call
 from .alter_layout import conv2d_alter_layout, conv2d_layout_demand, dense_alter_layout
 from .x86 import DENSE_PACK_MIN_ROWS, _const_int
 from .x86_winograd import winograd_tile
 
-__all__ = ["MAX_BLOCK", "conv_blocks", "is_depthwise", "alter_dense_layout"]
+__all__ = ["MAX_BLOCK", "conv_blocks", "padded_block", "conv_padding", "is_depthwise",
+           "alter_dense_layout"]
 
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
+
+
+def padded_block(c: int, bn: int, lanes: int) -> tuple[int, int]:
+    """``(block, padded channel count)`` for ``c`` channels whose largest divisor within one
+    vector of ``lanes`` is ``bn``: ``(bn, c)`` when that block fills at least half a vector or
+    holds all the channels, else ``(lanes, c rounded up to lanes)`` (zero channels added).
+
+    A block of 3 (57 channels) leaves most vector lanes idle in every FMA of the NCHWc kernel
+    (and of Winograd's transforms); padding 57 to 64 costs 12% more arithmetic for 16-lane
+    vectors (bench/conv_shapes.py, RESULTS.md "Convolutions at any shape")."""
+    if bn * 2 >= lanes or bn == c:
+        return bn, c
+    return lanes, -(-c // lanes) * lanes
+
+
+def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int, int] | None:
+    """``(ic_bn, oc_bn, padded ic, padded oc)`` of a typed plain ``nn.conv2d`` that
+    :func:`conv_blocks` rewrites (None otherwise; depthwise convolutions keep their blocks)."""
+    blocks = conv_blocks(call, target)
+    if blocks is None or call.attrs.groups != 1:
+        return None
+    d, w = (x.checked_type for x in call.args)
+    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
+    ic_bn, icp = padded_block(int(d.shape[1]), blocks[0], lanes)
+    oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes)
+    return ic_bn, oc_bn, icp, ocp
 
 
 def _blocked(c: int) -> str:
@@ -86,8 +122,12 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
     if blocks is None:
         return None
     ic_bn, oc_bn = blocks
-    kl = f"OIHW1i{oc_bn}o" if call.attrs.groups != 1 else f"OIHW{ic_bn}i{oc_bn}o"
-    return [_blocked(ic_bn), kl]
+    if call.attrs.groups != 1:
+        return [_blocked(ic_bn), f"OIHW1i{oc_bn}o"]
+    ic_bn, oc_bn, icp, ocp = conv_padding(call, Target.current())
+    kl = f"OIHW{ic_bn}i{oc_bn}o"
+    ic = int(call.args[0].checked_type.shape[1])
+    return [_blocked(ic_bn) if icp == ic else None, kl]
 
 
 @conv2d_alter_layout.register("cpu")
@@ -104,6 +144,9 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
             ic_bn = oc_bn = blk
         kl = f"OIHW1i{oc_bn}o"
     else:
+        padded = _alter_padded(call, inputs, target)
+        if padded is not None:
+            return padded
         kl = f"OIHW{ic_bn}i{oc_bn}o"
     data = inputs.get(0, _blocked(ic_bn))
     a = call.attrs
@@ -121,6 +164,52 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
         "data_layout": _blocked(ic_bn), "kernel_layout": kl, "out_layout": _blocked(oc_bn),
         "out_dtype": a.out_dtype})  # fmt: skip
     return out, _blocked(oc_bn)
+
+
+def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, str | None] | None:
+    """The rewrite of a plain convolution with padded channels (see the module docstring), or
+    None when :func:`conv_padding` pads nothing."""
+    ic_bn, oc_bn, icp, ocp = conv_padding(call, target)
+    d, w = (x.checked_type for x in call.args)
+    n, ic = d.shape[0], int(d.shape[1])
+    oc = int(w.shape[0])
+    if icp == ic and ocp == oc:
+        return None
+    a = call.attrs
+    if icp == ic:
+        data = inputs.get(0, _blocked(ic_bn))
+    else:
+        data = _tr.layout_transform(
+            _nn.pad(inputs.plain(0), ((0, 0), (0, icp - ic), (0, 0), (0, 0))),
+            "NCHW", _blocked(ic_bn))
+    weight = inputs.plain(1)
+    wpad = ((0, ocp - oc), (0, icp - ic), (0, 0), (0, 0))
+    if isinstance(weight, Constant):
+        weight = Constant(np.pad(weight.data.numpy(), wpad))
+    else:
+        weight = _nn.pad(weight, wpad)
+    tile = winograd_tile(call, ic_bn, oc_bn, target, (icp, ocp))
+    if tile is not None:
+        out = make_call("nn.contrib_conv2d_winograd_nchwc",
+                        [data, _winograd_weight(weight, tile, oc_bn)], {
+            "tile_size": tile, "padding": a.padding, "channels": ocp, "kernel_size": (3, 3),
+            "data_layout": _blocked(ic_bn), "out_layout": _blocked(oc_bn),
+            "out_dtype": a.out_dtype})  # fmt: skip
+    else:
+        kl = f"OIHW{ic_bn}i{oc_bn}o"
+        if isinstance(weight, Constant):
+            weight = Constant(layout_transform_np(weight.data.numpy(), "OIHW", kl))
+        else:
+            weight = _tr.layout_transform(weight, "OIHW", kl)
+        out = make_call("nn.contrib_conv2d_NCHWc", [data, weight], {
+            "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
+            "channels": ocp, "kernel_size": a.kernel_size, "data_layout": _blocked(ic_bn),
+            "kernel_layout": kl, "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype})
+    if ocp == oc:
+        return out, _blocked(oc_bn)
+    oh, ow = (int(x) for x in call.checked_type.shape[2:])
+    plain = _tr.layout_transform(out, _blocked(oc_bn), "NCHW")
+    return _tr.strided_slice(plain, (0, 0, 0, 0), (n, oc, oh, ow)), None
 
 
 def _winograd_weight(w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:

@@ -60,13 +60,17 @@ def _eligible(call: Call) -> bool:
             and (a.out_dtype or "float32") == "float32")
 
 
-def conv_workloads(call: Call, ic_bn: int, oc_bn: int) -> tuple[tuple, dict[int, tuple]]:
+def conv_workloads(call: Call, ic_bn: int, oc_bn: int, channels: tuple[int, int] | None = None
+                   ) -> tuple[tuple, dict[int, tuple]]:
     """``(direct workload, {tile size: Winograd workload})`` of a typed NCHW ``nn.conv2d`` as
-    the x86 strategy's templates will see it once blocked."""
+    the x86 strategy's templates will see it once blocked; ``channels``: the (input, output)
+    channel counts after padding, when the layout pass pads them."""
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
     n, c, h, wd = (int(x) for x in d.shape)
     oc = int(w.shape[0])
+    if channels is not None:
+        c, oc = channels
     dtype = a.out_dtype or d.dtype
     data = te.placeholder((n, c // ic_bn, h, wd, ic_bn), d.dtype, name="data")
     kernel = te.placeholder((oc // oc_bn, c // ic_bn, 3, 3, ic_bn, oc_bn), w.dtype, name="kernel")
@@ -93,13 +97,14 @@ def _mode(ctx_config: dict) -> Any:
                      f"tile size in {winograd_tile_sizes()}, got {v!r}")
 
 
-def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None) -> int | None:
+def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
+                  channels: tuple[int, int] | None = None) -> int | None:
     """The Winograd tile size for this typed ``nn.conv2d`` call, or None for the direct
-    convolution (see the module docstring)."""
+    convolution (see the module docstring); ``channels``: as for :func:`conv_workloads`."""
     mode = _mode(PassContext.current().config)
     if mode is False or not _eligible(call):
         return None
-    direct, wino = conv_workloads(call, ic_bn, oc_bn)
+    direct, wino = conv_workloads(call, ic_bn, oc_bn, channels)
     env = TaskExtractEnv.current
     if env is not None:
         env.add(direct[0], direct[1:])
