@@ -68,7 +68,9 @@ def test_padded_block_rule():
 
 @pytest.mark.parametrize("ic,oc,hw,k,stride,wino", [
     (24, 57, 7, 3, 1, False),
-    (57, 57, 13, 1, 1, False),
+    (57, 57, 13, 1, 1, False),    # 1x1 of an NCHW input: a matmul
+    (57, 57, 13, 1, 2, False),    # 1x1 stride 2: NCHWc, 57 out padded to 64
+    (64, 24, 7, 1, 1, False),
     (64, 57, 17, 3, 2, False),
     (3, 57, 17, 7, 2, False),
     (57, 19, 13, 3, 1, True),     # Winograd, 57 input channels (block 3), 19 out padded to 32
@@ -82,8 +84,10 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)
     new = _alter(mod, winograd="auto" if wino else False)
     assert count_ops(new["main"], WINO) == (1 if wino else 0)
+    pointwise = k == 1 and stride == 1
+    assert count_ops(new["main"], "nn.matmul") == (1 if pointwise else 0)
     # the padded output channels are cropped in NCHW
-    padded = padded_block(oc, conv2d_infer_layout(ic, oc)[1], 16)[1] != oc
+    padded = padded_block(oc, conv2d_infer_layout(ic, oc)[1], 16)[1] != oc and not pointwise
     assert count_ops(new["main"], "strided_slice") == (1 if padded else 0)
     got = _build_run(mod, {"x": x}, winograd="auto" if wino else False)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
@@ -127,6 +131,46 @@ def test_chain_of_padded_convolutions():
     ref = conv2d_nchw_python(ref, w2, 2, 0)
     got = _build_run(mod, {"x": x})
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_pointwise_matmul_only_for_nchw_inputs(flag):
+    """A 1x1 convolution of the graph input becomes a matmul; one after an NCHWc convolution
+    reads its blocked output (no transform back); the config turns the matmul form off."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (1, 19, 13, 13)).astype("float32")
+    w1 = (rng.uniform(-1, 1, (40, 19, 1, 1)) / 4).astype("float32")
+    w2 = (rng.uniform(-1, 1, (32, 40, 3, 3)) / 10).astype("float32")
+    w3 = (rng.uniform(-1, 1, (57, 32, 1, 1)) / 6).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    y = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w1)))
+    y = relay.nn.relu(relay.nn.conv2d(y, relay.const(w2), padding=(1, 1)))
+    y = relay.nn.conv2d(y, relay.const(w3))
+    mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    mod = transform.InferType()(mod)
+    with tvm.transform.PassContext(opt_level=3, config={"relay.x86.winograd": False,
+                                                        "relay.x86.pointwise_matmul": flag}):
+        with tvm.target.Target("llvm"):
+            new = transform.AlterOpLayout()(mod)
+        lib = relay.build(mod, target="llvm")
+    assert count_ops(new["main"], "nn.matmul") == (1 if flag else 0)
+    assert count_ops(new["main"], DIRECT) == (2 if flag else 3)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input(x=x)
+    m.run()
+    ref = np.maximum(conv2d_nchw_python(x, w1, 1, 0), 0)
+    ref = np.maximum(conv2d_nchw_python(ref, w2, 1, 1), 0)
+    ref = conv2d_nchw_python(ref, w3, 1, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_pointwise_weight_parameter_and_bad_config():
+    mod, x, w, ref = _conv_model(57, 24, 7, 1, 1, seed=2, weight_param=True)
+    np.testing.assert_allclose(_build_run(mod, {"x": x, "w": w}), ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="pointwise_matmul must be True or False"):
+        with tvm.transform.PassContext(opt_level=3,
+                                       config={"relay.x86.pointwise_matmul": "yes"}):
+            relay.build(mod, target="llvm")
 
 
 def test_default_ow_tile():

@@ -42,8 +42,10 @@ def _mod(params, body):
 
 def _alter(mod, target="llvm", winograd=False):
     """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
-    asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py)."""
-    with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False}):
+    asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py), and so is the
+    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)."""
+    with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False,
+                                           "relay.x86.pointwise_matmul": False}):
         with tvm.target.Target(target):
             return transform.AlterOpLayout()(mod)
 
