@@ -82,14 +82,14 @@ def test_padded_block_rule():
 ])
 def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)
-    new = _alter(mod, winograd="auto" if wino else False)
+    new = _alter(mod, winograd=4 if wino else False)
     assert count_ops(new["main"], WINO) == (1 if wino else 0)
     pointwise = k == 1 and stride == 1
     assert count_ops(new["main"], "nn.matmul") == (1 if pointwise else 0)
     # the padded output channels are cropped in NCHW
     padded = padded_block(oc, conv2d_infer_layout(ic, oc)[1], 16)[1] != oc and not pointwise
     assert count_ops(new["main"], "strided_slice") == (1 if padded else 0)
-    got = _build_run(mod, {"x": x}, winograd="auto" if wino else False)
+    got = _build_run(mod, {"x": x}, winograd=4 if wino else False)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
@@ -110,7 +110,7 @@ def test_padded_conv_output_channels_and_crop():
 def test_weight_parameter_bound_or_fed(wino):
     """A weight that is a parameter: padded in the graph (folded once bound)."""
     mod, x, w, ref = _conv_model(24, 57, 13, 3, 1, seed=5, weight_param=True)
-    cfg = "auto" if wino else False
+    cfg = 4 if wino else False
     got = _build_run(mod, {"x": x}, params={"w": w}, winograd=cfg)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
     got = _build_run(mod, {"x": x, "w": w}, winograd=cfg)

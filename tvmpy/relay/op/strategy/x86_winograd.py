@@ -12,7 +12,8 @@ shapes. The choice, for each such call:
    fastest measured run wins; implementations without a record do not compete (a log that
    tuned only the direct convolution keeps it);
 3. nothing measured: Winograd F(4x4, 3x3) when the layer has at least
-   :data:`MIN_TILES_DEFAULT` output tiles per image, else direct. Measured here with the
+   :data:`MIN_TILES_DEFAULT` output tiles per image and at least
+   :data:`MIN_CHANNELS_DEFAULT` input and output channels, else direct. Measured here with the
    default schedules (``bench/winograd.py``, 2026-11-24): Winograd took 0.34-0.43x the direct
    convolution's time on ResNet-18's 56x56, 28x28 and 14x14 layers and 0.90x on the 7x7 one
    (4 tiles, 2 of them mostly padding); one tile is mostly padding, so fewer than 4 stay direct.
@@ -36,7 +37,8 @@ from ....transform import PassContext
 from ...expr import Call
 from ...ty import TensorType
 
-__all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "conv_workloads"]
+__all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "MIN_CHANNELS_DEFAULT",
+           "conv_workloads"]
 
 TILE_SIZES = (4,)
 """Tile sizes whose tasks are extracted for tuning. F(6x6, 3x3) is left out: its candidates
@@ -46,6 +48,13 @@ layers (1.25x and 2.2x slower on 14x14 and 7x7; ``bench/winograd.py``);
 DEFAULT_TILE = 4
 MIN_TILES_DEFAULT = 4
 """Untuned: Winograd when the output has at least this many 4x4 tiles per image."""
+MIN_CHANNELS_DEFAULT = 32
+"""Untuned: Winograd when both channel counts are at least this. Its input and output
+transforms cost per channel, its products per channel pair: with few channels the transforms
+dominate. Measured (one-conv models, 2 threads, min of 11, loaded machine; bench/conv_shapes.py
+style): 16 -> 16 channels 56x56 Winograd 530 us, direct 134; 24 -> 24 at 13x13 / 17x17 / 56x56
+2.5-3.5x slower than direct; 24 -> 57 even (37 vs 40 us); 32 -> 32 at 28x28 1.4x faster
+(75 vs 109 us), 48 -> 48 1.4x faster."""
 
 
 def _eligible(call: Call) -> bool:
@@ -125,4 +134,7 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
     oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
     ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2
     tiles = -(-oh // DEFAULT_TILE) * -(-ow // DEFAULT_TILE)
-    return DEFAULT_TILE if tiles >= MIN_TILES_DEFAULT else None
+    ic, oc = int(d.shape[1]), int(call.args[1].checked_type.shape[0])
+    if tiles < MIN_TILES_DEFAULT or min(ic, oc) < MIN_CHANNELS_DEFAULT:
+        return None
+    return DEFAULT_TILE
