@@ -10,7 +10,8 @@ its own Conv+Add+Relu). Convolutions are timed in both the NCHW layout and the b
 layout that AlterOpLayout produces (weights pre-blocked as the pass does at compile time).
 Timing: interleaved rounds, best of N, pauses between the two sides (see bench/common.py).
 
-    python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--rounds 3]
+    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|all] [--filter TEXT]
+                        [--rounds 3]
 """
 
 from __future__ import annotations
@@ -408,6 +409,22 @@ def mobilenet_v2_cases(layouts: tuple[str, ...]) -> list[Case]:
     return cs
 
 
+# --- awkward convolution shapes (issue 12) ---------------------------------------------------
+# Channel counts and map sizes that are not multiples of the vector width or register tile.
+# NCHW only: the NCHWc variants here would take conv2d_infer_layout's blocks (57 channels:
+# block 3), while relay.build now pads such channels (x86_alter_op.padded_block); the full grid
+# through relay.build and the graph executor is bench/conv_shapes.py.
+AWKWARD_CONVS = [  # ic, hw, oc, k, s, epilogue
+    (3, 17, 64, 7, 2, "relu"), (3, 13, 24, 3, 1, "relu"), (24, 13, 57, 3, 1, "relu"),
+    (57, 17, 57, 3, 2, "relu"), (57, 7, 128, 3, 1, "relu"), (64, 13, 57, 1, 1, "relu"),
+]
+
+
+def awkward_conv_cases() -> list[Case]:
+    return [conv_case("awkward", *c, layout="NCHW") for c in AWKWARD_CONVS]
+# --- end of the awkward convolution shapes ---------------------------------------------------
+
+
 def bert_cases() -> list[Case]:
     seq, hid, heads, inter = 128, 256, 4, 1024
     dh = hid // heads
@@ -477,7 +494,8 @@ def run_case(c: Case, rounds: int, pause: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", default="all", choices=["all", "resnet18", "mobilenet_v2", "bert"])
+    ap.add_argument("--model", default="all",
+                    choices=["all", "resnet18", "mobilenet_v2", "bert", "awkward"])
     ap.add_argument("--filter", default="", help="only cases whose name contains this text")
     ap.add_argument("--layout", default="both", choices=["both", "NCHW", "NCHWc"])
     ap.add_argument("--rounds", type=int, default=3)
@@ -494,6 +512,8 @@ def main() -> None:
         cases += mobilenet_v2_cases(lays)
     if o.model in ("all", "bert"):
         cases += bert_cases()
+    if o.model in ("all", "awkward"):
+        cases += awkward_conv_cases()
     cases = [c for c in cases if o.filter in c.name]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {machine_description()}; "
           "onnxruntime intra_op_num_threads=2; ratio = tvmpy time / onnxruntime time")
