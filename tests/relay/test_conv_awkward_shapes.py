@@ -164,6 +164,15 @@ def test_pointwise_matmul_only_for_nchw_inputs(flag):
     np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
 
 
+def test_pointwise_matmul_only_on_small_maps():
+    from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MAX_PIXELS
+
+    side = int(POINTWISE_MAX_PIXELS ** 0.5) + 1  # one pixel row too many
+    for hw, want in ((side - 1, 1), (side, 0)):
+        mod, _, _, _ = _conv_model(8, 24, hw, 1, 1)
+        assert count_ops(_alter(mod)["main"], "nn.matmul") == want
+
+
 def test_pointwise_weight_parameter_and_bad_config():
     mod, x, w, ref = _conv_model(57, 24, 7, 1, 1, seed=2, weight_param=True)
     np.testing.assert_allclose(_build_run(mod, {"x": x, "w": w}), ref, rtol=1e-4, atol=1e-4)

@@ -44,7 +44,7 @@ from .x86 import DENSE_PACK_MIN_ROWS, _const_int
 from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "conv_blocks", "padded_block", "conv_padding", "is_depthwise",
-           "is_pointwise", "alter_dense_layout"]
+           "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
 
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
@@ -173,9 +173,18 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
     return out, _blocked(oc_bn)
 
 
+POINTWISE_MAX_PIXELS = 1024
+"""Largest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul. The input's
+reshape to ``[IC, H*W]`` is a copy kernel whose vectors cross image rows (div/mod indices,
+~0.5 ns per element); on 56x56 maps it cost more than the NCHWc path's two layout transforms
+(64x56x56 -> 57: matmul 246 us, NCHWc 158; 24 -> 24: 63 vs 49, medians), on 7x7-17x17 maps
+less (57x13x13 -> 57: 18 vs 21 us)."""
+
+
 def is_pointwise(call: Call) -> bool:
     """A typed plain ``nn.conv2d`` that is one matrix product in NCHW: 1x1 window, stride 1,
-    no padding or dilation, batch 1, static shapes, the output dtype the input's; unless the
+    no padding or dilation, batch 1, static shapes, at most ``POINTWISE_MAX_PIXELS`` pixels
+    per channel, the output dtype the input's; unless the
     PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
     flag = PassContext.current().config.get("relay.x86.pointwise_matmul", True)
     if not isinstance(flag, bool):
@@ -189,6 +198,8 @@ def is_pointwise(call: Call) -> bool:
         return False
     if not all(isinstance(s, int) for s in (*d.shape, *w.shape)) or d.shape[0] != 1:
         return False
+    if d.shape[2] * d.shape[3] > POINTWISE_MAX_PIXELS:
+        return False
     return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)
             and tuple(a.dilation) == (1, 1) and not any(int(p) for p in a.padding)
@@ -199,8 +210,9 @@ def _alter_pointwise(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
     """An :func:`is_pointwise` convolution whose input arrives in NCHW (a graph input, or
     after an operator that stays in NCHW) as ``W[OC, IC] @ x[IC, H*W]`` (``nn.matmul``), NCHW
     out: no layout transform on either side. Measured with bench/conv_shapes.py's one-conv
-    models (+ bias, relu): 1.5-2.8x faster than the NCHWc convolution with its two transforms
-    (57x13x13 -> 128: 37.6 -> 18.4 us, 24x56x56 -> 24: 285 -> 101 us, medians, 2 threads).
+    models (+ bias, relu), before the transforms got faster (x86 injective schedule): 1.5-2x
+    faster than the NCHWc convolution with its two transforms (57x13x13 -> 128: 37.6 -> 18.4
+    us, medians, 2 threads).
     A blocked input (after another NCHWc convolution) keeps the NCHWc convolution."""
     if not is_pointwise(call) or inputs.block(0) is not None:
         return None
