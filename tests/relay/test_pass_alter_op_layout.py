@@ -450,6 +450,23 @@ def test_symbolic_batch():
         _close(_run_compiled(new, inputs), want, 1e-4)
 
 
+def test_symbolic_batch_padded_output_channels():
+    """57 output channels (block 3) are padded to 64 and cropped, with a symbolic batch."""
+    n = tvm.te.var("n")
+    x = relay.var("x", shape=(n, 8, 6, 6))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, _w(57, 8, 3, 3), padding=(1, 1)),
+                                        _w(57)))
+    mod = _mod([x], y)
+    new = _alter(mod)
+    assert _ops(new).count("strided_slice") == 1
+    assert str(new["main"].checked_type) == str(mod["main"].checked_type)
+    for batch in (1, 2):
+        inputs = {"x": rng.uniform(-1, 1, (batch, 8, 6, 6)).astype("float32")}
+        want = run(mod, inputs)
+        _close(run(new, inputs), want, 1e-5)
+        _close(_run_compiled(new, inputs), want, 1e-4)
+
+
 def test_blocks_follow_the_target_vector_width():
     x = relay.var("x", shape=(1, 32, 5, 5))
     mod = _mod([x], relay.nn.conv2d(x, _w(48, 32, 3, 3)))
