@@ -21,7 +21,7 @@ sides interleaved (order rotating), each round the mean of a fixed number of bac
 (~5 ms), a short pause before each side; median and interquartile range over the rounds; ratio =
 tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
 
-    python bench/ops.py [--model resnet18|mobilenet_v2|bert|all] [--filter TEXT] [--shard K/N]
+    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|all] [--filter TEXT] [--shard K/N]
                         [--rounds 31] [--opt-levels 3] [--markdown] [--json FILE]
     python bench/ops.py --report FILE [FILE ...] [--opt-levels 3]   # merge --json shards
     python bench/ops.py --breakdown [--model ...]   # per-kernel profiles, both sides
@@ -250,11 +250,25 @@ def bert_cases() -> list[Case]:
     ]
 
 
+# --- awkward convolution shapes (issue 12) ---------------------------------------------------
+# Channel counts and map sizes that are not multiples of the vector width or register tile; the
+# full grid is bench/conv_shapes.py (same method).
+AWKWARD_CONVS = [  # ic, hw, oc, k, s, epilogue
+    (3, 17, 64, 7, 2, "relu"), (3, 13, 24, 3, 1, "relu"), (24, 13, 57, 3, 1, "relu"),
+    (57, 17, 57, 3, 2, "relu"), (57, 7, 128, 3, 1, "relu"), (64, 13, 57, 1, 1, "relu"),
+]
+
+
+def awkward_conv_cases() -> list[Case]:
+    return [conv_case("awkward", *c) for c in AWKWARD_CONVS]
+
+
 # the case sets --model chooses from ("all": every set, in this order); add new sets here
 CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "resnet18": resnet18_cases,
     "mobilenet_v2": mobilenet_v2_cases,
     "bert": bert_cases,
+    "awkward": awkward_conv_cases,
 }
 
 

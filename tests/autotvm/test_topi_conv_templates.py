@@ -23,6 +23,7 @@ from tvmpy.topi.x86.conv2d import (
     _outputs,
     _schedule_pad,
     anchor,
+    default_ow_tile,
 )
 
 CONV = "conv2d_NCHWc.x86"
@@ -50,7 +51,7 @@ def reference_schedule_conv2d_NCHWc(outs, reg_n=None, oc_tile=None, inline_pad=T
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
-    reg_n = _divisor_tile(ow, d_reg if reg_n is None else reg_n)
+    reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     if conv.op is out.op:
         CC = s.cache_write(conv, "local")
     else:
@@ -106,7 +107,7 @@ def _default_knobs(args, depthwise):
     kh, kw = (int(d) for d in args[1].shape[2:4])
     oc_chunk, ow = int(out.shape[1]), int(out.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
-    return {"tile_ow": _divisor_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
+    return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
             "inline_pad": kh * kw <= 9, "tile_oh": 1, "kernel_outer": False}
 
 

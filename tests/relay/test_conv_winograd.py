@@ -51,10 +51,13 @@ def _build_run(mod, x, config=None):
 
 
 def test_default_rule_rewrites_large_layers_only():
-    big = _alter(_net(hw=8))  # 4 tiles of 4x4 per image
+    big = _alter(_net(hw=8, c=32))  # 4 tiles of 4x4 per image
     assert count_ops(big["main"], WINO) == 2 and count_ops(big["main"], DIRECT) == 0
-    small = _alter(_net(hw=4))  # 1 tile
+    small = _alter(_net(hw=4, c=32))  # 1 tile
     assert count_ops(small["main"], WINO) == 0 and count_ops(small["main"], DIRECT) == 2
+    # fewer than MIN_CHANNELS_DEFAULT input channels: the first conv stays direct
+    few = _alter(_net(hw=8, c=16))
+    assert count_ops(few["main"], WINO) == 1 and count_ops(few["main"], DIRECT) == 1
 
 
 def test_ineligible_convolutions_stay_direct():
@@ -159,7 +162,7 @@ def test_records_pick_the_fastest_implementation(fastest):
 
 
 def test_records_of_the_direct_convolution_alone_keep_it():
-    mod = _net(hw=8)  # untuned these would become Winograd
+    mod = _net(hw=8, c=32)  # untuned these would become Winograd
     recs = [_record(t, 1e-3) for t in _tasks(mod) if t.name == "conv2d_NCHWc.x86"]
     with autotvm.apply_history_best(recs):
         alt = _alter(mod)

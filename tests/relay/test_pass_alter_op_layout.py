@@ -42,8 +42,10 @@ def _mod(params, body):
 
 def _alter(mod, target="llvm", winograd=False):
     """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
-    asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py)."""
-    with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False}):
+    asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py), and so is the
+    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)."""
+    with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False,
+                                           "relay.x86.pointwise_matmul": False}):
         with tvm.target.Target(target):
             return transform.AlterOpLayout()(mod)
 
@@ -443,6 +445,23 @@ def test_symbolic_batch():
     assert str(new["main"].checked_type) == str(mod["main"].checked_type)
     for batch in (1, 3):
         inputs = {"x": rng.uniform(-1, 1, (batch, 8, 7, 7)).astype("float32")}
+        want = run(mod, inputs)
+        _close(run(new, inputs), want, 1e-5)
+        _close(_run_compiled(new, inputs), want, 1e-4)
+
+
+def test_symbolic_batch_padded_output_channels():
+    """57 output channels (block 3) are padded to 64 and cropped, with a symbolic batch."""
+    n = tvm.te.var("n")
+    x = relay.var("x", shape=(n, 8, 6, 6))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, _w(57, 8, 3, 3), padding=(1, 1)),
+                                        _w(57)))
+    mod = _mod([x], y)
+    new = _alter(mod)
+    assert _ops(new).count("strided_slice") == 1
+    assert str(new["main"].checked_type) == str(mod["main"].checked_type)
+    for batch in (1, 2):
+        inputs = {"x": rng.uniform(-1, 1, (batch, 8, 6, 6)).astype("float32")}
         want = run(mod, inputs)
         _close(run(new, inputs), want, 1e-5)
         _close(_run_compiled(new, inputs), want, 1e-4)

@@ -12,6 +12,8 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.FuseOps.max_depth``: the most operators in one fused group;
 - ``relay.x86.winograd``: ``"auto"`` / ``True`` / ``False`` / a tile size, the x86 conv2d
   Winograd choice.
+- ``relay.x86.pointwise_matmul``: ``True`` (default) / ``False``, whether the x86 layout pass
+  turns a 1x1 convolution of an NCHW input into a matmul (``relay/op/strategy/x86_alter_op.py``).
 - ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
 - ``relay.backend.strict_schedules``: a fused group whose anchor schedule raises is an error
   (``ScheduleError``) instead of a warning and the slow fallback schedule; unset, the
@@ -34,6 +36,7 @@ KNOWN_CONFIG: dict[str, str] = {
     "tir.add_lower_pass": "list of (phase, pass) pairs, phase 0..3",
     "relay.FuseOps.max_depth": "int > 0",
     "relay.x86.winograd": "'auto', True, False or a tile size",
+    "relay.x86.pointwise_matmul": "bool: x86 1x1 convolutions of NCHW inputs as a matmul",
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
     "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "
                                       "warning and the fallback schedule",

@@ -39,7 +39,7 @@ __all__ = ["conv2d_nchw_packed", "pack_kernel", "schedule_conv2d_nchw", "schedul
            "schedule_conv1d_ncw", "schedule_group_conv1d_ncw", "schedule_conv3d_ncdhw",
            "schedule_conv1d_transpose_ncw", "schedule_group_conv2d_transpose_nchw",
            "schedule_conv3d_transpose_ncdhw", "anchor",
-           "schedule_depthwise_conv2d_NCHWc"]
+           "schedule_depthwise_conv2d_NCHWc", "default_ow_tile", "MAX_OW_TILE"]
 
 
 def pack_kernel(w: np.ndarray, ocb: int) -> np.ndarray:
@@ -227,6 +227,27 @@ def _nchwc_tile(oc_chunk: int, depthwise: bool) -> tuple[int, int]:
     return 2, 8
 
 
+MAX_OW_TILE = 9
+"""Most output columns in a default register tile: 9 columns x 2 channel blocks (18 zmm
+accumulators) still fit the registers; 11-13 columns spilled (ow 11: 6 columns 36 us, 11
+columns 49; ow 12: 6 columns 43 us, 12 columns 147; 1 thread, 64 -> 64 channels)."""
+
+
+def default_ow_tile(ow: int, want: int = 8) -> int:
+    """The default register tile width for ``ow`` output columns: all of them when they fit a
+    tile (``MAX_OW_TILE``), else the largest divisor of ``ow`` in ``[want // 2,
+    MAX_OW_TILE]`` (no tail), else the tiles balanced: ``ceil(ow / ceil(ow / MAX_OW_TILE))``
+    (one guarded tail a few columns short). A fixed 8 with a tail tile of 1-5 columns was
+    10-30% slower on 9, 17 columns (1 thread, 64 -> 64 channels 3x3: ow 9: 9 columns 24.6 us,
+    8 + tail 31.8; ow 17: 9 + 8 83 us, 8 + 8 + 1 95)."""
+    if ow <= MAX_OW_TILE:
+        return max(ow, 1)
+    divs = [r for r in range(max(1, want // 2), MAX_OW_TILE + 1) if ow % r == 0]
+    if divs:
+        return max(divs)
+    return -(-ow // -(-ow // MAX_OW_TILE))
+
+
 def _divisor_tile(ext: int, want: int) -> int:
     """The largest tile <= ``want`` that divides ``ext`` when it is at least ``want // 2``
     (no guarded tail inside the register tile), else ``want`` (clipped to ``ext``)."""
@@ -242,14 +263,15 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     """x86 schedule of ``topi.nn.conv2d_NCHWc`` (and ``depthwise_conv2d_NCHWc``): a register
     tile of ``reg_n`` output columns x ``oc_tile`` channel blocks (``oc_bn`` lanes each), fed
     by broadcasts of input pixels; reduction order (input chunk, ky, kx, input lane) outside
-    the tile; parallel over (batch, chunk group, row). Defaults: ``_nchwc_tile``. (The tunable
+    the tile; parallel over (batch, chunk group, row). Defaults: ``_nchwc_tile`` and
+    ``default_ow_tile``. (The tunable
     AutoTVM template with the same defaults: ``conv2d_nchwc.py``.)"""
     s, conv, out, depthwise = find_nchwc(outs)
     kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
-    reg_n = _divisor_tile(ow, d_reg if reg_n is None else reg_n)
+    reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     schedule_nchwc_tile(s, conv, out, oc_tile, reg_n, inline_pad and kh * kw <= 9)
     return s
 

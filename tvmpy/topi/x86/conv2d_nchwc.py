@@ -5,7 +5,7 @@ The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the sche
 default one of ``conv2d.py`` (``schedule_nchwc_tile``) with its choices as knobs:
 
 - ``tile_ow``: output columns per register tile (``reg_n``): 1..16 (a size that does not
-  divide OW leaves a guarded tail tile); the default ``_divisor_tile(OW, 8)`` first;
+  divide OW leaves a guarded tail tile); the default ``default_ow_tile(OW)`` first;
 - ``tile_oc``: channel blocks (chunks of ``oc_bn`` output channels) per register tile, the
   divisors 1, 2, 4 of the chunk count;
 - ``unroll_kw``: unroll the kernel-width reduction loop;
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ... import autotvm
 from ..nn.conv2d import conv2d_NCHWc as _nn_conv2d_NCHWc
 from ..nn.depthwise_conv2d import depthwise_conv2d_NCHWc as _nn_depthwise_conv2d_NCHWc
-from .conv2d import _divisor_tile, _nchwc_tile, find_nchwc, schedule_nchwc_tile
+from .conv2d import _nchwc_tile, default_ow_tile, find_nchwc, schedule_nchwc_tile
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -60,7 +60,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
-    d_reg = _divisor_tile(ow, d_reg)
+    d_reg = default_ow_tile(ow, d_reg)
     d_inline = kh * kw <= 9
     ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]
     oc_cands = [d_oc] + [c for c in (1, 2, 4) if oc_chunk % c == 0 and c != d_oc]

@@ -5,8 +5,10 @@ and the inner part vectorized (contiguous vector loads and stores); the outer ax
 into one loop that runs in parallel when the tensor is big enough to pay for the threads. When
 the innermost extent is a multiple of the lanes its outer part joins the fused loop; otherwise
 the guarded tail stays in its own loop, which loop partitioning peels into one shorter vector.
-An innermost axis shorter than the lanes is fused with the others and the fused loop split by
-the lanes (indices then need div/mod, and the vectorizer may scalarize them).
+An innermost axis shorter than the lanes but of at least a quarter of them (a 7x7 or 13x13
+image row) is one vector of its own length; a shorter one is fused with the others and the
+fused loop split by the lanes (indices then need div/mod, and the vectorizer may scalarize
+them).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ TRANSCENDENTAL_DIVISOR = 8
 _TRANSCENDENTAL = frozenset({"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "erf",
                              "tanh", "sigmoid", "sin", "cos", "tan", "pow", "atan", "asin",
                              "acos", "sinh", "cosh", "atan2"})
+# ... and layout transforms (one side of the copy is a strided gather or scatter, ~4x the
+# cost per element of a contiguous copy) from 1/8 of it: the NCHW12c -> NCHW transform after a
+# 3 -> 24 channel 56x56 convolution (75K elements) 28 -> 17 us, NCHW16c -> NCHW of 64x28x28
+# 21 -> 16 us (2 threads, loaded machine)
+LAYOUT_TRANSFORM_DIVISOR = 8
 MAX_LANES = 32
 
 
@@ -81,6 +88,21 @@ def _has_transcendental(out: te.Tensor) -> bool:
     return found[0]
 
 
+def _has_layout_transform(out: te.Tensor) -> bool:
+    """Whether ``out`` or an injective stage inlined into it is a ``layout_transform``."""
+    seen: set[int] = set()
+    stack = [out.op]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen or not isinstance(op, te.ComputeOp) or op.reduce_axis:
+            continue
+        seen.add(id(op))
+        if op.name == "layout_transform":
+            return True
+        stack.extend(t.op for t in op.input_tensors)
+    return False
+
+
 def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     """Vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
     st = sch[out.op]
@@ -94,6 +116,8 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     min_par = PARALLEL_MIN_ELEMENTS
     if size is not None and size < min_par and _has_transcendental(out):
         min_par //= TRANSCENDENTAL_DIVISOR
+    elif size is not None and size < min_par and _has_layout_transform(out):
+        min_par //= LAYOUT_TRANSFORM_DIVISOR
     big = (size is None or size >= min_par) and _num_cores() > 1
     last = axes[-1].dom.extent
     if lanes > 1 and (not isinstance(last, IntImm) or last.value >= lanes):
@@ -114,17 +138,33 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
             st.parallel(par)
         return sch
     if (lanes > 1 and len(axes) >= 2 and isinstance(last, IntImm) and last.value <= 4
-            and isinstance(axes[-2].dom.extent, IntImm) and axes[-2].dom.extent.value >= lanes):
+            and isinstance(axes[-2].dom.extent, IntImm)
+            and 4 * axes[-2].dom.extent.value >= lanes):
         # an innermost axis of 2-4 (NCHW -> NCHW3c of an image): vectorize the axis before it,
         # the short one unrolled outside the vector; accesses along it become stride-2..4
         # vectors, which the LLVM backend emits as masked contiguous loads/stores (no div/mod
-        # indices, no gathers): 0.115 -> ~0.02 ms for 1x3x224x224
-        wo, wi = st.split(axes[-2], lanes)
-        st.reorder(*axes[:-2], wo, axes[-1], wi)
+        # indices, no gathers): 0.115 -> ~0.02 ms for 1x3x224x224. An axis before it shorter
+        # than the lanes (a row of a quarter vector or more) is one vector: 1x57x13x13 -> NCHW3c
+        # 18 -> 2 us
+        if axes[-2].dom.extent.value >= lanes:
+            wo, wi = st.split(axes[-2], lanes)
+        else:
+            wo, wi = None, axes[-2]
+        st.reorder(*axes[:-2], *([wo] if wo is not None else []), axes[-1], wi)
         st.unroll(axes[-1])
         st.vectorize(wi)
-        outer = axes[:-2]
-        par = st.fuse(*outer, wo) if outer else wo
+        outer = axes[:-2] + ([wo] if wo is not None else [])
+        par = (st.fuse(*outer) if len(outer) > 1 else outer[0]) if outer else None
+        if big and par is not None:
+            st.parallel(par)
+        return sch
+    if (lanes > 1 and len(axes) >= 2 and isinstance(last, IntImm)
+            and 4 * last.value >= lanes):
+        # an innermost axis of a quarter vector or more (a 7..15-wide image row, e.g. of
+        # NCHW16c -> NCHW): one vector per row, the other axes fused (no div/mod indices):
+        # NCHW16c -> NCHW of 1x128x13x13 44 -> 11 us, of 1x64x7x7 (cropped to 57) 8 -> 2 us
+        st.vectorize(axes[-1])
+        par = st.fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
         if big:
             st.parallel(par)
         return sch

@@ -11,6 +11,13 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
   A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts, the
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
+  A plain convolution whose output channel count has no divisor of at least half a vector (57:
+  block 3; see :func:`padded_block`) computes zero output channels up to a whole number of
+  vector-wide blocks instead (the weight padded with zero filters: at compile time for a
+  constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
+  ``strided_slice``, fused with the bias and activation that follow).
+  A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
+  in NCHW instead (:func:`is_pointwise`, no layout transforms).
 * ``nn.dense`` with enough rows becomes ``nn.contrib_dense_pack`` of the prepacked weight
   (:func:`alter_dense_layout`).
 """
@@ -19,23 +26,56 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ....target import Target
 from ....topi import x86
 from ....topi.nn.conv2d import conv2d_infer_layout
 from ....topi.nn.winograd import winograd_weight_transform_np
+from ....transform import PassContext
 from ...expr import Call, Constant, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
+from ...op.numpy_impl import layout_transform_np
 from ...ty import TensorType
 from ..registry import make_call
 from .alter_layout import conv2d_alter_layout, conv2d_layout_demand, dense_alter_layout
 from .x86 import DENSE_PACK_MIN_ROWS, _const_int
 from .x86_winograd import winograd_tile
 
-__all__ = ["MAX_BLOCK", "conv_blocks", "is_depthwise", "alter_dense_layout"]
+__all__ = ["MAX_BLOCK", "conv_blocks", "padded_block", "conv_padding", "is_depthwise",
+           "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
 
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
+
+
+def padded_block(c: int, bn: int, lanes: int) -> tuple[int, int]:
+    """``(block, padded channel count)`` for ``c`` channels whose largest divisor within one
+    vector of ``lanes`` is ``bn``: ``(bn, c)`` when that block fills at least half a vector or
+    holds all the channels, else ``(lanes, c rounded up to lanes)`` (zero channels added).
+
+    A block of 3 (57 channels) leaves most vector lanes idle in every FMA of the NCHWc kernel
+    (and of Winograd's transforms); padding 57 to 64 costs 12% more arithmetic for 16-lane
+    vectors (bench/conv_shapes.py, RESULTS.md "Convolutions at any shape")."""
+    if bn * 2 >= lanes or bn == c:
+        return bn, c
+    return lanes, -(-c // lanes) * lanes
+
+
+def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
+    """``(ic_bn, oc_bn, padded oc)`` of a typed plain ``nn.conv2d`` that :func:`conv_blocks`
+    rewrites (None otherwise; depthwise convolutions keep their blocks). Only the output
+    channels are padded: the input block is the reduction's inner loop (each input channel is a
+    broadcast), so a small one costs little, while padding the input channels costs their
+    arithmetic and a pad pass (57 -> 64 input channels was 10-35% slower, 1 thread)."""
+    blocks = conv_blocks(call, target)
+    if blocks is None or call.attrs.groups != 1:
+        return None
+    d, w = (x.checked_type for x in call.args)
+    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
+    oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes)
+    return blocks[0], oc_bn, ocp
 
 
 def _blocked(c: int) -> str:
@@ -86,8 +126,12 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
     if blocks is None:
         return None
     ic_bn, oc_bn = blocks
-    kl = f"OIHW1i{oc_bn}o" if call.attrs.groups != 1 else f"OIHW{ic_bn}i{oc_bn}o"
-    return [_blocked(ic_bn), kl]
+    if call.attrs.groups != 1:
+        return [_blocked(ic_bn), f"OIHW1i{oc_bn}o"]
+    if is_pointwise(call):
+        return [None, None]  # a matmul in NCHW unless its input arrives blocked
+    ic_bn, oc_bn, _ = conv_padding(call, Target.current())
+    return [_blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
 
 
 @conv2d_alter_layout.register("cpu")
@@ -104,6 +148,12 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
             ic_bn = oc_bn = blk
         kl = f"OIHW1i{oc_bn}o"
     else:
+        pointwise = _alter_pointwise(call, inputs)
+        if pointwise is not None:
+            return pointwise
+        padded = _alter_padded(call, inputs, target)
+        if padded is not None:
+            return padded
         kl = f"OIHW{ic_bn}i{oc_bn}o"
     data = inputs.get(0, _blocked(ic_bn))
     a = call.attrs
@@ -121,6 +171,99 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
         "data_layout": _blocked(ic_bn), "kernel_layout": kl, "out_layout": _blocked(oc_bn),
         "out_dtype": a.out_dtype})  # fmt: skip
     return out, _blocked(oc_bn)
+
+
+POINTWISE_MAX_PIXELS = 1024
+"""Largest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul. The input's
+reshape to ``[IC, H*W]`` is a copy kernel whose vectors cross image rows (div/mod indices,
+~0.5 ns per element); on 56x56 maps it cost more than the NCHWc path's two layout transforms
+(64x56x56 -> 57: matmul 246 us, NCHWc 158; 24 -> 24: 63 vs 49, medians), on 7x7-17x17 maps
+less (57x13x13 -> 57: 18 vs 21 us)."""
+
+
+def is_pointwise(call: Call) -> bool:
+    """A typed plain ``nn.conv2d`` that is one matrix product in NCHW: 1x1 window, stride 1,
+    no padding or dilation, batch 1, static shapes, at most ``POINTWISE_MAX_PIXELS`` pixels
+    per channel, the output dtype the input's; unless the
+    PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
+    flag = PassContext.current().config.get("relay.x86.pointwise_matmul", True)
+    if not isinstance(flag, bool):
+        raise ValueError("PassContext config relay.x86.pointwise_matmul must be True or False, "
+                         f"got {flag!r}")
+    if not flag:
+        return False
+    a = call.attrs
+    d, w = (x.checked_type for x in call.args)
+    if not (isinstance(d, TensorType) and isinstance(w, TensorType)) or len(d.shape) != 4:
+        return False
+    if not all(isinstance(s, int) for s in (*d.shape, *w.shape)) or d.shape[0] != 1:
+        return False
+    if d.shape[2] * d.shape[3] > POINTWISE_MAX_PIXELS:
+        return False
+    return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
+            and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)
+            and tuple(a.dilation) == (1, 1) and not any(int(p) for p in a.padding)
+            and (a.out_dtype or d.dtype) == d.dtype and a.out_layout in ("", "NCHW"))
+
+
+def _alter_pointwise(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
+    """An :func:`is_pointwise` convolution whose input arrives in NCHW (a graph input, or
+    after an operator that stays in NCHW) as ``W[OC, IC] @ x[IC, H*W]`` (``nn.matmul``), NCHW
+    out: no layout transform on either side. Measured with bench/conv_shapes.py's one-conv
+    models (+ bias, relu), before the transforms got faster (x86 injective schedule): 1.5-2x
+    faster than the NCHWc convolution with its two transforms (57x13x13 -> 128: 37.6 -> 18.4
+    us, medians, 2 threads).
+    A blocked input (after another NCHWc convolution) keeps the NCHWc convolution."""
+    if not is_pointwise(call) or inputs.block(0) is not None:
+        return None
+    d, w = (x.checked_type for x in call.args)
+    _, ic, h, wd = (int(x) for x in d.shape)
+    oc = int(w.shape[0])
+    weight = inputs.plain(1)
+    if isinstance(weight, Constant):
+        weight = Constant(weight.data.numpy().reshape(oc, ic))
+    else:
+        weight = _tr.reshape(weight, (oc, ic))
+    y = _nn.matmul(weight, _tr.reshape(inputs.plain(0), (ic, h * wd)))
+    return _tr.reshape(y, (1, oc, h, wd)), None
+
+
+def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None] | None:
+    """The rewrite of a plain convolution with padded output channels (see the module
+    docstring), or None when :func:`conv_padding` pads nothing."""
+    ic_bn, oc_bn, ocp = conv_padding(call, target)
+    oc = int(call.args[1].checked_type.shape[0])
+    if ocp == oc:
+        return None
+    a = call.attrs
+    data = inputs.get(0, _blocked(ic_bn))
+    weight = inputs.plain(1)
+    wpad = ((0, ocp - oc), (0, 0), (0, 0), (0, 0))
+    if isinstance(weight, Constant):
+        weight = Constant(np.pad(weight.data.numpy(), wpad))
+    else:
+        weight = _nn.pad(weight, wpad)
+    ic = int(call.args[0].checked_type.shape[1])
+    tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp))
+    if tile is not None:
+        out = make_call("nn.contrib_conv2d_winograd_nchwc",
+                        [data, _winograd_weight(weight, tile, oc_bn)], {
+            "tile_size": tile, "padding": a.padding, "channels": ocp, "kernel_size": (3, 3),
+            "data_layout": _blocked(ic_bn), "out_layout": _blocked(oc_bn),
+            "out_dtype": a.out_dtype})  # fmt: skip
+    else:
+        kl = f"OIHW{ic_bn}i{oc_bn}o"
+        if isinstance(weight, Constant):
+            weight = Constant(layout_transform_np(weight.data.numpy(), "OIHW", kl))
+        else:
+            weight = _tr.layout_transform(weight, "OIHW", kl)
+        out = make_call("nn.contrib_conv2d_NCHWc", [data, weight], {
+            "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
+            "channels": ocp, "kernel_size": a.kernel_size, "data_layout": _blocked(ic_bn),
+            "kernel_layout": kl, "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype})
+    # the padded channels are cropped in NCHW (they do not split into blocks of a divisor)
+    plain = _tr.layout_transform(out, _blocked(oc_bn), "NCHW")
+    return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
 
 
 def _winograd_weight(w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:

@@ -12,7 +12,8 @@ shapes. The choice, for each such call:
    fastest measured run wins; implementations without a record do not compete (a log that
    tuned only the direct convolution keeps it);
 3. nothing measured: Winograd F(4x4, 3x3) when the layer has at least
-   :data:`MIN_TILES_DEFAULT` output tiles per image, else direct. Measured here with the
+   :data:`MIN_TILES_DEFAULT` output tiles per image and at least
+   :data:`MIN_CHANNELS_DEFAULT` input and output channels, else direct. Measured here with the
    default schedules (``bench/winograd.py``, 2026-11-24): Winograd took 0.34-0.43x the direct
    convolution's time on ResNet-18's 56x56, 28x28 and 14x14 layers and 0.90x on the 7x7 one
    (4 tiles, 2 of them mostly padding); one tile is mostly padding, so fewer than 4 stay direct.
@@ -36,7 +37,8 @@ from ....transform import PassContext
 from ...expr import Call
 from ...ty import TensorType
 
-__all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "conv_workloads"]
+__all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "MIN_CHANNELS_DEFAULT",
+           "conv_workloads"]
 
 TILE_SIZES = (4,)
 """Tile sizes whose tasks are extracted for tuning. F(6x6, 3x3) is left out: its candidates
@@ -46,6 +48,13 @@ layers (1.25x and 2.2x slower on 14x14 and 7x7; ``bench/winograd.py``);
 DEFAULT_TILE = 4
 MIN_TILES_DEFAULT = 4
 """Untuned: Winograd when the output has at least this many 4x4 tiles per image."""
+MIN_CHANNELS_DEFAULT = 32
+"""Untuned: Winograd when both channel counts are at least this. Its input and output
+transforms cost per channel, its products per channel pair: with few channels the transforms
+dominate. Measured (one-conv models, 2 threads, min of 11, loaded machine; bench/conv_shapes.py
+style): 16 -> 16 channels 56x56 Winograd 530 us, direct 134; 24 -> 24 at 13x13 / 17x17 / 56x56
+2.5-3.5x slower than direct; 24 -> 57 even (37 vs 40 us); 32 -> 32 at 28x28 1.4x faster
+(75 vs 109 us), 48 -> 48 1.4x faster."""
 
 
 def _eligible(call: Call) -> bool:
@@ -60,13 +69,17 @@ def _eligible(call: Call) -> bool:
             and (a.out_dtype or "float32") == "float32")
 
 
-def conv_workloads(call: Call, ic_bn: int, oc_bn: int) -> tuple[tuple, dict[int, tuple]]:
+def conv_workloads(call: Call, ic_bn: int, oc_bn: int, channels: tuple[int, int] | None = None
+                   ) -> tuple[tuple, dict[int, tuple]]:
     """``(direct workload, {tile size: Winograd workload})`` of a typed NCHW ``nn.conv2d`` as
-    the x86 strategy's templates will see it once blocked."""
+    the x86 strategy's templates will see it once blocked; ``channels``: the (input, output)
+    channel counts after padding, when the layout pass pads them."""
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
     n, c, h, wd = (int(x) for x in d.shape)
     oc = int(w.shape[0])
+    if channels is not None:
+        c, oc = channels
     dtype = a.out_dtype or d.dtype
     data = te.placeholder((n, c // ic_bn, h, wd, ic_bn), d.dtype, name="data")
     kernel = te.placeholder((oc // oc_bn, c // ic_bn, 3, 3, ic_bn, oc_bn), w.dtype, name="kernel")
@@ -93,13 +106,14 @@ def _mode(ctx_config: dict) -> Any:
                      f"tile size in {winograd_tile_sizes()}, got {v!r}")
 
 
-def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None) -> int | None:
+def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
+                  channels: tuple[int, int] | None = None) -> int | None:
     """The Winograd tile size for this typed ``nn.conv2d`` call, or None for the direct
-    convolution (see the module docstring)."""
+    convolution (see the module docstring); ``channels``: as for :func:`conv_workloads`."""
     mode = _mode(PassContext.current().config)
     if mode is False or not _eligible(call):
         return None
-    direct, wino = conv_workloads(call, ic_bn, oc_bn)
+    direct, wino = conv_workloads(call, ic_bn, oc_bn, channels)
     env = TaskExtractEnv.current
     if env is not None:
         env.add(direct[0], direct[1:])
@@ -120,4 +134,7 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None) -> 
     oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
     ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2
     tiles = -(-oh // DEFAULT_TILE) * -(-ow // DEFAULT_TILE)
-    return DEFAULT_TILE if tiles >= MIN_TILES_DEFAULT else None
+    ic, oc = int(d.shape[1]), int(call.args[1].checked_type.shape[0])
+    if tiles < MIN_TILES_DEFAULT or min(ic, oc) < MIN_CHANNELS_DEFAULT:
+        return None
+    return DEFAULT_TILE
