@@ -110,7 +110,7 @@ def _ref_schedule(outs: Any, what: str) -> Schedule:
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    out = anchor(mm, outs[0])
+    out = D._anchor(mm, outs[0])  # (anchor, also past the crop of a padded product)
     attrs = mm.op.attrs
     # B read along K (dense, or a B-transposed product): contiguous rows -> dot products
     dot = mm.op.tag == "dense" or (mm.op.tag in ("matmul", "batch_matmul")

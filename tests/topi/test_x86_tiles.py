@@ -249,8 +249,9 @@ def test_dense_prepacked(m, k, n):
 
 
 def test_alter_dense_layout_rewrite_and_build():
-    """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight; the
-    rewrite is refused for few rows, a panel that does not divide N, N-D data."""
+    """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight (a
+    partial last panel zero-padded, units = N); the rewrite is refused for few rows, N-D
+    data."""
     import tvmpy as tvm
     from tvmpy import relay
     from tvmpy.contrib import graph_executor
@@ -264,7 +265,8 @@ def test_alter_dense_layout_rewrite_and_build():
         return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
 
     assert alter_dense_layout(typed(15, 8, 32)) is None
-    assert alter_dense_layout(typed(16, 8, 40)) is None  # 40 % 16
+    padded = alter_dense_layout(typed(16, 8, 40))  # 40 % 16: the last panel padded
+    assert padded.op.name == "nn.contrib_dense_pack" and padded.attrs.units == 40
     assert alter_dense_layout(typed(16, 8, 32, nd=True)) is None
     m, k, n = 19, 23, 64
     body = typed(m, k, n)
@@ -294,14 +296,15 @@ def test_alter_op_layout_packs_dense_weights():
 
     rng = np.random.default_rng(4)
     w1 = rng.uniform(-1, 1, (32, 12)).astype("float32")
-    w2 = rng.uniform(-1, 1, (40, 32)).astype("float32")  # 40 % 16: stays nn.dense
+    w2 = rng.uniform(-1, 1, (40, 32)).astype("float32")  # 40 % 16: a padded last panel
     x = relay.var("x", shape=(17, 12))
     y = relay.nn.dense(relay.nn.relu(relay.nn.dense(x, relay.const(w1))), relay.const(w2))
     mod = relay.IRModule.from_expr(relay.Function([x], y))
     with tvm.transform.PassContext(opt_level=3), tvm.target.Target("llvm"):
         altered = FoldConstant()(AlterOpLayout()(InferType()(mod)))
     text = str(altered)
-    assert text.count("nn.contrib_dense_pack") == 1 and "nn.dense" in text
+    assert text.count("nn.contrib_dense_pack") == 2 and "nn.dense" not in text
+    assert "units=40" in text and "nn.pad" not in text  # (padded at compile time)
     xv = rng.uniform(-1, 1, (17, 12)).astype("float32")
     want = np.maximum(xv @ w1.T, 0) @ w2.T
     for level in (2, 3):

@@ -7,7 +7,7 @@ What it does
     ``x`` with an integer coefficient, and linear with integer coefficients in the variables of
     loops nested inside (whose ranges must not depend on ``x`` non-linearly), holds on an
     interval of ``x`` for *every* value of the inner variables; the intersection ``[lo, hi)`` of
-    these intervals is where all of them hold. The loop becomes
+    these intervals is where all of them hold. The loop (unless parallel, see below) becomes
 
         for x in [m, lo'):    body                       (pre, guards kept)
         for x in [lo', hi'):  body with those guards = True   (main)
@@ -19,7 +19,9 @@ What it does
     an inner split loses its dead guard). Comparisons that read memory are not used (the
     memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
     substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
-    are then searched again (their inner loops), never re-split on ``x``.
+    are then searched again (their inner loops), never re-split on ``x``. A parallel loop
+    stays one loop whose body branches on ``x`` into the three parts (so a tail still runs in
+    parallel with the main part).
 
 When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
@@ -219,6 +221,10 @@ class _Partitioner(Mutator):
             hi_c = hi if le(hi, end) else _min(hi, end)
             hi_c = simp(hi_c if le(lo_c, hi_c) else _max(hi_c, lo_c))
         main_body = _AtomReplacer(chosen).visit(f.body)
+        if f.kind == S.ForKind.PARALLEL:
+            return self.branch(f, lo_c if lo is not None else None,
+                               hi_c if hi is not None else None, main_body,
+                               _outside(f.body, lo_atoms), _outside(f.body, hi_atoms))
         parts: list[tuple[S.Stmt, bool] | None] = []
         if lo is not None:
             parts.append(self.make_part(f, m, simp(lo_c - m), _outside(f.body, lo_atoms),
@@ -228,6 +234,26 @@ class _Partitioner(Mutator):
             parts.append(self.make_part(f, hi_c, simp(end - hi_c), _outside(f.body, hi_atoms),
                                         fresh=True))
         return [p for p in parts if p is not None]
+
+    def branch(self, f: S.For, lo: E.PrimExpr | None, hi: E.PrimExpr | None, main: S.Stmt,
+               pre: S.Stmt, post: S.Stmt) -> list[tuple[S.Stmt, bool]]:
+        """A parallel loop keeps one loop, its parts become branches of its body
+        (``if x < lo: pre elif x < hi: main else: post``): split into loops, the parts after
+        the first would run one after the other, e.g. the tail panel of a GEMM on one thread
+        after all the others."""
+        x, simp = f.loop_var, self.ana.simplify
+        end = simp(f.min + f.extent)
+
+        def empty(a: E.PrimExpr, b: E.PrimExpr) -> bool:  # [a, b) provably empty
+            d = simp(b - a)
+            return isinstance(d, E.IntImm) and d.value <= 0
+
+        body = main
+        if hi is not None and not empty(hi, end):
+            body = S.IfThenElse(x < hi, body, fresh_copy(post))
+        if lo is not None and not empty(f.min, lo):
+            body = S.IfThenElse(x < lo, fresh_copy(pre), body)
+        return [(f.replace(body=body), True)]
 
     def provably_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
         """``a <= b`` for all values: the analyzer, or floordiv's monotonicity

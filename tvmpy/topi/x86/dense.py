@@ -65,6 +65,17 @@ def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str) -> Tenso
                    tag="matmul_pack")
 
 
+def _crop(full: Tensor, n: int) -> Tensor:
+    """The first ``n`` columns of a product computed over whole panels (``full``'s last axis
+    padded to a multiple of the panel width): the register tiles of the tail panel then run at
+    the full vector width on the zero-padded weights, and only their stores are guarded. The
+    schedules inline this stage into the output (tag "injective")."""
+    if get_const_tuple(full.shape[-1:], "crop")[0] == n:
+        return full
+    return compute((*full.shape[:-1], n), lambda *idx: full(*idx), name=full.op.name + "_crop",
+                   tag="injective")
+
+
 def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
                out_dtype: str | None = None, nr: int | None = None) -> Tensor:
     """``topi.nn.dense`` with the weight packed into panels of ``nr`` columns (default
@@ -79,10 +90,10 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
     nr = _panel(n) if nr is None else int(nr)
     packed = _pack(weight, False, n, k, nr, "weight_pack")
     kk = reduce_axis((0, k), name="k")
-    out = compute((m, n), lambda i, j: te_sum(
+    out = compute((m, -(-n // nr) * nr), lambda i, j: te_sum(
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
-    return add_bias(out, bias, "dense")
+    return add_bias(_crop(out, n), bias, "dense")
 
 
 def panel_width(n: int) -> int:
@@ -90,10 +101,13 @@ def panel_width(n: int) -> int:
     return _panel(n)
 
 
-def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) -> Tensor:
+def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None,
+                    units: int | None = None) -> Tensor:
     """``dense`` with the weight already packed (at compile time, by AlterOpLayout):
-    ``packed[N/nr, K, nr]`` holds ``W[j, k]`` at ``[j // nr, k, j % nr]`` (tag "dense_pack",
-    scheduled by ``schedule_dense_pack`` without the in-kernel packing)."""
+    ``packed[P, K, nr]`` holds ``W[j, k]`` at ``[j // nr, k, j % nr]`` (tag "dense_pack",
+    scheduled by ``schedule_dense_pack`` without the in-kernel packing). ``units``: the
+    output width ``N`` when the last panel is zero-padded (``(P - 1) * nr < N <= P * nr``;
+    default ``P * nr``)."""
     check_rank(data, 2, "dense_prepacked", "data")
     check_rank(packed, 3, "dense_prepacked", "packed weight")
     m, k = batch_const_shape(data.shape, "dense_prepacked: data shape")
@@ -101,11 +115,16 @@ def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) 
     if k != k2:
         raise ValueError(f"dense_prepacked: data has {k} input features, the packed weight "
                          f"{(npanel, k2, nr)} expects {k2}")
+    n = npanel * nr if units is None else int(units)
+    if not (npanel - 1) * nr < n <= npanel * nr:
+        raise ValueError(f"dense_prepacked: units={n} does not fit the packed weight "
+                         f"{(npanel, k2, nr)} (at most its last panel may be padded)")
     out_dtype = infer_out_dtype(out_dtype, data)
     kk = reduce_axis((0, k), name="k")
-    return compute((m, npanel * nr), lambda i, j: te_sum(
+    full = compute((m, npanel * nr), lambda i, j: te_sum(
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
+    return _crop(full, n)
 
 
 def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None,
@@ -121,10 +140,11 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     packed = _pack(tensor_b, True, n, k, nr, "B_pack")
     b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
-    return compute((batch, m, n), lambda b, i, j: te_sum(
+    full = compute((batch, m, -(-n // nr) * nr), lambda b, i, j: te_sum(
         _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
         * _cast(packed[0 if b1 else b, j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_batch_matmul_pack", tag="batch_matmul_pack")
+    return _crop(full, n)
 
 
 def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
@@ -232,7 +252,18 @@ def _find(outs: Any, what: str) -> tuple[Schedule, Tensor, Tensor, list[Tensor]]
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    return s, mm, anchor(mm, outs[0]), outs
+    return s, mm, _anchor(mm, outs[0]), outs
+
+
+def _anchor(mm: Tensor, out: Tensor) -> Tensor:
+    """:func:`anchor`, also when ``out`` has the shape of the product cropped to fewer columns
+    (the packed computes run over whole panels, see :func:`_crop`)."""
+    a, b = [str(d) for d in mm.shape], [str(d) for d in out.shape]
+    if a[:-1] == b[:-1] and a[-1] != b[-1] and mm.shape[-1] != out.shape[-1]:
+        wide, n = (getattr(d, "value", d) for d in (mm.shape[-1], out.shape[-1]))
+        if isinstance(wide, int) and isinstance(n, int) and 0 < n < wide:
+            return out
+    return anchor(mm, out)
 
 
 def _dot_ok(mm: Tensor) -> bool:
@@ -404,10 +435,10 @@ def schedule_dense_pack_x86(cfg: Any, outs: Any) -> Schedule:
 
 @register_topi_compute("contrib_dense_pack.x86")
 def contrib_dense_pack(cfg: Any, data: Tensor, packed: Tensor,
-                       out_dtype: str | None = None) -> Tensor:
+                       out_dtype: str | None = None, units: int | None = None) -> Tensor:
     """:func:`dense_prepacked` as an AutoTVM template (task "contrib_dense_pack.x86"; the
     panel width is fixed by the packed layout)."""
-    out = dense_prepacked(data, packed, out_dtype)
+    out = dense_prepacked(data, packed, out_dtype, units)
     _flop(cfg, out, int(_const_dims(packed, "contrib_dense_pack.x86")[1]))
     return out
 

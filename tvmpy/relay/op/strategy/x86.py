@@ -172,7 +172,9 @@ for _k in ("max", "avg"):
 
 
 def _dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype)]
+    units = getattr(attrs.units, "value", attrs.units)
+    return [x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype,
+                                None if units is None else int(units))]
 
 
 COMPUTES["nn.contrib_dense_pack"] = _dense_prepacked_compute

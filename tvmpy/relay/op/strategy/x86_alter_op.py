@@ -137,7 +137,8 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     weight of static shape becomes
     ``nn.contrib_dense_pack(x, transpose(reshape(W, (N/nr, nr, K)), (0, 2, 1)))``: the panel
     packing that ``dense_pack`` does inside the kernel on every run moves to compile time
-    (FoldConstant folds it when W is a constant). Returns None when the call stays as it is.
+    (FoldConstant folds it when W is a constant). When ``nr`` does not divide N, W is first
+    zero-padded to whole panels (``units`` stays N). Returns None when the call stays as it is.
     ``args``: the (already rewritten) arguments to build on; the types are read from the typed
     ``call``'s own arguments.
 
@@ -157,10 +158,13 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     if rows is None or n is None or k is None or rows < DENSE_PACK_MIN_ROWS:
         return None
     nr = x86.panel_width(n)
-    if n % nr or dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
+    if dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
         return None
     data, weight = args if args is not None else call.args
-    w = _tr.transpose(_tr.reshape(weight, (n // nr, nr, k), allowzero=True), (0, 2, 1))
+    npanel = -(-n // nr)
+    if npanel * nr != n:  # a partial last panel: zero-pad it (the output keeps n columns)
+        weight = _nn.pad(weight, ((0, npanel * nr - n), (0, 0)))
+    w = _tr.transpose(_tr.reshape(weight, (npanel, nr, k), allowzero=True), (0, 2, 1))
     return _nn.contrib_dense_pack(data, w, units=n)
 
 
