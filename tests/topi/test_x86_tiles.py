@@ -233,17 +233,22 @@ def test_layer_norm_rows_per_task():
     check([x, g, b], out, topi.x86.schedule_layer_norm, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7)])
+@pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7), (19, 23, 97),
+                                   (8, 3, 33), (1, 16, 65)])
 def test_dense_prepacked(m, k, n):
-    """dense_prepacked (weight packed at compile time) with schedule_dense_pack vs numpy."""
+    """dense_prepacked (weight packed at compile time; a partial last panel zero-padded, the
+    output cropped to ``units``) with schedule_dense_pack vs numpy."""
     nr = topi.x86.panel_width(n)
+    npanel = -(-n // nr)
     X = te.placeholder((m, k), name="X")
-    P = te.placeholder((n // nr, k, nr), name="P")
-    out = topi.relu(topi.x86.dense_prepacked(X, P))
+    P = te.placeholder((npanel, k, nr), name="P")
+    out = topi.relu(topi.x86.dense_prepacked(X, P, units=n))
+    assert tuple(int(d) for d in out.shape) == (m, n)
     rng = np.random.default_rng(2)
     x = rng.uniform(-1, 1, (m, k)).astype("float32")
     w = rng.uniform(-1, 1, (n, k)).astype("float32")
-    packed = np.ascontiguousarray(w.reshape(n // nr, nr, k).transpose(0, 2, 1))
+    wp = np.concatenate([w, np.zeros((npanel * nr - n, k), "float32")])
+    packed = np.ascontiguousarray(wp.reshape(npanel, nr, k).transpose(0, 2, 1))
     check([X, P], out, topi.x86.schedule_dense_pack, lambda a, p: np.maximum(a @ w.T, 0),
           arrays=[x, packed], rtol=1e-4, atol=1e-3)
 
@@ -314,3 +319,21 @@ def test_alter_op_layout_packs_dense_weights():
         g.set_input("x", xv)
         g.run()
         np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_prepacked_rejects_units_that_do_not_fit():
+    X = te.placeholder((4, 8), name="X")
+    P = te.placeholder((2, 8, 16), name="P")
+    for bad in (16, 33, 0):  # a whole empty panel, more than the panels hold, nothing
+        with pytest.raises(ValueError, match="units"):
+            topi.x86.dense_prepacked(X, P, units=bad)
+
+
+@pytest.mark.parametrize("b,m,k,n", [(3, 19, 23, 37), (2, 8, 5, 97), (1, 16, 64, 31)])
+def test_batch_matmul_pack_untransposed_b(b, m, k, n):
+    """batch_matmul_pack of B [b, K, N] (packed, last panel zero-padded) + relu vs numpy."""
+    A = te.placeholder((b, m, k), name="A")
+    B = te.placeholder((b, k, n), name="B")
+    out = topi.relu(topi.x86.batch_matmul_pack(A, B, transpose_b=False))
+    check([A, B], out, topi.x86.schedule_batch_matmul,
+          lambda a, bb: np.maximum(a @ bb, 0), rtol=1e-4, atol=1e-4)

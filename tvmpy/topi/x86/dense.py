@@ -49,14 +49,17 @@ def _panel(n: int) -> int:
     return 32 if n >= 64 else 16 if n >= 16 else n
 
 
-def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str) -> Tensor:
-    """``B[(batch,) N, K]`` -> ``[(batch,) ceil(N/nr), K, nr]``, zero past N."""
+def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str,
+          trans: bool = True) -> Tensor:
+    """``B[(batch,) N, K]`` (``trans``; else ``B[(batch,) K, N]``) ->
+    ``[(batch,) ceil(N/nr), K, nr]``, zero past N."""
     zero = const(0, b.dtype)
     npanel = (n + nr - 1) // nr
 
     def get(bi: Any, jo: Any, kk: Any, ji: Any) -> Any:
         j = jo * nr + ji
-        v = b[bi, j, kk] if batched else b[j, kk]
+        at = (j, kk) if trans else (kk, j)
+        v = b[(bi, *at)] if batched else b[at]
         return v if n % nr == 0 else if_then_else(j < n, v, zero)
 
     if batched:
@@ -128,16 +131,17 @@ def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None,
 
 
 def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None,
-                      nr: int | None = None) -> Tensor:
-    """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed into
-    panels of ``nr`` columns (default :func:`panel_width`)."""
-    ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype)  # argument checks, out shape
-    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")
+                      nr: int | None = None, transpose_b: bool = True) -> Tensor:
+    """``topi.nn.batch_matmul`` (B ``[b, N, K]``, or ``[b, K, N]`` with ``transpose_b=False``)
+    with B packed into panels of ``nr`` columns (default :func:`panel_width`), the last one
+    zero-padded."""
+    ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype, transpose_b=transpose_b)
+    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")  # (checks done)
     k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]
     a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     nr = _panel(n) if nr is None else int(nr)
-    packed = _pack(tensor_b, True, n, k, nr, "B_pack")
+    packed = _pack(tensor_b, True, n, k, nr, "B_pack", trans=transpose_b)
     b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
     full = compute((batch, m, -(-n // nr) * nr), lambda b, i, j: te_sum(
@@ -467,11 +471,14 @@ def schedule_batch_matmul_x86(cfg: Any, outs: Any) -> Schedule:
 
 @register_topi_compute("batch_matmul_pack.x86")
 def batch_matmul_pack_x86(cfg: Any, tensor_a: Tensor, tensor_b: Tensor,
-                          out_dtype: str | None = None) -> Tensor:
+                          out_dtype: str | None = None, transpose_b: bool = True) -> Tensor:
     """:func:`batch_matmul_pack` as an AutoTVM template (panel width: knob ``tile_x``)."""
     _, n, k = (int(d) for d in _const_dims(tensor_b, "batch_matmul_pack.x86"))
+    if not transpose_b:
+        n, k = k, n
     _define_nr(cfg, n)
-    out = batch_matmul_pack(tensor_a, tensor_b, out_dtype, cfg["tile_x"].size[-1])
+    out = batch_matmul_pack(tensor_a, tensor_b, out_dtype, cfg["tile_x"].size[-1],
+                            bool(transpose_b))
     _flop(cfg, out, k)
     return out
 

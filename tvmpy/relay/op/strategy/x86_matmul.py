@@ -57,7 +57,8 @@ def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 def _batch_matmul_pack(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [_x86.batch_matmul_pack_x86(inputs[0], inputs[1], _od(attrs, out_type))]
+    extra = () if attrs.transpose_b else (False,)  # (a B-transposed one's workload as before)
+    return [_x86.batch_matmul_pack_x86(inputs[0], inputs[1], _od(attrs, out_type), *extra)]
 
 
 def _sched(f: Callable[..., Any]) -> Callable[..., Any]:
