@@ -269,7 +269,17 @@ def test_alter_dense_layout_rewrite_and_build():
         w = relay.const(np.random.default_rng(0).uniform(-1, 1, (n, k)).astype("float32"))
         return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
 
-    assert alter_dense_layout(typed(15, 8, 32)) is None
+    few = alter_dense_layout(typed(15, 8, 32))  # a constant weight: packed for any rows
+    assert few.op.name == "nn.contrib_dense_pack"
+
+    def typed_var(w):  # few rows, a weight known at run time only
+        y = relay.nn.dense(relay.var("x", shape=(15, 8)), w)
+        return infer_type(relay.Function(relay.analysis.free_vars(y), y)).body
+
+    assert alter_dense_layout(typed_var(relay.var("w", shape=(32, 8)))) is None
+    call = typed_var(relay.transpose(relay.var("b", shape=(8, 32))))
+    new = alter_dense_layout(call)  # dense(x, transpose(B)) -> matmul(x, B)
+    assert new.op.name == "nn.matmul" and new.args[1] is call.args[1].args[0]
     padded = alter_dense_layout(typed(16, 8, 40))  # 40 % 16: the last panel padded
     assert padded.op.name == "nn.contrib_dense_pack" and padded.attrs.units == 40
     assert alter_dense_layout(typed(16, 8, 32, nd=True)) is None
