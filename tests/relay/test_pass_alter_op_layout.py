@@ -279,10 +279,9 @@ def test_pool_then_flatten_dense_transforms_back_once():
     y = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y))
     mod = _mod([x], relay.nn.dense(y, _w(10, 24)))
     new = _alter(mod)
-    # (the constant dense weight is packed too: reshape + transpose, folded at build time)
     assert _ops(new) == ["layout_transform", "nn.contrib_conv2d_NCHWc", "nn.relu",
                          "nn.global_avg_pool2d", "layout_transform", "nn.batch_flatten",
-                         "reshape", "transpose", "nn.contrib_dense_pack"]
+                         "nn.dense"]
     conv = _calls(new)[1]
     assert conv.attrs.data_layout == "NCHW3c" and conv.attrs.out_layout == "NCHW12c"
     _check(mod, new)

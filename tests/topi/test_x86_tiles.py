@@ -269,8 +269,9 @@ def test_alter_dense_layout_rewrite_and_build():
         w = relay.const(np.random.default_rng(0).uniform(-1, 1, (n, k)).astype("float32"))
         return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
 
-    few = alter_dense_layout(typed(15, 8, 32))  # a constant weight: packed for any rows
+    few = alter_dense_layout(typed(2, 8, 32))  # a constant weight: packed from 2 rows on
     assert few.op.name == "nn.contrib_dense_pack"
+    assert alter_dense_layout(typed(1, 8, 32)) is None  # a GEMV keeps the dot products
 
     def typed_var(w):  # few rows, a weight known at run time only
         y = relay.nn.dense(relay.var("x", shape=(15, 8)), w)
