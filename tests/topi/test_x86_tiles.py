@@ -348,3 +348,32 @@ def test_batch_matmul_pack_untransposed_b(b, m, k, n):
     out = topi.relu(topi.x86.batch_matmul_pack(A, B, transpose_b=False))
     check([A, B], out, topi.x86.schedule_batch_matmul,
           lambda a, bb: np.maximum(a @ bb, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", [(17, 37, 41), (16, 64, 64), (5, 9, 1), (33, 130, 97)])
+def test_matmul_pack(m, k, n):
+    """matmul_pack: A @ B with B [K, N] packed inside the kernel (last panel zero-padded)."""
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    out = topi.relu(topi.x86.matmul_pack(A, B))
+    check([A, B], out, topi.x86.schedule_dense_pack, lambda a, b: np.maximum(a @ b, 0),
+          rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_strategy_packs_b():
+    """nn.matmul (B [K, N]) takes matmul_pack with enough rows or a partial last panel."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.relay.op.strategy import select_implementation
+    from tvmpy.relay.type_infer import infer_type
+
+    def pick(m, n):
+        a, b = relay.var("a", shape=(m, 24)), relay.var("b", shape=(24, n))
+        call = infer_type(relay.Function([a, b], relay.nn.matmul(a, b))).body
+        ins = [te.placeholder((m, 24), name="a"), te.placeholder((24, n), name="b")]
+        return select_implementation(call.op, call.attrs, ins, call.checked_type,
+                                     tvm.target.Target("llvm")).name
+
+    assert pick(DENSE_PACK_MIN_ROWS, 64) == "matmul_pack.x86"
+    assert pick(2, 65) == "matmul_pack.x86"
+    assert pick(2, 64) == "nn.matmul.x86"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["dense_pack", "dense_prepacked", "panel_width", "batch_matmul_pack", "schedule_dense",
+__all__ = ["dense_pack", "dense_prepacked", "matmul_pack", "panel_width", "batch_matmul_pack", "schedule_dense",
            "schedule_dense_pack", "schedule_matmul", "schedule_batch_matmul",
            # AutoTVM templates (tasks "dense.x86", "dense_pack.x86", "contrib_dense_pack.x86",
            # "batch_matmul.x86", "batch_matmul_pack.x86")
@@ -97,6 +97,28 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
     return add_bias(_crop(out, n), bias, "dense")
+
+
+def matmul_pack(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
+                out_dtype: str | None = None, nr: int | None = None) -> Tensor:
+    """``topi.nn.matmul`` of ``A[M, K] @ B[K, N]`` (neither transposed) with B packed into
+    panels of ``nr`` columns inside the kernel (each parallel task copies its panel, rows of
+    ``nr`` contiguous floats, right before use; the last panel zero-padded). Tag "dense_pack":
+    scheduled by ``schedule_dense_pack``."""
+    check_rank(tensor_a, 2, "matmul_pack", "tensor_a")
+    check_rank(tensor_b, 2, "matmul_pack", "tensor_b")
+    m, k = batch_const_shape(tensor_a.shape, "matmul_pack: tensor_a shape")
+    k2, n = get_const_tuple(tensor_b.shape, "matmul_pack: tensor_b shape")
+    if k != k2:
+        raise ValueError(f"matmul_pack: A has {k} columns, B {(k2, n)} has {k2} rows")
+    out_dtype = infer_out_dtype(out_dtype, tensor_a)
+    nr = _panel(n) if nr is None else int(nr)
+    packed = _pack(tensor_b, False, n, k, nr, "B_pack", trans=False)
+    kk = reduce_axis((0, k), name="k")
+    out = compute((m, -(-n // nr) * nr), lambda i, j: te_sum(
+        _cast(tensor_a[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype),
+        axis=kk), name="T_matmul_pack", tag="dense_pack")
+    return add_bias(_crop(out, n), bias, "matmul")
 
 
 def panel_width(n: int) -> int:

@@ -184,6 +184,10 @@ def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.dense_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
 
 
+def _matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [x86.matmul_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
+
+
 def _batch_matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.batch_matmul_pack(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype,
                                   transpose_b=bool(attrs.transpose_b))]
@@ -205,6 +209,18 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
             impl = tunable("dense_pack", inputs) or (
                 _dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack))
             s.add_implementation(*impl, "dense_pack.x86", 15)
+    elif name == "nn.matmul" and not attrs.transpose_a and not attrs.transpose_b \
+            and len(inputs[0].shape) == 2:
+        rows, n = _const_int(inputs[0].shape[0]), _const_int(inputs[1].shape[1])
+        k = _const_int(inputs[1].shape[0])
+        if rows is None or n is None or k is None or 0 in (rows, n, k):
+            return
+        # B [K, N]: its panels are copied (rows of nr contiguous floats) inside the kernel,
+        # as gemm.py's packed GEMM; a partial last panel is zero-padded there
+        if rows >= DENSE_PACK_MIN_ROWS or n % x86.panel_width(n):
+            s.add_implementation(_matmul_pack_compute,
+                                 wrap_topi_schedule(x86.schedule_dense_pack), "matmul_pack.x86",
+                                 15)
     elif name == "nn.batch_matmul" and not attrs.transpose_a:
         rows = _const_int(inputs[0].shape[1])
         n, k = (_const_int(d) for d in inputs[1].shape[1:])

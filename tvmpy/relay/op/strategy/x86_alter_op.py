@@ -140,8 +140,8 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     (FoldConstant folds it when W is a constant). When ``nr`` does not divide N, W is first
     zero-padded to whole panels (``units`` stays N). Returns None when the call stays as it is.
     ``args``: the (already rewritten) arguments to build on; the types are read from the typed
-    ``call``'s own arguments. With fewer rows and ``W = transpose(B)`` (not a constant) it
-    becomes ``nn.matmul(x, B)``: no transpose at run time.
+    ``call``'s own arguments. With ``W = transpose(B)`` (B not a constant) it becomes
+    ``nn.matmul(x, B)`` instead: no transpose (and no separate packing pass) at run time.
 
     A constant weight is packed from 2 rows on: the tiled kernel on the packed panels beat the
     dot-product schedule of ``nn.dense`` by 1.5-2.7x at 2-12 rows (one thread) and 2x at 4
@@ -168,12 +168,12 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     data, weight = args if args is not None else call.args
     if rows == 1 and isinstance(weight, Constant):
         return None  # a GEMV: the dot-product schedule streams each weight row once
+    if not isinstance(weight, Constant) and _is_transpose_2d(weight):
+        # ONNX MatMul's B given at run time: no transpose per run; nn.matmul reads B [K, N]
+        # (x86: packed inside the kernel, see strategy/x86.py)
+        return _nn.matmul(data, weight.args[0], units=n)
     if rows < DENSE_PACK_MIN_ROWS and not isinstance(weight, Constant):
-        # packing at run time costs more than it saves on few rows; a transposed weight
-        # (ONNX MatMul's B input) is read as it is, its rows contiguous along N
-        if _is_transpose_2d(weight):
-            return _nn.matmul(data, weight.args[0], units=n)
-        return None
+        return None  # packing at run time costs more than it saves on few rows
     nr = x86.panel_width(n)
     npanel = -(-n // nr)
     if npanel * nr != n:  # a partial last panel: zero-pad it (the output keeps n columns)
