@@ -11,7 +11,8 @@ compile time) or a second graph input (``--b input``: set once, as a user would)
 ``S`` (S x S x S), ``MxNxK``, or ``BxMxNxK`` (a batched MatMul, ``[B,M,K] @ [B,K,N]``).
 Each round times both sides (``number`` calls each, a pause between them); the table gives
 the median ms per call with [min, max] over the rounds, and numpy time / tvmpy time
-("speed", > 1: tvmpy faster) of the medians with the [min, max] of the per-round ratios.
+("speed", > 1: tvmpy faster) of the medians with the [min, max] of the per-round ratios;
+"best" is the ratio of the two sides' fastest rounds (the older sections' best-of-N figure).
 
 ``--mode packed``: the hand-written packed-GEMM schedule of ``topi/x86/gemm.py`` (square
 sizes, N a multiple of 32), GFLOP/s of both and the build time (the issue-2 benchmark).
@@ -171,6 +172,7 @@ def run_onnx(size: str, op: str, const_b: bool, target: str, repeat: int) -> dic
     return {"size": size, "op": op, "b": "const" if const_b else "input", "build_s": build_s,
             "err": err, "tvm": t_tvm_a, "np": t_np_a, "ratios": ratios,
             "speed": float(np.median(t_np_a) / np.median(t_tvm_a)),
+            "best": float(t_np_a.min() / t_tvm_a.min()),
             "gflop": 2.0 * max(batch, 1) * M * N * K / 1e9}
 
 
@@ -183,7 +185,8 @@ def main_onnx(opts: argparse.Namespace) -> None:
     print(f"# mode onnx: relay.build opt_level 3, target {opts.target!r}, graph executor; "
           f"{opts.repeat} rounds; load average {os.getloadavg()[0]:.2f} at start")
     print(f"{'size':>14} {'op':>6} {'B':>5} {'tvmpy ms [min, max]':>28} "
-          f"{'numpy ms [min, max]':>28} {'GFLOP/s':>7} {'speed [min, max]':>18} {'rel err':>8}")
+          f"{'numpy ms [min, max]':>28} {'GFLOP/s':>7} {'speed [min, max]':>18} {'best':>5} "
+          f"{'rel err':>8}")
     worst = []
     for size in sizes:
         for op in opts.op:
@@ -192,7 +195,8 @@ def main_onnx(opts: argparse.Namespace) -> None:
                 gf = r["gflop"] / np.median(r["tvm"])
                 print(f"{r['size']:>14} {r['op']:>6} {r['b']:>5} {_ms(r['tvm']):>28} "
                       f"{_ms(r['np']):>28} {gf:7.1f} {r['speed']:6.2f} "
-                      f"[{r['ratios'].min():.2f}, {r['ratios'].max():.2f}] {r['err']:8.1e}",
+                      f"[{r['ratios'].min():.2f}, {r['ratios'].max():.2f}] {r['best']:5.2f} "
+                      f"{r['err']:8.1e}",
                       flush=True)
                 worst.append(r["speed"])
     print(f"# load average {os.getloadavg()[0]:.2f} at end; lowest speed {min(worst):.2f}")
