@@ -58,10 +58,11 @@ def test_dense_constant_weight_with_bias_relu(m, k, n):
     np.testing.assert_allclose(got, np.maximum(xv @ w.T + b, 0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n", [(17, 37, 41), (16, 5, 1), (33, 129, 97)])
+@pytest.mark.parametrize("m,k,n", [(17, 37, 41), (16, 5, 1), (33, 129, 97), (1, 37, 300),
+                                   (3, 8, 33)])
 def test_matmul_weight_as_input(m, k, n):
-    """ONNX MatMul with B a graph input: dense(A, transpose(B)); B is padded and packed at
-    run time."""
+    """ONNX MatMul with B a graph input: dense(A, transpose(B)) becomes matmul(A, B) (B
+    packed inside the kernel, or read in place for one row)."""
     a, bm = relay.var("a", shape=(m, k)), relay.var("b", shape=(k, n))
     y = relay.add(relay.nn.dense(a, relay.transpose(bm, (1, 0))), relay.const(1.5))
     av, bv = _u(m, k), _u(k, n)

@@ -377,3 +377,13 @@ def test_matmul_strategy_packs_b():
     assert pick(DENSE_PACK_MIN_ROWS, 64) == "matmul_pack.x86"
     assert pick(2, 65) == "matmul_pack.x86"
     assert pick(2, 64) == "nn.matmul.x86"
+    assert pick(1, 65) == "nn.matmul.x86"  # (one row: B read in place)
+
+
+@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9)])
+def test_matmul_one_row(n, k):
+    """nn.matmul of one row by B [K, N] (its wide-tile default) vs numpy."""
+    A = te.placeholder((1, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    out = topi.nn.matmul(A, B)
+    check([A, B], out, topi.x86.schedule_matmul, lambda a, b: a @ b, rtol=1e-4, atol=1e-4)

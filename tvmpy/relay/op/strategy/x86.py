@@ -216,8 +216,9 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
         if rows is None or n is None or k is None or 0 in (rows, n, k):
             return
         # B [K, N]: its panels are copied (rows of nr contiguous floats) inside the kernel,
-        # as gemm.py's packed GEMM; a partial last panel is zero-padded there
-        if rows >= DENSE_PACK_MIN_ROWS or n % x86.panel_width(n):
+        # as gemm.py's packed GEMM; a partial last panel is zero-padded there (one row: B
+        # is read once anyway, a copy would double that; see topi.x86.dense._gemv_panel)
+        if rows >= DENSE_PACK_MIN_ROWS or (rows > 1 and n % x86.panel_width(n)):
             s.add_implementation(_matmul_pack_compute,
                                  wrap_topi_schedule(x86.schedule_dense_pack), "matmul_pack.x86",
                                  15)
