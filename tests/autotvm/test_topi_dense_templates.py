@@ -110,7 +110,7 @@ def _ref_schedule(outs: Any, what: str) -> Schedule:
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    out = anchor(mm, outs[0])
+    out = D._anchor(mm, outs[0])  # (anchor, also past the crop of a padded product)
     attrs = mm.op.attrs
     # B read along K (dense, or a B-transposed product): contiguous rows -> dot products
     dot = mm.op.tag == "dense" or (mm.op.tag in ("matmul", "batch_matmul")
@@ -391,3 +391,36 @@ def test_every_knob_changes_the_program(name, mode):
         other = list(knob)
         other[i] = (knob[i] + 1) % len(space.space_map[key])
         assert (lowered(other) != base) == (key in active), key
+
+
+@pytest.mark.parametrize("m,k,n", [(37, 61, 97), (16, 9, 33)])
+def test_padded_templates_fallback_and_random_configs(m, k, n):
+    """The templates on a partial last panel: contrib_dense_pack with ``units`` < panels*nr
+    and batch_matmul_pack of an untransposed B. The fallback lowers to the default schedule,
+    random configs compute the product."""
+    nr = _panel(n)
+    a, p = te.placeholder((m, k), name="A"), te.placeholder((-(-n // nr), k, nr), name="P")
+    ba, bb = te.placeholder((3, m, k), name="BA"), te.placeholder((3, k, n), name="BB")
+    cases = [
+        ("contrib_dense_pack.x86", ((T, (m, k), F32), (T, tuple(int(d) for d in p.shape), F32),
+                                    F32, n),
+         [a, p], D.contrib_dense_pack(a, p, F32, n), D.schedule_contrib_dense_pack,
+         D.dense_prepacked(a, p, F32, n)),
+        ("batch_matmul_pack.x86", ((T, (3, m, k), F32), (T, (3, k, n), F32), F32, False),
+         [ba, bb], D.batch_matmul_pack_x86(ba, bb, F32, False), D.schedule_batch_matmul_pack_x86,
+         D.batch_matmul_pack(ba, bb, F32, transpose_b=False)),
+    ]
+    for name, args, ins, out, sched, ref in cases:
+        assert tuple(int(d) for d in out.shape)[-1] == n
+        want = str(tvm.lower(_ref_schedule([ref], "ref"), ins + [ref]))
+        assert str(tvm.lower(sched([out]), ins + [out])) == want
+        task = autotvm.task.create(name, args=args, target="llvm")
+        rnd = random.Random(f"{name}{m}{n}")
+        for index in rnd.sample(range(len(task.config_space)), 3):
+            s, targs = task.instantiate(task.config_space.get(index))
+            data = [RNG.standard_normal(get_const_tuple(t.shape)).astype("float32")
+                    for t in targs[:-1]]
+            got = _run(s, targs, data)
+            x, y = data
+            want_v = x @ _unpack(y, n).T if name.startswith("contrib") else x @ y
+            np.testing.assert_allclose(got, want_v, rtol=1e-4, atol=1e-3)

@@ -120,3 +120,49 @@ def test_guard_reading_memory_not_partitioned():
         tir.BufferStore(B, i, [i]), tir.BufferStore(A, A[0] - 1, [0]))))
     f = func([A, B], body)
     assert loop_partition_func(f) is f
+
+
+def _parallel_split_copy(n, factor):
+    """_split_copy with the outer loop parallel."""
+    f = _split_copy(n, factor)
+    outer = f.body
+    return f.with_body(outer.replace(kind=tir.ForKind.PARALLEL))
+
+
+@pytest.mark.parametrize("n,factor", [(10, 4), (31, 8), (5, 8), (1, 4), (16, 4)])
+def test_parallel_loop_keeps_its_tail_inside(n, factor):
+    """A parallel loop is not split into loops (the tail would run after the parallel part,
+    on one thread): its body branches into the main part and the guarded tail."""
+    f = _parallel_split_copy(n, factor)
+    g = _pipeline(f)
+    assert_same(f, g)
+    if n <= factor:
+        return  # (one iteration: the loop is gone)
+    top = g.body
+    assert isinstance(top, tir.For) and top.kind == tir.ForKind.PARALLEL
+    if n % factor:
+        assert isinstance(top.body, tir.IfThenElse) and "likely" not in str(top.body.then_case)
+    else:
+        assert "likely" not in str(g)
+
+
+@pytest.mark.parametrize("batch,n,factor", [(3, 10, 4), (2, 7, 8), (4, 16, 4), (3, 13, 5),
+                                             (1, 9, 2)])
+def test_parallel_fused_loop_branches_on_the_inner_axis(batch, n, factor):
+    """``fuse(batch, xo)``: the guard ``(f % nparts) * factor + xi < n`` is linear in
+    ``f % nparts``; the body branches on that term."""
+    A = tir.decl_buffer((batch, n), "float32", "A")
+    B = tir.decl_buffer((batch, n), "float32", "B")
+    f_, xi = E.Var("f"), E.Var("xi")
+    nparts = (n + factor - 1) // factor
+    b, x = f_ // nparts, f_ % nparts * factor + xi
+    body = loop(f_, batch * nparts, loop(xi, factor, tir.IfThenElse(
+        tir.likely(x < n), tir.BufferStore(B, A[b, x] + 1.0, [b, x]))), kind=tir.ForKind.PARALLEL)
+    f = func([A, B], body)
+    g = _pipeline(f)
+    assert_same(f, g)
+    top = g.body
+    assert isinstance(top, tir.For) and top.kind == tir.ForKind.PARALLEL
+    if n % factor and n > factor:
+        assert isinstance(top.body, tir.IfThenElse) and "likely" not in str(top.body.then_case)
+        assert "%" in str(top.body.condition) or batch == 1  # (batch 1: f % nparts == f)

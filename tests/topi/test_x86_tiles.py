@@ -233,24 +233,30 @@ def test_layer_norm_rows_per_task():
     check([x, g, b], out, topi.x86.schedule_layer_norm, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7)])
+@pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7), (19, 23, 97),
+                                   (8, 3, 33), (1, 16, 65)])
 def test_dense_prepacked(m, k, n):
-    """dense_prepacked (weight packed at compile time) with schedule_dense_pack vs numpy."""
+    """dense_prepacked (weight packed at compile time; a partial last panel zero-padded, the
+    output cropped to ``units``) with schedule_dense_pack vs numpy."""
     nr = topi.x86.panel_width(n)
+    npanel = -(-n // nr)
     X = te.placeholder((m, k), name="X")
-    P = te.placeholder((n // nr, k, nr), name="P")
-    out = topi.relu(topi.x86.dense_prepacked(X, P))
+    P = te.placeholder((npanel, k, nr), name="P")
+    out = topi.relu(topi.x86.dense_prepacked(X, P, units=n))
+    assert tuple(int(d) for d in out.shape) == (m, n)
     rng = np.random.default_rng(2)
     x = rng.uniform(-1, 1, (m, k)).astype("float32")
     w = rng.uniform(-1, 1, (n, k)).astype("float32")
-    packed = np.ascontiguousarray(w.reshape(n // nr, nr, k).transpose(0, 2, 1))
+    wp = np.concatenate([w, np.zeros((npanel * nr - n, k), "float32")])
+    packed = np.ascontiguousarray(wp.reshape(npanel, nr, k).transpose(0, 2, 1))
     check([X, P], out, topi.x86.schedule_dense_pack, lambda a, p: np.maximum(a @ w.T, 0),
           arrays=[x, packed], rtol=1e-4, atol=1e-3)
 
 
 def test_alter_dense_layout_rewrite_and_build():
-    """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight; the
-    rewrite is refused for few rows, a panel that does not divide N, N-D data."""
+    """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight (a
+    partial last panel zero-padded, units = N); the rewrite is refused for few rows, N-D
+    data."""
     import tvmpy as tvm
     from tvmpy import relay
     from tvmpy.contrib import graph_executor
@@ -263,8 +269,20 @@ def test_alter_dense_layout_rewrite_and_build():
         w = relay.const(np.random.default_rng(0).uniform(-1, 1, (n, k)).astype("float32"))
         return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
 
-    assert alter_dense_layout(typed(15, 8, 32)) is None
-    assert alter_dense_layout(typed(16, 8, 40)) is None  # 40 % 16
+    few = alter_dense_layout(typed(2, 8, 32))  # a constant weight: packed from 2 rows on
+    assert few.op.name == "nn.contrib_dense_pack"
+    assert alter_dense_layout(typed(1, 8, 32)) is None  # a GEMV keeps the dot products
+
+    def typed_var(w):  # few rows, a weight known at run time only
+        y = relay.nn.dense(relay.var("x", shape=(15, 8)), w)
+        return infer_type(relay.Function(relay.analysis.free_vars(y), y)).body
+
+    assert alter_dense_layout(typed_var(relay.var("w", shape=(32, 8)))) is None
+    call = typed_var(relay.transpose(relay.var("b", shape=(8, 32))))
+    new = alter_dense_layout(call)  # dense(x, transpose(B)) -> matmul(x, B)
+    assert new.op.name == "nn.matmul" and new.args[1] is call.args[1].args[0]
+    padded = alter_dense_layout(typed(16, 8, 40))  # 40 % 16: the last panel padded
+    assert padded.op.name == "nn.contrib_dense_pack" and padded.attrs.units == 40
     assert alter_dense_layout(typed(16, 8, 32, nd=True)) is None
     m, k, n = 19, 23, 64
     body = typed(m, k, n)
@@ -294,14 +312,15 @@ def test_alter_op_layout_packs_dense_weights():
 
     rng = np.random.default_rng(4)
     w1 = rng.uniform(-1, 1, (32, 12)).astype("float32")
-    w2 = rng.uniform(-1, 1, (40, 32)).astype("float32")  # 40 % 16: stays nn.dense
+    w2 = rng.uniform(-1, 1, (40, 32)).astype("float32")  # 40 % 16: a padded last panel
     x = relay.var("x", shape=(17, 12))
     y = relay.nn.dense(relay.nn.relu(relay.nn.dense(x, relay.const(w1))), relay.const(w2))
     mod = relay.IRModule.from_expr(relay.Function([x], y))
     with tvm.transform.PassContext(opt_level=3), tvm.target.Target("llvm"):
         altered = FoldConstant()(AlterOpLayout()(InferType()(mod)))
     text = str(altered)
-    assert text.count("nn.contrib_dense_pack") == 1 and "nn.dense" in text
+    assert text.count("nn.contrib_dense_pack") == 2 and "nn.dense" not in text
+    assert "units=40" in text and "nn.pad" not in text  # (padded at compile time)
     xv = rng.uniform(-1, 1, (17, 12)).astype("float32")
     want = np.maximum(xv @ w1.T, 0) @ w2.T
     for level in (2, 3):
@@ -311,3 +330,60 @@ def test_alter_op_layout_packs_dense_weights():
         g.set_input("x", xv)
         g.run()
         np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_dense_prepacked_rejects_units_that_do_not_fit():
+    X = te.placeholder((4, 8), name="X")
+    P = te.placeholder((2, 8, 16), name="P")
+    for bad in (16, 33, 0):  # a whole empty panel, more than the panels hold, nothing
+        with pytest.raises(ValueError, match="units"):
+            topi.x86.dense_prepacked(X, P, units=bad)
+
+
+@pytest.mark.parametrize("b,m,k,n", [(3, 19, 23, 37), (2, 8, 5, 97), (1, 16, 64, 31)])
+def test_batch_matmul_pack_untransposed_b(b, m, k, n):
+    """batch_matmul_pack of B [b, K, N] (packed, last panel zero-padded) + relu vs numpy."""
+    A = te.placeholder((b, m, k), name="A")
+    B = te.placeholder((b, k, n), name="B")
+    out = topi.relu(topi.x86.batch_matmul_pack(A, B, transpose_b=False))
+    check([A, B], out, topi.x86.schedule_batch_matmul,
+          lambda a, bb: np.maximum(a @ bb, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", [(17, 37, 41), (16, 64, 64), (5, 9, 1), (33, 130, 97)])
+def test_matmul_pack(m, k, n):
+    """matmul_pack: A @ B with B [K, N] packed inside the kernel (last panel zero-padded)."""
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    out = topi.relu(topi.x86.matmul_pack(A, B))
+    check([A, B], out, topi.x86.schedule_dense_pack, lambda a, b: np.maximum(a @ b, 0),
+          rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_strategy_packs_b():
+    """nn.matmul (B [K, N]) takes matmul_pack with enough rows or a partial last panel."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.relay.op.strategy import select_implementation
+    from tvmpy.relay.type_infer import infer_type
+
+    def pick(m, n):
+        a, b = relay.var("a", shape=(m, 24)), relay.var("b", shape=(24, n))
+        call = infer_type(relay.Function([a, b], relay.nn.matmul(a, b))).body
+        ins = [te.placeholder((m, 24), name="a"), te.placeholder((24, n), name="b")]
+        return select_implementation(call.op, call.attrs, ins, call.checked_type,
+                                     tvm.target.Target("llvm")).name
+
+    assert pick(DENSE_PACK_MIN_ROWS, 64) == "matmul_pack.x86"
+    assert pick(2, 65) == "matmul_pack.x86"
+    assert pick(2, 64) == "nn.matmul.x86"
+    assert pick(1, 65) == "nn.matmul.x86"  # (one row: B read in place)
+
+
+@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9)])
+def test_matmul_one_row(n, k):
+    """nn.matmul of one row by B [K, N] (its wide-tile default) vs numpy."""
+    A = te.placeholder((1, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    out = topi.nn.matmul(A, B)
+    check([A, B], out, topi.x86.schedule_matmul, lambda a, b: a @ b, rtol=1e-4, atol=1e-4)

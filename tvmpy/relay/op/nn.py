@@ -695,10 +695,15 @@ def _dense_pack_rel(arg_types: list[Type], attrs: Any) -> Type:
     if not dim_equal(d.shape[1], w.shape[1]):
         fail(f"contrib_dense_pack: data {shape_str(d.shape)} has {d.shape[1]} input features but "
              f"the packed weight {shape_str(w.shape)} expects {w.shape[1]}")
-    units = as_dim(int(w.shape[0]) * int(w.shape[2]))
-    if attrs.units is not None and not dim_equal(attrs.units, units):
-        fail(f"contrib_dense_pack: units={attrs.units} but the packed weight "
-             f"{shape_str(w.shape)} holds {units}")
+    held = int(w.shape[0]) * int(w.shape[2])
+    units = as_dim(held)
+    if attrs.units is not None:
+        # the last panel may be zero-padded: units in ((panels - 1) * n, panels * n]
+        u = getattr(attrs.units, "value", attrs.units)
+        if not isinstance(u, int) or not held - int(w.shape[2]) < u <= held:
+            fail(f"contrib_dense_pack: units={u} but the packed weight "
+                 f"{shape_str(w.shape)} holds {held} (its last panel may be padded)")
+        units = as_dim(u)
     return TensorType([d.shape[0], units], attrs.out_dtype or d.dtype)
 
 
@@ -710,6 +715,7 @@ def contrib_dense_pack(data: RelayExpr, weight: RelayExpr, units: int | None = N
                        out_dtype: str = "") -> RelayExpr:
     """``dense`` with the weight pre-packed into column panels: ``weight[N/n, K, n]`` holds
     ``W[j, k]`` at ``[j // n, k, j % n]`` (TVM's ``nn.contrib_dense_pack``, layout ``NC{n}n``);
+    ``units`` (the output width) may be less than ``N`` when the last panel is zero-padded;
     AlterOpLayout rewrites constant-weight dense to it so the packing happens at compile time
     (``relay.op.strategy.x86.alter_dense``)."""
     return make_call("nn.contrib_dense_pack", [data, weight],

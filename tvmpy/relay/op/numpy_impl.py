@@ -352,6 +352,7 @@ def _conv2d_transpose(attrs, ins, t):
 def _dense_pack(attrs, ins, t):
     x, wp = ins  # wp[N/n, K, n] -> W[N, K]
     w = wp.transpose(0, 2, 1).reshape(wp.shape[0] * wp.shape[2], wp.shape[1])
+    w = w[:attrs.units] if attrs.units is not None else w  # (a zero-padded last panel)
     return (x.astype(np.float64) @ w.astype(np.float64).T).astype(_dtype(t))
 
 

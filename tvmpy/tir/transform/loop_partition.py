@@ -7,7 +7,7 @@ What it does
     ``x`` with an integer coefficient, and linear with integer coefficients in the variables of
     loops nested inside (whose ranges must not depend on ``x`` non-linearly), holds on an
     interval of ``x`` for *every* value of the inner variables; the intersection ``[lo, hi)`` of
-    these intervals is where all of them hold. The loop becomes
+    these intervals is where all of them hold. The loop (unless parallel, see below) becomes
 
         for x in [m, lo'):    body                       (pre, guards kept)
         for x in [lo', hi'):  body with those guards = True   (main)
@@ -19,7 +19,10 @@ What it does
     an inner split loses its dead guard). Comparisons that read memory are not used (the
     memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
     substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
-    are then searched again (their inner loops), never re-split on ``x``.
+    are then searched again (their inner loops), never re-split on ``x``. A parallel loop
+    stays one loop whose body branches on ``x`` into the three parts (so a tail still runs in
+    parallel with the main part); when it fuses several axes and the guards are linear in one
+    of them, ``x % c`` or ``x // c``, rather than in ``x``, the branches test that term.
 
 When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
@@ -166,6 +169,35 @@ def _outside(body: S.Stmt, bound_atoms: list[tuple[int, bool]]) -> S.Stmt:
     return body
 
 
+def _terms_of(atom: E.PrimExpr, x: E.Var) -> list[E.PrimExpr]:
+    """The ``x % c`` / ``x // c`` (constant ``c > 0``) subterms of ``atom``."""
+    found: list[E.PrimExpr] = []
+
+    class _V(Visitor):
+        def visit_PrimExpr(self, e: E.PrimExpr) -> None:
+            if isinstance(e, (E.FloorMod, E.FloorDiv)) and e.a is x \
+                    and isinstance(e.b, E.IntImm) and e.b.value > 0:
+                found.append(e)
+                return
+            self.generic_visit(e)
+
+    _V().visit(atom)
+    return found
+
+
+class _TermReplacer(Mutator):
+    """``x % c`` (or ``x // c``, by ``kind``) -> ``y``."""
+
+    def __init__(self, x: E.Var, kind: type, c: int, y: E.Var) -> None:
+        self.x, self.kind, self.c, self.y = x, kind, c, y
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
+        if isinstance(e, self.kind) and e.a is self.x and isinstance(e.b, E.IntImm) \
+                and e.b.value == self.c:
+            return self.y
+        return self.generic_visit(e)
+
+
 class _Partitioner(Mutator):
     def __init__(self, func: PrimFunc) -> None:
         self.ana = make_analyzer(func)
@@ -206,7 +238,7 @@ class _Partitioner(Mutator):
                 hi_atoms.append((id(atom), iv[2]))
                 hi = iv[1] if hi is None else _min(hi, iv[1])
         if not chosen:
-            return None
+            return self.partition_proxy(f, col) if f.kind == S.ForKind.PARALLEL else None
         simp = self.ana.simplify
         m, end = f.min, simp(f.min + f.extent)
         le = self.provably_le
@@ -219,6 +251,10 @@ class _Partitioner(Mutator):
             hi_c = hi if le(hi, end) else _min(hi, end)
             hi_c = simp(hi_c if le(lo_c, hi_c) else _max(hi_c, lo_c))
         main_body = _AtomReplacer(chosen).visit(f.body)
+        if f.kind == S.ForKind.PARALLEL:
+            return self.branch(f, lo_c if lo is not None else None,
+                               hi_c if hi is not None else None, main_body,
+                               _outside(f.body, lo_atoms), _outside(f.body, hi_atoms))
         parts: list[tuple[S.Stmt, bool] | None] = []
         if lo is not None:
             parts.append(self.make_part(f, m, simp(lo_c - m), _outside(f.body, lo_atoms),
@@ -228,6 +264,72 @@ class _Partitioner(Mutator):
             parts.append(self.make_part(f, hi_c, simp(end - hi_c), _outside(f.body, hi_atoms),
                                         fresh=True))
         return [p for p in parts if p is not None]
+
+    def partition_proxy(self, f: S.For, col: _AtomCollector
+                        ) -> list[tuple[S.Stmt, bool]] | None:
+        """A parallel loop over fused axes: guards linear in ``x % c`` or ``x // c`` (an axis
+        of the fusion, e.g. the column panel in ``fuse(batch, panel)``) instead of ``x``. The
+        body branches on that term (the parts are not contiguous ranges of ``x``)."""
+        x, simp = f.loop_var, self.ana.simplify
+        terms: dict[tuple[type, int], E.PrimExpr] = {}
+        for atom, _, _ in col.atoms:
+            for t in _terms_of(atom, x):
+                terms.setdefault((type(t), t.b.value), t)
+        end = simp(f.min + f.extent)
+        for (kind, c), term in sorted(terms.items(), key=lambda kv: kv[0][0] is E.FloorDiv):
+            y = E.Var("p", x.dtype)
+            lo = hi = None
+            chosen: set[int] = set()
+            lo_atoms: list[tuple[int, bool]] = []
+            hi_atoms: list[tuple[int, bool]] = []
+            for atom, loops, bound_inside in col.atoms:
+                a2 = _TermReplacer(x, kind, c, y).visit(atom)
+                if uses_var(a2, x):
+                    continue
+                iv = _interval(a2, y, loops, bound_inside, self.ana)
+                if iv is None:
+                    continue
+                chosen.add(id(atom))
+                if iv[0] is not None:
+                    lo_atoms.append((id(atom), iv[2]))
+                    lo = iv[0] if lo is None else _max(lo, iv[0])
+                if iv[1] is not None:
+                    hi_atoms.append((id(atom), iv[2]))
+                    hi = iv[1] if hi is None else _min(hi, iv[1])
+            if not chosen:
+                continue
+            if kind is E.FloorMod:
+                ymin, yend = E.const(0, x.dtype), E.const(c, x.dtype)
+            else:
+                ymin, yend = simp(f.min // c), simp((end - 1) // c + 1)
+            main = _AtomReplacer(chosen).visit(f.body)
+            return self.branch(f, lo, hi, main, _outside(f.body, lo_atoms),
+                               _outside(f.body, hi_atoms), term, ymin, yend)
+        return None
+
+    def branch(self, f: S.For, lo: E.PrimExpr | None, hi: E.PrimExpr | None, main: S.Stmt,
+               pre: S.Stmt, post: S.Stmt, term: E.PrimExpr | None = None,
+               tmin: E.PrimExpr | None = None, tend: E.PrimExpr | None = None
+               ) -> list[tuple[S.Stmt, bool]]:
+        """A parallel loop keeps one loop, its parts become branches of its body
+        (``if x < lo: pre elif x < hi: main else: post``): split into loops, the parts after
+        the first would run one after the other, e.g. the tail panel of a GEMM on one thread
+        after all the others."""
+        simp = self.ana.simplify
+        x = f.loop_var if term is None else term  # what the parts are ranges of
+        start = f.min if term is None else tmin
+        end = simp(f.min + f.extent) if term is None else tend
+
+        def empty(a: E.PrimExpr, b: E.PrimExpr) -> bool:  # [a, b) provably empty
+            d = simp(b - a)
+            return isinstance(d, E.IntImm) and d.value <= 0
+
+        body = main
+        if hi is not None and not empty(hi, end):
+            body = S.IfThenElse(x < hi, body, fresh_copy(post))
+        if lo is not None and not empty(start, lo):
+            body = S.IfThenElse(x < lo, fresh_copy(pre), body)
+        return [(f.replace(body=body), True)]
 
     def provably_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
         """``a <= b`` for all values: the analyzer, or floordiv's monotonicity

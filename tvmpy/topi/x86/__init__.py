@@ -30,6 +30,7 @@ from .dense import (  # noqa: E402,F401
     batch_matmul_pack,
     dense_pack,
     dense_prepacked,
+    matmul_pack,
     panel_width,
     schedule_batch_matmul,
     schedule_dense,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["dense_pack", "dense_prepacked", "panel_width", "batch_matmul_pack", "schedule_dense",
+__all__ = ["dense_pack", "dense_prepacked", "matmul_pack", "panel_width", "batch_matmul_pack", "schedule_dense",
            "schedule_dense_pack", "schedule_matmul", "schedule_batch_matmul",
            # AutoTVM templates (tasks "dense.x86", "dense_pack.x86", "contrib_dense_pack.x86",
            # "batch_matmul.x86", "batch_matmul_pack.x86")
@@ -49,20 +49,34 @@ def _panel(n: int) -> int:
     return 32 if n >= 64 else 16 if n >= 16 else n
 
 
-def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str) -> Tensor:
-    """``B[(batch,) N, K]`` -> ``[(batch,) ceil(N/nr), K, nr]``, zero past N."""
+def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str,
+          trans: bool = True) -> Tensor:
+    """``B[(batch,) N, K]`` (``trans``; else ``B[(batch,) K, N]``) ->
+    ``[(batch,) ceil(N/nr), K, nr]``, zero past N."""
     zero = const(0, b.dtype)
     npanel = (n + nr - 1) // nr
 
     def get(bi: Any, jo: Any, kk: Any, ji: Any) -> Any:
         j = jo * nr + ji
-        v = b[bi, j, kk] if batched else b[j, kk]
+        at = (j, kk) if trans else (kk, j)
+        v = b[(bi, *at)] if batched else b[at]
         return v if n % nr == 0 else if_then_else(j < n, v, zero)
 
     if batched:
         return compute((b.shape[0], npanel, k, nr), get, name=name, tag="matmul_pack")
     return compute((npanel, k, nr), lambda jo, kk, ji: get(None, jo, kk, ji), name=name,
                    tag="matmul_pack")
+
+
+def _crop(full: Tensor, n: int) -> Tensor:
+    """The first ``n`` columns of a product computed over whole panels (``full``'s last axis
+    padded to a multiple of the panel width): the register tiles of the tail panel then run at
+    the full vector width on the zero-padded weights, and only their stores are guarded. The
+    schedules inline this stage into the output (tag "injective")."""
+    if get_const_tuple(full.shape[-1:], "crop")[0] == n:
+        return full
+    return compute((*full.shape[:-1], n), lambda *idx: full(*idx), name=full.op.name + "_crop",
+                   tag="injective")
 
 
 def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
@@ -79,10 +93,32 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
     nr = _panel(n) if nr is None else int(nr)
     packed = _pack(weight, False, n, k, nr, "weight_pack")
     kk = reduce_axis((0, k), name="k")
-    out = compute((m, n), lambda i, j: te_sum(
+    out = compute((m, -(-n // nr) * nr), lambda i, j: te_sum(
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
-    return add_bias(out, bias, "dense")
+    return add_bias(_crop(out, n), bias, "dense")
+
+
+def matmul_pack(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
+                out_dtype: str | None = None, nr: int | None = None) -> Tensor:
+    """``topi.nn.matmul`` of ``A[M, K] @ B[K, N]`` (neither transposed) with B packed into
+    panels of ``nr`` columns inside the kernel (each parallel task copies its panel, rows of
+    ``nr`` contiguous floats, right before use; the last panel zero-padded). Tag "dense_pack":
+    scheduled by ``schedule_dense_pack``."""
+    check_rank(tensor_a, 2, "matmul_pack", "tensor_a")
+    check_rank(tensor_b, 2, "matmul_pack", "tensor_b")
+    m, k = batch_const_shape(tensor_a.shape, "matmul_pack: tensor_a shape")
+    k2, n = get_const_tuple(tensor_b.shape, "matmul_pack: tensor_b shape")
+    if k != k2:
+        raise ValueError(f"matmul_pack: A has {k} columns, B {(k2, n)} has {k2} rows")
+    out_dtype = infer_out_dtype(out_dtype, tensor_a)
+    nr = _panel(n) if nr is None else int(nr)
+    packed = _pack(tensor_b, False, n, k, nr, "B_pack", trans=False)
+    kk = reduce_axis((0, k), name="k")
+    out = compute((m, -(-n // nr) * nr), lambda i, j: te_sum(
+        _cast(tensor_a[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype),
+        axis=kk), name="T_matmul_pack", tag="dense_pack")
+    return add_bias(_crop(out, n), bias, "matmul")
 
 
 def panel_width(n: int) -> int:
@@ -90,10 +126,13 @@ def panel_width(n: int) -> int:
     return _panel(n)
 
 
-def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) -> Tensor:
+def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None,
+                    units: int | None = None) -> Tensor:
     """``dense`` with the weight already packed (at compile time, by AlterOpLayout):
-    ``packed[N/nr, K, nr]`` holds ``W[j, k]`` at ``[j // nr, k, j % nr]`` (tag "dense_pack",
-    scheduled by ``schedule_dense_pack`` without the in-kernel packing)."""
+    ``packed[P, K, nr]`` holds ``W[j, k]`` at ``[j // nr, k, j % nr]`` (tag "dense_pack",
+    scheduled by ``schedule_dense_pack`` without the in-kernel packing). ``units``: the
+    output width ``N`` when the last panel is zero-padded (``(P - 1) * nr < N <= P * nr``;
+    default ``P * nr``)."""
     check_rank(data, 2, "dense_prepacked", "data")
     check_rank(packed, 3, "dense_prepacked", "packed weight")
     m, k = batch_const_shape(data.shape, "dense_prepacked: data shape")
@@ -101,30 +140,37 @@ def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None) 
     if k != k2:
         raise ValueError(f"dense_prepacked: data has {k} input features, the packed weight "
                          f"{(npanel, k2, nr)} expects {k2}")
+    n = npanel * nr if units is None else int(units)
+    if not (npanel - 1) * nr < n <= npanel * nr:
+        raise ValueError(f"dense_prepacked: units={n} does not fit the packed weight "
+                         f"{(npanel, k2, nr)} (at most its last panel may be padded)")
     out_dtype = infer_out_dtype(out_dtype, data)
     kk = reduce_axis((0, k), name="k")
-    return compute((m, npanel * nr), lambda i, j: te_sum(
+    full = compute((m, npanel * nr), lambda i, j: te_sum(
         _cast(data[i, kk], out_dtype) * _cast(packed[j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_dense_pack", tag="dense_pack")
+    return _crop(full, n)
 
 
 def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None = None,
-                      nr: int | None = None) -> Tensor:
-    """``topi.nn.batch_matmul`` (``transpose_b=True``: B ``[b, N, K]``) with B packed into
-    panels of ``nr`` columns (default :func:`panel_width`)."""
-    ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype)  # argument checks, out shape
-    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")
+                      nr: int | None = None, transpose_b: bool = True) -> Tensor:
+    """``topi.nn.batch_matmul`` (B ``[b, N, K]``, or ``[b, K, N]`` with ``transpose_b=False``)
+    with B packed into panels of ``nr`` columns (default :func:`panel_width`), the last one
+    zero-padded."""
+    ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype, transpose_b=transpose_b)
+    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")  # (checks done)
     k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]
     a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     nr = _panel(n) if nr is None else int(nr)
-    packed = _pack(tensor_b, True, n, k, nr, "B_pack")
+    packed = _pack(tensor_b, True, n, k, nr, "B_pack", trans=transpose_b)
     b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
-    return compute((batch, m, n), lambda b, i, j: te_sum(
+    full = compute((batch, m, -(-n // nr) * nr), lambda b, i, j: te_sum(
         _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
         * _cast(packed[0 if b1 else b, j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_batch_matmul_pack", tag="batch_matmul_pack")
+    return _crop(full, n)
 
 
 def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
@@ -232,7 +278,18 @@ def _find(outs: Any, what: str) -> tuple[Schedule, Tensor, Tensor, list[Tensor]]
     if not found:
         raise ValueError(f"{what}: no dense/matmul/batch_matmul stage among the outputs' inputs")
     mm = found[0]
-    return s, mm, anchor(mm, outs[0]), outs
+    return s, mm, _anchor(mm, outs[0]), outs
+
+
+def _anchor(mm: Tensor, out: Tensor) -> Tensor:
+    """:func:`anchor`, also when ``out`` has the shape of the product cropped to fewer columns
+    (the packed computes run over whole panels, see :func:`_crop`)."""
+    a, b = [str(d) for d in mm.shape], [str(d) for d in out.shape]
+    if a[:-1] == b[:-1] and a[-1] != b[-1] and mm.shape[-1] != out.shape[-1]:
+        wide, n = (getattr(d, "value", d) for d in (mm.shape[-1], out.shape[-1]))
+        if isinstance(wide, int) and isinstance(n, int) and 0 < n < wide:
+            return out
+    return anchor(mm, out)
 
 
 def _dot_ok(mm: Tensor) -> bool:
@@ -258,13 +315,25 @@ def _default_plan(mm: Tensor) -> tuple[str, int, int]:
     return "tiled", 8, 0
 
 
+def _gemv_panel(mm: Tensor) -> int | None:
+    """The tile width for ``topi.nn.matmul`` of one row by an untransposed ``B[K, N]``: 128
+    columns (8 vectors) rather than 32, so each task streams wider runs of B's rows (at 32,
+    N = 1024 puts every row of a panel in the same cache set: 0.34x numpy; at 128 0.79-1.05x
+    on N = 1000, 1023, 1024, one thread, measured 2026-11-26). None otherwise."""
+    attrs = mm.op.attrs
+    if mm.op.tag != "matmul" or attrs.get("transpose_a") or attrs.get("transpose_b"):
+        return None
+    m, n = (getattr(d, "value", d) for d in mm.shape[-2:])
+    return 128 if m == 1 and isinstance(n, int) and n >= 256 else None
+
+
 def _schedule(outs: Any, what: str) -> Schedule:
     s, mm, out, _ = _find(outs, what)
     plan, a, b = _default_plan(mm)
     if plan == "dot":
         _schedule_dot(s, mm, out, nj=a, mi=b)
     else:
-        _schedule_tiled(s, mm, out)
+        _schedule_tiled(s, mm, out, nr=_gemv_panel(mm))
     return s
 
 
@@ -404,10 +473,10 @@ def schedule_dense_pack_x86(cfg: Any, outs: Any) -> Schedule:
 
 @register_topi_compute("contrib_dense_pack.x86")
 def contrib_dense_pack(cfg: Any, data: Tensor, packed: Tensor,
-                       out_dtype: str | None = None) -> Tensor:
+                       out_dtype: str | None = None, units: int | None = None) -> Tensor:
     """:func:`dense_prepacked` as an AutoTVM template (task "contrib_dense_pack.x86"; the
     panel width is fixed by the packed layout)."""
-    out = dense_prepacked(data, packed, out_dtype)
+    out = dense_prepacked(data, packed, out_dtype, units)
     _flop(cfg, out, int(_const_dims(packed, "contrib_dense_pack.x86")[1]))
     return out
 
@@ -436,11 +505,14 @@ def schedule_batch_matmul_x86(cfg: Any, outs: Any) -> Schedule:
 
 @register_topi_compute("batch_matmul_pack.x86")
 def batch_matmul_pack_x86(cfg: Any, tensor_a: Tensor, tensor_b: Tensor,
-                          out_dtype: str | None = None) -> Tensor:
+                          out_dtype: str | None = None, transpose_b: bool = True) -> Tensor:
     """:func:`batch_matmul_pack` as an AutoTVM template (panel width: knob ``tile_x``)."""
     _, n, k = (int(d) for d in _const_dims(tensor_b, "batch_matmul_pack.x86"))
+    if not transpose_b:
+        n, k = k, n
     _define_nr(cfg, n)
-    out = batch_matmul_pack(tensor_a, tensor_b, out_dtype, cfg["tile_x"].size[-1])
+    out = batch_matmul_pack(tensor_a, tensor_b, out_dtype, cfg["tile_x"].size[-1],
+                            bool(transpose_b))
     _flop(cfg, out, k)
     return out
 

@@ -172,7 +172,9 @@ for _k in ("max", "avg"):
 
 
 def _dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype)]
+    units = getattr(attrs.units, "value", attrs.units)
+    return [x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype,
+                                None if units is None else int(units))]
 
 
 COMPUTES["nn.contrib_dense_pack"] = _dense_prepacked_compute
@@ -182,8 +184,13 @@ def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.dense_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
 
 
+def _matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [x86.matmul_pack(inputs[0], inputs[1], None, attrs.out_dtype or out_type.dtype)]
+
+
 def _batch_matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [x86.batch_matmul_pack(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype)]
+    return [x86.batch_matmul_pack(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype,
+                                  transpose_b=bool(attrs.transpose_b))]
 
 
 def _const_int(d: Any) -> int | None:
@@ -192,7 +199,8 @@ def _const_int(d: Any) -> int | None:
 
 
 def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
-    """The packed GEMM variants, preferred (plevel 15) when there are enough rows."""
+    """The packed GEMM variants, preferred (plevel 15) when there are enough rows (or, for a
+    ``[b, K, N]`` B, when N has a partial panel)."""
     if name == "nn.dense" and len(inputs[0].shape) == 2:  # (N-D data: generic dense_compute)
         rows = _const_int(inputs[0].shape[0])
         k = _const_int(inputs[0].shape[1])
@@ -201,11 +209,30 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
             impl = tunable("dense_pack", inputs) or (
                 _dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack))
             s.add_implementation(*impl, "dense_pack.x86", 15)
-    elif name == "nn.batch_matmul" and attrs.transpose_b and not attrs.transpose_a:
+    elif name == "nn.matmul" and not attrs.transpose_a and not attrs.transpose_b \
+            and len(inputs[0].shape) == 2:
+        rows, n = _const_int(inputs[0].shape[0]), _const_int(inputs[1].shape[1])
+        k = _const_int(inputs[1].shape[0])
+        if rows is None or n is None or k is None or 0 in (rows, n, k):
+            return
+        # B [K, N]: its panels are copied (rows of nr contiguous floats) inside the kernel,
+        # as gemm.py's packed GEMM; a partial last panel is zero-padded there (one row: B
+        # is read once anyway, a copy would double that; see topi.x86.dense._gemv_panel)
+        if rows >= DENSE_PACK_MIN_ROWS or (rows > 1 and n % x86.panel_width(n)):
+            s.add_implementation(_matmul_pack_compute,
+                                 wrap_topi_schedule(x86.schedule_dense_pack), "matmul_pack.x86",
+                                 15)
+    elif name == "nn.batch_matmul" and not attrs.transpose_a:
         rows = _const_int(inputs[0].shape[1])
-        n = _const_int(inputs[1].shape[1])
-        k = _const_int(inputs[1].shape[2])
-        if rows is not None and n is not None and k is not None and rows >= DENSE_PACK_MIN_ROWS:
+        n, k = (_const_int(d) for d in inputs[1].shape[1:])
+        if not attrs.transpose_b:
+            n, k = k, n
+        if rows is None or n is None or k is None:
+            return
+        # B [b, N, K]: packed when there are enough rows; B [b, K, N] (rows already
+        # contiguous) when the panel does not divide N: the packed copy's zero-padded last
+        # panel keeps every register tile at the full vector width
+        if rows >= DENSE_PACK_MIN_ROWS if attrs.transpose_b else n % x86.panel_width(n):
             impl = tunable("batch_matmul_pack", inputs) or (
                 _batch_matmul_pack_compute, wrap_topi_schedule(x86.schedule_batch_matmul))
             s.add_implementation(*impl, "batch_matmul_pack.x86", 15)

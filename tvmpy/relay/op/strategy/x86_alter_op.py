@@ -276,13 +276,20 @@ def _winograd_weight(w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:
 
 
 def alter_dense_layout(call: Any, args: list | None = None) -> Any:
-    """A typed ``nn.dense(x, W)`` with 2-D data of at least ``DENSE_PACK_MIN_ROWS`` rows and a
-    weight of static shape becomes
+    """A typed ``nn.dense(x, W)`` with 2-D data and a weight of static shape (a constant and
+    at least 2 rows, or at least ``DENSE_PACK_MIN_ROWS`` rows) becomes
     ``nn.contrib_dense_pack(x, transpose(reshape(W, (N/nr, nr, K)), (0, 2, 1)))``: the panel
     packing that ``dense_pack`` does inside the kernel on every run moves to compile time
-    (FoldConstant folds it when W is a constant). Returns None when the call stays as it is.
+    (FoldConstant folds it when W is a constant). When ``nr`` does not divide N, W is first
+    zero-padded to whole panels (``units`` stays N). Returns None when the call stays as it is.
     ``args``: the (already rewritten) arguments to build on; the types are read from the typed
-    ``call``'s own arguments.
+    ``call``'s own arguments. With ``W = transpose(B)`` (B not a constant) it becomes
+    ``nn.matmul(x, B)`` instead: no transpose (and no separate packing pass) at run time.
+
+    A constant weight is packed from 2 rows on: the tiled kernel on the packed panels beat the
+    dot-product schedule of ``nn.dense`` by 1.5-2.7x at 2-12 rows (one thread) and 2x at 4
+    rows (two threads); at 1 row it was equal on one thread but up to 2x slower on two
+    (1 x 2048 -> 1000), so a GEMV keeps the dot-product schedule (measured 2026-11-26).
 
     BERT (seq 128, hidden 256) dense layers: 128x256->1024 in-kernel packing 262-390 GFLOP/s,
     prepacked 477; 128x1024->256 dot tile 365, prepacked 477 (onnxruntime ~400)."""
@@ -297,14 +304,30 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     if len(dt.shape) != 2 or len(wt.shape) != 2:
         return None
     rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
-    if rows is None or n is None or k is None or rows < DENSE_PACK_MIN_ROWS:
-        return None
-    nr = x86.panel_width(n)
-    if n % nr or dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
+    if rows is None or n is None or k is None or 0 in (rows, n, k):
+        return None  # (symbolic or empty: nothing to pack)
+    if dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
         return None
     data, weight = args if args is not None else call.args
-    w = _tr.transpose(_tr.reshape(weight, (n // nr, nr, k), allowzero=True), (0, 2, 1))
+    if rows == 1 and isinstance(weight, Constant):
+        return None  # a GEMV: the dot-product schedule streams each weight row once
+    if not isinstance(weight, Constant) and _is_transpose_2d(weight):
+        # ONNX MatMul's B given at run time: no transpose per run; nn.matmul reads B [K, N]
+        # (x86: packed inside the kernel, see strategy/x86.py)
+        return _nn.matmul(data, weight.args[0], units=n)
+    if rows < DENSE_PACK_MIN_ROWS and not isinstance(weight, Constant):
+        return None  # packing at run time costs more than it saves on few rows
+    nr = x86.panel_width(n)
+    npanel = -(-n // nr)
+    if npanel * nr != n:  # a partial last panel: zero-pad it (the output keeps n columns)
+        weight = _nn.pad(weight, ((0, npanel * nr - n), (0, 0)))
+    w = _tr.transpose(_tr.reshape(weight, (npanel, nr, k), allowzero=True), (0, 2, 1))
     return _nn.contrib_dense_pack(data, w, units=n)
+
+
+def _is_transpose_2d(e: Any) -> bool:
+    return isinstance(e, Call) and getattr(e.op, "name", None) == "transpose" \
+        and tuple(int(a) for a in (e.attrs.axes or (1, 0))) == (1, 0)
 
 
 @dense_alter_layout.register("cpu")

@@ -39,7 +39,16 @@ def _dense_pack(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 def _contrib_dense_pack(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [_x86.contrib_dense_pack(inputs[0], inputs[1], _od(attrs, out_type))]
+    units = _padded_units(attrs, inputs[1])
+    extra = () if units is None else (units,)  # (the workload of an unpadded one is as before)
+    return [_x86.contrib_dense_pack(inputs[0], inputs[1], _od(attrs, out_type), *extra)]
+
+
+def _padded_units(attrs: Any, packed: Any) -> int | None:
+    """``units`` of a ``contrib_dense_pack`` whose last panel is zero-padded, else None."""
+    units = getattr(attrs.units, "value", attrs.units)
+    npanel, _, nr = (int(getattr(d, "value", d)) for d in packed.shape)
+    return None if units is None or int(units) == npanel * nr else int(units)
 
 
 def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -48,7 +57,8 @@ def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 def _batch_matmul_pack(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [_x86.batch_matmul_pack_x86(inputs[0], inputs[1], _od(attrs, out_type))]
+    extra = () if attrs.transpose_b else (False,)  # (a B-transposed one's workload as before)
+    return [_x86.batch_matmul_pack_x86(inputs[0], inputs[1], _od(attrs, out_type), *extra)]
 
 
 def _sched(f: Callable[..., Any]) -> Callable[..., Any]:
