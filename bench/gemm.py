@@ -97,7 +97,6 @@ def parse_size(text: str) -> tuple[int, int, int, int]:
 
 def onnx_model(batch: int, M: int, N: int, K: int, op: str, const_b: bool,
                b: np.ndarray, bias: np.ndarray | None):
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     lead = [batch] if batch else []

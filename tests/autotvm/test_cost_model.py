@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from autotvm_fakes import FakeSpace
 
 import tvmpy as tvm
 from tvmpy import autotvm, te
@@ -173,30 +174,6 @@ def test_history_features_are_extracted_once_per_process(gemm_data, monkeypatch)
 
 # ---------------------------------------------------------------------------------------------
 # synthetic spaces
-
-
-@dataclass
-class FakeConfig:
-    index: int
-    knobs: list[int]
-
-    def get_flatten_feature(self):
-        return np.asarray(self.knobs, dtype=np.float32)
-
-
-class FakeSpace:
-    def __init__(self, dims):
-        self._dims = list(dims)
-        self.space_map = {f"k{i}": list(range(d)) for i, d in enumerate(dims)}
-
-    def __len__(self):
-        return int(np.prod(self._dims))
-
-    def dims(self):
-        return list(self._dims)
-
-    def get(self, index):
-        return FakeConfig(index, point2knob(index, self._dims))
 
 
 @dataclass

@@ -21,7 +21,7 @@ from tvmpy.topi.nn import dense as nn_dense
 from tvmpy.topi.nn.dense import batch_matmul
 from tvmpy.topi.nn.utils import get_const_tuple, traverse_inline
 from tvmpy.topi.x86 import dense as D
-from tvmpy.topi.x86.conv2d import _outputs, anchor
+from tvmpy.topi.x86.conv2d import _outputs
 
 RNG = np.random.default_rng(11)
 _panel = D.panel_width

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from autotvm_fakes import FakeSpace
 
 from tvmpy.autotvm.measure.measure import MeasureErrorNo, MeasureInput
 from tvmpy.autotvm.tuner import GATuner, RandomTuner, XGBTuner
@@ -25,30 +26,6 @@ from tvmpy.testing.tuning_table import (
 )
 
 FLOP = 1.0e9
-
-
-@dataclass
-class FakeConfig:
-    index: int
-    knobs: list[int]
-
-    def get_flatten_feature(self):
-        return np.asarray(self.knobs, dtype=np.float32)
-
-
-class FakeSpace:
-    def __init__(self, dims):
-        self._dims = list(dims)
-        self.space_map = {f"k{i}": list(range(d)) for i, d in enumerate(dims)}
-
-    def __len__(self):
-        return int(np.prod(self._dims))
-
-    def dims(self):
-        return list(self._dims)
-
-    def get(self, index):
-        return FakeConfig(index, point2knob(index, self._dims))
 
 
 @dataclass
