@@ -496,7 +496,7 @@ class GraphExecutor:
             raise ValueError(f"benchmark: the executor runs on {self.device}, not {device}")
         if func_name != "run":
             raise ValueError(f"benchmark: can only time 'run', got {func_name!r}")
-        check_counts("benchmark", number, repeat, min_repeat_ms, cooldown_interval_ms)
+        check_counts("benchmark", number, repeat, min_repeat_ms or 0, cooldown_interval_ms)
         if kwargs:
             self.set_input(**kwargs)
         if end_to_end:

@@ -169,9 +169,9 @@ def _outside(body: S.Stmt, bound_atoms: list[tuple[int, bool]]) -> S.Stmt:
     return body
 
 
-def _terms_of(atom: E.PrimExpr, x: E.Var) -> list[E.PrimExpr]:
+def _terms_of(atom: E.PrimExpr, x: E.Var) -> list[E.FloorMod | E.FloorDiv]:
     """The ``x % c`` / ``x // c`` (constant ``c > 0``) subterms of ``atom``."""
-    found: list[E.PrimExpr] = []
+    found: list[E.FloorMod | E.FloorDiv] = []
 
     class _V(Visitor):
         def visit_PrimExpr(self, e: E.PrimExpr) -> None:
@@ -192,8 +192,8 @@ class _TermReplacer(Mutator):
         self.x, self.kind, self.c, self.y = x, kind, c, y
 
     def visit_PrimExpr(self, e: E.PrimExpr) -> E.PrimExpr:
-        if isinstance(e, self.kind) and e.a is self.x and isinstance(e.b, E.IntImm) \
-                and e.b.value == self.c:
+        if isinstance(e, (E.FloorMod, E.FloorDiv)) and isinstance(e, self.kind) \
+                and e.a is self.x and isinstance(e.b, E.IntImm) and e.b.value == self.c:
             return self.y
         return self.generic_visit(e)
 
@@ -274,6 +274,7 @@ class _Partitioner(Mutator):
         terms: dict[tuple[type, int], E.PrimExpr] = {}
         for atom, _, _ in col.atoms:
             for t in _terms_of(atom, x):
+                assert isinstance(t.b, E.IntImm)
                 terms.setdefault((type(t), t.b.value), t)
         end = simp(f.min + f.extent)
         for (kind, c), term in sorted(terms.items(), key=lambda kv: kv[0][0] is E.FloorDiv):
@@ -319,6 +320,7 @@ class _Partitioner(Mutator):
         x = f.loop_var if term is None else term  # what the parts are ranges of
         start = f.min if term is None else tmin
         end = simp(f.min + f.extent) if term is None else tend
+        assert start is not None and end is not None  # (tmin/tend come with term)
 
         def empty(a: E.PrimExpr, b: E.PrimExpr) -> bool:  # [a, b) provably empty
             d = simp(b - a)
