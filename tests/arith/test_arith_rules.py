@@ -262,6 +262,15 @@ def test_non_congruent_div_mod_pairs_stay(expr):
     assert "//" in str(out) or "truncdiv" in str(out), out
 
 
+def test_merged_split_changes_another_pairs_coefficient():
+    # merging q // 3 * 3 + q % 3 (q = x // 2 * 2) adds 2 * (x // 2) to the sum: the pair
+    # x // 2 * 2 + x % 2 must then not be merged with its old coefficient (x was returned)
+    q = x // 2 * 2
+    for div, mod in ((tir.floordiv, tir.floormod), (tir.truncdiv, tir.truncmod)):
+        e = div(q, 3) * 3 + mod(q, 3) + (x % 2 + x // 2 * 2)
+        assert simp(e) == "x // 2 * 4 + x % 2"
+
+
 def _ramp(base, lanes=16, stride=1):
     return E.Ramp(base, c32(stride), lanes)
 

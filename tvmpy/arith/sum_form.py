@@ -445,7 +445,9 @@ def merge_splits(s: Sum, reparse) -> bool:
                 for j, (l2, u2, c2, k2, _) in enumerate(items):
                     if i == j or u2 != l1 or l1 % l2 != 0 or c1 != c2 * (l1 // l2):
                         continue
-                    if k1 not in s.terms or k2 not in s.terms:
+                    # an earlier merge may have changed (or removed) these terms: the items'
+                    # coefficients must still be the current ones
+                    if s.terms.get(k1, (0,))[0] != c1 or s.terms.get(k2, (0,))[0] != c2:
                         continue
                     del s.terms[k1]
                     del s.terms[k2]
@@ -487,8 +489,10 @@ def _merge_congruent(s: Sum, reparse) -> bool:
         for l2, u2, c2, k2, y in items:
             if k1 == k2 or u2 != l1 or l1 % l2 or c1 != c2 * (l1 // l2):
                 continue
-            if k1 not in s.terms or k2 not in s.terms or skey(x) == skey(y):
+            if skey(x) == skey(y):
                 continue
+            if s.terms.get(k1, (0,))[0] != c1 or s.terms.get(k2, (0,))[0] != c2:
+                continue  # changed by an earlier merge
             if not congruent(to_sum(x), to_sum(y), int(l1)):
                 continue
             del s.terms[k1]
@@ -575,7 +579,8 @@ def _merge_minmax(s: Sum, reparse) -> bool:
             continue
         mx = atoms[0]
         hit = mins.get(frozenset((skey(mx.a), skey(mx.b))))
-        if hit is None or hit[1] != c or hit[0] not in s.terms:
+        # an earlier merge may have changed these terms: compare the current coefficients
+        if hit is None or s.terms[k][0] != c or s.terms.get(hit[0], (0,))[0] != c:
             continue
         del s.terms[k]
         del s.terms[hit[0]]
