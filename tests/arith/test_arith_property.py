@@ -4,6 +4,7 @@ every sampled value, and can_prove never proves a false statement."""
 
 from __future__ import annotations
 
+import math
 import os
 import random
 
@@ -380,3 +381,104 @@ def test_symbolic_ranges(e, goal_a, goal_b, cmp, seed):
     for env, v in _values(goal, samples):
         assert not proved or v, f"proved {goal}, false at {env}"
         assert not refuted or not v, f"refuted {goal}, true at {env}"
+
+
+# ---- div/mod pairs of congruent dividends: k * (x // c) * c + k * (y % c), y == x (mod c) ------
+def _congruent_dividends(draw, c: int) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """(x, y): y equal to x modulo c by construction (a reduced coefficient, an added multiple
+    of c, an outer split taken out), or off by one (must then stay a division)."""
+    a, b = draw(int_exprs(2)), draw(int_exprs(1))
+    p = draw(st.integers(1, 20))
+    form = draw(st.sampled_from(["same", "reduced", "shifted", "outer", "off"]))
+    if form == "outer":
+        q = draw(st.sampled_from([2, 3, 4, 7]))
+        p = c // math.gcd(c, q) * draw(st.integers(1, 3))  # c divides q * p
+        return tir.floormod(a, E.IntImm("int32", q)) * p + b, a * p + b
+    x = a * p + b
+    if form == "same":
+        return x, x
+    if form == "reduced":
+        return x, a * (p % c) + b
+    if form == "shifted":
+        return x, x + draw(int_exprs(1)) * c + E.IntImm("int32", c * draw(st.integers(-2, 2)))
+    return x, x + 1
+
+
+def _wide_env(rng: random.Random) -> dict:
+    """Values outside the bound ranges (no facts: the rules must hold everywhere; n is a
+    SizeVar, so it stays non-negative)."""
+    return {X: rng.randint(-60, 60), Y: rng.randint(-60, 60), Z: rng.randint(-60, 60),
+            N: rng.randint(0, 60)}
+
+
+@st.composite
+def split_pairs(draw) -> E.PrimExpr:
+    c = draw(st.sampled_from([2, 3, 5, 7, 13, 16]))
+    k = draw(st.sampled_from([1, 2, -3]))
+    cc = E.IntImm("int32", c)
+    if draw(st.integers(0, 3)) == 0:  # truncating pairs: one dividend
+        x = y = draw(int_exprs(3))
+        div, mod = tir.truncdiv(x, cc), tir.truncmod(y, cc)
+    else:
+        x, y = _congruent_dividends(draw, c)
+        div, mod = tir.floordiv(x, cc), tir.floormod(y, cc)
+    terms = [div * (c * k), mod * k if k != 1 else mod]
+    if draw(st.booleans()):
+        terms.append(draw(int_exprs(2)))
+    order = draw(st.permutations(range(len(terms))))
+    out = terms[order[0]]
+    for n in order[1:]:
+        out = out + terms[n]
+    return out
+
+
+@SETTINGS
+@given(e=split_pairs(), seed=st.integers(0, 10**6))
+def test_div_mod_pairs_preserve_value(e, seed):
+    ana = _bound_analyzer()
+    _assert_same(e, ana.simplify(e), _samples(seed))
+    rng = random.Random(seed)
+    wide = [_wide_env(rng) for _ in range(40)]
+    _assert_same(e, arith.Analyzer().simplify(e), wide)
+
+
+@st.composite
+def vector_split_pairs(draw) -> E.PrimExpr:
+    lanes = 4
+    c = draw(st.sampled_from([2, 3, 5, 7, 13]))
+    k = draw(st.sampled_from([1, 2, -3]))
+    stride = draw(st.integers(-3, 5))
+    x, y = _congruent_dividends(draw, c)
+    if draw(st.booleans()):
+        vx = E.Ramp(x, E.IntImm("int32", stride), lanes)
+        stride2 = stride + c * draw(st.integers(-1, 1)) + draw(st.sampled_from([0, 0, 0, 1]))
+        vy = E.Ramp(y, E.IntImm("int32", stride2), lanes)
+    else:
+        vx, vy = E.Broadcast(x, lanes), E.Broadcast(y, lanes)
+    cb = E.Broadcast(E.IntImm("int32", c), lanes)
+    if draw(st.integers(0, 3)) == 0:
+        div, mod = E.Div(vx, cb), E.Mod(vx, cb)
+    else:
+        div, mod = E.FloorDiv(vx, cb), E.FloorMod(vy, cb)
+    terms = [
+        E.Mul(div, E.Broadcast(E.IntImm("int32", c * k), lanes)),
+        E.Mul(E.Broadcast(E.IntImm("int32", k), lanes), mod),
+    ]
+    if draw(st.booleans()):
+        terms.append(draw(vector_exprs(1)))
+    order = draw(st.permutations(range(len(terms))))
+    out = terms[order[0]]
+    for n in order[1:]:
+        out = E.Add(out, terms[n]) if draw(st.booleans()) else E.Sub(out, E.Sub(
+            E.Broadcast(E.IntImm("int32", 0), lanes), terms[n]))
+    return out
+
+
+@SETTINGS
+@given(e=vector_split_pairs(), seed=st.integers(0, 10**6))
+def test_vector_div_mod_pairs_preserve_lanes(e, seed):
+    ana = _bound_analyzer()
+    _assert_same(e, ana.simplify(e), _samples(seed, 20))
+    rng = random.Random(seed)
+    wide = [_wide_env(rng) for _ in range(20)]
+    _assert_same(e, arith.Analyzer().simplify(e), wide)

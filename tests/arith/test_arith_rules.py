@@ -225,6 +225,95 @@ def test_float_comparisons_are_not_negated():
     assert simp(a == a) == "a == a"
 
 
+# ---- div/mod pairs of congruent dividends (the index of a reshape) ---------------------------
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        # floormod reduced its dividend's coefficients first: (x*16 + i) % 13 -> (x*3 + i) % 13
+        (tir.floordiv(x * 16 + i, 13) * 13 + tir.floormod(x * 16 + i, 13), "x * 16 + i"),
+        (tir.floordiv(x * 16 + i, 13) * 13 + tir.floormod(x * 3 + i, 13), "x * 16 + i"),
+        (tir.floormod(x * 3 + i, 13) + tir.floordiv(x * 16 + i, 13) * 13, "x * 16 + i"),
+        # scaled, with extra terms and the constant reduced too
+        (tir.floordiv(x * 16 + 20, 13) * 26 + y + tir.floormod(x * 3 + 7, 13) * 2,
+         "x * 32 + y + 40"),
+        # an outer split taken out of the dividend: x % 196 * 16 == x * 16 (mod 56)
+        (x // 196 * 3136 + (x % 196 * 16 + i) // 56 * 56 + (x * 16 + i) % 56, "x * 16 + i"),
+        # the truncating pair of one dividend (any sign)
+        (tir.truncdiv(x, 7) * 7 + tir.truncmod(x, 7), "x"),
+        (tir.truncmod(x, 7) * 3 + y + tir.truncdiv(x, 7) * 21, "x * 3 + y"),
+    ],
+)
+def test_congruent_div_mod_pairs_merge(expr, want):
+    assert simp(expr, i=(0, 16)) == want
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        tir.floordiv(x * 16 + i, 13) * 13 + tir.floormod(x * 4 + i, 13),  # 12x != 0 (mod 13)
+        tir.floordiv(x + 1, 13) * 13 + tir.floormod(x, 13),  # off by one
+        tir.floordiv(x, 13) * 13 + tir.floormod(x + 13, 26),  # another divisor
+        tir.truncdiv(x + 13, 13) * 13 + tir.truncmod(x, 13),  # trunc: only equal dividends
+    ],
+)
+def test_non_congruent_div_mod_pairs_stay(expr):
+    ana = arith.Analyzer()
+    out = ana.simplify(expr)
+    assert "//" in str(out) or "truncdiv" in str(out), out
+
+
+def test_merged_split_changes_another_pairs_coefficient():
+    # merging q // 3 * 3 + q % 3 (q = x // 2 * 2) adds 2 * (x // 2) to the sum: the pair
+    # x // 2 * 2 + x % 2 must then not be merged with its old coefficient (x was returned)
+    q = x // 2 * 2
+    for div, mod in ((tir.floordiv, tir.floormod), (tir.truncdiv, tir.truncmod)):
+        e = div(q, 3) * 3 + mod(q, 3) + (x % 2 + x // 2 * 2)
+        assert simp(e) == "x // 2 * 4 + x % 2"
+
+
+def _ramp(base, lanes=16, stride=1):
+    return E.Ramp(base, c32(stride), lanes)
+
+
+def _bc(v, lanes=16):
+    return E.Broadcast(c32(v) if isinstance(v, int) else v, lanes)
+
+
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        (E.FloorDiv(_ramp(x * 16), _bc(13)) * _bc(13) + E.FloorMod(_ramp(x * 16), _bc(13)),
+         "ramp(x * 16, 1, 16)"),
+        (E.FloorDiv(_ramp(x * 16), _bc(13)) * _bc(13) + E.FloorMod(_ramp(x * 3), _bc(13)),
+         "ramp(x * 16, 1, 16)"),
+        (_bc(13) * E.FloorDiv(_ramp(x * 16), _bc(13)) + E.FloorMod(_ramp(x * 3 + 13), _bc(13)),
+         "ramp(x * 16, 1, 16)"),
+        # (x // c) * (c * k) + (x % c) * k -> x * k, extra terms in between
+        (E.FloorMod(_ramp(x * 3), _bc(13)) * _bc(2) + _bc(y)
+         + E.FloorDiv(_ramp(x * 16), _bc(13)) * _bc(26), "ramp(x * 32 + y, 2, 16)"),
+        # strides congruent modulo c
+        (E.FloorDiv(_ramp(x, 4, 3), _bc(5, 4)) * _bc(5, 4) + E.FloorMod(_ramp(x, 4, 8), _bc(5, 4)),
+         "ramp(x, 3, 4)"),
+        # after an outer split of the base (the reshape (64, 56, 56) -> (64, 3136) index)
+        (_bc(x // 196 * 3136) + E.FloorDiv(_ramp(x % 196 * 16), _bc(56)) * _bc(56)
+         + E.FloorMod(_ramp(x * 16), _bc(56)), "ramp(x * 16, 1, 16)"),
+        (E.Div(_ramp(x * 16), _bc(13)) * _bc(13) + E.Mod(_ramp(x * 16), _bc(13)),
+         "ramp(x * 16, 1, 16)"),
+    ],
+)
+def test_vector_div_mod_pairs_merge_to_a_ramp(expr, want):
+    assert simp(expr) == want
+
+
+def test_vector_div_mod_pairs_not_congruent_stay():
+    for e in [
+        E.FloorDiv(_ramp(x * 16), _bc(13)) * _bc(13) + E.FloorMod(_ramp(x * 4), _bc(13)),
+        E.FloorDiv(_ramp(x, 4, 3), _bc(5, 4)) * _bc(5, 4) + E.FloorMod(_ramp(x, 4, 4), _bc(5, 4)),
+        E.Div(_ramp(x + 13), _bc(13)) * _bc(13) + E.Mod(_ramp(x), _bc(13)),
+    ]:
+        assert "//" in str(simp(e)) or "truncdiv" in str(simp(e))
+
+
 # ---- vectors -----------------------------------------------------------------------------------
 def test_ramp_broadcast_rules():
     r = E.Ramp(x * 8, c32(1), 8)

@@ -4,6 +4,7 @@ squeeze, expand_dims, flatten, cast, tile, repeat, stack; bad arguments."""
 import numpy as np
 import pytest
 
+import tvmpy as tvm
 from tvmpy import te, topi
 from tvmpy.topi.testing import common_ref as ref
 
@@ -19,6 +20,26 @@ def test_reshape(shape, newshape):
     a = rand(shape)
     (b,) = run([A], topi.reshape(A, newshape), [a])
     np.testing.assert_array_equal(b, ref.reshape_ref(a, newshape))
+
+
+@pytest.mark.parametrize("shape,newshape", [
+    ((64, 56, 56), (64, 3136)), ((3, 7, 13), (273,)), ((5, 17), (85,)), ((2, 3, 5, 7), (6, 35)),
+    ((7, 11, 3), (3, 77)), ((1, 13, 1), (13,)), ((4, 9, 10), (36, 10)), ((17,), (1, 17)),
+    ((3, 19), (19, 3)),
+])
+def test_reshape_copy_reads_contiguous_vectors(shape, newshape):
+    """A reshape of a contiguous tensor is a copy: its vectorized read index folds back to a
+    dense ramp (``(p // w) * w + p % w == p``), so the kernel loads whole vectors (no gather)."""
+    A = te.placeholder(shape, "float32", name="A")
+    B = topi.reshape(A, newshape)
+    with tvm.target.Target("llvm"):
+        s = topi.x86.schedule_injective([B])
+        f = tvm.build(s, [A, B], "llvm")
+    assert "gather" not in f.get_source("ll")
+    a = rand(shape, rng=np.random.default_rng(len(shape)))
+    b = tvm.nd.empty(newshape, "float32")
+    f(tvm.nd.array(a), b)
+    np.testing.assert_array_equal(b.numpy(), a.reshape(newshape))
 
 
 @pytest.mark.parametrize("shape,axes", [((2, 3, 4), None), ((2, 3, 4), (1, 0, 2)),

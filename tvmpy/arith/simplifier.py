@@ -20,6 +20,7 @@ from ..tir.functor import Mutator
 from .const_fold import fold_binary, fold_cast, wrap_int
 from .divmod_rules import DivModRules
 from .sum_form import Sum, fold_sum, merge_splits, mul_sums, okey, remember_sum, skey, to_sum
+from .vector_splits import fold_vector_splits
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
@@ -186,6 +187,10 @@ class Simplifier(DivModRules, Mutator):
             v = self._vector_arith(e, a, b)
             if v is not None:
                 return v
+            if isinstance(e, (E.Add, E.Sub)) and dt.is_int(dt.element_of(e.dtype)):
+                v = fold_vector_splits(self._rebuild(e, a, b), self.visit)
+                if v is not None:
+                    return v
         if dt.is_integer(e.dtype) and not dt.is_bool(e.dtype):
             # exact identities under wraparound
             if isinstance(e, E.Add):

@@ -25,8 +25,8 @@ from ..ir.functor import CHAIN_DEPTH
 from ..tir import expr as E
 from .const_fold import dtype_int_range, wrap_int
 
-__all__ = ["Sum", "skey", "okey", "to_sum", "fold_sum", "mul_sums", "split_info", "make_split", "clear_caches",
-           "cache_scope"]
+__all__ = ["Sum", "skey", "okey", "to_sum", "fold_sum", "mul_sums", "split_info", "make_split",
+           "congruent", "clear_caches", "cache_scope"]
 
 _SKEY: dict[int, tuple[Any, Any]] = {}
 _OKEY: dict[int, tuple[Any, str]] = {}
@@ -425,6 +425,7 @@ def merge_splits(s: Sum, reparse) -> bool:
     changed = _merge_symbolic(s, reparse)
     changed |= _merge_minmax(s, reparse)
     changed |= _merge_sub_floordiv(s, reparse)
+    changed |= _merge_congruent(s, reparse)
     groups: dict[tuple, list] = {}
     for k, (c, atoms) in s.terms.items():
         if len(atoms) != 1:
@@ -444,7 +445,9 @@ def merge_splits(s: Sum, reparse) -> bool:
                 for j, (l2, u2, c2, k2, _) in enumerate(items):
                     if i == j or u2 != l1 or l1 % l2 != 0 or c1 != c2 * (l1 // l2):
                         continue
-                    if k1 not in s.terms or k2 not in s.terms:
+                    # an earlier merge may have changed (or removed) these terms: the items'
+                    # coefficients must still be the current ones
+                    if s.terms.get(k1, (0,))[0] != c1 or s.terms.get(k2, (0,))[0] != c2:
                         continue
                     del s.terms[k1]
                     del s.terms[k2]
@@ -461,6 +464,76 @@ def merge_splits(s: Sum, reparse) -> bool:
                 if merged:
                     break
     return changed
+
+
+_CONGRUENT_MAX_SPLITS = 24  # pairs are compared one by one: skip sums with more splits
+
+
+def _merge_congruent(s: Sum, reparse) -> bool:
+    """``c*l1/l2 * split(x, l1, u) + c * split(y, l2, l1)`` -> ``c * split(x, l2, u)`` for floor
+    splits of *different* dividends with ``x == y (mod l1)``: the lower split only depends on
+    its dividend modulo ``l1``. This is the shape left once ``floormod`` has reduced the
+    coefficients of its dividend (``(16*o + i) // 13 * 13 + (3*o + i) % 13``) or an outer
+    split has been taken out (``(o % 196 * 16 + i) // 56 * 56 + (o * 16 + i) % 56``)."""
+    items = []
+    for k, (c, atoms) in s.terms.items():
+        if len(atoms) != 1:
+            continue
+        info = split_info(atoms[0])
+        if info is not None and info[0] == "floor":
+            items.append((info[2], info[3], c, k, info[1]))
+    if len(items) < 2 or len(items) > _CONGRUENT_MAX_SPLITS:
+        return False
+    changed = False
+    for l1, u1, c1, k1, x in items:
+        for l2, u2, c2, k2, y in items:
+            if k1 == k2 or u2 != l1 or l1 % l2 or c1 != c2 * (l1 // l2):
+                continue
+            if skey(x) == skey(y):
+                continue
+            if s.terms.get(k1, (0,))[0] != c1 or s.terms.get(k2, (0,))[0] != c2:
+                continue  # changed by an earlier merge
+            if not congruent(to_sum(x), to_sum(y), int(l1)):
+                continue
+            del s.terms[k1]
+            del s.terms[k2]
+            if l2 == 1 and u1 == INF:
+                s.iadd(reparse(x), c2)
+            else:
+                s.add_mono((make_split("floor", x, l2, u1),), c2)
+            changed = True
+            break
+    return changed
+
+
+def congruent(a: Sum, b: Sum, c: int, depth: int = 4) -> bool:
+    """Is ``a == b (mod c)`` for every value of the variables (``c > 0``)? Terms whose
+    coefficient ``c`` divides vanish, and ``k * floormod(x, m)`` counts as ``k * x`` when ``c``
+    divides ``k * m`` (the two differ by ``k * m * floordiv(x, m)``)."""
+    d = a.copy().iadd(b, -1)
+    for _ in range(depth + 1):
+        rest = Sum(d.dtype, d.const % c)
+        expanded = False
+        for coeff, atoms in d.items():
+            coeff %= c
+            if not coeff:
+                continue
+            m = atoms[0]
+            if (
+                len(atoms) == 1
+                and isinstance(m, E.FloorMod)
+                and isinstance(m.b, E.IntImm)
+                and m.b.value > 0
+                and coeff * m.b.value % c == 0
+            ):
+                rest.iadd(to_sum(m.a), coeff)
+                expanded = True
+            else:
+                rest.add_mono(atoms, coeff)
+        d = rest
+        if not expanded:
+            break
+    return d.const % c == 0 and all(coeff % c == 0 for coeff, _ in d.items())
 
 
 def _merge_symbolic(s: Sum, reparse) -> bool:
@@ -506,7 +579,8 @@ def _merge_minmax(s: Sum, reparse) -> bool:
             continue
         mx = atoms[0]
         hit = mins.get(frozenset((skey(mx.a), skey(mx.b))))
-        if hit is None or hit[1] != c or hit[0] not in s.terms:
+        # an earlier merge may have changed these terms: compare the current coefficients
+        if hit is None or s.terms[k][0] != c or s.terms.get(hit[0], (0,))[0] != c:
             continue
         del s.terms[k]
         del s.terms[hit[0]]
