@@ -1,5 +1,12 @@
-"""x86 schedules for pooling: each (batch, channel) plane is one parallel task that pads its
-plane, then computes output rows with a vector of output columns per window position."""
+"""x86 schedules for pooling.
+
+Plain layout (NCHW, NCW, NCDHW): with the separable compute (``pool2d(..., separable=True)``,
+what the x86 strategy builds) each output row is a parallel task that reduces the window's
+input rows into one row (contiguous vector reads, the padding a lane mask) and then the
+columns (a vector of output columns, strided reads of that row). Without it, each (batch,
+channel) plane is a task that pads its plane, then computes output rows with a vector of
+output columns per window position. Blocked layout (NCHW{c}): the channel block is the vector.
+"""
 
 from __future__ import annotations
 
@@ -44,6 +51,10 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     if re.fullmatch(r"NC[DHW]*\d+c", layout):
         _schedule_pool_blocked(s, pool, out)
         return s
+    rows = next((t for t in pool.op.input_tensors if t.op.tag == "pool_rows"), None)
+    if rows is not None:
+        _schedule_pool_separable(s, pool, rows, out)
+        return s
     vw = min(16, _int(pool.shape[-1]))
     if pool.op is out.op:
         CC = s.cache_write(pool, "local")
@@ -64,6 +75,38 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
             s[t].compute_at(s[out], task)
             vectorize_inner(s, t)
     return s
+
+
+def _local_result(s: Schedule, pool: Tensor, out: Tensor) -> Tensor:
+    """The stage that accumulates the window: a local cache of ``pool`` when it is the output,
+    else ``pool`` itself in local scope (its consumers are inlined into ``out``)."""
+    if pool.op is out.op:
+        return s.cache_write(pool, "local")
+    s[pool].set_scope("local")
+    return pool
+
+
+def _schedule_pool_separable(s: Schedule, pool: Tensor, rows: Tensor, out: Tensor) -> None:
+    """One task per output row: the ``pool_rows`` row (vectors of 16 input columns, the window
+    rows reduced into them, the padding inlined as lane masks), then vectors of output
+    columns, each reducing ``kernel[-1]`` strided reads of that row."""
+    CC = _local_result(s, pool, out)
+    n, c, *sp, x = s[out].op.axis
+    task = s[out].fuse(n, c, *sp)
+    s[out].parallel(task)
+    xo, xi = s[out].split(x, factor=min(16, _int(pool.shape[-1])))
+    s[out].vectorize(xi)
+    s[CC].compute_at(s[out], xo)
+    *_, cx = s[CC].op.axis
+    s[CC].reorder(*s[CC].op.reduce_axis, cx)
+    s[CC].vectorize(cx)
+    s[rows].compute_at(s[out], task)
+    ro, ri = s[rows].split(s[rows].op.axis[-1], factor=min(16, _int(rows.shape[-1])))
+    s[rows].reorder(ro, *s[rows].op.reduce_axis, ri)
+    s[rows].vectorize(ri)
+    for t in rows.op.input_tensors:
+        if "pad" in t.op.tag:
+            s[t].compute_inline()
 
 
 def _schedule_pool_blocked(s: Schedule, pool: Tensor, out: Tensor) -> None:
