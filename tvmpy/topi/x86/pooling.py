@@ -10,6 +10,7 @@ output columns per window position. Blocked layout (NCHW{c}): the channel block 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,11 @@ def _find(outs: list[Tensor], tags: tuple[str, ...], what: str) -> tuple[Schedul
 
 def _int(x: Any) -> int:
     return int(x.value) if hasattr(x, "value") else int(x)
+
+
+def _const(x: Any) -> int | None:
+    x = getattr(x, "value", x)
+    return x if isinstance(x, int) else None
 
 
 def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
@@ -86,13 +92,36 @@ def _local_result(s: Schedule, pool: Tensor, out: Tensor) -> Tensor:
     return pool
 
 
+# the reduced rows one task keeps (floats): a block of output rows whose ``pool_rows`` fit in
+# L1 next to the input rows they are read from
+ROWS_BLOCK_FLOATS = 8192
+# fewer tasks than this and a plane is split into blocks of output rows (both threads busy)
+MIN_POOL_TASKS = 8
+
+
+def _rows_block(planes: int | None, oh: int, width: int) -> int:
+    """Output rows per task: the largest divisor of ``oh`` (no partial block) whose
+    ``pool_rows`` fit ``ROWS_BLOCK_FLOATS``, smaller when there are few planes."""
+    limit = max(1, ROWS_BLOCK_FLOATS // width)
+    if planes is not None and planes < MIN_POOL_TASKS:
+        limit = min(limit, max(1, oh * planes // MIN_POOL_TASKS))
+    return max(d for d in range(1, min(limit, oh) + 1) if oh % d == 0)
+
+
 def _schedule_pool_separable(s: Schedule, pool: Tensor, rows: Tensor, out: Tensor) -> None:
-    """One task per output row: the ``pool_rows`` row (vectors of 16 input columns, the window
-    rows reduced into them, the padding inlined as lane masks), then vectors of output
-    columns, each reducing ``kernel[-1]`` strided reads of that row."""
+    """Tasks over (batch, channel, [depth,] block of output rows). A task first reduces the
+    window rows of its block into ``pool_rows`` (vectors of 16 input columns, the padding
+    inlined as lane masks), then computes its output rows from them, a vector of output
+    columns at a time (``kernel[-1]`` strided reads each). Reducing all the block's rows
+    before reading any back keeps the stores out of the loads' way (store forwarding)."""
     CC = _local_result(s, pool, out)
-    n, c, *sp, x = s[out].op.axis
-    task = s[out].fuse(n, c, *sp)
+    n, c, *lead, h, x = s[out].op.axis
+    dims = [_const(d) for d in pool.shape[:2 + len(lead)]]
+    planes = None if None in dims else math.prod(dims)
+    # (the buffer is wider than the stage: its rows cover whole vectors of output columns)
+    hb = _rows_block(planes, _int(pool.shape[-2]), _int(rows.shape[-1]) + 32)
+    ho, hi = s[out].split(h, factor=hb)
+    task = s[out].fuse(n, c, *lead, ho)
     s[out].parallel(task)
     xo, xi = s[out].split(x, factor=min(16, _int(pool.shape[-1])))
     s[out].vectorize(xi)
