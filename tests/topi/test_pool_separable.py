@@ -94,3 +94,24 @@ def test_relay_pool_x86_strategy(op, kwargs, ref, opt_level):
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(ref(a), 0), rtol=1e-5,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(1, 5, 16, 16), (2, 3, 17, 19), (1, 1, 1, 300), (1, 2, 7, 7)])
+def test_global_pool_vector_plane(pool_type, shape):
+    """Planes of >= 256 values are reduced 16 lanes at a time (rfactor; a masked tail when the
+    plane is not a multiple of 16); smaller ones keep the scalar loop."""
+    A = te.placeholder(shape, name="A")
+    check([A], nn.global_pool(A, pool_type), topi.x86.schedule_global_pool,
+          lambda a: testing.global_pool_python(a, pool_type), rtol=1e-5, atol=1e-6)
+    out = topi.relu(nn.global_pool(A, pool_type))
+    check([A], out, topi.x86.schedule_global_pool,
+          lambda a: np.maximum(testing.global_pool_python(a, pool_type), 0), rtol=1e-5,
+          atol=1e-6)
+
+
+def test_global_pool_vector_plane_reshaping_epilogue():
+    A = te.placeholder((1, 3, 20, 20), name="A")
+    out = topi.reshape(nn.global_pool(A, "avg"), (1, 3))
+    check([A], out, topi.x86.schedule_global_pool,
+          lambda a: testing.global_pool_python(a, "avg").reshape(1, 3), rtol=1e-5, atol=1e-6)
