@@ -79,6 +79,8 @@ def test_separable_builds_a_rows_stage():
     (relay.nn.avg_pool2d, dict(pool_size=(3, 2), strides=(2, 1), padding=(1, 0, 0, 1),
                                ceil_mode=True, count_include_pad=False),
      lambda a: testing.pool2d_python(a, (3, 2), (2, 1), 1, (1, 0, 0, 1), "avg", True, False)),
+    (relay.nn.global_avg_pool2d, {}, lambda a: testing.global_pool_python(a, "avg")),
+    (relay.nn.global_max_pool2d, {}, lambda a: testing.global_pool_python(a, "max")),
 ])
 @pytest.mark.parametrize("opt_level", [2, 3])
 def test_relay_pool_x86_strategy(op, kwargs, ref, opt_level):
@@ -115,3 +117,12 @@ def test_global_pool_vector_plane_reshaping_epilogue():
     out = topi.reshape(nn.global_pool(A, "avg"), (1, 3))
     check([A], out, topi.x86.schedule_global_pool,
           lambda a: testing.global_pool_python(a, "avg").reshape(1, 3), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(1, 57, 7, 7), (2, 3, 13, 4), (1, 5, 3, 16), (1, 4, 9, 3)])
+def test_global_pool_small_planes(pool_type, shape):
+    """Small planes: avg sums a vector of the W columns over H (W in 4..16), max stays scalar."""
+    A = te.placeholder(shape, name="A")
+    check([A], nn.global_pool(A, pool_type), topi.x86.schedule_global_pool,
+          lambda a: testing.global_pool_python(a, pool_type), rtol=1e-5, atol=1e-6)
