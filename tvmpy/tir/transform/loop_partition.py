@@ -18,7 +18,12 @@ What it does
     bound, it is known false beyond it, so the pre/post part gets it as ``False`` (the tail of
     an inner split loses its dead guard). Comparisons that read memory are not used (the
     memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
-    substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
+    substituted, and each part loops from 0 (its variable shifted by the part's start). When
+    every comparison that sets the pre (post) bound is also known false for *all* inner values
+    beyond some point (its best case over the inner loops), that part is split once more there
+    and they become ``False`` beyond it: the chunks of a split loop that lie wholly outside a
+    compute_at region wider than the stage disappear, and the chunk partly inside keeps a
+    constant inner extent (so it can still be vectorized). The parts
     are then searched again (their inner loops), never re-split on ``x``.
 
 When valid

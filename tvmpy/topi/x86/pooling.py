@@ -1,9 +1,10 @@
 """x86 schedules for pooling.
 
 Plain layout (NCHW, NCW, NCDHW): with the separable compute (``pool2d(..., separable=True)``,
-what the x86 strategy builds) each output row is a parallel task that reduces the window's
-input rows into one row (contiguous vector reads, the padding a lane mask) and then the
-columns (a vector of output columns, strided reads of that row). Without it, each (batch,
+what the x86 strategy builds) each block of output rows is a parallel task that reduces the
+window's input rows into one row per output row (contiguous vector reads, the padding a lane
+mask) and then the columns (a vector of output columns, strided reads of those rows); see
+``_schedule_pool_separable``. Without it, each (batch,
 channel) plane is a task that pads its plane, then computes output rows with a vector of
 output columns per window position. Blocked layout (NCHW{c}): the channel block is the vector.
 """
