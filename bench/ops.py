@@ -21,7 +21,7 @@ sides interleaved (order rotating), each round the mean of a fixed number of bac
 (~5 ms), a short pause before each side; median and interquartile range over the rounds; ratio =
 tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
 
-    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|all] [--filter TEXT] [--shard K/N]
+    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|pools|all] [--filter TEXT] [--shard K/N]
                         [--rounds 31] [--opt-levels 3] [--markdown] [--json FILE]
     python bench/ops.py --report FILE [FILE ...] [--opt-levels 3]   # merge --json shards
     python bench/ops.py --breakdown [--model ...]   # per-kernel profiles, both sides
@@ -191,6 +191,44 @@ def pool_case(model: str, kind: str, c: int, hw: int) -> Case:
                 lambda: _onnx_model([node], feeds, out, {}), feeds)
 
 
+def window_pool_case(model: str, op: str, c: int, hw: int, k: int, s: int, pad: int,
+                     ceil_mode: int = 0, cip: int = 0) -> Case:
+    """MaxPool / AveragePool (``count_include_pad`` ``cip``), GlobalAveragePool /
+    GlobalMaxPool (``k`` ignored) on a ``c x hw x hw`` input."""
+    feeds = {"x": _rand(1, c, hw, hw)}
+    if op.startswith("Global"):
+        node = _node(op, ["x"], "y")
+        return Case(f"{model}:{op} {c}x{hw}x{hw}", float(c * hw * hw),
+                    lambda: _onnx_model([node], feeds, (1, c, 1, 1), {}), feeds)
+    span = hw + 2 * pad - k
+    oh = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (oh - 1) * s >= hw + pad:
+        oh -= 1
+    attrs: dict[str, Any] = dict(kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4,
+                                 ceil_mode=ceil_mode)
+    if op == "AveragePool":
+        attrs["count_include_pad"] = cip
+    node = _node(op, ["x"], "y", **attrs)
+    tag = f"{op} {k}x{k}/{s} pad {pad}" + (" ceil" if ceil_mode else "") + (
+        " cip" if cip else "")
+    return Case(f"{model}:{tag} {c}x{hw}x{hw}", float(k * k * c * oh * oh),
+                lambda: _onnx_model([node], feeds, (1, c, oh, oh), {}), feeds)
+
+
+# pools of other models / awkward sizes: odd channel counts and planes, stride 1 (Inception's
+# avg pool), 2x2/2, ceil_mode (SqueezeNet), a large plane for the global pool
+AWKWARD_POOLS = [
+    ("MaxPool", 57, 17, 3, 2, 1), ("AveragePool", 64, 35, 3, 1, 1),
+    ("MaxPool", 256, 14, 2, 2, 0), ("MaxPool", 96, 55, 3, 2, 0, 1),
+    ("AveragePool", 128, 28, 3, 2, 1, 0, 1), ("MaxPool", 3, 224, 3, 2, 1),
+    ("GlobalAveragePool", 64, 56, 0, 0, 0), ("GlobalMaxPool", 57, 13, 0, 0, 0),
+]
+
+
+def awkward_pool_cases() -> list[Case]:
+    return [window_pool_case("pools", *c) for c in AWKWARD_POOLS]
+
+
 def resnet18_cases() -> list[Case]:
     convs = [  # ic, hw, oc, k, s, epilogue
         (3, 224, 64, 7, 2, "relu"),
@@ -269,6 +307,7 @@ CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "mobilenet_v2": mobilenet_v2_cases,
     "bert": bert_cases,
     "awkward": awkward_conv_cases,
+    "pools": awkward_pool_cases,
 }
 
 

@@ -166,3 +166,28 @@ def test_parallel_fused_loop_branches_on_the_inner_axis(batch, n, factor):
     if n % factor and n > factor:
         assert isinstance(top.body, tir.IfThenElse) and "likely" not in str(top.body.then_case)
         assert "%" in str(top.body.condition) or batch == 1  # (batch 1: f % nparts == f)
+
+
+def _overhanging_copy(n, factor, nparts, lower=False):
+    """A split loop over more chunks than ``n`` needs (a compute_at region wider than the
+    stage): ``nparts * factor > n + factor``; ``lower``: the guard is ``idx >= k`` instead."""
+    A = tir.decl_buffer((nparts * factor,), "float32", "A")
+    B = tir.decl_buffer((nparts * factor,), "float32", "B")
+    xo, xi = E.Var("xo"), E.Var("xi")
+    idx = xo * factor + xi
+    cond = idx >= nparts * factor - n if lower else idx < n
+    body = loop(xo, nparts, loop(xi, factor, tir.IfThenElse(
+        tir.likely(cond), tir.BufferStore(B, A[idx] * 2.0, [idx]))))
+    return func([A, B], body)
+
+
+@pytest.mark.parametrize("n,factor,nparts", [(37, 16, 4), (5, 8, 3), (17, 4, 9), (32, 16, 4)])
+@pytest.mark.parametrize("lower", [False, True])
+def test_partition_overhanging_chunks_are_dropped(n, factor, nparts, lower):
+    """Chunks wholly outside the guard vanish: the one partly inside gets a constant extent
+    (a vectorizable tail) instead of a loop over chunks with a symbolic inner extent."""
+    f = _overhanging_copy(n, factor, nparts, lower)
+    g = _pipeline(f)
+    text = str(g)
+    assert "likely" not in text and "max(" not in text and "min(" not in text, text
+    assert_same(f, g)

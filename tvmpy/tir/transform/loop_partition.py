@@ -18,11 +18,16 @@ What it does
     bound, it is known false beyond it, so the pre/post part gets it as ``False`` (the tail of
     an inner split loses its dead guard). Comparisons that read memory are not used (the
     memory may change while the loop runs). Empty parts vanish after Simplify, parts of extent 1 are
-    substituted, and each part loops from 0 (its variable shifted by the part's start). The parts
-    are then searched again (their inner loops), never re-split on ``x``. A parallel loop
-    stays one loop whose body branches on ``x`` into the three parts (so a tail still runs in
-    parallel with the main part); when it fuses several axes and the guards are linear in one
-    of them, ``x % c`` or ``x // c``, rather than in ``x``, the branches test that term.
+    substituted, and each part loops from 0 (its variable shifted by the part's start). When
+    every comparison that sets the pre (post) bound is also known false for *all* inner values
+    beyond some point (its best case over the inner loops), that part is split once more there
+    and they become ``False`` beyond it: the chunks of a split loop that lie wholly outside a
+    compute_at region wider than the stage disappear, and the chunk partly inside keeps a
+    constant inner extent (so it can still be vectorized). The parts are then searched again
+    (their inner loops), never re-split on ``x``. A parallel loop stays one loop whose body
+    branches on ``x`` into the three parts (so a tail still runs in parallel with the main
+    part); when it fuses several axes and the guards are linear in one of them, ``x % c`` or
+    ``x // c``, rather than in ``x``, the branches test that term.
 
 When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
@@ -108,16 +113,9 @@ def _normalize(atom: E.PrimExpr) -> E.PrimExpr | None:
     return atom.b - atom.a - one
 
 
-def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, ana: Any
-              ) -> tuple[E.PrimExpr | None, E.PrimExpr | None, bool] | None:
-    """``(lo, hi, exact)``: the atom holds for all inner values when ``lo <= x < hi`` (None =
-    open); ``exact``: it depends on ``x`` only, so it is false outside that interval."""
-    d = _normalize(atom)
-    if d is None or not uses_var(d, x) or reads_memory(d):
-        return None  # a load could change while the loop runs: not a fixed interval
-    d = ana.simplify(d)
-    exact = True
-    # eliminate the inner loop variables, innermost first, by their worst case
+def _eliminate(d: E.PrimExpr, loops: list, ana: Any, worst: bool) -> E.PrimExpr | None:
+    """``d`` with the inner loop variables (innermost first) at the values that make it largest
+    (``worst``) or smallest; None when ``d`` is not linear in one of them."""
     for v, vmin, vext in reversed(loops):
         if not uses_var(d, v):
             continue
@@ -125,13 +123,16 @@ def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, 
         if lf is None:
             return None
         c, rest = lf
-        exact = False
-        if c > 0:
-            worst = vmin + vext - E.const(1, vext.dtype)
-        else:
-            worst = vmin
-        d = ana.simplify(rest + E.const(c, rest.dtype) * E.cast(worst, rest.dtype))
-    inner = {id(v) for v, _, _ in loops} | set(bound_inside)
+        top = vmin + vext - E.const(1, vext.dtype)
+        pick = top if (c > 0) == worst else vmin
+        d = ana.simplify(rest + E.const(c, rest.dtype) * E.cast(pick, rest.dtype))
+    return d
+
+
+def _x_bound(d: E.PrimExpr, x: E.Var, inner: set[int], ana: Any
+             ) -> tuple[E.PrimExpr | None, E.PrimExpr | None] | None:
+    """``d < 0`` (``d`` linear in ``x`` alone) as ``(lo, hi)``: it holds iff ``lo <= x`` (when
+    ``d`` falls with ``x``) or ``x < hi`` (when it grows)."""
     if uses_var(d, lambda v: id(v) in inner):
         return None
     lf = linear_form(d, x)
@@ -144,10 +145,38 @@ def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, 
         r = E.cast(r, x.dtype)
     if a > 0:  # a*x + r < 0  <=>  x < ceil(-r / a)
         hi = (E.const(0, x.dtype) - r) if a == 1 else (E.const(a - 1, x.dtype) - r) // a
-        return None, ana.simplify(hi), exact
+        return None, ana.simplify(hi)
     b = -a  # -b*x + r < 0  <=>  x > r / b  <=>  x >= floor(r / b) + 1
     lo = (r if b == 1 else r // b) + E.const(1, x.dtype)
-    return ana.simplify(lo), None, exact
+    return ana.simplify(lo), None
+
+
+def _interval(atom: E.PrimExpr, x: E.Var, loops: list, bound_inside: frozenset, ana: Any
+              ) -> tuple[E.PrimExpr | None, E.PrimExpr | None, bool,
+                         E.PrimExpr | None] | None:
+    """``(lo, hi, exact, dead)``: the atom holds for all inner values when ``lo <= x < hi``
+    (None = open); ``exact``: it depends on ``x`` only, so it is false outside that interval;
+    ``dead``: past it (``x >= dead`` for an upper bound ``hi``, ``x < dead`` for a lower one)
+    the atom is false for every inner value (None when not known; ``hi`` / ``lo`` when
+    exact)."""
+    d = _normalize(atom)
+    if d is None or not uses_var(d, x) or reads_memory(d):
+        return None  # a load could change while the loop runs: not a fixed interval
+    d = ana.simplify(d)
+    exact = not any(uses_var(d, v) for v, _, _ in loops)
+    inner = {id(v) for v, _, _ in loops} | set(bound_inside)
+    worst = _eliminate(d, loops, ana, True)
+    holds = None if worst is None else _x_bound(worst, x, inner, ana)
+    if holds is None:
+        return None
+    dead = holds[1] if holds[1] is not None else holds[0]  # exact: false outside
+    if not exact:
+        dead = None
+        best = _eliminate(d, loops, ana, False)
+        fails = None if best is None else _x_bound(best, x, inner, ana)
+        if fails is not None:  # best case d >= 0: the atom fails for all inner values
+            dead = fails[1] if holds[1] is not None else fails[0]
+    return holds[0], holds[1], exact, dead
 
 
 class _AtomReplacer(Mutator):
@@ -161,7 +190,7 @@ class _AtomReplacer(Mutator):
         return self.generic_visit(e)
 
 
-def _outside(body: S.Stmt, bound_atoms: list[tuple[int, bool]]) -> S.Stmt:
+def _outside(body: S.Stmt, bound_atoms: list[tuple]) -> S.Stmt:
     """The body for iterations past one bound: when a single atom sets that bound and it
     depends on the loop variable only, it is false there."""
     if len(bound_atoms) == 1 and bound_atoms[0][1]:
@@ -224,18 +253,18 @@ class _Partitioner(Mutator):
         lo: E.PrimExpr | None = None
         hi: E.PrimExpr | None = None
         chosen: set[int] = set()
-        lo_atoms: list[tuple[int, bool]] = []
-        hi_atoms: list[tuple[int, bool]] = []
+        lo_atoms: list[tuple] = []
+        hi_atoms: list[tuple] = []
         for atom, loops, bound_inside in col.atoms:
             iv = _interval(atom, x, loops, bound_inside, self.ana)
             if iv is None:
                 continue
             chosen.add(id(atom))
             if iv[0] is not None:
-                lo_atoms.append((id(atom), iv[2]))
+                lo_atoms.append((id(atom), iv[2], iv[3]))
                 lo = iv[0] if lo is None else _max(lo, iv[0])
             if iv[1] is not None:
-                hi_atoms.append((id(atom), iv[2]))
+                hi_atoms.append((id(atom), iv[2], iv[3]))
                 hi = iv[1] if hi is None else _min(hi, iv[1])
         if not chosen:
             return self.partition_proxy(f, col) if f.kind == S.ForKind.PARALLEL else None
@@ -257,12 +286,10 @@ class _Partitioner(Mutator):
                                _outside(f.body, lo_atoms), _outside(f.body, hi_atoms))
         parts: list[tuple[S.Stmt, bool] | None] = []
         if lo is not None:
-            parts.append(self.make_part(f, m, simp(lo_c - m), _outside(f.body, lo_atoms),
-                                        fresh=True))
+            parts.extend(self.edge_parts(f, m, lo_c, lo_atoms, False))
         parts.append(self.make_part(f, lo_c, simp(hi_c - lo_c), main_body, fresh=False))
         if hi is not None:
-            parts.append(self.make_part(f, hi_c, simp(end - hi_c), _outside(f.body, hi_atoms),
-                                        fresh=True))
+            parts.extend(self.edge_parts(f, hi_c, end, hi_atoms, True))
         return [p for p in parts if p is not None]
 
     def partition_proxy(self, f: S.For, col: _AtomCollector
@@ -281,8 +308,8 @@ class _Partitioner(Mutator):
             y = E.Var("p", x.dtype)
             lo = hi = None
             chosen: set[int] = set()
-            lo_atoms: list[tuple[int, bool]] = []
-            hi_atoms: list[tuple[int, bool]] = []
+            lo_atoms: list[tuple] = []
+            hi_atoms: list[tuple] = []
             for atom, loops, bound_inside in col.atoms:
                 a2 = _TermReplacer(x, kind, c, y).visit(atom)
                 if uses_var(a2, x):
@@ -292,10 +319,10 @@ class _Partitioner(Mutator):
                     continue
                 chosen.add(id(atom))
                 if iv[0] is not None:
-                    lo_atoms.append((id(atom), iv[2]))
+                    lo_atoms.append((id(atom), iv[2], iv[3]))
                     lo = iv[0] if lo is None else _max(lo, iv[0])
                 if iv[1] is not None:
-                    hi_atoms.append((id(atom), iv[2]))
+                    hi_atoms.append((id(atom), iv[2], iv[3]))
                     hi = iv[1] if hi is None else _min(hi, iv[1])
             if not chosen:
                 continue
@@ -332,6 +359,32 @@ class _Partitioner(Mutator):
         if lo is not None and not empty(start, lo):
             body = S.IfThenElse(x < lo, fresh_copy(pre), body)
         return [(f.replace(body=body), True)]
+
+    def edge_parts(self, f: S.For, start: E.PrimExpr, stop: E.PrimExpr, atoms: list,
+                   upper: bool) -> list[tuple[S.Stmt, bool] | None]:
+        """The iterations ``[start, stop)`` outside the main part, on the side of an upper
+        (``upper``) or lower bound. When every atom setting that bound is known false for all
+        inner values past a point, the part splits there and the atoms are ``False`` beyond:
+        e.g. the last chunks of a split loop that overhangs its region (a compute_at bound
+        wider than the stage), so the one chunk partly inside keeps a constant inner extent."""
+        simp, le = self.ana.simplify, self.provably_le
+        deads = [a[2] for a in atoms]
+        if any(d is None for d in deads):
+            return [self.make_part(f, start, simp(stop - start), _outside(f.body, atoms),
+                                   fresh=True)]
+        cut = deads[0]
+        for d in deads[1:]:
+            cut = _max(cut, d) if upper else _min(cut, d)
+        cut = simp(cut)
+        cut = cut if le(start, cut) else _max(cut, start)
+        cut = simp(cut if le(cut, stop) else _min(cut, stop))
+        killed = _AtomReplacer({a[0] for a in atoms}, False).visit(f.body)
+        near = _outside(f.body, atoms)
+        if upper:
+            return [self.make_part(f, start, simp(cut - start), near, fresh=True),
+                    self.make_part(f, cut, simp(stop - cut), killed, fresh=True)]
+        return [self.make_part(f, start, simp(cut - start), killed, fresh=True),
+                self.make_part(f, cut, simp(stop - cut), near, fresh=True)]
 
     def provably_le(self, a: E.PrimExpr, b: E.PrimExpr) -> bool:
         """``a <= b`` for all values: the analyzer, or floordiv's monotonicity

@@ -50,9 +50,10 @@ def _count(base: Any, k: int, d: int, lo: int, hi: int) -> Any:
 
 def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list[int],
              after: list[int], pool_type: str, ceil_mode: bool, count_include_pad: bool,
-             op: str, block: int = 0) -> Tensor:
+             op: str, block: int = 0, separable: bool = False) -> Tensor:
     """Pooling over the ``len(kernel)`` spatial axes of an ``[N, C, *spatial]`` tensor (with
-    ``block``: ``[N, C/block, *spatial, block]``, the NCHW{c} layout)."""
+    ``block``: ``[N, C/block, *spatial, block]``, the NCHW{c} layout). ``separable``: see
+    :func:`_reduce_separable`."""
     if pool_type not in ("max", "avg"):
         raise ValueError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
     nsp = len(kernel)
@@ -84,11 +85,15 @@ def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list
         return src[(b, ch, *(sp[i] * stride[i] + rs[i] * dilation[i] for i in range(nsp)),
                     *rest)]
 
+    reducer = te_max if pool_type == "max" else te_sum
+    name = "pool_max" if pool_type == "max" else "pool_sum"
+    if separable and nsp >= 2 and math.prod(kernel[:-1]) > 1 and kernel[-1] > 1:
+        result = _reduce_separable(src, out_shape, kernel, stride, dilation, rs, reducer, name)
+    else:
+        result = compute(out_shape, lambda *i: reducer(window(i), axis=rs), name=name, tag=name)
     if pool_type == "max":
-        return compute(out_shape, lambda *i: te_max(window(i), axis=rs), name="pool_max",
-                       tag="pool_max")
-    total = compute(out_shape, lambda *i: te_sum(window(i), axis=rs), name="pool_sum",
-                    tag="pool_sum")
+        return result
+    total = result
     if count_include_pad:
         bounds = [(0, sizes[i] + before[i] + after[i]) for i in range(nsp)]
     else:
@@ -106,6 +111,32 @@ def _pool_nd(data: Tensor, kernel: Any, stride: Any, dilation: Any, before: list
         return total[idx] / tmax(cnt, 1).astype(data.dtype)
 
     return compute(out_shape, favg, name="pool_avg", tag="elemwise,pool_avg")
+
+
+def _reduce_separable(src: Tensor, out_shape: tuple, kernel: list[int], stride: list[int],
+                      dilation: list[int], rs: list, reducer: Any, name: str) -> Tensor:
+    """The window reduction in two stages: ``pool_rows`` reduces the window along every spatial
+    axis but the last (for each padded input column the kernel can reach), then ``name``
+    reduces ``kernel[-1]`` columns of it. Max and sum are separable, so the result is the same
+    (a sum in another order); the first stage reads contiguous input rows, and the strided
+    reads of the second are ``kernel[-1]`` per output instead of ``prod(kernel)``."""
+    nsp = len(kernel)
+    width = (out_shape[1 + nsp] - 1) * stride[-1] + (kernel[-1] - 1) * dilation[-1] + 1
+    rows_shape = (*out_shape[:1 + nsp], width, *out_shape[2 + nsp:])
+
+    def frows(*idx: Any) -> Any:
+        b, ch, *sp = idx
+        lead = (sp[i] * stride[i] + rs[i] * dilation[i] for i in range(nsp - 1))
+        return reducer(src[(b, ch, *lead, *sp[nsp - 1:])], axis=rs[:-1])
+
+    rows = compute(rows_shape, frows, name="pool_rows", tag="pool_rows")
+
+    def fcols(*idx: Any) -> Any:
+        b, ch, *sp = idx
+        x = sp[nsp - 1] * stride[-1] + rs[-1] * dilation[-1]
+        return reducer(rows[(b, ch, *sp[:nsp - 1], x, *sp[nsp:])], axis=[rs[-1]])
+
+    return compute(out_shape, fcols, name=name, tag=name)
 
 
 def _tuple(v: Any, n: int, what: str) -> list[int]:
@@ -142,16 +173,18 @@ def _block_of(layout: str, base: str, op: str) -> int:
 
 
 def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
-           ceil_mode: bool = False, layout: str = "NCHW", count_include_pad: bool = True
-           ) -> Tensor:
+           ceil_mode: bool = False, layout: str = "NCHW", count_include_pad: bool = True,
+           separable: bool = False) -> Tensor:
     """Max or average pooling over ``kernel`` windows of an NCHW (or NCHW{c}) tensor;
-    ``padding`` ``(top, left, bottom, right)``, a pair or an int."""
+    ``padding`` ``(top, left, bottom, right)``, a pair or an int. ``separable``: reduce the
+    window's rows first (a ``pool_rows`` stage), then its columns; CPU schedules want it for
+    the plain layout (contiguous row reads, fewer strided ones)."""
     block = _block_of(layout, "NCHW", "pool2d")
     kh, kw = pair(kernel, "pool2d: kernel")
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw))
     return _pool_nd(data, [kh, kw], list(pair(stride, "pool2d: stride")),
                     list(pair(dilation, "pool2d: dilation")), [pt, pl], [pb, pr], pool_type,
-                    ceil_mode, count_include_pad, "pool2d", block)
+                    ceil_mode, count_include_pad, "pool2d", block, separable)
 
 
 def pool1d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
@@ -171,16 +204,16 @@ def pool1d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, 
 
 
 def pool3d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,
-           ceil_mode: bool = False, layout: str = "NCDHW", count_include_pad: bool = True
-           ) -> Tensor:
+           ceil_mode: bool = False, layout: str = "NCDHW", count_include_pad: bool = True,
+           separable: bool = False) -> Tensor:
     """3-D pooling of ``[N, C, D, H, W]``; ``padding`` an int, 3 values or 6
-    ``(front, top, left, back, bottom, right)``."""
+    ``(front, top, left, back, bottom, right)``; ``separable`` as in :func:`pool2d`."""
     if layout != "NCDHW":
         raise ValueError(f"pool3d: layout {layout!r} is not supported (only 'NCDHW')")
     before, after = _pads(padding, 3, "pool3d")
     return _pool_nd(data, _tuple(kernel, 3, "pool3d: kernel"), _tuple(stride, 3, "pool3d: stride"),
                     _tuple(dilation, 3, "pool3d: dilation"), before, after, pool_type,
-                    ceil_mode, count_include_pad, "pool3d")
+                    ceil_mode, count_include_pad, "pool3d", separable=separable)
 
 
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:

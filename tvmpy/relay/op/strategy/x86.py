@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ....topi import x86
+from ....topi import nn, x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
 from .generic import (
@@ -130,8 +130,9 @@ def _winograd_schedule(attrs: Any, outs: list, target: Any) -> Any:
 
 
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
-    if attrs.layout != "NCHW" and not re.fullmatch(r"NCHW\d+c", attrs.layout):
-        return _generic(attrs, outs, target)  # the x86 pool schedule: NCHW and NCHW{c}c
+    if attrs.layout not in ("NCW", "NCHW", "NCDHW") and not re.fullmatch(r"NCHW\d+c",
+                                                                     attrs.layout):
+        return _generic(attrs, outs, target)  # the x86 pool schedule: NC[D]H[W] and NCHW{c}c
     return x86.schedule_pool(outs, attrs.layout)
 
 
@@ -238,10 +239,25 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
             s.add_implementation(*impl, "batch_matmul_pack.x86", 15)
 
 
+def _pool_compute(kind: str, nd: int) -> Callable[..., list]:
+    """``topi.nn.pool2d/3d``, separable (rows, then columns) in the plain layout, where
+    ``x86.schedule_pool`` vectorizes along the output width."""
+    fn = nn.pool2d if nd == 2 else nn.pool3d
+
+    def f(attrs: Any, inputs: list, out_type: Any) -> list:
+        cip = bool(getattr(attrs, "count_include_pad", False)) if kind == "avg" else False
+        return [fn(inputs[0], attrs.pool_size, attrs.strides, attrs.dilation, attrs.padding,
+                   kind, attrs.ceil_mode, attrs.layout, cip,
+                   separable=attrs.layout in ("NCHW", "NCDHW"))]
+
+    return f
+
+
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
     "nn.contrib_conv2d_winograd_nchwc": _winograd_compute,
+    **{f"nn.{k}_pool{d}d": _pool_compute(k, d) for k in ("max", "avg") for d in (2, 3)},
 }
 
 
