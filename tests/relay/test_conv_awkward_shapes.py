@@ -14,7 +14,7 @@ import tvmpy as tvm
 from tvmpy import relay, te, topi
 from tvmpy.contrib import graph_executor
 from tvmpy.relay import transform
-from tvmpy.relay.op.strategy.x86_alter_op import conv_padding, padded_block
+from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MIN_PIXELS, conv_padding, padded_block
 from tvmpy.topi.nn.conv2d import conv2d_infer_layout
 from tvmpy.topi.testing import conv2d_nchw_python
 from tvmpy.topi.x86.conv2d import MAX_OW_TILE, default_ow_tile, schedule_conv2d_NCHWc
@@ -70,7 +70,8 @@ def test_padded_block_rule():
     (24, 57, 7, 3, 1, False),
     (57, 57, 13, 1, 1, False),    # 1x1 of an NCHW input: a matmul
     (57, 57, 13, 1, 2, False),    # 1x1 stride 2: NCHWc, 57 out padded to 64
-    (64, 24, 7, 1, 1, False),
+    (64, 24, 7, 1, 1, False),     # 1x1 on a 7x7 map: too few columns for the matmul
+    (64, 24, 9, 1, 1, False),
     (64, 57, 17, 3, 2, False),
     (3, 57, 17, 7, 2, False),
     (57, 19, 13, 3, 1, True),     # Winograd, 57 input channels (block 3), 19 out padded to 32
@@ -84,7 +85,7 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)
     new = _alter(mod, winograd=4 if wino else False)
     assert count_ops(new["main"], WINO) == (1 if wino else 0)
-    pointwise = k == 1 and stride == 1
+    pointwise = k == 1 and stride == 1 and hw * hw >= POINTWISE_MIN_PIXELS
     assert count_ops(new["main"], "nn.matmul") == (1 if pointwise else 0)
     # the padded output channels are cropped in NCHW
     padded = padded_block(oc, conv2d_infer_layout(ic, oc)[1], 16)[1] != oc and not pointwise
@@ -168,13 +169,14 @@ def test_pointwise_matmul_only_on_small_maps():
     from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MAX_PIXELS
 
     side = int(POINTWISE_MAX_PIXELS ** 0.5) + 1  # one pixel row too many
-    for hw, want in ((side - 1, 1), (side, 0)):
+    low = int((POINTWISE_MIN_PIXELS - 1) ** 0.5)  # too few pixels (columns of the product)
+    for hw, want in ((side - 1, 1), (side, 0), (low, 0), (low + 1, 1)):
         mod, _, _, _ = _conv_model(8, 24, hw, 1, 1)
         assert count_ops(_alter(mod)["main"], "nn.matmul") == want
 
 
 def test_pointwise_weight_parameter_and_bad_config():
-    mod, x, w, ref = _conv_model(57, 24, 7, 1, 1, seed=2, weight_param=True)
+    mod, x, w, ref = _conv_model(57, 24, 9, 1, 1, seed=2, weight_param=True)
     np.testing.assert_allclose(_build_run(mod, {"x": x, "w": w}), ref, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="pointwise_matmul must be True or False"):
         with tvm.transform.PassContext(opt_level=3,

@@ -180,11 +180,18 @@ reshape to ``[IC, H*W]`` is a copy kernel whose vectors cross image rows (div/mo
 (64x56x56 -> 57: matmul 246 us, NCHWc 158; 24 -> 24: 63 vs 49, medians), on 7x7-17x17 maps
 less (57x13x13 -> 57: 18 vs 21 us)."""
 
+POINTWISE_MIN_PIXELS = 64
+"""Smallest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul: the map is the
+product's column count, and below two 32-column panels the matmul's tiles are mostly tail
+(7x7 maps, medians of 15 x 50 runs, 2 threads: 576 -> 160 matmul 129 us vs NCHWc 32 us,
+960 -> 320 406 vs 78, 57 -> 128 9.8 vs 6.5; 13x13 and up the matmul wins: 64x13x13 -> 57 6.4
+vs 10.4, 144x28x28 -> 32 24 vs 41)."""
+
 
 def is_pointwise(call: Call) -> bool:
     """A typed plain ``nn.conv2d`` that is one matrix product in NCHW: 1x1 window, stride 1,
-    no padding or dilation, batch 1, static shapes, at most ``POINTWISE_MAX_PIXELS`` pixels
-    per channel, the output dtype the input's; unless the
+    no padding or dilation, batch 1, static shapes, ``POINTWISE_MIN_PIXELS`` to
+    ``POINTWISE_MAX_PIXELS`` pixels per channel, the output dtype the input's; unless the
     PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
     flag = PassContext.current().config.get("relay.x86.pointwise_matmul", True)
     if not isinstance(flag, bool):
@@ -198,7 +205,7 @@ def is_pointwise(call: Call) -> bool:
         return False
     if not all(isinstance(s, int) for s in (*d.shape, *w.shape)) or d.shape[0] != 1:
         return False
-    if d.shape[2] * d.shape[3] > POINTWISE_MAX_PIXELS:
+    if not POINTWISE_MIN_PIXELS <= d.shape[2] * d.shape[3] <= POINTWISE_MAX_PIXELS:
         return False
     return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)
