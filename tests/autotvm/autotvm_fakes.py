@@ -20,6 +20,8 @@ class FakeConfig:
 
 
 class FakeSpace:
+    """A product space: ``dims()`` sizes, first knob fastest (as ``point2knob``)."""
+
     def __init__(self, dims):
         self._dims = list(dims)
         self.space_map = {f"k{i}": list(range(d)) for i, d in enumerate(dims)}
@@ -31,4 +33,6 @@ class FakeSpace:
         return list(self._dims)
 
     def get(self, index):
+        if not 0 <= index < len(self):
+            raise IndexError(index)
         return FakeConfig(index, point2knob(index, self._dims))

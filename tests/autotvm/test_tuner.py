@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from autotvm_fakes import FakeSpace
 
 from tvmpy import autotvm, te
 from tvmpy.autotvm import record
@@ -24,29 +25,6 @@ from tvmpy.autotvm.tuner.ga_tuner import knob2point, point2knob
 FLOP = 2.0e9
 
 
-@dataclass
-class FakeConfig:
-    index: int
-    knobs: list[int]
-
-
-class FakeSpace:
-    """A product space: ``dims()`` sizes, first knob fastest (as ``point2knob``)."""
-
-    def __init__(self, dims):
-        self._dims = list(dims)
-        self.space_map = {f"k{i}": list(range(d)) for i, d in enumerate(dims)}
-
-    def __len__(self):
-        return int(np.prod(self._dims))
-
-    def dims(self):
-        return list(self._dims)
-
-    def get(self, index):
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return FakeConfig(index, point2knob(index, self._dims))
 
 
 @dataclass

@@ -198,6 +198,30 @@ def _outside(body: S.Stmt, bound_atoms: list[tuple]) -> S.Stmt:
     return body
 
 
+def _bounds(col: _AtomCollector, interval: Any) -> tuple[E.PrimExpr | None, E.PrimExpr | None,
+                                                       set[int], list[tuple], list[tuple]]:
+    """``(lo, hi, chosen, lo_atoms, hi_atoms)`` over the collected atoms: ``interval(atom,
+    loops, bound_inside)`` gives an atom's ``(lo, hi, exact, dead)`` (or None: not used); the
+    bounds intersect, and each bound's atoms are listed as ``(id, exact, dead)``."""
+    lo: E.PrimExpr | None = None
+    hi: E.PrimExpr | None = None
+    chosen: set[int] = set()
+    lo_atoms: list[tuple] = []
+    hi_atoms: list[tuple] = []
+    for atom, loops, bound_inside in col.atoms:
+        iv = interval(atom, loops, bound_inside)
+        if iv is None:
+            continue
+        chosen.add(id(atom))
+        if iv[0] is not None:
+            lo_atoms.append((id(atom), iv[2], iv[3]))
+            lo = iv[0] if lo is None else _max(lo, iv[0])
+        if iv[1] is not None:
+            hi_atoms.append((id(atom), iv[2], iv[3]))
+            hi = iv[1] if hi is None else _min(hi, iv[1])
+    return lo, hi, chosen, lo_atoms, hi_atoms
+
+
 def _terms_of(atom: E.PrimExpr, x: E.Var) -> list[E.FloorMod | E.FloorDiv]:
     """The ``x % c`` / ``x // c`` (constant ``c > 0``) subterms of ``atom``."""
     found: list[E.FloorMod | E.FloorDiv] = []
@@ -250,22 +274,8 @@ class _Partitioner(Mutator):
         x = f.loop_var
         col = _AtomCollector()
         col.visit(f.body)
-        lo: E.PrimExpr | None = None
-        hi: E.PrimExpr | None = None
-        chosen: set[int] = set()
-        lo_atoms: list[tuple] = []
-        hi_atoms: list[tuple] = []
-        for atom, loops, bound_inside in col.atoms:
-            iv = _interval(atom, x, loops, bound_inside, self.ana)
-            if iv is None:
-                continue
-            chosen.add(id(atom))
-            if iv[0] is not None:
-                lo_atoms.append((id(atom), iv[2], iv[3]))
-                lo = iv[0] if lo is None else _max(lo, iv[0])
-            if iv[1] is not None:
-                hi_atoms.append((id(atom), iv[2], iv[3]))
-                hi = iv[1] if hi is None else _min(hi, iv[1])
+        lo, hi, chosen, lo_atoms, hi_atoms = _bounds(
+            col, lambda atom, loops, inside: _interval(atom, x, loops, inside, self.ana))
         if not chosen:
             return self.partition_proxy(f, col) if f.kind == S.ForKind.PARALLEL else None
         simp = self.ana.simplify
@@ -306,24 +316,13 @@ class _Partitioner(Mutator):
         end = simp(f.min + f.extent)
         for (kind, c), term in sorted(terms.items(), key=lambda kv: kv[0][0] is E.FloorDiv):
             y = E.Var("p", x.dtype)
-            lo = hi = None
-            chosen: set[int] = set()
-            lo_atoms: list[tuple] = []
-            hi_atoms: list[tuple] = []
-            for atom, loops, bound_inside in col.atoms:
+
+            def in_term(atom: E.PrimExpr, loops: list, inside: frozenset,
+                        kind: type = kind, c: int = c, y: E.Var = y) -> Any:
                 a2 = _TermReplacer(x, kind, c, y).visit(atom)
-                if uses_var(a2, x):
-                    continue
-                iv = _interval(a2, y, loops, bound_inside, self.ana)
-                if iv is None:
-                    continue
-                chosen.add(id(atom))
-                if iv[0] is not None:
-                    lo_atoms.append((id(atom), iv[2], iv[3]))
-                    lo = iv[0] if lo is None else _max(lo, iv[0])
-                if iv[1] is not None:
-                    hi_atoms.append((id(atom), iv[2], iv[3]))
-                    hi = iv[1] if hi is None else _min(hi, iv[1])
+                return None if uses_var(a2, x) else _interval(a2, y, loops, inside, self.ana)
+
+            lo, hi, chosen, lo_atoms, hi_atoms = _bounds(col, in_term)
             if not chosen:
                 continue
             if kind is E.FloorMod:
