@@ -257,6 +257,36 @@ def test_untuned_workload_falls_through_and_warns_once():
     dispatcher.clear_fallback_cache()
 
 
+def test_fallback_deferral_is_per_thread():
+    """A thread inside apply_history_best (deferred warnings) neither holds nor swallows the
+    fallback warning of another thread building outside it; the shared cache counts both."""
+    import threading
+
+    dispatcher.clear_fallback_cache()
+    inside, done = threading.Event(), threading.Event()
+
+    def builder() -> None:
+        dispatcher.FALLBACK.begin_deferred()
+        inside.set()
+        done.wait(30)
+        dispatcher.FALLBACK.end_deferred()
+
+    t = threading.Thread(target=builder)
+    t.start()
+    assert inside.wait(30)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            matmul(45, 16, 24, "float32")
+            assert len(caught) == 1 and "no tuned config" in str(caught[0].message)
+    finally:
+        done.set()
+        t.join(30)
+    assert dispatcher.FALLBACK._defer_depth == 0 and not dispatcher.FALLBACK._pending
+    assert len(dispatcher.FALLBACK.fallback_workloads) == 1
+    dispatcher.clear_fallback_cache()
+
+
 def test_apply_config_and_get_config():
     task = autotvm.task.create("test/matmul", args=(12, 6, 10, "float32"), target="llvm")
     cfg = task.config_space.get(len(task.config_space) - 1)

@@ -71,3 +71,18 @@ def test_target_string_round_trips(text):
     assert back == t
     assert (back.num_cores, back.opt_level, back.max_num_threads) == \
         (t.num_cores, t.opt_level, t.max_num_threads)
+
+
+def test_target_host_is_part_of_identity() -> None:
+    """Two GPU targets with different hosts build differently: they are not equal, and repr says why;
+    str() stays the device target's text (TVM's form, the tuning-log key)."""
+    from tvmpy.target import Target
+
+    a = Target("opencl", host="llvm -mcpu=skylake")
+    b = Target("opencl")
+    assert a != b and hash(a) != hash(b)
+    assert str(a) == str(b) == "opencl"
+    assert "host='llvm -mcpu=skylake'" in repr(a)
+    assert repr(b) == "Target('opencl')"  # the default host (llvm) is not spelt out
+    assert Target("opencl", host="llvm") == b
+    assert Target(a) == a and Target(a).host == a.host

@@ -76,6 +76,11 @@ def host_arch() -> str:
     return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
 
 
+def _default_host(t: Target) -> Target | None:
+    """The host a target gets when none is given: llvm for GPU kinds, none for CPU kinds."""
+    return Target("llvm") if t.is_gpu else None
+
+
 class TargetKind(str):
     """The target kind: a ``str`` ("llvm") that also has TVM's ``.name`` (``target.kind.name``)."""
 
@@ -242,13 +247,20 @@ class Target:
         return s
 
     def __repr__(self) -> str:
+        # str() is the device target alone (TVM's text form, the tuning-log key); repr names the
+        # host too when it is not the default one, so two targets that build differently differ
+        if self.host is not None and self.host != _default_host(self):
+            return f"Target({str(self)!r}, host={str(self.host)!r})"
         return f"Target({str(self)!r})"
 
+    def _identity(self) -> tuple[str, str]:
+        return str(self), "" if self.host is None else str(self.host)
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Target) and str(self) == str(other)
+        return isinstance(other, Target) and self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash(str(self))
+        return hash(self._identity())
 
     @staticmethod
     def current(allow_none: bool = True) -> Target | None:

@@ -204,6 +204,10 @@ class FallbackContext(DispatchContext):
     one exits; elsewhere the first fallback is reported at once. Either way later fallbacks of
     the run are only counted (:attr:`fallback_workloads`, :meth:`summary`). ``silent = True``
     (or ``autotvm.GLOBAL_SCOPE.silent``) mutes it.
+
+    The root context is shared by every thread: the cache and the counts are guarded by a lock,
+    and the deferral scope is per thread (one thread's ``apply_history_best`` does not hold or
+    swallow another thread's warning).
     """
 
     def __init__(self) -> None:
@@ -212,22 +216,45 @@ class FallbackContext(DispatchContext):
         self.fallback_workloads: list[tuple[str, Any]] = []
         self.silent = False
         self._warned = False
-        self._defer_depth = 0
-        self._pending: list[tuple[str, Any]] = []
+        self._lock = threading.RLock()
+        self._scope = threading.local()
+
+    @property
+    def _defer_depth(self) -> int:
+        return getattr(self._scope, "depth", 0)
+
+    @_defer_depth.setter
+    def _defer_depth(self, value: int) -> None:
+        self._scope.depth = value
+
+    @property
+    def _pending(self) -> list[tuple[str, Any]]:
+        if not hasattr(self._scope, "pending"):
+            self._scope.pending = []
+        return self._scope.pending
+
+    @_pending.setter
+    def _pending(self, value: list[tuple[str, Any]]) -> None:
+        self._scope.pending = value
 
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace:
         key = (_target_key(target), workload)
-        if key in self.memory:
-            return self.memory[key]
-        cfg = FallbackConfigEntity()
-        if workload is not None:
+        with self._lock:
+            if key in self.memory:
+                return self.memory[key]
+            cfg = FallbackConfigEntity()
+            if workload is None:
+                return cfg
             self.memory[key] = cfg
             self.fallback_workloads.append(key)
-            if not (self.silent or GLOBAL_SCOPE.silent) and not self._warned:
-                if self._defer_depth:
-                    self._pending.append(key)
-                else:
-                    self._warn([key], stacklevel=5)
+            report = not (self.silent or GLOBAL_SCOPE.silent) and not self._warned
+            if report and self._defer_depth:
+                self._pending.append(key)
+                report = False
+            elif report:
+                self._warned = True
+        if report:
+            self._warn([key], stacklevel=5)
         return cfg
 
     def _warn(self, keys: list[tuple[str, Any]], stacklevel: int) -> None:
@@ -250,32 +277,37 @@ class FallbackContext(DispatchContext):
         self._defer_depth = max(0, self._defer_depth - 1)
         if self._defer_depth == 0 and self._pending:
             pending, self._pending = self._pending, []
-            if not self._warned:
+            with self._lock:
+                report, self._warned = not self._warned, True
+            if report:
                 self._warn(pending, stacklevel=4)
 
     def summary(self) -> str:
         """How many workloads fell back, and which."""
-        n = len(self.fallback_workloads)
-        lines = [f"{n} workload(s) used fallback configurations"]
-        lines += [f"  {t}: {_short(w)}" for t, w in self.fallback_workloads]
+        with self._lock:
+            keys = list(self.fallback_workloads)
+        lines = [f"{len(keys)} workload(s) used fallback configurations"]
+        lines += [f"  {t}: {_short(w)}" for t, w in keys]
         return "\n".join(lines)
 
     def clear_cache(self, target: Any = None, workload: Any = None) -> None:
         """Forget the fallback of one workload, or (no arguments) all of them and the warning."""
-        if workload is None:
-            self.memory.clear()
-            self.fallback_workloads.clear()
-            self._pending.clear()
-            self._warned = False
-            return
-        key = (_target_key(target), workload)
-        self.memory.pop(key, None)
-        if key in self.fallback_workloads:
-            self.fallback_workloads.remove(key)
+        with self._lock:
+            if workload is None:
+                self.memory.clear()
+                self.fallback_workloads.clear()
+                self._pending.clear()
+                self._warned = False
+                return
+            key = (_target_key(target), workload)
+            self.memory.pop(key, None)
+            if key in self.fallback_workloads:
+                self.fallback_workloads.remove(key)
 
     def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
         key = (_target_key(target), workload)
-        self.memory[key] = cfg  # type: ignore[assignment]
+        with self._lock:
+            self.memory[key] = cfg  # type: ignore[assignment]
 
 
 FALLBACK = FallbackContext()
