@@ -190,3 +190,25 @@ def test_target_parsing():
         tvm.target.Target("llvm -foo=1")
     with pytest.raises(ValueError, match="unknown target kind"):
         tvm.target.Target("cuda2")
+
+
+def test_structural_equal_and_hash_on_deep_graphs() -> None:
+    """A relay chain thousands of operators deep hashes and compares without RecursionError
+    (both are iterative), and a difference at the bottom of the chain is still seen."""
+    import numpy as np
+
+    import tvmpy as tvm
+    from tvmpy import relay
+
+    def chain(n: int, first: float) -> tvm.IRModule:
+        x = relay.var("x", shape=(4,), dtype="float32")
+        y = relay.add(x, relay.const(np.float32(first)))
+        for _ in range(n):
+            y = relay.nn.relu(relay.add(y, relay.const(np.float32(1.0))))
+        return tvm.IRModule.from_expr(relay.Function([x], y))
+
+    a, b, c = chain(3000, 2.0), chain(3000, 2.0), chain(3000, 3.0)
+    assert tvm.ir.structural_equal(a, b)
+    assert tvm.ir.structural_hash(a) == tvm.ir.structural_hash(b)
+    assert not tvm.ir.structural_equal(a, c)
+    assert tvm.ir.structural_hash(a) != tvm.ir.structural_hash(c)

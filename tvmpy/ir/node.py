@@ -134,10 +134,21 @@ def _leaf_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _fields(a: Node) -> list[str]:
+    return [f for f in a._all_slots() if f != "__weakref__" and not f.startswith("_")]
+
+
+_DONE = object()  # stack marker: every child of the pair below it compared equal
+
+
 class _StructEq:
     """Structural comparison. Variables match when they are bound at the same place
     (loop var, let var, param) or, for free variables, when they are the same object
-    (or any pairing, with map_free_vars)."""
+    (or any pairing, with map_free_vars).
+
+    Iterative (an explicit stack visiting pairs in the recursive order: defining fields bound on
+    entry, fields left to right), so a graph thousands of operators deep compares without
+    exhausting Python's recursion limit."""
 
     def __init__(self, map_free_vars: bool):
         self.map_free_vars = map_free_vars
@@ -145,55 +156,64 @@ class _StructEq:
         self.equal: set[tuple[int, int]] = set()  # node pairs found equal: a DAG's shared ones
 
     def eq(self, a: Any, b: Any) -> bool:
+        stack: list[tuple[Any, Any]] = [(a, b)]
+        while stack:
+            x, y = stack.pop()
+            if x is _DONE:
+                self.equal.add(y)
+                continue
+            children = self._enter(x, y)
+            if children is None:
+                return False
+            stack.extend(reversed(children))
+        return True
+
+    def _enter(self, a: Any, b: Any) -> list[tuple[Any, Any]] | None:
+        """Compare ``a`` and ``b`` at their top level: None when they differ, else the pairs
+        still to compare (in order)."""
         if a is b:
-            return True
+            return []
         if isinstance(a, Node):
             if type(a) is not type(b):
-                return False
+                return None
             if _is_var(a):
                 mapped = self.var_map.get(id(a))
                 if mapped is not None:
-                    return mapped is b
+                    return [] if mapped is b else None
                 if self.map_free_vars and _var_sig(a) == _var_sig(b):
                     self.var_map[id(a)] = b
-                    return True
-                return False
-            defs = getattr(a, "_def_fields", ())
-            for f in defs:  # bind defining occurrences first
+                    return []
+                return None
+            for f in getattr(a, "_def_fields", ()):  # bind defining occurrences first
                 va, vb = getattr(a, f), getattr(b, f)
                 if isinstance(va, (list, tuple)):
                     if len(va) != len(vb):
-                        return False
+                        return None
                     pairs = list(zip(va, vb))
                 else:
                     pairs = [(va, vb)]
                 for x, y in pairs:
                     if _is_var(x):
                         if not _is_var(y) or _var_sig(x) != _var_sig(y):
-                            return False
+                            return None
                         self.var_map[id(x)] = y
             pair = (id(a), id(b))
             if pair in self.equal:  # var bindings only grow: still equal
-                return True
-            for f in a._all_slots():
-                if f == "__weakref__" or f.startswith("_"):
-                    continue
-                if not self.eq(getattr(a, f, None), getattr(b, f, None)):
-                    return False
-            self.equal.add(pair)
-            return True
+                return []
+            todo = [(getattr(a, f, None), getattr(b, f, None)) for f in _fields(a)]
+            return todo + [(_DONE, pair)]
         if isinstance(a, (list, tuple)):
             if not isinstance(b, (list, tuple)) or len(a) != len(b):
-                return False
-            return all(self.eq(x, y) for x, y in zip(a, b))
+                return None
+            return list(zip(a, b))
         if isinstance(a, dict):
             if not isinstance(b, dict) or len(a) != len(b):
-                return False
+                return None
+            todo = []
             for (ka, va), (kb, vb) in zip(a.items(), b.items()):
-                if not self.eq(ka, kb) or not self.eq(va, vb):
-                    return False
-            return True
-        return _leaf_equal(a, b)
+                todo += [(ka, kb), (va, vb)]
+            return todo
+        return [] if _leaf_equal(a, b) else None
 
 
 def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
@@ -212,26 +232,49 @@ def structural_hash(a: Any, map_free_vars: bool = True) -> int:
 
 
 def _shash(a: Any, map_free_vars: bool, memo: dict[int, int]) -> int:
-    """structural_hash, each node hashed once (``memo``, by id): a DAG's shared nodes too."""
-    if _is_var(a):
-        return hash(("Var", _var_sig(a))) if map_free_vars else id(a)
-    if isinstance(a, Node):
-        h = memo.get(id(a))
-        if h is not None:
-            return h
-        h = hash(type(a).__name__)
-        for f in a._all_slots():
-            if f == "__weakref__" or f.startswith("_"):
+    """structural_hash, each node hashed once (``memo``, by id): a DAG's shared nodes too.
+
+    Iterative post-order (an explicit stack), so deep graphs hash without recursion."""
+    results: list[int] = []
+    # ("visit", obj) pushes its children then ("combine", obj, n_children)
+    stack: list[tuple[Any, ...]] = [("visit", a)]
+    while stack:
+        item = stack.pop()
+        if item[0] == "combine":
+            _, obj, n = item
+            parts = results[len(results) - n:] if n else []
+            del results[len(results) - n:]
+            if isinstance(obj, Node):
+                h = hash(type(obj).__name__)
+                for p in parts:
+                    h = hash((h, p))
+                memo[id(obj)] = h
+            elif isinstance(obj, dict):
+                h = hash(tuple(zip(parts[0::2], parts[1::2])))
+            else:
+                h = hash(tuple(parts))
+            results.append(h)
+            continue
+        obj = item[1]
+        if _is_var(obj):
+            results.append(hash(("Var", _var_sig(obj))) if map_free_vars else id(obj))
+            continue
+        if isinstance(obj, Node):
+            h0 = memo.get(id(obj))
+            if h0 is not None:
+                results.append(h0)
                 continue
-            h = hash((h, _shash(getattr(a, f, None), map_free_vars, memo)))
-        memo[id(a)] = h
-        return h
-    if isinstance(a, (list, tuple)):
-        return hash(tuple(_shash(x, map_free_vars, memo) for x in a))
-    if isinstance(a, dict):
-        return hash(tuple((_shash(k, map_free_vars, memo), _shash(v, map_free_vars, memo))
-                          for k, v in a.items()))
-    try:
-        return hash(a)
-    except TypeError:
-        return id(a)
+            kids = [getattr(obj, f, None) for f in _fields(obj)]
+        elif isinstance(obj, (list, tuple)):
+            kids = list(obj)
+        elif isinstance(obj, dict):
+            kids = [z for kv in obj.items() for z in kv]
+        else:
+            try:
+                results.append(hash(obj))
+            except TypeError:
+                results.append(id(obj))
+            continue
+        stack.append(("combine", obj, len(kids)))
+        stack.extend(("visit", k) for k in reversed(kids))
+    return results[0]
