@@ -312,6 +312,31 @@ def relay_conv_pool_dense_softmax(d):
 
 
 @case
+def relay_bitserial(d):
+    """The paper's ARM experiment: 2-bit activations x 1-bit (unipolar) weights, NHWC conv and
+    dense, constant weights packed at compile time."""
+    from tvmpy.topi.testing import bitserial_conv2d_nhwc_python, bitserial_dense_python
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, (1, 11, 11, 37)).astype("uint8")
+    w = rng.integers(0, 2, (3, 3, 37, 19)).astype("uint8")
+    wd = rng.integers(0, 2, (13, 6 * 6 * 19)).astype("uint8")  # the conv output: 6x6x19
+    x = relay.var("x", shape=a.shape, dtype="uint8")
+    y = relay.nn.bitserial_conv2d(x, relay.const(w), strides=(2, 2), padding=(1, 1),
+                                  activation_bits=2, weight_bits=1, data_layout="NHWC",
+                                  kernel_layout="HWIO", pack_dtype="uint32", out_dtype="int16")
+    y = relay.clip(relay.right_shift(y, relay.const(np.int16(2))), 0, 3)
+    y = relay.reshape(relay.cast(y, "uint8"), (1, -1))
+    y = relay.nn.bitserial_dense(y, relay.const(wd), data_bits=2, weight_bits=1,
+                                 pack_dtype="uint64", out_dtype="int32")
+    lib = _relay_build(relay.Function([x], y), {})
+    r = bitserial_conv2d_nhwc_python(a, w, 2, 1, 2, 1, "int16")
+    r = np.clip(r >> 2, 0, 3).astype("uint8").reshape(1, -1)
+    save_graph(d, "relay_bitserial", lib, {"x": a}, [bitserial_dense_python(r, wd, 2, 1, "int32")],
+               0, 0)
+
+
+@case
 def relay_reduce_injective(d):
     x = relay.var("x", shape=(3, 7, 10))
     y = relay.transpose(x, (0, 2, 1))

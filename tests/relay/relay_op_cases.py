@@ -112,6 +112,15 @@ def op_cases():
         "nn.max_pool1d": (relay.nn.max_pool1d(x3, 3, 2, padding=1), (2, 4, 6)),
         "nn.avg_pool1d": (relay.nn.avg_pool1d(x3, 2, count_include_pad=True), (2, 4, 10)),
         "nn.max_pool3d": (relay.nn.max_pool3d(x5, 2, 2), (1, 2, 2, 3, 3)),
+        "nn.bitpack": (relay.nn.bitpack(relay.var("bp", shape=(2, 37, 3), dtype="int8"), bits=2),
+                       (2, 2, 2, 3), "uint32"),
+        "nn.bitserial_dense": (relay.nn.bitserial_dense(
+            relay.var("bd", shape=(3, 40), dtype="uint8"),
+            relay.const(rng.integers(0, 2, (5, 40)).astype("uint8"))), (3, 5), "int16"),
+        "nn.bitserial_conv2d": (relay.nn.bitserial_conv2d(
+            relay.var("bc", shape=(1, 7, 7, 9), dtype="uint8"),
+            relay.const(rng.integers(0, 2, (3, 3, 9, 4)).astype("uint8")), padding=1,
+            data_layout="NHWC", kernel_layout="HWIO"), (1, 7, 7, 4), "int16"),
         "nn.avg_pool3d": (relay.nn.avg_pool3d(x5, (1, 2, 3), 1, padding=(0, 1, 1)), (1, 2, 5, 7, 7)),
     })
     for n in ["tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"]:

@@ -21,7 +21,7 @@ __all__ = [
     "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "contrib_dense_pack", "instance_norm", "group_norm",
     "contrib_conv2d_winograd_nchwc", "contrib_conv2d_winograd_weight_transform",
     "depth_to_space", "space_to_depth", "conv1d", "conv3d", "max_pool1d", "max_pool3d",
-    "avg_pool1d", "avg_pool3d",
+    "avg_pool1d", "avg_pool3d", "bitpack", "bitserial_conv2d", "bitserial_dense",
 ]  # fmt: skip
 
 
@@ -821,6 +821,7 @@ def space_to_depth(data: RelayExpr, block_size: int, layout: str = "NCHW") -> Re
     return make_call("nn.space_to_depth", [data], {"block_size": int(block_size), "layout": layout})
 
 
+from .nn_bitserial import bitpack, bitserial_conv2d, bitserial_dense  # noqa: E402,F401
 from .nn_nd import (  # noqa: E402
     avg_pool1d,
     avg_pool3d,

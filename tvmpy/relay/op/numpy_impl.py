@@ -620,6 +620,37 @@ for _d in (1, 3):
     FNUMPY[f"nn.avg_pool{_d}d"] = _pool_nd("avg")
 
 
+@_reg("nn.bitpack")
+def _bitpack(attrs, ins, t):
+    return _ref().bitpack_python(ins[0], attrs.bits, attrs.pack_axis, attrs.bit_axis,
+                                 attrs.pack_dtype)
+
+
+def _bitserial_weight(w, unpacked_rank, pack_axis, bit_axis, extent):
+    """An unpacked weight as is; a packed one (``nn.bitpack`` output) unpacked."""
+    if w.ndim == unpacked_rank:
+        return w
+    return _ref().bitunpack_python(w, pack_axis, bit_axis, extent)
+
+
+@_reg("nn.bitserial_dense")
+def _bitserial_dense(attrs, ins, t):
+    x, w = ins
+    w = _bitserial_weight(w, 2, 1, 1, x.shape[1])
+    return _ref().bitserial_dense_python(x, w, attrs.data_bits, attrs.weight_bits,
+                                         attrs.out_dtype, attrs.unipolar)
+
+
+@_reg("nn.bitserial_conv2d")
+def _bitserial_conv2d(attrs, ins, t):
+    x, w = ins
+    nchw = attrs.data_layout == "NCHW"
+    w = _bitserial_weight(w, 4, 1 if nchw else 2, 2 if nchw else 4, x.shape[1 if nchw else 3])
+    fn = _ref().bitserial_conv2d_nchw_python if nchw else _ref().bitserial_conv2d_nhwc_python
+    return fn(x, w, attrs.strides, attrs.padding, attrs.activation_bits, attrs.weight_bits,
+              attrs.out_dtype, attrs.unipolar)
+
+
 def register_all() -> None:
     for name, f in FNUMPY.items():
         try:

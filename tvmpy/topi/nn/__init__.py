@@ -5,6 +5,12 @@ normalization, softmax. Schedules per target live in ``topi.x86``."""
 # topi.elemwise / topi.transform), re-exported for code written against that API
 from ..elemwise import leaky_relu, prelu, relu  # noqa: E402,F401
 from ..transform import flatten  # noqa: E402,F401
+from .bitserial import (  # noqa: F401
+    bitpack,
+    bitserial_conv2d_nchw,
+    bitserial_conv2d_nhwc,
+    bitserial_dense,
+)
 from .conv2d import (  # noqa: F401
     conv2d,
     conv2d_infer_layout,

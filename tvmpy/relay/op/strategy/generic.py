@@ -18,6 +18,7 @@ from ....tir import op as tir_op
 from ....tir.expr import cast, const
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
+from .bitserial import BITSERIAL_COMPUTES
 
 __all__ = ["COMPUTES", "generic_schedule", "schedule_fallback", "wrap_topi_schedule", "schedule_injective",
            "schedule_reduce", "pattern_schedule"]
@@ -626,6 +627,7 @@ def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
     return fstrategy
 
 
+COMPUTES.update(BITSERIAL_COMPUTES)
 for _name, _compute in COMPUTES.items():
     if get(_name).pattern <= OpPattern.COMM_REDUCE:
         register_compute(_name, _compute)

@@ -14,6 +14,7 @@ from typing import Any
 from ....topi import nn, x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
+from .bitserial import BITSERIAL_X86_SCHEDULES
 from .generic import (
     COMPUTES,
     _generic_strategy,
@@ -170,6 +171,7 @@ _SCHEDULES: dict[str, Callable[..., Any]] = {
 for _k in ("max", "avg"):
     for _d in (1, 2, 3):
         _SCHEDULES[f"nn.{_k}_pool{_d}d"] = _pool_schedule
+_SCHEDULES.update(BITSERIAL_X86_SCHEDULES)
 
 
 def _dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
