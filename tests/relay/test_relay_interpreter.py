@@ -108,8 +108,7 @@ def test_ops_against_numpy_semantics():
     np.testing.assert_array_equal(run(relay.argmax(av, axis=[0, 1])), np.argmax(a).astype("int32"))
     np.testing.assert_array_equal(run(relay.argmin(av, axis=0, keepdims=True)),
                                   np.argmin(a, axis=0)[None].astype("int32"))
-    np.testing.assert_allclose(run(relay.round(av * relay.const(2.0))),
-                               np.sign(2 * a) * np.floor(np.abs(2 * a) + 0.5))
+    np.testing.assert_allclose(run(relay.round(av * relay.const(2.0))), np.round(2 * a))
     np.testing.assert_allclose(run(relay.strided_slice(av, [2, -1], [0, 0], [-1, -2])),
                                a[2:0:-1, -1:0:-2])
     np.testing.assert_allclose(run(relay.op.reduce.variance(av, relay.mean(av, 1, True), axis=1,
@@ -221,3 +220,21 @@ def test_conv1d_pool1d_agree_with_2d():
     p2 = evaluate(relay.Function([x4], relay.nn.avg_pool2d(x4, (1, 3), (1, 2), padding=(0, 1))),
                   x[:, :, None])
     np.testing.assert_allclose(p1, p2[:, :, 0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["llvm", "c"])
+def test_round_halves_to_even_compiled_and_interpreted(target):
+    """relay.round is numpy's / ONNX's / torch's round (halves to even) in the compiled code and
+    in the reference interpreter alike (the interpreter used to round halves away from zero)."""
+    from tvmpy.contrib import graph_executor
+
+    a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, -3.6, 1e7 + 0.5], "float32")
+    x = relay.var("x", shape=a.shape)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.round(x)))
+    lib = relay.build(mod, target=target)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", a)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.round(a))
+    np.testing.assert_array_equal(relay.create_executor("debug", mod=mod).evaluate()(a),
+                                  np.round(a))

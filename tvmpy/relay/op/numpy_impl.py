@@ -43,10 +43,6 @@ def _simple(name: str, fn: Callable[..., Any]) -> None:
     FNUMPY[name] = lambda attrs, ins, t: np.asarray(fn(*ins)).astype(_dtype(t))
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
-
-
 def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fmod(a, b)  # truncated remainder (C semantics), as TVM's mod
 
@@ -54,7 +50,8 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 for _n, _f in {
     "negative": np.negative, "exp": np.exp, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": _round_half_away, "sign": np.sign,
+    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.round,  # half to even, as the compiled code (llvm.roundeven / rint)
+    "sign": np.sign,
     "sin": np.sin, "cos": np.cos, "copy": np.copy, "log2": np.log2, "trunc": np.trunc,
     "isnan": np.isnan, "logical_not": np.logical_not, "zeros_like": np.zeros_like,
     "ones_like": np.ones_like, "add": np.add, "subtract": np.subtract, "multiply": np.multiply,

@@ -75,13 +75,8 @@ def _exp2(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 def _round_half_even(x: RelayExpr, dt: str) -> RelayExpr:
-    """torch.round: halves to even (relay's round goes half away from zero)."""
-    f = tensor.floor(x)
-    d = tensor.subtract(x, f)
-    half = tensor.add(f, tensor.floor_mod(f, scalar(2, dt)))
-    up = tensor.add(f, scalar(1, dt))
-    return tensor.where(tensor.greater(d, scalar(0.5, dt)), up,
-                        tensor.where(tensor.less(d, scalar(0.5, dt)), f, half))
+    """torch.round: halves to even, as relay's ``round``."""
+    return tensor.round(x)
 
 
 @converter("aten.round.default", "aten.round.decimals")
