@@ -123,7 +123,7 @@ def op_cases():
 
     for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",
               "ceil", "round", "sign", "sin", "cos", "copy", "log2", "log1p", "trunc", "zeros_like",
-              "ones_like"]:
+              "ones_like", "nearbyint"]:
         cases[n] = (getattr(T, n)(m), (3, 5))
     cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")
     for n in ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",

@@ -35,6 +35,7 @@ from .expr import (  # noqa: F401
 from .interpreter import create_executor  # noqa: F401
 from .module import IRModule  # noqa: F401
 from .op import image, nn  # noqa: F401
+from . import qnn  # noqa: E402,F401  (after relay.op: registers the qnn.* operators)
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
