@@ -213,14 +213,17 @@ def _conv2d(attrs: Any, args: list, types: list) -> RelayExpr:
     ws, zwi = _as_s8(w, wt, zw, zwt, [1, -1, 1, 1])
     pt, pl, pb, pr = attrs.padding
     xshape = [int(d) for d in xt.shape]
-    if any(attrs.padding):
-        zv = const_value(zxi)
-        if zv is None:
-            raise QnnCanonicalizeError("qnn.conv2d with padding needs a constant input zero point")
-        xu = nn.pad(xu, ((0, 0), (0, 0), (pt, pb), (pl, pr)), pad_value=float(zv))
-        xshape = [xshape[0], xshape[1], xshape[2] + pt + pb, xshape[3] + pl + pr]
     conv_attrs = {k: attrs[k] for k in ("strides", "dilation", "groups", "channels",
                                         "kernel_size")}
+    if any(attrs.padding):
+        zv = const_value(zxi)
+        if zv is None:  # a run-time zero point cannot be a pad value: int32 on shifted values
+            xd = tensor.subtract(_i32(x, xt), _i32(transform.reshape(zx, ()) if zxt.shape else zx,
+                                                   zxt))
+            wd = tensor.subtract(_i32(w, wt), _i32(_param(zw, zwt, 4, 0), zwt))
+            return nn.conv2d(xd, wd, padding=attrs.padding, out_dtype="int32", **conv_attrs)
+        xu = nn.pad(xu, ((0, 0), (0, 0), (pt, pb), (pl, pr)), pad_value=float(zv))
+        xshape = [xshape[0], xshape[1], xshape[2] + pt + pb, xshape[3] + pl + pr]
     acc = nn.conv2d(xu, ws, padding=(0, 0, 0, 0), out_dtype="int32", **conv_attrs)
     k = ci_g * kh * kw
     wsum = transform.reshape(red.sum(transform.cast(ws, "int32"), axis=[1, 2, 3]), (1, -1, 1, 1))
