@@ -310,6 +310,8 @@ def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], o
     values computed from Constant/Shape), so later shape inputs fold to attributes."""
     if any(at.g.node for at in node.attribute if at.HasField("g")):
         return  # If/Scan read outer tensors implicitly: the inputs do not say what is known
+    if node.op_type == "DequantizeLinear":
+        return  # a QDQ weight stays quantized (FakeQuantizationToInteger reads the pair)
     known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
     if not known or any(nm not in ctx.values for nm in known):
         return
