@@ -154,11 +154,11 @@ def _requantize(attrs: Any, args: list, types: list) -> RelayExpr:
         return const(np.asarray(v, np.int64).reshape(shape if m.size > 1 else ()))
 
     prod = tensor.multiply(transform.cast(d, "int64"), c64(sig))
-    prod = tensor.add(prod, c64(np.left_shift(np.int64(1), shift - 1)))
+    rounded = tensor.add(prod, c64(np.left_shift(np.int64(1), shift - 1)))
     if attrs.rounding == "TONEAREST":  # ties away from zero: one less for negative products
-        prod = tensor.subtract(prod, transform.cast(tensor.less(prod, const(0, "int64")),
-                                                    "int64"))
-    y = tensor.add(tensor.right_shift(prod, c64(shift)), _cast(p(4), types[4].dtype, "int64"))
+        rounded = tensor.subtract(rounded, transform.cast(tensor.less(prod, const(0, "int64")),
+                                                          "int64"))
+    y = tensor.add(tensor.right_shift(rounded, c64(shift)), _cast(p(4), types[4].dtype, "int64"))
     return _saturate(y, attrs.out_dtype)
 
 
