@@ -387,9 +387,19 @@ _rule("qnn.sigmoid")(_through_float(lambda a, v: tensor.sigmoid(v)))
 _rule("qnn.leaky_relu")(_through_float(
     lambda a, v: tensor.where(tensor.greater_equal(v, const(0.0)), v,
                               tensor.multiply(v, const(float(a.alpha), "float32")))))
-_rule("qnn.avg_pool2d")(_through_float(lambda a, v: nn.avg_pool2d(
-    v, a.pool_size, a.strides, a.dilation, a.padding, a.layout, a.ceil_mode,
-    a.count_include_pad)))
+
+
+@_rule("qnn.avg_pool2d")
+def _avg_pool2d(attrs: Any, args: list, types: list) -> RelayExpr:
+    """As onnxruntime's QLinearAveragePool: the float average of the dequantized values, then
+    ``saturate(nearbyint(y / s_out + zp_out))`` (the zero point added before rounding)."""
+    x, s, z, so, zo = args
+    xt = types[0]
+    a = attrs
+    v = nn.avg_pool2d(_dequant(x, xt, s, types[1], z, types[2]), a.pool_size, a.strides,
+                      a.dilation, a.padding, a.layout, a.ceil_mode, a.count_include_pad)
+    y = tensor.add(tensor.divide(v, _f32(so, types[3])), _f32(zo, types[4]))
+    return _saturate(tensor.nearbyint(y), xt.dtype)
 
 
 @_rule("qnn.global_avg_pool2d")

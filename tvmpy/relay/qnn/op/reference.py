@@ -207,7 +207,10 @@ def _avg_pool2d(attrs, ins, t):
         return pool2d_python(v, a.pool_size, a.strides, a.dilation, a.padding, "avg",
                              a.ceil_mode, a.count_include_pad).astype(np.float32)
 
-    return _through_float(pool)(attrs, ins, t)
+    x, s, z, so, zo = ins
+    v = pool(attrs, _deq(x, s, z, -1))
+    y = np.rint(v / _f32(so) + _f32(zo)).astype(np.float64)  # zp before rounding, as ORT
+    return _sat(y, t.dtype)
 
 
 @_reg("qnn.global_avg_pool2d")
