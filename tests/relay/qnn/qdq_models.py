@@ -51,8 +51,12 @@ def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, **kw):
     import tempfile
 
     import onnx
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
-                                          quantize_static)
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
 
     model = float_cnn(seed, **kw)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]

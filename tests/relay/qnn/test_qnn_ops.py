@@ -292,14 +292,11 @@ def test_kernel_friendly_form_uint8_data_int8_weight():
                           relay.const(2, "int32"), relay.const(0.1), relay.const(0.1),
                           padding=1, kernel_size=3)
         mod = CanonicalizeOps()(tvm.IRModule.from_expr(relay.Function([xv], y)))
-        convs = []
-
-        def visit(e):
-            if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.conv2d" \
-                    and e.attrs.out_dtype == "int32" and e.args[1].checked_type.dtype != "int32":
-                convs.append(e)
-
-        relay.post_order_visit(mod["main"].body, visit)
+        calls = []
+        relay.post_order_visit(mod["main"].body, calls.append)
+        convs = [e for e in calls if isinstance(e, relay.Call)
+                 and getattr(e.op, "name", "") == "nn.conv2d" and e.attrs.out_dtype == "int32"
+                 and e.args[1].checked_type.dtype != "int32"]
         assert len(convs) == 1
         assert convs[0].args[0].checked_type.dtype == "uint8"
         assert convs[0].args[1].checked_type.dtype == "int8"

@@ -14,7 +14,7 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import tensor, transform
 from ..common import reshape_to
-from .context import ImportContext, dtype_of, np_dtype, shape_of
+from .context import ImportContext, dtype_of, shape_of
 from .conv import conv
 from .linalg import matmul
 from .registry import Attrs, Inputs, Names, Output

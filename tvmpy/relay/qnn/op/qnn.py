@@ -14,8 +14,17 @@ from typing import Any
 
 from ...expr import RelayExpr, Tuple
 from ...op._rel import fail, normalize_axis, shape_str, tensor_arg, tuple_arg
-from ...op.nn import _CONV_SCHEMA, _conv2d_rel, _dense_rel, _pad4, _pair
-from ...op.nn import _POOL_SCHEMA, _batch_matmul_rel, _global_pool_rel, _pool2d_rel
+from ...op.nn import (
+    _CONV_SCHEMA,
+    _POOL_SCHEMA,
+    _batch_matmul_rel,
+    _conv2d_rel,
+    _dense_rel,
+    _global_pool_rel,
+    _pad4,
+    _pair,
+    _pool2d_rel,
+)
 from ...op.registry import OpPattern, make_call, register_op
 from ...op.transform import _concat_rel
 from ...ty import TensorType, Type, dim_equal
