@@ -44,9 +44,12 @@ def float_cnn(seed: int = 0, channels: tuple[int, ...] = (16, 32, 32), size: int
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
 
 
-def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, **kw):
-    """(float model, quantized model) as ModelProtos; the quantization through temp files (the
-    quantizer's API takes paths)."""
+def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, activation: str = "QUInt8",
+                  per_channel: bool = True, extra_options: dict | None = None, model=None,
+                  **kw):
+    """(float model, quantized model) as ModelProtos (``model``: a float model to quantize
+    instead of the CNN); the quantization through temp files (the quantizer's API takes
+    paths)."""
     import os
     import tempfile
 
@@ -58,7 +61,7 @@ def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, **kw):
         quantize_static,
     )
 
-    model = float_cnn(seed, **kw)
+    model = float_cnn(seed, **kw) if model is None else model
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     rng = np.random.default_rng(seed + 1)
 
@@ -74,6 +77,34 @@ def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, **kw):
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)
         quantize_static(src, dst, Reader(), quant_format=getattr(QuantFormat, fmt),
-                        per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8)
+                        per_channel=per_channel, activation_type=getattr(QuantType, activation),
+                        weight_type=QuantType.QInt8, extra_options=extra_options or {})
         return model, onnx.load(dst)
+
+
+def float_attention(seed: int = 0, seq: int = 8, dim: int = 16):
+    """One attention head (MatMul projections, scores Q K^T, softmax, weighted V, an output
+    projection): MatMuls of a constant weight and of two activations."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+
+    def w(name):
+        return numpy_helper.from_array((rng.standard_normal((dim, dim)) / np.sqrt(dim))
+                                       .astype("float32"), name)
+
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o"]),
+        helper.make_node("MatMul", ["o", "wo"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "attn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, dim])],
+        [w("wq"), w("wk"), w("wv"), w("wo")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)

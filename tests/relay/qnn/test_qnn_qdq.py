@@ -6,7 +6,7 @@ onnxruntime's int8 run."""
 import numpy as np
 import pytest
 from _qnn_util import build_run
-from qdq_models import quantized_cnn
+from qdq_models import float_attention, quantized_cnn
 
 pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -92,3 +92,37 @@ def test_fq2i_can_be_disabled_float_path_agrees(qdq):
     m.run()
     b = m.get_output(0).numpy()
     np.testing.assert_allclose(a, b, atol=0.05)
+
+
+@pytest.mark.parametrize("activation,per_channel,symmetric", [
+    ("QInt8", True, False), ("QUInt8", False, False), ("QInt8", False, True)])
+def test_qdq_variants_match_onnxruntime(activation, per_channel, symmetric):
+    """int8 activations (shifted to uint8 for the kernels), per-tensor weights, symmetric
+    activations: still integer convolutions, still onnxruntime's integers."""
+    model = quantized_cnn("QDQ", channels=(8, 16, 16), size=12, activation=activation,
+                          per_channel=per_channel,
+                          extra_options={"ActivationSymmetric": symmetric})[1]
+    mod, params = relay.frontend.from_onnx(model, {"x": (1, 3, 12, 12)})
+    fq = qnn_transform.FakeQuantizationToInteger()(relay.transform.BindParams(params)(mod))
+    assert [c.op.name for c in _calls(fq["main"].body)].count("qnn.conv2d") == 3
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(7).standard_normal((1, 3, 12, 12)).astype("float32")
+    (got,) = build_run(mod, {"x": x}, params)
+    steps = np.abs(got - sess.run(None, {"x": x})[0]).max() / _output_step(model)
+    assert steps == 0.0, f"{steps} quantization steps"
+
+
+def test_qdq_attention_matmuls_become_integer():
+    """MatMul by a constant weight -> qnn.dense; activation x activation MatMuls ->
+    qnn.batch_matmul; the softmax stays float between its dequantize and quantize."""
+    model = quantized_cnn("QDQ", model=float_attention(), per_channel=False)[1]
+    mod, params = relay.frontend.from_onnx(model, {"x": (1, 8, 16)})
+    fq = qnn_transform.FakeQuantizationToInteger()(relay.transform.BindParams(params)(mod))
+    names = [c.op.name for c in _calls(fq["main"].body)]
+    assert names.count("qnn.dense") == 4 and names.count("qnn.batch_matmul") == 2, names
+    assert "nn.dense" not in names and "nn.batch_matmul" not in names
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(8).standard_normal((1, 8, 16)).astype("float32")
+    (got,) = build_run(mod, {"x": x}, params)
+    steps = np.abs(got - sess.run(None, {"x": x})[0]).max() / _output_step(model)
+    assert steps <= 2, f"{steps} quantization steps"  # softmax: float exp differs by ulps
