@@ -4,8 +4,9 @@ The stages, each a named function so its output can be inspected:
 
 1. ``check_graph``: the graph is something the graph executor can run (no If/closures,
    every operator has a compute), with ONE error listing every problem;
-2. ``optimize``: bind ``params`` as constants, then the graph passes TVM runs at the
-   PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
+2. ``optimize``: bind ``params`` as constants; when the module calls ``qnn.*`` operators,
+   ``FakeQuantizationToInteger`` and ``CanonicalizeOps`` (``qnn_passes``, any opt_level); then
+   the graph passes TVM runs at the PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
    FoldScaleAxis, AlterOpLayout, FuseOps, ...; each pass runs when its own opt_level is at most
    the context's, see ``build_passes``);
 3. ``lower_primitives``: each distinct primitive function to loop IR with the implementation
