@@ -62,12 +62,13 @@ def quantized_cnn(fmt: str = "QDQ", seed: int = 0, calib: int = 8, activation: s
     )
 
     model = float_cnn(seed, **kw) if model is None else model
+    name = model.graph.input[0].name
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     rng = np.random.default_rng(seed + 1)
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.it = iter([{"x": rng.standard_normal(shape).astype("float32")}
+            self.it = iter([{name: rng.standard_normal(shape).astype("float32")}
                             for _ in range(calib)])
 
         def get_next(self):
