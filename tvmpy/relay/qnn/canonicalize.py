@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..expr import Constant, RelayExpr, RelayTypeError, Tuple, const
+from ..expr import Attrs, Constant, RelayExpr, RelayTypeError, Tuple, const
 from ..op import nn, tensor, transform
 from ..op import reduce as red
 from ..op.registry import register_op_attr
@@ -188,15 +188,15 @@ def _zero(e: RelayExpr) -> bool:
     return v is not None and not np.any(v)
 
 
-def _window_sum(xp: RelayExpr, xt_shape: list[int], attrs: Any, out_channels: int) -> RelayExpr:
+def _window_sum(xp: RelayExpr, shape: list[int], attrs: Any, kernel: tuple[int, int],
+                out_channels: int) -> RelayExpr:
     """Per output channel, the sum of the (padded) data over the kernel window and the group's
-    input channels: int32 [N, O or 1, OH, OW]."""
-    n, c, h, w = xt_shape
+    input channels: int32 [N, O or 1, OH, OW] (a box filter: a depthwise conv of ones)."""
+    n, c, h, w = shape
     g = attrs.groups
-    kh, kw = attrs.kernel_size
     xi = transform.cast(xp, "int32")
     s = red.sum(transform.reshape(xi, (n, g, c // g, h, w)), axis=2)  # [N, g, H, W]
-    ones = const(np.ones((g, 1, kh, kw), np.int32))
+    ones = const(np.ones((g, 1, *kernel), np.int32))
     ws = nn.conv2d(s, ones, strides=attrs.strides, dilation=attrs.dilation, groups=g,
                    out_dtype="int32")
     if g == 1 or out_channels == g:
@@ -231,18 +231,10 @@ def _conv2d(attrs: Any, args: list, types: list) -> RelayExpr:
     bias = tensor.subtract(tensor.multiply(tensor.multiply(zxi, zwi), const(k, "int32")),
                            tensor.multiply(zxi, wsum))
     out = tensor.add(acc, bias)
-    if not _zero(zwi):
-        attrs_k = _KAttrs(attrs, (kh, kw))
-        out = tensor.subtract(out, tensor.multiply(zwi, _window_sum(xu, xshape, attrs_k, o)))
+    if not _zero(zwi):  # asymmetric weights: zw times the data's window sums
+        out = tensor.subtract(out, tensor.multiply(zwi, _window_sum(xu, xshape, attrs, (kh, kw),
+                                                                    o)))
     return out
-
-
-class _KAttrs:
-    """conv attributes with the kernel size known (qnn.conv2d's ``kernel_size`` may be None)."""
-
-    def __init__(self, attrs: Any, ksize: tuple[int, int]):
-        self.groups, self.strides, self.dilation = attrs.groups, attrs.strides, attrs.dilation
-        self.kernel_size = ksize
 
 
 @_rule("qnn.dense")
@@ -288,17 +280,15 @@ def _batch_matmul(attrs: Any, args: list, types: list) -> RelayExpr:
 # ---- elementwise --------------------------------------------------------------------------------
 def _dequant(x: RelayExpr, xt: Any, s: RelayExpr, st: Any, z: RelayExpr, zt: Any,
              axis: int = -1) -> RelayExpr:
-    return _dequantize(_Attrs(axis=axis, out_dtype="float32"), [x, s, z], [xt, st, zt])
+    """qnn.dequantize's lowering, to float32."""
+    return _dequantize(Attrs({"axis": axis, "out_dtype": "float32"}), [x, s, z], [xt, st, zt])
 
 
 def _quant(v: RelayExpr, ndim: int, s: RelayExpr, st: Any, z: RelayExpr, zt: Any,
            dtype: str) -> RelayExpr:
+    """qnn.quantize's lowering of a float32 value of rank ``ndim`` (per-tensor parameters)."""
     vt = TensorType([1] * ndim, "float32")
-    return _quantize(_Attrs(axis=-1, out_dtype=dtype), [v, s, z], [vt, st, zt])
-
-
-class _Attrs(dict):
-    __getattr__ = dict.__getitem__
+    return _quantize(Attrs({"axis": -1, "out_dtype": dtype}), [v, s, z], [vt, st, zt])
 
 
 @_rule("qnn.add")
