@@ -126,3 +126,22 @@ def test_qdq_attention_matmuls_become_integer():
     (got,) = build_run(mod, {"x": x}, params)
     steps = np.abs(got - sess.run(None, {"x": x})[0]).max() / _output_step(model)
     assert steps <= 2, f"{steps} quantization steps"  # softmax: float exp differs by ulps
+
+
+def test_quantize_dynamic_matches_onnxruntime(tmp_path):
+    """quantize_dynamic: DynamicQuantizeLinear (a run-time scale and zero point) feeding
+    MatMulInteger -> qnn.quantize / qnn.dense with expression zero points; bit-exact."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    onnx.save(float_attention(), tmp_path / "f.onnx")
+    quantize_dynamic(tmp_path / "f.onnx", tmp_path / "q.onnx", weight_type=QuantType.QInt8)
+    model = onnx.load(tmp_path / "q.onnx")
+    mod, params = relay.frontend.from_onnx(model, {"x": (1, 8, 16)})
+    names = [c.op.name for c in _calls(mod["main"].body)]
+    assert names.count("qnn.dense") == 4 and names.count("qnn.quantize") == 2, names
+    x = np.random.default_rng(9).standard_normal((1, 8, 16)).astype("float32")
+    expect = ort.InferenceSession(model.SerializeToString(),
+                                  providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    (got,) = build_run(mod, {"x": x}, params)
+    np.testing.assert_array_equal(got, expect)
