@@ -11,7 +11,8 @@ axis):
 * a bias added to such an accumulator (``nn.bias_add`` / ``add`` of a dequantized int32 or float
   constant) -> an int32 add (the constant requantized to the accumulator's scale);
 * order-preserving ops on the integers themselves: ``nn.max_pool2d``, ``reshape``,
-  ``transpose``, ``nn.batch_flatten``, ``squeeze``, ``expand_dims``; ``nn.relu`` / ``clip``
+  ``transpose``, ``nn.batch_flatten``, ``squeeze``, ``expand_dims``, ``strided_slice``,
+  ``nn.pad`` (constant: the pad value quantized); ``nn.relu`` / ``clip``
   become a clamp applied after the final requantization (exact: quantization is monotonic);
 * operators that need the output's parameters, directly under the quantize: ``add``,
   ``multiply``, ``subtract``, ``concatenate``, ``sigmoid``, ``nn.leaky_relu``,
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..expr import Call, RelayExpr, Tuple, const
-from ..op import nn, tensor, transform
+from ..op import nn, tensor
 from ..op.registry import Op
 from ..transform.pass_infra import FunctionPass
 from ..visitor import ExprMutator
@@ -348,12 +349,31 @@ def _last_axis_kept(v: QValue, c: Call) -> int:
     return -1
 
 
-_RULES["reshape"] = _same(lambda x, c: transform.reshape(x, c.attrs.newshape), _last_axis_kept)
-_RULES["transpose"] = _same(lambda x, c: transform.transpose(x, c.attrs.axes), _transpose_axis)
-_RULES["nn.batch_flatten"] = _same(lambda x, c: nn.batch_flatten(x))
-_RULES["squeeze"] = _same(lambda x, c: transform.squeeze(x, c.attrs.axis))
-_RULES["expand_dims"] = _same(lambda x, c: transform.expand_dims(x, c.attrs.axis,
-                                                                  c.attrs.num_newaxis))
+def _recall(x: RelayExpr, c: Call) -> RelayExpr:
+    """The same operator call on the integer tensor."""
+    return Call(c.op, [x], c.attrs)
+
+
+_RULES["reshape"] = _same(_recall, _last_axis_kept)
+_RULES["transpose"] = _same(_recall, _transpose_axis)
+for _n in ("nn.batch_flatten", "squeeze", "expand_dims", "strided_slice"):
+    _RULES[_n] = _same(_recall)
+
+
+@_rule("nn.pad")
+def _pad(r: _Rewriter, c: Call) -> QValue | None:
+    """A constant pad of the real value v pads the integers with round(v / s) + zp."""
+    v = r.rewrite(c.args[0])
+    if v is None or v.axis >= 0 or c.attrs.pad_mode != "constant":
+        return None
+    s, z = _num(v.scale), _num(v.zp)
+    if s is None or z is None:
+        return None
+    info = np.iinfo(np.dtype(v.dtype))
+    q = np.clip(np.rint(np.float32(c.attrs.pad_value) / np.float32(s)) + float(z), info.min,
+                info.max)
+    y = nn.pad(v.expr, c.attrs.pad_width, pad_value=float(q))
+    return QValue(y, v.scale, v.zp, v.dtype, v.ndim, -1, v.clamp)
 
 
 @_rule("nn.max_pool2d")
