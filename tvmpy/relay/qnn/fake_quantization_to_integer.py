@@ -159,8 +159,8 @@ class _Rewriter(ExprMutator):
                                                       zo),
             "nn.avg_pool2d": lambda v: qnn.avg_pool2d(
                 v.expr, v.scale, v.zp, so, zo, e.attrs.pool_size, e.attrs.strides,
-                e.attrs.padding, e.attrs.dilation, e.attrs.layout, e.attrs.ceil_mode,
-                e.attrs.count_include_pad),
+                e.attrs.padding, e.attrs.dilation, e.attrs.ceil_mode, e.attrs.count_include_pad,
+                e.attrs.layout),
             "nn.global_avg_pool2d": lambda v: qnn.global_avg_pool2d(
                 v.expr, v.scale, v.zp, so, zo, e.attrs.layout),
         }

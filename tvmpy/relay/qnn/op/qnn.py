@@ -350,8 +350,10 @@ def leaky_relu(data: RelayExpr, alpha: float, input_scale: RelayExpr, input_zero
 def avg_pool2d(data: RelayExpr, input_scale: RelayExpr, input_zero_point: RelayExpr,
                output_scale: RelayExpr, output_zero_point: RelayExpr, pool_size: Any,
                strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
-               layout: str = "NCHW", ceil_mode: bool = False,
-               count_include_pad: bool = False) -> RelayExpr:
+               ceil_mode: bool = False, count_include_pad: bool = False,
+               layout: str = "NCHW") -> RelayExpr:
+    """As onnxruntime's QLinearAveragePool: dequantize, float average, quantize (TVM's
+    argument order)."""
     return make_call("qnn.avg_pool2d", _qargs(data, input_scale, input_zero_point, output_scale,
                                               output_zero_point), {
         "pool_size": _pair(pool_size, "pool_size"), "strides": _pair(strides, "strides"),
