@@ -302,3 +302,14 @@ def test_kernel_friendly_form_uint8_data_int8_weight():
         assert convs[0].args[1].checked_type.dtype == "int8"
         pad = convs[0].args[0]
         assert pad.op.name == "nn.pad" and pad.attrs.pad_value == (129.0 if dx == "int8" else 1.0)
+
+
+def test_quantize_to_int32_saturates_at_both_ends():
+    """2**31 - 1 is no float32: values from 2**31 on must still give INT32_MAX."""
+    x = np.array([1e6, -1e6, 3.5, 2147.48352], "float32")
+    xv = relay.var("x", shape=x.shape)
+    y = qnn.op.quantize(xv, relay.const(1e-6), relay.const(0, "int32"), out_dtype="int32")
+    expect = np.array([2**31 - 1, -(2**31), 3500000, np.rint(np.float32(2147.48352) /
+                                                              np.float32(1e-6))], "int64")
+    expect = np.clip(expect, -(2**31), 2**31 - 1).astype("int32")
+    assert_all_equal(expect, *run_three(relay.Function([xv], y), x))

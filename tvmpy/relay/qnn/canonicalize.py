@@ -71,10 +71,16 @@ def _cast(e: RelayExpr, src: str, dst: str) -> RelayExpr:
     return e if src == dst else transform.cast(e, dst)
 
 
-def _saturate(v: RelayExpr, dtype: str) -> RelayExpr:
-    """Clip a float or int64/int32 value to ``dtype``'s range, then cast."""
+def _saturate(v: RelayExpr, dtype: str, src: str = "float32") -> RelayExpr:
+    """Clip a value (of dtype ``src``, float by default) to ``dtype``'s range, then cast. A
+    float source into int32: 2**31 - 1 is no float32, so values from 2**31 on are selected."""
     info = np.iinfo(np.dtype(dtype))
-    return transform.cast(tensor.clip(v, float(info.min), float(info.max)), dtype)
+    if info.bits < 32 or src.startswith("int"):
+        return transform.cast(tensor.clip(v, float(info.min), float(info.max)), dtype)
+    below = float(np.nextafter(np.float32(2**31), 0))
+    y = transform.cast(tensor.clip(v, float(info.min), below), dtype)
+    return tensor.where(tensor.greater_equal(v, const(np.asarray(2.0**31, src))),
+                        const(int(info.max), dtype), y)
 
 
 def _i32(e: RelayExpr, t: Any) -> RelayExpr:
@@ -109,7 +115,7 @@ def _quantize(attrs: Any, args: list, types: list) -> RelayExpr:
     ft = xt.dtype
     q = tensor.nearbyint(tensor.divide(x, _cast(_param(s, st, n, attrs.axis), st.dtype, ft)))
     q = tensor.add(q, _cast(_param(z, zt, n, attrs.axis), zt.dtype, ft))
-    return _saturate(q, attrs.out_dtype)
+    return _saturate(q, attrs.out_dtype, ft)
 
 
 @_rule("qnn.dequantize")
@@ -159,7 +165,7 @@ def _requantize(attrs: Any, args: list, types: list) -> RelayExpr:
         rounded = tensor.subtract(rounded, transform.cast(tensor.less(prod, const(0, "int64")),
                                                           "int64"))
     y = tensor.add(tensor.right_shift(rounded, c64(shift)), _cast(p(4), types[4].dtype, "int64"))
-    return _saturate(y, attrs.out_dtype)
+    return _saturate(y, attrs.out_dtype, "int64")
 
 
 # ---- products: uint8 data x int8 weights, int32 accumulation -------------------------------------
