@@ -26,9 +26,10 @@ import numpy as np
 from ..expr import Attrs, Constant, RelayExpr, RelayTypeError, Tuple, const
 from ..op import nn, tensor, transform
 from ..op import reduce as red
+from ..op.nn import _pool2d_rel
 from ..op.registry import register_op_attr
 from ..ty import TensorType
-from .op.reference import fixed_point_multiplier
+from .op.reference import avg_pool_plan, fixed_point_multiplier
 
 __all__ = ["const_value", "QnnCanonicalizeError"]
 
@@ -385,16 +386,52 @@ _rule("qnn.leaky_relu")(_through_float(
                               tensor.multiply(v, const(float(a.alpha), "float32")))))
 
 
+def _dequant_table(x: RelayExpr, xt: Any, s: RelayExpr, z: RelayExpr) -> RelayExpr | None:
+    """8-bit data with constant parameters dequantized by a 256-entry float32 table: each value
+    is the rounded product ``s * (q - z)`` itself, so no later add can contract with it into
+    an FMA (which would round differently from onnxruntime's two-step arithmetic)."""
+    sv, zv = const_value(s), const_value(z)
+    if xt.dtype not in ("uint8", "int8") or sv is None or zv is None or sv.size > 1:
+        return None
+    lo = -128 if xt.dtype == "int8" else 0
+    q = np.arange(lo, lo + 256)
+    table = np.float32(sv.reshape(())) * (q - int(zv.reshape(()))).astype(np.float32)
+    idx = transform.cast(x, "int32")
+    if lo:
+        idx = tensor.add(idx, const(-lo, "int32"))
+    return transform.take(const(table.astype(np.float32)), idx, axis=0)
+
+
 @_rule("qnn.avg_pool2d")
 def _avg_pool2d(attrs: Any, args: list, types: list) -> RelayExpr:
-    """As onnxruntime's QLinearAveragePool: the float average of the dequantized values, then
-    ``saturate(nearbyint(y / s_out + zp_out))`` (the zero point added before rounding)."""
+    """As onnxruntime's QLinearAveragePool: the float32 average of the dequantized values
+    (summed tap by tap in its order, divided by the in-bounds count), then
+    ``saturate(nearbyint(y / s_out + zp_out))`` (the zero point added before rounding). One
+    fused elementwise kernel of strided slices: pools here are small windows."""
     x, s, z, so, zo = args
     xt = types[0]
     a = attrs
-    v = nn.avg_pool2d(_dequant(x, xt, s, types[1], z, types[2]), a.pool_size, a.strides,
-                      a.dilation, a.padding, a.layout, a.ceil_mode, a.count_include_pad)
-    y = tensor.add(tensor.divide(v, _f32(so, types[3])), _f32(zo, types[4]))
+    if a.layout != "NCHW":
+        raise QnnCanonicalizeError(f"qnn.avg_pool2d: layout NCHW only, got {a.layout}")
+    n, c, h, w = (int(d) for d in xt.shape)
+    out = _pool2d_rel([xt], a)
+    oh, ow = int(out.shape[2]), int(out.shape[3])
+    taps, (pb, pr), count = avg_pool_plan(a, h, w, oh, ow)
+    pt, pl = a.padding[0], a.padding[1]
+    v = _dequant_table(x, xt, s, z)
+    if v is None:
+        v = _dequant(x, xt, s, types[1], z, types[2])
+    if pt or pl or pb or pr:
+        v = nn.pad(v, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    sh, sw = a.strides
+    acc = None
+    for dy, dx in taps:  # the float32 sum in onnxruntime's order (exact parity on ties)
+        sl = transform.strided_slice(v, [0, 0, dy, dx], [n, c, dy + (oh - 1) * sh + 1,
+                                                         dx + (ow - 1) * sw + 1], [1, 1, sh, sw])
+        acc = sl if acc is None else tensor.add(acc, sl)
+    assert acc is not None
+    y = tensor.divide(acc, const(count.reshape(1, 1, oh, ow)))
+    y = tensor.add(tensor.divide(y, _f32(so, types[3])), _f32(zo, types[4]))
     return _saturate(tensor.nearbyint(y), xt.dtype)
 
 

@@ -26,7 +26,7 @@ from ..common import reshape_to
 from . import quant as fq
 from .context import ImportContext, dtype_of, np_dtype, shape_of
 from .conv import conv_pads
-from .pooling import _avgpool
+from .pooling import _avgpool, _pool_args
 from .registry import Attrs, Inputs, Names, Output, converter
 
 _MS = "com.microsoft."
@@ -246,7 +246,11 @@ def _qavgpool(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
     x, sx, zx, sy, zy = (list(inputs) + [None] * 5)[:5]
     if attrs.get("channels_last", 0):
         raise ctx.fail("channels_last=1 is not supported")
-    v = qnn.dequantize(x, sx, _zp(zx))
+    if len(shape_of(x)) == 4:
+        _, kw = _pool_args(ctx, x, attrs)
+        return qnn.avg_pool2d(x, sx, _zp(zx), sy, _zp(zy), **kw,
+                              count_include_pad=bool(attrs.get("count_include_pad", 0)))
+    v = qnn.dequantize(x, sx, _zp(zx))  # 1-D / 3-D: the float pool
     pooled = _avgpool(ctx, [v], {k: a for k, a in attrs.items() if k != "channels_last"}, names)
     assert isinstance(pooled, RelayExpr)
     return qnn.quantize(pooled, sy, _zp(zy), out_dtype=dtype_of(x))

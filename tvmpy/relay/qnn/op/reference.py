@@ -199,18 +199,42 @@ FNUMPY["qnn.leaky_relu"] = _through_float(
     lambda a, v: np.where(v >= 0, v, v * np.float32(a.alpha)).astype(np.float32))
 
 
+def avg_pool_plan(attrs: Any, h: int, w: int, oh: int, ow: int
+                  ) -> tuple[list[tuple[int, int]], tuple[int, int], np.ndarray]:
+    """onnxruntime's QLinearAveragePool window walk: the taps ``(dy, dx)`` in its summation
+    order (rows, then columns), the zero padding ``(bottom, right)`` that puts every tap of the
+    padded input in bounds, and the divisor per output position ([oh, ow] float32: the taps
+    inside the input, or the whole window with count_include_pad)."""
+    kh, kw = attrs.pool_size
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl = attrs.padding[0], attrs.padding[1]
+    taps = [(i * dh, j * dw) for i in range(kh) for j in range(kw)]
+    bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - pt)
+    right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - pl)
+    rows = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh  # [oh, kh]
+    cols = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw
+    nr = ((rows >= 0) & (rows < h)).sum(1)
+    nc = ((cols >= 0) & (cols < w)).sum(1)
+    count = np.full((oh, ow), kh * kw) if attrs.count_include_pad else np.outer(nr, nc)
+    return taps, (bottom, right), np.maximum(count, 1).astype(np.float32)
+
+
 @_reg("qnn.avg_pool2d")
 def _avg_pool2d(attrs, ins, t):
-    from ....topi.testing import pool2d_python
-
-    def pool(a, v):
-        return pool2d_python(v, a.pool_size, a.strides, a.dilation, a.padding, "avg",
-                             a.ceil_mode, a.count_include_pad).astype(np.float32)
-
     x, s, z, so, zo = ins
-    v = pool(attrs, _deq(x, s, z, -1))
-    y = np.rint(v / _f32(so) + _f32(zo)).astype(np.float64)  # zp before rounding, as ORT
-    return _sat(y, t.dtype)
+    v = _deq(x, s, z, -1)
+    oh, ow = t.shape[2], t.shape[3]
+    taps, (pb, pr), count = avg_pool_plan(attrs, v.shape[2], v.shape[3], oh, ow)
+    pt, pl = attrs.padding[0], attrs.padding[1]
+    vp = np.pad(v, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    sh, sw = attrs.strides
+    acc = np.zeros(v.shape[:2] + (oh, ow), np.float32)
+    for dy, dx in taps:  # float32 sums in onnxruntime's order
+        acc = acc + vp[:, :, dy:dy + (oh - 1) * sh + 1:sh, dx:dx + (ow - 1) * sw + 1:sw]
+    y = (acc / count).astype(np.float32)
+    q = np.rint(y / _f32(so) + _f32(zo)).astype(np.float64)  # zp before rounding, as ORT
+    return _sat(q, t.dtype)
 
 
 @_reg("qnn.global_avg_pool2d")
