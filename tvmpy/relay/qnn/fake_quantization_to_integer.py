@@ -165,6 +165,8 @@ class _Rewriter(ExprMutator):
                 v.expr, v.scale, v.zp, so, zo, e.attrs.layout),
         }
         if name in unary:
+            if name.endswith("pool2d") and e.attrs.layout != "NCHW":
+                return None
             v = self.rewrite(e.args[0])
             if not _plain(v, dtype) or v.axis >= 0:  # type: ignore[union-attr]
                 return None
