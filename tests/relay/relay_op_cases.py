@@ -170,6 +170,7 @@ def _qnn_cases():
         "qnn.avg_pool2d": (qnn.op.avg_pool2d(q, s, z, s, z, 2, 2), (2, 4, 4, 4), "uint8"),
         "qnn.global_avg_pool2d": (qnn.op.global_avg_pool2d(q, s, z, s, z), (2, 4, 1, 1),
                                   "uint8"),
+        "qnn.softmax": (qnn.op.softmax(qm, s, z, s, z), (3, 5), "int8"),
     }
 
 

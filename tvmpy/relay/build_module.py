@@ -195,11 +195,17 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None,
 
 def qnn_passes(mod: IRModule) -> list[Any]:
     """When ``mod`` calls ``qnn.*`` operators: FakeQuantizationToInteger (QDQ regions -> QNN
-    ops), then the QNN canonicalization to standard integer ops, before every other pass (before
-    FoldConstant, which would fold a dequantized constant weight back to float)."""
+    ops; its optional rewrites from the PassContext config
+    ``relay.FakeQuantizationToInteger.optional_qnn_ops``, default ``["nn.softmax"]``), then the
+    QNN canonicalization to standard integer ops, before every other pass (before FoldConstant,
+    which would fold a dequantized constant weight back to float)."""
     from .qnn import transform as QT
 
-    return [QT.FakeQuantizationToInteger(), QT.CanonicalizeOps()] if QT.has_qnn_ops(mod) else []
+    if not QT.has_qnn_ops(mod):
+        return []
+    optional = PassContext.current().config.get(
+        "relay.FakeQuantizationToInteger.optional_qnn_ops", ["nn.softmax"])
+    return [QT.FakeQuantizationToInteger(tuple(optional)), QT.CanonicalizeOps()]
 
 
 def _dump(folder: str, index: int, name: str, text: str) -> None:

@@ -197,3 +197,16 @@ def test_qgemm(with_y):
     model = _model("QGemm", {"a": a}, inits, ["uint8" if with_y else "float32"], domain=MS,
                    transB=1, _order=order)
     _check(model, {"a": a}, exact=with_y)
+
+
+@pytest.mark.parametrize("dtype,shape,opset,axis", [("uint8", (2, 3, 17), 13, -1),
+                                                    ("int8", (2, 5, 7), 13, 1),
+                                                    ("uint8", (3, 4, 5), 12, 1)])
+def test_qlinear_softmax(dtype, shape, opset, axis):
+    x = rand_q(rng, shape, dtype)
+    zy = np.array(0 if dtype == "uint8" else -128, dtype)
+    inits = {"sx": np.float32(0.07), "zx": np.array(3, dtype), "sy": np.float32(1 / 256),
+             "zy": zy}
+    model = _model("QLinearSoftmax", {"x": x}, inits, domain=MS, opset=opset, axis=axis,
+                   _order=["x", "sx", "zx", "sy", "zy"])
+    _check(model, {"x": x})

@@ -29,7 +29,7 @@ from ..op import reduce as red
 from ..op.nn import _pool2d_rel
 from ..op.registry import register_op_attr
 from ..ty import TensorType
-from .op.reference import avg_pool_plan, fixed_point_multiplier
+from .op.reference import avg_pool_plan, fixed_point_multiplier, softmax_rows, softmax_table
 
 __all__ = ["const_value", "QnnCanonicalizeError"]
 
@@ -452,3 +452,26 @@ def _global_avg_pool2d(attrs: Any, args: list, types: list) -> RelayExpr:
                                          const(float(hw), "float32")))
     return _requant_float(transform.cast(acc, "float32"), mult, transform.reshape(zo, ()),
                           types[4], xt.dtype)
+
+
+@_rule("qnn.softmax")
+def _softmax(attrs: Any, args: list, types: list) -> RelayExpr:
+    """onnxruntime's QLinearSoftmax: ``e = table[q - max + 255]`` (a constant 256-entry float32
+    table), the row's float32 sum, ``nearbyint(e * floor(1 / s_out) / sum) + zp_out``."""
+    x, s, z, so, zo = args
+    xt = types[0]
+    shape = [int(d) for d in xt.shape]
+    sv = const_value(s)
+    if sv is None or sv.size != 1:
+        raise QnnCanonicalizeError("qnn.softmax needs a constant per-tensor input scale")
+    ax, d = softmax_rows(attrs, tuple(shape))
+    axes = list(range(ax, len(shape))) if attrs.flatten else [ax]
+    xi = _i32(x, xt)
+    idx = tensor.add(tensor.subtract(xi, red.max(xi, axis=axes, keepdims=True)),
+                     const(255, "int32"))
+    e = transform.take(const(softmax_table(float(sv.reshape(())), d)), idx, axis=0)
+    total = red.sum(e, axis=axes, keepdims=True)
+    y_scale = tensor.floor(tensor.divide(const(1.0, "float32"), _f32(transform.reshape(so, ()),
+                                                                     types[3])))
+    q = tensor.nearbyint(tensor.divide(tensor.multiply(e, y_scale), total))
+    return _saturate(tensor.add(q, _f32(transform.reshape(zo, ()), types[4])), xt.dtype)

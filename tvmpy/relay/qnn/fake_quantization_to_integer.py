@@ -77,9 +77,10 @@ _I8 = ("int8", "uint8")
 
 
 class _Rewriter(ExprMutator):
-    def __init__(self) -> None:
+    def __init__(self, optional: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.qmemo: dict[int, QValue | None] = {}
+        self.optional = optional
 
     # -- the region above one quantize --------------------------------------------------------
     def visit_call(self, c: Call) -> RelayExpr:
@@ -164,6 +165,12 @@ class _Rewriter(ExprMutator):
             "nn.global_avg_pool2d": lambda v: qnn.global_avg_pool2d(
                 v.expr, v.scale, v.zp, so, zo, e.attrs.layout),
         }
+        if name == "nn.softmax" and name in self.optional:
+            v = self.rewrite(e.args[0])
+            if not _plain(v, dtype) or v.axis >= 0 or _num(v.scale) is None:  # type: ignore
+                return None
+            assert v is not None
+            return qnn.softmax(v.expr, v.scale, v.zp, so, zo, axis=e.attrs.axis)
         if name in unary:
             if name.endswith("pool2d") and e.attrs.layout != "NCHW":
                 return None
@@ -403,12 +410,16 @@ def _clamp(r: _Rewriter, c: Call) -> QValue | None:
 
 
 class FakeQuantizationToInteger(FunctionPass):
-    """``relay.qnn.transform.FakeQuantizationToInteger()``: see the module docstring. Clamps
-    need constant output parameters; everything else works on parameter expressions."""
+    """``relay.qnn.transform.FakeQuantizationToInteger(optional_qnn_ops=())``: see the module
+    docstring. Clamps need constant output parameters; everything else works on parameter
+    expressions. ``optional_qnn_ops`` (TVM's argument): ``("nn.softmax",)`` also rewrites a
+    quantized softmax into ``qnn.softmax`` (onnxruntime's lookup-table QLinearSoftmax, which its
+    extended graph optimizations substitute for QDQ softmax; not the float definition)."""
 
-    def __init__(self) -> None:
+    def __init__(self, optional_qnn_ops: tuple[str, ...] | list[str] = ()) -> None:
         super().__init__(name="FakeQuantizationToInteger", opt_level=0)
+        self.optional = tuple(optional_qnn_ops)
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
-        return _Rewriter().visit(func)
+        return _Rewriter(self.optional).visit(func)
 

@@ -3,7 +3,8 @@
 QuantizeLinear / DequantizeLinear (per tensor and per axis), QLinearConv, QLinearMatMul,
 ConvInteger, MatMulInteger, and the com.microsoft QOperator ops onnxruntime's
 ``quantize_static(QuantFormat.QOperator)`` emits: QLinearAdd, QLinearMul, QLinearSigmoid,
-QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and QGemm.
+QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat, QLinearSoftmax and
+QGemm.
 DynamicQuantizeLinear imports through its ONNX function body (its QuantizeLinear is
 ``qnn.quantize``). QDQ graphs keep their QuantizeLinear/DequantizeLinear pairs as
 ``qnn.quantize``/``qnn.dequantize``; ``relay.qnn.transform.FakeQuantizationToInteger`` (run by
@@ -265,3 +266,13 @@ def _qconcat(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     xs, ss, zs = rest[0::3], rest[1::3], rest[2::3]
     axis = int(attrs["axis"]) % len(shape_of(xs[0]))
     return qnn.concatenate(xs, ss, [_zp(z) for z in zs], sy, _zp(zy), axis)
+
+
+@converter(_MS + "QLinearSoftmax")
+def _qsoftmax(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    """As onnxruntime (its lookup-table kernel; ``opset`` < 13 reduces over every axis from
+    ``axis`` on, default axis 1; from 13 over ``axis``, default -1)."""
+    x, sx, zx, sy, zy = (list(inputs) + [None] * 5)[:5]
+    opset = int(attrs.get("opset", 13))
+    axis = int(attrs.get("axis", 1 if opset < 13 else -1))
+    return qnn.softmax(x, sx, _zp(zx), sy, _zp(zy), axis=axis, flatten=opset < 13)

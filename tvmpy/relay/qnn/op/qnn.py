@@ -32,7 +32,7 @@ from ...ty import TensorType, Type, dim_equal
 __all__ = [
     "quantize", "dequantize", "requantize", "conv2d", "dense", "batch_matmul", "add", "mul",
     "subtract", "concatenate", "sigmoid", "leaky_relu", "avg_pool2d", "global_avg_pool2d",
-    "QUANTIZED_DTYPES",
+    "softmax", "QUANTIZED_DTYPES",
 ]  # fmt: skip
 
 QUANTIZED_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
@@ -330,6 +330,16 @@ register_op("qnn.global_avg_pool2d", _qunary_rel("qnn.global_avg_pool2d", _globa
             OpPattern.OPAQUE, 5, {"layout": "NCHW"})
 
 
+def _qsoftmax_rel(arg_types: list[Type], attrs: Any) -> Type:
+    t = _qunary_rel("qnn.softmax")(arg_types, attrs)
+    assert isinstance(t, TensorType)
+    normalize_axis(attrs.axis, len(t.shape), "qnn.softmax's axis")
+    return t
+
+
+register_op("qnn.softmax", _qsoftmax_rel, OpPattern.OPAQUE, 5, {"axis": -1, "flatten": False})
+
+
 def _qargs(data: RelayExpr, input_scale: RelayExpr, input_zero_point: RelayExpr,
            output_scale: RelayExpr, output_zero_point: RelayExpr) -> list[RelayExpr]:
     return [data, input_scale, input_zero_point, output_scale, output_zero_point]
@@ -370,3 +380,15 @@ def global_avg_pool2d(data: RelayExpr, input_scale: RelayExpr, input_zero_point:
                                                      output_scale, output_zero_point),
                      {"layout": layout})
 
+
+
+def softmax(data: RelayExpr, input_scale: RelayExpr, input_zero_point: RelayExpr,
+            output_scale: RelayExpr, output_zero_point: RelayExpr, axis: int = -1,
+            flatten: bool = False) -> RelayExpr:
+    """onnxruntime's QLinearSoftmax: a 256-entry float32 table of ``exp((q - max) * s)``
+    (shifted so that the sum fits), a float32 sum per row, ``nearbyint(e * floor(1 / s_out) /
+    sum) + zp_out``. ``flatten``: reduce over every axis from ``axis`` on (ONNX opset < 13).
+    ``input_scale`` must be a constant; the input zero point cancels."""
+    return make_call("qnn.softmax", _qargs(data, input_scale, input_zero_point, output_scale,
+                                           output_zero_point),
+                     {"axis": int(axis), "flatten": bool(flatten)})

@@ -10,7 +10,8 @@ import numpy as np
 
 from ...op.registry import register_op_attr
 
-__all__ = ["fixed_point_multiplier", "requantize_np", "quantize_np", "dequantize_np"]
+__all__ = ["fixed_point_multiplier", "requantize_np", "quantize_np", "dequantize_np",
+           "avg_pool_plan", "softmax_table", "softmax_rows"]
 
 
 def _p(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
@@ -244,6 +245,43 @@ def _global_avg_pool2d(attrs, ins, t):
     acc = x.astype(np.int64).sum(axis=(2, 3), keepdims=True) - int(np.asarray(z)) * hw
     mult = _f32(s) / (_f32(so) * np.float32(hw))
     return _requant_f32(acc, mult, zo, t.dtype)
+
+
+def softmax_table(x_scale: float, reduce_len: int) -> np.ndarray:
+    """onnxruntime's QLinearSoftmax table: entry ``i`` is ``exp((i - 255 + shift) * s)`` as
+    float32, computed in double; ``shift`` keeps the row sum below float32's max."""
+    s = float(np.float32(x_scale))
+    shift = max(0.0, np.log(float(np.finfo(np.float32).max) / reduce_len) - 5.0) / s
+    i = np.arange(256, dtype=np.float64)
+    return np.exp((i - 255 + shift) * s).astype(np.float32)
+
+
+def softmax_rows(attrs: Any, shape: tuple) -> tuple[int, int]:
+    """(the softmax axis, the row length D) of a tensor of ``shape``."""
+    ax = attrs.axis % len(shape)
+    d = int(np.prod(shape[ax:])) if attrs.flatten else int(shape[ax])
+    return ax, d
+
+
+@_reg("qnn.softmax")
+def _softmax(attrs, ins, t):
+    x, s, z, so, zo = ins
+    ax, d = softmax_rows(attrs, x.shape)
+    axes = tuple(range(ax, x.ndim)) if attrs.flatten else (ax,)
+    table = softmax_table(float(np.asarray(s).reshape(-1)[0]), d)
+    xi = x.astype(np.int64)
+    e = table[xi - xi.max(axis=axes, keepdims=True) + 255]
+    moved = np.moveaxis(e, axes, range(x.ndim - len(axes), x.ndim))
+    flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
+    total = np.zeros(flat.shape[:-1], np.float32)
+    for k in range(flat.shape[-1]):  # the row sum in order, in float32
+        total = total + flat[..., k]
+    total = np.expand_dims(total, tuple(range(x.ndim - len(axes), x.ndim)))
+    total = np.moveaxis(np.broadcast_to(total, moved.shape), range(x.ndim - len(axes), x.ndim),
+                        axes)
+    y_scale = np.floor(np.float32(1.0) / _f32(so))
+    q = np.rint((e * y_scale) / total).astype(np.float64) + np.asarray(zo, np.float64)
+    return _sat(q, t.dtype)
 
 
 def register_all() -> None:
