@@ -131,6 +131,20 @@ def test_qdq_attention_matmuls_become_integer():
     (got,) = build_run(mod, {"x": x}, params)  # relay.build: optional_qnn_ops=["nn.softmax"]
     steps = np.abs(got - sess.run(None, {"x": x})[0]).max() / _output_step(model)
     assert steps == 0, f"{steps} quantization steps"
+    # without the optional rewrite: the float softmax, as onnxruntime's basic optimizations
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    basic = ort.InferenceSession(model.SerializeToString(), opts,
+                                 providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    cfg = {"relay.FakeQuantizationToInteger.optional_qnn_ops": []}
+    with tvm.transform.PassContext(opt_level=3, config=cfg):
+        lib = relay.build(mod, target="llvm", params=params)
+    from tvmpy.contrib import graph_executor
+
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", x)
+    m.run()
+    assert np.abs(m.get_output(0).numpy() - basic).max() / _output_step(model) <= 1
 
 
 def test_quantize_dynamic_matches_onnxruntime(tmp_path):

@@ -2,7 +2,7 @@
 
 * ``relay.qnn.op``: ``quantize``, ``dequantize``, ``requantize``, ``conv2d``, ``dense``,
   ``batch_matmul``, ``add``, ``mul``, ``subtract``, ``concatenate``, ``sigmoid``,
-  ``leaky_relu``, ``avg_pool2d``, ``global_avg_pool2d``: integer tensors with scale and zero point
+  ``leaky_relu``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``: integer tensors with scale and zero point
   expressions; their numpy meaning (the interpreter's) is onnxruntime's.
 * ``relay.qnn.transform.CanonicalizeOps()``: lowers them to integer relay arithmetic (uint8 x int8
   products with int32 accumulation, zero-point correction terms, ORT's float32 requantization).

@@ -16,7 +16,8 @@ axis):
   become a clamp applied after the final requantization (exact: quantization is monotonic);
 * operators that need the output's parameters, directly under the quantize: ``add``,
   ``multiply``, ``subtract``, ``concatenate``, ``sigmoid``, ``nn.leaky_relu``,
-  ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` -> the QNN op with the quantize's scale/zp.
+  ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` -> the QNN op with the quantize's scale/zp;
+  optionally (``optional_qnn_ops``) ``nn.softmax`` -> ``qnn.softmax``.
 
 The region's result is requantized (``qnn.requantize``) to the quantize's parameters. A region
 containing anything else is left as it is (it runs in float through the dequantize/quantize
