@@ -11,24 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expr import RelayExpr, const
+from ...expr import RelayExpr
 from ...op import tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, shape_of
 from .conv import conv
 from .linalg import matmul
 from .registry import Attrs, Inputs, Names, Output
-
-
-def round_half_even(x: RelayExpr) -> RelayExpr:
-    """Round to nearest, ties to even (ONNX's rounding; relay's round goes away from zero)."""
-    dt = dtype_of(x)
-    f = tensor.floor(x)
-    d = tensor.subtract(x, f)
-    half = const(np.asarray(0.5, dt))
-    even = tensor.add(f, tensor.floor_mod(f, const(np.asarray(2, dt))))
-    up = tensor.add(f, const(np.asarray(1, dt)))
-    return tensor.where(tensor.greater(d, half), up, tensor.where(tensor.less(d, half), f, even))
 
 
 def _param(ctx: ImportContext, p: RelayExpr, x_shape: list[int], attrs: Attrs) -> RelayExpr:
@@ -66,7 +55,7 @@ def _quantize(ctx: ImportContext, x: RelayExpr, scale: RelayExpr, zp: RelayExpr 
     s = _param(ctx, scale, xs, attrs)
     if dtype_of(s) != ft:
         s = transform.cast(s, ft)
-    y = round_half_even(tensor.divide(x, s))
+    y = tensor.nearbyint(tensor.divide(x, s))
     if zp is not None:
         y = tensor.add(y, transform.cast(_param(ctx, zp, xs, attrs), ft))
     return _saturate(ctx, y, out_dtype)
@@ -128,7 +117,7 @@ def _requantize(ctx: ImportContext, acc: RelayExpr, sa: RelayExpr, sb: RelayExpr
     if zy is not None:
         z = transform.cast(zy, "float32")
         y = tensor.add(y, reshape_to(z, []) if shape_of(zy) else z)
-    return _saturate(ctx, round_half_even(y), out_dtype)
+    return _saturate(ctx, tensor.nearbyint(y), out_dtype)
 
 
 def _qlinear_matmul_float(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
