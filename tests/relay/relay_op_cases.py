@@ -132,7 +132,7 @@ def op_cases():
 
     for n in ["negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor",
               "ceil", "round", "sign", "sin", "cos", "copy", "log2", "log1p", "trunc", "zeros_like",
-              "ones_like"]:
+              "ones_like", "nearbyint"]:
         cases[n] = (getattr(T, n)(m), (3, 5))
     cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")
     for n in ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
@@ -144,6 +144,42 @@ def op_cases():
         cases[n] = (getattr(T, n)(m, s), (3, 5), "bool")
     for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
         cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
+    cases.update(_qnn_cases())
     return cases
+
+
+def _qnn_cases():
+    from tvmpy.relay import qnn
+
+    q = relay.var("q", shape=(2, 4, 9, 9), dtype="uint8")
+    qm = relay.var("qm", shape=(3, 5), dtype="int8")
+    q3 = relay.var("q3", shape=(2, 3, 5), dtype="int8")
+    acc = relay.var("acc", shape=(3, 7), dtype="int32")
+    s, z = relay.const(0.05), relay.const(3, "int32")
+    sc7, zc7 = _c(7), relay.const(np.arange(7, dtype="int32"))
+    wq = relay.const(rng.integers(-100, 100, (6, 2, 3, 3)).astype("int8"))
+    dq = relay.const(rng.integers(-100, 100, (7, 5)).astype("int8"))
+    x = relay.var("xq", shape=(3, 7))
+    b = (qm, qm, s, z, relay.const(0.1), z, relay.const(0.2), z)
+    return {
+        "qnn.quantize": (qnn.op.quantize(x, sc7, zc7, axis=1, out_dtype="uint8"), (3, 7), "uint8"),
+        "qnn.dequantize": (qnn.op.dequantize(qm, s, z), (3, 5)),
+        "qnn.requantize": (qnn.op.requantize(acc, sc7, z, s, z, axis=1), (3, 7), "int8"),
+        "qnn.conv2d": (qnn.op.conv2d(q, wq, z, z, s, s, groups=2, padding=1, kernel_size=3),
+                       (2, 6, 9, 9), "int32"),
+        "qnn.dense": (qnn.op.dense(qm, dq, z, zc7, s, sc7), (3, 7), "int32"),
+        "qnn.batch_matmul": (qnn.op.batch_matmul(q3, q3, z, z, s, s), (2, 3, 3), "int32"),
+        "qnn.add": (qnn.op.add(*b), (3, 5), "int8"),
+        "qnn.mul": (qnn.op.mul(*b), (3, 5), "int8"),
+        "qnn.subtract": (qnn.op.subtract(*b), (3, 5), "int8"),
+        "qnn.concatenate": (qnn.op.concatenate([qm, qm], [s, s], [z, z], s, z, axis=1), (3, 10),
+                            "int8"),
+        "qnn.sigmoid": (qnn.op.sigmoid(qm, s, z, s, z), (3, 5), "int8"),
+        "qnn.leaky_relu": (qnn.op.leaky_relu(qm, 0.1, s, z, s, z), (3, 5), "int8"),
+        "qnn.avg_pool2d": (qnn.op.avg_pool2d(q, s, z, s, z, 2, 2), (2, 4, 4, 4), "uint8"),
+        "qnn.global_avg_pool2d": (qnn.op.global_avg_pool2d(q, s, z, s, z), (2, 4, 1, 1),
+                                  "uint8"),
+        "qnn.softmax": (qnn.op.softmax(qm, s, z, s, z), (3, 5), "int8"),
+    }
 
 

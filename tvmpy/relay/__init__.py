@@ -13,7 +13,14 @@ Modules: ``ty`` (types), ``expr`` (nodes), ``op`` (registry and operator constru
 """
 
 from ..runtime.param_dict import load_param_dict, save_param_dict  # noqa: F401
-from . import analysis, build_module, frontend, op, transform  # noqa: F401
+from . import (  # noqa: F401
+    analysis,
+    build_module,
+    frontend,
+    op,
+    qnn,  # noqa: E402,F401  (after relay.op: registers the qnn.* operators)
+    transform,
+)
 from .build_module import build  # noqa: F401
 from .expr import (  # noqa: F401
     Attrs,

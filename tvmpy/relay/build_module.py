@@ -4,8 +4,9 @@ The stages, each a named function so its output can be inspected:
 
 1. ``check_graph``: the graph is something the graph executor can run (no If/closures,
    every operator has a compute), with ONE error listing every problem;
-2. ``optimize``: bind ``params`` as constants, then the graph passes TVM runs at the
-   PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
+2. ``optimize``: bind ``params`` as constants; when the module calls ``qnn.*`` operators,
+   ``FakeQuantizationToInteger`` and ``CanonicalizeOps`` (``qnn_passes``, any opt_level); then
+   the graph passes TVM runs at the PassContext's opt_level (SimplifyInference, EliminateCommonSubexpr, FoldConstant,
    FoldScaleAxis, AlterOpLayout, FuseOps, ...; each pass runs when its own opt_level is at most
    the context's, see ``build_passes``);
 3. ``lower_primitives``: each distinct primitive function to loop IR with the implementation
@@ -43,7 +44,7 @@ from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetI
 from .module import IRModule
 from .visitor import dataflow_post_order
 
-__all__ = ["build", "optimize", "build_passes", "check_graph", "lower_to_primitives",
+__all__ = ["build", "optimize", "build_passes", "qnn_passes", "check_graph", "lower_to_primitives",
            "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
            "RelayBuildError"]
 
@@ -127,7 +128,7 @@ def check_graph(main: Function) -> None:
                 key = f"call of global function @{op.name_hint}"
                 problems[key] = problems.get(key, 0) + 1
             elif hasattr(op, "get_attr"):
-                if not has_compute(op):
+                if not has_compute(op) and op.get_attr("FTVMQnnCanonicalize") is None:
                     no_compute[op.name] = no_compute.get(op.name, 0) + 1
             else:
                 problems[f"call of {type(op).__name__}"] = 1
@@ -189,7 +190,22 @@ def optimize(mod: Any, params: Mapping[str, Any] | None = None,
     if bound:
         mod = T.BindParams(bound)(mod)
     trace = PassTrace("relay.build", folder="relay")  # DUMP_IR: relay/NN_<pass>.txt
-    return run_sequence(build_passes(), mod, PassContext.current(), trace)
+    return run_sequence(qnn_passes(mod) + build_passes(), mod, PassContext.current(), trace)
+
+
+def qnn_passes(mod: IRModule) -> list[Any]:
+    """When ``mod`` calls ``qnn.*`` operators: FakeQuantizationToInteger (QDQ regions -> QNN
+    ops; its optional rewrites from the PassContext config
+    ``relay.FakeQuantizationToInteger.optional_qnn_ops``, default ``["nn.softmax"]``), then the
+    QNN canonicalization to standard integer ops, before every other pass (before FoldConstant,
+    which would fold a dequantized constant weight back to float)."""
+    from .qnn import transform as QT
+
+    if not QT.has_qnn_ops(mod):
+        return []
+    optional = PassContext.current().config.get(
+        "relay.FakeQuantizationToInteger.optional_qnn_ops", ["nn.softmax"])
+    return [QT.FakeQuantizationToInteger(tuple(optional)), QT.CanonicalizeOps()]
 
 
 def _dump(folder: str, index: int, name: str, text: str) -> None:

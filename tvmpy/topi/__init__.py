@@ -61,6 +61,7 @@ from .elemwise import (  # noqa: F401
     leaky_relu,
     log,
     logical_not,
+    nearbyint,
     negative,
     prelu,
     reciprocal,

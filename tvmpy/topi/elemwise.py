@@ -16,7 +16,7 @@ from .utils import normalize_axis
 
 __all__ = [
     "identity", "negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor",
-    "ceil", "round", "trunc", "sign", "relu", "leaky_relu", "prelu", "clip", "gelu", "hard_sigmoid",
+    "ceil", "round", "nearbyint", "trunc", "sign", "relu", "leaky_relu", "prelu", "clip", "gelu", "hard_sigmoid",
     "hard_swish", "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "sin", "cos",
     "softplus", "reciprocal", "elemwise",
 ]
@@ -79,6 +79,7 @@ floor = _float_or_identity("floor", tir_op.floor)
 ceil = _float_or_identity("ceil", tir_op.ceil)
 round = _float_or_identity("round", tir_op.round)  # noqa: A001 - half to even, as numpy/ONNX
 trunc = _float_or_identity("trunc", tir_op.trunc)
+nearbyint = _float_or_identity("nearbyint", tir_op.nearbyint)  # ties to even
 
 
 def identity(x: te.Tensor) -> te.Tensor:

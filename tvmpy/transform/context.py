@@ -19,6 +19,11 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
   (``ScheduleError``) instead of a warning and the slow fallback schedule; unset, the
   environment variable ``TVMPY_STRICT_SCHEDULES=1`` turns it on (relay/backend/te_compiler.py).
 
+- ``relay.FakeQuantizationToInteger.optional_qnn_ops``: the optional rewrites of the QDQ pass
+  relay.build runs (relay/build_module.py ``qnn_passes``); default ``["nn.softmax"]``
+  (onnxruntime's QLinearSoftmax for a quantized softmax, as its default graph optimizations
+  do); ``[]`` keeps the softmax in float between its dequantize and quantize.
+
 ``instruments``: objects with any of TVM's PassInstrument methods ``enter_pass_ctx()``,
 ``exit_pass_ctx()``, ``should_run(mod, info)``, ``run_before_pass(mod, info)``,
 ``run_after_pass(mod, info)``; they see every pass call made inside the context.
@@ -40,6 +45,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
     "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "
                                       "warning and the fallback schedule",
+    "relay.FakeQuantizationToInteger.optional_qnn_ops": "list of op names, default "
+                                                        "['nn.softmax']",
 }
 
 

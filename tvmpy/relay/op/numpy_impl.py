@@ -50,8 +50,8 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 for _n, _f in {
     "negative": np.negative, "exp": np.exp, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.round,  # half to even, as the compiled code (llvm.roundeven / rint)
-    "sign": np.sign,
+    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "nearbyint": np.rint, "sign": np.sign,
+    "round": np.round,  # half to even, as the compiled code (llvm.roundeven / rint)
     "sin": np.sin, "cos": np.cos, "copy": np.copy, "log2": np.log2, "trunc": np.trunc,
     "isnan": np.isnan, "logical_not": np.logical_not, "zeros_like": np.zeros_like,
     "ones_like": np.ones_like, "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
@@ -301,9 +301,15 @@ def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
     return x if layout == "NCHW" else np.transpose(x, (0, 2, 3, 1))
 
 
+def _wide(ins: list, t: Any) -> list:
+    """Inputs in float64 when the output type differs from the data's (e.g. uint8 x int8 ->
+    int32): the references return their input's dtype."""
+    return [v.astype(np.float64) for v in ins] if ins[0].dtype != _dtype(t) else list(ins)
+
+
 @_reg("nn.conv2d")
 def _conv2d(attrs, ins, t):
-    x, w = ins
+    x, w = _wide(ins, t)
     w = layout_transform_np(w, attrs.kernel_layout, "OIHW")
     out = _ref().group_conv2d_nchw_python(_to_nchw(x, attrs.data_layout), w, attrs.strides,
                                            attrs.padding, attrs.dilation, attrs.groups)
@@ -312,7 +318,7 @@ def _conv2d(attrs, ins, t):
 
 @_reg("nn.contrib_conv2d_NCHWc")
 def _conv2d_nchwc(attrs, ins, t):
-    x, w = ins
+    x, w = _wide(ins, t)
     o, i = w.shape[0] * w.shape[5], w.shape[1] * w.shape[4]  # OIHW{i}i{o}o -> OIHW
     w = w.transpose(0, 5, 1, 4, 2, 3).reshape(o, i, w.shape[2], w.shape[3])
     src = layout_transform_np(x, attrs.data_layout, "NCHW")

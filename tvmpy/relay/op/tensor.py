@@ -17,6 +17,7 @@ _UNARY = [
     "negative", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "erf", "floor", "ceil",
     "round", "sign", "sin", "cos", "copy", "log2", "trunc", "isnan", "log1p", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "bitwise_not", "isinf", "isfinite",
+    "nearbyint",
 ]  # fmt: skip
 _BINARY = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
@@ -81,6 +82,9 @@ erf = _unary("erf")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001 - nearest, halves to even (numpy, ONNX, torch.round)
+nearbyint = _unary("nearbyint")
+nearbyint.__doc__ = ("Elementwise round to nearest, ties to even (numpy.rint; ONNX's and the QNN "
+                     "requantization's rounding); the same as ``round``, TVM's name for it.")
 sign = _unary("sign")
 sin = _unary("sin")
 cos = _unary("cos")

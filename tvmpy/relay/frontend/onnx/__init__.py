@@ -4,7 +4,7 @@
 ONNX function bodies through ``functions``); ``registry`` holds the converter signature and the
 table it dispatches on; the converters live in one module per operator family: ``elementwise``,
 ``activation``, ``linalg``, ``conv``, ``pooling``, ``normalization``, ``reduction``, ``tensor``
-(shapes and data movement), ``indexing`` (gathers, scatters, TopK), ``resize``, ``quant``,
+(shapes and data movement), ``indexing`` (gathers, scatters, TopK), ``resize``, ``qlinear`` (quantized ops into relay.qnn; ``quant``: their float fallbacks),
 ``rnn``, ``signal`` (DFT, STFT, GridSample), ``text`` and ``control`` (If, Scan).
 """
 
@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     linalg,
     normalization,
     pooling,
+    qlinear,
     quant,
     reduction,
     resize,

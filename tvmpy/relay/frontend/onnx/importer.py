@@ -168,9 +168,15 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     return mod, params
 
 
+def _converter_key(node: Any) -> str:
+    """The registry key: the operator type in the default domain, else ``domain.type`` (the
+    com.microsoft QOperator ops onnxruntime's quantizer emits are registered that way)."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
 def _has_converter(node: Any) -> bool:
-    return node.domain in ("", "ai.onnx") and (
-        node.op_type in CONVERTERS or node.op_type in _VALUE_OPS)
+    key = _converter_key(node)
+    return key in CONVERTERS or (node.domain in ("", "ai.onnx") and node.op_type in _VALUE_OPS)
 
 
 def _find_unsupported(nodes: Any, opset: int, missing: dict[str, list[str]],
@@ -281,7 +287,7 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
         _check_attr_values(ctx, a)
         ins = [ctx.exprs[nm] if nm else None for nm in names]
         try:
-            out = CONVERTERS[node.op_type](ctx, ins, a, names)
+            out = CONVERTERS[_converter_key(node)](ctx, ins, a, names)
         except (OnnxConvertError, KeyError) as e:
             if isinstance(e, KeyError):
                 raise ctx.fail(f"missing required attribute {e}") from None
@@ -304,6 +310,8 @@ def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], o
     values computed from Constant/Shape), so later shape inputs fold to attributes."""
     if any(at.g.node for at in node.attribute if at.HasField("g")):
         return  # If/Scan read outer tensors implicitly: the inputs do not say what is known
+    if node.op_type == "DequantizeLinear":
+        return  # a QDQ weight stays quantized (FakeQuantizationToInteger reads the pair)
     known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
     if not known or any(nm not in ctx.values for nm in known):
         return

@@ -1,6 +1,7 @@
-"""ONNX quantization operators as float arithmetic on relay ops.
+"""ONNX quantization operators as float arithmetic on relay ops: the fallbacks of ``qlinear``
+(which imports them into the QNN dialect) where the integer formulation does not apply.
 
-QuantizeLinear / DequantizeLinear (per tensor, per axis, blocked), QLinearMatMul, QLinearConv,
+QuantizeLinear / DequantizeLinear (blocked, or non-8/16-bit types), QLinearMatMul, QLinearConv,
 MatMulInteger and ConvInteger. Integer products are computed on the zero-point-shifted values in
 float32 (exact while the sums stay below 2**24, true for the 8-bit operators' sizes here) or
 int32; requantization rounds half to even and saturates, as the ONNX definitions.
@@ -10,24 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expr import RelayExpr, const
+from ...expr import RelayExpr
 from ...op import tensor, transform
 from ..common import reshape_to
-from .context import ImportContext, dtype_of, np_dtype, shape_of
+from .context import ImportContext, dtype_of, shape_of
 from .conv import conv
 from .linalg import matmul
-from .registry import Attrs, Inputs, Names, Output, converter
-
-
-def round_half_even(x: RelayExpr) -> RelayExpr:
-    """Round to nearest, ties to even (ONNX's rounding; relay's round goes away from zero)."""
-    dt = dtype_of(x)
-    f = tensor.floor(x)
-    d = tensor.subtract(x, f)
-    half = const(np.asarray(0.5, dt))
-    even = tensor.add(f, tensor.floor_mod(f, const(np.asarray(2, dt))))
-    up = tensor.add(f, const(np.asarray(1, dt)))
-    return tensor.where(tensor.greater(d, half), up, tensor.where(tensor.less(d, half), f, even))
+from .registry import Attrs, Inputs, Names, Output
 
 
 def _param(ctx: ImportContext, p: RelayExpr, x_shape: list[int], attrs: Attrs) -> RelayExpr:
@@ -65,29 +55,15 @@ def _quantize(ctx: ImportContext, x: RelayExpr, scale: RelayExpr, zp: RelayExpr 
     s = _param(ctx, scale, xs, attrs)
     if dtype_of(s) != ft:
         s = transform.cast(s, ft)
-    y = round_half_even(tensor.divide(x, s))
+    y = tensor.nearbyint(tensor.divide(x, s))
     if zp is not None:
         y = tensor.add(y, transform.cast(_param(ctx, zp, xs, attrs), ft))
     return _saturate(ctx, y, out_dtype)
 
 
-@converter("QuantizeLinear")
-def _quantize_linear(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    x, scale = inputs[0], inputs[1]
-    zp = inputs[2] if len(inputs) > 2 else None
-    if attrs.get("output_dtype", 0):
-        out = np_dtype(attrs["output_dtype"])
-    else:
-        out = dtype_of(zp) if zp is not None else "uint8"
-    return _quantize(ctx, x, scale, zp, out, attrs)
-
-
-@converter("DequantizeLinear")
-def _dequantize_linear(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    x, scale = inputs[0], inputs[1]
-    zp = inputs[2] if len(inputs) > 2 else None
+def dequantize_float(ctx: ImportContext, x: RelayExpr, scale: RelayExpr, zp: RelayExpr | None,
+                     ft: str, attrs: Attrs) -> RelayExpr:
     xs = shape_of(x)
-    ft = np_dtype(attrs["output_dtype"]) if attrs.get("output_dtype", 0) else dtype_of(scale)
     if np.dtype(dtype_of(x)) == np.int32 and zp is not None:
         xi = tensor.subtract(x, _param(ctx, zp, xs, attrs))  # exact in int32, then one cast
         y = transform.cast(xi, ft)
@@ -117,8 +93,7 @@ def _matmul(ctx: ImportContext, A, B):
     return matmul(ctx, [A, B], {}, ["", ""])
 
 
-@converter("MatMulInteger")
-def _matmul_integer(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _matmul_integer_float(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     A, B = inputs[0], inputs[1]
     za = inputs[2] if len(inputs) > 2 else None
     zb = inputs[3] if len(inputs) > 3 else None
@@ -142,11 +117,10 @@ def _requantize(ctx: ImportContext, acc: RelayExpr, sa: RelayExpr, sb: RelayExpr
     if zy is not None:
         z = transform.cast(zy, "float32")
         y = tensor.add(y, reshape_to(z, []) if shape_of(zy) else z)
-    return _saturate(ctx, round_half_even(y), out_dtype)
+    return _saturate(ctx, tensor.nearbyint(y), out_dtype)
 
 
-@converter("QLinearMatMul")
-def _qlinear_matmul(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _qlinear_matmul_float(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     A, sa, za, B, sb, zb, sy, zy = (list(inputs) + [None] * 8)[:8]
     acc = _matmul(ctx, _shifted(A, za, "float32"), _shifted(B, zb, "float32"))
     out = dtype_of(zy) if zy is not None else dtype_of(A)
@@ -157,8 +131,7 @@ def _conv_int(ctx: ImportContext, x, w, attrs: Attrs, names: Names, bias=None):
     return conv(ctx, [x, w] + ([bias] if bias is not None else []), attrs, names)
 
 
-@converter("ConvInteger")
-def _conv_integer(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _conv_integer_float(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x, w = inputs[0], inputs[1]
     zx = inputs[2] if len(inputs) > 2 else None
     zw = inputs[3] if len(inputs) > 3 else None
@@ -168,8 +141,7 @@ def _conv_integer(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names
     return transform.cast(_conv_int(ctx, xs, ws, attrs, names[:2]), "int32")
 
 
-@converter("QLinearConv")
-def _qlinear_conv(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+def _qlinear_conv_float(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x, sx, zx, w, sw, zw, sy, zy = (list(inputs) + [None] * 9)[:8]
     bias = inputs[8] if len(inputs) > 8 else None
     r = len(shape_of(w))

@@ -47,7 +47,7 @@ def _out_shape(out_type: Any) -> tuple:
 for _n, _f in {
     "negative": topi.negative, "exp": topi.exp, "log": topi.log, "sqrt": topi.sqrt,
     "rsqrt": topi.rsqrt, "tanh": topi.tanh, "sigmoid": topi.sigmoid, "abs": topi.abs,
-    "erf": topi.erf, "floor": topi.floor, "ceil": topi.ceil, "round": topi.round,
+    "erf": topi.erf, "floor": topi.floor, "ceil": topi.ceil, "round": topi.round, "nearbyint": topi.nearbyint,
     "sign": topi.sign, "sin": topi.sin, "cos": topi.cos, "trunc": topi.trunc,
     "isnan": topi.isnan, "isinf": topi.isinf, "isfinite": topi.isfinite,
     "logical_not": topi.logical_not, "bitwise_not": topi.bitwise_not, "nn.relu": topi.relu,
