@@ -85,6 +85,7 @@ def _quantize(mod, params, data, **cfg):
     dict(calibrate_mode="kl_divergence", weight_scale="max"),
     dict(calibrate_mode="percentile", weight_scale="max"),
     dict(calibrate_mode="max", weight_scale="power2", per_channel=True),
+    dict(calibrate_mode="kl_divergence", weight_scale="max", dtype_input="uint8"),
 ])
 def test_cnn_each_calibrate_mode_agrees_with_fp32(cfg):
     mod, params = _cnn()
@@ -95,7 +96,7 @@ def test_cnn_each_calibrate_mode_agrees_with_fp32(cfg):
     assert rep.mean_abs_err < 0.05 * rep.logit_range, str(rep)
     anchors = _int_anchors(qmod)
     assert anchors[0] == ("nn.conv2d", "float32", "float32")  # skip_conv_layers=[0] by default
-    assert anchors[1:4] == [("nn.conv2d", "int8", "int32")] * 3
+    assert anchors[1:4] == [("nn.conv2d", cfg.get("dtype_input", "int8"), "int32")] * 3
     assert anchors[4] == ("nn.dense", "float32", "float32")  # skip_dense_layer by default
     assert [n for n, _, _ in info.layers] == ["conv2d_1", "conv2d_2", "conv2d_3"]
     assert info.skipped == ["conv2d_0", "dense_0"]
@@ -119,12 +120,14 @@ def test_skip_nothing_quantizes_every_layer():
     assert rep.top1_calibration >= 0.9 and rep.top1_heldout >= 0.9, str(rep)
 
 
-def test_mlp_dense_layers():
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_mlp_dense_layers(dtype):
     mod, params = _mlp()
     data = _data((4, 20), 12)
     qmod, info, rep = _quantize(mod, params, data, calibrate_mode="percentile",
-                                weight_scale="max", per_channel=True, skip_dense_layer=False)
-    assert _int_anchors(qmod) == [("nn.dense", "int8", "int32")] * 2
+                                weight_scale="max", per_channel=True, skip_dense_layer=False,
+                                dtype_input=dtype)
+    assert _int_anchors(qmod) == [("nn.dense", dtype, "int32")] * 2
     assert rep.top1_calibration >= 0.9 and rep.top1_heldout >= 0.9, str(rep)
 
 
@@ -151,6 +154,19 @@ def test_kl_threshold_clips_outliers():
     v = np.concatenate([rng.normal(0, 1, 20000), [40.0, -35.0]])
     t = kl_divergence_threshold(v)
     assert 2.0 < t < 20.0
+
+
+def test_uint8_data_is_the_int8_result_exactly():
+    # the +128 shift (and the explicit 128 padding) is undone exactly: same integer results
+    mod, params = _cnn()
+    data = _data((1, 3, 12, 12), 8)
+    outs = []
+    for dtype in ("int8", "uint8"):
+        with relay.quantize.qconfig(calibrate_mode="max", weight_scale="max", dtype_input=dtype):
+            qmod = relay.quantize.quantize(mod, params, dataset=data)
+        f = relay.create_executor("debug", qmod).evaluate()
+        outs.append(np.asarray(f(data[0]["x"])))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6, atol=1e-6)
 
 
 def test_bad_config_and_data_are_clear_errors():

@@ -17,7 +17,9 @@ class QConfig:
     in float; ``skip_dense_layer``: keep every dense in float; ``per_channel``: one weight scale
     per output channel; ``round_for_shift``: with ``weight_scale="power2"`` activation scales are
     rounded up to powers of two too, so every requantization is a rounding right shift;
-    ``percentile``: the percentile (of |x|) taken as the threshold in "percentile" mode."""
+    ``percentile``: the percentile (of |x|) taken as the threshold in "percentile" mode;
+    ``dtype_input="uint8"``: anchors read their data as uint8 ``q + 128`` (the form of x86's
+    u8 x s8 dot-product instructions), the shift undone exactly by a per-channel constant."""
 
     nbit_input: int = 8
     nbit_weight: int = 8
@@ -44,9 +46,10 @@ class QConfig:
         if self.weight_scale not in WEIGHT_SCALES:
             raise ValueError(f"qconfig: unknown weight_scale {self.weight_scale!r} "
                              f"(choose from {', '.join(WEIGHT_SCALES)})")
-        if self.nbit_input != 8 or self.nbit_weight != 8 or self.dtype_input != "int8" \
-                or self.dtype_weight != "int8":
-            raise ValueError("qconfig: only 8-bit int8 inputs and weights are realized "
+        if self.nbit_input != 8 or self.nbit_weight != 8 or self.dtype_input not in (
+                "int8", "uint8") or self.dtype_weight != "int8":
+            raise ValueError("qconfig: only 8-bit inputs (int8 or uint8) and int8 weights are "
+                             "realized "
                              f"(got nbit_input={self.nbit_input}, nbit_weight={self.nbit_weight}, "
                              f"dtype_input={self.dtype_input}, dtype_weight={self.dtype_weight})")
         if self.dtype_activation != "int32" or self.nbit_activation != 32:

@@ -31,7 +31,7 @@ from ... import transform as _transform
 from ..analysis import free_vars
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var, const
 from ..module import IRModule
-from ..op import tensor
+from ..op import nn, tensor
 from ..op import transform as T
 from ..transform import (
     FoldConstant,
@@ -279,11 +279,18 @@ class _Realizer:
         return _dequantize(v) if isinstance(v, _Int) else v
 
     def int8_of(self, e: RelayExpr, s: float) -> RelayExpr:
+        """``e`` quantized at step ``s``: int8 in [-127, 127], or (dtype_input "uint8") that
+        plus 128 as uint8."""
         v = self.env[id(e)]
         if isinstance(v, _Int):
-            return requantize(v.expr, v.scale / s, v.ndim, "int8")
+            if self.cfg.dtype_input == "int8":
+                return requantize(v.expr, v.scale / s, v.ndim, "int8")
+            q = requantize(v.expr, v.scale / s, v.ndim, "int32")
+            return T.cast(tensor.clip(tensor.add(q, const(np.int32(128))), 1, 255), "uint8")
         q = tensor.round(tensor.divide(v, const(np.float32(s))))
-        return T.cast(tensor.clip(q, -QMAX, QMAX), "int8")
+        if self.cfg.dtype_input == "int8":
+            return T.cast(tensor.clip(q, -QMAX, QMAX), "int8")
+        return T.cast(tensor.clip(tensor.add(q, const(np.float32(128))), 1, 255), "uint8")
 
     def run(self) -> RelayExpr:
         body = self.ann.mod["main"].body
@@ -317,10 +324,20 @@ class _Realizer:
         sw = weight_scale(w, self.cfg, axis)
         wq = np.clip(np.round(w / sw.reshape([-1] + [1] * (w.ndim - 1))), -QMAX, QMAX)
         x = self.int8_of(e.args[0], s_in)
-        call = Call(e.op, [x, const(wq.astype(np.int8))], {**dict(e.attrs.items()),
-                                                          "out_dtype": "int32"})
+        attrs = {**dict(e.attrs.items()), "out_dtype": "int32"}
+        if self.cfg.dtype_input == "uint8" and _op_name(e) == "nn.conv2d":
+            # the data's zero is 128 now: pad with it explicitly
+            pt, pl, pb, pr = (int(p) for p in attrs["padding"])
+            if pt or pl or pb or pr:
+                x = nn.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), pad_value=128.0)
+            attrs["padding"] = (0, 0, 0, 0)
+        call: RelayExpr = Call(e.op, [x, const(wq.astype(np.int8))], attrs)
+        ndim = len(e.checked_type.shape)
+        if self.cfg.dtype_input == "uint8":  # sum((q + 128) * w) - 128 * sum(w), per channel
+            corr = 128 * wq.reshape(wq.shape[0], -1).sum(axis=1).astype(np.int64)
+            call = tensor.subtract(call, const(_bshape(corr.astype(np.int32), ndim)))
         self.layers.append((self.ann.names.get(id(e), "?"), s_in, float(np.max(sw))))
-        return _Int(call, np.asarray(s_in * sw, np.float64), len(e.checked_type.shape))
+        return _Int(call, np.asarray(s_in * sw, np.float64), ndim)
 
     def int_op(self, e: Call, op: str | None, v: _Int, vals: list) -> _Int | None:
         if op in _MONOTONE:
