@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 __all__ = ["QConfig", "qconfig", "current_qconfig", "CALIBRATE_MODES", "WEIGHT_SCALES"]
@@ -36,8 +36,6 @@ class QConfig:
     round_for_shift: bool = True
     percentile: float = 99.99
     kl_bins: int = 2049
-    do_simulation: bool = False
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.calibrate_mode not in CALIBRATE_MODES:
@@ -69,7 +67,7 @@ class QConfig:
 
 
 _STACK: list[QConfig] = [QConfig()]
-_NAMES = {f.name for f in fields(QConfig)} - {"extra"}
+_NAMES = {f.name for f in fields(QConfig)}
 
 
 def qconfig(**kwargs: Any) -> QConfig:
