@@ -149,6 +149,29 @@ def test_requantize_matches_numpy_rounding():
         assert np.abs(got - want).max() <= (0 if np.all(np.log2(ratio) % 1 == 0) else 1)
 
 
+@pytest.mark.parametrize("cfg", [dict(weight_scale="max", per_channel=True),
+                                 dict(weight_scale="power2", dtype_input="uint8")])
+def test_realized_integers_match_the_float_simulation(cfg):
+    # an independent check of realize: the same quantization simulated in float
+    mod, params = _cnn()
+    data = _data((1, 3, 12, 12), 8)
+    with relay.quantize.qconfig(calibrate_mode="max", skip_dense_layer=False, **cfg) as c:
+        ann = relay.quantize.annotate(relay.quantize.prerequisite_optimize(mod, params), c)
+        th = relay.quantize.calibrate(ann, data, c)
+        qmod, _ = relay.quantize.realize(ann, th, c)
+        sim = relay.quantize.simulate(ann, th, c)
+    exact = 0
+    for d in data[:4]:
+        got = np.asarray(relay.create_executor("debug", qmod).evaluate()(d["x"]))
+        want = np.asarray(relay.create_executor("debug", sim).evaluate()(d["x"]))
+        err, scale = np.abs(got - want).max(), np.abs(want).max()
+        # equal to float precision, but for a rare flip of a rounding tie (realize rounds half
+        # up in integers, the simulation half away from zero in float), about one step
+        exact += err < 1e-5 * scale
+        assert err < 0.02 * scale
+    assert exact >= 3
+
+
 def test_kl_threshold_clips_outliers():
     rng = np.random.default_rng(0)
     v = np.concatenate([rng.normal(0, 1, 20000), [40.0, -35.0]])

@@ -17,5 +17,6 @@ from .quantize import (  # noqa: F401
     quantize,
     realize,
     requantize,
+    simulate,
 )
 from .report import AccuracyReport, accuracy_report  # noqa: F401

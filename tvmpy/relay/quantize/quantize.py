@@ -40,11 +40,12 @@ from ..transform import (
     SimplifyInference,
     bind_params_by_name,
 )
-from ..visitor import dataflow_post_order
+from ..visitor import ExprMutator, dataflow_post_order
 from .calibrate import QMAX, scale_from_threshold, threshold, weight_scale
 from .qconfig import QConfig, current_qconfig
 
-__all__ = ["quantize", "prerequisite_optimize", "annotate", "calibrate", "realize", "Annotated",
+__all__ = ["quantize", "prerequisite_optimize", "annotate", "calibrate", "realize", "simulate",
+           "Annotated",
            "QuantizeInfo", "QuantizeError"]
 
 _LAYOUT_OPS = ("reshape", "nn.batch_flatten", "squeeze", "expand_dims", "transpose")
@@ -391,14 +392,58 @@ class _Realizer:
         return _Int(tensor.add(v.expr, const(q.astype(np.int32))), v.scale, v.ndim)
 
 
+class _Simulator(ExprMutator):
+    """The float graph with each anchor's data and weight rounded to their int8 grids."""
+
+    def __init__(self, ann: Annotated, scales: dict[int, float], cfg: QConfig):
+        super().__init__()
+        self.ann, self.scales, self.cfg = ann, scales, cfg
+        self.anchors = {id(a) for a in ann.anchors}
+
+    def _grid(self, x: RelayExpr, s: float) -> RelayExpr:
+        """``x`` rounded to multiples of ``s`` (an int32 tensor at scale s: no clipping)."""
+        f = np.float32(s)
+        return tensor.multiply(tensor.round(tensor.divide(x, const(f))), const(f))
+
+    def visit_call(self, c: Call) -> RelayExpr:
+        new = super().visit_call(c)
+        if _op_name(c) == "add" and id(c) in self.scales and isinstance(new, Call) \
+                and not any(isinstance(a, Constant) for a in c.args):
+            s = self.scales[id(c)]  # a residual add: both sides requantized to its scale
+            return tensor.add(self._grid(new.args[0], s), self._grid(new.args[1], s))
+        if id(c) not in self.anchors or not isinstance(new, Call):
+            return new
+        s = np.float32(self.scales[id(c.args[0])])
+        x = tensor.multiply(tensor.clip(tensor.round(tensor.divide(new.args[0], const(s))),
+                                        -QMAX, QMAX), const(s))
+        w = c.args[1].data.numpy().astype(np.float32)
+        sw = weight_scale(w, self.cfg, 0 if self.cfg.per_channel else None)
+        sw = sw.reshape([-1] + [1] * (w.ndim - 1))
+        wq = (np.clip(np.round(w / sw), -QMAX, QMAX) * sw).astype(np.float32)
+        return Call(new.op, [x, const(wq)], new.attrs)
+
+
+def _scales(ann: Annotated, thresholds: list[float], cfg: QConfig) -> dict[int, float]:
+    p2 = cfg.weight_scale == "power2" and cfg.round_for_shift
+    return {id(p): scale_from_threshold(t, p2) for p, t in zip(ann.points, thresholds)}
+
+
+def simulate(ann: Annotated, thresholds: list[float], cfg: QConfig | None = None) -> IRModule:
+    """The float module with the anchors' inputs and weights quantized and dequantized (TVM's
+    simulated quantization): realize's result up to rounding of the integer requantizations,
+    useful to tell calibration error from realization error."""
+    cfg = cfg or current_qconfig()
+    main = ann.mod["main"]
+    body = _Simulator(ann, _scales(ann, thresholds, cfg), cfg).visit(main.body)
+    return InferType()(IRModule.from_expr(Function(list(main.params), body)))
+
+
 def realize(ann: Annotated, thresholds: list[float], cfg: QConfig | None = None
             ) -> tuple[IRModule, list[tuple[str, float, float]]]:
     """The integer module for the calibrated thresholds, and (name, input scale, weight scale)
     per quantized anchor."""
     cfg = cfg or current_qconfig()
-    p2 = cfg.weight_scale == "power2" and cfg.round_for_shift
-    scales = {id(p): scale_from_threshold(t, p2) for p, t in zip(ann.points, thresholds)}
-    r = _Realizer(ann, scales, cfg)
+    r = _Realizer(ann, _scales(ann, thresholds, cfg), cfg)
     body = r.run()
     main = ann.mod["main"]
     mod = IRModule.from_expr(Function(list(main.params), body))
