@@ -80,15 +80,16 @@ def accuracy_report(fp32_mod: IRModule, qmod: IRModule, params: Mapping[str, Any
     held = _heldout(data, heldout, seed) if isinstance(heldout, int) else [dict(d) for d in heldout]
     f32, _ = _runner(fp32_mod, params)
     q, _ = _runner(qmod, None)
-    errs, agree = [], {"cal": [], "held": []}
+    errs: list[np.ndarray] = []
+    agree: dict[str, list[float]] = {"cal": [], "held": []}
     rng_max = 0.0
     for tag, ds in (("cal", data), ("held", held)):
         for d in ds:
             a, b = f32(d), q(d)
             errs.append(np.abs(a.astype(np.float64) - b))
             rng_max = max(rng_max, float(np.abs(a).max()))
-            agree[tag].append(np.mean(a.reshape(-1, a.shape[-1]).argmax(-1)
-                                      == b.reshape(-1, b.shape[-1]).argmax(-1)))
+            same = a.reshape(-1, a.shape[-1]).argmax(-1) == b.reshape(-1, b.shape[-1]).argmax(-1)
+            agree[tag].append(float(np.mean(same)))
     e = np.concatenate([x.ravel() for x in errs])
     return AccuracyReport(float(np.mean(agree["cal"])),
                           float(np.mean(agree["held"])) if agree["held"] else float("nan"),
