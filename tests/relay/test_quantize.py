@@ -172,6 +172,42 @@ def test_realized_integers_match_the_float_simulation(cfg):
     assert exact >= 3
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_strided_grouped_and_depthwise_convs_match_the_simulation(dtype):
+    # awkward shapes: 13x11 input, stride 2 with asymmetric padding, a grouped and a depthwise
+    # conv (the uint8 form's padding and per-channel correction must follow the groups)
+    rng = np.random.default_rng(4)
+    x = relay.var("x", shape=(1, 3, 13, 11))
+    ws = {"w0": rng.normal(0, 0.5, (6, 3, 3, 3)), "w1": rng.normal(0, 0.5, (6, 3, 3, 2)),
+          "w2": rng.normal(0, 0.5, (6, 1, 3, 3)), "w3": rng.normal(0, 0.5, (5, 6, 1, 1))}
+    v = {k: relay.var(k, shape=a.shape) for k, a in ws.items()}
+    y = relay.nn.relu(relay.nn.conv2d(x, v["w0"], strides=(2, 2), padding=(1, 0, 0, 1)))
+    y = relay.nn.relu(relay.nn.conv2d(y, v["w1"], groups=2, padding=(1, 1, 1, 0)))
+    y = relay.nn.relu(relay.nn.conv2d(y, v["w2"], groups=6, padding=(1, 1), dilation=(1, 1)))
+    y = relay.nn.conv2d(y, v["w3"])
+    mod = tvm.IRModule.from_expr(relay.Function(free_vars(y), y))
+    params = {k: a.astype("float32") for k, a in ws.items()}
+    data = _data((1, 3, 13, 11), 4)
+    with relay.quantize.qconfig(calibrate_mode="max", weight_scale="power2", per_channel=True,
+                                skip_conv_layers=[], dtype_input=dtype) as c:
+        ann = relay.quantize.annotate(relay.quantize.prerequisite_optimize(mod, params), c)
+        th = relay.quantize.calibrate(ann, data, c)
+        qmod, layers = relay.quantize.realize(ann, th, c)
+        sim = relay.quantize.simulate(ann, th, c)
+    assert len(layers) == 4
+    from tvmpy.contrib import graph_executor
+
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(qmod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for d in data[:2]:
+        m.set_input(x=d["x"])
+        m.run()
+        got = m.get_output(0).numpy()
+        want = np.asarray(relay.create_executor("debug", sim).evaluate()(d["x"]))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def test_kl_threshold_clips_outliers():
     rng = np.random.default_rng(0)
     v = np.concatenate([rng.normal(0, 1, 20000), [40.0, -35.0]])
