@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from ..arith import IntervalSet, eval_set, simplify
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
-from ..tir.functor import Mutator, substitute, uses_var
+from ..tir.functor import Visitor, collect_vars, substitute, uses_var
+from .inline import InlineScope
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, Reduce, Tensor
 
@@ -44,24 +45,6 @@ def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return simplify((a + b - 1) // b)
 
 
-class _Inliner(Mutator):
-    """Replace reads of inlined stages by their (already inlined) expressions."""
-
-    def __init__(self, view: ScheduleView):
-        self.view = view
-
-    def visit_ProducerLoad(self, node: E.ProducerLoad) -> Any:
-        idx = [self.visit(i) for i in node.indices]
-        st = self.view.stage_of(node.producer)
-        if st.attach_type == INLINE:
-            assert isinstance(st.op, ComputeOp)  # compute_inline checks it
-            body = self.view.bodies[st][node.producer.value_index]
-            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
-        if all(a is b for a, b in zip(idx, node.indices)):
-            return node
-        return E.ProducerLoad(node.producer, idx)
-
-
 class ScheduleView:
     """The schedule as lowering sees it: stages in topological order (producers first), each
     compute stage's body with inlined stages substituted, and who reads whom."""
@@ -75,11 +58,12 @@ class ScheduleView:
         for op, st in sch.stage_map.items():
             self._by_op.setdefault(id(op), st)
         self.order = self._topo(sch)
+        # bodies of the computed (not inlined) stages, inlined stages substituted
         self.bodies: dict[Stage, list[PrimExpr]] = {}
-        inl = _Inliner(self)
+        inl = InlineScope(self._inlined)
         for st in self.order:
-            if isinstance(st.op, ComputeOp):
-                self.bodies[st] = rewrite_bodies(st.op.body, inl.visit)
+            if isinstance(st.op, ComputeOp) and st.attach_type != INLINE:
+                self.bodies[st] = rewrite_bodies(st.op.body, inl.rewrite)
         # reads[c] = ProducerLoads of non-inlined stages in c's effective body
         self.reads: dict[Stage, list[E.ProducerLoad]] = {}
         self.consumers: dict[Stage, list[Stage]] = {st: [] for st in self.order}
@@ -94,6 +78,13 @@ class ScheduleView:
                 if id(p) not in seen:
                     seen.add(id(p))
                     self.consumers[p].append(st)
+
+    def _inlined(self, t: Tensor) -> tuple[int, list[E.Var], PrimExpr] | None:
+        st = self.stage_of(t)
+        if st.attach_type != INLINE:
+            return None
+        assert isinstance(st.op, ComputeOp)  # compute_inline checks it
+        return id(st), [iv.var for iv in st.op.axis], st.op.body[t.value_index]
 
     def stage_of(self, t: Tensor) -> Stage:
         st = self._by_op.get(id(t.op))
@@ -193,18 +184,45 @@ def _relax(iv: Interval, ranges: dict[E.Var, Interval], rounds: int = 16) -> Int
 
 
 def _collect_loads(bodies: Sequence[PrimExpr]) -> list[E.ProducerLoad]:
-    from ..tir.functor import post_order_visit
-
-    loads: list[E.ProducerLoad] = []
-    exprs: list[Any] = []
+    """The reads in a body; indices that use ``Let`` variables (inlining binds shared values)
+    get the bound values substituted, so bound inference sees what they range over."""
+    c = _LoadCollector()
     if bodies and isinstance(bodies[0], Reduce):
         r = bodies[0]
         exprs = [*r.source, r.condition, *r.init]
     else:
         exprs = list(bodies)
     for e in exprs:
-        post_order_visit(e, lambda n: loads.append(n) if isinstance(n, E.ProducerLoad) else None)
-    return loads
+        c.visit(e)
+    return c.loads
+
+
+class _LoadCollector(Visitor):
+    def __init__(self) -> None:
+        self.loads: list[E.ProducerLoad] = []
+        self.env: dict[E.Var, PrimExpr] = {}  # Let variable -> its value (as written)
+        self.resolved: dict[E.Var, PrimExpr] = {}
+
+    def visit_Let(self, node: E.Let) -> None:
+        self.visit(node.value)
+        self.env[node.var] = node.value
+        self.visit(node.body)
+
+    def _resolve(self, e: PrimExpr) -> PrimExpr:
+        """``e`` with Let variables replaced by their values (only done for indices that use
+        one: a data-dependent index, rare)."""
+        names = [v for v in collect_vars(e) if v in self.env]
+        for v in names:
+            if v not in self.resolved:
+                self.resolved[v] = self._resolve(self.env[v])
+        return substitute(e, {v: self.resolved[v] for v in names}) if names else e
+
+    def visit_ProducerLoad(self, node: E.ProducerLoad) -> None:
+        for i in node.indices:
+            self.visit(i)
+        if self.env and any(uses_var(i, lambda v: v in self.env) for i in node.indices):
+            node = E.ProducerLoad(node.producer, [self._resolve(i) for i in node.indices])
+        self.loads.append(node)
 
 
 # ---------------------------------------------------------------------------------------------

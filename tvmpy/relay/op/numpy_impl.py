@@ -301,15 +301,15 @@ def _from_nchw(x: np.ndarray, layout: str) -> np.ndarray:
     return x if layout == "NCHW" else np.transpose(x, (0, 2, 3, 1))
 
 
-def _wide(ins: list, t: Any) -> list:
-    """Inputs in float64 when the output type differs from the data's (e.g. uint8 x int8 ->
-    int32): the references return their input's dtype."""
-    return [v.astype(np.float64) for v in ins] if ins[0].dtype != _dtype(t) else list(ins)
+def _widen(*xs: np.ndarray) -> list[np.ndarray]:
+    """Integer operands accumulate in int64 (int8 x int8 -> int32 convolutions would wrap in the
+    inputs' type), then the result is cast to the output type."""
+    return [x.astype(np.int64) if np.issubdtype(x.dtype, np.integer) else x for x in xs]
 
 
 @_reg("nn.conv2d")
 def _conv2d(attrs, ins, t):
-    x, w = _wide(ins, t)
+    x, w = _widen(*ins)
     w = layout_transform_np(w, attrs.kernel_layout, "OIHW")
     out = _ref().group_conv2d_nchw_python(_to_nchw(x, attrs.data_layout), w, attrs.strides,
                                            attrs.padding, attrs.dilation, attrs.groups)
@@ -318,7 +318,7 @@ def _conv2d(attrs, ins, t):
 
 @_reg("nn.contrib_conv2d_NCHWc")
 def _conv2d_nchwc(attrs, ins, t):
-    x, w = _wide(ins, t)
+    x, w = _widen(*ins)
     o, i = w.shape[0] * w.shape[5], w.shape[1] * w.shape[4]  # OIHW{i}i{o}o -> OIHW
     w = w.transpose(0, 5, 1, 4, 2, 3).reshape(o, i, w.shape[2], w.shape[3])
     src = layout_transform_np(x, attrs.data_layout, "NCHW")

@@ -1,0 +1,124 @@
+"""Inlining shares repeated reads (issue 10: a quantized ViT never finished relay.build).
+
+Plain substitution copies an inlined stage once per read, so a chain of stages each read k
+times by the next grows as k**n; ``te.inline.InlineScope`` binds such values once with Let.
+The tests make the old behaviour obviously pathological (2**40 / 8**12 copies) and assert the
+lowered IR stays linear in the chain's length, and that the results are right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from te_check import check
+
+from tvmpy import te, tir
+from tvmpy.te.schedule_ops import schedule_to_primfunc
+from tvmpy.tir import expr as E
+from tvmpy.tir.functor import post_order_visit
+
+
+def _size(node) -> int:
+    n = [0]
+    post_order_visit(node, lambda _: n.__setitem__(0, n[0] + 1))
+    return n[0]
+
+
+def _twice(p):
+    return lambda i, j: p[i, j] * 0.5 + p[i, j]
+
+
+def _chain(n: int):
+    """B_k = B_{k-1} * 0.5 + B_{k-1} (each stage reads the previous one twice)."""
+    A = te.placeholder((7, 5), name="A")
+    t = A
+    stages = []
+    for k in range(n):
+        t = te.compute(t.shape, _twice(t), name=f"B{k}")
+        stages.append(t)
+    out = te.compute(t.shape, lambda i, j: t[i, j] + 1.0, name="out")
+    s = te.create_schedule(out.op)
+    for st in stages:
+        s[st].compute_inline()
+    return A, out, s
+
+
+def test_repeated_reads_are_bound_once():
+    n = 40  # plain substitution: 2**40 copies of A[i, j]
+    A, out, s = _chain(n)
+    f = schedule_to_primfunc(s, [A, out])
+    assert _size(f.body) < 20 * n
+    lets = []
+    post_order_visit(f.body, lambda x: lets.append(x) if isinstance(x, E.Let) else None)
+    # each stage read twice bound once; the last (read once) and A[i, j] (a leaf) are not
+    assert len(lets) == n - 1
+
+
+def test_repeated_reads_compute_the_same_values():
+    A, out, s = _chain(6)
+    check(s, [A, out], lambda a: _ref_chain(a, 6) + 1.0)
+
+
+def _ref_chain(a, n):
+    for _ in range(n):
+        a = a * 0.5 + a
+    return a
+
+
+def test_single_reads_are_not_bound():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
+    C = te.compute((8,), lambda i: B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    lets = []
+    post_order_visit(schedule_to_primfunc(s, [A, C]).body,
+                     lambda x: lets.append(x) if isinstance(x, E.Let) else None)
+    assert lets == []
+
+
+def test_guarded_reads_stay_inside_if_then_else():
+    # a value read only under a condition is not hoisted out of it: the guard is what keeps the
+    # read of A in bounds
+    A = te.placeholder((6,), name="A")
+    B = te.compute((6,), lambda i: A[i] * A[i] + 1.0, name="B")
+    C = te.compute((8,), lambda i: tir.if_then_else(tir.all(i >= 1, i < 7), B[i - 1] * B[i - 1],
+                                                      0.0), name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    f = schedule_to_primfunc(s, [A, C])
+    calls = []
+    post_order_visit(f.body, lambda x: calls.append(x) if isinstance(x, E.Call)
+                     and x.op == "if_then_else" else None)
+    assert len(calls) == 1 and isinstance(calls[0].args[1], E.Let)
+
+    def ref(a):
+        b = a * a + 1.0
+        c = np.zeros(8, "float32")
+        c[1:7] = b * b
+        return c
+
+    check(s, [A, C], ref)
+
+
+def test_reads_at_different_indices_are_distinct():
+    A = te.placeholder((9,), name="A")
+    B = te.compute((9,), lambda i: A[i] * A[i] - A[i], name="B")
+    C = te.compute((8,), lambda i: B[i] * B[i + 1] + B[i] - B[i + 1], name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+
+    def ref(a):
+        b = a * a - a
+        return b[:-1] * b[1:] + b[:-1] - b[1:]
+
+    check(s, [A, C], ref)
+
+
+def test_reduction_reads_stay_inside_the_reduction():
+    A = te.placeholder((4, 5), name="A")
+    B = te.compute((4, 5), lambda i, j: A[i, j] * 3.0 + A[i, j], name="B")
+    k = te.reduce_axis((0, 5), name="k")
+    C = te.compute((4,), lambda i: te.sum(B[i, k] * B[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    check(s, [A, C], lambda a: ((a * 4.0) ** 2).sum(axis=1))
