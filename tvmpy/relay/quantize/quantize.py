@@ -400,10 +400,18 @@ class _Simulator(ExprMutator):
         self.ann, self.scales, self.cfg = ann, scales, cfg
         self.anchors = {id(a) for a in ann.anchors}
 
+    @staticmethod
+    def _round(v: RelayExpr) -> RelayExpr:
+        """Round half up, as realize's requantization (a rounding right shift / fixed-point
+        multiply): accumulators at power-of-two scale ratios land on halves often, where
+        relay's round (halves to even) would differ. (Float inputs quantized by realize round
+        halves to even, but exact halves of float data are measure-zero.)"""
+        return tensor.floor(tensor.add(v, const(np.float32(0.5))))
+
     def _grid(self, x: RelayExpr, s: float) -> RelayExpr:
         """``x`` rounded to multiples of ``s`` (an int32 tensor at scale s: no clipping)."""
         f = np.float32(s)
-        return tensor.multiply(tensor.round(tensor.divide(x, const(f))), const(f))
+        return tensor.multiply(self._round(tensor.divide(x, const(f))), const(f))
 
     def visit_call(self, c: Call) -> RelayExpr:
         new = super().visit_call(c)
@@ -414,7 +422,7 @@ class _Simulator(ExprMutator):
         if id(c) not in self.anchors or not isinstance(new, Call):
             return new
         s = np.float32(self.scales[id(c.args[0])])
-        x = tensor.multiply(tensor.clip(tensor.round(tensor.divide(new.args[0], const(s))),
+        x = tensor.multiply(tensor.clip(self._round(tensor.divide(new.args[0], const(s))),
                                         -QMAX, QMAX), const(s))
         w = c.args[1].data.numpy().astype(np.float32)
         sw = weight_scale(w, self.cfg, 0 if self.cfg.per_channel else None)
