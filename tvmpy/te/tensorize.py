@@ -95,11 +95,18 @@ class _Tensorizer:
         pos = next(k for k, lv in enumerate(leaves) if lv is iv)
         self.inner, self.outer = leaves[pos:], leaves[:pos]
         self.ana = Analyzer()
+        # outer loops starting at a symbolic value (inside a compute_at tile) are written
+        # start + u, u from 0, for the proofs of _check_domains
+        self.shift: dict[Var, PrimExpr] = {}
         for lv in self.outer:
             r = dom_map[lv]
             ext = _const(r.extent)
             if ext is None or ext > 0:
                 self.ana.bind(lv.var, r)
+                if not isinstance(r.min, E.IntImm):
+                    u = Var(lv.var.name + ".off", lv.var.dtype)
+                    self.ana.bind(u, Range.from_min_extent(E.const(0, r.min.dtype), r.extent))
+                    self.shift[lv.var] = r.min + u
 
     def fail(self, msg: str) -> TensorizeError:
         return TensorizeError(f"{self.where}: {msg}")
@@ -182,6 +189,8 @@ class _Tensorizer:
                 if dom is None:
                     continue
                 conds = (base >= dom.min, base + ext <= dom.min + dom.extent)
+                if self.shift:
+                    conds = tuple(substitute(c, self.shift) for c in conds)
                 ok = all(self.ana.can_prove(c) for c in conds)
                 if not ok and not widened:
                     widened = True
