@@ -210,3 +210,64 @@ def schedule_conv2d_NCHWc_int8(cfg: Any, outs: Any) -> Any:
         tile_oc = 1
     schedule_nchwc_int8(s, acc, crop, out, tile_ow, tile_oc, bool(cfg["unroll_kw"].val))
     return s
+
+
+def conv2d_nchw_int8(data: Tensor, kernel: Tensor, strides: Any, padding: Any,
+                     dilation: Any) -> Tensor:
+    """int8 ``conv2d`` in NCHW / OIHW (uint8 x int8 -> int32) when the layouts were not altered
+    at compile time: the data and kernel are packed (channels zero-padded) inside the kernel,
+    then :func:`conv2d_NCHWc_int8`, then back to NCHW."""
+    check_int8_dtypes("conv2d_nchw_int8", data, kernel, "int32")
+    n, ic, h, w = _ints(data.shape, "conv2d_nchw_int8")
+    oc, ic2, kh, kw = _ints(kernel.shape, "conv2d_nchw_int8")
+    if ic2 != ic:
+        raise ValueError(f"conv2d_nchw_int8: data has {ic} channels, kernel {(oc, ic2, kh, kw)} "
+                         "expects {ic2} (groups are not supported here)")
+    icb, icp = int8_ic_block(ic)
+    occ = _ceil(oc, LANES)
+
+    def pack_data(b: Any, c: Any, y: Any, x: Any, ci: Any) -> Any:
+        ch = c * icb + ci
+        v = data[b, ch, y, x]
+        return v if icp == ic else te.if_then_else(ch < ic, v, E.const(0, "uint8"))
+
+    def pack_kernel(o: Any, c: Any, y: Any, x: Any, f: Any, ol: Any, il: Any) -> Any:
+        oo, ii = o * LANES + ol, c * icb + f * K_GROUP + il
+        v = kernel[oo, ii, y, x]
+        if occ * LANES == oc and icp == ic:
+            return v
+        return te.if_then_else(te.all(oo < oc, ii < ic), v, E.const(0, "int8"))
+
+    dpk = te.compute((n, icp // icb, h, w, icb), pack_data, name="data_int8_nchwc",
+                     tag="int8_pack")
+    kpk = te.compute((occ, icp // icb, kh, kw, icb // K_GROUP, LANES, K_GROUP), pack_kernel,
+                     name="kernel_int8_packed", tag="int8_pack")
+    out = conv2d_NCHWc_int8(dpk, kpk, strides, padding, dilation, f"NCHW{icb}c", "NCHW16c",
+                            "int32")
+    _, _, oh, ow, _ = _ints(out.shape, "conv2d_nchw_int8")
+    return te.compute((n, oc, oh, ow), lambda b, o, y, x: out[b, o // LANES, y, x, o % LANES],
+                      name="conv2d_nchw_int8", tag="injective,int8_unpack")
+
+
+def schedule_conv2d_nchw_int8(outs: Any) -> Any:
+    """:func:`conv2d_nchw_int8`'s schedule: the packing stages parallel at root, the NCHWc
+    convolution's own schedule, the NCHW result (and the epilogue fused into it) parallel
+    over rows and vectorized along them."""
+    from .injective import schedule_injective_from_existing
+
+    s = schedule_conv2d_NCHWc_int8(outs)
+    seen: set[int] = set()
+    stack = [t.op for t in (outs if isinstance(outs, (list, tuple)) else [outs])]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen or not hasattr(op, "input_tensors"):
+            continue
+        seen.add(id(op))
+        if op.tag == "int8_pack" and op in s:
+            ax = s[op].op.axis
+            s[op].parallel(s[op].fuse(ax[0], ax[1]))
+        stack.extend(t.op for t in op.input_tensors)
+    for o in (outs if isinstance(outs, (list, tuple)) else [outs]):
+        if len(o.shape) == 4:
+            schedule_injective_from_existing(s, o)
+    return s

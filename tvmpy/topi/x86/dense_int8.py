@@ -65,20 +65,21 @@ def pack_weight_int8_np(w: np.ndarray) -> np.ndarray:
 
 
 def pack_weight_int8(w: Tensor, transpose_b: bool = True) -> Tensor:
-    """The te stage packing ``w`` (``[b, N, K]``, or ``[b, K, N]`` when not ``transpose_b``)
-    into ``[b, ceil(N/16), ceil(K/4), 16, 4]`` (zero-padded)."""
-    b, d1, d2 = _ints(w.shape, "pack_weight_int8")
+    """The te stage packing ``w`` (``[(b,) N, K]``, or ``[(b,) K, N]`` when not
+    ``transpose_b``) into ``[(b,) ceil(N/16), ceil(K/4), 16, 4]`` (zero-padded)."""
+    *lead, d1, d2 = _ints(w.shape, "pack_weight_int8")
     n, k = (d1, d2) if transpose_b else (d2, d1)
     nb, kb = _ceil(n, LANES), _ceil(k, K_GROUP)
 
-    def f(bi: Any, jb: Any, kq: Any, jl: Any, kl: Any) -> Any:
+    def f(*idx: Any) -> Any:
+        jb, kq, jl, kl = idx[-4:]
         j, kk = jb * LANES + jl, kq * K_GROUP + kl
-        v = w[bi, j, kk] if transpose_b else w[bi, kk, j]
+        v = w[(*idx[:-4], j, kk) if transpose_b else (*idx[:-4], kk, j)]
         if nb * LANES == n and kb * K_GROUP == k:
             return v
         return te.if_then_else(te.all(j < n, kk < k), v, E.const(0, w.dtype))
 
-    return te.compute((b, nb, kb, LANES, K_GROUP), f, name="B_int8_packed", tag="int8_pack")
+    return te.compute((*lead, nb, kb, LANES, K_GROUP), f, name="B_int8_packed", tag="int8_pack")
 
 
 def _pad_data(a: Tensor, rows: int, k: int) -> Tensor:
