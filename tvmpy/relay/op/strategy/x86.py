@@ -279,7 +279,7 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
         # the matmul ops: their AutoTVM templates when the shapes are constant
         s.add_implementation(*(tunable(name, inputs) or (compute, sched)), f"{name}.x86", 10)
         _add_packed(name, attrs, inputs, s)
-        add_int8_implementations(name, attrs, inputs, out_type, s)  # u8 x s8 -> s32 (VNNI)
+        add_int8_implementations(name, attrs, inputs, out_type, s, target)  # u8 x s8 -> s32
         return s
 
     return fstrategy

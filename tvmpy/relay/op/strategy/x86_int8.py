@@ -159,10 +159,32 @@ def _batch_matmul_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [_dense.batch_matmul_int8(inputs[0], inputs[1], "int32", bool(attrs.transpose_b))]
 
 
+def _in_target(fn: Any, target: Any) -> Any:
+    """``fn`` run with ``target`` as the current target: the kernels pick their instruction set
+    (and tile defaults) from it, and lowering calls computes and schedules outside any."""
+    import functools
+
+    from ....target import Target
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        if target is None or Target.current() == target:
+            return fn(*args)
+        with target:
+            return fn(*args)
+
+    return run
+
+
+def _add(s: OpStrategy, compute: Any, schedule: Any, name: str, target: Any) -> None:
+    s.add_implementation(_in_target(compute, target), _in_target(schedule, target), name,
+                         INT8_PLEVEL)
+
+
 def _strategy(compute: Any, schedule: Any, name: str) -> Any:
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
-        s.add_implementation(compute, schedule, name, INT8_PLEVEL)
+        _add(s, compute, schedule, name, target)
         return s
 
     return fstrategy
@@ -180,7 +202,7 @@ def _tensor_static(t: Any) -> bool:
 
 
 def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
-                             s: OpStrategy) -> None:
+                             s: OpStrategy, target: Any = None) -> None:
     """The int8 implementations of the unaltered ``nn.conv2d`` / ``nn.dense`` /
     ``nn.batch_matmul`` (x86 strategy hook), at plevel :data:`INT8_PLEVEL`, when the operands
     are uint8 x int8 -> int32 with static shapes."""
@@ -194,15 +216,14 @@ def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
     if name == "nn.conv2d":
         if attrs.groups == 1 and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" \
                 and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4:
-            s.add_implementation(_conv_nchw_compute,
-                                 wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
-                                 "conv2d_nchw_int8.x86", INT8_PLEVEL)
+            _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
+                 "conv2d_nchw_int8.x86", target)
     elif name == "nn.dense":
         if len(inputs[0].shape) == 2 and len(inputs[1].shape) == 2:
-            s.add_implementation(_dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
-                                 "dense_int8.x86", INT8_PLEVEL)
+            _add(s, _dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
+                 "dense_int8.x86", target)
     elif name == "nn.batch_matmul":
         if not attrs.transpose_a and len(inputs[0].shape) == 3 and len(inputs[1].shape) == 3:
-            s.add_implementation(_batch_matmul_compute,
-                                 wrap_topi_schedule(_dense.schedule_batch_matmul_int8),
-                                 "batch_matmul_int8.x86", INT8_PLEVEL)
+            _add(s, _batch_matmul_compute,
+                 wrap_topi_schedule(_dense.schedule_batch_matmul_int8),
+                 "batch_matmul_int8.x86", target)
