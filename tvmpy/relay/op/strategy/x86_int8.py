@@ -214,8 +214,12 @@ def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
     if any(int(getattr(d, "value", d)) == 0 for t in inputs for d in t.shape):
         return
     if name == "nn.conv2d":
+        # (fewer than 16 output channels: the NCHW result reads fewer than 16 lanes of the
+        # 16-channel blocks, bound inference shrinks the accumulation below the micro-kernel's
+        # width and tensorize refuses it; AlterOpLayout's rewrite has no such limit)
         if attrs.groups == 1 and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" \
-                and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4:
+                and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4 \
+                and int(getattr(inputs[1].shape[0], "value", inputs[1].shape[0])) >= 16:
             _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
                  "conv2d_nchw_int8.x86", target)
     elif name == "nn.dense":
