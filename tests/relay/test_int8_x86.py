@@ -198,3 +198,18 @@ def test_int8_ops_in_the_interpreter():
     out = relay.create_executor("debug", mod=mod).evaluate()(x)
     np.testing.assert_array_equal(np.asarray(getattr(out, "numpy", lambda: out)()),
                                   _conv_np(x, w, 1, 1))
+
+
+@pytest.mark.parametrize("opt_level", [3, 2])
+@pytest.mark.parametrize("const_weight", [True, False])
+def test_dense_int8_nd_data(opt_level, const_weight):
+    """[batch, seq, K] data (a transformer's dense): one product over the flattened rows."""
+    x, w = _u8(2, 9, 40), _s8(24, 40)
+    X = relay.var("x", shape=x.shape, dtype="uint8")
+    W = relay.const(w) if const_weight else relay.var("w", shape=w.shape, dtype="int8")
+    y = _requant(relay.nn.dense(X, W, out_dtype="int32"), 0.001, 1, "int8")
+    lib = _build(relay.Function([X] if const_weight else [X, W], y), opt_level=opt_level)
+    assert "llvm.x86.avx512.vpdpbusd.512" in lib.get_lib().get_source("ll")
+    inputs = {"x": x} if const_weight else {"x": x, "w": w}
+    ref = _requant_np(x.astype(np.int64) @ w.astype(np.int64).T, 0.001, 1, "int8")
+    np.testing.assert_array_equal(_run(lib, **inputs), ref)

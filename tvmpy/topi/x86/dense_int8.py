@@ -24,7 +24,7 @@ from ...te import Tensor
 from ...tir import expr as E
 from .int8_intrin import K_GROUP, LANES, dot_16x4_intrin, int8_isa
 
-__all__ = ["pack_weight_int8_np", "pack_weight_int8", "dense_int8", "batch_matmul_int8",
+__all__ = ["pack_weight_int8_np", "pack_weight_int8", "flatten_rows", "dense_int8", "batch_matmul_int8",
            "schedule_dense_int8", "schedule_batch_matmul_int8", "check_int8_dtypes",
            "MAX_TILE_M"]
 
@@ -93,6 +93,22 @@ def _pad_data(a: Tensor, rows: int, k: int) -> Tensor:
         return te.if_then_else(te.all(i < m, kk < k0), a[idx], E.const(0, a.dtype))
 
     return te.compute((*lead, rows, k), f, name="data_int8_pad", tag="int8_pad")
+
+
+def flatten_rows(a: Tensor) -> Tensor:
+    """``a[..., K]`` as ``[rows, K]``, a copy stage (tag "int8_pad": scheduled, not inlined,
+    so that the product reads plain rows, which tensorize matches)."""
+    *lead, k = _ints(a.shape, "int8 data")
+    dims = lead[1:]
+
+    def f(i: Any, kk: Any) -> Any:
+        idx = []
+        for d in reversed(dims):
+            idx.append(i % d)
+            i = i // d
+        return a[(i, *reversed(idx), kk)]
+
+    return te.compute((int(np.prod(lead)), k), f, name="data_int8_rows", tag="int8_pad")
 
 
 def default_tile_m(m: int) -> int:
@@ -280,6 +296,11 @@ def _schedule(cfg: Any, outs: Any, tag: str) -> Any:
     if nb % tile_n:
         tile_n = 1
     schedule_gemm_int8(s, acc, crop, out, tile_m, tile_n)
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    if out is crop and outs[0].op is not crop.op:  # e.g. a reshape follows: its own loops
+        from .injective import schedule_injective_from_existing
+
+        schedule_injective_from_existing(s, outs[0])
     return s
 
 

@@ -113,7 +113,7 @@ def alter_dense_int8(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
         d, w = (x.checked_type for x in call.args)
     except ValueError:
         return None
-    if not (_static(d) and _static(w)) or len(d.shape) != 2 or len(w.shape) != 2:
+    if not (_static(d) and _static(w)) or len(d.shape) < 2 or len(w.shape) != 2:
         return None
     if not is_int8_operands(d.dtype, w.dtype, call.attrs.out_dtype or d.dtype):
         return None
@@ -121,7 +121,14 @@ def alter_dense_int8(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
     if not isinstance(weight, Constant) or 0 in (*d.shape, *w.shape):
         return None  # a weight given at run time: packed inside the kernel (strategy)
     packed = Constant(_dense.pack_weight_int8_np(np.asarray(weight.data.numpy())))
-    return contrib_dense_pack_int8(inputs.plain(0), packed, int(w.shape[0])), None
+    data = inputs.plain(0)
+    lead = tuple(int(x) for x in d.shape[:-1])
+    if len(lead) > 1:  # [..., K]: one matrix product over the flattened rows
+        data = _tr.reshape(data, (int(np.prod(lead)), int(d.shape[-1])))
+    out = contrib_dense_pack_int8(data, packed, int(w.shape[0]))
+    if len(lead) > 1:
+        out = _tr.reshape(out, (*lead, int(w.shape[0])))
+    return out, None
 
 
 # ---- computes and strategies ------------------------------------------------------------------
@@ -150,9 +157,16 @@ def _conv_nchw_compute(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 def _dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    packed = _dense.pack_weight_int8(inputs[1])
-    n = _ints(inputs[1].shape[0])
-    return [_dense.dense_int8(inputs[0], packed, n, "int32")]
+    from ....topi import reshape
+
+    data, weight = inputs
+    packed = _dense.pack_weight_int8(weight)
+    n = _ints(weight.shape[0])
+    lead = tuple(_ints(d) for d in data.shape[:-1])
+    if len(lead) > 1:  # [..., K] -> [rows, K] (a copy: tensorize matches plain rows) -> [..., N]
+        flat = _dense.flatten_rows(data)
+        return [reshape(_dense.dense_int8(flat, packed, n, "int32"), (*lead, n))]
+    return [_dense.dense_int8(data, packed, n, "int32")]
 
 
 def _batch_matmul_compute(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -223,7 +237,7 @@ def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
             _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
                  "conv2d_nchw_int8.x86", target)
     elif name == "nn.dense":
-        if len(inputs[0].shape) == 2 and len(inputs[1].shape) == 2:
+        if len(inputs[0].shape) >= 2 and len(inputs[1].shape) == 2:
             _add(s, _dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
                  "dense_int8.x86", target)
     elif name == "nn.batch_matmul":
