@@ -66,6 +66,9 @@ def test_int8_isa_selection_other_targets():
     assert int8_isa(Target("llvm -mcpu=skylake-avx512")) == "avx512bw"
     assert int8_isa(Target("llvm -mcpu=cascadelake")) == "vnni"
     assert int8_isa(Target("llvm -mcpu=haswell -mattr=+avx512bw,+avx512vnni")) == "vnni"
+    assert int8_isa(Target("llvm -mtriple=x86_64-linux-gnu -mattr=+avx512vnni")) == "vnni"
+    assert int8_isa(Target("llvm -mtriple=x86_64-linux-gnu")) == "generic"
+    assert int8_isa(Target("llvm -mtriple=aarch64-linux-gnu")) == "generic"
     assert int8_isa(Target("c")) == "generic"
     assert int8_isa(None) == "generic"
 

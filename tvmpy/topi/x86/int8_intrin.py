@@ -65,7 +65,7 @@ def int8_isa(target: Any) -> str:
         f = f.strip()
         if len(f) > 1 and f[0] in "+-":
             (feats.add if f[0] == "+" else feats.discard)(f[1:])
-    if "avx512vnni" in feats and "avx512bw" in feats:
+    if "avx512vnni" in feats:  # (implies AVX-512F, all vpdpbusd.512 needs)
         return "vnni"
     if "avx512bw" in feats:
         return "avx512bw"
