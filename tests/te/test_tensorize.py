@@ -76,7 +76,11 @@ def test_lowered_ir_calls_the_kernels_with_bound_offsets_and_strides():
     s, args = tiled(64, 64, 64)
     text = str(tvm.lower(s, args, name="mm"))
     assert "tvmpy_gemm8x8x8_nk_update" in text and "tvmpy_gemm8x8x8_nk_reset" in text
-    assert "ko == 0" in text.replace("k.outer", "ko")  # reset on the first outer k iteration
+    # the reset runs in its own loop nest before the outer k loop (TVM's init nest), the
+    # update on every iteration without a branch
+    assert "ko == 0" not in text.replace("k.outer", "ko")
+    assert text.index("tvmpy_gemm8x8x8_nk_reset") < text.index("for k.outer") \
+        < text.index("tvmpy_gemm8x8x8_nk_update")
     assert "for i.inner" not in text and "for k.inner" not in text
 
 

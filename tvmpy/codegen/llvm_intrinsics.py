@@ -276,6 +276,18 @@ def _extern(cg: CodeGenLLVM, call: E.Call) -> Value:
     return cg.fb.value(ret, f"call {ret} @{name}({', '.join(map(str, args))})", "call")
 
 
+def _llvm_intrin(cg: CodeGenLLVM, call: E.Call) -> Value:
+    """``call_llvm_[pure_]intrin(dtype, "llvm.x86...", args...)``: a direct call of the named LLVM
+    intrinsic, declared with the argument and result types (vectors as they are)."""
+    name_e = call.args[0]
+    if not isinstance(name_e, E.StringImm) or not name_e.value.startswith("llvm."):
+        raise TypeError(f"{call.op}: the first argument must be an LLVM intrinsic name, got {name_e}")
+    args = [cg.expr(a) for a in call.args[1:]]
+    ret = llvm_type(call.dtype)
+    cg.mb.declare(name_e.value, ret, [a.ty for a in args])
+    return cg.fb.value(ret, f"call {ret} @{name_e.value}({', '.join(map(str, args))})", "intrin")
+
+
 def _access_ptr(cg: CodeGenLLVM, call: E.Call) -> Value:
     ann, data, offset = call.args[0], call.args[1], call.args[2]
     if isinstance(ann, E.Call) and ann.op == "type_annotation":
@@ -306,4 +318,5 @@ _HANDLERS = {
     "abs": _abs, "reinterpret": _reinterpret, "likely": _likely, "if_then_else": _if_then_else,
     "call_extern": _extern, "call_pure_extern": _extern, "tvm_access_ptr": _access_ptr,
     "address_of": _address_of, "type_annotation": _type_annotation,
+    "call_llvm_intrin": _llvm_intrin, "call_llvm_pure_intrin": _llvm_intrin,
 }

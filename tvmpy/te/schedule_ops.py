@@ -341,16 +341,20 @@ class Lowering:
                 if self.attached.get((id(st), id(lv))):
                     raise ValueError(f"stage {op.name}: cannot compute another stage inside the "
                                      f"tensorized loop {lv.var.name}")
-            from .tensorize import make_tensorize_body
+            from .tensorize import make_tensorize_parts
 
             # Contract (tvmpy.te.tensorize): ranges of every IterVar of the stage; root axis ->
             # index in leaf loop vars; access() maps (tensor, original indices) to the lowered
             # buffer and its indices. The result replaces the loop at tensorize_iv and all inside
-            # it, including the reduction init.
+            # it, including the reduction init (or, with reduction loops outside it, returns
+            # the intrinsic's reset for an init nest before them).
             dom_map = {iv: ranges[iv] for iv in st.all_iter_vars}
             value_map = {iv: values[iv] for iv in roots}
-            inner = make_tensorize_body(st, dom_map, leaves[tensorize_pos], value_map, self.access)
+            reset, inner = make_tensorize_parts(st, dom_map, leaves[tensorize_pos], value_map,
+                                                self.access)
             stop = tensorize_pos
+            if reset is not None:
+                init = self._tensorize_init(st, leaves[begin:stop], reset)
         else:
             stop = len(leaves)
             if is_reduce:
@@ -417,6 +421,16 @@ class Lowering:
         cond = r0.condition
         if not (isinstance(cond, E.IntImm) and cond.value):
             stmt = S.IfThenElse(conv.visit(cond), stmt)
+        return stmt
+
+    def _tensorize_init(self, st: Stage, between: list[IterVar], reset: S.Stmt) -> S.Stmt:
+        """The init nest of a tensorized reduction: the intrinsic's ``reset`` inside fresh copies
+        of the spatial loops between the first reduction loop and the tensorized one."""
+        inner_sp = [lv for lv in between if lv.iter_type != IterVar.CommReduce]
+        fresh = {lv.var: Var(lv.var.name + ".init", lv.var.dtype) for lv in inner_sp}
+        stmt = substitute(reset, fresh)
+        for lv in reversed(inner_sp):
+            stmt = _plain_loop(fresh[lv.var], self.bounds.ranges[lv], S.ForKind.SERIAL, stmt)
         return stmt
 
     def _reduce_init(self, st: Stage, body: list, leaves: list[IterVar], begin: int,

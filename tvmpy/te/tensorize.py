@@ -47,7 +47,7 @@ from ..tir.functor import Mutator, collect_vars, substitute
 from .tensor import ComputeOp, Reduce, Tensor
 from .tensor_intrin import TensorIntrin
 
-__all__ = ["make_tensorize_body", "TensorizeError"]
+__all__ = ["make_tensorize_body", "make_tensorize_parts", "TensorizeError"]
 
 Access = Callable[[Tensor, list[PrimExpr]], tuple[Buffer, list[PrimExpr]]]
 _COMMUTATIVE = (E.Add, E.Mul, E.Min, E.Max, E.EQ, E.NE, E.And, E.Or)
@@ -73,6 +73,21 @@ def make_tensorize_body(stage: Any, dom_map: dict[IterVar, Range], tensorize_iv:
     return _Tensorizer(stage, dom_map, tensorize_iv, value_map, access, intrin).run()
 
 
+def make_tensorize_parts(stage: Any, dom_map: dict[IterVar, Range], tensorize_iv: IterVar,
+                         value_map: dict[IterVar, PrimExpr],
+                         access: Access) -> tuple[S.Stmt | None, S.Stmt]:
+    """As :func:`make_tensorize_body`, but when reduction loops lie outside the region and the
+    intrinsic declares a reset: ``(reset, update)``, the reset to be run in its own loop nest
+    before the reduction loops (TVM's init nest: no per-iteration "first iteration?" branch in
+    the reduction), the update unconditional. Otherwise ``(None, body)``."""
+    attr = stage.iter_var_attrs.get(tensorize_iv)
+    intrin = getattr(attr, "tensor_intrin", None)
+    if not isinstance(intrin, TensorIntrin):
+        raise TypeError(f"tensorize of {stage.op.name}: expected a TensorIntrin "
+                        f"(te.decl_tensor_intrin), got {type(intrin).__name__}")
+    return _Tensorizer(stage, dom_map, tensorize_iv, value_map, access, intrin).run_parts()
+
+
 def _const(e: Any) -> int | None:
     return e.value if isinstance(e, E.IntImm) else None
 
@@ -95,11 +110,18 @@ class _Tensorizer:
         pos = next(k for k, lv in enumerate(leaves) if lv is iv)
         self.inner, self.outer = leaves[pos:], leaves[:pos]
         self.ana = Analyzer()
+        # outer loops starting at a symbolic value (inside a compute_at tile) are written
+        # start + u, u from 0, for the proofs of _check_domains
+        self.shift: dict[Var, PrimExpr] = {}
         for lv in self.outer:
             r = dom_map[lv]
             ext = _const(r.extent)
             if ext is None or ext > 0:
                 self.ana.bind(lv.var, r)
+                if not isinstance(r.min, E.IntImm):
+                    u = Var(lv.var.name + ".off", lv.var.dtype)
+                    self.ana.bind(u, Range.from_min_extent(E.const(0, r.min.dtype), r.extent))
+                    self.shift[lv.var] = r.min + u
 
     def fail(self, msg: str) -> TensorizeError:
         return TensorizeError(f"{self.where}: {msg}")
@@ -182,6 +204,8 @@ class _Tensorizer:
                 if dom is None:
                     continue
                 conds = (base >= dom.min, base + ext <= dom.min + dom.extent)
+                if self.shift:
+                    conds = tuple(substitute(c, self.shift) for c in conds)
                 ok = all(self.ana.can_prove(c) for c in conds)
                 if not ok and not widened:
                     widened = True
@@ -418,6 +442,21 @@ class _Tensorizer:
                           ib.data_alignment, ib.offset_factor)
 
     # ---- 4. statements -------------------------------------------------------------------------
+    def run_parts(self) -> tuple[S.Stmt | None, S.Stmt]:
+        outer_red = [lv for lv in self.outer if lv.iter_type == IterVar.CommReduce
+                     and _const(self.dom_map[lv].extent) != 1]
+        if not outer_red or self.intrin.reset is None or self.intrin.update is None:
+            return None, self.run()
+        self.region()
+        self.match()
+        vsub, asserts = self.bind()
+        tidy = _SimplifyIndices(self.ana)
+        reset = tidy.visit(substitute(self.intrin.reset, vsub))
+        stmt = tidy.visit(substitute(self.intrin.update, vsub))
+        for cond, msg in reversed(asserts):
+            stmt = S.AssertStmt(cond, msg, stmt)
+        return reset, stmt
+
     def run(self) -> S.Stmt:
         self.region()
         self.match()

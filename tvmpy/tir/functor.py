@@ -178,21 +178,42 @@ class _Transform(Mutator):
 class _Substituter(Mutator):
     def __init__(self, vmap: dict):
         self.vmap = vmap
+        self._bufs: dict[int, Any] = {}
 
     def visit_Var(self, v: E.Var) -> Any:
         r = self.vmap.get(v)
         return v if r is None else E.convert(r)
 
+    def _buffer(self, b: Any) -> Any:
+        """``b`` mapped by vmap; else ``b`` with the variables of its element offset and strides
+        substituted when they use one (a view bound by tensorize starts at an offset in the loop
+        variables), else None."""
+        nb = self.vmap.get(b)
+        if nb is not None:
+            return nb
+        off = b.elem_offset
+        if isinstance(off, E.IntImm) and not b.strides:
+            return None
+        key = id(b)
+        if key not in self._bufs:
+            new_off = self.visit(off) if isinstance(off, E.PrimExpr) else off
+            strides = [self.visit(x) if isinstance(x, E.PrimExpr) else x for x in b.strides]
+            same = new_off is off and all(x is y for x, y in zip(strides, b.strides))
+            self._bufs[key] = None if same else Buffer(
+                b.data, b.dtype, b.shape, strides, new_off, b.name, b.scope, b.data_alignment,
+                b.offset_factor)
+        return self._bufs[key]
+
     def visit_BufferLoad(self, node: E.BufferLoad) -> Any:
         new = self.generic_visit(node)
-        nb = self.vmap.get(node.buffer)
+        nb = self._buffer(node.buffer)
         if nb is not None:
             return E.BufferLoad(nb, new.indices, new.predicate)
         return new
 
     def visit_BufferStore(self, node: S.BufferStore) -> Any:
         new = self.generic_visit(node)
-        nb = self.vmap.get(node.buffer)
+        nb = self._buffer(node.buffer)
         if nb is not None:
             return S.BufferStore(nb, new.value, new.indices, new.predicate)
         return new

@@ -38,7 +38,7 @@ __all__ = [
     "atan", "atan2", "min", "max", "floordiv", "floormod", "truncdiv", "truncmod", "div", "indexdiv",
     "indexmod", "if_then_else", "likely", "all", "any", "min_value", "max_value", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right", "call_extern",
-    "call_pure_extern", "call_intrin", "reinterpret", "cast", "const", "Select", "Not",
+    "call_pure_extern", "call_intrin", "call_llvm_intrin", "call_llvm_pure_intrin", "reinterpret", "cast", "const", "Select", "Not",
     "FLOAT_UNARY", "FLOAT_BINARY", "INT_UNARY", "INT_BINARY", "INTRINSICS",
 ]
 
@@ -59,7 +59,7 @@ INT_BINARY = {"bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise
 INTRINSICS = {**FLOAT_UNARY, **FLOAT_BINARY, **FLOAT_PREDICATE, **INT_UNARY, **INT_BINARY,
               "if_then_else": None, "likely": None, "call_extern": None, "call_pure_extern": None,
               "tvm_access_ptr": None, "type_annotation": None, "reinterpret": None, "address_of": None,
-              "abs": None}
+              "abs": None, "call_llvm_intrin": None, "call_llvm_pure_intrin": None}
 
 
 def _float_arg(x: Any, name: str) -> PrimExpr:
@@ -302,6 +302,22 @@ def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     if name not in INTRINSICS:
         raise ValueError(f"unknown intrinsic {name!r}; known: {', '.join(sorted(INTRINSICS))}")
     return Call(dtype, name, list(args))
+
+
+def call_llvm_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    """Call the LLVM intrinsic ``name`` (e.g. ``"llvm.x86.avx512.vpdpbusd.512"``) with ``args``
+    as they are (vectors included; LLVM codegen only). TVM's ``tir.call_llvm_intrin`` without the
+    signature-count argument: the intrinsic is declared from the argument and result types."""
+    if not isinstance(name, str) or not name.startswith("llvm."):
+        raise ValueError(f"call_llvm_intrin: {name!r} is not an LLVM intrinsic name (llvm.*)")
+    return Call(dtype, "call_llvm_intrin", [name, *args])
+
+
+def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    """:func:`call_llvm_intrin` of an intrinsic without side effects."""
+    if not isinstance(name, str) or not name.startswith("llvm."):
+        raise ValueError(f"call_llvm_pure_intrin: {name!r} is not an LLVM intrinsic name (llvm.*)")
+    return Call(dtype, "call_llvm_pure_intrin", [name, *args])
 
 
 def reinterpret(dtype: str, value: Any) -> PrimExpr:

@@ -151,7 +151,7 @@ class Printer(ChainFunctor):
 
     def visit_Call(self, e: E.Call) -> tuple[str, int]:
         args = ", ".join(self.expr(a) for a in e.args)
-        if e.op in ("call_extern", "call_pure_extern"):
+        if e.op in ("call_extern", "call_pure_extern", "call_llvm_intrin", "call_llvm_pure_intrin"):
             return f"{e.op}({e.dtype!r}, {args})", _ATOM
         return f"{e.op}({args})", _ATOM
 

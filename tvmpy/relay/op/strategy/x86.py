@@ -22,6 +22,7 @@ from .generic import (
     schedule_reduce,
     wrap_topi_schedule,
 )
+from .x86_int8 import add_int8_implementations
 from .x86_matmul import tunable
 
 __all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "schedule_injective_cpu",
@@ -280,6 +281,7 @@ def _x86_strategy(name: str) -> Callable[..., OpStrategy]:
         # the matmul ops: their AutoTVM templates when the shapes are constant
         s.add_implementation(*(tunable(name, inputs) or (compute, sched)), f"{name}.x86", 10)
         _add_packed(name, attrs, inputs, s)
+        add_int8_implementations(name, attrs, inputs, out_type, s, target)  # u8 x s8 -> s32
         return s
 
     return fstrategy

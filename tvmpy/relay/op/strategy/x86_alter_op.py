@@ -41,6 +41,7 @@ from ...ty import TensorType
 from ..registry import make_call
 from .alter_layout import conv2d_alter_layout, conv2d_layout_demand, dense_alter_layout
 from .x86 import DENSE_PACK_MIN_ROWS, _const_int
+from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "conv_blocks", "padded_block", "conv_padding", "is_depthwise",
@@ -122,6 +123,9 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
 
 @conv2d_layout_demand.register("cpu")
 def _conv2d_demand(call: Call) -> list[str | None] | None:
+    int8 = conv2d_int8_demand(call)  # uint8 x int8 -> int32: the VNNI layouts (x86_int8.py)
+    if int8 is not None:
+        return int8
     blocks = conv_blocks(call, Target.current())
     if blocks is None:
         return None
@@ -135,7 +139,10 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
 
 
 @conv2d_alter_layout.register("cpu")
-def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str] | None:
+def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | None:
+    int8 = alter_conv2d_int8(call, inputs)  # uint8 x int8 -> int32 (x86_int8.py)
+    if int8 is not None:
+        return int8
     target = Target.current()
     blocks = conv_blocks(call, target)
     if blocks is None:
@@ -339,5 +346,8 @@ def _is_transpose_2d(e: Any) -> bool:
 
 @dense_alter_layout.register("cpu")
 def _alter_dense(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
+    int8 = alter_dense_int8(call, inputs)  # uint8 x int8 -> int32 (x86_int8.py)
+    if int8 is not None:
+        return int8
     new = alter_dense_layout(call, [inputs.plain(0), inputs.plain(1)])
     return None if new is None else (new, None)

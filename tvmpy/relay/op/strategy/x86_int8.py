@@ -1,0 +1,247 @@
+"""x86 int8 implementations: ``nn.conv2d`` / ``nn.dense`` / ``nn.batch_matmul`` with uint8 data,
+int8 weights and int32 output (what QNN canonicalization emits) on the VNNI micro-kernel
+(``topi/x86/conv2d_int8.py``, ``dense_int8.py``), and their AlterOpLayout rewrites.
+
+* **Layouts** (AlterOpLayout, "cpu" targets): a plain NCHW/OIHW ``nn.conv2d`` becomes
+  ``nn.contrib_conv2d_NCHWc_int8`` (data ``NCHW{ic_bn}c``, the kernel packed
+  ``OIHW{ic_bn/4}i16o4i`` at compile time, output ``NCHW16c``). Input channels that are not a
+  multiple of 4 are zero-padded (the data with ``nn.pad`` in NCHW, the kernel with zero
+  channels); output channels that are not a multiple of 16 get zero filters and are cropped
+  in NCHW on the way out. ``nn.dense`` with a constant weight becomes
+  ``nn.contrib_dense_pack_int8`` with the weight packed ``[N/16, K/4, 16, 4]``.
+* **Strategies**: those two ops, and the unaltered int8 ``nn.conv2d`` (groups 1),
+  ``nn.dense`` and ``nn.batch_matmul`` (packing inside the kernel), at plevel 20 over the
+  generic int32 computes. Other integer combinations (int8 data, uint8 weights, ...) and
+  grouped/depthwise int8 convolutions take the generic path (correct, not fast).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....topi.x86 import conv2d_int8 as _conv
+from ....topi.x86 import dense_int8 as _dense
+from ...expr import Call, Constant, RelayExpr
+from ...op import nn as _nn
+from ...op import transform as _tr
+from ...ty import TensorType
+from ..nn_int8 import contrib_conv2d_nchwc_int8, contrib_dense_pack_int8
+from . import OpStrategy, register_strategy_func
+from .generic import wrap_topi_schedule
+
+__all__ = ["is_int8_operands", "alter_conv2d_int8", "conv2d_int8_demand", "alter_dense_int8",
+           "add_int8_implementations", "INT8_PLEVEL"]
+
+INT8_PLEVEL = 20
+
+
+def _static(t: Any) -> bool:
+    return isinstance(t, TensorType) and all(isinstance(d, int) for d in t.shape)
+
+
+def is_int8_operands(data_dtype: str, weight_dtype: str, out_dtype: str) -> bool:
+    """uint8 data x int8 weight accumulated in int32: the operands of vpdpbusd."""
+    return data_dtype == "uint8" and weight_dtype == "int8" and out_dtype == "int32"
+
+
+def _int8_conv(call: Call) -> bool:
+    """A typed plain (groups 1) NCHW/OIHW int8 ``nn.conv2d`` with static shapes."""
+    a = call.attrs
+    try:
+        d, w = (x.checked_type for x in call.args)
+    except ValueError:
+        return False
+    if not (_static(d) and _static(w)) or len(d.shape) != 4 or 0 in (*d.shape, *w.shape):
+        return False
+    return (is_int8_operands(d.dtype, w.dtype, a.out_dtype or d.dtype) and a.groups == 1
+            and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
+            and a.out_layout in ("", "NCHW"))
+
+
+def conv2d_int8_demand(call: Call) -> list[str | None] | None:
+    """The layouts :func:`alter_conv2d_int8` reads the arguments in (None: not rewritten)."""
+    if not _int8_conv(call):
+        return None
+    ic = int(call.args[0].checked_type.shape[1])
+    icb, icp = _conv.int8_ic_block(ic)
+    return [f"NCHW{icb}c" if icp == ic else None, None]
+
+
+def _pack_kernel(weight: RelayExpr, icb: int) -> RelayExpr:
+    """OIHW int8 -> the 7-D ``OIHW{icb/4}i16o4i`` kernel, zero-padded: computed for a constant,
+    else relay pad/reshape/transpose (folded once the weight is bound)."""
+    if isinstance(weight, Constant):
+        return Constant(_conv.pack_kernel_int8_np(weight.data.numpy(), icb))
+    oc, ic, kh, kw = (int(d) for d in weight.checked_type.shape)
+    ocp, icp = -(-oc // 16) * 16, -(-ic // icb) * icb
+    if (ocp, icp) != (oc, ic):
+        weight = _nn.pad(weight, ((0, ocp - oc), (0, icp - ic), (0, 0), (0, 0)))
+    r = _tr.reshape(weight, (ocp // 16, 16, icp // icb, icb // 4, 4, kh, kw))
+    return _tr.transpose(r, (0, 2, 5, 6, 3, 1, 4))
+
+
+def alter_conv2d_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | None:
+    """The int8 NCHWc rewrite of a typed ``nn.conv2d`` (see the module docstring), or None."""
+    if not _int8_conv(call):
+        return None
+    a = call.attrs
+    d, w = (x.checked_type for x in call.args)
+    ic, oc = int(d.shape[1]), int(w.shape[0])
+    icb, icp = _conv.int8_ic_block(ic)
+    if icp == ic:
+        data = inputs.get(0, f"NCHW{icb}c")
+    else:
+        padded = _nn.pad(inputs.plain(0), ((0, 0), (0, icp - ic), (0, 0), (0, 0)))
+        data = _tr.layout_transform(padded, "NCHW", f"NCHW{icb}c")
+    kernel = _pack_kernel(inputs.plain(1), icb)
+    ocp = -(-oc // 16) * 16
+    out = contrib_conv2d_nchwc_int8(data, kernel, a.strides, a.padding, a.dilation, ocp,
+                                    tuple(int(x) for x in w.shape[2:]), f"NCHW{icb}c",
+                                    _conv.kernel_layout_int8(icb))
+    if ocp == oc:
+        return out, "NCHW16c"
+    plain = _tr.layout_transform(out, "NCHW16c", "NCHW")
+    return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
+
+
+def alter_dense_int8(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
+    """``nn.dense`` (int8 operands, 2-D, static shapes, a constant weight) with the weight
+    packed at compile time, or None."""
+    try:
+        d, w = (x.checked_type for x in call.args)
+    except ValueError:
+        return None
+    if not (_static(d) and _static(w)) or len(d.shape) < 2 or len(w.shape) != 2:
+        return None
+    if not is_int8_operands(d.dtype, w.dtype, call.attrs.out_dtype or d.dtype):
+        return None
+    weight = inputs.plain(1)
+    if not isinstance(weight, Constant) or 0 in (*d.shape, *w.shape):
+        return None  # a weight given at run time: packed inside the kernel (strategy)
+    packed = Constant(_dense.pack_weight_int8_np(np.asarray(weight.data.numpy())))
+    data = inputs.plain(0)
+    lead = tuple(int(x) for x in d.shape[:-1])
+    if len(lead) > 1:  # [..., K]: one matrix product over the flattened rows
+        data = _tr.reshape(data, (int(np.prod(lead)), int(d.shape[-1])))
+    out = contrib_dense_pack_int8(data, packed, int(w.shape[0]))
+    if len(lead) > 1:
+        out = _tr.reshape(out, (*lead, int(w.shape[0])))
+    return out, None
+
+
+# ---- computes and strategies ------------------------------------------------------------------
+def _ints(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_ints(x) for x in v)
+    return int(getattr(v, "value", v))
+
+
+def _conv_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    data, kernel = inputs
+    return [_conv.conv2d_NCHWc_int8(data, kernel, _ints(attrs.strides), _ints(attrs.padding),
+                                    _ints(attrs.dilation), attrs.data_layout, "NCHW16c",
+                                    "int32")]
+
+
+def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    units = getattr(attrs.units, "value", attrs.units)
+    return [_dense.dense_int8(inputs[0], inputs[1], None if units is None else int(units),
+                              "int32")]
+
+
+def _conv_nchw_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_conv.conv2d_nchw_int8(inputs[0], inputs[1], _ints(attrs.strides),
+                                   _ints(attrs.padding), _ints(attrs.dilation))]
+
+
+def _dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    from ....topi import reshape
+
+    data, weight = inputs
+    packed = _dense.pack_weight_int8(weight)
+    n = _ints(weight.shape[0])
+    lead = tuple(_ints(d) for d in data.shape[:-1])
+    if len(lead) > 1:  # [..., K] -> [rows, K] (a copy: tensorize matches plain rows) -> [..., N]
+        flat = _dense.flatten_rows(data)
+        return [reshape(_dense.dense_int8(flat, packed, n, "int32"), (*lead, n))]
+    return [_dense.dense_int8(data, packed, n, "int32")]
+
+
+def _batch_matmul_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [_dense.batch_matmul_int8(inputs[0], inputs[1], "int32", bool(attrs.transpose_b))]
+
+
+def _in_target(fn: Any, target: Any) -> Any:
+    """``fn`` run with ``target`` as the current target: the kernels pick their instruction set
+    (and tile defaults) from it, and lowering calls computes and schedules outside any."""
+    import functools
+
+    from ....target import Target
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        if target is None or Target.current() == target:
+            return fn(*args)
+        with target:
+            return fn(*args)
+
+    return run
+
+
+def _add(s: OpStrategy, compute: Any, schedule: Any, name: str, target: Any) -> None:
+    s.add_implementation(_in_target(compute, target), _in_target(schedule, target), name,
+                         INT8_PLEVEL)
+
+
+def _strategy(compute: Any, schedule: Any, name: str) -> Any:
+    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+        s = OpStrategy()
+        _add(s, compute, schedule, name, target)
+        return s
+
+    return fstrategy
+
+
+register_strategy_func("nn.contrib_conv2d_NCHWc_int8", "generic", _strategy(
+    _conv_nchwc_compute, wrap_topi_schedule(_conv.schedule_conv2d_NCHWc_int8),
+    "conv2d_NCHWc_int8.x86"))
+register_strategy_func("nn.contrib_dense_pack_int8", "generic", _strategy(
+    _dense_pack_compute, wrap_topi_schedule(_dense.schedule_dense_int8), "dense_int8.x86"))
+
+
+def _tensor_static(t: Any) -> bool:
+    return all(isinstance(getattr(d, "value", d), int) for d in t.shape)
+
+
+def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
+                             s: OpStrategy, target: Any = None) -> None:
+    """The int8 implementations of the unaltered ``nn.conv2d`` / ``nn.dense`` /
+    ``nn.batch_matmul`` (x86 strategy hook), at plevel :data:`INT8_PLEVEL`, when the operands
+    are uint8 x int8 -> int32 with static shapes."""
+    if len(inputs) != 2 or not all(_tensor_static(t) for t in inputs):
+        return
+    out_dtype = getattr(attrs, "out_dtype", "") or out_type.dtype
+    if not is_int8_operands(inputs[0].dtype, inputs[1].dtype, out_dtype):
+        return
+    if any(int(getattr(d, "value", d)) == 0 for t in inputs for d in t.shape):
+        return
+    if name == "nn.conv2d":
+        # (fewer than 16 output channels: the NCHW result reads fewer than 16 lanes of the
+        # 16-channel blocks, bound inference shrinks the accumulation below the micro-kernel's
+        # width and tensorize refuses it; AlterOpLayout's rewrite has no such limit)
+        if attrs.groups == 1 and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" \
+                and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4 \
+                and int(getattr(inputs[1].shape[0], "value", inputs[1].shape[0])) >= 16:
+            _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
+                 "conv2d_nchw_int8.x86", target)
+    elif name == "nn.dense":
+        if len(inputs[0].shape) >= 2 and len(inputs[1].shape) == 2:
+            _add(s, _dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
+                 "dense_int8.x86", target)
+    elif name == "nn.batch_matmul":
+        if not attrs.transpose_a and len(inputs[0].shape) == 3 and len(inputs[1].shape) == 3:
+            _add(s, _batch_matmul_compute,
+                 wrap_topi_schedule(_dense.schedule_batch_matmul_int8),
+                 "batch_matmul_int8.x86", target)
