@@ -518,3 +518,40 @@ def test_pass_context_add_lower_pass():
     with tvm.transform.PassContext(config={"tir.add_lower_pass": [(4, vectorize)]}):
         with pytest.raises(ValueError, match="phase in 0..3"):
             tvm.lower(sch, [a, b, c])
+
+
+def test_buffer_vload_vstore_vectors_in_a_tensor_intrinsic():
+    """Buffer.vload(begin, "float32x16") / vstore(begin, vector) move 16 consecutive elements
+    (vload used to ignore its dtype and load one element)."""
+    from tvmpy import tir
+
+    a = te.placeholder((16,), name="a")
+    b = te.placeholder((16,), name="b")
+    c = te.compute((16,), lambda i: a[i] + b[i], name="c")
+    binds = {t: tir.decl_buffer(t.shape, t.dtype, name=t.name + "_b", offset_factor=1)
+             for t in (a, b, c)}
+
+    def intrin(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        ib.emit(outs[0].vstore([0], ins[0].vload([0], "float32x16")
+                               + ins[1].vload([0], "float32x16")))
+        return ib.get()
+
+    vadd = te.decl_tensor_intrin(c.op, intrin, binds=binds)
+    n = 80
+    A, B = te.placeholder((n,), name="A"), te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=16)
+    s[C].tensorize(xi, vadd)
+    assert "ramp(" in str(tvm.lower(s, [A, B, C]))
+    f = tvm.build(s, [A, B, C], "llvm")
+    av, bv = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
+    cv = tvm.nd.empty((n,))
+    f(tvm.nd.array(av), tvm.nd.array(bv), cv)
+    np.testing.assert_allclose(cv.numpy(), av + bv)
+    buf = binds[a]
+    with pytest.raises(ValueError, match="cannot load int32x16"):
+        buf.vload([0], "int32x16")
+    with pytest.raises(ValueError, match="cannot store"):
+        buf.vstore([0], tvm.tir.const(1, "int32") + tvm.tir.Ramp(0, 1, 4))

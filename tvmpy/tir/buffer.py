@@ -55,13 +55,41 @@ class Buffer(Node):
         return BufferLoad(self, indices)
 
     def vload(self, indices: Any, dtype: str | None = None) -> BufferLoad:
-        return self[indices]
+        """Load starting at ``indices``: one element, or with a vector ``dtype`` (TVM's
+        ``"float32x16"``, lanes a multiple of the buffer's) that many consecutive elements along
+        the last axis (its index becomes a Ramp)."""
+        from .expr import Ramp
+
+        if not isinstance(indices, (tuple, list)):
+            indices = (indices,)
+        if dtype is None or dtype == self.dtype:
+            return self[indices]
+        elem, lanes = dt.element_of(dtype), dt.lanes_of(dtype)
+        blanes = dt.lanes_of(self.dtype)
+        if elem != dt.element_of(self.dtype) or lanes % blanes:
+            raise ValueError(f"vload: cannot load {dtype} from a {self.dtype} buffer {self.name!r} "
+                             f"(same element type, lanes a multiple of the buffer's)")
+        if not indices:
+            raise ValueError(f"vload of {dtype} from {self.name!r} needs at least one index")
+        n = lanes // blanes
+        return BufferLoad(self, [*indices[:-1], Ramp(indices[-1], 1, n)])
 
     def vstore(self, indices: Any, value: Any) -> BufferStore:
+        """Store ``value`` at ``indices``; a vector value (lanes a multiple of the buffer's)
+        fills that many consecutive elements along the last axis (its index becomes a Ramp)."""
+        from .expr import Ramp
         from .stmt import BufferStore
 
         if not isinstance(indices, (tuple, list)):
             indices = (indices,)
+        value = convert(value)
+        lanes, blanes = dt.lanes_of(value.dtype), dt.lanes_of(self.dtype)
+        if lanes != blanes and indices:
+            if dt.element_of(value.dtype) != dt.element_of(self.dtype) or lanes % blanes:
+                raise ValueError(f"vstore: cannot store {value.dtype} into a {self.dtype} buffer "
+                                 f"{self.name!r} (same element type, lanes a multiple of the "
+                                 f"buffer's)")
+            indices = [*indices[:-1], Ramp(indices[-1], 1, lanes // blanes)]
         return BufferStore(self, value, indices)
 
     def compact_strides(self) -> tuple[PrimExpr, ...]:
