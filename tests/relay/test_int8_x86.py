@@ -6,8 +6,6 @@ references; other integer combinations take the generic path, also exact."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -20,23 +18,9 @@ RNG = np.random.default_rng(11)
 VNNI = "llvm -mcpu=znver4"
 
 
-@pytest.fixture(autouse=True)
-def _quiet_fallback():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
-        yield
-
-
-def _u8(*shape):
-    x = RNG.integers(0, 256, shape).astype("uint8")
-    x.flat[0] = 255
-    return x
-
-
-def _s8(*shape):
-    w = RNG.integers(-128, 128, shape).astype("int8")
-    w.flat[0] = -128
-    return w
+from tests.topi.int8_util import _quiet_fallback  # noqa: E402,F401  (autouse fixture)
+from tests.topi.int8_util import s8 as _s8  # noqa: E402
+from tests.topi.int8_util import u8 as _u8  # noqa: E402
 
 
 def _requant(y, scale, zp, dtype):

@@ -153,6 +153,59 @@ def _spatial(op: str, h: int, w: int, kh: int, kw: int, stride: Any, padding: An
     return (sh, sw), pads, (oh, ow)
 
 
+# per data layout: (kernel's unpacked layout, the packing axes of data and kernel as
+# (pack_axis, bit_axis), the packed data's spatial axes, the packed kernel's (O, words) axes)
+_CONV_LAYOUTS = {
+    "NCHW": ("OIHW", (1, 2), (1, 2), (3, 4), (0, 1)),
+    "NHWC": ("HWIO", (3, 4), (2, 4), (1, 2), (3, 2)),
+}
+
+
+def _bitserial_conv2d(layout: str, data: Tensor, kernel: Tensor, stride: Any, padding: Any,
+                      activation_bits: int, weight_bits: int, pack_dtype: str, out_dtype: str,
+                      unipolar: bool) -> Tensor:
+    op = f"bitserial_conv2d_{layout.lower()}"
+    klayout, dpack, kpack, (hy, hx), (ko, kc) = _CONV_LAYOUTS[layout]
+    _check(op, activation_bits, "activation_bits", pack_dtype, out_dtype)
+    _check(op, weight_bits, "weight_bits", pack_dtype)
+    check_rank(data, 4, op, "data", layout)
+    kq = _packed_or_pack(op, kernel, 4, weight_bits, *kpack, pack_dtype, "kernel")
+    kshape = get_const_tuple(kq.shape, f"{op}: kernel shape")
+    o, cw = kshape[ko], kshape[kc]
+    kh, kw = (kshape[3], kshape[4]) if layout == "NCHW" else (kshape[0], kshape[1])
+    dq = bitpack(data, activation_bits, *dpack, pack_dtype, name="data_packed")
+    dcw = get_const_int(dq.shape[dpack[0]])
+    if dcw != cw:
+        raise ValueError(f"{op}: data {tuple(data.shape)} packs to {dcw} channel words, the "
+                         f"kernel to {cw}: the input channel counts differ")
+    h, w = get_const_int(dq.shape[hy]), get_const_int(dq.shape[hx])
+    (sh, sw), (pt, pl, pb, pr), (oh, ow) = _spatial(op, h, w, kh, kw, stride, padding)
+    if pt or pl or pb or pr:
+        before, after = [0] * 5, [0] * 5
+        before[hy], before[hx], after[hy], after[hx] = pt, pl, pb, pr
+        dq = pad(dq, before, after, name="data_pad")
+    rc = reduce_axis((0, cw), name="rc")
+    ab = reduce_axis((0, activation_bits), name="ab")
+    wb = reduce_axis((0, weight_bits), name="wb")
+    ry = reduce_axis((0, kh), name="ry")
+    rx = reduce_axis((0, kw), name="rx")
+    shift = ab.var + wb.var
+
+    if layout == "NCHW":
+        def fcompute(b: Any, f: Any, y: Any, x: Any) -> Any:
+            a = dq[b, rc, ab, y * sh + ry, x * sw + rx]
+            return te_sum(_plane_term(a, kq[f, rc, wb, ry, rx], shift, out_dtype, unipolar),
+                          axis=[rc, ry, rx, ab, wb])
+        shape = (data.shape[0], o, oh, ow)
+    else:
+        def fcompute(b: Any, y: Any, x: Any, f: Any) -> Any:
+            a = dq[b, y * sh + ry, x * sw + rx, rc, ab]
+            return te_sum(_plane_term(a, kq[ry, rx, rc, f, wb], shift, out_dtype, unipolar),
+                          axis=[ry, rx, rc, ab, wb])
+        shape = (data.shape[0], oh, ow, o)
+    return compute(shape, fcompute, name=op, tag=op, attrs={"unipolar": unipolar})
+
+
 def bitserial_conv2d_nchw(data: Tensor, kernel: Tensor, stride: Any, padding: Any,
                           activation_bits: int, weight_bits: int, pack_dtype: str = "uint32",
                           out_dtype: str = "int16", unipolar: bool = True) -> Tensor:
@@ -161,34 +214,8 @@ def bitserial_conv2d_nchw(data: Tensor, kernel: Tensor, stride: Any, padding: An
     ``kernel`` may be pre-packed: ``bitpack(kernel, weight_bits, 1, 2, pack_dtype)``, shape
     ``[O, ceil(C / word), weight_bits, KH, KW]``.
     """
-    op = "bitserial_conv2d_nchw"
-    _check(op, activation_bits, "activation_bits", pack_dtype, out_dtype)
-    _check(op, weight_bits, "weight_bits", pack_dtype)
-    check_rank(data, 4, op, "data", "NCHW")
-    kq = _packed_or_pack(op, kernel, 4, weight_bits, 1, 2, pack_dtype, "kernel")
-    o, cw, _, kh, kw = get_const_tuple(kq.shape, f"{op}: kernel shape")
-    dq = bitpack(data, activation_bits, 1, 2, pack_dtype, name="data_packed")
-    n, dcw, _, h, w = dq.shape
-    if get_const_int(dcw) != cw:
-        raise ValueError(f"{op}: data {tuple(data.shape)} packs to {dcw} channel words, the "
-                         f"kernel to {cw}: the input channel counts differ")
-    (sh, sw), (pt, pl, pb, pr), (oh, ow) = _spatial(op, get_const_int(h), get_const_int(w),
-                                                    kh, kw, stride, padding)
-    if pt or pl or pb or pr:
-        dq = pad(dq, [0, 0, 0, pt, pl], [0, 0, 0, pb, pr], name="data_pad")
-    rc = reduce_axis((0, cw), name="rc")
-    ab = reduce_axis((0, activation_bits), name="ab")
-    wb = reduce_axis((0, weight_bits), name="wb")
-    ry = reduce_axis((0, kh), name="ry")
-    rx = reduce_axis((0, kw), name="rx")
-
-    def fcompute(b: Any, f: Any, y: Any, x: Any) -> Any:
-        a = dq[b, rc, ab, y * sh + ry, x * sw + rx]
-        return te_sum(_plane_term(a, kq[f, rc, wb, ry, rx], ab.var + wb.var, out_dtype, unipolar),
-                      axis=[rc, ry, rx, ab, wb])
-
-    return compute((n, o, oh, ow), fcompute, name="bitserial_conv2d_nchw",
-                   tag="bitserial_conv2d_nchw", attrs={"unipolar": unipolar})
+    return _bitserial_conv2d("NCHW", data, kernel, stride, padding, activation_bits, weight_bits,
+                             pack_dtype, out_dtype, unipolar)
 
 
 def bitserial_conv2d_nhwc(data: Tensor, kernel: Tensor, stride: Any, padding: Any,
@@ -199,31 +226,5 @@ def bitserial_conv2d_nhwc(data: Tensor, kernel: Tensor, stride: Any, padding: An
     ``kernel`` may be pre-packed: ``bitpack(kernel, weight_bits, 2, 4, pack_dtype)``, shape
     ``[KH, KW, ceil(C / word), O, weight_bits]``.
     """
-    op = "bitserial_conv2d_nhwc"
-    _check(op, activation_bits, "activation_bits", pack_dtype, out_dtype)
-    _check(op, weight_bits, "weight_bits", pack_dtype)
-    check_rank(data, 4, op, "data", "NHWC")
-    kq = _packed_or_pack(op, kernel, 4, weight_bits, 2, 4, pack_dtype, "kernel")
-    kh, kw, cw, o, _ = get_const_tuple(kq.shape, f"{op}: kernel shape")
-    dq = bitpack(data, activation_bits, 3, 4, pack_dtype, name="data_packed")
-    n, h, w, dcw, _ = dq.shape
-    if get_const_int(dcw) != cw:
-        raise ValueError(f"{op}: data {tuple(data.shape)} packs to {dcw} channel words, the "
-                         f"kernel to {cw}: the input channel counts differ")
-    (sh, sw), (pt, pl, pb, pr), (oh, ow) = _spatial(op, get_const_int(h), get_const_int(w),
-                                                    kh, kw, stride, padding)
-    if pt or pl or pb or pr:
-        dq = pad(dq, [0, pt, pl, 0, 0], [0, pb, pr, 0, 0], name="data_pad")
-    rc = reduce_axis((0, cw), name="rc")
-    ab = reduce_axis((0, activation_bits), name="ab")
-    wb = reduce_axis((0, weight_bits), name="wb")
-    ry = reduce_axis((0, kh), name="ry")
-    rx = reduce_axis((0, kw), name="rx")
-
-    def fcompute(b: Any, y: Any, x: Any, f: Any) -> Any:
-        a = dq[b, y * sh + ry, x * sw + rx, rc, ab]
-        return te_sum(_plane_term(a, kq[ry, rx, rc, f, wb], ab.var + wb.var, out_dtype, unipolar),
-                      axis=[ry, rx, rc, ab, wb])
-
-    return compute((n, oh, ow, o), fcompute, name="bitserial_conv2d_nhwc",
-                   tag="bitserial_conv2d_nhwc", attrs={"unipolar": unipolar})
+    return _bitserial_conv2d("NHWC", data, kernel, stride, padding, activation_bits, weight_bits,
+                             pack_dtype, out_dtype, unipolar)

@@ -86,62 +86,56 @@ def schedule_bitserial_dense(outs: Any) -> Schedule:
     return s
 
 
-def schedule_bitserial_conv2d_nchw(outs: Any, oc_tile: int = 4) -> Schedule:
+def _schedule_conv(outs: Any, layout: str) -> Schedule:
+    """NCHW: ``oc_tile`` channels x one vector of output columns per register tile; NHWC: one
+    vector of output channels per pixel. Reduction (channel words, window, bit planes) outside
+    the vector axis, bit planes unrolled."""
+    tag = f"bitserial_conv2d_{layout.lower()}"
     outs = _outputs(outs)
-    s, main = _find(outs, "bitserial_conv2d_nchw")
+    s, main = _find(outs, tag)
     if main is None:
-        raise ValueError("schedule_bitserial_conv2d_nchw: no bitserial_conv2d_nchw stage")
+        raise ValueError(f"schedule_{tag}: no {tag} stage among the outputs")
     _inputs(s, main)
     out = anchor(main, outs[0])
-    ow, oc = int(main.shape[3]), int(main.shape[1])
-    ow_tile = min(_lanes(main.op.input_tensors[0]), ow)
-    oc_tile = min(oc_tile, oc)
+    lanes = _lanes(main.op.input_tensors[0])  # packed words per vector
     if main.op is out.op:
         CC = s.cache_write(main, "local")
     else:
         s[main].set_scope("local")
         CC = main
-    n, f, y, x = s[out].op.axis
-    fo, fi = s[out].split(f, factor=oc_tile)
-    xo, xi = s[out].split(x, factor=ow_tile)
-    s[out].reorder(n, fo, y, xo, fi, xi)
-    s[out].vectorize(xi)
-    s[out].parallel(s[out].fuse(n, fo, y))
-    s[CC].compute_at(s[out], xo)
-    cn, cf, cy, cx = s[CC].op.axis
-    rc, ry, rx, ab, wb = s[CC].op.reduce_axis
-    s[CC].reorder(cn, cy, rc, ry, rx, ab, wb, cf, cx)
+    if layout == "NCHW":
+        n, f, y, x = s[out].op.axis
+        fo, fi = s[out].split(f, factor=min(4, int(main.shape[1])))
+        xo, xi = s[out].split(x, factor=min(lanes, int(main.shape[3])))
+        s[out].reorder(n, fo, y, xo, fi, xi)
+        s[out].parallel(s[out].fuse(n, fo, y))
+        at, vec = xo, xi
+        cn, cf, cy, cx = s[CC].op.axis
+        rc, ry, rx, ab, wb = s[CC].op.reduce_axis
+        s[CC].reorder(cn, cy, rc, ry, rx, ab, wb, cf, cx)
+        s[CC].unroll(cf)
+        cvec = cx
+    else:
+        n, y, x, f = s[out].op.axis
+        fo, fi = s[out].split(f, factor=min(lanes, int(main.shape[3])))
+        s[out].reorder(n, y, x, fo, fi)
+        s[out].parallel(s[out].fuse(n, y))
+        at, vec = fo, fi
+        cn, cy, cx, cf = s[CC].op.axis
+        ry, rx, rc, ab, wb = s[CC].op.reduce_axis
+        s[CC].reorder(cn, cy, cx, ry, rx, rc, ab, wb, cf)
+        cvec = cf
+    s[out].vectorize(vec)
+    s[CC].compute_at(s[out], at)
     s[CC].unroll(ab)
     s[CC].unroll(wb)
-    s[CC].unroll(cf)
-    s[CC].vectorize(cx)
+    s[CC].vectorize(cvec)
     return s
+
+
+def schedule_bitserial_conv2d_nchw(outs: Any) -> Schedule:
+    return _schedule_conv(outs, "NCHW")
 
 
 def schedule_bitserial_conv2d_nhwc(outs: Any) -> Schedule:
-    outs = _outputs(outs)
-    s, main = _find(outs, "bitserial_conv2d_nhwc")
-    if main is None:
-        raise ValueError("schedule_bitserial_conv2d_nhwc: no bitserial_conv2d_nhwc stage")
-    _inputs(s, main)
-    out = anchor(main, outs[0])
-    oc = int(main.shape[3])
-    oc_tile = min(_lanes(main.op.input_tensors[0]), oc)
-    if main.op is out.op:
-        CC = s.cache_write(main, "local")
-    else:
-        s[main].set_scope("local")
-        CC = main
-    n, y, x, f = s[out].op.axis
-    fo, fi = s[out].split(f, factor=oc_tile)
-    s[out].reorder(n, y, x, fo, fi)
-    s[out].vectorize(fi)
-    s[out].parallel(s[out].fuse(n, y))
-    s[CC].compute_at(s[out], fo)
-    cn, cy, cx, cf = s[CC].op.axis
-    ry, rx, rc, ab, wb = s[CC].op.reduce_axis
-    s[CC].reorder(cn, cy, cx, ry, rx, rc, ab, wb, cf)
-    s[CC].unroll(ab)
-    s[CC].unroll(wb)
-    s[CC].vectorize(cf)
-    return s
+    return _schedule_conv(outs, "NHWC")
