@@ -1,0 +1,326 @@
+"""torch.ao quantized models (static post-training quantization, FX graph mode with the "x86",
+"fbgemm" and "qnnpack" qconfig mappings, and eager mode) imported by ``from_pytorch`` into the
+QNN dialect, compared with the torch quantized model's own output: compiled (relay.build,
+opt_level 3) and on the reference interpreter.
+
+Tolerance: one quantization step of the output. Where tvmpy and torch differ, it is by a
+rounding tie: torch's fbgemm adds the float bias after scaling the accumulator (tvmpy quantizes
+the bias to int32 at scale s_x * s_w, as qnnpack does) and its requantization of adds and pools
+rounds differently from onnxruntime's, whose arithmetic the QNN ops follow.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+import tvmpy as tvm  # noqa: E402
+from tvmpy import relay  # noqa: E402
+from tvmpy.contrib import graph_executor  # noqa: E402
+from tvmpy.relay.frontend import OpNotImplemented  # noqa: E402
+from tvmpy.relay.interpreter import evaluate  # noqa: E402
+
+warnings.filterwarnings("ignore", module="torch.ao")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning",
+                                        "ignore::UserWarning", "ignore::FutureWarning")
+CONFIGS = ["x86", "fbgemm", "qnnpack"]
+
+
+# ---- models ----------------------------------------------------------------------------------
+class ResCNN(nn.Module):
+    """conv+bn+relu (fused), a residual add + relu, a depthwise strided conv, max/avg pooling,
+    cat, hardswish, linear; odd sizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.b1 = nn.BatchNorm2d(6)
+        self.r1 = nn.ReLU()
+        self.c2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.b2 = nn.BatchNorm2d(6)
+        self.dw = nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6)
+        self.c3 = nn.Conv2d(6, 10, 1)
+        self.hs = nn.Hardswish()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(20, 7)
+
+    def forward(self, x):
+        y = self.r1(self.b1(self.c1(x)))
+        z = torch.relu(self.b2(self.c2(y)) + y)
+        z = nn.functional.max_pool2d(self.dw(z), 2, ceil_mode=True)
+        z = self.hs(self.c3(z))
+        z = torch.cat([z, nn.functional.avg_pool2d(z, 3, 1, 1)], 1)
+        return self.fc(torch.flatten(self.pool(z), 1))
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(17, 24)
+        self.r1 = nn.ReLU()
+        self.l2 = nn.Linear(24, 24)
+        self.l3 = nn.Linear(24, 5)
+
+    def forward(self, x):
+        h = self.r1(self.l1(x))
+        h = torch.relu(self.l2(h)) * h
+        return self.l3(h)
+
+
+class EagerCNN(nn.Module):
+    """Eager-mode quantization: stubs, fuse_modules, a FloatFunctional add; returns the
+    quantized features and the dequantized logits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.relu2 = nn.ReLU()
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 4)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        y = self.relu(self.bn(self.conv(self.quant(x))))
+        z = self.add.add(self.relu2(self.conv2(y)), y)
+        return z, self.dequant(self.fc(torch.flatten(self.pool(z), 1)))
+
+
+def _randomize(m: nn.Module, seed: int) -> nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                mod.running_mean.copy_(torch.randn(mod.num_features, generator=g) * 0.1)
+                mod.running_var.copy_(torch.rand(mod.num_features, generator=g) + 0.5)
+                mod.weight.copy_(torch.rand(mod.num_features, generator=g) + 0.5)
+                mod.bias.copy_(torch.randn(mod.num_features, generator=g) * 0.1)
+    return m.eval()
+
+
+def quantize_fx(model: nn.Module, shape: tuple[int, ...], config: str, seed: int = 0):
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    torch.backends.quantized.engine = config
+    torch.manual_seed(seed)
+    m = _randomize(model, seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    example = torch.randn(shape, generator=g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_fx(m, get_default_qconfig_mapping(config), (example,))
+        for _ in range(8):
+            prepared(torch.randn(shape, generator=g))
+        return convert_fx(prepared)
+
+
+def quantize_eager(seed: int = 0) -> nn.Module:
+    torch.backends.quantized.engine = "x86"
+    torch.manual_seed(seed)
+    m = _randomize(EagerCNN(), seed)
+    m.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    m = torch.ao.quantization.fuse_modules(m, [["conv", "bn", "relu"], ["conv2", "relu2"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.prepare(m, inplace=True)
+        g = torch.Generator().manual_seed(seed + 1)
+        for _ in range(8):
+            m(torch.randn(2, 3, 15, 13, generator=g))
+        return torch.ao.quantization.convert(m)
+
+
+# ---- running ---------------------------------------------------------------------------------
+def _calls(expr) -> list:
+    out: list = []
+    relay.post_order_visit(expr, lambda e: out.append(e) if isinstance(e, relay.Call)
+                           and isinstance(e.op, relay.op.Op) else None)
+    return out
+
+
+def _compile(mod, params):
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    return graph_executor.GraphModule(lib["default"](tvm.cpu()))
+
+
+def _integer_products(mod, params) -> list:
+    """The conv2d / dense calls of the optimized graph that relay.build compiles."""
+    from tvmpy.relay.build_module import optimize
+
+    with tvm.transform.PassContext(opt_level=3):
+        opt = optimize(mod, params, target="llvm")
+    found = []
+    for f in [opt["main"]] + [c.op for c in _calls(opt["main"].body)
+                              if isinstance(c.op, relay.Function)]:
+        body = f.body if isinstance(f, relay.Function) else f
+        for c in _calls(body):
+            if c.op.name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.dense",
+                             "nn.contrib_dense_pack"):
+                found.append((c.op.name, c.args[0].checked_type.dtype,
+                              c.args[1].checked_type.dtype, c.checked_type.dtype))
+    return found
+
+
+def _out_step(mod) -> float:
+    """The scale of the final qnn.dequantize (one output step)."""
+    body = mod["main"].body
+    assert body.op.name == "qnn.dequantize", body.op.name
+    return float(body.args[1].data.numpy())
+
+
+def _torch_outputs(model, x) -> list[np.ndarray]:
+    with torch.no_grad():
+        outs = model(x)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return [o.int_repr().numpy() if o.is_quantized else o.numpy() for o in outs]
+
+
+def _steps(got: np.ndarray, want: np.ndarray, step: float = 1.0) -> float:
+    return float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max() / step)
+
+
+WORST: dict[str, float] = {}
+
+
+def _check_model(qmodel, shape, name: str, n_inputs: int = 6) -> float:
+    mod, params = relay.frontend.from_pytorch(qmodel, [("x", list(shape))])
+    products = _integer_products(mod, params)
+    assert products, "no conv/dense left after relay.build's passes"
+    for op, dt, wt, acc in products:
+        assert (dt, wt, acc) == ("uint8", "int8", "int32"), (op, dt, wt, acc)
+    step = _out_step(mod)
+    g = _compile(mod, params)
+    pvals = [params[p.name_hint] for p in mod["main"].params[1:]]
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for k in range(n_inputs):
+        x = rng.standard_normal(shape).astype("float32")
+        (want,) = _torch_outputs(qmodel, torch.from_numpy(x))
+        g.set_input("x", x)
+        g.run()
+        got = g.get_output(0).numpy()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        worst = max(worst, _steps(got, want, step))
+        if k < 2:  # the interpreter on the QNN ops (slower)
+            ref = np.asarray(evaluate(mod["main"], x, *pvals))
+            worst = max(worst, _steps(ref, want, step))
+    WORST[name] = worst
+    assert worst <= 1.001, f"{name}: {worst} output steps from torch"
+    return worst
+
+
+# ---- tests -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("config", CONFIGS)
+def test_resnet_like_cnn(config):
+    shape = (2, 3, 13, 11)
+    q = quantize_fx(ResCNN(), shape, config)
+    names = {type(m).__name__ for m in q.modules()}
+    assert {"ConvReLU2d", "Conv2d", "Linear"} <= names, names  # the fuser did its part
+    _check_model(q, shape, f"ResCNN/{config}")
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_mlp(config):
+    shape = (3, 17)
+    q = quantize_fx(MLP(), shape, config, seed=3)
+    assert "LinearReLU" in {type(m).__name__ for m in q.modules()}
+    _check_model(q, shape, f"MLP/{config}")
+
+
+def test_linear_on_3d_input():
+    shape = (2, 5, 17)
+    _check_model(quantize_fx(MLP(), shape, "x86", seed=4), shape, "MLP-3d/x86", n_inputs=3)
+
+
+def test_eager_mode_model_quantized_and_float_outputs():
+    q = quantize_eager()
+    shape = (2, 3, 15, 13)
+    mod, params = relay.frontend.from_pytorch(q, [("x", list(shape))])
+    feat_t, logit_t = mod["main"].body.checked_type.fields
+    assert feat_t.dtype == "uint8" and logit_t.dtype == "float32"
+    assert all(dt == "uint8" for _, dt, _, _ in _integer_products(mod, params))
+    logit_step = float(mod["main"].body.fields[1].args[1].data.numpy())
+    g = _compile(mod, params)
+    pvals = [params[p.name_hint] for p in mod["main"].params[1:]]
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    for k in range(4):
+        x = rng.standard_normal(shape).astype("float32")
+        feat, logits = _torch_outputs(q, torch.from_numpy(x))
+        g.set_input("x", x)
+        g.run()
+        runs = [[g.get_output(0).numpy(), g.get_output(1).numpy()]]
+        if k == 0:
+            r = evaluate(mod["main"], x, *pvals)
+            runs.append([np.asarray(r[0]), np.asarray(r[1])])
+        for f, lg in runs:
+            assert f.dtype == np.uint8
+            worst = max(worst, _steps(f, feat), _steps(lg, logits, logit_step))
+    WORST["eager"] = worst
+    assert worst <= 1.001
+
+
+def test_freeze_params_embeds_the_quantized_weights():
+    q = quantize_fx(MLP(), (3, 17), "qnnpack", seed=5)
+    mod, params = relay.frontend.from_pytorch(q, [("x", [3, 17])], freeze_params=True)
+    assert params == {} and [p.name_hint for p in mod["main"].params] == ["x"]
+    mod2, params2 = relay.frontend.from_pytorch(q, [("x", [3, 17])])
+    assert params2["l1.weight"].dtype == np.int8 and params2["l1.bias"].dtype == np.int32
+    x = np.random.default_rng(0).standard_normal((3, 17)).astype("float32")
+    a = np.asarray(evaluate(mod["main"], x))
+    b = np.asarray(evaluate(mod2["main"], x, *[params2[p.name_hint]
+                                               for p in mod2["main"].params[1:]]))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_unsupported_quantized_ops_listed_in_one_error():
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant = torch.ao.quantization.QuantStub()
+            self.norm = nn.LayerNorm(6)
+            self.dequant = torch.ao.quantization.DeQuantStub()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x):
+            return self.fc(self.dequant(self.norm(self.quant(x))))
+
+    torch.backends.quantized.engine = "x86"
+    m = Model().eval()
+    m.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.prepare(m, inplace=True)
+        m(torch.randn(4, 6))
+        q = torch.ao.quantization.convert(m)
+        q.fc = torch.ao.quantization.quantize_dynamic(nn.Sequential(nn.Linear(6, 6)),
+                                                      {nn.Linear})[0]  # dynamic: unsupported
+    with pytest.raises(OpNotImplemented) as e:
+        relay.frontend.from_pytorch(q, [("x", [4, 6])])
+    msg = str(e.value)
+    assert "2 operator type(s)" in msg, msg
+    assert "LayerNorm: norm" in msg and "dynamic" in msg and ": fc" in msg, msg
+
+
+def test_training_mode_and_arity_errors():
+    q = quantize_fx(MLP(), (3, 17), "qnnpack", seed=6)
+    with pytest.raises(ValueError, match="input_infos has 2 entries"):
+        relay.frontend.from_pytorch(q, [("x", [3, 17]), ("y", [3, 17])])
+    q.train()
+    with pytest.raises(ValueError, match="training mode"):
+        relay.frontend.from_pytorch(q, [("x", [3, 17])])
+
+
+def test_report_worst_agreement():
+    """Prints the worst disagreement seen (in output steps) by the tests above."""
+    print({k: round(v, 3) for k, v in WORST.items()})
