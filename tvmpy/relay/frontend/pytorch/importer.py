@@ -355,6 +355,12 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     replaces converters; the overload as ``torch.ops.aten.i0.default`` or its name
     ``"aten.i0.default"``; ``args`` are the node's arguments by schema name, tensors as relay
     expressions. Outputs are the program's flattened outputs: one, or a relay Tuple.
+
+    A torch.ao quantized model (static post-training quantization: a ``convert_fx``
+    GraphModule or an eager-mode ``torch.ao.quantization.convert``ed module, which
+    ``torch.export`` cannot take) is converted from its FX graph into the QNN dialect instead
+    (``quantized.from_pytorch_quantized``): int8 weights and int32 biases are parameters (or
+    Constants with ``freeze_params=True``), quantized outputs are uint8/int8 tensors.
     """
     torch = _torch()
     from torch.export.graph_signature import InputKind, OutputKind

@@ -113,6 +113,14 @@ def _tensors_of(v: Any) -> bool:
                              and all(_is_tensor(x) for x in v))
 
 
+def _snapshot(v: Any) -> Any:
+    if _is_tensor(v):
+        return v.clone()
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return type(v)(_snapshot(x) for x in v)
+    return v
+
+
 def _record(gm: Any, example: Sequence[Any]) -> dict:
     """Each node's value on the example inputs."""
     import torch
@@ -122,7 +130,7 @@ def _record(gm: Any, example: Sequence[Any]) -> dict:
     class _Recorder(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
             v = super().run_node(n)
-            values[n] = v
+            values[n] = _snapshot(v)  # a later op may write into this tensor in place
             return v
 
     with torch.no_grad():
@@ -364,37 +372,55 @@ def _cat(ctx: _Ctx, n: Any) -> RelayExpr:
                            [z for _, z in consts], *qy.consts(), dim % rank)
 
 
-def _relu(ctx: _Ctx, n: Any) -> RelayExpr | None:
-    x = n.args[0]
-    qx, qy = ctx.q(x), ctx.q(n)
-    if qx is None or qx != qy:
-        return None  # not a relu keeping its input's parameters: the generic path
-    return _relu_at_zp(ctx.expr(x), qx)
+def _relu(ctx: _Ctx, n: Any) -> RelayExpr:
+    q = ctx.q(n)
+    assert q is not None
+    return _relu_at_zp(ctx.expr(n.args[0]), q)
+
+
+@dataclass(frozen=True)
+class _Dedicated:
+    """A converter of a quantization op or quantized module, taken when the node's output or an
+    input is quantized and ``applies(ctx, node)``; otherwise the node takes the generic path."""
+
+    convert: Callable[[_Ctx, Any], RelayExpr]
+    applies: Callable[[_Ctx, Any], bool] = lambda ctx, n: True
+
+
+def _two_tensors(ctx: _Ctx, n: Any) -> bool:
+    import torch.fx
+
+    return isinstance(n.args[1], torch.fx.Node) and ctx.q(n.args[1]) is not None
+
+
+def _keeps_params(ctx: _Ctx, n: Any) -> bool:
+    return ctx.q(n.args[0]) is not None and ctx.q(n.args[0]) == ctx.q(n)
 
 
 @functools.cache
-def _dedicated() -> dict[Any, Callable[[_Ctx, Any], RelayExpr | None]]:
-    """Converters of the quantization ops and quantized modules, taken when the node's output
-    or an input is quantized."""
+def _dedicated() -> dict[Any, _Dedicated]:
     import torch
     import torch.ao.nn.intrinsic.quantized as nniq
     import torch.ao.nn.quantized as nnq
 
     qops = torch.ops.quantized
-    table: dict[Any, Callable[[_Ctx, Any], RelayExpr | None]] = {
-        torch.quantize_per_tensor: _quantize, nnq.Quantize: _quantize,
-        "method.dequantize": _dequantize, torch.dequantize: _dequantize,
-        nnq.DeQuantize: _dequantize,
-        nnq.Conv2d: _conv(False), nniq.ConvReLU2d: _conv(True),
-        nnq.Linear: _linear(False), nniq.LinearReLU: _linear(True),
-        nnq.BatchNorm2d: _batch_norm(False), nniq.BNReLU2d: _batch_norm(True),
-        qops.add: _binary(qnn.add, False), qops.add_relu: _binary(qnn.add, True),
-        qops.mul: _binary(qnn.mul, False), qops.mul_relu: _binary(qnn.mul, True),
-        qops.cat: _cat, torch.cat: _cat,
+    d = _Dedicated
+    table: dict[Any, _Dedicated] = {
+        torch.quantize_per_tensor: d(_quantize), nnq.Quantize: d(_quantize),
+        "method.dequantize": d(_dequantize), torch.dequantize: d(_dequantize),
+        nnq.DeQuantize: d(_dequantize),
+        nnq.Conv2d: d(_conv(False)), nniq.ConvReLU2d: d(_conv(True)),
+        nnq.Linear: d(_linear(False)), nniq.LinearReLU: d(_linear(True)),
+        nnq.BatchNorm2d: d(_batch_norm(False)), nniq.BNReLU2d: d(_batch_norm(True)),
+        qops.add: d(_binary(qnn.add, False), _two_tensors),
+        qops.add_relu: d(_binary(qnn.add, True), _two_tensors),
+        qops.mul: d(_binary(qnn.mul, False), _two_tensors),
+        qops.mul_relu: d(_binary(qnn.mul, True), _two_tensors),
+        qops.cat: d(_cat), torch.cat: d(_cat),
     }  # fmt: skip
     for k in (torch.relu, torch.relu_, torch.nn.functional.relu, "method.relu", "method.relu_",
               torch.nn.ReLU):
-        table[k] = _relu
+        table[k] = d(_relu, _keeps_params)
     return table
 
 
@@ -436,13 +462,31 @@ def _float_equivalent(ctx: _Ctx, n: Any) -> Callable[..., Any] | None:
             nnq.Sigmoid: lambda m: torch.sigmoid,
             nnq.Softmax: lambda m: functools.partial(F.softmax, dim=m.dim),
             nnq.Dropout: lambda m: (lambda x: x),
+            nnq.LayerNorm: lambda m: functools.partial(
+                F.layer_norm, normalized_shape=m.normalized_shape, weight=m.weight,
+                bias=m.bias, eps=m.eps),
+            nnq.GroupNorm: lambda m: functools.partial(
+                F.group_norm, num_groups=m.num_groups, weight=m.weight, bias=m.bias, eps=m.eps),
+            nnq.InstanceNorm2d: lambda m: functools.partial(
+                F.instance_norm, weight=m.weight, bias=m.bias, eps=m.eps),
         }
         make = by_type.get(type(m))
         return None if make is None else make(m)
     if n.op == "call_function" and _is_quantized_op(n.target):
-        ops: dict[Any, Callable[..., Any]] = {
-            qops.add_scalar: lambda a, b: a + b, qops.mul_scalar: lambda a, b: a * b,
-            qops.add_scalar_relu: lambda a, b: torch.relu(a + b),
+        qa = ctx.q(n.args[0])
+
+        def on_grid(b: Any) -> Any:
+            """torch adds a scalar rounded to the input's scale (integer addition)."""
+            if qa is None or not isinstance(b, (int, float)):
+                return b
+            return float(np.round(b / qa.scale)) * qa.scale
+
+        ops: dict[Any, Callable[..., Any]] = {  # trailing output scale / zero point ignored
+            qops.add: lambda a, b, *q: a + on_grid(b), qops.mul: lambda a, b, *q: a * b,
+            qops.add_relu: lambda a, b, *q: torch.relu(a + on_grid(b)),
+            qops.mul_relu: lambda a, b, *q: torch.relu(a * b),
+            qops.add_scalar: lambda a, b: a + on_grid(b), qops.mul_scalar: lambda a, b: a * b,
+            qops.add_scalar_relu: lambda a, b: torch.relu(a + on_grid(b)),
             qops.mul_scalar_relu: lambda a, b: torch.relu(a * b),
         }
         return ops.get(n.target)
@@ -485,7 +529,7 @@ class _Plan:
     node's tensor inputs in ``inputs`` (mode "float": quantized inputs dequantized and quantized
     outputs quantized; "int": the program applied to the integers)."""
 
-    dedicated: Callable[[_Ctx, Any], RelayExpr | None] | None = None
+    dedicated: Callable[[_Ctx, Any], Any] | None = None
     program: Any = None
     inputs: list | None = None
     mode: str = "float"
@@ -538,8 +582,8 @@ def _plan(ctx: _Ctx, n: Any, missing: dict[str, list[str]]) -> _Plan | None:
     if n.target is operator.getitem and isinstance(ctx.values[n.args[0]], (list, tuple)):
         return _Plan(dedicated=_pick)
     ded = _dedicated().get(key)
-    if ded is not None and (quantized or out_q):
-        return _Plan(dedicated=ded)
+    if ded is not None and (quantized or out_q) and ded.applies(ctx, n):
+        return _Plan(dedicated=ded.convert)
     fn = _float_equivalent(ctx, n)
     if fn is None:
         missing.setdefault(_describe(ctx, n), []).append(n.name)
@@ -581,13 +625,7 @@ def _run_plan(ctx: _Ctx, n: Any, p: _Plan) -> Any:
     from .importer import convert_program
 
     if p.dedicated is not None:
-        out = p.dedicated(ctx, n)
-        if out is not None:
-            return out
-        missing: dict[str, list[str]] = {}
-        p = _plan_generic(ctx, n, missing)
-        if missing:
-            raise unsupported_error("from_pytorch", missing)
+        return p.dedicated(ctx, n)
     assert p.inputs is not None
     ins = []
     for i in p.inputs:
@@ -602,19 +640,6 @@ def _run_plan(ctx: _Ctx, n: Any, p: _Plan) -> Any:
             if q is not None:
                 outs[k] = qnn.quantize(outs[k], *q.consts(), out_dtype=q.dtype)
     return outs if isinstance(val, (list, tuple)) else outs[0]
-
-
-def _plan_generic(ctx: _Ctx, n: Any, missing: dict[str, list[str]]) -> _Plan:
-    """The generic plan of a node whose dedicated converter declined it."""
-    table = _dedicated()
-    key = _key(ctx, n)
-    saved = table.pop(key)
-    try:
-        p = _plan(ctx, n, missing)
-    finally:
-        table[key] = saved
-    assert p is not None or missing
-    return p if p is not None else _Plan()
 
 
 # ------------------------------------------------------------------------------------------------
