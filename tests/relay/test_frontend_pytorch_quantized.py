@@ -209,7 +209,7 @@ def _out_step(mod) -> float:
 
 def _torch_outputs(model, x) -> list[np.ndarray]:
     with torch.no_grad():
-        outs = model(x)
+        outs = model(*x) if isinstance(x, tuple) else model(x)
     outs = outs if isinstance(outs, tuple) else (outs,)
     return [o.int_repr().numpy() if o.is_quantized else o.numpy() for o in outs]
 
@@ -360,6 +360,90 @@ def test_eager_mode_model_quantized_and_float_outputs():
             worst = max(worst, _steps(f, feat), _steps(lg, logits, logit_step))
     WORST["eager"] = worst
     assert worst <= 1.001
+
+
+class Conv1dNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 8, 5, padding=2)
+        self.r = nn.ReLU()
+        self.c2 = nn.Conv1d(8, 6, 3, stride=2, dilation=2)
+
+    def forward(self, x):
+        return self.c2(self.r(self.c1(x))).mean(-1)
+
+
+@pytest.mark.parametrize("config", ["x86", "qnnpack"])
+def test_conv1d(config):
+    shape = (2, 4, 19)
+    q = quantize_fx(Conv1dNet(), shape, config, seed=8)
+    assert "ConvReLU1d" in {type(m).__name__ for m in q.modules()}
+    _check_model(q, shape, f"Conv1d/{config}", n_inputs=3)
+
+
+def test_reference_model_through_fake_quantization_to_integer():
+    """convert_to_reference_fx output (reference modules: float in and out, per-channel
+    weights, which torch.export refuses): imported in QDQ form, made integer by relay.build's
+    FakeQuantizationToInteger; compared with the reference model's own (simulated) output."""
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
+
+    torch.backends.quantized.engine = "x86"
+    shape = (2, 3, 13, 11)
+    m = _randomize(ResCNN(), 9)
+    g = torch.Generator().manual_seed(10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = prepare_fx(m, get_default_qconfig_mapping("x86"), (torch.randn(shape),))
+        for _ in range(8):
+            p(torch.randn(shape, generator=g))
+        q = convert_to_reference_fx(p)
+    assert any(type(m).__module__.startswith("torch.ao.nn.quantized.reference")
+               for m in q.modules())
+    _check_model(q, shape, "ResCNN/x86 reference", n_inputs=3)
+
+
+def test_onednn_conv_add():
+    """onednn's fused ConvAdd2d / ConvAddReLU2d (two quantized inputs, two model inputs)."""
+    import torch.ao.nn.intrinsic.quantized as nniq
+    import torch.ao.nn.quantized as nnq
+
+    torch.backends.quantized.engine = "onednn"
+    g = torch.Generator().manual_seed(12)
+    w = torch.quantize_per_channel(torch.randn(5, 4, 3, 3, generator=g) * 0.1,
+                                   torch.rand(5, generator=g) * 0.002 + 0.001,
+                                   torch.zeros(5, dtype=torch.long), 0, torch.qint8)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qx = nnq.Quantize(0.02, 120, torch.quint8)
+            self.qe = nnq.Quantize(0.03, 90, torch.quint8)
+            self.add = nniq.ConvAdd2d(4, 5, 3, padding=1)
+            self.add_relu = nniq.ConvAddReLU2d(4, 5, 3, padding=1)
+            for mod, (s, z) in ((self.add, (0.05, 70)), (self.add_relu, (0.04, 10))):
+                mod.set_weight_bias(w, torch.randn(5, generator=g))
+                mod.scale, mod.zero_point = s, z
+            self.dq = nnq.DeQuantize()
+
+        def forward(self, x, e):
+            qx, qe = self.qx(x), self.qe(e)
+            return self.dq(self.add(qx, qe)), self.add_relu(qx, qe)
+
+    model = Model().eval()
+    shape = [2, 4, 7, 6]
+    x = np.random.default_rng(1).standard_normal(shape).astype("float32")
+    e = np.random.default_rng(2).standard_normal([2, 5, 7, 6]).astype("float32")
+    mod, params = relay.frontend.from_pytorch(model, [("x", shape), ("e", [2, 5, 7, 6])])
+    out_f, out_q = _torch_outputs(model, (torch.from_numpy(x), torch.from_numpy(e)))
+    got = evaluate(mod["main"], x, e, *[params[p.name_hint] for p in mod["main"].params[2:]])
+    g = _compile(mod, params)
+    g.set_input("x", x)
+    g.set_input("e", e)
+    g.run()
+    for f, q in ([np.asarray(got[0]), np.asarray(got[1])],
+                 [g.get_output(0).numpy(), g.get_output(1).numpy()]):
+        assert _steps(f, out_f, 0.05) <= 1.001 and _steps(q, out_q) <= 1.001
 
 
 def test_freeze_params_embeds_the_quantized_weights():

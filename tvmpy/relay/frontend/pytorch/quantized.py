@@ -14,9 +14,14 @@ no meta kernels), so the FX graph is converted directly:
   quantized ``Conv2d`` / ``ConvReLU2d`` / ``Linear`` / ``LinearReLU`` -> ``qnn.conv2d`` /
   ``qnn.dense``, the float bias quantized to int32 at scale ``s_x * s_w`` (round half to even),
   then ``qnn.requantize`` to the module's scale and zero point (the relu variants clamp at the
-  output zero point); ``quantized.add`` / ``add_relu`` / ``mul`` / ``mul_relu`` / ``cat`` (and
-  ``torch.cat`` on quantized tensors) -> ``qnn.add`` / ``qnn.mul`` / ``qnn.concatenate``; relu
-  on a quantized tensor -> ``maximum(q, zero_point)``.
+  output zero point); ``Conv1d`` as a conv2d of height 1; onednn's ``ConvAdd2d`` /
+  ``ConvAddReLU2d`` add the dequantized second input in float before quantizing;
+  ``quantized.add`` / ``add_relu`` / ``mul`` / ``mul_relu`` / ``cat`` (and ``torch.cat`` on
+  quantized tensors) -> ``qnn.add`` / ``qnn.mul`` / ``qnn.concatenate``; relu on a quantized
+  tensor -> ``maximum(q, zero_point)``.
+* ``convert_to_reference_fx`` models: the reference ``Conv2d`` / ``Linear`` (alone or fused
+  with a ReLU) become float ``nn.conv2d`` / ``nn.dense`` of ``qnn.dequantize(int8 weight)``:
+  the QDQ form, which relay.build's FakeQuantizationToInteger turns into integer products.
 * Every other node goes through the float converters of the ``torch.export`` path: the node
   alone is exported on float inputs and its ATen graph converted with the node's relay inputs.
   Pure data-movement ops on a quantized tensor whose parameters they keep (``max_pool2d``,
@@ -242,41 +247,94 @@ def _qweight(ctx: _Ctx, n: Any, w: Any, axis: int) -> tuple[RelayExpr, np.ndarra
     return ctx.weight(prefix + ".weight", data), scales, zp
 
 
-def _bias_requant(ctx: _Ctx, n: Any, acc: RelayExpr, bias: Any, sx: float, sw: np.ndarray,
-                  qy: QParams, relu: bool, axis: int) -> RelayExpr:
-    """acc (+ the float bias quantized to int32 at scale sx * sw) requantized to ``qy``."""
+def _with_bias(ctx: _Ctx, n: Any, acc: RelayExpr, bias: Any, sx: float, sw: np.ndarray,
+               axis: int) -> tuple[RelayExpr, np.ndarray]:
+    """(acc + the float bias quantized to int32 at scale sx * sw, that scale)."""
     s_acc = np.float32(sx) * sw
     if bias is not None:
         b = bias.detach().numpy().astype(np.float32)
         bq = np.clip(np.rint(b / s_acc), -(2**31), 2**31 - 1).astype(np.int32)
         acc = nn.bias_add(acc, ctx.weight(str(n.target) + ".bias", bq), axis=axis)
-    so, zo = qy.consts()
-    y = qnn.requantize(acc, const(s_acc.reshape(()) if s_acc.size == 1 else s_acc),
-                       const(np.int32(0)), so, zo, axis=axis, out_dtype=qy.dtype)
+    return acc, s_acc
+
+
+def _vec(a: np.ndarray) -> RelayExpr:
+    """A per-tensor (scalar) or per-channel (1-D) float32 parameter."""
+    return const(a.astype(np.float32).reshape(()) if a.size == 1 else a.astype(np.float32))
+
+
+def _bias_requant(ctx: _Ctx, n: Any, acc: RelayExpr, bias: Any, sx: float, sw: np.ndarray,
+                  qy: QParams, relu: bool, axis: int) -> RelayExpr:
+    """acc (+ the float bias quantized to int32 at scale sx * sw) requantized to ``qy``."""
+    acc, s_acc = _with_bias(ctx, n, acc, bias, sx, sw, axis)
+    y = qnn.requantize(acc, _vec(s_acc), const(np.int32(0)), *qy.consts(), axis=axis,
+                       out_dtype=qy.dtype)
     return _relu_at_zp(y, qy) if relu else y
+
+
+def _conv_acc(ctx: _Ctx, n: Any) -> tuple[RelayExpr, np.ndarray]:
+    """A quantized Conv1d / Conv2d module's int32 accumulator (NCHW; 1-D as H = 1) with its
+    int32 bias, and the accumulator's scale (per output channel or one)."""
+    m = ctx.module(n)
+    x = n.args[0]
+    qx = ctx.q(x)
+    assert qx is not None
+    if getattr(m, "padding_mode", "zeros") != "zeros":
+        raise PyTorchConvertError(f"module {n.target!r}: padding_mode {m.padding_mode!r} "
+                                  "is not supported (zeros only)")
+    w = m.weight()
+    if w.dim() not in (3, 4):
+        raise PyTorchConvertError(f"module {n.target!r}: only 1-D and 2-D convolutions are "
+                                  f"supported, got a {w.dim()}-D weight")
+    wexpr, sw, zw = _qweight(ctx, n, w, 0)
+    data = ctx.expr(x)
+
+    def pair(v: Any) -> tuple[int, ...]:
+        return tuple(v) if w.dim() == 4 else (1, *tuple(v)) if len(tuple(v)) == 1 else tuple(v)
+
+    kernel, strides, dil = pair(m.kernel_size), pair(m.stride), pair(m.dilation)
+    padding = tuple(m.padding) if w.dim() == 4 else (0, *tuple(m.padding))
+    if w.dim() == 3:
+        data = transform.expand_dims(data, 2)
+        wexpr = transform.expand_dims(wexpr, 2)
+    sx, zx = qx.consts()
+    acc = qnn.conv2d(data, wexpr, zx, zw, sx, _vec(sw), kernel_size=kernel,
+                     channels=int(w.shape[0]), strides=strides, padding=padding, dilation=dil,
+                     groups=int(m.groups))
+    return _with_bias(ctx, n, acc, m.bias(), qx.scale, sw, 1)
+
+
+def _conv_out(ctx: _Ctx, n: Any, y: RelayExpr) -> RelayExpr:
+    return transform.squeeze(y, [2]) if len(ctx.values[n].shape) == 3 else y
 
 
 def _conv(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
     def convert(ctx: _Ctx, n: Any) -> RelayExpr:
-        m = ctx.module(n)
-        x = n.args[0]
-        qx, qy = ctx.q(x), ctx.q(n)
-        assert qx is not None and qy is not None
-        if getattr(m, "padding_mode", "zeros") != "zeros":
-            raise PyTorchConvertError(f"module {n.target!r}: padding_mode {m.padding_mode!r} "
-                                      "is not supported (zeros only)")
-        w = m.weight()
-        if w.dim() != 4:
-            raise PyTorchConvertError(f"module {n.target!r}: only 2-D convolutions are "
-                                      f"supported, got a {w.dim()}-D weight")
-        wexpr, sw, zw = _qweight(ctx, n, w, 0)
-        sx, zx = qx.consts()
-        acc = qnn.conv2d(ctx.expr(x), wexpr, zx, zw, sx,
-                         const(sw.reshape(()) if sw.size == 1 else sw),
-                         kernel_size=tuple(m.kernel_size), channels=int(w.shape[0]),
-                         strides=tuple(m.stride), padding=tuple(m.padding),
-                         dilation=tuple(m.dilation), groups=int(m.groups))
-        return _bias_requant(ctx, n, acc, m.bias(), qx.scale, sw, qy, relu, 1)
+        qy = ctx.q(n)
+        assert qy is not None
+        acc, s_acc = _conv_acc(ctx, n)
+        y = qnn.requantize(acc, _vec(s_acc), const(np.int32(0)), *qy.consts(), axis=1,
+                           out_dtype=qy.dtype)
+        return _conv_out(ctx, n, _relu_at_zp(y, qy) if relu else y)
+
+    return convert
+
+
+def _conv_add(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
+    """onednn's ConvAdd2d / ConvAddReLU2d: ``quantize(conv + dequantize(extra))``, the sum in
+    float32 (the conv itself stays an integer qnn.conv2d)."""
+
+    def convert(ctx: _Ctx, n: Any) -> RelayExpr:
+        qy, qe = ctx.q(n), ctx.q(n.args[1])
+        assert qy is not None
+        if qe is None:
+            raise PyTorchConvertError(f"module {n.target!r}: the added input is not quantized")
+        acc, s_acc = _conv_acc(ctx, n)
+        v = tensor.add(qnn.dequantize(acc, _vec(s_acc), const(np.int32(0)), axis=1),
+                       qnn.dequantize(ctx.expr(n.args[1]), *qe.consts()))
+        if relu:
+            v = nn.relu(v)
+        return qnn.quantize(v, *qy.consts(), out_dtype=qy.dtype)
 
     return convert
 
@@ -327,6 +385,56 @@ def _batch_norm(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
         return qnn.quantize(v, *qy.consts(), out_dtype=qy.dtype)
 
     return convert
+
+
+def _reference(ctx: _Ctx, n: Any) -> RelayExpr:
+    """A reference quantized Conv2d / Linear (``convert_to_reference_fx``; alone or fused with a
+    ReLU): float in and out, its weight ``dequantize(int8 weight)``: the QDQ form, which
+    relay.build's FakeQuantizationToInteger makes an integer product."""
+    import torch
+
+    m = ctx.module(n)
+    relu = False
+    if isinstance(m, torch.nn.Sequential):  # torch.ao.nn.intrinsic ConvReLU2d / LinearReLU
+        parts = list(m)
+        if len(parts) != 2 or not isinstance(parts[1], torch.nn.ReLU):
+            raise PyTorchConvertError(f"module {n.target!r}: fused {type(m).__name__} with "
+                                      f"{[type(p).__name__ for p in parts]} is not supported")
+        m, relu = parts[0], True
+    wq = m.get_quantized_weight()
+    wexpr, sw, zw = _qweight(ctx, n, wq, 0)
+    w = qnn.dequantize(wexpr, const(sw.reshape(()) if sw.size == 1 else sw), zw, axis=0)
+    x = ctx.expr(n.args[0])
+    shape = list(ctx.values[n.args[0]].shape)
+    if wq.dim() == 4:
+        if getattr(m, "padding_mode", "zeros") != "zeros" or isinstance(m.padding, str):
+            raise PyTorchConvertError(f"module {n.target!r}: padding {m.padding!r} / "
+                                      f"{m.padding_mode!r} is not supported")
+        y = nn.conv2d(x, w, strides=tuple(m.stride), padding=tuple(m.padding),
+                      dilation=tuple(m.dilation), groups=int(m.groups),
+                      channels=int(wq.shape[0]), kernel_size=tuple(wq.shape[2:]))
+        axis = 1
+    elif wq.dim() == 2:
+        y = nn.dense(x if len(shape) == 2 else transform.reshape(x, (-1, shape[-1])), w,
+                     units=int(wq.shape[0]))
+        axis = 1
+    else:
+        raise PyTorchConvertError(f"module {n.target!r}: a {wq.dim()}-D weight is not supported")
+    if m.bias is not None:
+        y = nn.bias_add(y, ctx.weight(str(n.target) + ".bias",
+                                      m.bias.detach().numpy().astype(np.float32)), axis=axis)
+    if relu:
+        y = nn.relu(y)
+    if wq.dim() == 2 and len(shape) != 2:
+        y = transform.reshape(y, shape[:-1] + [int(wq.shape[0])])
+    return y
+
+
+def _is_reference(ctx: _Ctx, n: Any) -> bool:
+    m = ctx.module(n)
+    inner = list(m)[0] if hasattr(m, "__getitem__") and len(list(m)) else m
+    return type(inner).__module__.startswith(_REFERENCE) and type(inner).__name__ in (
+        "Conv2d", "Linear")
 
 
 def _quantize(ctx: _Ctx, n: Any) -> RelayExpr:
@@ -385,6 +493,7 @@ class _Dedicated:
 
     convert: Callable[[_Ctx, Any], RelayExpr]
     applies: Callable[[_Ctx, Any], bool] = lambda ctx, n: True
+    floats: bool = False  # taken on float values too (reference modules)
 
 
 def _two_tensors(ctx: _Ctx, n: Any) -> bool:
@@ -409,7 +518,9 @@ def _dedicated() -> dict[Any, _Dedicated]:
         torch.quantize_per_tensor: d(_quantize), nnq.Quantize: d(_quantize),
         "method.dequantize": d(_dequantize), torch.dequantize: d(_dequantize),
         nnq.DeQuantize: d(_dequantize),
+        nnq.Conv1d: d(_conv(False)), nniq.ConvReLU1d: d(_conv(True)),
         nnq.Conv2d: d(_conv(False)), nniq.ConvReLU2d: d(_conv(True)),
+        nniq.ConvAdd2d: d(_conv_add(False)), nniq.ConvAddReLU2d: d(_conv_add(True)),
         nnq.Linear: d(_linear(False)), nniq.LinearReLU: d(_linear(True)),
         nnq.BatchNorm2d: d(_batch_norm(False)), nniq.BNReLU2d: d(_batch_norm(True)),
         qops.add: d(_binary(qnn.add, False), _two_tensors),
@@ -418,6 +529,11 @@ def _dedicated() -> dict[Any, _Dedicated]:
         qops.mul_relu: d(_binary(qnn.mul, True), _two_tensors),
         qops.cat: d(_cat), torch.cat: d(_cat),
     }  # fmt: skip
+    import torch.ao.nn.intrinsic as nni
+    import torch.ao.nn.quantized.reference as nnqr
+
+    for k in (nnqr.Conv2d, nnqr.Linear, nni.ConvReLU2d, nni.LinearReLU):
+        table[k] = d(_reference, _is_reference, floats=True)
     for k in (torch.relu, torch.relu_, torch.nn.functional.relu, "method.relu", "method.relu_",
               torch.nn.ReLU):
         table[k] = d(_relu, _keeps_params)
@@ -582,7 +698,7 @@ def _plan(ctx: _Ctx, n: Any, missing: dict[str, list[str]]) -> _Plan | None:
     if n.target is operator.getitem and isinstance(ctx.values[n.args[0]], (list, tuple)):
         return _Plan(dedicated=_pick)
     ded = _dedicated().get(key)
-    if ded is not None and (quantized or out_q) and ded.applies(ctx, n):
+    if ded is not None and (quantized or out_q or ded.floats) and ded.applies(ctx, n):
         return _Plan(dedicated=ded.convert)
     fn = _float_equivalent(ctx, n)
     if fn is None:
