@@ -446,6 +446,41 @@ def test_onednn_conv_add():
         assert _steps(f, out_f, 0.05) <= 1.001 and _steps(q, out_q) <= 1.001
 
 
+class Functional(nn.Module):
+    """F.conv2d / F.linear on parameters: convert_fx emits quantized.conv2d_relu /
+    quantized.linear calls on packed weights (get_attr script objects)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 3, 3, 3) * 0.2)
+        self.b = nn.Parameter(torch.randn(8) * 0.1)
+        self.lw = nn.Parameter(torch.randn(6, 8) * 0.3)
+        self.lb = nn.Parameter(torch.randn(6) * 0.1)
+
+    def forward(self, x):
+        y = nn.functional.relu(nn.functional.conv2d(x, self.w, self.b, (2, 2), (1, 1), (1, 1), 1))
+        return nn.functional.linear(y.mean((2, 3)), self.lw, self.lb)
+
+
+@pytest.mark.parametrize("config", ["x86", "qnnpack"])
+def test_functional_conv_and_linear_on_packed_weights(config):
+    shape = (2, 3, 9, 8)
+    q = quantize_fx(Functional(), shape, config, seed=13)
+    targets = {str(n.target) for n in q.graph.nodes if n.op == "call_function"}
+    assert {"quantized.conv2d_relu", "quantized.linear"} <= targets, targets
+    assert max(_per_node_steps(q, shape).values()) <= 1.001
+    mod, params = relay.frontend.from_pytorch(q, [("x", list(shape))])
+    assert "conv2d_relu.weight" not in params and "linear.weight" in params, list(params)
+    g = _compile(mod, params)
+    x = np.random.default_rng(4).standard_normal(shape).astype("float32")
+    g.set_input("x", x)
+    g.run()
+    (want,) = _torch_outputs(q, torch.from_numpy(x))
+    # a 1-step tie in the quantized mean grows through the linear layer (weights ~0.3 x 8)
+    WORST[f"Functional/{config}"] = worst = _steps(g.get_output(0).numpy(), want, _out_step(mod))
+    assert worst <= 4.001
+
+
 def test_freeze_params_embeds_the_quantized_weights():
     q = quantize_fx(MLP(), (3, 17), "qnnpack", seed=5)
     mod, params = relay.frontend.from_pytorch(q, [("x", [3, 17])], freeze_params=True)

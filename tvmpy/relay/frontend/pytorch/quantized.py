@@ -225,11 +225,16 @@ def _relu_at_zp(y: RelayExpr, q: QParams) -> RelayExpr:
     return tensor.maximum(y, const(np.asarray(q.zero_point, dtype=q.dtype)))
 
 
+def _pname(n: Any) -> str:
+    """Parameter name prefix: the module's path, or the node's name for a functional op."""
+    return str(n.target) if n.op == "call_module" else n.name
+
+
 def _qweight(ctx: _Ctx, n: Any, w: Any, axis: int) -> tuple[RelayExpr, np.ndarray, RelayExpr]:
     """(int8 weight, scales as float32 array, zero points) of a quantized weight tensor."""
     import torch
 
-    prefix = str(n.target)
+    prefix = _pname(n)
     data = w.int_repr().numpy().copy()
     if w.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
         scales = np.asarray([w.q_scale()], dtype=np.float32)
@@ -254,7 +259,7 @@ def _with_bias(ctx: _Ctx, n: Any, acc: RelayExpr, bias: Any, sx: float, sw: np.n
     if bias is not None:
         b = bias.detach().numpy().astype(np.float32)
         bq = np.clip(np.rint(b / s_acc), -(2**31), 2**31 - 1).astype(np.int32)
-        acc = nn.bias_add(acc, ctx.weight(str(n.target) + ".bias", bq), axis=axis)
+        acc = nn.bias_add(acc, ctx.weight(_pname(n) + ".bias", bq), axis=axis)
     return acc, s_acc
 
 
@@ -272,36 +277,65 @@ def _bias_requant(ctx: _Ctx, n: Any, acc: RelayExpr, bias: Any, sx: float, sw: n
     return _relu_at_zp(y, qy) if relu else y
 
 
+@dataclass
+class _ConvParams:
+    weight: Any  # quantized qint8 tensor, OIHW (OIW for 1-D)
+    bias: Any  # float tensor or None
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    groups: int
+
+
+def _conv_params(ctx: _Ctx, n: Any) -> _ConvParams:
+    """From a quantized conv module, or from the packed weight (a get_attr) of a functional
+    ``quantized.conv2d`` / ``conv2d_relu`` call."""
+    if n.op == "call_module":
+        m = ctx.module(n)
+        if getattr(m, "padding_mode", "zeros") != "zeros":
+            raise PyTorchConvertError(f"module {n.target!r}: padding_mode {m.padding_mode!r} "
+                                      "is not supported (zeros only)")
+        return _ConvParams(m.weight(), m.bias(), tuple(m.stride), tuple(m.padding),
+                           tuple(m.dilation), int(m.groups))
+    packed = ctx.values[n.args[1]]
+    if packed.transpose():
+        raise PyTorchConvertError(f"node {n.name!r}: transposed convolutions are not supported")
+    w, b = packed.unpack()
+    return _ConvParams(w, b, tuple(packed.stride()), tuple(packed.padding()),
+                       tuple(packed.dilation()), int(packed.groups()))
+
+
+def _kernel(w: Any, one_d: bool) -> list[int]:
+    k = [int(d) for d in w.shape[2:]]
+    return [1, *k] if one_d else k
+
+
 def _conv_acc(ctx: _Ctx, n: Any) -> tuple[RelayExpr, np.ndarray]:
-    """A quantized Conv1d / Conv2d module's int32 accumulator (NCHW; 1-D as H = 1) with its
+    """A quantized 1-D / 2-D convolution's int32 accumulator (NCHW; 1-D as H = 1) with its
     int32 bias, and the accumulator's scale (per output channel or one)."""
-    m = ctx.module(n)
     x = n.args[0]
     qx = ctx.q(x)
     assert qx is not None
-    if getattr(m, "padding_mode", "zeros") != "zeros":
-        raise PyTorchConvertError(f"module {n.target!r}: padding_mode {m.padding_mode!r} "
-                                  "is not supported (zeros only)")
-    w = m.weight()
+    p = _conv_params(ctx, n)
+    w = p.weight
     if w.dim() not in (3, 4):
-        raise PyTorchConvertError(f"module {n.target!r}: only 1-D and 2-D convolutions are "
+        raise PyTorchConvertError(f"node {n.name!r}: only 1-D and 2-D convolutions are "
                                   f"supported, got a {w.dim()}-D weight")
     wexpr, sw, zw = _qweight(ctx, n, w, 0)
     data = ctx.expr(x)
+    one_d = w.dim() == 3
 
-    def pair(v: Any) -> tuple[int, ...]:
-        return tuple(v) if w.dim() == 4 else (1, *tuple(v)) if len(tuple(v)) == 1 else tuple(v)
+    def pair(v: tuple[int, ...], fill: int) -> tuple[int, ...]:
+        return (fill, *v) if one_d else v
 
-    kernel, strides, dil = pair(m.kernel_size), pair(m.stride), pair(m.dilation)
-    padding = tuple(m.padding) if w.dim() == 4 else (0, *tuple(m.padding))
-    if w.dim() == 3:
+    if one_d:
         data = transform.expand_dims(data, 2)
         wexpr = transform.expand_dims(wexpr, 2)
     sx, zx = qx.consts()
-    acc = qnn.conv2d(data, wexpr, zx, zw, sx, _vec(sw), kernel_size=kernel,
-                     channels=int(w.shape[0]), strides=strides, padding=padding, dilation=dil,
-                     groups=int(m.groups))
-    return _with_bias(ctx, n, acc, m.bias(), qx.scale, sw, 1)
+    acc = qnn.conv2d(data, wexpr, zx, zw, sx, _vec(sw), kernel_size=tuple(_kernel(w, one_d)),
+                     channels=int(w.shape[0]), strides=pair(p.stride, 1),
+                     padding=pair(p.padding, 0), dilation=pair(p.dilation, 1), groups=p.groups)
+    return _with_bias(ctx, n, acc, p.bias, qx.scale, sw, 1)
 
 
 def _conv_out(ctx: _Ctx, n: Any, y: RelayExpr) -> RelayExpr:
@@ -340,12 +374,18 @@ def _conv_add(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
 
 
 def _linear(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
+    """A quantized Linear module, or a functional ``quantized.linear`` (packed weight)."""
+
     def convert(ctx: _Ctx, n: Any) -> RelayExpr:
-        m = ctx.module(n)
+        import torch
+
         x = n.args[0]
         qx, qy = ctx.q(x), ctx.q(n)
         assert qx is not None and qy is not None
-        w = m.weight()
+        if n.op == "call_module":
+            w, bias = ctx.module(n).weight(), ctx.module(n).bias()
+        else:
+            w, bias = torch.ops.quantized.linear_unpack(ctx.values[n.args[1]])
         wexpr, sw, zw = _qweight(ctx, n, w, 0)
         sx, zx = qx.consts()
         shape = list(ctx.values[x].shape)
@@ -355,7 +395,7 @@ def _linear(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
             data = transform.reshape(data, (-1, k))
         acc = qnn.dense(data, wexpr, zx, zw, sx, const(sw.reshape(()) if sw.size == 1 else sw),
                         units=units)
-        y = _bias_requant(ctx, n, acc, m.bias(), qx.scale, sw, qy, relu, 1)
+        y = _bias_requant(ctx, n, acc, bias, qx.scale, sw, qy, relu, 1)
         return y if len(shape) == 2 else transform.reshape(y, shape[:-1] + [units])
 
     return convert
@@ -421,7 +461,7 @@ def _reference(ctx: _Ctx, n: Any) -> RelayExpr:
     else:
         raise PyTorchConvertError(f"module {n.target!r}: a {wq.dim()}-D weight is not supported")
     if m.bias is not None:
-        y = nn.bias_add(y, ctx.weight(str(n.target) + ".bias",
+        y = nn.bias_add(y, ctx.weight(_pname(n) + ".bias",
                                       m.bias.detach().numpy().astype(np.float32)), axis=axis)
     if relu:
         y = nn.relu(y)
@@ -523,6 +563,8 @@ def _dedicated() -> dict[Any, _Dedicated]:
         nniq.ConvAdd2d: d(_conv_add(False)), nniq.ConvAddReLU2d: d(_conv_add(True)),
         nnq.Linear: d(_linear(False)), nniq.LinearReLU: d(_linear(True)),
         nnq.BatchNorm2d: d(_batch_norm(False)), nniq.BNReLU2d: d(_batch_norm(True)),
+        qops.conv2d: d(_conv(False)), qops.conv2d_relu: d(_conv(True)),
+        qops.linear: d(_linear(False)), qops.linear_relu: d(_linear(True)),
         qops.add: d(_binary(qnn.add, False), _two_tensors),
         qops.add_relu: d(_binary(qnn.add, True), _two_tensors),
         qops.mul: d(_binary(qnn.mul, False), _two_tensors),
