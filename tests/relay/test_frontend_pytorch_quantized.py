@@ -221,11 +221,11 @@ def _steps(got: np.ndarray, want: np.ndarray, step: float = 1.0) -> float:
 WORST: dict[str, float] = {}
 
 
-def _check_model(qmodel, shape, name: str, n_inputs: int = 6) -> float:
+def _check_model(qmodel, shape, name: str, n_inputs: int = 6, products: bool = True) -> float:
     mod, params = relay.frontend.from_pytorch(qmodel, [("x", list(shape))])
-    products = _integer_products(mod, params)
-    assert products, "no conv/dense left after relay.build's passes"
-    for op, dt, wt, acc in products:
+    found = _integer_products(mod, params) if products else []
+    assert found or not products, "no conv/dense left after relay.build's passes"
+    for op, dt, wt, acc in found:
         assert (dt, wt, acc) == ("uint8", "int8", "int32"), (op, dt, wt, acc)
     step = _out_step(mod)
     g = _compile(mod, params)
@@ -360,6 +360,37 @@ def test_eager_mode_model_quantized_and_float_outputs():
             worst = max(worst, _steps(f, feat), _steps(lg, logits, logit_step))
     WORST["eager"] = worst
     assert worst <= 1.001
+
+
+class UpNet(nn.Module):
+    """Quantized ConvTranspose2d (float inside) and QFunctional matmul (eager mode)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+        self.mm = torch.ao.nn.quantized.FloatFunctional()
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        y = self.up(self.quant(x))
+        return self.dequant(self.mm.matmul(y, y.transpose(2, 3)))
+
+
+def test_conv_transpose_and_matmul():
+    torch.backends.quantized.engine = "qnnpack"
+    m = UpNet().eval()
+    m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    shape = (2, 4, 5, 5)
+    g = torch.Generator().manual_seed(14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.prepare(m, inplace=True)
+        for _ in range(4):
+            m(torch.randn(shape, generator=g))
+        q = torch.ao.quantization.convert(m)
+    assert max(_per_node_steps(q, shape).values()) <= 1.001
+    _check_model(q, shape, "UpNet/qnnpack", n_inputs=3, products=False)
 
 
 class Conv1dNet(nn.Module):
@@ -499,12 +530,12 @@ def test_unsupported_quantized_ops_listed_in_one_error():
         def __init__(self) -> None:
             super().__init__()
             self.quant = torch.ao.quantization.QuantStub()
-            self.up = nn.ConvTranspose2d(3, 3, 2)
+            self.up = nn.Conv3d(3, 3, 1)
             self.dequant = torch.ao.quantization.DeQuantStub()
             self.fc = nn.Linear(3, 3)
 
         def forward(self, x):
-            return self.fc(self.dequant(self.up(self.quant(x))).mean((2, 3)))
+            return self.fc(self.dequant(self.up(self.quant(x))).mean((2, 3, 4)))
 
     torch.backends.quantized.engine = "qnnpack"
     m = Model().eval()
@@ -512,15 +543,15 @@ def test_unsupported_quantized_ops_listed_in_one_error():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.ao.quantization.prepare(m, inplace=True)
-        m(torch.randn(2, 3, 5, 5))
+        m(torch.randn(2, 3, 4, 5, 5))
         q = torch.ao.quantization.convert(m)
         q.fc = torch.ao.quantization.quantize_dynamic(nn.Sequential(nn.Linear(3, 3)),
                                                       {nn.Linear})[0]  # dynamic: unsupported
     with pytest.raises(OpNotImplemented) as e:
-        relay.frontend.from_pytorch(q, [("x", [2, 3, 5, 5])])
+        relay.frontend.from_pytorch(q, [("x", [2, 3, 4, 5, 5])])
     msg = str(e.value)
     assert "2 operator type(s)" in msg, msg
-    assert "ConvTranspose2d: up" in msg and "dynamic" in msg and ": fc" in msg, msg
+    assert "Conv3d: up" in msg and "dynamic" in msg and ": fc" in msg, msg
 
 
 def test_training_mode_and_arity_errors():

@@ -230,8 +230,10 @@ def _pname(n: Any) -> str:
     return str(n.target) if n.op == "call_module" else n.name
 
 
-def _qweight(ctx: _Ctx, n: Any, w: Any, axis: int) -> tuple[RelayExpr, np.ndarray, RelayExpr]:
-    """(int8 weight, scales as float32 array, zero points) of a quantized weight tensor."""
+def _qweight(ctx: _Ctx, n: Any, w: Any, axis: int | None
+             ) -> tuple[RelayExpr, np.ndarray, RelayExpr]:
+    """(int8 weight, scales as float32 array, zero points) of a quantized weight tensor;
+    per-channel parameters must be along ``axis`` (any axis when None)."""
     import torch
 
     prefix = _pname(n)
@@ -240,7 +242,7 @@ def _qweight(ctx: _Ctx, n: Any, w: Any, axis: int) -> tuple[RelayExpr, np.ndarra
         scales = np.asarray([w.q_scale()], dtype=np.float32)
         zps = np.asarray(w.q_zero_point(), dtype=np.int32)
     elif w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
-        if int(w.q_per_channel_axis()) != axis:
+        if axis is not None and int(w.q_per_channel_axis()) != axis:
             raise PyTorchConvertError(f"module {prefix!r}: per-channel weight axis "
                                       f"{w.q_per_channel_axis()} (output channels only)")
         scales = w.q_per_channel_scales().numpy().astype(np.float32)
@@ -352,6 +354,32 @@ def _conv(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
         return _conv_out(ctx, n, _relu_at_zp(y, qy) if relu else y)
 
     return convert
+
+
+def _conv_transpose(ctx: _Ctx, n: Any) -> RelayExpr:
+    """A quantized ConvTranspose2d: the float transposed convolution of the dequantized input
+    and weight, quantized to the module's parameters (no integer transposed convolution in
+    relay.qnn; FakeQuantizationToInteger leaves it float)."""
+    m = ctx.module(n)
+    x = n.args[0]
+    qx, qy = ctx.q(x), ctx.q(n)
+    assert qx is not None and qy is not None
+    w = m.weight()
+    if w.dim() != 4:
+        raise PyTorchConvertError(f"module {n.target!r}: only 2-D transposed convolutions are "
+                                  "supported")
+    wexpr, sw, zw = _qweight(ctx, n, w, None)
+    axis = int(w.q_per_channel_axis()) if sw.size > 1 else 0
+    wf = qnn.dequantize(wexpr, _vec(sw), zw, axis=axis)
+    groups = int(m.groups)
+    y = nn.conv2d_transpose(qnn.dequantize(ctx.expr(x), *qx.consts()), wf,
+                            strides=tuple(m.stride), padding=tuple(m.padding),
+                            dilation=tuple(m.dilation), groups=groups,
+                            channels=int(w.shape[1]) * groups, kernel_size=tuple(w.shape[2:]),
+                            output_padding=tuple(m.output_padding))
+    if m.bias() is not None:
+        y = nn.bias_add(y, const(m.bias().detach().numpy().astype(np.float32)), axis=1)
+    return qnn.quantize(y, *qy.consts(), out_dtype=qy.dtype)
 
 
 def _conv_add(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
@@ -560,6 +588,7 @@ def _dedicated() -> dict[Any, _Dedicated]:
         nnq.DeQuantize: d(_dequantize),
         nnq.Conv1d: d(_conv(False)), nniq.ConvReLU1d: d(_conv(True)),
         nnq.Conv2d: d(_conv(False)), nniq.ConvReLU2d: d(_conv(True)),
+        nnq.ConvTranspose2d: d(_conv_transpose),
         nniq.ConvAdd2d: d(_conv_add(False)), nniq.ConvAddReLU2d: d(_conv_add(True)),
         nnq.Linear: d(_linear(False)), nniq.LinearReLU: d(_linear(True)),
         nnq.BatchNorm2d: d(_batch_norm(False)), nniq.BNReLU2d: d(_batch_norm(True)),
@@ -639,13 +668,18 @@ def _float_equivalent(ctx: _Ctx, n: Any) -> Callable[..., Any] | None:
                 return b
             return float(np.round(b / qa.scale)) * qa.scale
 
-        ops: dict[Any, Callable[..., Any]] = {  # trailing output scale / zero point ignored
-            qops.add: lambda a, b, *q: a + on_grid(b), qops.mul: lambda a, b, *q: a * b,
-            qops.add_relu: lambda a, b, *q: torch.relu(a + on_grid(b)),
-            qops.mul_relu: lambda a, b, *q: torch.relu(a * b),
-            qops.add_scalar: lambda a, b: a + on_grid(b), qops.mul_scalar: lambda a, b: a * b,
-            qops.add_scalar_relu: lambda a, b: torch.relu(a + on_grid(b)),
-            qops.mul_scalar_relu: lambda a, b: torch.relu(a * b),
+        def binary(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+            """fn on the two operands; the output scale / zero point arguments dropped."""
+            return lambda a, b, *args, **kwargs: fn(a, b)
+
+        ops: dict[Any, Callable[..., Any]] = {
+            qops.add: binary(lambda a, b: a + on_grid(b)), qops.mul: binary(torch.mul),
+            qops.add_relu: binary(lambda a, b: torch.relu(a + on_grid(b))),
+            qops.mul_relu: binary(lambda a, b: torch.relu(a * b)),
+            qops.matmul: binary(torch.matmul),
+            qops.add_scalar: binary(lambda a, b: a + on_grid(b)), qops.mul_scalar: binary(torch.mul),
+            qops.add_scalar_relu: binary(lambda a, b: torch.relu(a + on_grid(b))),
+            qops.mul_scalar_relu: binary(lambda a, b: torch.relu(a * b)),
         }
         return ops.get(n.target)
     if n.op == "call_method":
