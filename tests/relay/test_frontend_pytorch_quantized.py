@@ -329,6 +329,36 @@ def test_ops_on_quantized_tensors(config):
     assert worst <= 4.001
 
 
+class Shared(nn.Module):
+    """One Linear called twice (its int32 bias differs with the input's scale), and a tuple of
+    outputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return self.lin(torch.relu(h) * 3.0), h
+
+
+def test_shared_module_and_tuple_output():
+    shape = (3, 8)
+    q = quantize_fx(Shared(), shape, "x86", seed=15)
+    mod, params = relay.frontend.from_pytorch(q, [("x", list(shape))])
+    names = [p.name_hint for p in mod["main"].params]
+    assert len(names) == len(set(names)), names
+    assert "lin.weight" in params
+    x = np.random.default_rng(5).standard_normal(shape).astype("float32")
+    g = _compile(mod, params)
+    g.set_input("x", x)
+    g.run()
+    want = _torch_outputs(q, torch.from_numpy(x))
+    steps = [float(f.args[1].data.numpy()) for f in mod["main"].body.fields]
+    for k in range(2):
+        assert _steps(g.get_output(k).numpy(), want[k], steps[k]) <= 1.001
+
+
 def test_linear_on_3d_input():
     shape = (2, 5, 17)
     _check_model(quantize_fx(MLP(), shape, "x86", seed=4), shape, "MLP-3d/x86", n_inputs=3)

@@ -164,9 +164,18 @@ class _Ctx:
         return self.env[n]
 
     def weight(self, name: str, arr: np.ndarray) -> RelayExpr:
-        """A constant, or (``freeze_params=False``) a parameter named ``name``."""
+        """A constant, or (``freeze_params=False``) a parameter named ``name``: the same one
+        for a module called again with the same value; ``name_1``, ... for another value (a
+        shared module's int32 bias depends on its input's scale)."""
         if self.freeze:
             return const(arr)
+        base, k = name, 0
+        while name in self.params:
+            old = self.params[name]
+            if old.dtype == arr.dtype and np.array_equal(old, arr):
+                return next(v for v in self.param_vars if v.name_hint == name)
+            k += 1
+            name = f"{base}_{k}"
         v = var(name, shape=arr.shape, dtype=str(arr.dtype))
         self.param_vars.append(v)
         self.params[name] = arr
@@ -784,7 +793,8 @@ def _plan(ctx: _Ctx, n: Any, missing: dict[str, list[str]]) -> _Plan | None:
         ep, inputs = _export_node(ctx, n, fn)
         ep, miss = prepare_program(ep, ctx.table)
     except Exception as e:  # torch.export's own error, reported with the others
-        missing.setdefault(f"{_describe(ctx, n)} (torch.export: {type(e).__name__})",
+        first = (str(e).strip().splitlines() or [""])[0][:120]
+        missing.setdefault(f"{_describe(ctx, n)} (torch.export: {type(e).__name__}: {first})",
                            []).append(n.name)
         return None
     for op, _names in miss.items():
@@ -906,8 +916,7 @@ def from_pytorch_quantized(model: Any, infos: list[tuple[str, list[int], str]],
             assert plan is not None
             ctx.env[n] = _run_plan(ctx, n, plan)
     assert out_node is not None
-    res = out_node.args[0]
-    outs = list(res) if isinstance(res, (list, tuple)) else [res]
+    outs = _input_nodes(out_node)  # a tensor, or the tensors of a (nested) tuple / list / dict
     exprs = [ctx.expr(o) for o in outs]
     body = exprs[0] if len(exprs) == 1 else Tuple(exprs)
     mod = InferType()(IRModule.from_expr(Function(inputs + ctx.param_vars, body)))
