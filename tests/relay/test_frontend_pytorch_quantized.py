@@ -12,6 +12,7 @@ rounds differently from onnxruntime's, whose arithmetic the QNN ops follow.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -136,13 +137,16 @@ def _randomize(m: nn.Module, seed: int) -> nn.Module:
     return m.eval()
 
 
-def quantize_fx(model: nn.Module, shape: tuple[int, ...], config: str, seed: int = 0):
+def quantize_fx(make: Callable[[], nn.Module], shape: tuple[int, ...], config: str,
+                seed: int = 0):
+    """``make()`` (random weights from ``seed``) quantized by prepare_fx / convert_fx with the
+    ``config`` qconfig mapping, calibrated on 8 random batches."""
     from torch.ao.quantization import get_default_qconfig_mapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
     torch.backends.quantized.engine = config
     torch.manual_seed(seed)
-    m = _randomize(model, seed)
+    m = _randomize(make(), seed)
     g = torch.Generator().manual_seed(seed + 1)
     example = torch.randn(shape, generator=g)
     with warnings.catch_warnings():
@@ -252,7 +256,7 @@ def _check_model(qmodel, shape, name: str, n_inputs: int = 6, products: bool = T
 @pytest.mark.parametrize("config", CONFIGS)
 def test_resnet_like_cnn(config):
     shape = (2, 3, 13, 11)
-    q = quantize_fx(ResCNN(), shape, config)
+    q = quantize_fx(ResCNN, shape, config)
     names = {type(m).__name__ for m in q.modules()}
     assert {"ConvReLU2d", "Conv2d", "Linear"} <= names, names  # the fuser did its part
     _check_model(q, shape, f"ResCNN/{config}")
@@ -261,7 +265,7 @@ def test_resnet_like_cnn(config):
 @pytest.mark.parametrize("config", CONFIGS)
 def test_mlp(config):
     shape = (3, 17)
-    q = quantize_fx(MLP(), shape, config, seed=3)
+    q = quantize_fx(MLP, shape, config, seed=3)
     assert "LinearReLU" in {type(m).__name__ for m in q.modules()}
     _check_model(q, shape, f"MLP/{config}")
 
@@ -315,7 +319,7 @@ def test_ops_on_quantized_tensors(config):
     """Node by node within one step of torch; end to end the one-step differences (rounding
     ties of conv biases and pooling) can grow through layer norm and sigmoid: a few steps."""
     shape = (2, 3, 10, 9)
-    q = quantize_fx(Misc(relu6=config != "qnnpack"), shape, config, seed=2)
+    q = quantize_fx(lambda: Misc(relu6=config != "qnnpack"), shape, config, seed=2)
     per_node = _per_node_steps(q, shape)
     assert max(per_node.values()) <= 1.001, per_node
     mod, params = relay.frontend.from_pytorch(q, [("x", list(shape))])
@@ -344,7 +348,7 @@ class Shared(nn.Module):
 
 def test_shared_module_and_tuple_output():
     shape = (3, 8)
-    q = quantize_fx(Shared(), shape, "x86", seed=15)
+    q = quantize_fx(Shared, shape, "x86", seed=15)
     mod, params = relay.frontend.from_pytorch(q, [("x", list(shape))])
     names = [p.name_hint for p in mod["main"].params]
     assert len(names) == len(set(names)), names
@@ -361,7 +365,7 @@ def test_shared_module_and_tuple_output():
 
 def test_linear_on_3d_input():
     shape = (2, 5, 17)
-    _check_model(quantize_fx(MLP(), shape, "x86", seed=4), shape, "MLP-3d/x86", n_inputs=3)
+    _check_model(quantize_fx(MLP, shape, "x86", seed=4), shape, "MLP-3d/x86", n_inputs=3)
 
 
 def test_eager_mode_model_quantized_and_float_outputs():
@@ -409,6 +413,7 @@ class UpNet(nn.Module):
 
 def test_conv_transpose_and_matmul():
     torch.backends.quantized.engine = "qnnpack"
+    torch.manual_seed(14)
     m = UpNet().eval()
     m.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
     shape = (2, 4, 5, 5)
@@ -437,7 +442,7 @@ class Conv1dNet(nn.Module):
 @pytest.mark.parametrize("config", ["x86", "qnnpack"])
 def test_conv1d(config):
     shape = (2, 4, 19)
-    q = quantize_fx(Conv1dNet(), shape, config, seed=8)
+    q = quantize_fx(Conv1dNet, shape, config, seed=8)
     assert "ConvReLU1d" in {type(m).__name__ for m in q.modules()}
     _check_model(q, shape, f"Conv1d/{config}", n_inputs=3)
 
@@ -451,6 +456,7 @@ def test_reference_model_through_fake_quantization_to_integer():
 
     torch.backends.quantized.engine = "x86"
     shape = (2, 3, 13, 11)
+    torch.manual_seed(9)
     m = _randomize(ResCNN(), 9)
     g = torch.Generator().manual_seed(10)
     with warnings.catch_warnings():
@@ -526,7 +532,7 @@ class Functional(nn.Module):
 @pytest.mark.parametrize("config", ["x86", "qnnpack"])
 def test_functional_conv_and_linear_on_packed_weights(config):
     shape = (2, 3, 9, 8)
-    q = quantize_fx(Functional(), shape, config, seed=13)
+    q = quantize_fx(Functional, shape, config, seed=13)
     targets = {str(n.target) for n in q.graph.nodes if n.op == "call_function"}
     assert {"quantized.conv2d_relu", "quantized.linear"} <= targets, targets
     assert max(_per_node_steps(q, shape).values()) <= 1.001
@@ -543,7 +549,7 @@ def test_functional_conv_and_linear_on_packed_weights(config):
 
 
 def test_freeze_params_embeds_the_quantized_weights():
-    q = quantize_fx(MLP(), (3, 17), "qnnpack", seed=5)
+    q = quantize_fx(MLP, (3, 17), "qnnpack", seed=5)
     mod, params = relay.frontend.from_pytorch(q, [("x", [3, 17])], freeze_params=True)
     assert params == {} and [p.name_hint for p in mod["main"].params] == ["x"]
     mod2, params2 = relay.frontend.from_pytorch(q, [("x", [3, 17])])
@@ -585,7 +591,7 @@ def test_unsupported_quantized_ops_listed_in_one_error():
 
 
 def test_training_mode_and_arity_errors():
-    q = quantize_fx(MLP(), (3, 17), "qnnpack", seed=6)
+    q = quantize_fx(MLP, (3, 17), "qnnpack", seed=6)
     with pytest.raises(ValueError, match="input_infos has 2 entries"):
         relay.frontend.from_pytorch(q, [("x", [3, 17]), ("y", [3, 17])])
     q.train()
