@@ -59,6 +59,42 @@ class ResCNN(nn.Module):
         return self.fc(torch.flatten(self.pool(z), 1))
 
 
+def _cbr(i: int, o: int, k: int, s: int = 1, g: int = 1, act: type | None = nn.ReLU6
+         ) -> list[nn.Module]:
+    layers = [nn.Conv2d(i, o, k, s, k // 2, groups=g, bias=False), nn.BatchNorm2d(o)]
+    return layers + ([act()] if act is not None else [])
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, i: int, o: int, stride: int, expand: int, act: type) -> None:
+        super().__init__()
+        h = i * expand
+        self.conv = nn.Sequential(*_cbr(i, h, 1, act=act), *_cbr(h, h, 3, stride, h, act=act),
+                                  *_cbr(h, o, 1, act=None))
+        self.res = stride == 1 and i == o
+
+    def forward(self, x):
+        return x + self.conv(x) if self.res else self.conv(x)
+
+
+class MobileNetV2Like(nn.Module):
+    """MobileNetV2's structure, narrow: inverted residuals (1x1 expand, 3x3 depthwise, 1x1
+    project, residual adds), ReLU6 (ReLU for qnnpack), global pool, classifier."""
+
+    def __init__(self, act: type = nn.ReLU6) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            *_cbr(3, 16, 3, 2, act=act), InvertedResidual(16, 16, 1, 1, act),
+            InvertedResidual(16, 24, 2, 4, act), InvertedResidual(24, 24, 1, 4, act),
+            InvertedResidual(24, 32, 2, 4, act), InvertedResidual(32, 32, 1, 4, act),
+            *_cbr(32, 64, 1, act=act))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+
+
 class MLP(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -260,6 +296,15 @@ def test_resnet_like_cnn(config):
     names = {type(m).__name__ for m in q.modules()}
     assert {"ConvReLU2d", "Conv2d", "Linear"} <= names, names  # the fuser did its part
     _check_model(q, shape, f"ResCNN/{config}")
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_mobilenet_v2_like(config):
+    # torch's qnnpack ReLU6 (hardtanh) garbles channels-last input, i.e. every conv output
+    act = nn.ReLU if config == "qnnpack" else nn.ReLU6
+    shape = (1, 3, 32, 32)
+    q = quantize_fx(lambda: MobileNetV2Like(act), shape, config, seed=21)
+    _check_model(q, shape, f"MobileNetV2-like/{config}", n_inputs=4)
 
 
 @pytest.mark.parametrize("config", CONFIGS)
