@@ -11,11 +11,14 @@ no meta kernels), so the FX graph is converted directly:
   the quantization parameters are fixed when the model is converted.
 * Quantization ops and quantized modules map to QNN ops: ``torch.quantize_per_tensor`` /
   ``Quantize`` -> ``qnn.quantize``; ``.dequantize()`` / ``DeQuantize`` -> ``qnn.dequantize``;
-  quantized ``Conv2d`` / ``ConvReLU2d`` / ``Linear`` / ``LinearReLU`` -> ``qnn.conv2d`` /
-  ``qnn.dense``, the float bias quantized to int32 at scale ``s_x * s_w`` (round half to even),
-  then ``qnn.requantize`` to the module's scale and zero point (the relu variants clamp at the
-  output zero point); ``Conv1d`` as a conv2d of height 1; onednn's ``ConvAdd2d`` /
-  ``ConvAddReLU2d`` add the dequantized second input in float before quantizing;
+  quantized ``Conv2d`` / ``ConvReLU2d`` / ``Linear`` / ``LinearReLU`` (and the functional
+  ``quantized.conv2d`` / ``linear`` calls on packed weights) -> ``qnn.conv2d`` / ``qnn.dense``,
+  the float bias quantized to int32 at scale ``s_x * s_w`` (round half to even), then
+  ``qnn.requantize`` to the module's scale and zero point (the relu variants clamp at the output
+  zero point). That is qnnpack's arithmetic; fbgemm adds the float bias after scaling the
+  accumulator, which differs by one step on rounding ties. ``Conv1d`` is a conv2d of height 1;
+  onednn's ``ConvAdd2d`` / ``ConvAddReLU2d`` add the dequantized second input in float before
+  quantizing; ``ConvTranspose2d`` runs in float on the dequantized input and weight;
   ``quantized.add`` / ``add_relu`` / ``mul`` / ``mul_relu`` / ``cat`` (and ``torch.cat`` on
   quantized tensors) -> ``qnn.add`` / ``qnn.mul`` / ``qnn.concatenate``; relu on a quantized
   tensor -> ``maximum(q, zero_point)``.
@@ -27,7 +30,7 @@ no meta kernels), so the FX graph is converted directly:
   Pure data-movement ops on a quantized tensor whose parameters they keep (``max_pool2d``,
   ``flatten``, ``view``/``reshape``, slicing, ``permute``, ...) apply the float program to the
   integers directly; any other op on quantized tensors (hardswish, adaptive/average pooling,
-  ``mean``, batch norm, ...) runs dequantize -> float op -> quantize with the output's recorded
+  ``mean``, layer norm, ...) runs dequantize -> float op -> quantize with the output's recorded
   parameters, a region ``relay.build``'s FakeQuantizationToInteger makes integer where it can.
 
 What is not supported (dynamic quantization, per-channel quantized activations, quantized ops
