@@ -639,6 +639,10 @@ def test_training_mode_and_arity_errors():
     q = quantize_fx(MLP, (3, 17), "qnnpack", seed=6)
     with pytest.raises(ValueError, match="input_infos has 2 entries"):
         relay.frontend.from_pytorch(q, [("x", [3, 17]), ("y", [3, 17])])
+    with pytest.raises(ValueError, match="the input has 16 features, the weight 17"):
+        relay.frontend.from_pytorch(q, [("x", [3, 16])])
+    with pytest.raises(ValueError, match="input_infos .* are required"):
+        relay.frontend.from_pytorch(q)
     q.train()
     with pytest.raises(ValueError, match="training mode"):
         relay.frontend.from_pytorch(q, [("x", [3, 17])])

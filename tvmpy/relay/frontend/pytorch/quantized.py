@@ -430,6 +430,9 @@ def _linear(relu: bool) -> Callable[[_Ctx, Any], RelayExpr]:
         sx, zx = qx.consts()
         shape = list(ctx.values[x].shape)
         units, k = int(w.shape[0]), int(w.shape[1])
+        if shape[-1] != k:  # torch's quantized linear runs anyway, reading past the row
+            raise PyTorchConvertError(f"node {n.name!r}: the input has {shape[-1]} features, "
+                                      f"the weight {k}")
         data = ctx.expr(x)
         if len(shape) != 2:
             data = transform.reshape(data, (-1, k))
