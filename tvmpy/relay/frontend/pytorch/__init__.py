@@ -5,7 +5,9 @@ the graph; ``common`` holds the conversion context, the converter signature and 
 helpers the converters share; the converters live in one module per operator family:
 ``elementwise``, ``nn`` (convolution, matmul, normalization, softmax, pooling, upsampling),
 ``reduction``, ``tensor`` (views and data movement) and ``index`` (sorting, scatters, advanced
-indexing).
+indexing). ``quantized`` converts torch.ao quantized models (``convert_fx`` output or eager-mode
+``convert``ed modules; ``from_pytorch`` sends them there) from their FX graph into the QNN dialect,
+its float nodes through the same ATen converters.
 """
 
 # importing the family modules registers their converters

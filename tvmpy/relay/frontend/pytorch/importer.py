@@ -215,10 +215,12 @@ def _core_table(torch, table: dict) -> Any:
     return decomp
 
 
-def _prepare(ep: Any, table: dict) -> Any:
+def prepare_program(ep: Any, table: dict) -> tuple[Any, dict[str, list[str]]]:
+    """The program made convertible (as exported, functionalized, or decomposed to core ATen:
+    the first that leaves no op unsupported) and the ops still unsupported then."""
     torch = _torch()
     if not _unsupported(ep, table):
-        return ep
+        return ep, {}
     try:
         ep = ep.run_decompositions({})
         if _unsupported(ep, table):
@@ -226,7 +228,11 @@ def _prepare(ep: Any, table: dict) -> Any:
     except Exception as e:
         raise ValueError(f"from_pytorch: torch could not functionalize/decompose the exported "
                          f"program: {type(e).__name__}: {e}") from e
-    missing = _unsupported(ep, table)
+    return ep, _unsupported(ep, table)
+
+
+def _prepare(ep: Any, table: dict) -> Any:
+    ep, missing = prepare_program(ep, table)
     if missing:
         raise unsupported_error("from_pytorch", missing)
     return ep
@@ -349,10 +355,25 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     replaces converters; the overload as ``torch.ops.aten.i0.default`` or its name
     ``"aten.i0.default"``; ``args`` are the node's arguments by schema name, tensors as relay
     expressions. Outputs are the program's flattened outputs: one, or a relay Tuple.
+
+    A torch.ao quantized model (static post-training quantization: a ``convert_fx``
+    GraphModule or an eager-mode ``torch.ao.quantization.convert``ed module, which
+    ``torch.export`` cannot take) is converted from its FX graph into the QNN dialect instead
+    (``quantized.from_pytorch_quantized``): int8 weights and int32 biases are parameters (or
+    Constants with ``freeze_params=True``), quantized outputs are uint8/int8 tensors.
     """
     torch = _torch()
     from torch.export.graph_signature import InputKind, OutputKind
 
+    from .quantized import from_pytorch_quantized, is_quantized_model
+
+    if is_quantized_model(model):
+        if input_infos is None:
+            raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required for a "
+                             "quantized model")
+        return from_pytorch_quantized(model, _parse_input_infos(input_infos, default_dtype),
+                                      freeze_params=freeze_params,
+                                      custom_convert_map=custom_convert_map)
     ep, infos = _program(model, input_infos, default_dtype)
     table = _converter_table(custom_convert_map)
     _check_static(ep)
@@ -446,6 +467,35 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         mod = InferType()(IRModule.from_expr(Function(inputs + param_vars, widened)))
     _check_outputs(mod, [n for n, _ in outs])
     return mod, params
+
+
+def convert_program(ep: Any, inputs: Sequence[RelayExpr], table: dict) -> list[RelayExpr]:
+    """The outputs of a prepared ExportedProgram (``prepare_program``) as relay expressions, its
+    user inputs bound to ``inputs`` and its weights, buffers and constants embedded as
+    Constants (the quantized importer converts its float nodes with this)."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    ctx = ConvertContext()
+    nodes = {n.name: n for n in ep.graph.nodes}
+    user = iter(inputs)
+    for spec in ep.graph_signature.input_specs:
+        n = nodes[spec.arg.name]
+        if spec.kind == InputKind.USER_INPUT:
+            ctx.env[n] = next(user)
+            continue
+        t = ep.state_dict.get(spec.target)
+        if t is None:
+            t = ep.constants[spec.target]
+        if spec.kind == InputKind.CONSTANT_TENSOR:
+            ctx.values[n] = t
+        ctx.env[n] = const(_tensor_np(t, spec.target))
+    known = _const_nodes(ep)
+    for node in ep.graph.nodes:
+        if node.op == "call_function":
+            _convert_node(ctx, node, known, table)
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    return [ctx.expr(n) for spec, n in zip(ep.graph_signature.output_specs, out_node.args[0])
+            if spec.kind == OutputKind.USER_OUTPUT]
 
 
 def _check_outputs(mod: IRModule, out_nodes: list) -> None:
