@@ -234,7 +234,8 @@ def _integer_products(mod, params) -> list:
         body = f.body if isinstance(f, relay.Function) else f
         for c in _calls(body):
             if c.op.name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.dense",
-                             "nn.contrib_dense_pack"):
+                             "nn.contrib_dense_pack", "nn.contrib_conv2d_NCHWc_int8",
+                             "nn.contrib_dense_pack_int8"):
                 found.append((c.op.name, c.args[0].checked_type.dtype,
                               c.args[1].checked_type.dtype, c.checked_type.dtype))
     return found
