@@ -40,12 +40,15 @@ def _mod(params, body):
     return relay.IRModule.from_expr(relay.Function(params, body))
 
 
-def _alter(mod, target="llvm", winograd=False):
+def _alter(mod, target="llvm", winograd=False, nchw_input=False):
     """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
     asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py), and so is the
-    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)."""
+    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)
+    and, unless asked for, the NCHW input read in place by the first convolution (the
+    structures below then show the input's transform; tests/relay/test_conv_nchw_input.py)."""
     with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False,
-                                           "relay.x86.pointwise_matmul": False}):
+                                           "relay.x86.pointwise_matmul": False,
+                                           "relay.x86.conv_nchw_input": nchw_input}):
         with tvm.target.Target(target):
             return transform.AlterOpLayout()(mod)
 
