@@ -1,5 +1,6 @@
 """x86 NCHW{c}c -> NCHW layout transforms through a local tile (``_schedule_unblock`` in
-topi/x86/injective.py): rows that vectors divide, or of at most half a vector; with a crop,
+topi/x86/injective.py): rows that vectors divide, of at most half a vector, or with a divisor
+from 4 to half a vector; with a crop,
 bias and relu fused as AlterOpLayout's graphs have them; compared with numpy."""
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def _graph(shape, crop=None, epilogue=True):
     ((1, 4, 7, 7, 16), 57, True),
     ((1, 2, 5, 5, 3), None, True),        # block 3, 5-wide rows
     ((1, 3, 6, 48, 16), 40, True),
+    ((1, 4, 6, 56, 16), 57, True),        # 56-wide rows: tiles of 8 columns
+    ((1, 2, 5, 28, 12), None, True),      # tiles of 7
     ((1, 2, 13, 13, 12), None, False),    # 13-wide rows: the gather schedule
     ((1, 4, 9, 17, 16), 57, False),
 ])

@@ -130,11 +130,15 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
 
 def _row_tile(width: int, lanes: int) -> int | None:
     """Columns per transposed tile of :func:`_schedule_unblock`: one vector when vectors divide
-    the row, the whole row when it is at most half a vector, else None (rows of 13-14 columns
+    the row, the whole row when it is at most half a vector, else the largest divisor of the row
+    from 4 to half a vector (56 -> 8, 28 -> 7), else None: a row of 13 or 17 (13-column tiles
     measured 0-8% slower than the gathers; a partial last tile would read past the row)."""
     if width % lanes == 0:
         return lanes
-    return width if width * 2 <= lanes else None
+    if width * 2 <= lanes:
+        return width
+    divs = [t for t in range(lanes // 2, 3, -1) if width % t == 0]
+    return divs[0] if divs else None
 
 
 def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
@@ -144,8 +148,9 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     buffer, instead of a gather from the big input per output vector (the block's ``c`` rows
     then read one L1-resident tile). Same process, interleaved, 2 threads, with a bias + relu
     fused (tiled / gathers, medians): NCHW16c -> NCHW of 64x112x112 0.56, 64x32x32 0.36, 128x7x7
-    0.70, 64x7x7 cropped to 57 0.79, NCHW12c 24x7x7 0.91. Returns False (nothing scheduled)
-    where it does not apply."""
+    0.70, 64x7x7 cropped to 57 0.79, NCHW12c 24x7x7 0.91; 8-column tiles of 56-wide rows
+    0.73-0.89 (64x56x56, cropped to 57, NCHW12c 24x56x56), 7-column tiles of 28/14-wide rows
+    0.79-0.80. Returns False (nothing scheduled) where it does not apply."""
     found = _unblock_source(out)
     if found is None:
         return False
