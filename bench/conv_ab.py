@@ -1,6 +1,7 @@
 """bench/conv_shapes.py's cases as a before/after comparison in one process (issue 12, branch
 i12-conv): tvmpy "old" (the 1x1-as-matmul form only up to 1024 pixels, NCHW inputs transformed
-to NCHW{c}c before a direct convolution: the behaviour before 2026-11-26's i12-conv work) vs
+to NCHW{c}c before a direct convolution, NCHW{c}c -> NCHW with a gather per vector: the
+behaviour before 2026-11-26's i12-conv work) vs
 "new" (today's defaults) vs onnxruntime with I/O binding; the three sides sampled interleaved in
 rotating order (30 ms pause before each sample), outputs checked against onnxruntime. Prints a
 markdown table: medians (ms), ratio = ORT time / tvmpy time (median of per-sample ratios), and
@@ -22,6 +23,9 @@ import tvmpy as tvm  # noqa: E402
 from tvmpy import relay  # noqa: E402
 from tvmpy.contrib import graph_executor  # noqa: E402
 from tvmpy.relay.op.strategy import x86_alter_op as xa  # noqa: E402
+from tvmpy.topi.x86 import injective  # noqa: E402
+
+_UNBLOCK = injective._schedule_unblock
 
 
 def build(c, x, w, b, old):
@@ -32,6 +36,7 @@ def build(c, x, w, b, old):
     y = relay.nn.relu(relay.nn.bias_add(y, relay.const(b)))
     mod = tvm.IRModule.from_expr(relay.Function([xv], y))
     xa.POINTWISE_MAX_PIXELS = 1024 if old else None
+    injective._schedule_unblock = (lambda sch, out: False) if old else _UNBLOCK
     with tvm.transform.PassContext(opt_level=3, config={"relay.x86.conv_nchw_input": not old}):
         lib = relay.build(mod, target="llvm")
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
