@@ -246,7 +246,8 @@ def test_extract_resnet18_conv_tasks():
     assert {t.name for t in tasks} == {CONV}
     assert len({t.workload for t in tasks}) == 11
     shapes = {(t.args[0][1], t.args[1][1], t.args[2]) for t in tasks}
-    assert ((1, 1, 224, 224, 3), (4, 1, 7, 7, 3, 16), (2, 2)) in shapes
+    # the stem reads the NCHW image in place (data_layout NCHW)
+    assert ((1, 3, 224, 224), (4, 1, 7, 7, 3, 16), (2, 2)) in shapes
     assert ((1, 4, 56, 56, 16), (4, 4, 3, 3, 16, 16), (1, 1)) in shapes
     assert all(len(t.config_space) > 1 and t.flop > 0 for t in tasks)
 

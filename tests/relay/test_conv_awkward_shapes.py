@@ -165,14 +165,28 @@ def test_pointwise_matmul_only_for_nchw_inputs(flag):
     np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
 
 
-def test_pointwise_matmul_only_on_small_maps():
-    from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MAX_PIXELS
+def test_pointwise_matmul_map_limits(monkeypatch):
+    """Too few pixels (columns of the product): NCHWc; any larger map: the matmul, unless
+    POINTWISE_MAX_PIXELS is set."""
+    from tvmpy.relay.op.strategy import x86_alter_op
 
-    side = int(POINTWISE_MAX_PIXELS ** 0.5) + 1  # one pixel row too many
-    low = int((POINTWISE_MIN_PIXELS - 1) ** 0.5)  # too few pixels (columns of the product)
-    for hw, want in ((side - 1, 1), (side, 0), (low, 0), (low + 1, 1)):
+    low = int((POINTWISE_MIN_PIXELS - 1) ** 0.5)
+    for hw, want in ((low, 0), (low + 1, 1), (56, 1), (57, 1)):
         mod, _, _, _ = _conv_model(8, 24, hw, 1, 1)
         assert count_ops(_alter(mod)["main"], "nn.matmul") == want
+    monkeypatch.setattr(x86_alter_op, "POINTWISE_MAX_PIXELS", 1024)
+    for hw, want in ((32, 1), (33, 0)):
+        mod, _, _, _ = _conv_model(8, 24, hw, 1, 1)
+        assert count_ops(_alter(mod)["main"], "nn.matmul") == want
+
+
+def test_pointwise_matmul_large_awkward_maps():
+    """The matmul form on maps above the old 1024-pixel limit, awkward channels, vs numpy."""
+    for ic, oc, hw in ((57, 24, 56), (3, 57, 33), (24, 1, 41)):
+        mod, x, _, ref = _conv_model(ic, oc, hw, 1, 1, seed=ic + hw)
+        assert count_ops(_alter(mod)["main"], "nn.matmul") == 1
+        got = _build_run(mod, {"x": x})
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
 def test_pointwise_weight_parameter_and_bad_config():

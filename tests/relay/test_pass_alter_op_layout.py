@@ -40,12 +40,15 @@ def _mod(params, body):
     return relay.IRModule.from_expr(relay.Function(params, body))
 
 
-def _alter(mod, target="llvm", winograd=False):
+def _alter(mod, target="llvm", winograd=False, nchw_input=False):
     """AlterOpLayout; these tests are about the direct NCHWc layouts, so Winograd is off unless
     asked for (its rewrite has its own tests, tests/relay/test_conv_winograd.py), and so is the
-    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)."""
+    matmul form of 1x1 convolutions of NCHW inputs (tests/relay/test_conv_awkward_shapes.py)
+    and, unless asked for, the NCHW input read in place by the first convolution (the
+    structures below then show the input's transform; tests/relay/test_conv_nchw_input.py)."""
     with tvm.transform.PassContext(config={"relay.x86.winograd": "auto" if winograd else False,
-                                           "relay.x86.pointwise_matmul": False}):
+                                           "relay.x86.pointwise_matmul": False,
+                                           "relay.x86.conv_nchw_input": nchw_input}):
         with tvm.target.Target(target):
             return transform.AlterOpLayout()(mod)
 
@@ -432,16 +435,19 @@ def test_whole_tensor_operand_follows_demand(then_conv):
     _check(mod, new)
 
 
-def test_symbolic_batch():
+@pytest.mark.parametrize("nchw_input", [False, True])
+def test_symbolic_batch(nchw_input):
     n = tvm.te.var("n")
     x = relay.var("x", shape=(n, 8, 7, 7))
     y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, _w(16, 8, 3, 3)), _w(16)))
     y = relay.nn.max_pool2d(y, (2, 2), (2, 2), ceil_mode=True)
     y = relay.nn.conv2d(y, _w(16, 1, 3, 3), padding=(1, 1), groups=16)
     mod = _mod([x], relay.nn.global_avg_pool2d(y))
-    new = _alter(mod)
+    new = _alter(mod, nchw_input=nchw_input)
     ops = _ops(new)
-    assert ops.count("layout_transform") == 2 and ops.count("nn.contrib_conv2d_NCHWc") == 2
+    # the first convolution reads the NCHW input in place when nchw_input
+    assert ops.count("layout_transform") == 2 - nchw_input
+    assert ops.count("nn.contrib_conv2d_NCHWc") == 2
     assert str(new["main"].checked_type) == str(mod["main"].checked_type)
     for batch in (1, 3):
         inputs = {"x": rng.uniform(-1, 1, (batch, 8, 7, 7)).astype("float32")}

@@ -274,3 +274,40 @@ def test_int8_inputs_int32_accumulation():
 def test_tvm_spellings_under_nn():
     assert nn.relu is topi.relu and nn.leaky_relu is topi.leaky_relu
     assert nn.prelu is topi.prelu and nn.batch_flatten is topi.flatten
+
+
+# (N, C, H, W, OC, K, stride, padding, ic_bn, oc_bn): data given in plain NCHW (layout="NCHW")
+NCHWC_PLAIN_CASES = [
+    (1, 3, 17, 17, 24, 3, 1, 1, 3, 12),
+    (2, 57, 13, 13, 64, 3, 2, 1, 3, 16),        # batch 2, stride 2, block 3 of 57
+    (1, 1, 7, 7, 16, 7, 2, 3, 1, 16),           # one channel, 7x7 window (padded copy)
+    (1, 24, 9, 11, 8, 1, 2, 0, 12, 8),          # 1x1 stride 2
+    (1, 16, 13, 13, 32, 3, 1, (1, 0, 2, 1), 16, 16),
+]
+
+
+@pytest.mark.parametrize("case", NCHWC_PLAIN_CASES)
+def test_conv2d_NCHWc_reads_nchw_data(case):
+    """layout="NCHW": the blocked convolution reads plain data in place (channel ico*ic_bn+ici);
+    same result as the NCHW convolution, re-laid out."""
+    n, c, h, w, oc, k, stride, pad, icb, ocb = case
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((oc // ocb, c // icb, k, k, icb, ocb), name="W")
+    out = nn.conv2d_NCHWc(A, W, stride, pad, 1, "NCHW", f"NCHW{ocb}c")
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c, k, k)).astype("float32")
+    wb = testing.oihw_to_kcrsck(wt, icb, ocb)
+    res = check([A, W], out, topi.x86.schedule_conv2d_NCHWc,
+                lambda x, y: testing.nchw_to_nchwc(
+                    testing.conv2d_nchw_python(x, wt, stride, pad), ocb), arrays=[a, wb])
+    assert res.shape[1:] == (oc // ocb,) + res.shape[2:4] + (ocb,)
+
+
+def test_conv2d_NCHWc_nchw_data_errors():
+    with pytest.raises(ValueError, match="do not split into the kernel's blocks of 4"):
+        nn.conv2d_NCHWc(te.placeholder((1, 6, 5, 5)), te.placeholder((1, 2, 3, 3, 4, 8)),
+                        1, 1, 1, "NCHW")
+    with pytest.raises(ValueError, match="data"):
+        nn.conv2d_NCHWc(te.placeholder((1, 2, 5, 5, 4)), te.placeholder((1, 2, 3, 3, 4, 8)),
+                        1, 1, 1, "NCHW")

@@ -581,19 +581,23 @@ def _block_factor(layout: str, base: str, sub: str) -> int:
 def _conv2d_nchwc_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     w = tensor_arg(arg_types[1], "the weight")
-    ic_b = _block_factor(attrs.data_layout, "NCHW", "c")
-    oc_b = _block_factor(attrs.out_layout or attrs.data_layout, "NCHW", "c")
     kl = attrs.kernel_layout  # OIHW{i}i{o}o
     if not (kl.startswith("OIHW") and kl.endswith("o") and "i" in kl[4:]):
         fail(f"contrib_conv2d_NCHWc: kernel_layout {kl!r} is not OIHW<n>i<m>o")
     ki, ko = (int(p) for p in kl[4:-1].split("i"))
-    if len(d.shape) != 5 or len(w.shape) != 6:
-        fail(f"contrib_conv2d_NCHWc needs 5-D data and 6-D weight, got {shape_str(d.shape)} and "
-             f"{shape_str(w.shape)}")
-    if not dim_equal(d.shape[4], ic_b) or w.shape[4] != ki or w.shape[5] != ko:
+    # data_layout "NCHW" (plain groups-1 data read in place, x86): blocks of the kernel's ki
+    plain = attrs.data_layout == "NCHW" and attrs.groups == 1
+    ic_b = ki if plain else _block_factor(attrs.data_layout, "NCHW", "c")
+    if not attrs.out_layout and plain:
+        fail("contrib_conv2d_NCHWc: data_layout NCHW needs an out_layout NCHW<n>c")
+    oc_b = _block_factor(attrs.out_layout or attrs.data_layout, "NCHW", "c")
+    if len(d.shape) != (4 if plain else 5) or len(w.shape) != 6:
+        fail(f"contrib_conv2d_NCHWc needs {4 if plain else 5}-D data ({attrs.data_layout}) and "
+             f"6-D weight, got {shape_str(d.shape)} and {shape_str(w.shape)}")
+    if (not plain and not dim_equal(d.shape[4], ic_b)) or w.shape[4] != ki or w.shape[5] != ko:
         fail(f"contrib_conv2d_NCHWc: data {shape_str(d.shape)} ({attrs.data_layout}) and weight "
              f"{shape_str(w.shape)} ({kl}) disagree with their layouts")
-    cin = as_dim(d.shape[1] * d.shape[4])
+    cin = as_dim(d.shape[1]) if plain else as_dim(d.shape[1] * d.shape[4])
     if not dim_equal(as_dim(w.shape[1] * ki * attrs.groups), cin):
         fail(f"contrib_conv2d_NCHWc: data has {cin} input channels, weight {shape_str(w.shape)} "
              f"with groups={attrs.groups} expects {w.shape[1] * ki * attrs.groups}")

@@ -109,17 +109,30 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     ``kernel[OC/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]`` -> ``[N, OC/oc_bn, OH, OW, oc_bn]``.
 
     ``layout``/``out_layout`` ("NCHW8c", ...), when given, must agree with the block sizes.
+    With ``layout="NCHW"`` the data is plain ``[N, C, H, W]`` and read in place (input channel
+    ``ico * ic_bn + ici``): the input's layout transform is part of the convolution.
     """
     op = "conv2d_NCHWc"
-    check_rank(data, 5, op, "data", "NCHWc")
     check_rank(kernel, 6, op, "kernel", "OIHWio")
-    n, ic_chunk, _, _, ic_bn = batch_const_shape(data.shape, f"{op}: data shape")
     oc_chunk, kic_chunk, kh, kw, kic_bn, oc_bn = get_const_tuple(kernel.shape,
                                                                  f"{op}: kernel shape")
+    plain = layout == "NCHW"
+    if plain:
+        check_rank(data, 4, op, "data", "NCHW")
+        n, channels, _, _ = batch_const_shape(data.shape, f"{op}: data shape")
+        ic_bn = kic_bn
+        if channels % ic_bn:
+            raise ValueError(f"{op}: {channels} input channels do not split into the kernel's "
+                             f"blocks of {ic_bn}")
+        ic_chunk = channels // ic_bn
+    else:
+        check_rank(data, 5, op, "data", "NCHWc")
+        n, ic_chunk, _, _, ic_bn = batch_const_shape(data.shape, f"{op}: data shape")
     if (kic_chunk, kic_bn) != (ic_chunk, ic_bn):
         raise ValueError(f"{op}: kernel expects {kic_chunk}x{kic_bn} input channels, data has "
                          f"{ic_chunk}x{ic_bn}")
-    for name, lay, bn in (("layout", layout, ic_bn), ("out_layout", out_layout, oc_bn)):
+    for name, lay, bn in (("layout", "" if plain else layout, ic_bn),
+                          ("out_layout", out_layout, oc_bn)):
         if lay and lay != f"NCHW{bn}c":
             raise ValueError(f"{op}: {name}={lay!r} does not match the block size, expected "
                              f"'NCHW{bn}c'")
@@ -129,10 +142,16 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     ici = reduce_axis((0, ic_bn), name="ici")
     ry = reduce_axis((0, kh), name="ry")
     rx = reduce_axis((0, kw), name="rx")
+
+    def pixel(b: Any, y: Any, x: Any) -> Any:
+        if plain:
+            return dpad[b, ico * ic_bn + ici, y, x]
+        return dpad[b, ico, y, x, ici]
+
     return compute(
         (n, oc_chunk, oh, ow, oc_bn),
         lambda b, oco, y, x, oci: te_sum(
-            _cast(dpad[b, ico, y * sh + ry * dh, x * sw + rx * dw, ici], out_dtype)
+            _cast(pixel(b, y * sh + ry * dh, x * sw + rx * dw), out_dtype)
             * _cast(kernel[oco, ico, ry, rx, ici, oci], out_dtype),
             axis=[ico, ry, rx, ici]),
         name=op, tag="conv2d_NCHWc")

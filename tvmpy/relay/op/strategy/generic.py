@@ -449,11 +449,13 @@ def _conv3d(attrs: Any, inputs: list, out_type: Any) -> list:
 def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
     data, kernel = inputs
     oc_bn = int(kernel.shape[5])
-    channels = int(data.shape[1]) * int(data.shape[4])
+    plain = len(data.shape) == 4  # data_layout NCHW: plain data read in place
+    channels = int(data.shape[1]) * (1 if plain else int(data.shape[4]))
     if attrs.groups == 1:
         out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
                                    attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
-    elif (attrs.groups == channels and int(kernel.shape[1]) == int(kernel.shape[4]) == 1
+    elif (not plain and attrs.groups == channels
+          and int(kernel.shape[1]) == int(kernel.shape[4]) == 1
           and int(kernel.shape[0]) * oc_bn == channels and int(data.shape[4]) == oc_bn):
         # depthwise (multiplier 1): kernel OIHW1i{c}o, data and output NCHW{c}c
         out = topi.nn.depthwise_conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding,

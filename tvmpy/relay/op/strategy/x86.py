@@ -74,11 +74,13 @@ def _conv2d_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     shape = [_const_int(d) for d in (*data.shape, *kernel.shape)]
     if any(d is None for d in shape):
         return generic(attrs, inputs, out_type)
+    if len(data.shape) == 4:  # data_layout NCHW (plain data read in place): no depthwise
+        shape = [*shape[:4], 1, *shape[4:]]
     oc_bn = shape[10]
     channels = shape[1] * shape[4]
     if attrs.groups == 1:
         fcompute = x86.conv2d_NCHWc
-    elif (attrs.groups == channels and shape[6] == shape[9] == 1
+    elif (len(data.shape) == 5 and attrs.groups == channels and shape[6] == shape[9] == 1
           and shape[5] * oc_bn == channels and shape[4] == oc_bn):
         fcompute = x86.depthwise_conv2d_NCHWc
     else:

@@ -162,30 +162,61 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
         if padded is not None:
             return padded
         kl = f"OIHW{ic_bn}i{oc_bn}o"
-    data = inputs.get(0, _blocked(ic_bn))
     a = call.attrs
-    tile = winograd_tile(call, ic_bn, oc_bn, target) if groups == 1 else None
+    tile = winograd_tile(call, ic_bn, oc_bn, target, plain_data=_plain_input(inputs)) \
+        if groups == 1 else None
     if tile is not None:
         weight = _winograd_weight(inputs.plain(1), tile, oc_bn)
+        data = inputs.get(0, _blocked(ic_bn))
         return make_call("nn.contrib_conv2d_winograd_nchwc", [data, weight], {
             "tile_size": tile, "padding": a.padding, "channels": a.channels,
             "kernel_size": (3, 3), "data_layout": _blocked(ic_bn),
             "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype}), _blocked(oc_bn)  # fmt: skip
     kernel = inputs.get(1, kl, "OIHW")
+    if groups == 1:
+        data, dl = _direct_data(inputs, ic_bn)
+    else:
+        data, dl = inputs.get(0, _blocked(ic_bn)), _blocked(ic_bn)
     out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
         "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": groups,
         "channels": a.channels, "kernel_size": a.kernel_size,
-        "data_layout": _blocked(ic_bn), "kernel_layout": kl, "out_layout": _blocked(oc_bn),
+        "data_layout": dl, "kernel_layout": kl, "out_layout": _blocked(oc_bn),
         "out_dtype": a.out_dtype})  # fmt: skip
     return out, _blocked(oc_bn)
 
 
-POINTWISE_MAX_PIXELS = 1024
-"""Largest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul. The input's
-reshape to ``[IC, H*W]`` is a copy kernel whose vectors cross image rows (div/mod indices,
-~0.5 ns per element); on 56x56 maps it cost more than the NCHWc path's two layout transforms
-(64x56x56 -> 57: matmul 246 us, NCHWc 158; 24 -> 24: 63 vs 49, medians), on 7x7-17x17 maps
-less (57x13x13 -> 57: 18 vs 21 us)."""
+def _plain_input(inputs: Any) -> bool:
+    """Whether a direct NCHWc convolution (groups 1) reads its input in place, in NCHW
+    (``data_layout="NCHW"``, input channel ``ico * ic_bn + ici``): when the input arrives in
+    NCHW (a graph input, or after an operator that stays in NCHW), unless the PassContext
+    config ``"relay.x86.conv_nchw_input"`` is False. The kernel broadcasts one input pixel per
+    reduction step, which costs the same from either layout, while a ``layout_transform`` to
+    NCHW{ic_bn}c is a pass over the input with a gather per vector (64x56x56: 61 us of a
+    300 us stride-2 convolution; the convolution itself 212 vs 221 us reading NCHW). A
+    blocked input stays blocked."""
+    flag = PassContext.current().config.get("relay.x86.conv_nchw_input", True)
+    if not isinstance(flag, bool):
+        raise ValueError("PassContext config relay.x86.conv_nchw_input must be True or False, "
+                         f"got {flag!r}")
+    return flag and inputs.block(0) is None
+
+
+def _direct_data(inputs: Any, ic_bn: int) -> tuple[RelayExpr, str]:
+    """``(data, data_layout)`` of a direct NCHWc convolution (groups 1): see
+    :func:`_plain_input`."""
+    if _plain_input(inputs):
+        return inputs.plain(0), "NCHW"
+    return inputs.get(0, _blocked(ic_bn)), _blocked(ic_bn)
+
+
+POINTWISE_MAX_PIXELS: int | None = None
+"""Largest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul (None: no
+limit). It was 1024 while the input's reshape to ``[IC, H*W]`` was a copy with gathers (its
+vectors crossed image rows); since reshapes read contiguous vectors the matmul wins on every
+larger map measured too, the NCHWc form paying its two layout transforms (graph executor,
+medians, 2 threads, 2026-11-26: 64x56x56 -> 57 175 vs 353 us, 24 -> 24 20 vs 44,
+256 -> 64 270 vs 377, 64 -> 256 248 vs 399, 32x112x112 -> 64 282 vs 884, 128x40x40 -> 128
+138 vs 183)."""
 
 POINTWISE_MIN_PIXELS = 64
 """Smallest map (H*W) whose 1x1 convolution :func:`is_pointwise` makes a matmul: the map is the
@@ -197,9 +228,9 @@ vs 10.4, 144x28x28 -> 32 24 vs 41)."""
 
 def is_pointwise(call: Call) -> bool:
     """A typed plain ``nn.conv2d`` that is one matrix product in NCHW: 1x1 window, stride 1,
-    no padding or dilation, batch 1, static shapes, ``POINTWISE_MIN_PIXELS`` to
-    ``POINTWISE_MAX_PIXELS`` pixels per channel, the output dtype the input's; unless the
-    PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
+    no padding or dilation, batch 1, static shapes, at least ``POINTWISE_MIN_PIXELS`` (and at
+    most ``POINTWISE_MAX_PIXELS``, when set) pixels per channel, the output dtype the input's;
+    unless the PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
     flag = PassContext.current().config.get("relay.x86.pointwise_matmul", True)
     if not isinstance(flag, bool):
         raise ValueError("PassContext config relay.x86.pointwise_matmul must be True or False, "
@@ -212,7 +243,9 @@ def is_pointwise(call: Call) -> bool:
         return False
     if not all(isinstance(s, int) for s in (*d.shape, *w.shape)) or d.shape[0] != 1:
         return False
-    if not POINTWISE_MIN_PIXELS <= d.shape[2] * d.shape[3] <= POINTWISE_MAX_PIXELS:
+    pixels = d.shape[2] * d.shape[3]
+    if pixels < POINTWISE_MIN_PIXELS or (POINTWISE_MAX_PIXELS is not None
+                                         and pixels > POINTWISE_MAX_PIXELS):
         return False
     return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)
@@ -250,7 +283,6 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
     if ocp == oc:
         return None
     a = call.attrs
-    data = inputs.get(0, _blocked(ic_bn))
     weight = inputs.plain(1)
     wpad = ((0, ocp - oc), (0, 0), (0, 0), (0, 0))
     if isinstance(weight, Constant):
@@ -258,8 +290,9 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
     else:
         weight = _nn.pad(weight, wpad)
     ic = int(call.args[0].checked_type.shape[1])
-    tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp))
+    tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp), _plain_input(inputs))
     if tile is not None:
+        data = inputs.get(0, _blocked(ic_bn))
         out = make_call("nn.contrib_conv2d_winograd_nchwc",
                         [data, _winograd_weight(weight, tile, oc_bn)], {
             "tile_size": tile, "padding": a.padding, "channels": ocp, "kernel_size": (3, 3),
@@ -271,9 +304,10 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
             weight = Constant(layout_transform_np(weight.data.numpy(), "OIHW", kl))
         else:
             weight = _tr.layout_transform(weight, "OIHW", kl)
+        data, dl = _direct_data(inputs, ic_bn)
         out = make_call("nn.contrib_conv2d_NCHWc", [data, weight], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
-            "channels": ocp, "kernel_size": a.kernel_size, "data_layout": _blocked(ic_bn),
+            "channels": ocp, "kernel_size": a.kernel_size, "data_layout": dl,
             "kernel_layout": kl, "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype})
     # the padded channels are cropped in NCHW (they do not split into blocks of a divisor)
     plain = _tr.layout_transform(out, _blocked(oc_bn), "NCHW")

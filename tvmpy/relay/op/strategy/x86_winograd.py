@@ -69,11 +69,12 @@ def _eligible(call: Call) -> bool:
             and (a.out_dtype or "float32") == "float32")
 
 
-def conv_workloads(call: Call, ic_bn: int, oc_bn: int, channels: tuple[int, int] | None = None
-                   ) -> tuple[tuple, dict[int, tuple]]:
+def conv_workloads(call: Call, ic_bn: int, oc_bn: int, channels: tuple[int, int] | None = None,
+                   plain_data: bool = False) -> tuple[tuple, dict[int, tuple]]:
     """``(direct workload, {tile size: Winograd workload})`` of a typed NCHW ``nn.conv2d`` as
     the x86 strategy's templates will see it once blocked; ``channels``: the (input, output)
-    channel counts after padding, when the layout pass pads them."""
+    channel counts after padding, when the layout pass pads them; ``plain_data``: the direct
+    convolution reads its NCHW input in place (``data_layout="NCHW"``)."""
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
     n, c, h, wd = (int(x) for x in d.shape)
@@ -84,9 +85,15 @@ def conv_workloads(call: Call, ic_bn: int, oc_bn: int, channels: tuple[int, int]
     data = te.placeholder((n, c // ic_bn, h, wd, ic_bn), d.dtype, name="data")
     kernel = te.placeholder((oc // oc_bn, c // ic_bn, 3, 3, ic_bn, oc_bn), w.dtype, name="kernel")
     pad = tuple(int(p) for p in a.padding)
-    direct = args_to_workload(
-        (data, kernel, (1, 1), pad, (1, 1), f"NCHW{ic_bn}c", f"NCHW{oc_bn}c", dtype),
-        "conv2d_NCHWc.x86")
+    if plain_data:
+        ddata = te.placeholder((n, c, h, wd), d.dtype, name="data")
+        direct = args_to_workload(
+            (ddata, kernel, (1, 1), pad, (1, 1), "NCHW", f"NCHW{oc_bn}c", dtype),
+            "conv2d_NCHWc.x86")
+    else:
+        direct = args_to_workload(
+            (data, kernel, (1, 1), pad, (1, 1), f"NCHW{ic_bn}c", f"NCHW{oc_bn}c", dtype),
+            "conv2d_NCHWc.x86")
     wino = {}
     for m in TILE_SIZES:
         u = te.placeholder((m + 2, m + 2, oc // oc_bn, c, oc_bn), w.dtype, name="weight")
@@ -107,13 +114,15 @@ def _mode(ctx_config: dict) -> Any:
 
 
 def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
-                  channels: tuple[int, int] | None = None) -> int | None:
+                  channels: tuple[int, int] | None = None, plain_data: bool = False
+                  ) -> int | None:
     """The Winograd tile size for this typed ``nn.conv2d`` call, or None for the direct
-    convolution (see the module docstring); ``channels``: as for :func:`conv_workloads`."""
+    convolution (see the module docstring); ``channels``, ``plain_data``: as for
+    :func:`conv_workloads`."""
     mode = _mode(PassContext.current().config)
     if mode is False or not _eligible(call):
         return None
-    direct, wino = conv_workloads(call, ic_bn, oc_bn, channels)
+    direct, wino = conv_workloads(call, ic_bn, oc_bn, channels, plain_data)
     env = TaskExtractEnv.current
     if env is not None:
         env.add(direct[0], direct[1:])

@@ -1,0 +1,67 @@
+"""x86 NCHW{c}c -> NCHW layout transforms through a local tile (``_schedule_unblock`` in
+topi/x86/injective.py): rows that vectors divide, of at most half a vector, or with a divisor
+from 4 to half a vector; with a crop,
+bias and relu fused as AlterOpLayout's graphs have them; compared with numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import te, topi
+from tvmpy.topi.x86 import injective
+
+
+def _graph(shape, crop=None, epilogue=True):
+    n, cb, h, w, bn = shape
+    x = te.placeholder(shape, name="x")
+    y = topi.layout_transform(x, f"NCHW{bn}c", "NCHW")
+    c = crop or cb * bn
+    if crop:
+        y = topi.strided_slice(y, [0, 0, 0, 0], [n, crop, h, w])
+    b = te.placeholder((c, 1, 1), name="b")
+    if epilogue:
+        y = topi.nn.relu(topi.add(y, b))
+    return x, b, y
+
+
+@pytest.mark.parametrize("shape,crop,tiled", [
+    ((1, 4, 32, 32, 16), None, True),     # rows of two vectors
+    ((2, 3, 7, 7, 8), 19, True),          # batch 2, 7-wide rows, cropped channels
+    ((1, 4, 7, 7, 16), 57, True),
+    ((1, 2, 5, 5, 3), None, True),        # block 3, 5-wide rows
+    ((1, 3, 6, 48, 16), 40, True),
+    ((1, 4, 6, 56, 16), 57, True),        # 56-wide rows: tiles of 8 columns
+    ((1, 2, 5, 28, 12), None, True),      # tiles of 7
+    ((1, 2, 13, 13, 12), None, False),    # 13-wide rows: the gather schedule
+    ((1, 4, 9, 17, 16), 57, False),
+])
+def test_unblock_matches_numpy(shape, crop, tiled):
+    x, b, y = _graph(shape, crop)
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+    assert ("local" in str(tvm.lower(s, [x, b, y], simple_mode=True))) == tiled
+    f = tvm.build(s, [x, b, y], target="llvm")
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, shape).astype("float32")
+    bias = rng.uniform(-1, 1, tuple(int(d) for d in b.shape)).astype("float32")
+    out = tvm.nd.empty(tuple(int(d) for d in y.shape), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(bias), out)
+    n, cb, h, w, bn = shape
+    want = a.transpose(0, 1, 4, 2, 3).reshape(n, cb * bn, h, w)[:, :crop or cb * bn]
+    np.testing.assert_allclose(out.numpy(), np.maximum(want + bias, 0), rtol=1e-6, atol=1e-6)
+
+
+def test_plain_transform_and_other_directions():
+    """The transform alone (no epilogue) is tiled; NCHW -> NCHW16c is not this schedule."""
+    x, _, y = _graph((1, 2, 8, 16, 16), epilogue=False)
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+    f = tvm.build(s, [x, y], target="llvm")
+    a = np.random.default_rng(2).uniform(-1, 1, (1, 2, 8, 16, 16)).astype("float32")
+    out = tvm.nd.empty((1, 32, 8, 16), "float32")
+    f(tvm.nd.array(a), out)
+    np.testing.assert_array_equal(out.numpy(), a.transpose(0, 1, 4, 2, 3).reshape(1, 32, 8, 16))
+    z = topi.layout_transform(te.placeholder((1, 32, 8, 16), name="z"), "NCHW", "NCHW16c")
+    assert injective._unblock_source(z) is None
