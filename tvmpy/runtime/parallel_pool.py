@@ -197,6 +197,10 @@ static void* worker_main(void* arg) {
         cpu_relax();
       }
       if (found) break;
+      /* polite: a thread waiting for this CPU (the caller itself, when the OS woke this
+         worker on the caller's CPU; or another process) runs first, instead of waiting up to
+         the whole spin time for this worker to give up */
+      sched_yield();
       t = now_ns();
     }
     if (found) continue;
