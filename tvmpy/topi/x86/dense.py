@@ -5,7 +5,9 @@
 ``[N/nr, K, nr]`` (inside the parallel panel loop, right before use), so that the micro-kernel
 reads ``nr`` contiguous weights per ``k``; each ``mr x nr`` output tile accumulates in vector
 registers. The plain ``topi.nn`` computes get the same tiling without the packing (good for
-``matmul`` with an untransposed B, whose columns are already contiguous).
+``matmul`` with an untransposed B, whose columns are already contiguous). A product of 1-2 rows
+by packed panels (a GEMV) streams each panel once with its reduction split into interleaved
+partial sums (``_schedule_gemv``).
 """
 
 from __future__ import annotations
