@@ -416,7 +416,8 @@ def test_matmul_strategy_packs_b():
     assert pick(1, 65) == "nn.matmul.x86"  # (one row: B read in place)
 
 
-@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9)])
+@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9), (2053, 3),
+                                 (4099, 2)])
 def test_matmul_one_row(n, k):
     """nn.matmul of one row by B [K, N] (its wide-tile default) vs numpy."""
     A = te.placeholder((1, k), name="A")
