@@ -120,7 +120,10 @@ def _ref_schedule(outs: Any, what: str) -> Schedule:
     m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
     m = int(m.value) if hasattr(m, "value") else None
     k = int(k.value) if hasattr(k, "value") else 0
-    if dot and (m is None or m <= 8):
+    plan, k_acc, _ = D._default_plan(mm)
+    if plan == "gemv":  # few rows by packed panels
+        D._schedule_gemv(s, mm, out, k_acc)
+    elif dot and (m is None or m <= 8):
         _ref_dot(s, mm, out, nj=4, mi=1)
     elif dot and k >= 256:
         _ref_dot(s, mm, out)

@@ -70,9 +70,11 @@ def test_matmul_weight_as_input(m, k, n):
     np.testing.assert_allclose(got, av @ bv + 1.5, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 512, 1000), (1, 37, 1021), (3, 300, 97), (9, 17, 33)])
+@pytest.mark.parametrize("m,k,n", [(1, 512, 1000), (1, 37, 1021), (3, 300, 97), (9, 17, 33),
+                                   (2, 1, 1023), (1, 1, 1), (2, 131, 1)])
 def test_dense_few_rows(m, k, n):
-    """Fewer rows than the packed kernel wants (GEMV-like): the dot-product schedule."""
+    """Few rows by a constant weight (a GEMV: packed at compile time, K split into partial
+    sums; K = 1 and N = 1 included)."""
     x = relay.var("x", shape=(m, k))
     w = _u(n, k)
     xv = _u(m, k)

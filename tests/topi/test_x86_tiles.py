@@ -253,6 +253,42 @@ def test_dense_prepacked(m, k, n):
           arrays=[x, packed], rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("m,k,n", [(1, 512, 1000), (1, 37, 1023), (1, 1, 64), (1, 2, 1),
+                                   (1, 3, 5), (2, 13, 1023), (2, 97, 33), (1, 64, 64),
+                                   (3, 17, 33), (1, 131, 97)])
+def test_dense_prepacked_gemv(m, k, n):
+    """Few rows by prepacked panels (the GEMV schedule: K split into interleaved partial sums)
+    with a fused bias + relu, vs numpy: K = 1 / 2 / prime, N = 1 / prime / 1000 / 1023."""
+    from tvmpy.topi.x86.dense import _default_plan, _find
+
+    nr = topi.x86.panel_width(n)
+    npanel = -(-n // nr)
+    X = te.placeholder((m, k), name="X")
+    P = te.placeholder((npanel, k, nr), name="P")
+    B = te.placeholder((n,), name="B")
+    out = topi.relu(topi.add(topi.x86.dense_prepacked(X, P, units=n), B))
+    plan = _default_plan(_find([out], "test")[1])[0]
+    assert plan == ("gemv" if k > 1 and m * -(-nr // 16) <= 4 else "tiled")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (m, k)).astype("float32")
+    w = rng.uniform(-1, 1, (n, k)).astype("float32")
+    b = rng.uniform(-1, 1, n).astype("float32")
+    wp = np.concatenate([w, np.zeros((npanel * nr - n, k), "float32")])
+    packed = np.ascontiguousarray(wp.reshape(npanel, nr, k).transpose(0, 2, 1))
+    check([X, P, B], out, topi.x86.schedule_dense_pack,
+          lambda a, p, bb: np.maximum(a @ w.T + bb, 0), arrays=[x, packed, b], rtol=1e-4,
+          atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 5, 7), (2, 9, 65), (2, 31, 1000)])
+def test_matmul_pack_gemv(m, k, n):
+    """matmul_pack (B [K, N] packed in the kernel) of one or two rows: the GEMV schedule."""
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    out = topi.x86.matmul_pack(A, B)
+    check([A, B], out, topi.x86.schedule_dense_pack, lambda a, b: a @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_alter_dense_layout_rewrite_and_build():
     """nn.dense with a constant weight -> contrib_dense_pack of the folded packed weight (a
     partial last panel zero-padded, units = N); the rewrite is refused for few rows, N-D
@@ -269,9 +305,9 @@ def test_alter_dense_layout_rewrite_and_build():
         w = relay.const(np.random.default_rng(0).uniform(-1, 1, (n, k)).astype("float32"))
         return infer_type(relay.Function([x], relay.nn.dense(x, w))).body
 
-    few = alter_dense_layout(typed(2, 8, 32))  # a constant weight: packed from 2 rows on
+    few = alter_dense_layout(typed(2, 8, 32))  # a constant weight: packed for any row count
     assert few.op.name == "nn.contrib_dense_pack"
-    assert alter_dense_layout(typed(1, 8, 32)) is None  # a GEMV keeps the dot products
+    assert alter_dense_layout(typed(1, 8, 32)).op.name == "nn.contrib_dense_pack"  # a GEMV
 
     def typed_var(w):  # few rows, a weight known at run time only
         y = relay.nn.dense(relay.var("x", shape=(15, 8)), w)
@@ -380,7 +416,8 @@ def test_matmul_strategy_packs_b():
     assert pick(1, 65) == "nn.matmul.x86"  # (one row: B read in place)
 
 
-@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9)])
+@pytest.mark.parametrize("n,k", [(1000, 37), (1024, 16), (300, 5), (65, 9), (2053, 3),
+                                 (4099, 2)])
 def test_matmul_one_row(n, k):
     """nn.matmul of one row by B [K, N] (its wide-tile default) vs numpy."""
     A = te.placeholder((1, k), name="A")

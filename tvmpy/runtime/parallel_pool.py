@@ -13,7 +13,8 @@ library whose code calls it, with hidden symbols: each library has its own pool,
 libraries need neither a compiler nor libgomp to load. Threads: ``TVM_NUM_THREADS``, else
 ``OMP_NUM_THREADS``, else the CPUs of the process's affinity mask (read when the pool starts);
 workers are created on the first parallel loop, spin briefly waiting for the next job
-(``TVMPY_PARALLEL_SPIN_US``, default 100 us), then sleep on a futex, and exit after 1 s idle.
+(``TVMPY_PARALLEL_SPIN_US``, default 100 us; yielding the CPU between polls, so that a caller
+the OS put on the same CPU is not held up), then sleep on a futex, and exit after 1 s idle.
 A fork child starts with an empty pool (its parallel loops stay parallel). A parallel loop
 started while the pool is busy (another Python thread, or from inside a parallel body) runs
 serially on its caller. One symbol is exported (protected visibility), :data:`STOP_SYMBOL`:
@@ -197,6 +198,10 @@ static void* worker_main(void* arg) {
         cpu_relax();
       }
       if (found) break;
+      /* polite: a thread waiting for this CPU (the caller itself, when the OS woke this
+         worker on the caller's CPU; or another process) runs first, instead of waiting up to
+         the whole spin time for this worker to give up */
+      sched_yield();
       t = now_ns();
     }
     if (found) continue;

@@ -5,7 +5,9 @@
 ``[N/nr, K, nr]`` (inside the parallel panel loop, right before use), so that the micro-kernel
 reads ``nr`` contiguous weights per ``k``; each ``mr x nr`` output tile accumulates in vector
 registers. The plain ``topi.nn`` computes get the same tiling without the packing (good for
-``matmul`` with an untransposed B, whose columns are already contiguous).
+``matmul`` with an untransposed B, whose columns are already contiguous). A product of 1-2 rows
+by packed panels (a GEMV) streams each panel once with its reduction split into interleaved
+partial sums (``_schedule_gemv``).
 """
 
 from __future__ import annotations
@@ -227,6 +229,72 @@ def register_tile(s: Schedule, cc: Tensor, unroll_k: int = 1) -> None:
     s[cc].vectorize(cj)
 
 
+# a product with at most this many rows, on packed panels, takes the GEMV schedule
+GEMV_MAX_ROWS = 3
+# FMA results in flight that the GEMV keeps (latency x throughput of a core's FMA pipes)
+_GEMV_ACCUMULATORS = 8
+
+
+def _gemv_accumulators(m: int, nr: int, k: int) -> int:
+    """Partial sums along K per output vector for an ``m``-row GEMV on ``nr``-column panels:
+    enough for :data:`_GEMV_ACCUMULATORS` independent FMA chains (a power of two, <= K)."""
+    vectors = m * max(1, -(-nr // 16))
+    u = 1
+    while u * 2 * vectors <= _GEMV_ACCUMULATORS and u * 2 <= k:
+        u *= 2
+    return u
+
+
+def _packed_input(mm: Tensor) -> Tensor | None:
+    """The ``[P, K, nr]`` packed operand of a packed product (prepacked or packed in-kernel)."""
+    for t in mm.op.input_tensors:
+        if len(t.shape) == 3 and (t.op.tag == "matmul_pack" or not t.op.input_tensors):
+            return t
+    return None
+
+
+def _schedule_gemv(s: Schedule, mm: Tensor, out: Tensor, k_acc: int) -> None:
+    """A memory-bound product of few rows by packed panels ``[P, K, nr]`` (a GEMV): each
+    parallel task takes a panel and streams it linearly, one broadcast-FMA per row per
+    ``nr``-wide vector; the reduction is split into ``k_acc`` interleaved partial sums
+    (``k = ko * k_acc + u``: rfactor over ``u``), so that ``rows * k_acc * nr / 16``
+    independent accumulators hide the FMA latency (one row by one 32-column panel would
+    otherwise chain every FMA on 2 registers). The partial sums are added at the end."""
+    packed = _packed_input(mm)
+    nr = get_const_tuple(packed.shape[-1:], "gemv: panel")[0] if packed is not None else \
+        _panel(get_const_tuple(mm.shape[-1:], "gemv: N")[0])
+    (rk,) = s[mm].op.reduce_axis
+    _, ku = s[mm].split(rk, factor=k_acc)
+    rf = s.rfactor(mm, ku, factor_axis=len(mm.shape) - 1)  # [M, k_acc, N]
+    s[rf].set_scope("local")
+    i, j = s[out].op.axis
+    jo, ji = s[out].split(j, factor=nr)
+    s[out].reorder(jo, i, ji)
+    s[out].parallel(jo)
+    if mm.op is not out.op:
+        s[mm].set_scope("local")
+        s[mm].compute_at(s[out], jo)
+        mi, mj = s[mm].op.axis
+        (mu,) = s[mm].op.reduce_axis
+        s[mm].reorder(mi, mu, mj)
+        s[mm].vectorize(mj)
+        s[out].vectorize(ji)
+    else:
+        (mu,) = s[out].op.reduce_axis
+        s[out].reorder(jo, i, mu, ji)
+        s[out].vectorize(ji)
+    s[rf].compute_at(s[out], jo)
+    ri, ru, rj = s[rf].op.axis
+    (rko,) = s[rf].op.reduce_axis
+    s[rf].reorder(rko, ri, ru, rj)
+    s[rf].unroll(ri)
+    s[rf].unroll(ru)
+    s[rf].vectorize(rj)
+    if packed is not None and packed.op.tag == "matmul_pack":
+        s[packed].compute_at(s[out], jo)
+        s[packed].vectorize(s[packed].op.axis[-1])
+
+
 def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2) -> None:
     """For ``dense`` with its untransposed ``[N, K]`` weight (rows contiguous along K): each
     output is a dot product of two contiguous rows. The reduction is split by the vector width
@@ -301,13 +369,19 @@ def _dot_ok(mm: Tensor) -> bool:
 
 
 def _default_plan(mm: Tensor) -> tuple[str, int, int]:
-    """The hand-tuned choice for ``mm``: ``("dot", nj, mi)`` or ``("tiled", 8, 0)``."""
+    """The hand-tuned choice for ``mm``: ``("dot", nj, mi)``, ``("gemv", k_acc, 0)`` (few rows
+    by packed panels) or ``("tiled", 8, 0)``."""
     dot = _dot_ok(mm)
     # ... worth it when the rows are few or long (each dot ends in a 16-lane horizontal sum;
     # otherwise the tiled nest with strided B loads wins, measured)
     m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
     m = int(m.value) if hasattr(m, "value") else None
     k = int(k.value) if hasattr(k, "value") else 0
+    packed = _packed_input(mm) if mm.op.tag == "dense_pack" else None
+    if packed is not None and m is not None and m <= GEMV_MAX_ROWS:
+        k_acc = _gemv_accumulators(m, get_const_tuple(packed.shape[-1:], "gemv: panel")[0], k)
+        if k_acc > 1:
+            return "gemv", k_acc, 0
     if dot and (m is None or m <= 8):
         return "dot", 4, 1
     if dot and k >= 256:
@@ -317,14 +391,18 @@ def _default_plan(mm: Tensor) -> tuple[str, int, int]:
 
 def _gemv_panel(mm: Tensor) -> int | None:
     """The tile width for ``topi.nn.matmul`` of one row by an untransposed ``B[K, N]``: 128
-    columns (8 vectors) rather than 32, so each task streams wider runs of B's rows (at 32,
+    columns (8 vectors; 256 / 512 from N = 2048 / 4096 on) rather than 32, so each task streams wider runs of B's rows (at 32,
     N = 1024 puts every row of a panel in the same cache set: 0.34x numpy; at 128 0.79-1.05x
     on N = 1000, 1023, 1024, one thread, measured 2026-11-26). None otherwise."""
     attrs = mm.op.attrs
     if mm.op.tag != "matmul" or attrs.get("transpose_a") or attrs.get("transpose_b"):
         return None
     m, n = (getattr(d, "value", d) for d in mm.shape[-2:])
-    return 128 if m == 1 and isinstance(n, int) and n >= 256 else None
+    if m != 1 or not isinstance(n, int) or n < 256:
+        return None
+    # wider on long rows (fewer, longer runs per row of B: one thread, 1x4096x1024 0.25 ->
+    # 0.18 ms at 512 columns, 1x3072x768 0.11 -> 0.09 ms at 256), keeping >= 8 parallel tasks
+    return max(w for w in (128, 256, 512) if w == 128 or n >= 8 * w)
 
 
 def _schedule(outs: Any, what: str) -> Schedule:
@@ -332,6 +410,8 @@ def _schedule(outs: Any, what: str) -> Schedule:
     plan, a, b = _default_plan(mm)
     if plan == "dot":
         _schedule_dot(s, mm, out, nj=a, mi=b)
+    elif plan == "gemv":
+        _schedule_gemv(s, mm, out, a)
     else:
         _schedule_tiled(s, mm, out, nr=_gemv_panel(mm))
     return s
@@ -412,8 +492,14 @@ def _schedule_cfg(cfg: Any, outs: Any, what: str) -> Schedule:
     the packing computes, which is defined by the compute)."""
     s, mm, out, _ = _find(outs, what)
     *_, m, n = (int(d) for d in _const_dims(mm, what))
+    k = int(getattr(mm.op.reduce_axis[0].dom.extent, "value", 0))
     plan, nj0, mi0 = _default_plan(mm)
     modes = ["dot", "tiled"] if _dot_ok(mm) else ["tiled"]
+    if plan == "gemv":
+        modes.append("gemv")
+        cfg.define_knob("k_acc", [1 << e for e in range(4) if 1 << e <= max(1, k)])
+        if cfg.is_fallback:
+            cfg["k_acc"] = OtherOptionEntity(nj0)
     cfg.define_knob("mode", modes)
     packed = mm.op.tag in ("dense_pack", "batch_matmul_pack")
     if not packed:  # (the packing computes define it: it is their panel width)
@@ -423,7 +509,9 @@ def _schedule_cfg(cfg: Any, outs: Any, what: str) -> Schedule:
         _define_dot(cfg, m, n, nj0 if plan == "dot" else 8, mi0 if plan == "dot" else 2)
     if cfg.is_fallback:
         cfg["mode"] = OtherOptionEntity(plan)
-    if cfg["mode"].val == "dot":
+    if cfg["mode"].val == "gemv":
+        _schedule_gemv(s, mm, out, cfg["k_acc"].val)
+    elif cfg["mode"].val == "dot":
         _schedule_dot(s, mm, out, nj=cfg["dot_x"].size[-1], mi=cfg["dot_y"].size[-1])
     else:
         nr = cfg["tile_x"].size[-1] if "tile_x" in cfg else None  # prepacked: its layout's

@@ -325,7 +325,7 @@ def _winograd_weight(w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:
 
 def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     """A typed ``nn.dense(x, W)`` with 2-D data and a weight of static shape (a constant and
-    at least 2 rows, or at least ``DENSE_PACK_MIN_ROWS`` rows) becomes
+    any number of rows; a weight known at run time: at least ``DENSE_PACK_MIN_ROWS`` rows) becomes
     ``nn.contrib_dense_pack(x, transpose(reshape(W, (N/nr, nr, K)), (0, 2, 1)))``: the panel
     packing that ``dense_pack`` does inside the kernel on every run moves to compile time
     (FoldConstant folds it when W is a constant). When ``nr`` does not divide N, W is first
@@ -334,10 +334,10 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     ``call``'s own arguments. With ``W = transpose(B)`` (B not a constant) it becomes
     ``nn.matmul(x, B)`` instead: no transpose (and no separate packing pass) at run time.
 
-    A constant weight is packed from 2 rows on: the tiled kernel on the packed panels beat the
+    A constant weight is packed from 1 row on: the tiled kernel on the packed panels beat the
     dot-product schedule of ``nn.dense`` by 1.5-2.7x at 2-12 rows (one thread) and 2x at 4
-    rows (two threads); at 1 row it was equal on one thread but up to 2x slower on two
-    (1 x 2048 -> 1000), so a GEMV keeps the dot-product schedule (measured 2026-11-26).
+    rows (two threads); a GEMV (1-2 rows) streams the panels with several partial sums per
+    output vector (``topi.x86.dense._schedule_gemv``; measured 2026-11-26).
 
     BERT (seq 128, hidden 256) dense layers: 128x256->1024 in-kernel packing 262-390 GFLOP/s,
     prepacked 477; 128x1024->256 dot tile 365, prepacked 477 (onnxruntime ~400)."""
@@ -357,8 +357,6 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     if dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
         return None
     data, weight = args if args is not None else call.args
-    if rows == 1 and isinstance(weight, Constant):
-        return None  # a GEMV: the dot-product schedule streams each weight row once
     if not isinstance(weight, Constant) and _is_transpose_2d(weight):
         # ONNX MatMul's B given at run time: no transpose per run; nn.matmul reads B [K, N]
         # (x86: packed inside the kernel, see strategy/x86.py)
