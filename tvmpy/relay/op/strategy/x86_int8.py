@@ -32,8 +32,11 @@ from ...expr import Call, Constant, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
 from ...ty import TensorType
-from ..nn_int8 import (contrib_conv2d_nchwc_int8, contrib_dense_pack_int8,
-                       contrib_depthwise_conv2d_nchwc_int8)
+from ..nn_int8 import (
+    contrib_conv2d_nchwc_int8,
+    contrib_dense_pack_int8,
+    contrib_depthwise_conv2d_nchwc_int8,
+)
 from . import OpStrategy, register_strategy_func
 from .generic import wrap_topi_schedule
 
