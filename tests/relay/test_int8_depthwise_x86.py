@@ -210,3 +210,38 @@ def test_inverted_residual_stays_blocked():
     r = _requant_np(_conv_np(r, w2, 2, (1, 1, 1, 1), groups=64, zp=9), 0.01, 11)
     ref = _requant_np(_conv_np(r, w3), 0.002, -3, "int8")
     np.testing.assert_array_equal(_run(lib, x=x), ref)
+
+
+def test_qdq_mobilenet_v2_blocked_matches_generic_and_onnxruntime():
+    """onnxruntime's quantize_static (QDQ, per-channel) MobileNetV2 at 64x64: at opt_level 3
+    every convolution runs blocked (no NCHW depthwise, no pad kernel besides the input's), the
+    output equals the opt_level 2 build's (generic integer kernels) exactly, and is within a few
+    output quantization steps of onnxruntime's int8 run."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxruntime.quantization")
+    from tvmpy.relay.testing import compare, onnx_models
+    from tvmpy.relay.testing import quantized_models as qm
+
+    model = onnx_models.mobilenet_v2(batch=1, image=64)
+    q = qm.quantize_static(model)
+    mod, params = compare.import_onnx(q)
+    lib3, _ = compare.build(mod, params, opt_level=3)
+    names = _kernels(lib3)
+    assert sum("depthwise_conv2d_NCHWc_int8" in nm for nm in names) == 17, names
+    assert not any(nm.startswith("fused_nn_conv2d") for nm in names), names
+    assert sum("nn_pad" in nm for nm in names) == 1, names  # the image's channels 3 -> 4
+    lib2, _ = compare.build(mod, params, opt_level=2)
+    run3, run2 = compare.tvm_runner(lib3), compare.tvm_runner(lib2)
+    sess = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"])
+    from onnx import numpy_helper
+
+    # the output's step: the scale of the classifier's QuantizeLinear (then Identity)
+    step = float(next(numpy_helper.to_array(i) for i in q.graph.initializer
+                      if i.name == "fc_scale"))
+    for seed in range(3):
+        feeds = onnx_models.input_feeds(model, seed=1000 + seed)
+        a, b, c = run3(feeds)[0], run2(feeds)[0], sess.run(None, feeds)[0]
+        np.testing.assert_array_equal(a, b)
+        assert float(np.abs(a - c).max()) / step <= 5
+        assert a.argmax() == c.argmax()
