@@ -11,9 +11,10 @@ zero-/sign-extended bytes) and widened to int32 only for the sum (exact for any 
 The spatial padding holds ``pad_value`` (the data's zero point, so a padded pixel contributes
 nothing in real value): QNN canonicalization's explicit ``nn.pad`` folds into the convolution
 (``relay/op/strategy/x86_int8.py``). The padding is a select on each window read, not a
-padding stage: on QDQ MobileNetV2 (224, graph executor profile, same run) the depthwise layers
-took 0.55-0.83 ms that way vs 1.0-1.6 ms with a padded copy first (its own pass and parallel
-region per layer) and 1.0 ms with the copy computed per output row. The register tile is ``tile_ow`` output pixels of one row
+padding stage: on QDQ MobileNetV2 (224, graph executor profile, one process, noisy machine) the
+depthwise layers took 0.61-0.65x the time of the (unchanged) NCHWc convolutions that way, vs
+0.73-1.01x with a padded copy first (its own pass and parallel region per layer) and 0.76x with
+the copy computed per output row. The register tile is ``tile_ow`` output pixels of one row
 (``tile_ow`` int32 vectors), the window unrolled; the accumulation runs on the width rounded up
 to whole tiles (the input padded on the right to match) and is cropped, so no tile has a tail.
 """
