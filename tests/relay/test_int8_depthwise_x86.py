@@ -245,3 +245,41 @@ def test_qdq_mobilenet_v2_blocked_matches_generic_and_onnxruntime():
         np.testing.assert_array_equal(a, b)
         assert float(np.abs(a - c).max()) / step <= 5
         assert a.argmax() == c.argmax()
+
+
+@pytest.mark.parametrize("groups", [1, 16])
+def test_pad_not_folded_when_the_conv_pads_too(groups):
+    """A non-zero pad value before a convolution with its own (zero) padding cannot fold into
+    one pad value: the pad stays a separate op, and the result is still exact."""
+    x, w = _u8(1, 16, 7, 6), _s8(16, 16 // groups, 3, 3)
+    X = relay.var("x", shape=x.shape, dtype="uint8")
+    y = relay.nn.pad(X, ((0, 0), (0, 0), (1, 0), (0, 2)), pad_value=50.0)
+    y = relay.nn.conv2d(y, relay.const(w), padding=(1, 1), groups=groups, out_dtype="int32")
+    f = relay.Function([X], y)
+    assert "nn.pad(" in _altered(f)
+    xp = _pad_np(x, (1, 0, 0, 2), 50)
+    ref = _conv_np(xp, w, 1, (1, 1, 1, 1), groups=groups)
+    np.testing.assert_array_equal(_run(_build(f), x=x), ref)
+
+
+def test_dilated_depthwise_int8():
+    x, w = _u8(1, 16, 11, 9), _s8(16, 1, 3, 3)
+    X = relay.var("x", shape=x.shape, dtype="uint8")
+    y = relay.nn.pad(X, ((0, 0), (0, 0), (2, 2), (2, 2)), pad_value=4.0)
+    y = relay.nn.conv2d(y, relay.const(w), dilation=(2, 2), groups=16, out_dtype="int32")
+    lib = _build(relay.Function([X], y))
+    assert any("depthwise_conv2d_NCHWc_int8" in nm for nm in _kernels(lib))
+    w_dil = np.zeros((16, 1, 5, 5), np.int64)
+    w_dil[:, :, ::2, ::2] = w
+    np.testing.assert_array_equal(_run(lib, x=x), _conv_np(x, w_dil, 1, (2, 2, 2, 2), 16, 4))
+
+
+def test_depthwise_int8_op_rejects_a_bad_pad_value():
+    from tvmpy.relay.op.nn_int8 import contrib_depthwise_conv2d_nchwc_int8
+
+    X = relay.var("x", shape=(1, 1, 5, 5, 16), dtype="uint8")
+    K = relay.var("k", shape=(1, 1, 3, 3, 1, 16), dtype="int8")
+    y = contrib_depthwise_conv2d_nchwc_int8(X, K, (1, 1), (1, 1, 1, 1), (1, 1), (3, 3),
+                                            "NCHW16c", "OIHW1i16o", pad_value=256)
+    with pytest.raises(Exception, match="pad_value"):
+        relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([X, K], y)))
