@@ -42,6 +42,15 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _width_tile(ow: int, most: int) -> int:
+    """Output pixels per tile: the whole row when it fits, else a divisor of the width of at
+    least half of ``most`` (14 and 28 wide rows: 7, no padded columns), else ``most``."""
+    most = max(1, most)
+    if ow <= most:
+        return ow
+    return next((t for t in range(most, (most + 1) // 2 - 1, -1) if ow % t == 0), most)
+
+
 def depthwise_kernel_layout_int8(cb: int) -> str:
     return f"OIHW1i{cb}o"
 
@@ -85,7 +94,7 @@ def depthwise_conv2d_NCHWc_int8(data: Tensor, kernel: Tensor, strides: Any, padd
     if oh <= 0 or ow <= 0:
         raise ValueError(f"depthwise_conv2d_NCHWc_int8: empty output {oh}x{ow} for input "
                          f"{h}x{w}, window {kh}x{kw}")
-    tile_ow = max(1, min(int(tile_ow), ow))
+    tile_ow = _width_tile(ow, int(tile_ow))
     owp = _ceil(ow, tile_ow) * tile_ow
     pr2 = max(pr, (owp - 1) * sw + (kw - 1) * dw + 1 - w - pl)
     fill = E.const(pad_value, "uint8")
