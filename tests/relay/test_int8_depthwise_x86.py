@@ -122,6 +122,41 @@ def test_topi_depthwise_int8_exact(n, c, h, w, cb, stride, pad, k, zp):
     np.testing.assert_array_equal(o.numpy().transpose(0, 1, 4, 2, 3).reshape(ref.shape), ref)
 
 
+@pytest.mark.parametrize("n,cc,h,w,stride,pad,kh,kw,zp", [
+    (2, 2, 13, 11, 1, (1, 1, 1, 1), 3, 3, 77),
+    (1, 1, 20, 17, 2, (0, 0, 1, 1), 3, 3, 0),
+    (1, 3, 7, 9, 1, (2, 1, 2, 3), 5, 4, 255),
+    (1, 1, 6, 5, 2, (0, 1, 0, 0), 2, 1, 5),
+    (2, 1, 1, 1, 1, (1, 1, 1, 1), 3, 3, 9),
+])  # fmt: skip
+def test_topi_depthwise_int8_vnni_path_exact(n, cc, h, w, stride, pad, kh, kw, zp):
+    """The VNNI path (4-D kernel: a window row's taps as one vpdpbusd)."""
+    c = cc * 16
+    x, wt = _u8(n, c, h, w), _s8(c, 1, kh, kw)
+    xb = x.reshape(n, cc, 16, h, w).transpose(0, 1, 3, 4, 2).copy()
+    kb = dw.pack_depthwise_kernel_dot_np(wt)
+    with tvm.target.Target(VNNI):
+        X, K = te.placeholder(xb.shape, "uint8"), te.placeholder(kb.shape, "int8")
+        out = dw.depthwise_conv2d_NCHWc_int8(X, K, stride, pad, 1, zp, "int32", 8, (kh, kw))
+        s = dw.schedule_depthwise_conv2d_NCHWc_int8([out])
+        f = tvm.build(s, [X, K, out], VNNI)
+    assert "vpdpbusd" in f.get_source("ll")
+    o = tvm.nd.empty(tuple(int(d) for d in out.shape), "int32")
+    f(tvm.nd.array(xb), tvm.nd.array(kb), o)
+    ref = _conv_np(x, wt, stride, pad, groups=c, zp=zp)
+    np.testing.assert_array_equal(o.numpy().transpose(0, 1, 4, 2, 3).reshape(ref.shape), ref)
+
+
+@pytest.mark.parametrize("target,dot", [(VNNI, True), ("llvm -mcpu=skylake-avx512", False)])
+def test_depthwise_int8_path_by_target(target, dot):
+    """VNNI targets take the vpdpbusd path, others the int16-product one; both exact."""
+    x, w = _u8(1, 32, 9, 8), _s8(32, 1, 3, 3)
+    lib = _build(_dw_graph(x.shape, w, 2, (1, 1, 1, 1), 12), target)
+    assert ("vpdpbusd" in lib.get_lib().get_source("ll")) == dot
+    ref = _requant_np(_conv_np(x, w, 2, (1, 1, 1, 1), groups=32, zp=12), 0.01, 7)
+    np.testing.assert_array_equal(_run(lib, x=x), ref)
+
+
 def test_topi_depthwise_int8_bad_input():
     X, K = te.placeholder((1, 2, 5, 5, 16), "uint8"), te.placeholder((2, 1, 3, 3, 1, 8), "int8")
     with pytest.raises(ValueError, match="do not match"):

@@ -9,7 +9,9 @@ at compile time for the VNNI micro-kernel (``topi/x86/int8_intrin.py``):
 The convolutions' spatial padding holds the attribute ``pad_value`` (0..255: the data's zero
 point, so QNN canonicalization's ``nn.pad`` folds into them).
 * ``nn.contrib_depthwise_conv2d_NCHWc_int8(data, kernel)``: data and output ``NCHW{cb}c``,
-  kernel ``OIHW1i{cb}o`` (6-D ``[C/cb, 1, KH, KW, 1, cb]``), output int32;
+  kernel ``OIHW1i{cb}o`` (6-D ``[C/cb, 1, KH, KW, 1, cb]``), or for the VNNI path (16-channel
+  blocks, windows at most 4 wide) ``OIH16o4w`` (4-D ``[C/16, KH, 16, 4]``, the row's taps
+  zero-padded to 4; ``kernel_size`` gives the window), output int32;
 * ``nn.contrib_dense_pack_int8(data, weight)``: data ``[M, K]``, weight ``[ceil(N/16),
   ceil(K/4), 16, 4]`` (zero-padded), output ``[M, units]`` int32.
 """
@@ -80,18 +82,32 @@ def _dw_rel(arg_types: list[Type], attrs: Any) -> Type:
     _check_int8(op, d, w, attrs.out_dtype)
     _check_pad_value(op, attrs.pad_value)
     cb = _block_factor(attrs.data_layout, "NCHW", "c")
-    want = f"OIHW1i{cb}o"
-    if len(d.shape) != 5 or len(w.shape) != 6 or attrs.kernel_layout != want:
-        fail(f"{op} needs 5-D data and a 6-D kernel in {want}, got {shape_str(d.shape)} and "
-             f"{shape_str(w.shape)} ({attrs.kernel_layout})")
-    if not dim_equal(d.shape[4], cb) or not dim_equal(d.shape[1], w.shape[0]) or \
-            w.shape[1] != 1 or w.shape[4] != 1 or not dim_equal(w.shape[5], cb):
-        fail(f"{op}: data {shape_str(d.shape)} ({attrs.data_layout}) and kernel "
-             f"{shape_str(w.shape)} ({want}) do not match")
+    if len(d.shape) != 5 or not dim_equal(d.shape[4], cb):
+        fail(f"{op} needs 5-D data in {attrs.data_layout}, got {shape_str(d.shape)}")
+    if attrs.kernel_layout == DW_DOT_LAYOUT:  # [C/16, KH, 16, 4]: the VNNI path
+        ks = attrs.kernel_size
+        if len(w.shape) != 4 or cb != 16 or tuple(w.shape[2:]) != (16, 4) or ks is None or \
+                not dim_equal(d.shape[1], w.shape[0]) or ks[0] != w.shape[1] or ks[1] > 4:
+            fail(f"{op}: data {shape_str(d.shape)} ({attrs.data_layout}) and kernel "
+                 f"{shape_str(w.shape)} ({DW_DOT_LAYOUT}, kernel_size {ks}) do not match")
+        kh, kw = ks
+    else:
+        want = f"OIHW1i{cb}o"
+        if len(w.shape) != 6 or attrs.kernel_layout != want:
+            fail(f"{op} needs a 6-D kernel in {want} (or 4-D in {DW_DOT_LAYOUT}), got "
+                 f"{shape_str(w.shape)} ({attrs.kernel_layout})")
+        if not dim_equal(d.shape[1], w.shape[0]) or w.shape[1] != 1 or w.shape[4] != 1 or \
+                not dim_equal(w.shape[5], cb):
+            fail(f"{op}: data {shape_str(d.shape)} ({attrs.data_layout}) and kernel "
+                 f"{shape_str(w.shape)} ({want}) do not match")
+        kh, kw = w.shape[2], w.shape[3]
     pt, pl, pb, pr = attrs.padding
-    oh = _out_dim(d.shape[2], w.shape[2], pt + pb, attrs.strides[0], attrs.dilation[0])
-    ow = _out_dim(d.shape[3], w.shape[3], pl + pr, attrs.strides[1], attrs.dilation[1])
+    oh = _out_dim(d.shape[2], kh, pt + pb, attrs.strides[0], attrs.dilation[0])
+    ow = _out_dim(d.shape[3], kw, pl + pr, attrs.strides[1], attrs.dilation[1])
     return TensorType([d.shape[0], d.shape[1], oh, ow, cb], "int32")
+
+
+DW_DOT_LAYOUT = "OIH16o4w"
 
 
 register_op("nn.contrib_depthwise_conv2d_NCHWc_int8", _dw_rel, OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -182,6 +198,8 @@ def _dw_np(attrs: Any, ins: list, t: Any) -> np.ndarray:
 
     x, k = ins
     src = _padded_np(layout_transform_np(x, attrs.data_layout, "NCHW"), attrs)
+    if k.ndim == 4:  # [C/16, KH, 16, 4] -> [C/16, 1, KH, KW, 1, 16]
+        k = k[..., :int(attrs.kernel_size[1])].transpose(0, 1, 3, 2)[:, None, :, :, None, :]
     cc, _, kh, kw, _, cb = k.shape
     w = k.transpose(0, 5, 1, 2, 3, 4).reshape(cc * cb, 1, kh, kw).astype(np.int64)
     out = testing.group_conv2d_nchw_python(src, w, attrs.strides, 0, attrs.dilation, cc * cb)

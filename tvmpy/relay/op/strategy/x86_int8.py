@@ -124,6 +124,16 @@ def _pack_dw_kernel(weight: RelayExpr, cb: int) -> RelayExpr:
     return _tr.transpose(_tr.reshape(weight, (cp // cb, cb, 1, kh, kw, 1)), (0, 2, 3, 4, 5, 1))
 
 
+def _pack_dw_kernel_dot(weight: RelayExpr) -> RelayExpr:
+    """OIHW ``[C, 1, KH, KW<=4]`` int8 -> ``[C/16, KH, 16, 4]`` (the VNNI path's kernel)."""
+    if isinstance(weight, Constant):
+        return Constant(_dw.pack_depthwise_kernel_dot_np(weight.data.numpy()))
+    c, _, kh, kw = (int(d) for d in weight.checked_type.shape)
+    cp = -(-c // 16) * 16
+    weight = _nn.pad(_tr.reshape(weight, (c, kh, kw)), ((0, cp - c), (0, 0), (0, 4 - kw)))
+    return _tr.transpose(_tr.reshape(weight, (cp // 16, 16, kh, 4)), (0, 2, 1, 3))
+
+
 def _zero_point_pad(call: Call, inputs: Any) -> tuple[Any, tuple[int, ...], int]:
     """``(data source, padding, pad value)``: when the convolution's data is a constant
     ``nn.pad`` of H and W only (QNN canonicalization pads with the data's zero point) and the
@@ -188,10 +198,16 @@ def _alter_depthwise_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | Non
     else:
         padded = _nn.pad(src.plain(0), ((0, 0), (0, cp - c), (0, 0), (0, 0)))
         data = _tr.layout_transform(padded, "NCHW", f"NCHW{cb}c")
-    kernel = _pack_dw_kernel(inputs.plain(1), cb)
+    from ....target import Target
+    from ....topi.x86.int8_intrin import int8_isa
+
+    target = Target.current()
+    if _dw.uses_dot(cb, kw, int(a.dilation[1]), int8_isa(target)) and _dense.use_tensorize(target):
+        kernel, kl = _pack_dw_kernel_dot(inputs.plain(1)), _dw.DOT_KERNEL_LAYOUT
+    else:
+        kernel, kl = _pack_dw_kernel(inputs.plain(1), cb), _dw.depthwise_kernel_layout_int8(cb)
     out = contrib_depthwise_conv2d_nchwc_int8(
-        data, kernel, a.strides, padding, a.dilation, (kh, kw), f"NCHW{cb}c",
-        _dw.depthwise_kernel_layout_int8(cb), zp)
+        data, kernel, a.strides, padding, a.dilation, (kh, kw), f"NCHW{cb}c", kl, zp)
     if cp == c:
         return out, f"NCHW{cb}c"
     plain = _tr.layout_transform(out, f"NCHW{cb}c", "NCHW")
@@ -238,9 +254,10 @@ def _conv_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 def _dw_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    ks = None if attrs.kernel_size is None else _ints(attrs.kernel_size)
     return [_dw.depthwise_conv2d_NCHWc_int8(inputs[0], inputs[1], _ints(attrs.strides),
                                             _ints(attrs.padding), _ints(attrs.dilation),
-                                            int(attrs.pad_value))]
+                                            int(attrs.pad_value), "int32", _dw.DW_TILE_OW, ks)]
 
 
 def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
