@@ -10,7 +10,9 @@ int8 weights and int32 output (what QNN canonicalization emits) on the VNNI micr
   in NCHW on the way out. A depthwise int8 ``nn.conv2d`` becomes
   ``nn.contrib_depthwise_conv2d_NCHWc_int8`` in the block its input arrives in (16 after an
   int8 NCHWc convolution; channels padded to a multiple of 16 otherwise), so a quantized
-  MobileNet stays blocked through it. Both absorb the zero-point ``nn.pad`` that QNN
+  MobileNet stays blocked through it; on VNNI targets with 16-channel blocks and windows at
+  most 4 wide its kernel is packed ``OIH16o4w`` (the vpdpbusd path of
+  ``topi/x86/depthwise_int8.py``), else ``OIHW1i{c}o``. Both absorb the zero-point ``nn.pad`` that QNN
   canonicalization puts before a padded convolution (their ``pad_value`` attribute). ``nn.dense`` with a constant weight becomes
   ``nn.contrib_dense_pack_int8`` with the weight packed ``[N/16, K/4, 16, 4]``.
 * **Strategies**: those two ops, and the unaltered int8 ``nn.conv2d`` (groups 1),
