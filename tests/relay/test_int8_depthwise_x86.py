@@ -318,3 +318,26 @@ def test_depthwise_int8_op_rejects_a_bad_pad_value():
                                             "NCHW16c", "OIHW1i16o", pad_value=256)
     with pytest.raises(Exception, match="pad_value"):
         relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([X, K], y)))
+
+
+def test_24_channels_stay_blocked():
+    """A 24-channel int8 conv (padded to 32 output lanes) is cropped by whole NCHW8c blocks; a
+    residual add and the next int8 convs read NCHW8c: no transform between them."""
+    x = _u8(2, 16, 9, 9)
+    w1, w2, w3 = _s8(24, 16, 1, 1), _s8(24, 24, 3, 3), _s8(40, 24, 1, 1)
+    X = relay.var("x", shape=x.shape, dtype="uint8")
+    a = _requant(relay.nn.conv2d(X, relay.const(w1), out_dtype="int32"), 0.004, 9)
+    b = relay.nn.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)), pad_value=9.0)
+    b = _requant(relay.nn.conv2d(b, relay.const(w2), out_dtype="int32"), 0.001, 9)
+    s = relay.cast(relay.clip(relay.cast(a, "int32") + relay.cast(b, "int32"), 0, 255), "uint8")
+    y = _requant(relay.nn.conv2d(s, relay.const(w3), out_dtype="int32"), 0.002, -3, "int8")
+    lib = _build(relay.Function([X], y))
+    names = _kernels(lib)
+    # the image in; the crops stay blocked (the last one's transform out fused into it)
+    transforms = [nm for nm in names if "layout_transform" in nm and "strided_slice" not in nm]
+    assert transforms == ["fused_layout_transform"], names
+    ra = _requant_np(_conv_np(x, w1), 0.004, 9)
+    rb = _requant_np(_conv_np(ra, w2, 1, (1, 1, 1, 1), zp=9), 0.001, 9)
+    rs = np.clip(ra.astype(np.int32) + rb, 0, 255).astype("uint8")
+    ref = _requant_np(_conv_np(rs, w3), 0.002, -3, "int8")
+    np.testing.assert_array_equal(_run(lib, x=x), ref)

@@ -7,7 +7,9 @@ int8 weights and int32 output (what QNN canonicalization emits) on the VNNI micr
   ``OIHW{ic_bn/4}i16o4i`` at compile time, output ``NCHW16c``). Input channels that are not a
   multiple of 4 are zero-padded (the data with ``nn.pad`` in NCHW, the kernel with zero
   channels); output channels that are not a multiple of 16 get zero filters and are cropped
-  in NCHW on the way out. A depthwise int8 ``nn.conv2d`` becomes
+  on the way out: by whole blocks of ``NCHW8c`` / ``NCHW4c`` when 8 or 4 divides them (the
+  result stays blocked; an int8 convolution reads the block its input arrives in when it is a
+  multiple of 4), else in NCHW. A depthwise int8 ``nn.conv2d`` becomes
   ``nn.contrib_depthwise_conv2d_NCHWc_int8`` in the block its input arrives in (16 after an
   int8 NCHWc convolution; channels padded to a multiple of 16 otherwise), so a quantized
   MobileNet stays blocked through it; on VNNI targets with 16-channel blocks and windows at
@@ -168,6 +170,9 @@ def alter_conv2d_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] |
     ic, oc = int(d.shape[1]), int(w.shape[0])
     icb, icp = _conv.int8_ic_block(ic)
     src, padding, zp = _zero_point_pad(call, inputs)
+    blk = src.block(0)
+    if icp == ic and blk is not None and blk % 4 == 0 and ic % blk == 0:
+        icb = blk  # any multiple of 4 works: take the block the input arrives in
     if icp == ic:
         data = src.get(0, f"NCHW{icb}c")
     else:  # (the added channels meet zero filters: their value does not matter)
@@ -180,8 +185,19 @@ def alter_conv2d_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] |
                                     _conv.kernel_layout_int8(icb), zp)
     if ocp == oc:
         return out, "NCHW16c"
-    plain = _tr.layout_transform(out, "NCHW16c", "NCHW")
-    return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
+    return _crop_channels(out, oc)
+
+
+def _crop_channels(out: RelayExpr, oc: int) -> tuple[RelayExpr, str | None]:
+    """The first ``oc`` channels of an ``NCHW16c`` result padded to whole blocks: in a smaller
+    block dividing ``oc`` (8 or 4: whole blocks are cut off, the result stays blocked, and the
+    int8 convolution after it reads that block), else in NCHW."""
+    b = next((b for b in (8, 4) if oc % b == 0), None)
+    if b is None:
+        plain = _tr.layout_transform(out, "NCHW16c", "NCHW")
+        return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
+    small = _tr.layout_transform(out, "NCHW16c", f"NCHW{b}c")
+    return _tr.strided_slice(small, (0,), (oc // b,), axes=(1,)), f"NCHW{b}c"
 
 
 def _alter_depthwise_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None]:
