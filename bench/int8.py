@@ -51,9 +51,14 @@ def output_step(model) -> float | None:
 
     out = model.graph.output[0].name
     inits = {i.name: i for i in model.graph.initializer}
-    for n in model.graph.node:
-        if out in n.output and n.op_type == "DequantizeLinear" and n.input[1] in inits:
+    producer = {o: n for n in model.graph.node for o in n.output}
+    while out in producer:
+        n = producer[out]
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
             return float(np.max(numpy_helper.to_array(inits[n.input[1]])))
+        if n.op_type not in ("Identity", "Reshape", "Flatten"):  # value-preserving: look through
+            return None
+        out = n.input[0]
     return None
 
 

@@ -159,7 +159,8 @@ def test_other_int_combinations_take_the_generic_path(dd, wd):
     np.testing.assert_array_equal(_run(lib, x=x), _conv_np(x, w, 1, 1))
 
 
-def test_depthwise_int8_takes_the_generic_path():
+def test_depthwise_int8_nchw_exact():
+    """(the blocked depthwise kernel: tests/relay/test_int8_depthwise_x86.py)"""
     x, w = _u8(1, 16, 6, 6), _s8(16, 1, 3, 3)
     X = relay.var("x", shape=x.shape, dtype="uint8")
     y = relay.nn.conv2d(X, relay.const(w), padding=(1, 1), groups=16, out_dtype="int32")

@@ -81,6 +81,15 @@ class AlterInputs:
         """Argument ``i`` (original layout ``src``), rewritten, in ``layout``."""
         return self._alter.convert(self._args[i], layout, src)
 
+    def of_arg(self, i: int) -> AlterInputs:
+        """The arguments of argument ``i`` (a call): for a hook that absorbs that call (e.g. a
+        convolution taking over the ``nn.pad`` before it); the call itself is then rewritten
+        only if something else reads it."""
+        arg = self._args[i]
+        if not isinstance(arg, Call):
+            raise ValueError(f"AlterInputs.of_arg: argument {i} is not a call")
+        return AlterInputs(self._alter, arg)
+
 
 class _Alter(ExprFunctor):
     """``visit(e) -> (new_e, block)``: ``block`` is None when ``new_e`` has ``e``'s layout, or

@@ -107,9 +107,11 @@ def _pad4(p: Any) -> tuple[int, int, int, int]:
 @autotvm.register_topi_compute("conv2d_NCHWc_int8.x86")
 def conv2d_NCHWc_int8(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padding: Any,
                       dilation: Any, layout: str = "", out_layout: str = "",
-                      out_dtype: str = "int32") -> Tensor:
+                      out_dtype: str = "int32", pad_value: int = 0) -> Tensor:
     """int8 ``conv2d_NCHWc``: data ``[N, IC/ic_bn, H, W, ic_bn]`` uint8, kernel ``[OC/16,
-    IC/ic_bn, KH, KW, ic_bn/4, 16, 4]`` int8 -> ``[N, OC/16, OH, OW, 16]`` int32."""
+    IC/ic_bn, KH, KW, ic_bn/4, 16, 4]`` int8 -> ``[N, OC/16, OH, OW, 16]`` int32; the spatial
+    padding holds ``pad_value`` (0..255, the data's zero point; the extra right columns that
+    round the width up to whole tiles hold it too and are cropped)."""
     from ...target import Target
 
     check_int8_dtypes("conv2d_NCHWc_int8", data, kernel, out_dtype)
@@ -122,6 +124,9 @@ def conv2d_NCHWc_int8(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padd
         raise ValueError(f"conv2d_NCHWc_int8: data {(n, icc, h, w, icb)} and kernel "
                          f"{(occ, icc2, kh, kw, icf, ob, ics)} do not match "
                          f"(kernel layout {kernel_layout_int8(icb)})")
+    pad_value = int(pad_value)
+    if not 0 <= pad_value <= 255:
+        raise ValueError(f"conv2d_NCHWc_int8: pad_value {pad_value} is not a uint8")
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pad4(padding)
@@ -139,7 +144,8 @@ def conv2d_NCHWc_int8(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padd
 
         def pad(b: Any, c: Any, y: Any, x: Any, ci: Any) -> Any:
             ok = te.all(y >= pt, y < pt + h, x >= pl, x < pl + w)
-            return te.if_then_else(ok, data[b, c, y - pt, x - pl, ci], E.const(0, "uint8"))
+            return te.if_then_else(ok, data[b, c, y - pt, x - pl, ci],
+                                   E.const(pad_value, "uint8"))
 
         dp = te.compute((n, icc, hp, wp, icb), pad, name="data_int8_pad", tag="int8_pad")
     else:

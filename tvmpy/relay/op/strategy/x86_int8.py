@@ -7,12 +7,20 @@ int8 weights and int32 output (what QNN canonicalization emits) on the VNNI micr
   ``OIHW{ic_bn/4}i16o4i`` at compile time, output ``NCHW16c``). Input channels that are not a
   multiple of 4 are zero-padded (the data with ``nn.pad`` in NCHW, the kernel with zero
   channels); output channels that are not a multiple of 16 get zero filters and are cropped
-  in NCHW on the way out. ``nn.dense`` with a constant weight becomes
+  on the way out: by whole blocks of ``NCHW8c`` / ``NCHW4c`` when 8 or 4 divides them (the
+  result stays blocked; an int8 convolution reads the block its input arrives in when it is a
+  multiple of 4), else in NCHW. A depthwise int8 ``nn.conv2d`` becomes
+  ``nn.contrib_depthwise_conv2d_NCHWc_int8`` in the block its input arrives in (16 after an
+  int8 NCHWc convolution; channels padded to a multiple of 16 otherwise), so a quantized
+  MobileNet stays blocked through it; on VNNI targets with 16-channel blocks and windows at
+  most 4 wide its kernel is packed ``OIH16o4w`` (the vpdpbusd path of
+  ``topi/x86/depthwise_int8.py``), else ``OIHW1i{c}o``. Both absorb the zero-point ``nn.pad`` that QNN
+  canonicalization puts before a padded convolution (their ``pad_value`` attribute). ``nn.dense`` with a constant weight becomes
   ``nn.contrib_dense_pack_int8`` with the weight packed ``[N/16, K/4, 16, 4]``.
 * **Strategies**: those two ops, and the unaltered int8 ``nn.conv2d`` (groups 1),
   ``nn.dense`` and ``nn.batch_matmul`` (packing inside the kernel), at plevel 20 over the
   generic int32 computes. Other integer combinations (int8 data, uint8 weights, ...) and
-  grouped/depthwise int8 convolutions take the generic path (correct, not fast).
+  other grouped int8 convolutions take the generic path (correct, not fast).
 """
 
 from __future__ import annotations
@@ -23,11 +31,16 @@ import numpy as np
 
 from ....topi.x86 import conv2d_int8 as _conv
 from ....topi.x86 import dense_int8 as _dense
+from ....topi.x86 import depthwise_int8 as _dw
 from ...expr import Call, Constant, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
 from ...ty import TensorType
-from ..nn_int8 import contrib_conv2d_nchwc_int8, contrib_dense_pack_int8
+from ..nn_int8 import (
+    contrib_conv2d_nchwc_int8,
+    contrib_dense_pack_int8,
+    contrib_depthwise_conv2d_nchwc_int8,
+)
 from . import OpStrategy, register_strategy_func
 from .generic import wrap_topi_schedule
 
@@ -46,8 +59,8 @@ def is_int8_operands(data_dtype: str, weight_dtype: str, out_dtype: str) -> bool
     return data_dtype == "uint8" and weight_dtype == "int8" and out_dtype == "int32"
 
 
-def _int8_conv(call: Call) -> bool:
-    """A typed plain (groups 1) NCHW/OIHW int8 ``nn.conv2d`` with static shapes."""
+def _int8_operands_static(call: Call) -> bool:
+    """A typed NCHW/OIHW ``nn.conv2d`` with uint8 x int8 -> int32 operands, static shapes."""
     a = call.attrs
     try:
         d, w = (x.checked_type for x in call.args)
@@ -55,13 +68,35 @@ def _int8_conv(call: Call) -> bool:
         return False
     if not (_static(d) and _static(w)) or len(d.shape) != 4 or 0 in (*d.shape, *w.shape):
         return False
-    return (is_int8_operands(d.dtype, w.dtype, a.out_dtype or d.dtype) and a.groups == 1
+    return (is_int8_operands(d.dtype, w.dtype, a.out_dtype or d.dtype)
             and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and a.out_layout in ("", "NCHW"))
 
 
+def _int8_conv(call: Call) -> bool:
+    """A typed plain (groups 1) NCHW/OIHW int8 ``nn.conv2d`` with static shapes."""
+    return _int8_operands_static(call) and call.attrs.groups == 1
+
+
+def _int8_depthwise(call: Call) -> bool:
+    """A typed depthwise (one filter per channel) NCHW/OIHW int8 ``nn.conv2d``."""
+    if not _int8_operands_static(call):
+        return False
+    c = int(call.args[0].checked_type.shape[1])
+    w = call.args[1].checked_type.shape
+    return call.attrs.groups == c and int(w[0]) == c and int(w[1]) == 1 and c > 1
+
+
+DW_BLOCK = 16
+"""Channel block of an int8 depthwise convolution whose input does not arrive blocked: the
+int8 NCHWc convolutions' output block."""
+
+
 def conv2d_int8_demand(call: Call) -> list[str | None] | None:
     """The layouts :func:`alter_conv2d_int8` reads the arguments in (None: not rewritten)."""
+    if _int8_depthwise(call):
+        c = int(call.args[0].checked_type.shape[1])
+        return [f"NCHW{DW_BLOCK}c" if c % DW_BLOCK == 0 else None, None]
     if not _int8_conv(call):
         return None
     ic = int(call.args[0].checked_type.shape[1])
@@ -82,28 +117,119 @@ def _pack_kernel(weight: RelayExpr, icb: int) -> RelayExpr:
     return _tr.transpose(r, (0, 2, 5, 6, 3, 1, 4))
 
 
+def _pack_dw_kernel(weight: RelayExpr, cb: int) -> RelayExpr:
+    """OIHW ``[C, 1, KH, KW]`` int8 -> ``[C/cb, 1, KH, KW, 1, cb]``, zero filters added."""
+    if isinstance(weight, Constant):
+        return Constant(_dw.pack_depthwise_kernel_int8_np(weight.data.numpy(), cb))
+    c, _, kh, kw = (int(d) for d in weight.checked_type.shape)
+    cp = -(-c // cb) * cb
+    if cp != c:
+        weight = _nn.pad(weight, ((0, cp - c), (0, 0), (0, 0), (0, 0)))
+    return _tr.transpose(_tr.reshape(weight, (cp // cb, cb, 1, kh, kw, 1)), (0, 2, 3, 4, 5, 1))
+
+
+def _pack_dw_kernel_dot(weight: RelayExpr) -> RelayExpr:
+    """OIHW ``[C, 1, KH, KW<=4]`` int8 -> ``[C/16, KH, 16, 4]`` (the VNNI path's kernel)."""
+    if isinstance(weight, Constant):
+        return Constant(_dw.pack_depthwise_kernel_dot_np(weight.data.numpy()))
+    c, _, kh, kw = (int(d) for d in weight.checked_type.shape)
+    cp = -(-c // 16) * 16
+    weight = _nn.pad(_tr.reshape(weight, (c, kh, kw)), ((0, cp - c), (0, 0), (0, 4 - kw)))
+    return _tr.transpose(_tr.reshape(weight, (cp // 16, 16, kh, 4)), (0, 2, 1, 3))
+
+
+def _zero_point_pad(call: Call, inputs: Any) -> tuple[Any, tuple[int, ...], int]:
+    """``(data source, padding, pad value)``: when the convolution's data is a constant
+    ``nn.pad`` of H and W only (QNN canonicalization pads with the data's zero point) and the
+    convolution's own padding is zero (or the pad value is 0), the pad folds into the
+    convolution: its source is the pad's arguments (an ``AlterInputs``, index 0). Otherwise
+    the call's own arguments, padding and 0."""
+    own = tuple(int(p) for p in call.attrs.padding)
+    pad = call.args[0]
+    if not (isinstance(pad, Call) and getattr(pad.op, "name", None) == "nn.pad"):
+        return inputs, own, 0
+    pa = pad.attrs
+    pw = [tuple(int(x) for x in p) for p in pa.pad_width]
+    value = float(pa.pad_value)
+    if (pa.pad_mode != "constant" or len(pw) != 4 or pw[0] != (0, 0) or pw[1] != (0, 0)
+            or not value.is_integer() or not 0 <= value <= 255 or (any(own) and value != 0)
+            or min(min(p) for p in pw) < 0):
+        return inputs, own, 0
+    (pt, pb), (pl, pr) = pw[2], pw[3]
+    return inputs.of_arg(0), (own[0] + pt, own[1] + pl, own[2] + pb, own[3] + pr), int(value)
+
+
 def alter_conv2d_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | None:
     """The int8 NCHWc rewrite of a typed ``nn.conv2d`` (see the module docstring), or None."""
+    if _int8_depthwise(call):
+        return _alter_depthwise_int8(call, inputs)
     if not _int8_conv(call):
         return None
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
     ic, oc = int(d.shape[1]), int(w.shape[0])
     icb, icp = _conv.int8_ic_block(ic)
+    src, padding, zp = _zero_point_pad(call, inputs)
+    blk = src.block(0)
+    if icp == ic and blk is not None and blk % 4 == 0 and ic % blk == 0:
+        icb = blk  # any multiple of 4 works: take the block the input arrives in
     if icp == ic:
-        data = inputs.get(0, f"NCHW{icb}c")
-    else:
-        padded = _nn.pad(inputs.plain(0), ((0, 0), (0, icp - ic), (0, 0), (0, 0)))
+        data = src.get(0, f"NCHW{icb}c")
+    else:  # (the added channels meet zero filters: their value does not matter)
+        padded = _nn.pad(src.plain(0), ((0, 0), (0, icp - ic), (0, 0), (0, 0)))
         data = _tr.layout_transform(padded, "NCHW", f"NCHW{icb}c")
     kernel = _pack_kernel(inputs.plain(1), icb)
     ocp = -(-oc // 16) * 16
-    out = contrib_conv2d_nchwc_int8(data, kernel, a.strides, a.padding, a.dilation, ocp,
+    out = contrib_conv2d_nchwc_int8(data, kernel, a.strides, padding, a.dilation, ocp,
                                     tuple(int(x) for x in w.shape[2:]), f"NCHW{icb}c",
-                                    _conv.kernel_layout_int8(icb))
+                                    _conv.kernel_layout_int8(icb), zp)
     if ocp == oc:
         return out, "NCHW16c"
-    plain = _tr.layout_transform(out, "NCHW16c", "NCHW")
-    return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
+    return _crop_channels(out, oc)
+
+
+def _crop_channels(out: RelayExpr, oc: int) -> tuple[RelayExpr, str | None]:
+    """The first ``oc`` channels of an ``NCHW16c`` result padded to whole blocks: in a smaller
+    block dividing ``oc`` (8 or 4: whole blocks are cut off, the result stays blocked, and the
+    int8 convolution after it reads that block), else in NCHW."""
+    b = next((b for b in (8, 4) if oc % b == 0), None)
+    if b is None:
+        plain = _tr.layout_transform(out, "NCHW16c", "NCHW")
+        return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
+    small = _tr.layout_transform(out, "NCHW16c", f"NCHW{b}c")
+    return _tr.strided_slice(small, (0,), (oc // b,), axes=(1,)), f"NCHW{b}c"
+
+
+def _alter_depthwise_int8(call: Call, inputs: Any) -> tuple[RelayExpr, str | None]:
+    """An int8 depthwise ``nn.conv2d`` -> ``nn.contrib_depthwise_conv2d_NCHWc_int8`` in the
+    block its input arrives in (when that divides the channels), else :data:`DW_BLOCK` with
+    the channels padded (zero filters) and the result cropped in NCHW."""
+    a = call.attrs
+    c = int(call.args[0].checked_type.shape[1])
+    kh, kw = (int(x) for x in call.args[1].checked_type.shape[2:])
+    src, padding, zp = _zero_point_pad(call, inputs)
+    blk = src.block(0)
+    cb = blk if blk is not None and c % blk == 0 else DW_BLOCK
+    cp = -(-c // cb) * cb
+    if cp == c:
+        data = src.get(0, f"NCHW{cb}c")
+    else:
+        padded = _nn.pad(src.plain(0), ((0, 0), (0, cp - c), (0, 0), (0, 0)))
+        data = _tr.layout_transform(padded, "NCHW", f"NCHW{cb}c")
+    from ....target import Target
+    from ....topi.x86.int8_intrin import int8_isa
+
+    target = Target.current()
+    if _dw.uses_dot(cb, kw, int(a.dilation[1]), int8_isa(target)) and _dense.use_tensorize(target):
+        kernel, kl = _pack_dw_kernel_dot(inputs.plain(1)), _dw.DOT_KERNEL_LAYOUT
+    else:
+        kernel, kl = _pack_dw_kernel(inputs.plain(1), cb), _dw.depthwise_kernel_layout_int8(cb)
+    out = contrib_depthwise_conv2d_nchwc_int8(
+        data, kernel, a.strides, padding, a.dilation, (kh, kw), f"NCHW{cb}c", kl, zp)
+    if cp == c:
+        return out, f"NCHW{cb}c"
+    plain = _tr.layout_transform(out, f"NCHW{cb}c", "NCHW")
+    return _tr.strided_slice(plain, (0,), (c,), axes=(1,)), None
 
 
 def alter_dense_int8(call: Call, inputs: Any) -> tuple[RelayExpr, None] | None:
@@ -142,7 +268,14 @@ def _conv_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     data, kernel = inputs
     return [_conv.conv2d_NCHWc_int8(data, kernel, _ints(attrs.strides), _ints(attrs.padding),
                                     _ints(attrs.dilation), attrs.data_layout, "NCHW16c",
-                                    "int32")]
+                                    "int32", int(attrs.pad_value))]
+
+
+def _dw_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    ks = None if attrs.kernel_size is None else _ints(attrs.kernel_size)
+    return [_dw.depthwise_conv2d_NCHWc_int8(inputs[0], inputs[1], _ints(attrs.strides),
+                                            _ints(attrs.padding), _ints(attrs.dilation),
+                                            int(attrs.pad_value), "int32", _dw.DW_TILE_OW, ks)]
 
 
 def _dense_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -207,6 +340,9 @@ def _strategy(compute: Any, schedule: Any, name: str) -> Any:
 register_strategy_func("nn.contrib_conv2d_NCHWc_int8", "generic", _strategy(
     _conv_nchwc_compute, wrap_topi_schedule(_conv.schedule_conv2d_NCHWc_int8),
     "conv2d_NCHWc_int8.x86"))
+register_strategy_func("nn.contrib_depthwise_conv2d_NCHWc_int8", "generic", _strategy(
+    _dw_compute, wrap_topi_schedule(_dw.schedule_depthwise_conv2d_NCHWc_int8),
+    "depthwise_conv2d_NCHWc_int8.x86"))
 register_strategy_func("nn.contrib_dense_pack_int8", "generic", _strategy(
     _dense_pack_compute, wrap_topi_schedule(_dense.schedule_dense_int8), "dense_int8.x86"))
 
