@@ -4,6 +4,7 @@ not float32): shared by the type-inference and interpreter tests."""
 import numpy as np
 
 from tvmpy import relay
+from tvmpy.relay.op import nn_int8
 
 rng = np.random.default_rng(7)
 
@@ -112,6 +113,18 @@ def op_cases():
         "nn.max_pool1d": (relay.nn.max_pool1d(x3, 3, 2, padding=1), (2, 4, 6)),
         "nn.avg_pool1d": (relay.nn.avg_pool1d(x3, 2, count_include_pad=True), (2, 4, 10)),
         "nn.max_pool3d": (relay.nn.max_pool3d(x5, 2, 2), (1, 2, 2, 3, 3)),
+        "nn.contrib_conv2d_NCHWc_int8": (nn_int8.contrib_conv2d_nchwc_int8(
+            relay.var("c8", shape=(1, 2, 9, 9, 4), dtype="uint8"),
+            relay.const(rng.integers(-9, 9, (1, 2, 3, 3, 1, 16, 4)).astype("int8")), (1, 1),
+            (1, 1, 1, 1), (1, 1), 16, (3, 3), "NCHW4c", "OIHW1i16o4i"),
+            (1, 1, 9, 9, 16), "int32"),
+        "nn.contrib_depthwise_conv2d_NCHWc_int8": (nn_int8.contrib_depthwise_conv2d_nchwc_int8(
+            relay.var("d8", shape=(1, 2, 9, 9, 8), dtype="uint8"),
+            relay.const(rng.integers(-9, 9, (2, 1, 3, 3, 1, 8)).astype("int8")), (2, 2),
+            (1, 1, 1, 1), (1, 1), (3, 3), "NCHW8c", "OIHW1i8o"), (1, 2, 5, 5, 8), "int32"),
+        "nn.contrib_dense_pack_int8": (nn_int8.contrib_dense_pack_int8(
+            relay.var("e8", shape=(3, 10), dtype="uint8"),
+            relay.const(rng.integers(-9, 9, (1, 3, 16, 4)).astype("int8")), 5), (3, 5), "int32"),
         "nn.bitpack": (relay.nn.bitpack(relay.var("bp", shape=(2, 37, 3), dtype="int8"), bits=2),
                        (2, 2, 2, 3), "uint32"),
         "nn.bitserial_dense": (relay.nn.bitserial_dense(

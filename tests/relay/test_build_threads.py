@@ -16,7 +16,7 @@ from tvmpy.autotvm.task import TaskExtractEnv, dispatcher
 from tvmpy.contrib import graph_executor
 
 TIMEOUT = 60  # seconds a barrier waits (a deadlock fails the test instead of hanging it)
-N, K, M = 1, 40, 24  # one row: dense stays unpacked at every opt level (one workload)
+N, K, M = 1, 40, 24  # the weight a graph input: dense stays unpacked at every opt level
 
 
 def _model():
@@ -74,7 +74,7 @@ def test_two_threads_build_with_their_own_contexts(tmp_path):
     wv = rng.standard_normal((M, K)).astype("float32")
     xv = rng.standard_normal((N, K)).astype("float32")
     with tvm.transform.PassContext(opt_level=3):
-        (task,) = autotvm.task.extract_from_program(mod, {"w": tvm.nd.array(wv)}, "llvm")
+        (task,) = autotvm.task.extract_from_program(mod, {}, "llvm")
     space = task.config_space
     picks = {"a": 1, "b": len(space) - 2}  # two different configs of the one dense workload
     logs = {}
@@ -94,10 +94,11 @@ def test_two_threads_build_with_their_own_contexts(tmp_path):
             seen = _Seen(enter)
             with _Recording(str(logs[side]), query) as history:
                 with tvm.transform.PassContext(opt_level=opt, instruments=[seen]):
-                    lib = relay.build(mod, target=target, params={"w": wv})
+                    lib = relay.build(mod, target=target)
                     after = tvm.transform.PassContext.current().opt_level
             gm = graph_executor.GraphModule(lib["default"](tvm.cpu()))
             gm.set_input("x", xv)
+            gm.set_input("w", wv)
             gm.run()
             results[side] = (seen.seen, history, after, gm.get_output(0).numpy())
         except BaseException as e:  # noqa: BLE001 - reported by the main thread

@@ -311,7 +311,9 @@ def _in_target(fn: Any, target: Any) -> Any:
     (and tile defaults) from it, and lowering calls computes and schedules outside any."""
     import functools
 
-    from ....target import Target
+    from ....target import Target, as_target
+
+    target = None if target is None else as_target(target)
 
     @functools.wraps(fn)
     def run(*args: Any) -> Any:
