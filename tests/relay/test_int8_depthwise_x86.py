@@ -5,37 +5,24 @@ equality with numpy int64 references; a quantized MobileNet-like chain stays blo
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import tvmpy as tvm
+from tests.topi.int8_util import (
+    VNNI,
+    _quiet_fallback,  # noqa: F401  (autouse fixture)
+)
+from tests.topi.int8_util import build as _build
+from tests.topi.int8_util import requant as _requant
+from tests.topi.int8_util import requant_np as _requant_np
+from tests.topi.int8_util import run as _run
+from tests.topi.int8_util import s8 as _s8
+from tests.topi.int8_util import u8 as _u8
 from tvmpy import relay, te
-from tvmpy.contrib import graph_executor
 from tvmpy.topi.x86 import depthwise_int8 as dw
 
 RNG = np.random.default_rng(23)
-VNNI = "llvm -mcpu=znver4"
-
-
-@pytest.fixture(autouse=True)
-def _quiet_fallback():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
-        yield
-
-
-def _u8(*shape):
-    x = RNG.integers(0, 256, shape).astype("uint8")
-    x.flat[0] = 255
-    return x
-
-
-def _s8(*shape):
-    w = RNG.integers(-128, 128, shape).astype("int8")
-    w.flat[0] = -128
-    return w
 
 
 def _pad_np(x, pad, value):
@@ -60,31 +47,6 @@ def _conv_np(x, w, stride=1, pad=(0, 0, 0, 0), groups=1, zp=0):
                 sl = xg[:, :, y:y + stride * (oh - 1) + 1:stride, x_:x_ + stride * (ow - 1) + 1:stride]
                 out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", sl, wg[:, :, y, x_])
     return out
-
-
-def _requant(y, scale, zp, dtype="uint8"):
-    f = relay.round(relay.cast(y, "float32") * relay.const(scale, "float32"))
-    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
-    return relay.cast(relay.clip(f + relay.const(float(zp), "float32"), lo, hi), dtype)
-
-
-def _requant_np(y, scale, zp, dtype="uint8"):
-    f = np.rint(y.astype(np.float32) * np.float32(scale)) + np.float32(zp)
-    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
-    return np.clip(f, lo, hi).astype(dtype)
-
-
-def _build(f, target=VNNI, opt_level=3):
-    with tvm.transform.PassContext(opt_level=opt_level):
-        return relay.build(tvm.IRModule.from_expr(f), target=target)
-
-
-def _run(lib, **inputs):
-    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for k, v in inputs.items():
-        m.set_input(k, v)
-    m.run()
-    return m.get_output(0).numpy()
 
 
 def _altered(f):

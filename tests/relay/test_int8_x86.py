@@ -10,42 +10,20 @@ import numpy as np
 import pytest
 
 import tvmpy as tvm
+from tests.topi.int8_util import (
+    VNNI,
+    _quiet_fallback,  # noqa: F401  (autouse fixture)
+)
+from tests.topi.int8_util import build as _build
+from tests.topi.int8_util import requant as _requant
+from tests.topi.int8_util import requant_np as _requant_np
+from tests.topi.int8_util import run as _run
+from tests.topi.int8_util import s8 as _s8
+from tests.topi.int8_util import u8 as _u8
 from tvmpy import relay
-from tvmpy.contrib import graph_executor
 from tvmpy.topi import testing
 
 RNG = np.random.default_rng(11)
-VNNI = "llvm -mcpu=znver4"
-
-
-from tests.topi.int8_util import _quiet_fallback  # noqa: E402,F401  (autouse fixture)
-from tests.topi.int8_util import s8 as _s8  # noqa: E402
-from tests.topi.int8_util import u8 as _u8  # noqa: E402
-
-
-def _requant(y, scale, zp, dtype):
-    f = relay.round(relay.cast(y, "float32") * relay.const(scale, "float32"))
-    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
-    return relay.cast(relay.clip(f + relay.const(float(zp), "float32"), lo, hi), dtype)
-
-
-def _requant_np(y, scale, zp, dtype):
-    f = np.rint(y.astype(np.float32) * np.float32(scale)) + np.float32(zp)
-    lo, hi = (0, 255) if dtype == "uint8" else (-128, 127)
-    return np.clip(f, lo, hi).astype(dtype)
-
-
-def _build(f, target=VNNI, opt_level=3):
-    with tvm.transform.PassContext(opt_level=opt_level):
-        return relay.build(tvm.IRModule.from_expr(f), target=target)
-
-
-def _run(lib, **inputs):
-    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
-    for k, v in inputs.items():
-        m.set_input(k, v)
-    m.run()
-    return m.get_output(0).numpy()
 
 
 def _conv_np(x, w, stride, pad):

@@ -90,6 +90,27 @@ def _define_space(cfg: Any, ow: int, oc_chunks: int, kw: int, isa: str) -> tuple
     return int(cfg["tile_ow"].val), int(cfg["tile_oc"].val)
 
 
+def window_geometry(op: str, hw: tuple[int, int], khw: tuple[int, int], strides: Any,
+                    padding: Any, dilation: Any, pad_value: Any) -> tuple[
+                        int, tuple[int, int], tuple[int, int], tuple[int, int, int, int],
+                        tuple[int, int]]:
+    """The checked window arithmetic of the int8 convolutions: (pad_value, strides, dilation,
+    (top, left, bottom, right) padding, (OH, OW)); a pad value outside uint8 or an empty output
+    raises naming ``op``."""
+    pad_value = int(pad_value)
+    if not 0 <= pad_value <= 255:
+        raise ValueError(f"{op}: pad_value {pad_value} is not a uint8")
+    (h, w), (kh, kw) = hw, khw
+    sh, sw = _pair(strides)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pad4(padding)
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"{op}: empty output {oh}x{ow} for input {h}x{w}, window {kh}x{kw}")
+    return pad_value, (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow)
+
+
 def _pair(v: Any) -> tuple[int, int]:
     v = tuple(int(getattr(x, "value", x)) for x in (v if isinstance(v, (list, tuple)) else (v, v)))
     return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
@@ -124,17 +145,8 @@ def conv2d_NCHWc_int8(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padd
         raise ValueError(f"conv2d_NCHWc_int8: data {(n, icc, h, w, icb)} and kernel "
                          f"{(occ, icc2, kh, kw, icf, ob, ics)} do not match "
                          f"(kernel layout {kernel_layout_int8(icb)})")
-    pad_value = int(pad_value)
-    if not 0 <= pad_value <= 255:
-        raise ValueError(f"conv2d_NCHWc_int8: pad_value {pad_value} is not a uint8")
-    sh, sw = _pair(strides)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pad4(padding)
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"conv2d_NCHWc_int8: empty output {oh}x{ow} for input {h}x{w}, window "
-                         f"{kh}x{kw}")
+    pad_value, (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = window_geometry(
+        "conv2d_NCHWc_int8", (h, w), (kh, kw), strides, padding, dilation, pad_value)
     tile_ow, _ = _define_space(cfg, ow, occ, kw, int8_isa(Target.current()))
     owp = _ceil(ow, tile_ow) * tile_ow
     # the right padding covers the padded output width's windows

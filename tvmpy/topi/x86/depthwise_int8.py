@@ -38,7 +38,7 @@ import numpy as np
 from ... import te, tir
 from ...te import Tensor
 from ...tir import expr as E
-from .conv2d_int8 import _pad4, _pair
+from .conv2d_int8 import _pair, window_geometry
 from .dense_int8 import _find, _ints, check_int8_dtypes
 from .int8_intrin import K_GROUP, LANES, _vload, _vstore
 
@@ -186,17 +186,8 @@ def depthwise_conv2d_NCHWc_int8(data: Tensor, kernel: Tensor, strides: Any, padd
         raise ValueError(f"depthwise_conv2d_NCHWc_int8: data {(n, cc, h, w, cb)} and kernel "
                          f"{(kc, one, kh, kw, one2, kb)} do not match (kernel layout "
                          f"{depthwise_kernel_layout_int8(cb)})")
-    pad_value = int(pad_value)
-    if not 0 <= pad_value <= 255:
-        raise ValueError(f"depthwise_conv2d_NCHWc_int8: pad_value {pad_value} is not a uint8")
-    sh, sw = _pair(strides)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pad4(padding)
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pl + pr - (kw - 1) * dw - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"depthwise_conv2d_NCHWc_int8: empty output {oh}x{ow} for input "
-                         f"{h}x{w}, window {kh}x{kw}")
+    pad_value, (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = window_geometry(
+        "depthwise_conv2d_NCHWc_int8", (h, w), (kh, kw), strides, padding, dilation, pad_value)
     tile_ow = _width_tile(ow, int(tile_ow))
     owp = _ceil(ow, tile_ow) * tile_ow
     pr2 = max(pr, (owp - 1) * sw + (kw - 1) * dw + 1 - w - pl)
@@ -235,15 +226,8 @@ def _dot_entry(data: Tensor, kernel: Tensor, strides: Any, padding: Any, dilatio
         raise ValueError(f"depthwise_conv2d_NCHWc_int8: the 4-D kernel needs 16-channel blocks, "
                          f"a window of at most 4 columns without width dilation, got block {cb}, "
                          f"window {(kh2, kw)} (kernel rows {kh}), dilation {(dh, dw)}")
-    pad_value = int(pad_value)
-    if not 0 <= pad_value <= 255:
-        raise ValueError(f"depthwise_conv2d_NCHWc_int8: pad_value {pad_value} is not a uint8")
-    pt, pl, pb, pr = _pad4(padding)
-    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
-    ow = (w + pl + pr - kw) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise ValueError(f"depthwise_conv2d_NCHWc_int8: empty output {oh}x{ow} for input "
-                         f"{h}x{w}, window {kh}x{kw}")
+    pad_value, _, _, (pt, pl, pb, _), (oh, ow) = window_geometry(
+        "depthwise_conv2d_NCHWc_int8", (h, w), (kh, kw), (sh, sw), padding, (dh, dw), pad_value)
     return _dot_compute(data, kernel, sh, dh, (pt, pl, pb, sw), kw, pad_value, oh, ow,
                         _width_tile(ow, int(tile_ow)))
 
