@@ -85,7 +85,11 @@ def gemm_schedule(M: int, N: int, K: int, block: int = 64, threads: int = 16, kt
 
 
 GEMM_VARIANTS = {"16x16 threads": {"threads": 16},
-                 "tvm-tutorial 8x8 threads x 2x2 vthreads": {"threads": 8, "vthreads": True}}
+                 "tvm-tutorial 8x8 threads x 2x2 vthreads": {"threads": 8, "vthreads": True},
+                 "128x128 block 16x16 threads x 2x2 vthreads": {"block": 128, "threads": 16,
+                                                                "vthreads": True},
+                 "128x128 block 16x16 threads x 2x2 vthreads ktile 16": {
+                     "block": 128, "threads": 16, "vthreads": True, "ktile": 16}}
 
 
 def _bind_1d(s, stage, axis, factor):
