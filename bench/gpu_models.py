@@ -113,6 +113,29 @@ def _time_ort_cuda(model, feeds: dict, number: int, repeat: int) -> dict | str:
     return _stats(times)
 
 
+def _profile(g, dev, top: int) -> dict:
+    """Where a run's time goes: each node's time with the device synchronized around it (its
+    kernels plus its launch), the run without those syncs, and the host's time to issue a run
+    (``run()`` returning, before the device finishes): issue ~ run means launch-bound."""
+    rep = g.module.profile(number=5)
+    issue = []
+    for _ in range(5):
+        dev.sync()
+        t = time.perf_counter()
+        g.run()
+        issue.append(time.perf_counter() - t)
+        dev.sync()
+    rows = rep.sorted_rows()
+    out = {"nodes": len(rows), "sum_nodes_ms": sum(r["time"] for r in rows) * 1e3,
+           "run_ms": rep.total * 1e3, "host_issue_ms": float(np.median(issue)) * 1e3,
+           "top": [{"node": r["node"], "us": r["time"] * 1e6, "shape": list(r["shape"])}
+                   for r in rows[:top]]}
+    print(f"  profile: {out['nodes']} nodes, sum {out['sum_nodes_ms']:.3f} ms (synced), run "
+          f"{out['run_ms']:.3f} ms, host issue {out['host_issue_ms']:.3f} ms; top: "
+          + "; ".join(f"{r['node'][:40]} {r['us']:.0f} us" for r in out["top"]), flush=True)
+    return out
+
+
 def _makers(batch: int, image: int) -> dict:
     return {"resnet18": lambda: onnx_models.resnet18(batch=batch, image=image),
             "mobilenet_v2": lambda: onnx_models.mobilenet_v2(batch=batch, image=image),
@@ -129,6 +152,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--tune-log", default="", help="apply these AutoTVM records (apply_history_best)")
     p.add_argument("--json", default="", help="also write the rows here (rewritten per model)")
+    p.add_argument("--profile", type=int, default=0, help="profile each model: show the N "
+                   "slowest nodes, the synced sum and the host's time to issue a run")
     args = p.parse_args()
     target = _target(args.target)
     dev = _device(args.target)
@@ -162,6 +187,8 @@ def main() -> None:
                 row["rel_err"] = compare.errors(out, want)[1]
                 tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
                 row["tvmpy"] = _stats(list(tm.results))
+                if args.profile:
+                    row["profile"] = _profile(g, dev, args.profile)
                 if on_gpu:
                     try:
                         t = _time_torch(m, feeds, args.number, args.repeat)

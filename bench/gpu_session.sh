@@ -5,6 +5,11 @@
 #
 #   OUT=/some/dir bash bench/gpu_session.sh [tune trials per layer, default 64]
 #
+# Environment: GPU_CHECK=0 skips gpu_check.py; LAYERS (default 56,28,14,7) the 3x3 layers to
+# tune; PRIOR_LOG a tuning log of an earlier session to resume from (copied to $OUT/conv.log);
+# BATCHES (default 1,16) and MODELS (default all three) for gpu_models.py; PROFILE=N adds its
+# per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning.
+#
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
 # 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
 # the wheel itself is over the transfer limit) and xgboost-cpu as its wheel; both go to
@@ -13,7 +18,11 @@
 set -u
 OUT=${OUT:-/tmp/gpu_session}
 TRIALS=${1:-64}
+LAYERS=${LAYERS:-56,28,14,7}
+BATCHES=${BATCHES:-1,16}
+MODELS=${MODELS:-resnet18,mobilenet_v2,bert_encoder}
 mkdir -p "$OUT" /tmp/site
+if [ -n "${PRIOR_LOG:-}" ]; then cp "$PRIOR_LOG" "$OUT/conv.log"; fi
 LOG="$OUT/session.log"
 say() { echo "=== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 
@@ -43,16 +52,20 @@ print('libdevice', nvptx.find_libdevice())"
 } >>"$LOG" 2>&1
 cat "$LOG"
 
-say "gpu_check"
-timeout 120 python3 bench/gpu_check.py --sizes 1024,4096 --out "$OUT/gpu_check.json" 2>&1 | tee -a "$LOG"
+if [ "${GPU_CHECK:-1}" != 0 ]; then
+  say "gpu_check"
+  timeout 120 python3 bench/gpu_check.py --sizes 1024,4096 --out "$OUT/gpu_check.json" 2>&1 |
+    tee -a "$LOG"
+fi
 
 say "tune conv (trials $TRIALS per layer)"
-timeout 190 python3 bench/gpu_tune_conv.py --target cuda --layers 56,28,14,7 --trials "$TRIALS" \
+timeout "${TUNE_TIMEOUT:-190}" python3 bench/gpu_tune_conv.py --target cuda --layers "$LAYERS" --trials "$TRIALS" \
   --number 10 --repeat 5 --log "$OUT/conv.log" --json "$OUT/tune.json" 2>&1 |
   grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
 
 say "models"
-timeout 200 python3 bench/gpu_models.py --target cuda --batches 1,16 --number 10 --repeat 5 \
-  --tune-log "$OUT/conv.log" --json "$OUT/gpu_models.json" 2>&1 |
+timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --models "$MODELS" \
+  --number 10 --repeat 5 --profile "${PROFILE:-0}" --tune-log "$OUT/conv.log" \
+  --json "$OUT/gpu_models.json" 2>&1 |
   grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
 say "done"

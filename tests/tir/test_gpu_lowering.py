@@ -363,6 +363,30 @@ def test_too_many_threads_and_shared_memory():
     assert verify_gpu_code(f, {"max_shared_memory_per_block": 4096})
 
 
+def test_cuda_per_dimension_block_and_grid_limits():
+    # threadIdx.z may not exceed 64 on CUDA even when the block has <= 1024 threads, and
+    # blockIdx.y at most 65535: the launch would fail with CUDA_ERROR_INVALID_VALUE (seen on an
+    # H100 while tuning conv2d_nchw.cuda), so lowering refuses it with the dimension named
+    A = te.placeholder((128, 4), name="A")
+    B = te.compute((128, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.z"))
+    s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.x"))
+    with pytest.raises(ValueError, match="threadIdx.z extent 128 exceeds max_thread_z=64"):
+        lower_gpu([tvm.lower(s, [A, B], target="cuda")], "cuda")
+    lower_gpu([tvm.lower(s, [A, B], target="opencl -max_num_threads=512")],
+              "opencl -max_num_threads=512")  # OpenCL: the device's sizes, checked at launch
+    C = te.placeholder((70000, 2), name="C")
+    D = te.compute((70000, 2), lambda i, j: C[i, j] + 1.0, name="D")
+    s = te.create_schedule(D.op)
+    s[D].bind(D.op.axis[0], te.thread_axis("blockIdx.y"))
+    s[D].bind(D.op.axis[1], te.thread_axis("threadIdx.x"))
+    with pytest.raises(ValueError, match="blockIdx.y extent 70000 exceeds max_grid_y=65535"):
+        lower_gpu([tvm.lower(s, [C, D], target="nvptx")], "nvptx")
+    s[D].bind(D.op.axis[0], te.thread_axis("blockIdx.x"))  # x allows 2^31 - 1
+    lower_gpu([tvm.lower(s, [C, D], target="cuda")], "cuda")
+
+
 def test_thread_tag_bound_with_smaller_extent_gets_guard():
     # the fetch binds threadIdx.x over 5 while the compute uses 8 threads
     N = 8
