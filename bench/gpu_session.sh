@@ -5,7 +5,7 @@
 #
 #   OUT=/some/dir bash bench/gpu_session.sh [tune trials per layer, default 64]
 #
-# Environment: GPU_CHECK=0 skips gpu_check.py; LAYERS (default 56,28,14,7) the 3x3 layers to
+# Environment: GPU_CHECK=0 skips gpu_check.py, TUNE=0 the tuning; LAYERS (default 56,28,14,7) the 3x3 layers to
 # tune; PRIOR_LOG a tuning log of an earlier session to resume from (copied to $OUT/conv.log);
 # BATCHES (default 1,16) and MODELS (default all three) for gpu_models.py; PROFILE=N adds its
 # per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning.
@@ -58,10 +58,12 @@ if [ "${GPU_CHECK:-1}" != 0 ]; then
     tee -a "$LOG"
 fi
 
-say "tune conv (trials $TRIALS per layer)"
-timeout "${TUNE_TIMEOUT:-190}" python3 bench/gpu_tune_conv.py --target cuda --layers "$LAYERS" --trials "$TRIALS" \
-  --number 10 --repeat 5 --log "$OUT/conv.log" --json "$OUT/tune.json" 2>&1 |
-  grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+if [ "${TUNE:-1}" != 0 ]; then
+  say "tune conv (trials $TRIALS per layer)"
+  timeout "${TUNE_TIMEOUT:-190}" python3 bench/gpu_tune_conv.py --target cuda --layers "$LAYERS" --trials "$TRIALS" \
+    --number 10 --repeat 5 --log "$OUT/conv.log" --json "$OUT/tune.json" 2>&1 |
+    grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+fi
 
 say "models"
 timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --models "$MODELS" \

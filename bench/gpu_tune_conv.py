@@ -89,7 +89,10 @@ def _torch_conv_ms(x: np.ndarray, w: np.ndarray, number: int, repeat: int) -> fl
 def tune_layer(hw: int, a: argparse.Namespace, target: str, log: str) -> dict:
     c = LAYERS[hw]
     dshape, wshape = (1, c, hw, hw), (c, c, 3, 3)
-    args = (("TENSOR", dshape, "float32"), ("TENSOR", wshape, "float32"), 1, 1, 1)
+    # the arguments exactly as relay's conv2d strategy passes them, so that the log applies
+    # when a model is built (apply_history_best matches workloads by their arguments)
+    conv_args = ((1, 1), (1, 1, 1, 1), (1, 1), "float32")
+    args = (("TENSOR", dshape, "float32"), ("TENSOR", wshape, "float32"), *conv_args)
     task = autotvm.task.create("conv2d_nchw.cuda", args, target=target)
     print(f"layer {dshape} * {wshape} on {target}: {task.flop / 1e9:.3f} GFLOP, "
           f"space {len(task.config_space)}", flush=True)
@@ -134,7 +137,7 @@ def tune_layer(hw: int, a: argparse.Namespace, target: str, log: str) -> dict:
             data = te.placeholder(dshape, name="data")
             weight = te.placeholder(wshape, name="weight")
             with ctx if ctx is not None else contextlib.nullcontext():
-                out = cuda.conv2d_nchw(data, weight, 1, 1, 1)
+                out = cuda.conv2d_nchw(data, weight, *conv_args)
                 s = cuda.schedule_conv2d_nchw([out])
         f = tvm.build(s, [data, weight, out], target=target)
         o = tvm.nd.empty(want.shape, "float32", dev)

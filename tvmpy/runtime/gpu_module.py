@@ -229,8 +229,12 @@ class GPUFunction:
         return [self.state(args)], []
 
     def _cfunc(self, state: dict) -> int:
+        # the executor's path: launches stay queued (one in-order queue per device, so the next
+        # node's kernels run after these); whoever reads a result (a copy to the host) or
+        # times (time_evaluator) waits for the device. A direct call waits (``__call__``), so
+        # a failing kernel is reported at the call that launched it.
         self.run(state)
-        self.finish(state)
+        self.finish(state, wait=False)
         return 0
 
     def _raise_error(self, rc: int) -> None:
@@ -374,12 +378,13 @@ class GPUFunction:
                 if not eval_expr(step["assert"], env):
                     raise RuntimeError(f"{self.name} failed: {step['message']}")
 
-    def finish(self, state: dict) -> None:
-        """Copy host arguments the kernels wrote back (this waits for the kernels)."""
+    def finish(self, state: dict, wait: bool = True) -> None:
+        """Copy host arguments the kernels wrote back (this waits for the kernels); without
+        any, wait for the device only when ``wait``."""
         written = [(host, tmp) for host, tmp, w in state["host"] if w]
         for host, tmp in written:
             np.copyto(host, tmp.numpy())
-        if not written:
+        if not written and wait:
             self.module.api.sync(state["dev"].device_id)
 
 
