@@ -29,6 +29,8 @@ float8_e5m2fnuz    5, 2    16    NaN = 0x80, no inf, no -0  57344
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ir import dtype as dt
 from . import expr as E
 from .op import min as _min
@@ -68,6 +70,15 @@ def _c(v: int, like: E.PrimExpr) -> E.PrimExpr:
     return E.const(v, like.dtype)
 
 
+def _bind(value: E.PrimExpr, name: str, body: Callable[[E.PrimExpr], E.PrimExpr]) -> E.PrimExpr:
+    """``body(v)`` with ``value`` bound once to a fresh Let variable ``v`` (the conversions use
+    their input several times; a Let keeps nested conversions linear in size)."""
+    if isinstance(value, (E.Var, E.IntImm, E.FloatImm)):
+        return body(value)
+    v = E.Var(name, value.dtype)
+    return E.Let(v, value, body(v))
+
+
 def decode(bits: E.PrimExpr, dtype: str) -> E.PrimExpr:
     """The compute value (float32 / int32, lanes as ``bits``) of storage ``bits`` of ``dtype``."""
     name = dt.element_of(dtype)
@@ -82,6 +93,11 @@ def decode(bits: E.PrimExpr, dtype: str) -> E.PrimExpr:
     u = E.cast(bits, _u32(lanes))
     if name == "bfloat16":
         return reinterpret(f32, u << _c(16, u))
+    return _bind(u, "f8", lambda u: _decode_float8(u, name, f32))
+
+
+def _decode_float8(u: E.PrimExpr, name: str, f32: str) -> E.PrimExpr:
+    lanes = dt.lanes_of(u.dtype)
     e_bits, m_bits, bias, kind = FLOAT8_FORMATS[name]
     sign = (u & _c(0x80, u)) << _c(24, u)
     e = (u >> _c(m_bits, u)) & _c((1 << e_bits) - 1, u)
@@ -120,15 +136,22 @@ def encode(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
         bits_n = dt.bits_of(name)
         if name.startswith("u"):
             return E.cast(v & _c((1 << bits_n) - 1, v), store)
-        return E.cast((v << _c(32 - bits_n, v)) >> _c(32 - bits_n, v), store)
+        return E.cast(_bind(v, "i", lambda v: (v << _c(32 - bits_n, v)) >> _c(32 - bits_n, v)),
+                      store)
     x = E.cast(value, dt.with_lanes("float32", lanes))
-    u = reinterpret(_u32(lanes), x)
+    out = _bind(reinterpret(_u32(lanes), x), "f32bits",
+                lambda u: _encode_float(u, name, saturate))
+    return E.cast(out, store)
+
+
+def _encode_float(u: E.PrimExpr, name: str, saturate: bool) -> E.PrimExpr:
+    """uint32 result: the code of the float32 with bits ``u`` in the format ``name``."""
     a = u & _c(0x7FFFFFFF, u)
     is_nan = a > _c(_F32_INF, u)
     if name == "bfloat16":
         rounded = _round_shift(u, 16)
         quiet = ((u >> _c(16, u)) & _c(0x8000, u)) | _c(0x7FC0, u)  # ml_dtypes' NaN
-        return E.cast(E.Select(is_nan, quiet, rounded), store)
+        return E.Select(is_nan, quiet, rounded)
     e_bits, m_bits, bias, kind = FLOAT8_FORMATS[name]
     sign = (u >> _c(24, u)) & _c(0x80, u)
     shift = 23 - m_bits
@@ -155,7 +178,7 @@ def encode(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
         out = E.Select(mag2 == _c(0, u), _c(0, u), mag2 | sign)
         bad = is_nan if saturate else (is_nan | over)
         out = E.Select(bad, _c(0x80, u), out)
-    return E.cast(out, store)
+    return out
 
 
 def round_to(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
