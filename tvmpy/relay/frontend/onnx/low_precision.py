@@ -1,0 +1,93 @@
+"""ONNX's low-precision element types: bfloat16, float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz),
+int4/uint4 and int2/uint2, as tvmpy's storage-only dtypes (:mod:`tvmpy.ir.dtype`).
+
+Tensors of these types are imported as they are (initializers through ``onnx.numpy_helper``,
+which unpacks the 4- and 2-bit types to one ``ml_dtypes`` element per byte). Cast, CastLike,
+QuantizeLinear and DequantizeLinear convert to and from them (``cast_to``: Cast's ``saturate``
+for float8). Every other operator computes as ONNX specifies, in float32 / int32:
+:func:`in_compute_types` casts its low-precision inputs up, converts the node, and casts the
+outputs of the widened type back (one rounding per node, as onnxruntime does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ....ir import dtype as dt
+from ...expr import RelayExpr
+from ...op import tensor, transform
+from .context import ImportContext, dtype_of
+from .registry import Attrs, Converter, Inputs, Names, Output
+
+__all__ = ["FLOAT8", "NATIVE_OPS", "cast_to", "saturate_float8", "in_compute_types",
+           "model_uses_low_precision"]
+
+FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+# operators whose converters handle low-precision operands themselves
+NATIVE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "Identity",
+                        "Constant"})
+
+
+def saturate_float8(x: RelayExpr, to: str) -> RelayExpr:
+    """``x`` (a float tensor) clamped to +-max finite of the float8 type ``to``; NaN stays NaN
+    (ONNX Cast's saturate=1: out-of-range values and +-inf become +-max)."""
+    from ....tir.low_precision import max_finite
+
+    src = dtype_of(x)
+    if dt.is_storage_only(src):
+        x = transform.cast(x, dt.compute_of(src))
+    m = max_finite(to)
+    return tensor.where(tensor.isnan(x), x, tensor.clip(x, -m, m))
+
+
+def cast_to(x: RelayExpr, to: str, saturate: bool = True) -> RelayExpr:
+    """ONNX Cast of ``x`` to the dtype ``to``: round to nearest even; for a float8 ``to`` and
+    ``saturate``, clamp to its finite range first."""
+    if to in FLOAT8 and saturate and dtype_of(x) not in FLOAT8 + ("bool",) \
+            and not np.issubdtype(np.dtype(dt.to_numpy(dtype_of(x))), np.integer):
+        x = saturate_float8(x, to)
+    return transform.cast(x, to)
+
+
+def in_compute_types(conv: Converter) -> Converter:
+    """``conv`` with low-precision inputs cast to float32 / int32 and the outputs of that type
+    cast back to the (first) low-precision input type."""
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+        low = [dtype_of(x) if x is not None else None for x in inputs]
+        first = next((d for d in low if d is not None and dt.is_storage_only(d)), None)
+        if first is None:
+            return conv(ctx, inputs, attrs, names)
+        up: Inputs = [transform.cast(x, dt.compute_of(d)) if x is not None and d is not None
+                      and dt.is_storage_only(d) else x for x, d in zip(inputs, low)]
+        out = conv(ctx, up, attrs, names)
+        outs = out if isinstance(out, list) else [out]
+        wide = dt.compute_of(first)
+        back = [transform.cast(o, first) if o is not None and dtype_of(o) == wide else o
+                for o in outs]
+        return back if isinstance(out, list) else back[0]
+    return convert
+
+
+def model_uses_low_precision(graph: Any) -> bool:
+    """Whether a GraphProto has a tensor, a Cast target or a Constant of a low-precision type
+    (the importer wraps converters with :func:`in_compute_types` only then)."""
+    from onnx import AttributeProto, TensorProto
+
+    low = {getattr(TensorProto, n) for n in ("BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+                                              "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "INT4", "UINT4",
+                                              "INT2", "UINT2") if hasattr(TensorProto, n)}
+    types = {t.data_type for t in graph.initializer}
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if vi.type.HasField("tensor_type"):
+            types.add(vi.type.tensor_type.elem_type)
+    for node in graph.node:
+        for at in node.attribute:
+            if at.type == AttributeProto.TENSOR:
+                types.add(at.t.data_type)
+            elif at.name == "to" and at.type == AttributeProto.INT:
+                types.add(at.i)
+            elif at.name == "output_dtype" and at.type == AttributeProto.INT:
+                types.add(at.i)
+    return bool(types & low)
