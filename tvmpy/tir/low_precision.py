@@ -13,7 +13,9 @@ loop-IR interpreter run them without special support:
   beyond the largest finite value gives inf where the format has one (e5m2), NaN otherwise;
   ``saturate=True`` (ONNX Cast's default for float8): beyond, and +-inf, clamp to +-max finite;
   NaN stays NaN either way. The fnuz formats have no negative zero (-0 encodes as +0) and one
-  NaN (0x80). Integers wrap to the width (two's complement), as a C cast to a narrower type.
+  NaN (0x80). Integers wrap to the width (two's complement), as a C cast to a narrower type;
+  a sub-byte value sits in the low bits of its byte with the high bits zero (ml_dtypes' layout:
+  int4 -1 is 0x0F), and decoding ignores the high bits.
 
 The float8 formats (bits ``S EEEE MMM`` / ``S EEEEE MM``):
 
@@ -134,10 +136,8 @@ def encode(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
     if name in ("int4", "int2", "uint4", "uint2"):
         v = E.cast(value, dt.with_lanes("int32", lanes))
         bits_n = dt.bits_of(name)
-        if name.startswith("u"):
-            return E.cast(v & _c((1 << bits_n) - 1, v), store)
-        return E.cast(_bind(v, "i", lambda v: (v << _c(32 - bits_n, v)) >> _c(32 - bits_n, v)),
-                      store)
+        # the low bits of the byte, the rest zero (ml_dtypes' layout: -1 is 0x0F as int4)
+        return E.cast(v & _c((1 << bits_n) - 1, v), store)
     x = E.cast(value, dt.with_lanes("float32", lanes))
     out = _bind(reinterpret(_u32(lanes), x), "f32bits",
                 lambda u: _encode_float(u, name, saturate))
