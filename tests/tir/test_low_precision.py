@@ -176,3 +176,48 @@ def test_argument_dtype_is_checked():
     d = tvm.nd.array(np.zeros(8, np.float32))
     with pytest.raises(ValueError, match="float8_e4m3fn"):
         f(a, tvm.nd.array(np.zeros(8, np.uint8)), d)  # the bits, not the type
+
+
+def _gpu_build(name, target, encode):
+    """decode of all 256 codes, or encode of the float32 probe, one element per thread."""
+    if encode:
+        x = _with_ties(name, _float_probe())
+        A = te.placeholder((x.size,), "float32", "A")
+        B = te.compute((x.size,), lambda i: lp.encode(A[i], name, name in FLOAT8), "B")
+    else:
+        x = np.arange(2 ** dt.bits_of(name), dtype=dt.storage_of(name))
+        A = te.placeholder((x.size,), dt.storage_of(name), "A")
+        B = te.compute((x.size,), lambda i: lp.decode(A[i], name), "B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=128)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    return tvm.build(s, [A, B], target), x
+
+
+@pytest.mark.parametrize("target", ["cuda", "nvptx"])
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2fnuz", "int4"])
+def test_gpu_codegen(name, target):
+    """The conversions in CUDA C (NVRTC + ptxas) and through LLVM's NVPTX back end; run on the
+    GPU when one is present (saturating encode, decode of every code)."""
+    pytest.importorskip("nvidia.cuda_nvrtc" if target == "cuda" else "llvmlite")
+    try:
+        fenc, x = _gpu_build(name, target, True) if name != "int4" else (None, None)
+        fdec, codes = _gpu_build(name, target, False)
+    except (ImportError, FileNotFoundError, OSError) as e:  # no NVRTC/ptxas installed
+        pytest.skip(f"{target} toolchain unavailable: {e}")
+    dev = tvm.cuda(0)
+    if not dev.exist:
+        return  # compiled (and assembled) only
+    out = tvm.nd.array(np.zeros(codes.size, dt.compute_of(name)), dev)
+    fdec(tvm.nd.array(codes, dev), out)
+    ref = codes.view(_np(name)).astype(dt.compute_of(name))
+    got = out.numpy()
+    assert np.all((got == ref) | (np.isnan(got) & np.isnan(ref)))
+    if fenc is not None:
+        out = tvm.nd.array(np.zeros(x.size, dt.storage_of(name)), dev)
+        fenc(tvm.nd.array(x, dev), out)
+        m = float(ml_dtypes.finfo(_np(name)).max) if name in FLOAT8 else np.inf
+        with np.errstate(all="ignore"):
+            want = np.where(np.isnan(x), x, np.clip(x, -m, m)).astype(_np(name))
+        assert np.all(_same(out.numpy().view(_np(name)), want))
