@@ -195,18 +195,20 @@ def _gpu_build(name, target, encode):
     return tvm.build(s, [A, B], target), x
 
 
-@pytest.mark.parametrize("target", ["cuda", "nvptx"])
+@pytest.mark.parametrize("target", ["cuda", "nvptx", "opencl"])
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2fnuz", "int4"])
 def test_gpu_codegen(name, target):
-    """The conversions in CUDA C (NVRTC + ptxas) and through LLVM's NVPTX back end; run on the
-    GPU when one is present (saturating encode, decode of every code)."""
-    pytest.importorskip("nvidia.cuda_nvrtc" if target == "cuda" else "llvmlite")
+    """The conversions in CUDA C (NVRTC + ptxas), through LLVM's NVPTX back end and in OpenCL C;
+    run where a device is present (OpenCL: PoCL on the CPU; CUDA: a GPU): saturating encode of
+    the float32 probe, decode of every code."""
+    pytest.importorskip({"cuda": "nvidia.cuda_nvrtc", "nvptx": "llvmlite",
+                         "opencl": "pyopencl"}[target])
     try:
         fenc, x = _gpu_build(name, target, True) if name != "int4" else (None, None)
         fdec, codes = _gpu_build(name, target, False)
     except (ImportError, FileNotFoundError, OSError) as e:  # no NVRTC/ptxas installed
         pytest.skip(f"{target} toolchain unavailable: {e}")
-    dev = tvm.cuda(0)
+    dev = tvm.opencl(0) if target == "opencl" else tvm.cuda(0)
     if not dev.exist:
         return  # compiled (and assembled) only
     out = tvm.nd.array(np.zeros(codes.size, dt.compute_of(name)), dev)

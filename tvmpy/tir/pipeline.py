@@ -42,12 +42,12 @@ from .function import PrimFunc
 from .transform import (
     InjectDoubleBuffer,
     InjectVirtualThread,
+    LegalizeStorageDtypes,
     LoopPartition,
     LowerIntrin,
     PrimFuncPass,
     RemoveNoOp,
     Simplify,
-    LegalizeStorageDtypes,
     StorageFlatten,
     StorageRewrite,
     UnrollLoop,
