@@ -81,7 +81,7 @@ class _Legalizer(Mutator):
         return lp.encode(v, dtype)
 
     # ---- leaves ------------------------------------------------------------------------------
-    def visit_Var(self, v: E.Var) -> E.PrimExpr:
+    def visit_Var(self, v: E.Var) -> E.Var:
         if not _special(v.dtype):
             return v
         nv = self.vars.get(id(v))
