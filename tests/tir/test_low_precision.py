@@ -1,5 +1,5 @@
 """Storage-only dtypes in TIR: the bit conversions of tir.low_precision checked exhaustively
-against ml_dtypes (every float8 and sub-byte code; float32 -> bfloat16/float8 on random bit
+against ml_dtypes (every float8/float4 and sub-byte code; float32 -> bfloat16/float8 on random bit
 patterns, NaN/inf/denormals and every tie), and LegalizeStorageDtypes through the code
 generators (llvm, c, the loop-IR interpreter), scalar and vectorized."""
 
@@ -15,6 +15,7 @@ from tvmpy.tir import low_precision as lp  # noqa: E402
 from tvmpy.tir.transform import legalize_storage_dtypes_func  # noqa: E402
 
 FLOAT8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"]
+SMALL = FLOAT8 + ["float4_e2m1fn"]
 SUBBYTE = ["int4", "uint4", "int2", "uint2"]
 TARGETS = ["llvm", "c"]
 
@@ -66,13 +67,14 @@ def _with_ties(name, x):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("name", FLOAT8)
-def test_float8_decode_every_code(name, target):
-    A = te.placeholder((256,), dt.storage_of(name), "A")
-    B = te.compute((256,), lambda i: lp.decode(A[i], name), "B")
+@pytest.mark.parametrize("name", SMALL)
+def test_small_float_decode_every_code(name, target):
+    n = 2 ** dt.bits_of(name)
+    A = te.placeholder((n,), dt.storage_of(name), "A")
+    B = te.compute((n,), lambda i: lp.decode(A[i], name), "B")
     f = tvm.build(te.create_schedule(B.op), [A, B], target)
-    codes = np.arange(256, dtype=np.uint8)
-    out = _run(f, codes, np.float32, 256)
+    codes = np.arange(n, dtype=np.uint8)
+    out = _run(f, codes, np.float32, n)
     ref = codes.view(_np(name)).astype(np.float32)
     assert np.all(_same(out, ref))
     # signed zeros and infinities bit-exact, NaN where the format has NaN
@@ -81,7 +83,7 @@ def test_float8_decode_every_code(name, target):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("saturate", [False, True])
-@pytest.mark.parametrize("name", FLOAT8 + ["bfloat16"])
+@pytest.mark.parametrize("name", SMALL + ["bfloat16"])
 def test_float32_encode_matches_ml_dtypes(name, saturate, target):
     if name == "bfloat16" and saturate:
         pytest.skip("ONNX's saturate applies to float8 only")
@@ -140,8 +142,8 @@ def _cast_chain_ref(name, a):
 
 @pytest.mark.parametrize("vector", [False, True])
 @pytest.mark.parametrize("target", TARGETS + ["interp"])
-@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2fnuz", "int4",
-                                  "uint2"])
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2fnuz",
+                                  "float4_e2m1fn", "int4", "uint2"])
 def test_legalized_compute_through_codegen(name, target, vector):
     n = 37  # not a multiple of the vector width
     s, args = _cast_chain(name, n, vector)

@@ -94,7 +94,7 @@ _LIVE: dict[int, tuple] = {}
 def dtype_to_dl(dtype: np.dtype) -> tuple[int, int]:
     if dtype.name in _DL_LOW_FLOAT:
         return _DL_LOW_FLOAT[dtype.name]
-    if dtype.name in ("int4", "uint4", "int2", "uint2"):
+    if dtype.name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn"):
         raise BufferError(f"dtype {dtype.name} is stored one element per byte in tvmpy; DLPack's "
                           "sub-byte types are packed: cast to int8/uint8 to exchange it")
     kind = dtype.kind

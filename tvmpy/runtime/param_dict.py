@@ -13,8 +13,8 @@ The layout is TVM's NDArray-list format (little-endian), so blobs are exchangeab
 
 ``bool`` is written as TVM writes it (uint, 1 bit, one byte per element); bfloat16 and the
 float8 formats with DLPack's codes (4; 10-13, as ``runtime.dlpack``), their ml_dtypes bytes;
-int4/uint4/int2/uint2 with code 0/1 and 4 or 2 bits, but one element per byte as tvmpy stores
-them (TVM packs them). The executor factory embeds these bytes in exported libraries; this
+int4/uint4/int2/uint2 with code 0/1 and 4 or 2 bits and float4_e2m1fn with DLPack's 17 and 4
+bits, but one element per byte as tvmpy stores them (TVM packs them). The executor factory embeds these bytes in exported libraries; this
 module only needs numpy (and ml_dtypes for the low-precision types).
 """
 
@@ -44,7 +44,7 @@ _CODES = {
 }
 _CODES.update({
     "bfloat16": (4, 16), "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8),
-    "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8),
+    "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8), "float4_e2m1fn": (17, 4),
     "int4": (0, 4), "uint4": (1, 4), "int2": (0, 2), "uint2": (1, 2),
 })
 _DTYPES = {v: k for k, v in _CODES.items()}

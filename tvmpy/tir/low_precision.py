@@ -26,7 +26,11 @@ float8_e4m3fn      4, 3    7     NaN = S.1111.111, no inf   448
 float8_e4m3fnuz    4, 3    8     NaN = 0x80, no inf, no -0  240
 float8_e5m2        5, 2    15    IEEE: inf and NaNs          57344
 float8_e5m2fnuz    5, 2    16    NaN = 0x80, no inf, no -0  57344
+float4_e2m1fn      2, 1    1     none: clamps; NaN -> 0      6
 =================  ======  ====  =========================  ================
+
+(float4_e2m1fn: bits ``S EE M`` in the low half of its byte; it has no inf and no NaN, so
+beyond 6 always clamps and NaN encodes as a zero of the opposite sign, as ml_dtypes does.)
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from . import expr as E
 from .op import min as _min
 from .op import reinterpret
 
-__all__ = ["FLOAT8_FORMATS", "decode", "encode", "round_to", "max_finite"]
+__all__ = ["FLOAT8_FORMATS", "SMALL_FLOATS", "decode", "encode", "round_to", "max_finite"]
 
 # name -> (exponent bits, mantissa bits, bias, kind); kind: "fn" (no inf; NaN = all ones),
 # "ieee" (inf and NaNs as IEEE 754), "fnuz" (no inf, no negative zero; NaN = 0x80)
@@ -48,7 +52,10 @@ FLOAT8_FORMATS: dict[str, tuple[int, int, int, str]] = {
     "float8_e5m2": (5, 2, 15, "ieee"),
     "float8_e5m2fnuz": (5, 2, 16, "fnuz"),
 }
-_MAX_CODE = {"fn": 0x7E, "fnuz": 0x7F, "ieee": 0x7B}
+# every sign/exponent/mantissa format below 16 bits; "sat": no inf, no NaN (clamps)
+SMALL_FLOATS: dict[str, tuple[int, int, int, str]] = {
+    **FLOAT8_FORMATS, "float4_e2m1fn": (2, 1, 1, "sat")}
+_MAX_CODE = {"fn": 0x7E, "fnuz": 0x7F, "ieee": 0x7B, "sat": 0x7}
 _F32_INF = 0x7F800000
 _F32_QNAN = 0x7FC00000
 
@@ -58,7 +65,7 @@ def max_finite(dtype: str) -> float:
     name = dt.element_of(dtype)
     if name == "bfloat16":
         return float.fromhex("0x1.fep127")
-    e, m, bias, kind = FLOAT8_FORMATS[name]
+    e, m, bias, kind = SMALL_FLOATS[name]
     code = _MAX_CODE[kind]
     exp = (code >> m) - bias
     return (1 + (code & ((1 << m) - 1)) / (1 << m)) * 2.0**exp
@@ -100,8 +107,11 @@ def decode(bits: E.PrimExpr, dtype: str) -> E.PrimExpr:
 
 def _decode_float8(u: E.PrimExpr, name: str, f32: str) -> E.PrimExpr:
     lanes = dt.lanes_of(u.dtype)
-    e_bits, m_bits, bias, kind = FLOAT8_FORMATS[name]
-    sign = (u & _c(0x80, u)) << _c(24, u)
+    e_bits, m_bits, bias, kind = SMALL_FLOATS[name]
+    top = e_bits + m_bits  # the sign bit
+    if kind == "sat":
+        u = u & _c((2 << top) - 1, u)  # (the byte's high bits are not part of the value)
+    sign = (u & _c(1 << top, u)) << _c(31 - top, u)
     e = (u >> _c(m_bits, u)) & _c((1 << e_bits) - 1, u)
     m = u & _c((1 << m_bits) - 1, u)
     normal = ((e + _c(127 - bias, u)) << _c(23, u)) | (m << _c(23 - m_bits, u))
@@ -113,9 +123,9 @@ def _decode_float8(u: E.PrimExpr, name: str, f32: str) -> E.PrimExpr:
     if kind == "fn":
         out = E.Select((u & _c(0x7F, u)) == _c(0x7F, u), nan, out)
     elif kind == "ieee":
-        top = _c((1 << e_bits) - 1, u)
-        out = E.Select(e == top, E.Select(m == _c(0, u), _c(_F32_INF, u) | sign, nan), out)
-    else:
+        e_max = _c((1 << e_bits) - 1, u)
+        out = E.Select(e == e_max, E.Select(m == _c(0, u), _c(_F32_INF, u) | sign, nan), out)
+    elif kind == "fnuz":
         out = E.Select(u == _c(0x80, u), _c(_F32_QNAN, u), out)
     return reinterpret(f32, out)
 
@@ -152,8 +162,9 @@ def _encode_float(u: E.PrimExpr, name: str, saturate: bool) -> E.PrimExpr:
         rounded = _round_shift(u, 16)
         quiet = ((u >> _c(16, u)) & _c(0x8000, u)) | _c(0x7FC0, u)  # ml_dtypes' NaN
         return E.Select(is_nan, quiet, rounded)
-    e_bits, m_bits, bias, kind = FLOAT8_FORMATS[name]
-    sign = (u >> _c(24, u)) & _c(0x80, u)
+    e_bits, m_bits, bias, kind = SMALL_FLOATS[name]
+    top = e_bits + m_bits  # the sign bit
+    sign = (u >> _c(31 - top, u)) & _c(1 << top, u)
     shift = 23 - m_bits
     normal = _round_shift(a, shift) - _c((127 - bias) << m_bits, u)
     # below the smallest normal: the mantissa (implicit bit set) in units of the subnormal step
@@ -164,7 +175,9 @@ def _encode_float(u: E.PrimExpr, name: str, saturate: bool) -> E.PrimExpr:
     is_sub = a < _c((128 - bias) << 23, u)
     mag = E.Select(is_sub, sub, normal)
     max_code = _MAX_CODE[kind]
-    if kind == "ieee":
+    if kind == "sat":  # no inf or NaN to give: clamp; NaN is a zero of the other sign (ml_dtypes)
+        out = E.Select(is_nan, sign ^ _c(1 << top, u), _min(mag, _c(max_code, u)) | sign)
+    elif kind == "ieee":
         limit = max_code if saturate else max_code + 1  # 0x7C: inf
         out = _min(mag, _c(limit, u)) | sign
         out = E.Select(is_nan, sign | _c(0x7E, u), out)

@@ -1,8 +1,8 @@
 """Every quantized-operator node test of the installed onnx (QLinearConv, QLinearMatMul,
 QuantizeLinear, DequantizeLinear, ConvInteger, MatMulInteger, DynamicQuantizeLinear) through
 tvmpy's ONNX backend, on the reference interpreter and compiled (CanonicalizeOps -> integer
-kernels), checked with onnx's own comparison; the float8 and int4/uint4/int2/uint2 cases too.
-Cases with float4 elements (no tvmpy dtype) are skipped, as in bench/onnx_conformance.py."""
+kernels), checked with onnx's own comparison; the float8, float4 and int4/uint4/int2/uint2 cases
+too."""
 
 import re
 import warnings
@@ -18,7 +18,7 @@ from tvmpy.contrib.onnx_backend import TvmpyBackend  # noqa: E402
 
 _QUANT = re.compile(r"^test_(qlinearconv|qlinearmatmul|quantizelinear|dequantizelinear|"
                     r"convinteger|matmulinteger|dynamicquantizelinear)")
-_UNSUPPORTED_TYPE = re.compile(r"float4")
+_UNSUPPORTED_TYPE = re.compile(r"e8m0")
 
 
 def _cases():

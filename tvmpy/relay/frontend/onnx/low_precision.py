@@ -1,5 +1,5 @@
 """ONNX's low-precision element types: bfloat16, float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz),
-int4/uint4 and int2/uint2, as tvmpy's storage-only dtypes (:mod:`tvmpy.ir.dtype`).
+float4 (e2m1), int4/uint4 and int2/uint2, as tvmpy's storage-only dtypes (:mod:`tvmpy.ir.dtype`).
 
 Tensors of these types are imported as they are (initializers through ``onnx.numpy_helper``,
 which unpacks the 4- and 2-bit types to one ``ml_dtypes`` element per byte). Cast, CastLike,
@@ -21,10 +21,11 @@ from ...op import tensor, transform
 from .context import ImportContext, dtype_of
 from .registry import Attrs, Converter, Inputs, Names, Output
 
-__all__ = ["FLOAT8", "NATIVE_OPS", "cast_to", "saturate_float8", "in_compute_types",
+__all__ = ["FLOAT8", "LOW_FLOATS", "NATIVE_OPS", "cast_to", "saturate_float8", "in_compute_types",
            "model_uses_low_precision"]
 
 FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+LOW_FLOATS = FLOAT8 + ("float4_e2m1fn",)  # QuantizeLinear's float outputs (no integer rounding)
 # operators whose converters handle low-precision operands themselves
 NATIVE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "Identity",
                         "Constant"})
@@ -76,8 +77,8 @@ def model_uses_low_precision(graph: Any) -> bool:
     from onnx import AttributeProto, TensorProto
 
     low = {getattr(TensorProto, n) for n in ("BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                                              "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "INT4", "UINT4",
-                                              "INT2", "UINT2") if hasattr(TensorProto, n)}
+                                              "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT4E2M1",
+                                              "INT4", "UINT4", "INT2", "UINT2") if hasattr(TensorProto, n)}
     types = {t.data_type for t in graph.initializer}
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         if vi.type.HasField("tensor_type"):

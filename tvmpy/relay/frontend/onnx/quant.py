@@ -18,7 +18,7 @@ from ..common import reshape_to
 from .context import ImportContext, dtype_of, shape_of
 from .conv import conv
 from .linalg import matmul
-from .low_precision import FLOAT8, cast_to
+from .low_precision import LOW_FLOATS, cast_to
 from .registry import Attrs, Inputs, Names, Output
 
 
@@ -62,7 +62,7 @@ def _quantize(ctx: ImportContext, x: RelayExpr, scale: RelayExpr, zp: RelayExpr 
     s = _param(ctx, scale, xs, attrs)
     if dtype_of(s) != ft:
         s = transform.cast(s, ft)
-    if out_dtype in FLOAT8:  # no rounding to integers: the float8 cast rounds
+    if out_dtype in LOW_FLOATS:  # no rounding to integers: the float8/float4 cast rounds
         y = tensor.divide(x, s)
         if zp is not None:
             y = tensor.add(y, transform.cast(_param(ctx, zp, xs, attrs), ft))
