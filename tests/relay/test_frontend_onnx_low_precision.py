@@ -1,6 +1,6 @@
 """ONNX's low-precision element types through from_onnx, compiled (graph executor) and on
-relay's interpreter (debug): bfloat16, float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz), int4/uint4,
-int2/uint2 in Cast, CastLike, QuantizeLinear (per tensor, per axis, blocked; saturate) and
+relay's interpreter (debug): bfloat16, float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz), float4 (e2m1;
+onnxruntime has no CPU Cast for it: reference only), int4/uint4, int2/uint2 in Cast, CastLike, QuantizeLinear (per tensor, per axis, blocked; saturate) and
 DequantizeLinear, packed 4-/2-bit initializers, and other operators on bfloat16.
 
 onnxruntime's Python API cannot feed or return these types, but runs them inside a model:
@@ -39,7 +39,7 @@ def _model(nodes, inputs, outputs, inits=(), opset=21):
 
 
 def _opset(t):
-    return 25 if t in ("INT2", "UINT2") else 21
+    return 25 if t in ("INT2", "UINT2") else 23 if t == "FLOAT4E2M1" else 21
 
 
 def _vi(name, t, shape):
@@ -81,7 +81,7 @@ def _floats(scale):
 
 
 _SCALE = {"BFLOAT16": 1e3, "FLOAT8E4M3FN": 300, "FLOAT8E4M3FNUZ": 150, "FLOAT8E5M2": 4e4,
-          "FLOAT8E5M2FNUZ": 4e4}
+          "FLOAT8E5M2FNUZ": 4e4, "FLOAT4E2M1": 5}
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -117,7 +117,7 @@ def test_cast_int_round_trip_vs_onnxruntime(t, executor):
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("saturate", [0, 1])
-@pytest.mark.parametrize("t", ["BFLOAT16"] + FLOAT8 + SUBBYTE)
+@pytest.mark.parametrize("t", ["BFLOAT16"] + FLOAT8 + ["FLOAT4E2M1"] + SUBBYTE)
 def test_cast_outputs_and_inputs_vs_reference(t, saturate, executor):
     """float16 -> t -> float16 (the low-precision tensor itself is an output; CastLike for the
     second cast)."""
@@ -192,14 +192,16 @@ def test_packed_initializer_dequantized_vs_onnxruntime(t, executor):
 
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("saturate", [0, 1])
-@pytest.mark.parametrize("t", FLOAT8)
+@pytest.mark.parametrize("t", FLOAT8 + ["FLOAT4E2M1"])
 def test_quantize_float8_output_vs_reference(t, saturate, executor):
+    if saturate == 0 and t == "FLOAT4E2M1":
+        pytest.skip("float4 has no inf/NaN: it always saturates")
     x = _floats(_SCALE[t])
     scale = numpy_helper.from_array(np.array(0.5, np.float32), "s")
     zp = numpy_helper.from_array(np.zeros(1, np.float32).astype(_np(t)).reshape(()), "zp")
     m = _model([helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"],
                                  saturate=saturate)],
-               [_vi("x", "FLOAT", SHAPE)], [_vi("y", t, SHAPE)], [scale, zp])
+               [_vi("x", "FLOAT", SHAPE)], [_vi("y", t, SHAPE)], [scale, zp], _opset(t))
     _vs_reference(m, {"x": x}, executor)
 
 

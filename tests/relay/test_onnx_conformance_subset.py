@@ -82,6 +82,7 @@ LOW_PRECISION_SUBSET = [
     "test_quantizelinear_uint4", "test_quantizelinear_int2", "test_dequantizelinear_e4m3fn_float16",
     "test_dequantizelinear_int4", "test_einsum_batch_matmul_bfloat16",
     "test_range_bfloat16_type_positive_delta", "test_attention_3d_causal_bf16",
+    "test_cast_FLOAT_to_FLOAT4E2M1", "test_quantizelinear_float4e2m1",
 ]
 
 
