@@ -225,3 +225,34 @@ def test_gpu_codegen(name, target):
         with np.errstate(all="ignore"):
             want = np.where(np.isnan(x), x, np.clip(x, -m, m)).astype(_np(name))
         assert np.all(_same(out.numpy().view(_np(name)), want))
+
+
+@pytest.mark.parametrize("target", TARGETS + ["interp"])
+def test_let_bound_low_precision_values(target):
+    """A bfloat16 LetStmt variable and a float8 Let expression take the compute type; the
+    stored results are rounded once per operation."""
+    from tvmpy.tir import stmt as S
+    from tvmpy.tir.buffer import decl_buffer
+    from tvmpy.tir.function import PrimFunc
+
+    a = decl_buffer((2,), "float32", "A")
+    b = decl_buffer((2,), "bfloat16", "B")
+    pa, pb = a.data, b.data
+    v = tir.Var("v", "bfloat16")
+    w = tir.Var("w", "float8_e4m3fn")
+    e8 = tir.Let(w, a[1].astype("float8_e4m3fn"), (w * w).astype("bfloat16"))
+    body = S.LetStmt(v, a[0].astype("bfloat16"),
+                     S.SeqStmt([S.BufferStore(b, v + v * tir.const(3, "bfloat16"), [0]),
+                                S.BufferStore(b, e8, [1])]))
+    func = PrimFunc([pa, pb], body, {pa: a, pb: b}).with_attr("global_symbol", "lets")
+    f = tvm.build(func, target=target)
+    x = np.array([1.2345678, 3.3], np.float32)
+    out = tvm.nd.array(np.zeros(2, ml_dtypes.bfloat16))
+    f(tvm.nd.array(x), out)
+    bf, f8 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
+    v0 = x[0].astype(bf)
+    want0 = (v0.astype(np.float32) + (v0 * bf(3)).astype(np.float32)).astype(bf)
+    w1 = x[1].astype(f8).astype(np.float32)
+    want1 = np.float32((w1 * w1).astype(f8)).astype(bf)
+    np.testing.assert_array_equal(out.numpy().view(np.uint16),
+                                  np.array([want0, want1], bf).view(np.uint16))
