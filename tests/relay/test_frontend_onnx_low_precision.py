@@ -225,3 +225,20 @@ def test_bfloat16_graph_computes_in_float32(executor):
         # the reference multiplies/sums in bfloat16 numpy (rounding each step): ~1e-2 apart
         np.testing.assert_allclose(g.astype(np.float32), r.astype(np.float32), rtol=3e-2,
                                    atol=3e-2)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("src", ["INT32", "FLOAT8E5M2", "BFLOAT16", "INT4"])
+def test_cast_to_float8_from_other_types_vs_reference(src, saturate, executor):
+    """Integers, wider float8 and bfloat16 to e4m3fn: saturate clamps them too (ONNX's
+    reference clips every source type)."""
+    vals = {"INT32": [1, -3, 447, 465, 1000, -100000, 70000, 2**30],
+            "FLOAT8E5M2": [1, 500, -61440, 57344, np.inf, np.nan, -0.0, 0.001],
+            "BFLOAT16": [1.5, 1e30, -3e38, np.nan, 449, 465, -2.0**-10, 2.0**-9],
+            "INT4": [-8, -1, 0, 3, 7, 5, -2, 6]}[src]
+    x = np.array(vals, np.float64).astype(_np(src))
+    m = _model([helper.make_node("Cast", ["x"], ["y"], to=T.FLOAT8E4M3FN, saturate=saturate)],
+               [_vi("x", src, [x.size])], [_vi("y", "FLOAT8E4M3FN", [x.size])])
+    with np.errstate(all="ignore"):
+        _vs_reference(m, {"x": x}, executor)

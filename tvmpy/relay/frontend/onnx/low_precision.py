@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ....ir import dtype as dt
 from ...expr import RelayExpr
 from ...op import tensor, transform
@@ -32,13 +30,14 @@ NATIVE_OPS = frozenset({"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"
 
 
 def saturate_float8(x: RelayExpr, to: str) -> RelayExpr:
-    """``x`` (a float tensor) clamped to +-max finite of the float8 type ``to``; NaN stays NaN
-    (ONNX Cast's saturate=1: out-of-range values and +-inf become +-max)."""
+    """``x`` clamped to +-max finite of the float8 type ``to``, NaN kept (ONNX Cast's
+    saturate=1: out-of-range values and +-inf become +-max). Other than float16/32/64 sources
+    (integers, bool, bfloat16, float8) are clamped as float32 (exact where it matters: a value
+    that float32 rounds is beyond every float8's range)."""
     from ....tir.low_precision import max_finite
 
-    src = dtype_of(x)
-    if dt.is_storage_only(src):
-        x = transform.cast(x, dt.compute_of(src))
+    if dtype_of(x) not in ("float16", "float32", "float64"):
+        x = transform.cast(x, "float32")
     m = max_finite(to)
     return tensor.where(tensor.isnan(x), x, tensor.clip(x, -m, m))
 
@@ -46,8 +45,7 @@ def saturate_float8(x: RelayExpr, to: str) -> RelayExpr:
 def cast_to(x: RelayExpr, to: str, saturate: bool = True) -> RelayExpr:
     """ONNX Cast of ``x`` to the dtype ``to``: round to nearest even; for a float8 ``to`` and
     ``saturate``, clamp to its finite range first."""
-    if to in FLOAT8 and saturate and dtype_of(x) not in FLOAT8 + ("bool",) \
-            and not np.issubdtype(np.dtype(dt.to_numpy(dtype_of(x))), np.integer):
+    if to in FLOAT8 and saturate:
         x = saturate_float8(x, to)
     return transform.cast(x, to)
 

@@ -50,7 +50,7 @@ def _saturate(ctx: ImportContext, y: RelayExpr, out_dtype: str) -> RelayExpr:
 
     npd = dt.to_numpy(out_dtype)
     if npd.kind not in "iu" and out_dtype not in ("int4", "uint4", "int2", "uint2"):
-        raise ctx.fail(f"output type {out_dtype} is not supported (integer and float8 types)")
+        raise ctx.fail(f"output type {out_dtype} is not supported (integer, float8 and float4 types)")
     info = ml_dtypes.iinfo(npd)
     return transform.cast(tensor.clip(y, float(info.min), float(info.max)), out_dtype)
 
