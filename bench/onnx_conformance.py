@@ -47,8 +47,6 @@ SKIP_CATEGORIES = {
     "optional": "optional-typed values (Optional, OptionalHasElement, OptionalGetElement)",
     "strings": "string tensors and string operators (no string dtype in tvmpy)",
     "training": "ai.onnx.preview.training operators (Adagrad, Adam, Momentum, Gradient)",
-    "e8m0": "FLOAT8E8M0 element type (an exponent-only scale type with Cast's round_mode; "
-            "tvmpy has no such dtype)",
 }
 
 _CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -62,9 +60,7 @@ _TRAINING_DOMAIN = "ai.onnx.preview.training"
 
 # element types tvmpy holds as storage-only dtypes (tvmpy.ir.dtype.STORAGE_ONLY) ...
 LOW_PRECISION = ["FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "BFLOAT16",
-                 "FLOAT4E2M1", "INT4", "UINT4", "INT2", "UINT2"]
-# ... and those it does not
-UNSUPPORTED_ELEM = ["FLOAT8E8M0"]
+                 "FLOAT4E2M1", "FLOAT8E8M0", "INT4", "UINT4", "INT2", "UINT2"]
 
 
 def _onnx_types(names: list[str]) -> set[int]:
@@ -129,8 +125,6 @@ def skip_category(model: Any) -> str | None:
     elems = _tensor_elem_types(model)
     if ops & _STRING_OPS or TensorProto.STRING in elems:
         return "strings"
-    if elems & _onnx_types(UNSUPPORTED_ELEM):
-        return "e8m0"
     return None
 
 

@@ -242,3 +242,25 @@ def test_cast_to_float8_from_other_types_vs_reference(src, saturate, executor):
                [_vi("x", src, [x.size])], [_vi("y", "FLOAT8E4M3FN", [x.size])])
     with np.errstate(all="ignore"):
         _vs_reference(m, {"x": x}, executor)
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+def test_cast_to_e8m0_round_modes_vs_reference(round_mode, saturate, executor):
+    """FLOAT8E8M0 (power-of-two scales): Cast's round_mode and saturate as
+    onnx.numpy_helper.to_float8e8m0, on random float32 bit patterns (denormals, NaN, inf,
+    negative values: the sign is ignored) and the rounding edges."""
+    bits = RNG.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0, 0x80000000, 0x400000, 0x400001, 0x3FFFFF, 1, 0x800000, 0x3FC00000,
+                      0x3FBFFFFF, 0x3FC00001, 0x7F000000, 0x7F000001, 0x7F400000, 0x7F7FFFFF,
+                      0x7F800000, 0x7FC00000, 0xBFC00000], np.uint32)
+    x = np.concatenate([bits, edges]).view(np.float32)
+    m = _model([helper.make_node("Cast", ["x"], ["y"], to=T.FLOAT8E8M0, saturate=saturate,
+                                 round_mode=round_mode)],
+               [_vi("x", "FLOAT", [x.size])], [_vi("y", "FLOAT8E8M0", [x.size])], opset=24)
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    with np.errstate(all="ignore"):
+        got = _ours(m, {"x": x}, executor)[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

@@ -110,8 +110,8 @@ def test_misc_properties():
 
 
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
-                                  "float8_e5m2fnuz", "float4_e2m1fn", "int4", "uint4", "int2",
-                                  "uint2"])
+                                  "float8_e5m2fnuz", "float4_e2m1fn", "float8_e8m0fnu", "int4",
+                                  "uint4", "int2", "uint2"])
 def test_low_precision_arrays_round_trip(name):
     """tvm.nd.array of an ml_dtypes array keeps dtype and bits; empty() of the name allocates
     ml_dtypes' storage (one byte per element for the 4- and 2-bit types)."""

@@ -5,7 +5,8 @@ Strings keep IR printing and user code readable; the helpers here parse them onc
 
 Storage-only types (ONNX's low-precision element types): ``"bfloat16"``, the float8 formats
 ``"float8_e4m3fn"``, ``"float8_e4m3fnuz"``, ``"float8_e5m2"``, ``"float8_e5m2fnuz"``, the
-4-bit float ``"float4_e2m1fn"``, and the sub-byte integers ``"int4"``, ``"uint4"``, ``"int2"``, ``"uint2"``. They name how elements are
+4-bit float ``"float4_e2m1fn"``, the power-of-two scale type ``"float8_e8m0fnu"``, and the
+sub-byte integers ``"int4"``, ``"uint4"``, ``"int2"``, ``"uint2"``. They name how elements are
 stored, not how they are computed: TIR's ``LegalizeStorageDtypes`` pass stores them as the
 unsigned/signed integer of :func:`storage_of` (bits, one element per byte for the 4/2-bit types,
 as ``ml_dtypes`` lays them out in numpy) and computes in :func:`compute_of` (float32 / int32).
@@ -83,6 +84,7 @@ SUPPORTED = (
     "float8_e5m2",
     "float8_e5m2fnuz",
     "float4_e2m1fn",
+    "float8_e8m0fnu",
     "int4",
     "uint4",
     "int2",
@@ -97,13 +99,14 @@ STORAGE_ONLY: dict[str, tuple[str, str]] = {
     "float8_e5m2": ("uint8", "float32"),
     "float8_e5m2fnuz": ("uint8", "float32"),
     "float4_e2m1fn": ("uint8", "float32"),
+    "float8_e8m0fnu": ("uint8", "float32"),
     "int4": ("int8", "int32"),
     "uint4": ("uint8", "int32"),
     "int2": ("int8", "int32"),
     "uint2": ("uint8", "int32"),
 }
 _LOW_FLOATS = {"bfloat16": 16, "float8_e4m3fn": 8, "float8_e4m3fnuz": 8, "float8_e5m2": 8,
-               "float8_e5m2fnuz": 8, "float4_e2m1fn": 4}
+               "float8_e5m2fnuz": 8, "float4_e2m1fn": 4, "float8_e8m0fnu": 8}
 
 
 @cache

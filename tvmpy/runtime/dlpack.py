@@ -60,7 +60,8 @@ FLAG_IS_COPIED = 2
 kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool = 0, 1, 2, 4, 6
 # DLPack 1.1's float8 codes (dlpack.h DLDataTypeCode), for ml_dtypes' types of the same names
 _DL_LOW_FLOAT = {"bfloat16": (kDLBfloat, 16), "float8_e4m3fn": (10, 8),
-                 "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8)}
+                 "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8),
+                 "float8_e8m0fnu": (14, 8)}
 _DL_LOW_FLOAT_BY_CODE = {v: k for k, v in _DL_LOW_FLOAT.items()}
 
 # capsule names must outlive every capsule: module-level bytes

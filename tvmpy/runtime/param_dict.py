@@ -44,7 +44,8 @@ _CODES = {
 }
 _CODES.update({
     "bfloat16": (4, 16), "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8),
-    "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8), "float4_e2m1fn": (17, 4),
+    "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8), "float8_e8m0fnu": (14, 8),
+    "float4_e2m1fn": (17, 4),
     "int4": (0, 4), "uint4": (1, 4), "int2": (0, 2), "uint2": (1, 2),
 })
 _DTYPES = {v: k for k, v in _CODES.items()}

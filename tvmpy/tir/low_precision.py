@@ -31,6 +31,12 @@ float4_e2m1fn      2, 1    1     none: clamps; NaN -> 0      6
 
 (float4_e2m1fn: bits ``S EE M`` in the low half of its byte; it has no inf and no NaN, so
 beyond 6 always clamps and NaN encodes as a zero of the opposite sign, as ml_dtypes does.)
+
+float8_e8m0fnu (OCP MX scales) is an exponent alone: code c is 2**(c - 127), 255 is NaN; no
+sign, no zero. Its :func:`encode` is ml_dtypes' conversion: the nearest power of two with a
+mantissa of 1.5 rounding up (below 2**-126: up only above 2**-127), and zero, negative, inf,
+NaN or beyond 2**127 giving NaN. (ONNX Cast's own rounding modes for it are built from
+float operations by the ONNX importer.)
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ def max_finite(dtype: str) -> float:
     name = dt.element_of(dtype)
     if name == "bfloat16":
         return float.fromhex("0x1.fep127")
+    if name == "float8_e8m0fnu":
+        return 2.0**127
     e, m, bias, kind = SMALL_FLOATS[name]
     code = _MAX_CODE[kind]
     exp = (code >> m) - bias
@@ -102,6 +110,10 @@ def decode(bits: E.PrimExpr, dtype: str) -> E.PrimExpr:
     u = E.cast(bits, _u32(lanes))
     if name == "bfloat16":
         return reinterpret(f32, u << _c(16, u))
+    if name == "float8_e8m0fnu":
+        return _bind(u, "e8", lambda u: reinterpret(f32, E.Select(
+            u == _c(255, u), _c(_F32_QNAN, u),
+            E.Select(u == _c(0, u), _c(0x00400000, u), u << _c(23, u)))))  # 0: 2**-127
     return _bind(u, "f8", lambda u: _decode_float8(u, name, f32))
 
 
@@ -154,8 +166,19 @@ def encode(value: E.PrimExpr, dtype: str, saturate: bool = False) -> E.PrimExpr:
     return E.cast(out, store)
 
 
+def _encode_e8m0(u: E.PrimExpr) -> E.PrimExpr:
+    ue = u >> _c(23, u)  # the sign too: negative values give >= 256, hence NaN below
+    frac = u & _c(0x7FFFFF, u)
+    up = E.Select(ue == _c(0, u), frac > _c(0x400000, u), frac >= _c(0x400000, u))
+    code = E.Select(ue == _c(0, u), _c(0, u), ue) + E.cast(up, u.dtype)
+    bad = (u == _c(0, u)) | (code >= _c(255, u))  # +0, -0 (ue 256), negative, inf/NaN, overflow
+    return E.Select(bad, _c(255, u), code)
+
+
 def _encode_float(u: E.PrimExpr, name: str, saturate: bool) -> E.PrimExpr:
     """uint32 result: the code of the float32 with bits ``u`` in the format ``name``."""
+    if name == "float8_e8m0fnu":
+        return _encode_e8m0(u)
     a = u & _c(0x7FFFFFFF, u)
     is_nan = a > _c(_F32_INF, u)
     if name == "bfloat16":

@@ -18,7 +18,6 @@ from tvmpy.contrib.onnx_backend import TvmpyBackend  # noqa: E402
 
 _QUANT = re.compile(r"^test_(qlinearconv|qlinearmatmul|quantizelinear|dequantizelinear|"
                     r"convinteger|matmulinteger|dynamicquantizelinear)")
-_UNSUPPORTED_TYPE = re.compile(r"e8m0")
 
 
 def _cases():
@@ -27,8 +26,7 @@ def _cases():
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         cases = [c for c in load_node_model_tests() if _QUANT.match(c.name)]
-    return [c for c in cases if not _UNSUPPORTED_TYPE.search(c.name)
-            and not c.name.endswith("_expanded")]
+    return [c for c in cases if not c.name.endswith("_expanded")]
 
 
 CASES = _cases()

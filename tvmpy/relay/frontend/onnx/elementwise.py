@@ -124,12 +124,14 @@ def _where(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
 
 @converter("Cast")
 def _cast(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    return cast_to(inputs[0], np_dtype(attrs["to"]), bool(attrs.get("saturate", 1)))
+    return cast_to(inputs[0], np_dtype(attrs["to"]), bool(attrs.get("saturate", 1)),
+                   attrs.get("round_mode", "up"))
 
 
 @converter("CastLike")
 def _cast_like(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    return cast_to(inputs[0], dtype_of(inputs[1]), bool(attrs.get("saturate", 1)))
+    return cast_to(inputs[0], dtype_of(inputs[1]), bool(attrs.get("saturate", 1)),
+                   attrs.get("round_mode", "up"))
 
 
 @converter("Mod")
