@@ -83,6 +83,7 @@ LOW_PRECISION_SUBSET = [
     "test_dequantizelinear_int4", "test_einsum_batch_matmul_bfloat16",
     "test_range_bfloat16_type_positive_delta", "test_attention_3d_causal_bf16",
     "test_cast_FLOAT_to_FLOAT4E2M1", "test_quantizelinear_float4e2m1",
+    "test_cast_e8m0_FLOAT_to_FLOAT8E8M0", "test_cast_e8m0_FLOAT8E8M0_to_FLOAT16",
 ]
 
 
