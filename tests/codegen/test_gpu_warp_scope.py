@@ -38,9 +38,9 @@ def _run(f, target, arrays, tmp_path):
         cuda_module.set_driver(prev)
 
 
-def warp_gemm(M, N, K, lanes=32):
-    """C = A @ B; each block's row of A is fetched into warp memory (one element per lane per
-    step), every lane then reads all of it (a shuffle per k)."""
+def warp_gemm(M, N, K, lanes=32, step=1):
+    """C = A @ B; each block's row of A is fetched into warp memory (``step`` consecutive
+    elements per lane per round), every lane then reads all of it (a shuffle per k)."""
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
     k = te.reduce_axis((0, K), name="k")
@@ -54,16 +54,24 @@ def warp_gemm(M, N, K, lanes=32):
     s[C].bind(jo, te.thread_axis("blockIdx.x"))
     s[C].bind(ji, tx)
     s[AW].compute_at(s[C], jo)
-    _, ki = s[AW].split(s[AW].op.axis[1], factor=lanes)
+    ko, _ = s[AW].split(s[AW].op.axis[1], factor=step)
+    _, ki = s[AW].split(ko, factor=lanes)
     s[AW].bind(ki, tx)
     return s, [A, B, C]
 
 
-def rotate(n, lanes, rows, step=2):
-    """B[r, i] = A[r, (i + 1) % n]: a warp buffer per threadIdx.y row, each lane fetching
-    ``step`` consecutive elements (threadIdx.x coefficient ``step``), reading its neighbour's."""
+def neighbours(n, lanes, rows):
+    """B[r, i] = 2 A[r, i] + A[r, first of i's chunk of ``lanes``] (+ A[r, the next in the chunk,
+    cyclically] when ``lanes`` divides ``n``): a warp buffer per threadIdx.y row; each lane
+    reads its own element, the chunk's first lane's (a broadcast) and its neighbour's."""
     A = te.placeholder((rows, n), name="A")
-    B = te.compute((rows, n), lambda r, i: A[r, (i + 1) % n], name="B")
+
+    def f(r, i):
+        base = i // lanes * lanes
+        v = A[r, i] * 2.0 + A[r, base]
+        return v + A[r, base + (i + 1) % lanes] if n % lanes == 0 else v
+
+    B = te.compute((rows, n), f, name="B")
     s = te.create_schedule(B.op)
     AW = s.cache_read(A, "warp", [B])
     tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
@@ -72,18 +80,19 @@ def rotate(n, lanes, rows, step=2):
     s[B].bind(r, ty)
     s[B].bind(ii, tx)
     s[AW].compute_at(s[B], r)
-    ar, ai = s[AW].op.axis
-    ao, ain = s[AW].split(ai, factor=step)
-    _, at = s[AW].split(ao, factor=lanes)
+    _, at = s[AW].split(s[AW].op.axis[1], factor=lanes)
     s[AW].bind(at, tx)
     return s, [A, B]
 
 
 @pytest.mark.parametrize("target", ["opencl", "cuda", "nvptx"])
-@pytest.mark.parametrize("shape", [(5, 50, 45), (1, 32, 1), (3, 7, 67)])
-def test_warp_cache_read_gemm(target, shape, tmp_path):
+@pytest.mark.parametrize("shape,lanes,step", [((5, 50, 45), 32, 1), ((1, 32, 1), 32, 1),
+                                             ((3, 7, 67), 16, 3)])
+def test_warp_cache_read_gemm(target, shape, lanes, step, tmp_path):
+    """Guards on the reader (N not a multiple of the lanes: the shuffles stay outside them),
+    a one-element row, 16 lanes with 3 elements per lane per round (threadIdx.x stride 3)."""
     M, N, K = shape
-    s, args = warp_gemm(M, N, K)
+    s, args = warp_gemm(M, N, K, lanes, step)
     f = tvm.build(s, args, target=target)
     src = f.imported_modules[0].get_source()
     if target == "cuda":
@@ -105,8 +114,8 @@ def test_warp_cache_read_gemm(target, shape, tmp_path):
 @pytest.mark.parametrize("n,lanes,rows", [(61, 16, 3), (64, 32, 2)])
 def test_warp_neighbour_read_with_thread_rows(target, n, lanes, rows, tmp_path):
     """Lanes fewer than the warp (16: two groups per warp, shuffle width 16), several
-    threadIdx.y groups, a fetch stride of 2 and a length that is no multiple of anything."""
-    s, args = rotate(n, lanes, rows)
+    threadIdx.y groups, a length that is no multiple of anything."""
+    s, args = neighbours(n, lanes, rows)
     low = tvm.lower(s, args, target=target)
     if target != "opencl":
         text = str(low)
@@ -115,7 +124,10 @@ def test_warp_neighbour_read_with_thread_rows(target, n, lanes, rows, tmp_path):
     a = RNG.uniform(-1, 1, (rows, n)).astype("float32")
     b = np.zeros((rows, n), "float32")
     _run(f, target, [a, b], tmp_path)
-    np.testing.assert_array_equal(b, np.roll(a, -1, axis=1))
+    want = a * 2 + np.repeat(a[:, ::lanes], lanes, axis=1)[:, :n]
+    if n % lanes == 0:
+        want += np.roll(a.reshape(rows, -1, lanes), -1, axis=2).reshape(rows, n)
+    np.testing.assert_allclose(b, want, rtol=1e-6, atol=1e-6)
 
 
 def _lanes_read_different_registers():
@@ -124,8 +136,10 @@ def _lanes_read_different_registers():
     s = te.create_schedule(B.op)
     AW = s.cache_read(A, "warp", [B])
     tx = te.thread_axis("threadIdx.x")
-    s[B].bind(B.op.axis[0], tx)
-    s[AW].compute_at(s[B], s[B].op.axis[0])
+    bx, t = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(t, tx)
+    s[AW].compute_at(s[B], bx)
     _, ai = s[AW].split(s[AW].op.axis[0], factor=32)
     s[AW].bind(ai, tx)
     # lane t reads element 2t: register (2t) // 32 of lane (2t) % 32 depends on t
@@ -160,7 +174,7 @@ def test_lanes_not_a_warp_segment_refused(lanes):
 
 
 def test_store_of_another_lanes_element_refused():
-    """The fetch stage bound to threadIdx.x but storing element tx + 1's slot... of lane tx+1."""
+    """Lane tx storing element tx + 1, which lives in lane tx + 1's registers."""
     from tvmpy.tir import expr as E
     from tvmpy.tir import stmt as S
     from tvmpy.tir.buffer import decl_buffer
@@ -168,10 +182,10 @@ def test_store_of_another_lanes_element_refused():
 
     tx = te.thread_axis("threadIdx.x")
     A = decl_buffer((32,), "float32", "A")
-    W = decl_buffer((32,), "float32", "W", scope="warp")
+    W = decl_buffer((64,), "float32", "W", scope="warp")
     one = E.const(1, "int32")
     body = S.Allocate(W, S.seq(S.BufferStore(W, E.BufferLoad(A, [tx.var]),
-                                             [E.FloorMod(tx.var + one, E.const(32, "int32"))]),
+                                             [tx.var + one]),
                                S.BufferStore(A, E.BufferLoad(W, [tx.var]), [tx.var])))
     func = tvm.tir.PrimFunc([A.data], S.AttrStmt(tx, "thread_extent", E.const(32, "int32"), body),
                             buffer_map={A.data: A})

@@ -23,8 +23,8 @@ from .gpu import (
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
 from .loop_partition import LoopPartition, loop_partition_func
-from .lower_warp_memory import LowerWarpMemory, lower_warp_memory_func
 from .lower_intrin import LowerIntrin, lower_intrin_func, register_intrin_rule
+from .lower_warp_memory import LowerWarpMemory, lower_warp_memory_func
 from .remove_no_op import RemoveNoOp, remove_no_op_func
 from .simplify import Simplify, simplify_func
 from .split_host_device import SplitHostDevice, split_host_device

@@ -168,9 +168,28 @@ class _ToLanes(Mutator):
         self.info: dict[int, _Info] = {}
 
     def visit_For(self, s: S.For) -> Any:
-        if isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
-            self.ana.bind(s.loop_var, E.Range(s.min.value, s.min.value + s.extent.value))
+        if isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm):
+            if s.extent.value > 0:
+                self.ana.bind(s.loop_var, E.Range(s.min.value, s.min.value + s.extent.value))
+        else:  # a loop bound by thread indices (a partitioned tail): its constant bounds
+            lo = self.ana.const_int_bound(s.min)
+            ext = self.ana.const_int_bound(s.extent)
+            hi = lo.max_value + ext.max_value - 1
+            if abs(lo.min_value) < 2**31 and abs(hi) < 2**31 and hi >= lo.min_value:
+                self.ana.update_bound(s.loop_var, int(lo.min_value), int(hi))
         return self.generic_visit(s)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> Any:
+        cond = self.visit(s.condition)
+        with self.ana.constraint_scope(cond):
+            then = self.visit(s.then_case)
+        other = None
+        if s.else_case is not None:
+            with self.ana.constraint_scope(E.Not(cond)):
+                other = self.visit(s.else_case)
+        if cond is s.condition and then is s.then_case and other is s.else_case:
+            return s
+        return S.IfThenElse(cond, then, other)
 
     def _coeff(self, buf: Buffer, body: S.Stmt) -> int:
         """``m``: the coefficient of threadIdx.x in every store index of ``buf``."""
@@ -183,6 +202,8 @@ class _ToLanes(Mutator):
                                           f"{buf.name}; keep the warp stage scalar")
                 lin = detect_linear_equation(n.indices[0], [self.tx], self.ana)
                 c = lin[0] if lin else None
+                if E.is_const_int(c, 0):
+                    return  # one element (e.g. under ``if tx == 0``): checked at the store
                 if not isinstance(c, E.IntImm) or c.value <= 0:
                     raise WarpMemoryError(
                         f"{self.k.fname}: store {buf.name}[{n.indices[0]}]: the index must be "
@@ -192,7 +213,7 @@ class _ToLanes(Mutator):
 
         post_order_visit(body, f)
         if not coeffs:
-            raise WarpMemoryError(f"{self.k.fname}: warp buffer {buf.name} is never stored")
+            return 1
         if len(coeffs) > 1:
             raise WarpMemoryError(f"{self.k.fname}: the stores to warp buffer {buf.name} use "
                                   f"threadIdx.x with different strides {sorted(coeffs)}")
