@@ -48,6 +48,15 @@ def row_sum(n, m):
     return [A], [C], lambda a: (a * 3).sum(axis=1)
 
 
+def row_argmax(n, m):
+    """A tuple reduction (topi's (index, value) comm_reducer) over the rows of 2A."""
+    from tvmpy import topi
+
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    return [A], [topi.argmax(B, axis=1)], lambda a: np.argmax(a * 2, axis=1).astype("int32")
+
+
 def matmul(n, m):
     kk = max(2, (n + m) // 2)
     A = te.placeholder((n, kk), name="A")
@@ -348,7 +357,8 @@ def apply_random_gpu_schedule(draw, s, inputs, outputs, log):
             _bind_root(draw, stage, log)
 
 
-GPU_WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, softmax, transpose_add]
+GPU_WORKLOADS = [elementwise_chain, broadcast_add, row_sum, matmul, softmax, transpose_add,
+                 row_argmax]
 
 
 @settings(max_examples=int(os.environ.get("GPU_FUZZ_EXAMPLES", "100")), deadline=None,
@@ -372,7 +382,8 @@ def test_random_gpu_schedules_match_numpy(data):
     target = data.draw(st.sampled_from(["cuda", "opencl"]), label="target")
     order = data.draw(st.sampled_from(["forward", "reverse"]), label="thread order")
     mod = lower_gpu([tvm.lower(s, inputs + outputs, target=target)], target)
-    out = np.full([int(d) for d in outputs[0].shape], np.nan, outputs[0].dtype)
+    fill = np.nan if "float" in outputs[0].dtype else -7
+    out = np.full([int(d) for d in outputs[0].shape], fill, outputs[0].dtype)
     with thread_order(order):
         interpreter.build(mod)["default_function"](*args_np, out)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5,
