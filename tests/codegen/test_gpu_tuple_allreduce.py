@@ -85,3 +85,26 @@ def test_argmax_ptx_assembles_for_both_forms():
         assert dm.ptxas_info and all(dm.ptxas_info.values())
         ptx = tvm.build(s, args, target="nvptx").imported_modules[0].get_source("ptx")
         assert ("shfl.sync.down.b32" in ptx) == (threads == 32)
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_rfactor_argmin_across_threads(target, tmp_path):
+    """TVM's rfactor form: 32 partial (index, value) pairs per row (each a serial share of the
+    101 columns) computed at the thread, then combined across threadIdx.x (shuffles on CUDA)."""
+    A = te.placeholder((5, 101), name="A")
+    B = topi.argmin(A, axis=1)
+    red = B.op.input_tensors[0]
+    s = te.create_schedule(B.op)
+    ko, _ = s[red].split(red.op.reduce_axis[0], nparts=32)
+    rf = s.rfactor(red, ko)
+    s[red].bind(s[red].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[rf[0]].compute_at(s[red], s[red].op.reduce_axis[0])
+    s[red].bind(s[red].op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    f = tvm.build(s, [A, B], target=target)
+    if target == "cuda":
+        assert f.imported_modules[0].get_source().count("__shfl_down_sync") == 10
+    a = RNG.integers(-3, 3, (5, 101)).astype("float32")
+    out = np.zeros(5, "int32")
+    _run(f, target, a, out, tmp_path)
+    np.testing.assert_array_equal(out, np.argmin(a, axis=1))
