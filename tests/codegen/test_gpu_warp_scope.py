@@ -207,3 +207,26 @@ def test_interpreter_runs_lowered_shuffles():
     interpreter.build(mod)["default_function"](a, b)
     want = a * 2 + np.repeat(a[:, ::lanes], lanes, axis=1)[:, :n]
     np.testing.assert_allclose(b, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["cuda", "nvptx"])
+def test_shuffle_inside_a_lazy_select(target, tmp_path):
+    """A warp read in one arm of if_then_else on the lane (a lazy ``?:``): the shuffle is
+    computed before the statement, so every lane takes part in it."""
+    n, lanes = 32, 32
+    A = te.placeholder((1, n), name="A")
+    B = te.compute((1, n), lambda r, i: tvm.tir.if_then_else(
+        i % 3 == 0, A[r, (i + 5) % lanes], A[r, i] * 2.0), name="B")
+    s = te.create_schedule(B.op)
+    AW = s.cache_read(A, "warp", [B])
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(s[B].op.axis[1], tx)
+    s[AW].compute_at(s[B], s[B].op.axis[0])
+    s[AW].bind(s[AW].op.axis[1], tx)
+    f = tvm.build(s, [A, B], target=target)
+    a = RNG.uniform(-1, 1, (1, n)).astype("float32")
+    b = np.zeros((1, n), "float32")
+    _run(f, target, [a, b], tmp_path)
+    i = np.arange(n)
+    np.testing.assert_allclose(b[0], np.where(i % 3 == 0, a[0, (i + 5) % lanes], a[0] * 2))

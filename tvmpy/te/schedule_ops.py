@@ -359,7 +359,8 @@ class Lowering:
             stop = len(leaves)
             if is_reduce:
                 update = self._reduce_update(body, conv, bufs, op.name)
-                if len(body) > 1 and _reduce_on_threads(st, leaves):
+                if len(body) > 1 and isinstance(body[0], Reduce) and _reduce_on_threads(
+                        st, leaves):
                     update = _mark_tuple_reduce(body[0], conv, update)
                 inner = _guard(update, preds)
                 init = self._reduce_init(st, body, leaves, begin, values, preds, bufs, conv)

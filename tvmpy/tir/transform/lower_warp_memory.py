@@ -59,7 +59,7 @@ def _tag(s: Any) -> str:
             and isinstance(s.node, E.IterVar) else "")
 
 
-def _int(x: int) -> E.IntImm:
+def _int(x: int) -> E.PrimExpr:
     return E.const(x, "int32")
 
 
@@ -83,8 +83,12 @@ class _Kernel:
     def __init__(self, kernel: S.Stmt, fname: str):
         self.fname = fname
         self.threads: dict[str, tuple[E.Var, E.PrimExpr]] = {}
-        post_order_visit(kernel, lambda n: self.threads.setdefault(
-            _tag(n), (n.node.var, n.value)) if _tag(n) else None)
+
+        def f(n: Any) -> None:
+            if _tag(n):
+                self.threads.setdefault(_tag(n), (n.node.var, n.value))
+
+        post_order_visit(kernel, f)
         self.thread_vars = [v for t, (v, _) in self.threads.items() if t.startswith("threadIdx")]
 
     def uses_thread(self, node: Any) -> bool:
@@ -283,8 +287,9 @@ class _ToLanes(Mutator):
 
 
 class _Converge(Mutator):
-    """Conditions on a thread index that enclose shuffles pushed down to the statements, each
-    statement's shuffles computed before its guard (every lane executes every shuffle)."""
+    """Every lane executes every shuffle: each statement's shuffles are bound to lets before it
+    (none is left inside a lazily evaluated ``?:``, ``&&`` or ``||``), and conditions on a
+    thread index that enclose shuffles are pushed down below those lets."""
 
     def __init__(self, k: _Kernel):
         self.k = k
@@ -292,6 +297,20 @@ class _Converge(Mutator):
 
     def visit_PrimExpr(self, e: Any) -> Any:
         return e
+
+    def visit_BufferStore(self, s: S.BufferStore) -> Any:
+        return self._hoist(None, s)
+
+    def visit_Evaluate(self, s: S.Evaluate) -> Any:
+        return self._hoist(None, s)
+
+    def visit_For(self, s: S.For) -> Any:
+        s = self.generic_visit(s)
+        if (self.k.uses_thread(s.min) or self.k.uses_thread(s.extent)) and _has(s, _is_shuffle):
+            raise WarpMemoryError(f"{self.k.fname}: warp-memory reads in a loop whose bounds "
+                                  f"depend on a thread index ({s.loop_var.name}): lanes would "
+                                  "miss shuffles")
+        return s
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> Any:
         s = self.generic_visit(s)
@@ -332,10 +351,15 @@ class _Converge(Mutator):
         raise WarpMemoryError(f"{self.k.fname}: warp-memory reads under a condition on a thread "
                               f"index ({c}) in a {type(s).__name__} this pass cannot reorder")
 
-    def _hoist(self, c: E.PrimExpr, s: S.Stmt) -> S.Stmt:
+    def _hoist(self, c: E.PrimExpr | None, s: S.Stmt) -> S.Stmt:
+        """``s``'s shuffles as lets before it (and before ``if c``, when given)."""
+        inner: set[int] = set()
+        post_order_visit(s, lambda n: inner.add(id(n.var)) if isinstance(n, E.Let) else None)
         calls: list[E.Call] = []
         post_order_visit(s, lambda n: calls.append(n) if _is_shuffle(n) and not any(
-            x is n for x in calls) else None)
+            x is n for x in calls) and not uses_var(n, lambda v: id(v) in inner) else None)
+        if not calls:
+            return s if c is None else S.IfThenElse(c, s)
         lets: list[tuple[E.Var, E.Call]] = []
         repl: dict[int, E.Var] = {}
         for call in calls:
@@ -349,7 +373,9 @@ class _Converge(Mutator):
                 hit = repl.get(id(e))
                 return hit if hit is not None else self.generic_visit(e)
 
-        out: S.Stmt = S.IfThenElse(c, _Sub().visit(s))
+        out: S.Stmt = _Sub().visit(s)
+        if c is not None:
+            out = S.IfThenElse(c, out)
         for v, call in reversed(lets):
             out = S.LetStmt(v, call, out)
         return out
@@ -368,8 +394,8 @@ def _lower_kernel(kernel: S.AttrStmt, fname: str, warp_size: int) -> S.Stmt:
     if warp_size <= 1:
         ts = _ToShared(k)
         body = ts.visit(body)
-        for a in reversed(ts.hoisted):
-            body = S.Allocate(a.buffer, body, a.condition)
+        for h in reversed(ts.hoisted):
+            body = S.Allocate(h.buffer, body, h.condition)
     else:
         body = _Converge(k).visit(_ToLanes(k, warp_size).visit(body))
     for a in reversed(chain):

@@ -34,6 +34,7 @@ applies the combiner to the whole tuple (its results bound to lets before any st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -281,7 +282,7 @@ def _find_tuples(fname: str, body: S.Stmt, tvar: E.Var) -> list[_Tuple]:
     return out
 
 
-def _combine(comb: Any, lhs: list[E.PrimExpr], rhs: list[E.PrimExpr], k: int,
+def _combine(comb: Any, lhs: Sequence[E.PrimExpr], rhs: Sequence[E.PrimExpr], k: int,
              emit: Any) -> S.Stmt:
     """Lets of ``comb(lhs, rhs)`` (all computed before ``emit(results)``, the stores)."""
     res = comb.combine(lhs, rhs)
