@@ -415,6 +415,8 @@ class _Compiler(Functor):
             return lambda env: ones
         if op == _gpu.SHUFFLE_DOWN_OP:
             return self._shuffle_down(e)
+        if op == _gpu.SHUFFLE_OP:
+            return self._shuffle(e)
         if op == "tir.gpu_launch":
             return self._launch(e)
         args = [self.expr(a) for a in e.args]
@@ -468,6 +470,19 @@ class _Compiler(Functor):
         def shfl(env: Env) -> Any:
             return _gpu.warp_shuffle_down(env, key, val(env), _to_int(off(env)),
                                           _to_int(width(env)), _to_int(warp(env)))
+
+        return shfl
+
+    def _shuffle(self, e: E.Call) -> ExprFn:
+        if len(e.args) != 5:
+            raise ValueError(f"tvm_warp_shuffle takes (mask, value, src_lane, width, warp_size), "
+                             f"got {len(e.args)} arguments")
+        val, lane, width, warp = (self.expr(a) for a in e.args[1:])
+        key = id(e)
+
+        def shfl(env: Env) -> Any:
+            return _gpu.warp_shuffle(env, key, val(env), _to_int(lane(env)), _to_int(width(env)),
+                                     _to_int(warp(env)))
 
         return shfl
 

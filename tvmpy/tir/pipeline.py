@@ -76,16 +76,19 @@ def gpu_phases(target: Any) -> list[list[Pass]]:
     reductions as shared-memory trees) before LoopPartition, UnifyThreadBinding (each thread tag
     once at a kernel's top, shared allocations hoisted there) after InjectVirtualThread (which
     must see shared allocations inside the vthread to replicate them, and LoopPartition, which
-    must not split loops at thread-dependent points), and
+    must not split loops at thread-dependent points), LowerWarpMemory ("warp" buffers as
+    registers and shuffles, or shared memory on OpenCL) after UnifyThreadBinding, and
     ThreadSync("shared") before the final Simplify. SplitHostDevice
     and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
     from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
+    from .transform.lower_warp_memory import LowerWarpMemory
 
     return [
         [],
         [LegalizeStorageDtypes(), StorageFlatten(), Simplify()],
         [LowerThreadAllreduce(target), LoopPartition(), Simplify(), VectorizeLoop(),
-         InjectVirtualThread(), UnifyThreadBinding(), InjectDoubleBuffer(), StorageRewrite(),
+         InjectVirtualThread(), UnifyThreadBinding(), LowerWarpMemory(target),
+         InjectDoubleBuffer(), StorageRewrite(),
          UnrollLoop()],
         [ThreadSync("shared"), Simplify(), RemoveNoOp(),
          LowerIntrin(target)],
