@@ -310,13 +310,23 @@ def _fma_f32(x: RelayExpr, y: RelayExpr, z: RelayExpr) -> RelayExpr:
     return transform.cast(tensor.add(tensor.multiply(f64(x), f64(y)), f64(z)), "float32")
 
 
+def _mul_add(x: RelayExpr, y: RelayExpr, z: RelayExpr) -> RelayExpr:
+    """``x * y + z`` as one FMA: written plainly where ``x`` varies at run time (LLVM's
+    ``contract`` flag fuses a multiply into the add it feeds, and here there is only one way to
+    pair them: ``z`` is a constant or itself such a fused result), through float64 where ``x``
+    is a constant (constant folding evaluates it in numpy, which has no FMA)."""
+    if const_value(x) is not None:
+        return _fma_f32(x, y, z)
+    return tensor.add(tensor.multiply(x, y), z)
+
+
 @_rule("qnn.add")
 def _add(attrs: Any, args: list, types: list) -> RelayExpr:
     """onnxruntime's QLinearAdd (MLAS's AVX2 kernel, the x86 one), bit for bit: with
     ``rx = sx / sc`` (float32) for the operands x, y, ``fixed = zc - fma(rx, zx, ry zy)`` and
     ``nearbyint(fma(x, rx, fma(y, ry, fixed)))`` saturated, where (x, y) is (a, b), or (b, a)
     where a is constant along the last axis and b is not (onnxruntime passes the operand that
-    varies along its inner loop first)."""
+    varies along its inner loop first). A constant y (a bias) folds the inner FMA away."""
     a, b, sa, za, sb, zb, sc, zc = args
     at, bt = types[0], types[1]
     scf = _f32(sc, types[6])
@@ -337,7 +347,7 @@ def _add(attrs: Any, args: list, types: list) -> RelayExpr:
     if last(at) == 1 and last(bt) != 1:
         x, y = y, x
     fixed = tensor.subtract(_f32(zc, types[7]), _fma_f32(x[2], x[1], tensor.multiply(y[1], y[2])))
-    v = _fma_f32(x[0], x[1], _fma_f32(y[0], y[1], fixed))
+    v = _mul_add(x[0], x[1], _mul_add(y[0], y[1], fixed))
     return _saturate(tensor.nearbyint(v), at.dtype)
 
 

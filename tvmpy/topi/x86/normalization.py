@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...te import Tensor, comm_reducer, compute, create_schedule, reduce_axis
+from ...te import Tensor, compute, create_schedule, reduce_axis
 from ...te import sum as te_sum
 from ...tir.expr import const
 from ...tir.op import sqrt
@@ -45,15 +45,6 @@ def schedule_batch_norm(outs: Any) -> Schedule:
     return s
 
 
-# ``acc = fma(d, d, acc)`` in float32, written so that no backend can round it otherwise: the
-# accumulator is a float64 holding float32 values, the addend an exact float64 square (two
-# 24-bit significands), and every step rounds the float64 sum to float32 (the fused result,
-# barring a double rounding that needs addends some 2**29 apart). A plain float32 ``acc + d*d``
-# leaves the FMA to LLVM's contraction, which after folding the zero start may fuse the first
-# two squares the other way round.
-_fma_sum = comm_reducer(lambda acc, v: (acc + v).astype("float32").astype("float64"),
-                        lambda dtype: const(0.0, dtype), name="fma_sum")
-
 # onnxruntime's x86 LayerNormalization sums the squared deviations in this many interleaved
 # float32 partial sums (one AVX2 register), added pairwise at the end
 ORT_LANES = 8
@@ -87,13 +78,18 @@ def layer_norm(data: Tensor, gamma: Tensor, beta: Tensor | None, axis: Any,
     j = reduce_axis((0, n // ORT_LANES), name="j")
 
     def fpart(*i: Any) -> Any:
-        d = (data[(*i[:-1], j * ORT_LANES + i[-1])] - mean[i[:-1]]).astype("float64")
-        return _fma_sum(d * d, axis=j)
+        # acc = fma(d, d, acc) in float32 through LLVM's contraction of acc + d * d. The sum
+        # starts from x - x (+0 for finite x) rather than a literal 0: LLVM folds 0 + d0 * d0 to
+        # d0 * d0 and may then fuse the first two squares the other way round (d0 * d0 + round
+        # (d1 * d1)); x - x cannot be folded (NaN), so each step has one multiply to fuse.
+        x0 = data[(*i[:-1], i[-1])]
+        d = data[(*i[:-1], j * ORT_LANES + i[-1])] - mean[i[:-1]]
+        return te_sum(d * d, axis=j, init=x0 - x0)
 
     part = compute([*rows, ORT_LANES], fpart, name="T_layer_norm_lanes", tag="layer_norm_lanes")
 
     def finv(*i: Any) -> Any:
-        p = [part[(*i, lane)].astype("float32") for lane in range(ORT_LANES)]
+        p = [part[(*i, lane)] for lane in range(ORT_LANES)]
         while len(p) > 1:  # lanes l and l + half, as a vector register is folded in halves
             half = len(p) // 2
             p = [p[lane] + p[lane + half] for lane in range(half)]
