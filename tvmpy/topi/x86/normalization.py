@@ -17,8 +17,9 @@ from .softmax import _const, schedule_row_stages
 if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
-__all__ = ["layer_norm", "ORT_LANES", "schedule_batch_norm", "schedule_layer_norm", "schedule_instance_norm",
-           "schedule_group_norm", "schedule_elemwise_simple", "schedule_lrn"]
+__all__ = ["layer_norm", "ORT_LANES", "schedule_batch_norm", "schedule_layer_norm",
+           "schedule_instance_norm", "schedule_group_norm", "schedule_elemwise_simple",
+           "schedule_lrn"]
 
 
 def schedule_elemwise_simple(s: Schedule, out: Any) -> None:
