@@ -127,6 +127,20 @@ def test_regression_loss_and_cache(gemm_data):
     xp, okp = pooled.get_features(list(idx[:70]))
     xs, oks = model.get_features(list(idx[:70]))
     assert okp.all() and oks.all() and np.array_equal(xp, xs)
+    # the workers persist across calls (forked once; a base model uses its upper model's),
+    # close() ends them, and a later call forks them again
+    pool = pooled._pool()
+    assert pooled._pool() is pool and pooled.spawn_base_model()._pool() is pool
+    workers = list(pool._pool)
+    assert len(workers) == 2 and all(w.is_alive() for w in workers)
+    pooled.close()
+    for w in workers:
+        w.join(timeout=10)
+    assert not any(w.is_alive() for w in workers)
+    xq, okq = pooled.get_features(list(idx[70:100]))
+    assert okq.all() and np.array_equal(xq, model.get_features(list(idx[70:100]))[0])
+    pooled.close()
+    assert XGBoostCostModel(task, feature_type="itervar", num_threads=1)._pool() is None
 
 
 def test_transfer_from_other_task(gemm_data):

@@ -140,11 +140,11 @@ class OpenCLAPI:
             raise ValueError(f"kernel {name}: dynamic shared memory ({shared_bytes} bytes) is not "
                              "supported by the OpenCL runtime; use constant-size shared buffers")
         gsize, lsize = tuple(g * b for g, b in zip(grid, block)), tuple(block)
-        args = tuple(args)
+        bound_args = tuple(args)
 
         def enqueue() -> None:
             with self._lock:  # the kernel object is shared by every launch of this kernel
-                kernel.set_args(*args)
+                kernel.set_args(*bound_args)
                 cl.enqueue_nd_range_kernel(queue, kernel, gsize, lsize)
 
         return enqueue

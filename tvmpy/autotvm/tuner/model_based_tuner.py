@@ -52,6 +52,9 @@ class CostModel:
         """A fresh model of the same kind, to be trained on history."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Free resources held between calls (worker processes); the model stays usable."""
+
 
 class ModelOptimizer:
     """Searches a config space for the configurations a cost model scores highest."""
@@ -204,6 +207,9 @@ class ModelBasedTuner(Tuner):
             self.cost_model.fit(self.xs, self.ys, self.plan_size)
             self._plan(self.cost_model)
             self.train_ct += 1
+
+    def _release(self) -> None:
+        self.cost_model.close()
 
     def _plan(self, model: CostModel) -> None:
         if self.diversity_filter_ratio:

@@ -187,11 +187,15 @@ class Tuner:
             self._tune_loop(int(n_trial), measure_batch, n_parallel, early_stopping, callbacks)
         finally:
             self.ttl = 0
+            self._release()
             # close the builder/runner workers of a measure_batch made here (not an injected one)
             if measure_batch is not measure_option.get("measure_batch"):
                 close = getattr(measure_batch, "close", None)
                 if close is not None:
                     close()
+
+    def _release(self) -> None:
+        """Free what the tuner holds only while tuning (a cost model's worker processes)."""
 
     def _tune_loop(
         self,

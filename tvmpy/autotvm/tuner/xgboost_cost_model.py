@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,7 +41,7 @@ __all__ = ["XGBoostCostModel", "FAILED_SCORE"]
 FAILED_SCORE = -1e9
 FEATURE_TYPES = ("itervar", "knob", "curve")
 LOSS_TYPES = ("rank", "reg")
-_MIN_POOL_BATCH = 64
+_MIN_POOL_BATCH = 16  # fewer new configs than this: extracted in this process
 
 
 def _xgb() -> Any:
@@ -99,8 +101,11 @@ class XGBoostCostModel(CostModel):
     feature_type : "itervar" | "knob" | "curve"
     loss_type : "rank" | "reg"
     num_threads : int or None
-        XGBoost threads, and worker processes for feature extraction of large batches (None:
-        1 thread, extraction in this process).
+        XGBoost threads, and the worker processes that extract features of new configs (None:
+        the machine's CPU count, as TVM; 1: everything in this process). Itervar/curve features
+        lower every config (tens to hundreds of ms each in Python), and the simulated annealing
+        of each planning round asks for thousands: the workers are forked once, when first
+        needed, and kept until :meth:`close` (the tuner calls it when ``tune`` returns).
     log_interval : int
         Log training progress every this many rounds (debug level).
     upper_model : XGBoostCostModel or None
@@ -125,13 +130,16 @@ class XGBoostCostModel(CostModel):
         self.feature_type = feature_type
         self.loss_type = loss_type
         self.num_threads = num_threads
+        self._workers = num_threads if num_threads is not None else (os.cpu_count() or 1)
+        self._pool_obj: Any = None
+        self._pool_done: Any = None
         self.log_interval = log_interval
         self.num_boost_round = int(num_boost_round)
         self.early_stopping_rounds = int(early_stopping_rounds)
         self.seed = seed
         self.params: dict[str, Any] = {
             "max_depth": 3, "gamma": 0.0001, "min_child_weight": 1, "subsample": 1.0,
-            "eta": 0.3, "lambda": 1.0, "alpha": 0.0, "nthread": num_threads or 1,
+            "eta": 0.3, "lambda": 1.0, "alpha": 0.0, "nthread": self._workers,
             "verbosity": 0, "seed": seed,
         }
         if loss_type == "rank":
@@ -162,21 +170,36 @@ class XGBoostCostModel(CostModel):
         if not todo:
             return
         tic = time.perf_counter()
-        use_pool = (self.num_threads and self.num_threads > 1 and len(todo) >= _MIN_POOL_BATCH
-                    and self.feature_type != "knob"
-                    and "fork" in multiprocessing.get_all_start_methods())
-        if use_pool:
-            global _POOL_TASK, _POOL_TYPE
-            _POOL_TASK, _POOL_TYPE = self.task, self.feature_type
-            with multiprocessing.get_context("fork").Pool(self.num_threads) as pool:
-                chunk = max(1, len(todo) // (4 * self.num_threads))
-                feas = pool.map(_pool_extract, todo, chunksize=chunk)
+        pool = self._pool() if len(todo) >= _MIN_POOL_BATCH else None
+        if pool is not None:
+            chunk = max(1, len(todo) // (4 * self._workers))
+            feas = pool.map(_pool_extract, todo, chunksize=chunk)
         else:
             feas = [extract_feature(self.task, self.space.get(i), self.feature_type) for i in todo]
         for i, f in zip(todo, feas):
             self.fea_cache[i] = f
         self.feature_time += time.perf_counter() - tic
         self.n_extracted += len(todo)
+
+    def _pool(self) -> Any:
+        """The feature-extraction workers (forked on first use; None: extract here)."""
+        if self._upper is not None:  # a base model of the same task: its upper model's
+            return self._upper._pool()
+        if (self._workers <= 1 or self.feature_type == "knob"
+                or "fork" not in multiprocessing.get_all_start_methods()):
+            return None
+        if self._pool_obj is None:
+            global _POOL_TASK, _POOL_TYPE
+            _POOL_TASK, _POOL_TYPE = self.task, self.feature_type  # what the children see
+            self._pool_obj = multiprocessing.get_context("fork").Pool(self._workers)
+            self._pool_done = weakref.finalize(self, self._pool_obj.terminate)
+        return self._pool_obj
+
+    def close(self) -> None:
+        """End the feature-extraction workers (they are forked again if needed later)."""
+        if self._pool_done is not None:
+            self._pool_done()
+        self._pool_obj = self._pool_done = None
 
     def get_features(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``(matrix, ok)``: one feature row per index (zeros where extraction failed) and a
