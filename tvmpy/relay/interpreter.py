@@ -30,7 +30,8 @@ from .expr import (
 from .module import IRModule
 from .op import numpy_impl
 from .op.registry import Op
-from .ty import TensorType, TupleType, type_str
+from .op.shape_func import concrete_type
+from .ty import TensorType, TupleType, is_static, type_str
 from .type_infer import infer_type
 from .visitor import ExprFunctor
 
@@ -94,12 +95,28 @@ class _Eval(ExprFunctor):
             impl = c.op.get_attr("FNumpy")
             if impl is None:
                 raise NotImplementedError(f"operator {c.op.name} has no numpy implementation")
-            out = impl(c.attrs, args, c.checked_type)
-            return out
+            out_type = c.checked_type
+            if not _is_static_type(out_type):  # Any dimensions: the shapes of these arrays
+                out_type = concrete_type(c.op, c.attrs, [_value_type(a) for a in args])
+            return impl(c.attrs, args, out_type)
         fn = self.visit(c.op)
         if not isinstance(fn, Closure):
             raise TypeError(f"calling a non-function value {fn!r}")
         return _call(fn, args, self.mod)
+
+
+def _is_static_type(t: Any) -> bool:
+    if isinstance(t, TupleType):
+        return all(_is_static_type(f) for f in t.fields)
+    return not isinstance(t, TensorType) or is_static(t.shape)
+
+
+def _value_type(v: Any) -> Any:
+    """The concrete type of a computed value (an array, or a tuple of them)."""
+    if isinstance(v, (tuple, list)):
+        return TupleType([_value_type(x) for x in v])
+    arr = np.asarray(v)
+    return TensorType(arr.shape, str(arr.dtype))
 
 
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:

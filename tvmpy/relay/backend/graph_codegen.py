@@ -31,14 +31,25 @@ class GraphCodegenError(ValueError):
     """``main`` is not in the fused form the graph codegen expects."""
 
 
-def _static_shape(t: TensorType, what: str) -> list[int]:
-    out = []
+def _graph_shape(t: TensorType, what: str) -> list[int | str]:
+    """The shape of an entry in the graph JSON: ints, and symbolic dimensions (``Any``,
+    ``te.var`` and expressions of them) as their printed expression, which the executor
+    evaluates once the inputs' shapes bind the variables."""
+    from ...runtime.function import compile_dim_expr
+
+    out: list[int | str] = []
     for d in t.shape:
         d = getattr(d, "value", d)
-        if not isinstance(d, (int, np.integer)):
-            raise GraphCodegenError(f"{what}: shape {t} is not static; the graph executor "
-                                    "needs concrete shapes")
-        out.append(int(d))
+        if isinstance(d, (int, np.integer)):
+            out.append(int(d))
+            continue
+        text = str(d)
+        try:
+            compile_dim_expr(text)
+        except ValueError as e:
+            raise GraphCodegenError(f"{what}: dimension {d} of {t} cannot be evaluated at run "
+                                    f"time by the graph executor: {e}") from None
+        out.append(text)
     return out
 
 
@@ -133,12 +144,12 @@ class GraphCodegen:
         if not heads:
             raise GraphCodegenError("main returns an empty tuple; a graph needs an output")
         row_ptr = [0]
-        shapes: list[list[int]] = []
+        shapes: list[list[int | str]] = []
         dtypes: list[str] = []
         for nid, types in enumerate(self.entry_types):
             row_ptr.append(row_ptr[-1] + len(types))
             for t in types:
-                shapes.append(_static_shape(t, f"node {self.nodes[nid]['name']}"))
+                shapes.append(_graph_shape(t, f"node {self.nodes[nid]['name']}"))
                 dtypes.append(str(t.dtype))
         graph = {"nodes": self.nodes, "arg_nodes": self.arg_nodes,
                  "heads": [list(h) for h in heads], "node_row_ptr": row_ptr,

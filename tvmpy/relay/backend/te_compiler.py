@@ -37,7 +37,7 @@ from ...transform import PassContext
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
 from ..op.strategy.generic import pattern_schedule, schedule_fallback
-from ..ty import TensorType, TupleType
+from ..ty import TensorType, TupleType, is_static
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
 
@@ -99,6 +99,26 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
+def _kernel_shape(t: TensorType, fresh: dict[str, Any]) -> tuple[Any, ...]:
+    """A parameter's placeholder shape: constants and size variables (``Any``, ``te.var``) as
+    they are -- the kernel reads them off its arguments at run time -- and each distinct
+    composite dimension (``n * 48``) as a size variable of its own (``fresh``, shared by equal
+    expressions of one function), since a kernel binds its shape vars from plain dimensions."""
+    out = []
+    for d in t.shape:
+        d = getattr(d, "value", d)
+        if isinstance(d, (int, np.integer)):
+            out.append(int(d))
+        elif isinstance(d, tir.Var):
+            out.append(d)
+        else:
+            key = str(d)
+            if key not in fresh:
+                fresh[key] = tir.SizeVar(f"dim{len(fresh)}", d.dtype)
+            out.append(fresh[key])
+    return tuple(out)
+
+
 def _is_empty(shape: Sequence[Any]) -> bool:
     """Whether ``shape`` (of a type or a tensor) has no elements: a constant zero dimension."""
     dims = (getattr(d, "value", d) for d in shape)
@@ -124,11 +144,12 @@ class _GroupLowering:
         self.inputs: list[te.Tensor] = []
         # (pattern, call, impl, outputs) of every call, in post-order
         self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
+        fresh: dict[str, Any] = {}
         for i, p in enumerate(func.params):
             ptype = p.checked_type
             tensors = []
             for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
-                shape = _static_shape(t, f"{fname}: parameter %{p.name_hint}")
+                shape = _kernel_shape(t, fresh)
                 suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
                 tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
             self.memo[id(p)] = tensors
@@ -179,8 +200,8 @@ class _GroupLowering:
         types = flat_tensor_types(call.checked_type)
         for k, (t, ty) in enumerate(zip(outs, types)):
             dims = [getattr(d, "value", d) for d in t.shape]
-            if not all(isinstance(d, (int, np.integer)) for d in dims):
-                continue  # an unsimplified extent: the buffer check at run time still applies
+            if not all(isinstance(d, (int, np.integer)) for d in dims) or not is_static(ty.shape):
+                continue  # a symbolic extent: the kernel's own check at run time applies
             got = tuple(int(d) for d in dims)
             want = _static_shape(ty, f"{self.fname}: {call.op.name}")
             if got != want or str(t.dtype) != str(ty.dtype):
