@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..expr import RelayExpr, const
 from ..op import tensor, transform
 
-__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "move_axis_last",
+__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "prod", "move_axis_last",
            "move_axis_back", "widen_float16_accumulation"]
 
 
@@ -29,8 +31,38 @@ def softplus(x: RelayExpr, dtype: str = "float32") -> RelayExpr:
 
 def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     """Reshape to exactly ``shape`` (importers compute literal shapes: a 0 there is an empty
-    axis, never relay's "copy the input's dim")."""
-    return transform.reshape(x, shape, allowzero=True)
+    axis, never relay's "copy the input's dim"). Symbolic dimensions of ``shape`` (a
+    ``relay.Any`` batch) become relay's 0 where they copy the input's dimension in place, and
+    at most one other becomes -1 (inferred); more run-time dimensions than that raise
+    ValueError."""
+    shape = list(shape)
+    sym = [k for k, d in enumerate(shape) if not isinstance(d, (int, np.integer))]
+    if not sym:
+        return transform.reshape(x, shape, allowzero=True)
+    from ..ty import dim_equal
+    from ..type_infer import infer_type
+
+    in_shape = infer_type(x).checked_type.shape
+    new = [0 if k in sym and k < len(in_shape) and dim_equal(in_shape[k], shape[k]) else d
+           for k, d in enumerate(shape)]
+    rest = [k for k in sym if new[k] != 0]
+    if 0 in [d for k, d in enumerate(shape) if k not in sym] or len(rest) > 1 or (
+            rest and -1 in shape):
+        raise ValueError(f"reshape to {tuple(str(d) for d in shape)}: more dimensions known only "
+                         "at run time than reshape can infer (one)")
+    for k in rest:
+        new[k] = -1
+    return transform.reshape(x, new)
+
+
+def prod(dims: Any) -> Any:
+    """The product of dimensions: an int, or a symbolic expression when one is symbolic."""
+    from ..ty import as_dim
+
+    out: Any = 1
+    for d in dims:
+        out = out * (int(d) if isinstance(d, (int, np.integer)) else d)
+    return as_dim(out)
 
 
 def move_axis_last(x: RelayExpr, axis: int, rank: int) -> RelayExpr:

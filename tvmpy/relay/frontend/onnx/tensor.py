@@ -8,7 +8,7 @@ import numpy as np
 
 from ...expr import const
 from ...op import nn, tensor, transform
-from ..common import reshape_to
+from ..common import prod, reshape_to
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -18,7 +18,7 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     s = shape_of(inputs[0])
     ax = attrs.get("axis", 1)
     ax = ax + len(s) if ax < 0 else ax
-    return reshape_to(inputs[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+    return reshape_to(inputs[0], (prod(s[:ax]), prod(s[ax:])))
 
 
 @converter("Reshape")
