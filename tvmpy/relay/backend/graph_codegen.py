@@ -151,11 +151,43 @@ class GraphCodegen:
             for t in types:
                 shapes.append(_graph_shape(t, f"node {self.nodes[nid]['name']}"))
                 dtypes.append(str(t.dtype))
+        self._check_bound(shapes)
         graph = {"nodes": self.nodes, "arg_nodes": self.arg_nodes,
                  "heads": [list(h) for h in heads], "node_row_ptr": row_ptr,
                  "attrs": {"dltype": ["list_str", dtypes], "shape": ["list_shape", shapes],
                            "storage_id": ["list_int", list(range(len(dtypes)))]}}
         return graph, self.params
+
+
+    def _check_bound(self, shapes: list[list[int | str]]) -> None:
+        """Every shape variable must be a dimension of a graph input: the executor binds them
+        from the inputs' shapes. A size that only data or a broadcast of two unknown sizes
+        decides (a fresh ``Any``) is refused here, naming the node and dimension."""
+        from ...runtime.graph_json import SymbolicShape
+
+        row = 0
+        bound: set[str] = set()
+        entries = []
+        for nid, types in enumerate(self.entry_types):
+            for k in range(len(types)):
+                entries.append((nid, k, shapes[row]))
+                row += 1
+        for nid, _k, shape in entries:
+            if self.nodes[nid]["op"] == "null":
+                bound |= set(SymbolicShape(shape).dims_of_var)
+        for nid, k, shape in entries:
+            sym = SymbolicShape(shape)
+            free = sorted(sym.vars - bound)
+            if free:
+                node = self.nodes[nid]
+                dims = [d for d, x in enumerate(shape) if isinstance(x, str)
+                        and any(v in x for v in free)]
+                raise GraphCodegenError(
+                    f"node {nid} ({node['name']}) output {k} has shape "
+                    f"({', '.join(map(str, shape))}): dimension(s) {dims} ({', '.join(free)}) "
+                    "are not sizes of any graph input, so the graph executor cannot compute "
+                    "them before running (a size decided by data, or by broadcasting two "
+                    "unknown sizes); give the inputs static or shared shapes")
 
 
 def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool = True
