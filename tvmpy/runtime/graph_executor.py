@@ -19,6 +19,28 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
 ``set_input``, which copies into the input's own storage). Running before every input was set
 raises: the storage is zero-filled, but a silent result computed from zeros is never wanted.
 
+**Symbolic shapes** (a graph built with ``relay.Any()`` dimensions, e.g. an ONNX model's dynamic
+batch): the graph JSON writes those dimensions as expressions of shape variables (``"N_1"``,
+``"N_1 * 48"``) and the kernels were compiled with symbolic extents, one function per operator
+for every size. ``set_input`` checks the rank and the static dimensions (naming the input and
+the dimension) and keeps the value; ``run()`` binds the variables from the inputs' shapes (an
+input that disagrees with another on a shared variable raises, naming both, before any kernel
+runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
+sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
+calls prepared on them, so the kernels' own argument checks run once per shape. Plans are kept
+per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
+storages whose entries are all static (the weights) are allocated once and shared by all plans.
+
+Why this and not TVM's Relay VM: a VM (bytecode, an allocator, shape functions lowered to
+kernels, invoke instructions per operator) is what control flow and data-dependent shapes need;
+a model whose only dynamic sizes are input dimensions (batch, sequence length) -- the common
+case, and the one ONNX exports with ``dim_param`` -- has every tensor's shape as an expression of
+those, so the graph executor's static schedule of calls, its memory plan and its per-call cost
+(one ctypes call) survive unchanged, with the shape expressions standing in for TVM's shape
+functions (``relay/op/shape_func.py`` holds the per-operator ones, evaluated in Python by the
+interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-time tensor) are
+refused at build time, naming the node; they are what a VM would add.
+
 ``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
 ``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
 an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
