@@ -311,3 +311,62 @@ def test_onnx_shape_of_a_symbolic_dim_is_a_clear_error():
         relay.frontend.from_onnx(m)
     mod, _ = relay.frontend.from_onnx(m, shape={"x": (3, 4)})  # fixed: imports
     assert type_str(mod["main"].checked_type.ret_type) == "Tensor[(3, 4), float32]"
+
+
+def _f32(*s):
+    return RNG.standard_normal(s).astype(np.float32)
+
+
+_OPS = {  # name: (nodes, x shape with "N", initializers, output elem type)
+    "matmul_3d_2d": ([helper.make_node("MatMul", ["x", "w"], ["y"])], ["N", 5, 8],
+                     {"w": _f32(8, 6)}),
+    "matmul_3d_3d": ([helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+                      helper.make_node("MatMul", ["x", "t"], ["y"])], ["N", 5, 7], {}),
+    "reshape_minus_one": ([helper.make_node("Reshape", ["x", "s"], ["y"])], ["N", 4, 6],
+                          {"s": np.array([-1, 24], np.int64)}),
+    "reshape_zero": ([helper.make_node("Reshape", ["x", "s"], ["y"])], ["N", 4, 6],
+                     {"s": np.array([0, 2, 12], np.int64)}),
+    "flatten_axis2": ([helper.make_node("Flatten", ["x"], ["y"], axis=2)], ["N", 4, 6], {}),
+    "expand": ([helper.make_node("Expand", ["x", "s"], ["y"])], ["N", 1, 5],
+               {"s": np.array([1, 4, 5], np.int64)}),
+    "resize_nearest": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
+                       ["N", 3, 4, 5], {"sc": np.array([1, 1, 2, 2], np.float32)}),
+    "split": ([helper.make_node("Split", ["x", "sp"], ["y", "z"], axis=1)], ["N", 8],
+              {"sp": np.array([3, 5], np.int64)}),
+    "gather": ([helper.make_node("Gather", ["x", "i"], ["y"], axis=1)], ["N", 8],
+               {"i": np.array([1, 5, 2], np.int64)}),
+    "slice_static_axis": ([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])], ["N", 8],
+                          {"s": np.array([2], np.int64), "e": np.array([6], np.int64),
+                           "a": np.array([1], np.int64)}),
+    "concat_batch": ([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], ["N", 5], {}),
+    "reduce_mean": ([helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=1)],
+                    ["N", 5, 8], {}),
+    "unsqueeze_squeeze": ([helper.make_node("Unsqueeze", ["x", "a"], ["u"]),
+                           helper.make_node("Squeeze", ["u", "a"], ["y"])], ["N", 5],
+                          {"a": np.array([1], np.int64)}),
+    "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])],
+                       ["N", 3, 5, 5], {"w": _f32(3, 4, 3, 3)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_onnx_ops_with_a_symbolic_batch(name):
+    nodes, shape, inits = _OPS[name]
+    outs = [o for o in nodes[-1].output]
+    g = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert isinstance(mod["main"].params[0].type_annotation.shape[0], Any)
+    lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = _f32(b, *shape[1:])
+        gm.set_input("x", x)
+        gm.run()
+        for k, want in enumerate(sess.run(None, {"x": x})):
+            np.testing.assert_allclose(gm.get_output(k).numpy(), want, rtol=1e-5, atol=1e-5)

@@ -99,17 +99,28 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _kernel_shape(t: TensorType, fresh: dict[str, Any]) -> tuple[Any, ...]:
+def _plain_vars(types: Sequence[TensorType]) -> set[int]:
+    """ids of the size variables that are whole dimensions of ``types``."""
+    return {id(d) for t in types for d in t.shape if isinstance(d, tir.Var)}
+
+
+def _kernel_shape(t: TensorType, fresh: dict[str, Any], plain: set[int]) -> tuple[Any, ...]:
     """A parameter's placeholder shape: constants and size variables (``Any``, ``te.var``) as
-    they are -- the kernel reads them off its arguments at run time -- and each distinct
-    composite dimension (``n * 48``) as a size variable of its own (``fresh``, shared by equal
-    expressions of one function), since a kernel binds its shape vars from plain dimensions."""
+    they are -- the kernel reads them off its arguments at run time --, composite dimensions
+    (``n * 48``) as they are when each of their variables is a whole dimension of some
+    parameter or output (``plain``: the kernel binds it there and checks the composite), else
+    as a size variable of their own (``fresh``, shared by equal expressions of one
+    function)."""
+    from ...tir.functor import collect_vars
+
     out = []
     for d in t.shape:
         d = getattr(d, "value", d)
         if isinstance(d, (int, np.integer)):
             out.append(int(d))
         elif isinstance(d, tir.Var):
+            out.append(d)
+        elif all(id(v) in plain for v in collect_vars(d)):
             out.append(d)
         else:
             key = str(d)
@@ -145,11 +156,13 @@ class _GroupLowering:
         # (pattern, call, impl, outputs) of every call, in post-order
         self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
         fresh: dict[str, Any] = {}
+        plain = _plain_vars([t for p in func.params for t in flat_tensor_types(p.checked_type)]
+                            + flat_tensor_types(func.body.checked_type))
         for i, p in enumerate(func.params):
             ptype = p.checked_type
             tensors = []
             for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
-                shape = _kernel_shape(t, fresh)
+                shape = _kernel_shape(t, fresh, plain)
                 suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
                 tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
             self.memo[id(p)] = tensors

@@ -9,7 +9,7 @@ import numpy as np
 from ..expr import RelayExpr, const
 from ..op import tensor, transform
 
-__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "prod", "move_axis_last",
+__all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "prod", "same_dims", "broadcast_dims", "floordiv_dim", "move_axis_last",
            "move_axis_back", "widen_float16_accumulation"]
 
 
@@ -53,6 +53,28 @@ def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     for k in rest:
         new[k] = -1
     return transform.reshape(x, new)
+
+
+def same_dims(a: Any, b: Any) -> bool:
+    """Whether two shapes (ints or symbolic dimensions) are provably the same."""
+    from ..ty import dim_equal
+
+    return len(a) == len(b) and all(dim_equal(x, y) for x, y in zip(a, b))
+
+
+def broadcast_dims(a: Any, b: Any) -> list[Any]:
+    """numpy broadcasting of two shapes whose dimensions may be symbolic (``relay.Any``)."""
+    from ..op._rel import broadcast_shape
+
+    return list(broadcast_shape(list(a), list(b)))
+
+
+def floordiv_dim(a: Any, b: Any) -> Any:
+    """``a // b`` of dimensions (ints or symbolic), simplified (``N * 24 // 24`` is ``N``)."""
+    from ...tir import expr as _e
+    from ..ty import as_dim
+
+    return as_dim(_e.convert(a) // _e.convert(b))
 
 
 def prod(dims: Any) -> Any:

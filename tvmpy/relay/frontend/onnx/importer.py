@@ -315,7 +315,8 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
                 raise ctx.fail(f"missing required attribute {e}") from None
             raise
         except TypeError as e:  # a converter that needs a static size met a relay.Any
-            if "cannot be used as a Python integer" not in str(e):
+            if not any(m in str(e) for m in ("cannot be used as a Python integer",
+                                             "as a Python bool")):
                 raise
             raise ctx.fail(f"needs static shapes, but its input shapes "
                            f"{[_shape_text(x) for x in ins if x is not None]} have dimensions "
