@@ -370,3 +370,11 @@ def test_onnx_ops_with_a_symbolic_batch(name):
         gm.run()
         for k, want in enumerate(sess.run(None, {"x": x})):
             np.testing.assert_allclose(gm.get_output(k).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_concatenate_unifies_any_with_a_known_size():
+    x = relay.var("x", shape=(relay.Any(), 5))
+    assert _t(relay.concatenate([x, relay.var("c", shape=(1, 3))], 1)) == \
+        "Tensor[(1, 8), float32]"
+    with pytest.raises(relay.RelayTypeError, match="does not match"):
+        infer_type(relay.concatenate([x, relay.var("d", shape=(2, 3))], 0))
