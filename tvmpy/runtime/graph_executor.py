@@ -214,12 +214,11 @@ class GraphExecutor:
             self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
             self._entries = [NDArray(np.zeros(0, self._np_dtypes[e]), dev)
                              for e in range(n_entries)]  # placeholders until the first run
-            for e, v in self._static_views.items():
-                self._entries[e] = v
+            for eid, view in self._static_views.items():
+                self._entries[eid] = view
         else:
             # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
             alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
-            views = dict.fromkeys(range(n_entries))
             self._arena, views, self.storage_bytes = self._allocate(
                 dict(enumerate(shapes)), alloc_arena)
             self._entries = [views[e] for e in range(n_entries)]

@@ -98,6 +98,13 @@ def is_symbolic(shape: Sequence[Any]) -> bool:
     return any(isinstance(d, str) for d in shape)
 
 
+def _getter(name: str) -> Callable[[Any], int]:
+    def get(env: Any) -> int:
+        return int(env[name])
+
+    return get
+
+
 class SymbolicShape:
     """A graph shape with symbolic dimensions, evaluated for given shape-variable values.
 
@@ -112,13 +119,13 @@ class SymbolicShape:
         self.dims = tuple(dims)
         self.vars: set[str] = set()
         self.dims_of_var: dict[str, list[int]] = {}
-        self._fns: list[Callable[[Mapping[str, int]], int] | int] = []
+        self._fns: list[Callable[[Any], int] | int] = []
         for k, d in enumerate(self.dims):
             if isinstance(d, str):
                 if d.isidentifier():
                     self.dims_of_var.setdefault(d, []).append(k)
                     self.vars.add(d)
-                    self._fns.append(lambda env, _n=d: env[_n])
+                    self._fns.append(_getter(d))
                 else:
                     fn, names = compile_dim_expr(d)
                     self.vars |= names
