@@ -378,3 +378,34 @@ def test_concatenate_unifies_any_with_a_known_size():
         "Tensor[(1, 8), float32]"
     with pytest.raises(relay.RelayTypeError, match="does not match"):
         infer_type(relay.concatenate([x, relay.var("d", shape=(2, 3))], 0))
+
+
+def test_bert_encoder_dynamic_batch_and_sequence_against_onnxruntime():
+    """Batch and sequence length both symbolic: the attention's (B * heads, S, d) reshapes
+    leave B only inside products, so those kernels take it as a scalar argument."""
+    from tvmpy.relay.backend.te_compiler import primitive_shape_args
+    from tvmpy.relay.testing import onnx_models
+
+    m = onnx_models.bert_encoder(layers=1, hidden=32, heads=4, seq="S", batch="B",
+                                 embeddings=False)
+    mod, params = relay.frontend.from_onnx(m)
+    assert type_str(mod["main"].checked_type.ret_type) == "Tensor[(?, ?, 32), float32]"
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    import json
+
+    nodes = json.loads(lib.graph_json)["nodes"]
+    assert any(n.get("attrs", {}).get("shape_args") for n in nodes)
+    assert primitive_shape_args(relay.Function([relay.var("x", shape=(2, 3))],
+                                               relay.var("x", shape=(2, 3)))) == []
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = relay.create_executor("debug", mod=mod).evaluate()
+    for b, s in ((1, 5), (2, 16), (3, 7)):
+        feeds = onnx_models.input_feeds(m, seed=s, dims={"B": b, "S": s})
+        g.set_input(**feeds)
+        g.run()
+        want = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+        got = _np(ref(feeds["hidden_states"], **params))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # the interpreter too

@@ -146,12 +146,13 @@ class _Plan:
 
 
 class _Node:
-    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs")
+    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args")
 
     def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
-                 outputs: list[int]):
+                 outputs: list[int], shape_args: list[str] | None = None):
         self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
         self.inputs, self.outputs = inputs, outputs
+        self.shape_args = shape_args or []  # size variables passed by value after the buffers
 
 
 class GraphExecutor:
@@ -301,15 +302,23 @@ class GraphExecutor:
                  for e, sh in shapes.items()}
         return arena, views, total
 
-    def _prepare_calls(self, entries: list[NDArray]) -> _Plan:
-        """Each op node's raw call on ``entries``, checked once (a mismatch between the graph
-        and the library is reported here, naming the node)."""
+    def _prepare_calls(self, entries: list[NDArray], env: Mapping[str, int] | None = None
+                       ) -> _Plan:
+        """Each op node's raw call on ``entries`` (and the values in ``env`` of its
+        ``shape_args``), checked once (a mismatch between the graph and the library is reported
+        here, naming the node)."""
         plan = _Plan(entries)
         for node in self._nodes:
             func = self._funcs.get(node.nid)
             if func is None:
                 continue
-            args = [entries[e] for e in node.inputs + node.outputs]
+            args: list[Any] = [entries[e] for e in node.inputs + node.outputs]
+            if node.shape_args:
+                if env is None or any(v not in env for v in node.shape_args):
+                    raise GraphJSONError(f"graph node {node.nid} ({node.name!r}) takes shape "
+                                         f"variables {node.shape_args} that no graph input "
+                                         "shape binds")
+                args += [env[v] for v in node.shape_args]
             try:
                 raw, writeback = func.prepare(args)
             except (ValueError, TypeError) as e:
@@ -385,7 +394,7 @@ class GraphExecutor:
         arena, views, nbytes = self._allocate(shapes, lambda n: _zeroed_arena(n))
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
-        plan = self._prepare_calls(entries)
+        plan = self._prepare_calls(entries, env)
         plan.arena, plan.nbytes = arena, nbytes
         self._plans[key] = plan
         while len(self._plans) > PLAN_CACHE_SIZE:
@@ -479,7 +488,12 @@ class GraphExecutor:
                                          f"node has {have}")
         if not outputs:
             raise GraphJSONError(f"graph JSON: {where} has no outputs")
-        return _Node(nid, name, op, func_name, inputs, outputs)
+        shape_args = attrs.get("shape_args", [])
+        if not (isinstance(shape_args, list) and all(isinstance(v, str) and v.isidentifier()
+                                                      for v in shape_args)):
+            raise GraphJSONError(f"graph JSON: {where}: attrs.shape_args must be a list of shape "
+                                 f"variable names, got {shape_args!r}")
+        return _Node(nid, name, op, func_name, inputs, outputs, shape_args)
 
     def _lookup(self, node: _Node) -> Any:
         try:

@@ -6,6 +6,11 @@ each non-scalar Constant a "null" parameter node named ``p0``, ``p1``, ... whose
 node calling the lowered symbol. Tuple / TupleGetItem are not nodes: they only route entries
 (``[node, output index, 0]``). The heads are main's result, flattened. Storage ids come from
 the static memory planner (``graph_plan_memory.plan_memory``, contract C4).
+
+Symbolic shapes (``relay.Any``): an entry's symbolic dimensions are written as the printed
+expression (``"N_1 * 4"``); a kernel that needs a size variable it cannot read off its buffers
+lists it in the node attribute ``shape_args`` (the executor passes its value after the
+buffers).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ...ir.functor import post_order
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..ty import TensorType
 from ..visitor import dataflow_children
-from .te_compiler import flat_tensor_types
+from .te_compiler import flat_tensor_types, primitive_shape_args
 
 __all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph"]
 
@@ -105,6 +110,9 @@ class GraphCodegen:
         node = {"op": "tvm_op", "name": symbol, "inputs": inputs,
                 "attrs": {"func_name": symbol, "num_inputs": str(len(inputs)),
                           "num_outputs": str(len(out_types)), "flatten_data": "0"}}
+        shape_args = primitive_shape_args(func)
+        if shape_args:  # symbolic sizes the kernel cannot read off its buffers: passed by value
+            node["attrs"]["shape_args"] = [v.name for v in shape_args]
         return self._add(node, out_types)
 
     def _lower_node(self, e: RelayExpr) -> list[Entry]:

@@ -41,7 +41,7 @@ from ..ty import TensorType, TupleType, is_static
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
 
-__all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
+__all__ = ["lower_primitive", "primitive_shape_args", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
            "ScheduleError", "strict_schedules", "has_compute"]
 
 
@@ -99,35 +99,26 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def _plain_vars(types: Sequence[TensorType]) -> set[int]:
-    """ids of the size variables that are whole dimensions of ``types``."""
-    return {id(d) for t in types for d in t.shape if isinstance(d, tir.Var)}
-
-
-def _kernel_shape(t: TensorType, fresh: dict[str, Any], plain: set[int]) -> tuple[Any, ...]:
-    """A parameter's placeholder shape: constants and size variables (``Any``, ``te.var``) as
-    they are -- the kernel reads them off its arguments at run time --, composite dimensions
-    (``n * 48``) as they are when each of their variables is a whole dimension of some
-    parameter or output (``plain``: the kernel binds it there and checks the composite), else
-    as a size variable of their own (``fresh``, shared by equal expressions of one
-    function)."""
+def primitive_shape_args(func: Function) -> list[Any]:
+    """The size variables a primitive function's kernel takes as scalar arguments (after its
+    buffers): those of its parameters' and outputs' symbolic dimensions that are no whole
+    dimension of any of them (``B`` when the only shapes are ``(B * 4, S, 16)`` and
+    ``(B * S, 64)``), so the kernel could not read them off an argument; sorted by name. Empty
+    for static shapes. The graph executor passes their values (graph node attribute
+    ``shape_args``)."""
     from ...tir.functor import collect_vars
 
-    out = []
-    for d in t.shape:
-        d = getattr(d, "value", d)
-        if isinstance(d, (int, np.integer)):
-            out.append(int(d))
-        elif isinstance(d, tir.Var):
-            out.append(d)
-        elif all(id(v) in plain for v in collect_vars(d)):
-            out.append(d)
-        else:
-            key = str(d)
-            if key not in fresh:
-                fresh[key] = tir.SizeVar(f"dim{len(fresh)}", d.dtype)
-            out.append(fresh[key])
-    return tuple(out)
+    types = [t for p in func.params for t in flat_tensor_types(p.checked_type)]
+    types += flat_tensor_types(func.body.checked_type)
+    plain = {id(d) for t in types for d in t.shape if isinstance(d, tir.Var)}
+    extra: dict[int, Any] = {}
+    for t in types:
+        for d in t.shape:
+            if not isinstance(d, (int, np.integer, tir.Var)):
+                for v in collect_vars(d):
+                    if id(v) not in plain:
+                        extra[id(v)] = v
+    return sorted(extra.values(), key=lambda v: v.name)
 
 
 def _is_empty(shape: Sequence[Any]) -> bool:
@@ -155,14 +146,12 @@ class _GroupLowering:
         self.inputs: list[te.Tensor] = []
         # (pattern, call, impl, outputs) of every call, in post-order
         self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
-        fresh: dict[str, Any] = {}
-        plain = _plain_vars([t for p in func.params for t in flat_tensor_types(p.checked_type)]
-                            + flat_tensor_types(func.body.checked_type))
+        self.shape_args = primitive_shape_args(func)
         for i, p in enumerate(func.params):
             ptype = p.checked_type
             tensors = []
             for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
-                shape = _kernel_shape(t, fresh, plain)
+                shape = tuple(getattr(d, "value", d) for d in t.shape)
                 suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
                 tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
             self.memo[id(p)] = tensors
@@ -280,7 +269,10 @@ def has_compute(op: Any) -> bool:
 
 def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
     """Contract C2: the un-lowered PrimFunc (symbol ``name``) of a primitive function; its
-    parameters are the flattened inputs in ``func.params`` order, then the flattened outputs."""
+    parameters are the flattened inputs in ``func.params`` order, then the flattened outputs,
+    then (symbolic shapes only) the size variables of ``primitive_shape_args``. Symbolic
+    dimensions (``relay.Any``) are the placeholders' extents as they are: one kernel for every
+    size."""
     if not isinstance(func, Function):
         raise TypeError(f"lower_primitive takes a relay Function, got {type(func).__name__}")
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
@@ -295,7 +287,7 @@ def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
     sched = g.schedule(outs)
     from ...te.schedule_ops import schedule_to_primfunc
 
-    return schedule_to_primfunc(sched, [*g.inputs, *outs], name, {})
+    return schedule_to_primfunc(sched, [*g.inputs, *outs, *g.shape_args], name, {})
 
 
 def primitive_name(func: Function) -> str:

@@ -33,8 +33,7 @@ def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     """Reshape to exactly ``shape`` (importers compute literal shapes: a 0 there is an empty
     axis, never relay's "copy the input's dim"). Symbolic dimensions of ``shape`` (a
     ``relay.Any`` batch) become relay's 0 where they copy the input's dimension in place, and
-    at most one other becomes -1 (inferred); more run-time dimensions than that raise
-    ValueError."""
+    at most one other becomes -1 (inferred); with more, the symbolic sizes are the newshape."""
     shape = list(shape)
     sym = [k for k, d in enumerate(shape) if not isinstance(d, (int, np.integer))]
     if not sym:
@@ -48,8 +47,8 @@ def reshape_to(x: RelayExpr, shape: Any) -> RelayExpr:
     rest = [k for k in sym if new[k] != 0]
     if 0 in [d for k, d in enumerate(shape) if k not in sym] or len(rest) > 1 or (
             rest and -1 in shape):
-        raise ValueError(f"reshape to {tuple(str(d) for d in shape)}: more dimensions known only "
-                         "at run time than reshape can infer (one)")
+        # the symbolic sizes themselves (relay's reshape types them; the kernel reads them)
+        return transform.reshape(x, shape, allowzero=True)
     for k in rest:
         new[k] = -1
     return transform.reshape(x, new)

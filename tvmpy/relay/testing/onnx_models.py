@@ -225,9 +225,11 @@ def _gelu(g: _Graph, x: str, name: str) -> str:
     return g.node("Mul", [y, g.const(f"{name}.half", 0.5, np.float32)], f"{name}.mul_half")
 
 
-def _attention(g: _Graph, x: str, name: str, batch: int, seq: int, hidden: int, heads: int
-               ) -> str:
+def _attention(g: _Graph, x: str, name: str, batch: int | str, seq: int | str, hidden: int,
+               heads: int) -> str:
     d = hidden // heads
+    # a symbolic (dim_param) batch or sequence: ONNX's 0 copies the input's dimension
+    batch, seq = (0 if isinstance(v, str) else v for v in (batch, seq))
     split = g.const(f"{name}.split_shape", [batch, seq, heads, d], np.int64)
 
     def proj(which: str, perm: list[int]) -> str:
@@ -248,14 +250,19 @@ def _attention(g: _Graph, x: str, name: str, batch: int, seq: int, hidden: int, 
     return g.node("Reshape", [ctx, merge], f"{name}.context.reshape")
 
 
-def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 128,
-                 batch: int = 1, vocab: int = 1000, embeddings: bool = True,
+def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int | str = 128,
+                 batch: int | str = 1, vocab: int = 1000, embeddings: bool = True,
                  decomposed_layer_norm: bool = False, seed: int = 0) -> Any:
-    """A BERT encoder (post-LN: attention + residual + LN, FFN 4x with GELU + residual + LN)."""
+    """A BERT encoder (post-LN: attention + residual + LN, FFN 4x with GELU + residual + LN).
+    A ``str`` batch or seq is a symbolic (``dim_param``) dimension; a symbolic seq needs
+    ``embeddings=False`` (the position embeddings are a constant of the sequence length)."""
     from onnx import TensorProto, helper
 
     if hidden % heads:
         raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
+    if embeddings and isinstance(seq, str):
+        raise ValueError("a symbolic seq needs embeddings=False (the position embeddings are "
+                         "a constant [1, seq, hidden])")
     g = _Graph(seed)
     if embeddings:
         inp = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])

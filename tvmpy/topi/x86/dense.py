@@ -175,6 +175,9 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     return _crop(full, n)
 
 
+SYMBOLIC_NR = 16  # the register tile's width when N is symbolic (a guarded last panel)
+
+
 def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
                     unroll_k: int = 1, row_blocks: int = 1) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
@@ -183,10 +186,11 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int |
     unrolls the inner part; ``row_blocks > 1`` splits the row tiles into that many blocks and
     runs (panel, row block) pairs in parallel (more, smaller tasks; a packed panel is then
     packed once per block). Tuning knobs; the defaults are the hand-tuned schedule."""
-    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
+    n = mm.shape[-1]
+    n = int(n.value) if hasattr(n, "value") else n  # a symbolic N (a relay.Any sequence):
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
-    nr = _panel(n) if nr is None else int(nr)
+    nr = (_panel(n) if isinstance(n, int) else SYMBOLIC_NR) if nr is None else int(nr)
     mr = max(1, min(mr, m)) if isinstance(m, int) else mr
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")
