@@ -1,13 +1,16 @@
-"""A dynamic-batch model compiled once vs static builds of each batch (issue 11).
+"""A dynamic-shape model compiled once vs static builds of each size (issue 11).
 
-ResNet-18 (224x224, random weights) exported with a symbolic batch (``dim_param "N"``) is
-compiled once (``relay.Any`` batch: kernels with a symbolic batch extent) and run at each batch;
-the same model with the batch fixed is compiled once per batch. onnxruntime (2 threads) runs the
-dynamic model as the reference. Same process, interleaved rounds (each round times ``number``
+``--model resnet18``: ResNet-18 (224x224, random weights) exported with a symbolic batch
+(``dim_param "N"``) is compiled once (``relay.Any`` batch: kernels with a symbolic batch extent)
+and run at each batch; the same model with the batch fixed is compiled once per batch.
+``--model bert``: the BERT encoder (4 layers, hidden 256, 4 heads, batch 1, hidden states in)
+with a symbolic sequence length, run at each length against static builds of each.
+onnxruntime (2 threads) runs the dynamic model as the reference. Same process, interleaved rounds (each round times ``number``
 calls of every side, set_input + run + get_output each); reported: median and spread (min-max)
 of the per-call time over the rounds, and the dynamic/static ratio of medians.
 
-    python bench/dynamic_batch.py [--batches 1,8] [--rounds 7] [--image 224]
+    python bench/dynamic_batch.py [--model resnet18|bert] [--sizes 1,8] [--rounds 7]
+                                  [--image 224]
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ensure_native_blas, machine_description  # noqa: E402
@@ -47,28 +52,43 @@ def _rounds(runners: dict, feeds: dict, rounds: int, target_s: float = 0.3
     return out
 
 
+def _models(model: str, image: int) -> tuple[Any, str, Callable[[int], Any]]:
+    """(the dynamic model, its dim_param, size -> the static model)."""
+    if model == "resnet18":
+        return (onnx_models.resnet18(batch="N", image=image), "N",
+                lambda b: onnx_models.resnet18(batch=b, image=image))
+    if model == "bert":
+        return (onnx_models.bert_encoder(seq="S", embeddings=False), "S",
+                lambda n: onnx_models.bert_encoder(seq=n, embeddings=False))
+    raise SystemExit(f"unknown --model {model!r} (resnet18, bert)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--batches", default="1,8")
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--sizes", default=None, help="batches (resnet18: 1,8) or sequence lengths "
+                    "(bert: 32,128,384)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--image", type=int, default=224)
     args = ap.parse_args()
-    batches = [int(b) for b in args.batches.split(",")]
+    default = "1,8" if args.model == "resnet18" else "32,128,384"
+    sizes = [int(b) for b in (args.sizes or default).split(",")]
     print(machine_description())
-    dyn_model = onnx_models.resnet18(batch="N", image=args.image)
+    dyn_model, dim, static_of = _models(args.model, args.image)
     dyn_lib, dyn_secs = compare.build(*compare.import_onnx(dyn_model), opt_level=3)
-    print(f"dynamic build (batch ?): {dyn_secs:.1f} s, {len(dyn_lib.lowered_funcs)} functions")
+    print(f"{args.model}: dynamic build ({dim} symbolic): {dyn_secs:.1f} s, "
+          f"{len(dyn_lib.lowered_funcs)} functions")
     dyn = compare.tvm_runner(dyn_lib)
     ort = compare.ort_runner(dyn_model)
-    for b in batches:
-        static_model = onnx_models.resnet18(batch=b, image=args.image)
-        static_lib, secs = compare.build(*compare.import_onnx(static_model), opt_level=3)
-        print(f"\nbatch {b}: static build {secs:.1f} s, {len(static_lib.lowered_funcs)} functions")
+    for b in sizes:
+        static_lib, secs = compare.build(*compare.import_onnx(static_of(b)), opt_level=3)
+        print(f"\n{dim}={b}: static build {secs:.1f} s, {len(static_lib.lowered_funcs)} "
+              "functions")
         static = compare.tvm_runner(static_lib)
-        feeds = onnx_models.input_feeds(dyn_model, seed=b, dims={"N": b})
+        feeds = onnx_models.input_feeds(dyn_model, seed=b, dims={dim: b})
         t = time.perf_counter()
         got = dyn(feeds)[0]
-        print(f"  dynamic: first run at batch {b} (plans storage, prepares calls) "
+        print(f"  dynamic: first run at {dim}={b} (plans storage, prepares calls) "
               f"{(time.perf_counter() - t) * 1e3:.1f} ms")
         want = ort(feeds)[0]
         err_d = compare.errors(got, want)[0]
