@@ -85,3 +85,16 @@ def test_batch_matmul_with_a_symbolic_n():
     out = nn.batch_matmul(a, b, None, "float32", transpose_a=False, transpose_b=False)
     _run([a, b], out, topi.x86.schedule_batch_matmul, lambda x, y: x @ y,
          lambda n: [(4, n, 8), (4, 8, n)], batches=(1, 5, 17, 40))
+
+
+def test_batch_matmul_pack_with_symbolic_m_and_n():
+    """The packed batch_matmul over a symbolic sequence (both M and N): zero-padded panels of
+    16, the product cropped."""
+    from tvmpy.topi import x86
+
+    s = te.var("s")
+    a = te.placeholder((4, s, 8), name="a")
+    b = te.placeholder((4, 8, s), name="b")
+    out = x86.batch_matmul_pack(a, b, "float32", transpose_b=False)
+    _run([a, b], out, topi.x86.schedule_batch_matmul, lambda x, y: x @ y,
+         lambda n: [(4, n, 8), (4, 8, n)], batches=(1, 5, 17, 40))

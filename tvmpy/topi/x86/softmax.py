@@ -28,8 +28,8 @@ def _vector_rfactor(s: Schedule, st: Any, lanes: int = 16) -> Any:
         return None
     (k,) = s[st].op.reduce_axis
     ext = _const(k.dom.extent)
-    if ext is None or ext % lanes or ext < 2 * lanes:
-        return None
+    if ext is not None and (ext % lanes or ext < 2 * lanes):
+        return None  # (a symbolic extent is split with its tail guarded)
     _, ki = s[st].split(k, factor=lanes)
     rf = s.rfactor(st, ki, factor_axis=len(st.shape))
     s[rf].set_scope("local")
