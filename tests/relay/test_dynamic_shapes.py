@@ -409,3 +409,13 @@ def test_bert_encoder_dynamic_batch_and_sequence_against_onnxruntime():
         np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
         got = _np(ref(feeds["hidden_states"], **params))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # the interpreter too
+
+
+def test_two_unrelated_any_dims_are_refused_at_build_naming_the_operator():
+    """Broadcasting two independent run-time sizes types (a fresh Any, as TVM) but a kernel
+    cannot know which side broadcasts: the build refuses it, naming the operator."""
+    from tvmpy.relay.backend.te_compiler import LoweringError
+
+    a, b = relay.var("a", shape=(Any(), 4)), relay.var("b", shape=(Any(), 4))
+    with pytest.raises(LoweringError, match=r"add with symbolic shapes .*cannot prove"):
+        relay.build(relay.Function([a, b], a + b), "llvm")

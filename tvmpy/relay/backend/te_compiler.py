@@ -189,7 +189,14 @@ class _GroupLowering:
                 self.calls.append((int(OpPattern.INJECTIVE), e, None, outs))
                 return outs
             args = [t for a in e.args for t in self.memo[id(a)]]
-            impl, outs = lower_call_impl(e, args, self.target)
+            try:
+                impl, outs = lower_call_impl(e, args, self.target)
+            except ValueError as err:
+                if not any(not isinstance(d, int) for t in types for d in t.shape):
+                    raise
+                # symbolic shapes (relay.Any) the operator's compute cannot handle: name it
+                raise LoweringError(f"{self.fname}: {e.op.name} with symbolic shapes "
+                                    f"{[str(a.checked_type) for a in e.args]}: {err}") from err
             self._check_outputs(e, impl, outs)
             self.calls.append((int(e.op.pattern), e, impl, outs))
             return outs
