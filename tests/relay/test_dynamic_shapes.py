@@ -282,10 +282,11 @@ def test_onnx_dynamic_batch_against_onnxruntime(batch):
                                    rtol=1e-4, atol=1e-6)
 
 
-def test_onnx_resnet18_dynamic_batch_against_onnxruntime():
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_onnx_cnn_dynamic_batch_against_onnxruntime(name):
     from tvmpy.relay.testing import onnx_models
 
-    m = onnx_models.resnet18(batch="N", image=32, classes=10)
+    m = getattr(onnx_models, name)(batch="N", image=32, classes=10)
     mod, params = relay.frontend.from_onnx(m)
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, "llvm", params=params)
