@@ -6,7 +6,8 @@ Needs only the repo and its wheels (numpy, llvmlite, nvidia-cuda-nvrtc-cu12, nvi
 torch with CUDA when present, for the comparison and DLPack). It prints the device, then builds
 with target "cuda -arch=<the device's sm>" and checks against numpy: an elementwise kernel with a
 symbolic size (also through target "nvptx"), a vthread kernel, row reductions (one thread per row; 32 threads per row with
-warp shuffles, cuda and nvptx) and the tiled GEMM (shared-memory tiles fetched
+warp shuffles, cuda and nvptx; argmax of rows across 32 threads, a tuple combiner; a GEMM
+reading its rows of A from "warp" memory through __shfl_sync) and the tiled GEMM (shared-memory tiles fetched
 cooperatively; 16x16 threads with 4x4 outputs each, and TVM's tutorial
 schedule: 8x8 threads x 2x2 virtual threads; target "nvptx" too at the first size) at each size, timed with
 time_evaluator next to torch.matmul (cuBLAS) on the same device. Exits non-zero on a mismatch.
@@ -85,7 +86,47 @@ def gemm_schedule(M: int, N: int, K: int, block: int = 64, threads: int = 16, kt
 
 
 GEMM_VARIANTS = {"16x16 threads": {"threads": 16},
-                 "tvm-tutorial 8x8 threads x 2x2 vthreads": {"threads": 8, "vthreads": True}}
+                 "tvm-tutorial 8x8 threads x 2x2 vthreads": {"threads": 8, "vthreads": True},
+                 "128x128 block 16x16 threads x 2x2 vthreads": {"block": 128, "threads": 16,
+                                                                "vthreads": True},
+                 "128x128 block 16x16 threads x 2x2 vthreads ktile 16": {
+                     "block": 128, "threads": 16, "vthreads": True, "ktile": 16}}
+
+
+def argmax_rows(rows: int, k: int, threads: int = 32):
+    """topi.argmax over rows, a block per row, the columns split over 32 threads (warp
+    shuffles of the (index, value) pair)."""
+    from tvmpy import topi
+
+    A = te.placeholder((rows, k), name="A")
+    B = topi.argmax(A, axis=1)
+    red = B.op.input_tensors[0]
+    s = te.create_schedule(B.op)
+    s[red].bind(red.op.axis[0], te.thread_axis("blockIdx.x"))
+    ko, _ = s[red].split(red.op.reduce_axis[0], nparts=threads)
+    s[red].bind(ko, te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    return s, [A, B]
+
+
+def warp_gemm(M: int, N: int, K: int, lanes: int = 32):
+    """C = A @ B with each block's row of A in "warp" memory (registers + shuffles)."""
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AW = s.cache_read(A, "warp", [C])
+    tx = te.thread_axis("threadIdx.x")
+    i, j = s[C].op.axis
+    jo, ji = s[C].split(j, factor=lanes)
+    s[C].bind(i, te.thread_axis("blockIdx.y"))
+    s[C].bind(jo, te.thread_axis("blockIdx.x"))
+    s[C].bind(ji, tx)
+    s[AW].compute_at(s[C], jo)
+    _, ki = s[AW].split(s[AW].op.axis[1], factor=lanes)
+    s[AW].bind(ki, tx)
+    return s, [A, B, C]
 
 
 def _bind_1d(s, stage, axis, factor):
@@ -174,6 +215,12 @@ def main() -> int:
     s[S2].bind(s[S2].op.axis[0], te.thread_axis("blockIdx.x"))
     f_warp = {kind: tvm.build(s, [R, S2], target=target.replace("cuda", kind), name="warpsum")
               for kind in ("cuda", "nvptx")}
+    f_argmax, f_warpmem = {}, {}
+    for kind in ("cuda", "nvptx"):
+        sch, sargs = argmax_rows(4099, 257)
+        f_argmax[kind] = tvm.build(sch, sargs, target=target.replace("cuda", kind), name="amax")
+        sch, sargs = warp_gemm(37, 203, 45)
+        f_warpmem[kind] = tvm.build(sch, sargs, target=target.replace("cuda", kind), name="wgemm")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     gemms = {}
     for size in sizes:
@@ -223,6 +270,19 @@ def main() -> int:
             fw(tvm.nd.array(r, dev), sres)
             _check(f"warp-shuffle row sums [{kind}]", sres.numpy(), r.astype("float64").sum(1),
                    report)
+        ties = rng.integers(-3, 3, (4099, 257)).astype("float32")
+        for kind, fa in f_argmax.items():
+            for name, data in (("normal", r), ("ties", ties)):
+                idx = tvm.nd.empty((4099,), "int32", dev)
+                fa(tvm.nd.array(data, dev), idx)
+                _check(f"argmax rows across threads [{kind}, {name}]", idx.numpy(),
+                       np.argmax(data, axis=1), report, rtol=0)
+        wa = rng.uniform(-1, 1, (37, 45)).astype("float32")
+        wb = rng.uniform(-1, 1, (45, 203)).astype("float32")
+        for kind, fw in f_warpmem.items():
+            wc = tvm.nd.empty((37, 203), "float32", dev)
+            fw(tvm.nd.array(wa, dev), tvm.nd.array(wb, dev), wc)
+            _check(f"warp-memory gemm 37x203x45 [{kind}]", wc.numpy(), wa @ wb, report)
         if torch is not None:
             tt = torch.from_dlpack(y)  # tvm -> torch, same memory
             back = tvm.nd.from_dlpack(tt * 2)  # torch -> tvm

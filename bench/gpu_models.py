@@ -1,20 +1,30 @@
-"""The three showcase models built for a GPU target and checked against onnxruntime.
+"""The three showcase models built for a GPU target, checked against onnxruntime and timed
+next to PyTorch (cuDNN/cuBLAS) and onnxruntime's CUDA provider on the same device.
 
-    PYTHONPATH=. python bench/gpu_models.py [--target opencl] [--image 224] [--runs 3]
+    PYTHONPATH=. python bench/gpu_models.py [--target opencl|cuda] [--batches 1,16]
+        [--image 224] [--number 10] [--repeat 5] [--tune-log conv.log] [--json out.json]
 
-relay.build(target=...) (host code llvm), the graph executor on the target's device (storage,
-parameters and activations in device memory), one input, the output copied back and compared
-with onnxruntime on the host (max |diff| / max |ref|). On this machine the OpenCL device is
-PoCL on the CPU: its times say nothing of a GPU (correctness is what counts); on a machine with
-an NVIDIA GPU use --target cuda.
+relay.build(target=...) (host code llvm; with --tune-log, under apply_history_best), the graph
+executor on the target's device (storage, parameters and activations in device memory). The
+output of one run is copied back and compared with onnxruntime on the CPU (max |diff| / max
+|ref|). Times, all on device-resident inputs and excluding host copies: tvmpy
+``gm.module.time_evaluator("run", dev)``; torch: the same ONNX graph executed node by node by
+eager ``torch.nn.functional`` on the GPU (cuDNN with ``cudnn.benchmark``, TF32 off), timed with
+CUDA events; onnxruntime's CUDAExecutionProvider with I/O binding when that provider is
+installed (said so when it is not). Each figure: median over ``repeat`` of the mean of ``number``
+runs, with min and max. On this machine the OpenCL device is PoCL on the CPU: its times say
+nothing of a GPU (correctness is what counts).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -22,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402,F401  (strict schedules, as every bench)
 
 import tvmpy as tvm
+from tvmpy import autotvm
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.testing import compare, onnx_models
 
@@ -30,45 +41,187 @@ def _device(target: str):
     return tvm.opencl(0) if target.startswith("opencl") else tvm.cuda(0)
 
 
+def _target(name: str) -> str:
+    """``cuda``/``nvptx`` get the device's ``-arch`` when a device is there."""
+    if name in ("cuda", "nvptx") and tvm.cuda(0).exist:
+        from tvmpy.runtime.cuda_module import CUDA_API
+
+        return f"{name} -arch={CUDA_API.arch(0)}"
+    return name
+
+
+def _stats(per_call_s: list[float]) -> dict:
+    ms = np.asarray(per_call_s) * 1e3
+    return {"median_ms": float(np.median(ms)), "min_ms": float(ms.min()),
+            "max_ms": float(ms.max())}
+
+
+def _time_torch(model, feeds: dict, number: int, repeat: int) -> dict:
+    """Eager torch on the GPU (inputs already there), CUDA events."""
+    import torch
+
+    from tvmpy.relay.testing.onnx_torch import torch_runner
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    run = torch_runner(model, device="cuda")
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in feeds.items()}
+    out = None
+    for _ in range(3):
+        out = run.forward(tensors)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(number):
+            run.forward(tensors)
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1) / 1e3 / number)
+    res = _stats(times)
+    res["output"] = out[0].cpu().numpy()
+    return res
+
+
+def _time_ort_cuda(model, feeds: dict, number: int, repeat: int) -> dict | str:
+    """onnxruntime's CUDA provider with inputs/outputs bound on the device; a string saying why
+    not when the provider is missing."""
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider " \
+               f"(providers: {', '.join(ort.get_available_providers())})"
+    sess = ort.InferenceSession(model.SerializeToString(),
+                                providers=[("CUDAExecutionProvider", {"use_tf32": 0}),
+                                           "CPUExecutionProvider"])
+    binding = sess.io_binding()
+    for k, v in feeds.items():
+        binding.bind_ortvalue_input(k, ort.OrtValue.ortvalue_from_numpy(v, "cuda", 0))
+    for o in sess.get_outputs():
+        binding.bind_output(o.name, "cuda")
+    for _ in range(3):
+        sess.run_with_iobinding(binding)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            sess.run_with_iobinding(binding)
+        binding.synchronize_outputs()
+        times.append((time.perf_counter() - t) / number)
+    return _stats(times)
+
+
+def _profile(g, dev, top: int) -> dict:
+    """Where a run's time goes: each node's time with the device synchronized around it (its
+    kernels plus its launch), the run without those syncs, and the host's time to issue a run
+    (``run()`` returning, before the device finishes): issue ~ run means launch-bound."""
+    rep = g.module.profile(number=5)
+    issue = []
+    for _ in range(5):
+        dev.sync()
+        t = time.perf_counter()
+        g.run()
+        issue.append(time.perf_counter() - t)
+        dev.sync()
+    rows = rep.sorted_rows()
+    out = {"nodes": len(rows), "sum_nodes_ms": sum(r["time"] for r in rows) * 1e3,
+           "run_ms": rep.total * 1e3, "host_issue_ms": float(np.median(issue)) * 1e3,
+           "top": [{"node": r["node"], "us": r["time"] * 1e6, "shape": list(r["shape"])}
+                   for r in rows[:top]]}
+    print(f"  profile: {out['nodes']} nodes, sum {out['sum_nodes_ms']:.3f} ms (synced), run "
+          f"{out['run_ms']:.3f} ms, host issue {out['host_issue_ms']:.3f} ms; top: "
+          + "; ".join(f"{r['node'][:40]} {r['us']:.0f} us" for r in out["top"]), flush=True)
+    return out
+
+
+def _makers(batch: int, image: int) -> dict:
+    return {"resnet18": lambda: onnx_models.resnet18(batch=batch, image=image),
+            "mobilenet_v2": lambda: onnx_models.mobilenet_v2(batch=batch, image=image),
+            "bert_encoder": lambda: onnx_models.bert_encoder(batch=batch)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--target", default="opencl")
+    p.add_argument("--batches", default="1")
+    p.add_argument("--models", default="resnet18,mobilenet_v2,bert_encoder")
     p.add_argument("--image", type=int, default=224)
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--number", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--tune-log", default="", help="apply these AutoTVM records (apply_history_best)")
+    p.add_argument("--json", default="", help="also write the rows here (rewritten per model)")
+    p.add_argument("--profile", type=int, default=0, help="profile each model: show the N "
+                   "slowest nodes, the synced sum and the host's time to issue a run")
     args = p.parse_args()
-    models = [("resnet18", onnx_models.resnet18(image=args.image)),
-              ("mobilenet_v2", onnx_models.mobilenet_v2(image=args.image)),
-              ("bert_encoder", onnx_models.bert_encoder())]
-    print(f"target {args.target}, device {_device(args.target)}, image {args.image}")
-    print("| model | build (s) | first run (s) | warm run median (ms) | onnxruntime CPU median (ms) "
-          "| max abs err / max abs ref |")
-    print("|---|---|---|---|---|---|")
-    for name, m in models:
-        feeds = onnx_models.input_feeds(m)
-        ort = compare.ort_runner(m)
-        want = ort(feeds)
-        mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
-        t = time.perf_counter()
-        lib, _ = compare.build(mod, params, opt_level=3, target=args.target)
-        t_build = time.perf_counter() - t
-        g = graph_executor.GraphModule(lib["default"](_device(args.target)))
-        g.set_input(**feeds)
-        t = time.perf_counter()
-        g.run()
-        out = g.get_output(0).numpy()
-        t_first = time.perf_counter() - t
-        warm, ref = [], []
-        for _ in range(args.runs):
-            t = time.perf_counter()
-            g.run()
-            g.get_output(0).numpy()
-            warm.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            ort(feeds)
-            ref.append(time.perf_counter() - t)
-        rel = float(np.abs(out - want[0]).max() / max(np.abs(want[0]).max(), 1e-30))
-        print(f"| {name} | {t_build:.1f} | {t_first:.1f} | {np.median(warm) * 1e3:.0f} | "
-              f"{np.median(ref) * 1e3:.1f} | {rel:.1e} |", flush=True)
+    target = _target(args.target)
+    dev = _device(args.target)
+    if args.tune_log and not os.path.exists(args.tune_log):
+        print(f"--tune-log {args.tune_log}: no such file; fallback configurations")
+        args.tune_log = ""
+    on_gpu = target.startswith(("cuda", "nvptx")) and dev.exist
+    print(f"target {target!r}, device {dev}, image {args.image}", flush=True)
+    print("| model | batch | build (s) | tvmpy ms (min-max) | torch eager GPU ms | ORT CUDA ms | "
+          "tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    rows: list[dict] = []
+    for batch in (int(b) for b in args.batches.split(",") if b):
+        makers = _makers(batch, args.image)
+        for name in args.models.split(","):
+            row: dict = {"model": name, "batch": batch, "target": target}
+            rows.append(row)
+            try:
+                m = makers[name]()
+                feeds = onnx_models.input_feeds(m)
+                want = compare.ort_runner(m, threads=os.cpu_count() or 2)(feeds)[0]
+                mod, params = compare.import_onnx(m, {k: v.shape for k, v in feeds.items()})
+                ctx = (autotvm.apply_history_best(args.tune_log) if args.tune_log
+                       else contextlib.nullcontext())
+                with ctx:
+                    lib, row["build_s"] = compare.build(mod, params, opt_level=3, target=target)
+                g = graph_executor.GraphModule(lib["default"](dev))
+                g.set_input(**feeds)
+                g.run()
+                out = g.get_output(0).numpy()
+                row["rel_err"] = compare.errors(out, want)[1]
+                tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
+                row["tvmpy"] = _stats(list(tm.results))
+                if args.profile:
+                    row["profile"] = _profile(g, dev, args.profile)
+                if on_gpu:
+                    try:
+                        t = _time_torch(m, feeds, args.number, args.repeat)
+                        row["torch_rel_err"] = compare.errors(t.pop("output"), want)[1]
+                        row["torch"] = t
+                    except Exception as e:  # noqa: BLE001  (report, go on)
+                        row["torch"] = f"{type(e).__name__}: {e}"
+                    try:
+                        row["ort_cuda"] = _time_ort_cuda(m, feeds, args.number, args.repeat)
+                    except Exception as e:  # noqa: BLE001
+                        row["ort_cuda"] = f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001  (one model failing must not hide the others)
+                row["error"] = f"{type(e).__name__}: {e}"
+                traceback.print_exc()
+            print(_line(row), flush=True)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(rows, fh, indent=1)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, dict):
+        return f"{v['median_ms']:.3f} ({v['min_ms']:.3f}-{v['max_ms']:.3f})"
+    return "n/a" if v is None else "see json"
+
+
+def _line(row: dict) -> str:
+    if "error" in row:
+        return f"| {row['model']} | {row['batch']} | ERROR {row['error'][:200]} |"
+    tv, to = row.get("tvmpy"), row.get("torch")
+    ratio = (f"{tv['median_ms'] / to['median_ms']:.2f}" if isinstance(to, dict) else "n/a")
+    return (f"| {row['model']} | {row['batch']} | {row['build_s']:.1f} | {_fmt(tv)} | {_fmt(to)} | "
+            f"{_fmt(row.get('ort_cuda'))} | {ratio} | {row['rel_err']:.1e} |")
 
 
 if __name__ == "__main__":

@@ -47,8 +47,6 @@ SKIP_CATEGORIES = {
     "optional": "optional-typed values (Optional, OptionalHasElement, OptionalGetElement)",
     "strings": "string tensors and string operators (no string dtype in tvmpy)",
     "training": "ai.onnx.preview.training operators (Adagrad, Adam, Momentum, Gradient)",
-    "float8/bf16/4-bit": "float8*, bfloat16, float4 and int4/uint4/int2 element types "
-                         "(numpy has no such dtypes; tvmpy does not support them)",
 }
 
 _CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -60,12 +58,24 @@ _STRING_OPS = {"StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatc
 _TRAINING_DOMAIN = "ai.onnx.preview.training"
 
 
-def _low_precision_types() -> set[int]:
+# element types tvmpy holds as storage-only dtypes (tvmpy.ir.dtype.STORAGE_ONLY) ...
+LOW_PRECISION = ["FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "BFLOAT16",
+                 "FLOAT4E2M1", "FLOAT8E8M0", "INT4", "UINT4", "INT2", "UINT2"]
+
+
+def _onnx_types(names: list[str]) -> set[int]:
     from onnx import TensorProto
 
-    names = ["FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0",
-             "BFLOAT16", "FLOAT4E2M1", "INT4", "UINT4", "INT2", "UINT2"]
     return {getattr(TensorProto, n) for n in names if hasattr(TensorProto, n)}
+
+
+def _low_precision_types() -> set[int]:
+    return _onnx_types(LOW_PRECISION)
+
+
+def uses_low_precision(model: Any) -> bool:
+    """Whether a test model has a tensor, attribute or Cast target of a LOW_PRECISION type."""
+    return bool(_tensor_elem_types(model) & _low_precision_types())
 
 
 def _value_types(model: Any) -> list[Any]:
@@ -115,8 +125,6 @@ def skip_category(model: Any) -> str | None:
     elems = _tensor_elem_types(model)
     if ops & _STRING_OPS or TensorProto.STRING in elems:
         return "strings"
-    if elems & _low_precision_types():
-        return "float8/bf16/4-bit"
     return None
 
 
@@ -223,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opt-level", type=int, default=None,
                     help="relay.build opt_level for the graph executor (default 2)")
     ap.add_argument("--filter", default=None, help="regex on the case name")
+    ap.add_argument("--low-precision", action="store_true",
+                    help="only the cases with a bfloat16/float8/float4/int4/uint4/int2/uint2 "
+                         "tensor")
     ap.add_argument("--timeout", type=int, default=60, help="seconds per case")
     ap.add_argument("--out", default=None, help="JSON summary path")
     ap.add_argument("--quiet", action="store_true")
@@ -238,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {c.name: c for c in cases}
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
+    if args.low_precision:
+        cases = [c for c in cases if uses_low_precision(c.model)]
     results: list[dict] = []
     t0 = time.time()
     for k, case in enumerate(cases):
@@ -296,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": _machine(),
         "python": sys.version.split()[0], "onnx": onnx.__version__, "executor": executor,
         "opt_level": args.opt_level,
-        "filter": args.filter, "seconds": round(elapsed, 1),
+        "filter": args.filter, "low_precision": args.low_precision, "seconds": round(elapsed, 1),
         "counts": dict(counts), "denominator": denom, "pass_rate": round(rate, 4),
         "skip_categories": SKIP_CATEGORIES, "skipped_by_category": dict(skipped),
         "unsupported_ops": dict(unsupported.most_common()),

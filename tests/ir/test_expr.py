@@ -212,3 +212,19 @@ def test_structural_equal_and_hash_on_deep_graphs() -> None:
     assert tvm.ir.structural_hash(a) == tvm.ir.structural_hash(b)
     assert not tvm.ir.structural_equal(a, c)
     assert tvm.ir.structural_hash(a) != tvm.ir.structural_hash(c)
+
+
+def test_storage_only_dtypes():
+    from tvmpy.ir import dtype as dt
+
+    for name, (store, compute) in dt.STORAGE_ONLY.items():
+        assert str(dt.parse(name)) == name
+        assert dt.with_lanes(name, 4) == f"{name}x4" and dt.element_of(f"{name}x4") == name
+        assert dt.storage_of(f"{name}x4") == f"{store}x4" and dt.compute_of(name) == compute
+        assert dt.is_storage_only(name) and not dt.is_storage_only(store)
+        assert not dt.is_float(name)  # no code generator computes on them
+    assert dt.bits_of("int4") == 4 and dt.bytes_of("int4") == 1 and dt.bytes_of("bfloat16") == 2
+    assert dt.is_low_float("float8_e5m2") and not dt.is_low_float("int4")
+    assert str(tir.const(1.5, "bfloat16").dtype) == "bfloat16"
+    with pytest.raises(ValueError, match="unsupported dtype 'float8_e3m4'"):
+        dt.parse("float8_e3m4")

@@ -108,3 +108,28 @@ def test_dynamic_shared_opt_in(driver):
                [m, m, m, np.int32(0)], 0)
     assert _u(driver, "fake_dyn_shared", 1) == 80 * 1024
     assert _u(driver, "fake_last_shared", 1) == 80 * 1024
+
+
+def test_prepared_calls_bind_launches_once(driver, vadd):
+    # the graph executor's path: prepare once, then every call replays the launch bound on
+    # the first (sizes, packed kernel parameters), reading whatever the buffers hold by then
+    dev = tvm.cuda(0)
+    rng = np.random.default_rng(7)
+    x, y = (rng.standard_normal(300).astype("float32") for _ in range(2))
+    a, b, c = tvm.nd.array(x, dev), tvm.nd.array(y, dev), tvm.nd.empty((300,), "float32", dev)
+    f = vadd.get_function("vadd")
+    raw, _ = f.prepare([a, b, c])
+    assert f._cfunc(*raw) == 0
+    first = raw[0]["bound"]
+    np.testing.assert_array_equal(c.numpy(), x + y)
+    x2 = rng.standard_normal(300).astype("float32")
+    a.copyfrom(x2)
+    assert f._cfunc(*raw) == 0
+    assert raw[0]["bound"] is first and len(first) == 1
+    np.testing.assert_array_equal(c.numpy(), x2 + y)
+    assert _u(driver, "fake_last_grid") == (3, 1, 1)
+    # a direct call binds its own launch (another size here) and leaves the prepared one alone
+    d = tvm.nd.empty((5,), "float32", dev)
+    vadd(tvm.nd.array(x[:5], dev), tvm.nd.array(y[:5], dev), d)
+    np.testing.assert_array_equal(d.numpy(), x[:5] + y[:5])
+    assert f._cfunc(*raw) == 0 and _u(driver, "fake_last_grid") == (3, 1, 1)

@@ -223,9 +223,34 @@ def test_torch_deleter_in_other_thread(torch, no_leak):
     th.join()
 
 
-def test_torch_bfloat16_rejected(torch):
-    with pytest.raises(BufferError, match="not supported"):
-        tvm.nd.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                                  "float8_e5m2fnuz", "float8_e8m0fnu"])
+def test_torch_low_precision_floats(torch, name):
+    """bfloat16 and float8 both ways (DLPack's kDLBfloat and float8 codes), values kept."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    vals = np.array([1.5, -2.0, 0.25, 448.0 if "e4m3fn" == name[-6:] else 3.0, 0.0, -0.125, 7.0],
+                    np.float32)
+    if name == "float8_e8m0fnu":  # powers of two only
+        vals = np.array([1.0, 2.0, 0.25, 2.0**-20, 2.0**100, 0.5, 8.0], np.float32)
+    if not hasattr(torch, name):
+        pytest.skip(f"this torch has no {name}")
+    t = torch.from_numpy(vals).to(getattr(torch, name))
+    a = tvm.nd.from_dlpack(t)
+    assert a.dtype == name
+    np.testing.assert_array_equal(a.numpy().astype(np.float32), t.float().numpy())
+    b = tvm.nd.array(vals.astype(getattr(ml_dtypes, name)))
+    back = torch.from_dlpack(b)
+    assert back.dtype == getattr(torch, name)
+    np.testing.assert_array_equal(back.float().numpy(), vals.astype(getattr(ml_dtypes, name))
+                                  .astype(np.float32))
+
+
+def test_subbyte_ints_not_exported():
+    """int4 is one element per byte here; DLPack's int4 is packed: refused, not misdescribed."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = tvm.nd.array(np.arange(-3, 3).astype(ml_dtypes.int4))
+    with pytest.raises(BufferError, match="one element per byte"):
+        a.__dlpack__()
 
 
 def test_kernel_on_torch_tensors(kmod, torch):

@@ -755,3 +755,30 @@ def test_debug_executor(lib, tmp_path, capsys):
     assert (tmp_path / "dbg" / "profile.txt").read_text().startswith("Node")
     want = mlp_ref(x, params["w"], params["b"], x2)
     np.testing.assert_allclose(m.get_output(0).numpy(), want[0], rtol=1e-5, atol=1e-5)
+
+
+def test_low_precision_params_and_exported_module(tmp_path):
+    """int4 weights and a bfloat16 output through relay.build, export_library and load_module;
+    the parameter dictionary keeps ml_dtypes' types (and bits)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from tvmpy.runtime import param_dict
+
+    x = relay.var("x", shape=(3, 7), dtype="float32")
+    w = relay.var("w", shape=(3, 7), dtype="int4")
+    body = relay.cast(relay.add(x, relay.cast(w, "float32")), "bfloat16")
+    wv = np.random.default_rng(0).integers(-8, 8, (3, 7)).astype(ml_dtypes.int4)
+    lib = relay.build(tvm.IRModule.from_expr(relay.Function([x, w], body)), "llvm",
+                      params={"w": wv})
+    path = str(tmp_path / "m.so")
+    lib.export_library(path)
+    m = graph_executor.GraphModule(tvm.runtime.load_module(path)["default"](tvm.cpu()))
+    a = np.random.default_rng(1).standard_normal((3, 7)).astype(np.float32)
+    m.set_input("x", a)
+    m.run()
+    out = m.get_output(0).numpy()
+    want = (a + wv.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    assert out.dtype == want.dtype and np.array_equal(out.view(np.uint16), want.view(np.uint16))
+    blob = param_dict.save_param_dict({"w": wv, "b": want})
+    back = param_dict.load_param_dict(blob)
+    assert back["w"].dtype == "int4" and np.array_equal(back["w"].numpy(), wv)
+    assert np.array_equal(back["b"].numpy().view(np.uint16), want.view(np.uint16))

@@ -107,3 +107,20 @@ def test_misc_properties():
     assert "NDArray shape=(3, 4), cpu(0)" in repr(a)
     assert tvm.nd.cpu(0) == tvm.cpu(0)
     assert a.same_as(a) and not a.same_as(tvm.nd.array(a))
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                                  "float8_e5m2fnuz", "float4_e2m1fn", "float8_e8m0fnu", "int4",
+                                  "uint4", "int2", "uint2"])
+def test_low_precision_arrays_round_trip(name):
+    """tvm.nd.array of an ml_dtypes array keeps dtype and bits; empty() of the name allocates
+    ml_dtypes' storage (one byte per element for the 4- and 2-bit types)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    npd = np.dtype(getattr(ml_dtypes, name))
+    src = np.random.default_rng(0).integers(0, 3, (3, 5)).astype(np.float32).astype(npd)
+    a = tvm.nd.array(src)
+    assert a.dtype == name and a.shape == (3, 5)
+    out = a.numpy()
+    assert out.dtype == npd and np.array_equal(out.view(np.uint8), src.view(np.uint8))
+    e = tvm.nd.empty((7,), name)
+    assert e.numpy().dtype == npd and e.numpy().nbytes == 7 * npd.itemsize

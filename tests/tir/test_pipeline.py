@@ -169,7 +169,7 @@ def test_dump_ir_writes_numbered_files(tmp_path, capsys):
     names = ["00_input.txt"] + [f"{i:02d}_{p.name}.txt" for i, p in
                                 enumerate(PASSES, start=1)]
     assert files == sorted(names)
-    assert "def dumped(" in (tmp_path / "01_StorageFlatten.txt").read_text()
+    assert "def dumped(" in (tmp_path / "02_StorageFlatten.txt").read_text()
     out = capsys.readouterr().out
     assert "StorageFlatten" in out and "ms" in out
 
@@ -197,7 +197,7 @@ def test_custom_passes_run_in_their_phase(tmp_path):
     with config.config(DUMP_IR=str(tmp_path)):
         lower_pipeline(f1, "llvm", custom_passes=[(3, record_phase3), (1, record_phase1)])
     assert seen == [("p1", 1), ("p3", None)]
-    assert (tmp_path / "03_record_phase1.txt").exists()
+    assert (tmp_path / "04_record_phase1.txt").exists()
     with pytest.raises(ValueError, match="phase in 0..3"):
         lower_pipeline(f1, None, custom_passes=[(7, record_phase1)])
 

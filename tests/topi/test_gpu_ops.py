@@ -153,8 +153,8 @@ def test_conv2d_alone_strided_prime_shapes():
 @pytest.mark.parametrize("shape,axis", [((3, 67), 1), ((40, 3), 0), ((2, 3), None)])
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_argmin(op, shape, axis):
-    """Tuple (value, index) reductions stay in one thread per output (the cross-thread
-    lowering reduces one value), including long axes and the 0-d case."""
+    """Tuple (value, index) reductions: across the threads of a block for long axes (67; the
+    0-d case), one thread per output for short ones."""
     kw = {} if axis is None else {"axis": [axis]}
     _run(lambda x: getattr(relay, op)(x, **kw).astype("float32"), [shape],
          lambda a: getattr(np, op)(a, axis=axis).astype("float32"))

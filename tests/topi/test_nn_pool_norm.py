@@ -90,6 +90,67 @@ def test_layer_norm(shape, axis, target):
           lambda a, g, b: testing.layer_norm_python(a, g, b, axis, 1e-5), target=target)
 
 
+@pytest.mark.parametrize("shape,axis,beta,target", [
+    ((3, 40), -1, True, "llvm"), ((2, 5, 64), 2, False, "llvm"), ((2, 3, 16), -1, True, "c"),
+    ((3, 37), -1, True, "llvm"), ((2, 5, 8), [1, 2], True, "llvm"),  # the generic compute
+])
+def test_x86_layer_norm(shape, axis, beta, target):
+    """topi.x86.layer_norm (onnxruntime's arithmetic over the last axis; else the generic
+    compute) against the float64 reference."""
+    axes = [a % len(shape) for a in (axis if isinstance(axis, list) else [axis])]
+    gshape = tuple(shape[a] for a in axes)
+    A = te.placeholder(shape, name="A")
+    G = te.placeholder(gshape, name="gamma")
+    B = te.placeholder(gshape, name="beta") if beta else None
+    out = topi.x86.layer_norm(A, G, B, axis, 1e-5)
+    tags, todo = set(), [out]
+    while todo:
+        t = todo.pop()
+        tags.add(t.op.tag)
+        todo.extend(t.op.input_tensors)
+    assert ("layer_norm_lanes" in tags) == (len(axes) == 1 and shape[-1] % 8 == 0)
+    rng = np.random.default_rng(1)
+    arrays = [(rng.standard_normal(shape) * 3 + 1).astype("float32"),
+              rng.standard_normal(gshape).astype("float32")]
+    if beta:
+        arrays.append(rng.standard_normal(gshape).astype("float32"))
+    check([A, G, *([B] if beta else [])], out, topi.x86.schedule_layer_norm,
+          lambda a, g, *b: testing.layer_norm_python(a, g, b[0] if b else None, axis, 1e-5),
+          target=target, arrays=arrays)
+
+
+@pytest.mark.parametrize("shape,eps,scale", [((4, 33, 256), 1e-12, 3.0), ((7, 768), 1e-5, 0.2),
+                                             ((5, 40), 1e-5, 40.0)])
+def test_x86_layer_norm_bit_exact_with_onnxruntime(shape, eps, scale):
+    """Every float32 output equal to onnxruntime's LayerNormalization (CPU) on random rows."""
+    ort = pytest.importorskip("onnxruntime")
+    helper = pytest.importorskip("onnx.helper")
+    from onnx import TensorProto
+
+    import tvmpy as tvm
+
+    rng = np.random.default_rng(2)
+    n = shape[-1]
+    x = (rng.standard_normal(shape) * scale + 0.7).astype("float32")
+    g, b = (rng.standard_normal(n).astype("float32") for _ in range(2))
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=eps)],
+        "ln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("g", TensorProto.FLOAT, [n], g),
+         helper.make_tensor("b", TensorProto.FLOAT, [n], b)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expect = sess.run(None, {"x": x})[0]
+    X, G, B = te.placeholder(shape, name="x"), te.placeholder((n,), name="g"), \
+        te.placeholder((n,), name="b")
+    out = topi.x86.layer_norm(X, G, B, -1, eps)
+    f = tvm.build(topi.x86.schedule_layer_norm([out]), [X, G, B, out], "llvm")
+    res = tvm.nd.array(np.zeros(shape, "float32"))
+    f(tvm.nd.array(x), tvm.nd.array(g), tvm.nd.array(b), res)
+    np.testing.assert_array_equal(res.numpy(), expect)
+
+
 @pytest.mark.parametrize("log", [False, True])
 @pytest.mark.parametrize("shape,axis,target", [
     ((3, 37), -1, "llvm"), ((2, 5, 7), 1, "llvm"), ((2, 5, 7), 0, "llvm"), ((13,), 0, "llvm"),

@@ -300,7 +300,8 @@ def test_dump_and_debug_at_both_levels(tmp_path, capsys):
     assert [int(f[:2]) for f in relay_files] == list(range(len(relay_files)))
     (func_dir,) = (tmp_path / "tir").iterdir()
     tir_files = sorted(p.name for p in func_dir.iterdir())
-    assert tir_files[:3] == ["00_input.txt", "01_StorageFlatten.txt", "02_Simplify.txt"]
+    assert tir_files[:4] == ["00_input.txt", "01_LegalizeStorageDtypes.txt",
+                             "02_StorageFlatten.txt", "03_Simplify.txt"]
     assert tir_files[-1].endswith("_LowerIntrin.txt")
     out = capsys.readouterr().out
-    assert "[relay.build] 01 " in out and f"[tir {func_dir.name}] 01 StorageFlatten" in out
+    assert "[relay.build] 01 " in out and f"[tir {func_dir.name}] 02 StorageFlatten" in out

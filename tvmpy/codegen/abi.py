@@ -65,6 +65,8 @@ def signature(func: PrimFunc) -> Signature:
     shape_vars: list[ShapeVarSpec] = []
     sv_vars: list[E.Var] = []
     seen: set[int] = set()
+    # parameters whose buffers LegalizeStorageDtypes retyped to their storage bits
+    logical = func.attrs.get("tir.logical_dtypes", {})
     for idx, p in enumerate(func.params):
         b = func.buffer_map.get(p)
         if b is None:
@@ -78,7 +80,7 @@ def signature(func: PrimFunc) -> Signature:
         strides = None
         if b.strides:
             strides = [_dim_json(s, {}) for s in b.strides]
-        params.append(ParamSpec(b.name, "buffer", dt.element_of(b.dtype),
+        params.append(ParamSpec(b.name, "buffer", dt.element_of(logical.get(idx, b.dtype)),
                                 [_dim_json(s, {}) for s in b.shape], strides,
                                 written=id(p) in written or id(b.data) in written))
     # a Var stride not bound otherwise is read off the argument's own stride (in elements)

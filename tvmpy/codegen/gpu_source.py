@@ -118,9 +118,11 @@ def _mem_type(elem: str) -> str:
 
 
 def warp_refusal(func: str, buf: str) -> str:
-    return (f"{func}: storage scope 'warp' of {buf} (memory the lanes of a warp share, TVM's "
-            "LowerWarpMemory) is not lowered by tvmpy yet: as per-thread memory it would give "
-            "wrong results; use 'shared' (or 'local' when each thread reads only its own part)")
+    """The error for a "warp" buffer that reached code generation: the GPU pipeline's
+    LowerWarpMemory turns each into registers and shuffles (or shared memory on OpenCL)."""
+    return (f"{func}: storage scope 'warp' of {buf} reached code generation unlowered: lower the "
+            "function for this target (tvm.lower(..., target=...) runs LowerWarpMemory), as "
+            "per-thread memory it would give wrong results")
 
 
 class KernelEmitter(FunctionEmitter):

@@ -2,6 +2,15 @@
 and vector types with a lane suffix: ``"float32x16"``.
 
 Strings keep IR printing and user code readable; the helpers here parse them once and cache.
+
+Storage-only types (ONNX's low-precision element types): ``"bfloat16"``, the float8 formats
+``"float8_e4m3fn"``, ``"float8_e4m3fnuz"``, ``"float8_e5m2"``, ``"float8_e5m2fnuz"``, the
+4-bit float ``"float4_e2m1fn"``, the power-of-two scale type ``"float8_e8m0fnu"``, and the
+sub-byte integers ``"int4"``, ``"uint4"``, ``"int2"``, ``"uint2"``. They name how elements are
+stored, not how they are computed: TIR's ``LegalizeStorageDtypes`` pass stores them as the
+unsigned/signed integer of :func:`storage_of` (bits, one element per byte for the 4/2-bit types,
+as ``ml_dtypes`` lays them out in numpy) and computes in :func:`compute_of` (float32 / int32).
+No code generator sees them. On the numpy side they are ``ml_dtypes``' types of the same names.
 """
 
 from __future__ import annotations
@@ -29,11 +38,17 @@ __all__ = [
     "to_numpy",
     "from_numpy",
     "SUPPORTED",
+    "STORAGE_ONLY",
+    "is_storage_only",
+    "is_low_float",
+    "storage_of",
+    "compute_of",
 ]
 
 
 class DType(NamedTuple):
-    """A parsed dtype: kind is one of 'int', 'uint', 'float', 'bool', 'handle'."""
+    """A parsed dtype: kind is one of 'int', 'uint', 'float', 'bool', 'handle', or for a
+    storage-only float type its full name ('bfloat16', 'float8_e4m3fn', ...)."""
 
     kind: str
     bits: int
@@ -42,8 +57,8 @@ class DType(NamedTuple):
     def __str__(self) -> str:
         if self.kind == "bool":
             base = "bool"
-        elif self.kind == "handle":
-            base = "handle"
+        elif self.kind == "handle" or self.kind in _LOW_FLOATS:
+            base = self.kind
         else:
             base = f"{self.kind}{self.bits}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
@@ -63,7 +78,35 @@ SUPPORTED = (
     "float32",
     "float64",
     "handle",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+    "float8_e8m0fnu",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
 )
+
+# storage-only type -> (storage dtype, compute dtype)
+STORAGE_ONLY: dict[str, tuple[str, str]] = {
+    "bfloat16": ("uint16", "float32"),
+    "float8_e4m3fn": ("uint8", "float32"),
+    "float8_e4m3fnuz": ("uint8", "float32"),
+    "float8_e5m2": ("uint8", "float32"),
+    "float8_e5m2fnuz": ("uint8", "float32"),
+    "float4_e2m1fn": ("uint8", "float32"),
+    "float8_e8m0fnu": ("uint8", "float32"),
+    "int4": ("int8", "int32"),
+    "uint4": ("uint8", "int32"),
+    "int2": ("int8", "int32"),
+    "uint2": ("uint8", "int32"),
+}
+_LOW_FLOATS = {"bfloat16": 16, "float8_e4m3fn": 8, "float8_e4m3fnuz": 8, "float8_e5m2": 8,
+               "float8_e5m2fnuz": 8, "float4_e2m1fn": 4, "float8_e8m0fnu": 8}
 
 
 @cache
@@ -81,6 +124,8 @@ def parse(dtype: str) -> DType:
         return DType("bool", 1, lanes)
     if base == "handle":
         return DType("handle", 64, lanes)
+    if base in _LOW_FLOATS:
+        return DType(base, _LOW_FLOATS[base], lanes)
     for kind in ("uint", "int", "float"):
         if base.startswith(kind) and base[len(kind) :].isdigit():
             bits = int(base[len(kind) :])
@@ -137,13 +182,43 @@ def is_integer(dtype: str) -> bool:
     return parse(dtype).kind in ("int", "uint", "bool")
 
 
+def is_storage_only(dtype: str) -> bool:
+    """bfloat16, float8_*, int4/uint4/int2/uint2 (any lanes): stored, never computed on."""
+    return element_of(dtype) in STORAGE_ONLY
+
+
+def is_low_float(dtype: str) -> bool:
+    """bfloat16 or a float8 format (any lanes)."""
+    return parse(dtype).kind in _LOW_FLOATS
+
+
+def storage_of(dtype: str) -> str:
+    """The integer dtype holding the bits of a storage-only ``dtype`` (same lanes); others as is."""
+    d = parse(dtype)
+    e = element_of(dtype)
+    return with_lanes(STORAGE_ONLY[e][0], d.lanes) if e in STORAGE_ONLY else dtype
+
+
+def compute_of(dtype: str) -> str:
+    """float32 (low floats) or int32 (sub-byte ints), same lanes; other dtypes as is."""
+    d = parse(dtype)
+    e = element_of(dtype)
+    return with_lanes(STORAGE_ONLY[e][1], d.lanes) if e in STORAGE_ONLY else dtype
+
+
 def to_numpy(dtype: str) -> np.dtype:
-    """The numpy dtype that stores one element of ``dtype``."""
+    """The numpy dtype that stores one element of ``dtype`` (``ml_dtypes``' types for the
+    storage-only ones)."""
     import numpy as np
 
     d = parse(dtype)
     if d.kind == "handle":
         raise ValueError("handle has no numpy dtype")
+    e = element_of(dtype)
+    if e in STORAGE_ONLY:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, e))
     return np.dtype("bool" if d.kind == "bool" else f"{d.kind}{d.bits}")
 
 

@@ -177,6 +177,25 @@ class CtypesDriver:
                                              u(block[0]), u(block[1]), u(block[2]), u(shared),
                                              None, params, None), "cuLaunchKernel")
 
+    def launcher(self, dev: int, func: Any, grid: Sequence[int], block: Sequence[int],
+                 shared: int, params: Any) -> Callable[[], None]:
+        """A function of no arguments that launches ``func`` with these fixed sizes and
+        ``params`` (kept alive by it): :meth:`launch`'s conversions done once, for launches
+        repeated with the same arguments (the graph executor's nodes)."""
+        self._use(dev)
+        ctx = self._ctx[dev]
+        set_current, launch = self._lib.cuCtxSetCurrent, self._lib.cuLaunchKernel
+        u = ctypes.c_uint
+        sizes = (u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]), u(block[2]),
+                 u(shared))
+
+        def run() -> None:
+            rc = set_current(ctx) or launch(func, *sizes, None, params, None)
+            if rc:
+                self._check(rc, "cuLaunchKernel")
+
+        return run
+
     def synchronize(self, dev: int) -> None:
         self._use(dev)
         self._check(self._lib.cuCtxSynchronize(), "cuCtxSynchronize (a kernel failed)")
@@ -401,6 +420,13 @@ class CUDAAPI:
 
     def launch(self, program: CUDAProgram, name: str, grid: Sequence[int], block: Sequence[int],
                shared_bytes: int, args: Sequence[Any], dev_id: int) -> None:
+        self.bind_launch(program, name, grid, block, shared_bytes, args, dev_id)()
+
+    def bind_launch(self, program: CUDAProgram, name: str, grid: Sequence[int],
+                    block: Sequence[int], shared_bytes: int, args: Sequence[Any],
+                    dev_id: int) -> Callable[[], None]:
+        """Check and pack one launch; return a function of no arguments that performs it (as
+        often as called: the graph executor binds each node's launches once)."""
         drv = get_driver()
         func = program.kernels.get(name)
         if func is None:
@@ -422,9 +448,19 @@ class CUDAAPI:
                 raise CUDAError(f"kernel {name}: cannot pass argument {a!r} "
                                 f"({type(a).__name__}); expected device memory or a numpy scalar")
         holders, params = pack_params(vals)
-        drv.launch(dev_id, func, tuple(int(g) for g in grid), tuple(int(b) for b in block),
-                   int(shared_bytes), params)
-        del holders
+        grid_, block_ = tuple(int(g) for g in grid), tuple(int(b) for b in block)
+        make = getattr(drv, "launcher", None)  # test drivers may have launch() only
+        if make is not None:
+            run = make(dev_id, func, grid_, block_, int(shared_bytes), params)
+        else:
+            def run() -> None:
+                drv.launch(dev_id, func, grid_, block_, int(shared_bytes), params)
+
+        def launch_bound(_keep: tuple = (holders, tuple(args))) -> None:
+            # _keep: the parameter values and the device memory they point to stay alive
+            run()
+
+        return launch_bound
 
     # ---- DLPack ------------------------------------------------------------------------------
     def dlpack(self, arr: Any, versioned: bool) -> Any:

@@ -58,6 +58,11 @@ class DLManagedTensorVersioned(ctypes.Structure):
 FLAG_READ_ONLY = 1
 FLAG_IS_COPIED = 2
 kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool = 0, 1, 2, 4, 6
+# DLPack 1.1's float8 codes (dlpack.h DLDataTypeCode), for ml_dtypes' types of the same names
+_DL_LOW_FLOAT = {"bfloat16": (kDLBfloat, 16), "float8_e4m3fn": (10, 8),
+                 "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8),
+                 "float8_e8m0fnu": (14, 8)}
+_DL_LOW_FLOAT_BY_CODE = {v: k for k, v in _DL_LOW_FLOAT.items()}
 
 # capsule names must outlive every capsule: module-level bytes
 _NAME = b"dltensor"
@@ -88,6 +93,11 @@ _LIVE: dict[int, tuple] = {}
 
 # ---- dtypes ------------------------------------------------------------------------------------
 def dtype_to_dl(dtype: np.dtype) -> tuple[int, int]:
+    if dtype.name in _DL_LOW_FLOAT:
+        return _DL_LOW_FLOAT[dtype.name]
+    if dtype.name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn"):
+        raise BufferError(f"dtype {dtype.name} is stored one element per byte in tvmpy; DLPack's "
+                          "sub-byte types are packed: cast to int8/uint8 to exchange it")
     kind = dtype.kind
     if kind == "b":
         return kDLBool, 8
@@ -104,10 +114,16 @@ def dtype_from_dl(code: int, bits: int, lanes: int) -> np.dtype:
         if bits not in (1, 8):
             raise BufferError(f"DLPack bool with {bits} bits is not supported")
         return np.dtype(bool)
+    low = _DL_LOW_FLOAT_BY_CODE.get((code, bits))
+    if low is not None:
+        from ..ir.dtype import to_numpy
+
+        return to_numpy(low)
     kind = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float"}.get(code)
     if kind is None or bits not in (8, 16, 32, 64) or (kind == "float" and bits == 8):
         raise BufferError(f"DLPack dtype (code={code}, bits={bits}) is not supported by tvmpy "
-                          "(bfloat16, complex and fp8 have no numpy storage type here)")
+                          "(complex, packed sub-byte and other float8 formats have no storage "
+                          "type here)")
     return np.dtype(f"{kind}{bits}")
 
 

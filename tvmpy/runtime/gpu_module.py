@@ -229,8 +229,12 @@ class GPUFunction:
         return [self.state(args)], []
 
     def _cfunc(self, state: dict) -> int:
+        # the executor's path: launches stay queued (one in-order queue per device, so the next
+        # node's kernels run after these); whoever reads a result (a copy to the host) or
+        # times (time_evaluator) waits for the device. A direct call waits (``__call__``), so
+        # a failing kernel is reported at the call that launched it.
         self.run(state)
-        self.finish(state)
+        self.finish(state, wait=False)
         return 0
 
     def _raise_error(self, rc: int) -> None:
@@ -334,13 +338,25 @@ class GPUFunction:
 
     # ---- running -----------------------------------------------------------------------------
     def run(self, state: dict) -> None:
-        """Run the plan's steps (kernel launches are queued, not waited for)."""
+        """Run the plan (kernel launches are queued, not waited for). The first run of a call
+        state evaluates its steps once — launch sizes, scalar arguments, intermediate buffers
+        and asserts are all fixed by the state's arguments — and binds each launch; later runs
+        of the same state (the graph executor's nodes, time_evaluator) replay the bound
+        launches with no per-launch Python work beyond one driver call."""
+        bound = state.get("bound")
+        if bound is None:
+            bound = state["bound"] = self._bind(state)
+        for host, tmp, _ in state["host"]:
+            tmp.copyfrom(host)
+        for launch in bound:
+            launch()
+
+    def _bind(self, state: dict) -> list[Callable[[], None]]:
         env = dict(state["env"])
         bufs, dev = dict(state["bufs"]), state["dev"]
         api = self.module.api
         program = self.module.device_module.program(dev)
-        for host, tmp, _ in state["host"]:
-            tmp.copyfrom(host)
+        bound: list[Callable[[], None]] = []
         for step in self.steps:
             if "launch" in step:
                 grid = [int(eval_expr(x, env)) for x in step["grid"]]
@@ -356,30 +372,33 @@ class GPUFunction:
                         args.append(bufs[a["buf"]])
                     else:
                         args.append(np.dtype(a["dtype"]).type(eval_expr(a["scalar"], env)))
-                api.launch(program, step["launch"], grid, block,
-                           int(eval_expr(step["shared"], env)), args, dev.device_id)
-            elif "alloc" in step:  # an intermediate buffer, alive until the next call
+                bound.append(api.bind_launch(program, step["launch"], grid, block,
+                                             int(eval_expr(step["shared"], env)), args,
+                                             dev.device_id))
+            elif "alloc" in step:  # an intermediate buffer, reused by later calls
                 count = int(eval_expr(step["size"], env)) * int(step.get("lanes", 1))
                 if count < 0:
                     raise ValueError(f"{self.name}: buffer {step['alloc']} has negative size {count}")
                 nbytes = count * np.dtype(step["dtype"]).itemsize
                 key = (step["alloc"], dev.device_id)
                 held = self._scratch.get(key)
-                if held is None or held[0] < nbytes:  # grown as needed, reused across calls
+                if held is None or held[0] < nbytes:  # grown as needed (bound launches keep
                     held = self._scratch[key] = (nbytes, api.alloc(nbytes, dev.device_id))
-                bufs[step["alloc"]] = held[1]
+                bufs[step["alloc"]] = held[1]  # the memory they were bound to alive)
             elif "let" in step:
                 env[step["let"]] = eval_expr(step["value"], env)
             elif "assert" in step:
                 if not eval_expr(step["assert"], env):
                     raise RuntimeError(f"{self.name} failed: {step['message']}")
+        return bound
 
-    def finish(self, state: dict) -> None:
-        """Copy host arguments the kernels wrote back (this waits for the kernels)."""
+    def finish(self, state: dict, wait: bool = True) -> None:
+        """Copy host arguments the kernels wrote back (this waits for the kernels); without
+        any, wait for the device only when ``wait``."""
         written = [(host, tmp) for host, tmp, w in state["host"] if w]
         for host, tmp in written:
             np.copyto(host, tmp.numpy())
-        if not written:
+        if not written and wait:
             self.module.api.sync(state["dev"].device_id)
 
 

@@ -764,21 +764,30 @@ class GraphExecutor:
         return evaluate
 
     def profile(self, number: int = 10, **kwargs: Any) -> ProfileReport:
-        """Time every node separately over ``number`` runs (after one warm-up run)."""
+        """Time every node separately over ``number`` runs (after one warm-up run). On a GPU
+        the device is synchronized around each node, so a node's time is its kernels' run time
+        plus its launch cost; ``total`` is a run's time without those synchronizations."""
         if kwargs:
             self.set_input(**kwargs)
         self.run()
         clock = time.perf_counter
+        sync = self.device.sync if self.device.device_type != kDLCPU else (lambda: None)
         times: list[list[float]] = [[] for _ in self._calls]
         t_total = []
         for _ in range(max(1, int(number))):
-            t_start = clock()
             for k, (cfunc, args) in enumerate(self._calls):
+                sync()
                 t0 = clock()
                 rc = cfunc(*args)
+                sync()
                 times[k].append(clock() - t0)
                 if rc:
                     self._raise_failed(cfunc, args)
+        for _ in range(max(1, int(number))):
+            sync()
+            t_start = clock()
+            self.run()
+            sync()
             t_total.append(clock() - t_start)
         rows = []
         for node, ts in zip(self._call_nodes, times):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,12 @@ class OpenCLAPI:
 
     def launch(self, program: Any, name: str, grid: list[int], block: list[int],
                shared_bytes: int, args: list[Any], dev_id: int) -> None:
+        self.bind_launch(program, name, grid, block, shared_bytes, args, dev_id)()
+
+    def bind_launch(self, program: Any, name: str, grid: list[int], block: list[int],
+                    shared_bytes: int, args: list[Any], dev_id: int) -> Callable[[], None]:
+        """Check one launch; return a function of no arguments that enqueues it (as often as
+        called: the graph executor binds each node's launches once)."""
         cl = _cl()
         _, queue, dev = self.context(dev_id)
         key = (id(program), name)
@@ -132,10 +139,15 @@ class OpenCLAPI:
         if shared_bytes:
             raise ValueError(f"kernel {name}: dynamic shared memory ({shared_bytes} bytes) is not "
                              "supported by the OpenCL runtime; use constant-size shared buffers")
-        gsize = tuple(g * b for g, b in zip(grid, block))
-        with self._lock:
-            kernel.set_args(*args)
-            cl.enqueue_nd_range_kernel(queue, kernel, gsize, tuple(block))
+        gsize, lsize = tuple(g * b for g, b in zip(grid, block)), tuple(block)
+        args = tuple(args)
+
+        def enqueue() -> None:
+            with self._lock:  # the kernel object is shared by every launch of this kernel
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(queue, kernel, gsize, lsize)
+
+        return enqueue
 
 
 OPENCL_API = OpenCLAPI()

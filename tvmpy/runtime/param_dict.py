@@ -11,8 +11,11 @@ The layout is TVM's NDArray-list format (little-endian), so blobs are exchangeab
         u8 type code (0 int, 1 uint, 2 float, 6 bool), u8 bits, u16 lanes,
         i64 shape[ndim], i64 data bytes, the data (compact row-major).
 
-``bool`` is written as TVM writes it (uint, 1 bit, one byte per element). The executor factory
-embeds these bytes in exported libraries; this module only needs numpy.
+``bool`` is written as TVM writes it (uint, 1 bit, one byte per element); bfloat16 and the
+float8 formats with DLPack's codes (4; 10-13, as ``runtime.dlpack``), their ml_dtypes bytes;
+int4/uint4/int2/uint2 with code 0/1 and 4 or 2 bits and float4_e2m1fn with DLPack's 17 and 4
+bits, but one element per byte as tvmpy stores them (TVM packs them). The executor factory embeds these bytes in exported libraries; this
+module only needs numpy (and ml_dtypes for the low-precision types).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir import dtype as dt
 from . import ndarray as nd
 from .ndarray import NDArray
 
@@ -38,6 +42,12 @@ _CODES = {
     "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
     "float16": (2, 16), "float32": (2, 32), "float64": (2, 64), "bool": (1, 1),
 }
+_CODES.update({
+    "bfloat16": (4, 16), "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8),
+    "float8_e5m2": (12, 8), "float8_e5m2fnuz": (13, 8), "float8_e8m0fnu": (14, 8),
+    "float4_e2m1fn": (17, 4),
+    "int4": (0, 4), "uint4": (1, 4), "int2": (0, 2), "uint2": (1, 2),
+})
 _DTYPES = {v: k for k, v in _CODES.items()}
 _DTYPES[(6, 8)] = "bool"  # DLPack >= 0.8 kDLBool
 
@@ -143,14 +153,14 @@ def load_param_dict(data: bytes | bytearray | memoryview, copy: bool = True) -> 
         if any(s < 0 for s in shape):
             raise ParamDictError(f"load_param_dict: array {name!r} has negative shape {shape}")
         (nbytes,) = r.unpack("<q", f"the size of {name!r}")
-        npd = np.dtype(dtype).newbyteorder("<")
+        npd = dt.to_numpy(dtype).newbyteorder("<")
         want = int(np.prod(shape, dtype=np.int64)) * npd.itemsize
         if nbytes != want:
             raise ParamDictError(f"load_param_dict: array {name!r} of shape {shape} {dtype} "
                                  f"needs {want} bytes, header says {nbytes}")
         arr = np.frombuffer(r.take(nbytes, f"the data of {name!r}"), dtype=npd).reshape(shape)
         if copy:
-            out[name] = nd.array(arr.astype(np.dtype(dtype), copy=False))
+            out[name] = nd.array(arr.astype(dt.to_numpy(dtype), copy=False))
         else:
             arr.flags.writeable = False  # may view read-only mapped memory (a library's data)
             out[name] = arr

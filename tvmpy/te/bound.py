@@ -423,7 +423,8 @@ def _need_relax(a: Stage, iv: IterVar, scope: str) -> bool:
     """A loop enclosing a stage's attach point is relaxed (the stage's region covers all its
     values) when it is bound to threads that share the stage's storage: every
     blockIdx/threadIdx loop for a global buffer, threadIdx loops for a shared one (TVM's
-    NeedRelax: storage rank <= thread rank). Other enclosing loops stay fixed."""
+    NeedRelax: storage rank <= thread rank; a warp buffer is shared by the threadIdx.x lanes,
+    so threadIdx.x loops are relaxed for it too). Other enclosing loops stay fixed."""
     attr = a.iter_var_attrs.get(iv)
     if attr is None or attr.bind_thread is None:
         return False
@@ -431,6 +432,8 @@ def _need_relax(a: Stage, iv: IterVar, scope: str) -> bool:
     srank = _STORAGE_RANK.get(scope.split(".")[0])
     if trank is None or srank is None:
         return False
+    if scope.split(".")[0] == "warp" and attr.bind_thread.thread_tag == "threadIdx.x":
+        return True
     return srank <= trank
 
 

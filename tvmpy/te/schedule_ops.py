@@ -359,6 +359,9 @@ class Lowering:
             stop = len(leaves)
             if is_reduce:
                 update = self._reduce_update(body, conv, bufs, op.name)
+                if len(body) > 1 and isinstance(body[0], Reduce) and _reduce_on_threads(
+                        st, leaves):
+                    update = _mark_tuple_reduce(body[0], conv, update)
                 inner = _guard(update, preds)
                 init = self._reduce_init(st, body, leaves, begin, values, preds, bufs, conv)
             else:
@@ -536,3 +539,24 @@ def _aligned_strides(shape: list[PrimExpr], align: dict[int, tuple[int, int]]) -
         strides[d] = stride
         stride = simplify(stride * shape[d])
     return tuple(strides)
+
+
+#: the attribute around a tuple reduction's update when a reduction axis is bound to threadIdx
+#: (node: the CommReducer; value: ``tir.tvm_tuple(rhs...)``, this thread's values), for
+#: LowerThreadAllreduce to rebuild the combiner across threads (it removes the attribute)
+TUPLE_REDUCE_ATTR = "tvmpy.tuple_reduce"
+
+
+def _reduce_on_threads(st: Any, leaves: list[IterVar]) -> bool:
+    for lv in leaves:
+        a = st.iter_var_attrs.get(lv)
+        if (lv.iter_type == IterVar.CommReduce and a is not None and a.bind_thread is not None
+                and a.bind_thread.thread_tag.startswith("threadIdx")):
+            return True
+    return False
+
+
+def _mark_tuple_reduce(r0: Reduce, conv: Any, update: S.Stmt) -> S.Stmt:
+    rhs = [conv.visit(x) for x in r0.source]
+    return S.AttrStmt(r0.combiner, TUPLE_REDUCE_ATTR, E.Call("handle", "tir.tvm_tuple", rhs),
+                      update)

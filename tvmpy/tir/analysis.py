@@ -20,7 +20,8 @@ from .function import PrimFunc
 from .functor import post_order_visit
 
 __all__ = ["verify_lowered", "verify_single_definition", "lowered_errors", "verify_gpu_code",
-           "gpu_code_errors", "check_gpu_limits"]
+           "gpu_code_errors", "check_gpu_limits",
+           "target_gpu_limits"]
 
 
 def _buffer_errors(b: Buffer, where: str) -> list[str]:
@@ -121,7 +122,7 @@ def _launch_extents(func: PrimFunc) -> dict[str, Any]:
 def gpu_code_errors(func: PrimFunc, limits: dict[str, int]) -> list[str]:
     """Every way ``func``'s kernels exceed ``limits`` (TVM's verify_gpu_code keys:
     max_threads_per_block, max_shared_memory_per_block (bytes), max_local_memory_per_block,
-    max_thread_x/y/z, max_vthread)."""
+    max_thread_x/y/z, max_vthread; and max_grid_x/y/z for the launch grid)."""
     errs: list[str] = []
     ext = _launch_extents(func)
     threads = 1
@@ -136,6 +137,10 @@ def gpu_code_errors(func: PrimFunc, limits: dict[str, int]) -> list[str]:
         threads *= v.value
         key = "max_thread_" + t[-1]
         if key in limits and v.value > limits[key]:
+            errs.append(f"{t} extent {v.value} exceeds {key}={limits[key]}")
+    for t in ("blockIdx.x", "blockIdx.y", "blockIdx.z"):
+        v, key = ext.get(t), "max_grid_" + t[-1]
+        if isinstance(v, E.IntImm) and key in limits and v.value > limits[key]:
             errs.append(f"{t} extent {v.value} exceeds {key}={limits[key]}")
     if "max_threads_per_block" in limits and threads > limits["max_threads_per_block"]:
         errs.append(f"{threads} threads per block exceed max_threads_per_block="
@@ -182,12 +187,29 @@ def verify_gpu_code(func: PrimFunc, constraints: dict[str, int]) -> bool:
     return not gpu_code_errors(func, dict(constraints))
 
 
+#: CUDA's limits per launch dimension (x, y, z), the same on every architecture since sm_20
+CUDA_MAX_BLOCK_DIMS = (1024, 1024, 64)
+CUDA_MAX_GRID_DIMS = (2 ** 31 - 1, 65535, 65535)
+
+
+def target_gpu_limits(target: Any) -> dict[str, int]:
+    """The :func:`gpu_code_errors` limits a GPU ``target`` implies: threads and shared memory
+    per block, and on CUDA the per-dimension block and grid sizes (a launch beyond them fails
+    with CUDA_ERROR_INVALID_VALUE). OpenCL's per-dimension sizes depend on the device and are
+    left to the runtime."""
+    limits = {"max_threads_per_block": int(target.max_num_threads),
+              "max_shared_memory_per_block": int(target.max_shared_memory_per_block)}
+    if target.kind in ("cuda", "nvptx"):
+        for axis, b, g in zip("xyz", CUDA_MAX_BLOCK_DIMS, CUDA_MAX_GRID_DIMS):
+            limits[f"max_thread_{axis}"] = b
+            limits[f"max_grid_{axis}"] = g
+    return limits
+
+
 def check_gpu_limits(func: PrimFunc, target: Any) -> None:
-    """Raise ValueError when a kernel of ``func`` exceeds ``target``'s limits (threads per
-    block, shared memory per block)."""
-    limits = {"max_threads_per_block": target.max_num_threads,
-              "max_shared_memory_per_block": target.max_shared_memory_per_block}
-    errs = gpu_code_errors(func, limits)
+    """Raise ValueError when a kernel of ``func`` exceeds ``target``'s limits
+    (:func:`target_gpu_limits`)."""
+    errs = gpu_code_errors(func, target_gpu_limits(target))
     if errs:
         raise ValueError(f"{func.name}: the schedule exceeds the limits of target {target}: "
                          + "; ".join(errs) + " (split the bound axes by smaller factors or use "

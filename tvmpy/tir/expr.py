@@ -227,7 +227,7 @@ class FloatImm(PrimExpr):
     value: float
 
     def __init__(self, dtype: str, value: float):
-        if not dt.is_float(dtype):
+        if not (dt.is_float(dtype) or dt.is_low_float(dtype)):
             raise TypeError(f"FloatImm needs a float dtype, got {dtype}")
         self._init(dtype=dtype, value=float(value))
 
@@ -676,7 +676,7 @@ def const(value: Any, dtype: str | None = None) -> PrimExpr:
     d = dt.parse(dtype)
     if d.lanes > 1:
         return Broadcast(const(value, dt.element_of(dtype)), d.lanes)
-    if d.kind == "float":
+    if d.kind == "float" or dt.is_low_float(dtype):
         return FloatImm(dtype, float(value))
     if d.kind in ("int", "uint", "bool"):
         if isinstance(value, float) and not value.is_integer():

@@ -415,6 +415,8 @@ class _Compiler(Functor):
             return lambda env: ones
         if op == _gpu.SHUFFLE_DOWN_OP:
             return self._shuffle_down(e)
+        if op == _gpu.SHUFFLE_OP:
+            return self._shuffle(e)
         if op == "tir.gpu_launch":
             return self._launch(e)
         args = [self.expr(a) for a in e.args]
@@ -468,6 +470,19 @@ class _Compiler(Functor):
         def shfl(env: Env) -> Any:
             return _gpu.warp_shuffle_down(env, key, val(env), _to_int(off(env)),
                                           _to_int(width(env)), _to_int(warp(env)))
+
+        return shfl
+
+    def _shuffle(self, e: E.Call) -> ExprFn:
+        if len(e.args) != 5:
+            raise ValueError(f"tvm_warp_shuffle takes (mask, value, src_lane, width, warp_size), "
+                             f"got {len(e.args)} arguments")
+        val, lane, width, warp = (self.expr(a) for a in e.args[1:])
+        key = id(e)
+
+        def shfl(env: Env) -> Any:
+            return _gpu.warp_shuffle(env, key, val(env), _to_int(lane(env)), _to_int(width(env)),
+                                     _to_int(warp(env)))
 
         return shfl
 
@@ -1233,15 +1248,21 @@ def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[En
     env: Env = {}
     writebacks = []
     bufs = []
-    for p, a in zip(func.params, args):
+    logical = func.attrs.get("tir.logical_dtypes", {})  # LegalizeStorageDtypes' retyped params
+    for idx, (p, a) in enumerate(zip(func.params, args)):
         b = func.buffer_map.get(p)
         if b is None:
             env[id(p)] = _scalar_arg(p, a)
             continue
         arr, back = _as_array(a, b.name)
-        want = _np(b.dtype)
-        if arr.dtype != want:
-            raise TypeError(f"argument {b.name}: expected dtype {b.dtype}, got {arr.dtype}")
+        want_dtype = logical.get(idx, b.dtype)
+        if arr.dtype != _np(want_dtype):
+            raise TypeError(f"argument {b.name}: expected dtype {want_dtype}, got {arr.dtype}")
+        if want_dtype != b.dtype:
+            if back is not None:
+                writebacks.append((back, arr))
+                back = None
+            arr = arr.view(_np(b.dtype))  # the storage bits the body works on
         if arr.ndim != len(b.shape):
             raise ValueError(f"argument {b.name}: expected {len(b.shape)} dimensions "
                              f"{_shape_text(b.shape)}, got shape {arr.shape}")

@@ -17,8 +17,9 @@ thread attributes nested deeper keeps the serial-loop meaning). It runs as on a 
   RuntimeError ("barrier divergence");
 - ``tvm_warp_shuffle_down(mask, v, offset, width, warp_size)`` exchanges values between the
   threads at the point of the call (a block-wide exchange between two barriers: every thread
-  of the block must reach it, as the warp's lanes must on a GPU); ``tvm_warp_activemask()`` is
-  all ones.
+  of the block must reach it, as the warp's lanes must on a GPU); so does
+  ``tvm_warp_shuffle(mask, v, src_lane, width, warp_size)`` (lane ``src_lane`` of the caller's
+  ``width``-lane segment); ``tvm_warp_activemask()`` is all ones.
 
 Threads of a block with barriers are Python threads passing one token (deterministic order);
 without barriers they are plain sequential calls.
@@ -39,7 +40,7 @@ from . import stmt as S
 from .functor import post_order_visit
 
 __all__ = ["KERNEL_KEY", "BARRIER_KEY", "LAUNCH_KEY", "TID_KEY", "kernel_chain", "run_kernel",
-           "warp_shuffle_down", "thread_order"]
+           "warp_shuffle_down", "warp_shuffle", "thread_order"]
 
 KERNEL_KEY = 1  # env key: the block's shared memories (Python ids are never 1, 2, 3)
 BARRIER_KEY = 2  # env key: the barrier callable of the running thread
@@ -48,6 +49,7 @@ LAUNCH_KEY = 3  # env key: name -> kernel runner, for tir.gpu_launch
 TID_KEY = 4  # env key: the thread's linear id in its block (threadIdx.x fastest)
 SYNC_OP = "tir.tvm_storage_sync"
 SHUFFLE_DOWN_OP = "tir.tvm_warp_shuffle_down"
+SHUFFLE_OP = "tir.tvm_warp_shuffle"
 ACTIVEMASK_OP = "tir.tvm_warp_activemask"
 #: seconds a block may wait for one phase before the interpreter gives up
 PHASE_TIMEOUT = 300.0
@@ -82,7 +84,7 @@ def kernel_chain(s: S.AttrStmt) -> tuple[list[S.AttrStmt], S.Stmt, bool] | None:
     def f(n: Any) -> None:
         if isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent":
             inner.append(n)
-        elif isinstance(n, E.Call) and n.op in (SYNC_OP, SHUFFLE_DOWN_OP):
+        elif isinstance(n, E.Call) and n.op in (SYNC_OP, SHUFFLE_DOWN_OP, SHUFFLE_OP):
             sync.append(n)
 
     post_order_visit(node, f)
@@ -237,5 +239,27 @@ def warp_shuffle_down(env: dict, key: int, value: Any, offset: int, width: int,
     lane = tid % warp_size
     src = tid + offset if lane % width + offset < width else tid
     out = slot.get(src, value)
+    barrier()
+    return out
+
+
+def warp_shuffle(env: dict, key: int, value: Any, src_lane: int, width: int,
+                 warp_size: int) -> Any:
+    """``tvm_warp_shuffle``: every thread of the block publishes ``value``, then reads the one
+    of lane ``src_lane % width`` of its ``width``-lane segment of the warp."""
+    barrier = env.get(BARRIER_KEY)
+    shared = env.get(KERNEL_KEY)
+    if barrier is None or shared is None:
+        raise RuntimeError("tvm_warp_shuffle outside a GPU kernel")
+    tid = env[TID_KEY]
+    slot = shared.setdefault(("shfl", key), {})
+    slot[tid] = value
+    barrier()
+    lane = tid % warp_size
+    src = tid - lane + lane // width * width + src_lane % width
+    if src not in slot:
+        raise RuntimeError(f"tvm_warp_shuffle: lane {src_lane} of thread {tid}'s segment is not "
+                           "a thread of the block")
+    out = slot[src]
     barrier()
     return out

@@ -64,7 +64,7 @@ INTRINSICS = {**FLOAT_UNARY, **FLOAT_BINARY, **FLOAT_PREDICATE, **INT_UNARY, **I
 
 def _float_arg(x: Any, name: str) -> PrimExpr:
     x = convert(x)
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):  # bfloat16/float8: legalized
         if dt.is_integer(x.dtype):
             x = cast(x, dt.with_lanes("float32", dt.lanes_of(x.dtype)))
         else:
@@ -266,10 +266,20 @@ def any(*conds: Any) -> PrimExpr:  # noqa: A001
     return out
 
 
+def _low_float_limit(dtype: str) -> float:
+    """inf where the storage-only float has one (bfloat16, float8_e5m2), else its largest."""
+    from .low_precision import max_finite
+
+    return float("inf") if dt.element_of(dtype) in ("bfloat16", "float8_e5m2") else \
+        max_finite(dtype)
+
+
 def min_value(dtype: str) -> PrimExpr:
     d = dt.parse(dtype)
     if d.kind == "float":
         return FloatImm(dtype, float("-inf"))
+    if dt.is_low_float(dtype):
+        return FloatImm(dtype, -_low_float_limit(dtype))
     if d.kind == "int":
         return IntImm(dtype, -(1 << (d.bits - 1)))
     return IntImm(dtype, 0)
@@ -279,6 +289,8 @@ def max_value(dtype: str) -> PrimExpr:
     d = dt.parse(dtype)
     if d.kind == "float":
         return FloatImm(dtype, float("inf"))
+    if dt.is_low_float(dtype):
+        return FloatImm(dtype, _low_float_limit(dtype))
     if d.kind == "int":
         return IntImm(dtype, (1 << (d.bits - 1)) - 1)
     if d.kind == "bool":

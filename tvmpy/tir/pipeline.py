@@ -6,7 +6,8 @@ custom passes at the end of a phase, in the order given:
 
 - phase 0: no built-in pass; custom passes see the loop IR of the schedule as te lowering left
   it (multi-dimensional buffers);
-- phase 1: StorageFlatten, Simplify; custom passes see flat 1-D buffers, loops as scheduled;
+- phase 1: LegalizeStorageDtypes (bfloat16/float8/int4... as bits + float32/int32 math),
+  StorageFlatten, Simplify; custom passes see flat 1-D buffers, loops as scheduled;
 - phase 2: LoopPartition, Simplify, VectorizeLoop, InjectVirtualThread, InjectDoubleBuffer,
   StorageRewrite, UnrollLoop; custom passes see vector IR and unrolled loops;
 - phase 3: Simplify, RemoveNoOp, LowerIntrin; custom passes see the final IR with the
@@ -41,6 +42,7 @@ from .function import PrimFunc
 from .transform import (
     InjectDoubleBuffer,
     InjectVirtualThread,
+    LegalizeStorageDtypes,
     LoopPartition,
     LowerIntrin,
     PrimFuncPass,
@@ -62,7 +64,7 @@ def builtin_phases(target: Any = None) -> list[list[Pass]]:
         return gpu_phases(target)
     return [
         [],
-        [StorageFlatten(), Simplify()],
+        [LegalizeStorageDtypes(), StorageFlatten(), Simplify()],
         [LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(),
          InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
         [Simplify(), RemoveNoOp(), LowerIntrin(target)],
@@ -74,16 +76,19 @@ def gpu_phases(target: Any) -> list[list[Pass]]:
     reductions as shared-memory trees) before LoopPartition, UnifyThreadBinding (each thread tag
     once at a kernel's top, shared allocations hoisted there) after InjectVirtualThread (which
     must see shared allocations inside the vthread to replicate them, and LoopPartition, which
-    must not split loops at thread-dependent points), and
+    must not split loops at thread-dependent points), LowerWarpMemory ("warp" buffers as
+    registers and shuffles, or shared memory on OpenCL) after UnifyThreadBinding, and
     ThreadSync("shared") before the final Simplify. SplitHostDevice
     and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
     from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
+    from .transform.lower_warp_memory import LowerWarpMemory
 
     return [
         [],
-        [StorageFlatten(), Simplify()],
+        [LegalizeStorageDtypes(), StorageFlatten(), Simplify()],
         [LowerThreadAllreduce(target), LoopPartition(), Simplify(), VectorizeLoop(),
-         InjectVirtualThread(), UnifyThreadBinding(), InjectDoubleBuffer(), StorageRewrite(),
+         InjectVirtualThread(), UnifyThreadBinding(), LowerWarpMemory(target),
+         InjectDoubleBuffer(), StorageRewrite(),
          UnrollLoop()],
         [ThreadSync("shared"), Simplify(), RemoveNoOp(),
          LowerIntrin(target)],

@@ -37,7 +37,7 @@ def elemwise(x: te.Tensor, f: Any, name: str) -> te.Tensor:
 def _float_only(name: str, fn: Any) -> Any:
     def op(x: te.Tensor) -> te.Tensor:
         _check_tensor(x, name)
-        if not dt.is_float(x.dtype):
+        if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):
             raise TypeError(f"topi.{name}: needs a float tensor, got {x.name} of dtype {x.dtype} "
                             f"(cast it first with topi.cast)")
         return elemwise(x, fn, name)
@@ -66,7 +66,7 @@ def _float_or_identity(name: str, fn: Any) -> Any:
 
     def op(x: te.Tensor) -> te.Tensor:
         _check_tensor(x, name)
-        if not dt.is_float(x.dtype):
+        if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):
             return elemwise(x, lambda v: v, name)
         return elemwise(x, fn, name)
 
@@ -124,7 +124,7 @@ def relu(x: te.Tensor) -> te.Tensor:
 def leaky_relu(x: te.Tensor, alpha: float = 0.01) -> te.Tensor:
     """``x if x > 0 else alpha * x``."""
     _check_tensor(x, "leaky_relu")
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):
         raise TypeError(f"topi.leaky_relu: needs a float tensor, got {x.dtype}")
     a = const(float(alpha), x.dtype)
     return elemwise(x, lambda v: Select(v > const(0, x.dtype), v, v * a), "leaky_relu")
@@ -175,7 +175,7 @@ def gelu(x: te.Tensor, approximate: str = "none") -> te.Tensor:
     """``0.5 * x * (1 + erf(x / sqrt(2)))`` (the exact, erf form), or with
     ``approximate="tanh"``: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``."""
     _check_tensor(x, "gelu")
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):
         raise TypeError(f"topi.gelu: needs a float tensor, got {x.dtype}")
     if approximate not in ("none", "tanh"):
         raise ValueError(f"topi.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
@@ -204,7 +204,7 @@ def hard_sigmoid(x: te.Tensor, alpha: float = 0.2, beta: float = 0.5) -> te.Tens
 def hard_swish(x: te.Tensor) -> te.Tensor:
     """``x * relu6(x + 3) / 6``."""
     _check_tensor(x, "hard_swish")
-    if not dt.is_float(x.dtype):
+    if not (dt.is_float(x.dtype) or dt.is_low_float(x.dtype)):
         raise TypeError(f"topi.hard_swish: needs a float tensor, got {x.dtype}")
     d = x.dtype
 

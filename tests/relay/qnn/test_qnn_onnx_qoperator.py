@@ -148,6 +148,54 @@ def test_qlinear_binary(op, dtype, b_shape):
     _check(model, {"a": a, "b": b})
 
 
+def _rounding_sensitive_scales(dtype: str, count: int) -> list[tuple]:
+    """``count`` (sa, za, sb, zb, sc, zc) sets for which the order of QLinearAdd's float32
+    roundings decides some output: over all 256 x 256 input pairs, a*ra + b*rb + fixed
+    evaluated fused a-first and fused b-first (float64 sums of exact products stand in for
+    FMA) round differently, and so does the unfused evaluation."""
+    f32, f64 = np.float32, np.float64
+    lo = -128 if dtype == "int8" else 0
+    q = np.arange(lo, lo + 256).astype(f32)
+    a, b = np.meshgrid(q, q, indexing="ij")
+    pick = np.random.default_rng(3)
+    found = []
+    while len(found) < count:
+        sa, sb, sc = (f32(pick.uniform(0.002, 0.05)) for _ in range(3))
+        za, zb, zc = (int(v) for v in pick.integers(lo, lo + 256, 3))
+        ra, rb = f32(sa / sc), f32(sb / sc)
+        fixed = f32(f32(zc) - f32(ra * f32(za) + f32(rb * f32(zb))))
+        plain = f32(f32(fixed + f32(a * ra)) + f32(b * rb))
+        a1 = f32(f64(b) * rb + f32(f64(a) * ra + fixed))
+        b1 = f32(f64(a) * ra + f32(f64(b) * rb + fixed))
+        p, x, y = (np.clip(np.rint(v), lo, lo + 255) for v in (plain, a1, b1))
+        if not np.array_equal(x, y) and not (np.array_equal(p, x) or np.array_equal(p, y)):
+            found.append((sa, np.array(za, dtype), sb, np.array(zb, dtype), sc,
+                          np.array(zc, dtype)))
+    return found
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("layout", ["full", "row", "column"])
+def test_qlinear_add_rounding(dtype, layout):
+    """QLinearAdd bit-exact with onnxruntime on every input pair, for scales where the order
+    of the float32 roundings matters (x86: two FMAs, b's term first, with the operands'
+    roles swapped where only b varies along the last axis). ``layout``: b as big as a, b one
+    row broadcast down a, or a one column broadcast across b."""
+    lo = -128 if dtype == "int8" else 0
+    q = np.arange(lo, lo + 256).astype(dtype)
+    if layout == "full":
+        a, b = np.repeat(q[:, None], 256, 1), np.repeat(q[None, :], 256, 0)
+    elif layout == "row":
+        a, b = np.repeat(q[:, None], 256, 1), q
+    else:
+        a, b = q[:, None].copy(), np.repeat(q[None, :], 256, 0)
+    for sa, za, sb, zb, sc, zc in _rounding_sensitive_scales(dtype, 2):
+        inits = {"sa": sa, "za": za, "sb": sb, "zb": zb, "sc": sc, "zc": zc}
+        model = _model("QLinearAdd", {"a": a, "b": b}, inits, domain=MS,
+                       _order=["a", "sa", "za", "b", "sb", "zb", "sc", "zc"])
+        _check(model, {"a": a, "b": b})
+
+
 @pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu"])
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_qlinear_unary(op, dtype):

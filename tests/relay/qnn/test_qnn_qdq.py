@@ -166,3 +166,30 @@ def test_quantize_dynamic_matches_onnxruntime(tmp_path):
                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     (got,) = build_run(mod, {"x": x}, params)
     np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-6)
+
+
+def test_quantized_bert_layer_bit_exact_with_onnxruntime():
+    """A BERT encoder layer quantized by quantize_static (QDQ, per-channel): onnxruntime fuses
+    its QDQ pairs into QLinearMatMul / QLinearAdd / QLinearMul / QLinearSoftmax and keeps
+    LayerNormalization in float between a DequantizeLinear and a QuantizeLinear; tvmpy's
+    integer ops and its x86 layer_norm round as those kernels do, so every intermediate integer
+    and the output are identical (one off-by-one rounding anywhere would grow through the
+    following layers)."""
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.testing import onnx_models
+    from tvmpy.relay.testing import quantized_models as qm
+
+    model = onnx_models.bert_encoder(layers=2, hidden=64, heads=2, seq=32, vocab=100)
+    q = qm.quantize_static(model)
+    sess = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"])
+    mod, params = relay.frontend.from_onnx(q, freeze_params=False)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for seed in range(12):
+        feeds = onnx_models.input_feeds(model, seed=seed)
+        expect = sess.run(None, feeds)[0]
+        for k, v in feeds.items():
+            m.set_input(k, v)
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), expect, err_msg=f"seed {seed}")

@@ -95,14 +95,14 @@ class DeviceCodegenError(RuntimeError):
 
 
 def gpu_limits(tgt: Any) -> dict[str, int]:
-    """The ``verify_gpu_code`` constraints of a GPU target: threads and shared memory per
-    block, and the per-thread (local) bytes its code generator accepts."""
+    """The ``verify_gpu_code`` constraints of a GPU target: ``target_gpu_limits`` (threads,
+    shared memory, CUDA's per-dimension sizes) and the per-thread (local) bytes its code
+    generator accepts."""
     from ...codegen.gpu_source import Dialect
+    from ...tir.analysis import target_gpu_limits
 
     private = int(Dialect.max_private_bytes) if tgt.kind == "opencl" else 64 * 1024
-    return {"max_threads_per_block": int(tgt.max_num_threads),
-            "max_shared_memory_per_block": int(tgt.max_shared_memory_per_block),
-            "max_local_memory_per_block": private}
+    return {**target_gpu_limits(tgt), "max_local_memory_per_block": private}
 
 
 def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:

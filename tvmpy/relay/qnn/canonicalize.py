@@ -298,22 +298,56 @@ def _quant(v: RelayExpr, ndim: int, s: RelayExpr, st: Any, z: RelayExpr, zt: Any
     return _quantize(Attrs({"axis": -1, "out_dtype": dtype}), [v, s, z], [vt, st, zt])
 
 
+def _fma_f32(x: RelayExpr, y: RelayExpr, z: RelayExpr) -> RelayExpr:
+    """``x * y + z`` rounded once to float32, as an FMA instruction does, for float32 operands
+    of which ``x`` holds 8-bit integers: the product is exact in float64 (8 + 24 bits), so the
+    float64 sum rounded to float32 is the fused result (barring a double rounding, which needs
+    addends some 2**29 apart: not the case for requantization terms). Written this way it
+    rounds the same in every backend, whether or not it contracts ``a * b + c``."""
+    def f64(e: RelayExpr) -> RelayExpr:
+        return transform.cast(e, "float64")
+
+    return transform.cast(tensor.add(tensor.multiply(f64(x), f64(y)), f64(z)), "float32")
+
+
+def _mul_add(x: RelayExpr, y: RelayExpr, z: RelayExpr) -> RelayExpr:
+    """``x * y + z`` as one FMA: written plainly where ``x`` varies at run time (LLVM's
+    ``contract`` flag fuses a multiply into the add it feeds, and here there is only one way to
+    pair them: ``z`` is a constant or itself such a fused result), through float64 where ``x``
+    is a constant (constant folding evaluates it in numpy, which has no FMA)."""
+    if const_value(x) is not None:
+        return _fma_f32(x, y, z)
+    return tensor.add(tensor.multiply(x, y), z)
+
+
 @_rule("qnn.add")
 def _add(attrs: Any, args: list, types: list) -> RelayExpr:
-    """ORT's QLinearAdd (x86): ``(zc - (ra za + rb zb)) + a ra + b rb`` in float32 on the raw
-    values, ``ra = sa / sc``, rounded half to even, saturated."""
+    """onnxruntime's QLinearAdd (MLAS's AVX2 kernel, the x86 one), bit for bit: with
+    ``rx = sx / sc`` (float32) for the operands x, y, ``fixed = zc - fma(rx, zx, ry zy)`` and
+    ``nearbyint(fma(x, rx, fma(y, ry, fixed)))`` saturated, where (x, y) is (a, b), or (b, a)
+    where a is constant along the last axis and b is not (onnxruntime passes the operand that
+    varies along its inner loop first). A constant y (a bias) folds the inner FMA away."""
     a, b, sa, za, sb, zb, sc, zc = args
     at, bt = types[0], types[1]
-    na, nb = len(at.shape), len(bt.shape)
     scf = _f32(sc, types[6])
-    ra = tensor.divide(_f32(_param(sa, types[2], na, attrs.lhs_axis), types[2]), scf)
-    rb = tensor.divide(_f32(_param(sb, types[4], nb, attrs.rhs_axis), types[4]), scf)
-    zaf = _f32(_param(za, types[3], na, attrs.lhs_axis), types[3])
-    zbf = _f32(_param(zb, types[5], nb, attrs.rhs_axis), types[5])
-    fixed = tensor.subtract(_f32(zc, types[7]), tensor.add(tensor.multiply(ra, zaf),
-                                                           tensor.multiply(rb, zbf)))
-    v = tensor.add(tensor.add(fixed, tensor.multiply(transform.cast(a, "float32"), ra)),
-                   tensor.multiply(transform.cast(b, "float32"), rb))
+
+    def ratio_zp(s: RelayExpr, st: Any, z: RelayExpr, zt: Any, n: int, axis: int
+                 ) -> tuple[RelayExpr, RelayExpr]:
+        return (tensor.divide(_f32(_param(s, st, n, axis), st), scf),
+                _f32(_param(z, zt, n, axis), zt))
+
+    x = (transform.cast(a, "float32"),) + ratio_zp(sa, types[2], za, types[3], len(at.shape),
+                                                   attrs.lhs_axis)
+    y = (transform.cast(b, "float32"),) + ratio_zp(sb, types[4], zb, types[5], len(bt.shape),
+                                                   attrs.rhs_axis)
+
+    def last(t: Any) -> int:
+        return int(t.shape[-1]) if t.shape else 1
+
+    if last(at) == 1 and last(bt) != 1:
+        x, y = y, x
+    fixed = tensor.subtract(_f32(zc, types[7]), _fma_f32(x[2], x[1], tensor.multiply(y[1], y[2])))
+    v = _mul_add(x[0], x[1], _mul_add(y[0], y[1], fixed))
     return _saturate(tensor.nearbyint(v), at.dtype)
 
 

@@ -106,8 +106,12 @@ def _node_fn(node: Any, attrs: dict[str, Any], consts: dict[str, Any]) -> Callab
     raise TorchUnsupported(f"{op}")
 
 
-def torch_runner(model: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
-    """``run(feeds) -> outputs`` executing ``model`` node by node with torch (CPU, float32)."""
+def torch_runner(model: Any, device: str = "cpu") -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """``run(feeds) -> outputs`` executing ``model`` node by node with torch (float32) on
+    ``device`` ("cpu", or "cuda" where torch has a GPU: cuDNN/cuBLAS kernels).
+
+    ``run.forward(tensors)`` is the same graph on torch tensors already on ``device``, returning
+    torch tensors (no host copies: what a benchmark of the device times)."""
     import torch
     from onnx import helper, numpy_helper
 
@@ -126,15 +130,21 @@ def torch_runner(model: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarra
         listing = "; ".join(f"{k} ({', '.join(v[:3])}{', ...' if len(v) > 3 else ''})"
                             for k, v in sorted(missing.items()))
         raise TorchUnsupported(f"no eager torch mapping for: {listing}")
-    weights = {k: torch.from_numpy(np.array(v, order="C")) for k, v in consts.items()}
+    weights = {k: torch.from_numpy(np.array(v, order="C")).to(device) for k, v in consts.items()}
     outputs = [o.name for o in model.graph.output]
 
-    def run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def forward(tensors: dict[str, Any]) -> list[Any]:
         env = dict(weights)
-        env.update({k: torch.from_numpy(np.require(v, requirements="CW")) for k, v in feeds.items()})
+        env.update(tensors)
         with torch.inference_mode():
             for fn, ins, out in steps:
                 env[out] = fn(*[env[i] if i else None for i in ins])
-        return [env[o].numpy() for o in outputs]
+        return [env[o] for o in outputs]
 
+    def run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        tensors = {k: torch.from_numpy(np.require(v, requirements="CW")).to(device)
+                   for k, v in feeds.items()}
+        return [t.cpu().numpy() for t in forward(tensors)]
+
+    run.forward = forward  # type: ignore[attr-defined]
     return run

@@ -3,10 +3,10 @@
 Each pass is exposed TVM-style as a factory returning a :class:`PrimFuncPass` that runs on an
 IRModule (``tvm.tir.transform.Simplify()(mod)``); its function-level form, PrimFunc ->
 PrimFunc, is ``<name>_func`` (``simplify_func(func)``). :mod:`tvmpy.tir.pipeline` runs them in
-TVM's order: StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
+TVM's order: LegalizeStorageDtypes, StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
 InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp,
 LowerIntrin. For GPU targets (:func:`tvmpy.tir.pipeline.gpu_phases`) LowerThreadAllreduce,
-UnifyThreadBinding and ThreadSync join them (gpu.py), and SplitHostDevice
+UnifyThreadBinding and ThreadSync join them (gpu.py), and LowerWarpMemory (lower_warp_memory.py), and SplitHostDevice
 (split_host_device.py) makes the host function and the device kernels.
 """
 
@@ -22,8 +22,10 @@ from .gpu import (
 )
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
+from .legalize_storage_dtypes import LegalizeStorageDtypes, legalize_storage_dtypes_func
 from .loop_partition import LoopPartition, loop_partition_func
 from .lower_intrin import LowerIntrin, lower_intrin_func, register_intrin_rule
+from .lower_warp_memory import LowerWarpMemory, lower_warp_memory_func
 from .remove_no_op import RemoveNoOp, remove_no_op_func
 from .simplify import Simplify, simplify_func
 from .split_host_device import SplitHostDevice, split_host_device
@@ -40,9 +42,11 @@ __all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "Inje
            "unroll_loop_func", "remove_no_op_func", "lower_intrin_func",
            "UnifyThreadBinding", "ThreadSync", "LowerThreadAllreduce", "SplitHostDevice",
            "unify_thread_binding_func", "thread_sync_func", "lower_thread_allreduce_func",
-           "split_host_device"]
+           "split_host_device", "LegalizeStorageDtypes", "legalize_storage_dtypes_func",
+           "LowerWarpMemory", "lower_warp_memory_func"]
 
 for _factory in (StorageFlatten, Simplify, LoopPartition, VectorizeLoop, InjectVirtualThread,
                  InjectDoubleBuffer, StorageRewrite, UnrollLoop, RemoveNoOp, LowerIntrin,
-                 UnifyThreadBinding, ThreadSync, LowerThreadAllreduce, SplitHostDevice):
+                 UnifyThreadBinding, ThreadSync, LowerThreadAllreduce, SplitHostDevice,
+                 LegalizeStorageDtypes, LowerWarpMemory):
     register_pass(_factory.__name__, _factory)  # so that a pass may require them by name

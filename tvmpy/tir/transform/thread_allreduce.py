@@ -24,10 +24,17 @@ consecutive lanes of one warp): no shared memory and no barrier::
     mask = tvm_warp_activemask()
     acc[0] = acc[0] op tvm_warp_shuffle_down(mask, acc[0], s, E, warp_size)   for s = E/2 .. 1
     if T == 0: X[idx] = X[idx] op acc[0]
+
+Tuple combiners (argmin/argmax: a ``comm_reducer`` of several values): te marks such an update
+with ``AttrStmt(combiner, "tvmpy.tuple_reduce", tvm_tuple(rhs...))`` when its reduction axis is
+bound to threadIdx. The same two forms then run with one accumulator (and one shared buffer, or
+one shuffle per step) per value; each step shuffles or reads every value at the same lane and
+applies the combiner to the whole tuple (its results bound to lets before any store).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -85,8 +92,9 @@ def _inner_vars(body: S.Stmt) -> set[int]:
 def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> None:
     """Raise for a read-modify-write that every thread of ``tvar`` does on the same element of
     memory they share (its index free of ``tvar`` and of the body's own variables, no guard on
-    ``tvar``): a reduction this pass cannot turn into a cross-thread one (a tuple combiner such
-    as argmin/argmax). Left as is, the threads would race and the result be wrong."""
+    ``tvar``): a reduction this pass cannot turn into a cross-thread one (an update that is
+    neither ``X = X op v`` nor a tuple reduction marked by te). Left as is, the threads would
+    race and the result be wrong."""
     inner = _inner_vars(body)
     allocated: set[int] = set()
     post_order_visit(body, lambda n: allocated.add(id(n.buffer.data))
@@ -115,9 +123,9 @@ def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> Non
                 raise NotImplementedError(
                     f"{fname}: every {tag} thread updates {n.buffer.name}{list(n.indices)} "
                     "(a reduction over the thread axis whose combiner this lowering cannot "
-                    "turn into a cross-thread reduction, such as argmin/argmax's tuple "
-                    f"combiner): the threads would race. Keep that reduction axis off {tag} "
-                    "(one thread per output).")
+                    "turn into a cross-thread reduction: not X = X op v with op in + * min "
+                    f"max, nor a te comm_reducer): the threads would race. Keep that reduction "
+                    f"axis off {tag} (one thread per output).")
         elif isinstance(n, S.SeqStmt):
             for x in n.seq:
                 walk(x)
@@ -209,6 +217,137 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
         and structural_equal(x.indices, c.store.indices) for x in own)]
 
 
+TUPLE_ATTR = "tvmpy.tuple_reduce"
+
+
+class _Tuple:
+    """A tuple reduction's update: its attribute, the (buffer, index) it stores per value and
+    the enclosing conditions free of the thread index."""
+
+    def __init__(self, attr: S.AttrStmt, stores: list[S.BufferStore], conds: list[E.PrimExpr]):
+        self.attr = attr
+        self.comb = attr.node
+        self.stores = stores
+        self.conds = conds
+
+
+def _free_vars(node: Any) -> list[E.Var]:
+    out: list[E.Var] = []
+    post_order_visit(node, lambda x: out.append(x) if isinstance(x, E.Var) else None)
+    return out
+
+
+def _find_tuples(fname: str, body: S.Stmt, tvar: E.Var) -> list[_Tuple]:
+    inner = _inner_vars(body)
+    out: list[_Tuple] = []
+    conds: list[E.PrimExpr] = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, S.AttrStmt) and n.attr_key == TUPLE_ATTR:
+            stores: list[S.BufferStore] = []
+            post_order_visit(n.body, lambda x: stores.append(x)
+                             if isinstance(x, S.BufferStore) else None)
+            if len(stores) != len(n.node.lhs):
+                raise NotImplementedError(f"{fname}: tuple reduction with {len(stores)} stores "
+                                          f"for {len(n.node.lhs)} values")
+            for st in stores:
+                free = _free_vars(st.indices)
+                if any(v is tvar for v in free):
+                    return  # a reduction of each thread's own (the axis is not this one)
+                if any(id(v) in inner for v in free):
+                    raise NotImplementedError(
+                        f"cross-thread reduction into {st.buffer.name}: the output index changes "
+                        f"inside the {tvar.name} loop; bind the reduction axis innermost")
+            out.append(_Tuple(n, stores, list(conds)))
+            return
+        if isinstance(n, S.IfThenElse):
+            for c, b in ((n.condition, n.then_case), (E.Not(n.condition), n.else_case)):
+                if b is None:
+                    continue
+                keep = all(v is not tvar and id(v) not in inner for v in _free_vars(c))
+                if keep:
+                    conds.append(c)
+                walk(b)
+                if keep:
+                    conds.pop()
+        elif isinstance(n, S.SeqStmt):
+            for x in n.seq:
+                walk(x)
+        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+            return
+        elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
+            walk(n.body)
+
+    walk(body)
+    return out
+
+
+def _combine(comb: Any, lhs: Sequence[E.PrimExpr], rhs: Sequence[E.PrimExpr], k: int,
+             emit: Any) -> S.Stmt:
+    """Lets of ``comb(lhs, rhs)`` (all computed before ``emit(results)``, the stores)."""
+    res = comb.combine(lhs, rhs)
+    tmps = [E.Var(f"red_t{k}_{j}", r.dtype) for j, r in enumerate(res)]
+    stmt: S.Stmt = emit(tmps)
+    for t, r in reversed(list(zip(tmps, res))):
+        stmt = S.LetStmt(t, r, stmt)
+    return stmt
+
+
+class _ReplaceTuple(Mutator):
+    """The tuple attribute -> its update with X_j[idx_j] read and written as acc_j[0];
+    a store predicate on ``tvar`` around it dropped."""
+
+    def __init__(self, t: _Tuple, accs: list[Buffer], tvar: E.Var):
+        self.t = t
+        self.accs = accs
+        self.tvar = tvar
+        self.zero = E.const(0, "int32")
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return e
+
+    def _acc(self, buf: Buffer, idx: Any) -> Buffer | None:
+        for st, acc in zip(self.t.stores, self.accs):
+            if buf.data is st.buffer.data and structural_equal(idx, st.indices):
+                return acc
+        return None
+
+    def _sub(self, e: Any) -> Any:
+        outer = self
+
+        class _Loads(Mutator):
+            def visit_BufferLoad(self, x: E.BufferLoad) -> Any:
+                acc = outer._acc(x.buffer, x.indices)
+                return E.BufferLoad(acc, [outer.zero]) if acc is not None else \
+                    self.generic_visit(x)
+
+        return _Loads().visit(e)
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> Any:
+        if s is self.t.attr:
+            return self.visit(s.body)
+        return self.generic_visit(s)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> Any:
+        return S.LetStmt(s.var, self._sub(s.value), self.visit(s.body))
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> Any:
+        if s.else_case is None and _uses(s.condition, self.tvar) and not (
+                isinstance(s.condition, E.Call) and s.condition.op == "likely"):
+            found: list[int] = []
+            post_order_visit(s.then_case, lambda n: found.append(1) if n is self.t.attr else None)
+            if found:
+                return self.visit(s.then_case)
+        return S.IfThenElse(self._sub(s.condition), self.visit(s.then_case),
+                            self.visit(s.else_case) if s.else_case is not None else None)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> Any:
+        acc = self._acc(s.buffer, s.indices)
+        if acc is not None:
+            return S.BufferStore(acc, self._sub(s.value), [self.zero])
+        return s
+
+
 class _Replace(Mutator):
     """X[idx] -> acc[0] for the candidate element; store predicates on ``tvar`` dropped."""
 
@@ -281,12 +420,13 @@ class _Lower(Mutator):
         tvar = s.node.var
         single = isinstance(s.value, E.IntImm) and s.value.value == 1
         cands = [] if single else _find(s.body, tvar)
+        tuples = [] if single else _find_tuples(self.fname, s.body, tvar)
         self.outer.append(s)
         try:
             body = self.visit(s.body)
         finally:
             self.outer.pop()
-        if not cands:
+        if not cands and not tuples:
             if not single:
                 _refuse_racy_updates(self.fname, body, tvar, tag)
             return s if body is s.body else S.AttrStmt(s.node, s.attr_key, s.value, body)
@@ -295,6 +435,8 @@ class _Lower(Mutator):
                                       f"constant extent, got {s.value}")
         for c in cands:
             body = self._rewrite(body, c, tvar, s.value.value, tag)
+        for t in tuples:
+            body = self._rewrite_tuple(body, t, tvar, s.value.value, tag)
         _refuse_racy_updates(self.fname, body, tvar, tag)
         return S.AttrStmt(s.node, s.attr_key, s.value, body)
 
@@ -349,6 +491,99 @@ class _Lower(Mutator):
         init = S.BufferStore(acc, _identity(op, dtype), [zero])
         return S.Allocate(acc, S.seq(init, partial, tree))
 
+
+    def _groups(self, tag: str) -> tuple[E.PrimExpr, int]:
+        """(the linear index of the enclosing threadIdx attributes of other tags, their count)."""
+        g: E.PrimExpr = E.const(0, "int32")
+        groups = 1
+        for a in self.outer:
+            t = _tag(a)
+            if t == tag:
+                continue
+            if not isinstance(a.value, E.IntImm):
+                raise NotImplementedError(f"{self.fname}: cross-thread reduction inside {t} of "
+                                          f"symbolic extent {a.value}")
+            g = g * a.value.value + a.node.var if groups > 1 else a.node.var
+            groups *= a.value.value
+        return g, groups
+
+    def _rewrite_tuple(self, body: S.Stmt, t: _Tuple, tvar: E.Var, ext: int,
+                       tag: str) -> S.Stmt:
+        """A tuple combiner across the threads of ``tvar``: one accumulator per value; the
+        shared tree or the warp shuffles carry every value, the combiner applied to tuples."""
+        from ..buffer import decl_buffer
+
+        k = self.count
+        self.count += 1
+        comb = t.comb
+        dtypes = [st.buffer.dtype for st in t.stores]
+        zero = E.const(0, "int32")
+        accs = [decl_buffer((1,), d, f"red_acc{k}_{j}", data=E.Var(f"red_acc{k}_{j}", "handle"),
+                            scope="local") for j, d in enumerate(dtypes)]
+
+        def acc_vals() -> list[E.PrimExpr]:
+            return [E.BufferLoad(a, [zero]) for a in accs]
+
+        def store_accs(vals: list[E.Var]) -> S.Stmt:
+            return S.seq(*[S.BufferStore(a, v, [zero]) for a, v in zip(accs, vals)])
+
+        outs = [E.BufferLoad(st.buffer, list(st.indices)) for st in t.stores]
+
+        def final_of(vals: list[E.PrimExpr]) -> S.Stmt:
+            fin = _combine(comb, outs, vals, k, lambda r: S.seq(*[
+                S.BufferStore(st.buffer, v, list(st.indices)) for st, v in zip(t.stores, r)]))
+            for cond in reversed(t.conds):
+                fin = S.IfThenElse(cond, fin)
+            return S.IfThenElse(E.EQ(tvar, E.const(0, tvar.dtype)), fin)
+
+        partial = _ReplaceTuple(t, accs, tvar).visit(body)
+        steps: list[S.Stmt] = []
+        if self._warp_fits(tag, ext):
+            mask = E.Var(f"warp_mask{k}", "uint32")
+            off = ext // 2
+            while off >= 1:
+                others = [E.Call(d, WARP_SHUFFLE_DOWN, [
+                    mask, v, E.const(off, "int32"), E.const(ext, "int32"),
+                    E.const(self.warp_size, "int32")]) for d, v in zip(dtypes, acc_vals())]
+                shfl = [E.Var(f"red_o{k}_{j}_{off}", d) for j, d in enumerate(dtypes)]
+                step = _combine(comb, acc_vals(), list(shfl), k, store_accs)
+                for v, o in reversed(list(zip(shfl, others))):
+                    step = S.LetStmt(v, o, step)
+                steps.append(step)
+                off //= 2
+            steps.append(final_of(acc_vals()))
+            tree: S.Stmt = S.LetStmt(mask, E.Call("uint32", WARP_ACTIVEMASK, []), S.seq(*steps))
+        else:
+            g, groups = self._groups(tag)
+            reds = [decl_buffer((groups * ext,), d, f"red_buf{k}_{j}",
+                                data=E.Var(f"red_buf{k}_{j}", "handle"), scope="shared")
+                    for j, d in enumerate(dtypes)]
+            base = g * ext if groups > 1 else zero
+            me = base + tvar if groups > 1 else tvar
+            steps += [S.BufferStore(r, v, [me]) for r, v in zip(reds, acc_vals())]
+            p = 1
+            while p < ext:
+                p *= 2
+            s = p // 2
+            while s >= 1:
+                cond: E.PrimExpr = E.LT(tvar, E.const(s, tvar.dtype))
+                if s * 2 > ext:
+                    cond = E.And(cond, E.LT(tvar + s, E.const(ext, tvar.dtype)))
+                mine = [E.BufferLoad(r, [me]) for r in reds]
+                theirs = [E.BufferLoad(r, [me + s]) for r in reds]
+                steps.append(S.IfThenElse(cond, _combine(comb, mine, theirs, k, lambda r: S.seq(
+                    *[S.BufferStore(b, v, [me]) for b, v in zip(reds, r)]))))
+                s //= 2
+            steps.append(final_of([E.BufferLoad(r, [base]) for r in reds]))
+            tree = S.seq(*steps)
+            for r in reversed(reds):
+                tree = S.Allocate(r, tree)
+        init = S.seq(*[S.BufferStore(a, v, [zero])
+                       for a, v in zip(accs, comb.identity_element)])
+        out: S.Stmt = S.seq(init, partial, tree)
+        for a in reversed(accs):
+            out = S.Allocate(a, out)
+        return out
 
     def _warp(self, body: S.Stmt, c: _Candidate, acc: Buffer, tvar: E.Var, ext: int) -> S.Stmt:
         """The partial values combined by ``tvm_warp_shuffle_down`` within ``ext`` lanes."""

@@ -39,15 +39,15 @@ def _extent(ivs: list) -> int | None:
 
 
 def multi_value(op: Any) -> bool:
-    """A reduction with a tuple combiner (argmin/argmax: value and index): the lowering's
-    cross-thread reduction handles one value, so such a stage stays in one thread."""
+    """A reduction with a tuple combiner (argmin/argmax: value and index): it is reduced across
+    threads like a single value (LowerThreadAllreduce carries each value of the tuple) but is
+    computed at the root, its outputs read by a separate stage."""
     return int(getattr(op, "num_outputs", 1)) > 1
 
 
 def _cross_thread(s: Any, red: Any, target: Any) -> None:
     """``red`` at the root: one block per output element, its reduced axes (fused) split over
-    the threads of the block (a cross-thread reduction). A multi-value (tuple) reduction
-    gets one thread: its reduced loop serial under a threadIdx.x of extent 1."""
+    the threads of the block (a cross-thread reduction), a tuple reduction too."""
     ext = _extent(list(red.reduce_axis)) or 1
     stage = s[red]
     if red.axis:
@@ -55,10 +55,6 @@ def _cross_thread(s: Any, red: Any, target: Any) -> None:
         stage.bind(bx, te.thread_axis("blockIdx.x"))
     rs = list(red.reduce_axis)
     k = stage.fuse(*rs) if len(rs) > 1 else rs[0]
-    if multi_value(red):
-        ko, _ = stage.split(k, nparts=1)
-        stage.bind(ko, te.thread_axis("threadIdx.x"))
-        return
     _, ki = stage.split(k, factor=num_threads(target, ext))
     stage.bind(ki, te.thread_axis("threadIdx.x"))
 
@@ -112,7 +108,6 @@ def schedule_reduce(outs: Any, target: Any = None) -> Any:
     others = [op for op in live if not op.reduce_axis and op is not out]
     scalar = not reds or not reds[0].axis  # 0-d: the reduce loop must be bound to threads
     if (len(reds) != 1 or others or not _same(reds[0], out)
-            or (multi_value(reds[0]) and not scalar)
             or ((_extent(list(reds[0].reduce_axis)) or 0) < CROSS_THREAD_MIN and not scalar)):
         return schedule_fallback(outs, target)
     red = reds[0]

@@ -46,6 +46,8 @@ from .injective import (  # noqa: E402,F401
     schedule_injective_from_existing,
 )
 from .normalization import (  # noqa: E402,F401
+    ORT_LANES,
+    layer_norm,
     schedule_batch_norm,
     schedule_group_norm,
     schedule_instance_norm,

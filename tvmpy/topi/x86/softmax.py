@@ -57,17 +57,20 @@ def _rows_per_task(out: Any, axes: list[int]) -> int:
     return next((r for r in (4, 2) if ext % r == 0), 1)
 
 
-def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list[Any]) -> None:
+def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list[Any],
+                        ordered: list[Any] | tuple = ()) -> None:
     """Make the axes of ``out`` that are not in ``axes`` one fused parallel loop and compute
     ``row_stages`` (the per-row reductions and temporaries) inside it; the last reduced axis,
     when it is the innermost one, is vectorized, and so are one-axis row reductions (by
-    rfactor) and the element-wise row temporaries."""
+    rfactor; not those in ``ordered``, whose summation order is part of their result) and the
+    element-wise row temporaries."""
     leaf = list(s[out].op.axis)
     innermost = bool(axes) and axes[-1] == len(leaf) - 1
     rfs = []
+    keep_order = {id(t.op) for t in ordered}
     if innermost:
         for st in row_stages:
-            if s[st].op.reduce_axis:
+            if s[st].op.reduce_axis and id(st.op) not in keep_order:
                 rf = _vector_rfactor(s, st)
                 if rf is not None:
                     rfs.append(rf)

@@ -46,6 +46,7 @@ class ImportContext:
         self.values: dict[str, np.ndarray] = {}
         self.node: Any = None  # the NodeProto being converted
         self.expansions = 0  # function bodies expanded so far (unique name prefixes)
+        self.low_precision = False  # the model has bfloat16/float8/int4... tensors
 
     def where(self) -> str:
         n = self.node

@@ -10,6 +10,7 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from .context import ImportContext, dtype_of, np_dtype, scalar_like, shape_of
+from .low_precision import cast_to
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
 
@@ -123,12 +124,14 @@ def _where(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
 
 @converter("Cast")
 def _cast(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    return transform.cast(inputs[0], np_dtype(attrs["to"]))
+    return cast_to(inputs[0], np_dtype(attrs["to"]), bool(attrs.get("saturate", 1)),
+                   attrs.get("round_mode", "up"))
 
 
 @converter("CastLike")
 def _cast_like(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    return transform.cast(inputs[0], dtype_of(inputs[1]))
+    return cast_to(inputs[0], dtype_of(inputs[1]), bool(attrs.get("saturate", 1)),
+                   attrs.get("round_mode", "up"))
 
 
 @converter("Mod")

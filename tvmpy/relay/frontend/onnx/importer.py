@@ -30,6 +30,7 @@ from ...type_infer import infer_type
 from ..common import unsupported_error
 from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np_dtype, shape_of
 from .functions import expand_function, function_body, function_versions
+from .low_precision import NATIVE_OPS, in_compute_types, model_uses_low_precision
 from .registry import CONVERTERS, Attrs
 
 __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
@@ -76,7 +77,6 @@ _SUPPORTED_VALUES: dict[tuple[str, str], tuple] = {
     ("Resize", "keep_aspect_ratio_policy"): ("stretch", "not_larger", "not_smaller"),
     ("LayerNormalization", "stash_type"): (1,),
     ("Gelu", "approximate"): ("none", "tanh"), ("DepthToSpace", "mode"): ("DCR", "CRD"),
-    ("Cast", "saturate"): (1,),
 }
 
 
@@ -151,6 +151,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
                          f"(inputs: {sorted(graph_inputs)})")
     ctx = ImportContext(opset, freeze_params)
+    ctx.low_precision = model_uses_low_precision(graph)
     params: dict[str, np.ndarray] = {}
     inputs = []
     init_names = set()
@@ -309,7 +310,10 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
         _check_attr_values(ctx, a)
         ins = [ctx.exprs[nm] if nm else None for nm in names]
         try:
-            out = CONVERTERS[_converter_key(node)](ctx, ins, a, names)
+            conv = CONVERTERS[_converter_key(node)]
+            if ctx.low_precision and node.op_type not in NATIVE_OPS:
+                conv = in_compute_types(conv)  # bfloat16/float8/int4... compute in 32 bits
+            out = conv(ctx, ins, a, names)
         except (OnnxConvertError, KeyError) as e:
             if isinstance(e, KeyError):
                 raise ctx.fail(f"missing required attribute {e}") from None

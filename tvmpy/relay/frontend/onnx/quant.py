@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir import dtype as dt
 from ...expr import RelayExpr
 from ...op import tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, shape_of
 from .conv import conv
 from .linalg import matmul
+from .low_precision import LOW_FLOATS, cast_to
 from .registry import Attrs, Inputs, Names, Output
 
 
@@ -42,9 +44,14 @@ def _param(ctx: ImportContext, p: RelayExpr, x_shape: list[int], attrs: Attrs) -
 
 
 def _saturate(ctx: ImportContext, y: RelayExpr, out_dtype: str) -> RelayExpr:
-    if not np.issubdtype(np.dtype(out_dtype), np.integer):
-        raise ctx.fail(f"output type {out_dtype} is not supported (integer types only)")
-    info = np.iinfo(np.dtype(out_dtype))
+    """``y`` (already rounded to integers) clamped to the range of the integer ``out_dtype``
+    (int4/uint4/int2/uint2 included) and cast to it."""
+    import ml_dtypes
+
+    npd = dt.to_numpy(out_dtype)
+    if npd.kind not in "iu" and out_dtype not in ("int4", "uint4", "int2", "uint2"):
+        raise ctx.fail(f"output type {out_dtype} is not supported (integer, float8 and float4 types)")
+    info = ml_dtypes.iinfo(npd)
     return transform.cast(tensor.clip(y, float(info.min), float(info.max)), out_dtype)
 
 
@@ -55,6 +62,11 @@ def _quantize(ctx: ImportContext, x: RelayExpr, scale: RelayExpr, zp: RelayExpr 
     s = _param(ctx, scale, xs, attrs)
     if dtype_of(s) != ft:
         s = transform.cast(s, ft)
+    if out_dtype in LOW_FLOATS:  # no rounding to integers: the float8/float4 cast rounds
+        y = tensor.divide(x, s)
+        if zp is not None:
+            y = tensor.add(y, transform.cast(_param(ctx, zp, xs, attrs), ft))
+        return cast_to(y, out_dtype, bool(attrs.get("saturate", 1)))
     y = tensor.nearbyint(tensor.divide(x, s))
     if zp is not None:
         y = tensor.add(y, transform.cast(_param(ctx, zp, xs, attrs), ft))

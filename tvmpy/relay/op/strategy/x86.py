@@ -17,6 +17,7 @@ from . import OpStrategy, register_strategy_func
 from .bitserial import BITSERIAL_X86_SCHEDULES
 from .generic import (
     COMPUTES,
+    _gamma_beta,
     _generic_strategy,
     schedule_injective,
     schedule_reduce,
@@ -266,8 +267,15 @@ def _pool_compute(kind: str, nd: int) -> Callable[..., list]:
     return f
 
 
+def _layer_norm_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.x86.layer_norm``: onnxruntime's CPU arithmetic over the last axis."""
+    gamma, beta = _gamma_beta(attrs, inputs)
+    return [x86.layer_norm(inputs[0], gamma, beta, attrs.axis, attrs.epsilon)]
+
+
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
+    "nn.layer_norm": _layer_norm_compute,
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
     "nn.contrib_conv2d_winograd_nchwc": _winograd_compute,
     **{f"nn.{k}_pool{d}d": _pool_compute(k, d) for k in ("max", "avg") for d in (2, 3)},

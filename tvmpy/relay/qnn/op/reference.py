@@ -151,15 +151,23 @@ def _deq(x: np.ndarray, s: Any, zp: Any, axis: int) -> np.ndarray:
     return dequantize_np(x, s, zp, axis, "float32")
 
 
+def _fma32(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """float32 ``x * y + z`` rounded once (``x`` integer-valued, so float64 holds the product)."""
+    return (np.asarray(x, np.float64) * np.asarray(y, np.float64)
+            + np.asarray(z, np.float64)).astype(np.float32)
+
+
 @_reg("qnn.add")
 def _add(attrs, ins, t):
     a, b, sa, za, sb, zb, sc, zc = ins
-    ra = _f32(_p(sa, a.ndim, attrs.lhs_axis)) / _f32(sc)
-    rb = _f32(_p(sb, b.ndim, attrs.rhs_axis)) / _f32(sc)
-    # ORT (x86): zc - (ra*za + rb*zb) + a*ra + b*rb in float32, on the raw (unshifted) values
-    fixed = _f32(zc) - (ra * _f32(_p(za, a.ndim, attrs.lhs_axis))
-                        + rb * _f32(_p(zb, b.ndim, attrs.rhs_axis)))
-    v = (fixed + a.astype(np.float32) * ra) + b.astype(np.float32) * rb
+    x = (a, _f32(_p(sa, a.ndim, attrs.lhs_axis)) / _f32(sc), _f32(_p(za, a.ndim, attrs.lhs_axis)))
+    y = (b, _f32(_p(sb, b.ndim, attrs.rhs_axis)) / _f32(sc), _f32(_p(zb, b.ndim, attrs.rhs_axis)))
+    # ORT (x86, MLAS AVX2): two FMAs on the raw values onto zc - fma(rx, zx, ry*zy), the
+    # operand that varies along the last axis as x (a, unless only b does)
+    if (a.shape[-1] if a.ndim else 1) == 1 and (b.shape[-1] if b.ndim else 1) != 1:
+        x, y = y, x
+    fixed = _f32(zc) - _fma32(x[2], x[1], y[1] * y[2])
+    v = _fma32(x[0], x[1], _fma32(y[0], y[1], fixed))
     return _sat(np.rint(v).astype(np.float64), t.dtype)
 
 

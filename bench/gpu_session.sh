@@ -1,0 +1,73 @@
+#!/bin/bash
+# One lent NVIDIA GPU session for issue 14 point 5 (figures in bench/RESULTS.md): the CUDA checks
+# and GEMM vs cuBLAS (gpu_check.py), ResNet-18's 3x3 convs tuned vs cuDNN (gpu_tune_conv.py),
+# then the three models at batch 1 and 16 with that log vs torch eager (gpu_models.py).
+#
+#   OUT=/some/dir bash bench/gpu_session.sh [tune trials per layer, default 64]
+#
+# Environment: GPU_CHECK=0 skips gpu_check.py, TUNE=0 the tuning; LAYERS (default 56,28,14,7) the 3x3 layers to
+# tune; PRIOR_LOG a tuning log of an earlier session to resume from (copied to $OUT/conv.log);
+# BATCHES (default 1,16) and MODELS (default all three) for gpu_models.py; PROFILE=N adds its
+# per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning.
+#
+# The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
+# 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
+# the wheel itself is over the transfer limit) and xgboost-cpu as its wheel; both go to
+# /tmp/site. Every section has its own time limit; one failing does not stop the next. All
+# output goes to $OUT/session.log, the figures to $OUT/*.json, the tuning log to $OUT/conv.log.
+set -u
+OUT=${OUT:-/tmp/gpu_session}
+TRIALS=${1:-64}
+LAYERS=${LAYERS:-56,28,14,7}
+BATCHES=${BATCHES:-1,16}
+MODELS=${MODELS:-resnet18,mobilenet_v2,bert_encoder}
+mkdir -p "$OUT" /tmp/site
+if [ -n "${PRIOR_LOG:-}" ]; then cp "$PRIOR_LOG" "$OUT/conv.log"; fi
+LOG="$OUT/session.log"
+say() { echo "=== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+say "setup"
+if [ -f .whl/llvmlite-0.50.0-cp312.tar.xz ]; then
+  tar xJf .whl/llvmlite-0.50.0-cp312.tar.xz -C /tmp/site
+fi
+ls .whl/xgboost*.whl >/dev/null 2>&1 &&
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+    .whl/xgboost*.whl >>"$LOG" 2>&1
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+for lib in /usr/local/cuda/nvvm/libdevice/libdevice.10.bc \
+           $(timeout 20 find /usr/local /opt -name 'libdevice.10.bc' 2>/dev/null | head -1); do
+  if [ -f "$lib" ]; then export TVMPY_LIBDEVICE="$lib"; break; fi
+done
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  python3 -c "import sys, llvmlite, numpy, onnx, onnxruntime as o, torch
+print(sys.version.split()[0], 'llvmlite', llvmlite.__version__, 'numpy', numpy.__version__,
+      'onnx', onnx.__version__, 'onnxruntime', o.__version__, o.get_available_providers(),
+      'torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())
+from tvmpy.contrib import nvcc; from tvmpy.codegen import nvptx
+print('nvrtc', nvcc.find_nvrtc(), nvcc.nvrtc_version(), 'ptxas', nvcc.find_ptxas())
+print('libdevice', nvptx.find_libdevice())"
+  python3 -c "import xgboost; print('xgboost', xgboost.__version__)"
+  nproc; uptime
+} >>"$LOG" 2>&1
+cat "$LOG"
+
+if [ "${GPU_CHECK:-1}" != 0 ]; then
+  say "gpu_check"
+  timeout 120 python3 bench/gpu_check.py --sizes 1024,4096 --out "$OUT/gpu_check.json" 2>&1 |
+    tee -a "$LOG"
+fi
+
+if [ "${TUNE:-1}" != 0 ]; then
+  say "tune conv (trials $TRIALS per layer)"
+  timeout "${TUNE_TIMEOUT:-190}" python3 bench/gpu_tune_conv.py --target cuda --layers "$LAYERS" --trials "$TRIALS" \
+    --number 10 --repeat 5 --log "$OUT/conv.log" --json "$OUT/tune.json" 2>&1 |
+    grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+fi
+
+say "models"
+timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --models "$MODELS" \
+  --number 10 --repeat 5 --profile "${PROFILE:-0}" --tune-log "$OUT/conv.log" \
+  --json "$OUT/gpu_models.json" 2>&1 |
+  grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+say "done"
