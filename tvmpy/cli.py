@@ -158,7 +158,10 @@ def _model_inputs(model: Any) -> dict[str, tuple[list[Any], str]]:
     return out
 
 
-def _resolve_shapes(model: Any, given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+def _resolve_shapes(model: Any, given: Mapping[str, tuple[int, ...]], symbolic: bool = False
+                    ) -> dict[str, tuple[int, ...]]:
+    """The input shapes: given ones, else the model's static ones; with ``symbolic`` an input
+    with symbolic dims not given is left out (from_onnx keeps those dims as relay.Any)."""
     inputs = _model_inputs(model)
     unknown = sorted(set(given) - set(inputs))
     if unknown:
@@ -173,6 +176,8 @@ def _resolve_shapes(model: Any, given: Mapping[str, tuple[int, ...]]) -> dict[st
             shapes[name] = tuple(given[name])
         elif all(isinstance(d, int) and d > 0 for d in dims):
             shapes[name] = tuple(dims)
+        elif symbolic:
+            continue
         else:
             raise CliError(f"input {name!r} has shape {dims} with symbolic dimensions: give it "
                            f"with --input-shape {name}=" + ",".join(
@@ -268,7 +273,9 @@ def _summary(name: str, a: np.ndarray) -> str:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     model = _load_onnx(args.model)
-    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
+    # symbolic dims not given stay symbolic: one library serves every size (relay.Any)
+    wasm = "-mtriple=wasm" in args.target
+    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape), symbolic=not wasm)
     ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
     out = args.output or os.path.splitext(args.model)[0] + ext
     lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile",
@@ -276,8 +283,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     lib.export_library(out)
     print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
           f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
-    for name, shape in shapes.items():
-        print(f"  input {name}: {shape}")
+    for name, (dims, _) in _model_inputs(model).items():
+        shape = shapes.get(name)
+        shown = shape if shape is not None else "(" + ", ".join(
+            str(d) if isinstance(d, int) and d > 0 else f"? ({d})" for d in dims) + ")"
+        print(f"  input {name}: {shown}")
     return 0
 
 
@@ -364,7 +374,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda}
     m = graph_executor.GraphModule(lib["default"](devices[args.device](0)))
     shapes, dtypes = m.get_input_info()
-    expected = ", ".join(f"{n} {tuple(shapes[n])} {dtypes[n]}" for n in shapes)
+
+    def shown(shape: Any) -> str:  # symbolic dims (a dynamic batch) as ?
+        dims = ["?" if isinstance(d, str) else str(d) for d in shape]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+    def fits(value: np.ndarray, shape: Any) -> bool:
+        return len(value.shape) == len(shape) and all(
+            isinstance(w, str) or w == g for w, g in zip(shape, value.shape))
+
+    expected = ", ".join(f"{n} {shown(shapes[n])} {dtypes[n]}" for n in shapes)
     unknown = sorted(set(feeds) - set(shapes))
     missing = [n for n in shapes if n not in feeds]
     if unknown or missing:
@@ -372,16 +391,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             [f"missing input(s) {missing}"] if missing else [])
         raise CliError(f"{'; '.join(what)}; the model's inputs: {expected}")
     for name, value in feeds.items():
-        if value.shape != tuple(shapes[name]) or value.dtype != np.dtype(dtypes[name]):
-            raise CliError(f"--input {name}: expected shape {tuple(shapes[name])} "
+        if not fits(value, shapes[name]) or value.dtype != np.dtype(dtypes[name]):
+            raise CliError(f"--input {name}: expected shape {shown(shapes[name])} "
                            f"{dtypes[name]}, got {value.shape} {value.dtype}"
                            + (f" (convert with .astype('{dtypes[name]}'))"
-                              if value.shape == tuple(shapes[name]) else ""))
+                              if fits(value, shapes[name]) else ""))
         m.set_input(name, value)
     times = []
     for _ in range(max(1, args.repeat)):
         t0 = time.perf_counter()
-        m.run()
+        try:
+            m.run()
+        except ValueError as e:  # inputs whose run-time sizes disagree (a shared batch)
+            raise CliError(str(e)) from None
         times.append(time.perf_counter() - t0)
     outs = {f"output{i}": m.get_output(i).numpy() for i in range(m.get_num_outputs())}
     msg = f"ran {args.model}: first run {times[0] * 1e3:.2f} ms"

@@ -85,12 +85,35 @@ def test_compile_default_output_and_opt0(tmp_path):
     assert (tmp_path / "m.so").is_file() and "opt_level 0" in r.stdout
 
 
-def test_symbolic_batch_needs_input_shape(tmp_path):
+def test_symbolic_batch_compiles_once_for_every_batch(tmp_path):
+    """A dynamic-batch model compiles without --input-shape; the library runs at any batch."""
     m = _tiny(symbolic=True)
     onnx.save(m, tmp_path / "s.onnx")
-    r = _tvmpy("compile", tmp_path / "s.onnx", "-o", tmp_path / "s.so")
-    assert r.returncode == 2
-    assert "symbolic" in r.stderr and "--input-shape x=N,3,8,8" in r.stderr
+    r = _tvmpy("compile", tmp_path / "s.onnx", "-o", tmp_path / "d.so")
+    assert r.returncode == 0, r.stderr
+    assert "input x: (? (N), 3, 8, 8)" in r.stdout
+    sess = ort.InferenceSession(m.SerializeToString())
+    for b in (1, 3):
+        x = RNG.standard_normal((b, 3, 8, 8)).astype(np.float32)
+        y = RNG.standard_normal((b, 5)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        np.save(tmp_path / "y.npy", y)
+        r = _tvmpy("run", tmp_path / "d.so", "--input", f"x={tmp_path / 'x.npy'}",
+                   "--input", f"y={tmp_path / 'y.npy'}", "--output", tmp_path / "o.npz")
+        assert r.returncode == 0, r.stderr
+        want = sess.run(None, {"x": x, "y": y})[0]
+        np.testing.assert_allclose(np.load(tmp_path / "o.npz")["output0"], want, rtol=1e-5,
+                                   atol=1e-5)
+    np.save(tmp_path / "y.npy", RNG.standard_normal((2, 5)).astype(np.float32))  # x has batch 3
+    r = _tvmpy("run", tmp_path / "d.so", "--input", f"x={tmp_path / 'x.npy'}",
+               "--input", f"y={tmp_path / 'y.npy'}")
+    assert r.returncode == 2, r.stderr
+    assert "dimension 0 is 2" in r.stderr and "dimension 0 is 3" in r.stderr, r.stderr
+
+
+def test_symbolic_batch_fixed_by_input_shape(tmp_path):
+    m = _tiny(symbolic=True)
+    onnx.save(m, tmp_path / "s.onnx")
     r = _tvmpy("compile", tmp_path / "s.onnx", "-o", tmp_path / "s.so",
                "--input-shape", "x=2,3,8,8", "--input-shape", "y=2,5")
     assert r.returncode == 0, r.stderr

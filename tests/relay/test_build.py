@@ -344,13 +344,20 @@ def test_unsupported_operator_refused_before_compiling():
         _REGISTRY.pop(name, None)
 
 
-def test_symbolic_shape_refused():
+def test_symbolic_shape_builds_once_for_every_size():
+    """A symbolic dimension (a tir var, as relay.Any) builds one library for every size
+    (tests/relay/test_dynamic_shapes.py has the rest)."""
     from tvmpy import tir
+    from tvmpy.contrib import graph_executor
 
     n = tir.Var("n", "int32")
     x = relay.var("x", shape=(n, 3))
-    with pytest.raises(ValueError, match="static|concrete"):
-        relay.build(_module(relay.exp(x)))
+    m = graph_executor.GraphModule(relay.build(_module(relay.exp(x)))["default"](tvm.cpu(0)))
+    for b in (1, 4):
+        v = np.random.default_rng(b).standard_normal((b, 3)).astype("float32")
+        m.set_input("x", v)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(v), rtol=1e-6)
 
 
 @pytest.mark.parametrize("opt", OPT_LEVELS)

@@ -60,3 +60,41 @@ def test_symbolic_batch():
          testing.batch_matmul_python, lambda b: [(b, 5, 8), (b, 7, 8)])
     _run([P, Q], topi.x86.batch_matmul_pack(P, Q), topi.x86.schedule_batch_matmul,
          testing.batch_matmul_python, lambda b: [(b, 5, 8), (b, 7, 8)])
+
+
+def _softmax_np(a):
+    e = np.exp(a - a.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_softmax_over_a_symbolic_row():
+    """x86 softmax with a symbolic row length (a relay.Any sequence): split by 16 with the
+    guarded tail peeled; lengths around the vector width."""
+    n = te.var("n")
+    x = te.placeholder((2, 3, n), name="x")
+    _run([x], topi.nn.softmax(x, axis=-1), topi.x86.schedule_softmax, _softmax_np,
+         lambda b: [(2, 3, b)], batches=(1, 7, 16, 37))
+
+
+def test_batch_matmul_with_a_symbolic_n():
+    """x86 matmul schedule with a symbolic column count (attention scores over a symbolic
+    sequence): a guarded last register tile."""
+    s = te.var("s")
+    a = te.placeholder((4, s, 8), name="a")
+    b = te.placeholder((4, 8, s), name="b")
+    out = nn.batch_matmul(a, b, None, "float32", transpose_a=False, transpose_b=False)
+    _run([a, b], out, topi.x86.schedule_batch_matmul, lambda x, y: x @ y,
+         lambda n: [(4, n, 8), (4, 8, n)], batches=(1, 5, 17, 40))
+
+
+def test_batch_matmul_pack_with_symbolic_m_and_n():
+    """The packed batch_matmul over a symbolic sequence (both M and N): zero-padded panels of
+    16, the product cropped."""
+    from tvmpy.topi import x86
+
+    s = te.var("s")
+    a = te.placeholder((4, s, 8), name="a")
+    b = te.placeholder((4, 8, s), name="b")
+    out = x86.batch_matmul_pack(a, b, "float32", transpose_b=False)
+    _run([a, b], out, topi.x86.schedule_batch_matmul, lambda x, y: x @ y,
+         lambda n: [(4, n, 8), (4, 8, n)], batches=(1, 5, 17, 40))

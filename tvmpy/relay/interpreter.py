@@ -30,7 +30,8 @@ from .expr import (
 from .module import IRModule
 from .op import numpy_impl
 from .op.registry import Op
-from .ty import TensorType, TupleType, type_str
+from .op.shape_func import concrete_type
+from .ty import TensorType, TupleType, is_static, type_str
 from .type_infer import infer_type
 from .visitor import ExprFunctor
 
@@ -48,10 +49,12 @@ class Closure:
 
 
 class _Eval(ExprFunctor):
-    def __init__(self, env: dict[int, Any], mod: IRModule | None):
+    def __init__(self, env: dict[int, Any], mod: IRModule | None,
+                 shapes: dict[str, int] | None = None):
         super().__init__()
         self.env = env
         self.mod = mod
+        self.shapes = shapes or {}  # symbolic dimensions' values, bound by function arguments
 
     def visit_var(self, v: Var) -> Any:
         try:
@@ -83,7 +86,7 @@ class _Eval(ExprFunctor):
     def visit_if(self, i: If) -> Any:
         # branches are evaluated lazily, with their own memo
         branch = i.true_branch if bool(self.visit(i.cond)) else i.false_branch
-        return _Eval(self.env, self.mod).visit(branch)
+        return _Eval(self.env, self.mod, self.shapes).visit(branch)
 
     def visit_function(self, f: Function) -> Any:
         return Closure(f, dict(self.env))
@@ -94,19 +97,85 @@ class _Eval(ExprFunctor):
             impl = c.op.get_attr("FNumpy")
             if impl is None:
                 raise NotImplementedError(f"operator {c.op.name} has no numpy implementation")
-            out = impl(c.attrs, args, c.checked_type)
-            return out
+            out_type = c.checked_type
+            if not _is_static_type(out_type):  # Any dimensions: the shapes of these arrays
+                out_type = _concrete_out_type(c, args, self.shapes)
+            return impl(c.attrs, args, out_type)
         fn = self.visit(c.op)
         if not isinstance(fn, Closure):
             raise TypeError(f"calling a non-function value {fn!r}")
         return _call(fn, args, self.mod)
 
 
+def _is_static_type(t: Any) -> bool:
+    if isinstance(t, TupleType):
+        return all(_is_static_type(f) for f in t.fields)
+    return not isinstance(t, TensorType) or is_static(t.shape)
+
+
+def _value_type(v: Any) -> Any:
+    """The concrete type of a computed value (an array, or a tuple of them)."""
+    if isinstance(v, (tuple, list)):
+        return TupleType([_value_type(x) for x in v])
+    arr = np.asarray(v)
+    return TensorType(arr.shape, str(arr.dtype))
+
+
+def _flat_types(t: Any) -> list[TensorType]:
+    if isinstance(t, TupleType):
+        return [x for f in t.fields for x in _flat_types(f)]
+    return [t] if isinstance(t, TensorType) else []
+
+
+def _bind_dims(t: Any, value: Any, env: dict[str, int]) -> None:
+    """Bind the size variables that are whole dimensions of type ``t`` to ``value``'s shape."""
+    from ..tir.expr import Var as TirVar
+
+    if t is None:
+        return
+    for tt, vt in zip(_flat_types(t), _flat_types(_value_type(value))):
+        for d, got in zip(tt.shape, vt.shape):
+            if isinstance(d, TirVar):
+                env[d.name] = int(got)
+
+
+def _concrete_out_type(c: Any, args: list[Any], shapes: dict[str, int]) -> Any:
+    """A call's type for the actual argument arrays: its symbolic dimensions evaluated with the
+    variables bound by the enclosing function's arguments and by these arguments' shapes,
+    else (a size no argument determines, e.g. a fresh Any) the operator's shape function."""
+    from ..runtime.function import compile_dim_expr
+
+    env = dict(shapes)
+    for a, v in zip(c.args, args):
+        _bind_dims(a.checked_type, v, env)
+
+    def ev(t: Any) -> Any:
+        if isinstance(t, TupleType):
+            return TupleType([ev(f) for f in t.fields])
+        dims = []
+        for d in t.shape:
+            if isinstance(d, int):
+                dims.append(d)
+            else:
+                fn, _ = compile_dim_expr(str(d))
+                dims.append(int(fn(env)))
+        return TensorType(dims, t.dtype)
+
+    try:
+        return ev(c.checked_type)
+    except (KeyError, ValueError):
+        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args])
+
+
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
     env = dict(fn.env)
     for p, a in zip(fn.func.params, args):
         env[id(p)] = a
-    return _Eval(env, mod).visit(fn.func.body)
+    shapes: dict[str, int] = {}
+    for p, a in zip(fn.func.params, args):
+        _bind_dims(p.checked_type if getattr(p, "_checked_type", None) is not None
+                   else p.type_annotation, a, shapes)
+    return _Eval(env, mod, shapes).visit(fn.func.body)
 
 
 def _check_input(p: Var, value: Any, t: Any = None) -> Any:

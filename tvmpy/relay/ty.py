@@ -3,18 +3,25 @@
 A shape is a tuple of dimensions; a dimension is a Python ``int`` or a symbolic ``tir`` integer
 expression (``te.var("n")``, ``n * 2``...). Helpers here compare and simplify dimensions so that the
 type relations treat ``n + 1 - 1`` and ``n`` as the same size.
+
+``Any()`` (TVM's ``relay.Any``) is a dimension known only at run time: a size variable of its own
+(each ``Any()`` is distinct; the same object in two places means the same size), printed ``?``.
+The type relations treat it as TVM does: it unifies with any concrete size (``type_compatible``),
+broadcasts to the other side's size unless that side is 1, and two different ``Any`` broadcast to
+a fresh ``Any``. Being a ``tir`` size variable, it also becomes the symbolic extent of the kernels
+generated for it (one compiled function serves every size).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any as _AnyT
 
 from ..ir import dtype as _dt
 from ..ir.node import Node
 from ..tir import expr as _te
 
-Dim = Any  # int | tir.PrimExpr
+Dim = _AnyT  # int | tir.PrimExpr
 
 __all__ = [
     "Type",
@@ -22,6 +29,10 @@ __all__ = [
     "TupleType",
     "FuncType",
     "Dim",
+    "Any",
+    "is_any",
+    "has_any",
+    "dim_compatible",
     "as_dim",
     "dim_equal",
     "dim_str",
@@ -29,7 +40,7 @@ __all__ = [
 ]
 
 
-def as_dim(d: Any) -> Dim:
+def as_dim(d: _AnyT) -> Dim:
     """Normalize a dimension: ints (and constant tir ints) to ``int``, simplify expressions."""
     if isinstance(d, bool):
         raise TypeError(f"a shape dimension must be an int or an integer expression, got {d!r}")
@@ -48,6 +59,42 @@ def as_dim(d: Any) -> Dim:
     raise TypeError(f"a shape dimension must be an int or an integer expression, got {d!r}")
 
 
+class Any(_te.SizeVar):
+    """``relay.Any()``: a dimension unknown until run time (printed ``?`` in relay types).
+
+    ``hint`` names it in generated code and error messages (``from_onnx`` passes the ONNX
+    ``dim_param``); the name is made unique, so two ``Any`` never share a kernel's shape var."""
+
+    __slots__ = ()
+    _count = 0
+
+    def __init__(self, hint: str = "any"):
+        hint = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(hint)) or "any"
+        if not (hint[0].isalpha() or hint[0] == "_"):
+            hint = "d_" + hint
+        Any._count += 1
+        super().__init__(f"{hint}_{Any._count}", "int32")
+
+
+def is_any(d: _AnyT) -> bool:
+    """Whether ``d`` is an ``Any`` dimension."""
+    return isinstance(d, Any)
+
+
+def has_any(shape: Sequence[Dim]) -> bool:
+    """Whether some dimension of ``shape`` is, or is computed from, an ``Any``."""
+    from ..tir.functor import collect_vars
+
+    return any(isinstance(d, _te.PrimExpr) and any(isinstance(v, Any) for v in collect_vars(d))
+               for d in shape)
+
+
+def dim_compatible(a: Dim, b: Dim) -> bool:
+    """True when the two dimensions may be the same size: provably equal, or either involves
+    an ``Any`` (which unifies with any size)."""
+    return dim_equal(a, b) or has_any((a,)) or has_any((b,))
+
+
 def dim_equal(a: Dim, b: Dim) -> bool:
     """True when the two dimensions are provably equal."""
     if isinstance(a, int) and isinstance(b, int):
@@ -60,7 +107,19 @@ def dim_equal(a: Dim, b: Dim) -> bool:
 
 
 def dim_str(d: Dim) -> str:
-    return str(d)
+    """A dimension as relay prints it: ``?`` for ``Any``."""
+    if isinstance(d, Any):
+        return "?"
+    text = str(d)
+    if isinstance(d, _te.PrimExpr) and has_any((d,)):  # n * 48 with n an Any: "? * 48"
+        import re
+
+        from ..tir.functor import collect_vars
+
+        for v in collect_vars(d):
+            if isinstance(v, Any):
+                text = re.sub(rf"\b{re.escape(v.name)}\b", "?", text)
+    return text
 
 
 def is_static(shape: Sequence[Dim]) -> bool:
@@ -82,7 +141,7 @@ class TensorType(Type):
     __slots__ = ("shape", "dtype")
     _fields = ("shape", "dtype")
 
-    def __init__(self, shape: Sequence[Any], dtype: str = "float32"):
+    def __init__(self, shape: Sequence[_AnyT], dtype: str = "float32"):
         if isinstance(shape, (int, _te.PrimExpr)):
             shape = (shape,)
         shp = tuple(as_dim(d) for d in shape)
@@ -130,7 +189,7 @@ class FuncType(Type):
         self._init(arg_types=tuple(arg_types), ret_type=ret_type)
 
 
-def type_str(t: Any) -> str:
+def type_str(t: _AnyT) -> str:
     if isinstance(t, TensorType):
         if not t.shape:
             return t.dtype  # a scalar, as TVM prints it

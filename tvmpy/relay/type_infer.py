@@ -25,10 +25,10 @@ from .expr import (
     Var,
 )
 from .op.registry import Op
-from .ty import FuncType, TensorType, TupleType, Type, dim_equal, type_str
+from .ty import FuncType, TensorType, TupleType, Type, dim_compatible, dim_equal, type_str
 from .visitor import ExprFunctor
 
-__all__ = ["infer_type", "type_equal", "TypeInferencer"]
+__all__ = ["infer_type", "type_equal", "type_compatible", "TypeInferencer"]
 
 
 def type_equal(a: Type, b: Type) -> bool:
@@ -43,6 +43,23 @@ def type_equal(a: Type, b: Type) -> bool:
         return (len(a.arg_types) == len(b.arg_types)
                 and all(type_equal(x, y) for x, y in zip(a.arg_types, b.arg_types))
                 and type_equal(a.ret_type, b.ret_type))  # fmt: skip
+    return False
+
+
+def type_compatible(a: Type, b: Type) -> bool:
+    """Type equality up to ``Any``: an ``Any`` dimension matches every size (TVM unifies it
+    with the concrete one)."""
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        return a.dtype == b.dtype and len(a.shape) == len(b.shape) and all(
+            dim_compatible(x, y) for x, y in zip(a.shape, b.shape)
+        )
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        return len(a.fields) == len(b.fields) and all(
+            type_compatible(x, y) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, FuncType) and isinstance(b, FuncType):
+        return (len(a.arg_types) == len(b.arg_types)
+                and all(type_compatible(x, y) for x, y in zip(a.arg_types, b.arg_types))
+                and type_compatible(a.ret_type, b.ret_type))  # fmt: skip
     return False
 
 
@@ -123,7 +140,7 @@ class TypeInferencer(ExprFunctor):
             raise RelayTypeError(f"in `{_where(c)}`: the function takes {len(ft.arg_types)} "
                                  f"arguments, got {len(arg_types)}")
         for i, (want, got) in enumerate(zip(ft.arg_types, arg_types)):
-            if not type_equal(want, got):
+            if not type_compatible(want, got):
                 raise RelayTypeError(f"in `{_where(c)}`: argument {i} has type {type_str(got)}, "
                                      f"the function expects {type_str(want)}")
         return ft.ret_type
@@ -144,7 +161,7 @@ class TypeInferencer(ExprFunctor):
         vt = self.visit(let.value)
         ann = let.var.type_annotation
         if ann is not None:
-            if not type_equal(ann, vt):
+            if not type_compatible(ann, vt):
                 raise RelayTypeError(f"let %{let.var.name_hint}: annotated {type_str(ann)} but "
                                      f"the value has type {type_str(vt)}")
         if getattr(let.var, "_checked_type", None) is None:
@@ -156,7 +173,7 @@ class TypeInferencer(ExprFunctor):
         if not (isinstance(ct, TensorType) and ct.shape == () and ct.dtype == "bool"):
             raise RelayTypeError(f"if: the condition must be a bool scalar, got {type_str(ct)}")
         tt, ft = self.visit(i.true_branch), self.visit(i.false_branch)
-        if not type_equal(tt, ft):
+        if not type_compatible(tt, ft):
             raise RelayTypeError(f"if: branches have different types {type_str(tt)} and "
                                  f"{type_str(ft)}")
         return tt
@@ -169,7 +186,7 @@ class TypeInferencer(ExprFunctor):
                                      "annotation")
             arg_types.append(self.visit(p))
         ret = self.visit(f.body)
-        if f.ret_type is not None and not type_equal(f.ret_type, ret):
+        if f.ret_type is not None and not type_compatible(f.ret_type, ret):
             raise RelayTypeError(f"function declares return type {type_str(f.ret_type)} but its "
                                  f"body has type {type_str(ret)}")
         return FuncType(arg_types, ret)

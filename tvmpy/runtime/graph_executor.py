@@ -19,6 +19,28 @@ Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
 ``set_input``, which copies into the input's own storage). Running before every input was set
 raises: the storage is zero-filled, but a silent result computed from zeros is never wanted.
 
+**Symbolic shapes** (a graph built with ``relay.Any()`` dimensions, e.g. an ONNX model's dynamic
+batch): the graph JSON writes those dimensions as expressions of shape variables (``"N_1"``,
+``"N_1 * 48"``) and the kernels were compiled with symbolic extents, one function per operator
+for every size. ``set_input`` checks the rank and the static dimensions (naming the input and
+the dimension) and keeps the value; ``run()`` binds the variables from the inputs' shapes (an
+input that disagrees with another on a shared variable raises, naming both, before any kernel
+runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
+sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
+calls prepared on them, so the kernels' own argument checks run once per shape. Plans are kept
+per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
+storages whose entries are all static (the weights) are allocated once and shared by all plans.
+
+Why this and not TVM's Relay VM: a VM (bytecode, an allocator, shape functions lowered to
+kernels, invoke instructions per operator) is what control flow and data-dependent shapes need;
+a model whose only dynamic sizes are input dimensions (batch, sequence length) -- the common
+case, and the one ONNX exports with ``dim_param`` -- has every tensor's shape as an expression of
+those, so the graph executor's static schedule of calls, its memory plan and its per-call cost
+(one ctypes call) survive unchanged, with the shape expressions standing in for TVM's shape
+functions (``relay/op/shape_func.py`` holds the per-operator ones, evaluated in Python by the
+interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-time tensor) are
+refused at build time, naming the node; they are what a VM would add.
+
 ``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
 ``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
 an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
@@ -33,6 +55,7 @@ import json
 import os
 import statistics
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,7 +65,14 @@ from ..ir import dtype as dt
 from . import ndarray as nd
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
-from .graph_json import GraphJSONError, entry_nbytes, graph_entry_attrs, parse_graph
+from .graph_json import (
+    GraphJSONError,
+    SymbolicShape,
+    entry_nbytes,
+    graph_entry_attrs,
+    is_symbolic,
+    parse_graph,
+)
 from .linker import link_shared
 from .module import Module, _module_from_meta
 from .ndarray import NDArray
@@ -97,13 +127,32 @@ def _zeroed_arena(nbytes: int) -> np.ndarray:
     return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 
 
+PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)
+
+
+class _Plan:
+    """The entries (views into storage) and prepared calls for one set of concrete shapes."""
+
+    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes")
+
+    def __init__(self, entries: list[NDArray]):
+        self.entries = entries
+        self.calls: list[tuple[Callable[..., int], tuple]] = []
+        self.call_nodes: list[_Node] = []
+        self.call_funcs: list[Any] = []
+        self.keepalive: list[Any] = []
+        self.arena: np.ndarray | None = None
+        self.nbytes = 0
+
+
 class _Node:
-    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs")
+    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args")
 
     def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
-                 outputs: list[int]):
+                 outputs: list[int], shape_args: list[str] | None = None):
         self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
         self.inputs, self.outputs = inputs, outputs
+        self.shape_args = shape_args or []  # size variables passed by value after the buffers
 
 
 class GraphExecutor:
@@ -145,27 +194,38 @@ class GraphExecutor:
                 self._np_dtypes.append(dt.to_numpy(d))
             except Exception:
                 raise GraphJSONError(f"graph JSON: entry {eid} has unknown dtype {d!r}") from None
-        nbytes = [entry_nbytes(s, "bool" if d == "bool" else str(self._np_dtypes[eid]))
-                  for eid, (s, d) in enumerate(zip(shapes, dtypes))]
-
-        # ---- storage: one arena, each storage 64-byte aligned and at least 64 bytes ------------
-        n_storage = max(sids) + 1 if sids else 0
-        ssize = [0] * n_storage
-        for eid, s in enumerate(sids):
-            ssize[s] = max(ssize[s], nbytes[eid])
-        offsets, total = [], 0
-        for size in ssize:
-            offsets.append(total)
-            total += max(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
-        # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
-        alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
-        self._arena = alloc_arena(total)
-        self.storage_bytes = total
-        views = [np.ndarray(shapes[e], self._np_dtypes[e], buffer=self._arena,
-                            offset=offsets[sids[e]]) for e in range(n_entries)]
-        self._entries = [NDArray(v, dev) for v in views]
-        if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
-            self._entries = _device_entries(dev, ssize, sids, self._entries)
+        self._sids = sids
+        self._symbolic = any(is_symbolic(sh) for sh in shapes)
+        if self._symbolic:
+            if dev.device_type != kDLCPU:
+                raise ValueError(f"a graph with symbolic shapes runs on the CPU only (for now), "
+                                 f"not {dev}")
+            if hasattr(lib, "alloc_arena"):
+                raise ValueError("a graph with symbolic shapes cannot run in a WebAssembly "
+                                 "library (its arena is planned at compile time)")
+            self._sym = [SymbolicShape(sh) for sh in shapes]
+            # storages whose entries are all static: allocated once (inputs, weights, ...);
+            # the others are sized and allocated per input shapes (``_plan_for``)
+            dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
+            self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
+            static_shapes = {e: shapes[e] for e in self._static_eids}
+            self._static_arena, self._static_views, self.storage_bytes = self._allocate(
+                static_shapes, lambda n: _zeroed_arena(n))
+            self._plans: OrderedDict[tuple[int, ...], _Plan] = OrderedDict()
+            self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
+            self._entries = [NDArray(np.zeros(0, self._np_dtypes[e]), dev)
+                             for e in range(n_entries)]  # placeholders until the first run
+            for eid, view in self._static_views.items():
+                self._entries[eid] = view
+        else:
+            # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
+            alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
+            self._arena, views, self.storage_bytes = self._allocate(
+                dict(enumerate(shapes)), alloc_arena)
+            self._entries = [views[e] for e in range(n_entries)]
+            if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
+                ssize = self._storage_sizes({e: shapes[e] for e in range(n_entries)})
+                self._entries = _device_entries(dev, ssize, sids, self._entries)
 
         # ---- nodes ------------------------------------------------------------------------------
         self._nodes: list[_Node] = []
@@ -194,34 +254,161 @@ class GraphExecutor:
         self._check_storage_plan(sids)
 
         # ---- bind each op node to its function; prepare its raw call once ----------------------
-        self._calls: list[tuple[Callable[..., int], tuple]] = []
-        self._call_nodes: list[_Node] = []
-        self._call_funcs: list[Any] = []
-        self._keepalive: list[Any] = []
+        self._funcs: dict[int, Any] = {}
         for node in self._nodes:
             if node.op == "null":
                 continue
             if node.func_name == "__nop":  # TVM: an output that aliases its input's storage
-                if (len(node.inputs) != 1 or len(node.outputs) != 1
-                        or sids[node.inputs[0]] != sids[node.outputs[0]]
-                        or nbytes[node.inputs[0]] != nbytes[node.outputs[0]]):
+                i, o = (node.inputs[0], node.outputs[0]) if node.inputs else (-1, -1)
+                if (len(node.inputs) != 1 or len(node.outputs) != 1 or sids[i] != sids[o]
+                        or shapes[i] != shapes[o] and (is_symbolic(shapes[i])
+                                                       or is_symbolic(shapes[o]))
+                        or not self._symbolic and self._entries[i]._arr.nbytes
+                        != self._entries[o]._arr.nbytes):
                     raise GraphJSONError(f"graph JSON: node {node.nid} ({node.name!r}) is a "
                                          "__nop, which needs one input and one output of the "
                                          "same size in the same storage")
                 continue
-            func = self._lookup(node)
-            args = [self._entries[e] for e in node.inputs + node.outputs]
+            self._funcs[node.nid] = self._lookup(node)
+        self._pending: dict[int, np.ndarray] = {}  # symbolic shapes: the inputs set for the next run
+        self._active: _Plan | None = None
+        if not self._symbolic:
+            self._activate(self._prepare_calls(self._entries))
+
+    # ---- storage and calls for concrete shapes --------------------------------------------------
+    def _storage_sizes(self, shapes: Mapping[int, tuple[int, ...]]) -> list[int]:
+        """Bytes of each storage: the largest entry (of ``shapes``) it holds."""
+        ssize = [0] * (max(self._sids) + 1 if self._sids else 0)
+        for e, sh in shapes.items():
+            d = self.graph["attrs"]["dltype"][1][e]
+            nb = entry_nbytes(sh, "bool" if d == "bool" else str(self._np_dtypes[e]))
+            ssize[self._sids[e]] = max(ssize[self._sids[e]], nb)
+        return ssize
+
+    def _allocate(self, shapes: Mapping[int, tuple[int, ...]],
+                  alloc: Callable[[int], np.ndarray]
+                  ) -> tuple[np.ndarray, dict[int, NDArray], int]:
+        """One arena for the storages of the entries in ``shapes`` (each storage 64-byte aligned,
+        at least 64 bytes) and each entry a view into it: (arena, views, bytes)."""
+        ssize = self._storage_sizes(shapes)
+        used = sorted({self._sids[e] for e in shapes})
+        offsets, total = {}, 0
+        for sid in used:
+            offsets[sid] = total
+            total += max(ALIGNMENT, -(-ssize[sid] // ALIGNMENT) * ALIGNMENT)
+        arena = alloc(total)
+        views = {e: NDArray(np.ndarray(sh, self._np_dtypes[e], buffer=arena,
+                                       offset=offsets[self._sids[e]]), self.device)
+                 for e, sh in shapes.items()}
+        return arena, views, total
+
+    def _prepare_calls(self, entries: list[NDArray], env: Mapping[str, int] | None = None
+                       ) -> _Plan:
+        """Each op node's raw call on ``entries`` (and the values in ``env`` of its
+        ``shape_args``), checked once (a mismatch between the graph and the library is reported
+        here, naming the node)."""
+        plan = _Plan(entries)
+        for node in self._nodes:
+            func = self._funcs.get(node.nid)
+            if func is None:
+                continue
+            args: list[Any] = [entries[e] for e in node.inputs + node.outputs]
+            if node.shape_args:
+                if env is None or any(v not in env for v in node.shape_args):
+                    raise GraphJSONError(f"graph node {node.nid} ({node.name!r}) takes shape "
+                                         f"variables {node.shape_args} that no graph input "
+                                         "shape binds")
+                args += [env[v] for v in node.shape_args]
             try:
                 raw, writeback = func.prepare(args)
             except (ValueError, TypeError) as e:
-                raise GraphJSONError(f"graph node {node.nid} ({node.name!r}): the graph's entries "
-                                     f"do not match function {node.func_name}: {e}") from None
+                what = ("the input shapes give entries that" if self._symbolic else
+                        "the graph's entries")
+                raise GraphJSONError(f"graph node {node.nid} ({node.name!r}): {what} do not "
+                                     f"match function {node.func_name}: {e}") from None
             if any(dst is not None for dst, _ in writeback):  # cannot happen: views are aligned
                 raise RuntimeError(f"node {node.name}: an entry needs a copy to be passed")
-            self._keepalive.append(writeback)  # scratch of empty entries
-            self._calls.append((func._cfunc, tuple(raw)))
-            self._call_nodes.append(node)
-            self._call_funcs.append(func)
+            plan.keepalive.append(writeback)  # scratch of empty entries
+            plan.calls.append((func._cfunc, tuple(raw)))
+            plan.call_nodes.append(node)
+            plan.call_funcs.append(func)
+        return plan
+
+    def _activate(self, plan: _Plan) -> None:
+        self._active = plan
+        self._entries = plan.entries
+        self._calls = plan.calls
+        self._call_nodes = plan.call_nodes
+        self._call_funcs = plan.call_funcs
+        self._keepalive = plan.keepalive
+
+    # ---- symbolic shapes: bind, plan per shape, cache ---------------------------------------------
+    def _bind_shape_vars(self) -> dict[str, int]:
+        """The shape variables' values from the inputs set for this run; an input whose shape
+        disagrees with another's on a shared variable, or with a composite dimension, raises
+        ValueError naming both inputs and dimensions (before any kernel runs)."""
+        env: dict[str, int] = {}
+        src: dict[str, tuple[str, int]] = {}
+        for i, arr in self._pending.items():
+            sym, name = self._sym[self._input_eids[i]], self._input_names[i]
+            for var, dims in sym.dims_of_var.items():
+                for d in dims:
+                    got = arr.shape[d]
+                    if var not in env:
+                        env[var], src[var] = got, (name, d)
+                    elif env[var] != got:
+                        n0, d0 = src[var]
+                        raise ValueError(
+                            f"run(): input {name!r} dimension {d} is {got}, but input {n0!r} "
+                            f"dimension {d0} is {env[var]}: the model says both are the same "
+                            f"size ({var})")
+        for i, arr in self._pending.items():
+            sym, name = self._sym[self._input_eids[i]], self._input_names[i]
+            try:
+                want = sym.eval(env)
+            except ValueError as e:
+                raise ValueError(f"run(): input {name!r}: {e}") from None
+            for d, (w, g) in enumerate(zip(want, arr.shape)):
+                if w != g:
+                    raise ValueError(f"run(): input {name!r} dimension {d} is {g}, but the "
+                                     f"model's shape {sym} gives {w} for {env}")
+        return env
+
+    def _plan_for(self, env: dict[str, int]) -> _Plan:
+        key = tuple(env.get(v, -1) for v in self._shape_vars)
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            return plan
+        missing = [v for v in self._shape_vars if v not in env]
+        if missing:
+            raise ValueError(f"run(): shape variable(s) {', '.join(missing)} of the graph are not "
+                             "dimensions of any input, so no input shape determines them")
+        shapes = {}
+        for e, sym in enumerate(self._sym):
+            if e not in self._static_views:
+                try:
+                    shapes[e] = sym.eval(env)
+                except ValueError as err:
+                    raise ValueError(f"run(): entry {e}: {err}") from None
+        arena, views, nbytes = self._allocate(shapes, lambda n: _zeroed_arena(n))
+        entries = [views[e] if e in views else self._static_views[e]
+                   for e in range(len(self._sym))]
+        plan = self._prepare_calls(entries, env)
+        plan.arena, plan.nbytes = arena, nbytes
+        self._plans[key] = plan
+        while len(self._plans) > PLAN_CACHE_SIZE:
+            self._plans.popitem(last=False)
+        return plan
+
+    def _prepare_run(self) -> None:
+        """Symbolic shapes: bind the shape variables, switch to (or make) the plan for them and
+        copy the inputs set for this run into it."""
+        env = self._bind_shape_vars()
+        plan = self._plan_for(env)
+        self._activate(plan)
+        for i, arr in self._pending.items():
+            np.copyto(plan.entries[self._input_eids[i]]._arr, arr)
 
     # ---- loading ------------------------------------------------------------------------------
     def _entry(self, ref: Any, where: str, row: list[int]) -> int:
@@ -301,7 +488,12 @@ class GraphExecutor:
                                          f"node has {have}")
         if not outputs:
             raise GraphJSONError(f"graph JSON: {where} has no outputs")
-        return _Node(nid, name, op, func_name, inputs, outputs)
+        shape_args = attrs.get("shape_args", [])
+        if not (isinstance(shape_args, list) and all(isinstance(v, str) and v.isidentifier()
+                                                      for v in shape_args)):
+            raise GraphJSONError(f"graph JSON: {where}: attrs.shape_args must be a list of shape "
+                                 f"variable names, got {shape_args!r}")
+        return _Node(nid, name, op, func_name, inputs, outputs, shape_args)
 
     def _lookup(self, node: _Node) -> Any:
         try:
@@ -354,6 +546,7 @@ class GraphExecutor:
         """``value`` as an array of input ``i``'s shape and dtype, else ValueError/TypeError
         starting with ``where``."""
         want = self._entries[self._input_eids[i]]._arr
+        sym = self._sym[self._input_eids[i]] if self._symbolic else None
         if value is None:
             raise ValueError(f"{where}: no value given")
         if isinstance(value, NDArray):
@@ -371,11 +564,36 @@ class GraphExecutor:
         if src.dtype != want.dtype:
             raise ValueError(f"{where}: expected dtype {want.dtype}, got {src.dtype} "
                              f"(convert with .astype('{want.dtype}'))")
-        if src.shape != want.shape:
+        if sym is not None and is_symbolic(sym.dims):
+            self._check_symbolic(sym, src.shape, where)
+        elif src.shape != want.shape:
             raise ValueError(f"{where}: expected shape {want.shape}, got {src.shape}")
         return src
 
+    @staticmethod
+    def _check_symbolic(sym: SymbolicShape, shape: tuple[int, ...], where: str) -> None:
+        """Rank and static dimensions of a value for an input with symbolic dimensions (the
+        shape variables are checked across inputs by ``run``)."""
+        shown = "(" + ", ".join("?" if isinstance(d, str) else str(d) for d in sym.dims) + ")"
+        if len(shape) != len(sym.dims):
+            raise ValueError(f"{where}: expected {len(sym.dims)} dimensions {shown}, got shape "
+                             f"{shape}")
+        for d, (w, g) in enumerate(zip(sym.dims, shape)):
+            if not isinstance(w, str) and w != g:
+                raise ValueError(f"{where}: dimension {d} must be {w} (the model's shape is "
+                                 f"{shown}), got shape {shape}")
+        for var, dims in sym.dims_of_var.items():
+            sizes = {shape[d] for d in dims}
+            if len(sizes) > 1:
+                raise ValueError(f"{where}: dimensions {dims} must be equal (all {var}), got "
+                                 f"shape {shape}")
+
     def _copy_in(self, i: int, src: np.ndarray) -> None:
+        if self._symbolic and is_symbolic(self._sym[self._input_eids[i]].dims):
+            # its storage depends on the shapes of this run: kept until run() picks the plan
+            self._pending[i] = np.array(src, copy=True, order="C")
+            self._unset.discard(self._input_names[i])
+            return
         entry = self._entries[self._input_eids[i]]
         if getattr(entry, "_on_device", False):
             entry.copyfrom(src)
@@ -407,7 +625,10 @@ class GraphExecutor:
     def get_input(self, key: Any, out: NDArray | None = None) -> NDArray:
         """The input's storage (a view: later set_input calls change it), or a copy into
         ``out``."""
-        arr = self._entries[self._input_eids[self._input_idx(key)]]
+        i = self._input_idx(key)
+        arr = self._entries[self._input_eids[i]]
+        if i in self._pending:
+            arr = NDArray(self._pending[i], self.device)
         if out is not None:
             out.copyfrom(arr)
             return out
@@ -424,8 +645,11 @@ class GraphExecutor:
         """(shape dict, dtype dict) of the inputs the user sets (parameters left out)."""
         shapes, dtypes = {}, {}
         for name in self.get_input_names():
-            a = self._entries[self._input_eids[self._input_index[name]]]
+            eid = self._input_eids[self._input_index[name]]
+            a = self._entries[eid]
             shapes[name], dtypes[name] = a.shape, a.dtype
+            if self._symbolic:  # symbolic dimensions as in the graph ("batch_1")
+                shapes[name] = self._sym[eid].dims
         return shapes, dtypes
 
     # ---- outputs ------------------------------------------------------------------------------
@@ -441,6 +665,9 @@ class GraphExecutor:
         if not 0 <= index < n:
             raise IndexError(f"get_output: index {index} out of range: the graph has {n} "
                              f"output{'s' if n != 1 else ''}")
+        if self._active is None:
+            raise RuntimeError("get_output: the output shapes depend on the input shapes; call "
+                               "run() first")
         arr = self._entries[self._output_eids[index]]
         if out is None:
             return arr
@@ -467,6 +694,8 @@ class GraphExecutor:
         """Execute every node once, in graph order."""
         if self._unset:
             self._check_ready()
+        if self._symbolic:
+            self._prepare_run()
         for cfunc, args in self._calls:
             if cfunc(*args):
                 break

@@ -9,16 +9,24 @@
 
 ``storage_id`` is the static memory plan, made at compile time
 (relay/backend/graph_plan_memory.py); the executor only checks and follows it.
+
+A graph compiled with symbolic dimensions (``relay.Any()``, ``te.var``) writes such a dimension
+as a string: a shape variable (``"batch_1"``) or an integer expression of them
+(``"batch_1 * 48"``, the syntax of ``runtime.function.compile_dim_expr``). The variables are
+bound from the graph inputs' shapes at run time (``SymbolicShape``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["GraphJSONError", "parse_graph", "graph_entry_attrs", "entry_nbytes"]
+__all__ = ["GraphJSONError", "parse_graph", "graph_entry_attrs", "entry_nbytes",
+           "SymbolicShape", "is_symbolic"]
 
 
 class GraphJSONError(ValueError):
@@ -75,13 +83,78 @@ def graph_entry_attrs(graph: dict) -> tuple[list[tuple[int, ...]], list[str]]:
     n = row[-1]
     shapes = []
     for e, s in enumerate(_attr(graph["attrs"], "shape", "list_shape", n)):
-        if not (isinstance(s, list) and all(isinstance(d, int) and not isinstance(d, bool)
-                                            and d >= 0 for d in s)):
+        if not (isinstance(s, list) and all((isinstance(d, int) and not isinstance(d, bool)
+                                             and d >= 0) or (isinstance(d, str) and d)
+                                            for d in s)):
             raise ValueError(f"graph JSON: entry {e} has shape {s!r}; expected a list of "
-                             "non-negative ints")
+                             "non-negative ints (or symbolic dimensions as strings)")
         shapes.append(tuple(s))
     dtypes = [str(d) for d in _attr(graph["attrs"], "dltype", "list_str", n)]
     return shapes, dtypes
+
+
+def is_symbolic(shape: Sequence[Any]) -> bool:
+    """Whether a graph shape has a symbolic (string) dimension."""
+    return any(isinstance(d, str) for d in shape)
+
+
+def _getter(name: str) -> Callable[[Any], int]:
+    def get(env: Any) -> int:
+        return int(env[name])
+
+    return get
+
+
+class SymbolicShape:
+    """A graph shape with symbolic dimensions, evaluated for given shape-variable values.
+
+    ``SymbolicShape(["batch_1", 3, "batch_1 * 2"])``: ``.vars`` the variables it reads,
+    ``.dims_of_var`` for each variable the dimensions that are exactly it (they bind it from an
+    input's shape), ``.eval(env)`` the concrete shape (ValueError when a variable is unbound or
+    a dimension comes out negative)."""
+
+    def __init__(self, dims: Sequence[Any]):
+        from .function import compile_dim_expr
+
+        self.dims = tuple(dims)
+        self.vars: set[str] = set()
+        self.dims_of_var: dict[str, list[int]] = {}
+        self._fns: list[Callable[[Any], int] | int] = []
+        for k, d in enumerate(self.dims):
+            if isinstance(d, str):
+                if d.isidentifier():
+                    self.dims_of_var.setdefault(d, []).append(k)
+                    self.vars.add(d)
+                    self._fns.append(_getter(d))
+                else:
+                    fn, names = compile_dim_expr(d)
+                    self.vars |= names
+                    self._fns.append(fn)
+            else:
+                self._fns.append(int(d))
+
+    def eval(self, env: Mapping[str, int]) -> tuple[int, ...]:
+        out = []
+        for k, f in enumerate(self._fns):
+            if isinstance(f, int):
+                out.append(f)
+                continue
+            try:
+                v = int(f(env))
+            except KeyError as e:
+                raise ValueError(f"shape {self}: dimension {k} ({self.dims[k]}) reads shape "
+                                 f"variable {e.args[0]}, which no graph input binds") from None
+            except ZeroDivisionError:
+                raise ValueError(f"shape {self}: dimension {k} ({self.dims[k]}) divides by "
+                                 f"zero for {dict(env)}") from None
+            if v < 0:
+                raise ValueError(f"shape {self}: dimension {k} ({self.dims[k]}) is {v} for "
+                                 f"{dict(env)}")
+            out.append(v)
+        return tuple(out)
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(d) for d in self.dims) + ")"
 
 
 def entry_nbytes(shape: tuple[int, ...], dtype: str) -> int:

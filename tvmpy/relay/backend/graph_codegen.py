@@ -6,6 +6,11 @@ each non-scalar Constant a "null" parameter node named ``p0``, ``p1``, ... whose
 node calling the lowered symbol. Tuple / TupleGetItem are not nodes: they only route entries
 (``[node, output index, 0]``). The heads are main's result, flattened. Storage ids come from
 the static memory planner (``graph_plan_memory.plan_memory``, contract C4).
+
+Symbolic shapes (``relay.Any``): an entry's symbolic dimensions are written as the printed
+expression (``"N_1 * 4"``); a kernel that needs a size variable it cannot read off its buffers
+lists it in the node attribute ``shape_args`` (the executor passes its value after the
+buffers).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ...ir.functor import post_order
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..ty import TensorType
 from ..visitor import dataflow_children
-from .te_compiler import flat_tensor_types
+from .te_compiler import flat_tensor_types, primitive_shape_args
 
 __all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph"]
 
@@ -31,14 +36,25 @@ class GraphCodegenError(ValueError):
     """``main`` is not in the fused form the graph codegen expects."""
 
 
-def _static_shape(t: TensorType, what: str) -> list[int]:
-    out = []
+def _graph_shape(t: TensorType, what: str) -> list[int | str]:
+    """The shape of an entry in the graph JSON: ints, and symbolic dimensions (``Any``,
+    ``te.var`` and expressions of them) as their printed expression, which the executor
+    evaluates once the inputs' shapes bind the variables."""
+    from ...runtime.function import compile_dim_expr
+
+    out: list[int | str] = []
     for d in t.shape:
         d = getattr(d, "value", d)
-        if not isinstance(d, (int, np.integer)):
-            raise GraphCodegenError(f"{what}: shape {t} is not static; the graph executor "
-                                    "needs concrete shapes")
-        out.append(int(d))
+        if isinstance(d, (int, np.integer)):
+            out.append(int(d))
+            continue
+        text = str(d)
+        try:
+            compile_dim_expr(text)
+        except ValueError as e:
+            raise GraphCodegenError(f"{what}: dimension {d} of {t} cannot be evaluated at run "
+                                    f"time by the graph executor: {e}") from None
+        out.append(text)
     return out
 
 
@@ -94,6 +110,9 @@ class GraphCodegen:
         node = {"op": "tvm_op", "name": symbol, "inputs": inputs,
                 "attrs": {"func_name": symbol, "num_inputs": str(len(inputs)),
                           "num_outputs": str(len(out_types)), "flatten_data": "0"}}
+        shape_args = primitive_shape_args(func)
+        if shape_args:  # symbolic sizes the kernel cannot read off its buffers: passed by value
+            node["attrs"]["shape_args"] = [v.name for v in shape_args]
         return self._add(node, out_types)
 
     def _lower_node(self, e: RelayExpr) -> list[Entry]:
@@ -133,18 +152,50 @@ class GraphCodegen:
         if not heads:
             raise GraphCodegenError("main returns an empty tuple; a graph needs an output")
         row_ptr = [0]
-        shapes: list[list[int]] = []
+        shapes: list[list[int | str]] = []
         dtypes: list[str] = []
         for nid, types in enumerate(self.entry_types):
             row_ptr.append(row_ptr[-1] + len(types))
             for t in types:
-                shapes.append(_static_shape(t, f"node {self.nodes[nid]['name']}"))
+                shapes.append(_graph_shape(t, f"node {self.nodes[nid]['name']}"))
                 dtypes.append(str(t.dtype))
+        self._check_bound(shapes)
         graph = {"nodes": self.nodes, "arg_nodes": self.arg_nodes,
                  "heads": [list(h) for h in heads], "node_row_ptr": row_ptr,
                  "attrs": {"dltype": ["list_str", dtypes], "shape": ["list_shape", shapes],
                            "storage_id": ["list_int", list(range(len(dtypes)))]}}
         return graph, self.params
+
+
+    def _check_bound(self, shapes: list[list[int | str]]) -> None:
+        """Every shape variable must be a dimension of a graph input: the executor binds them
+        from the inputs' shapes. A size that only data or a broadcast of two unknown sizes
+        decides (a fresh ``Any``) is refused here, naming the node and dimension."""
+        from ...runtime.graph_json import SymbolicShape
+
+        row = 0
+        bound: set[str] = set()
+        entries = []
+        for nid, types in enumerate(self.entry_types):
+            for k in range(len(types)):
+                entries.append((nid, k, shapes[row]))
+                row += 1
+        for nid, _k, shape in entries:
+            if self.nodes[nid]["op"] == "null":
+                bound |= set(SymbolicShape(shape).dims_of_var)
+        for nid, k, shape in entries:
+            sym = SymbolicShape(shape)
+            free = sorted(sym.vars - bound)
+            if free:
+                node = self.nodes[nid]
+                dims = [d for d, x in enumerate(shape) if isinstance(x, str)
+                        and any(v in x for v in free)]
+                raise GraphCodegenError(
+                    f"node {nid} ({node['name']}) output {k} has shape "
+                    f"({', '.join(map(str, shape))}): dimension(s) {dims} ({', '.join(free)}) "
+                    "are not sizes of any graph input, so the graph executor cannot compute "
+                    "them before running (a size decided by data, or by broadcasting two "
+                    "unknown sizes); give the inputs static or shared shapes")
 
 
 def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool = True

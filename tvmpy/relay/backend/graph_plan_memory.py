@@ -15,6 +15,11 @@ one buffer per storage and runs each node on views of them. The rules:
 
 Sizes are in bytes (dtype-aware), so a float32 buffer can later hold int8 data of the same
 size. The result reports the planned bytes against one buffer per entry.
+
+Symbolic shapes (a graph built with ``relay.Any()`` dimensions): the storage ids depend only on
+liveness, so they stay valid for every value of the shape variables; the sizes used to choose
+among free blocks evaluate each variable at ``SIZE_HINT``, and the executor sizes each storage
+for the actual shapes at run time (the largest entry it holds).
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...runtime.graph_json import entry_nbytes, graph_entry_attrs
+from ...runtime.graph_json import SymbolicShape, entry_nbytes, graph_entry_attrs, is_symbolic
 
 __all__ = ["plan_memory", "MemoryPlan", "entry_nbytes", "graph_entry_attrs", "MATCH_RANGE"]
 
 MATCH_RANGE = 16
+SIZE_HINT = 1  # the value of every shape variable when sizing symbolic entries for the plan
 
 
 @dataclass
@@ -90,6 +96,13 @@ class _FreeList:
         return None
 
 
+def _hinted(shape: tuple) -> tuple[int, ...]:
+    if not is_symbolic(shape):
+        return shape
+    sym = SymbolicShape(shape)
+    return sym.eval(dict.fromkeys(sym.vars, SIZE_HINT))
+
+
 def plan_memory(graph: dict) -> MemoryPlan:
     """Assign ``graph["attrs"]["storage_id"]`` in place (see the module docstring) and return
     the plan."""
@@ -97,7 +110,7 @@ def plan_memory(graph: dict) -> MemoryPlan:
     nodes = graph["nodes"]
     row = graph["node_row_ptr"]
     n_entries = row[-1]
-    sizes = [entry_nbytes(s, d) for s, d in zip(shapes, dtypes)]
+    sizes = [entry_nbytes(_hinted(s), d) for s, d in zip(shapes, dtypes)]
 
     def eid(ref: Any, where: str) -> int:
         if not (isinstance(ref, (list, tuple)) and len(ref) >= 2

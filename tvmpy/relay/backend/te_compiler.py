@@ -37,11 +37,11 @@ from ...transform import PassContext
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
 from ..op.strategy.generic import pattern_schedule, schedule_fallback
-from ..ty import TensorType, TupleType
+from ..ty import TensorType, TupleType, is_static
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
 
-__all__ = ["lower_primitive", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
+__all__ = ["lower_primitive", "primitive_shape_args", "TECompiler", "LoweredFunc", "primitive_name", "LoweringError",
            "ScheduleError", "strict_schedules", "has_compute"]
 
 
@@ -99,6 +99,28 @@ def _static_shape(t: TensorType, what: str) -> tuple[int, ...]:
     return tuple(shape)
 
 
+def primitive_shape_args(func: Function) -> list[Any]:
+    """The size variables a primitive function's kernel takes as scalar arguments (after its
+    buffers): those of its parameters' and outputs' symbolic dimensions that are no whole
+    dimension of any of them (``B`` when the only shapes are ``(B * 4, S, 16)`` and
+    ``(B * S, 64)``), so the kernel could not read them off an argument; sorted by name. Empty
+    for static shapes. The graph executor passes their values (graph node attribute
+    ``shape_args``)."""
+    from ...tir.functor import collect_vars
+
+    types = [t for p in func.params for t in flat_tensor_types(p.checked_type)]
+    types += flat_tensor_types(func.body.checked_type)
+    plain = {id(d) for t in types for d in t.shape if isinstance(d, tir.Var)}
+    extra: dict[int, Any] = {}
+    for t in types:
+        for d in t.shape:
+            if not isinstance(d, (int, np.integer, tir.Var)):
+                for v in collect_vars(d):
+                    if id(v) not in plain:
+                        extra[id(v)] = v
+    return sorted(extra.values(), key=lambda v: v.name)
+
+
 def _is_empty(shape: Sequence[Any]) -> bool:
     """Whether ``shape`` (of a type or a tensor) has no elements: a constant zero dimension."""
     dims = (getattr(d, "value", d) for d in shape)
@@ -124,11 +146,12 @@ class _GroupLowering:
         self.inputs: list[te.Tensor] = []
         # (pattern, call, impl, outputs) of every call, in post-order
         self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
+        self.shape_args = primitive_shape_args(func)
         for i, p in enumerate(func.params):
             ptype = p.checked_type
             tensors = []
             for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
-                shape = _static_shape(t, f"{fname}: parameter %{p.name_hint}")
+                shape = tuple(getattr(d, "value", d) for d in t.shape)
                 suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
                 tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
             self.memo[id(p)] = tensors
@@ -166,7 +189,14 @@ class _GroupLowering:
                 self.calls.append((int(OpPattern.INJECTIVE), e, None, outs))
                 return outs
             args = [t for a in e.args for t in self.memo[id(a)]]
-            impl, outs = lower_call_impl(e, args, self.target)
+            try:
+                impl, outs = lower_call_impl(e, args, self.target)
+            except ValueError as err:
+                if not any(not isinstance(d, int) for t in types for d in t.shape):
+                    raise
+                # symbolic shapes (relay.Any) the operator's compute cannot handle: name it
+                raise LoweringError(f"{self.fname}: {e.op.name} with symbolic shapes "
+                                    f"{[str(a.checked_type) for a in e.args]}: {err}") from err
             self._check_outputs(e, impl, outs)
             self.calls.append((int(e.op.pattern), e, impl, outs))
             return outs
@@ -179,8 +209,8 @@ class _GroupLowering:
         types = flat_tensor_types(call.checked_type)
         for k, (t, ty) in enumerate(zip(outs, types)):
             dims = [getattr(d, "value", d) for d in t.shape]
-            if not all(isinstance(d, (int, np.integer)) for d in dims):
-                continue  # an unsimplified extent: the buffer check at run time still applies
+            if not all(isinstance(d, (int, np.integer)) for d in dims) or not is_static(ty.shape):
+                continue  # a symbolic extent: the kernel's own check at run time applies
             got = tuple(int(d) for d in dims)
             want = _static_shape(ty, f"{self.fname}: {call.op.name}")
             if got != want or str(t.dtype) != str(ty.dtype):
@@ -246,7 +276,10 @@ def has_compute(op: Any) -> bool:
 
 def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
     """Contract C2: the un-lowered PrimFunc (symbol ``name``) of a primitive function; its
-    parameters are the flattened inputs in ``func.params`` order, then the flattened outputs."""
+    parameters are the flattened inputs in ``func.params`` order, then the flattened outputs,
+    then (symbolic shapes only) the size variables of ``primitive_shape_args``. Symbolic
+    dimensions (``relay.Any``) are the placeholders' extents as they are: one kernel for every
+    size."""
     if not isinstance(func, Function):
         raise TypeError(f"lower_primitive takes a relay Function, got {type(func).__name__}")
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
@@ -261,7 +294,7 @@ def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
     sched = g.schedule(outs)
     from ...te.schedule_ops import schedule_to_primfunc
 
-    return schedule_to_primfunc(sched, [*g.inputs, *outs], name, {})
+    return schedule_to_primfunc(sched, [*g.inputs, *outs, *g.shape_args], name, {})
 
 
 def primitive_name(func: Function) -> str:

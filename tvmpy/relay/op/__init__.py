@@ -22,3 +22,5 @@ from .transform import *  # noqa: F401,F403
 
 # computes and strategies per target attach to the registered ops (after all registrations)
 _importlib.import_module(".strategy", __name__)
+# shape functions (FShapeFunc) for every registered operator's fast path
+_importlib.import_module(".shape_func", __name__)._register_defaults()

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..expr import RelayTypeError
-from ..ty import Dim, TensorType, TupleType, Type, as_dim, dim_equal, type_str
+from ..ty import Any as AnyDim
+from ..ty import Dim, TensorType, TupleType, Type, as_dim, dim_equal, is_any, type_str
 
 __all__ = [
     "tensor_arg",
@@ -43,7 +44,11 @@ def tuple_arg(t: Type, what: str) -> TupleType:
 
 
 def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim]) -> tuple[Dim, ...]:
-    """numpy broadcasting of two shapes (symbolic dims must be provably equal, or one is 1)."""
+    """numpy broadcasting of two shapes (symbolic dims must be provably equal, or one is 1).
+
+    An ``Any`` dimension broadcasts as in TVM: against 1 it stays ``Any``, against another size
+    it takes that size (it must be 1 or that size at run time), against another ``Any`` the
+    result is a fresh ``Any``."""
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(a)
     pb = (1,) * (n - len(b)) + tuple(b)
@@ -54,6 +59,12 @@ def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim]) -> tuple[Dim, ...]:
         elif isinstance(x, int) and x == 1:
             out.append(y)
         elif isinstance(y, int) and y == 1:
+            out.append(x)
+        elif is_any(x) and is_any(y):
+            out.append(AnyDim())
+        elif is_any(x):
+            out.append(y)
+        elif is_any(y):
             out.append(x)
         else:
             raise RelayTypeError(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..expr import RelayExpr, Tuple, TupleGetItem
-from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
+from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal, is_any
 from ._rel import (
     fail,
     normalize_axes,
@@ -166,15 +166,19 @@ def _concat_rel(arg_types: list[Type], attrs: Any) -> Type:
     n = len(first.shape)
     ax = normalize_axis(attrs.axis, n)
     total: Any = 0
+    shp = list(first.shape)
     for i, t in enumerate(ts):
+        # an Any dimension unifies with the other fields' (TVM); the result takes a known one
         bad = t.dtype != first.dtype or len(t.shape) != n or not all(
-            dim_equal(a, b) for j, (a, b) in enumerate(zip(t.shape, first.shape)) if j != ax
+            dim_compatible(a, b) for j, (a, b) in enumerate(zip(t.shape, first.shape)) if j != ax
         )
         if bad:
             fail(f"concatenate on axis {attrs.axis}: field {i} {t.dtype}{shape_str(t.shape)} "
                  f"does not match field 0 {first.dtype}{shape_str(first.shape)}")
+        for j, d in enumerate(t.shape):
+            if j != ax and is_any(shp[j]) and not is_any(d):
+                shp[j] = d
         total = total + t.shape[ax]
-    shp = list(first.shape)
     shp[ax] = as_dim(total)
     return TensorType(shp, first.dtype)
 

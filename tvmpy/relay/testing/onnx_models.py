@@ -124,16 +124,18 @@ def _classifier(g: _Graph, x: str, cin: int, classes: int) -> str:
     return g.node("Gemm", [y, w, b], "fc", transB=1)
 
 
-def _image_input(batch: int, image: int) -> Any:
+def _image_input(batch: int | str, image: int) -> Any:
+    """The image input; a ``str`` batch is a symbolic (``dim_param``) batch dimension."""
     from onnx import TensorProto, helper
 
-    if image < 32 or batch < 1:
+    if image < 32 or (not isinstance(batch, str) and batch < 1):
         raise ValueError(f"image must be >= 32 and batch >= 1, got image={image}, batch={batch}")
     return helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, image, image])
 
 
-def resnet18(batch: int = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> Any:
-    """torchvision's ResNet-18 (basic blocks, 1x1 projection shortcuts) as ONNX, opset 17."""
+def resnet18(batch: int | str = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> Any:
+    """torchvision's ResNet-18 (basic blocks, 1x1 projection shortcuts) as ONNX, opset 17
+    (``batch="N"``: a symbolic batch dimension)."""
     g = _Graph(seed)
     y, m = _conv_bn(g, "input", "conv1", 3, 64, 7, 2, 1.0)
     y = g.node("MaxPool", [y], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
@@ -161,7 +163,7 @@ _MBV2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 
          (6, 160, 3, 2), (6, 320, 1, 1))  # (expansion t, channels c, repeats n, stride s)
 
 
-def mobilenet_v2(batch: int = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> Any:
+def mobilenet_v2(batch: int | str = 1, image: int = 224, classes: int = 1000, seed: int = 0) -> Any:
     """torchvision's MobileNetV2 (width 1.0; inverted residuals, depthwise 3x3, Relu6 as Clip)."""
     g = _Graph(seed)
     y, m = _conv_bn(g, "input", "features.0", 3, 32, 3, 2, 1.0, act="relu6")
@@ -223,9 +225,11 @@ def _gelu(g: _Graph, x: str, name: str) -> str:
     return g.node("Mul", [y, g.const(f"{name}.half", 0.5, np.float32)], f"{name}.mul_half")
 
 
-def _attention(g: _Graph, x: str, name: str, batch: int, seq: int, hidden: int, heads: int
-               ) -> str:
+def _attention(g: _Graph, x: str, name: str, batch: int | str, seq: int | str, hidden: int,
+               heads: int) -> str:
     d = hidden // heads
+    # a symbolic (dim_param) batch or sequence: ONNX's 0 copies the input's dimension
+    batch, seq = (0 if isinstance(v, str) else v for v in (batch, seq))
     split = g.const(f"{name}.split_shape", [batch, seq, heads, d], np.int64)
 
     def proj(which: str, perm: list[int]) -> str:
@@ -246,14 +250,19 @@ def _attention(g: _Graph, x: str, name: str, batch: int, seq: int, hidden: int, 
     return g.node("Reshape", [ctx, merge], f"{name}.context.reshape")
 
 
-def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 128,
-                 batch: int = 1, vocab: int = 1000, embeddings: bool = True,
+def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int | str = 128,
+                 batch: int | str = 1, vocab: int = 1000, embeddings: bool = True,
                  decomposed_layer_norm: bool = False, seed: int = 0) -> Any:
-    """A BERT encoder (post-LN: attention + residual + LN, FFN 4x with GELU + residual + LN)."""
+    """A BERT encoder (post-LN: attention + residual + LN, FFN 4x with GELU + residual + LN).
+    A ``str`` batch or seq is a symbolic (``dim_param``) dimension; a symbolic seq needs
+    ``embeddings=False`` (the position embeddings are a constant of the sequence length)."""
     from onnx import TensorProto, helper
 
     if hidden % heads:
         raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
+    if embeddings and isinstance(seq, str):
+        raise ValueError("a symbolic seq needs embeddings=False (the position embeddings are "
+                         "a constant [1, seq, hidden])")
     g = _Graph(seed)
     if embeddings:
         inp = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq])
@@ -285,9 +294,11 @@ def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int = 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "bert_encoder": bert_encoder}
 
 
-def input_feeds(model: Any, seed: int = 1) -> dict[str, np.ndarray]:
+def input_feeds(model: Any, seed: int = 1, dims: dict[str, int] | None = None
+                ) -> dict[str, np.ndarray]:
     """Random inputs for every graph input that is not an initializer (floats ~ N(0, 1), integer
-    inputs uniform in [0, 100) so they are valid token ids for any vocabulary >= 100)."""
+    inputs uniform in [0, 100) so they are valid token ids for any vocabulary >= 100);
+    ``dims`` gives the symbolic (``dim_param``) dimensions' sizes."""
     from onnx import helper
 
     rng = np.random.default_rng(seed)
@@ -297,7 +308,8 @@ def input_feeds(model: Any, seed: int = 1) -> dict[str, np.ndarray]:
         if vi.name in inits:
             continue
         tt = vi.type.tensor_type
-        shape = [d.dim_value for d in tt.shape.dim]
+        shape = [(dims or {}).get(d.dim_param, 0) if d.dim_param else d.dim_value
+                 for d in tt.shape.dim]
         if any(s <= 0 for s in shape):
             raise ValueError(f"input {vi.name!r} has a symbolic shape {shape}: give it explicitly")
         dt = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))

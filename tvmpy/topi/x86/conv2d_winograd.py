@@ -100,7 +100,9 @@ def schedule_conv2d_winograd_nchwc(outs: Any, cfg: Any = None) -> Schedule:
     oc_bn = int(conv.shape[4])
     ic_bn = int(dpad.shape[4])
     oc_chunk = int(conv.shape[1])
-    ntile = int(V.shape[2])
+    ntile_e = getattr(V.shape[2], "value", V.shape[2])
+    # a symbolic batch makes the tile count symbolic: the knobs' defaults for many tiles
+    ntile = int(ntile_e) if isinstance(ntile_e, int) else 64
     if cfg is None:
         from ...autotvm.space import FallbackConfigEntity
 

@@ -51,6 +51,9 @@ def _panel(n: int) -> int:
     return 32 if n >= 64 else 16 if n >= 16 else n
 
 
+SYMBOLIC_NR = 16  # the register tile's width when N is symbolic (a guarded last panel)
+
+
 def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str,
           trans: bool = True) -> Tensor:
     """``B[(batch,) N, K]`` (``trans``; else ``B[(batch,) K, N]``) ->
@@ -62,7 +65,7 @@ def _pack(b: Tensor, batched: bool, n: int, k: int, nr: int, name: str,
         j = jo * nr + ji
         at = (j, kk) if trans else (kk, j)
         v = b[(bi, *at)] if batched else b[at]
-        return v if n % nr == 0 else if_then_else(j < n, v, zero)
+        return v if isinstance(n, int) and n % nr == 0 else if_then_else(j < n, v, zero)
 
     if batched:
         return compute((b.shape[0], npanel, k, nr), get, name=name, tag="matmul_pack")
@@ -75,7 +78,8 @@ def _crop(full: Tensor, n: int) -> Tensor:
     padded to a multiple of the panel width): the register tiles of the tail panel then run at
     the full vector width on the zero-padded weights, and only their stores are guarded. The
     schedules inline this stage into the output (tag "injective")."""
-    if get_const_tuple(full.shape[-1:], "crop")[0] == n:
+    last = getattr(full.shape[-1], "value", full.shape[-1])
+    if isinstance(last, int) and last == n:
         return full
     return compute((*full.shape[:-1], n), lambda *idx: full(*idx), name=full.op.name + "_crop",
                    tag="injective")
@@ -160,15 +164,17 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     with B packed into panels of ``nr`` columns (default :func:`panel_width`), the last one
     zero-padded."""
     ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype, transpose_b=transpose_b)
-    batch, m, n = batch_const_shape(ref.shape, "batch_matmul_pack: shape")  # (checks done)
-    k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]
+    batch, m, n = (getattr(d, "value", d) for d in ref.shape)  # (checks done; M, N may be
+    k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]  # symbolic)
     a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
-    nr = _panel(n) if nr is None else int(nr)
+    if nr is None:
+        nr = _panel(n) if isinstance(n, int) else SYMBOLIC_NR
+    nr = int(nr)
     packed = _pack(tensor_b, True, n, k, nr, "B_pack", trans=transpose_b)
     b1 = _same(tensor_b.shape[0], 1)
     kk = reduce_axis((0, k), name="k")
-    full = compute((batch, m, -(-n // nr) * nr), lambda b, i, j: te_sum(
+    full = compute((batch, m, (n + nr - 1) // nr * nr), lambda b, i, j: te_sum(
         _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
         * _cast(packed[0 if b1 else b, j // nr, kk, j % nr], out_dtype), axis=kk),
         name="T_batch_matmul_pack", tag="batch_matmul_pack")
@@ -183,10 +189,11 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int |
     unrolls the inner part; ``row_blocks > 1`` splits the row tiles into that many blocks and
     runs (panel, row block) pairs in parallel (more, smaller tasks; a packed panel is then
     packed once per block). Tuning knobs; the defaults are the hand-tuned schedule."""
-    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
+    n = mm.shape[-1]
+    n = int(n.value) if hasattr(n, "value") else n  # a symbolic N (a relay.Any sequence):
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
-    nr = _panel(n) if nr is None else int(nr)
+    nr = (_panel(n) if isinstance(n, int) else SYMBOLIC_NR) if nr is None else int(nr)
     mr = max(1, min(mr, m)) if isinstance(m, int) else mr
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")

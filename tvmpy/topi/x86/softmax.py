@@ -28,8 +28,8 @@ def _vector_rfactor(s: Schedule, st: Any, lanes: int = 16) -> Any:
         return None
     (k,) = s[st].op.reduce_axis
     ext = _const(k.dom.extent)
-    if ext is None or ext % lanes or ext < 2 * lanes:
-        return None
+    if ext is not None and (ext % lanes or ext < 2 * lanes):
+        return None  # (a symbolic extent is split with its tail guarded)
     _, ki = s[st].split(k, factor=lanes)
     rf = s.rfactor(st, ki, factor_axis=len(st.shape))
     s[rf].set_scope("local")
@@ -101,16 +101,18 @@ def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list
     for st in row_stages:
         if innermost and not s[st].op.reduce_axis and len(st.shape) == len(leaf):
             ext = _const(st.shape[-1])
-            if ext is not None and ext % 16 == 0:
+            # a symbolic row (a relay.Any sequence length): split too; LoopPartition peels
+            # the guarded tail, the main part is vectorized
+            if ext is None or ext % 16 == 0:
                 _, vi = s[st].split(s[st].op.axis[-1], factor=16)
                 s[st].vectorize(vi)
     if innermost:
         ext = out.shape[-1]
         ext = int(ext.value) if hasattr(ext, "value") else ext
-        if isinstance(ext, int) and ext > 16:
+        if not isinstance(ext, int) or ext > 16:
             _, vi = s[out].split(red[-1], factor=16)
             s[out].vectorize(vi)
-        elif isinstance(ext, int):
+        else:
             s[out].vectorize(red[-1])
 
 

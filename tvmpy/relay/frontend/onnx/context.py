@@ -71,9 +71,10 @@ class ImportContext:
             self.values.pop(name, None)
 
 
-def shape_of(e: RelayExpr) -> list[int]:
-    """The static shape of ``e``."""
-    return [int(d) for d in infer_type(e).checked_type.shape]
+def shape_of(e: RelayExpr) -> list[Any]:
+    """The shape of ``e``: ints, and its symbolic dimensions (``relay.Any``) as they are."""
+    return [d if not isinstance(d, (int, np.integer)) else int(d)
+            for d in infer_type(e).checked_type.shape]
 
 
 def dtype_of(e: RelayExpr) -> str:

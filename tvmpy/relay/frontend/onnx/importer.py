@@ -25,6 +25,7 @@ import numpy as np
 from ... import op as _op  # noqa: F401  (registers operators)
 from ...expr import Constant, Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
+from ...ty import Any as AnyDim
 from ...type_infer import infer_type
 from ..common import unsupported_error
 from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np_dtype, shape_of
@@ -56,10 +57,19 @@ def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> 
         st, lim, dl = (ctx.value(nm, w) for nm, w in zip(names, ("start", "limit", "delta")))
         first = [np.asarray(v).reshape(-1)[0] for v in (st, lim, dl)]  # (1-element tensors too)
         return np.arange(*first).astype(st.dtype)
-    s = np.asarray(shape_of(ctx.exprs[names[0]]), dtype=np.int64)
+    dims = shape_of(ctx.exprs[names[0]])
+    if node.op_type != "Size":
+        dims = dims[slice(attrs.get("start", 0), attrs.get("end", len(dims)))]
+    symbolic = [str(d) for d in dims if not isinstance(d, int)]
+    if symbolic:
+        raise OnnxConstantInputError(
+            f"{ctx.where()}: the shape of {names[0]!r} has dimensions known only at run time "
+            f"({', '.join(symbolic)}); computing with run-time shape values is not supported "
+            "yet: fix the input shapes with shape={...}", names[0])
+    s = np.asarray(dims, dtype=np.int64)
     if node.op_type == "Size":
         return np.asarray(int(np.prod(s)), dtype=np.int64)
-    return s[attrs.get("start", 0):attrs.get("end", len(s))]
+    return s
 
 
 # attribute values no converter handles: (op, attribute) -> the values that are supported
@@ -96,23 +106,34 @@ def supported_ops() -> list[str]:
     return sorted(set(CONVERTERS) | _VALUE_OPS)
 
 
-def _input_shape(vi: Any, shape: Mapping[str, Any] | None) -> list[int]:
+def _input_shape(vi: Any, shape: Mapping[str, Any] | None, dims_by_name: dict[str, Any]
+                 ) -> list[Any]:
+    """An input's relay shape: ``shape[name]`` when given, else the model's dims, a
+    ``dim_param`` as one ``relay.Any`` per name (inputs that share ``"batch"`` share the size)
+    and an unknown dim as an ``Any`` of its own."""
     if shape and vi.name in shape:
         return [int(d) for d in shape[vi.name]]
-    dims = []
-    for d in vi.type.tensor_type.shape.dim:
+    dims: list[Any] = []
+    for k, d in enumerate(vi.type.tensor_type.shape.dim):
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
+        elif d.dim_param:
+            if d.dim_param not in dims_by_name:
+                dims_by_name[d.dim_param] = AnyDim(d.dim_param)
+            dims.append(dims_by_name[d.dim_param])
         else:
-            raise ValueError(f"from_onnx: input {vi.name!r} has a symbolic dimension "
-                             f"{d.dim_param!r}: give its shape in shape={{...}}")
+            dims.append(AnyDim(f"{vi.name}_dim{k}"))
     return dims
 
 
 def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
               opset: int | None = None, freeze_params: bool = True
               ) -> tuple[IRModule, dict[str, np.ndarray]]:
-    """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx)."""
+    """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx).
+
+    ``shape`` fixes input shapes by name; the dims of the other inputs are the model's, a
+    symbolic one (``dim_param`` or unknown) as ``relay.Any()`` (one compiled module then serves
+    every size)."""
     from onnx import numpy_helper
 
     graph = model.graph
@@ -134,6 +155,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     params: dict[str, np.ndarray] = {}
     inputs = []
     init_names = set()
+    dims_by_name: dict[str, Any] = {}
     for init in graph.initializer:
         arr = numpy_helper.to_array(init)
         init_names.add(init.name)
@@ -151,7 +173,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         elem = vi.type.tensor_type.elem_type
         if elem and not (isinstance(dtype, Mapping) and vi.name in dtype):
             dt = np_dtype(elem)
-        v = var(vi.name, shape=_input_shape(vi, shape), dtype=dt)
+        v = var(vi.name, shape=_input_shape(vi, shape, dims_by_name), dtype=dt)
         ctx.exprs[vi.name] = v
         inputs.append(v)
     if not freeze_params:
@@ -296,6 +318,18 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             if isinstance(e, KeyError):
                 raise ctx.fail(f"missing required attribute {e}") from None
             raise
+        except TypeError as e:  # a converter that needs a static size met a relay.Any
+            if not any(m in str(e) for m in ("cannot be used as a Python integer",
+                                             "as a Python bool")):
+                raise
+            raise ctx.fail(f"needs static shapes, but its input shapes "
+                           f"{[_shape_text(x) for x in ins if x is not None]} have dimensions "
+                           "known only at run time; fix the input shapes with shape={...}"
+                           ) from None
+        except ValueError as e:
+            if "known only at run time" not in str(e):
+                raise
+            raise ctx.fail(str(e)) from None
         outs = out if isinstance(out, list) else [out]
         outputs = [o for o in node.output]
         for k, o in enumerate(outputs):
@@ -307,6 +341,12 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             if isinstance(outs[k], Constant) and outs[k].data.numpy().size <= 4096:
                 ctx.values[o] = outs[k].data.numpy()  # (e.g. an If branch's folded outputs)
         _fold(ctx, node, names, outputs, outs)
+
+
+def _shape_text(x: RelayExpr) -> str:
+    from ...ty import type_str
+
+    return type_str(infer_type(x).checked_type)
 
 
 def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], outs: list) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ...op import reduce as _red
-from ..common import reshape_to
+from ..common import broadcast_dims, prod, reshape_to, same_dims
 from .context import ImportContext, dtype_of, scalar_like, shape_of
 from .registry import Attrs, Inputs, Names, Output, accumulate_in_float32, converter
 
@@ -48,17 +48,17 @@ def matmul(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         B, sb = reshape_to(B, (sb[0], 1)), [sb[0], 1]
     M, K, N = sa[-2], sa[-1], sb[-1]
     if len(sb) == 2:
-        a2 = reshape_to(A, (int(np.prod(sa[:-1])), K)) if len(sa) > 2 else A
+        a2 = reshape_to(A, (prod(sa[:-1]), K)) if len(sa) > 2 else A
         out = nn.dense(a2, transform.transpose(B, (1, 0)))
         batch = sa[:-2]
     else:
-        batch = list(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
-        nb = int(np.prod(batch)) if batch else 1
+        batch = broadcast_dims(sa[:-2], sb[:-2])
+        nb = prod(batch)
         a3 = A
-        if sa[:-2] != batch:
+        if not same_dims(sa[:-2], batch):
             a3 = transform.broadcast_to(A, batch + [M, K])
         b3 = B
-        if sb[:-2] != batch:
+        if not same_dims(sb[:-2], batch):
             b3 = transform.broadcast_to(B, batch + [K, N])
         a3 = reshape_to(a3, (nb, M, K))
         b3 = reshape_to(b3, (nb, K, N))

@@ -68,6 +68,8 @@ def output_size_and_scales(in_shape: Sequence[int], axes: Sequence[int],
         assert scales is not None
         for ax, s in zip(axes, scales):
             scale[ax] = float(s)
+            if scale[ax] == 1.0:  # (also a symbolic dimension, e.g. a relay.Any batch)
+                continue
             # in float32, as onnxruntime and the reference (0.7 * 10 is 7, not 6.9999...)
             out[ax] = int(math.floor(np.float32(in_shape[ax]) * np.float32(s)))
     return out, scale
@@ -217,7 +219,8 @@ def _resize_any(ctx: ImportContext, x: RelayExpr, spec: ResizeSpec, axes: list[i
     fast = (len(s) == 4 and out[:2] == s[:2] and spec.mode in ("nearest", "linear")
             and spec.coord not in ("tf_crop_and_resize", "half_pixel_symmetric")
             and not spec.antialias
-            and all(abs(o - d * f) <= 1e-5 * max(o, 1) for o, d, f in zip(out, s, sc)))
+            and all(o is d and f == 1.0 or abs(o - d * f) <= 1e-5 * max(o, 1)
+                    for o, d, f in zip(out, s, sc)))  # (o is d: a relay.Any batch kept)
     if fast:
         return resize2d(x, out[2:], method="nearest_neighbor" if spec.mode == "nearest"
                         else "linear", coordinate_transformation_mode=spec.coord,

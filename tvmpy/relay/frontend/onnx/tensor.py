@@ -8,7 +8,7 @@ import numpy as np
 
 from ...expr import const
 from ...op import nn, tensor, transform
-from ..common import reshape_to
+from ..common import broadcast_dims, floordiv_dim, prod, reshape_to
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -18,7 +18,7 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     s = shape_of(inputs[0])
     ax = attrs.get("axis", 1)
     ax = ax + len(s) if ax < 0 else ax
-    return reshape_to(inputs[0], (int(np.prod(s[:ax])), int(np.prod(s[ax:]))))
+    return reshape_to(inputs[0], (prod(s[:ax]), prod(s[ax:])))
 
 
 @converter("Reshape")
@@ -32,8 +32,13 @@ def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
             raise ctx.fail(f"allowzero shape {tgt} for data of shape {s}")
         return const(np.zeros(tgt, dtype=dtype_of(inputs[0])))
     if tgt.count(-1) == 1:
-        known = int(np.prod([v for v in tgt if v != -1]))
-        tgt[tgt.index(-1)] = int(np.prod(s)) // known if known else 0
+        known = prod([v for v in tgt if v != -1])
+        if isinstance(known, int) and known == 0:
+            tgt[tgt.index(-1)] = 0
+        else:  # (symbolic when the data has a relay.Any dimension: N * 24 // 24 is N)
+            total = prod(s)
+            tgt[tgt.index(-1)] = (total // known if isinstance(total, int) and
+                                  isinstance(known, int) else floordiv_dim(total, known))
     return reshape_to(inputs[0], tgt)
 
 
@@ -121,9 +126,7 @@ def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 @converter("Expand")
 def _expand(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
-    return transform.broadcast_to(
-        inputs[0], list(np.broadcast_shapes(tuple(shape_of(inputs[0])), tuple(tgt)))
-    )
+    return transform.broadcast_to(inputs[0], broadcast_dims(shape_of(inputs[0]), tgt))
 
 
 @converter("Tile")

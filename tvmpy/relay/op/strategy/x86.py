@@ -234,6 +234,14 @@ def _add_packed(name: str, attrs: Any, inputs: list, s: OpStrategy) -> None:
         n, k = (_const_int(d) for d in inputs[1].shape[1:])
         if not attrs.transpose_b:
             n, k = k, n
+        if k is not None and n is None:
+            # a symbolic N (attention scores over a relay.Any sequence): the packed form's
+            # zero-padded panels keep every register tile at the full vector width (the plain
+            # schedule's tail tile has a variable width and is not vectorized)
+            s.add_implementation(_batch_matmul_pack_compute,
+                                 wrap_topi_schedule(x86.schedule_batch_matmul),
+                                 "batch_matmul_pack.x86", 15)
+            return
         if rows is None or n is None or k is None:
             return
         # B [b, N, K]: packed when there are enough rows; B [b, K, N] (rows already

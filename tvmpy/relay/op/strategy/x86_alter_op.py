@@ -334,7 +334,7 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     ``call``'s own arguments. With ``W = transpose(B)`` (B not a constant) it becomes
     ``nn.matmul(x, B)`` instead: no transpose (and no separate packing pass) at run time.
 
-    A constant weight is packed from 1 row on: the tiled kernel on the packed panels beat the
+    A constant weight is packed from 1 row on (so also for a symbolic row count): the tiled kernel on the packed panels beat the
     dot-product schedule of ``nn.dense`` by 1.5-2.7x at 2-12 rows (one thread) and 2x at 4
     rows (two threads); a GEMV (1-2 rows) streams the panels with several partial sums per
     output vector (``topi.x86.dense._schedule_gemv``; measured 2026-11-26).
@@ -352,16 +352,18 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
     if len(dt.shape) != 2 or len(wt.shape) != 2:
         return None
     rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
-    if rows is None or n is None or k is None or 0 in (rows, n, k):
-        return None  # (symbolic or empty: nothing to pack)
+    if n is None or k is None or 0 in (rows, n, k):
+        return None  # (a symbolic or empty weight: nothing to pack)
     if dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:
         return None
     data, weight = args if args is not None else call.args
+    if rows is None and not isinstance(weight, Constant):
+        return None  # a symbolic row count (relay.Any): only a constant weight is packed
     if not isinstance(weight, Constant) and _is_transpose_2d(weight):
         # ONNX MatMul's B given at run time: no transpose per run; nn.matmul reads B [K, N]
         # (x86: packed inside the kernel, see strategy/x86.py)
         return _nn.matmul(data, weight.args[0], units=n)
-    if rows < DENSE_PACK_MIN_ROWS and not isinstance(weight, Constant):
+    if rows is not None and rows < DENSE_PACK_MIN_ROWS and not isinstance(weight, Constant):
         return None  # packing at run time costs more than it saves on few rows
     nr = x86.panel_width(n)
     npanel = -(-n // nr)

@@ -3,7 +3,8 @@
 transformed at compile time).
 
 Eligible: plain (groups 1) 3x3 convolutions with stride 1 and dilation 1, float32, static
-shapes. The choice, for each such call:
+shapes (the batch may be symbolic: a ``relay.Any`` batch gets step 3's rule and the generic
+compute with the default schedule). The choice, for each such call:
 
 1. PassContext config ``"relay.x86.winograd"``: ``False`` never, an ``int`` tile size always
    (2..6), ``"auto"`` (default) as follows;
@@ -62,8 +63,8 @@ def _eligible(call: Call) -> bool:
     d, w = (x.checked_type for x in call.args)
     if not (isinstance(d, TensorType) and isinstance(w, TensorType)):
         return False
-    if not all(isinstance(s, int) for s in (*d.shape, *w.shape)):
-        return False
+    if not all(isinstance(s, int) for s in (*d.shape[1:], *w.shape)):
+        return False  # (a symbolic batch is fine: the choice does not depend on it)
     return (a.groups == 1 and tuple(w.shape[2:]) == (3, 3) and tuple(a.strides) == (1, 1)
             and tuple(a.dilation) == (1, 1) and d.dtype == w.dtype == "float32"
             and (a.out_dtype or "float32") == "float32")
@@ -122,6 +123,9 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
     mode = _mode(PassContext.current().config)
     if mode is False or not _eligible(call):
         return None
+    if not isinstance(call.args[0].checked_type.shape[0], int):
+        # a symbolic batch (relay.Any): no tuning records describe it; step 3's rule
+        return int(mode) if mode != "auto" else _default_tile(call)
     direct, wino = conv_workloads(call, ic_bn, oc_bn, channels, plain_data)
     env = TaskExtractEnv.current
     if env is not None:
@@ -139,6 +143,11 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
                 costs[key] = c
     if costs:
         return min(costs, key=lambda k: costs[k])
+    return _default_tile(call)
+
+
+def _default_tile(call: Call) -> int | None:
+    """Step 3: Winograd F(4x4, 3x3) for enough tiles per image and channels."""
     d = call.args[0].checked_type
     oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
     ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2

@@ -1,0 +1,422 @@
+"""Symbolic dimensions (``relay.Any``): type inference, shape functions, one build run at
+several sizes (against the interpreter and onnxruntime), from_onnx's dim_params, and the
+errors for a mismatched run-time shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import relay
+from tvmpy.contrib import graph_executor
+from tvmpy.relay.op.shape_func import concrete_type, infer_shapes, shape_func
+from tvmpy.relay.ty import Any, type_str
+from tvmpy.relay.type_infer import infer_type
+
+RNG = np.random.default_rng(11)
+
+
+def _np(v):
+    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+
+
+def _t(e):
+    return type_str(infer_type(e).checked_type)
+
+
+# ---- type inference -------------------------------------------------------------------------
+def test_any_prints_as_question_mark_and_flows_through_a_cnn():
+    n = relay.Any()
+    x = relay.var("x", shape=(n, 3, 16, 16))
+    y = relay.nn.conv2d(x, relay.var("w", shape=(8, 3, 3, 3)), padding=(1, 1))
+    y = relay.nn.relu(y + relay.var("b", shape=(8, 1, 1)))
+    y = relay.nn.max_pool2d(y, (2, 2), (2, 2))
+    assert _t(y) == "Tensor[(?, 8, 8, 8), float32]"
+    y = relay.nn.global_avg_pool2d(y)
+    assert _t(y) == "Tensor[(?, 8, 1, 1), float32]"
+    y = relay.nn.softmax(relay.nn.dense(relay.nn.batch_flatten(y), relay.var("w2", shape=(5, 8))))
+    f = infer_type(relay.Function(relay.analysis.free_vars(y), y))
+    assert type_str(f.checked_type.ret_type) == "Tensor[(?, 5), float32]"
+    assert "Tensor[(?, 3, 16, 16), float32]" in str(f)
+
+
+@pytest.mark.parametrize("build, want", [
+    (lambda x: relay.reshape(x, (-1, 16)), "Tensor[(? * 21, 16), float32]"),
+    (lambda x: relay.reshape(x, (0, -1)), "Tensor[(?, 336), float32]"),
+    (lambda x: relay.transpose(x, (1, 0, 2)), "Tensor[(7, ?, 48), float32]"),
+    (lambda x: relay.concatenate([x, x], axis=1), "Tensor[(?, 14, 48), float32]"),
+    (lambda x: relay.sum(x, axis=0), "Tensor[(7, 48), float32]"),
+    (lambda x: relay.mean(x, axis=2, keepdims=True), "Tensor[(?, 7, 1), float32]"),
+    (lambda x: relay.nn.softmax(x, axis=-1), "Tensor[(?, 7, 48), float32]"),
+    (lambda x: relay.nn.layer_norm(x, relay.var("g", shape=(48,)), relay.var("b", shape=(48,))),
+     "Tensor[(?, 7, 48), float32]"),
+    (lambda x: relay.nn.batch_matmul(x, relay.var("k", shape=(1, 5, 48))),
+     "Tensor[(?, 7, 5), float32]"),
+    (lambda x: relay.nn.dense(x, relay.var("w", shape=(9, 48))), "Tensor[(?, 7, 9), float32]"),
+])
+def test_common_ops_with_any_batch(build, want):
+    x = relay.var("x", shape=(relay.Any(), 7, 48))
+    assert _t(build(x)) == want
+
+
+def test_broadcast_rules_with_any():
+    n, m = Any(), Any()
+    a = relay.var("a", shape=(n, 4))
+    assert _t(a + relay.var("b", shape=(n, 1))) == "Tensor[(?, 4), float32]"
+    assert _t(a + relay.var("c", shape=(5, 4))) == "Tensor[(5, 4), float32]"  # ? takes 5
+    assert _t(a + relay.var("d", shape=(1, 4))) == "Tensor[(?, 4), float32]"
+    both = infer_type(a + relay.var("e", shape=(m, 4))).checked_type
+    assert both.shape[0] is not n and both.shape[0] is not m and isinstance(both.shape[0], Any)
+    with pytest.raises(relay.RelayTypeError, match="do not broadcast"):
+        infer_type(a + relay.var("f", shape=(n, 3)))
+
+
+def test_any_unifies_with_a_concrete_size_in_calls():
+    p = relay.var("p", shape=(relay.Any(), 3))
+    f = relay.Function([p], relay.nn.relu(p))
+    x = relay.var("x", shape=(2, 3))
+    assert _t(relay.Call(f, [x])) == "Tensor[(?, 3), float32]"
+    with pytest.raises(relay.RelayTypeError, match="argument 0"):
+        infer_type(relay.Call(f, [relay.var("y", shape=(2, 4))]))
+
+
+def test_each_any_is_distinct_and_named_for_kernels():
+    a, b = Any("batch"), Any("batch")
+    assert a is not b and a.name != b.name and a.name.startswith("batch_")
+    assert str(relay.TensorType((a, 2))) == "Tensor[(?, 2), float32]"
+
+
+# ---- shape functions ------------------------------------------------------------------------
+@pytest.mark.parametrize("op, attrs_fn, shapes, ref", [
+    ("nn.relu", lambda x: relay.nn.relu(x), [(3, 5)], lambda a: a),
+    ("add", None, [(4, 1, 5), (3, 1)], lambda a, b: a + b),
+    ("nn.dense", None, [(6, 7), (9, 7)], lambda a, b: a @ b.T),
+    ("transpose", lambda x: relay.transpose(x, (2, 0, 1)), [(2, 3, 4)],
+     lambda a: a.transpose(2, 0, 1)),
+    ("reshape", lambda x: relay.reshape(x, (0, -1)), [(3, 4, 5)], lambda a: a.reshape(3, -1)),
+    ("sum", lambda x: relay.sum(x, axis=1, keepdims=True), [(3, 4, 5)],
+     lambda a: a.sum(axis=1, keepdims=True)),
+    ("nn.max_pool2d", lambda x: relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1)),
+     [(2, 3, 9, 7)], None),
+])
+def test_shape_functions_match_numpy(op, attrs_fn, shapes, ref):
+    attrs = None
+    if attrs_fn is not None:
+        attrs = attrs_fn(relay.var("x", shape=shapes[0])).attrs
+    got = shape_func(op, attrs, shapes)
+    if ref is not None:
+        assert got == [ref(*[RNG.standard_normal(s) for s in shapes]).shape]
+    else:
+        assert got == [(2, 3, 5, 4)]
+
+
+def test_shape_function_errors_name_the_operator():
+    with pytest.raises(ValueError, match="do not broadcast"):
+        shape_func("add", None, [(3, 4), (5, 4)])
+    with pytest.raises(ValueError, match="nn.conv2d: no output shape"):
+        x = relay.var("x", shape=(1, 3, 8, 8))
+        call = relay.nn.conv2d(x, relay.var("w", shape=(4, 3, 3, 3)))
+        concrete_type(call.op, call.attrs, [relay.TensorType((1, 5, 8, 8)),
+                                            relay.TensorType((4, 3, 3, 3))])
+
+
+def test_infer_shapes_of_a_function():
+    x = relay.var("x", shape=(relay.Any(), 4))
+    f = relay.Function([x], relay.reshape(relay.nn.dense(x, relay.const(np.ones((6, 4),
+                                                                                  "float32"))),
+                                          (-1, 3)))
+    assert tuple(infer_shapes(f, [(5, 4)]).shape) == (10, 3)
+
+
+# ---- one build, several sizes ----------------------------------------------------------------
+def _mlp_cnn():
+    n = relay.Any()
+    x = relay.var("x", shape=(n, 3, 10, 9))
+    c = lambda *s: relay.const(RNG.standard_normal(s).astype("float32"))  # noqa: E731
+    y = relay.nn.conv2d(x, c(6, 3, 3, 3), padding=(1, 1))
+    y = relay.nn.relu(relay.nn.bias_add(y, c(6)))
+    y = relay.nn.avg_pool2d(y, (2, 2), (2, 2))
+    y = relay.nn.batch_flatten(y)
+    y = relay.nn.dense(y, c(7, 6 * 5 * 4)) + c(7)
+    y = relay.nn.softmax(relay.tanh(y))
+    return relay.Function([x], y)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_one_build_runs_every_batch(opt_level):
+    f = _mlp_cnn()
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(f, "llvm")
+    # kernels are generated with a symbolic batch: one function per op for all sizes
+    assert any(isinstance(d, str) for s in __import__("json").loads(lib.graph_json)["attrs"]
+               ["shape"][1] for d in s)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(f)).evaluate()
+    for b in (1, 3, 8, 3):
+        x = RNG.standard_normal((b, 3, 10, 9)).astype("float32")
+        m.set_input("x", x)
+        m.run()
+        out = m.get_output(0).numpy()
+        assert out.shape == (b, 7)
+        np.testing.assert_allclose(out, _np(ref(x)), rtol=1e-5, atol=1e-6)
+    assert len(m.module._plans) == 3  # one storage plan per batch size seen
+
+
+def test_run_time_shape_errors_name_input_and_dimension():
+    n = relay.Any()
+    x, y = relay.var("x", shape=(n, 4)), relay.var("y", shape=(n, 1))
+    lib = relay.build(relay.Function([x, y], relay.nn.relu(x + y)), "llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    with pytest.raises(ValueError, match=r"set_input\('x'\): expected 2 dimensions \(\?, 4\)"):
+        m.set_input("x", np.zeros((2, 4, 1), "float32"))
+    with pytest.raises(ValueError, match=r"set_input\('x'\): dimension 1 must be 4"):
+        m.set_input("x", np.zeros((2, 5), "float32"))
+    m.set_input("x", np.ones((2, 4), "float32"))
+    m.set_input("y", np.ones((3, 1), "float32"))
+    with pytest.raises(ValueError, match="input 'y' dimension 0 is 3, but input 'x' dimension 0 "
+                                         "is 2"):
+        m.run()
+    m.set_input("y", np.full((2, 1), -2.0, "float32"))
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), np.zeros((2, 4), "float32"))
+
+
+def test_get_output_before_the_first_run_of_a_symbolic_graph():
+    x = relay.var("x", shape=(relay.Any(), 2))
+    m = graph_executor.GraphModule(relay.build(relay.Function([x], relay.exp(x)),
+                                               "llvm")["default"](tvm.cpu(0)))
+    with pytest.raises(RuntimeError, match="call run"):
+        m.get_output(0)
+
+
+def test_static_graphs_keep_a_single_plan():
+    x = relay.var("x", shape=(2, 3))
+    m = graph_executor.GraphModule(relay.build(relay.Function([x], relay.exp(x)),
+                                               "llvm")["default"](tvm.cpu(0)))
+    assert not m.module._symbolic
+    m.set_input("x", np.ones((2, 3), "float32"))
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(np.ones((2, 3))), rtol=1e-6)
+
+
+def test_exported_symbolic_library_round_trip(tmp_path):
+    f = _mlp_cnn()
+    lib = relay.build(f, "llvm")
+    path = str(tmp_path / "dyn.so")
+    lib.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    m = graph_executor.GraphModule(loaded["default"](tvm.cpu(0)))
+    ref = relay.create_executor("debug", mod=tvm.IRModule.from_expr(f)).evaluate()
+    for b in (2, 5):
+        x = RNG.standard_normal((b, 3, 10, 9)).astype("float32")
+        m.set_input("x", x)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), _np(ref(x)),
+                                   rtol=1e-5, atol=1e-6)
+
+
+# ---- ONNX ------------------------------------------------------------------------------------
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def _onnx_model(batch="batch"):
+    """x [batch, 3, 9, 11], z [batch, 6] -> Conv, BatchNorm, Relu, MaxPool, Flatten, Gemm,
+    + z, LayerNormalization, Softmax."""
+    init = lambda name, *s: numpy_helper.from_array(  # noqa: E731
+        RNG.standard_normal(s).astype(np.float32), name)
+    inits = [init("w", 4, 3, 3, 3), init("s", 4), init("bb", 4), init("mu", 4),
+             numpy_helper.from_array(RNG.uniform(0.5, 2, 4).astype(np.float32), "var"),
+             init("fw", 6, 4 * 4 * 5), init("fb", 6), init("g", 6), init("lb", 6)]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "mu", "var"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "fw", "fb"], ["gm"], transB=1),
+             helper.make_node("Add", ["gm", "z"], ["a"]),
+             helper.make_node("LayerNormalization", ["a", "g", "lb"], ["ln"], axis=-1),
+             helper.make_node("Softmax", ["ln"], ["out"], axis=-1)]
+    unknown = batch is None
+    xb = "" if unknown else batch
+    g = helper.make_graph(
+        nodes, "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [xb, 3, 9, 11]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1 if unknown else batch, 6])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [xb, 6])], initializer=inits)
+    if unknown:  # an unknown dim: no dim_value, no dim_param
+        g.input[0].type.tensor_type.shape.dim[0].Clear()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def test_from_onnx_keeps_dim_params_as_any():
+    mod, _ = relay.frontend.from_onnx(_onnx_model())
+    main = mod["main"]
+    tx, tz = main.params[0].type_annotation, main.params[1].type_annotation
+    assert tx.shape[0] is tz.shape[0] and isinstance(tx.shape[0], Any)  # one "batch"
+    assert type_str(main.checked_type.ret_type) == "Tensor[(?, 6), float32]"
+    mod, _ = relay.frontend.from_onnx(_onnx_model(), shape={"x": (2, 3, 9, 11)})
+    assert type_str(mod["main"].params[0].type_annotation) == "Tensor[(2, 3, 9, 11), float32]"
+    mod, _ = relay.frontend.from_onnx(_onnx_model(None))  # an unknown dim: an Any of its own
+    assert isinstance(mod["main"].params[0].type_annotation.shape[0], Any)
+
+
+@pytest.mark.parametrize("batch", ["batch", None])
+def test_onnx_dynamic_batch_against_onnxruntime(batch):
+    m = _onnx_model(batch)
+    mod, params = relay.frontend.from_onnx(m)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3, 8):
+        feeds = {"x": RNG.standard_normal((b, 3, 9, 11)).astype(np.float32),
+                 "z": RNG.standard_normal((1 if batch is None else b, 6)).astype(np.float32)}
+        g.set_input(**feeds)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), sess.run(None, feeds)[0],
+                                   rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_onnx_cnn_dynamic_batch_against_onnxruntime(name):
+    from tvmpy.relay.testing import onnx_models
+
+    m = getattr(onnx_models, name)(batch="N", image=32, classes=10)
+    mod, params = relay.frontend.from_onnx(m)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3, 8):
+        feeds = onnx_models.input_feeds(m, seed=b, dims={"N": b})
+        g.set_input(**feeds)
+        g.run()
+        want = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4,
+                                   atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_onnx_shape_of_a_symbolic_dim_is_a_clear_error():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Reshape", ["x", "s"], ["out"])]
+    g = helper.make_graph(nodes, "shape",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ValueError, match=r"Shape node .*known only at run time \(N_\d+\)"):
+        relay.frontend.from_onnx(m)
+    mod, _ = relay.frontend.from_onnx(m, shape={"x": (3, 4)})  # fixed: imports
+    assert type_str(mod["main"].checked_type.ret_type) == "Tensor[(3, 4), float32]"
+
+
+def _f32(*s):
+    return RNG.standard_normal(s).astype(np.float32)
+
+
+_OPS = {  # name: (nodes, x shape with "N", initializers, output elem type)
+    "matmul_3d_2d": ([helper.make_node("MatMul", ["x", "w"], ["y"])], ["N", 5, 8],
+                     {"w": _f32(8, 6)}),
+    "matmul_3d_3d": ([helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+                      helper.make_node("MatMul", ["x", "t"], ["y"])], ["N", 5, 7], {}),
+    "reshape_minus_one": ([helper.make_node("Reshape", ["x", "s"], ["y"])], ["N", 4, 6],
+                          {"s": np.array([-1, 24], np.int64)}),
+    "reshape_zero": ([helper.make_node("Reshape", ["x", "s"], ["y"])], ["N", 4, 6],
+                     {"s": np.array([0, 2, 12], np.int64)}),
+    "flatten_axis2": ([helper.make_node("Flatten", ["x"], ["y"], axis=2)], ["N", 4, 6], {}),
+    "expand": ([helper.make_node("Expand", ["x", "s"], ["y"])], ["N", 1, 5],
+               {"s": np.array([1, 4, 5], np.int64)}),
+    "resize_nearest": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="nearest")],
+                       ["N", 3, 4, 5], {"sc": np.array([1, 1, 2, 2], np.float32)}),
+    "split": ([helper.make_node("Split", ["x", "sp"], ["y", "z"], axis=1)], ["N", 8],
+              {"sp": np.array([3, 5], np.int64)}),
+    "gather": ([helper.make_node("Gather", ["x", "i"], ["y"], axis=1)], ["N", 8],
+               {"i": np.array([1, 5, 2], np.int64)}),
+    "slice_static_axis": ([helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])], ["N", 8],
+                          {"s": np.array([2], np.int64), "e": np.array([6], np.int64),
+                           "a": np.array([1], np.int64)}),
+    "concat_batch": ([helper.make_node("Concat", ["x", "x"], ["y"], axis=0)], ["N", 5], {}),
+    "reduce_mean": ([helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1], keepdims=1)],
+                    ["N", 5, 8], {}),
+    "unsqueeze_squeeze": ([helper.make_node("Unsqueeze", ["x", "a"], ["u"]),
+                           helper.make_node("Squeeze", ["u", "a"], ["y"])], ["N", 5],
+                          {"a": np.array([1], np.int64)}),
+    "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])],
+                       ["N", 3, 5, 5], {"w": _f32(3, 4, 3, 3)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_onnx_ops_with_a_symbolic_batch(name):
+    nodes, shape, inits = _OPS[name]
+    outs = [o for o in nodes[-1].output]
+    g = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert isinstance(mod["main"].params[0].type_annotation.shape[0], Any)
+    lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = _f32(b, *shape[1:])
+        gm.set_input("x", x)
+        gm.run()
+        for k, want in enumerate(sess.run(None, {"x": x})):
+            np.testing.assert_allclose(gm.get_output(k).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_concatenate_unifies_any_with_a_known_size():
+    x = relay.var("x", shape=(relay.Any(), 5))
+    assert _t(relay.concatenate([x, relay.var("c", shape=(1, 3))], 1)) == \
+        "Tensor[(1, 8), float32]"
+    with pytest.raises(relay.RelayTypeError, match="does not match"):
+        infer_type(relay.concatenate([x, relay.var("d", shape=(2, 3))], 0))
+
+
+def test_bert_encoder_dynamic_batch_and_sequence_against_onnxruntime():
+    """Batch and sequence length both symbolic: the attention's (B * heads, S, d) reshapes
+    leave B only inside products, so those kernels take it as a scalar argument."""
+    from tvmpy.relay.backend.te_compiler import primitive_shape_args
+    from tvmpy.relay.testing import onnx_models
+
+    m = onnx_models.bert_encoder(layers=1, hidden=32, heads=4, seq="S", batch="B",
+                                 embeddings=False)
+    mod, params = relay.frontend.from_onnx(m)
+    assert type_str(mod["main"].checked_type.ret_type) == "Tensor[(?, ?, 32), float32]"
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    import json
+
+    nodes = json.loads(lib.graph_json)["nodes"]
+    assert any(n.get("attrs", {}).get("shape_args") for n in nodes)
+    assert primitive_shape_args(relay.Function([relay.var("x", shape=(2, 3))],
+                                               relay.var("x", shape=(2, 3)))) == []
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = relay.create_executor("debug", mod=mod).evaluate()
+    for b, s in ((1, 5), (2, 16), (3, 7)):
+        feeds = onnx_models.input_feeds(m, seed=s, dims={"B": b, "S": s})
+        g.set_input(**feeds)
+        g.run()
+        want = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+        got = _np(ref(feeds["hidden_states"], **params))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # the interpreter too
+
+
+def test_two_unrelated_any_dims_are_refused_at_build_naming_the_operator():
+    """Broadcasting two independent run-time sizes types (a fresh Any, as TVM) but a kernel
+    cannot know which side broadcasts: the build refuses it, naming the operator."""
+    from tvmpy.relay.backend.te_compiler import LoweringError
+
+    a, b = relay.var("a", shape=(Any(), 4)), relay.var("b", shape=(Any(), 4))
+    with pytest.raises(LoweringError, match=r"add with symbolic shapes .*cannot prove"):
+        relay.build(relay.Function([a, b], a + b), "llvm")
