@@ -50,6 +50,9 @@ __all__ = ["CodeGenLLVM", "CodegenError"]
 
 STACK_LIMIT_BYTES = 64 * 1024
 HEAP_ALIGN = 64
+SMALL_TILE_BYTES = 2048
+"""Local buffers up to this size read with strided vectors at constant offsets are built from
+scalar loads (see ``CodeGenLLVM._tile_load``), which LLVM turns into register shuffles."""
 
 
 class _FnCtx:
@@ -178,6 +181,7 @@ class CodeGenLLVM(ChainFunctor):
         self._loop_props: dict[str, str] = {}  # loop property text -> its metadata node
         self.ctx: _FnCtx
         self._index_depth = 0
+        self._small_tiles: set[int] = set()  # data var ids of small local tiles in scope
         self._func_name = ""
         # size_t of the target (wasm32: i32); threads: False runs parallel loops serially
         self.size_type = "i32" if re.search(r"(^|-)p:32", datalayout) else "i64"
@@ -427,8 +431,14 @@ class CodeGenLLVM(ChainFunctor):
             or (buf.scope.startswith("local") and count * ebytes <= 16 * STACK_LIMIT_BYTES))
         if on_stack:
             ptr = fb.alloca(f"[{max(count, 1)} x {ety}]", HEAP_ALIGN, _ident(buf.name))
-            with self._bind_buffer(buf.data, ptr):
-                self.stmt(s.body)
+            small = buf.scope.startswith("local") and count * ebytes <= SMALL_TILE_BYTES
+            if small:
+                self._small_tiles.add(id(buf.data))
+            try:
+                with self._bind_buffer(buf.data, ptr):
+                    self.stmt(s.body)
+            finally:
+                self._small_tiles.discard(id(buf.data))
             return
         self._index_depth += 1
         n = const_value(1, "int64")
@@ -743,6 +753,10 @@ class CodeGenLLVM(ChainFunctor):
         if stride:
             return self._from_memory(self._strided_load(buf, index, lanes, stride, pred, mty,
                                                         ety, data), e.dtype)
+        if (pred is None and id(buf.data) in self._small_tiles and isinstance(index, E.Ramp)
+                and isinstance(index.base, E.IntImm) and isinstance(index.stride, E.IntImm)):
+            return self._from_memory(self._tile_load(buf, index, lanes, mty, ety, data),
+                                     e.dtype)
         idx = self._index(index)
         ptrs = fb.value(f"<{lanes} x ptr>", f"getelementptr inbounds {ety}, {data}, {idx}", "addrs")
         m = pred if pred is not None else const_value(True, f"boolx{lanes}")
@@ -752,6 +766,22 @@ class CodeGenLLVM(ChainFunctor):
         v = fb.value(mty, f"call {mty} @{name}({ptrs.ty} align {al} {ptrs.ref}, {m}, "
                           f"{mty} zeroinitializer)", "gather")
         return self._from_memory(v, e.dtype)
+
+    def _tile_load(self, buf, index: E.Ramp, lanes: int, mty: str, ety: str,
+                   data: Value) -> Value:
+        """A vector read at constant offsets of a small local tile: scalar loads put together
+        with ``insertelement``. Every access of such a tile (a register-sized transpose buffer,
+        ``topi.x86.injective``) is at a constant offset, so LLVM promotes the tile to registers
+        and the reads become shuffles, instead of gathers from the stack."""
+        fb = self.fb
+        v = Value(mty, "poison")
+        for i in range(lanes):
+            off = index.base.value + i * index.stride.value
+            ptr = fb.value("ptr", f"getelementptr inbounds {ety}, {data}, i64 {off}", "taddr")
+            x = fb.value(ety, f"load {ety}, ptr {ptr.ref}, align {dt.bytes_of(buf.dtype)}",
+                         "tload")
+            v = fb.value(mty, f"insertelement {v}, {x}, i32 {i}", "tins")
+        return v
 
     def _strided_load(self, buf, index: E.Ramp, lanes: int, stride: int, pred: Value | None,
                       mty: str, ety: str, data: Value) -> Value:
