@@ -40,6 +40,11 @@ _TRANSCENDENTAL = frozenset({"exp", "exp2", "exp10", "log", "log2", "log10", "lo
 # 3 -> 24 channel 56x56 convolution (75K elements) 28 -> 17 us, NCHW16c -> NCHW of 64x28x28
 # 21 -> 16 us (2 threads, loaded machine)
 LAYOUT_TRANSFORM_DIVISOR = 8
+# ... but the tiled transforms (_schedule_unblock, _schedule_block: contiguous loads and register
+# shuffles) cost about a copy's 2x, and on this loaded machine ran no faster in parallel below
+# ~2**17 elements (same process, medians of 15 x 100: NCHW12c -> NCHW 24x56x56 parallel 8.8 us,
+# serial 7.9; NCHW16c -> NCHW 64x28x28 7.3 vs 6.3; 64x56x56 25.2 vs 24.1, best 14.2 vs 23.4)
+TILED_TRANSFORM_DIVISOR = 2
 MAX_LANES = 32
 
 
@@ -183,7 +188,7 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     st.vectorize(wi)
     size = _const_size(out.shape)
     if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
-            LAYOUT_TRANSFORM_DIVISOR:
+            TILED_TRANSFORM_DIVISOR:
         st.parallel(st.fuse(an, cb, ah))
     return True
 
@@ -248,7 +253,7 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     st.vectorize(aci)
     size = _const_size(out.shape)
     if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
-            LAYOUT_TRANSFORM_DIVISOR:
+            TILED_TRANSFORM_DIVISOR:
         st.parallel(st.fuse(an, acb, ah))
     return True
 
