@@ -174,3 +174,29 @@ def test_no_nop_below_opt_level_3_is_still_correct():
         m.run()
         np.testing.assert_allclose(m.get_output(0).numpy(),
                                    np.maximum(np.exp(xa).reshape(5, 9), 0), rtol=1e-6)
+
+
+def test_several_views_of_one_input():
+    """Two reshape views of the same graph input and a view of a view (the executor's storage
+    check and the planner accept them; results right)."""
+    x = relay.var("x", shape=(4, 6))
+    sm = relay.nn.softmax
+    a = sm(relay.reshape(x, (6, 4)))
+    b = sm(relay.reshape(x, (3, 8)))
+    c = sm(relay.reshape(relay.reshape(sm(x), (24,)), (2, 12)))
+    y = relay.Tuple([a, b, c])
+    lib = _build(relay.IRModule.from_expr(relay.Function([x], y)))
+    _, funcs = _nodes(lib)
+    assert funcs.count("__nop") >= 2, funcs
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xa = np.random.default_rng(5).uniform(-1, 1, (4, 6)).astype("float32")
+    m.set_input("x", xa)
+    m.run()
+
+    def smx(v):
+        e = np.exp(v - v.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    for i, want in enumerate([smx(xa.reshape(6, 4)), smx(xa.reshape(3, 8)),
+                              smx(smx(xa).reshape(2, 12))]):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-5)
