@@ -23,6 +23,7 @@ from tvmpy.topi.x86.conv2d import (
     _outputs,
     _schedule_pad,
     anchor,
+    default_inline_pad,
     default_ow_tile,
 )
 
@@ -108,7 +109,8 @@ def _default_knobs(args, depthwise):
     oc_chunk, ow = int(out.shape[1]), int(out.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
-            "inline_pad": kh * kw <= 9, "tile_oh": 1, "kernel_outer": False}
+            "inline_pad": default_inline_pad(out, depthwise), "tile_oh": 1,
+            "kernel_outer": False}
 
 
 def _knobs(cfg):

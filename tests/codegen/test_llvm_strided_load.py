@@ -67,3 +67,32 @@ def test_strided_store_leaves_other_elements(dtype, stride):
     b = tvm.nd.array(np.zeros((n, stride), dtype))
     f(tvm.nd.array(a), b)
     np.testing.assert_array_equal(b.numpy(), a[:, None] + np.arange(stride, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64", "int8"])
+@pytest.mark.parametrize("lanes", [5, 7, 9, 12, 13, 15])
+def test_odd_width_vectors_masked(dtype, lanes):
+    """Contiguous vectors whose width is not a power of two (a 12-lane channel block, a 13-wide
+    row): with AVX-512 one masked load/store of the next power of two (32/64-bit elements);
+    only the vector's own elements are read and written (the buffers end right after them;
+    the element after the output's vector keeps its value)."""
+    n = 3 * lanes
+    A = te.placeholder((n,), dtype, name="A")
+    B = te.compute((n,), lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    _, xi = s[B].split(B.op.axis[0], factor=lanes)
+    s[B].vectorize(xi)
+    ir = tvm.build(s, [A, B], "llvm -mcpu=skylake-avx512").get_source("ll")
+    wide = 1 << (lanes - 1).bit_length()
+    if dtype in ("float32", "int32") or (dtype == "float64" and wide <= 8):
+        assert f"llvm.masked.load.v{wide}" in ir and f"llvm.masked.store.v{wide}" in ir
+    else:
+        assert "llvm.masked.load" not in ir
+    f = tvm.build(s, [A, B], "llvm")  # run on the host, whatever its vectors
+    rng = np.random.default_rng(lanes)
+    a = (rng.random(n) * 50).astype(dtype)
+    b = tvm.nd.empty((n,), dtype)
+    f(tvm.nd.array(a), b)
+    np.testing.assert_array_equal(b.numpy(), (a * 2).astype(dtype))
+    avx2 = tvm.build(s, [A, B], "llvm -mcpu=haswell").get_source("ll")
+    assert "llvm.masked.load" not in avx2  # (only where AVX-512 masks are cheap)

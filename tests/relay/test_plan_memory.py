@@ -92,6 +92,38 @@ def test_diamond_keeps_shared_input_alive():
     assert s["e"] not in (s["x"], s["a"], s["l"], s["r"], s["d"])
 
 
+def test_nop_aliases_and_keeps_its_storage_alive():
+    """A "__nop" (reshape view) shares its input's storage; the storage stays taken while
+    either entry is live, and for good once the view is a graph output."""
+    b = G()
+    x = b.input("x", (4, 4))
+    (a,) = b.op("a", [x], [((4, 4), F)])
+    (v,) = b.op("__nop", [a], [((16,), F)])      # view of a; a itself is dead now
+    (c,) = b.op("c", [x], [((4, 4), F)])         # may not take a's storage: v is live
+    (d,) = b.op("d", [v, c], [((16,), F)])
+    (xv,) = b.op("__nop", [x], [((16,), F)])     # view of a graph input
+    (e,) = b.op("e", [d, xv], [((16,), F)])
+    (hv,) = b.op("__nop", [e], [((2, 8), F)])    # a graph output through a view
+    (f,) = b.op("f", [x], [((4, 4), F)])         # may not take e's storage
+    g = b.graph([hv, f])
+    plan = plan_memory(g)
+    sid = g["attrs"]["storage_id"][1]
+    s = {k: sid[eid(g, r)] for k, r in dict(x=x, a=a, v=v, c=c, d=d, xv=xv, e=e, hv=hv,
+                                           f=f).items()}
+    assert s["v"] == s["a"] and s["c"] != s["a"] and s["xv"] == s["x"] and s["hv"] == s["e"]
+    assert s["f"] not in (s["e"], s["x"])
+    assert plan.storage_pinned[s["e"]] and plan.storage_pinned[s["x"]]
+
+
+def test_nop_of_a_graph_output_refused():
+    b = G()
+    x = b.input("x", (4,))
+    (a,) = b.op("a", [x], [((4,), F)])
+    (v,) = b.op("__nop", [a], [((2, 2), F)])
+    with pytest.raises(ValueError, match="__nop"):
+        plan_memory(b.graph([a, v]))
+
+
 def test_multi_output_node_outputs_distinct_and_unused_output_freed():
     b = G()
     x = b.input("x", (6,))

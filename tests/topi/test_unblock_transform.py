@@ -1,6 +1,6 @@
 """x86 NCHW{c}c -> NCHW layout transforms through a local tile (``_schedule_unblock`` in
-topi/x86/injective.py): rows that vectors divide, of at most half a vector, or with a divisor
-from 4 to half a vector; with a crop,
+topi/x86/injective.py): rows that vectors divide, of at most a vector, with a divisor
+from 4 to half a vector, or else of at most two vectors; with a crop,
 bias and relu fused as AlterOpLayout's graphs have them; compared with numpy."""
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ def _graph(shape, crop=None, epilogue=True):
     ((1, 3, 6, 48, 16), 40, True),
     ((1, 4, 6, 56, 16), 57, True),        # 56-wide rows: tiles of 8 columns
     ((1, 2, 5, 28, 12), None, True),      # tiles of 7
-    ((1, 2, 13, 13, 12), None, False),    # 13-wide rows: the gather schedule
-    ((1, 4, 9, 17, 16), 57, False),
+    ((1, 2, 13, 13, 12), None, True),     # 13-wide rows: one tile per row
+    ((1, 4, 9, 17, 16), 57, True),        # 17 (prime, under two vectors): one tile per row
+    ((1, 2, 3, 31, 8), 13, True),
+    ((1, 2, 3, 37, 16), None, False),     # prime, over two vectors: the gather schedule
 ])
 def test_unblock_matches_numpy(shape, crop, tiled):
     x, b, y = _graph(shape, crop)
@@ -54,7 +56,8 @@ def test_unblock_matches_numpy(shape, crop, tiled):
 
 
 def test_plain_transform_and_other_directions():
-    """The transform alone (no epilogue) is tiled; NCHW -> NCHW16c is not this schedule."""
+    """The transform alone (no epilogue) is tiled; NCHW -> NCHW16c is not this schedule (it is
+    _schedule_block's)."""
     x, _, y = _graph((1, 2, 8, 16, 16), epilogue=False)
     with tvm.target.Target("llvm"):
         s = injective.schedule_injective([y])
@@ -65,3 +68,45 @@ def test_plain_transform_and_other_directions():
     np.testing.assert_array_equal(out.numpy(), a.transpose(0, 1, 4, 2, 3).reshape(1, 32, 8, 16))
     z = topi.layout_transform(te.placeholder((1, 32, 8, 16), name="z"), "NCHW", "NCHW16c")
     assert injective._unblock_source(z) is None
+
+
+@pytest.mark.parametrize("shape,bn,tiled", [
+    ((1, 64, 13, 13), 16, True),    # a whole row per tile
+    ((1, 57, 17, 17), 3, True),     # block 3, 17-wide rows
+    ((2, 24, 6, 56), 12, True),     # batch 2, 8-column tiles
+    ((1, 32, 5, 32), 16, True),     # rows of two vectors
+    ((1, 16, 3, 37), 8, False),     # prime over two vectors: the generic schedule
+])
+def test_block_matches_numpy(shape, bn, tiled):
+    """NCHW -> NCHW{c}c (the input side of a blocked convolution) through a local tile whose
+    strided reads are register shuffles (``_schedule_block``); compared with numpy."""
+    x = te.placeholder(shape, name="x")
+    y = topi.layout_transform(x, "NCHW", f"NCHW{bn}c")
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+        f = tvm.build(s, [x, y], target="llvm")
+    assert ("local" in str(tvm.lower(s, [x, y], simple_mode=True))) == tiled
+    ir = f.get_source("ll")
+    assert ("llvm.masked.gather" in ir) == (not tiled)
+    n, c, h, w = shape
+    a = np.random.default_rng(3).uniform(-1, 1, shape).astype("float32")
+    out = tvm.nd.empty((n, c // bn, h, w, bn), "float32")
+    f(tvm.nd.array(a), out)
+    want = a.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_block_of_a_computed_source_is_not_tiled():
+    """A transform of a value computed in the same stage (an inlined elementwise op) keeps the
+    generic schedule, and stays right."""
+    x = te.placeholder((1, 32, 5, 9), name="x")
+    y = topi.layout_transform(topi.nn.relu(x), "NCHW", "NCHW16c")
+    assert injective._block_source(y) is None
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+        f = tvm.build(s, [x, y], target="llvm")
+    a = np.random.default_rng(4).uniform(-1, 1, (1, 32, 5, 9)).astype("float32")
+    out = tvm.nd.empty((1, 2, 5, 9, 16), "float32")
+    f(tvm.nd.array(a), out)
+    want = np.maximum(a, 0).reshape(1, 2, 16, 5, 9).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_array_equal(out.numpy(), want)

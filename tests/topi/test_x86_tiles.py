@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tvmpy as tvm
 from tvmpy import te, topi
 from tvmpy.relay.op.strategy.x86 import DENSE_PACK_MAX_K, DENSE_PACK_MIN_ROWS
 from tvmpy.topi import nn, testing
@@ -424,3 +425,38 @@ def test_matmul_one_row(n, k):
     B = te.placeholder((k, n), name="B")
     out = topi.nn.matmul(A, B)
     check([A, B], out, topi.x86.schedule_matmul, lambda a, b: a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ic,hw,stride,oc,want", [
+    (3, 56, 1, 24, False),    # an RGB image read in place, stride 1, 3136 pixels: a padded copy
+    (3, 32, 1, 16, False),    # 1024 pixels: the threshold
+    (3, 17, 1, 24, True),     # small map: inline
+    (3, 56, 2, 24, True),     # stride 2 (MobileNetV2's stem): inline
+    (16, 56, 1, 16, True),    # a whole-vector input block: inline
+])
+def test_default_inline_pad(ic, hw, stride, oc, want):
+    """The default NCHWc schedule's padding choice (default_inline_pad), and the result stays
+    right either way (compared with the numpy reference)."""
+    from tvmpy.topi.x86.conv2d import default_inline_pad, find_nchwc
+
+    rng = np.random.default_rng(ic + hw + stride)
+    ic_bn, oc_bn = min(ic, 16), 16 if oc % 16 == 0 else 8 if oc % 8 == 0 else oc
+    data = te.placeholder((1, ic, hw, hw), name="data")
+    kernel = te.placeholder((oc // oc_bn, ic // ic_bn, 3, 3, ic_bn, oc_bn), name="kernel")
+    conv = topi.nn.conv2d_NCHWc(data, kernel, (stride, stride), (1, 1), (1, 1), "NCHW",
+                                f"NCHW{oc_bn}c")
+    _, c, _, _ = find_nchwc([conv])
+    assert default_inline_pad(c, False) == want
+    with tvm.target.Target("llvm"):
+        s = topi.x86.schedule_conv2d_NCHWc([conv])
+        f = tvm.build(s, [data, kernel, conv], target="llvm")
+    x = rng.uniform(-1, 1, (1, ic, hw, hw)).astype("float32")
+    w = rng.uniform(-1, 1, (oc, ic, 3, 3)).astype("float32")
+    wk = w.reshape(oc // oc_bn, oc_bn, ic // ic_bn, ic_bn, 3, 3).transpose(0, 2, 4, 5, 3, 1)
+    out = tvm.nd.empty(tuple(int(d) for d in conv.shape), "float32")
+    f(tvm.nd.array(x), tvm.nd.array(np.ascontiguousarray(wk)), out)
+    from tvmpy.topi.testing import conv2d_nchw_python
+
+    ref = conv2d_nchw_python(x, w, stride, 1)
+    got = out.numpy().transpose(0, 1, 4, 2, 3).reshape(ref.shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -158,7 +158,7 @@ def check_graph(main: Function) -> None:
 def build_passes() -> list[Any]:
     """The graph passes of relay.build in TVM's order; each runs when the PassContext's
     opt_level is at least the pass's own (SimplifyInference 0, FuseOps 0, DeadCodeElimination 1,
-    FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout 3)."""
+    FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
     from . import transform as T
 
     passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.EliminateCommonSubexpr(),
@@ -166,7 +166,7 @@ def build_passes() -> list[Any]:
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
         passes += [alter(), T.FoldConstant()]
-    passes.append(T.DeadCodeElimination())
+    passes += [T.SinkReshape(), T.DeadCodeElimination()]
     fuse = getattr(T, "FuseOps", None)
     if fuse is None:
         raise RelayBuildError("relay.build needs relay.transform.FuseOps, which is not available")

@@ -435,20 +435,23 @@ class GraphExecutor:
                 last_use[e] = max(last_use[e], node.nid)
         for e in self._output_eids + [self._nodes[n].outputs[0] for n in self._input_nids]:
             last_use[e] = n_nodes
+        # per storage, the entry last written into it; its last use covers the views of it
+        # (``__nop`` outputs in the same storage, any number, chained or not)
         owner: dict[int, int] = {}
         for node in self._nodes:
             for e in node.outputs:
                 prev = owner.get(sids[e])
-                alias = node.func_name == "__nop" and node.inputs == [prev]
-                if prev is not None and last_use[prev] >= node.nid and not alias:
+                if node.func_name == "__nop" and sids[node.inputs[0]] == sids[e]:
+                    if prev is not None:
+                        last_use[prev] = max(last_use[prev], last_use[e])
+                    continue
+                if prev is not None and last_use[prev] >= node.nid:
                     what = "a graph input or output" if last_use[prev] == n_nodes else "live"
                     raise GraphJSONError(
                         f"graph JSON: storage {sids[e]} holds entry {prev} ({what}) when node "
                         f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
                         "a valid memory plan")
                 owner[sids[e]] = e
-                if alias and prev is not None:
-                    last_use[e] = max(last_use[e], last_use[prev])
 
     def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
         if not isinstance(nj, dict) or "op" not in nj or "name" not in nj:

@@ -11,6 +11,14 @@ Symbolic shapes (``relay.Any``): an entry's symbolic dimensions are written as t
 expression (``"N_1 * 4"``); a kernel that needs a size variable it cannot read off its buffers
 lists it in the node attribute ``shape_args`` (the executor passes its value after the
 buffers).
+
+A primitive function that only reshapes its one argument (``reshape``, ``squeeze``,
+``expand_dims``, ``nn.batch_flatten``: the same bytes in the same order, see
+:func:`is_reshape_only`) becomes a ``"__nop"`` node, as in TVM: its output shares its
+input's storage (the planner aliases them; a graph input is only ever copied into, so a view
+of it stays valid; when the result is a graph output, the argument's storage is then kept as
+that output's) and no kernel runs. Where the argument is a graph output, or the result is a
+graph output and the argument a graph input, the function is lowered and runs as a copy.
 """
 
 from __future__ import annotations
@@ -27,9 +35,36 @@ from ..ty import TensorType
 from ..visitor import dataflow_children
 from .te_compiler import flat_tensor_types, primitive_shape_args
 
-__all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph"]
+__all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph", "is_reshape_only",
+           "RESHAPE_OPS"]
 
 Entry = list[int]  # [node id, output index, version]
+
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+"""Operators whose result is their (row-major) input's bytes under another shape."""
+
+
+def is_reshape_only(func: Function) -> bool:
+    """Whether primitive ``func`` (one tensor parameter) is a chain of :data:`RESHAPE_OPS`
+    on that parameter, result dtype and size equal to the parameter's (a view of its bytes)."""
+    if len(func.params) != 1:
+        return False
+    e = func.body
+    while isinstance(e, Call):
+        if getattr(e.op, "name", None) not in RESHAPE_OPS or len(e.args) != 1:
+            return False
+        e = e.args[0]
+    if e is not func.params[0] or e is func.body:
+        return False
+    src, dst = func.params[0].checked_type, func.body.checked_type
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)) \
+            or src.dtype != dst.dtype:
+        return False
+    try:
+        return int(np.prod(_static_shape(src, "reshape"))) == \
+            int(np.prod(_static_shape(dst, "reshape")))
+    except GraphCodegenError:
+        return False
 
 
 class GraphCodegenError(ValueError):
@@ -71,6 +106,7 @@ class GraphCodegen:
         self.input_names: set[str] = set()
         self._next_param = 0
         self.memo: dict[int, list[Entry]] = {}
+        self._nops: dict[int, Function] = {}  # node id -> its reshape-only function
 
     # ---- nodes ------------------------------------------------------------------------------
     def _add(self, node: dict[str, Any], types: list[TensorType]) -> list[Entry]:
@@ -106,6 +142,12 @@ class GraphCodegen:
                                     "graph codegen needs the fused form (run FuseOps)")
         inputs = [e for a in call.args for e in self.memo[id(a)]]
         out_types = flat_tensor_types(call.checked_type, "primitive call")
+        if len(inputs) == 1 and is_reshape_only(func):
+            self._nops[len(self.nodes)] = func  # (lowered after all if it cannot alias)
+            node = {"op": "tvm_op", "name": "reshape_nop", "inputs": inputs,
+                    "attrs": {"func_name": "__nop", "num_inputs": "1", "num_outputs": "1",
+                              "flatten_data": "0"}}
+            return self._add(node, out_types)
         symbol = self.lower(func)
         node = {"op": "tvm_op", "name": symbol, "inputs": inputs,
                 "attrs": {"func_name": symbol, "num_inputs": str(len(inputs)),
@@ -151,6 +193,15 @@ class GraphCodegen:
         heads = self.memo[id(main.body)]
         if not heads:
             raise GraphCodegenError("main returns an empty tuple; a graph needs an output")
+        head_entries = {(h[0], h[1]) for h in heads}
+        for nid, func in self._nops.items():
+            src = self.nodes[nid]["inputs"][0]
+            if (src[0], src[1]) in head_entries or (
+                    (nid, 0) in head_entries and self.nodes[src[0]]["op"] == "null"):
+                # a graph output is not a view of another output, nor of an input: a copy
+                symbol = self.lower(func)
+                self.nodes[nid]["name"] = symbol
+                self.nodes[nid]["attrs"]["func_name"] = symbol
         row_ptr = [0]
         shapes: list[list[int | str]] = []
         dtypes: list[str] = []

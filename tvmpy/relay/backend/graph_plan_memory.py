@@ -11,7 +11,10 @@ one buffer per storage and runs each node on views of them. The rules:
   of at least the size needed, if it is at most ``MATCH_RANGE`` times too large; otherwise the
   largest smaller free block within ``MATCH_RANGE``, grown to the size needed; otherwise a new
   storage. A node's outputs are allocated before its inputs are freed, so a kernel never
-  reads and writes the same memory. An output that nobody reads is freed right after its node.
+  reads and writes the same memory. An output that nobody reads is freed right after its node;
+- the output of a ``"__nop"`` node (a reshape-only function, no kernel) takes its input's
+  storage: that storage is free again once every entry in it is dead, and never when the
+  output is a graph output.
 
 Sizes are in bytes (dtype-aware), so a float32 buffer can later hold int8 data of the same
 size. The result reports the planned bytes against one buffer per entry.
@@ -136,16 +139,15 @@ def plan_memory(graph: dict) -> MemoryPlan:
             refcount[e] += 1
         node_inputs.append(ins)
 
-    pinned = set(heads)  # never released: heads and graph inputs/params
-    for nid, node in enumerate(nodes):
-        if node.get("op") == "null":
-            pinned.update(range(row[nid], row[nid + 1]))
     storage_id = [-1] * n_entries
     storage_sizes: list[int] = []
+    live: list[int] = []  # per storage: its entries not dead yet
+    pinned_sids: set[int] = set()  # never freed: of graph inputs, parameters and outputs
     free = _FreeList()
 
     def new_storage(size: int) -> int:
         storage_sizes.append(size)
+        live.append(1)
         return len(storage_sizes) - 1
 
     for nid, node in enumerate(nodes):
@@ -153,10 +155,24 @@ def plan_memory(graph: dict) -> MemoryPlan:
         if node.get("op") == "null":
             for e in outs:
                 storage_id[e] = new_storage(sizes[e])
+                pinned_sids.add(storage_id[e])
             continue
+        nop = node.get("attrs", {}).get("func_name") == "__nop"
+        if nop and (len(node_inputs[nid]) != 1 or len(outs) != 1
+                    or sizes[node_inputs[nid][0]] != sizes[outs[0]]
+                    or node_inputs[nid][0] in heads):
+            raise ValueError(f"graph JSON: node {nid} ({node.get('name')}) is a __nop, which "
+                             "needs one input of the output's size that is not a graph output")
         for e in outs:
+            if nop:
+                storage_id[e] = storage_id[node_inputs[nid][0]]
+                live[storage_id[e]] += 1
+                if e in heads:  # the input's storage is the output's from now on
+                    pinned_sids.add(storage_id[e])
+                continue
             if e in heads:
                 storage_id[e] = new_storage(sizes[e])
+                pinned_sids.add(storage_id[e])
                 continue
             i = free.take(sizes[e])
             if i is None:
@@ -165,6 +181,7 @@ def plan_memory(graph: dict) -> MemoryPlan:
                 _, sid = free.items.pop(i)
                 storage_sizes[sid] = max(storage_sizes[sid], sizes[e])
                 storage_id[e] = sid
+                live[sid] = 1
         # inputs whose last consumer this was, and outputs nobody reads, are dead now
         dead = []
         for e in node_inputs[nid]:
@@ -173,9 +190,10 @@ def plan_memory(graph: dict) -> MemoryPlan:
                 dead.append(e)
         dead += [e for e in outs if refcount[e] == 0]
         for e in dead:
-            if e not in pinned:
-                free.add(storage_sizes[storage_id[e]], storage_id[e])
+            sid = storage_id[e]
+            live[sid] -= 1
+            if sid not in pinned_sids and live[sid] == 0:
+                free.add(storage_sizes[sid], sid)
     graph["attrs"]["storage_id"] = ["list_int", storage_id]
-    pinned_sids = {storage_id[e] for e in pinned}
     return MemoryPlan(storage_id, storage_sizes, sizes,
                       [s in pinned_sids for s in range(len(storage_sizes))])

@@ -22,7 +22,7 @@ __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
-    "bind_params_by_name", "AlterOpLayout", "FuseOps",
+    "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps",
 ]  # fmt: skip
 
 
@@ -56,8 +56,9 @@ from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
+from .sink_reshape import SinkReshape  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis, AlterOpLayout):
+           FoldScaleAxis, AlterOpLayout, SinkReshape):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)

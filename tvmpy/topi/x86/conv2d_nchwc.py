@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 from ... import autotvm
 from ..nn.conv2d import conv2d_NCHWc as _nn_conv2d_NCHWc
 from ..nn.depthwise_conv2d import depthwise_conv2d_NCHWc as _nn_depthwise_conv2d_NCHWc
-from .conv2d import _nchwc_tile, default_ow_tile, find_nchwc, schedule_nchwc_tile
+from .conv2d import (
+    _nchwc_tile,
+    default_inline_pad,
+    default_ow_tile,
+    find_nchwc,
+    schedule_nchwc_tile,
+)
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -61,7 +67,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     d_reg = default_ow_tile(ow, d_reg)
-    d_inline = kh * kw <= 9
+    d_inline = default_inline_pad(out, depthwise)
     ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]
     oc_cands = [d_oc] + [c for c in (1, 2, 4) if oc_chunk % c == 0 and c != d_oc]
     # the default first: a fallback config takes each knob's first candidate

@@ -13,6 +13,7 @@ them).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ... import te
@@ -39,6 +40,11 @@ _TRANSCENDENTAL = frozenset({"exp", "exp2", "exp10", "log", "log2", "log10", "lo
 # 3 -> 24 channel 56x56 convolution (75K elements) 28 -> 17 us, NCHW16c -> NCHW of 64x28x28
 # 21 -> 16 us (2 threads, loaded machine)
 LAYOUT_TRANSFORM_DIVISOR = 8
+# ... but the tiled transforms (_schedule_unblock, _schedule_block: contiguous loads and register
+# shuffles) cost about a copy's 2x, and on this loaded machine ran no faster in parallel below
+# ~2**17 elements (same process, medians of 15 x 100: NCHW12c -> NCHW 24x56x56 parallel 8.8 us,
+# serial 7.9; NCHW16c -> NCHW 64x28x28 7.3 vs 6.3; 64x56x56 25.2 vs 24.1, best 14.2 vs 23.4)
+TILED_TRANSFORM_DIVISOR = 2
 MAX_LANES = 32
 
 
@@ -130,23 +136,29 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
 
 def _row_tile(width: int, lanes: int) -> int | None:
     """Columns per transposed tile of :func:`_schedule_unblock`: one vector when vectors divide
-    the row, the whole row when it is at most half a vector, else the largest divisor of the row
-    from 4 to half a vector (56 -> 8, 28 -> 7), else None: a row of 13 or 17 (13-column tiles
-    measured 0-8% slower than the gathers; a partial last tile would read past the row)."""
+    the row, the whole row when it is at most a vector, else the largest divisor of the row
+    from 4 to half a vector (56 -> 8, 28 -> 7), else the whole row when it is at most two
+    vectors (17, 19, 31), else None (a partial last tile would read past the row). The tile's
+    strided reads are register shuffles (the LLVM codegen's small local tiles): NCHW16c -> NCHW
+    of 64x13x13 4.4 -> 1.5 us (gathers -> one 13-column tile per row), 128x17x17 8.3 -> 4.8,
+    NCHW12c -> NCHW of 24x56x56 19.9 -> 4.9 (8-column tiles, gathers from the tile ->
+    shuffles; one thread, 2026-11-26)."""
     if width % lanes == 0:
         return lanes
-    if width * 2 <= lanes:
+    if width <= lanes:
         return width
     divs = [t for t in range(lanes // 2, 3, -1) if width % t == 0]
-    return divs[0] if divs else None
+    if divs:
+        return divs[0]
+    return width if width <= 2 * lanes else None
 
 
 def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     """NCHW{c}c -> NCHW through a register-sized tile: per (block, row, tile of ``t``
     columns) the ``t x c`` input floats are copied to a local buffer with contiguous vector
     loads (one per column), then each of the ``c`` output rows is one vector read across that
-    buffer, instead of a gather from the big input per output vector (the block's ``c`` rows
-    then read one L1-resident tile). Same process, interleaved, 2 threads, with a bias + relu
+    buffer (strided, at constant offsets: register shuffles, see ``SMALL_TILE_BYTES`` in the
+    LLVM codegen), instead of a gather from the big input per output vector. Same process, interleaved, 2 threads, with a bias + relu
     fused (tiled / gathers, medians): NCHW16c -> NCHW of 64x112x112 0.56, 64x32x32 0.36, 128x7x7
     0.70, 64x7x7 cropped to 57 0.79, NCHW12c 24x7x7 0.91; 8-column tiles of 56-wide rows
     0.73-0.89 (64x56x56, cropped to 57, NCHW12c 24x56x56), 7-column tiles of 28/14-wide rows
@@ -176,8 +188,73 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     st.vectorize(wi)
     size = _const_size(out.shape)
     if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
-            LAYOUT_TRANSFORM_DIVISOR:
+            TILED_TRANSFORM_DIVISOR:
         st.parallel(st.fuse(an, cb, ah))
+    return True
+
+
+def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
+    """``(layout_transform op, its 4-D source, block c)`` when 5-D ``out`` is (or inlines) a
+    ``layout_transform`` NCHW -> NCHW{c}c of a tensor that is not computed in this stage (a
+    function input: the input side of a blocked convolution); else None."""
+    if len(out.shape) != 5:
+        return None
+    seen: set[int] = set()
+    stack = [out.op]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen or not isinstance(op, te.ComputeOp) or op.reduce_axis:
+            continue
+        seen.add(id(op))
+        attrs = op.attrs or {}
+        if op.name == "layout_transform" and str(attrs.get("src_layout", "")) == "NCHW":
+            m = re.fullmatch(r"NCHW(\d+)c", str(attrs.get("dst_layout", "")))
+            blk = int(m.group(1)) if m else None
+            srcs = op.input_tensors
+            if (blk is not None and len(srcs) == 1 and len(srcs[0].shape) == 4
+                    and not isinstance(srcs[0].op, te.ComputeOp)):
+                return op, srcs[0], blk
+            return None
+        stack.extend(t.op for t in op.input_tensors)
+    return None
+
+
+def _schedule_block(sch: Any, out: te.Tensor) -> bool:
+    """NCHW -> NCHW{c}c through a register-sized tile, the mirror of
+    :func:`_schedule_unblock`: per (block, row, tile of ``t`` columns) the ``c`` input rows'
+    ``t`` floats are copied to a local ``c x t`` buffer with contiguous loads, then each
+    output pixel's ``c`` channels are one strided read across it (register shuffles) instead
+    of a gather with stride H*W from the input. Medians of 11 x 200 runs (2026-11-26, gathers
+    -> tiles): NCHW -> NCHW16c of 64x13x13 (before a Winograd convolution) 3.2 -> 2.2 us,
+    64x17x17 5.0 -> 2.8, 64x56x56 33 -> 14, 144x14x14 8.9 -> 5.2; NCHW12c 24x56x56 17 -> 9.6;
+    NCHW3c 3x224x224 23 -> 18. Returns False where it does not apply."""
+    found = _block_source(out)
+    if found is None:
+        return False
+    lt, src, blk = found
+    lanes = vector_lanes(out.dtype)
+    n, cb, h, w, ci = (a.dom.extent for a in sch[out.op].op.axis)
+    if not all(isinstance(e, IntImm) for e in (cb, h, w, ci)) or lanes < 4 or blk < 2 \
+            or blk > MAX_LANES or ci.value != blk:
+        return False
+    tile = _row_tile(w.value, lanes)
+    if tile is None or tile < 2:
+        return False
+    st = sch[out.op]
+    an, acb, ah, aw, aci = st.op.axis
+    wo, wi = st.split(aw, tile)
+    st.reorder(an, acb, ah, wo, wi, aci)
+    local = sch.cache_read(src, "local", [lt])
+    sch[local].compute_at(st, wo)
+    lax = sch[local].op.axis
+    sch[local].vectorize(lax[-1])
+    sch[local].unroll(lax[-3])
+    st.unroll(wi)
+    st.vectorize(aci)
+    size = _const_size(out.shape)
+    if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
+            TILED_TRANSFORM_DIVISOR:
+        st.parallel(st.fuse(an, acb, ah))
     return True
 
 
@@ -187,7 +264,7 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     axes = list(st.op.axis)
     if not axes:
         return sch
-    if _schedule_unblock(sch, out):
+    if _schedule_unblock(sch, out) or _schedule_block(sch, out):
         return sch
     lanes = vector_lanes(out.dtype)
     size = _const_size(out.shape)

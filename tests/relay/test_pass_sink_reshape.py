@@ -1,0 +1,202 @@
+"""SinkReshape (epilogues moved above a reshape) and reshape-only functions as "__nop" graph
+nodes (their output aliases their input's storage): rewrites, the cases left alone, and the
+built graphs' results against numpy, run several times with changing inputs."""
+
+import json
+
+import numpy as np
+import pytest
+from _pass_util import count_ops, random_inputs, run
+
+import tvmpy as tvm
+from tvmpy import relay
+from tvmpy.contrib import graph_executor
+from tvmpy.relay import transform
+from tvmpy.relay.transform.sink_reshape import bias_axis_through_reshape
+
+
+@pytest.mark.parametrize("src,dst,axis,want", [
+    ((57, 169), (1, 57, 13, 13), 1, 0),
+    ((57, 169), (1, 57, 13, 13), -3, 0),
+    ((1, 57, 169), (1, 57, 13, 13), 1, 1),
+    ((169, 57), (1, 13, 13, 57), 3, 1),
+    ((169, 57), (1, 13, 13, 57), 1, None),   # 13 is not an axis of the source
+    ((6, 4), (4, 6), 0, None),                # same extents, not the same elements
+    ((3, 1), (1, 3, 1), 1, 0),
+    ((5,), (1, 5), 7, None),
+])
+def test_bias_axis_through_reshape(src, dst, axis, want):
+    assert bias_axis_through_reshape(src, dst, axis) == want
+
+
+def _epilogue_module(src, dst, axis=1, extra_use=False):
+    x = relay.var("x", shape=src)
+    b = relay.var("b", shape=(dst[axis],))
+    r = relay.reshape(relay.exp(x), dst)
+    y = relay.nn.relu(relay.nn.bias_add(r, b, axis=axis))
+    y = relay.clip(y, 0.0, 0.7)
+    if extra_use:
+        y = relay.Tuple([y, relay.sigmoid(r)])
+    return relay.IRModule.from_expr(relay.Function([x, b], y))
+
+
+def _np(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
+def _check_same(mod, new):
+    inputs = random_inputs(mod["main"], seed=3)
+    want, got = run(mod, inputs), run(new, inputs)
+    if not isinstance(want, (list, tuple)):
+        want, got = [want], [got]
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(_np(g), _np(w), rtol=1e-6)
+
+
+@pytest.mark.parametrize("src,dst", [((57, 169), (1, 57, 13, 13)), ((3, 17), (1, 3, 17, 1)),
+                                     ((1, 24, 49), (1, 24, 7, 7))])
+def test_epilogue_moves_above_the_reshape(src, dst):
+    mod = _epilogue_module(src, dst)
+    new = transform.SinkReshape()(mod)
+    body = new["main"].body
+    # reshape(clip(relu(bias_add(exp(x))))): one reshape, the outermost call
+    assert body.op.name == "reshape" and count_ops(body, "reshape") == 1
+    assert body.args[0].op.name == "clip"
+    bias = body.args[0].args[0].args[0]
+    assert bias.op.name == "nn.bias_add" and int(bias.attrs.axis) == len(src) - 2
+    _check_same(mod, new)
+
+
+def test_left_alone_when_the_reshape_has_another_use_or_the_axis_moves():
+    for mod in (_epilogue_module((57, 169), (1, 57, 13, 13), extra_use=True),
+                _epilogue_module((169, 57), (1, 13, 13, 57), axis=1)):
+        new = transform.SinkReshape()(mod)
+        assert count_ops(new["main"].body, "nn.bias_add") == 1
+        assert new["main"].body is not None
+        # the bias_add still reads the reshape
+        found = []
+
+        def f(e, found=found):
+            if isinstance(e, relay.Call) and e.op.name == "nn.bias_add":
+                found.append(e.args[0].op.name)
+
+        relay.post_order_visit(new["main"].body, f)
+        assert found == ["reshape"]
+        _check_same(mod, new)
+
+
+def _build(mod, params=None, opt_level=3):
+    with tvm.transform.PassContext(opt_level=opt_level):
+        return relay.build(mod, target="llvm", params=params)
+
+
+def _nodes(lib):
+    g = json.loads(lib.get_graph_json())
+    return g, [n["attrs"]["func_name"] for n in g["nodes"] if n["op"] == "tvm_op"]
+
+
+@pytest.mark.parametrize("ic,oc,hw", [(57, 57, 13), (57, 128, 17), (3, 5, 11), (24, 57, 8)])
+def test_pointwise_conv_is_one_kernel(ic, oc, hw):
+    """A 1x1 conv + bias + relu of an NCHW graph input (x86: a matmul between two reshapes):
+    one kernel, the reshapes are views; right on changing inputs."""
+    rng = np.random.default_rng(ic * oc + hw)
+    w = rng.uniform(-1, 1, (oc, ic, 1, 1)).astype("float32")
+    b = rng.uniform(-1, 1, oc).astype("float32")
+    x = relay.var("x", shape=(1, ic, hw, hw))
+    y = relay.nn.conv2d(x, relay.const(w), channels=oc, kernel_size=(1, 1))
+    y = relay.nn.relu(relay.nn.bias_add(y, relay.const(b)))
+    lib = _build(relay.IRModule.from_expr(relay.Function([x], y)))
+    g, funcs = _nodes(lib)
+    assert len([f for f in funcs if f != "__nop"]) == 1, funcs
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for _ in range(3):
+        xa = rng.uniform(-1, 1, (1, ic, hw, hw)).astype("float32")
+        m.set_input("x", xa)
+        m.run()
+        want = np.maximum(np.einsum("oc,chw->ohw", w[:, :, 0, 0], xa[0]) + b[:, None, None], 0)
+        np.testing.assert_allclose(m.get_output(0).numpy()[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_nop_storage_cases():
+    """Reshape-only functions: of a graph input (aliased), producing a graph output (aliased,
+    the source storage kept), of a graph output (a copy), and an alias kept alive while a later
+    kernel would otherwise reuse its storage."""
+    x = relay.var("x", shape=(6, 8))
+    z = relay.var("z", shape=(4, 12))
+    sm = relay.nn.softmax                         # a kernel of its own (opaque)
+    r = relay.reshape(sm(x), (4, 12))             # view of a kernel's output
+    c = sm(r)
+    d = sm(relay.reshape(z, (48,)))               # view of graph input z
+    e = sm(relay.add(c, relay.reshape(d, (4, 12))))
+    late = sm(relay.multiply(e, r))               # r's storage still live here
+    out_view = relay.reshape(late, (2, 24))       # a graph output through a view
+    head = relay.negative(x)
+    head_view = relay.reshape(head, (48,))        # of a graph output: a copy
+    mod = relay.IRModule.from_expr(relay.Function([x, z], relay.Tuple(
+        [out_view, head, head_view])))
+    lib = _build(mod)
+    g, funcs = _nodes(lib)
+
+    def smx(a, axis=-1):
+        ex = np.exp(a - a.max(axis=axis, keepdims=True))
+        return ex / ex.sum(axis=axis, keepdims=True)
+
+    assert funcs.count("__nop") == 3, funcs  # r, z's reshape, out_view (d's fuses into the add)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        xa = rng.uniform(-1, 1, (6, 8)).astype("float32")
+        za = rng.uniform(-1, 1, (4, 12)).astype("float32")
+        m.set_input("x", xa)
+        m.set_input("z", za)
+        m.run()
+        rr = smx(xa).reshape(4, 12)
+        ee = smx(smx(rr) + smx(za.reshape(48)).reshape(4, 12))
+        want = smx(ee * rr).reshape(2, 24)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5)
+        np.testing.assert_allclose(m.get_output(1).numpy(), -xa, rtol=1e-6)
+        np.testing.assert_allclose(m.get_output(2).numpy(), -xa.reshape(48), rtol=1e-6)
+    # the three outputs own distinct storages
+    sid = g["attrs"]["storage_id"][1]
+    rp = g["node_row_ptr"]
+    heads = [sid[rp[h[0]] + h[1]] for h in g["heads"]]
+    assert len(set(heads)) == 3
+
+
+def test_no_nop_below_opt_level_3_is_still_correct():
+    x = relay.var("x", shape=(1, 5, 3, 3))
+    y = relay.nn.relu(relay.reshape(relay.exp(x), (5, 9)))
+    mod = relay.IRModule.from_expr(relay.Function([x], y))
+    xa = np.random.default_rng(1).uniform(-1, 1, (1, 5, 3, 3)).astype("float32")
+    for level in (0, 3):
+        m = graph_executor.GraphModule(_build(mod, opt_level=level)["default"](tvm.cpu(0)))
+        m.set_input("x", xa)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(),
+                                   np.maximum(np.exp(xa).reshape(5, 9), 0), rtol=1e-6)
+
+
+def test_several_views_of_one_input():
+    """Two reshape views of the same graph input and a view of a view (the executor's storage
+    check and the planner accept them; results right)."""
+    x = relay.var("x", shape=(4, 6))
+    sm = relay.nn.softmax
+    a = sm(relay.reshape(x, (6, 4)))
+    b = sm(relay.reshape(x, (3, 8)))
+    c = sm(relay.reshape(relay.reshape(sm(x), (24,)), (2, 12)))
+    y = relay.Tuple([a, b, c])
+    lib = _build(relay.IRModule.from_expr(relay.Function([x], y)))
+    _, funcs = _nodes(lib)
+    assert funcs.count("__nop") >= 2, funcs
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xa = np.random.default_rng(5).uniform(-1, 1, (4, 6)).astype("float32")
+    m.set_input("x", xa)
+    m.run()
+
+    def smx(v):
+        e = np.exp(v - v.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    for i, want in enumerate([smx(xa.reshape(6, 4)), smx(xa.reshape(3, 8)),
+                              smx(smx(xa).reshape(2, 12))]):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-5)

@@ -1,0 +1,138 @@
+"""SinkReshape: move per-element epilogues above a ``reshape``, so that they fuse with the
+operator that computes the reshaped tensor and the reshape is left alone.
+
+``f(reshape(x))`` becomes ``reshape(f(x))`` for
+
+* a one-argument elementwise operator ``f`` whose attributes name no axis (``nn.relu``,
+  ``clip``, ``sigmoid``, ``cast`` ...), and
+* ``nn.bias_add(reshape(x), b, axis)`` when the reshape keeps that axis: some axis ``i`` of
+  ``x`` has the same extent and the same number of elements before it (``[C, H*W]`` ->
+  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``.
+
+The reshape must have no other use (the rewritten ``f(x)`` then replaces it). FuseOps does not
+fuse an injective ``reshape`` into a preceding matmul or convolution, while an elementwise or
+broadcast epilogue fuses into it; and a function that is only a reshape costs nothing in the
+graph executor (its output aliases its input, ``relay/backend/graph_codegen.py``). Made for
+x86's 1x1 convolutions as ``reshape(matmul(W, reshape(x)))`` + bias + activation
+(``relay/op/strategy/x86_alter_op.py``), where the bias and activation were a separate kernel.
+Runs at opt_level 3, after AlterOpLayout; the values computed are unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..expr import Call, Function, RelayExpr
+from ..op import transform as _tr
+from ..op.registry import Op, OpPattern, make_call
+from ..ty import TensorType
+from ..visitor import ExprMutator, dataflow_children
+from .pass_infra import FunctionPass
+
+__all__ = ["SinkReshape", "bias_axis_through_reshape"]
+
+_NAMED_AXIS_ATTRS = frozenset({"axis", "axes", "shape", "newshape", "layout"})
+
+
+def bias_axis_through_reshape(src: tuple[int, ...], dst: tuple[int, ...],
+                              axis: int) -> int | None:
+    """The axis of ``src`` that becomes axis ``axis`` of ``dst`` under a row-major reshape
+    ``src -> dst`` with the same extent and the same element count before it, else None."""
+    if axis < 0:
+        axis += len(dst)
+    if not 0 <= axis < len(dst):
+        return None
+    before = math.prod(dst[:axis])
+    for i, ext in enumerate(src):
+        if ext == dst[axis] and math.prod(src[:i]) == before:
+            return i
+    return None
+
+
+def _static(t: Any) -> tuple[int, ...] | None:
+    if not isinstance(t, TensorType):
+        return None
+    dims = [getattr(d, "value", d) for d in t.shape]
+    return tuple(dims) if all(isinstance(d, int) for d in dims) else None
+
+
+class _Sink(ExprMutator):
+    def __init__(self, uses: dict[int, int]) -> None:
+        super().__init__()
+        self.uses = uses
+        # reshapes this pass made: id -> (source shape, result shape); each has one use
+        self.made: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+    def _reshape_of(self, orig: RelayExpr, new: RelayExpr
+                    ) -> tuple[RelayExpr, tuple[int, ...], tuple[int, ...]] | None:
+        """``(x, src shape, dst shape)`` when ``new`` (the rewrite of ``orig``) is a reshape
+        of ``x`` with no other use, else None."""
+        if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "reshape"):
+            return None
+        if id(new) in self.made:
+            return (new.args[0], *self.made[id(new)])
+        if not (isinstance(orig, Call) and getattr(orig.op, "name", None) == "reshape") \
+                or self.uses.get(id(orig), 0) != 1:
+            return None
+        src = _static(getattr(orig.args[0], "checked_type", None))
+        dst = _static(getattr(orig, "checked_type", None))
+        if src is None or dst is None:
+            return None
+        return orig.args[0], src, dst
+
+    def _wrap(self, inner: RelayExpr, src: tuple[int, ...], dst: tuple[int, ...]) -> RelayExpr:
+        out = _tr.reshape(inner, dst)
+        self.made[id(out)] = (src, dst)
+        return out
+
+    def visit_call(self, c: Call) -> RelayExpr:
+        new = super().visit_call(c)
+        if not (isinstance(new, Call) and isinstance(new.op, Op)) or not new.args:
+            return new
+        found = self._reshape_of(c.args[0], new.args[0])
+        if found is None:
+            return new
+        x, src, dst = found
+        name = new.op.name
+        if name == "nn.bias_add" and len(new.args) == 2:
+            i = bias_axis_through_reshape(src, dst, int(new.attrs.axis))
+            if i is None:
+                return new
+            attrs = {**new.attrs.values, "axis": i}
+            return self._wrap(make_call("nn.bias_add", [x, new.args[1]], attrs), src, dst)
+        if (len(new.args) == 1 and new.op.pattern == OpPattern.ELEMWISE
+                and not set(new.attrs.values) & _NAMED_AXIS_ATTRS):
+            return self._wrap(Call(new.op, [x], new.attrs), src, dst)
+        return new
+
+
+def _use_counts(body: RelayExpr) -> dict[int, int]:
+    uses: dict[int, int] = {}
+    seen: set[int] = set()
+    stack = [body]
+    uses[id(body)] = 1  # the result is a use
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        for ch in dataflow_children(e):
+            uses[id(ch)] = uses.get(id(ch), 0) + 1
+            stack.append(ch)
+    return uses
+
+
+class SinkReshape(FunctionPass):
+    """``relay.transform.SinkReshape()`` (opt_level 3): see the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__(name="SinkReshape", opt_level=3)
+
+    def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
+        if func.attrs.get("Primitive"):
+            return func
+        body = _Sink(_use_counts(func.body)).visit(func.body)
+        if body is func.body:
+            return func
+        return Function(func.params, body, func.ret_type, attrs=func.attrs)
