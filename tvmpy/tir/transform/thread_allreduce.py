@@ -448,18 +448,7 @@ class _Lower(Mutator):
 
         acc = decl_buffer((1,), dtype, f"red_acc{k}", data=E.Var(f"red_acc{k}", "handle"),
                           scope="local")
-        # the thread groups: other threadIdx tags enclosing this one
-        g: E.PrimExpr = E.const(0, "int32")
-        groups = 1
-        for a in self.outer:
-            t = _tag(a)
-            if t == tag:
-                continue
-            if not isinstance(a.value, E.IntImm):
-                raise NotImplementedError(f"{self.fname}: cross-thread reduction inside {t} of "
-                                          f"symbolic extent {a.value}")
-            g = g * a.value.value + a.node.var if groups > 1 else a.node.var
-            groups *= a.value.value
+        g, groups = self._groups(tag)  # the thread groups: other threadIdx tags enclosing it
         red = decl_buffer((groups * ext,), dtype, f"red_buf{k}",
                           data=E.Var(f"red_buf{k}", "handle"), scope="shared")
         op = c.op
@@ -490,7 +479,6 @@ class _Lower(Mutator):
         tree = S.Allocate(red, S.seq(*steps))
         init = S.BufferStore(acc, _identity(op, dtype), [zero])
         return S.Allocate(acc, S.seq(init, partial, tree))
-
 
     def _groups(self, tag: str) -> tuple[E.PrimExpr, int]:
         """(the linear index of the enclosing threadIdx attributes of other tags, their count)."""

@@ -186,11 +186,17 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     sch[local].unroll(lax[-2])
     st.unroll(ci)
     st.vectorize(wi)
+    _parallel_tiled_transform(st, out, an, cb, ah)
+    return True
+
+
+def _parallel_tiled_transform(st: Any, out: te.Tensor, *outer: Any) -> None:
+    """Parallelize a tiled layout transform over its ``outer`` loops when it is large enough
+    to pay for the threads (TILED_TRANSFORM_DIVISOR: tiles are cheap per element)."""
     size = _const_size(out.shape)
     if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
             TILED_TRANSFORM_DIVISOR:
-        st.parallel(st.fuse(an, cb, ah))
-    return True
+        st.parallel(st.fuse(*outer))
 
 
 def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
@@ -251,10 +257,7 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     sch[local].unroll(lax[-3])
     st.unroll(wi)
     st.vectorize(aci)
-    size = _const_size(out.shape)
-    if _num_cores() > 1 and size is not None and size >= PARALLEL_MIN_ELEMENTS // \
-            TILED_TRANSFORM_DIVISOR:
-        st.parallel(st.fuse(an, acb, ah))
+    _parallel_tiled_transform(st, out, an, acb, ah)
     return True
 
 
