@@ -4,7 +4,7 @@ Each case is one model, NCHW in and NCHW out: conv2d (constant weight) + bias + 
 
 * tvmpy: ``relay.build`` at opt_level 3 for the host CPU ("llvm"), run by the graph executor:
   ``set_input`` once, then ``run()`` only (the output stays in the module);
-* onnxruntime: the same ONNX model (intra_op_num_threads=2, graph optimizations on), run with
+* onnxruntime: the same ONNX model (intra_op_num_threads = --threads, default 2; graph optimizations on), run with
   I/O binding: the input bound once, the output bound to a preallocated OrtValue,
   ``run_with_iobinding`` only.
 
@@ -14,7 +14,7 @@ the median) and the ratio ORT time / tvmpy time (> 1: tvmpy faster; the median o
 per-round ratios; best/best: the ratio of the fastest samples, steadier on a loaded machine).
 The results are also checked against onnxruntime.
 
-    python bench/conv_shapes.py [--filter TEXT] [--quick] [--samples 15]
+    python bench/conv_shapes.py [--filter TEXT] [--quick] [--samples 15] [--threads 2]
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def build_ort(c: tuple, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[An
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
+    so.intra_op_num_threads = THREADS
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), so,
@@ -105,6 +105,9 @@ def build_ort(c: tuple, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[An
     io.bind_ortvalue_output("y", out)
     sess._keep = (xin,)  # the bound input must outlive the binding
     return sess, io, out
+
+
+THREADS = 2  # both sides; --threads sets it (tvmpy's through TVM_NUM_THREADS, before any run)
 
 
 def _calls(fn: Any, target_s: float) -> int:
@@ -174,12 +177,17 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=15)
     ap.add_argument("--sample-ms", type=float, default=10.0, help="length of one sample")
     ap.add_argument("--pause", type=float, default=0.03, help="seconds idle before a sample")
+    ap.add_argument("--threads", type=int, default=2, help="threads of both sides (1: immune "
+                    "to a second core whose share of the machine varies, as on a shared VM)")
     o = ap.parse_args()
+    global THREADS
+    THREADS = o.threads
+    os.environ["TVM_NUM_THREADS"] = str(o.threads)  # read when tvmpy's thread pool starts
     cases = QUICK if o.quick else CASES
     cases = [c for c in cases if o.filter in case_name(c)]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {machine_description()}, load "
           f"{os.getloadavg()[0]:.2f}; conv+bias+relu, graph executor vs onnxruntime io_binding "
-          f"(2 threads); {o.samples} interleaved samples; ratio = ORT time / tvmpy time")
+          f"({o.threads} threads); {o.samples} interleaved samples; ratio = ORT time / tvmpy time")
     print("| case | tvmpy ms (spread) | ORT ms (spread) | ratio [p10, p90] | best/best | "
           "tvmpy GFLOP/s |")
     print("|---|---|---|---|---|---|")
