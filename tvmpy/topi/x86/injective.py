@@ -14,6 +14,7 @@ them).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from ... import te
@@ -94,8 +95,9 @@ def _has_transcendental(out: te.Tensor) -> bool:
     return found[0]
 
 
-def _has_layout_transform(out: te.Tensor) -> bool:
-    """Whether ``out`` or an injective stage inlined into it is a ``layout_transform``."""
+def _injective_stages(out: te.Tensor) -> Iterator[Any]:
+    """``out``'s op, then the injective compute stages it reads (and so may inline), each
+    once, depth first; stops at reductions and placeholders."""
     seen: set[int] = set()
     stack = [out.op]
     while stack:
@@ -103,10 +105,13 @@ def _has_layout_transform(out: te.Tensor) -> bool:
         if id(op) in seen or not isinstance(op, te.ComputeOp) or op.reduce_axis:
             continue
         seen.add(id(op))
-        if op.name == "layout_transform":
-            return True
+        yield op
         stack.extend(t.op for t in op.input_tensors)
-    return False
+
+
+def _has_layout_transform(out: te.Tensor) -> bool:
+    """Whether ``out`` or an injective stage inlined into it is a ``layout_transform``."""
+    return any(op.name == "layout_transform" for op in _injective_stages(out))
 
 
 def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
@@ -115,13 +120,7 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     side of an NCHWc convolution, maybe with a crop, bias and activation fused); else None."""
     if len(out.shape) != 4:
         return None
-    seen: set[int] = set()
-    stack = [out.op]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen or not isinstance(op, te.ComputeOp) or op.reduce_axis:
-            continue
-        seen.add(id(op))
+    for op in _injective_stages(out):
         attrs = op.attrs or {}
         if op.name == "layout_transform" and str(attrs.get("dst_layout", "")) == "NCHW":
             src = str(attrs.get("src_layout", ""))
@@ -130,7 +129,6 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
                     and len(srcs) == 1 and len(srcs[0].shape) == 5):
                 return op, srcs[0], int(src[4:-1])
             return None
-        stack.extend(t.op for t in op.input_tensors)
     return None
 
 
@@ -205,13 +203,7 @@ def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     function input: the input side of a blocked convolution); else None."""
     if len(out.shape) != 5:
         return None
-    seen: set[int] = set()
-    stack = [out.op]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen or not isinstance(op, te.ComputeOp) or op.reduce_axis:
-            continue
-        seen.add(id(op))
+    for op in _injective_stages(out):
         attrs = op.attrs or {}
         if op.name == "layout_transform" and str(attrs.get("src_layout", "")) == "NCHW":
             m = re.fullmatch(r"NCHW(\d+)c", str(attrs.get("dst_layout", "")))
@@ -221,7 +213,6 @@ def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
                     and not isinstance(srcs[0].op, te.ComputeOp)):
                 return op, srcs[0], blk
             return None
-        stack.extend(t.op for t in op.input_tensors)
     return None
 
 
