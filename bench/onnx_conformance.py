@@ -161,8 +161,8 @@ def _short(msg: str, limit: int = 160) -> str:
     return line[:limit]
 
 
-def run_case(case: Any, executor: str, timeout: int, opt_level: int | None = None
-             ) -> tuple[str, str]:
+def run_case(case: Any, executor: str, timeout: int, opt_level: int | None = None,
+             bind_inputs: bool = True) -> tuple[str, str]:
     """(outcome, detail) of one case."""
     from onnx.backend.test.runner import Runner
 
@@ -173,7 +173,8 @@ def run_case(case: Any, executor: str, timeout: int, opt_level: int | None = Non
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(timeout)
     try:
-        rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor, opt_level=opt_level)
+        rep = TvmpyBackend.prepare(case.model, "CPU", executor=executor, opt_level=opt_level,
+                                      bind_inputs=bind_inputs)
         with np.errstate(all="ignore"):
             out = list(rep.run(inputs))
         signal.alarm(0)
@@ -234,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--low-precision", action="store_true",
                     help="only the cases with a bfloat16/float8/float4/int4/uint4/int2/uint2 "
                          "tensor")
+    ap.add_argument("--feed-all", action="store_true",
+                    help="feed every graph input at run time (no binding of shape-like inputs "
+                         "as constants)")
     ap.add_argument("--timeout", type=int, default=60, help="seconds per case")
     ap.add_argument("--out", default=None, help="JSON summary path")
     ap.add_argument("--quiet", action="store_true")
@@ -260,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         if cat is not None:
             outcome, detail = "skipped", cat
         else:
-            outcome, detail = run_case(case, executor, args.timeout, args.opt_level)
+            outcome, detail = run_case(case, executor, args.timeout, args.opt_level,
+                                       not args.feed_all)
         results.append({"name": case.name, "op": op, "outcome": outcome, "detail": detail,
                         "seconds": round(time.time() - t, 3)})
         if not args.quiet:

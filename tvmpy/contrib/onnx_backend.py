@@ -147,8 +147,10 @@ def _check_feed(vi: Any, value: np.ndarray) -> None:
 class TvmpyBackendRep(BackendRep):
     """A prepared ONNX model; ``run(inputs)`` returns a tuple of numpy arrays."""
 
-    def __init__(self, model: Any, executor: str, opt_level: int | None = None):
+    def __init__(self, model: Any, executor: str, opt_level: int | None = None,
+                 bind_inputs: bool = True):
         self.model = model
+        self.bind_inputs = bind_inputs
         self.executor = executor
         self.opt_level = opt_level
         inits = {t.name for t in model.graph.initializer}
@@ -192,6 +194,8 @@ class TvmpyBackendRep(BackendRep):
                 mod, params = from_onnx(model, {k: v.shape for k, v in free.items()},
                                         dtype={k: str(v.dtype) for k, v in free.items()})
             except OnnxConstantInputError as e:
+                if not self.bind_inputs:
+                    raise
                 new = set().union(*(_needed_inputs(self.model.graph, t, names)
                                     for t in e.tensors)) - self.bound
                 if not new:
@@ -220,15 +224,18 @@ class TvmpyBackend(Backend):
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", executor: str | None = None,
-                opt_level: int | None = None, **kwargs: Any) -> TvmpyBackendRep:
+                opt_level: int | None = None, bind_inputs: bool = True,
+                **kwargs: Any) -> TvmpyBackendRep:
         """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
-        graph executor's relay.build level (default: the current PassContext's)."""
+        graph executor's relay.build level (default: the current PassContext's);
+        ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
+        inputs bound as constants: a model needing that raises ``OnnxConstantInputError``)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()
         if kind not in _EXECUTORS:
             raise ValueError(f"executor {kind!r}: expected one of {list(_EXECUTORS)}")
-        return TvmpyBackendRep(model, kind, opt_level)
+        return TvmpyBackendRep(model, kind, opt_level, bind_inputs)
 
     @classmethod
     def run_model(cls, model: Any, inputs: Any, device: str = "CPU",
