@@ -25,10 +25,11 @@ from .expr import (
     Var,
 )
 from .op.registry import Op
+from .ty import Any as AnyDim
 from .ty import FuncType, TensorType, TupleType, Type, dim_compatible, dim_equal, type_str
 from .visitor import ExprFunctor
 
-__all__ = ["infer_type", "type_equal", "type_compatible", "TypeInferencer"]
+__all__ = ["infer_type", "type_equal", "type_compatible", "join_types", "TypeInferencer"]
 
 
 def type_equal(a: Type, b: Type) -> bool:
@@ -61,6 +62,43 @@ def type_compatible(a: Type, b: Type) -> bool:
                 and all(type_compatible(x, y) for x, y in zip(a.arg_types, b.arg_types))
                 and type_compatible(a.ret_type, b.ret_type))  # fmt: skip
     return False
+
+
+def join_types(a: Type, b: Type) -> Type | None:
+    """The type of a value that is either of type ``a`` or ``b`` (the two branches of an If):
+    dimensions that may differ become a fresh ``Any``; None when the dtypes, ranks or tuple
+    structures differ (no common type)."""
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+            return None
+        if all(dim_equal(x, y) for x, y in zip(a.shape, b.shape)):
+            return a
+        return TensorType([x if dim_equal(x, y) else AnyDim("if") for x, y in
+                           zip(a.shape, b.shape)], a.dtype)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        if len(a.fields) != len(b.fields):
+            return None
+        fields = [join_types(x, y) for x, y in zip(a.fields, b.fields)]
+        if any(f is None for f in fields):
+            return None
+        return TupleType(fields)  # type: ignore[arg-type]
+    return a if type_compatible(a, b) else None
+
+
+def _declared_type(func: Any, name: str) -> FuncType:
+    """The type of a function from its annotations (a recursive call is typed by them: the
+    return type of a recursive function must be annotated)."""
+    if not isinstance(func, Function):
+        raise RelayTypeError(f"@{name} is not a relay function")
+    if func.ret_type is None:
+        raise RelayTypeError(f"@{name} calls itself (recursion): give it a return type "
+                             "annotation (relay.Function(params, body, ret_type=...)); use "
+                             "relay.Any() for dimensions that change from call to call")
+    for p in func.params:
+        if p.type_annotation is None:
+            raise RelayTypeError(f"parameter %{p.name_hint} of recursive function @{name} has "
+                                 "no type annotation")
+    return FuncType([p.type_annotation for p in func.params], func.ret_type)
 
 
 def _where(expr: Any) -> str:
@@ -101,7 +139,7 @@ class TypeInferencer(ExprFunctor):
         if self.mod is None:
             raise RelayTypeError(f"@{g.name_hint} needs a module to be typed (use InferType on it)")
         if g.name_hint in self._in_progress:
-            raise RelayTypeError(f"recursive call to @{g.name_hint} is not supported")
+            return _declared_type(self.mod[g], g.name_hint)
         self._in_progress.add(g.name_hint)
         try:
             return self.visit(self.mod[g])
@@ -173,10 +211,11 @@ class TypeInferencer(ExprFunctor):
         if not (isinstance(ct, TensorType) and ct.shape == () and ct.dtype == "bool"):
             raise RelayTypeError(f"if: the condition must be a bool scalar, got {type_str(ct)}")
         tt, ft = self.visit(i.true_branch), self.visit(i.false_branch)
-        if not type_compatible(tt, ft):
+        joined = join_types(tt, ft)
+        if joined is None:
             raise RelayTypeError(f"if: branches have different types {type_str(tt)} and "
                                  f"{type_str(ft)}")
-        return tt
+        return joined
 
     def visit_function(self, f: Function) -> Type:
         arg_types = []

@@ -1,0 +1,646 @@
+"""The Relay virtual machine: runs an :class:`Executable` of ``relay.vm.compile`` (TVM's
+``tvm.runtime.vm``).
+
+Why a VM next to the graph executor: the graph executor runs one static schedule of kernel
+calls over one memory plan, which is all a model needs when every size is a constant or an
+expression of the input sizes (runtime/graph_executor.py). Control flow (``If`` on a run-time
+condition, loops as recursive functions whose carried values change shape per iteration) and
+sizes decided by data (NonZero, a reshape to a run-time shape tensor) have no such schedule:
+what runs next, and how big it is, is known only while running. The VM runs *bytecode* for
+that part, and hands every dataflow region between two control decisions to a graph executor:
+
+- **bytecode** (one list of instructions per relay function, registers per call frame):
+  ``SEGMENT`` runs a dataflow region, ``INVOKE`` calls another function of the module (a frame
+  pushed on an explicit stack; a call in tail position replaces the frame, so a loop written
+  as tail recursion runs in constant stack), ``KERNEL`` runs one operator whose output shape
+  only its shape function knows (``register_shape_func(..., data_dependent=True)``: the
+  function gets the op's input arrays, the outputs are allocated, the kernel -- compiled with
+  symbolic extents -- is called on them), ``IF``/``GOTO``, ``MOVE``, ``TUPLE``, ``FIELD``,
+  ``RET``. ``exe.bytecode`` prints it.
+- **segments**: each dataflow region (the operators between control decisions, after the same
+  graph passes as ``relay.build``: FuseOps, AlterOpLayout, FoldConstant, ...) is a graph of
+  fused kernels run by a :class:`~tvmpy.runtime.graph_executor.GraphExecutor` made once per VM.
+  So a static model (one region) runs exactly the graph executor's prepared ctypes calls over its
+  liveness-planned arena; a region whose sizes are expressions of its inputs' sizes gets a plan
+  per input shape, cached (storage reused across runs of the same shape). The inputs are copied
+  into the segment's storage and the outputs copied out into fresh 64-byte-aligned arrays: a
+  segment may run again (a loop body) while an earlier result is still live.
+
+This is TVM's design (bytecode over kernels, shape functions, per-run allocation of the dynamic
+parts) with TVM's per-operator ``AllocTensor``/``InvokePacked`` instructions of a static region
+replaced by one graph-executor call: static regions keep the compile-time memory plan and the
+graph executor's dispatch cost, which is what keeps a static model as fast in the VM as in the
+graph executor. The graph executor stays the executor of static and input-dim-symbolic graphs
+(exportable as one shared library, no bytecode); the VM runs what it refuses.
+
+Values in registers are NDArrays (tensors) and Python tuples (relay tuples). CPU only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .device import Device, cpu, kDLCPU
+from .evaluator import BenchmarkResult, check_counts, time_calls
+from .function import ALIGNMENT
+from .graph_executor import GraphExecutor
+from .module import Module
+from .ndarray import NDArray
+
+__all__ = ["Executable", "VirtualMachine", "VMFunction", "SegmentInfo", "KernelInfo",
+           "VMError", "OPCODES"]
+
+# opcodes (the first field of an instruction tuple)
+SEGMENT, INVOKE, KERNEL, IF, GOTO, MOVE, TUPLE, FIELD, RET = range(9)
+OPCODES = ("segment", "invoke", "kernel", "if", "goto", "move", "tuple", "field", "ret")
+MAX_FRAMES = 100_000  # non-tail call depth before the VM gives up (runaway recursion)
+
+
+class VMError(RuntimeError):
+    """A run-time failure of the VM (names the function, instruction or node)."""
+
+
+# ---- executable ---------------------------------------------------------------------------------
+class VMFunction:
+    """One compiled relay function: its parameters (name, type spec), registers and code.
+
+    A type spec is ``("tensor", dtype, dims)`` (dims: ints, or names of size variables, or None
+    for an unchecked expression) or ``("tuple", [specs])``."""
+
+    __slots__ = ("name", "params", "specs", "num_regs", "code", "ret_spec")
+
+    def __init__(self, name: str, params: list[str], specs: list[Any], num_regs: int,
+                 code: list[tuple], ret_spec: Any = None):
+        self.name, self.params, self.specs = name, params, specs
+        self.num_regs, self.code, self.ret_spec = num_regs, code, ret_spec
+
+
+class SegmentInfo:
+    """A dataflow region: its graph JSON and parameters (run by a GraphExecutor), the relay
+    type structure of each input (flattened to graph inputs) and output, and a readable name."""
+
+    __slots__ = ("graph_json", "params", "in_specs", "out_specs", "name", "num_kernels")
+
+    def __init__(self, graph_json: str, params: dict[str, np.ndarray], in_specs: list[Any],
+                 out_specs: list[Any], name: str, num_kernels: int):
+        self.graph_json, self.params = graph_json, params
+        self.in_specs, self.out_specs = in_specs, out_specs
+        self.name, self.num_kernels = name, num_kernels
+
+
+class KernelInfo:
+    """One operator run on its own: output shapes from its shape function at run time
+    (``data_dependent``: from the input arrays), then the compiled ``symbol`` on freshly
+    allocated outputs, or (an operator without a compute) its numpy implementation."""
+
+    __slots__ = ("name", "op", "attrs", "symbol", "in_specs", "out_spec", "data_dependent",
+                 "node")
+
+    def __init__(self, name: str, op: Any, attrs: Any, symbol: str | None, in_specs: list[Any],
+                 out_spec: Any, data_dependent: bool, node: str):
+        self.name, self.op, self.attrs, self.symbol = name, op, attrs, symbol
+        self.in_specs, self.out_spec = in_specs, out_spec
+        self.data_dependent, self.node = data_dependent, node
+
+
+class Executable:
+    """What ``relay.vm.compile`` returns: the bytecode of every function, the dataflow
+    segments, the single-operator kernels and ONE compiled library (TVM's
+    ``tvm.runtime.vm.Executable``)."""
+
+    def __init__(self, functions: list[VMFunction], segments: list[SegmentInfo],
+                 kernels: list[KernelInfo], lib: Module):
+        self.functions = functions
+        self.func_index = {f.name: i for i, f in enumerate(functions)}
+        self.segments = segments
+        self.kernels = kernels
+        self.lib = lib
+
+    @property
+    def bytecode(self) -> str:
+        """The instructions of every function, readable."""
+        lines = []
+        for f in self.functions:
+            lines.append(f"VM Function[{self.func_index[f.name]}]: {f.name}"
+                         f"({', '.join(f.params)}) registers={f.num_regs}")
+            for pc, ins in enumerate(f.code):
+                lines.append(f"  {pc:3d}: {self._instr_str(ins)}")
+            lines.append("")
+        return "\n".join(lines)
+
+    def _instr_str(self, ins: tuple) -> str:
+        op = ins[0]
+        if op == SEGMENT:
+            seg = self.segments[ins[1]]
+            return (f"segment {ins[1]} ({seg.name}, {seg.num_kernels} kernels) "
+                    f"in=[{', '.join(f'$' + str(r) for r in ins[2])}] "
+                    f"out=[{', '.join('$' + str(r) for r in ins[3])}]")
+        if op == INVOKE:
+            return (f"{'tail ' if ins[4] else ''}invoke @{self.functions[ins[1]].name}"
+                    f"({', '.join('$' + str(r) for r in ins[2])}) -> ${ins[3]}")
+        if op == KERNEL:
+            k = self.kernels[ins[1]]
+            how = k.symbol or "numpy"
+            return (f"kernel {k.name} [{how}{', data-dependent' if k.data_dependent else ''}]"
+                    f"({', '.join('$' + str(r) for r in ins[2])}) -> ${ins[3]}")
+        if op == IF:
+            return f"if ${ins[1]} else goto {ins[2]}"
+        if op == GOTO:
+            return f"goto {ins[1]}"
+        if op == MOVE:
+            return f"move ${ins[1]} <- ${ins[2]}"
+        if op == TUPLE:
+            return f"tuple ${ins[1]} <- ({', '.join('$' + str(r) for r in ins[2])})"
+        if op == FIELD:
+            return f"field ${ins[1]} <- ${ins[2]}.{ins[3]}"
+        return f"ret ${ins[1]}"
+
+    def get_function_params(self, func_name: str) -> list[str]:
+        return list(self.functions[self._index(func_name)].params)
+
+    def _index(self, func_name: str) -> int:
+        i = self.func_index.get(func_name)
+        if i is None:
+            raise KeyError(f"the executable has no function {func_name!r}; functions: "
+                           f"{', '.join(self.func_index)}")
+        return i
+
+    def __repr__(self) -> str:
+        return (f"Executable({len(self.functions)} functions, {len(self.segments)} segments, "
+                f"{len(self.kernels)} kernels)")
+
+
+# ---- values -------------------------------------------------------------------------------------
+def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    off = (-raw.ctypes.data) % ALIGNMENT
+    return raw[off:off + nbytes].view(dtype).reshape(shape)
+
+
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+    out = _aligned_empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
+
+
+def _flatten(v: Any, out: list[NDArray]) -> list[NDArray]:
+    if isinstance(v, tuple):
+        for x in v:
+            _flatten(x, out)
+    else:
+        out.append(v)
+    return out
+
+
+def _restructure(spec: Any, flat: Sequence[Any], pos: int = 0) -> tuple[Any, int]:
+    """Rebuild a value of type ``spec`` from the flat list of its tensors."""
+    if spec[0] == "tuple":
+        items = []
+        for s in spec[1]:
+            v, pos = _restructure(s, flat, pos)
+            items.append(v)
+        return tuple(items), pos
+    return flat[pos], pos + 1
+
+
+def _spec_str(spec: Any) -> str:
+    if spec[0] == "tuple":
+        return "(" + ", ".join(_spec_str(s) for s in spec[1]) + ")"
+    dims = ", ".join("?" if not isinstance(d, int) else str(d) for d in spec[2])
+    return f"Tensor[({dims}), {spec[1]}]"
+
+
+def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
+              dev: Device) -> Any:
+    """An argument of type ``spec`` as a VM value, checked: dtype, rank, static dimensions and
+    the dimensions that share a size variable (across all the arguments of the call)."""
+    if spec[0] == "tuple":
+        if not isinstance(v, (tuple, list)) or len(v) != len(spec[1]):
+            raise TypeError(f"{where}: expected a tuple of {len(spec[1])} values "
+                            f"{_spec_str(spec)}, got {type(v).__name__}")
+        return tuple(_as_value(x, s, f"{where}[{k}]", env, dev)
+                     for k, (x, s) in enumerate(zip(v, spec[1])))
+    _, dtype, dims = spec
+    if isinstance(v, NDArray):
+        arr = v.numpy() if getattr(v, "_on_device", False) else v._arr
+    elif isinstance(v, np.ndarray):
+        arr = v
+    elif hasattr(v, "__dlpack__") and not isinstance(v, (list, tuple)):
+        arr = np.from_dlpack(v)
+    else:
+        try:
+            arr = np.asarray(v, dtype=dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{where}: cannot convert {type(v).__name__} to {dtype}: "
+                            f"{e}") from None
+    if arr.dtype != np.dtype(dtype) and not (dtype == "bool" and arr.dtype == np.bool_):
+        raise TypeError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
+    if arr.ndim != len(dims):
+        raise ValueError(f"{where}: expected {len(dims)} dimensions {_spec_str(spec)}, got "
+                         f"shape {arr.shape}")
+    for d, (want, got) in enumerate(zip(dims, arr.shape)):
+        if isinstance(want, int):
+            if want != got:
+                raise ValueError(f"{where}: dimension {d} must be {want} (the type is "
+                                 f"{_spec_str(spec)}), got shape {arr.shape}")
+        elif isinstance(want, str):
+            have = env.get(want)
+            if have is None:
+                env[want] = (got, f"{where} dimension {d}")
+            elif have[0] != got:
+                raise ValueError(f"{where}: dimension {d} is {got}, but {have[1]} is "
+                                 f"{have[0]}: the types say both are the same size")
+    if isinstance(v, NDArray) and v._compact_aligned:
+        return v
+    if not (arr.flags.c_contiguous and arr.ctypes.data % ALIGNMENT == 0):
+        arr = _aligned_copy(arr)
+    return NDArray(arr, dev)
+
+
+# ---- the machine --------------------------------------------------------------------------------
+class _Segment:
+    """A dataflow region bound to its GraphExecutor; ``run(inputs) -> outputs`` (flat)."""
+
+    def __init__(self, info: SegmentInfo, lib: Module, dev: Device):
+        self.info = info
+        self.ex = ex = GraphExecutor(info.graph_json, lib, dev)
+        if info.params:
+            ex.load_params(info.params)
+        self.n_in = sum(len(_flatten_spec(s)) for s in info.in_specs)
+        self.flat_in = all(s[0] == "tensor" for s in info.in_specs)
+        self.out_eids = ex._output_eids
+        self.names = ex._input_names[: self.n_in]
+        sym = ex._symbolic
+        self.static_in = [not sym or not _is_sym(ex._sym[ex._input_eids[i]].dims)
+                          for i in range(self.n_in)]
+        self.where = f"segment {info.name}"
+
+    def run(self, inputs: list[NDArray]) -> list[NDArray]:
+        ex = self.ex
+        entries, eids = ex._entries, ex._input_eids
+        for i, a in enumerate(inputs):
+            arr = a._arr
+            if self.static_in[i]:
+                dst = entries[eids[i]]._arr
+                if arr.shape != dst.shape or arr.dtype != dst.dtype:
+                    ex._checked(i, arr, f"{self.where}: input {i}")  # raises, naming it
+                np.copyto(dst, arr)
+            else:
+                ex._checked(i, arr, f"{self.where}: input {i}")
+                ex._pending[i] = arr
+            ex._unset.discard(self.names[i])
+        ex.run()
+        entries = ex._entries
+        return [NDArray(_aligned_copy(entries[e]._arr)) for e in self.out_eids]
+
+
+def _flatten_spec(spec: Any) -> list[Any]:
+    if spec[0] == "tuple":
+        return [x for s in spec[1] for x in _flatten_spec(s)]
+    return [spec]
+
+
+def _is_sym(dims: Any) -> bool:
+    return any(isinstance(d, str) for d in dims)
+
+
+class _Kernel:
+    """One operator with run-time output shapes (KernelInfo), bound to its library function."""
+
+    def __init__(self, info: KernelInfo, lib: Module):
+        self.info = info
+        self.func = lib.get_function(info.symbol) if info.symbol else None
+        self.fnumpy = info.op.get_attr("FNumpy")
+        self.shape_fn = info.op.get_attr("FShapeFunc")
+        self.out_flat = _flatten_spec(info.out_spec)
+
+    def out_shapes(self, arrays: list[np.ndarray]) -> list[tuple[int, ...]]:
+        from ..relay.op.shape_func import shape_func
+
+        info = self.info
+        if info.data_dependent:
+            if self.shape_fn is None:
+                raise VMError(f"{info.node}: operator {info.op.name} is data-dependent but has "
+                              "no shape function")
+            shapes = self.shape_fn(info.attrs, arrays)
+        else:
+            shapes = shape_func(info.op, info.attrs, [a.shape for a in arrays],
+                                [str(a.dtype) for a in arrays])
+        shapes = [tuple(int(d) for d in s) for s in shapes]
+        if len(shapes) != len(self.out_flat):
+            raise VMError(f"{info.node}: the shape function of {info.op.name} gives "
+                          f"{len(shapes)} outputs, the type has {len(self.out_flat)}")
+        for k, (s, spec) in enumerate(zip(shapes, self.out_flat)):
+            if len(s) != len(spec[2]) or any(d < 0 for d in s) or any(
+                    isinstance(w, int) and w != g for w, g in zip(spec[2], s)):
+                raise VMError(f"{info.node}: the shape function of {info.op.name} gives output "
+                              f"{k} the shape {s}, which does not fit its type "
+                              f"{_spec_str(spec)}")
+        return shapes
+
+    def run(self, args: list[Any]) -> Any:
+        flat = _flatten(tuple(args), [])
+        arrays = [a._arr for a in flat]
+        try:
+            shapes = self.out_shapes(arrays)
+        except VMError:
+            raise
+        except Exception as e:  # noqa: BLE001 - name the node whatever the shape function raised
+            raise VMError(f"{self.info.node}: the shape function of {self.info.op.name} failed "
+                          f"on input shapes {[a.shape for a in arrays]}: "
+                          f"{type(e).__name__}: {e}") from e
+        if self.func is None:
+            return self._run_numpy(args, shapes)
+        outs = [NDArray(_aligned_empty(s, spec[1])) for s, spec in zip(shapes, self.out_flat)]
+        try:
+            self.func(*flat, *outs)
+        except (RuntimeError, ValueError) as e:
+            raise VMError(f"{self.info.node}: {e}") from e
+        return _restructure(self.info.out_spec, outs)[0]
+
+    def _run_numpy(self, args: list[Any], shapes: list[tuple[int, ...]]) -> Any:
+        from ..relay.ty import TensorType, TupleType
+
+        def typ(spec: Any, pos: int) -> tuple[Any, int]:
+            if spec[0] == "tuple":
+                fields = []
+                for s in spec[1]:
+                    t, pos = typ(s, pos)
+                    fields.append(t)
+                return TupleType(fields), pos
+            return TensorType(shapes[pos], spec[1]), pos + 1
+
+        def np_value(v: Any) -> Any:
+            return tuple(np_value(x) for x in v) if isinstance(v, tuple) else v._arr
+
+        res = self.fnumpy(self.info.attrs, [np_value(a) for a in args],
+                          typ(self.info.out_spec, 0)[0])
+        flat: list[Any] = []
+
+        def collect(v: Any) -> None:
+            if isinstance(v, (tuple, list)):
+                for x in v:
+                    collect(x)
+            else:
+                flat.append(v)
+
+        collect(res)
+        outs = [NDArray(_aligned_copy(np.asarray(a, dtype=spec[1]).reshape(s)))
+                for a, s, spec in zip(flat, shapes, self.out_flat)]
+        return _restructure(self.info.out_spec, outs)[0]
+
+
+class VirtualMachine:
+    """``VirtualMachine(exe, device)``: runs the functions of an :class:`Executable` (see the
+    module docstring). ``invoke(func_name, *args, **kwargs)`` returns the result (NDArray, or a
+    tuple of results); ``set_input`` + ``run`` + ``get_outputs`` as TVM's stateful API."""
+
+    def __init__(self, exe: Executable, device: Device | Sequence[Device] | None = None,
+                 memory_cfg: Any = None):
+        del memory_cfg  # TVM's allocator choice: the segments' plans are pooled per shape
+        dev = cpu(0) if device is None else device
+        if isinstance(dev, (list, tuple)):
+            if len(dev) != 1:
+                raise ValueError(f"VirtualMachine runs on one device; got {len(dev)}")
+            dev = dev[0]
+        if not isinstance(dev, Device):
+            raise TypeError(f"device must be a tvm Device (tvm.cpu(0)), got {type(dev).__name__}")
+        if dev.device_type != kDLCPU:
+            raise ValueError(f"the VM runs on the CPU (tvm.cpu(0)) only, not {dev}")
+        if not isinstance(exe, Executable):
+            raise TypeError(f"VirtualMachine takes a relay.vm Executable, got "
+                            f"{type(exe).__name__}")
+        self.exe = exe
+        self.device = dev
+        self.module = self  # TVM code reads vm.module
+        self._segments = [_Segment(s, exe.lib, dev) for s in exe.segments]
+        self._kernels = [_Kernel(k, exe.lib) for k in exe.kernels]
+        self._code = [(f.code, f.num_regs) for f in exe.functions]
+        self._inputs: dict[str, list[Any]] = {}
+        self._outputs: Any = None
+
+    # ---- calling ------------------------------------------------------------------------------
+    def _bind_args(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]
+                   ) -> tuple[int, list[Any]]:
+        idx = self.exe._index(func_name)
+        f = self.exe.functions[idx]
+        if len(args) > len(f.params):
+            raise TypeError(f"@{f.name} takes {len(f.params)} inputs ({', '.join(f.params)}), "
+                            f"got {len(args)}")
+        values: dict[str, Any] = dict(zip(f.params, args))
+        for k, v in kwargs.items():
+            if k not in f.params:
+                raise TypeError(f"@{f.name} has no input named {k!r}; inputs: "
+                                f"{', '.join(f.params)}")
+            if k in values:
+                raise TypeError(f"@{f.name}: input {k!r} given twice")
+            values[k] = v
+        missing = [p for p in f.params if p not in values]
+        if missing:
+            raise TypeError(f"@{f.name}: input{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(map(repr, missing))} not given")
+        env: dict[str, tuple[int, str]] = {}
+        bound = [_as_value(values[p], s, f"input {p!r}", env, self.device)
+                 for p, s in zip(f.params, f.specs)]
+        return idx, bound
+
+    def invoke(self, func_name: str = "main", *args: Any, **kwargs: Any) -> Any:
+        """Run ``func_name`` on ``args`` (by position, then by name); every input is checked
+        (dtype, rank, static dimensions, dimensions of one size variable) before any kernel
+        runs. Returns an NDArray or a tuple."""
+        if not args and not kwargs and func_name in self._inputs:
+            idx, bound = self.exe._index(func_name), self._inputs[func_name]
+        else:
+            idx, bound = self._bind_args(func_name, args, kwargs)
+        return self._execute(idx, bound)
+
+    def set_input(self, func_name: str = "main", *args: Any, **kwargs: Any) -> None:
+        """Check and keep the inputs of ``func_name`` for ``run``/``invoke`` without inputs."""
+        self._inputs[func_name] = self._bind_args(func_name, args, kwargs)[1]
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """``invoke("main", ...)`` (with the inputs of ``set_input`` when none are given); the
+        result is kept for ``get_outputs``."""
+        self._outputs = self.invoke("main", *args, **kwargs)
+        return self._outputs
+
+    invoke_stateful = run
+
+    def get_outputs(self) -> list[NDArray]:
+        """The tensors of the last ``run``'s result, flattened (as TVM's ``get_outputs``)."""
+        if self._outputs is None:
+            raise RuntimeError("get_outputs: call run() first")
+        return _flatten(self._outputs, [])
+
+    def get_num_outputs(self) -> int:
+        return len(self.get_outputs())
+
+    def get_output(self, index: int) -> NDArray:
+        return self.get_outputs()[index]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.invoke("main", *args, **kwargs)
+
+    # ---- the interpreter loop -----------------------------------------------------------------
+    def _execute(self, fidx: int, args: list[Any]) -> Any:
+        funcs, segments, kernels = self._code, self._segments, self._kernels
+        code, nregs = funcs[fidx]
+        regs: list[Any] = [None] * nregs
+        regs[: len(args)] = args
+        stack: list[tuple[list[tuple], list[Any], int, int, int]] = []
+        pc = 0
+        while True:
+            ins = code[pc]
+            op = ins[0]
+            if op == SEGMENT:
+                seg = segments[ins[1]]
+                ins_regs = ins[2]
+                if seg.flat_in:
+                    ins_vals = [regs[r] for r in ins_regs]
+                else:
+                    ins_vals = _flatten(tuple(regs[r] for r in ins_regs), [])
+                outs = seg.run(ins_vals)
+                pos = 0
+                for r, spec in zip(ins[3], seg.info.out_specs):
+                    if spec[0] == "tensor":
+                        regs[r] = outs[pos]
+                        pos += 1
+                    else:
+                        regs[r], pos = _restructure(spec, outs, pos)
+                pc += 1
+            elif op == MOVE:
+                regs[ins[1]] = regs[ins[2]]
+                pc += 1
+            elif op == IF:
+                c = regs[ins[1]]._arr
+                pc = pc + 1 if c else ins[2]
+            elif op == GOTO:
+                pc = ins[1]
+            elif op == INVOKE:
+                _, f, arg_regs, dst, tail = ins
+                new_args = [regs[r] for r in arg_regs]
+                if not tail:
+                    if len(stack) >= MAX_FRAMES:
+                        raise VMError(f"call depth {MAX_FRAMES} exceeded (runaway recursion "
+                                      f"in @{self.exe.functions[f].name}?)")
+                    stack.append((code, regs, pc + 1, dst, fidx))
+                fidx = f
+                code, nregs = funcs[f]
+                regs = [None] * nregs
+                regs[: len(new_args)] = new_args
+                pc = 0
+            elif op == RET:
+                val = regs[ins[1]]
+                if not stack:
+                    return val
+                code, regs, pc, dst, fidx = stack.pop()
+                regs[dst] = val
+            elif op == TUPLE:
+                regs[ins[1]] = tuple(regs[r] for r in ins[2])
+                pc += 1
+            elif op == FIELD:
+                regs[ins[1]] = regs[ins[2]][ins[3]]
+                pc += 1
+            elif op == KERNEL:
+                regs[ins[3]] = kernels[ins[1]].run([regs[r] for r in ins[2]])
+                pc += 1
+            else:
+                raise VMError(f"bad opcode {op} at {pc} in @{self.exe.functions[fidx].name}")
+
+    # ---- timing -------------------------------------------------------------------------------
+    def benchmark(self, device: Device | None = None, *args: Any, func_name: str = "main",
+                  repeat: int = 5, number: int = 5, min_repeat_ms: float | None = None,
+                  limit_zero_time_iterations: int = 100, end_to_end: bool = False,
+                  cooldown_interval_ms: float = 0, repeats_to_cooldown: int = 1,
+                  **kwargs: Any) -> BenchmarkResult:
+        """Seconds per ``invoke(func_name)`` (TVM's signature): the inputs ``args``/``kwargs``
+        are checked and set once, then each call runs on them (``end_to_end``: each call also
+        converts the inputs and copies the outputs to numpy)."""
+        del limit_zero_time_iterations
+        if device is not None and device != self.device:
+            raise ValueError(f"benchmark: the VM runs on {self.device}, not {device}")
+        check_counts("benchmark", number, repeat, min_repeat_ms or 0, cooldown_interval_ms)
+        if args or kwargs:
+            self.set_input(func_name, *args, **kwargs)
+        elif func_name not in self._inputs:
+            raise RuntimeError(f"benchmark: no inputs for {func_name!r}: pass them or call "
+                               "set_input first")
+        idx, bound = self.exe._index(func_name), self._inputs[func_name]
+        if end_to_end:
+            def step() -> None:
+                out = self.invoke(func_name, *args, **kwargs)
+                for t in _flatten(out if isinstance(out, tuple) else (out,), []):
+                    t.numpy()
+        else:
+            def step() -> None:
+                self._execute(idx, bound)
+        step()
+        return time_calls(step, self.device, number, repeat, min_repeat_ms or 0,
+                          cooldown_interval_ms, repeats_to_cooldown)
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       f_preproc: str = "", *, repeats_to_cooldown: int = 1
+                       ) -> Callable[..., BenchmarkResult]:
+        """``vm.time_evaluator("invoke", dev, number=10)("main")`` (TVM's form; ``func_name``
+        "invoke" times ``invoke(args...)``, "run"/"invoke_stateful" times ``run()``, or a
+        function name of the executable times it on the callable's arguments)."""
+        if not isinstance(dev, Device):
+            raise TypeError(f"time_evaluator: dev must be a tvm Device, got {type(dev).__name__}")
+        if dev != self.device:
+            raise ValueError(f"time_evaluator: the VM runs on {self.device}, not {dev}")
+        check_counts("time_evaluator", number, repeat, min_repeat_ms, cooldown_interval_ms,
+                     f_preproc)
+        if func_name in ("invoke",):
+            fn: Callable[..., Any] = self.invoke
+        elif func_name in ("run", "invoke_stateful"):
+            fn = self.run
+        else:
+            self.exe._index(func_name)
+            fn = lambda *a: self.invoke(func_name, *a)  # noqa: E731
+
+        def evaluate(*args: Any) -> BenchmarkResult:
+            fn(*args)
+            return time_calls(lambda: fn(*args), dev, number, repeat, min_repeat_ms,
+                              cooldown_interval_ms, repeats_to_cooldown, f_preproc)
+
+        return evaluate
+
+    def profile(self, *args: Any, func_name: str = "main", number: int = 10,
+                **kwargs: Any) -> dict[str, float]:
+        """Median seconds per segment and kernel over ``number`` calls (keyed by name)."""
+        times: dict[str, list[float]] = {}
+        clock = time.perf_counter
+
+        def wrap(obj: Any, name: str) -> None:
+            orig = obj.run
+
+            def timed(*a: Any) -> Any:
+                t0 = clock()
+                try:
+                    return orig(*a)
+                finally:
+                    times.setdefault(name, []).append(clock() - t0)
+            obj.run = timed
+
+        wrapped = ([(s, f"segment {i} ({s.info.name})") for i, s in enumerate(self._segments)]
+                   + [(k, f"kernel {i} ({k.info.name})") for i, k in enumerate(self._kernels)])
+        for obj, name in wrapped:
+            wrap(obj, name)
+        try:
+            for _ in range(max(1, int(number))):
+                self.invoke(func_name, *args, **kwargs)
+        finally:
+            for obj, _ in wrapped:
+                del obj.run
+        return {k: statistics.median(v) for k, v in times.items()}
+
+    def __repr__(self) -> str:
+        return f"VirtualMachine({self.exe!r}, {self.device})"
