@@ -138,7 +138,7 @@ class Executable:
         if op == SEGMENT:
             seg = self.segments[ins[1]]
             return (f"segment {ins[1]} ({seg.name}, {seg.num_kernels} kernels) "
-                    f"in=[{', '.join(f'$' + str(r) for r in ins[2])}] "
+                    f"in=[{', '.join('$' + str(r) for r in ins[2])}] "
                     f"out=[{', '.join('$' + str(r) for r in ins[3])}]")
         if op == INVOKE:
             return (f"{'tail ' if ins[4] else ''}invoke @{self.functions[ins[1]].name}"

@@ -300,7 +300,7 @@ class _Compilation:
         its numpy implementation when it has no compute)."""
         from ..op.shape_func import is_data_dependent
         from ..type_infer import infer_type
-        from .te_compiler import has_compute, primitive_shape_args
+        from .te_compiler import LoweringError, has_compute, primitive_shape_args
 
         op = call.op
         node = f"{where}: node `{_node_str(call)}`"
@@ -317,7 +317,14 @@ class _Compilation:
             if primitive_shape_args(prim):
                 raise VMCompileError(f"{node}: the kernel of {op.name} needs sizes that are no "
                                      "dimension of its inputs or outputs")
-            symbol = self.compiler.lower(prim).name
+            try:
+                symbol = self.compiler.lower(prim).name
+            except LoweringError:
+                # e.g. a broadcast of two unrelated run-time sizes, which the compute cannot
+                # prove compatible: the numpy implementation runs it (checked by its shape
+                # function first)
+                if op.get_attr("FNumpy") is None:
+                    raise
         elif op.get_attr("FNumpy") is None:
             raise VMCompileError(f"{node}: operator {op.name} has neither a compute nor a "
                                  "numpy implementation")
