@@ -49,5 +49,4 @@ from .ty import Any, FuncType, TensorType, TupleType, Type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
 
 Module = IRModule  # TVM 0.6's spelling of relay.IRModule
-from . import vm  # noqa: F401,E402  (relay.vm.compile: the virtual machine)
-from . import quantize  # noqa: F401,E402  (relay.quantize: the quantization pass)
+from . import quantize, vm  # noqa: F401,E402  (relay.quantize; relay.vm: the virtual machine)
