@@ -16,7 +16,7 @@ Every case gets one outcome:
 
 Pass rate = pass / (all cases - skipped). Usage::
 
-    python bench/onnx_conformance.py [--executor graph|debug] [--filter REGEX] [--out FILE]
+    python bench/onnx_conformance.py [--executor graph|debug|vm] [--filter REGEX] [--out FILE]
 
 prints the totals, a per-operator table, the most frequent failure reasons, and writes a JSON
 summary (``bench/onnx_conformance_<executor>.json`` by default: counts, per operator, the
@@ -226,11 +226,11 @@ def _normalize_reason(detail: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--executor", choices=["graph", "debug"], default=None,
+    ap.add_argument("--executor", choices=["graph", "debug", "vm"], default=None,
                     help="default: $TVMPY_ONNX_BACKEND_EXECUTOR, else graph when relay.build "
                          "exists, else debug")
     ap.add_argument("--opt-level", type=int, default=None,
-                    help="relay.build opt_level for the graph executor (default 2)")
+                    help="relay.build / relay.vm.compile opt_level (default 2)")
     ap.add_argument("--filter", default=None, help="regex on the case name")
     ap.add_argument("--low-precision", action="store_true",
                     help="only the cases with a bfloat16/float8/float4/int4/uint4/int2/uint2 "

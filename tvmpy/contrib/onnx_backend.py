@@ -15,7 +15,8 @@ compiled function is cached per input shapes/dtypes plus the values of the bound
 model with shape-like inputs compiles once per distinct value.
 
 The executor is selectable with ``TVMPY_ONNX_BACKEND_EXECUTOR``:
-``graph`` (``relay.build`` + ``graph_executor``, the default when ``relay.build`` exists) or
+``graph`` (``relay.build`` + ``graph_executor``, the default when ``relay.build`` exists),
+``vm`` (``relay.vm.compile`` + the virtual machine: control flow and data-dependent shapes) or
 ``debug`` (relay's numpy interpreter, the reference). Importing this module needs onnx.
 """
 
@@ -39,7 +40,7 @@ from . import graph_executor
 __all__ = ["TvmpyBackend", "TvmpyBackendRep", "default_executor", "prepare", "run_model"]
 
 ENV_EXECUTOR = "TVMPY_ONNX_BACKEND_EXECUTOR"
-_EXECUTORS = ("graph", "debug")
+_EXECUTORS = ("graph", "debug", "vm")
 
 
 def default_executor() -> str:
@@ -96,6 +97,22 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
             return [np.asarray(o.numpy() if hasattr(o, "numpy") else o) for o in outs]
 
         return run_debug
+
+    if executor == "vm":
+        from ..runtime.vm import VirtualMachine
+
+        if opt_level is None:
+            exe = relay.vm.compile(mod, target="llvm", params=params)
+        else:
+            with PassContext(opt_level=opt_level):
+                exe = relay.vm.compile(mod, target="llvm", params=params)
+        vm = VirtualMachine(exe, cpu(0))
+
+        def run_vm(feeds: dict) -> list[np.ndarray]:
+            vm.run(**feeds)
+            return [o.numpy() for o in vm.get_outputs()]  # tuples flattened, as the graph's
+
+        return run_vm
 
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
         return _compile(mod, params, "debug")
@@ -226,8 +243,8 @@ class TvmpyBackend(Backend):
     def prepare(cls, model: Any, device: str = "CPU", executor: str | None = None,
                 opt_level: int | None = None, bind_inputs: bool = True,
                 **kwargs: Any) -> TvmpyBackendRep:
-        """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
-        graph executor's relay.build level (default: the current PassContext's);
+        """``executor``: graph / vm / debug (default: see default_executor); ``opt_level``: the
+        relay.build (relay.vm.compile) level (default: the current PassContext's);
         ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
         inputs bound as constants: a model needing that raises ``OnnxConstantInputError``)."""
         if not cls.supports_device(device):

@@ -254,6 +254,6 @@ def create_executor(kind: str = "debug", mod: IRModule | None = None, device: An
 
         return VMExecutor(mod, device, target, params)  # type: ignore[return-value]
     if kind != "debug":
-        raise NotImplementedError(f"executor kind {kind!r}: 'debug' (the numpy reference "
-                                  "interpreter) and 'vm' are available")
+        raise NotImplementedError(f"executor kind {kind!r}: only 'debug' (the numpy reference "
+                                  "interpreter) and 'vm' (relay.vm) are available here")
     return Executor(mod)
