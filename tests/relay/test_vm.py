@@ -239,6 +239,14 @@ def test_tuples_lets_and_local_functions():
     _, vm2 = _vm(mod2)
     out = vm2.invoke("main", (xv, yv))
     _check(out, (yv, 2 * xv))
+    # a tuple input consumed by an operator (its fields become the segment's inputs)
+    q = relay.var("q", relay.TupleType([relay.TensorType((2, 3)), relay.TensorType((4, 3))]))
+    mod3 = tvm.IRModule.from_expr(relay.Function([q], relay.concatenate(q, axis=0)))
+    _, vm3 = _vm(mod3)
+    zv = _rand(4, 3)
+    _check(vm3.invoke("main", (xv, zv)), np.concatenate([xv, zv]))
+    with pytest.raises(TypeError, match=r"input 'q': expected a tuple of 2 values"):
+        vm3.invoke("main", xv)
 
 
 # ---- data-dependent operators --------------------------------------------------------------------

@@ -150,8 +150,10 @@ def check_graph(main: Function) -> None:
         msgs.append("operators without a compute/strategy for code generation: "
                     + ", ".join(f"{k} (x{n})" for k, n in sorted(no_compute.items())))
     if msgs:
+        hint = ("; relay.vm.compile (the virtual machine) runs control flow and calls of "
+                "functions" if problems else "")
         raise RelayBuildError("relay.build: the graph executor cannot run this main: "
-                              + "; ".join(msgs))
+                              + "; ".join(msgs) + hint)
 
 
 # ---- optimization ---------------------------------------------------------------------------

@@ -39,7 +39,8 @@ those, so the graph executor's static schedule of calls, its memory plan and its
 (one ctypes call) survive unchanged, with the shape expressions standing in for TVM's shape
 functions (``relay/op/shape_func.py`` holds the per-operator ones, evaluated in Python by the
 interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-time tensor) are
-refused at build time, naming the node; they are what a VM would add.
+refused at build time, naming the node: ``relay.vm.compile`` (runtime/vm.py) runs them, and
+control flow, with graph executors of this class for the dataflow regions in between.
 
 ``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
 ``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for

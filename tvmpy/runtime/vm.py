@@ -163,6 +163,30 @@ class Executable:
     def get_function_params(self, func_name: str) -> list[str]:
         return list(self.functions[self._index(func_name)].params)
 
+    def get_function_arity(self, func_name: str) -> int:
+        return len(self.functions[self._index(func_name)].params)
+
+    def get_function_param_name(self, func_name: str, index: int) -> str:
+        return self.functions[self._index(func_name)].params[index]
+
+    @property
+    def global_vars(self) -> list[str]:
+        return [f.name for f in self.functions]
+
+    @property
+    def primitive_ops(self) -> list[str]:
+        """The compiled kernels' symbols (segments' fused functions and single kernels)."""
+        return sorted(self.lib._all_names()) if hasattr(self.lib, "_all_names") else []
+
+    @property
+    def stats(self) -> str:
+        n_ins = sum(len(f.code) for f in self.functions)
+        numpy_ops = sorted({k.name for k in self.kernels if k.symbol is None})
+        return (f"{len(self.functions)} functions, {n_ins} instructions, {len(self.segments)} "
+                f"segments ({sum(s.num_kernels for s in self.segments)} kernel calls), "
+                f"{len(self.kernels)} single kernels"
+                + (f" (numpy implementation: {', '.join(numpy_ops)})" if numpy_ops else ""))
+
     def _index(self, func_name: str) -> int:
         i = self.func_index.get(func_name)
         if i is None:
@@ -424,6 +448,7 @@ class VirtualMachine:
         self._kernels = [_Kernel(k, exe.lib) for k in exe.kernels]
         self._code = [(f.code, f.num_regs) for f in exe.functions]
         self._inputs: dict[str, list[Any]] = {}
+        self._partial: dict[str, dict[str, Any]] = {}
         self._outputs: Any = None
 
     # ---- calling ------------------------------------------------------------------------------
@@ -464,6 +489,23 @@ class VirtualMachine:
     def set_input(self, func_name: str = "main", *args: Any, **kwargs: Any) -> None:
         """Check and keep the inputs of ``func_name`` for ``run``/``invoke`` without inputs."""
         self._inputs[func_name] = self._bind_args(func_name, args, kwargs)[1]
+
+    def set_one_input(self, func_name: str, key: int | str, value: Any) -> None:
+        """Set one input (by index or name) of ``func_name``, keeping the others set."""
+        f = self.exe.functions[self.exe._index(func_name)]
+        name = f.params[key] if isinstance(key, int) else key
+        if name not in f.params:
+            raise TypeError(f"@{f.name} has no input named {name!r}; inputs: "
+                            f"{', '.join(f.params)}")
+        current = self._partial.setdefault(func_name, dict(zip(f.params, self._inputs.get(
+            func_name, []))))
+        current[name] = value
+        if all(p in current for p in f.params):  # complete: checked together
+            self.set_input(func_name, **current)
+
+    def get_input_index(self, input_name: str, func_name: str = "main") -> int:
+        params = self.exe.functions[self.exe._index(func_name)].params
+        return params.index(input_name) if input_name in params else -1
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """``invoke("main", ...)`` (with the inputs of ``set_input`` when none are given); the
