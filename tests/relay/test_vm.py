@@ -83,7 +83,11 @@ def test_static_model_equals_graph_executor():
     f = relay.create_executor("vm", mod, tvm.cpu(0), "llvm", params=params).evaluate()
     np.testing.assert_allclose(f(xv).numpy(), out.numpy(), rtol=1e-6)
     assert vm.benchmark(tvm.cpu(0), xv, number=1, repeat=1).mean > 0
-    assert "segment 0" in exe.bytecode
+    assert vm.time_evaluator("invoke", tvm.cpu(0), number=1)("main", xv).mean > 0
+    assert list(vm.profile(xv, number=1)) == ["segment 0 (@main:region0)"]
+    vm.set_one_input("main", "data", 2 * xv)
+    np.testing.assert_allclose(vm.run().numpy(), vm.invoke("main", 2 * xv).numpy())
+    assert "segment 0" in exe.bytecode and "1 segments" in exe.stats
 
 
 def test_dynamic_batch():
@@ -137,6 +141,23 @@ def test_if_condition_computed_from_data():
     xv = np.abs(_rand(5))
     _check(vm.invoke("main", xv), xv)
     _check(vm.invoke("main", -xv), 3 * xv)
+
+
+def test_nested_ifs_share_values_across_scopes():
+    x = relay.var("x", shape=(4,))
+    a, b = relay.var("a", shape=(), dtype="bool"), relay.var("b", shape=(), dtype="bool")
+    u = relay.exp(x)            # used in the inner then-branch and the outer else-branch
+    v = relay.sigmoid(x)        # used by the inner If only
+    inner = relay.If(b, u + v, relay.concatenate([v, x], axis=0))
+    outer = relay.If(a, relay.nn.relu(inner), relay.tile(u, (3,)))
+    mod = tvm.IRModule.from_expr(relay.Function([x, a, b], relay.Tuple([outer, u * x])))
+    exe, vm = _vm(mod)
+    xv = _rand(4)
+    for av in (True, False):
+        for bv in (True, False):
+            out = vm.invoke("main", xv, np.array(av), np.array(bv))
+            _check(out, _ref(mod, xv, np.array(av), np.array(bv)), rtol=1e-5)
+    assert exe.bytecode.count("if $") == 2
 
 
 def _growing_loop(steps_input=False):
