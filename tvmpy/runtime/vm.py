@@ -38,6 +38,7 @@ Values in registers are NDArrays (tensors) and Python tuples (relay tuples). CPU
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ __all__ = ["Executable", "VirtualMachine", "VMFunction", "SegmentInfo", "KernelI
 # opcodes (the first field of an instruction tuple)
 SEGMENT, INVOKE, KERNEL, IF, GOTO, MOVE, TUPLE, FIELD, RET = range(9)
 OPCODES = ("segment", "invoke", "kernel", "if", "goto", "move", "tuple", "field", "ret")
+_CPU = cpu(0)
 MAX_FRAMES = 100_000  # non-tail call depth before the VM gives up (runaway recursion)
 
 
@@ -200,17 +202,38 @@ class Executable:
 
 
 # ---- values -------------------------------------------------------------------------------------
-def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+_new_ndarray = NDArray.__new__
+
+
+def _aligned_empty_nd(shape: tuple[int, ...], dtype: Any, dev: Device) -> NDArray:
+    """A fresh 64-byte-aligned NDArray (built without NDArray's generic checks: this is the
+    VM's per-output allocation)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return raw[off:off + nbytes].view(dtype).reshape(shape)
+    base = raw.__array_interface__["data"][0]
+    off = -base % ALIGNMENT
+    a = _new_ndarray(NDArray)
+    a._arr = raw[off:off + nbytes].view(dtype).reshape(shape)
+    a._device = dev
+    a._ptr = base + off
+    a._compact_aligned = nbytes > 0
+    return a
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return _aligned_empty_nd(shape, dtype, _CPU)._arr
 
 
 def _aligned_copy(a: np.ndarray) -> np.ndarray:
     out = _aligned_empty(a.shape, a.dtype)
     np.copyto(out, a)
+    return out
+
+
+def _copy_nd(a: np.ndarray, dev: Device) -> NDArray:
+    out = _aligned_empty_nd(a.shape, a.dtype, dev)
+    np.copyto(out._arr, a)
     return out
 
 
@@ -305,6 +328,7 @@ class _Segment:
         self.static_in = [not sym or not _is_sym(ex._sym[ex._input_eids[i]].dims)
                           for i in range(self.n_in)]
         self.where = f"segment {info.name}"
+        self.dev = dev
 
     def run(self, inputs: list[NDArray]) -> list[NDArray]:
         ex = self.ex
@@ -321,8 +345,8 @@ class _Segment:
                 ex._pending[i] = arr
             ex._unset.discard(self.names[i])
         ex.run()
-        entries = ex._entries
-        return [NDArray(_aligned_copy(entries[e]._arr)) for e in self.out_eids]
+        entries, dev = ex._entries, self.dev
+        return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
 
 
 def _flatten_spec(spec: Any) -> list[Any]:
@@ -382,7 +406,7 @@ class _Kernel:
                           f"{type(e).__name__}: {e}") from e
         if self.func is None:
             return self._run_numpy(args, shapes)
-        outs = [NDArray(_aligned_empty(s, spec[1])) for s, spec in zip(shapes, self.out_flat)]
+        outs = [_aligned_empty_nd(s, spec[1], _CPU) for s, spec in zip(shapes, self.out_flat)]
         try:
             self.func(*flat, *outs)
         except (RuntimeError, ValueError) as e:
