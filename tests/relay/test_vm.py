@@ -333,6 +333,25 @@ def test_fresh_size_runs_through_its_shape_function():
         vm.invoke("main", _rand(3), _rand(4))
 
 
+def test_save_and_load(tmp_path):
+    _register_test_ops()
+    mod = _growing_loop()
+    x = relay.var("x", shape=(9,))
+    k = relay.var("k", shape=(), dtype="int32")
+    mod["head"] = relay.Function([x, k], make_call("test.vm_head", [x, k]))
+    exe, _ = _vm(mod)
+    code, lib = exe.save()
+    lib.export_library(str(tmp_path / "vm.so"))
+    exe2 = relay.vm.Executable.load_exec(code, tvm.runtime.load_module(str(tmp_path / "vm.so")))
+    assert exe2.bytecode == exe.bytecode
+    vm = VirtualMachine(exe2, tvm.cpu(0))
+    mv, xv = _rand(3, 2), _rand(9)
+    np.testing.assert_allclose(vm.invoke("main", mv, np.array(2, "int32")).numpy(),
+                               VirtualMachine(exe, tvm.cpu(0)).invoke(
+                                   "main", mv, np.array(2, "int32")).numpy())
+    np.testing.assert_allclose(vm.invoke("head", xv, np.array(5, "int32")).numpy(), xv[:5])
+
+
 # ---- errors --------------------------------------------------------------------------------------
 def test_bad_inputs_are_refused_before_running():
     n = relay.Any()

@@ -162,6 +162,41 @@ class Executable:
             return f"field ${ins[1]} <- ${ins[2]}.{ins[3]}"
         return f"ret ${ins[1]}"
 
+    # ---- serialization (TVM's ``code, lib = exe.save()`` / ``Executable.load_exec``) -----------
+    def save(self) -> tuple[bytes, Module]:
+        """``(code, lib)``: the bytecode, segments and kernel descriptions as bytes, and the
+        library (``lib.export_library(path)``; ``tvm.runtime.load_module(path)`` reads it
+        back). ``Executable.load_exec(code, lib)`` rebuilds the executable. The bytes are a
+        pickle (operators by name): load only what you saved yourself."""
+        import pickle
+
+        state = {
+            "version": 1,
+            "functions": [(f.name, f.params, f.specs, f.num_regs, f.code, f.ret_spec)
+                          for f in self.functions],
+            "segments": [(g.graph_json, g.params, g.in_specs, g.out_specs, g.name,
+                          g.num_kernels) for g in self.segments],
+            "kernels": [(k.name, k.op.name, k.attrs, k.symbol, k.in_specs, k.out_spec,
+                         k.data_dependent, k.node) for k in self.kernels],
+        }
+        return pickle.dumps(state), self.lib
+
+    @staticmethod
+    def load_exec(code: bytes | bytearray, lib: Module) -> Executable:
+        """The executable saved by :meth:`save` (``code``) over its library ``lib``."""
+        import pickle
+
+        from ..relay.op.registry import get
+
+        state = pickle.loads(bytes(code))  # noqa: S301 - the caller's own saved executable
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise ValueError("load_exec: not the bytes of Executable.save()")
+        funcs = [VMFunction(*f) for f in state["functions"]]
+        segs = [SegmentInfo(*g) for g in state["segments"]]
+        kernels = [KernelInfo(n, get(op), attrs, sym, ins, out, dd, node)
+                   for n, op, attrs, sym, ins, out, dd, node in state["kernels"]]
+        return Executable(funcs, segs, kernels, lib)
+
     def get_function_params(self, func_name: str) -> list[str]:
         return list(self.functions[self._index(func_name)].params)
 
