@@ -321,6 +321,24 @@ def test_data_dependent_outputs():
         _check(out, (2 * np.exp(xv[:kv]), np.sum(xv[xv > 0]), xv[xv > 0]), rtol=1e-5)
 
 
+def test_runtime_builtin_runs_its_numpy_implementation():
+    """An operator marked TRuntimeBuiltin (e.g. the list.* operators of ONNX sequences) runs
+    on the VM's values with its numpy implementation; its result is checked against its
+    type."""
+    name = "test.vm_builtin_rsort"
+    if name not in relay.op.list_op_names():
+        register_op(name, lambda t, a: t[0], OpPattern.OPAQUE, 1)
+        relay.op.registry.register_op_attr(name, "FNumpy", lambda a, ins, t: np.sort(ins[0])[::-1])
+        relay.op.registry.register_op_attr(name, "TRuntimeBuiltin", True)
+    x = relay.var("x", shape=(relay.Any(),))
+    mod = tvm.IRModule.from_expr(relay.Function([x], make_call(name, [relay.exp(x)]) + x))
+    exe, vm = _vm(mod)
+    assert "[numpy]" in exe.bytecode
+    for n in (1, 6):
+        xv = _rand(n)
+        _check(vm.invoke("main", xv), np.sort(np.exp(xv))[::-1] + xv, rtol=1e-5)
+
+
 def test_fresh_size_runs_through_its_shape_function():
     """add of two unrelated Any sizes: the result size is known only at run time."""
     a, b = relay.var("a", shape=(relay.Any(),)), relay.var("b", shape=(relay.Any(),))

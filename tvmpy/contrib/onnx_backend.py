@@ -108,9 +108,10 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
                 exe = relay.vm.compile(mod, target="llvm", params=params)
         vm = VirtualMachine(exe, cpu(0))
 
-        def run_vm(feeds: dict) -> list[np.ndarray]:
-            vm.run(**feeds)
-            return [o.numpy() for o in vm.get_outputs()]  # tuples flattened, as the graph's
+        def run_vm(feeds: dict) -> list[Any]:
+            out = vm.invoke("main", **feeds)
+            outs = list(out) if isinstance(out, tuple) else [out]
+            return [_vm_numpy(o) for o in outs]  # (as the debug executor's outputs)
 
         return run_vm
 
@@ -130,6 +131,13 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
         return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
 
     return run_graph
+
+
+def _vm_numpy(v: Any) -> Any:
+    """A VM result as numpy: a tensor as an array, a tuple or run-time list as a list."""
+    if isinstance(v, (tuple, list)):
+        return [_vm_numpy(x) for x in v]
+    return v.numpy()
 
 
 def _computes(body: Any) -> bool:

@@ -101,13 +101,16 @@ class KernelInfo:
     allocated outputs, or (an operator without a compute) its numpy implementation."""
 
     __slots__ = ("name", "op", "attrs", "symbol", "in_specs", "out_spec", "data_dependent",
-                 "node")
+                 "node", "out_type")
 
     def __init__(self, name: str, op: Any, attrs: Any, symbol: str | None, in_specs: list[Any],
-                 out_spec: Any, data_dependent: bool, node: str):
+                 out_spec: Any, data_dependent: bool, node: str, out_type: Any = None):
         self.name, self.op, self.attrs, self.symbol = name, op, attrs, symbol
         self.in_specs, self.out_spec = in_specs, out_spec
         self.data_dependent, self.node = data_dependent, node
+        # a run-time builtin (an operator on the VM's values, e.g. lists): its relay result
+        # type, given to its numpy implementation
+        self.out_type = out_type
 
 
 class Executable:
@@ -177,7 +180,7 @@ class Executable:
             "segments": [(g.graph_json, g.params, g.in_specs, g.out_specs, g.name,
                           g.num_kernels) for g in self.segments],
             "kernels": [(k.name, k.op.name, k.attrs, k.symbol, k.in_specs, k.out_spec,
-                         k.data_dependent, k.node) for k in self.kernels],
+                         k.data_dependent, k.node, k.out_type) for k in self.kernels],
         }
         return pickle.dumps(state), self.lib
 
@@ -193,8 +196,8 @@ class Executable:
             raise ValueError("load_exec: not the bytes of Executable.save()")
         funcs = [VMFunction(*f) for f in state["functions"]]
         segs = [SegmentInfo(*g) for g in state["segments"]]
-        kernels = [KernelInfo(n, get(op), attrs, sym, ins, out, dd, node)
-                   for n, op, attrs, sym, ins, out, dd, node in state["kernels"]]
+        kernels = [KernelInfo(n, get(op), attrs, sym, ins, out, dd, node, t)
+                   for n, op, attrs, sym, ins, out, dd, node, t in state["kernels"]]
         return Executable(funcs, segs, kernels, lib)
 
     def get_function_params(self, func_name: str) -> list[str]:
@@ -295,6 +298,10 @@ def _restructure(spec: Any, flat: Sequence[Any], pos: int = 0) -> tuple[Any, int
 def _spec_str(spec: Any) -> str:
     if spec[0] == "tuple":
         return "(" + ", ".join(_spec_str(s) for s in spec[1]) + ")"
+    if spec[0] == "list":
+        return f"List[{_spec_str(spec[2]) if spec[2] is not None else spec[1]}]"
+    if spec[2] is None:
+        return f"Tensor[{spec[1]}]"
     dims = ", ".join("?" if not isinstance(d, int) else str(d) for d in spec[2])
     return f"Tensor[({dims}), {spec[1]}]"
 
@@ -309,6 +316,12 @@ def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
                             f"{_spec_str(spec)}, got {type(v).__name__}")
         return tuple(_as_value(x, s, f"{where}[{k}]", env, dev)
                      for k, (x, s) in enumerate(zip(v, spec[1])))
+    if spec[0] == "list":
+        if not isinstance(v, (tuple, list)):
+            raise TypeError(f"{where}: expected a list {_spec_str(spec)}, got "
+                            f"{type(v).__name__}")
+        elem = spec[2] if spec[2] is not None else ("tensor", spec[1], None)
+        return [_as_value(x, elem, f"{where}[{k}]", {}, dev) for k, x in enumerate(v)]
     _, dtype, dims = spec
     if isinstance(v, NDArray):
         arr = v.numpy() if getattr(v, "_on_device", False) else v._arr
@@ -324,6 +337,8 @@ def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
                             f"{e}") from None
     if arr.dtype != np.dtype(dtype) and not (dtype == "bool" and arr.dtype == np.bool_):
         raise TypeError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
+    if dims is None:  # a list element of unknown rank: its dtype is all that is known
+        dims = [None] * arr.ndim
     if arr.ndim != len(dims):
         raise ValueError(f"{where}: expected {len(dims)} dimensions {_spec_str(spec)}, got "
                          f"shape {arr.shape}")
@@ -384,6 +399,38 @@ class _Segment:
         return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
 
 
+def _to_numpy(v: Any) -> Any:
+    """A VM value as numpy implementations take it (lists stay lists, of arrays)."""
+    if isinstance(v, tuple):
+        return tuple(_to_numpy(x) for x in v)
+    if isinstance(v, list):
+        return [_to_numpy(x) for x in v]
+    return v._arr
+
+
+def _from_numpy(v: Any, spec: Any, node: str) -> Any:
+    """A numpy implementation's result as a VM value of type ``spec`` (checked)."""
+    kind = spec[0]
+    if kind == "tuple":
+        if not isinstance(v, (tuple, list)) or len(v) != len(spec[1]):
+            raise VMError(f"{node}: expected a tuple of {len(spec[1])} values, got "
+                          f"{type(v).__name__}")
+        return tuple(_from_numpy(x, s, node) for x, s in zip(v, spec[1]))
+    if kind == "list":
+        elem = spec[2] if spec[2] is not None else ("tensor", spec[1], None)
+        return [_from_numpy(x, elem, node) for x in v]
+    arr = np.asarray(v)
+    if arr.dtype != np.dtype(spec[1]):
+        raise VMError(f"{node}: the result has dtype {arr.dtype}, its type says {spec[1]}")
+    dims = spec[2]
+    if dims is not None and (arr.ndim != len(dims) or any(
+            isinstance(w, int) and w != g for w, g in zip(dims, arr.shape))):
+        raise VMError(f"{node}: the result has shape {arr.shape}, which does not fit its type "
+                      f"{_spec_str(spec)}")
+    return _copy_nd(arr, _CPU) if not (arr.flags.c_contiguous and arr.flags.writeable) or \
+        arr.__array_interface__["data"][0] % ALIGNMENT else NDArray(arr)
+
+
 def _flatten_spec(spec: Any) -> list[Any]:
     if spec[0] == "tuple":
         return [x for s in spec[1] for x in _flatten_spec(s)]
@@ -429,6 +476,8 @@ class _Kernel:
         return shapes
 
     def run(self, args: list[Any]) -> Any:
+        if self.info.out_type is not None:
+            return self._run_builtin(args)
         flat = _flatten(tuple(args), [])
         arrays = [a._arr for a in flat]
         try:
@@ -447,6 +496,14 @@ class _Kernel:
         except (RuntimeError, ValueError) as e:
             raise VMError(f"{self.info.node}: {e}") from e
         return _restructure(self.info.out_spec, outs)[0]
+
+    def _run_builtin(self, args: list[Any]) -> Any:
+        info = self.info
+        try:
+            res = self.fnumpy(info.attrs, [_to_numpy(a) for a in args], info.out_type)
+        except Exception as e:  # noqa: BLE001 - name the node whatever the builtin raised
+            raise VMError(f"{info.node}: {info.op.name}: {type(e).__name__}: {e}") from e
+        return _from_numpy(res, info.out_spec, info.node)
 
     def _run_numpy(self, args: list[Any], shapes: list[tuple[int, ...]]) -> Any:
         from ..relay.ty import TensorType, TupleType

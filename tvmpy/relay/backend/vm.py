@@ -146,6 +146,9 @@ def _spec(t: Type) -> Any:
 
     if isinstance(t, TupleType):
         return ("tuple", [_spec(f) for f in t.fields])
+    if type(t).__name__ == "ListType":  # a run-time list of tensors (ONNX sequences)
+        elem = getattr(t, "elem", None)
+        return ("list", str(t.dtype), None if elem is None else _spec(elem))
     if not isinstance(t, TensorType):
         raise VMCompileError(f"values of type {type_str(t)} are not supported by the VM")
     dims: list[Any] = []
@@ -169,6 +172,12 @@ def _node_str(e: Any) -> str:
         return type(e).__name__
 
 
+def _tensors_only(t: Type) -> bool:
+    if isinstance(t, TupleType):
+        return all(_tensors_only(f) for f in t.fields)
+    return isinstance(t, TensorType)
+
+
 def _vm_op(c: Call) -> str | None:
     """Why the operator call ``c`` must run on its own (a KERNEL instruction), or None when it
     belongs to a dataflow region."""
@@ -177,6 +186,9 @@ def _vm_op(c: Call) -> str | None:
     from .te_compiler import flat_tensor_types, has_compute
 
     op = c.op
+    if op.get_attr("TRuntimeBuiltin") or not all(
+            _tensors_only(t) for t in (c.checked_type, *(a.checked_type for a in c.args))):
+        return "builtin"  # runs on the VM's values (e.g. lists) with its numpy implementation
     if is_data_dependent(op):
         return "data-dependent"
     if not has_compute(op) and op.get_attr("FTVMQnnCanonicalize") is None:
@@ -311,6 +323,14 @@ class _Compilation:
             params += ps
             args.append(expr)
         symbol = None
+        if why == "builtin":
+            if op.get_attr("FNumpy") is None:
+                raise VMCompileError(f"{node}: run-time builtin {op.name} has no numpy "
+                                     "implementation")
+            self.kernels.append(rvm.KernelInfo(
+                op.name, op, call.attrs, None, [_spec(a.checked_type) for a in call.args],
+                _spec(call.checked_type), False, node, out_type=call.checked_type))
+            return len(self.kernels) - 1
         if has_compute(op):
             prim = Function(params, Call(op, args, call.attrs), attrs={"Primitive": 1})
             prim = infer_type(prim)  # type: ignore[assignment]
