@@ -16,6 +16,8 @@ value they produce (``TValueShaped``).
     list.erase(l, pos, last)          -> l without the element at pos (the last when last)
     list.length(l)                    -> int64 scalar
     list.concat(l, axis, new_axis)    -> the elements concatenated (stacked when new_axis)
+    list.split(x, split, axis, keepdims, ones) -> x split along axis (ONNX SplitToSequence:
+                                         split a chunk size or the sizes; ones: size-1 parts)
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from ..ty import Any as AnyDim
 from ..ty import ListType, TensorType, TupleType, Type, type_str
 from .registry import OpPattern, make_call, register_op, register_op_attr
 
-__all__ = ["empty", "from_tuple", "insert", "at", "erase", "length", "concat", "LIST_OPS"]
+__all__ = ["empty", "from_tuple", "insert", "at", "erase", "length", "concat", "split",
+           "LIST_OPS"]
 
 
 def _list_arg(t: Type, op: str) -> ListType:
@@ -119,6 +122,45 @@ def _concat_rel(args: list[Type], attrs: Any) -> Type:
     return TensorType(shape, lt.dtype)
 
 
+def _split_rel(args: list[Type], attrs: Any) -> Type:
+    x = args[0]
+    if not isinstance(x, TensorType):
+        raise RelayTypeError(f"list.split: the input must be a tensor, got {type_str(x)}")
+    r = len(x.shape)
+    if not -r <= attrs.axis < r:
+        raise RelayTypeError(f"list.split: axis {attrs.axis} out of range for rank {r}")
+    shape = list(x.shape)
+    ax = attrs.axis % r
+    if attrs.ones and not attrs.keepdims:
+        del shape[ax]
+    else:
+        shape[ax] = 1 if attrs.ones else AnyDim("part")
+    return ListType(TensorType(shape, x.dtype))
+
+
+def _np_split(attrs: Any, ins: list, t: Any) -> Any:
+    from ..interpreter import ListValue
+
+    x = np.asarray(ins[0])
+    ax = attrs.axis % x.ndim
+    n = x.shape[ax]
+    if attrs.ones:
+        parts = np.split(x, n, axis=ax) if n else []
+        return ListValue(p if attrs.keepdims else np.squeeze(p, ax) for p in parts)
+    split = np.asarray(ins[1]).astype(np.int64)
+    if split.ndim == 0:
+        c = int(split)
+        if c <= 0:
+            raise ValueError(f"SplitToSequence: split {c} must be positive")
+        sizes = [c] * (n // c) + ([n % c] if n % c else [])
+    else:
+        sizes = [int(v) for v in split]
+        if sum(sizes) != n or min(sizes, default=0) < 0:
+            raise ValueError(f"SplitToSequence: split {sizes} does not add up to the axis "
+                             f"size {n}")
+    return ListValue(np.split(x, np.cumsum(sizes)[:-1], axis=ax))
+
+
 def _pos(v: Any, n: int, what: str, inclusive: bool = False) -> int:
     p = int(np.asarray(v).reshape(-1)[0])
     hi = n if inclusive else n - 1
@@ -184,6 +226,7 @@ LIST_OPS = {
     "list.erase": (_erase_rel, 2, {"last": False}, _np_erase),
     "list.length": (_length_rel, 1, {}, _np_length),
     "list.concat": (_concat_rel, 1, {"axis": 0, "new_axis": False}, _np_concat),
+    "list.split": (_split_rel, 2, {"axis": 0, "keepdims": True, "ones": False}, _np_split),
 }
 
 for _name, (_rel, _n, _attrs, _impl) in LIST_OPS.items():
@@ -227,3 +270,14 @@ def length(lst: RelayExpr) -> RelayExpr:
 
 def concat(lst: RelayExpr, axis: int, new_axis: bool = False) -> RelayExpr:
     return make_call("list.concat", [lst], {"axis": int(axis), "new_axis": bool(new_axis)})
+
+
+def split(x: RelayExpr, sizes: RelayExpr | None, axis: int, keepdims: bool = True
+          ) -> RelayExpr:
+    """ONNX SplitToSequence at run time: ``sizes`` a chunk size or the part sizes; None: parts
+    of size 1 (squeezed unless keepdims)."""
+    from ..expr import const
+
+    s = sizes if sizes is not None else const(np.int64(1))
+    return make_call("list.split", [x, s], {"axis": int(axis), "keepdims": bool(keepdims),
+                                            "ones": sizes is None})

@@ -164,10 +164,12 @@ def _split_to_sequence(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: 
         raise ctx.fail(f"axis {axis} is out of range for rank {len(shp)}")
     axis %= len(shp)
     n = shp[axis]
-    if not isinstance(n, int):
-        raise ctx.fail(f"the split axis {axis} has a size known only at run time ({n})")
     keepdims = bool(attrs.get("keepdims", 1))
-    if len(names) > 1 and names[1]:
+    given = len(names) > 1 and bool(names[1])
+    if not isinstance(n, int) or (given and names[1] not in ctx.values):
+        # sizes known only at run time: a run-time list
+        return seq.split(x, inputs[1] if given else None, axis, keepdims or given)
+    if given:
         split = np.asarray(ctx.value(names[1], "split")).astype(np.int64)
         if split.ndim == 0:
             c = int(split)
