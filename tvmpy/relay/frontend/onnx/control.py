@@ -282,7 +282,7 @@ def _loop(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Out
 @converter("Scan")
 def _scan(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if ctx.opset < 9:
-        raise ctx.fail("Scan before opset 9 (batched, with sequence_lens) is not supported")
+        return _scan8(ctx, inputs, attrs, names)
     body = attrs["body"]
     M = int(attrs["num_scan_inputs"])
     N = len(body.input) - M
@@ -300,6 +300,32 @@ def _scan(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Out
         return _scan_unrolled(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs,
                               static.pop())
     return _scan_loop(ctx, body, states, xs, in_axes, in_dirs, out_axes, out_dirs)
+
+
+def _scan8(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    """Scan-8: a batch axis first (states (batch, ...), scan inputs (batch, seq, ...)), an
+    optional sequence_lens: each batch row scanned as Scan-9 does, the results stacked."""
+    body = attrs["body"]
+    M = int(attrs["num_scan_inputs"])
+    N = len(body.input) - M
+    states, xs = list(inputs[1:1 + N]), list(inputs[1 + N:])
+    dirs = list(attrs.get("directions", [0] * M))
+    B, T = (shape_of(xs[0]) + [None, None])[:2]
+    if not isinstance(B, int) or not isinstance(T, int):
+        raise ctx.fail(f"Scan-8 needs a static batch and sequence length, got {B} and {T}")
+    if names[0]:
+        lens = np.asarray(ctx.value(names[0], "sequence_lens")).reshape(-1)
+        if not np.all(lens == T):
+            raise ctx.fail(f"sequence_lens {lens.tolist()} shorter than the sequence ({T}) "
+                           "are not supported")
+    rows = []
+    for b in range(B):
+        ib = const(np.int64(b))
+        rows.append(_scan_unrolled(
+            ctx, body, [transform.take(s, ib, axis=0) for s in states],
+            [transform.take(x, ib, axis=0) for x in xs], [0] * M, dirs,
+            [0] * (len(body.output) - N), [0] * (len(body.output) - N), T))
+    return [tensor.stack([r[k] for r in rows], 0) for k in range(len(rows[0]))]
 
 
 def _scan_unrolled(ctx: ImportContext, body: Any, states: list, xs: list, in_axes: list,
