@@ -38,6 +38,7 @@ from ...expr import (
     const,
     var,
 )
+from ...op import reduce as _reduce
 from ...op import sequence as seq
 from ...op import tensor, transform
 from ...ty import Any as AnyDim
@@ -142,6 +143,65 @@ def _coerce(e: RelayExpr, t: Type) -> RelayExpr:
 
 def _is_empty_optional(e: Any) -> bool:
     return e is EMPTY_OPTIONAL
+
+
+def axis_length(x: RelayExpr, axis: int) -> RelayExpr:
+    """The run-time size of ``x``'s axis (an int64 scalar): the other axes taken at 0, the rest
+    counted (no shape operator is needed; ``x`` must not be empty along the other axes)."""
+    r = len(shape_of(x))
+    y = x
+    for k in reversed(range(r)):
+        if k != axis % r:
+            y = transform.take(y, const(np.int64(0)), axis=k)
+    return _reduce.sum(tensor.ones_like(transform.cast(y, "int64")))
+
+
+def while_loop(ctx: ImportContext, n: RelayExpr, init: list[RelayExpr], step: Any,
+               name: str = "loop") -> list[RelayExpr]:
+    """``for it in range(n): states = step(it, states)`` as a recursive global function;
+    ``step(it, vars) -> new states`` builds relay from the states' Vars and constants only
+    (anything else it needs is one more state). Returns the final states."""
+    from ...analysis import free_vars
+
+    types = [type_of(v) for v in init]
+    it = var("iter", TensorType((), "int64"))
+    nv = var("n", TensorType((), "int64"))
+    for _ in range(8):  # until the states' types cover every iteration's (sizes -> ?)
+        vs = [var(f"s{k}", t) for k, t in enumerate(types)]
+        new = step(it, vs)
+        joined = [_join(ctx, t, type_of(e), f"{name}: state {k}")
+                  for k, (t, e) in enumerate(zip(types, new))]
+        if all(a is b for a, b in zip(joined, types)):
+            break
+        types = joined
+    else:
+        raise ctx.fail(f"{name}: the state types do not settle")
+    gv = GlobalVar(f"{name}_{next(_loop_ids)}")
+    fn = Function([it, nv] + vs,
+                  If(tensor.less(it, nv),
+                     Call(gv, [tensor.add(it, const(np.int64(1))), nv] + list(new)), Tuple(vs)),
+                  ret_type=TupleType(types))
+    stray = [v.name_hint for v in free_vars(fn)]
+    if stray:
+        raise ctx.fail(f"{name}: the loop body reads outer values {stray}")
+    ctx.mod[gv] = fn
+    call = Call(gv, [const(np.int64(0)), _scalar(ctx, n, "int64", "the trip count")] + init)
+    infer_type(call, ctx.mod)
+    return [TupleGetItem(call, k) for k in range(len(init))]
+
+
+def append_step(acc: RelayExpr, it: RelayExpr, x: RelayExpr, front: bool = False
+                ) -> RelayExpr:
+    """``acc`` with ``x`` added as a new last (first, when ``front``) entry of axis 0; at
+    iteration 0 ``x`` alone (``acc`` then is a placeholder)."""
+    step = transform.expand_dims(x, 0)
+    both = [step, acc] if front else [acc, step]
+    return If(tensor.equal(it, const(np.int64(0))), step, transform.concatenate(both, 0))
+
+
+def empty_rows(t: TensorType) -> RelayExpr:
+    """A placeholder of ``t``'s rank with 0 rows (0 for its unknown sizes too)."""
+    return const(np.zeros([0] + [d if isinstance(d, int) else 0 for d in t.shape[1:]], t.dtype))
 
 
 @converter("If")
@@ -386,15 +446,7 @@ def _scan_loop(ctx: ImportContext, body: Any, states: list, xs: list, in_axes: l
         [helper.make_empty_tensor_value_info(tag + "cond_out")]
         + [helper.make_empty_tensor_value_info(o.name) for o in body.output],
         list(body.initializer))
-    with _scope(ctx):  # the length: ONNX Shape -> Gather, converted as the importer does
-        ctx.bind(tag + "x0", prepared[0])
-        ctx.bind(tag + "zero", const(np.int64(0)))
-        node = ctx.node
-        convert_nodes(ctx, [helper.make_node("Shape", [tag + "x0"], [tag + "shape"]),
-                            helper.make_node("Gather", [tag + "shape", tag + "zero"],
-                                             [tag + "len"], axis=0)], ctx.opset)
-        ctx.node = node
-        trip = ctx.exprs[tag + "len"]
+    trip = axis_length(prepared[0], 0)
     with _scope(ctx):
         for m, x in enumerate(prepared):
             ctx.bind(tag + f"x{m}", x)

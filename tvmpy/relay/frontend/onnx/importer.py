@@ -398,9 +398,6 @@ def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], o
     values computed from Constant/Shape), so later shape inputs fold to attributes."""
     if any(at.g.node for at in node.attribute if at.HasField("g")):
         return  # If/Scan read outer tensors implicitly: the inputs do not say what is known
-    if any(not isinstance(o, RelayExpr) or not isinstance(infer_type(o).checked_type, TensorType)
-           for o in outs):
-        return  # sequences (tuples, lists) and optionals stay as they are
     if node.op_type == "DequantizeLinear":
         return  # a QDQ weight stays quantized (FakeQuantizationToInteger reads the pair)
     known = [nm for nm in (names[:1] if node.op_type == "CastLike" else names) if nm]
@@ -409,6 +406,9 @@ def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], o
     if any(ctx.values[nm].size > 4096 or not isinstance(ctx.exprs[nm], Constant)
            for nm in known):
         return
+    if any(not isinstance(o, RelayExpr) or not isinstance(infer_type(o).checked_type, TensorType)
+           for o in outs):
+        return  # sequences (tuples, lists) and optionals stay as they are
     from ...interpreter import evaluate
 
     for o, e in zip(outputs, outs):
