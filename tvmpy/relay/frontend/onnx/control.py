@@ -248,38 +248,50 @@ def _outer_params(ctx: ImportContext, g: Any) -> tuple[list[tuple[str, Any]], li
 
 
 def build_loop(ctx: ImportContext, body: Any, trip: RelayExpr | None, cond: RelayExpr | None,
-               init: list[RelayExpr], n_scan: int, what: str = "Loop"
+               init: list[RelayExpr], n_scan: int, what: str = "Loop",
+               scan_xs: list[RelayExpr] | None = None
                ) -> tuple[list[RelayExpr], list[RelayExpr]]:
     """A recursive function running ONNX loop body ``body`` (inputs: iteration number,
     condition, the loop-carried values; outputs: condition, loop-carried values, scan
     outputs); returns the final loop-carried values and the scan outputs (each the
-    iteration's outputs stacked on a new first axis)."""
+    iteration's outputs stacked on a new first axis). With ``scan_xs`` it is a Scan body
+    (inputs: the states, then one row of each of ``scan_xs`` per iteration, along axis 0;
+    outputs: the states, then the scan outputs)."""
     n = len(init)
-    if len(body.input) != n + 2 or len(body.output) != n + 1 + n_scan:
+    m = len(scan_xs or [])
+    head = 0 if scan_xs is not None else 2  # iteration number and condition inputs
+    if len(body.input) != n + head + m or len(body.output) != n + (head > 0) + n_scan:
         raise ctx.fail(f"the body has {len(body.input)} inputs and {len(body.output)} outputs "
                        f"for {n} loop-carried values")
     for k, v in enumerate(init):
         if _is_empty_optional(v):
             raise ctx.fail(f"loop-carried value {k} is an empty optional (not supported)")
     outer, _ = _outer_params(ctx, body)
+    outer += [(f"__scan_input{k}", x) for k, x in enumerate(scan_xs or [])]
     types = [type_of(v) for v in init]
     i64 = TensorType((), "int64")
     for _ in range(16):
         it = var("iter", i64)
         cv = var("cond", TensorType((), "bool"))
-        vs = [var(body.input[2 + k].name or f"v{k}", t) for k, t in enumerate(types)]
+        vs = [var(body.input[head + k].name or f"v{k}", t) for k, t in enumerate(types)]
         ov = [var(nm, type_of(e)) for nm, e in outer]
         with _scope(ctx):
-            ctx.bind(body.input[0].name, it)
-            ctx.bind(body.input[1].name, cv)
+            if head:
+                ctx.bind(body.input[0].name, it)
+                ctx.bind(body.input[1].name, cv)
             for k in range(n):
-                ctx.bind(body.input[2 + k].name, vs[k])
+                ctx.bind(body.input[head + k].name, vs[k])
             for (nm, _), v in zip(outer, ov):
                 ctx.bind(nm, v)
+            for k, xv in enumerate(ov[len(ov) - m:]):
+                ctx.bind(body.input[n + k].name, transform.take(xv, it, axis=0))
             outs = _run_graph(ctx, body)
+        if not head:
+            outs = [cv] + outs
         if any(_is_empty_optional(o) for o in outs):
             raise ctx.fail("a body output is an empty optional (not supported)")
-        new = [_join(ctx, t, type_of(o), f"loop-carried value {k} ({body.input[2 + k].name!r})")
+        new = [_join(ctx, t, type_of(o), f"loop-carried value {k} "
+                     f"({body.input[head + k].name!r})")
                for k, (t, o) in enumerate(zip(types, outs[1:1 + n]))]
         if all(a is b for a, b in zip(new, types)):
             break
@@ -418,11 +430,8 @@ def _scan_loop(ctx: ImportContext, body: Any, states: list, xs: list, in_axes: l
     """A Scan whose length is known only at run time, as a Loop over a synthesized body: the
     scan inputs (moved to axis 0, reversed where scanned backwards) are outer tensors read at
     the iteration number."""
-    from onnx import helper
-
-    N, M = len(states), len(xs)
+    N = len(states)
     K = len(body.output) - N
-    tag = f"__scan{next(_loop_ids)}_"
     prepared = []
     for m, x in enumerate(xs):
         r = len(shape_of(x))
@@ -432,25 +441,8 @@ def _scan_loop(ctx: ImportContext, body: Any, states: list, xs: list, in_axes: l
         if in_dirs[m]:
             x = transform.reverse(x, 0)
         prepared.append(x)
-    it, cin = tag + "iter", tag + "cond"
-    nodes = []
-    for m in range(M):
-        nodes.append(helper.make_node("Gather", [tag + f"x{m}", it], [body.input[N + m].name],
-                                      axis=0))
-    nodes += list(body.node)
-    nodes.append(helper.make_node("Identity", [cin], [tag + "cond_out"]))
-    g = helper.make_graph(
-        nodes, tag + "body",
-        [helper.make_empty_tensor_value_info(it), helper.make_empty_tensor_value_info(cin)]
-        + [helper.make_empty_tensor_value_info(body.input[j].name) for j in range(N)],
-        [helper.make_empty_tensor_value_info(tag + "cond_out")]
-        + [helper.make_empty_tensor_value_info(o.name) for o in body.output],
-        list(body.initializer))
     trip = axis_length(prepared[0], 0)
-    with _scope(ctx):
-        for m, x in enumerate(prepared):
-            ctx.bind(tag + f"x{m}", x)
-        final, scans = build_loop(ctx, g, trip, None, states, K, "Scan")
+    final, scans = build_loop(ctx, body, trip, None, states, K, "Scan", scan_xs=prepared)
     outs = []
     for k, s in enumerate(scans):
         if out_dirs[k]:
