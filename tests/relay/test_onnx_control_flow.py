@@ -399,3 +399,20 @@ def test_onnx_node_case(node_cases, name):
         pytest.skip(f"{name} is not in this onnx's node tests")
     outcome, detail = oc.run_case(cases[name], "debug", 120, None, bind_inputs=False)
     assert outcome == "pass", detail
+
+
+def test_sequence_input_of_run_time_length_is_a_list():
+    m = _model([helper.make_node("SequenceLength", ["xs"], ["n"]),
+                helper.make_node("SequenceAt", ["xs", "p"], ["at"]),
+                helper.make_node("ConcatFromSequence", ["xs"], ["cat"], axis=1, new_axis=1)],
+               [helper.make_tensor_sequence_value_info("xs", F, [2, "k"]), _vi("p", I64, [])],
+               [_vi("n", I64, None), _vi("at", F, None), _vi("cat", F, None)])
+    mod, _ = from_onnx(m)
+    assert str(mod["main"].params[0].checked_type) == "List[Tensor[(2, ?), float32]]"
+    f = relay.create_executor("debug", mod).evaluate()
+    for n in (1, 4):
+        xs = [rng.standard_normal((2, 3)).astype("float32") for _ in range(n)]
+        got = f(xs, np.array(-1, np.int64))
+        want = ReferenceEvaluator(m).run(None, {"xs": xs, "p": np.array(-1, np.int64)})
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w)
