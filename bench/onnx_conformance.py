@@ -115,8 +115,8 @@ def _random_dropout(model: Any, inputs: list | None) -> bool:
             known[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     fed = [vi.name for vi in model.graph.input if vi.name not in known]
     for name, v in zip(fed, inputs or []):
-        if isinstance(v, np.ndarray):  # (not a sequence or an absent optional)
-            known[name] = v
+        if isinstance(v, (np.ndarray, np.generic)):  # (not a sequence or an absent optional)
+            known[name] = np.asarray(v)
     for n in _all_nodes(model):
         if n.op_type != "Dropout" or len(n.input) < 3 or not n.input[2]:
             continue
