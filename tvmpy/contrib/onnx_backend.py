@@ -32,6 +32,7 @@ from .. import relay
 from ..relay.expr import Call, Tuple, TupleGetItem
 from ..relay.frontend.onnx import OnnxConstantInputError, from_onnx
 from ..relay.frontend.onnx.importer import tensors_read
+from ..relay.ty import TupleType
 from ..runtime import cpu
 from ..transform import PassContext
 from . import graph_executor
@@ -108,7 +109,7 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
         return run_debug
 
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
-        return _compile(mod, params, "debug")
+        return _compile(mod, params, "debug", n_outputs=n_outputs)
     if opt_level is None:
         lib = relay.build(mod, target="llvm", params=params)
     else:
@@ -116,13 +117,25 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
             lib = relay.build(mod, target="llvm", params=params)
     gm = graph_executor.GraphModule(lib["default"](cpu(0)))
 
-    def run_graph(feeds: dict) -> list[np.ndarray]:
+    ret = mod["main"].checked_type.ret_type
+    fields = [ret] if n_outputs == 1 or not isinstance(ret, TupleType) else list(ret.fields)
+
+    def run_graph(feeds: dict) -> list[Any]:
         for k, v in feeds.items():
             gm.set_input(k, v)
         gm.run()
-        return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
+        flat = iter([gm.get_output(i).numpy() for i in range(gm.get_num_outputs())])
+        return [_regroup(t, flat) for t in fields]
 
     return run_graph
+
+
+def _regroup(t: Any, flat: Any) -> Any:
+    """The graph executor's flat outputs as the graph's: a tuple-typed output (a static ONNX
+    sequence) as a list of its arrays."""
+    if isinstance(t, TupleType):
+        return [_regroup(f, flat) for f in t.fields]
+    return next(flat)
 
 
 def _with_optionals(run: Callable[[dict], list[Any]], empty: set[int], absent: set[str]
