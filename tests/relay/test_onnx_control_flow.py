@@ -416,3 +416,43 @@ def test_sequence_input_of_run_time_length_is_a_list():
         want = ReferenceEvaluator(m).run(None, {"xs": xs, "p": np.array(-1, np.int64)})
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), w)
+
+
+def test_sequence_map_over_a_run_time_list():
+    body = helper.make_graph([helper.make_node("Mul", ["a", "b"], ["y"]),
+                              helper.make_node("ReduceSum", ["a"], ["s"], keepdims=0)],
+                             "body", [_vi("a", F, ["k"]), _vi("b", F, [1])],
+                             [_vi("y", F, None), _vi("s", F, None)])
+    m = _model([helper.make_node("SequenceMap", ["xs", "w"], ["ys", "ss"], body=body)],
+               [helper.make_tensor_sequence_value_info("xs", F, ["k"]), _vi("w", F, [1])],
+               [helper.make_tensor_sequence_value_info("ys", F, None),
+                helper.make_tensor_sequence_value_info("ss", F, None)])
+    mod, _ = from_onnx(m)
+    f = relay.create_executor("debug", mod).evaluate()
+    w = np.array([1.5], np.float32)
+    for sizes in ((3,), (2, 5, 1)):
+        xs = [rng.standard_normal(s).astype("float32") for s in sizes]
+        ys, ss = f(xs, w)
+        assert len(ys) == len(ss) == len(xs)
+        for x, y, s in zip(xs, ys, ss):
+            np.testing.assert_allclose(y, x * w, rtol=1e-6)
+            np.testing.assert_allclose(s, x.sum(), rtol=1e-5)
+
+
+def test_bad_sequence_positions_and_feeds():
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    m = _model([helper.make_node("SequenceConstruct", ["a", "a"], ["s"]),
+                _const("p", np.int64(2)),
+                helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at2")],
+               [_vi("a", F, [3])], [_vi("y", F, None)])
+    with pytest.raises(OnnxConvertError, match=r"SequenceAt node 'at2': position 2 is out of "
+                                               r"range for a sequence of 2 tensors"):
+        from_onnx(m)
+    seq_in = _model([helper.make_node("SequenceLength", ["xs"], ["n"])],
+                    [helper.make_tensor_sequence_value_info("xs", F, [3])], [_vi("n", I64, None)])
+    rep = TvmpyBackend.prepare(seq_in, "CPU", executor="debug", bind_inputs=False)
+    with pytest.raises(ValueError, match=r"input 'xs': expected shape \[3\], got \[4\]"):
+        rep.run([[np.zeros(3, np.float32), np.ones(4, np.float32)]])
+    with pytest.raises(ValueError, match="input 'xs': expected a sequence"):
+        rep.run([np.ones(3, np.float32)])

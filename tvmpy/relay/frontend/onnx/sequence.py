@@ -196,8 +196,7 @@ def _sequence_map(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names
     seqs = [(k, _fields(x)) for k, x in enumerate(inputs)
             if isinstance(type_of(x), (TupleType, ListType))]
     if any(fs is None for _, fs in seqs):
-        raise ctx.fail("sequences of run-time length are not supported by SequenceMap yet "
-                       "(its function body, a Loop, is)")
+        return _sequence_map_loop(ctx, inputs, body)
     lens = {len(fs) for _, fs in seqs}  # type: ignore[arg-type]
     if len(lens) != 1:
         raise ctx.fail(f"the input sequences have different lengths {sorted(lens)}")
@@ -212,6 +211,33 @@ def _sequence_map(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names
         for j, r in enumerate(res):
             outs[j].append(r)
     return [Tuple(o) for o in outs]
+
+
+def _sequence_map_loop(ctx: ImportContext, inputs: Inputs, body: Any) -> Output:
+    """SequenceMap over run-time lists: a loop over the positions of the first sequence; the
+    body's outputs are appended to run-time lists."""
+    from .control import while_loop
+
+    is_seq = [isinstance(type_of(x), (TupleType, ListType)) for x in inputs]
+    ins = [_as_list(x) if q else x for x, q in zip(inputs, is_seq)]
+    n = seq.length(ins[0])
+    dts = []
+    with _scope(ctx):  # the output dtypes: the body on the first elements
+        for k, x in enumerate(ins):
+            ctx.bind(body.input[k].name, seq.at(x, const(np.int64(0))) if is_seq[k] else x)
+        dts = [type_of(r).dtype for r in _run_graph(ctx, body)]
+    k_out = len(body.output)
+
+    def step(it: RelayExpr, vs: list) -> list:
+        outs, xs = vs[:k_out], vs[k_out:]
+        with _scope(ctx):
+            for k, x in enumerate(xs):
+                ctx.bind(body.input[k].name, seq.at(x, it) if is_seq[k] else x)
+            res = _run_graph(ctx, body)
+        return [seq.insert(o, r) for o, r in zip(outs, res)] + xs
+
+    final = while_loop(ctx, n, [seq.empty(dt) for dt in dts] + ins, step, "sequence_map")
+    return final[:k_out]
 
 
 @converter("Optional")
