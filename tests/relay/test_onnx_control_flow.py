@@ -456,3 +456,22 @@ def test_bad_sequence_positions_and_feeds():
         rep.run([[np.zeros(3, np.float32), np.ones(4, np.float32)]])
     with pytest.raises(ValueError, match="input 'xs': expected a sequence"):
         rep.run([np.ones(3, np.float32)])
+
+
+def test_lstm_run_time_length_with_sequence_lens_and_batch():
+    ort = pytest.importorskip("onnxruntime")
+    Inp, H = 3, 4
+    W = rng.standard_normal((1, 4 * H, Inp)).astype("float32")
+    R = rng.standard_normal((1, 4 * H, H)).astype("float32") * 0.5
+    node = helper.make_node("LSTM", ["X", "W", "R", "", "L"], ["Y", "Yh", "Yc"], hidden_size=H)
+    m = _model([node], [_vi("X", F, ["seq", "batch", Inp]), _vi("L", TensorProto.INT32,
+                                                                 ["batch"])],
+               [_vi(o, F, None) for o in ("Y", "Yh", "Yc")],
+               [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")], opset=14)
+    mod, _ = from_onnx(m)
+    sess = ort.InferenceSession(m.SerializeToString())
+    for T, N in ((6, 3), (2, 1)):
+        x = rng.standard_normal((T, N, Inp)).astype("float32")
+        lens = rng.integers(1, T + 1, N).astype("int32")
+        for g, w in zip(_run(mod, x, lens), sess.run(None, {"X": x, "L": lens})):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5)
