@@ -9,9 +9,14 @@
   body and calls itself with the body's results, else returns what it was given. The body's
   outer-scope tensors are passed in as parameters (the function is closed). A loop-carried
   value whose shape changes between iterations is typed with ``?`` there (found by converting
-  the body until the types stop changing); scan outputs are concatenated per iteration.
+  the body until the types stop changing); scan outputs are stacked on a new first axis, one
+  row per iteration (as onnxruntime does).
 - Scan (opset 9+): unrolled over a static length (each iteration converts the body: the
-  kernels stay static and fuse); a scan axis known only at run time runs as a Loop.
+  kernels stay static and fuse); a scan axis known only at run time runs as a loop whose
+  function takes the scan inputs' rows at the iteration number. Scan-8 (a batch axis first):
+  unrolled per batch row.
+- ``while_loop``: the same recursion for loops built in relay directly (RNNs over a run-time
+  sequence length, SequenceMap over run-time lists).
 
 Subgraph bodies read outer-scope tensors by name, as ONNX scoping allows; names a body defines
 are local to it.
@@ -233,9 +238,9 @@ def _if(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outpu
     return [TupleGetItem(res, k) for k in range(len(ts))]
 
 
-def _outer_params(ctx: ImportContext, g: Any) -> tuple[list[tuple[str, Any]], list[str]]:
+def _outer_params(ctx: ImportContext, g: Any) -> list[tuple[str, Any]]:
     """The outer tensors body ``g`` reads that become parameters of its function (the others
-    are constants, used as they are): (name, value) pairs, and the names not yet defined."""
+    are constants, used as they are): (name, value) pairs."""
     params = []
     for nm in free_names(g):
         if nm not in ctx.exprs:
@@ -244,7 +249,7 @@ def _outer_params(ctx: ImportContext, g: Any) -> tuple[list[tuple[str, Any]], li
         if isinstance(e, Constant) or _is_empty_optional(e):
             continue
         params.append((nm, e))
-    return params, []
+    return params
 
 
 def build_loop(ctx: ImportContext, body: Any, trip: RelayExpr | None, cond: RelayExpr | None,
@@ -266,7 +271,7 @@ def build_loop(ctx: ImportContext, body: Any, trip: RelayExpr | None, cond: Rela
     for k, v in enumerate(init):
         if _is_empty_optional(v):
             raise ctx.fail(f"loop-carried value {k} is an empty optional (not supported)")
-    outer, _ = _outer_params(ctx, body)
+    outer = _outer_params(ctx, body)
     outer += [(f"__scan_input{k}", x) for k, x in enumerate(scan_xs or [])]
     types = [type_of(v) for v in init]
     i64 = TensorType((), "int64")
