@@ -399,6 +399,18 @@ class _Segment:
         return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
 
 
+def _with_node(e: Exception, where: str) -> Exception:
+    """``e`` with ``where`` in front of its message, of the same type when it can be made
+    (an IndexError stays an IndexError), else a VMError."""
+    try:
+        new = type(e)(f"{where}: {e}")
+        if str(new) == f"{where}: {e}":
+            return new
+    except Exception:  # noqa: BLE001 - an exception type with another constructor
+        pass
+    return VMError(f"{where}: {type(e).__name__}: {e}")
+
+
 def _to_numpy(v: Any) -> Any:
     """A VM value as numpy implementations take it (lists stay lists, of arrays)."""
     if isinstance(v, tuple):
@@ -501,8 +513,8 @@ class _Kernel:
         info = self.info
         try:
             res = self.fnumpy(info.attrs, [_to_numpy(a) for a in args], info.out_type)
-        except Exception as e:  # noqa: BLE001 - name the node whatever the builtin raised
-            raise VMError(f"{info.node}: {info.op.name}: {type(e).__name__}: {e}") from e
+        except Exception as e:  # noqa: BLE001 - name the node, keep the kind of error
+            raise _with_node(e, f"{info.node}: {info.op.name}") from e
         return _from_numpy(res, info.out_spec, info.node)
 
     def _run_numpy(self, args: list[Any], shapes: list[tuple[int, ...]]) -> Any:

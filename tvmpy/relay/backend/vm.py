@@ -269,7 +269,7 @@ class _Compilation:
             for name in names:
                 self.func_index[name] = len(self.func_index)
             for name in names:
-                self.functions.append(_FunctionCompiler(self, name).compile())
+                self.functions.append(self._compile_function(name))
             lowered = [driver.lower(lf.prim_func, target=self.target)
                        for lf in self.compiler.funcs]
             if lowered:
@@ -279,6 +279,42 @@ class _Compilation:
 
                 lib = Module(None, {"version": 1, "entry": "", "functions": []}, "empty")
         return rvm.Executable(self.functions, self.segments, self.kernels, lib)
+
+    def _compile_function(self, name: str) -> rvm.VMFunction:
+        """Bytecode for one function. When a region's kernels cannot be lowered (an operator's
+        compute refuses these symbolic shapes), the calls that fail on their own run as single
+        kernels (their numpy implementation) and the function is compiled again."""
+        func = _inline(self.mod[name], self.mod)
+        force: set[int] = set()
+        while True:
+            n_seg, n_ker = len(self.segments), len(self.kernels)
+            try:
+                return _FunctionCompiler(self, name, func, force).compile()
+            except _RegionLoweringFailed as failed:
+                del self.segments[n_seg:], self.kernels[n_ker:]
+                new = {id(c) for c in failed.calls} - force
+                if not new:
+                    raise VMCompileError(f"@{name}: {failed.error}") from failed.error
+                force |= new
+
+    def lowers_alone(self, call: Call) -> bool:
+        """Whether the operator call ``call`` can be lowered as a kernel of its own."""
+        from ..type_infer import infer_type
+        from .te_compiler import LoweringError
+
+        params: list[Var] = []
+        args = []
+        for i, a in enumerate(call.args):
+            expr, ps = _param_expr(f"p{i}", a.checked_type)
+            params += ps
+            args.append(expr)
+        prim = infer_type(Function(params, Call(call.op, args, call.attrs),
+                                   attrs={"Primitive": 1}))
+        try:
+            self.compiler.lower(prim)  # type: ignore[arg-type]
+        except (LoweringError, ValueError, NotImplementedError):
+            return False
+        return True
 
     # ---- regions ------------------------------------------------------------------------------
     def add_segment(self, func: Function, in_specs: list[Any], out_specs: list[Any],
@@ -370,14 +406,23 @@ def _param_expr(name: str, t: Type) -> tuple[RelayExpr, list[Var]]:
     return v, [v]
 
 
+class _RegionLoweringFailed(Exception):
+    """A region's kernels could not be lowered; ``calls``: its operator calls that cannot be
+    lowered on their own either."""
+
+    def __init__(self, calls: list[Call], error: Exception):
+        super().__init__(str(error))
+        self.calls, self.error = calls, error
+
+
 class _FunctionCompiler:
     """Bytecode for one relay function (see the module docstring)."""
 
-    def __init__(self, comp: _Compilation, name: str):
+    def __init__(self, comp: _Compilation, name: str, func: Function, force: set[int]):
         self.comp = comp
         self.name = name
-        func = comp.mod[name]
-        self.func = _inline(func, comp.mod)
+        self.func = func
+        self.force = force  # operator calls that run as single kernels
         self.code: list[tuple] = []
         self.regs: dict[int, int] = {}
         self.nregs = 0
@@ -446,7 +491,7 @@ class _FunctionCompiler:
         if isinstance(e, Call):
             op = e.op
             if isinstance(op, Op):
-                return "region" if _vm_op(e) is None else "kernel"
+                return "region" if _vm_op(e) is None and id(e) not in self.force else "kernel"
             if isinstance(op, Function) and op.attrs.get("Primitive"):
                 return "region"
             if isinstance(op, GlobalVar):
@@ -542,8 +587,15 @@ class _FunctionCompiler:
                 new[id(e)] = TupleGetItem(new[id(e.tuple_value)], e.index)
         body = Tuple([new[id(o)] for o in outputs])
         func = Function(params, body)
-        seg = self.comp.add_segment(func, [_spec(x.checked_type) for x in leaves],
-                                    [_spec(o.checked_type) for o in outputs], self.where())
+        from .te_compiler import LoweringError
+
+        try:
+            seg = self.comp.add_segment(func, [_spec(x.checked_type) for x in leaves],
+                                        [_spec(o.checked_type) for o in outputs], self.where())
+        except LoweringError as e:
+            calls = [c for c in region if isinstance(c, Call) and isinstance(c.op, Op)
+                     and not self.comp.lowers_alone(c)]
+            raise _RegionLoweringFailed(calls, e) from e
         self.code.append((rvm.SEGMENT, seg, tuple(self.reg(x) for x in leaves),
                           tuple(self.reg(o) for o in outputs)))
 
