@@ -51,6 +51,16 @@ class VMCompileError(ValueError):
     """The module cannot be compiled for the VM (names the function and node)."""
 
 
+def _lowering_errors() -> tuple[type[Exception], ...]:
+    from .te_compiler import LoweringError
+
+    # what a compute/strategy raises on shapes or attributes it does not implement
+    return (LoweringError, NotImplementedError, ZeroDivisionError, ValueError, TypeError)
+
+
+_LOWERING_ERRORS = _lowering_errors()
+
+
 # ---- 1. lets and local functions ----------------------------------------------------------------
 class _Inline(ExprMutator):
     """Inline ``let`` bindings and beta-reduce calls of local (non-primitive) functions."""
@@ -300,7 +310,6 @@ class _Compilation:
     def lowers_alone(self, call: Call) -> bool:
         """Whether the operator call ``call`` can be lowered as a kernel of its own."""
         from ..type_infer import infer_type
-        from .te_compiler import LoweringError
 
         params: list[Var] = []
         args = []
@@ -312,7 +321,7 @@ class _Compilation:
                                    attrs={"Primitive": 1}))
         try:
             self.compiler.lower(prim)  # type: ignore[arg-type]
-        except (LoweringError, ValueError, NotImplementedError):
+        except _LOWERING_ERRORS:
             return False
         return True
 
@@ -348,7 +357,7 @@ class _Compilation:
         its numpy implementation when it has no compute)."""
         from ..op.shape_func import is_data_dependent
         from ..type_infer import infer_type
-        from .te_compiler import LoweringError, has_compute, primitive_shape_args
+        from .te_compiler import has_compute, primitive_shape_args
 
         op = call.op
         node = f"{where}: node `{_node_str(call)}`"
@@ -375,10 +384,10 @@ class _Compilation:
                                      "dimension of its inputs or outputs")
             try:
                 symbol = self.compiler.lower(prim).name
-            except LoweringError:
+            except _LOWERING_ERRORS:
                 # e.g. a broadcast of two unrelated run-time sizes, which the compute cannot
-                # prove compatible: the numpy implementation runs it (checked by its shape
-                # function first)
+                # prove compatible, or an attribute value the kernel does not implement: the
+                # numpy implementation runs it (checked by its shape function first)
                 if op.get_attr("FNumpy") is None:
                     raise
         elif op.get_attr("FNumpy") is None:
@@ -587,12 +596,10 @@ class _FunctionCompiler:
                 new[id(e)] = TupleGetItem(new[id(e.tuple_value)], e.index)
         body = Tuple([new[id(o)] for o in outputs])
         func = Function(params, body)
-        from .te_compiler import LoweringError
-
         try:
             seg = self.comp.add_segment(func, [_spec(x.checked_type) for x in leaves],
                                         [_spec(o.checked_type) for o in outputs], self.where())
-        except LoweringError as e:
+        except _LOWERING_ERRORS as e:
             calls = [c for c in region if isinstance(c, Call) and isinstance(c.op, Op)
                      and not self.comp.lowers_alone(c)]
             raise _RegionLoweringFailed(calls, e) from e
