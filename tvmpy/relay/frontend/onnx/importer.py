@@ -28,6 +28,7 @@ from ...module import IRModule
 from ...ty import Any as AnyDim
 from ...type_infer import infer_type
 from ..common import unsupported_error
+from . import dynamic
 from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np_dtype, shape_of
 from .functions import expand_function, function_body, function_versions
 from .low_precision import NATIVE_OPS, in_compute_types, model_uses_low_precision
@@ -37,6 +38,9 @@ __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
 # operators whose outputs are values known at import time (converted here, not by a converter)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
+# ... unless their inputs are known only at run time: then relay.op.dyn operators
+_DYNAMIC_VALUE_OPS = {"ConstantOfShape": dynamic.constant_of_shape,
+                      "Range": lambda ctx, ins, a: dynamic.range_(ctx, ins)}
 
 
 def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> np.ndarray:
@@ -302,6 +306,11 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
                 raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
             continue
         a = _attrs(node)
+        if node.op_type in _DYNAMIC_VALUE_OPS and any(nm and nm not in ctx.values
+                                                      for nm in names):
+            ins = [ctx.exprs[nm] if nm else None for nm in names]
+            ctx.exprs[node.output[0]] = _DYNAMIC_VALUE_OPS[node.op_type](ctx, ins, a)
+            continue
         if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
             ctx.values[node.output[0]] = val
