@@ -192,7 +192,8 @@ class TvmpyBackendRep(BackendRep):
             free = {k: v for k, v in feeds.items() if k not in self.bound}
             try:
                 mod, params = from_onnx(model, {k: v.shape for k, v in free.items()},
-                                        dtype={k: str(v.dtype) for k, v in free.items()})
+                                        dtype={k: str(v.dtype) for k, v in free.items()},
+                                        dynamic_inputs=not self.bind_inputs)
             except OnnxConstantInputError as e:
                 if not self.bind_inputs:
                     raise
@@ -229,7 +230,7 @@ class TvmpyBackend(Backend):
         """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
         graph executor's relay.build level (default: the current PassContext's);
         ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
-        inputs bound as constants: a model needing that raises ``OnnxConstantInputError``)."""
+        inputs bound as constants: they become ``relay.op.dyn`` operators)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()

@@ -15,12 +15,27 @@ from .context import ImportContext, dtype_of, shape_of, typed_const
 from .registry import Attrs, Inputs, Names, Output
 
 __all__ = ["runtime_inputs", "reshape", "expand", "tile", "split", "slice_", "squeeze",
-           "unsqueeze", "pad", "topk", "one_hot", "constant_of_shape", "range_", "resize"]
+           "unsqueeze", "pad", "topk", "one_hot", "constant_of_shape", "range_", "resize", "value_op"]
 
 
 def runtime_inputs(ctx: ImportContext, names: Names, *positions: int) -> bool:
-    """Whether one of the (present) inputs at ``positions`` is known only at run time."""
-    return any(len(names) > p and names[p] and names[p] not in ctx.values for p in positions)
+    """Whether one of the (present) inputs at ``positions`` is known only at run time (with
+    ``from_onnx(..., dynamic_inputs=False)``: ``OnnxConstantInputError`` naming it)."""
+    late = [names[p] for p in positions if len(names) > p and names[p]
+            and names[p] not in ctx.values]
+    if late and not ctx.dynamic_inputs:
+        ctx.value(late[0], _input_name(ctx, names.index(late[0])))  # raises, naming it
+    return bool(late)
+
+
+def _input_name(ctx: ImportContext, k: int) -> str:
+    """The schema's name of the node's input ``k`` (Reshape's 1: "shape")."""
+    try:
+        from onnx import defs
+
+        return defs.get_schema(ctx.node.op_type, ctx.opset, ctx.node.domain).inputs[k].name
+    except Exception:  # (no schema: a custom domain)
+        return f"#{k}"
 
 
 def _int(e: RelayExpr) -> RelayExpr:
@@ -116,3 +131,30 @@ def resize(ctx: ImportContext, x: RelayExpr, spec: Any, axes: list[int] | None,
         nearest_mode=spec.nearest_mode, cubic_coeff_a=spec.cubic_a,
         exclude_outside=spec.exclude_outside, antialias=spec.antialias,
         extrapolation_value=spec.extrapolation_value, keep_aspect_ratio_policy=policy)
+
+
+def value_op(ctx: ImportContext, op_type: str, inputs: Inputs, attrs: Attrs, names: Names
+             ) -> RelayExpr | None:
+    """The run-time form of a value operator (Shape, Size, ConstantOfShape, Range) whose input
+    is not known at import time; None when it is (the importer folds it to a constant)."""
+    if op_type in ("Shape", "Size"):
+        x = inputs[0]
+        dims = shape_of(x)
+        if all(isinstance(d, int) for d in dims) or not ctx.dynamic_inputs:
+            return None
+        s = dyn.shape_of(x, "int64")
+        if op_type == "Size":
+            from ...op import reduce
+
+            return reduce.prod(s)
+        r = len(dims)
+        lo, hi = (int(attrs.get(k, d)) for k, d in (("start", 0), ("end", r)))
+        lo, hi = (max(0, min(r, v + r if v < 0 else v)) for v in (lo, hi))
+        return s if (lo, hi) == (0, r) else transform.strided_slice(s, [lo], [max(lo, hi)])
+    if not runtime_inputs(ctx, names, *range(len(names))):
+        return None
+    if op_type == "ConstantOfShape":
+        return constant_of_shape(ctx, inputs, attrs)
+    if op_type == "Range":
+        return range_(ctx, inputs)
+    return None

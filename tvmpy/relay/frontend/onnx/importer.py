@@ -38,9 +38,7 @@ __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
 # operators whose outputs are values known at import time (converted here, not by a converter)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
-# ... unless their inputs are known only at run time: then relay.op.dyn operators
-_DYNAMIC_VALUE_OPS = {"ConstantOfShape": dynamic.constant_of_shape,
-                      "Range": lambda ctx, ins, a: dynamic.range_(ctx, ins)}
+# (unless their inputs are known only at run time: ``dynamic.value_op``)
 
 
 def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> np.ndarray:
@@ -131,13 +129,16 @@ def _input_shape(vi: Any, shape: Mapping[str, Any] | None, dims_by_name: dict[st
 
 
 def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
-              opset: int | None = None, freeze_params: bool = True
-              ) -> tuple[IRModule, dict[str, np.ndarray]]:
+              opset: int | None = None, freeze_params: bool = True,
+              dynamic_inputs: bool = True) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx).
 
     ``shape`` fixes input shapes by name; the dims of the other inputs are the model's, a
     symbolic one (``dim_param`` or unknown) as ``relay.Any()`` (one compiled module then serves
-    every size)."""
+    every size). A shape-like input known only at run time (Reshape's shape as a graph input,
+    Shape of a symbolic dimension, ...) gives a ``relay.op.dyn`` operator; with
+    ``dynamic_inputs=False`` it raises ``OnnxConstantInputError`` naming the tensors instead
+    (for executors without data-dependent shapes)."""
     from onnx import numpy_helper
 
     graph = model.graph
@@ -155,6 +156,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
                          f"(inputs: {sorted(graph_inputs)})")
     ctx = ImportContext(opset, freeze_params)
+    ctx.dynamic_inputs = dynamic_inputs
     ctx.low_precision = model_uses_low_precision(graph)
     params: dict[str, np.ndarray] = {}
     inputs = []
@@ -306,11 +308,12 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
                 raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
             continue
         a = _attrs(node)
-        if node.op_type in _DYNAMIC_VALUE_OPS and any(nm and nm not in ctx.values
-                                                      for nm in names):
+        if node.op_type in _VALUE_OPS:
             ins = [ctx.exprs[nm] if nm else None for nm in names]
-            ctx.exprs[node.output[0]] = _DYNAMIC_VALUE_OPS[node.op_type](ctx, ins, a)
-            continue
+            e = dynamic.value_op(ctx, node.op_type, ins, a, names)
+            if e is not None:  # an input known only at run time
+                ctx.exprs[node.output[0]] = e
+                continue
         if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
             ctx.values[node.output[0]] = val

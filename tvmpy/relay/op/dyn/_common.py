@@ -18,7 +18,7 @@ from ...ty import Any as AnyDim
 from ...ty import TensorType, Type
 from .._rel import fail, shape_str, tensor_arg
 from ..registry import OpPattern, register_op, register_op_attr
-from ..shape_func import register_shape_func
+from ..shape_func import ShapeFuncError, register_shape_func
 
 __all__ = ["shape_tensor_len", "scalar_arg", "any_dims", "register_dyn_op", "ints", "scalar"]
 
@@ -63,5 +63,13 @@ def register_dyn_op(name: str, type_rel: Callable[..., Type], num_inputs: int,
     """Register ``name`` (OPAQUE) with its relation, its numpy meaning ``fnumpy(attrs,
     arrays)`` and its data-dependent shape function ``shape_fn(attrs, arrays) -> shapes``."""
     register_op(name, type_rel, OpPattern.OPAQUE, num_inputs, attrs, description)
-    register_op_attr(name, "FNumpy", lambda a, ins, t: fnumpy(a, list(ins)), level=1)
+
+    def impl(a: Any, ins: list, out_type: Any) -> Any:
+        try:
+            return fnumpy(a, list(ins))
+        except (ValueError, IndexError) as e:  # bad values: the same error as the shape function
+            shown = ", ".join(str(np.shape(x)) for x in ins)
+            raise ShapeFuncError(f"{name}: no output for input shapes {shown}: {e}") from e
+
+    register_op_attr(name, "FNumpy", impl, level=1)
     register_shape_func(name, shape_fn, data_dependent=True)
