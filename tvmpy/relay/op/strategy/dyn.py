@@ -40,6 +40,9 @@ DYN_COMPUTES: dict[str, Callable[[Any, list, Any], list]] = {
     "dyn.one_hot": lambda a, ins, t: [D.dyn_one_hot(*ins, a.axis, _shape(t), t.dtype)],
     "dyn.topk": lambda a, ins, t: D.dyn_topk(ins[0], a.axis, a.is_ascend, _shape(t.fields[0]),
                                              a.dtype),
+    "dyn.image.resize": lambda a, ins, t: [D.dyn_resize(
+        *ins, _shape(t), a.axes, a.use_sizes, a.mode, a.coordinate_transformation_mode,
+        a.nearest_mode, a.extrapolation_value, a.keep_aspect_ratio_policy)],
     "shape_of": lambda a, ins, t: [D.shape_of(ins[0], a.dtype)],
 }
 
