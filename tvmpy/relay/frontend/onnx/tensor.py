@@ -95,7 +95,8 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         steps = ([int(v) for v in ctx.value(names[4], "steps")] if len(names) > 4 and names[4]
                  else [1] * len(starts))
     axes = [ax % len(s) for ax in axes]
-    if any(not isinstance(s[ax], int) for ax in axes):  # a run-time extent: clamped at run time
+    if ctx.dynamic_inputs and any(not isinstance(s[ax], int) for ax in axes):
+        # a run-time extent: the bounds are clamped at run time
         vals = [const(np.asarray(v, dtype=np.int64)) for v in (starts, ends, axes, steps)]
         return dynamic.slice_(ctx, [x, vals[0], vals[1], vals[2], vals[3]])
     clamp = lambda v, d: max(-d - 1, min(d, v))  # noqa: E731  (keeps Python slice semantics)
