@@ -269,6 +269,24 @@ def test_resize_kernel(mode, coord, nearest):
           tol=1e-6)
 
 
+@pytest.mark.parametrize("method,coord", [("nearest_neighbor", "asymmetric"),
+                                          ("linear", "half_pixel"),
+                                          ("nearest_neighbor", "align_corners")])
+def test_resize2d_matches_the_static_op(method, coord):
+    """dyn.image.resize2d (size a run-time tensor) computes what image.resize2d does."""
+    x = relay.var("x", shape=(2, 3, 5, 7))
+    size = _v("size", (2,), "int64")
+    a = _r(2, 3, 5, 7)
+    for oh, ow in ((9, 4), (2, 13)):
+        static = relay.image.resize2d(x, (oh, ow), method=method,
+                                      coordinate_transformation_mode=coord)
+        want = evaluate(relay.Function([x], static), a)
+        f = relay.Function([x, size], dyn.image.resize2d(
+            x, size, method=method, coordinate_transformation_mode=coord))
+        assert tuple(infer_type(f).body.checked_type.shape[:2]) == (2, 3)
+        np.testing.assert_allclose(evaluate(f, a, _i(oh, ow)), want, rtol=1e-5, atol=1e-6)
+
+
 def test_resize_keeps_unresized_dims_static():
     x = relay.var("x", shape=(2, 3, 8, 8))
     f = infer_type(relay.Function([x], dyn.image.resize(

@@ -15,7 +15,7 @@ from .._rel import fail, normalize_axes, tensor_arg
 from ..registry import make_call
 from ._common import any_dims, register_dyn_op, shape_tensor_len
 
-__all__ = ["resize"]
+__all__ = ["resize", "resize2d"]
 
 
 def _spec(a: Any) -> Any:
@@ -129,3 +129,29 @@ def resize(data: RelayExpr, scales_or_sizes: RelayExpr, roi: RelayExpr | None = 
         "axes": tuple(int(v) for v in axes), "use_sizes": bool(use_sizes),
         "keep_aspect_ratio_policy": keep_aspect_ratio_policy,
     })  # fmt: skip
+
+
+_ROUNDING = {"": None, "round": "round_prefer_ceil", "floor": "floor", "ceil": "ceil",
+             "round_prefer_floor": "round_prefer_floor", "round_prefer_ceil": "round_prefer_ceil"}
+
+
+def resize2d(data: RelayExpr, size: Any, roi: RelayExpr | None = None, layout: str = "NCHW",
+             method: str = "linear", coordinate_transformation_mode: str = "half_pixel",
+             rounding_method: str = "", cubic_alpha: float = -0.75, cubic_exclude: int = 0,
+             extrapolation_value: float = 0.0) -> RelayExpr:
+    """TVM's ``dyn.image.resize2d``: the spatial axes of NCHW / NHWC ``data`` resized to
+    ``size`` = (height, width), a 1-D integer tensor; N and C keep their static sizes. (A form
+    of ``dyn.image.resize``; rounding "" is TVM's default: "round" under align_corners, else
+    "floor".)"""
+    if layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"resize2d: layout must be NCHW or NHWC, got {layout!r}")
+    modes = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
+    if method not in modes or rounding_method not in _ROUNDING:
+        raise ValueError(f"resize2d: method {method!r} / rounding_method {rounding_method!r}")
+    rounding = _ROUNDING[rounding_method] or (
+        "round_prefer_ceil" if coordinate_transformation_mode == "align_corners" else "floor")
+    size = size if isinstance(size, RelayExpr) else const(np.asarray(size, np.int64))
+    return resize(data, size, roi, use_sizes=True, axes=(2, 3) if layout == "NCHW" else (1, 2),
+                  mode=modes[method], coordinate_transformation_mode=coordinate_transformation_mode,
+                  nearest_mode=rounding, cubic_coeff_a=cubic_alpha,
+                  exclude_outside=bool(cubic_exclude), extrapolation_value=extrapolation_value)
