@@ -395,3 +395,38 @@ def test_onnx_node_cases_feed_every_input():
         except Exception as e:  # noqa: BLE001 -- collect every failing case, then report
             failures.append(f"{case.name}: {type(e).__name__}: {str(e).strip()[:200]}")
     assert not failures, f"{len(failures)}/{len(cases)} failed:\n" + "\n".join(failures)
+
+
+def _onnx_reshape_model(shape_as_initializer):
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")
+    inits = [numpy_helper.from_array(_i(3, -1), "s")] if shape_as_initializer else []
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 6))]
+    if not shape_as_initializer:
+        ins.append(helper.make_tensor_value_info("s", TensorProto.INT64, (2,)))
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                          None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_onnx_constant_shape_keeps_the_static_op():
+    pytest.importorskip("onnx")
+    from tvmpy.relay.frontend.onnx import from_onnx
+
+    text = str(from_onnx(_onnx_reshape_model(True))[0]["main"])
+    assert "reshape(%x, newshape=[3, 4]" in text and "dyn." not in text
+    text = str(from_onnx(_onnx_reshape_model(False))[0]["main"])
+    assert "dyn.reshape(%x, %s)" in text
+
+
+def test_onnx_bad_run_time_shape_is_named():
+    pytest.importorskip("onnx")
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    rep = TvmpyBackend.prepare(_onnx_reshape_model(False), executor="debug", bind_inputs=False)
+    x = _r(2, 6)
+    np.testing.assert_array_equal(rep.run([x, _i(4, 3)])[0], x.reshape(4, 3))
+    with pytest.raises(ShapeFuncError, match=r"dyn.reshape: .*\(2, 6\).*cannot reshape "
+                                             r"\(2, 6\) \(12 elements\) to \[5, -1\]"):
+        rep.run([x, _i(5, -1)])
