@@ -116,6 +116,10 @@ class _Eval(ExprFunctor):
             out_type = c.checked_type
             if not _is_static_type(out_type) and not c.op.get_attr("TValueShaped"):  # Any dimensions: the shapes of these arrays
                 out_type = _concrete_out_type(c, args, self.shapes)
+                out = impl(c.attrs, args, out_type)
+                # a size first decided here (a dyn op's Any) is known from now on
+                _bind_dims(c.checked_type, out, self.shapes)
+                return out
             return impl(c.attrs, args, out_type)
         fn = self.visit(c.op)
         if not isinstance(fn, Closure):
@@ -182,7 +186,14 @@ def _concrete_out_type(c: Any, args: list[Any], shapes: dict[str, int]) -> Any:
     try:
         return ev(c.checked_type)
     except (KeyError, ValueError):
-        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args])
+        flat = [x for a in args for x in _flat_values(a)]
+        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args], flat)
+
+
+def _flat_values(v: Any) -> list[Any]:
+    if isinstance(v, (tuple, list)):
+        return [x for f in v for x in _flat_values(f)]
+    return [np.asarray(v)]
 
 
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
