@@ -552,11 +552,12 @@ class _FunctionCompiler:
             deps = self._if_deps(e, s) if isinstance(e, If) else list(_children(e))
             deps = [d for d in deps if id(d) in level]
             deps_of[id(e)] = deps
+            # a region of layer k runs after the control nodes of layer k; a control node
+            # after the regions it reads (so one layer up) and the control nodes it reads
             if self.kind[id(e)] == "region":
-                level[id(e)] = max((level[id(d)] + (0 if self.kind[id(d)] == "region" else 0)
-                                    for d in deps), default=0)
+                level[id(e)] = max((level[id(d)] for d in deps), default=0)
             else:
-                level[id(e)] = max((level[id(d)] + (1 if self.kind[id(d)] == "region" else 0)
+                level[id(e)] = max((level[id(d)] + (self.kind[id(d)] == "region")
                                     for d in deps), default=0)
         max_level = max(level.values(), default=0)
         for k in range(max_level + 1):
