@@ -311,12 +311,7 @@ class _Compilation:
         """Whether the operator call ``call`` can be lowered as a kernel of its own."""
         from ..type_infer import infer_type
 
-        params: list[Var] = []
-        args = []
-        for i, a in enumerate(call.args):
-            expr, ps = _param_expr(f"p{i}", a.checked_type)
-            params += ps
-            args.append(expr)
+        args, params = _param_exprs("p", [a.checked_type for a in call.args])
         prim = infer_type(Function(params, Call(call.op, args, call.attrs),
                                    attrs={"Primitive": 1}))
         try:
@@ -361,12 +356,7 @@ class _Compilation:
 
         op = call.op
         node = f"{where}: node `{_node_str(call)}`"
-        params: list[Var] = []
-        args = []
-        for i, a in enumerate(call.args):
-            expr, ps = _param_expr(f"p{i}", a.checked_type)
-            params += ps
-            args.append(expr)
+        args, params = _param_exprs("p", [a.checked_type for a in call.args])
         symbol = None
         if why == "builtin":
             if op.get_attr("FNumpy") is None:
@@ -379,10 +369,10 @@ class _Compilation:
         if has_compute(op):
             prim = Function(params, Call(op, args, call.attrs), attrs={"Primitive": 1})
             prim = infer_type(prim)  # type: ignore[assignment]
-            if primitive_shape_args(prim):
-                raise VMCompileError(f"{node}: the kernel of {op.name} needs sizes that are no "
-                                     "dimension of its inputs or outputs")
             try:
+                if primitive_shape_args(prim):
+                    raise NotImplementedError(f"{node}: the kernel of {op.name} needs sizes "
+                                              "that are no dimension of its inputs or outputs")
                 symbol = self.compiler.lower(prim).name
             except _LOWERING_ERRORS:
                 # e.g. a broadcast of two unrelated run-time sizes, which the compute cannot
@@ -400,6 +390,42 @@ class _Compilation:
             op.name, op, call.attrs, symbol, [_spec(a.checked_type) for a in call.args],
             _spec(call.checked_type), is_data_dependent(op), node))
         return len(self.kernels) - 1
+
+
+def _whole_dim_vars(types: list[Type]) -> set[int]:
+    from ...tir import expr as tir_expr
+    from .te_compiler import flat_tensor_types
+
+    return {id(d) for t in types for tt in flat_tensor_types(t) for d in tt.shape
+            if isinstance(d, tir_expr.Var)}
+
+
+def _relax(t: Type, bound: set[int]) -> Type:
+    """``t`` with every dimension that reads a size variable outside ``bound`` (no whole
+    dimension of any input: ``? + 3`` where that ``?`` is no input's size) replaced by a fresh
+    ``Any``: the value's actual size binds it at run time instead."""
+    from ...tir.functor import collect_vars
+    from ..ty import Any as AnyDim
+
+    if isinstance(t, TupleType):
+        return TupleType([_relax(f, bound) for f in t.fields])
+    if not isinstance(t, TensorType):
+        return t
+    dims = [d if isinstance(d, int) or all(id(v) in bound for v in collect_vars(d))
+            else AnyDim() for d in t.shape]
+    return t if all(a is b for a, b in zip(dims, t.shape)) else TensorType(dims, t.dtype)
+
+
+def _param_exprs(prefix: str, types: list[Type]) -> tuple[list[RelayExpr], list[Var]]:
+    """Parameters standing for values of ``types`` (tuples flattened), their sizes relaxed
+    (see ``_relax``) so that every size variable is some parameter's whole dimension."""
+    bound = _whole_dim_vars(types)
+    exprs, params = [], []
+    for i, t in enumerate(types):
+        e, ps = _param_expr(f"{prefix}{i}", _relax(t, bound))
+        exprs.append(e)
+        params += ps
+    return exprs, params
 
 
 def _param_expr(name: str, t: Type) -> tuple[RelayExpr, list[Var]]:
@@ -580,12 +606,8 @@ class _FunctionCompiler:
                     leaves.append(c)
         outputs = [e for e in region if e is result or any(
             id(c) not in ids for c in self.consumers.get(id(e), ()))]
-        params: list[Var] = []
-        new: dict[int, RelayExpr] = {}
-        for i, leaf in enumerate(leaves):
-            expr, ps = _param_expr(f"i{i}", leaf.checked_type)
-            params += ps
-            new[id(leaf)] = expr
+        exprs, params = _param_exprs("i", [leaf.checked_type for leaf in leaves])
+        new: dict[int, RelayExpr] = {id(leaf): e for leaf, e in zip(leaves, exprs)}
         for e in region:
             if isinstance(e, Constant):
                 new[id(e)] = e
