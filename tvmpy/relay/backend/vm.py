@@ -356,7 +356,6 @@ class _Compilation:
 
         op = call.op
         node = f"{where}: node `{_node_str(call)}`"
-        args, params = _param_exprs("p", [a.checked_type for a in call.args])
         symbol = None
         if why == "builtin":
             if op.get_attr("FNumpy") is None:
@@ -366,6 +365,7 @@ class _Compilation:
                 op.name, op, call.attrs, None, [_spec(a.checked_type) for a in call.args],
                 _spec(call.checked_type), False, node, out_type=call.checked_type))
             return len(self.kernels) - 1
+        args, params = _param_exprs("p", [a.checked_type for a in call.args])
         if has_compute(op):
             prim = Function(params, Call(op, args, call.attrs), attrs={"Primitive": 1})
             prim = infer_type(prim)  # type: ignore[assignment]
@@ -394,9 +394,13 @@ class _Compilation:
 
 def _whole_dim_vars(types: list[Type]) -> set[int]:
     from ...tir import expr as tir_expr
-    from .te_compiler import flat_tensor_types
 
-    return {id(d) for t in types for tt in flat_tensor_types(t) for d in tt.shape
+    def tensors(t: Type) -> list[TensorType]:
+        if isinstance(t, TupleType):
+            return [x for f in t.fields for x in tensors(f)]
+        return [t] if isinstance(t, TensorType) else []
+
+    return {id(d) for t in types for tt in tensors(t) for d in tt.shape
             if isinstance(d, tir_expr.Var)}
 
 
