@@ -33,7 +33,23 @@ graph executor's dispatch cost, which is what keeps a static model as fast in th
 graph executor. The graph executor stays the executor of static and input-dim-symbolic graphs
 (exportable as one shared library, no bytecode); the VM runs what it refuses.
 
-Values in registers are NDArrays (tensors) and Python tuples (relay tuples). CPU only.
+**Memory**, decided for simplicity and speed: inside a segment, the graph executor's arena
+(storage shared by liveness, planned at compile time; per input shape, LRU-cached, so a repeated
+size allocates nothing); between instructions, values are fresh aligned arrays owned by Python
+(freed by reference counting when no register holds them: a tail call drops its frame's
+registers); a ``KERNEL``'s outputs are allocated at the sizes its shape function gives.
+Registers are not freed early within a frame (the large intermediates of a model live inside
+segments), which keeps the per-instruction cost at one Python branch.
+
+**Fallbacks**, marked ``[numpy]`` in ``exe.bytecode`` and listed by ``exe.stats``: an operator
+whose compute refuses the symbolic shapes it meets (two unrelated run-time sizes it cannot prove
+equal, an attribute value without a kernel) runs alone with its numpy implementation
+(``FNumpy``), after its shape function; run-time builtins (``TRuntimeBuiltin``, e.g. the
+``list.*`` operators of ONNX sequences, whose values are Python lists of NDArrays here) always do.
+Every such result is checked against its relay type (dtype, static dimensions).
+
+Values in registers are NDArrays (tensors), Python tuples (relay tuples) and Python lists
+(run-time lists). CPU only.
 """
 
 from __future__ import annotations
