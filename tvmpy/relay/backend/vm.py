@@ -392,15 +392,16 @@ class _Compilation:
         return len(self.kernels) - 1
 
 
+def _tensor_types(t: Type) -> list[TensorType]:
+    if isinstance(t, TupleType):
+        return [x for f in t.fields for x in _tensor_types(f)]
+    return [t] if isinstance(t, TensorType) else []
+
+
 def _whole_dim_vars(types: list[Type]) -> set[int]:
     from ...tir import expr as tir_expr
 
-    def tensors(t: Type) -> list[TensorType]:
-        if isinstance(t, TupleType):
-            return [x for f in t.fields for x in tensors(f)]
-        return [t] if isinstance(t, TensorType) else []
-
-    return {id(d) for t in types for tt in tensors(t) for d in tt.shape
+    return {id(d) for t in types for tt in _tensor_types(t) for d in tt.shape
             if isinstance(d, tir_expr.Var)}
 
 
@@ -608,6 +609,7 @@ class _FunctionCompiler:
                 if id(c) not in ids and id(c) not in seen:
                     seen.add(id(c))
                     leaves.append(c)
+        leaves += self._binders(region, leaves)
         outputs = [e for e in region if e is result or any(
             id(c) not in ids for c in self.consumers.get(id(e), ()))]
         exprs, params = _param_exprs("i", [leaf.checked_type for leaf in leaves])
@@ -632,6 +634,34 @@ class _FunctionCompiler:
             raise _RegionLoweringFailed(calls, e) from e
         self.code.append((rvm.SEGMENT, seg, tuple(self.reg(x) for x in leaves),
                           tuple(self.reg(o) for o in outputs)))
+
+    def _binders(self, region: list[Any], leaves: list[Any]) -> list[Any]:
+        """Parameters of the function to pass to a region only for their sizes: those that
+        bind a size variable the region's types read (a reshape to ``? + 3``) but no input of
+        the region has as a whole dimension."""
+        from ...tir import expr as tir_expr
+        from ...tir.functor import collect_vars
+
+        bound = _whole_dim_vars([x.checked_type for x in leaves])
+        missing: dict[int, Any] = {}
+        for e in region:
+            for t in _tensor_types(e.checked_type):
+                for d in t.shape:
+                    if not isinstance(d, int):
+                        for v in collect_vars(d):
+                            if id(v) not in bound:
+                                missing[id(v)] = v
+        extra = []
+        for p in self.func.params:
+            if not missing or any(p is x for x in leaves):
+                continue
+            have = {id(d) for t in _tensor_types(p.checked_type) for d in t.shape
+                    if isinstance(d, tir_expr.Var)}
+            if have & set(missing):
+                extra.append(p)
+                for k in have & set(missing):
+                    del missing[k]
+        return extra
 
     def emit_control(self, e: Any, s: _Scope, tail: bool) -> None:
         k = self.kind[id(e)]
