@@ -188,7 +188,7 @@ def _tensors_only(t: Type) -> bool:
     return isinstance(t, TensorType)
 
 
-def _vm_op(c: Call) -> str | None:
+def _vm_op(c: Call, bindable: set[int] | frozenset[int] = frozenset()) -> str | None:
     """Why the operator call ``c`` must run on its own (a KERNEL instruction), or None when it
     belongs to a dataflow region."""
     from ...tir.functor import collect_vars
@@ -203,7 +203,7 @@ def _vm_op(c: Call) -> str | None:
         return "data-dependent"
     if not has_compute(op) and op.get_attr("FTVMQnnCanonicalize") is None:
         return "no compute"
-    known: set[int] = set()
+    known: set[int] = set(bindable)  # (sizes of the function's parameters: a region binds them)
     for a in c.args:
         for t in flat_tensor_types(a.checked_type):
             for d in t.shape:
@@ -463,6 +463,7 @@ class _FunctionCompiler:
         self.name = name
         self.func = func
         self.force = force  # operator calls that run as single kernels
+        self.param_vars = _whole_dim_vars([p.checked_type for p in func.params])
         self.code: list[tuple] = []
         self.regs: dict[int, int] = {}
         self.nregs = 0
@@ -531,7 +532,8 @@ class _FunctionCompiler:
         if isinstance(e, Call):
             op = e.op
             if isinstance(op, Op):
-                return "region" if _vm_op(e) is None and id(e) not in self.force else "kernel"
+                return ("region" if _vm_op(e, self.param_vars) is None
+                        and id(e) not in self.force else "kernel")
             if isinstance(op, Function) and op.attrs.get("Primitive"):
                 return "region"
             if isinstance(op, GlobalVar):
@@ -670,7 +672,7 @@ class _FunctionCompiler:
             self.code.append((rvm.INVOKE, f, tuple(self.reg(a) for a in e.args), self.reg(e),
                               tail))
         elif k == "kernel":
-            idx = self.comp.add_kernel(e, _vm_op(e) or "", self.where())
+            idx = self.comp.add_kernel(e, _vm_op(e, self.param_vars) or "", self.where())
             self.code.append((rvm.KERNEL, idx, tuple(self.reg(a) for a in e.args), self.reg(e)))
         elif k == "tuple":
             self.code.append((rvm.TUPLE, self.reg(e), tuple(self.reg(f) for f in e.fields)))
