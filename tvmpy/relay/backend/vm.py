@@ -464,6 +464,7 @@ class _FunctionCompiler:
         self.func = func
         self.force = force  # operator calls that run as single kernels
         self.param_vars = _whole_dim_vars([p.checked_type for p in func.params])
+        self.avail: list[Any] = []  # the values computed so far on the path being emitted
         self.code: list[tuple] = []
         self.regs: dict[int, int] = {}
         self.nregs = 0
@@ -636,11 +637,13 @@ class _FunctionCompiler:
             raise _RegionLoweringFailed(calls, e) from e
         self.code.append((rvm.SEGMENT, seg, tuple(self.reg(x) for x in leaves),
                           tuple(self.reg(o) for o in outputs)))
+        self.avail.extend(outputs)
 
     def _binders(self, region: list[Any], leaves: list[Any]) -> list[Any]:
-        """Parameters of the function to pass to a region only for their sizes: those that
-        bind a size variable the region's types read (a reshape to ``? + 3``) but no input of
-        the region has as a whole dimension."""
+        """Values to pass to a region only for their sizes (the function's parameters and the
+        values computed so far on this path): those that bind a size variable the region's
+        types read (``? + 3``, or a reshape whose attributes hold it) but no input of the
+        region has as a whole dimension."""
         from ...tir import expr as tir_expr
         from ...tir.functor import collect_vars
 
@@ -654,7 +657,7 @@ class _FunctionCompiler:
                             if id(v) not in bound:
                                 missing[id(v)] = v
         extra = []
-        for p in self.func.params:
+        for p in [*self.func.params, *self.avail]:
             if not missing or any(p is x for x in leaves):
                 continue
             have = {id(d) for t in _tensor_types(p.checked_type) for d in t.shape
@@ -666,6 +669,10 @@ class _FunctionCompiler:
         return extra
 
     def emit_control(self, e: Any, s: _Scope, tail: bool) -> None:
+        self._emit_control(e, s, tail)
+        self.avail.append(e)
+
+    def _emit_control(self, e: Any, s: _Scope, tail: bool) -> None:
         k = self.kind[id(e)]
         if k == "invoke":
             f = self.comp.func_index[e.op.name_hint]
@@ -683,12 +690,15 @@ class _FunctionCompiler:
             dst = self.reg(e)
             at_if = len(self.code)
             self.code.append((rvm.IF, self.reg(e.cond), -1))
+            mark = len(self.avail)  # (what a branch computes is not there after the If)
             r = self.emit_scope(t, e.true_branch, tail)
+            del self.avail[mark:]
             self.code.append((rvm.MOVE, dst, r))
             at_goto = len(self.code)
             self.code.append((rvm.GOTO, -1))
             self.code[at_if] = (rvm.IF, self.reg(e.cond), len(self.code))
             r = self.emit_scope(f, e.false_branch, tail)
+            del self.avail[mark:]
             self.code.append((rvm.MOVE, dst, r))
             self.code[at_goto] = (rvm.GOTO, len(self.code))
         else:
