@@ -311,7 +311,12 @@ class _Compilation:
         """Whether the operator call ``call`` can be lowered as a kernel of its own."""
         from ..type_infer import infer_type
 
-        args, params = _param_exprs("p", [a.checked_type for a in call.args])
+        params: list[Var] = []
+        args = []
+        for i, a in enumerate(call.args):  # (the sizes as in the region: it binds them)
+            expr, ps = _param_expr(f"p{i}", a.checked_type)
+            params += ps
+            args.append(expr)
         prim = infer_type(Function(params, Call(call.op, args, call.attrs),
                                    attrs={"Primitive": 1}))
         try:
