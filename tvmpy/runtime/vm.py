@@ -117,7 +117,7 @@ class KernelInfo:
     allocated outputs, or (an operator without a compute) its numpy implementation."""
 
     __slots__ = ("name", "op", "attrs", "symbol", "in_specs", "out_spec", "data_dependent",
-                 "node", "out_type")
+                 "node", "out_type", "out_dims")
 
     def __init__(self, name: str, op: Any, attrs: Any, symbol: str | None, in_specs: list[Any],
                  out_spec: Any, data_dependent: bool, node: str, out_type: Any = None):
@@ -127,6 +127,8 @@ class KernelInfo:
         # a run-time builtin (an operator on the VM's values, e.g. lists): its relay result
         # type, given to its numpy implementation
         self.out_type = out_type
+        # per output, its dimensions as ints or expressions of the inputs' size variables
+        self.out_dims: list[list[Any]] | None = None
 
 
 class Executable:
@@ -196,7 +198,8 @@ class Executable:
             "segments": [(g.graph_json, g.params, g.in_specs, g.out_specs, g.name,
                           g.num_kernels) for g in self.segments],
             "kernels": [(k.name, k.op.name, k.attrs, k.symbol, k.in_specs, k.out_spec,
-                         k.data_dependent, k.node, k.out_type) for k in self.kernels],
+                         k.data_dependent, k.node, k.out_type, k.out_dims)
+                        for k in self.kernels],
         }
         return pickle.dumps(state), self.lib
 
@@ -212,8 +215,10 @@ class Executable:
             raise ValueError("load_exec: not the bytes of Executable.save()")
         funcs = [VMFunction(*f) for f in state["functions"]]
         segs = [SegmentInfo(*g) for g in state["segments"]]
-        kernels = [KernelInfo(n, get(op), attrs, sym, ins, out, dd, node, t)
-                   for n, op, attrs, sym, ins, out, dd, node, t in state["kernels"]]
+        kernels = []
+        for n, op, attrs, sym, ins, out, dd, node, t, dims in state["kernels"]:
+            kernels.append(KernelInfo(n, get(op), attrs, sym, ins, out, dd, node, t))
+            kernels[-1].out_dims = dims
         return Executable(funcs, segs, kernels, lib)
 
     def get_function_params(self, func_name: str) -> list[str]:
@@ -459,6 +464,10 @@ def _from_numpy(v: Any, spec: Any, node: str) -> Any:
         arr.__array_interface__["data"][0] % ALIGNMENT else NDArray(arr)
 
 
+def _flatten_specs(specs: list[Any]) -> list[Any]:
+    return [x for s in specs for x in _flatten_spec(s)]
+
+
 def _flatten_spec(spec: Any) -> list[Any]:
     if spec[0] == "tuple":
         return [x for s in spec[1] for x in _flatten_spec(s)]
@@ -483,6 +492,10 @@ class _Kernel:
         from ..relay.op.shape_func import shape_func
 
         info = self.info
+        if not info.data_dependent and info.out_dims is not None:
+            shapes = self._shapes_from_types(arrays)
+            if shapes is not None:
+                return shapes
         if info.data_dependent:
             if self.shape_fn is None:
                 raise VMError(f"{info.node}: operator {info.op.name} is data-dependent but has "
@@ -502,6 +515,34 @@ class _Kernel:
                               f"{k} the shape {s}, which does not fit its type "
                               f"{_spec_str(spec)}")
         return shapes
+
+    def _shapes_from_types(self, arrays: list[np.ndarray]) -> list[tuple[int, ...]] | None:
+        """The output shapes from the type's dimensions, with the size variables bound by the
+        inputs' shapes; None when a dimension reads a variable no input binds."""
+        from .function import compile_dim_expr
+
+        env: dict[str, int] = {}
+        for spec, a in zip(_flatten_specs(self.info.in_specs), arrays):
+            for want, got in zip(spec[2] or (), a.shape):
+                if isinstance(want, str):
+                    if env.setdefault(want, got) != got:
+                        return None  # the types' equal sizes differ: the shape function says
+        out = []
+        for dims in self.info.out_dims or []:
+            shape = []
+            for d in dims:
+                if isinstance(d, int):
+                    shape.append(d)
+                    continue
+                try:
+                    fn, names = compile_dim_expr(d)
+                except ValueError:
+                    return None
+                if not names <= env.keys():
+                    return None
+                shape.append(int(fn(env)))
+            out.append(tuple(shape))
+        return out
 
     def run(self, args: list[Any]) -> Any:
         if self.info.out_type is not None:
@@ -548,8 +589,11 @@ class _Kernel:
         def np_value(v: Any) -> Any:
             return tuple(np_value(x) for x in v) if isinstance(v, tuple) else v._arr
 
-        res = self.fnumpy(self.info.attrs, [np_value(a) for a in args],
-                          typ(self.info.out_spec, 0)[0])
+        try:
+            res = self.fnumpy(self.info.attrs, [np_value(a) for a in args],
+                              typ(self.info.out_spec, 0)[0])
+        except Exception as e:  # noqa: BLE001 - name the node, keep the kind of error
+            raise _with_node(e, f"{self.info.node}: {self.info.op.name}") from e
         flat: list[Any] = []
 
         def collect(v: Any) -> None:
@@ -560,8 +604,13 @@ class _Kernel:
                 flat.append(v)
 
         collect(res)
-        outs = [NDArray(_aligned_copy(np.asarray(a, dtype=spec[1]).reshape(s)))
-                for a, s, spec in zip(flat, shapes, self.out_flat)]
+        outs = []
+        for k, (a, shp, spec) in enumerate(zip(flat, shapes, self.out_flat)):
+            a = np.asarray(a, dtype=spec[1])
+            if a.shape != shp:
+                raise VMError(f"{self.info.node}: {self.info.op.name} gave output {k} the shape "
+                              f"{a.shape}, its shape function {shp}")
+            outs.append(_copy_nd(a, _CPU))
         return _restructure(self.info.out_spec, outs)[0]
 
 

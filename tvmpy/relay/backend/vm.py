@@ -391,9 +391,14 @@ class _Compilation:
         if why == "data-dependent" and op.get_attr("FShapeFunc") is None:
             raise VMCompileError(f"{node}: operator {op.name} is data-dependent but has no "
                                  "shape function")
-        self.kernels.append(rvm.KernelInfo(
+        info = rvm.KernelInfo(
             op.name, op, call.attrs, symbol, [_spec(a.checked_type) for a in call.args],
-            _spec(call.checked_type), is_data_dependent(op), node))
+            _spec(call.checked_type), is_data_dependent(op), node)
+        # the output sizes as expressions of the inputs' sizes, where the type has them (a
+        # shape function may not evaluate attributes that hold size variables)
+        info.out_dims = [[d if isinstance(d, int) else str(d) for d in t.shape]
+                         for t in _tensor_types(call.checked_type)]
+        self.kernels.append(info)
         return len(self.kernels) - 1
 
 
