@@ -188,7 +188,7 @@ def test_backend_bad_inputs(cases):
     with pytest.raises(ValueError, match="CPU"):
         TvmpyBackend.prepare(case.model, "CUDA")
     with pytest.raises(ValueError, match="executor"):
-        TvmpyBackend.prepare(case.model, executor="vm")
+        TvmpyBackend.prepare(case.model, executor="aot")
 
 
 def test_executor_selection(monkeypatch):
@@ -197,6 +197,8 @@ def test_executor_selection(monkeypatch):
     monkeypatch.setenv(ENV_EXECUTOR, "debug")
     assert default_executor() == "debug"
     monkeypatch.setenv(ENV_EXECUTOR, "vm")
+    assert default_executor() == "vm"
+    monkeypatch.setenv(ENV_EXECUTOR, "aot")
     with pytest.raises(ValueError, match="expected one of"):
         default_executor()
     monkeypatch.delenv(ENV_EXECUTOR)
