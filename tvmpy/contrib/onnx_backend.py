@@ -115,6 +115,18 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
     return run_graph
 
 
+def _data_dependent(mod: Any) -> bool:
+    """Whether the module calls an operator whose output shape depends on input values."""
+    from ..relay.op import Op
+    from ..relay.op.shape_func import is_data_dependent
+    from ..relay.visitor import post_order_visit
+
+    found: list[bool] = []
+    post_order_visit(mod["main"].body, lambda e: found.append(
+        isinstance(e, Call) and isinstance(e.op, Op) and is_data_dependent(e.op)))
+    return any(found)
+
+
 def _computes(body: Any) -> bool:
     """Whether an expression calls any operator (relay.build needs at least one)."""
     if isinstance(body, Call):
@@ -201,6 +213,12 @@ class TvmpyBackendRep(BackendRep):
                 if not new:
                     raise
                 self.bound |= new
+                continue
+            if (self.executor == "graph" and self.bind_inputs and _data_dependent(mod)
+                    and set(free) - self.bound):
+                # run-time shape values (relay.op.dyn): the graph executor needs static shapes,
+                # so every graph input is bound (one build per input values, as before them)
+                self.bound |= set(free)
                 continue
             return _compile(mod, params, self.executor, self.opt_level)
 

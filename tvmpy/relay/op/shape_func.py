@@ -8,8 +8,7 @@ shapes are known: ``shape_func(op, attrs, input_shapes) -> [output shape, ...]``
 - ``register_shape_func(op_name, fn, data_dependent=False)`` registers ``fn(attrs, input_shapes)
   -> list of output shapes`` (input shapes: tuples of ints, tuple arguments flattened). An
   operator whose output shape depends on its input *values* (``data_dependent``: NonZero, a
-  reshape whose shape is a tensor, a reduction over an axes tensor) gets the input arrays
-  instead: ``fn(attrs, inputs: list[np.ndarray])`` (:func:`concrete_type` with ``values``).
+  reshape whose shape is a tensor) gets the input arrays instead (``relay.op.dyn``).
 - Every operator without a registered function gets the *relation shape function*: its type
   relation evaluated on the concrete input types. For a data-independent operator that is exact
   (the relation is what defines the output shape) and keeps one definition per operator; the
@@ -76,32 +75,24 @@ def _rebuild(t: Type, shapes: list[Shape], dtypes: list[str]) -> Type:
     return TensorType(shapes[0], dtypes[0])
 
 
-def _flat_values(values: Sequence[Any]) -> list[Any]:
-    import numpy as np
-
-    out: list[Any] = []
-    for v in values:
-        out.extend(_flat_values(v) if isinstance(v, (tuple, list)) else [np.asarray(v)])
-    return out
-
-
 def concrete_type(op: Op, attrs: Any, arg_types: Sequence[Type],
                   values: Sequence[Any] | None = None) -> Type:
     """The output type of ``op`` for concrete argument types: its shape function's shapes, the
     relation's dtypes (and tuple structure). A data-dependent operator's shape function gets
-    the argument arrays ``values`` (required for it)."""
+    the (flat) argument arrays ``values``."""
     flat_in = [x for t in arg_types for x in _flat(t)]
     fn = op.get_attr("FShapeFunc")
-    if fn is not None and is_data_dependent(op) and values is None:
-        raise ShapeFuncError(f"{op.name}: its output shape depends on its input values; the "
-                             "shape function needs the input arrays")
     try:
         rel = op.type_rel(list(arg_types), attrs)
         if fn is None:
             return rel
-        ins = _flat_values(values) if is_data_dependent(op) and values is not None else \
-            [tuple(t.shape) for t in flat_in]
-        shapes = [tuple(int(d) for d in s) for s in fn(attrs, ins)]
+        if is_data_dependent(op):
+            if values is None:
+                raise ValueError("its output shape depends on input values, none were given")
+            shapes = [tuple(int(d) for d in s) for s in fn(attrs, list(values))]
+        else:
+            shapes = [tuple(int(d) for d in s)
+                      for s in fn(attrs, [tuple(t.shape) for t in flat_in])]
     except (ValueError, TypeError, IndexError) as e:
         shown = ", ".join(str(tuple(t.shape)) for t in flat_in)
         raise ShapeFuncError(f"{op.name}: no output shape for input shapes {shown}: {e}") from e
