@@ -139,6 +139,8 @@ register("ArgMin", _arg(_red.argmin))
 
 @converter("CumSum")
 def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if names[1] not in ctx.values:
+        return _scan_dynamic(ctx, inputs, attrs, "cumsum")
     ax = int(ctx.value(names[1], "axis").reshape(-1)[0]) % len(shape_of(inputs[0]))
     if not attrs.get("reverse", 0):
         return transform.cumsum(inputs[0], axis=ax, exclusive=bool(attrs.get("exclusive", 0)))
@@ -150,6 +152,8 @@ def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
 
 @converter("CumProd")
 def _cumprod(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if names[1] not in ctx.values:
+        return _scan_dynamic(ctx, inputs, attrs, "cumprod")
     x = inputs[0]
     s = shape_of(x)
     r = len(s)
@@ -165,3 +169,15 @@ def _cumprod(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     xt = transform.expand_dims(move_axis_last(x, axis, r), r - 1)  # (..., 1, L)
     y = _red.prod(tensor.where(const(mask), xt, typed_const(1, dtype_of(x))), axis=[r])
     return move_axis_back(y, axis, r)
+
+
+def _scan_dynamic(ctx: ImportContext, inputs: Inputs, attrs: Attrs, kind: str) -> Output:
+    """CumSum / CumProd along an axis known at run time (relay.op.dyn.cumsum / cumprod)."""
+    from ...op.dyn import scalar_args
+
+    x, axis = inputs[0], inputs[1]
+    assert x is not None and axis is not None
+    if not dtype_of(axis).startswith(("int", "uint")) or len(shape_of(axis)) > 1:
+        raise ctx.fail(f"axis must be one integer, got {shape_of(axis)} {dtype_of(axis)}")
+    return getattr(scalar_args, kind)(x, axis, exclusive=bool(attrs.get("exclusive", 0)),
+                                      reverse=bool(attrs.get("reverse", 0)), node=ctx.where())

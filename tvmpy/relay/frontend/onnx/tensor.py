@@ -192,6 +192,10 @@ def _s2d(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
 def _trilu(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x = inputs[0]
     s = shape_of(x)
+    if len(names) > 1 and names[1] and names[1] not in ctx.values:  # k known at run time
+        from ...op.dyn import scalar_args
+
+        return scalar_args.trilu(x, inputs[1], bool(attrs.get("upper", 1)))
     k = int(ctx.value(names[1], "k").reshape(-1)[0]) if len(names) > 1 and names[1] else 0
     ones = np.ones(s[-2:], dtype=bool)
     mask = np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k)
