@@ -20,9 +20,9 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import reshape_to
-from .context import ImportContext, dtype_of, shape_of, typed_const
+from .context import ImportContext, dtype_of, np_dtype, shape_of, typed_const
 from .elementwise import round_half_even
-from .registry import Attrs, Inputs, Names, Output, converter
+from .registry import Attrs, Inputs, Names, Output, converter, register
 
 
 def _last(x: RelayExpr, k: int) -> RelayExpr:
@@ -264,3 +264,29 @@ def _grid_sample(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names)
     return transform.transpose(out, [0, r + 1] + list(range(1, r + 1)))
 
 
+
+
+# ------------------------------------------------------------------------------------------------
+# HannWindow / HammingWindow / BlackmanWindow
+def _window(kind: str) -> Any:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+        from ...op.dyn import window as _win
+
+        dt = np_dtype(int(attrs.get("output_datatype", 1)))
+        periodic = bool(attrs.get("periodic", 1))
+        if names[0] in ctx.values:  # a known size: the window itself, a constant
+            n = int(ctx.values[names[0]].reshape(-1)[0])
+            if n < 0:
+                raise ctx.fail(f"size {n} is negative")
+            denom = n if periodic else n - 1
+            a0, a1, a2 = _win.WINDOWS[kind]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ang = 2 * np.pi * np.arange(n, dtype=np.float64) / denom
+            return const((a0 + a1 * np.cos(ang) + a2 * np.cos(2 * ang)).astype(dt))
+        return _win.window(inputs[0], kind, periodic, dt, node=ctx.where())
+    return convert
+
+
+for _op, _kind in (("HannWindow", "hann"), ("HammingWindow", "hamming"),
+                   ("BlackmanWindow", "blackman")):
+    register(_op, _window(_kind))
