@@ -1,0 +1,295 @@
+"""Operators whose axes / scalar parameters are run-time tensors (relay.op.dyn reductions, trilu,
+cumsum/cumprod, window, dropout): the interpreter and the compiled kernels (one build, run at
+several sizes and parameter values) against numpy, the ONNX node tests of these operators with
+every graph input fed at run time, and the errors for bad values."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import relay, te
+from tvmpy.relay.op.dyn import dropout as dyn_dropout
+from tvmpy.relay.op.dyn import reduce as dyn_reduce
+from tvmpy.relay.op.dyn import scalar_args, window
+from tvmpy.relay.op.shape_func import ShapeFuncError
+from tvmpy.relay.ty import type_str
+from tvmpy.relay.type_infer import infer_type
+from tvmpy.topi.dyn_reduce import dyn_reduce as topi_dyn_reduce
+from tvmpy.topi.dyn_scalar import dyn_scan, dyn_trilu
+
+RNG = np.random.default_rng(1111)
+
+_NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+def _run(f, *args):
+    out = relay.create_executor("debug").evaluate(f)(*args)
+    return [np.asarray(o) for o in out] if isinstance(out, (tuple, list)) else np.asarray(out)
+
+
+def _x(*shape, dtype="float32"):
+    return RNG.uniform(0.5, 1.5, size=shape).astype(dtype)
+
+
+# ---- reductions -----------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", list(_NP))
+@pytest.mark.parametrize("keep", [True, False])
+def test_reduce_interpreter_matches_numpy(kind, keep):
+    x = relay.var("x", shape=(3, 1, 5, 2))
+    a = relay.var("a", shape=(2,), dtype="int64")
+    f = relay.Function([x, a], getattr(dyn_reduce, kind)(x, a, keepdims=keep))
+    for axes in ([0, 2], [-1, 1], [3, 0]):
+        xv = _x(3, 1, 5, 2)
+        got = _run(f, xv, np.array(axes, "int64"))
+        want = _NP[kind](xv, axis=tuple(axes), keepdims=keep)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_reduce_types():
+    x = relay.var("x", shape=(3, 1, 5))
+    a = relay.var("a", shape=(1,), dtype="int64")
+    assert type_str(infer_type(dyn_reduce.sum(x, a)).checked_type) == \
+        "Tensor[(?, 1, ?), float32]"
+    assert type_str(infer_type(dyn_reduce.max(x, a, keepdims=False)).checked_type) == \
+        "Tensor[(?, ?), float32]"
+    n = relay.var("n", shape=(relay.Any(),), dtype="int64")
+    with pytest.raises(relay.RelayTypeError, match="number of axes must be static"):
+        infer_type(dyn_reduce.sum(x, n, keepdims=False))
+
+
+def test_reduce_empty_axis_gives_identities_and_noop():
+    x = relay.var("x", shape=(2, 0, 3))
+    a = relay.var("a", shape=(1,), dtype="int64")
+    for kind, ident in [("sum", 0), ("prod", 1), ("max", -np.inf), ("min", np.inf),
+                        ("mean", 0)]:
+        got = _run(relay.Function([x, a], getattr(dyn_reduce, kind)(x, a)),
+                   np.zeros((2, 0, 3), "float32"), np.array([1], "int64"))
+        np.testing.assert_array_equal(got, np.full((2, 1, 3), ident, "float32"))
+    e = relay.var("e", shape=(relay.Any(),), dtype="int64")
+    y = relay.var("y", shape=(2, 3))
+    yv = _x(2, 3)
+    noop = relay.Function([y, e], dyn_reduce.sum(y, e, noop_with_empty_axes=True))
+    np.testing.assert_array_equal(_run(noop, yv, np.zeros((0,), "int64")), yv)
+    every = relay.Function([y, e], dyn_reduce.sum(y, e))
+    np.testing.assert_allclose(_run(every, yv, np.zeros((0,), "int64")),
+                               yv.sum(keepdims=True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("axes, msg", [([0, 3], "axes value 3 is out of range"),
+                                       ([1, -4], "axes value -4 is out of range"),
+                                       ([1, -2], "repeated axes")])
+def test_reduce_bad_axes_name_node_and_value(axes, msg):
+    x = relay.var("x", shape=(2, 3, 4))
+    a = relay.var("a", shape=(2,), dtype="int64")
+    f = relay.Function([x, a], dyn_reduce.sum(x, a, node="ReduceSum node 'r7'"))
+    with pytest.raises(ShapeFuncError, match=f"ReduceSum node 'r7': {msg}"):
+        _run(f, _x(2, 3, 4), np.array(axes, "int64"))
+
+
+def _reduce_kernel(kind, rank, keep, n_axes):
+    d = [te.var(f"d{k}") for k in range(rank)]
+    o = [te.var(f"o{k}") for k in range(rank if keep else rank - n_axes)]
+    A = te.placeholder(d, name="A")
+    X = te.placeholder((n_axes,), dtype="int64", name="axes")
+    B = topi_dyn_reduce(A, X, o, kind, keep)
+    return tvm.build(te.create_schedule(B.op), [A, X, B], "llvm")
+
+
+@pytest.mark.parametrize("kind", list(_NP))
+@pytest.mark.parametrize("keep", [True, False])
+def test_reduce_kernel_one_build_several_shapes_and_axes(kind, keep):
+    f = _reduce_kernel(kind, 3, keep, 2)
+    for shape, axes in [((3, 4, 5), (0, 2)), ((7, 1, 2), (-1, 1)), ((2, 3, 1), (1, 0)),
+                        ((4, 0, 3), (0, 2))]:
+        xv = _x(*shape)
+        want = _NP[kind](xv, axis=axes, keepdims=keep)
+        out = tvm.nd.array(np.full(want.shape, np.nan, "float32"))
+        f(tvm.nd.array(xv), tvm.nd.array(np.array(axes, "int64")), out)
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
+
+def test_reduce_kernel_empty_reduced_axis_and_int():
+    f = _reduce_kernel("max", 2, True, 1)
+    out = tvm.nd.array(np.zeros((3, 1), "float32"))
+    f(tvm.nd.array(np.zeros((3, 0), "float32")), tvm.nd.array(np.array([1], "int64")), out)
+    np.testing.assert_array_equal(out.numpy(), np.full((3, 1), -np.inf, "float32"))
+    d = [te.var("d0"), te.var("d1")]
+    A = te.placeholder(d, dtype="int32", name="A")
+    X = te.placeholder((1,), dtype="int64", name="axes")
+    o = [te.var("o0")]
+    B = topi_dyn_reduce(A, X, o, "sum", False)
+    g = tvm.build(te.create_schedule(B.op), [A, X, B], "llvm")
+    xv = RNG.integers(-50, 50, size=(5, 3)).astype("int32")
+    for ax in (0, 1):
+        out = tvm.nd.array(np.zeros((xv.shape[1 - ax],), "int32"))
+        g(tvm.nd.array(xv), tvm.nd.array(np.array([ax], "int64")), out)
+        np.testing.assert_array_equal(out.numpy(), xv.sum(axis=ax))
+
+
+# ---- trilu, cumsum, cumprod ------------------------------------------------------------------
+def test_trilu_interpreter_and_kernel():
+    x = relay.var("x", shape=(2, 4, 5))
+    k = relay.var("k", shape=(), dtype="int64")
+    for upper in (True, False):
+        f = relay.Function([x, k], scalar_args.trilu(x, k, upper))
+        n, m = te.var("n"), te.var("m")
+        A = te.placeholder((2, n, m), name="A")
+        K = te.placeholder((), dtype="int64", name="k")
+        B = dyn_trilu(A, K, upper)
+        g = tvm.build(te.create_schedule(B.op), [A, K, B], "llvm")
+        for shape, kv in [((2, 4, 5), -1), ((2, 4, 5), 2), ((2, 7, 3), 0), ((2, 3, 3), -5)]:
+            xv = _x(*shape)
+            want = np.triu(xv, kv) if upper else np.tril(xv, kv)
+            if shape == (2, 4, 5):
+                np.testing.assert_array_equal(_run(f, xv, np.array(kv, "int64")), want)
+            out = tvm.nd.array(np.full(shape, np.nan, "float32"))
+            g(tvm.nd.array(xv), tvm.nd.array(np.array(kv, "int64")), out)
+            np.testing.assert_array_equal(out.numpy(), want)
+
+
+def _scan_ref(kind, x, ax, exclusive, reverse):
+    y = np.flip(x, ax) if reverse else x
+    acc = (np.cumsum if kind == "sum" else np.cumprod)(y, axis=ax)
+    if exclusive:
+        ident = np.full_like(np.take(acc, [0], axis=ax), 0 if kind == "sum" else 1)
+        acc = np.concatenate([ident, np.take(acc, np.arange(x.shape[ax] - 1), axis=ax)], ax)
+    return np.flip(acc, ax) if reverse else acc
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod"])
+@pytest.mark.parametrize("exclusive, reverse", [(False, False), (True, False), (False, True),
+                                                (True, True)])
+def test_scan_interpreter_and_kernel(kind, exclusive, reverse):
+    x = relay.var("x", shape=(3, 4, 5))
+    a = relay.var("a", shape=(1,), dtype="int32")
+    fn = scalar_args.cumsum if kind == "sum" else scalar_args.cumprod
+    f = relay.Function([x, a], fn(x, a, exclusive, reverse))
+    d = [te.var(f"d{k}") for k in range(3)]
+    A = te.placeholder(d, name="A")
+    X = te.placeholder((1,), dtype="int32", name="axis")
+    B = dyn_scan(A, X, kind, exclusive, reverse)
+    g = tvm.build(te.create_schedule(B.op), [A, X, B], "llvm")
+    for shape, ax in [((3, 4, 5), 1), ((3, 4, 5), -1), ((7, 2, 1), 0), ((2, 1, 6), 2)]:
+        xv = _x(*shape)
+        want = _scan_ref(kind, xv, ax, exclusive, reverse)
+        if shape == (3, 4, 5):
+            np.testing.assert_allclose(_run(f, xv, np.array([ax], "int32")), want, rtol=1e-5)
+        out = tvm.nd.array(np.full(shape, np.nan, "float32"))
+        g(tvm.nd.array(xv), tvm.nd.array(np.array([ax], "int32")), out)
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
+
+def test_scan_bad_axis_names_node_and_value():
+    x = relay.var("x", shape=(3, 4))
+    a = relay.var("a", shape=(), dtype="int64")
+    f = relay.Function([x, a], scalar_args.cumsum(x, a, node="CumSum node 'c'"))
+    with pytest.raises(ValueError, match="CumSum node 'c': axis value 2 is out of range"):
+        _run(f, _x(3, 4), np.array(2, "int64"))
+
+
+# ---- window, dropout --------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["hann", "hamming", "blackman"])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_window_interpreter_and_kernel(kind, periodic):
+    from tvmpy.relay.op.strategy import select_implementation
+
+    s = relay.var("s", shape=(), dtype="int64")
+    call = infer_type(window.window(s, kind, periodic))
+    assert type_str(call.checked_type) == "Tensor[(?), float32]"
+    impl = select_implementation(call.op, call.attrs, [te.placeholder((), "int64")],
+                                 call.checked_type, "llvm")
+    (out_t,) = impl.compute(call.attrs, [te.placeholder((), "int64")], call.checked_type)
+    g = tvm.build(te.create_schedule(out_t.op), [out_t], "llvm")
+    f = relay.Function([s], window.window(s, kind, periodic))
+    a0, a1, a2 = window.WINDOWS[kind]
+    for n in (10, 7, 1):
+        k = np.arange(n)
+        N = n if periodic else n - 1
+        with np.errstate(all="ignore"):
+            want = (a0 + a1 * np.cos(2 * np.pi * k / N) + a2 * np.cos(4 * np.pi * k / N))
+        got = _run(f, np.array(n, "int64"))
+        np.testing.assert_allclose(got, want.astype("float32"), rtol=1e-6, atol=1e-7)
+        out = tvm.nd.array(np.full((n,), np.nan, "float32"))
+        g(out)
+        np.testing.assert_allclose(out.numpy(), got, rtol=1e-6, atol=1e-7)
+
+
+def test_dropout_identity_unless_training_with_a_ratio():
+    x = relay.var("x", shape=(40, 50))
+    r = relay.var("r", shape=(), dtype="float32")
+    t = relay.var("t", shape=(), dtype="bool")
+    out, mask = dyn_dropout.dropout(x, r, t, seed=3)
+    f = relay.Function([x, r, t], relay.Tuple([out, mask]))
+    xv = _x(40, 50)
+    for ratio, training in [(0.5, False), (0.0, True)]:
+        y, m = _run(f, xv, np.float32(ratio), np.bool_(training))
+        np.testing.assert_array_equal(y, xv)
+        assert m.all()
+    y, m = _run(f, xv, np.float32(0.25), np.bool_(True))  # random: statistics only
+    assert 0.65 < m.mean() < 0.85
+    np.testing.assert_allclose(y[m], xv[m] / 0.75, rtol=1e-6)
+    assert (y[~m] == 0).all()
+
+
+# ---- ONNX node tests, every input fed at run time -------------------------------------------
+_ONNX_CASES = r"^test_(reduce_|tril|triu|cumsum|cumprod|(hann|hamming|blackman)window(_symmetric)?$" \
+    r"|dropout|training_dropout_zero_ratio)"
+_RANDOM = {"test_training_dropout", "test_training_dropout_default",
+           "test_training_dropout_mask", "test_training_dropout_default_mask"}
+
+
+@pytest.fixture(scope="module")
+def onnx_cases():
+    pytest.importorskip("onnx")
+    import re
+
+    from onnx.backend.test.loader import load_node_model_tests
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return [c for c in load_node_model_tests()
+                if re.match(_ONNX_CASES, c.name) and c.name not in _RANDOM]
+
+
+def test_onnx_node_tests_fed_at_run_time(onnx_cases):
+    from onnx import TensorProto, numpy_helper
+    from onnx.backend.test.runner import Runner
+
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    assert len(onnx_cases) >= 150
+    failed = []
+    for case in onnx_cases:
+        inputs, ref = [[numpy_helper.to_array(t) if isinstance(t, TensorProto) else t
+                        for t in ts] for ts in case.data_sets[0]]
+        rep = TvmpyBackend.prepare(case.model, "CPU", executor="debug", bind_inputs=False)
+        try:
+            with np.errstate(all="ignore"):
+                out = list(rep.run(inputs))
+            Runner.assert_similar_outputs(ref, out, rtol=case.rtol, atol=case.atol)
+        except Exception as e:  # noqa: BLE001 -- collect every failing case
+            failed.append(f"{case.name}: {type(e).__name__}: {str(e)[:200]}")
+    assert not failed, "\n".join(failed)
+
+
+def test_onnx_reduce_axes_out_of_range_names_the_node():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="rsum", keepdims=1)
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    rep = TvmpyBackend.prepare(model, "CPU", executor="debug", bind_inputs=False)
+    np.testing.assert_allclose(rep.run([_x(2, 3), np.array([1], "int64")])[0].shape, (2, 1))
+    with pytest.raises(ShapeFuncError, match="ReduceSum node 'rsum': axes value 5 is out of "
+                                             "range for data of rank 2"):
+        rep.run([_x(2, 3), np.array([5], "int64")])
