@@ -158,6 +158,25 @@ def op_cases():
     for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
         cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
     cases.update(_qnn_cases())
+    cases.update(_dyn_axes_cases(a3))
+    return cases
+
+
+def _dyn_axes_cases(a3):
+    """relay.op.dyn ops with run-time axes / scalars ("?": a dim known only at run time)."""
+    from tvmpy.relay.op.dyn import dropout, reduce, scalar_args, window
+
+    axes = relay.const(np.array([0, -1], "int64"))
+    one = relay.const(np.array([1], "int64"))
+    cases = {f"dyn.{k}": (getattr(reduce, k)(a3, axes), ("?", "?", "?"))
+             for k in reduce.KINDS}
+    cases["dyn.sum"] = (reduce.sum(a3, axes, keepdims=False), ("?",))
+    cases["dyn.trilu"] = (scalar_args.trilu(a3, one, upper=False), (2, 3, 5))
+    cases["dyn.cumsum"] = (scalar_args.cumsum(a3, one), (2, 3, 5))
+    cases["dyn.cumprod"] = (scalar_args.cumprod(a3, one, exclusive=True), (2, 3, 5))
+    cases["dyn.window"] = (window.window(relay.const(np.int64(6)), "hann"), ("?",))
+    cases["dyn.dropout"] = (dropout.dropout(a3, relay.const(np.float32(0.5)),
+                                            relay.const(np.bool_(False)))[0], (2, 3, 5))
     return cases
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from .context import ImportContext, dtype_of, np_dtype, scalar_like, shape_of
+from .dyn_args import runtime_input
 from .low_precision import cast_to
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
@@ -170,8 +171,8 @@ def _bitshift(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
 @converter("Dropout")
 def _dropout(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     training = len(inputs) > 2 and inputs[2] is not None
-    runtime = [k for k in (1, 2) if len(names) > k and names[k] and names[k] not in ctx.values]
-    if training and runtime:  # ratio / training_mode known at run time
+    # ratio / training_mode known at run time
+    if training and (runtime_input(ctx, names, 1) or runtime_input(ctx, names, 2)):
         from ...op.dyn import dropout as _dyn
 
         dt = dtype_of(inputs[0])

@@ -13,8 +13,8 @@ from ...op import reduce as _red
 from ...op import tensor, transform
 from ..common import move_axis_back, move_axis_last
 from .context import ImportContext, dtype_of, shape_of, typed_const
+from .dyn_args import runtime_input
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
-
 
 # A reduction is written once against ``R(kind)(x, keepdims)``: the relay reduction of that kind
 # (sum, mean, max, min, prod) over the node's axes, static (an attribute or a constant axes
@@ -53,7 +53,7 @@ def _reduce(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     keep = bool(attrs.get("keepdims", 1))
     axes = attrs.get("axes")
     if axes is None and len(names) > 1 and names[1]:
-        if names[1] not in ctx.values and shape_of(inputs[1]) != [0]:
+        if runtime_input(ctx, names, 1) and shape_of(inputs[1]) != [0]:
             return _reduce_dynamic(ctx, compose, x, inputs[1], keep, attrs)
         axes = [] if names[1] not in ctx.values else [int(v) for v in ctx.value(names[1], "axes")]
     if axes is not None and len(axes) == 0:
@@ -139,7 +139,7 @@ register("ArgMin", _arg(_red.argmin))
 
 @converter("CumSum")
 def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    if names[1] not in ctx.values:
+    if runtime_input(ctx, names, 1):
         return _scan_dynamic(ctx, inputs, attrs, "cumsum")
     ax = int(ctx.value(names[1], "axis").reshape(-1)[0]) % len(shape_of(inputs[0]))
     if not attrs.get("reverse", 0):
@@ -152,7 +152,7 @@ def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
 
 @converter("CumProd")
 def _cumprod(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-    if names[1] not in ctx.values:
+    if runtime_input(ctx, names, 1):
         return _scan_dynamic(ctx, inputs, attrs, "cumprod")
     x = inputs[0]
     s = shape_of(x)

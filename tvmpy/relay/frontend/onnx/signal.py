@@ -21,6 +21,7 @@ from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, np_dtype, shape_of, typed_const
+from .dyn_args import runtime_input
 from .elementwise import round_half_even
 from .registry import Attrs, Inputs, Names, Output, converter, register
 
@@ -274,8 +275,8 @@ def _window(kind: str) -> Any:
 
         dt = np_dtype(int(attrs.get("output_datatype", 1)))
         periodic = bool(attrs.get("periodic", 1))
-        if names[0] in ctx.values:  # a known size: the window itself, a constant
-            n = int(ctx.values[names[0]].reshape(-1)[0])
+        if not runtime_input(ctx, names, 0):  # a known size: the window itself, a constant
+            n = int(ctx.value(names[0], "size").reshape(-1)[0])
             if n < 0:
                 raise ctx.fail(f"size {n} is negative")
             denom = n if periodic else n - 1
