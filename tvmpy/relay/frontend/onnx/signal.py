@@ -21,7 +21,7 @@ from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, np_dtype, shape_of, typed_const
-from .dyn_args import runtime_input
+from .dyn_args import expand_here, runtime_input
 from .elementwise import round_half_even
 from .registry import Attrs, Inputs, Names, Output, converter, register
 
@@ -291,3 +291,14 @@ def _window(kind: str) -> Any:
 for _op, _kind in (("HannWindow", "hann"), ("HammingWindow", "hamming"),
                    ("BlackmanWindow", "blackman")):
     register(_op, _window(_kind))
+
+
+@converter("AffineGrid")
+def _affine_grid(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    """The size known at run time: relay.op.dyn.affine_grid; else ONNX's function body."""
+    if not runtime_input(ctx, names, 1):
+        return expand_here(ctx)
+    from ...op.dyn import spatial
+
+    return spatial.affine_grid(inputs[0], inputs[1], bool(attrs.get("align_corners", 0)),
+                               node=ctx.where())
