@@ -28,5 +28,6 @@ _importlib.import_module(".dyn.scalar_args", __name__)
 _importlib.import_module(".dyn.window", __name__)
 _importlib.import_module(".dyn.dropout", __name__)
 _importlib.import_module(".dyn.spatial", __name__)
+_importlib.import_module(".dyn.signal", __name__)
 # shape functions (FShapeFunc) for every registered operator's fast path
 _importlib.import_module(".shape_func", __name__)._register_defaults()

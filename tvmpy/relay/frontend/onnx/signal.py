@@ -87,6 +87,13 @@ def _dft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
     dt = dtype_of(x)
     if s[-1] not in (1, 2):
         raise ctx.fail(f"the last axis must be 1 (real) or 2 (complex), got shape {s}")
+    if ctx.opset >= 20 and runtime_input(ctx, names, 2):  # the axis known at run time
+        from ...op.dyn import signal as _dyn
+
+        L = int(ctx.value(names[1], "dft_length").reshape(-1)[0]) \
+            if len(names) > 1 and names[1] else 0
+        return _dyn.dft(x, inputs[2], bool(attrs.get("inverse", 0)),
+                        bool(attrs.get("onesided", 0)), L, node=ctx.where())
     if ctx.opset >= 20:
         axis = (
             int(ctx.value(names[2], "axis").reshape(-1)[0]) if len(names) > 2 and names[2] else -2
@@ -115,6 +122,15 @@ def _dft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
 @converter("STFT")
 def _stft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     sig = inputs[0]
+    if runtime_input(ctx, names, 1) or runtime_input(ctx, names, 3):
+        from ...op.dyn import signal as _dyn
+
+        has_window = len(inputs) > 2 and inputs[2] is not None
+        third = inputs[2] if has_window else (inputs[3] if len(inputs) > 3 else None)
+        if third is None:
+            raise ctx.fail("give frame_length or window")
+        return _dyn.stft(sig, inputs[1], third, has_window, bool(attrs.get("onesided", 1)),
+                         node=ctx.where())
     b, length, ch = shape_of(sig)
     dt = dtype_of(sig)
     step = int(ctx.value(names[1], "frame_step").reshape(-1)[0])
