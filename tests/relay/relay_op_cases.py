@@ -164,7 +164,7 @@ def op_cases():
 
 def _dyn_axes_cases(a3):
     """relay.op.dyn ops with run-time axes / scalars ("?": a dim known only at run time)."""
-    from tvmpy.relay.op.dyn import dropout, reduce, scalar_args, window
+    from tvmpy.relay.op.dyn import dropout, reduce, scalar_args, signal, spatial, window
 
     axes = relay.const(np.array([0, -1], "int64"))
     one = relay.const(np.array([1], "int64"))
@@ -177,6 +177,18 @@ def _dyn_axes_cases(a3):
     cases["dyn.window"] = (window.window(relay.const(np.int64(6)), "hann"), ("?",))
     cases["dyn.dropout"] = (dropout.dropout(a3, relay.const(np.float32(0.5)),
                                             relay.const(np.bool_(False)))[0], (2, 3, 5))
+    i64 = lambda *v: relay.const(np.array(v, "int64"))  # noqa: E731
+    cases["dyn.dft"] = (signal.dft(relay.var("xd", shape=(1, 6, 4, 1)), i64(1)), (1, 6, 4, 2))
+    cases["dyn.stft"] = (signal.stft(relay.var("xs", shape=(2, 20, 1)), i64(4), _c(8), True),
+                         (2, "?", 5, 2))
+    cases["dyn.affine_grid"] = (spatial.affine_grid(_c(2, 2, 3), i64(2, 3, 4, 5)),
+                                (2, "?", "?", 2))
+    cases["dyn.col2im"] = (spatial.col2im(relay.var("xc2", shape=(1, 6, 9)), i64(4, 5),
+                                          i64(2, 3)), (1, "?", "?", "?"))
+    cases["dyn.max_unpool"] = (spatial.max_unpool(
+        relay.var("xu", shape=(1, 2, 2, 2)), relay.const(np.array(
+            [[[[0, 3], [9, 14]], [[16, 18], [27, 31]]]], "int64")), i64(1, 2, 4, 4), (1, 2, 4, 4)),
+        (1, 2, "?", "?"))
     return cases
 
 

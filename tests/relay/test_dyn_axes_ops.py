@@ -237,6 +237,7 @@ def test_dropout_identity_unless_training_with_a_ratio():
 
 # ---- ONNX node tests, every input fed at run time -------------------------------------------
 _ONNX_CASES = r"^test_(reduce_|tril|triu|cumsum|cumprod|(hann|hamming|blackman)window(_symmetric)?$" \
+    r"|dft(?!_inverse_opset19)|stft|col2im|affine_grid_.d(_align_corners)?$|maxunpool" \
     r"|dropout|training_dropout_zero_ratio)"
 _RANDOM = {"test_training_dropout", "test_training_dropout_default",
            "test_training_dropout_mask", "test_training_dropout_default_mask"}
@@ -293,3 +294,111 @@ def test_onnx_reduce_axes_out_of_range_names_the_node():
     with pytest.raises(ShapeFuncError, match="ReduceSum node 'rsum': axes value 5 is out of "
                                              "range for data of rank 2"):
         rep.run([_x(2, 3), np.array([5], "int64")])
+
+
+# ---- compiled kernels of the data-dependent ops through their strategies ----------------------
+def _strategy_kernel(expr):
+    """Build ``expr``'s (one call on relay vars) strategy compute once, on placeholders of the
+    vars' (possibly ``?``) shapes; returns a runner ``f(*arrays) -> output`` whose output shape
+    comes from the interpreter (the shape function's job in an executor)."""
+    from tvmpy.relay.op.strategy import select_implementation
+
+    call = infer_type(expr)
+    ins = [te.placeholder(a.checked_type.shape, a.checked_type.dtype, name=a.name_hint)
+           for a in call.args]
+    impl = select_implementation(call.op, call.attrs, ins, call.checked_type, "llvm")
+    outs = impl.compute(call.attrs, ins, call.checked_type)
+    g = tvm.build(impl.schedule(call.attrs, outs, "llvm"), [*ins, *outs], "llvm")
+    interp = relay.Function(list(call.args), expr)
+
+    def run(*arrays):
+        want = _run(interp, *arrays)
+        out = tvm.nd.array(np.full(want.shape, np.nan, want.dtype))
+        g(*[tvm.nd.array(a) for a in arrays], out)
+        return out.numpy(), want
+
+    return run
+
+
+def _v(name, shape, dtype="float32"):
+    return relay.var(name, shape=[relay.Any() if d is None else d for d in shape], dtype=dtype)
+
+
+@pytest.mark.parametrize("inverse, onesided", [(False, False), (True, False), (False, True),
+                                               (True, True)])
+def test_dft_kernel_matches_interpreter(inverse, onesided):
+    from tvmpy.relay.op.dyn import signal
+
+    ch = 2 if inverse else 1
+    x, a = _v("x", (1, None, None, ch)), _v("a", (), "int64")
+    run = _strategy_kernel(signal.dft(x, a, inverse, onesided))
+    for shape, axis in [((1, 6, 5, ch), 1), ((1, 4, 7, ch), -2), ((1, 3, 1, ch), 1)]:
+        xv = RNG.standard_normal(shape).astype("float32")
+        got, want = run(xv, np.array(axis, "int64"))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    ref = np.fft.fft(xv[..., 0], axis=1) if not inverse and not onesided else None
+    if ref is not None:
+        np.testing.assert_allclose(got[..., 0], ref.real, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("has_window", [True, False])
+def test_stft_kernel_matches_interpreter(has_window):
+    from tvmpy.relay.op.dyn import signal
+
+    sig, step = _v("s", (2, None, 1)), _v("st", (), "int64")
+    third = _v("w", (None,)) if has_window else _v("fl", (), "int64")
+    run = _strategy_kernel(signal.stft(sig, step, third, has_window))
+    for n, st, fl in [(32, 4, 8), (19, 3, 5)]:
+        sv = RNG.standard_normal((2, n, 1)).astype("float32")
+        t = RNG.uniform(0.2, 1, fl).astype("float32") if has_window else np.array(fl, "int64")
+        got, want = run(sv, np.array(st, "int64"), t)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        frames = sv[0, np.arange((n - fl) // st + 1)[:, None] * st + np.arange(fl), 0]
+        win = t if has_window else 1.0
+        np.testing.assert_allclose(got[0, ..., 0], np.fft.rfft(frames * win, axis=-1).real,
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_kernel_matches_interpreter(align):
+    from tvmpy.relay.op.dyn import spatial
+
+    for nd in (2, 3):
+        th, sz = _v("theta", (2, nd, nd + 1)), _v("size", (nd + 2,), "int64")
+        run = _strategy_kernel(spatial.affine_grid(th, sz, align))
+        for spatial_size in ([5, 3, 1, 4][:nd], [2, 7, 3][:nd]):
+            tv = RNG.standard_normal((2, nd, nd + 1)).astype("float32")
+            got, want = run(tv, np.array([2, 3, *spatial_size], "int64"))
+            assert want.shape == (2, *spatial_size, nd)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_col2im_kernel_matches_interpreter():
+    from tvmpy.relay.op.dyn import spatial
+
+    x, im, bl = _v("x", (2, None, None)), _v("im", (2,), "int64"), _v("bl", (2,), "int64")
+    run = _strategy_kernel(spatial.col2im(x, im, bl, dilations=(1, 2), pads=(1, 0, 0, 1),
+                                          strides=(2, 1)))
+    for image, block, C in [((5, 6), (2, 3), 3), ((4, 7), (3, 1), 2)]:
+        nblk = [(image[0] + 1 - (block[0] - 1) - 1) // 2 + 1,
+                (image[1] + 1 - (2 * (block[1] - 1) + 1)) + 1]
+        xv = _x(2, C * block[0] * block[1], nblk[0] * nblk[1])
+        got, want = run(xv, np.array(image, "int64"), np.array(block, "int64"))
+        assert want.shape == (2, C, *image)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_max_unpool_kernel_matches_interpreter():
+    from tvmpy.relay.op.dyn import spatial
+
+    x, i, o = _v("x", (1, 2, 2, 2)), _v("i", (1, 2, 2, 2), "int64"), _v("o", (4,), "int64")
+    run = _strategy_kernel(spatial.max_unpool(x, i, o, (1, 2, 4, 4)))
+    xv = _x(1, 2, 2, 2)
+    iv = np.array([[[[0, 3], [9, 14]], [[16, 18], [27, 31]]]], "int64")
+    for out in ((1, 2, 4, 4), (1, 2, 5, 5), (1, 2, 3, 4)):
+        got, want = run(xv, iv, np.array(out, "int64"))
+        assert want.shape == out and np.count_nonzero(want) > 0
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ShapeFuncError, match="output_shape"):
+        _run(relay.Function([x, i, o], spatial.max_unpool(x, i, o, (1, 2, 4, 4))), xv, iv,
+             np.array([1, 3, 4, 4], "int64"))

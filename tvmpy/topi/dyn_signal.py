@@ -68,7 +68,7 @@ def dyn_dft(data: te.Tensor, axis: te.Tensor, out_shape: Sequence[Any], inverse:
         ang = _angle(pos, t, L)
         cs, sn = tir_op.cos(ang), tir_op.sin(ang)
         if irfft:  # bins t, Hermitian weights: 1 for DC (and Nyquist of an even length), else 2
-            single = tir_op.any(t == 0, tir_op.all(tir_op.floormod(L, 2) == 0,
+            single = tir_op.any(t.var == 0, tir_op.all(tir_op.floormod(L, 2) == 0,
                                                    t * 2 == L))
             w = Select(single, const(1.0, "float64"), const(2.0, "float64")) / _f64(L)
             return te.sum(w * (re * cs - im * sn), axis=t)

@@ -38,8 +38,8 @@ def dyn_affine_grid(theta: te.Tensor, out_shape: Sequence[Any], align_corners: b
                           / _f64(tir_op.max(size - 1, 1)), const(-1.0, "float64"))
         return const(-1.0, "float64") + (const(2.0, "float64") * _f64(i) + 1.0) / _f64(size)
 
-    def f(n: Any, *rest: Any) -> Any:
-        s, j = rest[:-1], rest[-1]
+    def f(*i: Any) -> Any:
+        n, s, j = i[0], i[1:-1], i[-1]
         acc = _f64(theta[n, j, nd])
         for m in range(nd):
             k = nd - 1 - m  # base_0 is x: the last spatial axis
@@ -73,7 +73,8 @@ def dyn_col2im(data: te.Tensor, block_shape: te.Tensor, out_shape: Sequence[Any]
             for d in range(nd)]
     zero = const(0, data.dtype)
 
-    def f(n: Any, c: Any, *p: Any) -> Any:
+    def f(*i: Any) -> Any:
+        n, c, p = i[0], i[1], i[2:]
         koff = _unravel(kk, block)
         ok = []
         lpos = []
