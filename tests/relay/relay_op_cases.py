@@ -157,6 +157,7 @@ def op_cases():
         cases[n] = (getattr(T, n)(m, s), (3, 5), "bool")
     for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
         cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
+    cases.update(_list_cases(m))
     cases.update(_qnn_cases())
     cases.update(_dyn_axes_cases(a3))
     return cases
@@ -190,6 +191,24 @@ def _dyn_axes_cases(a3):
             [[[[0, 3], [9, 14]], [[16, 18], [27, 31]]]], "int64")), i64(1, 2, 4, 4), (1, 2, 4, 4)),
         (1, 2, "?", "?"))
     return cases
+
+
+def _list_cases(m):
+    """The run-time list builtins (ONNX sequences), each read back as a tensor."""
+    from tvmpy.relay.op import sequence as L
+
+    i0, i1 = relay.const(np.int64(0)), relay.const(np.int64(1))
+    two = L.from_tuple(relay.Tuple([m, relay.negative(m)]), "float32")
+    return {
+        "list.empty": (L.length(L.empty("float32")), (), "int64"),
+        "list.insert": (L.at(L.insert(L.empty("float32"), m), i0), (3, 5)),
+        "list.from_tuple": (L.at(two, i1), (3, 5)),
+        "list.at": (L.at(L.insert(two, relay.exp(m), i1), i1), (3, 5)),
+        "list.erase": (L.length(L.erase(two)), (), "int64"),
+        "list.length": (L.length(two), (), "int64"),
+        "list.concat": (relay.sum(L.concat(two, 1)), ()),
+        "list.split": (L.at(L.split(m, None, 1, keepdims=False), i1), (3,)),
+    }
 
 
 def _qnn_cases():
