@@ -297,19 +297,30 @@ def test_onnx_reduce_axes_out_of_range_names_the_node():
 
 
 # ---- compiled kernels of the data-dependent ops through their strategies ----------------------
-def _strategy_kernel(expr):
+def _strategy_kernel(expr, key="cpu"):
     """Build ``expr``'s (one call on relay vars) strategy compute once, on placeholders of the
-    vars' (possibly ``?``) shapes; returns a runner ``f(*arrays) -> output`` whose output shape
-    comes from the interpreter (the shape function's job in an executor)."""
+    vars' (possibly ``?``) shapes, with the "cpu" (x86) or "generic" schedule; returns a runner
+    ``f(*arrays) -> output`` whose output shape comes from the interpreter (the shape function's
+    job in an executor)."""
     from tvmpy.relay.op.strategy import select_implementation
+    from tvmpy.target import as_target
 
     call = infer_type(expr)
+    if isinstance(call, relay.TupleGetItem):  # (dropout: its first output)
+        call = call.tuple_value
     ins = [te.placeholder(a.checked_type.shape, a.checked_type.dtype, name=a.name_hint)
            for a in call.args]
-    impl = select_implementation(call.op, call.attrs, ins, call.checked_type, "llvm")
+    if key == "cpu":
+        impl = select_implementation(call.op, call.attrs, ins, call.checked_type, "llvm")
+        assert impl.name.endswith(".x86"), impl.name
+    else:
+        gfunc = call.op.get_attr("FTVMStrategy").generic_func
+        impl = gfunc.fdefault(call.attrs, ins, call.checked_type, as_target("llvm")).best()
     outs = impl.compute(call.attrs, ins, call.checked_type)
+    if isinstance(call.checked_type, relay.TupleType):
+        outs = outs[:1]
     g = tvm.build(impl.schedule(call.attrs, outs, "llvm"), [*ins, *outs], "llvm")
-    interp = relay.Function(list(call.args), expr)
+    interp = relay.Function(list(call.args), expr)  # (the args are all vars)
 
     def run(*arrays):
         want = _run(interp, *arrays)
@@ -402,3 +413,60 @@ def test_max_unpool_kernel_matches_interpreter():
     with pytest.raises(ShapeFuncError, match="output_shape"):
         _run(relay.Function([x, i, o], spatial.max_unpool(x, i, o, (1, 2, 4, 4))), xv, iv,
              np.array([1, 3, 4, 4], "int64"))
+
+
+@pytest.mark.parametrize("key", ["cpu", "generic"])
+def test_strategies_of_every_axes_op_one_build_two_sizes(key):
+    """Each op's strategy (x86 schedule, and the generic one) built once on ``?`` shapes, run at
+    two sizes / parameter values against the interpreter."""
+    from tvmpy.relay.op.dyn import signal, spatial
+
+    x, a2 = _v("x", (None, 3, None)), _v("a", (2,), "int64")
+    k0, w = _v("k", (), "int64"), _v("s", (), "int64")
+    xs = [_x(4, 3, 5), _x(7, 3, 2)]
+    cases = [(getattr(dyn_reduce, kind)(x, a2, keepdims=keep),
+              [[xs[0], np.array([0, 2], "int64")], [xs[1], np.array([-1, 1], "int64")]])
+             for kind in _NP for keep in (True, False)]
+    cases += [(scalar_args.trilu(x, k0), [[xs[0], np.array(1, "int64")],
+                                          [xs[1], np.array(-1, "int64")]]),
+              (scalar_args.cumprod(x, k0, reverse=True), [[xs[0], np.array(2, "int64")],
+                                                          [xs[1], np.array(0, "int64")]]),
+              (window.window(w, "blackman", False), [[np.array(9, "int64")],
+                                                     [np.array(4, "int64")]]),
+              (dyn_dropout.dropout(x, _v("r", (), "float32"), _v("tm", (), "bool"))[0],
+               [[xs[0], np.array(0.3, "float32"), np.array(False)],
+                [xs[1], np.array(0.0, "float32"), np.array(True)]]),
+              (signal.dft(_v("d", (1, None, 2, 2)), k0), [
+                  [RNG.standard_normal((1, 5, 2, 2)).astype("float32"), np.array(1, "int64")],
+                  [RNG.standard_normal((1, 3, 2, 2)).astype("float32"), np.array(2, "int64")]]),
+              (spatial.affine_grid(_v("t", (2, 2, 3)), _v("z", (4,), "int64"), True), [
+                  [_x(2, 2, 3), np.array([2, 1, 3, 4], "int64")],
+                  [_x(2, 2, 3), np.array([2, 1, 5, 2], "int64")]])]
+    for expr, runs in cases:
+        run = _strategy_kernel(expr, key)
+        for args in runs:
+            got, want = run(*args)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_kernel_in_training_drops_about_the_ratio_and_rescales():
+    from tvmpy.relay.op.strategy import select_implementation
+
+    x, r, t = _v("x", (None, 64)), _v("r", (), "float32"), _v("t", (), "bool")
+    call = infer_type(dyn_dropout.dropout(x, r, t, seed=5)[0]).tuple_value
+    ins = [te.placeholder(a.checked_type.shape, a.checked_type.dtype) for a in call.args]
+    impl = select_implementation(call.op, call.attrs, ins, call.checked_type, "llvm")
+    outs = impl.compute(call.attrs, ins, call.checked_type)
+    g = tvm.build(impl.schedule(call.attrs, outs, "llvm"), [*ins, *outs], "llvm")
+    xv = _x(50, 64)
+    y, m = tvm.nd.array(np.zeros((50, 64), "float32")), tvm.nd.array(np.zeros((50, 64), bool))
+    g(tvm.nd.array(xv), tvm.nd.array(np.array(0.25, "float32")), tvm.nd.array(np.array(True)),
+      y, m)
+    mask = m.numpy()
+    assert 0.7 < mask.mean() < 0.8
+    np.testing.assert_allclose(y.numpy()[mask], xv[mask] / 0.75, rtol=1e-6)
+    assert (y.numpy()[~mask] == 0).all()
+    g(tvm.nd.array(xv), tvm.nd.array(np.array(0.25, "float32")), tvm.nd.array(np.array(False)),
+      y, m)
+    np.testing.assert_array_equal(y.numpy(), xv)
+    assert m.numpy().all()

@@ -19,8 +19,7 @@ from ...expr import RelayExpr, RelayTypeError, TupleGetItem
 from ...ty import TensorType, TupleType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["dropout"]
 
@@ -81,16 +80,12 @@ def _compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [out, mask]
 
 
-def _strategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-    s = OpStrategy()
-    s.add_implementation(_compute, generic_schedule, "dyn.dropout.generic", 10)
-    return s
 
 
 register_op("dyn.dropout", _rel, OpPattern.OPAQUE, 3, {"seed": 0, "node": ""},
             "dropout whose ratio and training mode are run-time tensors")
 register_op_attr("dyn.dropout", "FNumpy", _numpy)
-register_strategy_func("dyn.dropout", "generic", _strategy)
+register_axes_strategy("dyn.dropout", _compute, reduces=False)
 
 
 def dropout(data: RelayExpr, ratio: RelayExpr, training_mode: RelayExpr, seed: int = 0,

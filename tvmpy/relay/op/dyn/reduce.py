@@ -24,8 +24,7 @@ from ...ty import TensorType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
 from ..shape_func import register_shape_func
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["sum", "mean", "max", "min", "prod", "KINDS", "reduce_axes"]
 
@@ -121,14 +120,6 @@ def _compute(kind: str) -> Any:
     return f
 
 
-def _strategy(kind: str) -> Any:
-    compute = _compute(kind)
-
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-        s = OpStrategy()
-        s.add_implementation(compute, generic_schedule, f"dyn.{kind}.generic", 10)
-        return s
-    return fstrategy
 
 
 for _k in KINDS:
@@ -137,7 +128,7 @@ for _k in KINDS:
                 f"{_k} over the axes given by a run-time tensor")
     register_op_attr(_name, "FNumpy", _numpy(_k))
     register_shape_func(_name, _shape, data_dependent=True)
-    register_strategy_func(_name, "generic", _strategy(_k))
+    register_axes_strategy(_name, _compute(_k), reduces=True)
 
 
 def _make(kind: str) -> Any:

@@ -18,8 +18,7 @@ from ...ty import TensorType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
 from ..shape_func import register_shape_func
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["trilu", "cumsum", "cumprod", "scan_axis"]
 
@@ -74,12 +73,6 @@ def _trilu_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
     return np.triu(x, k) if attrs.upper else np.tril(x, k)
 
 
-def _strategy(name: str, compute: Any) -> Any:
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-        s = OpStrategy()
-        s.add_implementation(compute, generic_schedule, f"{name}.generic", 10)
-        return s
-    return fstrategy
 
 
 def _trilu_compute(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -100,7 +93,7 @@ def _scan_compute(kind: str) -> Any:
 register_op("dyn.trilu", _rel, OpPattern.OPAQUE, 2, {"upper": True},
             "the upper / lower triangle of the last two axes, diagonal offset a run-time tensor")
 register_op_attr("dyn.trilu", "FNumpy", _trilu_numpy)
-register_strategy_func("dyn.trilu", "generic", _strategy("dyn.trilu", _trilu_compute))
+register_axes_strategy("dyn.trilu", _trilu_compute, reduces=False)
 
 for _k in ("sum", "prod"):
     _name = f"dyn.cum{_k}"
@@ -109,7 +102,7 @@ for _k in ("sum", "prod"):
                 f"cumulative {_k} along an axis given as a run-time tensor")
     register_op_attr(_name, "FNumpy", _scan_numpy(_k))
     register_shape_func(_name, _scan_shape, data_dependent=True)
-    register_strategy_func(_name, "generic", _strategy(_name, _scan_compute(_k)))
+    register_axes_strategy(_name, _scan_compute(_k), reduces=True)
 
 
 def trilu(data: RelayExpr, k: RelayExpr, upper: bool = True) -> RelayExpr:

@@ -16,8 +16,7 @@ from ...ty import TensorType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
 from ..shape_func import register_shape_func
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["dft", "stft"]
 
@@ -33,12 +32,6 @@ def _scalar_arg(t: Type, what: str) -> None:
         raise RelayTypeError(f"{what} must be one integer, got {s}")
 
 
-def _strategy(name: str, compute: Any) -> Any:
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-        s = OpStrategy()
-        s.add_implementation(compute, generic_schedule, f"{name}.generic", 10)
-        return s
-    return fstrategy
 
 
 # ---- dft --------------------------------------------------------------------------------------
@@ -114,7 +107,7 @@ register_op("dyn.dft", _dft_rel, OpPattern.OPAQUE, 2,
             "a discrete Fourier transform along an axis given as a run-time tensor")
 register_op_attr("dyn.dft", "FNumpy", _dft_numpy)
 register_shape_func("dyn.dft", _dft_shape, data_dependent=True)
-register_strategy_func("dyn.dft", "generic", _strategy("dyn.dft", _dft_compute))
+register_axes_strategy("dyn.dft", _dft_compute, reduces=True)
 
 
 def dft(data: RelayExpr, axis: RelayExpr, inverse: bool = False, onesided: bool = False,
@@ -191,7 +184,7 @@ register_op("dyn.stft", _stft_rel, OpPattern.OPAQUE, 3,
             "a short-time Fourier transform whose frame step / length are run-time tensors")
 register_op_attr("dyn.stft", "FNumpy", _stft_numpy)
 register_shape_func("dyn.stft", _stft_shape, data_dependent=True)
-register_strategy_func("dyn.stft", "generic", _strategy("dyn.stft", _stft_compute))
+register_axes_strategy("dyn.stft", _stft_compute, reduces=True)
 
 
 def stft(signal: RelayExpr, frame_step: RelayExpr, window_or_length: RelayExpr,

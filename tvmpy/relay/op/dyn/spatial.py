@@ -20,8 +20,7 @@ from ...ty import TensorType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
 from ..shape_func import register_shape_func
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["affine_grid", "col2im", "max_unpool"]
 
@@ -42,20 +41,14 @@ def _vector_arg(t: Type, what: str) -> int:
     return s.shape[0]
 
 
-def _strategy(name: str, compute: Any) -> Any:
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-        s = OpStrategy()
-        s.add_implementation(compute, generic_schedule, f"{name}.generic", 10)
-        return s
-    return fstrategy
 
 
 def _register(name: str, rel: Any, n_in: int, schema: dict, shape: Any, fnumpy: Any,
-              compute: Any, doc: str) -> None:
+              compute: Any, doc: str, reduces: bool = True) -> None:
     register_op(name, rel, OpPattern.OPAQUE, n_in, schema, doc)
     register_op_attr(name, "FNumpy", fnumpy)
     register_shape_func(name, shape, data_dependent=True)
-    register_strategy_func(name, "generic", _strategy(name, compute))
+    register_axes_strategy(name, compute, reduces)
 
 
 # ---- affine_grid ------------------------------------------------------------------------------
@@ -106,7 +99,7 @@ def _affine_compute(attrs: Any, inputs: list, out_type: Any) -> list:
 
 _register("dyn.affine_grid", _affine_rel, 2, {"align_corners": False, "node": ""},
           _affine_shape, _affine_numpy, _affine_compute,
-          "the sampling grid of affine transforms, its size a run-time tensor")
+          "the sampling grid of affine transforms, its size a run-time tensor", reduces=False)
 
 
 def affine_grid(theta: RelayExpr, size: RelayExpr, align_corners: bool = False,

@@ -18,8 +18,7 @@ from ...ty import TensorType, Type
 from .._rel import tensor_arg
 from ..registry import OpPattern, make_call, register_op, register_op_attr
 from ..shape_func import register_shape_func
-from ..strategy import OpStrategy, register_strategy_func
-from ..strategy.generic import generic_schedule
+from .axes_strategy import register_axes_strategy
 
 __all__ = ["window", "WINDOWS"]
 
@@ -77,10 +76,6 @@ def _compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [te.compute((n,), f, name=f"dyn_{attrs.kind}_window")]
 
 
-def _strategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-    s = OpStrategy()
-    s.add_implementation(_compute, generic_schedule, "dyn.window.generic", 10)
-    return s
 
 
 register_op("dyn.window", _rel, OpPattern.OPAQUE, 1,
@@ -88,7 +83,7 @@ register_op("dyn.window", _rel, OpPattern.OPAQUE, 1,
             "a window function of a run-time length")
 register_op_attr("dyn.window", "FNumpy", _numpy)
 register_shape_func("dyn.window", _shape, data_dependent=True)
-register_strategy_func("dyn.window", "generic", _strategy)
+register_axes_strategy("dyn.window", _compute, reduces=False)
 
 
 def window(size: RelayExpr, kind: str, periodic: bool = True, dtype: str = "float32",
