@@ -38,6 +38,7 @@ def op_cases():
         "nn.contrib_conv2d_winograd_weight_transform": (
             relay.nn.contrib_conv2d_winograd_weight_transform(_c(16, 5, 3, 3), 4, 8),
             (6, 6, 2, 5, 8)),
+        "shape_of": (relay.op.dyn.shape_of(x4), (4,), "int64"),
         "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
                            (2, 4, 4, 18)),
         "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),

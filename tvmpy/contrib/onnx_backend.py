@@ -287,7 +287,7 @@ class TvmpyBackendRep(BackendRep):
                 mod, params = from_onnx(model, {k: _shape(v) for k, v in free.items()},
                                         dtype={k: str(v.dtype) for k, v in free.items()
                                                if isinstance(v, np.ndarray)},
-                                        output_info=info)
+                                        output_info=info, dynamic_inputs=not self.bind_inputs)
             except OnnxConstantInputError as e:
                 if not self.bind_inputs:
                     raise
@@ -338,7 +338,7 @@ class TvmpyBackend(Backend):
         """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
         graph executor's relay.build level (default: the current PassContext's);
         ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
-        inputs bound as constants: a model needing that raises ``OnnxConstantInputError``)."""
+        inputs bound as constants: they become ``relay.op.dyn`` operators)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()

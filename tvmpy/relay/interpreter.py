@@ -116,6 +116,10 @@ class _Eval(ExprFunctor):
             out_type = c.checked_type
             if not _is_static_type(out_type) and not c.op.get_attr("TValueShaped"):  # Any dimensions: the shapes of these arrays
                 out_type = _concrete_out_type(c, args, self.shapes)
+                out = impl(c.attrs, args, out_type)
+                # a size first decided here (a dyn op's Any) is known from now on
+                _bind_dims(c.checked_type, out, self.shapes)
+                return out
             return impl(c.attrs, args, out_type)
         fn = self.visit(c.op)
         if not isinstance(fn, Closure):

@@ -108,6 +108,9 @@ def shape_func(op: Op | str, attrs: Any, input_shapes: Sequence[Sequence[int]],
     """The output shapes of ``op`` for concrete (flat) input shapes (dtypes default to
     float32; they matter only to operators whose relation checks them)."""
     op = get(op) if isinstance(op, str) else op
+    if is_data_dependent(op):
+        raise ShapeFuncError(f"{op.name}: the output shape depends on the input values, not "
+                             "only their shapes (call its FShapeFunc with the input arrays)")
     dtypes = list(input_dtypes) if input_dtypes is not None else ["float32"] * len(input_shapes)
     fn = op.get_attr("FShapeFunc")
     if fn is not None:

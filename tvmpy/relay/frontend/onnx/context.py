@@ -58,6 +58,7 @@ class ImportContext:
         self.node: Any = None  # the NodeProto being converted
         self.expansions = 0  # function bodies expanded so far (unique name prefixes)
         self.low_precision = False  # the model has bfloat16/float8/int4... tensors
+        self.dynamic_inputs = True  # run-time shape-like inputs give relay.op.dyn operators
         from ...module import IRModule
 
         self.mod = IRModule()  # the global functions made so far (Loop bodies), for typing

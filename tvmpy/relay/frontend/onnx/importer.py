@@ -29,6 +29,7 @@ from ...ty import Any as AnyDim
 from ...ty import ListType, TensorType, TupleType
 from ...type_infer import infer_type
 from ..common import unsupported_error
+from . import dynamic
 from .context import (
     EMPTY_OPTIONAL,
     ImportContext,
@@ -45,6 +46,7 @@ __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
 # operators whose outputs are values known at import time (converted here, not by a converter)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
+# (unless their inputs are known only at run time: ``dynamic.value_op``)
 
 
 def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> np.ndarray:
@@ -165,7 +167,7 @@ def _input_var(ctx: ImportContext, vi: Any, shape: Mapping[str, Any] | None, dty
 
 def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
               opset: int | None = None, freeze_params: bool = True,
-              output_info: dict[str, Any] | None = None
+              output_info: dict[str, Any] | None = None, dynamic_inputs: bool = True
               ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx).
 
@@ -174,7 +176,11 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     every size). A sequence input is a tuple when ``shape`` gives its tensors' shapes (a list
     of shapes), else a run-time list; an optional input is absent when ``shape`` gives None
     for it. ``output_info`` (a dict), when given, gets ``"empty_optional"``: the graph outputs
-    that are empty optionals (the module returns an empty tuple for them)."""
+    that are empty optionals (the module returns an empty tuple for them). A shape-like input
+    known only at run time (Reshape's shape as a graph input, Shape of a symbolic dimension,
+    ...) gives a ``relay.op.dyn`` operator; with ``dynamic_inputs=False`` it raises
+    ``OnnxConstantInputError`` naming the tensors instead (for executors without
+    data-dependent shapes)."""
     from onnx import numpy_helper
 
     graph = model.graph
@@ -192,6 +198,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
                          f"(inputs: {sorted(graph_inputs)})")
     ctx = ImportContext(opset, freeze_params)
+    ctx.dynamic_inputs = dynamic_inputs
     ctx.low_precision = model_uses_low_precision(graph)
     params: dict[str, np.ndarray] = {}
     inputs = []
@@ -346,6 +353,12 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
                 raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
             continue
         a = _attrs(node)
+        if node.op_type in _VALUE_OPS:
+            ins = [ctx.exprs[nm] if nm else None for nm in names]
+            e = dynamic.value_op(ctx, node.op_type, ins, a, names)
+            if e is not None:  # an input known only at run time
+                ctx.exprs[node.output[0]] = e
+                continue
         if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
             ctx.values[node.output[0]] = val
