@@ -470,3 +470,33 @@ def test_dropout_kernel_in_training_drops_about_the_ratio_and_rescales():
       y, m)
     np.testing.assert_array_equal(y.numpy(), xv)
     assert m.numpy().all()
+
+
+def test_onnx_static_import_keeps_needing_constants():
+    """from_onnx(dynamic_inputs=False) (the graph executor's backend path) refuses run-time axes /
+    scalars as before, naming the tensor, so that the backend binds it; a constant keeps the
+    static relay."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tvmpy.relay.frontend.onnx import OnnxConstantInputError, from_onnx
+
+    def model(op, init=None, **attrs):
+        node = helper.make_node(op, ["x", "a"], ["y"], **attrs)
+        a_vi = helper.make_tensor_value_info("a", TensorProto.INT64, [1])
+        g = helper.make_graph([node], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                               *([] if init is not None else [a_vi])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[] if init is None else
+                              [numpy_helper.from_array(init, "a")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+    for op in ("ReduceSum", "ReduceLogSumExp", "CumSum", "Trilu"):
+        with pytest.raises(OnnxConstantInputError) as ei:
+            from_onnx(model(op), dynamic_inputs=False)
+        assert ei.value.tensors == ("a",)
+        mod, _ = from_onnx(model(op))
+        assert "dyn." in str(mod["main"]), op
+        mod, _ = from_onnx(model(op, np.array([1], "int64")))
+        assert "dyn." not in str(mod["main"]), op

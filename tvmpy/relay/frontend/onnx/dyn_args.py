@@ -22,8 +22,9 @@ def expand_here(ctx: ImportContext) -> list[RelayExpr]:
     """The current node converted by expanding its ONNX function body in place (what the
     importer does for an operator without a converter): the static form of an operator whose
     converter handles only its run-time-shape form."""
+    from .context import OnnxConstantInputError
     from .functions import expand_function
-    from .importer import _type_proto, convert_nodes
+    from .importer import _outer_sources, _type_proto, convert_nodes
 
     node, opset = ctx.node, ctx.opset
     types = [_type_proto(ctx.exprs[nm]) if nm else None for nm in node.input]
@@ -39,6 +40,8 @@ def expand_here(ctx: ImportContext) -> list[RelayExpr]:
     body, body_opset = expanded
     try:
         convert_nodes(ctx, body, body_opset)
+    except OnnxConstantInputError as e:  # name the node's inputs the body's tensors come from
+        raise OnnxConstantInputError(str(e), *_outer_sources(body, e.tensors)) from None
     finally:
         ctx.node, ctx.opset = node, opset
     return [ctx.exprs[o] for o in node.output if o]

@@ -55,7 +55,8 @@ def _reduce(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     if axes is None and len(names) > 1 and names[1]:
         if runtime_input(ctx, names, 1) and shape_of(inputs[1]) != [0]:
             return _reduce_dynamic(ctx, compose, x, inputs[1], keep, attrs)
-        axes = [] if names[1] not in ctx.values else [int(v) for v in ctx.value(names[1], "axes")]
+        empty = names[1] not in ctx.values and shape_of(inputs[1]) == [0]  # (no values needed)
+        axes = [] if empty else [int(v) for v in ctx.value(names[1], "axes")]
     if axes is not None and len(axes) == 0:
         axes = None
     if axes is None and attrs.get("noop_with_empty_axes", 0):
