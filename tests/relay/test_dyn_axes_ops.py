@@ -500,3 +500,40 @@ def test_onnx_static_import_keeps_needing_constants():
         assert "dyn." in str(mod["main"]), op
         mod, _ = from_onnx(model(op, np.array([1], "int64")))
         assert "dyn." not in str(mod["main"]), op
+
+
+def test_reduce_kernel_bool_max_min_and_empty():
+    for kind, ident, fn in (("max", False, np.any), ("min", True, np.all)):
+        d = [te.var("d0"), te.var("d1")]
+        A = te.placeholder(d, dtype="bool", name="A")
+        X = te.placeholder((1,), dtype="int64", name="axes")
+        o = [te.var("o0"), te.var("o1")]
+        B = topi_dyn_reduce(A, X, o, kind, True)
+        g = tvm.build(te.create_schedule(B.op), [A, X, B], "llvm")
+        xv = RNG.uniform(size=(4, 5)) > 0.5
+        for ax in (0, 1):
+            out = tvm.nd.array(np.zeros([1 if k == ax else s for k, s in enumerate(xv.shape)],
+                                        bool))
+            g(tvm.nd.array(xv), tvm.nd.array(np.array([ax], "int64")), out)
+            np.testing.assert_array_equal(out.numpy(), fn(xv, axis=ax, keepdims=True))
+        out = tvm.nd.array(np.zeros((3, 1), bool))
+        g(tvm.nd.array(np.zeros((3, 0), bool)), tvm.nd.array(np.array([1], "int64")), out)
+        np.testing.assert_array_equal(out.numpy(), np.full((3, 1), ident))
+
+
+def test_reduce_float16_accumulates_in_float32():
+    x = relay.var("x", shape=(3, 600), dtype="float16")
+    a = relay.var("a", shape=(1,), dtype="int64")
+    xv = RNG.uniform(0.5, 1.5, size=(3, 600)).astype("float16")
+    want = xv.astype("float32").sum(axis=1).astype("float16")
+    got = _run(relay.Function([x, a], dyn_reduce.sum(x, a, keepdims=False)), xv,
+               np.array([1], "int64"))
+    np.testing.assert_array_equal(got, want)
+    d = [te.var("d0"), te.var("d1")]
+    A = te.placeholder(d, dtype="float16", name="A")
+    X = te.placeholder((1,), dtype="int64", name="axes")
+    B = topi_dyn_reduce(A, X, [te.var("o0")], "sum", False)
+    g = tvm.build(te.create_schedule(B.op), [A, X, B], "llvm")
+    out = tvm.nd.array(np.zeros((3,), "float16"))
+    g(tvm.nd.array(xv), tvm.nd.array(np.array([1], "int64")), out)
+    np.testing.assert_allclose(out.numpy().astype("float32"), want.astype("float32"), rtol=1e-3)

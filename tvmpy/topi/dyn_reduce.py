@@ -70,7 +70,7 @@ def dyn_reduce(data: te.Tensor, axes: te.Tensor, out_shape: Sequence[Any], kind:
         raise ValueError(f"dyn_reduce: keepdims output rank {len(o)} != data rank {r}")
     in_dt = data.dtype
     wide = kind in ("sum", "mean", "prod") and in_dt == "float16"
-    acc_dt = "float32" if wide else ("int8" if dt.is_bool(in_dt) else in_dt)
+    acc_dt = "float32" if wide else ("uint8" if dt.is_bool(in_dt) else in_dt)  # (bool: 0 / 1)
 
     def load(idx: Any) -> Any:
         v = data[tuple(idx)]
