@@ -164,7 +164,7 @@ def _concrete_out_type(c: Any, args: list[Any], shapes: dict[str, int]) -> Any:
     try:
         return ev(c.checked_type)
     except (KeyError, ValueError):
-        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args])
+        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args], args)
 
 
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
