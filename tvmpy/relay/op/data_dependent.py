@@ -17,18 +17,14 @@ from typing import Any
 import numpy as np
 
 from ..expr import RelayExpr
-from .transform import TupleWrapper
 from ..ty import Any as AnyDim
 from ..ty import TensorType, TupleType, Type
 from ._rel import fail, normalize_axis, tensor_arg
 from .registry import OpPattern, make_call, register_op, register_op_attr
 from .shape_func import register_shape_func
+from .transform import TupleWrapper
 
 __all__ = ["argwhere", "unique", "compress", "argwhere_np", "unique_np", "compress_np"]
-
-
-def _int_dim(d: Any) -> int | None:
-    return d if isinstance(d, int) else None
 
 
 # ---- argwhere (ONNX NonZero is its transpose) ------------------------------------------------
