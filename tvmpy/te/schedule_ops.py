@@ -418,8 +418,10 @@ class Lowering:
         vmap: dict[Any, Any] = {}
 
         def f(n: Any) -> None:
-            b = getattr(n, "buffer", None)
-            if isinstance(n, (E.BufferLoad, S.BufferStore)) and b.data in real and b not in vmap:
+            if not isinstance(n, (E.BufferLoad, S.BufferStore)):
+                return
+            b: Buffer = n.buffer
+            if b.data in real and b not in vmap:
                 r = real[b.data]
                 vmap[b] = r if _same_layout(b, r) else Buffer(
                     r.data, b.dtype, b.shape, b.strides, b.elem_offset, b.name, r.scope)
