@@ -212,4 +212,6 @@ def data_dependent_cases():
         "unique": (relay.unique(m, axis=0)[0], (None, 5)),
         "vision.all_class_non_max_suppression": (relay.vision.all_class_non_max_suppression(
             boxes, scores, one, th, th), (None, 3), "int64"),
+        "image.decode": (relay.op.image_decode.decode(relay.var("png", shape=(90,), dtype="uint8"),
+                                                      "Grayscale"), (None, None, 1), "uint8"),
     }

@@ -329,7 +329,7 @@ def test_graph_executor_refuses_a_data_dependent_shape():
 _ONNX_CASES = r"test_(nonzero|unique|nonmaxsuppression|compress)_"
 
 
-def _node_cases():
+def _node_cases(pattern):
     import re
     import warnings
 
@@ -337,23 +337,44 @@ def _node_cases():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [c for c in load_node_model_tests() if re.match(_ONNX_CASES, c.name)]
+        return [c for c in load_node_model_tests() if re.match(pattern, c.name)]
 
 
-def test_onnx_node_tests_fed_at_run_time():
-    """onnx's node tests of these ops, every graph input fed at run time, in the interpreter."""
+def _run_node_cases(cases):
+    """Each case with every graph input fed at run time, in the interpreter."""
     from onnx import TensorProto, numpy_helper
     from onnx.backend.test.runner import Runner
 
     from tvmpy.contrib.onnx_backend import TvmpyBackend
 
-    cases = _node_cases()
-    assert len(cases) >= 20, [c.name for c in cases]
     for case in cases:
         inputs, ref = ([numpy_helper.to_array(t) if isinstance(t, TensorProto) else t for t in ts]
                        for ts in case.data_sets[0])
         rep = TvmpyBackend.prepare(case.model, executor="debug", bind_inputs=False)
         Runner.assert_similar_outputs(ref, list(rep.run(inputs)), rtol=case.rtol, atol=case.atol)
+
+
+def test_onnx_node_tests_fed_at_run_time():
+    cases = _node_cases(_ONNX_CASES)
+    assert len(cases) >= 20, [c.name for c in cases]
+    _run_node_cases(cases)
+
+
+def test_onnx_image_decoder_on_the_host():
+    """ImageDecoder: a host operator (Pillow), no kernel; onnx's 9 node tests match exactly."""
+    pytest.importorskip("PIL")
+    op = relay.op.get("image.decode")
+    assert op.get_attr("TRunsOnHost") and op.get_attr("FTVMStrategy") is None
+    cases = _node_cases(r"test_image_decoder_")
+    assert len(cases) == 9, [c.name for c in cases]
+    _run_node_cases(cases)
+    enc = relay.var("enc", shape=(relay.Any(),), dtype="uint8")
+    f = _func(lambda e: relay.op.image_decode.decode(e, "BGR"), enc)
+    assert str(f.body.checked_type).endswith(", 3), uint8]")
+    with pytest.raises(ShapeFuncError, match="image.decode: cannot decode the 5 bytes"):
+        evaluate(f, np.arange(5, dtype="uint8"))
+    with pytest.raises(RelayTypeError, match="must be a 1-d uint8 tensor"):
+        infer_type(relay.op.image_decode.decode(relay.var("f", shape=(4,))))
 
 
 def test_onnx_import_keeps_static_compress_and_folds_constant_nonzero():

@@ -1,4 +1,5 @@
-"""ONNX operators whose output size depends on the data: NonZero, Unique, NonMaxSuppression
+"""ONNX operators whose output size depends on the data: NonZero, Unique, NonMaxSuppression,
+ImageDecoder (a host operator: Pillow decodes, see relay/op/image_decode.py)
 (Compress, in ``indexing``, uses relay.compress when its condition is not a constant).
 
 NonZero of a constant folds at import time; otherwise these map to relay's ``argwhere``,
@@ -12,7 +13,7 @@ import numpy as np
 
 from ...expr import TupleGetItem, const
 from ...op import data_dependent as dd
-from ...op import transform, vision
+from ...op import image_decode, transform, vision
 from .context import ImportContext, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -50,3 +51,11 @@ def _nms(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
     if center not in (0, 1):
         raise ctx.fail(f"center_point_box must be 0 or 1, got {center}")
     return vision.all_class_non_max_suppression(boxes, scores, *args, center_point_box=center)
+
+
+@converter("ImageDecoder")
+def _image_decoder(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    fmt = attrs.get("pixel_format", "RGB")
+    if fmt not in ("RGB", "BGR", "Grayscale"):
+        raise ctx.fail(f"pixel_format {fmt!r}: expected RGB, BGR or Grayscale")
+    return image_decode.decode(inputs[0], fmt)
