@@ -5,8 +5,8 @@ The output extent that depends on the data (``count``) is a symbolic size of the
 the caller runs the operator's shape function on the host, allocates the output, and the kernel
 (bound to that array's shape) fills it; every store is guarded by ``position < count``, so a
 smaller output than the data gives is never overrun. The loops are plain serial ones (the
-counts are running sums); ``unique`` and the candidate ranking of NMS compare all pairs:
-quadratic in the number of elements / boxes, kept simple for correctness.
+counts are running sums); unique and the NMS candidates are ordered by a stable merge sort
+(O(n log n) comparisons); the greedy suppression compares each candidate with the boxes kept.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .. import te
 from ..tir import expr as E
 from ..tir import ir_builder
 from ..tir.expr import PrimExpr, const
-from ..tir.op import if_then_else
+from ..tir.op import if_then_else, isnan
 from ..tir.op import max as tmax
 from ..tir.op import min as tmin
 
@@ -97,17 +97,52 @@ def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any
                      tag="compress")
 
 
+def _merge_sort(ib: Any, idx: Any, tmp: Any, n: PrimExpr, right_first: Any, flag: Any) -> None:
+    """Stable bottom-up merge sort of the ``n`` entries of ``idx`` (``tmp``: scratch of the same
+    size). ``right_first(flag, a, b)`` emits code setting ``flag[0]`` to 1 when entry ``a`` (from
+    the right run) must come before ``b`` (from the left run), else 0."""
+    i = ib.allocate("int32", (1,), name="ms_i", scope="local")
+    j = ib.allocate("int32", (1,), name="ms_j", scope="local")
+    with ib.for_range(0, 31, name="pass_") as p:
+        width = const(1, "int32") << p
+        with ib.if_scope(width < n):
+            with ib.for_range(0, (n + 2 * width - 1) // (2 * width), name="blk") as blk:
+                lo = blk * 2 * width
+                mid = tmin(lo + width, n)
+                hi = tmin(lo + 2 * width, n)
+                i[0] = lo
+                j[0] = mid
+                with ib.for_range(0, hi - lo, name="t") as t:
+                    flag[0] = 0
+                    with ib.if_scope(E.And(i[0] < mid, j[0] < hi)):
+                        right_first(flag, idx[j[0]], idx[i[0]])
+                    with ib.if_scope(E.And(i[0] < mid, E.Or(j[0] >= hi, flag[0] == 0))):
+                        tmp[lo + t] = idx[i[0]]
+                        i[0] = i[0] + 1
+                    with ib.else_scope():
+                        tmp[lo + t] = idx[j[0]]
+                        j[0] = j[0] + 1
+            with ib.for_range(0, n, name="t") as t:
+                idx[t] = tmp[t]
+
+
 def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
            ) -> list[te.Tensor]:
     """ONNX Unique: ``(Y, indices, inverse_indices, counts)`` with ``count`` unique elements
-    (``axis=None``) or slices along ``axis``; sorted ascending (slices lexicographically, in
-    row-major order of the other axes) or in order of first occurrence."""
+    (``axis=None``: flattened; NaNs are one value, sorted last, as numpy) or slices along
+    ``axis``; sorted ascending (slices lexicographically, in row-major order of the other axes)
+    or in order of first occurrence.
+
+    A stable merge sort of the positions (O(n log n) comparisons) groups equal values; the first
+    of each group is its first occurrence; for the unsorted order the groups are re-ranked by
+    their first occurrence."""
     shape = list(data.shape)
     if axis is not None:
         axis %= len(shape)
     outer, n, inner = _axis_split(shape, axis)
     y_shape = [count] if axis is None else [count if d == axis else s for d, s in enumerate(shape)]
     span = outer * inner
+    nan_aware = axis is None and data.dtype.startswith(("float", "bfloat"))
 
     def body(ins: list, outs: list) -> Any:
         ib = ir_builder.create()
@@ -118,69 +153,76 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
         def elem(j: PrimExpr, e: PrimExpr) -> PrimExpr:
             return x[((e // inner) * n + j) * inner + e % inner]
 
-        def equal(flag: Any, j: PrimExpr, i: PrimExpr) -> None:
-            """flag[0] = slice j == slice i."""
-            flag[0] = 1
-            with ib.for_range(0, span, name="e") as e:
-                with ib.if_scope(elem(j, e) != elem(i, e)):
-                    flag[0] = 0
-
-        def less(state: Any, j: PrimExpr, i: PrimExpr) -> None:
-            """state[0] = 1 when slice j < slice i (lexicographically), 2 when greater, else 0."""
+        def compare(state: Any, a: PrimExpr, b: PrimExpr) -> None:
+            """state[0] = 1 when slice a < slice b (lexicographically), 2 when greater, else 0."""
             state[0] = 0
+            if nan_aware:  # one element: NaN equals NaN and sorts after every number
+                va, vb = x[a], x[b]
+                na, nb_ = isnan(va), isnan(vb)
+                with ib.if_scope(E.Or(E.And(E.Not(na), nb_), va < vb)):
+                    state[0] = 1
+                with ib.else_scope():
+                    with ib.if_scope(E.Or(E.And(na, E.Not(nb_)), va > vb)):
+                        state[0] = 2
+                return
             with ib.for_range(0, span, name="e") as e:
                 with ib.if_scope(state[0] == 0):
-                    with ib.if_scope(elem(j, e) < elem(i, e)):
+                    with ib.if_scope(elem(a, e) < elem(b, e)):
                         state[0] = 1
                     with ib.else_scope():
-                        with ib.if_scope(elem(j, e) > elem(i, e)):
+                        with ib.if_scope(elem(a, e) > elem(b, e)):
                             state[0] = 2
 
-        first = ib.allocate("int32", (n,), name="first")
-        pos = ib.allocate("int32", (n,), name="pos")
-        flag = ib.allocate("int32", (1,), name="flag", scope="local")
+        order = ib.allocate("int32", (n,), name="order")
+        tmp = ib.allocate("int32", (n,), name="tmp")
+        group = ib.allocate("int32", (n,), name="group")  # position -> its group
+        first = ib.allocate("int32", (n,), name="first")  # group -> its first position
         st = ib.allocate("int32", (1,), name="st", scope="local")
-        p = ib.allocate("int32", (1,), name="p", scope="local")
-        # first[i]: slice i is the first occurrence of its value
-        with ib.for_range(0, n, name="i") as i:
-            first[i] = 1
-            with ib.for_range(0, i, name="j") as j:
-                with ib.if_scope(first[i] == 1):
-                    equal(flag, j, i)
-                    with ib.if_scope(flag[0] == 1):
-                        first[i] = 0
-        # pos[i]: the output position of a first occurrence
-        with ib.for_range(0, n, name="i") as i:
-            with ib.if_scope(first[i] == 1):
-                p[0] = 0
-                with ib.for_range(0, n, name="j") as j:
-                    with ib.if_scope(first[j] == 1):
-                        if is_sorted:
-                            less(st, j, i)
-                            with ib.if_scope(st[0] == 1):
-                                p[0] = p[0] + 1
-                        else:
-                            with ib.if_scope(j < i):
-                                p[0] = p[0] + 1
-                pos[i] = p[0]
-                with ib.if_scope(p[0] < m):
-                    idx[p[0]] = E.cast(i, "int64")
-                    cnt[p[0]] = const(0, "int64")
-                    with ib.for_range(0, span, name="e") as e:
-                        y[((e // inner) * m + p[0]) * inner + e % inner] = elem(i, e)
-        # inverse_indices and counts: each slice's first occurrence
-        with ib.for_range(0, n, name="i") as i:
-            st[0] = -1
-            with ib.for_range(0, i + 1, name="j") as j:
-                with ib.if_scope(st[0] < 0):
-                    with ib.if_scope(first[j] == 1):
-                        equal(flag, j, i)
-                        with ib.if_scope(flag[0] == 1):
-                            st[0] = j
-            p[0] = pos[st[0]]
-            inv[i] = E.cast(p[0], "int64")
-            with ib.if_scope(p[0] < m):
-                cnt[p[0]] = cnt[p[0]] + const(1, "int64")
+        g = ib.allocate("int32", (1,), name="g", scope="local")
+        with ib.for_range(0, n, name="t") as t:
+            order[t] = t
+
+        def right_first(flag: Any, a: PrimExpr, b: PrimExpr) -> None:
+            compare(flag, a, b)
+            with ib.if_scope(flag[0] != 1):
+                flag[0] = 0
+
+        _merge_sort(ib, order, tmp, n, right_first, st)
+        # groups of equal slices, in sorted order; a stable sort puts each first occurrence first
+        g[0] = -1
+        with ib.for_range(0, n, name="t") as t:
+            st[0] = 1
+            with ib.if_scope(t > 0):
+                compare(st, order[t - 1], order[t])
+                with ib.if_scope(st[0] != 0):
+                    st[0] = 1
+            with ib.if_scope(st[0] != 0):
+                g[0] = g[0] + 1
+                first[g[0]] = order[t]
+            group[order[t]] = g[0]
+        # rank: group -> output position (tmp reused): sorted, the group itself; else the
+        # groups by first occurrence (a scan of the positions, counting the first ones)
+        if is_sorted:
+            with ib.for_range(0, n, name="t") as t:
+                tmp[t] = t
+        else:
+            st[0] = 0
+            with ib.for_range(0, n, name="t") as t:
+                with ib.if_scope(first[group[t]] == t):
+                    tmp[group[t]] = st[0]
+                    st[0] = st[0] + 1
+        with ib.for_range(0, g[0] + 1, name="h") as h:
+            pos = tmp[h]
+            with ib.if_scope(pos < m):
+                idx[pos] = E.cast(first[h], "int64")
+                cnt[pos] = const(0, "int64")
+                with ib.for_range(0, span, name="e") as e:
+                    y[((e // inner) * m + pos) * inner + e % inner] = elem(first[h], e)
+        with ib.for_range(0, n, name="t") as t:
+            pos = tmp[group[t]]
+            inv[t] = E.cast(pos, "int64")
+            with ib.if_scope(pos < m):
+                cnt[pos] = cnt[pos] + const(1, "int64")
         return ib.get()
 
     outs = te.extern([y_shape, [count], [n], [count]], [data], body, name="unique",
@@ -242,6 +284,7 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
         has_s = size(score_threshold) > 0
         order = ib.allocate("int32", (n,), name="order")
         kept = ib.allocate("int32", (n,), name="kept")
+        tmp = ib.allocate("int32", (n,), name="tmp")
         total = ib.allocate("int32", (1,), name="total", scope="local")
         ncand = ib.allocate("int32", (1,), name="ncand", scope="local")
         nk = ib.allocate("int32", (1,), name="nk", scope="local")
@@ -255,18 +298,19 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
                 def cand(i: PrimExpr) -> PrimExpr:
                     return E.Or(E.Not(has_s), sc[base + i] > E.cast(so[0], sc.dtype))
 
-                # the candidates by decreasing score, ties by index
+                # the candidates (in index order), stably sorted by decreasing score: ties
+                # keep the lower box index first
                 ncand[0] = 0
                 with ib.for_range(0, n, name="i") as i:
                     with ib.if_scope(cand(i)):
-                        r[0] = 0
-                        with ib.for_range(0, n, name="j") as j:
-                            before = E.Or(sc[base + j] > sc[base + i],
-                                          E.And(sc[base + j] == sc[base + i], j < i))
-                            with ib.if_scope(E.And(cand(j), before)):
-                                r[0] = r[0] + 1
-                        order[r[0]] = i
+                        order[ncand[0]] = i
                         ncand[0] = ncand[0] + 1
+
+                def right_first(flag: Any, a: PrimExpr, b0: PrimExpr) -> None:
+                    with ib.if_scope(sc[base + a] > sc[base + b0]):
+                        flag[0] = 1
+
+                _merge_sort(ib, order, tmp, ncand[0], right_first, r)
                 nk[0] = 0
                 with ib.for_range(0, n, name="k") as k:
                     with ib.if_scope(E.And(k < ncand[0], E.cast(nk[0], "int64") < limit)):
