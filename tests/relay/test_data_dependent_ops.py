@@ -242,15 +242,15 @@ def test_unique(axis, is_sorted):
     _both(f, args, ref)
 
 
-def test_unique_nan_and_large():
+@pytest.mark.parametrize("is_sorted", [True, False])
+def test_unique_nan_and_large(is_sorted):
     """NaNs are one value, sorted last (numpy, onnx's reference); sizes over many merge passes."""
     x = relay.var("x", shape=(relay.Any(),))
-    for is_sorted in (True, False):
-        f = _func(lambda a: relay.unique(a, is_sorted).astuple(), x)
-        nan = np.array([2.0, np.nan, 1.0, np.nan, 2.0, -0.5], "float32")
-        args = [(nan,), (rng.integers(-40, 40, 997).astype("float32"),),
-                (rng.standard_normal(1024).astype("float32"),)]
-        _both(f, args, lambda a: _onnx_ref("Unique", [a], 4, sorted=int(is_sorted)))
+    f = _func(lambda a: relay.unique(a, is_sorted).astuple(), x)
+    nan = np.array([2.0, np.nan, 1.0, np.nan, 2.0, -0.5], "float32")
+    args = [(nan,), (rng.integers(-40, 40, 997).astype("float32"),),
+            (rng.standard_normal(1024).astype("float32"),)]
+    _both(f, args, lambda a: _onnx_ref("Unique", [a], 4, sorted=int(is_sorted)))
 
 
 def test_unique_errors():
