@@ -55,6 +55,21 @@ def test_extern_symbolic_count_feeds_a_compute():
         np.testing.assert_array_equal(out.numpy(), want)
 
 
+def test_extern_reads_a_cache_read_copy():
+    n = te.var("n")
+    a = te.placeholder((n,), name="A")
+    c = te.extern((n,), [a], _positives, name="C", dtype="int32")
+    d = te.compute((n,), lambda i: c[i] + 1, name="D")
+    s = te.create_schedule(d.op)
+    aa = s.cache_read(a, "global", [c])
+    assert s[d].op.input_tensors[0].op.input_tensors == [aa]
+    f = tvm.build(s, [a, d])
+    x = np.array([1.0, -1.0, 2.0, 3.0, -2.0], "float32")
+    out = tvm.nd.array(np.zeros(5, "int32"))
+    f(tvm.nd.array(x), out)
+    np.testing.assert_array_equal(out.numpy()[:3], [1, 3, 4])  # 0, 2, 3 (+1); the rest unset
+
+
 def test_extern_multiple_outputs_and_let():
     n = te.var("n")
     a = te.placeholder((n, 3), name="A")
@@ -88,6 +103,9 @@ def test_extern_errors():
     s[b].compute_inline()
     with pytest.raises(ValueError, match="input of extern stage C and cannot be compute_inline"):
         tvm.lower(s, [a, c])
+    s = te.create_schedule(c.op)
+    with pytest.raises(TypeError, match="split: stage C is an extern stage"):
+        s[c].split(b.op.axis[0], 4)
     with pytest.raises(TypeError, match="returned None"):
         te.extern((n,), [a], lambda ins, outs: None, name="E")
     with pytest.raises(TypeError, match="inputs must be a list of te.Tensors"):
