@@ -332,6 +332,11 @@ def test_non_max_suppression_errors():
     with pytest.raises(RelayTypeError, match="iou_threshold must be a scalar"):
         infer_type(relay.vision.all_class_non_max_suppression(
             bx4, relay.var("s6", shape=(1, 1, 6)), one, relay.const(np.ones(2, "float32")), th))
+    anyb = relay.var("ab", shape=(1, relay.Any(), 4))
+    f = _func(lambda b, s: relay.vision.all_class_non_max_suppression(b, s, one, th, th), anyb,
+              relay.var("as", shape=(1, 1, relay.Any())))
+    with pytest.raises(ShapeFuncError, match=r"boxes \(1, 5, 4\) and scores \(1, 1, 6\) disagree"):
+        evaluate(f, np.ones((1, 5, 4), "float32"), np.ones((1, 1, 6), "float32"))
     with pytest.raises(ValueError, match="center_point_box must be 0 or 1"):
         relay.vision.all_class_non_max_suppression(bx4, sc, one, th, th, center_point_box=2)
 

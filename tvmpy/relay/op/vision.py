@@ -85,6 +85,10 @@ def non_max_suppression_np(boxes: np.ndarray, scores: np.ndarray, max_out: Any =
                            iou: Any = None, score: Any = None, center_point_box: int = 0
                            ) -> np.ndarray:
     """The reference: ``(count, 3)`` int64 rows [batch, class, box]."""
+    if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3 \
+            or boxes.shape[0] != scores.shape[0] or boxes.shape[1] != scores.shape[2]:
+        raise ValueError(f"non_max_suppression: boxes {boxes.shape} must be (batch, boxes, 4) and "
+                         f"scores {scores.shape} (batch, classes, boxes)")
     m = _first(max_out) if max_out is not None else None
     limit = max(int(m), 0) if m is not None else 0
     iou_t = _first(iou) if iou is not None else None
