@@ -281,6 +281,7 @@ def test_unique_errors():
 def _nms_inputs(b, c, n, center, tie_scores):
     xy = rng.uniform(0, 4, (b, n, 2))
     wh = rng.uniform(0.5, 3, (b, n, 2))
+    wh[rng.random((b, n, 2)) < 0.1] = 0  # degenerate boxes (zero area) are never suppressed
     if center:
         boxes = np.concatenate([xy, wh], -1)
     else:  # corners in either order (flipped boxes)

@@ -52,33 +52,32 @@ def _first(v: Any) -> Any:
     return a[0] if a.size else None
 
 
-def _suppress(b1: np.ndarray, b2: np.ndarray, center: bool, iou: Any) -> bool:
-    """onnx's rule (its operation order and dtype): IoU strictly above the threshold."""
+def _extents(b: np.ndarray, center: bool) -> tuple[np.ndarray, ...]:
+    """(x_min, x_max, y_min, y_max) of boxes ``b`` (..., 4), computed as onnx's reference does
+    (in the boxes' dtype): corners [y1, x1, y2, x2] in either order, or [x, y, w, h]."""
     if center:
-        x1_min, x1_max = b1[0] - b1[2] / 2, b1[0] + b1[2] / 2
-        x2_min, x2_max = b2[0] - b2[2] / 2, b2[0] + b2[2] / 2
-        y1_min, y1_max = b1[1] - b1[3] / 2, b1[1] + b1[3] / 2
-        y2_min, y2_max = b2[1] - b2[3] / 2, b2[1] + b2[3] / 2
-    else:
-        x1_min, x1_max = min(b1[1], b1[3]), max(b1[1], b1[3])
-        x2_min, x2_max = min(b2[1], b2[3]), max(b2[1], b2[3])
-        y1_min, y1_max = min(b1[0], b1[2]), max(b1[0], b1[2])
-        y2_min, y2_max = min(b2[0], b2[2]), max(b2[0], b2[2])
-    ix_min, ix_max = max(x1_min, x2_min), min(x1_max, x2_max)
-    if ix_max <= ix_min:
-        return False
-    iy_min, iy_max = max(y1_min, y2_min), min(y1_max, y2_max)
-    if iy_max <= iy_min:
-        return False
-    inter = (ix_max - ix_min) * (iy_max - iy_min)
-    if inter <= 0:
-        return False
-    a1 = (x1_max - x1_min) * (y1_max - y1_min)
-    a2 = (x2_max - x2_min) * (y2_max - y2_min)
-    union = a1 + a2 - inter
-    if a1 <= 0 or a2 <= 0 or union <= 0:
-        return False
-    return bool(inter / union > iou)
+        return (b[..., 0] - b[..., 2] / 2, b[..., 0] + b[..., 2] / 2,
+                b[..., 1] - b[..., 3] / 2, b[..., 1] + b[..., 3] / 2)
+    return (np.minimum(b[..., 1], b[..., 3]), np.maximum(b[..., 1], b[..., 3]),
+            np.minimum(b[..., 0], b[..., 2]), np.maximum(b[..., 0], b[..., 2]))
+
+
+def _suppressed(top: np.ndarray, rest: np.ndarray, center: bool, iou: Any) -> np.ndarray:
+    """Which of the boxes ``rest`` the kept box ``top`` suppresses: onnx's rule (IoU strictly
+    above the threshold, every area positive), vectorized. The rule is symmetric in its two
+    boxes (min/max and a sum of two areas commute exactly), so suppressing the remaining
+    candidates by each kept box in turn gives the reference's greedy result."""
+    x1, X1, y1, Y1 = _extents(top, center)
+    x2, X2, y2, Y2 = _extents(rest, center)
+    ix0, ix1 = np.maximum(x1, x2), np.minimum(X1, X2)
+    iy0, iy1 = np.maximum(y1, y2), np.minimum(Y1, Y2)
+    with np.errstate(all="ignore"):
+        inter = (ix1 - ix0) * (iy1 - iy0)
+        a1 = (X1 - x1) * (Y1 - y1)
+        a2 = (X2 - x2) * (Y2 - y2)
+        union = a1 + a2 - inter
+        return ((ix1 > ix0) & (iy1 > iy0) & (inter > 0) & (a1 > 0) & (a2 > 0) & (union > 0)
+                & (inter / union > iou))
 
 
 def non_max_suppression_np(boxes: np.ndarray, scores: np.ndarray, max_out: Any = None,
@@ -94,21 +93,22 @@ def non_max_suppression_np(boxes: np.ndarray, scores: np.ndarray, max_out: Any =
     iou_t = _first(iou) if iou is not None else None
     iou_t = iou_t if iou_t is not None else boxes.dtype.type(0)
     s_t = _first(score) if score is not None else None
+    center = bool(center_point_box)
     rows = []
     nb, nc, n = scores.shape
     for b in range(nb):
         for c in range(nc):
             sc = scores[b, c]
-            cand = [i for i in range(n) if s_t is None or sc[i] > s_t]
-            cand.sort(key=lambda i: (-sc[i], i))
-            kept: list[int] = []
-            for i in cand:
-                if len(kept) >= limit:
-                    break
-                if not any(_suppress(boxes[b, i], boxes[b, j], bool(center_point_box), iou_t)
-                           for j in kept):
-                    kept.append(i)
-                    rows.append((b, c, i))
+            cand = np.arange(n) if s_t is None else np.nonzero(sc > s_t)[0]
+            # by decreasing score; a stable sort keeps ties in box order
+            cand = cand[np.argsort(-sc[cand], kind="stable")]
+            kept = 0
+            while cand.size and kept < limit:
+                top = cand[0]
+                rows.append((b, c, int(top)))
+                kept += 1
+                rest = cand[1:]
+                cand = rest[~_suppressed(boxes[b, top], boxes[b, rest], center, iou_t)]
     return np.array(rows, "int64").reshape(-1, 3)
 
 
