@@ -431,3 +431,34 @@ def test_onnx_import_keeps_static_compress_and_folds_constant_nonzero():
     y, z = evaluate(mod["main"], x, **params) if params else evaluate(mod["main"], x)
     np.testing.assert_array_equal(np.asarray(y), x[:, [0, 2]])
     np.testing.assert_array_equal(np.asarray(z), [[0, 1], [0, 1]])
+
+
+def test_onnx_masked_select_pipeline():
+    """Greater -> NonZero -> Transpose -> GatherND -> Relu -> Unique, ReduceSum: ordinary ops
+    after data-dependent ones, a symbolic batch, every input fed at run time (interpreter)."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    nodes = [helper.make_node("Greater", ["x", "t"], ["m"]),
+             helper.make_node("NonZero", ["m"], ["nz"]),
+             helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx"], ["sel"]),
+             helper.make_node("Relu", ["sel"], ["r"]),
+             helper.make_node("Unique", ["r"], ["u", "ui", "uinv", "uc"]),
+             helper.make_node("ReduceSum", ["sel"], ["s"], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3]),
+                     helper.make_tensor_value_info("t", TensorProto.FLOAT, [])],
+        [helper.make_empty_tensor_value_info(o) for o in ("idx", "sel", "u", "uc", "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rep = TvmpyBackend.prepare(model, executor="debug", bind_inputs=False)
+    ref = ReferenceEvaluator(model)
+    for n in (1, 4, 9):
+        for t in (-10.0, 0.3, 10.0):  # all, some, none selected
+            x = np.round(rng.standard_normal((n, 3)), 1).astype("float32")
+            feeds = {"x": x, "t": np.array(t, "float32")}
+            for got, want in zip(rep.run([x, feeds["t"]]), ref.run(None, feeds)):
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=1e-6)
