@@ -94,22 +94,31 @@ def non_max_suppression_np(boxes: np.ndarray, scores: np.ndarray, max_out: Any =
     iou_t = iou_t if iou_t is not None else boxes.dtype.type(0)
     s_t = _first(score) if score is not None else None
     center = bool(center_point_box)
-    rows = []
     nb, nc, n = scores.shape
+    out = []
     for b in range(nb):
-        for c in range(nc):
-            sc = scores[b, c]
-            cand = np.arange(n) if s_t is None else np.nonzero(sc > s_t)[0]
-            # by decreasing score; a stable sort keeps ties in box order
-            cand = cand[np.argsort(-sc[cand], kind="stable")]
-            kept = 0
-            while cand.size and kept < limit:
-                top = cand[0]
-                rows.append((b, c, int(top)))
-                kept += 1
-                rest = cand[1:]
-                cand = rest[~_suppressed(boxes[b, top], boxes[b, rest], center, iou_t)]
-    return np.array(rows, "int64").reshape(-1, 3)
+        # every class at once: each step keeps the best live candidate of every class still
+        # going, and kills the live candidates it suppresses (classes are independent)
+        sc = scores[b]
+        live = np.ones((nc, n), bool) if s_t is None else sc > s_t
+        key = np.where(live, -sc, np.inf)  # candidates by decreasing score, then box index
+        order = np.argsort(key, axis=1, kind="stable")
+        live = np.take_along_axis(live, order, axis=1)
+        sboxes = boxes[b][order]  # (classes, boxes, 4) in each class's order
+        picks: list[list[int]] = [[] for _ in range(nc)]
+        rows_c = np.arange(nc)
+        for _ in range(min(limit, n)):
+            going = live.any(axis=1)
+            if not going.any():
+                break
+            pos = np.argmax(live, axis=1)
+            top = sboxes[rows_c, pos]
+            for c in np.nonzero(going)[0]:
+                picks[c].append(int(order[c, pos[c]]))
+            live[rows_c, pos] = False
+            live &= ~(_suppressed(top[:, None, :], sboxes, center, iou_t) & going[:, None])
+        out.extend((b, c, i) for c in range(nc) for i in picks[c])
+    return np.array(out, "int64").reshape(-1, 3)
 
 
 def _nms_np(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
