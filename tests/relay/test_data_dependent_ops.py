@@ -353,6 +353,12 @@ def test_shape_func_needs_the_values():
         concrete_type(call.op, call.attrs, [x.type_annotation])
 
 
+def test_no_gpu_kernel():
+    call = infer_type(relay.argwhere(relay.var("x", shape=(3,))))
+    with pytest.raises(NotImplementedError, match="argwhere: no GPU kernel"):
+        lower_call(call, placeholders_for(call), "cuda")
+
+
 def test_graph_executor_refuses_a_data_dependent_shape():
     x = relay.var("x", shape=(4, 3))
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.argwhere(x)))

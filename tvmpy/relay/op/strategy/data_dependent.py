@@ -55,7 +55,16 @@ def _strategy(name: str, key: str) -> Any:
     return fstrategy
 
 
+def _no_gpu(name: str) -> Any:
+    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+        raise NotImplementedError(f"{name}: no GPU kernel (its te.extern kernel is serial CPU "
+                                  f"code, a running count); compile it for an llvm target")
+
+    return fstrategy
+
+
 for _name in COMPUTES:
     register_strategy_func(_name, "generic", _strategy(_name, "generic"))
     register_strategy_func(_name, "cpu", _strategy(_name, "x86"))
+    register_strategy_func(_name, "gpu", _no_gpu(_name))
 del _name
