@@ -80,10 +80,13 @@ def test_extern_multiple_outputs_and_let():
         with ib.for_range(0, ins[0].shape[0], name="r") as r:
             base = ib.let("base", r * 3)
             lo[r] = tvm.te.min(x[base], x[base + 1], x[base + 2])
-            hi[r] = tvm.te.max(x[base], x[base + 1], x[base + 2])
+            m2 = ins[0]  # the placeholder Buffer itself: multi-dimensional loads
+            hi[r] = tvm.te.max(m2[r, 0], m2[r, 1], m2[r, 2])
         return ib.get()
 
-    lo, hi = te.extern([(n,), (n,)], [a], body, name="minmax")
+    outs = [tvm.tir.decl_buffer((n,), "float32", "lo_buf"), tvm.tir.decl_buffer((n,), "float32", "hi_buf")]
+    lo, hi = te.extern([(n,), (n,)], [a], body, name="minmax", out_buffers=outs)
+    assert lo.op.output_placeholders[0] is outs[0]
     s = te.create_schedule([lo.op])
     f = tvm.build(s, [a, lo, hi])
     for rows in (1, 5, 17):
