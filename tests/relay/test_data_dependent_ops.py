@@ -237,7 +237,7 @@ def test_compress_condition_past_the_end():
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_unique(axis, is_sorted):
     x = relay.var("x", shape=(relay.Any(), 4))
-    f = _func(lambda a: relay.unique(a, is_sorted, axis).astuple(), x)
+    f = _func(lambda a: relay.unique(a, is_sorted, axis=axis).astuple(), x)
     ty = f.body.checked_type
     assert [str(t.dtype) for t in ty.fields] == ["float32", "int64", "int64", "int64"]
     args = []
@@ -278,6 +278,8 @@ def test_unique_errors():
     x = relay.var("x", shape=(3, 4))
     with pytest.raises(RelayTypeError, match="axis"):
         infer_type(relay.unique(x, axis=2).astuple())
+    with pytest.raises(TypeError):  # TVM's positional return_counts is not an axis here
+        relay.unique(x, True, True)
 
 
 # ---- non-max suppression -------------------------------------------------------------------

@@ -159,11 +159,12 @@ register_op_attr("unique", "FNumpy", lambda attrs, ins, t: unique_np(ins[0], att
 register_shape_func("unique", _unique_shape, data_dependent=True)
 
 
-def unique(data: RelayExpr, is_sorted: bool = True, axis: int | None = None) -> TupleWrapper:
+def unique(data: RelayExpr, is_sorted: bool = True, *, axis: int | None = None) -> TupleWrapper:
     """ONNX Unique: ``(Y, indices, inverse_indices, counts)`` (int64 indices), sorted or in
     order of first occurrence, of the elements (``axis=None``: flattened) or of the slices along
     ``axis``. (TVM's ``relay.unique`` pads its outputs to the input size and returns the count;
-    this one returns exactly-sized outputs, as ONNX does.)"""
+    this one returns exactly-sized outputs, as ONNX does; ``axis`` is keyword-only so that TVM's
+    positional ``return_counts`` is refused rather than taken for an axis.)"""
     call = make_call("unique", [data], {"is_sorted": bool(is_sorted),
                                         "axis": None if axis is None else int(axis)})
     return TupleWrapper(call, 4)
