@@ -147,7 +147,7 @@ def _compiled(func):
     def run(*args):
         shapes = shape_func(call.op, call.attrs, list(args))
         res = [tvm.nd.array(np.zeros(s, o.dtype)) for s, o in zip(shapes, outs)]
-        mod(*[tvm.nd.array(np.ascontiguousarray(a)) for a in args], *res)
+        mod(*[tvm.nd.array(np.require(a, requirements='C')) for a in args], *res)
         return [r.numpy() for r in res]
 
     return run
@@ -200,6 +200,9 @@ def test_argwhere(shape):
     args = [(_sparse(s, p),) for s in sizes for p in (0.0, 0.4, 1.0)]
     counts = _both(f, args, lambda a: [np.argwhere(a).astype("int32")])
     assert {c[0] for c in counts} >= {0}  # none selected among them
+    scalar = _func(relay.argwhere, relay.var("s", shape=()))  # (count, 0): count is 0 or 1
+    _both(scalar, [(np.array(v, "float32"),) for v in (2.5, 0.0)],
+          lambda a: [np.zeros((int(a != 0), 0), "int32")])
     booleans = relay.var("b", shape=(4, 3), dtype="bool")
     fb = _func(relay.argwhere, booleans)
     _both(fb, [(rng.random((4, 3)) < p,) for p in (0, 0.5, 1)],
@@ -473,3 +476,25 @@ def test_onnx_masked_select_pipeline():
             for got, want in zip(rep.run([x, feeds["t"]]), ref.run(None, feeds)):
                 assert got.shape == want.shape and got.dtype == want.dtype
                 np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_onnx_nonzero_of_a_scalar_and_bool():
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    for elem, shape, values in ((TensorProto.FLOAT, [], [np.array(0.0, "float32"),
+                                                        np.array(-3.0, "float32")]),
+                                (TensorProto.BOOL, [2, 1, 3], [rng.random((2, 1, 3)) < p
+                                                               for p in (0, 0.5, 1)])):
+        graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("x", elem, shape)],
+                                  [helper.make_empty_tensor_value_info("y")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        rep = TvmpyBackend.prepare(model, executor="debug", bind_inputs=False)
+        for v in values:
+            (want,) = ReferenceEvaluator(model).run(None, {"x": v})
+            (got,) = rep.run([v])
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
