@@ -145,7 +145,7 @@ def _compiled(func):
     mod = tvm.build(schedule(outs), [*ins, *outs], "llvm")
 
     def run(*args):
-        shapes = shape_func(call.op, call.attrs, list(args))
+        shapes = call.op.get_attr("FShapeFunc")(call.attrs, list(args))
         res = [tvm.nd.array(np.zeros(s, o.dtype)) for s, o in zip(shapes, outs)]
         mod(*[tvm.nd.array(np.require(a, requirements='C')) for a in args], *res)
         return [r.numpy() for r in res]
@@ -354,11 +354,16 @@ def test_shape_func_needs_the_values():
     x = relay.var("x", shape=(3,))
     call = infer_type(relay.argwhere(x))
     assert is_data_dependent(call.op)
-    assert shape_func(call.op, call.attrs, [np.array([0.0, 2.0, -1.0], "float32")]) == [(2, 1)]
+    fn = call.op.get_attr("FShapeFunc")  # fn(attrs, input arrays), as an executor calls it
+    assert fn(call.attrs, [np.array([0.0, 2.0, -1.0], "float32")]) == [(2, 1)]
     from tvmpy.relay.op.shape_func import concrete_type
 
-    with pytest.raises(ShapeFuncError, match="depends on its input values"):
+    with pytest.raises(ShapeFuncError, match="depends on the input values"):
+        shape_func(call.op, call.attrs, [(3,)])
+    with pytest.raises(ShapeFuncError, match="depends on input values"):
         concrete_type(call.op, call.attrs, [x.type_annotation])
+    t = concrete_type(call.op, call.attrs, [x.type_annotation], [np.array([1.0, 0.0, 3.0], "float32")])
+    assert tuple(t.shape) == (2, 1) and t.dtype == "int32"
 
 
 def test_no_gpu_kernel():

@@ -164,7 +164,14 @@ def _concrete_out_type(c: Any, args: list[Any], shapes: dict[str, int]) -> Any:
     try:
         return ev(c.checked_type)
     except (KeyError, ValueError):
-        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args], args)
+        flat = [x for a in args for x in _flat_values(a)]
+        return concrete_type(c.op, c.attrs, [_value_type(a) for a in args], flat)
+
+
+def _flat_values(v: Any) -> list[Any]:
+    if isinstance(v, (tuple, list)):
+        return [x for f in v for x in _flat_values(f)]
+    return [np.asarray(v)]
 
 
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:

@@ -7,9 +7,8 @@ shapes are known: ``shape_func(op, attrs, input_shapes) -> [output shape, ...]``
 
 - ``register_shape_func(op_name, fn, data_dependent=False)`` registers ``fn(attrs, input_shapes)
   -> list of output shapes`` (input shapes: tuples of ints, tuple arguments flattened). An
-  operator whose output shape depends on its input *values* (``data_dependent``: argwhere,
-  unique, compress, non-max suppression, a reshape whose shape is a tensor) gets the input
-  *arrays* instead: ``fn(attrs, input_arrays) -> output shapes`` (the count computed on the host).
+  operator whose output shape depends on its input *values* (``data_dependent``: NonZero, a
+  reshape whose shape is a tensor) gets the input arrays instead (``relay.op.dyn``).
 - Every operator without a registered function gets the *relation shape function*: its type
   relation evaluated on the concrete input types. For a data-independent operator that is exact
   (the relation is what defines the output shape) and keeps one definition per operator; the
@@ -24,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from ..ty import TensorType, TupleType, Type
 from .registry import Op, get, register_op_attr
@@ -78,33 +75,24 @@ def _rebuild(t: Type, shapes: list[Shape], dtypes: list[str]) -> Type:
     return TensorType(shapes[0], dtypes[0])
 
 
-def _flat_values(vs: Sequence[Any]) -> list[Any]:
-    out: list[Any] = []
-    for v in vs:
-        if isinstance(v, (tuple, list)):
-            out.extend(_flat_values(v))
-        else:
-            out.append(v)
-    return out
-
-
 def concrete_type(op: Op, attrs: Any, arg_types: Sequence[Type],
-                  arg_values: Sequence[Any] | None = None) -> Type:
+                  values: Sequence[Any] | None = None) -> Type:
     """The output type of ``op`` for concrete argument types: its shape function's shapes, the
-    relation's dtypes (and tuple structure). A data-dependent operator needs ``arg_values``
-    (the argument arrays; tuples of them for tuple arguments)."""
+    relation's dtypes (and tuple structure). A data-dependent operator's shape function gets
+    the (flat) argument arrays ``values``."""
     flat_in = [x for t in arg_types for x in _flat(t)]
     fn = op.get_attr("FShapeFunc")
-    dep = bool(op.get_attr("TShapeDataDependent"))
-    if dep and fn is not None and arg_values is None:
-        raise ShapeFuncError(f"{op.name}: its output shape depends on its input values; the shape "
-                             "function needs the input arrays")
     try:
         rel = op.type_rel(list(arg_types), attrs)
         if fn is None:
             return rel
-        given = _flat_values(arg_values) if dep else [tuple(t.shape) for t in flat_in]
-        shapes = [tuple(int(d) for d in s) for s in fn(attrs, given)]
+        if is_data_dependent(op):
+            if values is None:
+                raise ValueError("its output shape depends on input values, none were given")
+            shapes = [tuple(int(d) for d in s) for s in fn(attrs, list(values))]
+        else:
+            shapes = [tuple(int(d) for d in s)
+                      for s in fn(attrs, [tuple(t.shape) for t in flat_in])]
     except (ValueError, TypeError, IndexError) as e:
         shown = ", ".join(str(tuple(t.shape)) for t in flat_in)
         raise ShapeFuncError(f"{op.name}: no output shape for input shapes {shown}: {e}") from e
@@ -115,19 +103,14 @@ def concrete_type(op: Op, attrs: Any, arg_types: Sequence[Type],
     return _rebuild(rel, shapes, [t.dtype for t in outs])
 
 
-def shape_func(op: Op | str, attrs: Any, input_shapes: Sequence[Any],
+def shape_func(op: Op | str, attrs: Any, input_shapes: Sequence[Sequence[int]],
                input_dtypes: Sequence[str] | None = None) -> list[Shape]:
     """The output shapes of ``op`` for concrete (flat) input shapes (dtypes default to
-    float32; they matter only to operators whose relation checks them); for a data-dependent
-    operator, ``input_shapes`` are the input arrays themselves."""
+    float32; they matter only to operators whose relation checks them)."""
     op = get(op) if isinstance(op, str) else op
     if is_data_dependent(op):
-        fn = op.get_attr("FShapeFunc")
-        arrays = [np.asarray(a) for a in input_shapes]
-        try:
-            return [tuple(int(d) for d in s) for s in fn(attrs, arrays)]
-        except (ValueError, TypeError, IndexError) as e:
-            raise ShapeFuncError(f"{op.name}: no output shape for these inputs: {e}") from e
+        raise ShapeFuncError(f"{op.name}: the output shape depends on the input values, not "
+                             "only their shapes (call its FShapeFunc with the input arrays)")
     dtypes = list(input_dtypes) if input_dtypes is not None else ["float32"] * len(input_shapes)
     fn = op.get_attr("FShapeFunc")
     if fn is not None:
