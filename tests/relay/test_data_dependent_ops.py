@@ -503,3 +503,36 @@ def test_onnx_nonzero_of_a_scalar_and_bool():
             (got,) = rep.run([v])
             assert got.shape == want.shape and got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+def test_whole_graph_through_the_vm():
+    """With the VM (helper vm's relay.vm.compile): one build, the data-dependent calls run their
+    compiled kernels (sized by their shape functions) between ordinary segments."""
+    vm_mod = pytest.importorskip("tvmpy.relay.vm")
+    if not hasattr(vm_mod, "compile"):
+        pytest.skip("relay.vm.compile is not on this branch")
+    from tvmpy.runtime.vm import VirtualMachine
+
+    x = relay.var("x", shape=(relay.Any(), 3))
+    b = relay.var("b", shape=(1, relay.Any(), 4))
+    s = relay.var("s", shape=(1, 2, relay.Any()))
+    u = relay.unique(relay.nn.relu(x))
+    nz = relay.argwhere(x)
+    nms = relay.vision.all_class_non_max_suppression(
+        b, s, relay.const(np.array([3], "int64")), relay.const(np.array([0.5], "float32")),
+        relay.const(np.array([0.1], "float32")))
+    c = relay.compress(x, relay.greater(relay.sum(x, axis=0), relay.const(0.0)), axis=1)
+    out = relay.Tuple([u[0], u[3], relay.add(relay.cast(nz, "float32"), relay.const(1.0)), nms, c])
+    mod = tvm.IRModule.from_expr(relay.Function([x, b, s], out))
+    exe = vm_mod.compile(mod, "llvm")
+    code = str(exe.bytecode)
+    for op in ("argwhere", "unique", "vision.all_class_non_max_suppression", "compress"):
+        assert f"kernel {op} [fused_" in code, code  # a compiled kernel, not numpy
+    vm = VirtualMachine(exe, tvm.cpu())
+    for n in (1, 5, 8):
+        xv = np.round(rng.standard_normal((n, 3)), 1).astype("float32")
+        bv, sv = _nms_inputs(1, 2, n, 0, True)
+        got = vm.run(xv, bv, sv)
+        for g, w in zip(got, evaluate(mod["main"], xv, bv, sv)):
+            np.testing.assert_array_equal(g.numpy() if hasattr(g, "numpy") else np.asarray(g),
+                                          np.asarray(w))
