@@ -418,7 +418,7 @@ def test_onnx_image_decoder_on_the_host():
     """ImageDecoder: a host operator (Pillow), no kernel; onnx's 9 node tests match exactly."""
     pytest.importorskip("PIL")
     op = relay.op.get("image.decode")
-    assert op.get_attr("TRunsOnHost") and op.get_attr("FTVMStrategy") is None
+    assert op.get_attr("TRuntimeBuiltin") and op.get_attr("FTVMStrategy") is None
     cases = _node_cases(r"test_image_decoder_")
     assert len(cases) == 9, [c.name for c in cases]
     _run_node_cases(cases)

@@ -3,7 +3,7 @@ grouped as in TVM: ``tensor`` (elementwise/broadcast), ``transform`` (shape), ``
 
 import importlib as _importlib
 
-from . import data_dependent, image, image_decode, nn, nn_int8, reduce, tensor, transform, vision  # noqa: F401
+from . import image, nn, nn_int8, reduce, tensor, transform  # noqa: F401
 from .reduce import *  # noqa: F401,F403
 from .registry import (  # noqa: F401
     Op,
@@ -20,7 +20,13 @@ from .registry import (  # noqa: F401
 from .tensor import *  # noqa: F401,F403
 from .transform import *  # noqa: F401,F403
 
+# the operators whose output size depends on the data (and image.decode, a host operator)
+for _m in ("data_dependent", "image_decode", "vision"):
+    _importlib.import_module("." + _m, __name__)
+del _m
+
 # computes and strategies per target attach to the registered ops (after all registrations)
 _importlib.import_module(".strategy", __name__)
+_importlib.import_module(".strategy.data_dependent", __name__)
 # shape functions (FShapeFunc) for every registered operator's fast path
 _importlib.import_module(".shape_func", __name__)._register_defaults()

@@ -5,9 +5,9 @@ WebP / PNM file in a 1-d uint8 tensor -> the ``(height, width, channels)`` uint8
 (channels: 3 for "RGB" and "BGR", 1 for "Grayscale"). Height and width are in the file: the
 type has ``Any`` there and the shape function decodes the header on the host.
 
-There is no kernel and no strategy: the op is marked ``TRunsOnHost`` and its ``FNumpy`` (a
-Pillow call) *is* its implementation, for the interpreter and for any executor that runs host
-functions. Pillow decodes exactly what onnx's reference expects (the reference calls Pillow
+There is no kernel and no strategy: the op is a run-time builtin (``TRuntimeBuiltin``: an
+executor runs its ``FNumpy``, a Pillow call, on the host, as the VM does for list operators);
+that *is* its implementation, in the interpreter too. Pillow decodes exactly what onnx's reference expects (the reference calls Pillow
 itself); an RGB/BGR request converts other modes (grayscale, RGBA, palette) to RGB, as the ONNX
 specification defines the output channels. Pillow is imported only when an image is decoded.
 """
@@ -63,7 +63,7 @@ def decode_np(encoded: np.ndarray, pixel_format: str = "RGB") -> np.ndarray:
 
 register_op("image.decode", _decode_rel, OpPattern.OPAQUE, 1, {"pixel_format": "RGB"})
 register_op_attr("image.decode", "FNumpy", lambda attrs, ins, t: decode_np(ins[0], attrs.pixel_format))
-register_op_attr("image.decode", "TRunsOnHost", True)
+register_op_attr("image.decode", "TRuntimeBuiltin", True)
 register_shape_func("image.decode", lambda attrs, ins: [decode_np(ins[0], attrs.pixel_format).shape],
                     data_dependent=True)
 
