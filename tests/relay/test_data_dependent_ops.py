@@ -45,6 +45,7 @@ def test_extern_symbolic_count_feeds_a_compute():
     s = te.create_schedule(d.op)
     text = str(tvm.lower(s, [a, d]))
     assert "C = allocate((m,), 'int64'" in text and "if B[i_1] > 0.0f" in text, text
+    assert "with attr(C, 'extern_scope', 0):" in text, text
     f = tvm.build(s, [a, d])
     for size, p in ((1, 0.0), (1, 1.0), (7, 0.5), (13, 0.0), (13, 1.0), (31, 0.3)):
         x = np.where(rng.random(size) < p, rng.uniform(0.6, 2, size), rng.uniform(-2, 0.4, size))

@@ -435,7 +435,8 @@ class Lowering:
             for d, rd in zip(b.shape, r.shape):
                 if isinstance(d, Var) and d not in vmap and not structural_equal(d, rd):
                     vmap[d] = rd
-        return substitute(op.body, vmap)
+        # marked as TVM marks it: where the hand-written statement of the stage begins
+        return S.AttrStmt(op, "extern_scope", 0, substitute(op.body, vmap))
 
     # ---- predicates --------------------------------------------------------------------------
     def _predicates(self, st: Stage, op: ComputeOp, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
