@@ -232,7 +232,8 @@ def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[..., Any], n
     array's shape when the function is called). ``fcompute(ins, outs)`` gets one ``tir.Buffer``
     per input and per output and returns the statement (``tir.ir_builder``'s ``ib.get()``) or
     an expression (evaluated, e.g. ``call_extern``). ``dtype``: one for all outputs or a list
-    (default: the first input's dtype). Returns the tensor, or a list for several outputs.
+    (default: the first input's dtype). Returns the tensor (also for a list of one shape, as
+    TVM does), or a list for several outputs.
     """
     from ..tir import stmt as S
     from ..tir.buffer import Buffer, decl_buffer
@@ -285,7 +286,7 @@ def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[..., Any], n
                         f"{type(body).__name__}")
     op = ExternOp(name, tag, attrs or {}, inputs, ins, outs, body)
     res = [op.output(k) for k in range(op.num_outputs)]
-    return res if multi else res[0]
+    return res if len(res) > 1 else res[0]  # TVM's: one output is the tensor itself
 
 
 def _check_no_nested_reduce(name: str, body: Sequence[PrimExpr]) -> None:
