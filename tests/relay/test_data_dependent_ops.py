@@ -537,3 +537,23 @@ def test_whole_graph_through_the_vm():
         for g, w in zip(got, evaluate(mod["main"], xv, bv, sv)):
             np.testing.assert_array_equal(g.numpy() if hasattr(g, "numpy") else np.asarray(g),
                                           np.asarray(w))
+
+
+def test_onnx_bad_attributes_name_the_node():
+    from onnx import TensorProto, helper
+
+    from tvmpy.relay.frontend import from_onnx
+    from tvmpy.relay.frontend.onnx import OnnxConvertError
+
+    def model(node, inputs):
+        vis = [helper.make_tensor_value_info(nm, t, s) for nm, t, s in inputs]
+        graph = helper.make_graph([node], "g", vis, [helper.make_empty_tensor_value_info("y")])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+    f = TensorProto.FLOAT
+    uniq = helper.make_node("Unique", ["x"], ["y"], name="uq", axis=2)
+    with pytest.raises(OnnxConvertError, match="Unique node 'uq': axis 2 is out of range"):
+        from_onnx(model(uniq, [("x", f, [3, 4])]))
+    nms = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms", center_point_box=3)
+    with pytest.raises(OnnxConvertError, match="NonMaxSuppression node 'nms': center_point_box"):
+        from_onnx(model(nms, [("b", f, [1, 4, 4]), ("s", f, [1, 1, 4])]))
