@@ -557,3 +557,20 @@ def test_onnx_bad_attributes_name_the_node():
     nms = helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms", center_point_box=3)
     with pytest.raises(OnnxConvertError, match="NonMaxSuppression node 'nms': center_point_box"):
         from_onnx(model(nms, [("b", f, [1, 4, 4]), ("s", f, [1, 1, 4])]))
+
+
+def test_empty_inputs():
+    x = relay.var("x", shape=(relay.Any(), 3))
+    empty = np.zeros((0, 3), "float32")
+    _both(_func(relay.argwhere, x), [(empty,)], lambda a: [np.argwhere(a).astype("int32")])
+    f = _func(lambda a: relay.unique(a).astuple(), x)
+    _both(f, [(empty,)], lambda a: _onnx_ref("Unique", [a.reshape(-1)], 4))
+    c = relay.var("c", shape=(relay.Any(),), dtype="bool")
+    _both(_func(lambda a, b: relay.compress(a, b, 0), x, c), [(empty, np.zeros(0, bool))],
+          lambda a, b: [np.compress(b, a, axis=0)])
+    bx, sc = relay.var("b", shape=(1, relay.Any(), 4)), relay.var("s", shape=(1, 2, relay.Any()))
+    mo, io = relay.var("m", shape=(1,), dtype="int64"), relay.var("i", shape=(1,))
+    f = _func(relay.vision.all_class_non_max_suppression, bx, sc, mo, io, relay.var("t", shape=(1,)))
+    args = (np.zeros((1, 0, 4), "float32"), np.zeros((1, 2, 0), "float32"), np.array([3], "int64"),
+            np.array([0.5], "float32"), np.array([0.1], "float32"))
+    _both(f, [args], lambda *a: _onnx_ref("NonMaxSuppression", list(a), 1))
