@@ -38,6 +38,7 @@ def op_cases():
         "nn.contrib_conv2d_winograd_weight_transform": (
             relay.nn.contrib_conv2d_winograd_weight_transform(_c(16, 5, 3, 3), 4, 8),
             (6, 6, 2, 5, 8)),
+        "shape_of": (relay.op.dyn.shape_of(x4), (4,), "int64"),
         "image.resize2d": (relay.image.resize2d(x4, (4, 18), method="nearest_neighbor"),
                            (2, 4, 4, 18)),
         "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),
@@ -157,8 +158,27 @@ def op_cases():
         cases[n] = (getattr(T, n)(m, s), (3, 5), "bool")
     for n in ["sum", "mean", "max", "min", "prod", "argmax"]:
         cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
+    cases.update(_list_cases(m))
     cases.update(_qnn_cases())
     return cases
+
+
+def _list_cases(m):
+    """The run-time list builtins (ONNX sequences), each read back as a tensor."""
+    from tvmpy.relay.op import sequence as L
+
+    i0, i1 = relay.const(np.int64(0)), relay.const(np.int64(1))
+    two = L.from_tuple(relay.Tuple([m, relay.negative(m)]), "float32")
+    return {
+        "list.empty": (L.length(L.empty("float32")), (), "int64"),
+        "list.insert": (L.at(L.insert(L.empty("float32"), m), i0), (3, 5)),
+        "list.from_tuple": (L.at(two, i1), (3, 5)),
+        "list.at": (L.at(L.insert(two, relay.exp(m), i1), i1), (3, 5)),
+        "list.erase": (L.length(L.erase(two)), (), "int64"),
+        "list.length": (L.length(two), (), "int64"),
+        "list.concat": (relay.sum(L.concat(two, 1)), ()),
+        "list.split": (L.at(L.split(m, None, 1, keepdims=False), i1), (3,)),
+    }
 
 
 def _qnn_cases():

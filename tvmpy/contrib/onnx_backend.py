@@ -32,6 +32,7 @@ from .. import relay
 from ..relay.expr import Call, Tuple, TupleGetItem
 from ..relay.frontend.onnx import OnnxConstantInputError, from_onnx
 from ..relay.frontend.onnx.importer import tensors_read
+from ..relay.ty import TupleType
 from ..runtime import cpu
 from ..transform import PassContext
 from . import graph_executor
@@ -83,22 +84,32 @@ def _bind_inputs(model: Any, values: Mapping[str, np.ndarray]) -> Any:
     return m
 
 
-def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
-             ) -> Callable[[dict], list[np.ndarray]]:
+def _value(o: Any) -> Any:
+    """An executor's output as onnx's runner expects it: a sequence (tuple, run-time list) as a
+    list of arrays."""
+    if isinstance(o, (tuple, list)):
+        return [_value(x) for x in o]
+    return np.asarray(o.numpy() if hasattr(o, "numpy") else o)
+
+
+def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None,
+             n_outputs: int | None = None) -> Callable[[dict], list[Any]]:
     """A function from {input name: array} to the list of outputs (``opt_level``: relay.build's
-    PassContext level; None keeps the caller's context, default 2)."""
+    PassContext level; None keeps the caller's context, default 2). ``n_outputs``: the graph's
+    output count (one output may itself be a sequence)."""
     if executor == "debug":
         f = relay.create_executor("debug", mod).evaluate()
 
-        def run_debug(feeds: dict) -> list[np.ndarray]:
+        def run_debug(feeds: dict) -> list[Any]:
             out = f(**feeds, **params)
-            outs = list(out) if isinstance(out, (tuple, list)) else [out]
-            return [np.asarray(o.numpy() if hasattr(o, "numpy") else o) for o in outs]
+            if n_outputs == 1 or not isinstance(out, (tuple, list)):
+                return [_value(out)]
+            return [_value(o) for o in out]
 
         return run_debug
 
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
-        return _compile(mod, params, "debug")
+        return _compile(mod, params, "debug", n_outputs=n_outputs)
     if opt_level is None:
         lib = relay.build(mod, target="llvm", params=params)
     else:
@@ -106,13 +117,55 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
             lib = relay.build(mod, target="llvm", params=params)
     gm = graph_executor.GraphModule(lib["default"](cpu(0)))
 
-    def run_graph(feeds: dict) -> list[np.ndarray]:
+    ret = mod["main"].checked_type.ret_type
+    fields = [ret] if n_outputs == 1 or not isinstance(ret, TupleType) else list(ret.fields)
+
+    def run_graph(feeds: dict) -> list[Any]:
         for k, v in feeds.items():
             gm.set_input(k, v)
         gm.run()
-        return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
+        flat = iter([gm.get_output(i).numpy() for i in range(gm.get_num_outputs())])
+        return [_regroup(t, flat) for t in fields]
 
     return run_graph
+
+
+def _regroup(t: Any, flat: Any) -> Any:
+    """The graph executor's flat outputs as the graph's: a tuple-typed output (a static ONNX
+    sequence) as a list of its arrays."""
+    if isinstance(t, TupleType):
+        return [_regroup(f, flat) for f in t.fields]
+    return next(flat)
+
+
+def _with_optionals(run: Callable[[dict], list[Any]], empty: set[int], absent: set[str]
+                    ) -> Callable[[dict], list[Any]]:
+    """``run`` without the absent optional inputs, giving None for the empty optional outputs."""
+
+    def run_optional(feeds: dict) -> list[Any]:
+        outs = run({k: v for k, v in feeds.items() if k not in absent})
+        return [None if k in empty else o for k, o in enumerate(outs)]
+
+    return run_optional
+
+
+def _feed(v: Any) -> Any:
+    """A graph input's value: an array, a sequence (list of arrays) or None (an absent
+    optional)."""
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)) and not isinstance(v, np.ndarray):
+        return [np.asarray(x) for x in v]
+    return np.asarray(v)
+
+
+def _shape(v: Any) -> Any:
+    """What ``from_onnx(shape=...)`` takes for a fed value (a list of shapes for a sequence)."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [x.shape for x in v]
+    return v.shape
 
 
 def _computes(body: Any) -> bool:
@@ -127,21 +180,42 @@ def _computes(body: Any) -> bool:
 
 
 def _check_feed(vi: Any, value: np.ndarray) -> None:
-    """A value for graph input ``vi`` must have its declared element type and fixed dims."""
+    """A value for graph input ``vi`` must have its declared element type and fixed dims
+    (a sequence: each of its tensors; an optional: its value, when present)."""
+
+    tp = vi.type
+    if tp.HasField("optional_type"):
+        if value is None:
+            return
+        tp = tp.optional_type.elem_type
+    if tp.HasField("sequence_type"):
+        if not isinstance(value, list):
+            raise ValueError(f"input {vi.name!r}: expected a sequence (a list of arrays), got "
+                             f"{type(value).__name__}")
+        et = tp.sequence_type.elem_type
+        for x in value:
+            _check_tensor(vi.name, et.tensor_type, x)
+        return
+    if value is None or isinstance(value, list):
+        raise ValueError(f"input {vi.name!r}: expected a tensor, got "
+                         f"{'None' if value is None else 'a list'}")
+    _check_tensor(vi.name, tp.tensor_type, value)
+
+
+def _check_tensor(name: str, t: Any, value: np.ndarray) -> None:
     from onnx import helper
 
-    t = vi.type.tensor_type
     if t.elem_type:
         want = np.dtype(helper.tensor_dtype_to_np_dtype(t.elem_type))
         if value.dtype != want:
-            raise ValueError(f"input {vi.name!r}: expected dtype {want}, got {value.dtype}")
+            raise ValueError(f"input {name!r}: expected dtype {want}, got {value.dtype}")
     if t.HasField("shape"):
         dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
         ok = len(dims) == value.ndim and all(d is None or d == s
                                               for d, s in zip(dims, value.shape))
         if not ok:
             shown = ["?" if d is None else d for d in dims]
-            raise ValueError(f"input {vi.name!r}: expected shape {shown}, got {list(value.shape)}")
+            raise ValueError(f"input {name!r}: expected shape {shown}, got {list(value.shape)}")
 
 
 class TvmpyBackendRep(BackendRep):
@@ -158,12 +232,12 @@ class TvmpyBackendRep(BackendRep):
         self.bound: set[str] = set()   # graph inputs imported as constants (shape-like)
         self._cache: dict[tuple, Callable[[dict], list[np.ndarray]]] = {}
 
-    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+    def _feeds(self, inputs: Any) -> dict[str, Any]:
         if isinstance(inputs, Mapping):
             unknown = sorted(set(inputs) - set(self.input_names))
             if unknown:
                 raise ValueError(f"unknown inputs {unknown} (model inputs: {self.input_names})")
-            feeds = {k: np.asarray(v) for k, v in inputs.items()}
+            feeds = {k: _feed(v) for k, v in inputs.items()}
         else:
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
@@ -171,7 +245,7 @@ class TvmpyBackendRep(BackendRep):
             if len(inputs) > len(self.input_names):
                 raise ValueError(f"{len(inputs)} inputs given, the model has "
                                  f"{len(self.input_names)}: {self.input_names}")
-            feeds = {k: np.asarray(v) for k, v in zip(self.input_names, inputs)}
+            feeds = {k: _feed(v) for k, v in zip(self.input_names, inputs)}
         missing = [k for k in self.input_names if k not in feeds]
         if missing:
             raise ValueError(f"missing inputs {missing} (model inputs: {self.input_names})")
@@ -180,9 +254,15 @@ class TvmpyBackendRep(BackendRep):
                 _check_feed(vi, feeds[vi.name])
         return feeds
 
-    def _key(self, feeds: dict[str, np.ndarray]) -> tuple:
-        return tuple((k, v.shape, str(v.dtype), v.tobytes() if k in self.bound else None)
-                     for k, v in sorted(feeds.items()))
+    def _key(self, feeds: dict[str, Any]) -> tuple:
+        def sig(k: str, v: Any) -> Any:
+            if v is None:
+                return (k, None)  # an absent optional
+            if isinstance(v, list):  # a sequence: its length and its tensors' shapes
+                return (k, tuple((x.shape, str(x.dtype)) for x in v))
+            return (k, v.shape, str(v.dtype), v.tobytes() if k in self.bound else None)
+
+        return tuple(sig(k, v) for k, v in sorted(feeds.items()))
 
     def _build(self, feeds: dict[str, np.ndarray]) -> Callable[[dict], list[np.ndarray]]:
 
@@ -190,9 +270,12 @@ class TvmpyBackendRep(BackendRep):
         while True:
             model = _bind_inputs(self.model, {k: feeds[k] for k in self.bound})
             free = {k: v for k, v in feeds.items() if k not in self.bound}
+            info: dict[str, Any] = {}
             try:
-                mod, params = from_onnx(model, {k: v.shape for k, v in free.items()},
-                                        dtype={k: str(v.dtype) for k, v in free.items()})
+                mod, params = from_onnx(model, {k: _shape(v) for k, v in free.items()},
+                                        dtype={k: str(v.dtype) for k, v in free.items()
+                                               if isinstance(v, np.ndarray)},
+                                        output_info=info, dynamic_inputs=not self.bind_inputs)
             except OnnxConstantInputError as e:
                 if not self.bind_inputs:
                     raise
@@ -202,7 +285,15 @@ class TvmpyBackendRep(BackendRep):
                     raise
                 self.bound |= new
                 continue
-            return _compile(mod, params, self.executor, self.opt_level)
+            run = _compile(mod, params, self.executor, self.opt_level,
+                           len(self.model.graph.output))
+            empty = {k for k, o in enumerate(self.model.graph.output)
+                     if o.name in info.get("empty_optional", ())}
+            absent = {k for k, v in free.items() if v is None}
+            if not empty and not absent:
+                return run
+
+            return _with_optionals(run, empty, absent)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         feeds = self._feeds(inputs)
@@ -229,7 +320,7 @@ class TvmpyBackend(Backend):
         """``executor``: graph / debug (default: see default_executor); ``opt_level``: the
         graph executor's relay.build level (default: the current PassContext's);
         ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
-        inputs bound as constants: a model needing that raises ``OnnxConstantInputError``)."""
+        inputs bound as constants: they become ``relay.op.dyn`` operators)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()

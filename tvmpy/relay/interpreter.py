@@ -31,11 +31,11 @@ from .module import IRModule
 from .op import numpy_impl
 from .op.registry import Op
 from .op.shape_func import concrete_type
-from .ty import TensorType, TupleType, is_static, type_str
+from .ty import ListType, TensorType, TupleType, is_static, type_str
 from .type_infer import infer_type
 from .visitor import ExprFunctor
 
-__all__ = ["evaluate", "create_executor", "Executor", "Closure"]
+__all__ = ["evaluate", "create_executor", "Executor", "Closure", "ListValue"]
 
 numpy_impl.register_all()
 
@@ -46,6 +46,10 @@ class Closure:
     def __init__(self, func: Function, env: dict[int, Any]):
         self.func = func
         self.env = env
+
+
+class ListValue(list):
+    """The value of a ``ListType`` expression (a run-time-length list of arrays; ONNX sequence)."""
 
 
 class _Eval(ExprFunctor):
@@ -84,9 +88,21 @@ class _Eval(ExprFunctor):
         return self.visit(let.body)
 
     def visit_if(self, i: If) -> Any:
-        # branches are evaluated lazily, with their own memo
-        branch = i.true_branch if bool(self.visit(i.cond)) else i.false_branch
-        return _Eval(self.env, self.mod, self.shapes).visit(branch)
+        return self.branch(i).visit(i.true_branch if self.cond(i) else i.false_branch)
+
+    def cond(self, i: If) -> bool:
+        c = np.asarray(self.visit(i.cond))
+        if c.size != 1:
+            raise ValueError(f"if: the condition has {c.size} elements, not one")
+        return bool(c.reshape(-1)[0])
+
+    def branch(self, i: If) -> _Eval:
+        """An evaluator for a branch: it sees what is computed so far (values computed in the
+        branch stay there: the other branch must not see them)."""
+        ev = _Eval(self.env, self.mod, self.shapes)
+        ev.memo = dict(self.memo)
+        ev._keep = self._keep
+        return ev
 
     def visit_function(self, f: Function) -> Any:
         return Closure(f, dict(self.env))
@@ -98,8 +114,12 @@ class _Eval(ExprFunctor):
             if impl is None:
                 raise NotImplementedError(f"operator {c.op.name} has no numpy implementation")
             out_type = c.checked_type
-            if not _is_static_type(out_type):  # Any dimensions: the shapes of these arrays
+            if not _is_static_type(out_type) and not c.op.get_attr("TValueShaped"):  # Any dimensions: the shapes of these arrays
                 out_type = _concrete_out_type(c, args, self.shapes)
+                out = impl(c.attrs, args, out_type)
+                # a size first decided here (a dyn op's Any) is known from now on
+                _bind_dims(c.checked_type, out, self.shapes)
+                return out
             return impl(c.attrs, args, out_type)
         fn = self.visit(c.op)
         if not isinstance(fn, Closure):
@@ -115,6 +135,8 @@ def _is_static_type(t: Any) -> bool:
 
 def _value_type(v: Any) -> Any:
     """The concrete type of a computed value (an array, or a tuple of them)."""
+    if isinstance(v, ListValue):
+        return TupleType([])  # a list: no dimension of its type is bound by its value
     if isinstance(v, (tuple, list)):
         return TupleType([_value_type(x) for x in v])
     arr = np.asarray(v)
@@ -175,18 +197,43 @@ def _flat_values(v: Any) -> list[Any]:
 
 
 def _call(fn: Closure, args: Sequence[Any], mod: IRModule | None) -> Any:
-    env = dict(fn.env)
-    for p, a in zip(fn.func.params, args):
-        env[id(p)] = a
-    shapes: dict[str, int] = {}
-    for p, a in zip(fn.func.params, args):
-        _bind_dims(p.checked_type if getattr(p, "_checked_type", None) is not None
-                   else p.type_annotation, a, shapes)
-    return _Eval(env, mod, shapes).visit(fn.func.body)
+    """Call a function value. A call in tail position (the body, through If branches and Let
+    bodies, is a call of a function) becomes the next round of this loop, so a recursive
+    function (an ONNX Loop) runs any number of iterations in constant stack depth."""
+    while True:
+        env = dict(fn.env)
+        for p, a in zip(fn.func.params, args):
+            env[id(p)] = a
+        shapes: dict[str, int] = {}
+        for p, a in zip(fn.func.params, args):
+            _bind_dims(p.checked_type if getattr(p, "_checked_type", None) is not None
+                       else p.type_annotation, a, shapes)
+        ev = _Eval(env, mod, shapes)
+        expr = fn.func.body
+        while isinstance(expr, (If, Let)):
+            if isinstance(expr, Let):
+                env[id(expr.var)] = ev.visit(expr.value)
+                expr = expr.body
+            else:
+                take = ev.cond(expr)
+                ev = ev.branch(expr)
+                expr = expr.true_branch if take else expr.false_branch
+        if not (isinstance(expr, Call) and not isinstance(expr.op, Op)):
+            return ev.visit(expr)
+        callee = ev.visit(expr.op)
+        if not isinstance(callee, Closure):
+            raise TypeError(f"calling a non-function value {callee!r}")
+        args = [ev.visit(a) for a in expr.args]
+        fn = callee
 
 
 def _check_input(p: Var, value: Any, t: Any = None) -> Any:
     t = p.type_annotation if t is None else t
+    if isinstance(t, ListType):  # a list-typed parameter takes a list of arrays
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"input %{p.name_hint}: expected a list ({type_str(t)}), got "
+                            f"{type(value).__name__}")
+        return ListValue(_check_input(p, v, t.elem) for v in value)
     if isinstance(t, TupleType):  # a tuple-typed parameter takes a tuple of values
         if not isinstance(value, (tuple, list)) or len(value) != len(t.fields):
             raise TypeError(f"input %{p.name_hint}: expected a tuple of {len(t.fields)} values "

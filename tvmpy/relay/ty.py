@@ -28,6 +28,7 @@ __all__ = [
     "TensorType",
     "TupleType",
     "FuncType",
+    "ListType",
     "Dim",
     "Any",
     "is_any",
@@ -189,6 +190,24 @@ class FuncType(Type):
         self._init(arg_types=tuple(arg_types), ret_type=ret_type)
 
 
+class ListType(Type):
+    """A list of tensors whose length is known only at run time (an ONNX sequence grown in a
+    loop or fed as a graph input of unknown length): TVM's prelude ``List[Tensor[...]]`` in
+    effect. ``elem`` is the type every element has (``Any`` where their sizes differ), or None
+    for a list known to be empty when built (then only ``dtype`` is known: ONNX SequenceEmpty).
+    Lists are values of the interpreter/VM (Python lists there), made and read by the ``list.*``
+    operators (relay/op/sequence.py); no kernel takes one."""
+
+    __slots__ = ("elem", "dtype")
+    _fields = ("elem", "dtype")
+
+    def __init__(self, elem: TensorType | None, dtype: str | None = None):
+        if elem is not None and not isinstance(elem, TensorType):
+            raise TypeError(f"ListType holds tensors, got {elem!r}")
+        dtype = elem.dtype if elem is not None else str(dtype or "float32")
+        self._init(elem=elem, dtype=dtype)
+
+
 def type_str(t: _AnyT) -> str:
     if isinstance(t, TensorType):
         if not t.shape:
@@ -200,6 +219,8 @@ def type_str(t: _AnyT) -> str:
         return f"Tensor[{shp}, {t.dtype}]"
     if isinstance(t, TupleType):
         return "(" + ", ".join(type_str(f) for f in t.fields) + ("," if len(t.fields) == 1 else "") + ")"
+    if isinstance(t, ListType):
+        return f"List[{type_str(t.elem) if t.elem is not None else t.dtype}]"
     if isinstance(t, FuncType):
         return "fn (" + ", ".join(type_str(a) for a in t.arg_types) + ") -> " + type_str(t.ret_type)
     return str(t)

@@ -25,10 +25,20 @@ from .expr import (
     Var,
 )
 from .op.registry import Op
-from .ty import FuncType, TensorType, TupleType, Type, dim_compatible, dim_equal, type_str
+from .ty import Any as AnyDim
+from .ty import (
+    FuncType,
+    ListType,
+    TensorType,
+    TupleType,
+    Type,
+    dim_compatible,
+    dim_equal,
+    type_str,
+)
 from .visitor import ExprFunctor
 
-__all__ = ["infer_type", "type_equal", "type_compatible", "TypeInferencer"]
+__all__ = ["infer_type", "type_equal", "type_compatible", "unify", "TypeInferencer"]
 
 
 def type_equal(a: Type, b: Type) -> bool:
@@ -39,6 +49,9 @@ def type_equal(a: Type, b: Type) -> bool:
         )
     if isinstance(a, TupleType) and isinstance(b, TupleType):
         return len(a.fields) == len(b.fields) and all(type_equal(x, y) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        return a.dtype == b.dtype and (a.elem is b.elem or (
+            a.elem is not None and b.elem is not None and type_equal(a.elem, b.elem)))
     if isinstance(a, FuncType) and isinstance(b, FuncType):
         return (len(a.arg_types) == len(b.arg_types)
                 and all(type_equal(x, y) for x, y in zip(a.arg_types, b.arg_types))
@@ -56,11 +69,46 @@ def type_compatible(a: Type, b: Type) -> bool:
     if isinstance(a, TupleType) and isinstance(b, TupleType):
         return len(a.fields) == len(b.fields) and all(
             type_compatible(x, y) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, ListType) and isinstance(b, ListType):  # an empty list fits every list
+        return a.dtype == b.dtype and (a.elem is None or b.elem is None
+                                       or type_compatible(a.elem, b.elem))
     if isinstance(a, FuncType) and isinstance(b, FuncType):
         return (len(a.arg_types) == len(b.arg_types)
                 and all(type_compatible(x, y) for x, y in zip(a.arg_types, b.arg_types))
                 and type_compatible(a.ret_type, b.ret_type))  # fmt: skip
     return False
+
+
+def unify(a: Type, b: Type) -> Type | None:
+    """The most specific type both ``a`` and ``b`` have: equal dimensions (and ``a``'s ``Any``)
+    kept, differing ones a fresh ``Any`` (e.g. the two branches of an If, or a loop-carried value before and after an
+    iteration); None when they cannot be unified (different dtypes, ranks or structure)."""
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+            return None
+        if all(isinstance(x, AnyDim) or dim_equal(x, y) for x, y in zip(a.shape, b.shape)):
+            return a  # (an ``Any`` of ``a`` already stands for every size)
+        return TensorType([x if isinstance(x, AnyDim) or dim_equal(x, y) else AnyDim()
+                           for x, y in zip(a.shape, b.shape)], a.dtype)
+    if isinstance(a, TupleType) and isinstance(b, TupleType):
+        if len(a.fields) != len(b.fields):
+            return None
+        fields = [unify(x, y) for x, y in zip(a.fields, b.fields)]
+        if any(f is None for f in fields):
+            return None
+        if all(f is x for f, x in zip(fields, a.fields)):
+            return a
+        return TupleType(fields)  # type: ignore[arg-type]
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        if a.dtype != b.dtype:
+            return None
+        if a.elem is None or b.elem is None:
+            return b if a.elem is None else a
+        e = unify(a.elem, b.elem)
+        return None if e is None else a if e is a.elem else ListType(e)
+    if isinstance(a, FuncType) and isinstance(b, FuncType):
+        return a if type_equal(a, b) else None
+    return None
 
 
 def _where(expr: Any) -> str:
@@ -101,7 +149,14 @@ class TypeInferencer(ExprFunctor):
         if self.mod is None:
             raise RelayTypeError(f"@{g.name_hint} needs a module to be typed (use InferType on it)")
         if g.name_hint in self._in_progress:
-            raise RelayTypeError(f"recursive call to @{g.name_hint} is not supported")
+            # a recursive call (a loop): typed by the function's annotations, which its body is
+            # checked against once typed
+            f = self.mod[g]
+            if f.ret_type is None or any(p.type_annotation is None for p in f.params):
+                raise RelayTypeError(f"recursive call to @{g.name_hint}: a recursive function "
+                                     "needs a return type annotation (ret_type=...) and "
+                                     "annotated parameters")
+            return FuncType([p.type_annotation for p in f.params], f.ret_type)
         self._in_progress.add(g.name_hint)
         try:
             return self.visit(self.mod[g])
@@ -173,10 +228,11 @@ class TypeInferencer(ExprFunctor):
         if not (isinstance(ct, TensorType) and ct.shape == () and ct.dtype == "bool"):
             raise RelayTypeError(f"if: the condition must be a bool scalar, got {type_str(ct)}")
         tt, ft = self.visit(i.true_branch), self.visit(i.false_branch)
-        if not type_compatible(tt, ft):
+        u = unify(tt, ft)
+        if u is None:
             raise RelayTypeError(f"if: branches have different types {type_str(tt)} and "
-                                 f"{type_str(ft)}")
-        return tt
+                                 f"{type_str(ft)} (only dimensions may differ: they become ?)")
+        return u
 
     def visit_function(self, f: Function) -> Type:
         arg_types = []

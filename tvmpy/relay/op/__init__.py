@@ -3,7 +3,7 @@ grouped as in TVM: ``tensor`` (elementwise/broadcast), ``transform`` (shape), ``
 
 import importlib as _importlib
 
-from . import image, nn, nn_int8, reduce, tensor, transform  # noqa: F401
+from . import dyn, image, nn, nn_int8, reduce, sequence, tensor, transform  # noqa: F401
 from .reduce import *  # noqa: F401,F403
 from .registry import (  # noqa: F401
     Op,

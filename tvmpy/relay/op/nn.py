@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..expr import RelayExpr, TupleGetItem
-from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
+from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal
 from ._rel import fail, normalize_axis, shape_str, size_of, tensor_arg
 from .registry import REQUIRED, OpPattern, make_call, register_op
 from .transform import TupleWrapper
@@ -199,7 +199,7 @@ def _dense_rel(arg_types: list[Type], attrs: Any) -> Type:
     if len(d.shape) < 1 or len(w.shape) != 2:
         fail(f"dense needs data of rank >= 1 and a 2-D weight [units, in], got data "
              f"{shape_str(d.shape)} and weight {shape_str(w.shape)}")
-    if not dim_equal(d.shape[-1], w.shape[1]):
+    if not dim_compatible(d.shape[-1], w.shape[1]):  # (an Any dimension: checked at run time)
         fail(f"dense: data {shape_str(d.shape)} has {d.shape[-1]} input features but weight "
              f"{shape_str(w.shape)} expects {w.shape[1]}")
     if attrs.units is not None and not dim_equal(attrs.units, w.shape[0]):

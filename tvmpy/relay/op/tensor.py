@@ -156,7 +156,7 @@ def where(condition: RelayExpr, x: RelayExpr, y: RelayExpr) -> RelayExpr:
 
 
 def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
-    from ..ty import dim_equal
+    from ..ty import dim_compatible, is_any
     from ._rel import normalize_axis, shape_str, tuple_arg
 
     tt = tuple_arg(arg_types[0], "stack's input")
@@ -164,14 +164,16 @@ def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
         fail("stack of an empty tuple")
     ts = [tensor_arg(f, f"field {i}") for i, f in enumerate(tt.fields)]
     first = ts[0]
+    shp = list(first.shape)
     for i, t in enumerate(ts[1:], 1):
+        # an Any dimension unifies with the other fields' (as in concatenate)
         if t.dtype != first.dtype or len(t.shape) != len(first.shape) or not all(
-            dim_equal(a, b) for a, b in zip(t.shape, first.shape)
+            dim_compatible(a, b) for a, b in zip(t.shape, first.shape)
         ):
             fail(f"stack: field {i} is {t.dtype}{shape_str(t.shape)}, field 0 is "
                  f"{first.dtype}{shape_str(first.shape)}")
+        shp = [d if is_any(s) and not is_any(d) else s for s, d in zip(shp, t.shape)]
     ax = normalize_axis(attrs.axis, len(first.shape) + 1)
-    shp = list(first.shape)
     shp.insert(ax, len(ts))
     return TensorType(shp, first.dtype)
 

@@ -85,7 +85,7 @@ def _reshape_rel(arg_types: list[Type], attrs: Any) -> Type:
             out[infer_at] = num // den
         else:
             out[infer_at] = as_dim(num // den)
-    elif not dim_equal(size_of(out), total):
+    elif not dim_compatible(size_of(out), total):  # (with Any dims: checked at run time)
         fail(f"cannot reshape {shape_str(d.shape)} ({total} elements) to "
              f"{shape_str(out)} ({size_of(out)} elements)")
     return TensorType(out, d.dtype)

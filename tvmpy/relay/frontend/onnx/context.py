@@ -15,7 +15,7 @@ import numpy as np
 from ...expr import Constant, RelayExpr, const
 from ...type_infer import infer_type
 
-__all__ = ["OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
+__all__ = ["EMPTY_OPTIONAL", "OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
            "np_dtype", "scalar_like", "typed_const", "check_2d"]
 
 
@@ -36,6 +36,17 @@ class OnnxConstantInputError(OnnxConvertError):
         self.tensors = tensors
 
 
+class _EmptyOptional:
+    """The value of an ONNX optional known at import time to hold nothing (an optional that
+    holds a value is that value: whether one is present is fixed when the graph is imported)."""
+
+    def __repr__(self) -> str:
+        return "EMPTY_OPTIONAL"
+
+
+EMPTY_OPTIONAL: Any = _EmptyOptional()
+
+
 class ImportContext:
     """Conversion state: relay expressions and known numpy values per ONNX tensor name."""
 
@@ -47,6 +58,10 @@ class ImportContext:
         self.node: Any = None  # the NodeProto being converted
         self.expansions = 0  # function bodies expanded so far (unique name prefixes)
         self.low_precision = False  # the model has bfloat16/float8/int4... tensors
+        self.dynamic_inputs = True  # run-time shape-like inputs give relay.op.dyn operators
+        from ...module import IRModule
+
+        self.mod = IRModule()  # the global functions made so far (Loop bodies), for typing
 
     def where(self) -> str:
         n = self.node

@@ -26,9 +26,18 @@ from ... import op as _op  # noqa: F401  (registers operators)
 from ...expr import Constant, Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
 from ...ty import Any as AnyDim
+from ...ty import ListType, TensorType, TupleType
 from ...type_infer import infer_type
 from ..common import unsupported_error
-from .context import ImportContext, OnnxConstantInputError, OnnxConvertError, np_dtype, shape_of
+from . import dynamic
+from .context import (
+    EMPTY_OPTIONAL,
+    ImportContext,
+    OnnxConstantInputError,
+    OnnxConvertError,
+    np_dtype,
+    shape_of,
+)
 from .functions import expand_function, function_body, function_versions
 from .low_precision import NATIVE_OPS, in_compute_types, model_uses_low_precision
 from .registry import CONVERTERS, Attrs
@@ -37,6 +46,7 @@ __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
 # operators whose outputs are values known at import time (converted here, not by a converter)
 _VALUE_OPS = {"Constant", "Shape", "ConstantOfShape", "Size", "Range"}
+# (unless their inputs are known only at run time: ``dynamic.value_op``)
 
 
 def _value_op(ctx: ImportContext, node: Any, attrs: Attrs, names: list[str]) -> np.ndarray:
@@ -106,15 +116,16 @@ def supported_ops() -> list[str]:
     return sorted(set(CONVERTERS) | _VALUE_OPS)
 
 
-def _input_shape(vi: Any, shape: Mapping[str, Any] | None, dims_by_name: dict[str, Any]
-                 ) -> list[Any]:
+def _input_shape(vi: Any, shape: Mapping[str, Any] | None, dims_by_name: dict[str, Any],
+                 tensor_type: Any = None) -> list[Any]:
     """An input's relay shape: ``shape[name]`` when given, else the model's dims, a
     ``dim_param`` as one ``relay.Any`` per name (inputs that share ``"batch"`` share the size)
     and an unknown dim as an ``Any`` of its own."""
     if shape and vi.name in shape:
         return [int(d) for d in shape[vi.name]]
+    tt = vi.type.tensor_type if tensor_type is None else tensor_type
     dims: list[Any] = []
-    for k, d in enumerate(vi.type.tensor_type.shape.dim):
+    for k, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value"):
             dims.append(int(d.dim_value))
         elif d.dim_param:
@@ -126,14 +137,50 @@ def _input_shape(vi: Any, shape: Mapping[str, Any] | None, dims_by_name: dict[st
     return dims
 
 
+def _input_var(ctx: ImportContext, vi: Any, shape: Mapping[str, Any] | None, dtype: Any,
+               dims_by_name: dict[str, Any]) -> Any:
+    """The relay Var of a graph input (None for an optional given as absent: ``shape[name]``
+    is None). A sequence input is a tuple when ``shape[name]`` lists its tensors' shapes, else
+    a run-time list (``ListType``) of the declared element type."""
+    tp = vi.type
+    given = shape.get(vi.name, ()) if shape else ()
+    if tp.HasField("optional_type"):
+        if shape and vi.name in shape and given is None:
+            return None
+        tp = tp.optional_type.elem_type
+    if tp.HasField("sequence_type"):
+        et = tp.sequence_type.elem_type.tensor_type
+        dt = np_dtype(et.elem_type) if et.elem_type else "float32"
+        if shape and vi.name in shape:
+            return var(vi.name, TupleType([TensorType([int(d) for d in s], dt) for s in given]))
+        if not et.HasField("shape"):
+            raise ValueError(f"from_onnx: sequence input {vi.name!r} has elements of unknown "
+                             "rank: give their shapes with shape={name: [shape, ...]}")
+        dims = _input_shape(vi, None, dims_by_name, et)
+        return var(vi.name, ListType(TensorType(dims, dt)))
+    dt = dtype.get(vi.name, "float32") if isinstance(dtype, Mapping) else dtype
+    elem = tp.tensor_type.elem_type
+    if elem and not (isinstance(dtype, Mapping) and vi.name in dtype):
+        dt = np_dtype(elem)
+    return var(vi.name, shape=_input_shape(vi, shape, dims_by_name, tp.tensor_type), dtype=dt)
+
+
 def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "float32",
-              opset: int | None = None, freeze_params: bool = True
+              opset: int | None = None, freeze_params: bool = True,
+              output_info: dict[str, Any] | None = None, dynamic_inputs: bool = True
               ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert an ONNX ModelProto to a relay IRModule and its parameters (TVM's from_onnx).
 
     ``shape`` fixes input shapes by name; the dims of the other inputs are the model's, a
     symbolic one (``dim_param`` or unknown) as ``relay.Any()`` (one compiled module then serves
-    every size)."""
+    every size). A sequence input is a tuple when ``shape`` gives its tensors' shapes (a list
+    of shapes), else a run-time list; an optional input is absent when ``shape`` gives None
+    for it. ``output_info`` (a dict), when given, gets ``"empty_optional"``: the graph outputs
+    that are empty optionals (the module returns an empty tuple for them). A shape-like input
+    known only at run time (Reshape's shape as a graph input, Shape of a symbolic dimension,
+    ...) gives a ``relay.op.dyn`` operator; with ``dynamic_inputs=False`` it raises
+    ``OnnxConstantInputError`` naming the tensors instead (for executors without
+    data-dependent shapes)."""
     from onnx import numpy_helper
 
     graph = model.graph
@@ -151,6 +198,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
         raise ValueError(f"from_onnx: shape given for {unknown}, which are not graph inputs "
                          f"(inputs: {sorted(graph_inputs)})")
     ctx = ImportContext(opset, freeze_params)
+    ctx.dynamic_inputs = dynamic_inputs
     ctx.low_precision = model_uses_low_precision(graph)
     params: dict[str, np.ndarray] = {}
     inputs = []
@@ -169,11 +217,10 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     for vi in graph.input:
         if vi.name in init_names:
             continue
-        dt = dtype.get(vi.name, "float32") if isinstance(dtype, Mapping) else dtype
-        elem = vi.type.tensor_type.elem_type
-        if elem and not (isinstance(dtype, Mapping) and vi.name in dtype):
-            dt = np_dtype(elem)
-        v = var(vi.name, shape=_input_shape(vi, shape, dims_by_name), dtype=dt)
+        v = _input_var(ctx, vi, shape, dtype, dims_by_name)
+        if v is None:
+            ctx.exprs[vi.name] = EMPTY_OPTIONAL
+            continue
         ctx.exprs[vi.name] = v
         inputs.append(v)
     if not freeze_params:
@@ -182,9 +229,13 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     convert_nodes(ctx, list(graph.node), opset)
 
     outs = [ctx.exprs[o.name] for o in graph.output]
+    if output_info is not None:
+        output_info["empty_optional"] = [o.name for o in graph.output
+                                         if ctx.exprs[o.name] is EMPTY_OPTIONAL]
+    outs = [Tuple([]) if e is EMPTY_OPTIONAL else e for e in outs]
     body = outs[0] if len(outs) == 1 else Tuple(outs)
     func = Function(inputs, body)
-    mod = IRModule.from_expr(func)
+    mod = IRModule.from_expr(func, dict(ctx.mod.functions))
     from ...transform import InferType
 
     mod = InferType()(mod)
@@ -303,6 +354,12 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             continue
         a = _attrs(node)
         if node.op_type in _VALUE_OPS:
+            ins = [ctx.exprs[nm] if nm else None for nm in names]
+            e = dynamic.value_op(ctx, node.op_type, ins, a, names)
+            if e is not None:  # an input known only at run time
+                ctx.exprs[node.output[0]] = e
+                continue
+        if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
             ctx.values[node.output[0]] = val
             ctx.exprs[node.output[0]] = const(val)
@@ -362,6 +419,9 @@ def _fold(ctx: ImportContext, node: Any, names: list[str], outputs: list[str], o
     if any(ctx.values[nm].size > 4096 or not isinstance(ctx.exprs[nm], Constant)
            for nm in known):
         return
+    if any(not isinstance(o, RelayExpr) or not isinstance(infer_type(o).checked_type, TensorType)
+           for o in outs):
+        return  # sequences (tuples, lists) and optionals stay as they are
     from ...interpreter import evaluate
 
     for o, e in zip(outputs, outs):

@@ -26,6 +26,7 @@ from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ...op import reduce as _red
 from ..common import move_axis_back, move_axis_last, reshape_to
+from . import dynamic
 from .context import ImportContext, dtype_of, scalar_like, shape_of, typed_const
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -42,6 +43,8 @@ def _limits(dt: str) -> tuple[Any, Any]:
 
 @converter("TopK")
 def _topk(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if "k" not in attrs and dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.topk(ctx, inputs, attrs)
     x = inputs[0]
     s = shape_of(x)
     r = len(s)
@@ -222,6 +225,8 @@ def _gather_nd(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 
 @converter("OneHot")
 def _one_hot(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if dynamic.runtime_inputs(ctx, names, 1, 2):
+        return dynamic.one_hot(ctx, inputs, attrs)
     depth = int(ctx.value(names[1], "depth").reshape(-1)[0])
     vals = ctx.value(names[2], "values")
     idx = _wrap_index(inputs[0], depth)

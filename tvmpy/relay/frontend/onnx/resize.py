@@ -27,6 +27,7 @@ from ...op.image import resize2d
 from ..common import reshape_to
 
 __all__ = ["ResizeSpec", "output_size_and_scales", "axis_weights", "resize_separable"]
+from . import dynamic
 from .context import ImportContext, dtype_of, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -254,6 +255,13 @@ def _resize(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     if spec.antialias and mode == "nearest":
         raise ctx.fail("antialias=1 with mode='nearest' is not defined")
     axes = [int(v) % r for v in attrs.get("axes", range(r))]
+    policy = attrs.get("keep_aspect_ratio_policy", "stretch")
+    use_sizes = ctx.opset >= 11 and len(names) > 3 and bool(names[3])
+    target = 1 if ctx.opset < 11 else 3 if use_sizes else 2
+    crop = coord == "tf_crop_and_resize" and ctx.opset >= 11
+    if dynamic.runtime_inputs(ctx, names, target, *([1] if crop else [])):
+        return dynamic.resize(ctx, x, spec, list(attrs["axes"]) if "axes" in attrs else None,
+                              inputs[target], use_sizes, inputs[1] if crop else None, policy)
     scales = sizes = None
     if ctx.opset < 11:
         scales = ctx.value(names[1], "scales")
@@ -275,14 +283,17 @@ def _resize(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
         roi = [0.0] * r + [1.0] * r
         for k, ax in enumerate(axes):
             roi[ax], roi[r + ax] = rv[k], rv[len(axes) + k]
-    return _resize_any(ctx, x, spec, axes, scales, sizes,
-                       attrs.get("keep_aspect_ratio_policy", "stretch"), roi)
+    return _resize_any(ctx, x, spec, axes, scales, sizes, policy, roi)
 
 
 @converter("Upsample")
 def _upsample(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x = inputs[0]
     r = len(shape_of(x))
+    mode = attrs.get("mode", "nearest")
+    if "scales" not in attrs and dynamic.runtime_inputs(ctx, names, 1):
+        spec = ResizeSpec("nearest" if mode == "nearest" else "linear", "asymmetric", "floor")
+        return dynamic.resize(ctx, x, spec, None, inputs[1], False, None)
     scales = [
         float(v) for v in (attrs["scales"] if "scales" in attrs else ctx.value(names[1], "scales"))
     ]

@@ -1,4 +1,6 @@
-"""ONNX RNN, GRU and LSTM, unrolled over the (static) sequence length.
+"""ONNX RNN, GRU and LSTM: unrolled over a static sequence length; a sequence length known only
+at run time (a symbolic ``seq_len`` dim) runs as a loop over the time steps (a recursive
+function, ``control.while_loop``): one import serves every length.
 
 The input projection of every time step is one dense; each step then adds the recurrent dense
 and applies the gate equations of the ONNX definitions (gate orders: GRU z, r, h; LSTM i, o, f,
@@ -108,22 +110,31 @@ def _rnn(kind: str) -> Converter:
             h0 = None if h0 is None else transform.transpose(h0, [1, 0, 2])
             c0 = None if c0 is None else transform.transpose(c0, [1, 0, 2])
         T, N, _ = shape_of(X)
+        dynamic = not isinstance(T, int)
         clip = attrs.get("clip")
         acts = _activations(ctx, attrs, n_act, dirs, default_act, dt)
         mask = None
         if lens is not None:
             known = ctx.values.get(names[4])
-            if known is not None and np.all(np.asarray(known) == T):
+            if known is not None and not dynamic and np.all(np.asarray(known) == T):
                 lens = None
             elif direction != "forward":
                 raise ctx.fail("sequence_lens with a reverse direction is not supported")
             else:
                 lens = transform.cast(lens, "int32")
-        zero = const(np.zeros((N, H), dtype=dt))
+        zero = const(np.zeros((N, H), dtype=dt)) if isinstance(N, int) else None
         ys, hs, cs = [], [], []
         for d in range(dirs):
             rev = direction == "reverse" or d == 1
             w, r = _take0(W, d), _take0(R, d)
+            if dynamic:
+                y, h, cell = _time_loop(ctx, kind, attrs, X, w, r, _take0(B, d) if B is not None
+                                        else None, h0, c0, P, lens, d, gates, H, acts[d], clip,
+                                        dt, rev, zero)
+                ys.append(y)
+                hs.append(h)
+                cs.append(cell)
+                continue
             xw = nn.dense(reshape_to(X, [T * N, -1]), w)    # (T*N, G*H)
             if B is not None:
                 b = _take0(B, d)
@@ -163,6 +174,55 @@ def _rnn(kind: str) -> Converter:
         return [Y, Yh] + ([Yc] if kind == "LSTM" else [])
 
     return convert
+
+
+def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: RelayExpr,
+               r: RelayExpr, b: RelayExpr | None, h0: RelayExpr | None, c0: RelayExpr | None,
+               P: RelayExpr | None, lens: RelayExpr | None, d: int, gates: int, H: int,
+               acts: list, clip: float | None, dt: str, rev: bool, zero: RelayExpr | None
+               ) -> tuple[RelayExpr, RelayExpr, RelayExpr | None]:
+    """One direction over a run-time number of steps: the input projection of all steps is one
+    dense before the loop; the loop carries h (c), the outputs so far (time-major, appended in
+    step order: at the front when reversed) and the values the step reads."""
+    from ...expr import Constant
+    from .control import append_step, axis_length, empty_rows, type_of, while_loop
+
+    xw = nn.dense(X, w)                                              # (T, N, G*H)
+    wb = rb = None
+    if b is not None:
+        wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
+        xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
+    if zero is None:  # a batch size known only at run time
+        zero = tensor.zeros_like(_slice(_take0(xw, 0), 1, 0, H))
+    h = _take0(h0, d) if h0 is not None else zero
+    cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else zero
+    p = _take0(P, d) if P is not None else None
+    T = axis_length(X, 0)
+    reads = {"r": r, "rb": rb, "p": p, "lens": lens, "T": T}
+    live = {k: v for k, v in reads.items() if v is not None and not isinstance(v, Constant)}
+    acc_t = type_of(transform.expand_dims(h, 0))
+    names = list(live)
+
+    def step(it: RelayExpr, vs: list) -> list:
+        hv, cv, acc, xwv = vs[:4]
+        env = dict(reads)
+        env.update(zip(names, vs[4:]))
+        t = tensor.subtract(tensor.subtract(env["T"], const(np.int64(1))), it) if rev else it
+        xt = transform.take(xwv, t, axis=0)
+        h_new, c_new = _step(kind, attrs, ctx, xt, hv, cv if kind == "LSTM" else None,
+                             env["r"], env["rb"], env["p"], H, acts, clip, dt)
+        c_new = c_new if c_new is not None else cv
+        y = h_new
+        if env["lens"] is not None:
+            mask = transform.expand_dims(tensor.less(transform.cast(t, "int32"), env["lens"]), 1)
+            y = tensor.where(mask, h_new, tensor.zeros_like(h_new))
+            h_new = tensor.where(mask, h_new, hv)
+            c_new = tensor.where(mask, c_new, cv)
+        return [h_new, c_new, append_step(acc, it, y, front=rev), xwv] + vs[4:]
+
+    out = while_loop(ctx, T, [h, cell, empty_rows(acc_t), xw] + [live[k] for k in names],
+                     step, f"{kind.lower()}_steps")
+    return out[2], out[0], out[1] if kind == "LSTM" else None
 
 
 def _step(kind: str, a: dict, c: Any, xt: RelayExpr, h: RelayExpr, cell: RelayExpr | None,

@@ -1,6 +1,7 @@
 """ONNX shape and data-movement operators: Flatten, Reshape, Transpose, Concat, Split, Slice,
 Squeeze/Unsqueeze, Expand, Tile, Pad, DepthToSpace/SpaceToDepth, Trilu and EyeLike. Shape-like
-inputs (Reshape's shape, Slice's starts, ...) must be known at import time."""
+inputs (Reshape's shape, Slice's starts, ...) known at import time give static operators; others
+give ``relay.op.dyn`` ones (``dynamic.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from ...expr import const
 from ...op import nn, tensor, transform
 from ..common import broadcast_dims, floordiv_dim, prod, reshape_to
+from . import dynamic
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -23,6 +25,8 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 
 @converter("Reshape")
 def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.reshape(ctx, inputs, attrs)
     s = shape_of(inputs[0])
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
     if not attrs.get("allowzero", 0):
@@ -60,6 +64,8 @@ def _split(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
     ax = attrs.get("axis", 0) % len(s)
     if ctx.opset < 13 and "split" in attrs:
         sizes = list(attrs["split"])
+    elif dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.split(ctx, inputs, ax)
     elif len(names) > 1 and names[1]:
         sizes = [int(v) for v in ctx.value(names[1], "split")]
     else:
@@ -79,6 +85,8 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
+    elif dynamic.runtime_inputs(ctx, names, 1, 2, 3, 4):
+        return dynamic.slice_(ctx, inputs)
     else:
         starts = [int(v) for v in ctx.value(names[1], "starts")]
         ends = [int(v) for v in ctx.value(names[2], "ends")]
@@ -87,6 +95,10 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         steps = ([int(v) for v in ctx.value(names[4], "steps")] if len(names) > 4 and names[4]
                  else [1] * len(starts))
     axes = [ax % len(s) for ax in axes]
+    if ctx.dynamic_inputs and any(not isinstance(s[ax], int) for ax in axes):
+        # a run-time extent: the bounds are clamped at run time
+        vals = [const(np.asarray(v, dtype=np.int64)) for v in (starts, ends, axes, steps)]
+        return dynamic.slice_(ctx, [x, vals[0], vals[1], vals[2], vals[3]])
     clamp = lambda v, d: max(-d - 1, min(d, v))  # noqa: E731  (keeps Python slice semantics)
     b = [clamp(v, s[ax]) for v, ax in zip(starts, axes)]
     e = [clamp(v, s[ax]) for v, ax in zip(ends, axes)]
@@ -103,6 +115,8 @@ def _axes_arg(ctx: ImportContext, attrs: Attrs, names: Names, pos: int) -> list[
 
 @converter("Squeeze")
 def _squeeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if ctx.opset >= 13 and dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.squeeze(ctx, inputs)
     s = shape_of(inputs[0])
     axes = _axes_arg(ctx, attrs, names, 1)
     axes = [k for k, d in enumerate(s) if d == 1] if axes is None else [x % len(s) for x in axes]
@@ -111,6 +125,8 @@ def _squeeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 
 @converter("Unsqueeze")
 def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if ctx.opset >= 13 and dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.unsqueeze(ctx, inputs)
     s = shape_of(inputs[0])
     axes = _axes_arg(ctx, attrs, names, 1)
     if axes is None:
@@ -125,12 +141,16 @@ def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 
 @converter("Expand")
 def _expand(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.expand(ctx, inputs)
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
     return transform.broadcast_to(inputs[0], broadcast_dims(shape_of(inputs[0]), tgt))
 
 
 @converter("Tile")
 def _tile(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if dynamic.runtime_inputs(ctx, names, 1):
+        return dynamic.tile(ctx, inputs)
     return transform.tile(inputs[0], [int(v) for v in ctx.value(names[1], "repeats")])
 
 
@@ -142,6 +162,10 @@ def _pad(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if ctx.opset < 11:
         pads, value, axes = list(attrs["pads"]), attrs.get("value", 0.0), list(range(r))
+    elif dynamic.runtime_inputs(ctx, names, 1, 2, 3):
+        if mode not in ("constant", "edge", "reflect", "wrap"):
+            raise ctx.fail(f"attribute mode={mode!r} is not supported")
+        return dynamic.pad(ctx, inputs, mode)
     else:
         pads = [int(v) for v in ctx.value(names[1], "pads")]
         value = (

@@ -110,4 +110,4 @@ def select_implementation(op: Any, attrs: Any, inputs: Any, out_type: Any,
 
 
 # registers the strategies and the layout hooks (generic defaults, then the "cpu" overrides)
-from . import alter_layout, generic, gpu, gpu_tuned, x86, x86_alter_op  # noqa: E402,F401
+from . import alter_layout, dyn, generic, gpu, gpu_tuned, x86, x86_alter_op  # noqa: E402,F401
