@@ -574,3 +574,31 @@ def test_empty_inputs():
     args = (np.zeros((1, 0, 4), "float32"), np.zeros((1, 2, 0), "float32"), np.array([3], "int64"),
             np.array([0.5], "float32"), np.array([0.1], "float32"))
     _both(f, [args], lambda *a: _onnx_ref("NonMaxSuppression", list(a), 1))
+
+
+def test_onnx_compress_without_dynamic_inputs_binds_the_condition():
+    """from_onnx(..., dynamic_inputs=False) (the backend's default, binding mode, for the graph
+    executor) refuses a run-time condition, naming it; the backend then binds it and builds the
+    static take, as before."""
+    from onnx import TensorProto, helper
+
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+    from tvmpy.relay.frontend import from_onnx
+    from tvmpy.relay.frontend.onnx import OnnxConstantInputError
+
+    node = helper.make_node("Compress", ["x", "c"], ["y"], name="cmp", axis=1)
+    graph = helper.make_graph([node], "g", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, [4])],
+        [helper.make_empty_tensor_value_info("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(OnnxConstantInputError, match="Compress node 'cmp'") as e:
+        from_onnx(model, {"x": (2, 4), "c": (4,)}, dtype={"x": "float32", "c": "bool"},
+                  dynamic_inputs=False)
+    assert e.value.tensors == ("c",)
+    mod, _ = from_onnx(model, {"x": (2, 4), "c": (4,)}, dtype={"x": "float32", "c": "bool"})
+    assert "compress(" in str(mod["main"])
+    x = rng.standard_normal((2, 4)).astype("float32")
+    for cond in (np.array([1, 0, 1, 1], bool), np.zeros(4, bool)):
+        (got,) = TvmpyBackend.prepare(model, executor="graph").run([x, cond])
+        np.testing.assert_array_equal(got, np.compress(cond, x, axis=1))

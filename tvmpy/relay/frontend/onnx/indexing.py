@@ -157,8 +157,11 @@ def _compress(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
     axis = None if "axis" not in attrs else int(attrs["axis"]) % len(shape_of(x))
     size = int(np.prod(shape_of(x))) if axis is None and all(
         isinstance(d, int) for d in shape_of(x)) else shape_of(x)[axis or 0]
-    if names[1] not in ctx.values or not isinstance(size, int):
-        # chosen at run time (or over an axis of unknown size): relay.compress
+    from .dynamic import runtime_inputs
+
+    if runtime_inputs(ctx, names, 1) or not isinstance(size, int):
+        # chosen at run time (or over an axis of unknown size): relay.compress (with
+        # from_onnx(..., dynamic_inputs=False) a run-time condition raises OnnxConstantInputError)
         from ...op.data_dependent import compress
 
         return compress(x, inputs[1], axis)
