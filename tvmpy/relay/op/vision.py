@@ -107,10 +107,18 @@ def non_max_suppression_np(boxes: np.ndarray, scores: np.ndarray, max_out: Any =
         sboxes = boxes[b][order]  # (classes, boxes, 4) in each class's order
         picks: list[list[int]] = [[] for _ in range(nc)]
         rows_c = np.arange(nc)
+        width = order.shape[1]
         for _ in range(min(limit, n)):
-            going = live.any(axis=1)
-            if not going.any():
+            most = int(live.sum(axis=1).max()) if nc else 0
+            if most == 0:
                 break
+            if most <= width // 2:  # keep only the live candidates (in order) of each class
+                keep = np.argsort(~live, axis=1, kind="stable")[:, :most]
+                order = np.take_along_axis(order, keep, axis=1)
+                sboxes = np.take_along_axis(sboxes, keep[..., None], axis=1)
+                live = np.take_along_axis(live, keep, axis=1)
+                width = most
+            going = live.any(axis=1)
             pos = np.argmax(live, axis=1)
             top = sboxes[rows_c, pos]
             for c in np.nonzero(going)[0]:
