@@ -247,3 +247,22 @@ def _qnn_cases():
     }
 
 
+
+
+def data_dependent_cases():
+    """The operators whose output size depends on the data: (call, shape, dtype) with None for
+    each ``Any`` dimension (their values are tested in test_data_dependent_ops.py)."""
+    m = relay.var("m", shape=(3, 5))
+    c = relay.var("c", shape=(5,), dtype="bool")
+    boxes, scores = relay.var("bx", shape=(1, 6, 4)), relay.var("sc", shape=(1, 2, 6))
+    one = relay.const(np.array([2], "int64"))
+    th = relay.const(np.array([0.5], "float32"))
+    return {
+        "argwhere": (relay.argwhere(m), (None, 2), "int32"),
+        "compress": (relay.compress(m, c, axis=1), (3, None)),
+        "unique": (relay.unique(m, axis=0)[0], (None, 5)),
+        "vision.all_class_non_max_suppression": (relay.vision.all_class_non_max_suppression(
+            boxes, scores, one, th, th), (None, 3), "int64"),
+        "image.decode": (relay.op.image_decode.decode(relay.var("png", shape=(90,), dtype="uint8"),
+                                                      "Grayscale"), (None, None, 1), "uint8"),
+    }
