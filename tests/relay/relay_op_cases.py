@@ -160,6 +160,37 @@ def op_cases():
         cases[n] = (getattr(relay, n)(a3, axis=(0, 2)), (3,), "int32" if n == "argmax" else "float32")
     cases.update(_list_cases(m))
     cases.update(_qnn_cases())
+    cases.update(_dyn_axes_cases(a3))
+    return cases
+
+
+def _dyn_axes_cases(a3):
+    """relay.op.dyn ops with run-time axes / scalars ("?": a dim known only at run time)."""
+    from tvmpy.relay.op.dyn import dropout, reduce, scalar_args, signal, spatial, window
+
+    axes = relay.const(np.array([0, -1], "int64"))
+    one = relay.const(np.array([1], "int64"))
+    cases = {f"dyn.{k}": (getattr(reduce, k)(a3, axes), ("?", "?", "?"))
+             for k in reduce.KINDS}
+    cases["dyn.sum"] = (reduce.sum(a3, axes, keepdims=False), ("?",))
+    cases["dyn.trilu"] = (scalar_args.trilu(a3, one, upper=False), (2, 3, 5))
+    cases["dyn.cumsum"] = (scalar_args.cumsum(a3, one), (2, 3, 5))
+    cases["dyn.cumprod"] = (scalar_args.cumprod(a3, one, exclusive=True), (2, 3, 5))
+    cases["dyn.window"] = (window.window(relay.const(np.int64(6)), "hann"), ("?",))
+    cases["dyn.dropout"] = (dropout.dropout(a3, relay.const(np.float32(0.5)),
+                                            relay.const(np.bool_(False)))[0], (2, 3, 5))
+    i64 = lambda *v: relay.const(np.array(v, "int64"))  # noqa: E731
+    cases["dyn.dft"] = (signal.dft(relay.var("xd", shape=(1, 6, 4, 1)), i64(1)), (1, 6, 4, 2))
+    cases["dyn.stft"] = (signal.stft(relay.var("xs", shape=(2, 20, 1)), i64(4), _c(8), True),
+                         (2, "?", 5, 2))
+    cases["dyn.affine_grid"] = (spatial.affine_grid(_c(2, 2, 3), i64(2, 3, 4, 5)),
+                                (2, "?", "?", 2))
+    cases["dyn.col2im"] = (spatial.col2im(relay.var("xc2", shape=(1, 6, 9)), i64(4, 5),
+                                          i64(2, 3)), (1, "?", "?", "?"))
+    cases["dyn.max_unpool"] = (spatial.max_unpool(
+        relay.var("xu", shape=(1, 2, 2, 2)), relay.const(np.array(
+            [[[[0, 3], [9, 14]], [[16, 18], [27, 31]]]], "int64")), i64(1, 2, 4, 4), (1, 2, 4, 4)),
+        (1, 2, "?", "?"))
     return cases
 
 
@@ -216,3 +247,22 @@ def _qnn_cases():
     }
 
 
+
+
+def data_dependent_cases():
+    """The operators whose output size depends on the data: (call, shape, dtype) with None for
+    each ``Any`` dimension (their values are tested in test_data_dependent_ops.py)."""
+    m = relay.var("m", shape=(3, 5))
+    c = relay.var("c", shape=(5,), dtype="bool")
+    boxes, scores = relay.var("bx", shape=(1, 6, 4)), relay.var("sc", shape=(1, 2, 6))
+    one = relay.const(np.array([2], "int64"))
+    th = relay.const(np.array([0.5], "float32"))
+    return {
+        "argwhere": (relay.argwhere(m), (None, 2), "int32"),
+        "compress": (relay.compress(m, c, axis=1), (3, None)),
+        "unique": (relay.unique(m, axis=0)[0], (None, 5)),
+        "vision.all_class_non_max_suppression": (relay.vision.all_class_non_max_suppression(
+            boxes, scores, one, th, th), (None, 3), "int64"),
+        "image.decode": (relay.op.image_decode.decode(relay.var("png", shape=(90,), dtype="uint8"),
+                                                      "Grayscale"), (None, None, 1), "uint8"),
+    }

@@ -344,10 +344,12 @@ def test_ops_are_opaque_and_data_dependent():
     from tvmpy.relay.op import OpPattern
 
     names = [n for n in relay.op.list_op_names() if n.startswith("dyn.")]
-    assert len(names) == 13
+    assert len(names) >= 13
+    # (dyn.trilu / dyn.dropout read a run-time scalar that changes values, not the shape)
+    static_shape = {"dyn.trilu", "dyn.dropout"}
     for n in names:
         op = relay.op.get(n)
-        assert op.pattern == OpPattern.OPAQUE and is_data_dependent(op), n
+        assert op.pattern == OpPattern.OPAQUE and is_data_dependent(op) != (n in static_shape), n
         assert op.get_attr("FNumpy") is not None and op.get_attr("FTVMStrategy") is not None
 
 

@@ -9,7 +9,8 @@ from test_op_strategy import _CASES, _COVERED, _TOL, check_call
 # PoCL's CPU device lacks (cl_khr_fp16; the OpenCL runtime says so); shape_of (with the dyn
 # ops): a generic and an x86 strategy only
 _CPU_ONLY = {"nn.contrib_dense_pack", "cast", "nn.contrib_conv2d_NCHWc_int8",
-             "nn.contrib_depthwise_conv2d_NCHWc_int8", "nn.contrib_dense_pack_int8", "shape_of"}
+             "nn.contrib_depthwise_conv2d_NCHWc_int8", "nn.contrib_dense_pack_int8", "shape_of",
+             "dyn.trilu", "dyn.dropout"}
 
 
 @pytest.mark.parametrize("name", [n for n in _COVERED if n not in _CPU_ONLY])

@@ -41,7 +41,9 @@ def test_every_op_result_matches_its_type():
     for name, case in cases.items():
         out = _run(case[0])
         t = case[0].checked_type
-        assert out.shape == tuple(t.shape), (name, out.shape, str(t))
+        assert len(out.shape) == len(t.shape) and all(  # a "?" dim: any run-time size
+            isinstance(d, relay.Any) or g == d for g, d in zip(out.shape, t.shape)), \
+            (name, out.shape, str(t))
         assert str(out.dtype) == t.dtype, (name, out.dtype, str(t))
 
 

@@ -3,7 +3,7 @@ dimensions, every registered operator, and errors that name the node and the sha
 
 import numpy as np
 import pytest
-from relay_op_cases import op_cases
+from relay_op_cases import data_dependent_cases, op_cases
 
 import tvmpy as tvm
 from tvmpy import relay, te
@@ -178,7 +178,13 @@ def test_every_registered_op_is_typed():
         expr, shape = case[0], case[1]
         dtype = case[2] if len(case) > 2 else "float32"
         t = infer_type(expr).checked_type
-        assert t.shape == shape and t.dtype == dtype, (name, str(t))
+        got = tuple("?" if isinstance(d, relay.Any) else d for d in t.shape)  # run-time dims
+        assert got == shape and t.dtype == dtype, (name, str(t))
+    dep = data_dependent_cases()  # test_data_dependent_ops.py runs them
+    for name, case in dep.items():  # None: an Any dimension (decided by the data)
+        t = infer_type(case[0]).checked_type
+        got = tuple(None if isinstance(d, relay.Any) else d for d in t.shape)
+        assert got == case[1] and t.dtype == (case[2] if len(case) > 2 else "float32"), (name, str(t))
 
 
 def _err(expr):

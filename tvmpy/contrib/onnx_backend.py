@@ -149,6 +149,18 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
     return run_graph
 
 
+def _data_dependent(mod: Any) -> bool:
+    """Whether the module calls an operator whose output shape depends on input values."""
+    from ..relay.op import Op
+    from ..relay.op.shape_func import is_data_dependent
+    from ..relay.visitor import post_order_visit
+
+    found: list[bool] = []
+    post_order_visit(mod["main"].body, lambda e: found.append(
+        isinstance(e, Call) and isinstance(e.op, Op) and is_data_dependent(e.op)))
+    return any(found)
+
+
 def _regroup(t: Any, flat: Any) -> Any:
     """The graph executor's flat outputs as the graph's: a tuple-typed output (a static ONNX
     sequence) as a list of its arrays."""
@@ -303,6 +315,12 @@ class TvmpyBackendRep(BackendRep):
                 if not new:
                     raise
                 self.bound |= new
+                continue
+            if (self.executor == "graph" and self.bind_inputs and _data_dependent(mod)
+                    and {k for k, v in free.items() if isinstance(v, np.ndarray)} - self.bound):
+                # run-time shape values (relay.op.dyn): the graph executor needs static shapes,
+                # so every graph input is bound (one build per input values, as before them)
+                self.bound |= {k for k, v in free.items() if isinstance(v, np.ndarray)}
                 continue
             run = _compile(mod, params, self.executor, self.opt_level,
                            len(self.model.graph.output))

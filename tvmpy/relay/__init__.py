@@ -41,7 +41,8 @@ from .expr import (  # noqa: F401
 )
 from .interpreter import create_executor  # noqa: F401
 from .module import IRModule  # noqa: F401
-from .op import image, nn  # noqa: F401
+from .op import image, nn, vision  # noqa: F401
+from .op.data_dependent import argwhere, compress, unique  # noqa: F401
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403

@@ -21,7 +21,7 @@ from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
 from ..tir.functor import Visitor, collect_vars, substitute, uses_var
 from .inline import InlineScope
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
-from .tensor import ComputeOp, Reduce, Tensor
+from .tensor import ComputeOp, ExternOp, Reduce, Tensor
 
 __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check", "is_zero_extent",
            "pass_down_domain", "Interval", "Relations"]
@@ -68,6 +68,12 @@ class ScheduleView:
         self.reads: dict[Stage, list[E.ProducerLoad]] = {}
         self.consumers: dict[Stage, list[Stage]] = {st: [] for st in self.order}
         for st in self.order:
+            if isinstance(st.op, ExternOp):  # reads each input whole
+                for t in st.op.input_tensors:
+                    p = self.stage_of(t)
+                    if st not in self.consumers[p]:
+                        self.consumers[p].append(st)
+                continue
             if st.attach_type == INLINE or st not in self.bodies:
                 continue
             loads = _collect_loads(self.bodies[st])
@@ -388,7 +394,8 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         _check_consumers_in_scope(view, st, consumers, encl)
         scope = storage_scope(st, encl)
         fixed = {id(iv.var) for a, iv in encl if not _need_relax(a, iv, scope)}
-        whole = not consumers or st.is_output or (not encl and id(st) in args)
+        whole = (not consumers or st.is_output or (not encl and id(st) in args)
+                 or any(isinstance(c.op, ExternOp) for c in consumers))
         regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
         for d, iv in enumerate(op.axis):
             r = regions[d] if regions is not None else None

@@ -25,7 +25,7 @@ import numpy as np
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Var, convert
 from ..tir.functor import Mutator
-from .tensor import ComputeOp, Operation, PlaceholderOp, Reduce, Tensor
+from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Reduce, Tensor
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "IterVarAttr", "create_schedule"]
 
@@ -110,7 +110,9 @@ class Stage:
     # ---- helpers -----------------------------------------------------------------------------
     def _check_compute(self, what: str) -> ComputeOp:
         if not isinstance(self.op, ComputeOp):
-            raise TypeError(f"{what}: stage {self.op.name} is a placeholder and has no loops to schedule")
+            kind = "an extern stage (its loops are in its body)" if isinstance(self.op, ExternOp) \
+                else "a placeholder"
+            raise TypeError(f"{what}: stage {self.op.name} is {kind} and has no loops to schedule")
         return self.op
 
     def _leaf_index(self, iv: Any, what: str) -> int:
@@ -410,6 +412,12 @@ def rewrite_bodies(body: Sequence[PrimExpr], fn: Callable[[PrimExpr], PrimExpr],
 
 def replace_inputs(op: Operation, vmap: dict[tuple[int, int], Tensor]) -> Operation:
     """``op`` with its reads of tensors in ``vmap`` redirected (same axes); ``op`` if none."""
+    if isinstance(op, ExternOp):  # the same body over the replacement input buffers
+        ins = [vmap.get(_key(t), t) for t in op.inputs]
+        if all(a is b for a, b in zip(ins, op.inputs)):
+            return op
+        return ExternOp(op.name, op.tag, op.attrs, ins, op.input_placeholders,
+                        op.output_placeholders, op.body)
     if not isinstance(op, ComputeOp):
         return op
     rep = _ReadReplacer(vmap)

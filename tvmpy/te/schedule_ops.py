@@ -53,8 +53,8 @@ from .bound import (
     pass_up_index,
     storage_scope,
 )
-from .schedule import INLINE, Schedule, Stage
-from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor
+from .schedule import INLINE, ROOT, SCOPE, Schedule, Stage
+from .tensor import ComputeOp, ExternOp, PlaceholderOp, Reduce, Tensor
 
 __all__ = ["schedule_to_primfunc", "Lowering"]
 
@@ -199,6 +199,10 @@ class Lowering:
         self.attached: dict[tuple[int, int], list[Stage]] = {}
         self.roots: list[Stage] = []
         for st in self.view.order:
+            if isinstance(st.op, ExternOp):
+                self._check_extern(st)
+                self.roots.append(st)
+                continue
             if not isinstance(st.op, ComputeOp) or st.attach_type == INLINE:
                 continue
             ap = self.view.attach_point(st)
@@ -233,11 +237,35 @@ class Lowering:
             return e
         return E.const(int(hi), e.dtype) if abs(hi) < (1 << 31) else e
 
+    def _check_extern(self, st: Stage) -> None:
+        if st.attach_type != ROOT:
+            raise ValueError(f"extern stage {st.op.name} has no loops: it cannot be inlined or "
+                             "computed at another stage's loop")
+        for t in st.op.input_tensors:
+            p = self.view.stage_of(t)
+            if p.attach_type == INLINE:
+                raise ValueError(f"tensor {t.name} is an input of extern stage {st.op.name} and "
+                                 "cannot be compute_inline'd (the extern body reads its buffer)")
+            if p.attach_type == SCOPE:
+                raise ValueError(f"tensor {t.name} is an input of extern stage {st.op.name} and "
+                                 "cannot be computed at a loop (the extern stage has none)")
+
     # ---- buffers -----------------------------------------------------------------------------
     def _make_buffers(self) -> None:
         arg_ids = {id(s) for s in self.arg_stages}
         for st in self.view.order:
             op = st.op
+            if isinstance(op, ExternOp):
+                for k in range(op.num_outputs):
+                    if id(st) in arg_ids:
+                        if (id(st), k) not in self.buffers:
+                            raise ValueError(f"output {k} of extern {op.name} must be in args too: "
+                                             "a multi-output extern is passed as all of its tensors")
+                        continue
+                    t = op.output(k)
+                    self.buffers[(id(st), k)] = Buffer(Var(t.name, "handle"), t.dtype, t.shape, (), 0,
+                                                       t.name, st.scope or "global")
+                continue
             if not isinstance(op, ComputeOp) or st.attach_type == INLINE:
                 continue
             rng = [self.bounds.ranges[iv] for iv in op.axis]
@@ -308,6 +336,8 @@ class Lowering:
     # ---- one stage ---------------------------------------------------------------------------
     def _stage_stmt(self, st: Stage) -> S.Stmt:
         op = st.op
+        if isinstance(op, ExternOp):
+            return self._extern_stmt(op)
         assert isinstance(op, ComputeOp)
         if any(is_zero_extent(iv.known_dom.extent) for iv in op.axis):
             # an empty output: nothing to compute (its loops' index arithmetic, split and
@@ -376,6 +406,37 @@ class Lowering:
             if init is not None and k == begin:
                 inner = S.seq(init, inner)
         return inner
+
+    def _extern_stmt(self, op: ExternOp) -> S.Stmt:
+        """The extern body with its placeholder buffers (and any view of their memory, e.g.
+        ``ib.buffer_ptr``) bound to the buffers of its inputs and outputs."""
+        real: dict[Var, Buffer] = {}
+        for t, b in zip(op.inputs, op.input_placeholders):
+            real[b.data] = self.access(t, [E.const(0)] * t.ndim)[0]
+        for k, b in enumerate(op.output_placeholders):
+            real[b.data] = self.buffers[(id(self.view.stage_of(op.output(k))), k)]
+        vmap: dict[Any, Any] = {}
+
+        def f(n: Any) -> None:
+            if not isinstance(n, (E.BufferLoad, S.BufferStore)):
+                return
+            b: Buffer = n.buffer
+            if b.data in real and b not in vmap:
+                r = real[b.data]
+                vmap[b] = r if _same_layout(b, r) else Buffer(
+                    r.data, b.dtype, b.shape, b.strides, b.elem_offset, b.name, r.scope)
+
+        post_order_visit(op.body, f)
+        # the placeholders' shapes and data pointers: the real buffers'
+        for pb_data, r in real.items():
+            vmap[pb_data] = r.data
+        for b in (*op.input_placeholders, *op.output_placeholders):
+            r = real[b.data]
+            for d, rd in zip(b.shape, r.shape):
+                if isinstance(d, Var) and d not in vmap and not structural_equal(d, rd):
+                    vmap[d] = rd
+        # marked as TVM marks it: where the hand-written statement of the stage begins
+        return S.AttrStmt(op, "extern_scope", 0, substitute(op.body, vmap))
 
     # ---- predicates --------------------------------------------------------------------------
     def _predicates(self, st: Stage, op: ComputeOp, values: dict[IterVar, PrimExpr]) -> list[PrimExpr]:
@@ -465,6 +526,11 @@ class Lowering:
 
 
 # ---------------------------------------------------------------------------------------------
+def _same_layout(a: Buffer, b: Buffer) -> bool:
+    return (a.dtype == b.dtype and not a.strides and not b.strides and len(a.shape) == len(b.shape)
+            and all(structural_equal(x, y) for x, y in zip(a.shape, b.shape)))
+
+
 def _thread_bound(stage: Stage, iv: IterVar) -> bool:
     attr = stage.iter_var_attrs.get(iv)
     return attr is not None and attr.bind_thread is not None

@@ -20,7 +20,7 @@ from ..tir.expr import IterVar, PrimExpr, Range, Var, const, convert
 __all__ = [
     "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "Reduce", "CommReducer",
     "placeholder", "compute", "reduce_axis", "thread_axis", "comm_reducer", "sum", "max", "min",
-    "var", "size_var",
+    "var", "size_var", "ExternOp", "extern",
 ]
 
 
@@ -187,6 +187,106 @@ class ComputeOp(Operation):
         for b in self.body:
             post_order_visit(b, f)
         return list(seen.values())
+
+
+class ExternOp(Operation):
+    """A stage whose body is a TIR statement written by hand (``te.extern``): it reads the
+    ``input_placeholders`` buffers (bound to ``inputs`` when lowered) and writes the
+    ``output_placeholders`` (bound to its outputs' buffers). It has no loops to schedule; its
+    inputs are read whole, so bound inference gives every producer its full shape."""
+
+    __slots__ = ("inputs", "input_placeholders", "output_placeholders", "body", "_outputs")
+    inputs: tuple[Tensor, ...]
+    input_placeholders: tuple[Any, ...]
+    output_placeholders: tuple[Any, ...]
+    body: Any
+
+    def __init__(self, name: str, tag: str, attrs: dict, inputs: Sequence[Tensor],
+                 input_placeholders: Sequence[Any], output_placeholders: Sequence[Any], body: Any):
+        self._init(name=name, tag=tag, attrs=dict(attrs or {}), inputs=tuple(inputs),
+                   input_placeholders=tuple(input_placeholders),
+                   output_placeholders=tuple(output_placeholders), body=body)
+        self._init(_outputs=tuple(Tensor(self, i, b.shape, b.dtype)
+                                  for i, b in enumerate(self.output_placeholders)))
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.output_placeholders)
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        seen: dict[tuple[int, int], Tensor] = {}
+        for t in self.inputs:
+            seen.setdefault((id(t.op), t.value_index), t)
+        return list(seen.values())
+
+
+def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[..., Any], name: str = "extern",
+           dtype: Any = None, in_buffers: Sequence[Any] | None = None,
+           out_buffers: Sequence[Any] | None = None, tag: str = "",
+           attrs: dict | None = None) -> Tensor | list[Tensor]:
+    """Tensors computed by a hand-written statement (TVM's ``te.extern``).
+
+    ``shape``: one output shape or a list of them (dimensions may be symbolic: a size only the
+    caller knows, e.g. a count computed at run time, is a ``te.var`` bound from the output
+    array's shape when the function is called). ``fcompute(ins, outs)`` gets one ``tir.Buffer``
+    per input and per output and returns the statement (``tir.ir_builder``'s ``ib.get()``) or
+    an expression (evaluated, e.g. ``call_extern``). ``dtype``: one for all outputs or a list
+    (default: the first input's dtype). Returns the tensor (also for a list of one shape, as
+    TVM does), or a list for several outputs.
+    """
+    from ..tir import stmt as S
+    from ..tir.buffer import Buffer, decl_buffer
+
+    _check_name("extern", name)
+    if not callable(fcompute):
+        raise TypeError(f"extern {name}: fcompute must be a function (ins, outs) -> statement, got "
+                        f"{type(fcompute).__name__}")
+    if isinstance(inputs, Tensor):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
+        raise TypeError(f"extern {name}: inputs must be a list of te.Tensors, got {inputs!r}")
+    multi = isinstance(shape, (list, tuple)) and len(shape) > 0 and all(
+        isinstance(s, (list, tuple)) for s in shape)
+    shapes = [_shape_tuple(s) for s in (shape if multi else [shape])]
+    if dtype is None:
+        if not inputs:
+            raise ValueError(f"extern {name}: give dtype= (there is no input to take it from)")
+        dtype = inputs[0].dtype
+    dtypes = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype] * len(shapes)
+    if len(dtypes) != len(shapes):
+        raise ValueError(f"extern {name}: {len(shapes)} output shapes but {len(dtypes)} dtypes")
+    for d in dtypes:
+        dt.parse(d)
+
+    def bufs(given: Sequence[Any] | None, what: str, specs: list[tuple[tuple, str]],
+             names: list[str]) -> list[Buffer]:
+        if given is None:
+            return [decl_buffer(s, d, n) for (s, d), n in zip(specs, names)]
+        given = list(given)
+        if len(given) != len(specs) or not all(isinstance(b, Buffer) for b in given):
+            raise ValueError(f"extern {name}: {what} must be {len(specs)} tir.Buffers")
+        for b, (s, d) in zip(given, specs):
+            if b.dtype != d or len(b.shape) != len(s):
+                raise ValueError(f"extern {name}: {what} buffer {b.name} ({b.dtype}, {len(b.shape)} "
+                                 f"dims) does not match its tensor ({d}, {len(s)} dims)")
+        return given
+
+    in_specs = [(t.shape, t.dtype) for t in inputs]
+    ins = bufs(in_buffers, "in_buffers", in_specs, [f"{t.op.name}_buf" for t in inputs])
+    outs = bufs(out_buffers, "out_buffers", list(zip(shapes, dtypes)),
+                [name if len(shapes) == 1 else f"{name}_v{k}" for k in range(len(shapes))])
+    body = fcompute(ins, outs)
+    if body is None:
+        raise TypeError(f"extern {name}: fcompute returned None; return the statement (ib.get())")
+    if isinstance(body, PrimExpr):
+        body = S.Evaluate(body)
+    if not isinstance(body, S.Stmt):
+        raise TypeError(f"extern {name}: fcompute must return a tir statement or expression, got "
+                        f"{type(body).__name__}")
+    op = ExternOp(name, tag, attrs or {}, inputs, ins, outs, body)
+    res = [op.output(k) for k in range(op.num_outputs)]
+    return res if len(res) > 1 else res[0]  # TVM's: one output is the tensor itself
 
 
 def _check_no_nested_reduce(name: str, body: Sequence[PrimExpr]) -> None:

@@ -20,7 +20,20 @@ from .registry import (  # noqa: F401
 from .tensor import *  # noqa: F401,F403
 from .transform import *  # noqa: F401,F403
 
+# the operators whose output size depends on the data (and image.decode, a host operator)
+for _m in ("data_dependent", "image_decode", "vision"):
+    _importlib.import_module("." + _m, __name__)
+del _m
+
 # computes and strategies per target attach to the registered ops (after all registrations)
 _importlib.import_module(".strategy", __name__)
+_importlib.import_module(".strategy.data_dependent", __name__)
+# ops whose axes / scalar parameters are run-time tensors (issue 11; they register strategies)
+_importlib.import_module(".dyn.reduce", __name__)
+_importlib.import_module(".dyn.scalar_args", __name__)
+_importlib.import_module(".dyn.window", __name__)
+_importlib.import_module(".dyn.dropout", __name__)
+_importlib.import_module(".dyn.spatial", __name__)
+_importlib.import_module(".dyn.signal", __name__)
 # shape functions (FShapeFunc) for every registered operator's fast path
 _importlib.import_module(".shape_func", __name__)._register_defaults()

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     activation,
     control,
     conv,
+    data_dependent,
     elementwise,
     indexing,
     linalg,

@@ -16,6 +16,7 @@ from ...expr import RelayExpr, const
 from ...op import nn, nn_nd, tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, check_2d, dtype_of, shape_of
+from .dyn_args import runtime_input
 from .registry import Attrs, Inputs, Names, Output, accumulate_in_float32, converter
 
 
@@ -302,6 +303,11 @@ def _deform_conv(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names)
 @converter("Col2Im")
 def _col2im(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x = inputs[0]
+    if runtime_input(ctx, names, 1) or runtime_input(ctx, names, 2):
+        from ...op.dyn import spatial
+
+        return spatial.col2im(x, inputs[1], inputs[2], attrs.get("dilations"),
+                              attrs.get("pads"), attrs.get("strides"), node=ctx.where())
     N, CK, L = shape_of(x)
     image = [int(v) for v in ctx.value(names[1], "image_shape")]
     block = [int(v) for v in ctx.value(names[2], "block_shape")]

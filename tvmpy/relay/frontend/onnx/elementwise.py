@@ -10,6 +10,7 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from .context import ImportContext, dtype_of, np_dtype, scalar_like, shape_of
+from .dyn_args import runtime_input
 from .low_precision import cast_to
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
@@ -170,6 +171,16 @@ def _bitshift(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
 @converter("Dropout")
 def _dropout(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     training = len(inputs) > 2 and inputs[2] is not None
+    # ratio / training_mode known at run time
+    if training and (runtime_input(ctx, names, 1) or runtime_input(ctx, names, 2)):
+        from ...op.dyn import dropout as _dyn
+
+        dt = dtype_of(inputs[0])
+        ratio = inputs[1] if len(inputs) > 1 and inputs[1] is not None else \
+            const(np.asarray(0.5, dtype=dt if dt.startswith("float") else "float32"))
+        out, mask = _dyn.dropout(inputs[0], ratio, inputs[2], int(attrs.get("seed", 0)),
+                                 node=ctx.where())
+        return [out, mask] if len(ctx.node.output) > 1 and ctx.node.output[1] else out
     if training and bool(ctx.value(names[2], "training_mode").reshape(-1)[0]):
         ratio = ctx.value(names[1], "ratio") if len(names) > 1 and names[1] else np.asarray(0.5)
         if float(ratio.reshape(-1)[0]) != 0.0:  # ratio 0 drops nothing: the identity

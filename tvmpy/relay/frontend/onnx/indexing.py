@@ -11,8 +11,8 @@ over the mask computes the result exactly (sums of one selected value and zeros)
   updates are summed (or multiplied / maxed / mined) into place.
 - TensorScatter: the updates written at ``write_indices`` (+ position, modulo the cache for
   ``circular``) along the sequence axis, as ScatterElements.
-- Compress: a take of the selected positions (the condition must be known: it decides the
-  output's shape).
+- Compress: a take of the selected positions when the condition is a constant; else
+  relay.compress (its output size is decided when the model runs).
 - ReverseSequence: a gather along the time axis with per-batch reversed positions.
 """
 
@@ -154,17 +154,27 @@ def _scatter_nd(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) 
 @converter("Compress")
 def _compress(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x = inputs[0]
+    axis = None if "axis" not in attrs else int(attrs["axis"]) % len(shape_of(x))
+    size = int(np.prod(shape_of(x))) if axis is None and all(
+        isinstance(d, int) for d in shape_of(x)) else shape_of(x)[axis or 0]
+    from .dynamic import runtime_inputs
+
+    if runtime_inputs(ctx, names, 1) or not isinstance(size, int):
+        # chosen at run time (or over an axis of unknown size): relay.compress (with
+        # from_onnx(..., dynamic_inputs=False) a run-time condition raises OnnxConstantInputError)
+        from ...op.data_dependent import compress
+
+        return compress(x, inputs[1], axis)
     cond = np.asarray(ctx.value(names[1], "condition")).astype(bool).reshape(-1)
-    if "axis" not in attrs:
+    if axis is None:
         x = reshape_to(x, [-1])
-        axis = 0
-    else:
-        axis = int(attrs["axis"]) % len(shape_of(x))
-    size = shape_of(x)[axis]
     if len(cond) > size:
-        raise ctx.fail(f"condition of length {len(cond)} is longer than axis {axis} ({size})")
+        if cond[size:].any():
+            raise ctx.fail(f"the condition selects index {size + int(np.argmax(cond[size:]))}, past "
+                           f"the end of axis {axis or 0} (size {size})")
+        cond = cond[:size]
     keep = np.nonzero(cond)[0].astype(np.int64)
-    return transform.take(x, const(keep), axis=axis)
+    return transform.take(x, const(keep), axis=axis or 0)
 
 
 @converter("Gather")

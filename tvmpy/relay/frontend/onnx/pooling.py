@@ -19,6 +19,7 @@ from ...op import reduce as _red
 from ..common import reshape_to
 from .context import ImportContext, dtype_of, scalar_like, shape_of
 from .conv import conv_pads
+from .dyn_args import runtime_input
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
 
@@ -142,6 +143,10 @@ def _max_unpool(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) 
     pads = list(attrs.get("pads", [0] * (2 * nd)))
     default = s[:2] + [(s[2 + d] - 1) * strides[d] + k[d] - pads[d] - pads[d + nd]
                        for d in range(nd)]
+    if runtime_input(ctx, names, 2):  # the output shape known at run time
+        from ...op.dyn import spatial
+
+        return spatial.max_unpool(x, idx, inputs[2], default, node=ctx.where())
     out = (
         [int(v) for v in ctx.value(names[2], "output_shape")]
         if len(inputs) > 2 and inputs[2] is not None

@@ -13,32 +13,86 @@ from ...op import reduce as _red
 from ...op import tensor, transform
 from ..common import move_axis_back, move_axis_last
 from .context import ImportContext, dtype_of, shape_of, typed_const
+from .dyn_args import runtime_input
 from .registry import Attrs, Converter, Inputs, Names, Output, converter, register
 
+# A reduction is written once against ``R(kind)(x, keepdims)``: the relay reduction of that kind
+# (sum, mean, max, min, prod) over the node's axes, static (an attribute or a constant axes
+# input) or dynamic (an axes tensor known at run time: relay.op.dyn.sum, ...).
+Reducer = Callable[[str], Callable[[RelayExpr, bool], RelayExpr]]
 
-def _reduce(fn: Callable[..., RelayExpr]) -> Converter:
-    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-        x = inputs[0]
-        r = len(shape_of(x))
-        axes = attrs.get("axes")
-        if axes is None and len(names) > 1 and names[1]:
-            axes = [int(v) for v in ctx.value(names[1], "axes")]
-        if axes is not None and len(axes) == 0:
-            axes = None
-        if axes is None and attrs.get("noop_with_empty_axes", 0):
-            return x
-        axes = None if axes is None else [int(v) % r for v in axes]
-        keep = bool(attrs.get("keepdims", 1))
-        s = shape_of(x)
-        if any(s[ax] == 0 for ax in (axes if axes is not None else range(r))):
-            return _reduce_empty(ctx, x, s, axes, keep)
-        if 0 in s:  # an empty kept axis: an empty result (nothing to compile)
-            red = list(range(r)) if axes is None else axes
-            out = [1 if k in red else d for k, d in enumerate(s)] if keep else \
-                [d for k, d in enumerate(s) if k not in red]
-            return const(np.zeros(out, dtype=dtype_of(x)))
-        return fn(x, axis=axes, keepdims=keep)
-    return convert
+_COMPOSED: dict[str, Callable[[Reducer, RelayExpr, bool], RelayExpr]] = {
+    "ReduceMean": lambda R, x, k: R("mean")(x, k),
+    "ReduceSum": lambda R, x, k: R("sum")(x, k),
+    "ReduceMax": lambda R, x, k: R("max")(x, k),
+    "ReduceMin": lambda R, x, k: R("min")(x, k),
+    "ReduceProd": lambda R, x, k: R("prod")(x, k),
+    "ReduceSumSquare": lambda R, x, k: R("sum")(tensor.multiply(x, x), k),
+    "ReduceL2": lambda R, x, k: tensor.sqrt(R("sum")(tensor.multiply(x, x), k)),
+    "ReduceL1": lambda R, x, k: R("sum")(tensor.abs(x), k),
+    "ReduceLogSum": lambda R, x, k: tensor.log(R("sum")(x, k)),
+    "ReduceLogSumExp": lambda R, x, k: _log_sum_exp(R, x, k),
+}
+
+
+def _log_sum_exp(R: Reducer, x: RelayExpr, keepdims: bool) -> RelayExpr:
+    m = R("max")(x, True)
+    s = R("sum")(tensor.exp(tensor.subtract(x, m)), keepdims)
+    m2 = m if keepdims else R("max")(x, False)
+    return tensor.add(tensor.log(s), m2)
+
+
+def _static(axes: list[int] | None) -> Reducer:
+    return lambda kind: lambda x, keep: getattr(_red, kind)(x, axis=axes, keepdims=keep)
+
+
+def _reduce(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    compose = _COMPOSED[ctx.node.op_type]
+    x = inputs[0]
+    r = len(shape_of(x))
+    keep = bool(attrs.get("keepdims", 1))
+    axes = attrs.get("axes")
+    if axes is None and len(names) > 1 and names[1]:
+        if runtime_input(ctx, names, 1) and shape_of(inputs[1]) != [0]:
+            return _reduce_dynamic(ctx, compose, x, inputs[1], keep, attrs)
+        empty = names[1] not in ctx.values and shape_of(inputs[1]) == [0]  # (no values needed)
+        axes = [] if empty else [int(v) for v in ctx.value(names[1], "axes")]
+    if axes is not None and len(axes) == 0:
+        axes = None
+    if axes is None and attrs.get("noop_with_empty_axes", 0):
+        return x
+    axes = None if axes is None else [int(v) % r for v in axes]
+    s = shape_of(x)
+    if any(s[ax] == 0 for ax in (axes if axes is not None else range(r))):
+        return _reduce_empty(ctx, x, s, axes, keep)
+    if 0 in s:  # an empty kept axis: an empty result (nothing to compile)
+        red = list(range(r)) if axes is None else axes
+        out = [1 if k in red else d for k, d in enumerate(s)] if keep else \
+            [d for k, d in enumerate(s) if k not in red]
+        return const(np.zeros(out, dtype=dtype_of(x)))
+    return compose(_static(axes), x, keep)
+
+
+def _reduce_dynamic(ctx: ImportContext, compose: Callable[[Reducer, RelayExpr, bool], RelayExpr],
+                    x: RelayExpr, axes: RelayExpr | None, keep: bool, attrs: Attrs) -> RelayExpr:
+    """The reduction over an axes tensor known at run time (``relay.op.dyn`` reductions)."""
+    from ...op.dyn import reduce as _dyn
+
+    assert axes is not None
+    n = shape_of(axes)
+    if len(n) != 1:
+        raise ctx.fail(f"axes must be 1-D, got shape {n}")
+    if not keep and not isinstance(n[0], int):
+        raise ctx.fail("keepdims=0 needs a static number of axes (the output rank), got axes "
+                       f"of shape {n}")
+    noop = bool(attrs.get("noop_with_empty_axes", 0))
+    where = ctx.where()
+
+    def R(kind: str) -> Callable[[RelayExpr, bool], RelayExpr]:
+        fn = getattr(_dyn, kind)
+        return lambda v, k: fn(v, axes, keepdims=k, noop_with_empty_axes=noop, node=where)
+
+    return compose(R, x, keep)
 
 
 def _reduce_empty(ctx: ImportContext, x: RelayExpr, s: list[int], axes: list[int] | None,
@@ -63,37 +117,8 @@ def _reduce_empty(ctx: ImportContext, x: RelayExpr, s: list[int], axes: list[int
     return const(np.full(out, ident, dtype=dt))
 
 
-for _n, _f in [("ReduceMean", _red.mean), ("ReduceSum", _red.sum), ("ReduceMax", _red.max),
-               ("ReduceMin", _red.min), ("ReduceProd", _red.prod)]:
-    register(_n, _reduce(_f))
-
-
-def _sum_square(x, axis=None, keepdims=False):
-    return _red.sum(tensor.multiply(x, x), axis=axis, keepdims=keepdims)
-
-
-def _l2(x, axis=None, keepdims=False):
-    return tensor.sqrt(_sum_square(x, axis, keepdims))
-
-
-def _l1(x, axis=None, keepdims=False):
-    return _red.sum(tensor.abs(x), axis=axis, keepdims=keepdims)
-
-
-def _log_sum(x, axis=None, keepdims=False):
-    return tensor.log(_red.sum(x, axis=axis, keepdims=keepdims))
-
-
-def _log_sum_exp(x, axis=None, keepdims=False):
-    m = _red.max(x, axis=axis, keepdims=True)
-    s = _red.sum(tensor.exp(tensor.subtract(x, m)), axis=axis, keepdims=keepdims)
-    m2 = m if keepdims else _red.max(x, axis=axis, keepdims=False)
-    return tensor.add(tensor.log(s), m2)
-
-
-for _n, _f in [("ReduceSumSquare", _sum_square), ("ReduceL2", _l2), ("ReduceL1", _l1),
-               ("ReduceLogSum", _log_sum), ("ReduceLogSumExp", _log_sum_exp)]:
-    register(_n, _reduce(_f))
+for _n in _COMPOSED:
+    register(_n, _reduce)
 
 
 def _arg(fn: Callable[..., RelayExpr]) -> Converter:
@@ -115,6 +140,8 @@ register("ArgMin", _arg(_red.argmin))
 
 @converter("CumSum")
 def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if runtime_input(ctx, names, 1):
+        return _scan_dynamic(ctx, inputs, attrs, "cumsum")
     ax = int(ctx.value(names[1], "axis").reshape(-1)[0]) % len(shape_of(inputs[0]))
     if not attrs.get("reverse", 0):
         return transform.cumsum(inputs[0], axis=ax, exclusive=bool(attrs.get("exclusive", 0)))
@@ -126,6 +153,8 @@ def _cumsum(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
 
 @converter("CumProd")
 def _cumprod(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if runtime_input(ctx, names, 1):
+        return _scan_dynamic(ctx, inputs, attrs, "cumprod")
     x = inputs[0]
     s = shape_of(x)
     r = len(s)
@@ -141,3 +170,15 @@ def _cumprod(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
     xt = transform.expand_dims(move_axis_last(x, axis, r), r - 1)  # (..., 1, L)
     y = _red.prod(tensor.where(const(mask), xt, typed_const(1, dtype_of(x))), axis=[r])
     return move_axis_back(y, axis, r)
+
+
+def _scan_dynamic(ctx: ImportContext, inputs: Inputs, attrs: Attrs, kind: str) -> Output:
+    """CumSum / CumProd along an axis known at run time (relay.op.dyn.cumsum / cumprod)."""
+    from ...op.dyn import scalar_args
+
+    x, axis = inputs[0], inputs[1]
+    assert x is not None and axis is not None
+    if not dtype_of(axis).startswith(("int", "uint")) or len(shape_of(axis)) > 1:
+        raise ctx.fail(f"axis must be one integer, got {shape_of(axis)} {dtype_of(axis)}")
+    return getattr(scalar_args, kind)(x, axis, exclusive=bool(attrs.get("exclusive", 0)),
+                                      reverse=bool(attrs.get("reverse", 0)), node=ctx.where())

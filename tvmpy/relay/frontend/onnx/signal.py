@@ -20,9 +20,10 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import reshape_to
-from .context import ImportContext, dtype_of, shape_of, typed_const
+from .context import ImportContext, dtype_of, np_dtype, shape_of, typed_const
+from .dyn_args import expand_here, runtime_input
 from .elementwise import round_half_even
-from .registry import Attrs, Inputs, Names, Output, converter
+from .registry import Attrs, Inputs, Names, Output, converter, register
 
 
 def _last(x: RelayExpr, k: int) -> RelayExpr:
@@ -86,6 +87,13 @@ def _dft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
     dt = dtype_of(x)
     if s[-1] not in (1, 2):
         raise ctx.fail(f"the last axis must be 1 (real) or 2 (complex), got shape {s}")
+    if ctx.opset >= 20 and runtime_input(ctx, names, 2):  # the axis known at run time
+        from ...op.dyn import signal as _dyn
+
+        L = int(ctx.value(names[1], "dft_length").reshape(-1)[0]) \
+            if len(names) > 1 and names[1] else 0
+        return _dyn.dft(x, inputs[2], bool(attrs.get("inverse", 0)),
+                        bool(attrs.get("onesided", 0)), L, node=ctx.where())
     if ctx.opset >= 20:
         axis = (
             int(ctx.value(names[2], "axis").reshape(-1)[0]) if len(names) > 2 and names[2] else -2
@@ -114,6 +122,15 @@ def _dft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
 @converter("STFT")
 def _stft(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     sig = inputs[0]
+    if runtime_input(ctx, names, 1) or runtime_input(ctx, names, 3):
+        from ...op.dyn import signal as _dyn
+
+        has_window = len(inputs) > 2 and inputs[2] is not None
+        third = inputs[2] if has_window else (inputs[3] if len(inputs) > 3 else None)
+        if third is None:
+            raise ctx.fail("give frame_length or window")
+        return _dyn.stft(sig, inputs[1], third, has_window, bool(attrs.get("onesided", 1)),
+                         node=ctx.where())
     b, length, ch = shape_of(sig)
     dt = dtype_of(sig)
     step = int(ctx.value(names[1], "frame_step").reshape(-1)[0])
@@ -264,3 +281,40 @@ def _grid_sample(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names)
     return transform.transpose(out, [0, r + 1] + list(range(1, r + 1)))
 
 
+
+
+# ------------------------------------------------------------------------------------------------
+# HannWindow / HammingWindow / BlackmanWindow
+def _window(kind: str) -> Any:
+    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+        from ...op.dyn import window as _win
+
+        dt = np_dtype(int(attrs.get("output_datatype", 1)))
+        periodic = bool(attrs.get("periodic", 1))
+        if not runtime_input(ctx, names, 0):  # a known size: the window itself, a constant
+            n = int(ctx.value(names[0], "size").reshape(-1)[0])
+            if n < 0:
+                raise ctx.fail(f"size {n} is negative")
+            denom = n if periodic else n - 1
+            a0, a1, a2 = _win.WINDOWS[kind]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ang = 2 * np.pi * np.arange(n, dtype=np.float64) / denom
+            return const((a0 + a1 * np.cos(ang) + a2 * np.cos(2 * ang)).astype(dt))
+        return _win.window(inputs[0], kind, periodic, dt, node=ctx.where())
+    return convert
+
+
+for _op, _kind in (("HannWindow", "hann"), ("HammingWindow", "hamming"),
+                   ("BlackmanWindow", "blackman")):
+    register(_op, _window(_kind))
+
+
+@converter("AffineGrid")
+def _affine_grid(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    """The size known at run time: relay.op.dyn.affine_grid; else ONNX's function body."""
+    if not runtime_input(ctx, names, 1):
+        return expand_here(ctx)
+    from ...op.dyn import spatial
+
+    return spatial.affine_grid(inputs[0], inputs[1], bool(attrs.get("align_corners", 0)),
+                               node=ctx.where())

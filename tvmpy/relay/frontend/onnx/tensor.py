@@ -12,6 +12,7 @@ from ...op import nn, tensor, transform
 from ..common import broadcast_dims, floordiv_dim, prod, reshape_to
 from . import dynamic
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
+from .dyn_args import runtime_input
 from .registry import Attrs, Inputs, Names, Output, converter
 
 
@@ -216,6 +217,10 @@ def _s2d(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
 def _trilu(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x = inputs[0]
     s = shape_of(x)
+    if runtime_input(ctx, names, 1):  # k known at run time
+        from ...op.dyn import scalar_args
+
+        return scalar_args.trilu(x, inputs[1], bool(attrs.get("upper", 1)))
     k = int(ctx.value(names[1], "k").reshape(-1)[0]) if len(names) > 1 and names[1] else 0
     ones = np.ones(s[-2:], dtype=bool)
     mask = np.triu(ones, k) if attrs.get("upper", 1) else np.tril(ones, k)

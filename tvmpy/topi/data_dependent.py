@@ -1,0 +1,334 @@
+"""Kernels whose output size depends on the data: ``argwhere``, ``compress``, ``unique`` and
+ONNX's non-max suppression, each one ``te.extern`` stage written with ``tir.ir_builder``.
+
+The output extent that depends on the data (``count``) is a symbolic size of the output tensor:
+the caller runs the operator's shape function on the host, allocates the output, and the kernel
+(bound to that array's shape) fills it; every store is guarded by ``position < count``, so a
+smaller output than the data gives is never overrun. The loops are plain serial ones (the
+counts are running sums); unique and the NMS candidates are ordered by a stable merge sort
+(O(n log n) comparisons); the greedy suppression compares each candidate with the boxes kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from ..tir import expr as E
+from ..tir import ir_builder
+from ..tir.expr import PrimExpr, const
+from ..tir.op import if_then_else, isnan
+from ..tir.op import max as tmax
+from ..tir.op import min as tmin
+
+__all__ = ["argwhere", "compress", "unique", "all_class_non_max_suppression"]
+
+
+def _prod(dims: Sequence[Any]) -> PrimExpr:
+    n: PrimExpr = const(1, "int32")
+    for d in dims:
+        n = n * d
+    return n
+
+
+def _nonzero(v: PrimExpr) -> PrimExpr:
+    return v if v.dtype == "bool" else v != const(0, v.dtype)
+
+
+def argwhere(condition: te.Tensor, count: Any) -> te.Tensor:
+    """``(count, ndim)`` int32 indices of the non-zero elements of ``condition``, row-major."""
+    shape = list(condition.shape)
+    ndim = len(shape)
+
+    def body(ins: list, outs: list) -> Any:
+        ib = ir_builder.create()
+        c = ib.buffer_ptr(ins[0])
+        o = ib.buffer_ptr(outs[0]) if ndim else None
+        m = outs[0].shape[0]
+        k = ib.allocate("int32", (1,), name="k", scope="local")
+        k[0] = 0
+        with ib.for_range(0, _prod(shape), name="i") as i:
+            with ib.if_scope(_nonzero(c[i])):
+                if o is not None:
+                    with ib.if_scope(k[0] < m):
+                        rem: PrimExpr = i
+                        for d in reversed(range(ndim)):
+                            o[k[0] * ndim + d] = rem % shape[d] if d else rem
+                            rem = rem // shape[d]
+                k[0] = k[0] + 1
+        return ib.get()
+
+    return te.extern((count, ndim), [condition], body, name="argwhere", dtype="int32",
+                     tag="argwhere")
+
+
+def _axis_split(shape: Sequence[Any], axis: int | None) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
+    if axis is None:
+        return const(1, "int32"), _prod(shape), const(1, "int32")
+    return _prod(shape[:axis]), shape[axis], _prod(shape[axis + 1:])
+
+
+def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any) -> te.Tensor:
+    """The slices of ``data`` along ``axis`` (flattened when None) where ``condition`` is
+    non-zero; ``count`` of them (the output's extent there)."""
+    shape = list(data.shape)
+    if axis is not None:
+        axis %= len(shape)
+    outer, n, inner = _axis_split(shape, axis)
+    out_shape = [count] if axis is None else [count if d == axis else s for d, s in enumerate(shape)]
+
+    def body(ins: list, outs: list) -> Any:
+        ib = ir_builder.create()
+        x, c, o = ib.buffer_ptr(ins[0]), ib.buffer_ptr(ins[1]), ib.buffer_ptr(outs[0])
+        m = outs[0].shape[0 if axis is None else axis]
+        k = ib.allocate("int32", (1,), name="k", scope="local")
+        k[0] = 0
+        with ib.for_range(0, tmin(ins[1].shape[0], n), name="j") as j:
+            with ib.if_scope(_nonzero(c[j])):
+                with ib.if_scope(k[0] < m):
+                    with ib.for_range(0, outer, name="a") as a:
+                        with ib.for_range(0, inner, name="b") as b:
+                            o[(a * m + k[0]) * inner + b] = x[(a * n + j) * inner + b]
+                k[0] = k[0] + 1
+        return ib.get()
+
+    return te.extern(out_shape, [data, condition], body, name="compress", dtype=data.dtype,
+                     tag="compress")
+
+
+def _merge_sort(ib: Any, idx: Any, tmp: Any, n: PrimExpr, right_first: Any, flag: Any) -> None:
+    """Stable bottom-up merge sort of the ``n`` entries of ``idx`` (``tmp``: scratch of the same
+    size). ``right_first(flag, a, b)`` emits code setting ``flag[0]`` to 1 when entry ``a`` (from
+    the right run) must come before ``b`` (from the left run), else 0."""
+    i = ib.allocate("int32", (1,), name="ms_i", scope="local")
+    j = ib.allocate("int32", (1,), name="ms_j", scope="local")
+    with ib.for_range(0, 31, name="pass_") as p:
+        width = const(1, "int32") << p
+        with ib.if_scope(width < n):
+            with ib.for_range(0, (n + 2 * width - 1) // (2 * width), name="blk") as blk:
+                lo = blk * 2 * width
+                mid = tmin(lo + width, n)
+                hi = tmin(lo + 2 * width, n)
+                i[0] = lo
+                j[0] = mid
+                with ib.for_range(0, hi - lo, name="t") as t:
+                    flag[0] = 0
+                    with ib.if_scope(E.And(i[0] < mid, j[0] < hi)):
+                        right_first(flag, idx[j[0]], idx[i[0]])
+                    with ib.if_scope(E.And(i[0] < mid, E.Or(j[0] >= hi, flag[0] == 0))):
+                        tmp[lo + t] = idx[i[0]]
+                        i[0] = i[0] + 1
+                    with ib.else_scope():
+                        tmp[lo + t] = idx[j[0]]
+                        j[0] = j[0] + 1
+            with ib.for_range(0, n, name="t") as t:
+                idx[t] = tmp[t]
+
+
+def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
+           ) -> list[te.Tensor]:
+    """ONNX Unique: ``(Y, indices, inverse_indices, counts)`` with ``count`` unique elements
+    (``axis=None``: flattened; NaNs are one value, sorted last, as numpy) or slices along
+    ``axis``; sorted ascending (slices lexicographically, in row-major order of the other axes)
+    or in order of first occurrence.
+
+    A stable merge sort of the positions (O(n log n) comparisons) groups equal values; the first
+    of each group is its first occurrence; for the unsorted order the groups are re-ranked by
+    their first occurrence."""
+    shape = list(data.shape)
+    if axis is not None:
+        axis %= len(shape)
+    outer, n, inner = _axis_split(shape, axis)
+    y_shape = [count] if axis is None else [count if d == axis else s for d, s in enumerate(shape)]
+    span = outer * inner
+    nan_aware = axis is None and data.dtype.startswith(("float", "bfloat"))
+
+    def body(ins: list, outs: list) -> Any:
+        ib = ir_builder.create()
+        x = ib.buffer_ptr(ins[0])
+        y, idx, inv, cnt = (ib.buffer_ptr(b) for b in outs)
+        m = outs[1].shape[0]
+
+        def elem(j: PrimExpr, e: PrimExpr) -> PrimExpr:
+            return x[((e // inner) * n + j) * inner + e % inner]
+
+        def compare(state: Any, a: PrimExpr, b: PrimExpr) -> None:
+            """state[0] = 1 when slice a < slice b (lexicographically), 2 when greater, else 0."""
+            state[0] = 0
+            if nan_aware:  # one element: NaN equals NaN and sorts after every number
+                va, vb = x[a], x[b]
+                na, nb_ = isnan(va), isnan(vb)
+                with ib.if_scope(E.Or(E.And(E.Not(na), nb_), va < vb)):
+                    state[0] = 1
+                with ib.else_scope():
+                    with ib.if_scope(E.Or(E.And(na, E.Not(nb_)), va > vb)):
+                        state[0] = 2
+                return
+            with ib.for_range(0, span, name="e") as e:
+                with ib.if_scope(state[0] == 0):
+                    with ib.if_scope(elem(a, e) < elem(b, e)):
+                        state[0] = 1
+                    with ib.else_scope():
+                        with ib.if_scope(elem(a, e) > elem(b, e)):
+                            state[0] = 2
+
+        order = ib.allocate("int32", (n,), name="order")
+        tmp = ib.allocate("int32", (n,), name="tmp")
+        group = ib.allocate("int32", (n,), name="group")  # position -> its group
+        first = ib.allocate("int32", (n,), name="first")  # group -> its first position
+        st = ib.allocate("int32", (1,), name="st", scope="local")
+        g = ib.allocate("int32", (1,), name="g", scope="local")
+        with ib.for_range(0, n, name="t") as t:
+            order[t] = t
+
+        def right_first(flag: Any, a: PrimExpr, b: PrimExpr) -> None:
+            compare(flag, a, b)
+            with ib.if_scope(flag[0] != 1):
+                flag[0] = 0
+
+        _merge_sort(ib, order, tmp, n, right_first, st)
+        # groups of equal slices, in sorted order; a stable sort puts each first occurrence first
+        g[0] = -1
+        with ib.for_range(0, n, name="t") as t:
+            st[0] = 1
+            with ib.if_scope(t > 0):
+                compare(st, order[t - 1], order[t])
+                with ib.if_scope(st[0] != 0):
+                    st[0] = 1
+            with ib.if_scope(st[0] != 0):
+                g[0] = g[0] + 1
+                first[g[0]] = order[t]
+            group[order[t]] = g[0]
+        # rank: group -> output position (tmp reused): sorted, the group itself; else the
+        # groups by first occurrence (a scan of the positions, counting the first ones)
+        if is_sorted:
+            with ib.for_range(0, n, name="t") as t:
+                tmp[t] = t
+        else:
+            st[0] = 0
+            with ib.for_range(0, n, name="t") as t:
+                with ib.if_scope(first[group[t]] == t):
+                    tmp[group[t]] = st[0]
+                    st[0] = st[0] + 1
+        with ib.for_range(0, g[0] + 1, name="h") as h:
+            pos = tmp[h]
+            with ib.if_scope(pos < m):
+                idx[pos] = E.cast(first[h], "int64")
+                cnt[pos] = const(0, "int64")
+                with ib.for_range(0, span, name="e") as e:
+                    y[((e // inner) * m + pos) * inner + e % inner] = elem(first[h], e)
+        with ib.for_range(0, n, name="t") as t:
+            pos = tmp[group[t]]
+            inv[t] = E.cast(pos, "int64")
+            with ib.if_scope(pos < m):
+                cnt[pos] = cnt[pos] + const(1, "int64")
+        return ib.get()
+
+    outs = te.extern([y_shape, [count], [n], [count]], [data], body, name="unique",
+                     dtype=[data.dtype, "int64", "int64", "int64"], tag="unique")
+    return list(outs)
+
+
+def _iou_above(bx: Any, b: PrimExpr, i: PrimExpr, j: PrimExpr, nbox: PrimExpr, center: bool,
+               iou: PrimExpr) -> PrimExpr:
+    """onnx's suppression test of boxes i and j of batch b, in the boxes' dtype and operation
+    order: the intersection over union is above ``iou`` (and every area is positive)."""
+    def c(box: PrimExpr, k: int) -> PrimExpr:
+        return bx[(b * nbox + box) * 4 + k]
+
+    dt = bx.dtype
+    two = const(2, dt)
+    if center:
+        def span(box: PrimExpr, ctr: int, size: int) -> tuple[PrimExpr, PrimExpr]:
+            return c(box, ctr) - c(box, size) / two, c(box, ctr) + c(box, size) / two
+
+        x1, x2, y1, y2 = span(i, 0, 2), span(j, 0, 2), span(i, 1, 3), span(j, 1, 3)
+    else:
+        def span(box: PrimExpr, lo: int, hi: int) -> tuple[PrimExpr, PrimExpr]:
+            return tmin(c(box, lo), c(box, hi)), tmax(c(box, lo), c(box, hi))
+
+        x1, x2, y1, y2 = span(i, 1, 3), span(j, 1, 3), span(i, 0, 2), span(j, 0, 2)
+    ix0, ix1 = tmax(x1[0], x2[0]), tmin(x1[1], x2[1])
+    iy0, iy1 = tmax(y1[0], y2[0]), tmin(y1[1], y2[1])
+    inter = (ix1 - ix0) * (iy1 - iy0)
+    a1 = (x1[1] - x1[0]) * (y1[1] - y1[0])
+    a2 = (x2[1] - x2[0]) * (y2[1] - y2[0])
+    union = a1 + a2 - inter
+    zero = const(0, dt)
+    return E.And(E.And(E.And(ix1 > ix0, iy1 > iy0), E.And(inter > zero, E.And(a1 > zero, a2 > zero))),
+                 E.And(union > zero, inter / union > iou))
+
+
+def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_output: te.Tensor,
+                                  iou_threshold: te.Tensor, score_threshold: te.Tensor,
+                                  center_point_box: int, count: Any) -> te.Tensor:
+    """ONNX NonMaxSuppression: ``(count, 3)`` int64 rows [batch, class, box] (see
+    ``relay.op.vision``). An empty threshold tensor means: no score threshold, IoU 0, at most 0
+    boxes, as onnx's reference."""
+    nb, nc, n = scores.shape
+
+    def size(t: te.Tensor) -> PrimExpr:
+        return _prod(t.shape)
+
+    def body(ins: list, outs: list) -> Any:
+        ib = ir_builder.create()
+        bx, sc, mo, io, so = (ib.buffer_ptr(b, (_prod(b.shape),)) for b in ins)
+        o = ib.buffer_ptr(outs[0])
+        m = outs[0].shape[0]
+        dt = bx.dtype
+        limit = ib.let("limit", if_then_else(size(max_output) > 0,
+                                                tmax(E.cast(mo[0], "int64"), const(0, "int64")),
+                                                const(0, "int64")))
+        iou = ib.let("iou", if_then_else(size(iou_threshold) > 0, E.cast(io[0], dt), const(0, dt)))
+        has_s = size(score_threshold) > 0
+        order = ib.allocate("int32", (n,), name="order")
+        kept = ib.allocate("int32", (n,), name="kept")
+        tmp = ib.allocate("int32", (n,), name="tmp")
+        total = ib.allocate("int32", (1,), name="total", scope="local")
+        ncand = ib.allocate("int32", (1,), name="ncand", scope="local")
+        nk = ib.allocate("int32", (1,), name="nk", scope="local")
+        r = ib.allocate("int32", (1,), name="r", scope="local")
+        keep = ib.allocate("int32", (1,), name="keep", scope="local")
+        total[0] = 0
+        with ib.for_range(0, nb, name="b") as b:
+            with ib.for_range(0, nc, name="c") as c:
+                base = (b * nc + c) * n
+
+                def cand(i: PrimExpr) -> PrimExpr:
+                    return E.Or(E.Not(has_s), sc[base + i] > E.cast(so[0], sc.dtype))
+
+                # the candidates (in index order), stably sorted by decreasing score: ties
+                # keep the lower box index first
+                ncand[0] = 0
+                with ib.for_range(0, n, name="i") as i:
+                    with ib.if_scope(cand(i)):
+                        order[ncand[0]] = i
+                        ncand[0] = ncand[0] + 1
+
+                def right_first(flag: Any, a: PrimExpr, b0: PrimExpr) -> None:
+                    with ib.if_scope(sc[base + a] > sc[base + b0]):
+                        flag[0] = 1
+
+                _merge_sort(ib, order, tmp, ncand[0], right_first, r)
+                nk[0] = 0
+                with ib.for_range(0, n, name="k") as k:
+                    with ib.if_scope(E.And(k < ncand[0], E.cast(nk[0], "int64") < limit)):
+                        keep[0] = 1
+                        with ib.for_range(0, n, name="q") as q:
+                            with ib.if_scope(E.And(q < nk[0], keep[0] == 1)):
+                                with ib.if_scope(_iou_above(bx, b, order[k], kept[q], n,
+                                                            bool(center_point_box), iou)):
+                                    keep[0] = 0
+                        with ib.if_scope(keep[0] == 1):
+                            kept[nk[0]] = order[k]
+                            nk[0] = nk[0] + 1
+                            with ib.if_scope(total[0] < m):
+                                o[total[0] * 3] = E.cast(b, "int64")
+                                o[total[0] * 3 + 1] = E.cast(c, "int64")
+                                o[total[0] * 3 + 2] = E.cast(order[k], "int64")
+                            total[0] = total[0] + 1
+        return ib.get()
+
+    return te.extern((count, 3), [boxes, scores, max_output, iou_threshold, score_threshold], body,
+                     name="non_max_suppression", dtype="int64", tag="non_max_suppression")
