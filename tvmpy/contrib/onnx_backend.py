@@ -6,13 +6,17 @@ This is the interface onnx's own backend tests drive (``bench/onnx_conformance.p
     rep = TvmpyBackend.prepare(model, "CPU")
     outputs = rep.run([x, shape])            # a tuple of numpy arrays, in graph-output order
 
-``run`` imports the model with ``relay.frontend.from_onnx`` and compiles it for the given input
-shapes. ONNX graphs may feed *shape-like* values as graph inputs (Reshape's shape, Expand's
-shape, Tile's repeats, Slice's starts, ...), which tvmpy needs as constants at import time: when
-the importer raises ``OnnxConstantInputError`` naming a tensor, the graph inputs that tensor
-depends on are bound as constants (moved to initializers) and the model is imported again. The
-compiled function is cached per input shapes/dtypes plus the values of the bound inputs, so a
-model with shape-like inputs compiles once per distinct value.
+``run`` imports the model with ``relay.frontend.from_onnx`` and compiles it once for the given
+input shapes and dtypes. Every graph input is fed at run time, including *shape-like* ones
+(Reshape's shape, Expand's shape, Tile's repeats, Slice's starts, TopK's k, reduction axes, ...):
+the importer emits ``relay.op.dyn`` operators for those, and the model is compiled once, not once
+per input value. A model the graph executor cannot run (data-dependent shapes, If/Loop, sequences)
+runs on the VM even when ``graph`` is asked for: ``rep.executor_used`` says which ran.
+
+``bind_inputs=True`` restores the specializing mode: when the importer raises
+``OnnxConstantInputError`` naming a tensor, the graph inputs that tensor depends on are bound as
+constants (moved to initializers) and the model is imported again, so the graph compiles with
+static shapes once per distinct value of those inputs.
 
 The executor is selectable with ``TVMPY_ONNX_BACKEND_EXECUTOR``:
 ``graph`` (``relay.build`` + ``graph_executor``, the default when ``relay.build`` exists),
@@ -125,10 +129,17 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
                 return [_value(out)]
             return [_value(o) for o in out]
 
+        run_vm.executor = "vm"  # type: ignore[attr-defined]
+        # operators the VM runs with their numpy implementation (no kernel): builtins on lists,
+        # host operators, and computes that refused their shapes
+        run_vm.host_ops = sorted({k.name for k in exe.kernels  # type: ignore[attr-defined]
+                                  if k.symbol is None})
         return run_vm
 
     if not _computes(mod["main"].body):  # only inputs/constants: nothing to compile
         return _compile(mod, params, "debug", n_outputs=n_outputs)
+    if needs_vm(mod):
+        return _compile(mod, params, "vm", opt_level, n_outputs)
     if opt_level is None:
         lib = relay.build(mod, target="llvm", params=params)
     else:
@@ -146,7 +157,27 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
         flat = iter([gm.get_output(i).numpy() for i in range(gm.get_num_outputs())])
         return [_regroup(t, flat) for t in fields]
 
+    run_graph.executor = "graph"  # type: ignore[attr-defined]
+    run_graph.host_ops = []  # type: ignore[attr-defined]
     return run_graph
+
+
+def needs_vm(mod: Any) -> bool:
+    """Whether the graph executor cannot run ``mod``: control flow (If, global functions such
+    as an imported Loop), operators without a compute (list builtins, host operators) or
+    operators whose output shapes depend on input values."""
+    from ..relay.build_module import RelayBuildError, check_graph
+    from ..relay.ty import TensorType
+
+    main = mod["main"]
+    if _data_dependent(mod) or not all(isinstance(p.checked_type, TensorType)
+                                       for p in main.params):
+        return True  # (a sequence input: a tuple or list of tensors)
+    try:
+        check_graph(mod["main"])
+    except RelayBuildError:
+        return True
+    return False
 
 
 def _data_dependent(mod: Any) -> bool:
@@ -253,7 +284,7 @@ class TvmpyBackendRep(BackendRep):
     """A prepared ONNX model; ``run(inputs)`` returns a tuple of numpy arrays."""
 
     def __init__(self, model: Any, executor: str, opt_level: int | None = None,
-                 bind_inputs: bool = True):
+                 bind_inputs: bool = False):
         self.model = model
         self.bind_inputs = bind_inputs
         self.executor = executor
@@ -261,6 +292,8 @@ class TvmpyBackendRep(BackendRep):
         inits = {t.name for t in model.graph.initializer}
         self.input_names = [vi.name for vi in model.graph.input if vi.name not in inits]
         self.bound: set[str] = set()   # graph inputs imported as constants (shape-like)
+        self.executor_used = executor  # the executor that ran (graph hands the VM what it can't)
+        self.host_ops: list[str] = []  # operators the VM ran with numpy (no kernel)
         self._cache: dict[tuple, Callable[[dict], list[np.ndarray]]] = {}
 
     def _feeds(self, inputs: Any) -> dict[str, Any]:
@@ -324,6 +357,8 @@ class TvmpyBackendRep(BackendRep):
                 continue
             run = _compile(mod, params, self.executor, self.opt_level,
                            len(self.model.graph.output))
+            self.executor_used = getattr(run, "executor", self.executor)
+            self.host_ops = list(getattr(run, "host_ops", []))
             empty = {k for k, o in enumerate(self.model.graph.output)
                      if o.name in info.get("empty_optional", ())}
             absent = {k for k, v in free.items() if v is None}
@@ -352,12 +387,13 @@ class TvmpyBackend(Backend):
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", executor: str | None = None,
-                opt_level: int | None = None, bind_inputs: bool = True,
+                opt_level: int | None = None, bind_inputs: bool = False,
                 **kwargs: Any) -> TvmpyBackendRep:
         """``executor``: graph / vm / debug (default: see default_executor); ``opt_level``: the
         relay.build (relay.vm.compile) level (default: the current PassContext's);
-        ``bind_inputs=False``: every graph input is fed at run time (no re-import with shape-like
-        inputs bound as constants: they become ``relay.op.dyn`` operators)."""
+        ``bind_inputs``: False (default) feeds every graph input at run time (shape-like inputs
+        become ``relay.op.dyn`` operators: one build per input shapes); True binds shape-like
+        inputs as constants and builds once per their values (static shapes)."""
         if not cls.supports_device(device):
             raise ValueError(f"device {device!r}: the tvmpy ONNX backend runs on 'CPU' only")
         kind = executor or default_executor()
