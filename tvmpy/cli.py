@@ -214,6 +214,30 @@ def _compile(model: Any, shapes: Mapping[str, tuple[int, ...]], opt_level: int, 
         bar.close()
 
 
+def _compile_vm(mod: Any, params: Any, opt_level: int, target: str, tuning_log: str | None
+                ) -> tuple[Any, float]:
+    """``relay.vm.compile`` under ``PassContext(opt_level)`` (and the tuning log's configs)."""
+    import contextlib
+
+    from . import relay, transform
+
+    if any(k in target.split()[0] for k in ("opencl", "cuda", "vulkan", "metal")) or \
+            "-mtriple=wasm" in target:
+        raise CliError(f"this model needs the virtual machine, which runs on the host CPU only; "
+                       f"target {target!r} is not supported for it (use an 'llvm ...' target)")
+    ctx: Any = contextlib.nullcontext()
+    if tuning_log is not None:
+        from .autotvm.task import dispatcher
+
+        ctx = dispatcher.ApplyHistoryBest(_load_tuning_log(tuning_log))
+    t0 = time.perf_counter()
+    with ctx, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
+        with transform.PassContext(opt_level=opt_level):
+            exe = relay.vm.compile(mod, target=target, params=dict(params or {}))
+    return exe, time.perf_counter() - t0
+
+
 def _load_tuning_log(path: str) -> list[Any]:
     from .autotvm import record
 
@@ -272,14 +296,35 @@ def _summary(name: str, a: np.ndarray) -> str:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    from .relay.build_module import vm_reason
+    from .relay.testing import compare
+
     model = _load_onnx(args.model)
     # symbolic dims not given stay symbolic: one library serves every size (relay.Any)
     wasm = "-mtriple=wasm" in args.target
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape), symbolic=not wasm)
     ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
     out = args.output or os.path.splitext(args.model)[0] + ext
-    lib, secs = _compile(model, shapes, args.opt_level, args.target, "compile",
-                         tuning_log=args.tuning_log)
+    mod, params = compare.import_onnx(model, shapes)
+    # the graph executor unless the model has control flow, operators sized by input values
+    # or operators without a compute: then the virtual machine (one rule: relay's vm_reason)
+    reason = vm_reason(mod)
+    if reason:
+        print(f"executor: vm (the graph executor cannot run this model: {reason})")
+        lib, secs = _compile_vm(mod, params, args.opt_level, args.target, args.tuning_log)
+    else:
+        print("executor: graph (static schedule and memory plan; no control flow or "
+              "value-dependent shapes)")
+        if args.tuning_log is not None:
+            lib, secs = _compile_tuned(mod, params, args.opt_level, args.target, "compile",
+                                       args.tuning_log)
+        else:
+            bar = ProgressBar("compile")
+            try:
+                lib, secs = compare.build(mod, params, opt_level=args.opt_level,
+                                          target=args.target, progress=bar)
+            finally:
+                bar.close()
     lib.export_library(out)
     print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
           f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
@@ -363,17 +408,86 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return 0
 
 
+class _GraphRunner:
+    """``tvmpy run`` over a graph executor library (relay.build's export)."""
+
+    executor = "graph executor"
+
+    def __init__(self, lib: Any, dev: Any):
+        from .contrib import graph_executor
+
+        self.m = graph_executor.GraphModule(lib["default"](dev))
+
+    def input_info(self) -> tuple[dict[str, Any], dict[str, str]]:
+        return self.m.get_input_info()
+
+    def set_inputs(self, feeds: Mapping[str, np.ndarray]) -> None:
+        for name, value in feeds.items():
+            self.m.set_input(name, value)
+
+    def run(self) -> None:
+        self.m.run()
+
+    def outputs(self) -> list[np.ndarray]:
+        return [self.m.get_output(i).numpy() for i in range(self.m.get_num_outputs())]
+
+    def profile(self, number: int) -> list[tuple[str, float]]:
+        return [(f"{r['node']} -> {tuple(r['shape'])}", r["time"])
+                for r in self.m.module.profile(number=number).sorted_rows()]
+
+
+class _VMRunner:
+    """``tvmpy run`` over a VM executable library (relay.vm.compile's export)."""
+
+    executor = "virtual machine"
+
+    def __init__(self, lib: Any, dev: Any):
+        from .runtime.vm import VirtualMachine
+
+        self.vm = VirtualMachine(lib, dev)
+        self.main = self.vm.exe.functions[self.vm.exe._index("main")]
+
+    def input_info(self) -> tuple[dict[str, Any], dict[str, str]]:
+        shapes: dict[str, Any] = {}
+        dtypes: dict[str, str] = {}
+        for name, spec in zip(self.main.params, self.main.specs):
+            if spec[0] != "tensor":
+                raise CliError(f"input {name!r} is a tuple or list of tensors, which `tvmpy run` "
+                               "cannot feed; run the model from Python (tvmpy.runtime.vm)")
+            shapes[name] = tuple(d if isinstance(d, int) else str(d or "?") for d in spec[2])
+            dtypes[name] = str(spec[1])
+        return shapes, dtypes
+
+    def set_inputs(self, feeds: Mapping[str, np.ndarray]) -> None:
+        self.vm.set_input("main", **feeds)
+        self._feeds = dict(feeds)
+
+    def run(self) -> None:
+        self.vm.run()
+
+    def outputs(self) -> list[np.ndarray]:
+        return [t.numpy() for t in self.vm.get_outputs()]
+
+    def profile(self, number: int) -> list[tuple[str, float]]:
+        rows = self.vm.profile(func_name="main", number=number, **self._feeds)
+        return sorted(rows.items(), key=lambda kv: -kv[1])
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import runtime
-    from .contrib import graph_executor
+    from .runtime.vm_library import VMExecutableModule
 
     if not os.path.isfile(args.model):
         raise CliError(f"no such file {args.model!r}")
     feeds = parse_input_args(args.input)
     lib = runtime.load_module(args.model)
     devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda}
-    m = graph_executor.GraphModule(lib["default"](devices[args.device](0)))
-    shapes, dtypes = m.get_input_info()
+    if isinstance(lib, VMExecutableModule) and args.device != "cpu":
+        raise CliError(f"{args.model} is a virtual machine executable, which runs on the CPU "
+                       f"only (not --device {args.device})")
+    runner: Any = (_VMRunner if isinstance(lib, VMExecutableModule) else _GraphRunner)(
+        lib, devices[args.device](0))
+    shapes, dtypes = runner.input_info()
 
     def shown(shape: Any) -> str:  # symbolic dims (a dynamic batch) as ?
         dims = ["?" if isinstance(d, str) else str(d) for d in shape]
@@ -392,26 +506,44 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"{'; '.join(what)}; the model's inputs: {expected}")
     for name, value in feeds.items():
         if not fits(value, shapes[name]) or value.dtype != np.dtype(dtypes[name]):
+            bad = next((f"dimension {i} is {g}, expected {w}" for i, (w, g) in
+                        enumerate(zip(shapes[name], value.shape))
+                        if not isinstance(w, str) and w != g), None)
+            if len(value.shape) != len(shapes[name]):
+                bad = f"rank {len(value.shape)}, expected {len(shapes[name])}"
+            elif bad is None:
+                bad = f"dtype {value.dtype}, expected {dtypes[name]}"
             raise CliError(f"--input {name}: expected shape {shown(shapes[name])} "
-                           f"{dtypes[name]}, got {value.shape} {value.dtype}"
+                           f"{dtypes[name]}, got {value.shape} {value.dtype}: {bad}"
                            + (f" (convert with .astype('{dtypes[name]}'))"
                               if fits(value, shapes[name]) else ""))
-        m.set_input(name, value)
+    try:  # inputs whose run-time sizes disagree (a shared batch) fail here or in the run
+        runner.set_inputs(feeds)
+    except (ValueError, TypeError) as e:
+        raise CliError(str(e)) from None
     times = []
     for _ in range(max(1, args.repeat)):
         t0 = time.perf_counter()
         try:
-            m.run()
-        except ValueError as e:  # inputs whose run-time sizes disagree (a shared batch)
+            runner.run()
+        except ValueError as e:
             raise CliError(str(e)) from None
         times.append(time.perf_counter() - t0)
-    outs = {f"output{i}": m.get_output(i).numpy() for i in range(m.get_num_outputs())}
-    msg = f"ran {args.model}: first run {times[0] * 1e3:.2f} ms"
+    outs = {f"output{i}": a for i, a in enumerate(runner.outputs())}
+    msg = f"ran {args.model} ({runner.executor}): first run {times[0] * 1e3:.2f} ms"
     if len(times) > 1:
         msg += f", best of the next {len(times) - 1}: {min(times[1:]) * 1e3:.2f} ms"
     print(msg)
     for name, a in outs.items():
         print("  " + _summary(name, a))
+    if args.profile:
+        rows = runner.profile(number=10)
+        total = sum(t for _, t in rows) or 1.0
+        what = "kernels" if runner.executor == "graph executor" else "segments and kernels"
+        print(f"slowest {what} (median of 10 runs; {len(rows)} {what}, sum "
+              f"{total * 1e3:.2f} ms):")
+        for name, t in rows[:args.profile]:
+            print(f"  {t * 1e3:8.3f} ms {t / total:6.1%}  {name}")
     if args.output:
         np.savez(args.output, **outs)
         print(f"wrote {args.output} ({', '.join(outs)})")
@@ -648,6 +780,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", choices=("cpu", "opencl", "cuda"), default="cpu",
                    help="where the graph's tensors live and run (a model compiled with "
                         "--target opencl/cuda: that device; default cpu)")
+    r.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="list the N slowest kernels (graph executor) or segments and kernels "
+                        "(virtual machine), median of 10 runs (default 0)")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="latency of tvmpy (opt 0/3) vs onnxruntime and pytorch")

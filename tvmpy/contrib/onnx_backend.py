@@ -163,33 +163,18 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
 
 
 def needs_vm(mod: Any) -> bool:
-    """Whether the graph executor cannot run ``mod``: control flow (If, global functions such
-    as an imported Loop), operators without a compute (list builtins, host operators) or
-    operators whose output shapes depend on input values."""
-    from ..relay.build_module import RelayBuildError, check_graph
-    from ..relay.ty import TensorType
+    """Whether the graph executor cannot run ``mod`` (``relay.build_module.vm_reason``: control
+    flow, operators without a compute, outputs sized by input values, non-tensor inputs)."""
+    from ..relay.build_module import needs_vm as _needs_vm
 
-    main = mod["main"]
-    if _data_dependent(mod) or not all(isinstance(p.checked_type, TensorType)
-                                       for p in main.params):
-        return True  # (a sequence input: a tuple or list of tensors)
-    try:
-        check_graph(mod["main"])
-    except RelayBuildError:
-        return True
-    return False
+    return _needs_vm(mod)
 
 
 def _data_dependent(mod: Any) -> bool:
     """Whether the module calls an operator whose output shape depends on input values."""
-    from ..relay.op import Op
-    from ..relay.op.shape_func import is_data_dependent
-    from ..relay.visitor import post_order_visit
+    from ..relay.build_module import data_dependent_ops
 
-    found: list[bool] = []
-    post_order_visit(mod["main"].body, lambda e: found.append(
-        isinstance(e, Call) and isinstance(e.op, Op) and is_data_dependent(e.op)))
-    return any(found)
+    return bool(data_dependent_ops(mod))
 
 
 def _regroup(t: Any, flat: Any) -> Any:

@@ -46,7 +46,7 @@ from .visitor import dataflow_post_order
 
 __all__ = ["build", "optimize", "build_passes", "qnn_passes", "check_graph", "lower_to_primitives",
            "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
-           "RelayBuildError"]
+           "RelayBuildError", "vm_reason", "needs_vm", "data_dependent_ops"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -154,6 +154,58 @@ def check_graph(main: Function) -> None:
                 "functions" if problems else "")
         raise RelayBuildError("relay.build: the graph executor cannot run this main: "
                               + "; ".join(msgs) + hint)
+
+
+def data_dependent_ops(mod: Any) -> dict[str, int]:
+    """The operators of ``mod``'s main (If branches and Let values included) whose output
+    shapes depend on input values (``register_shape_func(..., data_dependent=True)``), with
+    their call counts."""
+    from .op import Op
+    from .op.shape_func import is_data_dependent
+    from .visitor import post_order_visit
+
+    found: dict[str, int] = {}
+
+    def count(e: Any) -> None:
+        if isinstance(e, Call) and isinstance(e.op, Op) and is_data_dependent(e.op):
+            found[e.op.name] = found.get(e.op.name, 0) + 1
+
+    post_order_visit(_as_module(mod)["main"].body, count)
+    return found
+
+
+def vm_reason(mod: Any) -> str:
+    """Why the graph executor cannot run ``mod`` (so ``relay.vm.compile`` must), or ``""`` when
+    ``relay.build`` can: a main input that is not a tensor (a tuple or list), an operator whose
+    output shape depends on input values, or what ``check_graph`` refuses (If, calls of global
+    functions such as an imported Loop, operators without a compute). The one rule the ONNX
+    backend and ``tvmpy compile`` use to choose an executor."""
+    from .ty import TensorType
+
+    mod = _as_module(mod)
+    main = mod["main"]
+    if any(getattr(p, "_checked_type", None) is None for p in main.params):
+        from .transform import InferType
+
+        mod = InferType()(mod)
+        main = mod["main"]
+    reasons = [f"input {p.name_hint!r} is not a tensor" for p in main.params
+               if not isinstance(p.checked_type, TensorType)]
+    dd = data_dependent_ops(mod)
+    if dd:
+        reasons.append("output shapes that depend on input values: "
+                       + ", ".join(f"{k} (x{n})" for k, n in sorted(dd.items())))
+    try:
+        check_graph(main)
+    except RelayBuildError as e:
+        msg = str(e).split("cannot run this main: ", 1)[-1].split("; relay.vm.compile", 1)[0]
+        reasons.append(msg)
+    return "; ".join(reasons)
+
+
+def needs_vm(mod: Any) -> bool:
+    """Whether the graph executor cannot run ``mod`` (see :func:`vm_reason`)."""
+    return bool(vm_reason(mod))
 
 
 # ---- optimization ---------------------------------------------------------------------------

@@ -462,6 +462,10 @@ def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
         from .graph_executor import GraphExecutorFactory
 
         return GraphExecutorFactory._from_loaded(lib, meta, path)
+    if meta.get("type_key") == "VMExecutable":  # relay.vm.compile's output, exported
+        from .vm_library import VMExecutableModule
+
+        return VMExecutableModule._from_loaded(lib, meta, path)
     if meta.get("type_key") == "gpu_host":  # an OpenCL/CUDA build: plan + device source
         from .gpu_module import GPUHostModule
 

@@ -221,6 +221,19 @@ class Executable:
             kernels[-1].out_dims = dims
         return Executable(funcs, segs, kernels, lib)
 
+    @property
+    def mod(self) -> Module:
+        """The executable as a runtime Module (TVM's ``exe.mod``): ``export_library(path)``
+        writes one shared library that ``tvm.runtime.load_module`` reads back as a Module
+        ``VirtualMachine`` runs (runtime/vm_library.py)."""
+        from .vm_library import VMExecutableModule
+
+        return VMExecutableModule(self)
+
+    def export_library(self, file_name: str, fcompile: Any = None, **kwargs: Any) -> None:
+        """``self.mod.export_library(file_name)``: the kernels and the bytecode in one file."""
+        self.mod.export_library(file_name, fcompile, **kwargs)
+
     def get_function_params(self, func_name: str) -> list[str]:
         return list(self.functions[self._index(func_name)].params)
 
@@ -619,7 +632,7 @@ class VirtualMachine:
     module docstring). ``invoke(func_name, *args, **kwargs)`` returns the result (NDArray, or a
     tuple of results); ``set_input`` + ``run`` + ``get_outputs`` as TVM's stateful API."""
 
-    def __init__(self, exe: Executable, device: Device | Sequence[Device] | None = None,
+    def __init__(self, exe: Executable | Module, device: Device | Sequence[Device] | None = None,
                  memory_cfg: Any = None):
         del memory_cfg  # TVM's allocator choice: the segments' plans are pooled per shape
         dev = cpu(0) if device is None else device
@@ -631,9 +644,11 @@ class VirtualMachine:
             raise TypeError(f"device must be a tvm Device (tvm.cpu(0)), got {type(dev).__name__}")
         if dev.device_type != kDLCPU:
             raise ValueError(f"the VM runs on the CPU (tvm.cpu(0)) only, not {dev}")
+        if isinstance(getattr(exe, "exe", None), Executable):  # a loaded VMExecutableModule
+            exe = exe.exe
         if not isinstance(exe, Executable):
-            raise TypeError(f"VirtualMachine takes a relay.vm Executable, got "
-                            f"{type(exe).__name__}")
+            raise TypeError(f"VirtualMachine takes a relay.vm Executable (or load_module's "
+                            f"Module of its exported library), got {type(exe).__name__}")
         self.exe = exe
         self.device = dev
         self.module = self  # TVM code reads vm.module

@@ -182,6 +182,8 @@ def _gather(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     x, idx = inputs
     ax = attrs.get("axis", 0) % len(shape_of(x))
     d = shape_of(x)[ax]
+    if not isinstance(d, (int, np.integer)):  # a run-time size: negatives counted from the end
+        return transform.take(x, idx, axis=ax, mode="wrap")
     if names[1] in ctx.values:
         v = ctx.values[names[1]].astype(np.int64)
         idx = const(np.where(v < 0, v + d, v).astype("int64"))
