@@ -1,7 +1,7 @@
 """The ``tvmpy`` command line: compile an ONNX model to one deployable library, run it, time it.
 
     tvmpy compile model.onnx -o model.so [--target llvm] [--opt-level 3] [--input-shape x=1,3,8,8]
-    tvmpy run model.so --input x=x.npy [--output out.npz]
+    tvmpy run model.so --input x=x.npy [--output out.npz] [--repeat 10] [--profile 5]
     tvmpy bench model.onnx [--input-shape ...]   # tvmpy opt 0 / opt 3 vs onnxruntime (and torch)
     tvmpy tune model.onnx --trials 200 --log tune.json [--tuner xgb]   # AutoTVM, whole model
     tvmpy tune ... --rpc-key KEY --tracker HOST:PORT   # measure on a device fleet (tvmpy rpc)
@@ -9,6 +9,11 @@
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
     tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle
     tvmpy quantize model.onnx --calibration data.npz -o model.int8.so   # int8 (relay.quantize)
+
+``compile`` builds for the graph executor (one static schedule; dims may be expressions of the
+input dims) unless ``relay.build_module.vm_reason`` says it cannot run the model (control flow,
+sizes decided by values, operators without a compute): then for the Relay VM, exported as one
+library with the bytecode inside (runtime/vm_library.py); ``run`` runs either kind.
 
 ``compile``/``bench``/``demo`` need onnx (and onnxruntime for the comparisons); ``run`` needs only
 tvmpy and numpy. Errors print one ``tvmpy <command>: error: ...`` line and exit with status 2

@@ -5,6 +5,9 @@ checked against onnxruntime."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -109,11 +112,6 @@ def _cli(capsys, *args):
     return code, out.out, out.err
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return {}
-
-
 @pytest.mark.parametrize("case", list(CASES))
 def test_compile_once_run_two_sizes(tmp_path, capsys, case):
     make, executor, shape = CASES[case]
@@ -139,3 +137,113 @@ def test_compile_once_run_two_sizes(tmp_path, capsys, case):
         got = np.load(tmp_path / "o.npz")["output0"]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def loop_so(tmp_path_factory):
+    """The Loop model compiled once by the CLI (a VM executable library)."""
+    d = tmp_path_factory.mktemp("clivm")
+    m = _loop_sum_rows()
+    onnx.save(m, d / "loop.onnx")
+    assert cli.main(["compile", str(d / "loop.onnx"), "-o", str(d / "loop.so")]) == 0
+    return d, m
+
+
+def test_fresh_process_run_and_profile(loop_so):
+    """``python -m tvmpy run`` in a new process: the one file is the whole deployment."""
+    d, m = loop_so
+    x = RNG.standard_normal((13, 5)).astype(np.float32)
+    np.save(d / "x13.npy", x)
+    r = subprocess.run([sys.executable, "-m", "tvmpy", "run", str(d / "loop.so"), "--input",
+                        f"x={d / 'x13.npy'}", "--output", str(d / "o13.npz"), "--profile", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "(virtual machine)" in r.stdout and "slowest segments and kernels" in r.stdout
+    assert "segment" in r.stdout.split("slowest", 1)[1]
+    want = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(d / "o13.npz")["output0"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_python_api(loop_so):
+    """The documented Python path: load_module + VirtualMachine."""
+    import tvmpy as tvm
+    from tvmpy.runtime.vm_library import VMExecutableModule
+
+    d, m = loop_so
+    lib = tvm.runtime.load_module(str(d / "loop.so"))
+    assert isinstance(lib, VMExecutableModule)
+    vm = tvm.runtime.vm.VirtualMachine(lib, tvm.cpu(0))
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(vm.invoke("main", x=x).numpy(), want, rtol=1e-5, atol=1e-5)
+    vm.set_input("main", x)
+    vm.run()
+    np.testing.assert_allclose(vm.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
+    lib.export_library(str(d / "copy.so"))  # a loaded executable exports (copies) again
+    assert isinstance(tvm.runtime.load_module(str(d / "copy.so")), VMExecutableModule)
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.ones((4,), np.float32), "--input x: expected shape (?, 5) float32, got (4,) float32: "
+                                "rank 1, expected 2"),
+    (np.ones((4, 6), np.float32), "--input x: expected shape (?, 5) float32, got (4, 6) "
+                                  "float32: dimension 1 is 6, expected 5"),
+    (np.ones((4, 5), np.float64), "dtype float64, expected float32 (convert with "
+                                  ".astype('float32'))"),
+])
+def test_bad_inputs_name_input_and_dim(loop_so, capsys, value, message):
+    d, _ = loop_so
+    np.save(d / "bad.npy", value)
+    code, out, err = _cli(capsys, "run", d / "loop.so", "--input", f"x={d / 'bad.npy'}")
+    assert code == 2 and err.startswith("tvmpy run: error:") and message in err, err
+    code, out, err = _cli(capsys, "run", d / "loop.so", "--input", f"y={d / 'bad.npy'}")
+    assert code == 2 and "unknown input(s) ['y']" in err and "x (?, 5) float32" in err, err
+
+
+def test_vm_refuses_gpu(loop_so, capsys):
+    d, _ = loop_so
+    np.save(d / "x.npy", np.ones((2, 5), np.float32))
+    code, _, err = _cli(capsys, "run", d / "loop.so", "--input", f"x={d / 'x.npy'}",
+                        "--device", "cuda")
+    assert code == 2 and "runs on the CPU only" in err, err
+    code, _, err = _cli(capsys, "compile", d / "loop.onnx", "-o", d / "g.so", "--target", "cuda")
+    assert code == 2 and "needs the virtual machine" in err, err
+
+
+def test_dynamic_batch_static_model_stays_on_graph_executor(tmp_path, capsys):
+    """A dynamic batch alone (sizes are expressions of the input sizes): the graph executor,
+    without --input-shape, one library for batch 1 and 3."""
+    w = numpy_helper.from_array(RNG.standard_normal((6, 4)).astype(np.float32), "w")
+    m = _model([helper.make_node("MatMul", ["x", "w"], ["mm"]),
+                helper.make_node("Relu", ["mm"], ["out"])],
+               [helper.make_tensor_value_info("x", F, ["N", 6])],
+               [helper.make_tensor_value_info("out", F, ["N", 4])], [w])
+    onnx.save(m, tmp_path / "s.onnx")
+    code, out, err = _cli(capsys, "compile", tmp_path / "s.onnx", "-o", tmp_path / "s.so")
+    assert code == 0 and "executor: graph" in out, err
+    sess = ort.InferenceSession(m.SerializeToString())
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 6)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        code, out, err = _cli(capsys, "run", tmp_path / "s.so", "--input",
+                              f"x={tmp_path / 'x.npy'}", "--output", tmp_path / "o.npz")
+        assert code == 0 and "(graph executor)" in out, err
+        np.testing.assert_allclose(np.load(tmp_path / "o.npz")["output0"],
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_vm_reason_is_the_backends_rule():
+    """relay.build_module.vm_reason: one rule for the CLI and the ONNX backend."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.contrib.onnx_backend import needs_vm
+    from tvmpy.relay.build_module import vm_reason
+
+    x = relay.var("x", shape=(relay.Any(), 3))
+    static = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x)))
+    assert vm_reason(static) == "" and not needs_vm(static)
+    nz = tvm.IRModule.from_expr(relay.Function([x], relay.argwhere(x)))
+    assert "argwhere" in vm_reason(nz) and needs_vm(nz)
+    c = relay.var("c", shape=(), dtype="bool")
+    branch = tvm.IRModule.from_expr(relay.Function([x, c], relay.If(c, x, relay.exp(x))))
+    assert "If" in vm_reason(branch) and needs_vm(branch)

@@ -30,8 +30,10 @@ This is TVM's design (bytecode over kernels, shape functions, per-run allocation
 parts) with TVM's per-operator ``AllocTensor``/``InvokePacked`` instructions of a static region
 replaced by one graph-executor call: static regions keep the compile-time memory plan and the
 graph executor's dispatch cost, which is what keeps a static model as fast in the VM as in the
-graph executor. The graph executor stays the executor of static and input-dim-symbolic graphs
-(exportable as one shared library, no bytecode); the VM runs what it refuses.
+graph executor. The graph executor stays the executor of static and input-dim-symbolic graphs;
+the VM runs what it refuses (``relay.build_module.vm_reason`` says which and why). Both export
+as one shared library: ``exe.export_library(path)`` keeps the bytecode in the library
+(runtime/vm_library.py), ``VirtualMachine(tvm.runtime.load_module(path), dev)`` runs it.
 
 **Memory**, decided for simplicity and speed: inside a segment, the graph executor's arena
 (storage shared by liveness, planned at compile time; per input shape, LRU-cached, so a repeated

@@ -11,7 +11,9 @@ symbol the bytes of ``Executable.save()`` (bytecode, segments with their graph J
 parameters, kernel descriptions). The metadata ``load_module`` reads has ``type_key``
 ``"VMExecutable"`` and names that symbol and its size; loading rebuilds the executable with
 ``Executable.load_exec`` over the library's own code, so one file is all a deployment needs
-(the graph executor's factory keeps its graph JSON and parameters the same way).
+(the graph executor's factory keeps its graph JSON and parameters the same way). The bytes are
+``Executable.save()``'s pickle: load only libraries you trust, as loading any shared library
+runs its code.
 """
 
 from __future__ import annotations
