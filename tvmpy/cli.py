@@ -207,9 +207,12 @@ def _random_feeds(model: Any, shapes: Mapping[str, tuple[int, ...]], seed: int =
 
 def _compile(model: Any, shapes: Mapping[str, tuple[int, ...]], opt_level: int, target: str,
              label: str, tuning_log: str | None = None) -> tuple[Any, float]:
+    from .relay.build_module import vm_reason
     from .relay.testing import compare
 
     mod, params = compare.import_onnx(model, shapes)
+    if vm_reason(mod):  # a relay.vm Executable (see cmd_compile)
+        return _compile_vm(mod, params, opt_level, target, tuning_log)
     if tuning_log is not None:
         return _compile_tuned(mod, params, opt_level, target, label, tuning_log)
     bar = ProgressBar(label)
@@ -555,6 +558,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _vm_runner(exe: Any) -> Any:
+    """``run(feeds) -> outputs`` (flattened, numpy) over a relay.vm Executable."""
+    from .runtime import cpu
+    from .runtime.vm import VirtualMachine
+
+    vm = VirtualMachine(exe, cpu(0))
+
+    def run(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        vm.run(**feeds)
+        return [t.numpy() for t in vm.get_outputs()]
+
+    run.vm = vm  # type: ignore[attr-defined]
+    return run
+
+
 def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Namespace,
            title: str) -> int:
     """Build at each opt level, check against onnxruntime, print the latency table."""
@@ -580,17 +598,22 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     for level in args.opt_levels:
         lib, secs = _compile(model, shapes, level, args.target, f"build opt_level {level}",
                              tuning_log=getattr(args, "tuning_log", None))
-        run = compare.tvm_runner(lib)
+        is_vm = not hasattr(lib, "get_graph_json")
+        run = _vm_runner(lib) if is_vm else compare.tvm_runner(lib)
         got = run(feeds)
         worst = (0.0, 0.0)
         for g, w in zip(got, want):
             err, rel = compare.errors(g, w)
             worst = max(worst, (rel, err))
             ok &= err <= CHECK_RTOL * float(np.abs(w).max()) + 1e-5
-        g = compare.graph_summary(lib)
-        print(f"  tvmpy opt_level {level}: built in {secs:.1f} s; {g['kernels']} kernels; "
-              f"intermediates {g['planned_bytes'] / 1e6:.1f} MB planned vs "
-              f"{g['naive_bytes'] / 1e6:.1f} MB unshared\n"
+        if is_vm:
+            built = f"built for the virtual machine in {secs:.1f} s; {lib.stats}"
+        else:
+            g = compare.graph_summary(lib)
+            built = (f"built in {secs:.1f} s; {g['kernels']} kernels; intermediates "
+                     f"{g['planned_bytes'] / 1e6:.1f} MB planned vs "
+                     f"{g['naive_bytes'] / 1e6:.1f} MB unshared")
+        print(f"  tvmpy opt_level {level}: {built}\n"
               f"    vs onnxruntime: max abs error {worst[1]:.2e}, max rel error {worst[0]:.2e} "
               "(max|a-b| / max|ref|)")
         runners[f"tvmpy opt_level {level}"] = run
@@ -614,14 +637,20 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     print(compare.latency_table(times, reference=f"onnxruntime ({args.threads} threads)"))
     if args.profile:
         level = max(args.opt_levels)
-        prof = runners[f"tvmpy opt_level {level}"].module.module.profile(number=10)
-        rows = prof.sorted_rows()
+        top = runners[f"tvmpy opt_level {level}"]
+        if hasattr(top, "vm"):
+            vm_rows = top.vm.profile(number=10, **feeds)
+            rows = [{"time": t, "node": k, "shape": ()} for k, t in
+                    sorted(vm_rows.items(), key=lambda kv: -kv[1])]
+        else:
+            rows = top.module.module.profile(number=10).sorted_rows()
         total = sum(r["time"] for r in rows) or 1.0
-        print(f"slowest kernels at opt_level {level} (median of 10 runs; {len(rows)} kernels, "
+        what = "segments and kernels" if hasattr(top, "vm") else "kernels"
+        print(f"slowest {what} at opt_level {level} (median of 10 runs; {len(rows)} {what}, "
               f"sum {total * 1e3:.2f} ms):")
         for r in rows[:args.profile]:
-            print(f"  {r['time'] * 1e3:8.3f} ms {r['time'] / total:6.1%}  {r['node']} -> "
-                  f"{tuple(r['shape'])}")
+            shape = f" -> {tuple(r['shape'])}" if r["shape"] else ""
+            print(f"  {r['time'] * 1e3:8.3f} ms {r['time'] / total:6.1%}  {r['node']}{shape}")
     if ok:
         print(f"check passed: every tvmpy output is within {CHECK_RTOL:g} x max|output| of "
               "onnxruntime's")

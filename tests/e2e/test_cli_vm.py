@@ -247,3 +247,12 @@ def test_vm_reason_is_the_backends_rule():
     c = relay.var("c", shape=(), dtype="bool")
     branch = tvm.IRModule.from_expr(relay.Function([x, c], relay.If(c, x, relay.exp(x))))
     assert "If" in vm_reason(branch) and needs_vm(branch)
+
+
+def test_bench_on_a_vm_model(loop_so, capsys):
+    d, _ = loop_so
+    code, out, err = _cli(capsys, "bench", d / "loop.onnx", "--input-shape", "x=7,5",
+                          "--opt-levels", "0,3", "--repeat", "1", "--no-torch", "--profile", "2")
+    assert code == 0, err
+    assert "built for the virtual machine" in out and "check passed" in out, out
+    assert "slowest segments and kernels at opt_level 3" in out, out
