@@ -444,6 +444,17 @@ class _GraphRunner:
                 for r in self.m.module.profile(number=number).sorted_rows()]
 
 
+def _vm_arrays(values: Sequence[Any]) -> list[np.ndarray]:
+    """The VM's outputs as numpy arrays, sequences (lists of tensors) flattened in order."""
+    out: list[np.ndarray] = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            out.extend(_vm_arrays(v))
+        else:
+            out.append(v.numpy())
+    return out
+
+
 class _VMRunner:
     """``tvmpy run`` over a VM executable library (relay.vm.compile's export)."""
 
@@ -474,7 +485,7 @@ class _VMRunner:
         self.vm.run()
 
     def outputs(self) -> list[np.ndarray]:
-        return [t.numpy() for t in self.vm.get_outputs()]
+        return _vm_arrays(self.vm.get_outputs())
 
     def profile(self, number: int) -> list[tuple[str, float]]:
         rows = self.vm.profile(func_name="main", number=number, **self._feeds)
@@ -567,7 +578,7 @@ def _vm_runner(exe: Any) -> Any:
 
     def run(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         vm.run(**feeds)
-        return [t.numpy() for t in vm.get_outputs()]
+        return _vm_arrays(vm.get_outputs())
 
     run.vm = vm  # type: ignore[attr-defined]
     return run
