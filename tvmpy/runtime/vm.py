@@ -646,8 +646,9 @@ class VirtualMachine:
             raise TypeError(f"device must be a tvm Device (tvm.cpu(0)), got {type(dev).__name__}")
         if dev.device_type != kDLCPU:
             raise ValueError(f"the VM runs on the CPU (tvm.cpu(0)) only, not {dev}")
-        if isinstance(getattr(exe, "exe", None), Executable):  # a loaded VMExecutableModule
-            exe = exe.exe
+        inner = getattr(exe, "exe", None)  # a loaded VMExecutableModule (runtime/vm_library.py)
+        if isinstance(inner, Executable):
+            exe = inner
         if not isinstance(exe, Executable):
             raise TypeError(f"VirtualMachine takes a relay.vm Executable (or load_module's "
                             f"Module of its exported library), got {type(exe).__name__}")
