@@ -336,6 +336,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     lib.export_library(out)
     print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
           f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
+    if reason:
+        print(f"  virtual machine: {lib.stats}")
     for name, (dims, _) in _model_inputs(model).items():
         shape = shapes.get(name)
         shown = shape if shape is not None else "(" + ", ".join(
