@@ -278,3 +278,39 @@ def test_gather_negative_index_on_a_run_time_axis(tmp_path, capsys):
         assert code == 0, err
         np.testing.assert_allclose(np.load(tmp_path / "o.npz")["output0"],
                                    sess.run(None, {"x": x, "i": i})[0], rtol=1e-6)
+
+
+def _nms():
+    """boxes [1, N, 4], scores [1, 1, N] -> NonMaxSuppression (<= 3 boxes) -> box indices."""
+    inits = [numpy_helper.from_array(np.array([3], np.int64), "mo"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+             numpy_helper.from_array(np.array([0.1], np.float32), "st"),
+             numpy_helper.from_array(np.array([2], np.int64), "two")]
+    nodes = [helper.make_node("NonMaxSuppression", ["b", "s", "mo", "iou", "st"], ["sel"]),
+             helper.make_node("Gather", ["sel", "two"], ["out"], axis=1)]
+    return _model(nodes, [helper.make_tensor_value_info("b", F, [1, "N", 4]),
+                          helper.make_tensor_value_info("s", F, [1, 1, "N"])],
+                  [helper.make_tensor_value_info("out", I64, ["K", 1])], inits)
+
+
+def test_nms_two_sizes_and_mismatched_shared_dim(tmp_path, capsys):
+    m = _nms()
+    onnx.save(m, tmp_path / "n.onnx")
+    code, out, err = _cli(capsys, "compile", tmp_path / "n.onnx", "-o", tmp_path / "n.so")
+    assert code == 0 and "executor: vm" in out and "non_max_suppression" in out, err
+    sess = ort.InferenceSession(m.SerializeToString())
+    feeds = [f"b={tmp_path / 'b.npy'}", f"s={tmp_path / 's.npy'}"]
+    for n in (11, 2):
+        xy = RNG.random((1, n, 2)).astype(np.float32) * 4
+        b = np.concatenate([xy, xy + 1 + RNG.random((1, n, 2)).astype(np.float32)], -1)
+        s = RNG.random((1, 1, n)).astype(np.float32)
+        np.save(tmp_path / "b.npy", b)
+        np.save(tmp_path / "s.npy", s)
+        code, out, err = _cli(capsys, "run", tmp_path / "n.so", "--input", feeds[0], "--input",
+                              feeds[1], "--output", tmp_path / "o.npz")
+        assert code == 0, err
+        np.testing.assert_array_equal(np.load(tmp_path / "o.npz")["output0"],
+                                      sess.run(None, {"b": b, "s": s})[0])
+    np.save(tmp_path / "s.npy", RNG.random((1, 1, 7)).astype(np.float32))
+    code, out, err = _cli(capsys, "run", tmp_path / "n.so", "--input", feeds[0], "--input", feeds[1])
+    assert code == 2 and "input 's': dimension 2 is 7, but input 'b' dimension 1 is 2" in err, err
