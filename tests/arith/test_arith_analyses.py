@@ -234,6 +234,19 @@ def test_fused_symbolic_guard_needs_scaled_fact():
     assert not ana.can_prove(i * x + x <= n * x)
 
 
+def test_nested_division_guard_of_a_fused_symbolic_loop():
+    """``fused // n // 4 < 1`` over ``fused in [0, 4n)`` (a fused (1, 4, n) loop's outer index):
+    the division rule applies to the inner division too; not when the bound does not hold."""
+    ana = arith.Analyzer()
+    ana.bind(i, Range(0, n * 4))
+    assert ana.can_prove(i // n // 4 < 1)
+    assert ana.can_prove(i // n // 2 <= 1)
+    assert not ana.can_prove(i // n // 2 < 1)
+    ana.bind(j, Range(0, n * 5))
+    assert not ana.can_prove(j // n // 4 < 1)
+    assert not ana.can_prove(i // x // 4 < 1)  # x may be negative or zero
+
+
 def test_update_with_known_facts():
     ana = arith.Analyzer()
     ana.update(x, ConstIntBound(0, 15))

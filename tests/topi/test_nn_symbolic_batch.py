@@ -76,6 +76,16 @@ def test_softmax_over_a_symbolic_row():
          lambda b: [(2, 3, b)], batches=(1, 7, 16, 37))
 
 
+def test_softmax_over_symbolic_rows_and_row_length():
+    """Attention scores (1, heads, S, S) with a symbolic S (a size var, as relay.Any): four
+    rows per parallel task with the last task's missing rows guarded; S not a multiple of 4
+    or 16, and S = 1."""
+    s = te.size_var("S")
+    x = te.placeholder((1, 3, s, s), name="x")
+    _run([x], topi.nn.softmax(x, axis=-1), topi.x86.schedule_softmax, _softmax_np,
+         lambda b: [(1, 3, b, b)], batches=(1, 2, 5, 17, 38))
+
+
 def test_batch_matmul_with_a_symbolic_n():
     """x86 matmul schedule with a symbolic column count (attention scores over a symbolic
     sequence): a guarded last register tile."""

@@ -399,6 +399,11 @@ class Simplifier(DivModRules, Mutator):
         else:
             rhs = self._sum(b).iadd(Sum(b.dtype, 1)).mul(self._sum(d))
         lt = self._decide_cmp(E.LT(x, x), self._sum(x), rhs)  # only the class and sums matter
+        if lt is None and isinstance(x, E.FloorDiv):
+            # nested divisions (a fused loop's outer index: fused // S // 4 < 1): the same rule
+            # on the inner one, x // e < y * d
+            rhs_e = self.visit(b * d if cls in (E.LT, E.GE) else (b + 1) * d)
+            lt = self._decide_div_cmp(E.LT(x, rhs_e), x, rhs_e)
         if lt is None:
             return None
         return lt if cls in (E.LT, E.LE) else not lt

@@ -62,7 +62,19 @@ def is_reshape_only(func: Function) -> bool:
         return False
     dims = [getattr(d, "value", d) for d in (*src.shape, *dst.shape)]
     if not all(isinstance(d, (int, np.integer)) for d in dims):
-        return False  # symbolic sizes: lowered as a copy (the storage sizes are per run)
+        # symbolic sizes (relay.Any): a view when the element counts are provably equal (the
+        # executor sizes the shared storage per run and checks the two sizes agree)
+        from ...arith import Analyzer
+        from ...tir import const
+
+        def count(shape: Any) -> Any:
+            n: Any = const(1, "int64")
+            for d in shape:
+                n = n * (const(int(d), "int64") if isinstance(d, (int, np.integer))
+                         else d.astype("int64") if d.dtype != "int64" else d)
+            return n
+
+        return Analyzer().can_prove_equal(count(src.shape), count(dst.shape))
     return int(np.prod([int(getattr(d, "value", d)) for d in src.shape])) == \
         int(np.prod([int(getattr(d, "value", d)) for d in dst.shape]))
 

@@ -50,9 +50,15 @@ def _rows_per_task(out: Any, axes: list[int]) -> int:
     for i in axes:
         e = _const(out.shape[i])
         if e is None:
-            return 1
+            row = None
+            break
         row *= e
-    if ext is None or row > 1024:
+    if ext is None:
+        # a symbolic row count (a relay.Any sequence length): 4 rows per task, the last task's
+        # missing rows guarded; the row length is unknown, so only when it is symbolic too
+        # (attention scores: S x S) or short
+        return 4 if row is None or row <= 1024 else 1
+    if row is None or row > 1024:
         return 1
     return next((r for r in (4, 2) if ext % r == 0), 1)
 
