@@ -200,6 +200,30 @@ def test_static_graphs_keep_a_single_plan():
     np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(np.ones((2, 3))), rtol=1e-6)
 
 
+def test_symbolic_reshape_is_a_view():
+    """A reshape between two kernels of a symbolic-size graph (dense, then softmax over the
+    new axis) runs as a view of the dense output's storage (``__nop``), the storage sized per
+    run; the result is right at several sizes."""
+    x = relay.var("x", shape=(Any(), 6), dtype="float32")
+    w = relay.var("w", shape=(8, 6), dtype="float32")
+    y = relay.nn.softmax(relay.reshape(relay.nn.dense(x, w), (-1, 2, 4)), axis=1)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    lib = relay.build(mod, target="llvm")
+    assert '"__nop"' in lib.get_graph_json()
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    rng = np.random.default_rng(3)
+    wv = rng.standard_normal((8, 6)).astype("float32")
+    gm.set_input("w", wv)
+    for n in (5, 1, 8):
+        a = rng.standard_normal((n, 6)).astype("float32")
+        gm.set_input("x", a)
+        gm.run()
+        d = (a @ wv.T).reshape(-1, 2, 4)
+        e = np.exp(d - d.max(1, keepdims=True))
+        np.testing.assert_allclose(gm.get_output(0).numpy(), e / e.sum(1, keepdims=True),
+                                   rtol=1e-5, atol=1e-6)
+
+
 def test_exported_symbolic_library_round_trip(tmp_path):
     f = _mlp_cnn()
     lib = relay.build(f, "llvm")
