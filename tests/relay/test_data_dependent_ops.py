@@ -154,14 +154,31 @@ def _compiled(func):
     return run
 
 
+def _vm(func):
+    """The function compiled once by relay.vm.compile: the op runs its upper-bound kernel
+    (relay.op.upper_bound: no shape function before it, the kernel's count sizes the result)."""
+    from tvmpy.runtime.vm import VirtualMachine
+
+    exe = relay.vm.compile(tvm.IRModule.from_expr(func), "llvm")
+    assert "upper bound]" in exe.bytecode, exe.bytecode
+    vm = VirtualMachine(exe, tvm.cpu())
+
+    def run(*args):
+        out = vm.invoke("main", *args)
+        return [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
+
+    return run
+
+
 def _both(func, args_list, reference):
-    """The interpreter and the compiled kernel (built once) against ``reference`` on each
-    argument tuple; returns the counts seen."""
-    run = _compiled(func)
+    """The interpreter, the compiled kernel (built once, sized by the shape function) and the
+    VM (built once, its upper-bound kernel) against ``reference`` on each argument tuple;
+    returns the counts seen."""
+    run, vm_run = _compiled(func), _vm(func)
     counts = []
     for args in args_list:
         want = [np.asarray(w) for w in reference(*args)]
-        for got in (_interp(func, *args), run(*args)):
+        for got in (_interp(func, *args), run(*args), vm_run(*args)):
             assert len(got) == len(want)
             for g, w in zip(got, want):
                 assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)

@@ -1,10 +1,13 @@
 """Kernels whose output size depends on the data: ``argwhere``, ``compress``, ``unique`` and
 ONNX's non-max suppression, each one ``te.extern`` stage written with ``tir.ir_builder``.
 
-The output extent that depends on the data (``count``) is a symbolic size of the output tensor:
-the caller runs the operator's shape function on the host, allocates the output, and the kernel
-(bound to that array's shape) fills it; every store is guarded by ``position < count``, so a
-smaller output than the data gives is never overrun. The loops are plain serial ones (the
+The output extent that depends on the data (``count``) is a symbolic size of the output tensor,
+bound from the array the caller allocates. Two ways to call them: exact (the caller runs the
+operator's shape function on the host first) or ``bounded`` (``relay.op.upper_bound``: the VM
+allocates an upper bound from the input shapes, the kernel writes the exact layout at the
+buffer's start and reports the actual count in an extra small int64 output: the work is done
+once, here). Every store is guarded by ``position < extent``, so a buffer smaller than the
+data needs is never overrun. The loops are plain serial ones (the
 counts are running sums); unique and the NMS candidates are ordered by a stable merge sort
 (O(n log n) comparisons); the greedy suppression compares each candidate with the boxes kept.
 """
@@ -36,8 +39,10 @@ def _nonzero(v: PrimExpr) -> PrimExpr:
     return v if v.dtype == "bool" else v != const(0, v.dtype)
 
 
-def argwhere(condition: te.Tensor, count: Any) -> te.Tensor:
-    """``(count, ndim)`` int32 indices of the non-zero elements of ``condition``, row-major."""
+def argwhere(condition: te.Tensor, count: Any, bounded: bool = False) -> Any:
+    """``(count, ndim)`` int32 indices of the non-zero elements of ``condition``, row-major
+    (``bounded``: also the ``(1,)`` int64 number of them, the rows written; see the module
+    docstring)."""
     shape = list(condition.shape)
     ndim = len(shape)
 
@@ -57,8 +62,13 @@ def argwhere(condition: te.Tensor, count: Any) -> te.Tensor:
                             o[k[0] * ndim + d] = rem % shape[d] if d else rem
                             rem = rem // shape[d]
                 k[0] = k[0] + 1
+        if bounded:
+            ib.buffer_ptr(outs[1])[0] = E.cast(k[0], "int64")
         return ib.get()
 
+    if bounded:
+        return list(te.extern([(count, ndim), (1,)], [condition], body, name="argwhere",
+                              dtype=["int32", "int64"], tag="argwhere"))
     return te.extern((count, ndim), [condition], body, name="argwhere", dtype="int32",
                      tag="argwhere")
 
@@ -69,9 +79,13 @@ def _axis_split(shape: Sequence[Any], axis: int | None) -> tuple[PrimExpr, PrimE
     return _prod(shape[:axis]), shape[axis], _prod(shape[axis + 1:])
 
 
-def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any) -> te.Tensor:
+def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any,
+             bounded: bool = False) -> Any:
     """The slices of ``data`` along ``axis`` (flattened when None) where ``condition`` is
-    non-zero; ``count`` of them (the output's extent there)."""
+    non-zero; ``count`` of them (the output's extent there). ``bounded``: the output buffer is
+    an upper bound; a first pass over the condition counts the selected slices, which are then
+    written compactly at the buffer's start, and a ``(2,)`` int64 output gets [the count, the
+    first selected index past the end of the axis or -1]."""
     shape = list(data.shape)
     if axis is not None:
         axis %= len(shape)
@@ -83,6 +97,20 @@ def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any
         x, c, o = ib.buffer_ptr(ins[0]), ib.buffer_ptr(ins[1]), ib.buffer_ptr(outs[0])
         m = outs[0].shape[0 if axis is None else axis]
         k = ib.allocate("int32", (1,), name="k", scope="local")
+        if bounded:  # the count first (the condition only), the stride of the compact layout
+            cnt = ib.buffer_ptr(outs[1])
+            total = ib.allocate("int32", (1,), name="total", scope="local")
+            k[0] = 0
+            with ib.for_range(0, tmin(ins[1].shape[0], n), name="j") as j:
+                with ib.if_scope(_nonzero(c[j])):
+                    k[0] = k[0] + 1
+            cnt[0] = E.cast(k[0], "int64")
+            cnt[1] = const(-1, "int64")
+            with ib.for_range(0, ins[1].shape[0] - tmin(ins[1].shape[0], n), name="j") as j:
+                with ib.if_scope(E.And(_nonzero(c[n + j]), cnt[1] < 0)):
+                    cnt[1] = E.cast(n + j, "int64")
+            total[0] = k[0]
+            m = tmin(m, total[0])
         k[0] = 0
         with ib.for_range(0, tmin(ins[1].shape[0], n), name="j") as j:
             with ib.if_scope(_nonzero(c[j])):
@@ -93,6 +121,9 @@ def compress(data: te.Tensor, condition: te.Tensor, axis: int | None, count: Any
                 k[0] = k[0] + 1
         return ib.get()
 
+    if bounded:
+        return list(te.extern([out_shape, (2,)], [data, condition], body, name="compress",
+                              dtype=[data.dtype, "int64"], tag="compress"))
     return te.extern(out_shape, [data, condition], body, name="compress", dtype=data.dtype,
                      tag="compress")
 
@@ -126,8 +157,8 @@ def _merge_sort(ib: Any, idx: Any, tmp: Any, n: PrimExpr, right_first: Any, flag
                 idx[t] = tmp[t]
 
 
-def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
-           ) -> list[te.Tensor]:
+def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any,
+           bounded: bool = False) -> list[te.Tensor]:
     """ONNX Unique: ``(Y, indices, inverse_indices, counts)`` with ``count`` unique elements
     (``axis=None``: flattened; NaNs are one value, sorted last, as numpy) or slices along
     ``axis``; sorted ascending (slices lexicographically, in row-major order of the other axes)
@@ -135,7 +166,9 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
 
     A stable merge sort of the positions (O(n log n) comparisons) groups equal values; the first
     of each group is its first occurrence; for the unsorted order the groups are re-ranked by
-    their first occurrence."""
+    their first occurrence. ``bounded``: the buffers of Y, indices and counts are upper bounds
+    (the input's extent), Y is written compactly at its start, and a fifth ``(1,)`` int64
+    output gets the number of unique values."""
     shape = list(data.shape)
     if axis is not None:
         axis %= len(shape)
@@ -147,7 +180,7 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
     def body(ins: list, outs: list) -> Any:
         ib = ir_builder.create()
         x = ib.buffer_ptr(ins[0])
-        y, idx, inv, cnt = (ib.buffer_ptr(b) for b in outs)
+        y, idx, inv, cnt = (ib.buffer_ptr(b) for b in outs[:4])
         m = outs[1].shape[0]
 
         def elem(j: PrimExpr, e: PrimExpr) -> PrimExpr:
@@ -211,13 +244,17 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
                 with ib.if_scope(first[group[t]] == t):
                     tmp[group[t]] = st[0]
                     st[0] = st[0] + 1
+        stride = m
+        if bounded:  # the number of groups is Y's extent along the axis: compact layout
+            ib.buffer_ptr(outs[4])[0] = E.cast(g[0] + 1, "int64")
+            stride = tmin(m, g[0] + 1)
         with ib.for_range(0, g[0] + 1, name="h") as h:
             pos = tmp[h]
             with ib.if_scope(pos < m):
                 idx[pos] = E.cast(first[h], "int64")
                 cnt[pos] = const(0, "int64")
                 with ib.for_range(0, span, name="e") as e:
-                    y[((e // inner) * m + pos) * inner + e % inner] = elem(first[h], e)
+                    y[((e // inner) * stride + pos) * inner + e % inner] = elem(first[h], e)
         with ib.for_range(0, n, name="t") as t:
             pos = tmp[group[t]]
             inv[t] = E.cast(pos, "int64")
@@ -225,8 +262,12 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any
                 cnt[pos] = cnt[pos] + const(1, "int64")
         return ib.get()
 
-    outs = te.extern([y_shape, [count], [n], [count]], [data], body, name="unique",
-                     dtype=[data.dtype, "int64", "int64", "int64"], tag="unique")
+    shapes: list[Any] = [y_shape, [count], [n], [count]]
+    dtypes = [data.dtype, "int64", "int64", "int64"]
+    if bounded:
+        shapes.append([1])
+        dtypes.append("int64")
+    outs = te.extern(shapes, [data], body, name="unique", dtype=dtypes, tag="unique")
     return list(outs)
 
 
@@ -262,10 +303,12 @@ def _iou_above(bx: Any, b: PrimExpr, i: PrimExpr, j: PrimExpr, nbox: PrimExpr, c
 
 def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_output: te.Tensor,
                                   iou_threshold: te.Tensor, score_threshold: te.Tensor,
-                                  center_point_box: int, count: Any) -> te.Tensor:
+                                  center_point_box: int, count: Any, bounded: bool = False
+                                  ) -> Any:
     """ONNX NonMaxSuppression: ``(count, 3)`` int64 rows [batch, class, box] (see
     ``relay.op.vision``). An empty threshold tensor means: no score threshold, IoU 0, at most 0
-    boxes, as onnx's reference."""
+    boxes, as onnx's reference. ``bounded``: also a ``(1,)`` int64 output, the number of rows
+    selected (the rows buffer is an upper bound)."""
     nb, nc, n = scores.shape
 
     def size(t: te.Tensor) -> PrimExpr:
@@ -328,7 +371,13 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
                                 o[total[0] * 3 + 1] = E.cast(c, "int64")
                                 o[total[0] * 3 + 2] = E.cast(order[k], "int64")
                             total[0] = total[0] + 1
+        if bounded:
+            ib.buffer_ptr(outs[1])[0] = E.cast(total[0], "int64")
         return ib.get()
 
+    ins = [boxes, scores, max_output, iou_threshold, score_threshold]
+    if bounded:
+        return list(te.extern([(count, 3), (1,)], ins, body, name="non_max_suppression",
+                              dtype=["int64", "int64"], tag="non_max_suppression"))
     return te.extern((count, 3), [boxes, scores, max_output, iou_threshold, score_threshold], body,
                      name="non_max_suppression", dtype="int64", tag="non_max_suppression")
