@@ -355,11 +355,11 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
 
                 _merge_sort(ib, order, tmp, ncand[0], right_first, r)
                 nk[0] = 0
-                with ib.for_range(0, n, name="k") as k:
-                    with ib.if_scope(E.And(k < ncand[0], E.cast(nk[0], "int64") < limit)):
+                with ib.for_range(0, ncand[0], name="k") as k:
+                    with ib.if_scope(E.cast(nk[0], "int64") < limit):
                         keep[0] = 1
-                        with ib.for_range(0, n, name="q") as q:
-                            with ib.if_scope(E.And(q < nk[0], keep[0] == 1)):
+                        with ib.for_range(0, nk[0], name="q") as q:  # the boxes kept so far
+                            with ib.if_scope(keep[0] == 1):
                                 with ib.if_scope(_iou_above(bx, b, order[k], kept[q], n,
                                                             bool(center_point_box), iou)):
                                     keep[0] = 0
