@@ -40,7 +40,7 @@ from tvmpy.runtime.vm import VirtualMachine  # noqa: E402
 
 def _model(op_type: str, inputs: list[tuple[str, np.ndarray]], n_out: int, **attrs: Any) -> Any:
     vis = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(v.dtype),
-                                         ["d%d_%s" % (k, nm) for k in range(v.ndim)])
+                                         [f"d{k}_{nm}" for k in range(v.ndim)])
            for nm, v in inputs]
     outs = [f"o{k}" for k in range(n_out)]
     node = helper.make_node(op_type, [nm for nm, _ in inputs], outs, **attrs)
@@ -104,8 +104,8 @@ def main() -> None:
         want = sess.run(None, feeds)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g.numpy(), w)
-        _, t_vm = _time(lambda: vm.invoke("main"))
-        _, t_ort = _time(lambda: sess.run(None, feeds))
+        _, t_vm = _time(lambda vm=vm: vm.invoke("main"))
+        _, t_ort = _time(lambda sess=sess, feeds=feeds: sess.run(None, feeds))
         a, b = [], []
         for _ in range(args.rounds):
             a.append(t_vm())
