@@ -157,6 +157,35 @@ def _merge_sort(ib: Any, idx: Any, tmp: Any, n: PrimExpr, right_first: Any, flag
                 idx[t] = tmp[t]
 
 
+def _merge_sort_desc(ib: Any, key: Any, idx: Any, tkey: Any, tidx: Any, n: PrimExpr, i: Any,
+                     j: Any) -> None:
+    """Stable bottom-up merge sort of the first ``n`` (``key``, ``idx``) pairs by decreasing
+    key (equal keys keep their order), the keys moved along (no indirection per comparison);
+    ``tkey``/``tidx``: scratch, ``i``/``j``: two int32 locals."""
+    with ib.for_range(0, 31, name="pass_") as p:
+        width = const(1, "int32") << p
+        with ib.if_scope(width < n):
+            with ib.for_range(0, (n + 2 * width - 1) // (2 * width), name="blk") as blk:
+                lo = blk * 2 * width
+                mid = tmin(lo + width, n)
+                hi = tmin(lo + 2 * width, n)
+                i[0] = lo
+                j[0] = mid
+                with ib.for_range(0, hi - lo, name="t") as t:
+                    take_left = E.Or(j[0] >= hi, E.And(i[0] < mid, E.Not(key[j[0]] > key[i[0]])))
+                    with ib.if_scope(take_left):
+                        tkey[lo + t] = key[i[0]]
+                        tidx[lo + t] = idx[i[0]]
+                        i[0] = i[0] + 1
+                    with ib.else_scope():
+                        tkey[lo + t] = key[j[0]]
+                        tidx[lo + t] = idx[j[0]]
+                        j[0] = j[0] + 1
+            with ib.for_range(0, n, name="t") as t:
+                key[t] = tkey[t]
+                idx[t] = tidx[t]
+
+
 def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any,
            bounded: bool = False) -> list[te.Tensor]:
     """ONNX Unique: ``(Y, indices, inverse_indices, counts)`` with ``count`` unique elements
@@ -271,33 +300,29 @@ def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any,
     return list(outs)
 
 
-def _iou_above(bx: Any, b: PrimExpr, i: PrimExpr, j: PrimExpr, nbox: PrimExpr, center: bool,
-               iou: PrimExpr) -> PrimExpr:
-    """onnx's suppression test of boxes i and j of batch b, in the boxes' dtype and operation
-    order: the intersection over union is above ``iou`` (and every area is positive)."""
-    def c(box: PrimExpr, k: int) -> PrimExpr:
-        return bx[(b * nbox + box) * 4 + k]
+def _box_extents(bx: Any, b: PrimExpr, i: PrimExpr, nbox: PrimExpr, center: bool
+                 ) -> tuple[PrimExpr, PrimExpr, PrimExpr, PrimExpr]:
+    """(x_min, x_max, y_min, y_max) of box i of batch b, as onnx's reference computes them (in
+    the boxes' dtype): corners [y1, x1, y2, x2] in either order, or [x, y, w, h]."""
+    def c(k: int) -> PrimExpr:
+        return bx[(b * nbox + i) * 4 + k]
 
-    dt = bx.dtype
-    two = const(2, dt)
     if center:
-        def span(box: PrimExpr, ctr: int, size: int) -> tuple[PrimExpr, PrimExpr]:
-            return c(box, ctr) - c(box, size) / two, c(box, ctr) + c(box, size) / two
+        two = const(2, bx.dtype)
+        return c(0) - c(2) / two, c(0) + c(2) / two, c(1) - c(3) / two, c(1) + c(3) / two
+    return tmin(c(1), c(3)), tmax(c(1), c(3)), tmin(c(0), c(2)), tmax(c(0), c(2))
 
-        x1, x2, y1, y2 = span(i, 0, 2), span(j, 0, 2), span(i, 1, 3), span(j, 1, 3)
-    else:
-        def span(box: PrimExpr, lo: int, hi: int) -> tuple[PrimExpr, PrimExpr]:
-            return tmin(c(box, lo), c(box, hi)), tmax(c(box, lo), c(box, hi))
 
-        x1, x2, y1, y2 = span(i, 1, 3), span(j, 1, 3), span(i, 0, 2), span(j, 0, 2)
-    ix0, ix1 = tmax(x1[0], x2[0]), tmin(x1[1], x2[1])
-    iy0, iy1 = tmax(y1[0], y2[0]), tmin(y1[1], y2[1])
+def _iou_above(a: Sequence[PrimExpr], e: Sequence[PrimExpr], iou: PrimExpr) -> PrimExpr:
+    """onnx's suppression test of two boxes given by their extents and areas (x_min, x_max,
+    y_min, y_max, area), in the boxes' dtype and the reference's operation order: the
+    intersection over union is above ``iou`` (and every area is positive)."""
+    ix0, ix1 = tmax(a[0], e[0]), tmin(a[1], e[1])
+    iy0, iy1 = tmax(a[2], e[2]), tmin(a[3], e[3])
     inter = (ix1 - ix0) * (iy1 - iy0)
-    a1 = (x1[1] - x1[0]) * (y1[1] - y1[0])
-    a2 = (x2[1] - x2[0]) * (y2[1] - y2[0])
-    union = a1 + a2 - inter
-    zero = const(0, dt)
-    return E.And(E.And(E.And(ix1 > ix0, iy1 > iy0), E.And(inter > zero, E.And(a1 > zero, a2 > zero))),
+    union = a[4] + e[4] - inter
+    zero = const(0, a[4].dtype)
+    return E.And(E.And(E.And(ix1 > ix0, iy1 > iy0), E.And(inter > zero, E.And(a[4] > zero, e[4] > zero))),
                  E.And(union > zero, inter / union > iou))
 
 
@@ -326,7 +351,12 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
         iou = ib.let("iou", if_then_else(size(iou_threshold) > 0, E.cast(io[0], dt), const(0, dt)))
         has_s = size(score_threshold) > 0
         order = ib.allocate("int32", (n,), name="order")
-        kept = ib.allocate("int32", (n,), name="kept")
+        key = ib.allocate(sc.dtype, (n + 1,), name="key")  # the scores, in order (+1: the
+        # merge reads one past a run end, unused)
+        tkey = ib.allocate(sc.dtype, (n,), name="tkey")
+        r2 = ib.allocate("int32", (1,), name="r2", scope="local")
+        ext = ib.allocate(dt, (n * 5,), name="ext")  # per box: x_min, x_max, y_min, y_max, area
+        kx = ib.allocate(dt, (n * 5,), name="kx")  # the same of the boxes kept, in order
         tmp = ib.allocate("int32", (n,), name="tmp")
         total = ib.allocate("int32", (1,), name="total", scope="local")
         ncand = ib.allocate("int32", (1,), name="ncand", scope="local")
@@ -335,6 +365,11 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
         keep = ib.allocate("int32", (1,), name="keep", scope="local")
         total[0] = 0
         with ib.for_range(0, nb, name="b") as b:
+            with ib.for_range(0, n, name="i") as i:
+                x0, x1, y0, y1 = _box_extents(bx, b, i, n, bool(center_point_box))
+                for k, v in enumerate((x0, x1, y0, y1)):
+                    ext[i * 5 + k] = v
+                ext[i * 5 + 4] = (ext[i * 5 + 1] - ext[i * 5]) * (ext[i * 5 + 3] - ext[i * 5 + 2])
             with ib.for_range(0, nc, name="c") as c:
                 base = (b * nc + c) * n
 
@@ -347,24 +382,23 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
                 with ib.for_range(0, n, name="i") as i:
                     with ib.if_scope(cand(i)):
                         order[ncand[0]] = i
+                        key[ncand[0]] = sc[base + i]
                         ncand[0] = ncand[0] + 1
-
-                def right_first(flag: Any, a: PrimExpr, b0: PrimExpr) -> None:
-                    with ib.if_scope(sc[base + a] > sc[base + b0]):
-                        flag[0] = 1
-
-                _merge_sort(ib, order, tmp, ncand[0], right_first, r)
+                _merge_sort_desc(ib, key, order, tkey, tmp, ncand[0], r, r2)
                 nk[0] = 0
                 with ib.for_range(0, ncand[0], name="k") as k:
                     with ib.if_scope(E.cast(nk[0], "int64") < limit):
                         keep[0] = 1
+                        box = ib.let("box", order[k])
+                        cur = [ib.let(f"e{j}", ext[box * 5 + j]) for j in range(5)]
                         with ib.for_range(0, nk[0], name="q") as q:  # the boxes kept so far
                             with ib.if_scope(keep[0] == 1):
-                                with ib.if_scope(_iou_above(bx, b, order[k], kept[q], n,
-                                                            bool(center_point_box), iou)):
+                                with ib.if_scope(_iou_above(cur, [kx[q * 5 + j] for j in range(5)],
+                                                            iou)):
                                     keep[0] = 0
                         with ib.if_scope(keep[0] == 1):
-                            kept[nk[0]] = order[k]
+                            for j in range(5):
+                                kx[nk[0] * 5 + j] = cur[j]
                             nk[0] = nk[0] + 1
                             with ib.if_scope(total[0] < m):
                                 o[total[0] * 3] = E.cast(b, "int64")
