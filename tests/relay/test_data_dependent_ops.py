@@ -725,3 +725,28 @@ def test_onnx_compress_without_dynamic_inputs_binds_the_condition():
     for cond in (np.array([1, 0, 1, 1], bool), np.zeros(4, bool)):
         (got,) = TvmpyBackend.prepare(model, executor="graph").run([x, cond])
         np.testing.assert_array_equal(got, np.compress(cond, x, axis=1))
+
+
+def test_vm_upper_bound_saved_and_loaded():
+    """The upper-bound kernels survive Executable.save / load_exec; the exact results are
+    prefixes (views) of the bounded buffers, which later runs never overwrite."""
+    from tvmpy.runtime.vm import Executable, VirtualMachine
+
+    x = relay.var("x", shape=(relay.Any(), 3))
+    u = relay.unique(x, False, axis=0)
+    f = relay.Function([x], relay.Tuple([relay.argwhere(x), u[0], u[3]]))
+    exe = relay.vm.compile(tvm.IRModule.from_expr(f), "llvm")
+    code, lib = exe.save()
+    loaded = Executable.load_exec(code, lib)
+    assert loaded.bytecode.count("upper bound]") == 2, loaded.bytecode
+    vm = VirtualMachine(loaded, tvm.cpu())
+    kept = []
+    for n, k in ((6, 2), (9, 9), (1, 1), (0, 1)):
+        v = rng.integers(0, k, (n, 3)).astype("float32")
+        v[rng.random((n, 3)) < 0.3] = 0
+        kept.append((v, vm.invoke("main", v)))
+    for v, (a, y, cnt) in kept:
+        np.testing.assert_array_equal(a.numpy(), np.argwhere(v).astype("int32"))
+        ry, ri, _, rc = _onnx_ref("Unique", [v], 4, sorted=0, axis=0)
+        np.testing.assert_array_equal(y.numpy(), ry)
+        np.testing.assert_array_equal(cnt.numpy(), rc)

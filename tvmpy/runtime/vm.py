@@ -592,8 +592,9 @@ class _Kernel:
         """The upper-bound kernel (relay.op.upper_bound): outputs allocated at the bound from the
         input shapes, the kernel's counts give the exact shapes; each exact output is the
         prefix of its buffer (the kernel writes the exact layout there): a view, no copy. (The
-        unwritten tail of a large bound is never touched, so its pages are never mapped.)"""
-        info, ub = self.info, self.upper
+        unwritten tail of a large bound is never touched: its pages are never mapped.)"""
+        info, ub, func = self.info, self.upper, self.func
+        assert ub is not None and func is not None
         arrays = [a._arr for a in flat]
         try:
             dims = ub.bound(info.attrs, arrays)
@@ -609,7 +610,7 @@ class _Kernel:
             outs.append(_aligned_empty_nd(shape, spec[1], _CPU))
         counts = _aligned_empty_nd((ub.num_counts,), "int64", _CPU)
         try:
-            self.func(*flat, *outs, counts)
+            func(*flat, *outs, counts)
         except (RuntimeError, ValueError) as e:
             raise VMError(f"{info.node}: {e}") from e
         c = counts._arr.tolist()
@@ -623,18 +624,18 @@ class _Kernel:
             if not any(isinstance(x, tuple) for x in d):
                 res.append(out)
                 continue
-            shape = []
+            exact: list[int] = []
             for x in d:
                 if isinstance(x, tuple):
                     n = c[x[1]]
                     if not 0 <= n <= x[0]:
                         raise VMError(f"{info.node}: the kernel of {info.op.name} reports {n} "
-                                      f"for dimension {len(shape)} of output {k}, outside its "
+                                      f"for dimension {len(exact)} of output {k}, outside its "
                                       f"bound 0..{x[0]}")
-                    shape.append(n)
+                    exact.append(n)
                 else:
-                    shape.append(int(x))
-            res.append(_prefix(out, tuple(shape)))
+                    exact.append(int(x))
+            res.append(_prefix(out, tuple(exact)))
         return _restructure(info.out_spec, res)[0]
 
     def _run_builtin(self, args: list[Any]) -> Any:
