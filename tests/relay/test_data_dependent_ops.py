@@ -477,8 +477,8 @@ def test_onnx_vm_one_build_many_counts():
                                                 ("m", "int64", [1]), ("i", "float32", [1]),
                                                 ("t", "float32", [1])], 1)
     feeds = []
-    for n in (1, 17, 40, 0):
-        boxes, scores = _nms_inputs(2, 3, n, 0, False)
+    for n, ties in ((1, False), (17, False), (40, False), (0, False), (300, True)):
+        boxes, scores = _nms_inputs(2, 3, n, 0, ties)  # (ties: a deep heap of equal scores)
         for m, t in ((1000, -1.0), (1000, 0.5), (2, 0.3), (1000, 2.0), (0, 0.1)):
             feeds.append({"b": boxes, "s": scores, "m": np.array([m], "int64"),
                           "i": np.array([0.4], "float32"), "t": np.array([t], "float32")})

@@ -7,9 +7,10 @@ operator's shape function on the host first) or ``bounded`` (``relay.op.upper_bo
 allocates an upper bound from the input shapes, the kernel writes the exact layout at the
 buffer's start and reports the actual count in an extra small int64 output: the work is done
 once, here). Every store is guarded by ``position < extent``, so a buffer smaller than the
-data needs is never overrun. The loops are plain serial ones (the
-counts are running sums); unique and the NMS candidates are ordered by a stable merge sort
-(O(n log n) comparisons); the greedy suppression compares each candidate with the boxes kept.
+data needs is never overrun. The loops are plain serial ones (the counts are running sums);
+unique orders the positions by a stable merge sort (O(n log n) comparisons); NMS pops its
+candidates from a heap (higher score, then lower index) only while boxes may still be kept, and
+the greedy suppression compares each with the boxes kept so far.
 """
 
 from __future__ import annotations
@@ -157,33 +158,36 @@ def _merge_sort(ib: Any, idx: Any, tmp: Any, n: PrimExpr, right_first: Any, flag
                 idx[t] = tmp[t]
 
 
-def _merge_sort_desc(ib: Any, key: Any, idx: Any, tkey: Any, tidx: Any, n: PrimExpr, i: Any,
-                     j: Any) -> None:
-    """Stable bottom-up merge sort of the first ``n`` (``key``, ``idx``) pairs by decreasing
-    key (equal keys keep their order), the keys moved along (no indirection per comparison);
-    ``tkey``/``tidx``: scratch, ``i``/``j``: two int32 locals."""
-    with ib.for_range(0, 31, name="pass_") as p:
-        width = const(1, "int32") << p
-        with ib.if_scope(width < n):
-            with ib.for_range(0, (n + 2 * width - 1) // (2 * width), name="blk") as blk:
-                lo = blk * 2 * width
-                mid = tmin(lo + width, n)
-                hi = tmin(lo + 2 * width, n)
-                i[0] = lo
-                j[0] = mid
-                with ib.for_range(0, hi - lo, name="t") as t:
-                    take_left = E.Or(j[0] >= hi, E.And(i[0] < mid, E.Not(key[j[0]] > key[i[0]])))
-                    with ib.if_scope(take_left):
-                        tkey[lo + t] = key[i[0]]
-                        tidx[lo + t] = idx[i[0]]
-                        i[0] = i[0] + 1
-                    with ib.else_scope():
-                        tkey[lo + t] = key[j[0]]
-                        tidx[lo + t] = idx[j[0]]
-                        j[0] = j[0] + 1
-            with ib.for_range(0, n, name="t") as t:
-                key[t] = tkey[t]
-                idx[t] = tidx[t]
+def _sift_down(ib: Any, key: Any, idx: Any, start: PrimExpr, size: PrimExpr, pos: Any,
+               tk: Any, ti: Any) -> None:
+    """Restore the max-heap order (higher ``key`` first, then lower ``idx``) of the first
+    ``size`` (key, idx) pairs below ``start``; ``pos``: an int32 local, ``tk``/``ti``: scratch
+    (entry 0 used for the swap)."""
+    def better(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        return E.Or(key[a] > key[b], E.And(key[a] == key[b], idx[a] < idx[b]))
+
+    best = ib.allocate("int32", (1,), name="best", scope="local")
+    pos[0] = start
+    with ib.for_range(0, 31, name="lvl"):
+        with ib.if_scope(pos[0] >= 0):
+            child = pos[0] * 2 + 1
+            best[0] = pos[0]
+            with ib.if_scope(child < size):
+                with ib.if_scope(better(child, best[0])):
+                    best[0] = child
+                with ib.if_scope(child + 1 < size):
+                    with ib.if_scope(better(child + 1, best[0])):
+                        best[0] = child + 1
+            with ib.if_scope(best[0] != pos[0]):
+                tk[0] = key[pos[0]]
+                ti[0] = idx[pos[0]]
+                key[pos[0]] = key[best[0]]
+                idx[pos[0]] = idx[best[0]]
+                key[best[0]] = tk[0]
+                idx[best[0]] = ti[0]
+                pos[0] = best[0]
+            with ib.else_scope():
+                pos[0] = -1
 
 
 def unique(data: te.Tensor, is_sorted: bool, axis: int | None, count: Any,
@@ -351,13 +355,12 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
         iou = ib.let("iou", if_then_else(size(iou_threshold) > 0, E.cast(io[0], dt), const(0, dt)))
         has_s = size(score_threshold) > 0
         order = ib.allocate("int32", (n,), name="order")
-        key = ib.allocate(sc.dtype, (n + 1,), name="key")  # the scores, in order (+1: the
-        # merge reads one past a run end, unused)
-        tkey = ib.allocate(sc.dtype, (n,), name="tkey")
+        key = ib.allocate(sc.dtype, (n,), name="key")  # the candidates' scores (a heap)
+        tkey = ib.allocate(sc.dtype, (1,), name="tkey", scope="local")
         r2 = ib.allocate("int32", (1,), name="r2", scope="local")
         ext = ib.allocate(dt, (n * 5,), name="ext")  # per box: x_min, x_max, y_min, y_max, area
         kx = ib.allocate(dt, (n * 5,), name="kx")  # the same of the boxes kept, in order
-        tmp = ib.allocate("int32", (n,), name="tmp")
+        tmp = ib.allocate("int32", (1,), name="tmp", scope="local")
         total = ib.allocate("int32", (1,), name="total", scope="local")
         ncand = ib.allocate("int32", (1,), name="ncand", scope="local")
         nk = ib.allocate("int32", (1,), name="nk", scope="local")
@@ -384,12 +387,21 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
                         order[ncand[0]] = i
                         key[ncand[0]] = sc[base + i]
                         ncand[0] = ncand[0] + 1
-                _merge_sort_desc(ib, key, order, tkey, tmp, ncand[0], r, r2)
+                # a heap of the candidates (best: higher score, then lower index), popped one
+                # at a time only while boxes may still be kept (the limit)
+                hsize = r2
+                hsize[0] = ncand[0]
+                with ib.for_range(0, ncand[0] // 2, name="h") as h:
+                    _sift_down(ib, key, order, ncand[0] // 2 - 1 - h, hsize[0], r, tkey, tmp)
                 nk[0] = 0
                 with ib.for_range(0, ncand[0], name="k") as k:
                     with ib.if_scope(E.cast(nk[0], "int64") < limit):
                         keep[0] = 1
-                        box = ib.let("box", order[k])
+                        box = ib.let("box", order[0])
+                        hsize[0] = hsize[0] - 1
+                        key[0] = key[hsize[0]]
+                        order[0] = order[hsize[0]]
+                        _sift_down(ib, key, order, const(0, "int32"), hsize[0], r, tkey, tmp)
                         cur = [ib.let(f"e{j}", ext[box * 5 + j]) for j in range(5)]
                         with ib.for_range(0, nk[0], name="q") as q:  # the boxes kept so far
                             with ib.if_scope(keep[0] == 1):
@@ -403,7 +415,7 @@ def all_class_non_max_suppression(boxes: te.Tensor, scores: te.Tensor, max_outpu
                             with ib.if_scope(total[0] < m):
                                 o[total[0] * 3] = E.cast(b, "int64")
                                 o[total[0] * 3 + 1] = E.cast(c, "int64")
-                                o[total[0] * 3 + 2] = E.cast(order[k], "int64")
+                                o[total[0] * 3 + 2] = E.cast(box, "int64")
                             total[0] = total[0] + 1
         if bounded:
             ib.buffer_ptr(outs[1])[0] = E.cast(total[0], "int64")
