@@ -631,7 +631,7 @@ def test_onnx_nonzero_of_a_scalar_and_bool():
 
 def test_whole_graph_through_the_vm():
     """With the VM (helper vm's relay.vm.compile): one build, the data-dependent calls run their
-    compiled kernels (sized by their shape functions) between ordinary segments."""
+    compiled upper-bound kernels between ordinary segments."""
     vm_mod = pytest.importorskip("tvmpy.relay.vm")
     if not hasattr(vm_mod, "compile"):
         pytest.skip("relay.vm.compile is not on this branch")

@@ -15,8 +15,10 @@ that part, and hands every dataflow region between two control decisions to a gr
   as tail recursion runs in constant stack), ``KERNEL`` runs one operator whose output shape
   only its shape function knows (``register_shape_func(..., data_dependent=True)``: the
   function gets the op's input arrays, the outputs are allocated, the kernel -- compiled with
-  symbolic extents -- is called on them), ``IF``/``GOTO``, ``MOVE``, ``TUPLE``, ``FIELD``,
-  ``RET``. ``exe.bytecode`` prints it.
+  symbolic extents -- is called on them; an operator with an upper-bound kernel,
+  ``relay.op.upper_bound``, gets buffers sized from its input shapes instead, and its results
+  are prefixes of them sized by the counts the kernel writes), ``IF``/``GOTO``, ``MOVE``,
+  ``TUPLE``, ``FIELD``, ``RET``. ``exe.bytecode`` prints it.
 - **segments**: each dataflow region (the operators between control decisions, after the same
   graph passes as ``relay.build``: FuseOps, AlterOpLayout, FoldConstant, ...) is a graph of
   fused kernels run by a :class:`~tvmpy.runtime.graph_executor.GraphExecutor` made once per VM.
