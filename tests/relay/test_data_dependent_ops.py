@@ -154,14 +154,31 @@ def _compiled(func):
     return run
 
 
+def _vm(func):
+    """The function compiled once by relay.vm.compile: the op runs its upper-bound kernel
+    (relay.op.upper_bound: no shape function before it, the kernel's count sizes the result)."""
+    from tvmpy.runtime.vm import VirtualMachine
+
+    exe = relay.vm.compile(tvm.IRModule.from_expr(func), "llvm")
+    assert "upper bound]" in exe.bytecode, exe.bytecode
+    vm = VirtualMachine(exe, tvm.cpu())
+
+    def run(*args):
+        out = vm.invoke("main", *args)
+        return [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
+
+    return run
+
+
 def _both(func, args_list, reference):
-    """The interpreter and the compiled kernel (built once) against ``reference`` on each
-    argument tuple; returns the counts seen."""
-    run = _compiled(func)
+    """The interpreter, the compiled kernel (built once, sized by the shape function) and the
+    VM (built once, its upper-bound kernel) against ``reference`` on each argument tuple;
+    returns the counts seen."""
+    run, vm_run = _compiled(func), _vm(func)
     counts = []
     for args in args_list:
         want = [np.asarray(w) for w in reference(*args)]
-        for got in (_interp(func, *args), run(*args)):
+        for got in (_interp(func, *args), run(*args), vm_run(*args)):
             assert len(got) == len(want)
             for g, w in zip(got, want):
                 assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
@@ -395,8 +412,8 @@ def _node_cases(pattern):
         return [c for c in load_node_model_tests() if re.match(pattern, c.name)]
 
 
-def _run_node_cases(cases):
-    """Each case with every graph input fed at run time, in the interpreter."""
+def _run_node_cases(cases, executor="debug"):
+    """Each case with every graph input fed at run time, in the interpreter (or the VM)."""
     from onnx import TensorProto, numpy_helper
     from onnx.backend.test.runner import Runner
 
@@ -405,14 +422,120 @@ def _run_node_cases(cases):
     for case in cases:
         inputs, ref = ([numpy_helper.to_array(t) if isinstance(t, TensorProto) else t for t in ts]
                        for ts in case.data_sets[0])
-        rep = TvmpyBackend.prepare(case.model, executor="debug", bind_inputs=False)
+        rep = TvmpyBackend.prepare(case.model, executor=executor, bind_inputs=False)
         Runner.assert_similar_outputs(ref, list(rep.run(inputs)), rtol=case.rtol, atol=case.atol)
+        if executor == "vm":
+            assert rep.host_ops == [], (case.name, rep.host_ops)
 
 
 def test_onnx_node_tests_fed_at_run_time():
     cases = _node_cases(_ONNX_CASES)
     assert len(cases) >= 20, [c.name for c in cases]
     _run_node_cases(cases)
+
+
+def test_onnx_node_tests_through_the_vm():
+    """The same node tests, one VM build each: every one runs its upper-bound kernel."""
+    _run_node_cases(_node_cases(_ONNX_CASES), executor="vm")
+
+
+def _one_node_model(op_type, inputs, n_out, **attrs):
+    from onnx import helper
+
+    vis = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), shp)
+           for nm, dt, shp in inputs]
+    outs = [f"o{k}" for k in range(n_out)]
+    node = helper.make_node(op_type, [nm for nm, _, _ in inputs], outs, **attrs)
+    graph = helper.make_graph([node], "g", vis, [helper.make_empty_tensor_value_info(o) for o in outs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_onnx_vm_one_build_many_counts():
+    """ONNX backend, executor="vm", one build per model: NonMaxSuppression from every box kept to
+    none (score threshold), Unique and NonZero of changing sizes (empty included), Compress with
+    all / none selected, each against onnx's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    from tvmpy.contrib.onnx_backend import TvmpyBackend
+
+    def check(model, feeds_list):
+        rep = TvmpyBackend.prepare(model, executor="vm", bind_inputs=False)
+        assert rep.executor_used == "vm" and rep.host_ops == [], (rep.executor_used, rep.host_ops)
+        ref = ReferenceEvaluator(model)
+        counts = []
+        for feeds in feeds_list:
+            got = rep.run(list(feeds.values()))
+            want = ref.run(None, feeds)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape)
+                np.testing.assert_array_equal(g, w)
+            counts.append(want[0].shape[0])
+        return counts
+
+    nms = _one_node_model("NonMaxSuppression", [("b", "float32", [2, "n", 4]),
+                                                ("s", "float32", [2, 3, "n"]),
+                                                ("m", "int64", [1]), ("i", "float32", [1]),
+                                                ("t", "float32", [1])], 1)
+    feeds = []
+    for n, ties in ((1, False), (17, False), (40, False), (0, False), (300, True)):
+        boxes, scores = _nms_inputs(2, 3, n, 0, ties)  # (ties: a deep heap of equal scores)
+        for m, t in ((1000, -1.0), (1000, 0.5), (2, 0.3), (1000, 2.0), (0, 0.1)):
+            feeds.append({"b": boxes, "s": scores, "m": np.array([m], "int64"),
+                          "i": np.array([0.4], "float32"), "t": np.array([t], "float32")})
+    counts = check(nms, feeds)
+    assert 0 in counts and max(counts) > 40 and len(set(counts)) > 5, counts
+
+    uniq = _one_node_model("Unique", [("x", "float32", ["n"])], 4, sorted=0)
+    counts = check(uniq, [{"x": rng.integers(0, k, n).astype("float32")}
+                          for n, k in ((50, 3), (7, 100), (0, 1), (301, 40), (1, 1))])
+    assert len(set(counts)) == 5, counts
+    nz = _one_node_model("NonZero", [("x", "float32", ["n", 3])], 1)
+    check(nz, [{"x": _sparse((n, 3), p)} for n, p in ((5, 0.0), (9, 1.0), (0, 0.5), (30, 0.3))])
+    cmp = _one_node_model("Compress", [("x", "float32", ["n", 4]), ("c", "bool", ["k"])], 1,
+                          axis=1)
+    check(cmp, [{"x": rng.standard_normal((n, 4)).astype("float32"), "c": rng.random(k) < p}
+                for n, k, p in ((3, 4, 1.0), (5, 2, 0.0), (2, 4, 0.5), (0, 3, 1.0))])
+
+
+def test_vm_runs_no_host_shape_function(monkeypatch):
+    """The VM sizes these ops by their kernels' counts: their data-dependent shape functions
+    (a host pass over the data; for NMS the whole suppression) are never called."""
+    x = relay.var("x", shape=(relay.Any(),))
+    f = _func(lambda a: relay.Tuple([relay.argwhere(a), relay.unique(a)[0],
+                                     relay.compress(a, relay.greater(a, relay.const(0.0)))]), x)
+
+    def refuse(attrs, ins):
+        raise AssertionError("shape function called")
+
+    for name in ("argwhere", "unique", "compress", "vision.all_class_non_max_suppression"):
+        monkeypatch.setitem(relay.op.get(name).entry.attrs, "FShapeFunc", refuse)
+    run = _vm(f)
+    for n in (0, 1, 6, 50):
+        v = np.round(rng.standard_normal(n), 1).astype("float32")
+        a, u, c = run(v)
+        np.testing.assert_array_equal(a, np.argwhere(v).astype("int32"))
+        np.testing.assert_array_equal(u, np.unique(v))
+        np.testing.assert_array_equal(c, v[v > 0])
+
+
+def test_vm_compress_condition_past_the_end():
+    x = relay.var("x", shape=(relay.Any(),))
+    c = relay.var("c", shape=(relay.Any(),), dtype="bool")
+    run = _vm(_func(lambda a, b: relay.compress(a, b, 0), x, c))
+    np.testing.assert_array_equal(run(np.arange(3, dtype="float32"), np.array([1, 0, 1, 0], bool))[0],
+                                  [0, 2])
+    from tvmpy.runtime.vm import VMError
+
+    with pytest.raises(VMError, match="compress: the condition selects index 4, past the end "
+                                        r"of axis 0 \(size 3\)"):
+        run(np.arange(3, dtype="float32"), np.array([1, 0, 1, 0, 1], bool))
+    bx = relay.var("b", shape=(1, relay.Any(), 4))
+    sc = relay.var("s", shape=(1, 1, relay.Any()))
+    th = relay.const(np.array([0.5], "float32"))
+    nms = _vm(_func(lambda b, s: relay.vision.all_class_non_max_suppression(
+        b, s, relay.const(np.array([2], "int64")), th, th), bx, sc))
+    with pytest.raises(VMError, match=r"boxes \(1, 5, 4\) and scores \(1, 1, 6\) disagree"):
+        nms(np.ones((1, 5, 4), "float32"), np.ones((1, 1, 6), "float32"))
 
 
 def test_onnx_image_decoder_on_the_host():
@@ -508,7 +631,7 @@ def test_onnx_nonzero_of_a_scalar_and_bool():
 
 def test_whole_graph_through_the_vm():
     """With the VM (helper vm's relay.vm.compile): one build, the data-dependent calls run their
-    compiled kernels (sized by their shape functions) between ordinary segments."""
+    compiled upper-bound kernels between ordinary segments."""
     vm_mod = pytest.importorskip("tvmpy.relay.vm")
     if not hasattr(vm_mod, "compile"):
         pytest.skip("relay.vm.compile is not on this branch")
@@ -602,3 +725,28 @@ def test_onnx_compress_without_dynamic_inputs_binds_the_condition():
     for cond in (np.array([1, 0, 1, 1], bool), np.zeros(4, bool)):
         (got,) = TvmpyBackend.prepare(model, executor="graph").run([x, cond])
         np.testing.assert_array_equal(got, np.compress(cond, x, axis=1))
+
+
+def test_vm_upper_bound_saved_and_loaded():
+    """The upper-bound kernels survive Executable.save / load_exec; the exact results are
+    prefixes (views) of the bounded buffers, which later runs never overwrite."""
+    from tvmpy.runtime.vm import Executable, VirtualMachine
+
+    x = relay.var("x", shape=(relay.Any(), 3))
+    u = relay.unique(x, False, axis=0)
+    f = relay.Function([x], relay.Tuple([relay.argwhere(x), u[0], u[3]]))
+    exe = relay.vm.compile(tvm.IRModule.from_expr(f), "llvm")
+    code, lib = exe.save()
+    loaded = Executable.load_exec(code, lib)
+    assert loaded.bytecode.count("upper bound]") == 2, loaded.bytecode
+    vm = VirtualMachine(loaded, tvm.cpu())
+    kept = []
+    for n, k in ((6, 2), (9, 9), (1, 1), (0, 1)):
+        v = rng.integers(0, k, (n, 3)).astype("float32")
+        v[rng.random((n, 3)) < 0.3] = 0
+        kept.append((v, vm.invoke("main", v)))
+    for v, (a, y, cnt) in kept:
+        np.testing.assert_array_equal(a.numpy(), np.argwhere(v).astype("int32"))
+        ry, ri, _, rc = _onnx_ref("Unique", [v], 4, sorted=0, axis=0)
+        np.testing.assert_array_equal(y.numpy(), ry)
+        np.testing.assert_array_equal(cnt.numpy(), rc)

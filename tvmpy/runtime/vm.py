@@ -15,8 +15,10 @@ that part, and hands every dataflow region between two control decisions to a gr
   as tail recursion runs in constant stack), ``KERNEL`` runs one operator whose output shape
   only its shape function knows (``register_shape_func(..., data_dependent=True)``: the
   function gets the op's input arrays, the outputs are allocated, the kernel -- compiled with
-  symbolic extents -- is called on them), ``IF``/``GOTO``, ``MOVE``, ``TUPLE``, ``FIELD``,
-  ``RET``. ``exe.bytecode`` prints it.
+  symbolic extents -- is called on them; an operator with an upper-bound kernel,
+  ``relay.op.upper_bound``, gets buffers sized from its input shapes instead, and its results
+  are prefixes of them sized by the counts the kernel writes), ``IF``/``GOTO``, ``MOVE``,
+  ``TUPLE``, ``FIELD``, ``RET``. ``exe.bytecode`` prints it.
 - **segments**: each dataflow region (the operators between control decisions, after the same
   graph passes as ``relay.build``: FuseOps, AlterOpLayout, FoldConstant, ...) is a graph of
   fused kernels run by a :class:`~tvmpy.runtime.graph_executor.GraphExecutor` made once per VM.
@@ -119,7 +121,7 @@ class KernelInfo:
     allocated outputs, or (an operator without a compute) its numpy implementation."""
 
     __slots__ = ("name", "op", "attrs", "symbol", "in_specs", "out_spec", "data_dependent",
-                 "node", "out_type", "out_dims")
+                 "node", "out_type", "out_dims", "bounded")
 
     def __init__(self, name: str, op: Any, attrs: Any, symbol: str | None, in_specs: list[Any],
                  out_spec: Any, data_dependent: bool, node: str, out_type: Any = None):
@@ -131,6 +133,9 @@ class KernelInfo:
         self.out_type = out_type
         # per output, its dimensions as ints or expressions of the inputs' size variables
         self.out_dims: list[list[Any]] | None = None
+        # ``symbol`` is the operator's upper-bound kernel (relay.op.upper_bound): outputs
+        # allocated at the bound, the exact ones are prefixes sized by the kernel's counts
+        self.bounded = False
 
 
 class Executable:
@@ -171,7 +176,8 @@ class Executable:
         if op == KERNEL:
             k = self.kernels[ins[1]]
             how = k.symbol or "numpy"
-            return (f"kernel {k.name} [{how}{', data-dependent' if k.data_dependent else ''}]"
+            kind = ", upper bound" if k.bounded else ", data-dependent" if k.data_dependent else ""
+            return (f"kernel {k.name} [{how}{kind}]"
                     f"({', '.join('$' + str(r) for r in ins[2])}) -> ${ins[3]}")
         if op == IF:
             return f"if ${ins[1]} else goto {ins[2]}"
@@ -200,7 +206,7 @@ class Executable:
             "segments": [(g.graph_json, g.params, g.in_specs, g.out_specs, g.name,
                           g.num_kernels) for g in self.segments],
             "kernels": [(k.name, k.op.name, k.attrs, k.symbol, k.in_specs, k.out_spec,
-                         k.data_dependent, k.node, k.out_type, k.out_dims)
+                         k.data_dependent, k.node, k.out_type, k.out_dims, k.bounded)
                         for k in self.kernels],
         }
         return pickle.dumps(state), self.lib
@@ -218,9 +224,10 @@ class Executable:
         funcs = [VMFunction(*f) for f in state["functions"]]
         segs = [SegmentInfo(*g) for g in state["segments"]]
         kernels = []
-        for n, op, attrs, sym, ins, out, dd, node, t, dims in state["kernels"]:
+        for n, op, attrs, sym, ins, out, dd, node, t, dims, *rest in state["kernels"]:
             kernels.append(KernelInfo(n, get(op), attrs, sym, ins, out, dd, node, t))
             kernels[-1].out_dims = dims
+            kernels[-1].bounded = bool(rest and rest[0])
         return Executable(funcs, segs, kernels, lib)
 
     @property
@@ -293,6 +300,20 @@ def _aligned_empty_nd(shape: tuple[int, ...], dtype: Any, dev: Device) -> NDArra
     a._ptr = base + off
     a._compact_aligned = nbytes > 0
     return a
+
+
+def _prefix(a: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """The first ``prod(shape)`` elements of the compact array ``a``, as an array of ``shape``
+    (a view: same start address, so still aligned)."""
+    if a._arr.shape == shape:
+        return a
+    n = math.prod(shape)
+    v = _new_ndarray(NDArray)
+    v._arr = a._arr.reshape(-1)[:n].reshape(shape)
+    v._device = a._device
+    v._ptr = a._ptr
+    v._compact_aligned = n > 0 and a._compact_aligned
+    return v
 
 
 def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -502,6 +523,7 @@ class _Kernel:
         self.fnumpy = info.op.get_attr("FNumpy")
         self.shape_fn = info.op.get_attr("FShapeFunc")
         self.out_flat = _flatten_spec(info.out_spec)
+        self.upper = info.op.get_attr("FUpperBound") if info.bounded else None
 
     def out_shapes(self, arrays: list[np.ndarray]) -> list[tuple[int, ...]]:
         from ..relay.op.shape_func import shape_func
@@ -563,6 +585,8 @@ class _Kernel:
         if self.info.out_type is not None:
             return self._run_builtin(args)
         flat = _flatten(tuple(args), [])
+        if self.upper is not None:
+            return self._run_bounded(flat)
         arrays = [a._arr for a in flat]
         try:
             shapes = self.out_shapes(arrays)
@@ -580,6 +604,56 @@ class _Kernel:
         except (RuntimeError, ValueError) as e:
             raise VMError(f"{self.info.node}: {e}") from e
         return _restructure(self.info.out_spec, outs)[0]
+
+    def _run_bounded(self, flat: list[NDArray]) -> Any:
+        """The upper-bound kernel (relay.op.upper_bound): outputs allocated at the bound from the
+        input shapes, the kernel's counts give the exact shapes; each exact output is the
+        prefix of its buffer (the kernel writes the exact layout there): a view, no copy. (The
+        unwritten tail of a large bound is never touched: its pages are never mapped.)"""
+        info, ub, func = self.info, self.upper, self.func
+        assert ub is not None and func is not None
+        arrays = [a._arr for a in flat]
+        try:
+            dims = ub.bound(info.attrs, arrays)
+        except Exception as e:  # noqa: BLE001 - name the node whatever the bound raised
+            raise VMError(f"{info.node}: {info.op.name}: no output bound for input shapes "
+                          f"{[a.shape for a in arrays]}: {type(e).__name__}: {e}") from e
+        if len(dims) != len(self.out_flat):
+            raise VMError(f"{info.node}: the upper bound of {info.op.name} gives {len(dims)} "
+                          f"outputs, the type has {len(self.out_flat)}")
+        outs = []
+        for d, spec in zip(dims, self.out_flat):
+            shape = tuple(int(x[0]) if isinstance(x, tuple) else int(x) for x in d)
+            outs.append(_aligned_empty_nd(shape, spec[1], _CPU))
+        counts = _aligned_empty_nd((ub.num_counts,), "int64", _CPU)
+        try:
+            func(*flat, *outs, counts)
+        except (RuntimeError, ValueError) as e:
+            raise VMError(f"{info.node}: {e}") from e
+        c = counts._arr.tolist()
+        if ub.check is not None:
+            try:
+                ub.check(info.attrs, c, [a.shape for a in arrays])
+            except ValueError as e:
+                raise VMError(f"{info.node}: {e}") from e
+        res = []
+        for k, (d, out) in enumerate(zip(dims, outs)):
+            if not any(isinstance(x, tuple) for x in d):
+                res.append(out)
+                continue
+            exact: list[int] = []
+            for x in d:
+                if isinstance(x, tuple):
+                    n = c[x[1]]
+                    if not 0 <= n <= x[0]:
+                        raise VMError(f"{info.node}: the kernel of {info.op.name} reports {n} "
+                                      f"for dimension {len(exact)} of output {k}, outside its "
+                                      f"bound 0..{x[0]}")
+                    exact.append(n)
+                else:
+                    exact.append(int(x))
+            res.append(_prefix(out, tuple(exact)))
+        return _restructure(info.out_spec, res)[0]
 
     def _run_builtin(self, args: list[Any]) -> Any:
         info = self.info

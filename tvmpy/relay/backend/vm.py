@@ -14,7 +14,8 @@ Per relay function of the module (``main`` and every function it reaches):
 3. **Control nodes** become instructions: ``If``, calls of global functions (``INVOKE``, marked
    tail when the call is the function's result), operators whose output shape only run time
    knows (``KERNEL``: data-dependent shape functions, sizes no input size determines, and
-   operators without a compute, which run their numpy implementation), and tuples / tuple items
+   operators without a compute, which run their numpy implementation; an operator with an
+   upper-bound kernel, ``relay.op.upper_bound``, runs that one), and tuples / tuple items
    of such values. Everything else (operator calls, constants, tuples feeding operators) forms
    **dataflow regions**: per scope, the operators between two layers of control nodes (a node's
    layer is the number of control nodes on its longest dependency path) make one region.
@@ -264,6 +265,9 @@ class _Compilation:
         from .te_compiler import TECompiler
 
         self.compiler = TECompiler(self.target)
+        from .upper_bound import UpperBoundKernels
+
+        self.upper_bound_kernels = UpperBoundKernels(self.compiler)
         self.functions: list[rvm.VMFunction] = []
         self.func_index: dict[str, int] = {}
         self.segments: list[rvm.SegmentInfo] = []
@@ -371,7 +375,17 @@ class _Compilation:
                 _spec(call.checked_type), False, node, out_type=call.checked_type))
             return len(self.kernels) - 1
         args, params = _param_exprs("p", [a.checked_type for a in call.args])
-        if has_compute(op):
+        bounded = False
+        if why == "data-dependent" and op.get_attr("FUpperBound") is not None:
+            # the kernel writes upper-bound buffers and the actual counts (relay.op.upper_bound):
+            # no host pass over the data before it
+            prim = infer_type(Function(params, Call(op, args, call.attrs), attrs={"Primitive": 1}))
+            try:
+                symbol = self.upper_bound_kernels.lower(prim)  # type: ignore[arg-type]
+                bounded = True
+            except _LOWERING_ERRORS:
+                symbol = None  # the exact path below
+        if not bounded and has_compute(op):
             prim = Function(params, Call(op, args, call.attrs), attrs={"Primitive": 1})
             prim = infer_type(prim)  # type: ignore[assignment]
             try:
@@ -385,7 +399,7 @@ class _Compilation:
                 # numpy implementation runs it (checked by its shape function first)
                 if op.get_attr("FNumpy") is None:
                     raise
-        elif op.get_attr("FNumpy") is None:
+        elif not bounded and op.get_attr("FNumpy") is None:
             raise VMCompileError(f"{node}: operator {op.name} has neither a compute nor a "
                                  "numpy implementation")
         if why == "data-dependent" and op.get_attr("FShapeFunc") is None:
@@ -394,6 +408,7 @@ class _Compilation:
         info = rvm.KernelInfo(
             op.name, op, call.attrs, symbol, [_spec(a.checked_type) for a in call.args],
             _spec(call.checked_type), is_data_dependent(op), node)
+        info.bounded = bounded
         # the output sizes as expressions of the inputs' sizes, where the type has them (a
         # shape function may not evaluate attributes that hold size variables)
         info.out_dims = [[d if isinstance(d, int) else str(d) for d in t.shape]

@@ -7,7 +7,9 @@ data-dependent shape function (``fn(attrs, input_arrays) -> output shapes``: the
 on the host, from the values) and TOpPattern OPAQUE (never fused: an executor runs the shape
 function on the op's own inputs, allocates the outputs, then calls the kernel). The compiled
 kernels are ``te.extern`` statements (``topi.data_dependent``) whose output extents are the
-symbolic sizes of the relation, bound from the output arrays when called.
+symbolic sizes of the relation, bound from the output arrays when called. The VM runs their
+upper-bound form instead (``relay.op.upper_bound``, registered with the strategies): buffers
+sized from the input shapes, the actual counts written by the kernel, no shape function first.
 """
 
 from __future__ import annotations
