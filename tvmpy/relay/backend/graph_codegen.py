@@ -31,9 +31,10 @@ import numpy as np
 
 from ...ir.functor import post_order
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
+from ..size_checks import dim_json, size_checks_of
 from ..ty import TensorType
 from ..visitor import dataflow_children
-from .te_compiler import flat_tensor_types, primitive_shape_args
+from .te_compiler import flat_tensor_types, primitive_calls, primitive_shape_args
 
 __all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph", "is_reshape_only",
            "RESHAPE_OPS"]
@@ -155,6 +156,9 @@ class GraphCodegen:
         shape_args = primitive_shape_args(func)
         if shape_args:  # symbolic sizes the kernel cannot read off its buffers: passed by value
             node["attrs"]["shape_args"] = [v.name for v in shape_args]
+        checks = graph_size_checks(func)
+        if checks:  # run-time sizes the operators need equal: checked before any kernel runs
+            node["attrs"]["size_checks"] = checks
         return self._add(node, out_types)
 
     def _lower_node(self, e: RelayExpr) -> list[Entry]:
@@ -265,3 +269,17 @@ def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool =
 
         memory_plan = plan_memory(graph)
     return json.dumps(graph), params, memory_plan
+
+
+def graph_size_checks(func: Function) -> list[list[Any]]:
+    """The run-time size equalities of a primitive function's operators (relay/size_checks.py)
+    as the graph JSON node attribute ``size_checks``: ``[operator, lhs, rhs, lhs_what,
+    rhs_what, bcast]`` per equality, the sizes written as the entries' shapes are."""
+    out: list[list[Any]] = []
+    for call in reversed(primitive_calls(func)):
+        for c in size_checks_of(call):
+            row = [str(getattr(call.op, "name", "op")), dim_json(c.lhs), dim_json(c.rhs),
+                   c.lhs_what, c.rhs_what, int(c.bcast)]
+            if row not in out:
+                out.append(row)
+    return out
