@@ -119,6 +119,8 @@ def unifier(checks: Iterable[SizeEq]) -> dict[Any, Dim]:
         return d
 
     for c in checks:
+        if c.bcast:  # topi broadcasts a run-time size of 1 itself
+            continue
         x, y = find(c.lhs), find(c.rhs)
         if x is y or (isinstance(x, int) and isinstance(y, int)):
             continue
@@ -146,14 +148,11 @@ def dim_json(d: Dim) -> int | str:
 
 def violation(check: SizeEq, a: int, b: int, compiled: bool) -> str | None:
     """Why the values ``a``/``b`` of ``check`` break it (None when they do not)."""
-    if a == b or (check.bcast and not compiled and 1 in (a, b)):
+    if a == b or (check.bcast and 1 in (a, b)):
         return None
     msg = f"{check.lhs_what} is {a}, but {check.rhs_what} is {b}: they must be equal"
-    if check.bcast and not compiled:
+    if check.bcast:
         msg += " or one of them 1 (broadcasting)"
-    elif check.bcast and 1 in (a, b):
-        msg += (" (both are sizes known only at run time, and the compiled kernel broadcasts "
-                "neither: give the dimension as 1 in the type to broadcast it)")
     return msg
 
 

@@ -68,6 +68,7 @@ class Any(_te.SizeVar):
 
     __slots__ = ()
     _count = 0
+    broadcast_at_run_time = True  # topi broadcasts it when it is 1 at run time (size_checks.py)
 
     def __init__(self, hint: str = "any"):
         hint = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(hint)) or "any"

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...tir.op import max as tir_max
 from ..expr import RelayTypeError
 from ..size_checks import require_same
-from ..ty import Dim, TensorType, TupleType, Type, as_dim, dim_equal, type_str
+from ..ty import Dim, TensorType, TupleType, Type, as_dim, dim_equal, is_any, type_str
 
 __all__ = [
     "tensor_arg",
@@ -61,6 +62,10 @@ def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim],
             out.append(y)
         elif isinstance(y, int) and y == 1:
             out.append(x)
+        elif is_any(x) and is_any(y):  # 1 or the other's at run time: the larger one
+            require_same(x, y, f"dimension {i - n} of {names[0]}",
+                         f"dimension {i - n} of {names[1]}", bcast=True)
+            out.append(as_dim(tir_max(x, y)))
         else:
             d = require_same(x, y, f"dimension {i - n} of {names[0]}",
                              f"dimension {i - n} of {names[1]}", bcast=True)
