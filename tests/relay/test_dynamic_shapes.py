@@ -9,9 +9,9 @@ import pytest
 
 import tvmpy as tvm
 from tvmpy import relay
-from tvmpy.relay.size_checks import size_checks_of
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.op.shape_func import concrete_type, infer_shapes, shape_func
+from tvmpy.relay.size_checks import size_checks_of
 from tvmpy.relay.ty import Any, type_str
 from tvmpy.relay.type_infer import infer_type
 
