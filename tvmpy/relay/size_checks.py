@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from ..runtime.graph_json import size_violation
 from ..tir import expr as _te
 from .ty import Dim, dim_equal, dim_str, has_any, is_any
 
@@ -146,14 +147,9 @@ def dim_json(d: Dim) -> int | str:
     return int(d) if isinstance(d, int) else str(d)
 
 
-def violation(check: SizeEq, a: int, b: int, compiled: bool) -> str | None:
+def violation(check: SizeEq, a: int, b: int) -> str | None:
     """Why the values ``a``/``b`` of ``check`` break it (None when they do not)."""
-    if a == b or (check.bcast and 1 in (a, b)):
-        return None
-    msg = f"{check.lhs_what} is {a}, but {check.rhs_what} is {b}: they must be equal"
-    if check.bcast:
-        msg += " or one of them 1 (broadcasting)"
-    return msg
+    return size_violation(check.lhs_what, check.rhs_what, a, b, check.bcast)
 
 
 def check_values(op_name: str, where: str, checks: Sequence[SizeEq], arg_types: Sequence[Any],
@@ -173,6 +169,6 @@ def check_values(op_name: str, where: str, checks: Sequence[SizeEq], arg_types: 
             vals = [compile_dim_expr(str(dim_json(d)))[0](env) for d in (c.lhs, c.rhs)]
         except (KeyError, ValueError, ZeroDivisionError):
             continue  # a size none of the arguments shows: the operator checks it
-        why = violation(c, vals[0], vals[1], compiled=False)
+        why = violation(c, vals[0], vals[1])
         if why:
             raise ValueError(f"{op_name} ({where}): {why}")

@@ -73,6 +73,7 @@ from .graph_json import (
     graph_entry_attrs,
     is_symbolic,
     parse_graph,
+    size_violation,
 )
 from .linker import link_shared
 from .module import Module, _module_from_meta
@@ -179,15 +180,12 @@ class _SizeCheck:
             raise GraphJSONError(f"graph JSON: {where}: size_checks: {e}") from None
 
     def check(self, node: _Node, env: Mapping[str, int]) -> None:
-        from ..relay.size_checks import SizeEq, violation
-
         try:
             a, b = self.lhs(env), self.rhs(env)
         except KeyError as e:
             raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), {self.op}: shape "
                              f"variable {e.args[0]} is bound by no graph input") from None
-        why = violation(SizeEq(a, b, self.lhs_what, self.rhs_what, self.bcast), a, b,
-                        compiled=True)
+        why = size_violation(self.lhs_what, self.rhs_what, a, b, self.bcast)
         if why:
             raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), operator "
                              f"{self.op}: {why}; no kernel was run")
