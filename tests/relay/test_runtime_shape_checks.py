@@ -163,3 +163,24 @@ def test_mismatch_then_good_run_still_correct():
         else:
             m.run()
             np.testing.assert_allclose(m.get_output(0).numpy(), ref(*args))
+
+
+def test_data_dependent_size_in_relay_build_names_node_and_dimension():
+    from tvmpy.relay.backend.graph_codegen import GraphCodegenError
+
+    x, s = relay.var("x", shape=(6,)), relay.var("s", shape=(2,), dtype="int64")
+    func = relay.Function([x, s], relay.exp(relay.op.dyn.reshape(x, s)))
+    with pytest.raises(GraphCodegenError, match=r"node \d+ \(fused_dyn_reshape\) output 0 has "
+                                                 r"shape .*dimension\(s\) \[0, 1\].*relay\.vm"):
+        relay.build(tvm.IRModule.from_expr(func), "llvm")
+
+
+@pytest.mark.parametrize("target", ["cuda", "opencl"])
+def test_symbolic_shapes_for_a_gpu_target_name_node_and_dimension(target):
+    from tvmpy.relay.build_module import RelayBuildError
+
+    x = relay.var("x", shape=(3, Any()))
+    func = relay.Function([x], relay.exp(x))
+    with pytest.raises(RelayBuildError, match=rf"relay.build for {target}.*: node 0 \(x\) output 0 "
+                                              r"dimension 1 .*known only at run time"):
+        relay.build(tvm.IRModule.from_expr(func), target)

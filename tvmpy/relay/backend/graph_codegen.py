@@ -249,8 +249,8 @@ class GraphCodegen:
                     f"node {nid} ({node['name']}) output {k} has shape "
                     f"({', '.join(map(str, shape))}): dimension(s) {dims} ({', '.join(free)}) "
                     "are not sizes of any graph input, so the graph executor cannot compute "
-                    "them before running (a size decided by data, or by broadcasting two "
-                    "unknown sizes); give the inputs static or shared shapes")
+                    "them before running (a size decided by data: relay.vm.compile runs such "
+                    "graphs); give the inputs static or shared shapes")
 
 
 def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool = True
@@ -283,3 +283,19 @@ def graph_size_checks(func: Function) -> list[list[Any]]:
             if row not in out:
                 out.append(row)
     return out
+
+
+def first_symbolic_entry(graph: dict) -> str | None:
+    """The first node output of a graph with a run-time (symbolic) dimension, as
+    ``node 3 (fused_add) output 0 dimension 0 (any_1 of shape (any_1, 3))``; None when every
+    shape is static."""
+    row = graph["node_row_ptr"]
+    shapes = graph["attrs"]["shape"][1]
+    for nid, node in enumerate(graph["nodes"]):
+        for k, e in enumerate(range(row[nid], row[nid + 1])):
+            dims = [d for d, x in enumerate(shapes[e]) if isinstance(x, str)]
+            if dims:
+                shape = ", ".join(map(str, shapes[e]))
+                return (f"node {nid} ({node['name']}) output {k} dimension {dims[0]} "
+                        f"({shapes[e][dims[0]]} of shape ({shape}))")
+    return None
