@@ -179,7 +179,7 @@ class _SizeCheck:
         except ValueError as e:
             raise GraphJSONError(f"graph JSON: {where}: size_checks: {e}") from None
 
-    def check(self, node: _Node, env: Mapping[str, int]) -> None:
+    def check(self, node: _Node, env: dict[str, int]) -> None:
         try:
             a, b = self.lhs(env), self.rhs(env)
         except KeyError as e:
