@@ -184,3 +184,14 @@ def test_symbolic_shapes_for_a_gpu_target_name_node_and_dimension(target):
     with pytest.raises(RelayBuildError, match=rf"relay.build for {target}.*: node 0 \(x\) output 0 "
                                               r"dimension 1 .*known only at run time"):
         relay.build(tvm.IRModule.from_expr(func), target)
+
+
+def test_checks_of_a_call_typed_elsewhere_come_from_its_relation():
+    """A call whose type a pass copied (no relation run on it) still has its checks."""
+    from tvmpy.relay import size_checks
+
+    x, y = relay.var("x", shape=(Any(), Any())), relay.var("y", shape=(1, Any()))
+    call = infer_type(relay.concatenate([x, y], 0))
+    size_checks._BY_CALL.pop(id(call))
+    (eq,) = size_checks_of(call)
+    assert eq.lhs_what == "dimension 1 of field 1" and eq.rhs_what == "dimension 1 of field 0"

@@ -99,11 +99,22 @@ def set_size_checks(call: Any, checks: Sequence[SizeEq]) -> None:
 
 
 def size_checks_of(call: Any) -> tuple[SizeEq, ...]:
-    """The run-time equalities type inference recorded for ``call`` (empty when none)."""
+    """The run-time equalities of the typed operator call ``call`` (empty when none): those type
+    inference recorded, or (a call a pass rebuilt with its type copied) its relation's again."""
     got = _BY_CALL.get(id(call))
-    if got is None or got[0]() is not call:
+    if got is not None and got[0]() is call:
+        return got[1]
+    rel = getattr(getattr(call, "op", None), "type_rel", None)
+    if rel is None or getattr(call, "_checked_type", None) is None:
         return ()
-    return got[1]
+    try:
+        types = [a.checked_type for a in call.args]
+        with collecting() as sink:
+            rel(types, call.attrs)
+    except Exception:  # noqa: BLE001 -- (typed already: cannot fail; never worse than before)
+        return ()
+    set_size_checks(call, sink)
+    return tuple(sink)
 
 
 # ---- kernels: one size variable for the unified ones ------------------------------------------
