@@ -27,7 +27,10 @@ the dimension) and keeps the value; ``run()`` binds the variables from the input
 input that disagrees with another on a shared variable raises, naming both, before any kernel
 runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
 sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
-calls prepared on them, so the kernels' own argument checks run once per shape. Plans are kept
+calls prepared on them, so the kernels' own argument checks run once per shape. Before a new
+plan is made, the sizes each operator needs equal (node attribute ``size_checks``, written by
+relay/size_checks.py: the widths of a ``concatenate``, the sides of a broadcast of two ``?``...)
+are compared, naming the node, the operator and both dimensions. Plans are kept
 per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
 storages whose entries are all static (the weights) are allocated once and shared by all plans.
 
