@@ -275,11 +275,19 @@ def graph_size_checks(func: Function) -> list[list[Any]]:
     """The run-time size equalities of a primitive function's operators (relay/size_checks.py)
     as the graph JSON node attribute ``size_checks``: ``[operator, lhs, rhs, lhs_what,
     rhs_what, bcast]`` per equality, the sizes written as the entries' shapes are."""
+    from ...runtime.function import compile_dim_expr
+
     out: list[list[Any]] = []
     for call in reversed(primitive_calls(func)):
         for c in size_checks_of(call):
             row = [str(getattr(call.op, "name", "op")), dim_json(c.lhs), dim_json(c.rhs),
                    c.lhs_what, c.rhs_what, int(c.bcast)]
+            for d in row[1:3]:
+                try:
+                    compile_dim_expr(str(d))
+                except ValueError as e:
+                    raise GraphCodegenError(f"{call.op.name}: the run-time check {c} cannot be "
+                                            f"evaluated by the graph executor: {e}") from None
             if row not in out:
                 out.append(row)
     return out
