@@ -195,3 +195,14 @@ def test_checks_of_a_call_typed_elsewhere_come_from_its_relation():
     size_checks._BY_CALL.pop(id(call))
     (eq,) = size_checks_of(call)
     assert eq.lhs_what == "dimension 1 of field 1" and eq.rhs_what == "dimension 1 of field 0"
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_three_fields_each_checked_against_field_0(executor):
+    x, y, z = (relay.var(n, shape=(Any(), Any())) for n in "xyz")
+    func = relay.Function([x, y, z], relay.concatenate([x, y, z], 0))
+    a, b = _rand(2, 3), _rand(1, 3)
+    np.testing.assert_allclose(_run(executor, func, [a, b, a]), np.concatenate([a, b, a]))
+    with pytest.raises(ValueError, match="dimension 1 of field 2 is 4, but dimension 1 of field 0 "
+                                         "is 3"):
+        _run(executor, func, [a, b, _rand(2, 4)])

@@ -158,6 +158,7 @@ def where(condition: RelayExpr, x: RelayExpr, y: RelayExpr) -> RelayExpr:
 
 def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
     from ..size_checks import require_same
+    from ..ty import is_any
     from ._rel import normalize_axis, shape_str, tuple_arg
 
     tt = tuple_arg(arg_types[0], "stack's input")
@@ -174,7 +175,8 @@ def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
                 d is None for d in same):
             fail(f"stack: field {i} is {t.dtype}{shape_str(t.shape)}, field 0 is "
                  f"{first.dtype}{shape_str(first.shape)}")
-        shp = same
+        # (of two ?, field 0's stays: the checks name it)
+        shp = [b if is_any(a) and is_any(b) else a for a, b in zip(same, shp)]
     ax = normalize_axis(attrs.axis, len(first.shape) + 1)
     shp.insert(ax, len(ts))
     return TensorType(shp, first.dtype)

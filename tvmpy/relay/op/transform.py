@@ -10,7 +10,7 @@ from typing import Any
 
 from ..expr import RelayExpr, Tuple, TupleGetItem
 from ..size_checks import require_same
-from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal
+from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal, is_any
 from ._rel import (
     fail,
     normalize_axes,
@@ -177,7 +177,8 @@ def _concat_rel(arg_types: list[Type], attrs: Any) -> Type:
                 u = require_same(d, shp[j], f"dimension {j} of field {i}",
                                  f"dimension {j} of field 0")
                 bad = bad or u is None
-                shp[j] = shp[j] if u is None else u
+                if u is not None and not (is_any(u) and is_any(shp[j])):
+                    shp[j] = u  # (of two ?, field 0's stays: the checks name it)
         if bad:
             fail(f"concatenate on axis {attrs.axis}: field {i} {t.dtype}{shape_str(t.shape)} "
                  f"does not match field 0 {first.dtype}{shape_str(first.shape)}")
