@@ -11,6 +11,7 @@ import tvmpy as tvm
 from tvmpy import relay
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.op.shape_func import concrete_type, infer_shapes, shape_func
+from tvmpy.relay.size_checks import size_checks_of
 from tvmpy.relay.ty import Any, type_str
 from tvmpy.relay.type_infer import infer_type
 
@@ -66,8 +67,11 @@ def test_broadcast_rules_with_any():
     assert _t(a + relay.var("b", shape=(n, 1))) == "Tensor[(?, 4), float32]"
     assert _t(a + relay.var("c", shape=(5, 4))) == "Tensor[(5, 4), float32]"  # ? takes 5
     assert _t(a + relay.var("d", shape=(1, 4))) == "Tensor[(?, 4), float32]"
-    both = infer_type(a + relay.var("e", shape=(m, 4))).checked_type
-    assert both.shape[0] is not n and both.shape[0] is not m and isinstance(both.shape[0], Any)
+    call = infer_type(a + relay.var("e", shape=(m, 4)))
+    # two ? broadcast: the larger at run time, their equality (or a side of 1) checked then
+    assert str(call.checked_type.shape[0]) == f"max({n.name}, {m.name})"
+    (eq,) = size_checks_of(call)
+    assert eq.lhs is n and eq.rhs is m and eq.bcast
     with pytest.raises(relay.RelayTypeError, match="do not broadcast"):
         infer_type(a + relay.var("f", shape=(n, 3)))
 
@@ -441,11 +445,21 @@ def test_bert_encoder_dynamic_batch_and_sequence_against_onnxruntime():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)  # the interpreter too
 
 
-def test_two_unrelated_any_dims_are_refused_at_build_naming_the_operator():
-    """Broadcasting two independent run-time sizes types (a fresh Any, as TVM) but a kernel
-    cannot know which side broadcasts: the build refuses it, naming the operator."""
-    from tvmpy.relay.backend.te_compiler import LoweringError
-
+def test_two_unrelated_any_dims_broadcast_at_run_time():
+    """Broadcasting two independent run-time sizes: the kernel reads a side of size 1 at index
+    0; sizes that do not broadcast are refused before any kernel runs, naming the operator."""
     a, b = relay.var("a", shape=(Any(), 4)), relay.var("b", shape=(Any(), 4))
-    with pytest.raises(LoweringError, match=r"add with symbolic shapes .*cannot prove"):
-        relay.build(relay.Function([a, b], a + b), "llvm")
+    lib = relay.build(relay.Function([a, b], a + b), "llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for na, nb in ((3, 3), (1, 5), (5, 1)):
+        av = np.random.rand(na, 4).astype("float32")
+        bv = np.random.rand(nb, 4).astype("float32")
+        m.set_input("a", av)
+        m.set_input("b", bv)
+        m.run()
+        np.testing.assert_allclose(m.get_output(0).numpy(), av + bv, rtol=1e-6)
+    m.set_input("a", np.random.rand(2, 4).astype("float32"))
+    m.set_input("b", np.random.rand(3, 4).astype("float32"))
+    with pytest.raises(ValueError, match=r"operator add: dimension -2 of the lhs is 2, but "
+                                         r"dimension -2 of the rhs is 3"):
+        m.run()

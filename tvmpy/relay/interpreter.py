@@ -31,6 +31,7 @@ from .module import IRModule
 from .op import numpy_impl
 from .op.registry import Op
 from .op.shape_func import concrete_type
+from .size_checks import check_values, size_checks_of
 from .ty import ListType, TensorType, TupleType, is_static, type_str
 from .type_infer import infer_type
 from .visitor import ExprFunctor
@@ -113,6 +114,9 @@ class _Eval(ExprFunctor):
             impl = c.op.get_attr("FNumpy")
             if impl is None:
                 raise NotImplementedError(f"operator {c.op.name} has no numpy implementation")
+            checks = size_checks_of(c)
+            if checks:  # run-time sizes the operator needs equal (relay/size_checks.py)
+                _check_sizes(c, checks, args)
             out_type = c.checked_type
             if not _is_static_type(out_type) and not c.op.get_attr("TValueShaped"):  # Any dimensions: the shapes of these arrays
                 out_type = _concrete_out_type(c, args, self.shapes)
@@ -125,6 +129,23 @@ class _Eval(ExprFunctor):
         if not isinstance(fn, Closure):
             raise TypeError(f"calling a non-function value {fn!r}")
         return _call(fn, args, self.mod)
+
+
+def _check_sizes(c: Call, checks: Any, args: list[Any]) -> None:
+    from .printer import short_str
+
+    types = [t for a in c.args for t in _flat_types(a.checked_type)]
+    shapes = [x.shape for a in args for x in _flat_arrays(a)]
+    if len(types) == len(shapes):
+        check_values(c.op.name, f"`{short_str(c)}`", checks, types, shapes)
+
+
+def _flat_arrays(v: Any) -> list[Any]:
+    if isinstance(v, ListValue):
+        return []
+    if isinstance(v, (tuple, list)):
+        return [x for f in v for x in _flat_arrays(f)]
+    return [np.asarray(v)]
 
 
 def _is_static_type(t: Any) -> bool:

@@ -8,8 +8,10 @@ type relations treat ``n + 1 - 1`` and ``n`` as the same size.
 (each ``Any()`` is distinct; the same object in two places means the same size), printed ``?``.
 The type relations treat it as TVM does: it unifies with any concrete size (``type_compatible``),
 broadcasts to the other side's size unless that side is 1, and two different ``Any`` broadcast to
-a fresh ``Any``. Being a ``tir`` size variable, it also becomes the symbolic extent of the kernels
-generated for it (one compiled function serves every size).
+``max(?, ?)``; where an operator needs two sizes equal the relation records the equality, which
+the executors check at run time (relay/size_checks.py). Being a ``tir`` size variable, it also
+becomes the symbolic extent of the kernels generated for it (one compiled function serves every
+size).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class Any(_te.SizeVar):
 
     __slots__ = ()
     _count = 0
+    broadcast_at_run_time = True  # topi broadcasts it when it is 1 at run time (size_checks.py)
 
     def __init__(self, hint: str = "any"):
         hint = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in str(hint)) or "any"

@@ -25,6 +25,7 @@ from .expr import (
     Var,
 )
 from .op.registry import Op
+from .size_checks import collecting, set_size_checks
 from .ty import Any as AnyDim
 from .ty import (
     FuncType,
@@ -187,7 +188,9 @@ class TypeInferencer(ExprFunctor):
                 raise RelayTypeError(f"in `{_where(c)}`: {c.op.name} takes {n} inputs, got "
                                      f"{len(arg_types)}")
             try:
-                out = c.op.type_rel(arg_types, c.attrs)
+                with collecting() as sizes:
+                    out = c.op.type_rel(arg_types, c.attrs)
+                set_size_checks(c, sizes)
             except RelayTypeError as e:
                 args = ", ".join(type_str(t) for t in arg_types)
                 raise RelayTypeError(f"in `{_where(c)}`: {e} [argument types: {args}]") from None

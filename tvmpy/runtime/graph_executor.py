@@ -27,7 +27,10 @@ the dimension) and keeps the value; ``run()`` binds the variables from the input
 input that disagrees with another on a shared variable raises, naming both, before any kernel
 runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
 sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
-calls prepared on them, so the kernels' own argument checks run once per shape. Plans are kept
+calls prepared on them, so the kernels' own argument checks run once per shape. Before a new
+plan is made, the sizes each operator needs equal (node attribute ``size_checks``, written by
+relay/size_checks.py: the widths of a ``concatenate``, the sides of a broadcast of two ``?``...)
+are compared, naming the node, the operator and both dimensions. Plans are kept
 per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
 storages whose entries are all static (the weights) are allocated once and shared by all plans.
 
@@ -73,6 +76,7 @@ from .graph_json import (
     graph_entry_attrs,
     is_symbolic,
     parse_graph,
+    size_violation,
 )
 from .linker import link_shared
 from .module import Module, _module_from_meta
@@ -147,13 +151,47 @@ class _Plan:
 
 
 class _Node:
-    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args")
+    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args",
+                 "size_checks")
 
     def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
-                 outputs: list[int], shape_args: list[str] | None = None):
+                 outputs: list[int], shape_args: list[str] | None = None,
+                 size_checks: list[_SizeCheck] | None = None):
         self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
         self.inputs, self.outputs = inputs, outputs
         self.shape_args = shape_args or []  # size variables passed by value after the buffers
+        self.size_checks = size_checks or []  # run-time sizes its operators need equal
+
+
+class _SizeCheck:
+    """One ``size_checks`` row of a node: two sizes an operator needs equal at run time
+    (relay/size_checks.py), evaluated once per input shapes, before any kernel runs."""
+
+    __slots__ = ("op", "lhs", "rhs", "lhs_what", "rhs_what", "bcast")
+
+    def __init__(self, row: Any, where: str):
+        from .function import compile_dim_expr
+
+        if not (isinstance(row, list) and len(row) == 6):
+            raise GraphJSONError(f"graph JSON: {where}: a size_checks row must be [operator, "
+                                 f"lhs, rhs, lhs_what, rhs_what, bcast], got {row!r}")
+        self.op, lhs, rhs, self.lhs_what, self.rhs_what, bcast = row
+        self.bcast = bool(bcast)
+        try:
+            self.lhs, self.rhs = (compile_dim_expr(str(d))[0] for d in (lhs, rhs))
+        except ValueError as e:
+            raise GraphJSONError(f"graph JSON: {where}: size_checks: {e}") from None
+
+    def check(self, node: _Node, env: dict[str, int]) -> None:
+        try:
+            a, b = self.lhs(env), self.rhs(env)
+        except KeyError as e:
+            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), {self.op}: shape "
+                             f"variable {e.args[0]} is bound by no graph input") from None
+        why = size_violation(self.lhs_what, self.rhs_what, a, b, self.bcast)
+        if why:
+            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), operator "
+                             f"{self.op}: {why}; no kernel was run")
 
 
 class GraphExecutor:
@@ -383,6 +421,9 @@ class GraphExecutor:
         if missing:
             raise ValueError(f"run(): shape variable(s) {', '.join(missing)} of the graph are not "
                              "dimensions of any input, so no input shape determines them")
+        for node in self._nodes:  # the operators' run-time size equalities (once per shapes)
+            for chk in node.size_checks:
+                chk.check(node, env)
         shapes = {}
         for e, sym in enumerate(self._sym):
             if e not in self._static_views:
@@ -502,7 +543,12 @@ class GraphExecutor:
                                                       for v in shape_args)):
             raise GraphJSONError(f"graph JSON: {where}: attrs.shape_args must be a list of shape "
                                  f"variable names, got {shape_args!r}")
-        return _Node(nid, name, op, func_name, inputs, outputs, shape_args)
+        checks = attrs.get("size_checks", [])
+        if not isinstance(checks, list):
+            raise GraphJSONError(f"graph JSON: {where}: attrs.size_checks must be a list, got "
+                                 f"{checks!r}")
+        return _Node(nid, name, op, func_name, inputs, outputs, shape_args,
+                     [_SizeCheck(row, where) for row in checks])
 
     def _lookup(self, node: _Node) -> Any:
         try:

@@ -165,3 +165,12 @@ def entry_nbytes(shape: tuple[int, ...], dtype: str) -> int:
     if any(d < 0 for d in shape):
         raise ValueError(f"graph JSON: negative dimension in shape {shape}")
     return int(np.prod(shape, dtype=np.int64)) * item
+
+
+def size_violation(lhs_what: str, rhs_what: str, a: int, b: int, bcast: bool) -> str | None:
+    """Why two run-time sizes an operator needs equal (``bcast``: or one of them 1) are not:
+    the executors' message for a graph node's ``size_checks`` row; None when they are."""
+    if a == b or (bcast and 1 in (a, b)):
+        return None
+    return (f"{lhs_what} is {a}, but {rhs_what} is {b}: they must be equal"
+            + (" or one of them 1 (broadcasting)" if bcast else ""))

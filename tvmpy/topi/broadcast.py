@@ -56,6 +56,11 @@ def broadcast_shape(a: Sequence[Any], b: Sequence[Any], op: str = "broadcast") -
             out.append(x)
         elif can_prove(x == y):
             out.append(x)
+        elif _run_time(x) or _run_time(y):
+            # a relay.Any size: 1 or the other's, checked before the kernel runs
+            # (relay/size_checks.py); the reads of a size-1 side go to index 0
+            out.append(tir_op.max(x, y) if _run_time(x) and _run_time(y)
+                       else y if _run_time(x) else x)
         else:
             raise ValueError(f"topi.{op}: cannot prove that dimension {k - n} of {_fmt(a)} and "
                              f"{_fmt(b)} agree ({x} vs {y}); make them equal or 1")
@@ -66,11 +71,26 @@ def _fmt(shape: Sequence[Any]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _bcast_index(t: te.Tensor, out_ndim: int, idx: Sequence[Any]) -> list:
-    """Indices into ``t`` for output index ``idx``: right-aligned, 0 on size-1 dimensions."""
+def _run_time(d: Any) -> bool:
+    """A size that may be 1 or the other side's at run time (``relay.Any``)."""
+    return bool(getattr(d, "broadcast_at_run_time", False))
+
+
+def _bcast_index(t: te.Tensor, out_ndim: int, idx: Sequence[Any],
+                 out_shape: Sequence[Any] = ()) -> list:
+    """Indices into ``t`` for output index ``idx``: right-aligned, 0 on size-1 dimensions (and,
+    for a ``relay.Any`` size broadcast against another, 0 when it is 1 at run time)."""
     off = out_ndim - t.ndim
-    return [const(0, idx[off + k].dtype) if _is_one(s) else idx[off + k]
-            for k, s in enumerate(t.shape)]
+    res = []
+    for k, s in enumerate(t.shape):
+        i = idx[off + k]
+        if _is_one(s):
+            res.append(const(0, i.dtype))
+        elif out_shape and _run_time(s) and out_shape[off + k] is not s:
+            res.append(tir_op.if_then_else(s == 1, const(0, i.dtype), i))
+        else:
+            res.append(i)
+    return res
 
 
 def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
@@ -88,7 +108,7 @@ def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
             raise ValueError(f"topi.broadcast_to: cannot broadcast {_fmt(data.shape)} to "
                              f"{_fmt(shape)} (dimension {k}: {o} vs {s})")
     n = len(shape)
-    return te.compute(shape, lambda *i: data(*_bcast_index(data, n, i)), name="broadcast_to",
+    return te.compute(shape, lambda *i: data(*_bcast_index(data, n, i, out)), name="broadcast_to",
                       tag=tag.BROADCAST)
 
 
@@ -139,8 +159,8 @@ def make_broadcast(op: str, f: Callable[[PrimExpr, PrimExpr], PrimExpr],
             check(binary_match(const(0, lhs.dtype), const(0, rhs.dtype))[0].dtype, op)
 
         def body2(*i: Any) -> PrimExpr:
-            a = lhs(*_bcast_index(lhs, n, i))
-            b = rhs(*_bcast_index(rhs, n, i))
+            a = lhs(*_bcast_index(lhs, n, i, shape))
+            b = rhs(*_bcast_index(rhs, n, i, shape))
             return f(*binary_match(a, b))
 
         same = len(lhs.shape) == len(rhs.shape) and all(
@@ -250,7 +270,7 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
 
     def read(v: Any, i: Sequence[Any]) -> PrimExpr:
         if isinstance(v, te.Tensor):
-            return v(*_bcast_index(v, n, i))
+            return v(*_bcast_index(v, n, i, shape))
         return convert(v)
 
     def body(*i: Any) -> PrimExpr:

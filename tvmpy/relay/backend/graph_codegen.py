@@ -31,9 +31,10 @@ import numpy as np
 
 from ...ir.functor import post_order
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
+from ..size_checks import dim_json, size_checks_of
 from ..ty import TensorType
 from ..visitor import dataflow_children
-from .te_compiler import flat_tensor_types, primitive_shape_args
+from .te_compiler import flat_tensor_types, primitive_calls, primitive_shape_args
 
 __all__ = ["GraphCodegen", "GraphCodegenError", "codegen_graph", "is_reshape_only",
            "RESHAPE_OPS"]
@@ -167,6 +168,9 @@ class GraphCodegen:
         shape_args = primitive_shape_args(func)
         if shape_args:  # symbolic sizes the kernel cannot read off its buffers: passed by value
             node["attrs"]["shape_args"] = [v.name for v in shape_args]
+        checks = graph_size_checks(func)
+        if checks:  # run-time sizes the operators need equal: checked before any kernel runs
+            node["attrs"]["size_checks"] = checks
         return self._add(node, out_types)
 
     def _lower_node(self, e: RelayExpr) -> list[Entry]:
@@ -257,8 +261,8 @@ class GraphCodegen:
                     f"node {nid} ({node['name']}) output {k} has shape "
                     f"({', '.join(map(str, shape))}): dimension(s) {dims} ({', '.join(free)}) "
                     "are not sizes of any graph input, so the graph executor cannot compute "
-                    "them before running (a size decided by data, or by broadcasting two "
-                    "unknown sizes); give the inputs static or shared shapes")
+                    "them before running (a size decided by data: relay.vm.compile runs such "
+                    "graphs); give the inputs static or shared shapes")
 
 
 def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool = True
@@ -277,3 +281,41 @@ def codegen_graph(main: Function, lower: Callable[[Function], str], plan: bool =
 
         memory_plan = plan_memory(graph)
     return json.dumps(graph), params, memory_plan
+
+
+def graph_size_checks(func: Function) -> list[list[Any]]:
+    """The run-time size equalities of a primitive function's operators (relay/size_checks.py)
+    as the graph JSON node attribute ``size_checks``: ``[operator, lhs, rhs, lhs_what,
+    rhs_what, bcast]`` per equality, the sizes written as the entries' shapes are."""
+    from ...runtime.function import compile_dim_expr
+
+    out: list[list[Any]] = []
+    for call in reversed(primitive_calls(func)):
+        for c in size_checks_of(call):
+            row = [str(getattr(call.op, "name", "op")), dim_json(c.lhs), dim_json(c.rhs),
+                   c.lhs_what, c.rhs_what, int(c.bcast)]
+            for d in row[1:3]:
+                try:
+                    compile_dim_expr(str(d))
+                except ValueError as e:
+                    raise GraphCodegenError(f"{call.op.name}: the run-time check {c} cannot be "
+                                            f"evaluated by the graph executor: {e}") from None
+            if row not in out:
+                out.append(row)
+    return out
+
+
+def first_symbolic_entry(graph: dict) -> str | None:
+    """The first node output of a graph with a run-time (symbolic) dimension, as
+    ``node 3 (fused_add) output 0 dimension 0 (any_1 of shape (any_1, 3))``; None when every
+    shape is static."""
+    row = graph["node_row_ptr"]
+    shapes = graph["attrs"]["shape"][1]
+    for nid, node in enumerate(graph["nodes"]):
+        for k, e in enumerate(range(row[nid], row[nid + 1])):
+            dims = [d for d, x in enumerate(shapes[e]) if isinstance(x, str)]
+            if dims:
+                shape = ", ".join(map(str, shapes[e]))
+                return (f"node {nid} ({node['name']}) output {k} dimension {dims[0]} "
+                        f"({shapes[e][dims[0]]} of shape ({shape}))")
+    return None

@@ -37,6 +37,7 @@ from ...transform import PassContext
 from ..expr import Call, Constant, Function, RelayExpr, Tuple, TupleGetItem, Var
 from ..op.registry import OpPattern
 from ..op.strategy.generic import pattern_schedule, schedule_fallback
+from ..size_checks import size_checks_of, substitute, unifier
 from ..ty import TensorType, TupleType, is_static
 from ..visitor import dataflow_children
 from .lower_call import lower_call_impl
@@ -147,11 +148,13 @@ class _GroupLowering:
         # (pattern, call, impl, outputs) of every call, in post-order
         self.calls: list[tuple[int, Call, Any, list[te.Tensor]]] = []
         self.shape_args = primitive_shape_args(func)
+        # sizes the operators need equal (relay/size_checks.py): one variable in the kernel
+        sub = unifier(c for call in primitive_calls(func) for c in size_checks_of(call))
         for i, p in enumerate(func.params):
             ptype = p.checked_type
             tensors = []
             for k, t in enumerate(flat_tensor_types(ptype, f"{fname}: parameter %{p.name_hint}")):
-                shape = tuple(getattr(d, "value", d) for d in t.shape)
+                shape = substitute(tuple(getattr(d, "value", d) for d in t.shape), sub)
                 suffix = f"_{k}" if isinstance(ptype, TupleType) else ""
                 tensors.append(te.placeholder(shape, dtype=t.dtype, name=f"p{i}{suffix}"))
             self.memo[id(p)] = tensors
@@ -264,6 +267,26 @@ class _GroupLowering:
                           RuntimeWarning, stacklevel=2)
             return schedule_fallback.dispatch(self.target)(anchor[1].attrs, list(outs),
                                                            self.target)
+
+
+def primitive_calls(func: Function) -> list[Call]:
+    """The operator calls of a primitive function's body."""
+    out: list[Call] = []
+    stack: list[Any] = [func.body]
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Call):
+            out.append(e)
+            stack.extend(e.args)
+        elif isinstance(e, Tuple):
+            stack.extend(e.fields)
+        elif isinstance(e, TupleGetItem):
+            stack.append(e.tuple_value)
+    return out
 
 
 def has_compute(op: Any) -> bool:

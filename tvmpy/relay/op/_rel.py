@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...tir.op import max as tir_max
 from ..expr import RelayTypeError
-from ..ty import Any as AnyDim
+from ..size_checks import require_same
 from ..ty import Dim, TensorType, TupleType, Type, as_dim, dim_equal, is_any, type_str
 
 __all__ = [
@@ -43,12 +44,13 @@ def tuple_arg(t: Type, what: str) -> TupleType:
     return t
 
 
-def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim]) -> tuple[Dim, ...]:
+def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim],
+                    names: tuple[str, str] = ("the lhs", "the rhs")) -> tuple[Dim, ...]:
     """numpy broadcasting of two shapes (symbolic dims must be provably equal, or one is 1).
 
-    An ``Any`` dimension broadcasts as in TVM: against 1 it stays ``Any``, against another size
-    it takes that size (it must be 1 or that size at run time), against another ``Any`` the
-    result is a fresh ``Any``."""
+    An ``Any`` dimension broadcasts as in TVM: against 1 it stays ``Any``; against another size
+    (an ``Any`` too) it takes the more specific one, and the run-time equality (or a side of
+    size 1) is recorded for the executors to check (relay/size_checks.py)."""
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(a)
     pb = (1,) * (n - len(b)) + tuple(b)
@@ -60,17 +62,19 @@ def broadcast_shape(a: Sequence[Dim], b: Sequence[Dim]) -> tuple[Dim, ...]:
             out.append(y)
         elif isinstance(y, int) and y == 1:
             out.append(x)
-        elif is_any(x) and is_any(y):
-            out.append(AnyDim())
-        elif is_any(x):
-            out.append(y)
-        elif is_any(y):
-            out.append(x)
+        elif is_any(x) and is_any(y):  # 1 or the other's at run time: the larger one
+            require_same(x, y, f"dimension {i - n} of {names[0]}",
+                         f"dimension {i - n} of {names[1]}", bcast=True)
+            out.append(as_dim(tir_max(x, y)))
         else:
-            raise RelayTypeError(
-                f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast "
-                f"(dimension {i - n} is {x} vs {y})"
-            )
+            d = require_same(x, y, f"dimension {i - n} of {names[0]}",
+                             f"dimension {i - n} of {names[1]}", bcast=True)
+            if d is None:
+                raise RelayTypeError(
+                    f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast "
+                    f"(dimension {i - n} is {x} vs {y})"
+                )
+            out.append(d)
     return tuple(out)
 
 

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..expr import RelayExpr, TupleGetItem
-from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal
+from ..size_checks import require_same
+from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
 from ._rel import fail, normalize_axis, shape_str, size_of, tensor_arg
 from .registry import REQUIRED, OpPattern, make_call, register_op
 from .transform import TupleWrapper
@@ -199,7 +200,8 @@ def _dense_rel(arg_types: list[Type], attrs: Any) -> Type:
     if len(d.shape) < 1 or len(w.shape) != 2:
         fail(f"dense needs data of rank >= 1 and a 2-D weight [units, in], got data "
              f"{shape_str(d.shape)} and weight {shape_str(w.shape)}")
-    if not dim_compatible(d.shape[-1], w.shape[1]):  # (an Any dimension: checked at run time)
+    if require_same(d.shape[-1], w.shape[1], "dimension -1 of the data",
+                    "dimension 1 of the weight") is None:  # (an Any: checked at run time)
         fail(f"dense: data {shape_str(d.shape)} has {d.shape[-1]} input features but weight "
              f"{shape_str(w.shape)} expects {w.shape[1]}")
     if attrs.units is not None and not dim_equal(attrs.units, w.shape[0]):
@@ -226,7 +228,8 @@ def _matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
     if attrs.transpose_a and len(a.shape) < 2:
         fail(f"matmul: transpose_a needs rank >= 2, got {shape_str(a.shape)}")
     k_b, n = (b.shape[1], b.shape[0]) if attrs.transpose_b else (b.shape[0], b.shape[1])
-    if not dim_equal(k_a, k_b):
+    if require_same(k_a, k_b, f"dimension {-2 if attrs.transpose_a else -1} of tensor_a",
+                    f"dimension {1 if attrs.transpose_b else 0} of tensor_b") is None:
         fail(f"matmul: reduction sizes differ: a {shape_str(a.shape)} (transpose_a="
              f"{attrs.transpose_a}) vs b {shape_str(b.shape)} (transpose_b={attrs.transpose_b})")
     lead = [*a.shape[:-2], a.shape[-1]] if attrs.transpose_a else list(a.shape[:-1])
@@ -253,12 +256,13 @@ def _batch_matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
         fail(f"batch_matmul needs 3-D inputs, got x {shape_str(x.shape)} and y {shape_str(y.shape)}")
     m, kx = (x.shape[2], x.shape[1]) if attrs.transpose_a else (x.shape[1], x.shape[2])
     n, ky = (y.shape[1], y.shape[2]) if attrs.transpose_b else (y.shape[2], y.shape[1])
-    if not dim_equal(kx, ky):
+    if require_same(kx, ky, f"dimension {1 if attrs.transpose_a else 2} of x",
+                    f"dimension {2 if attrs.transpose_b else 1} of y") is None:
         fail(f"batch_matmul: reduction sizes differ ({kx} vs {ky}): x {shape_str(x.shape)} "
              f"(transpose_a={attrs.transpose_a}), y {shape_str(y.shape)} "
              f"(transpose_b={attrs.transpose_b})")
     try:
-        (b,) = broadcast_shape((x.shape[0],), (y.shape[0],))
+        (b,) = broadcast_shape((x.shape[0],), (y.shape[0],), ("x", "y"))
     except Exception:
         fail(f"batch_matmul: batch sizes {x.shape[0]} and {y.shape[0]} differ "
              f"(x {shape_str(x.shape)}, y {shape_str(y.shape)})")
@@ -360,7 +364,8 @@ def log_softmax(data: RelayExpr, axis: int = -1) -> RelayExpr:
 # normalization
 def _check_vec(t: Type, name: str, size: Any, d: TensorType, axis: Any) -> None:
     v = tensor_arg(t, name)
-    if len(v.shape) != 1 or not dim_equal(v.shape[0], size):
+    if len(v.shape) != 1 or require_same(v.shape[0], size, f"dimension 0 of {name}",
+                                         f"dimension {axis} of the data") is None:
         fail(f"{name} {shape_str(v.shape)} must be 1-D of size {size} (axis {axis} of data "
              f"{shape_str(d.shape)})")
     if v.dtype != d.dtype:

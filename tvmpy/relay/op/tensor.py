@@ -145,7 +145,8 @@ def _where_rel(arg_types: list[Type], attrs: Any) -> Type:
     y = tensor_arg(arg_types[2], "y")
     if x.dtype != y.dtype:
         fail(f"x and y dtypes differ: {x.dtype} vs {y.dtype}")
-    return TensorType(broadcast_shape(c.shape, broadcast_shape(x.shape, y.shape)), x.dtype)
+    xy = broadcast_shape(x.shape, y.shape, ("x", "y"))
+    return TensorType(broadcast_shape(c.shape, xy, ("the condition", "x and y")), x.dtype)
 
 
 register_op("where", _where_rel, OpPattern.BROADCAST, 3)
@@ -156,7 +157,8 @@ def where(condition: RelayExpr, x: RelayExpr, y: RelayExpr) -> RelayExpr:
 
 
 def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
-    from ..ty import dim_compatible, is_any
+    from ..size_checks import require_same
+    from ..ty import is_any
     from ._rel import normalize_axis, shape_str, tuple_arg
 
     tt = tuple_arg(arg_types[0], "stack's input")
@@ -166,13 +168,15 @@ def _stack_rel(arg_types: list[Type], attrs: Any) -> Type:
     first = ts[0]
     shp = list(first.shape)
     for i, t in enumerate(ts[1:], 1):
-        # an Any dimension unifies with the other fields' (as in concatenate)
-        if t.dtype != first.dtype or len(t.shape) != len(first.shape) or not all(
-            dim_compatible(a, b) for a, b in zip(t.shape, first.shape)
-        ):
+        # an Any dimension unifies with the other fields' (checked at run time)
+        same = [require_same(a, b, f"dimension {j} of field {i}", f"dimension {j} of field 0")
+                for j, (a, b) in enumerate(zip(t.shape, shp))] if len(t.shape) == len(shp) else []
+        if t.dtype != first.dtype or len(t.shape) != len(first.shape) or any(
+                d is None for d in same):
             fail(f"stack: field {i} is {t.dtype}{shape_str(t.shape)}, field 0 is "
                  f"{first.dtype}{shape_str(first.shape)}")
-        shp = [d if is_any(s) and not is_any(d) else s for s, d in zip(shp, t.shape)]
+        # (of two ?, field 0's stays: the checks name it)
+        shp = [b if is_any(a) and is_any(b) else a for a, b in zip(same, shp)]
     ax = normalize_axis(attrs.axis, len(first.shape) + 1)
     shp.insert(ax, len(ts))
     return TensorType(shp, first.dtype)

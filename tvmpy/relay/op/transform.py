@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..expr import RelayExpr, Tuple, TupleGetItem
+from ..size_checks import require_same
 from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal, is_any
 from ._rel import (
     fail,
@@ -168,16 +169,19 @@ def _concat_rel(arg_types: list[Type], attrs: Any) -> Type:
     total: Any = 0
     shp = list(first.shape)
     for i, t in enumerate(ts):
-        # an Any dimension unifies with the other fields' (TVM); the result takes a known one
-        bad = t.dtype != first.dtype or len(t.shape) != n or not all(
-            dim_compatible(a, b) for j, (a, b) in enumerate(zip(t.shape, first.shape)) if j != ax
-        )
+        # an Any dimension unifies with the other fields' (TVM): the result takes the more
+        # specific size, the equality is checked at run time (relay/size_checks.py)
+        bad = t.dtype != first.dtype or len(t.shape) != n
+        for j, d in enumerate(t.shape if not bad and i else ()):
+            if j != ax:
+                u = require_same(d, shp[j], f"dimension {j} of field {i}",
+                                 f"dimension {j} of field 0")
+                bad = bad or u is None
+                if u is not None and not (is_any(u) and is_any(shp[j])):
+                    shp[j] = u  # (of two ?, field 0's stays: the checks name it)
         if bad:
             fail(f"concatenate on axis {attrs.axis}: field {i} {t.dtype}{shape_str(t.shape)} "
                  f"does not match field 0 {first.dtype}{shape_str(first.shape)}")
-        for j, d in enumerate(t.shape):
-            if j != ax and is_any(shp[j]) and not is_any(d):
-                shp[j] = d
         total = total + t.shape[ax]
     shp[ax] = as_dim(total)
     return TensorType(shp, first.dtype)

@@ -82,20 +82,30 @@ def batch_matmul(tensor_a: Tensor, tensor_b: Tensor, oshape: Any = None,
         raise ValueError(f"{op}: reduction extents differ: A {tuple(tensor_a.shape)} gives {ka}, "
                          f"B {tuple(tensor_b.shape)} gives {kb}")
     a1, b1 = _same(ba, 1), _same(bb, 1)
-    if not (a1 or b1 or _same(ba, bb)):
+    ra, rb = (bool(getattr(d, "broadcast_at_run_time", False)) for d in (ba, bb))
+    if not (a1 or b1 or _same(ba, bb) or ra or rb):
         raise ValueError(f"{op}: batch sizes {ba} and {bb} differ (and neither is 1)")
     batch = bb if a1 else ba
+    if not (a1 or b1 or _same(ba, bb)):
+        # relay.Any batch sizes: 1 or the other's at run time (checked before the kernel
+        # runs, relay/size_checks.py); a side of 1 is read at batch 0
+        from ...tir.op import if_then_else
+        from ...tir.op import max as tmax
+
+        batch = tmax(ba, bb) if ra and rb else bb if ra else ba
+        a1 = (lambda b: if_then_else(ba == 1, 0, b)) if ra else False  # type: ignore[assignment]
+        b1 = (lambda b: if_then_else(bb == 1, 0, b)) if rb else False  # type: ignore[assignment]
     if oshape is not None and [str(v) for v in oshape] != [str(v) for v in (batch, m, n)]:
         raise ValueError(f"{op}: oshape {tuple(oshape)} != computed {(batch, m, n)}")
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     k = reduce_axis((0, ka), name="k")
 
     def fa(b: Any, i: Any) -> Any:
-        bi = 0 if a1 else b
+        bi = a1(b) if callable(a1) else 0 if a1 else b
         return _cast(tensor_a[bi, k, i] if transpose_a else tensor_a[bi, i, k], out_dtype)
 
     def fb(b: Any, j: Any) -> Any:
-        bi = 0 if b1 else b
+        bi = b1(b) if callable(b1) else 0 if b1 else b
         return _cast(tensor_b[bi, j, k] if transpose_b else tensor_b[bi, k, j], out_dtype)
 
     return compute((batch, m, n), lambda b, i, j: te_sum(fa(b, i) * fb(b, j), axis=k),

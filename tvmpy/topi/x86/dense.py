@@ -383,6 +383,7 @@ def _default_plan(mm: Tensor) -> tuple[str, int, int]:
     # otherwise the tiled nest with strided B loads wins, measured)
     m, k = mm.shape[-2], mm.op.reduce_axis[0].dom.extent
     m = int(m.value) if hasattr(m, "value") else None
+    dot = dot and hasattr(k, "value")  # (a run-time K, relay.Any: the tiled nest)
     k = int(k.value) if hasattr(k, "value") else 0
     packed = _packed_input(mm) if mm.op.tag == "dense_pack" else None
     if packed is not None and m is not None and m <= GEMV_MAX_ROWS:
