@@ -228,6 +228,21 @@ def test_symbolic_reshape_is_a_view():
                                    rtol=1e-5, atol=1e-6)
 
 
+def test_symbolic_reshape_of_an_input_returned_as_output_is_a_copy():
+    """A graph output is never a view of an input: the reshape-only function runs as a copy
+    kernel, with the sizes it cannot read off its buffers passed by value."""
+    x = relay.var("x", shape=(Any(), 6), dtype="float32")
+    y = relay.expand_dims(relay.reshape(x, (-1,)), 0)
+    lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    assert '"__nop"' not in lib.get_graph_json()
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for n in (4, 1):
+        a = np.random.default_rng(n).standard_normal((n, 6)).astype("float32")
+        gm.set_input("x", a)
+        gm.run()
+        np.testing.assert_array_equal(gm.get_output(0).numpy(), a.reshape(1, -1))
+
+
 def test_exported_symbolic_library_round_trip(tmp_path):
     f = _mlp_cnn()
     lib = relay.build(f, "llvm")

@@ -218,6 +218,9 @@ class GraphCodegen:
                 symbol = self.lower(func)
                 self.nodes[nid]["name"] = symbol
                 self.nodes[nid]["attrs"]["func_name"] = symbol
+                shape_args = primitive_shape_args(func)
+                if shape_args:  # (a symbolic reshape: sizes passed by value, as for any call)
+                    self.nodes[nid]["attrs"]["shape_args"] = [v.name for v in shape_args]
         row_ptr = [0]
         shapes: list[list[int | str]] = []
         dtypes: list[str] = []
