@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from tvmpy.contrib.onnx_backend import TvmpyBackend  # noqa: E402
@@ -64,3 +64,88 @@ def test_reinterpret_relay_op_rejects_width_change():
     x = relay.var("x", shape=(3,), dtype="float32")
     with pytest.raises(Exception, match="one bit width"):
         infer_type(relay.Function([x], relay.reinterpret(x, "int64")))
+
+
+def test_binarizer():
+    model = _model([helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml",
+                                     threshold=0.25)],
+                   [_vi("x", F, [3, 1, 7])], [_vi("y", F, [3, 1, 7])], ml=1)
+    _check(model, {"x": rng.normal(size=(3, 1, 7)).astype(np.float32)})
+
+
+@pytest.mark.parametrize("dshape,ishape", [((5, 7), (3,)), ((2, 3, 11), (1, 4)), ((7,), (2,)),
+                                           ((4, 6), (2, 2))])
+def test_array_feature_extractor(dshape, ishape):
+    model = _model([helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"],
+                                     domain="ai.onnx.ml")],
+                   [_vi("x", F, list(dshape)), _vi("i", I64, list(ishape))], [_vi("y", F, None)],
+                   ml=1)
+    idx = rng.integers(0, dshape[-1], size=ishape).astype(np.int64)
+    _check(model, {"x": rng.normal(size=dshape).astype(np.float32), "i": idx})
+
+
+def _random_ensemble(n_trees, n_feat, n_targets, dtype, member=False, missing=False):
+    """Random trees in TreeEnsemble's attribute form (nodes of all trees in one list)."""
+    nodes, leaves, roots, sets = [], [], [], []
+
+    def grow(depth):  # returns (is_leaf, index)
+        if depth > 0 and (depth >= 5 or rng.random() < 0.3):
+            leaves.append((float(rng.normal() * 10), int(rng.integers(0, n_targets))))
+            return True, len(leaves) - 1
+        i = len(nodes)
+        nodes.append(None)
+        mode = int(rng.choice([0, 1, 2, 3, 4, 5, 6] if member else [0, 1, 2, 3, 4, 5]))
+        split = float(np.round(rng.normal(), 1))
+        if mode == 6:
+            # (no member 0.0: onnx's reference ends a set at a falsy member)
+            sets.append([float(np.round(v, 1)) or 0.5 for v in rng.normal(size=rng.integers(1, 4))])
+        t, f = grow(depth + 1), grow(depth + 1)
+        nodes[i] = (mode, split, int(rng.integers(0, n_feat)), t, f,
+                    bool(missing and rng.random() < 0.5))
+        return False, i
+
+    for _ in range(n_trees):
+        roots.append(grow(0)[1])
+    mv = [v for s in sets for v in [*s, np.nan]]
+    attrs = dict(
+        n_targets=n_targets, tree_roots=roots,
+        nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [len(nodes)], [n[0] for n in nodes]),
+        nodes_splits=numpy_helper.from_array(np.array([n[1] for n in nodes], dtype), "s"),
+        nodes_featureids=[n[2] for n in nodes],
+        nodes_truenodeids=[n[3][1] for n in nodes], nodes_trueleafs=[int(n[3][0]) for n in nodes],
+        nodes_falsenodeids=[n[4][1] for n in nodes],
+        nodes_falseleafs=[int(n[4][0]) for n in nodes],
+        leaf_weights=numpy_helper.from_array(np.array([w for w, _ in leaves], dtype), "w"),
+        leaf_targetids=[t for _, t in leaves])
+    if missing:
+        attrs["nodes_missing_value_tracks_true"] = [int(n[5]) for n in nodes]
+    if sets:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(mv, dtype), "mv")
+    return attrs
+
+
+@pytest.mark.parametrize("agg", [0, 1, 2, 3])
+@pytest.mark.parametrize("dtype,member,missing", [(np.float32, False, False),
+                                                  (np.float64, True, True),
+                                                  (np.float32, True, False)])
+def test_tree_ensemble_random(agg, dtype, member, missing):
+    attrs = _random_ensemble(7, 5, 3, dtype, member, missing)
+    t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = _model([helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml",
+                                     aggregate_function=agg, **attrs)],
+                   [_vi("x", t, [13, 5])], [_vi("y", t, [13, 3])], ml=5)
+    # split-like values (ties with EQ/NEQ/membership) and NaN (missing values)
+    x = np.round(rng.normal(size=(13, 5)), 1).astype(dtype)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    _check(model, {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_tree_ensemble_bad_attributes_named():
+    from tvmpy.relay.frontend import from_onnx
+
+    attrs = _random_ensemble(2, 3, 2, np.float32)
+    attrs["post_transform"] = 2
+    model = _model([helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)],
+                   [_vi("x", F, [4, 3])], [_vi("y", F, [4, 2])], ml=5)
+    with pytest.raises(Exception, match="TreeEnsemble node.*post_transform=2"):
+        from_onnx(model)
