@@ -149,3 +149,44 @@ def test_tree_ensemble_bad_attributes_named():
                    [_vi("x", F, [4, 3])], [_vi("y", F, [4, 2])], ml=5)
     with pytest.raises(Exception, match="TreeEnsemble node.*post_transform=2"):
         from_onnx(model)
+
+
+def _mel_model(consts=None, out_dt=None):
+    names = ["n", "dft", "sr", "lo", "hi"]
+    types = [TensorProto.INT32, TensorProto.INT64, TensorProto.INT32, F, F]
+    kw = {} if out_dt is None else {"output_datatype": out_dt}
+    nodes = [helper.make_node("MelWeightMatrix", names, ["y"], **kw)]
+    inputs = [_vi(nm, t, []) for nm, t in zip(names, types)]
+    if consts is not None:  # every input a Constant node: the importer folds the matrix
+        nodes = [helper.make_node("Constant", [], [nm], value=numpy_helper.from_array(v, nm))
+                 for nm, v in zip(names, consts)] + nodes
+        inputs = []
+    return _model(nodes, inputs, [_vi("y", out_dt or F, None)], opset=17)
+
+
+def _mel_feeds(n, dft, sr, lo, hi):
+    return {"n": np.asarray(n, np.int32), "dft": np.asarray(dft, np.int64),
+            "sr": np.asarray(sr, np.int32), "lo": np.asarray(lo, np.float32),
+            "hi": np.asarray(hi, np.float32)}
+
+
+@pytest.mark.parametrize("n,dft,sr,lo,hi", [(8, 16, 8192, 0.0, 4096.0), (13, 64, 16000, 20.0, 7600.0),
+                                            (1, 7, 22050, 133.3, 5000.0), (40, 512, 44100, 0.0, 22050.0),
+                                            (5, 31, 8000, 300.0, 3999.5)])
+def test_mel_weight_matrix(n, dft, sr, lo, hi):
+    feeds = _mel_feeds(n, dft, sr, lo, hi)
+    # fed at run time: one build, the output shape from the values (the VM)
+    _check(_mel_model(), feeds)
+    _check(_mel_model(consts=list(feeds.values()), out_dt=TensorProto.DOUBLE), {},
+           executors=[("debug", None), ("graph", 3)])
+
+
+def test_mel_weight_matrix_one_build_many_values():
+    model = _mel_model()
+    rep = TvmpyBackend.prepare(model, executor="vm", opt_level=3)
+    for n, dft, sr, lo, hi in [(3, 10, 8000, 10.0, 3000.0), (17, 100, 16000, 55.5, 8000.0)]:
+        feeds = _mel_feeds(n, dft, sr, lo, hi)
+        want = ReferenceEvaluator(model).run(None, feeds)[0]
+        got = rep.run(list(feeds.values()))[0]
+        assert got.shape == (dft // 2 + 1, n)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     elementwise,
     indexing,
     linalg,
+    mel,
     ml,
     normalization,
     pooling,
