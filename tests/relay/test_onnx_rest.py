@@ -190,3 +190,17 @@ def test_mel_weight_matrix_one_build_many_values():
         got = rep.run(list(feeds.values()))[0]
         assert got.shape == (dft // 2 + 1, n)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 17), -1), ((2, 5, 7), 1), ((1, 4, 3, 11), -1)])
+def test_softmax_float16_rounds_each_step_as_onnx(shape, axis):
+    """float16 Softmax: bit-exact with onnx's reference along the last axis (each step of the
+    function body rounded to float16), not a float32 softmax rounded once. Along another axis
+    numpy sums float16 element by element in float16 (the last axis: pairwise in float32, as
+    here): an ulp apart there."""
+    h = TensorProto.FLOAT16
+    model = _model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)],
+                   [_vi("x", h, list(shape))], [_vi("y", h, list(shape))], opset=13)
+    x = (rng.normal(size=shape) * 3).astype(np.float16)
+    tol = 0 if axis == -1 else 2e-3
+    _check(model, {"x": x}, executors=[("debug", None), ("graph", 3)], rtol=tol, atol=tol)
