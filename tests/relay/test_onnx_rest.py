@@ -35,6 +35,12 @@ def _check(model, feeds, executors=EXECUTORS, rtol=1e-6, atol=1e-6):
         got = rep.run([feeds[vi.name] for vi in model.graph.input])
         assert len(got) == len(want)
         for g, w in zip(got, want):
+            if isinstance(w, list):  # a sequence
+                assert isinstance(g, list) and len(g) == len(w), executor
+                for a, b in zip(g, w):
+                    assert a.dtype == b.dtype and a.shape == b.shape, executor
+                    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=executor)
+                continue
             assert g.dtype == w.dtype and g.shape == w.shape, (executor, g.dtype, g.shape)
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=executor)
 
@@ -204,3 +210,29 @@ def test_softmax_float16_rounds_each_step_as_onnx(shape, axis):
     x = (rng.normal(size=shape) * 3).astype(np.float16)
     tol = 0 if axis == -1 else 2e-3
     _check(model, {"x": x}, executors=[("debug", None), ("graph", 3)], rtol=tol, atol=tol)
+
+
+def test_loop_grows_empty_int64_sequence():
+    """SequenceEmpty (int64) carried by a Loop that inserts int64 tensors: the run-time list's
+    element type is the inserted tensors' (test_sequence_map_extract_shapes_expanded)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Shape", ["x"], ["sh"]),
+         helper.make_node("Unsqueeze", ["i", "ax"], ["i1"]),
+         helper.make_node("Concat", ["sh", "i1"], ["row"], axis=0),
+         helper.make_node("SequenceInsert", ["s_in", "row"], ["s_out"])],
+        "body", [_vi("i", I64, []), _vi("c_in", TensorProto.BOOL, []),
+                 helper.make_tensor_sequence_value_info("s_in", I64, None)],
+        [_vi("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("s_out", I64, None)],
+        [numpy_helper.from_array(np.array([0], np.int64), "ax")])
+    model = _model([helper.make_node("SequenceEmpty", [], ["e"], dtype=I64),
+                    helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
+                        np.array(True), "t")),
+                    helper.make_node("Loop", ["m", "t", "e"], ["out"], body=body)],
+                   [_vi("m", I64, []), _vi("x", F, ["n", 3])],
+                   [helper.make_tensor_sequence_value_info("out", I64, None)], opset=17)
+    for m, n in [(4, 2), (1, 7)]:
+        _check(model, {"m": np.asarray(m, np.int64),
+                       "x": rng.normal(size=(n, 3)).astype(np.float32)},
+               executors=[("debug", None), ("vm", 3), ("graph", 3)])

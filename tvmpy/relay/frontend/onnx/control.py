@@ -142,7 +142,10 @@ def _join(ctx: ImportContext, a: Type, b: Type, what: str) -> Type:
 
 
 def _coerce(e: RelayExpr, t: Type) -> RelayExpr:
-    """``e`` as a value of type ``t`` (a static sequence where a list is expected)."""
+    """``e`` as a value of type ``t`` (a static sequence where a list is expected: of the
+    list's element type, which for an empty sequence comes from what the loop puts in it)."""
+    if isinstance(t, ListType) and isinstance(type_of(e), TupleType):
+        return seq.from_tuple(e, t.dtype)
     return _as_list(e) if isinstance(t, ListType) else e
 
 
