@@ -306,3 +306,14 @@ def test_runtime_optional_refused_by_other_ops():
                    opset=18)
     with pytest.raises(Exception, match="Relu node.*presence is known only at run time"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("scales", [[1, 1, 0.6, 0.6], [1, 1, 0.45, 1.7]])
+def test_resize_linear_antialias_run_time_scales(scales):
+    """Resize(antialias=1, linear) with its scales fed at run time, compiled: the kernel has
+    no antialiased filter, so the VM runs it with numpy (it used to ignore antialias)."""
+    model = _model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                     antialias=1)],
+                   [_vi("x", F, [1, 2, 7, 5]), _vi("s", F, [4])], [_vi("y", F, None)], opset=19)
+    _check(model, {"x": rng.normal(size=(1, 2, 7, 5)).astype(np.float32),
+                   "s": np.asarray(scales, np.float32)}, rtol=1e-5, atol=1e-5)
