@@ -72,6 +72,7 @@ def op_cases():
         "strided_slice": (relay.strided_slice(x4, [0, 1, 8], [2, 4, 0], [1, 2, -3]), (2, 2, 3, 9)),
         "broadcast_to": (relay.broadcast_to(v5, (4, 3, 5)), (4, 3, 5)),
         "cast": (relay.cast(m, "float16"), (3, 5), "float16"),
+        "reinterpret": (relay.reinterpret(m, "int32"), (3, 5), "int32"),
         "layout_transform": (relay.layout_transform(relay.var("l4", shape=(1, 32, 7, 7)), "NCHW",
                                                     "NCHW8c"), (1, 4, 7, 7, 8)),
         "where": (relay.where(b, m, v5), (3, 5)),

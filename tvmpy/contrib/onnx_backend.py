@@ -185,13 +185,21 @@ def _regroup(t: Any, flat: Any) -> Any:
     return next(flat)
 
 
-def _with_optionals(run: Callable[[dict], list[Any]], empty: set[int], absent: set[str]
-                    ) -> Callable[[dict], list[Any]]:
-    """``run`` without the absent optional inputs, giving None for the empty optional outputs."""
+def _with_optionals(run: Callable[[dict], list[Any]], empty: set[int], absent: set[str],
+                    runtime: frozenset[int] = frozenset()) -> Callable[[dict], list[Any]]:
+    """``run`` without the absent optional inputs, giving None for the empty optional outputs
+    (``runtime``: the outputs returned as the pair (present, value): None or the value)."""
+
+    def out(k: int, o: Any) -> Any:
+        if k in empty:
+            return None
+        if k in runtime:
+            return o[1] if bool(np.asarray(o[0])) else None
+        return o
 
     def run_optional(feeds: dict) -> list[Any]:
         outs = run({k: v for k, v in feeds.items() if k not in absent})
-        return [None if k in empty else o for k, o in enumerate(outs)]
+        return [out(k, o) for k, o in enumerate(outs)]
 
     return run_optional
 
@@ -346,11 +354,13 @@ class TvmpyBackendRep(BackendRep):
             self.host_ops = list(getattr(run, "host_ops", []))
             empty = {k for k, o in enumerate(self.model.graph.output)
                      if o.name in info.get("empty_optional", ())}
+            runtime = frozenset(k for k, o in enumerate(self.model.graph.output)
+                                if o.name in info.get("runtime_optional", ()))
             absent = {k for k, v in free.items() if v is None}
-            if not empty and not absent:
+            if not empty and not absent and not runtime:
                 return run
 
-            return _with_optionals(run, empty, absent)
+            return _with_optionals(run, empty, absent, runtime)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         feeds = self._feeds(inputs)

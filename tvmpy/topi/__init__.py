@@ -90,6 +90,7 @@ from .transform import (  # noqa: F401
     gather_nd,
     layout_transform,
     one_hot,
+    reinterpret,
     repeat,
     reshape,
     reverse,

@@ -277,12 +277,15 @@ def _source_coord(coord: str, y: PrimExpr, n_in: PrimExpr, n_out: PrimExpr, scal
 
 def dyn_resize(data: te.Tensor, roi: te.Tensor, target: te.Tensor, out_shape: Sequence[Any],
                axes: Sequence[int], use_sizes: bool, mode: str, coord: str, nearest_mode: str,
-               extrapolation_value: float = 0.0, policy: str = "stretch") -> te.Tensor:
+               extrapolation_value: float = 0.0, policy: str = "stretch",
+               antialias: bool = False) -> te.Tensor:
     """ONNX Resize, nearest or linear (not antialiased), with the scales or sizes (and roi)
     read at run time; each resized axis maps the output index to a source coordinate, linear
     interpolation takes the product of the per-axis weights over the 2^k neighbours."""
     if mode not in ("nearest", "linear"):
         raise NotImplementedError(f"dyn_resize: mode {mode!r} has no kernel (nearest, linear)")
+    if antialias:  # (a downscale widens the filter by 1/scale: a run-time tap count)
+        raise NotImplementedError("dyn_resize: antialiased linear resize has no kernel")
     r = len(data.shape)
     axes = [a % r for a in axes] if axes else list(range(r))
     f64 = lambda v: v.astype("float64") if v.dtype != "float64" else v  # noqa: E731

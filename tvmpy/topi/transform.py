@@ -76,6 +76,15 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     return te.compute(x.shape, f, name="cast", tag=tag.ELEMWISE)
 
 
+def reinterpret(x: te.Tensor, dtype: str) -> te.Tensor:
+    """The bits of each element of ``x`` read as ``dtype`` (same width)."""
+    _check(x, "reinterpret")
+    if dt.bits_of(dtype) != dt.bits_of(x.dtype):
+        raise ValueError(f"reinterpret: {x.dtype} -> {dtype} changes the element width")
+    return te.compute(x.shape, lambda *i: tir_op.reinterpret(dtype, x(*i)), name="reinterpret",
+                      tag=tag.ELEMWISE)
+
+
 def reshape(a: te.Tensor, newshape: Any, allowzero: bool = False) -> te.Tensor:
     """``a`` with shape ``newshape``; an entry ``-1`` is inferred, ``0`` copies the input's size
     at that position (ONNX/TVM conventions), or is a literal 0 with ``allowzero``."""

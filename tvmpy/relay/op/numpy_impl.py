@@ -244,6 +244,11 @@ def _cast(attrs, ins, t):
     return ins[0].astype(_dtype(t))
 
 
+@_reg("reinterpret")
+def _reinterpret(attrs, ins, t):
+    return np.array(ins[0], order="C").view(_dtype(t))
+
+
 def layout_transform_np(x: np.ndarray, src: str, dst: str) -> np.ndarray:
     """Any layout to any layout ("NCHW" <-> "NCHW8c" <-> "NHWC" ...) by merging then splitting."""
     from .transform import _parse_layout

@@ -24,7 +24,7 @@ from .registry import REQUIRED, OpPattern, make_call, register_op
 
 __all__ = [
     "reshape", "transpose", "concatenate", "split", "squeeze", "expand_dims", "take",
-    "strided_slice", "broadcast_to", "cast", "layout_transform", "TupleWrapper", "reshape_like",
+    "strided_slice", "broadcast_to", "cast", "reinterpret", "layout_transform", "TupleWrapper", "reshape_like",
     "tile", "repeat", "reverse", "gather", "gather_nd", "one_hot", "arange", "cumsum",
 ]  # fmt: skip
 
@@ -380,6 +380,30 @@ def cast(data: RelayExpr, dtype: str) -> RelayExpr:
 
     _dt.parse(str(dtype))
     return make_call("cast", [data], {"dtype": str(dtype)})
+
+
+def _reinterpret_rel(arg_types: list[Type], attrs: Any) -> Type:
+    from ...ir import dtype as _dt
+
+    d = tensor_arg(arg_types[0], "the input")
+    src, dst = str(d.dtype), str(attrs.dtype)
+    if (_dt.bits_of(src) != _dt.bits_of(dst) or _dt.bits_of(src) < 8 or _dt.is_bool(src)
+            or _dt.is_bool(dst)):
+        fail(f"reinterpret: {src} -> {dst}: only types of one bit width (8 or more, not bool) "
+             "reinterpret")
+    return TensorType(d.shape, dst)
+
+
+register_op("reinterpret", _reinterpret_rel, OpPattern.ELEMWISE, 1, {"dtype": REQUIRED})
+
+
+def reinterpret(data: RelayExpr, dtype: str) -> RelayExpr:
+    """The bits of each element of ``data`` read as ``dtype`` (of the same width): float32 1.0
+    becomes int32 0x3f800000 (TVM's ``relay.reinterpret``; ONNX BitCast)."""
+    from ...ir import dtype as _dt
+
+    _dt.parse(str(dtype))
+    return make_call("reinterpret", [data], {"dtype": str(dtype)})
 
 
 def _parse_layout(layout: str) -> list[tuple[str, int | None]]:

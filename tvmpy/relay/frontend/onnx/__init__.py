@@ -5,7 +5,7 @@ ONNX function bodies through ``functions``); ``registry`` holds the converter si
 table it dispatches on; the converters live in one module per operator family: ``elementwise``,
 ``activation``, ``linalg``, ``conv``, ``pooling``, ``normalization``, ``reduction``, ``tensor``
 (shapes and data movement), ``indexing`` (gathers, scatters, TopK), ``resize``, ``qlinear`` (quantized ops into relay.qnn; ``quant``: their float fallbacks),
-``rnn``, ``signal`` (DFT, STFT, GridSample), ``text``, ``control`` (If, Loop, Scan) and ``sequence`` (sequences, optionals).
+``rnn``, ``signal`` (DFT, STFT, GridSample), ``text``, ``ml`` (ai.onnx.ml), ``control`` (If, Loop, Scan) and ``sequence`` (sequences, optionals).
 """
 
 # importing the family modules registers their converters
@@ -17,6 +17,8 @@ from . import (  # noqa: F401
     elementwise,
     indexing,
     linalg,
+    mel,
+    ml,
     normalization,
     pooling,
     qlinear,

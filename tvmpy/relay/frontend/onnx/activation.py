@@ -158,7 +158,29 @@ def _softmax(fn: Callable[[RelayExpr, int], RelayExpr]) -> Converter:
     return convert
 
 
-register("Softmax", accumulate_in_float32(_softmax(nn.softmax)))
+def _softmax_half_steps(x: RelayExpr, axis: int) -> RelayExpr:
+    """float16 softmax as ONNX defines it (its function body: ReduceMax, Sub, Exp, ReduceSum,
+    Div, each in the input type) and as onnx's reference and numpy compute it: every step
+    rounded to float16 (exp and the sum evaluated in float32, as numpy does), not one float32
+    softmax rounded once (which differs by an ulp on some elements)."""
+    def f16(e: RelayExpr) -> RelayExpr:
+        return transform.cast(e, "float16")
+
+    def f32(e: RelayExpr) -> RelayExpr:
+        return transform.cast(e, "float32")
+
+    d = tensor.subtract(x, _red.max(x, axis=axis, keepdims=True))
+    e = f16(tensor.exp(f32(d)))
+    return tensor.divide(e, f16(_red.sum(f32(e), axis=axis, keepdims=True)))
+
+
+def _softmax_any(x: RelayExpr, axis: int) -> RelayExpr:
+    if dtype_of(x) == "float16":
+        return _softmax_half_steps(x, axis)
+    return nn.softmax(x, axis)
+
+
+register("Softmax", _softmax(_softmax_any))
 register("LogSoftmax", accumulate_in_float32(_softmax(nn.log_softmax)))
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ...expr import Constant, RelayExpr, const
 from ...type_infer import infer_type
 
-__all__ = ["EMPTY_OPTIONAL", "OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
+__all__ = ["EMPTY_OPTIONAL", "RuntimeOptional", "OnnxConvertError", "OnnxConstantInputError", "ImportContext", "shape_of", "dtype_of",
            "np_dtype", "scalar_like", "typed_const", "check_2d"]
 
 
@@ -45,6 +45,23 @@ class _EmptyOptional:
 
 
 EMPTY_OPTIONAL: Any = _EmptyOptional()
+
+
+class RuntimeOptional:
+    """An ONNX optional whose presence is known only at run time (an If that yields a value in
+    one branch and an empty optional in the other): ``has`` (a bool scalar) and ``value`` (the
+    value when present, a placeholder of its type when not). Read by OptionalHasElement,
+    OptionalGetElement and Identity; a graph output of this kind is returned as the pair
+    ``(has, value)`` and the ONNX backend gives None or the value."""
+
+    __slots__ = ("has", "value")
+
+    def __init__(self, has: RelayExpr, value: RelayExpr):
+        self.has = has
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "RuntimeOptional(...)"
 
 
 class ImportContext:

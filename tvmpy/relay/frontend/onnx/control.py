@@ -49,7 +49,7 @@ from ...op import tensor, transform
 from ...ty import Any as AnyDim
 from ...ty import ListType, TensorType, TupleType, Type, type_str
 from ...type_infer import infer_type, unify
-from .context import EMPTY_OPTIONAL, ImportContext, shape_of
+from .context import EMPTY_OPTIONAL, ImportContext, RuntimeOptional, shape_of
 from .importer import convert_nodes
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -142,7 +142,10 @@ def _join(ctx: ImportContext, a: Type, b: Type, what: str) -> Type:
 
 
 def _coerce(e: RelayExpr, t: Type) -> RelayExpr:
-    """``e`` as a value of type ``t`` (a static sequence where a list is expected)."""
+    """``e`` as a value of type ``t`` (a static sequence where a list is expected: of the
+    list's element type, which for an empty sequence comes from what the loop puts in it)."""
+    if isinstance(t, ListType) and isinstance(type_of(e), TupleType):
+        return seq.from_tuple(e, t.dtype)
     return _as_list(e) if isinstance(t, ListType) else e
 
 
@@ -224,18 +227,58 @@ def _if(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outpu
         e_outs = _run_graph(ctx, else_g)
     if len(t_outs) != len(e_outs):
         raise ctx.fail(f"the branches have {len(t_outs)} and {len(e_outs)} outputs")
-    ts, es = [], []
+    ts: list[RelayExpr] = []
+    es: list[RelayExpr] = []
+    slots: list[tuple[str, int]] = []  # per output: ("empty"|"value"|"optional", first field)
     for k, (a, b) in enumerate(zip(t_outs, e_outs)):
-        if _is_empty_optional(a) or _is_empty_optional(b):
-            raise ctx.fail(f"output {k}: an optional that is empty in one branch only (known "
-                           "only at run time) is not supported")
-        t = _join(ctx, type_of(a), type_of(b), f"output {k} of the branches")
+        what = f"output {k} of the branches"
+        if _is_empty_optional(a) and _is_empty_optional(b):
+            slots.append(("empty", -1))
+            continue
+        if any(_is_empty_optional(x) or isinstance(x, RuntimeOptional) for x in (a, b)):
+            # present in one branch only: a presence flag and the value (or a placeholder)
+            (ha, va), (hb, vb) = _optional_pair(a, b), _optional_pair(b, a)
+            t = _join(ctx, type_of(va), type_of(vb), what)
+            slots.append(("optional", len(ts)))
+            ts += [ha, _coerce(va, t)]
+            es += [hb, _coerce(vb, t)]
+            continue
+        t = _join(ctx, type_of(a), type_of(b), what)
+        slots.append(("value", len(ts)))
         ts.append(_coerce(a, t))
         es.append(_coerce(b, t))
-    if len(ts) == 1:
-        return [If(c, ts[0], es[0])]
-    res = If(c, Tuple(ts), Tuple(es))
-    return [TupleGetItem(res, k) for k in range(len(ts))]
+    if not ts:
+        return [EMPTY_OPTIONAL] * len(slots)
+    res = If(c, ts[0], es[0]) if len(ts) == 1 else If(c, Tuple(ts), Tuple(es))
+
+    def field(i: int) -> RelayExpr:
+        return res if len(ts) == 1 else TupleGetItem(res, i)
+
+    return [EMPTY_OPTIONAL if kind == "empty" else field(i) if kind == "value"
+            else RuntimeOptional(field(i), field(i + 1)) for kind, i in slots]
+
+
+def _placeholder(t: Type) -> RelayExpr:
+    """A value of type ``t`` (zeros; 0 for the unknown sizes; an empty list) standing for the
+    value of an optional that is empty."""
+    if isinstance(t, TensorType):
+        return const(np.zeros([d if isinstance(d, int) else 0 for d in t.shape], t.dtype))
+    if isinstance(t, TupleType):
+        return Tuple([_placeholder(f) for f in t.fields])
+    if isinstance(t, ListType):
+        return seq.from_tuple(Tuple([]), t.dtype)
+    raise TypeError(f"no placeholder for {type_str(t)}")
+
+
+def _optional_pair(x: Any, other: Any) -> tuple[RelayExpr, RelayExpr]:
+    """(presence, value) of branch output ``x`` (``other``: the other branch's output, whose
+    type an empty optional's placeholder takes)."""
+    if isinstance(x, RuntimeOptional):
+        return x.has, x.value
+    if _is_empty_optional(x):
+        v = other.value if isinstance(other, RuntimeOptional) else other
+        return const(np.bool_(False)), _placeholder(type_of(v))
+    return const(np.bool_(True)), x
 
 
 def _outer_params(ctx: ImportContext, g: Any) -> list[tuple[str, Any]]:
@@ -248,6 +291,9 @@ def _outer_params(ctx: ImportContext, g: Any) -> list[tuple[str, Any]]:
         e = ctx.exprs[nm]
         if isinstance(e, Constant) or _is_empty_optional(e):
             continue
+        if isinstance(e, RuntimeOptional):
+            raise ctx.fail(f"the body reads {nm!r}, an optional whose presence is known only "
+                           "at run time (not supported inside a Loop/Scan body)")
         params.append((nm, e))
     return params
 

@@ -193,13 +193,17 @@ def _dropout(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 @converter("BitCast")
 def _bitcast(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     """Between integer (or bool) types of one width the bits are the two's-complement value
-    modulo 2**bits: a cast. Float <-> integer reinterpretation has no relay op here."""
+    modulo 2**bits: a cast; any other pair of one width is ``relay.reinterpret``."""
     from onnx import helper
 
     src = np.dtype(dtype_of(inputs[0]))
     dst = np.dtype(helper.tensor_dtype_to_np_dtype(int(attrs["to"])))
-    ints = all(d.kind in "iub" for d in (src, dst))
-    if src.itemsize != dst.itemsize or not ints:
-        raise ctx.fail(f"BitCast from {src} to {dst} is not supported (only between integer "
-                     "types of one width)")
-    return transform.cast(inputs[0], str(dst))
+    if src.itemsize != dst.itemsize:
+        raise ctx.fail(f"BitCast from {src} to {dst}: the element sizes differ ({src.itemsize} "
+                       f"vs {dst.itemsize} bytes)")
+    if all(d.kind in "iub" for d in (src, dst)):
+        return transform.cast(inputs[0], str(dst))
+    if "b" in (src.kind, dst.kind):
+        raise ctx.fail(f"BitCast from {src} to {dst} is not supported (bool only to and from "
+                       "integers)")
+    return transform.reinterpret(inputs[0], str(dst))

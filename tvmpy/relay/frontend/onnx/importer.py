@@ -35,6 +35,7 @@ from .context import (
     ImportContext,
     OnnxConstantInputError,
     OnnxConvertError,
+    RuntimeOptional,
     np_dtype,
     shape_of,
 )
@@ -176,7 +177,9 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     every size). A sequence input is a tuple when ``shape`` gives its tensors' shapes (a list
     of shapes), else a run-time list; an optional input is absent when ``shape`` gives None
     for it. ``output_info`` (a dict), when given, gets ``"empty_optional"``: the graph outputs
-    that are empty optionals (the module returns an empty tuple for them). A shape-like input
+    that are empty optionals (the module returns an empty tuple for them), and
+    ``"runtime_optional"``: those whose presence is known only at run time (the module returns
+    the pair (present, value) for them). A shape-like input
     known only at run time (Reshape's shape as a graph input, Shape of a symbolic dimension,
     ...) gives a ``relay.op.dyn`` operator; with ``dynamic_inputs=False`` it raises
     ``OnnxConstantInputError`` naming the tensors instead (for executors without
@@ -232,7 +235,10 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     if output_info is not None:
         output_info["empty_optional"] = [o.name for o in graph.output
                                          if ctx.exprs[o.name] is EMPTY_OPTIONAL]
-    outs = [Tuple([]) if e is EMPTY_OPTIONAL else e for e in outs]
+        output_info["runtime_optional"] = [o.name for o in graph.output
+                                           if isinstance(ctx.exprs[o.name], RuntimeOptional)]
+    outs = [Tuple([]) if e is EMPTY_OPTIONAL else Tuple([e.has, e.value])
+            if isinstance(e, RuntimeOptional) else e for e in outs]
     body = outs[0] if len(outs) == 1 else Tuple(outs)
     func = Function(inputs, body)
     mod = IRModule.from_expr(func, dict(ctx.mod.functions))
@@ -323,6 +329,10 @@ def tensors_read(node: Any) -> list[str]:
     return names
 
 
+_READS_RUNTIME_OPTIONAL = frozenset({"OptionalHasElement", "OptionalGetElement", "Identity",
+                                     "If"})
+
+
 def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
     for k, node in enumerate(nodes):
         ctx.opset = opset
@@ -366,6 +376,11 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             continue
         _check_attr_values(ctx, a)
         ins = [ctx.exprs[nm] if nm else None for nm in names]
+        if node.op_type not in _READS_RUNTIME_OPTIONAL and any(
+                isinstance(x, RuntimeOptional) for x in ins):
+            raise ctx.fail("an input is an optional whose presence is known only at run time: "
+                           "only OptionalHasElement, OptionalGetElement, Identity and If read "
+                           "one")
         try:
             conv = CONVERTERS[_converter_key(node)]
             if ctx.low_precision and node.op_type not in NATIVE_OPS:

@@ -13,7 +13,8 @@ Representation (chosen per value, at import time):
 - an **optional** is its value when it holds one, and ``EMPTY_OPTIONAL`` when it is known to be
   empty: whether an optional holds a value is fixed at import time (a graph input's presence
   is part of what the model is imported for, as its shapes are). An If whose branches differ
-  in presence is refused with a clear error.
+  in presence gives a ``RuntimeOptional`` (a presence flag and the value, or a placeholder of
+  its type), which OptionalHasElement / OptionalGetElement and the graph outputs read.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ...expr import RelayExpr, Tuple, TupleGetItem, const
 from ...op import sequence as seq
 from ...op import tensor, transform
 from ...ty import ListType, TensorType, TupleType, type_str
-from .context import EMPTY_OPTIONAL, ImportContext, shape_of
+from .context import EMPTY_OPTIONAL, ImportContext, RuntimeOptional, shape_of
 from .control import _as_list, _run_graph, _scope, type_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -249,6 +250,8 @@ def _optional(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
 
 @converter("OptionalHasElement")
 def _has_element(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
+    if inputs and isinstance(inputs[0], RuntimeOptional):
+        return inputs[0].has
     present = bool(inputs) and inputs[0] is not None and inputs[0] is not EMPTY_OPTIONAL
     return const(np.bool_(present))
 
@@ -257,4 +260,6 @@ def _has_element(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names)
 def _get_element(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if not inputs or inputs[0] is None or inputs[0] is EMPTY_OPTIONAL:
         raise ctx.fail("the optional is empty (it holds no value)")
+    if isinstance(inputs[0], RuntimeOptional):  # (its placeholder when empty at run time)
+        return inputs[0].value
     return inputs[0]

@@ -42,7 +42,8 @@ DYN_COMPUTES: dict[str, Callable[[Any, list, Any], list]] = {
                                              a.dtype),
     "dyn.image.resize": lambda a, ins, t: [D.dyn_resize(
         *ins, _shape(t), a.axes, a.use_sizes, a.mode, a.coordinate_transformation_mode,
-        a.nearest_mode, a.extrapolation_value, a.keep_aspect_ratio_policy)],
+        a.nearest_mode, a.extrapolation_value, a.keep_aspect_ratio_policy,
+        antialias=bool(a.antialias) and a.mode != "nearest")],
     "shape_of": lambda a, ins, t: [D.shape_of(ins[0], a.dtype)],
 }
 

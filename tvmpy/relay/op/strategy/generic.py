@@ -133,6 +133,11 @@ def _cast(attrs: Any, inputs: list, out_type: Any) -> list:
     return [topi.cast(inputs[0], out_type.dtype)]
 
 
+@_reg("reinterpret")
+def _reinterpret(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.reinterpret(inputs[0], out_type.dtype)]
+
+
 @_reg("nn.bias_add")
 def _bias_add(attrs: Any, inputs: list, out_type: Any) -> list:
     data, bias = inputs
