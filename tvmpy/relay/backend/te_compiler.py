@@ -327,24 +327,8 @@ def primitive_name(func: Function) -> str:
     if given:
         base = str(given)
     else:
-        ops: list[str] = []
-        stack: list[Any] = [func.body]
-        seen: set[int] = set()
-        order: list[Call] = []
-        while stack:
-            e = stack.pop()
-            if id(e) in seen:
-                continue
-            seen.add(id(e))
-            if isinstance(e, Call):
-                order.append(e)
-                stack.extend(e.args)
-            elif isinstance(e, Tuple):
-                stack.extend(e.fields)
-            elif isinstance(e, TupleGetItem):
-                stack.append(e.tuple_value)
-        for c in reversed(order):
-            ops.append(str(getattr(c.op, "name", "op")).replace(".", "_"))
+        ops = [str(getattr(c.op, "name", "op")).replace(".", "_")
+               for c in reversed(primitive_calls(func))]
         base = "fused_" + "_".join(ops) if ops else "fused_identity"
     base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base)
     if not base or base[0].isdigit():
