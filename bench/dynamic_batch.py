@@ -1,6 +1,6 @@
 """A dynamic-shape model compiled once vs static builds of each size (issue 11).
 
-``--model resnet18``: ResNet-18 (224x224, random weights) exported with a symbolic batch
+``--model resnet18`` (or ``mobilenet_v2``): ResNet-18 (224x224, random weights) exported with a symbolic batch
 (``dim_param "N"``) is compiled once (``relay.Any`` batch: kernels with a symbolic batch extent)
 and run at each batch; the same model with the batch fixed is compiled once per batch.
 ``--model bert``: the BERT encoder (4 layers, hidden 256, 4 heads, batch 1, hidden states in)
@@ -9,7 +9,7 @@ onnxruntime (2 threads) runs the dynamic model as the reference. Same process, i
 calls of every side, set_input + run + get_output each); reported: median and spread (min-max)
 of the per-call time over the rounds, and the dynamic/static ratio of medians.
 
-    python bench/dynamic_batch.py [--model resnet18|bert] [--sizes 1,8] [--rounds 7]
+    python bench/dynamic_batch.py [--model resnet18|mobilenet_v2|bert] [--sizes 1,8] [--rounds 7]
                                   [--image 224]
 """
 
@@ -57,21 +57,24 @@ def _models(model: str, image: int) -> tuple[Any, str, Callable[[int], Any]]:
     if model == "resnet18":
         return (onnx_models.resnet18(batch="N", image=image), "N",
                 lambda b: onnx_models.resnet18(batch=b, image=image))
+    if model == "mobilenet_v2":  # depthwise convs, Relu6 clips: another kind of CNN
+        return (onnx_models.mobilenet_v2(batch="N", image=image), "N",
+                lambda b: onnx_models.mobilenet_v2(batch=b, image=image))
     if model == "bert":
         return (onnx_models.bert_encoder(seq="S", embeddings=False), "S",
                 lambda n: onnx_models.bert_encoder(seq=n, embeddings=False))
-    raise SystemExit(f"unknown --model {model!r} (resnet18, bert)")
+    raise SystemExit(f"unknown --model {model!r} (resnet18, mobilenet_v2, bert)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="resnet18")
-    ap.add_argument("--sizes", default=None, help="batches (resnet18: 1,8) or sequence lengths "
+    ap.add_argument("--sizes", default=None, help="batches (resnet18, mobilenet_v2: 1,8) or sequence lengths "
                     "(bert: 32,128,384)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--image", type=int, default=224)
     args = ap.parse_args()
-    default = "1,8" if args.model == "resnet18" else "32,128,384"
+    default = "32,128,384" if args.model == "bert" else "1,8"
     sizes = [int(b) for b in (args.sizes or default).split(",")]
     print(machine_description())
     dyn_model, dim, static_of = _models(args.model, args.image)

@@ -55,7 +55,6 @@ metadata) and the parameters (``save_param_dict`` bytes in a read-only data symb
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import statistics
 import time
@@ -78,7 +77,6 @@ from .graph_json import (
     parse_graph,
     size_violation,
 )
-from .linker import link_shared
 from .module import Module, _module_from_meta
 from .ndarray import NDArray
 from .param_dict import load_param_dict, save_param_dict
@@ -112,6 +110,24 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
         a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
         out.append(a)
     return out
+
+
+def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
+    """A value given for an input as a host numpy array, without a copy where it is one: an
+    NDArray (a device array is copied back), a numpy array, a DLPack producer (torch, ...), or
+    anything ``np.asarray`` converts to ``dtype`` (else TypeError starting with ``where``). The
+    caller checks dtype and shape."""
+    if isinstance(value, NDArray):
+        return value.numpy() if getattr(value, "_on_device", False) else value._arr
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
+        return np.from_dlpack(value)
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where}: cannot convert {type(value).__name__} to {dtype}: "
+                        f"{e}") from None
 
 
 class InputNameError(KeyError):
@@ -604,18 +620,7 @@ class GraphExecutor:
         sym = self._sym[self._input_eids[i]] if self._symbolic else None
         if value is None:
             raise ValueError(f"{where}: no value given")
-        if isinstance(value, NDArray):
-            src = value.numpy() if getattr(value, "_on_device", False) else value._arr
-        elif isinstance(value, np.ndarray):
-            src = value
-        elif hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
-            src = np.from_dlpack(value)
-        else:
-            try:
-                src = np.asarray(value, dtype=want.dtype)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"{where}: cannot convert {type(value).__name__} to "
-                                f"{want.dtype}: {e}") from None
+        src = host_array(value, want.dtype, where)
         if src.dtype != want.dtype:
             raise ValueError(f"{where}: expected dtype {want.dtype}, got {src.dtype} "
                              f"(convert with .astype('{want.dtype}'))")
@@ -990,20 +995,13 @@ class GraphExecutorFactory(Module):
             from .wasm import export_factory
 
             return export_factory(self, file_name)
-        if self._lib_path is not None and not self._objects and self._self_contained():
-            return super().export_library(file_name, fcompile, **kwargs)  # a copy of the file
-        fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
-        options = list(kwargs.pop("options", None) or [])
-        if not file_name or os.path.isdir(file_name):
-            raise ValueError(f"export_library: expected the path of the library file to write "
-                             f"(e.g. 'mod.so'), got {file_name!r}")
+        return super().export_library(file_name, fcompile, **kwargs)
 
-        objs, libs, meta = self._collect()
+    def _export_blobs(self, meta: dict) -> dict[str, bytes]:
         blob = save_param_dict(self.params)
         meta["graph_executor"] = dict(meta["graph_executor"], params_symbol=PARAMS_SYMBOL,
                                       params_nbytes=len(blob))
-        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs,
-                    blobs={PARAMS_SYMBOL: blob}, cc=fcompile, options=options)
+        return {PARAMS_SYMBOL: blob}
 
     def __repr__(self) -> str:
         return (f"GraphExecutorFactory(mod_name={self.libmod_name!r}, params={len(self.params)}, "

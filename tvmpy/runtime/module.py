@@ -418,8 +418,14 @@ class Module:
                 os.replace(tmp, file_name)
             return
         objs, libs, meta = self._collect()
-        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs, cc=fcompile,
-                    options=options)
+        blobs = self._export_blobs(meta)
+        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs, blobs=blobs,
+                    cc=fcompile, options=options)
+
+    def _export_blobs(self, meta: dict) -> dict[str, bytes]:
+        """Read-only data a subclass embeds in its exported library (``{symbol: bytes}``:
+        parameters, bytecode), recording where in ``meta``; none here."""
+        return {}
 
     def _self_contained(self) -> bool:
         """All code of this module and its imports is in the one file it was loaded from."""

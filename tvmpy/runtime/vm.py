@@ -69,7 +69,7 @@ import numpy as np
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
 from .function import ALIGNMENT
-from .graph_executor import GraphExecutor
+from .graph_executor import GraphExecutor, host_array
 from .module import Module
 from .ndarray import NDArray
 
@@ -380,18 +380,7 @@ def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
         elem = spec[2] if spec[2] is not None else ("tensor", spec[1], None)
         return [_as_value(x, elem, f"{where}[{k}]", {}, dev) for k, x in enumerate(v)]
     _, dtype, dims = spec
-    if isinstance(v, NDArray):
-        arr = v.numpy() if getattr(v, "_on_device", False) else v._arr
-    elif isinstance(v, np.ndarray):
-        arr = v
-    elif hasattr(v, "__dlpack__") and not isinstance(v, (list, tuple)):
-        arr = np.from_dlpack(v)
-    else:
-        try:
-            arr = np.asarray(v, dtype=dtype)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"{where}: cannot convert {type(v).__name__} to {dtype}: "
-                            f"{e}") from None
+    arr = host_array(v, dtype, where)
     if arr.dtype != np.dtype(dtype) and not (dtype == "bool" and arr.dtype == np.bool_):
         raise TypeError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
     if dims is None:  # a list element of unknown rank: its dtype is all that is known

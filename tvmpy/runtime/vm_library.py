@@ -19,11 +19,8 @@ runs its code.
 from __future__ import annotations
 
 import ctypes
-import json
-import os
 from typing import Any
 
-from .linker import link_shared
 from .module import Module, _module_from_meta
 
 __all__ = ["VMExecutableModule", "VM_TYPE_KEY", "CODE_SYMBOL"]
@@ -64,23 +61,11 @@ class VMExecutableModule(Module):
         self._meta = {k: v for k, v in meta.items() if k != "imports"}
         return self
 
-    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
-                       workspace_dir: str | None = None, **kwargs: Any) -> None:
-        """One shared library: the kernels and the executable's bytes (``fcompile``, ``cc``,
-        ``options``: as :meth:`Module.export_library`)."""
-        file_name = os.fspath(file_name)
-        if self._lib_path is not None and not self._objects and self._self_contained():
-            return super().export_library(file_name, fcompile, **kwargs)  # a copy of the file
-        fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
-        options = list(kwargs.pop("options", None) or [])
-        if not file_name or os.path.isdir(file_name):
-            raise ValueError(f"export_library: expected the path of the library file to write "
-                             f"(e.g. 'mod.so'), got {file_name!r}")
+    def _export_blobs(self, meta: dict) -> dict[str, bytes]:
+        """The executable's bytes (``exe.save()``) next to the kernels, in one library."""
         code, _ = self.exe.save()
-        objs, libs, meta = self._collect()
         meta["vm"] = dict(meta["vm"], code_symbol=CODE_SYMBOL, code_nbytes=len(code))
-        link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs,
-                    blobs={CODE_SYMBOL: code}, cc=fcompile, options=options)
+        return {CODE_SYMBOL: code}
 
     def __repr__(self) -> str:
         return f"VMExecutableModule({self.exe!r})"
