@@ -36,6 +36,7 @@ from .. import config
 from ..runtime.fork_guard import install_fork_guard
 from ..runtime.linker import compile_c, compiler
 from ..runtime.module import Module
+from ..target.cpu_features import host_isa_features, requirement
 from ..target.target import Target, as_target, host_cpu_name
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -160,10 +161,10 @@ def _compiler() -> list[str]:
         raise CCompileError(str(err)) from None
 
 
-def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
+def _imported_objects(funcs: list[PrimFunc]) -> tuple[list[bytes], bool]:
     """Objects of the hand-written kernels given by ``pragma_import_c`` (C source) and
     ``pragma_import_llvm`` (LLVM IR) attributes, as TVM links them (``s[C].pragma(x, "import_c",
-    src)``)."""
+    src)``), and whether there is LLVM IR among them (compiled for this machine)."""
     found: dict[tuple[str, str], None] = {}
 
     def visit(n: object) -> None:
@@ -175,14 +176,14 @@ def _imported_objects(funcs: list[PrimFunc]) -> list[bytes]:
     for f in funcs:
         post_order_visit(f.body, visit)
     objs = []
-    for k, (key, src) in enumerate(found):
+    for k, (key, src) in enumerate(found):  # (C: baseline flags; LLVM IR: for this machine)
         if key == "pragma_import_c":
             objs.append(compile_c(src, name=f"import_c{k}"))
         else:
             from .llvm import compile_ir  # llvmlite: loaded only for LLVM IR imports
 
             objs.append(compile_ir(src))
-    return objs
+    return objs, any(key == "pragma_import_llvm" for key, _ in found)
 
 
 def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) -> Module:
@@ -194,8 +195,12 @@ def build(funcs: list[PrimFunc] | PrimFunc, target: Target | str | None = None) 
     source = emit_c(funcs, tgt)
     obj = compile_source(source, tgt, funcs[0].name if funcs else "module")
     install_fork_guard()  # the module runs OpenMP (libgomp) parallel loops
-    return Module.from_objects([obj.read_bytes(), *_imported_objects(funcs)],
-                               [signature(f) for f in funcs],
+    imported, host_llvm = _imported_objects(funcs)
+    # what -march=native / -march=<mcpu> and -m<feature> let gcc use, as LLVM defines the CPU
+    cpu = requirement(None, tgt.cpu, tgt.features)
+    if host_llvm:
+        cpu["features"] = sorted(set(cpu["features"]) | host_isa_features())
+    return Module.from_objects([obj.read_bytes(), *imported], [signature(f) for f in funcs],
                                link_libs=list(LINK_LIBS),
                                type_key="c", sources={"c": source},
-                               imports=extern_modules(funcs))
+                               imports=extern_modules(funcs), cpu=cpu)

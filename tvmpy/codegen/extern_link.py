@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..runtime.module import Module
+from ..target.cpu_features import host_cpu_name, host_feature_string, requirement
 from ..tir import expr as E
 from ..tir.functor import post_order_visit
 
@@ -73,5 +74,7 @@ def extern_modules(funcs: Sequence[Any], target: Any = None) -> list[Any]:
                                    f"this machine, not for target {target}")
             else:
                 objects[hit[0]] = hit[1]()
-    meta = {"version": 1, "entry": "", "functions": []}
+    meta: dict = {"version": 1, "entry": "", "functions": []}
+    if objects and not foreign:  # compiled for this machine (-march=native): its features
+        meta["cpu"] = requirement(None, host_cpu_name(), host_feature_string())
     return [Module(None, dict(meta), "c", [obj]) for obj in objects.values()]

@@ -29,14 +29,9 @@ worker processes that are recycled.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import re
-import sys
-import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +39,7 @@ from .. import config
 from ..runtime.linker import compile_c, cross_compiler
 from ..runtime.module import Module
 from ..target import Target, as_target
+from ..target.cpu_features import isa_features, requirement, target_machine
 from ..tir.function import PrimFunc
 from .abi import signature
 from .extern_link import extern_modules
@@ -79,46 +75,21 @@ def _as_target(target: Any) -> Target:
     return t
 
 
-def _target_machine(target: Target):
+def _cpu_of(target: Target) -> tuple[str, str, str]:
+    """(triple, CPU name, feature string) the target machine of ``target`` is created with: a
+    named CPU gets only -mattr (LLVM applies the CPU's own features), the host its detected
+    features; a triple without -mcpu LLVM's "generic" CPU."""
     llvm = _init_llvm(cross=target.mtriple is not None)
     triple = target.mtriple or llvm.get_default_triple()
-    try:
-        llvm_target = llvm.Target.from_triple(triple)
-    except RuntimeError as err:
-        raise ValueError(f"LLVM does not know target triple {triple!r}: {err}") from None
     if target.mtriple is not None and target.mcpu is None:
-        cpu, features = "generic", ",".join(target.mattr)
-    else:
-        cpu, features = target.cpu, target.features
-    # LLVM only warns on stderr about an unknown -mcpu / -mattr, then aborts the process in code
-    # generation ("64-bit code requested on a subtarget ..."): catch the warning, raise instead
-    with _captured_stderr() as err:
-        tm = llvm_target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
-                                               codemodel="default")
-    bad = sorted(set(re.findall(r"'([^']*)' is not a recognized (processor|feature)", err.read())))
-    if bad:
-        what = ", ".join(f"{kind} {name!r}" for name, kind in bad)
-        raise ValueError(f"target {target}: LLVM does not know the {what} for {triple}; "
-                         "leave out -mcpu/-mattr to compile for this machine")
+        return triple, "generic", ",".join(target.mattr)
+    return triple, target.cpu, target.features
+
+
+def _target_machine(target: Target):
+    triple, cpu, features = _cpu_of(target)
+    tm = target_machine(triple, cpu, features, f"target {target}")
     return tm, triple, cpu, features
-
-
-@contextlib.contextmanager
-def _captured_stderr() -> Iterator[Any]:
-    """Redirect file descriptor 2 (where LLVM writes its warnings) to a temporary file."""
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        os.dup2(tmp.fileno(), 2)
-        out = io.StringIO()
-        try:
-            yield out
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            out.write(tmp.read().decode(errors="replace"))
-            out.seek(0)
 
 
 def _check_funcs(funcs: Sequence[PrimFunc]) -> list[PrimFunc]:
@@ -135,36 +106,15 @@ def _check_funcs(funcs: Sequence[PrimFunc]) -> list[PrimFunc]:
 
 # glibc's vector math library: set to False to call scalar libm per lane instead
 USE_LIBMVEC = True
-_AVX512_CPUS = ("znver4", "znver5", "skylake-avx512", "icelake", "sapphirerapids", "cascadelake",
-                "cooperlake", "tigerlake", "rocketlake", "alderlake-avx512", "graniterapids",
-                "emeraldrapids", "x86-64-v4")
-_AVX2_CPUS = ("haswell", "broadwell", "skylake", "znver", "x86-64-v3", "alderlake", "raptorlake",
-              "cannonlake", "icelake", "tigerlake", "sapphirerapids", "cascadelake", "cooperlake",
-              "skylake-avx512", "rocketlake", "graniterapids", "emeraldrapids", "meteorlake")
-
-
-def _feature(feature: str, features: str) -> bool | None:
-    """Whether ``features`` turns ``feature`` on or off (the last mention wins); None: silent."""
-    state = None
-    for f in features.split(","):
-        if f[1:] == feature and f[:1] in "+-":
-            state = f[0] == "+"
-    return state
 
 
 def vector_isa(triple: str, cpu: str, features: str) -> tuple[int, list[tuple[str, int]]]:
-    """(widest vector bits, libmvec variants usable) for an x86-64 Linux target; others:
-    (128, [])."""
+    """(widest vector bits, libmvec variants usable) for an x86-64 Linux target, from the
+    instruction-set features LLVM gives the CPU (target/cpu_features.py); others: (128, [])."""
     if not (triple.startswith("x86_64") and "linux" in triple):
         return 128, []
-    avx512 = _feature("avx512f", features)
-    if avx512 is None:
-        avx512 = cpu.startswith(_AVX512_CPUS)
-    avx2 = _feature("avx2", features)
-    if avx2 is None:
-        avx2 = cpu.startswith(_AVX2_CPUS)
-    avx512 = avx512 and avx2 is not False
-    avx2 = avx2 or avx512
+    feats = isa_features(triple, cpu, features)
+    avx512, avx2 = "avx512f" in feats, "avx2" in feats
     isas: list[tuple[str, int]] = []
     if avx512:
         isas.append(("e", 512))
@@ -304,7 +254,9 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     ``Module.from_objects([compile_ir(ll)], [])``) are linked into the same library.
 
     Code for another architecture (``-mtriple=aarch64-linux-gnu`` on an x86-64 host) is never
-    loaded: the Module can only be exported (with a cross compiler) and run on its device."""
+    loaded: the Module can only be exported (with a cross compiler) and run on its device. Nor is
+    code for a CPU with features this machine lacks (``-mcpu=emeraldrapids`` on an AMD host):
+    calling it raises, the exported library runs on such a CPU (the library records them)."""
     funcs = _check_funcs(funcs)
     tgt = _as_target(target or "llvm")
     c = compile_funcs(funcs, tgt)
@@ -313,8 +265,10 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
 
         return build_wasm(funcs, c, imports, {"ll": c.ir}, tgt.mtriple)
     install_fork_guard()
+    # what the code may use, checked before it is loaded here or anywhere (runtime/host_cpu.py)
+    cpu = requirement(*_cpu_of(tgt))
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs, tgt) + list(imports),
-                               load=load and not tgt.is_foreign)
+                               load=load and not tgt.is_foreign, cpu=cpu)

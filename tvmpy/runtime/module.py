@@ -58,7 +58,6 @@ import ctypes
 import json
 import os
 import shutil
-import struct
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -66,9 +65,11 @@ from typing import Any
 
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
+from .elf import ElfError, check_loadable_size, read_dynamic_symbol
 from .evaluator import BenchmarkResult, time_evaluator
 from .fork_guard import install_fork_guard
 from .function import Function
+from .host_cpu import unsupported
 from .linker import DEFAULT_CFLAGS, compile_c, elf_arch, host_arch, link_shared, relocatable_link
 from .parallel_pool import STOP_SYMBOL
 
@@ -98,31 +99,8 @@ def _metadata_of(funcs: Any, entry: str | None) -> dict:
     return meta
 
 
-def _check_elf_size(path: str) -> None:
-    """Refuse a truncated ELF64 library: dlopen maps its segments past the end of the file and
-    the process dies of SIGBUS when the loader touches them."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as fh:
-        head = fh.read(64)
-        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-            return  # not a little-endian ELF64 file: dlopen reports it cleanly
-        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
-        need = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
-        if need <= size and phentsize >= 56:
-            fh.seek(phoff)
-            table = fh.read(phentsize * phnum)
-            for k in range(phnum):
-                p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", table, k * phentsize)
-                if p_type == 1:  # PT_LOAD
-                    need = max(need, p_offset + p_filesz)
-    if need > size:
-        raise RuntimeError(f"cannot load shared library {path}: the file is truncated ({size} bytes, "
-                           f"its headers need {need}); export it again")
-
-
 def _dlopen(path: str) -> ctypes.CDLL:
-    _check_elf_size(path)
+    check_loadable_size(path)
     try:
         return ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:
@@ -188,6 +166,7 @@ class Module:
         self._sigs = {s["name"]: s for s in metadata.get("functions", [])}
         self._funcs: dict[str, Function] = {}
         self._err: ctypes.c_char_p | None = None
+        self._refused: str | None = None  # why the code cannot be loaded on this machine
         if lib is not None:
             try:
                 self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
@@ -199,14 +178,19 @@ class Module:
     def from_objects(cls, objects: Sequence[bytes], funcs: Any, entry: str | None = None,
                      link_libs: Sequence[str] = (), imports: Sequence[Module] = (),
                      type_key: str = "llvm", sources: Mapping[str, str] | None = None,
-                     load: bool = True) -> Module:
+                     load: bool = True, cpu: Mapping[str, Any] | None = None) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
-        shared library, load it and return the Module (see the module docstring)."""
+        shared library, load it and return the Module (see the module docstring). ``cpu``: what
+        the code was compiled for (``{"triple", "name", "features"}``, recorded in the metadata);
+        code needing features this machine lacks is not loaded (its functions raise when
+        called), only exported."""
         objects = [bytes(o) for o in objects]
         for o in objects:
             if o[:4] != b"\x7fELF":
                 raise ValueError("Module.from_objects: expected ELF relocatable object files")
         meta = _metadata_of(funcs, entry)
+        if cpu is not None:
+            meta["cpu"] = dict(cpu)
         mod = cls(None, meta, type_key, objects, link_libs, sources)
         for m in imports:
             mod.imported_modules.append(m)
@@ -216,6 +200,10 @@ class Module:
             raise RuntimeError(f"cannot load code built for {foreign} on this {host_arch()} "
                                "machine; build it with load=False and export_library it")
         if not load:
+            return mod
+        refused = unsupported(all_meta)
+        if refused is not None:  # never run code this CPU may not execute (SIGILL)
+            mod._refuse(refused)
             return mod
         with tempfile.TemporaryDirectory(prefix="tvmpy_mod_") as tmp:
             path = os.path.join(tmp, "module.so")
@@ -234,6 +222,12 @@ class Module:
         """Compile C ``source`` with the system compiler, then :meth:`from_objects`."""
         obj = compile_c(source, DEFAULT_CFLAGS if cflags is None else cflags)
         return cls.from_objects([obj], funcs, entry, link_libs, imports, type_key, {"c": source})
+
+    def _refuse(self, reason: str) -> None:
+        """Mark this module and its imports as not loadable on this machine, for ``reason``."""
+        self._refused = reason
+        for m in self.imported_modules:
+            m._refuse(reason)
 
     def _attach(self, lib: ctypes.CDLL) -> None:
         self._lib = lib
@@ -300,6 +294,9 @@ class Module:
         sig = self._sigs.get(name)
         if sig is not None:
             if self._lib is None:
+                if self._refused is not None:
+                    raise RuntimeError(f"function {name} cannot run on this machine: "
+                                       f"{self._refused}")
                 arch = self.foreign_arch()
                 if arch is not None:
                     raise RuntimeError(
@@ -500,8 +497,35 @@ def _dlopen_current(path: str) -> ctypes.CDLL:
         return _dlopen(copy)
 
 
+def _read_metadata(path: str) -> tuple[dict, bytes]:
+    """The metadata of the library at ``path`` (and its raw bytes), read from the file without
+    loading it: dlopen would run the library's constructors even when it is then refused."""
+    try:
+        raw = read_dynamic_symbol(path, METADATA_SYMBOL)
+    except ElfError as err:
+        raise ValueError(f"{path} is not a tvmpy module: {err}") from None
+    if raw is None:
+        raise ValueError(f"{path} is not a tvmpy module (no {METADATA_SYMBOL} symbol)")
+    raw = raw.split(b"\0", 1)[0]
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{path}: its {METADATA_SYMBOL} is not tvmpy metadata ({err})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: its {METADATA_SYMBOL} is not tvmpy metadata (not an object)")
+    if meta.get("version", 1) != 1:
+        raise ValueError(f"{path}: module metadata version {meta.get('version')} is not supported "
+                         "by this tvmpy (reads version 1)")
+    return meta, raw
+
+
 def load_module(path: str, fmt: str = "") -> Module:
-    """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler)."""
+    """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler).
+
+    Nothing of the file runs before it is accepted: its metadata is read from the file (ELF
+    dynamic symbol table), a file without tvmpy metadata, for another architecture, or whose
+    code needs CPU features this machine lacks is refused with a ValueError / RuntimeError
+    naming why, and only then is it loaded (dlopen runs its constructors)."""
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
@@ -509,14 +533,22 @@ def load_module(path: str, fmt: str = "") -> Module:
 
     if fmt == "wasm" or is_wasm(path):  # a WebAssembly module (runtime/wasm.py)
         return load_wasm(path)
+    check_loadable_size(path)
+    meta, raw = _read_metadata(path)
+    with open(path, "rb") as fh:
+        arch = elf_arch(fh.read(20))
+    if arch is not None and arch != host_arch():
+        raise RuntimeError(f"cannot load {path}: its code is for {arch}, this machine is "
+                           f"{host_arch()}; run it on such a device (over RPC)")
+    refused = unsupported(meta)
+    if refused is not None:
+        raise RuntimeError(f"cannot load {path}: {refused}")
     install_fork_guard()
     lib = _dlopen_current(path)
     try:
         addr = ctypes.addressof(ctypes.c_char.in_dll(lib, METADATA_SYMBOL))
     except ValueError:
-        raise ValueError(f"{path} is not a tvmpy module (no __tvmpy_metadata symbol)") from None
-    meta = json.loads(ctypes.string_at(addr).decode("utf-8"))
-    if meta.get("version", 1) != 1:
-        raise ValueError(f"{path}: module metadata version {meta.get('version')} is not supported "
-                         "by this tvmpy (reads version 1)")
+        raise ValueError(f"{path} is not a tvmpy module (no {METADATA_SYMBOL} symbol)") from None
+    if ctypes.string_at(addr) != raw:  # the file was replaced between the check and dlopen
+        raise RuntimeError(f"cannot load {path}: the file changed while it was being loaded")
     return _module_from_meta(lib, meta, path)

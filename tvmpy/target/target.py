@@ -5,7 +5,9 @@ Keys: ``kind`` ("llvm", "c"), ``mcpu`` (default: the host CPU), ``mattr`` (list 
 triple), ``model`` and ``device`` (TVM's
 ``-model=bcm2711 -device=arm_cpu``; ``-device=arm_cpu`` makes the keys ``arm_cpu, cpu``).
 Derived: ``arch`` (from ``-mtriple``, else the host's), ``is_foreign`` (code for another
-architecture: built, exported with a cross compiler, never loaded here), ``vector_width_bits``.
+architecture: built, exported with a cross compiler, never loaded here), ``isa_features`` (the
+instruction-set features code for the target may use, as LLVM defines the CPU:
+target/cpu_features.py; no list of CPU names) and from them ``vector_width_bits``.
 A triple without ``-mcpu`` means LLVM's "generic" CPU of that architecture (as the LLVM backend
 compiles it): the host's CPU name and features never leak into a foreign target.
 
@@ -22,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..ir.dtype import bits_of
+from .cpu_features import host_cpu_name, host_feature_string, isa_features
 
 __all__ = ["Target", "GPU_KINDS", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
@@ -39,24 +42,9 @@ _GPU_DEFAULTS = {"opencl": (256, 1, 48 * 1024), "cuda": (1024, 32, 48 * 1024),
                  "nvptx": (1024, 32, 48 * 1024)}
 
 
-@lru_cache(maxsize=1)
-def host_cpu_name() -> str:
-    try:
-        import llvmlite.binding as llvm
-
-        return llvm.get_host_cpu_name()
-    except Exception:  # pragma: no cover
-        return "generic"
-
-
-@lru_cache(maxsize=1)
 def host_cpu_features() -> str:
-    try:
-        import llvmlite.binding as llvm
-
-        return llvm.get_host_cpu_features().flatten()
-    except Exception:  # pragma: no cover
-        return ""
+    """This machine's features as an LLVM feature string (``+avx2,-avx512fp16,...``)."""
+    return host_feature_string()
 
 
 _ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
@@ -74,6 +62,13 @@ def host_arch() -> str:
     import platform
 
     return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
+
+
+@lru_cache(maxsize=1)
+def _default_triple() -> str:
+    import llvmlite.binding as llvm
+
+    return str(llvm.get_default_triple())
 
 
 def _default_host(t: Target) -> Target | None:
@@ -192,8 +187,10 @@ class Target:
 
     @property
     def features(self) -> str:
-        """LLVM feature string: the host's features when the target is this machine (no -mcpu
-        and no -mtriple, or -mcpu naming the host CPU on the host's architecture), plus -mattr."""
+        """The feature string the LLVM target machine is created with: the host's detected
+        features when the target is this machine (no -mcpu and no -mtriple, or -mcpu naming the
+        host CPU on the host's architecture), plus -mattr; for another named CPU only -mattr
+        (LLVM applies the CPU's own features; :attr:`isa_features` lists them)."""
         host = (not self.is_foreign and self.mcpu == host_cpu_name()) or (
             self.mcpu is None and self.mtriple is None)
         base = host_cpu_features() if host else ""
@@ -201,16 +198,31 @@ class Target:
         return ",".join(x for x in (base, extra) if x)
 
     @property
+    def isa_features(self) -> frozenset[str]:
+        """The instruction-set features (LLVM names: "avx2", "avx512vnni", "sse4a" ...) code for
+        this target may use: the host's detected ones for this machine, LLVM's own definition
+        of a named ``-mcpu`` (target/cpu_features.py), then ``-mattr`` with LLVM's implications
+        (``-avx2`` drops AVX-512 too). Empty for GPU kinds and the interpreter."""
+        if self.kind not in ("llvm", "c"):
+            return frozenset()
+        if self.mtriple is not None and self.mcpu is None:
+            return isa_features(self.mtriple, "generic", ",".join(self.mattr))
+        return isa_features(self.mtriple or _default_triple(), self.cpu, self.features)
+
+    def has_feature(self, name: str) -> bool:
+        """Whether code for this target may use the instruction-set feature ``name``."""
+        return name in self.isa_features
+
+    @property
     def vector_width_bits(self) -> int:
-        if self.arch in ("aarch64", "arm", "armv7", "armv7l", "wasm32", "wasm64"):
+        """The widest vector registers of the target: 512 with AVX-512F, 256 with AVX, 128
+        otherwise (and for NEON, WebAssembly simd128 and other architectures)."""
+        if self.arch not in ("x86_64", "i386", "i686"):
             return 128  # NEON / WebAssembly simd128 (SVE's length is not fixed at compile time)
-        feats = self.features + "," + ",".join(self.mattr)
-        cpu = self.cpu
-        if "+avx512f" in feats or cpu.startswith(("znver4", "znver5", "skylake-avx512", "icelake", "sapphirerapids", "cascadelake")):
+        feats = self.isa_features
+        if "avx512f" in feats:
             return 512
-        if "+avx2" in feats or "+avx" in feats or cpu.startswith(("znver", "haswell", "skylake", "broadwell")):
-            return 256
-        return 128
+        return 256 if "avx" in feats else 128
 
     def vector_lanes(self, dtype: str) -> int:
         return max(1, self.vector_width_bits // bits_of(dtype))

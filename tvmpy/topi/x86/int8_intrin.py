@@ -6,7 +6,8 @@ the same 4 unsigned bytes of data (broadcast) with its own 4 signed bytes of wei
 lane. The int8 kernels (``conv2d_int8.py``, ``dense_int8.py``) lay their weights out as
 ``[..., 16, 4]`` so that one 64-byte load feeds it, and tensorize their inner loops with it.
 
-ISAs (:func:`int8_isa`, from the target's ``-mcpu`` / ``-mattr``):
+ISAs (:func:`int8_isa`, from the target's instruction-set features as LLVM defines its CPU,
+plus ``-mattr``: ``Target.isa_features``):
 
 - ``"vnni"``: ``llvm.x86.avx512.vpdpbusd.512`` (exact: products and sums in int32, no saturation);
 - ``"avx512bw"`` / ``"avx2"``: data zero- and weight sign-extended to int16, ``vpmaddwd`` (pairs
@@ -31,40 +32,17 @@ K_GROUP = 4
 """Reduction elements per lane per call (bytes in a 32-bit lane)."""
 INT8_ISAS = ("vnni", "avx512bw", "avx2", "generic")
 
-# CPUs (LLVM names) by the best int8 instruction set they have
-_VNNI_CPUS = ("cascadelake", "cooperlake", "icelake", "tigerlake", "rocketlake",
-              "sapphirerapids", "emeraldrapids", "graniterapids", "diamondrapids", "znver4",
-              "znver5")
-_BW_CPUS = ("skylake-avx512", "skx", "cannonlake", "knl", "knm")
-_AVX2_CPUS = ("haswell", "broadwell", "skylake", "kabylake", "coffeelake", "cometlake",
-              "alderlake", "raptorlake", "meteorlake", "arrowlake", "lunarlake", "gracemont",
-              "znver1", "znver2", "znver3", "bdver4", "x86-64-v3")
-
-
-def _cpu_features(cpu: str) -> set[str]:
-    if cpu.startswith(_VNNI_CPUS):
-        return {"avx512vnni", "avx512bw", "avx2"}
-    if cpu.startswith(_BW_CPUS) or cpu == "x86-64-v4":
-        return {"avx512bw", "avx2"}
-    if cpu.startswith(_AVX2_CPUS):
-        return {"avx2"}
-    return set()
-
-
 def int8_isa(target: Any) -> str:
-    """The instruction set of the int8 micro-kernel for ``target`` (one of :data:`INT8_ISAS`):
-    the CPU's features (host features for the host CPU), then ``-mattr`` in order (``+f``
-    adds, ``-f`` removes). Non-x86 or non-LLVM targets: ``"generic"``."""
+    """The instruction set of the int8 micro-kernel for ``target`` (one of :data:`INT8_ISAS`),
+    from the instruction-set features LLVM gives its CPU and ``-mattr``
+    (``Target.isa_features``: the host's for this machine). Non-x86 or non-LLVM targets:
+    ``"generic"``."""
     if target is None or getattr(target, "kind", None) is None:
         return "generic"
     if str(target.kind) != "llvm" or target.arch not in ("x86_64", "x86-64", "amd64", "i386",
                                                          "i686", "x86"):
         return "generic"
-    feats = _cpu_features(target.cpu)
-    for f in target.features.split(","):
-        f = f.strip()
-        if len(f) > 1 and f[0] in "+-":
-            (feats.add if f[0] == "+" else feats.discard)(f[1:])
+    feats = target.isa_features
     if "avx512vnni" in feats:  # (implies AVX-512F, all vpdpbusd.512 needs)
         return "vnni"
     if "avx512bw" in feats:
