@@ -56,9 +56,14 @@ class CtypesLib:
     """Objects linked into a temporary shared library, called through ctypes."""
 
     def __init__(self, funcs: Sequence[PrimFunc], objects: Sequence[bytes],
-                 link_libs: Sequence[str] = ()):
+                 link_libs: Sequence[str] = (), cpu: dict | None = None):
+        from tvmpy.runtime.host_cpu import unsupported
         from tvmpy.runtime.linker import link_shared
 
+        # code for a CPU with features this one lacks is never run (it would die of SIGILL)
+        refused = unsupported({"cpu": cpu}) if cpu else None
+        if refused:
+            raise RuntimeError(f"test library not loaded: {refused}")
         self.funcs = {f.name: f for f in funcs}
         tmp = tempfile.mkdtemp(prefix="tvmpy_codegen_case_")
         path = os.path.join(tmp, "lib.so")

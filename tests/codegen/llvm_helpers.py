@@ -24,7 +24,7 @@ class Lib(CtypesLib):
 
     def __init__(self, funcs, target=None):
         c = compile_funcs(funcs, target)
-        super().__init__(funcs, [c.object], c.link_libs)
+        super().__init__(funcs, [c.object], c.link_libs, c.cpu)
         self.ir = c.ir
 
 

@@ -291,3 +291,81 @@ def test_gcc_if_conversion_miscompile():
     assert lib("gcc_ifcvt", aligned(a_i32), aligned(a_i8), aligned(a_f32), got) == 0
     interpreter.run(f, [a_i32, a_i8, a_f32, want])
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# float16: the same bits as the LLVM backend on every CPU (issue 24)
+def _f16_chain() -> PrimFunc:
+    """Candidates for fusion (a*b + c, a*b - c*a), division, float32 and float64 products
+    cast to half, an int cast to half (beyond 65519: inf): every float16 operation rounds once
+    to half."""
+    n = E.Var("n")
+    A, B, Cb = (cases.buf(x, n, "float16") for x in "ABC")
+    O1, O2, O3, O4 = (cases.buf(f"O{k}", n, "float16") for k in range(1, 5))
+    i = E.Var("i")
+    a, b, c = A[i], B[i], Cb[i]
+    f32, f64 = (lambda v: E.cast(v, "float32")), (lambda v: E.cast(v, "float64"))
+    body = S.seq(
+        S.BufferStore(O1, a * b + c, [i]),
+        S.BufferStore(O2, (a * b - c * a) / b + a * a, [i]),
+        S.BufferStore(O3, E.cast(f32(a) * f32(b) * f32(c), "float16") + c, [i]),
+        S.BufferStore(O4, E.cast(f64(a) * f64(b) * 1.0009765625, "float16")
+                      + E.cast(i * 17, "float16"), [i]))
+    return cases.func("f16_chain", [A, B, Cb, O1, O2, O3, O4], cases.loop(i, n, body))
+
+
+def _f16_inputs(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """Random halves of every magnitude: subnormals, near the overflow threshold, signs."""
+    out = []
+    for _ in range(3):
+        bits = rng.integers(0, 0x7c00, n, dtype=np.uint16)  # every finite half magnitude
+        bits |= rng.integers(0, 2, n, dtype=np.uint16) << 15
+        x = bits.view(np.float16)
+        x[: n // 2] = rng.uniform(-4, 4, n // 2).astype(np.float16)  # and ordinary values
+        out.append(cases.aligned(x))
+    return out
+
+
+def test_float16_same_bits_as_llvm_and_numpy():
+    """The C target's float16 results are bit-identical to the LLVM target's and to numpy's
+    (each operation rounded once to half), whatever this CPU is."""
+    from tests.codegen.llvm_helpers import Lib
+
+    f = _f16_chain()
+    n = 4099
+    a, b, c = _f16_inputs(np.random.default_rng(24), n)
+    outs = {}
+    for name, lib in (("c", make_lib([f])), ("llvm", Lib([f]))):
+        o = [cases.aligned(np.zeros(n, np.float16)) for _ in range(4)]
+        with np.errstate(all="ignore"):
+            assert lib("f16_chain", a, b, c, *o) == 0
+        outs[name] = [x.view(np.uint16).copy() for x in o]
+    with np.errstate(all="ignore"):
+        want1 = a * b + c
+        want2 = (a * b - c * a) / b + a * a
+        want3 = (a.astype(np.float32) * b * c).astype(np.float16) + c
+    for k, want in enumerate((want1, want2, want3)):
+        same = (outs["c"][k] == want.view(np.uint16)) | (np.isnan(want) & np.isnan(
+            outs["c"][k].view(np.float16)))
+        assert same.all(), (k, np.flatnonzero(~same)[:5])
+    for k in range(4):
+        diff = np.flatnonzero(outs["c"][k] != outs["llvm"][k])
+        assert diff.size == 0, (k, diff[:5], outs["c"][k][diff[:5]], outs["llvm"][k][diff[:5]])
+
+
+_HALF_ARITHMETIC = re.compile(
+    r"\bv(add|sub|mul|div|sqrt|min|max|f[n]?m(add|sub)\d*|fmaddsub\d*|fmsubadd\d*|rcp|rsqrt|"
+    r"scalef|getexp|reduce|rndscale)[sp]h\b")
+
+
+def test_float16_source_has_no_native_half_arithmetic():
+    """Compiled for a CPU with AVX512-FP16 (sapphirerapids; to assembly only, never run), the
+    generated C computes no float16 arithmetic natively: gcc would otherwise fuse a*b+c into
+    one half FMA and the results would change with the CPU."""
+    src = cgen.emit_c([_f16_chain()])
+    assert "(_Float16)" not in src.split("int32_t f16_chain")[1]  # rounding is not a conversion
+    # (a later -march wins over the target's -march=native)
+    asm = cgen.compile_source(src, "c", "f16_sapphirerapids", ["-S", "-march=sapphirerapids"])
+    text = asm.read_text()
+    assert "vcvtsh2ss" in text or "vcvtph2ps" in text  # the AVX512-FP16 conversions are used
+    assert not _HALF_ARITHMETIC.search(text), _HALF_ARITHMETIC.search(text)

@@ -1,6 +1,12 @@
 """Shared inputs of the int8 kernel tests: full-range uint8 data / int8 weights with the extreme
-values present (255 and -128 catch a saturating instruction), and AutoTVM's fallback warning
-silenced."""
+values present (255 and -128 catch a saturating instruction), AutoTVM's fallback warning
+silenced, and the targets.
+
+Code built for another CPU is never run (issue 24: ``-mcpu=znver4`` code died of SIGILL on an
+Intel Xeon): kernels run with :data:`HOST` (this machine) or :func:`isa_target` (this machine
+with features taken away by ``-mattr``, never added), which pick the micro-kernel's instruction
+set from this CPU's features; an instruction set this CPU lacks is only compiled and its IR
+checked (:data:`IR_TARGETS`, named CPUs)."""
 
 from __future__ import annotations
 
@@ -33,7 +39,42 @@ def s8(*shape: int) -> np.ndarray:
     return w
 
 
-VNNI = "llvm -mcpu=znver4"
+#: this machine: the int8 kernels use the best instruction set its CPU has
+HOST = "llvm"
+
+#: the LLVM intrinsic each instruction set's micro-kernel calls (generic: none)
+INTRINSIC = {"vnni": "llvm.x86.avx512.vpdpbusd.512", "avx512bw": "llvm.x86.avx512.pmaddw.d.512",
+             "avx2": "llvm.x86.avx2.pmadd.wd", "generic": None}
+
+#: CPUs whose int8 micro-kernel uses each instruction set: compiled and inspected, never run
+IR_TARGETS = {"vnni": "llvm -mcpu=cascadelake", "avx512bw": "llvm -mcpu=skylake-avx512",
+              "avx2": "llvm -mcpu=haswell", "generic": "llvm -mcpu=x86-64"}
+
+# the feature an instruction set needs, and the -mattr that removes the better ones
+_NEEDS = {"vnni": "avx512vnni", "avx512bw": "avx512bw", "avx2": "avx2", "generic": None}
+_DROP = {"vnni": "", "avx512bw": "-avx512vnni", "avx2": "-avx512f", "generic": "-avx2"}
+
+
+def host_isa() -> str:
+    """The int8 instruction set of this machine's CPU."""
+    from tvmpy.target import Target
+    from tvmpy.topi.x86.int8_intrin import int8_isa
+
+    return int8_isa(Target(HOST))
+
+
+def isa_target(isa: str) -> str:
+    """This machine's target with ``-mattr`` taking away the features above ``isa``, so that the
+    int8 micro-kernel uses ``isa``; skips the test when this CPU lacks ``isa``."""
+    from tvmpy.target import Target
+    from tvmpy.topi.x86.int8_intrin import int8_isa
+
+    need = _NEEDS[isa]
+    if need is not None and not Target(HOST).has_feature(need):
+        pytest.skip(f"this CPU has no {need} (the {isa} kernel is checked by its IR only)")
+    target = HOST + (f" -mattr={_DROP[isa]}" if _DROP[isa] else "")
+    assert int8_isa(Target(target)) == isa, target
+    return target
 
 
 def requant(y: Any, scale: float, zp: int, dtype: str = "uint8") -> Any:
@@ -51,7 +92,7 @@ def requant_np(y: np.ndarray, scale: float, zp: int, dtype: str = "uint8") -> np
     return np.clip(f, lo, hi).astype(dtype)
 
 
-def build(f: Any, target: str = VNNI, opt_level: int = 3) -> Any:
+def build(f: Any, target: str = HOST, opt_level: int = 3) -> Any:
     import tvmpy as tvm
     from tvmpy import relay
 

@@ -194,8 +194,13 @@ class ExprPrinter(ChainFunctor):
             return f"({storage_type(dst)}){self.operand(e.value, UNARY, lane)}", UNARY
         value = self.operand(e.value, UNARY, lane)
         if dst == "float16":
-            # one rounding from the source type straight to half (never through float)
-            return f"(float)(_Float16){value}", UNARY
+            # one rounding from the source type straight to half (never through float); an
+            # integer converts exactly to float below 2^24, and beyond rounds to inf either way
+            if src == "float64":
+                return f"{self.helpers.use('tvmpy_f16_f64')}({self.expr(e.value, lane)})", PRIMARY
+            if dt.is_float(src):
+                return f"{self.helpers.use('tvmpy_f16')}({self.expr(e.value, lane)})", PRIMARY
+            return f"{self.helpers.use('tvmpy_f16')}((float){value})", PRIMARY
         if src == "float16" and dst == "float32":
             return self._p(e.value, lane)  # already a float value, exactly
         d = dt.parse(dst)

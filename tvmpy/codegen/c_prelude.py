@@ -5,7 +5,12 @@ Value conventions of the generated C (shared by every ``c_*`` module):
 - every IR dtype has a *storage* type (what a buffer element or variable holds) and a *value* type
   (what a C expression of that dtype evaluates to). They differ only for float16: stored as
   ``_Float16``, computed as ``float``, and rounded back to half after every operation (as numpy
-  and LLVM's promotion of ``half`` do), so each float16 operation rounds exactly once to half;
+  and the LLVM backend's ``half`` operations do: each is IEEE-rounded once, never fused), so
+  each float16 operation rounds exactly once to half. The rounding (``tvmpy_f16``) is integer
+  arithmetic on the bits, never a ``_Float16`` conversion gcc could see through: on a CPU with
+  AVX512-FP16 gcc would turn float operations on converted halves into native half ones and
+  fuse a*b+c into a half FMA (one rounding instead of two), so the results would depend on the
+  CPU (issue 24); this way they are the same on every CPU and equal to the LLVM backend's;
 - integers narrower than ``int`` are promoted by C, so their arithmetic results are cast back to
   the IR type (wrap-around, like LLVM); for wider ones see :mod:`.c_expr` (index arithmetic is
   assumed not to overflow, data arithmetic wraps explicitly);
@@ -217,9 +222,62 @@ def _int_minmax(suffix: str, ctype: str) -> dict[str, str]:
 def _all_helpers() -> dict[str, str]:
     table: dict[str, str] = {
         "tvmpy_f16": (
-            "/* round a float to the nearest float16 (one float16 operation's result) */\n"
+            "/* round a float to the nearest float16, ties to even (one float16 operation's\n"
+            "   result), in integer arithmetic on its bits: from a (_Float16) conversion gcc\n"
+            "   makes native half arithmetic on CPUs with AVX512-FP16 and fuses a*b+c into one\n"
+            "   half FMA (one rounding instead of two), so results would depend on the CPU */\n"
             "static inline float tvmpy_f16(float x) {\n"
-            "  return (float)(_Float16)x;\n"
+            "  uint32_t u;\n"
+            "  memcpy(&u, &x, sizeof u);\n"
+            "  uint32_t sign = u & 0x80000000u, a = u ^ sign;\n"
+            "  if (a > 0x7f800000u) {\n"
+            "    a = (a | 0x00400000u) & 0xffffe000u; /* NaN: quiet, 10 payload bits */\n"
+            "  } else if (a >= 0x477ff000u) {\n"
+            "    a = 0x7f800000u; /* 65520 and above: infinity */\n"
+            "  } else if (a >= 0x38800000u) { /* a normal half: 10 fraction bits */\n"
+            "    a = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;\n"
+            "  } else if (a > 0x33000000u) { /* a subnormal half: a multiple of 2^-24 */\n"
+            "    uint32_t m = (a & 0x7fffffu) | 0x800000u, s = 126u - (a >> 23);\n"
+            "    float f = (float)((m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s) * 0x1p-24f;\n"
+            "    memcpy(&a, &f, sizeof a);\n"
+            "  } else {\n"
+            "    a = 0; /* at most 2^-25: zero */\n"
+            "  }\n"
+            "  u = sign | a;\n"
+            "  memcpy(&x, &u, sizeof x);\n"
+            "  return x;\n"
+            "}"),
+        "tvmpy_f16_f64": (
+            "/* round a double straight to the nearest float16 (a cast float64 -> float16;\n"
+            "   never through float, which would round twice), as a float; see tvmpy_f16 */\n"
+            "static inline float tvmpy_f16_f64(double x) {\n"
+            "  uint64_t u;\n"
+            "  memcpy(&u, &x, sizeof u);\n"
+            "  uint64_t a = u & 0x7fffffffffffffffull;\n"
+            "  float sign = (u >> 63) ? -1.0f : 1.0f;\n"
+            "  if (a > 0x7ff0000000000000ull) {\n"
+            "    uint32_t b = (uint32_t)(u >> 32 & 0x80000000u) | 0x7fc00000u\n"
+            "                 | (uint32_t)(a >> 29 & 0x3fe000u); /* NaN: quiet, 10 payload bits */\n"
+            "    float f;\n"
+            "    memcpy(&f, &b, sizeof f);\n"
+            "    return f;\n"
+            "  }\n"
+            "  if (a >= 0x40effe0000000000ull) {\n"
+            "    return sign * INFINITY; /* 65520 and above */\n"
+            "  }\n"
+            "  if (a >= 0x3f10000000000000ull) { /* a normal half: 10 fraction bits */\n"
+            "    a = (a + 0x1ffffffffffull + ((a >> 42) & 1u)) & ~0x3ffffffffffull;\n"
+            "    double d;\n"
+            "    memcpy(&d, &a, sizeof d);\n"
+            "    return sign * (float)d; /* exact */\n"
+            "  }\n"
+            "  if (a > 0x3e60000000000000ull) { /* a subnormal half: a multiple of 2^-24 */\n"
+            "    uint64_t m = (a & 0xfffffffffffffull) | 0x10000000000000ull;\n"
+            "    uint64_t s = 1051u - (a >> 52);\n"
+            "    uint64_t r = (m + (1ull << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;\n"
+            "    return sign * ((float)r * 0x1p-24f);\n"
+            "  }\n"
+            "  return sign * 0.0f; /* at most 2^-25: zero */\n"
             "}"),
         "tvmpy_alloc": (
             "/* 64-byte aligned heap memory; aligned_alloc wants a size that is a nonzero\n"

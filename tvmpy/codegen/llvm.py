@@ -221,6 +221,12 @@ class Compiled:
     ir: str
     link_libs: list[str]
     extra_objects: list[bytes] = field(default_factory=list)
+    machine: tuple[str, str, str] = ("", "", "")  # (triple, cpu, features) compiled for
+
+    @property
+    def cpu(self) -> dict:
+        """The metadata's CPU requirement of this code (runtime/host_cpu.py checks it)."""
+        return requirement(*self.machine)
 
 
 def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
@@ -241,7 +247,7 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     if cg.imported_c:  # pragma import_c: compiled for the target's architecture
         cc = cross_compiler(tgt.arch) if tgt.is_foreign else None
         extra = [compile_c(src, name=f"import_c{k}", cc=cc) for k, src in enumerate(cg.imported_c)]
-    return Compiled(obj, text, _link_libs(cg), extra)
+    return Compiled(obj, text, _link_libs(cg), extra, (triple, cpu, features))
 
 
 def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = (),
@@ -266,9 +272,8 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
         return build_wasm(funcs, c, imports, {"ll": c.ir}, tgt.mtriple)
     install_fork_guard()
     # what the code may use, checked before it is loaded here or anywhere (runtime/host_cpu.py)
-    cpu = requirement(*_cpu_of(tgt))
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",
                                sources={"ll": c.ir},
                                imports=extern_modules(funcs, tgt) + list(imports),
-                               load=load and not tgt.is_foreign, cpu=cpu)
+                               load=load and not tgt.is_foreign, cpu=c.cpu)

@@ -97,7 +97,7 @@ def _detect() -> tuple[str, dict[str, bool] | None]:
 
 
 def host_cpu_name() -> str:
-    """This machine's CPU in LLVM's spelling ("znver4", "emeraldrapids"); without llvmlite the
+    """This machine's CPU in LLVM's spelling (e.g. znver4, emeraldrapids); without llvmlite the
     model name from /proc/cpuinfo."""
     return _detect()[0]
 
