@@ -17,7 +17,7 @@ import pytest
 import tvmpy as tvm
 from tvmpy import te
 from tvmpy.runtime import Module, load_module
-from tvmpy.runtime.abi import METADATA_SYMBOL, ParamSpec, Signature
+from tvmpy.runtime.abi import METADATA_SYMBOL, Signature
 from tvmpy.runtime.elf import read_dynamic_symbol
 from tvmpy.runtime.host_cpu import _cpuinfo, host_features, unsupported
 from tvmpy.runtime.linker import compile_c, compiler, link_shared

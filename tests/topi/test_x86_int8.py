@@ -11,17 +11,21 @@ import numpy as np
 import pytest
 
 import tvmpy as tvm
+from tests.topi.int8_util import (
+    HOST,
+    INTRINSIC,
+    IR_TARGETS,
+    _quiet_fallback,  # noqa: F401  (autouse fixture)
+    isa_target,
+)
+from tests.topi.int8_util import s8 as _s8
+from tests.topi.int8_util import u8 as _u8
 from tvmpy import te
 from tvmpy.target import Target
 from tvmpy.topi import testing
 from tvmpy.topi.x86 import conv2d_int8 as C
 from tvmpy.topi.x86 import dense_int8 as D
 from tvmpy.topi.x86.int8_intrin import int8_isa
-
-from tests.topi.int8_util import HOST, INTRINSIC, IR_TARGETS, isa_target  # noqa: E402
-from tests.topi.int8_util import _quiet_fallback  # noqa: E402,F401  (autouse fixture)
-from tests.topi.int8_util import s8 as _s8  # noqa: E402
-from tests.topi.int8_util import u8 as _u8  # noqa: E402
 
 RNG = np.random.default_rng(10)
 ISAS = list(IR_TARGETS)

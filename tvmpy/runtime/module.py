@@ -503,7 +503,7 @@ def _read_metadata(path: str) -> tuple[dict, bytes]:
     try:
         raw = read_dynamic_symbol(path, METADATA_SYMBOL)
     except ElfError as err:
-        raise ValueError(f"{path} is not a tvmpy module: {err}") from None
+        raise RuntimeError(f"cannot load shared library {path}: {err}") from None
     if raw is None:
         raise ValueError(f"{path} is not a tvmpy module (no {METADATA_SYMBOL} symbol)")
     raw = raw.split(b"\0", 1)[0]

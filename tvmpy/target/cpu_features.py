@@ -96,10 +96,11 @@ def target_machine(triple: str, cpu: str, features: str, what: str = "") -> Any:
         target = llvm.Target.from_triple(triple)
     except RuntimeError as err:
         raise ValueError(f"LLVM does not know target triple {triple!r}: {err}") from None
-    with captured_fds() as err:
+    with captured_fds() as warnings:
         tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
                                           codemodel="default")
-    bad = sorted(set(re.findall(r"'([^']*)' is not a recognized (processor|feature)", err.read())))
+    bad = sorted(set(re.findall(r"'([^']*)' is not a recognized (processor|feature)",
+                                warnings.read())))
     if bad:
         names = ", ".join(f"{kind} {name!r}" for name, kind in bad)
         raise ValueError(f"{what or 'target'}: LLVM does not know the {names} for {triple}; "
