@@ -263,11 +263,19 @@ def test_busy_server_refuses_after_queue_timeout():
 
 
 def test_crash_in_loaded_code_leaves_the_server_up(server, tmp_path):
-    src = tmp_path / "crash.c"
-    src.write_text("__attribute__((constructor)) static void boom(void) { *(volatile int *)0 = 1; }\n")
-    lib = tmp_path / "crash.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True, timeout=60)
+    from tvmpy.runtime.linker import compile_c, link_shared
+
+    crash = "__attribute__((constructor)) static void boom(void) { *(volatile int *)0 = 1; }\n"
+    src = tmp_path / "plain.c"
+    src.write_text(crash)
+    plain = tmp_path / "plain.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(plain), str(src)], check=True, timeout=60)
+    lib = tmp_path / "crash.so"  # tvmpy metadata: accepted, loaded, and its constructor crashes
+    link_shared([compile_c(crash, ["-O0"])], '{"version": 1, "entry": "", "functions": []}', str(lib))
     sess = rpc.connect("127.0.0.1", server.port)
+    sess.upload(str(plain))
+    with pytest.raises(ValueError, match="not a tvmpy module"):  # refused before dlopen
+        sess.load_module("plain.so")
     sess.upload(str(lib))
     with pytest.raises(rpc.RPCError, match="closed the session"):
         sess.load_module("crash.so")
