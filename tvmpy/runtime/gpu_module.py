@@ -20,6 +20,7 @@ and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JS
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -210,6 +211,9 @@ class GPUFunction:
         self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
         self._names = ", ".join(p.name for p in self.params)
         self._scratch: dict[tuple[str, int], tuple[int, Any]] = {}
+        # the intermediate buffers (_scratch) are this function's: threads calling it at once
+        # queue their launch sequences one after the other (the device's queue is in order)
+        self._lock = threading.Lock()
 
     @property
     def device(self) -> Device:
@@ -367,15 +371,16 @@ class GPUFunction:
         and asserts are all fixed by the state's arguments — and binds each launch; later runs
         of the same state (the graph executor's nodes, time_evaluator) replay the bound
         launches with no per-launch Python work beyond one driver call."""
-        bound = state.get("bound")
-        if bound is None:
-            bound = state["bound"] = self._bind(state)
-        for host, tmp, _ in state["host"]:
-            tmp.copyfrom(host)
-        for arr, tmp in state["private"]:
-            tmp.copyfrom(arr)  # device to device, queued before the launches
-        for launch in bound:
-            launch()
+        with self._lock:
+            bound = state.get("bound")
+            if bound is None:
+                bound = state["bound"] = self._bind(state)
+            for host, tmp, _ in state["host"]:
+                tmp.copyfrom(host)
+            for arr, tmp in state["private"]:
+                tmp.copyfrom(arr)  # device to device, queued before the launches
+            for launch in bound:
+                launch()
 
     def _bind(self, state: dict) -> list[Callable[[], None]]:
         env = dict(state["env"])
