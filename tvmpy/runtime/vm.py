@@ -54,6 +54,11 @@ Every such result is checked against its relay type (dtype, static dimensions).
 
 Values in registers are NDArrays (tensors), Python tuples (relay tuples) and Python lists
 (run-time lists). CPU only.
+
+**Threads**: ``invoke`` with inputs may be called from any number of threads at once (registers
+are per call, each segment's executor runs under its lock, results are fresh arrays); the
+stateful ``set_input`` / ``run`` / ``get_outputs`` raise ``ConcurrentUseError`` in a thread
+whose inputs or outputs another thread replaced (runtime/concurrency.py).
 """
 
 from __future__ import annotations
