@@ -163,12 +163,76 @@ def test_log_survives_kill_9(tmp_path):
     assert sum("truncated" in str(w.message) for w in caught) == 1
     for a, b in zip(loaded, recs[:3]):
         _same(a, b)
-    # the tuner appends after the truncated line: the next line must still load
-    with open(path, "a") as f:
-        f.write("\n" + lines[3] + "\n")
+    # appending after the truncated line starts a new line: the next record must still load
+    record.save_to_file([recs[3]], path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert len(record.load_from_file(path)) == 4
+        loaded = record.load_from_file(path)
+    assert len(loaded) == 4
+    _same(loaded[3], recs[3])
+
+
+class _FakeMeasureBatch:
+    """Measures nothing: a random cost per configuration (the log is what is tested)."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, inputs):
+        return [MeasureResult(tuple(self.rng.uniform(1e-4, 1e-2, 2)), 0, 0.01, time.time())
+                for _ in inputs]
+
+
+@pytest.mark.parametrize("cut", ["half", "first_char", "all_but_three"])
+def test_resumed_tuning_appends_after_a_cut_last_line(tmp_path, cut):
+    """Tune into a log, cut its last line (no trailing newline), resume tuning into the same
+    log: every complete old record and every new one loads; only the cut line is skipped."""
+    task = autotvm.task.create("test/record_mm", args=(24, 10, 20), target="llvm")
+    path = tmp_path / "tune.log"
+    tuner = autotvm.tuner.RandomTuner(task, seed=1)
+    tuner.tune(n_trial=6, measure_option={"measure_batch": _FakeMeasureBatch(1)},
+               callbacks=[autotvm.callback.log_to_file(str(path))])
+    text = path.read_text()
+    lines = text.splitlines()
+    assert len(lines) == 6 and text.endswith("\n")
+    keep = {"half": len(lines[-1]) // 2, "first_char": 1,
+            "all_but_three": len(lines[-1]) - 3}[cut]
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:keep])
+    with pytest.warns(UserWarning, match="skipped 1 corrupt or truncated line"):
+        old = record.load_from_file(path)
+    assert len(old) == 5
+    resumed = autotvm.tuner.RandomTuner(task, seed=2)
+    resumed.load_history(old)
+    new: list = []
+    resumed.tune(n_trial=4, measure_option={"measure_batch": _FakeMeasureBatch(2)},
+                 callbacks=[autotvm.callback.log_to_file(str(path)),
+                            lambda _t, inputs, results: new.extend(zip(inputs, results))])
+    assert len(new) == 4
+    with pytest.warns(UserWarning, match="skipped 1 corrupt or truncated line"):
+        loaded = record.load_from_file(path)
+    assert len(loaded) == 9
+    for a, b in zip(loaded, old + new):
+        _same(a, b)
+    # the cut line is kept as it was, on a line of its own
+    assert path.read_text().splitlines()[5] == lines[-1][:keep]
+
+
+def test_append_to_a_file_without_final_newline_keeps_both(tmp_path):
+    """save_to_file and a stream-less log_to_file after a partial line: both records kept."""
+    task = autotvm.task.create("test/record_mm", args=(24, 10, 20), target="llvm")
+    recs = _records(task, 3, seed=7)
+    path = tmp_path / "a.log"
+    path.write_text(record.encode(*recs[0]))  # a complete record, but no newline
+    record.save_to_file([recs[1]], path)
+    autotvm.callback.log_to_file(str(path))(None, [recs[2][0]], [recs[2][1]])
+    loaded = record.load_from_file(path)  # no warning: nothing is corrupt
+    assert len(loaded) == 3
+    assert path.read_text().count("\n") == 3 and "\n\n" not in path.read_text()
+    for a, b in zip(loaded, recs):
+        _same(a, b)
+    empty = tmp_path / "new.log"
+    record.save_to_file([recs[0]], empty)
+    assert empty.read_text() == record.encode(*recs[0]) + "\n"  # no blank first line
 
 
 def test_pick_best(tmp_path):

@@ -497,6 +497,17 @@ def test_onnx_vm_one_build_many_counts():
                 for n, k, p in ((3, 4, 1.0), (5, 2, 0.0), (2, 4, 0.5), (0, 3, 1.0))])
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 4), (0,)])
+def test_argwhere_of_a_zero_extent_compiles(shape):
+    """argwhere of an input with a constant 0 extent (an ONNX NonZero fed an empty batch)
+    lowers to its kernel: its index arithmetic never divides by that 0 (it did, and the VM
+    fell back to numpy silently); the result is empty, as numpy's."""
+    x = relay.var("x", shape=shape)
+    run = _vm(_func(lambda a: relay.argwhere(a), x))
+    (got,) = run(np.ones(shape, "float32"))
+    assert got.shape == (0, len(shape)) and got.dtype == np.int32
+
+
 def test_vm_runs_no_host_shape_function(monkeypatch):
     """The VM sizes these ops by their kernels' counts: their data-dependent shape functions
     (a host pass over the data; for NMS the whole suppression) are never called."""

@@ -339,6 +339,56 @@ def test_runtime_builtin_runs_its_numpy_implementation():
         _check(vm.invoke("main", xv), np.sort(np.exp(xv))[::-1] + xv, rtol=1e-5)
 
 
+
+def _register_static_only_op():
+    """test.vm_static_only(x) = cumsum(x): its compute refuses symbolic shapes (as a kernel
+    that cannot be lowered for run-time sizes); its numpy implementation runs any."""
+    name = "test.vm_static_only"
+    if name in relay.op.list_op_names():
+        return name
+    register_op(name, lambda t, a: t[0], OpPattern.OPAQUE, 1)
+    register_shape_func(name, lambda attrs, ins: [tuple(ins[0])])
+    relay.op.registry.register_op_attr(
+        name, "FNumpy", lambda attrs, args, t: np.cumsum(args[0]).astype(args[0].dtype))
+
+    def compute(attrs, inputs, out_type):
+        if not all(isinstance(d, int) for d in out_type.shape):
+            raise NotImplementedError(f"{name}: static shapes only")
+        return [te.compute(tuple(out_type.shape), lambda i: inputs[0][i], name="s")]
+
+    @register_strategy(name)
+    def strategy(attrs, inputs, out_type, target):
+        s = OpStrategy()
+        s.add_implementation(compute, schedule_injective, f"{name}.generic")
+        return s
+
+    return name
+
+
+def test_kernel_that_fails_to_lower_warns_or_is_refused_under_strict():
+    """A compute that fails to lower in the VM falls back to the numpy implementation with a
+    RuntimeWarning naming the node, the operator and the error (not silently); under strict
+    mode (relay.backend.strict_schedules, the suite's default) it is a VMCompileError."""
+    name = _register_static_only_op()
+    x = relay.var("x", shape=(relay.Any(),))
+    mod = tvm.IRModule.from_expr(
+        relay.Function([x], make_call(name, [relay.exp(x)]) * relay.const(2.0)))
+    with pytest.raises(relay.vm.VMCompileError,
+                       match=rf"node `{name}\(exp.*{name}: static shapes only.*strict_schedules"):
+        relay.vm.compile(mod, "llvm")  # the suite runs with TVMPY_STRICT_SCHEDULES=1
+    with tvm.transform.PassContext(config={"relay.backend.strict_schedules": True}):
+        with pytest.raises(relay.vm.VMCompileError, match="no numpy fallback"):
+            relay.vm.compile(mod, "llvm")
+    with tvm.transform.PassContext(config={"relay.backend.strict_schedules": False}):
+        with pytest.warns(RuntimeWarning, match=rf"operator {name} failed to lower "
+                                                r"\(NotImplementedError: .*static shapes only"):
+            exe = relay.vm.compile(mod, "llvm")
+    assert f"kernel {name} [numpy]" in exe.bytecode
+    vm = VirtualMachine(exe, tvm.cpu(0))
+    for n in (1, 7):
+        xv = _rand(n)
+        _check(vm.invoke("main", xv), 2 * np.cumsum(np.exp(xv)), rtol=1e-5)
+
 def test_stack_of_unrelated_run_time_sizes_is_compiled_and_checked():
     """stack of two unrelated run-time sizes: the kernel unifies them (relay/size_checks.py), so
     the whole region is compiled; sizes that differ are refused before any kernel runs."""

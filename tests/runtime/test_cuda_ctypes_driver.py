@@ -133,3 +133,42 @@ def test_prepared_calls_bind_launches_once(driver, vadd):
     vadd(tvm.nd.array(x[:5], dev), tvm.nd.array(y[:5], dev), d)
     np.testing.assert_array_equal(d.numpy(), x[:5] + y[:5])
     assert f._cfunc(*raw) == 0 and _u(driver, "fake_last_grid") == (3, 1, 1)
+
+
+
+
+def test_output_in_the_same_device_memory_as_an_input(driver, vadd, monkeypatch):
+    """vadd(x, x, out) reads one device array twice, as it is; vadd(x, y, x) writes a device
+    copy of x, copied back after the kernel (a kernel whose threads read what others write,
+    a transpose, would otherwise see half-written data); two written arguments in one
+    device array are refused before anything runs, naming both."""
+    from tvmpy.runtime import gpu_module
+
+    made = []
+    real = gpu_module.device_empty
+    monkeypatch.setattr(gpu_module, "device_empty",
+                        lambda *a: made.append(a[0]) or real(*a))
+    dev = tvm.cuda(0)
+    v = np.random.default_rng(3).standard_normal(37).astype("float32")
+    vd, out = tvm.nd.array(v, dev), tvm.nd.empty((37,), "float32", dev)
+    made.clear()
+    vadd(vd, vd, out)
+    np.testing.assert_array_equal(out.numpy(), 2 * v)
+    assert made == []  # nothing written is shared: no copy
+    vadd(vd, out, vd)
+    np.testing.assert_array_equal(vd.numpy(), 3 * v)
+    assert made == [(37,)]  # C's private copy
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((n,), lambda i: A[i] * 2.0, name="C")
+    s = te.create_schedule([B.op, C.op])
+    for t in (B, C):
+        bx, tx = s[t].split(t.op.axis[0], factor=64)
+        s[t].bind(bx, te.thread_axis("blockIdx.x"))
+        s[t].bind(tx, te.thread_axis("threadIdx.x"))
+    two = tvm.build(s, [A, B, C], target="cuda", name="two")
+    with pytest.raises(ValueError, match="arguments B and C are the same device memory, and "
+                                         "two writes both"):
+        two(vd, out, out)

@@ -4,7 +4,8 @@ A line is ``{"input": [target, task_name, args, config], "result": [costs, error
 timestamp], "version": 1}`` where ``args`` is the task's serialized arguments (tensors as
 ``["TENSOR", shape, dtype]``) and ``config`` is ``ConfigEntity.to_json_dict()``. Appending a line
 and flushing it makes a log survive ``kill -9`` except for a possibly truncated last line, which
-:func:`load_from_file` skips with a warning, as any other corrupt line; a file in which not one
+:func:`load_from_file` skips with a warning, as any other corrupt line (appending to such a log
+starts on a new line: ``contrib.utils.open_for_append``, so the next record is not lost with it); a file in which not one
 line is a valid record (garbage, binary, another JSON format) is refused with a ValueError.
 """
 
@@ -19,6 +20,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ..contrib.utils import open_for_append
 from .space import ConfigEntity
 
 __all__ = ["AUTOTVM_LOG_VERSION", "encode", "decode", "load_from_file", "load_from_lines",
@@ -118,8 +120,9 @@ def load_from_file(path: str | os.PathLike) -> list[tuple[Any, Any]]:
 
 def save_to_file(records: Iterable[tuple[Any, Any]], path: str | os.PathLike,
                  mode: str = "a") -> None:
-    """Write records to ``path`` (append by default), one line each."""
-    with open(path, mode, encoding="utf-8") as f:
+    """Write records to ``path`` (append by default, after a cut last line: see
+    ``contrib.utils.open_for_append``), one line each."""
+    with (open_for_append(path) if mode == "a" else open(path, mode, encoding="utf-8")) as f:
         for inp, res in records:
             f.write(encode(inp, res) + "\n")
 

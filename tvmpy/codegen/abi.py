@@ -15,6 +15,7 @@ from ..runtime.abi import (
     metadata_json,
 )
 from ..tir import expr as E
+from ..tir.analysis import written_data_vars
 from ..tir.function import PrimFunc
 from ..tir.functor import collect_vars
 
@@ -30,37 +31,10 @@ def _dim_json(e: E.PrimExpr, names: dict[int, str]) -> Any:
     return str(e)  # composite symbolic extent: checked by the runtime after binding vars
 
 
-def _written_data_vars(func: PrimFunc) -> set[int]:
-    """ids of the data Vars the body may write: stores, write-mode access pointers, and any
-    data Var handed to an external call as is (conservatively an output)."""
-    from ..tir import stmt as S
-    from ..tir.functor import post_order_visit
-
-    out: set[int] = set()
-
-    def visit(n: Any) -> None:
-        if isinstance(n, S.BufferStore):
-            out.add(id(n.buffer.data))
-        elif isinstance(n, E.Call):
-            if n.op == "tvm_access_ptr":
-                mask = n.args[4]
-                if not isinstance(mask, E.IntImm) or mask.value & 2:
-                    out.add(id(n.args[1]))
-            elif n.op in ("call_extern", "call_pure_extern", "address_of"):
-                for a in n.args:
-                    if isinstance(a, E.Var) and a.dtype == "handle":
-                        out.add(id(a))
-                    elif isinstance(a, E.BufferLoad) and n.op == "address_of":
-                        out.add(id(a.buffer.data))
-
-    post_order_visit(func.body, visit)
-    return out
-
-
 def signature(func: PrimFunc) -> Signature:
     """The ABI of ``func``: its parameters and the shape vars appended after them."""
     params: list[ParamSpec] = []
-    written = _written_data_vars(func)
+    written = written_data_vars(func)
     param_ids = {id(p) for p in func.params}
     shape_vars: list[ShapeVarSpec] = []
     sv_vars: list[E.Var] = []

@@ -23,6 +23,7 @@ from typing import Any
 from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
+from ..tir.analysis import written_data_vars
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from . import abi
@@ -495,7 +496,7 @@ class _PlanBuilder:
             raise GPUCodegenError(f"{self.func.name}: kernel {name} takes {len(kernel.params)} "
                                   f"arguments, the launch passes {len(kargs)}")
         out_args = []
-        writes = abi._written_data_vars(kernel)
+        writes = written_data_vars(kernel)
         for a, p in zip(kargs, kernel.params):
             if dt.is_handle(p.dtype):
                 ref = self.names.get(id(a)) if isinstance(a, E.Var) else None

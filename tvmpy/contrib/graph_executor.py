@@ -6,6 +6,13 @@
 
 :class:`GraphModule` wraps the executor that a factory creates (runtime/graph_executor.py holds
 the implementation and its design notes); :func:`create` builds one from graph JSON and a library.
+
+Threads: ``y, = m.infer(data=x)`` sets the inputs, runs and returns copies of the outputs in one
+atomic call, safe from any number of threads at once (as onnxruntime's
+``InferenceSession.run``). The stateful ``set_input``/``run``/``get_output`` sequence is for one
+thread at a time: each call is atomic, and a thread whose inputs or outputs another thread's
+calls replaced gets ``ConcurrentUseError`` instead of that thread's result
+(runtime/concurrency.py).
 """
 
 from __future__ import annotations
@@ -14,11 +21,17 @@ from typing import Any
 
 from ..runtime.device import Device
 from ..runtime.evaluator import BenchmarkResult
-from ..runtime.graph_executor import GraphExecutor, GraphJSONError, ProfileReport
+from ..runtime.graph_executor import (
+    ConcurrentUseError,
+    GraphExecutor,
+    GraphJSONError,
+    ProfileReport,
+)
 from ..runtime.module import Module
 from ..runtime.ndarray import NDArray
 
-__all__ = ["GraphModule", "create", "GraphExecutor", "GraphJSONError", "ProfileReport"]
+__all__ = ["GraphModule", "create", "GraphExecutor", "GraphJSONError", "ProfileReport",
+           "ConcurrentUseError"]
 
 
 def create(graph_json_str: str, libmod: Module, device: Device | list | None = None) -> GraphModule:
@@ -33,9 +46,11 @@ class GraphModule:
     ``set_input(key, value)`` / ``set_input(**inputs)`` copy in (checked: a wrong name lists the
     valid ones; a wrong shape or dtype names expected and got); ``run(**inputs)``;
     ``get_output(i, out=None)`` (a view of the output storage, overwritten by the next run, or a
-    copy into ``out``); ``get_input``, ``get_num_inputs``, ``get_num_outputs``,
-    ``get_input_info``, ``load_params(bytes)``, ``benchmark(dev, ...)``, ``profile()``.
-    Running before every input is set raises RuntimeError naming the missing ones."""
+    copy into ``out``; a copy once several threads use the module); ``infer(**inputs)`` (the
+    thread-safe call: inputs in, numpy copies of the outputs out); ``get_input``,
+    ``get_num_inputs``, ``get_num_outputs``, ``get_input_info``, ``load_params(bytes)``,
+    ``benchmark(dev, ...)``, ``profile()``. Running before every input is set raises
+    RuntimeError naming the missing ones."""
 
     def __init__(self, module: GraphExecutor | GraphModule):
         if isinstance(module, GraphModule):
@@ -53,9 +68,21 @@ class GraphModule:
         self.module.set_input(key, value, **params)
 
     def run(self, **input_dict: Any) -> None:
-        if input_dict:
+        if not input_dict:
+            self._run()
+        elif isinstance(self.module, GraphExecutor):
+            self._run(**input_dict)  # set and run atomically
+        else:
             self.module.set_input(**input_dict)
-        self._run()
+            self._run()
+
+    def infer(self, **inputs: Any) -> list[Any]:
+        """Set ``inputs``, run, and return a numpy copy of every output: one atomic call,
+        safe from several threads at once (onnxruntime's ``InferenceSession.run``)."""
+        if isinstance(self.module, GraphExecutor):
+            return self.module.infer(inputs)
+        raise TypeError(f"infer() needs a local graph executor, not "
+                        f"{type(self.module).__name__}; use set_input/run/get_output")
 
     def get_output(self, index: int, out: Any = None) -> NDArray:
         return self.module.get_output(index, out)

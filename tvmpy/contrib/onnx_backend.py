@@ -151,10 +151,7 @@ def _compile(mod: Any, params: dict, executor: str, opt_level: int | None = None
     fields = [ret] if n_outputs == 1 or not isinstance(ret, TupleType) else list(ret.fields)
 
     def run_graph(feeds: dict) -> list[Any]:
-        for k, v in feeds.items():
-            gm.set_input(k, v)
-        gm.run()
-        flat = iter([gm.get_output(i).numpy() for i in range(gm.get_num_outputs())])
+        flat = iter(gm.infer(**feeds))  # one atomic call: rep.run from several threads is safe
         return [_regroup(t, flat) for t in fields]
 
     run_graph.executor = "graph"  # type: ignore[attr-defined]

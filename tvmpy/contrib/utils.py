@@ -1,13 +1,17 @@
 """``tvm.contrib.utils.tempdir()``: a temporary directory for exported libraries (as in TVM's
-tutorials: ``temp = utils.tempdir(); f.export_library(temp.relpath("f.so"))``)."""
+tutorials: ``temp = utils.tempdir(); f.export_library(temp.relpath("f.so"))``); and
+:func:`open_for_append`, which every line-per-record log of tvmpy (tuning logs, measurement
+tables, findings) is appended through."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
+from typing import TextIO
 
-__all__ = ["TempDirectory", "tempdir"]
+__all__ = ["TempDirectory", "tempdir", "open_for_append"]
 
 
 class TempDirectory:
@@ -44,3 +48,25 @@ class TempDirectory:
 
 def tempdir(custom_path: str | None = None) -> TempDirectory:
     return TempDirectory(custom_path)
+
+
+def open_for_append(path: str | os.PathLike[str], encoding: str = "utf-8") -> TextIO:
+    """``path`` opened to append lines of text (created when missing).
+
+    A file that does not end with a newline (its last line was cut: a writer killed in the
+    middle of it, a full disk) first gets one, so that the cut line stays on its own line (a
+    reader skips it as malformed) instead of having the next record glued onto it, which
+    would lose that record as well."""
+    f = open(path, "a", encoding=encoding)
+    try:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:  # (not a pipe, a terminal, ...)
+            with open(path, "rb") as probe:
+                probe.seek(-1, os.SEEK_END)
+                if probe.read(1) != b"\n":
+                    f.write("\n")
+                    f.flush()
+    except BaseException:
+        f.close()
+        raise
+    return f

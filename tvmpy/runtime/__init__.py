@@ -7,6 +7,7 @@
 - function.py: the checked ctypes call of one compiled function;
 - graph_json.py, graph_executor.py: the graph format and its executor (plus the factory module
   ``relay.build`` returns); param_dict.py: ``save_param_dict`` / ``load_param_dict``;
+- concurrency.py: executors used from several threads (``ConcurrentUseError``);
 - linker.py: system compiler/linker driving; evaluator.py: ``time_evaluator``.
 
 The runtime imports nothing of the compiler (only ``ir.dtype`` and ``config``): an exported
@@ -16,6 +17,7 @@ library loads and runs with ``tvmpy.runtime`` and numpy alone.
 from __future__ import annotations
 
 from . import ndarray
+from .concurrency import ConcurrentUseError
 from .device import Device, cl, cpu, cuda, device, gpu, opencl
 from .evaluator import BenchmarkResult
 from .function import Function
@@ -24,4 +26,4 @@ from .ndarray import NDArray
 from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
-           "BenchmarkResult", "save_param_dict", "load_param_dict"]
+           "BenchmarkResult", "save_param_dict", "load_param_dict", "ConcurrentUseError"]

@@ -13,6 +13,13 @@ Calling ``f(*args)``:
   row-major, or the buffer's declared strides). An argument that is not (a strided view, a slice,
   a numpy array from ``malloc``) is copied into aligned scratch memory for the call and, when it is
   writable, copied back afterwards: numpy arrays work as arguments, NDArrays avoid the copies.
+- aliasing: a buffer the kernel writes (``written`` in the signature: an output) that shares
+  memory with another argument (``f(x, x)``, overlapping views of one array) is computed in a
+  scratch of its own and copied back after the call, as numpy does for an ``out=`` that overlaps
+  an input: the kernel reads every input as it was before the call (a transpose into its own
+  input gives the transpose). Two written buffers that share memory are refused (ValueError
+  naming both: the result would depend on the order of the stores). Arguments only read may
+  share memory freely (``add(x, x, out)``).
 - scalar arguments: Python/numpy numbers, range-checked for integer dtypes.
 - then the shape-var values are appended and the C function is called; a nonzero return raises
   RuntimeError with the message the kernel stored in ``__tvmpy_last_error``.
@@ -183,6 +190,8 @@ class Function:
         self._stride_vars = [(sv["name"], buf_pos[sv["arg_index"]], sv["dim"])
                              for sv in signature["shape_vars"] if sv.get("source") == "stride"]
         self._scalars = [p for p in self.params if p.kind == "scalar"]
+        # positions (in _bufs) of the buffers the kernel may write: the aliasing check's pairs
+        self._written = [k for k, p in enumerate(self._bufs) if p.written]
         self._param_names = ", ".join(p.name for p in self.params)
         self._nparams = len(self.params)
 
@@ -277,7 +286,9 @@ class Function:
                              else int(np.prod(arr.shape[d + 1:], dtype=np.int64)))
         writeback: list[tuple[Any, np.ndarray]] = []
         seen: dict = {}
-        for p, arr, ptr in zip(self._bufs, arrays, ptrs):
+        private = self._aliased(arrays, ptrs) if self._written and len(arrays) > 1 else ()
+        late: list[tuple[Any, np.ndarray]] = []  # their scratches: copied back last
+        for k, (p, arr, ptr) in enumerate(zip(self._bufs, arrays, ptrs)):
             if p.has_expr:
                 for d, (dim, got) in enumerate(zip(p.dims, arr.shape)):
                     if dim.expr is not None:
@@ -286,16 +297,48 @@ class Function:
                             raise ValueError(f"{self.name}: argument {p.name} dim {d} must be "
                                              f"{dim.text} = {want}, got {got} "
                                              f"(shape {arr.shape})")
-            if ptr is not None and p.strides is None:
+            if k in private:  # written, sharing memory with another argument: its own scratch
+                raw[p.index] = self._pointer(p, arr, env, late, None)
+            elif ptr is not None and p.strides is None:
                 raw[p.index] = ptr
             else:
                 raw[p.index] = self._pointer(p, arr, env, writeback, seen)
+        writeback += late
         for name, dtype, rng in self.shape_vars:
             v = env[name]
             if rng is not None and not rng[0] <= v <= rng[1]:
                 raise ValueError(f"{self.name}: shape var {name}={v} does not fit {dtype}")
             raw.append(v)
         return raw, writeback
+
+    def _aliased(self, arrays: list[np.ndarray], ptrs: list[int | None]) -> set[int]:
+        """Positions of the written buffers that share memory with another argument (each gets
+        a private scratch); ValueError when two written buffers share memory. (``ptrs``: the
+        addresses of compact NDArrays, whose byte ranges are compared without numpy.)"""
+        out: set[int] = set()
+        written = self._written
+        for k in written:
+            a, pa = arrays[k], ptrs[k]
+            for j, b in enumerate(arrays):
+                if j == k:
+                    continue
+                pb = ptrs[j]
+                if pa is not None and pb is not None:
+                    if pa >= pb + b.nbytes or pb >= pa + a.nbytes:
+                        continue
+                elif not np.may_share_memory(a, b):  # (bounds: cheap, conservative)
+                    continue
+                if j in written:
+                    if np.shares_memory(a, b):  # exact: interleaved views are disjoint
+                        first, second = self._bufs[min(j, k)], self._bufs[max(j, k)]
+                        raise ValueError(
+                            f"{self.name}: arguments {first.name} and {second.name} share "
+                            f"memory, and "
+                            f"{self.name} writes both (the result would depend on the order "
+                            "of its stores); pass separate arrays")
+                    continue
+                out.add(k)
+        return out
 
     def _shape_text(self, p: _Param) -> str:
         return "(" + ", ".join(d.text for d in p.dims) + ("," if len(p.dims) == 1 else "") + ")"
@@ -340,10 +383,12 @@ class Function:
         return float(v)
 
     def _pointer(self, p: _Param, arr: np.ndarray, env: dict[str, int],
-                 writeback: list[tuple[Any, np.ndarray]], seen: dict) -> int:
+                 writeback: list[tuple[Any, np.ndarray]], seen: dict | None) -> int:
         """The pointer to pass for ``arr``: its own memory when aligned, laid out as declared and
         writable (read-only memory is never handed to a kernel), else an aligned scratch copy.
-        One array passed for several parameters gets one scratch, so in-place kernels work."""
+        One array passed for several parameters gets one scratch (``seen``), except that
+        ``seen=None`` (a written buffer aliasing another argument) always makes a scratch of
+        its own."""
         ptr = arr.ctypes.data
         writable = arr.flags.writeable
         if p.written and not writable and arr.size:
@@ -351,19 +396,20 @@ class Function:
                              "array passed is read-only; pass a writable array")
         if p.strides is None:
             want = None
-            if writable and arr.flags.c_contiguous and ptr % ALIGNMENT == 0 and arr.size:
+            if (writable and arr.flags.c_contiguous and ptr % ALIGNMENT == 0 and arr.size
+                    and seen is not None):
                 return ptr
         else:
             want = tuple(self._eval(s, env) if s.expr is not None else
                          (s.const if s.const is not None else env[str(s.var)]) for s in p.strides)
             item = arr.itemsize
-            if (writable and arr.size and ptr % ALIGNMENT == 0 and
+            if (writable and arr.size and ptr % ALIGNMENT == 0 and seen is not None and
                     all(n <= 1 or st * item == bs for n, st, bs in zip(arr.shape, want, arr.strides))):
                 return ptr
         if arr.size == 0:
             return self._keep(_aligned_empty(ALIGNMENT), writeback)
         key = (ptr, arr.shape, arr.strides, arr.dtype.str, want)
-        if key in seen:
+        if seen is not None and key in seen:
             return seen[key]
         if want is None:
             scratch = _aligned_empty(arr.nbytes).view(arr.dtype).reshape(arr.shape)
@@ -376,7 +422,9 @@ class Function:
                 base.view(arr.dtype), shape=arr.shape, strides=[st * item for st in want])
         np.copyto(scratch, arr)
         writeback.append((arr if writable else None, scratch))
-        seen[key] = sptr = scratch.ctypes.data
+        sptr = scratch.ctypes.data
+        if seen is not None:
+            seen[key] = sptr
         return sptr
 
     @staticmethod

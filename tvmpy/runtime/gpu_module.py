@@ -20,6 +20,7 @@ and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JS
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -210,6 +211,9 @@ class GPUFunction:
         self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
         self._names = ", ".join(p.name for p in self.params)
         self._scratch: dict[tuple[str, int], tuple[int, Any]] = {}
+        # the intermediate buffers (_scratch) are this function's: threads calling it at once
+        # queue their launch sequences one after the other (the device's queue is in order)
+        self._lock = threading.Lock()
 
     @property
     def device(self) -> Device:
@@ -260,6 +264,8 @@ class GPUFunction:
         bound: dict[str, str] = {}
         bufs: dict[str, Any] = {}
         host_args: list[tuple[np.ndarray, DeviceNDArray, bool]] = []  # (host, device copy, written)
+        # written device arrays that are also another argument: (array, its private copy)
+        private: list[tuple[DeviceNDArray, DeviceNDArray]] = []
         for p, a in zip(self.params, args):
             if p.kind == "scalar":
                 env[p.name] = self._scalar(p, a)
@@ -275,6 +281,10 @@ class GPUFunction:
             self._bind_shape(p, tuple(a.shape), env, bound)
             if isinstance(a, DeviceNDArray):
                 bufs[p.name] = a._mem
+                if p.written and self._aliased(p, a, args):  # (as runtime/function.py does)
+                    tmp = device_empty(a.shape, a._arr.dtype, dev)
+                    bufs[p.name] = tmp._mem
+                    private.append((a, tmp))
             else:  # host memory: a device copy, filled by each run
                 host = a._arr if isinstance(a, NDArray) else a
                 tmp = device_empty(host.shape, host.dtype, dev)
@@ -299,7 +309,25 @@ class GPUFunction:
             rng = _INT_RANGE.get(dtype_name)
             if rng is not None and not rng[0] <= env[name] <= rng[1]:
                 raise ValueError(f"{self.name}: shape var {name}={env[name]} does not fit {dtype_name}")
-        return {"env": env, "bufs": bufs, "host": host_args, "dev": dev}
+        return {"env": env, "bufs": bufs, "host": host_args, "dev": dev, "private": private}
+
+    def _aliased(self, p: _Param, a: DeviceNDArray, args: Sequence[Any]) -> bool:
+        """Whether the device array ``a`` of the written parameter ``p`` is also passed for
+        another parameter: the kernel then writes a copy of its own, copied back after it (its
+        threads would otherwise read what others already wrote: a transpose into its own
+        input). ValueError when the other parameter is written too."""
+        shared = False
+        for q, b in zip(self.params, args):
+            if q is p or not isinstance(b, DeviceNDArray) or b._mem is not a._mem:
+                continue
+            if q.written:
+                first, second = (p, q) if p.index < q.index else (q, p)
+                raise ValueError(f"{self.name}: arguments {first.name} and {second.name} are "
+                                 f"the same device memory, and {self.name} writes both (the "
+                                 "result would depend on the order of its stores); pass "
+                                 "separate arrays")
+            shared = True
+        return shared
 
     def _bind_shape(self, p: _Param, shape: tuple[int, ...], env: dict, bound: dict) -> None:
         if shape == p.const_shape:
@@ -343,13 +371,16 @@ class GPUFunction:
         and asserts are all fixed by the state's arguments — and binds each launch; later runs
         of the same state (the graph executor's nodes, time_evaluator) replay the bound
         launches with no per-launch Python work beyond one driver call."""
-        bound = state.get("bound")
-        if bound is None:
-            bound = state["bound"] = self._bind(state)
-        for host, tmp, _ in state["host"]:
-            tmp.copyfrom(host)
-        for launch in bound:
-            launch()
+        with self._lock:
+            bound = state.get("bound")
+            if bound is None:
+                bound = state["bound"] = self._bind(state)
+            for host, tmp, _ in state["host"]:
+                tmp.copyfrom(host)
+            for arr, tmp in state["private"]:
+                tmp.copyfrom(arr)  # device to device, queued before the launches
+            for launch in bound:
+                launch()
 
     def _bind(self, state: dict) -> list[Callable[[], None]]:
         env = dict(state["env"])
@@ -395,6 +426,8 @@ class GPUFunction:
     def finish(self, state: dict, wait: bool = True) -> None:
         """Copy host arguments the kernels wrote back (this waits for the kernels); without
         any, wait for the device only when ``wait``."""
+        for arr, tmp in state["private"]:
+            arr.copyfrom(tmp)
         written = [(host, tmp) for host, tmp, w in state["host"] if w]
         for host, tmp in written:
             np.copyto(host, tmp.numpy())

@@ -45,6 +45,12 @@ interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-t
 refused at build time, naming the node: ``relay.vm.compile`` (runtime/vm.py) runs them, and
 control flow, with graph executors of this class for the dataflow regions in between.
 
+**Threads** (runtime/concurrency.py): every public call holds the executor's lock;
+``infer(**inputs)`` sets, runs and returns copies of the outputs in one call, safe from any
+number of threads; the stateful ``set_input``/``run``/``get_output`` sequence is per thread,
+and an interleaving that replaced a thread's inputs or outputs raises ``ConcurrentUseError`` in
+that thread. ``get_output`` returns a view while one thread uses the executor, a copy after.
+
 ``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
 ``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
 an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
@@ -66,6 +72,7 @@ import numpy as np
 
 from ..ir import dtype as dt
 from . import ndarray as nd
+from .concurrency import ADVICE, ConcurrentUseError, SharedUse
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
 from .graph_json import (
@@ -82,7 +89,7 @@ from .ndarray import NDArray
 from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
-           "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
+           "ConcurrentUseError", "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
 
 ALIGNMENT = 64
 PARAMS_SYMBOL = "__tvmpy_graph_params"
@@ -110,6 +117,16 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
         a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
         out.append(a)
     return out
+
+
+def _view_of(a: NDArray) -> NDArray:
+    """A new NDArray object on the same memory as ``a`` (an entry of the executor): what
+    ``get_output`` hands out, so that the executor can tell whether it is still referenced."""
+    v = a.__class__.__new__(a.__class__)
+    v._arr, v._device, v._ptr, v._compact_aligned = a._arr, a._device, a._ptr, a._compact_aligned
+    if a._on_device:
+        v._api, v._nbytes, v._mem = a._api, a._nbytes, a._mem  # type: ignore[attr-defined]
+    return v
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -154,10 +171,12 @@ PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input sh
 class _Plan:
     """The entries (views into storage) and prepared calls for one set of concrete shapes."""
 
-    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes")
+    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
+                 "env")
 
     def __init__(self, entries: list[NDArray]):
         self.entries = entries
+        self.env: dict[str, int] | None = None  # symbolic shapes: the values it was made for
         self.calls: list[tuple[Callable[..., int], tuple]] = []
         self.call_nodes: list[_Node] = []
         self.call_funcs: list[Any] = []
@@ -227,6 +246,7 @@ class GraphExecutor:
                              f"tvm.cuda(0)), not {dev}")
         self.device = dev
         self.lib = lib
+        self._use = SharedUse("graph executor")  # the lock; threads' use (runtime/concurrency.py)
         graph = parse_graph(graph_json)
         try:
             shapes, dtypes = graph_entry_attrs(graph)
@@ -304,6 +324,7 @@ class GraphExecutor:
         if "heads" not in graph:
             raise GraphJSONError("graph JSON: missing 'heads' (the outputs)")
         self._output_eids = [self._entry(h, "heads", row) for h in graph["heads"]]
+        self._output_eid_set = set(self._output_eids)
         self._unset = set(self._input_names)
         self._param_names: set[str] = set()
         self._check_storage_plan(sids)
@@ -458,7 +479,7 @@ class GraphExecutor:
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
         plan = self._prepare_calls(entries, env)
-        plan.arena, plan.nbytes = arena, nbytes
+        plan.arena, plan.nbytes, plan.env = arena, nbytes, env
         self._plans[key] = plan
         while len(self._plans) > PLAN_CACHE_SIZE:
             self._plans.popitem(last=False)
@@ -603,15 +624,20 @@ class GraphExecutor:
         """Copy ``value`` into input ``key`` (name or index), checking its shape and dtype; and
         each ``name=value`` of ``params``. Every value is checked before any is copied: on an
         error no input has changed."""
-        todo = []
-        if key is not None:
-            i = self._input_idx(key)
-            todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})")))
-        for k, v in params.items():
-            i = self._input_idx(k)
-            todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})")))
-        for i, src in todo:
-            self._copy_in(i, src)
+        with self._use.lock:
+            self._enter()
+            todo = []
+            if key is not None:
+                i = self._input_idx(key)
+                todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})")))
+            for k, v in params.items():
+                i = self._input_idx(k)
+                todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})")))
+            for i, src in todo:
+                self._copy_in(i, src)
+                self._use.set(i)
+                if self._input_eids[i] in self._output_eid_set:  # a graph output is this input
+                    self._use.outputs_changed()
 
     def _checked(self, i: int, value: Any, where: str) -> np.ndarray:
         """``value`` as an array of input ``i``'s shape and dtype, else ValueError/TypeError
@@ -669,30 +695,40 @@ class GraphExecutor:
         inputs."""
         if isinstance(params, (bytes, bytearray, memoryview)):
             params = load_param_dict(params, copy=False)
-        todo = []
-        for name, value in params.items():
-            i = self._input_index.get(name)
-            if i is not None:
-                todo.append((i, self._checked(i, value, f"load_params: parameter {name!r}")))
-        if params and not todo:
-            raise ValueError(f"load_params: none of the {len(params)} parameters "
-                             f"({_first(list(params))}) is an input of this graph (inputs: "
-                             f"{_first(self._input_names)}); are they another model's?")
-        for i, src in todo:
-            self._copy_in(i, src)
-            self._param_names.add(self._input_names[i])
+        with self._use.lock:  # (not a use by this thread: create() loads them, then hands over)
+            todo = []
+            for name, value in params.items():
+                i = self._input_index.get(name)
+                if i is not None:
+                    todo.append((i, self._checked(i, value, f"load_params: parameter {name!r}")))
+            if params and not todo:
+                raise ValueError(f"load_params: none of the {len(params)} parameters "
+                                 f"({_first(list(params))}) is an input of this graph (inputs: "
+                                 f"{_first(self._input_names)}); are they another model's?")
+            for i, src in todo:
+                self._copy_in(i, src)
+                self._use.set(i, mine=False)
+                self._param_names.add(self._input_names[i])
 
     def get_input(self, key: Any, out: NDArray | None = None) -> NDArray:
         """The input's storage (a view: later set_input calls change it), or a copy into
-        ``out``."""
-        i = self._input_idx(key)
-        arr = self._entries[self._input_eids[i]]
-        if i in self._pending:
-            arr = NDArray(self._pending[i], self.device)
-        if out is not None:
-            out.copyfrom(arr)
-            return out
-        return arr
+        ``out``. Once several threads use the executor: a read-only copy."""
+        with self._use.lock:
+            self._enter()
+            i = self._input_idx(key)
+            arr = self._entries[self._input_eids[i]]
+            if i in self._pending:
+                arr = NDArray(self._pending[i], self.device)
+            if out is not None:
+                out.copyfrom(arr)
+                return out
+            if self._use.shared:
+                copy = arr.copyto(self.device)
+                if not copy._on_device:
+                    copy._arr.flags.writeable = False
+                    copy._compact_aligned = False
+                return copy
+            return arr
 
     def get_num_inputs(self) -> int:
         """Number of graph inputs, parameters included (as TVM)."""
@@ -704,12 +740,13 @@ class GraphExecutor:
     def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """(shape dict, dtype dict) of the inputs the user sets (parameters left out)."""
         shapes, dtypes = {}, {}
-        for name in self.get_input_names():
-            eid = self._input_eids[self._input_index[name]]
-            a = self._entries[eid]
-            shapes[name], dtypes[name] = a.shape, a.dtype
-            if self._symbolic:  # symbolic dimensions as in the graph ("batch_1")
-                shapes[name] = self._sym[eid].dims
+        with self._use.lock:
+            for name in self.get_input_names():
+                eid = self._input_eids[self._input_index[name]]
+                a = self._entries[eid]
+                shapes[name], dtypes[name] = a.shape, a.dtype
+                if self._symbolic:  # symbolic dimensions as in the graph ("batch_1")
+                    shapes[name] = self._sym[eid].dims
         return shapes, dtypes
 
     # ---- outputs ------------------------------------------------------------------------------
@@ -718,29 +755,45 @@ class GraphExecutor:
 
     def get_output(self, index: int, out: Any = None) -> NDArray:
         """Output ``index``: a view of its storage (the next run overwrites it), or a copy into
-        ``out`` (NDArray or numpy array of the same shape)."""
+        ``out`` (NDArray or numpy array of the same shape). Once several threads use the
+        executor: a copy (see runtime/concurrency.py); a thread whose run's outputs another
+        thread's run replaced gets ConcurrentUseError."""
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
             raise TypeError(f"get_output: index must be an int, got {type(index).__name__}")
         n = len(self._output_eids)
         if not 0 <= index < n:
             raise IndexError(f"get_output: index {index} out of range: the graph has {n} "
                              f"output{'s' if n != 1 else ''}")
-        if self._active is None:
-            raise RuntimeError("get_output: the output shapes depend on the input shapes; call "
-                               "run() first")
-        arr = self._entries[self._output_eids[index]]
-        if out is None:
-            return arr
-        if isinstance(out, NDArray):
-            return out.copyfrom(arr)
-        if isinstance(out, np.ndarray):
-            if out.shape != arr.shape:
-                raise ValueError(f"get_output: out has shape {out.shape}, output {index} has "
-                                 f"{arr.shape}")
-            np.copyto(out, arr.numpy() if getattr(arr, "_on_device", False) else arr._arr)
-            return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
+        with self._use.lock:
+            self._enter()
+            if self._active is None:
+                raise RuntimeError("get_output: the output shapes depend on the input shapes; "
+                                   "call run() first")
+            self._use.check_outputs()
+            arr = self._entries[self._output_eids[index]]
+            if out is None:
+                if self._use.shared:
+                    return arr.copyto(self.device)
+                return self._use.track(_view_of(arr))
+            if isinstance(out, NDArray):
+                return out.copyfrom(arr)
+            if isinstance(out, np.ndarray):
+                if out.shape != arr.shape:
+                    raise ValueError(f"get_output: out has shape {out.shape}, output {index} "
+                                     f"has {arr.shape}")
+                np.copyto(out, arr.numpy() if getattr(arr, "_on_device", False) else arr._arr)
+                return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
         raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
                         f"{type(out).__name__}")
+
+    def infer(self, inputs: Mapping[str, Any] | None = None, **kwargs: Any) -> list[np.ndarray]:
+        """Set the inputs given (by name; the others keep their values), run, and return a
+        copy of every output, as numpy arrays: one atomic call, safe from any number of threads
+        at once (onnxruntime's ``InferenceSession.run``; runtime/concurrency.py)."""
+        feeds = dict(inputs or {}, **kwargs)
+        with self._use.lock:
+            self.run(**feeds)
+            return [a.numpy() for a in (self._entries[e] for e in self._output_eids)]
 
     # ---- running ------------------------------------------------------------------------------
     def _check_ready(self) -> None:
@@ -750,18 +803,79 @@ class GraphExecutor:
                                f"{', '.join(repr(n) for n in missing)} not set; call "
                                "set_input first")
 
-    def run(self) -> None:
-        """Execute every node once, in graph order."""
-        if self._unset:
-            self._check_ready()
+    def run(self, **inputs: Any) -> None:
+        """Execute every node once, in graph order (after setting ``inputs``, atomically)."""
+        with self._use.lock:
+            if inputs:
+                self.set_input(**inputs)
+            else:
+                self._enter()
+            self._use.before_run(self._input_name)
+            if self._unset:
+                self._check_ready()
+            if self._symbolic:
+                self._prepare_run()
+            self._use.after_run()
+            for cfunc, args in self._calls:
+                if cfunc(*args):
+                    break
+            else:
+                return
+            self._raise_failed(cfunc, args)
+
+    def _input_name(self, i: int) -> str:
+        return repr(self._input_names[i])
+
+    # ---- several threads ----------------------------------------------------------------------
+    def _enter(self) -> None:
+        """Every public call, with the lock held: note the calling thread; on the first call of
+        a second thread, views of the outputs handed out before and still referenced are left
+        their storage (``_detach_views``)."""
+        use = self._use
+        use.enter()
+        if use.shared and use.views_alive():
+            self._detach_views()
+            use.drop_views()
+
+    def _detach_views(self) -> None:
+        """Move the outputs' storages to fresh memory (the values copied, the calls prepared
+        again), so that no later run writes where the views ``get_output`` returned while one
+        thread used the executor point: they keep that thread's values. Inputs and weights
+        stay where they are (a view of an input, ``get_input``, still writes through)."""
+        if self.device.device_type != kDLCPU or hasattr(self.lib, "alloc_arena"):
+            raise ConcurrentUseError(
+                f"graph executor on {self.device}: arrays that get_output returned while one "
+                "thread used it are still referenced, and runs from another thread would "
+                "overwrite them (on this device the outputs cannot move); drop them (keep "
+                f".numpy() copies, or use get_output(i, out=...)), or {ADVICE}")
+        keep = {self._sids[e] for e in self._input_eids}
+        moved = {self._sids[e] for e in self._output_eids} - keep
+        old = self._active
         if self._symbolic:
-            self._prepare_run()
-        for cfunc, args in self._calls:
-            if cfunc(*args):
-                break
-        else:
+            self._move_storages(moved, self._static_views)
+            self._plans.clear()  # their entries are views of the old static storage
+            for eid, view in self._static_views.items():
+                self._entries[eid] = view
+            if old is not None and old.env is not None:
+                plan = self._plan_for(old.env)
+                for e in self._output_eids:
+                    np.copyto(plan.entries[e]._arr, old.entries[e]._arr)
+                self._activate(plan)
             return
-        self._raise_failed(cfunc, args)
+        views = dict(enumerate(self._entries))
+        self._move_storages(moved, views)
+        self._activate(self._prepare_calls([views[e] for e in range(len(views))]))
+
+    def _move_storages(self, sids: set[int], views: dict[int, NDArray]) -> None:
+        """Replace in ``views`` (entry -> view) the entries of storages ``sids`` by views of a
+        fresh arena holding the same values."""
+        eids = [e for e in views if self._sids[e] in sids]
+        if not eids:
+            return
+        _, fresh, _ = self._allocate({e: views[e].shape for e in eids}, _zeroed_arena)
+        for e in eids:
+            np.copyto(fresh[e]._arr, views[e]._arr)
+            views[e] = fresh[e]
 
     def _raise_failed(self, cfunc: Any, args: tuple) -> None:
         k = next(i for i, c in enumerate(self._calls) if c[0] is cfunc and c[1] is args)
@@ -786,19 +900,20 @@ class GraphExecutor:
         if func_name != "run":
             raise ValueError(f"benchmark: can only time 'run', got {func_name!r}")
         check_counts("benchmark", number, repeat, min_repeat_ms or 0, cooldown_interval_ms)
-        if kwargs:
-            self.set_input(**kwargs)
-        if end_to_end:
-            def step() -> None:
+        with self._use.lock:  # other threads wait: their runs would be timed too
+            if kwargs:
                 self.set_input(**kwargs)
-                self.run()
-                for i in range(len(self._output_eids)):
-                    self.get_output(i).numpy()
-        else:
-            step = self.run
-        step()  # warm-up (and the checks)
-        return time_calls(step, self.device, number, repeat, min_repeat_ms or 0,
-                          cooldown_interval_ms, repeats_to_cooldown)
+            if end_to_end:
+                def step() -> None:
+                    self.set_input(**kwargs)
+                    self.run()
+                    for i in range(len(self._output_eids)):
+                        self.get_output(i).numpy()
+            else:
+                step = self.run
+            step()  # warm-up (and the checks)
+            return time_calls(step, self.device, number, repeat, min_repeat_ms or 0,
+                              cooldown_interval_ms, repeats_to_cooldown)
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
@@ -827,6 +942,10 @@ class GraphExecutor:
         """Time every node separately over ``number`` runs (after one warm-up run). On a GPU
         the device is synchronized around each node, so a node's time is its kernels' run time
         plus its launch cost; ``total`` is a run's time without those synchronizations."""
+        with self._use.lock:
+            return self._profile(number, kwargs)
+
+    def _profile(self, number: int, kwargs: dict[str, Any]) -> ProfileReport:
         if kwargs:
             self.set_input(**kwargs)
         self.run()

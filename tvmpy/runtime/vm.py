@@ -54,6 +54,11 @@ Every such result is checked against its relay type (dtype, static dimensions).
 
 Values in registers are NDArrays (tensors), Python tuples (relay tuples) and Python lists
 (run-time lists). CPU only.
+
+**Threads**: ``invoke`` with inputs may be called from any number of threads at once (registers
+are per call, each segment's executor runs under its lock, results are fresh arrays); the
+stateful ``set_input`` / ``run`` / ``get_outputs`` raise ``ConcurrentUseError`` in a thread
+whose inputs or outputs another thread replaced (runtime/concurrency.py).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from .concurrency import SharedUse
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
 from .function import ALIGNMENT
@@ -428,21 +434,26 @@ class _Segment:
 
     def run(self, inputs: list[NDArray]) -> list[NDArray]:
         ex = self.ex
-        entries, eids = ex._entries, ex._input_eids
-        for i, a in enumerate(inputs):
-            arr = a._arr
-            if self.static_in[i]:
-                dst = entries[eids[i]]._arr
-                if arr.shape != dst.shape or arr.dtype != dst.dtype:
-                    ex._checked(i, arr, f"{self.where}: input {i}")  # raises, naming it
-                np.copyto(dst, arr)
-            else:
-                ex._checked(i, arr, f"{self.where}: input {i}")
-                ex._pending[i] = arr
-            ex._unset.discard(self.names[i])
-        ex.run()
-        entries, dev = ex._entries, self.dev
-        return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
+        with ex._use.lock:  # inputs in, run, outputs out: one step (threads invoking the VM)
+            entries, eids = ex._entries, ex._input_eids
+            for i, a in enumerate(inputs):
+                arr = a._arr
+                if self.static_in[i]:
+                    dst = entries[eids[i]]._arr
+                    if arr.shape != dst.shape or arr.dtype != dst.dtype:
+                        ex._checked(i, arr, f"{self.where}: input {i}")  # raises, naming it
+                    np.copyto(dst, arr)
+                else:
+                    ex._checked(i, arr, f"{self.where}: input {i}")
+                    ex._pending[i] = arr
+                ex._unset.discard(self.names[i])
+            ex.run()
+            entries, dev = ex._entries, self.dev
+            return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
+
+
+def _input_key(key: tuple[str, str]) -> str:
+    return f"{key[1]!r} of @{key[0]}"
 
 
 def _with_node(e: Exception, where: str) -> Exception:
@@ -724,6 +735,9 @@ class VirtualMachine:
         self._inputs: dict[str, list[Any]] = {}
         self._partial: dict[str, dict[str, Any]] = {}
         self._outputs: Any = None
+        # the stateful API from several threads (runtime/concurrency.py); invoke with inputs
+        # needs no lock: each segment's executor has its own
+        self._use = SharedUse("VM")
 
     # ---- calling ------------------------------------------------------------------------------
     def _bind_args(self, func_name: str, args: Sequence[Any], kwargs: dict[str, Any]
@@ -753,16 +767,27 @@ class VirtualMachine:
     def invoke(self, func_name: str = "main", *args: Any, **kwargs: Any) -> Any:
         """Run ``func_name`` on ``args`` (by position, then by name); every input is checked
         (dtype, rank, static dimensions, dimensions of one size variable) before any kernel
-        runs. Returns an NDArray or a tuple."""
+        runs. Returns an NDArray or a tuple (fresh arrays: safe from several threads at once).
+        Without inputs, those of ``set_input``: ConcurrentUseError when another thread set one
+        that this thread set since its last run."""
         if not args and not kwargs and func_name in self._inputs:
-            idx, bound = self.exe._index(func_name), self._inputs[func_name]
+            with self._use.lock:
+                self._use.enter()
+                self._use.before_run(_input_key)
+                idx, bound = self.exe._index(func_name), self._inputs[func_name]
         else:
             idx, bound = self._bind_args(func_name, args, kwargs)
         return self._execute(idx, bound)
 
     def set_input(self, func_name: str = "main", *args: Any, **kwargs: Any) -> None:
         """Check and keep the inputs of ``func_name`` for ``run``/``invoke`` without inputs."""
-        self._inputs[func_name] = self._bind_args(func_name, args, kwargs)[1]
+        bound = self._bind_args(func_name, args, kwargs)[1]
+        with self._use.lock:
+            self._use.enter()
+            self._inputs[func_name] = bound
+            self._partial.pop(func_name, None)
+            for p in self.exe.functions[self.exe._index(func_name)].params:
+                self._use.set((func_name, p))
 
     def set_one_input(self, func_name: str, key: int | str, value: Any) -> None:
         """Set one input (by index or name) of ``func_name``, keeping the others set."""
@@ -771,11 +796,14 @@ class VirtualMachine:
         if name not in f.params:
             raise TypeError(f"@{f.name} has no input named {name!r}; inputs: "
                             f"{', '.join(f.params)}")
-        current = self._partial.setdefault(func_name, dict(zip(f.params, self._inputs.get(
-            func_name, []))))
-        current[name] = value
-        if all(p in current for p in f.params):  # complete: checked together
-            self.set_input(func_name, **current)
+        with self._use.lock:
+            self._use.enter()
+            current = self._partial.setdefault(func_name, dict(zip(f.params, self._inputs.get(
+                func_name, []))))
+            current[name] = value
+            self._use.set((func_name, name))
+            if all(p in current for p in f.params):  # complete: checked together
+                self._inputs[func_name] = self._bind_args(func_name, (), current)[1]
 
     def get_input_index(self, input_name: str, func_name: str = "main") -> int:
         params = self.exe.functions[self.exe._index(func_name)].params
@@ -784,16 +812,25 @@ class VirtualMachine:
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """``invoke("main", ...)`` (with the inputs of ``set_input`` when none are given); the
         result is kept for ``get_outputs``."""
-        self._outputs = self.invoke("main", *args, **kwargs)
-        return self._outputs
+        out = self.invoke("main", *args, **kwargs)
+        with self._use.lock:
+            self._use.enter()
+            self._outputs = out
+            self._use.after_run()
+        return out
 
     invoke_stateful = run
 
     def get_outputs(self) -> list[NDArray]:
-        """The tensors of the last ``run``'s result, flattened (as TVM's ``get_outputs``)."""
-        if self._outputs is None:
-            raise RuntimeError("get_outputs: call run() first")
-        return _flatten(self._outputs, [])
+        """The tensors of the last ``run``'s result, flattened (as TVM's ``get_outputs``); they
+        are the run's own arrays (a later run makes new ones). ConcurrentUseError when this
+        thread ran and another thread ran since."""
+        with self._use.lock:
+            self._use.enter()
+            if self._outputs is None:
+                raise RuntimeError("get_outputs: call run() first")
+            self._use.check_outputs("get_outputs")
+            return _flatten(self._outputs, [])
 
     def get_num_outputs(self) -> int:
         return len(self.get_outputs())

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..autotvm.measure.measure import MeasureErrorNo, MeasureResult
 from ..autotvm.tuner.model_based_tuner import CostModel, ModelOptimizer
+from ..contrib.utils import open_for_append
 
 __all__ = ["MeasurementTable", "TableMeasure", "restrict_to_sample", "SampleOptimizer",
            "draw_sample", "noise_band", "trials_to_reach", "round_order"]
@@ -128,7 +129,7 @@ class MeasurementTable:
                 raise ValueError("a measurement needs a cost or an error_no")
             rec = {"i": int(index), "r": int(round_no), "e": int(error_no), "m": message[:200]}
             self.errors[int(index)] = (int(error_no), message[:200])
-        with open(self.path, "a") as f:
+        with open_for_append(self.path) as f:
             f.write(json.dumps(rec) + "\n")
             f.flush()
 

@@ -21,7 +21,7 @@ from .functor import post_order_visit
 
 __all__ = ["verify_lowered", "verify_single_definition", "lowered_errors", "verify_gpu_code",
            "gpu_code_errors", "check_gpu_limits",
-           "target_gpu_limits"]
+           "target_gpu_limits", "written_data_vars"]
 
 
 def _buffer_errors(b: Buffer, where: str) -> list[str]:
@@ -214,3 +214,29 @@ def check_gpu_limits(func: PrimFunc, target: Any) -> None:
         raise ValueError(f"{func.name}: the schedule exceeds the limits of target {target}: "
                          + "; ".join(errs) + " (split the bound axes by smaller factors or use "
                          "smaller shared tiles)")
+
+
+def written_data_vars(func: PrimFunc) -> set[int]:
+    """ids of the data Vars ``func``'s body may write: stores, write-mode access pointers, and
+    any data Var handed to an external call as is (conservatively an output). The ABI's
+    ``written`` flag of a buffer parameter (codegen/abi.py), which the runtime's aliasing
+    check reads, and the interpreter's."""
+    out: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, S.BufferStore):
+            out.add(id(n.buffer.data))
+        elif isinstance(n, E.Call):
+            if n.op == "tvm_access_ptr":
+                mask = n.args[4]
+                if not isinstance(mask, E.IntImm) or mask.value & 2:
+                    out.add(id(n.args[1]))
+            elif n.op in ("call_extern", "call_pure_extern", "address_of"):
+                for a in n.args:
+                    if isinstance(a, E.Var) and a.dtype == "handle":
+                        out.add(id(a))
+                    elif isinstance(a, E.BufferLoad) and n.op == "address_of":
+                        out.add(id(a.buffer.data))
+
+    post_order_visit(func.body, visit)
+    return out

@@ -56,6 +56,7 @@ from ..runtime.module import Module
 from . import expr as E
 from . import interpreter_gpu as _gpu
 from . import stmt as S
+from .analysis import written_data_vars
 from .buffer import Buffer
 from .function import PrimFunc
 from .functor import collect_vars, post_order_visit
@@ -1240,27 +1241,57 @@ def _shape_text(shape: Sequence[Any]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _unalias(func: PrimFunc, outs: dict[int, E.Var], bufs: list[tuple[Buffer, np.ndarray]],
+             mems: list[np.ndarray], env: Env) -> list:
+    """A written buffer (``outs``: its position in ``bufs`` -> its parameter) whose array
+    shares memory with another argument's is computed in a copy of its own, copied back after
+    the run (runtime/function.py does the same for compiled functions); two written buffers
+    whose arguments (``mems``: their memory, an NDArray's array) share memory are refused.
+    Returns the copy-backs."""
+    backs: list = []
+    for k, param in outs.items():
+        b, arr = bufs[k]
+        for j in outs:
+            if j != k and np.may_share_memory(mems[k], mems[j]) and np.shares_memory(
+                    mems[k], mems[j]):
+                first, second = (b, bufs[j][0]) if k < j else (bufs[j][0], b)
+                raise ValueError(f"{func.name}: arguments {first.name} and {second.name} share "
+                                 f"memory, and {func.name} writes both (the result would "
+                                 "depend on the order of its stores); pass separate arrays")
+        if any(j != k and np.may_share_memory(arr, other) for j, (_, other) in enumerate(bufs)):
+            own = arr.copy()
+            env[id(param)] = own.reshape(-1)
+            backs.append((lambda a, dst=arr: np.copyto(dst, a), own))
+    return backs
+
+
 def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[Env, list]:
     if len(args) != len(func.params):
         names = ", ".join(func.buffer_map[p].name if p in func.buffer_map else p.name
                           for p in func.params)
         raise TypeError(f"{func.name} takes {len(func.params)} arguments ({names}), got {len(args)}")
     env: Env = {}
-    writebacks = []
+    writebacks: list = []
     bufs = []
+    outs: dict[int, E.Var] = {}  # the written buffers: position in bufs -> parameter
+    out_backs: list = []
+    mems: list[np.ndarray] = []  # per buffer, the memory of its argument
     logical = func.attrs.get("tir.logical_dtypes", {})  # LegalizeStorageDtypes' retyped params
+    written = written_data_vars(func)
     for idx, (p, a) in enumerate(zip(func.params, args)):
         b = func.buffer_map.get(p)
         if b is None:
             env[id(p)] = _scalar_arg(p, a)
             continue
         arr, back = _as_array(a, b.name)
+        is_out = id(p) in written or id(b.data) in written
+        backs = out_backs if is_out else writebacks
         want_dtype = logical.get(idx, b.dtype)
         if arr.dtype != _np(want_dtype):
             raise TypeError(f"argument {b.name}: expected dtype {want_dtype}, got {arr.dtype}")
         if want_dtype != b.dtype:
             if back is not None:
-                writebacks.append((back, arr))
+                backs.append((back, arr))
                 back = None
             arr = arr.view(_np(b.dtype))  # the storage bits the body works on
         if arr.ndim != len(b.shape):
@@ -1268,8 +1299,14 @@ def _bind_args(func: PrimFunc, args: Sequence[Any], comp: _Compiler) -> tuple[En
                              f"{_shape_text(b.shape)}, got shape {arr.shape}")
         env[id(p)] = arr.reshape(-1)
         if back is not None:
-            writebacks.append((back, arr))
+            backs.append((back, arr))
         bufs.append((b, arr))
+        mems.append(a if isinstance(a, np.ndarray) else getattr(a, "_arr", arr))
+        if is_out:
+            outs[len(bufs) - 1] = p
+    # copied back last: the written arguments (over a copy of the same array only read), and
+    # before them, the private copies of written buffers that share memory with another
+    writebacks += _unalias(func, outs, bufs, mems, env) + out_backs
     # symbolic dims first, then every dim/stride checked
     for b, arr in bufs:
         for d, s in enumerate(b.shape):

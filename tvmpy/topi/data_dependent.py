@@ -46,6 +46,8 @@ def argwhere(condition: te.Tensor, count: Any, bounded: bool = False) -> Any:
     docstring)."""
     shape = list(condition.shape)
     ndim = len(shape)
+    # a constant 0 extent: no element, the loop never runs; 1 keeps its index arithmetic legal
+    unravel = [1 if isinstance(d, (int, E.IntImm)) and int(d) == 0 else d for d in shape]
 
     def body(ins: list, outs: list) -> Any:
         ib = ir_builder.create()
@@ -60,8 +62,8 @@ def argwhere(condition: te.Tensor, count: Any, bounded: bool = False) -> Any:
                     with ib.if_scope(k[0] < m):
                         rem: PrimExpr = i
                         for d in reversed(range(ndim)):
-                            o[k[0] * ndim + d] = rem % shape[d] if d else rem
-                            rem = rem // shape[d]
+                            o[k[0] * ndim + d] = rem % unravel[d] if d else rem
+                            rem = rem // unravel[d]
                 k[0] = k[0] + 1
         if bounded:
             ib.buffer_ptr(outs[1])[0] = E.cast(k[0], "int64")

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from ...contrib.utils import open_for_append
 from .tuner import result_flops
 
 Callback = Callable[[Any, Sequence[Any], Sequence[Any]], None]
@@ -38,7 +39,7 @@ def log_to_file(file_out: str | os.PathLike | TextIO) -> Callback:
             raise FileNotFoundError(f"log_to_file: directory {parent!r} does not exist")
 
         def _callback(_tuner: Any, inputs: Sequence[Any], results: Sequence[Any]) -> None:
-            with open(path, "a", encoding="utf-8") as f:
+            with open_for_append(path) as f:  # after a cut last line: on a new line
                 for inp, res in zip(inputs, results):
                     f.write(record.encode(inp, res) + "\n")
                     f.flush()

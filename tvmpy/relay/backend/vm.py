@@ -31,6 +31,7 @@ A static model is one region: its segment is the graph ``relay.build`` makes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,6 +61,22 @@ def _lowering_errors() -> tuple[type[Exception], ...]:
 
 
 _LOWERING_ERRORS = _lowering_errors()
+
+
+def _numpy_fallback(node: str, op_name: str, err: Exception) -> None:
+    """An operator whose compute fails to lower for the VM runs its numpy implementation at run
+    time: as a failing schedule in ``relay.build`` (relay/backend/te_compiler.py), a
+    RuntimeWarning naming the node, the operator and the error, or under strict mode
+    (``relay.backend.strict_schedules``, ``TVMPY_STRICT_SCHEDULES=1``) a VMCompileError."""
+    from .te_compiler import STRICT_KEY, strict_schedules
+
+    what = (f"{node}: the kernel of operator {op_name} failed to lower "
+            f"({type(err).__name__}: {err})")
+    if strict_schedules():
+        raise VMCompileError(f"{what} [{STRICT_KEY} is on: no numpy fallback]") from err
+    warnings.warn(f"{what}; the VM runs its numpy implementation instead (correct but slow, "
+                  f"marked [numpy] in exe.bytecode). Set PassContext(config={{{STRICT_KEY!r}: "
+                  "True}) to make this an error", RuntimeWarning, stacklevel=2)
 
 
 # ---- 1. lets and local functions ----------------------------------------------------------------
@@ -393,12 +410,13 @@ class _Compilation:
                     raise NotImplementedError(f"{node}: the kernel of {op.name} needs sizes "
                                               "that are no dimension of its inputs or outputs")
                 symbol = self.compiler.lower(prim).name
-            except _LOWERING_ERRORS:
+            except _LOWERING_ERRORS as err:
                 # e.g. a broadcast of two unrelated run-time sizes, which the compute cannot
                 # prove compatible, or an attribute value the kernel does not implement: the
-                # numpy implementation runs it (checked by its shape function first)
+                # numpy implementation runs it (checked by its shape function first), loudly
                 if op.get_attr("FNumpy") is None:
                     raise
+                _numpy_fallback(node, op.name, err)
         elif not bounded and op.get_attr("FNumpy") is None:
             raise VMCompileError(f"{node}: operator {op.name} has neither a compute nor a "
                                  "numpy implementation")

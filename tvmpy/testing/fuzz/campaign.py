@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...contrib.utils import open_for_append
 from .oracles import DEFAULT_CONFIGS, Finding
 
 __all__ = ["Summary", "run_campaign", "check_seed", "RECYCLE"]
@@ -245,7 +246,7 @@ def run_campaign(seconds: float | None = None, seed: int = 0, jobs: int = 2,
     args = (max_nodes, tuple(configs), out_dir)
     workers = [_Worker(ctx, args) for _ in range(max(1, jobs))]
     summary = Summary()
-    log = open(os.path.join(out_dir, "findings.jsonl"), "a", encoding="utf-8")
+    log = open_for_append(os.path.join(out_dir, "findings.jsonl"))
     t0 = time.monotonic()
     next_seed = seed
     submitted = 0
