@@ -71,6 +71,7 @@ def ort_session(model: object, threads: int = 2) -> object:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # the default, said
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     data = model if isinstance(model, bytes) else model.SerializeToString()  # type: ignore
@@ -155,3 +156,43 @@ def geomean(xs: list[float]) -> float:
     import math
 
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+# --- int8 agreement in output quantization steps (issue 24) ----------------------------------
+
+def output_step(model) -> float | None:
+    """The quantization step of the model's (first) output: its DequantizeLinear's scale."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    out = model.graph.output[0].name
+    inits = {i.name: i for i in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    while out in producer:
+        n = producer[out]
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            return float(np.max(numpy_helper.to_array(inits[n.input[1]])))
+        if n.op_type not in ("Identity", "Reshape", "Flatten"):  # value-preserving: look through
+            return None
+        out = n.input[0]
+    return None
+
+
+class Agreement:
+    """Per-element differences in output quantization steps, accumulated over inputs."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.max, self.sum, self.within, self.n = step, 0.0, 0.0, 0, 0
+
+    def add(self, a: object, b: object) -> None:
+        import numpy as np
+
+        d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) / self.step
+        self.max = max(self.max, float(d.max()))
+        self.sum += float(d.sum())
+        self.within += int(np.count_nonzero(d <= 1.0 + 1e-6))
+        self.n += d.size
+
+    def __str__(self) -> str:
+        return (f"max {self.max:.2f}, mean {self.sum / self.n:.3f} steps; "
+                f"{100 * self.within / self.n:.2f}% within 1 step")
