@@ -8,7 +8,7 @@
     tvmpy tune ... --rpc-key KEY --tracker HOST:PORT   # measure on a device fleet (tvmpy rpc)
     tvmpy compile model.onnx --tuning-log tune.json   # (and bench) build with the tuned configs
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
-    tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle
+    tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle that applies
     tvmpy quantize model.onnx --calibration data.npz -o model.int8.so   # int8 (relay.quantize)
 
 ``compile`` builds for the graph executor (one static schedule; dims may be expressions of the
