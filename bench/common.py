@@ -32,6 +32,45 @@ def ensure_native_blas() -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
+def bench_threads(requested: int | None = None) -> int:
+    """The thread count every side of a benchmark runs on: ``requested`` (a script's
+    ``--threads``), else the count tvmpy's parallel loops take by themselves (TVM_NUM_THREADS,
+    else OMP_NUM_THREADS, else the CPUs this process may run on). Written to TVM_NUM_THREADS
+    (and OMP_NUM_THREADS) before any tvmpy library runs, as ``tvmpy bench`` does; a script
+    gives onnxruntime (``intra_op_num_threads``) and torch the same count, so that
+    ``TVM_NUM_THREADS=1 python bench/x.py`` compares one thread with one thread."""
+    from tvmpy.cli import bench_threads as resolve
+
+    return resolve(requested)
+
+
+def numpy_blas_threads(set_to: int | None = None) -> int | None:
+    """numpy's OpenBLAS thread count, after setting it to ``set_to`` when given; None when
+    numpy's BLAS is not a scipy-openblas build whose thread functions can be found (then the
+    count is OpenBLAS's own: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else all CPUs)."""
+    import ctypes
+    import glob
+
+    import numpy as np
+
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs",
+                                  "libscipy_openblas*.so*"))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0))
+        except OSError:
+            continue
+        for suffix in ("64_", ""):
+            get = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None)
+            if get is None or put is None:
+                continue
+            if set_to is not None:
+                put(ctypes.c_int(set_to))
+            return int(get())
+    return None
+
+
 def blas_description() -> str:
     try:
         import numpy as np

@@ -14,6 +14,10 @@ the median ms per call with [min, max] over the rounds, and numpy time / tvmpy t
 ("speed", > 1: tvmpy faster) of the medians with the [min, max] of the per-round ratios;
 "best" is the ratio of the two sides' fastest rounds (the older sections' best-of-N figure).
 
+Threads (``--threads``, default: tvmpy's own count, TVM_NUM_THREADS else OMP_NUM_THREADS else the
+CPUs): tvmpy through TVM_NUM_THREADS, numpy's OpenBLAS set to the same count at run time
+(``common.numpy_blas_threads``); the header prints both.
+
 ``--mode packed``: the hand-written packed-GEMM schedule of ``topi/x86/gemm.py`` (square
 sizes, N a multiple of 32), GFLOP/s of both and the build time (the issue-2 benchmark).
 """
@@ -27,7 +31,14 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_time, blas_description, ensure_native_blas, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_threads,
+    best_time,
+    blas_description,
+    ensure_native_blas,
+    machine_description,
+    numpy_blas_threads,
+)
 
 ensure_native_blas()
 
@@ -211,9 +222,14 @@ def main() -> None:
     p.add_argument("--b", nargs="+", choices=["const", "input"], default=["const", "input"])
     p.add_argument("--target", default="llvm")
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of both sides (default: tvmpy's own count)")
     opts = p.parse_args()
+    threads = bench_threads(opts.threads)  # before tvmpy's pool starts
+    blas = numpy_blas_threads(threads)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; "
-          f"numpy: {blas_description()}")
+          f"numpy: {blas_description()}; threads: tvmpy {threads}, numpy "
+          f"{blas if blas is not None else 'OpenBLAS default (could not be set)'}")
     if opts.mode == "packed":
         main_packed(opts)
     else:
