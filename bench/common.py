@@ -161,13 +161,27 @@ def calibrate_number(fn: Callable[[], object], target_s: float) -> int:
     return max(1, min(1 << 16, round(n * target_s / max(t, 1e-9))))
 
 
+def bench_clock(cpu_time: bool, threads: int) -> Callable[[], float]:
+    """The clock of a timed round: wall time (``time.perf_counter``), or with ``cpu_time`` the
+    process's CPU time (``time.process_time``), which a loaded machine's preemption does not
+    inflate. CPU time is only comparable with one thread on every side (with more, it counts
+    the threads' spinning and leaves out their waiting), so it needs ``threads == 1``."""
+    if not cpu_time:
+        return time.perf_counter
+    if threads != 1:
+        raise SystemExit(f"--cpu-time compares sides on one thread only (got {threads} threads)")
+    return time.process_time
+
+
 def interleaved_samples(sides: dict[str, Callable[[], object]], rounds: int,
-                        pause: float = 0.15, target_s: float = 0.01) -> dict[str, list[float]]:
+                        pause: float = 0.15, target_s: float = 0.01,
+                        clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
     """Seconds per call of each side, one sample per round: every side runs ``rounds`` rounds,
     interleaved with the others (the order rotates each round, so none always runs first), each
     round the mean of a fixed number of back-to-back calls (about ``target_s``; calibrated
     once per side, before any round), after a ``pause`` that lets the previous side's spinning
-    worker threads go idle. Every side gets the same number of rounds; nothing is re-measured."""
+    worker threads go idle. Every side gets the same number of rounds; nothing is re-measured.
+    ``clock`` times the rounds (:func:`bench_clock`: wall or CPU time)."""
     numbers = {k: calibrate_number(fn, target_s) for k, fn in sides.items()}
     names = list(sides)
     out: dict[str, list[float]] = {k: [] for k in names}
@@ -176,10 +190,10 @@ def interleaved_samples(sides: dict[str, Callable[[], object]], rounds: int,
         for name in names[k0:] + names[:k0]:
             fn, n = sides[name], numbers[name]
             time.sleep(pause)
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 fn()
-            out[name].append((time.perf_counter() - t0) / n)
+            out[name].append((clock() - t0) / n)
     return out
 
 

@@ -23,7 +23,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, interleaved_samples, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_clock,
+    ensure_native_blas,
+    interleaved_samples,
+    machine_description,
+)
 
 ensure_native_blas()  # numpy's BLAS is not timed here, but keep the benches' environment alike
 
@@ -73,7 +78,7 @@ def add_torch_runner(runners: dict, model, threads: int = 2) -> None:
 
 
 def bench_model(name: str, repeat: int, top: int, with_torch: bool, threads: int = 2,
-                levels: tuple[int, ...] = (0, 3)) -> dict:
+                levels: tuple[int, ...] = (0, 3), cpu_time: bool = False) -> dict:
     model = CONFIGS[name]()
     feeds = onnx_models.input_feeds(model)
     shapes = {k: v.shape for k, v in feeds.items()}
@@ -93,7 +98,8 @@ def bench_model(name: str, repeat: int, top: int, with_torch: bool, threads: int
         add_torch_runner(runners, model, threads)
     row["load"] = [os.getloadavg()[0]]
     samples = interleaved_samples({k: (lambda f=f: f(feeds)) for k, f in runners.items()},
-                                  repeat, pause=0.3, target_s=0.1)
+                                  repeat, pause=0.3, target_s=0.1,
+                                  clock=bench_clock(cpu_time, threads))
     row["load"].append(os.getloadavg()[0])
     row["samples"] = samples
     for k, v in samples.items():
@@ -121,7 +127,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2,
                    help="threads of every side (default 2)")
     p.add_argument("--levels", default="0,3", help="tvmpy opt levels to build (default 0,3)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time rounds in process CPU time (needs --threads 1): robust to a loaded "
+                        "machine's preemption")
     opts = p.parse_args()
+    if opts.cpu_time:
+        bench_clock(True, opts.threads)  # refuses more than one thread before any build
     threads = bench_threads(opts.threads)  # before any tvmpy library runs
     levels = tuple(int(v) for v in opts.levels.split(","))
     if 3 not in levels or not set(levels) <= {0, 1, 2, 3}:
@@ -131,10 +142,12 @@ def main() -> None:
     if bad:
         p.error(f"unknown models {bad}; choose from {list(CONFIGS)}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; batch 1, "
-          f"{opts.repeat} interleaved rounds; {threads} thread(s) on every side")
+          f"{opts.repeat} interleaved rounds; {threads} thread(s) on every side; "
+          f"{'process CPU time' if opts.cpu_time else 'wall time'}")
     rows = []
     for name in names:
-        row = bench_model(name, opts.repeat, opts.profile, opts.torch, threads, levels)
+        row = bench_model(name, opts.repeat, opts.profile, opts.torch, threads, levels,
+                          opts.cpu_time)
         rows.append(row)
         built = ", ".join(f"opt{lv} {row[f'build{lv}']:.1f} s" for lv in levels)
         errs = ", ".join(f"opt{lv} {row[f'err{lv}']:.1e}" for lv in levels)

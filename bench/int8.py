@@ -43,6 +43,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     Agreement,
+    bench_clock,
     ensure_native_blas,
     interleaved_samples,
     machine_description,
@@ -140,16 +141,20 @@ def main() -> None:
                     help="threads of every side (tvmpy TVM_NUM_THREADS, onnxruntime "
                          "intra_op_num_threads; default 2)")
     ap.add_argument("--image", type=int, default=224)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time rounds in process CPU time (needs --threads 1)")
     ap.add_argument("--no-pre-process", dest="pre_process", action="store_false",
                     help="quantize the float model as it is (no quant_pre_process)")
     args = ap.parse_args()
+    clock = bench_clock(args.cpu_time, args.threads)
     threads = bench_threads(args.threads)  # before any tvmpy library runs
     models = _models(args.image)
     bad = [n for n in args.models.split(",") if n not in models]
     if bad:
         ap.error(f"unknown models {bad}; choose from {list(models)}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; {threads} thread(s) "
-          f"every side; {args.rounds} interleaved rounds; quant_pre_process "
+          f"every side; {args.rounds} interleaved rounds ("
+          f"{'process CPU time' if args.cpu_time else 'wall time'}); quant_pre_process "
           f"{'on' if args.pre_process else 'OFF'}; load average {os.getloadavg()[0]:.2f}")
     for name in args.models.split(","):
         model = models[name]()
@@ -186,7 +191,7 @@ def main() -> None:
         feeds = onnx_models.input_feeds(model)
         load0 = os.getloadavg()[0]
         t = interleaved_samples({k: (lambda f=f, x=feeds: f(x)) for k, f in sides.items()},
-                                args.rounds, pause=0.3, target_s=0.1)
+                                args.rounds, pause=0.3, target_s=0.1, clock=clock)
         med = {k: quartiles(v)[1] for k, v in t.items()}
         for k, v in t.items():
             print(f"  {k:27s} median {med[k] * 1e3:7.2f} ms (min {min(v) * 1e3:7.2f}, max "
