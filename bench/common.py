@@ -32,6 +32,45 @@ def ensure_native_blas() -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
+def bench_threads(requested: int | None = None) -> int:
+    """The thread count every side of a benchmark runs on: ``requested`` (a script's
+    ``--threads``), else the count tvmpy's parallel loops take by themselves (TVM_NUM_THREADS,
+    else OMP_NUM_THREADS, else the CPUs this process may run on). Written to TVM_NUM_THREADS
+    (and OMP_NUM_THREADS) before any tvmpy library runs, as ``tvmpy bench`` does; a script
+    gives onnxruntime (``intra_op_num_threads``) and torch the same count, so that
+    ``TVM_NUM_THREADS=1 python bench/x.py`` compares one thread with one thread."""
+    from tvmpy.cli import bench_threads as resolve
+
+    return resolve(requested)
+
+
+def numpy_blas_threads(set_to: int | None = None) -> int | None:
+    """numpy's OpenBLAS thread count, after setting it to ``set_to`` when given; None when
+    numpy's BLAS is not a scipy-openblas build whose thread functions can be found (then the
+    count is OpenBLAS's own: OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else all CPUs)."""
+    import ctypes
+    import glob
+
+    import numpy as np
+
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs",
+                                  "libscipy_openblas*.so*"))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0))
+        except OSError:
+            continue
+        for suffix in ("64_", ""):
+            get = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
+            put = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None)
+            if get is None or put is None:
+                continue
+            if set_to is not None:
+                put(ctypes.c_int(set_to))
+            return int(get())
+    return None
+
+
 def blas_description() -> str:
     try:
         import numpy as np
@@ -71,6 +110,7 @@ def ort_session(model: object, threads: int = 2) -> object:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL  # the default, said
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     data = model if isinstance(model, bytes) else model.SerializeToString()  # type: ignore
@@ -121,13 +161,27 @@ def calibrate_number(fn: Callable[[], object], target_s: float) -> int:
     return max(1, min(1 << 16, round(n * target_s / max(t, 1e-9))))
 
 
+def bench_clock(cpu_time: bool, threads: int) -> Callable[[], float]:
+    """The clock of a timed round: wall time (``time.perf_counter``), or with ``cpu_time`` the
+    process's CPU time (``time.process_time``), which a loaded machine's preemption does not
+    inflate. CPU time is only comparable with one thread on every side (with more, it counts
+    the threads' spinning and leaves out their waiting), so it needs ``threads == 1``."""
+    if not cpu_time:
+        return time.perf_counter
+    if threads != 1:
+        raise SystemExit(f"--cpu-time compares sides on one thread only (got {threads} threads)")
+    return time.process_time
+
+
 def interleaved_samples(sides: dict[str, Callable[[], object]], rounds: int,
-                        pause: float = 0.15, target_s: float = 0.01) -> dict[str, list[float]]:
+                        pause: float = 0.15, target_s: float = 0.01,
+                        clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
     """Seconds per call of each side, one sample per round: every side runs ``rounds`` rounds,
     interleaved with the others (the order rotates each round, so none always runs first), each
     round the mean of a fixed number of back-to-back calls (about ``target_s``; calibrated
     once per side, before any round), after a ``pause`` that lets the previous side's spinning
-    worker threads go idle. Every side gets the same number of rounds; nothing is re-measured."""
+    worker threads go idle. Every side gets the same number of rounds; nothing is re-measured.
+    ``clock`` times the rounds (:func:`bench_clock`: wall or CPU time)."""
     numbers = {k: calibrate_number(fn, target_s) for k, fn in sides.items()}
     names = list(sides)
     out: dict[str, list[float]] = {k: [] for k in names}
@@ -136,10 +190,10 @@ def interleaved_samples(sides: dict[str, Callable[[], object]], rounds: int,
         for name in names[k0:] + names[:k0]:
             fn, n = sides[name], numbers[name]
             time.sleep(pause)
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 fn()
-            out[name].append((time.perf_counter() - t0) / n)
+            out[name].append((clock() - t0) / n)
     return out
 
 
@@ -155,3 +209,43 @@ def geomean(xs: list[float]) -> float:
     import math
 
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+# --- int8 agreement in output quantization steps (issue 24) ----------------------------------
+
+def output_step(model) -> float | None:
+    """The quantization step of the model's (first) output: its DequantizeLinear's scale."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    out = model.graph.output[0].name
+    inits = {i.name: i for i in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    while out in producer:
+        n = producer[out]
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            return float(np.max(numpy_helper.to_array(inits[n.input[1]])))
+        if n.op_type not in ("Identity", "Reshape", "Flatten"):  # value-preserving: look through
+            return None
+        out = n.input[0]
+    return None
+
+
+class Agreement:
+    """Per-element differences in output quantization steps, accumulated over inputs."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.max, self.sum, self.within, self.n = step, 0.0, 0.0, 0, 0
+
+    def add(self, a: object, b: object) -> None:
+        import numpy as np
+
+        d = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) / self.step
+        self.max = max(self.max, float(d.max()))
+        self.sum += float(d.sum())
+        self.within += int(np.count_nonzero(d <= 1.0 + 1e-6))
+        self.n += d.size
+
+    def __str__(self) -> str:
+        return (f"max {self.max:.2f}, mean {self.sum / self.n:.3f} steps; "
+                f"{100 * self.within / self.n:.2f}% within 1 step")

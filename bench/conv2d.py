@@ -1,5 +1,6 @@
 """conv2d 56x56x64 -> 64, 3x3, pad 1, stride 1, NCHW, batch 1: tvmpy's hand-written schedule
-vs onnxruntime (intra_op_num_threads=2), same run.
+vs onnxruntime, same run, both on the same thread count (common.bench_threads: TVM_NUM_THREADS,
+else OMP_NUM_THREADS, else the CPUs).
 
 Both sides take the NCHW input and write the NCHW output into preallocated memory, the weights
 prepared once (tvmpy's packed kernel layout; onnxruntime prepacks its initializer): tvmpy calls
@@ -19,7 +20,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import interleaved_samples, machine_description, ort_bound_runner, quartiles  # noqa: E402
+from common import (  # noqa: E402
+    bench_threads,
+    interleaved_samples,
+    machine_description,
+    ort_bound_runner,
+    quartiles,
+)
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy.topi.x86.conv2d import conv2d_nchw_packed, pack_kernel  # noqa: E402
@@ -37,7 +44,7 @@ def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def ort_session(w: np.ndarray):
+def ort_session(w: np.ndarray, threads: int):
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
@@ -50,7 +57,7 @@ def ort_session(w: np.ndarray):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
+    opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
@@ -61,6 +68,7 @@ def main() -> None:
     p.add_argument("--reg-n", type=int, default=7)
     p.add_argument("--repeat", type=int, default=15, help="interleaved rounds")
     opts = p.parse_args()
+    threads = bench_threads()  # before tvmpy's pool starts
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, C, H, W), dtype=np.float32)
     w = rng.standard_normal((OC, C, KH, KW), dtype=np.float32)
@@ -72,7 +80,7 @@ def main() -> None:
     f(X, Wp, Y)
     ref = reference(x, w)
     err = float(np.abs(Y.numpy() - ref).max() / np.abs(ref).max())
-    sess = ort_session(w)
+    sess = ort_session(w, threads)
     ort_run, ort_outs = ort_bound_runner(sess, {"x": x})
     ort_run()
     assert np.allclose(ort_outs[0].numpy(), ref, rtol=1e-4, atol=1e-3)
@@ -80,11 +88,12 @@ def main() -> None:
                                   rounds=opts.repeat, pause=0.3)
     qt, qo = quartiles(samples["tvmpy"]), quartiles(samples["ort"])
     print(f"# {time.strftime('%Y-%m-%d')} {machine_description()}; conv2d 1x{C}x{H}x{W} -> {OC}, "
-          f"3x3 pad 1; median (25th-75th percentile) of {opts.repeat} interleaved rounds")
+          f"3x3 pad 1; median (25th-75th percentile) of {opts.repeat} interleaved rounds; "
+          f"{threads} thread(s) each side")
     print(f"tvmpy (ocb={opts.ocb}, reg_n={opts.reg_n}): {qt[1] * 1e3:7.3f} ms ({qt[0] * 1e3:.3f}-"
           f"{qt[2] * 1e3:.3f}) {FLOP / qt[1] / 1e9:7.1f} GFLOP/s  (build {build_s:.2f} s, "
           f"rel err {err:.1e})")
-    print(f"onnxruntime (2 threads, I/O binding): {qo[1] * 1e3:7.3f} ms ({qo[0] * 1e3:.3f}-"
+    print(f"onnxruntime (I/O binding): {qo[1] * 1e3:7.3f} ms ({qo[0] * 1e3:.3f}-"
           f"{qo[2] * 1e3:.3f}) {FLOP / qo[1] / 1e9:7.1f} GFLOP/s")
     print(f"speed ratio tvmpy/onnxruntime (ratio of medians) = {qo[1] / qt[1]:.2f}")
 

@@ -27,7 +27,12 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import ensure_native_blas, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_clock,
+    bench_threads,
+    ensure_native_blas,
+    machine_description,
+)
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import relay  # noqa: E402
@@ -118,11 +123,14 @@ def _calls(fn: Any, target_s: float) -> int:
     return max(1, min(2000, int(target_s / dt)))
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.process_time (one thread on both sides)
+
+
 def _sample(fn: Any, n: int) -> float:
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    return (CLOCK() - t0) / n
 
 
 def run_case(c: tuple, samples: int, sample_s: float, pause: float) -> dict:
@@ -179,15 +187,19 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=0.03, help="seconds idle before a sample")
     ap.add_argument("--threads", type=int, default=2, help="threads of both sides (1: immune "
                     "to a second core whose share of the machine varies, as on a shared VM)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time samples in process CPU time (needs --threads 1): robust to a "
+                         "loaded machine's preemption")
     o = ap.parse_args()
-    global THREADS
-    THREADS = o.threads
-    os.environ["TVM_NUM_THREADS"] = str(o.threads)  # read when tvmpy's thread pool starts
+    global THREADS, CLOCK
+    CLOCK = bench_clock(o.cpu_time, o.threads)
+    THREADS = bench_threads(o.threads)  # TVM_NUM_THREADS, read when tvmpy's thread pool starts
     cases = QUICK if o.quick else CASES
     cases = [c for c in cases if o.filter in case_name(c)]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {machine_description()}, load "
           f"{os.getloadavg()[0]:.2f}; conv+bias+relu, graph executor vs onnxruntime io_binding "
-          f"({o.threads} threads); {o.samples} interleaved samples; ratio = ORT time / tvmpy time")
+          f"({o.threads} threads); {o.samples} interleaved samples ("
+          f"{'process CPU time' if o.cpu_time else 'wall time'}); ratio = ORT time / tvmpy time")
     print("| case | tvmpy ms (spread) | ORT ms (spread) | ratio [p10, p90] | best/best | "
           "tvmpy GFLOP/s |")
     print("|---|---|---|---|---|---|")

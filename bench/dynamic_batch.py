@@ -5,7 +5,7 @@
 and run at each batch; the same model with the batch fixed is compiled once per batch.
 ``--model bert``: the BERT encoder (4 layers, hidden 256, 4 heads, batch 1, hidden states in)
 with a symbolic sequence length, run at each length against static builds of each.
-onnxruntime (2 threads) runs the dynamic model as the reference. Same process, interleaved rounds (each round times ``number``
+onnxruntime (the same thread count as tvmpy: common.bench_threads) runs the dynamic model as the reference. Same process, interleaved rounds (each round times ``number``
 calls of every side, set_input + run + get_output each); reported: median and spread (min-max)
 of the per-call time over the rounds, and the dynamic/static ratio of medians.
 
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, machine_description  # noqa: E402
+from common import bench_threads, ensure_native_blas, machine_description  # noqa: E402
 
 ensure_native_blas()
 
@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--image", type=int, default=224)
     args = ap.parse_args()
+    threads = bench_threads()  # before tvmpy's pool starts; onnxruntime gets the same
     default = "32,128,384" if args.model == "bert" else "1,8"
     sizes = [int(b) for b in (args.sizes or default).split(",")]
     print(machine_description())
@@ -82,7 +83,7 @@ def main() -> None:
     print(f"{args.model}: dynamic build ({dim} symbolic): {dyn_secs:.1f} s, "
           f"{len(dyn_lib.lowered_funcs)} functions")
     dyn = compare.tvm_runner(dyn_lib)
-    ort = compare.ort_runner(dyn_model)
+    ort = compare.ort_runner(dyn_model, threads=threads)
     for b in sizes:
         static_lib, secs = compare.build(*compare.import_onnx(static_of(b)), opt_level=3)
         print(f"\n{dim}={b}: static build {secs:.1f} s, {len(static_lib.lowered_funcs)} "

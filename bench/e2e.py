@@ -1,15 +1,18 @@
 """End-to-end batch-1 latency of ResNet-18, MobileNetV2 and the BERT encoder (4 layers, hidden
 256, seq 128), random weights: tvmpy at opt_level 0 and 3 (default untuned schedules) vs
-onnxruntime (intra_op_num_threads=2) and eager PyTorch, same run, plus relay.build times and
-where opt_level 3 spends its time (the graph executor's per-node profile; the sum of the
-kernels' median times is printed too: on a loaded machine it is steadier than end-to-end).
+onnxruntime and eager PyTorch, same run, every side on ``--threads`` threads (tvmpy:
+TVM_NUM_THREADS; onnxruntime: intra_op_num_threads; torch: set_num_threads), plus relay.build
+times and where opt_level 3 spends its time (the graph executor's per-node profile; the sum of
+the kernels' median times is printed too: on a loaded machine it is steadier than end-to-end).
 
     python bench/e2e.py [--models resnet18,mobilenet_v2,bert_encoder] [--repeat 10]
-                        [--profile 8] [--no-torch]
+                        [--threads 2] [--levels 0,3] [--profile 8] [--no-torch]
 
-Timing (tvmpy/relay/testing/compare.py): interleaved rounds, best round, each round ~0.1 s of
-calls, a 0.3 s pause before each side; every call feeds the inputs and fetches the outputs.
-Ratios are tvmpy's latency over onnxruntime's (lower is faster; the target is <= 1.5).
+Timing (bench/common.interleaved_samples): ``--repeat`` interleaved rounds (the order rotates),
+each round ~0.1 s of calls after a 0.3 s pause; every call feeds the inputs and fetches the
+outputs. Per side: best, median and max round. Ratios are tvmpy opt3's latency over
+onnxruntime's (lower is faster): best round over best round, and the median with the min-max of
+the per-round ratios (each round of tvmpy against the same round of onnxruntime).
 """
 
 from __future__ import annotations
@@ -20,12 +23,18 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_clock,
+    ensure_native_blas,
+    interleaved_samples,
+    machine_description,
+)
 
 ensure_native_blas()  # numpy's BLAS is not timed here, but keep the benches' environment alike
 
 import numpy as np  # noqa: E402
 
+from tvmpy.cli import bench_threads  # noqa: E402
 from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 
 CONFIGS = {
@@ -55,25 +64,29 @@ def _profile(run, top: int) -> tuple[str, float]:
     return "\n".join(lines), total
 
 
-def add_torch_runner(runners: dict, model) -> None:
-    """PyTorch eager as ``runners["torch"]`` when torch is installed."""
+def add_torch_runner(runners: dict, model, threads: int = 2) -> None:
+    """PyTorch eager on ``threads`` threads as ``runners["torch"]`` when torch is installed."""
     try:
+        import torch
+
         from tvmpy.relay.testing.onnx_torch import torch_runner
 
+        torch.set_num_threads(threads)
         runners["torch"] = torch_runner(model)
     except ImportError:
         pass
 
 
-def bench_model(name: str, repeat: int, top: int, with_torch: bool) -> dict:
+def bench_model(name: str, repeat: int, top: int, with_torch: bool, threads: int = 2,
+                levels: tuple[int, ...] = (0, 3), cpu_time: bool = False) -> dict:
     model = CONFIGS[name]()
     feeds = onnx_models.input_feeds(model)
     shapes = {k: v.shape for k, v in feeds.items()}
-    ort = compare.ort_runner(model, threads=2)
+    ort = compare.ort_runner(model, threads=threads)
     want = ort(feeds)[0]
     mod, params = compare.import_onnx(model, shapes)
     runners, row = {}, {"model": name}
-    for level in (0, 3):
+    for level in levels:
         lib, secs = compare.build(mod, params, opt_level=level)
         run = compare.tvm_runner(lib)
         _, rel = compare.errors(run(feeds)[0], want)
@@ -82,11 +95,26 @@ def bench_model(name: str, repeat: int, top: int, with_torch: bool) -> dict:
         runners[f"opt{level}"] = run
     runners["ort"] = ort
     if with_torch:
-        add_torch_runner(runners, model)
-    row.update(compare.time_sides(runners, feeds, repeat=repeat))
-    time.sleep(0.3)
-    row["profile"], row["kernels3"] = _profile(runners["opt3"], top)
+        add_torch_runner(runners, model, threads)
+    row["load"] = [os.getloadavg()[0]]
+    samples = interleaved_samples({k: (lambda f=f: f(feeds)) for k, f in runners.items()},
+                                  repeat, pause=0.3, target_s=0.1,
+                                  clock=bench_clock(cpu_time, threads))
+    row["load"].append(os.getloadavg()[0])
+    row["samples"] = samples
+    for k, v in samples.items():
+        row[k] = min(v)
+    if "opt3" in runners:
+        per_round = sorted(a / b for a, b in zip(samples["opt3"], samples["ort"]))
+        row["ratio_rounds"] = (per_round[0], float(np.median(per_round)), per_round[-1])
+        time.sleep(0.3)
+        row["profile"], row["kernels3"] = _profile(runners["opt3"], top)
     return row
+
+
+def _ms(v: list[float]) -> str:
+    """best / median / max of the rounds, in ms."""
+    return f"{min(v) * 1e3:.2f} / {np.median(v) * 1e3:.2f} / {max(v) * 1e3:.2f}"
 
 
 def main() -> None:
@@ -96,20 +124,36 @@ def main() -> None:
     p.add_argument("--profile", type=int, default=8,
                    help="slowest opt3 kernels listed (0: no listing)")
     p.add_argument("--no-torch", dest="torch", action="store_false")
+    p.add_argument("--threads", type=int, default=2,
+                   help="threads of every side (default 2)")
+    p.add_argument("--levels", default="0,3", help="tvmpy opt levels to build (default 0,3)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time rounds in process CPU time (needs --threads 1): robust to a loaded "
+                        "machine's preemption")
     opts = p.parse_args()
+    if opts.cpu_time:
+        bench_clock(True, opts.threads)  # refuses more than one thread before any build
+    threads = bench_threads(opts.threads)  # before any tvmpy library runs
+    levels = tuple(int(v) for v in opts.levels.split(","))
+    if 3 not in levels or not set(levels) <= {0, 1, 2, 3}:
+        p.error(f"--levels must include 3 (the compared level), got {opts.levels!r}")
     names = [n for n in opts.models.split(",") if n]
     bad = [n for n in names if n not in CONFIGS]
     if bad:
         p.error(f"unknown models {bad}; choose from {list(CONFIGS)}")
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; batch 1, "
-          f"best of {opts.repeat} interleaved rounds")
+          f"{opts.repeat} interleaved rounds; {threads} thread(s) on every side; "
+          f"{'process CPU time' if opts.cpu_time else 'wall time'}")
     rows = []
     for name in names:
-        row = bench_model(name, opts.repeat, opts.profile, opts.torch)
+        row = bench_model(name, opts.repeat, opts.profile, opts.torch, threads, levels,
+                          opts.cpu_time)
         rows.append(row)
-        print(f"{name}: built opt0 {row['build0']:.1f} s, opt3 {row['build3']:.1f} s; max rel "
-              f"error vs onnxruntime opt0 {row['err0']:.1e}, opt3 {row['err3']:.1e}", flush=True)
-        for level in (0, 3):
+        built = ", ".join(f"opt{lv} {row[f'build{lv}']:.1f} s" for lv in levels)
+        errs = ", ".join(f"opt{lv} {row[f'err{lv}']:.1e}" for lv in levels)
+        print(f"{name}: built {built}; max rel error vs onnxruntime {errs}; load average "
+              f"{row['load'][0]:.2f} -> {row['load'][1]:.2f}", flush=True)
+        for level in levels:
             g = row[f"graph{level}"]
             print(f"    opt{level}: {g['kernels']} kernels, intermediates "
                   f"{g['planned_bytes'] / 1e6:.1f} MB planned vs {g['naive_bytes'] / 1e6:.1f} MB "
@@ -117,16 +161,19 @@ def main() -> None:
         if opts.profile:
             print(row["profile"], flush=True)
     print()
-    print("| model | build opt0 / opt3 (s) | tvmpy opt0 (ms) | tvmpy opt3 (ms) | onnxruntime 2 "
-          "threads (ms) | PyTorch eager (ms) | opt3 / ORT | opt0 / opt3 | opt3 kernel sum (ms) |")
+    print(f"rounds: best / median / max ms; {threads} thread(s) on every side")
+    print("| model | build opt3 (s) | tvmpy opt3 (ms) | onnxruntime (ms) | opt3 / ORT best | "
+          "opt3 / ORT per round: median [min, max] | opt0 (ms) | PyTorch eager (ms) | "
+          "opt3 kernel sum (ms) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        torch_ms = f"{r['torch'] * 1e3:.2f}" if "torch" in r else "-"
-        print(f"| {r['model']} | {r['build0']:.1f} / {r['build3']:.1f} | {r['opt0'] * 1e3:.2f} | "
-              f"{r['opt3'] * 1e3:.2f} | {r['ort'] * 1e3:.2f} | {torch_ms} | "
-              f"{r['opt3'] / r['ort']:.2f} | {r['opt0'] / r['opt3']:.2f} | "
-              f"{r['kernels3'] * 1e3:.2f} |")
-    worst = max(np.array([r["err0"] for r in rows] + [r["err3"] for r in rows]))
+        s = r["samples"]
+        lo, mid, hi = r["ratio_rounds"]
+        print(f"| {r['model']} | {r['build3']:.1f} | {_ms(s['opt3'])} | {_ms(s['ort'])} | "
+              f"{r['opt3'] / r['ort']:.2f} | {mid:.2f} [{lo:.2f}, {hi:.2f}] | "
+              f"{_ms(s['opt0']) if 'opt0' in s else '-'} | "
+              f"{_ms(s['torch']) if 'torch' in s else '-'} | {r['kernels3'] * 1e3:.2f} |")
+    worst = max(r[f"err{lv}"] for r in rows for lv in levels)
     print(f"\nlargest max|tvmpy - ort| / max|ort| over the models and levels: {worst:.1e}")
 
 

@@ -14,6 +14,10 @@ the median ms per call with [min, max] over the rounds, and numpy time / tvmpy t
 ("speed", > 1: tvmpy faster) of the medians with the [min, max] of the per-round ratios;
 "best" is the ratio of the two sides' fastest rounds (the older sections' best-of-N figure).
 
+Threads (``--threads``, default: tvmpy's own count, TVM_NUM_THREADS else OMP_NUM_THREADS else the
+CPUs): tvmpy through TVM_NUM_THREADS, numpy's OpenBLAS set to the same count at run time
+(``common.numpy_blas_threads``); the header prints both.
+
 ``--mode packed``: the hand-written packed-GEMM schedule of ``topi/x86/gemm.py`` (square
 sizes, N a multiple of 32), GFLOP/s of both and the build time (the issue-2 benchmark).
 """
@@ -27,7 +31,15 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_time, blas_description, ensure_native_blas, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_clock,
+    bench_threads,
+    best_time,
+    blas_description,
+    ensure_native_blas,
+    machine_description,
+    numpy_blas_threads,
+)
 
 ensure_native_blas()
 
@@ -37,6 +49,7 @@ import tvmpy as tvm  # noqa: E402
 
 warnings.filterwarnings("ignore", message="autotvm: no tuned config")  # (untuned: the default)
 PAUSE_S = 0.3
+CLOCK = time.perf_counter  # --cpu-time: time.process_time (one thread on both sides)
 DEFAULT_SIZES = ["1024", "1000", "1023", "777", "513", "3072x768x127", "1x1000x512"]
 
 
@@ -157,15 +170,15 @@ def run_onnx(size: str, op: str, const_b: bool, target: str, repeat: int) -> dic
     t_tvm, t_np = [], []
     for _ in range(repeat):  # interleaved; a pause lets the other side's spinning threads sleep
         time.sleep(PAUSE_S)
-        t = time.perf_counter()
+        t = CLOCK()
         for _ in range(n_tvm):
             gm.run()
-        t_tvm.append((time.perf_counter() - t) / n_tvm)
+        t_tvm.append((CLOCK() - t) / n_tvm)
         time.sleep(PAUSE_S)
-        t = time.perf_counter()
+        t = CLOCK()
         for _ in range(n_np):
             ref()
-        t_np.append((time.perf_counter() - t) / n_np)
+        t_np.append((CLOCK() - t) / n_np)
     t_tvm_a, t_np_a = np.array(t_tvm), np.array(t_np)
     ratios = t_np_a / t_tvm_a
     return {"size": size, "op": op, "b": "const" if const_b else "input", "build_s": build_s,
@@ -211,9 +224,19 @@ def main() -> None:
     p.add_argument("--b", nargs="+", choices=["const", "input"], default=["const", "input"])
     p.add_argument("--target", default="llvm")
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of both sides (default: tvmpy's own count)")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time rounds in process CPU time (needs --threads 1)")
     opts = p.parse_args()
+    global CLOCK
+    threads = bench_threads(opts.threads)  # before tvmpy's pool starts
+    CLOCK = bench_clock(opts.cpu_time, threads)
+    blas = numpy_blas_threads(threads)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; "
-          f"numpy: {blas_description()}")
+          f"numpy: {blas_description()}; threads: tvmpy {threads}, numpy "
+          f"{blas if blas is not None else 'OpenBLAS default (could not be set)'}; "
+          f"{'process CPU time' if opts.cpu_time else 'wall time'}")
     if opts.mode == "packed":
         main_packed(opts)
     else:

@@ -4,7 +4,7 @@
    ``i`` loop of E iterations (each of ``--extents``): one call launches ``--launches``
    parallel loops; time per launch = call time / launches (best and median of 15 calls).
 2. End to end: ResNet-18 (1x3x224x224) and the BERT encoder (4 layers, hidden 256, seq 128) at
-   opt_level 3, built once per runtime, beside onnxruntime (2 threads): the best, median,
+   opt_level 3, built once per runtime, beside onnxruntime (as many threads as tvmpy): the best, median,
    90th percentile and mean of single-call latencies, quiet and then with ``--busy``
    background busy-loop processes (``python -c "while True: pass"``), same run. Sides are
    interleaved in rounds of ~0.3 s of calls each, after a 0.3 s pause (idle-spinning threads
@@ -12,7 +12,8 @@
 
     python bench/parallel_overhead.py [--models bert_encoder,resnet18] [--rounds 8] [--busy 2]
 
-The thread count is the runtimes' default (TVM_NUM_THREADS / OMP_NUM_THREADS, else all CPUs).
+The thread count is the runtimes' default (TVM_NUM_THREADS / OMP_NUM_THREADS, else all CPUs),
+pinned for every side by common.bench_threads.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, machine_description  # noqa: E402
+from common import bench_threads, ensure_native_blas, machine_description  # noqa: E402
 
 ensure_native_blas()
 
@@ -91,7 +92,7 @@ def build_sides(name: str) -> tuple[dict[str, Callable], dict[str, np.ndarray]]:
     model = MODELS[name]()
     feeds = onnx_models.input_feeds(model)
     mod, params = compare.import_onnx(model, {k: v.shape for k, v in feeds.items()})
-    ort = compare.ort_runner(model, threads=2)
+    ort = compare.ort_runner(model, threads=bench_threads())
     want = ort(feeds)[0]
     runners: dict[str, Callable] = {}
     for rt in RUNTIMES:
@@ -117,6 +118,7 @@ def main() -> None:
     p.add_argument("--launches", type=int, default=20000)
     p.add_argument("--extents", default="2,256")
     opts = p.parse_args()
+    bench_threads()  # before any tvmpy library runs; onnxruntime gets the same
     names = [n for n in opts.models.split(",") if n]
     bad = [n for n in names if n not in MODELS]
     if bad:

@@ -3,7 +3,8 @@ activations, calibrated on random inputs; tests/relay/qnn/qdq_models.py): tvmpy 
 pairs computed in float: ``disabled_pass=["FakeQuantizationToInteger"]``, what the float import
 of quantized ONNX did) vs after (FakeQuantizationToInteger + CanonicalizeOps: integer conv2d /
 dense on uint8 x int8 with int32 accumulation), tvmpy fp32 on the float model, and onnxruntime
-(int8 QDQ model and fp32 model), 2 threads each side, all in one interleaved run.
+(int8 QDQ model and fp32 model), the same thread count each side (TVM_NUM_THREADS, default
+2), all in one interleaved run.
 
     flock /tmp/tvmpy-bench.lock python bench/qnn_qdq.py [--rounds 15] [--size 56]
 
@@ -22,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "relay
 os.environ.setdefault("TVM_NUM_THREADS", "2")
 
 from common import (  # noqa: E402
+    bench_threads,
     ensure_native_blas,
     interleaved_samples,
     machine_description,
@@ -52,6 +54,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--size", type=int, default=56)
     a = ap.parse_args()
+    threads = bench_threads()  # TVM_NUM_THREADS (default 2 here) for every side
     from qdq_models import quantized_cnn
 
     fmodel, qmodel = quantized_cnn("QDQ", channels=(32, 64, 64), size=a.size)
@@ -74,13 +77,13 @@ def main() -> None:
         outs[name] = m.get_output(0).numpy()
         sides[name] = m.run
     for name, model in [("onnxruntime int8 QDQ", qmodel), ("onnxruntime fp32 model", fmodel)]:
-        run, o = ort_bound_runner(ort_session(model, 2), {"x": x})
+        run, o = ort_bound_runner(ort_session(model, threads), {"x": x})
         run()
         outs[name] = o[0].numpy()
         sides[name] = run
     ref = outs["onnxruntime int8 QDQ"]
-    print(f"# {machine_description()}; input {shape}; TVM_NUM_THREADS="
-          f"{os.environ['TVM_NUM_THREADS']}, onnxruntime intra_op_num_threads=2")
+    print(f"# {machine_description()}; input {shape}; TVM_NUM_THREADS={threads}, onnxruntime "
+          f"intra_op_num_threads={threads}")
     for k in ("tvmpy int8 (FQ2I)", "tvmpy QDQ as float (before)"):
         print(f"# {k}: max |diff| vs onnxruntime int8 = "
               f"{np.abs(outs[k] - ref).max() / step:.1f} output quantization steps")

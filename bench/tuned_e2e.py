@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, machine_description  # noqa: E402
+from common import bench_threads, ensure_native_blas, machine_description  # noqa: E402
 
 ensure_native_blas()
 
@@ -39,7 +39,7 @@ def bench_model(name: str, trials: int, log_dir: str, repeat: int, with_torch: b
     tasks = autotvm.tune_model(mod, params, "llvm", log_file=log, n_trial_total=trials,
                                tuner="xgb")
     tune_s = time.time() - tic
-    ort = compare.ort_runner(model, threads=2)
+    ort = compare.ort_runner(model, threads=bench_threads())
     want = ort(feeds)[0]
     runners = {"ort": ort}
     row = {"model": name, "tune_s": tune_s, "tasks": len(tasks),
@@ -51,7 +51,7 @@ def bench_model(name: str, trials: int, log_dir: str, repeat: int, with_torch: b
     runners["tuned"] = compare.tvm_runner(lib)
     _, row["err"] = compare.errors(runners["tuned"](feeds)[0], want)
     if with_torch:
-        add_torch_runner(runners, model)
+        add_torch_runner(runners, model, bench_threads())
     row.update(compare.time_sides(runners, feeds, repeat=repeat))
     return row
 
@@ -64,6 +64,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--no-torch", dest="torch", action="store_false")
     opts = p.parse_args()
+    bench_threads()  # before any tvmpy library runs; onnxruntime and torch get the same
     os.makedirs(opts.log_dir, exist_ok=True)
     names = [n for n in opts.models.split(",") if n]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; batch 1, "

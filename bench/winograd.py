@@ -1,6 +1,6 @@
 """Winograd vs direct convolution on ResNet-18's 3x3 stride-1 layers (batch 1, + relu): tvmpy's
 direct NCHW16c schedule, Winograd F(4x4, 3x3) and F(6x6, 3x3) with the default (fallback)
-knobs, and onnxruntime (NCHW Conv + Relu, 2 threads), same run. Effective GFLOP/s count the
+knobs, and onnxruntime (NCHW Conv + Relu, as many threads as tvmpy), same run. Effective GFLOP/s count the
 direct convolution's FLOPs. This is the evidence behind the untuned rule of
 ``relay/op/strategy/x86_winograd.py``.
 
@@ -23,7 +23,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import interleaved_samples, machine_description, ort_bound_runner, ort_session  # noqa: E402
+from common import (  # noqa: E402
+    bench_threads,
+    interleaved_samples,
+    machine_description,
+    ort_bound_runner,
+    ort_session,
+)
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import te, topi  # noqa: E402
@@ -47,7 +53,7 @@ def _ort(c: int, hw: int, k: np.ndarray, x: np.ndarray):
         [numpy_helper.from_array(k, "w")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    run, _ = ort_bound_runner(ort_session(m, threads=2), {"x": x})
+    run, _ = ort_bound_runner(ort_session(m, threads=bench_threads()), {"x": x})
     return run
 
 
@@ -81,6 +87,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=10)
     opts = p.parse_args()
+    bench_threads()  # before any tvmpy library runs; onnxruntime gets the same
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; median of {opts.repeat} "
           "interleaved rounds; tvmpy: NCHW16c kernels only; onnxruntime: NCHW, I/O binding")
     print("| layer | direct ms | F(4x4) ms | F(6x6) ms | onnxruntime ms | F(4)/direct | "

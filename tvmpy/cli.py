@@ -2,12 +2,13 @@
 
     tvmpy compile model.onnx -o model.so [--target llvm] [--opt-level 3] [--input-shape x=1,3,8,8]
     tvmpy run model.so --input x=x.npy [--output out.npz] [--repeat 10] [--profile 5]
-    tvmpy bench model.onnx [--input-shape ...]   # tvmpy opt 0 / opt 3 vs onnxruntime (and torch)
+    tvmpy bench model.onnx [--input-shape ...] [--threads N]   # tvmpy opt 0 / 3 vs onnxruntime
+                                                 # (and torch), every side on N threads
     tvmpy tune model.onnx --trials 200 --log tune.json [--tuner xgb]   # AutoTVM, whole model
     tvmpy tune ... --rpc-key KEY --tracker HOST:PORT   # measure on a device fleet (tvmpy rpc)
     tvmpy compile model.onnx --tuning-log tune.json   # (and bench) build with the tuned configs
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
-    tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle
+    tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle that applies
     tvmpy quantize model.onnx --calibration data.npz -o model.int8.so   # int8 (relay.quantize)
 
 ``compile`` builds for the graph executor (one static schedule; dims may be expressions of the
@@ -586,11 +587,52 @@ def _vm_runner(exe: Any) -> Any:
     return run
 
 
+def _env_threads(name: str) -> int:
+    """A thread count from the environment as tvmpy's pool reads it (runtime/parallel_pool.py:
+    a whole number in 1..4095, else ignored): 0 when unset or not such a number."""
+    text = os.environ.get(name, "").strip()
+    try:
+        n = int(text, 10)
+    except ValueError:
+        return 0
+    return n if 0 < n < 4096 else 0
+
+
+def bench_threads(requested: int | None) -> int:
+    """The thread count every side of ``tvmpy bench`` / ``demo`` runs on.
+
+    ``requested`` (``--threads``), else the count tvmpy's parallel loops take by themselves
+    (``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this process may run on).
+    The count is written back to ``TVM_NUM_THREADS`` and ``OMP_NUM_THREADS`` before anything is
+    built, so tvmpy's pool (and libgomp, for the C target) start with it; onnxruntime and torch
+    are given the same count, so the ratio column compares like with like.
+    """
+    if requested is not None:
+        if requested < 1:
+            raise CliError(f"--threads must be at least 1, got {requested}")
+        n = requested
+    else:
+        n = _env_threads("TVM_NUM_THREADS") or _env_threads("OMP_NUM_THREADS")
+        if not n:
+            affinity = getattr(os, "sched_getaffinity", None)
+            n = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    os.environ["TVM_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(n)
+    return n
+
+
+def _threads_label(n: int) -> str:
+    return "1 thread" if n == 1 else f"{n} threads"
+
+
 def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Namespace,
            title: str) -> int:
-    """Build at each opt level, check against onnxruntime, print the latency table."""
+    """Build at each opt level, check against onnxruntime, print the latency table (every side
+    on the same thread count, :func:`bench_threads`)."""
     from .relay.testing import compare
 
+    threads = bench_threads(args.threads)
+    each = _threads_label(threads)
+    ort_name = f"onnxruntime ({each})"
     feeds = _random_feeds(model, shapes)
     for name, value in parse_input_args(getattr(args, "input", None)).items():
         if name not in feeds:
@@ -600,7 +642,7 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
                            f"{feeds[name].dtype}, got {value.shape} {value.dtype}")
         feeds[name] = value
     try:
-        ort = compare.ort_runner(model, threads=args.threads)
+        ort = compare.ort_runner(model, threads=threads)
     except ImportError:
         raise CliError("the comparison needs onnxruntime (pip install onnxruntime)") from None
     want = ort(feeds)
@@ -608,6 +650,9 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
     notes: dict[str, str] = {}
     ok = True
     print(title)
+    torch_threads = f"; pytorch: torch.set_num_threads({threads})" if args.torch else ""
+    print(f"threads: {threads} on every side (tvmpy: TVM_NUM_THREADS={threads}; onnxruntime: "
+          f"intra_op_num_threads={threads}{torch_threads})")
     for level in args.opt_levels:
         lib, secs = _compile(model, shapes, level, args.target, f"build opt_level {level}",
                              tuning_log=getattr(args, "tuning_log", None))
@@ -629,28 +674,32 @@ def _bench(model: Any, shapes: Mapping[str, tuple[int, ...]], args: argparse.Nam
         print(f"  tvmpy opt_level {level}: {built}\n"
               f"    vs onnxruntime: max abs error {worst[1]:.2e}, max rel error {worst[0]:.2e} "
               "(max|a-b| / max|ref|)")
-        runners[f"tvmpy opt_level {level}"] = run
-    runners[f"onnxruntime ({args.threads} threads)"] = ort
+        runners[f"tvmpy opt_level {level} ({each})"] = run
+    runners[ort_name] = ort
     if args.torch:
+        torch_name = f"pytorch (eager, {each})"
         try:
+            import torch
+
             from .relay.testing.onnx_torch import torch_runner
 
+            torch.set_num_threads(threads)
             tr = torch_runner(model)
             _, rel = compare.errors(tr(feeds)[0], want[0])
-            runners["pytorch (eager)"] = tr
+            runners[torch_name] = tr
             print(f"  pytorch eager: max rel error vs onnxruntime {rel:.2e}")
         except ImportError:
-            notes["pytorch (eager)"] = "torch not installed"
+            notes[torch_name] = "torch not installed"
         except NotImplementedError as e:
-            notes["pytorch (eager)"] = str(e)[:80]
+            notes[torch_name] = str(e)[:80]
     print(f"timing: best of {args.repeat} interleaved rounds, batch as given, "
           "inputs fed and outputs fetched in every call")
     times: dict[str, Any] = dict(compare.time_sides(runners, feeds, repeat=args.repeat))
     times.update(notes)
-    print(compare.latency_table(times, reference=f"onnxruntime ({args.threads} threads)"))
+    print(compare.latency_table(times, reference=ort_name))
     if args.profile:
         level = max(args.opt_levels)
-        top = runners[f"tvmpy opt_level {level}"]
+        top = runners[f"tvmpy opt_level {level} ({each})"]
         if hasattr(top, "vm"):
             vm_rows = top.vm.profile(number=10, **feeds)
             rows = [{"time": t, "node": k, "shape": ()} for k, t in
@@ -775,7 +824,10 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--opt-levels", type=_opt_levels, default=[0, 3],
                    help="opt levels to build and time, comma separated (default: 0,3)")
     p.add_argument("--repeat", type=int, default=5, help="timing rounds (best is reported)")
-    p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of every side: tvmpy (TVM_NUM_THREADS), onnxruntime "
+                        "(intra_op_num_threads) and pytorch (default: TVM_NUM_THREADS, else "
+                        "OMP_NUM_THREADS, else the CPUs this process may run on)")
     p.add_argument("--no-torch", dest="torch", action="store_false",
                    help="leave out the eager PyTorch column")
     p.add_argument("--profile", type=int, default=0, metavar="N",

@@ -100,3 +100,21 @@ def test_breakdown_splits_reorders_from_compute(bench):
     assert any("layout_transform" in n for n, _ in r["tvmpy"])
     for side in ("tvmpy", "ort"):
         assert r[f"{side} compute"] > 0 and r[f"{side} reorder"] >= 0
+
+
+def test_bench_threads_pin_every_side(bench, monkeypatch):
+    """common.bench_threads resolves tvmpy's count and writes it where tvmpy's pool reads it;
+    numpy_blas_threads gives numpy's OpenBLAS the same count (issue 24: one tvmpy thread was
+    compared with two of the other side's)."""
+    _, common = bench
+    monkeypatch.setenv("TVM_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert common.bench_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    assert common.bench_threads(2) == 2 and os.environ["TVM_NUM_THREADS"] == "2"
+    before = common.numpy_blas_threads()
+    if before is None:
+        pytest.skip("numpy's BLAS is not a scipy-openblas build")
+    try:
+        assert common.numpy_blas_threads(1) == 1
+    finally:
+        common.numpy_blas_threads(before)

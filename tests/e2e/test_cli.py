@@ -193,16 +193,76 @@ def test_compile_unsupported_ops_listed_once(tmp_path):
 def test_bench_tiny(work):
     d = work[0]
     r = _tvmpy("bench", d / "tiny.onnx", "--repeat", "1", "--opt-levels", "0,3",
-               "--input", f"x={d / 'x.npy'}")
+               "--input", f"x={d / 'x.npy'}", "--threads", "2")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for row in ("tvmpy opt_level 0", "tvmpy opt_level 3", "onnxruntime (2 threads)",
-                "pytorch (eager)", "max rel error"):
+    for row in ("tvmpy opt_level 0 (2 threads)", "tvmpy opt_level 3 (2 threads)",
+                "onnxruntime (2 threads)", "pytorch (eager, 2 threads)", "max rel error",
+                "x onnxruntime (2 threads)", "threads: 2 on every side"):
         assert row in out, out
     table = out[out.index("latency"):]
     assert table.count(" ms ") >= 3  # tvmpy x2 + onnxruntime at least (torch may be absent)
     r = _tvmpy("bench", d / "tiny.onnx", "--input", f"y={d / 'x.npy'}")
     assert r.returncode == 2 and "--input y: expected shape (1, 5) float32" in r.stderr
+
+
+def _bench_threads_seen(monkeypatch, argv):
+    """Run ``tvmpy bench`` in-process; the thread count onnxruntime was given and the
+    TVM_NUM_THREADS / OMP_NUM_THREADS tvmpy's build and run saw, and the output."""
+    import contextlib
+
+    from tvmpy.relay.testing import compare
+
+    seen = {}
+    real_ort, real_build = compare.ort_runner, compare.build
+
+    def ort_runner(model, threads=2):
+        seen["ort"] = threads
+        return real_ort(model, threads=threads)
+
+    def build(*a, **kw):
+        seen["tvm"] = (os.environ.get("TVM_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS"))
+        return real_build(*a, **kw)
+
+    monkeypatch.setattr(compare, "ort_runner", ort_runner)
+    monkeypatch.setattr(compare, "build", build)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(["bench", *map(str, argv), "--repeat", "1", "--opt-levels", "3",
+                       "--no-torch"])
+    return rc, seen, out.getvalue()
+
+
+def test_bench_gives_onnxruntime_tvmpys_thread_count(work, monkeypatch):
+    """``TVM_NUM_THREADS=1 tvmpy bench`` used to time onnxruntime at 2 threads against one
+    tvmpy thread in one ratio column: every side now runs on tvmpy's count, and says so."""
+    d = work[0]
+    monkeypatch.setenv("TVM_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # TVM_NUM_THREADS wins, as in tvmpy's pool
+    rc, seen, out = _bench_threads_seen(monkeypatch, [d / "tiny.onnx"])
+    assert rc == 0, out
+    assert seen == {"ort": 1, "tvm": ("1", "1")}
+    for text in ("tvmpy opt_level 3 (1 thread)", "onnxruntime (1 thread)",
+                 "x onnxruntime (1 thread)", "threads: 1 on every side"):
+        assert text in out, out
+    # --threads sets every side, over the environment
+    rc, seen, out = _bench_threads_seen(monkeypatch, [d / "tiny.onnx", "--threads", "3"])
+    assert rc == 0 and seen == {"ort": 3, "tvm": ("3", "3")}, out
+    assert "onnxruntime (3 threads)" in out and "tvmpy opt_level 3 (3 threads)" in out
+
+
+def test_bench_threads_default_follows_the_pools_rule(monkeypatch):
+    """No --threads: TVM_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs of the affinity mask;
+    values tvmpy's pool ignores (not a whole number in 1..4095) are ignored here too."""
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert cli.bench_threads(None) == 5 and os.environ["TVM_NUM_THREADS"] == "5"
+    for bad in ("abc", "0", "-2", "4096", "2x"):
+        monkeypatch.setenv("TVM_NUM_THREADS", bad)
+        monkeypatch.setenv("OMP_NUM_THREADS", bad)
+        assert cli.bench_threads(None) == len(os.sched_getaffinity(0))
+    with pytest.raises(cli.CliError, match="--threads must be at least 1, got 0"):
+        cli.bench_threads(0)
 
 
 def test_demo_small_image():

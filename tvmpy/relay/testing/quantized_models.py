@@ -14,7 +14,7 @@ import numpy as np
 
 from .onnx_models import input_feeds
 
-__all__ = ["quantize_static", "quantize_dynamic", "calibration_feeds"]
+__all__ = ["quantize_static", "quantize_dynamic", "calibration_feeds", "pre_process"]
 
 
 def calibration_feeds(model: Any, count: int = 8, seed: int = 100) -> list[dict[str, np.ndarray]]:
@@ -40,6 +40,19 @@ def _load_and_clean(d: str, dst: str) -> Any:
         return onnx.load(dst)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def pre_process(model: Any) -> Any:
+    """``onnxruntime.quantization.quant_pre_process`` of ``model`` -> ModelProto: symbolic shape
+    inference and onnxruntime's basic graph optimizations (BatchNormalization folded into the
+    convolution before it, constants folded), the step onnxruntime's quantization guide runs
+    before ``quantize_static``. Without it a quantized CNN keeps its BatchNormalizations in
+    float between QLinearConvs, and onnxruntime runs them with layout Transposes around each."""
+    from onnxruntime import quantization as q
+
+    d, src, dst = _tmp_io(model)
+    q.quant_pre_process(src, dst)
+    return _load_and_clean(d, dst)
 
 
 def quantize_static(model: Any, calibration: list[dict[str, np.ndarray]] | None = None,
