@@ -25,7 +25,8 @@ def server():
 
 @pytest.fixture
 def remote(server):
-    sess = rpc.connect("127.0.0.1", server.port, timeout=30, call_timeout=60)
+    sess = rpc.connect("127.0.0.1", server.port, timeout=30, call_timeout=60,
+                       token=server.token)
     yield sess
     sess.close()
 
