@@ -6,9 +6,11 @@ which greets it and reads its answer without blocking, in the listener's own loo
 
 - the *whole* handshake has a deadline (``handshake_timeout``), not each read, so a client that
   sends one byte every few seconds is dropped when it expires;
-- at most ``max_pending`` connections are in handshake at once; a new one pushes out the oldest
-  (the slowest: they all have the same deadline) instead of being refused, so idle sockets
-  cannot lock a legitimate client out;
+- at most ``max_pending`` connections (default 1024, a few KiB each) are in handshake at once;
+  a new one pushes out the oldest (the slowest: they all have the same deadline) instead of
+  being refused, so idle sockets cannot lock a legitimate client out (a flood of more than
+  ``max_pending`` connections still serves a client whose handshake completes before that many
+  newer connections arrive);
 - no session process exists before a client has proved the token (HMAC, compared in constant
   time); authenticated clients wait in a queue of ``max_queue`` for a session slot, at most
   ``queue_timeout`` seconds;
@@ -53,7 +55,7 @@ __all__ = ["Gate", "Client", "AuthLimiter", "Policy", "TOKEN_ENV", "MIN_TOKEN_CH
 
 TOKEN_ENV = "TVMPY_RPC_TOKEN"
 MIN_TOKEN_CHARS = 16
-_HELLO_LIMITS = Limits(max_header=65536, max_payload=0)
+_HELLO_LIMITS = Limits(max_header=4096, max_payload=0, max_payloads=0)  # a hello: ~300 bytes
 
 
 # ---- tokens ------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ class AuthLimiter:
             self._peers.popitem(last=False)
         if n <= self.free:
             return n, 0.0
-        return n, min(self.max_delay, self.base_delay * 2.0 ** (n - self.free - 1))
+        return n, min(self.max_delay, self.base_delay * 2.0 ** min(n - self.free - 1, 64))
 
 
 # ---- the handshake -----------------------------------------------------------------------------
@@ -159,7 +161,7 @@ class Policy:
     ``idle_timeout`` s without a request (0: never) or when a request frame takes longer than
     ``frame_timeout`` s (plus 1 s per MiB of payload) to arrive whole."""
 
-    def __init__(self, max_sessions: int = 1, max_pending: int = 128, max_queue: int = 16,
+    def __init__(self, max_sessions: int = 1, max_pending: int = 1024, max_queue: int = 16,
                  handshake_timeout: float = 10.0, queue_timeout: float = 60.0,
                  idle_timeout: float = 300.0, frame_timeout: float = 60.0):
         for name, v in (("max_sessions", max_sessions), ("max_pending", max_pending),
@@ -262,6 +264,9 @@ class Gate:
                 self._hello(c, frame[0], now)
         except (ProtocolError, AuthenticationError) as e:
             self._drop(c, e)
+        except Exception as e:  # noqa: BLE001 - a bug must cost one client, not the server
+            self.log(f"internal error in a handshake with {c.peer}: {type(e).__name__}: {e}")
+            self._drop(c, RPCError("internal server error in the handshake"))
 
     def _hello(self, c: Client, hello: dict, now: float) -> None:
         if hello.get("proto") != PROTOCOL:

@@ -57,14 +57,17 @@ class AuthenticationError(RPCError):
 
 
 class Limits:
-    """Largest JSON header and largest total payload of one frame, in bytes."""
+    """Largest JSON header and largest total payload of one frame, in bytes, and most
+    payloads (at most MAX_PAYLOADS)."""
 
-    def __init__(self, max_header: int = 1 << 20, max_payload: int = 1 << 30):
-        if max_header < 1024 or max_payload < 0:
+    def __init__(self, max_header: int = 1 << 20, max_payload: int = 1 << 30,
+                 max_payloads: int = MAX_PAYLOADS):
+        if max_header < 1024 or max_payload < 0 or not 0 <= max_payloads <= MAX_PAYLOADS:
             raise ValueError(f"RPC limits too small: max_header={max_header}, "
-                             f"max_payload={max_payload}")
+                             f"max_payload={max_payload}, max_payloads={max_payloads}")
         self.max_header = int(max_header)
         self.max_payload = int(max_payload)
+        self.max_payloads = int(max_payloads)
 
 
 def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False,
@@ -130,8 +133,9 @@ def check_prefix(prefix: bytes | bytearray, limits: Limits) -> tuple[int, int, i
     if head_len > limits.max_header:
         raise ProtocolError(f"frame header of {head_len} bytes exceeds the limit of "
                             f"{limits.max_header} bytes")
-    if count > MAX_PAYLOADS:
-        raise ProtocolError(f"frame has {count} payloads, more than the limit of {MAX_PAYLOADS}")
+    if count > limits.max_payloads:
+        raise ProtocolError(f"frame has {count} payloads, more than the limit of "
+                            f"{limits.max_payloads}")
     if total > limits.max_payload:
         raise ProtocolError(f"frame payload of {total} bytes exceeds the limit of "
                             f"{limits.max_payload} bytes")

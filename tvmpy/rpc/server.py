@@ -243,6 +243,7 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
     session.DEVICE = device
     limits = limits or Limits()
     policy = policy or Policy()
+    _raise_fd_limit(policy.max_pending + policy.max_queue + policy.max_sessions + 64)
     listener = _bind(host, port, port_end)
     _sweep_stale_dirs()
     base = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")
@@ -279,14 +280,16 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
             now = time.monotonic()
             nxt = gate.next_deadline()
             wait = 0.5 if nxt is None else min(0.5, max(0.0, nxt - now))
+            accept = False
             for sel_key, _ in gate.sel.select(wait):
-                now = time.monotonic()
                 if sel_key.data == "listen":
-                    _accept(listener, gate, now)
+                    accept = True
                 elif sel_key.data == "wake":
                     _drain(wake_r)
-                else:
-                    gate.readable(sel_key.data, now)
+                elif sel_key.data.sock.fileno() >= 0:  # not closed earlier in this round
+                    gate.readable(sel_key.data, time.monotonic())
+            if accept:  # after the reads: a hello that arrived is taken before any eviction
+                _accept(listener, gate, time.monotonic())
             _reap(sessions)
             gate.expire(time.monotonic())
             while len(sessions) < policy.max_sessions:
@@ -306,8 +309,22 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _raise_fd_limit(wanted: int) -> None:
+    """Raise this process's soft limit of open files towards ``wanted`` (at most the hard
+    limit): every pending connection is a descriptor."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (
+                wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _accept(listener: socket.socket, gate: Gate, now: float) -> None:
-    for _ in range(64):  # then serve the others' events: a flood cannot starve them
+    for _ in range(32):  # then serve the others' events: a flood cannot starve them
         try:
             conn, addr = listener.accept()
         except (BlockingIOError, InterruptedError):
@@ -480,7 +497,7 @@ class Server:
                  device: str = "native", max_payload: int = 1 << 30, max_header: int = 1 << 20,
                  queue_timeout: float = 60.0, start: bool = True, start_timeout: float = 120.0,
                  silent: bool = False, *, insecure_no_token: bool = False,
-                 max_sessions: int = 1, max_pending: int = 128, max_queue: int = 16,
+                 max_sessions: int = 1, max_pending: int = 1024, max_queue: int = 16,
                  handshake_timeout: float = 10.0, idle_timeout: float = 300.0,
                  frame_timeout: float = 60.0):
         if insecure_no_token:
@@ -600,9 +617,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-sessions", type=int, default=1,
                    help="sessions run at once, each in its own process (default 1: timings "
                    "on a device are not disturbed by another client)")
-    p.add_argument("--max-pending", type=int, default=128,
+    p.add_argument("--max-pending", type=int, default=1024,
                    help="connections in handshake at once; a new one pushes out the oldest "
-                   "(default 128)")
+                   "(default 1024)")
     p.add_argument("--max-queue", type=int, default=16,
                    help="authenticated clients waiting for a session (default 16)")
     p.add_argument("--handshake-timeout", type=float, default=10.0,
