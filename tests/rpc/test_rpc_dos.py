@@ -33,19 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVED = 1.0  # seconds: a legitimate client's whole round trip (connect, ping, close)
 
 
-@pytest.fixture(autouse=True)
-def no_leaks():
-    """Fail a test that leaves a process it started running (or unreaped) after teardown."""
-    me = psutil.Process()
-    before = {p.pid for p in me.children(recursive=True)}
-    yield
-    end = time.monotonic() + 15
-    while True:
-        left = [p for p in me.children(recursive=True) if p.pid not in before]
-        if not left or time.monotonic() > end:
-            break
-        time.sleep(0.1)
-    assert not left, f"processes left behind: {left}"
+pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 def round_trip(srv: rpc.Server, **kw) -> float:

@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="join this tracker's fleet as a device of --key (a Dask worker with "
                    "resources {KEY: 1} that owns this device's server)")
     s.add_argument("--name", default=None, help="with --tracker: the name `rpc status` shows")
+    s.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="with --tracker: seconds to reach and join the tracker before giving "
+                   "up with an error (default 10)")
     s.add_argument("--tls-ca-file", default=None, help="with --tracker: Dask TLS CA")
     s.add_argument("--tls-cert", default=None, help="with --tracker: Dask TLS certificate")
     s.add_argument("--tls-key", default=None, help="with --tracker: Dask TLS private key")

@@ -13,7 +13,9 @@ so the log holds it once; with ``retry_lost=True`` it is measured on another dev
 instead and the loss is only noted in ``runner.lost_devices``); its queued candidates move to
 the other devices of the key. When no
 device of the key is left for ``device_wait`` seconds, the remaining candidates fail with
-``RUNTIME_DEVICE``. Tuning goes on in every case.
+``RUNTIME_DEVICE`` and ``runner.no_device`` says so; later batches then fail at once while
+no device of the key is back (a tuning run ends quickly instead of waiting for each batch).
+Tuning goes on in every case; ``tvmpy tune`` exits non-zero when no device was left.
 
 The library must be built for the devices' target: ``LocalBuilder`` exports with the toolchain
 of the task's target (a cross linker for ``-mtriple=aarch64-linux-gnu``).
@@ -75,6 +77,7 @@ class RPCRunner(Runner):
         self.seed = int(seed)
         self.retry_lost = bool(retry_lost)
         self.lost_devices: list[str] = []  # "device D lost while measuring config N", in order
+        self.no_device: str | None = None  # why candidates failed for want of a device
         self._n_parallel = n_parallel
         self._tracker: Any = None
 
@@ -123,12 +126,19 @@ class RPCRunner(Runner):
             raise ValueError(f"RPCRunner.run: {len(measure_inputs)} inputs but "
                              f"{len(build_results)} build results")
         client = self.tracker.client
+        if self.no_device is not None:
+            if self._devices() == 0:  # none came back since the last batch: fail at once
+                for b in build_results:
+                    _remove(b.filename)
+                return [_build_failure(b) if b.error_no != 0 else MeasureResult(
+                    (self.no_device,), int(MeasureErrorNo.RUNTIME_DEVICE), b.time_cost,
+                    time.time()) for b in build_results]
+            self.no_device = None
         results: list[MeasureResult | None] = [None] * len(build_results)
         futures: dict[Any, int] = {}
         for i, bres in enumerate(build_results):
             if bres.error_no != 0:
-                results[i] = MeasureResult((bres.error or "build failed",), int(bres.error_no),
-                                           bres.time_cost, time.time())
+                results[i] = _build_failure(bres)
                 continue
             try:
                 with open(bres.filename, "rb") as f:
@@ -183,8 +193,9 @@ class RPCRunner(Runner):
             elif no_device_since is None:
                 no_device_since = time.monotonic()
             elif time.monotonic() - no_device_since > self.device_wait:
-                msg = (f"no device with key {self.key!r} left in the fleet for "
-                       f"{self.device_wait:g} s")
+                msg = self.no_device = (f"no device with key {self.key!r} left in the fleet "
+                                        f"at {self.host}:{self.port} for "
+                                        f"{self.device_wait:g} s")
                 for fut in pending:
                     fut.cancel()
                     i = futures[fut]
@@ -205,6 +216,11 @@ class RPCRunner(Runner):
             return MeasureResult(tuple(out[1]), 0, bres.time_cost + out[3], time.time())
         kind = getattr(MeasureErrorNo, out[1], MeasureErrorNo.UNKNOWN_ERROR)
         return MeasureResult((out[2],), int(kind), bres.time_cost + out[4], time.time())
+
+
+def _build_failure(bres: BuildResult) -> MeasureResult:
+    return MeasureResult((bres.error or "build failed",), int(bres.error_no), bres.time_cost,
+                         time.time())
 
 
 def _remove(path: str | None) -> None:
