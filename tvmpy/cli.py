@@ -684,6 +684,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import importlib
 
     from . import autotvm
+    from .autotvm.measure.rpc_runner import NoDeviceLeft
     from .relay.testing import compare
 
     tm = importlib.import_module("tvmpy.autotvm.tune_model")
@@ -704,9 +705,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.rpc_key or args.tracker:
         kw["measure_option"] = _rpc_measure_option(args)
         runner = kw["measure_option"]["runner"]
+    logged = len(_log_errors(args.log))
     try:
         tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log,
                                    tuner=args.tuner, early_stopping=args.early_stopping, **kw)
+    except NoDeviceLeft as e:  # the fleet lost every device of the key
+        errors = _log_errors(args.log)[logged:]
+        print(f"\ntvmpy tune: error: {e}: {sum(1 for x in errors if x)} of the {len(errors)} "
+              f"trials of this run failed (all are in {args.log})", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\ntvmpy tune: interrupted; every finished measurement is in {args.log}: run the "
               "same command again to resume", file=sys.stderr)
@@ -724,9 +731,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
               + f", best {best / 1e9:.2f} GFLOP/s")
     new = sum(getattr(t, "new_trials", 0) for t in tasks)
     failed = sum(getattr(t, "failed_trials", 0) for t in tasks)
-    if runner is not None and runner.no_device is not None:
+    if runner is not None and runner.no_device is not None:  # lost in the last batch
         print(f"tvmpy tune: error: {runner.no_device}: {failed} of the {new} trials of this "
-              f"run failed (recorded as failed in {args.log})", file=sys.stderr)
+              f"run failed (all are in {args.log})", file=sys.stderr)
         return 1
     if failed:
         print(f"warning: {failed} of the {new} trials of this run failed (their errors are in "
@@ -736,6 +743,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 1
     print(f"build with it: tvmpy compile {args.model} --tuning-log {args.log}")
     return 0
+
+
+def _log_errors(log: str) -> list[int]:
+    """The error number of each record of the tuning log ``log`` ([] when there is none)."""
+    from .autotvm import record
+
+    if not os.path.exists(log):
+        return []
+    return [int(res.error_no) for _, res in record.load_from_file(log)]
 
 
 def _rpc_measure_option(args: argparse.Namespace) -> dict:

@@ -46,15 +46,30 @@ __all__ = ["FleetPlugin", "DevicePlugin", "measure_task", "hold_task", "run_devi
            "start_device_server", "PLUGIN_NAME", "quiet_dask_logs"]
 
 PLUGIN_NAME = "tvmpy-fleet"
+WORKER_DIR_PREFIX = "tvmpy_fleet_worker_"  # + the worker's pid: its Dask local directory
 READY_WORKER = "tvmpy rpc device worker ready:"
 _DONE_STATES = ("memory", "erred", "forgotten")
 
 
 def quiet_dask_logs(level: int = logging.ERROR) -> None:
-    """Dask logs every connection and worker event at INFO: keep only errors."""
+    """Dask logs every connection and worker event at INFO: keep only errors. (A result lost
+    with its device is reported by RPCRunner; Dask's own note of it is dropped.)"""
     for name in ("distributed", "distributed.scheduler", "distributed.worker",
-                 "distributed.core", "distributed.comm", "distributed.nanny"):
+                 "distributed.core", "distributed.comm", "distributed.nanny",
+                 "distributed.client"):
         logging.getLogger(name).setLevel(level)
+    aio = logging.getLogger("asyncio")
+    if not any(isinstance(f, _DropDaskGatherExit) for f in aio.filters):
+        aio.addFilter(_DropDaskGatherExit())
+
+
+class _DropDaskGatherExit(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for Dask's internal ``AllExit``
+    (left behind when a ``Future.result(timeout=...)`` gives up on a lost result)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return exc is None or exc.__name__ != "AllExit"
 
 
 # ---- scheduler side ----------------------------------------------------------------------------
@@ -463,7 +478,10 @@ def run_device_worker(tracker: str, key: str, device: str = "native", host: str 
             wait_for_tracker(address, connect_timeout)
             token = secrets.token_hex(16)
             proc, port = start_device_server(device, host, token, key)
-            workdir = tempfile.mkdtemp(prefix="tvmpy_fleet_worker_")
+            from .server import _sweep_stale_dirs
+
+            _sweep_stale_dirs(WORKER_DIR_PREFIX)  # those of workers killed with SIGKILL
+            workdir = tempfile.mkdtemp(prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}_")
             name = name or f"{key}-{device}-{os.getpid()}"
             return asyncio.run(_serve_device(address, key, device, host, name, security, proc,
                                              port, token, connect_timeout, workdir))

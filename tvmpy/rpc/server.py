@@ -298,7 +298,9 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
                     break
                 _start_session(client, base, sessions, limits, policy, gate, listener,
                                (wake_r, wake_w))
-    finally:
+    finally:  # bounded (sessions get 3 s): a second signal must not cut it short
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(-1)
         listener.close()
         gate.close_all("the server is stopping")
@@ -419,16 +421,17 @@ def _start_session(client: Client, base: str, sessions: dict[int, str], limits: 
 _DIR_PREFIX = "tvmpy_rpcd_"  # + the listener's pid: its sessions' directories live inside
 
 
-def _sweep_stale_dirs() -> None:
-    """Delete the directories of listeners of this user that died without cleaning up
-    (killed with SIGKILL); a directory whose listener still runs is left alone."""
+def _sweep_stale_dirs(prefix: str = _DIR_PREFIX) -> None:
+    """Delete the directories (``PREFIX<pid>_...``) of processes of this user that died
+    without cleaning up (killed with SIGKILL); a directory whose process still runs is left
+    alone."""
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
-        if not name.startswith(_DIR_PREFIX):
+        if not name.startswith(prefix):
             continue
         path = os.path.join(tmp, name)
         try:
-            pid = int(name[len(_DIR_PREFIX):].split("_", 1)[0])
+            pid = int(name[len(prefix):].split("_", 1)[0])
             if os.stat(path).st_uid != os.getuid():
                 continue
             os.kill(pid, 0)

@@ -12,10 +12,11 @@ mid-measurement -> ``RUNTIME_DEVICE`` naming the lost device (that trial is not 
 so the log holds it once; with ``retry_lost=True`` it is measured on another device of the key
 instead and the loss is only noted in ``runner.lost_devices``); its queued candidates move to
 the other devices of the key. When no
-device of the key is left for ``device_wait`` seconds, the remaining candidates fail with
-``RUNTIME_DEVICE`` and ``runner.no_device`` says so; later batches then fail at once while
-no device of the key is back (a tuning run ends quickly instead of waiting for each batch).
-Tuning goes on in every case; ``tvmpy tune`` exits non-zero when no device was left.
+device of the key is left for ``device_wait`` seconds, the batch's remaining candidates fail
+with ``RUNTIME_DEVICE`` and ``runner.no_device`` says so; the next batch (or task) then raises
+:class:`NoDeviceLeft` (a LookupError) unless a device of the key is back: tuning stops
+instead of logging every remaining trial as failed (``tvmpy tune`` reports the failures and
+exits 1). Otherwise tuning goes on: a failed trial is a result.
 
 The library must be built for the devices' target: ``LocalBuilder`` exports with the toolchain
 of the task's target (a cross linker for ``-mtriple=aarch64-linux-gnu``).
@@ -32,7 +33,11 @@ from typing import Any
 
 from .measure import Builder, BuildResult, MeasureErrorNo, MeasureInput, MeasureResult, Runner
 
-__all__ = ["RPCRunner"]
+__all__ = ["RPCRunner", "NoDeviceLeft"]
+
+
+class NoDeviceLeft(LookupError):
+    """No device of the runner's key is left in the fleet: tuning cannot go on."""
 
 
 class RPCRunner(Runner):
@@ -106,6 +111,8 @@ class RPCRunner(Runner):
 
     def set_task(self, task: Any, builder: Builder | None = None) -> None:
         if self._devices() == 0:
+            if self.no_device is not None:
+                raise NoDeviceLeft(f"RPCRunner: {self.no_device}: tuning stopped")
             raise LookupError(f"RPCRunner: no device with key {self.key!r} in the fleet at "
                               f"{self.host}:{self.port} (keys: {self.tracker.keys() or 'none'})")
 
@@ -127,12 +134,10 @@ class RPCRunner(Runner):
                              f"{len(build_results)} build results")
         client = self.tracker.client
         if self.no_device is not None:
-            if self._devices() == 0:  # none came back since the last batch: fail at once
+            if self._devices() == 0:  # none came back since the last batch: stop tuning
                 for b in build_results:
                     _remove(b.filename)
-                return [_build_failure(b) if b.error_no != 0 else MeasureResult(
-                    (self.no_device,), int(MeasureErrorNo.RUNTIME_DEVICE), b.time_cost,
-                    time.time()) for b in build_results]
+                raise NoDeviceLeft(f"RPCRunner: {self.no_device}: tuning stopped")
             self.no_device = None
         results: list[MeasureResult | None] = [None] * len(build_results)
         futures: dict[Any, int] = {}
@@ -205,7 +210,13 @@ class RPCRunner(Runner):
 
     def _result(self, fut: Any, bres: BuildResult, inp: MeasureInput) -> MeasureResult:
         try:
-            out = fut.result()
+            # bounded: a result still on a device that dies before it is fetched is "lost", and
+            # Dask would wait for a device of the key to compute it again, maybe forever
+            out = fut.result(timeout=max(10.0, self.device_wait))
+        except TimeoutError:
+            return MeasureResult(("the measurement's result was lost with its device before it "
+                                  "could be fetched",), int(MeasureErrorNo.RUNTIME_DEVICE),
+                                 bres.time_cost, time.time())
         except Exception as e:  # noqa: BLE001 - e.g. KilledWorker: devices kept dying
             return MeasureResult((f"{type(e).__name__}: {e}",), int(MeasureErrorNo.RUNTIME_DEVICE),
                                  bres.time_cost, time.time())
