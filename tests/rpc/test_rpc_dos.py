@@ -140,6 +140,32 @@ def test_idle_sockets_do_not_lock_out_a_client(max_pending):
                 s.close()
 
 
+def test_a_session_past_fd_setsize():
+    """1100 idle connections, then a client: its session's descriptor is past 1024, where
+    select() cannot go; the session is served all the same."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        pytest.skip(f"the hard limit of open files ({hard}) is too low")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+    idle: list[socket.socket] = []
+    try:
+        with rpc.Server(port=0, silent=True, max_pending=1500) as srv:
+            idle += [socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+                     for _ in range(1100)]
+            for s in idle[-5:]:
+                recv_frame(s, Limits())  # greeted: all accepted before the client comes
+            with rpc.connect("127.0.0.1", srv.port, token=srv.token, timeout=30) as sess:
+                assert sess.ping() == "pong" and sess.ping() == "pong"
+                session = psutil.Process(srv.proc.pid).children()[0]
+                assert max(c.fd for c in session.net_connections()) > 1024
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 # ---- (c) authenticated clients that stall give their session back -----------------------------
 def test_silent_client_releases_the_only_session():
     with rpc.Server(port=0, silent=True, max_sessions=1, idle_timeout=1) as srv:

@@ -216,12 +216,18 @@ def test_truncated_frame_and_garbage_header(server):
         assert sess.ping() == "pong"
 
 
-def test_oversized_frame_before_authentication(token_server):
+@pytest.mark.parametrize("prefix, message", [
+    (PREFIX.pack(b"TVRP", 10, 1, 1 << 20), "1 payloads, more than the limit of 0"),
+    (PREFIX.pack(b"TVRP", 10, 0, 1 << 20), "payload of 1048576 bytes exceeds the limit of 0"),
+    (PREFIX.pack(b"TVRP", 1 << 20, 0, 0), "header of 1048576 bytes exceeds the limit of 4096"),
+])
+def test_oversized_frame_before_authentication(token_server, prefix, message):
+    """Before the handshake the server takes a hello of at most 4 KiB and no payload."""
     s = socket.create_connection(("127.0.0.1", token_server.port), timeout=10)
     recv_frame(s, Limits())
-    s.sendall(PREFIX.pack(b"TVRP", 10, 1, 1 << 20))  # no payload allowed before the handshake
+    s.sendall(prefix)
     reply, _ = recv_frame(s, Limits())
-    assert reply["ok"] is False and "exceeds the limit" in reply["error"]["message"]
+    assert reply["ok"] is False and message in reply["error"]["message"]
     s.close()
 
 

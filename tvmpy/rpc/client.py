@@ -1,6 +1,6 @@
 """The client side of an RPC session: ``rpc.connect`` and the remote objects it hands out.
 
-    remote = rpc.connect("127.0.0.1", 9091)
+    remote = rpc.connect("127.0.0.1", 9091, token=TOKEN)  # the token the server printed
     remote.upload("net.so"); rlib = remote.load_module("net.so")
     dev = remote.cpu(0)
     a = tvm.nd.array(x, dev)                        # lives on the server; a.numpy() copies back
@@ -59,10 +59,11 @@ def connect(url: str, port: int, key: str = "", session_timeout: float = 0,
     """Open a session on the RPC server at ``url:port``.
 
     ``key``: the device key the server must serve ("" accepts any); ``session_timeout``: the
-    server ends the session after that many seconds (0: never); ``token``: the shared secret of
-    a server started with one (proved by HMAC, never sent); ``timeout``: seconds for the TCP
-    connection and the handshake; ``call_timeout``: seconds to wait for each reply (None: no
-    limit)."""
+    server ends the session after that many seconds (0: never); ``token``: the server's token
+    (printed when it started, or ``Server.token``; proved by HMAC, never sent; None only for a
+    server started with ``--insecure-no-token``); ``timeout``: seconds for the TCP connection
+    and the handshake, including a wait for a busy server's session slot; ``call_timeout``:
+    seconds to wait for each reply (None: no limit)."""
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"rpc.connect: bad port {port!r}")
     try:

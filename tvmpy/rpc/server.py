@@ -172,10 +172,12 @@ def _run_session(conn: socket.socket, workdir: str, limits: Limits, policy: Poli
     threading.Thread(target=_watchdog, args=(conn, lock, done, client.session_timeout,
                                              listener, workdir), daemon=True).start()
     sess = Session(workdir, limits.max_payload)
-    idle = policy.idle_timeout or None
+    idle = policy.idle_timeout * 1000 if policy.idle_timeout else None
+    poller = select.poll()  # not select(): this descriptor may be past FD_SETSIZE
+    poller.register(conn, select.POLLIN)
     try:
         while True:
-            if not select.select([conn], [], [], idle)[0]:
+            if not poller.poll(idle):
                 _log(f"closing a session idle for {policy.idle_timeout:g} s")
                 _end_session(conn, lock, TimeoutError(
                     f"session closed after {policy.idle_timeout:g} s without a request (the "
