@@ -301,7 +301,7 @@ class Gate:
             self._close(c, RuntimeError(f"server busy: {len(self.queue)} clients are already "
                                         "waiting for a session"))
             return
-        c.state, c.deadline, c.reader = "queued", now + self.policy.queue_timeout, None  # type: ignore[assignment]
+        c.state, c.deadline = "queued", now + self.policy.queue_timeout
         self.queue.append(c)
 
     def _failed(self, c: Client, now: float) -> None:
