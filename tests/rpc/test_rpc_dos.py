@@ -25,7 +25,7 @@ import pytest
 from tvmpy import rpc
 from tvmpy.rpc import protocol
 from tvmpy.rpc.gate import AuthLimiter, check_token, read_token_file, resolve_token
-from tvmpy.rpc.protocol import FrameReader, Limits, encode_frame, recv_frame
+from tvmpy.rpc.protocol import FrameReader, Limits, encode_frame, recv_frame, send_frame
 
 from .rpc_util import read_ready
 
@@ -376,3 +376,38 @@ def test_soak_hostile_crowd_while_a_client_is_served():
         assert min(stats[k]["dropped"] for k in ("idle", "slow", "garbage", "huge")) >= 60, stats
         assert 5 <= stats["wrong"]["dropped"] < stats["idle"]["dropped"], stats
         assert len(times) >= 20 and max(times) < SERVED, times
+
+
+@pytest.mark.parametrize("greet, reply, error, message", [
+    ({"nonce": "zz"}, None, rpc.ProtocolError, "bad greeting"),
+    ({"max_payload": "lots"}, None, rpc.ProtocolError, "bad greeting"),
+    ({}, {"ok": True, "proof": "\u00e9\ud800"}, rpc.AuthenticationError, "failed to prove"),
+])
+def test_client_refuses_a_hostile_server(greet, reply, error, message):
+    """A fake server's odd greeting or non-ASCII proof: a clear error, not a TypeError."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def fake() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            send_frame(conn, {"proto": "tvmpy-rpc", "version": 1, "key": "", "auth": True,
+                              "nonce": os.urandom(32).hex(), **greet})
+            if reply is not None:
+                recv_frame(conn, Limits())
+                send_frame(conn, reply)
+            conn.settimeout(10)
+            try:
+                conn.recv(1)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=fake, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(error, match=message):
+            rpc.connect("127.0.0.1", listener.getsockname()[1], token=secrets.token_urlsafe(32),
+                        timeout=10)
+    finally:
+        t.join(15)
+        listener.close()

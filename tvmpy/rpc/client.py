@@ -45,6 +45,7 @@ from .protocol import (
     mac,
     raise_remote,
     recv_frame,
+    same_secret,
     send_frame,
 )
 from .session import Session, get_global_func
@@ -103,7 +104,12 @@ def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeo
     if token and not greet.get("auth"):
         raise AuthenticationError(f"{where} was started without a token and cannot prove its "
                                   "identity; connect without token= to use it")
-    nonce = bytes.fromhex(str(greet.get("nonce", "")))
+    try:
+        nonce = bytes.fromhex(str(greet.get("nonce", "")))
+        limits = Limits(int(greet.get("max_header", 1 << 20)),
+                        int(greet.get("max_payload", 1 << 30)))
+    except (ValueError, TypeError) as e:
+        raise ProtocolError(f"{where}: bad greeting ({e})") from None
     cnonce = secrets.token_bytes(32)
     send_frame(sock, {"proto": PROTOCOL, "version": VERSION, "key": key,
                       "session_timeout": float(session_timeout), "cnonce": cnonce.hex(),
@@ -114,10 +120,9 @@ def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeo
         raise RPCError(f"{where} closed the connection during the handshake") from None
     if not reply.get("ok"):
         raise_remote(reply.get("error"), where)
-    if token and not secrets.compare_digest(str(reply.get("proof")),
-                                            mac(token, b"server", cnonce, nonce)):
+    if token and not same_secret(str(reply.get("proof")), mac(token, b"server", cnonce, nonce)):
         raise AuthenticationError(f"{where} failed to prove it knows the token")
-    return Limits(int(greet.get("max_header", 1 << 20)), int(greet.get("max_payload", 1 << 30)))
+    return limits
 
 
 class RemoteDevice(Device):

@@ -27,7 +27,6 @@ none is given).
 from __future__ import annotations
 
 import collections
-import hmac
 import math
 import os
 import secrets
@@ -48,6 +47,7 @@ from .protocol import (
     encode_frame,
     error_header,
     mac,
+    same_secret,
 )
 
 __all__ = ["Gate", "Client", "AuthLimiter", "Policy", "TOKEN_ENV", "MIN_TOKEN_CHARS",
@@ -119,11 +119,6 @@ def resolve_token(token: str | None, token_file: str | None, insecure_no_token: 
                              f"or ${TOKEN_ENV}): choose one")
         return None
     return None if token is None else check_token(token)
-
-
-def same_secret(a: str, b: str) -> bool:
-    """Constant-time comparison of two strings (any characters)."""
-    return hmac.compare_digest(a.encode("utf-8", "replace"), b.encode("utf-8", "replace"))
 
 
 # ---- failed authentications --------------------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 __all__ = ["RPCError", "ProtocolError", "FrameTimeout", "AuthenticationError", "Limits",
            "send_frame", "recv_frame", "check_prefix", "FrameReader", "encode_frame",
            "frame_deadline", "encode", "decode", "check_dtype", "mac", "raise_remote",
-           "error_header", "PROTOCOL", "VERSION"]
+           "error_header", "same_secret", "PROTOCOL", "VERSION"]
 
 PROTOCOL = "tvmpy-rpc"
 VERSION = 1
@@ -362,3 +362,9 @@ def mac(token: str, *parts: bytes) -> str:
     for p in parts:
         h.update(len(p).to_bytes(4, "big") + p)
     return h.hexdigest()
+
+
+def same_secret(a: str, b: str) -> bool:
+    """Constant-time comparison of two strings of any characters (``secrets.compare_digest``
+    refuses non-ASCII str, which a hostile peer could send)."""
+    return hmac.compare_digest(a.encode("utf-8", "replace"), b.encode("utf-8", "replace"))
