@@ -17,7 +17,10 @@ which greets it and reads its answer without blocking, in the listener's own loo
 - failed authentications are counted per peer address (:class:`AuthLimiter`): past a few, each
   further failure from that address is answered only after a delay that doubles. A correct
   answer is never delayed, so clients sharing the address (every local user of a loopback
-  server) are not locked out by someone guessing.
+  server) are not locked out by someone guessing. This slows guessing and keeps the log
+  readable; it is no substitute for a strong token (an attacker with many connections still
+  learns a verdict per connection), hence the 256-bit generated token and the refusal of weak
+  ones.
 
 Tokens: :func:`check_token` refuses short or patterned ones; :func:`resolve_token` picks the
 token of ``--token``, ``--token-file`` or ``$TVMPY_RPC_TOKEN`` (the server generates one when
