@@ -47,7 +47,7 @@ def main() -> None:
     t0 = time.perf_counter()
     with rpc.Server(port=0, device=args.device, silent=True) as srv:
         print(f"server start ({args.device}): {time.perf_counter() - t0:.2f} s")
-        with rpc.connect("127.0.0.1", srv.port) as remote:
+        with rpc.connect("127.0.0.1", srv.port, token=srv.token) as remote:
             dev = remote.cpu(0)
             x = np.random.default_rng(0).random(1 << 18, dtype=np.float32)  # 1 MiB
             print(f"ping round trip: {_ms(remote.ping, args.runs * 5):.3f} ms")
@@ -59,7 +59,7 @@ def main() -> None:
                   f"{_ms(lambda: measure('affine.so', 'affine', spec, 10, 3), args.runs):.3f} ms")
 
         def trial() -> None:
-            with rpc.connect("127.0.0.1", srv.port) as s:
+            with rpc.connect("127.0.0.1", srv.port, token=srv.token) as s:
                 s.upload(lib)
                 s.get_function("runtime.measure")("affine.so", "affine", spec, 10, 3)
 

@@ -733,6 +733,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import importlib
 
     from . import autotvm
+    from .autotvm.measure.rpc_runner import NoDeviceLeft
     from .relay.testing import compare
 
     tm = importlib.import_module("tvmpy.autotvm.tune_model")
@@ -749,11 +750,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"n_trial_per_task": args.trials} if args.per_task else {
         "n_trial_total": args.trials}
+    runner = None
     if args.rpc_key or args.tracker:
         kw["measure_option"] = _rpc_measure_option(args)
+        runner = kw["measure_option"]["runner"]
+    logged = len(_log_errors(args.log))
     try:
         tasks = autotvm.tune_model(mod, params, args.target, log_file=args.log,
                                    tuner=args.tuner, early_stopping=args.early_stopping, **kw)
+    except NoDeviceLeft as e:  # the fleet lost every device of the key
+        errors = _log_errors(args.log)[logged:]
+        print(f"\ntvmpy tune: error: {e}: {sum(1 for x in errors if x)} of the {len(errors)} "
+              f"trials of this run failed (all are in {args.log})", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\ntvmpy tune: interrupted; every finished measurement is in {args.log}: run the "
               "same command again to resume", file=sys.stderr)
@@ -765,10 +774,33 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"tuned {len(tasks)} task(s) of {args.model} with the {args.tuner} tuner in "
           f"{time.perf_counter() - t0:.1f} s -> {args.log}")
     for i, (task, n, best) in enumerate(tm.best_per_task(tasks, args.log), 1):
-        print(f"  [{i}/{len(tasks)}] {task.name} {tm._short_args(task)}: {n} trials, "
-              f"best {best / 1e9:.2f} GFLOP/s")
+        failed = getattr(task, "failed_trials", 0)
+        print(f"  [{i}/{len(tasks)}] {task.name} {tm._short_args(task)}: {n} trials"
+              + (f" ({failed} of this run's {task.new_trials} failed)" if failed else "")
+              + f", best {best / 1e9:.2f} GFLOP/s")
+    new = sum(getattr(t, "new_trials", 0) for t in tasks)
+    failed = sum(getattr(t, "failed_trials", 0) for t in tasks)
+    if runner is not None and runner.no_device is not None:  # lost in the last batch
+        print(f"tvmpy tune: error: {runner.no_device}: {failed} of the {new} trials of this "
+              f"run failed (all are in {args.log})", file=sys.stderr)
+        return 1
+    if failed:
+        print(f"warning: {failed} of the {new} trials of this run failed (their errors are in "
+              f"{args.log})", file=sys.stderr)
+    if new and failed == new:
+        print("tvmpy tune: error: every trial failed: nothing was measured", file=sys.stderr)
+        return 1
     print(f"build with it: tvmpy compile {args.model} --tuning-log {args.log}")
     return 0
+
+
+def _log_errors(log: str) -> list[int]:
+    """The error number of each record of the tuning log ``log`` ([] when there is none)."""
+    from .autotvm import record
+
+    if not os.path.exists(log):
+        return []
+    return [int(res.error_no) for _, res in record.load_from_file(log)]
 
 
 def _rpc_measure_option(args: argparse.Namespace) -> dict:
@@ -782,7 +814,7 @@ def _rpc_measure_option(args: argparse.Namespace) -> dict:
     if not port.isdigit():
         raise CliError(f"--tracker must be HOST:PORT, got {args.tracker!r}")
     runner = autotvm.RPCRunner(args.rpc_key, host=host or "127.0.0.1", port=int(port),
-                               timeout=args.rpc_timeout)
+                               timeout=args.rpc_timeout, device_wait=args.rpc_device_wait)
     try:
         runner.set_task(None)  # the tracker is reachable and has devices of the key
     except (OSError, LookupError, RuntimeError) as e:
@@ -913,6 +945,9 @@ def make_parser() -> argparse.ArgumentParser:
                    "tracker`); devices join it with `tvmpy rpc server --tracker ... --key KEY`")
     t.add_argument("--rpc-timeout", type=float, default=10.0, metavar="S",
                    help="seconds per measurement on a device (default 10)")
+    t.add_argument("--rpc-device-wait", type=float, default=30.0, metavar="S",
+                   help="seconds to wait for a device of --rpc-key when none is left; then "
+                   "the remaining trials fail and the command exits with status 1 (default 30)")
     t.set_defaults(func=cmd_tune)
 
     d = sub.add_parser("demo", help="built-in ResNet-18: compile, check vs onnxruntime, time")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import select
 import subprocess
+import time
 
 import numpy as np
 
@@ -45,8 +46,28 @@ def graph_reference(libs: dict, x: np.ndarray) -> list[np.ndarray]:
     return [y, 3.0 / (1.0 + np.exp(-y))]
 
 
+def read_ready(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str | None]:
+    """A server process's "listening on" line and the token it printed before (None if it
+    printed none), or a failure after ``timeout`` seconds (its stdout read unbuffered)."""
+    from tvmpy.rpc.server import READY, TOKEN_LINE
+
+    token, buf = None, b""
+    end = time.monotonic() + timeout
+    while True:
+        while b"\n" in buf:
+            raw, buf = buf.split(b"\n", 1)
+            line = raw.decode()
+            if line.startswith(TOKEN_LINE):
+                token = line[len(TOKEN_LINE):].strip()
+            elif line.startswith(READY):
+                return line, token
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
+        assert ready, f"the server printed no '{READY}' line within {timeout} s"
+        chunk = os.read(proc.stdout.fileno(), 4096)  # type: ignore[union-attr]
+        assert chunk, "the server exited before it was ready"
+        buf += chunk
+
+
 def ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
-    """A server process's first stdout line, or a failure after ``timeout`` seconds."""
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    assert ready, f"the server printed nothing within {timeout} s"
-    return proc.stdout.readline()  # type: ignore[union-attr]
+    """A server process's "listening on" line (lines before it skipped)."""
+    return read_ready(proc, timeout)[0]

@@ -4,7 +4,6 @@ a session with arrays and files, and modules cross-built for AArch64 run through
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, build_libs, graph_reference
+from .rpc_util import GRAPH_IN, build_libs, graph_reference, read_ready
 
 AARCH64 = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+neon"
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +35,7 @@ def _ensure_sysroot() -> None:
 def a64_remote():
     _ensure_sysroot()
     srv = rpc.Server(port=0, device="qemu-aarch64", start_timeout=300)
-    sess = rpc.connect("127.0.0.1", srv.port, call_timeout=600)
+    sess = rpc.connect("127.0.0.1", srv.port, call_timeout=600, token=srv.token)
     yield sess
     sess.close()
     srv.terminate()
@@ -93,11 +92,10 @@ def test_cli_qemu_server():
                              "qemu-aarch64", "--port", "0", "--key", "a64"],
                             stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], 300)
-        assert ready, "the qemu server did not start"
-        line = proc.stdout.readline()  # type: ignore[union-attr]
+        line, token = read_ready(proc, 300)  # no token given: the server printed one
         assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
-        with rpc.connect("127.0.0.1", int(line.rsplit(":", 1)[1]), key="a64") as sess:
+        with rpc.connect("127.0.0.1", int(line.rsplit(":", 1)[1]), key="a64",
+                         token=token) as sess:
             assert sess.get_function("runtime.device_info")()["machine"] == "aarch64"
         proc.terminate()
         assert proc.wait(60) == 0

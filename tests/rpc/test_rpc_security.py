@@ -34,7 +34,7 @@ def test_binding_beyond_loopback_needs_flag_and_token():
     with pytest.raises(PermissionError, match="allow_remote"):
         rpc.Server(host="127.0.0.2", port=0)
     with pytest.raises(PermissionError, match="token"):
-        rpc.Server(host="127.0.0.2", port=0, allow_remote=True)
+        rpc.Server(host="127.0.0.2", port=0, allow_remote=True, insecure_no_token=True)
     with rpc.Server(host="127.0.0.2", port=0, allow_remote=True, token=TOKEN, silent=True) as srv:
         with rpc.connect("127.0.0.2", srv.port, token=TOKEN) as sess:
             assert sess.ping() == "pong"
@@ -42,7 +42,7 @@ def test_binding_beyond_loopback_needs_flag_and_token():
             rpc.connect("127.0.0.2", srv.port)
 
 
-@pytest.mark.parametrize("extra", [[], ["--allow-remote"]])
+@pytest.mark.parametrize("extra", [[], ["--allow-remote", "--insecure-no-token"]])
 def test_cli_refuses_remote_bind(extra):
     env = _env()
     env.pop("TVMPY_RPC_TOKEN", None)
@@ -118,9 +118,13 @@ def test_token_never_sent_in_clear():
     assert b'"mac"' in seen and TOKEN.encode() not in seen
 
 
-def test_client_token_against_tokenless_server(server):
-    with pytest.raises(rpc.AuthenticationError, match="without a token"):
-        rpc.connect("127.0.0.1", server.port, token=TOKEN)
+def test_client_token_against_tokenless_server():
+    with rpc.Server(port=0, insecure_no_token=True, silent=True) as srv:
+        assert srv.token is None
+        with pytest.raises(rpc.AuthenticationError, match="without a token"):
+            rpc.connect("127.0.0.1", srv.port, token=TOKEN)
+        with rpc.connect("127.0.0.1", srv.port) as sess:  # explicitly opted out: no token
+            assert sess.ping() == "pong"
 
 
 # ---- paths -----------------------------------------------------------------------------------
@@ -163,12 +167,14 @@ def test_symlinks_out_of_the_session_directory_refused(remote, tmp_path):
 
 
 # ---- frames ----------------------------------------------------------------------------------
-def _session_socket(port: int) -> socket.socket:
-    """A raw socket past the handshake of a tokenless server."""
+def _session_socket(port: int, token: str) -> socket.socket:
+    """A raw socket past the handshake of a server with ``token``."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    recv_frame(s, Limits())
+    greet, _ = recv_frame(s, Limits())
     send_frame(s, {"proto": "tvmpy-rpc", "version": 1, "key": "", "cnonce": "00",
-                   "session_timeout": 0})
+                   "session_timeout": 0,
+                   "mac": protocol.mac(token, b"client", bytes.fromhex(greet["nonce"]),
+                                       b"\x00")})
     reply, _ = recv_frame(s, Limits())
     assert reply["ok"]
     return s
@@ -192,36 +198,42 @@ PREFIX = struct.Struct("!4sIIQ")
     (PREFIX.pack(b"EVIL", 10, 0, 0), "bad frame: magic"),
 ])
 def test_oversized_and_bad_frames_close_the_session(server, prefix, message):
-    s = _session_socket(server.port)
+    s = _session_socket(server.port, server.token)
     s.sendall(prefix)
     assert message in _error_then_closed(s)
-    with rpc.connect("127.0.0.1", server.port) as sess:  # the server stays up
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as sess:  # still up
         assert sess.ping() == "pong"
 
 
 def test_truncated_frame_and_garbage_header(server):
-    s = _session_socket(server.port)
+    s = _session_socket(server.port, server.token)
     s.sendall(PREFIX.pack(b"TVRP", 100, 0, 0) + b"{")  # then hang up mid-frame
     s.close()
-    s = _session_socket(server.port)
+    s = _session_socket(server.port, server.token)
     s.sendall(PREFIX.pack(b"TVRP", 3, 0, 0) + b"\xff\xfe{")
     assert "not JSON" in _error_then_closed(s)
-    with rpc.connect("127.0.0.1", server.port) as sess:
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as sess:
         assert sess.ping() == "pong"
 
 
-def test_oversized_frame_before_authentication(token_server):
+@pytest.mark.parametrize("prefix, message", [
+    (PREFIX.pack(b"TVRP", 10, 1, 1 << 20), "1 payloads, more than the limit of 0"),
+    (PREFIX.pack(b"TVRP", 10, 0, 1 << 20), "payload of 1048576 bytes exceeds the limit of 0"),
+    (PREFIX.pack(b"TVRP", 1 << 20, 0, 0), "header of 1048576 bytes exceeds the limit of 4096"),
+])
+def test_oversized_frame_before_authentication(token_server, prefix, message):
+    """Before the handshake the server takes a hello of at most 4 KiB and no payload."""
     s = socket.create_connection(("127.0.0.1", token_server.port), timeout=10)
     recv_frame(s, Limits())
-    s.sendall(PREFIX.pack(b"TVRP", 10, 1, 1 << 20))  # no payload allowed before the handshake
+    s.sendall(prefix)
     reply, _ = recv_frame(s, Limits())
-    assert reply["ok"] is False and "exceeds the limit" in reply["error"]["message"]
+    assert reply["ok"] is False and message in reply["error"]["message"]
     s.close()
 
 
 def test_message_size_limit(tmp_path):
     with rpc.Server(port=0, max_payload=1 << 20, silent=True) as srv:
-        with rpc.connect("127.0.0.1", srv.port) as sess:
+        with rpc.connect("127.0.0.1", srv.port, token=srv.token) as sess:
             big = tmp_path / "big.bin"
             big.write_bytes(b"\x01" * (2 << 20))
             with pytest.raises(ValueError, match="message limit"):
@@ -231,7 +243,7 @@ def test_message_size_limit(tmp_path):
             sess.upload(b"\x02" * (1 << 19), target="ok.bin")  # under the limit: fine
             assert len(sess.download("ok.bin")) == 1 << 19
         # a client that ignores the announced limit is cut off by the server
-        s = _session_socket(srv.port)
+        s = _session_socket(srv.port, srv.token)
         payload = b"\x00" * ((1 << 20) + 1)
         send_frame(s, {"op": "upload", "name": "x.bin"}, [payload[:16]])  # a good frame first
         recv_frame(s, Limits())
@@ -240,7 +252,7 @@ def test_message_size_limit(tmp_path):
 
 
 def test_non_numeric_and_inconsistent_arrays_refused(server):
-    s = _session_socket(server.port)
+    s = _session_socket(server.port, server.token)
     dev = {"__t": "dev", "type": 1, "id": 0}
     send_frame(s, {"op": "nd_array", "dev": dev,
                    "value": {"__t": "nd", "p": 0, "shape": [1], "dtype": "object"}}, [b"\0" * 8])

@@ -16,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, graph_reference, ready_line
+from .rpc_util import GRAPH_IN, graph_reference, read_ready, ready_line
 
 
 def _wait_gone(path: str, timeout: float = 15.0) -> bool:
@@ -197,13 +197,13 @@ def test_local_session(libs, rng):
 
 
 def test_session_directory_deleted_and_private(server):
-    with rpc.connect("127.0.0.1", server.port) as s1:
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as s1:
         s1.upload(b"secret", target="secret.txt")
         path1 = s1.get_function("tvm.rpc.server.workpath")("secret.txt")
         assert os.path.isfile(path1)
         assert stat_mode(os.path.dirname(path1)) == 0o700
     assert _wait_gone(os.path.dirname(path1)), "the session directory outlived the session"
-    with rpc.connect("127.0.0.1", server.port) as s2:
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as s2:
         assert s2.listdir() == []
         path2 = s2.get_function("tvm.rpc.server.workpath")("secret.txt")
         assert os.path.dirname(path2) != os.path.dirname(path1)
@@ -216,7 +216,7 @@ def stat_mode(path: str) -> int:
 
 
 def test_session_timeout_ends_the_session(server):
-    sess = rpc.connect("127.0.0.1", server.port, session_timeout=1)
+    sess = rpc.connect("127.0.0.1", server.port, session_timeout=1, token=server.token)
     path = sess.get_function("tvm.rpc.server.workpath")("x")
     end = time.monotonic() + 20
     with pytest.raises((TimeoutError, rpc.RPCError)):
@@ -224,24 +224,24 @@ def test_session_timeout_ends_the_session(server):
             sess.ping()
             time.sleep(0.1)
     assert _wait_gone(os.path.dirname(path))
-    with rpc.connect("127.0.0.1", server.port) as again:  # the server goes on
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as again:  # it goes on
         assert again.ping() == "pong"
 
 
 def test_client_disconnect_ends_the_session(server):
-    sess = rpc.connect("127.0.0.1", server.port)
+    sess = rpc.connect("127.0.0.1", server.port, token=server.token)
     path = sess.get_function("tvm.rpc.server.workpath")("x")
     sess._sock.close()  # vanish without saying goodbye
     assert _wait_gone(os.path.dirname(path))
 
 
 def test_second_client_waits_for_the_first(server):
-    first = rpc.connect("127.0.0.1", server.port)
+    first = rpc.connect("127.0.0.1", server.port, token=server.token)
     got: dict = {}
 
     def second() -> None:
         try:
-            with rpc.connect("127.0.0.1", server.port, timeout=30) as s:
+            with rpc.connect("127.0.0.1", server.port, timeout=30, token=server.token) as s:
                 got["pong"] = s.ping()
         except Exception as e:  # noqa: BLE001 - reported below
             got["error"] = e
@@ -257,9 +257,9 @@ def test_second_client_waits_for_the_first(server):
 
 def test_busy_server_refuses_after_queue_timeout():
     with rpc.Server(port=0, queue_timeout=0.3, silent=True) as srv:
-        with rpc.connect("127.0.0.1", srv.port):
+        with rpc.connect("127.0.0.1", srv.port, token=srv.token):
             with pytest.raises(RuntimeError, match="server busy"):
-                rpc.connect("127.0.0.1", srv.port, timeout=30)
+                rpc.connect("127.0.0.1", srv.port, timeout=30, token=srv.token)
 
 
 def test_crash_in_loaded_code_leaves_the_server_up(server, tmp_path):
@@ -272,35 +272,49 @@ def test_crash_in_loaded_code_leaves_the_server_up(server, tmp_path):
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(plain), str(src)], check=True, timeout=60)
     lib = tmp_path / "crash.so"  # tvmpy metadata: accepted, loaded, and its constructor crashes
     link_shared([compile_c(crash, ["-O0"])], '{"version": 1, "entry": "", "functions": []}', str(lib))
-    sess = rpc.connect("127.0.0.1", server.port)
+    sess = rpc.connect("127.0.0.1", server.port, token=server.token)
     sess.upload(str(plain))
     with pytest.raises(ValueError, match="not a tvmpy module"):  # refused before dlopen
         sess.load_module("plain.so")
     sess.upload(str(lib))
     with pytest.raises(rpc.RPCError, match="closed the session"):
         sess.load_module("crash.so")
-    with rpc.connect("127.0.0.1", server.port) as again:
+    with rpc.connect("127.0.0.1", server.port, token=server.token) as again:
         assert again.ping() == "pong"
 
 
 def test_cli_server(tmp_path):
+    """Without a token, `tvmpy rpc server` generates a random one and prints it (as Jupyter
+    does) before its "listening" line; clients need it."""
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--port", "0",
-                             "--key", "cli-test"], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                [str(_root()), os.environ.get("PYTHONPATH", "")])))
-    try:
-        line = ready_line(proc)
-        assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
-        port = int(line.rsplit(":", 1)[1])
-        with rpc.connect("127.0.0.1", port, key="cli-test") as sess:
-            assert sess.ping() == "pong"
-        with pytest.raises(rpc.AuthenticationError, match="key mismatch"):
-            rpc.connect("127.0.0.1", port, key="other-key")
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_root()),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    env.pop("TVMPY_RPC_TOKEN", None)
+    tokens = []
+    for _ in range(2):
+        proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "rpc", "server", "--port", "0",
+                                 "--key", "cli-test"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            line, token = read_ready(proc)
+            assert line.startswith("tvmpy rpc server listening on 127.0.0.1:"), line
+            assert token is not None and len(token) >= 40  # 256 random bits
+            tokens.append(token)
+            port = int(line.rsplit(":", 1)[1])
+            with rpc.connect("127.0.0.1", port, key="cli-test", token=token) as sess:
+                assert sess.ping() == "pong"
+            with pytest.raises(rpc.AuthenticationError, match="requires a token"):
+                rpc.connect("127.0.0.1", port, key="cli-test")
+            with pytest.raises(rpc.AuthenticationError, match="key mismatch"):
+                rpc.connect("127.0.0.1", port, key="other-key", token=token)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "generated" in err and "--insecure-no-token" in err
+        assert token not in err  # printed once, on stdout
+    assert tokens[0] != tokens[1]
 
 
 def _root():
@@ -313,15 +327,15 @@ def test_server_ends_with_the_process_that_started_it():
     import sys
 
     code = ("import os; from tvmpy import rpc; s = rpc.Server(port=0, silent=True); "
-            "print(s.port, flush=True); os._exit(0)")  # no terminate(): a crashed script
+            "print(s.port, s.token, flush=True); os._exit(0)")  # no terminate(): a crashed script
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                               [str(_root()), os.environ.get("PYTHONPATH", "")])))
-    port = int(proc.stdout.split()[0])
+    port, token = int(proc.stdout.split()[0]), proc.stdout.split()[1]
     end = time.monotonic() + 20
     while time.monotonic() < end:
         try:
-            rpc.connect("127.0.0.1", port, timeout=5).close()
+            rpc.connect("127.0.0.1", port, timeout=5, token=token).close()
         except ConnectionError:
             return
         except rpc.RPCError:  # accepted while it was stopping
@@ -382,7 +396,7 @@ def test_killed_listener_leaves_no_directory(tmp_path):
     import signal
 
     srv = rpc.Server(port=0, silent=True)
-    sess = rpc.connect("127.0.0.1", srv.port)
+    sess = rpc.connect("127.0.0.1", srv.port, token=srv.token)
     workdir = os.path.dirname(sess.get_function("tvm.rpc.server.workpath")("x"))
     base = os.path.dirname(workdir)
     os.kill(srv.proc.pid, signal.SIGKILL)

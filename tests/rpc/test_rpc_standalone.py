@@ -16,7 +16,7 @@ import tvmpy as tvm
 from tvmpy import rpc
 from tvmpy.contrib import graph_executor
 
-from .rpc_util import GRAPH_IN, graph_reference, ready_line
+from .rpc_util import GRAPH_IN, graph_reference, read_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = ("llvmlite", "onnx", "onnxruntime", "xgboost", "torch", "dask", "distributed",
@@ -48,10 +48,11 @@ def test_server_with_runtime_only(libs, rng):
     proc = subprocess.Popen([sys.executable, "-c", DEVICE.format(blocked=BLOCKED)],
                             stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     try:
-        line = ready_line(proc)
+        line, token = read_ready(proc)  # no token given: it generated and printed one
+        assert token
         assert line.startswith("tvmpy rpc server listening on"), line
         port = int(line.rsplit(":", 1)[1])
-        with rpc.connect("127.0.0.1", port, call_timeout=120) as remote:
+        with rpc.connect("127.0.0.1", port, call_timeout=120, token=token) as remote:
             dev = remote.cpu(0)
             remote.upload(libs["affine"])
             remote.upload(libs["graph"])

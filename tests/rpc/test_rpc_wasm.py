@@ -17,7 +17,7 @@ WASM = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
 def test_wasm_device_server(tmp_path, rng):
     libs = build_libs(str(tmp_path), target=WASM, ext="wasm")
     with rpc.Server(port=0, device="wasm", silent=True) as srv, \
-            rpc.connect("127.0.0.1", srv.port, call_timeout=120) as remote:
+            rpc.connect("127.0.0.1", srv.port, call_timeout=120, token=srv.token) as remote:
         assert remote.get_function("runtime.device_info")()["device"] == "wasm"
         remote.upload(libs["affine"])
         remote.upload(libs["graph"])

@@ -215,11 +215,12 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
         callbacks = [callback.log_to_file(log_file)]
         if progress and n_new > 0:
             callbacks.append(callback.progress_bar(n_new, prefix=prefix, stream=out))
-        measured = [0]
+        measured = [0, 0]  # trials measured in this run, of which failed
 
         def _count(_tuner: Any, inputs: Sequence[Any], results: Sequence[Any],
                    measured: list[int] = measured, key: Any = key) -> None:
             measured[0] += len(inputs)
+            measured[1] += sum(1 for r in results if r.error_no != 0)
             by_key.setdefault(key, []).extend(zip(inputs, results))
 
         callbacks.append(_count)
@@ -228,6 +229,7 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
                            early_stopping=early_stopping, callbacks=callbacks)
         task.tuned_trials = min(budget, tuner_obj.num_history) + measured[0]
         task.new_trials = measured[0]
+        task.failed_trials = measured[1]
         done += min(budget, tuner_obj.num_history) + measured[0]
         if progress:
             out.write(f"tune: task {i}/{len(tasks)} done | trials {done}/{total} "
@@ -278,8 +280,9 @@ def tune_model(mod: Any, params: Any = None, target: Any = "llvm", *,
     ops : sequence of str, optional
         Only these task names (e.g. ``["dense.x86"]``).
 
-    Returns the tuned tasks, largest flop first (each with ``tuned_trials`` and
-    ``new_trials``), or ``[]`` (saying so on ``stream``) when the program has no tunable ops.
+    Returns the tuned tasks, largest flop first (each with ``tuned_trials``, ``new_trials``
+    and ``failed_trials``: those of the new ones that failed), or ``[]`` (saying so on
+    ``stream``) when the program has no tunable ops.
     """
     from ..transform import PassContext
     from .task import extract_from_program

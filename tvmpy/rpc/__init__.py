@@ -2,7 +2,8 @@
 
 - ``connect(host, port, key, session_timeout, token)`` -> :class:`RPCSession` (client.py);
 - ``Server`` / ``python -m tvmpy.rpc.server`` / ``tvmpy rpc server``: the device side
-  (server.py, session.py; imports only the runtime, numpy and the standard library);
+  (server.py, gate.py, session.py; imports only the runtime, numpy and the standard library);
+  a token is required by default (generated and printed when none is given);
 - ``LocalSession``: the same API in this process;
 - protocol.py: the framed wire format (JSON headers, raw array payloads, never pickle), the
   size limits and the HMAC token challenge.

@@ -9,7 +9,6 @@ in this process.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import server
+from .gate import resolve_token
 
 __all__ = ["add_arguments", "run"]
 
@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="join this tracker's fleet as a device of --key (a Dask worker with "
                    "resources {KEY: 1} that owns this device's server)")
     s.add_argument("--name", default=None, help="with --tracker: the name `rpc status` shows")
+    s.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="with --tracker: seconds to reach and join the tracker before giving "
+                   "up with an error (default 10)")
     s.add_argument("--tls-ca-file", default=None, help="with --tracker: Dask TLS CA")
     s.add_argument("--tls-cert", default=None, help="with --tracker: Dask TLS certificate")
     s.add_argument("--tls-key", default=None, help="with --tracker: Dask TLS private key")
@@ -62,13 +65,21 @@ def run_server(args: argparse.Namespace) -> int:
         return fleet.run_from_args(args)
     if args.device != "qemu-aarch64":
         return server.run_from_args(args)
-    token = args.token if args.token is not None else os.environ.get(server.TOKEN_ENV) or None
-    server.check_bind(args.host, args.allow_remote, token)
+    try:  # the token is checked here; the emulated server generates one if none is given
+        token = resolve_token(args.token, args.token_file, args.insecure_no_token)
+        server.check_bind(args.host, args.allow_remote, token or not args.insecure_no_token)
+        server.policy_from_args(args)
+    except (PermissionError, ValueError) as e:
+        print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
+        return 2
     argv = ["-m", "tvmpy.rpc.server", "--device", args.device, "--host", args.host,
-            "--port", str(args.port),
-            "--port-end", str(args.port_end), "--key", args.key, "--max-payload",
-            str(args.max_payload), "--max-header", str(args.max_header), "--queue-timeout",
-            str(args.queue_timeout), "--exit-with-parent"] + (["--allow-remote"] if args.allow_remote else [])
+            "--port", str(args.port), "--port-end", str(args.port_end), "--key", args.key,
+            "--max-payload", str(args.max_payload), "--max-header", str(args.max_header),
+            "--exit-with-parent"]
+    for opt in ("max_sessions", "max_pending", "max_queue", "handshake_timeout",
+                "queue_timeout", "idle_timeout", "frame_timeout"):
+        argv += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
+    argv += ["--allow-remote"] * args.allow_remote + ["--insecure-no-token"] * args.insecure_no_token
     proc = subprocess.Popen(server.device_command(args.device) + argv,
                             env=server.server_env(args.device, token))
     # stopping this command stops the emulated server (and its session) too

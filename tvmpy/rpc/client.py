@@ -1,6 +1,6 @@
 """The client side of an RPC session: ``rpc.connect`` and the remote objects it hands out.
 
-    remote = rpc.connect("127.0.0.1", 9091)
+    remote = rpc.connect("127.0.0.1", 9091, token=TOKEN)  # the token the server printed
     remote.upload("net.so"); rlib = remote.load_module("net.so")
     dev = remote.cpu(0)
     a = tvm.nd.array(x, dev)                        # lives on the server; a.numpy() copies back
@@ -45,6 +45,7 @@ from .protocol import (
     mac,
     raise_remote,
     recv_frame,
+    same_secret,
     send_frame,
 )
 from .session import Session, get_global_func
@@ -59,10 +60,11 @@ def connect(url: str, port: int, key: str = "", session_timeout: float = 0,
     """Open a session on the RPC server at ``url:port``.
 
     ``key``: the device key the server must serve ("" accepts any); ``session_timeout``: the
-    server ends the session after that many seconds (0: never); ``token``: the shared secret of
-    a server started with one (proved by HMAC, never sent); ``timeout``: seconds for the TCP
-    connection and the handshake; ``call_timeout``: seconds to wait for each reply (None: no
-    limit)."""
+    server ends the session after that many seconds (0: never); ``token``: the server's token
+    (printed when it started, or ``Server.token``; proved by HMAC, never sent; None only for a
+    server started with ``--insecure-no-token``); ``timeout``: seconds for the TCP connection
+    and the handshake, including a wait for a busy server's session slot; ``call_timeout``:
+    seconds to wait for each reply (None: no limit)."""
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"rpc.connect: bad port {port!r}")
     try:
@@ -102,7 +104,12 @@ def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeo
     if token and not greet.get("auth"):
         raise AuthenticationError(f"{where} was started without a token and cannot prove its "
                                   "identity; connect without token= to use it")
-    nonce = bytes.fromhex(str(greet.get("nonce", "")))
+    try:
+        nonce = bytes.fromhex(str(greet.get("nonce", "")))
+        limits = Limits(int(greet.get("max_header", 1 << 20)),
+                        int(greet.get("max_payload", 1 << 30)))
+    except (ValueError, TypeError) as e:
+        raise ProtocolError(f"{where}: bad greeting ({e})") from None
     cnonce = secrets.token_bytes(32)
     send_frame(sock, {"proto": PROTOCOL, "version": VERSION, "key": key,
                       "session_timeout": float(session_timeout), "cnonce": cnonce.hex(),
@@ -113,10 +120,9 @@ def _handshake(sock: socket.socket, url: str, port: int, key: str, session_timeo
         raise RPCError(f"{where} closed the connection during the handshake") from None
     if not reply.get("ok"):
         raise_remote(reply.get("error"), where)
-    if token and not secrets.compare_digest(str(reply.get("proof")),
-                                            mac(token, b"server", cnonce, nonce)):
+    if token and not same_secret(str(reply.get("proof")), mac(token, b"server", cnonce, nonce)):
         raise AuthenticationError(f"{where} failed to prove it knows the token")
-    return Limits(int(greet.get("max_header", 1 << 20)), int(greet.get("max_payload", 1 << 30)))
+    return limits
 
 
 class RemoteDevice(Device):

@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ctypes
 import logging
 import os
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
@@ -43,15 +46,30 @@ __all__ = ["FleetPlugin", "DevicePlugin", "measure_task", "hold_task", "run_devi
            "start_device_server", "PLUGIN_NAME", "quiet_dask_logs"]
 
 PLUGIN_NAME = "tvmpy-fleet"
+WORKER_DIR_PREFIX = "tvmpy_fleet_worker_"  # + the worker's pid: its Dask local directory
 READY_WORKER = "tvmpy rpc device worker ready:"
 _DONE_STATES = ("memory", "erred", "forgotten")
 
 
 def quiet_dask_logs(level: int = logging.ERROR) -> None:
-    """Dask logs every connection and worker event at INFO: keep only errors."""
+    """Dask logs every connection and worker event at INFO: keep only errors. (A result lost
+    with its device is reported by RPCRunner; Dask's own note of it is dropped.)"""
     for name in ("distributed", "distributed.scheduler", "distributed.worker",
-                 "distributed.core", "distributed.comm", "distributed.nanny"):
+                 "distributed.core", "distributed.comm", "distributed.nanny",
+                 "distributed.client"):
         logging.getLogger(name).setLevel(level)
+    aio = logging.getLogger("asyncio")
+    if not any(isinstance(f, _DropDaskGatherExit) for f in aio.filters):
+        aio.addFilter(_DropDaskGatherExit())
+
+
+class _DropDaskGatherExit(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for Dask's internal ``AllExit``
+    (left behind when a ``Future.result(timeout=...)`` gives up on a lost result)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return exc is None or exc.__name__ != "AllExit"
 
 
 # ---- scheduler side ----------------------------------------------------------------------------
@@ -293,29 +311,114 @@ def start_device_server(device: str, host: str, token: str | None, key: str = ""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=server_env(device, token), cwd=tempfile.gettempdir(),
                             preexec_fn=_set_pdeathsig)
-    text = wait_for_line(proc, READY, timeout, f"the {device} device server", cmd)
+    try:
+        text = wait_for_line(proc, READY, timeout, f"the {device} device server", cmd)
+    except BaseException:  # a signal while it starts, too: it ends (and cleans up) with us
+        stop_process(proc)
+        raise
     return proc, int(text.rsplit(":", 1)[1])
 
 
+def stop_process(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """SIGTERM ``proc`` (it cleans up), SIGKILL it after ``grace`` seconds; always reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(grace)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGINT arrived while a device worker was starting (not yet in its loop)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM/SIGINT raise :class:`Stopped` in the main thread, so every stage before the
+    worker's loop (reaching the tracker, starting the device server) unwinds and cleans up."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Stopped(signum)
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def wait_for_tracker(tracker: str, timeout: float) -> None:
+    """Return once a TCP connection to the tracker's address succeeds; ConnectionError naming
+    it after ``timeout`` seconds of attempts (a tracker still starting gets that long)."""
+    hostport = tracker.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--tracker must be HOST:PORT, got {tracker!r}")
+    deadline = time.monotonic() + timeout
+    said = False
+    while True:
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                     timeout=max(0.1, min(2.0, deadline - time.monotonic()))
+                                     ).close()
+            return
+        except OSError as e:
+            if time.monotonic() + 0.5 > deadline:
+                raise ConnectionError(f"cannot reach the tracker at {hostport} within "
+                                      f"{timeout:g} s ({e.strerror or e}): is `tvmpy rpc "
+                                      "tracker` running there?") from None
+            if not said:
+                print(f"tvmpy rpc server: the tracker at {hostport} does not answer yet "
+                      f"({e.strerror or e}); trying for {timeout:g} s", file=sys.stderr,
+                      flush=True)
+                said = True
+            time.sleep(0.5)
+
+
 async def _serve_device(tracker: str, key: str, device: str, host: str, name: str,
-                        security: Any, proc: subprocess.Popen, port: int, token: str) -> int:
+                        security: Any, proc: subprocess.Popen, port: int, token: str,
+                        connect_timeout: float, workdir: str) -> int:
     import dask
     from distributed import Worker
 
     dask.config.set({"distributed.worker.http.routes": []})  # no HTTP endpoints, loopback
     info = {"key": key, "name": name, "device": device, "host": host, "port": port,
             "token": token, "pid": proc.pid, "worker_pid": os.getpid()}
-    worker = Worker(tracker, nthreads=1, resources={key: 1}, name=name, host=host,
-                    dashboard=False, dashboard_address="127.0.0.1:0", memory_limit=0,
-                    security=security,
-                    plugins=(DevicePlugin(info),))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await worker
-    info["worker"] = worker.address
-    await worker.scheduler.tvmpy_fleet_register(info=info)
+    # death_timeout: joining (and re-joining after a lost connection) is bounded in time
+    worker = Worker(tracker, nthreads=1, resources={key: 1}, name=name, host=host,
+                    dashboard=False, dashboard_address="127.0.0.1:0", memory_limit=0,
+                    security=security, death_timeout=connect_timeout,
+                    local_directory=workdir, plugins=(DevicePlugin(info),))
+    start = asyncio.ensure_future(_join(worker, info))
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({start, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not start.done():  # a signal while joining the tracker
+        start.cancel()
+        with contextlib.suppress(BaseException):
+            await start
+        await _close_worker(worker, "stopped")
+        print(f"tvmpy rpc device worker {name}: stopped before it joined the tracker",
+              file=sys.stderr, flush=True)
+        return 0
+    try:
+        start.result()
+    except (asyncio.TimeoutError, RuntimeError, OSError) as e:
+        await _close_worker(worker, "failed to join")
+        raise ConnectionError(f"could not join the tracker at {tracker} within "
+                              f"{connect_timeout:g} s ({type(e).__name__}: {e})") from None
     print(f"{READY_WORKER} key={key} name={name} device={device} rpc={host}:{port} "
           f"worker={worker.address}", flush=True)
     reason = "stopped"
@@ -336,31 +439,67 @@ async def _serve_device(tracker: str, key: str, device: str, host: str, name: st
                                                                     reason=reason), 5)
     except Exception:  # noqa: BLE001 - the tracker may be gone already
         pass
-    await worker.close(reason=reason)
+    await _close_worker(worker, reason)
     return 0 if reason == "stopped" else 1
 
 
+async def _join(worker: Any, info: dict) -> None:
+    await worker
+    info["worker"] = worker.address
+    await worker.scheduler.tvmpy_fleet_register(info=info)
+
+
+async def _close_worker(worker: Any, reason: str) -> None:
+    try:
+        await asyncio.wait_for(worker.close(reason=reason), 10)
+    except Exception:  # noqa: BLE001 - closing what never fully started
+        pass
+
+
 def run_device_worker(tracker: str, key: str, device: str = "native", host: str = "127.0.0.1",
-                      name: str | None = None, security: Any = None) -> int:
+                      name: str | None = None, security: Any = None,
+                      connect_timeout: float = 10.0) -> int:
     """Own one device: start its RPC server, join the tracker as a Dask worker with resources
-    ``{key: 1}``, serve until stopped or until the device dies (then leave the fleet)."""
+    ``{key: 1}``, serve until stopped or until the device dies (then leave the fleet).
+
+    The tracker must be reachable within ``connect_timeout`` seconds (else ConnectionError).
+    SIGTERM/SIGINT stop it at any stage; the device server and the worker's directory go with
+    it. Returns 0 when stopped, 1 when the device or the tracker was lost."""
     if not key:
         raise ValueError("a device worker needs a key (--key)")
+    if not connect_timeout > 0:
+        raise ValueError(f"--connect-timeout must be > 0 seconds, got {connect_timeout!r}")
     quiet_dask_logs()
-    token = secrets.token_hex(16)
-    proc, port = start_device_server(device, host, token, key)
-    name = name or f"{key}-{device}-{os.getpid()}"
+    address = _tracker_address(tracker, security)
+    proc: subprocess.Popen | None = None
+    workdir: str | None = None
     try:
-        return asyncio.run(_serve_device(_tracker_address(tracker, security), key, device, host,
-                                         name, security, proc, port, token))
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        with _signals_raise():  # until the worker's loop takes the signals over
+            wait_for_tracker(address, connect_timeout)
+            token = secrets.token_hex(16)
+            proc, port = start_device_server(device, host, token, key)
+            from .server import _sweep_stale_dirs
+
+            _sweep_stale_dirs(WORKER_DIR_PREFIX)  # those of workers killed with SIGKILL
+            workdir = tempfile.mkdtemp(prefix=f"{WORKER_DIR_PREFIX}{os.getpid()}_")
+            name = name or f"{key}-{device}-{os.getpid()}"
+            return asyncio.run(_serve_device(address, key, device, host, name, security, proc,
+                                             port, token, connect_timeout, workdir))
+    except Stopped as e:
+        print(f"tvmpy rpc server: stopped ({e}) before it joined the tracker", file=sys.stderr,
+              flush=True)
+        return 0
+    finally:  # bounded; a second signal must not cut it short
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM,
+                                                                   signal.SIGINT)}
+        try:
+            if proc is not None:
+                stop_process(proc)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
+        finally:
+            for sig, h in old.items():
+                signal.signal(sig, h)
 
 
 def _tracker_address(tracker: str, security: Any = None) -> str:
@@ -388,7 +527,14 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address of this worker and its device "
                    "server (default 127.0.0.1)")
     p.add_argument("--name", default=None, help="device name shown by `tvmpy rpc status`")
+    add_connect_timeout_argument(p)
     add_tls_arguments(p)
+
+
+def add_connect_timeout_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="with --tracker: seconds to reach and join the tracker before giving "
+                   "up with an error (default 10)")
 
 
 def add_tls_arguments(p: argparse.ArgumentParser) -> None:
@@ -415,7 +561,7 @@ def security_from_args(args: argparse.Namespace) -> Any:
 def run_from_args(args: argparse.Namespace) -> int:
     try:
         return run_device_worker(args.tracker, args.key, args.device, args.host, args.name,
-                                 security_from_args(args))
+                                 security_from_args(args), args.connect_timeout)
     except (ValueError, OSError, RuntimeError, TimeoutError) as e:
         print(f"tvmpy rpc server: error: {e}", file=sys.stderr)
         return 2

@@ -19,14 +19,16 @@ import json
 import re
 import socket
 import struct
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["RPCError", "ProtocolError", "AuthenticationError", "Limits", "send_frame",
-           "recv_frame", "encode", "decode", "check_dtype", "mac", "raise_remote",
-           "error_header", "PROTOCOL", "VERSION"]
+__all__ = ["RPCError", "ProtocolError", "FrameTimeout", "AuthenticationError", "Limits",
+           "send_frame", "recv_frame", "check_prefix", "FrameReader", "encode_frame",
+           "frame_deadline", "encode", "decode", "check_dtype", "mac", "raise_remote",
+           "error_header", "same_secret", "PROTOCOL", "VERSION"]
 
 PROTOCOL = "tvmpy-rpc"
 VERSION = 1
@@ -34,6 +36,7 @@ MAGIC = b"TVRP"
 _PREFIX = struct.Struct("!4sIIQ")
 _LEN = struct.Struct("!Q")
 MAX_PAYLOADS = 1024
+MIN_RATE = 1 << 20  # bytes/s a frame's deadline allows for its payload (see frame_deadline)
 _DTYPE_RE = re.compile(r"^(bool|u?int(8|16|32|64)|float(16|32|64))$")
 
 
@@ -45,27 +48,46 @@ class ProtocolError(RPCError):
     """A malformed, truncated or oversized frame: the connection is closed."""
 
 
+class FrameTimeout(ProtocolError):
+    """A frame did not arrive whole within its deadline (a truncated or stalled frame)."""
+
+
 class AuthenticationError(RPCError):
     """The peer failed the token challenge (or one side has a token and the other none)."""
 
 
 class Limits:
-    """Largest JSON header and largest total payload of one frame, in bytes."""
+    """Largest JSON header and largest total payload of one frame, in bytes, and most
+    payloads (at most MAX_PAYLOADS)."""
 
-    def __init__(self, max_header: int = 1 << 20, max_payload: int = 1 << 30):
-        if max_header < 1024 or max_payload < 0:
+    def __init__(self, max_header: int = 1 << 20, max_payload: int = 1 << 30,
+                 max_payloads: int = MAX_PAYLOADS):
+        if max_header < 1024 or max_payload < 0 or not 0 <= max_payloads <= MAX_PAYLOADS:
             raise ValueError(f"RPC limits too small: max_header={max_header}, "
-                             f"max_payload={max_payload}")
+                             f"max_payload={max_payload}, max_payloads={max_payloads}")
         self.max_header = int(max_header)
         self.max_payload = int(max_payload)
+        self.max_payloads = int(max_payloads)
 
 
-def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False) -> bytearray:
+def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False,
+                deadline: float | None = None) -> bytearray:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
     while got < n:
-        k = sock.recv_into(view[got:], n - got)
+        if deadline is not None:  # the whole frame, not each recv, is bounded in time
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FrameTimeout(f"frame not complete within its deadline ({what}: got {got} "
+                                   f"of {n} bytes): truncated or stalled frame")
+            sock.settimeout(left)
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except TimeoutError:
+            if deadline is None:
+                raise
+            continue  # the deadline check above reports it
         if k == 0:
             if at_start and got == 0:
                 raise EOFError("connection closed by the peer")
@@ -101,34 +123,110 @@ def send_frame(sock: socket.socket, header: dict, payloads: Sequence[Any] = ()) 
         sock.sendall(v)
 
 
-def recv_frame(sock: socket.socket, limits: Limits) -> tuple[dict, list[bytearray]]:
-    """Receive one frame, checking every length against ``limits`` before allocating.
-    Raises EOFError on a clean close before the frame, ProtocolError on a bad frame."""
-    magic, head_len, count, total = _PREFIX.unpack(
-        _recv_exact(sock, _PREFIX.size, "frame prefix", at_start=True))
+def check_prefix(prefix: bytes | bytearray, limits: Limits) -> tuple[int, int, int]:
+    """``(header length, payload count, payload bytes)`` of a frame prefix, every one checked
+    against ``limits`` (raises ProtocolError)."""
+    magic, head_len, count, total = _PREFIX.unpack(prefix)
     if magic != MAGIC:
         raise ProtocolError(f"bad frame: magic {bytes(magic)!r}, expected {MAGIC!r} (not a "
                             "tvmpy RPC peer?)")
     if head_len > limits.max_header:
         raise ProtocolError(f"frame header of {head_len} bytes exceeds the limit of "
                             f"{limits.max_header} bytes")
-    if count > MAX_PAYLOADS:
-        raise ProtocolError(f"frame has {count} payloads, more than the limit of {MAX_PAYLOADS}")
+    if count > limits.max_payloads:
+        raise ProtocolError(f"frame has {count} payloads, more than the limit of "
+                            f"{limits.max_payloads}")
     if total > limits.max_payload:
         raise ProtocolError(f"frame payload of {total} bytes exceeds the limit of "
                             f"{limits.max_payload} bytes")
-    sizes = [_LEN.unpack_from(_recv_exact(sock, 8, "payload length"))[0] for _ in range(count)]
-    if sum(sizes) != total:
-        raise ProtocolError(f"bad frame: payload lengths add up to {sum(sizes)}, the prefix "
-                            f"says {total}")
-    raw = _recv_exact(sock, head_len, "header")
+    return head_len, count, total
+
+
+def _parse_header(raw: bytes | bytearray) -> dict:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ProtocolError(f"bad frame: the header is not JSON ({e})") from None
     if not isinstance(header, dict):
         raise ProtocolError("bad frame: the header is not a JSON object")
-    return header, [_recv_exact(sock, s, "payload") for s in sizes]
+    return header
+
+
+def frame_deadline(timeout: float, payload_bytes: int = 0) -> float:
+    """When a frame started now must be complete: ``timeout`` seconds, plus one second per
+    MIN_RATE bytes of payload (a large upload on a slow link is not cut off)."""
+    return time.monotonic() + timeout + payload_bytes / MIN_RATE
+
+
+def recv_frame(sock: socket.socket, limits: Limits,
+               timeout: float | None = None) -> tuple[dict, list[bytearray]]:
+    """Receive one frame, checking every length against ``limits`` before allocating.
+    Raises EOFError on a clean close before the frame, ProtocolError on a bad frame.
+
+    ``timeout``: the whole frame must arrive within that many seconds (plus the payload's
+    allowance, :func:`frame_deadline`), else :class:`FrameTimeout`; None: the socket's own
+    per-recv timeout applies. With a timeout, the socket's timeout is changed."""
+    deadline = None if timeout is None else frame_deadline(timeout)
+    head_len, count, total = check_prefix(
+        _recv_exact(sock, _PREFIX.size, "frame prefix", at_start=True, deadline=deadline),
+        limits)
+    if timeout is not None:
+        deadline = frame_deadline(timeout, total)
+    sizes = [_LEN.unpack_from(_recv_exact(sock, 8, "payload length", deadline=deadline))[0]
+             for _ in range(count)]
+    if sum(sizes) != total:
+        raise ProtocolError(f"bad frame: payload lengths add up to {sum(sizes)}, the prefix "
+                            f"says {total}")
+    header = _parse_header(_recv_exact(sock, head_len, "header", deadline=deadline))
+    return header, [_recv_exact(sock, s, "payload", deadline=deadline) for s in sizes]
+
+
+class FrameReader:
+    """One frame read from a non-blocking socket piece by piece (the server's handshake):
+    :meth:`wants` bytes are read and given to :meth:`feed` until it returns the frame. Lengths
+    are checked against ``limits`` before anything is allocated, as in :func:`recv_frame`."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self._buf = bytearray()
+        self._need = _PREFIX.size
+        self._head: tuple[int, int, int] | None = None
+
+    def wants(self) -> int:
+        return self._need - len(self._buf)
+
+    def feed(self, data: bytes) -> tuple[dict, list[bytes]] | None:
+        if len(data) > self.wants():
+            raise ValueError("FrameReader.feed: more bytes than wanted")
+        self._buf += data
+        if self.wants():
+            return None
+        if self._head is None:
+            self._head = check_prefix(self._buf, self.limits)
+            head_len, count, total = self._head
+            self._need = _PREFIX.size + 8 * count + head_len + total
+            if self.wants():
+                return None
+        head_len, count, total = self._head
+        pos = _PREFIX.size
+        sizes = [_LEN.unpack_from(self._buf, pos + 8 * i)[0] for i in range(count)]
+        if sum(sizes) != total:
+            raise ProtocolError(f"bad frame: payload lengths add up to {sum(sizes)}, the "
+                                f"prefix says {total}")
+        pos += 8 * count
+        header = _parse_header(self._buf[pos:pos + head_len])
+        pos += head_len
+        payloads = []
+        for size in sizes:
+            payloads.append(bytes(self._buf[pos:pos + size]))
+            pos += size
+        return header, payloads
+
+
+def encode_frame(header: dict) -> bytes:
+    """A payload-less frame as bytes (sent at once on a non-blocking socket)."""
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    return _PREFIX.pack(MAGIC, len(head), 0, 0) + head
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -248,8 +346,10 @@ def raise_remote(err: Any, where: str) -> None:
     kind, msg = str(err.get("type", "RuntimeError")), str(err.get("message", ""))
     if kind == "AuthenticationError":
         raise AuthenticationError(msg)
-    if kind == "ProtocolError":
+    if kind in ("ProtocolError", "FrameTimeout"):
         raise ProtocolError(f"{where}: {msg}")
+    if kind == "RPCError":
+        raise RPCError(f"{where}: {msg}")
     cls = _BUILTIN_ERRORS.get(kind)
     if cls is None:
         raise RPCError(f"{kind} on {where}: {msg}")
@@ -262,3 +362,9 @@ def mac(token: str, *parts: bytes) -> str:
     for p in parts:
         h.update(len(p).to_bytes(4, "big") + p)
     return h.hexdigest()
+
+
+def same_secret(a: str, b: str) -> bool:
+    """Constant-time comparison of two strings of any characters (``secrets.compare_digest``
+    refuses non-ASCII str, which a hostile peer could send)."""
+    return hmac.compare_digest(a.encode("utf-8", "replace"), b.encode("utf-8", "replace"))

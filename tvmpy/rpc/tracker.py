@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def check_tracker_bind(host: str, allow_remote: bool, security: Any) -> None:
 
 
 # ---- the tracker process -----------------------------------------------------------------------
-async def _serve(host: str, port: int, port_end: int, security: Any) -> None:
+async def _serve(host: str, port: int, port_end: int, security: Any, workdir: str) -> None:
     import dask
     from distributed import Scheduler
 
@@ -78,7 +79,8 @@ async def _serve(host: str, port: int, port_end: int, security: Any) -> None:
         try:
             sched = Scheduler(host=host, port=p, protocol=protocol, dashboard=False,
                               dashboard_address="127.0.0.1:0", security=security,
-                              plugins=[FleetPlugin()], worker_ttl=60.0)
+                              plugins=[FleetPlugin()], worker_ttl=60.0,
+                              local_directory=workdir)
             await sched
             break
         except OSError as e:
@@ -98,9 +100,20 @@ async def _serve(host: str, port: int, port_end: int, security: Any) -> None:
 def serve_tracker(host: str = "127.0.0.1", port: int = DEFAULT_PORT, port_end: int | None = None,
                   allow_remote: bool = False, security: Any = None) -> None:
     """Run the tracker (a Dask scheduler with the fleet plugin) until SIGTERM/SIGINT."""
+    from .server import _sweep_stale_dirs
+
     check_tracker_bind(host, allow_remote, security)
     quiet_dask_logs()
-    asyncio.run(_serve(host, port, port if port_end is None else port_end, security))
+    _sweep_stale_dirs(_DIR_PREFIX)  # those of trackers killed with SIGKILL
+    workdir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}_")  # Dask's scratch space
+    try:
+        asyncio.run(_serve(host, port, port if port_end is None else port_end, security,
+                           workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+_DIR_PREFIX = "tvmpy_tracker_"
 
 
 def _start(cmd: list[str], ready: str, what: str, timeout: float,

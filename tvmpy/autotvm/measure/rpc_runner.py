@@ -12,8 +12,11 @@ mid-measurement -> ``RUNTIME_DEVICE`` naming the lost device (that trial is not 
 so the log holds it once; with ``retry_lost=True`` it is measured on another device of the key
 instead and the loss is only noted in ``runner.lost_devices``); its queued candidates move to
 the other devices of the key. When no
-device of the key is left for ``device_wait`` seconds, the remaining candidates fail with
-``RUNTIME_DEVICE``. Tuning goes on in every case.
+device of the key is left for ``device_wait`` seconds, the batch's remaining candidates fail
+with ``RUNTIME_DEVICE`` and ``runner.no_device`` says so; the next batch (or task) then raises
+:class:`NoDeviceLeft` (a LookupError) unless a device of the key is back: tuning stops
+instead of logging every remaining trial as failed (``tvmpy tune`` reports the failures and
+exits 1). Otherwise tuning goes on: a failed trial is a result.
 
 The library must be built for the devices' target: ``LocalBuilder`` exports with the toolchain
 of the task's target (a cross linker for ``-mtriple=aarch64-linux-gnu``).
@@ -30,7 +33,11 @@ from typing import Any
 
 from .measure import Builder, BuildResult, MeasureErrorNo, MeasureInput, MeasureResult, Runner
 
-__all__ = ["RPCRunner"]
+__all__ = ["RPCRunner", "NoDeviceLeft"]
+
+
+class NoDeviceLeft(LookupError):
+    """No device of the runner's key is left in the fleet: tuning cannot go on."""
 
 
 class RPCRunner(Runner):
@@ -75,6 +82,7 @@ class RPCRunner(Runner):
         self.seed = int(seed)
         self.retry_lost = bool(retry_lost)
         self.lost_devices: list[str] = []  # "device D lost while measuring config N", in order
+        self.no_device: str | None = None  # why candidates failed for want of a device
         self._n_parallel = n_parallel
         self._tracker: Any = None
 
@@ -103,6 +111,8 @@ class RPCRunner(Runner):
 
     def set_task(self, task: Any, builder: Builder | None = None) -> None:
         if self._devices() == 0:
+            if self.no_device is not None:
+                raise NoDeviceLeft(f"RPCRunner: {self.no_device}: tuning stopped")
             raise LookupError(f"RPCRunner: no device with key {self.key!r} in the fleet at "
                               f"{self.host}:{self.port} (keys: {self.tracker.keys() or 'none'})")
 
@@ -123,12 +133,17 @@ class RPCRunner(Runner):
             raise ValueError(f"RPCRunner.run: {len(measure_inputs)} inputs but "
                              f"{len(build_results)} build results")
         client = self.tracker.client
+        if self.no_device is not None:
+            if self._devices() == 0:  # none came back since the last batch: stop tuning
+                for b in build_results:
+                    _remove(b.filename)
+                raise NoDeviceLeft(f"RPCRunner: {self.no_device}: tuning stopped")
+            self.no_device = None
         results: list[MeasureResult | None] = [None] * len(build_results)
         futures: dict[Any, int] = {}
         for i, bres in enumerate(build_results):
             if bres.error_no != 0:
-                results[i] = MeasureResult((bres.error or "build failed",), int(bres.error_no),
-                                           bres.time_cost, time.time())
+                results[i] = _build_failure(bres)
                 continue
             try:
                 with open(bres.filename, "rb") as f:
@@ -183,8 +198,9 @@ class RPCRunner(Runner):
             elif no_device_since is None:
                 no_device_since = time.monotonic()
             elif time.monotonic() - no_device_since > self.device_wait:
-                msg = (f"no device with key {self.key!r} left in the fleet for "
-                       f"{self.device_wait:g} s")
+                msg = self.no_device = (f"no device with key {self.key!r} left in the fleet "
+                                        f"at {self.host}:{self.port} for "
+                                        f"{self.device_wait:g} s")
                 for fut in pending:
                     fut.cancel()
                     i = futures[fut]
@@ -194,7 +210,13 @@ class RPCRunner(Runner):
 
     def _result(self, fut: Any, bres: BuildResult, inp: MeasureInput) -> MeasureResult:
         try:
-            out = fut.result()
+            # bounded: a result still on a device that dies before it is fetched is "lost", and
+            # Dask would wait for a device of the key to compute it again, maybe forever
+            out = fut.result(timeout=max(10.0, self.device_wait))
+        except TimeoutError:
+            return MeasureResult(("the measurement's result was lost with its device before it "
+                                  "could be fetched",), int(MeasureErrorNo.RUNTIME_DEVICE),
+                                 bres.time_cost, time.time())
         except Exception as e:  # noqa: BLE001 - e.g. KilledWorker: devices kept dying
             return MeasureResult((f"{type(e).__name__}: {e}",), int(MeasureErrorNo.RUNTIME_DEVICE),
                                  bres.time_cost, time.time())
@@ -205,6 +227,11 @@ class RPCRunner(Runner):
             return MeasureResult(tuple(out[1]), 0, bres.time_cost + out[3], time.time())
         kind = getattr(MeasureErrorNo, out[1], MeasureErrorNo.UNKNOWN_ERROR)
         return MeasureResult((out[2],), int(kind), bres.time_cost + out[4], time.time())
+
+
+def _build_failure(bres: BuildResult) -> MeasureResult:
+    return MeasureResult((bres.error or "build failed",), int(bres.error_no), bres.time_cost,
+                         time.time())
 
 
 def _remove(path: str | None) -> None:
