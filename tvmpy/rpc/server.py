@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from . import session
+from . import ports, session
 from .launch import wait_for_line
 from .protocol import (
     PROTOCOL,
@@ -477,8 +477,9 @@ class Server:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; others need --allow-remote and a token)")
-    p.add_argument("--port", type=int, default=9091, help="first port to try (0: any free port)")
-    p.add_argument("--port-end", type=int, default=9199, help="last port to try")
+    p.add_argument("--port", type=ports.port, default=9091,
+                   help="first port to try (0: any free port)")
+    p.add_argument("--port-end", type=ports.port, default=9199, help="last port to try")
     p.add_argument("--key", default="", help="the device key this server serves (e.g. rasp4b)")
     p.add_argument("--token", default=None,
                    help=f"shared secret clients must prove (default: ${TOKEN_ENV})")
