@@ -147,10 +147,25 @@ def _load_onnx(path: str) -> Any:
         import onnx
     except ImportError:
         raise CliError("reading ONNX models needs the onnx package (pip install onnx)") from None
+    if os.path.getsize(path) == 0:
+        raise CliError(f"{path!r} is not an ONNX model (empty file)")
     try:
-        return onnx.load(path)
+        model = onnx.load(path)
     except Exception as e:  # protobuf's DecodeError and friends
         raise CliError(f"{path!r} is not a readable ONNX model ({type(e).__name__}: {e})") from None
+    if not model.HasField("graph") or not (model.graph.node or model.graph.output):
+        raise CliError(f"{path!r} is not an ONNX model (it parses, but holds no graph)")
+    return model
+
+
+def _check_output(path: str) -> None:
+    """Refuse an output path that cannot be written before any work (a missing directory...)."""
+    from .runtime.linker import check_output_path
+
+    try:
+        check_output_path(path, "-o")
+    except (ValueError, OSError) as e:
+        raise CliError(str(e)) from None
 
 
 def _model_inputs(model: Any) -> dict[str, tuple[list[Any], str]]:
@@ -352,6 +367,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape), symbolic=not wasm)
     ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
     out = args.output or os.path.splitext(args.model)[0] + ext
+    _check_output(out)
     mod, params = compare.import_onnx(model, shapes)
     # the graph executor unless the model has control flow, operators sized by input values
     # or operators without a compute: then the virtual machine (one rule: relay's vm_reason)
@@ -427,6 +443,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     model = _load_onnx(args.model)
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
     out = args.output or os.path.splitext(args.model)[0] + ".int8.so"
+    _check_output(out)
     data = _calibration_samples(args.calibration, shapes) if args.calibration else None
     if data is None and args.calibrate_mode != "global_scale":
         raise CliError(f"--calibrate-mode {args.calibrate_mode} needs --calibration data.npz")
