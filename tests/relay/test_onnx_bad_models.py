@@ -277,3 +277,30 @@ def test_relay_gathers_never_read_out_of_bounds(op):
     m.set_input("i", idx)
     m.run()
     np.testing.assert_array_equal(m.get_output(0).numpy(), want(xv))
+
+
+def test_check_indices_on_a_gpu_target_clamps():
+    """A GPU kernel cannot fail a call: on OpenCL check_indices wraps and clamps (memory safe,
+    no error); in range the results are exact."""
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.op.index_check import check_indices
+
+    if not tvm.opencl(0).exist:
+        pytest.skip("no OpenCL device")
+    x = relay.var("x", shape=(4, 5, 3))
+    i = relay.var("i", shape=(2, 2), dtype="int64")
+    y = relay.gather_nd(x, relay.transpose(check_indices(i, x, [0, 1], "GatherND node 'g'"),
+                                           [1, 0]))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x, i], y)), target="opencl")
+    m = graph_executor.GraphModule(lib["default"](tvm.opencl(0)))
+    xv = RNG.standard_normal((4, 5, 3)).astype(np.float32)
+    for iv in ([[3, -1], [-4, 4]], [[9, -1], [-9, 40]]):
+        iv = np.array(iv, np.int64)
+        m.set_input("x", xv)
+        m.set_input("i", iv)
+        m.run()
+        c = np.clip(np.where(iv < 0, iv + [4, 5], iv), 0, [3, 4])
+        np.testing.assert_array_equal(m.get_output(0).numpy(), xv[c[:, 0], c[:, 1]])

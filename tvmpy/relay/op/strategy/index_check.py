@@ -11,7 +11,8 @@ from ....tir import op as tir_op
 from ....tir.expr import Cast, Select, const
 from ....topi.index_check import check_indices
 from . import OpStrategy, register_strategy_func
-from .generic import schedule_injective
+from ..registry import OpPattern
+from .generic import pattern_schedule
 
 
 def _compute(attrs: Any, inputs: list, out_type: Any) -> list:
@@ -40,6 +41,10 @@ def _clamp(attrs: Any, inputs: list, out_type: Any) -> list:
     return [te.compute(idx.shape, f, name="clamp_indices", tag="injective")]
 
 
+def _schedule_gpu(attrs: Any, outs: list, target: Any) -> Any:
+    return pattern_schedule(OpPattern.INJECTIVE, target)(attrs, outs, target)
+
+
 def _cpu(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
     s = OpStrategy()
     s.add_implementation(_compute, _schedule, "check_indices.generic", 10)
@@ -48,7 +53,7 @@ def _cpu(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
 
 def _gpu(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
     s = OpStrategy()
-    s.add_implementation(_clamp, schedule_injective, "check_indices.gpu_clamp", 10)
+    s.add_implementation(_clamp, _schedule_gpu, "check_indices.gpu_clamp", 10)
     return s
 
 
