@@ -950,12 +950,13 @@ _USER_ERRORS = (ValueError, TypeError, KeyError, IndexError, NotImplementedError
                 RuntimeError, ArithmeticError, MemoryError, UnicodeError)
 
 
-def _error_line(e: BaseException) -> str:
-    """One line for an exception that ends a command."""
+def _error_line(e: BaseException, source: str | None = None) -> str:
+    """One line for an exception that ends a command (``source``: the file it processed)."""
     if isinstance(e, MemoryError):
         return f"out of memory: {e}" if str(e) else "out of memory"
     if isinstance(e, RecursionError) and "maximum recursion depth" in str(e):
-        return f"the input is nested too deeply to be processed ({e})"
+        return (f"{source + ': ' if source else ''}the input is nested too deeply to be "
+                f"processed ({e})")
     line = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     if not isinstance(e, _USER_ERRORS):
         line += " (an internal error: DEBUG=1 shows the traceback)"
@@ -976,7 +977,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the command line's one place for every error
         if os.environ.get("DEBUG"):
             raise
-        print(f"tvmpy {args.command}: error: {_error_line(e)}", file=sys.stderr)
+        source = getattr(args, "model", None)
+        print(f"tvmpy {args.command}: error: {_error_line(e, source)}", file=sys.stderr)
         return 2
 
 

@@ -416,3 +416,14 @@ def test_parse_shape_args():
     for huge in ("a=99999999999999999999", "a=3000000000,3000000000"):
         with pytest.raises(cli.CliError, match="more than a tensor can hold"):
             cli.parse_shape_args([huge])
+
+
+def test_error_line_of_every_failure():
+    """main() turns any exception into one line (the traceback only with DEBUG=1)."""
+    deep = cli._error_line(RecursionError("maximum recursion depth exceeded"), "m.onnx")
+    assert deep.startswith("m.onnx: the input is nested too deeply to be processed")
+    assert cli._error_line(MemoryError("Unable to allocate 131. TiB")) == \
+        "out of memory: Unable to allocate 131. TiB"
+    assert cli._error_line(OverflowError("int too big")) == "OverflowError: int too big"
+    assert "internal error: DEBUG=1" in cli._error_line(AttributeError("x"))
+    assert "\n" not in cli._error_line(ValueError("a")) and cli._error_line(KeyError("k"))

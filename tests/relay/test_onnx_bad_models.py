@@ -229,6 +229,19 @@ def test_valid_negative_axes_still_import():
     assert "take" in str(mod["main"])
 
 
+def test_recursive_model_local_functions_refused():
+    ops = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    funcs = [helper.make_function("local", f"F{k}", ["x"], ["y"],
+                                  [helper.make_node(f"F{(k + 1) % 2}", ["x"], ["y"],
+                                                    domain="local")], ops) for k in range(2)]
+    g = helper.make_graph([helper.make_node("F0", ["x"], ["y"], domain="local")], "g",
+                          [_vi("x", F, [2])], [_vi("y", F, [2])])
+    model = helper.make_model(g, opset_imports=ops, functions=funcs, ir_version=9)
+    with pytest.raises(ValueError, match="invalid ONNX model: Cycle detected in model-local "
+                                         "function references"):
+        from_onnx(model)
+
+
 @pytest.mark.parametrize("content", [b"", b"\x08\x07"])
 def test_model_without_a_graph(content):
     model = onnx.ModelProto()

@@ -197,6 +197,8 @@ def _checked_index(ctx: ImportContext, idx: RelayExpr, name: str, data: RelayExp
 
     if not dtype_of(idx).startswith("int"):
         idx = transform.cast(idx, "int64")
+    if not axes:  # GatherND/ScatterND indices with an empty last axis: whole slices
+        return idx
     dims = shape_of(data)
     if name in ctx.values and all(isinstance(dims[a], int) for a in axes):
         v = np.asarray(ctx.values[name]).astype(np.int64)

@@ -179,7 +179,7 @@ def _inference_errors(model: Any) -> list[str]:
     """Strict ONNX shape/type inference on a copy of the model whose unnamed nodes are named
     ``#k`` (so that errors say which node) and whose declared output and value_info shapes are
     left out (onnxruntime only warns about those)."""
-    from onnx import ModelProto, shape_inference
+    from onnx import ModelProto, checker, shape_inference
 
     m = ModelProto()
     m.CopyFrom(model)
@@ -196,7 +196,7 @@ def _inference_errors(model: Any) -> list[str]:
             out.type.tensor_type.ClearField("shape")
     try:
         shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
-    except (shape_inference.InferenceError, RuntimeError) as e:
+    except (shape_inference.InferenceError, checker.ValidationError, RuntimeError) as e:
         errors = []
         for line in str(e).splitlines():
             line = line.strip()
