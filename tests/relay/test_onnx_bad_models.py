@@ -229,6 +229,13 @@ def test_valid_negative_axes_still_import():
     assert "take" in str(mod["main"])
 
 
+def test_model_without_a_default_opset_refused():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", F, [2])], [_vi("y", F, [2])])
+    del model.opset_import[:]
+    with pytest.raises(ValueError, match="imports no opset of the default domain"):
+        from_onnx(model)
+
+
 def test_recursive_model_local_functions_refused():
     ops = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
     funcs = [helper.make_function("local", f"F{k}", ["x"], ["y"],

@@ -155,9 +155,9 @@ def _check_nodes(model: Any, opsets: dict[str, int]) -> list[str]:
         if schema is None:
             later = _later_version(node, opsets)
             if later is not None:
+                domain = "" if node.domain == "ai.onnx" else node.domain
                 errors.append(f"{label}: {node.op_type} is not an operator of opset "
-                              f"{opsets.get(node.domain if node.domain != 'ai.onnx' else '')} "
-                              f"(it was added in opset {later})")
+                              f"{opsets[domain]} (it was added in opset {later})")
             continue
         found = _check_attributes(label, node, schema, opsets[schema.domain])
         errors += found
@@ -252,6 +252,9 @@ def check_model(model: Any) -> None:
     opsets: dict[str, int] = {}
     for o in model.opset_import:
         opsets["" if o.domain == "ai.onnx" else o.domain] = int(o.version)
+    if "" not in opsets and any(n.domain in ("", "ai.onnx") for n in model.graph.node):
+        raise OnnxValidationError("invalid ONNX model: it imports no opset of the default "
+                                  "domain (opset_import), so its operators' versions are unknown")
     errors = _check_nodes(model, opsets)
     if not errors:
         errors = _inference_errors(model)
