@@ -179,10 +179,9 @@ def _inference_errors(model: Any) -> list[str]:
     """Strict ONNX shape/type inference on a copy of the model whose unnamed nodes are named
     ``#k`` (so that errors say which node) and whose declared output and value_info shapes are
     left out (onnxruntime only warns about those)."""
-    from onnx import ModelProto, checker, shape_inference
+    from onnx import checker, shape_inference
 
-    m = ModelProto()
-    m.CopyFrom(model)
+    m = _skeleton(model)
     labels: dict[str, str] = {}
     nodes: dict[str, Any] = {}
     for k, node in enumerate(m.graph.node):
@@ -213,6 +212,46 @@ def _inference_errors(model: Any) -> list[str]:
     except ValueError:
         return []  # a model over protobuf's 2 GiB: not inferred (onnx cannot serialize it)
     return []
+
+
+_SMALL_INITIALIZER = 4096  # elements: larger weights are given to inference by type only
+
+
+def _copy_fields(dst: Any, src: Any, skip: str) -> None:
+    """Copy every field of the protobuf message ``src`` into ``dst`` except ``skip``."""
+    for field, value in src.ListFields():
+        if field.name == skip:
+            continue
+        repeated = (field.is_repeated if hasattr(field, "is_repeated")  # protobuf >= 5.29
+                    else field.label == field.LABEL_REPEATED)
+        if repeated:
+            getattr(dst, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(dst, field.name).CopyFrom(value)
+        else:
+            setattr(dst, field.name, value)
+
+
+def _skeleton(model: Any) -> Any:
+    """A copy of ``model`` for inference without its large weights: each initializer of more
+    than ``_SMALL_INITIALIZER`` elements becomes a graph input of its type and shape (the
+    values inference reads, shapes and axes, are small), so validating costs no copy of them."""
+    from onnx import ModelProto, helper
+
+    m = ModelProto()
+    _copy_fields(m, model, "graph")
+    _copy_fields(m.graph, model.graph, "initializer")
+    declared = {vi.name for vi in model.graph.input}
+    for init in model.graph.initializer:
+        size = 1
+        for d in init.dims:
+            size *= d
+        if size <= _SMALL_INITIALIZER:
+            m.graph.initializer.append(init)
+        elif init.name not in declared:
+            m.graph.input.append(helper.make_tensor_value_info(init.name, init.data_type,
+                                                               list(init.dims)))
+    return m
 
 
 def _elem_types(hit: re.Match) -> str:

@@ -10,8 +10,8 @@ from .... import te
 from ....tir import op as tir_op
 from ....tir.expr import Cast, Select, const
 from ....topi.index_check import check_indices
-from . import OpStrategy, register_strategy_func
 from ..registry import OpPattern
+from . import OpStrategy, register_strategy_func
 from .generic import pattern_schedule
 
 
