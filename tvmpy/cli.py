@@ -25,6 +25,7 @@ exits with status 1.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -37,6 +38,8 @@ import numpy as np
 __all__ = ["main", "ProgressBar", "parse_shape_args", "parse_input_args"]
 
 CHECK_RTOL = 1e-4  # max|tvmpy - onnxruntime| <= CHECK_RTOL * max|onnxruntime| (+ 1e-5)
+# the most elements an input may have: its size in bytes (8-byte elements) stays below 2**63
+MAX_ELEMENTS = 2**60
 
 
 class CliError(Exception):
@@ -105,6 +108,9 @@ def parse_shape_args(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
                            "dimensions >= 0, e.g. input=1,3,224,224")
         if name in shapes:
             raise CliError(f"--input-shape: {name!r} given twice")
+        if math.prod(shape) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in shape):
+            raise CliError(f"--input-shape {item!r}: {math.prod(shape)} elements is more than a "
+                           "tensor can hold (at most 2**60)")
         shapes[name] = shape
     return shapes
 
@@ -142,10 +148,25 @@ def _load_onnx(path: str) -> Any:
         import onnx
     except ImportError:
         raise CliError("reading ONNX models needs the onnx package (pip install onnx)") from None
+    if os.path.getsize(path) == 0:
+        raise CliError(f"{path!r} is not an ONNX model (empty file)")
     try:
-        return onnx.load(path)
+        model = onnx.load(path)
     except Exception as e:  # protobuf's DecodeError and friends
         raise CliError(f"{path!r} is not a readable ONNX model ({type(e).__name__}: {e})") from None
+    if not model.HasField("graph") or not (model.graph.node or model.graph.output):
+        raise CliError(f"{path!r} is not an ONNX model (it parses, but holds no graph)")
+    return model
+
+
+def _check_output(path: str) -> None:
+    """Refuse an output path that cannot be written before any work (a missing directory...)."""
+    from .runtime.linker import check_output_path
+
+    try:
+        check_output_path(path, "-o")
+    except (ValueError, OSError) as e:
+        raise CliError(str(e)) from None
 
 
 def _model_inputs(model: Any) -> dict[str, tuple[list[Any], str]]:
@@ -290,6 +311,39 @@ def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: st
     return lib, secs
 
 
+def _bytes_text(n: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _warn_memory(lib: Any) -> None:
+    """Warn when the memory plan of a graph library needs more than this machine's memory,
+    naming the largest tensor (symbolic dimensions count as 1)."""
+    import json
+
+    from .relay.backend.graph_plan_memory import plan_memory
+
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    graph = json.loads(lib.get_graph_json())
+    plan = plan_memory(graph)
+    if plan.planned_bytes <= phys:
+        return
+    e = max(range(len(plan.entry_bytes)), key=plan.entry_bytes.__getitem__)
+    row = graph["node_row_ptr"]
+    nid = max(n for n in range(len(row) - 1) if row[n] <= e)
+    shape = graph["attrs"]["shape"][1][e]
+    dtype = graph["attrs"]["dltype"][1][e]
+    print(f"warning: running this model needs {_bytes_text(plan.planned_bytes)} of memory, more "
+          f"than this machine's {_bytes_text(phys)} (largest tensor: output of "
+          f"{graph['nodes'][nid]['name']!r}, shape {tuple(shape)} {dtype}, "
+          f"{_bytes_text(plan.entry_bytes[e])})", file=sys.stderr)
+
+
 def _summary(name: str, a: np.ndarray) -> str:
     line = f"{name}: shape {tuple(a.shape)} {a.dtype}"
     if a.size and a.dtype.kind in "fiub":
@@ -314,6 +368,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape), symbolic=not wasm)
     ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
     out = args.output or os.path.splitext(args.model)[0] + ext
+    _check_output(out)
     mod, params = compare.import_onnx(model, shapes)
     # the graph executor unless the model has control flow, operators sized by input values
     # or operators without a compute: then the virtual machine (one rule: relay's vm_reason)
@@ -335,6 +390,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             finally:
                 bar.close()
     lib.export_library(out)
+    if not reason:
+        _warn_memory(lib)
     print(f"compiled {args.model} (opt_level {args.opt_level}, target {args.target!r}) in "
           f"{secs:.1f} s -> {out} ({os.path.getsize(out) / 1e6:.1f} MB)")
     if reason:
@@ -387,6 +444,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     model = _load_onnx(args.model)
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
     out = args.output or os.path.splitext(args.model)[0] + ".int8.so"
+    _check_output(out)
     data = _calibration_samples(args.calibration, shapes) if args.calibration else None
     if data is None and args.calibrate_mode != "global_scale":
         raise CliError(f"--calibrate-mode {args.calibrate_mode} needs --calibration data.npz")
@@ -867,6 +925,8 @@ def _add_timing_args(p: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from .rpc import ports as rpc_ports
+
     p = argparse.ArgumentParser(prog="tvmpy", description="tvmpy: compile an ONNX model to one "
                                 "deployable library, run it, time it.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -941,7 +1001,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="stop a task after N trials without improvement")
     t.add_argument("--rpc-key", metavar="KEY",
                    help="measure on the fleet's devices of KEY (with --tracker)")
-    t.add_argument("--tracker", metavar="HOST:PORT", help="the fleet's tracker (`tvmpy rpc "
+    t.add_argument("--tracker", type=rpc_ports.host_port, metavar="HOST:PORT", help="the fleet's tracker (`tvmpy rpc "
                    "tracker`); devices join it with `tvmpy rpc server --tracker ... --key KEY`")
     t.add_argument("--rpc-timeout", type=float, default=10.0, metavar="S",
                    help="seconds per measurement on a device (default 10)")
@@ -972,18 +1032,40 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+# errors that describe bad input (a model, a file, an argument) rather than a bug in tvmpy
+_USER_ERRORS = (ValueError, TypeError, KeyError, IndexError, NotImplementedError, OSError,
+                RuntimeError, ArithmeticError, MemoryError, UnicodeError)
+
+
+def _error_line(e: BaseException, source: str | None = None) -> str:
+    """One line for an exception that ends a command (``source``: the file it processed)."""
+    if isinstance(e, MemoryError):
+        return f"out of memory: {e}" if str(e) else "out of memory"
+    if isinstance(e, RecursionError) and "maximum recursion depth" in str(e):
+        return (f"{source + ': ' if source else ''}the input is nested too deeply to be "
+                f"processed ({e})")
+    line = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    if not isinstance(e, _USER_ERRORS):
+        line += " (an internal error: DEBUG=1 shows the traceback)"
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tvmpy`` command (returns the exit status)."""
+    """Entry point of the ``tvmpy`` command (returns the exit status).
+
+    Every error ends the command with one ``tvmpy COMMAND: error: ...`` line and status 2 (no
+    traceback unless ``DEBUG`` is set)."""
     args = make_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except CliError as e:
         print(f"tvmpy {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, KeyError, NotImplementedError, OSError, RuntimeError) as e:
+    except Exception as e:  # noqa: BLE001 - the command line's one place for every error
         if os.environ.get("DEBUG"):
             raise
-        print(f"tvmpy {args.command}: error: {type(e).__name__}: {e}", file=sys.stderr)
+        source = getattr(args, "model", None)
+        print(f"tvmpy {args.command}: error: {_error_line(e, source)}", file=sys.stderr)
         return 2
 
 

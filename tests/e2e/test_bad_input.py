@@ -443,6 +443,52 @@ def test_export_to_a_directory(tmp_path, where):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("where", ["missing-directory", "under-a-file"])
+def test_export_into_a_directory_that_is_not_there(tmp_path, where):
+    """No directory is created on the caller's behalf (TVM and onnxruntime do not either)."""
+    (tmp_path / "file").write_text("a regular file")
+    if where == "missing-directory":
+        path, exc = tmp_path / "no" / "such" / "m.so", FileNotFoundError
+        match = f"export_library: cannot write .*: the directory '{tmp_path / 'no' / 'such'}' does not exist"
+    else:
+        path, exc = tmp_path / "file" / "sub" / "m.so", NotADirectoryError
+        match = f"export_library: cannot write .*: '{tmp_path / 'file'}' is a file, not a directory"
+    with pytest.raises(exc, match=match):
+        _module("llvm").export_library(str(path))
+    assert sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_deeply_nested_graph_json_and_tuning_log(tmp_path):
+    from tvmpy.autotvm import record
+    from tvmpy.runtime.graph_json import GraphJSONError, parse_graph
+
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(GraphJSONError, match="nested too deeply"):
+        parse_graph('{"nodes": ' + deep + "}")
+    log = tmp_path / "deep.log"
+    log.write_text(deep + "\n")
+    with pytest.raises(ValueError, match=f"{log} is not an autotvm tuning log.*maximum recursion"):
+        record.load_from_file(str(log))
+
+
+def test_tensor_sizes_are_exact():
+    """An int64 product of the dimensions wrapped (to 0 for 2**96 elements): the planner then
+    gave the tensor no memory. Sizes are exact, and past 2**63 bytes refused naming the node."""
+    from tvmpy.relay.backend.graph_plan_memory import plan_memory
+    from tvmpy.runtime.graph_json import entry_nbytes
+
+    assert entry_nbytes((2**32, 2**32, 2**32), "float32") == 2**98
+    graph = {"nodes": [{"op": "null", "name": "x", "inputs": []},
+                       {"op": "tvm_op", "name": "big", "inputs": [[0, 0, 0]],
+                        "attrs": {"func_name": "f", "num_inputs": "1", "num_outputs": "1"}}],
+             "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
+             "attrs": {"shape": ["list_shape", [[1], [2**32, 2**32, 2**32]]],
+                       "dltype": ["list_str", ["float32", "float32"]]}}
+    with pytest.raises(ValueError, match=r"output 0 of node 1 \(big\) is a tensor of shape "
+                                         r"\(4294967296, 4294967296, 4294967296\) float32.*2\*\*63"):
+        plan_memory(graph)
+
+
 @pytest.mark.parametrize("content", ["text", "truncated-library", "one-byte-short"])
 def test_load_module_of_a_non_library_raises(tmp_path, content):
     path = tmp_path / "junk.so"

@@ -299,6 +299,134 @@ def test_console_script_declared():
     assert r.returncode == 0 and "--image" in r.stdout
 
 
+# ---- bad models and arguments: one `error:` line, status 2, never a traceback ----------------
+
+
+def _one_error_line(r, command, message):
+    lines = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith(f"tvmpy {command}: error:"), r.stderr
+    assert message in lines[0], (message, r.stderr)
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, command, message", [
+    (["rpc", "server", "--port", "70000"], "rpc server", "port 70000 is out of range 0..65535"),
+    (["rpc", "server", "--port-end", "-1"], "rpc server", "expected a port number, got '-1'"),
+    (["rpc", "tracker", "--port", "65536"], "rpc tracker", "port 65536 is out of range"),
+    (["rpc", "status", "--tracker", "127.0.0.1:x"], "rpc status", "expected a port number"),
+    (["rpc", "server", "--tracker", "127.0.0.1:0", "--key", "k"], "rpc server",
+     "port 0 is out of range 1..65535"),
+    (["tune", "m.onnx", "--trials", "1", "--log", "l.json", "--tracker", "h:99999",
+      "--rpc-key", "k"], "tune", "port 99999 is out of range 1..65535"),
+])
+def test_port_out_of_range_is_a_usage_error(args, command, message):
+    _one_error_line(_tvmpy(*args, timeout=60), command, message)
+
+
+def _bad_model(kind):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node, inits, ins = {
+        "softmax-axis-float": (helper.make_node("Softmax", ["x"], ["y"], axis=1.5, name="sm"),
+                               [], [x]),
+        "transpose-perm-str": (helper.make_node("Transpose", ["x"], ["y"], perm="abc",
+                                                name="tr"), [], [x]),
+        "gather-axis-7": (helper.make_node("Gather", ["x", "i"], ["y"], axis=7, name="ga"), [],
+                          [x, helper.make_tensor_value_info("i", TensorProto.INT64, [2])]),
+        "int32-zero-point": (helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"],
+                                              name="q"),
+                             [numpy_helper.from_array(np.float32(0.5), "s"),
+                              numpy_helper.from_array(np.int32(2), "z")], [x]),
+    }[kind]
+    m = helper.make_model(helper.make_graph([node], "g", ins, [y], initializer=inits),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def test_compile_bad_models_and_arguments(tmp_path, work):
+    d = work[0]
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    (tmp_path / "nograph.onnx").write_bytes(b"\x08\x07")  # parses: a ModelProto, ir_version 7
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    (tmp_path / "file").write_text("a regular file")
+    for kind in ("softmax-axis-float", "transpose-perm-str", "gather-axis-7", "int32-zero-point"):
+        onnx.save(_bad_model(kind), tmp_path / f"{kind}.onnx")
+    out = ["-o", tmp_path / "o.so"]
+    cases = [
+        ([tmp_path / "empty.onnx", *out], "is not an ONNX model (empty file)"),
+        ([tmp_path / "nograph.onnx", *out], "is not an ONNX model (it parses, but holds no graph)"),
+        ([tmp_path / "softmax-axis-float.onnx", *out],
+         "Softmax node 'sm': attribute 'axis' must be of type INT, got FLOAT 1.5"),
+        ([tmp_path / "transpose-perm-str.onnx", *out],
+         "Transpose node 'tr': attribute 'perm' must be of type INTS, got STRING 'abc'"),
+        ([tmp_path / "gather-axis-7.onnx", *out], "Gather node 'ga': axis must be in"),
+        ([tmp_path / "int32-zero-point.onnx", *out], "QuantizeLinear node 'q': y_zero_point"),
+        ([d / "tiny.onnx", "--input-shape", "x=99999999999999999999,3,8,8", *out],
+         "more than a tensor can hold"),
+        ([d / "tiny.onnx", "--tuning-log", tmp_path / "deep.json", *out],
+         f"{tmp_path / 'deep.json'} is not an autotvm tuning log"),
+        ([d / "tiny.onnx", "-o", tmp_path / "missing" / "dir" / "t.so"],
+         f"the directory {str(tmp_path / 'missing' / 'dir')!r} does not exist"),
+        ([d / "tiny.onnx", "-o", tmp_path / "file" / "t.so"],
+         f"{str(tmp_path / 'file')!r} is a file, not a directory"),
+    ]
+    for args, message in cases:
+        _one_error_line(_tvmpy("compile", *args), "compile", message)
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "o.so").exists()
+
+
+def test_model_needing_more_memory_than_any_machine(tmp_path):
+    """131 TiB of tensors: compile warns naming the largest tensor, run fails with one line; a
+    tensor past 2**63 bytes is refused when compiling."""
+    def expand(n, rank):
+        g = helper.make_graph(
+            [helper.make_node("Expand", ["x", "s"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+            "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n] + [1] * (rank - 1))],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, [n] * rank)],
+            initializer=[numpy_helper.from_array(np.array([n] * rank, np.int64), "s")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 9
+        return m
+
+    n = 6_000_000  # (n, n) float32: 131 TiB, more than a process can address on x86-64/AArch64
+    onnx.save(expand(n, 2), tmp_path / "huge.onnx")
+    np.save(tmp_path / "x.npy", np.ones((n, 1), np.float32))
+    r = _tvmpy("compile", tmp_path / "huge.onnx", "-o", tmp_path / "huge.so")
+    assert r.returncode == 0, r.stderr
+    assert "warning: running this model needs 131.0 TiB of memory" in r.stderr
+    assert "shape (6000000, 6000000) float32, 131.0 TiB" in r.stderr
+    r = _tvmpy("run", tmp_path / "huge.so", "--input", f"x={tmp_path / 'x.npy'}")
+    _one_error_line(r, "run", "out of memory: graph executor: cannot allocate")
+    onnx.save(expand(2**32, 3), tmp_path / "huger.onnx")
+    r = _tvmpy("compile", tmp_path / "huger.onnx", "-o", tmp_path / "huger.so")
+    _one_error_line(r, "compile", "more than a 64-bit machine can address")
+
+
+def test_run_gather_index_out_of_range_names_the_node(tmp_path):
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=0, name="embed")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                      [5, 3]),
+                                        helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, tmp_path / "g.onnx")
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "ok.npy", np.array([4, -5], np.int64))
+    np.save(tmp_path / "bad.npy", np.array([1, 5], np.int64))
+    assert _tvmpy("compile", tmp_path / "g.onnx", "-o", tmp_path / "g.so").returncode == 0
+    r = _tvmpy("run", tmp_path / "g.so", "--input", f"x={tmp_path / 'x.npy'}", "--input",
+               f"i={tmp_path / 'ok.npy'}", "--output", tmp_path / "out.npz")
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], x[[4, -5]])
+    r = _tvmpy("run", tmp_path / "g.so", "--input", f"x={tmp_path / 'x.npy'}", "--input",
+               f"i={tmp_path / 'bad.npy'}")
+    _one_error_line(r, "run", "Gather node 'embed': index out of range")
+
+
 # ---- in-process units -------------------------------------------------------------------------
 
 
@@ -345,3 +473,17 @@ def test_parse_shape_args():
             cli.parse_shape_args([bad])
     with pytest.raises(cli.CliError, match="given twice"):
         cli.parse_shape_args(["a=1", "a=2"])
+    for huge in ("a=99999999999999999999", "a=3000000000,3000000000"):
+        with pytest.raises(cli.CliError, match="more than a tensor can hold"):
+            cli.parse_shape_args([huge])
+
+
+def test_error_line_of_every_failure():
+    """main() turns any exception into one line (the traceback only with DEBUG=1)."""
+    deep = cli._error_line(RecursionError("maximum recursion depth exceeded"), "m.onnx")
+    assert deep.startswith("m.onnx: the input is nested too deeply to be processed")
+    assert cli._error_line(MemoryError("Unable to allocate 131. TiB")) == \
+        "out of memory: Unable to allocate 131. TiB"
+    assert cli._error_line(OverflowError("int too big")) == "OverflowError: int too big"
+    assert "internal error: DEBUG=1" in cli._error_line(AttributeError("x"))
+    assert "\n" not in cli._error_line(ValueError("a")) and cli._error_line(KeyError("k"))

@@ -554,11 +554,11 @@ def test_function_ops_expanded(op, shapes, attrs, opset):
 
 def test_function_body_with_unsupported_op_is_listed():
     # MaxRoiPool has no converter and no function body: listed with the node that uses it
-    node = helper.make_node("MaxRoiPool", ["x", "x"], ["y"], name="roi_node",
+    node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], name="roi_node",
                             pooled_shape=[2, 2])
-    m = _model([node], [_vi("x", (1, 1, 4, 4))], [_out("y")], opset=17)
+    m = _model([node], [_vi("x", (1, 1, 4, 4)), _vi("rois", (3, 5))], [_out("y")], opset=17)
     with pytest.raises(OpNotImplemented, match=r"MaxRoiPool: roi_node"):
-        from_onnx(m, {"x": (1, 1, 4, 4)})
+        from_onnx(m, {"x": (1, 1, 4, 4), "rois": (3, 5)})
 
 
 def test_shape_like_graph_input_error_names_tensor():
@@ -1034,6 +1034,7 @@ def test_bitcast_between_integer_types():
     _check_reference(m, {"x": np.array([-128, -1, 0, 1, 127], np.int8)})
     node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT64, name="bc")
     m = _model([node], [_vi("x", (3,))], [_out("y")], opset=26)
-    with pytest.raises(ValueError, match="'bc'.*BitCast from float32 to int64: the element "
-                                         "sizes differ"):
+    # refused by ONNX type inference before import (else by the converter)
+    with pytest.raises(ValueError, match="'bc'.*(BitCast from float32 to int64: the element "
+                                         "sizes differ|same bit-width.*32 bits.*64 bits)"):
         from_onnx(m)

@@ -77,7 +77,7 @@ def decode(line: str) -> tuple[Any, Any]:
         # a line of the wrong structure fails in these conversions with any of these errors
         cfg = ConfigEntity.from_json_dict(config)
         result = (tuple(costs), int(error_no), float(all_cost), float(timestamp))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as err:
         raise ValueError(f"malformed autotvm log line: {line[:120]!r} ({err})") from None
     tsk = _task_of(str(target), name, args)
     return MeasureInput(tsk.target, tsk, cfg), MeasureResult(*result)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import server
+from . import ports, server
 from .gate import resolve_token
 
 __all__ = ["add_arguments", "run"]
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="rpc_command", required=True, metavar="RPC_COMMAND")
     s = sub.add_parser("server", help="serve this device (or a qemu-user one) to RPC clients")
     server.add_arguments(s)
-    s.add_argument("--tracker", default=None, metavar="HOST:PORT",
+    s.add_argument("--tracker", type=ports.host_port, default=None, metavar="HOST:PORT",
                    help="join this tracker's fleet as a device of --key (a Dask worker with "
                    "resources {KEY: 1} that owns this device's server)")
     s.add_argument("--name", default=None, help="with --tracker: the name `rpc status` shows")

@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from . import session
+from . import ports, session
 from .gate import (
     TOKEN_ENV,
     Client,
@@ -597,8 +597,9 @@ class Server:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; others need --allow-remote)")
-    p.add_argument("--port", type=int, default=9091, help="first port to try (0: any free port)")
-    p.add_argument("--port-end", type=int, default=9199, help="last port to try")
+    p.add_argument("--port", type=ports.port, default=9091,
+                   help="first port to try (0: any free port)")
+    p.add_argument("--port-end", type=ports.port, default=9199, help="last port to try")
     p.add_argument("--key", default="", help="the device key this server serves (e.g. rasp4b)")
     tok = p.add_argument_group(
         "token", "clients must prove a shared token (HMAC; it never crosses the network): --token, "

@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from . import ports
 from .fleet import (
     FleetPlugin,
     _tracker_address,
@@ -365,8 +366,9 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; others need --allow-remote and TLS)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="first port to try (0: any)")
-    p.add_argument("--port-end", type=int, default=None, help="last port to try")
+    p.add_argument("--port", type=ports.port, default=DEFAULT_PORT,
+                   help="first port to try (0: any)")
+    p.add_argument("--port-end", type=ports.port, default=None, help="last port to try")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow binding an address other than the loopback (needs TLS)")
     add_tls_arguments(p)
@@ -397,7 +399,8 @@ def status_from_args(args: argparse.Namespace) -> int:
 
 
 def add_status_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tracker", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT")
+    p.add_argument("--tracker", type=ports.host_port, default=f"127.0.0.1:{DEFAULT_PORT}",
+                   help="HOST:PORT")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to reach the tracker")
     add_tls_arguments(p)
 

@@ -160,7 +160,11 @@ def _first(names: list[str], n: int = 8) -> str:
 
 
 def _zeroed_arena(nbytes: int) -> np.ndarray:
-    raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    try:
+        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    except (MemoryError, ValueError):  # ValueError: more than numpy can index
+        raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
+                          f"({nbytes} bytes) the graph's tensors need") from None
     off = (-raw.ctypes.data) % ALIGNMENT
     return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -41,8 +42,10 @@ def parse_graph(graph_json: str | bytes | dict) -> dict:
         raise TypeError(f"graph_json must be a JSON string, got {type(graph_json).__name__}")
     try:
         graph = json.loads(graph_json)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise GraphJSONError(f"graph JSON is not valid JSON: {e}") from None
+    except RecursionError:
+        raise GraphJSONError("graph JSON is nested too deeply to be read") from None
     if not isinstance(graph, dict):
         raise GraphJSONError(f"graph JSON must be an object, got {type(graph).__name__}")
     return graph
@@ -164,7 +167,7 @@ def entry_nbytes(shape: tuple[int, ...], dtype: str) -> int:
         raise ValueError(f"graph JSON: unknown dtype {dtype!r}") from None
     if any(d < 0 for d in shape):
         raise ValueError(f"graph JSON: negative dimension in shape {shape}")
-    return int(np.prod(shape, dtype=np.int64)) * item
+    return math.prod(int(d) for d in shape) * item  # exact: an int64 product could wrap
 
 
 def size_violation(lhs_what: str, rhs_what: str, a: int, b: int, bcast: bool) -> str | None:

@@ -32,7 +32,7 @@ from .. import config
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL
 
 __all__ = ["compiler", "cross_compiler", "elf_arch", "host_arch", "compile_c", "metadata_c_source", "metadata_object", "blob_object",
-           "link_shared", "relocatable_link", "DEFAULT_CFLAGS"]
+           "link_shared", "relocatable_link", "DEFAULT_CFLAGS", "check_output_path"]
 
 POOL_TOKEN = "tvmpy_parallel"  # = parallel_pool.LINK_TOKEN (parallel_pool imports this module)
 
@@ -317,8 +317,7 @@ def link_shared(objects: Sequence[bytes], metadata_json: str, out_path: str,
             flag = _lib_flag(lib)
             if flag not in libs:
                 libs.append(flag)
-        out_path = os.path.abspath(out_path)
-        os.makedirs(os.path.dirname(out_path), exist_ok=True)
+        out_path = check_output_path(out_path, "export_library")
         # link next to the target, then rename: a library this process already loaded from
         # ``out_path`` keeps its (old) inode instead of being overwritten under its mapping
         tmp_out = f"{out_path}.{os.getpid()}.tmp"
@@ -343,3 +342,25 @@ def relocatable_link(objects: Sequence[bytes], out_path: str, cc: CompilerSpec =
         paths = _write_objects(objects, tmp)
         _run(cmd + ["-r", "-nostdlib", "-o", os.path.abspath(out_path)] + paths,
              "merging object files")
+
+
+def check_output_path(path: str, what: str) -> str:
+    """The absolute path of a file to write (a library), checked before any work: not empty
+    and not a directory, in a directory that exists (as onnxruntime and TVM, folders are never
+    created on the caller's behalf: a typo in the path is reported, not silently made)."""
+    path = os.fspath(path)
+    if not path or os.path.isdir(path):
+        raise ValueError(f"{what}: expected the path of the library file to write (e.g. "
+                         f"'mod.so'), got {'a directory ' if path else ''}{path!r}")
+    out = os.path.abspath(path)
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        existing = parent
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise NotADirectoryError(f"{what}: cannot write {path!r}: {existing!r} is a file, "
+                                     "not a directory")
+        raise FileNotFoundError(f"{what}: cannot write {path!r}: the directory {parent!r} does "
+                                "not exist (create it first)")
+    return out

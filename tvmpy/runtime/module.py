@@ -70,7 +70,15 @@ from .evaluator import BenchmarkResult, time_evaluator
 from .fork_guard import install_fork_guard
 from .function import Function
 from .host_cpu import unsupported
-from .linker import DEFAULT_CFLAGS, compile_c, elf_arch, host_arch, link_shared, relocatable_link
+from .linker import (
+    DEFAULT_CFLAGS,
+    check_output_path,
+    compile_c,
+    elf_arch,
+    host_arch,
+    link_shared,
+    relocatable_link,
+)
 from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module"]
@@ -405,9 +413,7 @@ class Module:
         file_name = os.fspath(file_name)
         fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
         options = list(kwargs.pop("options", None) or [])
-        if not file_name or os.path.isdir(file_name):
-            raise ValueError(f"export_library: expected the path of the library file to write (e.g. "
-                             f"'mod.so'), got {'a directory ' if file_name else ''}{file_name!r}")
+        check_output_path(file_name, "export_library")
         if not self._objects and self._lib_path is not None and self._self_contained():
             if os.path.abspath(file_name) != os.path.abspath(self._lib_path):
                 tmp = f"{os.path.abspath(file_name)}.{os.getpid()}.tmp"

@@ -33,6 +33,7 @@ import numpy as np
 from .abi import ERROR_SYMBOL
 from .device import Device
 from .function import ALIGNMENT, Function
+from .linker import check_output_path
 from .module import Module
 
 __all__ = ["WasmModule", "WasmFunction", "WasmInstance", "load_wasm", "is_wasm", "strip_custom_sections",
@@ -495,12 +496,7 @@ class WasmModule(Module):
 
 
 def _write(file_name: str, data: bytes) -> None:
-    file_name = os.fspath(file_name)
-    if not file_name or os.path.isdir(file_name):
-        raise ValueError(f"export_library: expected the path of the .wasm file to write, got "
-                         f"{file_name!r}")
-    out = os.path.abspath(file_name)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
+    out = check_output_path(file_name, "export_library")
     tmp = f"{out}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
         f.write(data)

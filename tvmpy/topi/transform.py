@@ -430,7 +430,8 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") 
 
 def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
     """``out[i..] = data[i.. with index[axis] replaced by indices[i..]]`` (ONNX GatherElements;
-    negative indices count from the end). ``indices`` has ``data``'s rank."""
+    negative indices count from the end; indices out of range are clamped, so that no read
+    leaves ``data``: ``topi.index_check`` reports them). ``indices`` has ``data``'s rank."""
     _check(data, "gather")
     _check(indices, "gather")
     if indices.ndim != data.ndim:
@@ -441,6 +442,7 @@ def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
     def f(*i: Any) -> PrimExpr:
         j = _cast(indices(*i), n.dtype)
         j = tir_op.Select(j < const(0, j.dtype), j + n, j)
+        j = tir_op.min(tir_op.max(j, const(0, j.dtype)), n - 1)
         return data(*i[:ax], j, *i[ax + 1:])
 
     return te.compute(indices.shape, f, name="gather", tag=tag.INJECTIVE)
@@ -448,7 +450,8 @@ def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
 
 def gather_nd(a: te.Tensor, indices: te.Tensor, batch_dims: int = 0) -> te.Tensor:
     """TVM's ``gather_nd``: ``indices`` has shape ``(M, Y...)``; the output ``(Y..., rest...)``
-    reads ``a[indices[0, y], ..., indices[M-1, y], rest...]`` (negative indices wrap)."""
+    reads ``a[indices[0, y], ..., indices[M-1, y], rest...]`` (negative indices wrap; indices
+    out of range are clamped, so that no read leaves ``a``)."""
     _check(a, "gather_nd")
     _check(indices, "gather_nd")
     if batch_dims:
@@ -464,7 +467,8 @@ def gather_nd(a: te.Tensor, indices: te.Tensor, batch_dims: int = 0) -> te.Tenso
         idx = []
         for d in range(m):
             j = _cast(indices(const(d, "int32"), *y), a.shape[d].dtype)
-            idx.append(tir_op.Select(j < const(0, j.dtype), j + a.shape[d], j))
+            j = tir_op.Select(j < const(0, j.dtype), j + a.shape[d], j)
+            idx.append(tir_op.min(tir_op.max(j, const(0, j.dtype)), a.shape[d] - 1))
         return a(*idx, *rest)
 
     return te.compute(shape, f, name="gather_nd", tag=tag.INJECTIVE)

@@ -33,9 +33,11 @@ from typing import Any
 
 from ...runtime.graph_json import SymbolicShape, entry_nbytes, graph_entry_attrs, is_symbolic
 
-__all__ = ["plan_memory", "MemoryPlan", "entry_nbytes", "graph_entry_attrs", "MATCH_RANGE"]
+__all__ = ["plan_memory", "MemoryPlan", "entry_nbytes", "graph_entry_attrs", "MATCH_RANGE",
+           "MAX_TENSOR_BYTES"]
 
 MATCH_RANGE = 16
+MAX_TENSOR_BYTES = 2**63 - 1  # larger tensors overflow 64-bit sizes and offsets
 SIZE_HINT = 1  # the value of every shape variable when sizing symbolic entries for the plan
 
 
@@ -114,6 +116,13 @@ def plan_memory(graph: dict) -> MemoryPlan:
     row = graph["node_row_ptr"]
     n_entries = row[-1]
     sizes = [entry_nbytes(_hinted(s), d) for s, d in zip(shapes, dtypes)]
+    for e, size in enumerate(sizes):
+        if size > MAX_TENSOR_BYTES:
+            nid = bisect.bisect_right(row, e) - 1
+            raise ValueError(
+                f"graph: output {e - row[nid]} of node {nid} ({nodes[nid].get('name')}) is a "
+                f"tensor of shape {tuple(shapes[e])} {dtypes[e]}: {size} bytes, more than a "
+                "64-bit machine can address (2**63 - 1)")
 
     def eid(ref: Any, where: str) -> int:
         if not (isinstance(ref, (list, tuple)) and len(ref) >= 2

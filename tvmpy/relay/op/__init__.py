@@ -20,14 +20,16 @@ from .registry import (  # noqa: F401
 from .tensor import *  # noqa: F401,F403
 from .transform import *  # noqa: F401,F403
 
-# the operators whose output size depends on the data (and image.decode, a host operator)
-for _m in ("data_dependent", "image_decode", "vision"):
+# the operators whose output size depends on the data (and image.decode, a host operator;
+# check_indices, the run-time bounds check of gather/scatter indices)
+for _m in ("data_dependent", "image_decode", "vision", "index_check"):
     _importlib.import_module("." + _m, __name__)
 del _m
 
 # computes and strategies per target attach to the registered ops (after all registrations)
 _importlib.import_module(".strategy", __name__)
 _importlib.import_module(".strategy.data_dependent", __name__)
+_importlib.import_module(".strategy.index_check", __name__)
 # ops whose axes / scalar parameters are run-time tensors (issue 11; they register strategies)
 _importlib.import_module(".dyn.reduce", __name__)
 _importlib.import_module(".dyn.scalar_args", __name__)

@@ -22,7 +22,7 @@ Algorithm (the paper's operator fusion, as TVM implements it):
    tuple that itself fused into injective consumers. COMM_REDUCE ops and OPAQUE nodes never
    fuse into what follows them (a reduction is a group's sink); two anchors (OUT_ELEMWISE_FUSABLE
    ops) never share a group; a group holds at most ``relay.FuseOps.max_depth`` (PassContext
-   config, default 256) nodes.
+   config, default 64; TVM's is 256) nodes.
 4. ``_FuseMutator`` rewrites the graph: each group becomes
    ``Call(Function(params, body, attrs={"Primitive": 1, "Name": "fused_..."}), args)`` (contract
    C1 of the build pipeline): tensors crossing a group boundary become fresh typed parameters,
@@ -71,7 +71,10 @@ OUT_EWISE = OpPattern.OUT_ELEMWISE_FUSABLE
 TUPLE = OpPattern.TUPLE
 OPAQUE = OpPattern.OPAQUE
 
-DEFAULT_MAX_DEPTH = 256  # TVM's default for "relay.FuseOps.max_depth"
+# "relay.FuseOps.max_depth" (TVM: 256). A fused chain of n elementwise ops is an expression
+# n calls deep, which lowering (te inlining, simplification, code generation) walks recursively:
+# 256 Sigmoids in one group exceed Python's recursion limit, 64 leave a wide margin
+DEFAULT_MAX_DEPTH = 64
 MAX_NAME_LENGTH = 80  # TVM truncates longer fused names and appends a hash
 _SIMPLE_CONST_DTYPES = ("int32", "int64", "float32", "float64", "bool")
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ... import op as _op  # noqa: F401  (registers operators)
-from ...expr import Constant, Function, RelayExpr, Tuple, const, var
+from ...expr import Constant, Function, RelayExpr, RelayTypeError, Tuple, const, var
 from ...module import IRModule
 from ...ty import Any as AnyDim
 from ...ty import ListType, TensorType, TupleType
@@ -42,6 +42,7 @@ from .context import (
 from .functions import expand_function, function_body, function_versions
 from .low_precision import NATIVE_OPS, in_compute_types, model_uses_low_precision
 from .registry import CONVERTERS, Attrs
+from .validate import check_model
 
 __all__ = ["from_onnx", "supported_ops", "convert_nodes", "tensors_read"]
 
@@ -96,6 +97,48 @@ def _check_attr_values(ctx: ImportContext, attrs: Attrs) -> None:
         ok = _SUPPORTED_VALUES.get((ctx.node.op_type, key))
         if ok is not None and v not in ok:
             raise ctx.fail(f"attribute {key}={v!r} is not supported (supported: {list(ok)})")
+
+
+# operators whose ``axis`` / ``axes`` attribute counts dimensions of input 0 (rank r): the valid
+# range is [-(r + below), r - 1 + above]; ``None`` for Unsqueeze: the output rank r + len(axes)
+_AXIS_RANGE: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(("Gather", "GatherElements", "ScatterElements", "Scatter", "Softmax",
+                     "LogSoftmax", "Hardmax", "Concat", "Split", "TopK", "ArgMax", "ArgMin",
+                     "Compress", "LpNormalization", "LayerNormalization", "SplitToSequence",
+                     "Unique", "RMSNormalization", "TensorScatter"), (0, 0)),
+    "Flatten": (0, 1), "OneHot": (1, 1),
+}
+_AXES_RANGE: dict[str, tuple[int, int] | None] = {
+    **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+                     "Squeeze", "Resize", "CenterCropPad"), (0, 0)),
+    "Unsqueeze": None,
+}
+
+
+def _check_axes(ctx: ImportContext, attrs: Attrs, ins: list) -> None:
+    """Refuse an ``axis``/``axes`` attribute out of range for the input's rank (converters then
+    normalize negative values with ``% rank``, which must not turn 7 into 1)."""
+    op = ctx.node.op_type
+    checks = []
+    if "axis" in attrs and op in _AXIS_RANGE:
+        checks.append(("axis", [attrs["axis"]], _AXIS_RANGE[op]))
+    if "axes" in attrs and op in _AXES_RANGE:
+        axes = list(attrs["axes"])
+        checks.append(("axes", axes, _AXES_RANGE[op] or (len(axes), len(axes))))
+    if not checks or not ins or not isinstance(ins[0], RelayExpr):
+        return
+    t = infer_type(ins[0]).checked_type
+    if not isinstance(t, TensorType):
+        return
+    r = len(t.shape)
+    for name, values, (below, above) in checks:
+        lo, hi = -(r + below), r - 1 + above
+        bad = [v for v in values if not isinstance(v, int) or not lo <= v <= hi]
+        if bad:
+            shown = values[0] if name == "axis" else values
+            raise ctx.fail(f"attribute {name}={shown} is out of range for an input of rank {r} "
+                           f"(valid: {lo}..{hi})")
 
 
 def _attrs(node: Any) -> Attrs:
@@ -186,6 +229,7 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     data-dependent shapes)."""
     from onnx import numpy_helper
 
+    check_model(model)
     graph = model.graph
     if opset is None:
         opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
@@ -376,6 +420,7 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             continue
         _check_attr_values(ctx, a)
         ins = [ctx.exprs[nm] if nm else None for nm in names]
+        _check_axes(ctx, a, ins)
         if node.op_type not in _READS_RUNTIME_OPTIONAL and any(
                 isinstance(x, RuntimeOptional) for x in ins):
             raise ctx.fail("an input is an optional whose presence is known only at run time: "
@@ -393,13 +438,15 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
         except TypeError as e:  # a converter that needs a static size met a relay.Any
             if not any(m in str(e) for m in ("cannot be used as a Python integer",
                                              "as a Python bool")):
+                if isinstance(e, RelayTypeError) and ctx.where() not in str(e):
+                    raise RelayTypeError(f"{ctx.where()}: {e}") from None  # name the node
                 raise
             raise ctx.fail(f"needs static shapes, but its input shapes "
                            f"{[_shape_text(x) for x in ins if x is not None]} have dimensions "
                            "known only at run time; fix the input shapes with shape={...}"
                            ) from None
         except ValueError as e:
-            if "known only at run time" not in str(e):
+            if ctx.where() in str(e):
                 raise
             raise ctx.fail(str(e)) from None
         outs = out if isinstance(out, list) else [out]

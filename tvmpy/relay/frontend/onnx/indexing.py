@@ -1,7 +1,9 @@
 """ONNX index/selection operators: gathers, scatters, TopK, Compress, OneHot, ReverseSequence.
 
-Gather, GatherElements and GatherND map to relay's take/gather/gather_nd (negative indices
-wrapped). relay here has no scatter or sort operators; with static shapes these ONNX operators
+Gather, GatherElements and GatherND map to relay's take/gather/gather_nd. Their indices and
+those of the scatters go through ``check_indices`` first: negative ones counted from the end,
+one outside ``[-n, n)`` an error naming the node, as onnxruntime raises (at import for constant
+indices, else when the model runs). relay here has no scatter or sort operators; with static shapes these ONNX operators
 are still dataflow: a comparison against an index range gives a one-hot mask, and a reduction
 over the mask computes the result exactly (sums of one selected value and zeros).
 
@@ -103,7 +105,8 @@ def _scatter_elements(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: N
                                               if k != axis):
         raise ctx.fail(f"indices {U} / updates {shape_of(upd)} do not fit data {D} on axis {axis}")
     Da = D[axis]
-    it = transform.expand_dims(move_axis_last(_wrap_index(idx, Da), axis, r), r)   # (V..., Ua, 1)
+    idx = _checked_index(ctx, idx, names[1], data, [axis])
+    it = transform.expand_dims(move_axis_last(idx, axis, r), r)              # (V..., Ua, 1)
     mask = tensor.equal(it, const(np.arange(Da, dtype=dtype_of(idx))))      # (V..., Ua, Da)
     ut = transform.expand_dims(move_axis_last(upd, axis, r), r)              # (V..., Ua, 1)
     # data with the axis last, cut to the updates' extent on the other axes
@@ -135,11 +138,10 @@ def _scatter_nd(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) 
     if shape_of(upd) != Q[:-1] + R:
         raise ctx.fail(f"updates {shape_of(upd)} must have shape {Q[:-1] + R}")
     strides = [int(np.prod(D[t + 1:k])) for t in range(k)]
-    it = reshape_to(idx, [nq, k])
+    it = reshape_to(_checked_index(ctx, idx, names[1], data, list(range(k))), [nq, k])
     lin = None
     for t in range(k):
-        col = _wrap_index(reshape_to(transform.strided_slice(it, [t], [t + 1], axes=[1]),
-                                      [nq]), D[t])
+        col = reshape_to(transform.strided_slice(it, [t], [t + 1], axes=[1]), [nq])
         term = tensor.multiply(col, typed_const(strides[t], dtype_of(idx)))
         lin = term if lin is None else tensor.add(lin, term)
     ones = [1] * len(R)
@@ -181,17 +183,35 @@ def _compress(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) ->
 def _gather(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x, idx = inputs
     ax = attrs.get("axis", 0) % len(shape_of(x))
-    d = shape_of(x)[ax]
-    if not isinstance(d, (int, np.integer)):  # a run-time size: negatives counted from the end
-        return transform.take(x, idx, axis=ax, mode="wrap")
-    if names[1] in ctx.values:
-        v = ctx.values[names[1]].astype(np.int64)
-        idx = const(np.where(v < 0, v + d, v).astype("int64"))
-    else:
-        idx = tensor.where(
-            tensor.less(idx, scalar_like(0, idx)), tensor.add(idx, scalar_like(d, idx)), idx
-        )
-    return transform.take(x, idx, axis=ax, mode="clip")
+    idx = _checked_index(ctx, idx, names[1], x, [ax])
+    return transform.take(x, idx, axis=ax, mode="clip")  # (clip: never read out of bounds)
+
+
+def _checked_index(ctx: ImportContext, idx: RelayExpr, name: str, data: RelayExpr,
+                   axes: list[int]) -> RelayExpr:
+    """``idx`` with negative indices counted from the end of the data axis they index (one axis,
+    or one per entry of the last axis: GatherND/ScatterND). An index outside ``[-n, n)`` is an
+    error naming the node, as in onnxruntime: at import for constant indices, else when the
+    model runs (``relay.op.index_check``)."""
+    from ...op.index_check import IndexOutOfRange, check_indices, check_indices_np
+
+    if not dtype_of(idx).startswith("int"):
+        idx = transform.cast(idx, "int64")
+    if not axes:  # GatherND/ScatterND indices with an empty last axis: whole slices
+        return idx
+    dims = shape_of(data)
+    if name in ctx.values and all(isinstance(dims[a], int) for a in axes):
+        v = np.asarray(ctx.values[name]).astype(np.int64)
+        try:
+            return const(check_indices_np(v, dims, axes, ctx.where()).astype(dtype_of(idx)))
+        except IndexOutOfRange:
+            n = np.asarray([dims[a] for a in axes]) if len(axes) > 1 else dims[axes[0]]
+            bad = np.argwhere((v < -n) | (v >= n))[0]
+            a = axes[int(bad[-1])] if len(axes) > 1 else axes[0]
+            raise ctx.fail(f"index {int(v[tuple(bad)])} (at {tuple(int(b) for b in bad)} of the "
+                           f"constant indices {name!r}) is out of range for axis {a} of size "
+                           f"{dims[a]} (valid: {-dims[a]}..{dims[a] - 1})") from None
+    return check_indices(idx, data, axes, ctx.where())
 
 
 def _wrap_index(idx: RelayExpr, dim: int) -> RelayExpr:
@@ -207,7 +227,8 @@ def _wrap_index(idx: RelayExpr, dim: int) -> RelayExpr:
 def _gather_el(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     s = shape_of(inputs[0])
     ax = attrs.get("axis", 0) % len(s)
-    return transform.gather(inputs[0], ax, _wrap_index(inputs[1], s[ax]))
+    return transform.gather(inputs[0], ax, _checked_index(ctx, inputs[1], names[1], inputs[0],
+                                                          [ax]))
 
 
 @converter("GatherND")
@@ -216,9 +237,10 @@ def _gather_nd(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
     bd = attrs.get("batch_dims", 0)
     ish = shape_of(idx)
     m = ish[-1]
-    s = shape_of(x)
-    dims = const(np.asarray(s[bd:bd + m], dtype=dtype_of(idx)))
-    idx = tensor.where(tensor.less(idx, scalar_like(0, idx)), tensor.add(idx, dims), idx)
+    if not isinstance(m, int) or bd + m > len(shape_of(x)):
+        raise ctx.fail(f"indices of shape {ish} index {m} axes of data {shape_of(x)} after "
+                       f"batch_dims={bd}")
+    idx = _checked_index(ctx, idx, names[1], x, list(range(bd, bd + m)))
     if bd:  # prepend each position's batch coordinates: a plain gather_nd
         grids = np.meshgrid(*[np.arange(d) for d in ish[:-1]], indexing="ij")[:bd]
         coords = const(np.stack(grids, -1).astype(dtype_of(idx)))
@@ -279,6 +301,6 @@ def _tensor_scatter(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Nam
     if attrs.get("mode", "linear") == "circular":
         pos = tensor.floor_mod(pos, const(np.int64(S)))
     idx = transform.broadcast_to(pos, us)
-    return _scatter_elements(ctx, [cache, idx, upd], {"axis": axis}, names)
+    return _scatter_elements(ctx, [cache, idx, upd], {"axis": axis}, [names[0], "", names[1]])
 
 
