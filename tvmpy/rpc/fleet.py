@@ -519,7 +519,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def add_worker_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tracker", required=True, help="HOST:PORT of `tvmpy rpc tracker`")
+    from .ports import host_port
+
+    p.add_argument("--tracker", required=True, type=host_port,
+                   help="HOST:PORT of `tvmpy rpc tracker`")
     p.add_argument("--key", required=True, help="device key, e.g. rasp4b")
     from .server import DEVICES
 
