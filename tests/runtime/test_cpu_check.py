@@ -19,7 +19,7 @@ from tvmpy import te
 from tvmpy.runtime import Module, load_module
 from tvmpy.runtime.abi import METADATA_SYMBOL, Signature
 from tvmpy.runtime.elf import read_dynamic_symbol
-from tvmpy.runtime.host_cpu import _cpuinfo, host_features, unsupported
+from tvmpy.runtime.host_cpu import _cpuinfo, host_features, missing_features, unsupported
 from tvmpy.runtime.linker import compile_c, compiler, link_shared
 from tvmpy.target import Target
 
@@ -30,9 +30,17 @@ pytestmark = pytest.mark.skipif(host_features() is None, reason="no CPU feature 
 
 
 def _lacking() -> str:
-    """A feature LLVM's host detection reports absent on this machine (every x86 CPU lacks some:
-    AMD has no AMX or AVX512-FP16, Intel no SSE4A or XOP)."""
-    return sorted(f for f, on in (host_features() or {}).items() if not on)[0]
+    """A feature this machine lacks by LLVM's host detection and by the load check's own
+    (/proc/cpuinfo where llvmlite is not loaded): every x86 CPU lacks some (AMD has no AMX or
+    AVX512-FP16, Intel no SSE4A or XOP)."""
+    return lacking_feature()
+
+
+def lacking_feature() -> str:
+    # absent for LLVM's detection and for /proc/cpuinfo's (a process without llvmlite loaded)
+    kernel = (_cpuinfo() or ("", {}))[1]
+    absent = sorted(f for f, on in (host_features() or {}).items() if not on)
+    return next(f for f in absent if kernel.get(f) is False and missing_features([f]))
 
 
 def _foreign_cpu() -> tuple[str, set[str]]:

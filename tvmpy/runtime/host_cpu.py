@@ -10,9 +10,12 @@ RPC, whose server loads through ``load_module``).
 
 This machine's features come from
 
-- LLVM's host detection (llvmlite ``get_host_cpu_features``: the names the compiler used), or,
-- where llvmlite is not installed (the runtime stands alone with numpy), Linux's
-  ``/proc/cpuinfo`` flags, translated to LLVM's names by :data:`_CPUINFO` (x86-64, AArch64).
+- LLVM's host detection (llvmlite ``get_host_cpu_features``: the names the compiler used), for
+  the compiler (``tvmpy.target.cpu_features``) and for the load check in a process that has
+  llvmlite loaded already, or
+- Linux's ``/proc/cpuinfo`` flags, translated to LLVM's names by :data:`_CPUINFO` (x86-64,
+  AArch64), for the load check otherwise: loading a library needs no compiler, so a process that
+  only loads and runs libraries (the runtime alone with numpy) never imports llvmlite.
 
 Only a feature detected *absent* refuses a library: one the detection does not know (newer
 than the loader's LLVM, or without a kernel flag) is not held against the machine, and with no
@@ -22,6 +25,7 @@ detection at all (another OS, no llvmlite) nothing is refused.
 from __future__ import annotations
 
 import platform
+import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
@@ -107,9 +111,25 @@ def host_features() -> Mapping[str, bool] | None:
     return _detect()[1]
 
 
+@lru_cache(maxsize=1)
+def _cpuinfo_cached() -> tuple[str, dict[str, bool]] | None:
+    return _cpuinfo()
+
+
+def _loader_detect() -> tuple[str, Mapping[str, bool] | None]:
+    """(CPU name, features) for the load check: LLVM's detection where llvmlite is loaded,
+    else /proc/cpuinfo (importing llvmlite costs ~0.1 s and a compiler the runtime does not
+    need), else LLVM's detection after all."""
+    if "llvmlite.binding" not in sys.modules:
+        found = _cpuinfo_cached()
+        if found is not None:
+            return found
+    return _detect()
+
+
 def missing_features(features: Iterable[str]) -> list[str]:
     """The ``features`` this machine is known to lack (sorted)."""
-    have = host_features()
+    have = _loader_detect()[1]
     if have is None:
         return []
     return sorted({f for f in features if have.get(f) is False})
@@ -141,7 +161,7 @@ def unsupported(meta: Mapping) -> str | None:
         if missing:
             reasons.append(f"its code was compiled for CPU {req.get('name', '?')!r} ({triple}) and "
                            f"may use {', '.join(missing)}, which this machine's CPU "
-                           f"({host_cpu_name()}) lacks")
+                           f"({_loader_detect()[0]}) lacks")
     if not reasons:
         return None
     portable = " (e.g. -mcpu=x86-64-v3)" if _arch() == "x86_64" else ""
