@@ -934,7 +934,9 @@ def make_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile an ONNX model into one deployable .so")
     c.add_argument("model", help="model.onnx")
     c.add_argument("-o", "--output", help="output library (default: the model's name with .so)")
-    c.add_argument("--target", default="llvm", help="e.g. 'llvm', 'llvm -mcpu=znver4', 'c'")
+    c.add_argument("--target", default="llvm",
+                   help="e.g. 'llvm' (this machine's CPU), 'llvm -mcpu=x86-64-v3' (any x86-64 "
+                   "with AVX2: a library to copy to other machines), 'c'")
     c.add_argument("--opt-level", type=int, choices=range(4), default=3, metavar="{0,1,2,3}")
     c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="shape of an input (required for inputs with symbolic dimensions)")
