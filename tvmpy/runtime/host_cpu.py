@@ -29,6 +29,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
+from .linker import host_arch, triple_arch
+
 __all__ = ["host_cpu_name", "host_features", "missing_features", "unsupported"]
 
 # LLVM feature name -> the flag Linux prints in /proc/cpuinfo for it ("flags" on x86,
@@ -62,14 +64,9 @@ _CPUINFO_AARCH64 = {
 _CPUINFO = {"x86_64": ("flags", _CPUINFO_X86), "aarch64": ("Features", _CPUINFO_AARCH64)}
 
 
-def _arch() -> str:
-    m = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
-
-
 def _cpuinfo() -> tuple[str, dict[str, bool]] | None:
     """(model name, {LLVM feature: present}) from /proc/cpuinfo; None where unreadable."""
-    key, table = _CPUINFO.get(_arch(), ("", {}))
+    key, table = _CPUINFO.get(host_arch(), ("", {}))
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -153,9 +150,7 @@ def unsupported(meta: Mapping) -> str | None:
     reasons = []
     for req in _requirements(meta):
         triple = str(req.get("triple", ""))
-        arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(triple.split("-", 1)[0],
-                                                          triple.split("-", 1)[0])
-        if arch != _arch():
+        if triple_arch(triple) != host_arch():
             continue
         missing = missing_features(str(f) for f in req.get("features", ()))
         if missing:
@@ -164,7 +159,7 @@ def unsupported(meta: Mapping) -> str | None:
                            f"({_loader_detect()[0]}) lacks")
     if not reasons:
         return None
-    portable = " (e.g. -mcpu=x86-64-v3)" if _arch() == "x86_64" else ""
+    portable = " (e.g. -mcpu=x86-64-v3)" if host_arch() == "x86_64" else ""
     return "; ".join(dict.fromkeys(reasons)) + (
         "; build it for this machine (target \"llvm\") or for a CPU whose features this one has"
         f"{portable}, or run it on a machine with that CPU")

@@ -48,10 +48,20 @@ _GNU_TRIPLES = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu",
                 "riscv64": "riscv64-linux-gnu"}
 
 
+#: other spellings of an architecture -> the triple's ("x86_64", "aarch64")
+ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
+
+
+def triple_arch(triple: str) -> str:
+    """The architecture of an LLVM/GNU triple ("aarch64-linux-gnu" -> "aarch64")."""
+    arch = triple.split("-", 1)[0].lower()
+    return ARCH_ALIASES.get(arch, arch)
+
+
 def host_arch() -> str:
     """This machine's architecture in triple spelling ("x86_64", "aarch64")."""
     m = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+    return ARCH_ALIASES.get(m, m)
 
 
 def elf_arch(obj: bytes) -> str | None:
@@ -80,9 +90,9 @@ def cross_compiler(arch: str) -> list[str]:
         "ziglang), or pass export_library(path, tvmpy.contrib.cc.cross_compiler(...))")
 
 
-def _triple_arch(name: str) -> str | None:
+def _gnu_triple_arch(name: str) -> str | None:
     """The architecture of a GNU triple such as "aarch64-linux-gnu" (not a compiler name)."""
-    arch = {"arm64": "aarch64"}.get(name.split("-", 1)[0], name.split("-", 1)[0])
+    arch = triple_arch(name)
     if "-" not in name or arch not in _GNU_TRIPLES or name.endswith(
             ("gcc", "g++", "cc", "c++", "clang", "clang++")):
         return None
@@ -99,9 +109,9 @@ def compiler(cc: CompilerSpec = None, arch: str | None = None) -> list[str]:
         cc = getattr(cc, "cc_command", None)
     if cc is not None:
         cmd = shlex.split(cc) if isinstance(cc, str) else [str(c) for c in cc]
-        triple_arch = _triple_arch(cmd[0]) if len(cmd) == 1 else None
-        if triple_arch is not None and shutil.which(cmd[0]) is None:
-            return cross_compiler(triple_arch)  # a triple ("aarch64-linux-gnu"): its toolchain
+        gnu_arch = _gnu_triple_arch(cmd[0]) if len(cmd) == 1 else None
+        if gnu_arch is not None and shutil.which(cmd[0]) is None:
+            return cross_compiler(gnu_arch)  # a triple ("aarch64-linux-gnu"): its toolchain
     elif arch is not None and arch != host_arch():
         return cross_compiler(arch)
     else:

@@ -44,17 +44,12 @@ from functools import cache, lru_cache
 from typing import Any
 
 from ..runtime.host_cpu import host_cpu_name, host_features
-from ..runtime.linker import _init_llvm_for, host_arch
+from ..runtime.linker import _init_llvm_for, host_arch, triple_arch
 
 __all__ = ["isa_features", "feature_names", "requirement", "captured_fds", "target_machine",
            "host_isa_features", "host_feature_string", "host_cpu_name"]
 
 _lock = threading.RLock()
-
-
-def _arch(triple: str) -> str:
-    arch = triple.split("-", 1)[0].lower()
-    return {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
 
 
 @contextlib.contextmanager
@@ -151,7 +146,7 @@ def feature_names(triple: str) -> tuple[str, ...]:
 def _universe(triple: str) -> tuple[str, ...]:
     """The features to probe: on this machine's architecture the instruction-set features LLVM's
     host detection knows (no tuning flags), elsewhere every feature LLVM knows."""
-    known = host_features() if _arch(triple) == host_arch() else None
+    known = host_features() if triple_arch(triple) == host_arch() else None
     return tuple(sorted(known)) if known else feature_names(triple)
 
 
@@ -185,7 +180,7 @@ def _default_triple() -> str:
 @lru_cache(maxsize=256)
 def isa_features(triple: str, cpu: str, features: str = "") -> frozenset[str]:
     """The instruction-set features code for ``triple``/``cpu``/``features`` may use."""
-    native = _arch(triple) == host_arch()
+    native = triple_arch(triple) == host_arch()
     if native and cpu == host_cpu_name() and features == host_feature_string():
         return host_isa_features()
     with _lock:

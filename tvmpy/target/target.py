@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..ir.dtype import bits_of
+from ..runtime.linker import host_arch, triple_arch
 from .cpu_features import host_cpu_name, host_feature_string, isa_features
 
 __all__ = ["Target", "GPU_KINDS", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
@@ -45,23 +46,6 @@ _GPU_DEFAULTS = {"opencl": (256, 1, 48 * 1024), "cuda": (1024, 32, 48 * 1024),
 def host_cpu_features() -> str:
     """This machine's features as an LLVM feature string (``+avx2,-avx512fp16,...``)."""
     return host_feature_string()
-
-
-_ARCH_ALIASES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64"}
-
-
-def triple_arch(triple: str) -> str:
-    """The architecture of an LLVM triple ("aarch64-linux-gnu" -> "aarch64")."""
-    arch = triple.split("-", 1)[0].lower()
-    return _ARCH_ALIASES.get(arch, arch)
-
-
-@lru_cache(maxsize=1)
-def host_arch() -> str:
-    """The architecture of this machine in triple spelling ("x86_64", "aarch64")."""
-    import platform
-
-    return _ARCH_ALIASES.get(platform.machine().lower(), platform.machine().lower())
 
 
 @lru_cache(maxsize=1)
