@@ -31,6 +31,8 @@ from tvmpy.autotvm.measure.measure import MeasureInput, MeasureResult
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.analysis import free_vars
 
+from .util import run_in_threads
+
 LINUX = sys.platform.startswith("linux")
 
 # ---- models and numpy references -----------------------------------------------------------
@@ -91,25 +93,8 @@ THREADS, ITERS = 4, 500
 
 
 def run_threads(work: Callable[[int], list[str]]) -> list[str]:
-    """Run ``work(k)`` on THREADS threads started together; the problems they report, plus any
-    exception they raised."""
-    start = threading.Barrier(THREADS)
-    problems: list[str] = []
-
-    def body(k: int) -> None:
-        try:
-            start.wait()
-            problems.extend(work(k))
-        except Exception as e:  # reported, not lost in the thread
-            problems.append(f"thread {k}: {type(e).__name__}: {e}")
-
-    threads = [threading.Thread(target=body, args=(k,)) for k in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a thread hangs"
-    return problems
+    """``work(k)`` on THREADS threads started together (util.run_in_threads)."""
+    return run_in_threads(work, THREADS)
 
 
 def test_one_graph_module_per_thread(conv_lib):

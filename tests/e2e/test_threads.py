@@ -27,6 +27,8 @@ from tvmpy.contrib.graph_executor import ConcurrentUseError
 from tvmpy.relay.analysis import free_vars
 from tvmpy.runtime.vm import VirtualMachine
 
+from .util import run_in_threads
+
 THREADS, ITERS = 8, 150
 K, H, O = 32, 48, 8  # x: (n, K) -> dense H, relu -> dense O
 
@@ -83,24 +85,8 @@ def _batch(k: int, i: int, dynamic: bool) -> int:
 
 
 def _in_threads(work: Callable[[int], list[str]]) -> list[str]:
-    """``work(k)`` on THREADS threads started together; what they report, plus any exception."""
-    start = threading.Barrier(THREADS)
-    problems: list[str] = []
-
-    def body(k: int) -> None:
-        try:
-            start.wait()
-            problems.extend(work(k))
-        except Exception as e:  # reported, not lost in the thread
-            problems.append(f"thread {k}: {type(e).__name__}: {e}")
-
-    threads = [threading.Thread(target=body, args=(k,)) for k in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a thread hangs"
-    return problems
+    """``work(k)`` on THREADS threads started together (util.run_in_threads)."""
+    return run_in_threads(work, THREADS)
 
 
 @pytest.mark.parametrize("dynamic", [False, True])

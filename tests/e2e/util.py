@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import shutil
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -176,3 +177,26 @@ def _kwargs_for(fn: Callable, sizes: dict) -> dict:
 def lowered(s: Any, args: Sequence[Any]) -> str:
     """Printed ``tvm.lower`` output."""
     return str(tvm.lower(s, list(args), simple_mode=True))
+
+
+def run_in_threads(work: Callable[[int], list[str]], threads: int) -> list[str]:
+    """``work(k)`` for k in range(threads), on that many threads started together; the problems
+    they report, plus any exception one raised (reported, not lost in the thread). Fails when a
+    thread is still running after 300 s."""
+    start = threading.Barrier(threads)
+    problems: list[str] = []
+
+    def body(k: int) -> None:
+        try:
+            start.wait()
+            problems.extend(work(k))
+        except Exception as e:
+            problems.append(f"thread {k}: {type(e).__name__}: {e}")
+
+    started = [threading.Thread(target=body, args=(k,)) for k in range(threads)]
+    for t in started:
+        t.start()
+    for t in started:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in started), "a thread hangs"
+    return problems
