@@ -15,6 +15,8 @@ def _c(*shape, dtype="float32"):
 
 # one case per registered operator: (build, expected shape, expected dtype)
 def op_cases():
+    from tvmpy.relay.op.index_check import check_indices
+
     x4 = relay.var("x4", shape=(2, 4, 9, 9))
     m = relay.var("m", shape=(3, 5))
     v5 = relay.var("v5", shape=(5,))
@@ -93,6 +95,8 @@ def op_cases():
         "reverse": (relay.reverse(m, axis=1), (3, 5)),
         "gather": (relay.gather(m, 1, relay.var("gi", shape=(3, 2), dtype="int64")), (3, 2)),
         "gather_nd": (relay.gather_nd(a3, relay.var("gn", shape=(2, 4), dtype="int32")), (4, 5)),
+        "check_indices": (check_indices(relay.var("ci", shape=(4, 2), dtype="int64"), a3,
+                                              [0, 1]), (4, 2), "int64"),
         "one_hot": (relay.one_hot(i, relay.const(1.0), relay.const(0.0), 4, axis=1), (2, 4, 2)),
         "arange": (relay.arange(1.0, 2.0, 0.3), (4,)),
         "cumsum": (relay.cumsum(m, axis=1, exclusive=True), (3, 5)),

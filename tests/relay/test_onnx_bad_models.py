@@ -259,8 +259,9 @@ def test_model_without_a_graph(content):
 
 # ---- deep graphs ---------------------------------------------------------------------------------
 def test_long_elementwise_chain_compiles_and_runs():
-    """600 Sigmoid nodes in a row: fused groups are capped so that lowering them stays within
-    Python's recursion limit (a group of 256 Sigmoids used to raise RecursionError)."""
+    """600 Sigmoid nodes in a row: groups of up to 256 nodes (TVM's fusion depth), which FuseOps
+    gives the recursion room lowering them needs (a group of 256 Sigmoids used to raise
+    RecursionError)."""
     n = 600
     nodes = [helper.make_node("Sigmoid", [f"t{k}"], [f"t{k + 1}"]) for k in range(n)]
     model = _model(nodes, [_vi("t0", F, [2, 3])], [_vi(f"t{n}", F, [2, 3])])

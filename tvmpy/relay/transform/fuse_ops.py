@@ -22,7 +22,8 @@ Algorithm (the paper's operator fusion, as TVM implements it):
    tuple that itself fused into injective consumers. COMM_REDUCE ops and OPAQUE nodes never
    fuse into what follows them (a reduction is a group's sink); two anchors (OUT_ELEMWISE_FUSABLE
    ops) never share a group; a group holds at most ``relay.FuseOps.max_depth`` (PassContext
-   config, default 64; TVM's is 256) nodes.
+   config, default 256 as in TVM) nodes; the pass raises Python's recursion limit so that
+   lowering a group that deep does not overflow it (``ensure_recursion_room``).
 4. ``_FuseMutator`` rewrites the graph: each group becomes
    ``Call(Function(params, body, attrs={"Primitive": 1, "Name": "fused_..."}), args)`` (contract
    C1 of the build pipeline): tensors crossing a group boundary become fresh typed parameters,
@@ -38,6 +39,7 @@ are pure); ``If`` and local closures are refused with NotImplementedError.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Generator
 from typing import Any
 
@@ -71,10 +73,16 @@ OUT_EWISE = OpPattern.OUT_ELEMWISE_FUSABLE
 TUPLE = OpPattern.TUPLE
 OPAQUE = OpPattern.OPAQUE
 
-# "relay.FuseOps.max_depth" (TVM: 256). A fused chain of n elementwise ops is an expression
-# n calls deep, which lowering (te inlining, simplification, code generation) walks recursively:
-# 256 Sigmoids in one group exceed Python's recursion limit, 64 leave a wide margin
-DEFAULT_MAX_DEPTH = 64
+DEFAULT_MAX_DEPTH = 256  # TVM's default for "relay.FuseOps.max_depth"
+# A fused chain of n elementwise ops is an expression n calls deep, which lowering (te inlining,
+# simplification, code generation) walks recursively, ~8 Python frames per call (te inlining:
+# functor.visit -> inline.visit_Call -> generic_visit -> visit -> visit_ProducerLoad ...):
+# 256 Sigmoids in one group need ~2,100 frames, past Python's default limit of 1,000. FuseOps
+# raises the process's recursion limit to what its largest group needs (never lowers it), up
+# to _MAX_RECURSION_LIMIT: these frames are Python frames (no C stack on 3.11+; a few hundred
+# bytes each on 3.10, so 20,000 stay well inside a thread's 8 MiB stack)
+_FRAMES_PER_NODE = 12
+_MAX_RECURSION_LIMIT = 20_000
 MAX_NAME_LENGTH = 80  # TVM truncates longer fused names and appends a hash
 _SIMPLE_CONST_DTYPES = ("int32", "int64", "float32", "float64", "bool")
 
@@ -643,4 +651,14 @@ class FuseOps(FunctionPass):
 
     def transform_function(self, func: Function, mod: Any, ctx: PassContext) -> Function:
         level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
-        return fuse_function(func, level, _max_depth(ctx), mod)
+        depth = _max_depth(ctx)
+        ensure_recursion_room(depth)
+        return fuse_function(func, level, depth, mod)
+
+
+def ensure_recursion_room(max_depth: int) -> None:
+    """Raise Python's recursion limit (never lower it) so that lowering a fused group of
+    ``max_depth`` nodes, an expression up to that many calls deep, does not overflow it."""
+    need = min(_FRAMES_PER_NODE * max_depth + 1000, _MAX_RECURSION_LIMIT)
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
