@@ -15,6 +15,17 @@ from tvmpy.codegen import llvm as cgen_llvm
 TERMS = 10_000
 
 
+@pytest.fixture(autouse=True, scope="module")
+def default_recursion_limit():
+    """The explicit stacks must work under Python's default limit, whatever an earlier test's
+    relay build raised it to (FuseOps gives lowering room for its deepest group:
+    relay.transform.fuse_ops.ensure_recursion_room)."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(saved)
+
+
 def _sum_chain(n: int):
     A = te.placeholder((n,), name="A")
     B = te.compute((1,), lambda i: sum((A[j] for j in range(1, n)), A[0]), name="B")
