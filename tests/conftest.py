@@ -10,10 +10,17 @@ The suite builds with strict schedules (``TVMPY_STRICT_SCHEDULES=1``, the defaul
 schedule that raises fails the test instead of silently falling back to the slow default
 schedule. A test of the fallback itself opts out with
 ``PassContext(config={"relay.backend.strict_schedules": False})``.
+
+``default_recursion_limit``: the tests of the explicit-stack traversals (ir.functor) use it, so
+they hold under Python's default recursion limit however far an earlier relay build in the same
+process raised it (FuseOps gives lowering room for its deepest group:
+``relay.transform.fuse_ops.ensure_recursion_room``).
 """
 
 import os
+import sys
 
+import pytest
 from hypothesis import settings
 
 os.environ["TVMPY_STRICT_SCHEDULES"] = "1"
@@ -21,3 +28,11 @@ os.environ["TVMPY_STRICT_SCHEDULES"] = "1"
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="module")
+def default_recursion_limit():
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(saved)

@@ -11,6 +11,8 @@ import tvmpy as tvm
 from tvmpy import te, tir
 from tvmpy.arith import Analyzer
 
+pytestmark = pytest.mark.usefixtures("default_recursion_limit")  # tests/conftest.py
+
 TERMS = 10_000
 DTYPES = ["int32", "int64"]
 

@@ -15,15 +15,7 @@ from tvmpy.codegen import llvm as cgen_llvm
 TERMS = 10_000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def default_recursion_limit():
-    """The explicit stacks must work under Python's default limit, whatever an earlier test's
-    relay build raised it to (FuseOps gives lowering room for its deepest group:
-    relay.transform.fuse_ops.ensure_recursion_room)."""
-    saved = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)
-    yield
-    sys.setrecursionlimit(saved)
+pytestmark = pytest.mark.usefixtures("default_recursion_limit")  # tests/conftest.py
 
 
 def _sum_chain(n: int):
@@ -34,7 +26,7 @@ def _sum_chain(n: int):
 
 
 @pytest.fixture(scope="module")
-def lowered():
+def lowered(default_recursion_limit):
     s, args = _sum_chain(TERMS)
     return tvm.lower(s, args)
 

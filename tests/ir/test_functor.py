@@ -3,8 +3,12 @@ identity-memoised post-order walk."""
 
 import sys
 
+import pytest
+
 from tvmpy.ir.functor import CHAIN_DEPTH, ChainFunctor, Functor, node_children, post_order
 from tvmpy.ir.node import Node
+
+pytestmark = pytest.mark.usefixtures("default_recursion_limit")  # tests/conftest.py
 
 
 class Leaf(Node):

@@ -12,6 +12,8 @@ from tvmpy import relay
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.visitor import ExprMutator, ExprVisitor
 
+pytestmark = pytest.mark.usefixtures("default_recursion_limit")  # tests/conftest.py
+
 CALLS = 10_000  # chained operator calls: x -> relu -> add 1 -> relu -> add 1 -> ...
 
 
@@ -51,7 +53,7 @@ def _diamonds_ref(x: np.ndarray, n: int) -> list[np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def typed_chain():
+def typed_chain(default_recursion_limit):
     return relay.transform.InferType()(tvm.IRModule.from_expr(_chain()))
 
 
