@@ -71,3 +71,21 @@ def read_ready(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str |
 def ready_line(proc: subprocess.Popen, timeout: float = 120) -> str:
     """A server process's "listening on" line (lines before it skipped)."""
     return read_ready(proc, timeout)[0]
+
+
+def save_conv_model(path, seed: int) -> None:
+    """A one-Conv ONNX model (1x3x10x10 -> 1x8x8x8, random weights of ``seed``) at ``path``:
+    the model the fleet's `tvmpy tune` tests tune."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(seed).standard_normal((8, 3, 3, 3))
+                                .astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
+                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                 [1, 3, 10, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          initializer=[w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, path)

@@ -25,6 +25,8 @@ from tvmpy.autotvm import record
 from tvmpy.autotvm.measure import MeasureErrorNo, MeasureInput, create_measure_batch
 from tvmpy.rpc.tracker import DeviceWorker, Tracker, check_tracker_bind, connect_tracker
 
+from .rpc_util import save_conv_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -265,19 +267,7 @@ def test_run_past_the_timeout_is_a_run_timeout(fleet):
 
 
 def test_cli_tune_over_the_fleet(fleet, tmp_path):
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.random.default_rng(2).standard_normal((8, 3, 3, 3))
-                                .astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
-                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                 [1, 3, 10, 10])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
-                          initializer=[w])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, tmp_path / "conv.onnx")
+    save_conv_model(tmp_path / "conv.onnx", 2)
     env = dict(os.environ, PYTHONPATH=ROOT)
     base = [sys.executable, "-m", "tvmpy", "tune", str(tmp_path / "conv.onnx"), "--trials", "3",
             "--tuner", "random", "--tracker", fleet.tracker.address]

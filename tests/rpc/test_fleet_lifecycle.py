@@ -18,12 +18,13 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tvmpy import rpc
 from tvmpy.rpc.fleet import READY_WORKER, WORKER_DIR_PREFIX
 from tvmpy.rpc.tracker import DeviceWorker, Tracker, connect_tracker
+
+from .rpc_util import save_conv_model
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -238,22 +239,10 @@ def test_session_ends_with_its_device(victim, no_leaks):
 
 # ---- tvmpy tune loses its only device ---------------------------------------------------------------
 def test_cli_tune_exits_nonzero_when_no_device_is_left(tmp_path):
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper, numpy_helper
-
     from tvmpy.autotvm import record
     from tvmpy.autotvm.measure import MeasureErrorNo
 
-    w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((8, 3, 3, 3))
-                                .astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
-                          "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                 [1, 3, 10, 10])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
-                          initializer=[w])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, tmp_path / "conv.onnx")
+    save_conv_model(tmp_path / "conv.onnx", 3)
     log = tmp_path / "t.json"
     tracker = Tracker(port=0)
     dev = proc = None
