@@ -28,7 +28,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
@@ -47,7 +46,6 @@ import numpy as np  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 
-warnings.filterwarnings("ignore", message="autotvm: no tuned config")  # (untuned: the default)
 PAUSE_S = 0.3
 CLOCK = time.perf_counter  # --cpu-time: time.process_time (one thread on both sides)
 DEFAULT_SIZES = ["1024", "1000", "1023", "777", "513", "3072x768x127", "1x1000x512"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
@@ -151,7 +150,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
-    warnings.filterwarnings("ignore", message="autotvm: no tuned config")
     rng = np.random.default_rng(0)
     print(f"# {machine_description()}, load {os.getloadavg()[0]:.2f}, {args.rounds} interleaved "
           "rounds, 2 threads; median [q1-q3] us, GOPS at the median")

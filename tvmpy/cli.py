@@ -25,12 +25,12 @@ exits with status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import time
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -261,11 +261,22 @@ def _compile_vm(mod: Any, params: Any, opt_level: int, target: str, tuning_log: 
 
         ctx = dispatcher.ApplyHistoryBest(_load_tuning_log(tuning_log))
     t0 = time.perf_counter()
-    with ctx, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
+    with ctx, _no_fallback_notice():
         with transform.PassContext(opt_level=opt_level):
             exe = relay.vm.compile(mod, target=target, params=dict(params or {}))
     return exe, time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def _no_fallback_notice() -> Iterator[None]:
+    """Mute autotvm's untuned-workloads log line (the command reports what it needs)."""
+    from .autotvm import GLOBAL_SCOPE
+
+    old, GLOBAL_SCOPE.silent = GLOBAL_SCOPE.silent, True
+    try:
+        yield
+    finally:
+        GLOBAL_SCOPE.silent = old
 
 
 def _load_tuning_log(path: str) -> list[Any]:
@@ -295,9 +306,7 @@ def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: st
 
     bar = ProgressBar(label)
     try:
-        with warnings.catch_warnings():
-            # the untuned workloads are counted in the line below instead
-            warnings.filterwarnings("ignore", message="autotvm: no tuned config")
+        with _no_fallback_notice():  # the untuned workloads are counted in the line below
             with Counting(records) as ctx:
                 lib, secs = compare.build(mod, params, opt_level=opt_level, target=target,
                                           progress=bar)

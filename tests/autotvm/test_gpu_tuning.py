@@ -96,10 +96,12 @@ def test_xgb_tuning_conv2d_opencl(measure, tmp_path):
     w = np.random.default_rng(4).uniform(-1, 1, WEIGHT).astype("float32")
     data = te.placeholder(DATA, name="data")
     weight = te.placeholder(WEIGHT, name="weight")
-    with autotvm.apply_history_best(str(log)), Target(TARGET), warnings.catch_warnings():
-        warnings.simplefilter("error")  # a fallback here would mean the record was not found
+    autotvm.task.dispatcher.clear_fallback_cache()
+    with autotvm.apply_history_best(str(log)), Target(TARGET):
         out = cuda.conv2d_nchw(data, weight, 1, 1, 1)
         s = cuda.schedule_conv2d_nchw([out])
+    # a fallback here would mean the record was not found
+    assert not autotvm.task.dispatcher.FALLBACK.fallback_workloads
     f = tvm.build(s, [data, weight, out], target=TARGET)
     dev = tvm.opencl(0)
     o = tvm.nd.empty(tuple(int(d) for d in out.shape), "float32", dev)

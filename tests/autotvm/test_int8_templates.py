@@ -5,10 +5,7 @@ compute the exact result, and a short tuning run drives relay.build under
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pytest
 
 import tvmpy as tvm
 from tvmpy import autotvm, relay
@@ -21,12 +18,6 @@ from tvmpy.topi.x86 import dense_int8 as D
 TARGET = "llvm"  # this machine: the kernels use its best int8 instruction set (and run here)
 RNG = np.random.default_rng(12)
 
-
-@pytest.fixture(autouse=True)
-def _quiet_fallback():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
-        yield
 
 
 def _net():

@@ -4,6 +4,7 @@ contexts (ApplyConfig, ApplyHistoryBest, the fallback warning)."""
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import time
 import warnings
@@ -210,12 +211,18 @@ def _save(path, recs):
     return str(path)
 
 
-def test_untuned_workload_falls_through_and_warns_once():
+def _notices(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "tvmpy.autotvm" and "no tuned config" in r.getMessage()]
+
+
+def test_untuned_workload_falls_through_and_logs_one_line(caplog):
+    caplog.set_level(logging.WARNING, logger="tvmpy.autotvm")
     dispatcher.clear_fallback_cache()
     task = autotvm.task.create("test/matmul", args=(32, 16, 24, "float32"), target="llvm")
     recs = _records(task, [(4, [1e-3], 0)])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a log line, never a UserWarning
         with autotvm.apply_history_best(recs):
             SEEN.clear()
             matmul(32, 16, 24, "float32")
@@ -226,59 +233,91 @@ def test_untuned_workload_falls_through_and_warns_once():
                 (a, b), c = _run(s, args, [(n, 16), (16, 24), (n, 24)])
                 np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
             matmul(40, 16, 24, "float32")  # the same untuned workload again
-            assert not caught  # reported together when the history context exits
-    msgs = [str(w.message) for w in caught if "fallback" in str(w.message)]
-    assert len(msgs) == 1, msgs
-    assert "3 workloads have no tuned config" in msgs[0] and "test/matmul" in msgs[0]
+            assert not _notices(caplog)  # reported together when the scope exits
+    msgs = _notices(caplog)
+    assert len(msgs) == 1 and "\n" not in msgs[0], msgs
+    assert "3 workloads have no tuned config in this build" in msgs[0] and "llvm" in msgs[0]
     assert len(dispatcher.FALLBACK.fallback_workloads) == 3
     assert autotvm.task.fallback_summary().startswith("3 workload(s)")
+    assert "test/matmul" in autotvm.task.fallback_summary()
     # fallback picks a vector-friendly innermost split, not [-1, 1]
     assert SEEN[-1]["tile_x"].size[-1] > 1
-    dispatcher.clear_fallback_cache()
-    autotvm.GLOBAL_SCOPE.silent = True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            matmul(41, 16, 24, "float32")
-    finally:
-        autotvm.GLOBAL_SCOPE.silent = False
-    assert len(dispatcher.FALLBACK.fallback_workloads) == 1
-    dispatcher.clear_fallback_cache()
-    # outside apply_history_best the first fallback is reported at once, later ones counted
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        matmul(42, 16, 24, "float32")
-        assert len(caught) == 1 and "no tuned config for workload" in str(caught[0].message)
-        matmul(43, 16, 24, "float32")
-        with autotvm.apply_history_best([]):
-            matmul(44, 16, 24, "float32")
-    assert len(caught) == 1
+    # a second build of the same workloads gets its own line (they are counted once)
+    caplog.clear()
+    with autotvm.apply_history_best(recs):
+        matmul(40, 16, 24, "float32")
+    assert len(_notices(caplog)) == 1 and "no tuned config for workload" in _notices(caplog)[0]
     assert len(dispatcher.FALLBACK.fallback_workloads) == 3
     dispatcher.clear_fallback_cache()
+    caplog.clear()
+    autotvm.GLOBAL_SCOPE.silent = True
+    try:
+        matmul(41, 16, 24, "float32")
+        with autotvm.apply_history_best([]):
+            matmul(39, 16, 24, "float32")
+    finally:
+        autotvm.GLOBAL_SCOPE.silent = False
+    assert not _notices(caplog)
+    assert len(dispatcher.FALLBACK.fallback_workloads) == 2
+    dispatcher.clear_fallback_cache()
+    # outside any build scope the first fallback is logged at once, later ones counted
+    matmul(42, 16, 24, "float32")
+    assert len(_notices(caplog)) == 1 and "no tuned config for workload" in _notices(caplog)[0]
+    matmul(43, 16, 24, "float32")
+    assert len(_notices(caplog)) == 1
+    assert len(dispatcher.FALLBACK.fallback_workloads) == 2
+    dispatcher.clear_fallback_cache()
 
 
-def test_fallback_deferral_is_per_thread():
-    """A thread inside apply_history_best (deferred warnings) neither holds nor swallows the
-    fallback warning of another thread building outside it; the shared cache counts both."""
+def test_relay_build_logs_one_summary_line(caplog):
+    """An untuned model build: one line at its end naming the count, no UserWarning."""
+    from tvmpy import relay
+
+    caplog.set_level(logging.WARNING, logger="tvmpy.autotvm")
+    dispatcher.clear_fallback_cache()
+    x = relay.var("x", shape=(1, 8, 9, 9))
+    w1 = relay.const(np.random.default_rng(0).standard_normal((16, 8, 3, 3)).astype("float32"))
+    w2 = relay.const(np.random.default_rng(1).standard_normal((8, 16, 1, 1)).astype("float32"))
+    y = relay.nn.relu(relay.nn.conv2d(x, w1, padding=(1, 1)))
+    y = relay.nn.conv2d(y, w2)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.dense(
+        relay.reshape(y, (1, -1)), relay.const(np.ones((5, 8 * 81), "float32")))))
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with tvm.transform.PassContext(opt_level=3):
+                relay.build(mod, target="llvm")
+    msgs = _notices(caplog)
+    assert len(msgs) == 2, msgs  # one per build
+    assert all("workloads have no tuned config in this build" in m for m in msgs)
+    assert len(dispatcher.FALLBACK.fallback_workloads) >= 3
+    caplog.clear()
+    with tvm.transform.PassContext(opt_level=3):
+        relay.vm.compile(mod, target="llvm")
+    assert len(_notices(caplog)) == 1
+    dispatcher.clear_fallback_cache()
+
+
+def test_fallback_deferral_is_per_thread(caplog):
+    """A thread inside a build scope neither holds nor swallows the fallback line of another
+    thread building outside it; the shared cache counts both."""
     import threading
 
+    caplog.set_level(logging.WARNING, logger="tvmpy.autotvm")
     dispatcher.clear_fallback_cache()
     inside, done = threading.Event(), threading.Event()
 
     def builder() -> None:
-        dispatcher.FALLBACK.begin_deferred()
-        inside.set()
-        done.wait(30)
-        dispatcher.FALLBACK.end_deferred()
+        with dispatcher.FALLBACK.build_scope():
+            inside.set()
+            done.wait(30)
 
     t = threading.Thread(target=builder)
     t.start()
     assert inside.wait(30)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            matmul(45, 16, 24, "float32")
-            assert len(caught) == 1 and "no tuned config" in str(caught[0].message)
+        matmul(45, 16, 24, "float32")
+        assert len(_notices(caplog)) == 1
     finally:
         done.set()
         t.join(30)

@@ -55,17 +55,18 @@ def _check(s, data, weight, out):
     np.testing.assert_allclose(c.numpy(), a @ w.T, rtol=1e-4, atol=1e-4)
 
 
-def test_compute_records_workload_and_schedule_dispatches():
+def test_compute_records_workload_and_schedule_dispatches(caplog):
     data = te.placeholder((10, 6), name="data")
     weight = te.placeholder((12, 6), name="weight")
     dispatcher.clear_fallback_cache()
-    with tvm.target.Target("llvm"), pytest.warns(UserWarning, match="fallback"):
+    with tvm.target.Target("llvm"):
         out = dense(data, weight)
         wkl = ("test/dense.x86", ("TENSOR", (10, 6), "float32"), ("TENSOR", (12, 6), "float32"))
         assert out.op.attrs["workload"] == wkl == get_workload([out])
         SEEN.clear()
         s = schedule_dense([out])
     assert SEEN[-1].is_fallback and SEEN[-1]["tile_x"].size[-1] > 1
+    assert [k[1][0] for k in dispatcher.FALLBACK.fallback_workloads] == ["test/dense.x86"]
     _check(s, data, weight, out)
     dispatcher.clear_fallback_cache()
     with pytest.raises(RuntimeError, match="no workload"):

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -68,10 +67,8 @@ def conv_mlp_ref(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def build(mod: tvm.IRModule, params: dict[str, np.ndarray]) -> object:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # autotvm: untuned workloads use fallback configs
-        with tvm.transform.PassContext(opt_level=3):
-            return relay.build(mod, target="llvm", params=params)
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(mod, target="llvm", params=params)
 
 
 @pytest.fixture(scope="module")

@@ -64,10 +64,8 @@ def _wrong(got: np.ndarray, x: np.ndarray) -> str | None:
 
 
 def _build(batch) -> object:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # autotvm: untuned workloads use fallback configs
-        with tvm.transform.PassContext(opt_level=3):
-            return relay.build(_mod(batch), target="llvm", params=PARAMS)
+    with tvm.transform.PassContext(opt_level=3):
+        return relay.build(_mod(batch), target="llvm", params=PARAMS)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import tvmpy as tvm
 from tests.topi.int8_util import (
     HOST,
     IR_TARGETS,
-    _quiet_fallback,  # noqa: F401  (autouse fixture)
     isa_target,
 )
 from tests.topi.int8_util import build as _build

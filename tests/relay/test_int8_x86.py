@@ -15,7 +15,6 @@ from tests.topi.int8_util import (
     HOST,
     INTRINSIC,
     IR_TARGETS,
-    _quiet_fallback,  # noqa: F401  (autouse fixture)
     host_isa,
     isa_target,
 )

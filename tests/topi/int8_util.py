@@ -10,8 +10,6 @@ checked (:data:`IR_TARGETS`, named CPUs)."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,12 +17,6 @@ import pytest
 
 RNG = np.random.default_rng(10)
 
-
-@pytest.fixture(autouse=True)
-def _quiet_fallback() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="autotvm: no tuned config")
-        yield
 
 
 def u8(*shape: int) -> np.ndarray:

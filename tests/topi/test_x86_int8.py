@@ -15,7 +15,6 @@ from tests.topi.int8_util import (
     HOST,
     INTRINSIC,
     IR_TARGETS,
-    _quiet_fallback,  # noqa: F401  (autouse fixture)
     isa_target,
 )
 from tests.topi.int8_util import s8 as _s8

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import config
 from ..arith.sum_form import cache_scope
+from ..autotvm.task.dispatcher import FALLBACK
 from ..autotvm.task.relay_integration import register_program_lowering
 from ..target import Target, as_target
 from ..transform import PassContext, PassTrace
@@ -467,7 +468,7 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
     # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this
     # build, so that building many models in one process does not keep the finished ones
-    with cache_scope():
+    with cache_scope(), FALLBACK.build_scope():  # one untuned-workloads line per build
         res = _generate(lower_to_primitives(mod, target, params, progress=progress), progress)
     from .backend.executor_factory import GraphExecutorFactoryModule
 

@@ -5,21 +5,25 @@
 seen by another; a new thread starts at the root :data:`FALLBACK`); a template asks
 ``DispatchContext.current.query(target, workload)``. :class:`ApplyConfig` answers with one fixed
 config, :class:`ApplyHistoryBest` with the best measured config of the workload, and the root
-:class:`FallbackContext` with a :class:`~tvmpy.autotvm.space.FallbackConfigEntity`, warning once
-per run (not once per operator) that untuned workloads use default schedules.
+:class:`FallbackContext` with a :class:`~tvmpy.autotvm.space.FallbackConfigEntity`, and one log
+line per build (not one per operator) saying how many workloads use default schedules.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
-import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..env import GLOBAL_SCOPE
 from ..space import ConfigSpace, FallbackConfigEntity
+
+_LOG = logging.getLogger("tvmpy.autotvm")
 
 __all__ = ["DispatchContext", "ApplyConfig", "ApplyHistoryBest", "FallbackContext",
            "apply_history_best", "clear_fallback_cache", "fallback_summary"]
@@ -199,15 +203,17 @@ def _short(workload: Any) -> str:
 class FallbackContext(DispatchContext):
     """The root context: a :class:`FallbackConfigEntity` for every workload nobody tuned.
 
-    One warning per run, not one per operator: inside ``apply_history_best`` (where a whole
-    model is built) the untuned workloads are counted and reported together when the outermost
-    one exits; elsewhere the first fallback is reported at once. Either way later fallbacks of
-    the run are only counted (:attr:`fallback_workloads`, :meth:`summary`). ``silent = True``
-    (or ``autotvm.GLOBAL_SCOPE.silent``) mutes it.
+    Untuned is the normal way to build, so the notice is quiet: one log line (logger
+    ``tvmpy.autotvm``, level WARNING), never a ``UserWarning`` per workload. Inside a build scope
+    (:meth:`build_scope`: ``relay.build``, ``relay.vm.compile``, ``apply_history_best``) every
+    untuned workload the build asks for is collected and the outermost scope ends with one
+    summary line for that build; outside any scope the first fallback of the run is logged at
+    once and later ones only counted. :attr:`fallback_workloads` / :meth:`summary` list them
+    all. ``silent = True`` (or ``autotvm.GLOBAL_SCOPE.silent``) mutes the line.
 
     The root context is shared by every thread: the cache and the counts are guarded by a lock,
-    and the deferral scope is per thread (one thread's ``apply_history_best`` does not hold or
-    swallow another thread's warning).
+    and the build scope is per thread (one thread's build does not hold or swallow another
+    thread's line).
     """
 
     def __init__(self) -> None:
@@ -228,59 +234,68 @@ class FallbackContext(DispatchContext):
         self._scope.depth = value
 
     @property
-    def _pending(self) -> list[tuple[str, Any]]:
+    def _pending(self) -> dict[tuple[str, Any], None]:
+        """The untuned workloads of the current build (an ordered set), per thread."""
         if not hasattr(self._scope, "pending"):
-            self._scope.pending = []
+            self._scope.pending = {}
         return self._scope.pending
 
     @_pending.setter
-    def _pending(self, value: list[tuple[str, Any]]) -> None:
+    def _pending(self, value: dict[tuple[str, Any], None]) -> None:
         self._scope.pending = value
 
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace:
         key = (_target_key(target), workload)
         with self._lock:
-            if key in self.memory:
-                return self.memory[key]
-            cfg = FallbackConfigEntity()
-            if workload is None:
-                return cfg
-            self.memory[key] = cfg
-            self.fallback_workloads.append(key)
-            report = not (self.silent or GLOBAL_SCOPE.silent) and not self._warned
-            if report and self._defer_depth:
-                self._pending.append(key)
-                report = False
-            elif report:
-                self._warned = True
+            cfg = self.memory.get(key)
+            new = cfg is None
+            if cfg is None:
+                cfg = FallbackConfigEntity()
+                if workload is None:
+                    return cfg
+                self.memory[key] = cfg
+                self.fallback_workloads.append(key)
+            report = False
+            if not (self.silent or GLOBAL_SCOPE.silent):
+                if self._defer_depth:
+                    self._pending[key] = None
+                elif new and not self._warned:
+                    report = self._warned = True
         if report:
-            self._warn([key], stacklevel=5)
+            self._log([key], "")
         return cfg
 
-    def _warn(self, keys: list[tuple[str, Any]], stacklevel: int) -> None:
-        self._warned = True
-        target, workload = keys[0]
-        head = (f"autotvm: no tuned config for workload {_short(workload)} on target {target}"
-                if len(keys) == 1 else
-                f"autotvm: {len(keys)} workloads have no tuned config (e.g. {_short(workload)} "
-                f"on target {target})")
-        warnings.warn(head + "; using fallback configurations, which may be slow. This is "
-                      "reported once per run: autotvm.task.fallback_summary() lists every "
-                      "untuned workload.", stacklevel=stacklevel)
+    def _log(self, keys: list[tuple[str, Any]], where: str) -> None:
+        targets = sorted({t for t, _ in keys})
+        if len(keys) == 1:
+            head = f"no tuned config for workload {_short(keys[0][1])}"
+        else:
+            head = f"{len(keys)} workloads have no tuned config"
+        _LOG.warning("autotvm: %s%s on target %s; using fallback configurations (untuned "
+                     "defaults). autotvm.task.fallback_summary() lists every untuned workload.",
+                     head, where, ", ".join(targets))
 
     def begin_deferred(self) -> None:
-        """Hold fallback warnings until the matching :meth:`end_deferred`."""
+        """Collect this thread's fallbacks until the matching :meth:`end_deferred`."""
         self._defer_depth += 1
 
     def end_deferred(self) -> None:
-        """Close a deferred scope; the outermost one emits the (single) pending warning."""
+        """Close a build scope; the outermost one logs the build's single summary line."""
         self._defer_depth = max(0, self._defer_depth - 1)
         if self._defer_depth == 0 and self._pending:
-            pending, self._pending = self._pending, []
+            pending, self._pending = list(self._pending), {}
             with self._lock:
-                report, self._warned = not self._warned, True
-            if report:
-                self._warn(pending, stacklevel=4)
+                self._warned = True
+            self._log(pending, " in this build")
+
+    @contextlib.contextmanager
+    def build_scope(self) -> Iterator[None]:
+        """``with FALLBACK.build_scope():`` around a whole build: one summary line at its end."""
+        self.begin_deferred()
+        try:
+            yield
+        finally:
+            self.end_deferred()
 
     def summary(self) -> str:
         """How many workloads fell back, and which."""

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...arith.sum_form import cache_scope
+from ...autotvm.task.dispatcher import FALLBACK
 from ...ir.functor import post_order
 from ...runtime import vm as rvm
 from ...runtime.device import Device, cpu
@@ -245,7 +246,8 @@ class VMCompiler:
     def lower(self, mod: Any, target: Any = None, params: Mapping[str, Any] | None = None,
               target_host: Any = None) -> None:
         del target_host
-        self.exe = _Compilation(mod, target, params).run()
+        with FALLBACK.build_scope():  # one untuned-workloads line per compilation
+            self.exe = _Compilation(mod, target, params).run()
 
     def get_exec(self) -> rvm.Executable:
         if self.exe is None:
