@@ -1,6 +1,8 @@
 """Typed knobs read from the environment, also settable with ``with config(NAME=value):``.
 
 - ``DEBUG`` (int, 0-4): 1 prints pass names and times, 4 also prints generated source.
+- ``PASS_BUDGET_MS`` (float): with ``DEBUG>=1``, a pass (relay, tir) or the lowering of one fused
+  function that runs longer than this logs a warning naming it (finds passes that blow up).
 - ``DUMP_IR`` (directory): each lowering pass's output is written there as numbered files.
 - ``CC`` (str): the C compiler for the C target and for linking shared libraries.
 - ``PARALLEL_RUNTIME`` (str): what the LLVM backend's parallel loops run on: ``"pool"`` (tvmpy's
@@ -20,7 +22,8 @@ from typing import Any
 
 __all__ = ["config", "get"]
 
-_DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": ""}
+_DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": "",
+                             "PASS_BUDGET_MS": 1000.0}
 
 
 class _Overrides(threading.local):

@@ -87,3 +87,53 @@ def test_qdq_chain_builds_and_matches_numpy():
     # the last pair's dequantized outputs are multiples of its scale: agree to a step or better
     np.testing.assert_allclose(got, want, atol=0.035)
     assert np.mean(np.abs(got - want) < 1e-5) > 0.9
+
+
+# ShuffleNet-style chains (issue 25): channel split, a block on one half, concat, channel
+# shuffle (reshape -> transpose -> reshape), each stage reading both halves twice. Plain
+# substitution doubles the inlined expression per stage (2**200 at 200 stages); FuseOps puts
+# long runs of these injective stages in one group.
+def _shuffle_chain(stages: int, c: int = 8) -> tvm.IRModule:
+    x = relay.var("x", shape=(1, c, 3, 5))
+    y = x
+    for k in range(stages):
+        parts = relay.split(y, 2, axis=1)
+        a, b = parts[0], parts[1]
+        b2 = relay.nn.relu(b) + a * relay.const(0.5 + 0.01 * (k % 7))
+        y = relay.concatenate([relay.clip(a + b2, -3.0, 3.0), b2 * relay.const(0.5)], axis=1)
+        y = relay.reshape(relay.transpose(relay.reshape(y, (1, 2, c // 2, 3, 5)),
+                                          (0, 2, 1, 3, 4)), (1, c, 3, 5))
+    return tvm.IRModule.from_expr(relay.Function([x], y))
+
+
+def _shuffle_chain_ref(xv: np.ndarray, stages: int) -> np.ndarray:
+    y = xv
+    c = xv.shape[1]
+    for k in range(stages):
+        a, b = y[:, : c // 2], y[:, c // 2:]
+        b2 = np.maximum(b, 0) + a * np.float32(0.5 + 0.01 * (k % 7))
+        y = np.concatenate([np.clip(a + b2, -3, 3), b2 * np.float32(0.5)], axis=1)
+        y = y.reshape(1, 2, c // 2, 3, 5).transpose(0, 2, 1, 3, 4).reshape(1, c, 3, 5)
+    return y
+
+
+def test_shuffle_chain_lowers_to_linear_size():
+    sizes = {}
+    for stages in (25, 50, 100):
+        with tvm.transform.PassContext(opt_level=3):
+            prims = lower_to_primitives(_shuffle_chain(stages), "llvm")
+        sizes[stages] = sum(_ir_size(f.prim_func.body) for f in prims.funcs)
+    assert sizes[100] <= 2.3 * sizes[50] and sizes[50] <= 2.3 * sizes[25], sizes
+
+
+def test_shuffle_chain_200_stages_builds_and_matches_numpy():
+    xv = np.random.default_rng(5).uniform(-2.0, 2.0, (1, 8, 3, 5)).astype("float32")
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(_shuffle_chain(200), target="llvm")
+    from tvmpy.contrib import graph_executor
+
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input(x=xv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), _shuffle_chain_ref(xv, 200),
+                               rtol=1e-5, atol=1e-5)

@@ -39,7 +39,7 @@ from ..autotvm.task.dispatcher import FALLBACK
 from ..autotvm.task.relay_integration import register_program_lowering
 from ..target import Target, as_target
 from ..transform import PassContext, PassTrace
-from ..transform.instrument import dump_text
+from ..transform.instrument import check_budget, dump_text
 from ..transform.passes import run_sequence
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
@@ -339,7 +339,7 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
                      progress: Progress | None = None) -> PrimitiveFunctions:
     """Stage 3 on a fused module (``optimize``'s result): lower every distinct primitive
     function called by main to loop IR with its chosen implementation (``te_compiler``)."""
-    from .backend.te_compiler import TECompiler
+    from .backend.te_compiler import TECompiler, primitive_name
 
     tgt = _build_target(target)
     main = mod["main"]
@@ -351,7 +351,11 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
         main = _copy_outputs(main)
         calls = _primitive_calls(main)
     for i, func in enumerate(calls):
+        t1 = time.perf_counter()
         compiler.lower(func)
+        if config.get("DEBUG"):
+            check_budget(f"lowering {primitive_name(func)} (fused function {i})",
+                         time.perf_counter() - t1)
         report("lower", i + 1, len(calls))
     return PrimitiveFunctions(tgt, main, compiler, {"lower": time.perf_counter() - t0})
 

@@ -20,6 +20,7 @@ from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
 from ..tir.functor import Visitor, collect_vars, substitute, uses_var
 from .inline import InlineScope
+from .inline_budget import materialize_blowups
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, ExternOp, Reduce, Tensor
 
@@ -41,6 +42,23 @@ class Relations(Protocol):
     def leaf_iter_vars(self) -> Sequence[IterVar]: ...
 
 
+def _index_simplifier(op: ComputeOp) -> Any:
+    """Simplifies an index of ``op``'s body under the ranges of its axes (see InlineScope)."""
+    from ..arith.analyzer import Analyzer
+
+    an: Analyzer | None = None
+
+    def simplify_index(e: PrimExpr) -> PrimExpr:
+        nonlocal an
+        if an is None:
+            an = Analyzer()
+            for iv in (*op.axis, *op.reduce_axis):
+                an.bind(iv.var, iv.dom)
+        return an.simplify(e)
+
+    return simplify_index
+
+
 def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return simplify((a + b - 1) // b)
 
@@ -58,11 +76,14 @@ class ScheduleView:
         for op, st in sch.stage_map.items():
             self._by_op.setdefault(id(op), st)
         self.order = self._topo(sch)
+        # inlined stages whose copies would multiply are computed into buffers instead
+        materialize_blowups(sch, self.order, self.stage_of)
         # bodies of the computed (not inlined) stages, inlined stages substituted
         self.bodies: dict[Stage, list[PrimExpr]] = {}
         inl = InlineScope(self._inlined)
         for st in self.order:
             if isinstance(st.op, ComputeOp) and st.attach_type != INLINE:
+                inl.simplify_index = _index_simplifier(st.op)
                 self.bodies[st] = rewrite_bodies(st.op.body, inl.rewrite)
         # reads[c] = ProducerLoads of non-inlined stages in c's effective body
         self.reads: dict[Stage, list[E.ProducerLoad]] = {}

@@ -42,8 +42,13 @@ class InlineScope(Mutator):
     ``(stage_id, body)`` are replaced by ``body`` (the stage's expression of that output over its
     axes, given as ``(axis_vars, expr)``); other reads keep their (rewritten) indices."""
 
-    def __init__(self, inlined: Callable[[Any], tuple[int, list[E.Var], E.PrimExpr] | None]):
+    def __init__(self, inlined: Callable[[Any], tuple[int, list[E.Var], E.PrimExpr] | None],
+                 simplify_index: Callable[[E.PrimExpr], E.PrimExpr] | None = None):
         self.inlined = inlined
+        # applied to a large rewritten index (see _large): through a chain of reshapes each
+        # index is the previous one's flat index divided and taken modulo once per dimension,
+        # so unsimplified indices grow by the rank at every inlined reshape
+        self.simplify_index = simplify_index
         self.vmap: dict[E.Var, E.PrimExpr] = {}
         self.scopes: list[_Scope] = []
 
@@ -91,6 +96,8 @@ class InlineScope(Mutator):
 
     def visit_ProducerLoad(self, node: E.ProducerLoad) -> Any:
         idx = tuple(self.visit(i) for i in node.indices)
+        if self.simplify_index is not None:
+            idx = tuple(self.simplify_index(i) if _large(i) else i for i in idx)
         inl = self.inlined(node.producer)
         if inl is None:
             if all(a is b for a, b in zip(idx, node.indices)):
@@ -114,6 +121,27 @@ class InlineScope(Mutator):
         sc.bindings.append(b)
         sc.memo.setdefault(key, []).append(b)
         return var
+
+
+_LARGE_INDEX = 24  # nodes: an index this size is simplified before it is substituted further
+
+
+class _Size(Visitor):
+    def __init__(self) -> None:
+        self.n = 0
+
+    def visit(self, node: Any) -> Any:
+        self.n += 1
+        if self.n <= _LARGE_INDEX:
+            super().visit(node)
+
+
+def _large(e: E.PrimExpr) -> bool:
+    if isinstance(e, (E.Var, E.IntImm)):
+        return False
+    c = _Size()
+    c.visit(e)
+    return c.n > _LARGE_INDEX
 
 
 class _Count(Visitor):

@@ -3,7 +3,8 @@ the tir lowering pipeline), driven by :mod:`tvmpy.config`:
 
 - ``DUMP_IR=<dir>``: the input as ``00_input.txt`` and the module after each pass that ran as
   ``NN_<pass>.txt`` (numbered in run order), in ``<dir>/<folder>``;
-- ``DEBUG>=1``: one line per pass, ``[<label>] NN <pass> <ms> ms``;
+- ``DEBUG>=1``: one line per pass, ``[<label>] NN <pass> <ms> ms``, and a warning (logger
+  ``tvmpy.transform``) for a pass slower than ``PASS_BUDGET_MS`` (:func:`check_budget`);
 - ``DEBUG>=2``: the pipeline's invariant ``check(mod)`` after each pass (its error names the
   pass).
 
@@ -12,6 +13,7 @@ An exception raised by a pass gets a note naming the pipeline, the pass and its 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -23,7 +25,20 @@ if TYPE_CHECKING:
     from ..ir.module import IRModule
     from .passes import Pass
 
-__all__ = ["PassTrace", "dump_text"]
+__all__ = ["PassTrace", "dump_text", "check_budget"]
+
+_LOG = logging.getLogger("tvmpy.transform")
+
+
+def check_budget(what: str, seconds: float) -> None:
+    """Under ``DEBUG>=1``: warn when ``what`` (a pass, one function's lowering) took longer than
+    ``PASS_BUDGET_MS``: the way to find a walk that grows exponentially before it hangs."""
+    if config.get("DEBUG") < 1:
+        return
+    budget = float(config.get("PASS_BUDGET_MS"))
+    if 1e3 * seconds > budget:
+        _LOG.warning("%s took %.0f ms, over the per-pass budget of %.0f ms (PASS_BUDGET_MS)",
+                     what, 1e3 * seconds, budget)
 
 
 def dump_text(directory: str, filename: str, text: str) -> None:
@@ -67,8 +82,9 @@ class PassTrace:
             except ValueError as err:
                 raise ValueError(f"after {self.label} pass {p.name}: {err}") from None
         if self.debug >= 1:
-            ms = 1e3 * (time.perf_counter() - t0)
-            print(f"[{self.label}] {self.index:02d} {p.name:<24s} {ms:8.2f} ms")
+            secs = time.perf_counter() - t0
+            print(f"[{self.label}] {self.index:02d} {p.name:<24s} {1e3 * secs:8.2f} ms")
+            check_budget(f"pass {p.name} ({self.label} pass {self.index:02d})", secs)
         if self.dump_dir:
             dump_text(self.dump_dir, f"{self.index:02d}_{p.name}.txt", self.text(mod))
         return mod
