@@ -305,3 +305,39 @@ def test_dump_and_debug_at_both_levels(tmp_path, capsys):
     assert tir_files[-1].endswith("_LowerIntrin.txt")
     out = capsys.readouterr().out
     assert "[relay.build] 01 " in out and f"[tir {func_dir.name}] 02 StorageFlatten" in out
+
+
+def test_debug_pass_budget_names_slow_passes(caplog, capsys):
+    """Under DEBUG, a pass (or one fused function's lowering) over PASS_BUDGET_MS logs a
+    warning naming it; without DEBUG nothing is timed or logged."""
+    import logging
+    import time
+
+    from tvmpy.transform.passes import run_sequence
+
+    def slow(mod, ctx):
+        time.sleep(0.05)
+        return mod
+
+    seq = T.Sequential([T.module_pass(slow, opt_level=0, name="SlowPass")])
+    x = relay.var("x", shape=(4,))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.exp(x) + relay.const(1.0)))
+    caplog.set_level(logging.WARNING, logger="tvmpy.transform")
+    trace = T.PassTrace("unit")
+    with config(DEBUG=1, PASS_BUDGET_MS=10.0):
+        run_sequence(seq.passes, mod, T.PassContext(), T.PassTrace("unit"))
+    msgs = [r.getMessage() for r in caplog.records if r.name == "tvmpy.transform"]
+    assert len(msgs) == 1 and "pass SlowPass (unit pass 01) took" in msgs[0], msgs
+    assert "PASS_BUDGET_MS" in msgs[0]
+    caplog.clear()
+    with config(DEBUG=1, PASS_BUDGET_MS=1e9):
+        run_sequence(seq.passes, mod, T.PassContext(), T.PassTrace("unit"))
+    with config(PASS_BUDGET_MS=0.0):  # DEBUG off: no budget
+        run_sequence(seq.passes, mod, T.PassContext(), trace)
+    assert not [r for r in caplog.records if r.name == "tvmpy.transform"]
+    with config(DEBUG=1, PASS_BUDGET_MS=0.0), T.PassContext(opt_level=2):
+        relay.build(mod, target="llvm")
+    msgs = [r.getMessage() for r in caplog.records if r.name == "tvmpy.transform"]
+    assert any(m.startswith("lowering fused_exp_add (fused function 0) took") for m in msgs), msgs
+    assert any("(tir " in m for m in msgs), msgs
+    capsys.readouterr()
