@@ -96,7 +96,9 @@ def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -
     if op == "sigmoid":
         one = const_value(1.0, dtype)
         neg = fb.value(ty, f"fneg {args[0]}", "neg")
-        e = call_intrinsic(cg, "llvm.exp", [neg])
+        # through the same lowering as exp (libmvec for vectors), never llvm.exp directly:
+        # LLVM has no vector exp, so a vector llvm.exp becomes one scalar expf call per lane
+        e = _float_math_typed(cg, "exp", [neg], dtype)
         den = fb.value(ty, f"fadd contract {one}, {e.ref}", "den")
         return fb.value(ty, f"fdiv contract {one}, {den.ref}", "sigmoid")
     if op in LIBM_UNARY:
