@@ -184,7 +184,7 @@ def main() -> None:
             np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=case.rtol,
                                        atol=case.atol, err_msg=case.name)
         with np.errstate(all="ignore"):
-            sides = {"tvmpy": m.run, "numpy": lambda f=case.np_fn: f(x, out)}
+            sides = {"tvmpy": m.run, "numpy": lambda f=case.np_fn, x=x, out=out: f(x, out)}
             t = interleaved_samples(sides, args.rounds, pause=0.05, target_s=0.02)
         lo, med, hi = (v * 1e9 / n for v in quartiles(t["tvmpy"]))
         np_med = quartiles(t["numpy"])[1] * 1e9 / n
