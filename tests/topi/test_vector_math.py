@@ -185,3 +185,36 @@ def test_relay_sigmoid_ir_is_vectorized():
     ll = lib.get_lib().get_source("ll")
     assert f"N{lanes}v_expf(<{lanes} x float>" in ll
     assert "@llvm.exp.v" not in ll and "@expf(" not in ll
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("p", [2.0, 1.0, -1.0, 2.5, 3.0])
+def test_power_by_a_constant(p, dtype):
+    """relay.power(x, c) as ONNX Pow imports it: 2, 1 and -1 need no pow call (a multiply, the
+    value, a division: correctly rounded, as pow); other exponents call the vector powf."""
+    from tvmpy import relay
+
+    x = relay.var("x", shape=(3, 1031), dtype=dtype)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.power(x, relay.const(p, dtype))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    if dtype == "float32":  # (a float16 constant stays a parameter: pow(x, c) in float32)
+        assert ("powf" in lib.get_lib().get_source("ll")) == (p not in (2.0, 1.0, -1.0))
+    from tvmpy.contrib import graph_executor
+
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    v = np.random.default_rng(1).uniform(-30, 30, (3, 1031))
+    v[1] = np.abs(v[1])  # a positive row: non-integer exponents are defined there
+    v[0, :8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-40, -1e-30, 1e30]
+    with np.errstate(over="ignore"):
+        a = v.astype(dtype)
+    m.set_input("x", a)
+    m.run()
+    got = m.get_output(0).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(a.astype(np.float64), p)
+        wz = want.astype(dtype)
+    exact = p in (2.0, 1.0, -1.0) and dtype == "float32"
+    assert _ulp_error(got, want, dtype).max() <= (0.5 if exact else 1.0)
+    zero = got == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(wz[zero]))
