@@ -168,7 +168,8 @@ def _mvec_call(cg: CodeGenLLVM, base: str, args: list[Value], dtype: str) -> Val
                 chunk_args.append(_shuffle(cg, a, Value(a.ty, "zeroinitializer"), idx, ety))
         vty = f"<{w} x {ety}>"
         name = f"_ZGV{isa}N{w}{vs}_{base}{suffix}"
-        cg.mb.declare(name, vty, [vty] * len(args))
+        # libmvec's functions are pure (no errno): LLVM may merge, hoist and drop their calls
+        cg.mb.declare(name, vty, [vty] * len(args), "nounwind willreturn memory(none)")
         cg.uses_mvec = True
         r = cg.fb.value(vty, f"call {vty} @{name}({', '.join(map(str, chunk_args))})", base)
         pieces.append((start, min(w, left), r))
