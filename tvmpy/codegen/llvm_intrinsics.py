@@ -1,11 +1,15 @@
 """Lowering of tir intrinsic calls (tvmpy.tir.op) to LLVM IR for the LLVM code generator.
 
-Float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``, ``llvm.tanh``,
-``llvm.roundeven`` ...): the backend turns them into instructions or libm calls, lane by lane for
-vectors. Functions without an intrinsic (``log1p``, ``erf``) call libm directly, scalarized for
-vectors. float16 values are computed in float32 and rounded back. ``round`` is half-to-even
-(``llvm.roundeven``), matching numpy.rint; ``rsqrt`` is ``1/sqrt(x)``; ``sigmoid`` is
-``1/(1+exp(-x))``; ``fmod`` is ``frem`` (C fmod); ``pow`` is ``llvm.pow``.
+Float math on vectors: float32 ``exp`` is inline vector arithmetic (llvm_vexp.py); the other
+transcendentals call glibc's libmvec at the target's vector width (``MVEC``, x86-64 Linux).
+Otherwise float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``,
+``llvm.tanh``, ``llvm.roundeven`` ...): the backend turns them into instructions or libm calls,
+lane by lane for vectors. Functions without an intrinsic (``log1p``, ``erf``) call libm
+directly, scalarized for vectors. float16 values are computed in float32 and rounded back.
+``round`` is half-to-even (``llvm.roundeven``), matching numpy.rint; ``rsqrt`` is
+``1/sqrt(x)``; ``sigmoid`` is ``1/(1+exp(-x))`` with exp lowered as ``exp`` is (a vector
+``llvm.exp`` would be scalarized); ``fmod`` is ``frem`` (C fmod); ``pow`` is ``llvm.pow``
+(libmvec's for vectors), ``x * x`` / ``x`` / ``1 / x`` for a constant exponent 2 / 1 / -1.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..ir import dtype as dt
 from ..tir import expr as E
 from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
+from .llvm_vexp import exp_f32
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
@@ -93,9 +98,17 @@ def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | Non
     return cg.fb.value(ty, f"call {ty} @{name}({', '.join(str(a) for a in args)})", base[5:])
 
 
+# float32 vector exp (and sigmoid's) as inline arithmetic (codegen/llvm_vexp.py) rather than a
+# libmvec call; False: libmvec (or llvm.exp where there is none), for comparisons
+INLINE_EXP = True
+
+
 def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
     fb = cg.fb
     ty = args[0].ty
+    if (op == "exp" and INLINE_EXP and dt.lanes_of(dtype) > 1
+            and dt.element_of(dtype) == "float32"):
+        return exp_f32(cg, args[0], dtype)
     if op in MVEC and dt.lanes_of(dtype) > 1 and cg.mvec_isas:
         out = _mvec_call(cg, MVEC[op], args, dtype)
         if out is not None:
