@@ -4,20 +4,21 @@ operator that computes the reshaped tensor and the reshape is left alone.
 ``f(reshape(x))`` becomes ``reshape(f(x))`` for
 
 * a one-argument elementwise operator ``f`` whose attributes name no axis (``nn.relu``,
-  ``clip``, ``sigmoid``, ``cast`` ...), and
+  ``clip``, ``sigmoid``, ``cast`` ...),
 * ``nn.bias_add(reshape(x), b, axis)`` when the reshape keeps that axis: some axis ``i`` of
   ``x`` has the same extent and the same number of elements before it (``[C, H*W]`` ->
-  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``,
+  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``, and
 * a two-argument elementwise or broadcast operator (``multiply``, ``add`` ...) whose
   arguments are reshapes of the same source and result shapes, or one such reshape and a
   scalar: ``f(reshape(x), reshape(y))`` becomes ``reshape(f(x, y))`` (SiLU's ``x *
   sigmoid(x)`` and HardSwish over a reshape).
 
 For ``bias_add`` the reshape must have no other use (the rewritten ``f(x)`` then replaces
-it); the pointwise operators may share it (a reshape's other uses keep it: a view, free). FuseOps does not
-fuse an injective ``reshape`` into a preceding matmul or convolution, while an elementwise or
-broadcast epilogue fuses into it; and a function that is only a reshape costs nothing in the
-graph executor (its output aliases its input, ``relay/backend/graph_codegen.py``). Made for
+it); the pointwise operators may share it (a reshape's other uses keep it: a view, free).
+FuseOps does not fuse an injective ``reshape`` into a preceding matmul or convolution, while an
+elementwise or broadcast epilogue fuses into it; and a function that is only a reshape costs
+nothing in the graph executor (its output aliases its input, ``relay/backend/graph_codegen.py``).
+Made for
 x86's 1x1 convolutions as ``reshape(matmul(W, reshape(x)))`` + bias + activation
 (``relay/op/strategy/x86_alter_op.py``), where the bias and activation were a separate kernel.
 Runs at opt_level 3, after AlterOpLayout; the values computed are unchanged.
