@@ -104,7 +104,8 @@ def _node(op: str, ins: list[str], out: str, **attrs: Any) -> Any:
 def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
               groups: int = 1, pad: int | None = None) -> Case:
     """Conv (bias, pad ``k // 2`` unless given) + epilogue: relu | clip (relu6) | none | res
-    (+ residual input) | res_relu (+ residual, relu). ``hw`` is the (square) input size."""
+    (+ residual input) | res_relu (+ residual, relu) | silu (x * Sigmoid(x), as torch exports
+    nn.SiLU) | hswish (HardSwish) | sigmoid. ``hw`` is the (square) input size."""
     p = k // 2 if pad is None else pad
     oh = (hw + 2 * p - k) // s + 1
     x, w, b = _rand(1, ic, hw, hw), _rand(oc, ic // groups, k, k) * 0.2, _rand(oc)
@@ -124,8 +125,30 @@ def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
     elif epi == "clip":
         inits.update(lo=np.array(0, np.float32), hi=np.array(6, np.float32))
         nodes.append(_node("Clip", [nodes[-1].output[0], "lo", "hi"], "y"))
+    elif epi == "silu":
+        nodes += [_node("Sigmoid", ["c"], "sg"), _node("Mul", ["c", "sg"], "y")]
+    elif epi == "hswish":
+        nodes.append(_node("HardSwish", ["c"], "y"))
+    elif epi == "sigmoid":
+        nodes.append(_node("Sigmoid", ["c"], "y"))
     flops = 2.0 * oc * oh * oh * (ic // groups) * k * k
     return Case(name, flops, lambda: _onnx_model(nodes, feeds, (1, oc, oh, oh), inits), feeds)
+
+
+def se_case(model: str, c: int, hw: int, squeeze: int) -> Case:
+    """Squeeze-and-excitation as EfficientNet has it: GlobalAveragePool -> 1x1 Conv (c ->
+    squeeze) + SiLU -> 1x1 Conv (squeeze -> c) -> Sigmoid -> Mul with the input."""
+    x = _rand(1, c, hw, hw)
+    inits = {"w1": _rand(squeeze, c, 1, 1) * 0.2, "b1": _rand(squeeze),
+             "w2": _rand(c, squeeze, 1, 1) * 0.2, "b2": _rand(c)}
+    nodes = [_node("GlobalAveragePool", ["x"], "p"),
+             _node("Conv", ["p", "w1", "b1"], "c1", kernel_shape=[1, 1]),
+             _node("Sigmoid", ["c1"], "s1"), _node("Mul", ["c1", "s1"], "a1"),
+             _node("Conv", ["a1", "w2", "b2"], "c2", kernel_shape=[1, 1]),
+             _node("Sigmoid", ["c2"], "g"), _node("Mul", ["x", "g"], "y")]
+    flops = 4.0 * c * squeeze + 2.0 * c * hw * hw
+    return Case(f"{model}:se {c}x{hw}x{hw} squeeze {squeeze}", flops,
+                lambda: _onnx_model(nodes, {"x": x}, (1, c, hw, hw), inits), {"x": x})
 
 
 def dense_case(model: str, m: int, kdim: int, n: int, epi: str) -> Case:
@@ -288,6 +311,18 @@ def bert_cases() -> list[Case]:
     ]
 
 
+def epilogue_cases() -> list[Case]:
+    """The fused activations of EfficientNet-B0 (SiLU) and MobileNetV3 (HardSwish) on their
+    layers, each beside the same conv alone; squeeze-and-excitation blocks (issue 25)."""
+    cs = [conv_case("epilogues", 16, 112, 96, 1, 1, e)
+          for e in ("none", "silu", "hswish", "sigmoid")]
+    cs += [conv_case("epilogues", 96, 112, 96, 3, 2, e, groups=96) for e in ("none", "silu")]
+    cs += [conv_case("epilogues", 40, 28, 240, 1, 1, e) for e in ("none", "silu", "hswish")]
+    cs += [se_case("epilogues", 96, 56, 4), se_case("epilogues", 240, 28, 10),
+           se_case("epilogues", 1152, 7, 48)]
+    return cs
+
+
 # --- awkward convolution shapes (issue 12) ---------------------------------------------------
 # Channel counts and map sizes that are not multiples of the vector width or register tile; the
 # full grid is bench/conv_shapes.py (same method).
@@ -306,6 +341,7 @@ CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "resnet18": resnet18_cases,
     "mobilenet_v2": mobilenet_v2_cases,
     "bert": bert_cases,
+    "epilogues": epilogue_cases,
     "awkward": awkward_conv_cases,
     "pools": awkward_pool_cases,
 }

@@ -117,6 +117,58 @@ def test_pointwise_conv_is_one_kernel(ic, oc, hw):
         np.testing.assert_allclose(m.get_output(0).numpy()[0], want, rtol=1e-4, atol=1e-5)
 
 
+def _silu(y):
+    return relay.multiply(y, relay.sigmoid(y))
+
+
+def _hswish(y):  # as the ONNX importer emits HardSwish
+    c = relay.const
+    return relay.multiply(y, relay.clip(relay.add(relay.multiply(y, c(1 / 6)), c(0.5)), 0.0, 1.0))
+
+
+@pytest.mark.parametrize("act", ["silu", "hswish"])
+@pytest.mark.parametrize("ic,oc,hw", [(16, 96, 13), (57, 24, 7), (3, 5, 1)])
+def test_pointwise_conv_with_silu_or_hardswish_is_one_kernel(act, ic, oc, hw):
+    """The activation reads the conv's output twice (``x * sigmoid(x)``): it still fuses into
+    the 1x1 conv's kernel (x86: a matmul between reshapes, where it was a kernel of its own
+    after the reshape; or an NCHWc conv, then with a layout_transform at the graph's end)."""
+    rng = np.random.default_rng(ic + oc + hw)
+    w = rng.uniform(-1, 1, (oc, ic, 1, 1)).astype("float32")
+    b = rng.uniform(-1, 1, oc).astype("float32")
+    x = relay.var("x", shape=(1, ic, hw, hw))
+    y = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), channels=oc, kernel_size=(1, 1)),
+                          relay.const(b))
+    y = _silu(y) if act == "silu" else _hswish(y)
+    lib = _build(relay.IRModule.from_expr(relay.Function([x], y)))
+    _, funcs = _nodes(lib)
+    kernels = [f for f in funcs if f != "__nop" and "layout_transform" not in f]
+    assert len(kernels) == 1 and "multiply" in kernels[0], funcs
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for _ in range(2):
+        xa = rng.uniform(-4, 4, (1, ic, hw, hw)).astype("float32")
+        m.set_input("x", xa)
+        m.run()
+        c = np.einsum("oc,chw->ohw", w[:, :, 0, 0].astype(np.float64), xa[0]) + b[:, None, None]
+        want = c / (1 + np.exp(-c)) if act == "silu" else c * np.clip(c / 6 + 0.5, 0, 1)
+        np.testing.assert_allclose(m.get_output(0).numpy()[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_binary_epilogue_left_alone_unless_both_sides_reshape_alike():
+    """``f(reshape(a), b)`` moves above the reshape only when ``b`` is a reshape of the same
+    shapes or a scalar: a per-channel tensor broadcasts against the reshaped axes."""
+    x = relay.var("x", shape=(57, 169))
+    r = relay.reshape(relay.exp(x), (1, 57, 13, 13))
+    per_channel = relay.var("s", shape=(1, 57, 1, 1))
+    other = relay.reshape(relay.var("z", shape=(57 * 13, 13)), (1, 57, 13, 13))
+    for y, sunk in ((relay.multiply(r, per_channel), False), (relay.add(r, other), False),
+                    (relay.multiply(r, relay.const(2.0)), True),
+                    (relay.multiply(relay.const(2.0), r), True), (_silu(r), True)):
+        mod = relay.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y))
+        new = transform.SinkReshape()(mod)
+        assert (new["main"].body.op.name == "reshape") == sunk, y
+        _check_same(mod, new)
+
+
 def test_nop_storage_cases():
     """Reshape-only functions: of a graph input (aliased), producing a graph output (aliased,
     the source storage kept), of a graph output (a copy), and an alias kept alive while a later

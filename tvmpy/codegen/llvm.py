@@ -17,9 +17,11 @@ Through llvmlite 0.50 (LLVM 22): never ``llvm.initialize()`` (it raises); a fres
 and LLVM context per compile; the new pass manager at O3 run explicitly; relocation model PIC,
 default code model.
 
-Vector math (exp, log, tanh, erf, pow, sin ...) on float32/float64 vectors calls glibc's libmvec
-(``_ZGVeN16v_expf`` ...; <= 4 ulp) in the widest variant the target supports; set
-``USE_LIBMVEC = False`` for per-lane libm calls. On AArch64, vector math is per-lane libm:
+Vector math (log, tanh, erf, pow, sin ...; exp on float64) on float32/float64 vectors calls
+glibc's libmvec (``_ZGVeN16v_logf`` ...; <= 4 ulp) in the widest variant the target supports;
+set ``USE_LIBMVEC = False`` for per-lane libm calls. float32 vector exp (and sigmoid, SiLU,
+softmax through it) is inline arithmetic on every target (llvm_vexp.py, <= 2 ulp): a call
+would spill a fused loop's live vectors. On AArch64, other vector math is per-lane libm:
 glibc's AArch64 libmvec (``_ZGVnN4v_expf`` ...) only exists since glibc 2.38, and neither the
 Debian 12 cross libc (/usr/aarch64-linux-gnu, 2.36) nor a typical board's libc has it, so a
 library calling it would not load there. Known llvmlite issue: each run of the new pass

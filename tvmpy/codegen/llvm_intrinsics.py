@@ -1,11 +1,15 @@
 """Lowering of tir intrinsic calls (tvmpy.tir.op) to LLVM IR for the LLVM code generator.
 
-Float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``, ``llvm.tanh``,
-``llvm.roundeven`` ...): the backend turns them into instructions or libm calls, lane by lane for
-vectors. Functions without an intrinsic (``log1p``, ``erf``) call libm directly, scalarized for
-vectors. float16 values are computed in float32 and rounded back. ``round`` is half-to-even
-(``llvm.roundeven``), matching numpy.rint; ``rsqrt`` is ``1/sqrt(x)``; ``sigmoid`` is
-``1/(1+exp(-x))``; ``fmod`` is ``frem`` (C fmod); ``pow`` is ``llvm.pow``.
+Float math on vectors: float32 ``exp`` is inline vector arithmetic (llvm_vexp.py); the other
+transcendentals call glibc's libmvec at the target's vector width (``MVEC``, x86-64 Linux).
+Otherwise float math goes through LLVM intrinsics where LLVM has one (``llvm.exp``,
+``llvm.tanh``, ``llvm.roundeven`` ...): the backend turns them into instructions or libm calls,
+lane by lane for vectors. Functions without an intrinsic (``log1p``, ``erf``) call libm
+directly, scalarized for vectors. float16 values are computed in float32 and rounded back.
+``round`` is half-to-even (``llvm.roundeven``), matching numpy.rint; ``rsqrt`` is
+``1/sqrt(x)``; ``sigmoid`` is ``1/(1+exp(-x))`` with exp lowered as ``exp`` is (a vector
+``llvm.exp`` would be scalarized); ``fmod`` is ``frem`` (C fmod); ``pow`` is ``llvm.pow``
+(libmvec's for vectors), ``x * x`` / ``x`` / ``1 / x`` for a constant exponent 2 / 1 / -1.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..ir import dtype as dt
 from ..tir import expr as E
 from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
+from .llvm_vexp import exp_f32
 
 if TYPE_CHECKING:
     from .llvm_codegen import CodeGenLLVM
@@ -53,10 +58,27 @@ def lower_call(cg: CodeGenLLVM, call: E.Call) -> Value:
 
 
 # ---------------------------------------------------------------------------------------------
+def _const_exponent(e: E.PrimExpr) -> float | None:
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return float(e.value) if isinstance(e, E.FloatImm) else None
+
+
 def _float_math(cg: CodeGenLLVM, call: E.Call) -> Value:
     dtype = call.dtype
     if not dt.is_float(dtype):
         raise TypeError(f"{call.op} needs float operands, got {dtype} in `{call}`")
+    if call.op == "pow" and _const_exponent(call.args[1]) in (2.0, 1.0, -1.0):
+        # x ** 2 (ONNX Pow(x, 2) of decomposed LayerNorm / RMSNorm variances), x ** 1, x ** -1:
+        # x * x, x, 1 / x are correctly rounded like pow for every x (inf, nan, -0 included),
+        # a multiply instead of a vector powf (~6x exp's time)
+        x = cg.expr(call.args[0])
+        p = _const_exponent(call.args[1])
+        if p == 1.0:
+            return x
+        if p == 2.0:
+            return cg.fb.value(x.ty, f"fmul {x}, {x.ref}", "sq")
+        return cg.fb.value(x.ty, f"fdiv {const_value(1.0, dtype)}, {x.ref}", "recip")
     args = [cg.expr(a) for a in call.args]
     compute = dtype
     if _is_half(dtype) and call.op not in _EXACT:
@@ -76,9 +98,17 @@ def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | Non
     return cg.fb.value(ty, f"call {ty} @{name}({', '.join(str(a) for a in args)})", base[5:])
 
 
+# float32 vector exp (and sigmoid's) as inline arithmetic (codegen/llvm_vexp.py) rather than a
+# libmvec call; False: libmvec (or llvm.exp where there is none), for comparisons
+INLINE_EXP = True
+
+
 def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
     fb = cg.fb
     ty = args[0].ty
+    if (op == "exp" and INLINE_EXP and dt.lanes_of(dtype) > 1
+            and dt.element_of(dtype) == "float32"):
+        return exp_f32(cg, args[0], dtype)
     if op in MVEC and dt.lanes_of(dtype) > 1 and cg.mvec_isas:
         out = _mvec_call(cg, MVEC[op], args, dtype)
         if out is not None:
@@ -96,7 +126,9 @@ def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -
     if op == "sigmoid":
         one = const_value(1.0, dtype)
         neg = fb.value(ty, f"fneg {args[0]}", "neg")
-        e = call_intrinsic(cg, "llvm.exp", [neg])
+        # through the same lowering as exp (libmvec for vectors), never llvm.exp directly:
+        # LLVM has no vector exp, so a vector llvm.exp becomes one scalar expf call per lane
+        e = _float_math_typed(cg, "exp", [neg], dtype)
         den = fb.value(ty, f"fadd contract {one}, {e.ref}", "den")
         return fb.value(ty, f"fdiv contract {one}, {den.ref}", "sigmoid")
     if op in LIBM_UNARY:
@@ -149,7 +181,8 @@ def _mvec_call(cg: CodeGenLLVM, base: str, args: list[Value], dtype: str) -> Val
                 chunk_args.append(_shuffle(cg, a, Value(a.ty, "zeroinitializer"), idx, ety))
         vty = f"<{w} x {ety}>"
         name = f"_ZGV{isa}N{w}{vs}_{base}{suffix}"
-        cg.mb.declare(name, vty, [vty] * len(args))
+        # libmvec's functions are pure (no errno): LLVM may merge, hoist and drop their calls
+        cg.mb.declare(name, vty, [vty] * len(args), "nounwind willreturn memory(none)")
         cg.uses_mvec = True
         r = cg.fb.value(vty, f"call {vty} @{name}({', '.join(map(str, chunk_args))})", base)
         pieces.append((start, min(w, left), r))

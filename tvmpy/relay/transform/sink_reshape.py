@@ -4,15 +4,21 @@ operator that computes the reshaped tensor and the reshape is left alone.
 ``f(reshape(x))`` becomes ``reshape(f(x))`` for
 
 * a one-argument elementwise operator ``f`` whose attributes name no axis (``nn.relu``,
-  ``clip``, ``sigmoid``, ``cast`` ...), and
+  ``clip``, ``sigmoid``, ``cast`` ...),
 * ``nn.bias_add(reshape(x), b, axis)`` when the reshape keeps that axis: some axis ``i`` of
   ``x`` has the same extent and the same number of elements before it (``[C, H*W]`` ->
-  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``.
+  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``, and
+* a two-argument elementwise or broadcast operator (``multiply``, ``add`` ...) whose
+  arguments are reshapes of the same source and result shapes, or one such reshape and a
+  scalar: ``f(reshape(x), reshape(y))`` becomes ``reshape(f(x, y))`` (SiLU's ``x *
+  sigmoid(x)`` and HardSwish over a reshape).
 
-The reshape must have no other use (the rewritten ``f(x)`` then replaces it). FuseOps does not
-fuse an injective ``reshape`` into a preceding matmul or convolution, while an elementwise or
-broadcast epilogue fuses into it; and a function that is only a reshape costs nothing in the
-graph executor (its output aliases its input, ``relay/backend/graph_codegen.py``). Made for
+For ``bias_add`` the reshape must have no other use (the rewritten ``f(x)`` then replaces
+it); the pointwise operators may share it (a reshape's other uses keep it: a view, free).
+FuseOps does not fuse an injective ``reshape`` into a preceding matmul or convolution, while an
+elementwise or broadcast epilogue fuses into it; and a function that is only a reshape costs
+nothing in the graph executor (its output aliases its input, ``relay/backend/graph_codegen.py``).
+Made for
 x86's 1x1 convolutions as ``reshape(matmul(W, reshape(x)))`` + bias + activation
 (``relay/op/strategy/x86_alter_op.py``), where the bias and activation were a separate kernel.
 Runs at opt_level 3, after AlterOpLayout; the values computed are unchanged.
@@ -64,16 +70,16 @@ class _Sink(ExprMutator):
         # reshapes this pass made: id -> (source shape, result shape); each has one use
         self.made: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
-    def _reshape_of(self, orig: RelayExpr, new: RelayExpr
+    def _reshape_of(self, orig: RelayExpr, new: RelayExpr, shared: bool = False
                     ) -> tuple[RelayExpr, tuple[int, ...], tuple[int, ...]] | None:
         """``(x, src shape, dst shape)`` when ``new`` (the rewrite of ``orig``) is a reshape
-        of ``x`` with no other use, else None."""
+        of ``x`` with no other use (with ``shared``: or with others), else None."""
         if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "reshape"):
             return None
         if id(new) in self.made:
             return (new.args[0], *self.made[id(new)])
         if not (isinstance(orig, Call) and getattr(orig.op, "name", None) == "reshape") \
-                or self.uses.get(id(orig), 0) != 1:
+                or (self.uses.get(id(orig), 0) != 1 and not shared):
             return None
         src = _static(getattr(orig.args[0], "checked_type", None))
         dst = _static(getattr(orig, "checked_type", None))
@@ -90,7 +96,12 @@ class _Sink(ExprMutator):
         new = super().visit_call(c)
         if not (isinstance(new, Call) and isinstance(new.op, Op)) or not new.args:
             return new
-        found = self._reshape_of(c.args[0], new.args[0])
+        if (len(new.args) == 2 and new.op.pattern in (OpPattern.ELEMWISE, OpPattern.BROADCAST)
+                and not set(new.attrs.values) & _NAMED_AXIS_ATTRS):
+            return self._binary(c, new)
+        pointwise = (len(new.args) == 1 and new.op.pattern == OpPattern.ELEMWISE
+                     and not set(new.attrs.values) & _NAMED_AXIS_ATTRS)
+        found = self._reshape_of(c.args[0], new.args[0], shared=pointwise)
         if found is None:
             return new
         x, src, dst = found
@@ -101,10 +112,31 @@ class _Sink(ExprMutator):
                 return new
             attrs = {**new.attrs.values, "axis": i}
             return self._wrap(make_call("nn.bias_add", [x, new.args[1]], attrs), src, dst)
-        if (len(new.args) == 1 and new.op.pattern == OpPattern.ELEMWISE
-                and not set(new.attrs.values) & _NAMED_AXIS_ATTRS):
+        if pointwise:
             return self._wrap(Call(new.op, [x], new.attrs), src, dst)
         return new
+
+    def _binary(self, c: Call, new: Call) -> RelayExpr:
+        """``f(reshape(a), reshape(b))`` -> ``reshape(f(a, b))`` when both reshapes have the
+        same source and result shapes, and ``f(reshape(a), s)`` -> ``reshape(f(a, s))`` for a
+        scalar ``s`` (either side): SiLU's ``x * sigmoid(x)``, HardSwish's ``x * clip(x / 6 +
+        0.5, 0, 1)`` over a 1x1 conv's output. Shared reshapes are fine here (the other uses
+        keep the original view, which costs nothing)."""
+        found = [self._reshape_of(o, n, shared=True) for o, n in zip(c.args, new.args)]
+        shapes = {(f[1], f[2]) for f in found if f is not None}
+        if len(shapes) != 1:
+            return new
+        ((src, dst),) = shapes
+        args = []
+        for f, o, n in zip(found, c.args, new.args):
+            if f is not None:
+                args.append(f[0])
+                continue
+            shape = _static(getattr(o, "checked_type", None))
+            if shape is None or len(shape) > len(src) or any(d != 1 for d in shape):
+                return new  # not a scalar: it broadcasts against the reshaped axes
+            args.append(n)
+        return self._wrap(Call(new.op, args, new.attrs), src, dst)
 
 
 def _use_counts(body: RelayExpr) -> dict[int, int]:

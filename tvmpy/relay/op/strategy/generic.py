@@ -9,13 +9,14 @@ call's inferred type. The generic strategy pairs it with a schedule that is corr
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 from .... import te, topi
 from ....target import as_target, generic_func
 from ....tir import op as tir_op
-from ....tir.expr import cast, const
+from ....tir.expr import Select, cast, const
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 from .bitserial import BITSERIAL_COMPUTES
@@ -263,22 +264,39 @@ def _space_to_depth(attrs: Any, inputs: list, out_type: Any) -> list:
 
 # the inverse hyperbolic functions in forms without cancellation: log(x + sqrt(x^2 + 1)) loses
 # every digit for large negative x (fuzzer seed 300314: asinh(-739) off by 0.3%) and the
-# relative precision of small |x|; log1p keeps both
+# relative precision of small |x|; log1p keeps both. Odd functions work on |x| and take the
+# sign with a Select (if_then_else is lazy: its sides' loads masked, the math computed twice);
+# beyond 2**60 the squares would overflow float32 (asinh(1e20) was nan, acosh(1e20) inf), and
+# there asinh(a) = acosh(a) = log(2a) = log1p(a) + log(2) to float precision.
+_BIG = 2.0 ** 60
+
+
+def _log2_if_big(big: Any, dtype: str) -> Any:
+    return Select(big, const(math.log(2.0), dtype), const(0.0, dtype))
 
 
 def _asinh(x: Any) -> Any:
     a = tir_op.abs(x)
-    r = tir_op.log1p(a + a * a / (tir_op.sqrt(a * a + 1) + 1))
-    return tir_op.if_then_else(x < 0, -r, r)
+    # a + a^2 / (sqrt(a^2 + 1) + 1), divided through by a (no overflow of a^2; 1 / a = inf
+    # for tiny a gives a + 0)
+    inv = 1 / a
+    big = a > _BIG
+    r = tir_op.log1p(Select(big, a, a + a / (tir_op.sqrt(1 + inv * inv) + inv)))
+    r = r + _log2_if_big(big, x.dtype)
+    return Select(x < 0, -r, r)
 
 
 def _acosh(x: Any) -> Any:
     t = x - 1
-    return tir_op.log1p(t + tir_op.sqrt(t * (x + 1)))
+    big = x > _BIG
+    return tir_op.log1p(Select(big, x, t + tir_op.sqrt(t * (x + 1)))) + _log2_if_big(big, x.dtype)
 
 
 def _atanh(x: Any) -> Any:
-    return tir_op.log1p(2 * x / (1 - x)) * 0.5
+    # on |x|: log1p(2x / (1 - x)) of a negative x near -1 is log1p near -1, 200x ill-conditioned
+    a = tir_op.abs(x)
+    r = tir_op.log1p(2 * a / (1 - a)) * 0.5
+    return Select(x < 0, -r, r)
 
 
 for _n, _f in (("asinh", _asinh), ("acosh", _acosh), ("atanh", _atanh)):
