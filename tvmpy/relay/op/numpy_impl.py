@@ -581,6 +581,17 @@ def _group_norm(attrs, ins, t):
     return out.astype(_dtype(t))
 
 
+@_reg("nn.stride_interleave")
+def _stride_interleave(attrs, ins, t):
+    parts = list(ins[0])
+    sh, sw = attrs.strides
+    oh, ow = attrs.out_size
+    n, c, qh, qw, *blk = parts[0].shape
+    a = np.stack(parts).reshape(sh, sw, n, c, qh, qw, *blk)
+    a = a.transpose(2, 3, 4, 0, 5, 1, *range(6, a.ndim)).reshape(n, c, qh * sh, qw * sw, *blk)
+    return np.ascontiguousarray(a[:, :, :oh, :ow])
+
+
 @_reg("nn.depth_to_space")
 def _depth_to_space(attrs, ins, t):
     x = ins[0]

@@ -28,7 +28,8 @@ The split, on the dataflow graph of every relay Function (the target is the pass
   (becomes ``add`` with the reshaped bias), max/avg pooling and the global pools
   (``layout="NCHW{c}c"``; an adaptive average pool to 1x1 becomes the global one), ``nn.pad``
   of H and W, and ``concatenate`` along the channels (inputs of different blocks meet in the
-  gcd of their blocks). Every other consumer (dense, reshape, softmax, the function's result,
+  gcd of their blocks), and ``nn.stride_interleave`` (the phases of a transposed convolution,
+  ``conv_transpose.py``) in the gcd of its parts' blocks. Every other consumer (dense, reshape, softmax, the function's result,
   ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
   consumers.
 
@@ -231,6 +232,8 @@ class _Alter(ExprFunctor):
             return self._pad(c)
         if name == "concatenate":
             return self._concatenate(c)
+        if name == "nn.stride_interleave":
+            return self._stride_interleave(c)
         if is_agnostic_elementwise(c):
             return self._broadcast(c)
         return None
@@ -286,6 +289,22 @@ class _Alter(ExprFunctor):
             g = math.gcd(g, b or sh[1])
         fields = [self.to_block(f, g) for f in tup.fields]
         return make_call("concatenate", [Tuple(fields)], {"axis": 1}), g
+
+    def _stride_interleave(self, c: Call) -> tuple[RelayExpr, int] | None:
+        tup = c.args[0]
+        if not isinstance(tup, Tuple) or c.attrs.layout != "NCHW":
+            return None
+        blocks = [self.visit(f)[1] for f in tup.fields]
+        known = [b for b in blocks if b is not None]
+        if not known or (None in blocks and self.wanted is not None
+                         and id(c) not in self.wanted):
+            return None
+        g = 0  # one block for all parts (of one shape): divides every block
+        for b in known:
+            g = math.gcd(g, b)
+        fields = [self.to_block(f, g) for f in tup.fields]
+        return make_call("nn.stride_interleave", [Tuple(fields)],
+                         {**c.attrs.values, "layout": blocked(g)}), g
 
     def _broadcast(self, c: Call) -> tuple[RelayExpr, int] | None:
         out = tensor_shape(c)

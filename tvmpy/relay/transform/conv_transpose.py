@@ -9,9 +9,10 @@ the kernel taps ``k`` with ``k*d = r + pad (mod s)`` (``d`` the dilation), each 
 offset: phase ``r`` is a plain correlation of the input with those taps (evenly spaced: a
 smaller kernel, dilation ``d / gcd(d, s)``). So each phase becomes an ``nn.conv2d`` (groups kept)
 that takes the x86 NCHWc path of AlterOpLayout like any convolution, and the phases are
-interleaved (``expand_dims`` + ``concatenate`` + ``reshape``) and cropped to the output
-(``strided_slice``): injective operators that fuse, with the bias, the folded BatchNorm and the
-activation that follow, into one kernel. Stride 1 is a single convolution with no interleave.
+interleaved and cropped to the output by ``nn.stride_interleave``, an injective operator that
+fuses, with the bias, the folded BatchNorm and the activation that follow, into one kernel
+(AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels). Stride 1 is a single convolution with no interleave; a 1x1 input (a generator's first
+layer) is one ``nn.dense``.
 
 Valid for any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
 folded at compile time for a constant: here when it already is one, else by FoldConstant); needs
@@ -101,13 +102,20 @@ def _taps(w: RelayExpr, taps_h: tuple[int, ...], taps_w: tuple[int, ...]) -> Rel
     return _tr.take(w, const(np.array(taps_w, dtype="int32")), axis=3)
 
 
-def _interleave(parts: list[RelayExpr], axis: int, stride: int, shape: list[int]) -> RelayExpr:
-    """``stride`` NCHW tensors -> one whose extent on ``axis`` (2 or 3) is ``stride`` times
-    theirs, element ``j*stride + r`` from ``parts[r]``; ``shape`` is the result's (C, H, W)."""
-    if stride == 1:
-        return parts[0]
-    stacked = _tr.concatenate([_tr.expand_dims(p, axis + 1) for p in parts], axis + 1)
-    return _tr.reshape(stacked, [0, *shape])  # 0: the (possibly symbolic) batch
+def _pixel_dense(data: RelayExpr, weight: RelayExpr, ic: int, oc: int, offset: tuple[int, int],
+                 out: tuple[int, int], out_dtype: str) -> RelayExpr:
+    """A transposed convolution of a 1x1 input (a generator's first layer, noise -> 4x4) is a
+    matrix product: ``out[n, o, y, x] = sum_i x[n, i] w[i, o, y + pt, x + pl]`` (as a padded
+    convolution most of its products would be with zeros)."""
+    (pt, pl), (oh, ow) = offset, out
+    if isinstance(weight, Constant):
+        wt = weight.data.numpy()[:, :, pt:pt + oh, pl:pl + ow].reshape(ic, -1).T
+        wd: RelayExpr = Constant(np.ascontiguousarray(wt))
+    else:
+        wd = _tr.strided_slice(weight, [pt, pl], [pt + oh, pl + ow], axes=[2, 3])
+        wd = _tr.transpose(_tr.reshape(wd, (ic, oc * oh * ow)), (1, 0))
+    y = _nn.dense(_tr.reshape(data, (0, ic)), wd, units=oc * oh * ow, out_dtype=out_dtype)
+    return _tr.reshape(y, (0, oc, oh, ow))
 
 
 def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> RelayExpr | None:
@@ -128,33 +136,32 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
     kh, kw = w_shape[2:]
     (sh, sw), (dh, dw) = a.strides, a.dilation
     pt, pl = a.padding[0], a.padding[1]
+    if (h, w, a.groups, dh, dw) == (1, 1, 1, 1, 1) and oh + pt <= kh and ow + pl <= kw:
+        return _pixel_dense(data, weight, ic, oc, (pt, pl), (oh, ow), a.out_dtype)
     qh, ph = phase_plan(h, kh, sh, dh, pt, oh)
     qw, pw = phase_plan(w, kw, sw, dw, pl, ow)
     wc = _group_weight(weight, w_shape, a.groups)  # type: ignore[arg-type]
     out_dtype = a.out_dtype or call.checked_type.dtype
-    rows = []
+    parts = []
     for rh in range(sh):
-        cols = []
         for rw in range(sw):
             fh, fw = ph[rh], pw[rw]
             if fh is None or fw is None:  # no tap reaches this phase: zeros
                 if d_shape[0] is None:
                     return None
-                cols.append(_tr.broadcast_to(const(0, out_dtype), [d_shape[0], oc, qh, qw]))
+                parts.append(_tr.broadcast_to(const(0, out_dtype), [d_shape[0], oc, qh, qw]))
                 continue
             x = data
             if (fh.begin, fh.end, fw.begin, fw.end) != (0, h, 0, w):
                 x = _tr.strided_slice(x, [fh.begin, fw.begin], [fh.end, fw.end], axes=[2, 3])
-            cols.append(_nn.conv2d(
+            parts.append(_nn.conv2d(
                 x, _taps(wc, fh.taps, fw.taps), padding=(fh.pad[0], fw.pad[0], fh.pad[1],
                                                          fw.pad[1]),
                 dilation=(fh.dilation, fw.dilation), groups=a.groups, channels=oc,
                 kernel_size=(len(fh.taps), len(fw.taps)), out_dtype=a.out_dtype))
-        rows.append(_interleave(cols, 3, sw, [oc, qh, qw * sw]))
-    out = _interleave(rows, 2, sh, [oc, qh * sh, qw * sw])
-    if (qh * sh, qw * sw) != (oh, ow):
-        out = _tr.strided_slice(out, [0, 0], [oh, ow], axes=[2, 3])
-    return out
+    if len(parts) == 1:
+        return parts[0]
+    return _nn.stride_interleave(parts, (sh, sw), (int(oh), int(ow)))
 
 
 def _is_conv_t(e: Any) -> bool:

@@ -41,6 +41,8 @@ def _passes_layout(user: Any, index: int) -> bool:
         return index == 0 and user.attrs.axis in (1, -3)
     if name == "concatenate":
         return user.attrs.axis in (1, -3)
+    if name == "nn.stride_interleave":
+        return user.attrs.layout == "NCHW"
     return is_agnostic_elementwise(user)
 
 
