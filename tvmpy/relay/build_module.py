@@ -220,7 +220,10 @@ def build_passes() -> list[Any]:
                          T.FoldConstant(), T.FoldScaleAxis(), T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
-        passes += [alter(), T.FoldConstant()]
+        # CSE again: the weight packing each altered call adds (x86 dense_pack, NCHWc) is one
+        # shared copy for the calls that share a weight (an RNN's recurrent dense per time
+        # step), not one folded constant per call (64 MB for a 32-step 2-layer LSTM)
+        passes += [alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
     passes += [T.SinkReshape(), T.DeadCodeElimination()]
     fuse = getattr(T, "FuseOps", None)
     if fuse is None:
