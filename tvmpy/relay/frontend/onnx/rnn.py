@@ -135,7 +135,8 @@ def _rnn(kind: str) -> Converter:
                 hs.append(h)
                 cs.append(cell)
                 continue
-            xw = nn.dense(reshape_to(X, [T * N, -1]), w)    # (T*N, G*H)
+            # -1: the batch may be symbolic (the rows are T*N)
+            xw = nn.dense(reshape_to(X, [-1, shape_of(X)[2]]), w)   # (T*N, G*H)
             if B is not None:
                 b = _take0(B, d)
                 wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
@@ -143,9 +144,11 @@ def _rnn(kind: str) -> Converter:
                 wb = rb = None
             if wb is not None:  # GRU adds the recurrent bias inside the step (reset gate)
                 xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
-            xw = reshape_to(xw, [T, N, gates * H])
-            xwg = reshape_to(transform.transpose(reshape_to(xw, [T, N, gates, H]), [2, 0, 1, 3]),
-                             [gates * T, N, H])                     # (G*T, N, H)
+            xw = reshape_to(xw, [T, -1, gates * H])
+            xwg = reshape_to(transform.transpose(reshape_to(xw, [T, -1, gates, H]), [2, 0, 1, 3]),
+                             [gates * T, -1, H])                    # (G*T, N, H)
+            if zero is None:  # a batch size known only at run time
+                zero = tensor.zeros_like(_take0(xwg, 0))
             h = _take0(h0, d) if h0 is not None else zero
             cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else None
             p = _take0(P, d) if P is not None else None
@@ -158,7 +161,7 @@ def _rnn(kind: str) -> Converter:
                     xwg, const(np.array([k * T + t], np.int32)), axis=0), [0])
                     for k in range(gates)]  # (a 1-element index: a parameter, not a literal)
                 if lens is not None:
-                    mask = reshape_to(tensor.less(const(np.int32(t)), lens), [N, 1])
+                    mask = reshape_to(tensor.less(const(np.int32(t)), lens), [-1, 1])
                 h_new, c_new = _step(kind, attrs, ctx, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
                 if mask is not None:
                     h_new = tensor.where(mask, h_new, h)
