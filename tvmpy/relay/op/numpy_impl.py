@@ -349,10 +349,18 @@ def _winograd_weight_transform(attrs, ins, t):
 
 @_reg("nn.conv2d_transpose")
 def _conv2d_transpose(attrs, ins, t):
-    if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1):
-        raise NotImplementedError("the reference conv2d_transpose has no groups or dilation")
-    out = _ref().conv2d_transpose_nchw_python(ins[0], ins[1], attrs.strides, attrs.padding,
-                                              attrs.output_padding)
+    x, w = ins
+    dh, dw = attrs.dilation
+    if (dh, dw) != (1, 1):  # the dilated kernel: zeros between the taps
+        ic, ocg, kh, kw = w.shape
+        wd = np.zeros((ic, ocg, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
+        wd[:, :, ::dh, ::dw] = w
+        w = wd
+    g = attrs.groups
+    icg = x.shape[1] // g
+    out = np.concatenate([_ref().conv2d_transpose_nchw_python(
+        x[:, j * icg:(j + 1) * icg], w[j * icg:(j + 1) * icg], attrs.strides, attrs.padding,
+        attrs.output_padding) for j in range(g)], axis=1)
     return out.astype(_dtype(t))
 
 
