@@ -135,3 +135,44 @@ def test_symbolic_batch_through_the_vm(kind):
         got = vm.run(feeds["X"], feeds["h0"])
         for g, want in zip(got, _ort(model, feeds)):
             np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_torch_lstm_gru_match_eager(cell, batch_first):
+    """torch.nn.LSTM/GRU through torch.export: aten.lstm/gru.input are converted whole (the
+    recurrence of the ONNX importer), not decomposed into per-step ATen calls."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    rnn = getattr(torch.nn, cell)(5, 7, num_layers=2, bidirectional=True,
+                                  batch_first=batch_first).eval()
+    T, N = 6, 3
+    x = torch.randn((N, T, 5) if batch_first else (T, N, 5))
+    h0 = torch.randn(4, N, 7)
+    state = (h0, torch.randn(4, N, 7)) if cell == "LSTM" else h0
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x, *s):
+            out = self.rnn(x, s if cell == "LSTM" else s[0])
+            return (out[0], *out[1]) if cell == "LSTM" else out
+
+    m = M().eval()
+    args = (x, *state) if cell == "LSTM" else (x, state)
+    mod, params = relay.frontend.from_pytorch(torch.export.export(m, args))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    names = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
+             if n["op"] == "tvm_op"]
+    assert len(names) <= 2 * 2 * (3 * T + 8)  # 2 layers x 2 directions, ~3 kernels per step
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for p, a in zip(mod["main"].params, args):
+        g.set_input(p.name_hint, a.numpy())
+    g.run()
+    with torch.no_grad():
+        want = m(*args)
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(g.get_output(i).numpy(), w.numpy(), rtol=1e-4, atol=1e-5)

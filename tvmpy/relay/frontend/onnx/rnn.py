@@ -290,3 +290,26 @@ def _step(kind: str, a: dict, c: Any, xt: RelayExpr | list[RelayExpr], h: RelayE
 register("RNN", _rnn("RNN"))
 register("GRU", _rnn("GRU"))
 register("LSTM", _rnn("LSTM"))
+
+
+class _PlainContext:
+    """What the recurrent converters read of an ImportContext, for a caller outside ONNX."""
+
+    values: dict = {}
+
+    @staticmethod
+    def fail(msg: str) -> Exception:
+        return ValueError(msg)
+
+
+def recurrent_layer(kind: str, X: RelayExpr, W: RelayExpr, R: RelayExpr, B: RelayExpr | None,
+                    h0: RelayExpr | None, c0: RelayExpr | None, hidden: int,
+                    direction: str = "forward", linear_before_reset: int = 0) -> list[RelayExpr]:
+    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X`` of static length, weights in the ONNX
+    gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
+    attrs: dict[str, Any] = {"hidden_size": hidden, "direction": direction}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = linear_before_reset
+    inputs = [X, W, R, B, None, h0] + ([c0] if kind == "LSTM" else [])
+    out = _rnn(kind)(_PlainContext(), inputs, attrs, [""] * len(inputs))  # type: ignore[arg-type]
+    return list(out)  # type: ignore[arg-type]
