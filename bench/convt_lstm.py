@@ -8,7 +8,9 @@ with ``relay.frontend.from_onnx``; tvmpy untuned at opt_level 0 and 3.
                                                  [--repeat 10] [--profile 6]
 
 Timing (bench/common.interleaved_samples): ``--repeat`` interleaved rounds (the order rotates),
-~0.05 s of calls each after a pause; every call feeds the inputs and fetches the outputs. The
+~0.05 s of calls each after a pause; every call feeds the inputs and fetches the outputs
+(``--cpu-time``, one thread only: rounds in process CPU time, which preemption on a loaded
+machine does not inflate). The
 ratio is tvmpy opt3 over onnxruntime, best round over best round, and the median of the
 per-round ratios. The opt3 profile lists the slowest kernels (graph executor per-node times).
 """
@@ -23,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
+    bench_clock,
     ensure_native_blas,
     interleaved_samples,
     machine_description,
@@ -107,7 +110,7 @@ def _profile(run, top: int) -> str:
     return "\n".join(lines)
 
 
-def bench(name: str, threads: int, repeat: int, top: int) -> dict:
+def bench(name: str, threads: int, repeat: int, top: int, cpu_time: bool = False) -> dict:
     model, x = onnx_model(name)
     feeds = {"x": x}
     ort = compare.ort_runner(model, threads=threads)
@@ -124,7 +127,8 @@ def bench(name: str, threads: int, repeat: int, top: int) -> dict:
         runners[f"opt{level}"] = run
     runners["ort"] = ort
     samples = interleaved_samples({k: (lambda f=f: f(feeds)) for k, f in runners.items()},
-                                  repeat, pause=0.2, target_s=0.05)
+                                  repeat, pause=0.2, target_s=0.05,
+                                  clock=bench_clock(cpu_time, threads))
     row.update({k: min(v) for k, v in samples.items()})
     row["median_ratio"] = float(np.median([a / b for a, b in zip(samples["opt3"],
                                                                   samples["ort"])]))
@@ -139,14 +143,20 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--profile", type=int, default=6)
+    p.add_argument("--cpu-time", action="store_true",
+                   help="time rounds in process CPU time (needs --threads 1): robust to a loaded "
+                        "machine's preemption")
     opts = p.parse_args()
+    if opts.cpu_time:
+        bench_clock(True, opts.threads)  # refuses more than one thread before any build
     threads = bench_threads(opts.threads)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()}; batch 1; "
           f"{threads} thread(s) on every side; {opts.repeat} interleaved rounds; "
+          f"{'process CPU time' if opts.cpu_time else 'wall time'}; "
           f"load {os.getloadavg()[0]:.1f}")
     rows = []
     for name in opts.models.split(","):
-        r = bench(name, threads, opts.repeat, opts.profile)
+        r = bench(name, threads, opts.repeat, opts.profile, opts.cpu_time)
         rows.append(r)
         print(f"{name}: opt3 {r['kernels3']} kernels (opt0 {r['kernels0']}), build opt3 "
               f"{r['build3']:.1f} s, max rel err vs ORT opt0 {r['err0']:.1e} opt3 "
