@@ -149,3 +149,24 @@ def test_onnx_grouped_conv_transpose_matches_onnxruntime():
     mod, params = relay.frontend.from_onnx(model, {"x": x.shape}, freeze_params=False)
     got = _build_run(mod, params, {"x": x}, 3)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("hw, k, s", [((5, 4), (3, 3), (2, 2)), ((1, 1), (4, 4), (1, 1))])
+def test_symbolic_batch_through_the_vm(hw, k, s):
+    x = relay.var("x", shape=(relay.Any(), 6, *hw))
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((6, 5, *k)).astype("float32")
+    y = relay.nn.relu(relay.nn.conv2d_transpose(x, relay.const(w), strides=s, padding=(1, 0),
+                                                channels=5, kernel_size=k))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    rewritten = relay.transform.ConvTransposeToConv()(relay.transform.InferType()(mod))
+    assert "nn.conv2d_transpose" not in str(rewritten)  # the batch may be symbolic
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    from tvmpy.runtime import vm as rvm
+
+    vm = rvm.VirtualMachine(exe, tvm.cpu())
+    for n in (1, 3):
+        xv = rng.standard_normal((n, 6, *hw)).astype("float32")
+        want = np.maximum(_reference(xv, w, s, (1, 0), (0, 0), (1, 1), 1), 0)
+        np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-4, atol=1e-4)

@@ -11,8 +11,9 @@ smaller kernel, dilation ``d / gcd(d, s)``). So each phase becomes an ``nn.conv2
 that takes the x86 NCHWc path of AlterOpLayout like any convolution, and the phases are
 interleaved and cropped to the output by ``nn.stride_interleave``, an injective operator that
 fuses, with the bias, the folded BatchNorm and the activation that follow, into one kernel
-(AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels). Stride 1 is a single convolution with no interleave; a 1x1 input (a generator's first
-layer) is one ``nn.dense``.
+(AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels).
+Stride 1 is a single convolution with no interleave; a 1x1 input (a generator's first layer)
+is one ``nn.dense``.
 
 Valid for any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
 folded at compile time for a constant: here when it already is one, else by FoldConstant); needs
