@@ -91,11 +91,10 @@ def test_no_zero_dilated_input_is_left():
     becomes a dense."""
     mod = _graph((1, 16, 8, 8), (16, 8, 4, 4), 8, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
     out = relay.transform.ConvTransposeToConv()(relay.transform.InferType()(mod))
-    text = out.astext() if hasattr(out, "astext") else str(out)
+    text = str(out)
     assert "nn.conv2d_transpose" not in text
-    assert text.count("nn.conv2d(") == 4 and "kernel_size=[2, 2]" in text.replace(" ", "").replace(
-        "kernel_size=[2,2]", "kernel_size=[2, 2]")
-    assert text.count("nn.stride_interleave") == 1
+    assert text.count("nn.conv2d(") == text.count("kernel_size=[2, 2]") == 4
+    assert text.count("nn.stride_interleave(") == 1
     mod = _graph((1, 16, 1, 1), (16, 8, 4, 4), 8, (4, 4), (1, 1), (0, 0), (0, 0), (1, 1), 1)
     text = str(relay.transform.ConvTransposeToConv()(relay.transform.InferType()(mod)))
     assert "nn.dense" in text and "nn.conv2d" not in text
