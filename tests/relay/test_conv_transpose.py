@@ -169,3 +169,12 @@ def test_symbolic_batch_through_the_vm(hw, k, s):
         xv = rng.standard_normal((n, 6, *hw)).astype("float32")
         want = np.maximum(_reference(xv, w, s, (1, 0), (0, 0), (1, 1), 1), 0)
         np.testing.assert_allclose(vm.run(xv).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_stride_interleave_bad_input_is_named():
+    parts = [relay.var(f"p{i}", shape=(1, 4, 3, 3)) for i in range(3)]
+    with pytest.raises(Exception, match="needs 4 NCHW tensors"):
+        relay.transform.infer_type(relay.nn.stride_interleave(parts, (2, 2), (6, 6)))
+    parts.append(relay.var("p3", shape=(1, 4, 3, 3)))
+    with pytest.raises(Exception, match="cannot fill 7x6"):
+        relay.transform.infer_type(relay.nn.stride_interleave(parts, (2, 2), (7, 6)))
