@@ -27,10 +27,10 @@ The split, on the dataflow graph of every relay Function (the target is the pass
   ``layout_demand.py``; else the op runs in NCHW), ``nn.bias_add`` on the channel axis
   (becomes ``add`` with the reshaped bias), max/avg pooling and the global pools
   (``layout="NCHW{c}c"``; an adaptive average pool to 1x1 becomes the global one), ``nn.pad``
-  of H and W, and ``concatenate`` along the channels (inputs of different blocks meet in the
-  gcd of their blocks), and ``nn.stride_interleave`` (the phases of a transposed convolution,
-  ``conv_transpose.py``) in the gcd of its parts' blocks. Every other consumer (dense, reshape, softmax, the function's result,
-  ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
+  and ``strided_slice`` of H and W, ``concatenate`` along the channels (inputs of different
+  blocks meet in the gcd of their blocks), and ``nn.stride_interleave`` (the phases of a
+  transposed convolution, ``conv_transpose.py``) in the gcd of its parts' blocks. Every other
+  consumer (dense, reshape, softmax, the function's result, ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
   consumers.
 
 Valid for any dataflow graph: each rewrite computes the same values in another memory order,
@@ -51,7 +51,14 @@ from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
 from .layout_demand import wanted_blocked
-from .layout_rules import POOLS, block_of, blocked, is_agnostic_elementwise, tensor_shape
+from .layout_rules import (
+    POOLS,
+    block_of,
+    blocked,
+    is_agnostic_elementwise,
+    is_spatial_slice,
+    tensor_shape,
+)
 from .pass_infra import FunctionPass
 
 __all__ = ["AlterOpLayout", "AlterInputs"]
@@ -230,6 +237,8 @@ class _Alter(ExprFunctor):
             return self._pool(c)
         if name == "nn.pad":
             return self._pad(c)
+        if name == "strided_slice":
+            return self._spatial_slice(c)
         if name == "concatenate":
             return self._concatenate(c)
         if name == "nn.stride_interleave":
@@ -268,6 +277,12 @@ class _Alter(ExprFunctor):
         if blk is None or len(pw) != 4 or pw[1] != (0, 0):
             return None  # padding the channels would change the blocks
         return Call(c.op, [data], {**c.attrs.values, "pad_width": (*pw, (0, 0))}), blk
+
+    def _spatial_slice(self, c: Call) -> tuple[RelayExpr, int] | None:
+        data, blk = self.visit(c.args[0])
+        if blk is None or not is_spatial_slice(c):
+            return None  # (H and W are axes 2 and 3 of NCHW{c}c too)
+        return Call(c.op, [data], c.attrs), blk
 
     def _concatenate(self, c: Call) -> tuple[RelayExpr, int] | None:
         tup = c.args[0]

@@ -12,8 +12,11 @@ that takes the x86 NCHWc path of AlterOpLayout like any convolution, and the pha
 interleaved and cropped to the output by ``nn.stride_interleave``, an injective operator that
 fuses, with the bias, the folded BatchNorm and the activation that follow, into one kernel
 (AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels).
-Stride 1 is a single convolution with no interleave; a 1x1 input (a generator's first layer)
-is one ``nn.dense``.
+Where the phases along an axis have equal tap counts (k4 s2: 2 each), the input is padded
+once (``nn.pad``) and each phase convolves a window of it (``strided_slice``; both stay in
+NCHW{c}c), so the phases are one compiled convolution rather than one per padding. Stride 1 is
+a single convolution with no interleave; a 1x1 input (a generator's first layer) is one
+``nn.dense``.
 
 Valid for any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
 folded at compile time for a constant: here when it already is one, else by FoldConstant); needs
@@ -103,6 +106,25 @@ def _taps(w: RelayExpr, taps_h: tuple[int, ...], taps_w: tuple[int, ...]) -> Rel
     return _tr.take(w, const(np.array(taps_w, dtype="int32")), axis=3)
 
 
+def _shared_padding(phases: list[Phase | None], q: int, size: int
+                    ) -> tuple[tuple[int, int], list[tuple[int, int, tuple[int, int]]]] | None:
+    """When the phases along an axis (more than one) all have taps, and the same number of
+    them: ``((before, after), [(begin, end, (0, 0)) per phase])``, the padding of the whole
+    input and each phase's window of the padded input (same length: no padding of its own).
+    None otherwise (each phase keeps its own crop and padding)."""
+    if len(phases) < 2 or any(p is None for p in phases):
+        return None
+    shapes = {(len(p.taps), p.dilation) for p in phases if p is not None}
+    if len(shapes) != 1:
+        return None
+    ((ntaps, dil),) = shapes
+    length = q + dil * (ntaps - 1)  # the window each correlation reads
+    starts = [p.begin - p.pad[0] for p in phases if p is not None]  # offsets in the input
+    before = max(0, -min(starts))
+    after = max(0, max(starts) + length - size)
+    return (before, after), [(s0 + before, s0 + before + length, (0, 0)) for s0 in starts]
+
+
 def _pixel_dense(data: RelayExpr, weight: RelayExpr, ic: int, oc: int, offset: tuple[int, int],
                  out: tuple[int, int], out_dtype: str) -> RelayExpr:
     """A transposed convolution of a 1x1 input (a generator's first layer, noise -> 4x4) is a
@@ -143,6 +165,13 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
     qw, pw = phase_plan(w, kw, sw, dw, pl, ow)
     wc = _group_weight(weight, w_shape, a.groups)  # type: ignore[arg-type]
     out_dtype = a.out_dtype or call.checked_type.dtype
+    # along an axis whose phases all have the same taps count: the input padded once and each
+    # phase a window of it, so that the phases' convolutions are one compiled kernel
+    gh, gw = _shared_padding(ph, qh, h), _shared_padding(pw, qw, w)
+    if gh is not None or gw is not None:
+        (lh, rh_), (lw, rw_) = gh[0] if gh else (0, 0), gw[0] if gw else (0, 0)
+        if lh or rh_ or lw or rw_:
+            data = _nn.pad(data, ((0, 0), (0, 0), (lh, rh_), (lw, rw_)))
     parts = []
     for rh in range(sh):
         for rw in range(sw):
@@ -152,12 +181,14 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
                     return None
                 parts.append(_tr.broadcast_to(const(0, out_dtype), [d_shape[0], oc, qh, qw]))
                 continue
+            (bh, eh, pad_h) = gh[1][rh] if gh else (fh.begin, fh.end, fh.pad)
+            (bw, ew, pad_w) = gw[1][rw] if gw else (fw.begin, fw.end, fw.pad)
             x = data
-            if (fh.begin, fh.end, fw.begin, fw.end) != (0, h, 0, w):
-                x = _tr.strided_slice(x, [fh.begin, fw.begin], [fh.end, fw.end], axes=[2, 3])
+            full_h, full_w = h + sum(gh[0]) if gh else h, w + sum(gw[0]) if gw else w
+            if (bh, eh, bw, ew) != (0, full_h, 0, full_w):
+                x = _tr.strided_slice(x, [bh, bw], [eh, ew], axes=[2, 3])
             parts.append(_nn.conv2d(
-                x, _taps(wc, fh.taps, fw.taps), padding=(fh.pad[0], fw.pad[0], fh.pad[1],
-                                                         fw.pad[1]),
+                x, _taps(wc, fh.taps, fw.taps), padding=(pad_h[0], pad_w[0], pad_h[1], pad_w[1]),
                 dilation=(fh.dilation, fw.dilation), groups=a.groups, channels=oc,
                 kernel_size=(len(fh.taps), len(fw.taps)), out_dtype=a.out_dtype))
     if len(parts) == 1:
