@@ -178,3 +178,21 @@ def test_stride_interleave_bad_input_is_named():
     parts.append(relay.var("p3", shape=(1, 4, 3, 3)))
     with pytest.raises(Exception, match="cannot fill 7x6"):
         relay.transform.infer_type(relay.nn.stride_interleave(parts, (2, 2), (7, 6)))
+
+
+def test_phases_share_one_compiled_convolution():
+    """k4 s2: every phase has 2x2 taps; the input is padded once and each phase convolves a
+    same-size window, so the four phase convolutions are one kernel (per-phase paddings made
+    four different kernels to compile)."""
+    import json
+
+    mod = _graph((1, 16, 8, 8), (16, 32, 4, 4), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
+    rng = np.random.default_rng(5)
+    params = {"w": rng.standard_normal((16, 32, 4, 4)).astype("float32"),
+              "b": np.zeros((32, 1, 1), "float32")}
+    for opt_level in (0, 3):
+        with tvm.transform.PassContext(opt_level=opt_level):
+            lib = relay.build(mod, "llvm", params=params)
+        names = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
+                 if n["op"] == "tvm_op" and "conv2d" in n["attrs"]["func_name"]]
+        assert len(names) == 4 and len(set(names)) == 1, names
