@@ -212,15 +212,19 @@ def needs_vm(mod: Any) -> bool:
 # ---- optimization ---------------------------------------------------------------------------
 def build_passes() -> list[Any]:
     """The graph passes of relay.build in TVM's order; each runs when the PassContext's
-    opt_level is at least the pass's own (SimplifyInference 0, FuseOps 0, DeadCodeElimination 1,
-    FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
+    opt_level is at least the pass's own (SimplifyInference 0, ConvTransposeToConv 0, FuseOps 0,
+    DeadCodeElimination 1, FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
     from . import transform as T
 
-    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.EliminateCommonSubexpr(),
+    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.ConvTransposeToConv(),
+                         T.EliminateCommonSubexpr(),
                          T.FoldConstant(), T.FoldScaleAxis(), T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
-        passes += [alter(), T.FoldConstant()]
+        # CSE again: the weight packing each altered call adds (x86 dense_pack, NCHWc) is one
+        # shared copy for the calls that share a weight (an RNN's recurrent dense per time
+        # step), not one folded constant per call (64 MB for a 32-step 2-layer LSTM)
+        passes += [alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
     passes += [T.SinkReshape(), T.DeadCodeElimination()]
     fuse = getattr(T, "FuseOps", None)
     if fuse is None:

@@ -21,7 +21,8 @@ __all__ = [
     "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "adaptive_avg_pool2d", "pad",
     "batch_flatten", "dropout", "gelu", "contrib_conv2d_nchwc", "contrib_dense_pack", "instance_norm", "group_norm",
     "contrib_conv2d_winograd_nchwc", "contrib_conv2d_winograd_weight_transform",
-    "depth_to_space", "space_to_depth", "conv1d", "conv3d", "max_pool1d", "max_pool3d",
+    "depth_to_space", "space_to_depth", "stride_interleave",
+    "conv1d", "conv3d", "max_pool1d", "max_pool3d",
     "avg_pool1d", "avg_pool3d", "bitpack", "bitserial_conv2d", "bitserial_dense",
 ]  # fmt: skip
 
@@ -810,6 +811,43 @@ def _s2d_rel(arg_types: list[Type], attrs: Any) -> Type:
     if (isinstance(h, int) and h % b) or (isinstance(w, int) and w % b):
         fail(f"space_to_depth: spatial size {h}x{w} not divisible by block_size {b}")
     return TensorType([n, as_dim(c * b * b), as_dim(h // b), as_dim(w // b)], d.dtype)
+
+
+def _stride_interleave_rel(arg_types: list[Type], attrs: Any) -> Type:
+    if not isinstance(arg_types[0], TupleType) or not arg_types[0].fields:
+        fail("stride_interleave needs a non-empty tuple of tensors")
+    ts = [tensor_arg(f, f"field {i}") for i, f in enumerate(arg_types[0].fields)]
+    sh, sw = attrs.strides
+    oh, ow = attrs.out_size
+    first = ts[0]
+    rank = 4 if attrs.layout == "NCHW" else 5
+    if len(ts) != sh * sw or any(t.dtype != first.dtype or len(t.shape) != rank
+                                 or not all(dim_equal(a, b) for a, b in zip(t.shape, first.shape))
+                                 for t in ts):
+        fail(f"stride_interleave with strides {(sh, sw)} needs {sh * sw} {attrs.layout} tensors "
+             f"of one shape and dtype, got {[shape_str(t.shape) for t in ts]}")
+    qh, qw = first.shape[2], first.shape[3]
+    if (isinstance(qh, int) and qh * sh < oh) or (isinstance(qw, int) and qw * sw < ow):
+        fail(f"stride_interleave: phases of {qh}x{qw} at strides {(sh, sw)} cannot fill "
+             f"{oh}x{ow}")
+    return TensorType([first.shape[0], first.shape[1], oh, ow, *first.shape[4:]], first.dtype)
+
+
+register_op("nn.stride_interleave", _stride_interleave_rel, OpPattern.INJECTIVE, 1,
+            {"strides": REQUIRED, "out_size": REQUIRED, "layout": "NCHW"})
+
+
+def stride_interleave(parts: Any, strides: Sequence[int], out_size: Sequence[int],
+                      layout: str = "NCHW") -> RelayExpr:
+    """Element ``(y, x)`` of the result is element ``(y // sh, x // sw)`` of
+    ``parts[(y % sh) * sw + x % sw]`` (NCHW or NCHW{c}c tensors of one shape), cropped to
+    ``out_size``: the output phases of a strided transposed convolution put together."""
+    from ..expr import Tuple
+
+    return make_call("nn.stride_interleave", [parts if isinstance(parts, RelayExpr)
+                                              else Tuple(list(parts))], {
+        "strides": tuple(int(v) for v in strides), "out_size": tuple(int(v) for v in out_size),
+        "layout": layout})
 
 
 register_op("nn.depth_to_space", _d2s_rel, OpPattern.INJECTIVE, 1,

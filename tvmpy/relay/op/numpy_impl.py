@@ -349,10 +349,18 @@ def _winograd_weight_transform(attrs, ins, t):
 
 @_reg("nn.conv2d_transpose")
 def _conv2d_transpose(attrs, ins, t):
-    if attrs.groups != 1 or tuple(attrs.dilation) != (1, 1):
-        raise NotImplementedError("the reference conv2d_transpose has no groups or dilation")
-    out = _ref().conv2d_transpose_nchw_python(ins[0], ins[1], attrs.strides, attrs.padding,
-                                              attrs.output_padding)
+    x, w = ins
+    dh, dw = attrs.dilation
+    if (dh, dw) != (1, 1):  # the dilated kernel: zeros between the taps
+        ic, ocg, kh, kw = w.shape
+        wd = np.zeros((ic, ocg, (kh - 1) * dh + 1, (kw - 1) * dw + 1), w.dtype)
+        wd[:, :, ::dh, ::dw] = w
+        w = wd
+    g = attrs.groups
+    icg = x.shape[1] // g
+    out = np.concatenate([_ref().conv2d_transpose_nchw_python(
+        x[:, j * icg:(j + 1) * icg], w[j * icg:(j + 1) * icg], attrs.strides, attrs.padding,
+        attrs.output_padding) for j in range(g)], axis=1)
     return out.astype(_dtype(t))
 
 
@@ -579,6 +587,17 @@ def _group_norm(attrs, ins, t):
     if attrs.center:
         out = out + b.reshape(bs)
     return out.astype(_dtype(t))
+
+
+@_reg("nn.stride_interleave")
+def _stride_interleave(attrs, ins, t):
+    parts = list(ins[0])
+    sh, sw = attrs.strides
+    oh, ow = attrs.out_size
+    n, c, qh, qw, *blk = parts[0].shape
+    a = np.stack(parts).reshape(sh, sw, n, c, qh, qw, *blk)
+    a = a.transpose(2, 3, 4, 0, 5, 1, *range(6, a.ndim)).reshape(n, c, qh * sh, qw * sw, *blk)
+    return np.ascontiguousarray(a[:, :, :oh, :ow])
 
 
 @_reg("nn.depth_to_space")

@@ -22,7 +22,7 @@ __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
-    "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps",
+    "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
 ]  # fmt: skip
 
 
@@ -50,6 +50,7 @@ register_pass("InferType", InferType)
 
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .bind_params import BindParams, bind_params_by_name  # noqa: E402
+from .conv_transpose import ConvTransposeToConv  # noqa: E402
 from .dead_code import DeadCodeElimination  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402

@@ -27,9 +27,10 @@ The split, on the dataflow graph of every relay Function (the target is the pass
   ``layout_demand.py``; else the op runs in NCHW), ``nn.bias_add`` on the channel axis
   (becomes ``add`` with the reshaped bias), max/avg pooling and the global pools
   (``layout="NCHW{c}c"``; an adaptive average pool to 1x1 becomes the global one), ``nn.pad``
-  of H and W, and ``concatenate`` along the channels (inputs of different blocks meet in the
-  gcd of their blocks). Every other consumer (dense, reshape, softmax, the function's result,
-  ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
+  and ``strided_slice`` of H and W, ``concatenate`` along the channels (inputs of different
+  blocks meet in the gcd of their blocks), and ``nn.stride_interleave`` (the phases of a
+  transposed convolution, ``conv_transpose.py``) in the gcd of its parts' blocks. Every other
+  consumer (dense, reshape, softmax, the function's result, ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
   consumers.
 
 Valid for any dataflow graph: each rewrite computes the same values in another memory order,
@@ -50,7 +51,14 @@ from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, make_call
 from ..visitor import ExprFunctor
 from .layout_demand import wanted_blocked
-from .layout_rules import POOLS, block_of, blocked, is_agnostic_elementwise, tensor_shape
+from .layout_rules import (
+    POOLS,
+    block_of,
+    blocked,
+    is_agnostic_elementwise,
+    is_spatial_slice,
+    tensor_shape,
+)
 from .pass_infra import FunctionPass
 
 __all__ = ["AlterOpLayout", "AlterInputs"]
@@ -229,8 +237,12 @@ class _Alter(ExprFunctor):
             return self._pool(c)
         if name == "nn.pad":
             return self._pad(c)
+        if name == "strided_slice":
+            return self._spatial_slice(c)
         if name == "concatenate":
             return self._concatenate(c)
+        if name == "nn.stride_interleave":
+            return self._stride_interleave(c)
         if is_agnostic_elementwise(c):
             return self._broadcast(c)
         return None
@@ -266,6 +278,12 @@ class _Alter(ExprFunctor):
             return None  # padding the channels would change the blocks
         return Call(c.op, [data], {**c.attrs.values, "pad_width": (*pw, (0, 0))}), blk
 
+    def _spatial_slice(self, c: Call) -> tuple[RelayExpr, int] | None:
+        data, blk = self.visit(c.args[0])
+        if blk is None or not is_spatial_slice(c):
+            return None  # (H and W are axes 2 and 3 of NCHW{c}c too)
+        return Call(c.op, [data], c.attrs), blk
+
     def _concatenate(self, c: Call) -> tuple[RelayExpr, int] | None:
         tup = c.args[0]
         out = tensor_shape(c)
@@ -286,6 +304,22 @@ class _Alter(ExprFunctor):
             g = math.gcd(g, b or sh[1])
         fields = [self.to_block(f, g) for f in tup.fields]
         return make_call("concatenate", [Tuple(fields)], {"axis": 1}), g
+
+    def _stride_interleave(self, c: Call) -> tuple[RelayExpr, int] | None:
+        tup = c.args[0]
+        if not isinstance(tup, Tuple) or c.attrs.layout != "NCHW":
+            return None
+        blocks = [self.visit(f)[1] for f in tup.fields]
+        known = [b for b in blocks if b is not None]
+        if not known or (None in blocks and self.wanted is not None
+                         and id(c) not in self.wanted):
+            return None
+        g = 0  # one block for all parts (of one shape): divides every block
+        for b in known:
+            g = math.gcd(g, b)
+        fields = [self.to_block(f, g) for f in tup.fields]
+        return make_call("nn.stride_interleave", [Tuple(fields)],
+                         {**c.attrs.values, "layout": blocked(g)}), g
 
     def _broadcast(self, c: Call) -> tuple[RelayExpr, int] | None:
         out = tensor_shape(c)

@@ -17,7 +17,7 @@ from typing import Any
 from ..expr import Call, RelayExpr, Tuple
 from ..op.registry import Op
 from ..visitor import post_order_visit
-from .layout_rules import POOLS, block_of, is_agnostic_elementwise, tensor_shape
+from .layout_rules import POOLS, block_of, is_agnostic_elementwise, is_spatial_slice, tensor_shape
 
 __all__ = ["wanted_blocked"]
 
@@ -41,6 +41,10 @@ def _passes_layout(user: Any, index: int) -> bool:
         return index == 0 and user.attrs.axis in (1, -3)
     if name == "concatenate":
         return user.attrs.axis in (1, -3)
+    if name == "strided_slice":
+        return is_spatial_slice(user)
+    if name == "nn.stride_interleave":
+        return user.attrs.layout == "NCHW"
     return is_agnostic_elementwise(user)
 
 

@@ -12,7 +12,8 @@ from ..expr import Call, RelayExpr
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType
 
-__all__ = ["is_agnostic_elementwise", "blocked", "block_of", "tensor_shape", "POOLS"]
+__all__ = ["is_agnostic_elementwise", "is_spatial_slice", "blocked", "block_of", "tensor_shape",
+           "POOLS"]
 
 # elementwise/broadcast ops are layout-agnostic when their attributes are only these (no axis,
 # shape, repeats ...: those name positions of the original layout)
@@ -43,3 +44,12 @@ def is_agnostic_elementwise(call: Call) -> bool:
     """An elementwise/broadcast operator call that computes the same in any layout."""
     return (isinstance(call.op, Op) and call.op.pattern <= OpPattern.BROADCAST
             and set(call.attrs.values) <= AGNOSTIC_ATTRS)
+
+
+def is_spatial_slice(call: Call) -> bool:
+    """A ``strided_slice`` of a 4-D NCHW value along H and W only (``axes`` given, within 2-3):
+    the same call slices NCHW{c}c."""
+    shape = tensor_shape(call)
+    axes = call.attrs.values.get("axes") if isinstance(call.op, Op) else None
+    return (call.op.name == "strided_slice" and shape is not None and len(shape) == 4
+            and axes is not None and len(axes) > 0 and all(a in (2, 3, -1, -2) for a in axes))

@@ -19,7 +19,7 @@ from .conv2d import (  # noqa: F401
     conv_out_size,
     group_conv2d_nchw,
 )
-from .conv2d_transpose import conv2d_transpose_nchw  # noqa: F401
+from .conv2d_transpose import conv2d_transpose_nchw, stride_interleave  # noqa: F401
 from .conv_nd import (  # noqa: F401
     conv1d_ncw,
     conv1d_transpose_ncw,

@@ -23,7 +23,7 @@ from .utils import (
     pair,
 )
 
-__all__ = ["conv2d_transpose_nchw"]
+__all__ = ["conv2d_transpose_nchw", "stride_interleave"]
 
 
 def conv2d_transpose_nchw(Input: Tensor, Filter: Tensor, strides: Any, padding: Any,
@@ -76,3 +76,31 @@ def conv2d_transpose_nchw(Input: Tensor, Filter: Tensor, strides: Any, padding: 
             _cast(data_pad[b, rc, y + ry, x + rx], out_dtype)
             * _cast(Filter[rc, f, kh - 1 - ry, kw - 1 - rx], out_dtype), axis=[rc, ry, rx]),
         name=op, tag="conv2d_transpose_nchw")
+
+
+def stride_interleave(parts: list[Tensor], strides: Any, out_size: Any) -> Tensor:
+    """``out[n, c, y, x, ...] = parts[(y % sh) * sw + x % sw][n, c, y // sh, x // sw, ...]``
+    for ``y < out_size[0]``, ``x < out_size[1]``: the output phases of a strided transposed
+    convolution (``relay.transform.ConvTransposeToConv``) put together; NCHW or NCHW{c}c parts
+    (in the blocked layout the select is uniform across a vector of channels)."""
+    sh, sw = pair(strides, "stride_interleave: strides")
+    oh, ow = (int(v) for v in out_size)
+    if len(parts) != sh * sw:
+        raise ValueError(f"stride_interleave: strides {(sh, sw)} need {sh * sw} parts, got "
+                         f"{len(parts)}")
+    shape = list(parts[0].shape)
+
+    def f(*i: Any) -> Any:
+        y, x = i[2], i[3]
+        qy, ry_ = (y // sh, y % sh) if sh > 1 else (y, 0)
+        qx, rx_ = (x // sw, x % sw) if sw > 1 else (x, 0)
+        idx = (i[0], i[1], qy, qx, *i[4:])
+        out = parts[-1][idx]
+        for k in range(len(parts) - 2, -1, -1):  # k = ry * sw + rx
+            ry, rx = divmod(k, sw)
+            conds = ([ry_ == ry] if sh > 1 else []) + ([rx_ == rx] if sw > 1 else [])
+            out = if_then_else(tir_all(*conds), parts[k][idx], out)
+        return out
+
+    return compute((shape[0], shape[1], oh, ow, *shape[4:]), f, name="T_stride_interleave",
+                   tag="injective")

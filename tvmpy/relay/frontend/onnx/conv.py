@@ -93,18 +93,10 @@ def _conv_t(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     dil = list(attrs.get("dilations", [1, 1]))
     opad = list(attrs.get("output_padding", [0, 0]))
     pads = _conv_t_pads(ctx, attrs, xs[2:], k, strides, dil, opad)
-    if dil != [1, 1]:  # a dilated kernel is the kernel with zeros between its taps
-        w = _dilate_kernel(w, dil)
-        k = [(kk - 1) * d + 1 for kk, d in zip(k, dil)]
-    xg, wg = [x], [w]
-    if g > 1:  # one transposed convolution per group, concatenated
-        cin = xs[1] // g
-        xg = [transform.strided_slice(x, [j * cin], [(j + 1) * cin], axes=[1]) for j in range(g)]
-        wg = [transform.strided_slice(w, [j * cin], [(j + 1) * cin], axes=[0]) for j in range(g)]
-    outs = [nn.conv2d_transpose(xj, wj, strides=strides, padding=pads, dilation=[1, 1],
-                                channels=ws[1], kernel_size=k, output_padding=opad)
-            for xj, wj in zip(xg, wg)]
-    out = outs[0] if g == 1 else transform.concatenate(outs, 1)
+    # groups and dilation go to the op (relay.transform.ConvTransposeToConv turns it into one
+    # convolution per stride phase, grouped and dilated as needed; no zero taps, no split)
+    out = nn.conv2d_transpose(x, w, strides=strides, padding=pads, dilation=dil, groups=g,
+                              channels=ws[1] * g, kernel_size=k, output_padding=opad)
     if len(inputs) > 2 and inputs[2] is not None:
         out = nn.bias_add(out, inputs[2], axis=1)
     return out
@@ -197,23 +189,6 @@ def _conv_t_pads(ctx: ImportContext, attrs: Attrs, in_sp: list[int], k: list[int
         begin.append(lo)
         end.append(hi)
     return begin + end
-
-
-def _dilate_kernel(w: RelayExpr, dil: list[int]) -> RelayExpr:
-    """(I, O, kh, kw) -> (I, O, (kh-1)*dh+1, (kw-1)*dw+1) with zeros between the taps."""
-    for ax, d in ((2, dil[0]), (3, dil[1])):
-        if d == 1:
-            continue
-        s = shape_of(w)
-        zshape = list(s)
-        zshape.insert(ax + 1, d - 1)
-        zshape[ax] = s[ax]
-        spread = transform.concatenate(
-            [transform.expand_dims(w, ax + 1), const(np.zeros(zshape, dtype=dtype_of(w)))], ax + 1)
-        merged = s[:ax] + [s[ax] * d] + s[ax + 1:]
-        w = transform.strided_slice(reshape_to(spread, merged), [0],
-                                    [(s[ax] - 1) * d + 1], axes=[ax])
-    return w
 
 
 def _bilinear_zero(data: RelayExpr, b: RelayExpr, y: RelayExpr, x: RelayExpr, H: int, W: int,

@@ -135,7 +135,8 @@ def _rnn(kind: str) -> Converter:
                 hs.append(h)
                 cs.append(cell)
                 continue
-            xw = nn.dense(reshape_to(X, [T * N, -1]), w)    # (T*N, G*H)
+            # -1: the batch may be symbolic (the rows are T*N)
+            xw = nn.dense(reshape_to(X, [-1, shape_of(X)[2]]), w)   # (T*N, G*H)
             if B is not None:
                 b = _take0(B, d)
                 wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
@@ -143,15 +144,24 @@ def _rnn(kind: str) -> Converter:
                 wb = rb = None
             if wb is not None:  # GRU adds the recurrent bias inside the step (reset gate)
                 xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
-            xw = reshape_to(xw, [T, N, gates * H])
+            xw = reshape_to(xw, [T, -1, gates * H])
+            xwg = reshape_to(transform.transpose(reshape_to(xw, [T, -1, gates, H]), [2, 0, 1, 3]),
+                             [gates * T, -1, H])                    # (G*T, N, H)
+            if zero is None:  # a batch size known only at run time
+                zero = tensor.zeros_like(_take0(xwg, 0))
             h = _take0(h0, d) if h0 is not None else zero
             cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else None
             p = _take0(P, d) if P is not None else None
             outs: list[RelayExpr] = [zero] * T
             for t in (range(T - 1, -1, -1) if rev else range(T)):
-                xt = _take0(xw, t)
+                # one row of xwg per gate, picked by a run-time index: fuses into the step's
+                # gate kernels, which stay the same kernel in every step (a slice at offset t
+                # would compile one kernel per step; xw[t] then its gates, a copy per step)
+                xt = [transform.squeeze(transform.take(
+                    xwg, const(np.array([k * T + t], np.int32)), axis=0), [0])
+                    for k in range(gates)]  # (a 1-element index: a parameter, not a literal)
                 if lens is not None:
-                    mask = reshape_to(tensor.less(const(np.int32(t)), lens), [N, 1])
+                    mask = reshape_to(tensor.less(const(np.int32(t)), lens), [-1, 1])
                 h_new, c_new = _step(kind, attrs, ctx, xt, h, cell, r, rb, p, H, acts[d], clip, dt)
                 if mask is not None:
                     h_new = tensor.where(mask, h_new, h)
@@ -225,37 +235,44 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
     return out[2], out[0], out[1] if kind == "LSTM" else None
 
 
-def _step(kind: str, a: dict, c: Any, xt: RelayExpr, h: RelayExpr, cell: RelayExpr | None,
-          r: RelayExpr, rb: RelayExpr | None, p: RelayExpr | None, H: int, acts: list,
-          clip: float | None, dt: str) -> tuple[RelayExpr, RelayExpr | None]:
+def _step(kind: str, a: dict, c: Any, xt: RelayExpr | list[RelayExpr], h: RelayExpr,
+          cell: RelayExpr | None, r: RelayExpr, rb: RelayExpr | None, p: RelayExpr | None, H: int,
+          acts: list, clip: float | None, dt: str) -> tuple[RelayExpr, RelayExpr | None]:
+    """One time step; ``xt``: the step's input projection (N, G*H), or its G gate slices."""
     def clipped(v: RelayExpr) -> RelayExpr:
         return v if clip is None else tensor.clip(v, -float(clip), float(clip))
 
     def gate(v: RelayExpr, k: int) -> RelayExpr:
         return _slice(v, 1, k * H, (k + 1) * H)
 
+    def xg(k: int) -> RelayExpr:
+        return xt[k] if isinstance(xt, list) else gate(xt, k)
+
     one = const(np.asarray(1, dtype=dt))
     if kind == "RNN":
-        return acts[0](clipped(tensor.add(xt, nn.dense(h, r)))), None
+        return acts[0](clipped(tensor.add(xg(0), nn.dense(h, r)))), None
     if kind == "GRU":
         f, g = acts
         hr = nn.dense(h, r)                                          # (N, 3H): z, r, h
         if rb is not None:
             hr = tensor.add(hr, rb)
-        z = f(clipped(tensor.add(gate(xt, 0), gate(hr, 0))))
-        rr = f(clipped(tensor.add(gate(xt, 1), gate(hr, 1))))
+        z = f(clipped(tensor.add(xg(0), gate(hr, 0))))
+        rr = f(clipped(tensor.add(xg(1), gate(hr, 1))))
         if a.get("linear_before_reset", 0):
-            hh = g(clipped(tensor.add(gate(xt, 2), tensor.multiply(rr, gate(hr, 2)))))
+            hh = g(clipped(tensor.add(xg(2), tensor.multiply(rr, gate(hr, 2)))))
         else:
             rh = nn.dense(tensor.multiply(rr, h), _slice(r, 0, 2 * H, 3 * H))
             if rb is not None:
                 rh = tensor.add(rh, _slice(rb, 0, 2 * H, 3 * H))
-            hh = g(clipped(tensor.add(gate(xt, 2), rh)))
+            hh = g(clipped(tensor.add(xg(2), rh)))
         return tensor.add(tensor.multiply(tensor.subtract(one, z), hh),
                           tensor.multiply(z, h)), None
     f, g, hf = acts
-    v = tensor.add(xt, nn.dense(h, r))                               # (N, 4H): i, o, f, c
-    gi, go, gf, gc = (gate(v, k) for k in range(4))
+    # the step's input projection is added per gate, not to the recurrent dense's output: its
+    # slices then fuse into the gates' kernels (added to the dense's output, xw[t] was a copy
+    # kernel of its own in every step)
+    v = nn.dense(h, r)                                               # (N, 4H): i, o, f, c
+    gi, go, gf, gc = (tensor.add(xg(k), gate(v, k)) for k in range(4))
     if p is not None:
         pi, po, pf = (_slice(p, 0, k * H, (k + 1) * H) for k in range(3))
         gi = tensor.add(gi, tensor.multiply(pi, cell))
@@ -273,3 +290,26 @@ def _step(kind: str, a: dict, c: Any, xt: RelayExpr, h: RelayExpr, cell: RelayEx
 register("RNN", _rnn("RNN"))
 register("GRU", _rnn("GRU"))
 register("LSTM", _rnn("LSTM"))
+
+
+class _PlainContext:
+    """What the recurrent converters read of an ImportContext, for a caller outside ONNX."""
+
+    values: dict = {}
+
+    @staticmethod
+    def fail(msg: str) -> Exception:
+        return ValueError(msg)
+
+
+def recurrent_layer(kind: str, X: RelayExpr, W: RelayExpr, R: RelayExpr, B: RelayExpr | None,
+                    h0: RelayExpr | None, c0: RelayExpr | None, hidden: int,
+                    direction: str = "forward", linear_before_reset: int = 0) -> list[RelayExpr]:
+    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X`` of static length, weights in the ONNX
+    gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
+    attrs: dict[str, Any] = {"hidden_size": hidden, "direction": direction}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = linear_before_reset
+    inputs = [X, W, R, B, None, h0] + ([c0] if kind == "LSTM" else [])
+    out = _rnn(kind)(_PlainContext(), inputs, attrs, [""] * len(inputs))  # type: ignore[arg-type]
+    return list(out)  # type: ignore[arg-type]

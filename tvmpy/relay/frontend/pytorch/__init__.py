@@ -5,13 +5,13 @@ the graph; ``common`` holds the conversion context, the converter signature and 
 helpers the converters share; the converters live in one module per operator family:
 ``elementwise``, ``nn`` (convolution, matmul, normalization, softmax, pooling, upsampling),
 ``reduction``, ``tensor`` (views and data movement) and ``index`` (sorting, scatters, advanced
-indexing). ``quantized`` converts torch.ao quantized models (``convert_fx`` output or eager-mode
+indexing) and ``rnn`` (LSTM, GRU). ``quantized`` converts torch.ao quantized models (``convert_fx`` output or eager-mode
 ``convert``ed modules; ``from_pytorch`` sends them there) from their FX graph into the QNN dialect,
 its float nodes through the same ATen converters.
 """
 
 # importing the family modules registers their converters
-from . import elementwise, index, nn, reduction, tensor  # noqa: F401
+from . import elementwise, index, nn, reduction, rnn, tensor  # noqa: F401
 from .common import PyTorchConvertError
 from .importer import from_pytorch, supported_ops
 

@@ -26,7 +26,6 @@ from .common import (
     out_shape,
     reshape_to,
     scalar,
-    split_sizes,
     val,
 )
 
@@ -76,12 +75,8 @@ def _conv(ctx: ConvertContext, node: Node, x, w, bias, stride, padding, dilation
     g = int(groups)
     kw = dict(strides=stride, padding=pad_b, dilation=dilation, kernel_size=ws[2:],
               output_padding=out_pad)
-    if g == 1:
-        out = nn.conv2d_transpose(x, w, channels=ws[1], **kw)
-    else:  # one transposed convolution per group (the IOHW weight splits on its input axis)
-        xg, wg = split_sizes(x, [xs[1] // g] * g, 1), split_sizes(w, [ws[0] // g] * g, 0)
-        out = transform.concatenate([nn.conv2d_transpose(xi, wi, channels=ws[1], **kw)
-                                     for xi, wi in zip(xg, wg)], 1)
+    # groups go to the op (relay.transform.ConvTransposeToConv makes grouped convolutions)
+    out = nn.conv2d_transpose(x, w, channels=ws[1] * g, groups=g, **kw)
     out = _bias(out, bias)
     return reshape_to(out, out_shape(node)) if nd == 1 else out
 

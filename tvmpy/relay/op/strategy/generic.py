@@ -235,6 +235,11 @@ def _one_hot(attrs: Any, inputs: list, out_type: Any) -> list:
     return [te.compute(_out_shape(out_type), f, name="T_one_hot", tag="injective")]
 
 
+@_reg("nn.stride_interleave")
+def _stride_interleave(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.stride_interleave(inputs, attrs.strides, attrs.out_size)]
+
+
 @_reg("nn.depth_to_space")
 def _depth_to_space(attrs: Any, inputs: list, out_type: Any) -> list:
     x = inputs[0]
