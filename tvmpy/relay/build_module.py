@@ -212,11 +212,13 @@ def needs_vm(mod: Any) -> bool:
 def build_passes() -> list[Any]:
     """The graph passes of relay.build in TVM's order; each runs when the PassContext's
     opt_level is at least the pass's own (SimplifyInference 0, FuseOps 0, DeadCodeElimination 1,
-    FoldConstant 2, EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
+    FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read only padding),
+    EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
     from . import transform as T
 
-    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.EliminateCommonSubexpr(),
-                         T.FoldConstant(), T.FoldScaleAxis(), T.FoldConstant()]
+    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.DropPaddingTaps(),
+                         T.EliminateCommonSubexpr(), T.FoldConstant(), T.FoldScaleAxis(),
+                         T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
         passes += [alter(), T.FoldConstant()]

@@ -22,7 +22,7 @@ __all__ = [
     "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
-    "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps",
+    "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "DropPaddingTaps",
 ]  # fmt: skip
 
 
@@ -51,6 +51,7 @@ register_pass("InferType", InferType)
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .bind_params import BindParams, bind_params_by_name  # noqa: E402
 from .dead_code import DeadCodeElimination  # noqa: E402
+from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
@@ -59,6 +60,6 @@ from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis, AlterOpLayout, SinkReshape):
+           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)
