@@ -7,7 +7,11 @@ operator that computes the reshaped tensor and the reshape is left alone.
   ``clip``, ``sigmoid``, ``cast`` ...), and
 * ``nn.bias_add(reshape(x), b, axis)`` when the reshape keeps that axis: some axis ``i`` of
   ``x`` has the same extent and the same number of elements before it (``[C, H*W]`` ->
-  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``.
+  ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``;
+* ``add`` / ``subtract`` / ``multiply`` / ``divide`` of ``reshape(x)`` and a constant scalar
+  (one element, either operand): the attention scores' ``1/sqrt(d)`` after a batched MatMul,
+  exported as ``Reshape(MatMul) * c``, then fuse into the batch_matmul instead of costing a
+  pass over the scores of its own.
 
 The reshape must have no other use (the rewritten ``f(x)`` then replaces it). FuseOps does not
 fuse an injective ``reshape`` into a preceding matmul or convolution, while an elementwise or
@@ -23,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..expr import Call, Function, RelayExpr
+from ..expr import Call, Constant, Function, RelayExpr
 from ..op import transform as _tr
 from ..op.registry import Op, OpPattern, make_call
 from ..ty import TensorType
@@ -33,6 +37,7 @@ from .pass_infra import FunctionPass
 __all__ = ["SinkReshape", "bias_axis_through_reshape"]
 
 _NAMED_AXIS_ATTRS = frozenset({"axis", "axes", "shape", "newshape", "layout"})
+_SCALAR_BINARY = frozenset({"add", "subtract", "multiply", "divide"})
 
 
 def bias_axis_through_reshape(src: tuple[int, ...], dst: tuple[int, ...],
@@ -86,10 +91,30 @@ class _Sink(ExprMutator):
         self.made[id(out)] = (src, dst)
         return out
 
+    def _scalar_binary(self, orig: Call, new: Call) -> RelayExpr:
+        """``op(reshape(x), c)`` (or ``op(c, reshape(x))``) -> ``reshape(op(x, c))`` for a
+        constant ``c`` of one element whose rank does not exceed the reshape's (the result's
+        shape is then the reshape's)."""
+        for i in (0, 1):
+            found = self._reshape_of(orig.args[i], new.args[i])
+            c, ct = new.args[1 - i], getattr(orig.args[1 - i], "checked_type", None)
+            dims = _static(ct)
+            if found is None or not isinstance(c, Constant) or dims is None \
+                    or math.prod(dims) != 1 or len(dims) > len(found[2]) \
+                    or str(ct.dtype) != str(orig.checked_type.dtype):
+                continue
+            x, src, dst = found
+            scalar = Constant(c.data.numpy().reshape(()))
+            args = [x, scalar] if i == 0 else [scalar, x]
+            return self._wrap(Call(new.op, args, new.attrs), src, dst)
+        return new
+
     def visit_call(self, c: Call) -> RelayExpr:
         new = super().visit_call(c)
         if not (isinstance(new, Call) and isinstance(new.op, Op)) or not new.args:
             return new
+        if new.op.name in _SCALAR_BINARY and len(new.args) == 2:
+            return self._scalar_binary(c, new)
         found = self._reshape_of(c.args[0], new.args[0])
         if found is None:
             return new
