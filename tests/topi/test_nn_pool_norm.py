@@ -176,9 +176,34 @@ def test_softmax_rows_with_a_tail_are_vectorized():
         text = str(tvm.lower(topi.x86.schedule_softmax([out]), [X, out], simple_mode=True))
         assert "maxelem.rf" in text and "expsum.rf" in text, text
         assert "ramp(" in text
+        assert "exp(max(" in text  # exp's argument bounded to the vector exp's fast range
     out = nn.softmax(X)
     text = str(tvm.lower(topi.x86.schedule_softmax([out]), [X, out], simple_mode=True))
     assert "T_softmax_exp[ramp(" in text, text  # the exp pass is a vector pass too
+
+
+@pytest.mark.parametrize("fill", [-1e4, -np.inf, np.finfo(np.float32).min, -87.2, -88.0])
+@pytest.mark.parametrize("fn", ["softmax", "softmax_by_reciprocal", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_masked_softmax(fill, fn, dtype):
+    """Masked scores (BERT's -1e4, GPT-2's dtype minimum, -inf) give numpy's softmax: exact
+    zeros where the mask is, and run on the vector exp's fast path (the scalar fallback of
+    out-of-range lanes made a masked softmax 5x slower per element)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-3, 3, (5, 3, 97)).astype(dtype)
+    x[:, :, ::7] = fill
+    x[1, 2, :] = fill
+    x[1, 2, 3] = 0.5  # a row with one unmasked score
+    X = te.placeholder(x.shape, dtype, name="X")
+    out = getattr(nn, fn)(X, -1)
+    log = fn == "log_softmax"
+    ref = testing.log_softmax_python if log else testing.softmax_python
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        want = ref(x.astype("float64"), -1)
+    res = check([X], out, topi.x86.schedule_softmax, lambda a: want.astype(dtype), arrays=[x],
+                rtol=1e-5, atol=1e-6 if not log else 1e-4)
+    if not log and fill <= -1e4:
+        assert (res[:, :, ::7] == 0).all()
 
 
 def test_softmax_is_stable_for_large_inputs():

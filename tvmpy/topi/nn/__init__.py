@@ -44,7 +44,7 @@ from .pooling import (  # noqa: F401
     pool3d,
     pool_out_size,
 )
-from .softmax import log_softmax, softmax  # noqa: F401
+from .softmax import log_softmax, softmax, softmax_by_reciprocal  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401
 from .winograd import (  # noqa: F401
     conv2d_winograd_nchwc,
