@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
+from ..generic import inline_injective
 from .conv2d import _outputs
 from .injective import vector_lanes
 
@@ -134,6 +135,7 @@ def schedule_softmax(outs: Any) -> Schedule:
         raise ValueError(f"schedule_softmax: expected a softmax or log_softmax output, got a "
                          f"{out.op.tag or out.op.name!r} stage")
     ax = int(out.op.attrs["axis"])
+    inline_injective(s, outs)  # a fused scale / mask add: read inside the row passes
     stages: list[Any] = []
     seen: set[int] = set()
 
