@@ -158,6 +158,7 @@ def test_x86_layer_norm_bit_exact_with_onnxruntime(shape, eps, scale):
     ((1, 4, 3), -1, "c"), ((3, 2, 64), -1, "llvm"), ((2, 32), -1, "c"),  # vectorized rows
     ((2, 3, 101), -1, "llvm"), ((5, 1499), -1, "llvm"), ((1, 1), -1, "llvm"),  # row tails
     ((7, 1), -1, "llvm"), ((1, 97), -1, "c"),
+    ((2, 13, 37), -1, "llvm"), ((11, 50), -1, "llvm"),  # 4 rows per task, the last guarded
 ])
 def test_softmax(log, shape, axis, target):
     X = te.placeholder(shape, name="X")
