@@ -136,3 +136,29 @@ def test_tap_ranges():
     assert kept_taps(1, 2, 1, 10, 5, 5) is None  # no tap reads the single row
     assert bands(16, 3, 1, 12, 12, 12) == [(0, 4, 1, 2), (4, 12, 1, 1), (12, 16, 0, 1)]
     assert bands(5, 3, 1, 1, 1, 1) == [(0, 1, 1, 2), (1, 4, 0, 2), (4, 5, 0, 1)]
+
+
+def test_batch_norm_folds_before_the_split():
+    """DeepLabV3's ASPP branch (conv without bias -> batch norm -> relu): the batch norm's
+    scale folds into the whole convolution's weights first (FoldScaleAxis), then the
+    convolution is split into bands; no multiply is left, and the values are torch's."""
+    from tvmpy.relay.build_module import optimize
+
+    x = RNG.standard_normal((1, 6, 16, 16)).astype("float32")
+    w = RNG.standard_normal((8, 6, 3, 3)).astype("float32")
+    g, b, mu = (RNG.uniform(0.5, 1.5, 8).astype("float32") for _ in range(3))
+    var = RNG.uniform(0.5, 2, 8).astype("float32")
+    xv, wv = relay.var("x", shape=x.shape), relay.var("w", shape=w.shape)
+    y = relay.nn.conv2d(xv, wv, padding=(12, 12), dilation=(12, 12))
+    y = relay.nn.relu(relay.nn.batch_norm(y, *(relay.const(v) for v in (g, b, mu, var)))[0])
+    mod = tvm.IRModule.from_expr(relay.Function([xv, wv], y))
+    with tvm.transform.PassContext(opt_level=3):
+        opt = optimize(mod, {"w": w})
+    n_mul = [0]
+    post_order_visit(opt["main"], lambda e: n_mul.__setitem__(0, n_mul[0] + (
+        isinstance(e, Call) and getattr(e.op, "name", "") == "multiply")))
+    assert n_mul[0] == 0
+    conv = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=12, dilation=12)
+    bn = torch.nn.functional.batch_norm(conv, torch.tensor(mu), torch.tensor(var),
+                                        torch.tensor(g), torch.tensor(b), eps=1e-5)
+    np.testing.assert_allclose(_run(mod, w, x), torch.relu(bn).numpy(), rtol=1e-4, atol=1e-4)

@@ -216,8 +216,10 @@ def build_passes() -> list[Any]:
     EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
     from . import transform as T
 
-    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.DropPaddingTaps(),
-                         T.EliminateCommonSubexpr(), T.FoldConstant(), T.FoldScaleAxis(),
+    # DropPaddingTaps after FoldScaleAxis: a batch norm folds into the whole convolution's
+    # weights before it is split into bands (FoldConstant then folds the weight slices)
+    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.EliminateCommonSubexpr(),
+                         T.FoldConstant(), T.FoldScaleAxis(), T.DropPaddingTaps(),
                          T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
