@@ -160,9 +160,13 @@ def test_x86_layer_norm_bit_exact_with_onnxruntime(shape, eps, scale):
     ((7, 1), -1, "llvm"), ((1, 97), -1, "c"),
     ((2, 13, 37), -1, "llvm"), ((11, 50), -1, "llvm"),  # 4 rows per task, the last guarded
 ])
-def test_softmax(log, shape, axis, target):
+@pytest.mark.parametrize("x86_form", [False, True])
+def test_softmax(log, shape, axis, target, x86_form):
+    """The generic computes and x86's (a reciprocal per row, max + log(sum) per row)."""
     X = te.placeholder(shape, name="X")
-    out = (nn.log_softmax if log else nn.softmax)(X, axis)
+    fns = (nn.log_softmax_by_row, nn.softmax_by_reciprocal) if x86_form else (
+        nn.log_softmax, nn.softmax)
+    out = (fns[0] if log else fns[1])(X, axis)
     ref = testing.log_softmax_python if log else testing.softmax_python
     check([X], out, topi.x86.schedule_softmax, lambda x: ref(x, axis), target=target)
 
@@ -184,7 +188,8 @@ def test_softmax_rows_with_a_tail_are_vectorized():
 
 
 @pytest.mark.parametrize("fill", [-1e4, -np.inf, np.finfo(np.float32).min, -87.2, -88.0])
-@pytest.mark.parametrize("fn", ["softmax", "softmax_by_reciprocal", "log_softmax"])
+@pytest.mark.parametrize("fn", ["softmax", "softmax_by_reciprocal", "log_softmax",
+                                "log_softmax_by_row"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_masked_softmax(fill, fn, dtype):
     """Masked scores (BERT's -1e4, GPT-2's dtype minimum, -inf) give numpy's softmax: exact
@@ -197,7 +202,7 @@ def test_masked_softmax(fill, fn, dtype):
     x[1, 2, 3] = 0.5  # a row with one unmasked score
     X = te.placeholder(x.shape, dtype, name="X")
     out = getattr(nn, fn)(X, -1)
-    log = fn == "log_softmax"
+    log = fn.startswith("log_softmax")
     ref = testing.log_softmax_python if log else testing.softmax_python
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         want = ref(x.astype("float64"), -1)

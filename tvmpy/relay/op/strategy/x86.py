@@ -278,10 +278,16 @@ def _softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [nn.softmax_by_reciprocal(inputs[0], attrs.axis)]
 
 
+def _log_softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.nn.log_softmax_by_row``: ``max + log(sum)`` once per row."""
+    return [nn.log_softmax_by_row(inputs[0], attrs.axis)]
+
+
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
     "nn.layer_norm": _layer_norm_compute,
     "nn.softmax": _softmax_compute,
+    "nn.log_softmax": _log_softmax_compute,
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
     "nn.contrib_conv2d_winograd_nchwc": _winograd_compute,
     **{f"nn.{k}_pool{d}d": _pool_compute(k, d) for k in ("max", "avg") for d in (2, 3)},
