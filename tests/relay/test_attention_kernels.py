@@ -1,7 +1,8 @@
 """Transformer kernels end to end (ONNX -> relay.build at opt_level 3 -> graph executor) against
 onnxruntime on awkward shapes: scaled + masked softmax fused into one kernel (prime row
 lengths, size-1 axes, -1e4 / dtype-minimum masks), log_softmax, Q K^T and P V batch_matmuls
-with a broadcast batch, a whole attention block, T5's RMSNorm and GPT-2's tanh GELU chains."""
+with a broadcast batch, a whole attention block, T5's RMSNorm and GPT-2's tanh GELU chains,
+DeepLabV3's segmentation head upsample."""
 
 from __future__ import annotations
 
@@ -110,3 +111,30 @@ def test_t5_rms_norm_and_gpt2_gelu_chains(m, n):
              "k": np.array(np.sqrt(2 / np.pi), np.float32), "one": np.array(1, np.float32),
              "half": np.array(0.5, np.float32)}
     _check(_model(gelu, {"x": x}, x.shape, inits), {"x": x}, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,align", [("half_pixel", False), ("align_corners", True)])
+def test_segmentation_head_upsample_matches_torch(mode, align):
+    """DeepLabV3's head: 1x1 conv to 21 classes + bias, bilinear upsample 16x16 -> 256x256
+    (x86: the separable resize, its width pass scheduled as a stage of its own)."""
+    import torch
+
+    from tvmpy import relay
+
+    x = RNG.uniform(-1, 1, (1, 40, 16, 16)).astype("float32")
+    w = RNG.uniform(-1, 1, (21, 40, 1, 1)).astype("float32")
+    b = RNG.uniform(-1, 1, 21).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    y = relay.nn.bias_add(relay.nn.conv2d(xv, relay.const(w), kernel_size=(1, 1), channels=21),
+                          relay.const(b))
+    y = relay.image.resize2d(y, size=(256, 253), method="linear",
+                             coordinate_transformation_mode=mode)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv], y)), "llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.runtime.cpu(0)))
+    m.set_input("x", x)
+    m.run()
+    conv = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    want = torch.nn.functional.interpolate(conv, size=(256, 253), mode="bilinear",
+                                           align_corners=align).numpy()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)

@@ -334,6 +334,22 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     return sch
 
 
+def _schedule_resize_rows(sch: Any, outs: list) -> None:
+    """The width pass of a separable linear resize (``topi.image.resize2d(...,
+    separable=True)``, stage ``resize2d_rows``) is computed once, vectorized and parallel like
+    an injective output; the height pass reads its rows."""
+    seen: set[int] = set()
+    stack = [t.op for t in outs]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.tag == "resize2d_rows":
+            schedule_injective_from_existing(sch, op.output(0))
+        stack.extend(t.op for t in op.input_tensors)
+
+
 def schedule_injective(outs: Any) -> Any:
     """Schedule of injective outputs for x86 (see the module docstring)."""
     outs = as_outs(outs)
@@ -342,6 +358,7 @@ def schedule_injective(outs: Any) -> Any:
     for t in outs:
         if isinstance(t.op, te.ComputeOp):
             schedule_injective_from_existing(s, t)
+    _schedule_resize_rows(s, outs)
     return s
 
 

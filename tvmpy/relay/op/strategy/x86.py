@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .... import topi
 from ....topi import nn, x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
@@ -283,8 +284,17 @@ def _log_softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [nn.log_softmax_by_row(inputs[0], attrs.axis)]
 
 
+def _resize2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.image.resize2d`` with a linear resize separable (a width pass, then a height
+    pass over two contiguous rows; bit-identical)."""
+    return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
+                                attrs.coordinate_transformation_mode, attrs.rounding_method,
+                                attrs.out_dtype or None, separable=True)]
+
+
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
+    "image.resize2d": _resize2d_compute,
     "nn.layer_norm": _layer_norm_compute,
     "nn.softmax": _softmax_compute,
     "nn.log_softmax": _log_softmax_compute,
