@@ -111,8 +111,8 @@ def resize2d(data: te.Tensor, roi: Any = None, size: Sequence[int] | None = None
     ``roi`` is accepted for TVM's signature and must be None (tf_crop_and_resize is not
     supported). ``separable`` (linear only): interpolate along the width first, into a stage
     ``resize2d_rows`` of the input's rows at the output width (tag "resize2d_rows", scheduled
-    by the target), then along the height between two of those rows: the same arithmetic in
-    the same order (bit-identical), but an upsampling's output reads two contiguous rows
+    by the target), then along the height between two of those rows: the same operations
+    in the same order (equal up to FMA contraction), but an upsampling's output reads two contiguous rows
     instead of gathering four pixels per element (x86: 16x16 -> 256x256, 4.8 ns per element
     before)."""
     if not isinstance(data, te.Tensor):

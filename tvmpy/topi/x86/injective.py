@@ -346,8 +346,28 @@ def _schedule_resize_rows(sch: Any, outs: list) -> None:
             continue
         seen.add(id(op))
         if op.tag == "resize2d_rows":
-            schedule_injective_from_existing(sch, op.output(0))
+            _schedule_rows(sch, op.output(0))
         stack.extend(t.op for t in op.input_tensors)
+
+
+def _schedule_rows(sch: Any, rows: te.Tensor) -> None:
+    """Rows vectorized along the width, the other axes one parallel loop (the layout-transform
+    tilings of :func:`schedule_injective_from_existing` do not apply: a ``layout_transform``
+    inlined here is read through the resize's column taps)."""
+    st = sch[rows.op]
+    axes = list(st.op.axis)
+    lanes = vector_lanes(rows.dtype)
+    last = axes[-1].dom.extent
+    outer = axes[:-1]
+    if lanes > 1 and isinstance(last, IntImm) and last.value >= lanes:
+        _, wi = st.split(axes[-1], lanes)
+        st.vectorize(wi)
+    if not outer:
+        return
+    par = st.fuse(*outer) if len(outer) > 1 else outer[0]
+    size = _const_size(rows.shape)
+    if _num_cores() > 1 and (size is None or size >= PARALLEL_MIN_ELEMENTS):
+        st.parallel(par)
 
 
 def schedule_injective(outs: Any) -> Any:

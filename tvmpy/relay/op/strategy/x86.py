@@ -286,7 +286,7 @@ def _log_softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
 
 def _resize2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     """``topi.image.resize2d`` with a linear resize separable (a width pass, then a height
-    pass over two contiguous rows; bit-identical)."""
+    pass over two contiguous rows; the same operations in the same order)."""
     return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
                                 attrs.coordinate_transformation_mode, attrs.rounding_method,
                                 attrs.out_dtype or None, separable=True)]
