@@ -115,29 +115,33 @@ def test_t5_rms_norm_and_gpt2_gelu_chains(m, n):
 
 @pytest.mark.parametrize("mode,align", [("half_pixel", False), ("align_corners", True)])
 def test_segmentation_head_upsample_matches_torch(mode, align):
-    """DeepLabV3's head: conv to 21 classes + bias (x86: NCHW16c, its layout_transform back to
-    NCHW fused into the resize), bilinear upsample 16x16 -> 256x253 (x86: the separable
+    """DeepLabV3's head: 3x3 conv to 256 channels, 1x1 conv to 21 classes + bias (x86: NCHWc,
+    channels padded to whole blocks; the layout_transform back to NCHW, the channel crop and
+    the bias fused into the resize), bilinear upsample 16x16 -> 256x256 (x86: the separable
     resize, its width pass scheduled as a stage of its own)."""
     import torch
 
     from tvmpy import relay
 
     x = RNG.uniform(-1, 1, (1, 40, 16, 16)).astype("float32")
-    w = RNG.uniform(-1, 1, (21, 40, 3, 3)).astype("float32")
+    w1 = RNG.uniform(-0.2, 0.2, (256, 40, 3, 3)).astype("float32")
+    w = RNG.uniform(-0.1, 0.1, (21, 256, 1, 1)).astype("float32")
     b = RNG.uniform(-1, 1, 21).astype("float32")
     xv = relay.var("x", shape=x.shape)
-    y = relay.nn.bias_add(relay.nn.conv2d(xv, relay.const(w), kernel_size=(3, 3), channels=21,
-                                          padding=(1, 1)), relay.const(b))
-    y = relay.image.resize2d(y, size=(256, 253), method="linear",
+    y = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w1), kernel_size=(3, 3), channels=256,
+                                      padding=(1, 1)))
+    y = relay.nn.bias_add(relay.nn.conv2d(y, relay.const(w), kernel_size=(1, 1), channels=21),
+                          relay.const(b))
+    y = relay.image.resize2d(y, size=(256, 256), method="linear",
                              coordinate_transformation_mode=mode)
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv], y)), "llvm")
     m = graph_executor.GraphModule(lib["default"](tvm.runtime.cpu(0)))
     m.set_input("x", x)
     m.run()
-    conv = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b),
-                                      padding=1)
-    want = torch.nn.functional.interpolate(conv, size=(256, 253), mode="bilinear",
+    hid = torch.relu(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w1), padding=1))
+    conv = torch.nn.functional.conv2d(hid, torch.tensor(w), torch.tensor(b))
+    want = torch.nn.functional.interpolate(conv, size=(256, 256), mode="bilinear",
                                            align_corners=align).numpy()
     # (sums of 360 products, then align_corners' float32 source coordinates: 1e-4)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)

@@ -252,13 +252,15 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     return True
 
 
-def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
-    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
+def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled_transforms: bool = True
+                                     ) -> Any:
+    """Vectorize and parallelize the loops of ``out``'s stage in ``sch`` (with
+    ``tiled_transforms``, a layout_transform it is or inlines gets its tiled schedule)."""
     st = sch[out.op]
     axes = list(st.op.axis)
     if not axes:
         return sch
-    if _schedule_unblock(sch, out) or _schedule_block(sch, out):
+    if tiled_transforms and (_schedule_unblock(sch, out) or _schedule_block(sch, out)):
         return sch
     lanes = vector_lanes(out.dtype)
     size = _const_size(out.shape)
@@ -334,11 +336,10 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     return sch
 
 
-def _schedule_resize_rows(sch: Any, outs: list) -> None:
-    """The width pass of a separable linear resize (``topi.image.resize2d(...,
-    separable=True)``, stage ``resize2d_rows``) is computed once, vectorized and parallel like
-    an injective output; the height pass reads its rows."""
-    seen: set[int] = set()
+def _resize_rows(outs: list) -> list[te.Tensor]:
+    """The ``resize2d_rows`` stages (the width pass of ``topi.image.resize2d(...,
+    separable=True)``) that ``outs`` read."""
+    found, seen = [], set()
     stack = [t.op for t in outs]
     while stack:
         op = stack.pop()
@@ -346,8 +347,9 @@ def _schedule_resize_rows(sch: Any, outs: list) -> None:
             continue
         seen.add(id(op))
         if op.tag == "resize2d_rows":
-            _schedule_rows(sch, op.output(0))
+            found.append(op.output(0))
         stack.extend(t.op for t in op.input_tensors)
+    return found
 
 
 def _schedule_rows(sch: Any, rows: te.Tensor) -> None:
@@ -375,10 +377,14 @@ def schedule_injective(outs: Any) -> Any:
     outs = as_outs(outs)
     s = te.create_schedule([t.op for t in outs])
     inline_injective(s, outs)
+    rows = _resize_rows(outs)
     for t in outs:
         if isinstance(t.op, te.ComputeOp):
-            schedule_injective_from_existing(s, t)
-    _schedule_resize_rows(s, outs)
+            # (a separable resize's rows stage reads the fused layout_transform: the output's
+            # tiled-transform schedules, which cache its source at their own loops, do not fit)
+            schedule_injective_from_existing(s, t, tiled_transforms=not rows)
+    for r in rows:
+        _schedule_rows(s, r)
     return s
 
 
