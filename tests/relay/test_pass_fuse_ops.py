@@ -289,12 +289,30 @@ def test_layer_norm_chain():
 
 
 def test_opaque_boundaries():
-    x = relay.var("x", shape=(2, 9))
-    y = relay.nn.relu(relay.nn.softmax(relay.exp(x)))
-    mod = _mod(y)
+    x = relay.var("x", shape=(2, 16))
+    g, b = relay.var("g", shape=(16,)), relay.var("b", shape=(16,))
+    y = relay.nn.relu(relay.nn.layer_norm(relay.exp(x), g, b))
+    mod = _mod(y, [x, g, b])
     out = _fuse(mod)
-    assert _groups(out) == ["fused_exp", "fused_nn_softmax", "fused_nn_relu"]
+    assert _groups(out) == ["fused_exp", "fused_nn_layer_norm", "fused_nn_relu"]
     _assert_same_values(mod, out, random_inputs(mod["main"]))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_takes_its_elementwise_producers(op):
+    """softmax is a row reduction (COMM_REDUCE): the scores' scale and broadcast mask add fuse
+    into it (read inside its row passes, not written out first); an injective producer
+    (transpose) and what follows it (relu) stay apart."""
+    x = relay.var("x", shape=(2, 3, 9))
+    mask = relay.var("mask", shape=(2, 1, 9))
+    sm = getattr(relay.nn, op)
+    y = relay.nn.relu(sm(relay.add(relay.multiply(x, relay.const(0.125)), mask)))
+    mod = _mod(y, [x, mask])
+    out = _fuse(mod)
+    assert _groups(out) == [f"fused_multiply_add_nn_{op}", "fused_nn_relu"]
+    _assert_same_values(mod, out, random_inputs(mod["main"]))
+    mod2 = _mod(sm(relay.transpose(x, (0, 2, 1))), [x])
+    assert _groups(_fuse(mod2)) == ["fused_transpose", f"fused_nn_{op}"]
 
 
 def test_two_anchors_never_share_a_group():
@@ -557,7 +575,7 @@ def test_bert_groups_and_values():
     out = _fuse(opt, level=3)
     # per layer: q/k/v/ffn input reshapes of the (opaque) layer norm's output stay alone (no
     # CSE ran), dense+bias (anchor + broadcast), head split reshape/transpose chains, scores
-    # batch_matmul*scale, the opaque softmax, residual reshape+add, reshape+gelu+reshape
+    # batch_matmul*scale, the softmax, residual reshape+add, reshape+gelu+reshape
     per_layer = {"fused_nn_dense_nn_bias_add": 6, "fused_reshape": 4,
                  "fused_reshape_reshape_transpose_reshape": 3, "fused_nn_layer_norm": 2,
                  "fused_reshape_add": 2, "fused_nn_batch_matmul_multiply": 1,

@@ -252,3 +252,39 @@ def test_several_views_of_one_input():
     for i, want in enumerate([smx(xa.reshape(6, 4)), smx(xa.reshape(3, 8)),
                               smx(smx(xa).reshape(2, 12))]):
         np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["multiply", "divide", "add", "subtract"])
+@pytest.mark.parametrize("const_first", [False, True])
+@pytest.mark.parametrize("cshape", [(), (1,), (1, 1, 1, 1)])
+def test_scalar_operand_moves_above_the_reshape(op, const_first, cshape):
+    """Attention scores ``Reshape(MatMul(q, k^T)) * c`` (a constant of one element, either
+    operand): the scale goes into the batch_matmul's epilogue (one kernel fewer, a pass over
+    the scores saved); a non-scalar or non-constant operand stays below the reshape."""
+    q = relay.var("q", shape=(6, 13, 5))
+    k = relay.var("k", shape=(6, 11, 5))
+    s = relay.reshape(relay.nn.batch_matmul(q, k), (1, 6, 13, 11))
+    c = relay.const(np.full(cshape, 0.37, "float32"))
+    f = getattr(relay, op)
+    y = relay.nn.softmax(f(c, s) if const_first else f(s, c))
+    mod = relay.IRModule.from_expr(relay.Function([q, k], y))
+    new = transform.SinkReshape()(mod)
+    sm_arg = new["main"].body.args[0]
+    assert sm_arg.op.name == "reshape" and sm_arg.args[0].op.name == op
+    _check_same(mod, new)
+    lib = _build(mod)
+    assert len([n for n in _nodes(lib)[1] if n != "__nop"]) == 2  # bmm+op, softmax
+
+
+def test_non_scalar_or_non_constant_operand_stays():
+    q = relay.var("q", shape=(6, 13, 5))
+    k = relay.var("k", shape=(6, 11, 5))
+    v = relay.var("v", shape=())
+    s = relay.reshape(relay.nn.batch_matmul(q, k), (1, 6, 13, 11))
+    mask = relay.const(np.zeros((1, 1, 1, 11), "float32"))
+    for other in (mask, v):
+        mod = relay.IRModule.from_expr(relay.Function(
+            [q, k, v], relay.nn.softmax(relay.add(s, other))))
+        new = transform.SinkReshape()(mod)
+        assert new["main"].body.args[0].op.name == "add"
+        assert new["main"].body.args[0].args[0].op.name == "reshape"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tvmpy as tvm
 from tvmpy import te, topi
 from tvmpy.topi import nn, testing
 
@@ -155,12 +156,60 @@ def test_x86_layer_norm_bit_exact_with_onnxruntime(shape, eps, scale):
 @pytest.mark.parametrize("shape,axis,target", [
     ((3, 37), -1, "llvm"), ((2, 5, 7), 1, "llvm"), ((2, 5, 7), 0, "llvm"), ((13,), 0, "llvm"),
     ((1, 4, 3), -1, "c"), ((3, 2, 64), -1, "llvm"), ((2, 32), -1, "c"),  # vectorized rows
+    ((2, 3, 101), -1, "llvm"), ((5, 1499), -1, "llvm"), ((1, 1), -1, "llvm"),  # row tails
+    ((7, 1), -1, "llvm"), ((1, 97), -1, "c"),
+    ((2, 13, 37), -1, "llvm"), ((11, 50), -1, "llvm"),  # 4 rows per task, the last guarded
 ])
-def test_softmax(log, shape, axis, target):
+@pytest.mark.parametrize("x86_form", [False, True])
+def test_softmax(log, shape, axis, target, x86_form):
+    """The generic computes and x86's (a reciprocal per row, max + log(sum) per row)."""
     X = te.placeholder(shape, name="X")
-    out = (nn.log_softmax if log else nn.softmax)(X, axis)
+    fns = (nn.log_softmax_by_row, nn.softmax_by_reciprocal) if x86_form else (
+        nn.log_softmax, nn.softmax)
+    out = (fns[0] if log else fns[1])(X, axis)
     ref = testing.log_softmax_python if log else testing.softmax_python
     check([X], out, topi.x86.schedule_softmax, lambda x: ref(x, axis), target=target)
+
+
+def test_softmax_rows_with_a_tail_are_vectorized():
+    """A row whose length is not a multiple of the vector width (attention over 1,500 frames)
+    is still reduced and exponentiated at vector width, its tail a shorter vector step (the
+    scalar passes took ~5 ns per element)."""
+    X = te.placeholder((4, 1500), name="X")
+    for fn in (nn.softmax, nn.log_softmax):
+        out = fn(X)
+        text = str(tvm.lower(topi.x86.schedule_softmax([out]), [X, out], simple_mode=True))
+        assert "maxelem.rf" in text and "expsum.rf" in text, text
+        assert "ramp(" in text
+        assert "exp(max(" in text  # exp's argument bounded to the vector exp's fast range
+    out = nn.softmax(X)
+    text = str(tvm.lower(topi.x86.schedule_softmax([out]), [X, out], simple_mode=True))
+    assert "T_softmax_exp[ramp(" in text, text  # the exp pass is a vector pass too
+
+
+@pytest.mark.parametrize("fill", [-1e4, -np.inf, np.finfo(np.float32).min, -87.2, -88.0])
+@pytest.mark.parametrize("fn", ["softmax", "softmax_by_reciprocal", "log_softmax",
+                                "log_softmax_by_row"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_masked_softmax(fill, fn, dtype):
+    """Masked scores (BERT's -1e4, GPT-2's dtype minimum, -inf) give numpy's softmax: exact
+    zeros where the mask is, and run on the vector exp's fast path (the scalar fallback of
+    out-of-range lanes made a masked softmax 5x slower per element)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-3, 3, (5, 3, 97)).astype(dtype)
+    x[:, :, ::7] = fill
+    x[1, 2, :] = fill
+    x[1, 2, 3] = 0.5  # a row with one unmasked score
+    X = te.placeholder(x.shape, dtype, name="X")
+    out = getattr(nn, fn)(X, -1)
+    log = fn.startswith("log_softmax")
+    ref = testing.log_softmax_python if log else testing.softmax_python
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        want = ref(x.astype("float64"), -1)
+    res = check([X], out, topi.x86.schedule_softmax, lambda a: want.astype(dtype), arrays=[x],
+                rtol=1e-5, atol=1e-6 if not log else 1e-4)
+    if not log and fill <= -1e4:
+        assert (res[:, :, ::7] == 0).all()
 
 
 def test_softmax_is_stable_for_large_inputs():

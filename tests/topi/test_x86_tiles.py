@@ -460,3 +460,36 @@ def test_default_inline_pad(ic, hw, stride, oc, want):
     ref = conv2d_nchw_python(x, w, stride, 1)
     got = out.numpy().transpose(0, 1, 4, 2, 3).reshape(ref.shape)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mcpu,lanes,rows", [("x86-64-v4", 16, 8), ("x86-64-v3", 8, 6),
+                                             ("x86-64", 4, 6)])
+def test_matmul_register_tile_follows_the_target(mcpu, lanes, rows):
+    """The packed-panel width (two vectors) and the tile rows come from the target's vector
+    registers, not a fixed 32 x 8 (8 rows x 4 ymm accumulators spilled on AVX2); the
+    batch_matmul built for the target is right on awkward shapes (tails, primes, 1 row)."""
+    from tvmpy.topi.x86 import dense as x86_dense
+
+    with tvm.target.Target(f"llvm -mcpu={mcpu}"):
+        assert x86_dense.panel_width(1500) == 2 * lanes
+        assert x86_dense.panel_width(lanes + 1) == lanes
+        assert x86_dense.tile_rows() == rows
+        rng = np.random.default_rng(5)
+        for (b, m, k, n) in ((2, 37, 13, 4 * lanes + 5), (1, 1, 7, 97),
+                             (3, 19, 64, 4 * lanes + 3)):
+            A = te.placeholder((b, m, k), name="A")
+            B = te.placeholder((b, n, k), name="B")
+            out = x86_dense.batch_matmul_pack(A, B)
+            s = x86_dense.schedule_batch_matmul([out])
+            text = str(tvm.lower(s, [A, B, out], simple_mode=True))
+            assert f"1, {2 * lanes})" in text  # the tile's columns: ramp(_, 1, 2 * lanes)
+            if mcpu == "x86-64-v4" and not tvm.target.Target("llvm").has_feature(
+                    "avx512f"):
+                continue  # (not runnable on this host)
+            f = tvm.build(s, [A, B, out], f"llvm -mcpu={mcpu}")
+            a = rng.uniform(-1, 1, (b, m, k)).astype("float32")
+            bb = rng.uniform(-1, 1, (b, n, k)).astype("float32")
+            res = tvm.nd.array(np.zeros((b, m, n), "float32"))
+            f(tvm.nd.array(a), tvm.nd.array(bb), res)
+            np.testing.assert_allclose(res.numpy(), a @ bb.transpose(0, 2, 1), rtol=1e-5,
+                                       atol=1e-5)

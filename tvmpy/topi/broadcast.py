@@ -201,7 +201,24 @@ def _truncmod(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return tir_op.truncmod(a, b)
 
 
+def _scalar_constant(b: PrimExpr) -> Any:
+    """The number ``b`` stands for: an immediate, or a read of a 0-d stage that computes one
+    (how a relay scalar Constant reaches a fused kernel); None otherwise."""
+    op = getattr(getattr(b, "producer", None), "op", None)
+    if op is not None and not getattr(op, "axis", True) and len(getattr(op, "body", ())) == 1:
+        b = op.body[0]
+    v = getattr(b, "value", None)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def _power(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``pow(a, b)``; a constant exponent of 1, 2 or 3 as multiplies (T5's RMSNorm squares,
+    GPT-2's GELU cubes): a vector multiply instead of a ``pow`` call per element. ``x * x``
+    is ``pow(x, 2)`` exactly (one rounding); ``x * x * x`` may differ from a correctly rounded
+    ``pow(x, 3)`` in the last bit, as onnxruntime's Pow, which computes it the same way."""
+    e = _scalar_constant(b)
+    if e in (1, 2, 3) and dt.is_float(a.dtype) and a.dtype == b.dtype:
+        return a if e == 1 else a * a if e == 2 else a * a * a
     return tir_op.power(a, b)
 
 

@@ -349,8 +349,11 @@ def _axis_rel(arg_types: list[Type], attrs: Any) -> Type:
     return d
 
 
-register_op("nn.softmax", _axis_rel, OpPattern.OPAQUE, 1, {"axis": -1})
-register_op("nn.log_softmax", _axis_rel, OpPattern.OPAQUE, 1, {"axis": -1})
+# COMM_REDUCE (a row reduction): an elementwise / broadcast producer fuses into it (the
+# attention scores' scale and mask add, read inside the softmax's row passes instead of
+# written out and read back); nothing fuses after it
+register_op("nn.softmax", _axis_rel, OpPattern.COMM_REDUCE, 1, {"axis": -1})
+register_op("nn.log_softmax", _axis_rel, OpPattern.COMM_REDUCE, 1, {"axis": -1})
 
 
 def softmax(data: RelayExpr, axis: int = -1) -> RelayExpr:

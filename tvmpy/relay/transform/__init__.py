@@ -23,6 +23,7 @@ __all__ = [
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
+    "DropPaddingTaps",
 ]  # fmt: skip
 
 
@@ -52,6 +53,7 @@ from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .bind_params import BindParams, bind_params_by_name  # noqa: E402
 from .conv_transpose import ConvTransposeToConv  # noqa: E402
 from .dead_code import DeadCodeElimination  # noqa: E402
+from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
@@ -60,6 +62,6 @@ from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis, AlterOpLayout, SinkReshape):
+           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)

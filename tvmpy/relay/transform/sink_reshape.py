@@ -11,7 +11,9 @@ operator that computes the reshaped tensor and the reshape is left alone.
 * a two-argument elementwise or broadcast operator (``multiply``, ``add`` ...) whose
   arguments are reshapes of the same source and result shapes, or one such reshape and a
   scalar: ``f(reshape(x), reshape(y))`` becomes ``reshape(f(x, y))`` (SiLU's ``x *
-  sigmoid(x)`` and HardSwish over a reshape).
+  sigmoid(x)`` and HardSwish over a reshape; the attention scores' ``1/sqrt(d)`` after a
+  batched MatMul, exported as ``Reshape(MatMul) * c``, which then fuses into the
+  batch_matmul instead of costing a pass over the scores of its own).
 
 For ``bias_add`` the reshape must have no other use (the rewritten ``f(x)`` then replaces
 it); the pointwise operators may share it (a reshape's other uses keep it: a view, free).

@@ -44,7 +44,12 @@ from .pooling import (  # noqa: F401
     pool3d,
     pool_out_size,
 )
-from .softmax import log_softmax, softmax  # noqa: F401
+from .softmax import (  # noqa: F401
+    log_softmax,
+    log_softmax_by_row,
+    softmax,
+    softmax_by_reciprocal,
+)
 from .utils import get_pad_tuple  # noqa: F401
 from .winograd import (  # noqa: F401
     conv2d_winograd_nchwc,

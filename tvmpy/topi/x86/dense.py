@@ -31,6 +31,7 @@ from ..nn.utils import (
     traverse_inline,
 )
 from .conv2d import _outputs, anchor
+from .injective import vector_lanes
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -48,7 +49,18 @@ _TAGS = ("dense", "dense_pack", "matmul", "batch_matmul", "batch_matmul_pack")
 
 
 def _panel(n: int) -> int:
-    return 32 if n >= 64 else 16 if n >= 16 else n
+    """Two vectors of the target (32 floats with AVX-512, 16 with AVX2, 8 with SSE) when ``n``
+    has at least two such panels, else one vector, else ``n``."""
+    lanes = vector_lanes("float32")
+    return 2 * lanes if n >= 4 * lanes else lanes if n >= lanes else n
+
+
+def tile_rows() -> int:
+    """Rows of the default register tile (``rows x 2`` vector accumulators): 8 with the 32
+    vector registers of AVX-512, 6 with the 16 of AVX2/SSE (8 x 2 spilled there: the 6 x 1500
+    x 64 x 1500 batch_matmul built for Haswell ran 1.4x slower at 8 rows than at 6, one
+    thread, 2026-11-29; the classic 6 x 16 kernel)."""
+    return 8 if vector_lanes("float32") >= 16 else 6
 
 
 SYMBOLIC_NR = 16  # the register tile's width when N is symbolic (a guarded last panel)
@@ -181,8 +193,8 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     return _crop(full, n)
 
 
-def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int | None = None,
-                    unroll_k: int = 1, row_blocks: int = 1) -> None:
+def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int | None = None,
+                    nr: int | None = None, unroll_k: int = 1, row_blocks: int = 1) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
     (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel).
     ``nr`` defaults to :func:`panel_width`; ``unroll_k > 1`` splits the reduction by it and
@@ -194,6 +206,7 @@ def _schedule_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8, nr: int |
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
     nr = (_panel(n) if isinstance(n, int) else SYMBOLIC_NR) if nr is None else int(nr)
+    mr = tile_rows() if mr is None else mr
     mr = max(1, min(mr, m)) if isinstance(m, int) else mr
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")
@@ -472,9 +485,9 @@ def _define_nr(cfg: Any, n: int) -> None:
 
 
 def _define_tiled(cfg: Any, m: int) -> None:
-    """Knobs ``tile_y`` (rows of a register tile, default 8), ``unroll_k`` and
-    ``row_blocks`` (default 1)."""
-    mr0 = max(1, min(8, m))
+    """Knobs ``tile_y`` (rows of a register tile, default :func:`tile_rows`), ``unroll_k``
+    and ``row_blocks`` (default 1)."""
+    mr0 = max(1, min(tile_rows(), m))
     cands = sorted({c for c in _MR if c <= m} | {mr0})
     cfg.define_split("tile_y", m, policy="candidate", candidate=[[-1, c] for c in cands])
     cfg.define_knob("unroll_k", list(_UNROLL_K))

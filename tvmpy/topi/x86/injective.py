@@ -252,13 +252,15 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     return True
 
 
-def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
-    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
+def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled_transforms: bool = True
+                                     ) -> Any:
+    """Vectorize and parallelize the loops of ``out``'s stage in ``sch`` (with
+    ``tiled_transforms``, a layout_transform it is or inlines gets its tiled schedule)."""
     st = sch[out.op]
     axes = list(st.op.axis)
     if not axes:
         return sch
-    if _schedule_unblock(sch, out) or _schedule_block(sch, out):
+    if tiled_transforms and (_schedule_unblock(sch, out) or _schedule_block(sch, out)):
         return sch
     lanes = vector_lanes(out.dtype)
     size = _const_size(out.shape)
@@ -334,14 +336,55 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
     return sch
 
 
+def _resize_rows(outs: list) -> list[te.Tensor]:
+    """The ``resize2d_rows`` stages (the width pass of ``topi.image.resize2d(...,
+    separable=True)``) that ``outs`` read."""
+    found, seen = [], set()
+    stack = [t.op for t in outs]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.tag == "resize2d_rows":
+            found.append(op.output(0))
+        stack.extend(t.op for t in op.input_tensors)
+    return found
+
+
+def _schedule_rows(sch: Any, rows: te.Tensor) -> None:
+    """Rows vectorized along the width, the other axes one parallel loop (the layout-transform
+    tilings of :func:`schedule_injective_from_existing` do not apply: a ``layout_transform``
+    inlined here is read through the resize's column taps)."""
+    st = sch[rows.op]
+    axes = list(st.op.axis)
+    lanes = vector_lanes(rows.dtype)
+    last = axes[-1].dom.extent
+    outer = axes[:-1]
+    if lanes > 1 and isinstance(last, IntImm) and last.value >= lanes:
+        _, wi = st.split(axes[-1], lanes)
+        st.vectorize(wi)
+    if not outer:
+        return
+    par = st.fuse(*outer) if len(outer) > 1 else outer[0]
+    size = _const_size(rows.shape)
+    if _num_cores() > 1 and (size is None or size >= PARALLEL_MIN_ELEMENTS):
+        st.parallel(par)
+
+
 def schedule_injective(outs: Any) -> Any:
     """Schedule of injective outputs for x86 (see the module docstring)."""
     outs = as_outs(outs)
     s = te.create_schedule([t.op for t in outs])
     inline_injective(s, outs)
+    rows = _resize_rows(outs)
     for t in outs:
         if isinstance(t.op, te.ComputeOp):
-            schedule_injective_from_existing(s, t)
+            # (a separable resize's rows stage reads the fused layout_transform: the output's
+            # tiled-transform schedules, which cache its source at their own loops, do not fit)
+            schedule_injective_from_existing(s, t, tiled_transforms=not rows)
+    for r in rows:
+        _schedule_rows(s, r)
     return s
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
+from ..generic import inline_injective
 from .conv2d import _outputs
+from .injective import vector_lanes
 
 if TYPE_CHECKING:
     from ...te.schedule import Schedule
@@ -19,16 +21,17 @@ def _const(x: Any) -> int | None:
     return x if isinstance(x, int) else None
 
 
-def _vector_rfactor(s: Schedule, st: Any, lanes: int = 16) -> Any:
+def _vector_rfactor(s: Schedule, st: Any, lanes: int) -> Any:
     """Split a one-axis reduction stage by ``lanes`` and factor it (rfactor): the partial
     results of ``lanes`` independent accumulators form one vector, so the row is reduced at
-    vector speed and only the final ``lanes`` values serially. Returns the rf tensor (or None
-    when the extent is not a multiple of ``lanes``)."""
+    vector speed and only the final ``lanes`` values serially; a row that is not a multiple of
+    ``lanes`` gets a shorter vector step for its tail (LoopPartition peels it). Returns the rf
+    tensor (or None for a row shorter than two vectors)."""
     if len(s[st].op.reduce_axis) != 1:
         return None
     (k,) = s[st].op.reduce_axis
     ext = _const(k.dom.extent)
-    if ext is not None and (ext % lanes or ext < 2 * lanes):
+    if ext is not None and ext < 2 * lanes:
         return None  # (a symbolic extent is split with its tail guarded)
     _, ki = s[st].split(k, factor=lanes)
     rf = s.rfactor(st, ki, factor_axis=len(st.shape))
@@ -60,7 +63,9 @@ def _rows_per_task(out: Any, axes: list[int]) -> int:
         return 4 if row is None or row <= 1024 else 1
     if row is None or row > 1024:
         return 1
-    return next((r for r in (4, 2) if ext % r == 0), 1)
+    # a count that 4 does not divide (ViT's 197 tokens, primes): 4 rows per task all the
+    # same, the last task's missing rows guarded, as for a symbolic count
+    return next((r for r in (4, 2) if ext % r == 0), 4 if ext >= 8 else 1)
 
 
 def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list[Any],
@@ -71,13 +76,14 @@ def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list
     rfactor; not those in ``ordered``, whose summation order is part of their result) and the
     element-wise row temporaries."""
     leaf = list(s[out].op.axis)
+    lanes = vector_lanes(out.dtype)  # the target's vector width, not a fixed 16
     innermost = bool(axes) and axes[-1] == len(leaf) - 1
     rfs = []
     keep_order = {id(t.op) for t in ordered}
     if innermost:
         for st in row_stages:
             if s[st].op.reduce_axis and id(st.op) not in keep_order:
-                rf = _vector_rfactor(s, st)
+                rf = _vector_rfactor(s, st, lanes)
                 if rf is not None:
                     rfs.append(rf)
     keep = [iv for i, iv in enumerate(leaf) if i not in axes]
@@ -109,14 +115,14 @@ def schedule_row_stages(s: Schedule, out: Any, axes: list[int], row_stages: list
             ext = _const(st.shape[-1])
             # a symbolic row (a relay.Any sequence length): split too; LoopPartition peels
             # the guarded tail, the main part is vectorized
-            if ext is None or ext % 16 == 0:
-                _, vi = s[st].split(s[st].op.axis[-1], factor=16)
+            if ext is None or ext >= lanes:
+                _, vi = s[st].split(s[st].op.axis[-1], factor=lanes)
                 s[st].vectorize(vi)
     if innermost:
         ext = out.shape[-1]
         ext = int(ext.value) if hasattr(ext, "value") else ext
-        if not isinstance(ext, int) or ext > 16:
-            _, vi = s[out].split(red[-1], factor=16)
+        if not isinstance(ext, int) or ext > lanes:
+            _, vi = s[out].split(red[-1], factor=lanes)
             s[out].vectorize(vi)
         else:
             s[out].vectorize(red[-1])
@@ -131,6 +137,7 @@ def schedule_softmax(outs: Any) -> Schedule:
         raise ValueError(f"schedule_softmax: expected a softmax or log_softmax output, got a "
                          f"{out.op.tag or out.op.name!r} stage")
     ax = int(out.op.attrs["axis"])
+    inline_injective(s, outs)  # a fused scale / mask add: read inside the row passes
     stages: list[Any] = []
     seen: set[int] = set()
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .... import topi
 from ....topi import nn, x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
@@ -273,9 +274,30 @@ def _layer_norm_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [x86.layer_norm(inputs[0], gamma, beta, attrs.axis, attrs.epsilon)]
 
 
+def _softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.nn.softmax_by_reciprocal``: one division per row, a multiply per element."""
+    return [nn.softmax_by_reciprocal(inputs[0], attrs.axis)]
+
+
+def _log_softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.nn.log_softmax_by_row``: ``max + log(sum)`` once per row."""
+    return [nn.log_softmax_by_row(inputs[0], attrs.axis)]
+
+
+def _resize2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``topi.image.resize2d`` with a linear resize separable (a width pass, then a height
+    pass over two contiguous rows; the same operations in the same order)."""
+    return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
+                                attrs.coordinate_transformation_mode, attrs.rounding_method,
+                                attrs.out_dtype or None, separable=True)]
+
+
 # x86 computes that replace the generic ones (the AutoTVM templates)
 _X86_COMPUTES: dict[str, Callable[..., list]] = {
+    "image.resize2d": _resize2d_compute,
     "nn.layer_norm": _layer_norm_compute,
+    "nn.softmax": _softmax_compute,
+    "nn.log_softmax": _log_softmax_compute,
     "nn.contrib_conv2d_NCHWc": _conv2d_nchwc_compute,
     "nn.contrib_conv2d_winograd_nchwc": _winograd_compute,
     **{f"nn.{k}_pool{d}d": _pool_compute(k, d) for k in ("max", "avg") for d in (2, 3)},

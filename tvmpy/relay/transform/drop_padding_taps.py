@@ -1,0 +1,200 @@
+"""DropPaddingTaps: remove the kernel taps of a ``nn.conv2d`` that read only zero padding.
+
+With a dilation as large as the map (DeepLabV3's ASPP branches: 3x3, dilation 24 or 36,
+padding = dilation, on a 16x16 map) the outer taps of every output position fall in the
+padding, so the convolution multiplies zeros: 8 of its 9 taps there. Along one spatial axis
+(input ``n``, kernel ``k``, stride ``s``, dilation ``d``, padding ``pb``/``pe``, output ``o``)
+tap ``t`` reads input rows ``t*d - pb + s*[0, o)``; it reads only padding when that range
+misses ``[0, n)``. Those taps form a prefix and a suffix of ``0..k-1`` (the range moves right
+with ``t``), so the taps kept are ``t0..t1`` and the convolution becomes the same convolution
+with the weight sliced to them and the padding ``pb - t0*d`` / ``pe - (k-1-t1)*d`` — the same
+output size and the same sums, minus terms that were exactly zero. A padding that becomes
+negative crops the input instead (rows no kept tap reads). Exact for any stride, dilation,
+group count and layout whose spatial axes are named H and W. A convolution none of whose taps
+reads data is left alone, as is one whose weight is not a constant (the slice is folded into
+the weight by FoldConstant, which runs after this pass).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import Call, Constant, RelayExpr
+from ..op import transform as _tf
+from ..op.registry import Op, make_call
+from ..visitor import ExprMutator
+from .pass_infra import FunctionPass
+
+__all__ = ["DropPaddingTaps", "kept_taps"]
+
+
+MAX_PIECES = 9
+"""Most convolutions one conv2d is split into by output bands (3 x 3: a dilated 3x3 window
+whose outer taps reach data only near the borders)."""
+
+MAX_LIVE_FRACTION = 0.5
+"""Split into bands only when the taps that read data are at most this fraction of the
+convolution's multiply-adds (the smaller pieces run at a lower rate; dilation 12 on a 16x16
+map: 1/4)."""
+
+
+def live_taps(o: int, n: int, k: int, stride: int, dilation: int,
+              pad_begin: int) -> tuple[int, int] | None:
+    """``(t0, t1)``: the first and last kernel taps whose input row for output position ``o``
+    lies in ``[0, n)`` (contiguous: the row moves right with the tap), or None."""
+    live = [t for t in range(k) if 0 <= o * stride - pad_begin + t * dilation < n]
+    return (live[0], live[-1]) if live else None
+
+
+def kept_taps(n: int, k: int, stride: int, dilation: int, pad_begin: int,
+              pad_end: int) -> tuple[int, int] | None:
+    """``(t0, t1)``, the first and last kernel taps along one axis that read at least one
+    input element for some output position (``None`` when every tap reads only padding)."""
+    out = (n + pad_begin + pad_end - (k - 1) * dilation - 1) // stride + 1
+    if out <= 0:
+        return None
+    live = [t for t in range(k)
+            if t * dilation - pad_begin <= n - 1
+            and (out - 1) * stride - pad_begin + t * dilation >= 0]
+    return (live[0], live[-1]) if live else None
+
+
+def bands(n: int, k: int, stride: int, dilation: int, pad_begin: int,
+          pad_end: int) -> list[tuple[int, int, int, int]] | None:
+    """The output positions along one axis grouped into runs with the same live taps:
+    ``[(o_begin, o_end, t0, t1)]``; None when some position has no live tap."""
+    out = (n + pad_begin + pad_end - (k - 1) * dilation - 1) // stride + 1
+    runs: list[tuple[int, int, int, int]] = []
+    for o in range(max(out, 0)):
+        live = live_taps(o, n, k, stride, dilation, pad_begin)
+        if live is None:
+            return None
+        if runs and runs[-1][1] == o and runs[-1][2:] == live:
+            runs[-1] = (runs[-1][0], o + 1, *live)
+        else:
+            runs.append((o, o + 1, *live))
+    return runs or None
+
+
+def _const_int(d: Any) -> int | None:
+    d = getattr(d, "value", d)
+    return d if isinstance(d, int) else None
+
+
+class _Drop(ExprMutator):
+    def visit_call(self, c: Call) -> RelayExpr:
+        new = super().visit_call(c)
+        if isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "nn.conv2d":
+            dropped = self._drop(new, c)
+            return new if dropped is None else dropped
+        return new
+
+    def _drop(self, conv: Call, orig: Call) -> RelayExpr | None:
+        data, weight = conv.args
+        a = conv.attrs
+        if not isinstance(weight, Constant) or tuple(a.dilation) == (1, 1):
+            return None
+        dl, kl = a.data_layout, a.kernel_layout or ("HWIO" if a.data_layout == "NHWC" else "OIHW")
+        if len(dl) != 4 or len(kl) != 4 or any(
+                ax not in dl or ax not in kl for ax in "HW") or not dl.isupper():
+            return None  # a blocked layout (NCHW16c): spatial axes known only by name
+        dshape = [_const_int(d) for d in orig.args[0].checked_type.shape]
+        if any(d is None for d in dshape):
+            return None
+        geo = []
+        for i, ax in enumerate("HW"):
+            geo.append((int(dshape[dl.index(ax)]), int(weight.data.shape[kl.index(ax)]),
+                        int(a.strides[i]), int(a.dilation[i]), int(a.padding[i]),
+                        int(a.padding[i + 2])))
+        split = [bands(*g) for g in geo]
+        if split[0] is not None and split[1] is not None:
+            pieces = len(split[0]) * len(split[1])
+            live = 1.0
+            for runs, (_, k, *_rest) in zip(split, geo):
+                live *= sum((ob - oa) * (t1 - t0 + 1) for oa, ob, t0, t1 in runs) / (
+                    runs[-1][1] * k)
+            if pieces == 1 and live < 1.0 or 1 < pieces <= MAX_PIECES and \
+                    live <= MAX_LIVE_FRACTION:
+                return self._split(data, weight, a, dl, kl, geo, split,  # type: ignore[arg-type]
+                                   dshape)
+        return self._union(data, weight, a, dl, kl, geo, dshape)  # type: ignore[arg-type]
+
+    def _conv(self, data: RelayExpr, weight: Constant, a: Any, dl: str, kl: str,
+              taps: list[tuple[int, int]], pads: list[int], dils: list[int]) -> RelayExpr:
+        """conv2d of ``data`` with the weight sliced to ``taps`` ((t0, t1) per spatial axis)."""
+        wbegin, wend = [0] * 4, list(weight.data.shape)
+        for ax, (t0, t1) in zip("HW", taps):
+            wbegin[kl.index(ax)], wend[kl.index(ax)] = t0, t1 + 1
+        sizes = [t1 - t0 + 1 for t0, t1 in taps]
+        attrs = dict(a.items())
+        attrs["padding"] = tuple(pads)
+        if attrs.get("kernel_size") is not None:
+            attrs["kernel_size"] = tuple(sizes)
+        # one tap along an axis: its dilation no longer means anything (1 keeps the
+        # convolution on the plain schedules)
+        attrs["dilation"] = tuple(1 if sz == 1 else d for sz, d in zip(sizes, dils))
+        w = _tf.strided_slice(weight, wbegin, wend)
+        return make_call("nn.conv2d", [data, w], attrs)
+
+    def _crop(self, data: RelayExpr, dl: str, dshape: list, spans: dict[str, tuple[int, int]]
+              ) -> RelayExpr:
+        begin, end = [0] * 4, [int(d) for d in dshape]
+        for ax, (b, e) in spans.items():
+            begin[dl.index(ax)], end[dl.index(ax)] = b, e
+        if begin == [0] * 4 and end == [int(d) for d in dshape]:
+            return data
+        return _tf.strided_slice(data, begin, end)
+
+    def _split(self, data: RelayExpr, weight: Constant, a: Any, dl: str, kl: str,
+               geo: list[tuple[int, ...]], split: list[list[tuple[int, int, int, int]]],
+               dshape: list) -> RelayExpr:
+        """One unpadded convolution per (row band, column band), each over the input rows and
+        columns its live taps read, the pieces concatenated back."""
+        rows = []
+        for oa, ob, t0, t1 in split[0]:
+            cols = []
+            for pa, pb_, u0, u1 in split[1]:
+                spans = {}
+                for ax, (o0, o1, s0, s1), (_n, _k, st, d, pad, _pe) in zip(
+                        "HW", ((oa, ob, t0, t1), (pa, pb_, u0, u1)), geo):
+                    start = o0 * st - pad + s0 * d
+                    spans[ax] = (start, start + (o1 - o0 - 1) * st + (s1 - s0) * d + 1)
+                piece = self._crop(data, dl, dshape, spans)
+                cols.append(self._conv(piece, weight, a, dl, kl, [(t0, t1), (u0, u1)],
+                                       [0, 0, 0, 0], [int(a.dilation[0]), int(a.dilation[1])]))
+            rows.append(cols[0] if len(cols) == 1 else _tf.concatenate(cols, dl.index("W")))
+        return rows[0] if len(rows) == 1 else _tf.concatenate(rows, dl.index("H"))
+
+    def _union(self, data: RelayExpr, weight: Constant, a: Any, dl: str, kl: str,
+               geo: list[tuple[int, ...]], dshape: list) -> RelayExpr | None:
+        """The taps that read data for no output position dropped (a prefix and a suffix of
+        each axis' taps), the padding reduced to match; a negative one crops the input."""
+        taps, pads = [], [0] * 4
+        spans = {}
+        changed = False
+        for i, (ax, (n, k, _s, d, pb, pe)) in enumerate(zip("HW", geo)):
+            live = kept_taps(n, k, _s, d, pb, pe)
+            if live is None:
+                return None
+            t0, t1 = live
+            taps.append(live)
+            changed |= (t0, t1) != (0, k - 1)
+            nb, ne = pb - t0 * d, pe - (k - 1 - t1) * d
+            # a negative padding: the input rows before / after it are read by no kept tap
+            spans[ax] = (max(0, -nb), n + min(0, ne))
+            pads[i], pads[i + 2] = max(0, nb), max(0, ne)
+        if not changed:
+            return None
+        data = self._crop(data, dl, dshape, spans)
+        return self._conv(data, weight, a, dl, kl, taps, pads,
+                          [int(a.dilation[0]), int(a.dilation[1])])
+
+
+class DropPaddingTaps(FunctionPass):
+    """``DropPaddingTaps()`` (opt_level 2: FoldConstant folds the weight slices)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="DropPaddingTaps", opt_level=2)
+
+    def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
+        return _Drop().visit(func)
