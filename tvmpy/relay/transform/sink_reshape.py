@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..expr import Call, Function, RelayExpr
+from ..expr import Call, Constant, Function, RelayExpr
 from ..op import transform as _tr
 from ..op.registry import Op, OpPattern, make_call
 from ..ty import TensorType
@@ -135,8 +135,12 @@ class _Sink(ExprMutator):
                 args.append(f[0])
                 continue
             shape = _static(getattr(o, "checked_type", None))
-            if shape is None or len(shape) > len(src) or any(d != 1 for d in shape):
+            if shape is None or any(d != 1 for d in shape):
                 return new  # not a scalar: it broadcasts against the reshaped axes
+            if len(shape) > len(src):  # of higher rank than the source: as a 0-d constant
+                if not isinstance(n, Constant):
+                    return new
+                n = Constant(n.data.numpy().reshape(()))
             args.append(n)
         return self._wrap(Call(new.op, args, new.attrs), src, dst)
 
