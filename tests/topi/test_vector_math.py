@@ -192,8 +192,8 @@ def test_relay_sigmoid_ir_is_vectorized():
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("p", [2.0, 1.0, -1.0, 2.5, 3.0])
 def test_power_by_a_constant(p, dtype):
-    """relay.power(x, c) as ONNX Pow imports it: 2, 1 and -1 need no pow call (a multiply, the
-    value, a division: correctly rounded, as pow); other exponents call the vector powf."""
+    """relay.power(x, c) as ONNX Pow imports it: 2, 1, -1 and 3 need no pow call (multiplies,
+    the value, a division; topi.power); other exponents call the vector powf."""
     from tvmpy import relay
 
     x = relay.var("x", shape=(3, 1031), dtype=dtype)
@@ -201,7 +201,7 @@ def test_power_by_a_constant(p, dtype):
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm")
     if dtype == "float32":  # (a float16 constant stays a parameter: pow(x, c) in float32)
-        assert ("powf" in lib.get_lib().get_source("ll")) == (p not in (2.0, 1.0, -1.0))
+        assert ("powf" in lib.get_lib().get_source("ll")) == (p not in (2.0, 1.0, -1.0, 3.0))
     from tvmpy.contrib import graph_executor
 
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
@@ -217,7 +217,8 @@ def test_power_by_a_constant(p, dtype):
         want = np.power(a.astype(np.float64), p)
         wz = want.astype(dtype)
     exact = p in (2.0, 1.0, -1.0) and dtype == "float32"
-    assert _ulp_error(got, want, dtype).max() <= (0.5 if exact else 1.0)
+    # x * x * x rounds twice: within 1.5 ulp (onnxruntime's Pow(x, 3) computes the same)
+    assert _ulp_error(got, want, dtype).max() <= (0.5 if exact else 1.5 if p == 3.0 else 1.0)
     zero = got == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(wz[zero]))
 

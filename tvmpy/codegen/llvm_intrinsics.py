@@ -58,27 +58,10 @@ def lower_call(cg: CodeGenLLVM, call: E.Call) -> Value:
 
 
 # ---------------------------------------------------------------------------------------------
-def _const_exponent(e: E.PrimExpr) -> float | None:
-    if isinstance(e, E.Broadcast):
-        e = e.value
-    return float(e.value) if isinstance(e, E.FloatImm) else None
-
-
 def _float_math(cg: CodeGenLLVM, call: E.Call) -> Value:
     dtype = call.dtype
     if not dt.is_float(dtype):
         raise TypeError(f"{call.op} needs float operands, got {dtype} in `{call}`")
-    if call.op == "pow" and _const_exponent(call.args[1]) in (2.0, 1.0, -1.0):
-        # x ** 2 (ONNX Pow(x, 2) of decomposed LayerNorm / RMSNorm variances), x ** 1, x ** -1:
-        # x * x, x, 1 / x are correctly rounded like pow for every x (inf, nan, -0 included),
-        # a multiply instead of a vector powf (~6x exp's time)
-        x = cg.expr(call.args[0])
-        p = _const_exponent(call.args[1])
-        if p == 1.0:
-            return x
-        if p == 2.0:
-            return cg.fb.value(x.ty, f"fmul {x}, {x.ref}", "sq")
-        return cg.fb.value(x.ty, f"fdiv {const_value(1.0, dtype)}, {x.ref}", "recip")
     args = [cg.expr(a) for a in call.args]
     compute = dtype
     if _is_half(dtype) and call.op not in _EXACT:
