@@ -335,9 +335,13 @@ class PrimitiveFunctions:
 
 
 def lower_primitives(mod: IRModule, target: Any = "llvm",
-                     progress: Progress | None = None) -> PrimitiveFunctions:
+                     progress: Progress | None = None, *, eager: bool = True
+                     ) -> PrimitiveFunctions:
     """Stage 3 on a fused module (``optimize``'s result): lower every distinct primitive
-    function called by main to loop IR with its chosen implementation (``te_compiler``)."""
+    function called by main to loop IR with its chosen implementation (``te_compiler``).
+    ``eager=False``: only find and name the distinct functions (``relay.build`` for CPU
+    targets compiles them per kernel, from the kernel cache when it can:
+    ``backend/kernel_build.py``)."""
     from .backend.te_compiler import TECompiler
 
     tgt = _build_target(target)
@@ -350,13 +354,15 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
         main = _copy_outputs(main)
         calls = _primitive_calls(main)
     for i, func in enumerate(calls):
-        compiler.lower(func)
-        report("lower", i + 1, len(calls))
+        compiler.lower(func, eager)
+        if eager:
+            report("lower", i + 1, len(calls))
     return PrimitiveFunctions(tgt, main, compiler, {"lower": time.perf_counter() - t0})
 
 
 def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
-                        *, progress: Progress | None = None) -> PrimitiveFunctions:
+                        *, progress: Progress | None = None, eager: bool = True
+                        ) -> PrimitiveFunctions:
     """Stages 1-3 of ``relay.build`` (the graph check, ``optimize`` under ``target``,
     ``lower_primitives``): a relay module (or Function) to its fused primitive functions, each
     lowered with its chosen implementation. ``relay.build`` continues from here to code;
@@ -372,7 +378,7 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     if progress is not None:
         progress("optimize", 1, 1)
     t_opt = time.perf_counter() - t0
-    prims = lower_primitives(fused, tgt, progress)
+    prims = lower_primitives(fused, tgt, progress, eager=eager)
     prims.times = {"optimize": t_opt, **prims.times}
     return prims
 
@@ -398,9 +404,11 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
 
+    lazy = any(lf.prim_func is None for lf in compiler.funcs)
+
     def symbol(func: Function) -> str:
         hit = compiler.lookup(func)
-        return (hit or compiler.lower(func)).name
+        return (hit or compiler.lower(func, not lazy)).name
 
     graph_json, params, memory_plan = codegen_graph(main, symbol, plan=plan_memory)
     if getattr(tgt, "is_gpu", False):
@@ -419,6 +427,8 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     if memory_plan is not None:
         _dump("graph", 1, "memory_plan.txt", str(memory_plan))
 
+    if lazy:
+        return _generate_kernels(prims, graph_json, params, memory_plan, times, report)
     t0 = time.perf_counter()
     lowered = []
     root = config.get("DUMP_IR")
@@ -438,6 +448,47 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     for stage, sec in times.items():
         if stage != "optimize":
             _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
+    return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
+
+
+def _per_kernel(target: Target) -> bool:
+    """Whether relay.build compiles ``target``'s kernels one by one (``kernel_build``: the
+    kernel cache, worker processes): LLVM CPU targets but WebAssembly (one linked .wasm)."""
+    return (target.kind == "llvm" and not getattr(target, "is_gpu", False)
+            and not (target.mtriple or "").startswith("wasm"))
+
+
+def _generate_kernels(prims: PrimitiveFunctions, graph_json: str, params: dict[str, np.ndarray],
+                      memory_plan: Any, times: dict[str, float], report: Progress
+                      ) -> BuildResult:
+    """Stage 5 per kernel: each distinct function's object file from the kernel cache or
+    compiled (here or in worker processes), then one library links them all."""
+    from ..codegen.extern_link import extern_modules_for
+    from ..runtime.module import Module
+    from ..target.cpu_features import requirement
+    from .backend.kernel_build import LazyLowered, compile_kernels
+
+    tgt, compiler = prims.target, prims.compiler
+    t0 = time.perf_counter()
+    items = [(lf.func, lf.name) for lf in compiler.funcs]
+    arts = compile_kernels(items, tgt, lambda done, total: report("codegen", done, total))
+    times["kernels"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    from ..codegen.llvm_parallel import install_fork_guard
+
+    install_fork_guard()
+    objects = [o for a in arts for o in (a.object, *a.extra_objects)]
+    libs = list(dict.fromkeys(lib for a in arts for lib in a.link_libs))
+    externs = [s for a in arts for s in a.externs]
+    lib = Module.from_objects(objects, [a.signature for a in arts], link_libs=libs,
+                              type_key="llvm", sources={"ll": "\n".join(a.ir for a in arts)},
+                              imports=extern_modules_for(externs, tgt),
+                              load=not tgt.is_foreign, cpu=requirement(*arts[0].machine))
+    times["link"] = time.perf_counter() - t0
+    for stage, sec in times.items():
+        if stage != "optimize":
+            _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
+    lowered = LazyLowered([a.lowered for a in arts])
     return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
 
 
@@ -467,8 +518,10 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
     # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this
     # build, so that building many models in one process does not keep the finished ones
+    eager = not _per_kernel(_build_target(target))
     with cache_scope():
-        res = _generate(lower_to_primitives(mod, target, params, progress=progress), progress)
+        res = _generate(lower_to_primitives(mod, target, params, progress=progress,
+                                            eager=eager), progress)
     from .backend.executor_factory import GraphExecutorFactoryModule
 
     factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)

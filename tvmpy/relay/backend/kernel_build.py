@@ -1,0 +1,290 @@
+"""Compiling ``relay.build``'s kernels: one object file per distinct fused function, taken from
+the persistent kernel cache when it holds it, else compiled (in worker processes when that pays).
+
+Each distinct primitive function becomes a :class:`KernelArtifact` (``compile_kernel``: TE
+lowering with its chosen implementation, the tir pipeline, LLVM to an object file), and the
+graph's library links the artifacts' objects. Per kernel rather than one LLVM module for the
+whole graph: kernels never call each other, so nothing is lost to the optimizer, and each one
+can come from the cache or from another process.
+
+The cache key (:func:`context_key` + :func:`kernel_key`) covers what decides a kernel's code:
+the fused function's structural digest (``ir/digest.py``: operators, attributes, shapes,
+dtypes; up to renaming), its symbol, the target string and the CPU it resolves to (triple,
+name, instruction-set features), tvmpy's version and a digest of its source files, the
+llvmlite/LLVM versions, the PassContext (opt_level, config, required/disabled passes), strict
+schedules, the parallel runtime and libmvec switch. Builds whose result depends on something
+a key cannot capture are not cached (nor sent to workers): a non-default autotvm dispatch
+context (tuned configs), PassContext instruments or a ``config`` value that cannot be digested
+(e.g. ``tir.add_lower_pass`` functions), and ``DUMP_IR`` / ``DEBUG>=4`` (which ask for the
+work to be seen). Strategies or schedules that user code registers at run time are not in the
+key: set ``TVMPY_CACHE=0`` while developing those.
+
+Workers (config ``BUILD_WORKERS``; 0: one per CPU this process may use, 1: in-process) start
+with config ``BUILD_START_METHOD`` (``fork`` on Linux by default, ``spawn``/``forkserver``
+work too) and re-enter the caller's PassContext and ``config`` overrides. The output is the
+same whichever process compiled a kernel (artifacts are gathered in the caller's order), and
+a worker that dies is an error naming the kernel, not a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import pickle
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import config
+from ...codegen.kernel_cache import KernelCache, default_cache, source_fingerprint
+from ...ir.digest import Undigestable, structural_digest
+from ...target import Target
+from ...transform import PassContext
+
+__all__ = ["KernelArtifact", "compile_kernel", "compile_kernels", "context_key", "kernel_key",
+           "LazyLowered", "KernelWorkerError", "build_workers"]
+
+_FORMAT = 1  # bump when KernelArtifact changes
+
+
+class KernelWorkerError(RuntimeError):
+    """A kernel worker process died (killed, crashed) before returning its kernel."""
+
+
+@dataclass
+class KernelArtifact:
+    """One compiled kernel: its object file and what linking and the metadata need."""
+
+    name: str
+    object: bytes
+    signature: dict  # runtime.abi Signature.to_json()
+    link_libs: list[str]
+    machine: tuple[str, str, str]  # (triple, cpu, features) compiled for
+    ir: str  # our LLVM IR text (Module.get_source("ll"))
+    externs: list[str] = field(default_factory=list)  # registered external symbols called
+    extra_objects: list[bytes] = field(default_factory=list)  # pragma import_c objects
+    lowered: bytes = b""  # pickle of the lowered PrimFunc (LazyLowered loads it on demand)
+
+
+def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
+    """Lower one primitive function (named ``name``) and compile it to an object file."""
+    from ... import driver
+    from ...arith.sum_form import cache_scope
+    from ...codegen.abi import signature
+    from ...codegen.extern_link import extern_symbols
+    from ...codegen.llvm import compile_funcs
+    from .te_compiler import lower_primitive
+
+    with cache_scope():
+        lowered = driver.lower(lower_primitive(func, target, name), target=target)
+    c = compile_funcs([lowered], target)
+    return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
+                          tuple(c.machine), c.ir, extern_symbols([lowered]),
+                          list(c.extra_objects), pickle.dumps(lowered, protocol=5))
+
+
+class LazyLowered(Sequence):
+    """The lowered PrimFuncs of a build's kernels, unpickled when first read (a build from the
+    cache does not pay for loop IR nobody looks at)."""
+
+    def __init__(self, blobs: Sequence[bytes]):
+        self._blobs = list(blobs)
+        self._items: list[Any] | None = None
+
+    def _load(self) -> list[Any]:
+        if self._items is None:
+            self._items = [pickle.loads(b) for b in self._blobs]
+        return self._items
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._load()[i]
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+
+# ---- keys -------------------------------------------------------------------------------------
+def _dispatch_is_default() -> bool:
+    """Whether autotvm answers every workload with its untuned fallback (the root context, no
+    config put into it by hand)."""
+    from ...autotvm.task import dispatcher
+
+    root = dispatcher._ROOT
+    if dispatcher.DispatchContext.current is not root or root is None:
+        return False
+    return all(getattr(cfg, "is_fallback", False) for cfg in list(root.memory.values()))
+
+
+def context_key(target: Target) -> str | None:
+    """The part of every kernel key shared by one build (see the module docstring), or None
+    when this build must not be cached."""
+    if config.get("DUMP_IR") or config.get("DEBUG") >= 4:
+        return None
+    ctx = PassContext.current()
+    if ctx.instruments or not _dispatch_is_default():
+        return None
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    from ... import __version__
+    from ...codegen import llvm as cg_llvm
+    from ...codegen.llvm_parallel import parallel_runtime
+    from .te_compiler import strict_schedules
+
+    try:
+        triple, cpu, features = cg_llvm._cpu_of(target)
+        parts = ["tvmpy-kernel", _FORMAT, __version__, source_fingerprint(), llvmlite.__version__,
+                 ".".join(map(str, llvm.llvm_version_info)), str(target), triple, cpu, features,
+                 ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
+                 sorted(ctx.config.items(), key=lambda kv: str(kv[0])), strict_schedules(),
+                 parallel_runtime(), cg_llvm.USE_LIBMVEC, sys.byteorder]
+        return structural_digest(parts)
+    except Undigestable:
+        return None
+
+
+def kernel_key(context: str, func: Any, name: str) -> str:
+    return hashlib.blake2b(f"{context}/{structural_digest(func)}/{name}".encode(),
+                           digest_size=20).hexdigest()
+
+
+# ---- workers ----------------------------------------------------------------------------------
+def build_workers() -> int:
+    """How many worker processes compile kernels (config ``BUILD_WORKERS``; 0: the CPUs this
+    process may run on)."""
+    n = int(config.get("BUILD_WORKERS"))
+    if n < 0:
+        raise ValueError(f"BUILD_WORKERS must be >= 0 (0: one per CPU), got {n}")
+    if n == 0:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+    return max(1, n)
+
+
+def _start_method() -> str:
+    method = config.get("BUILD_START_METHOD") or (
+        "fork" if sys.platform.startswith("linux") else "spawn")
+    if method not in multiprocessing.get_all_start_methods():
+        raise ValueError(f"BUILD_START_METHOD: expected one of "
+                         f"{', '.join(multiprocessing.get_all_start_methods())}, got {method!r}")
+    return method
+
+
+_WORKER_SCOPES: list[Any] = []  # a worker's PassContext / config scopes, entered for its life
+
+
+def _worker_init(opt_level: int, required: list[str], disabled: list[str], pc_config: dict,
+                 overrides: dict) -> None:
+    """A worker re-enters the caller's PassContext and ``config(...)`` overrides."""
+    ctx = PassContext(opt_level=opt_level, required_pass=required, disabled_pass=disabled,
+                      config=pc_config)
+    ctx.__enter__()
+    scope = config.config(**overrides)
+    scope.__enter__()
+    _WORKER_SCOPES[:] = [ctx, scope]
+
+
+def _worker_compile(func: Any, target: str, name: str) -> KernelArtifact:
+    import warnings
+
+    with warnings.catch_warnings():  # the caller reports the build's notices
+        warnings.simplefilter("ignore")
+        return compile_kernel(func, Target(target), name)
+
+
+def _compile_in_pool(todo: list[tuple[int, Any, str]], target: Target, workers: int,
+                     done: Callable[[int, KernelArtifact], None]) -> None:
+    ctx = PassContext.current()
+    init = (ctx.opt_level, list(ctx.required_pass), list(ctx.disabled_pass), dict(ctx.config),
+            config.overrides())
+    mp = multiprocessing.get_context(_start_method())
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp, initializer=_worker_init,
+                             initargs=init) as pool:
+        futures: list[tuple[int, str, Future]] = [
+            (i, name, pool.submit(_worker_compile, func, str(target), name))
+            for i, func, name in todo]
+        try:
+            for i, name, fut in futures:
+                done(i, fut.result())
+        except BrokenProcessPool as err:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise KernelWorkerError(
+                f"relay.build: a kernel worker process died while compiling {name} ({err}); "
+                "set TVMPY_BUILD_WORKERS=1 to compile in this process") from None
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _can_pickle(values: Any) -> bool:
+    try:
+        pickle.dumps(values)
+        return True
+    except Exception:  # noqa: BLE001 - any failure: compile in this process
+        return False
+
+
+# ---- the stage --------------------------------------------------------------------------------
+def compile_kernels(items: Sequence[tuple[Any, str]], target: Target,
+                    progress: Callable[[int, int], None] | None = None,
+                    cache: KernelCache | None | bool = True) -> list[KernelArtifact]:
+    """The artifacts of ``items`` (primitive function, symbol), in their order: from the
+    kernel cache (``cache=True``: the configured one; a KernelCache; False/None: none), else
+    compiled here or in worker processes, then stored."""
+    report = progress or (lambda done, total: None)
+    ckey = context_key(target)
+    store = (default_cache() if cache is True else cache or None) if ckey is not None else None
+    out: list[KernelArtifact | None] = [None] * len(items)
+    keys: list[str | None] = [None] * len(items)
+    todo: list[tuple[int, Any, str]] = []
+    for i, (func, name) in enumerate(items):
+        if store is not None and ckey is not None:
+            try:
+                keys[i] = kernel_key(ckey, func, name)
+            except Undigestable:
+                keys[i] = None
+            art = _load(store, keys[i]) if keys[i] else None
+            if art is not None and art.name == name:
+                out[i] = art
+                continue
+        todo.append((i, func, name))
+    count = [len(items) - len(todo)]
+    report(count[0], len(items))
+
+    def done(i: int, art: KernelArtifact) -> None:
+        out[i] = art
+        key = keys[i]
+        if store is not None and key is not None:
+            store.put(key, pickle.dumps((_FORMAT, art), protocol=5))
+        count[0] += 1
+        report(count[0], len(items))
+
+    workers = min(build_workers(), len(todo))
+    if (workers >= 2 and len(todo) >= 4 and ckey is not None
+            and _can_pickle((dict(PassContext.current().config), config.overrides()))):
+        _compile_in_pool(todo, target, workers, done)
+    else:
+        for i, func, name in todo:
+            done(i, compile_kernel(func, target, name))
+    if store is not None and todo:
+        store.evict()
+    return [a for a in out if a is not None]
+
+
+def _load(store: KernelCache, key: str) -> KernelArtifact | None:
+    blob = store.get(key)
+    if blob is None:
+        return None
+    try:
+        fmt, art = pickle.loads(blob)
+    except Exception:  # noqa: BLE001 - an entry of another format: rebuild it
+        return None
+    if fmt != _FORMAT or not isinstance(art, KernelArtifact):
+        return None
+    return art
