@@ -79,7 +79,9 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
     from ...codegen.llvm import compile_funcs
     from .te_compiler import lower_primitive
 
-    with cache_scope():
+    root = config.get("DUMP_IR")  # each kernel's tir passes in a folder of its own
+    with cache_scope(), config.config(**({"DUMP_IR": os.path.join(root, "tir", name)}
+                                         if root else {})):
         lowered = driver.lower(lower_primitive(func, target, name), target=target)
     c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
