@@ -12,7 +12,10 @@ The stages, each a named function so its output can be inspected:
 3. ``lower_primitives``: each distinct primitive function to loop IR with the implementation
    its operators' strategies chose for the target (``te_compiler``, cached by structure);
 4. ``graph_codegen``: the graph JSON, its parameters and the memory plan;
-5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list);
+5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list); for
+   CPU (llvm) targets one object file per distinct function, each from the persistent kernel
+   cache or compiled (in worker processes when that pays), linked into one library
+   (``backend/kernel_build.py``; a rebuild of a model built before skips lowering and LLVM);
 6. ``GraphExecutorFactoryModule(graph_json, lib, params)``.
 
 ``lower_to_primitives(mod, target, params)`` runs stages 1-3 (the public lowering entry point:
@@ -355,8 +358,7 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
         calls = _primitive_calls(main)
     for i, func in enumerate(calls):
         compiler.lower(func, eager)
-        if eager:
-            report("lower", i + 1, len(calls))
+        report("lower", i + 1, len(calls))
     return PrimitiveFunctions(tgt, main, compiler, {"lower": time.perf_counter() - t0})
 
 
@@ -471,9 +473,10 @@ def _generate_kernels(prims: PrimitiveFunctions, graph_json: str, params: dict[s
     tgt, compiler = prims.target, prims.compiler
     t0 = time.perf_counter()
     items = [(lf.func, lf.name) for lf in compiler.funcs]
-    arts = compile_kernels(items, tgt, lambda done, total: report("codegen", done, total))
+    arts = compile_kernels(items, tgt, lambda done, total: report("tir", done, total))
     times["kernels"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    report("codegen", 0, 1)
     from ..codegen.llvm_parallel import install_fork_guard
 
     install_fork_guard()
@@ -485,6 +488,7 @@ def _generate_kernels(prims: PrimitiveFunctions, graph_json: str, params: dict[s
                               imports=extern_modules_for(externs, tgt),
                               load=not tgt.is_foreign, cpu=requirement(*arts[0].machine))
     times["link"] = time.perf_counter() - t0
+    report("codegen", 1, 1)
     for stage, sec in times.items():
         if stage != "optimize":
             _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
@@ -500,7 +504,10 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     ``params``: values of main's parameters to bind as constants (weights). The opt_level
     comes from ``tvm.transform.PassContext`` (2 by default, as in TVM). ``progress(stage,
     done, total)`` is called for the graph passes ("optimize"), while lowering ("lower": per
-    primitive call, "tir": per distinct function) and compiling ("codegen").
+    primitive call, "tir": per distinct function) and compiling ("codegen"). For CPU (llvm)
+    targets "tir" counts the kernels compiled (lowered, through tir and LLVM, in worker
+    processes when config ``BUILD_WORKERS`` allows) or found in the persistent kernel cache
+    (``backend/kernel_build.py``), and "codegen" is the link of the library.
 
     A GPU ``target`` ("opencl", "cuda", "nvptx") compiles every fused function to device kernels
     plus a launch plan (host side: ``target_host``, llvm by default; CPU targets ignore it); the

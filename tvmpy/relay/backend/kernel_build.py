@@ -132,14 +132,13 @@ def context_key(target: Target) -> str | None:
     import llvmlite
     import llvmlite.binding as llvm
 
-    from ... import __version__
     from ...codegen import llvm as cg_llvm
     from ...codegen.llvm_parallel import parallel_runtime
     from .te_compiler import strict_schedules
 
     try:
         triple, cpu, features = cg_llvm._cpu_of(target)
-        parts = ["tvmpy-kernel", _FORMAT, __version__, source_fingerprint(), llvmlite.__version__,
+        parts = ["tvmpy-kernel", _FORMAT, _version(), source_fingerprint(), llvmlite.__version__,
                  ".".join(map(str, llvm.llvm_version_info)), str(target), triple, cpu, features,
                  ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
                  sorted(ctx.config.items(), key=lambda kv: str(kv[0])), strict_schedules(),
@@ -147,6 +146,15 @@ def context_key(target: Target) -> str | None:
         return structural_digest(parts)
     except Undigestable:
         return None
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("tvmpy")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def kernel_key(context: str, func: Any, name: str) -> str:
@@ -212,7 +220,7 @@ def _compile_in_pool(todo: list[tuple[int, Any, str]], target: Target, workers: 
             (i, name, pool.submit(_worker_compile, func, str(target), name))
             for i, func, name in todo]
         try:
-            for i, name, fut in futures:
+            for i, name, fut in futures:  # noqa: B007 - the kernel named in the error
                 done(i, fut.result())
         except BrokenProcessPool as err:
             pool.shutdown(wait=False, cancel_futures=True)
