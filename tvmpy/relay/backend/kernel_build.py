@@ -65,7 +65,7 @@ class KernelArtifact:
     link_libs: list[str]
     machine: tuple[str, str, str]  # (triple, cpu, features) compiled for
     ir: str  # our LLVM IR text (Module.get_source("ll"))
-    externs: list[str] = field(default_factory=list)  # registered external symbols called
+    externs: list[str] = field(default_factory=list)  # external functions called (declared)
     extra_objects: list[bytes] = field(default_factory=list)  # pragma import_c objects
     lowered: bytes = b""  # pickle of the lowered PrimFunc (LazyLowered loads it on demand)
 
@@ -75,7 +75,6 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
     from ... import driver
     from ...arith.sum_form import cache_scope
     from ...codegen.abi import signature
-    from ...codegen.extern_link import extern_symbols
     from ...codegen.llvm import compile_funcs
     from .te_compiler import lower_primitive
 
@@ -85,7 +84,7 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
         lowered = driver.lower(lower_primitive(func, target, name), target=target)
     c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
-                          tuple(c.machine), c.ir, extern_symbols([lowered]),
+                          tuple(c.machine), c.ir, list(c.declared),
                           list(c.extra_objects), pickle.dumps(lowered, protocol=5))
 
 
