@@ -492,7 +492,7 @@ def _generate_kernels(prims: PrimitiveFunctions, graph_json: str, params: dict[s
     for stage, sec in times.items():
         if stage != "optimize":
             _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
-    lowered = LazyLowered([a.lowered for a in arts])
+    lowered = LazyLowered(arts, [f for f, _ in items], tgt)
     return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
 
 

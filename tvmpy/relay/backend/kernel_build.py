@@ -67,7 +67,15 @@ class KernelArtifact:
     ir: str  # our LLVM IR text (Module.get_source("ll"))
     externs: list[str] = field(default_factory=list)  # external functions called (declared)
     extra_objects: list[bytes] = field(default_factory=list)  # pragma import_c objects
-    lowered: bytes = b""  # pickle of the lowered PrimFunc (LazyLowered loads it on demand)
+    lowered: bytes = b""  # pickle of the lowered PrimFunc, b"" when too deep to pickle
+    prim: Any = None  # the lowered PrimFunc in the process that compiled it (not pickled)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "prim"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.prim = None
 
 
 def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
@@ -85,27 +93,52 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
     c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
                           tuple(c.machine), c.ir, list(c.declared),
-                          list(c.extra_objects), pickle.dumps(lowered, protocol=5))
+                          list(c.extra_objects), _pickled(lowered), lowered)
+
+
+def _pickled(func: Any) -> bytes:
+    """``func`` pickled, or b"" when its expressions nest deeper than pickle can recurse
+    (:class:`LazyLowered` then lowers it again when asked)."""
+    try:
+        return pickle.dumps(func, protocol=5)
+    except RecursionError:
+        return b""
 
 
 class LazyLowered(Sequence):
-    """The lowered PrimFuncs of a build's kernels, unpickled when first read (a build from the
-    cache does not pay for loop IR nobody looks at)."""
+    """The lowered PrimFuncs of a build's kernels, loaded when first read (a build from the
+    cache does not pay for loop IR nobody looks at): the PrimFunc where this process compiled
+    it, else unpickled from the artifact, else (too deep to pickle) lowered again."""
 
-    def __init__(self, blobs: Sequence[bytes]):
-        self._blobs = list(blobs)
+    def __init__(self, arts: Sequence[KernelArtifact], funcs: Sequence[Any], target: Target):
+        self._arts = list(arts)
+        self._funcs = list(funcs)
+        self._target = target
         self._items: list[Any] | None = None
+
+    def _one(self, art: KernelArtifact, func: Any) -> Any:
+        if art.prim is not None:
+            return art.prim
+        if art.lowered:
+            return pickle.loads(art.lowered)
+        from ... import driver
+        from ...arith.sum_form import cache_scope
+        from .te_compiler import lower_primitive
+
+        with cache_scope():
+            return driver.lower(lower_primitive(func, self._target, art.name),
+                                target=self._target)
 
     def _load(self) -> list[Any]:
         if self._items is None:
-            self._items = [pickle.loads(b) for b in self._blobs]
+            self._items = [self._one(a, f) for a, f in zip(self._arts, self._funcs)]
         return self._items
 
     def __getitem__(self, i: Any) -> Any:
         return self._load()[i]
 
     def __len__(self) -> int:
-        return len(self._blobs)
+        return len(self._arts)
 
 
 # ---- keys -------------------------------------------------------------------------------------
