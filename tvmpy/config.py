@@ -8,7 +8,7 @@
 - ``CACHE`` (int, env ``TVMPY_CACHE``): 1 (default) keeps compiled kernels in a persistent cache
   so that rebuilding a model skips lowering and LLVM; 0 disables it.
 - ``CACHE_DIR`` (str, env ``TVMPY_CACHE_DIR``): the cache's folder; default
-  ``$XDG_CACHE_HOME/tvmpy`` (``~/.cache/tvmpy``).
+  ``$XDG_CACHE_HOME/tvmpy/kernels`` (``~/.cache/tvmpy/kernels``).
 - ``CACHE_MAX_BYTES`` (int, env ``TVMPY_CACHE_MAX_BYTES``): the cache's size cap (1 GiB); the
   least recently used entries are removed past it.
 - ``BUILD_WORKERS`` (int, env ``TVMPY_BUILD_WORKERS``): worker processes ``relay.build``

@@ -209,7 +209,7 @@ def test_cache_folder_knobs(tmp_path, monkeypatch):
         assert cache_dir() == tmp_path / "knob"
     monkeypatch.delenv("TVMPY_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir() == tmp_path / "xdg" / "tvmpy"
+    assert cache_dir() == tmp_path / "xdg" / "tvmpy" / "kernels"
     monkeypatch.setenv("TVMPY_CACHE_MAX_BYTES", "lots")
     with pytest.raises(ValueError, match="TVMPY_CACHE_MAX_BYTES"):
         config.get("CACHE_MAX_BYTES")
@@ -256,3 +256,22 @@ def test_build_workers_setting():
         kernel_build.build_workers()
     with config.config(BUILD_START_METHOD="teleport"), pytest.raises(ValueError, match="fork"):
         kernel_build._start_method()
+
+
+def test_loop_ir_too_deep_to_pickle_is_lowered_again(cache_folder, monkeypatch):
+    monkeypatch.setattr(kernel_build, "_pickled", lambda func: b"")  # as for a RecursionError
+    first = _build()
+    want = [str(f) for f in first.lowered_funcs]
+    lib = _build()  # from the cache: no pickled loop IR in the entries
+    assert [str(f) for f in lib.lowered_funcs] == want
+    np.testing.assert_array_equal(_run(lib), _run(first))
+
+
+def test_eviction_leaves_other_folders_alone(tmp_path):
+    (tmp_path / "aarch64-sysroot").mkdir()
+    (tmp_path / "aarch64-sysroot" / "x.kc").write_bytes(b"0" * 5000)
+    c = KernelCache(tmp_path, max_bytes=0)
+    c.put("cd" * 20, b"payload")
+    c.evict()
+    assert (tmp_path / "aarch64-sysroot" / "x.kc").exists()
+    assert not list(tmp_path.rglob("cd*.kc"))

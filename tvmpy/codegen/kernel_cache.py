@@ -2,8 +2,9 @@
 
 A key names everything that changes a kernel's code (the caller builds it: see
 ``relay/backend/kernel_build.py``); this module only stores bytes under keys, in
-``config CACHE_DIR`` (env ``TVMPY_CACHE_DIR``; default ``$XDG_CACHE_HOME/tvmpy``, i.e.
-``~/.cache/tvmpy``), and is off with ``TVMPY_CACHE=0``.
+``config CACHE_DIR`` (env ``TVMPY_CACHE_DIR``; default ``$XDG_CACHE_HOME/tvmpy/kernels``, i.e.
+``~/.cache/tvmpy/kernels``), and is off with ``TVMPY_CACHE=0``. Entries are pickles written
+by tvmpy (like any cache of Python objects, the folder must not be writable by others).
 
 - Concurrent builds: an entry is written to a temporary file in the cache folder and renamed
   over its name (atomic on POSIX), so a reader sees a whole entry or none.
@@ -32,12 +33,13 @@ _SUFFIX = ".kc"
 
 
 def cache_dir() -> Path:
-    """The cache folder config ``CACHE_DIR`` names, else ``$XDG_CACHE_HOME/tvmpy``."""
+    """The cache folder config ``CACHE_DIR`` names, else ``$XDG_CACHE_HOME/tvmpy/kernels``
+    (``~/.cache/tvmpy`` holds other things too: the AArch64 sysroot)."""
     given = config.get("CACHE_DIR")
     if given:
         return Path(given).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tvmpy"
+    return Path(base) / "tvmpy" / "kernels"
 
 
 class KernelCache:
@@ -104,7 +106,7 @@ class KernelCache:
         if not self.root.is_dir():
             return out
         for sub in self.root.iterdir():
-            if not sub.is_dir():
+            if len(sub.name) != 2 or not sub.is_dir():  # entries live in <key[:2]>/
                 continue
             for p in sub.iterdir():
                 if p.name.endswith(_SUFFIX) and not p.name.startswith(".tmp-"):
