@@ -93,6 +93,14 @@ def test_rebuild_from_cache_compiles_nothing_and_agrees(cache_folder, monkeypatc
     np.testing.assert_array_equal(_run(lib), first)
     assert len(lib.lowered_funcs) == len(stored)  # the loop IR comes back from the cache too
     assert all(f.attrs.get("tir.lowered") for f in lib.lowered_funcs)
+    path = str(cache_folder.parent / "model.so")  # and it exports and loads like any build
+    lib.export_library(path)
+    from tvmpy.contrib import graph_executor
+
+    m = graph_executor.GraphModule(tvm.runtime.load_module(path)["default"](tvm.cpu(0)))
+    m.set_input("x", VALUES["x"])
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), first)
 
 
 def test_damaged_entries_are_rebuilt(cache_folder):
