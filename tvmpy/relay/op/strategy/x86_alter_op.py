@@ -33,7 +33,7 @@ from ....topi import x86
 from ....topi.nn.conv2d import conv2d_infer_layout
 from ....topi.nn.winograd import winograd_weight_transform_np
 from ....transform import PassContext
-from ...expr import Call, ConstData, Constant, RelayExpr
+from ...expr import Call, Constant, ConstData, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
 from ...op.numpy_impl import layout_transform_np
