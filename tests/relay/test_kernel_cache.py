@@ -283,3 +283,31 @@ def test_eviction_leaves_other_folders_alone(tmp_path):
     c.evict()
     assert (tmp_path / "aarch64-sysroot" / "x.kc").exists()
     assert not list(tmp_path.rglob("cd*.kc"))
+
+
+def _untuned():
+    from tvmpy.autotvm.task.dispatcher import FALLBACK
+
+    return sorted(str(w) for _, w in FALLBACK.fallback_workloads)
+
+
+@pytest.mark.parametrize("where", ["cache", "workers"])
+def test_untuned_workloads_are_reported_from_the_cache_and_workers(where, tmp_path, monkeypatch):
+    """autotvm's fallback list and its once-per-run notice do not depend on where a kernel was
+    compiled: here, in a worker process, or before (the cache)."""
+    from tvmpy import autotvm
+
+    autotvm.task.clear_fallback_cache()
+    with config.config(CACHE=1, CACHE_DIR=str(tmp_path), BUILD_WORKERS=1):
+        _build()
+    want = _untuned()
+    assert any("conv2d" in w for w in want)
+    autotvm.task.clear_fallback_cache()
+    knobs = ({"CACHE": 1, "CACHE_DIR": str(tmp_path), "BUILD_WORKERS": 1} if where == "cache"
+             else {"CACHE": 0, "BUILD_WORKERS": 2, "BUILD_START_METHOD": "fork"})
+    if where == "cache":
+        _no_compiles(monkeypatch)
+    with config.config(**knobs), pytest.warns(UserWarning, match="autotvm: no tuned config"):
+        _build()
+    assert _untuned() == want
+    autotvm.task.clear_fallback_cache()

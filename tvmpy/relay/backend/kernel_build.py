@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -68,6 +69,8 @@ class KernelArtifact:
     externs: list[str] = field(default_factory=list)  # external functions called (declared)
     extra_objects: list[bytes] = field(default_factory=list)  # pragma import_c objects
     lowered: bytes = b""  # pickle of the lowered PrimFunc, b"" when too deep to pickle
+    fallbacks: list[tuple[str, Any]] = field(default_factory=list)  # untuned autotvm workloads
+    notices: list[tuple[type, str]] = field(default_factory=list)  # warnings: (category, text)
     prim: Any = None  # the lowered PrimFunc in the process that compiled it (not pickled)
 
     def __getstate__(self) -> dict:
@@ -82,18 +85,41 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
     """Lower one primitive function (named ``name``) and compile it to an object file."""
     from ... import driver
     from ...arith.sum_form import cache_scope
+    from ...autotvm.task.dispatcher import FALLBACK
     from ...codegen.abi import signature
     from ...codegen.llvm import compile_funcs
     from .te_compiler import lower_primitive
 
+    seen = len(FALLBACK.fallback_workloads)
     root = config.get("DUMP_IR")  # each kernel's tir passes in a folder of its own
-    with cache_scope(), config.config(**({"DUMP_IR": os.path.join(root, "tir", name)}
-                                         if root else {})):
-        lowered = driver.lower(lower_primitive(func, target, name), target=target)
-    c = compile_funcs([lowered], target)
+    with warnings.catch_warnings(record=True) as caught:  # kept with the kernel: see _replay
+        warnings.simplefilter("always")
+        with cache_scope(), config.config(**({"DUMP_IR": os.path.join(root, "tir", name)}
+                                             if root else {})):
+            lowered = driver.lower(lower_primitive(func, target, name), target=target)
+        c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
                           tuple(c.machine), c.ir, list(c.declared),
-                          list(c.extra_objects), _pickled(lowered), lowered)
+                          list(c.extra_objects), _pickled(lowered),
+                          fallbacks=list(FALLBACK.fallback_workloads[seen:]),
+                          notices=[(w.category, str(w.message)) for w in caught], prim=lowered)
+
+
+def _warn_again(art: KernelArtifact, autotvm: bool) -> None:
+    for category, message in art.notices:
+        if autotvm or not message.startswith("autotvm: "):
+            warnings.warn(message, category, stacklevel=4)
+
+
+def _replay(art: KernelArtifact) -> None:
+    """What compiling ``art`` told the caller, told again where it was not compiled in this
+    process (a worker, the cache): its untuned workloads join autotvm's fallback list (and its
+    once-per-run notice), its warnings are re-issued."""
+    from ...autotvm.task.dispatcher import FALLBACK
+
+    for tkey, workload in art.fallbacks:  # (autotvm's notice comes from its own bookkeeping)
+        FALLBACK.query(tkey, workload)
+    _warn_again(art, autotvm=False)
 
 
 def _pickled(func: Any) -> bytes:
@@ -233,11 +259,7 @@ def _worker_init(opt_level: int, required: list[str], disabled: list[str], pc_co
 
 
 def _worker_compile(func: Any, target: str, name: str) -> KernelArtifact:
-    import warnings
-
-    with warnings.catch_warnings():  # the caller reports the build's notices
-        warnings.simplefilter("ignore")
-        return compile_kernel(func, Target(target), name)
+    return compile_kernel(func, Target(target), name)
 
 
 def _compile_in_pool(todo: list[tuple[int, Any, str]], target: Target, workers: int,
@@ -293,6 +315,7 @@ def compile_kernels(items: Sequence[tuple[Any, str]], target: Target,
                 keys[i] = None
             art = _load(store, keys[i]) if keys[i] else None
             if art is not None and art.name == name:
+                _replay(art)
                 out[i] = art
                 continue
         todo.append((i, func, name))
@@ -300,6 +323,10 @@ def compile_kernels(items: Sequence[tuple[Any, str]], target: Target,
     report(count[0], len(items))
 
     def done(i: int, art: KernelArtifact) -> None:
+        if art.prim is None:  # compiled in a worker
+            _replay(art)
+        else:
+            _warn_again(art, autotvm=True)
         out[i] = art
         key = keys[i]
         if store is not None and key is not None:
