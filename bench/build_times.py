@@ -126,7 +126,8 @@ def main() -> None:
     print(f"# relay.build opt_level 3, llvm (untuned), batch 1; workers={args.workers or 'auto'}"
           f"; CPUs available: {len(os.sched_getaffinity(0))}; best of {args.repeat}")
     print(f"{'model':<14}{'kernels':>8}{'cold s':>9}{'warm s':>9}{'cold/warm':>10}"
-          f"{'ort s':>8}{'cold/ort':>9}{'cold cpu':>10}{'workers':>9}  cold stages")
+          f"{'ort s':>8}{'cold/ort':>9}{'cold cpu':>10}{'workers':>9}{'warm cpu':>9}"
+          "  cold stages")
     for name in args.models.split(","):
         colds, warms = [], []
         for _ in range(args.repeat):
@@ -139,9 +140,11 @@ def main() -> None:
         print(f"{name:<14}{cold['kernels']:>8}{cold['seconds']:>9.2f}{warm['seconds']:>9.2f}"
               f"{cold['seconds'] / warm['seconds']:>10.1f}{ort_s:>8.2f}"
               f"{cold['seconds'] / ort_s:>9.1f}{cold.get('cpu', 0):>10.2f}"
-              f"{cold.get('workers_cpu', 0):>9.2f}  {cold['stages']}", flush=True)
+              f"{cold.get('workers_cpu', 0):>9.2f}{warm.get('cpu', 0):>9.2f}  {cold['stages']}",
+              flush=True)
     print("# cold cpu: CPU seconds of the building process; workers: of its kernel worker "
-          "processes (on an idle machine with W cores, cold wall ~ cpu + workers / W)")
+          "processes (on an idle machine with W cores, cold wall ~ cpu + workers / W); warm "
+          "cpu: of the rebuild from the cache")
 
 
 if __name__ == "__main__":
