@@ -28,6 +28,7 @@ a worker that dies is an error naming the kernel, not a hang.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -267,7 +268,19 @@ def _compile_in_pool(todo: list[tuple[int, Any, str]], target: Target, workers: 
     ctx = PassContext.current()
     init = (ctx.opt_level, list(ctx.required_pass), list(ctx.disabled_pass), dict(ctx.config),
             config.overrides())
-    mp = multiprocessing.get_context(_start_method())
+    method = _start_method()
+    mp = multiprocessing.get_context(method)
+    if method == "fork":  # forked workers' garbage collector leaves the inherited heap alone
+        gc.freeze()  # (else it walks, and copies page by page, every object of the parent)
+    try:
+        _run_pool(todo, target, workers, mp, init, done)
+    finally:
+        if method == "fork":
+            gc.unfreeze()
+
+
+def _run_pool(todo: list[tuple[int, Any, str]], target: Target, workers: int, mp: Any,
+              init: tuple, done: Callable[[int, KernelArtifact], None]) -> None:
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp, initializer=_worker_init,
                              initargs=init) as pool:
         futures: list[tuple[int, str, Future]] = [
