@@ -311,3 +311,11 @@ def test_untuned_workloads_are_reported_from_the_cache_and_workers(where, tmp_pa
         _build()
     assert _untuned() == want
     autotvm.task.clear_fallback_cache()
+
+
+def test_a_cache_folder_that_cannot_be_written_is_no_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with config.config(CACHE=1, CACHE_DIR=str(blocker / "kernels"), BUILD_WORKERS=1):
+        np.testing.assert_allclose(_run(_build()), REF, rtol=1e-5, atol=1e-5)
+    assert blocker.read_text() == "not a folder"
