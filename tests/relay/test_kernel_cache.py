@@ -319,3 +319,26 @@ def test_a_cache_folder_that_cannot_be_written_is_no_error(tmp_path):
     with config.config(CACHE=1, CACHE_DIR=str(blocker / "kernels"), BUILD_WORKERS=1):
         np.testing.assert_allclose(_run(_build()), REF, rtol=1e-5, atol=1e-5)
     assert blocker.read_text() == "not a folder"
+
+
+def _build_in_daemon(queue):
+    try:
+        with config.config(CACHE=0, BUILD_WORKERS=2):
+            queue.put(_run(_build()).tolist())
+    except BaseException as err:  # noqa: BLE001 - reported to the test
+        queue.put(repr(err))
+
+
+def test_a_daemonic_process_builds_in_process():
+    """A build inside a daemonic worker process (which may not start children) compiles its
+    kernels itself instead of failing to start workers."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=_build_in_daemon, args=(queue,), daemon=True)
+    p.start()
+    got = queue.get(timeout=600)
+    p.join(60)
+    assert not isinstance(got, str), got
+    assert p.exitcode == 0
+    got = np.asarray(got, dtype="float32")
+    np.testing.assert_allclose(got, REF, rtol=1e-5, atol=1e-5)

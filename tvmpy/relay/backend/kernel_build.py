@@ -348,6 +348,8 @@ def compile_kernels(items: Sequence[tuple[Any, str]], target: Target,
         report(count[0], len(items))
 
     workers = min(build_workers(), len(todo))
+    if multiprocessing.current_process().daemon:  # (a daemonic process may not have children)
+        workers = 1
     if (workers >= 2 and len(todo) >= 4 and ckey is not None
             and _can_pickle((dict(PassContext.current().config), config.overrides()))):
         _compile_in_pool(todo, target, workers, done)
