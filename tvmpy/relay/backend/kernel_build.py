@@ -23,7 +23,12 @@ Workers (config ``BUILD_WORKERS``; 0: one per CPU this process may use, 1: in-pr
 with config ``BUILD_START_METHOD`` (``fork`` on Linux by default, ``spawn``/``forkserver``
 work too) and re-enter the caller's PassContext and ``config`` overrides. The output is the
 same whichever process compiled a kernel (artifacts are gathered in the caller's order), and
-a worker that dies is an error naming the kernel, not a hang.
+a worker that dies is an error naming the kernel, not a hang. Workers start only for four or
+more kernels to compile, and never from a daemonic process (which may not have children).
+autotvm's untuned-workload list and the warnings of a kernel's compilation are replayed in the
+caller for kernels compiled elsewhere (a worker, an earlier build through the cache). Under
+``spawn``, operators or strategies registered by the calling script itself are unknown to the
+workers (``fork``, the Linux default, inherits them).
 """
 
 from __future__ import annotations
