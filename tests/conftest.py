@@ -11,6 +11,13 @@ schedule that raises fails the test instead of silently falling back to the slow
 schedule. A test of the fallback itself opts out with
 ``PassContext(config={"relay.backend.strict_schedules": False})``.
 
+The persistent kernel cache is off in the suite (``TVMPY_CACHE=0``): a test's build never
+depends on the user's ``~/.cache/tvmpy`` nor on what an earlier test compiled (a cache hit
+would skip the lowering whose warnings, dumps and errors tests check). The cache's own tests
+turn it on for a temporary folder (``tests/relay/test_kernel_cache.py``). Kernels compile in
+the test process (``TVMPY_BUILD_WORKERS=1``), the worker pool's own tests excepted; both are
+``setdefault``, so a run can opt in from its environment.
+
 ``default_recursion_limit``: the tests of the explicit-stack traversals (ir.functor) use it, so
 they hold under Python's default recursion limit however far an earlier relay build in the same
 process raised it (FuseOps gives lowering room for its deepest group:
@@ -24,6 +31,8 @@ import pytest
 from hypothesis import settings
 
 os.environ["TVMPY_STRICT_SCHEDULES"] = "1"
+os.environ.setdefault("TVMPY_CACHE", "0")
+os.environ.setdefault("TVMPY_BUILD_WORKERS", "1")
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):

@@ -7,6 +7,16 @@
 - ``CC`` (str): the C compiler for the C target and for linking shared libraries.
 - ``PARALLEL_RUNTIME`` (str): what the LLVM backend's parallel loops run on: ``"pool"`` (tvmpy's
   thread pool, the default) or ``"gomp"`` (libgomp); also ``TVMPY_PARALLEL_RUNTIME``.
+- ``CACHE`` (int, env ``TVMPY_CACHE``): 1 (default) keeps compiled kernels in a persistent cache
+  so that rebuilding a model skips lowering and LLVM; 0 disables it.
+- ``CACHE_DIR`` (str, env ``TVMPY_CACHE_DIR``): the cache's folder; default
+  ``$XDG_CACHE_HOME/tvmpy/kernels`` (``~/.cache/tvmpy/kernels``).
+- ``CACHE_MAX_BYTES`` (int, env ``TVMPY_CACHE_MAX_BYTES``): the cache's size cap (1 GiB); the
+  least recently used entries are removed past it.
+- ``BUILD_WORKERS`` (int, env ``TVMPY_BUILD_WORKERS``): worker processes ``relay.build``
+  compiles kernels in; 0 (default): as many as this process may run on CPUs, 1: in-process.
+- ``BUILD_START_METHOD`` (str, env ``TVMPY_BUILD_START_METHOD``): how those workers start:
+  ``fork`` (default on Linux), ``spawn`` or ``forkserver``.
 
 ``with config(...)`` overrides apply to the calling thread only: a thread started inside the
 block reads the environment and the defaults.
@@ -20,10 +30,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["config", "get"]
+__all__ = ["config", "get", "overrides"]
 
 _DEFAULTS: dict[str, Any] = {"DEBUG": 0, "DUMP_IR": "", "CC": "cc", "PARALLEL_RUNTIME": "",
-                             "PASS_BUDGET_MS": 1000.0}
+                             "PASS_BUDGET_MS": 1000.0, "CACHE": 1, "CACHE_DIR": "", "CACHE_MAX_BYTES": 1 << 30,
+                             "BUILD_WORKERS": 0, "BUILD_START_METHOD": ""}
+# the environment variable of a knob, where it is not the knob's own name
+_ENV_NAMES = {k: "TVMPY_" + k for k in ("CACHE", "CACHE_DIR", "CACHE_MAX_BYTES", "BUILD_WORKERS",
+                                        "BUILD_START_METHOD")}
 
 
 class _Overrides(threading.local):
@@ -43,10 +57,17 @@ def get(name: str) -> Any:
         if name in layer:
             return layer[name]
     default = _DEFAULTS[name]
-    raw = os.environ.get(name)
+    env = _ENV_NAMES.get(name, name)
+    raw = os.environ.get(env)
     if raw is None:
         return default
-    return type(default)(raw) if not isinstance(default, str) else raw
+    if isinstance(default, str):
+        return raw
+    try:
+        return type(default)(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {env}={raw!r}: expected "
+                         f"{type(default).__name__}") from None
 
 
 @contextlib.contextmanager
@@ -60,3 +81,12 @@ def config(**values: Any) -> Iterator[None]:
         yield
     finally:
         layers.pop()
+
+
+def overrides() -> dict[str, Any]:
+    """The calling thread's ``with config(...)`` values, innermost winning (what a worker
+    process re-enters to see the same knobs)."""
+    out: dict[str, Any] = {}
+    for layer in _OVERRIDES.layers:
+        out.update(layer)
+    return out

@@ -330,3 +330,18 @@ def test_well_formed():
     assert not well_formed(relay.Tuple([f, x]))
     assert not well_formed(relay.Function([x, x], x))
     assert well_formed(relay.add(x, x))  # free variables are allowed
+
+
+def test_const_data_adopts_a_new_array_only_when_asked():
+    import numpy as np
+
+    from tvmpy.relay.expr import ConstData
+
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    owned = ConstData(a, copy=False)
+    assert owned.numpy() is a and not a.flags.writeable  # adopted, and read-only from now on
+    b = np.ones(4)
+    copied = ConstData(b)
+    assert copied.numpy() is not b and b.flags.writeable
+    strided = np.arange(8.0)[::2]  # not contiguous: copied even when adoption is asked
+    assert ConstData(strided, copy=False).numpy().flags.c_contiguous

@@ -135,3 +135,22 @@ def test_remove_no_op_keeps_asserts_and_extern_lets():
     g = remove_no_op_func(func([A, n], body))
     s = str(g)
     assert "assert n > 0" in s and "side_effect" in s
+
+
+def test_unrolled_copies_keep_only_the_select_branch_they_take():
+    """Each copy of an unrolled loop substitutes a constant index, so ``select(j == k, ...)``
+    chains (the Winograd transforms pick matrix rows so) keep one branch, before Simplify."""
+    A = tir.decl_buffer((5,), "float32", "A")
+    B = tir.decl_buffer((5,), "float32", "B")
+    i, j = E.Var("i"), E.Var("j")
+    pick = E.Select(j == 0, A[0] * 2.0,
+                    E.Select(E.And(j >= 1, j < 3), A[j] + 1.0,
+                             E.Select(E.Not(j == 4), A[j] - A[0], A[4] * A[j])))
+    body = loop(i, 1, loop(j, 5, tir.BufferStore(B, pick + B[j], [j]), U))
+    f = func([A, B], body)
+    g = unroll_loop_func(f)
+    selects = []
+    tir.functor.post_order_visit(g.body, lambda n: selects.append(n)
+                                 if isinstance(n, E.Select) else None)
+    assert not selects
+    assert_same(f, g)

@@ -21,7 +21,7 @@ from ..target.cpu_features import host_cpu_name, host_feature_string, requiremen
 from ..tir import expr as E
 from ..tir.functor import post_order_visit
 
-__all__ = ["register_extern_object", "extern_symbols", "extern_modules"]
+__all__ = ["register_extern_object", "extern_symbols", "extern_modules", "extern_modules_for"]
 
 # symbol -> (provider key, provider); one provider may define several symbols
 _PROVIDERS: dict[str, tuple[str, Callable[..., bytes]]] = {}
@@ -62,9 +62,15 @@ def extern_modules(funcs: Sequence[Any], target: Any = None) -> list[Any]:
     """Runtime Modules (object code only, no functions of their own) defining the registered
     external symbols that ``funcs`` call, built for ``target`` (a Target; None: this machine);
     pass them as ``imports`` to ``Module.from_objects``."""
+    return extern_modules_for(extern_symbols(funcs), target)
+
+
+def extern_modules_for(symbols: Iterable[str], target: Any = None) -> list[Any]:
+    """:func:`extern_modules` from the called symbols' names (as ``extern_symbols`` lists
+    them)."""
     objects: dict[str, bytes] = {}
     foreign = target is not None and getattr(target, "is_foreign", False)
-    for name in extern_symbols(funcs):
+    for name in dict.fromkeys(symbols):
         hit = _PROVIDERS.get(name)
         if hit is not None and hit[0] not in objects:
             if _takes_target(hit[1]):

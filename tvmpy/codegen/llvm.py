@@ -224,6 +224,7 @@ class Compiled:
     link_libs: list[str]
     extra_objects: list[bytes] = field(default_factory=list)
     machine: tuple[str, str, str] = ("", "", "")  # (triple, cpu, features) compiled for
+    declared: list[str] = field(default_factory=list)  # external functions the code calls
 
     @property
     def cpu(self) -> dict:
@@ -249,7 +250,8 @@ def compile_funcs(funcs: Sequence[PrimFunc], target: Any = None) -> Compiled:
     if cg.imported_c:  # pragma import_c: compiled for the target's architecture
         cc = cross_compiler(tgt.arch) if tgt.is_foreign else None
         extra = [compile_c(src, name=f"import_c{k}", cc=cc) for k, src in enumerate(cg.imported_c)]
-    return Compiled(obj, text, _link_libs(cg), extra, (triple, cpu, features))
+    return Compiled(obj, text, _link_libs(cg), extra, (triple, cpu, features),
+                    list(cg.mb.decl_sigs))
 
 
 def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] = (),

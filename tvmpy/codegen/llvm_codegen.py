@@ -110,45 +110,47 @@ def _nonaffine_index(var: E.Var, body: S.Stmt) -> bool:
     from ..tir.functor import post_order_visit
 
     tainted = {id(var)}
-
-    def uses_tainted(e: object) -> bool:
-        hit = False
-
-        def f(n: object) -> None:
-            nonlocal hit
-            if isinstance(n, E.Var) and id(n) in tainted:
-                hit = True
-
-        post_order_visit(e, f)
-        return hit
-
-    def nonaffine(e: object) -> bool:
-        hit = False
-
-        def f(n: object) -> None:
-            nonlocal hit
-            if not hit and isinstance(n, _NONAFFINE) and uses_tainted(n.a):
-                hit = True
-
-        post_order_visit(e, f)
-        return hit
-
     found = False
 
-    def visit(n: object) -> None:
-        nonlocal found
-        if found:
-            return
-        if isinstance(n, (S.LetStmt, E.Let)) and uses_tainted(n.value):
-            tainted.add(id(n.var))
-        elif isinstance(n, (E.BufferLoad, S.BufferStore)):
-            found = any(nonaffine(i) for i in n.indices)
+    def scan() -> None:
+        # one post-order walk: whether each node uses a tainted variable (``uses``) and whether
+        # it contains a division/remainder of such a value (``bad``), from its children's
+        uses: dict[int, bool] = {}
+        bad: dict[int, bool] = {}
 
-    # pre-order would be natural for lets; post_order_visit reaches a let's value before its
-    # body's accesses only through this second pass, so run until the taint set is stable
+        def kids(n: Any) -> list[Any]:
+            out = []
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if isinstance(v, (list, tuple)):
+                    out.extend(v)
+                elif v is not None:
+                    out.append(v)
+            return out
+
+        def visit(n: Any) -> None:
+            nonlocal found
+            if found:
+                return
+            if isinstance(n, E.Var):
+                uses[id(n)] = id(n) in tainted
+                return
+            ks = kids(n)
+            uses[id(n)] = any(uses.get(id(k), False) for k in ks)
+            bad[id(n)] = (isinstance(n, _NONAFFINE) and uses.get(id(n.a), False)) or any(
+                bad.get(id(k), False) for k in ks)
+            if isinstance(n, (S.LetStmt, E.Let)) and uses.get(id(n.value), False):
+                tainted.add(id(n.var))
+            elif isinstance(n, (E.BufferLoad, S.BufferStore)):
+                found = any(bad.get(id(i), False) for i in n.indices)
+
+        post_order_visit(body, visit)
+
+    # a let's body is reached before the let itself in post-order: run until the taint set
+    # is stable
     while True:
         before = len(tainted)
-        post_order_visit(body, visit)
+        scan()
         if found or len(tainted) == before:
             return found
 

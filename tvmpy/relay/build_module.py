@@ -12,7 +12,10 @@ The stages, each a named function so its output can be inspected:
 3. ``lower_primitives``: each distinct primitive function to loop IR with the implementation
    its operators' strategies chose for the target (``te_compiler``, cached by structure);
 4. ``graph_codegen``: the graph JSON, its parameters and the memory plan;
-5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list);
+5. codegen: ALL functions compiled into ONE runtime Module (``tvm.build`` of the list); for
+   CPU (llvm) targets one object file per distinct function, each from the persistent kernel
+   cache or compiled (in worker processes when that pays), linked into one library
+   (``backend/kernel_build.py``; a rebuild of a model built before skips lowering and LLVM);
 6. ``GraphExecutorFactoryModule(graph_json, lib, params)``.
 
 ``lower_to_primitives(mod, target, params)`` runs stages 1-3 (the public lowering entry point:
@@ -343,9 +346,13 @@ class PrimitiveFunctions:
 
 
 def lower_primitives(mod: IRModule, target: Any = "llvm",
-                     progress: Progress | None = None) -> PrimitiveFunctions:
+                     progress: Progress | None = None, *, eager: bool = True
+                     ) -> PrimitiveFunctions:
     """Stage 3 on a fused module (``optimize``'s result): lower every distinct primitive
-    function called by main to loop IR with its chosen implementation (``te_compiler``)."""
+    function called by main to loop IR with its chosen implementation (``te_compiler``).
+    ``eager=False``: only find and name the distinct functions (``relay.build`` for CPU
+    targets compiles them per kernel, from the kernel cache when it can:
+    ``backend/kernel_build.py``)."""
     from .backend.te_compiler import TECompiler, primitive_name
 
     tgt = _build_target(target)
@@ -359,8 +366,8 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
         calls = _primitive_calls(main)
     for i, func in enumerate(calls):
         t1 = time.perf_counter()
-        compiler.lower(func)
-        if config.get("DEBUG"):
+        compiler.lower(func, eager)
+        if eager and config.get("DEBUG"):
             check_budget(f"lowering {primitive_name(func)} (fused function {i})",
                          time.perf_counter() - t1)
         report("lower", i + 1, len(calls))
@@ -368,7 +375,8 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
 
 
 def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
-                        *, progress: Progress | None = None) -> PrimitiveFunctions:
+                        *, progress: Progress | None = None, eager: bool = True
+                        ) -> PrimitiveFunctions:
     """Stages 1-3 of ``relay.build`` (the graph check, ``optimize`` under ``target``,
     ``lower_primitives``): a relay module (or Function) to its fused primitive functions, each
     lowered with its chosen implementation. ``relay.build`` continues from here to code;
@@ -384,7 +392,7 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     if progress is not None:
         progress("optimize", 1, 1)
     t_opt = time.perf_counter() - t0
-    prims = lower_primitives(fused, tgt, progress)
+    prims = lower_primitives(fused, tgt, progress, eager=eager)
     prims.times = {"optimize": t_opt, **prims.times}
     return prims
 
@@ -410,9 +418,11 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     report = progress or (lambda stage, done, total: None)
     t0 = time.perf_counter()
 
+    lazy = any(lf.prim_func is None for lf in compiler.funcs)
+
     def symbol(func: Function) -> str:
         hit = compiler.lookup(func)
-        return (hit or compiler.lower(func)).name
+        return (hit or compiler.lower(func, not lazy)).name
 
     graph_json, params, memory_plan = codegen_graph(main, symbol, plan=plan_memory)
     if getattr(tgt, "is_gpu", False):
@@ -431,6 +441,8 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     if memory_plan is not None:
         _dump("graph", 1, "memory_plan.txt", str(memory_plan))
 
+    if lazy:
+        return _generate_kernels(prims, graph_json, params, memory_plan, times, report)
     t0 = time.perf_counter()
     lowered = []
     root = config.get("DUMP_IR")
@@ -453,6 +465,49 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
 
 
+def _per_kernel(target: Target) -> bool:
+    """Whether relay.build compiles ``target``'s kernels one by one (``kernel_build``: the
+    kernel cache, worker processes): LLVM CPU targets but WebAssembly (one linked .wasm)."""
+    return (target.kind == "llvm" and not getattr(target, "is_gpu", False)
+            and not (target.mtriple or "").startswith("wasm"))
+
+
+def _generate_kernels(prims: PrimitiveFunctions, graph_json: str, params: dict[str, np.ndarray],
+                      memory_plan: Any, times: dict[str, float], report: Progress
+                      ) -> BuildResult:
+    """Stage 5 per kernel: each distinct function's object file from the kernel cache or
+    compiled (here or in worker processes), then one library links them all."""
+    from ..codegen.extern_link import extern_modules_for
+    from ..runtime.module import Module
+    from ..target.cpu_features import requirement
+    from .backend.kernel_build import LazyLowered, compile_kernels
+
+    tgt, compiler = prims.target, prims.compiler
+    t0 = time.perf_counter()
+    items = [(lf.func, lf.name) for lf in compiler.funcs]
+    arts = compile_kernels(items, tgt, lambda done, total: report("tir", done, total))
+    times["kernels"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    report("codegen", 0, 1)
+    from ..codegen.llvm_parallel import install_fork_guard
+
+    install_fork_guard()
+    objects = [o for a in arts for o in (a.object, *a.extra_objects)]
+    libs = list(dict.fromkeys(lib for a in arts for lib in a.link_libs))
+    externs = [s for a in arts for s in a.externs]
+    lib = Module.from_objects(objects, [a.signature for a in arts], link_libs=libs,
+                              type_key="llvm", sources={"ll": "\n".join(a.ir for a in arts)},
+                              imports=extern_modules_for(externs, tgt),
+                              load=not tgt.is_foreign, cpu=requirement(*arts[0].machine))
+    times["link"] = time.perf_counter() - t0
+    report("codegen", 1, 1)
+    for stage, sec in times.items():
+        if stage != "optimize":
+            _debug(f"{stage:<27s} {1e3 * sec:8.1f} ms")
+    lowered = LazyLowered(arts, [f for f, _ in items], tgt)
+    return BuildResult(graph_json, lib, params, memory_plan, compiler.funcs, times, lowered)
+
+
 def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None,
           mod_name: str = "default", *, progress: Progress | None = None,
           target_host: Any = None) -> Any:
@@ -461,7 +516,10 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     ``params``: values of main's parameters to bind as constants (weights). The opt_level
     comes from ``tvm.transform.PassContext`` (2 by default, as in TVM). ``progress(stage,
     done, total)`` is called for the graph passes ("optimize"), while lowering ("lower": per
-    primitive call, "tir": per distinct function) and compiling ("codegen").
+    primitive call, "tir": per distinct function) and compiling ("codegen"). For CPU (llvm)
+    targets "tir" counts the kernels compiled (lowered, through tir and LLVM, in worker
+    processes when config ``BUILD_WORKERS`` allows) or found in the persistent kernel cache
+    (``backend/kernel_build.py``), and "codegen" is the link of the library.
 
     A GPU ``target`` ("opencl", "cuda", "nvptx") compiles every fused function to device kernels
     plus a launch plan (host side: ``target_host``, llvm by default; CPU targets ignore it); the
@@ -479,8 +537,10 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
         raise ValueError(f"relay.build: mod_name must be an identifier, got {mod_name!r}")
     # the arithmetic simplifier's memo tables hold the IR they describe alive: scoped to this
     # build, so that building many models in one process does not keep the finished ones
+    eager = not _per_kernel(_build_target(target))
     with cache_scope(), FALLBACK.build_scope():  # one untuned-workloads line per build
-        res = _generate(lower_to_primitives(mod, target, params, progress=progress), progress)
+        res = _generate(lower_to_primitives(mod, target, params, progress=progress,
+                                            eager=eager), progress)
     from .backend.executor_factory import GraphExecutorFactoryModule
 
     factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)

@@ -104,8 +104,11 @@ class ConstData:
 
     __slots__ = ("_a", "_h")
 
-    def __init__(self, a: np.ndarray):
-        a = np.array(a, copy=True)
+    def __init__(self, a: np.ndarray, copy: bool = True):
+        """``copy=False``: adopt ``a`` (a C-contiguous array the caller just made, which no
+        one else writes) without copying it; it is made read-only."""
+        if copy or not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+            a = np.array(a, copy=True)
         a.setflags(write=False)
         object.__setattr__(self, "_a", a)
         object.__setattr__(self, "_h", None)

@@ -255,6 +255,9 @@ class FallbackContext(DispatchContext):
                     return cfg
                 self.memory[key] = cfg
                 self.fallback_workloads.append(key)
+            collector = getattr(self._scope, "collect", None)
+            if collector is not None and key not in collector:
+                collector.append(key)
             report = False
             if not (self.silent or GLOBAL_SCOPE.silent):
                 if self._defer_depth:
@@ -287,6 +290,19 @@ class FallbackContext(DispatchContext):
             with self._lock:
                 self._warned = True
             self._log(pending, " in this build")
+
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[list[tuple[str, Any]]]:
+        """The list of every untuned workload this thread asks for inside (known before or
+        not): a kernel compiled in a worker process or kept in the kernel cache reports them,
+        and the parent's build counts them again (``relay/backend/kernel_build.py``)."""
+        saved = getattr(self._scope, "collect", None)
+        out: list[tuple[str, Any]] = []
+        self._scope.collect = out
+        try:
+            yield out
+        finally:
+            self._scope.collect = saved
 
     @contextlib.contextmanager
     def build_scope(self) -> Iterator[None]:

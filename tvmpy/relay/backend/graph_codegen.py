@@ -143,7 +143,9 @@ class GraphCodegen:
             self._next_param += 1
             name = f"p{self._next_param}"
         self._next_param += 1
-        arr = np.array(c.data.numpy(), order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+        arr = c.data.numpy()  # read-only; the factory copies it into an NDArray
+        if arr.ndim == 0 or not arr.flags.c_contiguous:
+            arr = np.array(arr, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
         self.params[name] = arr
         return self._add({"op": "null", "name": name, "inputs": []}, [c.checked_type])
 

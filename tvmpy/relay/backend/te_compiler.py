@@ -341,7 +341,7 @@ class LoweredFunc:
 
     __slots__ = ("func", "name", "prim_func", "uses")
 
-    def __init__(self, func: Function, name: str, prim_func: PrimFunc):
+    def __init__(self, func: Function, name: str, prim_func: PrimFunc | None):
         self.func = func
         self.name = name
         self.prim_func = prim_func
@@ -367,14 +367,17 @@ class TECompiler:
     def _key(self, func: Function) -> int:
         return structural_hash(func)
 
-    def lower(self, func: Function) -> LoweredFunc:
-        """The lowered function of ``func`` (from the cache when an equal one was lowered)."""
+    def lower(self, func: Function, eager: bool = True) -> LoweredFunc:
+        """The lowered function of ``func`` (from the cache when an equal one was lowered).
+        ``eager=False`` only names it (``prim_func`` None): the caller compiles it later
+        (``relay.build`` through ``kernel_build``, which may take it from the kernel cache)."""
         hit = self.lookup(func)
         if hit is not None:
             hit.uses += 1
             return hit
         name = self._unique(self.prefix + primitive_name(func))
-        lowered = LoweredFunc(func, name, lower_primitive(func, self.target, name))
+        prim = lower_primitive(func, self.target, name) if eager else None
+        lowered = LoweredFunc(func, name, prim)
         self._cache.setdefault(self._key(func), []).append(lowered)
         self.funcs.append(lowered)
         return lowered

@@ -113,6 +113,21 @@ class _FreshCopier(Mutator):
         nb = self._buf(s.buffer)
         return S.Allocate(nb, self.visit(s.body), self.visit(s.condition))
 
+    def visit_Select(self, e: E.Select) -> E.PrimExpr:
+        # a condition the substitution made constant (an unrolled loop's ``idx == 2``: the
+        # Winograd transforms select a matrix row so) keeps only the branch it takes, instead
+        # of copying every branch for Simplify to drop later
+        cond = self.visit(e.condition)
+        known = _const_truth(cond)
+        if known is not None:
+            chosen = self.visit(e.true_value if known else e.false_value)
+            if chosen.dtype == e.dtype:
+                return chosen
+        t, f = self.visit(e.true_value), self.visit(e.false_value)
+        if cond is e.condition and t is e.true_value and f is e.false_value:
+            return e
+        return E.Select(cond, t, f)
+
     def visit_BufferLoad(self, e: E.BufferLoad) -> E.PrimExpr:
         idx = tuple(self.visit(i) for i in e.indices)
         pred = self.visit(e.predicate) if e.predicate is not None else None
@@ -130,6 +145,44 @@ class _FreshCopier(Mutator):
         elif isinstance(node, Buffer):
             node = self._buf(node)
         return S.AttrStmt(node, s.attr_key, self.visit(s.value), self.visit(s.body))
+
+
+_CMP: dict[type, Callable[[int, int], bool]] = {
+    E.EQ: lambda a, b: a == b, E.NE: lambda a, b: a != b, E.LT: lambda a, b: a < b,
+    E.LE: lambda a, b: a <= b, E.GT: lambda a, b: a > b, E.GE: lambda a, b: a >= b}
+
+
+def _const_int(e: Any, depth: int = 0) -> int | None:
+    """The value of an integer expression of constants (``0 + 3``), else None."""
+    if isinstance(e, E.IntImm):
+        return int(e.value)
+    if depth < 4 and isinstance(e, (E.Add, E.Sub, E.Mul)):
+        a, b = _const_int(e.a, depth + 1), _const_int(e.b, depth + 1)
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(e, E.Add) else a - b if isinstance(e, E.Sub) else a * b
+    return None
+
+
+def _const_truth(c: Any) -> bool | None:
+    """The truth of a scalar condition over integer constants, else None."""
+    if dt.lanes_of(c.dtype) != 1:
+        return None
+    cmp = _CMP.get(type(c))
+    if cmp is not None:
+        a, b = _const_int(c.a), _const_int(c.b)
+        return None if a is None or b is None else cmp(a, b)
+    if isinstance(c, E.IntImm):
+        return bool(c.value)
+    if isinstance(c, (E.And, E.Or)):
+        a, b = _const_truth(c.a), _const_truth(c.b)
+        if isinstance(c, E.And):
+            return False if a is False or b is False else (True if a and b else None)
+        return True if a or b else (False if a is False and b is False else None)
+    if isinstance(c, E.Not):
+        a = _const_truth(c.a)
+        return None if a is None else not a
+    return None
 
 
 def fresh_copy(stmt: S.Stmt, vmap: dict | None = None) -> S.Stmt:

@@ -39,9 +39,14 @@ def unroll(f: S.For) -> S.Stmt:
     if not isinstance(f.extent, E.IntImm):
         raise ValueError(f"cannot unroll loop {f.loop_var.name} with non-constant extent "
                          f"{f.extent}")
-    copies = [fresh_copy(f.body, {f.loop_var: f.min + E.const(i, f.min.dtype)}
-                         if i else {f.loop_var: f.min})
-              for i in range(f.extent.value)]
+    def value(i: int) -> E.PrimExpr:  # the loop variable's value in copy i (folded)
+        if not i:
+            return f.min
+        if isinstance(f.min, E.IntImm):
+            return E.const(f.min.value + i, f.min.dtype)
+        return f.min + E.const(i, f.min.dtype)
+
+    copies = [fresh_copy(f.body, {f.loop_var: value(i)}) for i in range(f.extent.value)]
     return S.seq(*copies)
 
 

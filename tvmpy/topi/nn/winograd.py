@@ -162,15 +162,24 @@ def _check_weight(oc: int, kh: int, kw: int, oc_bn: int, op: str) -> None:
 
 
 def winograd_weight_transform_np(kernel: np.ndarray, m: int, oc_bn: int) -> np.ndarray:
-    """numpy: ``kernel[OC, C, 3, 3]`` -> ``[alpha, alpha, OC/oc_bn, C, oc_bn]`` (``G g G^T``,
-    computed in float64)."""
+    """numpy: ``kernel[OC, C, 3, 3]`` -> ``[alpha, alpha, OC/oc_bn, C, oc_bn]`` (``G g G^T``;
+    float32 weights in float32, others in float64)."""
     oc, ic, kh, kw = kernel.shape
     _check_weight(oc, kh, kw, oc_bn, "winograd weight transform")
     _, _, g = winograd_matrices(m)
-    u = np.einsum("ek,oikl,nl->enoi", g, kernel.astype(np.float64), g)
+    g = np.asarray(g, dtype=np.float64)
     alpha = m + 2
-    u = u.reshape(alpha, alpha, oc // oc_bn, oc_bn, ic).transpose(0, 1, 2, 4, 3)
-    return np.ascontiguousarray(u).astype(kernel.dtype)
+    # G g G^T for every (o, i) as ONE matrix product, laid out as the result wants it:
+    # U[(e, n), (ob, i, bi)] = sum_(k, l) (G kron G)[(e, n), (k, l)] w[ob*bn + bi, i, (k, l)]
+    # (a 3-operand einsum runs its naive 6-deep loop, and transposing the alpha^2-times larger
+    # result costs as much: 1.5 s of a ResNet-18 build)
+    # float32 weights: products in float32 (the 36 x 9 matrix has few non-zeros per row, the
+    # result differs from float64 by at most an ulp; float64 memory traffic was most of it)
+    ct = np.float32 if kernel.dtype == np.float32 else np.float64
+    w = kernel.reshape(oc // oc_bn, oc_bn, ic, kh * kw).transpose(3, 0, 2, 1)
+    w = np.ascontiguousarray(w, dtype=ct).reshape(kh * kw, -1)
+    u = (np.kron(g, g).astype(ct) @ w).reshape(alpha, alpha, oc // oc_bn, ic, oc_bn)
+    return np.ascontiguousarray(u, dtype=kernel.dtype)
 
 
 def winograd_nchwc_np(data: np.ndarray, weight: np.ndarray, padding: Any, m: int) -> np.ndarray:

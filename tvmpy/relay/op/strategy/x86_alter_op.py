@@ -33,7 +33,7 @@ from ....topi import x86
 from ....topi.nn.conv2d import conv2d_infer_layout
 from ....topi.nn.winograd import winograd_weight_transform_np
 from ....transform import PassContext
-from ...expr import Call, Constant, RelayExpr
+from ...expr import Call, Constant, ConstData, RelayExpr
 from ...op import nn as _nn
 from ...op import transform as _tr
 from ...op.numpy_impl import layout_transform_np
@@ -323,7 +323,9 @@ def _winograd_weight(w: RelayExpr, tile: int, oc_bn: int) -> RelayExpr:
     """The Winograd transform of a 3x3 OIHW weight: computed here for a constant, else a
     transform call (folded by FoldConstant once the weight is bound)."""
     if isinstance(w, Constant):
-        return Constant(winograd_weight_transform_np(w.data.numpy(), tile, oc_bn))
+        # a new array of 4x the weight's size: adopted, not copied again
+        return Constant(ConstData(winograd_weight_transform_np(w.data.numpy(), tile, oc_bn),
+                                  copy=False))
     return make_call("nn.contrib_conv2d_winograd_weight_transform", [w],
                      {"tile_size": tile, "oc_bn": oc_bn})
 
