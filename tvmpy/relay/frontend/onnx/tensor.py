@@ -6,11 +6,12 @@ give ``relay.op.dyn`` ones (``dynamic.py``)."""
 from __future__ import annotations
 
 import numpy as np
+from typing import Any
 
-from ...expr import const
+from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import broadcast_dims, floordiv_dim, prod, reshape_to
-from . import dynamic
+from . import dynamic, shape_values
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
 from .dyn_args import runtime_input
 from .registry import Attrs, Inputs, Names, Output, converter
@@ -27,6 +28,11 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 @converter("Reshape")
 def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
+        sym = shape_values.lookup(ctx, names[1])
+        if sym is not None and not attrs.get("allowzero", 0):
+            out = _static_or_none(lambda: _reshape_to_dims(inputs[0], sym))
+            if out is not None:  # the target's dims computed from Shape ops, symbolically
+                return out
         return dynamic.reshape(ctx, inputs, attrs)
     s = shape_of(inputs[0])
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
@@ -45,6 +51,28 @@ def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
             tgt[tgt.index(-1)] = (total // known if isinstance(total, int) and
                                   isinstance(known, int) else floordiv_dim(total, known))
     return reshape_to(inputs[0], tgt)
+
+
+def _reshape_to_dims(x: RelayExpr, tgt: list) -> RelayExpr:
+    """Reshape (ONNX semantics, allowzero=0) to dims that may be symbolic."""
+    s = shape_of(x)
+    tgt = [s[k] if isinstance(v, int) and v == 0 else v for k, v in enumerate(tgt)]
+    if sum(1 for v in tgt if isinstance(v, int) and v == -1) == 1:
+        k = next(k for k, v in enumerate(tgt) if isinstance(v, int) and v == -1)
+        tgt[k] = floordiv_dim(prod(s), prod(tgt[:k] + tgt[k + 1:]))
+    return reshape_to(x, tgt)
+
+
+def _static_or_none(make: Any) -> RelayExpr | None:
+    """``make()`` when its result type-checks, else None (the caller's dyn operator then)."""
+    from ...type_infer import infer_type
+
+    try:
+        e = make()
+        infer_type(e)
+        return e
+    except (TypeError, ValueError):  # RelayTypeError is a TypeError
+        return None
 
 
 @converter("Transpose")
@@ -143,6 +171,12 @@ def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 @converter("Expand")
 def _expand(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
+        sym = shape_values.lookup(ctx, names[1])
+        if sym is not None:
+            out = _static_or_none(lambda: transform.broadcast_to(
+                inputs[0], broadcast_dims(shape_of(inputs[0]), sym)))
+            if out is not None:
+                return out
         return dynamic.expand(ctx, inputs)
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
     return transform.broadcast_to(inputs[0], broadcast_dims(shape_of(inputs[0]), tgt))

@@ -75,13 +75,24 @@ def from_onnx(model: Any, spec: Spec, dynamic: bool = False) -> tuple[Any, dict]
     return compare.import_onnx(model, shape)
 
 
-def from_torch(spec: Spec, module: Any = None) -> tuple[Any, dict]:
-    """``relay.frontend.from_pytorch`` (torch.export) at the spec's default sizes."""
+def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[Any, dict]:
+    """``relay.frontend.from_pytorch`` (torch.export) at the spec's default sizes; with
+    ``dynamic`` the program is exported with its symbolic dims as ``torch.export.Dim``s."""
+    import torch
+
     from ...frontend import from_pytorch
 
     module = spec.module if module is None else module
-    infos = [(i.name, (list(i.concrete(spec.dims)), i.dtype)) for i in spec.inputs]
-    return from_pytorch(module, infos)
+    if not dynamic:
+        infos = [(i.name, (list(i.concrete(spec.dims)), i.dtype)) for i in spec.inputs]
+        return from_pytorch(module, infos)
+    dims = {d: torch.export.Dim(d, min=1, max=4096) for d in spec.dynamic_dims}
+    shapes = tuple({k: dims[d] for k, d in enumerate(i.shape) if isinstance(d, str)}
+                   for i in spec.inputs)
+    # export at a batch of 2: torch.export specializes a dimension of size 1
+    feeds = spec.feeds(**{d: max(2, n) for d, n in spec.dims.items()})
+    ep = torch.export.export(module, _torch_args(spec, feeds), dynamic_shapes=shapes)
+    return from_pytorch(ep)
 
 
 class Compiled:
