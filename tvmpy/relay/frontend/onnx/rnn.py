@@ -192,8 +192,9 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
     if b is not None:
         wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
         xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
-    if zero is None:  # a batch size known only at run time
-        zero = tensor.zeros_like(_slice(_take0(xw, 0), 1, 0, H))
+    if zero is None:  # a batch size known only at run time: zeros shaped like one step's
+        # state (take: the step axis may be symbolic too, which strided_slice cannot lower)
+        zero = tensor.zeros_like(_slice(transform.take(xw, const(np.int64(0)), axis=0), 1, 0, H))
     h = _take0(h0, d) if h0 is not None else zero
     cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else zero
     p = _take0(P, d) if P is not None else None
@@ -220,7 +221,7 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
             c_new = tensor.where(mask, c_new, cv)
         return [h_new, c_new, append_step(acc, it, y, front=rev), xwv] + vs[4:]
 
-    out = while_loop(ctx, T, [h, cell, empty_rows(acc_t), xw] + [live[k] for k in names],
+    out = while_loop(ctx, T, [h, cell, empty_rows(h), xw] + [live[k] for k in names],
                      step, f"{kind.lower()}_steps")
     return out[2], out[0], out[1] if kind == "LSTM" else None
 

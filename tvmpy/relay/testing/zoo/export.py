@@ -96,12 +96,15 @@ def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[A
 
 
 class Compiled:
-    """A built model: ``run(feeds) -> [numpy outputs]`` on the graph executor or the VM."""
+    """A built model: ``run(feeds) -> [numpy outputs]`` on the graph executor, or on the VM
+    with ``vm`` or when the module has functions besides main (the loops that from_onnx makes
+    of a recurrence over a run-time number of steps)."""
 
     def __init__(self, mod: Any, params: Mapping[str, Any], vm: bool = False,
                  opt_level: int = 3):
         from .... import transform
 
+        vm = vm or len(mod) > 1
         self.vm = vm
         if vm:
             from ....runtime import cpu
