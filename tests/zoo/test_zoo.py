@@ -27,8 +27,9 @@ from tvmpy.relay.testing import compare, zoo  # noqa: E402  (installs the torchv
 pytest.importorskip("transformers")
 pytest.importorskip("timm")
 
-from tvmpy.relay.frontend.onnx import OnnxConvertError  # noqa: E402
+from tvmpy.relay.backend.te_compiler import LoweringError  # noqa: E402
 from tvmpy.relay.expr import RelayTypeError  # noqa: E402
+from tvmpy.relay.frontend.onnx import OnnxConvertError  # noqa: E402
 
 NAMES = sorted(zoo.MODELS)
 
@@ -36,20 +37,25 @@ NAMES = sorted(zoo.MODELS)
 _TORCH_DYNAMIC = ("from_pytorch converts static shapes only: an ExportedProgram with symbolic "
                   "dims is refused (tests/relay/test_frontend_pytorch.py::"
                   "test_dynamic_shapes_refused)")
-_SHAPE_VALUES = ("from_onnx: a Reshape / Expand whose shape is computed from Shape ops at run "
-                 "time becomes dyn.reshape / dyn.broadcast_to with every dimension a fresh Any, "
-                 "so the attention's batch_matmul operands no longer provably broadcast")
-_RNN_STATE = ("from_onnx LSTM/GRU with a symbolic batch: the per-step outputs are concatenated "
-              "onto an empty (0, 0, 0) tensor: 'concatenate ... float32(1, max(any, batch), H) "
-              "does not match float32(0, 0, 0)'")
-XFAIL: dict[tuple[str, str], tuple[type, str]] = {
-    **{("onnx_dynamic", n): (RelayTypeError, _SHAPE_VALUES) for n in
-       ("bert", "distilbert", "gpt2", "t5_encoder", "vit", "whisper_encoder", "mlp_mixer",
-        "shufflenet_v2", "deeplabv3")},
+_SLICED = ("from_onnx: a Slice whose end is a run-time size (the position / token-type "
+           "embedding tables cut to the sequence length) is dyn.strided_slice, whose output "
+           "dims are fresh Anys; broadcast with the input's they become max(any, seq) and the "
+           "attention's reshapes cannot prove their element counts equal")
+XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {
+    **{("onnx_dynamic", n): ((LoweringError, RelayTypeError), _SLICED) for n in
+       ("bert", "distilbert", "gpt2", "t5_encoder")},
+    ("onnx_dynamic", "vit"): (LoweringError, "from_onnx: the class token expanded to the batch "
+                              "(Expand by a Where/Equal of Shape values) gets a fresh Any; the "
+                              "position-embedding add then cannot prove 'any + 16' is 17"),
+    ("onnx_dynamic", "shufflenet_v2"): (RelayTypeError, "from_onnx: the channel split "
+                                        "(Slice with ends computed from Shape) is "
+                                        "dyn.strided_slice: the next conv's input channels are "
+                                        "an Any"),
+    ("onnx_dynamic", "deeplabv3"): (RelayTypeError, "from_onnx: the ASPP pooling branch's "
+                                    "run-time Resize sizes leave its channel count symbolic: "
+                                    "the projection conv sees 'any + 1024' input channels"),
     ("onnx_dynamic", "swin"): (OnnxConvertError, "from_onnx: ScatterND needs static shapes, "
                                "and the shifted-window mask's shapes are computed at run time"),
-    **{("onnx_dynamic", n): (RelayTypeError, _RNN_STATE) for n in
-       ("lstm_lm", "gru_lm", "bilstm_tagger")},
 }
 for _n in NAMES:
     XFAIL["torch_dynamic", _n] = (ValueError, _TORCH_DYNAMIC)
@@ -177,10 +183,10 @@ def test_greedy_nms_matches_a_reference():
 
     rng = np.random.default_rng(5)
     xy = rng.uniform(0, 1, (2, 40, 2))
-    wh = rng.uniform(0.05, 0.4, (2, 40, 2))
+    wh = rng.uniform(0.2, 0.6, (2, 40, 2))
     boxes = np.concatenate([xy, xy + wh], -1).astype(np.float32)
     scores = rng.uniform(0, 1, (2, 3, 40)).astype(np.float32)
-    idx, kept = zoo.greedy_nms(torch.from_numpy(boxes), torch.from_numpy(scores), 12, 0.4, 0.5)
+    idx, kept = zoo.greedy_nms(torch.from_numpy(boxes), torch.from_numpy(scores), 30, 0.4, 0.5)
 
     def iou(a, b):
         inter = np.prod(np.clip(np.minimum(a[2:], b[2:]) - np.maximum(a[:2], b[:2]), 0, None))
@@ -189,9 +195,9 @@ def test_greedy_nms_matches_a_reference():
     for b in range(2):
         best = scores[b].max(0)
         order, want = list(np.argsort(-best, kind="stable")), []
-        while order and best[order[0]] > 0.5 and len(want) < 12:
+        while order and best[order[0]] > 0.5 and len(want) < 30:
             i = order.pop(0)
             want.append(i)
             order = [j for j in order if iou(boxes[b, i], boxes[b, j]) <= 0.4]
         got = idx[b][kept[b]].tolist()
-        assert got == want and 0 < len(want) < 12
+        assert got == want and 0 < len(want) < 30  # not capped: suppression decided it

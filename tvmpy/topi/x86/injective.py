@@ -132,6 +132,14 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     return None
 
 
+def _stage_reads(sch: Any, op: Any, src: te.Tensor) -> bool:
+    """Whether ``op``'s stage still reads ``src`` as scheduled: an injective source (a
+    concatenate, a channel shuffle) inlined into the layout_transform is no buffer to tile
+    from (the layout_transform then reads the source's own inputs)."""
+    return any(t.op is src.op and t.value_index == src.value_index
+               for t in sch[op].op.input_tensors)
+
+
 def _row_tile(width: int, lanes: int) -> int | None:
     """Columns per transposed tile of :func:`_schedule_unblock`: one vector when vectors divide
     the row, the whole row when it is at most a vector, else the largest divisor of the row
@@ -162,7 +170,7 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     0.73-0.89 (64x56x56, cropped to 57, NCHW12c 24x56x56), 7-column tiles of 28/14-wide rows
     0.79-0.80. Returns False (nothing scheduled) where it does not apply."""
     found = _unblock_source(out)
-    if found is None:
+    if found is None or not _stage_reads(sch, found[0], found[1]):
         return False
     lt, src, blk = found
     lanes = vector_lanes(out.dtype)
@@ -226,7 +234,7 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     64x17x17 5.0 -> 2.8, 64x56x56 33 -> 14, 144x14x14 8.9 -> 5.2; NCHW12c 24x56x56 17 -> 9.6;
     NCHW3c 3x224x224 23 -> 18. Returns False where it does not apply."""
     found = _block_source(out)
-    if found is None:
+    if found is None or not _stage_reads(sch, found[0], found[1]):
         return False
     lt, src, blk = found
     lanes = vector_lanes(out.dtype)
@@ -252,13 +260,15 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     return True
 
 
-def schedule_injective_from_existing(sch: Any, out: te.Tensor) -> Any:
-    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``."""
+def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled: bool = True) -> Any:
+    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``. ``tiled``: a
+    layout_transform inlined into ``out`` may be scheduled through a register tile (its
+    source cached per tile of ``out``'s loops): only where ``out`` is its one consumer."""
     st = sch[out.op]
     axes = list(st.op.axis)
     if not axes:
         return sch
-    if _schedule_unblock(sch, out) or _schedule_block(sch, out):
+    if tiled and (_schedule_unblock(sch, out) or _schedule_block(sch, out)):
         return sch
     lanes = vector_lanes(out.dtype)
     size = _const_size(out.shape)
@@ -341,7 +351,9 @@ def schedule_injective(outs: Any) -> Any:
     inline_injective(s, outs)
     for t in outs:
         if isinstance(t.op, te.ComputeOp):
-            schedule_injective_from_existing(s, t)
+            # several outputs (a split's) may all read one inlined layout_transform: a tile
+            # cached inside one output's loops would not cover the others
+            schedule_injective_from_existing(s, t, tiled=len(outs) == 1)
     return s
 
 

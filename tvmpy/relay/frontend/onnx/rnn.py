@@ -185,7 +185,7 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
     dense before the loop; the loop carries h (c), the outputs so far (time-major, appended in
     step order: at the front when reversed) and the values the step reads."""
     from ...expr import Constant
-    from .control import append_step, axis_length, empty_rows, type_of, while_loop
+    from .control import append_step, axis_length, empty_rows, while_loop
 
     xw = nn.dense(X, w)                                              # (T, N, G*H)
     wb = rb = None
@@ -201,7 +201,6 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
     T = axis_length(X, 0)
     reads = {"r": r, "rb": rb, "p": p, "lens": lens, "T": T}
     live = {k: v for k, v in reads.items() if v is not None and not isinstance(v, Constant)}
-    acc_t = type_of(transform.expand_dims(h, 0))
     names = list(live)
 
     def step(it: RelayExpr, vs: list) -> list:

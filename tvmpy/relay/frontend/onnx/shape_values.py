@@ -126,8 +126,9 @@ def _compute(ctx: ImportContext, op: str, names: list[str], attrs: dict) -> SymV
         sl = slice(max(-n - 1, min(n, starts[0])), max(-n - 1, min(n, ends[0])),
                    steps[0] if steps else 1)
         return SymValue(tuple(x.items[sl]))
-    if op in _ARITH and len(ins) == 2 and ins[1] is not None:
-        a, b = ins
+    b = ins[1] if len(ins) == 2 else None
+    if op in _ARITH and b is not None:
+        a = x
         if a.scalar != b.scalar and not (len(a.items) == 1 or len(b.items) == 1):
             return None
         n = max(len(a.items), len(b.items))

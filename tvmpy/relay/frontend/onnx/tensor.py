@@ -5,8 +5,9 @@ give ``relay.op.dyn`` ones (``dynamic.py``)."""
 
 from __future__ import annotations
 
-import numpy as np
 from typing import Any
+
+import numpy as np
 
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from . import cnn, sequence, vision
 from ._shim import torchvision
-from .export import (TOLERANCE, Compiled, assert_close, build, eager, from_onnx, from_torch,
-                     to_onnx)
+from .export import TOLERANCE, Compiled, assert_close, build, eager, from_onnx, from_torch, to_onnx
 from .spec import SIZES, Input, Spec, ZooModel
 from .vision import append_onnx_nms, greedy_nms, with_greedy_nms
 

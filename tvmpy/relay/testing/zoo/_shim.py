@@ -24,6 +24,6 @@ def torchvision() -> Any:
     if "torchvision" not in sys.modules:
         for name in _STUBBED:
             sys.modules.setdefault(name, types.ModuleType(name))
-    import torchvision as tv
+    import torchvision as tv  # type: ignore[import-untyped]
 
     return tv

@@ -103,11 +103,27 @@ def densenet121(size: str) -> Spec:
 
 
 def googlenet(size: str) -> Spec:
+    """GoogLeNet (Inception-v1); small: its stem and three of its Inception blocks (1x1, 3x3,
+    5x5 branches and the max-pool projection; ceil-mode pooling between) at 1/8 the width."""
     m = _m()
     seeded(9)
-    net = m.GoogLeNet(num_classes=1000 if size == "real" else 10, aux_logits=False,
-                      init_weights=True)
-    return finish(net, image(224 if size == "real" else 32))
+    if size == "real":
+        return finish(m.GoogLeNet(aux_logits=False, init_weights=True), image(224))
+    import importlib
+
+    import torch.nn as nn
+
+    g = importlib.import_module("torchvision.models.googlenet")  # (m.googlenet: the builder)
+    net = nn.Sequential(
+        g.BasicConv2d(3, 8, kernel_size=7, stride=2, padding=3),
+        nn.MaxPool2d(3, stride=2, ceil_mode=True),
+        g.BasicConv2d(8, 24, kernel_size=3, padding=1),
+        g.Inception(24, 8, 12, 16, 2, 4, 4),            # 32 channels
+        g.Inception(32, 16, 16, 24, 4, 12, 8),          # 60
+        nn.MaxPool2d(3, stride=2, ceil_mode=True),
+        g.Inception(60, 24, 12, 26, 2, 6, 8),           # 64
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(64, 10))
+    return finish(net, image(32))
 
 
 def inception_v3(size: str) -> Spec:

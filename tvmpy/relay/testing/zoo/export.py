@@ -59,7 +59,7 @@ def to_onnx(spec: Spec, dynamic: bool = False, module: Any = None, opset: int = 
     torch.backends.mha.set_fastpath_enabled(False)
     try:
         with torch.no_grad():
-            torch.onnx.export(module, _torch_args(spec, feeds), f,
+            torch.onnx.export(module, _torch_args(spec, feeds), f,  # type: ignore[arg-type]
                               input_names=[i.name for i in spec.inputs], output_names=out_names,
                               dynamic_axes=axes, opset_version=opset, dynamo=False)
     finally:

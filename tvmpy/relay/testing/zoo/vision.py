@@ -77,10 +77,18 @@ def deeplabv3(size: str) -> Spec:
         net = seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None,
                                                num_classes=21)
         return finish(first_output(net, "out"), image(224))
+    import torch.nn as nn
+
     setting, last = m.mobilenetv3._mobilenet_v3_conf("mobilenet_v3_large", width_mult=0.25,
                                                      dilated=True)
     backbone = m.mobilenetv3.MobileNetV3(setting, last)
     net = seg.deeplabv3._deeplabv3_mobilenetv3(backbone, num_classes=5, aux=False)
+    # DeepLabHead's layers with 32 instead of 256 channels: ASPP (1x1, three atrous 3x3 at
+    # rates 12/24/36, image pooling + bilinear upsampling, projection), 3x3 conv, classifier
+    cin = net.classifier[0].convs[0][0].in_channels
+    net.classifier = nn.Sequential(seg.deeplabv3.ASPP(cin, [12, 24, 36], out_channels=32),
+                                   nn.Conv2d(32, 32, 3, padding=1, bias=False),
+                                   nn.BatchNorm2d(32), nn.ReLU(), nn.Conv2d(32, 5, 1))
     return finish(first_output(net, "out"), image(48))
 
 
@@ -132,7 +140,7 @@ def ssdlite(size: str) -> Spec:
             loc = torch.cat([self._flat(h(f), 4) for h, f in zip(self.box, (f1, f2))], 1)
             conf = torch.cat([self._flat(h(f), self.classes) for h, f in zip(self.cls, (f1, f2))],
                              1)
-            a = self.anchors
+            a: Any = self.anchors
             cxy = a[:, :2] + 0.1 * loc[..., :2] * a[:, 2:]
             wh = a[:, 2:] * torch.exp(0.2 * loc[..., 2:].clamp(max=4.0))
             boxes = torch.cat([cxy[..., 1:2] - wh[..., 1:2] / 2, cxy[..., 0:1] - wh[..., 0:1] / 2,
@@ -200,7 +208,7 @@ def append_onnx_nms(model: Any) -> Any:
 
     g = model.graph
     outs = [o.name for o in g.output]
-    consts = {"nms_max": np.array([NMS["max_per_class"]], np.int64),
+    consts: dict[str, np.ndarray] = {"nms_max": np.array([NMS["max_per_class"]], np.int64),
               "nms_iou": np.array([NMS["iou"]], np.float32),
               "nms_score": np.array([NMS["score"]], np.float32)}
     g.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
