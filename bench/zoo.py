@@ -30,7 +30,6 @@ ensure_native_blas()
 
 def _run_one(name: str, threads: int, rounds: int) -> tuple[float, float, float, list, str]:
     """(build s, tvmpy best s, onnxruntime best s, per-round ratios, agreement note)."""
-    import numpy as np
 
     from tvmpy.relay.testing import compare, zoo
 

@@ -576,3 +576,42 @@ def test_onnx_recurrence_with_run_time_batch_and_steps(op, h0):
         got = vm.invoke("main", **feeds)
         for o, want in zip(got, sess.run(None, feeds)):
             np.testing.assert_allclose(o.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_expand_to_the_batch_by_torch_minus_one_pattern():
+    """``cls.expand(x.shape[0], -1, -1)`` as torch's exporter writes it (the target vector
+    reshaped, compared with -1 by Equal, Where picks the data's dims): followed symbolically,
+    the Expand keeps the input's batch and the static 1, 8, so the concatenation with x and
+    the position add type and build (ViT's class token); the dims came out as fresh Anys and
+    the add failed to lower ('cannot prove ... any + 16 vs 17')."""
+    torch = pytest.importorskip("torch")
+    import io
+
+    class ClsToken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+            self.pos = torch.nn.Parameter(torch.randn(1, 6, 8))
+
+        def forward(self, x):
+            return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+
+    f = io.BytesIO()
+    torch.onnx.export(ClsToken().eval(), (torch.randn(2, 5, 8),), f, input_names=["x"],
+                      dynamic_axes={"x": {0: "B"}}, opset_version=17, dynamo=False)
+    m = onnx.load_from_string(f.getvalue())
+    assert {"Equal", "Where", "Expand"} <= {n.op_type for n in m.graph.node}
+    mod, params = relay.frontend.from_onnx(m)
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is mod["main"].params[0].type_annotation.shape[0] and \
+        list(ret.shape[1:]) == [6, 8]
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = RNG.standard_normal((b, 5, 8)).astype(np.float32)
+        g.set_input(x=x)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)

@@ -44,13 +44,6 @@ _SLICED = ("from_onnx: a Slice whose end is a run-time size (the position / toke
 XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {
     **{("onnx_dynamic", n): ((LoweringError, RelayTypeError), _SLICED) for n in
        ("bert", "distilbert", "gpt2", "t5_encoder")},
-    ("onnx_dynamic", "vit"): (LoweringError, "from_onnx: the class token expanded to the batch "
-                              "(Expand by a Where/Equal of Shape values) gets a fresh Any; the "
-                              "position-embedding add then cannot prove 'any + 16' is 17"),
-    ("onnx_dynamic", "shufflenet_v2"): (RelayTypeError, "from_onnx: the channel split "
-                                        "(Slice with ends computed from Shape) is "
-                                        "dyn.strided_slice: the next conv's input channels are "
-                                        "an Any"),
     ("onnx_dynamic", "deeplabv3"): (RelayTypeError, "from_onnx: the ASPP pooling branch's "
                                     "run-time Resize sizes leave its channel count symbolic: "
                                     "the projection conv sees 'any + 1024' input channels"),

@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from ...expr import const
+from ...ty import dim_equal
+from ...type_infer import infer_type
 from ..common import floordiv_dim, prod
 from .context import ImportContext, shape_of
 
@@ -48,9 +51,10 @@ def _get(ctx: ImportContext, name: str) -> SymValue | None:
     if sv is not None:
         return sv
     v = ctx.values.get(name)
-    if v is None or v.dtype.kind not in "iu" or v.ndim > 1 or v.size > 64:
+    if v is None or v.dtype.kind not in "iub" or v.ndim > 1 or v.size > 64:
         return None
-    return SymValue(tuple(int(x) for x in v.reshape(-1)), v.ndim == 0)
+    cast = bool if v.dtype.kind == "b" else int
+    return SymValue(tuple(cast(x) for x in v.reshape(-1)), v.ndim == 0)
 
 
 def lookup(ctx: ImportContext, name: str) -> list[Any] | None:
@@ -85,6 +89,41 @@ def _compute(ctx: ImportContext, op: str, names: list[str], attrs: dict) -> SymV
     if not ins or ins[0] is None:
         return None
     x = ins[0]
+    if op == "Equal":
+        y = ins[1] if len(ins) == 2 else None
+        if y is None:
+            return None
+        n = max(len(x.items), len(y.items))
+        xs = x.items if len(x.items) == n else x.items * n
+        ys = y.items if len(y.items) == n else y.items * n
+        out = []
+        for p, q in zip(xs, ys):
+            if isinstance(p, int) and isinstance(q, int):
+                out.append(p == q)
+            elif (isinstance(p, int) and p < 0) or (isinstance(q, int) and q < 0):
+                out.append(False)  # a dimension is never negative (the exporters' -1 test)
+            elif dim_equal(p, q):
+                out.append(True)
+            else:
+                return None
+        return SymValue(tuple(out), x.scalar and y.scalar)
+    if op == "Where":
+        if len(ins) != 3 or ins[1] is None or ins[2] is None:
+            return None
+        c, a, b = x, ins[1], ins[2]
+        n = max(len(c.items), len(a.items), len(b.items))
+        if any(len(v.items) not in (1, n) for v in (c, a, b)):
+            return None
+        pick = [(c.items * n)[k] if len(c.items) == 1 else c.items[k] for k in range(n)]
+        av = a.items * n if len(a.items) == 1 else a.items
+        bv = b.items * n if len(b.items) == 1 else b.items
+        return SymValue(tuple(p if s else q for s, p, q in zip(pick, av, bv)),
+                        c.scalar and a.scalar and b.scalar)
+    if op == "Reshape":  # of the shape vector itself, to 1-D ([-1] or [n])
+        tgt = ctx.values.get(names[1]) if len(names) > 1 else None
+        if tgt is None or tgt.size != 1 or int(tgt.reshape(-1)[0]) not in (-1, len(x.items)):
+            return None
+        return SymValue(x.items)
     if op in ("Identity", "Cast"):
         if op == "Cast" and attrs.get("to") not in (6, 7):  # INT32, INT64
             return None
@@ -142,7 +181,7 @@ def _compute(ctx: ImportContext, op: str, names: list[str], attrs: dict) -> SymV
 
 
 _TRACKED = {"Shape", "Identity", "Cast", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",
-            *_ARITH}
+            "Equal", "Where", "Reshape", *_ARITH}
 
 
 def track(ctx: ImportContext, node: Any, names: list[str], attrs: dict) -> None:
@@ -154,5 +193,14 @@ def track(ctx: ImportContext, node: Any, names: list[str], attrs: dict) -> None:
         sv = _compute(ctx, node.op_type, list(names), attrs)
     except (TypeError, ValueError, IndexError):  # not a shape computation after all
         sv = None
-    if sv is not None:
-        _table(ctx)[node.output[0]] = sv
+    if sv is None:
+        return
+    out = node.output[0]
+    if all(isinstance(d, (int, bool)) for d in sv.items):
+        # every element known (static dims of a symbolic shape, a -1 test): a constant, so that
+        # Slice / Split / Resize... take it as an attribute and stay static operators
+        dtype = str(infer_type(ctx.exprs[out]).checked_type.dtype)
+        val = np.asarray(sv.items[0] if sv.scalar else list(sv.items), dtype=dtype)
+        ctx.bind(out, const(val))
+        return
+    _table(ctx)[out] = sv
