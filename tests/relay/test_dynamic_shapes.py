@@ -615,3 +615,34 @@ def test_onnx_expand_to_the_batch_by_torch_minus_one_pattern():
         g.run()
         np.testing.assert_allclose(g.get_output(0).numpy(), sess.run(None, {"x": x})[0],
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_resize_to_sizes_computed_from_shape_ops():
+    """Resize by ``sizes = Concat(Shape(x)[:2], [9, 7])`` (torch's
+    ``F.interpolate(y, size=(9, 7))`` on a dynamic batch, as DeepLabV3's ASPP pooling branch
+    exports): the batch and channels are the input's own, only H and W resize, so the output
+    keeps its static channel count (it was an Any that the next conv refused)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Slice", ["shp", "s0", "s2"], ["nc"]),
+             helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    g = helper.make_graph(
+        nodes, "rs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[i64("s0", [0]), i64("s2", [2]), i64("hw", [9, 7])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert list(mod["main"].checked_type.ret_type.shape[1:]) == [3, 9, 7]
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 2):
+        x = RNG.standard_normal((b, 3, 4, 5)).astype(np.float32)
+        gm.set_input(x=x)
+        gm.run()
+        np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)

@@ -44,9 +44,6 @@ _SLICED = ("from_onnx: a Slice whose end is a run-time size (the position / toke
 XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {
     **{("onnx_dynamic", n): ((LoweringError, RelayTypeError), _SLICED) for n in
        ("bert", "distilbert", "gpt2", "t5_encoder")},
-    ("onnx_dynamic", "deeplabv3"): (RelayTypeError, "from_onnx: the ASPP pooling branch's "
-                                    "run-time Resize sizes leave its channel count symbolic: "
-                                    "the projection conv sees 'any + 1024' input channels"),
     ("onnx_dynamic", "swin"): (OnnxConvertError, "from_onnx: ScatterND needs static shapes, "
                                "and the shifted-window mask's shapes are computed at run time"),
 }
