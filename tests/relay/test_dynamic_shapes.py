@@ -646,3 +646,42 @@ def test_onnx_resize_to_sizes_computed_from_shape_ops():
         gm.run()
         np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_slice_and_range_to_a_symbolic_sequence_length():
+    """``table[:, :S]`` (Slice with an end read by Shape) and ``arange(S)`` (Range) with S the
+    input's symbolic sequence length, as transformers' position ids are written: both keep S
+    itself as their dimension (take of the indices 0..S-1), so adding them to the input types
+    as (B, S) (they were fresh Anys: ``max(any, S)``, and BERT's attention reshapes then could
+    not be lowered); compared with onnxruntime at several sizes."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    table = RNG.standard_normal((1, 10)).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Gather", ["shp", "i1"], ["s"], axis=0),
+             helper.make_node("Unsqueeze", ["s", "ax0"], ["s1"]),
+             helper.make_node("Slice", ["table", "zero1", "s1", "ax1"], ["pos"]),
+             helper.make_node("Range", ["zero", "s", "one"], ["ar"]),
+             helper.make_node("Cast", ["ar"], ["arf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "pos"], ["y0"]),
+             helper.make_node("Add", ["y0", "arf"], ["out"])]
+    g = helper.make_graph(
+        nodes, "pos", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[i64("i1", 1), i64("ax0", [0]), i64("zero1", [0]), i64("ax1", [1]),
+                     i64("zero", 0), i64("one", 1), numpy_helper.from_array(table, "table")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    b, s = mod["main"].params[0].type_annotation.shape
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is b and ret.shape[1] is s
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in ((1, 7), (3, 10), (2, 1)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        gm.set_input(x=x)
+        gm.run()
+        np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-6, atol=1e-6)

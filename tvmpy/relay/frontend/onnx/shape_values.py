@@ -57,6 +57,40 @@ def _get(ctx: ImportContext, name: str) -> SymValue | None:
     return SymValue(tuple(cast(x) for x in v.reshape(-1)), v.ndim == 0)
 
 
+def _sources(ctx: ImportContext) -> dict[int, tuple[Any, Any, int]]:
+    """id(symbolic dim) -> (the dim, a tensor that has it, the axis) from the Shape ops seen."""
+    if not hasattr(ctx, "dim_sources"):
+        ctx.dim_sources = {}  # type: ignore[attr-defined]
+    return ctx.dim_sources  # type: ignore[attr-defined]
+
+
+def index_range(ctx: ImportContext, dim: Any) -> Any:
+    """int64 ``[0, 1, ..., dim - 1]`` of shape ``(dim,)`` — the very symbolic ``dim``, not a
+    fresh Any as ``dyn.arange`` gives — built from a tensor that has that dimension (element 0
+    of its other axes, a running count); None when no Shape op read ``dim``."""
+    from ...op import tensor, transform
+
+    src = _sources(ctx).get(id(dim))
+    if src is None:
+        return None
+    _, x, axis = src
+    rank = len(shape_of(x))
+    line = x
+    for k in reversed(range(rank)):
+        if k != axis:
+            line = transform.take(line, const(np.int64(0)), axis=k)
+    ones = tensor.ones_like(transform.cast(line, "int64"))
+    return tensor.subtract(transform.cumsum(ones, axis=0), const(np.int64(1)))
+
+
+def scalar(ctx: ImportContext, name: str) -> Any:
+    """The dim a tracked scalar (or one-element) shape value is, else None."""
+    sv = _table(ctx).get(name)
+    if sv is None or len(sv.items) != 1:
+        return None
+    return sv.items[0]
+
+
 def lookup(ctx: ImportContext, name: str) -> list[Any] | None:
     """The dims of a 1-D shape tensor tracked symbolically (None when it is a constant, whose
     value ``ctx.values`` has, or unknown)."""
@@ -83,6 +117,10 @@ _ARITH: dict[str, Callable[[Any, Any], Any]] = {
 def _compute(ctx: ImportContext, op: str, names: list[str], attrs: dict) -> SymValue | None:
     if op == "Shape":
         dims = shape_of(ctx.exprs[names[0]])
+        srcs = _sources(ctx)
+        for k, d in enumerate(dims):
+            if not isinstance(d, int) and id(d) not in srcs:
+                srcs[id(d)] = (d, ctx.exprs[names[0]], k)
         start, end = attrs.get("start", 0), attrs.get("end", len(dims))
         return SymValue(tuple(dims[slice(start, end)]))
     ins = [_get(ctx, nm) for nm in names]

@@ -116,7 +116,8 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
     elif dynamic.runtime_inputs(ctx, names, 1, 2, 3, 4):
-        return dynamic.slice_(ctx, inputs)
+        out = _slice_to_symbolic_end(ctx, x, names)
+        return out if out is not None else dynamic.slice_(ctx, inputs)
     else:
         starts = [int(v) for v in ctx.value(names[1], "starts")]
         ends = [int(v) for v in ctx.value(names[2], "ends")]
@@ -133,6 +134,32 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
     b = [clamp(v, s[ax]) for v, ax in zip(starts, axes)]
     e = [clamp(v, s[ax]) for v, ax in zip(ends, axes)]
     return transform.strided_slice(x, b, e, steps, axes)
+
+
+def _slice_to_symbolic_end(ctx: ImportContext, x: RelayExpr, names: Names) -> RelayExpr | None:
+    """``x[..., 0:D]`` along one static axis, ``D`` a symbolic dim read by a Shape op
+    (``position_ids[:, :seq_len]``: a table cut to the sequence length): a take of the
+    indices ``0 .. D - 1``, so the result has that same dimension D (dyn.strided_slice's would
+    be a fresh Any). For ``D`` past the table's end (which the model cannot run anyway: its
+    next broadcast fails) the take clips to the last row."""
+    ends = shape_values.lookup(ctx, names[2])
+    known = [ctx.values.get(nm) if len(names) > k and names[k] else None
+             for k, nm in ((1, names[1]), (3, names[3] if len(names) > 3 else ""),
+                           (4, names[4] if len(names) > 4 else ""))]
+    if ends is None or len(ends) != 1 or isinstance(ends[0], int) or known[0] is None:
+        return None
+    if (len(names) > 3 and names[3] and known[1] is None) or (
+            len(names) > 4 and names[4] and known[2] is None):
+        return None
+    start = int(known[0].reshape(-1)[0])
+    axis = int(known[1].reshape(-1)[0]) if known[1] is not None else 0
+    step = int(known[2].reshape(-1)[0]) if known[2] is not None else 1
+    s = shape_of(x)
+    axis %= len(s)
+    if step != 1 or start != 0 or not isinstance(s[axis], int):
+        return None
+    idx = shape_values.index_range(ctx, ends[0])
+    return None if idx is None else transform.take(x, idx, axis=axis)
 
 
 def _axes_arg(ctx: ImportContext, attrs: Attrs, names: Names, pos: int) -> list[int] | None:
