@@ -84,8 +84,9 @@ def _slice(x: RelayExpr, axis: int, lo: int, hi: int) -> RelayExpr:
 
 
 def _take0(x: RelayExpr, k: int) -> RelayExpr:
-    """x[k] of a leading axis, the axis dropped."""
-    return transform.squeeze(_slice(x, 0, k, k + 1), [0])
+    """x[k] of a leading axis, the axis dropped (a take: the axis may be a run-time size,
+    which strided_slice cannot lower)."""
+    return transform.take(x, const(np.int64(k)), axis=0)
 
 
 def _rnn(kind: str) -> Converter:

@@ -61,8 +61,8 @@ def first_output(module: Any, key: Any) -> Any:
             super().__init__()
             self.inner = inner
 
-        def forward(self, *args: Any) -> Any:
-            out = self.inner(*args)
+        def forward(self, x: Any) -> Any:  # one input (torch.export's dynamic_shapes match it)
+            out = self.inner(x)
             if hasattr(out, "keys") or isinstance(out, (tuple, list)):
                 return out[key]
             return getattr(out, key)
