@@ -86,7 +86,8 @@ def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[A
     if not dynamic:
         infos = [(i.name, (list(i.concrete(spec.dims)), i.dtype)) for i in spec.inputs]
         return from_pytorch(module, infos)
-    dims = {d: torch.export.Dim(d, min=1, max=4096) for d in spec.dynamic_dims}
+    dims = {d: torch.export.Dim(d, min=1, max=spec.limits.get(d, 4096))
+            for d in spec.dynamic_dims}
     shapes = tuple({k: dims[d] for k, d in enumerate(i.shape) if isinstance(d, str)}
                    for i in spec.inputs)
     # export at a batch of 2: torch.export specializes a dimension of size 1

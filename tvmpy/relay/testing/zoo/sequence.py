@@ -24,7 +24,11 @@ def _text(vocab: int, seq: int) -> tuple[list[Input], dict[str, int]]:
 
 def _hf(model: Any, vocab: int, seq: int) -> Spec:
     inputs, dims = _text(vocab, seq)
-    return finish(first_output(model, "last_hidden_state"), inputs, dims)
+    spec = finish(first_output(model, "last_hidden_state"), inputs, dims)
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions:  # a learned position table bounds the sequence length
+        spec.limits["seq"] = int(positions)
+    return spec
 
 
 def _transformers() -> Any:
@@ -83,7 +87,9 @@ def gpt2(size: str) -> Spec:
             return self.gpt2(input_ids, attention_mask=mask).last_hidden_state
 
     inputs, dims = _text(cfg.vocab_size, 128 if size == "real" else 16)
-    return finish(GPT2(), inputs, dims)
+    spec = finish(GPT2(), inputs, dims)
+    spec.limits["seq"] = cfg.n_positions
+    return spec
 
 
 def t5_encoder(size: str) -> Spec:

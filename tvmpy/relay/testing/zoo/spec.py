@@ -44,6 +44,7 @@ class Spec:
     module: Any
     inputs: list[Input]
     dims: dict[str, int] = field(default_factory=lambda: {"batch": 1})
+    limits: dict[str, int] = field(default_factory=dict)  # largest size of a dim, if bounded
 
     @property
     def dynamic_dims(self) -> list[str]:
