@@ -478,3 +478,210 @@ def test_two_unrelated_any_dims_broadcast_at_run_time():
     with pytest.raises(ValueError, match=r"operator add: dimension -2 of the lhs is 2, but "
                                          r"dimension -2 of the rhs is 3"):
         m.run()
+
+
+def _attention_reshape_model():
+    """x (B, S, 32) reshaped to (B, S, 4, 8) by a target computed from Shape(x) (Gather,
+    Unsqueeze, Concat with constants: what torch's exporter emits for ``x.view(b, s, 4, 8)``),
+    then scores = q @ k^T per head: a batch_matmul of two such reshapes."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Gather", ["shp", "i0"], ["b"], axis=0),
+             helper.make_node("Gather", ["shp", "i1"], ["s"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+             helper.make_node("Unsqueeze", ["s", "ax0"], ["s1"]),
+             helper.make_node("Concat", ["b1", "s1", "hd"], ["tgt"], axis=0),
+             helper.make_node("Reshape", ["x", "tgt"], ["q"]),
+             helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["q"], ["kt"], perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["qt", "kt"], ["out"])]
+    g = helper.make_graph(
+        nodes, "attn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", 32])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[i64("i0", 0), i64("i1", 1), i64("ax0", [0]), i64("hd", [4, 8])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def test_onnx_reshape_to_a_shape_computed_from_shape_ops_keeps_its_dims():
+    """The Reshape target (B, S, 4, 8) is followed symbolically: the result keeps the input's
+    own B and S (not fresh Anys) and the static 4, 8, so the attention's batch_matmul types
+    (it did not: 'broadcast_to ... cannot broadcast'), and the build runs at several sizes."""
+    m = _attention_reshape_model()
+    mod, params = relay.frontend.from_onnx(m)
+    b, s = mod["main"].params[0].type_annotation.shape[:2]
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is b and ret.shape[2] is s and ret.shape[3] is s and ret.shape[1] == 4
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for bs in ((1, 5), (3, 7), (2, 1)):
+        x = RNG.standard_normal((*bs, 32)).astype(np.float32)
+        g.set_input(x=x)
+        g.run()
+        want = sess.run(None, {"x": x})[0]
+        np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_shape_values_not_known_stay_dynamic():
+    """A Reshape target from data (not from Shape ops) still takes the dyn.reshape path."""
+    nodes = [helper.make_node("Cast", ["t"], ["ti"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["x", "ti"], ["out"])]
+    g = helper.make_graph(
+        nodes, "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 6]),
+                     helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    mod, _ = relay.frontend.from_onnx(m)
+    assert "dyn.reshape" in mod.astext()
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+@pytest.mark.parametrize("h0", [False, True])
+def test_onnx_recurrence_with_run_time_batch_and_steps(op, h0):
+    """LSTM / GRU over X (S, B, 5) with both sizes symbolic: a loop on the VM whose output
+    accumulator starts as 0 rows of the state's own (symbolic) shape. It was a (0, 0, 0)
+    constant that the first concatenation could not type when the state's batch is an
+    expression (an initial state whose batch is another symbol: ``max(Bh, B)``):
+    'float32(1, max(any, batch), H) does not match float32(0, 0, 0)'. Without initial states
+    the zero state is taken from step 0 of a symbolic step axis."""
+    from tvmpy.runtime.vm import VirtualMachine
+
+    H, E, G = 3, 5, 4 if op == "LSTM" else 3
+    w = RNG.standard_normal((1, G * H, E)).astype(np.float32) * 0.5
+    r = RNG.standard_normal((1, G * H, H)).astype(np.float32) * 0.5
+    b = RNG.standard_normal((1, 2 * G * H)).astype(np.float32) * 0.1
+    ins = ["x", "w", "r", "b"] + (["", "h0"] if h0 else [])
+    node = helper.make_node(op, ins, ["y", "yh"], hidden_size=H)
+    g = helper.make_graph(
+        [node], "rnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["S", "B", E])]
+        + ([helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, "Bh", H])] if h0 else []),
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("yh", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(r, "r"),
+                     numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm", params=params)
+    vm = VirtualMachine(exe, tvm.cpu(0))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for s, bt in ((4, 1), (7, 3), (1, 2)):
+        feeds = {"x": RNG.standard_normal((s, bt, E)).astype(np.float32)}
+        if h0:
+            feeds["h0"] = RNG.standard_normal((1, bt, H)).astype(np.float32)
+        got = vm.invoke("main", **feeds)
+        for o, want in zip(got, sess.run(None, feeds)):
+            np.testing.assert_allclose(o.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_expand_to_the_batch_by_torch_minus_one_pattern():
+    """``cls.expand(x.shape[0], -1, -1)`` as torch's exporter writes it (the target vector
+    reshaped, compared with -1 by Equal, Where picks the data's dims): followed symbolically,
+    the Expand keeps the input's batch and the static 1, 8, so the concatenation with x and
+    the position add type and build (ViT's class token); the dims came out as fresh Anys and
+    the add failed to lower ('cannot prove ... any + 16 vs 17')."""
+    torch = pytest.importorskip("torch")
+    import io
+
+    class ClsToken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+            self.pos = torch.nn.Parameter(torch.randn(1, 6, 8))
+
+        def forward(self, x):
+            return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+
+    f = io.BytesIO()
+    torch.onnx.export(ClsToken().eval(), (torch.randn(2, 5, 8),), f, input_names=["x"],
+                      dynamic_axes={"x": {0: "B"}}, opset_version=17, dynamo=False)
+    m = onnx.load_from_string(f.getvalue())
+    assert {"Equal", "Where", "Expand"} <= {n.op_type for n in m.graph.node}
+    mod, params = relay.frontend.from_onnx(m)
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is mod["main"].params[0].type_annotation.shape[0] and \
+        list(ret.shape[1:]) == [6, 8]
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 3):
+        x = RNG.standard_normal((b, 5, 8)).astype(np.float32)
+        g.set_input(x=x)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_resize_to_sizes_computed_from_shape_ops():
+    """Resize by ``sizes = Concat(Shape(x)[:2], [9, 7])`` (torch's
+    ``F.interpolate(y, size=(9, 7))`` on a dynamic batch, as DeepLabV3's ASPP pooling branch
+    exports): the batch and channels are the input's own, only H and W resize, so the output
+    keeps its static channel count (it was an Any that the next conv refused)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Slice", ["shp", "s0", "s2"], ["nc"]),
+             helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    g = helper.make_graph(
+        nodes, "rs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[i64("s0", [0]), i64("s2", [2]), i64("hw", [9, 7])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert list(mod["main"].checked_type.ret_type.shape[1:]) == [3, 9, 7]
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b in (1, 2):
+        x = RNG.standard_normal((b, 3, 4, 5)).astype(np.float32)
+        gm.set_input(x=x)
+        gm.run()
+        np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_slice_and_range_to_a_symbolic_sequence_length():
+    """``table[:, :S]`` (Slice with an end read by Shape) and ``arange(S)`` (Range) with S the
+    input's symbolic sequence length, as transformers' position ids are written: both keep S
+    itself as their dimension (take of the indices 0..S-1), so adding them to the input types
+    as (B, S) (they were fresh Anys: ``max(any, S)``, and BERT's attention reshapes then could
+    not be lowered); compared with onnxruntime at several sizes."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    table = RNG.standard_normal((1, 10)).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("Gather", ["shp", "i1"], ["s"], axis=0),
+             helper.make_node("Unsqueeze", ["s", "ax0"], ["s1"]),
+             helper.make_node("Slice", ["table", "zero1", "s1", "ax1"], ["pos"]),
+             helper.make_node("Range", ["zero", "s", "one"], ["ar"]),
+             helper.make_node("Cast", ["ar"], ["arf"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "pos"], ["y0"]),
+             helper.make_node("Add", ["y0", "arf"], ["out"])]
+    g = helper.make_graph(
+        nodes, "pos", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[i64("i1", 1), i64("ax0", [0]), i64("zero1", [0]), i64("ax1", [1]),
+                     i64("zero", 0), i64("one", 1), numpy_helper.from_array(table, "table")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    b, s = mod["main"].params[0].type_annotation.shape
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is b and ret.shape[1] is s
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in ((1, 7), (3, 10), (2, 1)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        gm.set_input(x=x)
+        gm.run()
+        np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-6, atol=1e-6)

@@ -62,3 +62,29 @@ def test_bind_params_bad_input():
         bind_params_by_name(f, {"y": np.zeros((2, 4), "float32")})
     with pytest.raises(ValueError, match="expects"):
         bind_params_by_name(f, {"x": np.zeros((2, 5), "float32")})
+
+
+def test_constant_broadcast_to_a_symbolic_batch_is_kept():
+    """broadcast_to(constant, (batch, 1, 5)) with ``batch`` a relay.Any has constant inputs
+    but no constant value (its size is known at run time): kept, not evaluated (evaluating it
+    raised "symbolic expression ... cannot be used as a Python integer"); then built and run at
+    two batch sizes (ViT's class token expanded to the batch)."""
+    import tvmpy as tvm
+    from tvmpy.contrib import graph_executor
+
+    n = relay.Any()
+    x = relay.var("x", shape=(n, 3, 5))
+    tok = _rand((1, 1, 5), 8)
+    y = relay.concatenate([relay.broadcast_to(relay.const(tok), (n, 1, 5)), x], 1)
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.exp(y)))
+    out = transform.FoldConstant()(mod)
+    assert count_ops(out["main"].body, "broadcast_to") == 1
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for b in (1, 4):
+        xin = _rand((b, 3, 5), b)
+        m.set_input(x=xin)
+        m.run()
+        want = np.exp(np.concatenate([np.broadcast_to(tok, (b, 1, 5)), xin], 1))
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-6)

@@ -110,3 +110,38 @@ def test_block_of_a_computed_source_is_not_tiled():
     f(tvm.nd.array(a), out)
     want = np.maximum(a, 0).reshape(1, 2, 16, 5, 9).transpose(0, 1, 3, 4, 2)
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+def _concat_unblock(shape):
+    """Two blocked halves concatenated (an injective stage, inlined), then NCHW{c}c -> NCHW."""
+    n, cb, h, w, bn = shape
+    a, b = te.placeholder(shape, name="a"), te.placeholder(shape, name="b")
+    cat = topi.concatenate([a, b], axis=1)
+    return a, b, topi.layout_transform(cat, f"NCHW{bn}c", "NCHW")
+
+
+def _run(s, args, shapes_out, feeds):
+    f = tvm.build(s, args, target="llvm")
+    outs = [tvm.nd.empty(sh, "float32") for sh in shapes_out]
+    f(*[tvm.nd.array(v) for v in feeds], *outs)
+    return [o.numpy() for o in outs]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_unblock_of_an_inlined_concatenate(split):
+    """The transform's 5-D source is itself injective (a concatenate inlined into it, as the
+    channel shuffles of ShuffleNetV2 fuse): there is no buffer to cache a tile from, so the
+    generic schedule runs (it raised 'cache_read: layout_transform does not read
+    concatenate'); split into two outputs that both read the transform, neither takes the
+    tile (one cached inside the first output's loops does not cover the second: bound
+    inference refused it)."""
+    shape = (1, 2, 5, 16, 8)
+    a, b, y = _concat_unblock(shape)
+    outs = topi.split(y, 2, axis=1) if split else [y]
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective(list(outs))
+    rng = np.random.default_rng(4)
+    va, vb = (rng.uniform(-1, 1, shape).astype("float32") for _ in range(2))
+    got = _run(s, [a, b, *outs], [tuple(int(d) for d in o.shape) for o in outs], [va, vb])
+    want = np.concatenate([va, vb], 1).transpose(0, 1, 4, 2, 3).reshape(1, 32, 5, 16)
+    np.testing.assert_array_equal(np.concatenate(got, 1), want)

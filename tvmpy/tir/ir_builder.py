@@ -87,7 +87,9 @@ class IRBuilder:
 
     def __init__(self) -> None:
         self._stack: list[list[S.Stmt]] = [[]]
-        self._open: set[int] = set()  # ids of AttrStmt/Allocate/LetStmt that take what follows
+        # AttrStmt/Allocate/LetStmt that take what follows, by id; the statements are held so
+        # that an id is not reused by a later statement once a scope's node has been replaced
+        self._open: dict[int, S.Stmt] = {}
 
     def emit(self, stmt: Any) -> None:
         """Append a statement; an expression (e.g. ``call_extern``) becomes an ``Evaluate``."""
@@ -130,7 +132,7 @@ class IRBuilder:
         self._stack[-1][-1] = S.IfThenElse(prev.condition, prev.then_case, self._fold(body))
 
     def _open_scope(self, stmt: S.Stmt) -> None:
-        self._open.add(id(stmt))
+        self._open[id(stmt)] = stmt
         self._stack[-1].append(stmt)
 
     def scope_attr(self, node: Any, attr_key: str, value: Any) -> None:
@@ -178,7 +180,7 @@ class IRBuilder:
         # an AttrStmt/Allocate/LetStmt opened by scope_attr/allocate/let takes everything after
         # it (in its scope) as its body
         for i, s in enumerate(stmts):
-            if id(s) in self._open:
+            if self._open.get(id(s)) is s:
                 rest = self._fold(stmts[i + 1:])
                 if isinstance(s, S.AttrStmt):
                     new: S.Stmt = S.AttrStmt(s.node, s.attr_key, s.value, rest)

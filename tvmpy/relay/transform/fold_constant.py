@@ -37,6 +37,20 @@ def _to_expr(v: Any) -> RelayExpr:
     return Constant(ConstData(np.asarray(v), copy=False))
 
 
+def _symbolic_result(call: Call) -> bool:
+    """Whether ``call`` (of constants) has a symbolic dimension in its result type: sized by
+    its attributes at run time (a constant broadcast to a ``relay.Any`` batch)."""
+    from ..ty import TensorType, TupleType
+    from ..type_infer import infer_type
+
+    def symbolic(t: Any) -> bool:
+        if isinstance(t, TupleType):
+            return any(symbolic(f) for f in t.fields)
+        return isinstance(t, TensorType) and not all(isinstance(d, int) for d in t.shape)
+
+    return symbolic(infer_type(call).checked_type)
+
+
 class _Fold(ExprMutator):
     def __init__(self) -> None:
         super().__init__()
@@ -57,6 +71,8 @@ class _Fold(ExprMutator):
         if not (isinstance(new, Call) and isinstance(new.op, Op)) or new.op.name in _SKIP:
             return new
         if not all(_is_const(a) for a in new.args):
+            return new
+        if _symbolic_result(new):  # broadcast_to(const, (batch, 1, 32)): no constant to be
             return new
         try:
             value = evaluate(new)

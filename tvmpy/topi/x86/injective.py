@@ -132,6 +132,14 @@ def _unblock_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     return None
 
 
+def _stage_reads(sch: Any, op: Any, src: te.Tensor) -> bool:
+    """Whether ``op``'s stage still reads ``src`` as scheduled: an injective source (a
+    concatenate, a channel shuffle) inlined into the layout_transform is no buffer to tile
+    from (the layout_transform then reads the source's own inputs)."""
+    return any(t.op is src.op and t.value_index == src.value_index
+               for t in sch[op].op.input_tensors)
+
+
 def _row_tile(width: int, lanes: int) -> int | None:
     """Columns per transposed tile of :func:`_schedule_unblock`: one vector when vectors divide
     the row, the whole row when it is at most a vector, else the largest divisor of the row
@@ -162,7 +170,7 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     0.73-0.89 (64x56x56, cropped to 57, NCHW12c 24x56x56), 7-column tiles of 28/14-wide rows
     0.79-0.80. Returns False (nothing scheduled) where it does not apply."""
     found = _unblock_source(out)
-    if found is None:
+    if found is None or not _stage_reads(sch, found[0], found[1]):
         return False
     lt, src, blk = found
     lanes = vector_lanes(out.dtype)
@@ -226,7 +234,7 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     64x17x17 5.0 -> 2.8, 64x56x56 33 -> 14, 144x14x14 8.9 -> 5.2; NCHW12c 24x56x56 17 -> 9.6;
     NCHW3c 3x224x224 23 -> 18. Returns False where it does not apply."""
     found = _block_source(out)
-    if found is None:
+    if found is None or not _stage_reads(sch, found[0], found[1]):
         return False
     lt, src, blk = found
     lanes = vector_lanes(out.dtype)
@@ -254,8 +262,9 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
 
 def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled_transforms: bool = True
                                      ) -> Any:
-    """Vectorize and parallelize the loops of ``out``'s stage in ``sch`` (with
-    ``tiled_transforms``, a layout_transform it is or inlines gets its tiled schedule)."""
+    """Vectorize and parallelize the loops of ``out``'s stage in ``sch``. ``tiled_transforms``:
+    a layout_transform it is or inlines may be scheduled through a register tile (its source
+    cached per tile of ``out``'s loops): only where ``out`` is its one consumer."""
     st = sch[out.op]
     axes = list(st.op.axis)
     if not axes:
@@ -380,9 +389,10 @@ def schedule_injective(outs: Any) -> Any:
     rows = _resize_rows(outs)
     for t in outs:
         if isinstance(t.op, te.ComputeOp):
-            # (a separable resize's rows stage reads the fused layout_transform: the output's
-            # tiled-transform schedules, which cache its source at their own loops, do not fit)
-            schedule_injective_from_existing(s, t, tiled_transforms=not rows)
+            # (a separable resize's rows stage reads the fused layout_transform, and several
+            # outputs (a split's) may all read one inlined layout_transform: a tile cached
+            # inside one output's loops would not cover the others)
+            schedule_injective_from_existing(s, t, tiled_transforms=not rows and len(outs) == 1)
     for r in rows:
         _schedule_rows(s, r)
     return s

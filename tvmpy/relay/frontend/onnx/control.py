@@ -207,9 +207,14 @@ def append_step(acc: RelayExpr, it: RelayExpr, x: RelayExpr, front: bool = False
     return If(tensor.equal(it, const(np.int64(0))), step, transform.concatenate(both, 0))
 
 
-def empty_rows(t: TensorType) -> RelayExpr:
-    """A placeholder of ``t``'s rank with 0 rows (0 for its unknown sizes too)."""
-    return const(np.zeros([0] + [d if isinstance(d, int) else 0 for d in t.shape[1:]], t.dtype))
+def empty_rows(row: RelayExpr) -> RelayExpr:
+    """A placeholder for rows shaped like ``row`` stacked on a new axis 0: 0 rows of ``row``'s
+    shape. With symbolic sizes (a run-time batch) it is sliced from ``row`` itself, so it has
+    the same symbolic dimensions, not 0s that the first concatenation could not unify."""
+    t = type_of(row)
+    if all(isinstance(d, int) for d in t.shape):
+        return const(np.zeros([0, *t.shape], t.dtype))
+    return transform.strided_slice(transform.expand_dims(row, 0), [0], [0], axes=[0])
 
 
 @converter("If")

@@ -156,5 +156,25 @@ def value_op(ctx: ImportContext, op_type: str, inputs: Inputs, attrs: Attrs, nam
     if op_type == "ConstantOfShape":
         return constant_of_shape(ctx, inputs, attrs)
     if op_type == "Range":
-        return range_(ctx, inputs)
+        out = _range_to_symbolic_limit(ctx, inputs, names)
+        return out if out is not None else range_(ctx, inputs)
     return None
+
+
+def _range_to_symbolic_limit(ctx: ImportContext, inputs: Inputs, names: Names
+                             ) -> RelayExpr | None:
+    """``Range(0, D, 1)`` with ``D`` a symbolic dim read by a Shape op (``torch.arange(seq)``):
+    the indices with that same dimension D (dyn.arange's would be a fresh Any)."""
+    from . import shape_values
+
+    start, delta = ctx.values.get(names[0]), ctx.values.get(names[2])
+    limit = shape_values.scalar(ctx, names[1])
+    if start is None or delta is None or limit is None or isinstance(limit, int):
+        return None
+    if int(start.reshape(-1)[0]) != 0 or int(delta.reshape(-1)[0]) != 1:
+        return None
+    idx = shape_values.index_range(ctx, limit)
+    if idx is None:
+        return None
+    dt = dtype_of(inputs[0])
+    return idx if dt == "int64" else transform.cast(idx, dt)

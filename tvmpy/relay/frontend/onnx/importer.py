@@ -29,7 +29,7 @@ from ...ty import Any as AnyDim
 from ...ty import ListType, TensorType, TupleType
 from ...type_infer import infer_type
 from ..common import unsupported_error
-from . import dynamic
+from . import dynamic, shape_values
 from .context import (
     EMPTY_OPTIONAL,
     ImportContext,
@@ -412,6 +412,7 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             e = dynamic.value_op(ctx, node.op_type, ins, a, names)
             if e is not None:  # an input known only at run time
                 ctx.exprs[node.output[0]] = e
+                shape_values.track(ctx, node, names, a)
                 continue
         if node.op_type in _VALUE_OPS:
             val = _value_op(ctx, node, a, names)
@@ -460,6 +461,7 @@ def convert_nodes(ctx: ImportContext, nodes: list, opset: int) -> None:
             if isinstance(outs[k], Constant) and outs[k].data.numpy().size <= 4096:
                 ctx.values[o] = outs[k].data.numpy()  # (e.g. an If branch's folded outputs)
         _fold(ctx, node, names, outputs, outs)
+        shape_values.track(ctx, node, names, a)
 
 
 def _shape_text(x: RelayExpr) -> str:

@@ -24,10 +24,11 @@ import numpy as np
 from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ...op.image import resize2d
+from ...ty import dim_equal
 from ..common import reshape_to
 
 __all__ = ["ResizeSpec", "output_size_and_scales", "axis_weights", "resize_separable"]
-from . import dynamic
+from . import dynamic, shape_values
 from .context import ImportContext, dtype_of, shape_of
 from .registry import Attrs, Inputs, Names, Output, converter
 
@@ -259,6 +260,16 @@ def _resize(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> O
     use_sizes = ctx.opset >= 11 and len(names) > 3 and bool(names[3])
     target = 1 if ctx.opset < 11 else 3 if use_sizes else 2
     crop = coord == "tf_crop_and_resize" and ctx.opset >= 11
+    sym = shape_values.lookup(ctx, names[3]) if use_sizes and not crop else None
+    if sym is not None and len(sym) == len(axes):
+        # sizes computed from Shape ops: (N, C) copied from the input, (H, W) static (a
+        # bilinear upsampling to another tensor's size): resize the static axes only
+        s = shape_of(x)
+        keep = [k for k, d in enumerate(sym) if not isinstance(d, int)]
+        if all(dim_equal(s[axes[k]], sym[k]) for k in keep):
+            rest = [k for k in range(len(axes)) if k not in keep]
+            return _resize_any(ctx, x, spec, [axes[k] for k in rest], None,
+                               [int(sym[k]) for k in rest], policy, None)
     if dynamic.runtime_inputs(ctx, names, target, *([1] if crop else [])):
         return dynamic.resize(ctx, x, spec, list(attrs["axes"]) if "axes" in attrs else None,
                               inputs[target], use_sizes, inputs[1] if crop else None, policy)

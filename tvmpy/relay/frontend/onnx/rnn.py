@@ -84,8 +84,9 @@ def _slice(x: RelayExpr, axis: int, lo: int, hi: int) -> RelayExpr:
 
 
 def _take0(x: RelayExpr, k: int) -> RelayExpr:
-    """x[k] of a leading axis, the axis dropped."""
-    return transform.squeeze(_slice(x, 0, k, k + 1), [0])
+    """x[k] of a leading axis, the axis dropped (a take: the axis may be a run-time size,
+    which strided_slice cannot lower)."""
+    return transform.take(x, const(np.int64(k)), axis=0)
 
 
 def _rnn(kind: str) -> Converter:
@@ -195,22 +196,22 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
     dense before the loop; the loop carries h (c), the outputs so far (time-major, appended in
     step order: at the front when reversed) and the values the step reads."""
     from ...expr import Constant
-    from .control import append_step, axis_length, empty_rows, type_of, while_loop
+    from .control import append_step, axis_length, empty_rows, while_loop
 
     xw = nn.dense(X, w)                                              # (T, N, G*H)
     wb = rb = None
     if b is not None:
         wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
         xw = tensor.add(xw, wb if kind == "GRU" else tensor.add(wb, rb))
-    if zero is None:  # a batch size known only at run time
-        zero = tensor.zeros_like(_slice(_take0(xw, 0), 1, 0, H))
+    if zero is None:  # a batch size known only at run time: zeros shaped like one step's
+        # state (take: the step axis may be symbolic too, which strided_slice cannot lower)
+        zero = tensor.zeros_like(_slice(transform.take(xw, const(np.int64(0)), axis=0), 1, 0, H))
     h = _take0(h0, d) if h0 is not None else zero
     cell = (_take0(c0, d) if c0 is not None else zero) if kind == "LSTM" else zero
     p = _take0(P, d) if P is not None else None
     T = axis_length(X, 0)
     reads = {"r": r, "rb": rb, "p": p, "lens": lens, "T": T}
     live = {k: v for k, v in reads.items() if v is not None and not isinstance(v, Constant)}
-    acc_t = type_of(transform.expand_dims(h, 0))
     names = list(live)
 
     def step(it: RelayExpr, vs: list) -> list:
@@ -230,7 +231,7 @@ def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: Rel
             c_new = tensor.where(mask, c_new, cv)
         return [h_new, c_new, append_step(acc, it, y, front=rev), xwv] + vs[4:]
 
-    out = while_loop(ctx, T, [h, cell, empty_rows(acc_t), xw] + [live[k] for k in names],
+    out = while_loop(ctx, T, [h, cell, empty_rows(h), xw] + [live[k] for k in names],
                      step, f"{kind.lower()}_steps")
     return out[2], out[0], out[1] if kind == "LSTM" else None
 

@@ -5,12 +5,14 @@ give ``relay.op.dyn`` ones (``dynamic.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ...expr import const
+from ...expr import RelayExpr, const
 from ...op import nn, tensor, transform
 from ..common import broadcast_dims, floordiv_dim, prod, reshape_to
-from . import dynamic
+from . import dynamic, shape_values
 from .context import ImportContext, check_2d, dtype_of, np_dtype, scalar_like, shape_of
 from .dyn_args import runtime_input
 from .registry import Attrs, Inputs, Names, Output, converter
@@ -27,6 +29,11 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 @converter("Reshape")
 def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
+        sym = shape_values.lookup(ctx, names[1])
+        if sym is not None and not attrs.get("allowzero", 0):
+            out = _static_or_none(lambda: _reshape_to_dims(inputs[0], sym))
+            if out is not None:  # the target's dims computed from Shape ops, symbolically
+                return out
         return dynamic.reshape(ctx, inputs, attrs)
     s = shape_of(inputs[0])
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
@@ -45,6 +52,28 @@ def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
             tgt[tgt.index(-1)] = (total // known if isinstance(total, int) and
                                   isinstance(known, int) else floordiv_dim(total, known))
     return reshape_to(inputs[0], tgt)
+
+
+def _reshape_to_dims(x: RelayExpr, tgt: list) -> RelayExpr:
+    """Reshape (ONNX semantics, allowzero=0) to dims that may be symbolic."""
+    s = shape_of(x)
+    tgt = [s[k] if isinstance(v, int) and v == 0 else v for k, v in enumerate(tgt)]
+    if sum(1 for v in tgt if isinstance(v, int) and v == -1) == 1:
+        k = next(k for k, v in enumerate(tgt) if isinstance(v, int) and v == -1)
+        tgt[k] = floordiv_dim(prod(s), prod(tgt[:k] + tgt[k + 1:]))
+    return reshape_to(x, tgt)
+
+
+def _static_or_none(make: Any) -> RelayExpr | None:
+    """``make()`` when its result type-checks, else None (the caller's dyn operator then)."""
+    from ...type_infer import infer_type
+
+    try:
+        e = make()
+        infer_type(e)
+        return e
+    except (TypeError, ValueError):  # RelayTypeError is a TypeError
+        return None
 
 
 @converter("Transpose")
@@ -87,7 +116,8 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
         axes = list(attrs.get("axes", range(len(starts))))
         steps = [1] * len(starts)
     elif dynamic.runtime_inputs(ctx, names, 1, 2, 3, 4):
-        return dynamic.slice_(ctx, inputs)
+        out = _slice_to_symbolic_end(ctx, x, names)
+        return out if out is not None else dynamic.slice_(ctx, inputs)
     else:
         starts = [int(v) for v in ctx.value(names[1], "starts")]
         ends = [int(v) for v in ctx.value(names[2], "ends")]
@@ -104,6 +134,32 @@ def _slice(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Ou
     b = [clamp(v, s[ax]) for v, ax in zip(starts, axes)]
     e = [clamp(v, s[ax]) for v, ax in zip(ends, axes)]
     return transform.strided_slice(x, b, e, steps, axes)
+
+
+def _slice_to_symbolic_end(ctx: ImportContext, x: RelayExpr, names: Names) -> RelayExpr | None:
+    """``x[..., 0:D]`` along one static axis, ``D`` a symbolic dim read by a Shape op
+    (``position_ids[:, :seq_len]``: a table cut to the sequence length): a take of the
+    indices ``0 .. D - 1``, so the result has that same dimension D (dyn.strided_slice's would
+    be a fresh Any). For ``D`` past the table's end (which the model cannot run anyway: its
+    next broadcast fails) the take clips to the last row."""
+    ends = shape_values.lookup(ctx, names[2])
+    known = [ctx.values.get(nm) if len(names) > k and names[k] else None
+             for k, nm in ((1, names[1]), (3, names[3] if len(names) > 3 else ""),
+                           (4, names[4] if len(names) > 4 else ""))]
+    if ends is None or len(ends) != 1 or isinstance(ends[0], int) or known[0] is None:
+        return None
+    if (len(names) > 3 and names[3] and known[1] is None) or (
+            len(names) > 4 and names[4] and known[2] is None):
+        return None
+    start = int(known[0].reshape(-1)[0])
+    axis = int(known[1].reshape(-1)[0]) if known[1] is not None else 0
+    step = int(known[2].reshape(-1)[0]) if known[2] is not None else 1
+    s = shape_of(x)
+    axis %= len(s)
+    if step != 1 or start != 0 or not isinstance(s[axis], int):
+        return None
+    idx = shape_values.index_range(ctx, ends[0])
+    return None if idx is None else transform.take(x, idx, axis=axis)
 
 
 def _axes_arg(ctx: ImportContext, attrs: Attrs, names: Names, pos: int) -> list[int] | None:
@@ -143,6 +199,12 @@ def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 @converter("Expand")
 def _expand(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
+        sym = shape_values.lookup(ctx, names[1])
+        if sym is not None:
+            out = _static_or_none(lambda: transform.broadcast_to(
+                inputs[0], broadcast_dims(shape_of(inputs[0]), sym)))
+            if out is not None:
+                return out
         return dynamic.expand(ctx, inputs)
     tgt = [int(v) for v in ctx.value(names[1], "shape")]
     return transform.broadcast_to(inputs[0], broadcast_dims(shape_of(inputs[0]), tgt))
