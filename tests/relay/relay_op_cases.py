@@ -105,6 +105,9 @@ def op_cases():
         "nn.depth_to_space": (relay.nn.depth_to_space(x4, 2), (2, 1, 18, 18)),
         "nn.space_to_depth": (relay.nn.space_to_depth(relay.var("sd", shape=(1, 2, 4, 6)), 2),
                               (1, 8, 2, 3)),
+        "nn.stride_interleave": (relay.nn.stride_interleave(
+            relay.Tuple([relay.var(f"si{k}", shape=(2, 3, 5, 5)) for k in range(4)]), (2, 2),
+            (9, 10)), (2, 3, 9, 10)),
         "isinf": (relay.isinf(m), (3, 5), "bool"),
         "isfinite": (relay.isfinite(m), (3, 5), "bool"),
         "logical_xor": (relay.logical_xor(b, b), (3, 5), "bool"),

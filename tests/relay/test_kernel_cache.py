@@ -292,10 +292,15 @@ def _untuned():
 
 
 @pytest.mark.parametrize("where", ["cache", "workers"])
-def test_untuned_workloads_are_reported_from_the_cache_and_workers(where, tmp_path, monkeypatch):
-    """autotvm's fallback list and its once-per-run notice do not depend on where a kernel was
-    compiled: here, in a worker process, or before (the cache)."""
+def test_untuned_workloads_are_reported_from_the_cache_and_workers(where, tmp_path, monkeypatch,
+                                                                   caplog):
+    """autotvm's fallback list and the build's one notice line do not depend on where a kernel
+    was compiled: here, in a worker process, or before (the cache)."""
+    import logging
+
     from tvmpy import autotvm
+
+    caplog.set_level(logging.WARNING, logger="tvmpy.autotvm")
 
     autotvm.task.clear_fallback_cache()
     with config.config(CACHE=1, CACHE_DIR=str(tmp_path), BUILD_WORKERS=1):
@@ -307,9 +312,13 @@ def test_untuned_workloads_are_reported_from_the_cache_and_workers(where, tmp_pa
              else {"CACHE": 0, "BUILD_WORKERS": 2, "BUILD_START_METHOD": "fork"})
     if where == "cache":
         _no_compiles(monkeypatch)
-    with config.config(**knobs), pytest.warns(UserWarning, match="autotvm: no tuned config"):
+    first = [r.getMessage() for r in caplog.records if r.name == "tvmpy.autotvm"]
+    caplog.clear()
+    with config.config(**knobs):
         _build()
     assert _untuned() == want
+    lines = [r.getMessage() for r in caplog.records if r.name == "tvmpy.autotvm"]
+    assert len(lines) == 1 and lines == first, (lines, first)  # the same count, one line
     autotvm.task.clear_fallback_cache()
 
 

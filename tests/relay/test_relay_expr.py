@@ -83,7 +83,8 @@ def test_registry():
     assert get("nn.relu").pattern == OpPattern.ELEMWISE == 0
     assert get("reshape").pattern == OpPattern.INJECTIVE == 2
     assert get("sum").pattern == OpPattern.COMM_REDUCE == 3
-    assert get("nn.softmax").pattern == OpPattern.OPAQUE == 8
+    assert get("nn.softmax").pattern == OpPattern.COMM_REDUCE  # a row reduction: fuses its inputs
+    assert get("nn.layer_norm").pattern == OpPattern.OPAQUE == 8
     assert get("nn.relu") is get("nn.relu")
     assert get("nn.conv2d").num_inputs == 2
     with pytest.raises(ValueError, match="'nn.conv3x' is not registered"):

@@ -15,7 +15,8 @@ repeats a growing expression, not one load) is computed at the root instead: wri
 a buffer of its own inside the same function, its consumers read the buffer. That resets the
 counts of everything it reads, so the code grows linearly in the number of stages. The result
 is the same values (an injective stage is legal at the root); only schedules with no thread
-bindings (CPU) are changed: a GPU schedule's extra stage would need a thread binding of its own.
+bindings (CPU) are changed: a GPU schedule's extra stage would need a thread binding of its own;
+and a stage that reads a ``compute_at`` stage (a cached tile) stays inlined.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from ..ir.node import structural_equal, structural_hash
 from ..tir import expr as E
 from ..tir.functor import Visitor
-from .schedule import INLINE
+from .schedule import INLINE, SCOPE
 from .tensor import ComputeOp
 
 __all__ = ["MAX_COPIES", "materialize_blowups"]
@@ -68,6 +69,25 @@ def _patterns(st: Any, stage_of: Callable[[Any], Any]) -> dict[int, tuple[Any, i
     return out
 
 
+def _reads_attached(st: Any, stage_of: Callable[[Any], Any]) -> bool:
+    """Whether ``st`` reads (itself or through inlined stages) a stage computed at a loop of
+    another (``compute_at``: a cache_read tile): computed at the root, ``st`` would be outside
+    that loop."""
+    stack, seen = [st], set()
+    while stack:
+        s = stack.pop()
+        for t in s.op.input_tensors:
+            p = stage_of(t)
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if p.attach_type == SCOPE:
+                return True
+            if p.attach_type == INLINE:
+                stack.append(p)
+    return False
+
+
 def _thread_bound(sch: Any) -> bool:
     return any(a.bind_thread is not None for st in sch.stages
                for a in st.iter_var_attrs.values())
@@ -90,7 +110,8 @@ def materialize_blowups(sch: Any, order: Sequence[Any],
         if st.attach_type == INLINE:
             factor = copies.get(id(st), 0)
             reads_inlined = any(p.attach_type == INLINE for p, _ in own.values())
-            if factor > MAX_COPIES and reads_inlined and not st.is_output:
+            if factor > MAX_COPIES and reads_inlined and not st.is_output \
+                    and not _reads_attached(st, stage_of):
                 st.compute_root()
                 changed.append(st)
                 factor = 1
