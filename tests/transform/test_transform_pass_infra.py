@@ -338,6 +338,6 @@ def test_debug_pass_budget_names_slow_passes(caplog, capsys):
     with config(DEBUG=1, PASS_BUDGET_MS=0.0), T.PassContext(opt_level=2):
         relay.build(mod, target="llvm")
     msgs = [r.getMessage() for r in caplog.records if r.name == "tvmpy.transform"]
-    assert any(m.startswith("lowering fused_exp_add (fused function 0) took") for m in msgs), msgs
+    assert any(m.startswith("lowering fused_exp_add") and " took " in m for m in msgs), msgs
     assert any("(tir " in m for m in msgs), msgs
     capsys.readouterr()

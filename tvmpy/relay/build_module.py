@@ -368,7 +368,7 @@ def lower_primitives(mod: IRModule, target: Any = "llvm",
         t1 = time.perf_counter()
         compiler.lower(func, eager)
         if eager and config.get("DEBUG"):
-            check_budget(f"lowering {primitive_name(func)} (fused function {i})",
+            check_budget(f"lowering {primitive_name(func)} (fused call {i})",
                          time.perf_counter() - t1)
         report("lower", i + 1, len(calls))
     return PrimitiveFunctions(tgt, main, compiler, {"lower": time.perf_counter() - t0})

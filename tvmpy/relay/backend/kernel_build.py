@@ -39,6 +39,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -51,6 +52,7 @@ from ...codegen.kernel_cache import KernelCache, default_cache, source_fingerpri
 from ...ir.digest import Undigestable, structural_digest
 from ...target import Target
 from ...transform import PassContext
+from ...transform.instrument import check_budget
 
 __all__ = ["KernelArtifact", "compile_kernel", "compile_kernels", "context_key", "kernel_key",
            "LazyLowered", "KernelWorkerError", "build_workers"]
@@ -102,7 +104,10 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
         warnings.simplefilter("always")
         with cache_scope(), config.config(**({"DUMP_IR": os.path.join(root, "tir", name)}
                                              if root else {})):
-            lowered = driver.lower(lower_primitive(func, target, name), target=target)
+            t0 = time.perf_counter()
+            prim = lower_primitive(func, target, name)
+            check_budget(f"lowering {name}", time.perf_counter() - t0)  # under DEBUG only
+            lowered = driver.lower(prim, target=target)
         c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
                           tuple(c.machine), c.ir, list(c.declared),
