@@ -293,3 +293,20 @@ def test_non_scalar_operand_stays_a_scalar_variable_moves():
         assert arg.op.name == ("reshape" if moves else "add")
         assert arg.args[0].op.name == ("add" if moves else "reshape")
         _check_same(mod, new)
+
+
+def test_sinking_over_a_rewritten_source_does_not_duplicate_it():
+    """A reshape whose source was itself rewritten (an epilogue sunk below it) is sunk over with
+    the rewritten source: taking the original source instead kept both copies of the graph
+    above (BERT's layers were computed twice after the attention scale moved)."""
+    x = relay.var("x", shape=(2, 3, 4))
+    u = relay.nn.relu(relay.reshape(relay.exp(x), (6, 4)))  # relu sinks: reshape(relu(exp))
+    v = relay.multiply(relay.reshape(u, (24,)), relay.const(2.0))  # then the scalar multiply
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.Tuple([v, u])))
+    new = transform.InferType()(transform.SinkReshape()(mod))
+    calls = []
+    relay.analysis.post_order_visit(
+        new["main"].body, lambda e: calls.append(e.op.name)
+        if isinstance(e, relay.Call) and hasattr(e.op, "name") else None)
+    assert calls.count("exp") == 1 and calls.count("nn.relu") == 1, calls
+    _check_same(mod, new)

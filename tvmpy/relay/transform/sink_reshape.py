@@ -87,7 +87,7 @@ class _Sink(ExprMutator):
         dst = _static(getattr(orig, "checked_type", None))
         if src is None or dst is None:
             return None
-        return orig.args[0], src, dst
+        return new.args[0], src, dst  # the rewritten source (orig.args[0] would duplicate it)
 
     def _wrap(self, inner: RelayExpr, src: tuple[int, ...], dst: tuple[int, ...]) -> RelayExpr:
         out = _tr.reshape(inner, dst)
