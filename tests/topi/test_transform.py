@@ -173,6 +173,30 @@ def test_symbolic_reshape_transpose():
     assert str(B.shape[0]) == "n"
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_symbolic_reshape_checks_element_count_at_run_time(inline):
+    """(n, m) -> (-1, 6): the sizes are unknown at compile time, so the kernel asserts that the
+    counts agree (n * m divisible by 6) instead of computing on inconsistent shapes; the check
+    survives inlining the reshape into its consumer."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), "float32", name="A")
+    R = topi.reshape(A, (-1, 6))
+    B = te.compute(R.shape, lambda i, j: R[i, j] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    if inline:
+        s[R].compute_inline()
+    f = tvm.build(s, [A, B], "llvm")
+    for shape in [(4, 3), (1, 6), (7, 12)]:
+        a = rand(shape)
+        b = tvm.nd.empty((a.size // 6, 6), "float32")
+        f(tvm.nd.array(a), b)
+        np.testing.assert_allclose(b.numpy(), a.reshape(-1, 6) * 2.0 + 1.0, rtol=1e-6)
+    with pytest.raises(RuntimeError, match=r"reshape: cannot reshape \(n, m\) .* element counts "
+                                           r"differ \(the -1 of newshape \(-1, 6\) needs a "
+                                           r"divisible size\)"):
+        f(tvm.nd.array(rand((5, 3))), tvm.nd.empty((2, 6), "float32"))
+
+
 def test_bad_arguments():
     A = te.placeholder((2, 3, 4), name="A")
     with pytest.raises(ValueError, match=r"cannot reshape \(2, 3, 4\) \(24 elements\) into "

@@ -15,6 +15,12 @@ inside out:
   "thread_extent"/"virtual_thread", extent)`` with the loop variable replaced by the thread's;
   pragmas wrap the loop in ``AttrStmt(loop_var, "pragma_<key>", value)``.
 
+Preconditions: a ComputeOp may carry ``attrs["preconditions"]``, pairs ``(condition, message)``
+over its shape variables that its producer could not prove at compile time (``topi.reshape`` of
+symbolic sizes: the element counts agree). Every stage's, inlined ones included, becomes an
+``AssertStmt`` at the function root, so the call fails with the message instead of computing on
+inconsistent shapes.
+
 Intermediate buffers have the shape of the inferred region; indices are made relative to its
 start. Loops always start at 0 (a region starting elsewhere shifts the loop variable).
 
@@ -309,7 +315,22 @@ class Lowering:
         for st in reversed(self.roots):
             body = self._realize(st, S.seq(self._stage_stmt(st), body))
         body = _IndexSimplifier(body).visit(body)
+        body = self._assert_preconditions(body)
         return PrimFunc(self.params, body, self.buffer_map, {"global_symbol": self.name})
+
+    def _assert_preconditions(self, body: S.Stmt) -> S.Stmt:
+        """Wrap ``body`` in an AssertStmt per distinct precondition of the schedule's stages."""
+        conds: list[tuple[PrimExpr, str]] = []
+        for st in self.view.order:
+            for cond, msg in st.op.attrs.get("preconditions", ()):
+                cond = simplify(cond)
+                if is_const_int(cond, 1):
+                    continue
+                if not any(m == msg and structural_equal(c, cond) for c, m in conds):
+                    conds.append((cond, msg))
+        for cond, msg in reversed(conds):
+            body = S.AssertStmt(cond, E.StringImm(msg), body)
+        return body
 
     def _realize(self, st: Stage, body: S.Stmt) -> S.Stmt:
         """Wrap ``body`` (which starts with st's nest) in st's Allocates."""

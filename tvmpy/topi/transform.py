@@ -131,8 +131,15 @@ def reshape(a: te.Tensor, newshape: Any, allowzero: bool = False) -> te.Tensor:
             raise ValueError(f"topi.reshape: cannot reshape {_fmt(a.shape)} ({total} elements) into "
                              f"{_fmt(out)} ({out_total} elements)")
     elif not can_prove(convert(out_total) == convert(total)):
-        raise ValueError(f"topi.reshape: cannot prove that {_fmt(a.shape)} and {_fmt(out)} have "
-                         "the same number of elements")
+        # sizes known only at run time: the kernel checks the counts before it computes
+        msg = (f"reshape: cannot reshape {_fmt(a.shape)} into {_fmt(out)} at these sizes: the "
+               "element counts differ")
+        if infer is not None:
+            msg += f" (the -1 of newshape {_fmt(newshape)} needs a divisible size)"
+        return compute_unless_empty(out, lambda *i: a(*_unravel(_ravel(i, out), a.shape)),
+                                    a.dtype, "reshape", tag.INJECTIVE,
+                                    attrs={"preconditions": ((convert(out_total) == convert(total),
+                                                              msg),)})
 
     return compute_unless_empty(out, lambda *i: a(*_unravel(_ravel(i, out), a.shape)), a.dtype,
                                 "reshape", tag.INJECTIVE)

@@ -77,9 +77,9 @@ def is_empty_shape(shape: Sequence[Any]) -> bool:
 
 
 def compute_unless_empty(shape: Sequence[Any], fcompute: Callable[..., Any], dtype: str,
-                         name: str, tag: str = "") -> Any:
+                         name: str, tag: str = "", attrs: dict | None = None) -> Any:
     """``te.compute(shape, fcompute)``, except that an output without elements reads nothing:
     index math over an empty input (``i % 0``, ``i // 0``) is not even built."""
     if is_empty_shape(shape):
-        return te.compute(shape, lambda *i: const(0, dtype), name=name, tag=tag)
-    return te.compute(shape, fcompute, name=name, tag=tag)
+        return te.compute(shape, lambda *i: const(0, dtype), name=name, tag=tag, attrs=attrs)
+    return te.compute(shape, fcompute, name=name, tag=tag, attrs=attrs)
