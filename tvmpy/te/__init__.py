@@ -81,6 +81,8 @@ from .tensor import (  # noqa: F401
     var,
 )
 
+from .scan import ScanOp, scan  # noqa: F401
+
 _LAZY = {
     "create_schedule": "schedule",
     "Schedule": "schedule",
