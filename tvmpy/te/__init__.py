@@ -93,6 +93,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "schedule":  # TVM's te.schedule module (InferBound ...)
+        return importlib.import_module(".schedule", __name__)
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'tvmpy.te' has no attribute {name!r}")

@@ -264,7 +264,8 @@ class Stage:
         self._check_compute("compute_inline")
         for r in self.schedule._reader_stages(self):
             if isinstance(r.op, ScanOp):
-                raise ValueError(f"compute_inline: {self.op.name} is the init or update of scan "
+                what = "init" if any(self.schedule[t] is self for t in r.op.init) else "update"
+                raise ValueError(f"compute_inline: {self.op.name} is the {what} of scan "
                                  f"{r.op.name}, which stores it into the scan's output; it cannot "
                                  "be inlined")
         if self._check_compute("compute_inline").reduce_axis:
@@ -732,7 +733,18 @@ def create_schedule(ops: Any) -> Schedule:
     return Schedule(out)
 
 
-__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order"]
+__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order",
+            "InferBound"]
+
+
+def InferBound(sch: Schedule) -> dict[IterVar, E.Range]:  # noqa: N802 - TVM's name
+    """TVM's ``te.schedule.InferBound``: the inferred range of every loop (IterVar) of every
+    computed stage (a scan's ``scan_axis`` included), as lowering sees it."""
+    from .bound import ScheduleView, infer_bound
+
+    if not isinstance(sch, Schedule):
+        raise TypeError(f"InferBound: expected a te.Schedule, got {type(sch).__name__}")
+    return dict(infer_bound(ScheduleView(sch)).ranges)
 
 
 def _check_scope(what: str, scope: Any) -> None:
