@@ -404,7 +404,7 @@ class GPUFunction:
                 block = [int(eval_expr(x, env)) for x in step["block"]]
                 if min(grid + block) < 0:
                     raise ValueError(f"{self.name}: kernel {step['launch']} has a negative launch "
-                                     f"size (grid {grid}, block {block}) for {state['env']}")
+                                     f"size (grid {grid}, block {block}) for {env}")
                 if min(grid + block) == 0:
                     continue  # empty iteration space
                 args = []

@@ -60,6 +60,7 @@ from ..tir.op import (  # noqa: F401
     truncdiv,
     truncmod,
 )
+from .scan import ScanOp, scan  # noqa: F401
 from .tensor import (  # noqa: F401
     CommReducer,
     ComputeOp,
@@ -80,8 +81,6 @@ from .tensor import (  # noqa: F401
     thread_axis,
     var,
 )
-
-from .scan import ScanOp, scan  # noqa: F401
 
 _LAZY = {
     "create_schedule": "schedule",

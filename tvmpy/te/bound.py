@@ -23,7 +23,7 @@ from ..tir.functor import Visitor, collect_vars, substitute, uses_var
 from .inline import InlineScope
 from .inline_budget import materialize_blowups
 from .scan import ScanOp
-from .schedule import INLINE, ROOT, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
+from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, ExternOp, Reduce, Tensor
 
 __all__ = ["ScheduleView", "infer_bound", "Bounds", "pass_up_index", "pass_up_bound_check", "is_zero_extent",
@@ -118,28 +118,28 @@ class ScheduleView:
 
     def _check_scans(self) -> None:
         """A scan's update runs inside its loop; nothing outside the update reads its state."""
-        states: dict[int, Stage] = {}
+        states: dict[int, tuple[Stage, ScanOp]] = {}
         for sc in self.order:
             if isinstance(sc.op, ScanOp):
                 for t in sc.op.state_placeholder:
-                    states[id(t.op)] = sc
+                    states[id(t.op)] = (sc, sc.op)
         for st in self.order:
             for t in st.op.input_tensors:
-                sc = states.get(id(t.op))
-                if sc is not None and self.scan_of.get(id(st)) is not sc \
+                owner = states.get(id(t.op))
+                if owner is not None and self.scan_of.get(id(st)) is not owner[0] \
                         and not isinstance(st.op, ScanOp):
                     raise ValueError(
-                        f"stage {st.op.name} reads {t.name}, the state of scan {sc.op.name}, but "
-                        f"does not feed the scan's update {[u.name for u in sc.op.update]}: "
+                        f"stage {st.op.name} reads {t.name}, the state of scan {owner[1].name}, "
+                        f"but does not feed the scan's update {[u.name for u in owner[1].update]}: "
                         "only the update reads the state (read the scan's output instead)")
-            sc = self.scan_of.get(id(st))
-            if sc is None or st.attach_type == INLINE or st is sc:
+            scan = self.scan_of.get(id(st))
+            if scan is None or st.attach_type == INLINE or st is scan:
                 continue
-            if not any(a is sc for a, _ in self.enclosing(st)):
+            if not any(a is scan for a, _ in self.enclosing(st)):
                 raise ValueError(
-                    f"stage {st.op.name} is part of the update of scan {sc.op.name} but is "
-                    f"computed outside the scan's loop ({st.attach_stage.op.name if st.attach_stage else 'root'}); "
-                    f"compute it at s[{sc.op.name}]'s scan_axis or inside another stage of the update")
+                    f"stage {st.op.name} is part of the update of scan {scan.op.name} but is "
+                    "computed outside the scan's loop; compute it at "
+                    f"s[{scan.op.name}]'s scan_axis or inside another stage of the update")
 
     def _inlined(self, t: Tensor) -> tuple[int, list[E.Var], PrimExpr] | None:
         st = self.stage_of(t)
@@ -179,7 +179,7 @@ class ScheduleView:
         """
         # "the root" of a stage of a scan's update is the scan's loop
         sc = self.scan_of.get(id(st))
-        root = None if sc is None or st.attach_type == INLINE else (sc, sc.op.scan_axis)
+        root = None if sc is None or st.attach_type == INLINE else (sc, _scan_axis(sc))
         if st.attach_type != SCOPE:
             return root
         a, iv = st.attach_stage, st.attach_ivar
@@ -532,8 +532,9 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
     relaxable = {v: r for v, r in b.var_ranges.items() if id(v) not in fixed}
     for c in consumers:
         if isinstance(c.op, ScanOp):
-            for d, r in enumerate(_scan_read(view, c, st, b, fixed)):
-                acc[d] = r if acc[d] is None else _union(acc[d], r)  # type: ignore[arg-type]
+            for d, rd in enumerate(_scan_read(view, c, st, b, fixed)):
+                prev_d = acc[d]
+                acc[d] = rd if prev_d is None else _union(prev_d, rd)
             continue
         env = _root_intervals(c, b, fixed)
         # the distinct index expressions per axis: an unrolled or inlined body reads the same
@@ -558,6 +559,11 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
         return None
     return acc
 
+
+
+def _scan_axis(st: Stage) -> IterVar:
+    assert isinstance(st.op, ScanOp)
+    return st.op.scan_axis
 
 
 def _scan_read(view: ScheduleView, scan: Stage, st: Stage, b: Bounds,

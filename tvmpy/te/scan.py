@@ -82,7 +82,7 @@ def _check_scan(name: str, axis: IterVar, init: tuple[Tensor, ...], update: tupl
         for t in ts:
             if not isinstance(t, Tensor):
                 raise TypeError(f"scan {name}: {what} must be te.Tensors, got {type(t).__name__} {t!r}")
-    t0 = axis.dom.min
+    t0 = axis.known_dom.min
     for k, (i, u, s) in enumerate(zip(init, update, states)):
         if not isinstance(s.op, PlaceholderOp):
             raise TypeError(f"scan {name}: state_placeholder {k} ({s.name}) must be a te.placeholder "

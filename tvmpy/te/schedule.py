@@ -577,6 +577,7 @@ class Schedule:
         sc = self.scan_of(st)
         if sc is None or parent is sc or self.scan_of(parent) is sc:
             return
+        assert isinstance(sc.op, ScanOp)
         body = [b.op.name for b in self.scan_body(sc) if b is not st]
         raise ValueError(
             f"compute_at: stage {st.op.name} is part of the update of scan {sc.op.name} (it reads "

@@ -384,8 +384,8 @@ class Lowering:
             return self._extern_stmt(op)
         if isinstance(op, ScanOp):  # the time loop around the update's stages
             iv = op.scan_axis
-            body = self._attach_here(st, iv, S.no_op())
-            return _loop(iv, self.bounds.ranges[iv], st.iter_var_attrs.get(iv), body)
+            steps = self._attach_here(st, iv, S.no_op())
+            return _loop(iv, self.bounds.ranges[iv], st.iter_var_attrs.get(iv), steps)
         assert isinstance(op, ComputeOp)
         if any(is_zero_extent(iv.known_dom.extent) for iv in op.axis):
             # an empty output: nothing to compute (its loops' index arithmetic, split and
