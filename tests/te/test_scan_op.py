@@ -58,7 +58,7 @@ def test_scan_op_attributes():
     assert len(op.spatial_axis_) == 1
 
 
-@pytest.mark.parametrize("target", ["llvm", "c"])
+@pytest.mark.parametrize("target", ["llvm", "c", "interp"])
 def test_cumsum_symbolic(target):
     X, _, _, s_scan = _cumsum()
     s = te.create_schedule(s_scan.op)
@@ -170,6 +170,51 @@ def test_multi_stage_intermediate_is_one_step():
     text = str(tvm.lower(s, [X, s_scan], simple_mode=True))
     loop = text.index("for scan.idx")
     assert text.index("s1 = allocate((n,)") > loop
+
+
+def _rnn(gpu: bool):
+    """h[t] = tanh(h[t-1] @ W + X[t]): the update's first stage is a reduction."""
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    W = te.placeholder((n, n), name="W")
+    h = te.placeholder((m, n), name="h")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    k = te.reduce_axis((0, n), "k")
+    mm = te.compute((m, n), lambda t, i: te.sum(h[t - 1, k] * W[k, i], axis=k), name="mm")
+    up = te.compute((m, n), lambda t, i: te.tanh(mm[t, i] + X[t, i]), name="up")
+    res = te.scan(init, up, h, inputs=[X, W])
+    s = te.create_schedule(res.op)
+    if gpu:
+        _bind(s, init, 8)
+        _bind(s, up, 8)
+        s[mm].compute_at(s[up], s[up].leaf_iter_vars[-1])  # one per thread: local
+    else:
+        s[mm].split(k, factor=4)
+        xo, _ = s[up].split(up.op.axis[1], factor=4)
+        s[mm].compute_at(s[up], xo)
+    return s, [X, W, res]
+
+
+def _rnn_ref(x, w):
+    out = x.astype("float64")
+    for t in range(1, len(x)):
+        out[t] = np.tanh(out[t - 1] @ w + x[t])
+    return out
+
+
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+def test_rnn_reduction_update(target):
+    dev = tvm.device(target, 0)
+    if target == "opencl":
+        assert dev.exist, "no OpenCL device (install pyopencl + pocl-opencl-icd)"
+    s, args = _rnn(target != "llvm")
+    f = tvm.build(s, args, target)
+    for m, n in [(1, 1), (5, 13), (8, 3)]:
+        x = RNG.uniform(-1, 1, (m, n)).astype("float32")
+        w = RNG.uniform(-1, 1, (n, n)).astype("float32")
+        out = tvm.nd.array(np.zeros((m, n), "float32"), dev)
+        f(tvm.nd.array(x, dev), tvm.nd.array(w, dev), out)
+        tvm.testing.assert_allclose(out.numpy(), _rnn_ref(x, w), rtol=1e-4, atol=1e-5)
 
 
 # ---- several states, longer init, consumers ---------------------------------------------------
