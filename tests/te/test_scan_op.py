@@ -56,6 +56,7 @@ def test_scan_op_attributes():
     assert list(op.init) == [s_init] and list(op.update) == [s_update] and list(op.inputs) == [X]
     assert op.input_tensors == [s_init, s_update]
     assert len(op.spatial_axis_) == 1
+    assert tvm.scan is te.scan  # v0.6 spelling
 
 
 @pytest.mark.parametrize("target", ["llvm", "c", "interp"])
