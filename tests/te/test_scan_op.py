@@ -284,6 +284,31 @@ def test_scan_feeds_a_later_stage_and_reads_a_computed_input():
         tvm.testing.assert_allclose(got, np.maximum.accumulate(a * 2.0, axis=0) + 1.0, rtol=1e-6)
 
 
+def test_two_scans_in_sequence():
+    """A second scan whose init and update read the first scan's output (a running max of a
+    running sum): each scan's loop holds only its own update."""
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    st1 = te.placeholder((m, n), name="st1")
+    st2 = te.placeholder((m, n), name="st2")
+    r1 = te.scan(te.compute((1, n), lambda _, i: X[0, i], name="i1"),
+                 te.compute((m, n), lambda t, i: st1[t - 1, i] + X[t, i], name="u1"), st1,
+                 name="sum_scan")
+    r2 = te.scan(te.compute((1, n), lambda _, i: r1[0, i], name="i2"),
+                 te.compute((m, n), lambda t, i: te.max(st2[t - 1, i], r1[t, i]), name="u2"), st2,
+                 name="max_scan")
+    s = te.create_schedule(r2.op)
+    text = str(tvm.lower(s, [X, r2], simple_mode=True))
+    assert text.index("for sum_scan.idx") < text.index("for max_scan.idx")
+    f = tvm.build(s, [X, r2], "llvm")
+    for shape in [(1, 2), (9, 5)]:
+        x = RNG.uniform(-1, 1, shape).astype("float32")
+        out = tvm.nd.array(np.zeros(shape, "float32"))
+        f(tvm.nd.array(x), out)
+        want = np.maximum.accumulate(np.cumsum(x, axis=0), axis=0)
+        tvm.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_cache_read_into_the_update():
     """TVM's bound test: an input cached per split tile of the update holds the tile."""
     X0 = te.placeholder((te.var("m"), te.var("n")), name="X0")
@@ -423,6 +448,37 @@ def test_opencl_runs_on_pocl(make):
     for shape in [(1, 1), (5, 17), (12, 3)]:
         (x,), (got,) = _run(f, [shape], [shape], dev)
         tvm.testing.assert_allclose(got, ref(x), rtol=1e-5)
+
+
+def test_opencl_cross_thread_reduction_per_step():
+    """h[t] = h[t-1] * sum_k X[t, k]: each step one block reducing across threads (rfactor)."""
+    dev = tvm.opencl(0)
+    assert dev.exist, "no OpenCL device (install pyopencl + pocl-opencl-icd)"
+    m, n = te.var("m"), 37
+    X = te.placeholder((m, n), name="X")
+    h = te.placeholder((m, 1), name="h")
+    init = te.compute((1, 1), lambda _, i: X[0, 0], name="init")
+    k = te.reduce_axis((0, n), "k")
+    red = te.compute((m, 1), lambda t, i: te.sum(X[t, k] * h[t - 1, i], axis=k), name="red")
+    res = te.scan(init, red, h)
+    s = te.create_schedule(res.op)
+    tx = te.thread_axis("threadIdx.x")
+    _, ki = s[red].split(k, factor=16)
+    rf = s.rfactor(red, ki)
+    s[red].bind(s[red].op.reduce_axis[0], tx)
+    s[red].bind(s[red].op.axis[1], te.thread_axis("blockIdx.x"))
+    s[rf].compute_at(s[red], s[red].op.reduce_axis[0])
+    s[red].set_store_predicate(tx.var.equal(0))
+    f = tvm.build(s, [X, res], "opencl")
+    for rows in (1, 6):
+        x = RNG.uniform(-1, 1, (rows, n)).astype("float32")
+        out = tvm.nd.array(np.zeros((rows, 1), "float32"), dev)
+        f(tvm.nd.array(x, dev), out)
+        want = np.zeros((rows, 1))
+        want[0, 0] = x[0, 0]
+        for t in range(1, rows):
+            want[t, 0] = want[t - 1, 0] * x[t].astype("float64").sum()
+        tvm.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-6)
 
 
 def _run_emulated_cuda(f, tmp_path, shapes):
