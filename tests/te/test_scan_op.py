@@ -450,6 +450,18 @@ def test_opencl_runs_on_pocl(make):
         tvm.testing.assert_allclose(got, ref(x), rtol=1e-5)
 
 
+def test_opencl_scan_exported_and_loaded(tmp_path):
+    """The launch plan's host loop survives export_library / load_module."""
+    dev = tvm.opencl(0)
+    assert dev.exist, "no OpenCL device (install pyopencl + pocl-opencl-icd)"
+    s, args, ref = _gpu_cumsum()
+    path = str(tmp_path / "scan.so")
+    tvm.build(s, args, "opencl", name="cumsum").export_library(path)
+    f = tvm.runtime.load_module(path)["cumsum"]
+    (x,), (got,) = _run(f, [(9, 20)], [(9, 20)], dev)
+    tvm.testing.assert_allclose(got, ref(x), rtol=1e-5)
+
+
 def test_opencl_cross_thread_reduction_per_step():
     """h[t] = h[t-1] * sum_k X[t, k]: each step one block reducing across threads (rfactor)."""
     dev = tvm.opencl(0)
