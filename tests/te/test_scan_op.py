@@ -383,6 +383,29 @@ def test_illegal_schedules(case):
         fn()
 
 
+def test_input_computed_per_step():
+    """A stage only the update reads may be computed at the scan's loop (one row per step);
+    one the init reads too may not."""
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), name="A")
+    X = te.compute((m, n), lambda i, j: A[i, j] * 2.0, name="X")
+    state = te.placeholder((m, n), name="state")
+    up = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="up")
+    res = te.scan(te.compute((1, n), lambda _, i: A[0, i], name="init"), up, state)
+    s = te.create_schedule(res.op)
+    s[X].compute_at(s[res], res.op.scan_axis)
+    assert is_const_int(te.schedule.InferBound(s)[X.op.axis[0]].extent, 1)
+    f = tvm.build(s, [A, res], "llvm")
+    (a,), (got,) = _run(f, [(6, 7)], [(6, 7)])
+    tvm.testing.assert_allclose(got, np.cumsum(np.concatenate([a[:1], a[1:] * 2]), axis=0),
+                                rtol=1e-5)
+    res2 = te.scan(te.compute((1, n), lambda _, i: X[0, i], name="init2"), up, state)
+    s = te.create_schedule(res2.op)
+    s[X].compute_at(s[res2], res2.op.scan_axis)
+    with pytest.raises(ValueError, match="init2, which reads it, runs outside that loop"):
+        tvm.lower(s, [A, res2])
+
+
 def test_reading_the_state_outside_the_update_is_refused():
     X, _, _, s_scan = _cumsum()
     state = s_scan.op.state_placeholder[0]

@@ -519,6 +519,11 @@ def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Sta
             continue
         ce = view.enclosing(c)
         if not any(s is a and x is iv for s, x in ce):
+            if isinstance(a.op, ScanOp):
+                raise ValueError(
+                    f"stage {st.op.name} is computed at scan {a.op.name}'s loop (once per time "
+                    f"step), but {c.op.name}, which reads it, runs outside that loop (e.g. the "
+                    f"scan's init): compute {st.op.name} at the root instead")
             raise ValueError(
                 f"stage {st.op.name} is computed at {a.op.name}'s loop {iv.var.name}, but its consumer "
                 f"{c.op.name} is computed outside that loop; compute_at {c.op.name} inside it too, or "
