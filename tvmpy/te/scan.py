@@ -5,8 +5,8 @@
 ``update`` reads earlier steps through ``state_placeholder[k]`` (``s_state[t - 1, i]``). The
 scan's loop is its ``scan_axis`` (``scan.idx``, from ``init.shape[0]`` to ``update.shape[0]``);
 the stages of the *update* (those that read a state, up to the update tensors) run inside it,
-one time step each (see ``ScheduleView.scan_body`` in :mod:`.bound`); the init stages run
-before it. Lowering writes the init, the update and the state into the scan's output buffer.
+one time step each (``Schedule.scan_body``); the init stages run before it. Lowering writes
+the init, the update and the state into the scan's output buffer.
 """
 
 from __future__ import annotations
