@@ -33,6 +33,7 @@ _LAZY_ATTRS = {
 _LAZY_ATTRS.update({n: ("te", n) for n in (
     "placeholder", "compute", "create_schedule", "var", "size_var", "reduce_axis", "sum",
     "thread_axis", "comm_reducer", "decl_tensor_intrin", "max_value", "min_value")})
+_LAZY_ATTRS["scan"] = ("te", "scan")  # v0.6's tvm.scan
 _LAZY_ATTRS.update({n: ("tir", n) for n in (
     "const", "decl_buffer", "call_extern", "call_pure_extern", "exp", "log", "sqrt", "tanh",
     "sigmoid", "if_then_else", "indexdiv", "indexmod", "floordiv", "floormod", "truncdiv",

@@ -439,6 +439,13 @@ class _PlanBuilder:
             return ["select", *(self.expr(a) for a in e.args)]
         raise self.error(f"the expression {e} ({type(e).__name__})")
 
+    def _fresh(self, base: str) -> str:
+        name, k = sanitize(base), 1
+        while name in self.taken:
+            name, k = f"{sanitize(base)}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
     def stmt(self, s: S.Stmt) -> None:
         if isinstance(s, S.SeqStmt):
             for x in s.seq:
@@ -459,6 +466,14 @@ class _PlanBuilder:
             self.stmt(s.body)
         elif isinstance(s, S.AttrStmt):
             self.stmt(s.body)
+        elif isinstance(s, S.For):  # launches repeated per value of the loop (a scan's steps)
+            name = self._fresh(s.loop_var.name)
+            self.names[id(s.loop_var)] = name
+            outer, self.steps = self.steps, []
+            self.stmt(s.body)
+            body, self.steps = self.steps, outer
+            self.steps.append({"loop": name, "min": self.expr(s.min), "extent": self.expr(s.extent),
+                               "body": body})
         elif isinstance(s, S.Allocate) and (s.buffer.scope or "global") == "global":
             buf = s.buffer  # an intermediate between kernels: device memory for the call
             name, k = sanitize(buf.name), 1

@@ -385,16 +385,26 @@ class GPUFunction:
     def _bind(self, state: dict) -> list[Callable[[], None]]:
         env = dict(state["env"])
         bufs, dev = dict(state["bufs"]), state["dev"]
-        api = self.module.api
         program = self.module.device_module.program(dev)
         bound: list[Callable[[], None]] = []
-        for step in self.steps:
-            if "launch" in step:
+        self._bind_steps(self.steps, env, bufs, dev, program, bound)
+        return bound
+
+    def _bind_steps(self, steps: list[dict], env: dict, bufs: dict, dev: Device, program: Any,
+                    bound: list[Callable[[], None]]) -> None:
+        api = self.module.api
+        for step in steps:
+            if "loop" in step:  # the body's launches once per value (a scan's time steps)
+                lo = int(eval_expr(step["min"], env))
+                for v in range(lo, lo + int(eval_expr(step["extent"], env))):
+                    env[step["loop"]] = v
+                    self._bind_steps(step["body"], env, bufs, dev, program, bound)
+            elif "launch" in step:
                 grid = [int(eval_expr(x, env)) for x in step["grid"]]
                 block = [int(eval_expr(x, env)) for x in step["block"]]
                 if min(grid + block) < 0:
                     raise ValueError(f"{self.name}: kernel {step['launch']} has a negative launch "
-                                     f"size (grid {grid}, block {block}) for {state['env']}")
+                                     f"size (grid {grid}, block {block}) for {env}")
                 if min(grid + block) == 0:
                     continue  # empty iteration space
                 args = []
@@ -421,7 +431,6 @@ class GPUFunction:
             elif "assert" in step:
                 if not eval_expr(step["assert"], env):
                     raise RuntimeError(f"{self.name} failed: {step['message']}")
-        return bound
 
     def finish(self, state: dict, wait: bool = True) -> None:
         """Copy host arguments the kernels wrote back (this waits for the kernels); without

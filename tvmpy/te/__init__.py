@@ -60,6 +60,7 @@ from ..tir.op import (  # noqa: F401
     truncdiv,
     truncmod,
 )
+from .scan import ScanOp, scan  # noqa: F401
 from .tensor import (  # noqa: F401
     CommReducer,
     ComputeOp,
@@ -91,6 +92,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "schedule":  # TVM's te.schedule module (InferBound ...)
+        return importlib.import_module(".schedule", __name__)
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'tvmpy.te' has no attribute {name!r}")

@@ -22,6 +22,7 @@ from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
 from ..tir.functor import Visitor, collect_vars, substitute, uses_var
 from .inline import InlineScope
 from .inline_budget import materialize_blowups
+from .scan import ScanOp
 from .schedule import INLINE, SCOPE, Fuse, Schedule, Split, Stage, post_order, rewrite_bodies
 from .tensor import ComputeOp, ExternOp, Reduce, Tensor
 
@@ -89,8 +90,14 @@ class ScheduleView:
         # reads[c] = ProducerLoads of non-inlined stages in c's effective body
         self.reads: dict[Stage, list[E.ProducerLoad]] = {}
         self.consumers: dict[Stage, list[Stage]] = {st: [] for st in self.order}
+        # the stages of each scan's update -> the scan (they run inside its loop)
+        self.scan_of: dict[int, Stage] = {}
         for st in self.order:
-            if isinstance(st.op, ExternOp):  # reads each input whole
+            if isinstance(st.op, ScanOp):
+                for b in sch.scan_body(st):
+                    self.scan_of[id(b)] = st
+        for st in self.order:
+            if isinstance(st.op, (ExternOp, ScanOp)):  # reads each input whole / one step
                 for t in st.op.input_tensors:
                     p = self.stage_of(t)
                     if st not in self.consumers[p]:
@@ -106,6 +113,33 @@ class ScheduleView:
                 if id(p) not in seen:
                     seen.add(id(p))
                     self.consumers[p].append(st)
+
+        self._check_scans()
+
+    def _check_scans(self) -> None:
+        """A scan's update runs inside its loop; nothing outside the update reads its state."""
+        states: dict[int, tuple[Stage, ScanOp]] = {}
+        for sc in self.order:
+            if isinstance(sc.op, ScanOp):
+                for t in sc.op.state_placeholder:
+                    states[id(t.op)] = (sc, sc.op)
+        for st in self.order:
+            for t in st.op.input_tensors:
+                owner = states.get(id(t.op))
+                if owner is not None and self.scan_of.get(id(st)) is not owner[0] \
+                        and not isinstance(st.op, ScanOp):
+                    raise ValueError(
+                        f"stage {st.op.name} reads {t.name}, the state of scan {owner[1].name}, "
+                        f"but does not feed the scan's update {[u.name for u in owner[1].update]}: "
+                        "only the update reads the state (read the scan's output instead)")
+            scan = self.scan_of.get(id(st))
+            if scan is None or st.attach_type == INLINE or st is scan:
+                continue
+            if not any(a is scan for a, _ in self.enclosing(st)):
+                raise ValueError(
+                    f"stage {st.op.name} is part of the update of scan {scan.op.name} but is "
+                    "computed outside the scan's loop; compute it at "
+                    f"s[{scan.op.name}]'s scan_axis or inside another stage of the update")
 
     def _inlined(self, t: Tensor) -> tuple[int, list[E.Var], PrimExpr] | None:
         st = self.stage_of(t)
@@ -143,12 +177,15 @@ class ScheduleView:
         derived from it (split -> inner, fuse -> fused): one iteration of the original axis is
         then one iteration of that leaf.
         """
+        # "the root" of a stage of a scan's update is the scan's loop
+        sc = self.scan_of.get(id(st))
+        root = None if sc is None or st.attach_type == INLINE else (sc, _scan_axis(sc))
         if st.attach_type != SCOPE:
-            return None
+            return root
         a, iv = st.attach_stage, st.attach_ivar
         assert a is not None and iv is not None
         if a.attach_type == INLINE:
-            return None
+            return root
         while not any(x is iv for x in a.leaf_iter_vars):
             nxt = None
             for rel in a.relations:
@@ -409,6 +446,11 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
     args = {id(s) for s in arg_stages}
     for st in reversed(view.order):
         op = st.op
+        if isinstance(op, ScanOp):  # its loop covers the time steps after the init
+            for iv in op.root_iter_vars():
+                b.ranges[iv] = iv.known_dom
+            b.var_ranges[op.scan_axis.var] = _interval_of(b.ranges[op.scan_axis])
+            continue
         if not isinstance(op, ComputeOp) or st.attach_type == INLINE:
             continue
         consumers = view.consumers.get(st, [])
@@ -477,6 +519,11 @@ def _check_consumers_in_scope(view: ScheduleView, st: Stage, consumers: list[Sta
             continue
         ce = view.enclosing(c)
         if not any(s is a and x is iv for s, x in ce):
+            if isinstance(a.op, ScanOp):
+                raise ValueError(
+                    f"stage {st.op.name} is computed at scan {a.op.name}'s loop (once per time "
+                    f"step), but {c.op.name}, which reads it, runs outside that loop (e.g. the "
+                    f"scan's init): compute {st.op.name} at the root instead")
             raise ValueError(
                 f"stage {st.op.name} is computed at {a.op.name}'s loop {iv.var.name}, but its consumer "
                 f"{c.op.name} is computed outside that loop; compute_at {c.op.name} inside it too, or "
@@ -489,6 +536,11 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
     acc: list[Interval | None] = [None] * ndim
     relaxable = {v: r for v, r in b.var_ranges.items() if id(v) not in fixed}
     for c in consumers:
+        if isinstance(c.op, ScanOp):
+            for d, rd in enumerate(_scan_read(view, c, st, b, fixed)):
+                prev_d = acc[d]
+                acc[d] = rd if prev_d is None else _union(prev_d, rd)
+            continue
         env = _root_intervals(c, b, fixed)
         # the distinct index expressions per axis: an unrolled or inlined body reads the same
         # element many times (a conv's 3x3 window, a shared value), one interval each suffices
@@ -512,3 +564,33 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
         return None
     return acc
 
+
+
+def _scan_axis(st: Stage) -> IterVar:
+    assert isinstance(st.op, ScanOp)
+    return st.op.scan_axis
+
+
+def _scan_read(view: ScheduleView, scan: Stage, st: Stage, b: Bounds,
+               fixed: set[int]) -> list[Interval]:
+    """What ``scan`` reads of ``st`` (an init or update stage of it): an init's first time
+    steps, an update's current step (every step after the init when the update is not inside
+    the scan's loop); all of the other dimensions."""
+    op = scan.op
+    assert isinstance(op, ScanOp)
+    t_iv = op.scan_axis
+    out: list[Interval] | None = None
+    for i, u in zip(op.init, op.update):
+        for t, is_init in ((i, True), (u, False)):
+            if view.stage_of(t) is not st:
+                continue
+            if is_init:
+                time: Interval = (E.const(0, t.shape[0].dtype), simplify(t.shape[0] - 1))
+            elif id(t_iv.var) in fixed:
+                time = (t_iv.var, t_iv.var)
+            else:
+                time = _interval_of(b.ranges[t_iv])
+            r = [time] + [(E.const(0, d.dtype), simplify(d - 1)) for d in t.shape[1:]]
+            out = r if out is None else [_union(x, y) for x, y in zip(out, r)]
+    assert out is not None, "a scan's consumer regions are asked only of its init and update"
+    return out

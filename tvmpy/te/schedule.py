@@ -25,6 +25,7 @@ import numpy as np
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Var, convert
 from ..tir.functor import Mutator
+from .scan import ScanOp
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Reduce, Tensor
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "IterVarAttr", "create_schedule"]
@@ -98,9 +99,12 @@ class Stage:
         op = self.op
         if isinstance(op, ComputeOp):
             self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
+        elif isinstance(op, ScanOp):
+            self.all_iter_vars = op.root_iter_vars()
         else:
             self.all_iter_vars = []
-        self.leaf_iter_vars = list(self.all_iter_vars)
+        # a scan's spatial axes (Opaque) name its output dimensions; its one loop is scan_axis
+        self.leaf_iter_vars = [iv for iv in self.all_iter_vars if iv.iter_type != IterVar.Opaque]
         self.relations: list[Split | Fuse] = []
         self.iter_var_attrs: dict[IterVar, IterVarAttr] = {}
 
@@ -109,6 +113,12 @@ class Stage:
 
     # ---- helpers -----------------------------------------------------------------------------
     def _check_compute(self, what: str) -> ComputeOp:
+        if isinstance(self.op, ScanOp):
+            raise ValueError(
+                f"{what}: stage {self.op.name} is a scan: its loop {self.op.scan_axis.var.name} "
+                "walks the time steps in order and cannot be scheduled; schedule the stages of "
+                "its update instead (s[update].split/bind/parallel/vectorize on the non-time "
+                "axes, compute_at(s[scan], scan.op.scan_axis))")
         if not isinstance(self.op, ComputeOp):
             kind = "an extern stage (its loops are in its body)" if isinstance(self.op, ExternOp) \
                 else "a placeholder"
@@ -234,6 +244,7 @@ class Stage:
         if not self.schedule._consumes(parent, self):
             raise ValueError(f"compute_at: stage {parent.op.name} does not consume {self.op.name} "
                              f"(directly or through other stages); attach a stage only inside its consumer")
+        self.schedule._check_scan_attach(self, parent, scope)
         # cycle check: walking up from parent must not reach self
         st: Stage | None = parent
         seen = set()
@@ -250,6 +261,13 @@ class Stage:
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
+        self._check_compute("compute_inline")
+        for r in self.schedule._reader_stages(self):
+            if isinstance(r.op, ScanOp):
+                what = "init" if any(self.schedule[t] is self for t in r.op.init) else "update"
+                raise ValueError(f"compute_inline: {self.op.name} is the {what} of scan "
+                                 f"{r.op.name}, which stores it into the scan's output; it cannot "
+                                 "be inlined")
         if self._check_compute("compute_inline").reduce_axis:
             raise ValueError(f"compute_inline: cannot inline the reduction {self.op.name}")
         if self.is_output:
@@ -259,7 +277,8 @@ class Stage:
         self.attach_ivar = None
 
     def compute_root(self) -> None:
-        """Compute this stage at the root of the function (undoes compute_at / compute_inline)."""
+        """Compute this stage at the root of the function (undoes compute_at / compute_inline).
+        A stage of a scan's update is then computed at the root of the scan's loop."""
         self._check_compute("compute_root")
         self.attach_type = ROOT
         self.attach_stage = None
@@ -372,6 +391,13 @@ class Stage:
         self._check_compute("double_buffer")
         self.double_buffer_ = True
 
+    def env_threads(self, threads: Any) -> None:
+        """TVM's persistent-kernel scan (the whole scan inside one kernel) is not supported."""
+        raise ValueError(
+            f"env_threads: stage {self.op.name}: tvmpy does not run a scan as one persistent GPU "
+            "kernel; bind the loops of the scan's init and update stages instead "
+            "(s[update].bind(...)): each time step is then one kernel launch")
+
 
 def _is_int_dtype(d: str) -> bool:
     from ..ir import dtype as dt
@@ -418,6 +444,12 @@ def replace_inputs(op: Operation, vmap: dict[tuple[int, int], Tensor]) -> Operat
             return op
         return ExternOp(op.name, op.tag, op.attrs, ins, op.input_placeholders,
                         op.output_placeholders, op.body)
+    if isinstance(op, ScanOp):
+        init = [vmap.get(_key(t), t) for t in op.init]
+        update = [vmap.get(_key(t), t) for t in op.update]
+        if all(a is b for a, b in zip([*init, *update], [*op.init, *op.update])):
+            return op
+        return op.replace_tensors(init, update)
     if not isinstance(op, ComputeOp):
         return op
     rep = _ReadReplacer(vmap)
@@ -494,6 +526,65 @@ class Schedule:
                 for k in range(st.op.num_outputs):
                     vmap[(id(st.op), k)] = new.output(k)
                 self._set_op(st, new)
+
+    # ---- scans -------------------------------------------------------------------------------
+    def scan_body(self, scan: Stage) -> list[Stage]:
+        """The stages of ``scan``'s update: those that read one of its states (directly or
+        through other stages) on the way to an update tensor, the updates themselves included.
+        They run inside the scan's loop, one time step each."""
+        op = scan.op
+        assert isinstance(op, ScanOp)
+        states = {id(t.op) for t in op.state_placeholder}
+        memo: dict[int, bool] = {}
+
+        def reads_state(st: Stage) -> bool:
+            hit = memo.get(id(st))
+            if hit is None:
+                memo[id(st)] = False  # (no cycles in a schedule's graph)
+                hit = memo[id(st)] = any(
+                    id(t.op) in states or (t.op in self.stage_map and reads_state(self[t]))
+                    for t in st.op.input_tensors if not isinstance(st.op, ScanOp))
+            return hit
+
+        body: list[Stage] = []
+        todo = [self[t] for t in op.update]
+        while todo:
+            st = todo.pop()
+            if any(st is b for b in body):
+                continue
+            body.append(st)
+            for t in st.op.input_tensors:
+                if t.op in self.stage_map and id(t.op) not in states and reads_state(self[t]):
+                    todo.append(self[t])
+        return [st for st in self.stages if any(st is b for b in body)]
+
+    def scan_of(self, st: Stage) -> Stage | None:
+        """The scan stage whose update ``st`` belongs to, or None."""
+        for sc in self.stages:
+            if isinstance(sc.op, ScanOp) and sc is not st and any(st is b for b in self.scan_body(sc)):
+                return sc
+        return None
+
+    def _check_scan_attach(self, st: Stage, parent: Stage, scope: IterVar) -> None:
+        """compute_at rules around a scan: its update stays inside its loop, its init outside."""
+        if isinstance(parent.op, ScanOp):
+            if scope is not parent.op.scan_axis:
+                raise ValueError(f"compute_at: the scan {parent.op.name}'s only loop is its "
+                                 f"scan_axis {parent.op.scan_axis.var.name}, not {_ivname(scope)}")
+            if any(self[t] is st for t in parent.op.init):
+                raise ValueError(f"compute_at: {st.op.name} is the init of scan {parent.op.name}: "
+                                 "it is computed before the scan's loop, not inside it")
+        sc = self.scan_of(st)
+        if sc is None or parent is sc or self.scan_of(parent) is sc:
+            return
+        assert isinstance(sc.op, ScanOp)
+        body = [b.op.name for b in self.scan_body(sc) if b is not st]
+        raise ValueError(
+            f"compute_at: stage {st.op.name} is part of the update of scan {sc.op.name} (it reads "
+            f"the scan's state), so it runs inside the scan's loop: compute it at "
+            f"s[{sc.op.name}] (scan_axis {sc.op.scan_axis.var.name})"
+            + (f" or at a loop of another stage of the update ({', '.join(body)})" if body else "")
+            + f", not at {parent.op.name}")
 
     def _check_nothing_attached(self, st: Stage, what: str) -> None:
         for other in self.stages:
@@ -643,7 +734,18 @@ def create_schedule(ops: Any) -> Schedule:
     return Schedule(out)
 
 
-__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order"]
+__all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order",
+            "InferBound"]
+
+
+def InferBound(sch: Schedule) -> dict[IterVar, E.Range]:  # noqa: N802 - TVM's name
+    """TVM's ``te.schedule.InferBound``: the inferred range of every loop (IterVar) of every
+    computed stage (a scan's ``scan_axis`` included), as lowering sees it."""
+    from .bound import ScheduleView, infer_bound
+
+    if not isinstance(sch, Schedule):
+        raise TypeError(f"InferBound: expected a te.Schedule, got {type(sch).__name__}")
+    return dict(infer_bound(ScheduleView(sch)).ranges)
 
 
 def _check_scope(what: str, scope: Any) -> None:

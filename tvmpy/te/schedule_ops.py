@@ -59,6 +59,7 @@ from .bound import (
     pass_up_index,
     storage_scope,
 )
+from .scan import ScanOp
 from .schedule import INLINE, ROOT, SCOPE, Schedule, Stage
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, Reduce, Tensor
 
@@ -200,6 +201,13 @@ class Lowering:
                     f"tensor {st.op.name} is a function argument and cannot be compute_inline'd "
                     f"(it would never be written): leave {st.op.name} out of the argument list "
                     "or do not inline it")
+        # a scan's init, update and state tensors are its output buffer: (stage, k) -> (scan, k)
+        self.alias: dict[tuple[int, int], tuple[int, int]] = {}
+        # buffers of a scan that is not an argument, allocated around its first init stage
+        self.group_alloc: dict[int, list[Buffer]] = {}
+        for st in self.view.order:
+            if isinstance(st.op, ScanOp):
+                self._alias_scan(st, seen)
         self.bounds: Bounds = infer_bound(self.view, self.arg_stages)
         # attached stages per (attach stage, leaf)
         self.attached: dict[tuple[int, int], list[Stage]] = {}
@@ -207,6 +215,9 @@ class Lowering:
         for st in self.view.order:
             if isinstance(st.op, ExternOp):
                 self._check_extern(st)
+                self.roots.append(st)
+                continue
+            if isinstance(st.op, ScanOp):
                 self.roots.append(st)
                 continue
             if not isinstance(st.op, ComputeOp) or st.attach_type == INLINE:
@@ -257,10 +268,38 @@ class Lowering:
                                  "cannot be computed at a loop (the extern stage has none)")
 
     # ---- buffers -----------------------------------------------------------------------------
+    def _alias_scan(self, st: Stage, args: set[int]) -> None:
+        op = st.op
+        assert isinstance(op, ScanOp)
+        if st.attach_type != ROOT:
+            raise ValueError(f"scan {op.name} must be computed at the root (it has no loop to "
+                             "attach to another stage and cannot be inlined)")
+        for k in range(op.num_outputs):
+            for what, t in (("init", op.init[k]), ("update", op.update[k]),
+                            ("state", op.state_placeholder[k])):
+                p = self.view.stage_of(t)
+                if what != "state" and id(p) in args:
+                    raise ValueError(f"tensor {t.name} is the {what} of scan {op.name}, stored in "
+                                     f"the scan's output: pass the scan's output ({op.output(k).name}) "
+                                     "as the argument instead")
+                self.alias[(id(p), t.value_index)] = (id(st), k)
+        if id(st) in args:
+            return
+        bufs = []
+        for k in range(op.num_outputs):
+            t = op.output(k)
+            b = Buffer(Var(t.name, "handle"), t.dtype, t.shape, (), 0, t.name, st.scope or "global")
+            self.buffers[(id(st), k)] = b
+            bufs.append(b)
+        first = next(p for p in self.view.order if any(self.view.stage_of(i) is p for i in op.init))
+        self.group_alloc.setdefault(id(first), []).extend(bufs)
+
     def _make_buffers(self) -> None:
         arg_ids = {id(s) for s in self.arg_stages}
         for st in self.view.order:
             op = st.op
+            if all((id(st), k) in self.alias for k in range(op.num_outputs)):
+                continue  # a scan's init or update: written into the scan's output
             if isinstance(op, ExternOp):
                 for k in range(op.num_outputs):
                     if id(st) in arg_ids:
@@ -299,6 +338,9 @@ class Lowering:
     def access(self, t: Tensor, indices: Sequence[PrimExpr]) -> tuple[Buffer, list[PrimExpr]]:
         """The buffer that holds ``t`` and ``indices`` made relative to its region."""
         st = self.view.stage_of(t)
+        key = self.alias.get((id(st), t.value_index))
+        if key is not None:  # at the same (absolute) indices of the scan's output
+            return self.buffers[key], [simplify(i) for i in indices]
         buf = self.buffers.get((id(st), t.value_index))
         if buf is None:
             if isinstance(st.op, PlaceholderOp):
@@ -335,8 +377,10 @@ class Lowering:
     def _realize(self, st: Stage, body: S.Stmt) -> S.Stmt:
         """Wrap ``body`` (which starts with st's nest) in st's Allocates."""
         op = st.op
-        bufs = [self.buffers[(id(st), k)] for k in range(op.num_outputs)]
-        if any(b.data in self.buffer_map for b in bufs):
+        bufs = [self.buffers[(id(st), k)] for k in range(op.num_outputs)
+                if (id(st), k) not in self.alias and not isinstance(op, ScanOp)]
+        bufs += self.group_alloc.get(id(st), [])
+        if not bufs or any(b.data in self.buffer_map for b in bufs):
             return body
         if st.double_buffer_:
             if isinstance(body, S.SeqStmt):
@@ -359,6 +403,10 @@ class Lowering:
         op = st.op
         if isinstance(op, ExternOp):
             return self._extern_stmt(op)
+        if isinstance(op, ScanOp):  # the time loop around the update's stages
+            iv = op.scan_axis
+            steps = self._attach_here(st, iv, S.no_op())
+            return _loop(iv, self.bounds.ranges[iv], st.iter_var_attrs.get(iv), steps)
         assert isinstance(op, ComputeOp)
         if any(is_zero_extent(iv.known_dom.extent) for iv in op.axis):
             # an empty output: nothing to compute (its loops' index arithmetic, split and

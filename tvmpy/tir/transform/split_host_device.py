@@ -16,7 +16,8 @@ What it does
     is absent; UnifyThreadBinding has made each tag appear once at the kernel's top).
 
     Host code may be only ``LetStmt``, ``AssertStmt``, sequences, ``Allocate`` of global
-    intermediates (device memory between kernels) and kernels. A loop-free statement outside
+    intermediates (device memory between kernels), serial loops around kernels (a scan's time
+    steps: the loop variable is a scalar argument of the kernels) and kernels. A loop-free statement outside
     every kernel (the store of a 0-d stage, which has no axis to bind; the init of a 0-d
     cross-thread reduction) becomes a kernel of one thread; a loop outside every kernel is
     computation that no thread would run: a ValueError naming it ("Did you forget to bind?").
@@ -99,6 +100,13 @@ def _loop_free(s: S.Stmt) -> bool:
     return not found
 
 
+def _has_kernel(s: S.Stmt) -> bool:
+    found: list[Any] = []
+    post_order_visit(s, lambda n: found.append(n) if isinstance(n, S.AttrStmt)
+                     and n.attr_key == "thread_extent" else None)
+    return bool(found)
+
+
 class _Splitter:
     def __init__(self, func: PrimFunc, device_target: Any, host_target: Any):
         self.func = func
@@ -153,6 +161,13 @@ class _Splitter:
             return S.AttrStmt(s.node, s.attr_key, s.value, self.host(s.body))
         if isinstance(s, S.Evaluate) and isinstance(s.value, (E.IntImm, E.FloatImm)):
             return s
+        if isinstance(s, S.For) and s.kind in (S.ForKind.SERIAL, S.ForKind.UNROLLED) \
+                and _has_kernel(s.body):
+            # a host loop launching kernels (a scan's time steps): its variable is a scalar
+            # argument of the kernels inside
+            self.scalars.append(s.loop_var)
+            self._renumber()
+            return S.For(s.loop_var, s.min, s.extent, S.ForKind.SERIAL, self.host(s.body))
         if isinstance(s, S.Allocate):
             raise ValueError(
                 f"{self.name}: buffer {s.buffer.name} of scope {s.buffer.scope!r} is allocated "
