@@ -35,9 +35,10 @@ def _check_row_sum(f, dev=None, sizes=SIZES):
 
 def _loop_names(func):
     out = []
-    tvm.tir.stmt_functor.post_order_visit(
-        func.body, lambda s: out.append(s.loop_var.name) if isinstance(s, tvm.tir.For) else None)
-    return out[::-1]
+    # pre-order: a loop before the loops inside it, siblings in program order
+    tvm.tir.stmt_functor.ir_transform(
+        func.body, lambda s: out.append(s.loop_var.name), None, ["tir.For"])
+    return out
 
 
 def test_row_sum_and_split_reduction_axis():

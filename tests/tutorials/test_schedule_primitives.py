@@ -18,10 +18,10 @@ RNG = np.random.default_rng(2609)
 def _loops(func):
     """(loop var name, extent) of every loop of a lowered function, outermost first."""
     out = []
-    tvm.tir.stmt_functor.post_order_visit(
-        func.body, lambda s: out.append((s.loop_var.name, str(s.extent)))
-        if isinstance(s, tvm.tir.For) else None)
-    return out[::-1]
+    # pre-order: a loop before the loops inside it, siblings in program order
+    tvm.tir.stmt_functor.ir_transform(
+        func.body, lambda s: out.append((s.loop_var.name, str(s.extent))), None, ["tir.For"])
+    return out
 
 
 def _stores(func):

@@ -21,9 +21,10 @@ HOST = tvm.target.Target(target="llvm", host="llvm")
 def _loops(func):
     """(loop var name, ForKind) of every loop of a lowered function, outermost first."""
     out = []
-    tvm.tir.stmt_functor.post_order_visit(
-        func.body, lambda s: out.append((s.loop_var.name, s.kind)) if isinstance(s, tvm.tir.For) else None)
-    return out[::-1]
+    # pre-order: a loop before the loops inside it, siblings in program order
+    tvm.tir.stmt_functor.ir_transform(
+        func.body, lambda s: out.append((s.loop_var.name, s.kind)), None, ["tir.For"])
+    return out
 
 
 def _vector_add():
