@@ -51,8 +51,17 @@ def test_check_numerical_grads_list_and_dict():
         tvm.testing.check_numerical_grads(f, [x, y], {"0": gx})
 
 
+def test_assert_prim_expr_equal():
+    n, m = tvm.te.var("n"), tvm.te.var("m")
+    tvm.testing.assert_prim_expr_equal(n * 2 + n, 3 * n)
+    tvm.testing.assert_prim_expr_equal((n + m) * 4 - 4 * m, n * 4)
+    with pytest.raises(ValueError, match="not equal"):
+        tvm.testing.assert_prim_expr_equal(n + 1, n)
+
+
 def test_runtime_enabled():
     assert tvm.runtime.enabled("llvm") and tvm.runtime.enabled("llvm -mcpu=skylake")
+    assert tvm.runtime.enabled("interp")
     assert not tvm.runtime.enabled("vulkan") and not tvm.runtime.enabled("metal")
     with pytest.raises(ValueError, match="target string"):
         tvm.runtime.enabled("")
@@ -99,6 +108,7 @@ import tvmpy.testing
 from tvmpy import te
 
 size = tvm.testing.parameter(1, 7)
+layout = tvm.testing.parameter(by_dict={"rows": "NCHW", "cols": "NHWC"})
 n, dtype = tvm.testing.parameters((3, "float32"), (5, "int32"))
 CALLS = []
 
@@ -162,6 +172,20 @@ def test_cached_b(reference, size):
     assert CALLS.count(size) == 1
 
 
+@tvm.testing.parametrize_targets
+def test_bare_decorator(target):
+    assert target in ("llvm", "cuda", "opencl")
+
+
+def test_by_dict(layout, request):
+    assert layout in ("NCHW", "NHWC") and request.node.name.endswith(("[rows]", "[cols]"))
+
+
+@tvm.testing.requires_gpu
+def test_needs_gpu():
+    pass
+
+
 @tvm.testing.requires_cuda
 def test_needs_cuda():
     pass
@@ -183,10 +207,11 @@ def test_plugin_fixtures_and_parametrization(pytester, monkeypatch):
     pytester.makepyfile(test_user=_PLUGIN_TESTS)
     result = pytester.runpytest("-rsx", "-p", "no:cacheprovider")
     gpu = int(HAVE_CUDA) + int(HAVE_OPENCL)  # runnable GPU targets among cuda, opencl
-    # test_auto_targets 1 + gpu, test_only_llvm 1, test_excluded gpu, test_known_failing gpu,
-    # parameter x parameters 4, parameters 2, cached 2 + 2, test_needs_llvm 1 (+ cuda if present)
-    passed = 1 + gpu + 1 + gpu + gpu + 4 + 2 + 4 + 1 + int(HAVE_CUDA)
-    skipped = 3 * (2 - gpu) + int(not HAVE_CUDA)
+    # per target (auto, bare decorator, excluded, known failing): 1 + gpu, 1 + gpu, gpu, gpu;
+    # test_only_llvm 1, parameter x parameters 4, parameters 2, cached 2 + 2, by_dict 2,
+    # requires_gpu (if a GPU), requires_llvm 1, requires_cuda (if cuda)
+    passed = (2 + 4 * gpu) + 1 + 4 + 2 + 4 + 2 + int(gpu > 0) + 1 + int(HAVE_CUDA)
+    skipped = 4 * (2 - gpu) + int(gpu == 0) + int(not HAVE_CUDA)
     result.assert_outcomes(passed=passed, skipped=skipped, xfailed=1)
     result.stdout.fnmatch_lines(["*CUDA support not enabled*"])
 

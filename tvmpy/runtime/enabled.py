@@ -2,8 +2,8 @@
 
 TVM answers from the features its C++ library was built with; tvmpy's equivalent is whether the
 optional pieces a kind needs are installed: llvmlite (llvm, nvptx), a C compiler (c), NVRTC
-(cuda), pyopencl (opencl). Whether a device to run on exists is a separate question
-(``tvm.device(kind).exist``).
+(cuda), pyopencl (opencl); tvmpy's interpreter (interp) always. Whether a device to run on
+exists is a separate question (``tvm.device(kind).exist``).
 """
 
 from __future__ import annotations
@@ -55,4 +55,4 @@ def enabled(target: str) -> bool:
         return _has_nvrtc()
     if kind in ("opencl", "cl"):
         return _has_module("pyopencl")
-    return False
+    return kind == "interp"  # tvmpy's numpy interpreter needs nothing more

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "assert_allclose", "check_numerical_grads", "DEFAULT_TEST_TARGETS", "enabled_targets",
+    "assert_allclose", "check_numerical_grads", "assert_prim_expr_equal", "DEFAULT_TEST_TARGETS", "enabled_targets",
     "device_enabled", "uses_gpu", "requires_gpu", "requires_cuda", "requires_nvptx",
     "requires_opencl", "requires_llvm", "requires_package", "parametrize_targets",
     "exclude_targets", "known_failing_targets", "parameter", "parameters", "fixture", "main",
@@ -133,6 +133,18 @@ def check_numerical_grads(function: Callable[..., Any],
                 f"numerical {num.reshape(grad.shape)}")
         logging.info("numerical gradient wrt %r of shape %s passes (distance %g)", name,
                      grad.shape, dist)
+
+
+def assert_prim_expr_equal(lhs: Any, rhs: Any) -> None:
+    """Assert that two integer expressions are equal for all values of their variables (the
+    simplifier proves ``lhs - rhs == 0``)."""
+    from ..arith import Analyzer
+    from ..tir.expr import convert
+
+    ana = Analyzer()
+    diff = ana.simplify(convert(lhs) - convert(rhs))
+    if not (hasattr(diff, "value") and diff.value == 0):
+        raise ValueError(f"{lhs} and {rhs} are not equal: their difference simplifies to {diff}")
 
 
 # ---- targets -----------------------------------------------------------------------------------
