@@ -61,7 +61,7 @@ def test_assert_prim_expr_equal():
 
 def test_runtime_enabled():
     assert tvm.runtime.enabled("llvm") and tvm.runtime.enabled("llvm -mcpu=skylake")
-    assert tvm.runtime.enabled("interp")
+    assert tvm.runtime.enabled("interp") and tvm.runtime.enabled("rpc")
     assert not tvm.runtime.enabled("vulkan") and not tvm.runtime.enabled("metal")
     with pytest.raises(ValueError, match="target string"):
         tvm.runtime.enabled("")

@@ -140,6 +140,20 @@ def test_save_object_create_shared_load(tmp_path):
     _run_add(fadd1, tvm.cpu(0), 77)
 
 
+@pytest.mark.xfail(strict=True, reason="needs modules: Module.save of object code + "
+                   "load_module of saved device code (.cl / .ptx) + import_module")
+def test_save_host_and_device_code_then_import(tmp_path):
+    temp = utils.tempdir(str(tmp_path))
+    s, args = _gpu_add_schedule()
+    fadd = tvm.build(s, args, tvm.target.Target("opencl", host="llvm"), name="myadd")
+    fadd.imported_modules[0].save(temp.relpath("myadd.cl"))
+    fadd.save(temp.relpath("myadd.o"))
+    cc.create_shared(temp.relpath("myadd.so"), [temp.relpath("myadd.o")])
+    fadd1 = tvm.runtime.load_module(temp.relpath("myadd.so"))
+    fadd1.import_module(tvm.runtime.load_module(temp.relpath("myadd.cl")))
+    _run_add(fadd1, _opencl(), 77)
+
+
 # ---- second half: matrix multiply under the tutorial's schedules -------------------------------
 M, K, N, BN = 70, 37, 64, 32  # M, K not multiples of the tiles; N divides into packed blocks
 

@@ -2,7 +2,7 @@
 
 TVM answers from the features its C++ library was built with; tvmpy's equivalent is whether the
 optional pieces a kind needs are installed: llvmlite (llvm, nvptx), a C compiler (c), NVRTC
-(cuda), pyopencl (opencl); tvmpy's interpreter (interp) always. Whether a device to run on
+(cuda), pyopencl (opencl); the interpreter (interp) and RPC (rpc) always. Whether a device to run on
 exists is a separate question (``tvm.device(kind).exist``).
 """
 
@@ -55,4 +55,5 @@ def enabled(target: str) -> bool:
         return _has_nvrtc()
     if kind in ("opencl", "cl"):
         return _has_module("pyopencl")
-    return kind == "interp"  # tvmpy's numpy interpreter needs nothing more
+    # tvmpy's numpy interpreter and its RPC (tvmpy.rpc, pure Python) need nothing more
+    return kind in ("interp", "rpc")

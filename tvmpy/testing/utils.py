@@ -36,7 +36,7 @@ import numpy as np
 __all__ = [
     "assert_allclose", "check_numerical_grads", "assert_prim_expr_equal", "DEFAULT_TEST_TARGETS", "enabled_targets",
     "device_enabled", "uses_gpu", "requires_gpu", "requires_cuda", "requires_nvptx",
-    "requires_opencl", "requires_llvm", "requires_package", "parametrize_targets",
+    "requires_opencl", "requires_llvm", "requires_rpc", "requires_package", "parametrize_targets",
     "exclude_targets", "known_failing_targets", "parameter", "parameters", "fixture", "main",
 ]
 
@@ -253,6 +253,15 @@ def requires_opencl(*args: Any) -> Any:
 def requires_llvm(*args: Any) -> Any:
     """Skip the test unless target llvm can run here."""
     return _compose(args, _requires_kind("llvm", "LLVM"))
+
+
+def requires_rpc(*args: Any) -> Any:
+    """Skip the test unless RPC is available (always in tvmpy: tvmpy.rpc is pure Python)."""
+    import pytest
+
+    from ..runtime import enabled
+
+    return _compose(args, [pytest.mark.skipif(not enabled("rpc"), reason="RPC not enabled")])
 
 
 def requires_package(*packages: str) -> Callable[[Any], Any]:
