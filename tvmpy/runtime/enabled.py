@@ -2,8 +2,8 @@
 
 TVM answers from the features its C++ library was built with; tvmpy's equivalent is whether the
 optional pieces a kind needs are installed: llvmlite (llvm, nvptx), a C compiler (c), NVRTC
-(cuda), pyopencl (opencl); the interpreter (interp) and RPC (rpc) always. Whether a device to run on
-exists is a separate question (``tvm.device(kind).exist``).
+(cuda), pyopencl (opencl); the interpreter (interp) and RPC (rpc) always. Whether a device to
+run on exists is a separate question (``tvm.device(kind).exist``).
 """
 
 from __future__ import annotations
