@@ -224,3 +224,36 @@ def test_main_runs_the_calling_file(pytester, monkeypatch):
     result = pytester.runpython(path)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*passed*"])
+
+
+_NO_PLUGIN_TESTS = '''
+import tvmpy as tvm
+import tvmpy.testing
+
+
+@tvm.testing.parametrize_targets("llvm", "cuda")
+def test_explicit(target, dev):
+    assert dev == tvm.device(target)
+
+
+@tvm.testing.parametrize_targets
+def test_tvm07_style(target, ctx):
+    assert ctx == tvm.device(target)
+
+
+@tvm.testing.parametrize_targets("llvm", "opencl")
+@tvm.testing.known_failing_targets("opencl")
+def test_failing_on_opencl(target):
+    assert target == "llvm"
+'''
+
+
+def test_parametrize_targets_without_the_plugin(pytester, monkeypatch):
+    """TVM 0.7 files (``ctx``) and explicit target lists need no conftest."""
+    monkeypatch.setenv("TVM_TEST_TARGETS", "llvm;cuda;opencl")
+    pytester.makepyfile(test_plain=_NO_PLUGIN_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    cuda, ocl = int(HAVE_CUDA), int(HAVE_OPENCL)
+    # explicit: llvm + cuda; 0.7 style: llvm, cuda, opencl; failing: llvm passes, opencl xfails
+    result.assert_outcomes(passed=(1 + cuda) + (1 + cuda + ocl) + 1,
+                           skipped=2 * (1 - cuda) + 2 * (1 - ocl), xfailed=ocl)

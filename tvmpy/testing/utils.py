@@ -302,18 +302,55 @@ def _target_requirements(target: Any) -> list[Any]:
 
 # ---- parametrization ---------------------------------------------------------------------------
 def parametrize_targets(*args: Any) -> Any:
-    """``@parametrize_targets("llvm", "cuda")``: run the test (taking ``target``, and ``dev``
-    if it likes) once per target; a target that cannot run here is skipped. The bare
-    ``@parametrize_targets`` is kept for old code: a test taking ``target`` runs over
-    :func:`enabled_targets` anyway (the plugin does it)."""
-    import pytest
-
+    """``@parametrize_targets("llvm", "cuda")``: run the test once per target; a target that
+    cannot run here is skipped, a ``known_failing_targets`` kind (decorated below this) is
+    xfail. The test takes ``target`` (the string) and may take ``dev`` (TVM 0.8) or ``ctx``
+    (TVM 0.7), its device; this works with or without the plugin. The bare
+    ``@parametrize_targets`` runs a test over all test targets: with the plugin it leaves that
+    to the plugin (as TVM 0.8), without it only a test taking ``ctx`` (TVM 0.7 style) is
+    parametrized here."""
     if len(args) == 1 and callable(args[0]):
-        return args[0]
+        func = args[0]
+        if "ctx" not in _param_names(func):
+            return func  # the plugin parametrizes a test taking target / dev
+        excluded = getattr(func, "tvm_excluded_targets", ())
+        return _parametrize_over([t["target"] for t in _get_targets()
+                                  if t["target_kind"] not in excluded])(func)
     for a in args:
         if not isinstance(a, str):
             raise TypeError(f"parametrize_targets takes target strings, got {a!r}")
-    return pytest.mark.parametrize("target", list(args), scope="session")
+    return _parametrize_over(list(args))
+
+
+def _param_names(func: Callable[..., Any]) -> list[str]:
+    try:
+        return list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _parametrize_over(targets: list[str]) -> Callable[[Any], Any]:
+    """Parametrize ``target`` and the device arguments (``dev`` / ``ctx``) the test takes."""
+    import pytest
+
+    def wrap(func: Any) -> Any:
+        devs = [n for n in ("dev", "ctx") if n in _param_names(func)]
+        failing = getattr(func, "tvm_known_failing_targets", ())
+        params = []
+        for t in targets:
+            marks = list(_target_requirements(t))
+            if _kind(t) in failing:
+                marks.append(pytest.mark.xfail(reason=f'known failing test for target "{_kind(t)}"'))
+            try:
+                from ..runtime import device
+
+                d: Any = device(_kind(t))
+            except ValueError:  # no such device here (vulkan, ...): skipped by the marks
+                d = None
+            params.append(pytest.param(t, *([d] * len(devs)), marks=marks, id=t))
+        return pytest.mark.parametrize(",".join(["target", *devs]), params)(func)
+
+    return wrap
 
 
 def exclude_targets(*targets: str) -> Callable[[Any], Any]:
