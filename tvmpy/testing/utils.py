@@ -10,9 +10,10 @@
 - marks: ``requires_llvm`` / ``requires_cuda`` / ``requires_gpu`` / ... and ``uses_gpu``, usable
   as ``@requires_cuda`` or ``requires_cuda()`` (the list of marks);
 - parametrization: ``parametrize_targets``, ``exclude_targets``, ``known_failing_targets``,
-  ``parameter``, ``parameters``, ``fixture``. The ``target`` / ``dev`` fixtures and the
-  expansion of these come from the pytest plugin :mod:`tvmpy.testing.plugin`, which a
-  ``conftest.py`` loads with ``pytest_plugins = ["tvmpy.testing.plugin"]``;
+  ``parameter``, ``parameters``, ``fixture``. ``parametrize_targets("llvm", ...)`` works alone;
+  the automatic ``target`` / ``dev`` fixtures and the expansion of the others come from the
+  pytest plugin :mod:`tvmpy.testing.plugin`, which a ``conftest.py`` loads with
+  ``pytest_plugins = ["tvmpy.testing.plugin"]``;
 - ``main()``: ``if __name__ == "__main__": tvm.testing.main()`` runs the calling file's tests.
 
 pytest is imported only by the functions that make marks or fixtures, so ``assert_allclose``
