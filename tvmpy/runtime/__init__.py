@@ -19,7 +19,7 @@ from __future__ import annotations
 from . import ndarray
 from .concurrency import ConcurrentUseError
 from .device import Device, cl, cpu, cuda, device, gpu, opencl
-from .enabled import enabled
+from .enabled import enabled as enabled  # TVM's tvm.runtime.enabled(target)
 from .evaluator import BenchmarkResult
 from .function import Function
 from .module import Module, load_module
@@ -28,4 +28,3 @@ from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
            "BenchmarkResult", "save_param_dict", "load_param_dict", "ConcurrentUseError"]
-__all__ += ["enabled"]
