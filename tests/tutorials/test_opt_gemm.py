@@ -51,7 +51,8 @@ def _packed_matmul(M, K, N):
     k = te.reduce_axis((0, K), "k")
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
-    packedB = te.compute((N // BN, K, BN), lambda x, y, z: B[y, x * BN + z], name="packedB")
+    # N / BN: the tutorial's spelling, a float of integral value (a whole number of blocks)
+    packedB = te.compute((N / BN, K, BN), lambda x, y, z: B[y, x * BN + z], name="packedB")
     C = te.compute((M, N), lambda x, y: te.sum(
         A[x, k] * packedB[y // BN, k, tvm.tir.indexmod(y, BN)], axis=k), name="C")
     return A, B, C, packedB
