@@ -245,6 +245,15 @@ def test_tvm07_style(target, ctx):
 @tvm.testing.known_failing_targets("opencl")
 def test_failing_on_opencl(target):
     assert target == "llvm"
+
+
+@tvm.testing.fixture(cache_return_value=True)
+def cached():
+    return 1
+
+
+def test_cache_needs_the_plugin(cached):
+    pass
 '''
 
 
@@ -256,4 +265,5 @@ def test_parametrize_targets_without_the_plugin(pytester, monkeypatch):
     cuda, ocl = int(HAVE_CUDA), int(HAVE_OPENCL)
     # explicit: llvm + cuda; 0.7 style: llvm, cuda, opencl; failing: llvm passes, opencl xfails
     result.assert_outcomes(passed=(1 + cuda) + (1 + cuda + ocl) + 1,
-                           skipped=2 * (1 - cuda) + 2 * (1 - ocl), xfailed=ocl)
+                           skipped=2 * (1 - cuda) + 2 * (1 - ocl), xfailed=ocl, errors=1)
+    result.stdout.fnmatch_lines(["*needs the plugin*pytest_plugins*"])
