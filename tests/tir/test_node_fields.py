@@ -57,3 +57,13 @@ def test_nodes_stay_immutable_and_picklable():
     B = te.compute((n,), lambda j: j * 2, name="B")
     with pytest.raises(AttributeError):
         B.op.name = "C"
+
+
+def test_allocate_has_tvm_fields():
+    """TVM's tir.Allocate fields (buffer_var, dtype, extents), read by passes written for TVM."""
+    n = te.var("n")
+    buf = tir.decl_buffer((n, 7), "float16", name="T")
+    alloc = stmt.Allocate(buf, stmt.Evaluate(0))
+    assert alloc.buffer_var is buf.data and alloc.buffer_var.name == "T"
+    assert alloc.dtype == "float16"
+    assert len(alloc.extents) == 2 and alloc.extents[0] is n and int(alloc.extents[1]) == 7

@@ -19,6 +19,7 @@ from __future__ import annotations
 from . import ndarray
 from .concurrency import ConcurrentUseError
 from .device import Device, cl, cpu, cuda, device, gpu, opencl
+from .enabled import enabled as enabled  # TVM's tvm.runtime.enabled(target)
 from .evaluator import BenchmarkResult
 from .function import Function
 from .module import Module, load_module

@@ -92,6 +92,19 @@ class Allocate(Stmt):
     def __init__(self, buffer: Buffer, body: Stmt, condition: Any = True):
         self._init(buffer=buffer, condition=convert(condition), body=body)
 
+    # TVM's fields of tir.Allocate, read from the buffer (passes written for TVM read these)
+    @property
+    def buffer_var(self) -> Var:
+        return self.buffer.data
+
+    @property
+    def dtype(self) -> str:
+        return self.buffer.dtype
+
+    @property
+    def extents(self) -> list[PrimExpr]:
+        return list(self.buffer.shape)
+
 
 class ForKind(enum.IntEnum):
     SERIAL = 0
