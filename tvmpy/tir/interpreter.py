@@ -183,7 +183,8 @@ class _Unbound(RuntimeError):
 _ARITH = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul}
 _CMP = {E.EQ: operator.eq, E.NE: operator.ne, E.LT: operator.lt, E.LE: operator.le,
         E.GT: operator.gt, E.GE: operator.ge}
-_SIDE_EFFECT_CALLS = ("call_extern", "call_pure_extern", "tvm_access_ptr", "address_of")
+_SIDE_EFFECT_CALLS = ("call_extern", "call_pure_extern", "tvm_access_ptr", "address_of",
+                      "tvm_call_packed")
 
 
 def _float_floordiv(a: Any, b: Any) -> Any:
