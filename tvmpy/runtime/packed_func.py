@@ -211,7 +211,7 @@ def _unpack(v: TVMValue, code: int) -> Any:
 
 
 def _pack_return(name: str, r: Any, ret: Any, ret_code: Any) -> None:
-    if r is None:
+    if r is None or isinstance(r, NDArray):  # e.g. ``lambda x, y: y.copyfrom(...)``: no value
         ret[0].v_int64 = 0
         ret_code[0] = ArgTypeCode.NULL
     elif isinstance(r, (bool, np.bool_, int, np.integer)):
@@ -365,9 +365,10 @@ def register_func(func_name: str | Callable[..., Any], f: Callable[..., Any] | N
         if not callable(myf):
             raise TypeError(f"register_func({name!r}): expected a callable, got "
                             f"{type(myf).__name__}")
-        pf = convert_to_tvm_func(myf)
-        if not pf.name or pf.name == "PackedFunc":
-            pf.name = name
+        if isinstance(myf, PackedFunc):
+            pf = myf
+        else:
+            pf = PackedFunc(myf, name)
         with _lock:
             if name in _REGISTRY and not override:
                 raise ValueError(f"global function {name!r} is already registered; pass "
@@ -476,7 +477,9 @@ def convert(value: Any) -> Any:
     if isinstance(value, (bool, int, float, np.number, np.bool_)):
         from ..tir.expr import const
 
-        return const(value)  # numpy scalars keep their dtype, as TVM's
+        if isinstance(value, (np.number, np.bool_)):  # numpy scalars keep their dtype, as TVM's
+            return const(value.item(), str(value.dtype))
+        return const(value)
     if isinstance(value, (list, tuple)):
         return [convert(v) for v in value]
     if isinstance(value, dict):
