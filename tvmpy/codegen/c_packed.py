@@ -9,7 +9,7 @@ which looks the function up through ``__tvmpy_packed_lookup`` once per name (cac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 
@@ -61,7 +61,7 @@ static int32_t tvmpy_call_packed(void** cache, const char* name, const char* mis
 }}"""
 
 
-def is_call_packed(e: object) -> bool:
+def is_call_packed(e: object) -> TypeGuard[E.Call]:
     return isinstance(e, E.Call) and e.op == "tvm_call_packed"
 
 

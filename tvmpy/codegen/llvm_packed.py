@@ -163,8 +163,8 @@ def call_packed(cg: CodeGenLLVM, call: E.Call) -> Value:
     ok = fb.value("i1", f"icmp eq i32 {r.ref}, 0", "pcall_ok")
     cg._check_or_fail(ok, f"call_packed {name!r} failed")
     # the result, by its type code: an int or a double (TVM's TVMValue union)
-    code = fb.value("i32", f"load i32, ptr {rc.ref}, align 4", "pret_c")
-    is_f = fb.value("i1", f"icmp eq i32 {code.ref}, {CODE_FLOAT}", "pret_isf")
+    rcode = fb.value("i32", f"load i32, ptr {rc.ref}, align 4", "pret_c")
+    is_f = fb.value("i1", f"icmp eq i32 {rcode.ref}, {CODE_FLOAT}", "pret_isf")
     iv = fb.value("i64", f"load i64, ptr {rv.ref}, align 8", "pret_i")
     fv = fb.value("double", f"load double, ptr {rv.ref}, align 8", "pret_f")
     if dt.is_float(call.dtype):

@@ -49,10 +49,12 @@ def matmul(lhs: te.Tensor, rhs: te.Tensor, transa: bool = False, transb: bool = 
     n, k1 = (lhs.shape[1], lhs.shape[0]) if transa else (lhs.shape[0], lhs.shape[1])
     k2, m = (rhs.shape[1], rhs.shape[0]) if transb else (rhs.shape[0], rhs.shape[1])
     _check_k("matmul", k1, k2)
-    return te.extern((n, m), [lhs, rhs],
-                     lambda ins, outs: call_packed("tvm.contrib.cblas.matmul", ins[0], ins[1],
-                                                   outs[0], bool(transa), bool(transb)),
-                     name="C", **kwargs)
+    out = te.extern((n, m), [lhs, rhs],
+                    lambda ins, outs: call_packed("tvm.contrib.cblas.matmul", ins[0], ins[1],
+                                                  outs[0], bool(transa), bool(transb)),
+                    name="C", **kwargs)
+    assert isinstance(out, te.Tensor)
+    return out
 
 
 def batch_matmul(lhs: te.Tensor, rhs: te.Tensor, transa: bool = False, transb: bool = False,
@@ -70,7 +72,9 @@ def batch_matmul(lhs: te.Tensor, rhs: te.Tensor, transa: bool = False, transb: b
     k2, m = (rhs.shape[2], rhs.shape[1]) if transb else (rhs.shape[1], rhs.shape[2])
     _check_k("batch_matmul", k1, k2)
     name = "tvm.contrib.cblas.batch_matmul" + ("_iterative" if iterative else "")
-    return te.extern((batch, n, m), [lhs, rhs],
-                     lambda ins, outs: call_packed(name, ins[0], ins[1], outs[0], bool(transa),
-                                                   bool(transb)),
-                     name="C", **kwargs)
+    out = te.extern((batch, n, m), [lhs, rhs],
+                    lambda ins, outs: call_packed(name, ins[0], ins[1], outs[0], bool(transa),
+                                                  bool(transb)),
+                    name="C", **kwargs)
+    assert isinstance(out, te.Tensor)
+    return out

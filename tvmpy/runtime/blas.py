@@ -242,6 +242,7 @@ _SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", True),
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}
+_blas_libs: list[ctypes.CDLL] = []
 
 
 def _candidate_libraries() -> list[str]:
@@ -277,7 +278,7 @@ def _find_blas() -> tuple[int, int, bool, str]:
                 fs, fd = lib[s], lib[d]
             except AttributeError:
                 continue
-            _state.setdefault("libs", []).append(lib)  # type: ignore[union-attr]
+            _blas_libs.append(lib)  # kept loaded
             return (ctypes.cast(fs, ctypes.c_void_p).value or 0,
                     ctypes.cast(fd, ctypes.c_void_p).value or 0, ilp64, f"{path}:{s}")
         tried.append(f"{path} (no CBLAS gemm symbols)")

@@ -190,7 +190,7 @@ def _array_view(addr: int | None) -> NDArray:
     if not t.data:
         raise ValueError("DLTensor with a NULL data pointer")
     buf = (ctypes.c_char * span).from_address(t.data + t.byte_offset)
-    arr = np.ndarray(shape, dtype, buffer=buf, strides=[s * dtype.itemsize for s in estrides])
+    arr = np.ndarray(shape, dtype, buffer=memoryview(buf), strides=[s * dtype.itemsize for s in estrides])
     return NDArray(arr)
 
 
@@ -274,6 +274,7 @@ class PackedFunc:
         ret = TVMValue()
         ret_code = ctypes.c_int32(ArgTypeCode.NULL)
         if self._cfunc is None:
+            assert self._caddr is not None
             self._cfunc = PACKED_CFUNC(self._caddr)
         take_error()  # a stale message must not be reported for this call
         rc = self._cfunc(vals, codes, len(args), ctypes.byref(ret), ctypes.byref(ret_code),
@@ -290,6 +291,7 @@ class PackedFunc:
         if self._caddr is not None:
             return self._caddr, self._resource
         if self._cfunc is None:
+            assert self._py is not None
             self._cfunc = PACKED_CFUNC(_trampoline(self._py, self.name))
         return ctypes.cast(self._cfunc, ctypes.c_void_p).value or 0, None
 
