@@ -166,3 +166,42 @@ def test_call_packed_bad_arguments():
     with pytest.raises(TypeError, match="result dtype"):
         tir.call_packed("x", dtype="handle")
     assert tvm.call_packed is tir.call_packed  # v0.6 spelling
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_called_from_parallel_loop(target):
+    """Worker threads of a parallel loop call a Python function (each takes the GIL for its
+    call); every iteration runs once, and a failure in one iteration fails the kernel."""
+    import threading
+
+    lock = threading.Lock()
+    seen: list[int] = []
+
+    def record(i, x):
+        with lock:
+            seen.append(i)
+        if x < 0:
+            raise ValueError(f"negative at {i}")
+        return i * 2
+
+    tvm.register_func("test.cp.record", record, override=True)
+    n = 61
+    A = te.placeholder((n,), name="A")
+
+    def body(ins, outs):
+        ib = tir.ir_builder.create()
+        a, out = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, n, kind="parallel", name="i") as i:
+            out[i] = tir.call_packed("test.cp.record", i, a[i])
+        return ib.get()
+
+    B = te.extern((n,), [A], body, name="B", dtype="int32")
+    f = tvm.build(te.create_schedule(B.op), [A, B], target)
+    b = tvm.nd.empty((n,), "int32")
+    f(tvm.nd.array(np.arange(n, dtype="float32")), b)
+    assert sorted(seen) == list(range(n))
+    np.testing.assert_array_equal(b.numpy(), np.arange(n) * 2)
+    x = np.ones(n, "float32")
+    x[17] = -1
+    with pytest.raises(RuntimeError, match="negative at 17"):
+        f(tvm.nd.array(x), b)

@@ -401,6 +401,10 @@ class FunctionEmitter(ExprPrinter):
             raise CCodegenError(f"{self.func.name}: store to {s.buffer.name} has {len(s.indices)} "
                                 "indices; IR form 2 (after tvm.lower) has flat 1-D buffers")
         buf, index = s.buffer, s.indices[0]
+        if is_call_packed(s.value) and s.predicate is None:  # out[i] = call_packed(...)
+            tmp = E.Var("packed_value", s.value.dtype)
+            self.stmt(S.LetStmt(tmp, s.value, S.BufferStore(buf, tmp, s.indices)))
+            return
         lanes = max(dt.lanes_of(s.value.dtype), dt.lanes_of(index.dtype))
         if lanes == 1 and dt.lanes_of(buf.dtype) == 1:
             self._store_lane(s, None, self.expr(s.value))

@@ -4,7 +4,8 @@ A call is a statement block: the TVMValue array, type codes and DLTensors (with 
 arrays) on the stack, then one call of the source's ``static`` helper ``tvmpy_call_packed``,
 which looks the function up through ``__tvmpy_packed_lookup`` once per name (cached in a
 ``static`` slot of the source) and calls it. Its value is usable as a statement
-(``Evaluate``) or bound by a ``LetStmt``; elsewhere in an expression it is refused.
+(``Evaluate``), bound by a ``LetStmt`` or stored (``out[i] = call_packed(...)``); deeper inside
+an expression it is refused with an error saying so.
 """
 
 from __future__ import annotations
