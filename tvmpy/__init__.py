@@ -43,6 +43,7 @@ _LAZY_ATTRS.update({n: ("tir", n) for n in (
 
 
 _LAZY_ATTRS["call_packed"] = ("tir", "call_packed")  # v0.6: tvm.call_packed
+_LAZY_ATTRS["_ffi"] = ("runtime", "packed_func")  # tvm._ffi.register_func / get_global_func
 
 
 def __getattr__(name: str) -> Any:

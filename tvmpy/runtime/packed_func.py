@@ -165,33 +165,48 @@ def _pack_args(name: str, args: tuple, keep: list) -> tuple[Any, Any]:
     return vals, codes
 
 
+_DTYPES: dict[tuple[int, int, int], np.dtype] = {}
+
+
+class _Memory:
+    """Raw memory described by ``__array_interface__`` (numpy views it without copying)."""
+
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, iface: dict):
+        self.__array_interface__ = iface
+
+
 def _array_view(addr: int | None) -> NDArray:
     """An NDArray sharing the memory of the CPU ``DLTensor`` at ``addr`` (no copy: writes go to
     the caller's buffer, as TVM's callbacks receive their arguments)."""
     if not addr:
         raise ValueError("NULL DLTensor handle")
-    t = ctypes.cast(addr, ctypes.POINTER(DLTensor)).contents
+    t = DLTensor.from_address(addr)
     if t.device.device_type != 1:
         raise ValueError(f"DLTensor on device type {t.device.device_type}: only CPU arrays can be "
                          "passed to a Python function")
-    dtype = dtype_from_dl(t.dtype.code, t.dtype.bits, t.dtype.lanes)
-    shape = tuple(int(t.shape[k]) for k in range(t.ndim))
-    if t.strides:
-        estrides = [int(t.strides[k]) for k in range(t.ndim)]
-    else:
-        estrides, acc = [0] * t.ndim, 1
-        for k in reversed(range(t.ndim)):
-            estrides[k], acc = acc, acc * shape[k]
-    if any(s < 0 for s in shape) or any(s < 0 for s in estrides):
-        raise ValueError(f"DLTensor with negative shape or strides {shape} / {estrides}")
-    if 0 in shape:
+    key = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    dtype = _DTYPES.get(key)
+    if dtype is None:
+        dtype = _DTYPES[key] = dtype_from_dl(*key)
+    ndim = t.ndim
+    shape = tuple(t.shape[:ndim]) if ndim else ()
+    if min(shape, default=1) <= 0:
+        if min(shape) < 0:
+            raise ValueError(f"DLTensor with a negative extent {shape}")
         return NDArray(np.empty(shape, dtype))
-    span = (1 + sum((d - 1) * s for d, s in zip(shape, estrides))) * dtype.itemsize
     if not t.data:
         raise ValueError("DLTensor with a NULL data pointer")
-    buf = (ctypes.c_char * span).from_address(t.data + t.byte_offset)
-    arr = np.ndarray(shape, dtype, buffer=memoryview(buf), strides=[s * dtype.itemsize for s in estrides])
-    return NDArray(arr)
+    strides = None
+    if t.strides:
+        estrides = t.strides[:ndim]
+        if min(estrides, default=0) < 0:
+            raise ValueError(f"DLTensor with negative strides {estrides}")
+        strides = tuple(st * dtype.itemsize for st in estrides)
+    iface = {"data": (t.data + t.byte_offset, False), "shape": shape, "strides": strides,
+             "typestr": dtype.str, "version": 3}
+    return NDArray(np.asarray(_Memory(iface)))
 
 
 def _unpack(v: TVMValue, code: int) -> Any:
