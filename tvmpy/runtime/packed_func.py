@@ -371,7 +371,11 @@ def register_func(func_name: str | Callable[..., Any], f: Callable[..., Any] | N
     """Register ``f`` as the global function ``func_name`` (TVM's ``tvm.register_func``).
 
     Decorator forms: ``@register_func`` (the function's own name), ``@register_func("name")``,
-    ``@register_func("name", override=True)``. Returns the :class:`PackedFunc`."""
+    ``@register_func("name", override=True)``. Returns the :class:`PackedFunc`.
+
+    Called from generated code (``tir.call_packed``), a Python function costs a ctypes callback
+    and the GIL per executed call (microseconds): pass whole buffers, not elements; a function
+    on a hot path belongs in C (``PackedFunc.from_address``)."""
     if callable(func_name) and not isinstance(func_name, str):
         f, func_name = func_name, func_name.__name__
     if not isinstance(func_name, str) or not func_name:
