@@ -28,7 +28,7 @@ def _extern_copy_scaled(name: str, shape, dtype="float32"):
     return A, k, B, C
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, "interp"])
 @pytest.mark.parametrize("shape", [(1,), (37,), (5, 13), (3, 1, 7)])
 def test_python_function_from_generated_code(target, shape, rng):
     seen = []
