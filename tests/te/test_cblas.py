@@ -109,3 +109,25 @@ def test_bad_inputs():
         cblas.matmul(te.placeholder((4, 5), dtype="float64"), te.placeholder((5, 4)))
     with pytest.raises(ValueError, match="do not broadcast"):
         cblas.batch_matmul(te.placeholder((2, 3, 4)), te.placeholder((3, 4, 3)))
+
+
+def test_bad_call_from_generated_code_is_an_error():
+    """The C function checks what generated code hands it: a clear error, not a crash."""
+    A = te.placeholder((4, 5), name="A")
+    B = te.placeholder((4, 5), name="B")
+    C = te.extern((4, 5), [A, B],
+                  lambda ins, outs: tvm.tir.call_packed("tvm.contrib.cblas.matmul", ins[0],
+                                                        ins[1], outs[0], False, False), name="C")
+    f = tvm.build(te.create_schedule(C.op), [A, B, C], "llvm")
+    a, c = tvm.nd.array(np.ones((4, 5), "float32")), tvm.nd.empty((4, 5), "float32")
+    with pytest.raises(RuntimeError, match="cblas.matmul.*failed.*shapes do not match: A 4x5, "
+                                           "B 4x5, C 4x5"):
+        f(a, a, c)
+    D = te.extern((4, 5), [A],
+                  lambda ins, outs: tvm.tir.call_packed("tvm.contrib.cblas.matmul", ins[0], 1.5,
+                                                        outs[0]), name="D")
+    g = tvm.build(te.create_schedule(D.op), [A, D], "c")
+    with pytest.raises(RuntimeError, match="argument 1 must be an array"):
+        g(a, c)
+    with pytest.raises(ValueError, match="Cannot find global function 'tvm.contrib.cblas.gemv'"):
+        tvm.get_global_func("tvm.contrib.cblas.gemv")

@@ -85,7 +85,7 @@ def _dims(em: FunctionEmitter, shape: E.PrimExpr, base: str) -> str:
 
 
 def _make_array(em: FunctionEmitter, call: E.Call) -> str:
-    data, shape, strides, ndim, ann, offset = call.args
+    data, shape, strides, ndim, ann, offset = call.args[:6]
     if not (isinstance(shape, E.Call) and shape.op == "tvm_stack_make_shape"):
         raise CCodegenError(f"tvm_stack_make_array: the shape must be tvm_stack_make_shape, got "
                             f"{shape}")

@@ -88,7 +88,7 @@ def _shape_array(cg: CodeGenLLVM, dims: tuple[E.PrimExpr, ...]) -> Value:
 
 
 def _make_array(cg: CodeGenLLVM, call: E.Call) -> Value:
-    data, shape, strides, ndim, ann, offset = call.args
+    data, shape, strides, ndim, ann, offset = call.args[:6]
     fb = cg.fb
     if not (isinstance(shape, E.Call) and shape.op == "tvm_stack_make_shape"):
         raise CodegenError(f"tvm_stack_make_array: the shape must be tvm_stack_make_shape, got "

@@ -583,7 +583,7 @@ class _Compiler(Functor):
         if not (isinstance(a, E.Call) and a.op == "tvm_stack_make_array"):
             scalar = self.expr(a)  # numbers arrive as Python numbers, as from compiled code
             return lambda env: (lambda v: v.item() if isinstance(v, np.generic) else v)(scalar(env))
-        data, shape, strides, _, ann, offset = a.args
+        data, shape, strides, _, ann, offset = a.args[:6]
         npd = _np(ann.dtype)
         mem, off = self.expr(data), self.expr(offset)
         dims = [self.expr(d) for d in shape.args]  # type: ignore[attr-defined]

@@ -12,13 +12,16 @@ raised, or no function of that name is registered) makes the kernel fail with it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..ir import dtype as dt
 from .buffer import Buffer
 from .expr import Call, IntImm, PrimExpr, StringImm, Var, const, convert
+from .functor import ir_transform
 
-__all__ = ["call_packed", "call_packed_lowered", "stack_make_array", "PACKED_OPS"]
+__all__ = ["call_packed", "call_packed_lowered", "stack_make_array", "mark_read_only",
+           "PACKED_OPS"]
 
 #: the ops of this module (side effects: passes must keep them, analyses see their buffers)
 PACKED_OPS = ("tvm_call_packed", "tvm_stack_make_array", "tvm_stack_make_shape")
@@ -32,6 +35,22 @@ def stack_make_array(buf: Buffer) -> PrimExpr:
     return Call("handle", "tvm_stack_make_array",
                 [buf.data, shape, strides, IntImm("int32", buf.ndim), const(0, buf.dtype),
                  buf.elem_offset])
+
+
+def mark_read_only(body: Any, buffers: Sequence[Buffer]) -> Any:
+    """Flag the DLTensors of ``buffers`` in ``body`` as only read (a 7th argument ``1`` of
+    ``tvm_stack_make_array``): te.extern's inputs. Unflagged ones count as written (the ABI's
+    ``written`` flag, which the runtime's aliasing check reads), so ``f(a, a, c)`` stays legal
+    for an extern stage reading ``a`` twice."""
+    data = {id(b.data) for b in buffers}
+
+    def post(n: Any) -> Any:
+        if (isinstance(n, Call) and n.op == "tvm_stack_make_array" and len(n.args) == 6
+                and id(n.args[0]) in data):
+            return Call(n.dtype, n.op, [*n.args, IntImm("int32", 1)])
+        return None
+
+    return ir_transform(body, None, post, ["tir.Call"])
 
 
 def _arg(k: int, a: Any) -> PrimExpr:
