@@ -571,7 +571,9 @@ class _Compiler(Functor):
         rty = _np(e.dtype)
 
         def call(env: Env) -> Any:
-            r = get_global_func(name)(*[a(env) for a in args])
+            f = get_global_func(name)
+            assert f is not None  # get_global_func raises for an unknown name
+            r = f(*[a(env) for a in args])
             return rty.type(r if isinstance(r, (int, float, np.number)) else 0)
 
         return call
@@ -587,8 +589,7 @@ class _Compiler(Functor):
         npd = _np(ann.dtype)
         mem, off = self.expr(data), self.expr(offset)
         dims = [self.expr(d) for d in shape.args]  # type: ignore[attr-defined]
-        steps = ([self.expr(s) for s in strides.args]  # type: ignore[attr-defined]
-                 if isinstance(strides, E.Call) else None)
+        steps = [self.expr(s) for s in strides.args] if isinstance(strides, E.Call) else None
 
         def view(env: Env) -> Any:
             m = mem(env)
