@@ -111,3 +111,13 @@ def test_c_packed_function_checks_its_arguments():
         f(big[:, ::3], b, out, False, False)
     with pytest.raises(TypeError, match="cannot be passed"):
         f(tvm.nd.array(a), [1, 2], c, False, False)
+
+
+def test_ffi_spelling():
+    """TVM's own files spell the registry ``tvm._ffi.register_func`` / ``get_global_func``."""
+    @tvm._ffi.register_func("test.pf.ffi", override=True)
+    def ffi(x):
+        return x * 3
+
+    assert tvm._ffi.get_global_func("test.pf.ffi")(5) == 15
+    assert tvm.get_global_func("test.pf.ffi") is ffi
