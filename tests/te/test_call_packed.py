@@ -205,3 +205,26 @@ def test_called_from_parallel_loop(target):
     x[17] = -1
     with pytest.raises(RuntimeError, match="negative at 17"):
         f(tvm.nd.array(x), b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_strided_input_buffer(target, rng):
+    """A buffer with symbolic strides reaches the function as a strided view (no copy)."""
+    got = []
+
+    def double(x, y):
+        got.append((x.shape, x.strides))
+        y.copyfrom(x.numpy() * 2)
+
+    tvm.register_func("test.cp.strided", double, override=True)
+    A = te.placeholder((3, 4), name="A")
+    Ab = tir.decl_buffer(A.shape, A.dtype, name="Ab", strides=[te.var("s"), 1])
+    B = te.extern(A.shape, [A], lambda ins, outs: tir.call_packed("test.cp.strided", ins[0],
+                                                                   outs[0]),
+                  in_buffers=[Ab], name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B], target, binds={A: Ab})
+    big = rng.uniform(-1, 1, (3, 7)).astype("float32")
+    b = tvm.nd.empty((3, 4), "float32")
+    f(big[:, 1:5], b)
+    tvm.testing.assert_allclose(b.numpy(), 2 * big[:, 1:5])
+    assert got == [((3, 4), (7, 1))]
