@@ -21,6 +21,7 @@ import ctypes.util
 import glob
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -294,24 +295,30 @@ def _shim_path(cmd: list[str]) -> str:
 
 
 def _build_shim() -> str:
+    """The shim's shared library: from the user cache when there, else compiled now (into a
+    folder of its own, then copied into the cache when that is writable)."""
     cmd = compiler()
     path = _shim_path(cmd)
     if os.path.exists(path):
         return path
+    folder = tempfile.mkdtemp(prefix="tvmpy_blas_")  # kept when the cache is not writable
+    src, out = os.path.join(folder, "blas_shim.c"), os.path.join(folder, "blas_shim.so")
+    with open(src, "w") as f:
+        f.write(SOURCE)
+    proc = subprocess.run(cmd + ["-O2", "-std=gnu11", "-fPIC", "-shared", src, "-o", out],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(f"compiling the BLAS shim failed ({' '.join(cmd)}):\n"
+                           f"{proc.stdout}{proc.stderr}")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-    except OSError:  # no writable cache folder: a temporary one for this process
-        path = os.path.join(tempfile.mkdtemp(prefix="tvmpy_blas_"), os.path.basename(path))
-    with tempfile.TemporaryDirectory(prefix="tvmpy_blas_") as tmp:
-        src = os.path.join(tmp, "blas_shim.c")
-        with open(src, "w") as f:
-            f.write(SOURCE)
-        out = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        proc = subprocess.run(cmd + ["-O2", "-std=gnu11", "-fPIC", "-shared", src, "-o", out],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"compiling the BLAS shim failed:\n{proc.stdout}{proc.stderr}")
-    os.replace(out, path)  # atomic: a concurrent process loads either none or a whole file
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, path)  # atomic: a concurrent process loads either none or a whole file
+    except OSError:
+        return out
+    shutil.rmtree(folder, ignore_errors=True)
     return path
 
 
