@@ -121,3 +121,18 @@ def test_ffi_spelling():
 
     assert tvm._ffi.get_global_func("test.pf.ffi")(5) == 15
     assert tvm.get_global_func("test.pf.ffi") is ffi
+
+
+def test_provider_that_fails_to_load(monkeypatch):
+    """A runtime provider that cannot load (e.g. no BLAS): allow_missing gives None, as TVM's
+    "not compiled with cblas" check expects, and the error names the cause."""
+    from tvmpy.runtime import packed_func
+
+    def broken() -> None:
+        raise RuntimeError("no CBLAS library found")
+
+    monkeypatch.setitem(packed_func._BUILTINS, "test.provider.", broken)
+    monkeypatch.setattr(packed_func, "_builtin_errors", {})
+    assert tvm.get_global_func("test.provider.f", allow_missing=True) is None
+    with pytest.raises(ValueError, match="provider failed to load.*no CBLAS library found"):
+        tvm.get_global_func("test.provider.f")
