@@ -29,6 +29,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tvmpy.runtime.vm", "tvmpy.relay.op.registry"): "the VM looks up operators by name",
     ("tvmpy.runtime.vm", "tvmpy.relay.op.shape_func"): "host shape functions",
     ("tvmpy.runtime.vm", "tvmpy.relay.ty"): "types for numpy implementations",
+    # TVM's ``tvm.runtime.convert(1024)`` gives a tir.IntImm (and passes IR nodes through):
+    # the IR is imported on the first such call only (the runtime alone has no IR)
+    ("tvmpy.runtime.packed_func", "tvmpy.ir.node"): "tvm.runtime.convert passes IR nodes",
+    ("tvmpy.runtime.packed_func", "tvmpy.tir.expr"): "tvm.runtime.convert(number) -> IntImm",
 }
 
 # Imports whose module name is computed (``importlib.import_module(<expression>)``) cannot be

@@ -28,6 +28,9 @@ _LAZY_ATTRS = {
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device
     "IRModule": ("ir.module", "IRModule"),
+    "register_func": ("runtime.packed_func", "register_func"),
+    "get_global_func": ("runtime.packed_func", "get_global_func"),
+    "list_global_func_names": ("runtime.packed_func", "list_global_func_names"),
 }
 # v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
 _LAZY_ATTRS.update({n: ("te", n) for n in (
@@ -38,6 +41,10 @@ _LAZY_ATTRS.update({n: ("tir", n) for n in (
     "const", "decl_buffer", "call_extern", "call_pure_extern", "exp", "log", "sqrt", "tanh",
     "sigmoid", "if_then_else", "indexdiv", "indexmod", "floordiv", "floormod", "truncdiv",
     "truncmod", "all", "any", "ir_builder")})
+
+
+_LAZY_ATTRS["call_packed"] = ("tir", "call_packed")  # v0.6: tvm.call_packed
+_LAZY_ATTRS["_ffi"] = ("runtime", "packed_func")  # tvm._ffi.register_func / get_global_func
 
 
 def __getattr__(name: str) -> Any:

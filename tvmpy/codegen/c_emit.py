@@ -28,6 +28,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit, reads_memory, referenced_vars
 from . import abi
 from .c_expr import ADD, UNARY, CCodegenError, ExprPrinter
+from .c_packed import emit_call_packed, is_call_packed
 from .c_prelude import HelperTable, c_string, int_literal, sanitize, storage_type, value_type
 
 __all__ = ["FunctionEmitter", "emit_source", "STACK_LIMIT_BYTES"]
@@ -167,6 +168,9 @@ class FunctionEmitter(ExprPrinter):
     def _s_Evaluate(self, s: S.Evaluate) -> None:
         if isinstance(s.value, (E.IntImm, E.FloatImm, E.StringImm)):
             return
+        if is_call_packed(s.value):
+            emit_call_packed(self, s.value, None)
+            return
         if dt.lanes_of(s.value.dtype) > 1:
             raise CCodegenError(f"{self.func.name}: vector expression statement {s.value}")
         self.emit(self.expr(s.value) + ";")
@@ -185,6 +189,11 @@ class FunctionEmitter(ExprPrinter):
             name = self.bind(v)
             self.ptrs[id(v)] = (name, None)
             self.emit(f"void* {name} = {value};")
+        elif is_call_packed(s.value):
+            name = self.bind(v)
+            self.emit(f"{storage_type(v.dtype)} {name};")
+            emit_call_packed(self, s.value, name)
+            self.data_vars.add(id(v))
         else:
             value = self.expr(s.value)
             self.emit(f"const {value_type(v.dtype)} {self.bind(v)} = {value};")
@@ -392,6 +401,10 @@ class FunctionEmitter(ExprPrinter):
             raise CCodegenError(f"{self.func.name}: store to {s.buffer.name} has {len(s.indices)} "
                                 "indices; IR form 2 (after tvm.lower) has flat 1-D buffers")
         buf, index = s.buffer, s.indices[0]
+        if is_call_packed(s.value) and s.predicate is None:  # out[i] = call_packed(...)
+            tmp = E.Var("packed_value", s.value.dtype)
+            self.stmt(S.LetStmt(tmp, s.value, S.BufferStore(buf, tmp, s.indices)))
+            return
         lanes = max(dt.lanes_of(s.value.dtype), dt.lanes_of(index.dtype))
         if lanes == 1 and dt.lanes_of(buf.dtype) == 1:
             self._store_lane(s, None, self.expr(s.value))

@@ -417,6 +417,9 @@ class ExprPrinter(ChainFunctor):
         handler = _CALLS.get(op)
         if handler is not None:
             return handler(self, e, lane)
+        if op in ("tvm_call_packed", "tvm_stack_make_array", "tvm_stack_make_shape"):
+            raise CCodegenError(f"C backend: {op} inside an expression ({e}): use call_packed as a statement, "
+                                "store its value or bind it with a LetStmt")
         if op in _MATH or op in _MATH_HELPERS:
             return self._math(op, e.dtype, list(e.args), lane)
         if op in _PREDICATES:

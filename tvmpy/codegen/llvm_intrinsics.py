@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import dtype as dt
 from ..tir import expr as E
+from . import llvm_packed as _packed
 from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
 from .llvm_vexp import exp_f32
 
@@ -336,3 +337,6 @@ _HANDLERS = {
     "address_of": _address_of, "type_annotation": _type_annotation,
     "call_llvm_intrin": _llvm_intrin, "call_llvm_pure_intrin": _llvm_intrin,
 }
+_HANDLERS.update({"tvm_call_packed": _packed.call_packed,
+                  "tvm_stack_make_array": _packed.not_in_call,
+                  "tvm_stack_make_shape": _packed.not_in_call})

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.random import default_rng  # loaded once by the listener, not per session
 
 from ..runtime import ndarray as nd
+from ..runtime import packed_func
 from ..runtime.device import Device
 from ..runtime.evaluator import BenchmarkResult
 from ..runtime.graph_executor import GraphExecutor
@@ -45,9 +46,19 @@ def register_func(name: str, with_session: bool = False
 
 
 def get_global_func(name: str, session: Session | None = None) -> Callable[..., Any]:
-    """The function registered as ``name`` (bound to ``session`` if it takes one)."""
+    """The function registered as ``name`` (bound to ``session`` if it takes one): the server's
+    own (``rpc.register_func``), else one of the PackedFunc registry of the server process
+    (``tvm.register_func`` run there, and the runtime's own such as ``tvm.contrib.cblas.*``).
+    Only registered functions are reachable: a name is never imported or evaluated."""
+    if not isinstance(name, str):
+        raise TypeError(f"function name must be a str, got {type(name).__name__}")
     if name not in _GLOBALS:
-        raise ValueError(f"no server function {name!r}; registered: {', '.join(sorted(_GLOBALS))}")
+        pf = packed_func.get_global_func(name, allow_missing=True)
+        if pf is not None:
+            return pf
+        raise ValueError(f"no server function {name!r}: register it on the server with "
+                         "tvm.register_func (server functions: "
+                         f"{', '.join(sorted(_GLOBALS))})")
     f, with_session = _GLOBALS[name]
     if not with_session:
         return f

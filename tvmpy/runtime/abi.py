@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ParamSpec", "ShapeVarSpec", "Signature", "metadata_json", "ERROR_SYMBOL",
-           "METADATA_SYMBOL"]
+           "METADATA_SYMBOL", "LOOKUP_SYMBOL"]
 
 ERROR_SYMBOL = "__tvmpy_last_error"
+# ``void* (*)(const char* name)``: the PackedFunc registry's lookup (runtime/packed_func.py), a
+# weak NULL pointer in every library, set when the runtime loads it (``tir.call_packed``)
+LOOKUP_SYMBOL = "__tvmpy_packed_lookup"
 METADATA_SYMBOL = "__tvmpy_metadata"
 
 

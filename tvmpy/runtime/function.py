@@ -38,6 +38,7 @@ import numpy as np
 from ..ir import dtype as dt
 from .device import Device, cpu
 from .ndarray import NDArray
+from .packed_func import take_error
 
 __all__ = ["Function", "compile_dim_expr", "ALIGNMENT"]
 
@@ -436,4 +437,9 @@ class Function:
         msg = None
         if self.module is not None:
             msg = self.module._last_error()
-        raise RuntimeError(f"{self.name} failed (returned {rc})" + (f": {msg}" if msg else ""))
+        # what a packed function called by the kernel reported (tir.call_packed)
+        detail = take_error() if msg and msg.startswith("call_packed") else None
+        if detail is not None:
+            msg = f"{msg}: {detail[0]}"
+        raise RuntimeError(f"{self.name} failed (returned {rc})" + (f": {msg}" if msg else "")
+                           ) from (detail[1] if detail else None)

@@ -79,6 +79,7 @@ from .linker import (
     link_shared,
     relocatable_link,
 )
+from .packed_func import bind_library
 from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module"]
@@ -180,6 +181,7 @@ class Module:
                 self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
             except ValueError:
                 self._err = None
+            bind_library(lib)  # tir.call_packed in its code reaches the registry
 
     # ---- construction (code generators) -------------------------------------------------------
     @classmethod
@@ -244,6 +246,7 @@ class Module:
             self._err = ctypes.c_char_p.in_dll(lib, ERROR_SYMBOL)
         except ValueError:
             self._err = None
+        bind_library(lib)
 
     def _share_lib(self, lib: ctypes.CDLL) -> None:
         """An import whose code was linked into its importer's library: resolve there too when

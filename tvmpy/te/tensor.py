@@ -277,6 +277,10 @@ def extern(shape: Any, inputs: Sequence[Tensor], fcompute: Callable[..., Any], n
     outs = bufs(out_buffers, "out_buffers", list(zip(shapes, dtypes)),
                 [name if len(shapes) == 1 else f"{name}_v{k}" for k in range(len(shapes))])
     body = fcompute(ins, outs)
+    if body is not None:
+        from ..tir.packed import mark_read_only
+
+        body = mark_read_only(body, ins)  # call_packed reads the inputs' DLTensors only
     if body is None:
         raise TypeError(f"extern {name}: fcompute returned None; return the statement (ib.get())")
     if isinstance(body, PrimExpr):

@@ -8,6 +8,7 @@ from .function import PrimFunc  # noqa: F401
 from .functor import Mutator, Visitor, post_order_visit, substitute  # noqa: F401
 from .op import *  # noqa: F401,F403
 from .op import abs, all, any, max, min, pow, round  # noqa: F401,A004
+from .packed import call_packed, call_packed_lowered  # noqa: F401
 from .stmt import *  # noqa: F401,F403
 from .stmt import is_no_op  # noqa: F401
 

@@ -231,6 +231,11 @@ def written_data_vars(func: PrimFunc) -> set[int]:
                 mask = n.args[4]
                 if not isinstance(mask, E.IntImm) or mask.value & 2:
                     out.add(id(n.args[1]))
+            elif n.op == "tvm_stack_make_array":  # a DLTensor handed to a packed function
+                read_only = len(n.args) > 6 and isinstance(n.args[6], E.IntImm) and \
+                    n.args[6].value == 1  # te.extern's inputs (tir.packed.mark_read_only)
+                if isinstance(n.args[0], E.Var) and not read_only:
+                    out.add(id(n.args[0]))
             elif n.op in ("call_extern", "call_pure_extern", "address_of"):
                 for a in n.args:
                     if isinstance(a, E.Var) and a.dtype == "handle":

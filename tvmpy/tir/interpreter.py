@@ -53,6 +53,8 @@ from ..ir.functor import Functor
 from ..ir.node import structural_equal
 from ..runtime.device import Device
 from ..runtime.module import Module
+from ..runtime.ndarray import NDArray
+from ..runtime.packed_func import get_global_func
 from . import expr as E
 from . import interpreter_gpu as _gpu
 from . import stmt as S
@@ -183,7 +185,8 @@ class _Unbound(RuntimeError):
 _ARITH = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul}
 _CMP = {E.EQ: operator.eq, E.NE: operator.ne, E.LT: operator.lt, E.LE: operator.le,
         E.GT: operator.gt, E.GE: operator.ge}
-_SIDE_EFFECT_CALLS = ("call_extern", "call_pure_extern", "tvm_access_ptr", "address_of")
+_SIDE_EFFECT_CALLS = ("call_extern", "call_pure_extern", "tvm_access_ptr", "address_of",
+                      "tvm_call_packed")
 
 
 def _float_floordiv(a: Any, b: Any) -> Any:
@@ -399,6 +402,8 @@ class _Compiler(Functor):
         op = e.op
         if op in ("call_extern", "call_pure_extern"):
             return self._extern(e)
+        if op == "tvm_call_packed":
+            return self._call_packed(e)
         if op == "if_then_else":
             return self._if_then_else(e)
         if op == "likely":
@@ -556,6 +561,48 @@ class _Compiler(Functor):
             return ret.type(0 if out is None else out)
 
         return call
+
+    def _call_packed(self, e: E.Call) -> ExprFn:
+        """``tir.call_packed``: the registry's function, buffers as NDArray views."""
+        name = e.args[0].value if isinstance(e.args[0], E.StringImm) else None
+        if name is None:
+            raise TypeError(f"tvm_call_packed needs the function name first: {e}")
+        args = [self._packed_arg(a) for a in e.args[1:]]
+        rty = _np(e.dtype)
+
+        def call(env: Env) -> Any:
+            f = get_global_func(name)
+            assert f is not None  # get_global_func raises for an unknown name
+            r = f(*[a(env) for a in args])
+            return rty.type(r if isinstance(r, (int, float, np.number)) else 0)
+
+        return call
+
+    def _packed_arg(self, a: E.PrimExpr) -> ExprFn:
+        if isinstance(a, E.StringImm):
+            text = a.value
+            return lambda env: text
+        if not (isinstance(a, E.Call) and a.op == "tvm_stack_make_array"):
+            scalar = self.expr(a)  # numbers arrive as Python numbers, as from compiled code
+            return lambda env: (lambda v: v.item() if isinstance(v, np.generic) else v)(scalar(env))
+        data, shape, strides, _, ann, offset = a.args[:6]
+        npd = _np(ann.dtype)
+        mem, off = self.expr(data), self.expr(offset)
+        dims = [self.expr(d) for d in shape.args]  # type: ignore[attr-defined]
+        steps = [self.expr(s) for s in strides.args] if isinstance(strides, E.Call) else None
+
+        def view(env: Env) -> Any:
+            m = mem(env)
+            m = m.view(npd) if m.dtype != npd else m
+            o, shp = _to_int(off(env)), tuple(_to_int(d(env)) for d in dims)
+            if steps is None:
+                v = m[o:o + int(np.prod(shp, dtype=np.int64))].reshape(shp)
+            else:
+                st = [_to_int(s(env)) * m.itemsize for s in steps]
+                v = np.lib.stride_tricks.as_strided(m[o:], shp, st)
+            return NDArray(v)
+
+        return view
 
     def _access_ptr(self, e: E.Call) -> ExprFn:
         ann, data, offset = e.args[0], e.args[1], e.args[2]

@@ -69,7 +69,8 @@ def _idempotent(s: S.Stmt) -> bool:
         elif isinstance(n, E.BufferLoad):
             loaded.add(id(n.buffer.data))
         elif isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern",
-                                                 "tvm_access_ptr", "address_of"):
+                                                 "tvm_access_ptr", "address_of",
+                                                 "tvm_call_packed"):
             calls = True
 
     post_order_visit(s, f)

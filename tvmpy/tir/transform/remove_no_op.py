@@ -28,7 +28,7 @@ def _calls_extern(e: E.PrimExpr) -> bool:
 
     def f(n: object) -> None:
         nonlocal found
-        if isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern"):
+        if isinstance(n, E.Call) and n.op in ("call_extern", "call_pure_extern", "tvm_call_packed"):
             found = True
 
     post_order_visit(e, f)
