@@ -5,6 +5,7 @@ logger. Written from TVM's documented usage of these APIs."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 
@@ -153,3 +154,100 @@ def test_per_trial_debug_line_on_autotvm_logger():
         assert "GFLOPS: " in ln and "result: MeasureResult(costs=(" in ln
         assert "error_no=0" in ln and "tile_x" not in ln  # the config prints as TVM's: sp[...]
         assert "sp[" in ln
+
+
+# ---- TVM 0.8 log lines ------------------------------------------------------------------------
+@autotvm.template("test_tvm_compat/mm2")
+def _mm2(n, m, k, dtype):
+    A = te.placeholder((n, k), name="A", dtype=dtype)
+    B = te.placeholder((k, m), name="B", dtype=dtype)
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    cfg = autotvm.get_config()
+    y, x = s[C].op.axis
+    cfg.define_split("tile_y", y, num_outputs=2)
+    cfg.define_split("tile_x", x, num_outputs=2)
+    yo, yi = cfg["tile_y"].apply(s, C, y)
+    xo, xi = cfg["tile_x"].apply(s, C, x)
+    s[C].reorder(yo, xo, yi, xi)
+    return s, [A, B, C]
+
+
+def _tvm08_line(args, entity, cost, index=7, error_no=0, name="test_tvm_compat/mm2",
+                target="llvm -keys=cpu -link-params=0"):
+    """A line as TVM 0.8's ``autotvm.record.encode`` writes it."""
+    return json.dumps({
+        "input": [target, name, args, {}],
+        "config": {"index": index, "code_hash": None,
+                   "entity": [[k, "sp", v] for k, v in entity]},
+        "result": [[cost], error_no, 0.41, 1634000000.5],
+        "version": 0.2, "tvm_version": "0.8.0"})
+
+
+def test_tvm08_log_lines_load_apply_and_resume(tmp_path):
+    args = [12, 10, 7, "float32"]
+    good = _tvm08_line(args, [("tile_y", [-1, 4]), ("tile_x", [-1, 5])], 1e-6)
+    worse = _tvm08_line(args, [("tile_y", [-1, 2]), ("tile_x", [-1, 1])], 5e-6)
+    foreign = _tvm08_line(args, [("tile_y", [-1, 4]), ("tile_k", [-1, 2])], 1e-7)  # no tile_k here
+    bad_value = _tvm08_line(args, [("tile_y", [-1, 5]), ("tile_x", [-1, 5])], 1e-7)  # 5 !| 12
+    log = tmp_path / "tvm08.log"
+    log.write_text("\n".join([good, worse, foreign, bad_value]) + "\n")
+    with pytest.warns(UserWarning) as rec:
+        records = autotvm.record.load_from_file(str(log))
+    texts = [str(w.message) for w in rec]
+    assert any("line 3" in t and "tile_k" in t for t in texts), texts
+    assert any("line 4" in t and "tile_y" in t for t in texts), texts
+    assert len(records) == 2
+    inp, res = records[0]
+    assert inp.task.name == "test_tvm_compat/mm2" and res.error_no == 0
+    space = inp.task.config_space
+    # the index is this space's index of those knob values
+    assert space.get(inp.config.index)["tile_y"].size == [-1, 4]
+    assert space.get(inp.config.index)["tile_x"].size == [-1, 5]
+
+    # apply_history_best picks the best TVM record; the build computes the right product
+    with pytest.warns(UserWarning):
+        ctx = autotvm.apply_history_best(str(log))
+    with ctx, tvm.target.Target("llvm"):
+        s, bufs = _mm2(12, 10, 7, "float32")
+    f = tvm.build(s, bufs, "llvm")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((12, 7), dtype="float32")
+    b = rng.standard_normal((7, 10), dtype="float32")
+    c = tvm.nd.array(np.zeros((12, 10), "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), c)
+    tvm.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+    wkl = ("test_tvm_compat/mm2", 12, 10, 7, "float32")
+    chosen = ctx.query(tvm.target.Target("llvm"), wkl)
+    assert chosen["tile_x"].size == [-1, 5]
+
+    # the tuner resumes from them: their configs are visited and seed the best
+    task = autotvm.task.create("test_tvm_compat/mm2", args=tuple(args), target="llvm")
+    tuner = autotvm.tuner.RandomTuner(task)
+    tuner.load_history(records)
+    assert tuner.num_history == 2 and tuner.best_config.index == inp.config.index
+
+
+def test_tvm08_dense_nopack_maps_to_dense_x86(tmp_path):
+    line = json.dumps({
+        "input": ["llvm -keys=cpu -link-params=0", "dense_nopack.x86",
+                  [["TENSOR", [3, 16], "float32"], ["TENSOR", [5, 16], "float32"], None,
+                   "float32"], {}],
+        "config": {"index": 0, "code_hash": None, "entity": [["no_such_knob", "ot", 1]]},
+        "result": [[1e-6], 0, 0.1, 1.0], "version": 0.2, "tvm_version": "0.8.0"})
+    log = tmp_path / "dense.log"
+    log.write_text(line + "\n")
+    with pytest.warns(UserWarning, match=r"line 1 .*dense\.x86.*knobs"):
+        assert autotvm.record.load_from_file(str(log)) == []
+
+
+def test_own_log_format_unchanged(tmp_path):
+    task = autotvm.task.create("test_tvm_compat/mm2", args=(6, 4, 3, "float32"), target="llvm")
+    cfg = task.config_space.get(3)
+    inp = autotvm.MeasureInput(task.target, task, cfg)
+    res = autotvm.MeasureResult((2e-6,), 0, 0.3, 5.0)
+    line = autotvm.record.encode(inp, res)
+    assert json.loads(line)["version"] == 1 and "config" not in json.loads(line)
+    inp2, res2 = autotvm.record.decode(line)
+    assert inp2.config == cfg and res2 == res
