@@ -104,6 +104,21 @@ class DispatchContext(metaclass=_CurrentMeta):
     def _cost_inside(self, target: Any, workload: Any) -> float | None:
         return None
 
+    def query_layout(self, target: Any, key: Any) -> Any:
+        """The layout chosen for the operator ``key`` (e.g. a convolution's channel blocks,
+        see ``graph_best.py``) by this context or an enclosing one; None: the target's own
+        layout policy decides."""
+        ctx: DispatchContext | None = self
+        while ctx is not None:
+            choice = ctx._layout_inside(target, key)
+            if choice is not None:
+                return choice
+            ctx = ctx._old_ctx
+        return None
+
+    def _layout_inside(self, target: Any, key: Any) -> Any:
+        return None
+
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
         raise NotImplementedError
 
