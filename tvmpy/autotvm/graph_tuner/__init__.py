@@ -51,12 +51,12 @@ def layout_tasks(task: Any, blocks: Sequence[int] | None = None, max_block: int 
     lay = conv_record_layout(task.workload)
     if lay is None:
         raise ValueError(f"layout_tasks: {task.name} is not one of {sorted(CONV_TASKS)}")
-    key, _, _ = lay
+    key, own_ic, own_oc = lay
+    own = (own_ic, own_oc)
     kind, (n, c, h, w), (oc, ic_per_group, kh, kw), strides, padding, dilation, dtype = key
     _, data, kernel, _, _, _, layout, _, out_dtype = task.workload
     plain = layout == "NCHW"
 
-    own = conv_record_layout(task.workload)[1:]
 
     def ok(b: int, ch: int) -> bool:
         return ch % b == 0 and (blocks is None or b in blocks or b in own)
@@ -68,6 +68,7 @@ def layout_tasks(task: Any, blocks: Sequence[int] | None = None, max_block: int 
              else [(i, o) for i in ics for o in ocs])
     out = []
     for ib, ob in pairs:
+        dshape: tuple[int, ...]
         if kind == "depthwise":
             dshape = (n, c // ib, h, w, ib)
             kshape = (c // ob, 1, kh, kw, 1, ob)

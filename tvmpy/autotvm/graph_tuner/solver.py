@@ -80,10 +80,10 @@ def solve(sizes: Sequence[int], unary: Mapping[int, np.ndarray],
             factors.append((rest, best))
         else:
             constant += float(best)
-        for u in rest:
-            neighbours[u] |= set(rest) - {u}
+        for r in rest:
+            neighbours[r] |= set(rest) - {r}
         alive.discard(v)
-    choice = [0] * n
+    choice: list[int] = [0] * n
     for v, rest, arg in reversed(trace):
         choice[v] = int(arg[tuple(choice[u] for u in rest)]) if rest else int(arg)
     return choice, constant

@@ -40,11 +40,11 @@ def pad4(padding: Any) -> tuple[int, int, int, int]:
     """Padding as (top, left, bottom, right), from 1, 2 or 4 numbers."""
     p = (int(padding),) if isinstance(padding, int) else tuple(int(x) for x in padding)
     if len(p) == 1:
-        return p * 4  # type: ignore[return-value]
+        return (p[0], p[0], p[0], p[0])
     if len(p) == 2:
         return (p[0], p[1], p[0], p[1])
     if len(p) == 4:
-        return p  # type: ignore[return-value]
+        return (p[0], p[1], p[2], p[3])
     raise ValueError(f"padding must have 1, 2 or 4 values, got {padding!r}")
 
 
