@@ -174,3 +174,24 @@ def test_graph_tuner_errors():
 
 def test_graph_tuner_is_reachable_as_autotvm_attribute():
     assert autotvm.graph_tuner.DPTuner is DPTuner
+
+
+def test_apply_history_best_takes_the_fastest_blocking():
+    """TVM's apply_history_best takes the layout of the best config (its tile_ic/tile_oc);
+    here: of the fastest of the tuned blockings of each convolution."""
+    mod, params = _net()
+
+    def cost(t):
+        ib, ob = _blocks((MeasureInput(t.target, t, None), None))
+        return 1e-5 if ob == 4 else 2e-5
+
+    recs = _records(mod, params, cost)
+    ctx = autotvm.apply_history_best(recs)
+    assert _layouts(mod, params, ctx) == {"NCHW4c"}
+    data = np.random.default_rng(7).standard_normal(SHAPE, dtype="float32")
+    out = _run(mod, params, autotvm.apply_history_best(recs), data)
+    ref = _run(mod, params, autotvm.FallbackContext(), data)
+    tvm.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    # one blocking per convolution (a log of extracted tasks only): the policy's layout stays
+    one = [r for r in recs if _blocks(r)[1] == 4]
+    assert _layouts(mod, params, autotvm.apply_history_best(one)) == {"NCHW8c"}
