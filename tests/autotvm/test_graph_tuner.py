@@ -193,5 +193,9 @@ def test_apply_history_best_takes_the_fastest_blocking():
     ref = _run(mod, params, autotvm.FallbackContext(), data)
     tvm.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
     # one blocking per convolution (a log of extracted tasks only): the policy's layout stays
-    one = [r for r in recs if _blocks(r)[1] == 4]
+    from tvmpy.autotvm.task.conv_layout import conv_record_layout
+
+    one = list({conv_record_layout(r[0].task.workload)[0]: r for r in recs
+                if _blocks(r)[1] == 4}.values())
+    assert len(one) == 3
     assert _layouts(mod, params, autotvm.apply_history_best(one)) == {"NCHW8c"}
