@@ -251,3 +251,59 @@ def test_own_log_format_unchanged(tmp_path):
     assert json.loads(line)["version"] == 1 and "config" not in json.loads(line)
     inp2, res2 = autotvm.record.decode(line)
     assert inp2.config == cfg and res2 == res
+
+
+def _tvm08_conv_line(ic_bn, oc_bn, ow, unroll, cost):
+    """A conv2d_NCHWc.x86 line as TVM 0.8 writes it: NCHW/OIHW workload, blocks as knobs."""
+    return json.dumps({
+        "input": ["llvm -keys=cpu -link-params=0", "conv2d_NCHWc.x86",
+                  [["TENSOR", [1, 8, 10, 10], "float32"], ["TENSOR", [8, 8, 3, 3], "float32"],
+                   [1, 1], [1, 1, 1, 1], [1, 1], "NCHW", "NCHW", "float32"], {}],
+        "config": {"index": 123, "code_hash": None, "entity": [
+            ["tile_ic", "sp", [-1, ic_bn]], ["tile_oc", "sp", [-1, oc_bn]],
+            ["tile_ow", "sp", [-1, ow]], ["unroll_kw", "ot", unroll]]},
+        "result": [[cost], 0, 1.0, 1634000000.0], "version": 0.2, "tvm_version": "0.8.0"})
+
+
+def test_tvm08_conv2d_lines_map_blocks_and_knobs(tmp_path):
+    from tvmpy.relay.build_module import optimize
+
+    log = tmp_path / "conv.log"
+    log.write_text("\n".join([_tvm08_conv_line(4, 2, 5, True, 1e-6),
+                              _tvm08_conv_line(8, 8, 2, False, 9e-6),
+                              _tvm08_conv_line(8, 8, 64, False, 1e-7)]) + "\n")
+    with pytest.warns(UserWarning, match=r"line 3 .*tile_ow = 64"):
+        recs = autotvm.record.load_from_file(str(log))
+    assert len(recs) == 2
+    inp, _ = recs[0]
+    assert inp.task.name == "conv2d_NCHWc.x86"
+    assert inp.task.args[1] == ("TENSOR", (4, 2, 3, 3, 4, 2), "float32")
+    cfg = inp.task.config_space.get(inp.config.index)
+    assert cfg["tile_ow"].val == 5 and cfg["unroll_kw"].val is True
+
+    x = relay.var("data", shape=(1, 3, 10, 10))
+    w1 = relay.var("w1", shape=(8, 3, 3, 3))
+    w2 = relay.var("w2", shape=(8, 8, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w1, padding=(1, 1), channels=8, kernel_size=(3, 3)))
+    y = relay.nn.conv2d(y, w2, padding=(1, 1), channels=8, kernel_size=(3, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w1, w2], y))
+    rng = np.random.default_rng(2)
+    params = {"w1": rng.standard_normal((8, 3, 3, 3), dtype="float32"),
+              "w2": rng.standard_normal((8, 8, 3, 3), dtype="float32")}
+    with pytest.warns(UserWarning):
+        ctx = autotvm.apply_history_best(str(log))
+    with ctx, tvm.transform.PassContext(opt_level=3):
+        text = str(optimize(mod, params, "llvm")["main"])
+        lib = relay.build(mod, target="llvm", params=params)
+    assert 'out_layout="NCHW2c"' in text  # the fastest TVM record's tile_oc
+    from tvmpy.contrib import graph_executor
+
+    data = rng.standard_normal((1, 3, 10, 10), dtype="float32")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("data", data)
+    m.run()
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    ref = F.conv2d(F.relu(F.conv2d(torch.from_numpy(data), torch.from_numpy(params["w1"]),
+                                   padding=1)), torch.from_numpy(params["w2"]), padding=1)
+    tvm.testing.assert_allclose(m.get_output(0).numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
