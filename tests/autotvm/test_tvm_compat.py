@@ -131,6 +131,11 @@ def test_local_builder_build_func_errors(monkeypatch):
         autotvm.LocalBuilder(build_func="ndk")
     with pytest.raises(ValueError, match="build_func"):
         autotvm.LocalBuilder(build_func="tar-please")
+    monkeypatch.setenv("TVM_NDK_CC", "no-such-ndk-clang++")
+    with pytest.raises(ValueError, match="not an executable"):
+        autotvm.LocalBuilder(build_func="ndk")
+    monkeypatch.setenv("TVM_NDK_CC", "cc")  # any compiler on PATH stands in for the NDK's
+    assert callable(autotvm.LocalBuilder(build_func="ndk").build_func)
 
 
 def test_per_trial_debug_line_on_autotvm_logger():

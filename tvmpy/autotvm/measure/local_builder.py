@@ -203,7 +203,7 @@ def _ndk_build_func() -> Any:
     if shutil.which(ndk.split()[0]) is None:
         raise ValueError(f"LocalBuilder(build_func='ndk'): TVM_NDK_CC={ndk!r} is not an "
                          "executable on PATH")
-    return cc.cross_compiler(ndk, options=["-shared", "-fPIC", "-lm"])
+    return cc.cross_compiler(ndk)
 
 
 def _resolve_build_func(build_func: Any) -> Any:
