@@ -27,6 +27,10 @@ _KNOWN_OPS: list[Callable[[str], bool]] = []
 
 EXTRACT_OPT_LEVEL = 3
 
+REWRITTEN_INTO = {"nn.conv2d_transpose": "nn.conv2d"}
+"""Operators the opt_level-3 passes replace by others (``relay.transform.conv_transpose``):
+their tasks are those of the replacement, which the warning for an empty ``ops=`` names."""
+
 
 def register_program_lowering(lower: Callable[..., Any],
                               is_relay_op: Callable[[str], bool] | None = None
@@ -103,9 +107,12 @@ def extract_from_program(mod: Any, params: Any = None, target: Any = "llvm",
     if ops is not None and not tasks:
         met = sorted(env.seen_relay_ops)
         wanted = relay_ops or task_names
+        hints = [f"; {o} is computed as {REWRITTEN_INTO[o]} at opt_level 3: ask for that"
+                 for o in wanted or [] if o in REWRITTEN_INTO]
         _LOG.warning("autotvm: extract_from_program found no tunable task of %s on target %s; "
                      "the program's lowering met the operators %s (rewritten forms under their "
-                     "source operator)", wanted, lowered.target, ", ".join(met) or "none")
+                     "source operator)%s", wanted, lowered.target, ", ".join(met) or "none",
+                     "".join(hints))
     return tasks
 
 
