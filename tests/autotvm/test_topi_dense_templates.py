@@ -275,11 +275,13 @@ def test_extract_from_program_bert():
     assert len(keys) == len(set(keys))
     got = sorted((t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks)
     # q/k/v and the output projection share one workload (64 -> 64), the feed-forward two
-    # more; Q K^T is the B-transposed (packed) batch_matmul, softmax(..) V the plain one
+    # more; Q K^T is the B-transposed (packed) batch_matmul, softmax(..) V the plain one.
+    # Extraction lowers at opt_level 3 (as TVM's), so the dense layers are the prepacked
+    # weights' (AlterOpLayout: [N/32, K, 32] panels) that an opt_level-3 build runs
     assert got == sorted([
-        ("dense_pack.x86", ((32, 64), (64, 64))),
-        ("dense_pack.x86", ((32, 64), (256, 64))),
-        ("dense_pack.x86", ((32, 256), (64, 256))),
+        ("contrib_dense_pack.x86", ((32, 64), (2, 64, 32))),
+        ("contrib_dense_pack.x86", ((32, 64), (8, 64, 32))),
+        ("contrib_dense_pack.x86", ((32, 256), (2, 256, 32))),
         ("batch_matmul_pack.x86", ((2, 32, 32), (2, 32, 32))),
         ("batch_matmul.x86", ((2, 32, 32), (2, 32, 32))),
     ])

@@ -18,9 +18,11 @@ from .measure import (  # noqa: F401
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity  # noqa: F401
 from .task import (  # noqa: F401
     ApplyConfig,
+    ApplyGraphBest,
     ApplyHistoryBest,
     DispatchContext,
     FallbackContext,
+    apply_graph_best,
     apply_history_best,
     get_config,
     register_topi_compute,
@@ -29,3 +31,13 @@ from .task import (  # noqa: F401
 )
 from .tune_model import tune_model, tune_tasks  # noqa: F401
 from .tuner import callback  # noqa: F401
+
+
+def __getattr__(name: str) -> object:
+    # TVM's ``autotvm.graph_tuner``: it reads relay graphs (a higher layer), so it loads on
+    # first use; nothing in autotvm itself depends on it
+    if name == "graph_tuner":
+        import importlib
+
+        return importlib.import_module("tvmpy.autotvm.graph_tuner")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

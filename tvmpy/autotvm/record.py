@@ -7,6 +7,13 @@ and flushing it makes a log survive ``kill -9`` except for a possibly truncated 
 :func:`load_from_file` skips with a warning, as any other corrupt line (appending to such a log
 starts on a new line: ``contrib.utils.open_for_append``, so the next record is not lost with it); a file in which not one
 line is a valid record (garbage, binary, another JSON format) is refused with a ValueError.
+
+Logs written by TVM are read too (:mod:`.tvm_log`): v0.2 lines (TVM 0.7-0.8: ``{"input":
+[target, task_name, args, kwargs], "config": {...}, "result": [...], "version": 0.2,
+"tvm_version": ...}``) and v0.1 lines (``{"i": ..., "r": ..., "v": 0.1}``). Their task names,
+arguments, target strings and knob values are mapped onto this repository's templates; a line
+that cannot be mapped (a template here with other knobs, a knob value outside this space) is
+skipped with a warning naming its line number and why, the others load.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = ["AUTOTVM_LOG_VERSION", "encode", "decode", "load_from_file", "load_fr
            "save_to_file", "pick_best", "measure_str_key"]
 
 AUTOTVM_LOG_VERSION = 1
+MAX_UNMAPPED_WARNINGS = 10
 
 _TASK_CACHE: dict[tuple[str, str, str], Any] = {}
 
@@ -69,6 +77,13 @@ def decode(line: str) -> tuple[Any, Any]:
 
     try:
         row = json.loads(line)
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"malformed autotvm log line: {line[:120]!r} ({err})") from None
+    if isinstance(row, dict) and ("config" in row or "i" in row):
+        from .tvm_log import decode_tvm
+
+        return decode_tvm(row, line)
+    try:
         target, name, args, config = row["input"]
         costs, error_no, all_cost, timestamp = row["result"]
         if not isinstance(name, str) or not isinstance(args, list) or not isinstance(costs, list):
@@ -89,20 +104,32 @@ def load_from_lines(lines: Iterable[str], source: str = "<lines>") -> list[tuple
     Input with lines but not one valid record (garbage, a binary file, JSON of another shape)
     raises ValueError naming ``source``, the first bad line and what is wrong with it; except
     a lone unterminated start of a record (a writer killed while writing the first one)."""
+    from .tvm_log import UnmappableRecord
+
     out = []
     bad: list[int] = []
+    unmapped: list[tuple[int, str]] = []
     first_error = ""
     i, line = 0, ""
     for i, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line.strip() or line.startswith("#"):
             continue
         try:
             out.append(decode(line))
+        except UnmappableRecord as err:
+            unmapped.append((i, str(err)))
         except ValueError as err:
             bad.append(i)
             first_error = first_error or str(err)
+    for n, (i_line, why) in enumerate(unmapped):
+        if n == MAX_UNMAPPED_WARNINGS:
+            warnings.warn(f"autotvm: {len(unmapped) - n} more TVM record(s) of {source} could "
+                          "not be mapped and were skipped", stacklevel=3)
+            break
+        warnings.warn(f"autotvm: skipped line {i_line} of {source}: a TVM record that cannot be "
+                      f"mapped onto this repository's templates: {why}", stacklevel=3)
     killed_writer = bad == [i] and not line.endswith("\n") and line.startswith('{"input"')
-    if bad and not out and not killed_writer:
+    if bad and not out and not unmapped and not killed_writer:
         raise ValueError(f"{source} is not an autotvm tuning log: none of its {len(bad)} "
                          f"non-blank line(s) is a valid record; line {bad[0]}: {first_error}")
     if bad:

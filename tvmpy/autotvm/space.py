@@ -638,7 +638,18 @@ class ConfigEntity(ConfigSpace):
         return hash((self.index, tuple(self._entity_map.items())))
 
     def __repr__(self) -> str:
-        return f"{','.join(str(v) for v in self._entity_map.values())},{self.code_hash},{self.index}"
+        """TVM's form: ``[('tile_y', [-1, 4]), ('unroll', True)],<code_hash>,<index>`` (the
+        per-trial DEBUG line and logs people compare with TVM's print it)."""
+        items = ", ".join(f"({name!r}, {_plain_value(v)})" for name, v in self._entity_map.items())
+        return f"[{items}],{self.code_hash},{self.index}"
+
+
+def _plain_value(v: Any) -> str:
+    """A knob value as TVM prints it inside a config: the list or value, without the kind."""
+    for attr in ("size", "perm", "anns", "val"):
+        if hasattr(v, attr):
+            return str(getattr(v, attr))
+    return str(v)
 
 
 class FallbackConfigEntity(ConfigSpace):

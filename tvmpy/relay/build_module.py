@@ -46,6 +46,7 @@ from ..transform.instrument import check_budget, dump_text
 from ..transform.passes import run_sequence
 from .expr import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .module import IRModule
+from .op.registry import list_op_names
 from .visitor import dataflow_post_order
 
 __all__ = ["build", "optimize", "build_passes", "qnn_passes", "check_graph", "lower_to_primitives",
@@ -397,7 +398,8 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     return prims
 
 
-register_program_lowering(lower_to_primitives)  # autotvm's task extraction lowers with it
+# autotvm's task extraction lowers with it (and checks the relay operators named in its ops=)
+register_program_lowering(lower_to_primitives, lambda name: name in list_op_names())
 
 
 def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,

@@ -41,7 +41,7 @@ __all__ = ["LocalBuilder"]
 
 # ---- child side ---------------------------------------------------------------------------------
 def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...],
-                  templates: bytes | None = None) -> dict:
+                  templates: bytes | None = None, build_func: bytes | None = None) -> dict:
     import importlib
 
     from ... import driver  # noqa: F401 - import the compiler once, before the first request
@@ -52,7 +52,8 @@ def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...],
         importlib.import_module(name)
     if templates is not None:  # templates of the parent's __main__, by value
         TASK_TABLE.update(pickle.loads(templates))
-    return {"task": pickle.loads(task_bytes), "tmp_dir": tmp_dir}
+    fcompile = None if build_func is None else pickle.loads(build_func)
+    return {"task": pickle.loads(task_bytes), "tmp_dir": tmp_dir, "fcompile": fcompile}
 
 
 def _arg_info(args: Sequence[Any]) -> tuple:
@@ -65,10 +66,12 @@ def _arg_info(args: Sequence[Any]) -> tuple:
     return tuple(info)
 
 
-def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
-    """Compile and export to ``path``. For LLVM targets the objects are linked once, straight
-    into the exported file (``tvm.build`` would link and load a library first, then export
-    would link again)."""
+def _build_library(s: Any, args: Sequence[Any], target: str, path: str,
+                   fcompile: Any = None) -> None:
+    """Compile and export to ``path`` (linked by ``fcompile(output, objects, options)`` when
+    given: ``LocalBuilder(build_func=...)``). For LLVM targets the objects are linked once,
+    straight into the exported file (``tvm.build`` would link and load a library first, then
+    export would link again)."""
     from ...codegen import llvm as llvm_codegen
     from ...driver import build, lower
     from ...target import as_target
@@ -78,11 +81,11 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str) -> None:
         _build_gpu(s, args, tgt, path)
         return
     if tgt.kind != "llvm":
-        build(s, args, tgt).export_library(path)
+        build(s, args, tgt).export_library(path, fcompile)
         return
     funcs = [lower(s, args, "default_function", target=tgt)]
     mod = llvm_codegen.build(funcs, tgt, load=False)
-    mod.export_library(path)
+    mod.export_library(path, fcompile)
 
 
 class GPULimitError(ValueError):
@@ -138,9 +141,11 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
         return ("error", int(MeasureErrorNo.INSTANTIATION_ERROR), f"{type(e).__name__}: {e}",
                 time.perf_counter() - t0)
     try:
-        fd, path = tempfile.mkstemp(suffix=".so", dir=state["tmp_dir"])
+        fcompile = state.get("fcompile")
+        suffix = "." + str(getattr(fcompile, "output_format", "so"))
+        fd, path = tempfile.mkstemp(suffix=suffix, dir=state["tmp_dir"])
         os.close(fd)
-        _build_library(s, args, target, path)
+        _build_library(s, args, target, path, fcompile)
     except Exception as e:  # noqa: BLE001
         code = (MeasureErrorNo.INSTANTIATION_ERROR if isinstance(e, GPULimitError) else
                 MeasureErrorNo.COMPILE_DEVICE if isinstance(e, DeviceCodegenError) else
@@ -186,6 +191,43 @@ def _by_value_templates(task: Any) -> bytes | None:
                         f"sent to the build workers ({type(e).__name__}: {e})") from None
 
 
+def _ndk_build_func() -> Any:
+    """TVM's ``build_func="ndk"``: link with the Android NDK compiler in ``TVM_NDK_CC``."""
+    from ...contrib import cc
+
+    ndk = os.environ.get("TVM_NDK_CC")
+    if not ndk:
+        raise ValueError("LocalBuilder(build_func='ndk') needs the Android NDK: set TVM_NDK_CC "
+                         "to its clang++ (e.g. <ndk>/toolchains/llvm/prebuilt/linux-x86_64/bin/"
+                         "aarch64-linux-android28-clang++); it is not set")
+    if shutil.which(ndk.split()[0]) is None:
+        raise ValueError(f"LocalBuilder(build_func='ndk'): TVM_NDK_CC={ndk!r} is not an "
+                         "executable on PATH")
+    return cc.cross_compiler(ndk)
+
+
+def _resolve_build_func(build_func: Any) -> Any:
+    """None for the default linker, else the ``fcompile`` callable."""
+    if build_func is None or build_func == "default":
+        return None
+    if build_func == "ndk":
+        return _ndk_build_func()
+    if callable(build_func):
+        return build_func
+    raise ValueError(f"LocalBuilder: build_func must be 'default', 'ndk' or a callable "
+                     f"build_func(output, objects, options=None), got {build_func!r}")
+
+
+def _pickle_by_value(obj: Any, what: str) -> bytes:
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(obj)
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(f"LocalBuilder: {what} {obj!r} cannot be sent to the build workers "
+                        f"({type(e).__name__}: {e})") from None
+
+
 def _cleanup(workers: list, tmp_dir: str) -> None:
     for w in workers:
         w.kill()
@@ -202,11 +244,29 @@ class LocalBuilder(Builder):
     ``__main__``), or a multiprocessing start method: ``"spawn"`` (re-runs the main script: it
     must guard its tuning code with ``if __name__ == "__main__":``), ``"forkserver"``, ``"fork"``
     (the parent's state is inherited).
-    ``startup_timeout``: seconds a new worker may take to import tvmpy and load the task."""
+    ``startup_timeout``: seconds a new worker may take to import tvmpy and load the task.
+    ``build_func`` (TVM's): ``"default"`` (the platform's compiler, a shared library),
+    ``"ndk"`` (Android's: the compiler named by ``TVM_NDK_CC``), or a callable
+    ``build_func(output, objects, options=None)`` that links the compiled objects into
+    ``output`` (as ``tvm.contrib.cc.create_shared``; its ``output_format`` attribute, default
+    "so", is the file suffix); it is sent to the build workers by value.
+    ``build_kwargs``, ``do_fork``, ``runtime``: TVM's arguments, accepted (``build_kwargs``
+    must be empty or None; the workers are always separate processes)."""
 
     def __init__(self, timeout: float = 10, n_parallel: int | None = None,
+                 build_kwargs: dict | None = None, build_func: Any = "default",
+                 do_fork: bool = False, runtime: Any = None,
                  max_builds_per_worker: int = 64, mp_context: str | None = None,
                  startup_timeout: float = 120):
+        del do_fork
+        if build_kwargs:
+            raise ValueError(f"LocalBuilder: build_kwargs are not supported (got "
+                             f"{sorted(build_kwargs)}); give build options in the target")
+        if runtime is not None:
+            raise ValueError("LocalBuilder: runtime= (microTVM) is not supported; leave it None")
+        self.build_func = _resolve_build_func(build_func)
+        self._build_func_bytes = (None if self.build_func is None
+                                  else _pickle_by_value(self.build_func, "build_func"))
         if not timeout or timeout <= 0:
             raise ValueError(f"LocalBuilder: timeout must be > 0 seconds, got {timeout!r}")
         n_parallel = n_parallel if n_parallel is not None else (os.cpu_count() or 1)
@@ -246,7 +306,8 @@ class LocalBuilder(Builder):
 
     def _start_worker(self) -> WorkerProcess:
         w = WorkerProcess(self._ctx, _builder_handle, _builder_init,
-                          (self._task_bytes, self.tmp_dir, self._modules, self._templates))
+                          (self._task_bytes, self.tmp_dir, self._modules, self._templates,
+                           self._build_func_bytes))
         w.started_at = time.monotonic()  # type: ignore[attr-defined]
         self._workers.append(w)
         return w

@@ -11,7 +11,8 @@ from .dispatcher import (  # noqa: F401
     clear_fallback_cache,
     fallback_summary,
 )
-from .relay_integration import extract_from_program  # noqa: F401
+from .graph_best import ApplyGraphBest, apply_graph_best  # noqa: F401
+from .relay_integration import extract_from_multiple_program, extract_from_program  # noqa: F401
 from .task import (  # noqa: F401
     TASK_TABLE,
     Task,

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..env import GLOBAL_SCOPE
 from ..space import ConfigSpace, FallbackConfigEntity
+from .conv_layout import conv_record_layout
 
 _LOG = logging.getLogger("tvmpy.autotvm")
 
@@ -104,6 +105,21 @@ class DispatchContext(metaclass=_CurrentMeta):
     def _cost_inside(self, target: Any, workload: Any) -> float | None:
         return None
 
+    def query_layout(self, target: Any, key: Any) -> Any:
+        """The layout chosen for the operator ``key`` (e.g. a convolution's channel blocks,
+        see ``graph_best.py``) by this context or an enclosing one; None: the target's own
+        layout policy decides."""
+        ctx: DispatchContext | None = self
+        while ctx is not None:
+            choice = ctx._layout_inside(target, key)
+            if choice is not None:
+                return choice
+            ctx = ctx._old_ctx
+        return None
+
+    def _layout_inside(self, target: Any, key: Any) -> Any:
+        return None
+
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
         raise NotImplementedError
 
@@ -144,12 +160,22 @@ class ApplyHistoryBest(DispatchContext):
 
     ``records``: a log path, a list of paths, or an iterable of ``(MeasureInput,
     MeasureResult)`` pairs. Workloads without a record fall through to the enclosing context.
+
+    x86 convolutions (``conv_layout.py``): when the records hold several channel blockings of
+    one convolution (``graph_tuner.layout_tasks``, or a TVM log, whose ``tile_ic``/``tile_oc``
+    knobs are the blocks), the layout pass takes the blocks of the fastest
+    (:meth:`query_layout`), as TVM's layout pass takes them from the best config; and a
+    convolution whose input arrives in the other form (NCHW or blocked) than the record's
+    gets that record's config (the knobs do not depend on it).
     """
 
     def __init__(self, records: Any):
         super().__init__()
         self.best_by_targetkey: dict[tuple[str, Any], tuple[Any, Any]] = {}
         self._best_user: dict[tuple[str, Any], ConfigSpace] = {}
+        # (target kind, conv key) -> {(ic_bn, oc_bn): best record}; (.., name, blocks) -> best
+        self._conv_blocks: dict[tuple[str, Any], dict[tuple[int, int], tuple[Any, Any]]] = {}
+        self._conv_best: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         if records is not None:
             self.load(records)
 
@@ -168,6 +194,30 @@ class ApplyHistoryBest(DispatchContext):
             old = self.best_by_targetkey.get(key)
             if old is None or _mean_cost(res) < _mean_cost(old[1]):
                 self.best_by_targetkey[key] = (inp, res)
+            lay = conv_record_layout(inp.task.workload)
+            if lay is not None:
+                ck, blocks = (key[0], lay[0]), (lay[1], lay[2])
+                per = self._conv_blocks.setdefault(ck, {})
+                if blocks not in per or _mean_cost(res) < _mean_cost(per[blocks][1]):
+                    per[blocks] = (inp, res)
+                name_key = (ck, inp.task.name, blocks)
+                prev = self._conv_best.get(name_key)
+                if prev is None or _mean_cost(res) < _mean_cost(prev[1]):
+                    self._conv_best[name_key] = (inp, res)
+
+    def _layout_inside(self, target: Any, key: Any) -> Any:
+        per = self._conv_blocks.get((_target_key(target), key))
+        if not per or len(per) < 2:
+            return None  # one blocking tuned: the layout policy's choice stands
+        return min(per, key=lambda b: _mean_cost(per[b][1]))
+
+    def _conv_config(self, target: Any, workload: Any) -> ConfigSpace | None:
+        lay = conv_record_layout(workload)
+        if lay is None:
+            return None
+        best = self._conv_best.get(((_target_key(target), lay[0]), workload[0],
+                                    (lay[1], lay[2])))
+        return None if best is None else best[0].config
 
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
         if workload is None:
@@ -176,7 +226,9 @@ class ApplyHistoryBest(DispatchContext):
         if key in self._best_user:
             return self._best_user[key]
         best = self.best_by_targetkey.get(key)
-        return None if best is None else best[0].config
+        if best is None:
+            return self._conv_config(target, workload)
+        return best[0].config
 
     def update(self, target: Any, workload: Any, cfg: ConfigSpace) -> None:
         self._best_user[(_target_key(target), workload)] = cfg

@@ -25,7 +25,7 @@ from .dispatcher import ApplyConfig, DispatchContext
 from .task import TASK_TABLE, args_to_workload
 
 __all__ = ["register_topi_compute", "register_topi_schedule", "get_workload", "TaskExtractEnv",
-           "TopiTemplate"]
+           "TopiTemplate", "RELAY_OP_ALIASES", "canonical_relay_op"]
 
 
 class TopiTemplate:
@@ -83,16 +83,33 @@ class _CurrentMeta(type):
 class TaskExtractEnv(metaclass=_CurrentMeta):
     """``with TaskExtractEnv() as env:`` collects the ``(task_name, args)`` of every tunable
     topi compute called inside this thread (``env.get_tasks()``, first-seen order, no
-    duplicates); other threads' builds are not recorded."""
+    duplicates); other threads' builds are not recorded.
 
-    def __init__(self, task_names: Sequence[str] | None = None):
+    ``task_names``: keep only these templates; ``relay_ops``: keep only the computes called
+    while lowering a call of one of these relay operators (TVM's ``wanted_relay_ops``). The
+    lowering names the operator it lowers in :attr:`relay_op` (the rewritten forms of an
+    operator, e.g. ``nn.contrib_conv2d_NCHWc``, under the operator they came from:
+    :data:`RELAY_OP_ALIASES`); every operator named so is kept in :attr:`seen_relay_ops`."""
+
+    def __init__(self, task_names: Sequence[str] | None = None,
+                 relay_ops: Sequence[str] | None = None):
         self.task_names = None if task_names is None else set(task_names)
+        self.relay_ops = None if relay_ops is None else {canonical_relay_op(o) for o in relay_ops}
+        self.relay_op: str | None = None
+        self.seen_relay_ops: dict[str, None] = {}
         self.tasks: list[tuple[str, tuple]] = []
         self._seen: set[tuple] = set()
         self._old: TaskExtractEnv | None = None
 
+    def lowering(self, relay_op: str | None) -> _Lowering:
+        """``with env.lowering(op_name):`` around the compute of one relay call."""
+        return _Lowering(self, relay_op)
+
     def add(self, task_name: str, args: tuple) -> None:
         if self.task_names is not None and task_name not in self.task_names:
+            return
+        if self.relay_ops is not None and (self.relay_op is None
+                                           or self.relay_op not in self.relay_ops):
             return
         key = (task_name, args)
         if key not in self._seen:
@@ -108,6 +125,41 @@ class TaskExtractEnv(metaclass=_CurrentMeta):
 
     def __exit__(self, *exc: Any) -> None:
         TaskExtractEnv.current = self._old
+
+
+RELAY_OP_ALIASES = {
+    "nn.contrib_conv2d_NCHWc": "nn.conv2d",
+    "nn.contrib_depthwise_conv2d_NCHWc": "nn.conv2d",
+    "nn.contrib_conv2d_winograd_nchwc": "nn.conv2d",
+    "nn.contrib_conv2d_NCHWc_int8": "nn.conv2d",
+    "nn.contrib_depthwise_conv2d_NCHWc_int8": "nn.conv2d",
+    "nn.contrib_dense_pack": "nn.dense",
+    "nn.contrib_dense_pack_int8": "nn.dense",
+}
+"""The operators the graph passes (AlterOpLayout) rewrite a relay operator into, by the
+operator they came from: ``ops=(relay.op.get("nn.conv2d"),)`` keeps their tasks too."""
+
+
+def canonical_relay_op(op: Any) -> str:
+    """The relay operator name of ``op`` (an Op or a name), rewritten forms under their source."""
+    name = getattr(op, "name", op)
+    if not isinstance(name, str):
+        raise TypeError(f"expected a relay operator or its name, got {op!r}")
+    return RELAY_OP_ALIASES.get(name, name)
+
+
+class _Lowering:
+    def __init__(self, env: TaskExtractEnv, relay_op: str | None):
+        self.env, self.op = env, None if relay_op is None else canonical_relay_op(relay_op)
+        self._old: str | None = None
+
+    def __enter__(self) -> None:
+        self._old, self.env.relay_op = self.env.relay_op, self.op
+        if self.op is not None:
+            self.env.seen_relay_ops[self.op] = None
+
+    def __exit__(self, *exc: Any) -> None:
+        self.env.relay_op = self._old
 
 
 def _with_workload(t: Any, workload: tuple) -> Any:

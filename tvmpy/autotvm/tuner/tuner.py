@@ -236,6 +236,9 @@ class Tuner:
                     self.best_config = inp.config
                     self.best_measure_pair = (inp, res)
                     self.best_iter = i + k
+                # TVM's per-trial line: logging.getLogger("autotvm").setLevel(logging.DEBUG)
+                logger.debug("No: %d\tGFLOPS: %.2f/%.2f\tresult: %s\t%s", i + k + 1,
+                             flops / 1e9, self.best_flops / 1e9, res, inp.config)
             i += len(results)
             self.ttl = int(min(n_trial - i, self.best_iter + stop_after - i))
             if not self.has_next():

@@ -6,10 +6,12 @@ applies to the (possibly fused) outputs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from ... import te
+from ...autotvm.task.topi_integration import TaskExtractEnv
 from ...target import as_target
 from ..expr import Call
 from ..op.strategy import OpImplementation, select_implementation
@@ -63,8 +65,10 @@ def lower_call_impl(call: Call, inputs: list[te.Tensor], target: Any
         raise ValueError(f"lower_call: {call.op.name} takes {want} input tensors (tuple arguments "
                          f"flattened), got {len(inputs)}")
     tgt = as_target(target)
-    impl = select_implementation(call.op, call.attrs, list(inputs), out_type, tgt)
-    outputs = impl.compute(call.attrs, list(inputs), out_type)
+    env = TaskExtractEnv.current  # autotvm task extraction: which relay op this compute is
+    with env.lowering(call.op.name) if env is not None else contextlib.nullcontext():
+        impl = select_implementation(call.op, call.attrs, list(inputs), out_type, tgt)
+        outputs = impl.compute(call.attrs, list(inputs), out_type)
     n_out = len(_flat_types(out_type))
     if len(outputs) != n_out:
         raise ValueError(f"lower_call: {impl.name} computed {len(outputs)} outputs, the type "

@@ -21,8 +21,9 @@ With no tuned record (``cfg.is_fallback``) the knobs take exactly the values of
 
 The channel blocks ``ic_bn``/``oc_bn`` (the layout) are chosen before these templates run, by
 AlterOpLayout (``relay.op.strategy.x86_alter_op.conv_blocks``); they are part of the workload (the
-tensor shapes), not knobs. Tuning them (TVM's ``tile_ic``/``tile_oc``) would need the layout
-pass to consult the dispatch context for the NCHW workload: not done here.
+tensor shapes), not knobs. To tune them (TVM's ``tile_ic``/``tile_oc``), tune the tasks of the
+other blockings too (``autotvm.graph_tuner.layout_tasks``): the layout pass asks the dispatch
+context (``apply_history_best``: the fastest blocking; ``apply_graph_best``: the graph tuner's).
 """
 
 from __future__ import annotations

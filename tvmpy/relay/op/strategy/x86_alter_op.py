@@ -44,7 +44,7 @@ from .x86 import DENSE_PACK_MIN_ROWS, _const_int
 from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
-__all__ = ["MAX_BLOCK", "conv_blocks", "padded_block", "conv_padding", "is_depthwise",
+__all__ = ["MAX_BLOCK", "conv_blocks", "graph_blocks", "padded_block", "conv_padding", "is_depthwise",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -73,6 +73,8 @@ def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
     blocks = conv_blocks(call, target)
     if blocks is None or call.attrs.groups != 1:
         return None
+    if graph_blocks(call, target) is not None:  # the graph tuner's blocks: no padding
+        return blocks[0], blocks[1], int(call.args[1].checked_type.shape[0])
     d, w = (x.checked_type for x in call.args)
     lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
     oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes)
@@ -117,8 +119,37 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
         return None  # an empty convolution: its lowering computes nothing, in any layout
     if a.groups != 1 and not is_depthwise(call):
         return None
+    chosen = graph_blocks(call, target)
+    if chosen is not None:
+        return chosen
     lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
     return conv2d_infer_layout(int(d.shape[1]), int(w.shape[0]), lanes)
+
+
+def graph_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
+    """The ``(ic_bn, oc_bn)`` the dispatch context chose for this typed NCHW convolution
+    (``autotvm.apply_graph_best``: the graph tuner's layouts), or None. Only blocks that
+    divide the channel counts (and are equal for a depthwise convolution) are taken."""
+    from ....autotvm.task.dispatcher import DispatchContext
+    from ....autotvm.task.graph_best import conv_key
+
+    ctx = DispatchContext.current
+    if ctx is None:
+        return None
+    a = call.attrs
+    d, w = (x.checked_type for x in call.args)
+    if not all(isinstance(s, int) for s in d.shape):
+        return None
+    kind = "conv" if a.groups == 1 else "depthwise"
+    key = conv_key(kind, d.shape, w.shape, a.strides, a.padding, a.dilation, d.dtype)
+    choice = ctx.query_layout(target or Target.current(), key)
+    if choice is None:
+        return None
+    ic_bn, oc_bn = (int(x) for x in choice)
+    c, oc = int(d.shape[1]), int(w.shape[0])
+    if c % ic_bn or oc % oc_bn or (kind == "depthwise" and ic_bn != oc_bn):
+        return None
+    return ic_bn, oc_bn
 
 
 @conv2d_layout_demand.register("cpu")
@@ -151,7 +182,7 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
     groups = call.attrs.groups
     if groups != 1:  # depthwise: one block in and out; keep the input's block if it fits
         blk = inputs.block(0)
-        if blk is not None and groups % blk == 0:
+        if blk is not None and groups % blk == 0 and graph_blocks(call, target) is None:
             ic_bn = oc_bn = blk
         kl = f"OIHW1i{oc_bn}o"
     else:

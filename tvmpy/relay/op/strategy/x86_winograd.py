@@ -129,9 +129,10 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
     direct, wino = conv_workloads(call, ic_bn, oc_bn, channels, plain_data)
     env = TaskExtractEnv.current
     if env is not None:
-        env.add(direct[0], direct[1:])
-        for wk in wino.values():
-            env.add(wk[0], wk[1:])
+        with env.lowering(call.op.name):
+            env.add(direct[0], direct[1:])
+            for wk in wino.values():
+                env.add(wk[0], wk[1:])
     if mode != "auto":
         return int(mode)
     ctx = DispatchContext.current
