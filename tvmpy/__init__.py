@@ -28,6 +28,7 @@ _LAZY_ATTRS = {
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device
     "IRModule": ("ir.module", "IRModule"),
+    "instrument": ("ir", "instrument"),  # TVM's ``tvm.instrument`` (= tvm.ir.instrument)
 }
 # v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
 _LAZY_ATTRS.update({n: ("te", n) for n in (

@@ -44,7 +44,7 @@ def test_shared_nodes_print_once_and_constants():
     a = relay.add(x, c)
     b = relay.multiply(a, a)
     out = relay.subtract(relay.add(b, c), relay.const(1.5))
-    text = relay.Function([x], out).astext()
+    text = str(relay.Function([x], out))
     assert text == (
         "fn (%x: Tensor[(2, 3), float32]) {\n"
         "  %0 = add(%x, meta[relay.Constant][0]);\n"
