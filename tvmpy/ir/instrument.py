@@ -22,7 +22,7 @@ import inspect
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["PassInstrument", "pass_instrument", "PassTimingInstrument", "PrintBeforeAll",
            "PrintAfterAll", "PassPrintingInstrument"]
@@ -62,12 +62,14 @@ def _wrap_class(cls: type) -> type:
     if issubclass(cls, PassInstrument):
         return cls
 
-    class Wrapped(cls, PassInstrument):  # type: ignore[valid-type, misc]
+    user_init: Any = cast(Any, cls).__init__
+
+    class Wrapped(cls, PassInstrument):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            cls.__init__(self, *args, **kwargs)
+            user_init(self, *args, **kwargs)
             PassInstrument.__init__(self)
 
-    functools.update_wrapper(Wrapped.__init__, cls.__init__)
+    functools.update_wrapper(Wrapped.__init__, user_init)
     Wrapped.__name__ = cls.__name__
     Wrapped.__qualname__ = cls.__qualname__
     Wrapped.__doc__ = cls.__doc__

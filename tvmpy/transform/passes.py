@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..ir.module import IRModule
 from .context import PassContext
@@ -165,7 +165,7 @@ def wrap_pass_class(pass_cls: type, base: type, method: str,
     if not callable(getattr(pass_cls, method, None)):
         raise TypeError(f"{pass_cls.__name__}: a class made a pass must define {method}()")
 
-    class PyPass(base):  # type: ignore[valid-type, misc]
+    class PyPass(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             inst = pass_cls(*args, **kwargs)
             self.__dict__["_inst"] = inst
@@ -177,7 +177,8 @@ def wrap_pass_class(pass_cls: type, base: type, method: str,
                 raise AttributeError(attr)
             return getattr(inst, attr)
 
-    functools.update_wrapper(PyPass.__init__, pass_cls.__init__)
+    user_init: Any = cast(Any, pass_cls).__init__
+    functools.update_wrapper(PyPass.__init__, user_init)
     PyPass.__name__ = pass_cls.__name__
     PyPass.__qualname__ = pass_cls.__qualname__
     PyPass.__doc__ = pass_cls.__doc__
