@@ -45,9 +45,7 @@ def _nchw_net(batch=2, cin=3, hw=11, c1=5, bind=True):
     mod = tvm.IRModule.from_expr(relay.Function([x] + list(v.values()), y))
     if bind:
         mod = relay.transform.InferType()(mod)
-        mod["main"] = relay.build_module.bind_params_by_name(mod["main"], p) if hasattr(
-            relay.build_module, "bind_params_by_name") else relay.transform.bind_params_by_name(
-            mod["main"], p)
+        mod["main"] = relay.transform.bind_params_by_name(mod["main"], p)
     return relay.transform.InferType()(mod), p
 
 
