@@ -170,3 +170,35 @@ def test_pool_desired_layout_and_opt_level_gate():
 def test_bad_desired_layouts(desired, match):
     with pytest.raises((ValueError, TypeError), match=match):
         relay.transform.ConvertLayout(desired)
+
+
+def test_documented_pipeline_with_remove_unused_functions():
+    """TVM's ConvertLayout usage: Sequential([RemoveUnusedFunctions(), ConvertLayout(...)])
+    under opt_level 3; a helper main calls stays, an unreferenced function goes."""
+    mod, _ = _nchw_net()
+    y = relay.var("y", shape=(3,))
+    helper = relay.Function([y], relay.negative(y))
+    dead = relay.Function([y], relay.exp(y))
+    mod = mod.copy()
+    mod["dead"] = dead
+    gv = relay.GlobalVar("helper")
+    mod[gv] = helper
+    main = mod["main"]
+    mod["main"] = relay.Function(main.params, relay.Tuple([main.body, relay.Call(gv, [relay.const(
+        np.ones(3, "float32"))])]))
+    seq = tvm.transform.Sequential([relay.transform.RemoveUnusedFunctions(),
+                                    relay.transform.ConvertLayout({"nn.conv2d": ["NHWC",
+                                                                                 "default"]})])
+    with tvm.transform.PassContext(opt_level=3):
+        out = seq(relay.transform.InferType()(mod))
+    assert sorted(g.name_hint for g in out.get_global_vars()) == ["helper", "main"]
+    assert {c.attrs.data_layout for c in _calls(out["main"], "nn.conv2d")} == {"NHWC"}
+    with tvm.transform.PassContext(opt_level=0):  # both passes are gated by opt_level
+        same = seq(relay.transform.InferType()(mod))
+    assert len(same.get_global_vars()) == 3
+    # a module with no entry function is left as it is
+    solo = tvm.IRModule({"f": dead})
+    assert relay.transform.RemoveUnusedFunctions()(solo) is solo
+    kept = relay.transform.RemoveUnusedFunctions(entry_functions=["f"])(
+        tvm.IRModule({"f": dead, "g": helper}))
+    assert [g.name_hint for g in kept.get_global_vars()] == ["f"]
