@@ -126,6 +126,9 @@ def test_print_ir_and_debugging_instrument(capsys):
         seq(relay.transform.InferType()(example()))
     out = capsys.readouterr().out
     assert "PrintIR(after fold):" in out and "def @main" in out
+    # v0.6's spelling, metadata (the folded constant) included by default
+    relay.transform.PrintIR()(relay.transform.FoldConstant()(example()))
+    assert "#[metadata]" in capsys.readouterr().out
 
     @tvm.instrument.pass_instrument
     class PrintBeforeAlter:
