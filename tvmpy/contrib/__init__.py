@@ -6,7 +6,6 @@ from typing import Any
 
 _SUBMODULES = ("cc", "nvcc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
                "utils")
-_SUBMODULES += ("clang",)
 
 
 def __getattr__(name: str) -> Any:
