@@ -31,6 +31,7 @@ _LAZY_ATTRS = {
     "register_func": ("runtime.packed_func", "register_func"),
     "get_global_func": ("runtime.packed_func", "get_global_func"),
     "list_global_func_names": ("runtime.packed_func", "list_global_func_names"),
+    "instrument": ("ir", "instrument"),  # TVM's ``tvm.instrument`` (= tvm.ir.instrument)
 }
 # v0.6 tutorials spell the tensor-expression API at top level (tvm.placeholder, tvm.compute, ...)
 _LAZY_ATTRS.update({n: ("te", n) for n in (

@@ -54,7 +54,7 @@ def _alter(mod, target="llvm", winograd=False, nchw_input=False):
 
 
 def _lines(mod):
-    return [ln.strip() for ln in mod["main"].astext(show_types=False).splitlines()[1:-1]]
+    return [ln.strip() for ln in relay.printer.astext(mod["main"], show_types=False).splitlines()[1:-1]]
 
 
 def _ops(mod):

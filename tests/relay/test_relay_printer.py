@@ -1,6 +1,7 @@
 """The relay text printer: TVM's format, exact text for small graphs."""
 
 import numpy as np
+import pytest
 
 import tvmpy as tvm
 from tvmpy import relay, te
@@ -44,7 +45,7 @@ def test_shared_nodes_print_once_and_constants():
     a = relay.add(x, c)
     b = relay.multiply(a, a)
     out = relay.subtract(relay.add(b, c), relay.const(1.5))
-    text = relay.Function([x], out).astext()
+    text = str(relay.Function([x], out))
     assert text == (
         "fn (%x: Tensor[(2, 3), float32]) {\n"
         "  %0 = add(%x, meta[relay.Constant][0]);\n"
@@ -145,3 +146,59 @@ def test_free_expression_declares_free_vars():
         "free_var %x: Tensor[(2, 3), float32];\n%0 = add(%x, 1f);\nnn.relu(%0)"
     )
     assert str(x) == "%x"
+
+
+def _meta_mod():
+    x = relay.var("x", shape=(2, 3))
+    w = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
+    y = relay.nn.relu(relay.add(x, relay.const(w)))
+    return relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], y))), w
+
+
+def test_astext_show_meta_data_as_tvm():
+    import base64
+    import json
+
+    mod, w = _meta_mod()
+    full = mod.astext()  # TVM's default: show_meta_data=True
+    assert full.startswith('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2, 3), float32])')
+    assert "add(%x, meta[relay.Constant][0])" in full
+    head, meta = full.split("\n#[metadata]\n")
+    assert head.endswith("}")
+    rec = json.loads(meta)["relay.Constant"][0]
+    assert rec["dtype"] == "float32" and rec["shape"] == [2, 3]
+    got = np.frombuffer(base64.b64decode(rec["data"]), dtype="float32").reshape(2, 3)
+    np.testing.assert_array_equal(got, w)
+
+    short = mod.astext(show_meta_data=False)
+    assert "#[metadata]" not in short and "metadata section has been omitted" in short
+    assert short.startswith('#[version = "0.0.5"]\n')
+    # str() is the bare text; astext of an expression or function is framed the same way
+    assert str(mod).startswith("def @main") and "metadata" not in str(mod)
+    fn_text = mod["main"].astext(show_meta_data=True)
+    assert fn_text.startswith('#[version = "0.0.5"]\nfn (%x') and "#[metadata]" in fn_text
+    # no constants: no metadata section and no note
+    x = relay.var("x", shape=(4,))
+    plain = tvm.IRModule.from_expr(relay.Function([x], relay.negative(x))).astext()
+    assert "metadata" not in plain
+
+
+def test_astext_annotate_replaces_type_comments():
+    mod, _ = _meta_mod()
+
+    def note(e):
+        return f" /* {e.op.name} */" if isinstance(e, relay.Call) else ""
+
+    text = mod.astext(show_meta_data=False, annotate=note)
+    assert "%0 = add(%x, meta[relay.Constant][0]) /* add */;" in text
+    assert "nn.relu(%0) /* nn.relu */" in text and "ty=" not in text
+    with pytest.raises(TypeError, match="annotate must be a function"):
+        mod.astext(annotate="yes")
+
+
+def test_print_ir_show_meta_data(capsys):
+    mod, _ = _meta_mod()
+    tvm.transform.PrintIR("with meta", show_meta_data=True)(mod)
+    assert "#[metadata]" in capsys.readouterr().out
+    tvm.transform.PrintIR("without")(mod)
+    assert "#[metadata]" not in capsys.readouterr().out

@@ -15,6 +15,10 @@ def __getattr__(name: str) -> _Any:
         import importlib
 
         return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    if name == "instrument":  # ``tvm.ir.instrument``: pass instruments (own module)
+        import importlib
+
+        return importlib.import_module(".instrument", __name__)
     if name == "Range":  # ``tvm.ir.Range``: defined with the loop-IR expressions (allow-listed)
         from ..tir.expr import Range
 

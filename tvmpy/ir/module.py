@@ -8,11 +8,11 @@ its free variables, as ``@main``.
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping
 from typing import Any
 
 from .expr import GlobalVar, RelayExpr
-from .function import BaseFunc
+from .function import BaseFunc, TextMeta
 from .node import Node
 
 __all__ = ["IRModule"]
@@ -104,9 +104,16 @@ class IRModule(Node):
             new.functions[g] = f
         return new
 
-    def astext(self, show_types: bool = True) -> str:
-        return "\n\n".join(f.astext_global(g.name_hint, show_types)
+    def astext(self, show_meta_data: bool = True, annotate: Callable[[Any], Any] | None = None,
+               show_types: bool = True) -> str:
+        """TVM's text format: a version line, the functions, the metadata section (the
+        tensor constants, ``show_meta_data=True``) or a note that it was left out;
+        ``annotate(expr) -> str`` replaces the ``/* ty=... */`` comments (tvmpy's
+        ``show_types=False`` drops them)."""
+        meta = TextMeta(annotate)
+        text = "\n\n".join(f.astext_global(g.name_hint, show_types, meta)
                            for g, f in self.functions.items())
+        return meta.finish(text, show_meta_data)
 
     def __str__(self) -> str:
-        return self.astext()
+        return "\n\n".join(f.astext_global(g.name_hint) for g, f in self.functions.items())

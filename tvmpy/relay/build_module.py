@@ -216,14 +216,17 @@ def needs_vm(mod: Any) -> bool:
 # ---- optimization ---------------------------------------------------------------------------
 def build_passes() -> list[Any]:
     """The graph passes of relay.build in TVM's order; each runs when the PassContext's
-    opt_level is at least the pass's own (SimplifyInference 0, ConvTransposeToConv 0, FuseOps 0,
+    opt_level is at least the pass's own (SimplifyInference 0, LegalizeLayouts 0 (NHWC convolutions
+    and pools as NCHW ones, ``transform/convert_layout.py``), ConvTransposeToConv 0, FuseOps 0,
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
     only padding), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
     from . import transform as T
 
     # DropPaddingTaps after FoldScaleAxis: a batch norm folds into the whole convolution's
     # weights before it is split into bands (FoldConstant then folds the weight slices)
-    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.ConvTransposeToConv(),
+    # LegalizeLayouts: NHWC convolutions and pools (no compute of their own) as NCHW ones
+    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.LegalizeLayouts(),
+                         T.ConvTransposeToConv(),
                          T.EliminateCommonSubexpr(), T.FoldConstant(), T.FoldScaleAxis(),
                          T.DropPaddingTaps(), T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)

@@ -171,10 +171,15 @@ class RelayExpr(_ir.RelayExpr):
 
         return astext(self)
 
-    def astext(self, show_types: bool = True) -> str:
+    def astext(self, show_meta_data: bool = True, annotate: Any = None,
+               show_types: bool = True) -> str:
+        """TVM's text format (see ``IRModule.astext``): version line, the expression, the
+        metadata section (``show_meta_data``) or a note that it was left out."""
+        from ..ir.function import TextMeta
         from .printer import astext
 
-        return astext(self, show_types=show_types)
+        meta = TextMeta(annotate)
+        return meta.finish(astext(self, show_types, meta), show_meta_data)
 
     def __bool__(self) -> bool:
         raise TypeError("a relay expression has no truth value (use structural_equal / `is`)")
@@ -354,11 +359,11 @@ class Function(RelayExpr, BaseFunc):
         vals[key] = value
         return Function(self.params, self.body, self.ret_type, attrs=vals)
 
-    def astext_global(self, name: str, show_types: bool = True) -> str:
+    def astext_global(self, name: str, show_types: bool = True, meta: Any = None) -> str:
         from .module import IRModule
         from .printer import astext
 
-        return astext(IRModule({name: self}), show_types)
+        return astext(IRModule({name: self}), show_types, meta)
 
     @property
     def func_type(self) -> FuncType:

@@ -8,13 +8,19 @@
 Every compound node (call, tuple, ...) is bound once to ``%N`` (shared nodes print once); the last
 expression of a block is printed inline. Only attributes that differ from the operator's defaults
 are shown. Scalar constants print inline (``1f``); tensors as ``meta[relay.Constant][i]``. Types are
-shown (``/* ty=... */``) for nodes that type inference has visited.
+shown (``/* ty=... */``) for nodes that type inference has visited; an ``annotate(expr) -> str``
+callback (``astext(annotate=...)``) prints its string there instead.
+
+``astext(node)`` here is the bare text (``str()``); the ``.astext(show_meta_data, annotate)``
+methods frame it as TVM does (``ir.function.TextMeta``: version line, metadata section).
 """
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+from ..ir.function import TextMeta
 from ..ir.functor import post_order
 from .expr import (
     Call,
@@ -88,11 +94,16 @@ def _bound_inputs(e: Any) -> list[Any]:
     return [c for c in dataflow_children(e) if not isinstance(c, (Var, GlobalVar, Op, Constant))]
 
 
+def _constant_record(c: Constant) -> dict:
+    a = c.data.numpy()
+    return {"dtype": str(a.dtype), "shape": list(a.shape),
+            "data": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
 class _Printer:
-    def __init__(self, show_types: bool = True):
+    def __init__(self, show_types: bool = True, meta: TextMeta | None = None):
         self.show_types = show_types
-        self.meta: list[Constant] = []
-        self.meta_ids: dict[int, int] = {}
+        self.meta = meta if meta is not None else TextMeta()
 
     # a block: a list of lines, and a name table shared with enclosing blocks
     def block(self, expr: RelayExpr, names: dict[int, str], indent: str) -> tuple[list[str], str]:
@@ -102,6 +113,9 @@ class _Printer:
         return lines, final
 
     def _ty(self, e: Any) -> str:
+        if self.meta.annotate is not None:
+            note = self.meta.annotate(e)
+            return str(note) if note else ""
         t = getattr(e, "_checked_type", None)
         if not self.show_types or t is None:
             return ""
@@ -121,10 +135,7 @@ class _Printer:
             s = _scalar_str(e)
             if s is not None:
                 return s
-            if id(e) not in self.meta_ids:
-                self.meta_ids[id(e)] = len(self.meta)
-                self.meta.append(e)
-            return f"meta[relay.Constant][{self.meta_ids[id(e)]}]"
+            return self.meta.ref("relay.Constant", e, lambda: _constant_record(e))
         if any(id(c) not in names for c in _bound_inputs(e)):  # long chains: inputs first
             for n in post_order(e, _bound_inputs, names)[:-1]:
                 self.expr(n, names, lines, indent, counter)
@@ -180,11 +191,12 @@ class _Printer:
         return f"{head}({', '.join(params)}){ret_s} {{\n{body}{indent}}}"
 
 
-def astext(node: Any, show_types: bool = True) -> str:
-    """The text form of a relay expression, function or module."""
+def astext(node: Any, show_types: bool = True, meta: TextMeta | None = None) -> str:
+    """The bare text form of a relay expression, function or module (``meta``: the metadata
+    and annotate callback shared with the rest of one astext print)."""
     from .module import IRModule
 
-    p = _Printer(show_types)
+    p = _Printer(show_types, meta)
     if isinstance(node, IRModule):
         parts = [p.function(f, f"def @{g.name_hint}", {}, "") for g, f in node.functions.items()]
         return "\n\n".join(parts)

@@ -34,7 +34,7 @@ class PrimFunc(BaseFunc):
     def name(self) -> str:
         return self.attrs.get("global_symbol", "default_function")
 
-    def astext_global(self, name: str, show_types: bool = True) -> str:
+    def astext_global(self, name: str, show_types: bool = True, meta: Any = None) -> str:
         return f"@{name} = {self}"
 
     def with_body(self, body: Stmt) -> PrimFunc:

@@ -26,13 +26,22 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
   (onnxruntime's QLinearSoftmax for a quantized softmax, as its default graph optimizations
   do); ``[]`` keeps the softmax in float between its dequantize and quantize.
 
-``instruments``: objects with any of TVM's PassInstrument methods ``enter_pass_ctx()``,
-``exit_pass_ctx()``, ``should_run(mod, info)``, ``run_before_pass(mod, info)``,
-``run_after_pass(mod, info)``; they see every pass call made inside the context.
+``instruments``: pass instruments (``tvm.ir.instrument.PassInstrument`` / ``@pass_instrument``
+classes, or any object with some of their methods ``enter_pass_ctx()``, ``exit_pass_ctx()``,
+``should_run(mod, info)``, ``run_before_pass(mod, info)``, ``run_after_pass(mod, info)``); they
+see every pass call made inside the context. As TVM: entering calls each ``enter_pass_ctx`` in
+order and, if one raises, exits the ones already entered (last first), drops the context's
+instruments and re-raises (the context is not entered); leaving calls each ``exit_pass_ctx``
+and, if one raises, drops the instruments and re-raises (the rest are not called).
+``override_instruments(new)`` exits the current instruments and enters the new ones, the same
+way (on the context it is called on: ``PassContext.current()`` outside any ``with`` is the
+thread's default context, so its instruments then see every pass of the thread).
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +69,25 @@ class _Stack(threading.local):
 
 
 _STACK = _Stack()
+_LOG = logging.getLogger("tvmpy.transform")
+_METHODS = ("enter_pass_ctx", "exit_pass_ctx", "should_run", "run_before_pass",
+            "run_after_pass")
+
+
+def _check_instruments(instruments: Sequence[Any] | None) -> list[Any]:
+    if instruments is None:
+        return []
+    if not isinstance(instruments, (list, tuple)):
+        raise TypeError(f"PassContext: instruments must be a list or tuple of pass instruments, "
+                        f"got {type(instruments).__name__}")
+    for inst in instruments:
+        if inspect.isclass(inst):
+            raise TypeError(f"PassContext: instruments takes instances; got the class "
+                            f"{inst.__name__} (write {inst.__name__}())")
+        if not any(callable(getattr(inst, m, None)) for m in _METHODS):
+            raise TypeError(f"PassContext: {inst!r} is not a pass instrument (it has none of "
+                            f"{', '.join(_METHODS)})")
+    return list(instruments)
 
 
 class PassContext:
@@ -71,7 +99,7 @@ class PassContext:
         self.opt_level = int(opt_level)
         self.required_pass = list(required_pass or [])
         self.disabled_pass = list(disabled_pass or [])
-        self.instruments = list(instruments or [])
+        self.instruments = _check_instruments(instruments)
         self.config = dict(config or {})
         for key in self.config:
             if key not in KNOWN_CONFIG:
@@ -98,15 +126,46 @@ class PassContext:
         """The known config keys and what each takes."""
         return dict(KNOWN_CONFIG)
 
+    def override_instruments(self, instruments: Sequence[Any] | None) -> None:
+        """Replace this context's instruments: the current ones' ``exit_pass_ctx``, then the
+        new ones' ``enter_pass_ctx`` (``None`` or ``[]``: no instruments)."""
+        new = _check_instruments(instruments)
+        self._exit_instruments()
+        self.instruments = new
+        self._enter_instruments()
+
+    def _enter_instruments(self) -> None:
+        entered: list[Any] = []
+        try:
+            for inst in self.instruments:
+                if hasattr(inst, "enter_pass_ctx"):
+                    inst.enter_pass_ctx()
+                entered.append(inst)
+        except BaseException:
+            self.instruments = []
+            for inst in reversed(entered):
+                if hasattr(inst, "exit_pass_ctx"):
+                    try:
+                        inst.exit_pass_ctx()
+                    except Exception as err:  # the enter error is the one to report
+                        _LOG.warning("%s.exit_pass_ctx raised %r while unwinding a failed "
+                                     "enter_pass_ctx", type(inst).__name__, err)
+            raise
+
+    def _exit_instruments(self) -> None:
+        try:
+            for inst in self.instruments:
+                if hasattr(inst, "exit_pass_ctx"):
+                    inst.exit_pass_ctx()
+        except BaseException:
+            self.instruments = []
+            raise
+
     def __enter__(self) -> PassContext:
-        for inst in self.instruments:
-            if hasattr(inst, "enter_pass_ctx"):
-                inst.enter_pass_ctx()
+        self._enter_instruments()
         _STACK.contexts.append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _STACK.contexts.pop()
-        for inst in self.instruments:
-            if hasattr(inst, "exit_pass_ctx"):
-                inst.exit_pass_ctx()
+        self._exit_instruments()

@@ -13,8 +13,10 @@ module) and ``relay.transform.FunctionPass`` (each relay Function).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..ir.module import IRModule
 from .context import PassContext
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from .instrument import PassTrace
 
 __all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "module_pass", "register_pass",
-           "run_sequence", "PrintIR"]
+           "run_sequence", "PrintIR", "wrap_pass_class"]
 
 
 class PassInfo:
@@ -79,8 +81,17 @@ class Pass:
 
 
 def _instrumented(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
-    insts = ctx.instruments
-    if not all(i.should_run(mod, p.info) for i in insts if hasattr(i, "should_run")):
+    """TVM's protocol: every instrument's ``should_run`` is asked (all of them, unless the
+    pass is in ``required_pass``); if none said False, each ``run_before_pass``, the pass, each
+    ``run_after_pass``. An exception from any of them propagates at once."""
+    insts = list(ctx.instruments)
+    run = True
+    if p.name not in ctx.required_pass:
+        for i in insts:
+            if hasattr(i, "should_run"):
+                verdict = i.should_run(mod, p.info)
+                run = run and (verdict is None or bool(verdict))
+    if not run:
         return mod
     for i in insts:
         if hasattr(i, "run_before_pass"):
@@ -145,22 +156,61 @@ class Sequential(Pass):
         return run_sequence(self.passes, mod, ctx)
 
 
+def wrap_pass_class(pass_cls: type, base: type, method: str,
+                    init: Callable[[Any, Callable[..., Any]], None]) -> type:
+    """TVM's pass decorators on a class: a subclass of ``base`` (a Pass kind) whose
+    constructor takes ``pass_cls``'s arguments, makes a ``pass_cls`` instance and calls
+    ``init(self, instance.<method>)`` (the base's constructor with that function); the
+    instance's other attributes read through the pass."""
+    if not callable(getattr(pass_cls, method, None)):
+        raise TypeError(f"{pass_cls.__name__}: a class made a pass must define {method}()")
+
+    class PyPass(base):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            inst = pass_cls(*args, **kwargs)
+            self.__dict__["_inst"] = inst
+            init(self, getattr(inst, method))
+
+        def __getattr__(self, attr: str) -> Any:
+            inst = self.__dict__.get("_inst")
+            if inst is None:
+                raise AttributeError(attr)
+            return getattr(inst, attr)
+
+    user_init: Any = cast(Any, pass_cls).__init__
+    functools.update_wrapper(PyPass.__init__, user_init)
+    PyPass.__name__ = pass_cls.__name__
+    PyPass.__qualname__ = pass_cls.__qualname__
+    PyPass.__doc__ = pass_cls.__doc__
+    PyPass.__module__ = pass_cls.__module__
+    return PyPass
+
+
 def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
                 required: Sequence[str] | None = None) -> Any:
     """``@module_pass(opt_level=2)`` on ``def f(mod, ctx) -> mod`` gives a ModulePass (also
-    ``module_pass(f, opt_level=2)``)."""
-    def wrap(f: Callable[..., IRModule]) -> ModulePass:
+    ``module_pass(f, opt_level=2)``); on a class with ``transform_module(self, mod, ctx)`` it
+    gives a ModulePass subclass: ``MyPass(args...)`` is a pass (the arguments go to the
+    class's constructor)."""
+    def wrap(f: Any) -> Any:
         pname = name or str(getattr(f, "__name__", "module_pass"))
+        if inspect.isclass(f):
+            return wrap_pass_class(f, ModulePass, "transform_module",
+                                   lambda self, fn: ModulePass.__init__(self, fn, pname,
+                                                                        opt_level, required))
+        if not callable(f):
+            raise TypeError(f"module_pass takes a function or a class, got {f!r}")
         return ModulePass(f, pname, opt_level, required)
     return wrap(pass_func) if pass_func is not None else wrap
 
 
 def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:
-    """``tvm.transform.PrintIR(header)``: a pass that prints the module and returns it."""
-    del show_meta_data  # no meta data section in this printer
+    """``tvm.transform.PrintIR(header)``: a pass that prints the module and returns it
+    (``show_meta_data=True``: as ``mod.astext(show_meta_data=True)``, with the metadata)."""
 
     def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
-        print(f"PrintIR({header}):\n{mod}")
+        text = mod.astext(show_meta_data=True) if show_meta_data else str(mod)
+        print(f"PrintIR({header}):\n{text}")
         return mod
 
     return ModulePass(print_ir, "PrintIR", 0)

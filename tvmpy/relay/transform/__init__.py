@@ -23,7 +23,7 @@ __all__ = [
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
-    "DropPaddingTaps",
+    "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "RemoveUnusedFunctions", "PrintIR",
 ]  # fmt: skip
 
 
@@ -49,10 +49,19 @@ class InferType(Pass):
 
 register_pass("InferType", InferType)
 
+
+def PrintIR(show_meta_data: bool = True) -> Pass:
+    """TVM v0.6's ``relay.transform.PrintIR(show_meta_data=True)``: a pass printing the module
+    (later versions: ``tvm.transform.PrintIR(header, show_meta_data)``, the same pass)."""
+    from ...transform import PrintIR as _print_ir
+
+    return _print_ir("relay.transform.PrintIR", show_meta_data=show_meta_data)
+
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .bind_params import BindParams, bind_params_by_name  # noqa: E402
 from .conv_transpose import ConvTransposeToConv  # noqa: E402
-from .dead_code import DeadCodeElimination  # noqa: E402
+from .convert_layout import ConvertLayout, LegalizeLayouts  # noqa: E402
+from .dead_code import DeadCodeElimination, RemoveUnusedFunctions  # noqa: E402
 from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402

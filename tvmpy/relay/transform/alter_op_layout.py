@@ -53,6 +53,7 @@ from ..visitor import ExprFunctor
 from .layout_demand import wanted_blocked
 from .layout_rules import (
     POOLS,
+    SharedTransforms,
     block_of,
     blocked,
     is_agnostic_elementwise,
@@ -106,19 +107,9 @@ class _Alter(ExprFunctor):
     def __init__(self, wanted: set[int] | None = None) -> None:
         super().__init__()
         self.wanted = wanted  # ids wanted blocked (layout_demand); None: all
-        self._conv: dict[tuple[int, str], RelayExpr] = {}  # shared layout transforms
-        self._keep_alive: list[Any] = []
+        self._transform = SharedTransforms()  # (e, src, dst) -> e in dst, shared
 
     # -- layout conversions -------------------------------------------------------------------
-    def _transform(self, e: RelayExpr, src: str, dst: str) -> RelayExpr:
-        key = (id(e), dst)
-        if key not in self._conv:
-            self._keep_alive.append(e)
-            if isinstance(e, Constant):
-                self._conv[key] = Constant(layout_transform_np(e.data.numpy(), src, dst))
-            else:
-                self._conv[key] = _tr.layout_transform(e, src, dst)
-        return self._conv[key]
 
     def plain(self, e: RelayExpr) -> RelayExpr:
         """The rewritten ``e`` in its original layout."""

@@ -2,17 +2,21 @@
 are pure, so not computing them changes nothing). Unreachable dataflow nodes need no pass: a
 graph holds only what its output reaches. Function parameters are kept (they are the
 signature). Valid under the pure-dataflow assumption of the package docstring.
+RemoveUnusedFunctions: drop the module's functions that no entry function reaches.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ...ir.module import IRModule
+from ...transform import ModulePass
 from ..expr import Let, RelayExpr, Var
 from ..visitor import ExprMutator, ExprVisitor
 from .pass_infra import FunctionPass
 
-__all__ = ["DeadCodeElimination"]
+__all__ = ["DeadCodeElimination", "RemoveUnusedFunctions"]
 
 
 class _UseCount(ExprVisitor):
@@ -80,3 +84,46 @@ class DeadCodeElimination(FunctionPass):
             if new is func:
                 return func
             func = new
+
+
+def _referenced_globals(func: Any) -> list[str]:
+    """The names of the global functions ``func`` refers to."""
+    from ..expr import Function, GlobalVar
+    from ..visitor import post_order_visit
+
+    if not isinstance(func, Function):
+        return []
+    names: list[str] = []
+    post_order_visit(func, lambda e: names.append(e.name_hint)
+                     if isinstance(e, GlobalVar) else None)
+    return names
+
+
+class RemoveUnusedFunctions(ModulePass):
+    """``relay.transform.RemoveUnusedFunctions(entry_functions=None)`` (TVM's, opt_level 1):
+    keep the functions reachable from ``entry_functions`` (default ``["main"]``) through global
+    references; a module without any of them is returned as it is."""
+
+    def __init__(self, entry_functions: Sequence[str] | None = None) -> None:
+        entries = ["main"] if entry_functions is None else [str(n) for n in entry_functions]
+        self.entry_functions = entries
+
+        def remove(mod: IRModule, ctx: Any) -> IRModule:
+            by_name = {g.name_hint: f for g, f in mod.items()}
+            todo = [n for n in entries if n in by_name]
+            if not todo:
+                return mod
+            keep: set[str] = set()
+            while todo:
+                name = todo.pop()
+                if name in keep or name not in by_name:
+                    continue
+                keep.add(name)
+                todo.extend(_referenced_globals(by_name[name]))
+            out = IRModule()
+            for g, f in mod.items():
+                if g.name_hint in keep:
+                    out[g] = f
+            return out
+
+        super().__init__(remove, "RemoveUnusedFunctions", 1)

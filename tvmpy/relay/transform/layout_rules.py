@@ -7,13 +7,16 @@ blocked layout in the first place is the target's choice (the ops' ``FTVMAlterOp
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from ..expr import Call, RelayExpr
+from ..expr import Call, Constant, RelayExpr
+from ..op import transform as _tr
+from ..op.numpy_impl import layout_transform_np
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType
 
 __all__ = ["is_agnostic_elementwise", "is_spatial_slice", "blocked", "block_of", "tensor_shape",
-           "POOLS"]
+           "POOLS", "SharedTransforms", "is_permutation"]
 
 # elementwise/broadcast ops are layout-agnostic when their attributes are only these (no axis,
 # shape, repeats ...: those name positions of the original layout)
@@ -53,3 +56,36 @@ def is_spatial_slice(call: Call) -> bool:
     axes = call.attrs.values.get("axes") if isinstance(call.op, Op) else None
     return (call.op.name == "strided_slice" and shape is not None and len(shape) == 4
             and axes is not None and len(axes) > 0 and all(a in (2, 3, -1, -2) for a in axes))
+
+
+def is_permutation(src: str, dst: str) -> bool:
+    """``dst`` reorders the axes of ``src`` (plain letters, no blocking): "NCHW" / "NHWC"."""
+    return (src.isalpha() and src.isupper() and len(src) == len(dst)
+            and sorted(src) == sorted(dst) and len(set(src)) == len(src))
+
+
+class SharedTransforms:
+    """The layout conversions a layout pass adds: ``convert(e, src, dst)`` is one
+    ``layout_transform`` node per (value, target layout), shared by every consumer; a constant
+    is transformed at compile time; the inverse of a permuting ``layout_transform`` is its
+    input (no transform pair)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, str], RelayExpr] = {}
+        self._keep_alive: list[Any] = []  # ids in the keys stay valid
+
+    def __call__(self, e: RelayExpr, src: str, dst: str) -> RelayExpr:
+        if src == dst:
+            return e
+        key = (id(e), dst)
+        if key not in self._made:
+            self._keep_alive.append(e)
+            if isinstance(e, Constant):
+                self._made[key] = Constant(layout_transform_np(e.data.numpy(), src, dst))
+            elif (isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "layout_transform"
+                  and e.attrs.src_layout == dst and e.attrs.dst_layout == src
+                  and is_permutation(src, dst)):
+                self._made[key] = e.args[0]
+            else:
+                self._made[key] = _tr.layout_transform(e, src, dst)
+        return self._made[key]

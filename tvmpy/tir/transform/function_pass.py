@@ -13,6 +13,7 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...transform import Pass, PassContext
+from ...transform.passes import wrap_pass_class
 from ..function import PrimFunc
 
 __all__ = ["PrimFuncPass", "prim_func_pass"]
@@ -53,17 +54,15 @@ def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None =
                    required: Sequence[str] | None = None) -> Any:
     """``prim_func_pass(fn, opt_level=0)`` or the decorator ``@prim_func_pass(opt_level=0)`` on
     ``def fn(func, mod, ctx) -> func``; on a class with ``transform_function(self, func, mod,
-    ctx)``, it gives a factory: ``MyPass(args...)`` is a PrimFuncPass of a new instance."""
+    ctx)``, it gives a PrimFuncPass subclass: ``MyPass(args...)`` is a pass (the arguments go
+    to the class's constructor)."""
 
     def make(arg: Any) -> Any:
         pname = name or str(getattr(arg, "__name__", "PrimFuncPass"))
         if inspect.isclass(arg):
-            def factory(*args: Any, **kwargs: Any) -> PrimFuncPass:
-                inst: Any = arg(*args, **kwargs)
-                return PrimFuncPass(inst.transform_function, opt_level, pname, required)
-            factory.__name__ = factory.__qualname__ = pname
-            factory.__doc__ = arg.__doc__
-            return factory
+            return wrap_pass_class(arg, PrimFuncPass, "transform_function",
+                                   lambda self, fn: PrimFuncPass.__init__(self, fn, opt_level,
+                                                                          pname, required))
         if not callable(arg):
             raise TypeError(f"prim_func_pass takes a function or a class, got {arg!r}")
         return PrimFuncPass(arg, opt_level, pname, required)
