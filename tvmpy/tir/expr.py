@@ -50,24 +50,32 @@ class PrimExpr(Node):
 
     # ---- arithmetic --------------------------------------------------------------------------
     def __add__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Add, self, other)
 
     def __radd__(self, other):
         return _binary(Add, other, self)
 
     def __sub__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Sub, self, other)
 
     def __rsub__(self, other):
         return _binary(Sub, other, self)
 
     def __mul__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Mul, self, other)
 
     def __rmul__(self, other):
         return _binary(Mul, other, self)
 
     def __truediv__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Div, self, other)
 
     def __rtruediv__(self, other):
