@@ -6,6 +6,7 @@ from typing import Any
 
 _SUBMODULES = ("cc", "nvcc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
                "utils")
+_SUBMODULES += ("clang",)
 
 
 def __getattr__(name: str) -> Any:
