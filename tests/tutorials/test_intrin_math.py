@@ -83,7 +83,7 @@ def test_override_cuda_lowering(registry):
         assert isinstance(call, tvm.tir.Call) and name.startswith("tir.")
         seen.append(name)
         if call.dtype == "float32":
-            return tvm.tir.call_pure_extern("float32", "%sf" % name[4:], call.args[0])
+            return tvm.tir.call_pure_extern("float32", f"{name[4:]}f", call.args[0])
         return call
 
     tvm.ir.register_intrin_lowering("tir.exp", target="cuda", f=my_cuda_math_rule, level=99)
