@@ -35,9 +35,9 @@ extern "C" int gemv_reset(float *cc, int m) {
 """
 
 
-def _micro_kernel(source: str) -> str:
+def _micro_kernel(source: str, cc: str | None = None) -> str:
     temp = tvm.contrib.utils.tempdir()
-    return clang.create_llvm(source, output=temp.relpath("kernel.ll"), options=["-O2"])
+    return clang.create_llvm(source, output=temp.relpath("kernel.ll"), options=["-O2"], cc=cc)
 
 
 def _gemv_intrin(m: int, l: int, reduce_update: bool):
@@ -98,7 +98,8 @@ def has_clang():
         pytest.skip("no clang nor zig cc")
 
 
-def test_gemv_tensorized(has_clang):
+@pytest.mark.parametrize("cc", clang.find_clang(required=False))  # clang-N, zig cc: each
+def test_gemv_tensorized(cc):
     n, m, l, factor = 6, 48, 20, 16
     A, B, C = _matmul_nt(n, m, l)
     s = te.create_schedule(C.op)
@@ -107,7 +108,7 @@ def test_gemv_tensorized(has_clang):
     yo, yi = s[C].split(y, factor=factor)
     s[C].reorder(x, yo, yi, z)
     s[C].tensorize(yi, _gemv_intrin(factor, l, reduce_update=False))
-    s[C].pragma(yo, "import_llvm", _micro_kernel(_UPDATE))
+    s[C].pragma(yo, "import_llvm", _micro_kernel(_UPDATE, cc))
     assert "gemv_update" in str(tvm.lower(s, [A, B, C], simple_mode=True))
     _check(s, A, B, C)
 
@@ -149,6 +150,15 @@ def test_same_kernel_imported_twice(has_clang):
         d = tvm.nd.empty((n, m), "float32")
         f(tvm.nd.array(a), tvm.nd.array(b), d)
         tvm.testing.assert_allclose(d.numpy(), 2 * np.dot(a, b.T), rtol=1e-5, atol=1e-5)
+
+
+def test_no_compiler_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(clang.shutil, "which", lambda name: None)
+    monkeypatch.setattr(clang, "_versioned_clangs", lambda: [])
+    monkeypatch.setattr(clang.importlib.util, "find_spec", lambda name: None)
+    assert clang.find_clang(required=False) == []
+    with pytest.raises(RuntimeError, match="no clang found"):
+        clang.create_llvm("int f(void) { return 0; }")
 
 
 def test_create_llvm_errors():
