@@ -25,6 +25,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     # TVM's spelling ``autotvm.graph_tuner``: it reads relay graphs, so it sits above relay and
     # autotvm loads it on first attribute use (module __getattr__); nothing in autotvm uses it
     ("tvmpy.autotvm", "tvmpy.autotvm.graph_tuner"): "public re-export",
+    # TVM's spelling ``tvm.ir.register_intrin_lowering``: the rule table lives with the targets
+    # (target.intrin.RULES, read by LowerIntrin); ir re-exports the function on first use.
+    ("tvmpy.ir", "tvmpy.target.intrin"): "public re-export",
+    ("tvmpy.ir.op", "tvmpy.target.intrin"): "public re-export",
     # The VM runs relay operators' host functions by name: data-dependent shape functions, the
     # numpy implementations of run-time builtins (lists) and of calls whose compute refused
     # their shapes, typed with relay's types. Compiled shape functions (TVM's design) would

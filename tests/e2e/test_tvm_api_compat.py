@@ -138,8 +138,9 @@ def test_schedule_primitives_tutorial():
     s[B].compute_inline()
     text = str(tvm.lower(s, [A, C], simple_mode=True))
     assert "B[" not in text
-    with pytest.raises(ValueError, match="leave B out of the argument list"):
-        tvm.lower(s, [A, B, C], simple_mode=True)
+    # TVM keeps an inlined tensor named in args as a parameter nothing writes
+    text = str(tvm.lower(s, [A, B, C], simple_mode=True))
+    assert "B: Buffer" in text and "B[" not in text
 
     A2 = te.placeholder((m, n), name="A")
     B2 = te.compute((m, n), lambda i, j: A2[i, j], name="B")
@@ -400,7 +401,7 @@ def test_intrin_math_register_rule(target):
     b = tvm.nd.empty((9,))
     f(a, b)
     tvm.testing.assert_allclose(b.numpy(), np.exp(a.numpy()), rtol=1e-6)
-    with pytest.raises(ValueError, match="custom intrinsics"):
+    with pytest.raises(ValueError, match="unknown intrinsic 'mylog'.*register_op_attr"):
         tvm.target.register_intrin_rule(target, "mylog", my_exp_rule)
 
 

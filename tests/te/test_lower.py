@@ -240,3 +240,31 @@ def test_unused_input_is_still_a_parameter():
     s = te.create_schedule(B.op)
     f = schedule_to_primfunc(s, [A, U, B], "f")
     assert [f.buffer_map[p].name for p in f.params] == ["A", "U", "B"]
+
+
+def test_inlined_stage_in_args_stays_an_unused_parameter():
+    """TVM keeps an inlined tensor named in args as a parameter nothing writes:
+    ``s[B].compute_inline(); tvm.lower(s, [A, B, C])``."""
+    import numpy as np
+
+    import tvmpy as tvm
+
+    A = te.placeholder((7, 3), name="A")
+    B = te.compute((7, 3), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((7, 3), lambda i, j: B[i, j] + B[6 - i, j], name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    _expect(s, [A, B, C], """
+        def f(A: Buffer((7, 3), 'float32'), B: Buffer((7, 3), 'float32'), C: Buffer((7, 3), 'float32')):
+            for i in range(0, 7):
+                for j in range(0, 3):
+                    C[i, j] = A[i, j] * 2.0f + A[6 - i, j] * 2.0f
+        """)
+    a = np.random.default_rng(3).uniform(1, 2, (7, 3)).astype("float32")
+    for target in ("llvm", "c"):
+        f = tvm.build(s, [A, B, C], target)
+        b = tvm.nd.array(np.full((7, 3), -5.0, "float32"))
+        c = tvm.nd.empty((7, 3), "float32")
+        f(tvm.nd.array(a), b, c)
+        tvm.testing.assert_allclose(c.numpy(), 2 * a + 2 * a[::-1])
+        tvm.testing.assert_allclose(b.numpy(), np.full((7, 3), -5.0, "float32"))  # untouched

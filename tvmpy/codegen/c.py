@@ -182,7 +182,7 @@ def _imported_objects(funcs: list[PrimFunc]) -> tuple[list[bytes], bool]:
         else:
             from .llvm import compile_ir  # llvmlite: loaded only for LLVM IR imports
 
-            objs.append(compile_ir(src))
+            objs.append(compile_ir(src, imported=True))
     return objs, any(key == "pragma_import_llvm" for key, _ in found)
 
 

@@ -142,7 +142,7 @@ def _link_libs(cg: CodeGenLLVM) -> list[str]:
     return link_libs_for(cg.mb.decl_sigs) + (["mvec"] if cg.uses_mvec else [])
 
 
-def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
+def _optimize(ir_text: str, tm, imported: Sequence[str] = (), *, mergeable: bool = False) -> Any:
     """Parse, verify, link in ``imported`` LLVM IR modules, run the O3 pipeline."""
     import llvmlite.binding as llvm
 
@@ -155,6 +155,8 @@ def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
     except RuntimeError as err:
         raise CodegenError(f"generated LLVM IR is invalid (a tvmpy codegen bug): {err}\n"
                            f"{_excerpt(ir_text, str(err))}") from None
+    if mergeable:
+        _mergeable(mod)
     for k, src in enumerate(imported):
         try:
             other = llvm.parse_assembly(src, context=ctx)
@@ -164,6 +166,7 @@ def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
                                f"{err}\n{_excerpt(src, str(err))}") from None
         other.triple = mod.triple
         other.data_layout = mod.data_layout
+        _mergeable(other)
         try:
             mod.link_in(other)
         except RuntimeError as err:
@@ -174,6 +177,19 @@ def _optimize(ir_text: str, tm, imported: Sequence[str] = ()) -> Any:
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     return mod
+
+
+def _mergeable(mod: Any) -> None:
+    """Give the external definitions of an imported IR module ``weak_odr`` linkage: two
+    ``pragma import_llvm`` blocks (or two objects) defining the same micro-kernel then link to
+    one copy instead of failing with "symbol multiply defined" (TVM marks imported functions
+    ``available_externally`` + always-inline to the same end). ``weak_odr``, not ``linkonce``:
+    the definition stays even where this module does not call it."""
+    import llvmlite.binding as llvm
+
+    for g in (*mod.functions, *mod.global_variables):
+        if not g.is_declaration and g.linkage == llvm.Linkage.external:
+            g.linkage = "weak_odr"
 
 
 def _excerpt(ir_text: str, err: str, context: int = 12) -> str:
@@ -206,11 +222,12 @@ def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
     return tm.emit_assembly(_optimize(cg.text(), tm, cg.imported_llvm))
 
 
-def compile_ir(ir_text: str, target: Any = None) -> bytes:
-    """Optimize LLVM IR text and return the object file bytes for ``target``."""
+def compile_ir(ir_text: str, target: Any = None, imported: bool = False) -> bytes:
+    """Optimize LLVM IR text and return the object file bytes for ``target``. ``imported``: IR
+    of a ``pragma import_llvm`` block, whose definitions become mergeable (:func:`_mergeable`)."""
     tgt = _as_target(target or "llvm")
     tm = _target_machine(tgt)[0]
-    return tm.emit_object(_optimize(ir_text, tm))
+    return tm.emit_object(_optimize(ir_text, tm, mergeable=imported))
 
 
 @dataclass

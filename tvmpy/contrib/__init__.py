@@ -6,7 +6,7 @@ from typing import Any
 
 _SUBMODULES = ("cc", "nvcc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
                "utils")
-_SUBMODULES += ("cblas",)
+_SUBMODULES += ("cblas", "clang")
 
 
 def __getattr__(name: str) -> Any:

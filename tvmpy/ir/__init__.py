@@ -7,6 +7,7 @@ _LAZY = {
     "Node": "node", "structural_equal": "node", "structural_hash": "node",
     "assert_structural_equal": "node",
     "RelayExpr": "expr", "GlobalVar": "expr", "BaseFunc": "function", "IRModule": "module",
+    "Op": "op", "register_op_attr": "op",
 }
 
 
@@ -23,4 +24,12 @@ def __getattr__(name: str) -> _Any:
         from ..tir.expr import Range
 
         return Range
+    if name == "register_intrin_lowering":  # TVM's spelling; the rule table lives with the targets
+        from ..target.intrin import register_intrin_lowering
+
+        return register_intrin_lowering
+    if name in ("op", "node", "expr", "function", "module", "digest", "dtype", "functor"):
+        import importlib
+
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'tvmpy.ir' has no attribute {name!r}")

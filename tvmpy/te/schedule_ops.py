@@ -195,12 +195,10 @@ class Lowering:
                 self.params.append(a)
             else:
                 raise TypeError(f"args must be te.Tensors or scalar te.var Vars, got {type(a).__name__}: {a!r}")
-        for st in self.view.order:
-            if st.attach_type == INLINE and id(st) in seen:
-                raise ValueError(
-                    f"tensor {st.op.name} is a function argument and cannot be compute_inline'd "
-                    f"(it would never be written): leave {st.op.name} out of the argument list "
-                    "or do not inline it")
+        # an inlined stage named in args stays a parameter that nothing writes or reads (TVM
+        # keeps it so: ``tvm.lower(s, [A, B, C])`` after ``s[B].compute_inline()``); its values
+        # are computed where they are read, so it is no output of the function
+        self.arg_stages = [st for st in self.arg_stages if st.attach_type != INLINE]
         # a scan's init, update and state tensors are its output buffer: (stage, k) -> (scan, k)
         self.alias: dict[tuple[int, int], tuple[int, int]] = {}
         # buffers of a scan that is not an argument, allocated around its first init stage

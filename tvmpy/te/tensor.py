@@ -76,6 +76,58 @@ class Tensor(Node):
     def __bool__(self) -> bool:
         return True
 
+    # ``A + B``, ``2 * A``, ``A / 2.0``: topi's broadcast operators (TVM binds them when topi
+    # loads; see :func:`register_tensor_arith`). numpy scalars defer to these too.
+    _defer_arith = True
+    __array_ufunc__ = None
+
+    def _arith(self, op: str, lhs: Any, rhs: Any) -> Any:
+        fn = _TENSOR_ARITH.get(op)
+        if fn is None:
+            raise TypeError(f"te.Tensor arithmetic ({op}) builds topi's broadcast operators: "
+                            "import tvmpy.topi first (from tvmpy import topi), or write a "
+                            "te.compute")
+        return fn(lhs, rhs)
+
+    def __add__(self, other: Any) -> Any:
+        return self._arith("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._arith("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._arith("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._arith("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._arith("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._arith("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._arith("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._arith("divide", other, self)
+
+    def __neg__(self) -> Any:
+        return self._arith("subtract", 0, self)
+
+
+# op name ("add", "subtract", "multiply", "divide") -> the broadcast operator (topi registers)
+_TENSOR_ARITH: dict[str, Callable[[Any, Any], Any]] = {}
+
+
+def register_tensor_arith(op: str, fn: Callable[[Any, Any], Any]) -> None:
+    """Make ``te.Tensor``'s Python operator for ``op`` call ``fn(lhs, rhs)`` (topi's broadcast
+    operators register themselves: TVM's ``generic_op_impl``)."""
+    if op not in ("add", "subtract", "multiply", "divide"):
+        raise ValueError(f"register_tensor_arith: unknown operator {op!r}")
+    _TENSOR_ARITH[op] = fn
+
 
 class TensorSlice:
     """``A[i]`` of a tensor with more dimensions: index it further (``A[i][j]``, as in TVM)."""

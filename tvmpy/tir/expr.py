@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..ir.node import Node
+from ..ir.op import Op
+from ..ir.op import intern as _intern_op
 
 if TYPE_CHECKING:
     from .buffer import Buffer
@@ -48,24 +50,32 @@ class PrimExpr(Node):
 
     # ---- arithmetic --------------------------------------------------------------------------
     def __add__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Add, self, other)
 
     def __radd__(self, other):
         return _binary(Add, other, self)
 
     def __sub__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Sub, self, other)
 
     def __rsub__(self, other):
         return _binary(Sub, other, self)
 
     def __mul__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Mul, self, other)
 
     def __rmul__(self, other):
         return _binary(Mul, other, self)
 
     def __truediv__(self, other):
+        if getattr(other, "_defer_arith", False):  # expr <op> te.Tensor: the tensor's reflection
+            return NotImplemented
         return _binary(Div, self, other)
 
     def __rtruediv__(self, other):
@@ -483,18 +493,22 @@ class Let(PrimExpr):
 
 
 class Call(PrimExpr):
-    """A call of an intrinsic by name (``"exp"``, ``"if_then_else"``, ``"popcount"`` ...), or of an
+    """A call of an intrinsic (``"exp"``, ``"if_then_else"``, ``"popcount"`` ...), or of an
     external function: ``op == "call_extern"`` with the function's name as ``args[0]`` (a StringImm).
-    The intrinsic table with semantics lives in :mod:`tvmpy.tir.op`."""
+    ``op`` is an :class:`tvmpy.ir.op.Op`: it equals its short name string (``call.op == "exp"``)
+    and has TVM's full name as ``call.op.name`` ("tir.exp"). The intrinsic table with semantics
+    lives in :mod:`tvmpy.tir.op`."""
 
     __slots__ = ("op", "args")
-    op: str
+    op: Op
     args: tuple[PrimExpr, ...]
     _fields = ("args",)
 
     def __init__(self, dtype: str, op: str, args: Sequence[Any]):
         dt.parse(dtype)
-        self._init(dtype=dtype, op=str(op), args=tuple(convert(a) for a in args))
+        if not isinstance(op, str):
+            raise TypeError(f"tir.Call: op must be an operator name or tvm.ir.Op, got {op!r}")
+        self._init(dtype=dtype, op=_intern_op(op), args=tuple(convert(a) for a in args))
 
 
 class BufferLoad(PrimExpr):

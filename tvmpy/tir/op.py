@@ -6,9 +6,11 @@ interpreter, constant folder and code generators share one table.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from ..ir import dtype as dt
+from ..ir import op as _irop
 from .expr import (
     And,
     Call,
@@ -39,7 +41,7 @@ __all__ = [
     "indexmod", "if_then_else", "likely", "all", "any", "min_value", "max_value", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right", "call_extern",
     "call_pure_extern", "call_intrin", "call_llvm_intrin", "call_llvm_pure_intrin", "reinterpret", "cast", "const", "Select", "Not",
-    "FLOAT_UNARY", "FLOAT_BINARY", "INT_UNARY", "INT_BINARY", "INTRINSICS",
+    "FLOAT_UNARY", "FLOAT_BINARY", "INT_UNARY", "INT_BINARY", "INTRINSICS", "CallEffectKind",
 ]
 
 # name -> numpy function name; float math that works lane-wise on float dtypes
@@ -60,6 +62,27 @@ INTRINSICS = {**FLOAT_UNARY, **FLOAT_BINARY, **FLOAT_PREDICATE, **INT_UNARY, **I
               "if_then_else": None, "likely": None, "call_extern": None, "call_pure_extern": None,
               "tvm_access_ptr": None, "type_annotation": None, "reinterpret": None, "address_of": None,
               "abs": None, "call_llvm_intrin": None, "call_llvm_pure_intrin": None}
+
+
+class CallEffectKind(enum.IntEnum):
+    """TVM's ``tir.CallEffectKind`` (same values): the ``"TCallEffectKind"`` attribute of an
+    operator, which says what a call of it may do besides computing its value."""
+
+    ExprAnnotation = 0
+    Pure = 1
+    ReadState = 2
+    UpdateState = 3
+    Opaque = 4
+    SpecialCallArg = 5
+    Embedded = 6
+    ControlJump = 7
+
+
+# the built-in intrinsics are the known loop-IR operators (``tvm.ir.Op.get("tir.exp")``); the
+# math ones are pure (registered at level 1: a user's level-10 registration replaces it)
+_irop.declare_ops(INTRINSICS)
+for _name in (*FLOAT_UNARY, *FLOAT_BINARY, *FLOAT_PREDICATE, *INT_UNARY, *INT_BINARY):
+    _irop.register_op_attr("tir." + _name, "TCallEffectKind", CallEffectKind.Pure, level=1)
 
 
 def _float_arg(x: Any, name: str) -> PrimExpr:
@@ -307,13 +330,18 @@ def call_pure_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
     return Call(dtype, "call_pure_extern", [func_name, *args])
 
 
-def call_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
-    """Call intrinsic ``name`` ("exp", or TVM's op name "tir.exp")."""
-    if name.startswith("tir.") and name[4:] in INTRINSICS:
-        name = name[4:]
-    if name not in INTRINSICS:
-        raise ValueError(f"unknown intrinsic {name!r}; known: {', '.join(sorted(INTRINSICS))}")
-    return Call(dtype, name, list(args))
+def call_intrin(dtype: str, name: Any, *args: Any) -> PrimExpr:
+    """Call intrinsic ``name`` ("exp", TVM's op name "tir.exp", a ``tvm.ir.Op``, or a custom
+    intrinsic declared with ``tvm.ir.register_op_attr("tir.<name>", ...)``; a custom one needs a
+    lowering rule, ``tvm.ir.register_intrin_lowering``, for each target it is built for)."""
+    if not isinstance(name, str):
+        raise TypeError(f"call_intrin: the intrinsic must be a name or tvm.ir.Op, got {name!r}")
+    key = _irop.op_key(name)
+    if key not in INTRINSICS and not _irop.is_registered(key):
+        raise ValueError(f"unknown intrinsic {name!r}; declare a custom one with "
+                         f"tvm.ir.register_op_attr({name!r}, 'TCallEffectKind', "
+                         f"tvm.tir.CallEffectKind.Pure); known: {', '.join(sorted(INTRINSICS))}")
+    return Call(dtype, key, list(args))
 
 
 def call_llvm_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:

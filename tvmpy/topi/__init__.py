@@ -48,6 +48,7 @@ from .elemwise import (  # noqa: F401
     ceil,
     clip,
     cos,
+    elemwise_sum,
     erf,
     exp,
     floor,

@@ -19,6 +19,7 @@ import numpy as np
 from .. import te
 from ..arith import can_prove
 from ..ir import dtype as dt
+from ..te.tensor import register_tensor_arith
 from ..tir import op as tir_op
 from ..tir.expr import IntImm, PrimExpr, binary_match, cast, const, convert
 from . import tag
@@ -301,3 +302,8 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
         return tir_op.Select(c, cast(read(x, i), out_d), cast(read(y, i), out_d))
 
     return te.compute(shape, body, name="where", tag=tag.BROADCAST)
+
+# ``A + B``, ``2.0 * A``, ``A / B`` on te.Tensors build these (TVM's generic_op_impl)
+for _name, _fn in (("add", add), ("subtract", subtract), ("multiply", multiply),
+                   ("divide", divide)):
+    register_tensor_arith(_name, _fn)

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from .. import te
+from ..arith import can_prove
 from ..ir import dtype as dt
 from ..tir import op as tir_op
 from ..tir.expr import Select, cast, const
@@ -18,7 +19,7 @@ __all__ = [
     "identity", "negative", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor",
     "ceil", "round", "nearbyint", "trunc", "sign", "relu", "leaky_relu", "prelu", "clip", "gelu", "hard_sigmoid",
     "hard_swish", "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "sin", "cos",
-    "softplus", "reciprocal", "elemwise",
+    "softplus", "reciprocal", "elemwise", "elemwise_sum",
 ]
 
 
@@ -80,6 +81,30 @@ ceil = _float_or_identity("ceil", tir_op.ceil)
 round = _float_or_identity("round", tir_op.round)  # noqa: A001 - half to even, as numpy/ONNX
 trunc = _float_or_identity("trunc", tir_op.trunc)
 nearbyint = _float_or_identity("nearbyint", tir_op.nearbyint)  # ties to even
+
+
+def elemwise_sum(xs: Any) -> te.Tensor:
+    """TVM's ``topi.elemwise_sum(xs)``: the element-wise sum of tensors of one shape and dtype."""
+    if isinstance(xs, te.Tensor) or not isinstance(xs, (list, tuple)) or not xs:
+        raise TypeError(f"topi.elemwise_sum: expected a non-empty list of te.Tensors, got {xs!r}")
+    for x in xs:
+        _check_tensor(x, "elemwise_sum")
+    first = xs[0]
+    for x in xs[1:]:
+        same = len(x.shape) == len(first.shape) and all(
+            can_prove(a == b) for a, b in zip(x.shape, first.shape))
+        if not same or x.dtype != first.dtype:
+            raise ValueError(f"topi.elemwise_sum: every input needs the shape and dtype of the "
+                             f"first, {list(first.shape)} {first.dtype}; got {list(x.shape)} "
+                             f"{x.dtype}")
+
+    def body(*i: Any) -> Any:
+        out = xs[0](*i)
+        for x in xs[1:]:
+            out = out + x(*i)
+        return out
+
+    return te.compute(first.shape, body, name="elemwise_sum", tag=tag.ELEMWISE)
 
 
 def identity(x: te.Tensor) -> te.Tensor:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...ir import op as _ir_op
 from ...ir.node import Node
 
 __all__ = [
@@ -228,3 +229,12 @@ def make_call(name: str, args: list[Any], attrs: Mapping[str, Any] | None = None
 
 
 REQUIRED = _REQUIRED
+
+
+def _resolve(name: str) -> Op | None:
+    entry = _REGISTRY.get(name)
+    return None if entry is None else entry.op
+
+
+# ``tvm.ir.Op.get("nn.conv2d")`` / ``tvm.ir.register_op_attr("nn.conv2d", ...)`` reach this registry
+_ir_op.register_op_resolver(_resolve, register_op_attr)

@@ -19,12 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ...ir.module import IRModule
-from ...target.intrin import RULES
+from ...ir.op import declared_ops
+from ...target.intrin import RULES, rules_for
 from ...target.target import Target, current_target
 from ...transform import PassContext
 from .. import expr as E
 from ..function import PrimFunc
 from ..functor import Mutator
+from ..op import INTRINSICS
 from .function_pass import PrimFuncPass
 
 __all__ = ["LowerIntrin", "lower_intrin_func", "register_intrin_rule", "GENERIC_RULES", "RULES"]
@@ -55,27 +57,45 @@ def register_intrin_rule(target_kind: str, name: str, rule: Rule) -> None:
 
 
 class _Lowerer(Mutator):
-    def __init__(self, rules: dict[str, Rule]):
+    def __init__(self, rules: dict[str, Rule], custom: frozenset[str], kind: str):
         self.rules = rules
+        self.custom = custom  # user-declared intrinsics: no code generator knows them
+        self.kind = kind
 
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
         e = self.generic_visit(e)
         rule = self.rules.get(e.op)
         if rule is None:
+            if e.op in self.custom:
+                raise ValueError(
+                    f"intrinsic {e.op.name} (in `{e}`) has no lowering rule for target "
+                    f"{self.kind!r}; register one with tvm.ir.register_intrin_lowering("
+                    f"{e.op.name!r}, target={self.kind!r}, f=rule)")
             return e
         out = rule(e)
-        return e if out is None else self.visit(out)
+        if out is None or out is e:
+            return e
+        if not isinstance(out, E.PrimExpr):
+            raise TypeError(f"LowerIntrin: the lowering rule of {e.op.name} returned "
+                            f"{type(out).__name__}, not an expression")
+        if out.dtype != e.dtype:
+            raise TypeError(f"LowerIntrin: the lowering rule of {e.op.name} returned a "
+                            f"{out.dtype} expression for a {e.dtype} call")
+        return self.visit(out)
 
 
 def lower_intrin_func(func: PrimFunc, target: Any = None,
                       rules: dict[str, Rule] | None = None) -> PrimFunc:
     """Apply the intrinsic rules of ``target``'s kind (or the given ``rules``)."""
+    kind = str(getattr(target, "kind", None) or "llvm")
     if rules is None:
-        kind = getattr(target, "kind", None) or "llvm"
-        rules = RULES.get(kind, {})
-    if not rules:
+        rules = rules_for(kind)
+    # a user-declared intrinsic without a rule is an error once the target is known (without
+    # one, ``tvm.lower(s, args)``, it stays for the build to lower)
+    custom = declared_ops() - INTRINSICS.keys() if target is not None else frozenset()
+    if not rules and not custom:
         return func
-    body = _Lowerer(rules).visit(func.body)
+    body = _Lowerer(rules, frozenset(custom), kind).visit(func.body)
     return func if body is func.body else func.with_body(body)
 
 

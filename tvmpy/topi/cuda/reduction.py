@@ -55,7 +55,9 @@ def _cross_thread(s: Any, red: Any, target: Any) -> None:
         stage.bind(bx, te.thread_axis("blockIdx.x"))
     rs = list(red.reduce_axis)
     k = stage.fuse(*rs) if len(rs) > 1 else rs[0]
-    _, ki = stage.split(k, factor=num_threads(target, ext))
+    ko, ki = stage.split(k, factor=num_threads(target, ext))
+    if not red.axis:  # a full reduction: one block, the serial loop inside each thread
+        stage.reorder(ki, ko)
     stage.bind(ki, te.thread_axis("threadIdx.x"))
 
 
