@@ -98,11 +98,12 @@ def test_host_code_that_is_not_a_launch_list_is_refused():
     k1, _ = _scale_kernel("k0", 32)
 
     def body(A, B, n, alpha):
-        i = E.Var("i", I32)
-        return S.For(i, _c(0), n, S.ForKind.SERIAL,
-                     _launch("k0", _c(1), 32, A.data, B.data, n, alpha))
+        # host code that computes (a store) instead of launching; a serial loop of launches
+        # is a plan step now (a scan's time steps)
+        return S.SeqStmt([S.BufferStore(B, alpha, [_c(0)]),
+                          _launch("k0", _c(1), 32, A.data, B.data, n, alpha)])
 
-    with pytest.raises(GPUCodegenError, match="plain launch list .* a For statement"):
+    with pytest.raises(GPUCodegenError, match="plain launch list .* a BufferStore statement"):
         opencl.build([_host("bad", body), k1])
 
     def body2(A, B, n, alpha):

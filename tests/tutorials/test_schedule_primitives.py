@@ -187,7 +187,6 @@ def test_compute_inline_without_the_inlined_argument():
     _run(s, [A, C], lambda a: (a + 1) * 2, (37,))
 
 
-@pytest.mark.xfail(strict=True, reason="needs intrin: tvm.lower with an inlined argument")
 def test_compute_inline_as_in_tvm():
     A, B, C = _chain()
     s = te.create_schedule(C.op)
