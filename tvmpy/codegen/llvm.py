@@ -31,6 +31,7 @@ worker processes that are recycled.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -206,6 +207,12 @@ def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
     return tm.emit_assembly(_optimize(cg.text(), tm, cg.imported_llvm))
 
 
+def _assembly(ir_text: str, target: Target) -> str:
+    """The optimized assembly of LLVM IR text (``Module.get_source("asm")``, made on demand)."""
+    tm = _target_machine(target)[0]
+    return str(tm.emit_assembly(_optimize(ir_text, tm)))
+
+
 def compile_ir(ir_text: str, target: Any = None) -> bytes:
     """Optimize LLVM IR text and return the object file bytes for ``target``."""
     tgt = _as_target(target or "llvm")
@@ -278,6 +285,6 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     # what the code may use, checked before it is loaded here or anywhere (runtime/host_cpu.py)
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",
-                               sources={"ll": c.ir},
+                               sources={"ll": c.ir, "asm": functools.partial(_assembly, c.ir, tgt)},
                                imports=extern_modules(funcs, tgt) + list(imports),
                                load=load and not tgt.is_foreign, cpu=c.cpu)
