@@ -12,7 +12,8 @@ recognised by their ELF ``e_machine``) are linked with a cross compiler: the one
 (a command, or TVM's ``fcompile(output, objects, options)`` callable), else the default for the
 architecture (:func:`cross_compiler`): ``aarch64-linux-gnu-gcc`` (Debian's
 gcc-aarch64-linux-gnu) when on PATH, else ``python -m ziglang cc -target aarch64-linux-gnu`` (the
-``ziglang`` wheel). Errors raise RuntimeError with the command and the compiler's output.
+``ziglang`` wheel); for 32-bit ARM (``-mtriple=armv7l-linux-gnueabihf``, ELF machine 40)
+``arm-linux-gnueabihf-gcc`` (gcc-arm-linux-gnueabihf), else zig. Errors raise RuntimeError with the command and the compiler's output.
 """
 
 from __future__ import annotations
@@ -298,10 +299,12 @@ def _write_objects(objects: Sequence[bytes], tmp: str, stem: str = "obj") -> lis
 
 def _library_inputs(objects: Sequence[bytes], metadata_json: str, tmp: str,
                     link_libs: Sequence[str], blobs: Mapping[str, bytes] | None,
-                    cmd: list[str], weak_metadata: bool = False) -> tuple[list[str], list[str]]:
+                    cmd: CompilerSpec, weak_metadata: bool = False) -> tuple[list[str], list[str]]:
     """The files a library of ``objects`` is linked from, written into ``tmp`` (the metadata
     first, then the objects, the blobs and the parallel pool's object when ``link_libs`` asks
-    for it), and the link flags of the other libraries (``-lm`` last)."""
+    for it), and the link flags of the other libraries (``-lm`` last). The compiler ``cmd``
+    is looked up only when something must be compiled (the pool, or the metadata without
+    llvmlite): a tar of cross-compiled code needs no cross toolchain."""
     paths = _write_objects(objects, tmp)
     like = objects[0] if objects else None
     meta_obj = metadata_object(metadata_json, like, weak_metadata)
@@ -320,7 +323,8 @@ def _library_inputs(objects: Sequence[bytes], metadata_json: str, tmp: str,
         from .parallel_pool import pool_object
 
         link_libs = [x for x in link_libs if x != POOL_TOKEN] + ["pthread"]
-        paths += _write_objects([pool_object(cmd)], tmp, "tvmpy_parallel_pool")
+        pool = pool_object(compiler(cmd, _objects_arch(objects)))
+        paths += _write_objects([pool], tmp, "tvmpy_parallel_pool")
     libs: list[str] = []
     for lib in link_libs + ["m"]:
         flag = _lib_flag(lib)
@@ -392,10 +396,11 @@ def module_object_files(objects: Sequence[bytes], metadata_json: str, tmp: str,
     ``load_module`` loads: ``objects``, the metadata as a *weak* symbol (a library may link
     such files beside its own metadata), the blobs, and the parallel pool when ``link_libs``
     asks for it. What TVM's ``export_library("x.tar")`` packs."""
-    cmd = compiler(cc, _objects_arch(objects))
-    paths, _ = _library_inputs(objects, metadata_json, tmp, link_libs, blobs, cmd,
+    paths, _ = _library_inputs(objects, metadata_json, tmp, link_libs, blobs, cc,
                                weak_metadata=True)
-    return _as_objects(paths, cmd)
+    if not any(p.endswith(".c") for p in paths):
+        return paths
+    return _as_objects(paths, compiler(cc, _objects_arch(objects)))
 
 
 def relocatable_module(objects: Sequence[bytes], metadata_json: str, out_path: str,
