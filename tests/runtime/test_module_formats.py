@@ -194,3 +194,22 @@ def test_cross_link_without_toolchain_says_what_to_install(tmp_path, monkeypatch
         f.export_library(str(tmp_path / "x.so"))
     f.export_library(str(tmp_path / "x.tar"))  # a tar needs no linker of the target
 
+
+
+def test_armv7_triple_without_vendor_uses_the_eabi():
+    """"armv7l-linux-gnueabihf" (TVM's spelling, no vendor) is read as LLVM normalizes it: an
+    EABI target, whose integer division calls __aeabi_idiv (what libgcc and zig's compiler-rt
+    define), not __divsi3."""
+    n = te.var("n")
+    d = te.var("d")
+    A = te.placeholder((n,), name="A", dtype="int32")
+    B = te.compute(A.shape, lambda i: A[i] // d, name="B")
+    s = te.create_schedule(B.op)
+    f = tvm.build(s, [A, B, d], "llvm -mtriple=armv7l-linux-gnueabihf", name="idiv")
+    asm = f.get_source("asm")
+    assert "__aeabi_idiv" in asm and "__divsi3" not in asm
+    from tvmpy.runtime.linker import normalize_triple
+
+    assert normalize_triple("armv7l-linux-gnueabihf") == "armv7l-unknown-linux-gnueabihf"
+    assert normalize_triple("aarch64-unknown-linux-gnu") == "aarch64-unknown-linux-gnu"
+    assert normalize_triple("wasm32-unknown-unknown") == "wasm32-unknown-unknown"

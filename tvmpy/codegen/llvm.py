@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config
-from ..runtime.linker import compile_c, cross_compiler
+from ..runtime.linker import compile_c, cross_compiler, normalize_triple
 from ..runtime.module import Module
 from ..target import Target, as_target
 from ..target.cpu_features import isa_features, requirement, target_machine
@@ -83,7 +83,7 @@ def _cpu_of(target: Target) -> tuple[str, str, str]:
     named CPU gets only -mattr (LLVM applies the CPU's own features), the host its detected
     features; a triple without -mcpu LLVM's "generic" CPU."""
     llvm = _init_llvm(cross=target.mtriple is not None)
-    triple = target.mtriple or llvm.get_default_triple()
+    triple = normalize_triple(target.mtriple) if target.mtriple else llvm.get_default_triple()
     if target.mtriple is not None and target.mcpu is None:
         return triple, "generic", ",".join(target.mattr)
     return triple, target.cpu, target.features

@@ -61,6 +61,20 @@ def triple_arch(triple: str) -> str:
     return ARCH_ALIASES.get(arch, arch)
 
 
+_OS_NAMES = ("linux", "none", "windows", "freebsd", "darwin", "android")
+
+
+def normalize_triple(triple: str) -> str:
+    """``arch-os-env`` written without a vendor ("armv7l-linux-gnueabihf", as TVM users write
+    it) as LLVM reads it: "armv7l-unknown-linux-gnueabihf". Taken as is, LLVM reads "linux" as
+    the vendor and no EABI environment: 32-bit ARM code then calls ``__divsi3`` rather than
+    the EABI's ``__aeabi_idiv``, which a library linked by zig does not define."""
+    parts = triple.split("-")
+    if len(parts) == 3 and parts[1].lower() in _OS_NAMES:
+        return "-".join([parts[0], "unknown", *parts[1:]])
+    return triple
+
+
 def host_arch() -> str:
     """This machine's architecture in triple spelling ("x86_64", "aarch64")."""
     m = platform.machine().lower()
