@@ -213,3 +213,11 @@ def test_armv7_triple_without_vendor_uses_the_eabi():
     assert normalize_triple("armv7l-linux-gnueabihf") == "armv7l-unknown-linux-gnueabihf"
     assert normalize_triple("aarch64-unknown-linux-gnu") == "aarch64-unknown-linux-gnu"
     assert normalize_triple("wasm32-unknown-unknown") == "wasm32-unknown-unknown"
+
+
+def test_load_tar_without_compiler_says_so(fadd, tmp_path):
+    fadd.export_library(str(tmp_path / "x.tar"))
+    with config(CC="no-such-compiler-tvmpy"):
+        with pytest.raises(RuntimeError, match="linked on the machine that loads them, and this "
+                                               "one has no C compiler"):
+            tvm.runtime.load_module(str(tmp_path / "x.tar"))

@@ -614,7 +614,13 @@ def _link_portable(path: str) -> str:
         part = os.path.join(tmp, "linked.so")
         from .linker import compiler
 
-        argv = compiler() + ["-shared", "-fPIC", "-o", part] + files
+        try:
+            cmd = compiler()
+        except RuntimeError as err:
+            raise RuntimeError(f"load_module: {path} holds object files, which are linked on the "
+                               f"machine that loads them, and this one has no C compiler ({err}); "
+                               "export_library a .so (cross-linked) for such a device") from None
+        argv = cmd + ["-shared", "-fPIC", "-o", part] + files
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"load_module: linking {path} failed:\n  {' '.join(argv)}\n"
