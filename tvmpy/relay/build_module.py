@@ -626,7 +626,7 @@ class GraphExecutor:
             missing = [n for n in names if n not in feeds]
             if missing:
                 raise TypeError(f"missing inputs {missing} (inputs: {names})")
-            outs = [NDArray(o) for o in gmod.module.infer(feeds)]
+            outs = [NDArray(o) for o in gmod.infer(**feeds)]
             return tuple(outs) if tuple_out or len(outs) > 1 else outs[0]
 
         return run

@@ -22,7 +22,8 @@ sources=None) -> Module``
 - ``imports``: Modules whose objects are linked into the same library (e.g. an external C
   micro-kernel for tensorize, built with ``Module.from_c_source(src, funcs=[])``); their
   symbols resolve at link time, their functions stay reachable through ``imported_modules``.
-- ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``.
+- ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``; a value
+  may be a function returning the text, called on first request (assembly: made on demand).
 - ``load=False``: do not link and load now (code cross-compiled for another machine): the module
   can only be exported (``export_library`` links with ``CC``, e.g. a cross compiler).
 
@@ -43,10 +44,14 @@ runtime/function.py); ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
 ``fcompile``: TVM's compiler argument, a callable ``fcompile(output, objects, options)`` such as
 ``tvmpy.contrib.cc.cross_compiler("aarch64-linux-gnu")`` or a compiler command; a module built
 for another architecture is linked with that architecture's default cross compiler when
-``fcompile`` is left out, see runtime/linker.py); ``m.save(path)``
-(``.o`` object code, or ``.ll``/``.s``/``.c`` source);
+``fcompile`` is left out, see runtime/linker.py; a ``.tar`` path writes TVM's tar of object
+files instead, which needs no linker of the target); ``m.save(path, fmt="")`` (``.o``: one
+relocatable object with the metadata, so ``cc -shared x.o`` makes a loadable library; or
+``.ll``/``.s``/``.c`` source);
 ``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
-``load_module(path)`` loads an exported library in any process (ctypes + numpy only).
+``load_module(path)`` loads an exported library in any process (ctypes + numpy only; a
+``.tar`` or ``.o`` is first linked with this machine's C compiler into ``path + ".so"``, as TVM
+does).
 A library built in this process is unloaded once nothing uses it any more (no Module, Function
 or graph executor of it is left); loaded ones stay for the life of the process.
 """
@@ -62,7 +67,7 @@ import subprocess
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Union
 
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
@@ -85,6 +90,9 @@ from .linker import (
 from .parallel_pool import STOP_SYMBOL
 
 __all__ = ["Module", "load_module", "ProfileResult", "enabled"]
+
+#: a module's attached source: the text, or a function that makes it on first request
+Source = Union[str, Callable[[], str]]
 
 
 def _metadata_of(funcs: Any, entry: str | None) -> dict:
@@ -163,14 +171,14 @@ class Module:
 
     def __init__(self, lib: ctypes.CDLL | None, metadata: dict, type_key: str = "llvm",
                  objects: Sequence[bytes] = (), link_libs: Sequence[str] = (),
-                 sources: Mapping[str, str] | None = None, lib_path: str | None = None,
+                 sources: Mapping[str, Source] | None = None, lib_path: str | None = None,
                  device: Device | None = None):
         self._lib = lib
         self._meta = metadata
         self.type_key = type_key
         self._objects = list(objects)
         self._link_libs = list(link_libs)
-        self._sources = dict(sources or {})
+        self._sources: dict[str, Source] = dict(sources or {})
         self._lib_path = lib_path  # set for modules loaded from a file: exported by copying it
         self.device = device or cpu(0)
         self.imported_modules: list[Module] = []
@@ -188,7 +196,7 @@ class Module:
     @classmethod
     def from_objects(cls, objects: Sequence[bytes], funcs: Any, entry: str | None = None,
                      link_libs: Sequence[str] = (), imports: Sequence[Module] = (),
-                     type_key: str = "llvm", sources: Mapping[str, str] | None = None,
+                     type_key: str = "llvm", sources: Mapping[str, Source] | None = None,
                      load: bool = True, cpu: Mapping[str, Any] | None = None) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
         shared library, load it and return the Module (see the module docstring). ``cpu``: what
