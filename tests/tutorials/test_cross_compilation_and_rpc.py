@@ -125,3 +125,31 @@ def test_aarch64_device_under_qemu(tmp_path):
             remote.close()
     finally:
         server.terminate()
+
+
+def test_opencl_kernel_remotely(tmp_path):
+    """The tutorial's OpenCL part: the kernel's threads bound to blocks and threads, the host
+    side built for llvm; the OpenCL C is checked here, and run through the session where this
+    machine has an OpenCL device (PoCL in CI)."""
+    A = te.placeholder((N,), name="A")
+    B = te.compute((N,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    func = tvm.build(s, [A, B], "opencl", target_host="llvm", name="myadd")
+    assert "__kernel" in func.imported_modules[0].get_source()
+    path = str(tmp_path / "cl_lib.tar")
+    func.export_library(path)
+    remote = rpc.LocalSession()
+    if not remote.cl(0).exist:
+        pytest.skip("no OpenCL device here")
+    remote.upload(path)
+    mod = remote.load_module("cl_lib.tar")
+    dev = remote.cl(0)
+    x = np.random.default_rng(5).uniform(size=N).astype("float32")
+    a = tvm.nd.array(x, dev)
+    b = tvm.nd.array(np.zeros(N, dtype="float32"), dev)
+    mod(a, b)
+    np.testing.assert_equal(b.numpy(), x + 1)
+    assert mod.time_evaluator(mod.entry_name, dev, number=3)(a, b).mean > 0

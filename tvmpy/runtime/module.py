@@ -446,10 +446,7 @@ class Module:
     def _portable_parts(self) -> tuple[list[bytes], list[str], dict, dict[str, bytes]]:
         """Objects, link libraries, metadata (naming the system libraries ``load_module`` loads
         first) and blobs of a saved object file or tar: no link step has added the libraries."""
-        objs, libs, meta = self._collect()
-        if not objs:
-            raise ValueError(f"this {self.type_key} module carries no object code (it was loaded "
-                             "from a library): export the module it was built from")
+        objs, libs, meta = self._collect()  # raises for a loaded library's functions
         meta["system_libs"] = system_libs(libs)
         return objs, libs, meta, self._export_blobs(meta)
 
