@@ -192,6 +192,8 @@ def test_cross_link_without_toolchain_says_what_to_install(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match=r"no cross compiler for arm: install Debian's "
                                            r"gcc-arm-linux-gnueabihf"):
         f.export_library(str(tmp_path / "x.so"))
+    with pytest.raises(RuntimeError, match="no cross compiler for arm"):
+        f.save(str(tmp_path / "x.o"))  # merging objects needs the target's linker too
     f.export_library(str(tmp_path / "x.tar"))  # a tar needs no linker of the target
 
 
