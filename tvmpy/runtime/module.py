@@ -62,6 +62,7 @@ import _ctypes
 import ctypes
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -584,14 +585,14 @@ def _load_system_libs(names: Sequence[str]) -> None:
             pass  # dlopen of the library then names the symbol that is missing
 
 
-def _link_portable(path: str) -> str:
+def _link_portable(path: str, is_object: bool) -> str:
     """TVM's ``load_module`` of a ``.tar`` (written by ``export_library("x.tar")``) or a ``.o``
     (``Module.save``): link its object files with this machine's compiler into ``path + ".so"``
     (as TVM does; in a temporary folder when ``path``'s folder is not writable); that path."""
     import tarfile
 
     with tempfile.TemporaryDirectory(prefix="tvmpy_untar_") as tmp:
-        if path.endswith(".o"):
+        if is_object:
             files = [path]
         else:
             try:
@@ -628,7 +629,7 @@ def _link_portable(path: str) -> str:
         argv = cmd + ["-shared", "-fPIC", "-o", part] + files
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise RuntimeError(f"load_module: linking {path} failed:\n  {' '.join(argv)}\n"
+            raise RuntimeError(f"load_module: linking {path} failed:\n  {shlex.join(argv)}\n"
                                f"{proc.stdout}{proc.stderr}")
         shutil.copyfile(part, f"{out}.{os.getpid()}.tmp")
         os.replace(f"{out}.{os.getpid()}.tmp", out)
@@ -646,7 +647,7 @@ def load_module(path: str, fmt: str = "") -> Module:
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
     if fmt in ("tar", "o") or (not fmt and path.endswith((".tar", ".o"))):
-        path = _link_portable(path)
+        path = _link_portable(path, fmt == "o" or (not fmt and path.endswith(".o")))
     from .wasm import is_wasm, load_wasm  # wasmtime itself is imported only to run one
 
     if fmt == "wasm" or is_wasm(path):  # a WebAssembly module (runtime/wasm.py)
