@@ -110,6 +110,17 @@ def test_graph_executor_errors(model):
         f(np.zeros((B, K - 1), "float32"))
     with pytest.raises(TypeError, match="must be an IRModule"):
         relay.create_executor("graph", mod=mod["main"])
+    n = relay.Any()  # symbolic dims run in this graph executor (TVM's needs the VM)
+    d = relay.var("d", shape=(n, 4))
+    dyn = relay.create_executor("graph", tvm.IRModule.from_expr(relay.Function([d], d * d)))
+    run = dyn.evaluate()
+    for rows in (1, 5):
+        dv = np.random.default_rng(rows).standard_normal((rows, 4)).astype("float32")
+        tvm.testing.assert_allclose(run(dv).numpy(), dv * dv, rtol=1e-6)
+    c = relay.var("c", shape=(), dtype="bool")  # control flow: the VM's, and the error says so
+    branch = relay.Function([c, d], relay.If(c, d, d * d))
+    with pytest.raises(ValueError, match=r"create_executor\('vm'"):
+        relay.create_executor("graph", tvm.IRModule.from_expr(branch)).evaluate()
     # a single output is one NDArray, as TVM returns it
     x = relay.var("x", shape=(5,))
     one = relay.create_executor("graph", tvm.IRModule.from_expr(relay.Function([x], x + x)))

@@ -575,8 +575,8 @@ def build_config(opt_level: int = 2, fallback_device: Any = None,
 
 
 class GraphExecutor:
-    """``relay.create_executor("graph", mod, device, target)``: ``evaluate()`` builds main with
-    ``relay.build`` (once per expression) and returns a callable of main's inputs (by position
+    """``relay.create_executor("graph", mod, device, target)``: each ``evaluate()`` builds main
+    (or the Function given) with ``relay.build`` and returns a callable of main's inputs (by position
     or name) whose result is an NDArray, or a tuple of them for a tuple output, as TVM's."""
 
     def __init__(self, mod: IRModule, device: Any = None, target: Any = "llvm",
