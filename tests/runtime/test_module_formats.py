@@ -223,3 +223,23 @@ def test_load_tar_without_compiler_says_so(fadd, tmp_path):
         with pytest.raises(RuntimeError, match="linked on the machine that loads them, and this "
                                                "one has no C compiler"):
             tvm.runtime.load_module(str(tmp_path / "x.tar"))
+
+
+def test_relay_factory_for_armv7_exports_a_tar():
+    """A whole model (code, graph and parameter blob) for 32-bit ARM, as TVM's deploy tutorials
+    export it for a Raspberry Pi: every object of the tar is 32-bit ARM code."""
+    import tempfile
+
+    from tvmpy import relay
+
+    x = relay.var("x", shape=(3, 13))
+    w = relay.var("w", shape=(7, 13))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.relu(relay.nn.dense(x, w))))
+    params = {"w": np.random.default_rng(0).standard_normal((7, 13)).astype("float32")}
+    lib = relay.build(mod, "llvm -mtriple=armv7l-linux-gnueabihf", params=params)
+    with tempfile.TemporaryDirectory() as tmp:
+        lib.export_library(f"{tmp}/net.tar")
+        with tarfile.open(f"{tmp}/net.tar") as t:
+            objs = [t.extractfile(m).read() for m in t.getmembers()]
+    assert len(objs) >= 3 and all(elf_arch(o) == "arm" and o[4] == 1 for o in objs)
+    assert any(b"__tvmpy_graph_params" in o for o in objs)  # the parameter blob's symbol

@@ -13,7 +13,8 @@ recognised by their ELF ``e_machine``) are linked with a cross compiler: the one
 architecture (:func:`cross_compiler`): ``aarch64-linux-gnu-gcc`` (Debian's
 gcc-aarch64-linux-gnu) when on PATH, else ``python -m ziglang cc -target aarch64-linux-gnu`` (the
 ``ziglang`` wheel); for 32-bit ARM (``-mtriple=armv7l-linux-gnueabihf``, ELF machine 40)
-``arm-linux-gnueabihf-gcc`` (gcc-arm-linux-gnueabihf), else zig. Errors raise RuntimeError with the command and the compiler's output.
+``arm-linux-gnueabihf-gcc`` (gcc-arm-linux-gnueabihf), else zig. Errors raise RuntimeError
+with the command and the compiler's output.
 """
 
 from __future__ import annotations
