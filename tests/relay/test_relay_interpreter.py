@@ -164,8 +164,10 @@ def test_bad_inputs():
         evaluate(f)
     with pytest.raises(TypeError, match="unknown inputs \\['y'\\]"):
         evaluate(f, y=1)
-    with pytest.raises(NotImplementedError, match="only 'debug'"):
+    with pytest.raises(ValueError, match=r"create_executor\('graph'\) needs mod="):
         create_executor("graph")
+    with pytest.raises(ValueError, match="unknown executor kind 'aot'"):
+        create_executor("aot", tvm.IRModule.from_expr(f))
 
 
 def test_extra_ops_against_numpy():

@@ -31,6 +31,7 @@ worker processes that are recycled.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config
-from ..runtime.linker import compile_c, cross_compiler
+from ..runtime.linker import compile_c, cross_compiler, normalize_triple
 from ..runtime.module import Module
 from ..target import Target, as_target
 from ..target.cpu_features import isa_features, requirement, target_machine
@@ -82,7 +83,7 @@ def _cpu_of(target: Target) -> tuple[str, str, str]:
     named CPU gets only -mattr (LLVM applies the CPU's own features), the host its detected
     features; a triple without -mcpu LLVM's "generic" CPU."""
     llvm = _init_llvm(cross=target.mtriple is not None)
-    triple = target.mtriple or llvm.get_default_triple()
+    triple = normalize_triple(target.mtriple) if target.mtriple else llvm.get_default_triple()
     if target.mtriple is not None and target.mcpu is None:
         return triple, "generic", ",".join(target.mattr)
     return triple, target.cpu, target.features
@@ -222,6 +223,12 @@ def emit_assembly(funcs: Sequence[PrimFunc], target: Any = None) -> str:
     return tm.emit_assembly(_optimize(cg.text(), tm, cg.imported_llvm))
 
 
+def _assembly(ir_text: str, target: Target) -> str:
+    """The optimized assembly of LLVM IR text (``Module.get_source("asm")``, made on demand)."""
+    tm = _target_machine(target)[0]
+    return str(tm.emit_assembly(_optimize(ir_text, tm)))
+
+
 def compile_ir(ir_text: str, target: Any = None, imported: bool = False) -> bytes:
     """Optimize LLVM IR text and return the object file bytes for ``target``. ``imported``: IR
     of a ``pragma import_llvm`` block, whose definitions become mergeable (:func:`_mergeable`)."""
@@ -295,6 +302,6 @@ def build(funcs: Sequence[PrimFunc], target: Any = None, imports: Sequence[Any] 
     # what the code may use, checked before it is loaded here or anywhere (runtime/host_cpu.py)
     return Module.from_objects([c.object, *c.extra_objects], [signature(f) for f in funcs],
                                link_libs=c.link_libs, type_key="llvm",
-                               sources={"ll": c.ir},
+                               sources={"ll": c.ir, "asm": functools.partial(_assembly, c.ir, tgt)},
                                imports=extern_modules(funcs, tgt) + list(imports),
                                load=load and not tgt.is_foreign, cpu=c.cpu)

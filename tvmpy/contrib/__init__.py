@@ -5,7 +5,8 @@ import importlib
 from typing import Any
 
 _SUBMODULES = ("cc", "nvcc", "qemu", "graph_executor", "debugger", "microkernel", "onnx_backend", "util",
-               "utils")
+               "utils",
+               "graph_runtime", "download", "tar")
 _SUBMODULES += ("cblas", "clang")
 
 

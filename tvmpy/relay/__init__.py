@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     transform,
 )
 from .build_module import build  # noqa: F401
+from .build_module import build_config  # noqa: F401  (TVM 0.6/0.7 name of PassContext)
 from .expr import (  # noqa: F401
     Attrs,
     Call,

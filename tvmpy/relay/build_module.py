@@ -51,7 +51,8 @@ from .visitor import dataflow_post_order
 
 __all__ = ["build", "optimize", "build_passes", "qnn_passes", "check_graph", "lower_to_primitives",
            "lower_primitives", "PrimitiveFunctions", "lower_module", "BuildResult",
-           "RelayBuildError", "vm_reason", "needs_vm", "data_dependent_ops"]
+           "RelayBuildError", "vm_reason", "needs_vm", "data_dependent_ops", "build_config",
+           "create_executor", "bind_params_by_name", "GraphExecutor"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -555,3 +556,113 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     except AttributeError:
         pass
     return factory
+
+
+# ---- TVM's executors and legacy names (relay.build_module.*) ------------------------------------
+from .transform.bind_params import bind_params_by_name  # noqa: E402  (TVM's build_module name)
+
+
+def build_config(opt_level: int = 2, fallback_device: Any = None,
+                 required_pass: Any = None, disabled_pass: Any = None,
+                 trace: Any = None) -> PassContext:
+    """TVM 0.6/0.7's ``relay.build_config(opt_level=...)``: a ``tvm.transform.PassContext``
+    (what to write instead, as TVM's deprecation says). ``fallback_device`` (heterogeneous
+    execution) has nothing to choose between here and is accepted; ``trace`` is refused."""
+    import warnings
+
+    warnings.warn("relay.build_config is TVM's legacy name: use tvm.transform.PassContext",
+                  DeprecationWarning, stacklevel=2)
+    if trace is not None:
+        raise NotImplementedError("relay.build_config(trace=...): pass a pass instrument "
+                                  "instead: tvm.transform.PassContext(instruments=[...])")
+    return PassContext(opt_level=opt_level, required_pass=required_pass,
+                       disabled_pass=disabled_pass)
+
+
+class GraphExecutor:
+    """``relay.create_executor("graph", mod, device, target)``: each ``evaluate()`` builds main
+    (or the Function given) with ``relay.build`` and returns a callable of main's inputs (by position
+    or name) whose result is an NDArray, or a tuple of them for a tuple output, as TVM's."""
+
+    def __init__(self, mod: IRModule, device: Any = None, target: Any = "llvm",
+                 params: Mapping[str, Any] | None = None):
+        if not isinstance(mod, IRModule):
+            raise TypeError("create_executor('graph', mod=...): mod must be an IRModule, got "
+                            f"{type(mod).__name__}")
+        from ..runtime.device import cpu
+
+        self.mod = mod
+        self.device = device if device is not None else cpu(0)
+        self.target = target
+        self.params = dict(params or {})
+
+    def _make_executor(self, expr: Any = None) -> Callable[..., Any]:
+        from ..contrib.graph_executor import GraphModule
+        from ..runtime.ndarray import NDArray
+        from .transform import InferType
+        from .ty import TupleType
+
+        mod = self.mod
+        if expr is not None and expr is not mod["main"]:
+            if not isinstance(expr, Function):
+                raise TypeError("GraphExecutor.evaluate(expr): expr must be a relay Function, "
+                                f"got {type(expr).__name__}")
+            mod = mod.copy()
+            mod["main"] = expr
+        main = InferType()(mod)["main"]
+        if needs_vm(mod):
+            raise RelayBuildError("create_executor('graph'): the graph executor needs static "
+                                  f"shapes and no control flow ({vm_reason(mod)}); use "
+                                  "create_executor('vm', ...)")
+        factory = build(mod, target=self.target, params=self.params)
+        gmod = GraphModule(factory["default"](self.device))
+        names = [p.name_hint for p in main.params if p.name_hint not in self.params]
+        tuple_out = isinstance(getattr(main.checked_type, "ret_type", None), TupleType)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > len(names):
+                raise TypeError(f"{len(args)} positional inputs for the {len(names)} inputs "
+                                f"{names}")
+            feeds = dict(zip(names, args))
+            twice = sorted(set(feeds) & set(kwargs))
+            if twice:
+                raise TypeError(f"inputs {twice} given by position and by name")
+            feeds.update(kwargs)
+            missing = [n for n in names if n not in feeds]
+            if missing:
+                raise TypeError(f"missing inputs {missing} (inputs: {names})")
+            outs = [NDArray(o) for o in gmod.infer(**feeds)]
+            return tuple(outs) if tuple_out or len(outs) > 1 else outs[0]
+
+        return run
+
+    def evaluate(self, expr: Any = None) -> Callable[..., Any]:
+        return self._make_executor(expr)
+
+
+def create_executor(kind: str = "debug", mod: IRModule | None = None, device: Any = None,
+                    target: Any = "llvm", params: Mapping[str, Any] | None = None) -> Any:
+    """TVM's ``relay.create_executor``: ``"debug"`` (the numpy reference interpreter), ``"graph"``
+    (``relay.build`` + the graph executor) or ``"vm"`` (the virtual machine); ``params`` are
+    bound to main's parameters of those names."""
+    from .interpreter import Executor
+
+    if kind not in ("debug", "graph", "vm"):
+        raise ValueError(f"create_executor: unknown executor kind {kind!r}; kinds: 'debug', "
+                         "'graph', 'vm'")
+    if mod is None:
+        if kind != "debug":
+            raise ValueError(f"create_executor({kind!r}) needs mod=")
+        return Executor(None)
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"create_executor: mod must be an IRModule, got {type(mod).__name__}")
+    if params:  # TVM binds them into main first
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    if kind == "graph":
+        return GraphExecutor(mod, device, target)
+    if kind == "vm":
+        from .backend.vm import VMExecutor
+
+        return VMExecutor(mod, device, target)
+    return Executor(mod)

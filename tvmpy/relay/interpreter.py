@@ -314,21 +314,34 @@ class Executor:
             raise ValueError("nothing to evaluate: give an expression or a module")
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            return evaluate(target, *args, mod=self.mod, **kwargs)
+            return _as_result(evaluate(target, *args, mod=self.mod, **kwargs))
 
         return run
 
 
-def create_executor(kind: str = "debug", mod: IRModule | None = None, device: Any = None,
-                    target: Any = "llvm", params: Mapping[str, Any] | None = None) -> Executor:
-    """``"debug"``: the numpy reference interpreter; ``"vm"``: the module compiled for the
-    virtual machine (``relay.vm.VMExecutor``: ``evaluate()`` compiles once and returns a
-    callable)."""
-    if kind == "vm":
-        from .backend.vm import VMExecutor
+class InterpResult(np.ndarray):
+    """A numpy array the interpreter returns that also reads like TVM's NDArray result
+    (``.numpy()``, ``.asnumpy()``), so TVM code written for ``create_executor`` runs as is."""
 
-        return VMExecutor(mod, device, target, params)  # type: ignore[return-value]
-    if kind != "debug":
-        raise NotImplementedError(f"executor kind {kind!r}: only 'debug' (the numpy reference "
-                                  "interpreter) and 'vm' (relay.vm) are available here")
-    return Executor(mod)
+    def numpy(self) -> np.ndarray:
+        return self.view(np.ndarray)
+
+    asnumpy = numpy
+
+
+def _as_result(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.view(InterpResult)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_result(v) for v in value)
+    return value
+
+
+def create_executor(kind: str = "debug", mod: IRModule | None = None, device: Any = None,
+                    target: Any = "llvm", params: Mapping[str, Any] | None = None) -> Any:
+    """TVM's ``relay.create_executor``: ``"debug"`` (this numpy reference interpreter),
+    ``"graph"`` (relay.build + the graph executor), ``"vm"`` (the virtual machine); see
+    ``relay.build_module.create_executor``."""
+    from .build_module import create_executor as create
+
+    return create(kind, mod, device, target, params)

@@ -477,6 +477,15 @@ class RPCSession:
     def cpu(self, dev_id: int = 0) -> RemoteDevice:
         return RemoteDevice(self, 1, dev_id)
 
+    # TVM's names of the GPU devices of a session (remote.cl(0) in its tutorials)
+    def cl(self, dev_id: int = 0) -> RemoteDevice:
+        return self.device("opencl", dev_id)
+
+    def cuda(self, dev_id: int = 0) -> RemoteDevice:
+        return self.device("cuda", dev_id)
+
+    opencl, gpu = cl, cuda
+
     def ping(self) -> Any:
         return self._call({"op": "ping"})
 
@@ -560,6 +569,14 @@ class LocalSession:
 
     def cpu(self, dev_id: int = 0) -> Device:
         return cpu(dev_id)
+
+    def cl(self, dev_id: int = 0) -> Device:
+        return self.device("opencl", dev_id)
+
+    def cuda(self, dev_id: int = 0) -> Device:
+        return self.device("cuda", dev_id)
+
+    opencl, gpu = cl, cuda
 
     def device(self, dev_type: str | int, dev_id: int = 0) -> Device:
         return nd.device(dev_type, dev_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from .device import Device
 
-__all__ = ["BenchmarkResult", "time_evaluator", "time_calls"]
+__all__ = ["BenchmarkResult", "ProfileResult", "time_evaluator", "time_calls"]
 
 
 class BenchmarkResult:
@@ -33,11 +34,22 @@ class BenchmarkResult:
         self.max = max(self.results)
 
     def __repr__(self) -> str:
-        return (f"BenchmarkResult(mean={self.mean * 1e3:.4f} ms, median={self.median * 1e3:.4f} ms, "
-                f"std={self.std * 1e3:.4f} ms, min={self.min * 1e3:.4f} ms, "
-                f"max={self.max * 1e3:.4f} ms, repeats={len(self.results)})")
+        """TVM's repr: the statistics in seconds, then every repeat's result."""
+        return (f"BenchmarkResult(min={self.min}, mean={self.mean}, median={self.median}, "
+                f"max={self.max}, std={self.std}, results={self.results})")
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """TVM's ``print(result)``: a table of the statistics in milliseconds (its columns are
+        12 characters wide, centred, its line ends with TVM's 15 spaces)."""
+        head = ["mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)"]
+        vals = [self.mean, self.median, self.max, self.min, self.std]
+        return ("Execution time summary:\n" + " ".join(f"{h:^12}" for h in head) + "\n"
+                + " ".join(f"{v * 1000:^12.4f}" for v in vals) + " " * 15)
+
+
+#: TVM 0.6/0.7's ``time_evaluator`` result (``tvm.runtime.module.ProfileResult``): the mean
+#: seconds per call and each repeat's; :class:`BenchmarkResult` has both attributes too.
+ProfileResult = namedtuple("ProfileResult", ["mean", "results"])
 
 
 _FLUSH_BYTES = 64 << 20  # more than any last-level cache of this class of machine

@@ -64,8 +64,9 @@ import ctypes
 import os
 import statistics
 import time
+import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -145,6 +146,35 @@ def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
     except (TypeError, ValueError) as e:
         raise TypeError(f"{where}: cannot convert {type(value).__name__} to {dtype}: "
                         f"{e}") from None
+
+
+def converted(src: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
+    """``src`` converted to ``dtype`` as TVM's ``set_input`` converts a numpy array
+    (``NDArray.copyfrom``: float64 data for a float32 input, int64 for int32): any conversion
+    within a kind or to a wider kind (bool -> int -> float); integer data whose values do not
+    fit, floats for an integer input unless every value is a whole number in range, and complex,
+    string or object data are refused naming the input (a silent wrap or truncation would be a
+    wrong answer)."""
+    want = np.dtype(dtype)
+    if np.can_cast(src.dtype, want, casting="same_kind") and not (
+            src.dtype.kind in "iu" and want.kind in "iu"):
+        return src.astype(want)
+    refuse = ValueError(f"{where}: expected dtype {want}, got {src.dtype}, whose values do not "
+                        f"all convert exactly (convert with .astype('{want}') if that is meant)")
+    if src.dtype.kind not in "biuf" or want.kind not in "biuf":
+        raise ValueError(f"{where}: expected dtype {want}, got {src.dtype}, which does not "
+                         "convert to it")
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        if src.size:
+            if src.dtype.kind == "f" and not np.all(np.isfinite(src) & (src == np.round(src))):
+                raise refuse
+            lo, hi = src.min(), src.max()
+            if lo < info.min or hi > info.max:
+                raise refuse
+    elif want.kind == "b" and src.size and not np.all((src == 0) | (src == 1)):
+        raise refuse
+    return src.astype(want)
 
 
 class InputNameError(KeyError):
@@ -633,24 +663,29 @@ class GraphExecutor:
             todo = []
             if key is not None:
                 i = self._input_idx(key)
-                todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})")))
+                todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})",
+                                              convert=True)))
             for k, v in params.items():
                 i = self._input_idx(k)
-                todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})")))
+                todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})",
+                                              convert=True)))
             for i, src in todo:
                 self._copy_in(i, src)
                 self._use.set(i)
                 if self._input_eids[i] in self._output_eid_set:  # a graph output is this input
                     self._use.outputs_changed()
 
-    def _checked(self, i: int, value: Any, where: str) -> np.ndarray:
+    def _checked(self, i: int, value: Any, where: str, convert: bool = False) -> np.ndarray:
         """``value`` as an array of input ``i``'s shape and dtype, else ValueError/TypeError
-        starting with ``where``."""
+        starting with ``where``. ``convert``: a numpy array of another dtype is converted as
+        TVM's ``set_input`` does (see :func:`converted`)."""
         want = self._entries[self._input_eids[i]]._arr
         sym = self._sym[self._input_eids[i]] if self._symbolic else None
         if value is None:
             raise ValueError(f"{where}: no value given")
         src = host_array(value, want.dtype, where)
+        if src.dtype != want.dtype and convert and not isinstance(value, NDArray):
+            src = converted(src, want.dtype, where)
         if src.dtype != want.dtype:
             raise ValueError(f"{where}: expected dtype {want.dtype}, got {src.dtype} "
                              f"(convert with .astype('{want.dtype}'))")
@@ -1095,6 +1130,14 @@ class GraphExecutorFactory(Module):
 
     def get_params(self) -> dict[str, NDArray]:
         return dict(self.params)
+
+    def __iter__(self) -> Iterator[Any]:
+        """TVM's legacy ``graph, lib, params = relay.build(...)``: the graph JSON, the compiled
+        library and the parameters (deprecated there as here: use ``lib["default"](dev)``)."""
+        warnings.warn("unpacking relay.build's result into (graph, lib, params) is TVM's legacy "
+                      "API; use graph_executor.GraphModule(factory['default'](dev))",
+                      DeprecationWarning, stacklevel=2)
+        return iter((self.graph_json, self.get_lib(), self.get_params()))
 
     def create(self, dev: Device | None = None) -> GraphExecutor:
         ex = GraphExecutor(self.graph_json, self.get_lib(), dev)

@@ -22,7 +22,8 @@ sources=None) -> Module``
 - ``imports``: Modules whose objects are linked into the same library (e.g. an external C
   micro-kernel for tensorize, built with ``Module.from_c_source(src, funcs=[])``); their
   symbols resolve at link time, their functions stay reachable through ``imported_modules``.
-- ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``.
+- ``sources``: ``{"ll": llvm_ir_text, "asm": ..., "c": c_text}`` for ``get_source(fmt)``; a value
+  may be a function returning the text, called on first request (assembly: made on demand).
 - ``load=False``: do not link and load now (code cross-compiled for another machine): the module
   can only be exported (``export_library`` links with ``CC``, e.g. a cross compiler).
 
@@ -43,10 +44,14 @@ runtime/function.py); ``m.entry_name``; ``m.get_function(name)`` / ``m[name]``;
 ``fcompile``: TVM's compiler argument, a callable ``fcompile(output, objects, options)`` such as
 ``tvmpy.contrib.cc.cross_compiler("aarch64-linux-gnu")`` or a compiler command; a module built
 for another architecture is linked with that architecture's default cross compiler when
-``fcompile`` is left out, see runtime/linker.py); ``m.save(path)``
-(``.o`` object code, or ``.ll``/``.s``/``.c`` source);
+``fcompile`` is left out, see runtime/linker.py; a ``.tar`` path writes TVM's tar of object
+files instead, which needs no linker of the target); ``m.save(path, fmt="")`` (``.o``: one
+relocatable object with the metadata, so ``cc -shared x.o`` makes a loadable library; or
+``.ll``/``.s``/``.c`` source);
 ``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
-``load_module(path)`` loads an exported library in any process (ctypes + numpy only).
+``load_module(path)`` loads an exported library in any process (ctypes + numpy only; a
+``.tar`` or ``.o`` is first linked with this machine's C compiler into ``path + ".so"``, as TVM
+does).
 A library built in this process is unloaded once nothing uses it any more (no Module, Function
 or graph executor of it is left); loaded ones stay for the life of the process.
 """
@@ -57,16 +62,18 @@ import _ctypes
 import ctypes
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Union
 
 from .abi import ERROR_SYMBOL, METADATA_SYMBOL, Signature
 from .device import Device, cpu
 from .elf import ElfError, check_loadable_size, read_dynamic_symbol
-from .evaluator import BenchmarkResult, time_evaluator
+from .evaluator import BenchmarkResult, ProfileResult, time_evaluator
 from .fork_guard import install_fork_guard
 from .function import Function
 from .host_cpu import unsupported
@@ -77,12 +84,17 @@ from .linker import (
     elf_arch,
     host_arch,
     link_shared,
-    relocatable_link,
+    module_object_files,
+    relocatable_module,
+    system_libs,
 )
 from .packed_func import bind_library
 from .parallel_pool import STOP_SYMBOL
 
-__all__ = ["Module", "load_module"]
+__all__ = ["Module", "load_module", "ProfileResult", "enabled"]
+
+#: a module's attached source: the text, or a function that makes it on first request
+Source = Union[str, Callable[[], str]]
 
 
 def _metadata_of(funcs: Any, entry: str | None) -> dict:
@@ -161,14 +173,14 @@ class Module:
 
     def __init__(self, lib: ctypes.CDLL | None, metadata: dict, type_key: str = "llvm",
                  objects: Sequence[bytes] = (), link_libs: Sequence[str] = (),
-                 sources: Mapping[str, str] | None = None, lib_path: str | None = None,
+                 sources: Mapping[str, Source] | None = None, lib_path: str | None = None,
                  device: Device | None = None):
         self._lib = lib
         self._meta = metadata
         self.type_key = type_key
         self._objects = list(objects)
         self._link_libs = list(link_libs)
-        self._sources = dict(sources or {})
+        self._sources: dict[str, Source] = dict(sources or {})
         self._lib_path = lib_path  # set for modules loaded from a file: exported by copying it
         self.device = device or cpu(0)
         self.imported_modules: list[Module] = []
@@ -187,7 +199,7 @@ class Module:
     @classmethod
     def from_objects(cls, objects: Sequence[bytes], funcs: Any, entry: str | None = None,
                      link_libs: Sequence[str] = (), imports: Sequence[Module] = (),
-                     type_key: str = "llvm", sources: Mapping[str, str] | None = None,
+                     type_key: str = "llvm", sources: Mapping[str, Source] | None = None,
                      load: bool = True, cpu: Mapping[str, Any] | None = None) -> Module:
         """Link ``objects`` (+ the objects of ``imports``) with the metadata of ``funcs`` into a
         shared library, load it and return the Module (see the module docstring). ``cpu``: what
@@ -398,12 +410,16 @@ class Module:
         if not self._sources:
             raise ValueError(f"this {self.type_key} module carries no source")
         if fmt in ("", None):
-            return next(iter(self._sources.values()))
-        key = {"llvm": "ll", "s": "asm", "cc": "c"}.get(fmt, fmt)
+            key = next(iter(self._sources))
+        else:
+            key = {"llvm": "ll", "s": "asm", "cc": "c"}.get(fmt, fmt)
         if key not in self._sources:
             raise ValueError(f"no {fmt!r} source in this module; available: "
                              + ", ".join(self._sources))
-        return self._sources[key]
+        src = self._sources[key]
+        if callable(src):  # made on demand (assembly): the code generator left a function
+            src = self._sources[key] = src()
+        return src
 
     # ---- export -------------------------------------------------------------------------------
     def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
@@ -417,6 +433,9 @@ class Module:
         fcompile = fcompile if fcompile is not None else kwargs.pop("cc", None)
         options = list(kwargs.pop("options", None) or [])
         check_output_path(file_name, "export_library")
+        if file_name.endswith(".tar") or getattr(fcompile, "output_format", None) == "tar":
+            self._export_tar(file_name, fcompile)
+            return
         if not self._objects and self._lib_path is not None and self._self_contained():
             if os.path.abspath(file_name) != os.path.abspath(self._lib_path):
                 tmp = f"{os.path.abspath(file_name)}.{os.getpid()}.tmp"
@@ -427,6 +446,31 @@ class Module:
         blobs = self._export_blobs(meta)
         link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs, blobs=blobs,
                     cc=fcompile, options=options)
+
+    def _portable_parts(self) -> tuple[list[bytes], list[str], dict, dict[str, bytes]]:
+        """Objects, link libraries, metadata (naming the system libraries ``load_module`` loads
+        first) and blobs of a saved object file or tar: no link step has added the libraries."""
+        objs, libs, meta = self._collect()  # raises for a loaded library's functions
+        meta["system_libs"] = system_libs(libs)
+        return objs, libs, meta, self._export_blobs(meta)
+
+    def _export_tar(self, file_name: str, fcompile: Any = None) -> None:
+        """TVM's ``export_library("x.tar")``: a tar of object files that ``load_module`` (or
+        ``cc -shared *.o``) links into a library; needs no linker of the target's architecture
+        when llvmlite writes the metadata object."""
+        import tarfile
+
+        objs, libs, meta, blobs = self._portable_parts()
+        cc = getattr(fcompile, "cc_command", None) if callable(fcompile) else fcompile
+        with tempfile.TemporaryDirectory(prefix="tvmpy_tar_") as tmp:
+            paths = module_object_files(objs, json.dumps(meta, sort_keys=True), tmp, libs, blobs,
+                                        cc)
+            out = os.path.abspath(file_name)
+            part = f"{out}.{os.getpid()}.tmp"
+            with tarfile.open(part, "w") as tar:
+                for k, p in enumerate(paths):
+                    tar.add(p, arcname=f"lib{k}.o")
+            os.replace(part, out)
 
     def _export_blobs(self, meta: dict) -> dict[str, bytes]:
         """Read-only data a subclass embeds in its exported library (``{symbol: bytes}``:
@@ -439,21 +483,22 @@ class Module:
                    for m in self.imported_modules)
 
     def save(self, file_name: str, fmt: str = "") -> None:
-        """Write this module's object code (``.o``: one relocatable object, merged with ``ld -r``
-        when there are several) or its attached source (``.ll``, ``.s``, ``.c``)."""
+        """TVM's ``Module.save``: the object code (``.o``: one relocatable object with the code of
+        this module and its imports, the parallel runtime it calls and the metadata, so that
+        ``cc -shared x.o -o x.so`` makes a library ``load_module`` loads) or the attached source
+        (``.ll``, ``.s``, ``.c``). ``fmt`` overrides the file name's extension."""
         file_name = os.fspath(file_name)
-        ext = fmt or os.path.splitext(file_name)[1].lstrip(".")
-        if ext == "o":
-            if not self._objects:
-                raise ValueError("this module carries no object code (it was loaded from a library)")
-            if len(self._objects) == 1:
-                with open(file_name, "wb") as f:
-                    f.write(self._objects[0])
-                return
-            relocatable_link(self._objects, file_name)
+        ext = (fmt or os.path.splitext(file_name)[1]).lstrip(".")
+        if ext in ("o", "obj"):
+            objs, libs, meta, blobs = self._portable_parts()
+            relocatable_module(objs, json.dumps(meta, sort_keys=True), file_name, libs, blobs)
             return
+        if not ext:
+            raise ValueError(f"save: cannot tell the format of {file_name!r}: give it an "
+                             "extension (.o, .ll, .s, .c) or pass fmt=")
+        text = self.get_source({"s": "asm"}.get(ext, ext))
         with open(file_name, "w") as f:
-            f.write(self.get_source({"s": "asm"}.get(ext, ext)))
+            f.write(text)
 
     # ---- timing -------------------------------------------------------------------------------
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
@@ -528,6 +573,72 @@ def _read_metadata(path: str) -> tuple[dict, bytes]:
     return meta, raw
 
 
+def _load_system_libs(names: Sequence[str]) -> None:
+    """Load the system libraries a library linked from saved object files needs (``cc -shared
+    x.o`` adds no ``-lmvec``): globally, so that its undefined symbols resolve at dlopen."""
+    import ctypes.util
+
+    for name in names:
+        if not isinstance(name, str) or name in _pinned:
+            continue
+        found = ctypes.util.find_library(name)
+        try:
+            _pinned[name] = ctypes.CDLL(found or f"lib{name}.so", mode=os.RTLD_GLOBAL)
+        except OSError:
+            pass  # dlopen of the library then names the symbol that is missing
+
+
+def _link_portable(path: str, is_object: bool) -> str:
+    """TVM's ``load_module`` of a ``.tar`` (written by ``export_library("x.tar")``) or a ``.o``
+    (``Module.save``): link its object files with this machine's compiler into ``path + ".so"``
+    (as TVM does; in a temporary folder when ``path``'s folder is not writable); that path."""
+    import tarfile
+
+    with tempfile.TemporaryDirectory(prefix="tvmpy_untar_") as tmp:
+        if is_object:
+            files = [path]
+        else:
+            try:
+                with tarfile.open(path) as tar:
+                    members = [m for m in tar.getmembers() if m.isfile()]
+                    for m in members:
+                        if os.path.basename(m.name) != m.name or not m.name.endswith(".o"):
+                            raise ValueError(f"load_module: {path} holds {m.name!r}; expected "
+                                             "only object files (.o) as export_library writes")
+                    tar.extractall(tmp, members=members, filter="data")
+            except tarfile.TarError as err:
+                raise ValueError(f"load_module: {path} is not a tar file ({err})") from None
+            files = [os.path.join(tmp, m.name) for m in members]
+            if not files:
+                raise ValueError(f"load_module: {path} holds no object files")
+        for f in files:
+            with open(f, "rb") as fh:
+                arch = elf_arch(fh.read(20))
+            if arch is not None and arch != host_arch():
+                raise RuntimeError(f"cannot load {path}: its code is for {arch}, this machine is "
+                                   f"{host_arch()}; run it on such a device (over RPC)")
+        out = path + ".so"
+        if not os.access(os.path.dirname(out), os.W_OK):
+            out = os.path.join(tempfile.mkdtemp(prefix="tvmpy_lib_"), os.path.basename(out))
+        part = os.path.join(tmp, "linked.so")
+        from .linker import compiler
+
+        try:
+            cmd = compiler()
+        except RuntimeError as err:
+            raise RuntimeError(f"load_module: {path} holds object files, which are linked on the "
+                               f"machine that loads them, and this one has no C compiler ({err}); "
+                               "export_library a .so (cross-linked) for such a device") from None
+        argv = cmd + ["-shared", "-fPIC", "-o", part] + files
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"load_module: linking {path} failed:\n  {shlex.join(argv)}\n"
+                               f"{proc.stdout}{proc.stderr}")
+        shutil.copyfile(part, f"{out}.{os.getpid()}.tmp")
+        os.replace(f"{out}.{os.getpid()}.tmp", out)
+    return out
+
+
 def load_module(path: str, fmt: str = "") -> Module:
     """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler).
 
@@ -538,6 +649,8 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
+    if fmt in ("tar", "o") or (not fmt and path.endswith((".tar", ".o"))):
+        path = _link_portable(path, fmt == "o" or (not fmt and path.endswith(".o")))
     from .wasm import is_wasm, load_wasm  # wasmtime itself is imported only to run one
 
     if fmt == "wasm" or is_wasm(path):  # a WebAssembly module (runtime/wasm.py)
@@ -553,6 +666,7 @@ def load_module(path: str, fmt: str = "") -> Module:
     if refused is not None:
         raise RuntimeError(f"cannot load {path}: {refused}")
     install_fork_guard()
+    _load_system_libs(meta.get("system_libs", ()))
     lib = _dlopen_current(path)
     try:
         addr = ctypes.addressof(ctypes.c_char.in_dll(lib, METADATA_SYMBOL))
@@ -561,3 +675,30 @@ def load_module(path: str, fmt: str = "") -> Module:
     if ctypes.string_at(addr) != raw:  # the file was replaced between the check and dlopen
         raise RuntimeError(f"cannot load {path}: the file changed while it was being loaded")
     return _module_from_meta(lib, meta, path)
+
+
+def enabled(target: str) -> bool:
+    """TVM's ``tvm.runtime.enabled(target)``: whether this installation can build and run code
+    for ``target`` here ("llvm": llvmlite; "c": a C compiler; "cpu"; a device name such as
+    "cuda" or "opencl": that device exists; "rpc": always). Unknown names: False."""
+    import importlib.util
+
+    name = str(target).split()[0].lower() if str(target).split() else ""
+    if name in ("llvm", "stackvm"):
+        return importlib.util.find_spec("llvmlite") is not None
+    if name == "c":
+        from .linker import compiler
+
+        try:
+            compiler()
+        except RuntimeError:
+            return False
+        return True
+    if name in ("cpu", "rpc"):
+        return True
+    from .device import device
+
+    try:
+        return bool(device(name, 0).exist)
+    except (ValueError, TypeError, RuntimeError, OSError):
+        return False

@@ -183,6 +183,11 @@ def isa_features(triple: str, cpu: str, features: str = "") -> frozenset[str]:
     native = triple_arch(triple) == host_arch()
     if native and cpu == host_cpu_name() and features == host_feature_string():
         return host_isa_features()
+    if triple_arch(triple).startswith(("arm", "thumb")) and not native:
+        # 32-bit ARM: enabling one feature on a function aborts LLVM for many of them (the
+        # Thumb-only profiles: "does not support ARM mode execution"; thumb2 without v6t2), so
+        # the probe cannot run; the features named in ``-mattr`` are what is known
+        return frozenset(f for f, on in _last_mention(features).items() if on)
     with _lock:
         has, ignored = _probe(triple, cpu, features)
     explicit = _last_mention(features)
