@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .runtime.module import Module, enabled
+from .runtime.enabled import enabled
+from .runtime.module import Module
 from .runtime.module import load_module as load
 
 __all__ = ["Module", "load", "enabled"]

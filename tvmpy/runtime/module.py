@@ -675,30 +675,3 @@ def load_module(path: str, fmt: str = "") -> Module:
     if ctypes.string_at(addr) != raw:  # the file was replaced between the check and dlopen
         raise RuntimeError(f"cannot load {path}: the file changed while it was being loaded")
     return _module_from_meta(lib, meta, path)
-
-
-def enabled(target: str) -> bool:
-    """TVM's ``tvm.runtime.enabled(target)``: whether this installation can build and run code
-    for ``target`` here ("llvm": llvmlite; "c": a C compiler; "cpu"; a device name such as
-    "cuda" or "opencl": that device exists; "rpc": always). Unknown names: False."""
-    import importlib.util
-
-    name = str(target).split()[0].lower() if str(target).split() else ""
-    if name in ("llvm", "stackvm"):
-        return importlib.util.find_spec("llvmlite") is not None
-    if name == "c":
-        from .linker import compiler
-
-        try:
-            compiler()
-        except RuntimeError:
-            return False
-        return True
-    if name in ("cpu", "rpc"):
-        return True
-    from .device import device
-
-    try:
-        return bool(device(name, 0).exist)
-    except (ValueError, TypeError, RuntimeError, OSError):
-        return False
