@@ -119,9 +119,6 @@ def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
 
 def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     torch = _torch()
-    if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError("from_pytorch: TorchScript modules are not supported; pass the "
-                        "nn.Module itself (it is exported with torch.export)")
     if model.training:
         raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
                          "statistics): call model.eval() first")
@@ -340,13 +337,22 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
 
 
 def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
-                 default_dtype: str = "float32", freeze_params: bool = False,
-                 custom_convert_map: Mapping[Any, Callable[[Any, dict], Any]] | None = None
+                 default_dtype: str | Mapping[Any, Callable] = "float32",
+                 freeze_params: bool = False,
+                 custom_convert_map: Mapping[Any, Callable[[Any, dict], Any]] | None = None,
+                 use_parser_friendly_name: bool = False, keep_quantized_weight: bool = False
                  ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert a PyTorch model to a relay IRModule and its parameters (TVM's from_pytorch).
 
     ``model``: an ``nn.Module`` in eval mode (a ``torch.fx.GraphModule`` included), exported
-    with ``torch.export.export`` on inputs of the given shapes, or an ``ExportedProgram``.
+    with ``torch.export.export`` on inputs of the given shapes, an ``ExportedProgram``, or a
+    TorchScript module / function (``torch.jit.trace`` / ``torch.jit.script``: TVM's input),
+    whose graph is lowered to the same ATen calls (``torchscript``); its parameters are named
+    by attribute path (``"layer1.0.conv1.weight"``; ``use_parser_friendly_name=True``:
+    ``"layer1_0_conv1_weight"``, as TVM). TVM's ``custom_convert_map`` form
+    ``{"aten::name": fn(inputs, input_types)}`` is accepted for TorchScript input, and, as in
+    TVM, the map may be the third positional argument. ``keep_quantized_weight`` is accepted
+    for TVM compatibility: quantized weights are always kept as int8 (QNN) here.
     ``input_infos``: ``[(name, shape)]`` or ``[(name, (shape, dtype))]`` in ``forward``'s
     argument order; the names become the relay inputs' names. Optional for an
     ExportedProgram (then its placeholder names and shapes are used, and when given they are
@@ -366,7 +372,24 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     from torch.export.graph_signature import InputKind, OutputKind
 
     from .quantized import from_pytorch_quantized, is_quantized_model
+    from .torchscript import convert_map_from_tvm, is_torchscript, script_to_fx
 
+    del keep_quantized_weight  # quantized weights stay int8 (QNN) in any case
+    if isinstance(default_dtype, Mapping):  # TVM's order: (model, input_infos, custom_map)
+        if custom_convert_map is not None:
+            raise TypeError("from_pytorch: custom_convert_map given twice")
+        default_dtype, custom_convert_map = "float32", default_dtype
+    if is_torchscript(model):
+        if input_infos is None:
+            raise ValueError("from_pytorch: input_infos (TVM's shape_list) [(name, shape), "
+                             "...] are required for a TorchScript module")
+        infos = _parse_input_infos(input_infos, default_dtype)
+        custom_convert_map = convert_map_from_tvm(custom_convert_map)
+        model = script_to_fx(model, infos, _converter_table(custom_convert_map),
+                             friendly_names=use_parser_friendly_name)
+    elif use_parser_friendly_name:
+        raise ValueError("from_pytorch: use_parser_friendly_name applies to TorchScript input "
+                         "(an nn.Module's parameters keep their state_dict names)")
     if is_quantized_model(model):
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required for a "
