@@ -262,7 +262,7 @@ class _Lowering:
         args: list = []
         kwargs: dict = {}
         for a, v in zip(op._schema.arguments, vals):
-            t = str(a.type)
+            t = str(getattr(a, "real_type", a.type))
             if isinstance(v, int) and not isinstance(v, bool):
                 if "ScalarType" in t:
                     v = getattr(torch, _SCALAR_TYPES[v])
