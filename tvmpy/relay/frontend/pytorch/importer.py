@@ -378,7 +378,8 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     if isinstance(default_dtype, Mapping):  # TVM's order: (model, input_infos, custom_map)
         if custom_convert_map is not None:
             raise TypeError("from_pytorch: custom_convert_map given twice")
-        default_dtype, custom_convert_map = "float32", default_dtype
+        custom_convert_map = default_dtype
+        default_dtype = "float32"
     if is_torchscript(model):
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos (TVM's shape_list) [(name, shape), "

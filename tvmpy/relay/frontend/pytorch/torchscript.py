@@ -597,42 +597,49 @@ def _examples(torch: Any, infos: list[tuple[str, list[int], str]]) -> list:
             else torch.zeros(s, dtype=getattr(torch, d)) for _, s, d in infos]
 
 
+def _fill(v: Any, it: Any) -> Any:
+    """``v`` with each tensor replaced by the next of ``it``."""
+    import torch
+
+    if isinstance(v, torch.Tensor):
+        return next(it)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_fill(x, it) for x in v)
+    return v
+
+
+def _converts(op: Any, cargs: list, ckwargs: dict, table: dict) -> bool:
+    """Whether ``op`` on these arguments, exported alone, becomes ops of ``table`` through
+    torch's decompositions."""
+    import torch
+
+    from .importer import prepare_program
+
+    tensors = [x for x in _flat((cargs, list(ckwargs.values()))) if isinstance(x, torch.Tensor)]
+
+    class _One(torch.nn.Module):
+        def forward(self, *ts: Any) -> Any:
+            it = iter(ts)
+            a = _fill(cargs, it)
+            return op(*a, **{n: _fill(v, it) for n, v in ckwargs.items()})
+
+    try:
+        ep = torch.export.export(_One(), tuple(tensors))
+        return not prepare_program(ep, table)[1]
+    except Exception:
+        return False
+
+
 def _check_ops(lw: _Lowering, table: dict) -> None:
     """Each ATen op without a converter of its own must become supported ops through torch's
     decompositions (checked on the op alone, as the quantized importer does)."""
-    from .importer import prepare_program
-
-    torch = lw.torch
     seen: dict[str, bool] = {}
     for node, op, (cargs, ckwargs) in lw.checked:
         key = str(op)
         if key in table:
             continue
         if key not in seen:
-            ok = True
-            try:
-                tensors = [x for x in _flat((cargs, list(ckwargs.values())))
-                           if isinstance(x, torch.Tensor)]
-
-                def fill(v: Any, it: Any) -> Any:
-                    if isinstance(v, torch.Tensor):
-                        return next(it)
-                    if isinstance(v, (list, tuple)):
-                        return type(v)(fill(x, it) for x in v)
-                    return v
-
-                class _One(torch.nn.Module):
-                    def forward(self, *ts: Any) -> Any:
-                        it = iter(ts)
-                        a = fill(cargs, it)
-                        k = {n: fill(v, it) for n, v in ckwargs.items()}
-                        return op(*a, **k)
-
-                ep = torch.export.export(_One(), tuple(tensors))
-                ok = not prepare_program(ep, table)[1]
-            except Exception:
-                ok = False
-            seen[key] = ok
+            seen[key] = _converts(op, cargs, ckwargs, table)
         if not seen[key]:
             lw.missing.setdefault(node.kind() + f" ({key})", []).append(_where(node))
 
