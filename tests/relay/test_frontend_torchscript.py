@@ -5,6 +5,7 @@ with relay.build (llvm, opt_level 3) and compared with eager torch on random inp
 from __future__ import annotations
 
 import warnings
+from typing import List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -130,6 +131,27 @@ class ShapeFlow(nn.Module):
         return x
 
 
+class ListFlow(nn.Module):
+    """A list of tensors from an op, a loop over it appending to a Python list, len() and
+    ``is not None`` on tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 5)
+
+    def forward(self, x, y: Optional[torch.Tensor] = None):
+        parts = torch.chunk(x, 3, dim=1)
+        ys: List[torch.Tensor] = []
+        for p in parts:
+            ys.append(torch.relu(p) * float(len(ys) + 1))
+        z = torch.cat(ys, 1)
+        if y is not None:
+            z = z + y
+        if len(ys) == 3:
+            z = z - 0.5
+        return self.lin(z)
+
+
 class DataFlow(nn.Module):
     def forward(self, x):
         if bool(x.sum() > 0):
@@ -214,6 +236,27 @@ def test_shape_control_flow(mode):
         _check(_jit(m, mode, x), m, ["x"], [x])
 
 
+def test_list_loop_script():
+    _seed(9)
+    m = ListFlow().eval()
+    x, y = torch.randn(2, 6), torch.randn(1, 6)
+    _check(torch.jit.script(m), m, ["x"], [x])  # y left out: its default None
+    _check(torch.jit.script(m), m, ["x", "y"], [x, y])
+
+
+def test_training_mode_and_tuple_input_errors():
+    m = SmallCNN()  # training mode
+    with pytest.raises(ValueError, match="training mode"):
+        relay.frontend.from_pytorch(torch.jit.script(m), [("x", (1, 3, 8, 8))])
+
+    class TupleIn(nn.Module):
+        def forward(self, xs: Tuple[torch.Tensor, torch.Tensor]):
+            return xs[0] + xs[1]
+
+    with pytest.raises(ValueError, match=r"graph input %xs(\.\d+)? is a Tuple"):
+        relay.frontend.from_pytorch(torch.jit.script(TupleIn().eval()), [("xs", (2, 2))])
+
+
 def test_script_function():
     @torch.jit.script
     def f(x, y):
@@ -227,7 +270,7 @@ def test_script_function():
 
 
 def test_data_dependent_control_flow_is_named():
-    m = DataFlow()
+    m = DataFlow().eval()
     with pytest.raises(PyTorchConvertError, match=r"(prim::If|aten::Bool).*input data"):
         relay.frontend.from_pytorch(torch.jit.script(m), [("x", (2, 3))])
 
@@ -272,7 +315,7 @@ def test_shape_list_length_error():
 
 
 def test_unsupported_ops_listed_together():
-    m = torch.jit.trace(Unsupported(), torch.randn(2, 3))
+    m = torch.jit.trace(Unsupported().eval(), torch.randn(2, 3))
     with pytest.raises(OpNotImplemented) as e:
         relay.frontend.from_pytorch(m, [("x", (2, 3))])
     msg = str(e.value)
@@ -296,7 +339,7 @@ def test_custom_convert_map_tvm_style():
                                                        _op.multiply(x, x))))
 
     x = torch.rand(2, 5) * 0.1
-    m = torch.jit.trace(Erfinv(), x)
+    m = torch.jit.trace(Erfinv().eval(), x)
     for args, kw in (((), {"custom_convert_map": {"aten::erfinv": erfinv}}),
                      (({"aten::erfinv": erfinv},), {})):  # TVM's third positional argument
         mod, params = relay.frontend.from_pytorch(m, [("x", (2, 5))], *args, **kw)

@@ -79,6 +79,12 @@ _SCALAR_OPS: dict[str, Callable[..., Any]] = {
 }  # fmt: skip
 
 
+# Python-level ops whose result depends only on the structure of their operands (list
+# lengths, identity, static shapes), taken in Python even on tensors of the graph
+_STRUCTURAL = {"aten::__is__", "aten::__isnot__", "aten::len", "aten::format", "aten::warn",
+               "aten::str"}
+
+
 def is_torchscript(model: Any) -> bool:
     import torch
 
@@ -217,6 +223,9 @@ class _Lowering:
         if self._poisoned(conc):
             for o in outs:
                 self._set(o, _POISON, _POISON)
+            return
+        if kind in _STRUCTURAL:  # depends on the values' structure only (len of a list, ...)
+            self._scalar(node, kind, conc, outs)
             return
         tensors = [x for x in _flat(conc) if isinstance(x, self.torch.Tensor)]
         if not tensors and kind in _SCALAR_OPS and not self._is_node(sym):
@@ -469,6 +478,14 @@ def _identity(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
     lw._set(outs[0], lw.conc[ins[0]], lw.sym[ins[0]])
 
 
+def _list_copy(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
+    conc, sym = lw.conc[ins[0]], lw.sym[ins[0]]
+    if isinstance(conc, (list, tuple)):
+        lw._set(outs[0], list(conc), list(_items(lw, ins[0], len(conc))))
+    else:
+        _generic(lw, node)
+
+
 def _none(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
     lw._set(outs[0], None, None)
 
@@ -559,6 +576,7 @@ _PRIM: dict[str, Callable[[_Lowering, Any, list, list], None]] = {
     "prim::ListUnpack": _unpack, "prim::TupleUnpack": _unpack, "prim::TupleIndex": _tuple_index,
     "aten::__getitem__": _list_getitem, "aten::append": _append,
     "prim::NumToTensor": _num_to_tensor, "prim::unchecked_cast": _identity,
+    "aten::list": _list_copy,
     "prim::Uninitialized": _none, "prim::If": _if, "prim::Loop": _loop,
     "prim::RaiseException": _raise, "prim::CallMethod": _unsupported,
     "prim::CallFunction": _unsupported, "prim::PythonOp": _unsupported,
@@ -575,6 +593,23 @@ def _inlined_graph(torch: Any, model: Any) -> tuple[Any, bool]:
     if not hasattr(model, "forward"):
         raise TypeError("from_pytorch: the TorchScript module has no forward method")
     return model.inlined_graph, True
+
+
+_NO_DEFAULT = object()
+
+
+def _defaults(model: Any, n: int) -> list:
+    """Default values of the graph's ``n`` inputs (``_NO_DEFAULT`` where there is none)."""
+    try:
+        fn = model if not hasattr(model, "forward") else model.forward
+        args = list(fn.schema.arguments)
+    except Exception:
+        return [_NO_DEFAULT] * n
+    if args and args[0].name == "self":
+        args = args[1:]
+    if len(args) != n:
+        return [_NO_DEFAULT] * n
+    return [a.default_value if a.has_default_value() else _NO_DEFAULT for a in args]
 
 
 def _has_quantized_ops(graph: Any) -> bool:
@@ -652,15 +687,28 @@ def script_to_fx(model: Any, infos: list[tuple[str, list[int], str]],
     quantized importer's own check."""
     import torch
 
+    if getattr(model, "training", False):
+        raise ValueError("from_pytorch: the TorchScript module is in training mode (dropout, "
+                         "batch-norm statistics): call model.eval() before tracing / scripting")
     graph, has_self = _inlined_graph(torch, model)
     inputs = list(graph.inputs())
     if has_self:
         inputs = inputs[1:]
-    if len(inputs) != len(infos):
+    defaults = _defaults(model, len(inputs))
+    required = sum(1 for d in defaults if d is _NO_DEFAULT)
+    if not required <= len(infos) <= len(inputs):
         raise ValueError(
             f"from_pytorch: shape_list has {len(infos)} entries {[n for n, _, _ in infos]}, "
             f"the TorchScript graph takes {len(inputs)} inputs "
-            f"{[v.debugName() for v in inputs]}")
+            f"{[v.debugName() for v in inputs]}"
+            + (f" ({required} required)" if required < len(inputs) else ""))
+    for v in inputs[:len(infos)]:
+        t = v.type()
+        if t.kind() != "TensorType" and not (t.kind() == "OptionalType"
+                                             and t.getElementType().kind() == "TensorType"):
+            raise ValueError(f"from_pytorch: graph input %{v.debugName()} is a {t}: "
+                             "only tensor inputs are supported (wrap the model so that "
+                             "forward takes tensors)")
     quantized = _has_quantized_ops(graph)
     lw = _Lowering(torch, quantized, friendly_names)
     if has_self:
@@ -670,6 +718,8 @@ def script_to_fx(model: Any, infos: list[tuple[str, list[int], str]],
         ph = lw.fx.placeholder(name)
         lw.dyn.add(ph)
         lw._set(v, ex, ph)
+    for v, d in zip(inputs[len(infos):], defaults[len(infos):]):
+        lw._set(v, d, d)  # an argument left out: its default
     lw.block(graph.nodes())
     if not quantized:
         _check_ops(lw, dict(table or CONVERTERS))
