@@ -2,7 +2,8 @@
 
 The model goes through ``torch.export``: an ``nn.Module`` (a ``torch.fx.GraphModule`` included)
 is exported on example inputs built from ``input_infos``; an ``ExportedProgram`` is taken as it
-is. The exported ATen graph is converted node by node (by the converters that the
+is; a TorchScript module or function (TVM's input) is first lowered to an fx GraphModule of the
+same ATen calls (``torchscript``). The exported ATen graph is converted node by node (by the converters that the
 operator-family modules of this package register in ``common.CONVERTERS``). Three steps make
 the graph convertible, each only when the previous one leaves an op unsupported: the graph as
 exported; functionalized (``run_decompositions({})``: in-place ops become
@@ -144,8 +145,10 @@ def _program(model: Any, input_infos: Any, default_dtype: str):
                              "export an nn.Module")
         infos = _parse_input_infos(input_infos, default_dtype)
         return _export(model, infos), infos
-    raise TypeError(f"from_pytorch: model must be a torch.nn.Module, torch.fx.GraphModule or "
-                    f"torch.export.ExportedProgram, got {type(model).__name__}")
+    raise TypeError(f"from_pytorch: model must be a TorchScript module or function "
+                    f"(torch.jit.trace / torch.jit.script), a torch.nn.Module, "
+                    f"torch.fx.GraphModule or torch.export.ExportedProgram, got "
+                    f"{type(model).__name__}")
 
 
 # ------------------------------------------------------------------------------------------------
