@@ -4,8 +4,8 @@ with relay.build (llvm, opt_level 3) and compared with eager torch on random inp
 
 from __future__ import annotations
 
+import io
 import warnings
-from typing import List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -139,9 +139,9 @@ class ListFlow(nn.Module):
         super().__init__()
         self.lin = nn.Linear(6, 5)
 
-    def forward(self, x, y: Optional[torch.Tensor] = None):
+    def forward(self, x, y: torch.Tensor | None = None):
         parts = torch.chunk(x, 3, dim=1)
-        ys: List[torch.Tensor] = []
+        ys: list[torch.Tensor] = []
         for p in parts:
             ys.append(torch.relu(p) * float(len(ys) + 1))
         z = torch.cat(ys, 1)
@@ -250,11 +250,18 @@ def test_training_mode_and_tuple_input_errors():
         relay.frontend.from_pytorch(torch.jit.script(m), [("x", (1, 3, 8, 8))])
 
     class TupleIn(nn.Module):
-        def forward(self, xs: Tuple[torch.Tensor, torch.Tensor]):
+        def forward(self, xs: tuple[torch.Tensor, torch.Tensor]):
             return xs[0] + xs[1]
 
     with pytest.raises(ValueError, match=r"graph input %xs(\.\d+)? is a Tuple"):
         relay.frontend.from_pytorch(torch.jit.script(TupleIn().eval()), [("xs", (2, 2))])
+
+    class IntOut(nn.Module):
+        def forward(self, x):
+            return x + 1, x.shape[0]
+
+    with pytest.raises(ValueError, match="output 0 of the TorchScript graph is tuple"):
+        relay.frontend.from_pytorch(torch.jit.script(IntOut().eval()), [("x", (2, 2))])
 
 
 def test_script_function():
@@ -298,7 +305,11 @@ def test_parser_friendly_names():
     _seed(6)
     x = torch.randn(1, 3, 8, 8)
     m = _settle_bn(SmallCNN(), x)
-    mod, params = relay.frontend.from_pytorch(torch.jit.trace(m, x), [("input0", (1, 3, 8, 8))],
+    buf = io.BytesIO()  # a saved .pt, loaded back with torch.jit.load, as TVM users have them
+    torch.jit.save(torch.jit.trace(m, x), buf)
+    buf.seek(0)
+    loaded = torch.jit.load(buf)
+    mod, params = relay.frontend.from_pytorch(loaded, [("input0", (1, 3, 8, 8))],
                                               use_parser_friendly_name=True)
     assert "conv1_weight" in params and not any("." in k for k in params)
     got = _build_run(mod, params, {"input0": x.numpy()})

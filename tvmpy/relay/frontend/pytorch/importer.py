@@ -145,10 +145,9 @@ def _program(model: Any, input_infos: Any, default_dtype: str):
                              "export an nn.Module")
         infos = _parse_input_infos(input_infos, default_dtype)
         return _export(model, infos), infos
-    raise TypeError(f"from_pytorch: model must be a TorchScript module or function "
-                    f"(torch.jit.trace / torch.jit.script), a torch.nn.Module, "
-                    f"torch.fx.GraphModule or torch.export.ExportedProgram, got "
-                    f"{type(model).__name__}")
+    raise TypeError(f"from_pytorch: model must be a torch.nn.Module, torch.fx.GraphModule, "
+                    f"torch.export.ExportedProgram or TorchScript module / function "
+                    f"(torch.jit.trace / torch.jit.script), got {type(model).__name__}")
 
 
 # ------------------------------------------------------------------------------------------------

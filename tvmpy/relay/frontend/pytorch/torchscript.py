@@ -479,7 +479,7 @@ def _identity(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
 
 
 def _list_copy(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
-    conc, sym = lw.conc[ins[0]], lw.sym[ins[0]]
+    conc = lw.conc[ins[0]]
     if isinstance(conc, (list, tuple)):
         lw._set(outs[0], list(conc), list(_items(lw, ins[0], len(conc))))
     else:
@@ -726,6 +726,11 @@ def script_to_fx(model: Any, infos: list[tuple[str, list[int], str]],
     if lw.missing:
         raise unsupported_error("from_pytorch", lw.missing)
     rets = [(lw.conc[v], lw.sym[v]) for v in graph.outputs()]
+    for k, (c, _) in enumerate(rets):
+        leaves = _flat(c)
+        if not leaves or not all(isinstance(x, torch.Tensor) for x in leaves):
+            raise ValueError(f"from_pytorch: output {k} of the TorchScript graph is "
+                             f"{type(c).__name__} {c!r:.60}, not a tensor (or tensors)")
     out = [lw._arg(s, c) for c, s in rets]
     lw.fx.output(out[0] if len(out) == 1 else tuple(out))
     return torch.fx.GraphModule(lw.root, lw.fx).eval()
