@@ -231,13 +231,7 @@ class _Lowering:
         if not tensors and kind in _SCALAR_OPS and not self._is_node(sym):
             self._scalar(node, kind, conc, outs)
             return
-        op = self._overload(node)
-        if op is None:
-            self.missing.setdefault(kind, []).append(_where(node))
-            for o in outs:
-                self._set(o, _POISON, _POISON)
-            return
-        self._call(node, op, conc, sym, outs)
+        _generic(self, node)
 
     def _scalar(self, node: Any, kind: str, conc: list, outs: list) -> None:
         try:
@@ -445,6 +439,7 @@ def _list_getitem(lw: _Lowering, node: Any, ins: list, outs: list) -> None:
 
 
 def _generic(lw: _Lowering, node: Any) -> None:
+    """A call of the node's torch.ops overload (an unsupported op when it has none)."""
     outs = list(node.outputs())
     op = lw._overload(node)
     ins = list(node.inputs())
