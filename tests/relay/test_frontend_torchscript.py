@@ -159,6 +159,12 @@ class DataFlow(nn.Module):
         return x - 1
 
 
+class DataShape(nn.Module):
+    def forward(self, x):
+        n = int(x.abs().sum() > -1.0) + 1
+        return x.reshape(n, -1)
+
+
 class TwoInputs(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -278,8 +284,13 @@ def test_script_function():
 
 def test_data_dependent_control_flow_is_named():
     m = DataFlow().eval()
-    with pytest.raises(PyTorchConvertError, match=r"(prim::If|aten::Bool).*input data"):
+    with pytest.raises(PyTorchConvertError,
+                       match=r"condition of .*prim::If.* input data \(by .*aten::Bool"):
         relay.frontend.from_pytorch(torch.jit.script(m), [("x", (2, 3))])
+    # a shape computed from the data, through Python arithmetic: named at its use
+    with pytest.raises(PyTorchConvertError,
+                       match=r"an input of .*aten::reshape.*input data \(by .*aten::Int"):
+        relay.frontend.from_pytorch(torch.jit.script(DataShape().eval()), [("x", (2, 3))])
 
 
 def test_dtype_variants():

@@ -99,6 +99,14 @@ class _Poison:
 _POISON = _Poison()
 
 
+class _FromData:
+    """A Python value (an int, a bool) computed from the input data: the graph is static only
+    if nothing uses it; control flow or an op that does raises, naming where it came from."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+
 class _ModRef:
     """A submodule reached by ``prim::GetAttr``: its path and the script module."""
 
@@ -214,6 +222,11 @@ class _Lowering:
         kind = node.kind()
         ins = list(node.inputs())
         outs = list(node.outputs())
+        src = next((x for x in _flat([self.sym[v] for v in ins]) if isinstance(x, _FromData)),
+                   None)
+        if src is not None:
+            self._from_data(node, src, outs)
+            return
         special = _PRIM.get(kind)
         if special is not None:
             special(self, node, ins, outs)
@@ -232,6 +245,21 @@ class _Lowering:
             self._scalar(node, kind, conc, outs)
             return
         _generic(self, node)
+
+    def _from_data(self, node: Any, src: _FromData, outs: list) -> None:
+        """A node reading a value computed from the input data: Python values computed from it
+        are too; control flow on it, or a tensor from it, is an error naming both nodes."""
+        kind = node.kind()
+        if kind not in ("prim::If", "prim::Loop") and all(
+                o.type().kind() != "TensorType" for o in outs):
+            for o in outs:
+                self._set(o, src, src)
+            return
+        what = "the condition of" if kind in ("prim::If", "prim::Loop") else "an input of"
+        raise PyTorchConvertError(
+            f"from_pytorch: {what} {_where(node)} is computed from the input data (by "
+            f"{src.where}); only graphs whose control flow and shapes are known at import "
+            "time are supported")
 
     def _scalar(self, node: Any, kind: str, conc: list, outs: list) -> None:
         try:
@@ -317,10 +345,10 @@ class _Lowering:
             return
         if not has_tensor_out:
             if self._is_dyn(sym) and kind not in _SHAPE_OPS:
-                raise PyTorchConvertError(
-                    f"from_pytorch: {_where(node)} computes a Python value from the input "
-                    "data; only graphs whose control flow and shapes are known at import "
-                    "time are supported")
+                src = _FromData(_where(node))
+                for o in outs:
+                    self._set(o, src, src)
+                return
             for o, v in zip(outs, vals):
                 self._set(o, v, v)
             return
