@@ -7,7 +7,9 @@ helpers the converters share; the converters live in one module per operator fam
 ``reduction``, ``tensor`` (views and data movement) and ``index`` (sorting, scatters, advanced
 indexing) and ``rnn`` (LSTM, GRU). ``quantized`` converts torch.ao quantized models (``convert_fx`` output or eager-mode
 ``convert``ed modules; ``from_pytorch`` sends them there) from their FX graph into the QNN dialect,
-its float nodes through the same ATen converters.
+its float nodes through the same ATen converters. ``torchscript`` lowers a TorchScript module
+or function (TVM's input: ``torch.jit.trace`` / ``torch.jit.script``) to an fx graph of the same
+ATen calls, which then takes one of those two paths.
 """
 
 # importing the family modules registers their converters

@@ -2,7 +2,8 @@
 
 The model goes through ``torch.export``: an ``nn.Module`` (a ``torch.fx.GraphModule`` included)
 is exported on example inputs built from ``input_infos``; an ``ExportedProgram`` is taken as it
-is. The exported ATen graph is converted node by node (by the converters that the
+is; a TorchScript module or function (TVM's input) is first lowered to an fx GraphModule of the
+same ATen calls (``torchscript``). The exported ATen graph is converted node by node (by the converters that the
 operator-family modules of this package register in ``common.CONVERTERS``). Three steps make
 the graph convertible, each only when the previous one leaves an op unsupported: the graph as
 exported; functionalized (``run_decompositions({})``: in-place ops become
@@ -119,9 +120,6 @@ def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
 
 def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     torch = _torch()
-    if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError("from_pytorch: TorchScript modules are not supported; pass the "
-                        "nn.Module itself (it is exported with torch.export)")
     if model.training:
         raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
                          "statistics): call model.eval() first")
@@ -147,8 +145,9 @@ def _program(model: Any, input_infos: Any, default_dtype: str):
                              "export an nn.Module")
         infos = _parse_input_infos(input_infos, default_dtype)
         return _export(model, infos), infos
-    raise TypeError(f"from_pytorch: model must be a torch.nn.Module, torch.fx.GraphModule or "
-                    f"torch.export.ExportedProgram, got {type(model).__name__}")
+    raise TypeError(f"from_pytorch: model must be a torch.nn.Module, torch.fx.GraphModule, "
+                    f"torch.export.ExportedProgram or TorchScript module / function "
+                    f"(torch.jit.trace / torch.jit.script), got {type(model).__name__}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -340,13 +339,22 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
 
 
 def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
-                 default_dtype: str = "float32", freeze_params: bool = False,
-                 custom_convert_map: Mapping[Any, Callable[[Any, dict], Any]] | None = None
+                 default_dtype: str | Mapping[Any, Callable] = "float32",
+                 freeze_params: bool = False,
+                 custom_convert_map: Mapping[Any, Callable[[Any, dict], Any]] | None = None,
+                 use_parser_friendly_name: bool = False, keep_quantized_weight: bool = False
                  ) -> tuple[IRModule, dict[str, np.ndarray]]:
     """Convert a PyTorch model to a relay IRModule and its parameters (TVM's from_pytorch).
 
     ``model``: an ``nn.Module`` in eval mode (a ``torch.fx.GraphModule`` included), exported
-    with ``torch.export.export`` on inputs of the given shapes, or an ``ExportedProgram``.
+    with ``torch.export.export`` on inputs of the given shapes, an ``ExportedProgram``, or a
+    TorchScript module / function (``torch.jit.trace`` / ``torch.jit.script``: TVM's input),
+    whose graph is lowered to the same ATen calls (``torchscript``); its parameters are named
+    by attribute path (``"layer1.0.conv1.weight"``; ``use_parser_friendly_name=True``:
+    ``"layer1_0_conv1_weight"``, as TVM). TVM's ``custom_convert_map`` form
+    ``{"aten::name": fn(inputs, input_types)}`` is accepted for TorchScript input, and, as in
+    TVM, the map may be the third positional argument. ``keep_quantized_weight`` is accepted
+    for TVM compatibility: quantized weights are always kept as int8 (QNN) here.
     ``input_infos``: ``[(name, shape)]`` or ``[(name, (shape, dtype))]`` in ``forward``'s
     argument order; the names become the relay inputs' names. Optional for an
     ExportedProgram (then its placeholder names and shapes are used, and when given they are
@@ -366,7 +374,25 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     from torch.export.graph_signature import InputKind, OutputKind
 
     from .quantized import from_pytorch_quantized, is_quantized_model
+    from .torchscript import convert_map_from_tvm, is_torchscript, script_to_fx
 
+    del keep_quantized_weight  # quantized weights stay int8 (QNN) in any case
+    if isinstance(default_dtype, Mapping):  # TVM's order: (model, input_infos, custom_map)
+        if custom_convert_map is not None:
+            raise TypeError("from_pytorch: custom_convert_map given twice")
+        custom_convert_map = default_dtype
+        default_dtype = "float32"
+    if is_torchscript(model):
+        if input_infos is None:
+            raise ValueError("from_pytorch: input_infos (TVM's shape_list) [(name, shape), "
+                             "...] are required for a TorchScript module")
+        infos = _parse_input_infos(input_infos, default_dtype)
+        custom_convert_map = convert_map_from_tvm(custom_convert_map)
+        model = script_to_fx(model, infos, _converter_table(custom_convert_map),
+                             friendly_names=use_parser_friendly_name)
+    elif use_parser_friendly_name:
+        raise ValueError("from_pytorch: use_parser_friendly_name applies to TorchScript input "
+                         "(an nn.Module's parameters keep their state_dict names)")
     if is_quantized_model(model):
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required for a "

@@ -81,7 +81,7 @@ def _conv(ctx: ConvertContext, node: Node, x, w, bias, stride, padding, dilation
     return reshape_to(out, out_shape(node)) if nd == 1 else out
 
 
-@converter("aten.convolution.default")
+@converter("aten.convolution.default", "aten._convolution.default")  # the latter: traced convs
 def _convolution(ctx: ConvertContext, node: Node, args: Args) -> Output:
     return _conv(
         ctx,
