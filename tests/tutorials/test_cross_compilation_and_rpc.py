@@ -68,7 +68,6 @@ def test_rpc_server_process(lib_tar, tmp_path):
         server.terminate()
 
 
-@pytest.mark.xfail(strict=True, reason="needs pfunc: tvm.runtime.convert")
 def test_size_as_runtime_convert():
     n = tvm.runtime.convert(N)
     A = te.placeholder((n,), name="A")

@@ -6,7 +6,6 @@ one perfect nest) and runs the schedule on awkward sizes against numpy."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import tvmpy as tvm
 import tvmpy.testing

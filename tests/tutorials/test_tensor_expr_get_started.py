@@ -126,8 +126,6 @@ def test_export_library_and_load(tmp_path):
     _run_add(tvm.runtime.load_module(temp.relpath("myadd_cl.so")), _opencl(), 77)
 
 
-@pytest.mark.xfail(strict=True, reason="needs modules: Module.save of object code + "
-                   "cc.create_shared + load_module")
 def test_save_object_create_shared_load(tmp_path):
     temp = utils.tempdir(str(tmp_path))
     A, B, C = _vector_add()
