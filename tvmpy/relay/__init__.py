@@ -21,8 +21,10 @@ from . import (  # noqa: F401
     qnn,  # noqa: E402,F401  (after relay.op: registers the qnn.* operators)
     transform,
 )
-from .build_module import build  # noqa: F401
-from .build_module import build_config  # noqa: F401  (TVM 0.6/0.7 name of PassContext)
+from .build_module import (
+    build,  # noqa: F401
+    build_config,  # noqa: F401  (TVM 0.6/0.7 name of PassContext)
+)
 from .expr import (  # noqa: F401
     Attrs,
     Call,

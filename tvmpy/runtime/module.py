@@ -91,7 +91,7 @@ from .linker import (
 from .packed_func import bind_library
 from .parallel_pool import STOP_SYMBOL
 
-__all__ = ["Module", "load_module", "ProfileResult", "enabled"]
+__all__ = ["Module", "load_module", "ProfileResult"]
 
 #: a module's attached source: the text, or a function that makes it on first request
 Source = Union[str, Callable[[], str]]
