@@ -14,7 +14,10 @@ and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JS
   vars). Host numpy arrays are accepted: copied in, and written ones copied back.
   ``imported_modules[0]`` is the device module (``get_source()``: the kernel source);
   ``export_library`` writes the plan and the source into the library's metadata and
-  ``load_module`` restores the module (no compiler needed).
+  ``load_module`` restores the module (no compiler needed). TVM's split save works too:
+  ``save("x.o")`` is the host part only, ``imported_modules[0].save("x.cl" / "x.ptx" / "x.cu")``
+  the device code (+ ``x.tvm_meta.json``, its kernel list); ``load_module`` of each, then
+  ``host.import_module(dev)`` (kernel names and argument types checked) joins them again.
 """
 
 from __future__ import annotations
