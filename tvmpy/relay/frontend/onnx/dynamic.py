@@ -121,7 +121,7 @@ def constant_of_shape(ctx: ImportContext, inputs: Inputs, attrs: Attrs,
     v = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     fill = const(v.reshape(()))
     dims = shape_values.lookup(ctx, names[0]) if names else None
-    if dims is not None:
+    if dims is not None and shape_values.connected(ctx, dims):
         return tensor.full(fill, dims, str(v.dtype))
     return dyn.full(fill, _int(inputs[0]), str(v.dtype))
 
