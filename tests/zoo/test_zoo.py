@@ -185,3 +185,36 @@ def test_greedy_nms_matches_a_reference():
             order = [j for j in order if iou(boxes[b, i], boxes[b, j]) <= 0.4]
         got = idx[b][kept[b]].tolist()
         assert got == want and 0 < len(want) < 30  # not capped: suppression decided it
+
+
+def test_build_runs_on_the_vm_what_the_graph_executor_cannot():
+    """zoo.build chooses the executor by relay's own rule (``build_module.vm_reason``, as
+    ``tvmpy compile`` and the ONNX backend do): a model whose sizes data decides (a
+    ConstantOfShape of a shape tensor that is a graph input) runs on the VM, equal to
+    onnxruntime; relay.build refuses it naming relay.vm.compile."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tvmpy import relay
+    from tvmpy.relay.build_module import vm_reason
+
+    g = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["c"],
+                          value=numpy_helper.from_array(np.full(1, 0.5, np.float32))),
+         helper.make_node("Add", ["c", "x"], ["out"])], "cos",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = compare.import_onnx(m, None)
+    assert "dyn.full" in vm_reason(mod)
+    with pytest.raises(Exception, match="relay.vm.compile"):
+        relay.build(mod, "llvm", params=params)
+    c = zoo.build(mod, params)
+    assert c.vm
+    ort = compare.ort_runner(m, threads=1)
+    for rows, b in ((4, 1), (2, 2), (5, 5)):  # (the Add broadcasts x's rows over c's)
+        feeds = {"x": np.random.default_rng(rows).standard_normal((b, 3)).astype(np.float32),
+                 "shape": np.array([rows if b == 1 else b, 3], np.int64)}
+        zoo.assert_close(c.run(feeds), ort(feeds), f"ConstantOfShape at {feeds['shape']}")
