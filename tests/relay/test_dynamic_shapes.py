@@ -777,3 +777,33 @@ def test_onnx_shape_of_a_size_decided_by_data_stays_dynamic():
         got = vm.invoke("main", x=x).numpy()
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_batch_matmul_over_a_broadcast_reduction_extent():
+    """``batch_matmul(a + c, b)`` with a (2, 3, P), c (1, 1, Q), b (2, R, 5): A's reduction
+    extent is ``max(P, Q)`` and B's is R, which only run time can compare; relay.build lowered
+    it with 'batch_matmul: reduction extents differ' (the T5 encoder's bias over relative
+    positions). Now the kernel asserts the extents before computing: right at several sizes,
+    and sizes that disagree are refused before anything runs."""
+    p, q, r = Any(), Any(), Any()
+    a, b = relay.var("a", shape=(2, 3, p)), relay.var("b", shape=(2, r, 5))
+    c = relay.var("c", shape=(1, 1, q))
+    out = relay.nn.batch_matmul(relay.add(a, c), b, transpose_b=False)
+    mod = tvm.IRModule.from_expr(relay.Function([a, b, c], out))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for kp, kq in ((1, 1), (7, 7), (6, 1), (1, 4)):  # (a side of 1 broadcasts)
+        k = max(kp, kq)
+        av = RNG.standard_normal((2, 3, kp)).astype(np.float32)
+        bv = RNG.standard_normal((2, k, 5)).astype(np.float32)
+        cv = RNG.standard_normal((1, 1, kq)).astype(np.float32)
+        g.set_input(a=av, b=bv, c=cv)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), (av + cv) @ bv, rtol=1e-5,
+                                   atol=1e-5)
+    g.set_input(a=RNG.standard_normal((2, 3, 4)).astype(np.float32),
+                b=RNG.standard_normal((2, 6, 5)).astype(np.float32),
+                c=RNG.standard_normal((1, 1, 4)).astype(np.float32))
+    with pytest.raises(ValueError, match="must be equal|reduction extents differ"):
+        g.run()
