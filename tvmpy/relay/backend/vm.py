@@ -16,7 +16,9 @@ Per relay function of the module (``main`` and every function it reaches):
    knows (``KERNEL``: data-dependent shape functions, sizes no input size determines, and
    operators without a compute, which run their numpy implementation; an operator with an
    upper-bound kernel, ``relay.op.upper_bound``, runs that one), and tuples / tuple items
-   of such values. Everything else (operator calls, constants, tuples feeding operators) forms
+   of such values. A kernel whose output type reads a size no argument has (an attribute
+   ``broadcast_to(c, shape=[K, 3])``, K decided by an earlier NonZero) runs after the node
+   that decides it and gets that value for its sizes (``sizes of`` in ``exe.bytecode``). Everything else (operator calls, constants, tuples feeding operators) forms
    **dataflow regions**: per scope, the operators between two layers of control nodes (a node's
    layer is the number of control nodes on its longest dependency path) make one region.
 4. Each region becomes a relay function (its inputs: the values it reads from elsewhere; its
