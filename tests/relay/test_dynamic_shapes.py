@@ -685,3 +685,125 @@ def test_onnx_slice_and_range_to_a_symbolic_sequence_length():
         gm.run()
         np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
                                    rtol=1e-6, atol=1e-6)
+
+
+def test_onnx_mask_of_ones_of_the_input_shape():
+    """``mask = ones(ids.shape)`` as transformers write it (ConstantOfShape(Shape(ids))),
+    reshaped to ``(B, -1)`` and added to scores of shape (B, S, S): the mask keeps the input's
+    own (B, S) (a static ``full`` over them), so the graph executor builds it. It was a
+    ``dyn.full`` of fresh sizes: GPT-2 and T5 with a dynamic batch and sequence then failed
+    ('dimension(s) [0, 1] (any, any) are not sizes of any graph input', and in the VM 'the shape
+    function of reshape failed ... batch * 4 cannot be used as a Python integer')."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Shape", ["x"], ["shp"]),
+             helper.make_node("ConstantOfShape", ["shp"], ["ones"],
+                              value=numpy_helper.from_array(np.ones(1, np.float32))),
+             helper.make_node("Gather", ["shp", "i0"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+             helper.make_node("Concat", ["b1", "minus1"], ["tgt"], axis=0),
+             helper.make_node("Reshape", ["ones", "tgt"], ["mask"]),
+             helper.make_node("Unsqueeze", ["mask", "ax1"], ["mask3"]),     # (B, 1, S)
+             helper.make_node("Unsqueeze", ["x", "ax2"], ["xq"]),           # (B, S, 1)
+             helper.make_node("Mul", ["xq", "mask3"], ["scores"]),          # (B, S, S)
+             helper.make_node("Sub", ["one", "mask3"], ["inv"]),
+             helper.make_node("Mul", ["inv", "neg"], ["bias"]),
+             helper.make_node("Add", ["scores", "bias"], ["biased"]),
+             helper.make_node("Softmax", ["biased"], ["out"], axis=-1)]
+    g = helper.make_graph(
+        nodes, "mask", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[i64("i0", 0), i64("ax0", [0]), i64("minus1", [-1]), i64("ax1", [1]),
+                     i64("ax2", [2]), numpy_helper.from_array(np.float32(1), "one"),
+                     numpy_helper.from_array(np.float32(-1e4), "neg")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert "dyn." not in mod.astext()
+    b, s = mod["main"].params[0].type_annotation.shape
+    ret = mod["main"].checked_type.ret_type
+    assert ret.shape[0] is b and ret.shape[1] is s and ret.shape[2] is s
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for shape in ((1, 7), (3, 11), (2, 1)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        gm.set_input(x=x)
+        gm.run()
+        np.testing.assert_allclose(gm.get_output(0).numpy(), sess.run(None, {"x": x})[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_shape_of_a_size_decided_by_data_stays_dynamic():
+    """An Expand to ``(B, K)`` with K the count of a NonZero whose result is used only by a
+    Shape op: a static ``broadcast_to(shape=[B, K])`` would keep K in an attribute while the
+    NonZero that decides it is dead code (nothing can compute K: the VM failed with 'the shape
+    function of broadcast_to failed ... B cannot be used as a Python integer'); a size that
+    neither the data nor a graph input has takes the dyn operator, which reads the shape
+    tensor (compared with onnxruntime at several sizes and counts, 0 included)."""
+    from tvmpy.runtime.vm import VirtualMachine
+
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["pos"]),
+             helper.make_node("NonZero", ["pos"], ["nz"]),              # (2, K)
+             helper.make_node("Shape", ["nz"], ["nzs"]),
+             helper.make_node("Slice", ["nzs", "s1", "s2"], ["k1"]),    # [K]
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Slice", ["xs", "s0", "s1"], ["b1"]),     # [B]
+             helper.make_node("Concat", ["b1", "k1"], ["tgt"], axis=0),
+             helper.make_node("Slice", ["x", "s0", "s1", "s1"], ["col"]),   # (B, 1)
+             helper.make_node("Expand", ["col", "tgt"], ["e"]),         # (B, K)
+             helper.make_node("Concat", ["k1", "b1"], ["tgt2"], axis=0),
+             helper.make_node("ConstantOfShape", ["tgt2"], ["ones"],
+                              value=numpy_helper.from_array(np.full(1, 2, np.float32))),
+             helper.make_node("Transpose", ["ones"], ["onest"]),        # (B, K)
+             helper.make_node("Mul", ["e", "onest"], ["out"])]
+    g = helper.make_graph(
+        nodes, "nz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 5])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.float32(0), "zero"), i64("s0", [0]),
+                     i64("s1", [1]), i64("s2", [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = relay.frontend.from_onnx(m)
+    assert "dyn.broadcast_to" in mod.astext() and "dyn.full" in mod.astext()
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm", params=params)
+    vm = VirtualMachine(exe, tvm.cpu(0))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, lo in ((1, 0.0), (3, 0.0), (2, 9.0)):  # (the last: no positive value, K = 0)
+        x = (RNG.standard_normal((b, 5)) - lo).astype(np.float32)
+        want = sess.run(None, {"x": x})[0]
+        got = vm.invoke("main", x=x).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_batch_matmul_over_a_broadcast_reduction_extent():
+    """``batch_matmul(a + c, b)`` with a (2, 3, P), c (1, 1, Q), b (2, R, 5): A's reduction
+    extent is ``max(P, Q)`` and B's is R, which only run time can compare; relay.build lowered
+    it with 'batch_matmul: reduction extents differ' (the T5 encoder's bias over relative
+    positions). Now the kernel asserts the extents before computing: right at several sizes,
+    and sizes that disagree are refused before anything runs."""
+    p, q, r = Any(), Any(), Any()
+    a, b = relay.var("a", shape=(2, 3, p)), relay.var("b", shape=(2, r, 5))
+    c = relay.var("c", shape=(1, 1, q))
+    out = relay.nn.batch_matmul(relay.add(a, c), b, transpose_b=False)
+    mod = tvm.IRModule.from_expr(relay.Function([a, b, c], out))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for kp, kq in ((1, 1), (7, 7), (6, 1), (1, 4)):  # (a side of 1 broadcasts)
+        k = max(kp, kq)
+        av = RNG.standard_normal((2, 3, kp)).astype(np.float32)
+        bv = RNG.standard_normal((2, k, 5)).astype(np.float32)
+        cv = RNG.standard_normal((1, 1, kq)).astype(np.float32)
+        g.set_input(a=av, b=bv, c=cv)
+        g.run()
+        np.testing.assert_allclose(g.get_output(0).numpy(), (av + cv) @ bv, rtol=1e-5,
+                                   atol=1e-5)
+    g.set_input(a=RNG.standard_normal((2, 3, 4)).astype(np.float32),
+                b=RNG.standard_normal((2, 6, 5)).astype(np.float32),
+                c=RNG.standard_normal((1, 1, 4)).astype(np.float32))
+    with pytest.raises(ValueError, match="must be equal|reduction extents differ"):
+        g.run()

@@ -16,6 +16,7 @@ from tvmpy.relay.op.registry import OpPattern, make_call, register_op, register_
 from tvmpy.relay.op.shape_func import register_shape_func
 from tvmpy.relay.op.strategy import OpStrategy
 from tvmpy.relay.op.strategy.generic import schedule_injective
+from tvmpy.relay.type_infer import infer_type
 from tvmpy.runtime.vm import VirtualMachine, VMError
 
 rng = np.random.default_rng(11)
@@ -338,6 +339,32 @@ def test_runtime_builtin_runs_its_numpy_implementation():
         xv = _rand(n)
         _check(vm.invoke("main", xv), np.sort(np.exp(xv))[::-1] + xv, rtol=1e-5)
 
+
+
+@pytest.mark.parametrize("size_first", [False, True])
+def test_kernel_with_a_size_that_an_earlier_kernel_decided(size_first):
+    """``broadcast_to(c, shape=[K, 3])`` with K the row count of an argwhere that is not an
+    input of the broadcast: the kernel gets the argwhere's result for its sizes ('sizes of' in
+    the bytecode) and runs after it whatever order the outputs name them in; its output shape
+    is its type's (K, 3) evaluated. The shape function of broadcast_to, which cannot read a
+    size variable from its attributes, failed ('symbolic expression any cannot be used as a
+    Python integer'). Checked at several sizes, and K = 0."""
+    x = relay.var("x", shape=(relay.Any(), 4))
+    c = relay.var("c", shape=(1, 3))
+    idx = relay.argwhere(relay.greater(x, relay.const(0.0)))
+    k = infer_type(relay.Function([x], idx)).body.checked_type.shape[0]
+    y = relay.broadcast_to(relay.exp(c), [k, 3])
+    mod = tvm.IRModule.from_expr(relay.Function([x, c], relay.Tuple(
+        [y, idx] if size_first else [idx, y])))
+    exe, vm = _vm(mod)
+    assert "sizes of" in exe.bytecode
+    cv = _rand(1, 3)
+    for n, shift in ((1, 0.0), (5, 0.0), (3, -2.0)):  # (the last: nothing positive)
+        xv = (_rand(n, 4) + shift).astype("float32")
+        want_idx = np.argwhere(xv > 0).astype("int32")
+        want_y = np.broadcast_to(np.exp(cv), (len(want_idx), 3))
+        out = vm.invoke("main", xv, cv)
+        _check(out, (want_y, want_idx) if size_first else (want_idx, want_y), rtol=1e-6)
 
 
 def _register_static_only_op():

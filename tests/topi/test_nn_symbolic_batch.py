@@ -108,3 +108,45 @@ def test_batch_matmul_pack_with_symbolic_m_and_n():
     out = x86.batch_matmul_pack(a, b, "float32", transpose_b=False)
     _run([a, b], out, topi.x86.schedule_batch_matmul, lambda x, y: x @ y,
          lambda n: [(4, n, 8), (4, 8, n)], batches=(1, 5, 17, 40))
+
+
+
+def test_reduction_extents_that_only_run_time_can_compare():
+    """A's reduction extent ``s`` against B's ``r``, two size variables nothing proves equal
+    at compile time (in relay: ``max(any, seq)`` from a broadcast against another Any, T5's
+    relative-position attention): the kernel asserts them equal before computing (it raised
+    'reduction extents differ' at build time). Equal at run time the product is right,
+    unequal the call fails naming the op; for batch_matmul (generic and x86-packed, whose K
+    must be A's constant), matmul and dense."""
+    import pytest
+
+    from tvmpy.topi import x86
+
+    s, r = te.var("s"), te.var("r")
+    cases = [  # name, make, A's shape at K, B's shape at K, reference
+        ("batch_matmul", lambda a, b: nn.batch_matmul(a, b, transpose_b=False),
+         lambda k: (3, 5, k), lambda k: (3, k, 4), lambda x, y: x @ y, True),
+        ("batch_matmul", lambda a, b: x86.batch_matmul_pack(a, b, "float32", 16, False),
+         lambda k: (3, 5, 8), lambda k: (3, k, 4), lambda x, y: x @ y, False),
+        ("matmul", nn.matmul, lambda k: (5, k), lambda k: (k, 4), lambda x, y: x @ y, True),
+        ("dense", nn.dense, lambda k: (5, k), lambda k: (4, k), lambda x, y: x @ y.T, True),
+    ]
+    rng = np.random.default_rng(3)
+    for name, make, sa, sb, ref, a_symbolic in cases:
+        a = te.placeholder(sa(s) if a_symbolic else sa(8), name="a")
+        b = te.placeholder(sb(r), name="b")
+        out = make(a, b)
+        f = tvm.build(te.create_schedule(out.op), [a, b, out], "llvm")
+        for ka, kb in ((1, 1), (7, 7), (8, 8), (6, 5), (8, 3)):
+            if not a_symbolic and ka != 8:
+                continue
+            x = rng.uniform(-1, 1, sa(ka)).astype("float32")
+            y = rng.uniform(-1, 1, sb(kb)).astype("float32")
+            n_out = (*x.shape[:-1], y.shape[-2] if name == "dense" else y.shape[-1])
+            res = tvm.nd.array(np.zeros(n_out, "float32"))
+            if ka == kb:
+                f(tvm.nd.array(x), tvm.nd.array(y), res)
+                np.testing.assert_allclose(res.numpy(), ref(x, y), rtol=1e-5, atol=1e-5)
+            else:
+                with pytest.raises(Exception, match=f"{name}: the reduction extents differ"):
+                    f(tvm.nd.array(x), tvm.nd.array(y), res)

@@ -29,28 +29,13 @@ pytest.importorskip("timm")
 
 from torch._dynamo.exc import UserError  # noqa: E402
 
-from tvmpy.relay.backend.graph_codegen import GraphCodegenError  # noqa: E402
-from tvmpy.relay.backend.te_compiler import LoweringError  # noqa: E402
-from tvmpy.relay.expr import RelayTypeError  # noqa: E402
-
 NAMES = sorted(zoo.MODELS)
 
 # ---- known failures ----------------------------------------------------------------------------
 _TORCH_DYNAMIC = ("from_pytorch converts static shapes only: an ExportedProgram with symbolic "
                   "dims is refused (tests/relay/test_frontend_pytorch.py::"
                   "test_dynamic_shapes_refused)")
-_GPT2 = ("from_onnx: transformers' causal-mask construction (Range / comparisons / Expand "
-         "over the batch and key length) leaves fresh Anys: a later reshape cannot prove "
-         "its element counts equal ('cannot prove that (any, any) and (batch, any * any // "
-         "batch) have the same number of elements'), or, once the graph passes fold that "
-         "reshape, the mask's dyn.full has sizes no graph input gives (GraphCodegenError)")
-_T5 = ("from_onnx: T5's bucketed relative positions (Range over the query and key lengths, "
-       "then arithmetic on them) give a bias whose dims are max(any, any), and the attention "
-       "output's reshape leaves the dense's input features symbolic")
-XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {
-    ("onnx_dynamic", "gpt2"): ((LoweringError, GraphCodegenError), _GPT2),
-    ("onnx_dynamic", "t5_encoder"): (RelayTypeError, _T5),
-}
+XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {}
 _RNN_EXPORT = ("torch.export specializes the sequence length of nn.LSTM / nn.GRU: "
                "'Constraints violated (seq)! ... specialized it to be a constant'")
 for _n in NAMES:
@@ -200,3 +185,36 @@ def test_greedy_nms_matches_a_reference():
             order = [j for j in order if iou(boxes[b, i], boxes[b, j]) <= 0.4]
         got = idx[b][kept[b]].tolist()
         assert got == want and 0 < len(want) < 30  # not capped: suppression decided it
+
+
+def test_build_runs_on_the_vm_what_the_graph_executor_cannot():
+    """zoo.build chooses the executor by relay's own rule (``build_module.vm_reason``, as
+    ``tvmpy compile`` and the ONNX backend do): a model whose sizes data decides (a
+    ConstantOfShape of a shape tensor that is a graph input) runs on the VM, equal to
+    onnxruntime; relay.build refuses it naming relay.vm.compile."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tvmpy import relay
+    from tvmpy.relay.build_module import vm_reason
+
+    g = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["c"],
+                          value=numpy_helper.from_array(np.full(1, 0.5, np.float32))),
+         helper.make_node("Add", ["c", "x"], ["out"])], "cos",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    mod, params = compare.import_onnx(m, None)
+    assert "dyn.full" in vm_reason(mod)
+    with pytest.raises(Exception, match="relay.vm.compile"):
+        relay.build(mod, "llvm", params=params)
+    c = zoo.build(mod, params)
+    assert c.vm
+    ort = compare.ort_runner(m, threads=1)
+    for rows, b in ((4, 1), (2, 2), (5, 5)):  # (the Add broadcasts x's rows over c's)
+        feeds = {"x": np.random.default_rng(rows).standard_normal((b, 3)).astype(np.float32),
+                 "shape": np.array([rows if b == 1 else b, 3], np.int64)}
+        zoo.assert_close(c.run(feeds), ort(feeds), f"ConstantOfShape at {feeds['shape']}")

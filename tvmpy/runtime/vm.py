@@ -127,7 +127,7 @@ class KernelInfo:
     allocated outputs, or (an operator without a compute) its numpy implementation."""
 
     __slots__ = ("name", "op", "attrs", "symbol", "in_specs", "out_spec", "data_dependent",
-                 "node", "out_type", "out_dims", "bounded")
+                 "node", "out_type", "out_dims", "bounded", "size_specs")
 
     def __init__(self, name: str, op: Any, attrs: Any, symbol: str | None, in_specs: list[Any],
                  out_spec: Any, data_dependent: bool, node: str, out_type: Any = None):
@@ -142,6 +142,9 @@ class KernelInfo:
         # ``symbol`` is the operator's upper-bound kernel (relay.op.upper_bound): outputs
         # allocated at the bound, the exact ones are prefixes sized by the kernel's counts
         self.bounded = False
+        # the specs of the values the instruction passes after the arguments only for their
+        # sizes (they bind size variables of ``out_dims`` that no argument has)
+        self.size_specs: list[Any] = []
 
 
 class Executable:
@@ -183,8 +186,11 @@ class Executable:
             k = self.kernels[ins[1]]
             how = k.symbol or "numpy"
             kind = ", upper bound" if k.bounded else ", data-dependent" if k.data_dependent else ""
+            n = len(k.in_specs)
+            sizes = (f"; sizes of {', '.join('$' + str(r) for r in ins[2][n:])}"
+                     if len(ins[2]) > n else "")
             return (f"kernel {k.name} [{how}{kind}]"
-                    f"({', '.join('$' + str(r) for r in ins[2])}) -> ${ins[3]}")
+                    f"({', '.join('$' + str(r) for r in ins[2][:n])}{sizes}) -> ${ins[3]}")
         if op == IF:
             return f"if ${ins[1]} else goto {ins[2]}"
         if op == GOTO:
@@ -212,7 +218,8 @@ class Executable:
             "segments": [(g.graph_json, g.params, g.in_specs, g.out_specs, g.name,
                           g.num_kernels) for g in self.segments],
             "kernels": [(k.name, k.op.name, k.attrs, k.symbol, k.in_specs, k.out_spec,
-                         k.data_dependent, k.node, k.out_type, k.out_dims, k.bounded)
+                         k.data_dependent, k.node, k.out_type, k.out_dims, k.bounded,
+                         k.size_specs)
                         for k in self.kernels],
         }
         return pickle.dumps(state), self.lib
@@ -234,6 +241,7 @@ class Executable:
             kernels.append(KernelInfo(n, get(op), attrs, sym, ins, out, dd, node, t))
             kernels[-1].out_dims = dims
             kernels[-1].bounded = bool(rest and rest[0])
+            kernels[-1].size_specs = list(rest[1]) if len(rest) > 1 else []
         return Executable(funcs, segs, kernels, lib)
 
     @property
@@ -525,12 +533,16 @@ class _Kernel:
         self.out_flat = _flatten_spec(info.out_spec)
         self.upper = info.op.get_attr("FUpperBound") if info.bounded else None
 
-    def out_shapes(self, arrays: list[np.ndarray]) -> list[tuple[int, ...]]:
+    def out_shapes(self, arrays: list[np.ndarray], sizes: Sequence[tuple[int, ...]] = ()
+                   ) -> list[tuple[int, ...]]:
+        """The output shapes: the type's dimensions with the size variables bound by the
+        inputs' shapes and ``sizes`` (the shapes of the values passed for their sizes), else
+        the shape function."""
         from ..relay.op.shape_func import shape_func
 
         info = self.info
         if not info.data_dependent and info.out_dims is not None:
-            shapes = self._shapes_from_types(arrays)
+            shapes = self._shapes_from_types(arrays, sizes)
             if shapes is not None:
                 return shapes
         if info.data_dependent:
@@ -553,14 +565,18 @@ class _Kernel:
                               f"{_spec_str(spec)}")
         return shapes
 
-    def _shapes_from_types(self, arrays: list[np.ndarray]) -> list[tuple[int, ...]] | None:
+    def _shapes_from_types(self, arrays: list[np.ndarray],
+                           sizes: Sequence[tuple[int, ...]] = ()
+                           ) -> list[tuple[int, ...]] | None:
         """The output shapes from the type's dimensions, with the size variables bound by the
-        inputs' shapes; None when a dimension reads a variable no input binds."""
+        inputs' shapes (and ``sizes``); None when a dimension reads a variable none binds."""
         from .function import compile_dim_expr
 
         env: dict[str, int] = {}
-        for spec, a in zip(_flatten_specs(self.info.in_specs), arrays):
-            for want, got in zip(spec[2] or (), a.shape):
+        have = [a.shape for a in arrays] + list(sizes)
+        specs = _flatten_specs(self.info.in_specs) + _flatten_specs(self.info.size_specs)
+        for spec, dims_had in zip(specs, have):
+            for want, got in zip(spec[2] or (), dims_had):
                 if isinstance(want, str):
                     if env.setdefault(want, got) != got:
                         return None  # the types' equal sizes differ: the shape function says
@@ -582,6 +598,11 @@ class _Kernel:
         return out
 
     def run(self, args: list[Any]) -> Any:
+        sizes: list[tuple[int, ...]] = []
+        if self.info.size_specs:  # the values after the arguments: passed for their sizes
+            n = len(self.info.in_specs)
+            sizes = [a.shape for a in _flatten(tuple(args[n:]), [])]
+            args = args[:n]
         if self.info.out_type is not None:
             return self._run_builtin(args)
         flat = _flatten(tuple(args), [])
@@ -589,7 +610,7 @@ class _Kernel:
             return self._run_bounded(flat)
         arrays = [a._arr for a in flat]
         try:
-            shapes = self.out_shapes(arrays)
+            shapes = self.out_shapes(arrays, sizes)
         except VMError:
             raise
         except Exception as e:  # noqa: BLE001 - name the node whatever the shape function raised

@@ -16,7 +16,9 @@ Per relay function of the module (``main`` and every function it reaches):
    knows (``KERNEL``: data-dependent shape functions, sizes no input size determines, and
    operators without a compute, which run their numpy implementation; an operator with an
    upper-bound kernel, ``relay.op.upper_bound``, runs that one), and tuples / tuple items
-   of such values. Everything else (operator calls, constants, tuples feeding operators) forms
+   of such values. A kernel whose output type reads a size no argument has (an attribute
+   ``broadcast_to(c, shape=[K, 3])``, K decided by an earlier NonZero) runs after the node
+   that decides it and gets that value for its sizes (``sizes of`` in ``exe.bytecode``). Everything else (operator calls, constants, tuples feeding operators) forms
    **dataflow regions**: per scope, the operators between two layers of control nodes (a node's
    layer is the number of control nodes on its longest dependency path) make one region.
 4. Each region becomes a relay function (its inputs: the values it reads from elsewhere; its
@@ -375,9 +377,14 @@ class _Compilation:
                                              f"{where}:{name}", n))
         return len(self.segments) - 1
 
-    def add_kernel(self, call: Call, why: str, where: str) -> int:
+    def add_kernel(self, call: Call, why: str, where: str,
+                   size_types: list[Type] | None = None) -> int:
         """One operator with run-time output shapes: lowered with symbolic output extents (or
-        its numpy implementation when it has no compute)."""
+        its numpy implementation when it has no compute). ``size_types``: the types of the
+        values passed after its arguments only for their sizes (size variables its output
+        type reads that no argument has: an attribute ``broadcast_to(x, shape=[B, K])`` with
+        K the size of an earlier NonZero's result), so that the output shapes are the type's
+        dimensions evaluated, not a shape function over attributes that hold variables."""
         from ..op.shape_func import is_data_dependent
         from ..type_infer import infer_type
         from .te_compiler import has_compute, primitive_shape_args
@@ -429,6 +436,7 @@ class _Compilation:
             op.name, op, call.attrs, symbol, [_spec(a.checked_type) for a in call.args],
             _spec(call.checked_type), is_data_dependent(op), node)
         info.bounded = bounded
+        info.size_specs = [_spec(t) for t in size_types or ()]
         # the output sizes as expressions of the inputs' sizes, where the type has them (a
         # shape function may not evaluate attributes that hold size variables)
         info.out_dims = [[d if isinstance(d, int) else str(d) for d in t.shape]
@@ -528,7 +536,8 @@ class _FunctionCompiler:
 
     def compile(self) -> rvm.VMFunction:
         body = self.func.body
-        order = post_order(body, _children)
+        self._introducers(body)
+        order = post_order(body, self._ordered_children)
         self.order_index = {id(e): k for k, e in enumerate(order)}
         top = _Scope(None)
         self.scope: dict[int, _Scope] = {id(body): top}
@@ -629,6 +638,8 @@ class _FunctionCompiler:
         deps_of: dict[int, list[Any]] = {}
         for e in nodes:
             deps = self._if_deps(e, s) if isinstance(e, If) else list(_children(e))
+            if self.kind[id(e)] == "kernel":
+                deps += self._size_sources(e)
             deps = [d for d in deps if id(d) in level]
             deps_of[id(e)] = deps
             # a region of layer k runs after the control nodes of layer k; a control node
@@ -647,6 +658,53 @@ class _FunctionCompiler:
             if region:
                 self.emit_region(region, result)
         return self.reg(result)
+
+    def _missing_sizes(self, e: Any) -> set[int]:
+        """The size variables ``e``'s type reads that neither its inputs nor the function's
+        parameters have as a whole dimension."""
+        from ...tir.functor import collect_vars
+
+        if not isinstance(e, Call):
+            return set()
+        have = _whole_dim_vars([a.checked_type for a in e.args]) | self.param_vars
+        return {id(v) for t in _tensor_types(e.checked_type) for d in t.shape
+                if not isinstance(d, int) for v in collect_vars(d)} - have
+
+    def _introducers(self, body: Any) -> None:
+        """Per size variable, the node that decides it at run time (an operator whose shape
+        function reads data, a call of a function, an If: their types have it as a whole
+        dimension that their inputs do not)."""
+        from ..op.shape_func import is_data_dependent
+
+        self.introducer: dict[int, Any] = {}
+        for e in post_order(body, _children):
+            if isinstance(e, If):
+                ins = [e.cond]
+            elif isinstance(e, Call) and (not isinstance(e.op, Op) or is_data_dependent(e.op)
+                                          or e.op.get_attr("TRuntimeBuiltin")):
+                ins = list(e.args)
+            else:
+                continue
+            have = _whole_dim_vars([a.checked_type for a in ins])
+            for v in _whole_dim_vars([e.checked_type]) - have:
+                self.introducer.setdefault(v, e)
+
+    def _size_sources(self, e: Any) -> list[Any]:
+        """The nodes that decide the sizes the operator call ``e`` reads but no input of it
+        has (an attribute ``broadcast_to(c, shape=[K, 3])``, K a NonZero's count): ``e`` runs
+        after them and gets them for their sizes (``_binders``)."""
+        from ..op.shape_func import is_data_dependent
+
+        if not isinstance(e.op, Op) or is_data_dependent(e.op):
+            return []  # (its shape function or its callee gives its sizes)
+        found = (self.introducer.get(v) for v in self._missing_sizes(e))
+        return [n for n in found if n is not None and n is not e]
+
+    def _ordered_children(self, e: Any) -> tuple[Any, ...]:
+        """The inputs of ``e`` and the nodes that make its sizes (the emission order)."""
+        kids = _children(e)
+        extra = self._size_sources(e) if isinstance(e, Call) else []
+        return (*kids, *extra) if extra else kids
 
     def emit_region(self, region: list[Any], result: Any) -> None:
         ids = {id(e) for e in region}
@@ -685,10 +743,10 @@ class _FunctionCompiler:
         self.avail.extend(outputs)
 
     def _binders(self, region: list[Any], leaves: list[Any]) -> list[Any]:
-        """Values to pass to a region only for their sizes (the function's parameters and the
-        values computed so far on this path): those that bind a size variable the region's
-        types read (``? + 3``, or a reshape whose attributes hold it) but no input of the
-        region has as a whole dimension."""
+        """Values to pass to a region (or a kernel) only for their sizes (the function's
+        parameters and the values computed so far on this path): those that bind a size
+        variable the region's types read (``? + 3``, or a reshape whose attributes hold it)
+        but no input of the region has as a whole dimension."""
         from ...tir import expr as tir_expr
         from ...tir.functor import collect_vars
 
@@ -724,8 +782,11 @@ class _FunctionCompiler:
             self.code.append((rvm.INVOKE, f, tuple(self.reg(a) for a in e.args), self.reg(e),
                               tail))
         elif k == "kernel":
-            idx = self.comp.add_kernel(e, _vm_op(e, self.param_vars) or "", self.where())
-            self.code.append((rvm.KERNEL, idx, tuple(self.reg(a) for a in e.args), self.reg(e)))
+            sizes = self._binders([e], list(e.args))
+            idx = self.comp.add_kernel(e, _vm_op(e, self.param_vars) or "", self.where(),
+                                       [x.checked_type for x in sizes])
+            self.code.append((rvm.KERNEL, idx, tuple(self.reg(a) for a in [*e.args, *sizes]),
+                              self.reg(e)))
         elif k == "tuple":
             self.code.append((rvm.TUPLE, self.reg(e), tuple(self.reg(f) for f in e.fields)))
         elif k == "field":

@@ -10,7 +10,7 @@ from ...te import sum as te_sum
 from .conv2d import _cast
 from .utils import check_rank, infer_out_dtype
 
-__all__ = ["dense", "matmul", "batch_matmul", "add_bias"]
+__all__ = ["dense", "matmul", "batch_matmul", "add_bias", "reduction_checks"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -18,6 +18,28 @@ def _same(a: Any, b: Any) -> bool:
         return int(a) == int(b)
     except TypeError:
         return a is b or str(a) == str(b)
+
+
+def reduction_checks(ka: Any, kb: Any, op: str, shape_a: Any, shape_b: Any) -> dict:
+    """The compute attributes for reduction extents ``ka`` (A's) and ``kb`` (B's): none when
+    they are the same size; when they are sizes known only at run time that nothing proves
+    equal (``max(any, seq)`` against another ``any``, as broadcasts of relay.Any give), a
+    precondition the kernel asserts before it computes (te/schedule_ops.py), as topi.reshape
+    does for its element counts; two different constants raise ValueError."""
+    from ...arith import can_prove
+    from ...tir.expr import IntImm, convert
+
+    if _same(ka, kb):
+        return {}
+    ca, cb = convert(ka), convert(kb)
+    if (isinstance(ca, IntImm) and isinstance(cb, IntImm)) or can_prove(ca != cb):
+        raise ValueError(f"{op}: reduction extents differ: A {tuple(shape_a)} gives {ka}, "
+                         f"B {tuple(shape_b)} gives {kb}")
+    if can_prove(ca == cb):
+        return {}
+    msg = (f"{op}: the reduction extents differ at these sizes: A {tuple(shape_a)} gives {ka}, "
+           f"B {tuple(shape_b)} gives {kb}")
+    return {"preconditions": ((ca == cb, msg),)}
 
 
 def add_bias(out: Tensor, bias: Tensor | None, op: str) -> Tensor:
@@ -40,9 +62,7 @@ def matmul(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
     check_rank(tensor_b, 2, _op, "tensor_b")
     m, ka = (tensor_a.shape[1], tensor_a.shape[0]) if transpose_a else tensor_a.shape
     kb, n = (tensor_b.shape[1], tensor_b.shape[0]) if transpose_b else tensor_b.shape
-    if not _same(ka, kb):
-        raise ValueError(f"{_op}: reduction extents differ: A {tuple(tensor_a.shape)} gives "
-                         f"{ka}, B {tuple(tensor_b.shape)} gives {kb}")
+    checks = reduction_checks(ka, kb, _op, tensor_a.shape, tensor_b.shape)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     k = reduce_axis((0, ka), name="k")
 
@@ -53,17 +73,20 @@ def matmul(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
         return _cast(tensor_b[j, k] if transpose_b else tensor_b[k, j], out_dtype)
 
     out = compute((m, n), lambda i, j: te_sum(fa(i) * fb(j), axis=k), name=f"T_{_op}",
-                  tag=_op, attrs={"transpose_a": transpose_a, "transpose_b": transpose_b})
+                  tag=_op, attrs={"transpose_a": transpose_a, "transpose_b": transpose_b,
+                                  **checks})
     return add_bias(out, bias, _op)
 
 
 def dense(data: Tensor, weight: Tensor, bias: Tensor | None = None,
           out_dtype: str | None = None) -> Tensor:
     """``data[M, K] @ weight[N, K]^T (+ bias[N])`` -> ``[M, N]`` (tag "dense")."""
-    if len(data.shape) == 2 and len(weight.shape) == 2 and not _same(data.shape[1],
-                                                                      weight.shape[1]):
-        raise ValueError(f"dense: data has {data.shape[1]} input features, weight "
-                         f"{tuple(weight.shape)} expects {weight.shape[1]}")
+    if len(data.shape) == 2 and len(weight.shape) == 2:
+        try:
+            reduction_checks(data.shape[1], weight.shape[1], "dense", data.shape, weight.shape)
+        except ValueError:
+            raise ValueError(f"dense: data has {data.shape[1]} input features, weight "
+                             f"{tuple(weight.shape)} expects {weight.shape[1]}") from None
     return matmul(data, weight, bias, out_dtype, False, True, _op="dense")
 
 
@@ -78,9 +101,7 @@ def batch_matmul(tensor_a: Tensor, tensor_b: Tensor, oshape: Any = None,
     ba, bb = tensor_a.shape[0], tensor_b.shape[0]
     m, ka = (tensor_a.shape[2], tensor_a.shape[1]) if transpose_a else tensor_a.shape[1:]
     kb, n = (tensor_b.shape[2], tensor_b.shape[1]) if transpose_b else tensor_b.shape[1:]
-    if not _same(ka, kb):
-        raise ValueError(f"{op}: reduction extents differ: A {tuple(tensor_a.shape)} gives {ka}, "
-                         f"B {tuple(tensor_b.shape)} gives {kb}")
+    checks = reduction_checks(ka, kb, op, tensor_a.shape, tensor_b.shape)
     a1, b1 = _same(ba, 1), _same(bb, 1)
     ra, rb = (bool(getattr(d, "broadcast_at_run_time", False)) for d in (ba, bb))
     if not (a1 or b1 or _same(ba, bb) or ra or rb):
@@ -110,4 +131,4 @@ def batch_matmul(tensor_a: Tensor, tensor_b: Tensor, oshape: Any = None,
 
     return compute((batch, m, n), lambda b, i, j: te_sum(fa(b, i) * fb(b, j), axis=k),
                    name="T_batch_matmul", tag=op,
-                   attrs={"transpose_a": transpose_a, "transpose_b": transpose_b})
+                   attrs={"transpose_a": transpose_a, "transpose_b": transpose_b, **checks})

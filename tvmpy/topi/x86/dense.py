@@ -189,7 +189,8 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     full = compute((batch, m, (n + nr - 1) // nr * nr), lambda b, i, j: te_sum(
         _cast(tensor_a[0 if a1 else b, i, kk], out_dtype)
         * _cast(packed[0 if b1 else b, j // nr, kk, j % nr], out_dtype), axis=kk),
-        name="T_batch_matmul_pack", tag="batch_matmul_pack")
+        name="T_batch_matmul_pack", tag="batch_matmul_pack",
+        attrs={k: v for k, v in ref.op.attrs.items() if k == "preconditions"})
     return _crop(full, n)
 
 

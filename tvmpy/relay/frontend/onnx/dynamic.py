@@ -108,11 +108,22 @@ def one_hot(ctx: ImportContext, inputs: Inputs, attrs: Attrs) -> Output:
     return dyn.one_hot(inputs[0], inputs[1], on, off, int(attrs.get("axis", -1)), dtype_of(values))
 
 
-def constant_of_shape(ctx: ImportContext, inputs: Inputs, attrs: Attrs) -> Output:
+def constant_of_shape(ctx: ImportContext, inputs: Inputs, attrs: Attrs,
+                      names: Names | None = None) -> Output:
+    """``dyn.full``; a static ``full`` over the very symbolic dims when the shape is tracked
+    (``ConstantOfShape(Shape(x))``: the attention mask ``ones(input_ids.shape)``), so that its
+    dims stay those of ``x`` (dyn.full's would be fresh Anys no graph input gives)."""
     from onnx import numpy_helper
 
+    from ...op import tensor
+    from . import shape_values
+
     v = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
-    return dyn.full(const(v.reshape(())), _int(inputs[0]), str(v.dtype))
+    fill = const(v.reshape(()))
+    dims = shape_values.lookup(ctx, names[0]) if names else None
+    if dims is not None and shape_values.connected(ctx, dims):
+        return tensor.full(fill, dims, str(v.dtype))
+    return dyn.full(fill, _int(inputs[0]), str(v.dtype))
 
 
 def range_(ctx: ImportContext, inputs: Inputs) -> Output:
@@ -154,7 +165,7 @@ def value_op(ctx: ImportContext, op_type: str, inputs: Inputs, attrs: Attrs, nam
     if not runtime_inputs(ctx, names, *range(len(names))):
         return None
     if op_type == "ConstantOfShape":
-        return constant_of_shape(ctx, inputs, attrs)
+        return constant_of_shape(ctx, inputs, attrs, names)
     if op_type == "Range":
         out = _range_to_symbolic_limit(ctx, inputs, names)
         return out if out is not None else range_(ctx, inputs)

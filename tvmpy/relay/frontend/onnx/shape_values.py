@@ -26,7 +26,7 @@ from ...type_infer import infer_type
 from ..common import floordiv_dim, prod
 from .context import ImportContext, shape_of
 
-__all__ = ["SymValue", "track", "lookup"]
+__all__ = ["SymValue", "track", "lookup", "connected"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,37 @@ def lookup(ctx: ImportContext, name: str) -> list[Any] | None:
     if sv is None or sv.scalar or name in ctx.values:
         return None
     return list(sv.items)
+
+
+def connected(ctx: ImportContext, dims: list[Any], data: Any = None) -> bool:
+    """Whether every size variable ``dims`` read is one an executor can know where a static
+    operator over ``data`` runs: a dimension of ``data`` itself or of a function parameter
+    (a graph input, a loop body's argument). A size only some other tensor has (a NonZero's
+    count read by a Shape op whose tensor nothing else uses) is not: in a static attribute it
+    would lose its source (the tensor is dead code), so the caller takes the dyn operator with
+    the shape tensor instead."""
+    from ....tir.functor import collect_vars
+    from ...expr import Var
+
+    wanted = {id(v): v for d in dims if not isinstance(d, (int, bool)) for v in collect_vars(d)}
+    if not wanted:
+        return True
+    have: set[int] = set()
+    for e in ([data] if data is not None else []) + [
+            e for e in ctx.exprs.values() if isinstance(e, Var)]:
+        for d in shape_of(e) if _is_tensor(e) else ():
+            if not isinstance(d, int):
+                have |= {id(v) for v in collect_vars(d)}
+    return set(wanted) <= have
+
+
+def _is_tensor(e: Any) -> bool:
+    from ...ty import TensorType
+
+    try:
+        return isinstance(infer_type(e).checked_type, TensorType)
+    except Exception:  # noqa: BLE001 - a list / tuple input, untyped: binds no tensor size
+        return False
 
 
 def _attr_ints(attrs: dict, key: str, default: Any = None) -> Any:

@@ -30,7 +30,8 @@ def _flatten(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> 
 def _reshape(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
         sym = shape_values.lookup(ctx, names[1])
-        if sym is not None and not attrs.get("allowzero", 0):
+        if sym is not None and not attrs.get("allowzero", 0) and shape_values.connected(
+                ctx, sym, inputs[0]):
             out = _static_or_none(lambda: _reshape_to_dims(inputs[0], sym))
             if out is not None:  # the target's dims computed from Shape ops, symbolically
                 return out
@@ -200,7 +201,7 @@ def _unsqueeze(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -
 def _expand(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     if dynamic.runtime_inputs(ctx, names, 1):
         sym = shape_values.lookup(ctx, names[1])
-        if sym is not None:
+        if sym is not None and shape_values.connected(ctx, sym, inputs[0]):
             out = _static_or_none(lambda: transform.broadcast_to(
                 inputs[0], broadcast_dims(shape_of(inputs[0]), sym)))
             if out is not None:

@@ -98,14 +98,16 @@ def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[A
 
 class Compiled:
     """A built model: ``run(feeds) -> [numpy outputs]`` on the graph executor, or on the VM
-    with ``vm`` or when the module has functions besides main (the loops that from_onnx makes
-    of a recurrence over a run-time number of steps)."""
+    with ``vm`` or when the graph executor cannot run the module (``relay.build_module.
+    vm_reason``, the rule ``tvmpy compile`` and the ONNX backend use: the loops that from_onnx
+    makes of a recurrence over a run-time number of steps, sizes decided by data)."""
 
     def __init__(self, mod: Any, params: Mapping[str, Any], vm: bool = False,
                  opt_level: int = 3):
         from .... import transform
+        from ...build_module import needs_vm
 
-        vm = vm or len(mod) > 1
+        vm = vm or needs_vm(mod)
         self.vm = vm
         if vm:
             from ....runtime import cpu
