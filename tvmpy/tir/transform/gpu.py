@@ -20,6 +20,9 @@ ThreadSync("shared")
     statement that reads a shared buffer written since the last barrier, or writes one read
     since the last barrier, and at the end of a loop body when the next iteration's first
     accesses (before any barrier) conflict with the accesses after the body's last barrier.
+    The expressions of a LetStmt / AttrStmt / AssertStmt / Allocate count as accesses made
+    before its body (LowerThreadAllreduce binds a tuple combiner's values in LetStmts); with
+    the body they form one step, as the loads and the store of one statement do.
     A barrier is never put inside a branch whose condition depends on a thread index: such a
     branch is one statement for the analysis (its barrier goes before it).
 
