@@ -54,7 +54,9 @@ def schedule(fn: str, m: int, group: int):
 
 def inputs(m: int) -> list[np.ndarray]:
     ties = RNG.integers(-2, 2, (ROWS, m)).astype("float32")  # equal values: the first index wins
-    return [RNG.uniform(-1, 1, (ROWS, m)).astype("float32"), ties]
+    extreme = ties.copy()  # rows of the argmax / argmin identity's value (masked lanes hold it)
+    extreme[0], extreme[1] = -np.inf, np.inf
+    return [RNG.uniform(-1, 1, (ROWS, m)).astype("float32"), ties, extreme]
 
 
 def check(fn: str, out: np.ndarray, a: np.ndarray) -> None:
