@@ -56,6 +56,24 @@ def test_argmax_ties_and_int8():
     np.testing.assert_array_equal(last, 5 - np.argmin(a[:, ::-1], 1))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int32"])
+def test_argreduce_rows_equal_to_the_identity(dtype):
+    """Rows whose every value is the reducer identity's (-inf / the type's lowest for argmax,
+    +inf / highest for argmin) give index 0 as numpy does, not the identity's -1."""
+    lo, hi = ((-np.inf, np.inf) if dtype == "float32" else
+              (np.iinfo(dtype).min, np.iinfo(dtype).max))
+    a = np.random.default_rng(3).integers(-2, 2, (5, 7)).astype(dtype)
+    a[0], a[1], a[2] = lo, hi, lo
+    a[2, 4] = hi if dtype != "float32" else 1
+    A = te.placeholder(a.shape, dtype, name="A")
+    for axis in (1, None):
+        outs = [topi.argmax(A, axis), topi.argmin(A, axis), topi.argmax(A, axis, select_last_index=True)]
+        first, mn, last = run([A], outs, [a], schedule="reduce")
+        np.testing.assert_array_equal(first, np.argmax(a, axis))
+        np.testing.assert_array_equal(mn, np.argmin(a, axis))
+        flip = a[:, ::-1] if axis == 1 else a.ravel()[::-1]
+        np.testing.assert_array_equal(last, flip.shape[-1] - 1 - np.argmax(flip, -1))
+
 @pytest.mark.parametrize("dtype", ["int32", "int8"])
 def test_int_reduce(dtype):
     A = te.placeholder((3, 101), dtype, name="A")

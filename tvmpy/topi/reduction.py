@@ -139,7 +139,9 @@ def _arg_reducer(is_max: bool, last: bool) -> Callable[..., Any]:
     def fcombine(x: Any, y: Any) -> Any:
         (xi, xv), (yi, yv) = x, y
         better = (yv > xv) if is_max else (yv < xv)
-        tie_pick_y = (yi > xi) if last else (yi < xi)
+        # the identity's index -1 never wins a tie: a row whose every value equals the
+        # identity's (all -inf for argmax) gives its first index, as numpy does
+        tie_pick_y = (yi > xi) if last else tir_op.any(xi < 0, tir_op.all(yi >= 0, yi < xi))
         take_y = tir_op.any(better, tir_op.all(yv == xv, tie_pick_y))
         return Select(take_y, yi, xi), Select(take_y, yv, xv)
 

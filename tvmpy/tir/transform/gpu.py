@@ -20,6 +20,9 @@ ThreadSync("shared")
     statement that reads a shared buffer written since the last barrier, or writes one read
     since the last barrier, and at the end of a loop body when the next iteration's first
     accesses (before any barrier) conflict with the accesses after the body's last barrier.
+    The expressions of a LetStmt / AttrStmt / AssertStmt / Allocate count as accesses made
+    before its body (LowerThreadAllreduce binds a tuple combiner's values in LetStmts); with
+    the body they form one step, as the loads and the store of one statement do.
     A barrier is never put inside a branch whose condition depends on a thread index: such a
     branch is one statement for the analysis (its barrier goes before it).
 
@@ -362,15 +365,48 @@ class _Syncer:
                 return self.leaf(s, st)
             return self.loop(s, st)
         if isinstance(s, (S.LetStmt, S.AttrStmt, S.Allocate, S.AssertStmt)):
+            pre, hr, hw = self._header(s, st)
             body = self.body(s.body, st)
+            if not _has_sync(body):  # the header and the body up to its end: one statement
+                st.r |= hr
+                st.w |= hw
             if isinstance(s, S.LetStmt):
-                return [S.LetStmt(s.var, s.value, body)]
+                return pre + [S.LetStmt(s.var, s.value, body)]
             if isinstance(s, S.AttrStmt):
-                return [S.AttrStmt(s.node, s.attr_key, s.value, body)]
+                return pre + [S.AttrStmt(s.node, s.attr_key, s.value, body)]
             if isinstance(s, S.AssertStmt):
-                return [S.AssertStmt(s.condition, s.message, body)]
-            return [S.Allocate(s.buffer, body, s.condition)]
+                return pre + [S.AssertStmt(s.condition, s.message, body)]
+            return pre + [S.Allocate(s.buffer, body, s.condition)]
         return self.leaf(s, st)
+
+    def _header(self, s: Any, st: _State) -> tuple[list[S.Stmt], set[int], set[int]]:
+        """The accesses of a scoping statement's own expressions (a LetStmt's value, e.g. the
+        tuple combiner LowerThreadAllreduce binds, reading shared memory), which run before its
+        body: a barrier before the statement when they conflict with the earlier accesses.
+        Returns (that barrier or nothing, reads, writes). Like the reads and the write of one
+        store (``S[t] = S[t] + S[t + k]`` in a tree step), the header is not checked against
+        its own body: the caller adds its accesses to the state after the body."""
+        if isinstance(s, S.LetStmt):
+            exprs = [s.value]
+        elif isinstance(s, S.AttrStmt):
+            exprs = [s.value]
+        elif isinstance(s, S.AssertStmt):
+            exprs = [s.condition, s.message]
+        else:
+            exprs = [*s.buffer.shape, s.condition]
+        r: set[int] = set()
+        w: set[int] = set()
+        for e in exprs:
+            if e is not None and not isinstance(e, (int, float, str)):
+                er, ew = _accesses(e, self.scope)
+                r |= er
+                w |= ew
+        pre: list[S.Stmt] = []
+        if st.conflicts(r, w):
+            pre.append(storage_sync(self.scope))
+            st.r.clear()
+            st.w.clear()
+        return pre, r, w
 
     def body(self, s: S.Stmt, st: _State) -> S.Stmt:
         return S.seq(*self.stmt(s, st))
