@@ -36,3 +36,60 @@ def test_module_level_helpers_stay_functions():
     x = Var("x")
     assert str(arith.simplify(x * 2 - x)) == "x"
     assert arith.can_prove(x < x + 1)
+
+
+def test_module_simplify_inside_a_compilation_matches_a_fresh_analyzer():
+    """Inside a compilation scope ``arith.simplify``/``can_prove`` reuse one fact-free
+    Analyzer per thread (its memo tables serve the sub-expressions lowering simplifies over
+    and over): the answers are those of a fresh Analyzer, facts bound elsewhere never leak
+    in, and the reused one is dropped when the scope ends."""
+    import threading
+
+    from tvmpy.arith.sum_form import cache_scope
+
+    x, y = Var("x"), Var("y")
+    exprs = [(x * 4 + y * 4) // 4 - y, (x + 7) % 7 - x % 7, tir.max(x, x + 1) - x,
+             (x * 6 + 3) // 3 % 2]
+    want = [str(arith.Analyzer().simplify(e)) for e in exprs]
+    bound = arith.Analyzer()
+    bound.bind(x, Range(0, 4))
+    with cache_scope():
+        got = [str(arith.simplify(e)) for e in exprs + exprs]
+        assert not arith.can_prove(x < 4)  # the facts of `bound` are its own
+        assert arith.can_prove(x * 2 - x == x)
+        with cache_scope():  # a nested part (one kernel) gets its own
+            assert [str(arith.simplify(e)) for e in exprs] == want
+        other: list[str] = []
+        t = threading.Thread(target=lambda: other.extend(str(arith.simplify(e)) for e in exprs))
+        t.start()
+        t.join()
+    assert got == want + want and other == want
+    assert str(bound.simplify(tir.min(x, 9))) == "x"
+    assert not hasattr(arith._LOCAL, "ana")
+
+
+def test_compilation_scope_keeps_the_heap_out_of_full_collections():
+    """A compilation leaves what is alive when it starts (and what it finished) out of the
+    collector's full collections (gc.freeze), and gives it back when it ends; where objects
+    were frozen already (a forked kernel worker) it leaves them frozen."""
+    import gc
+
+    from tvmpy.arith.sum_form import cache_scope, freeze_finished
+
+    assert gc.get_freeze_count() == 0
+    with cache_scope():
+        assert gc.get_freeze_count() > 0
+        with cache_scope():
+            kept = [[i] for i in range(1000)]
+            freeze_finished()
+            assert gc.get_freeze_count() >= 1000
+        assert kept
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with cache_scope():
+            freeze_finished()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

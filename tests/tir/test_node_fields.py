@@ -67,3 +67,39 @@ def test_allocate_has_tvm_fields():
     assert alloc.buffer_var is buf.data and alloc.buffer_var.name == "T"
     assert alloc.dtype == "float16"
     assert len(alloc.extents) == 2 and alloc.extents[0] is n and int(alloc.extents[1]) == 7
+
+
+
+class _Memo(Node):
+    """A node with a slot filled on first use (as ComputeOp's input tensors)."""
+
+    __slots__ = ("value", "_memo")
+    _fields = ("value",)
+    value: object
+    _memo: object
+
+
+def test_pickle_carries_every_slot_set_or_not():
+    """Nodes pickle their slots by position (one attrgetter per class: a kernel's loop IR has
+    ~10^5 nodes); a node with a slot left unset round-trips too, set or unset."""
+    a = object.__new__(_Memo)
+    a._init(value=tir.const(3))
+    copy = pickle.loads(pickle.dumps(a))
+    assert not hasattr(copy, "_memo") and copy.value.value == 3
+    a._init(_memo=(1, "x"))
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy._memo == (1, "x") and copy.value.value == 3
+    for node in (tir.IntImm("int8", -3), tir.StringImm("s"), tir.Broadcast(tir.const(1.5), 4)):
+        copy = pickle.loads(pickle.dumps(node))
+        assert type(copy) is type(node) and structural_equal(copy, node)
+
+
+def test_compute_input_tensors_are_found_once_and_kept():
+    n = tir.Var("n")
+    A = te.placeholder((n,), name="A")
+    C = te.placeholder((n,), name="C")
+    B = te.compute((n,), lambda j: A[j] * 2.0 + C[j // 2] + A[j // 3], name="B")
+    first = B.op.input_tensors
+    assert [t.op.name for t in first] == ["A", "C"]
+    first.append(None)  # the caller's list: the op's own record is not changed
+    assert [t.op.name for t in B.op.input_tensors] == ["A", "C"]

@@ -25,6 +25,9 @@ semantics), ``sum_form`` (canonical sums of monomials, div/mod split merging), `
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from .analyzer import Analyzer
@@ -32,6 +35,7 @@ from .const_int_bound import ConstIntBound
 from .int_set import IntervalSet, eval_set, neg_inf, pos_inf
 from .linear import detect_linear_equation
 from .modular_set import ModularSet
+from .sum_form import CLEAR_HOOKS, scope_generation
 
 __all__ = [
     "Analyzer",
@@ -49,9 +53,37 @@ __all__ = [
 
 def simplify(expr: Any) -> Any:
     """Simplify ``expr`` with a fresh Analyzer (no variable facts beyond SizeVar >= 0)."""
-    return Analyzer().simplify(expr)
+    with _plain_analyzer() as ana:
+        return ana.simplify(expr)
 
 
 def can_prove(cond: Any) -> bool:
     """``Analyzer().can_prove(cond)``."""
-    return Analyzer().can_prove(cond)
+    with _plain_analyzer() as ana:
+        return ana.can_prove(cond)
+
+
+_LOCAL = threading.local()
+CLEAR_HOOKS.append(lambda: _LOCAL.__dict__.pop("ana", None))  # this thread's, at least
+
+
+@contextlib.contextmanager
+def _plain_analyzer() -> Iterator[Analyzer]:
+    """An Analyzer without facts, as good as a fresh one. Inside a compilation
+    (``sum_form.cache_scope``) one per thread is reused until the scope's caches are cleared:
+    lowering simplifies thousands of expressions that share sub-expressions, which its memo
+    tables then answer (a fresh Analyzer per call recomputed them all). Re-entered (a
+    simplification that itself calls :func:`simplify`) or outside a scope: a fresh one."""
+    gen = scope_generation()
+    if gen is None or getattr(_LOCAL, "busy", False):
+        yield Analyzer()
+        return
+    ana = getattr(_LOCAL, "ana", None)
+    if ana is None or _LOCAL.gen != gen:
+        ana = _LOCAL.ana = Analyzer()
+        _LOCAL.gen = gen
+    _LOCAL.busy = True
+    try:
+        yield ana
+    finally:
+        _LOCAL.busy = False

@@ -29,7 +29,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
-from ..tir.functor import CHAIN_KINDS, post_order_visit
+from ..tir.functor import CHAIN_KINDS, Visitor, collect_vars, post_order_visit
 from . import abi
 from .llvm_align import access_alignment, modular
 from .llvm_arith import binary as _binary
@@ -155,6 +155,61 @@ def _nonaffine_index(var: E.Var, body: S.Stmt) -> bool:
             return found
 
 
+class _LoopFacts(Visitor):
+    """What :func:`_nonaffine_index` and :func:`_prefers_loop_vectorizer` ask of each loop,
+    for all loops of a function in one walk (asking per loop walked the body once per
+    enclosing loop: the unrolled Winograd transforms many times over).
+
+    ``loops``: ids of the loop variables of the function; ``nested``: of those whose body
+    holds another loop; ``divided``: of the variables a memory index divides or takes the
+    remainder of, directly or through a let-bound value (each variable being defined once,
+    a loop variable is divided inside its loop exactly when it is in this set)."""
+
+    def __init__(self, body: S.Stmt):
+        self.loops: set[int] = set()
+        self.nested: set[int] = set()
+        self._count = 0
+        self._lets: dict[int, list[E.PrimExpr]] = {}
+        self._dividends: list[E.PrimExpr] = []
+        self.visit(body)
+        self.divided = self._closure()
+
+    def visit_For(self, f: S.For) -> None:
+        before = self._count
+        self.generic_visit(f)
+        if self._count != before:
+            self.nested.add(id(f.loop_var))
+        self.loops.add(id(f.loop_var))
+        self._count += 1
+
+    def _let(self, n: Any) -> None:
+        self._lets.setdefault(id(n.var), []).append(n.value)
+        self.generic_visit(n)
+
+    visit_LetStmt = visit_Let = _let
+
+    def _access(self, n: Any) -> None:
+        def dividend(m: Any) -> None:
+            if isinstance(m, _NONAFFINE):
+                self._dividends.append(m.a)
+
+        for i in n.indices:
+            post_order_visit(i, dividend)
+        self.generic_visit(n)
+
+    visit_BufferLoad = visit_BufferStore = _access
+
+    def _closure(self) -> set[int]:
+        out: set[int] = set()
+        todo = list(self._dividends)
+        while todo:
+            for v in collect_vars(todo.pop()):
+                if id(v) not in out:
+                    out.add(id(v))
+                    todo.extend(self._lets.get(id(v), ()))
+        return out
+
+
 class CodeGenLLVM(ChainFunctor):
     """LLVM IR for PrimFuncs: ``_s_<Stmt>`` methods emit statements, ``_e_<Expr>`` methods
     return the value of an expression (dispatched by node class, ``ir.functor``)."""
@@ -190,6 +245,7 @@ class CodeGenLLVM(ChainFunctor):
         self.size_type = "i32" if re.search(r"(^|-)p:32", datalayout) else "i64"
         self.threads = True
         self.vector_bits = vector_bits
+        self._loop_facts: _LoopFacts | None = None  # of the function being emitted
 
     # =========================================================================================
     # functions
@@ -234,7 +290,11 @@ class CodeGenLLVM(ChainFunctor):
             if align:
                 self.ctx.align[id(var)] = align
                 self.ctx.noalias.add(id(var))
-        self.stmt(func.body)
+        self._loop_facts = _LoopFacts(func.body)
+        try:
+            self.stmt(func.body)
+        finally:
+            self._loop_facts = None
         if not fb.terminated:
             fb.terminate("ret i32 0")
 
@@ -391,11 +451,16 @@ class CodeGenLLVM(ChainFunctor):
             flag = "nsw " if dt.is_int(var.dtype) else "nuw "
             fb.emit(f"{nxt} = add {flag}{ty} {iv}, 1")
             latch = fb.cur
+            facts = self._loop_facts
+            if facts is not None and id(var) not in facts.loops:
+                facts = None  # a loop made here, not in the function: asked directly
             if unroll:
                 meta = ", !llvm.loop " + self._loop_md(_MD_UNROLL_FULL)
-            elif _nonaffine_index(var, body):
+            elif (id(var) in facts.divided) if facts is not None else \
+                    _nonaffine_index(var, body):
                 meta = ", !llvm.loop " + self._loop_md(_MD_NO_VECTORIZE)
-            elif _prefers_loop_vectorizer(var, body):
+            elif (facts is None or id(var) not in facts.nested) and \
+                    _prefers_loop_vectorizer(var, body):
                 meta = ", !llvm.loop " + self._loop_md(_MD_NO_UNROLL)
             else:
                 meta = ""

@@ -7,6 +7,7 @@ use; structural comparison is the explicit :func:`structural_equal` / :func:`str
 from __future__ import annotations
 
 import importlib
+import operator
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -91,6 +92,15 @@ class Node:
             type.__setattr__(cls, "_slots_cache", cached)
         return cached
 
+    @classmethod
+    def _all_slots_nw(cls) -> tuple[str, ...]:
+        """:meth:`_all_slots` without ``__weakref__``: the values a pickle carries."""
+        cached = cls.__dict__.get("_slots_nw_cache")
+        if cached is None:
+            cached = tuple(k for k in cls._all_slots() if k != "__weakref__")
+            type.__setattr__(cls, "_slots_nw_cache", cached)
+        return cached
+
     def same_as(self, other: object) -> bool:
         return self is other
 
@@ -106,8 +116,38 @@ class Node:
         return printer(self)
 
     def __reduce__(self):
-        # pickling (worker processes): rebuild from slot values
-        return (_rebuild, (type(self), {k: getattr(self, k) for k in self._all_slots() if k != "__weakref__" and hasattr(self, k)}))
+        # pickling (worker processes, the kernel cache): rebuild from slot values, read with
+        # one C-level attrgetter per class (a kernel's loop IR has ~10^5 nodes); a node with
+        # a slot left unset (a lazily filled cache) goes by name
+        cls = type(self)
+        get = cls.__dict__.get("_slot_getter")
+        if get is None:
+            get = _slot_getter(cls)
+        try:
+            return (_rebuild_slots, (cls, get(self)))
+        except AttributeError:
+            return (_rebuild, (cls, {k: getattr(self, k) for k in self._all_slots()
+                                     if k != "__weakref__" and hasattr(self, k)}))
+
+
+def _slot_getter(cls: type) -> Callable[[Any], tuple]:
+    names = cls._all_slots_nw()  # type: ignore[attr-defined]
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        get: Callable[[Any], tuple] = lambda n: (one(n),)  # noqa: E731
+    elif names:
+        get = operator.attrgetter(*names)
+    else:
+        get = lambda n: ()  # noqa: E731
+    type.__setattr__(cls, "_slot_getter", get)
+    return get
+
+
+def _rebuild_slots(cls, values: tuple):
+    obj = object.__new__(cls)
+    for k, v in zip(cls._all_slots_nw(), values):
+        object.__setattr__(obj, k, v)
+    return obj
 
 
 def _rebuild(cls, state):

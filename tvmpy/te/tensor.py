@@ -201,10 +201,11 @@ class ComputeOp(Operation):
     """``body[v]`` computes output ``v`` at index ``axis``; a reduction body is a :class:`Reduce`
     over ``reduce_axis`` (all outputs of a multi-output reduction share one Reduce)."""
 
-    __slots__ = ("axis", "reduce_axis", "body", "_outputs")
+    __slots__ = ("axis", "reduce_axis", "body", "_outputs", "_inputs")
     axis: tuple[IterVar, ...]
     reduce_axis: tuple[IterVar, ...]
     body: tuple[PrimExpr, ...]
+    _inputs: tuple[Tensor, ...]  # input_tensors, found on first use
 
     def __init__(self, name: str, tag: str, attrs: dict, axis: Sequence[IterVar], body: Sequence[PrimExpr]):
         body = tuple(body)
@@ -227,6 +228,11 @@ class ComputeOp(Operation):
 
     @property
     def input_tensors(self) -> list[Tensor]:
+        # the body never changes: walked once (schedules and bound inference ask many times)
+        try:
+            return list(self._inputs)
+        except AttributeError:
+            pass
         seen: dict[tuple[int, int], Tensor] = {}
 
         def f(n: Any) -> None:
@@ -238,6 +244,7 @@ class ComputeOp(Operation):
 
         for b in self.body:
             post_order_visit(b, f)
+        self._init(_inputs=tuple(seen.values()))
         return list(seen.values())
 
 

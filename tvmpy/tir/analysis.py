@@ -10,6 +10,7 @@ each variable is defined (loop, let, allocation) at most once.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..ir import dtype as dt
@@ -220,7 +221,11 @@ def written_data_vars(func: PrimFunc) -> set[int]:
     """ids of the data Vars ``func``'s body may write: stores, write-mode access pointers, and
     any data Var handed to an external call as is (conservatively an output). The ABI's
     ``written`` flag of a buffer parameter (codegen/abi.py), which the runtime's aliasing
-    check reads, and the interpreter's."""
+    check reads, and the interpreter's. Remembered per function (a walk of the whole body;
+    the code generator and the kernel builder both ask)."""
+    known = _WRITTEN.get(func)
+    if known is not None:
+        return set(known)
     out: set[int] = set()
 
     def visit(n: Any) -> None:
@@ -244,4 +249,8 @@ def written_data_vars(func: PrimFunc) -> set[int]:
                         out.add(id(a.buffer.data))
 
     post_order_visit(func.body, visit)
+    _WRITTEN[func] = frozenset(out)
     return out
+
+
+_WRITTEN: weakref.WeakKeyDictionary[PrimFunc, frozenset[int]] = weakref.WeakKeyDictionary()

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import config
+from ...arith.sum_form import freeze_finished, in_cache_scope
 from ...codegen.kernel_cache import KernelCache, default_cache, source_fingerprint
 from ...ir.digest import Undigestable, structural_digest
 from ...target import Target
@@ -285,7 +286,7 @@ def _compile_in_pool(todo: list[tuple[int, Any, str]], target: Target, workers: 
     try:
         _run_pool(todo, target, workers, mp, init, done)
     finally:
-        if method == "fork":
+        if method == "fork" and not in_cache_scope():  # (else the scope unfreezes)
             gc.unfreeze()
 
 
@@ -366,6 +367,7 @@ def compile_kernels(items: Sequence[tuple[Any, str]], target: Target,
     else:
         for i, func, name in todo:
             done(i, compile_kernel(func, target, name))
+            freeze_finished()  # its IR (kept for lowered_funcs): out of later full collections
     if store is not None and todo:
         store.evict()
     return [a for a in out if a is not None]

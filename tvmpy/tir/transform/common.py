@@ -165,7 +165,10 @@ def _const_int(e: Any, depth: int = 0) -> int | None:
 
 
 def _const_truth(c: Any) -> bool | None:
-    """The truth of a scalar condition over integer constants, else None."""
+    """The truth of a scalar condition over integer constants (or of a vector condition that
+    broadcasts one: a vectorized loop's ``select(broadcast(idx == 2), ...)``), else None."""
+    if isinstance(c, E.Broadcast):
+        return _const_truth(c.value)
     if dt.lanes_of(c.dtype) != 1:
         return None
     cmp = _CMP.get(type(c))
