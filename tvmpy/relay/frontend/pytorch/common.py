@@ -21,6 +21,7 @@ import numpy as np
 
 from ...expr import Call, RelayExpr, const
 from ...op import transform
+from .symbolic import dim
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -117,8 +118,10 @@ def val0(n: Any) -> Any:
     return v[0] if isinstance(v, (list, tuple)) else v
 
 
-def out_shape(node: Any) -> list[int]:
-    return [int(d) for d in val0(node).shape]
+def out_shape(node: Any) -> list[Any]:
+    """Shape of a node's (first) output: ints, and tir expressions of the program's symbolic
+    dims (``dim``)."""
+    return [dim(d) for d in val0(node).shape]
 
 
 def out_dtype(node: Any) -> str:
@@ -135,9 +138,9 @@ def in_meta(node: Any, name: str) -> Any:
     raise KeyError(name)
 
 
-def in_shape(node: Any, name: str = "self") -> list[int]:
-    """Static shape of the node's tensor argument ``name``."""
-    return [int(d) for d in in_meta(node, name).shape]
+def in_shape(node: Any, name: str = "self") -> list[Any]:
+    """Shape of the node's tensor argument ``name`` (ints and symbolic dims, as ``out_shape``)."""
+    return [dim(d) for d in in_meta(node, name).shape]
 
 
 def in_dtype(node: Any, name: str = "self") -> str:

@@ -30,6 +30,7 @@ from ...expr import Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
 from ..common import unsupported_error, widen_float16_accumulation
 from .common import CONVERTERS, IDENTITY_OPS, ConvertContext, PyTorchConvertError, np_dtype
+from .symbolic import dim, dims_equal, fix_symbol, is_symbolic, name_symbol, symbol_scope
 
 __all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
 
@@ -190,6 +191,28 @@ def _const_nodes(ep: Any) -> set:
     return known
 
 
+def _is_sym_node(n: Any) -> bool:
+    """A node computing a size (``aten.sym_size.int``, ``operator.mul`` on SymInts ...) or a
+    guard's condition (a SymBool, consumed by ``aten._assert_scalar``)."""
+    torch = _torch()
+    v = n.meta.get("val")
+    return (isinstance(v, (torch.SymInt, torch.SymBool, torch.SymFloat))
+            or (_key(n) == "aten.sym_size.int" and isinstance(v, int)))
+
+
+def _sym_value(n: Any) -> Any:
+    """A size node's value: an int or a tir expression over the program's symbols (``True``
+    for a guard's condition: torch checked it on export; relay does not re-check it)."""
+    torch = _torch()
+    v = n.meta["val"]
+    if isinstance(v, torch.SymBool):
+        return True
+    if isinstance(v, torch.SymFloat):
+        raise PyTorchConvertError(f"node {n.name!r} ({n.target}) computes a symbolic float "
+                                  f"{v}: not supported")
+    return dim(v)
+
+
 def _unsupported(ep: Any, table: dict) -> dict[str, list[str]]:
     known = _const_nodes(ep)
     missing: dict[str, list[str]] = {}
@@ -197,7 +220,7 @@ def _unsupported(ep: Any, table: dict) -> dict[str, list[str]]:
         if n.op == "call_function":
             k = _key(n)
             if (n.target is operator.getitem or k in table or k in IDENTITY_OPS
-                    or k in _NO_OUTPUT or n in known):
+                    or k in _NO_OUTPUT or n in known or _is_sym_node(n)):
                 continue
             missing.setdefault(k, []).append(n.name)
         elif n.op not in ("placeholder", "output", "get_attr"):  # get_attr: cond's branches
@@ -249,17 +272,6 @@ def _converter_table(custom: Mapping[Any, Callable] | None) -> dict:
     return table
 
 
-def _check_static(ep: Any) -> None:
-    torch = _torch()
-    for n in ep.graph.nodes:
-        if n.op == "placeholder":
-            v = n.meta.get("val")
-            if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
-                raise ValueError(f"from_pytorch: input {n.name!r} has a symbolic shape "
-                                 f"{tuple(v.shape)}: only static shapes are supported (export "
-                                 "without dynamic_shapes)")
-
-
 # ------------------------------------------------------------------------------------------------
 # conversion
 def _bind(ctx: ConvertContext, node: Any) -> dict[str, Any]:
@@ -291,17 +303,6 @@ def _tensor_np(t: Any, what: str) -> np.ndarray:
     return t.detach().cpu().numpy().copy()
 
 
-def _check_dims(node: Any) -> None:
-    torch = _torch()
-    val = node.meta.get("val")
-    vals = val if isinstance(val, (list, tuple)) else [val]
-    for v in vals:
-        if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
-            raise PyTorchConvertError(f"node {node.name!r} has a symbolic shape {tuple(v.shape)}: "
-                                      "only static shapes are supported (export without "
-                                      "dynamic_shapes)")
-
-
 def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> None:
     torch = _torch()
     k = _key(node)
@@ -323,10 +324,12 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
         ctx.values[node] = val
         ctx.env[node] = _to_const(torch, val)
         return
-    _check_dims(node)
-    a = _bind(ctx, node)
     if k in _NO_OUTPUT:
+        return  # run-time checks of torch's guards: none here
+    if _is_sym_node(node):
+        ctx.env[node] = _sym_value(node)
         return
+    a = _bind(ctx, node)
     if k in IDENTITY_OPS:
         train = a.get("train")
         if train:
@@ -402,8 +405,35 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
                                       custom_convert_map=custom_convert_map)
     ep, infos = _program(model, input_infos, default_dtype)
     table = _converter_table(custom_convert_map)
-    _check_static(ep)
     ep = _prepare(ep, table)
+    with symbol_scope():
+        return _convert_exported(ep, infos, table, freeze_params)
+
+
+def _input_shape(name: str, shape: list[int] | None, dtype: str | None, v: Any) -> list[Any]:
+    """A user input's relay shape: the program's (its symbolic dims as relay size vars);
+    ``input_infos``, when given, must agree on the static dims and fixes the symbolic ones."""
+    have = list(v.shape)
+    for k, d in enumerate(have):
+        name_symbol(d, f"{name}_dim{k}")
+    if shape is None:
+        return [dim(d) for d in have]
+    ok = len(shape) == len(have) and dtype == np_dtype(v.dtype)
+    for d, s in zip(have, shape) if ok else ():
+        if is_symbolic(d):
+            fix_symbol(d, s)
+    if not ok or not all(dims_equal(d, s) for d, s in zip(have, shape)):
+        raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
+                         f"the program was exported with {np_dtype(v.dtype)}"
+                         f"{[str(d) for d in have]}")
+    return list(shape)
+
+
+def _convert_exported(ep: Any, infos: list | None, table: dict, freeze_params: bool
+                      ) -> tuple[IRModule, dict[str, np.ndarray]]:
+    torch = _torch()
+    from torch.export.graph_signature import InputKind, OutputKind
+
     sig = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
 
@@ -414,7 +444,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
             v = nodes[s.arg.name].meta.get("val")
             if not isinstance(v, torch.Tensor):
                 raise ValueError(f"from_pytorch: program input {s.arg.name!r} is not a tensor")
-            infos.append((s.arg.name, [int(d) for d in v.shape], np_dtype(v.dtype)))
+            infos.append((s.arg.name, None, None))
     if len(infos) != len(user_specs):
         raise ValueError(f"from_pytorch: input_infos has {len(infos)} entries "
                          f"{[n for n, _, _ in infos]}, the model takes {len(user_specs)} tensor "
@@ -430,11 +460,8 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         v = n.meta.get("val")
         if not isinstance(v, torch.Tensor):
             raise ValueError(f"from_pytorch: program input {n.name!r} is not a tensor")
-        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
-        if want != (shape, dtype):
-            raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
-                             f"the program was exported with {want[1]}{want[0]}")
-        ctx.env[n] = var(name, shape=shape, dtype=dtype)
+        ctx.env[n] = var(name, shape=_input_shape(name, shape, dtype, v),
+                         dtype=np_dtype(v.dtype))
         inputs.append(ctx.env[n])
 
     for spec in sig.input_specs:
@@ -533,8 +560,9 @@ def _check_outputs(mod: IRModule, out_nodes: list) -> None:
     types = list(ret.fields) if isinstance(ret, TupleType) else [ret]
     for n, t in zip(out_nodes, types):
         v = n.meta["val"]
-        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
-        got = ([int(d) for d in t.shape], str(t.dtype))
-        if got != want:
+        want = ([dim(d) for d in v.shape], np_dtype(v.dtype))
+        got = (list(t.shape), str(t.dtype))
+        if (got[1] != want[1] or len(got[0]) != len(want[0])
+                or not all(dims_equal(a, b) for a, b in zip(got[0], want[0]))):
             raise PyTorchConvertError(f"from_pytorch: output {n.name!r} converted to "
                                       f"{got[1]}{got[0]}, torch gives {want[1]}{want[0]}")
