@@ -30,7 +30,15 @@ from ...expr import Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
 from ..common import unsupported_error, widen_float16_accumulation
 from .common import CONVERTERS, IDENTITY_OPS, ConvertContext, PyTorchConvertError, np_dtype
-from .symbolic import dim, dims_equal, fix_symbol, is_symbolic, name_symbol, symbol_scope
+from .symbolic import (
+    dim,
+    dims_equal,
+    fix_symbol,
+    is_symbolic,
+    name_symbol,
+    rename_symbol,
+    symbol_scope,
+)
 
 __all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
 
@@ -74,11 +82,12 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
             spec, dtype = spec
             dtype = str(dtype).replace("torch.", "")
         try:
-            shape = [int(d) for d in spec]
+            shape = [_info_dim(d, name, k) for k, d in enumerate(spec)]
         except (TypeError, ValueError):
-            raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints, "
-                            f"got {spec!r}") from None
-        if any(d < 0 for d in shape):
+            raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints "
+                            f"(or symbolic dims: a name, None or relay.Any()), got {spec!r}"
+                            ) from None
+        if any(isinstance(d, int) and d < 0 for d in shape):
             raise ValueError(f"from_pytorch: input {name!r}: negative dimension in {shape}")
         try:
             np_dtype(dtype)
@@ -94,8 +103,30 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
     return out
 
 
-def _example(torch, shape: list[int], dtype: str) -> Any:
-    return torch.zeros(shape, dtype=getattr(torch, dtype))
+def _info_dim(d: Any, name: str, k: int) -> int | str:
+    """One dim of an input_infos shape: an int, or a symbolic dim as its name (a str as
+    given, ``f"{name}_dim{k}"`` for None / ``relay.Any()``)."""
+    from ...ty import Any as AnyDim
+
+    if isinstance(d, str) and d:
+        return d
+    if d is None or isinstance(d, AnyDim):
+        return f"{name}_dim{k}"
+    return int(d)
+
+
+def _example(torch, shape: list[int | str], dtype: str) -> Any:
+    # a symbolic dim is exported at size 2: torch.export specializes a dim of size 1
+    return torch.zeros([d if isinstance(d, int) else 2 for d in shape], dtype=getattr(torch, dtype))
+
+
+def _dynamic_shapes(torch, infos: list) -> tuple | None:
+    """``torch.export.Dim``s for the symbolic dims of input_infos (one per name)."""
+    names = {d for _, s, _ in infos for d in s if isinstance(d, str)}
+    if not names:
+        return None
+    dims = {n: torch.export.Dim(n) for n in sorted(names)}
+    return tuple({k: dims[d] for k, d in enumerate(s) if isinstance(d, str)} for _, s, _ in infos)
 
 
 def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
@@ -127,7 +158,7 @@ def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     _check_arity(model, infos)
     args = tuple(_example(torch, s, d) for _, s, d in infos)
     try:
-        return torch.export.export(model, args)
+        return torch.export.export(model, args, dynamic_shapes=_dynamic_shapes(torch, infos))
     except Exception as e:
         raise ValueError(f"from_pytorch: torch.export.export failed on inputs "
                          f"{[(n, s, d) for n, s, d in infos]}: {type(e).__name__}: {e}") from e
@@ -414,19 +445,22 @@ def _input_shape(name: str, shape: list[int] | None, dtype: str | None, v: Any) 
     """A user input's relay shape: the program's (its symbolic dims as relay size vars);
     ``input_infos``, when given, must agree on the static dims and fixes the symbolic ones."""
     have = list(v.shape)
-    for k, d in enumerate(have):
-        name_symbol(d, f"{name}_dim{k}")
     if shape is None:
+        for k, d in enumerate(have):
+            name_symbol(d, f"{name}_dim{k}")
         return [dim(d) for d in have]
     ok = len(shape) == len(have) and dtype == np_dtype(v.dtype)
     for d, s in zip(have, shape) if ok else ():
-        if is_symbolic(d):
+        if isinstance(s, str):  # symbolic as exported: named as input_infos names it
+            ok = ok and is_symbolic(d)
+            rename_symbol(d, s)
+        elif is_symbolic(d):
             fix_symbol(d, s)
-    if not ok or not all(dims_equal(d, s) for d, s in zip(have, shape)):
+    if not ok or not all(isinstance(s, str) or dims_equal(d, s) for d, s in zip(have, shape)):
         raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
                          f"the program was exported with {np_dtype(v.dtype)}"
                          f"{[str(d) for d in have]}")
-    return list(shape)
+    return [dim(d) for d in have]
 
 
 def _convert_exported(ep: Any, infos: list | None, table: dict, freeze_params: bool

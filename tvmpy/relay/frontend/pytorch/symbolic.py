@@ -20,7 +20,7 @@ from ....tir.expr import PrimExpr
 from ... import ty
 
 __all__ = ["symbol_scope", "dim", "dims_equal", "is_symbolic", "sym_expr", "name_symbol",
-           "fix_symbol", "SymbolicDimError"]
+           "rename_symbol", "fix_symbol", "SymbolicDimError"]
 
 _SYMS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("tvmpy_torch_syms",
                                                                      default=None)
@@ -53,6 +53,13 @@ def name_symbol(d: Any, hint: str) -> None:
     e = _sympy_of(d)
     if e is not None and e.is_Symbol:
         _table()["hints"].setdefault(e, hint)
+
+
+def rename_symbol(d: Any, hint: str) -> None:
+    """Name the symbol of ``d`` ``hint`` (input_infos names it), unless it is already used."""
+    e = _sympy_of(d)
+    if e is not None and e.is_Symbol and e not in _table():
+        _table()["hints"][e] = hint
 
 
 def fix_symbol(d: Any, value: int) -> bool:

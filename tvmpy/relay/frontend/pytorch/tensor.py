@@ -20,6 +20,7 @@ from .common import (
     out_dtype,
     out_shape,
     reshape_to,
+    scalar,
     split_sizes,
     val,
 )
@@ -211,3 +212,20 @@ def _pad_default(ctx: ConvertContext, node: Node, args: Args) -> Output:
 def _pad_mode(ctx: ConvertContext, node: Node, args: Args) -> Output:
     mode = "reflect" if "reflection" in str(node.target) else "edge"
     return _pad(ctx, node, args["self"], args["padding"], mode, 0.0)
+
+
+@converter("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    """An ``arange`` whose bounds are sizes (static ones are evaluated by torch at import):
+    ``start + step * arange(n)`` with ``n`` the length torch recorded."""
+    start, step = args.get("start", 0), args.get("step", 1)
+    if not all(isinstance(v, (int, float)) for v in (start, step)):
+        raise fail(node, f"start {start} and step {step} must be numbers (a symbolic end only)")
+    dt = out_dtype(node)
+    n = out_shape(node)[0]
+    y = transform.arange(0, n, 1, dtype=dt)
+    if step != 1:
+        y = y * scalar(step, dt)
+    if start != 0:
+        y = y + scalar(start, dt)
+    return y
