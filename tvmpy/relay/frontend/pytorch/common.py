@@ -21,7 +21,7 @@ import numpy as np
 
 from ...expr import Call, RelayExpr, const
 from ...op import transform
-from .symbolic import dim
+from .symbolic import dim, dims_equal  # noqa: F401  (dims_equal: re-exported)
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -145,6 +145,27 @@ def in_shape(node: Any, name: str = "self") -> list[Any]:
 
 def in_dtype(node: Any, name: str = "self") -> str:
     return np_dtype(in_meta(node, name).dtype)
+
+
+def prod_dims(dims: Any) -> Any:
+    """The product of sizes (ints, or tir expressions of symbolic dims); 1 when empty."""
+    out: Any = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def broadcast_dims(*shapes: Any) -> list[Any]:
+    """numpy's broadcast of shapes that may hold symbolic dims (torch checked on export that
+    they broadcast: a symbolic dim against a static one > 1 is that size)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank):
+        ds = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+        big = [d for d in ds if not (isinstance(d, int) and d == 1)]
+        static = [d for d in big if isinstance(d, int)]
+        out.append(static[0] if static else big[0] if big else 1)
+    return out
 
 
 def scalar(v: Any, dtype: str) -> RelayExpr:

@@ -3,7 +3,7 @@ index_select, gather, padding; advanced indexing is in ``index``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...expr import RelayExpr
 from ...op import nn, transform
@@ -13,6 +13,7 @@ from .common import (
     Output,
     cast_to,
     converter,
+    dims_equal,
     fail,
     in_shape,
     norm_axis,
@@ -121,6 +122,8 @@ def _slice(ctx: ConvertContext, node: Node, args: Args) -> Output:
     s = in_shape(node)
     ax = norm_axis(int(args["dim"]), len(s))
     start, end, step = args["start"], args["end"], int(args["step"])
+    if not all(isinstance(v, int) for v in (s[ax], start, end) if v is not None):
+        return _symbolic_slice(node, args["self"], s, ax, 0 if start is None else start, step)
     start = 0 if start is None else int(start)
     end = s[ax] if end is None else int(end)
     start = min(max(start + s[ax] if start < 0 else start, 0), s[ax])
@@ -129,6 +132,26 @@ def _slice(ctx: ConvertContext, node: Node, args: Args) -> Output:
         return args["self"]
     end = max(end, start)  # an empty slice: a tensor with a 0-length axis
     return transform.strided_slice(args["self"], [start], [end], [step], axes=[ax])
+
+
+def _symbolic_slice(node: Node, x: RelayExpr, s: list, ax: int, start: Any, step: int
+                    ) -> RelayExpr:
+    """A slice over a symbolic dim or with a symbolic bound: a gather of the ``n`` indices
+    ``start + step * arange(n)`` (``n`` the length torch recorded; a negative ``start`` counts
+    from the end: ``mode="wrap"``)."""
+    n = out_shape(node)[ax]
+    if not isinstance(start, int):
+        raise fail(node, f"a symbolic slice start {start} is not supported")
+    if start == 0 and step == 1 and dims_equal(n, s[ax]):
+        return x
+    if step < 0:
+        raise fail(node, f"step {step} over a symbolic dim is not supported")
+    idx = transform.arange(0, n, 1, dtype="int64")
+    if step != 1:
+        idx = idx * scalar(step, "int64")
+    if start != 0:
+        idx = idx + scalar(start, "int64")
+    return transform.take(x, idx, axis=ax, mode="wrap" if start < 0 else "clip")
 
 
 @converter("aten.select.int")
