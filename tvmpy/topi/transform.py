@@ -426,15 +426,17 @@ def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
 
 def arange_length(start: int, stop: PrimExpr, step: int) -> PrimExpr:
     """The length of ``arange(start, stop, step)`` with a symbolic ``stop`` (integer ``start``
-    and ``step``): ``max(ceil((stop - start) / step), 0)``."""
+    and ``step``): ``ceil((stop - start) / step)``, ``stop`` itself for ``arange(0, stop)``.
+    A symbolic stop is a size: it must not fall short of ``start`` at run time (no clamp to
+    0, so that the length stays the size expression the caller's shapes use)."""
     if not (isinstance(start, int) and isinstance(step, int)) or step == 0:
         raise ValueError(f"topi.arange: a symbolic stop {stop} needs integer start and a "
                          f"non-zero integer step, got {start}, {step}")
+    if start == 0 and step == 1:
+        return stop
     if step > 0:
-        n = tir_op.floordiv(stop - start + (step - 1), step)
-    else:
-        n = tir_op.floordiv(start - stop + (-step - 1), -step)
-    return simplify(tir_op.max(n, 0))
+        return simplify(tir_op.floordiv(stop - start + (step - 1), step))
+    return simplify(tir_op.floordiv(start - stop + (-step - 1), -step))
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:

@@ -68,8 +68,10 @@ def fix_symbol(d: Any, value: int) -> bool:
     e = _sympy_of(d)
     if e is None or not e.is_Symbol:
         return False
+    import sympy
+
     fixed = _table()["fixed"]
-    return fixed.setdefault(e, int(value)) == int(value)
+    return int(fixed.setdefault(e, sympy.Integer(int(value)))) == int(value)
 
 
 def dims_equal(a: Any, b: Any) -> bool:
