@@ -61,7 +61,7 @@ def _torch():
 
 # ------------------------------------------------------------------------------------------------
 # inputs
-def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, list[int], str]]:
+def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, list[int | str], str]]:
     """[(name, shape)] or [(name, (shape, dtype))] (or a dict name -> shape) as
     [(name, shape, dtype)], every entry checked."""
     if isinstance(input_infos, dict):
@@ -129,7 +129,7 @@ def _dynamic_shapes(torch, infos: list) -> tuple | None:
     return tuple({k: dims[d] for k, d in enumerate(s) if isinstance(d, str)} for _, s, _ in infos)
 
 
-def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
+def _check_arity(model: Any, infos: list[tuple[str, list[int | str], str]]) -> None:
     """input_infos must fill forward's positional parameters (an error naming both lists,
     rather than torch.export's 'too many positional arguments')."""
     import inspect
@@ -150,7 +150,7 @@ def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
                              f" (of {[p.name for p in pos]})" if len(pos) > len(required) else ""))
 
 
-def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
+def _export(model: Any, infos: list[tuple[str, list[int | str], str]]) -> Any:
     torch = _torch()
     if model.training:
         raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
@@ -369,7 +369,22 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
         src = a.get("self", a.get("input"))
         ctx.env[node] = [src, None] if k == "aten.native_dropout.default" else src
         return
-    ctx.env[node] = table[k](ctx, node, a)
+    try:
+        ctx.env[node] = table[k](ctx, node, a)
+    except TypeError as e:
+        if "symbolic expression" not in str(e):
+            raise
+        shapes = [tuple(v.shape) for v in _flat_vals(node) if hasattr(v, "shape")]
+        raise PyTorchConvertError(
+            f"{k} node {node.name!r}: its converter takes static sizes only, and the node has "
+            f"symbolic ones ({shapes}; {e})") from None
+
+
+def _flat_vals(node: Any) -> list:
+    """The fake values of a node's tensor inputs and outputs."""
+    ins = [n.meta.get("val") for n in _flat_nodes((node.args, node.kwargs))]
+    out = node.meta.get("val")
+    return ins + (list(out) if isinstance(out, (list, tuple)) else [out])
 
 
 def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
@@ -404,8 +419,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     (``quantized.from_pytorch_quantized``): int8 weights and int32 biases are parameters (or
     Constants with ``freeze_params=True``), quantized outputs are uint8/int8 tensors.
     """
-    torch = _torch()
-    from torch.export.graph_signature import InputKind, OutputKind
+    _torch()  # a clear ImportError first
 
     from .quantized import from_pytorch_quantized, is_quantized_model
     from .torchscript import convert_map_from_tvm, is_torchscript, script_to_fx
