@@ -115,6 +115,17 @@ def _info_dim(d: Any, name: str, k: int) -> int | str:
     return int(d)
 
 
+def _static_infos(infos: list[tuple[str, list[int | str], str]], what: str
+                  ) -> list[tuple[str, list[int], str]]:
+    """``infos`` with int shapes only: symbolic dims need the torch.export path."""
+    for name, shape, _ in infos:
+        if not all(isinstance(d, int) for d in shape):
+            raise ValueError(f"from_pytorch: input {name!r} has symbolic dims {shape}: {what} "
+                             "model converts at static shapes only (export an nn.Module, or "
+                             "give an ExportedProgram with dynamic_shapes, for symbolic dims)")
+    return [(n, [int(d) for d in s], t) for n, s, t in infos]
+
+
 def _example(torch, shape: list[int | str], dtype: str) -> Any:
     # a symbolic dim is exported at size 2: torch.export specializes a dim of size 1
     return torch.zeros([d if isinstance(d, int) else 2 for d in shape], dtype=getattr(torch, dtype))
@@ -434,7 +445,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos (TVM's shape_list) [(name, shape), "
                              "...] are required for a TorchScript module")
-        infos = _parse_input_infos(input_infos, default_dtype)
+        infos = _static_infos(_parse_input_infos(input_infos, default_dtype), "a TorchScript")
         custom_convert_map = convert_map_from_tvm(custom_convert_map)
         model = script_to_fx(model, infos, _converter_table(custom_convert_map),
                              friendly_names=use_parser_friendly_name)
@@ -445,7 +456,9 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required for a "
                              "quantized model")
-        return from_pytorch_quantized(model, _parse_input_infos(input_infos, default_dtype),
+        return from_pytorch_quantized(model, _static_infos(
+                                      _parse_input_infos(input_infos, default_dtype),
+                                      "a quantized"),
                                       freeze_params=freeze_params,
                                       custom_convert_map=custom_convert_map)
     ep, infos = _program(model, input_infos, default_dtype)

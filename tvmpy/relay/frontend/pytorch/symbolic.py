@@ -68,7 +68,7 @@ def fix_symbol(d: Any, value: int) -> bool:
     e = _sympy_of(d)
     if e is None or not e.is_Symbol:
         return False
-    import sympy
+    import sympy  # type: ignore[import-untyped]
 
     fixed = _table()["fixed"]
     return int(fixed.setdefault(e, sympy.Integer(int(value)))) == int(value)
