@@ -169,6 +169,14 @@ def broadcast_dims(*shapes: Any) -> list[Any]:
 
 
 def scalar(v: Any, dtype: str) -> RelayExpr:
+    """``v`` as a 0-d relay tensor; a symbolic size (a tir expression over the program's
+    ``Any`` dims) as its run-time value: the sum of a run-time-sized vector of ones."""
+    from ....tir.expr import PrimExpr
+
+    if isinstance(v, PrimExpr):
+        from ...op import reduce, tensor
+
+        return reduce.sum(tensor.full(const(np.asarray(1, dtype=dtype)), (v,), dtype))
     return const(np.asarray(v, dtype=dtype))
 
 

@@ -19,6 +19,7 @@ from .common import (
     broadcast_dims,
     cast_to,
     converter,
+    dim,
     fail,
     in_dtype,
     in_shape,
@@ -373,7 +374,7 @@ def _pool_args(node: Node, args: Args, nd: int
 def _fit(out: RelayExpr, relay_shape: list[int], node: Any, k: int | None = None) -> RelayExpr:
     """Crop a pooling result to torch's shape: with ceil_mode torch drops a last window that
     would start in the right padding, relay's formula keeps it."""
-    want = out_shape(node) if k is None else [int(d) for d in val(node)[k].shape]
+    want = out_shape(node) if k is None else [dim(d) for d in val(node)[k].shape]
     if relay_shape == want:
         return out
     return transform.strided_slice(out, [0] * len(want), want)

@@ -13,6 +13,7 @@ from .common import (
     Output,
     cast_to,
     converter,
+    dim,
     dims_equal,
     fail,
     in_shape,
@@ -99,7 +100,7 @@ def _stack(ctx: ConvertContext, node: Node, args: Args) -> Output:
     metas = [n.meta["val"] for n in node.args[0]]
     xs = []
     for x, m in zip(args["tensors"], metas):
-        shp = [int(d) for d in m.shape]
+        shp = [dim(d) for d in m.shape]
         shp.insert(ax, 1)
         xs.append(reshape_to(cast_to(x, np_dtype(m.dtype), dt), shp))
     return transform.concatenate(xs, ax)
@@ -114,7 +115,7 @@ def _split(ctx: ConvertContext, node: Node, args: Args) -> Output:
     if str(node.target) == "aten.unbind.int":
         outs = split_sizes(args["self"], [1] * s[ax], ax)
         return [reshape_to(o, s[:ax] + s[ax + 1:]) for o in outs]
-    return split_sizes(args["self"], [int(v.shape[ax]) for v in val(node)], ax)
+    return split_sizes(args["self"], [dim(v.shape[ax]) for v in val(node)], ax)
 
 
 @converter("aten.slice.Tensor")
