@@ -909,6 +909,8 @@ def test_dynamic_input_infos_names_and_fixes_dims():
     assert [int(d) for d in mod["main"].params[0].checked_type.shape] == [5, 4]
     with pytest.raises(ValueError, match="input_infos gives"):
         from_pytorch(ep, [("data", [5, 3])])
+    with pytest.raises(TypeError, match="shape must be a sequence of ints"):
+        from_pytorch(ep, [("data", (["2n", 4], "float32"))])
     mod, params = from_pytorch(nn.Linear(4, 2).eval(), [("x", ([None, 4], "float32"))])
     assert not isinstance(mod["main"].params[0].checked_type.shape[0], int)
 

@@ -82,6 +82,8 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
             spec, dtype = spec
             dtype = str(dtype).replace("torch.", "")
         try:
+            if isinstance(spec, str):
+                raise TypeError(spec)
             shape = [_info_dim(d, name, k) for k, d in enumerate(spec)]
         except (TypeError, ValueError):
             raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints "
@@ -108,7 +110,9 @@ def _info_dim(d: Any, name: str, k: int) -> int | str:
     given, ``f"{name}_dim{k}"`` for None / ``relay.Any()``)."""
     from ...ty import Any as AnyDim
 
-    if isinstance(d, str) and d:
+    if isinstance(d, str):
+        if not d.isidentifier():
+            raise TypeError(f"symbolic dim name {d!r} is not an identifier")
         return d
     if d is None or isinstance(d, AnyDim):
         return f"{name}_dim{k}"
