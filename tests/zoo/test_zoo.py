@@ -32,7 +32,6 @@ from torch._dynamo.exc import UserError  # noqa: E402
 from tvmpy.relay.backend.graph_codegen import GraphCodegenError  # noqa: E402
 from tvmpy.relay.backend.te_compiler import LoweringError  # noqa: E402
 from tvmpy.relay.expr import RelayTypeError  # noqa: E402
-from tvmpy.relay.frontend import PyTorchConvertError  # noqa: E402
 
 NAMES = sorted(zoo.MODELS)
 
@@ -45,18 +44,9 @@ _GPT2 = ("from_onnx: transformers' causal-mask construction (Range / comparisons
 _T5 = ("from_onnx: T5's bucketed relative positions (Range over the query and key lengths, "
        "then arithmetic on them) give a bias whose dims are max(any, any), and the attention "
        "output's reshape leaves the dense's input features symbolic")
-_GPT2_TORCH = ("from_pytorch: aten.index.Tensor in transformers' causal-mask construction "
-               "(advanced indexing with a symbolic batch): the index converter wraps negative "
-               "indices by adding the dim's size as a relay constant, and a symbolic size has "
-               "no run-time scalar form (relay has no shape_of) -> PyTorchConvertError")
-_SSD_TORCH = ("from_pytorch: aten.scatter.value in the greedy NMS over a symbolic batch: the "
-              "scatter converter checks index/src against self with Python comparisons of "
-              "sizes -> PyTorchConvertError")
 XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {
     ("onnx_dynamic", "gpt2"): ((LoweringError, GraphCodegenError), _GPT2),
     ("onnx_dynamic", "t5_encoder"): (RelayTypeError, _T5),
-    ("torch_dynamic", "gpt2"): (PyTorchConvertError, _GPT2_TORCH),
-    ("torch_dynamic", "ssdlite"): (PyTorchConvertError, _SSD_TORCH),
 }
 _RNN_EXPORT = ("torch.export specializes the sequence length of nn.LSTM / nn.GRU: "
                "'Constraints violated (seq)! ... specialized it to be a constant'")
