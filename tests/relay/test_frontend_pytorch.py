@@ -876,6 +876,19 @@ def test_dynamic_symbolic_reshape_view():
                    [(_rand((n, m, 3)), _rand((1, 1, 3))) for n, m in ((1, 3), (3, 11), (5, 6))])
 
 
+def test_dynamic_negative_index_over_symbolic_dim():
+    """Advanced indexing with negative indices over a symbolic dim: the dim's run-time size
+    as a relay scalar (a kernel whose only symbolic size is an intermediate's)."""
+    class Pick(nn.Module):
+        def forward(self, x, idx):
+            return x[:, idx] * 2
+
+    seq = torch.export.Dim("seq", min=3, max=32)
+    idx = torch.tensor([-1, 0, -3, 2])
+    _dynamic_check(Pick(), (_rand((2, 5)), idx), ({1: seq}, None),
+                   [(_rand((2, n)), idx) for n in (3, 7, 11)])
+
+
 def test_dynamic_export_with_guards():
     """A model whose export records guards (torch._check, a branch on a size): the program's
     range constraints and _assert_scalar nodes convert (torch checked them) and the answer is
