@@ -794,12 +794,138 @@ def test_float64_model_and_int32_indices():
     _check(lambda i: table[i], [_rand((2, 4), "int32", high=6)])
 
 
-def test_dynamic_shapes_refused():
-    batch = torch.export.Dim("batch", min=2)
+# ---- symbolic dims (torch.export dynamic_shapes) ------------------------------------------------
+def _dynamic_check(model, example, shapes, sizes, rtol=1e-4, atol=1e-5):
+    """Export ``model`` with ``dynamic_shapes``, convert once, build once, then run at every
+    input tuple of ``sizes`` against eager torch."""
+    model = model.eval()
+    ep = torch.export.export(model, example, dynamic_shapes=shapes)
+    mod, params = from_pytorch(ep)
+    assert any(not isinstance(d, int) for d in mod["main"].params[0].checked_type.shape)
+    for inputs in sizes:
+        with torch.no_grad():
+            want = _as_list(model(*inputs))
+        names = [p.name_hint for p in mod["main"].params[:len(inputs)]]
+        got = _run_built(mod, params, {n: x.numpy() for n, x in zip(names, inputs)}, len(want))
+        _compare(got, want, rtol, atol)
+    return mod
+
+
+class _SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 5, 3, padding=1)
+        self.bn = nn.BatchNorm2d(5)
+        self.fc = nn.Linear(5 * 3 * 3, 4)
+
+    def forward(self, x):
+        y = F.adaptive_avg_pool2d(F.relu(self.bn(self.conv(x))), 3)
+        return self.fc(y.view(y.shape[0], -1)).softmax(-1)
+
+
+def test_dynamic_batch_cnn():
+    """One build serves batch 1, 3 and 7 (a view of the symbolic batch: ``y.view(N, -1)``)."""
+    batch = torch.export.Dim("batch", min=1, max=16)
+    mod = _dynamic_check(_SmallCNN(), (_rand((2, 3, 7, 5)),), ({0: batch},),
+                         [(_rand((n, 3, 7, 5)),) for n in (1, 3, 7)])
+    assert "?" in str(mod["main"].params[0].checked_type)
+
+
+class _Block(nn.Module):
+    """A pre-norm transformer block over (batch, seq, 16) with learned positions sliced to seq
+    (a slice by a symbolic bound) and an arange over it."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 32, 16))
+        self.ln = nn.LayerNorm(16)
+        self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(16, 24), nn.GELU(), nn.Linear(24, 16))
+
+    def forward(self, x):
+        n = x.shape[1]
+        x = x + self.pos[:, :n] + torch.arange(n, dtype=torch.float32)[None, :, None] * 0.01
+        h = self.ln(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.ln(x))
+
+
+def test_dynamic_seq_transformer_block():
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        b, s = torch.export.Dim("batch", max=8), torch.export.Dim("seq", max=32)
+        _dynamic_check(_Block(), (_rand((2, 5, 16)),), ({0: b, 1: s},),
+                       [(_rand(shape),) for shape in ((1, 1, 16), (3, 7, 16), (2, 13, 16))])
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+
+
+def test_dynamic_symbolic_reshape_view():
+    """Sizes computed from SymInts (sym_size, mul, sub) reach view/reshape/expand/slice."""
+    class Views(nn.Module):
+        def forward(self, x, y):
+            b, n = x.shape[0], x.shape[1]
+            z = x.transpose(1, 2).reshape(b * 3, n)[:, : n - 1]               # (3b, n - 1)
+            w = y.expand(b, n, 3) * x                                         # y: (1, 1, 3)
+            return z.reshape(b, -1).cumsum(-1), w.view(-1, 3)[: b * n - 1]
+
+    batch = torch.export.Dim("batch", min=1, max=8)
+    seq = torch.export.Dim("seq", min=3, max=16)
+    _dynamic_check(Views(), (_rand((2, 4, 3)), _rand((1, 1, 3))),
+                   ({0: batch, 1: seq}, None),
+                   [(_rand((n, m, 3)), _rand((1, 1, 3))) for n, m in ((1, 3), (3, 11), (5, 6))])
+
+
+def test_dynamic_negative_index_over_symbolic_dim():
+    """Advanced indexing with negative indices over a symbolic dim: the dim's run-time size
+    as a relay scalar (a kernel whose only symbolic size is an intermediate's)."""
+    class Pick(nn.Module):
+        def forward(self, x, idx):
+            return x[:, idx] * 2
+
+    seq = torch.export.Dim("seq", min=3, max=32)
+    idx = torch.tensor([-1, 0, -3, 2])
+    _dynamic_check(Pick(), (_rand((2, 5)), idx), ({1: seq}, None),
+                   [(_rand((2, n)), idx) for n in (3, 7, 11)])
+
+
+def test_dynamic_export_with_guards():
+    """A model whose export records guards (torch._check, a branch on a size): the program's
+    range constraints and _assert_scalar nodes convert (torch checked them) and the answer is
+    right at sizes within the range."""
+    class Guarded(nn.Module):
+        def forward(self, x):
+            torch._check(x.shape[0] >= 2)
+            if x.shape[1] > 4:  # specialized to the branch taken (the Dim's min is 5)
+                x = x * 2
+            return x[1:] - x[:-1], x.mean(0)
+
+    # (b = 2 would make x[1:] a size-1 dim torch specializes: the range starts at 3)
+    b, s = torch.export.Dim("b", min=3, max=20), torch.export.Dim("s", min=5, max=30)
+    ep = torch.export.export(Guarded(), (_rand((3, 6)),), dynamic_shapes=({0: b, 1: s},))
+    assert ep.range_constraints
+    _dynamic_check(Guarded(), (_rand((3, 6)),), ({0: b, 1: s},),
+                   [(_rand(shape),) for shape in ((3, 5), (7, 11), (20, 30))])
+
+
+def test_dynamic_input_infos_names_and_fixes_dims():
+    """input_infos on a dynamic program: a name keeps the dim symbolic (and names it), an int
+    specializes it, a wrong static dim is refused; an nn.Module with a named dim is exported
+    with a torch.export.Dim."""
+    batch = torch.export.Dim("batch", max=8)
     ep = torch.export.export(nn.Linear(4, 2).eval(), (torch.randn(3, 4),),
                              dynamic_shapes=({0: batch},))
-    with pytest.raises(ValueError, match="symbolic shape"):
-        from_pytorch(ep)
+    mod, _ = from_pytorch(ep, [("data", (["N", 4], "float32"))])
+    p = mod["main"].params[0]
+    assert p.name_hint == "data" and str(p.checked_type.shape[0]).startswith("N")
+    mod, _ = from_pytorch(ep, [("data", [5, 4])])
+    assert [int(d) for d in mod["main"].params[0].checked_type.shape] == [5, 4]
+    with pytest.raises(ValueError, match="input_infos gives"):
+        from_pytorch(ep, [("data", [5, 3])])
+    with pytest.raises(TypeError, match="shape must be a sequence of ints"):
+        from_pytorch(ep, [("data", (["2n", 4], "float32"))])
+    mod, params = from_pytorch(nn.Linear(4, 2).eval(), [("x", ([None, 4], "float32"))])
+    assert not isinstance(mod["main"].params[0].checked_type.shape[0], int)
 
 
 class ManyOps(nn.Module):

@@ -32,17 +32,12 @@ from torch._dynamo.exc import UserError  # noqa: E402
 NAMES = sorted(zoo.MODELS)
 
 # ---- known failures ----------------------------------------------------------------------------
-_TORCH_DYNAMIC = ("from_pytorch converts static shapes only: an ExportedProgram with symbolic "
-                  "dims is refused (tests/relay/test_frontend_pytorch.py::"
-                  "test_dynamic_shapes_refused)")
 XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {}
 _RNN_EXPORT = ("torch.export specializes the sequence length of nn.LSTM / nn.GRU: "
                "'Constraints violated (seq)! ... specialized it to be a constant'")
 for _n in NAMES:
-    XFAIL["torch_dynamic", _n] = ((UserError, ValueError) if zoo.MODELS[_n].kind == "recurrent"
-                                  else ValueError,
-                                  _RNN_EXPORT if zoo.MODELS[_n].kind == "recurrent"
-                                  else _TORCH_DYNAMIC)
+    if zoo.MODELS[_n].kind == "recurrent":
+        XFAIL["torch_dynamic", _n] = ((UserError, ValueError), _RNN_EXPORT)
 
 
 def _param(kind: str) -> list:

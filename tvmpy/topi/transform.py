@@ -424,13 +424,31 @@ def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
     return full(x.shape, x.dtype, fill_value)
 
 
+def arange_length(start: int, stop: PrimExpr, step: int) -> PrimExpr:
+    """The length of ``arange(start, stop, step)`` with a symbolic ``stop`` (integer ``start``
+    and ``step``): ``ceil((stop - start) / step)``, ``stop`` itself for ``arange(0, stop)``.
+    A symbolic stop is a size: it must not fall short of ``start`` at run time (no clamp to
+    0, so that the length stays the size expression the caller's shapes use)."""
+    if not (isinstance(start, int) and isinstance(step, int)) or step == 0:
+        raise ValueError(f"topi.arange: a symbolic stop {stop} needs integer start and a "
+                         f"non-zero integer step, got {start}, {step}")
+    if start == 0 and step == 1:
+        return stop
+    if step > 0:
+        return simplify(tir_op.floordiv(stop - start + (step - 1), step))
+    return simplify(tir_op.floordiv(start - stop + (-step - 1), -step))
+
+
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:
     """``[start, start + step, ...)`` below ``stop`` (numpy's ``arange``; constant bounds)."""
     if stop is None:
         start, stop = 0, start
     if step == 0:
         raise ValueError("topi.arange: step must not be 0")
-    n = max(0, math.ceil((stop - start) / step))
+    if isinstance(stop, PrimExpr) and not isinstance(stop, IntImm):  # a run-time length
+        n = arange_length(start, stop, step)
+    else:
+        n = max(0, math.ceil((stop - start) / step))
     return te.compute((n,), lambda i: const(start, dtype) + _cast(i, dtype) * const(step, dtype),
                       name="arange", tag=tag.ELEMWISE)
 

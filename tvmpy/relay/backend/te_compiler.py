@@ -112,10 +112,13 @@ def primitive_shape_args(func: Function) -> list[Any]:
     types = [t for p in func.params for t in flat_tensor_types(p.checked_type)]
     types += flat_tensor_types(func.body.checked_type)
     plain = {id(d) for t in types for d in t.shape if isinstance(d, tir.Var)}
+    # an intermediate's size no argument carries (``sum(full(1, (B,)))``: a scalar result)
+    types += [t for c in primitive_calls(func) if getattr(c, "_checked_type", None) is not None
+              for t in flat_tensor_types(c._checked_type)]
     extra: dict[int, Any] = {}
     for t in types:
         for d in t.shape:
-            if not isinstance(d, (int, np.integer, tir.Var)):
+            if not isinstance(d, (int, np.integer)):
                 for v in collect_vars(d):
                     if id(v) not in plain:
                         extra[id(v)] = v

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ...tir.expr import IntImm, PrimExpr
 from ..expr import RelayExpr, Tuple, TupleGetItem
 from ..size_checks import require_same
 from ..ty import TensorType, TupleType, Type, as_dim, dim_compatible, dim_equal, is_any
@@ -589,6 +590,13 @@ def _arange_rel(arg_types: list[Type], attrs: Any) -> Type:
     start, stop, step = attrs.start, attrs.stop, attrs.step
     if step == 0:
         fail("arange: step 0")
+    if isinstance(stop, PrimExpr) and not isinstance(stop, IntImm):  # a symbolic length
+        if not (isinstance(start, int) and isinstance(step, int)):
+            fail(f"arange: a symbolic stop {stop} needs integer start and step, got {start}, "
+                 f"{step}")
+        from ...topi.transform import arange_length
+
+        return TensorType([arange_length(start, stop, step)], attrs.dtype)
     if all(isinstance(v, int) for v in (start, stop, step)):
         n = -(-(stop - start) // step)  # exact ceil for integers
     else:
@@ -602,7 +610,8 @@ register_op("arange", _arange_rel, OpPattern.INJECTIVE, 0,
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: str = "float32"
            ) -> RelayExpr:
-    """Static ``arange`` (numbers, not expressions): ``arange(5)`` or ``arange(1, 7, 2)``."""
+    """``arange(5)`` or ``arange(1, 7, 2)``; ``stop`` may be a size expression over ``Any``
+    dims (a run-time length), with integer ``start`` and ``step``."""
     if stop is None:
         start, stop = 0, start
     return make_call("arange", [], {"start": start, "stop": stop, "step": step, "dtype": dtype})

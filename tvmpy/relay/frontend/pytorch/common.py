@@ -21,6 +21,7 @@ import numpy as np
 
 from ...expr import Call, RelayExpr, const
 from ...op import transform
+from .symbolic import dim, dims_equal  # noqa: F401  (dims_equal: re-exported)
 
 if TYPE_CHECKING:
     from torch.fx import Node
@@ -117,8 +118,10 @@ def val0(n: Any) -> Any:
     return v[0] if isinstance(v, (list, tuple)) else v
 
 
-def out_shape(node: Any) -> list[int]:
-    return [int(d) for d in val0(node).shape]
+def out_shape(node: Any) -> list[Any]:
+    """Shape of a node's (first) output: ints, and tir expressions of the program's symbolic
+    dims (``dim``)."""
+    return [dim(d) for d in val0(node).shape]
 
 
 def out_dtype(node: Any) -> str:
@@ -135,16 +138,45 @@ def in_meta(node: Any, name: str) -> Any:
     raise KeyError(name)
 
 
-def in_shape(node: Any, name: str = "self") -> list[int]:
-    """Static shape of the node's tensor argument ``name``."""
-    return [int(d) for d in in_meta(node, name).shape]
+def in_shape(node: Any, name: str = "self") -> list[Any]:
+    """Shape of the node's tensor argument ``name`` (ints and symbolic dims, as ``out_shape``)."""
+    return [dim(d) for d in in_meta(node, name).shape]
 
 
 def in_dtype(node: Any, name: str = "self") -> str:
     return np_dtype(in_meta(node, name).dtype)
 
 
+def prod_dims(dims: Any) -> Any:
+    """The product of sizes (ints, or tir expressions of symbolic dims); 1 when empty."""
+    out: Any = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def broadcast_dims(*shapes: Any) -> list[Any]:
+    """numpy's broadcast of shapes that may hold symbolic dims (torch checked on export that
+    they broadcast: a symbolic dim against a static one > 1 is that size)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank):
+        ds = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+        big = [d for d in ds if not (isinstance(d, int) and d == 1)]
+        static = [d for d in big if isinstance(d, int)]
+        out.append(static[0] if static else big[0] if big else 1)
+    return out
+
+
 def scalar(v: Any, dtype: str) -> RelayExpr:
+    """``v`` as a 0-d relay tensor; a symbolic size (a tir expression over the program's
+    ``Any`` dims) as its run-time value: the sum of a run-time-sized vector of ones."""
+    from ....tir.expr import PrimExpr
+
+    if isinstance(v, PrimExpr):
+        from ...op import reduce, tensor
+
+        return reduce.sum(tensor.full(const(np.asarray(1, dtype=dtype)), (v,), dtype))
     return const(np.asarray(v, dtype=dtype))
 
 

@@ -355,4 +355,7 @@ def _to(ctx: ConvertContext, node: Node, args: Args) -> Output:
 def _full_like(ctx: ConvertContext, node: Node, args: Args) -> Output:
     fill = {"aten.zeros_like.default": 0, "aten.ones_like.default": 1,
             "aten.empty_like.default": 0}.get(str(node.target), args.get("fill_value"))
-    return const(np.full(out_shape(node), fill, dtype=out_dtype(node)))
+    shape, dt = out_shape(node), out_dtype(node)
+    if not all(isinstance(d, int) for d in shape):  # symbolic dims: filled at run time
+        return tensor.full(scalar(fill, dt), shape, dt)
+    return const(np.full(shape, fill, dtype=dt))

@@ -30,6 +30,15 @@ from ...expr import Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
 from ..common import unsupported_error, widen_float16_accumulation
 from .common import CONVERTERS, IDENTITY_OPS, ConvertContext, PyTorchConvertError, np_dtype
+from .symbolic import (
+    dim,
+    dims_equal,
+    fix_symbol,
+    is_symbolic,
+    name_symbol,
+    rename_symbol,
+    symbol_scope,
+)
 
 __all__ = ["from_pytorch", "supported_ops", "PyTorchConvertError"]
 
@@ -52,7 +61,7 @@ def _torch():
 
 # ------------------------------------------------------------------------------------------------
 # inputs
-def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, list[int], str]]:
+def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, list[int | str], str]]:
     """[(name, shape)] or [(name, (shape, dtype))] (or a dict name -> shape) as
     [(name, shape, dtype)], every entry checked."""
     if isinstance(input_infos, dict):
@@ -73,11 +82,14 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
             spec, dtype = spec
             dtype = str(dtype).replace("torch.", "")
         try:
-            shape = [int(d) for d in spec]
+            if isinstance(spec, str):
+                raise TypeError(spec)
+            shape = [_info_dim(d, name, k) for k, d in enumerate(spec)]
         except (TypeError, ValueError):
-            raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints, "
-                            f"got {spec!r}") from None
-        if any(d < 0 for d in shape):
+            raise TypeError(f"from_pytorch: input {name!r}: shape must be a sequence of ints "
+                            f"(or symbolic dims: a name, None or relay.Any()), got {spec!r}"
+                            ) from None
+        if any(isinstance(d, int) and d < 0 for d in shape):
             raise ValueError(f"from_pytorch: input {name!r}: negative dimension in {shape}")
         try:
             np_dtype(dtype)
@@ -93,11 +105,46 @@ def _parse_input_infos(input_infos: Any, default_dtype: str) -> list[tuple[str, 
     return out
 
 
-def _example(torch, shape: list[int], dtype: str) -> Any:
-    return torch.zeros(shape, dtype=getattr(torch, dtype))
+def _info_dim(d: Any, name: str, k: int) -> int | str:
+    """One dim of an input_infos shape: an int, or a symbolic dim as its name (a str as
+    given, ``f"{name}_dim{k}"`` for None / ``relay.Any()``)."""
+    from ...ty import Any as AnyDim
+
+    if isinstance(d, str):
+        if not d.isidentifier():
+            raise TypeError(f"symbolic dim name {d!r} is not an identifier")
+        return d
+    if d is None or isinstance(d, AnyDim):
+        return f"{name}_dim{k}"
+    return int(d)
 
 
-def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
+def _static_infos(infos: list[tuple[str, list[int | str], str]], what: str
+                  ) -> list[tuple[str, list[int], str]]:
+    """``infos`` with int shapes only: symbolic dims need the torch.export path."""
+    for name, shape, _ in infos:
+        if not all(isinstance(d, int) for d in shape):
+            raise ValueError(f"from_pytorch: input {name!r} has symbolic dims {shape}: {what} "
+                             "model converts at static shapes only (export an nn.Module, or "
+                             "give an ExportedProgram with dynamic_shapes, for symbolic dims)")
+    return [(n, [int(d) for d in s], t) for n, s, t in infos]
+
+
+def _example(torch, shape: list[int | str], dtype: str) -> Any:
+    # a symbolic dim is exported at size 2: torch.export specializes a dim of size 1
+    return torch.zeros([d if isinstance(d, int) else 2 for d in shape], dtype=getattr(torch, dtype))
+
+
+def _dynamic_shapes(torch, infos: list) -> tuple | None:
+    """``torch.export.Dim``s for the symbolic dims of input_infos (one per name)."""
+    names = {d for _, s, _ in infos for d in s if isinstance(d, str)}
+    if not names:
+        return None
+    dims = {n: torch.export.Dim(n) for n in sorted(names)}
+    return tuple({k: dims[d] for k, d in enumerate(s) if isinstance(d, str)} for _, s, _ in infos)
+
+
+def _check_arity(model: Any, infos: list[tuple[str, list[int | str], str]]) -> None:
     """input_infos must fill forward's positional parameters (an error naming both lists,
     rather than torch.export's 'too many positional arguments')."""
     import inspect
@@ -118,7 +165,7 @@ def _check_arity(model: Any, infos: list[tuple[str, list[int], str]]) -> None:
                              f" (of {[p.name for p in pos]})" if len(pos) > len(required) else ""))
 
 
-def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
+def _export(model: Any, infos: list[tuple[str, list[int | str], str]]) -> Any:
     torch = _torch()
     if model.training:
         raise ValueError("from_pytorch: the model is in training mode (dropout, batch-norm "
@@ -126,7 +173,7 @@ def _export(model: Any, infos: list[tuple[str, list[int], str]]) -> Any:
     _check_arity(model, infos)
     args = tuple(_example(torch, s, d) for _, s, d in infos)
     try:
-        return torch.export.export(model, args)
+        return torch.export.export(model, args, dynamic_shapes=_dynamic_shapes(torch, infos))
     except Exception as e:
         raise ValueError(f"from_pytorch: torch.export.export failed on inputs "
                          f"{[(n, s, d) for n, s, d in infos]}: {type(e).__name__}: {e}") from e
@@ -190,6 +237,28 @@ def _const_nodes(ep: Any) -> set:
     return known
 
 
+def _is_sym_node(n: Any) -> bool:
+    """A node computing a size (``aten.sym_size.int``, ``operator.mul`` on SymInts ...) or a
+    guard's condition (a SymBool, consumed by ``aten._assert_scalar``)."""
+    torch = _torch()
+    v = n.meta.get("val")
+    return (isinstance(v, (torch.SymInt, torch.SymBool, torch.SymFloat))
+            or (_key(n) == "aten.sym_size.int" and isinstance(v, int)))
+
+
+def _sym_value(n: Any) -> Any:
+    """A size node's value: an int or a tir expression over the program's symbols (``True``
+    for a guard's condition: torch checked it on export; relay does not re-check it)."""
+    torch = _torch()
+    v = n.meta["val"]
+    if isinstance(v, torch.SymBool):
+        return True
+    if isinstance(v, torch.SymFloat):
+        raise PyTorchConvertError(f"node {n.name!r} ({n.target}) computes a symbolic float "
+                                  f"{v}: not supported")
+    return dim(v)
+
+
 def _unsupported(ep: Any, table: dict) -> dict[str, list[str]]:
     known = _const_nodes(ep)
     missing: dict[str, list[str]] = {}
@@ -197,7 +266,7 @@ def _unsupported(ep: Any, table: dict) -> dict[str, list[str]]:
         if n.op == "call_function":
             k = _key(n)
             if (n.target is operator.getitem or k in table or k in IDENTITY_OPS
-                    or k in _NO_OUTPUT or n in known):
+                    or k in _NO_OUTPUT or n in known or _is_sym_node(n)):
                 continue
             missing.setdefault(k, []).append(n.name)
         elif n.op not in ("placeholder", "output", "get_attr"):  # get_attr: cond's branches
@@ -249,17 +318,6 @@ def _converter_table(custom: Mapping[Any, Callable] | None) -> dict:
     return table
 
 
-def _check_static(ep: Any) -> None:
-    torch = _torch()
-    for n in ep.graph.nodes:
-        if n.op == "placeholder":
-            v = n.meta.get("val")
-            if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
-                raise ValueError(f"from_pytorch: input {n.name!r} has a symbolic shape "
-                                 f"{tuple(v.shape)}: only static shapes are supported (export "
-                                 "without dynamic_shapes)")
-
-
 # ------------------------------------------------------------------------------------------------
 # conversion
 def _bind(ctx: ConvertContext, node: Any) -> dict[str, Any]:
@@ -291,17 +349,6 @@ def _tensor_np(t: Any, what: str) -> np.ndarray:
     return t.detach().cpu().numpy().copy()
 
 
-def _check_dims(node: Any) -> None:
-    torch = _torch()
-    val = node.meta.get("val")
-    vals = val if isinstance(val, (list, tuple)) else [val]
-    for v in vals:
-        if isinstance(v, torch.Tensor) and not all(isinstance(d, int) for d in v.shape):
-            raise PyTorchConvertError(f"node {node.name!r} has a symbolic shape {tuple(v.shape)}: "
-                                      "only static shapes are supported (export without "
-                                      "dynamic_shapes)")
-
-
 def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> None:
     torch = _torch()
     k = _key(node)
@@ -323,10 +370,12 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
         ctx.values[node] = val
         ctx.env[node] = _to_const(torch, val)
         return
-    _check_dims(node)
-    a = _bind(ctx, node)
     if k in _NO_OUTPUT:
+        return  # run-time checks of torch's guards: none here
+    if _is_sym_node(node):
+        ctx.env[node] = _sym_value(node)
         return
+    a = _bind(ctx, node)
     if k in IDENTITY_OPS:
         train = a.get("train")
         if train:
@@ -335,7 +384,22 @@ def _convert_node(ctx: ConvertContext, node: Any, known: set, table: dict) -> No
         src = a.get("self", a.get("input"))
         ctx.env[node] = [src, None] if k == "aten.native_dropout.default" else src
         return
-    ctx.env[node] = table[k](ctx, node, a)
+    try:
+        ctx.env[node] = table[k](ctx, node, a)
+    except TypeError as e:
+        if "symbolic expression" not in str(e):
+            raise
+        shapes = [tuple(v.shape) for v in _flat_vals(node) if hasattr(v, "shape")]
+        raise PyTorchConvertError(
+            f"{k} node {node.name!r}: its converter takes static sizes only, and the node has "
+            f"symbolic ones ({shapes}; {e})") from None
+
+
+def _flat_vals(node: Any) -> list:
+    """The fake values of a node's tensor inputs and outputs."""
+    ins = [n.meta.get("val") for n in _flat_nodes((node.args, node.kwargs))]
+    out = node.meta.get("val")
+    return ins + (list(out) if isinstance(out, (list, tuple)) else [out])
 
 
 def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
@@ -370,8 +434,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
     (``quantized.from_pytorch_quantized``): int8 weights and int32 biases are parameters (or
     Constants with ``freeze_params=True``), quantized outputs are uint8/int8 tensors.
     """
-    torch = _torch()
-    from torch.export.graph_signature import InputKind, OutputKind
+    _torch()  # a clear ImportError first
 
     from .quantized import from_pytorch_quantized, is_quantized_model
     from .torchscript import convert_map_from_tvm, is_torchscript, script_to_fx
@@ -386,7 +449,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos (TVM's shape_list) [(name, shape), "
                              "...] are required for a TorchScript module")
-        infos = _parse_input_infos(input_infos, default_dtype)
+        infos = _static_infos(_parse_input_infos(input_infos, default_dtype), "a TorchScript")
         custom_convert_map = convert_map_from_tvm(custom_convert_map)
         model = script_to_fx(model, infos, _converter_table(custom_convert_map),
                              friendly_names=use_parser_friendly_name)
@@ -397,13 +460,45 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         if input_infos is None:
             raise ValueError("from_pytorch: input_infos [(name, shape), ...] are required for a "
                              "quantized model")
-        return from_pytorch_quantized(model, _parse_input_infos(input_infos, default_dtype),
+        return from_pytorch_quantized(model, _static_infos(
+                                      _parse_input_infos(input_infos, default_dtype),
+                                      "a quantized"),
                                       freeze_params=freeze_params,
                                       custom_convert_map=custom_convert_map)
     ep, infos = _program(model, input_infos, default_dtype)
     table = _converter_table(custom_convert_map)
-    _check_static(ep)
     ep = _prepare(ep, table)
+    with symbol_scope():
+        return _convert_exported(ep, infos, table, freeze_params)
+
+
+def _input_shape(name: str, shape: list[int] | None, dtype: str | None, v: Any) -> list[Any]:
+    """A user input's relay shape: the program's (its symbolic dims as relay size vars);
+    ``input_infos``, when given, must agree on the static dims and fixes the symbolic ones."""
+    have = list(v.shape)
+    if shape is None:
+        for k, d in enumerate(have):
+            name_symbol(d, f"{name}_dim{k}")
+        return [dim(d) for d in have]
+    ok = len(shape) == len(have) and dtype == np_dtype(v.dtype)
+    for d, s in zip(have, shape) if ok else ():
+        if isinstance(s, str):  # symbolic as exported: named as input_infos names it
+            ok = ok and is_symbolic(d)
+            rename_symbol(d, s)
+        elif is_symbolic(d):
+            fix_symbol(d, s)
+    if not ok or not all(isinstance(s, str) or dims_equal(d, s) for d, s in zip(have, shape)):
+        raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
+                         f"the program was exported with {np_dtype(v.dtype)}"
+                         f"{[str(d) for d in have]}")
+    return [dim(d) for d in have]
+
+
+def _convert_exported(ep: Any, infos: list | None, table: dict, freeze_params: bool
+                      ) -> tuple[IRModule, dict[str, np.ndarray]]:
+    torch = _torch()
+    from torch.export.graph_signature import InputKind, OutputKind
+
     sig = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
 
@@ -414,7 +509,7 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
             v = nodes[s.arg.name].meta.get("val")
             if not isinstance(v, torch.Tensor):
                 raise ValueError(f"from_pytorch: program input {s.arg.name!r} is not a tensor")
-            infos.append((s.arg.name, [int(d) for d in v.shape], np_dtype(v.dtype)))
+            infos.append((s.arg.name, None, None))
     if len(infos) != len(user_specs):
         raise ValueError(f"from_pytorch: input_infos has {len(infos)} entries "
                          f"{[n for n, _, _ in infos]}, the model takes {len(user_specs)} tensor "
@@ -430,11 +525,8 @@ def from_pytorch(model: Any, input_infos: Sequence[Any] | None = None,
         v = n.meta.get("val")
         if not isinstance(v, torch.Tensor):
             raise ValueError(f"from_pytorch: program input {n.name!r} is not a tensor")
-        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
-        if want != (shape, dtype):
-            raise ValueError(f"from_pytorch: input {name!r}: input_infos gives {dtype}{shape}, "
-                             f"the program was exported with {want[1]}{want[0]}")
-        ctx.env[n] = var(name, shape=shape, dtype=dtype)
+        ctx.env[n] = var(name, shape=_input_shape(name, shape, dtype, v),
+                         dtype=np_dtype(v.dtype))
         inputs.append(ctx.env[n])
 
     for spec in sig.input_specs:
@@ -533,8 +625,9 @@ def _check_outputs(mod: IRModule, out_nodes: list) -> None:
     types = list(ret.fields) if isinstance(ret, TupleType) else [ret]
     for n, t in zip(out_nodes, types):
         v = n.meta["val"]
-        want = ([int(d) for d in v.shape], np_dtype(v.dtype))
-        got = ([int(d) for d in t.shape], str(t.dtype))
-        if got != want:
+        want = ([dim(d) for d in v.shape], np_dtype(v.dtype))
+        got = (list(t.shape), str(t.dtype))
+        if (got[1] != want[1] or len(got[0]) != len(want[0])
+                or not all(dims_equal(a, b) for a, b in zip(got[0], want[0]))):
             raise PyTorchConvertError(f"from_pytorch: output {n.name!r} converted to "
                                       f"{got[1]}{got[0]}, torch gives {want[1]}{want[0]}")

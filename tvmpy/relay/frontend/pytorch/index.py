@@ -40,8 +40,11 @@ from .common import (
     Args,
     ConvertContext,
     Output,
+    broadcast_dims,
     cast_to,
     converter,
+    dim,
+    dims_equal,
     fail,
     in_dtype,
     in_shape,
@@ -70,7 +73,7 @@ def _arg_node(node: Any, name: str) -> Any:
 
 
 def _meta_shape(n: Any) -> list[int]:
-    return [int(d) for d in n.meta["val"].shape]
+    return [dim(d) for d in n.meta["val"].shape]
 
 
 def _meta_dtype(n: Any) -> str:
@@ -257,7 +260,7 @@ def _scatter(ctx: ConvertContext, node: Node, args: Args) -> Output:
         sshape = in_shape(node, "src")
     else:
         src, sshape = transform.broadcast_to(scalar(args["value"], dt), ishape), ishape
-    if math.prod(ishape) == 0:
+    if any(isinstance(d, int) and d == 0 for d in ishape):
         return data
     rank0 = not shape
     if rank0:  # 0-d self, index and src: one element
@@ -266,16 +269,17 @@ def _scatter(ctx: ConvertContext, node: Node, args: Args) -> Output:
     r = len(shape)
     axis = norm_axis(int(args["dim"]), r)
     if len(ishape) != r or len(sshape) != r or any(
-            u > s or (k != axis and u > d) for k, (u, s, d) in enumerate(zip(ishape, sshape, shape))):
+            _gt(u, s) or (k != axis and _gt(u, d))
+            for k, (u, s, d) in enumerate(zip(ishape, sshape, shape))):
         raise fail(node, f"index {ishape} / src {sshape} do not fit self {shape} on dim {axis}")
-    if sshape != ishape:  # only src's corner the index covers is used
+    if not _same(sshape, ishape):  # only src's corner the index covers is used
         src = transform.strided_slice(src, [0] * r, ishape)
     index = cast_to(index, in_dtype(node, "index"), "int64")
     lead = [u for k, u in enumerate(ishape) if k != axis]
     dlead = [d for k, d in enumerate(shape) if k != axis]
     data_last = move_axis_last(data, axis, r)  # (dlead..., shape[axis])
     part = data_last
-    if lead != dlead:  # the corner of data the index reaches
+    if not _same(lead, dlead):  # the corner of data the index reaches
         part = transform.strided_slice(data_last, [0] * (r - 1), lead, axes=list(range(r - 1)))
     out = _scatter_core(
         node,
@@ -290,10 +294,20 @@ def _scatter(ctx: ConvertContext, node: Node, args: Args) -> Output:
         include_self,
         dt,
     )
-    if lead != dlead:  # put the updated corner back
+    if not _same(lead, dlead):  # put the updated corner back
         out = _paste_corner(out, data_last, lead + [shape[axis]], dlead + [shape[axis]])
     out = move_axis_back(out, axis, r)
     return reshape_to(out, []) if rank0 else out
+
+
+def _gt(a: Any, b: Any) -> bool:
+    """``a > b`` for static sizes; a symbolic one is taken to fit (torch checked it)."""
+    return isinstance(a, int) and isinstance(b, int) and a > b
+
+
+def _same(a: list, b: list) -> bool:
+    """Whether two shapes (ints, symbolic sizes) are provably the same."""
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
 
 
 def _paste_corner(corner: RelayExpr, full: RelayExpr, cshape: list[int],
@@ -404,7 +418,7 @@ def _index_plan(ctx: Any, node: Any, shape: list[int], nodes: list, exprs: list)
                              "tensors is not supported")
         return mask
     axes = [e[0] for e in entries]
-    bshape = [int(d) for d in np.broadcast_shapes(*[tuple(e[2]) for e in entries])]
+    bshape = broadcast_dims(*[e[2] for e in entries])
     sizes = [shape[x] for x in axes]
     strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]
     if all(isinstance(e[1], np.ndarray) for e in entries):

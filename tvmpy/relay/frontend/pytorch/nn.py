@@ -16,14 +16,17 @@ from .common import (
     Args,
     ConvertContext,
     Output,
+    broadcast_dims,
     cast_to,
     converter,
+    dim,
     fail,
     in_dtype,
     in_shape,
     norm_axis,
     out_dtype,
     out_shape,
+    prod_dims,
     reshape_to,
     scalar,
     val,
@@ -152,7 +155,7 @@ def _dense(ctx: ConvertContext, x: RelayExpr, xs: list[int], w: RelayExpr) -> Re
     """``x @ w.T`` for ``x`` of any rank >= 2 (flattened to 2-D around nn.dense)."""
     if len(xs) == 2:
         return nn.dense(x, w)
-    y = nn.dense(reshape_to(x, (int(np.prod(xs[:-1])), xs[-1])), w)
+    y = nn.dense(reshape_to(x, (prod_dims(xs[:-1]), xs[-1])), w)
     return y
 
 
@@ -215,10 +218,10 @@ def _matmul_expr(ctx: ConvertContext, node: Node, A, sa, B, sb) -> RelayExpr:
     if len(sb) == 2:
         w = _transposed_source(ctx, node.args[1]) if len(in_shape(node, "other")) == 2 else None
         w = w if w is not None else transform.transpose(B, (1, 0))
-        out = nn.dense(reshape_to(A, (int(np.prod(sa[:-1])), K)) if len(sa) > 2 else A, w)
+        out = nn.dense(reshape_to(A, (prod_dims(sa[:-1]), K)) if len(sa) > 2 else A, w)
     else:
-        batch = list(np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])))
-        nb = int(np.prod(batch)) if batch else 1
+        batch = broadcast_dims(sa[:-2], sb[:-2])
+        nb = prod_dims(batch)
         if sa[:-2] != batch:
             A = transform.broadcast_to(A, batch + [M, K])
         if sb[:-2] != batch:
@@ -371,7 +374,7 @@ def _pool_args(node: Node, args: Args, nd: int
 def _fit(out: RelayExpr, relay_shape: list[int], node: Any, k: int | None = None) -> RelayExpr:
     """Crop a pooling result to torch's shape: with ceil_mode torch drops a last window that
     would start in the right padding, relay's formula keeps it."""
-    want = out_shape(node) if k is None else [int(d) for d in val(node)[k].shape]
+    want = out_shape(node) if k is None else [dim(d) for d in val(node)[k].shape]
     if relay_shape == want:
         return out
     return transform.strided_slice(out, [0] * len(want), want)
@@ -506,8 +509,8 @@ def _sdpa(ctx: ConvertContext, node: Node, args: Args) -> Output:
         raise fail(node, "grouped-query attention (enable_gqa) is not supported")
     dt = out_dtype(node)
     L, E, S, Ev = qs[-2], qs[-1], ks[-2], vs[-1]
-    batch = list(np.broadcast_shapes(tuple(qs[:-2]), tuple(ks[:-2]), tuple(vs[:-2])))
-    nb = int(np.prod(batch)) if batch else 1
+    batch = broadcast_dims(qs[:-2], ks[:-2], vs[:-2])
+    nb = prod_dims(batch)
 
     def flat(x, s, tail):
         if s[:-2] != batch:

@@ -3,7 +3,7 @@ index_select, gather, padding; advanced indexing is in ``index``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...expr import RelayExpr
 from ...op import nn, transform
@@ -13,6 +13,8 @@ from .common import (
     Output,
     cast_to,
     converter,
+    dim,
+    dims_equal,
     fail,
     in_shape,
     norm_axis,
@@ -20,6 +22,7 @@ from .common import (
     out_dtype,
     out_shape,
     reshape_to,
+    scalar,
     split_sizes,
     val,
 )
@@ -97,7 +100,7 @@ def _stack(ctx: ConvertContext, node: Node, args: Args) -> Output:
     metas = [n.meta["val"] for n in node.args[0]]
     xs = []
     for x, m in zip(args["tensors"], metas):
-        shp = [int(d) for d in m.shape]
+        shp = [dim(d) for d in m.shape]
         shp.insert(ax, 1)
         xs.append(reshape_to(cast_to(x, np_dtype(m.dtype), dt), shp))
     return transform.concatenate(xs, ax)
@@ -112,7 +115,7 @@ def _split(ctx: ConvertContext, node: Node, args: Args) -> Output:
     if str(node.target) == "aten.unbind.int":
         outs = split_sizes(args["self"], [1] * s[ax], ax)
         return [reshape_to(o, s[:ax] + s[ax + 1:]) for o in outs]
-    return split_sizes(args["self"], [int(v.shape[ax]) for v in val(node)], ax)
+    return split_sizes(args["self"], [dim(v.shape[ax]) for v in val(node)], ax)
 
 
 @converter("aten.slice.Tensor")
@@ -120,6 +123,8 @@ def _slice(ctx: ConvertContext, node: Node, args: Args) -> Output:
     s = in_shape(node)
     ax = norm_axis(int(args["dim"]), len(s))
     start, end, step = args["start"], args["end"], int(args["step"])
+    if not all(isinstance(v, int) for v in (s[ax], start, end) if v is not None):
+        return _symbolic_slice(node, args["self"], s, ax, 0 if start is None else start, step)
     start = 0 if start is None else int(start)
     end = s[ax] if end is None else int(end)
     start = min(max(start + s[ax] if start < 0 else start, 0), s[ax])
@@ -128,6 +133,26 @@ def _slice(ctx: ConvertContext, node: Node, args: Args) -> Output:
         return args["self"]
     end = max(end, start)  # an empty slice: a tensor with a 0-length axis
     return transform.strided_slice(args["self"], [start], [end], [step], axes=[ax])
+
+
+def _symbolic_slice(node: Node, x: RelayExpr, s: list, ax: int, start: Any, step: int
+                    ) -> RelayExpr:
+    """A slice over a symbolic dim or with a symbolic bound: a gather of the ``n`` indices
+    ``start + step * arange(n)`` (``n`` the length torch recorded; a negative ``start`` counts
+    from the end: ``mode="wrap"``)."""
+    n = out_shape(node)[ax]
+    if not isinstance(start, int):
+        raise fail(node, f"a symbolic slice start {start} is not supported")
+    if start == 0 and step == 1 and dims_equal(n, s[ax]):
+        return x
+    if step < 0:
+        raise fail(node, f"step {step} over a symbolic dim is not supported")
+    idx = transform.arange(0, n, 1, dtype="int64")
+    if step != 1:
+        idx = idx * scalar(step, "int64")
+    if start != 0:
+        idx = idx + scalar(start, "int64")
+    return transform.take(x, idx, axis=ax, mode="wrap" if start < 0 else "clip")
 
 
 @converter("aten.select.int")
@@ -211,3 +236,20 @@ def _pad_default(ctx: ConvertContext, node: Node, args: Args) -> Output:
 def _pad_mode(ctx: ConvertContext, node: Node, args: Args) -> Output:
     mode = "reflect" if "reflection" in str(node.target) else "edge"
     return _pad(ctx, node, args["self"], args["padding"], mode, 0.0)
+
+
+@converter("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(ctx: ConvertContext, node: Node, args: Args) -> Output:
+    """An ``arange`` whose bounds are sizes (static ones are evaluated by torch at import):
+    ``start + step * arange(n)`` with ``n`` the length torch recorded."""
+    start, step = args.get("start", 0), args.get("step", 1)
+    if not all(isinstance(v, (int, float)) for v in (start, step)):
+        raise fail(node, f"start {start} and step {step} must be numbers (a symbolic end only)")
+    dt = out_dtype(node)
+    n = out_shape(node)[0]
+    y = transform.arange(0, n, 1, dtype=dt)
+    if step != 1:
+        y = y * scalar(step, dt)
+    if start != 0:
+        y = y + scalar(start, dt)
+    return y

@@ -93,7 +93,8 @@ def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[A
     # export at a batch of 2: torch.export specializes a dimension of size 1
     feeds = spec.feeds(**{d: max(2, n) for d, n in spec.dims.items()})
     ep = torch.export.export(module, _torch_args(spec, feeds), dynamic_shapes=shapes)
-    return from_pytorch(ep)
+    # the spec's input names, its symbolic dims named as the spec names them
+    return from_pytorch(ep, [(i.name, (list(i.shape), i.dtype)) for i in spec.inputs])
 
 
 class Compiled:
