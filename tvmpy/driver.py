@@ -37,6 +37,26 @@ def _to_primfunc(inputs: Any, args: Sequence[Any] | None, name: str, binds: dict
     return schedule_to_primfunc(inputs, list(args), name, binds or {})
 
 
+def _is_irmodule(x: Any) -> bool:
+    from .ir.module import IRModule
+
+    return isinstance(x, IRModule)
+
+
+def _module_funcs(mod: Any) -> list[PrimFunc]:
+    """TVM 0.8's ``tvm.build(mod)`` of an IRModule of PrimFuncs: each function under its
+    global name (its ``global_symbol`` when it has one)."""
+    out = []
+    for gv, f in mod.items():
+        if not isinstance(f, PrimFunc):
+            raise TypeError(f"tvm.build of an IRModule builds tir.PrimFuncs; @{gv.name_hint} is a "
+                            f"{type(f).__name__} (build relay functions with relay.build)")
+        out.append(f if "global_symbol" in f.attrs else f.with_attr("global_symbol", gv.name_hint))
+    if not out:
+        raise ValueError("tvm.build: the IRModule has no functions")
+    return out
+
+
 def lower(inputs: Any, args: Sequence[Any] | None = None, name: str = "default_function", binds: dict | None = None,
           simple_mode: bool = False, target: Any = None) -> PrimFunc:
     """Lower a schedule (or PrimFunc) to optimized loop IR. ``print()`` the result to read it."""
@@ -50,7 +70,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
           binds: dict | None = None, target_host: Any = None) -> Module | InterpModule:
     """Compile to a runtime Module for ``target`` ("llvm ..." default, or "c")."""
     tgt = as_target(target, default="llvm")
-    funcs_in = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    funcs_in = (_module_funcs(inputs) if _is_irmodule(inputs)
+                else inputs if isinstance(inputs, (list, tuple)) else [inputs])
     with cache_scope():  # the simplifier's memo tables do not outlive the compilation
         funcs = [lower(f, args, name, binds, target=tgt) for f in funcs_in]
     if tgt.is_gpu:
