@@ -27,7 +27,7 @@ def _blocked_matmul(n=64, bn=16):
 
 def test_unit_stride_inner_loop_stays_rolled_and_is_vectorized_without_gathers():
     s, args = _blocked_matmul()
-    f = tvm.lower(s, args, name="blocked")
+    f = tvm.lower(s, args, name="blocked")["blocked"]
     ir = emit_llvm_ir([f])
     assert "llvm.loop.unroll.disable" in ir
     asm = emit_assembly([f], "llvm -mcpu=znver4")
@@ -46,5 +46,5 @@ def test_loops_of_vector_statements_keep_llvm_defaults():
     B = te.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
     s = te.create_schedule(B.op)
     s[B].vectorize(B.op.axis[1])
-    ir = emit_llvm_ir([tvm.lower(s, [A, B])])
+    ir = emit_llvm_ir([tvm.lower(s, [A, B])["main"]])
     assert "llvm.loop.unroll.disable" not in ir

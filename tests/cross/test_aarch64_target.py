@@ -66,7 +66,7 @@ def test_aarch64_code_and_assembly_are_neon():
     B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
     s = te.create_schedule(B.op)
     s[B].vectorize(s[B].split(B.op.axis[0], factor=4)[1])
-    asm = tvm.lower(s, [A, B], name="k")
+    asm = tvm.lower(s, [A, B], name="k")["k"]
     from tvmpy.codegen.llvm import emit_assembly
 
     text = emit_assembly([asm], A64 + " -mcpu=cortex-a72")

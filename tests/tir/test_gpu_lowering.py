@@ -347,7 +347,7 @@ def test_too_many_threads_and_shared_memory():
     bx, tx = s[B].split(B.op.axis[0], factor=512)
     s[B].bind(bx, te.thread_axis("blockIdx.x"))
     s[B].bind(tx, te.thread_axis("threadIdx.x"))
-    f = tvm.lower(s, [A, B], target="opencl")
+    f = tvm.lower(s, [A, B], target="opencl")["main"]
     with pytest.raises(ValueError, match="512 threads per block exceed max_threads_per_block=256"):
         lower_gpu([f], "opencl")
     lower_gpu([tvm.lower(s, [A, B], target="cuda")], "cuda")  # 1024 on CUDA: fine
@@ -356,7 +356,7 @@ def test_too_many_threads_and_shared_memory():
     assert not verify_gpu_code(f, {"max_thread_x": 256})
 
     s, A, B, C = _gemm(64, 64, 64, tile=8, ktile=64)  # 2 * 8*64*4 bytes = 4 KiB of shared
-    f = tvm.lower(s, [A, B, C], target="cuda -max_shared_memory_per_block=2048")
+    f = tvm.lower(s, [A, B, C], target="cuda -max_shared_memory_per_block=2048")["main"]
     with pytest.raises(ValueError, match="4096 bytes of shared memory per block exceed "
                                          "max_shared_memory_per_block=2048"):
         lower_gpu([f], "cuda -max_shared_memory_per_block=2048")

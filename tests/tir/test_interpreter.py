@@ -649,7 +649,7 @@ def test_thread_bound_schedule_in_both_forms():
     s[C].bind(yo, te.thread_axis("vthread"))
     s[C].bind(xi, te.thread_axis("threadIdx.x"))
     a, b = rand((n, n)), rand((n, n))
-    for f in (schedule_to_primfunc(s, [A, B, C], "f"), tvm.lower(s, [A, B, C], name="f")):
+    for f in (schedule_to_primfunc(s, [A, B, C], "f"), tvm.lower(s, [A, B, C], name="f")["f"]):
         c = np.zeros((n, n), "float32")
         interp.run(f, [a, b, c])
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -7,7 +7,6 @@ schedules. Small sizes, checked against numpy."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import tvmpy as tvm
 import tvmpy.testing
@@ -138,8 +137,6 @@ def test_save_object_create_shared_load(tmp_path):
     _run_add(fadd1, tvm.cpu(0), 77)
 
 
-@pytest.mark.xfail(strict=True, reason="needs modules: Module.save of object code + "
-                   "load_module of saved device code (.cl / .ptx) + import_module")
 def test_save_host_and_device_code_then_import(tmp_path):
     temp = utils.tempdir(str(tmp_path))
     s, args = _gpu_add_schedule()

@@ -455,9 +455,9 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
     for i, lf in enumerate(compiler.funcs):
         if root:  # each function's tir passes in a folder of its own
             with config.config(DUMP_IR=os.path.join(root, "tir", lf.name)):
-                lowered.append(driver.lower(lf.prim_func, target=tgt))
+                lowered.append(driver.lower_primfunc(lf.prim_func, target=tgt))
         else:
-            lowered.append(driver.lower(lf.prim_func, target=tgt))
+            lowered.append(driver.lower_primfunc(lf.prim_func, target=tgt))
         report("tir", i + 1, len(compiler.funcs))
     times["tir"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -14,12 +14,16 @@ and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JS
   vars). Host numpy arrays are accepted: copied in, and written ones copied back.
   ``imported_modules[0]`` is the device module (``get_source()``: the kernel source);
   ``export_library`` writes the plan and the source into the library's metadata and
-  ``load_module`` restores the module (no compiler needed).
+  ``load_module`` restores the module (no compiler needed). TVM's split save works too:
+  ``save("x.o")`` is the host part only, ``imported_modules[0].save("x.cl" / "x.ptx" / "x.cu")``
+  the device code (+ ``x.tvm_meta.json``, its kernel list); ``load_module`` of each, then
+  ``host.import_module(dev)`` (kernel names and argument types checked) joins them again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +38,7 @@ from .module import Module
 from .ndarray import NDArray, _np_dtype, _shape_tuple
 
 __all__ = ["DeviceNDArray", "device_api", "register_device_api", "GPUHostModule", "GPUFunction",
-           "GPUDeviceModule"]
+           "GPUDeviceModule", "load_device_file"]
 
 _APIS: dict[int, Any] = {}
 
@@ -247,6 +251,12 @@ class GPUFunction:
     # ---- arguments ---------------------------------------------------------------------------
     def state(self, args: Sequence[Any]) -> dict:
         """Check ``args``; return the call state (env, device buffers, host arrays to copy)."""
+        if self.module.device_module is None:
+            raise RuntimeError(
+                f"{self.name}: the {self.module.api_name} kernels it launches were never "
+                "imported: this host module was loaded without its device code; load that "
+                "(e.g. dev = tvm.runtime.load_module('x.cl' or 'x.ptx')) and call "
+                "import_module(dev) on this module first")
         if len(args) != len(self.params):
             raise TypeError(f"{self.name}() takes {len(self.params)} argument(s) ({self._names}), "
                             f"got {len(args)}")
@@ -385,7 +395,9 @@ class GPUFunction:
     def _bind(self, state: dict) -> list[Callable[[], None]]:
         env = dict(state["env"])
         bufs, dev = dict(state["bufs"]), state["dev"]
-        program = self.module.device_module.program(dev)
+        dm = self.module.device_module
+        assert dm is not None  # state() checked
+        program = dm.program(dev)
         bound: list[Callable[[], None]] = []
         self._bind_steps(self.steps, env, bufs, dev, program, bound)
         return bound
@@ -444,8 +456,26 @@ class GPUFunction:
             self.module.api.sync(state["dev"].device_id)
 
 
+# the files a device module saves as (TVM's ``save("x.cl")`` / ``save("x.ptx")``), per API:
+# extension -> what is written ("source": the kernel source; else the binary of that name)
+_DEVICE_FILES = {"opencl": {"cl": "source"}, "cuda": {"cu": "source", "ptx": "ptx"}}
+
+
+def meta_file_path(file_name: str) -> str:
+    """TVM's file beside saved device code that lists its kernels: ``x.cl`` -> ``x.tvm_meta.json``."""
+    stem, ext = os.path.splitext(file_name)
+    return (stem if ext else file_name) + ".tvm_meta.json"
+
+
 class GPUDeviceModule(Module):
-    """The device code of a GPU module: kernel source, compiled per device on first use."""
+    """The device code of a GPU module: kernel source, compiled per device on first use.
+
+    ``save("x.cl")`` (OpenCL) / ``save("x.ptx")``, ``save("x.cu")`` (CUDA) writes the code and,
+    as TVM does, ``x.tvm_meta.json`` with the kernels' argument types; :func:`load_device_file`
+    (``tvm.runtime.load_module("x.cl")``) reads both back. The kernels run only through a host
+    module that imports this one (``host.import_module(dev)``)."""
+
+    _device_code = True
 
     def __init__(self, api_name: str, source: str, kernels: dict, lib_path: str | None = None,
                  binaries: dict[str, bytes] | None = None):
@@ -454,13 +484,55 @@ class GPUDeviceModule(Module):
         self.binaries = dict(binaries or {})  # compiled images (CUDA: "ptx", "sm_90" cubin...)
         meta = {"version": 1, "entry": "", "functions": [], "source": source, "kernels": kernels,
                 "binaries": {k: base64.b64encode(v).decode() for k, v in self.binaries.items()}}
-        sources = {"cl" if api_name == "opencl" else api_name: source}
+        sources = {"cl" if api_name == "opencl" else api_name: source} if source else {}
         if "ptx" in self.binaries:
             sources["ptx"] = self.binaries["ptx"].decode()
         super().__init__(None, meta, api_name, sources=sources, lib_path=lib_path)
+        self.api_name = api_name
         self.source = source
         self.kernel_params = kernels
         self._programs: dict[int, Any] = {}
+
+    def save(self, file_name: str, fmt: str = "") -> None:
+        """Write the device code as ``.cl`` (OpenCL), ``.ptx`` / ``.cu`` (CUDA), and the kernel
+        list beside it (``x.tvm_meta.json``, as TVM does)."""
+        file_name = os.fspath(file_name)
+        ext = (fmt or os.path.splitext(file_name)[1]).lstrip(".")
+        kinds = _DEVICE_FILES.get(self.api_name, {})
+        what = kinds.get(ext)
+        if what is None:
+            raise ValueError(f"save: a {self.api_name} device module is saved as "
+                             + " or ".join(f".{e}" for e in kinds) + f", not {file_name!r} "
+                             "(export_library writes host and device code into one library)")
+        if what == "source":
+            if not self.source:
+                raise ValueError(f"save: this {self.api_name} device module was loaded without "
+                                 f"its source; save it as .ptx")
+            data = self.source.encode()
+        elif what in self.binaries:
+            data = self.binaries[what]
+        else:
+            raise ValueError(f"save: this {self.api_name} device module has no {what} code "
+                             f"(has: {', '.join(sorted(self.binaries)) or 'source only'})")
+        with open(file_name, "wb") as f:
+            f.write(data)
+        info = {k: {"name": k, "arg_types": list(v)} for k, v in self.kernel_params.items()}
+        with open(meta_file_path(file_name), "w") as f:
+            json.dump({"tvm_version": "tvmpy", "gpu_api": self.api_name, "func_info": info}, f,
+                      indent=1)
+
+    def _not_host(self, what: str) -> RuntimeError:
+        return RuntimeError(
+            f"{what}: this {self.api_name} device module holds kernels "
+            f"({', '.join(self.kernel_params) or 'none'}), which run only through the host "
+            "module that launches them: load the host code (tvm.runtime.load_module of the "
+            "library made from its saved .o) and call host.import_module(this module)")
+
+    def get_function(self, name: str, query_imports: bool = True) -> Any:
+        raise self._not_host(f"get_function({name!r})")
+
+    def __call__(self, *args: Any) -> None:
+        raise self._not_host("call")
 
     def program(self, dev: Device) -> Any:
         prog = self._programs.get(dev.device_id)
@@ -476,10 +548,14 @@ class GPUDeviceModule(Module):
 
 
 class GPUHostModule(Module):
-    """Host functions of a GPU build: launch plans, with the device module imported."""
+    """Host functions of a GPU build: launch plans, with the device module imported.
 
-    def __init__(self, api_name: str, plan: dict, entry: str, device_module: GPUDeviceModule,
-                 lib_path: str | None = None):
+    ``save("x.o")`` writes the host part only (TVM's split: the device code is saved from
+    ``imported_modules[0]``); the module loaded from it has no device module until
+    :meth:`import_module` gives it one whose kernels match its plan."""
+
+    def __init__(self, api_name: str, plan: dict, entry: str,
+                 device_module: GPUDeviceModule | None, lib_path: str | None = None):
         meta = {"version": 1, "entry": entry, "functions": [], "gpu_api": api_name, "plan": plan}
         super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
                          lib_path=lib_path)
@@ -487,8 +563,9 @@ class GPUHostModule(Module):
         self.device_type = {"opencl": 4, "cuda": 2}[api_name]
         self.device = Device(self.device_type, 0)
         self.plan = plan
-        self.device_module = device_module
-        self.imported_modules.append(device_module)
+        self.device_module: GPUDeviceModule | None = None
+        if device_module is not None:
+            self.import_module(device_module)
         self._gpu_funcs = {e["name"]: e for e in plan["functions"]}
 
     @classmethod
@@ -500,15 +577,43 @@ class GPUHostModule(Module):
     @classmethod
     def _from_meta(cls, meta: dict, path: str) -> GPUHostModule:
         dev_meta = next((m for m in meta.get("imports", []) if "source" in m), None)
-        if dev_meta is None:
-            raise ValueError(f"{path}: GPU module without its device code")
         api = meta["gpu_api"]
-        import base64
+        devmod = None
+        if dev_meta is not None:  # exported; a saved .o holds the host part only
+            import base64
 
-        binaries = {k: base64.b64decode(v) for k, v in dev_meta.get("binaries", {}).items()}
-        devmod = GPUDeviceModule(api, dev_meta["source"], dev_meta.get("kernels", {}), path,
-                                 binaries)
+            binaries = {k: base64.b64decode(v) for k, v in dev_meta.get("binaries", {}).items()}
+            devmod = GPUDeviceModule(api, dev_meta["source"], dev_meta.get("kernels", {}), path,
+                                     binaries)
         return cls(api, meta["plan"], meta.get("entry", ""), devmod, path)
+
+    def import_module(self, mod: Module) -> None:
+        """Give this host module its device code (TVM's ``host.import_module(load_module(
+        "x.cl"))``): a device module of the same API holding every kernel the plans launch,
+        with the same argument types. Other modules are imported as by ``Module``."""
+        if not isinstance(mod, GPUDeviceModule):
+            super().import_module(mod)
+            return
+        if mod.api_name != self.api_name:
+            raise ValueError(f"import_module: this host module launches {self.api_name} "
+                             f"kernels; the device module holds {mod.api_name} code")
+        if self.device_module is not None:
+            raise ValueError("import_module: this host module already has its device module "
+                             "(imported_modules[0]); load the host code again to use another")
+        want: dict = self.plan["kernels"]
+        missing = [k for k in want if k not in mod.kernel_params]
+        if missing:
+            raise ValueError(
+                f"import_module: the device module has no kernel {', '.join(missing)} that "
+                f"this host module launches (it has: {', '.join(mod.kernel_params) or 'none'}); "
+                "import the device code saved from the same build")
+        for k, types in want.items():
+            if list(mod.kernel_params[k]) != list(types):
+                raise ValueError(f"import_module: kernel {k} takes ({', '.join(types)}) in this "
+                                 f"host module's plan, ({', '.join(mod.kernel_params[k])}) in "
+                                 "the device module; import the device code of the same build")
+        self.device_module = mod
+        self.imported_modules.insert(0, mod)
 
     @property
     def api(self) -> Any:
@@ -569,3 +674,29 @@ class GPUHostModule(Module):
             return BenchmarkResult(results)
 
         return evaluate
+
+
+def load_device_file(path: str, fmt: str) -> GPUDeviceModule:
+    """TVM's ``load_module("x.cl")`` / ``("x.ptx")`` / ``("x.cu")``: device code saved by
+    :meth:`GPUDeviceModule.save`, with its kernel list (``x.tvm_meta.json``) beside it."""
+    api = next((a for a, kinds in _DEVICE_FILES.items() if fmt in kinds), None)
+    if api is None:
+        raise ValueError(f"load_module: cannot load device code of format {fmt!r} "
+                         "(saved device code loads from .cl, .ptx or .cu)")
+    meta_path = meta_file_path(path)
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+        info = meta["func_info"]
+        kernels = {k: list(v["arg_types"]) for k, v in info.items()}
+    except FileNotFoundError:
+        raise ValueError(f"load_module: {path} needs its kernel list {meta_path}, which "
+                         "save() writes beside it; copy both files") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"load_module: {meta_path} is not a kernel list written by save() "
+                         f"({err!r})") from None
+    with open(path, "rb") as f:
+        data = f.read()
+    if _DEVICE_FILES[api][fmt] == "source":
+        return GPUDeviceModule(api, data.decode(), kernels)
+    return GPUDeviceModule(api, "", kernels, binaries={_DEVICE_FILES[api][fmt]: data})

@@ -47,11 +47,12 @@ for another architecture is linked with that architecture's default cross compil
 ``fcompile`` is left out, see runtime/linker.py; a ``.tar`` path writes TVM's tar of object
 files instead, which needs no linker of the target); ``m.save(path, fmt="")`` (``.o``: one
 relocatable object with the metadata, so ``cc -shared x.o`` makes a loadable library; or
-``.ll``/``.s``/``.c`` source);
+``.ll``/``.s``/``.c`` source; a GPU build's ``.o`` is its host part, its device code is saved
+from ``m.imported_modules[0]`` as ``.cl`` / ``.ptx`` / ``.cu``, see runtime/gpu_module.py);
 ``m.time_evaluator(name, dev, number, repeat, min_repeat_ms)``;
 ``load_module(path)`` loads an exported library in any process (ctypes + numpy only; a
 ``.tar`` or ``.o`` is first linked with this machine's C compiler into ``path + ".so"``, as TVM
-does).
+does; ``.cl`` / ``.ptx`` / ``.cu``: saved device code, to ``import_module`` into its host module).
 A library built in this process is unloaded once nothing uses it any more (no Module, Function
 or graph executor of it is left); loaded ones stay for the life of the process.
 """
@@ -171,6 +172,9 @@ def _pin_threaded_dependencies() -> None:
 class Module:
     """Compiled functions in one loaded shared library, plus imported modules."""
 
+    #: device code (a GPU build's kernels): left out of ``save("x.o")``, which is host code
+    _device_code = False
+
     def __init__(self, lib: ctypes.CDLL | None, metadata: dict, type_key: str = "llvm",
                  objects: Sequence[bytes] = (), link_libs: Sequence[str] = (),
                  sources: Mapping[str, Source] | None = None, lib_path: str | None = None,
@@ -268,8 +272,9 @@ class Module:
             for m in self.imported_modules:
                 m._share_lib(lib)
 
-    def _collect(self) -> tuple[list[bytes], list[str], dict]:
-        """Objects, libraries and metadata of this module and all its imports (each once)."""
+    def _collect(self, device_code: bool = True) -> tuple[list[bytes], list[str], dict]:
+        """Objects, libraries and metadata of this module and all its imports (each once;
+        without ``device_code``, the imported device modules left out)."""
         objs: list[bytes] = []
         libs: list[str] = []
         seen: set[int] = set()
@@ -284,7 +289,8 @@ class Module:
             libs.extend(x for x in m._link_libs if x not in libs)
             meta = {k: v for k, v in m._meta.items() if k != "imports"}
             meta["type_key"] = m.type_key
-            meta["imports"] = [visit(i) for i in m.imported_modules if id(i) not in seen]
+            meta["imports"] = [visit(i) for i in m.imported_modules if id(i) not in seen
+                               and (device_code or not i._device_code)]
             return meta
 
         meta = visit(self)
@@ -447,10 +453,11 @@ class Module:
         link_shared(objs, json.dumps(meta, sort_keys=True), file_name, libs, blobs=blobs,
                     cc=fcompile, options=options)
 
-    def _portable_parts(self) -> tuple[list[bytes], list[str], dict, dict[str, bytes]]:
+    def _portable_parts(self, device_code: bool = True
+                        ) -> tuple[list[bytes], list[str], dict, dict[str, bytes]]:
         """Objects, link libraries, metadata (naming the system libraries ``load_module`` loads
         first) and blobs of a saved object file or tar: no link step has added the libraries."""
-        objs, libs, meta = self._collect()  # raises for a loaded library's functions
+        objs, libs, meta = self._collect(device_code)  # raises for a loaded library's functions
         meta["system_libs"] = system_libs(libs)
         return objs, libs, meta, self._export_blobs(meta)
 
@@ -484,13 +491,14 @@ class Module:
 
     def save(self, file_name: str, fmt: str = "") -> None:
         """TVM's ``Module.save``: the object code (``.o``: one relocatable object with the code of
-        this module and its imports, the parallel runtime it calls and the metadata, so that
-        ``cc -shared x.o -o x.so`` makes a library ``load_module`` loads) or the attached source
-        (``.ll``, ``.s``, ``.c``). ``fmt`` overrides the file name's extension."""
+        this module and its host imports, the parallel runtime it calls and the metadata, so
+        that ``cc -shared x.o -o x.so`` makes a library ``load_module`` loads; as in TVM, a GPU
+        build's device code is not in it: ``imported_modules[0].save("x.cl")``) or the
+        attached source (``.ll``, ``.s``, ``.c``). ``fmt`` overrides the file name's extension."""
         file_name = os.fspath(file_name)
         ext = (fmt or os.path.splitext(file_name)[1]).lstrip(".")
         if ext in ("o", "obj"):
-            objs, libs, meta, blobs = self._portable_parts()
+            objs, libs, meta, blobs = self._portable_parts(device_code=False)
             relocatable_module(objs, json.dumps(meta, sort_keys=True), file_name, libs, blobs)
             return
         if not ext:
@@ -649,6 +657,11 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
+    ext = fmt or os.path.splitext(path)[1].lstrip(".")
+    if ext in ("cl", "ptx", "cu", "cubin", "clbin", "fatbin"):  # saved device code
+        from .gpu_module import load_device_file
+
+        return load_device_file(path, ext)
     if fmt in ("tar", "o") or (not fmt and path.endswith((".tar", ".o"))):
         path = _link_portable(path, fmt == "o" or (not fmt and path.endswith(".o")))
     from .wasm import is_wasm, load_wasm  # wasmtime itself is imported only to run one

@@ -1,4 +1,4 @@
-"""PrimFunc: a loop-IR function, the unit that tvm.lower returns and codegen compiles."""
+"""PrimFunc: a loop-IR function, the unit of tvm.lower's IRModule that codegen compiles."""
 
 from __future__ import annotations
 

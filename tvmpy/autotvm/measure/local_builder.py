@@ -73,7 +73,7 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str,
     straight into the exported file (``tvm.build`` would link and load a library first, then
     export would link again)."""
     from ...codegen import llvm as llvm_codegen
-    from ...driver import build, lower
+    from ...driver import build, lower_primfunc
     from ...target import as_target
 
     tgt = as_target(target)
@@ -83,7 +83,7 @@ def _build_library(s: Any, args: Sequence[Any], target: str, path: str,
     if tgt.kind != "llvm":
         build(s, args, tgt).export_library(path, fcompile)
         return
-    funcs = [lower(s, args, "default_function", target=tgt)]
+    funcs = [lower_primfunc(s, args, "default_function", target=tgt)]
     mod = llvm_codegen.build(funcs, tgt, load=False)
     mod.export_library(path, fcompile)
 
@@ -112,10 +112,10 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
     """Lower for the GPU target, check the kernel against the target's limits, then generate
     the host launch plan + device code and export them (the device compiler, e.g. OpenCL's,
     runs when the runner first loads the module on the device)."""
-    from ...driver import lower, lower_gpu
+    from ...driver import lower_gpu, lower_primfunc
     from ...tir.analysis import gpu_code_errors
 
-    func = lower(s, args, "default_function", target=tgt)
+    func = lower_primfunc(s, args, "default_function", target=tgt)
     errs = gpu_code_errors(func, gpu_limits(tgt))
     if errs:
         raise GPULimitError("verify_gpu_code: " + "; ".join(errs))

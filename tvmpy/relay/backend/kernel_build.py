@@ -107,7 +107,7 @@ def compile_kernel(func: Any, target: Target, name: str) -> KernelArtifact:
             t0 = time.perf_counter()
             prim = lower_primitive(func, target, name)
             check_budget(f"lowering {name}", time.perf_counter() - t0)  # under DEBUG only
-            lowered = driver.lower(prim, target=target)
+            lowered = driver.lower_primfunc(prim, target=target)
         c = compile_funcs([lowered], target)
     return KernelArtifact(name, c.object, signature(lowered).to_json(), list(c.link_libs),
                           tuple(c.machine), c.ir, list(c.declared),
@@ -163,8 +163,8 @@ class LazyLowered(Sequence):
         from .te_compiler import lower_primitive
 
         with cache_scope():
-            return driver.lower(lower_primitive(func, self._target, art.name),
-                                target=self._target)
+            return driver.lower_primfunc(lower_primitive(func, self._target, art.name),
+                                         target=self._target)
 
     def _load(self) -> list[Any]:
         if self._items is None:

@@ -303,7 +303,7 @@ class _Compilation:
                 self.func_index[name] = len(self.func_index)
             for name in names:
                 self.functions.append(self._compile_function(name))
-            lowered = [driver.lower(lf.prim_func, target=self.target)
+            lowered = [driver.lower_primfunc(lf.prim_func, target=self.target)
                        for lf in self.compiler.funcs]
             if lowered:
                 lib = driver.build(lowered, target=self.target)
