@@ -16,7 +16,7 @@ def _add_one(n: int, name: str):
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
     s = te.create_schedule(B.op)
-    return tvm.lower(s, [A, B], name=name)
+    return tvm.lower(s, [A, B], name=name)[name]
 
 
 def test_build_irmodule_of_primfuncs():

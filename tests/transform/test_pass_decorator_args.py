@@ -56,7 +56,7 @@ def test_opt_level_gates_the_pass():
 def test_prim_func_pass_decorator_with_opt_level_runs():
     A = te.placeholder((5,), name="A")
     B = te.compute((5,), lambda i: A[i] + 1, name="B")
-    mod = tvm.IRModule({"main": tvm.lower(te.create_schedule(B.op), [A, B])})
+    mod = tvm.lower(te.create_schedule(B.op), [A, B])
     names = []
 
     @tvm.tir.transform.prim_func_pass(opt_level=0)
