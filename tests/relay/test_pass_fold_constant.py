@@ -58,10 +58,39 @@ def test_bind_params_then_fold():
 def test_bind_params_bad_input():
     x = relay.var("x", shape=(2, 4))
     f = relay.Function([x], relay.nn.relu(x))
-    with pytest.raises(ValueError, match="no parameters named"):
-        bind_params_by_name(f, {"y": np.zeros((2, 4), "float32")})
     with pytest.raises(ValueError, match="expects"):
         bind_params_by_name(f, {"x": np.zeros((2, 5), "float32")})
+    with pytest.raises(ValueError, match="expects"):
+        bind_params_by_name(f, {"x": np.zeros((2, 4), "float64")})
+
+
+def test_bind_params_skips_names_that_are_no_parameter(caplog):
+    """As TVM: a name of ``params`` that no parameter has is skipped (logged at debug level),
+    the others are bound; the result computes as the unbound function fed the same values."""
+    x = relay.var("x", shape=(3, 5))
+    w = relay.var("w", shape=(5,))
+    f = relay.Function([x, w], relay.nn.relu(x * w))
+    wv = _rand((5,), 11)
+    with caplog.at_level("DEBUG", logger="tvmpy.relay.transform.bind_params"):
+        bound = bind_params_by_name(f, {"w": wv, "unused_bias": _rand((5,), 12)})
+    assert "unused_bias" in caplog.text
+    assert [p.name_hint for p in bound.params] == ["x"]
+    xin = _rand((3, 5), 13)
+    want = np.maximum(xin * wv, 0)
+    np.testing.assert_allclose(run(relay.IRModule.from_expr(bound), {"x": xin}), want, rtol=1e-6)
+    same = bind_params_by_name(f, {"nothing": wv})  # no name matches: nothing bound
+    assert [p.name_hint for p in same.params] == ["x", "w"]
+
+
+def test_bind_params_duplicate_parameter_names():
+    a = relay.var("p", shape=(2,))
+    b = relay.var("p", shape=(2,))
+    c = relay.var("c", shape=(2,))
+    f = relay.Function([a, b, c], a + b + c)
+    with pytest.raises(ValueError, match=r"multiple parameters .* named \['p'\]"):
+        bind_params_by_name(f, {"p": np.ones(2, "float32")})
+    bound = bind_params_by_name(f, {"c": np.ones(2, "float32")})  # the unique name still binds
+    assert [p.name_hint for p in bound.params] == ["p", "p"]
 
 
 def test_constant_broadcast_to_a_symbolic_batch_is_kept():

@@ -90,6 +90,6 @@ def test_required_passes_of_a_pass_run_first():
 
     transform.Sequential([needs_fold])(_mod())
     assert seen == [1]
-    bad = transform.module_pass(lambda m, c: m, name="Bad", required=["NoSuchPass"])
+    bad = transform.module_pass(lambda m, c: m, opt_level=0, name="Bad", required=["NoSuchPass"])
     with pytest.raises(ValueError, match="NoSuchPass"):
         transform.Sequential([bad])(_mod())

@@ -110,3 +110,21 @@ def test_flatten_wrong_arity_raises():
     f = func([A], loop(i, 3, tir.BufferStore(A, 1.0, [i])))
     with pytest.raises(IndexError, match="2 dimensions"):
         storage_flatten_func(f)
+
+
+def test_storage_flatten_pass_takes_tvms_arguments():
+    """``StorageFlatten(64)`` (TVM's cache_line_size argument) flattens as ``StorageFlatten()``;
+    bad arguments and create_bound_attribute=True are clear errors."""
+    import tvmpy as tvm
+    from tvmpy.ir import structural_equal
+
+    f, _, _ = _copy2d((3, 7))
+    mod = tvm.IRModule({"main": f})
+    a = tir.transform.StorageFlatten(64)(mod)["main"]
+    b = tir.transform.StorageFlatten()(mod)["main"]
+    assert structural_equal(a.body, b.body)
+    assert_same(f, a)
+    with pytest.raises(TypeError, match="cache_line_size"):
+        tir.transform.StorageFlatten("64")
+    with pytest.raises(ValueError, match="create_bound_attribute"):
+        tir.transform.StorageFlatten(64, create_bound_attribute=True)

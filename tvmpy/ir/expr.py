@@ -5,11 +5,20 @@ them; the operator sugar and the printer live in relay."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .node import Node
 
-__all__ = ["RelayExpr", "GlobalVar"]
+__all__ = ["RelayExpr", "GlobalVar", "register_global_var_call"]
+
+#: how ``GlobalVar.__call__`` builds a call: set by relay (a higher layer) when it is imported
+_CALL_BUILDER: list[Callable[[GlobalVar, Sequence[RelayExpr]], RelayExpr]] = []
+
+
+def register_global_var_call(build: Callable[[GlobalVar, Sequence[RelayExpr]], RelayExpr]) -> None:
+    """Install relay's ``Call`` as what ``gv(*args)`` builds (relay calls this on import)."""
+    _CALL_BUILDER[:] = [build]
 
 
 class RelayExpr(Node):
@@ -43,3 +52,12 @@ class GlobalVar(RelayExpr):
 
     def __str__(self) -> str:
         return f"@{self.name_hint}"
+
+    def __call__(self, *args: Any) -> RelayExpr:
+        """TVM's ``gv(x, y)``: a relay call of this global function, ``relay.Call(gv, [x, y])``."""
+        if _CALL_BUILDER and all(isinstance(a, RelayExpr) for a in args):
+            return _CALL_BUILDER[0](self, args)
+        types = [type(a).__name__ for a in args]
+        raise TypeError(f"cannot call GlobalVar @{self.name_hint} with arguments of types "
+                        f"{types}: its arguments must be relay expressions (relay.var, "
+                        "relay.const, ...)")

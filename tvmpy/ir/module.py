@@ -80,6 +80,10 @@ class IRModule(Node):
         self._by_name[g.name_hint] = g
         self.functions[g] = func
 
+    def update_func(self, var: Any, func: BaseFunc) -> None:
+        """TVM's ``mod.update_func(gvar, func)``: replace (or add) the function of ``var``."""
+        self[var] = func
+
     def __delitem__(self, key: Any) -> None:
         g = self._gvar(key)
         del self.functions[g]

@@ -49,7 +49,8 @@ from .op.data_dependent import argwhere, compress, unique  # noqa: F401
 from .op.reduce import *  # noqa: F401,F403
 from .op.tensor import *  # noqa: F401,F403
 from .op.transform import *  # noqa: F401,F403
-from .ty import Any, FuncType, ListType, TensorType, TupleType, Type  # noqa: F401
+from .scope_builder import ScopeBuilder  # noqa: F401
+from .ty import Any, FuncType, ListType, TensorType, TupleType, Type, scalar_type  # noqa: F401
 from .visitor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
 
 Module = IRModule  # TVM 0.6's spelling of relay.IRModule

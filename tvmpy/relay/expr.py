@@ -404,3 +404,11 @@ def const(value: Any, dtype: str | None = None) -> Constant:
                 dtype = "int32"
         arr = arr.astype(dtype) if dtype is not None else arr
     return Constant(ConstData(arr))
+
+
+# ``gv(x)`` for a GlobalVar (TVM's GlobalVar.__call__): a relay Call of that global function
+def _call_global(gv: GlobalVar, args: Sequence[Any]) -> Call:
+    return Call(gv, args)
+
+
+_ir.register_global_var_call(_call_global)

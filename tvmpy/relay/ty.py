@@ -40,6 +40,7 @@ __all__ = [
     "dim_equal",
     "dim_str",
     "is_static",
+    "scalar_type",
 ]
 
 
@@ -227,3 +228,8 @@ def type_str(t: _AnyT) -> str:
     if isinstance(t, FuncType):
         return "fn (" + ", ".join(type_str(a) for a in t.arg_types) + ") -> " + type_str(t.ret_type)
     return str(t)
+
+
+def scalar_type(dtype: str) -> TensorType:
+    """TVM's ``relay.scalar_type("float32")``: the type of a 0-d tensor of ``dtype``."""
+    return TensorType((), dtype)

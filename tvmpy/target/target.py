@@ -75,6 +75,9 @@ class Target:
         if isinstance(target, Target):
             self.__dict__.update(target.__dict__)
             return
+        if isinstance(target, dict):  # TVM 0.8's config form {"kind": "llvm", "mcpu": ...}
+            target, cfg_host = _config_to_text(target)
+            host = host if host is not None else cfg_host
         if target is not None and not isinstance(target, str):
             raise TypeError(f"target must be a string such as 'llvm' or 'c', got {type(target).__name__} "
                             f"{target!r}")
@@ -211,6 +214,26 @@ class Target:
     def vector_lanes(self, dtype: str) -> int:
         return max(1, self.vector_width_bits // bits_of(dtype))
 
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """TVM's ``target.attrs``: the options given (``{"mcpu": "cortex-a72", "mattr": [...]}``;
+        ``keys`` and ``kind`` are separate fields, as in TVM)."""
+        out: dict[str, Any] = {}
+        for p in shlex.split(str(self))[1:]:
+            key, _, value = p.lstrip("-").partition("=")
+            if key == "keys":
+                continue
+            out[key] = (value.split(",") if key == "mattr" else
+                        int(value) if value.isdigit() else value)
+        return out
+
+    def export(self) -> dict[str, Any]:
+        """TVM's ``target.export()``: the target as a config dict (``Target(d)`` rebuilds it)."""
+        out: dict[str, Any] = {"kind": str(self.kind), "keys": list(self.keys), **self.attrs}
+        if self.host is not None:
+            out["host"] = self.host.export()
+        return out
+
     def __str__(self) -> str:
         s = self.kind
         if self.mcpu:
@@ -318,6 +341,28 @@ _ARM_MODELS = {
     "rk3399": ("rk3399", "cortex-a72", "+neon"),
     "unknown": ("unknown", None, "+neon"),
 }
+
+
+def _config_to_text(cfg: dict) -> tuple[str, Any]:
+    """A TVM config dict (``{"kind": "llvm", "mcpu": "cortex-a72", "mattr": ["+avx2"], "host":
+    ...}``) -> (the target string, the host or None)."""
+    cfg = dict(cfg)
+    if "kind" not in cfg:
+        raise ValueError(f"target config dict needs a 'kind' (e.g. 'llvm'), got {cfg!r}")
+    host = cfg.pop("host", None)
+    text = str(cfg.pop("kind"))
+    for key, value in cfg.items():
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        text += f" -{key}={value}"
+    return text, host
+
+
+def rasp(options: str | list[str] | None = None) -> Target:
+    """TVM 0.6's ``tvm.target.rasp()``: ``arm_cpu("rasp3b")``."""
+    return arm_cpu("rasp3b", options)
 
 
 def arm_cpu(model: str = "unknown", options: str | list[str] | None = None) -> Target:

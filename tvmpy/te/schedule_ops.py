@@ -422,7 +422,10 @@ class Lowering:
         vmap = {iv.var: values[iv] for iv in roots}
         conv = _BodyConverter(vmap, self.access)
         if st.store_predicate is not None:
-            preds.append(_StorePred(conv.visit(st.store_predicate)))
+            pred = conv.visit(st.store_predicate)
+            if _reduce_on_threads(st, leaves):
+                pred = _at_thread_zero(st, leaves, pred)
+            preds.append(_StorePred(pred))
         body = self.view.bodies[st]
         out_idx = [values[iv] for iv in op.axis]
         bufs = [self.access(op.output(k), out_idx) for k in range(op.num_outputs)]
@@ -687,6 +690,22 @@ def _reduce_on_threads(st: Any, leaves: list[IterVar]) -> bool:
                 and a.bind_thread.thread_tag.startswith("threadIdx")):
             return True
     return False
+
+
+def _at_thread_zero(st: Any, leaves: list[IterVar], pred: PrimExpr) -> PrimExpr:
+    """A cross-thread reduction's store predicate as thread 0 sees it: after the allreduce
+    (LowerThreadAllreduce) only thread 0 of the reduction's threads stores the result, so
+    ``set_store_predicate(tx.var.equal(0))`` (TVM's idiom) holds there. Kept as is, the
+    predicate would also guard the reduction's init, outside the thread's scope (before the
+    kernel when nothing is bound to blockIdx), and let the simplifier specialise the update's
+    reads to thread 0 before the allreduce is formed."""
+    zero = {}
+    for lv in leaves:
+        a = st.iter_var_attrs.get(lv)
+        if (lv.iter_type == IterVar.CommReduce and a is not None and a.bind_thread is not None
+                and a.bind_thread.thread_tag.startswith("threadIdx")):
+            zero[a.bind_thread.var] = E.const(0, a.bind_thread.var.dtype)
+    return simplify(substitute(pred, zero))
 
 
 def _mark_tuple_reduce(r0: Reduce, conv: Any, update: S.Stmt) -> S.Stmt:

@@ -96,9 +96,13 @@ def _check_buffer(buf: Any, t: Tensor, name: str) -> Buffer:
 
 def decl_tensor_intrin(op: Operation | Tensor, fintrin: Callable[..., Any],
                        name: str = "tensor_intrin", binds: dict | None = None,
-                       scalar_params: Sequence[Var] | None = None) -> TensorIntrin:
+                       scalar_params: Sequence[Var] | None = None,
+                       default_buffer_params: dict | None = None) -> TensorIntrin:
     """Declare a tensor intrinsic computing ``op`` and performed by ``fintrin(ins, outs)``
-    (``fintrin(ins, outs, scalar_params)`` when ``scalar_params`` are given)."""
+    (``fintrin(ins, outs, scalar_params)`` when ``scalar_params`` are given).
+    ``default_buffer_params``: keyword arguments of ``tir.decl_buffer`` for the buffers of the
+    tensors not in ``binds`` (TVM 0.8's, e.g. ``{"offset_factor": 16}``; the default here is
+    ``offset_factor=1``: any offset)."""
     if isinstance(op, Tensor):
         op = op.op
     if not isinstance(op, ComputeOp):
@@ -123,11 +127,17 @@ def decl_tensor_intrin(op: Operation | Tensor, fintrin: Callable[..., Any],
         if not any(key == t for t in tensors):
             raise ValueError(f"decl_tensor_intrin {name}: binds has tensor {getattr(key, 'name', key)}"
                              f" which is not an input or output of {op.name}")
+    buf_params = {"offset_factor": 1, **(default_buffer_params or {})}
+    allowed = {"strides", "elem_offset", "scope", "data_alignment", "offset_factor"}
+    if set(buf_params) - allowed:
+        raise TypeError(f"decl_tensor_intrin {name}: default_buffer_params takes "
+                        f"{sorted(allowed)} (tir.decl_buffer's), got "
+                        f"{sorted(set(buf_params) - allowed)}")
     buffers = []
     for t in tensors:
         buf = next((b for k, b in binds.items() if k == t), None)
         if buf is None:
-            buf = decl_buffer(t.shape, t.dtype, t.op.name, offset_factor=1)
+            buf = decl_buffer(t.shape, t.dtype, t.op.name, **buf_params)
         buffers.append(_check_buffer(buf, t, name))
     ins, outs = buffers[:len(inputs)], buffers[len(inputs):]
     params = tuple(scalar_params or ())

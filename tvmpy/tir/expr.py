@@ -266,7 +266,7 @@ class Cast(PrimExpr):
 
     def __init__(self, dtype: str, value: PrimExpr):
         dt.parse(dtype)
-        self._init(dtype=dtype, value=value)
+        self._init(dtype=dtype, value=value if isinstance(value, PrimExpr) else convert(value))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,6 +279,10 @@ class BinaryOp(PrimExpr):
     symbol = "?"
 
     def __init__(self, a: PrimExpr, b: PrimExpr):
+        if not isinstance(a, PrimExpr):  # TVM's constructors take Python numbers (int32/float32)
+            a = convert(a)
+        if not isinstance(b, PrimExpr):
+            b = convert(b)
         if a.dtype != b.dtype:
             raise TypeError(f"{type(self).__name__} operands differ in dtype: {a.dtype} vs {b.dtype}")
         self._init(dtype=self._result_dtype(a.dtype), a=a, b=b)
@@ -489,7 +493,8 @@ class Let(PrimExpr):
     _def_fields = ("var",)
 
     def __init__(self, var: Var, value: PrimExpr, body: PrimExpr):
-        self._init(dtype=body.dtype, var=var, value=convert(value), body=convert(body))
+        body = convert(body)
+        self._init(dtype=body.dtype, var=var, value=convert(value), body=body)
 
 
 class Call(PrimExpr):

@@ -108,8 +108,8 @@ def resize2d(data: te.Tensor, roi: Any = None, size: Sequence[int] | None = None
              out_dtype: str | None = None, separable: bool = False) -> te.Tensor:
     """Resize the spatial axes of a 4-D ``data`` (``layout`` NCHW or NHWC) to ``size`` =
     (out_h, out_w). ``method``: "nearest_neighbor" (or "nearest") or "linear" (or "bilinear").
-    ``roi`` is accepted for TVM's signature and must be None (tf_crop_and_resize is not
-    supported). ``separable`` (linear only): interpolate along the width first, into a stage
+    ``roi`` (4 numbers, TVM's signature) is read by TVM only in the tf_crop_and_resize mode,
+    which is not supported here, so it is ignored. ``separable`` (linear only): interpolate along the width first, into a stage
     ``resize2d_rows`` of the input's rows at the output width (tag "resize2d_rows", scheduled
     by the target), then along the height between two of those rows: the same operations
     in the same order (equal up to FMA contraction), but an upsampling's output reads two contiguous rows
@@ -121,8 +121,9 @@ def resize2d(data: te.Tensor, roi: Any = None, size: Sequence[int] | None = None
         raise ValueError(f"topi.image.resize2d: needs a 4-D tensor, got shape {tuple(data.shape)}")
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"topi.image.resize2d: layout must be 'NCHW' or 'NHWC', got {layout!r}")
-    if roi is not None:
-        raise ValueError("topi.image.resize2d: roi (tf_crop_and_resize) is not supported")
+    if roi is not None and (not isinstance(roi, (list, tuple)) or len(roi) != 4):
+        raise ValueError(f"topi.image.resize2d: roi must be 4 numbers (TVM passes [0.0] * 4), "
+                         f"got {roi!r}")
     meth = {"nearest": "nearest_neighbor", "bilinear": "linear"}.get(method, method)
     if meth not in ("nearest_neighbor", "linear"):
         raise ValueError(f"topi.image.resize2d: method must be 'nearest_neighbor' or 'linear', "

@@ -24,7 +24,7 @@ from .context import PassContext
 if TYPE_CHECKING:
     from .instrument import PassTrace
 
-__all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "module_pass", "register_pass",
+__all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "module_pass", "check_pass_args", "register_pass",
            "run_sequence", "PrintIR", "wrap_pass_class"]
 
 
@@ -186,21 +186,41 @@ def wrap_pass_class(pass_cls: type, base: type, method: str,
     return PyPass
 
 
-def module_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+def check_pass_args(kind: str, opt_level: Any, required: Any) -> tuple[int, list[str]]:
+    """TVM's checks on a pass decorator's arguments: ``opt_level`` is required (the pass runs
+    only under ``PassContext(opt_level=n)`` with ``n >= opt_level``, so there is no neutral
+    default) and ``required`` is a list or tuple of pass names. Returns ``(opt_level, list(required))``."""
+    if opt_level is None:
+        raise ValueError(f"Please provide opt_level for the {kind}: e.g. "
+                         f"@{kind.replace(' ', '_')}(opt_level=0) (it runs when the "
+                         "PassContext's opt_level is at least this)")
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int):
+        raise TypeError(f"opt_level of the {kind} must be an int, got {opt_level!r}")
+    if required is None:
+        return opt_level, []
+    if not isinstance(required, (list, tuple)):
+        raise TypeError(f"required of the {kind} must be a list/tuple of pass names, got "
+                        f"{type(required).__name__}")
+    return opt_level, list(required)
+
+
+def module_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
                 required: Sequence[str] | None = None) -> Any:
     """``@module_pass(opt_level=2)`` on ``def f(mod, ctx) -> mod`` gives a ModulePass (also
     ``module_pass(f, opt_level=2)``); on a class with ``transform_module(self, mod, ctx)`` it
     gives a ModulePass subclass: ``MyPass(args...)`` is a pass (the arguments go to the
-    class's constructor)."""
+    class's constructor). ``opt_level`` is required, as in TVM."""
+    level, required = check_pass_args("module pass", opt_level, required)
+
     def wrap(f: Any) -> Any:
         pname = name or str(getattr(f, "__name__", "module_pass"))
         if inspect.isclass(f):
             return wrap_pass_class(f, ModulePass, "transform_module",
                                    lambda self, fn: ModulePass.__init__(self, fn, pname,
-                                                                        opt_level, required))
+                                                                        level, required))
         if not callable(f):
             raise TypeError(f"module_pass takes a function or a class, got {f!r}")
-        return ModulePass(f, pname, opt_level, required)
+        return ModulePass(f, pname, level, required)
     return wrap(pass_func) if pass_func is not None else wrap
 
 

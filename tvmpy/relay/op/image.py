@@ -9,7 +9,7 @@ from ..ty import TensorType, Type
 from ._rel import fail, shape_str, tensor_arg
 from .registry import REQUIRED, OpPattern, make_call, register_op
 
-__all__ = ["resize2d"]
+__all__ = ["resize2d", "resize"]
 
 _METHODS = ("nearest_neighbor", "linear", "cubic")
 _COORD = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn")
@@ -70,3 +70,20 @@ def resize2d(
         "cubic_exclude": int(cubic_exclude), "extrapolation_value": float(extrapolation_value),
         "out_dtype": out_dtype,
     })  # fmt: skip
+
+
+#: TVM 0.7's method names -> resize2d's
+_V07_METHODS = {"nearest_neighbor": "nearest_neighbor", "bilinear": "linear", "bicubic": "cubic"}
+
+
+def resize(data: RelayExpr, size: Any, layout: str = "NCHW", method: str = "bilinear",
+           coordinate_transformation_mode: str = "half_pixel", out_dtype: Any = None
+           ) -> RelayExpr:
+    """TVM 0.7's ``relay.image.resize`` (renamed ``resize2d`` in 0.8): the same resize, with
+    0.7's method names ("nearest_neighbor", "bilinear", "bicubic")."""
+    if method not in _V07_METHODS:
+        raise ValueError(f"resize: method must be one of {tuple(_V07_METHODS)} (TVM 0.7's "
+                         f"names; resize2d takes {_METHODS}), got {method!r}")
+    return resize2d(data, size, layout=layout, method=_V07_METHODS[method],
+                    coordinate_transformation_mode=coordinate_transformation_mode,
+                    out_dtype=out_dtype or "")

@@ -7,3 +7,4 @@ Vars named like ``stage1_unit1_conv1_weight``) and ``params`` maps those names t
 """
 
 from . import bert, mobilenet_v2, resnet  # noqa: F401
+from .helpers import create_workload, run_infer_type, run_opt_pass  # noqa: F401,E402

@@ -1,11 +1,13 @@
 """Binding parameters: ``bind_params_by_name(func, params)`` replaces the function parameters
-named in ``params`` by Constants (numpy arrays) and drops them from the parameter list, so that
+named in ``params`` by Constants (numpy arrays) and drops them from the parameter list (other
+names in ``params`` are skipped, as in TVM; a shape/dtype mismatch is an error), so that
 FoldConstant / FoldScaleAxis can see the weights. Valid whenever the values are the ones the
 graph will run with (inference). ``BindParams(params)`` is the same as a module pass on main.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +19,8 @@ from ..module import IRModule
 from ..visitor import ExprMutator
 
 __all__ = ["bind_params_by_name", "BindParams"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class _Subst(ExprMutator):
@@ -33,20 +37,31 @@ def _as_array(value: Any) -> np.ndarray:
 
 
 def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
-    """Return ``func`` with the parameters named in ``params`` replaced by constants."""
+    """Return ``func`` with the parameters named in ``params`` replaced by constants.
+
+    As TVM's: names in ``params`` that are no parameter of ``func`` are skipped (logged at
+    debug level; a params dict of a whole model can carry more than one function uses);
+    binding a name that several parameters share is an error (which one is meant?)."""
     if not isinstance(func, Function):
         raise TypeError(f"bind_params_by_name takes a relay Function, got {type(func).__name__}")
     by_name: dict[str, Var] = {}
+    repeated: set[str] = set()
     for p in func.params:
         if p.name_hint in by_name:
-            raise ValueError(f"bind_params_by_name: parameter name {p.name_hint!r} is not unique")
-        by_name[p.name_hint] = p
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise ValueError(f"bind_params_by_name: no parameters named {unknown} (have "
-                         f"{[p.name_hint for p in func.params]})")
+            repeated.add(p.name_hint)
+        by_name.setdefault(p.name_hint, p)
+    unused = sorted(str(k) for k in params if k not in by_name)
+    if unused:
+        _LOG.debug("bind_params_by_name: %d name(s) are no parameter of the function, skipped: %s",
+                   len(unused), unused)
+    clash = sorted(str(k) for k in params if k in repeated)
+    if clash:
+        raise ValueError(f"bind_params_by_name: multiple parameters of the function are named "
+                         f"{clash}; rename them (relay.var names) to bind them by name")
     mapping: dict[int, Any] = {}
     for name, value in params.items():
+        if name not in by_name:
+            continue
         p = by_name[name]
         arr = _as_array(value)
         t = p.type_annotation

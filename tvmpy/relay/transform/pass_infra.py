@@ -13,7 +13,7 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...transform import Pass, PassContext
-from ...transform.passes import wrap_pass_class
+from ...transform.passes import check_pass_args, wrap_pass_class
 from ..expr import Function, RelayExpr
 
 __all__ = ["FunctionPass", "function_pass"]
@@ -48,19 +48,22 @@ class FunctionPass(Pass):
         return InferType()(out)
 
 
-def function_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+def function_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
                   required: Sequence[str] | None = None) -> Any:
     """``@function_pass(opt_level=1)`` on ``def f(func, mod, ctx) -> func`` gives a
     FunctionPass (also ``function_pass(f, opt_level=1)``); on a class with
     ``transform_function(self, func, mod, ctx)`` it gives a FunctionPass subclass:
-    ``MyPass(args...)`` is a pass (the arguments go to the class's constructor)."""
+    ``MyPass(args...)`` is a pass (the arguments go to the class's constructor).
+    ``opt_level`` is required, as in TVM."""
+    level, required = check_pass_args("function pass", opt_level, required)
+
     def wrap(f: Any) -> Any:
         pname = name or str(getattr(f, "__name__", "function_pass"))
         if inspect.isclass(f):
             return wrap_pass_class(f, FunctionPass, "transform_function",
                                    lambda self, fn: FunctionPass.__init__(self, fn, pname,
-                                                                          opt_level, required))
+                                                                          level, required))
         if not callable(f):
             raise TypeError(f"function_pass takes a function or a class, got {f!r}")
-        return FunctionPass(f, pname, opt_level, required)
+        return FunctionPass(f, pname, level, required)
     return wrap(pass_func) if pass_func is not None else wrap

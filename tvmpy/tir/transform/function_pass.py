@@ -13,7 +13,7 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...transform import Pass, PassContext
-from ...transform.passes import wrap_pass_class
+from ...transform.passes import check_pass_args, wrap_pass_class
 from ..function import PrimFunc
 
 __all__ = ["PrimFuncPass", "prim_func_pass"]
@@ -50,21 +50,22 @@ class PrimFuncPass(Pass):
         return out
 
 
-def prim_func_pass(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+def prim_func_pass(pass_func: Any = None, opt_level: int | None = None, name: str | None = None,
                    required: Sequence[str] | None = None) -> Any:
     """``prim_func_pass(fn, opt_level=0)`` or the decorator ``@prim_func_pass(opt_level=0)`` on
     ``def fn(func, mod, ctx) -> func``; on a class with ``transform_function(self, func, mod,
     ctx)``, it gives a PrimFuncPass subclass: ``MyPass(args...)`` is a pass (the arguments go
-    to the class's constructor)."""
+    to the class's constructor). ``opt_level`` is required, as in TVM."""
+    level, required = check_pass_args("prim_func pass", opt_level, required)
 
     def make(arg: Any) -> Any:
         pname = name or str(getattr(arg, "__name__", "PrimFuncPass"))
         if inspect.isclass(arg):
             return wrap_pass_class(arg, PrimFuncPass, "transform_function",
-                                   lambda self, fn: PrimFuncPass.__init__(self, fn, opt_level,
+                                   lambda self, fn: PrimFuncPass.__init__(self, fn, level,
                                                                           pname, required))
         if not callable(arg):
             raise TypeError(f"prim_func_pass takes a function or a class, got {arg!r}")
-        return PrimFuncPass(arg, opt_level, pname, required)
+        return PrimFuncPass(arg, level, pname, required)
 
     return make if pass_func is None else make(pass_func)

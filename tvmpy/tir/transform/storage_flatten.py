@@ -119,7 +119,18 @@ def storage_flatten_func(func: PrimFunc) -> PrimFunc:
     return func.with_body(_Flattener().visit(func.body))
 
 
-def StorageFlatten() -> PrimFuncPass:
-    """``tvm.tir.transform.StorageFlatten()``: flatten multi-dimensional buffers to 1-D, as a pass
-    (the pass form of :func:`storage_flatten_func`)."""
+def StorageFlatten(cache_line_size: int = 64,
+                   create_bound_attribute: bool = False) -> PrimFuncPass:
+    """``tvm.tir.transform.StorageFlatten(64)``: flatten multi-dimensional buffers to 1-D, as a
+    pass (the pass form of :func:`storage_flatten_func`). TVM's arguments are accepted:
+    ``cache_line_size`` does not change the flattened layout here (strides come from the
+    buffers and ``storage_align``); ``create_bound_attribute=True`` (bound attributes for
+    InstrumentBoundCheckers, which tvmpy does not have) is refused."""
+    if isinstance(cache_line_size, bool) or not isinstance(cache_line_size, int) or \
+            cache_line_size < 1:
+        raise TypeError(f"StorageFlatten: cache_line_size must be a positive int, got "
+                        f"{cache_line_size!r}")
+    if create_bound_attribute:
+        raise ValueError("StorageFlatten(create_bound_attribute=True): tvmpy has no "
+                         "InstrumentBoundCheckers pass to consume bound attributes")
     return PrimFuncPass.from_func(storage_flatten_func, "StorageFlatten")
