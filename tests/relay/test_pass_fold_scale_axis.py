@@ -7,7 +7,7 @@ from _pass_util import count_ops, random_inputs, run
 
 import tvmpy as tvm
 from tvmpy import relay
-from tvmpy.relay import testing, transform
+from tvmpy.relay import printer, testing, transform
 from tvmpy.relay.transform import bind_params_by_name
 
 
@@ -46,7 +46,7 @@ def test_fold(layout, groups, scale_shape, scale_first):
     body = out["main"].body
     assert count_ops(body, "multiply") == 0 and count_ops(body, "nn.conv2d") == 1
     assert count_ops(body, "add") == 1
-    lines = [ln.strip() for ln in relay.printer.astext(out["main"], show_types=False).splitlines()[1:-1]]
+    lines = [ln.strip() for ln in printer.astext(out["main"], show_types=False).splitlines()[1:-1]]
     assert lines[0].startswith("%0 = nn.conv2d(%x, meta[relay.Constant]")
     assert lines[1].startswith("%1 = add(%0, ") and lines[2] == "nn.relu(%1)"
     inputs = random_inputs(mod["main"])
