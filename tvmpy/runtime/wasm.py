@@ -458,7 +458,7 @@ class WasmModule(Module):
         weakref.finalize(view.base if view.base is not None else view, inst.free, off)
         return view
 
-    def _collect(self) -> tuple[list[bytes], list[str], dict]:
+    def _collect(self, device_code: bool = True) -> tuple[list[bytes], list[str], dict]:
         raise RuntimeError("a WebAssembly module cannot be linked into a host library; "
                            "export it on its own with export_library('x.wasm')")
 
