@@ -80,8 +80,10 @@ def gpu_phases(target: Any) -> list[list[Pass]]:
     registers and shuffles, or shared memory on OpenCL) after UnifyThreadBinding, and
     ThreadSync("shared") before the final Simplify. SplitHostDevice
     and the GPU checks run in ``tvm.build`` (:func:`tvmpy.driver.lower_gpu`)."""
-    from .transform.gpu import LowerThreadAllreduce, ThreadSync, UnifyThreadBinding
     from .transform.lower_warp_memory import LowerWarpMemory
+    from .transform.thread_allreduce import LowerThreadAllreduce
+    from .transform.thread_sync import ThreadSync
+    from .transform.unify_thread_binding import UnifyThreadBinding
 
     return [
         [],

@@ -6,20 +6,14 @@ PrimFunc, is ``<name>_func`` (``simplify_func(func)``). :mod:`tvmpy.tir.pipeline
 TVM's order: LegalizeStorageDtypes, StorageFlatten, Simplify, LoopPartition, Simplify, VectorizeLoop,
 InjectVirtualThread, InjectDoubleBuffer, StorageRewrite, UnrollLoop, Simplify, RemoveNoOp,
 LowerIntrin. For GPU targets (:func:`tvmpy.tir.pipeline.gpu_phases`) LowerThreadAllreduce,
-UnifyThreadBinding and ThreadSync join them (gpu.py), and LowerWarpMemory (lower_warp_memory.py), and SplitHostDevice
-(split_host_device.py) makes the host function and the device kernels.
+UnifyThreadBinding, ThreadSync and LowerWarpMemory join them, and SplitHostDevice makes the host
+function and the device kernels. Every pass module states what it does, when it is valid, and a
+short before/after example; ``common.py`` holds the helpers they share and ``function_pass.py``
+the pass kind.
 """
 
 from ...transform import register_pass
 from .function_pass import PrimFuncPass, prim_func_pass
-from .gpu import (
-    LowerThreadAllreduce,
-    ThreadSync,
-    UnifyThreadBinding,
-    lower_thread_allreduce_func,
-    thread_sync_func,
-    unify_thread_binding_func,
-)
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
 from .legalize_storage_dtypes import LegalizeStorageDtypes, legalize_storage_dtypes_func
@@ -31,6 +25,9 @@ from .simplify import Simplify, simplify_func
 from .split_host_device import SplitHostDevice, split_host_device
 from .storage_flatten import StorageFlatten, storage_flatten_func
 from .storage_rewrite import StorageRewrite, storage_rewrite_func
+from .thread_allreduce import LowerThreadAllreduce, lower_thread_allreduce_func
+from .thread_sync import ThreadSync, thread_sync_func
+from .unify_thread_binding import UnifyThreadBinding, unify_thread_binding_func
 from .unroll_loop import UnrollLoop, unroll_loop_func
 from .vectorize_loop import VectorizeLoop, vectorize_loop_func
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["make_analyzer", "fresh_copy", "linear_form", "flat_size", "is_const",
            "VarCollector", "substitute_buffers",
-           "fold_add", "fold_mul", "add_offset"]
+           "fold_add", "fold_mul", "add_offset", "thread_tag", "is_thread_extent",
+           "KernelMapper"]
 
 
 def make_analyzer(func: Any = None) -> Analyzer:
@@ -373,3 +374,29 @@ def add_offset(index: E.PrimExpr, offset: E.PrimExpr) -> E.PrimExpr:
     if offset.dtype != index.dtype:
         offset = E.cast(offset, index.dtype)
     return fold_add(index, offset)
+
+
+def thread_tag(s: Any) -> str:
+    """The thread tag (``threadIdx.x``, ``blockIdx.y``...) an AttrStmt binds, or ""."""
+    return s.node.thread_tag if isinstance(s, S.AttrStmt) and isinstance(s.node, E.IterVar) else ""
+
+
+def is_thread_extent(s: Any) -> bool:
+    """Whether ``s`` is a ``thread_extent`` attribute binding an IterVar (a launch dimension)."""
+    return isinstance(s, S.AttrStmt) and s.attr_key == "thread_extent" and isinstance(
+        s.node, E.IterVar)
+
+
+class KernelMapper(Mutator):
+    """Applies ``fn`` to every GPU kernel of a body: each outermost ``thread_extent`` subtree."""
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+
+    def visit_PrimExpr(self, e: Any) -> Any:
+        return e
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> Any:
+        if is_thread_extent(s):
+            return self.fn(s)
+        return self.generic_visit(s)

@@ -1,5 +1,6 @@
-"""LowerThreadAllreduce's rewriting (see :mod:`tvmpy.tir.transform.gpu`).
+"""LowerThreadAllreduce: a reduction across the threads of a block, as a tree or warp shuffles.
 
+What it does
 te lowers a reduction axis bound to ``threadIdx.*`` as the update ``X[idx] = X[idx] op v``
 inside that thread attribute, with ``idx`` free of the thread index (the serial-loop meaning).
 On a GPU the threads would race on ``X[idx]``; here, inside a thread attribute ``T`` of extent
@@ -30,6 +31,16 @@ with ``AttrStmt(combiner, "tvmpy.tuple_reduce", tvm_tuple(rhs...))`` when its re
 bound to threadIdx. The same two forms then run with one accumulator (and one shared buffer, or
 one shuffle per step) per value; each step shuffles or reads every value at the same lane and
 applies the combiner to the whole tuple (its results bound to lets before any store).
+
+When valid
+    GPU kernels after UnifyThreadBinding, for a thread extent ``E`` that is a constant;
+    updates whose index depends on the thread index are not reductions and are left alone;
+    a racy update the rewrite cannot express is refused with an error, not miscompiled.
+
+Example
+    before:  attr [threadIdx.x] thread_extent = 32 { B[0] = B[0] + A[tx] }
+    after:   acc[0] = A[tx]; red[tx] = acc[0]; (tree steps over red, barriers by ThreadSync)
+             if tx == 0 { B[0] = B[0] + red[0] }      (CUDA: tvm_warp_shuffle_down steps)
 """
 
 from __future__ import annotations
@@ -45,6 +56,8 @@ from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import Mutator, post_order_visit
+from .common import thread_tag
+from .function_pass import PrimFuncPass
 
 _OPS = (E.Add, E.Mul, E.Min, E.Max)
 #: ``tvm_warp_shuffle_down(mask, value, offset, width, warp_size)``: the value of lane
@@ -67,10 +80,6 @@ def _uses(node: Any, var: E.Var) -> bool:
     hit: list[int] = []
     post_order_visit(node, lambda n: hit.append(1) if n is var else None)
     return bool(hit)
-
-
-def _tag(s: Any) -> str:
-    return s.node.thread_tag if isinstance(s, S.AttrStmt) and isinstance(s.node, E.IterVar) else ""
 
 
 def _inner_vars(body: S.Stmt) -> set[int]:
@@ -129,7 +138,7 @@ def _refuse_racy_updates(fname: str, body: S.Stmt, tvar: E.Var, tag: str) -> Non
         elif isinstance(n, S.SeqStmt):
             for x in n.seq:
                 walk(x)
-        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+        elif isinstance(n, S.AttrStmt) and thread_tag(n).startswith("threadIdx"):
             return
         elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
             walk(n.body)
@@ -174,7 +183,7 @@ def _find(body: S.Stmt, tvar: E.Var) -> list[_Candidate]:
         if isinstance(n, S.SeqStmt):
             for x in n.seq:
                 walk(x)
-        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+        elif isinstance(n, S.AttrStmt) and thread_tag(n).startswith("threadIdx"):
             return  # a nested thread scope: its own reductions
         elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
             walk(n.body)
@@ -273,7 +282,7 @@ def _find_tuples(fname: str, body: S.Stmt, tvar: E.Var) -> list[_Tuple]:
         elif isinstance(n, S.SeqStmt):
             for x in n.seq:
                 walk(x)
-        elif isinstance(n, S.AttrStmt) and _tag(n).startswith("threadIdx"):
+        elif isinstance(n, S.AttrStmt) and thread_tag(n).startswith("threadIdx"):
             return
         elif isinstance(n, (S.For, S.AttrStmt, S.Allocate, S.LetStmt, S.AssertStmt)):
             walk(n.body)
@@ -398,7 +407,7 @@ class _Lower(Mutator):
             self.in_kernel = True
             self.tx_extents = []
             post_order_visit(s, lambda n: self.tx_extents.append(n.value) if isinstance(
-                n, S.AttrStmt) and n.attr_key == "thread_extent" and _tag(n) == "threadIdx.x"
+                n, S.AttrStmt) and n.attr_key == "thread_extent" and thread_tag(n) == "threadIdx.x"
                 else None)
             try:
                 return self._visit_attr(s)
@@ -414,7 +423,7 @@ class _Lower(Mutator):
                 and all(isinstance(x, E.IntImm) and x.value == ext for x in self.tx_extents))
 
     def _visit_attr(self, s: S.AttrStmt) -> Any:
-        tag = _tag(s)
+        tag = thread_tag(s)
         if s.attr_key != "thread_extent" or not tag.startswith("threadIdx"):
             return self.generic_visit(s)
         tvar = s.node.var
@@ -485,7 +494,7 @@ class _Lower(Mutator):
         g: E.PrimExpr = E.const(0, "int32")
         groups = 1
         for a in self.outer:
-            t = _tag(a)
+            t = thread_tag(a)
             if t == tag:
                 continue
             if not isinstance(a.value, E.IntImm):
@@ -605,3 +614,13 @@ def lower_allreduce(func: PrimFunc, target: Any = None) -> PrimFunc:
     warp = int(getattr(target, "thread_warp_size", 1) or 1)
     body = _Lower(func.name, warp).visit(func.body)
     return func if body is func.body else func.with_body(body)
+
+
+def lower_thread_allreduce_func(func: PrimFunc, target: Any = None) -> PrimFunc:
+    """The function form of :func:`LowerThreadAllreduce`."""
+    return lower_allreduce(func, target)
+
+
+def LowerThreadAllreduce(target: Any = None) -> PrimFuncPass:  # noqa: N802 - TVM's name
+    return PrimFuncPass.from_func(lambda f: lower_thread_allreduce_func(f, target),
+                                  "LowerThreadAllreduce")

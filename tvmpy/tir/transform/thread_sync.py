@@ -1,0 +1,275 @@
+"""ThreadSync("shared"): barriers between the accesses of threads to shared memory.
+
+What it does
+    Inserts ``Evaluate(Call("int32", "tir.tvm_storage_sync", [StringImm("shared")]))`` before a
+    statement that reads a shared buffer written since the last barrier, or writes one read
+    since the last barrier, and at the end of a loop body when the next iteration's first
+    accesses (before any barrier) conflict with the accesses after the body's last barrier.
+    The expressions of a LetStmt / AttrStmt / AssertStmt / Allocate count as accesses made
+    before its body (LowerThreadAllreduce binds a tuple combiner's values in LetStmts); with
+    the body they form one step, as the loads and the store of one statement do.
+    A barrier is never put inside a branch whose condition depends on a thread index: such a
+    branch is one statement for the analysis (its barrier goes before it).
+
+When valid
+    GPU kernels after UnifyThreadBinding (each thread tag bound once at the kernel's top, so
+    every thread reaches every barrier); only the "shared" scope is supported. It adds
+    barriers and removes none: a kernel that needs none is unchanged.
+
+Example
+    before:  A_shared[tx] = A[bx * 64 + tx]
+             B[bx * 64 + tx] = A_shared[63 - tx]
+    after:   A_shared[tx] = A[bx * 64 + tx]; tir.tvm_storage_sync("shared")
+             B[bx * 64 + tx] = A_shared[63 - tx]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from ..functor import post_order_visit
+from .common import KernelMapper, is_thread_extent, thread_tag
+from .function_pass import PrimFuncPass
+
+__all__ = ["ThreadSync", "thread_sync_func", "storage_sync", "is_storage_sync", "SYNC_OP"]
+
+SYNC_OP = "tir.tvm_storage_sync"
+
+
+def storage_sync(scope: str = "shared") -> S.Stmt:
+    """The barrier statement for ``scope`` ("shared": all threads of a block)."""
+    return S.Evaluate(E.Call("int32", SYNC_OP, [E.StringImm(scope)]))
+
+
+def is_storage_sync(s: Any) -> bool:
+    return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == SYNC_OP
+
+
+def _accesses(s: Any, scope: str) -> tuple[set[int], set[int]]:
+    """(read, written) data-var ids of buffers with ``scope`` in ``s``."""
+    r: set[int] = set()
+    w: set[int] = set()
+
+    def f(n: Any) -> None:
+        if isinstance(n, E.BufferLoad) and n.buffer.scope == scope:
+            r.add(id(n.buffer.data))
+        elif isinstance(n, S.BufferStore) and n.buffer.scope == scope:
+            w.add(id(n.buffer.data))
+        elif isinstance(n, E.Call) and n.op == "tvm_access_ptr" and len(n.args) >= 2:
+            v = n.args[1]
+            if isinstance(v, E.Var):
+                r.add(id(v))
+                w.add(id(v))
+
+    post_order_visit(s, f)
+    return r, w
+
+
+def _has_sync(s: Any) -> bool:
+    found = []
+    post_order_visit(s, lambda n: found.append(1) if isinstance(n, E.Call) and n.op == SYNC_OP
+                     else None)
+    return bool(found)
+
+
+class _State:
+    __slots__ = ("r", "w")
+
+    def __init__(self, r: set[int] | None = None, w: set[int] | None = None):
+        self.r = set(r or ())
+        self.w = set(w or ())
+
+    def copy(self) -> _State:
+        return _State(self.r, self.w)
+
+    def conflicts(self, r: set[int], w: set[int]) -> bool:
+        # read after write, write after read (write after write without a read between:
+        # no thread depends on the order)
+        return bool(r & self.w) or bool(w & self.r)
+
+
+class _Syncer:
+    def __init__(self, scope: str, thread_vars: set[int]):
+        self.scope = scope
+        self.tvars = thread_vars
+
+    def _divergent(self, cond: Any) -> bool:
+        hit = []
+        post_order_visit(cond, lambda n: hit.append(1) if isinstance(n, E.Var)
+                         and id(n) in self.tvars else None)
+        return bool(hit)
+
+    def _check_divergent(self, s: S.Stmt, parts: list[Any]) -> None:
+        """Thread-dependent control flow whose inside would need a barrier cannot be
+        synchronized (not every thread reaches the barrier): a clear error."""
+        for p in parts:
+            if p is None:
+                continue
+            probe = S.seq(*self.stmt(p, _State()))
+            if isinstance(s, S.For):
+                probe = S.seq(*self.loop(S.For(s.loop_var, 0, 2, s.kind, p), _State()))
+            if _has_sync(probe):
+                head = str(s).strip().splitlines()[0]
+                raise ValueError(f"shared memory written and read across threads inside "
+                                 f"thread-dependent control flow `{head}`: a barrier there "
+                                 "would not be reached by every thread of the block; make the "
+                                 "loop bounds / conditions independent of threadIdx")
+
+    def leaf(self, s: S.Stmt, st: _State) -> list[S.Stmt]:
+        r, w = _accesses(s, self.scope)
+        out: list[S.Stmt] = []
+        if st.conflicts(r, w):
+            out.append(storage_sync(self.scope))
+            st.r.clear()
+            st.w.clear()
+        st.r |= r
+        st.w |= w
+        return out + [s]
+
+    def seq(self, items: list[S.Stmt], st: _State) -> list[S.Stmt]:
+        out: list[S.Stmt] = []
+        for s in items:
+            out += self.stmt(s, st)
+        return out
+
+    def stmt(self, s: S.Stmt, st: _State) -> list[S.Stmt]:
+        if is_storage_sync(s):
+            st.r.clear()
+            st.w.clear()
+            return [s]
+        r, w = _accesses(s, self.scope)
+        if not r and not w:
+            return [s]
+        if isinstance(s, S.SeqStmt):
+            return self.seq(list(s.seq), st)
+        if isinstance(s, S.IfThenElse):
+            if self._divergent(s.condition):
+                self._check_divergent(s, [s.then_case, s.else_case])
+                return self.leaf(s, st)
+            a = st.copy()
+            then = self.body(s.then_case, a)
+            b = st.copy()
+            other = self.body(s.else_case, b) if s.else_case is not None else None
+            st.r, st.w = a.r | b.r, a.w | b.w
+            return [S.IfThenElse(s.condition, then, other)]
+        if isinstance(s, S.For):
+            if self._divergent(s.extent) or self._divergent(s.min):
+                self._check_divergent(s, [s.body])
+                return self.leaf(s, st)
+            return self.loop(s, st)
+        if isinstance(s, (S.LetStmt, S.AttrStmt, S.Allocate, S.AssertStmt)):
+            pre, hr, hw = self._header(s, st)
+            body = self.body(s.body, st)
+            if not _has_sync(body):  # the header and the body up to its end: one statement
+                st.r |= hr
+                st.w |= hw
+            if isinstance(s, S.LetStmt):
+                return pre + [S.LetStmt(s.var, s.value, body)]
+            if isinstance(s, S.AttrStmt):
+                return pre + [S.AttrStmt(s.node, s.attr_key, s.value, body)]
+            if isinstance(s, S.AssertStmt):
+                return pre + [S.AssertStmt(s.condition, s.message, body)]
+            return pre + [S.Allocate(s.buffer, body, s.condition)]
+        return self.leaf(s, st)
+
+    def _header(self, s: Any, st: _State) -> tuple[list[S.Stmt], set[int], set[int]]:
+        """The accesses of a scoping statement's own expressions (a LetStmt's value, e.g. the
+        tuple combiner LowerThreadAllreduce binds, reading shared memory), which run before its
+        body: a barrier before the statement when they conflict with the earlier accesses.
+        Returns (that barrier or nothing, reads, writes). Like the reads and the write of one
+        store (``S[t] = S[t] + S[t + k]`` in a tree step), the header is not checked against
+        its own body: the caller adds its accesses to the state after the body."""
+        if isinstance(s, S.LetStmt):
+            exprs = [s.value]
+        elif isinstance(s, S.AttrStmt):
+            exprs = [s.value]
+        elif isinstance(s, S.AssertStmt):
+            exprs = [s.condition, s.message]
+        else:
+            exprs = [*s.buffer.shape, s.condition]
+        r: set[int] = set()
+        w: set[int] = set()
+        for e in exprs:
+            if e is not None and not isinstance(e, (int, float, str)):
+                er, ew = _accesses(e, self.scope)
+                r |= er
+                w |= ew
+        pre: list[S.Stmt] = []
+        if st.conflicts(r, w):
+            pre.append(storage_sync(self.scope))
+            st.r.clear()
+            st.w.clear()
+        return pre, r, w
+
+    def body(self, s: S.Stmt, st: _State) -> S.Stmt:
+        return S.seq(*self.stmt(s, st))
+
+    def loop(self, s: S.For, st: _State) -> list[S.Stmt]:
+        r, w = _accesses(s, self.scope)
+        pre: list[S.Stmt] = []
+        if st.conflicts(r, w):  # the loop as a whole after the earlier accesses
+            pre.append(storage_sync(self.scope))
+            st.r.clear()
+            st.w.clear()
+        inner = _State()
+        body = self.body(s.body, inner)
+        # the next iteration's accesses before its first barrier against the end state
+        first = _State()
+        self._first_accesses(body, first)
+        if inner.conflicts(first.r, first.w):
+            body = S.seq(body, storage_sync(self.scope))
+            inner = _State()
+        if _has_sync(body):  # what precedes the loop is behind a barrier
+            st.r, st.w = inner.r, inner.w
+        else:
+            st.r |= inner.r
+            st.w |= inner.w
+        new = S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_binding, s.annotations)
+        return pre + [new]
+
+    def _first_accesses(self, s: S.Stmt, acc: _State) -> bool:
+        """Accumulate accesses up to the first barrier; True when a barrier was reached."""
+        if is_storage_sync(s):
+            return True
+        if isinstance(s, S.SeqStmt):
+            for x in s.seq:
+                if self._first_accesses(x, acc):
+                    return True
+            return False
+        r, w = _accesses(s, self.scope)
+        acc.r |= r
+        acc.w |= w
+        return False
+
+
+def thread_sync_func(func: PrimFunc, scope: str = "shared") -> PrimFunc:
+    """Barriers for ``scope`` in every kernel of ``func`` (see the module docstring)."""
+
+    def kernel(k: S.AttrStmt) -> S.Stmt:
+        tvars: set[int] = set()
+        post_order_visit(k, lambda n: tvars.add(id(n.node.var)) if is_thread_extent(n) and
+                         thread_tag(n).startswith("threadIdx") else None)
+        node: Any = k
+        heads = []
+        while is_thread_extent(node) or isinstance(node, S.Allocate):
+            heads.append(node)
+            node = node.body
+        body = _Syncer(scope, tvars).body(node, _State())
+        for h in reversed(heads):
+            if isinstance(h, S.Allocate):
+                body = S.Allocate(h.buffer, body, h.condition)
+            else:
+                body = S.AttrStmt(h.node, h.attr_key, h.value, body)
+        return body
+
+    body = KernelMapper(kernel).visit(func.body)
+    return func if body is func.body else func.with_body(body)
+
+
+def ThreadSync(storage_scope: str = "shared") -> PrimFuncPass:  # noqa: N802 - TVM's name
+    if storage_scope != "shared":
+        raise ValueError(f"ThreadSync: only the 'shared' scope is supported, got {storage_scope!r}")
+    return PrimFuncPass.from_func(lambda f: thread_sync_func(f, storage_scope), "ThreadSync")
