@@ -11,7 +11,7 @@ It wraps either a Python callable or the address of such a C function (the BLAS 
 runtime/blas.py). Calling it from Python calls the Python function directly, or marshals the
 arguments (NDArray / numpy arrays as ``DLTensor*``, numbers, strings, None) for the C one.
 
-Generated code (``tir.call_packed("name", ...)``, codegen/packed_call.py) reaches the registry
+Generated code (``tir.call_packed("name", ...)``, codegen/llvm_packed.py and c_packed.py) reaches the registry
 through one function pointer that every loaded library carries, ``__tvmpy_packed_lookup``
 (``void* lookup(const char* name)``, set by :func:`bind_library` when the runtime loads the
 library; the linker defines it weak and NULL). The lookup runs once per name per library and

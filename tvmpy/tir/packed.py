@@ -5,7 +5,7 @@ Each :class:`~tvmpy.tir.buffer.Buffer` argument becomes a DLTensor built on the 
 (``tvm_stack_make_array(data, tvm_stack_make_shape(*shape), strides, ndim, type_annotation,
 elem_offset)``: TVM's form; strides ``0`` when compact), scalars are passed as int64 / double,
 strings as ``const char*``; the
-DLTensors (and a Python function's NDArray views of them) are valid during the call only. The code generators (codegen/packed_call.py) lower it to one lookup
+DLTensors (and a Python function's NDArray views of them) are valid during the call only. The code generators (codegen/llvm_packed.py, codegen/c_packed.py) lower it to one lookup
 per name per library (cached) and one indirect C call per execution; the call's value is the
 function's return value (int32 unless another dtype is asked for), and a failure (the function
 raised, or no function of that name is registered) makes the kernel fail with its message.

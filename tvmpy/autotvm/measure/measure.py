@@ -1,6 +1,6 @@
 """Measurement API: what a tuner hands to the measurer and what it gets back (TVM's names).
 
-- ``MeasureInput(target, task, config)``: one candidate: a ``Task`` (autotvm/task.py) and one
+- ``MeasureInput(target, task, config)``: one candidate: a ``Task`` (autotvm/task/task.py) and one
   ``ConfigEntity`` of its space, for a ``Target``.
 - ``MeasureResult(costs, error_no, all_cost, timestamp)``: ``costs`` are seconds per run of the
   kernel, one per repeat, when ``error_no == NO_ERROR``; otherwise ``costs`` is a 1-tuple holding

@@ -1,4 +1,4 @@
-"""Graph passes over IRModules (``relay.transform``), one per module, on the shared pass
+"""Graph passes over IRModules (``relay.transform``), one concept per module, on the shared pass
 infrastructure (:mod:`tvmpy.transform`: Pass / ModulePass / Sequential, gated by
 ``tvm.transform.PassContext``'s opt_level, required_pass and disabled_pass) and relay's
 FunctionPass (``pass_infra``).
@@ -8,6 +8,10 @@ dataflow graph, i.e. every operator is side-effect free and deterministic, so a 
 may be shared, evaluated early (FoldConstant) or merged with an equal one (EliminateCommonSubexpr)
 wherever it appears; ``Let`` is only a naming device (DeadCodeElimination drops unused ones), and
 ``If`` branches are pure too. Each pass returns a re-typed module (InferType ran on it).
+
+Every pass module states what it does, when it is valid, and a short before/after example;
+``layout_rules.py`` and ``layout_demand.py`` are AlterOpLayout's rules and demand analysis,
+``pass_infra.py`` relay's pass kind.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ flowing through the operators that do not care about them, so that ``layout_tran
 only where a producer and a consumer disagree (TVM's AlterOpLayout + layout inference, paper
 section 3).
 
+What it does
 The split, on the dataflow graph of every relay Function (the target is the pass's, else
 ``Target.current()``, else "llvm"; the hooks run with it as the current target):
 
@@ -33,10 +34,16 @@ The split, on the dataflow graph of every relay Function (the target is the pass
   consumer (dense, reshape, softmax, the function's result, ...) gets its input back in NCHW through one ``layout_transform`` shared by all such
   consumers.
 
-Valid for any dataflow graph: each rewrite computes the same values in another memory order,
+When valid
+Any dataflow graph: each rewrite computes the same values in another memory order,
 and every value leaves the blocked region in its original layout (the function's type is
 unchanged). The result is re-typed; run FoldConstant after it (relay.build does) to fold the
 transforms of bound weights.
+
+Example
+    before:  %0 = nn.conv2d(%x, %W, padding=[1, 1, 1, 1]); nn.relu(%0)           (x86, 8 lanes)
+    after:   %0 = nn.contrib_conv2d_NCHWc(%x, %W8, data_layout="NCHW", out_layout="NCHW8c");
+             layout_transform(nn.relu(%0), src_layout="NCHW8c", dst_layout="NCHW")
 """
 
 from __future__ import annotations

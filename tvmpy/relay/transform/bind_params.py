@@ -1,8 +1,18 @@
-"""Binding parameters: ``bind_params_by_name(func, params)`` replaces the function parameters
-named in ``params`` by Constants (numpy arrays) and drops them from the parameter list (other
-names in ``params`` are skipped, as in TVM; a shape/dtype mismatch is an error), so that
-FoldConstant / FoldScaleAxis can see the weights. Valid whenever the values are the ones the
-graph will run with (inference). ``BindParams(params)`` is the same as a module pass on main.
+"""Binding parameters: weights given as numpy arrays become Constants of the graph.
+
+What it does
+    ``bind_params_by_name(func, params)`` replaces the function parameters named in ``params``
+    by Constants (numpy arrays) and drops them from the parameter list (other names in
+    ``params`` are skipped, as in TVM; a shape/dtype mismatch is an error), so that
+    FoldConstant / FoldScaleAxis can see the weights. ``BindParams(params)`` is the same as a
+    module pass on main.
+
+When valid
+    Whenever the values are the ones the graph will run with (inference).
+
+Example
+    before:  fn (%x, %w) { nn.dense(%x, %w) }            bind_params_by_name(f, {"w": W})
+    after:   fn (%x) { nn.dense(%x, meta[relay.Constant][0]) }
 """
 
 from __future__ import annotations

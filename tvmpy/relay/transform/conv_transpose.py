@@ -1,6 +1,7 @@
 """ConvTransposeToConv: a transposed 2-D convolution as ``s_h * s_w`` ordinary convolutions of
 the un-dilated input (one per output stride phase), interleaved by one injective step.
 
+What it does
 ``nn.conv2d_transpose`` computed directly convolves the input dilated by the stride (zeros
 between its elements) with the flipped kernel: ``s_h * s_w`` times the arithmetic, three
 quarters of it on zeros at stride 2, and a kernel of its own with no tuned schedule (a
@@ -18,10 +19,17 @@ NCHW{c}c), so the phases are one compiled convolution rather than one per paddin
 a single convolution with no interleave; a 1x1 input (a generator's first layer) is one
 ``nn.dense``.
 
-Valid for any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
+When valid
+Any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
 folded at compile time for a constant: here when it already is one, else by FoldConstant); needs
 NCHW/IOHW and static channel and spatial extents (the batch may be symbolic); other calls are
 left as they are. Runs at every opt_level (like SimplifyInference): it only removes arithmetic.
+
+Example
+    before:  nn.conv2d_transpose(%x, %W, strides=[2, 2], padding=[1, 1, 1, 1], kernel_size=[4, 4])
+    after:   %0 = nn.pad(%x, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);  %2 = nn.conv2d(
+             strided_slice(%0, begin=[0, 0], end=[5, 5], axes=[2, 3]), %W00, kernel_size=[2, 2]);
+             ... (4 phases);  nn.stride_interleave((%2, %4, %6, %8), strides=[2, 2], out_size=[8, 8])
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ the operators named in ``desired_layouts`` into the given data (and kernel) layo
 new layout through the layout-agnostic operators after them, and put ``layout_transform`` back
 only where a consumer needs the original layout (the function's type is unchanged).
 
+What it does
 ``desired_layouts``: ``{"nn.conv2d": ["NHWC", "default"], "nn.max_pool2d": ["NHWC"], ...}``.
 ``nn.conv2d`` takes a data layout (NCHW or NHWC) and a kernel layout (OIHW, HWIO, HWOI or
 "default": OIHW for NCHW, HWIO for NHWC, HWOI for a depthwise NHWC convolution); the 2-D pools
@@ -21,10 +22,21 @@ reshape, reductions, the function's result) reads its input in the original layo
 shared ``layout_transform`` (``layout_rules.SharedTransforms``, which also cancels a transform
 followed by its inverse).
 
+When valid
+Any dataflow graph: each rewrite computes the same values in another memory order and every
+value leaves in its original layout (the function's type is unchanged); calls of the named
+operators whose attributes cannot take the layout are left as they are.
+
 ``LegalizeLayouts`` is the same rewrite with the layouts tvmpy's operator implementations
 compute (``BUILD_LAYOUTS``: NCHW/OIHW convolutions, NCHW pools); relay.build runs it first, so
 an NHWC model (or one ConvertLayout made NHWC) builds: its convolutions run as NCHW (then
 AlterOpLayout's NCHWc at opt_level 3), with one transform in and one out.
+
+Example
+    before:  %0 = nn.conv2d(%x, %W, padding=[1, 1, 1, 1]); nn.relu(%0)   {"nn.conv2d": ["NHWC", "default"]}
+    after:   %0 = layout_transform(%x, src_layout="NCHW", dst_layout="NHWC");
+             %1 = nn.conv2d(%0, %W_hwio, padding=[1, 1, 1, 1], data_layout="NHWC", kernel_layout="HWIO");
+             layout_transform(nn.relu(%1), src_layout="NHWC", dst_layout="NCHW")
 """
 
 from __future__ import annotations

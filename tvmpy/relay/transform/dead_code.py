@@ -1,8 +1,18 @@
-"""DeadCodeElimination: drop ``let`` bindings whose variable the body never uses (their values
-are pure, so not computing them changes nothing). Unreachable dataflow nodes need no pass: a
-graph holds only what its output reaches. Function parameters are kept (they are the
-signature). Valid under the pure-dataflow assumption of the package docstring.
-RemoveUnusedFunctions: drop the module's functions that no entry function reaches.
+"""DeadCodeElimination and RemoveUnusedFunctions: drop what nothing uses.
+
+What it does
+    DeadCodeElimination drops ``let`` bindings whose variable the body never uses (their values
+    are pure, so not computing them changes nothing). Unreachable dataflow nodes need no pass:
+    a graph holds only what its output reaches. Function parameters are kept (they are the
+    signature). RemoveUnusedFunctions drops the module's functions that no entry function
+    reaches.
+
+When valid
+    Under the pure-dataflow assumption of the package docstring.
+
+Example
+    before:  fn (%a) { let %t = exp(%a); add(%a, %a) }
+    after:   fn (%a) { add(%a, %a) }
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """DropPaddingTaps: remove the kernel taps of a ``nn.conv2d`` that read only zero padding.
 
+What it does
 With a dilation as large as the map (DeepLabV3's ASPP branches: 3x3, dilation 24 or 36,
 padding = dilation, on a 16x16 map) the outer taps of every output position fall in the
 padding, so the convolution multiplies zeros: 8 of its 9 taps there. Along one spatial axis
@@ -9,10 +10,17 @@ misses ``[0, n)``. Those taps form a prefix and a suffix of ``0..k-1`` (the rang
 with ``t``), so the taps kept are ``t0..t1`` and the convolution becomes the same convolution
 with the weight sliced to them and the padding ``pb - t0*d`` / ``pe - (k-1-t1)*d`` — the same
 output size and the same sums, minus terms that were exactly zero. A padding that becomes
-negative crops the input instead (rows no kept tap reads). Exact for any stride, dilation,
+negative crops the input instead (rows no kept tap reads).
+
+When valid
+Exact for any stride, dilation,
 group count and layout whose spatial axes are named H and W. A convolution none of whose taps
 reads data is left alone, as is one whose weight is not a constant (the slice is folded into
 the weight by FoldConstant, which runs after this pass).
+
+Example
+    before:  nn.conv2d(%x, %W, padding=[24, 24, 24, 24], dilation=[24, 24])      (x: 16x16, W: 3x3)
+    after:   nn.conv2d(%x, strided_slice(%W, begin=[0, 0, 1, 1], end=[8, 8, 2, 2]))
 """
 
 from __future__ import annotations

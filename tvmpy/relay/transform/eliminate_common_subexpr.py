@@ -1,8 +1,17 @@
-"""EliminateCommonSubexpr: merge operator calls that apply the same operator with equal
-attributes to the same (already merged) arguments, and equal ``TupleGetItem``s, so each value is
-computed once. Arguments are compared by identity after rewriting bottom-up, so chains of equal
-subgraphs collapse fully. Valid for pure operators (package docstring); ``fskip(call) -> bool``
-exempts calls (TVM's hook). Constants are not merged by value.
+"""EliminateCommonSubexpr: compute each value once.
+
+What it does
+    Merges operator calls that apply the same operator with equal attributes to the same
+    (already merged) arguments, and equal ``TupleGetItem``s. Arguments are compared by identity
+    after rewriting bottom-up, so chains of equal subgraphs collapse fully. ``fskip(call) ->
+    bool`` exempts calls (TVM's hook). Constants are not merged by value.
+
+When valid
+    For pure operators (package docstring).
+
+Example
+    before:  %0 = exp(%a); %1 = exp(%a); add(%0, %1)
+    after:   %0 = exp(%a); add(%0, %0)
 """
 
 from __future__ import annotations

@@ -1,11 +1,20 @@
-"""FoldConstant: evaluate, at compile time, every operator call whose arguments are all
-constants (with the numpy reference interpreter), replacing it by a Constant (a Tuple of
-Constants for tuple results); ``TupleGetItem`` of a literal Tuple becomes the field, and a
-``Let`` binding a constant is inlined. Valid because operators are pure and deterministic (see
-the package docstring); parameters become constants only once bound
-(``relay.build_module.bind_params_by_name`` / ``transform.bind_params_by_name``). Calls of
-relay Functions (fused primitives, closures) are not folded, nor operators the interpreter has no
-numpy implementation for.
+"""FoldConstant: evaluate at compile time what depends only on constants.
+
+What it does
+    Every operator call whose arguments are all constants is evaluated (with the numpy
+    reference interpreter) and replaced by a Constant (a Tuple of Constants for tuple results);
+    ``TupleGetItem`` of a literal Tuple becomes the field, and a ``Let`` binding a constant is
+    inlined. Calls of relay Functions (fused primitives, closures) are not folded, nor operators
+    the interpreter has no numpy implementation for.
+
+When valid
+    Operators are pure and deterministic (see the package docstring); parameters become
+    constants only once bound (``relay.build_module.bind_params_by_name`` /
+    ``transform.bind_params_by_name``).
+
+Example
+    before:  add(%a, multiply(meta[relay.Constant][0], meta[relay.Constant][1]))
+    after:   add(%a, meta[relay.Constant][2])                  (the product, computed once)
 """
 
 from __future__ import annotations

@@ -1,13 +1,20 @@
-"""FoldScaleAxis: fold a per-output-channel constant multiply that follows a conv2d into the
-conv2d's constant weights: ``multiply(conv2d(x, W), c)`` becomes ``conv2d(x, W * c')`` where
+"""FoldScaleAxis: fold a per-output-channel constant multiply into the conv2d before it.
+
+What it does
+``multiply(conv2d(x, W), c)`` becomes ``conv2d(x, W * c')`` where
 ``c'`` is ``c`` laid along the weight's output-channel axis. With SimplifyInference +
 FoldConstant before it, a conv2d -> batch_norm becomes conv2d (scaled weights) -> add(shift).
 
-Valid when: the weight is a Constant (bind the params first); ``c`` is a Constant that varies
+When valid
+The weight is a Constant (bind the params first); ``c`` is a Constant that varies
 only along the output's channel axis (NCHW: shape (C,1,1), (1,C,1,1), scalar, ...; NHWC: (C,),
 (1,1,1,C), ...); the conv2d's result has no other user (otherwise it would be computed twice);
 dtypes agree. It holds for grouped and depthwise convolutions as well (each output channel has
 its own filter). Other cases are left as they are.
+
+Example
+    before:  %0 = nn.conv2d(%x, %W, padding=[1, 1, 1, 1]); multiply(%0, %c)         (c: (C, 1, 1))
+    after:   nn.conv2d(%x, %W_c, padding=[1, 1, 1, 1])                      (W_c = W * c per O)
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """FuseOps: group operator calls into *primitive functions* by their pattern kinds (TVM's
 ``relay.transform.FuseOps``, src/relay/transforms/fuse_ops.cc, reproduced rule for rule).
 
+What it does
 Algorithm (the paper's operator fusion, as TVM implements it):
 
 1. ``_ForwardGraph``: the dataflow graph indexed in post-DFS order. Each node knows its pattern
@@ -31,9 +32,18 @@ Algorithm (the paper's operator fusion, as TVM implements it):
    inside the concatenate's function, and a multi-output op's results reach their consumers as
    ``TupleGetItem`` outside), non-scalar constants stay outside as arguments.
 
+When valid
+Always: grouping decides which values are computed together, not what they are; no
+computation is duplicated (a node fuses only into its post-dominator).
+
 At fuse level 0 every node is its own group (each operator call becomes a one-op function).
 ``let`` bindings are inlined and ``TupleGetItem`` of a literal Tuple resolved first (operators
 are pure); ``If`` and local closures are refused with NotImplementedError.
+
+Example
+    before:  %0 = nn.conv2d(%x, %W); %1 = add(%0, %b); nn.relu(%1)
+    after:   %0 = fn (%p0, %p1, %p2, Primitive=1, Name="fused_nn_conv2d_add_nn_relu") {
+                 nn.relu(add(nn.conv2d(%p0, %p1), %p2)) };  %0(%x, %W, %b)
 """
 
 from __future__ import annotations

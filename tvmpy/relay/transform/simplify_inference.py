@@ -1,13 +1,22 @@
 """SimplifyInference: rewrite inference-only operators into plain arithmetic.
 
+What it does
 ``nn.batch_norm(x, gamma, beta, mean, var)[0]`` becomes ``x * scale + shift`` with
 ``scale = gamma / sqrt(var + eps)`` (``1`` when ``scale=False``) and ``shift = beta - mean * scale``
 (``-mean * scale`` when ``center=False``), both expanded to broadcast along ``axis``;
 ``nn.dropout(x)[0]`` becomes ``x``. ``nn.layer_norm`` is kept (its statistics depend on the
-data). Valid for inference only (batch_norm's moving statistics, dropout off). A batch_norm whose
+data).
+
+When valid
+For inference only (batch_norm's moving statistics, dropout off). A batch_norm whose
 mean/var outputs (``[1]``, ``[2]``) are used is left alone for those uses. After
 ``bind_params_by_name`` + FoldConstant, ``scale``/``shift`` become constants that FoldScaleAxis
 folds into a preceding conv2d.
+
+Example
+    before:  nn.batch_norm(%x, %g, %b, %m, %v).0
+    after:   %2 = divide(%g, sqrt(add(%v, 1e-05f)));  add(multiply(%x, expand_dims(%2, axis=1,
+             num_newaxis=2)), expand_dims(add(%b, negative(multiply(%m, %2))), axis=1, num_newaxis=2))
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """SinkReshape: move per-element epilogues above a ``reshape``, so that they fuse with the
 operator that computes the reshaped tensor and the reshape is left alone.
 
+What it does
 ``f(reshape(x))`` becomes ``reshape(f(x))`` for
 
 * a one-argument elementwise operator ``f`` whose attributes name no axis (``nn.relu``,
@@ -15,6 +16,7 @@ operator that computes the reshaped tensor and the reshape is left alone.
   batched MatMul, exported as ``Reshape(MatMul) * c``, which then fuses into the
   batch_matmul instead of costing a pass over the scores of its own).
 
+When valid
 For ``bias_add`` the reshape must have no other use (the rewritten ``f(x)`` then replaces
 it); the pointwise operators may share it (a reshape's other uses keep it: a view, free).
 FuseOps does not fuse an injective ``reshape`` into a preceding matmul or convolution, while an
@@ -24,6 +26,10 @@ Made for
 x86's 1x1 convolutions as ``reshape(matmul(W, reshape(x)))`` + bias + activation
 (``relay/op/strategy/x86_alter_op.py``), where the bias and activation were a separate kernel.
 Runs at opt_level 3, after AlterOpLayout; the values computed are unchanged.
+
+Example
+    before:  %1 = nn.dense(reshape(%y, newshape=[8, 16]), %W); nn.relu(reshape(%1, newshape=[1, 8, 4]))
+    after:   %1 = nn.dense(reshape(%y, newshape=[8, 16]), %W); reshape(nn.relu(%1), newshape=[1, 8, 4])
 """
 
 from __future__ import annotations

@@ -24,6 +24,13 @@ When valid
     variable defined inside the loop other than the loop variable, and read no buffer written
     elsewhere in the loop; the buffer is used only inside the loop; its size does not depend
     on the loop. Runs on flattened IR.
+
+Example
+    before:  for k in range(0, 8): { A_sh = allocate((32,))
+                 attr [A_sh] double_buffer_scope { A_sh[tx] = A[k * 32 + tx] }; C[tx] += A_sh[tx] }
+    after:   A_sh = allocate((64,)); A_sh[tx] = A[tx]; for k in range(0, 8): {
+                 if k + 1 < 8 { A_sh[(k + 1) % 2 * 32 + tx] = A[(k + 1) * 32 + tx] }
+                 C[tx] += A_sh[k % 2 * 32 + tx] }
 """
 
 from __future__ import annotations

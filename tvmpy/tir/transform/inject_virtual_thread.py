@@ -20,6 +20,11 @@ When valid
     On flattened IR (1-D buffers). Interleaving reorders statements of different virtual
     threads, which is what the ``vthread`` binding declares legal (the iterations are
     independent). ``n`` must be a constant.
+
+Example
+    before:  attr [vt] virtual_thread = 2 { for i in range(0, 4): C[vt * 4 + i] = A[vt * 4 + i] }
+    after:   for i in range(0, 4):
+                 C[i] = A[i]; C[i + 4] = A[i + 4]
 """
 
 from __future__ import annotations

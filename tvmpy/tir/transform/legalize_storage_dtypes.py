@@ -25,6 +25,10 @@ When valid
     (simplification, vectorization, storage rewriting) only meet standard dtypes. A float64
     value cast to a low float goes through float32 (double rounding in rare halfway cases;
     ONNX casts from float32 and float16 only, which are exact).
+
+Example
+    before:  B[i] = A[i] + 1.0bf16                                # A, B: bfloat16
+    after:   B[i] = encode_bf16(decode_bf16(A[i]) + 1.0f)         # A, B: uint16 bits
 """
 
 from __future__ import annotations

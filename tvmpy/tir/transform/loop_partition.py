@@ -33,6 +33,12 @@ When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
     other parts keep them. Expects single definition of each variable (see :mod:`.common`);
     pre/post parts are fresh copies.
+
+Example
+    before:  for i.outer in range(0, 3): for i.inner in range(0, 4):
+                 if likely(i.outer * 4 + i.inner < 10) { C[i.outer * 4 + i.inner] = A[...] }
+    after:   for i.outer in range(0, 2): for i.inner in range(0, 4): C[i.outer * 4 + i.inner] = A[...]
+             for i.inner in range(0, 2): C[i.inner + 8] = A[...]
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ What it does
 
 When valid
     Always: every rule must return an expression with the call's exact meaning and dtype.
+
+Example
+    before:  B[i] = tir.rsqrt(A[i])                       # a target registered GENERIC_RULES
+    after:   B[i] = 1.0f / tir.sqrt(A[i])
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """LowerWarpMemory: buffers of storage scope "warp" on GPU targets (TVM's pass of that name).
 
+What it does
 A "warp" buffer is memory shared by the ``threadIdx.x`` lanes of one thread group (the lanes of a
 warp on CUDA); each group (each value of the other thread indices) has its own copy. te places it
 with ``s.cache_read(A, "warp", [C])``: the fetch stage binds an axis to threadIdx.x, the reader
@@ -25,8 +26,14 @@ group (``n`` times the product of the threadIdx.y/z extents, offset by the group
 at the kernel's top; ThreadSync then puts the barriers between its writes and reads. This keeps
 the warp semantics (and the numbers) at the cost of local memory and barriers.
 
+When valid
 The pass runs after UnifyThreadBinding (each thread tag bound once at the kernel's top) on
 flattened buffers; vector accesses to a warp buffer are refused.
+
+Example
+    before:  A_warp = allocate((32,), 'warp'); A_warp[tx] = A[tx]; B[tx] = A_warp[31 - tx]
+    after:   A_warp = allocate((1,), 'local'); A_warp[0] = A[tx]
+             B[tx] = tvm_warp_shuffle(tvm_warp_activemask(), A_warp[0], 31 - tx, 32, 32)
 """
 
 from __future__ import annotations

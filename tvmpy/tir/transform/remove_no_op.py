@@ -9,6 +9,11 @@ What it does
 
 When valid
     Always. Loops of extent 0 are left to Simplify.
+
+Example
+    before:  for i in range(0, 4): { A[i] = A[i] }; B = allocate((4,)) { 0 }
+             C[0] = 1.0f
+    after:   C[0] = 1.0f
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ What it does
 When valid
     Always (it only uses facts that hold where they are used). Expects each variable to be
     defined once (see :mod:`.common`).
+
+Example
+    before:  for i in range(0, 4): for j in range(0, 16):
+                 C[(i * 16 + j) // 16 * 16 + (i * 16 + j) % 16] = select(i < 4, A[i * 16 + j], 0f)
+    after:   for i in range(0, 4): for j in range(0, 16): C[i * 16 + j] = A[i * 16 + j]
 """
 
 from __future__ import annotations

@@ -24,6 +24,12 @@ What it does
 
 When valid
     On the output of the GPU phases of :mod:`tvmpy.tir.pipeline` (flat buffers).
+
+Example
+    before:  def f(A, B): attr [blockIdx.x] thread_extent = 4 { attr [threadIdx.x] thread_extent = 64 {
+                 B[bx * 64 + tx] = A[bx * 64 + tx] + 1f } }
+    after:   def f(A, B): tir.gpu_launch("f_kernel0", 4, 1, 1, 64, 1, 1, 0, A, B)
+             def f_kernel0(A, B):  (calling_conv=device_kernel) the body above
 """
 
 from __future__ import annotations

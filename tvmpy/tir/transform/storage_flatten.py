@@ -17,6 +17,10 @@ The ABI keeps the original shapes
 When valid
     On form-1 IR (after schedule lowering), indices relative to the buffer's start. Indices are
     not bounds-checked here. Run Simplify afterwards to canonicalize the linear indices.
+
+Example
+    before:  B = allocate((1, 16), 'float32'); B[0, j] = A[i, j] * 2.0f    # A: (10, 16)
+    after:   B = allocate((16,), 'float32'); B[j] = A[i * 16 + j] * 2.0f
 """
 
 from __future__ import annotations

@@ -19,6 +19,11 @@ When valid
     On flattened IR (1-D buffers). Lifetimes that overlap are never merged (two buffers in one
     slot have disjoint closed intervals). A value read in an iteration before being written in
     it would be undefined in the original too (fresh allocations are uninitialized).
+
+Example
+    before:  T1 = allocate((64,)); T1[i] = A[i] * 2f; B[i] = T1[i] + 1f
+             T2 = allocate((64,)); T2[i] = B[i] * 3f; C[i] = T2[i] - 1f
+    after:   T1 = allocate((64,)) at the top; T2's uses renamed to T1, its allocation removed
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@ What it does
 When valid
     Always (copies are executed in the loop's order). Runs late, after vectorization, so that
     the copies already hold vector code.
+
+Example
+    before:  for j in unrolled(0, 3): C[i * 3 + j] = A[i * 3 + j] + 1f
+    after:   C[i * 3] = A[i * 3] + 1f; C[i * 3 + 1] = A[i * 3 + 1] + 1f
+             C[i * 3 + 2] = A[i * 3 + 2] + 1f
 """
 
 from __future__ import annotations

@@ -30,12 +30,16 @@ What it does
     accesses or a memory-reading condition under a vector condition; external calls;
     allocations inside; bodies that already contain vector IR; a zero or symbolic store stride.
 
-Dependence check (when valid)
+When valid (the dependence check)
     Vectorizing runs statement 1 for all lanes before statement 2, and interchanges with inner
     loops. Both preserve the sequential meaning when lanes do not communicate through memory. We
     require, for every buffer *written* in the body, that all its loads and stores use the same
     (vectorized) index, a ramp with a non-zero constant stride, or the same invariant scalar
     address with a value that reads no memory. Otherwise the loop is scalarized.
+
+Example
+    before:  for j in vectorized(0, 16): C[i * 16 + j] = B[j] + 1.0f
+    after:   C[ramp(i * 16, 1, 16)] = B[ramp(0, 1, 16)] + broadcast(1.0f, 16)
 """
 
 from __future__ import annotations
