@@ -1,6 +1,7 @@
 """FakeQuantizationToInteger (TVM's name): ``dequantize -> float ops -> quantize`` regions, as
 ONNX QDQ graphs express quantized models, rewritten into QNN operators on the integer tensors.
 
+What it does
 For each ``qnn.quantize`` the region above it is walked back to ``qnn.dequantize`` leaves; each
 float operator maps to an integer one carrying (expression, scale, zero point, dtype, channel
 axis):
@@ -19,11 +20,18 @@ axis):
   ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` -> the QNN op with the quantize's scale/zp;
   optionally (``optional_qnn_ops``) ``nn.softmax`` -> ``qnn.softmax``.
 
+When valid
 The region's result is requantized (``qnn.requantize``) to the quantize's parameters. A region
 containing anything else is left as it is (it runs in float through the dequantize/quantize
 canonicalization). ``relay.build`` runs this pass before ``CanonicalizeOps`` when a module has
 QNN calls; the ONNX importer itself keeps the QDQ form (so the interpreter runs ONNX's
 definition).
+
+Example
+    before:  qnn.quantize(nn.relu(nn.conv2d(qnn.dequantize(%x, 0.1f, 0), qnn.dequantize(%W, 0.2f, 0))),
+             0.3f, 0)
+    after:   %0 = qnn.conv2d(%x, %W, 0, 0, 0.1f, 0.2f);
+             clip(qnn.requantize(%0, multiply(0.1f, 0.2f), 0, 0.3f, 0), a_max=127.0)
 """
 
 from __future__ import annotations

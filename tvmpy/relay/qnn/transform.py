@@ -1,5 +1,20 @@
-"""``relay.qnn.transform``: CanonicalizeOps (QNN -> integer relay ops) and
-FakeQuantizationToInteger (QDQ regions -> QNN ops)."""
+"""``relay.qnn.transform``: CanonicalizeOps here, FakeQuantizationToInteger re-exported.
+
+What it does
+    CanonicalizeOps rewrites every ``qnn.*`` call with its operator's ``FTVMQnnCanonicalize``
+    rule into integer (and, for the float-defined ones, float) arithmetic on standard relay
+    operators, so that the rest of the pipeline never meets a QNN operator.
+    FakeQuantizationToInteger (QDQ regions -> QNN ops) lives in its own module.
+
+When valid
+    Always: each rule computes the QNN operator's definition; an operator without a rule is
+    refused (NotImplementedError), not left for a later pass to trip over.
+
+Example
+    before:  qnn.requantize(%x, 0.5f, 0, 0.25f, 3, out_dtype="int8")       (x: int32)
+    after:   %4 = nearbyint(multiply(cast(subtract(%x, 0), dtype="float32"), divide(0.5f, 0.25f)));
+             cast(clip(add(%4, cast(3, dtype="float32")), a_min=-128.0, a_max=127.0), dtype="int8")
+"""
 
 from __future__ import annotations
 
