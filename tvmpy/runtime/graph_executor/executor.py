@@ -1,123 +1,41 @@
-"""The graph executor: runs a graph-JSON graph (TVM's format) over a compiled library.
-
-Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
-
-- the graph is parsed and checked (every problem raises ``GraphJSONError`` naming it);
-- storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
-  (``attrs.storage_id``, planned at compile time by relay/backend/graph_plan_memory.py; a graph
-  without one gets a storage per entry); every entry is a fixed numpy view into it, wrapped once
-  as an NDArray. On a GPU device (``tvm.opencl(0)``, ``tvm.cuda(0)``; a library built by
-  ``relay.build(target="opencl"/"cuda")``) each storage is one device buffer instead and the
-  entries are device arrays on it: kernels touch device memory only, ``set_input`` (and the
-  parameters, once) copy in, ``get_output`` returns a device array (``.numpy()`` copies back);
-- each ``tvm_op`` node is bound to its library function, whose checked call path
-  (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
-  graph and library is reported here, naming the node. What remains per node is the raw ctypes
-  function and the tuple of its C arguments (pointers, then shape vars).
-
-``run()`` is then a loop of ctypes calls with no per-call checks (inputs are checked by
-``set_input``, which copies into the input's own storage). Running before every input was set
-raises: the storage is zero-filled, but a silent result computed from zeros is never wanted.
-
-**Symbolic shapes** (a graph built with ``relay.Any()`` dimensions, e.g. an ONNX model's dynamic
-batch): the graph JSON writes those dimensions as expressions of shape variables (``"N_1"``,
-``"N_1 * 48"``) and the kernels were compiled with symbolic extents, one function per operator
-for every size. ``set_input`` checks the rank and the static dimensions (naming the input and
-the dimension) and keeps the value; ``run()`` binds the variables from the inputs' shapes (an
-input that disagrees with another on a shared variable raises, naming both, before any kernel
-runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
-sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
-calls prepared on them, so the kernels' own argument checks run once per shape. Before a new
-plan is made, the sizes each operator needs equal (node attribute ``size_checks``, written by
-relay/size_checks.py: the widths of a ``concatenate``, the sides of a broadcast of two ``?``...)
-are compared, naming the node, the operator and both dimensions. Plans are kept
-per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
-storages whose entries are all static (the weights) are allocated once and shared by all plans.
-
-Why this and not TVM's Relay VM: a VM (bytecode, an allocator, shape functions lowered to
-kernels, invoke instructions per operator) is what control flow and data-dependent shapes need;
-a model whose only dynamic sizes are input dimensions (batch, sequence length) -- the common
-case, and the one ONNX exports with ``dim_param`` -- has every tensor's shape as an expression of
-those, so the graph executor's static schedule of calls, its memory plan and its per-call cost
-(one ctypes call) survive unchanged, with the shape expressions standing in for TVM's shape
-functions (``relay/op/shape_func.py`` holds the per-operator ones, evaluated in Python by the
-interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-time tensor) are
-refused at build time, naming the node: ``relay.vm.compile`` (runtime/vm.py) runs them, and
-control flow, with graph executors of this class for the dataflow regions in between.
-
-**Threads** (runtime/concurrency.py): every public call holds the executor's lock;
-``infer(**inputs)`` sets, runs and returns copies of the outputs in one call, safe from any
-number of threads; the stateful ``set_input``/``run``/``get_output`` sequence is per thread,
-and an interleaving that replaced a thread's inputs or outputs raises ``ConcurrentUseError`` in
-that thread. ``get_output`` returns a view while one thread uses the executor, a copy after.
-
-``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
-``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
-an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
-``export_library`` writes one shared library with the code, the graph JSON (in the module
-metadata) and the parameters (``save_param_dict`` bytes in a read-only data symbol).
-"""
+"""``GraphExecutor``: one graph on one device (loading, inputs, run, outputs, timing; see the
+package docstring), with the conversion of input values (``host_array``, ``converted``)."""
 
 from __future__ import annotations
 
-import ctypes
-import os
 import statistics
 import time
-import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from . import ndarray as nd
-from .concurrency import ADVICE, ConcurrentUseError, SharedUse
-from .device import Device, cpu, kDLCPU
-from .evaluator import BenchmarkResult, check_counts, time_calls
-from .graph_json import (
+from ...ir import dtype as dt
+from ..concurrency import ADVICE, ConcurrentUseError, SharedUse
+from ..device import Device, cpu, kDLCPU
+from ..evaluator import BenchmarkResult, check_counts, time_calls
+from ..graph_json import (
     GraphJSONError,
     SymbolicShape,
     entry_nbytes,
     graph_entry_attrs,
     is_symbolic,
     parse_graph,
-    size_violation,
 )
-from .module import Module, _module_from_meta
-from .ndarray import NDArray
-from .param_dict import load_param_dict, save_param_dict
-
-__all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
-           "ConcurrentUseError", "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
-
-ALIGNMENT = 64
-PARAMS_SYMBOL = "__tvmpy_graph_params"
-FACTORY_TYPE_KEY = "GraphExecutorFactory"
-
+from ..module import Module
+from ..ndarray import NDArray
+from ..param_dict import load_param_dict
+from .parse import _Node, _SizeCheck
+from .storage import (
+    ALIGNMENT,
+    PLAN_CACHE_SIZE,
+    _device_entries,
+    _Plan,
+    _zeroed_arena,
+)
 
 GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
-
-
-def _device_entries(dev: Device, ssize: list[int], sids: list[int],
-                    host: list[NDArray]) -> list[NDArray]:
-    """One device buffer per storage of the memory plan; each entry a device array on its
-    storage's buffer (entries that share a storage share the buffer). Kernels then read and
-    write device memory only; set_input / get_output(...).numpy() copy."""
-    from .gpu_module import DeviceNDArray, device_api
-
-    api = device_api(dev)
-    mems = [api.alloc(max(ALIGNMENT, size), dev.device_id) for size in ssize]
-    out: list[NDArray] = []
-    for eid, h in enumerate(host):
-        a = DeviceNDArray.__new__(DeviceNDArray)
-        NDArray.__init__(a, np.lib.stride_tricks.as_strided(
-            np.zeros(1, h._arr.dtype), h._arr.shape, (0,) * h._arr.ndim, writeable=False), dev)
-        a._ptr, a._compact_aligned, a._api = 0, False, api
-        a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
-        out.append(a)
-    return out
 
 
 def _view_of(a: NDArray) -> NDArray:
@@ -187,80 +105,6 @@ class InputNameError(KeyError):
 def _first(names: list[str], n: int = 8) -> str:
     return ", ".join(map(repr, names[:n])) + (f", ... ({len(names) - n} more)"
                                                if len(names) > n else "")
-
-
-def _zeroed_arena(nbytes: int) -> np.ndarray:
-    try:
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
-    except (MemoryError, ValueError):  # ValueError: more than numpy can index
-        raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
-                          f"({nbytes} bytes) the graph's tensors need") from None
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
-
-
-PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)
-
-
-class _Plan:
-    """The entries (views into storage) and prepared calls for one set of concrete shapes."""
-
-    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
-                 "env")
-
-    def __init__(self, entries: list[NDArray]):
-        self.entries = entries
-        self.env: dict[str, int] | None = None  # symbolic shapes: the values it was made for
-        self.calls: list[tuple[Callable[..., int], tuple]] = []
-        self.call_nodes: list[_Node] = []
-        self.call_funcs: list[Any] = []
-        self.keepalive: list[Any] = []
-        self.arena: np.ndarray | None = None
-        self.nbytes = 0
-
-
-class _Node:
-    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args",
-                 "size_checks")
-
-    def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
-                 outputs: list[int], shape_args: list[str] | None = None,
-                 size_checks: list[_SizeCheck] | None = None):
-        self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
-        self.inputs, self.outputs = inputs, outputs
-        self.shape_args = shape_args or []  # size variables passed by value after the buffers
-        self.size_checks = size_checks or []  # run-time sizes its operators need equal
-
-
-class _SizeCheck:
-    """One ``size_checks`` row of a node: two sizes an operator needs equal at run time
-    (relay/size_checks.py), evaluated once per input shapes, before any kernel runs."""
-
-    __slots__ = ("op", "lhs", "rhs", "lhs_what", "rhs_what", "bcast")
-
-    def __init__(self, row: Any, where: str):
-        from .function import compile_dim_expr
-
-        if not (isinstance(row, list) and len(row) == 6):
-            raise GraphJSONError(f"graph JSON: {where}: a size_checks row must be [operator, "
-                                 f"lhs, rhs, lhs_what, rhs_what, bcast], got {row!r}")
-        self.op, lhs, rhs, self.lhs_what, self.rhs_what, bcast = row
-        self.bcast = bool(bcast)
-        try:
-            self.lhs, self.rhs = (compile_dim_expr(str(d))[0] for d in (lhs, rhs))
-        except ValueError as e:
-            raise GraphJSONError(f"graph JSON: {where}: size_checks: {e}") from None
-
-    def check(self, node: _Node, env: dict[str, int]) -> None:
-        try:
-            a, b = self.lhs(env), self.rhs(env)
-        except KeyError as e:
-            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), {self.op}: shape "
-                             f"variable {e.args[0]} is bound by no graph input") from None
-        why = size_violation(self.lhs_what, self.rhs_what, a, b, self.bcast)
-        if why:
-            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), operator "
-                             f"{self.op}: {why}; no kernel was run")
 
 
 class GraphExecutor:
@@ -1061,114 +905,3 @@ class ProfileReport:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-# ---- the factory module ------------------------------------------------------------------------
-class GraphExecutorFactory(Module):
-    """A graph, its compiled library and its parameters: ``f[mod_name](dev)`` creates a
-    :class:`GraphExecutor` with the parameters set (see the module docstring)."""
-
-    def __init__(self, graph_json: str, lib: Module, params: Mapping[str, Any] | None = None,
-                 mod_name: str = "default"):
-        if not isinstance(graph_json, str):
-            raise TypeError(f"graph_json must be a str, got {type(graph_json).__name__}")
-        if not isinstance(lib, Module):
-            raise TypeError(f"lib must be a runtime Module, got {type(lib).__name__}")
-        if not isinstance(mod_name, str) or not mod_name:
-            raise ValueError(f"mod_name must be a non-empty str, got {mod_name!r}")
-        parse_graph(graph_json)  # fail early on malformed JSON
-        meta = {"version": 1, "entry": "", "functions": [],
-                "graph_executor": {"mod_name": mod_name, "graph_json": graph_json}}
-        super().__init__(None, meta, FACTORY_TYPE_KEY)
-        self.imported_modules.append(lib)
-        self.graph_json = graph_json
-        self.libmod_name = mod_name
-        self.params: dict[str, NDArray] = {}
-        for name, value in (params or {}).items():
-            if not isinstance(name, str):
-                raise TypeError(f"params: names must be str, got {name!r}")
-            self.params[name] = value if isinstance(value, NDArray) else nd.array(value)
-
-    @classmethod
-    def _from_loaded(cls, lib: ctypes.CDLL, meta: dict, path: str) -> GraphExecutorFactory:
-        info = meta.get("graph_executor") or {}
-        subs = [_module_from_meta(lib, sub, path) for sub in meta.get("imports", [])]
-        if len(subs) != 1 or "graph_json" not in info:
-            raise ValueError(f"{path}: malformed graph executor factory metadata")
-        params: dict[str, Any] = {}
-        nbytes = int(info.get("params_nbytes", 0))
-        if nbytes:
-            try:
-                addr = ctypes.addressof(ctypes.c_char.in_dll(lib, info["params_symbol"]))
-            except ValueError:
-                raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
-                                 "missing") from None
-            blob = (ctypes.c_ubyte * nbytes).from_address(addr)
-            blob._lib = lib  # type: ignore[attr-defined]  # the views keep the library loaded
-            # read-only views of the library's data: no copy until an executor is created
-            params = {k: NDArray(v) for k, v in
-                      load_param_dict(memoryview(blob), copy=False).items()}
-        self = cls(info["graph_json"], subs[0], params, info.get("mod_name", "default"))
-        self._lib = lib
-        self._lib_path = path
-        self._meta = {k: v for k, v in meta.items() if k != "imports"}
-        return self
-
-    # ---- TVM's factory API --------------------------------------------------------------------
-    def get_graph_json(self) -> str:
-        return self.graph_json
-
-    def get_executor_config(self) -> str:
-        return self.graph_json
-
-    def get_lib(self) -> Module:
-        return self.imported_modules[0]
-
-    @property
-    def lib(self) -> Module:
-        return self.imported_modules[0]
-
-    def get_params(self) -> dict[str, NDArray]:
-        return dict(self.params)
-
-    def __iter__(self) -> Iterator[Any]:
-        """TVM's legacy ``graph, lib, params = relay.build(...)``: the graph JSON, the compiled
-        library and the parameters (deprecated there as here: use ``lib["default"](dev)``)."""
-        warnings.warn("unpacking relay.build's result into (graph, lib, params) is TVM's legacy "
-                      "API; use graph_executor.GraphModule(factory['default'](dev))",
-                      DeprecationWarning, stacklevel=2)
-        return iter((self.graph_json, self.get_lib(), self.get_params()))
-
-    def create(self, dev: Device | None = None) -> GraphExecutor:
-        ex = GraphExecutor(self.graph_json, self.get_lib(), dev)
-        ex.load_params(self.params)
-        return ex
-
-    def get_function(self, name: str, query_imports: bool = True) -> Any:
-        if name == self.libmod_name:
-            return self.create
-        return super().get_function(name, query_imports)
-
-    def __contains__(self, name: str) -> bool:
-        return name == self.libmod_name or super().__contains__(name)
-
-    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
-                       workspace_dir: str | None = None, **kwargs: Any) -> None:
-        """One shared library: the code, the graph JSON and the parameters (``fcompile``, ``cc``,
-        ``options``: as :meth:`Module.export_library`, e.g. a cross compiler)."""
-        file_name = os.fspath(file_name)
-        if getattr(self.get_lib(), "is_wasm", False) and self._lib_path is None:
-            from .wasm import export_factory
-
-            return export_factory(self, file_name)
-        return super().export_library(file_name, fcompile, **kwargs)
-
-    def _export_blobs(self, meta: dict) -> dict[str, bytes]:
-        blob = save_param_dict(self.params)
-        meta["graph_executor"] = dict(meta["graph_executor"], params_symbol=PARAMS_SYMBOL,
-                                      params_nbytes=len(blob))
-        return {PARAMS_SYMBOL: blob}
-
-    def __repr__(self) -> str:
-        return (f"GraphExecutorFactory(mod_name={self.libmod_name!r}, params={len(self.params)}, "
-                f"lib={self.get_lib()!r})")
