@@ -11,25 +11,28 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import dtype as dt
 from ..concurrency import ADVICE, ConcurrentUseError, SharedUse
 from ..device import Device, cpu, kDLCPU
 from ..evaluator import BenchmarkResult, check_counts, time_calls
 from ..graph_json import (
     GraphJSONError,
     SymbolicShape,
-    entry_nbytes,
-    graph_entry_attrs,
     is_symbolic,
-    parse_graph,
 )
 from ..module import Module
 from ..ndarray import NDArray
 from ..param_dict import load_param_dict
-from .parse import _Node, _SizeCheck
+from .parse import (
+    _Node,
+    check_storage_plan,
+    parse_entries,
+    parse_inputs,
+    parse_node,
+    parse_outputs,
+)
 from .storage import (
-    ALIGNMENT,
     PLAN_CACHE_SIZE,
+    StoragePlan,
     _device_entries,
     _Plan,
     _zeroed_arena,
@@ -125,30 +128,22 @@ class GraphExecutor:
         self.device = dev
         self.lib = lib
         self._use = SharedUse("graph executor")  # the lock; threads' use (runtime/concurrency.py)
-        graph = parse_graph(graph_json)
-        try:
-            shapes, dtypes = graph_entry_attrs(graph)
-        except (ValueError, TypeError) as e:
-            raise GraphJSONError(str(e)) from None
+        graph, shapes, self._np_dtypes, sids = parse_entries(graph_json)
         self.graph = graph
-        nodes_json, row = graph["nodes"], graph["node_row_ptr"]
-        n_entries = row[-1]
-        # the memory plan is made at compile time; without one, each entry gets its own storage
-        sids = graph["attrs"].get("storage_id", ["list_int", list(range(n_entries))])
-        if not (isinstance(sids, list) and len(sids) == 2 and sids[0] == "list_int"
-                and isinstance(sids[1], list) and len(sids[1]) == n_entries
-                and all(isinstance(s, int) and s >= 0 for s in sids[1])):
-            raise GraphJSONError(f"graph JSON: attrs['storage_id'] must be [\"list_int\", "
-                                 f"[{n_entries} non-negative ints]]")
-        sids = sids[1]
-        self._np_dtypes = []
-        for eid, d in enumerate(dtypes):
-            try:
-                self._np_dtypes.append(dt.to_numpy(d))
-            except Exception:
-                raise GraphJSONError(f"graph JSON: entry {eid} has unknown dtype {d!r}") from None
         self._sids = sids
+        self._storage = StoragePlan(sids, self._np_dtypes, graph["attrs"]["dltype"][1], dev)
         self._symbolic = any(is_symbolic(sh) for sh in shapes)
+        self._init_storage(shapes)
+        self._init_nodes()
+        self._bind_functions()
+
+    # ---- loading: storage, nodes, functions -----------------------------------------------------
+    def _init_storage(self, shapes: list[Any]) -> None:
+        """The entries' memory (storage.py): one arena for every storage, on a GPU one device
+        buffer per storage; with symbolic shapes the static storages once and placeholders for
+        the others (sized and allocated per input shapes, ``_plan_for``)."""
+        dev, lib, sids = self.device, self.lib, self._sids
+        n_entries = self.graph["node_row_ptr"][-1]
         if self._symbolic:
             if dev.device_type != kDLCPU:
                 raise ValueError(f"a graph with symbolic shapes runs on the CPU only (for now), "
@@ -162,7 +157,7 @@ class GraphExecutor:
             dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
             self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
             static_shapes = {e: shapes[e] for e in self._static_eids}
-            self._static_arena, self._static_views, self.storage_bytes = self._allocate(
+            self._static_arena, self._static_views, self.storage_bytes = self._storage.allocate(
                 static_shapes, lambda n: _zeroed_arena(n))
             self._plans: OrderedDict[tuple[int, ...], _Plan] = OrderedDict()
             self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
@@ -173,41 +168,33 @@ class GraphExecutor:
         else:
             # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
             alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
-            self._arena, views, self.storage_bytes = self._allocate(
+            self._arena, views, self.storage_bytes = self._storage.allocate(
                 dict(enumerate(shapes)), alloc_arena)
             self._entries = [views[e] for e in range(n_entries)]
             if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
-                ssize = self._storage_sizes({e: shapes[e] for e in range(n_entries)})
+                ssize = self._storage.sizes({e: shapes[e] for e in range(n_entries)})
                 self._entries = _device_entries(dev, ssize, sids, self._entries)
 
-        # ---- nodes ------------------------------------------------------------------------------
-        self._nodes: list[_Node] = []
-        for nid, nj in enumerate(nodes_json):
-            self._nodes.append(self._parse_node(nid, nj, row))
-        arg_nodes = graph.get("arg_nodes")
-        if arg_nodes is None:
-            arg_nodes = [n.nid for n in self._nodes if n.op == "null"]
-        for nid in arg_nodes:
-            if not (isinstance(nid, int) and 0 <= nid < len(self._nodes)
-                    and self._nodes[nid].op == "null"):
-                raise GraphJSONError(f"graph JSON: arg_nodes entry {nid!r} is not a \"null\" "
-                                     "(input) node")
-        self._input_nids = list(arg_nodes)
+    def _init_nodes(self) -> None:
+        """The nodes, the inputs and outputs, and the storage plan checked against them
+        (parse.py)."""
+        graph, row = self.graph, self.graph["node_row_ptr"]
+        self._nodes: list[_Node] = [parse_node(nid, nj, row)
+                                    for nid, nj in enumerate(graph["nodes"])]
+        self._input_nids = parse_inputs(graph, self._nodes)
         self._input_names = [self._nodes[n].name for n in self._input_nids]
         self._input_index = {name: i for i, name in enumerate(self._input_names)}
-        if len(self._input_index) != len(self._input_names):
-            dup = sorted({n for n in self._input_names if self._input_names.count(n) > 1})
-            raise GraphJSONError(f"graph JSON: duplicate input names {dup}")
         self._input_eids = [row[n] for n in self._input_nids]
-        if "heads" not in graph:
-            raise GraphJSONError("graph JSON: missing 'heads' (the outputs)")
-        self._output_eids = [self._entry(h, "heads", row) for h in graph["heads"]]
+        self._output_eids = parse_outputs(graph, row)
         self._output_eid_set = set(self._output_eids)
         self._unset = set(self._input_names)
         self._param_names: set[str] = set()
-        self._check_storage_plan(sids)
+        check_storage_plan(self._nodes, self._sids, self._input_nids, self._output_eids)
 
-        # ---- bind each op node to its function; prepare its raw call once ----------------------
+    def _bind_functions(self) -> None:
+        """Each op node bound to its library function, its raw call prepared once (a static
+        graph; a symbolic one per input shapes)."""
+        sids = self._sids
         self._funcs: dict[int, Any] = {}
         for node in self._nodes:
             if node.op == "null":
@@ -227,33 +214,7 @@ class GraphExecutor:
         if not self._symbolic:
             self._activate(self._prepare_calls(self._entries))
 
-    # ---- storage and calls for concrete shapes --------------------------------------------------
-    def _storage_sizes(self, shapes: Mapping[int, tuple[int, ...]]) -> list[int]:
-        """Bytes of each storage: the largest entry (of ``shapes``) it holds."""
-        ssize = [0] * (max(self._sids) + 1 if self._sids else 0)
-        for e, sh in shapes.items():
-            d = self.graph["attrs"]["dltype"][1][e]
-            nb = entry_nbytes(sh, "bool" if d == "bool" else str(self._np_dtypes[e]))
-            ssize[self._sids[e]] = max(ssize[self._sids[e]], nb)
-        return ssize
-
-    def _allocate(self, shapes: Mapping[int, tuple[int, ...]],
-                  alloc: Callable[[int], np.ndarray]
-                  ) -> tuple[np.ndarray, dict[int, NDArray], int]:
-        """One arena for the storages of the entries in ``shapes`` (each storage 64-byte aligned,
-        at least 64 bytes) and each entry a view into it: (arena, views, bytes)."""
-        ssize = self._storage_sizes(shapes)
-        used = sorted({self._sids[e] for e in shapes})
-        offsets, total = {}, 0
-        for sid in used:
-            offsets[sid] = total
-            total += max(ALIGNMENT, -(-ssize[sid] // ALIGNMENT) * ALIGNMENT)
-        arena = alloc(total)
-        views = {e: NDArray(np.ndarray(sh, self._np_dtypes[e], buffer=arena,
-                                       offset=offsets[self._sids[e]]), self.device)
-                 for e, sh in shapes.items()}
-        return arena, views, total
-
+    # ---- calls for concrete shapes --------------------------------------------------------------
     def _prepare_calls(self, entries: list[NDArray], env: Mapping[str, int] | None = None
                        ) -> _Plan:
         """Each op node's raw call on ``entries`` (and the values in ``env`` of its
@@ -353,7 +314,7 @@ class GraphExecutor:
                 if si is not None and so is not None and int(np.prod(si)) != int(np.prod(so)):
                     raise ValueError(f"run(): node {node.nid} ({node.name!r}) reshapes "
                                      f"{tuple(si)} to {tuple(so)}: the sizes differ")
-        arena, views, nbytes = self._allocate(shapes, lambda n: _zeroed_arena(n))
+        arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
         plan = self._prepare_calls(entries, env)
@@ -372,99 +333,7 @@ class GraphExecutor:
         for i, arr in self._pending.items():
             np.copyto(plan.entries[self._input_eids[i]]._arr, arr)
 
-    # ---- loading ------------------------------------------------------------------------------
-    def _entry(self, ref: Any, where: str, row: list[int]) -> int:
-        if not (isinstance(ref, (list, tuple)) and len(ref) >= 2
-                and all(isinstance(x, int) for x in ref)):
-            raise GraphJSONError(f"graph JSON: {where}: an entry reference must be [node_id, "
-                                 f"output_index, version], got {ref!r}")
-        nid, idx = ref[0], ref[1]
-        if not 0 <= nid < len(row) - 1 or not 0 <= idx < row[nid + 1] - row[nid]:
-            raise GraphJSONError(f"graph JSON: {where} refers to output {idx} of node {nid}, "
-                                 "which does not exist")
-        return row[nid] + idx
-
-    def _check_storage_plan(self, sids: list[int]) -> None:
-        """Refuse a storage plan in which two entries that are live at the same time share a
-        storage (inputs and outputs are live throughout): it would compute wrong results."""
-        n_nodes = len(self._nodes)
-        last_use = [-1] * len(sids)
-        for node in self._nodes:
-            for e in node.outputs:
-                last_use[e] = node.nid
-        for node in self._nodes:
-            for e in node.inputs:
-                last_use[e] = max(last_use[e], node.nid)
-        for e in self._output_eids + [self._nodes[n].outputs[0] for n in self._input_nids]:
-            last_use[e] = n_nodes
-        # per storage, the entry last written into it; its last use covers the views of it
-        # (``__nop`` outputs in the same storage, any number, chained or not)
-        owner: dict[int, int] = {}
-        for node in self._nodes:
-            for e in node.outputs:
-                prev = owner.get(sids[e])
-                if node.func_name == "__nop" and sids[node.inputs[0]] == sids[e]:
-                    if prev is not None:
-                        last_use[prev] = max(last_use[prev], last_use[e])
-                    continue
-                if prev is not None and last_use[prev] >= node.nid:
-                    what = "a graph input or output" if last_use[prev] == n_nodes else "live"
-                    raise GraphJSONError(
-                        f"graph JSON: storage {sids[e]} holds entry {prev} ({what}) when node "
-                        f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
-                        "a valid memory plan")
-                owner[sids[e]] = e
-
-    def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
-        if not isinstance(nj, dict) or "op" not in nj or "name" not in nj:
-            raise GraphJSONError(f"graph JSON: node {nid} must be an object with \"op\" and "
-                                 f"\"name\", got {str(nj)[:80]}")
-        op, name = nj["op"], str(nj["name"])
-        where = f"node {nid} ({name!r})"
-        inputs = [self._entry(x, f"{where} input", row) for x in nj.get("inputs", [])]
-        for e in inputs:
-            if e >= row[nid]:
-                raise GraphJSONError(f"graph JSON: {where} reads entry {e}, which is computed "
-                                     "after it (nodes must be in topological order)")
-        outputs = list(range(row[nid], row[nid + 1]))
-        if op == "null":
-            if inputs:
-                raise GraphJSONError(f"graph JSON: {where} is an input (\"null\") but has inputs")
-            if len(outputs) != 1:
-                raise GraphJSONError(f"graph JSON: input {where} must have one entry, "
-                                     f"node_row_ptr gives {len(outputs)}")
-            return _Node(nid, name, op, "", [], outputs)
-        if op != "tvm_op":
-            raise GraphJSONError(f"graph JSON: {where} has op {op!r}; expected \"null\" or "
-                                 "\"tvm_op\"")
-        attrs = nj.get("attrs") or nj.get("param") or {}
-        func_name = attrs.get("func_name")
-        if not isinstance(func_name, str) or not func_name:
-            raise GraphJSONError(f"graph JSON: {where} has no attrs.func_name")
-        for key, have in (("num_inputs", len(inputs)), ("num_outputs", len(outputs))):
-            if key in attrs:
-                try:
-                    want = int(attrs[key])
-                except (TypeError, ValueError):
-                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {attrs[key]!r}, "
-                                         "not an integer") from None
-                if want != have:
-                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {want} but the "
-                                         f"node has {have}")
-        if not outputs:
-            raise GraphJSONError(f"graph JSON: {where} has no outputs")
-        shape_args = attrs.get("shape_args", [])
-        if not (isinstance(shape_args, list) and all(isinstance(v, str) and v.isidentifier()
-                                                      for v in shape_args)):
-            raise GraphJSONError(f"graph JSON: {where}: attrs.shape_args must be a list of shape "
-                                 f"variable names, got {shape_args!r}")
-        checks = attrs.get("size_checks", [])
-        if not isinstance(checks, list):
-            raise GraphJSONError(f"graph JSON: {where}: attrs.size_checks must be a list, got "
-                                 f"{checks!r}")
-        return _Node(nid, name, op, func_name, inputs, outputs, shape_args,
-                     [_SizeCheck(row, where) for row in checks])
-
+    # ---- loading: functions ---------------------------------------------------------------------
     def _lookup(self, node: _Node) -> Any:
         try:
             return self.lib.get_function(node.func_name)
@@ -755,7 +624,7 @@ class GraphExecutor:
         eids = [e for e in views if self._sids[e] in sids]
         if not eids:
             return
-        _, fresh, _ = self._allocate({e: views[e].shape for e in eids}, _zeroed_arena)
+        _, fresh, _ = self._storage.allocate({e: views[e].shape for e in eids}, _zeroed_arena)
         for e in eids:
             np.copyto(fresh[e]._arr, views[e]._arr)
             views[e] = fresh[e]

@@ -1,15 +1,16 @@
-"""The graph executor's storage: the arenas that hold the memory plan's storages (zero-filled,
+"""The graph executor's storage plan (``StoragePlan``: storage sizes, arenas): the arenas that hold the memory plan's storages (zero-filled,
 64-byte aligned) or, on a GPU, one device buffer per storage; and the per-shape plans of a
 graph with symbolic shapes (``_Plan``, ``PLAN_CACHE_SIZE``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..device import Device
+from ..graph_json import entry_nbytes
 from ..ndarray import NDArray
 
 if TYPE_CHECKING:
@@ -67,3 +68,41 @@ class _Plan:
         self.keepalive: list[Any] = []
         self.arena: np.ndarray | None = None
         self.nbytes = 0
+
+
+class StoragePlan:
+    """Where the entries live: entry ``e`` in storage ``sids[e]`` (the compile-time memory plan,
+    relay/backend/graph_plan_memory.py); the storages sized for given entry shapes and laid out
+    in one arena."""
+
+    __slots__ = ("sids", "np_dtypes", "dltypes", "device")
+
+    def __init__(self, sids: list[int], np_dtypes: list[np.dtype], dltypes: list[str],
+                 device: Device):
+        self.sids, self.np_dtypes, self.dltypes, self.device = sids, np_dtypes, dltypes, device
+
+    def sizes(self, shapes: Mapping[int, tuple[int, ...]]) -> list[int]:
+        """Bytes of each storage: the largest entry (of ``shapes``) it holds."""
+        ssize = [0] * (max(self.sids) + 1 if self.sids else 0)
+        for e, sh in shapes.items():
+            d = self.dltypes[e]
+            nb = entry_nbytes(sh, "bool" if d == "bool" else str(self.np_dtypes[e]))
+            ssize[self.sids[e]] = max(ssize[self.sids[e]], nb)
+        return ssize
+
+    def allocate(self, shapes: Mapping[int, tuple[int, ...]],
+                 alloc: Callable[[int], np.ndarray]
+                 ) -> tuple[np.ndarray, dict[int, NDArray], int]:
+        """One arena for the storages of the entries in ``shapes`` (each storage 64-byte aligned,
+        at least 64 bytes) and each entry a view into it: (arena, views, bytes)."""
+        ssize = self.sizes(shapes)
+        used = sorted({self.sids[e] for e in shapes})
+        offsets, total = {}, 0
+        for sid in used:
+            offsets[sid] = total
+            total += max(ALIGNMENT, -(-ssize[sid] // ALIGNMENT) * ALIGNMENT)
+        arena = alloc(total)
+        views = {e: NDArray(np.ndarray(sh, self.np_dtypes[e], buffer=arena,
+                                       offset=offsets[self.sids[e]]), self.device)
+                 for e, sh in shapes.items()}
+        return arena, views, total
