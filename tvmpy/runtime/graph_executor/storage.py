@@ -1,6 +1,7 @@
-"""The graph executor's storage plan (``StoragePlan``: storage sizes, arenas): the arenas that hold the memory plan's storages (zero-filled,
-64-byte aligned) or, on a GPU, one device buffer per storage; and the per-shape plans of a
-graph with symbolic shapes (``_Plan``, ``PLAN_CACHE_SIZE``)."""
+"""The graph executor's storage plan: where each entry lives (``StoragePlan``: the storages'
+sizes for given entry shapes, one arena holding them, 64-byte aligned and zero-filled,
+``_zeroed_arena``), on a GPU one device buffer per storage (``_device_entries``), and the
+per-shape plans of a graph with symbolic shapes (``_Plan``, ``PLAN_CACHE_SIZE``)."""
 
 from __future__ import annotations
 
