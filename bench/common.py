@@ -39,7 +39,7 @@ def bench_threads(requested: int | None = None) -> int:
     (and OMP_NUM_THREADS) before any tvmpy library runs, as ``tvmpy bench`` does; a script
     gives onnxruntime (``intra_op_num_threads``) and torch the same count, so that
     ``TVM_NUM_THREADS=1 python bench/x.py`` compares one thread with one thread."""
-    from tvmpy.cli import bench_threads as resolve
+    from tvmpy.cli.bench import bench_threads as resolve
 
     return resolve(requested)
 

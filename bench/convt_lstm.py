@@ -35,7 +35,7 @@ ensure_native_blas()
 
 import numpy as np  # noqa: E402
 
-from tvmpy.cli import bench_threads  # noqa: E402
+from tvmpy.cli.bench import bench_threads  # noqa: E402
 from tvmpy.relay.testing import compare  # noqa: E402
 
 

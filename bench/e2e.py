@@ -34,7 +34,7 @@ ensure_native_blas()  # numpy's BLAS is not timed here, but keep the benches' en
 
 import numpy as np  # noqa: E402
 
-from tvmpy.cli import bench_threads  # noqa: E402
+from tvmpy.cli.bench import bench_threads  # noqa: E402
 from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 
 CONFIGS = {

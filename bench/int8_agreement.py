@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 from common import Agreement, ort_session, output_step  # noqa: E402
 
-from tvmpy.cli import bench_threads  # noqa: E402
+from tvmpy.cli.bench import bench_threads  # noqa: E402
 from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 from tvmpy.relay.testing import quantized_models as qm  # noqa: E402
 

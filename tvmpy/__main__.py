@@ -1,4 +1,4 @@
-"""``python -m tvmpy ...``: the ``tvmpy`` command line (see tvmpy/cli.py)."""
+"""``python -m tvmpy ...``: the ``tvmpy`` command line (see tvmpy/cli/)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""``python -m tvmpy.demo [options]``: the same as ``tvmpy demo [options]`` (see tvmpy/cli.py).
+"""``python -m tvmpy.demo [options]``: the same as ``tvmpy demo [options]`` (see tvmpy/cli/demo.py).
 
 Builds the built-in ResNet-18 (random weights) with relay.build, checks its output against
 onnxruntime and prints the latency table of tvmpy at opt_level 0 and 3 beside onnxruntime and

@@ -16,13 +16,10 @@ from tvmpy.autotvm.tuner import RandomTuner
 from tvmpy.target import Target
 from tvmpy.topi import nn, testing
 from tvmpy.topi.x86 import conv2d_nchwc
-from tvmpy.topi.x86.conv2d import (
+from tvmpy.topi.x86.conv2d import _find, _outputs, _schedule_pad, anchor
+from tvmpy.topi.x86.conv2d_nchwc import (
     _divisor_tile,
-    _find,
     _nchwc_tile,
-    _outputs,
-    _schedule_pad,
-    anchor,
     default_inline_pad,
     default_ow_tile,
 )

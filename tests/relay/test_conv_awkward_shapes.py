@@ -17,7 +17,7 @@ from tvmpy.relay import transform
 from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MIN_PIXELS, conv_padding, padded_block
 from tvmpy.topi.nn.conv2d import conv2d_infer_layout
 from tvmpy.topi.testing import conv2d_nchw_python
-from tvmpy.topi.x86.conv2d import MAX_OW_TILE, default_ow_tile, schedule_conv2d_NCHWc
+from tvmpy.topi.x86.conv2d_nchwc import MAX_OW_TILE, default_ow_tile, schedule_conv2d_NCHWc
 
 WINO = "nn.contrib_conv2d_winograd_nchwc"
 DIRECT = "nn.contrib_conv2d_NCHWc"

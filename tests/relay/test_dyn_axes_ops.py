@@ -18,8 +18,8 @@ from tvmpy.relay.op.dyn import scalar_args, window
 from tvmpy.relay.op.shape_func import ShapeFuncError
 from tvmpy.relay.ty import type_str
 from tvmpy.relay.type_infer import infer_type
-from tvmpy.topi.dyn_reduce import dyn_reduce as topi_dyn_reduce
-from tvmpy.topi.dyn_scalar import dyn_scan, dyn_trilu
+from tvmpy.topi.dyn.reduce import dyn_reduce as topi_dyn_reduce
+from tvmpy.topi.dyn.scalar_args import dyn_scan, dyn_trilu
 
 RNG = np.random.default_rng(1111)
 

@@ -1,4 +1,4 @@
-"""The graph executor (runtime/graph_executor.py), GraphModule (contrib/graph_executor.py), the
+"""The graph executor (runtime/graph_executor/), GraphModule (contrib/graph_executor.py), the
 factory module and its export/load (relay/backend/executor_factory.py), on hand-written graph
 JSON over kernels built with tvm.build from te schedules; numpy is the reference."""
 

@@ -12,7 +12,7 @@ import tvmpy as tvm
 from tvmpy import te, topi
 from tvmpy.relay.op.strategy.x86 import DENSE_PACK_MAX_K, DENSE_PACK_MIN_ROWS
 from tvmpy.topi import nn, testing
-from tvmpy.topi.x86.conv2d import _nchwc_tile
+from tvmpy.topi.x86.conv2d_nchwc import _nchwc_tile
 
 from .nn_util import check
 
@@ -437,7 +437,7 @@ def test_matmul_one_row(n, k):
 def test_default_inline_pad(ic, hw, stride, oc, want):
     """The default NCHWc schedule's padding choice (default_inline_pad), and the result stays
     right either way (compared with the numpy reference)."""
-    from tvmpy.topi.x86.conv2d import default_inline_pad, find_nchwc
+    from tvmpy.topi.x86.conv2d_nchwc import default_inline_pad, find_nchwc
 
     rng = np.random.default_rng(ic + hw + stride)
     ic_bn, oc_bn = min(ic, 16), 16 if oc % 16 == 0 else 8 if oc % 8 == 0 else oc

@@ -5,7 +5,7 @@
 - module.py: ``Module`` (build from objects, call, import, export_library) and ``load_module``;
 - abi.py: the calling convention and the module metadata every code generator follows;
 - function.py: the checked ctypes call of one compiled function;
-- graph_json.py, graph_executor.py: the graph format and its executor (plus the factory module
+- graph_json.py, graph_executor/: the graph format and its executor (plus the factory module
   ``relay.build`` returns); param_dict.py: ``save_param_dict`` / ``load_param_dict``;
 - concurrency.py: executors used from several threads (``ConcurrentUseError``);
 - linker.py: system compiler/linker driving; evaluator.py: ``time_evaluator``;

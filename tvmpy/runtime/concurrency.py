@@ -1,5 +1,5 @@
 """Executors used from several threads: one lock per executor, and detection of interleaved
-stateful sequences (runtime/graph_executor.py and runtime/vm.py use :class:`SharedUse`).
+stateful sequences (runtime/graph_executor/ and runtime/vm.py use :class:`SharedUse`).
 
 TVM's executor API is stateful: ``set_input``; ``run``; ``get_output``. A lock makes each call
 atomic (no torn state, no memory corrupted, the kernels' thread pool is shared safely: a

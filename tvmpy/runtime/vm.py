@@ -3,7 +3,7 @@
 
 Why a VM next to the graph executor: the graph executor runs one static schedule of kernel
 calls over one memory plan, which is all a model needs when every size is a constant or an
-expression of the input sizes (runtime/graph_executor.py). Control flow (``If`` on a run-time
+expression of the input sizes (runtime/graph_executor/). Control flow (``If`` on a run-time
 condition, loops as recursive functions whose carried values change shape per iteration) and
 sizes decided by data (NonZero, a reshape to a run-time shape tensor) have no such schedule:
 what runs next, and how big it is, is known only while running. The VM runs *bytecode* for
@@ -75,7 +75,8 @@ from .concurrency import SharedUse
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
 from .function import ALIGNMENT
-from .graph_executor import GraphExecutor, host_array
+from .graph_executor import GraphExecutor
+from .graph_executor.executor import host_array
 from .module import Module
 from .ndarray import NDArray
 

@@ -1,7 +1,7 @@
 """What ``relay.build`` returns: the graph JSON, one compiled library and the parameters.
 
 ``GraphExecutorFactoryModule(graph_json, lib, params, mod_name="default")`` is a runtime Module
-(runtime/graph_executor.py ``GraphExecutorFactory``): ``f["default"](dev)`` creates an executor
+(runtime/graph_executor/factory.py ``GraphExecutorFactory``): ``f["default"](dev)`` creates an executor
 (wrap it in ``contrib.graph_executor.GraphModule``), ``f.export_library(path)`` writes one shared
 library that ``tvm.runtime.load_module`` turns back into a factory in any process.
 """

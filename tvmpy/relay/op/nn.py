@@ -417,6 +417,47 @@ def layer_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, axis: int = -
         "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
 
 
+def _instance_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = tensor_arg(arg_types[0], "the data")
+    ax = normalize_axis(attrs.axis, len(d.shape))
+    for t, nm in zip(arg_types[1:], ("gamma", "beta")):
+        v = tensor_arg(t, nm)
+        if len(v.shape) != 1 or not dim_equal(v.shape[0], d.shape[ax]):
+            fail(f"{nm} {shape_str(v.shape)} must be 1-D of size {d.shape[ax]} (axis {attrs.axis} "
+                 f"of data {shape_str(d.shape)})")
+    return d
+
+
+register_op("nn.instance_norm", _instance_norm_rel, OpPattern.OPAQUE, 3,
+            {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def _group_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
+    d = _instance_norm_rel(arg_types, attrs)
+    assert isinstance(d, TensorType)
+    c = d.shape[normalize_axis(attrs.axis, len(d.shape))]
+    if isinstance(c, int) and c % attrs.num_groups:
+        fail(f"group_norm: {c} channels are not divisible into {attrs.num_groups} groups")
+    return d
+
+
+register_op("nn.group_norm", _group_norm_rel, OpPattern.OPAQUE, 3,
+            {"num_groups": REQUIRED, "axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
+
+
+def instance_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, axis: int = 1,
+                  epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
+    return make_call("nn.instance_norm", [data, gamma, beta], {
+        "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
+
+
+def group_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, num_groups: int, axis: int = 1,
+               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
+    return make_call("nn.group_norm", [data, gamma, beta], {
+        "num_groups": int(num_groups), "axis": int(axis), "epsilon": float(epsilon),
+        "center": bool(center), "scale": bool(scale)})  # fmt: skip
+
+
 def _dropout_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     return TupleType([d, d])
@@ -752,48 +793,7 @@ def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 
 
 
 # ------------------------------------------------------------------------------------------------
-# normalization over channels, depth <-> space
-def _instance_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
-    d = tensor_arg(arg_types[0], "the data")
-    ax = normalize_axis(attrs.axis, len(d.shape))
-    for t, nm in zip(arg_types[1:], ("gamma", "beta")):
-        v = tensor_arg(t, nm)
-        if len(v.shape) != 1 or not dim_equal(v.shape[0], d.shape[ax]):
-            fail(f"{nm} {shape_str(v.shape)} must be 1-D of size {d.shape[ax]} (axis {attrs.axis} "
-                 f"of data {shape_str(d.shape)})")
-    return d
-
-
-register_op("nn.instance_norm", _instance_norm_rel, OpPattern.OPAQUE, 3,
-            {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
-
-
-def _group_norm_rel(arg_types: list[Type], attrs: Any) -> Type:
-    d = _instance_norm_rel(arg_types, attrs)
-    assert isinstance(d, TensorType)
-    c = d.shape[normalize_axis(attrs.axis, len(d.shape))]
-    if isinstance(c, int) and c % attrs.num_groups:
-        fail(f"group_norm: {c} channels are not divisible into {attrs.num_groups} groups")
-    return d
-
-
-register_op("nn.group_norm", _group_norm_rel, OpPattern.OPAQUE, 3,
-            {"num_groups": REQUIRED, "axis": 1, "epsilon": 1e-5, "center": True, "scale": True})
-
-
-def instance_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, axis: int = 1,
-                  epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
-    return make_call("nn.instance_norm", [data, gamma, beta], {
-        "axis": int(axis), "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
-
-
-def group_norm(data: RelayExpr, gamma: RelayExpr, beta: RelayExpr, num_groups: int, axis: int = 1,
-               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> RelayExpr:
-    return make_call("nn.group_norm", [data, gamma, beta], {
-        "num_groups": int(num_groups), "axis": int(axis), "epsilon": float(epsilon),
-        "center": bool(center), "scale": bool(scale)})  # fmt: skip
-
-
+# depth <-> space
 def _d2s_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     b = attrs.block_size

@@ -4,13 +4,11 @@ from .conv2d import (  # noqa: E402,F401
     schedule_conv1d_ncw,
     schedule_conv1d_transpose_ncw,
     schedule_conv2d_nchw,
-    schedule_conv2d_NCHWc,
     schedule_conv2d_transpose_nchw,
     schedule_conv3d_ncdhw,
     schedule_conv3d_transpose_ncdhw,
     schedule_conv_nd,
     schedule_depthwise_conv2d_nchw,
-    schedule_depthwise_conv2d_NCHWc,
     schedule_group_conv1d_ncw,
     schedule_group_conv2d_nchw,
     schedule_group_conv2d_transpose_nchw,
@@ -18,7 +16,9 @@ from .conv2d import (  # noqa: E402,F401
 from .conv2d_nchwc import (  # noqa: E402,F401
     conv2d_NCHWc,
     depthwise_conv2d_NCHWc,
+    schedule_conv2d_NCHWc,
     schedule_conv2d_NCHWc_autotvm,
+    schedule_depthwise_conv2d_NCHWc,
     schedule_depthwise_conv2d_NCHWc_autotvm,
 )
 from .conv2d_winograd import (  # noqa: E402,F401

@@ -8,7 +8,7 @@ graph input). The other ONNX reductions compose from these and elementwise ops.
 - Shape function (data-dependent: it reads the axes), FNumpy (the interpreter), pattern OPAQUE
   (an executor runs the shape function on the call's own inputs first, so an axis out of range
   is an error naming the node and the value before any kernel runs).
-- Compute: ``topi.dyn_reduce`` (one kernel per kind and rank, extents bound at run time).
+- Compute: ``topi.dyn.reduce`` (one kernel per kind and rank, extents bound at run time).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _numpy(kind: str) -> Any:
 
 def _compute(kind: str) -> Any:
     def f(attrs: Any, inputs: list, out_type: Any) -> list:
-        from ....topi.dyn_reduce import dyn_reduce
+        from ....topi.dyn.reduce import dyn_reduce
 
         return [dyn_reduce(inputs[0], inputs[1], list(out_type.shape), kind,
                                            bool(attrs.keepdims))]

@@ -4,7 +4,7 @@
 
 The output type is the data's. The scan's shape function is data-dependent only to check the
 axis value before any kernel runs (an error naming the node and the value); the kernels
-(``topi.dyn_scalar``) read the scalar inside the compute.
+(``topi.dyn.scalar_args``) read the scalar inside the compute.
 """
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ def _trilu_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _trilu_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_scalar import dyn_trilu
+    from ....topi.dyn.scalar_args import dyn_trilu
 
     return [dyn_trilu(inputs[0], inputs[1], bool(attrs.upper))]
 
 
 def _scan_compute(kind: str) -> Any:
     def f(attrs: Any, inputs: list, out_type: Any) -> list:
-        from ....topi.dyn_scalar import dyn_scan
+        from ....topi.dyn.scalar_args import dyn_scan
 
         return [dyn_scan(inputs[0], inputs[1], kind, bool(attrs.exclusive),
                          bool(attrs.reverse))]

@@ -1,7 +1,7 @@
 """``dyn.dft(data, axis)`` and ``dyn.stft(signal, frame_step, window | frame_length)``: ONNX DFT
 with the axis a run-time tensor (opset 20), ONNX STFT with the frame step / length run-time
 tensors. Data-dependent shape functions (the transformed axis, the frame count), FNumpy through
-``numpy.fft`` (in the data's precision, as ONNX's reference), computes ``topi.dyn_signal``.
+``numpy.fft`` (in the data's precision, as ONNX's reference), computes ``topi.dyn.signal``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _dft_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _dft_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_signal import dyn_dft
+    from ....topi.dyn.signal import dyn_dft
 
     return [dyn_dft(inputs[0], inputs[1], list(out_type.shape), bool(attrs.inverse),
                     bool(attrs.onesided), int(attrs.dft_length))]
@@ -170,7 +170,7 @@ def _stft_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _stft_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_signal import dyn_stft
+    from ....topi.dyn.signal import dyn_stft
 
     window = inputs[2] if attrs.has_window else None
     flen = None if attrs.has_window else inputs[2]

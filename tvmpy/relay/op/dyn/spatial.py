@@ -4,7 +4,7 @@
 
 Each: a type relation with ``?`` for the sizes given by values (the rank is static), a
 data-dependent shape function that checks the values (errors name the node), FNumpy as ONNX
-defines the operator, pattern OPAQUE, and a compute (``topi.dyn_spatial``).
+defines the operator, pattern OPAQUE, and a compute (``topi.dyn.spatial``).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _affine_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _affine_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_spatial import dyn_affine_grid
+    from ....topi.dyn.spatial import dyn_affine_grid
 
     return [dyn_affine_grid(inputs[0], list(out_type.shape), bool(attrs.align_corners))]
 
@@ -172,7 +172,7 @@ def _col2im_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _col2im_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_spatial import dyn_col2im
+    from ....topi.dyn.spatial import dyn_col2im
 
     shape = list(out_type.shape)
     dil, pads, strides = _col2im_attrs(attrs, len(shape) - 2)
@@ -227,7 +227,7 @@ def _unpool_numpy(attrs: Any, ins: list[np.ndarray], t: Any) -> np.ndarray:
 
 
 def _unpool_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    from ....topi.dyn_spatial import dyn_max_unpool
+    from ....topi.dyn.spatial import dyn_max_unpool
 
     return [dyn_max_unpool(inputs[0], inputs[1], list(out_type.shape),
                            [int(v) for v in attrs.default_shape])]

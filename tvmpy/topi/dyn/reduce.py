@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import te
-from ..ir import dtype as dt
-from ..tir import op as tir_op
-from ..tir.expr import Select, cast, const
-from . import tag
+from ... import te
+from ...ir import dtype as dt
+from ...tir import op as tir_op
+from ...tir.expr import Select, cast, const
+from .. import tag
 
 __all__ = ["dyn_reduce", "REDUCE_KINDS"]
 

@@ -1,123 +1,44 @@
-"""The graph executor: runs a graph-JSON graph (TVM's format) over a compiled library.
-
-Loading (``GraphExecutor(graph_json, lib, dev)``) does all the work once:
-
-- the graph is parsed and checked (every problem raises ``GraphJSONError`` naming it);
-- storage: one zero-filled, 64-byte-aligned arena holds every storage of the memory plan
-  (``attrs.storage_id``, planned at compile time by relay/backend/graph_plan_memory.py; a graph
-  without one gets a storage per entry); every entry is a fixed numpy view into it, wrapped once
-  as an NDArray. On a GPU device (``tvm.opencl(0)``, ``tvm.cuda(0)``; a library built by
-  ``relay.build(target="opencl"/"cuda")``) each storage is one device buffer instead and the
-  entries are device arrays on it: kernels touch device memory only, ``set_input`` (and the
-  parameters, once) copy in, ``get_output`` returns a device array (``.numpy()`` copies back);
-- each ``tvm_op`` node is bound to its library function, whose checked call path
-  (runtime/function.py ``prepare``) runs once on the entry views: a shape/dtype mismatch between
-  graph and library is reported here, naming the node. What remains per node is the raw ctypes
-  function and the tuple of its C arguments (pointers, then shape vars).
-
-``run()`` is then a loop of ctypes calls with no per-call checks (inputs are checked by
-``set_input``, which copies into the input's own storage). Running before every input was set
-raises: the storage is zero-filled, but a silent result computed from zeros is never wanted.
-
-**Symbolic shapes** (a graph built with ``relay.Any()`` dimensions, e.g. an ONNX model's dynamic
-batch): the graph JSON writes those dimensions as expressions of shape variables (``"N_1"``,
-``"N_1 * 48"``) and the kernels were compiled with symbolic extents, one function per operator
-for every size. ``set_input`` checks the rank and the static dimensions (naming the input and
-the dimension) and keeps the value; ``run()`` binds the variables from the inputs' shapes (an
-input that disagrees with another on a shared variable raises, naming both, before any kernel
-runs), evaluates every entry's shape, and switches to the *plan* for those shapes: storages
-sized for them (the compile-time storage ids stay valid: they depend only on liveness) and the
-calls prepared on them, so the kernels' own argument checks run once per shape. Before a new
-plan is made, the sizes each operator needs equal (node attribute ``size_checks``, written by
-relay/size_checks.py: the widths of a ``concatenate``, the sides of a broadcast of two ``?``...)
-are compared, naming the node, the operator and both dimensions. Plans are kept
-per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
-storages whose entries are all static (the weights) are allocated once and shared by all plans.
-
-Why this and not TVM's Relay VM: a VM (bytecode, an allocator, shape functions lowered to
-kernels, invoke instructions per operator) is what control flow and data-dependent shapes need;
-a model whose only dynamic sizes are input dimensions (batch, sequence length) -- the common
-case, and the one ONNX exports with ``dim_param`` -- has every tensor's shape as an expression of
-those, so the graph executor's static schedule of calls, its memory plan and its per-call cost
-(one ctypes call) survive unchanged, with the shape expressions standing in for TVM's shape
-functions (``relay/op/shape_func.py`` holds the per-operator ones, evaluated in Python by the
-interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-time tensor) are
-refused at build time, naming the node: ``relay.vm.compile`` (runtime/vm.py) runs them, and
-control flow, with graph executors of this class for the dataflow regions in between.
-
-**Threads** (runtime/concurrency.py): every public call holds the executor's lock;
-``infer(**inputs)`` sets, runs and returns copies of the outputs in one call, safe from any
-number of threads; the stateful ``set_input``/``run``/``get_output`` sequence is per thread,
-and an interleaving that replaced a thread's inputs or outputs raises ``ConcurrentUseError`` in
-that thread. ``get_output`` returns a view while one thread uses the executor, a copy after.
-
-``GraphExecutorFactory`` is the runtime module ``relay.build`` returns (as its subclass
-``relay.backend.executor_factory.GraphExecutorFactoryModule``) and ``load_module`` returns for
-an exported one: ``f["default"](dev)`` creates an executor with the parameters set;
-``export_library`` writes one shared library with the code, the graph JSON (in the module
-metadata) and the parameters (``save_param_dict`` bytes in a read-only data symbol).
-"""
+"""``GraphExecutor``: one graph on one device (loading, inputs, run, outputs, timing; see the
+package docstring), with the conversion of input values (``host_array``, ``converted``)."""
 
 from __future__ import annotations
 
-import ctypes
-import os
 import statistics
 import time
-import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from ..ir import dtype as dt
-from . import ndarray as nd
-from .concurrency import ADVICE, ConcurrentUseError, SharedUse
-from .device import Device, cpu, kDLCPU
-from .evaluator import BenchmarkResult, check_counts, time_calls
-from .graph_json import (
+from ..concurrency import ADVICE, ConcurrentUseError, SharedUse
+from ..device import Device, cpu, kDLCPU
+from ..evaluator import BenchmarkResult, check_counts, time_calls
+from ..graph_json import (
     GraphJSONError,
     SymbolicShape,
-    entry_nbytes,
-    graph_entry_attrs,
     is_symbolic,
-    parse_graph,
-    size_violation,
 )
-from .module import Module, _module_from_meta
-from .ndarray import NDArray
-from .param_dict import load_param_dict, save_param_dict
-
-__all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
-           "ConcurrentUseError", "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
-
-ALIGNMENT = 64
-PARAMS_SYMBOL = "__tvmpy_graph_params"
-FACTORY_TYPE_KEY = "GraphExecutorFactory"
-
+from ..module import Module
+from ..ndarray import NDArray
+from ..param_dict import load_param_dict
+from .parse import (
+    _Node,
+    check_storage_plan,
+    parse_entries,
+    parse_inputs,
+    parse_node,
+    parse_outputs,
+)
+from .storage import (
+    PLAN_CACHE_SIZE,
+    StoragePlan,
+    _device_entries,
+    _Plan,
+    _zeroed_arena,
+)
 
 GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
-
-
-def _device_entries(dev: Device, ssize: list[int], sids: list[int],
-                    host: list[NDArray]) -> list[NDArray]:
-    """One device buffer per storage of the memory plan; each entry a device array on its
-    storage's buffer (entries that share a storage share the buffer). Kernels then read and
-    write device memory only; set_input / get_output(...).numpy() copy."""
-    from .gpu_module import DeviceNDArray, device_api
-
-    api = device_api(dev)
-    mems = [api.alloc(max(ALIGNMENT, size), dev.device_id) for size in ssize]
-    out: list[NDArray] = []
-    for eid, h in enumerate(host):
-        a = DeviceNDArray.__new__(DeviceNDArray)
-        NDArray.__init__(a, np.lib.stride_tricks.as_strided(
-            np.zeros(1, h._arr.dtype), h._arr.shape, (0,) * h._arr.ndim, writeable=False), dev)
-        a._ptr, a._compact_aligned, a._api = 0, False, api
-        a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
-        out.append(a)
-    return out
 
 
 def _view_of(a: NDArray) -> NDArray:
@@ -189,80 +110,6 @@ def _first(names: list[str], n: int = 8) -> str:
                                                if len(names) > n else "")
 
 
-def _zeroed_arena(nbytes: int) -> np.ndarray:
-    try:
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
-    except (MemoryError, ValueError):  # ValueError: more than numpy can index
-        raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
-                          f"({nbytes} bytes) the graph's tensors need") from None
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
-
-
-PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)
-
-
-class _Plan:
-    """The entries (views into storage) and prepared calls for one set of concrete shapes."""
-
-    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
-                 "env")
-
-    def __init__(self, entries: list[NDArray]):
-        self.entries = entries
-        self.env: dict[str, int] | None = None  # symbolic shapes: the values it was made for
-        self.calls: list[tuple[Callable[..., int], tuple]] = []
-        self.call_nodes: list[_Node] = []
-        self.call_funcs: list[Any] = []
-        self.keepalive: list[Any] = []
-        self.arena: np.ndarray | None = None
-        self.nbytes = 0
-
-
-class _Node:
-    __slots__ = ("nid", "name", "op", "func_name", "inputs", "outputs", "shape_args",
-                 "size_checks")
-
-    def __init__(self, nid: int, name: str, op: str, func_name: str, inputs: list[int],
-                 outputs: list[int], shape_args: list[str] | None = None,
-                 size_checks: list[_SizeCheck] | None = None):
-        self.nid, self.name, self.op, self.func_name = nid, name, op, func_name
-        self.inputs, self.outputs = inputs, outputs
-        self.shape_args = shape_args or []  # size variables passed by value after the buffers
-        self.size_checks = size_checks or []  # run-time sizes its operators need equal
-
-
-class _SizeCheck:
-    """One ``size_checks`` row of a node: two sizes an operator needs equal at run time
-    (relay/size_checks.py), evaluated once per input shapes, before any kernel runs."""
-
-    __slots__ = ("op", "lhs", "rhs", "lhs_what", "rhs_what", "bcast")
-
-    def __init__(self, row: Any, where: str):
-        from .function import compile_dim_expr
-
-        if not (isinstance(row, list) and len(row) == 6):
-            raise GraphJSONError(f"graph JSON: {where}: a size_checks row must be [operator, "
-                                 f"lhs, rhs, lhs_what, rhs_what, bcast], got {row!r}")
-        self.op, lhs, rhs, self.lhs_what, self.rhs_what, bcast = row
-        self.bcast = bool(bcast)
-        try:
-            self.lhs, self.rhs = (compile_dim_expr(str(d))[0] for d in (lhs, rhs))
-        except ValueError as e:
-            raise GraphJSONError(f"graph JSON: {where}: size_checks: {e}") from None
-
-    def check(self, node: _Node, env: dict[str, int]) -> None:
-        try:
-            a, b = self.lhs(env), self.rhs(env)
-        except KeyError as e:
-            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), {self.op}: shape "
-                             f"variable {e.args[0]} is bound by no graph input") from None
-        why = size_violation(self.lhs_what, self.rhs_what, a, b, self.bcast)
-        if why:
-            raise ValueError(f"run(): graph node {node.nid} ({node.name!r}), operator "
-                             f"{self.op}: {why}; no kernel was run")
-
-
 class GraphExecutor:
     """An executor of one graph on one device (see the module docstring)."""
 
@@ -281,30 +128,22 @@ class GraphExecutor:
         self.device = dev
         self.lib = lib
         self._use = SharedUse("graph executor")  # the lock; threads' use (runtime/concurrency.py)
-        graph = parse_graph(graph_json)
-        try:
-            shapes, dtypes = graph_entry_attrs(graph)
-        except (ValueError, TypeError) as e:
-            raise GraphJSONError(str(e)) from None
+        graph, shapes, self._np_dtypes, sids = parse_entries(graph_json)
         self.graph = graph
-        nodes_json, row = graph["nodes"], graph["node_row_ptr"]
-        n_entries = row[-1]
-        # the memory plan is made at compile time; without one, each entry gets its own storage
-        sids = graph["attrs"].get("storage_id", ["list_int", list(range(n_entries))])
-        if not (isinstance(sids, list) and len(sids) == 2 and sids[0] == "list_int"
-                and isinstance(sids[1], list) and len(sids[1]) == n_entries
-                and all(isinstance(s, int) and s >= 0 for s in sids[1])):
-            raise GraphJSONError(f"graph JSON: attrs['storage_id'] must be [\"list_int\", "
-                                 f"[{n_entries} non-negative ints]]")
-        sids = sids[1]
-        self._np_dtypes = []
-        for eid, d in enumerate(dtypes):
-            try:
-                self._np_dtypes.append(dt.to_numpy(d))
-            except Exception:
-                raise GraphJSONError(f"graph JSON: entry {eid} has unknown dtype {d!r}") from None
         self._sids = sids
+        self._storage = StoragePlan(sids, self._np_dtypes, graph["attrs"]["dltype"][1], dev)
         self._symbolic = any(is_symbolic(sh) for sh in shapes)
+        self._init_storage(shapes)
+        self._init_nodes()
+        self._bind_functions()
+
+    # ---- loading: storage, nodes, functions -----------------------------------------------------
+    def _init_storage(self, shapes: list[Any]) -> None:
+        """The entries' memory (storage.py): one arena for every storage, on a GPU one device
+        buffer per storage; with symbolic shapes the static storages once and placeholders for
+        the others (sized and allocated per input shapes, ``_plan_for``)."""
+        dev, lib, sids = self.device, self.lib, self._sids
+        n_entries = self.graph["node_row_ptr"][-1]
         if self._symbolic:
             if dev.device_type != kDLCPU:
                 raise ValueError(f"a graph with symbolic shapes runs on the CPU only (for now), "
@@ -318,7 +157,7 @@ class GraphExecutor:
             dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
             self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
             static_shapes = {e: shapes[e] for e in self._static_eids}
-            self._static_arena, self._static_views, self.storage_bytes = self._allocate(
+            self._static_arena, self._static_views, self.storage_bytes = self._storage.allocate(
                 static_shapes, lambda n: _zeroed_arena(n))
             self._plans: OrderedDict[tuple[int, ...], _Plan] = OrderedDict()
             self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
@@ -329,41 +168,33 @@ class GraphExecutor:
         else:
             # a WebAssembly library keeps the arena in its linear memory (runtime/wasm.py)
             alloc_arena = getattr(lib, "alloc_arena", _zeroed_arena)
-            self._arena, views, self.storage_bytes = self._allocate(
+            self._arena, views, self.storage_bytes = self._storage.allocate(
                 dict(enumerate(shapes)), alloc_arena)
             self._entries = [views[e] for e in range(n_entries)]
             if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
-                ssize = self._storage_sizes({e: shapes[e] for e in range(n_entries)})
+                ssize = self._storage.sizes({e: shapes[e] for e in range(n_entries)})
                 self._entries = _device_entries(dev, ssize, sids, self._entries)
 
-        # ---- nodes ------------------------------------------------------------------------------
-        self._nodes: list[_Node] = []
-        for nid, nj in enumerate(nodes_json):
-            self._nodes.append(self._parse_node(nid, nj, row))
-        arg_nodes = graph.get("arg_nodes")
-        if arg_nodes is None:
-            arg_nodes = [n.nid for n in self._nodes if n.op == "null"]
-        for nid in arg_nodes:
-            if not (isinstance(nid, int) and 0 <= nid < len(self._nodes)
-                    and self._nodes[nid].op == "null"):
-                raise GraphJSONError(f"graph JSON: arg_nodes entry {nid!r} is not a \"null\" "
-                                     "(input) node")
-        self._input_nids = list(arg_nodes)
+    def _init_nodes(self) -> None:
+        """The nodes, the inputs and outputs, and the storage plan checked against them
+        (parse.py)."""
+        graph, row = self.graph, self.graph["node_row_ptr"]
+        self._nodes: list[_Node] = [parse_node(nid, nj, row)
+                                    for nid, nj in enumerate(graph["nodes"])]
+        self._input_nids = parse_inputs(graph, self._nodes)
         self._input_names = [self._nodes[n].name for n in self._input_nids]
         self._input_index = {name: i for i, name in enumerate(self._input_names)}
-        if len(self._input_index) != len(self._input_names):
-            dup = sorted({n for n in self._input_names if self._input_names.count(n) > 1})
-            raise GraphJSONError(f"graph JSON: duplicate input names {dup}")
         self._input_eids = [row[n] for n in self._input_nids]
-        if "heads" not in graph:
-            raise GraphJSONError("graph JSON: missing 'heads' (the outputs)")
-        self._output_eids = [self._entry(h, "heads", row) for h in graph["heads"]]
+        self._output_eids = parse_outputs(graph, row)
         self._output_eid_set = set(self._output_eids)
         self._unset = set(self._input_names)
         self._param_names: set[str] = set()
-        self._check_storage_plan(sids)
+        check_storage_plan(self._nodes, self._sids, self._input_nids, self._output_eids)
 
-        # ---- bind each op node to its function; prepare its raw call once ----------------------
+    def _bind_functions(self) -> None:
+        """Each op node bound to its library function, its raw call prepared once (a static
+        graph; a symbolic one per input shapes)."""
+        sids = self._sids
         self._funcs: dict[int, Any] = {}
         for node in self._nodes:
             if node.op == "null":
@@ -383,33 +214,7 @@ class GraphExecutor:
         if not self._symbolic:
             self._activate(self._prepare_calls(self._entries))
 
-    # ---- storage and calls for concrete shapes --------------------------------------------------
-    def _storage_sizes(self, shapes: Mapping[int, tuple[int, ...]]) -> list[int]:
-        """Bytes of each storage: the largest entry (of ``shapes``) it holds."""
-        ssize = [0] * (max(self._sids) + 1 if self._sids else 0)
-        for e, sh in shapes.items():
-            d = self.graph["attrs"]["dltype"][1][e]
-            nb = entry_nbytes(sh, "bool" if d == "bool" else str(self._np_dtypes[e]))
-            ssize[self._sids[e]] = max(ssize[self._sids[e]], nb)
-        return ssize
-
-    def _allocate(self, shapes: Mapping[int, tuple[int, ...]],
-                  alloc: Callable[[int], np.ndarray]
-                  ) -> tuple[np.ndarray, dict[int, NDArray], int]:
-        """One arena for the storages of the entries in ``shapes`` (each storage 64-byte aligned,
-        at least 64 bytes) and each entry a view into it: (arena, views, bytes)."""
-        ssize = self._storage_sizes(shapes)
-        used = sorted({self._sids[e] for e in shapes})
-        offsets, total = {}, 0
-        for sid in used:
-            offsets[sid] = total
-            total += max(ALIGNMENT, -(-ssize[sid] // ALIGNMENT) * ALIGNMENT)
-        arena = alloc(total)
-        views = {e: NDArray(np.ndarray(sh, self._np_dtypes[e], buffer=arena,
-                                       offset=offsets[self._sids[e]]), self.device)
-                 for e, sh in shapes.items()}
-        return arena, views, total
-
+    # ---- calls for concrete shapes --------------------------------------------------------------
     def _prepare_calls(self, entries: list[NDArray], env: Mapping[str, int] | None = None
                        ) -> _Plan:
         """Each op node's raw call on ``entries`` (and the values in ``env`` of its
@@ -509,7 +314,7 @@ class GraphExecutor:
                 if si is not None and so is not None and int(np.prod(si)) != int(np.prod(so)):
                     raise ValueError(f"run(): node {node.nid} ({node.name!r}) reshapes "
                                      f"{tuple(si)} to {tuple(so)}: the sizes differ")
-        arena, views, nbytes = self._allocate(shapes, lambda n: _zeroed_arena(n))
+        arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
         plan = self._prepare_calls(entries, env)
@@ -528,99 +333,7 @@ class GraphExecutor:
         for i, arr in self._pending.items():
             np.copyto(plan.entries[self._input_eids[i]]._arr, arr)
 
-    # ---- loading ------------------------------------------------------------------------------
-    def _entry(self, ref: Any, where: str, row: list[int]) -> int:
-        if not (isinstance(ref, (list, tuple)) and len(ref) >= 2
-                and all(isinstance(x, int) for x in ref)):
-            raise GraphJSONError(f"graph JSON: {where}: an entry reference must be [node_id, "
-                                 f"output_index, version], got {ref!r}")
-        nid, idx = ref[0], ref[1]
-        if not 0 <= nid < len(row) - 1 or not 0 <= idx < row[nid + 1] - row[nid]:
-            raise GraphJSONError(f"graph JSON: {where} refers to output {idx} of node {nid}, "
-                                 "which does not exist")
-        return row[nid] + idx
-
-    def _check_storage_plan(self, sids: list[int]) -> None:
-        """Refuse a storage plan in which two entries that are live at the same time share a
-        storage (inputs and outputs are live throughout): it would compute wrong results."""
-        n_nodes = len(self._nodes)
-        last_use = [-1] * len(sids)
-        for node in self._nodes:
-            for e in node.outputs:
-                last_use[e] = node.nid
-        for node in self._nodes:
-            for e in node.inputs:
-                last_use[e] = max(last_use[e], node.nid)
-        for e in self._output_eids + [self._nodes[n].outputs[0] for n in self._input_nids]:
-            last_use[e] = n_nodes
-        # per storage, the entry last written into it; its last use covers the views of it
-        # (``__nop`` outputs in the same storage, any number, chained or not)
-        owner: dict[int, int] = {}
-        for node in self._nodes:
-            for e in node.outputs:
-                prev = owner.get(sids[e])
-                if node.func_name == "__nop" and sids[node.inputs[0]] == sids[e]:
-                    if prev is not None:
-                        last_use[prev] = max(last_use[prev], last_use[e])
-                    continue
-                if prev is not None and last_use[prev] >= node.nid:
-                    what = "a graph input or output" if last_use[prev] == n_nodes else "live"
-                    raise GraphJSONError(
-                        f"graph JSON: storage {sids[e]} holds entry {prev} ({what}) when node "
-                        f"{node.nid} ({node.name!r}) writes entry {e} to it: storage_id is not "
-                        "a valid memory plan")
-                owner[sids[e]] = e
-
-    def _parse_node(self, nid: int, nj: Any, row: list[int]) -> _Node:
-        if not isinstance(nj, dict) or "op" not in nj or "name" not in nj:
-            raise GraphJSONError(f"graph JSON: node {nid} must be an object with \"op\" and "
-                                 f"\"name\", got {str(nj)[:80]}")
-        op, name = nj["op"], str(nj["name"])
-        where = f"node {nid} ({name!r})"
-        inputs = [self._entry(x, f"{where} input", row) for x in nj.get("inputs", [])]
-        for e in inputs:
-            if e >= row[nid]:
-                raise GraphJSONError(f"graph JSON: {where} reads entry {e}, which is computed "
-                                     "after it (nodes must be in topological order)")
-        outputs = list(range(row[nid], row[nid + 1]))
-        if op == "null":
-            if inputs:
-                raise GraphJSONError(f"graph JSON: {where} is an input (\"null\") but has inputs")
-            if len(outputs) != 1:
-                raise GraphJSONError(f"graph JSON: input {where} must have one entry, "
-                                     f"node_row_ptr gives {len(outputs)}")
-            return _Node(nid, name, op, "", [], outputs)
-        if op != "tvm_op":
-            raise GraphJSONError(f"graph JSON: {where} has op {op!r}; expected \"null\" or "
-                                 "\"tvm_op\"")
-        attrs = nj.get("attrs") or nj.get("param") or {}
-        func_name = attrs.get("func_name")
-        if not isinstance(func_name, str) or not func_name:
-            raise GraphJSONError(f"graph JSON: {where} has no attrs.func_name")
-        for key, have in (("num_inputs", len(inputs)), ("num_outputs", len(outputs))):
-            if key in attrs:
-                try:
-                    want = int(attrs[key])
-                except (TypeError, ValueError):
-                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {attrs[key]!r}, "
-                                         "not an integer") from None
-                if want != have:
-                    raise GraphJSONError(f"graph JSON: {where}: attrs.{key} is {want} but the "
-                                         f"node has {have}")
-        if not outputs:
-            raise GraphJSONError(f"graph JSON: {where} has no outputs")
-        shape_args = attrs.get("shape_args", [])
-        if not (isinstance(shape_args, list) and all(isinstance(v, str) and v.isidentifier()
-                                                      for v in shape_args)):
-            raise GraphJSONError(f"graph JSON: {where}: attrs.shape_args must be a list of shape "
-                                 f"variable names, got {shape_args!r}")
-        checks = attrs.get("size_checks", [])
-        if not isinstance(checks, list):
-            raise GraphJSONError(f"graph JSON: {where}: attrs.size_checks must be a list, got "
-                                 f"{checks!r}")
-        return _Node(nid, name, op, func_name, inputs, outputs, shape_args,
-                     [_SizeCheck(row, where) for row in checks])
-
+    # ---- loading: functions ---------------------------------------------------------------------
     def _lookup(self, node: _Node) -> Any:
         try:
             return self.lib.get_function(node.func_name)
@@ -911,7 +624,7 @@ class GraphExecutor:
         eids = [e for e in views if self._sids[e] in sids]
         if not eids:
             return
-        _, fresh, _ = self._allocate({e: views[e].shape for e in eids}, _zeroed_arena)
+        _, fresh, _ = self._storage.allocate({e: views[e].shape for e in eids}, _zeroed_arena)
         for e in eids:
             np.copyto(fresh[e]._arr, views[e]._arr)
             views[e] = fresh[e]
@@ -1061,114 +774,3 @@ class ProfileReport:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-# ---- the factory module ------------------------------------------------------------------------
-class GraphExecutorFactory(Module):
-    """A graph, its compiled library and its parameters: ``f[mod_name](dev)`` creates a
-    :class:`GraphExecutor` with the parameters set (see the module docstring)."""
-
-    def __init__(self, graph_json: str, lib: Module, params: Mapping[str, Any] | None = None,
-                 mod_name: str = "default"):
-        if not isinstance(graph_json, str):
-            raise TypeError(f"graph_json must be a str, got {type(graph_json).__name__}")
-        if not isinstance(lib, Module):
-            raise TypeError(f"lib must be a runtime Module, got {type(lib).__name__}")
-        if not isinstance(mod_name, str) or not mod_name:
-            raise ValueError(f"mod_name must be a non-empty str, got {mod_name!r}")
-        parse_graph(graph_json)  # fail early on malformed JSON
-        meta = {"version": 1, "entry": "", "functions": [],
-                "graph_executor": {"mod_name": mod_name, "graph_json": graph_json}}
-        super().__init__(None, meta, FACTORY_TYPE_KEY)
-        self.imported_modules.append(lib)
-        self.graph_json = graph_json
-        self.libmod_name = mod_name
-        self.params: dict[str, NDArray] = {}
-        for name, value in (params or {}).items():
-            if not isinstance(name, str):
-                raise TypeError(f"params: names must be str, got {name!r}")
-            self.params[name] = value if isinstance(value, NDArray) else nd.array(value)
-
-    @classmethod
-    def _from_loaded(cls, lib: ctypes.CDLL, meta: dict, path: str) -> GraphExecutorFactory:
-        info = meta.get("graph_executor") or {}
-        subs = [_module_from_meta(lib, sub, path) for sub in meta.get("imports", [])]
-        if len(subs) != 1 or "graph_json" not in info:
-            raise ValueError(f"{path}: malformed graph executor factory metadata")
-        params: dict[str, Any] = {}
-        nbytes = int(info.get("params_nbytes", 0))
-        if nbytes:
-            try:
-                addr = ctypes.addressof(ctypes.c_char.in_dll(lib, info["params_symbol"]))
-            except ValueError:
-                raise ValueError(f"{path}: the parameters symbol {info['params_symbol']} is "
-                                 "missing") from None
-            blob = (ctypes.c_ubyte * nbytes).from_address(addr)
-            blob._lib = lib  # type: ignore[attr-defined]  # the views keep the library loaded
-            # read-only views of the library's data: no copy until an executor is created
-            params = {k: NDArray(v) for k, v in
-                      load_param_dict(memoryview(blob), copy=False).items()}
-        self = cls(info["graph_json"], subs[0], params, info.get("mod_name", "default"))
-        self._lib = lib
-        self._lib_path = path
-        self._meta = {k: v for k, v in meta.items() if k != "imports"}
-        return self
-
-    # ---- TVM's factory API --------------------------------------------------------------------
-    def get_graph_json(self) -> str:
-        return self.graph_json
-
-    def get_executor_config(self) -> str:
-        return self.graph_json
-
-    def get_lib(self) -> Module:
-        return self.imported_modules[0]
-
-    @property
-    def lib(self) -> Module:
-        return self.imported_modules[0]
-
-    def get_params(self) -> dict[str, NDArray]:
-        return dict(self.params)
-
-    def __iter__(self) -> Iterator[Any]:
-        """TVM's legacy ``graph, lib, params = relay.build(...)``: the graph JSON, the compiled
-        library and the parameters (deprecated there as here: use ``lib["default"](dev)``)."""
-        warnings.warn("unpacking relay.build's result into (graph, lib, params) is TVM's legacy "
-                      "API; use graph_executor.GraphModule(factory['default'](dev))",
-                      DeprecationWarning, stacklevel=2)
-        return iter((self.graph_json, self.get_lib(), self.get_params()))
-
-    def create(self, dev: Device | None = None) -> GraphExecutor:
-        ex = GraphExecutor(self.graph_json, self.get_lib(), dev)
-        ex.load_params(self.params)
-        return ex
-
-    def get_function(self, name: str, query_imports: bool = True) -> Any:
-        if name == self.libmod_name:
-            return self.create
-        return super().get_function(name, query_imports)
-
-    def __contains__(self, name: str) -> bool:
-        return name == self.libmod_name or super().__contains__(name)
-
-    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
-                       workspace_dir: str | None = None, **kwargs: Any) -> None:
-        """One shared library: the code, the graph JSON and the parameters (``fcompile``, ``cc``,
-        ``options``: as :meth:`Module.export_library`, e.g. a cross compiler)."""
-        file_name = os.fspath(file_name)
-        if getattr(self.get_lib(), "is_wasm", False) and self._lib_path is None:
-            from .wasm import export_factory
-
-            return export_factory(self, file_name)
-        return super().export_library(file_name, fcompile, **kwargs)
-
-    def _export_blobs(self, meta: dict) -> dict[str, bytes]:
-        blob = save_param_dict(self.params)
-        meta["graph_executor"] = dict(meta["graph_executor"], params_symbol=PARAMS_SYMBOL,
-                                      params_nbytes=len(blob))
-        return {PARAMS_SYMBOL: blob}
-
-    def __repr__(self) -> str:
-        return (f"GraphExecutorFactory(mod_name={self.libmod_name!r}, params={len(self.params)}, "
-                f"lib={self.get_lib()!r})")

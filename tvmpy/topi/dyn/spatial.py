@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import te
-from ..tir import op as tir_op
-from ..tir.expr import Select, cast, const
-from . import tag
+from ... import te
+from ...tir import op as tir_op
+from ...tir.expr import Select, cast, const
+from .. import tag
 
 __all__ = ["dyn_affine_grid", "dyn_col2im", "dyn_max_unpool"]
 

@@ -2,7 +2,7 @@
 ``relay.op.dyn.dft`` and ``dyn.stft``): direct sums (``O(n)`` per output element), twiddle angles
 from ``(k * t) mod L`` in int64 and sums in float64 (rounded once to the data's type).
 
-The transformed axis is a value, so like ``topi.dyn_scalar.dyn_scan`` the sum runs over the
+The transformed axis is a value, so like ``topi.dyn.scalar_args.dyn_scan`` the sum runs over the
 largest signal dimension with the positions past the transformed one masked, and every index
 along the axis is selected by comparing the axis value with each dimension number.
 """
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import te
-from ..tir import op as tir_op
-from ..tir.expr import Select, cast, const
-from . import tag
+from ... import te
+from ...tir import op as tir_op
+from ...tir.expr import Select, cast, const
+from .. import tag
 
 __all__ = ["dyn_dft", "dyn_stft"]
 

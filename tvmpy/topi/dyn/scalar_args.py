@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import te
-from ..tir import op as tir_op
-from ..tir.expr import Select, cast, const
-from . import tag
+from ... import te
+from ...tir import op as tir_op
+from ...tir.expr import Select, cast, const
+from .. import tag
 
 __all__ = ["dyn_trilu", "dyn_scan"]
 

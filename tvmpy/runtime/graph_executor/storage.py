@@ -1,0 +1,109 @@
+"""The graph executor's storage plan: where each entry lives (``StoragePlan``: the storages'
+sizes for given entry shapes, one arena holding them, 64-byte aligned and zero-filled,
+``_zeroed_arena``), on a GPU one device buffer per storage (``_device_entries``), and the
+per-shape plans of a graph with symbolic shapes (``_Plan``, ``PLAN_CACHE_SIZE``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..device import Device
+from ..graph_json import entry_nbytes
+from ..ndarray import NDArray
+
+if TYPE_CHECKING:
+    from .parse import _Node
+
+
+ALIGNMENT = 64
+
+
+def _device_entries(dev: Device, ssize: list[int], sids: list[int],
+                    host: list[NDArray]) -> list[NDArray]:
+    """One device buffer per storage of the memory plan; each entry a device array on its
+    storage's buffer (entries that share a storage share the buffer). Kernels then read and
+    write device memory only; set_input / get_output(...).numpy() copy."""
+    from ..gpu_module import DeviceNDArray, device_api
+
+    api = device_api(dev)
+    mems = [api.alloc(max(ALIGNMENT, size), dev.device_id) for size in ssize]
+    out: list[NDArray] = []
+    for eid, h in enumerate(host):
+        a = DeviceNDArray.__new__(DeviceNDArray)
+        NDArray.__init__(a, np.lib.stride_tricks.as_strided(
+            np.zeros(1, h._arr.dtype), h._arr.shape, (0,) * h._arr.ndim, writeable=False), dev)
+        a._ptr, a._compact_aligned, a._api = 0, False, api
+        a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
+        out.append(a)
+    return out
+
+
+def _zeroed_arena(nbytes: int) -> np.ndarray:
+    try:
+        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+    except (MemoryError, ValueError):  # ValueError: more than numpy can index
+        raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
+                          f"({nbytes} bytes) the graph's tensors need") from None
+    off = (-raw.ctypes.data) % ALIGNMENT
+    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
+
+
+PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)
+
+
+class _Plan:
+    """The entries (views into storage) and prepared calls for one set of concrete shapes."""
+
+    __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
+                 "env")
+
+    def __init__(self, entries: list[NDArray]):
+        self.entries = entries
+        self.env: dict[str, int] | None = None  # symbolic shapes: the values it was made for
+        self.calls: list[tuple[Callable[..., int], tuple]] = []
+        self.call_nodes: list[_Node] = []
+        self.call_funcs: list[Any] = []
+        self.keepalive: list[Any] = []
+        self.arena: np.ndarray | None = None
+        self.nbytes = 0
+
+
+class StoragePlan:
+    """Where the entries live: entry ``e`` in storage ``sids[e]`` (the compile-time memory plan,
+    relay/backend/graph_plan_memory.py); the storages sized for given entry shapes and laid out
+    in one arena."""
+
+    __slots__ = ("sids", "np_dtypes", "dltypes", "device")
+
+    def __init__(self, sids: list[int], np_dtypes: list[np.dtype], dltypes: list[str],
+                 device: Device):
+        self.sids, self.np_dtypes, self.dltypes, self.device = sids, np_dtypes, dltypes, device
+
+    def sizes(self, shapes: Mapping[int, tuple[int, ...]]) -> list[int]:
+        """Bytes of each storage: the largest entry (of ``shapes``) it holds."""
+        ssize = [0] * (max(self.sids) + 1 if self.sids else 0)
+        for e, sh in shapes.items():
+            d = self.dltypes[e]
+            nb = entry_nbytes(sh, "bool" if d == "bool" else str(self.np_dtypes[e]))
+            ssize[self.sids[e]] = max(ssize[self.sids[e]], nb)
+        return ssize
+
+    def allocate(self, shapes: Mapping[int, tuple[int, ...]],
+                 alloc: Callable[[int], np.ndarray]
+                 ) -> tuple[np.ndarray, dict[int, NDArray], int]:
+        """One arena for the storages of the entries in ``shapes`` (each storage 64-byte aligned,
+        at least 64 bytes) and each entry a view into it: (arena, views, bytes)."""
+        ssize = self.sizes(shapes)
+        used = sorted({self.sids[e] for e in shapes})
+        offsets, total = {}, 0
+        for sid in used:
+            offsets[sid] = total
+            total += max(ALIGNMENT, -(-ssize[sid] // ALIGNMENT) * ALIGNMENT)
+        arena = alloc(total)
+        views = {e: NDArray(np.ndarray(sh, self.np_dtypes[e], buffer=arena,
+                                       offset=offsets[self.sids[e]]), self.device)
+                 for e, sh in shapes.items()}
+        return arena, views, total

@@ -1,0 +1,8 @@
+"""Kernels of the dynamic operators whose shape-like arguments are run-time tensors, one module
+per module of ``relay.op.dyn`` (their computes):
+
+- ``reduce``: reductions over axes given as a tensor (``dyn_reduce``);
+- ``scalar_args``: operators with a run-time scalar argument (``dyn_trilu``, ``dyn_scan``);
+- ``signal``: DFT / STFT along a run-time axis (``dyn_dft``, ``dyn_stft``);
+- ``spatial``: ``dyn_affine_grid``, ``dyn_col2im``, ``dyn_max_unpool``.
+"""
