@@ -22,7 +22,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 os.environ["TVMPY_CACHE"] = "0"
 os.environ["TVMPY_BUILD_WORKERS"] = "1"
