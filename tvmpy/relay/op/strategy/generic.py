@@ -16,8 +16,8 @@ from typing import Any
 from .... import te, topi
 from ....target import as_target, generic_func
 from ....tir import op as tir_op
-from ....topi import x86 as topi_x86
 from ....tir.expr import Select, cast, const
+from ....topi import x86 as topi_x86
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 from .bitserial import BITSERIAL_COMPUTES

@@ -19,8 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ....topi import cuda
-from . import OpStrategy, register_strategy_func, register_tuned_implementation, \
-    tuned_implementation
+from . import (
+    OpStrategy,
+    register_strategy_func,
+    register_tuned_implementation,
+    tuned_implementation,
+)
 from .generic import (
     COMPUTES,
     conv2d_kind,

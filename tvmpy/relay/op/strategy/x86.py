@@ -16,8 +16,13 @@ from typing import Any
 
 from .... import topi
 from ....topi import layout_transform, nn, x86
-from . import OpStrategy, register_strategy_func, register_tuned_implementation, \
-    tuned_implementation
+from . import (
+    OpStrategy,
+    register_strategy_func,
+    register_tuned_implementation,
+    tuned_implementation,
+    x86_matmul,  # noqa: F401  (registers the matmul templates)
+)
 from .bitserial import BITSERIAL_X86_SCHEDULES
 from .generic import (
     COMPUTES,
@@ -31,7 +36,6 @@ from .generic import (
     wrap_topi_schedule,
 )
 from .x86_int8 import add_batch_matmul_int8, add_conv2d_int8, add_dense_int8
-from . import x86_matmul  # noqa: F401  (registers the matmul templates)
 
 __all__ = ["DENSE_PACK_MIN_ROWS", "DENSE_PACK_MAX_K", "schedule_injective_cpu",
            "schedule_reduce_cpu"]
@@ -48,6 +52,7 @@ DENSE_PACK_MAX_K = 512
 
 PLEVEL = 10
 """The plain implementations' priority."""
+Impl = tuple[Callable[..., Any], Callable[..., Any]]
 PACKED_PLEVEL = 15
 """The packed GEMM variants': above the plain ones, below the int8 kernels (20)."""
 
@@ -186,9 +191,9 @@ def conv2d_nchwc_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
     """The AutoTVM templates ``conv2d_NCHWc.x86`` / ``depthwise_conv2d_NCHWc.x86`` (tuned
     configs under ``apply_history_best``, the default schedule otherwise); symbolic shapes and
     other groupings: the generic compute with the default NCHWc schedule."""
-    impl = (tuned_implementation("conv2d_NCHWc.x86", attrs, inputs, out_type, target)
-            or tuned_implementation("depthwise_conv2d_NCHWc.x86", attrs, inputs, out_type,
-                                    target)
+    call = (attrs, inputs, out_type, target)
+    impl: Impl = (tuned_implementation("conv2d_NCHWc.x86", *call)
+            or tuned_implementation("depthwise_conv2d_NCHWc.x86", *call)
             or (COMPUTES["nn.contrib_conv2d_NCHWc"], _conv2d_nchwc_schedule))
     return _one(*impl, "nn.contrib_conv2d_NCHWc.x86")
 
@@ -221,7 +226,8 @@ def conv2d_winograd_nchwc_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
                                        target: Any) -> OpStrategy:
     """The AutoTVM template ``conv2d_winograd_NCHWc.x86`` (constant shapes; else the generic
     compute)."""
-    impl = (tuned_implementation("conv2d_winograd_NCHWc.x86", attrs, inputs, out_type, target)
+    call = (attrs, inputs, out_type, target)
+    impl: Impl = (tuned_implementation("conv2d_winograd_NCHWc.x86", *call)
             or (COMPUTES["nn.contrib_conv2d_winograd_nchwc"], _winograd_schedule))
     return _one(*impl, "nn.contrib_conv2d_winograd_nchwc.x86")
 
@@ -240,17 +246,13 @@ def _batch_matmul_pack_compute(attrs: Any, inputs: list, out_type: Any) -> list:
                                   transpose_b=bool(attrs.transpose_b))]
 
 
-def const_int(d: Any) -> int | None:
-    d = getattr(d, "value", d)  # IntImm -> int; a symbolic extent -> None
-    return d if isinstance(d, int) else None
-
-
 @register_strategy_func("nn.dense", "cpu")
 def dense_strategy_cpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
     """The ``dense.x86`` template (2-D, constant shapes; else the plain dense); ``dense_pack``
     (plevel 15) when there are enough rows and K is short; the int8 kernel for uint8 x int8."""
     s = OpStrategy()
-    impl = tuned_implementation("dense.x86", attrs, inputs, out_type, target) or (
+    call = (attrs, inputs, out_type, target)
+    impl: Impl = tuned_implementation("dense.x86", *call) or (
         COMPUTES["nn.dense"], wrap_topi_schedule(x86.schedule_dense))
     s.add_implementation(*impl, "nn.dense.x86", PLEVEL)
     if len(inputs[0].shape) == 2:  # (N-D data: the generic dense_compute)
@@ -258,9 +260,9 @@ def dense_strategy_cpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> 
         k = const_int(inputs[0].shape[1])
         if rows is not None and rows >= DENSE_PACK_MIN_ROWS and k is not None \
                 and k < DENSE_PACK_MAX_K:
-            impl = tuned_implementation("dense_pack.x86", attrs, inputs, out_type, target) or (
+            packed: Impl = tuned_implementation("dense_pack.x86", *call) or (
                 _dense_pack_compute, wrap_topi_schedule(x86.schedule_dense_pack))
-            s.add_implementation(*impl, "dense_pack.x86", PACKED_PLEVEL)
+            s.add_implementation(*packed, "dense_pack.x86", PACKED_PLEVEL)
     add_dense_int8(s, attrs, inputs, out_type, target)
     return s
 
@@ -269,7 +271,8 @@ def dense_strategy_cpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> 
 def dense_pack_strategy_cpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
     """The weight packed at compile time: the ``contrib_dense_pack.x86`` template (constant
     shapes; else the op's compute with the dense_pack schedule)."""
-    impl = tuned_implementation("contrib_dense_pack.x86", attrs, inputs, out_type, target) or (
+    call = (attrs, inputs, out_type, target)
+    impl: Impl = tuned_implementation("contrib_dense_pack.x86", *call) or (
         COMPUTES["nn.contrib_dense_pack"], wrap_topi_schedule(x86.schedule_dense_pack))
     return _one(*impl, "nn.contrib_dense_pack.x86")
 
@@ -301,7 +304,8 @@ def batch_matmul_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
     (plevel 15) for a symbolic N, enough rows (B ``[b, N, K]``) or a partial last panel (B
     ``[b, K, N]``); the int8 kernel for uint8 x int8."""
     s = OpStrategy()
-    impl = tuned_implementation("batch_matmul.x86", attrs, inputs, out_type, target) or (
+    call = (attrs, inputs, out_type, target)
+    impl: Impl = tuned_implementation("batch_matmul.x86", *call) or (
         COMPUTES["nn.batch_matmul"], wrap_topi_schedule(x86.schedule_batch_matmul))
     s.add_implementation(*impl, "nn.batch_matmul.x86", PLEVEL)
     if not attrs.transpose_a:
@@ -330,7 +334,8 @@ def _add_batch_matmul_pack(s: OpStrategy, attrs: Any, inputs: list, out_type: An
     # contiguous) when the panel does not divide N: the packed copy's zero-padded last
     # panel keeps every register tile at the full vector width
     if rows >= DENSE_PACK_MIN_ROWS if attrs.transpose_b else n % x86.panel_width(n):
-        impl = tuned_implementation("batch_matmul_pack.x86", attrs, inputs, out_type, target) \
+        call = (attrs, inputs, out_type, target)
+        impl: Impl = tuned_implementation("batch_matmul_pack.x86", *call) \
             or (_batch_matmul_pack_compute, wrap_topi_schedule(x86.schedule_batch_matmul))
         s.add_implementation(*impl, "batch_matmul_pack.x86", PACKED_PLEVEL)
 
@@ -359,30 +364,6 @@ def _pool_compute(kind: str, nd: int) -> Callable[..., list]:
                    separable=attrs.layout in ("NCHW", "NCDHW"))]
 
     return f
-
-
-def _layer_norm_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    """``topi.x86.layer_norm``: onnxruntime's CPU arithmetic over the last axis."""
-    gamma, beta = _gamma_beta(attrs, inputs)
-    return [x86.layer_norm(inputs[0], gamma, beta, attrs.axis, attrs.epsilon)]
-
-
-def _softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    """``topi.nn.softmax_by_reciprocal``: one division per row, a multiply per element."""
-    return [nn.softmax_by_reciprocal(inputs[0], attrs.axis)]
-
-
-def _log_softmax_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    """``topi.nn.log_softmax_by_row``: ``max + log(sum)`` once per row."""
-    return [nn.log_softmax_by_row(inputs[0], attrs.axis)]
-
-
-def _resize2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    """``topi.image.resize2d`` with a linear resize separable (a width pass, then a height
-    pass over two contiguous rows; the same operations in the same order)."""
-    return [topi.image.resize2d(inputs[0], None, attrs.size, attrs.layout, attrs.method,
-                                attrs.coordinate_transformation_mode, attrs.rounding_method,
-                                attrs.out_dtype or None, separable=True)]
 
 
 def _pool_strategy_cpu(name: str, kind: str, nd: int) -> Callable[..., OpStrategy]:
