@@ -711,7 +711,7 @@ COMPUTES.update(BITSERIAL_COMPUTES)
 for _name, _compute in COMPUTES.items():
     if get(_name).pattern <= OpPattern.COMM_REDUCE:
         register_compute(_name, _compute)  # (TVM's FTVMCompute: lowering's fallback reads it)
-    if _name != "nn.conv2d":
+    if get(_name).get_attr("FTVMStrategy") is None:  # (no explicit one above)
         register_default_strategy(_name)
 
 del _name, _compute, _n, _k, _d

@@ -387,12 +387,16 @@ def _global_pool_strategy_cpu(name: str) -> Callable[..., OpStrategy]:
     return global_pool_strategy_cpu
 
 
-for _kind in ("max", "avg"):
-    for _nd in (1, 2, 3):
-        _op = f"nn.{_kind}_pool{_nd}d"
-        register_strategy_func(_op, "cpu", _pool_strategy_cpu(_op, _kind, _nd))
-    _op = f"nn.global_{_kind}_pool2d"
-    register_strategy_func(_op, "cpu", _global_pool_strategy_cpu(_op))
+register_strategy_func("nn.max_pool1d", "cpu", _pool_strategy_cpu("nn.max_pool1d", "max", 1))
+register_strategy_func("nn.max_pool2d", "cpu", _pool_strategy_cpu("nn.max_pool2d", "max", 2))
+register_strategy_func("nn.max_pool3d", "cpu", _pool_strategy_cpu("nn.max_pool3d", "max", 3))
+register_strategy_func("nn.avg_pool1d", "cpu", _pool_strategy_cpu("nn.avg_pool1d", "avg", 1))
+register_strategy_func("nn.avg_pool2d", "cpu", _pool_strategy_cpu("nn.avg_pool2d", "avg", 2))
+register_strategy_func("nn.avg_pool3d", "cpu", _pool_strategy_cpu("nn.avg_pool3d", "avg", 3))
+register_strategy_func("nn.global_max_pool2d", "cpu",
+                       _global_pool_strategy_cpu("nn.global_max_pool2d"))
+register_strategy_func("nn.global_avg_pool2d", "cpu",
+                       _global_pool_strategy_cpu("nn.global_avg_pool2d"))
 
 
 @register_strategy_func("nn.adaptive_avg_pool2d", "cpu")
@@ -493,5 +497,3 @@ def schedule_reduce_cpu(attrs: Any, outs: list, target: Any) -> Any:
     """``topi.x86.schedule_reduce`` for "cpu" targets."""
     return x86.schedule_reduce(outs)
 
-
-del _kind, _nd, _op
