@@ -37,16 +37,17 @@ module; nothing shared changes. For example, a target whose ``keys`` contain "my
     # relay/op/strategy/mytarget.py
     from ....topi import generic as topi_generic
     from . import OpStrategy, register_strategy_func
-    from .generic import COMPUTES, schedule_injective
+    from .generic import COMPUTES, schedule_injective, wrap_topi_schedule
 
-    @schedule_injective.register("mytarget")      # fused injective groups
+    @schedule_injective.register("mytarget")      # every injective op, fused injective groups
     def schedule_injective_mytarget(attrs, outs, target):
         return topi_generic.schedule_injective(outs)
 
-    @register_strategy_func("nn.softmax", "mytarget")
+    @register_strategy_func("nn.softmax", "mytarget")   # an op with its own implementation
     def softmax_strategy_mytarget(attrs, inputs, out_type, target):
         s = OpStrategy()
-        s.add_implementation(COMPUTES["nn.softmax"], my_softmax_schedule,
+        s.add_implementation(COMPUTES["nn.softmax"],
+                             wrap_topi_schedule(topi_generic.schedule_injective),
                              "nn.softmax.mytarget", 10)
         return s
 
