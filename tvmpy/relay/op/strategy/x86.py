@@ -52,12 +52,14 @@ DENSE_PACK_MAX_K = 512
 
 PLEVEL = 10
 """The plain implementations' priority."""
-Impl = tuple[Callable[..., Any], Callable[..., Any]]
 PACKED_PLEVEL = 15
 """The packed GEMM variants': above the plain ones, below the int8 kernels (20)."""
 
+Impl = tuple[Callable[..., Any], Callable[..., Any]]  # (compute, schedule)
+
 
 def const_int(d: Any) -> int | None:
+    """The int value of an extent; None for a symbolic one."""
     d = getattr(d, "value", d)  # IntImm -> int; a symbolic extent -> None
     return d if isinstance(d, int) else None
 
