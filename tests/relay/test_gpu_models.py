@@ -70,11 +70,11 @@ def test_exported_gpu_model_runs_on_device(tmp_path):
     assert rel <= 1e-4
 
 
-def test_added_gpu_implementation_wins_by_plevel():
-    """add_gpu_implementation: a higher-plevel implementation (a tuned template) replaces the
-    plain schedule for the ops it serves."""
+def test_tuned_implementation_hook_serves_gpu_strategies():
+    """The one tuned-implementation hook: the "gpu" dense strategy asks it for ``dense.cuda``,
+    whose implementation (plevel 20) replaces the plain schedule (plevel 10)."""
     from tvmpy import relay
-    from tvmpy.relay.op.strategy import gpu
+    from tvmpy.relay.op import strategy
     from tvmpy.relay.op.strategy.generic import COMPUTES
     from tvmpy.topi import cuda
 
@@ -84,10 +84,11 @@ def test_added_gpu_implementation_wins_by_plevel():
         used.append(target.kind)
         return cuda.schedule_fallback(outs, target)
 
-    def extra(attrs, inputs, out_type, target, strategy):
-        strategy.add_implementation(COMPUTES["nn.dense"], sched, "dense.test", 30)
+    def tuned(attrs, inputs, out_type, target):
+        return COMPUTES["nn.dense"], sched
 
-    gpu.add_gpu_implementation("nn.dense", extra)
+    saved = strategy._TUNED["dense.cuda"]
+    strategy._TUNED["dense.cuda"] = tuned
     try:
         x = relay.var("x", shape=(2, 3), dtype="float32")
         w = relay.var("w", shape=(4, 3), dtype="float32")
@@ -100,7 +101,7 @@ def test_added_gpu_implementation_wins_by_plevel():
         np.testing.assert_allclose(g.get_output(0).numpy(), a @ b.T, rtol=1e-5)
         assert used == ["opencl"]
     finally:
-        gpu._EXTRA["nn.dense"].remove(extra)
+        strategy._TUNED["dense.cuda"] = saved
 
 
 def test_cli_compile_opencl_and_run_on_device(tmp_path):

@@ -14,6 +14,7 @@ from tvmpy.relay.interpreter import evaluate
 from tvmpy.relay.op.shape_func import is_data_dependent
 from tvmpy.relay.op.strategy import OpStrategy, select_implementation
 from tvmpy.relay.op.strategy.generic import COMPUTES, schedule_injective
+from tvmpy.relay.op.strategy.x86 import schedule_injective_cpu
 from tvmpy.relay.type_infer import infer_type
 
 rng = np.random.default_rng(11)
@@ -56,9 +57,12 @@ def check_call(expr, target="llvm", rtol=1e-5, atol=1e-5, key=None):
     else:
         gfunc = body.op.get_attr("FTVMStrategy").generic_func
         fstrategy = gfunc.fdefault if key == "generic" else gfunc.dispatch_dict[key]
-        impl = fstrategy(body.attrs, inputs, body.checked_type, target).best()
+        # (the generic strategy takes the target's pattern schedules: a target of no key
+        # gets the generic ones)
+        tgt = tvm.target.Target(f"{target} -keys=generic") if key == "generic" else target
+        impl = fstrategy(body.attrs, inputs, body.checked_type, tgt).best()
         outs = impl.compute(body.attrs, inputs, body.checked_type)
-        s = impl.schedule(body.attrs, outs, target)
+        s = impl.schedule(body.attrs, outs, tgt)
     mod = tvm.build(s, [*inputs, *outs], target)
     res = [tvm.nd.array(np.zeros(tuple(int(d) for d in o.shape), o.dtype)) for o in outs]
     arg_values = [np.array(v.reshape(tuple(int(d) for d in t.shape)), order="C")
@@ -185,12 +189,25 @@ def _pick(call, target):
 def test_strategy_dispatch_by_target_keys():
     call = _typed_call(relay.add(relay.var("x", shape=(4,)), relay.var("y", shape=(4,))))
     assert tvm.target.Target("llvm").keys == tvm.target.Target("c").keys == ["cpu"]
-    assert "cpu" in call.op.get_attr("FTVMStrategy").generic_func.dispatch_dict
-    assert _pick(call, tvm.target.Target("llvm")) == "add.x86"
-    assert _pick(call, "c") == "add.x86"
+    # add: the generic strategy, scheduled with the target's injective schedule
+    assert "cpu" not in call.op.get_attr("FTVMStrategy").generic_func.dispatch_dict
+    assert _pick(call, tvm.target.Target("llvm")) == "add.generic"
     assert _pick(call, "interp") == "add.generic"
-    assert _pick(call, "llvm -keys=other") == "add.generic"
-    assert _pick(call, "llvm -keys=other,cpu") == "add.x86"
+    assert _pick_schedule(call, "llvm") is _pick_schedule(call, "c") is schedule_injective_cpu
+    assert _pick_schedule(call, "llvm -keys=other,cpu") is schedule_injective_cpu
+    assert _pick_schedule(call, "llvm -keys=other") is schedule_injective.fdefault
+    # softmax: x86's own strategy
+    sm = _typed_call(relay.nn.softmax(relay.var("x", shape=(3, 5))))
+    assert "cpu" in sm.op.get_attr("FTVMStrategy").generic_func.dispatch_dict
+    assert _pick(sm, tvm.target.Target("llvm")) == "nn.softmax.x86"
+    assert _pick(sm, "c") == "nn.softmax.x86"
+    assert _pick(sm, "llvm -keys=other") == "nn.softmax.generic"
+    assert _pick(sm, "llvm -keys=other,cpu") == "nn.softmax.x86"
+
+
+def _pick_schedule(call, target):
+    return select_implementation(call.op, call.attrs, placeholders_for(call),
+                                 call.checked_type, target).schedule
 
 
 def test_a_new_target_key_registers_its_own_strategy_and_schedules():

@@ -771,7 +771,8 @@ def contrib_dense_pack(data: RelayExpr, weight: RelayExpr, units: int | None = N
     ``W[j, k]`` at ``[j // n, k, j % n]`` (TVM's ``nn.contrib_dense_pack``, layout ``NC{n}n``);
     ``units`` (the output width) may be less than ``N`` when the last panel is zero-padded;
     AlterOpLayout rewrites constant-weight dense to it so the packing happens at compile time
-    (``relay.op.strategy.x86.alter_dense``)."""
+    (``relay.op.strategy.x86_alter_op.alter_dense_layout``; its compute:
+    ``relay.op.strategy.generic.dense_prepacked_compute``)."""
     return make_call("nn.contrib_dense_pack", [data, weight],
                      {"units": units, "out_dtype": out_dtype})
 

@@ -11,7 +11,7 @@ AutoTVM templates (task names as TVM's): ``conv2d_nchw.cuda`` (conv2d_direct.py)
 ``depthwise_conv2d_nchw.cuda`` (depthwise_conv2d.py), ``dense.cuda`` and ``batch_matmul.cuda``
 (dense.py). Each ``compute(cfg, ...)`` / ``schedule(cfg, outs)`` pair is called as
 ``compute(...)`` / ``schedule(outs)`` (tuned configs under ``apply_history_best``, shape-derived
-fallbacks otherwise), so relay strategies use them directly (relay/op/strategy/gpu_tuned.py).
+fallbacks otherwise), so relay strategies use them directly (relay/op/strategy/gpu.py).
 """
 
 from .conv2d_direct import conv2d_nchw, schedule_conv2d_nchw  # noqa: F401

@@ -17,12 +17,14 @@ from .... import te, topi
 from ....target import as_target, generic_func
 from ....tir import op as tir_op
 from ....tir.expr import Select, cast, const
+from ....topi import x86 as topi_x86
 from ..registry import OpPattern, get, register_compute
 from . import OpStrategy, register_strategy_func
 from .bitserial import BITSERIAL_COMPUTES
 
-__all__ = ["COMPUTES", "generic_schedule", "schedule_fallback", "wrap_topi_schedule", "schedule_injective",
-           "schedule_reduce", "pattern_schedule"]
+__all__ = ["COMPUTES", "CONV2D_COMPUTES", "conv2d_kind", "conv2d_strategy", "generic_schedule",
+           "schedule_fallback", "wrap_topi_schedule", "schedule_injective", "schedule_reduce",
+           "pattern_schedule", "register_default_strategy", "out_dtype_of", "norm_gamma_beta"]
 
 Compute = Callable[[Any, list, Any], list]
 COMPUTES: dict[str, Compute] = {}
@@ -411,11 +413,16 @@ def _resize2d(attrs: Any, inputs: list, out_type: Any) -> list:
 
 
 # ---- neural-network ops (out-elementwise-fusable / opaque) ---------------------------------
-def _out_dtype(attrs: Any, out_type: Any) -> str:
+def out_dtype_of(attrs: Any, out_type: Any) -> str:
+    """The call's ``out_dtype`` attribute, or (unset) its inferred output dtype."""
     return attrs.out_dtype or out_type.dtype
 
 
-def _conv2d_kind(attrs: Any, inputs: list) -> str:
+def conv2d_kind(attrs: Any, inputs: list) -> str:
+    """"conv2d_nchw" (groups 1), "depthwise_conv2d_nchw" (one filter per channel) or
+    "group_conv2d_nchw": which compute (and schedule) an NCHW/OIHW ``nn.conv2d`` takes
+    (other layouts: NotImplementedError)."""
+    _check_layout("nn.conv2d", attrs, "NCHW", "OIHW")
     data, kernel = inputs
     c, oc = int(data.shape[1]), int(kernel.shape[0])
     if attrs.groups == 1:
@@ -431,26 +438,39 @@ def _check_layout(op: str, attrs: Any, data: str, kernel: str) -> None:
                                   f"compute (expected {data}/{kernel})")
 
 
+def _conv2d_nchw(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.conv2d_nchw(inputs[0], inputs[1], attrs.strides, attrs.padding,
+                                attrs.dilation, out_dtype_of(attrs, out_type))]
+
+
+def _depthwise_conv2d_nchw(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.depthwise_conv2d_nchw(inputs[0], inputs[1], attrs.strides, attrs.padding,
+                                          attrs.dilation, out_dtype_of(attrs, out_type))]
+
+
+def _group_conv2d_nchw(attrs: Any, inputs: list, out_type: Any) -> list:
+    return [topi.nn.group_conv2d_nchw(inputs[0], inputs[1], attrs.strides, attrs.padding,
+                                      attrs.dilation, attrs.groups, out_dtype_of(attrs, out_type))]
+
+
+#: the computes of ``nn.conv2d`` (NCHW/OIHW) by kind (:func:`conv2d_kind`)
+CONV2D_COMPUTES: dict[str, Compute] = {
+    "conv2d_nchw": _conv2d_nchw,
+    "depthwise_conv2d_nchw": _depthwise_conv2d_nchw,
+    "group_conv2d_nchw": _group_conv2d_nchw,
+}
+
+
 @_reg("nn.conv2d")
 def conv2d_compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    _check_layout("nn.conv2d", attrs, "NCHW", "OIHW")
-    data, kernel = inputs
-    od = _out_dtype(attrs, out_type)
-    kind = _conv2d_kind(attrs, inputs)
-    if kind == "conv2d_nchw":
-        return [topi.nn.conv2d_nchw(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
-                                    od)]
-    if kind == "depthwise_conv2d_nchw":
-        return [topi.nn.depthwise_conv2d_nchw(data, kernel, attrs.strides, attrs.padding,
-                                              attrs.dilation, od)]
-    return [topi.nn.group_conv2d_nchw(data, kernel, attrs.strides, attrs.padding,
-                                      attrs.dilation, attrs.groups, od)]
+    """``nn.conv2d`` (NCHW/OIHW): the compute of its kind."""
+    return CONV2D_COMPUTES[conv2d_kind(attrs, inputs)](attrs, inputs, out_type)
 
 
 @_reg("nn.conv2d_transpose")
 def _conv2d_transpose(attrs: Any, inputs: list, out_type: Any) -> list:
     _check_layout("nn.conv2d_transpose", attrs, "NCHW", "IOHW")
-    od = _out_dtype(attrs, out_type)
+    od = out_dtype_of(attrs, out_type)
     if attrs.groups == 1 and tuple(attrs.dilation) == (1, 1):
         return [topi.nn.conv2d_transpose_nchw(inputs[0], inputs[1], attrs.strides, attrs.padding,
                                               od, attrs.output_padding)]
@@ -463,14 +483,14 @@ def _conv2d_transpose(attrs: Any, inputs: list, out_type: Any) -> list:
 def _conv1d(attrs: Any, inputs: list, out_type: Any) -> list:
     _check_layout("nn.conv1d", attrs, "NCW", "OIW")
     return [topi.nn.conv_nd(inputs[0], inputs[1], attrs.strides, attrs.padding, attrs.dilation,
-                            attrs.groups, _out_dtype(attrs, out_type), op="conv1d_ncw")]
+                            attrs.groups, out_dtype_of(attrs, out_type), op="conv1d_ncw")]
 
 
 @_reg("nn.conv3d")
 def _conv3d(attrs: Any, inputs: list, out_type: Any) -> list:
     _check_layout("nn.conv3d", attrs, "NCDHW", "OIDHW")
     return [topi.nn.conv_nd(inputs[0], inputs[1], attrs.strides, attrs.padding, attrs.dilation,
-                            attrs.groups, _out_dtype(attrs, out_type), op="conv3d_ncdhw")]
+                            attrs.groups, out_dtype_of(attrs, out_type), op="conv3d_ncdhw")]
 
 
 @_reg("nn.contrib_conv2d_NCHWc")
@@ -481,14 +501,14 @@ def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
     channels = int(data.shape[1]) * (1 if plain else int(data.shape[4]))
     if attrs.groups == 1:
         out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
-                                   attrs.data_layout, f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+                                   attrs.data_layout, f"NCHW{oc_bn}c", out_dtype_of(attrs, out_type))
     elif (not plain and attrs.groups == channels
           and int(kernel.shape[1]) == int(kernel.shape[4]) == 1
           and int(kernel.shape[0]) * oc_bn == channels and int(data.shape[4]) == oc_bn):
         # depthwise (multiplier 1): kernel OIHW1i{c}o, data and output NCHW{c}c
         out = topi.nn.depthwise_conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding,
                                              attrs.dilation, attrs.data_layout,
-                                             f"NCHW{oc_bn}c", _out_dtype(attrs, out_type))
+                                             f"NCHW{oc_bn}c", out_dtype_of(attrs, out_type))
     else:
         raise NotImplementedError(f"nn.contrib_conv2d_NCHWc: groups={attrs.groups} has no "
                                   "compute (1, or depthwise with equal in/out blocks)")
@@ -501,7 +521,7 @@ def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
 @_reg("nn.contrib_conv2d_winograd_nchwc")
 def _conv2d_winograd_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
     return [topi.nn.conv2d_winograd_nchwc(inputs[0], inputs[1], attrs.padding, attrs.tile_size,
-                                          _out_dtype(attrs, out_type))]
+                                          out_dtype_of(attrs, out_type))]
 
 
 @_reg("nn.contrib_conv2d_winograd_weight_transform")
@@ -515,20 +535,29 @@ def dense_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     if len(data.shape) > 2:  # relay's dense takes [..., K]: a 2-D dense between reshapes
         flat = topi.reshape(data, (topi.utils.prod(data.shape[:-1]), data.shape[-1]),
                             allowzero=True)  # (sizes may be 0: empty, not "copy")
-        out = topi.nn.dense(flat, weight, None, _out_dtype(attrs, out_type))
+        out = topi.nn.dense(flat, weight, None, out_dtype_of(attrs, out_type))
         return [topi.reshape(out, _out_shape(out_type), allowzero=True)]
-    return [topi.nn.dense(data, weight, None, _out_dtype(attrs, out_type))]
+    return [topi.nn.dense(data, weight, None, out_dtype_of(attrs, out_type))]
+
+
+@_reg("nn.contrib_dense_pack")
+def dense_prepacked_compute(attrs: Any, inputs: list, out_type: Any) -> list:
+    """``nn.contrib_dense_pack`` (made by x86's AlterOpLayout): the dense of the weight
+    packed ``[N/nr, K, nr]`` at compile time (``topi.x86.dense_prepacked``)."""
+    units = getattr(attrs.units, "value", attrs.units)
+    return [topi_x86.dense_prepacked(inputs[0], inputs[1], attrs.out_dtype or out_type.dtype,
+                                     None if units is None else int(units))]
 
 
 @_reg("nn.matmul")
 def _matmul(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [topi.nn.matmul(inputs[0], inputs[1], None, _out_dtype(attrs, out_type),
+    return [topi.nn.matmul(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type),
                            attrs.transpose_a, attrs.transpose_b)]
 
 
 @_reg("nn.batch_matmul")
 def _batch_matmul(attrs: Any, inputs: list, out_type: Any) -> list:
-    return [topi.nn.batch_matmul(inputs[0], inputs[1], None, _out_dtype(attrs, out_type),
+    return [topi.nn.batch_matmul(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type),
                                  attrs.transpose_a, attrs.transpose_b)]
 
 
@@ -565,7 +594,8 @@ def _log_softmax(attrs: Any, inputs: list, out_type: Any) -> list:
     return [topi.nn.log_softmax(inputs[0], attrs.axis)]
 
 
-def _gamma_beta(attrs: Any, inputs: list) -> tuple:
+def norm_gamma_beta(attrs: Any, inputs: list) -> tuple:
+    """``(gamma, beta)`` of a normalization: ones for an unused scale, None for no center."""
     gamma = inputs[1] if attrs.scale else None
     beta = inputs[2] if attrs.center else None
     if gamma is None:
@@ -575,19 +605,19 @@ def _gamma_beta(attrs: Any, inputs: list) -> tuple:
 
 @_reg("nn.layer_norm")
 def _layer_norm(attrs: Any, inputs: list, out_type: Any) -> list:
-    gamma, beta = _gamma_beta(attrs, inputs)
+    gamma, beta = norm_gamma_beta(attrs, inputs)
     return [topi.nn.layer_norm(inputs[0], gamma, beta, attrs.axis, attrs.epsilon)]
 
 
 @_reg("nn.instance_norm")
 def _instance_norm(attrs: Any, inputs: list, out_type: Any) -> list:
-    gamma, beta = _gamma_beta(attrs, inputs)
+    gamma, beta = norm_gamma_beta(attrs, inputs)
     return [topi.nn.instance_norm(inputs[0], gamma, beta, attrs.axis, None, attrs.epsilon)]
 
 
 @_reg("nn.group_norm")
 def _group_norm(attrs: Any, inputs: list, out_type: Any) -> list:
-    gamma, beta = _gamma_beta(attrs, inputs)
+    gamma, beta = norm_gamma_beta(attrs, inputs)
     return [topi.nn.group_norm(inputs[0], gamma, beta, attrs.num_groups, attrs.axis, None,
                                attrs.epsilon)]
 
@@ -638,29 +668,50 @@ def schedule_reduce(attrs: Any, outs: list, target: Any) -> Any:
 
 
 def pattern_schedule(pattern: int, target: Any) -> Callable[..., Any]:
-    """The schedule ``(attrs, outs, target) -> te.Schedule`` of an op known only by its compute,
-    or of a fused group of injective ops: the target's injective or reduce schedule."""
-    fn = schedule_injective if pattern <= OpPattern.INJECTIVE else schedule_reduce
+    """The target's schedule ``(attrs, outs, target) -> te.Schedule`` for an op of fusion
+    pattern ``pattern`` known only by its compute, or for a fused group of injective ops: its
+    injective, reduce or (other patterns) always-correct schedule."""
+    if pattern <= OpPattern.INJECTIVE:
+        fn = schedule_injective
+    elif pattern == OpPattern.COMM_REDUCE:
+        fn = schedule_reduce
+    else:
+        fn = schedule_fallback
     return fn.dispatch(as_target(target, default="llvm"))
 
 
-def _generic_strategy(name: str) -> Callable[..., OpStrategy]:
+def register_default_strategy(name: str) -> None:
+    """The "generic" strategy of an op whose implementation no attribute or shape chooses
+    (TVM's ``register_injective_schedule`` / ``register_reduce_schedule``): its compute with
+    the target's schedule for its fusion pattern (:func:`pattern_schedule`), so a target
+    overrides the pattern schedules, not the op. Name ``<op>.generic``, plevel 10."""
     compute = COMPUTES[name]
 
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+    def default_strategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
-        pattern = get(name).pattern
-        sched = schedule_injective.fdefault if pattern <= OpPattern.INJECTIVE else generic_schedule
-        s.add_implementation(compute, sched, f"{name}.generic", 10)
+        s.add_implementation(compute, pattern_schedule(get(name).pattern, target),
+                             f"{name}.generic", 10)
         return s
 
-    return fstrategy
+    register_strategy_func(name, "generic", default_strategy)
+
+
+@register_strategy_func("nn.conv2d", "generic")
+def conv2d_strategy(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    """``nn.conv2d``: the compute of its kind (plain, depthwise or grouped) with the default
+    schedule."""
+    s = OpStrategy()
+    s.add_implementation(CONV2D_COMPUTES[conv2d_kind(attrs, inputs)],
+                         pattern_schedule(OpPattern.OUT_ELEMWISE_FUSABLE, target),
+                         "nn.conv2d.generic", 10)
+    return s
 
 
 COMPUTES.update(BITSERIAL_COMPUTES)
 for _name, _compute in COMPUTES.items():
     if get(_name).pattern <= OpPattern.COMM_REDUCE:
-        register_compute(_name, _compute)
-    register_strategy_func(_name, "generic", _generic_strategy(_name))
+        register_compute(_name, _compute)  # (TVM's FTVMCompute: lowering's fallback reads it)
+    if get(_name).get_attr("FTVMStrategy") is None:  # (no explicit one above)
+        register_default_strategy(_name)
 
 del _name, _compute, _n, _k, _d

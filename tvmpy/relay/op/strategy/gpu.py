@@ -1,10 +1,17 @@
 """GPU strategies, registered for the target key "gpu" (opencl, cuda, nvptx; TVM's
 ``strategy/cuda.py``): the generic computes (NCHW layouts: no AlterOpLayout rewrite is
 registered for "gpu") with ``topi.cuda`` schedules: injective chains fused into one kernel,
-cross-thread reductions, softmax and layer_norm one block per row, and the plain
-one-thread-per-output schedule (``topi.cuda.schedule_fallback``) for the rest. The tuned
-templates (conv2d_nchw.cuda, depthwise_conv2d_nchw.cuda, dense.cuda, batch_matmul.cuda) add
-implementations at a higher priority in their own file."""
+cross-thread reductions (the "gpu" pattern schedules, which every operator without a function
+here uses), softmax and the normalizations one block per row, pools, and the plain
+one-thread-per-output schedule (``topi.cuda.schedule_fallback``) for the rest.
+
+The AutoTVM templates (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``, ``dense.cuda``,
+``batch_matmul.cuda``) join ``nn.conv2d`` (NCHW/OIHW, plain or depthwise with multiplier 1),
+``nn.dense`` (2-D data) and ``nn.batch_matmul`` through the tuned-implementation hook at plevel
+20 (> the plain schedule's 10), for constant shapes; calls with symbolic shapes, other layouts
+or groupings keep the plain GPU schedule. Under ``autotvm.apply_history_best`` the tuned
+configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
+"""
 
 from __future__ import annotations
 
@@ -12,70 +19,185 @@ from collections.abc import Callable
 from typing import Any
 
 from ....topi import cuda
-from ..registry import OpPattern, get
-from . import OpStrategy, register_strategy_func
-from .generic import COMPUTES, schedule_fallback, schedule_injective, schedule_reduce
+from . import (
+    OpStrategy,
+    register_strategy_func,
+    register_tuned_implementation,
+    tuned_implementation,
+)
+from .generic import (
+    COMPUTES,
+    conv2d_kind,
+    out_dtype_of,
+    schedule_fallback,
+    schedule_injective,
+    schedule_reduce,
+)
 
 __all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
-           "GPU_SCHEDULES", "add_gpu_implementation"]
+           "PLEVEL", "TUNED_PLEVEL"]
 
-# op name -> functions ``f(attrs, inputs, out_type, target, strategy)`` that add implementations
-# (e.g. the AutoTVM templates, at a plevel above 10) to the op's "gpu" strategy
-_EXTRA: dict[str, list[Callable[..., None]]] = {}
-
-
-def add_gpu_implementation(op_name: str, fn: Callable[..., None]) -> Callable[..., None]:
-    """Let ``fn(attrs, inputs, out_type, target, strategy)`` add implementations to
-    ``op_name``'s "gpu" strategy (after the plain one, plevel 10: a higher plevel wins; ``fn``
-    may add nothing for shapes it does not handle)."""
-    if op_name not in COMPUTES:
-        raise ValueError(f"add_gpu_implementation: {op_name!r} has no generic compute")
-    _EXTRA.setdefault(op_name, []).append(fn)
-    return fn
+PLEVEL = 10
+"""The plain schedules' priority."""
+TUNED_PLEVEL = 20
+"""The AutoTVM templates': above the plain schedules."""
 
 
 def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda attrs, outs, target: fn(outs, target)
 
 
-GPU_SCHEDULES: dict[str, Callable[..., Any]] = {
-    "nn.softmax": _wrap(cuda.schedule_softmax),
-    "nn.log_softmax": _wrap(cuda.schedule_softmax),
-    "nn.layer_norm": _wrap(cuda.schedule_layer_norm),
-    "nn.instance_norm": _wrap(cuda.schedule_layer_norm),
-    "nn.group_norm": _wrap(cuda.schedule_layer_norm),
-    "nn.global_avg_pool2d": _wrap(cuda.schedule_pool),
-    "nn.global_max_pool2d": _wrap(cuda.schedule_pool),
-    "nn.adaptive_avg_pool2d": _wrap(cuda.schedule_pool),
-}
+def _one(name: str, fschedule: Callable[..., Any]) -> OpStrategy:
+    s = OpStrategy()
+    s.add_implementation(COMPUTES[name], _wrap(fschedule), f"{name}.gpu", PLEVEL)
+    return s
 
 
-def _gpu_strategy(name: str) -> Callable[..., OpStrategy]:
-    compute = COMPUTES[name]
-    pattern = get(name).pattern
-    if name in GPU_SCHEDULES:
-        sched = GPU_SCHEDULES[name]
-    elif pattern <= OpPattern.INJECTIVE:
-        sched = _wrap(cuda.schedule_injective)
-    elif pattern == OpPattern.COMM_REDUCE:
-        sched = _wrap(cuda.schedule_reduce)
-    else:
-        sched = _wrap(cuda.schedule_fallback)
-
-    def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
-        s = OpStrategy()
-        s.add_implementation(compute, sched, f"{name}.gpu", 10)
-        for extra in _EXTRA.get(name, ()):
-            extra(attrs, inputs, out_type, target, s)
-        return s
-
-    return fstrategy
+# ---- the AutoTVM templates (the tuned-implementation hook) -------------------------------------
+def _const(*tensors: Any) -> bool:
+    return all(isinstance(getattr(d, "value", d), int) for t in tensors for d in t.shape)
 
 
-for _name in COMPUTES:
-    register_strategy_func(_name, "gpu", _gpu_strategy(_name))
+def _in_target(fschedule: Any, target: Any) -> Any:
+    """The schedule run with ``target`` current: the dispatch context looks tuned configs up by
+    the current target (relay's lowering does not enter it), and the fallback tiles read its
+    threads per block."""
+
+    def schedule(attrs: Any, outs: list, tgt: Any) -> Any:
+        with target:
+            return fschedule(outs)
+
+    return schedule
 
 
+def _conv2d_template(kind: str, fcompute: Any, fschedule: Any) -> Callable[..., Any]:
+    def tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+        if attrs.data_layout != "NCHW" or attrs.kernel_layout != "OIHW" or not _const(*inputs) \
+                or conv2d_kind(attrs, inputs) != kind:
+            return None
+
+        def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+            with target:
+                return [fcompute(inputs[0], inputs[1], tuple(attrs.strides),
+                                 tuple(attrs.padding), tuple(attrs.dilation),
+                                 out_dtype_of(attrs, out_type))]
+
+        return compute, _in_target(fschedule, target)
+
+    return tuned
+
+
+register_tuned_implementation("conv2d_nchw.cuda", _conv2d_template(
+    "conv2d_nchw", cuda.conv2d_nchw, cuda.schedule_conv2d_nchw))
+register_tuned_implementation("depthwise_conv2d_nchw.cuda", _conv2d_template(
+    "depthwise_conv2d_nchw", cuda.depthwise_conv2d_nchw, cuda.schedule_depthwise_conv2d_nchw))
+
+
+@register_tuned_implementation("dense.cuda")
+def _dense_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    if len(inputs[0].shape) != 2 or not _const(*inputs):
+        return None
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [cuda.dense(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type))]
+
+    return compute, _in_target(cuda.schedule_dense, target)
+
+
+@register_tuned_implementation("batch_matmul.cuda")
+def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    if not _const(*inputs):
+        return None
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [cuda.batch_matmul(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type),
+                                      bool(attrs.transpose_a), bool(attrs.transpose_b))]
+
+    return compute, _in_target(cuda.schedule_batch_matmul, target)
+
+
+# ---- strategies --------------------------------------------------------------------------------
+@register_strategy_func("nn.conv2d", "gpu")
+def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    """The plain schedule; the template of its kind (plain or depthwise) when it applies."""
+    kind = conv2d_kind(attrs, inputs)
+    s = _one("nn.conv2d", cuda.schedule_fallback)
+    impl = tuned_implementation(f"{kind}.cuda", attrs, inputs, out_type, target) \
+        if kind != "group_conv2d_nchw" else None
+    if impl is not None:
+        s.add_implementation(*impl, f"{kind}.cuda", TUNED_PLEVEL)
+    return s
+
+
+@register_strategy_func("nn.dense", "gpu")
+def dense_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    s = _one("nn.dense", cuda.schedule_fallback)
+    impl = tuned_implementation("dense.cuda", attrs, inputs, out_type, target)
+    if impl is not None:
+        s.add_implementation(*impl, "dense.cuda", TUNED_PLEVEL)
+    return s
+
+
+@register_strategy_func("nn.batch_matmul", "gpu")
+def batch_matmul_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                              target: Any) -> OpStrategy:
+    s = _one("nn.batch_matmul", cuda.schedule_fallback)
+    impl = tuned_implementation("batch_matmul.cuda", attrs, inputs, out_type, target)
+    if impl is not None:
+        s.add_implementation(*impl, "batch_matmul.cuda", TUNED_PLEVEL)
+    return s
+
+
+@register_strategy_func("nn.softmax", "gpu")
+def softmax_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    """One block per row."""
+    return _one("nn.softmax", cuda.schedule_softmax)
+
+
+@register_strategy_func("nn.log_softmax", "gpu")
+def log_softmax_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                             target: Any) -> OpStrategy:
+    return _one("nn.log_softmax", cuda.schedule_softmax)
+
+
+@register_strategy_func("nn.layer_norm", "gpu")
+def layer_norm_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    """One block per normalized row (also instance_norm and group_norm)."""
+    return _one("nn.layer_norm", cuda.schedule_layer_norm)
+
+
+@register_strategy_func("nn.instance_norm", "gpu")
+def instance_norm_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                               target: Any) -> OpStrategy:
+    return _one("nn.instance_norm", cuda.schedule_layer_norm)
+
+
+@register_strategy_func("nn.group_norm", "gpu")
+def group_norm_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
+    return _one("nn.group_norm", cuda.schedule_layer_norm)
+
+
+@register_strategy_func("nn.global_avg_pool2d", "gpu")
+def global_avg_pool_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                                 target: Any) -> OpStrategy:
+    return _one("nn.global_avg_pool2d", cuda.schedule_pool)
+
+
+@register_strategy_func("nn.global_max_pool2d", "gpu")
+def global_max_pool_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                                 target: Any) -> OpStrategy:
+    return _one("nn.global_max_pool2d", cuda.schedule_pool)
+
+
+@register_strategy_func("nn.adaptive_avg_pool2d", "gpu")
+def adaptive_pool_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
+                               target: Any) -> OpStrategy:
+    return _one("nn.adaptive_avg_pool2d", cuda.schedule_pool)
+
+
+# ---- the pattern schedules (every other operator, fused groups) --------------------------------
 @schedule_injective.register("gpu")
 def schedule_injective_gpu(attrs: Any, outs: list, target: Any) -> Any:
     return cuda.schedule_injective(outs, target)
@@ -89,6 +211,3 @@ def schedule_reduce_gpu(attrs: Any, outs: list, target: Any) -> Any:
 @schedule_fallback.register("gpu")
 def schedule_fallback_gpu(attrs: Any, outs: list, target: Any) -> Any:
     return cuda.schedule_fallback(outs, target)
-
-
-del _name

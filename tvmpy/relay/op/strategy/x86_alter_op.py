@@ -40,7 +40,7 @@ from ...op.numpy_impl import layout_transform_np
 from ...ty import TensorType
 from ..registry import make_call
 from .alter_layout import conv2d_alter_layout, conv2d_layout_demand, dense_alter_layout
-from .x86 import DENSE_PACK_MIN_ROWS, _const_int
+from .x86 import DENSE_PACK_MIN_ROWS, const_int
 from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
@@ -389,7 +389,7 @@ def alter_dense_layout(call: Any, args: list | None = None) -> Any:
         return None
     if len(dt.shape) != 2 or len(wt.shape) != 2:
         return None
-    rows, n, k = _const_int(dt.shape[0]), _const_int(wt.shape[0]), _const_int(wt.shape[1])
+    rows, n, k = const_int(dt.shape[0]), const_int(wt.shape[0]), const_int(wt.shape[1])
     if n is None or k is None or 0 in (rows, n, k):
         return None  # (a symbolic or empty weight: nothing to pack)
     if dt.dtype != wt.dtype or (call.attrs.out_dtype or dt.dtype) != dt.dtype:

@@ -45,7 +45,7 @@ from . import OpStrategy, register_strategy_func
 from .generic import wrap_topi_schedule
 
 __all__ = ["is_int8_operands", "alter_conv2d_int8", "conv2d_int8_demand", "alter_dense_int8",
-           "add_int8_implementations", "INT8_PLEVEL"]
+           "add_conv2d_int8", "add_dense_int8", "add_batch_matmul_int8", "INT8_PLEVEL"]
 
 INT8_PLEVEL = 20
 
@@ -353,33 +353,46 @@ def _tensor_static(t: Any) -> bool:
     return all(isinstance(getattr(d, "value", d), int) for d in t.shape)
 
 
-def add_int8_implementations(name: str, attrs: Any, inputs: list, out_type: Any,
-                             s: OpStrategy, target: Any = None) -> None:
-    """The int8 implementations of the unaltered ``nn.conv2d`` / ``nn.dense`` /
-    ``nn.batch_matmul`` (x86 strategy hook), at plevel :data:`INT8_PLEVEL`, when the operands
-    are uint8 x int8 -> int32 with static shapes."""
+def _int8_call(attrs: Any, inputs: list, out_type: Any) -> bool:
+    """Two static, non-empty operands, uint8 x int8 -> int32: the int8 kernels apply."""
     if len(inputs) != 2 or not all(_tensor_static(t) for t in inputs):
-        return
+        return False
     out_dtype = getattr(attrs, "out_dtype", "") or out_type.dtype
     if not is_int8_operands(inputs[0].dtype, inputs[1].dtype, out_dtype):
-        return
-    if any(int(getattr(d, "value", d)) == 0 for t in inputs for d in t.shape):
-        return
-    if name == "nn.conv2d":
-        # (fewer than 16 output channels: the NCHW result reads fewer than 16 lanes of the
-        # 16-channel blocks, bound inference shrinks the accumulation below the micro-kernel's
-        # width and tensorize refuses it; AlterOpLayout's rewrite has no such limit)
-        if attrs.groups == 1 and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" \
-                and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4 \
-                and int(getattr(inputs[1].shape[0], "value", inputs[1].shape[0])) >= 16:
-            _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
-                 "conv2d_nchw_int8.x86", target)
-    elif name == "nn.dense":
-        if len(inputs[0].shape) >= 2 and len(inputs[1].shape) == 2:
-            _add(s, _dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
-                 "dense_int8.x86", target)
-    elif name == "nn.batch_matmul":
-        if not attrs.transpose_a and len(inputs[0].shape) == 3 and len(inputs[1].shape) == 3:
-            _add(s, _batch_matmul_compute,
-                 wrap_topi_schedule(_dense.schedule_batch_matmul_int8),
-                 "batch_matmul_int8.x86", target)
+        return False
+    return not any(int(getattr(d, "value", d)) == 0 for t in inputs for d in t.shape)
+
+
+def add_conv2d_int8(s: OpStrategy, attrs: Any, inputs: list, out_type: Any,
+                    target: Any = None) -> None:
+    """The int8 implementation of an unaltered ``nn.conv2d`` (groups 1, NCHW/OIHW, at least
+    16 output channels) at plevel :data:`INT8_PLEVEL`."""
+    # (fewer than 16 output channels: the NCHW result reads fewer than 16 lanes of the
+    # 16-channel blocks, bound inference shrinks the accumulation below the micro-kernel's
+    # width and tensorize refuses it; AlterOpLayout's rewrite has no such limit)
+    if _int8_call(attrs, inputs, out_type) and attrs.groups == 1 \
+            and attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" \
+            and attrs.out_layout in ("", "NCHW") and len(inputs[0].shape) == 4 \
+            and int(getattr(inputs[1].shape[0], "value", inputs[1].shape[0])) >= 16:
+        _add(s, _conv_nchw_compute, wrap_topi_schedule(_conv.schedule_conv2d_nchw_int8),
+             "conv2d_nchw_int8.x86", target)
+
+
+def add_dense_int8(s: OpStrategy, attrs: Any, inputs: list, out_type: Any,
+                   target: Any = None) -> None:
+    """The int8 implementation of an unaltered ``nn.dense`` (the weight packed inside the
+    kernel) at plevel :data:`INT8_PLEVEL`."""
+    if _int8_call(attrs, inputs, out_type) and len(inputs[0].shape) >= 2 \
+            and len(inputs[1].shape) == 2:
+        _add(s, _dense_compute, wrap_topi_schedule(_dense.schedule_dense_int8),
+             "dense_int8.x86", target)
+
+
+def add_batch_matmul_int8(s: OpStrategy, attrs: Any, inputs: list, out_type: Any,
+                          target: Any = None) -> None:
+    """The int8 implementation of ``nn.batch_matmul`` (A not transposed, 3-D operands) at
+    plevel :data:`INT8_PLEVEL`."""
+    if _int8_call(attrs, inputs, out_type) and not attrs.transpose_a \
+            and len(inputs[0].shape) == 3 and len(inputs[1].shape) == 3:
+        _add(s, _batch_matmul_compute, wrap_topi_schedule(_dense.schedule_batch_matmul_int8),
+             "batch_matmul_int8.x86", target)

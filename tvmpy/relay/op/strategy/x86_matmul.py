@@ -4,8 +4,10 @@ with ``autotvm.register_topi_compute`` / ``register_topi_schedule`` (``topi/x86/
 that ``relay.build`` records their workloads (task extraction) and uses the tuned configs of
 ``autotvm.apply_history_best``; untuned, they lower to the hand-tuned default schedules.
 
-The templates need constant shapes: with a symbolic dimension :func:`tunable` returns None and
-the strategy keeps the plain computes and schedules.
+Each is registered on the one tuned-implementation hook (``register_tuned_implementation``,
+keyed by its task name); the x86 strategies (``x86.py``) ask for it with
+``tuned_implementation``. The templates need constant shapes: with a symbolic dimension the
+hook answers None and the strategy keeps the plain computes and schedules.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ....topi.x86 import dense as _x86
+from . import register_tuned_implementation
 
-__all__ = ["tunable"]
+__all__: list[str] = []
 
 
 def _static(inputs: list) -> bool:
@@ -69,21 +72,37 @@ def _sched(f: Callable[..., Any]) -> Callable[..., Any]:
     return schedule
 
 
-_IMPLS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    "nn.dense": (_dense, _sched(_x86.schedule_dense_nopack)),
-    "dense_pack": (_dense_pack, _sched(_x86.schedule_dense_pack_x86)),
-    "nn.contrib_dense_pack": (_contrib_dense_pack, _sched(_x86.schedule_contrib_dense_pack)),
-    "nn.batch_matmul": (_batch_matmul, _sched(_x86.schedule_batch_matmul_x86)),
-    "batch_matmul_pack": (_batch_matmul_pack, _sched(_x86.schedule_batch_matmul_pack_x86)),
-}
+Impl = tuple[Callable[..., Any], Callable[..., Any]]
 
 
-def tunable(kind: str, inputs: list) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
-    """``(compute, schedule)`` of the template for ``kind`` (an op name, or "dense_pack" /
-    "batch_matmul_pack" for the packing variants), or None when it has none or the shapes are
-    not all constant (``nn.dense`` also needs 2-D data)."""
-    if kind not in _IMPLS or not _static(inputs):
+@register_tuned_implementation("dense.x86")
+def _dense_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Impl | None:
+    if not _static(inputs) or len(inputs[0].shape) != 2 or len(inputs[1].shape) != 2:
         return None
-    if kind == "nn.dense" and (len(inputs[0].shape) != 2 or len(inputs[1].shape) != 2):
+    return _dense, _sched(_x86.schedule_dense_nopack)
+
+
+@register_tuned_implementation("dense_pack.x86")
+def _dense_pack_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Impl | None:
+    return (_dense_pack, _sched(_x86.schedule_dense_pack_x86)) if _static(inputs) else None
+
+
+@register_tuned_implementation("contrib_dense_pack.x86")
+def _contrib_dense_pack_tuned(attrs: Any, inputs: list, out_type: Any,
+                              target: Any) -> Impl | None:
+    if not _static(inputs):
         return None
-    return _IMPLS[kind]
+    return _contrib_dense_pack, _sched(_x86.schedule_contrib_dense_pack)
+
+
+@register_tuned_implementation("batch_matmul.x86")
+def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Impl | None:
+    return (_batch_matmul, _sched(_x86.schedule_batch_matmul_x86)) if _static(inputs) else None
+
+
+@register_tuned_implementation("batch_matmul_pack.x86")
+def _batch_matmul_pack_tuned(attrs: Any, inputs: list, out_type: Any,
+                             target: Any) -> Impl | None:
+    if not _static(inputs):
+        return None
+    return _batch_matmul_pack, _sched(_x86.schedule_batch_matmul_pack_x86)
