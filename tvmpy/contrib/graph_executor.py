@@ -4,7 +4,7 @@
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.set_input("data", x); m.run(); y = m.get_output(0).numpy()
 
-:class:`GraphModule` wraps the executor that a factory creates (runtime/graph_executor.py holds
+:class:`GraphModule` wraps the executor that a factory creates (runtime/graph_executor/executor.py holds
 the implementation and its design notes); :func:`create` builds one from graph JSON and a library.
 
 Threads: ``y, = m.infer(data=x)`` sets the inputs, runs and returns copies of the outputs in one
