@@ -21,7 +21,7 @@ from typing import Any
 from ...ir.module import IRModule
 from ...ir.op import declared_ops
 from ...target.intrin import RULES, rules_for
-from ...target.target import Target, current_target
+from ...target.target import as_target, current_target
 from ...transform import PassContext
 from .. import expr as E
 from ..function import PrimFunc
@@ -107,8 +107,6 @@ def LowerIntrin(target: Any = None) -> PrimFuncPass:
 
     def run(func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         tgt = target if target is not None else func.attrs.get("target")
-        if isinstance(tgt, str):
-            tgt = Target(tgt)
-        return lower_intrin_func(func, tgt if tgt is not None else current_target())
+        return lower_intrin_func(func, as_target(tgt) if tgt is not None else current_target())
 
     return PrimFuncPass(run, 0, "LowerIntrin")

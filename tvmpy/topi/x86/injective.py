@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ... import te
-from ...target import Target
+from ...target import resolve_target
 from ...tir.expr import IntImm
 from ..generic import as_outs, inline_injective
 
@@ -51,13 +51,13 @@ MAX_LANES = 32
 
 def vector_lanes(dtype: str) -> int:
     """Vector lanes of ``dtype`` on the current target (host "llvm" when none is set)."""
-    tgt = Target.current() or Target("llvm")
+    tgt = resolve_target()
     bits_dtype = "int8" if dtype == "bool" else dtype
     return max(1, min(MAX_LANES, tgt.vector_lanes(bits_dtype)))
 
 
 def _num_cores() -> int:
-    tgt = Target.current() or Target("llvm")
+    tgt = resolve_target()
     return tgt.num_cores
 
 
