@@ -86,13 +86,12 @@ from .graph_json import (
     size_violation,
 )
 from .module import Module, _module_from_meta
-from .ndarray import NDArray
+from .ndarray import ALIGNMENT, NDArray, aligned_empty
 from .param_dict import load_param_dict, save_param_dict
 
 __all__ = ["GraphExecutor", "GraphExecutorFactory", "GraphJSONError", "ProfileReport",
            "ConcurrentUseError", "PARAMS_SYMBOL", "FACTORY_TYPE_KEY"]
 
-ALIGNMENT = 64
 PARAMS_SYMBOL = "__tvmpy_graph_params"
 FACTORY_TYPE_KEY = "GraphExecutorFactory"
 
@@ -191,12 +190,10 @@ def _first(names: list[str], n: int = 8) -> str:
 
 def _zeroed_arena(nbytes: int) -> np.ndarray:
     try:
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+        return aligned_empty((nbytes,), np.uint8, zero=True)
     except (MemoryError, ValueError):  # ValueError: more than numpy can index
         raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
                           f"({nbytes} bytes) the graph's tensors need") from None
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 
 
 PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)
