@@ -9,12 +9,12 @@ padding; the extra cells it covers past the padding count neither as data nor as
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
 from ...te import max as te_max
 from ...te import sum as te_sum
+from ...tir.data_layout import block_of
 from ...tir.expr import const
 from ...tir.op import floordiv, min_value
 from ...tir.op import max as tmax
@@ -166,11 +166,11 @@ def _block_of(layout: str, base: str, op: str) -> int:
     """0 for ``base`` ("NCHW"), ``c`` for ``base + "{c}c"`` (the blocked layout)."""
     if layout == base:
         return 0
-    m = re.fullmatch(base + r"(\d+)c", layout)
-    if not m or int(m.group(1)) < 1:
+    block = block_of(layout, base)
+    if block is None or block < 1:
         raise ValueError(f"{op}: layout {layout!r} is not supported ({base!r} or "
                          f"{base + '<c>c'!r})")
-    return int(m.group(1))
+    return block
 
 
 def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,

@@ -13,12 +13,12 @@ them).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from ... import te
 from ...target import resolve_target
+from ...tir.data_layout import block_of
 from ...tir.expr import IntImm
 from ..generic import as_outs, inline_injective
 
@@ -214,8 +214,7 @@ def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     for op in _injective_stages(out):
         attrs = op.attrs or {}
         if op.name == "layout_transform" and str(attrs.get("src_layout", "")) == "NCHW":
-            m = re.fullmatch(r"NCHW(\d+)c", str(attrs.get("dst_layout", "")))
-            blk = int(m.group(1)) if m else None
+            blk = block_of(attrs.get("dst_layout", ""))
             srcs = op.input_tensors
             if (blk is not None and len(srcs) == 1 and len(srcs[0].shape) == 4
                     and not isinstance(srcs[0].op, te.ComputeOp)):

@@ -7,11 +7,11 @@ that have only a compute.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from .... import topi
+from ....tir.data_layout import block_of
 from ....topi import nn, x86
 from ..registry import OpPattern, get
 from . import OpStrategy, register_strategy_func
@@ -136,8 +136,7 @@ def _winograd_schedule(attrs: Any, outs: list, target: Any) -> Any:
 
 
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
-    if attrs.layout not in ("NCW", "NCHW", "NCDHW") and not re.fullmatch(r"NCHW\d+c",
-                                                                     attrs.layout):
+    if attrs.layout not in ("NCW", "NCHW", "NCDHW") and block_of(attrs.layout) is None:
         return _generic(attrs, outs, target)  # the x86 pool schedule: NC[D]H[W] and NCHW{c}c
     return x86.schedule_pool(outs, attrs.layout)
 
