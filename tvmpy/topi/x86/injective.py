@@ -18,6 +18,7 @@ from typing import Any
 
 from ... import te
 from ...target import resolve_target
+from ...te.schedule import producer_ops
 from ...tir.data_layout import block_of
 from ...tir.expr import IntImm
 from ..generic import as_outs, inline_injective
@@ -347,17 +348,7 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled_transforms:
 def _resize_rows(outs: list) -> list[te.Tensor]:
     """The ``resize2d_rows`` stages (the width pass of ``topi.image.resize2d(...,
     separable=True)``) that ``outs`` read."""
-    found, seen = [], set()
-    stack = [t.op for t in outs]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        if op.tag == "resize2d_rows":
-            found.append(op.output(0))
-        stack.extend(t.op for t in op.input_tensors)
-    return found
+    return [op.output(0) for op in producer_ops(outs) if op.tag == "resize2d_rows"]
 
 
 def _schedule_rows(sch: Any, rows: te.Tensor) -> None:
