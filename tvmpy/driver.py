@@ -79,7 +79,7 @@ def lower_primfunc(inputs: Any, args: Sequence[Any] | None = None, name: str = "
     from .tir.pipeline import lower_pipeline  # with PassContext's tir.add_lower_pass
 
     func = _to_primfunc(inputs, args, name, binds)
-    return lower_pipeline(func, as_target(target) if target is not None else None)
+    return lower_pipeline(func, target)
 
 
 def _module_funcs(mod: IRModule, what: str) -> list[PrimFunc]:

@@ -19,7 +19,8 @@ from tvmpy.te.schedule import Schedule
 from tvmpy.te.tensor import Tensor
 from tvmpy.topi.nn import dense as nn_dense
 from tvmpy.topi.nn.dense import batch_matmul
-from tvmpy.topi.nn.utils import get_const_tuple, traverse_inline
+from tvmpy.topi.nn.utils import traverse_inline
+from tvmpy.topi.utils import get_const_tuple
 from tvmpy.topi.x86 import dense as D
 from tvmpy.topi.x86.conv2d import _outputs
 
@@ -32,7 +33,7 @@ _TAGS = D._TAGS
 def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
     (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
-    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N")[0]
+    n = get_const_tuple(mm.shape[-1:], "matmul schedule: N", symbolic=False)[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
     nr, mr = _panel(n), (max(1, min(mr, m)) if isinstance(m, int) else mr)
@@ -68,8 +69,8 @@ def _ref_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2) -> 
     vector for ``mi`` data rows), then each is reduced horizontally. Without a packed copy of
     the weight this wins when K is long (the horizontal sums amortized, and packing a
     ``[N, K]`` weight with a 4 KiB row stride is slow)."""
-    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
-    n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
+    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K", symbolic=False)[0]
+    n = get_const_tuple(mm.shape[-1:], "dense schedule: N", symbolic=False)[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m
     vec = 16 if k >= 16 else k
@@ -220,7 +221,7 @@ def test_space_is_sane_and_contains_the_fallback(name, m, k, n):
 
 def _run(s: Schedule, args: list, data: list[np.ndarray]) -> np.ndarray:
     f = tvm.build(s, args, "llvm")
-    out = tvm.nd.array(np.zeros(get_const_tuple(args[-1].shape), "float32"))
+    out = tvm.nd.array(np.zeros(get_const_tuple(args[-1].shape, symbolic=False), "float32"))
     f(*[tvm.nd.array(d) for d in data], out)
     return out.numpy()
 
@@ -238,7 +239,7 @@ def test_random_configs_compute_the_product(name, m, k, n):
     rnd = random.Random(f"{name}{m}")
     for index in rnd.sample(range(len(task.config_space)), 3):
         s, targs = task.instantiate(task.config_space.get(index))
-        data = [RNG.standard_normal(get_const_tuple(t.shape)).astype("float32")
+        data = [RNG.standard_normal(get_const_tuple(t.shape, symbolic=False)).astype("float32")
                 for t in targs[:-1]]
         got = _run(s, targs, data)
         a, b = data
@@ -426,7 +427,7 @@ def test_padded_templates_fallback_and_random_configs(m, k, n):
         rnd = random.Random(f"{name}{m}{n}")
         for index in rnd.sample(range(len(task.config_space)), 3):
             s, targs = task.instantiate(task.config_space.get(index))
-            data = [RNG.standard_normal(get_const_tuple(t.shape)).astype("float32")
+            data = [RNG.standard_normal(get_const_tuple(t.shape, symbolic=False)).astype("float32")
                     for t in targs[:-1]]
             got = _run(s, targs, data)
             x, y = data

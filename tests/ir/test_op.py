@@ -152,3 +152,18 @@ def test_rule_returning_wrong_type_is_an_error(registry):
     with pytest.raises(TypeError, match="not an expression"):
         _build_run(lambda v: tvm.tir.call_intrin("float32", "tir.test_bad", v),
                    np.ones(3, "float32"))
+
+
+def test_register_intrin_rule_has_one_home(registry):
+    """``tir.transform.register_intrin_rule`` is the target's (issue 30): it checks the
+    intrinsic's name and refuses a silent second rule, as ``tvm.target``'s always did."""
+    from tvmpy.tir.transform import lower_intrin
+
+    assert tvm.tir.transform.register_intrin_rule is tvm.target.register_intrin_rule
+    assert lower_intrin.RULES is tintrin.RULES
+    with pytest.raises(ValueError, match="unknown intrinsic"):
+        tvm.tir.transform.register_intrin_rule("c", "no_such_intrin", lambda c: c)
+    tvm.tir.transform.register_intrin_rule("c", "sigmoid", lower_intrin.GENERIC_RULES["sigmoid"])
+    assert tintrin.rules_for("c")["sigmoid"] is lower_intrin.GENERIC_RULES["sigmoid"]
+    with pytest.raises(ValueError, match="already has a rule"):
+        tvm.tir.transform.register_intrin_rule("c", "sigmoid", lambda c: c)

@@ -507,3 +507,20 @@ def test_recursion_needs_a_return_type():
     mod["main"] = relay.Function([], relay.Call(loop, [relay.const(0, "int32")]))
     with pytest.raises(relay.RelayTypeError, match="@loop.*return type annotation"):
         relay.vm.compile(mod, "llvm")
+
+
+def test_let_inlining_has_one_home():
+    """The VM's inliner and FuseOps' normalization are InlineLets (issue 30): a let chain whose
+    value is used twice inlines to one shared subexpression in both."""
+    from tvmpy.relay.backend.vm import _Inline
+    from tvmpy.relay.transform.fuse_ops import _Normalize
+    from tvmpy.relay.visitor import InlineLets
+
+    x = relay.var("x", shape=(3,))
+    a, b = relay.var("a"), relay.var("b")
+    body = relay.Let(a, relay.exp(x), relay.Let(b, relay.add(a, a), relay.multiply(b, a)))
+    for cls in (InlineLets, _Inline, _Normalize):
+        out = cls().visit(body)
+        assert isinstance(out, relay.Call) and out.op.name == "multiply"
+        exp = out.args[1]
+        assert exp.op.name == "exp" and out.args[0].args[0] is exp is out.args[0].args[1]

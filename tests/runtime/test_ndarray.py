@@ -124,3 +124,24 @@ def test_low_precision_arrays_round_trip(name):
     assert out.dtype == npd and np.array_equal(out.view(np.uint8), src.view(np.uint8))
     e = tvm.nd.empty((7,), name)
     assert e.numpy().dtype == npd and e.numpy().nbytes == 7 * npd.itemsize
+
+
+def test_one_aligned_allocator():
+    """Every host buffer the runtime allocates comes from ndarray.aligned_empty (issue 30): the
+    alignment is one constant, and the VM's fast NDArray is the same as ``nd.empty``'s."""
+    from tvmpy.runtime import function, ndarray, vm
+    from tvmpy.runtime import graph_executor  # noqa: F401
+    from tvmpy.runtime.graph_executor import storage  # noqa: F401
+
+    assert function.ALIGNMENT is vm.ALIGNMENT is graph_executor.storage.ALIGNMENT is ndarray.ALIGNMENT
+    for shape, dtype, zero in [((0,), "float32", False), ((7, 3), "int8", True),
+                               ((1, 5, 1), "float64", False), ((13,), "uint8", True)]:
+        a = ndarray.aligned_empty(shape, dtype, zero=zero)
+        assert a.shape == shape and a.dtype == np.dtype(dtype) and a.flags.c_contiguous
+        assert a.ctypes.data % ndarray.ALIGNMENT == 0 and a.flags.writeable
+        if zero:
+            assert not a.any()
+        f = ndarray.fresh_ndarray(shape, dtype, tvm.cpu(0))
+        e = tvm.nd.empty(shape, dtype)
+        assert (f.shape, f.dtype, f.device) == (e.shape, e.dtype, e.device)
+        assert (f._ptr, f._compact_aligned) == (f._arr.ctypes.data, e._compact_aligned)

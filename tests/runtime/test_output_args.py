@@ -135,8 +135,9 @@ def test_no_copy_without_aliasing(monkeypatch):
 
     f = _transpose(8)
     made = []
-    real = function._aligned_empty
-    monkeypatch.setattr(function, "_aligned_empty", lambda n: made.append(n) or real(n))
+    real = function.aligned_empty
+    monkeypatch.setattr(function, "aligned_empty",
+                        lambda shape, dtype: made.append(shape) or real(shape, dtype))
     x, y = tvm.nd.array(_rand(8, 8)), tvm.nd.empty((8, 8))
     f(x, y)
     np.testing.assert_array_equal(y.numpy(), x.numpy().T)

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from tvmpy import config
-from tvmpy.target import Target, as_target
+from tvmpy.target import Target, as_target, resolve_target
 
 
 def _in_threads(*bodies):
@@ -90,3 +90,21 @@ def test_as_target():
         as_target(None)
     with pytest.raises(TypeError, match="got int 5"):
         as_target(5)
+
+
+def test_resolve_target_given_then_current_then_llvm():
+    """The one default-target rule (issue 30): the given target, else ``with Target``'s, else
+    llvm; a new thread inside a ``with`` block falls back to llvm."""
+    t = Target("c")
+    assert resolve_target(t) is t and str(resolve_target("c")) == "c"
+    assert resolve_target().kind == "llvm"
+    with Target("c"):
+        assert str(resolve_target()) == "c"
+        assert str(resolve_target("llvm")).startswith("llvm")
+        seen: list = []
+        th = threading.Thread(target=lambda: seen.append(resolve_target().kind))
+        th.start()
+        th.join()
+        assert seen == ["llvm"]
+    with pytest.raises(TypeError, match="got int 5"):
+        resolve_target(5)

@@ -145,3 +145,19 @@ def test_unblock_of_an_inlined_concatenate(split):
     got = _run(s, [a, b, *outs], [tuple(int(d) for d in o.shape) for o in outs], [va, vb])
     want = np.concatenate([va, vb], 1).transpose(0, 1, 4, 2, 3).reshape(1, 32, 5, 16)
     np.testing.assert_array_equal(np.concatenate(got, 1), want)
+
+
+def test_producer_ops_walk_is_the_schedules_walk():
+    """te.schedule.producer_ops (issue 30: inline_injective and x86's _resize_rows walked the
+    producer graph each their own way): every op once, depth first (a stack) from the last
+    output; a diamond's shared producer once."""
+    from tvmpy.te.schedule import producer_ops
+
+    x = te.placeholder((4, 5), name="x")
+    a = te.compute((4, 5), lambda i, j: x[i, j] + 1, name="a")
+    b = te.compute((4, 5), lambda i, j: a[i, j] * 2, name="b")
+    c = te.compute((4, 5), lambda i, j: a[i, j] - 3, name="c")
+    d = te.compute((4, 5), lambda i, j: b[i, j] + c[i, j], name="d")
+    e = te.compute((4, 5), lambda i, j: x[i, j] * 5, name="e")
+    names = [op.name for op in producer_ops([d, e])]
+    assert names == ["e", "x", "d", "c", "a", "b"]  # the stack order both walks had

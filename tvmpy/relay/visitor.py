@@ -27,7 +27,7 @@ from .expr import (
 )
 from .op.registry import Op
 
-__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit", "dataflow_children",
+__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "InlineLets", "post_order_visit", "dataflow_children",
            "dataflow_post_order"]
 
 _METHOD = {
@@ -188,6 +188,27 @@ class ExprMutator(ExprFunctor):
         if _same(params, f.params) and body is f.body:
             return f
         return Function(params, body, f.ret_type, attrs=f.attrs)
+
+
+class InlineLets(ExprMutator):
+    """``let v = e; body`` -> ``body`` with ``e`` for ``v`` (relay's operators are pure, so a
+    binding is its value). Functions are not entered: subclasses decide (the VM beta-reduces
+    calls of local functions, FuseOps leaves primitive ones alone). ``subst``: bindings
+    already known (a beta-reduced call's parameters)."""
+
+    def __init__(self, subst: dict[int, RelayExpr] | None = None):
+        super().__init__()
+        self.subst: dict[int, RelayExpr] = dict(subst or {})
+
+    def visit_var(self, v: Var) -> RelayExpr:
+        return self.subst.get(id(v), v)
+
+    def visit_let(self, let: Let) -> RelayExpr:
+        self.subst[id(let.var)] = self.visit(let.value)
+        return self.visit(let.body)
+
+    def visit_function(self, f: Function) -> RelayExpr:
+        return f
 
 
 class _PostOrder(ExprVisitor):

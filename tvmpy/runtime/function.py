@@ -37,12 +37,11 @@ import numpy as np
 
 from ..ir import dtype as dt
 from .device import Device, cpu
-from .ndarray import NDArray
+from .ndarray import ALIGNMENT, NDArray, aligned_empty
 from .packed_func import take_error
 
-__all__ = ["Function", "compile_dim_expr", "ALIGNMENT"]
+__all__ = ["Function", "compile_dim_expr"]
 
-ALIGNMENT = 64
 
 _CTYPES = {
     "bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
@@ -157,12 +156,6 @@ class _Param:
             self.ctype = _CTYPES[self.dtype]
         else:
             raise ValueError(f"parameter {self.name}: unknown kind {self.kind!r}")
-
-
-def _aligned_empty(nbytes: int) -> np.ndarray:
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 
 
 class Function:
@@ -408,17 +401,17 @@ class Function:
                     all(n <= 1 or st * item == bs for n, st, bs in zip(arr.shape, want, arr.strides))):
                 return ptr
         if arr.size == 0:
-            return self._keep(_aligned_empty(ALIGNMENT), writeback)
+            return self._keep(aligned_empty((ALIGNMENT,), np.uint8), writeback)
         key = (ptr, arr.shape, arr.strides, arr.dtype.str, want)
         if seen is not None and key in seen:
             return seen[key]
         if want is None:
-            scratch = _aligned_empty(arr.nbytes).view(arr.dtype).reshape(arr.shape)
+            scratch = aligned_empty(arr.shape, arr.dtype)
         else:
             if any(st < 0 for st in want):
                 raise ValueError(f"{self.name}: argument {p.name}: negative declared strides {want}")
             span = 1 + sum((n - 1) * st for n, st in zip(arr.shape, want))
-            base = _aligned_empty(span * item)
+            base = aligned_empty((span * item,), np.uint8)
             scratch = np.lib.stride_tricks.as_strided(
                 base.view(arr.dtype), shape=arr.shape, strides=[st * item for st in want])
         np.copyto(scratch, arr)

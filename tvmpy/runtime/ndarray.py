@@ -9,6 +9,7 @@ runtime/function.py). ``numpy()`` always returns a copy.
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +19,11 @@ from ..ir import dtype as dt
 from . import dlpack as _dlpack
 from .device import Device, cpu, device, kDLCPU
 
-__all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "device", "Device", "ALIGNMENT"]
+__all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "device", "Device", "ALIGNMENT",
+           "aligned_empty", "fresh_ndarray"]
 
+#: the byte alignment of every host buffer the runtime allocates (NDArray, kernel scratch, the
+#: graph executor's arena, the VM's outputs) and the one compiled kernels may assume
 ALIGNMENT = 64
 
 
@@ -53,10 +57,13 @@ def _np_dtype(dtype: Any) -> np.dtype:
     return dt.to_numpy(str(d))
 
 
-def _aligned(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    off = (-raw.ctypes.data) % ALIGNMENT
+def aligned_empty(shape: tuple[int, ...], dtype: Any, zero: bool = False) -> np.ndarray:
+    """A fresh compact numpy array whose data pointer is a multiple of :data:`ALIGNMENT`
+    (zero-filled when ``zero``): the one place the runtime allocates aligned host memory."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = (np.zeros if zero else np.empty)(nbytes + ALIGNMENT, dtype=np.uint8)
+    off = -raw.__array_interface__["data"][0] % ALIGNMENT
     # the constructor places the data pointer exactly (a slice of 0 bytes would not move it)
     return np.ndarray(shape, dtype, buffer=raw, offset=off)
 
@@ -189,7 +196,7 @@ class NDArray:
             raise BufferError(f"__dlpack__: cannot export {self._device} memory to {dl_device}")
         arr, copied = self._arr, False
         if copy:
-            arr, copied = _aligned(arr.shape, arr.dtype), True
+            arr, copied = aligned_empty(arr.shape, arr.dtype), True
             np.copyto(arr, self._arr)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         if not arr.flags.writeable and not versioned and not copy:
@@ -228,7 +235,19 @@ def empty(shape: Sequence[int] | int, dtype: Any = "float32", device: Any = None
 
         return device_empty(shape, dtype, accel)
     dev = _check_device(device if ctx is None else ctx)
-    return NDArray(_aligned(_shape_tuple(shape), _np_dtype(dtype)), dev)
+    return NDArray(aligned_empty(_shape_tuple(shape), _np_dtype(dtype)), dev)
+
+
+def fresh_ndarray(shape: tuple[int, ...], dtype: Any, dev: Device) -> NDArray:
+    """A new uninitialized aligned host NDArray of a known-good ``shape`` and numpy ``dtype``,
+    built without :func:`empty`'s argument checks (the VM's per-output allocation)."""
+    arr = aligned_empty(shape, dtype)
+    a = NDArray.__new__(NDArray)
+    a._arr = arr
+    a._device = dev
+    a._ptr = arr.__array_interface__["data"][0]
+    a._compact_aligned = arr.size > 0
+    return a
 
 
 def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -> NDArray:
@@ -259,7 +278,7 @@ def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -
         from .gpu_module import device_array
 
         return device_array(np.asarray(src, dtype=target), accel)
-    out = NDArray(_aligned(src.shape, target), dev)
+    out = NDArray(aligned_empty(src.shape, target), dev)
     np.copyto(out._arr, src, casting="unsafe")
     return out
 

@@ -74,11 +74,10 @@ import numpy as np
 from .concurrency import SharedUse
 from .device import Device, cpu, kDLCPU
 from .evaluator import BenchmarkResult, check_counts, time_calls
-from .function import ALIGNMENT
 from .graph_executor import GraphExecutor
 from .graph_executor.executor import host_array
 from .module import Module
-from .ndarray import NDArray
+from .ndarray import ALIGNMENT, NDArray, aligned_empty, fresh_ndarray
 
 __all__ = ["Executable", "VirtualMachine", "VMFunction", "SegmentInfo", "KernelInfo",
            "VMError", "OPCODES"]
@@ -301,22 +300,6 @@ class Executable:
 _new_ndarray = NDArray.__new__
 
 
-def _aligned_empty_nd(shape: tuple[int, ...], dtype: Any, dev: Device) -> NDArray:
-    """A fresh 64-byte-aligned NDArray (built without NDArray's generic checks: this is the
-    VM's per-output allocation)."""
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    base = raw.__array_interface__["data"][0]
-    off = -base % ALIGNMENT
-    a = _new_ndarray(NDArray)
-    a._arr = raw[off:off + nbytes].view(dtype).reshape(shape)
-    a._device = dev
-    a._ptr = base + off
-    a._compact_aligned = nbytes > 0
-    return a
-
-
 def _prefix(a: NDArray, shape: tuple[int, ...]) -> NDArray:
     """The first ``prod(shape)`` elements of the compact array ``a``, as an array of ``shape``
     (a view: same start address, so still aligned)."""
@@ -331,18 +314,14 @@ def _prefix(a: NDArray, shape: tuple[int, ...]) -> NDArray:
     return v
 
 
-def _aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    return _aligned_empty_nd(shape, dtype, _CPU)._arr
-
-
 def _aligned_copy(a: np.ndarray) -> np.ndarray:
-    out = _aligned_empty(a.shape, a.dtype)
+    out = aligned_empty(a.shape, a.dtype)
     np.copyto(out, a)
     return out
 
 
 def _copy_nd(a: np.ndarray, dev: Device) -> NDArray:
-    out = _aligned_empty_nd(a.shape, a.dtype, dev)
+    out = fresh_ndarray(a.shape, a.dtype, dev)
     np.copyto(out._arr, a)
     return out
 
@@ -620,7 +599,7 @@ class _Kernel:
                           f"{type(e).__name__}: {e}") from e
         if self.func is None:
             return self._run_numpy(args, shapes)
-        outs = [_aligned_empty_nd(s, spec[1], _CPU) for s, spec in zip(shapes, self.out_flat)]
+        outs = [fresh_ndarray(s, spec[1], _CPU) for s, spec in zip(shapes, self.out_flat)]
         try:
             self.func(*flat, *outs)
         except (RuntimeError, ValueError) as e:
@@ -646,8 +625,8 @@ class _Kernel:
         outs = []
         for d, spec in zip(dims, self.out_flat):
             shape = tuple(int(x[0]) if isinstance(x, tuple) else int(x) for x in d)
-            outs.append(_aligned_empty_nd(shape, spec[1], _CPU))
-        counts = _aligned_empty_nd((ub.num_counts,), "int64", _CPU)
+            outs.append(fresh_ndarray(shape, spec[1], _CPU))
+        counts = fresh_ndarray((ub.num_counts,), "int64", _CPU)
         try:
             func(*flat, *outs, counts)
         except (RuntimeError, ValueError) as e:

@@ -32,9 +32,10 @@ import numpy as np
 
 from .abi import ERROR_SYMBOL
 from .device import Device
-from .function import ALIGNMENT, Function
+from .function import Function
 from .linker import check_output_path
 from .module import Module
+from .ndarray import ALIGNMENT
 
 __all__ = ["WasmModule", "WasmFunction", "WasmInstance", "load_wasm", "is_wasm", "strip_custom_sections",
            "custom_section", "read_custom_sections", "WASM_MAGIC", "METADATA_SECTION",

@@ -5,7 +5,7 @@ from typing import Any
 
 from .generic_func import GenericFunc, generic_func  # noqa: F401
 from .intrin import register_intrin_rule  # noqa: F401
-from .target import Target, arm_cpu, as_target, current_target, rasp  # noqa: F401
+from .target import Target, arm_cpu, as_target, current_target, rasp, resolve_target  # noqa: F401
 
 
 def cuda(model: str = "unknown", arch: str | None = None, options: Any = None) -> Target:

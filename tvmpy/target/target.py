@@ -27,7 +27,7 @@ from ..ir.dtype import bits_of
 from ..runtime.linker import host_arch, triple_arch
 from .cpu_features import host_cpu_name, host_feature_string, isa_features
 
-__all__ = ["Target", "GPU_KINDS", "as_target", "current_target", "host_cpu_name", "host_cpu_features",
+__all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
 
 _KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx")
@@ -316,6 +316,14 @@ def as_target(target: Target | str | None, default: str | None = None) -> Target
         return Target(target)
     raise TypeError(f"target must be a string such as 'llvm' or 'c', or a Target, got "
                     f"{type(target).__name__} {target!r}")
+
+
+def resolve_target(target: Target | str | None = None) -> Target:
+    """The target to compile for: ``target`` when given (a string parsed, as :func:`as_target`),
+    else the current one (``with Target(...)``), else ``Target("llvm")`` (the host)."""
+    if target is not None:
+        return as_target(target)
+    return current_target() or Target("llvm")
 
 
 def current_target(allow_none: bool = True) -> Target | None:

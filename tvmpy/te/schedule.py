@@ -17,7 +17,7 @@ add stages and rewrite readers' ops, as TVM's ``ReplaceDataFlow`` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -719,6 +719,21 @@ def post_order(roots: Iterable[_T], children: Callable[[_T], Iterable[_T]]) -> l
     return order
 
 
+def producer_ops(outs: Iterable[Tensor]) -> Iterator[Operation]:
+    """Every operation the tensors ``outs`` are computed from (theirs included), each once, in
+    stack order (depth first from the last output): the walk a schedule makes to find the
+    stages it inlines or schedules."""
+    seen: set[int] = set()
+    stack = [t.op for t in outs]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        yield op
+        stack.extend(t.op for t in op.input_tensors)
+
+
 def create_schedule(ops: Any) -> Schedule:
     """A default schedule (one root loop nest per stage) for the given output op(s)/tensor(s)."""
     items = list(ops) if isinstance(ops, (list, tuple)) else [ops]
@@ -735,6 +750,7 @@ def create_schedule(ops: Any) -> Schedule:
 
 
 __all__ += ["ROOT", "INLINE", "SCOPE", "replace_inputs", "rewrite_bodies", "post_order",
+            "producer_ops",
             "InferBound"]
 
 

@@ -147,10 +147,10 @@ def lower_pipeline(func: PrimFunc, target: Any = None,
     ctx = PassContext.current()
     if custom_passes is None:
         custom_passes = ctx.config.get("tir.add_lower_pass", ())
-    if isinstance(target, str):
-        from ..target import Target
+    if target is not None:
+        from ..target import as_target
 
-        target = Target(target)
+        target = as_target(target)
     passes = pipeline_passes(list(custom_passes), target)
     name = func.name
     trace = PassTrace(f"tir {name}", check=_check, text=_text)

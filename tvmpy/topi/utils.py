@@ -25,8 +25,12 @@ def get_const_int(x: Any, what: str = "value") -> int:
     raise ValueError(f"{what} must be a constant integer, got the symbolic expression {x}")
 
 
-def get_const_tuple(shape: Sequence[Any]) -> tuple:
-    """Shape entries as Python ints where constant (symbolic entries are kept as expressions)."""
+def get_const_tuple(shape: Sequence[Any], what: str = "shape", *, symbolic: bool = True) -> tuple:
+    """Shape entries as Python ints where constant. ``symbolic=True`` (TVM's contract): a
+    symbolic entry is kept as its expression; ``symbolic=False``: a symbolic entry is refused
+    with a ValueError naming ``what`` (for computes that need every extent known)."""
+    if not symbolic:
+        return tuple(get_const_int(s, what) for s in shape)
     out = []
     for s in shape:
         s = convert(s)

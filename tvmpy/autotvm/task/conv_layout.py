@@ -10,9 +10,10 @@ several blockings of one convolution can be compared (``ApplyHistoryBest``,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
+
+from ...tir.data_layout import block_of
 
 __all__ = ["CONV_TASKS", "conv_key", "conv_record_layout", "pad4"]
 
@@ -48,11 +49,6 @@ def conv_key(kind: str, data_shape: Sequence[int], weight_shape: Sequence[int], 
             _pair(strides), pad4(padding), _pair(dilation), str(dtype))
 
 
-def _block(layout: str) -> int | None:
-    m = re.fullmatch(r"NCHW(\d+)c", str(layout))
-    return int(m.group(1)) if m else None
-
-
 def conv_record_layout(workload: Sequence[Any]) -> tuple[tuple, int, int] | None:
     """``(conv_key, ic_bn, oc_bn)`` of a ``conv2d_NCHWc.x86`` / ``depthwise_conv2d_NCHWc.x86``
     workload, or None for another workload."""
@@ -63,7 +59,7 @@ def conv_record_layout(workload: Sequence[Any]) -> tuple[tuple, int, int] | None
     try:
         dshape, dtype = tuple(data[1]), str(data[2])
         kshape = tuple(kernel[1])
-        ib = _block(layout)
+        ib = block_of(layout)
         if kind == "conv":
             oc_chunk, ic_chunk, kh, kw, ic_bn, oc_bn = kshape
             weight = (oc_chunk * oc_bn, ic_chunk * ic_bn, kh, kw)

@@ -33,9 +33,9 @@ __all__ = ["DispatchContext", "ApplyConfig", "ApplyHistoryBest", "FallbackContex
 def _target_key(target: Any) -> str:
     """The part of a target that records are matched on: its kind ("llvm", "c")."""
     if target is None:
-        from ...target import Target
+        from ...target import resolve_target
 
-        target = Target.current() or Target("llvm")
+        target = resolve_target()
     kind = getattr(target, "kind", None)
     if kind is not None:
         return str(kind)

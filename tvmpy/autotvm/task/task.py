@@ -127,10 +127,10 @@ def template(task_name: str, func: Callable[..., Any] | None = None) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
                 raise TypeError(f"template {task_name!r} takes positional arguments only")
-            from ...target import Target
+            from ...target import resolve_target
 
             workload = args_to_workload(args, task_name)
-            tgt = Target.current() or Target("llvm")
+            tgt = resolve_target()
             cfg = DispatchContext.current.query(tgt, workload)
             with ApplyConfig(cfg):
                 return f(*args)

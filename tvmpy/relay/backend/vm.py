@@ -47,7 +47,7 @@ from ..expr import Call, Constant, Function, GlobalVar, If, Let, RelayExpr, Tupl
 from ..module import IRModule
 from ..op.registry import Op
 from ..ty import TensorType, TupleType, Type, type_str
-from ..visitor import ExprMutator
+from ..visitor import InlineLets
 
 __all__ = ["compile", "VMCompiler", "VMExecutor", "VMCompileError"]
 
@@ -83,22 +83,9 @@ def _numpy_fallback(node: str, op_name: str, err: Exception) -> None:
 
 
 # ---- 1. lets and local functions ----------------------------------------------------------------
-class _Inline(ExprMutator):
-    """Inline ``let`` bindings and beta-reduce calls of local (non-primitive) functions."""
-
-    def __init__(self, subst: dict[int, RelayExpr] | None = None):
-        super().__init__()
-        self.subst = dict(subst or {})
-
-    def visit_var(self, v: Var) -> RelayExpr:
-        return self.subst.get(id(v), v)
-
-    def visit_let(self, let: Let) -> RelayExpr:
-        self.subst[id(let.var)] = self.visit(let.value)
-        return self.visit(let.body)
-
-    def visit_function(self, f: Function) -> RelayExpr:
-        return f  # entered when called (beta reduction); primitive functions stay as they are
+class _Inline(InlineLets):
+    """Inline ``let`` bindings and beta-reduce calls of local (non-primitive) functions
+    (functions are entered when called; primitive functions stay as they are)."""
 
     def visit_call(self, c: Call) -> RelayExpr:
         op = self.visit(c.op)

@@ -4,10 +4,10 @@ symbolic."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from ...tir.data_layout import block_of
 from ..expr import RelayExpr, TupleGetItem
 from ..size_checks import require_same
 from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
@@ -475,11 +475,11 @@ def dropout(data: RelayExpr, rate: float = 0.5) -> RelayExpr:
 # pooling
 def _pool_layout(d: TensorType, layout: str, what: str, blocked: bool = True
                  ) -> tuple[int, int, int]:
-    m = re.fullmatch(r"NCHW(\d+)c", layout)
-    if m and blocked:  # NCHW{c}c: the blocked layout of AlterOpLayout's x86 convolutions
-        if len(d.shape) != 5 or not dim_equal(d.shape[4], int(m.group(1))):
-            fail(f"{what} with layout {layout} needs 5-D data [N, C/{m.group(1)}, H, W, "
-                 f"{m.group(1)}], got {shape_str(d.shape)}")
+    blk = block_of(layout)
+    if blk is not None and blocked:  # NCHW{c}c: the blocked layout of AlterOpLayout's x86 convs
+        if len(d.shape) != 5 or not dim_equal(d.shape[4], blk):
+            fail(f"{what} with layout {layout} needs 5-D data [N, C/{blk}, H, W, "
+                 f"{blk}], got {shape_str(d.shape)}")
         return (1, 2, 3)
     if len(d.shape) != 4 or layout not in _LAYOUT_AXES:
         fail(f"{what} needs 4-D data in NCHW, NHWC (or 5-D in NCHW<c>c), got "

@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...target import Target, as_target
+from ...target import Target, as_target, resolve_target
 from ..expr import Call, Constant, Function, If, Let, RelayExpr, Tuple, TupleGetItem, Var
 from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
@@ -361,7 +361,7 @@ class AlterOpLayout(FunctionPass):
         self.target = None if target is None else as_target(target)
 
     def transform_function(self, func: Any, mod: Any, ctx: Any) -> Any:
-        target = self.target or Target.current() or Target("llvm")
+        target = resolve_target(self.target)
         with target:  # the ops' hooks dispatch on the current target
             new, _ = _Alter(wanted_blocked(func.body)).visit(func)
         return new

@@ -70,7 +70,7 @@ from ..expr import (
 from ..op.registry import Op, OpPattern
 from ..ty import TensorType, TupleType, Type, dim_equal, type_str
 from ..type_infer import infer_type
-from ..visitor import ExprMutator, dataflow_post_order, post_order_visit
+from ..visitor import InlineLets, dataflow_post_order, post_order_visit
 from .pass_infra import FunctionPass
 
 __all__ = ["FuseOps", "fuse_function", "DEFAULT_MAX_DEPTH", "MAX_NAME_LENGTH"]
@@ -582,30 +582,17 @@ def fused_name(body: RelayExpr) -> str:
     return name
 
 
-class _Normalize(ExprMutator):
+class _Normalize(InlineLets):
     """``let v = e; body`` -> body with ``e`` for ``v`` (operators are pure, see the package
     docstring) and ``TupleGetItem(Tuple(fs), i)`` -> ``fs[i]``, so that fusion sees a plain
-    dataflow graph."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.subst: dict[int, RelayExpr] = {}
-
-    def visit_var(self, v: Var) -> RelayExpr:
-        return self.subst.get(id(v), v)
-
-    def visit_let(self, let: Let) -> RelayExpr:
-        self.subst[id(let.var)] = self.visit(let.value)
-        return self.visit(let.body)
+    dataflow graph (primitive functions are left alone; other local functions are refused
+    later)."""
 
     def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
         new = super().visit_tuple_getitem(t)
         if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
             return new.tuple_value.fields[new.index]
         return new
-
-    def visit_function(self, f: Function) -> RelayExpr:
-        return f  # primitive functions are left alone; other local functions are refused later
 
 
 def _normalize(func: Function, mod: Any) -> Function:

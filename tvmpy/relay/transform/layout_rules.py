@@ -6,9 +6,9 @@ blocked layout in the first place is the target's choice (the ops' ``FTVMAlterOp
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ...tir.data_layout import block_of, blocked
 from ..expr import Call, Constant, RelayExpr
 from ..op import transform as _tr
 from ..op.numpy_impl import layout_transform_np
@@ -23,18 +23,6 @@ __all__ = ["is_agnostic_elementwise", "is_spatial_slice", "blocked", "block_of",
 AGNOSTIC_ATTRS = frozenset({"a_min", "a_max", "alpha", "approximate", "dtype"})
 POOLS = frozenset({"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d",
                    "nn.global_max_pool2d", "nn.adaptive_avg_pool2d"})
-_BLOCKED = re.compile(r"NCHW(\d+)c")
-
-
-def blocked(c: int) -> str:
-    """The blocked layout name of block ``c``: "NCHW16c"."""
-    return f"NCHW{c}c"
-
-
-def block_of(layout: str | None) -> int | None:
-    """``c`` when ``layout`` is the blocked layout "NCHW{c}c", else None."""
-    m = _BLOCKED.fullmatch(layout or "")
-    return int(m.group(1)) if m else None
 
 
 def tensor_shape(e: RelayExpr) -> tuple | None:

@@ -12,13 +12,11 @@ import numpy as np
 
 from ..device import Device
 from ..graph_json import entry_nbytes
-from ..ndarray import NDArray
+from ..ndarray import ALIGNMENT, NDArray, aligned_empty
 
 if TYPE_CHECKING:
     from .parse import _Node
 
-
-ALIGNMENT = 64
 
 
 def _device_entries(dev: Device, ssize: list[int], sids: list[int],
@@ -43,12 +41,10 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
 
 def _zeroed_arena(nbytes: int) -> np.ndarray:
     try:
-        raw = np.zeros(nbytes + ALIGNMENT, dtype=np.uint8)
+        return aligned_empty((nbytes,), np.uint8, zero=True)
     except (MemoryError, ValueError):  # ValueError: more than numpy can index
         raise MemoryError(f"graph executor: cannot allocate the {nbytes / 2**30:.1f} GiB "
                           f"({nbytes} bytes) the graph's tensors need") from None
-    off = (-raw.ctypes.data) % ALIGNMENT
-    return np.ndarray((nbytes,), np.uint8, buffer=raw, offset=off)
 
 
 PLAN_CACHE_SIZE = 8  # symbolic shapes: the storage plans kept (one per input shapes, LRU)

@@ -4,7 +4,8 @@ What it does
     Each target kind has a table ``name -> rule``; a rule takes the ``Call`` and returns an
     equivalent expression (or None to keep the call). The default tables are empty: both CPU
     code generators implement every intrinsic of :mod:`tvmpy.tir.op` themselves. This is the
-    place for a target that lacks one (register with :func:`register_intrin_rule`); the
+    place for a target that lacks one (register with ``tvm.target.register_intrin_rule``, which
+    this module re-exports; the table and its registration live in target/intrin.py); the
     :data:`GENERIC_RULES` below (``sigmoid``, ``rsqrt``, ``exp10`` in terms of ``exp``/``sqrt``)
     can be registered for such a target.
 
@@ -24,8 +25,8 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...ir.op import declared_ops
-from ...target.intrin import RULES, rules_for
-from ...target.target import Target, current_target
+from ...target.intrin import RULES, register_intrin_rule, rules_for
+from ...target.target import as_target, current_target
 from ...transform import PassContext
 from .. import expr as E
 from ..function import PrimFunc
@@ -53,11 +54,6 @@ def _exp10(c: E.Call) -> E.PrimExpr:
 
 
 GENERIC_RULES: dict[str, Rule] = {"sigmoid": _sigmoid, "rsqrt": _rsqrt, "exp10": _exp10}
-
-
-def register_intrin_rule(target_kind: str, name: str, rule: Rule) -> None:
-    """Lower calls of intrinsic ``name`` with ``rule`` for targets of ``target_kind``."""
-    RULES.setdefault(target_kind, {})[name] = rule
 
 
 class _Lowerer(Mutator):
@@ -111,8 +107,6 @@ def LowerIntrin(target: Any = None) -> PrimFuncPass:
 
     def run(func: PrimFunc, mod: IRModule, ctx: PassContext) -> PrimFunc:
         tgt = target if target is not None else func.attrs.get("target")
-        if isinstance(tgt, str):
-            tgt = Target(tgt)
-        return lower_intrin_func(func, tgt if tgt is not None else current_target())
+        return lower_intrin_func(func, as_target(tgt) if tgt is not None else current_target())
 
     return PrimFuncPass(run, 0, "LowerIntrin")

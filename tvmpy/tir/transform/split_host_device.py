@@ -239,11 +239,11 @@ class _Splitter:
 def split_host_device(func: PrimFunc, target: Any = None) -> list[PrimFunc]:
     """``[host, kernel0, kernel1, ...]`` for a lowered GPU function (``target``: its GPU
     target, default the function's ``target`` attribute); a non-GPU function comes back alone."""
-    from ...target import Target
+    from ...target import as_target
 
     tgt = target if target is not None else func.attrs.get("target")
-    if isinstance(tgt, str):
-        tgt = Target(tgt)
+    if tgt is not None:
+        tgt = as_target(tgt)
     if tgt is None or not getattr(tgt, "is_gpu", False):
         return [func]
     sp = _Splitter(func, tgt, tgt.host)

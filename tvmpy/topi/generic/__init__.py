@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...te.schedule import producer_ops
 from .. import tag
 
 __all__ = ["schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce",
@@ -27,17 +28,10 @@ def inline_injective(s: Any, outs: Sequence[te.Tensor]) -> None:
     """Inline every injective (elementwise/broadcast/injective-tagged) stage that is not an
     output into its consumers, as TVM's ``AutoInlineInjective``."""
     out_ops = {id(t.op) for t in outs}
-    seen: set[int] = set()
-    stack = [t.op for t in outs]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
+    for op in producer_ops(outs):
         if isinstance(op, te.ComputeOp) and id(op) not in out_ops and tag.is_injective(op.tag) \
                 and not op.reduce_axis:
             s[op].compute_inline()
-        stack.extend(t.op for t in op.input_tensors)
 
 
 def schedule_injective(outs: Any) -> Any:

@@ -26,9 +26,10 @@ from ...te import Tensor, compute, reduce_axis
 from ...te import sum as te_sum
 from ...tir.expr import const
 from ...tir.op import if_then_else, popcount
+from ..utils import get_const_int, get_const_tuple
 from .conv2d import conv_out_size
 from .pad import pad
-from .utils import check_rank, get_const_int, get_const_tuple, get_pad_tuple, pair
+from .utils import check_rank, get_pad_tuple, pair
 
 __all__ = ["bitpack", "bitserial_dense", "bitserial_conv2d_nchw", "bitserial_conv2d_nhwc",
            "PACK_DTYPES"]
@@ -130,7 +131,7 @@ def bitserial_dense(data: Tensor, weight: Tensor, data_bits: int, weight_bits: i
     dq = bitpack(data, data_bits, 1, 1, pack_dtype, name="data_packed")
     wq = _packed_or_pack(op, weight, 2, weight_bits, 1, 1, pack_dtype, "weight")
     m, _, words = dq.shape
-    n, _, wwords = get_const_tuple(wq.shape, f"{op}: weight shape")
+    n, _, wwords = get_const_tuple(wq.shape, f"{op}: weight shape", symbolic=False)
     if get_const_int(words) != wwords:
         raise ValueError(f"{op}: data {tuple(data.shape)} packs to {words} words per row, the "
                          f"weight to {wwords}: the reduction extents differ")
@@ -170,7 +171,7 @@ def _bitserial_conv2d(layout: str, data: Tensor, kernel: Tensor, stride: Any, pa
     _check(op, weight_bits, "weight_bits", pack_dtype)
     check_rank(data, 4, op, "data", layout)
     kq = _packed_or_pack(op, kernel, 4, weight_bits, *kpack, pack_dtype, "kernel")
-    kshape = get_const_tuple(kq.shape, f"{op}: kernel shape")
+    kshape = get_const_tuple(kq.shape, f"{op}: kernel shape", symbolic=False)
     o, cw = kshape[ko], kshape[kc]
     kh, kw = (kshape[3], kshape[4]) if layout == "NCHW" else (kshape[0], kshape[1])
     dq = bitpack(data, activation_bits, *dpack, pack_dtype, name="data_packed")

@@ -11,15 +11,9 @@ from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
 from ...te import sum as te_sum
+from ..utils import get_const_tuple
 from .pad import pad
-from .utils import (
-    batch_const_shape,
-    check_rank,
-    get_const_tuple,
-    get_pad_tuple,
-    infer_out_dtype,
-    pair,
-)
+from .utils import batch_const_shape, check_rank, get_pad_tuple, infer_out_dtype, pair
 
 __all__ = ["conv2d", "conv2d_nchw", "group_conv2d_nchw", "conv2d_NCHWc", "conv_out_size",
            "conv2d_infer_layout"]
@@ -44,7 +38,7 @@ def _prepare(op: str, data: Tensor, kernel_hw: tuple[int, int], stride: Any, pad
     dh, dw = pair(dilation, f"{op}: dilation")
     kh, kw = kernel_hw
     pt, pl, pb, pr = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1))
-    h, w = get_const_tuple(data.shape[2:4], f"{op}: input spatial size")
+    h, w = get_const_tuple(data.shape[2:4], f"{op}: input spatial size", symbolic=False)
     oh = conv_out_size(h, kh, sh, dh, pt, pb, op, "height")
     ow = conv_out_size(w, kw, sw, dw, pl, pr, op, "width")
     if pt or pl or pb or pr:
@@ -72,7 +66,7 @@ def group_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: Any, 
     check_rank(Input, 4, _op, "Input", "NCHW")
     check_rank(Filter, 4, _op, "Filter", "OIHW")
     n, c, _, _ = batch_const_shape(Input.shape, f"{_op}: Input shape")
-    oc, icg, kh, kw = get_const_tuple(Filter.shape, f"{_op}: Filter shape")
+    oc, icg, kh, kw = get_const_tuple(Filter.shape, f"{_op}: Filter shape", symbolic=False)
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{_op}: groups must be a positive int, got {groups!r}")
     if c % groups or oc % groups:
@@ -115,7 +109,7 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     op = "conv2d_NCHWc"
     check_rank(kernel, 6, op, "kernel", "OIHWio")
     oc_chunk, kic_chunk, kh, kw, kic_bn, oc_bn = get_const_tuple(kernel.shape,
-                                                                 f"{op}: kernel shape")
+                                                                 f"{op}: kernel shape", symbolic=False)
     plain = layout == "NCHW"
     if plain:
         check_rank(data, 4, op, "data", "NCHW")

@@ -13,15 +13,9 @@ from ...te import sum as te_sum
 from ...tir import all as tir_all
 from ...tir.expr import const
 from ...tir.op import if_then_else
+from ..utils import get_const_tuple
 from .conv2d import _cast
-from .utils import (
-    batch_const_shape,
-    check_rank,
-    get_const_tuple,
-    get_pad_tuple,
-    infer_out_dtype,
-    pair,
-)
+from .utils import batch_const_shape, check_rank, get_pad_tuple, infer_out_dtype, pair
 
 __all__ = ["conv2d_transpose_nchw", "stride_interleave"]
 
@@ -33,7 +27,7 @@ def conv2d_transpose_nchw(Input: Tensor, Filter: Tensor, strides: Any, padding: 
     check_rank(Input, 4, op, "Input", "NCHW")
     check_rank(Filter, 4, op, "Filter", "IOHW")
     n, ic, h, w = batch_const_shape(Input.shape, f"{op}: Input shape")
-    fic, oc, kh, kw = get_const_tuple(Filter.shape, f"{op}: Filter shape")
+    fic, oc, kh, kw = get_const_tuple(Filter.shape, f"{op}: Filter shape", symbolic=False)
     if fic != ic:
         raise ValueError(f"{op}: Filter has {fic} input channels, Input has {ic}")
     sh, sw = pair(strides, f"{op}: strides")

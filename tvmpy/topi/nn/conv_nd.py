@@ -17,9 +17,10 @@ from ...te import sum as te_sum
 from ...tir import all as tir_all
 from ...tir.expr import const
 from ...tir.op import if_then_else
+from ..utils import get_const_int, get_const_tuple
 from .conv2d import _cast
 from .pad import pad
-from .utils import batch_const_shape, check_rank, get_const_int, get_const_tuple, infer_out_dtype
+from .utils import batch_const_shape, check_rank, infer_out_dtype
 
 __all__ = ["conv_nd", "conv_transpose_nd", "conv1d_ncw", "group_conv1d_ncw", "conv3d_ncdhw",
            "conv1d_transpose_ncw", "group_conv2d_transpose_nchw", "conv3d_transpose_ncdhw"]
@@ -57,7 +58,7 @@ def _check(op: str, data: Tensor, kernel: Tensor, nsp: int, groups: int
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
     return (batch_const_shape(data.shape, f"{op}: data shape"),
-            get_const_tuple(kernel.shape, f"{op}: kernel shape"))
+            get_const_tuple(kernel.shape, f"{op}: kernel shape", symbolic=False))
 
 
 def conv_nd(data: Tensor, kernel: Tensor, strides: Any, padding: Any, dilation: Any,

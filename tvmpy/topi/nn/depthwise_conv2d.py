@@ -7,8 +7,9 @@ from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
 from ...te import sum as te_sum
+from ..utils import get_const_tuple
 from .conv2d import _cast, _prepare
-from .utils import batch_const_shape, check_rank, get_const_tuple, infer_out_dtype
+from .utils import batch_const_shape, check_rank, infer_out_dtype
 
 __all__ = ["depthwise_conv2d_nchw", "depthwise_conv2d_NCHWc"]
 
@@ -21,7 +22,7 @@ def depthwise_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: A
     check_rank(Input, 4, op, "Input", "NCHW")
     check_rank(Filter, 4, op, "Filter", "C, multiplier, KH, KW")
     n, c, _, _ = batch_const_shape(Input.shape, f"{op}: Input shape")
-    fc, mult, kh, kw = get_const_tuple(Filter.shape, f"{op}: Filter shape")
+    fc, mult, kh, kw = get_const_tuple(Filter.shape, f"{op}: Filter shape", symbolic=False)
     if fc != c:
         raise ValueError(f"{op}: Filter has {fc} channels, Input has {c}")
     out_dtype = infer_out_dtype(out_dtype, Input)
@@ -45,7 +46,7 @@ def depthwise_conv2d_NCHWc(Input: Tensor, Filter: Tensor, stride: Any, padding: 
     check_rank(Input, 5, op, "Input", "NCHWc")
     check_rank(Filter, 6, op, "Filter", "OIHWio")
     n, cc, _, _, cb = batch_const_shape(Input.shape, f"{op}: Input shape")
-    fcc, one, kh, kw, one2, fcb = get_const_tuple(Filter.shape, f"{op}: Filter shape")
+    fcc, one, kh, kw, one2, fcb = get_const_tuple(Filter.shape, f"{op}: Filter shape", symbolic=False)
     if (fcc, fcb) != (cc, cb) or one != 1 or one2 != 1:
         raise ValueError(f"{op}: Filter {(fcc, one, kh, kw, one2, fcb)} does not match Input "
                          f"channels {cc}x{cb} (expected ({cc}, 1, KH, KW, 1, {cb}))")

@@ -9,18 +9,19 @@ padding; the extra cells it covers past the padding count neither as data nor as
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from ...te import Tensor, compute, reduce_axis
 from ...te import max as te_max
 from ...te import sum as te_sum
+from ...tir.data_layout import block_of
 from ...tir.expr import const
 from ...tir.op import floordiv, min_value
 from ...tir.op import max as tmax
 from ...tir.op import min as tmin
+from ..utils import get_const_tuple
 from .pad import pad
-from .utils import batch_const_shape, check_rank, get_const_tuple, get_pad_tuple, pair
+from .utils import batch_const_shape, check_rank, get_pad_tuple, pair
 
 __all__ = ["pool1d", "pool2d", "pool3d", "global_pool", "adaptive_pool", "pool_out_size"]
 
@@ -143,7 +144,7 @@ def _tuple(v: Any, n: int, what: str) -> list[int]:
     vals = list(v) if isinstance(v, (list, tuple)) else [v] * n
     if len(vals) != n:
         raise ValueError(f"{what} must be an int or {n} values, got {v!r}")
-    out = [get_const_tuple([x], what)[0] for x in vals]
+    out = [get_const_tuple([x], what, symbolic=False)[0] for x in vals]
     if min(out) < 1:
         raise ValueError(f"{what} must be >= 1, got {v!r}")
     return out
@@ -152,7 +153,7 @@ def _tuple(v: Any, n: int, what: str) -> list[int]:
 def _pads(padding: Any, n: int, op: str) -> tuple[list[int], list[int]]:
     """An int, ``n`` values (both sides) or ``2n`` values (all befores, then all afters)."""
     vals = list(padding) if isinstance(padding, (list, tuple)) else [padding] * n
-    vals = [get_const_tuple([x], f"{op}: padding")[0] for x in vals]
+    vals = [get_const_tuple([x], f"{op}: padding", symbolic=False)[0] for x in vals]
     if len(vals) == n:
         vals = vals + vals
     if len(vals) != 2 * n or min(vals) < 0:
@@ -165,11 +166,11 @@ def _block_of(layout: str, base: str, op: str) -> int:
     """0 for ``base`` ("NCHW"), ``c`` for ``base + "{c}c"`` (the blocked layout)."""
     if layout == base:
         return 0
-    m = re.fullmatch(base + r"(\d+)c", layout)
-    if not m or int(m.group(1)) < 1:
+    block = block_of(layout, base)
+    if block is None or block < 1:
         raise ValueError(f"{op}: layout {layout!r} is not supported ({base!r} or "
                          f"{base + '<c>c'!r})")
-    return int(m.group(1))
+    return block
 
 
 def pool2d(data: Tensor, kernel: Any, stride: Any, dilation: Any, padding: Any, pool_type: str,

@@ -6,30 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...tir import expr as E
+from ..utils import get_const_int, get_const_tuple
 
-__all__ = ["get_const_int", "get_const_tuple", "batch_const_shape", "get_pad_tuple", "pair", "check_rank",
+__all__ = ["batch_const_shape", "get_pad_tuple", "pair", "check_rank",
            "is_injective_tag", "traverse_inline", "infer_out_dtype"]
-
-
-def get_const_int(x: Any, what: str = "value") -> int:
-    """``x`` (an int or an IntImm) as a Python int; a symbolic value is refused with ``what``."""
-    if isinstance(x, (int,)) and not isinstance(x, bool):
-        return int(x)
-    if isinstance(x, E.IntImm):
-        return int(x.value)
-    raise ValueError(f"{what} must be a constant integer, got {x!r}")
-
-
-def get_const_tuple(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
-    """A shape of constants (ints or IntImm) as a tuple of ints."""
-    return tuple(get_const_int(s, what) for s in shape)
 
 
 def batch_const_shape(shape: Sequence[Any], what: str = "shape") -> tuple[Any, ...]:
     """A shape whose first (batch) extent may be symbolic and the rest are constants."""
     first = shape[0]
     first = int(first.value) if isinstance(first, E.IntImm) else first
-    return (first, *get_const_tuple(shape[1:], what))
+    return (first, *get_const_tuple(shape[1:], what, symbolic=False))
 
 
 def pair(v: Any, what: str) -> tuple[int, int]:

@@ -31,8 +31,9 @@ from ...te import Tensor, compute, reduce_axis
 from ...te import sum as te_sum
 from ...tir import Select
 from ...tir.expr import const
+from ..utils import get_const_tuple
 from .pad import pad
-from .utils import batch_const_shape, check_rank, get_const_tuple, get_pad_tuple, infer_out_dtype
+from .utils import batch_const_shape, check_rank, get_pad_tuple, infer_out_dtype
 
 __all__ = ["winograd_matrices", "conv2d_winograd_weight_transform", "winograd_weight_transform_np",
            "winograd_nchwc_np",
@@ -209,7 +210,7 @@ def winograd_nchwc_np(data: np.ndarray, weight: np.ndarray, padding: Any, m: int
 def conv2d_winograd_weight_transform(kernel: Tensor, tile_size: int, oc_bn: int) -> Tensor:
     """te: ``kernel[OC, C, 3, 3]`` -> ``[alpha, alpha, OC/oc_bn, C, oc_bn]``."""
     check_rank(kernel, 4, "conv2d_winograd_weight_transform", "kernel", "OIHW")
-    oc, ic, kh, kw = get_const_tuple(kernel.shape, "winograd weight transform: kernel shape")
+    oc, ic, kh, kw = get_const_tuple(kernel.shape, "winograd weight transform: kernel shape", symbolic=False)
     _check_weight(oc, kh, kw, oc_bn, "conv2d_winograd_weight_transform")
     _, _, g = winograd_matrices(tile_size)
     alpha = tile_size + 2
@@ -230,7 +231,7 @@ def conv2d_winograd_nchwc(data: Tensor, weight: Tensor, padding: Any, tile_size:
     check_rank(data, 5, op, "data", "NCHWc")
     check_rank(weight, 5, op, "weight", "[alpha, alpha, OC/ob, C, ob]")
     n, ic_chunk, h, w, ic_bn = batch_const_shape(data.shape, f"{op}: data shape")
-    a1, a2, oc_chunk, ic, oc_bn = get_const_tuple(weight.shape, f"{op}: weight shape")
+    a1, a2, oc_chunk, ic, oc_bn = get_const_tuple(weight.shape, f"{op}: weight shape", symbolic=False)
     m = int(tile_size)
     alpha = m + 2
     winograd_matrices(m)  # validates m

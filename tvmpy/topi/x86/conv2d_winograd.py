@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...autotvm.space import OtherOptionEntity
 from ...autotvm.task.topi_integration import register_topi_compute, register_topi_schedule
-from ..nn.utils import get_const_tuple
 from ..nn.winograd import conv2d_winograd_nchwc
+from ..utils import get_const_tuple
 from .conv2d import _find, _outputs, _schedule_pad, anchor
 
 if TYPE_CHECKING:
@@ -60,9 +60,9 @@ def _define_space(cfg: Any, ntile: int, oc_chunk: int) -> None:
 def conv2d_winograd_nchwc_x86(cfg: Any, data: Tensor, weight: Tensor, padding: Any,
                               out_dtype: str | None = None) -> Tensor:
     """``topi.nn.conv2d_winograd_nchwc`` with the tile size of the transformed ``weight``."""
-    alpha = int(get_const_tuple(weight.shape[:1], "winograd weight")[0])
+    alpha = int(get_const_tuple(weight.shape[:1], "winograd weight", symbolic=False)[0])
     out = conv2d_winograd_nchwc(data, weight, padding, alpha - 2, out_dtype)
-    n, oc_chunk, oh, ow, oc_bn = (int(d) for d in get_const_tuple(out.shape, "winograd out"))
+    n, oc_chunk, oh, ow, oc_bn = (int(d) for d in get_const_tuple(out.shape, "winograd out", symbolic=False))
     m = alpha - 2
     _define_space(cfg, n * (-(-oh // m)) * (-(-ow // m)), oc_chunk)
     ic = int(weight.shape[3])

@@ -23,13 +23,8 @@ from ...tir.op import if_then_else
 from ..nn.conv2d import _cast
 from ..nn.dense import _same, add_bias, batch_matmul
 from ..nn.dense import dense as _nn_dense
-from ..nn.utils import (
-    batch_const_shape,
-    check_rank,
-    get_const_tuple,
-    infer_out_dtype,
-    traverse_inline,
-)
+from ..nn.utils import batch_const_shape, check_rank, infer_out_dtype, traverse_inline
+from ..utils import get_const_tuple
 from .conv2d import _outputs, anchor
 from .injective import vector_lanes
 
@@ -104,7 +99,7 @@ def dense_pack(data: Tensor, weight: Tensor, bias: Tensor | None = None,
     check_rank(data, 2, "dense_pack", "data")
     check_rank(weight, 2, "dense_pack", "weight")
     m, k = batch_const_shape(data.shape, "dense_pack: data shape")
-    n, k2 = get_const_tuple(weight.shape, "dense_pack: weight shape")
+    n, k2 = get_const_tuple(weight.shape, "dense_pack: weight shape", symbolic=False)
     if k != k2:
         raise ValueError(f"dense_pack: data has {k} input features, weight {(n, k2)} expects {k2}")
     out_dtype = infer_out_dtype(out_dtype, data)
@@ -126,7 +121,7 @@ def matmul_pack(tensor_a: Tensor, tensor_b: Tensor, bias: Tensor | None = None,
     check_rank(tensor_a, 2, "matmul_pack", "tensor_a")
     check_rank(tensor_b, 2, "matmul_pack", "tensor_b")
     m, k = batch_const_shape(tensor_a.shape, "matmul_pack: tensor_a shape")
-    k2, n = get_const_tuple(tensor_b.shape, "matmul_pack: tensor_b shape")
+    k2, n = get_const_tuple(tensor_b.shape, "matmul_pack: tensor_b shape", symbolic=False)
     if k != k2:
         raise ValueError(f"matmul_pack: A has {k} columns, B {(k2, n)} has {k2} rows")
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
@@ -154,7 +149,7 @@ def dense_prepacked(data: Tensor, packed: Tensor, out_dtype: str | None = None,
     check_rank(data, 2, "dense_prepacked", "data")
     check_rank(packed, 3, "dense_prepacked", "packed weight")
     m, k = batch_const_shape(data.shape, "dense_prepacked: data shape")
-    npanel, k2, nr = get_const_tuple(packed.shape, "dense_prepacked: packed weight shape")
+    npanel, k2, nr = get_const_tuple(packed.shape, "dense_prepacked: packed weight shape", symbolic=False)
     if k != k2:
         raise ValueError(f"dense_prepacked: data has {k} input features, the packed weight "
                          f"{(npanel, k2, nr)} expects {k2}")
@@ -177,7 +172,7 @@ def batch_matmul_pack(tensor_a: Tensor, tensor_b: Tensor, out_dtype: str | None 
     zero-padded."""
     ref = batch_matmul(tensor_a, tensor_b, out_dtype=out_dtype, transpose_b=transpose_b)
     batch, m, n = (getattr(d, "value", d) for d in ref.shape)  # (checks done; M, N may be
-    k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K")[0]  # symbolic)
+    k = get_const_tuple(tensor_a.shape[2:], "batch_matmul_pack: K", symbolic=False)[0]  # symbolic)
     a1 = _same(tensor_a.shape[0], 1)
     out_dtype = infer_out_dtype(out_dtype, tensor_a)
     if nr is None:
@@ -282,8 +277,8 @@ def _schedule_gemv(s: Schedule, mm: Tensor, out: Tensor, k_acc: int) -> None:
     independent accumulators hide the FMA latency (one row by one 32-column panel would
     otherwise chain every FMA on 2 registers). The partial sums are added at the end."""
     packed = _packed_input(mm)
-    nr = get_const_tuple(packed.shape[-1:], "gemv: panel")[0] if packed is not None else \
-        _panel(get_const_tuple(mm.shape[-1:], "gemv: N")[0])
+    nr = get_const_tuple(packed.shape[-1:], "gemv: panel", symbolic=False)[0] if packed is not None else \
+        _panel(get_const_tuple(mm.shape[-1:], "gemv: N", symbolic=False)[0])
     (rk,) = s[mm].op.reduce_axis
     _, ku = s[mm].split(rk, factor=k_acc)
     rf = s.rfactor(mm, ku, factor_axis=len(mm.shape) - 1)  # [M, k_acc, N]
@@ -324,8 +319,8 @@ def _schedule_dot(s: Schedule, mm: Tensor, out: Tensor, nj: int = 8, mi: int = 2
     vector for ``mi`` data rows), then each is reduced horizontally. Without a packed copy of
     the weight this wins when K is long (the horizontal sums amortized, and packing a
     ``[N, K]`` weight with a 4 KiB row stride is slow)."""
-    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K")[0]
-    n = get_const_tuple(mm.shape[-1:], "dense schedule: N")[0]
+    k = get_const_tuple((mm.op.reduce_axis[0].dom.extent,), "dense schedule: K", symbolic=False)[0]
+    n = get_const_tuple(mm.shape[-1:], "dense schedule: N", symbolic=False)[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m
     vec = max(1, min(k, 16))  # (K = 0: an empty reduction, the outputs are zeros)
@@ -401,7 +396,7 @@ def _default_plan(mm: Tensor) -> tuple[str, int, int]:
     k = int(k.value) if hasattr(k, "value") else 0
     packed = _packed_input(mm) if mm.op.tag == "dense_pack" else None
     if packed is not None and m is not None and m <= GEMV_MAX_ROWS:
-        k_acc = _gemv_accumulators(m, get_const_tuple(packed.shape[-1:], "gemv: panel")[0], k)
+        k_acc = _gemv_accumulators(m, get_const_tuple(packed.shape[-1:], "gemv: panel", symbolic=False)[0], k)
         if k_acc > 1:
             return "gemv", k_acc, 0
     if dot and (m is None or m <= 8):
@@ -470,7 +465,7 @@ _ROW_BLOCKS = (1, 2, 4)
 
 
 def _const_dims(t: Tensor, what: str) -> tuple[int, ...]:
-    return get_const_tuple(t.shape, f"{what}: a tunable template needs constant shapes")
+    return get_const_tuple(t.shape, f"{what}: a tunable template needs constant shapes", symbolic=False)
 
 
 def _divisors(n: int, most: int) -> list[int]:

@@ -13,12 +13,13 @@ them).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from ... import te
-from ...target import Target
+from ...target import resolve_target
+from ...te.schedule import producer_ops
+from ...tir.data_layout import block_of
 from ...tir.expr import IntImm
 from ..generic import as_outs, inline_injective
 
@@ -51,13 +52,13 @@ MAX_LANES = 32
 
 def vector_lanes(dtype: str) -> int:
     """Vector lanes of ``dtype`` on the current target (host "llvm" when none is set)."""
-    tgt = Target.current() or Target("llvm")
+    tgt = resolve_target()
     bits_dtype = "int8" if dtype == "bool" else dtype
     return max(1, min(MAX_LANES, tgt.vector_lanes(bits_dtype)))
 
 
 def _num_cores() -> int:
-    tgt = Target.current() or Target("llvm")
+    tgt = resolve_target()
     return tgt.num_cores
 
 
@@ -214,8 +215,7 @@ def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
     for op in _injective_stages(out):
         attrs = op.attrs or {}
         if op.name == "layout_transform" and str(attrs.get("src_layout", "")) == "NCHW":
-            m = re.fullmatch(r"NCHW(\d+)c", str(attrs.get("dst_layout", "")))
-            blk = int(m.group(1)) if m else None
+            blk = block_of(attrs.get("dst_layout", ""))
             srcs = op.input_tensors
             if (blk is not None and len(srcs) == 1 and len(srcs[0].shape) == 4
                     and not isinstance(srcs[0].op, te.ComputeOp)):
@@ -348,17 +348,7 @@ def schedule_injective_from_existing(sch: Any, out: te.Tensor, tiled_transforms:
 def _resize_rows(outs: list) -> list[te.Tensor]:
     """The ``resize2d_rows`` stages (the width pass of ``topi.image.resize2d(...,
     separable=True)``) that ``outs`` read."""
-    found, seen = [], set()
-    stack = [t.op for t in outs]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        if op.tag == "resize2d_rows":
-            found.append(op.output(0))
-        stack.extend(t.op for t in op.input_tensors)
-    return found
+    return [op.output(0) for op in producer_ops(outs) if op.tag == "resize2d_rows"]
 
 
 def _schedule_rows(sch: Any, rows: te.Tensor) -> None:

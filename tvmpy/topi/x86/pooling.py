@@ -12,10 +12,10 @@ output columns per window position. Blocked layout (NCHW{c}): the channel block 
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
+from ...tir.data_layout import block_of
 from ..nn.utils import traverse_inline
 from .conv2d import _outputs, anchor, vectorize_inner
 
@@ -55,7 +55,7 @@ def schedule_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     outs = _outputs(outs)
     s, pool = _find(outs, ("pool_max", "pool_sum"), "schedule_pool")
     out = anchor(pool, outs[0])
-    if re.fullmatch(r"NC[DHW]*\d+c", layout):
+    if any(block_of(layout, base) is not None for base in ("NCW", "NCHW", "NCDHW")):
         _schedule_pool_blocked(s, pool, out)
         return s
     rows = next((t for t in pool.op.input_tensors if t.op.tag == "pool_rows"), None)

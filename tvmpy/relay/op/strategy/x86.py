@@ -10,11 +10,11 @@ fused injective group use.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from .... import topi
+from ....tir.data_layout import block_of
 from ....topi import layout_transform, nn, x86
 from . import (
     OpStrategy,
@@ -344,8 +344,7 @@ def _add_batch_matmul_pack(s: OpStrategy, attrs: Any, inputs: list, out_type: An
 
 # ---- pools -------------------------------------------------------------------------------------
 def _pool_schedule(attrs: Any, outs: list, target: Any) -> Any:
-    if attrs.layout not in ("NCW", "NCHW", "NCDHW") and not re.fullmatch(r"NCHW\d+c",
-                                                                     attrs.layout):
+    if attrs.layout not in ("NCW", "NCHW", "NCDHW") and block_of(attrs.layout) is None:
         return _generic(attrs, outs, target)  # the x86 pool schedule: NC[D]H[W] and NCHW{c}c
     return x86.schedule_pool(outs, attrs.layout)
 

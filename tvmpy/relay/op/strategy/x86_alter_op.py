@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ....target import Target
+from ....tir.data_layout import blocked
 from ....topi import x86
 from ....topi.nn.conv2d import conv2d_infer_layout
 from ....topi.nn.winograd import winograd_weight_transform_np
@@ -79,10 +80,6 @@ def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
     lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
     oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes)
     return blocks[0], oc_bn, ocp
-
-
-def _blocked(c: int) -> str:
-    return f"NCHW{c}c"
 
 
 def is_depthwise(call: Call) -> bool:
@@ -162,11 +159,11 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
         return None
     ic_bn, oc_bn = blocks
     if call.attrs.groups != 1:
-        return [_blocked(ic_bn), f"OIHW1i{oc_bn}o"]
+        return [blocked(ic_bn), f"OIHW1i{oc_bn}o"]
     if is_pointwise(call):
         return [None, None]  # a matmul in NCHW unless its input arrives blocked
     ic_bn, oc_bn, _ = conv_padding(call, Target.current())
-    return [_blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
+    return [blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
 
 
 @conv2d_alter_layout.register("cpu")
@@ -198,22 +195,22 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
         if groups == 1 else None
     if tile is not None:
         weight = _winograd_weight(inputs.plain(1), tile, oc_bn)
-        data = inputs.get(0, _blocked(ic_bn))
+        data = inputs.get(0, blocked(ic_bn))
         return make_call("nn.contrib_conv2d_winograd_nchwc", [data, weight], {
             "tile_size": tile, "padding": a.padding, "channels": a.channels,
-            "kernel_size": (3, 3), "data_layout": _blocked(ic_bn),
-            "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype}), _blocked(oc_bn)  # fmt: skip
+            "kernel_size": (3, 3), "data_layout": blocked(ic_bn),
+            "out_layout": blocked(oc_bn), "out_dtype": a.out_dtype}), blocked(oc_bn)  # fmt: skip
     kernel = inputs.get(1, kl, "OIHW")
     if groups == 1:
         data, dl = _direct_data(inputs, ic_bn)
     else:
-        data, dl = inputs.get(0, _blocked(ic_bn)), _blocked(ic_bn)
+        data, dl = inputs.get(0, blocked(ic_bn)), blocked(ic_bn)
     out = make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
         "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": groups,
         "channels": a.channels, "kernel_size": a.kernel_size,
-        "data_layout": dl, "kernel_layout": kl, "out_layout": _blocked(oc_bn),
+        "data_layout": dl, "kernel_layout": kl, "out_layout": blocked(oc_bn),
         "out_dtype": a.out_dtype})  # fmt: skip
-    return out, _blocked(oc_bn)
+    return out, blocked(oc_bn)
 
 
 def _plain_input(inputs: Any) -> bool:
@@ -237,7 +234,7 @@ def _direct_data(inputs: Any, ic_bn: int) -> tuple[RelayExpr, str]:
     :func:`_plain_input`."""
     if _plain_input(inputs):
         return inputs.plain(0), "NCHW"
-    return inputs.get(0, _blocked(ic_bn)), _blocked(ic_bn)
+    return inputs.get(0, blocked(ic_bn)), blocked(ic_bn)
 
 
 POINTWISE_MAX_PIXELS: int | None = None
@@ -328,11 +325,11 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
     ic = int(call.args[0].checked_type.shape[1])
     tile = winograd_tile(call, ic_bn, oc_bn, target, (ic, ocp), _plain_input(inputs))
     if tile is not None:
-        data = inputs.get(0, _blocked(ic_bn))
+        data = inputs.get(0, blocked(ic_bn))
         out = make_call("nn.contrib_conv2d_winograd_nchwc",
                         [data, _winograd_weight(weight, tile, oc_bn)], {
             "tile_size": tile, "padding": a.padding, "channels": ocp, "kernel_size": (3, 3),
-            "data_layout": _blocked(ic_bn), "out_layout": _blocked(oc_bn),
+            "data_layout": blocked(ic_bn), "out_layout": blocked(oc_bn),
             "out_dtype": a.out_dtype})  # fmt: skip
     else:
         kl = f"OIHW{ic_bn}i{oc_bn}o"
@@ -344,9 +341,9 @@ def _alter_padded(call: Call, inputs: Any, target: Any) -> tuple[RelayExpr, None
         out = make_call("nn.contrib_conv2d_NCHWc", [data, weight], {
             "strides": a.strides, "padding": a.padding, "dilation": a.dilation, "groups": 1,
             "channels": ocp, "kernel_size": a.kernel_size, "data_layout": dl,
-            "kernel_layout": kl, "out_layout": _blocked(oc_bn), "out_dtype": a.out_dtype})
+            "kernel_layout": kl, "out_layout": blocked(oc_bn), "out_dtype": a.out_dtype})
     # the padded channels are cropped in NCHW (they do not split into blocks of a divisor)
-    plain = _tr.layout_transform(out, _blocked(oc_bn), "NCHW")
+    plain = _tr.layout_transform(out, blocked(oc_bn), "NCHW")
     return _tr.strided_slice(plain, (0,), (oc,), axes=(1,)), None
 
 
