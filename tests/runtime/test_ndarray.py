@@ -130,10 +130,9 @@ def test_one_aligned_allocator():
     """Every host buffer the runtime allocates comes from ndarray.aligned_empty (issue 30): the
     alignment is one constant, and the VM's fast NDArray is the same as ``nd.empty``'s."""
     from tvmpy.runtime import function, ndarray, vm
-    from tvmpy.runtime import graph_executor  # noqa: F401
-    from tvmpy.runtime.graph_executor import storage  # noqa: F401
+    from tvmpy.runtime.graph_executor import storage
 
-    assert function.ALIGNMENT is vm.ALIGNMENT is graph_executor.storage.ALIGNMENT is ndarray.ALIGNMENT
+    assert function.ALIGNMENT is vm.ALIGNMENT is storage.ALIGNMENT is ndarray.ALIGNMENT
     for shape, dtype, zero in [((0,), "float32", False), ((7, 3), "int8", True),
                                ((1, 5, 1), "float64", False), ((13,), "uint8", True)]:
         a = ndarray.aligned_empty(shape, dtype, zero=zero)
