@@ -69,7 +69,8 @@ def main() -> None:
         run = compare.tvm_runner(lib)
         ort = compare.ort_runner(model, threads=threads)
         zoo.assert_close(run(feeds), ort(feeds), name)
-        s = interleaved_samples({"tvmpy": lambda: run(feeds), "ort": lambda: ort(feeds)},
+        s = interleaved_samples({"tvmpy": lambda r=run, f=feeds: r(f),
+                                 "ort": lambda o=ort, f=feeds: o(f)},
                                 a.rounds, pause=0.2, target_s=0.05, clock=clock)
         ratios = sorted(x / y for x, y in zip(s["tvmpy"], s["ort"]))
         tv, ot = min(s["tvmpy"]), min(s["ort"])

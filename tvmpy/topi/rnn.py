@@ -111,13 +111,13 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
         Y = ib.buffer_ptr(outs[0], (T, N, H))
         HT = ib.buffer_ptr(outs[1], (N, H))
         k0 = 3 if cell == "LSTM" else 2
-        CT = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
+        CT: Any = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
         HS = ib.buffer_ptr(outs[k0], (2, N, hp))
-        CS = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if cell == "LSTM" else None
-        RH = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if gru0 else None
-        ZS = ib.buffer_ptr(outs[k0 + 2], (N, hp)) if gru0 else None
-        C0 = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
-        RB = ib.buffer_ptr(ins[3], (hp,)) if cell == "GRU" else None
+        CS: Any = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if cell == "LSTM" else None
+        RH: Any = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if gru0 else None
+        ZS: Any = ib.buffer_ptr(outs[k0 + 2], (N, hp)) if gru0 else None
+        C0: Any = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
+        RB: Any = ib.buffer_ptr(ins[3], (hp,)) if cell == "GRU" else None
 
         # the initial state, zero-padded
         with ib.for_range(0, N, name="n") as n:
@@ -197,4 +197,4 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
 
     outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan", dtype=dt,
                      tag="rnn_scan")
-    return list(outs)
+    return outs if isinstance(outs, list) else [outs]

@@ -13,7 +13,8 @@ from . import OpStrategy, register_strategy_func
 
 
 def _compute(attrs: Any, inputs: list, out_type: Any) -> list:
-    return rnn_scan(*inputs, attrs.cell, attrs.hidden, bool(attrs.reverse),
+    xw, rt, h0, aux = inputs
+    return rnn_scan(xw, rt, h0, aux, attrs.cell, attrs.hidden, bool(attrs.reverse),
                     bool(attrs.linear_before_reset), lanes=vector_lanes("float32"))
 
 
