@@ -34,6 +34,9 @@ __all__ = ["rnn_scan", "rnn_block", "workspace_shapes", "GATES", "PAD"]
 GATES = {"LSTM": 4, "GRU": 3}
 #: the padded hidden size is a multiple of this (floats: one 64-byte line)
 PAD = 16
+#: multiply-adds per step below which the step's blocks run serially (one thread): about 2 us
+#: of one core's FMA work, less than the per-step wake-up of the thread pool
+PARALLEL_MIN_MACS = 1 << 16
 
 
 def rnn_block(hp: int, lanes: int, gates: int) -> int:
@@ -96,6 +99,11 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
     T, N = xw.shape[0], xw.shape[1]
     dt = xw.dtype
     gru0 = cell == "GRU" and not linear_before_reset
+    # a step's jobs run in parallel when there is more than one and enough work to pay for
+    # waking the pool every step (a few microseconds)
+    rows = int(N) if isinstance(N, (int, IntImm)) else None
+    serial = rows is not None and (rows * nb == 1 or rows * H * G * hp < PARALLEL_MIN_MACS)
+    jobs = "serial" if serial else "parallel"
     shapes: list[Any] = [(T, N, H), (N, H)] + ([(N, H)] if cell == "LSTM" else [])
     # workspaces: h (two slots, this step's and the next), then LSTM c, GRU(lbr 0) r * h and z;
     # separate buffers, so that every vector loop writes each buffer at one index only
@@ -151,14 +159,14 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
             cur = tir_op.floormod(s, 2)
             nxt = 1 - cur
             if gru0:  # phase A: z and r of every unit; r * h_prev kept for the candidate GEMV
-                with ib.for_range(0, N * nb, name="job", kind="parallel") as job:
+                with ib.for_range(0, N * nb, name="job", kind=jobs) as job:
                     n, u0 = job // nb, (job % nb) * ub
                     acc = ib.allocate(dt, (2 * ub,), name="acc", scope="local")
                     gemv(acc, n, u0, [0, 1], [True, True], t, HS, cur)
                     with ib.for_range(0, ub, name="u", kind="vectorize") as u:
                         ZS[n, u0 + u] = _sigmoid(acc[u])
                         RH[n, u0 + u] = _sigmoid(acc[ub + u]) * HS[cur, n, u0 + u]
-            with ib.for_range(0, N * nb, name="job", kind="parallel") as job:
+            with ib.for_range(0, N * nb, name="job", kind=jobs) as job:
                 n, u0 = job // nb, (job % nb) * ub
                 hn = ib.allocate(dt, (ub,), name="hn", scope="local")
                 if cell == "LSTM":
