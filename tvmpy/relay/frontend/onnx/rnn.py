@@ -1,6 +1,9 @@
-"""ONNX RNN, GRU and LSTM: unrolled over a static sequence length; a sequence length known only
-at run time (a symbolic ``seq_len`` dim) runs as a loop over the time steps (a recursive
-function, ``control.while_loop``): one import serves every length.
+"""ONNX RNN, GRU and LSTM. An LSTM or GRU with the default activations (no clip, peepholes,
+``input_forget`` or ``sequence_lens``) is, per direction, the input projection of all steps as
+one dense and ``nn.rnn_scan`` (relay/op/rnn.py): the whole recurrence one kernel, for a static
+or a run-time sequence length. The other cases are unrolled over a static sequence length; a
+sequence length known only at run time (a symbolic ``seq_len`` dim) runs as a loop over the
+time steps (a recursive function, ``control.while_loop``): one import serves every length.
 
 The input projection of every time step is one dense; each step then adds the recurrent dense
 and applies the gate equations of the ONNX definitions (gate orders: GRU z, r, h; LSTM i, o, f,
@@ -394,8 +397,8 @@ class _PlainContext:
 def recurrent_layer(kind: str, X: RelayExpr, W: RelayExpr, R: RelayExpr, B: RelayExpr | None,
                     h0: RelayExpr | None, c0: RelayExpr | None, hidden: int,
                     direction: str = "forward", linear_before_reset: int = 0) -> list[RelayExpr]:
-    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X`` of static length, weights in the ONNX
-    gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
+    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X``, its length and batch possibly
+    symbolic; weights in the ONNX gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
     attrs: dict[str, Any] = {"hidden_size": hidden, "direction": direction}
     if kind == "GRU":
         attrs["linear_before_reset"] = linear_before_reset
