@@ -71,6 +71,10 @@ CASES = [  # kind, T, N, I, H, direction, states, extra attrs
     ("GRU", 5, 3, 4, 23, "bidirectional", True, {"linear_before_reset": 1}),
     ("GRU", 1, 2, 3, 48, "reverse", True, {}),
     ("GRU", 3, 1, 2, 31, "forward", True, {"linear_before_reset": 1}),
+    # batches over one row block (4 rows share each weight load), a partial last block
+    ("LSTM", 4, 6, 3, 20, "forward", True, {}),
+    ("GRU", 3, 5, 4, 16, "bidirectional", True, {}),
+    ("GRU", 2, 9, 3, 7, "reverse", False, {"linear_before_reset": 1}),
 ]
 
 

@@ -39,14 +39,18 @@ PAD = 16
 PARALLEL_MIN_MACS = 1 << 16
 
 
-def rnn_block(hp: int, lanes: int, gates: int) -> int:
+#: batch rows a job computes together (each weight vector loaded once for all of them)
+MAX_ROWS = 4
+
+
+def rnn_block(hp: int, lanes: int, gates: int, rows: int = 1) -> int:
     """Hidden units per block: a multiple of the vector ``lanes`` dividing ``hp``, as wide as
-    keeps ``gates * block / lanes`` accumulators within 16 vector registers."""
+    keeps ``rows * gates * block / lanes`` accumulators within 16 vector registers."""
     lanes = max(1, min(lanes, PAD))
     best = lanes if hp % lanes == 0 else 1
     for m in (2, 4):
         ub = lanes * m
-        if hp % ub == 0 and gates * m <= 16:
+        if hp % ub == 0 and rows * gates * m <= 16:
             best = ub
     return best
 
@@ -94,15 +98,19 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
                          f">= hidden {H}")
     if not isinstance(rt.shape[0], IntImm) or int(rt.shape[0]) != H:
         raise ValueError(f"rnn_scan: R^T has {rt.shape[0]} rows for hidden size {H}")
-    ub = rnn_block(hp, lanes, G)
-    nb = hp // ub
     T, N = xw.shape[0], xw.shape[1]
+    rows = int(N) if isinstance(N, (int, IntImm)) else None
+    # a job: NB batch rows x ub hidden units (the rows share every weight load)
+    NB = MAX_ROWS if rows is None else max(1, min(MAX_ROWS, rows))
+    ub = rnn_block(hp, lanes, G, NB)
+    nb = hp // ub
     dt = xw.dtype
     gru0 = cell == "GRU" and not linear_before_reset
     # a step's jobs run in parallel when there is more than one and enough work to pay for
     # waking the pool every step (a few microseconds)
-    rows = int(N) if isinstance(N, (int, IntImm)) else None
-    serial = rows is not None and (rows * nb == 1 or rows * H * G * hp < PARALLEL_MIN_MACS)
+    n_jobs = (N + NB - 1) // NB * nb
+    serial = rows is not None and ((rows + NB - 1) // NB * nb == 1
+                                   or rows * H * G * hp < PARALLEL_MIN_MACS)
     jobs = "serial" if serial else "parallel"
     shapes: list[Any] = [(T, N, H), (N, H)] + ([(N, H)] if cell == "LSTM" else [])
     # workspaces: h (two slots, this step's and the next), then LSTM c, GRU(lbr 0) r * h and z;
@@ -136,17 +144,32 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
                 if CS is not None:
                     CS[n, u] = Select(ok, C0[n, uc], zero)
 
-        def gemv(acc: Any, n: Any, u0: Any, gate_list: list[int], init_x: list[bool],
+        def gemv(acc: Any, ns: list, u0: Any, gate_list: list[int], init_x: list[bool],
                  t: Any, src: Any, src_slot: Any) -> None:
-            """acc[j*ub + u] = (xw of gate g, or 0) + sum_k src[(slot,) n, k] R^T[k, g]."""
-            for j, g in enumerate(gate_list):
-                with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                    acc[j * ub + u] = X[t, n, g * hp + u0 + u] if init_x[j] else zero
-            with ib.for_range(0, H, name="k") as k:
-                hk = ib.let("hk", src[n, k] if src_slot is None else src[src_slot, n, k])
+            """acc[(r*G' + j)*ub + u] = (xw of gate g, or 0) + sum_k src[(slot,) n_r, k] R^T[k, g]
+            for the rows ``ns`` (clamped into the batch: a row past it is computed, not stored)."""
+            w = len(gate_list)
+            for r, n in enumerate(ns):
                 for j, g in enumerate(gate_list):
                     with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        acc[j * ub + u] = acc[j * ub + u] + hk * R[k, g * hp + u0 + u]
+                        acc[(r * w + j) * ub + u] = (X[t, n, g * hp + u0 + u] if init_x[j]
+                                                     else zero)
+            with ib.for_range(0, H, name="k") as k:
+                for r, n in enumerate(ns):
+                    hk = ib.let(f"hk{r}", src[n, k] if src_slot is None
+                                else src[src_slot, n, k])
+                    for j, g in enumerate(gate_list):
+                        a = (r * w + j) * ub
+                        with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                            acc[a + u] = acc[a + u] + hk * R[k, g * hp + u0 + u]
+
+        def rows_of(job: Any) -> tuple[list, list, Any]:
+            """The job's rows (clamped), whether each is in the batch, and its first unit."""
+            n0 = (job // nb) * NB
+            real = [n0 + r < N for r in range(NB)]
+            ns = [n0 + r if rows is not None and rows % NB == 0 else tir_op.min(n0 + r, N - 1)
+                  for r in range(NB)]
+            return ns, real, (job % nb) * ub
 
         def store_h(hn: Any, n: Any, u0: Any, t: Any, nxt: Any) -> None:
             with ib.for_range(0, ub, name="u", kind="vectorize") as u:
@@ -159,41 +182,49 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
             cur = tir_op.floormod(s, 2)
             nxt = 1 - cur
             if gru0:  # phase A: z and r of every unit; r * h_prev kept for the candidate GEMV
-                with ib.for_range(0, N * nb, name="job", kind=jobs) as job:
-                    n, u0 = job // nb, (job % nb) * ub
-                    acc = ib.allocate(dt, (2 * ub,), name="acc", scope="local")
-                    gemv(acc, n, u0, [0, 1], [True, True], t, HS, cur)
-                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        ZS[n, u0 + u] = _sigmoid(acc[u])
-                        RH[n, u0 + u] = _sigmoid(acc[ub + u]) * HS[cur, n, u0 + u]
-            with ib.for_range(0, N * nb, name="job", kind=jobs) as job:
-                n, u0 = job // nb, (job % nb) * ub
-                hn = ib.allocate(dt, (ub,), name="hn", scope="local")
+                with ib.for_range(0, n_jobs, name="job", kind=jobs) as job:
+                    ns, real, u0 = rows_of(job)
+                    acc = ib.allocate(dt, (NB * 2 * ub,), name="acc", scope="local")
+                    gemv(acc, ns, u0, [0, 1], [True, True], t, HS, cur)
+                    for r, n in enumerate(ns):
+                        a = r * 2 * ub
+                        with ib.if_scope(real[r]):
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                ZS[n, u0 + u] = _sigmoid(acc[a + u])
+                                RH[n, u0 + u] = _sigmoid(acc[a + ub + u]) * HS[cur, n, u0 + u]
+            with ib.for_range(0, n_jobs, name="job", kind=jobs) as job:
+                ns, real, u0 = rows_of(job)
+                w = {"LSTM": 4, "GRU": 1 if gru0 else 3}[cell]
+                acc = ib.allocate(dt, (NB * w * ub,), name="acc", scope="local")
                 if cell == "LSTM":
-                    acc = ib.allocate(dt, (4 * ub,), name="acc", scope="local")
-                    cn = ib.allocate(dt, (ub,), name="cn", scope="local")
-                    gemv(acc, n, u0, [0, 1, 2, 3], [True] * 4, t, HS, cur)
-                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        cn[u] = (_sigmoid(acc[2 * ub + u]) * CS[n, u0 + u]
-                                 + _sigmoid(acc[u]) * _tanh(acc[3 * ub + u]))
-                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        CS[n, u0 + u] = cn[u]
-                        hn[u] = _sigmoid(acc[ub + u]) * _tanh(cn[u])
+                    gemv(acc, ns, u0, [0, 1, 2, 3], [True] * 4, t, HS, cur)
                 elif gru0:
-                    acc = ib.allocate(dt, (ub,), name="acc", scope="local")
-                    gemv(acc, n, u0, [2], [True], t, RH, None)
-                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        z = ZS[n, u0 + u]
-                        hn[u] = (one - z) * _tanh(acc[u]) + z * HS[cur, n, u0 + u]
+                    gemv(acc, ns, u0, [2], [True], t, RH, None)
                 else:
-                    acc = ib.allocate(dt, (3 * ub,), name="acc", scope="local")
-                    gemv(acc, n, u0, [0, 1, 2], [True, True, False], t, HS, cur)
-                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
-                        z = _sigmoid(acc[u])
-                        hh = _tanh(X[t, n, 2 * hp + u0 + u]
-                                   + _sigmoid(acc[ub + u]) * (acc[2 * ub + u] + RB[u0 + u]))
-                        hn[u] = (one - z) * hh + z * HS[cur, n, u0 + u]
-                store_h(hn, n, u0, t, nxt)
+                    gemv(acc, ns, u0, [0, 1, 2], [True, True, False], t, HS, cur)
+                for r, n in enumerate(ns):
+                    a = r * w * ub
+                    with ib.if_scope(real[r]):
+                        hn = ib.allocate(dt, (ub,), name="hn", scope="local")
+                        if cell == "LSTM":
+                            cn = ib.allocate(dt, (ub,), name="cn", scope="local")
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                cn[u] = (_sigmoid(acc[a + 2 * ub + u]) * CS[n, u0 + u]
+                                         + _sigmoid(acc[a + u]) * _tanh(acc[a + 3 * ub + u]))
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                CS[n, u0 + u] = cn[u]
+                                hn[u] = _sigmoid(acc[a + ub + u]) * _tanh(cn[u])
+                        elif gru0:
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                z = ZS[n, u0 + u]
+                                hn[u] = (one - z) * _tanh(acc[a + u]) + z * HS[cur, n, u0 + u]
+                        else:
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                z = _sigmoid(acc[a + u])
+                                hh = _tanh(X[t, n, 2 * hp + u0 + u] + _sigmoid(acc[a + ub + u])
+                                           * (acc[a + 2 * ub + u] + RB[u0 + u]))
+                                hn[u] = (one - z) * hh + z * HS[cur, n, u0 + u]
+                        store_h(hn, n, u0, t, nxt)
 
         last = tir_op.floormod(T, 2)
         with ib.for_range(0, N, name="n") as n:
