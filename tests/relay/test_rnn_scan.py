@@ -198,3 +198,39 @@ def test_bad_shapes_are_named():
         relay.transform.InferType()(tvm.IRModule.from_expr(rnn_scan(xw, rt, h0, c0, "LSTM", H)))
     with pytest.raises(ValueError, match="cell must be"):
         rnn_scan(xw, rt, h0, c0, "RNN", H)
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 8, 16])
+@pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", False), ("GRU", True)])
+def test_kernel_at_every_vector_width(cell, lbr, lanes):
+    """The topi kernel for a target of any vector width (the block is a multiple of the lanes
+    dividing the padded size) against the numpy meaning (float64), batch 5 over two row
+    blocks, a prime hidden size."""
+    from types import SimpleNamespace
+
+    from tvmpy import te
+    from tvmpy.relay.op.rnn import rnn_scan_np
+    from tvmpy.topi.rnn import GATES
+    from tvmpy.topi.rnn import rnn_scan as topi_rnn_scan
+
+    T, N, H = 4, 5, 19
+    G, hp = GATES[cell], padded_hidden(H)
+    xw = _r(T, N, G, hp)
+    rt = _r(H, G, hp)
+    xw[..., H:] = 0
+    rt[..., H:] = 0
+    xw, rt = xw.reshape(T, N, G * hp), rt.reshape(H, G * hp)
+    h0 = _r(N, H)
+    aux = _r(N, H) if cell == "LSTM" else np.concatenate([_r(H), np.zeros(hp - H, "float32")])
+    ph = [te.placeholder(a.shape, name=n) for a, n in ((xw, "xw"), (rt, "rt"), (h0, "h0"),
+                                                       (aux, "aux"))]
+    outs = topi_rnn_scan(*ph, cell, H, reverse=False, linear_before_reset=lbr, lanes=lanes)
+    f = tvm.build(te.create_schedule([o.op for o in outs]), ph + outs, "llvm")
+    args = [tvm.nd.array(a) for a in (xw, rt, h0, aux)]
+    args += [tvm.nd.empty([int(d) for d in o.shape], "float32") for o in outs]
+    f(*args)
+    attrs = SimpleNamespace(cell=cell, hidden=H, reverse=False, linear_before_reset=lbr)
+    want = rnn_scan_np(attrs, xw, rt, h0, aux)
+    n_real = 3 if cell == "LSTM" else 2  # Y, h_T (, c_T); the workspaces are not results
+    for got, w in zip(args[4:4 + n_real], want[:n_real]):
+        np.testing.assert_allclose(got.numpy(), w, rtol=1e-5, atol=1e-5)
