@@ -234,3 +234,34 @@ def test_kernel_at_every_vector_width(cell, lbr, lanes):
     n_real = 3 if cell == "LSTM" else 2  # Y, h_T (, c_T); the workspaces are not results
     for got, w in zip(args[4:4 + n_real], want[:n_real]):
         np.testing.assert_allclose(got.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+def test_from_pytorch_module_with_a_symbolic_sequence():
+    """``from_pytorch(nn.Module, input_infos)`` with symbolic dims exports the module itself:
+    an nn.GRU keeps its sequence symbolic there too (one import serves every length)."""
+    torch = pytest.importorskip("torch")
+    from tvmpy.runtime import vm as rvm
+
+    torch.manual_seed(2)
+    gru = torch.nn.GRU(4, 9).eval()
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = gru
+
+        def forward(self, x):
+            return self.gru(x)[0]
+
+    m = M().eval()
+    mod, params = relay.frontend.from_pytorch(m, [("x", (["seq", "batch", 4], "float32"))])
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm", params=params)
+    vm = rvm.VirtualMachine(exe, tvm.cpu())
+    for T, n in ((1, 1), (9, 2)):
+        x = torch.randn(T, n, 4)
+        with torch.no_grad():
+            want = m(x).numpy()
+        got = vm.run(x.numpy())
+        got = got[0] if isinstance(got, (list, tuple)) else got
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=2e-5)
