@@ -310,3 +310,22 @@ def test_sinking_over_a_rewritten_source_does_not_duplicate_it():
         if isinstance(e, relay.Call) and hasattr(e.op, "name") else None)
     assert calls.count("exp") == 1 and calls.count("nn.relu") == 1, calls
     _check_same(mod, new)
+
+
+@pytest.mark.parametrize("bshape,moves", [((10,), True), ((1, 10), True), ((7, 10), True),
+                                          ((1, 1, 10), False), ((7, 1), False)])
+def test_linear_bias_moves_above_the_reshape(bshape, moves):
+    """A Linear over a 3-D input as ONNX exports it: ``reshape(dense(x, W)) + b``. A bias over
+    the kept last axis (of no higher rank than the dense's output) goes into the dense's
+    epilogue: one kernel, not a second pass over the output; other shapes stay below."""
+    x = relay.var("x", shape=(7, 6))
+    w = relay.var("w", shape=(10, 6))
+    b = relay.var("b", shape=bshape)
+    y = relay.add(relay.reshape(relay.nn.dense(x, w), (1, 7, 10)), b)
+    mod = relay.IRModule.from_expr(relay.Function([x, w, b], y))
+    new = transform.SinkReshape()(mod)
+    assert (new["main"].body.op.name == "reshape") == moves
+    _check_same(mod, new)
+    if moves:
+        lib = _build(mod)
+        assert len([n for n in _nodes(lib)[1] if n != "__nop"]) == 1  # dense + bias

@@ -27,17 +27,11 @@ from tvmpy.relay.testing import compare, zoo  # noqa: E402  (installs the torchv
 pytest.importorskip("transformers")
 pytest.importorskip("timm")
 
-from torch._dynamo.exc import UserError  # noqa: E402
 
 NAMES = sorted(zoo.MODELS)
 
 # ---- known failures ----------------------------------------------------------------------------
 XFAIL: dict[tuple[str, str], tuple[type | tuple, str]] = {}
-_RNN_EXPORT = ("torch.export specializes the sequence length of nn.LSTM / nn.GRU: "
-               "'Constraints violated (seq)! ... specialized it to be a constant'")
-for _n in NAMES:
-    if zoo.MODELS[_n].kind == "recurrent":
-        XFAIL["torch_dynamic", _n] = ((UserError, ValueError), _RNN_EXPORT)
 
 
 def _param(kind: str) -> list:

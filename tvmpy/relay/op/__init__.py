@@ -22,7 +22,7 @@ from .transform import *  # noqa: F401,F403
 
 # the operators whose output size depends on the data (and image.decode, a host operator;
 # check_indices, the run-time bounds check of gather/scatter indices)
-for _m in ("data_dependent", "image_decode", "vision", "index_check"):
+for _m in ("data_dependent", "image_decode", "vision", "index_check", "rnn"):
     _importlib.import_module("." + _m, __name__)
 del _m
 
@@ -30,6 +30,7 @@ del _m
 _importlib.import_module(".strategy", __name__)
 _importlib.import_module(".strategy.data_dependent", __name__)
 _importlib.import_module(".strategy.index_check", __name__)
+_importlib.import_module(".strategy.rnn", __name__)  # nn.rnn_scan (LSTM/GRU recurrence)
 # ops whose axes / scalar parameters are run-time tensors (issue 11; they register strategies)
 _importlib.import_module(".dyn.reduce", __name__)
 _importlib.import_module(".dyn.scalar_args", __name__)

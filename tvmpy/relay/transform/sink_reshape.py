@@ -11,7 +11,10 @@ What it does
   ``[1, C, H, W]``, axis 1 -> 0); it becomes ``reshape(nn.bias_add(x, b, i))``, and
 * a two-argument elementwise or broadcast operator (``multiply``, ``add`` ...) whose
   arguments are reshapes of the same source and result shapes, or one such reshape and a
-  scalar: ``f(reshape(x), reshape(y))`` becomes ``reshape(f(x, y))`` (SiLU's ``x *
+  scalar, or one such reshape and an operand (of no higher rank than the reshape's source)
+  broadcast over trailing axes the reshape keeps (``add(reshape(dense(x, W), (1, T, K)), b)``
+  with ``b`` of shape ``(K,)``: a Linear over a 3-D input as ONNX exports it, MatMul + Add): ``f(reshape(x), reshape(y))`` becomes
+  ``reshape(f(x, y))`` (SiLU's ``x *
   sigmoid(x)`` and HardSwish over a reshape; the attention scores' ``1/sqrt(d)`` after a
   batched MatMul, exported as ``Reshape(MatMul) * c``, which then fuses into the
   batch_matmul instead of costing a pass over the scores of its own).
@@ -141,7 +144,12 @@ class _Sink(ExprMutator):
                 args.append(f[0])
                 continue
             shape = _static(getattr(o, "checked_type", None))
-            if shape is None or any(d != 1 for d in shape):
+            if shape is None:
+                return new
+            if _trailing(shape, src, dst):  # a bias over trailing axes the reshape keeps
+                args.append(n)
+                continue
+            if any(d != 1 for d in shape):
                 return new  # not a scalar: it broadcasts against the reshaped axes
             if len(shape) > len(src):  # of higher rank than the source: as a 0-d constant
                 if not isinstance(n, Constant):
@@ -149,6 +157,21 @@ class _Sink(ExprMutator):
                 n = Constant(n.data.numpy().reshape(()))
             args.append(n)
         return self._wrap(Call(new.op, args, new.attrs), src, dst)
+
+
+def _trailing(shape: tuple[int, ...], src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    """Whether an operand of ``shape`` broadcasts over the same trailing axes before and after
+    the reshape ``src -> dst`` (a Linear's bias after ``reshape(dense)``): ``shape`` without
+    its leading 1s is a non-empty trailing part of both, and ``shape`` is of no higher rank
+    than ``src`` (so it broadcasts against ``src`` as it is; a higher-rank operand, e.g. an
+    attention mask ``(1, 1, 1, k)`` over ``reshape(batch_matmul)``, stays below)."""
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    core = shape[k:]
+    if not core or len(shape) > len(src):
+        return False
+    return src[len(src) - len(core):] == core and dst[len(dst) - len(core):] == core
 
 
 def _use_counts(body: RelayExpr) -> dict[int, int]:

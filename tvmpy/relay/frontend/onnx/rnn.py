@@ -1,6 +1,9 @@
-"""ONNX RNN, GRU and LSTM: unrolled over a static sequence length; a sequence length known only
-at run time (a symbolic ``seq_len`` dim) runs as a loop over the time steps (a recursive
-function, ``control.while_loop``): one import serves every length.
+"""ONNX RNN, GRU and LSTM. An LSTM or GRU with the default activations (no clip, peepholes,
+``input_forget`` or ``sequence_lens``) is, per direction, the input projection of all steps as
+one dense and ``nn.rnn_scan`` (relay/op/rnn.py): the whole recurrence one kernel, for a static
+or a run-time sequence length. The other cases are unrolled over a static sequence length; a
+sequence length known only at run time (a symbolic ``seq_len`` dim) runs as a loop over the
+time steps (a recursive function, ``control.while_loop``): one import serves every length.
 
 The input projection of every time step is one dense; each step then adds the recurrent dense
 and applies the gate equations of the ONNX definitions (gate orders: GRU z, r, h; LSTM i, o, f,
@@ -125,9 +128,20 @@ def _rnn(kind: str) -> Converter:
                 lens = transform.cast(lens, "int32")
         zero = const(np.zeros((N, H), dtype=dt)) if isinstance(N, int) else None
         ys, hs, cs = [], [], []
+        scan = _scan_applies(kind, attrs, names_of(attrs, dirs, n_act, default_act),
+                             clip, P, lens, dt)
         for d in range(dirs):
             rev = direction == "reverse" or d == 1
             w, r = _take0(W, d), _take0(R, d)
+            if scan:
+                y, h, cell = _scan_direction(kind, X, w, r, _take0(B, d) if B is not None
+                                             else None, _take0(h0, d) if h0 is not None else None,
+                                             _take0(c0, d) if c0 is not None else None, H, rev,
+                                             bool(attrs.get("linear_before_reset", 0)), dt)
+                ys.append(y)
+                hs.append(h)
+                cs.append(cell)
+                continue
             if dynamic:
                 y, h, cell = _time_loop(ctx, kind, attrs, X, w, r, _take0(B, d) if B is not None
                                         else None, h0, c0, P, lens, d, gates, H, acts[d], clip,
@@ -185,6 +199,83 @@ def _rnn(kind: str) -> Converter:
         return [Y, Yh] + ([Yc] if kind == "LSTM" else [])
 
     return convert
+
+
+def names_of(attrs: Attrs, dirs: int, per_dir: int, defaults: list[str]) -> list[str]:
+    """The activation names of every direction, lower case (the defaults where none given)."""
+    names = [v.decode() if isinstance(v, bytes) else v for v in attrs.get("activations", [])]
+    return [n.lower() for n in (names or defaults * dirs)]
+
+
+def _scan_applies(kind: str, attrs: Attrs, names: list[str], clip: Any, P: Any,
+                  lens: Any, dt: str) -> bool:
+    """Whether the layer runs as ``nn.rnn_scan`` (one kernel for the whole recurrence): LSTM
+    or GRU with the default activations, float32, no clip, peepholes, coupled input-forget
+    gate or per-row sequence lengths (those unroll, or loop, step by step)."""
+    default = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}.get(kind)
+    if default is None or dt != "float32" or clip is not None or P is not None \
+            or lens is not None or attrs.get("input_forget", 0):
+        return False
+    if attrs.get("activation_alpha") or attrs.get("activation_beta"):
+        return False
+    return all(names[k] == default[k % len(default)] for k in range(len(names)))
+
+
+def _pad_gates(x: RelayExpr, gates: int, H: int, hp: int) -> RelayExpr:
+    """Each of the ``gates`` blocks of ``H`` along axis 0 zero-padded to ``hp``."""
+    if hp == H:
+        return x
+    shape = shape_of(x)
+    g = reshape_to(x, [gates, H] + list(shape[1:]))
+    pad = [(0, 0), (0, hp - H)] + [(0, 0)] * (len(shape) - 1)
+    return reshape_to(nn.pad(g, pad), [gates * hp] + list(shape[1:]))
+
+
+def _scan_direction(kind: str, X: RelayExpr, w: RelayExpr, r: RelayExpr, b: RelayExpr | None,
+                    h0: RelayExpr | None, c0: RelayExpr | None, H: int, rev: bool, lbr: bool,
+                    dt: str) -> tuple[RelayExpr, RelayExpr, RelayExpr | None]:
+    """One direction as ``nn.rnn_scan``: the input projection of all steps one dense (gates
+    padded to whole vectors), then the recurrence in one kernel."""
+    from ...expr import TupleGetItem
+    from ...op import reduce
+    from ...op.rnn import padded_hidden, rnn_scan
+
+    gates = 4 if kind == "LSTM" else 3
+    hp = padded_hidden(H)
+    T, N, In = shape_of(X)
+    wp = _pad_gates(w, gates, H, hp)                                  # (G*Hp, In)
+    rt = transform.transpose(_pad_gates(r, gates, H, hp), [1, 0])     # (H, G*Hp)
+    if isinstance(T, int) or isinstance(N, int):  # a 2-D dense (the tuned-path kernel)
+        xw = reshape_to(nn.dense(reshape_to(X, [-1, In]), wp), [T, N, gates * hp])
+    else:
+        xw = nn.dense(X, wp)                                         # (T, N, G*Hp)
+    aux: RelayExpr | None = None
+    if b is not None:
+        wb, rb = _slice(b, 0, 0, gates * H), _slice(b, 0, gates * H, 2 * gates * H)
+        if kind == "LSTM":
+            bias = tensor.add(wb, rb)
+        else:  # z, r: both biases outside; h: Rb_h inside r * (...) where linear_before_reset
+            rbh = _slice(rb, 0, 2 * H, 3 * H)
+            keep = _slice(rb, 0, 0, 2 * H)
+            bias = tensor.add(wb, transform.concatenate(
+                [keep, tensor.zeros_like(rbh) if lbr else rbh], 0))
+            if lbr:
+                aux = _pad_gates(rbh, 1, H, hp)
+        xw = tensor.add(xw, _pad_gates(bias, gates, H, hp))
+    if kind == "GRU" and aux is None:
+        aux = const(np.zeros(hp, dtype=dt))
+    if h0 is None or (kind == "LSTM" and c0 is None):
+        if isinstance(N, int):
+            zero: RelayExpr = const(np.zeros((N, H), dtype=dt))
+        else:  # (N, H) zeros for a batch known only at run time (also for T = 0)
+            rows = reduce.sum(tensor.zeros_like(transform.take(X, const(np.int64(0)), axis=2)),
+                              axis=[0])                               # (N,)
+            zero = tensor.add(transform.expand_dims(rows, 1), const(np.zeros((1, H), dtype=dt)))
+        h0 = zero if h0 is None else h0
+        c0 = zero if c0 is None else c0
+    out = rnn_scan(xw, rt, h0, c0 if kind == "LSTM" else aux, kind, H, rev, lbr)
+    return (TupleGetItem(out, 0), TupleGetItem(out, 1),
+            TupleGetItem(out, 2) if kind == "LSTM" else None)
 
 
 def _time_loop(ctx: ImportContext, kind: str, attrs: Attrs, X: RelayExpr, w: RelayExpr,
@@ -306,8 +397,8 @@ class _PlainContext:
 def recurrent_layer(kind: str, X: RelayExpr, W: RelayExpr, R: RelayExpr, B: RelayExpr | None,
                     h0: RelayExpr | None, c0: RelayExpr | None, hidden: int,
                     direction: str = "forward", linear_before_reset: int = 0) -> list[RelayExpr]:
-    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X`` of static length, weights in the ONNX
-    gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
+    """One ONNX ``LSTM``/``GRU`` layer (time-major ``X``, its length and batch possibly
+    symbolic; weights in the ONNX gate order) for another frontend: ``[Y (T, dirs, N, H), Y_h (dirs, N, H)(, Y_c)]``."""
     attrs: dict[str, Any] = {"hidden_size": hidden, "direction": direction}
     if kind == "GRU":
         attrs["linear_before_reset"] = linear_before_reset

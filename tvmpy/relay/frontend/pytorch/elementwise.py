@@ -351,10 +351,14 @@ def _to(ctx: ConvertContext, node: Node, args: Args) -> Output:
 
 
 @converter("aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default",
-           "aten.empty_like.default")
+           "aten.empty_like.default",
+           # a size argument not known at import (a symbolic batch or sequence: nn.LSTM's
+           # zero initial states); with static sizes these are folded to constants
+           "aten.full.default", "aten.zeros.default", "aten.ones.default")
 def _full_like(ctx: ConvertContext, node: Node, args: Args) -> Output:
     fill = {"aten.zeros_like.default": 0, "aten.ones_like.default": 1,
-            "aten.empty_like.default": 0}.get(str(node.target), args.get("fill_value"))
+            "aten.empty_like.default": 0, "aten.zeros.default": 0,
+            "aten.ones.default": 1}.get(str(node.target), args.get("fill_value"))
     shape, dt = out_shape(node), out_dtype(node)
     if not all(isinstance(d, int) for d in shape):  # symbolic dims: filled at run time
         return tensor.full(scalar(fill, dt), shape, dt)

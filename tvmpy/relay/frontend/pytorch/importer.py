@@ -172,8 +172,14 @@ def _export(model: Any, infos: list[tuple[str, list[int | str], str]]) -> Any:
                          "statistics): call model.eval() first")
     _check_arity(model, infos)
     args = tuple(_example(torch, s, d) for _, s, d in infos)
+    dynamic = _dynamic_shapes(torch, infos)
+    from .rnn import symbolic_rnn_export  # nn.LSTM/GRU keep a symbolic sequence length
+
     try:
-        return torch.export.export(model, args, dynamic_shapes=_dynamic_shapes(torch, infos))
+        if dynamic is None:
+            return torch.export.export(model, args)
+        with symbolic_rnn_export():
+            return torch.export.export(model, args, dynamic_shapes=dynamic)
     except Exception as e:
         raise ValueError(f"from_pytorch: torch.export.export failed on inputs "
                          f"{[(n, s, d) for n, s, d in infos]}: {type(e).__name__}: {e}") from e

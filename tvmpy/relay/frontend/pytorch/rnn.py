@@ -5,11 +5,24 @@ the weights put in ONNX's gate order. Without this converter torch decomposes th
 per-step ATen calls: a split kernel more per step and no shared structure.
 
 Eval mode only (``train=False``; dropout between layers is then the identity); ``hx`` as given
-(torch.export always passes the initial states), ``batch_first`` and ``bidirectional``.
+(torch.export always passes the initial states), ``batch_first`` and ``bidirectional``. The
+sequence length and the batch may be symbolic.
+
+A dynamic sequence length needs ``symbolic_rnn_export()`` around ``torch.export.export``:
+torch (2.13) computes the output shapes of ``aten.lstm.input`` / ``aten.gru.input`` while
+tracing by running their Python decompositions (``torch/_decomp/decompositions.py``:
+``lstm_impl`` / ``gru_impl``, registered with ``py_impl(CompositeImplicitAutograd)`` and
+``py_impl(Autograd)``), whose ``one_layer_lstm`` / ``one_layer_rnn`` iterate over the time axis
+(``for inp in precomputed_input``: ``Tensor.__iter__`` -> ``unbind`` guards the length to the
+example's, "Constraints violated (seq)! ... specialized it to be a constant"). No export option
+avoids it (``strict=False``, ``Dim.AUTO``: the sequence is silently specialized). The graph keeps
+the ``aten.lstm.input`` node either way; only its shape computation unrolls.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ...expr import RelayExpr
@@ -64,8 +77,8 @@ def _recurrent(ctx: ConvertContext, node: Node, args: Args) -> Output:
                                "bidirectional" if dirs == 2 else "forward",
                                linear_before_reset=1)
         y = outs[0]                                                   # (T, dirs, N, H)
-        T, _, N, _ = (int(v) for v in _shape(y))
-        x = transform.reshape(transform.transpose(y, [0, 2, 1, 3]), (T, N, dirs * H))
+        # (T, N, dirs * H): 0 copies T and N, which may be symbolic
+        x = transform.reshape(transform.transpose(y, [0, 2, 1, 3]), (0, 0, dirs * H))
         hs.append(outs[1])
         if kind == "LSTM":
             cs.append(outs[2])
@@ -76,7 +89,56 @@ def _recurrent(ctx: ConvertContext, node: Node, args: Args) -> Output:
     return res
 
 
-def _shape(e: RelayExpr) -> list[Any]:
-    from ...type_infer import infer_type
+def _output_shapes(input: Any, hx: Any, bidirectional: bool, batch_first: bool,
+                   kind: str) -> Any:
+    """Empty tensors shaped as ``aten.<kind>.input``'s outputs (no loop over time)."""
+    h = hx[0] if kind == "LSTM" else hx
+    T, N = (input.shape[1], input.shape[0]) if batch_first else input.shape[:2]
+    width = (2 if bidirectional else 1) * h.shape[-1]
+    out = input.new_empty((N, T, width) if batch_first else (T, N, width))
+    if kind == "LSTM":
+        return out, hx[0].new_empty(hx[0].shape), hx[1].new_empty(hx[1].shape)
+    return out, hx.new_empty(hx.shape)
 
-    return list(infer_type(e).checked_type.shape)
+
+def _shaping_kernel(orig: Any, kind: str, fake: type) -> Any:
+    names = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+             "bidirectional", "batch_first")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        a = dict(zip(names, args), **kwargs)
+        if not isinstance(a["input"], fake):
+            return orig(*args, **kwargs)
+        return _output_shapes(a["input"], a["hx"], bool(a["bidirectional"]),
+                              bool(a["batch_first"]), kind)
+
+    return kernel
+
+
+@contextmanager
+def symbolic_rnn_export() -> Iterator[None]:
+    """Within this block ``torch.export.export`` keeps the sequence length of ``nn.LSTM`` /
+    ``nn.GRU`` symbolic (see the module doc for why it does not otherwise): the Python kernels
+    torch traces ``aten.lstm.input`` / ``aten.gru.input`` with are replaced by ones that, on
+    fake tensors, only shape the outputs; real tensors still run torch's own kernels."""
+    import torch
+    from torch._C import DispatchKey
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    keys = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
+    saved: dict = {}
+    for kind, op in (("LSTM", torch.ops.aten.lstm.input), ("GRU", torch.ops.aten.gru.input)):
+        kernels = getattr(op, "py_kernels", None)
+        if not isinstance(kernels, dict) or any(k not in kernels for k in keys):
+            raise RuntimeError(f"symbolic_rnn_export: {op} has no Python kernels to replace in "
+                               f"torch {torch.__version__}")
+        for k in keys:
+            saved[op, k] = kernels[k]
+            kernels[k] = _shaping_kernel(kernels[k], kind, FakeTensor)
+        op._dispatch_cache.clear()
+    try:
+        yield
+    finally:
+        for (op, k), orig in saved.items():
+            op.py_kernels[k] = orig
+            op._dispatch_cache.clear()

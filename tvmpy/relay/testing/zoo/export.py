@@ -92,7 +92,11 @@ def from_torch(spec: Spec, module: Any = None, dynamic: bool = False) -> tuple[A
                    for i in spec.inputs)
     # export at a batch of 2: torch.export specializes a dimension of size 1
     feeds = spec.feeds(**{d: max(2, n) for d, n in spec.dims.items()})
-    ep = torch.export.export(module, _torch_args(spec, feeds), dynamic_shapes=shapes)
+    # nn.LSTM / nn.GRU: torch shapes them by unrolling over the sequence unless told not to
+    from ...frontend.pytorch.rnn import symbolic_rnn_export
+
+    with symbolic_rnn_export():
+        ep = torch.export.export(module, _torch_args(spec, feeds), dynamic_shapes=shapes)
     # the spec's input names, its symbolic dims named as the spec names them
     return from_pytorch(ep, [(i.name, (list(i.shape), i.dtype)) for i in spec.inputs])
 

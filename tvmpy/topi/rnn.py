@@ -1,0 +1,239 @@
+"""The recurrence of an LSTM or GRU layer as one kernel (``relay.nn.rnn_scan``).
+
+The input projection of every time step (``X @ W^T`` plus the biases that can be added there)
+is computed before, as one GEMM; this kernel runs the time loop: per step, the recurrent GEMV
+``h @ R^T``, the gates and the state update, for every hidden unit. A serial loop over time
+holds a parallel loop over (batch row, block of hidden units): a block computes all the gates of
+its units (``R^T``'s columns are gate-major, so a block reads ``G`` contiguous column runs of
+every row), then their new state, so one step is one parallel region (two for the GRU of
+``linear_before_reset=0``, whose candidate GEMV reads ``r * h`` of every unit).
+
+Layout: the hidden axis of the projection, of ``R^T`` and of the state is padded to ``Hp``
+(a multiple of 16 floats, done by the caller on the constant weights: the padded columns are
+zero) so that each block is whole vectors: a padded unit's gates are 0 + 0, its state stays 0
+(LSTM: ``c = sigma(0) c + sigma(0) tanh(0)``; GRU: ``h = (1 - z) tanh(0) + z h``) and it never
+feeds a real unit (the GEMV runs over the ``H`` real rows of ``R^T`` only).
+
+Gate order (ONNX): LSTM i, o, f, c; GRU z, r, h. Activations: sigmoid and tanh, tanh written
+as ``2 sigmoid(2x) - 1`` so that both use the inline vector exp of the LLVM backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import te
+from ..tir import ir_builder
+from ..tir import op as tir_op
+from ..tir import stmt as S
+from ..tir.expr import IntImm, PrimExpr, Select, const
+
+__all__ = ["rnn_scan", "rnn_block", "workspace_shapes", "GATES", "PAD"]
+
+#: gates per cell kind
+GATES = {"LSTM": 4, "GRU": 3}
+#: the padded hidden size is a multiple of this (floats: one 64-byte line)
+PAD = 16
+#: multiply-adds per step below which the step's blocks run serially (one thread): about 2 us
+#: of one core's FMA work, less than the per-step wake-up of the thread pool
+PARALLEL_MIN_MACS = 1 << 16
+
+
+#: batch rows a job computes together (each weight vector loaded once for all of them)
+MAX_ROWS = 4
+
+
+def rnn_block(hp: int, lanes: int, gates: int, rows: int = 1) -> int:
+    """Hidden units per block: a multiple of the vector ``lanes`` dividing ``hp``, as wide as
+    keeps ``rows * gates * block / lanes`` accumulators within 16 vector registers."""
+    lanes = max(1, min(lanes, PAD))
+    best = lanes if hp % lanes == 0 else 1
+    for m in (2, 4):
+        ub = lanes * m
+        if hp % ub == 0 and rows * gates * m <= 16:
+            best = ub
+    return best
+
+
+def workspace_shapes(cell: str, linear_before_reset: bool, n: Any, hp: int) -> list[tuple]:
+    """The shapes of ``rnn_scan``'s workspace outputs (after ``Y``, ``h_T`` and LSTM ``c_T``)."""
+    out: list[tuple] = [(2, n, hp)]
+    if cell == "LSTM":
+        out.append((n, hp))
+    elif not linear_before_reset:
+        out += [(n, hp), (n, hp)]
+    return out
+
+
+def _sigmoid(x: PrimExpr) -> PrimExpr:
+    return tir_op.sigmoid(x)
+
+
+def _tanh(x: PrimExpr) -> PrimExpr:
+    one = const(1.0, x.dtype)
+    return const(2.0, x.dtype) * tir_op.sigmoid(x * const(2.0, x.dtype)) - one
+
+
+def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: str,
+             hidden: int, reverse: bool = False, linear_before_reset: bool = True,
+             lanes: int = 8) -> list[te.Tensor]:
+    """Run the recurrence (see the module doc).
+
+    ``xw`` (T, N, G*Hp): the input projection with the biases that add outside the recurrence
+    (LSTM: both; GRU: ``Wb`` and the z, r parts of ``Rb``, plus ``Rb_h`` where
+    ``linear_before_reset=0``); ``rt`` (H, G*Hp): ``R^T`` padded; ``h0`` (N, H); ``aux``: LSTM
+    ``c0`` (N, H), GRU the candidate's recurrent bias ``Rb_h`` (Hp,) (zeros where it is in
+    ``xw``). Returns ``Y`` (T, N, H), ``h_T`` (N, H), for LSTM ``c_T`` (N, H), and the state
+    workspaces (``workspace_shapes``), which callers ignore.
+    """
+    if cell not in GATES:
+        raise ValueError(f"rnn_scan: cell must be LSTM or GRU, got {cell!r}")
+    G, H = GATES[cell], int(hidden)
+    if not isinstance(rt.shape[1], IntImm) or int(rt.shape[1]) % G:
+        raise ValueError(f"rnn_scan: R^T must have a static multiple of {G} columns, "
+                         f"got {rt.shape}")
+    hp = int(rt.shape[1]) // G
+    if hp < H or hp % PAD:
+        raise ValueError(f"rnn_scan: padded hidden size {hp} must be a multiple of {PAD} and "
+                         f">= hidden {H}")
+    if not isinstance(rt.shape[0], IntImm) or int(rt.shape[0]) != H:
+        raise ValueError(f"rnn_scan: R^T has {rt.shape[0]} rows for hidden size {H}")
+    T, N = xw.shape[0], xw.shape[1]
+    rows = int(N) if isinstance(N, (int, IntImm)) else None
+    # a job: NB batch rows x ub hidden units (the rows share every weight load)
+    NB = MAX_ROWS if rows is None else max(1, min(MAX_ROWS, rows))
+    ub = rnn_block(hp, lanes, G, NB)
+    nb = hp // ub
+    dt = xw.dtype
+    gru0 = cell == "GRU" and not linear_before_reset
+    # a step's jobs run in parallel when there is more than one and enough work to pay for
+    # waking the pool every step (a few microseconds)
+    n_jobs = (N + NB - 1) // NB * nb
+    serial = rows is not None and ((rows + NB - 1) // NB * nb == 1
+                                   or rows * H * G * hp < PARALLEL_MIN_MACS)
+    jobs = "serial" if serial else "parallel"
+    shapes: list[Any] = [(T, N, H), (N, H)] + ([(N, H)] if cell == "LSTM" else [])
+    # workspaces: h (two slots, this step's and the next), then LSTM c, GRU(lbr 0) r * h and z;
+    # separate buffers, so that every vector loop writes each buffer at one index only
+    shapes += workspace_shapes(cell, linear_before_reset, N, hp)
+    one = const(1.0, dt)
+    zero = const(0.0, dt)
+
+    def body(ins: list, outs: list) -> S.Stmt:
+        ib = ir_builder.create()
+        X = ib.buffer_ptr(ins[0], (T, N, G * hp))
+        R = ib.buffer_ptr(ins[1], (H, G * hp))
+        H0 = ib.buffer_ptr(ins[2], (N, H))
+        Y = ib.buffer_ptr(outs[0], (T, N, H))
+        HT = ib.buffer_ptr(outs[1], (N, H))
+        k0 = 3 if cell == "LSTM" else 2
+        CT: Any = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
+        HS = ib.buffer_ptr(outs[k0], (2, N, hp))
+        CS: Any = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if cell == "LSTM" else None
+        RH: Any = ib.buffer_ptr(outs[k0 + 1], (N, hp)) if gru0 else None
+        ZS: Any = ib.buffer_ptr(outs[k0 + 2], (N, hp)) if gru0 else None
+        C0: Any = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
+        RB: Any = ib.buffer_ptr(ins[3], (hp,)) if cell == "GRU" else None
+
+        # the initial state, zero-padded
+        with ib.for_range(0, N, name="n") as n:
+            with ib.for_range(0, hp, name="u") as u:
+                ok = u < H
+                uc = tir_op.min(u, H - 1)
+                HS[0, n, u] = Select(ok, H0[n, uc], zero)
+                if CS is not None:
+                    CS[n, u] = Select(ok, C0[n, uc], zero)
+
+        def gemv(acc: Any, ns: list, u0: Any, gate_list: list[int], init_x: list[bool],
+                 t: Any, src: Any, src_slot: Any) -> None:
+            """acc[(r*G' + j)*ub + u] = (xw of gate g, or 0) + sum_k src[(slot,) n_r, k] R^T[k, g]
+            for the rows ``ns`` (clamped into the batch: a row past it is computed, not stored)."""
+            w = len(gate_list)
+            for r, n in enumerate(ns):
+                for j, g in enumerate(gate_list):
+                    with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                        acc[(r * w + j) * ub + u] = (X[t, n, g * hp + u0 + u] if init_x[j]
+                                                     else zero)
+            with ib.for_range(0, H, name="k") as k:
+                for r, n in enumerate(ns):
+                    hk = ib.let(f"hk{r}", src[n, k] if src_slot is None
+                                else src[src_slot, n, k])
+                    for j, g in enumerate(gate_list):
+                        a = (r * w + j) * ub
+                        with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                            acc[a + u] = acc[a + u] + hk * R[k, g * hp + u0 + u]
+
+        def rows_of(job: Any) -> tuple[list, list, Any]:
+            """The job's rows (clamped), whether each is in the batch, and its first unit."""
+            n0 = (job // nb) * NB
+            real = [n0 + r < N for r in range(NB)]
+            ns = [n0 + r if rows is not None and rows % NB == 0 else tir_op.min(n0 + r, N - 1)
+                  for r in range(NB)]
+            return ns, real, (job % nb) * ub
+
+        def store_h(hn: Any, n: Any, u0: Any, t: Any, nxt: Any) -> None:
+            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                HS[nxt, n, u0 + u] = hn[u]
+            with ib.for_range(0, tir_op.min(const(ub, "int32"), H - u0), name="u") as u:
+                Y[t, n, u0 + u] = hn[u]
+
+        with ib.for_range(0, T, name="s") as s:
+            t = (T - 1 - s) if reverse else s
+            cur = tir_op.floormod(s, 2)
+            nxt = 1 - cur
+            if gru0:  # phase A: z and r of every unit; r * h_prev kept for the candidate GEMV
+                with ib.for_range(0, n_jobs, name="job", kind=jobs) as job:
+                    ns, real, u0 = rows_of(job)
+                    acc = ib.allocate(dt, (NB * 2 * ub,), name="acc", scope="local")
+                    gemv(acc, ns, u0, [0, 1], [True, True], t, HS, cur)
+                    for r, n in enumerate(ns):
+                        a = r * 2 * ub
+                        with ib.if_scope(real[r]):
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                ZS[n, u0 + u] = _sigmoid(acc[a + u])
+                                RH[n, u0 + u] = _sigmoid(acc[a + ub + u]) * HS[cur, n, u0 + u]
+            with ib.for_range(0, n_jobs, name="job", kind=jobs) as job:
+                ns, real, u0 = rows_of(job)
+                w = {"LSTM": 4, "GRU": 1 if gru0 else 3}[cell]
+                acc = ib.allocate(dt, (NB * w * ub,), name="acc", scope="local")
+                if cell == "LSTM":
+                    gemv(acc, ns, u0, [0, 1, 2, 3], [True] * 4, t, HS, cur)
+                elif gru0:
+                    gemv(acc, ns, u0, [2], [True], t, RH, None)
+                else:
+                    gemv(acc, ns, u0, [0, 1, 2], [True, True, False], t, HS, cur)
+                for r, n in enumerate(ns):
+                    a = r * w * ub
+                    with ib.if_scope(real[r]):
+                        hn = ib.allocate(dt, (ub,), name="hn", scope="local")
+                        if cell == "LSTM":
+                            cn = ib.allocate(dt, (ub,), name="cn", scope="local")
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                cn[u] = (_sigmoid(acc[a + 2 * ub + u]) * CS[n, u0 + u]
+                                         + _sigmoid(acc[a + u]) * _tanh(acc[a + 3 * ub + u]))
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                CS[n, u0 + u] = cn[u]
+                                hn[u] = _sigmoid(acc[a + ub + u]) * _tanh(cn[u])
+                        elif gru0:
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                z = ZS[n, u0 + u]
+                                hn[u] = (one - z) * _tanh(acc[a + u]) + z * HS[cur, n, u0 + u]
+                        else:
+                            with ib.for_range(0, ub, name="u", kind="vectorize") as u:
+                                z = _sigmoid(acc[a + u])
+                                hh = _tanh(X[t, n, 2 * hp + u0 + u] + _sigmoid(acc[a + ub + u])
+                                           * (acc[a + 2 * ub + u] + RB[u0 + u]))
+                                hn[u] = (one - z) * hh + z * HS[cur, n, u0 + u]
+                        store_h(hn, n, u0, t, nxt)
+
+        last = tir_op.floormod(T, 2)
+        with ib.for_range(0, N, name="n") as n:
+            with ib.for_range(0, H, name="u") as u:
+                HT[n, u] = HS[last, n, u]
+                if CT is not None:
+                    CT[n, u] = CS[n, u]
+        return ib.get()
+
+    outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan", dtype=dt,
+                     tag="rnn_scan")
+    return outs if isinstance(outs, list) else [outs]
