@@ -54,7 +54,9 @@ def _alter(mod, target="llvm", winograd=False, nchw_input=False):
 
 
 def _lines(mod):
-    return [ln.strip() for ln in relay.printer.astext(mod["main"], show_types=False).splitlines()[1:-1]]
+    from tvmpy.relay import printer
+
+    return [ln.strip() for ln in printer.astext(mod["main"], show_types=False).splitlines()[1:-1]]
 
 
 def _ops(mod):
