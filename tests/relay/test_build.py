@@ -277,6 +277,27 @@ def test_te_compiler_cache_by_structure():
     assert f3 is not f1 and f3.name != f1.name and len(comp.funcs) == 2
 
 
+def test_te_compiler_hashes_a_function_object_once(monkeypatch):
+    # relay.build looks each call's function up when lowering and again in the graph codegen:
+    # the same object is found by identity, not hashed and compared again
+    from tvmpy.relay.backend import te_compiler
+
+    calls = []
+    real = te_compiler.structural_hash
+    monkeypatch.setattr(te_compiler, "structural_hash", lambda f: calls.append(f) or real(f))
+    p = relay.var("p0", shape=(3, 5))
+    func = relay.transform.infer_type(
+        relay.Function([p], relay.nn.relu(p), attrs={"Primitive": 1}))
+    comp = TECompiler("llvm")
+    first = comp.lower(func, False)
+    assert comp.lookup(func) is first and comp.lower(func, False) is first
+    assert len([f for f in calls if f is func]) <= 2  # the first lookup and the insertion
+    q = relay.var("p0", shape=(3, 5))
+    twin = relay.transform.infer_type(
+        relay.Function([q], relay.nn.relu(q), attrs={"Primitive": 1}))
+    assert comp.lookup(twin) is first and first.uses == 2  # equal structure: shared
+
+
 # ---- bad input ------------------------------------------------------------------------------
 def test_unknown_param_name():
     x = relay.var("x", shape=(2, 3))

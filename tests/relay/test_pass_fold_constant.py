@@ -117,3 +117,29 @@ def test_constant_broadcast_to_a_symbolic_batch_is_kept():
         m.run()
         want = np.exp(np.concatenate([np.broadcast_to(tok, (b, 1, 5)), xin], 1))
         np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-6)
+
+
+def test_folded_layout_chain_copies_the_weight_once():
+    # a frontend's transposed weight, then the layout packing's reshape + transpose (what
+    # AlterOpLayout adds for x86 dense): folded one step at a time, the intermediate constants
+    # stay views of the weight, and the one that survives is copied when it is read
+    w = _rand((12, 10), 7)  # (in, out), as ONNX MatMul holds it
+    x = relay.var("x", shape=(3, 12))
+    wt = relay.transpose(relay.const(w), (1, 0))  # (out, in)
+    packed = relay.transpose(relay.reshape(wt, (5, 2, 12)), (0, 2, 1))  # (out/2, in, 2)
+    body = relay.nn.dense(x, wt)
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.Tuple([body, packed])))
+    out = transform.FoldConstant()(mod)
+    consts = [out["main"].body.fields[0].args[1], out["main"].body.fields[1]]
+    assert all(isinstance(c, relay.Constant) for c in consts)
+    src = mod["main"].body.fields[0].args[1].args[0].data.numpy()
+    for c in consts:  # still views of the weight: no copy was made while folding
+        assert np.shares_memory(c.data.strided(), src)
+    np.testing.assert_array_equal(consts[0].data.numpy(), w.T)
+    np.testing.assert_array_equal(consts[1].data.numpy(),
+                                  w.T.reshape(5, 2, 12).transpose(0, 2, 1))
+    assert consts[1].data.numpy().flags.c_contiguous
+    inputs = random_inputs(mod["main"])
+    got, want = run(out, inputs), run(mod, inputs)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-6)

@@ -346,3 +346,22 @@ def test_const_data_adopts_a_new_array_only_when_asked():
     assert copied.numpy() is not b and b.flags.writeable
     strided = np.arange(8.0)[::2]  # not contiguous: copied even when adoption is asked
     assert ConstData(strided, copy=False).numpy().flags.c_contiguous
+
+
+def test_const_data_strided_is_copied_once_when_read():
+    import numpy as np
+
+    from tvmpy.relay.expr import ConstData
+
+    base = np.arange(35, dtype="float32").reshape(5, 7)
+    base.setflags(write=False)
+    lazy = ConstData(base.T, copy=False, strided=True)  # a transposed view: kept as it is
+    assert np.shares_memory(lazy.strided(), base) and not lazy.strided().flags.c_contiguous
+    assert lazy == ConstData(base.T.copy()) and hash(lazy) == hash(ConstData(base.T.copy()))
+    got = lazy.numpy()  # first read: one C-contiguous, read-only copy, kept
+    assert got.flags.c_contiguous and not got.flags.writeable and lazy.numpy() is got
+    np.testing.assert_array_equal(got, base.T)
+    import pickle
+
+    back = pickle.loads(pickle.dumps(ConstData(base.T, copy=False, strided=True)))
+    assert back.numpy().flags.c_contiguous and back == lazy

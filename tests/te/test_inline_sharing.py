@@ -122,3 +122,37 @@ def test_reduction_reads_stay_inside_the_reduction():
     s = te.create_schedule(C.op)
     s[B].compute_inline()
     check(s, [A, C], lambda a: ((a * 4.0) ** 2).sum(axis=1))
+
+
+def test_a_stage_copied_more_than_the_budget_is_computed_into_a_buffer():
+    # three shifted reads per stage (a 1-D 3-tap stencil of stencils): D is copied 3 times into
+    # E, C 9 times. Each copy recomputes C (and the B it inlines) per element; past
+    # inline_budget.MAX_COPIES (4) C is written once into a buffer of its own instead
+    from tvmpy.te.inline_budget import MAX_COPIES
+
+    n = 13
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0 - 1.0, name="B")
+    C = te.compute((n - 2,), lambda i: B[i] - B[i + 1] * B[i + 2], name="C")
+    D = te.compute((n - 4,), lambda i: C[i] * C[i + 1] + C[i + 2], name="D")
+    E_ = te.compute((n - 6,), lambda i: D[i] + D[i + 1] - D[i + 2], name="E")
+    s = te.create_schedule(E_.op)
+    for t in (B, C, D):
+        s[t].compute_inline()
+    assert 3 <= MAX_COPIES < 9
+    f = schedule_to_primfunc(s, [A, E_])
+    allocs = []
+    post_order_visit(f.body, lambda x: allocs.append(x.buffer_var.name)
+                     if type(x).__name__ == "Allocate" else None)
+    assert allocs == ["C"], allocs
+
+    def ref(a):
+        b = a * 2.0 - 1.0
+        c = b[:-2] - b[1:-1] * b[2:]
+        d = c[:-2] * c[1:-1] + c[2:]
+        return d[:-2] + d[1:-1] - d[2:]
+
+    s = te.create_schedule(E_.op)
+    for t in (B, C, D):
+        s[t].compute_inline()
+    check(s, [A, E_], ref)

@@ -104,10 +104,15 @@ class ConstData:
 
     __slots__ = ("_a", "_h")
 
-    def __init__(self, a: np.ndarray, copy: bool = True):
+    def __init__(self, a: np.ndarray, copy: bool = True, *, strided: bool = False):
         """``copy=False``: adopt ``a`` (a C-contiguous array the caller just made, which no
-        one else writes) without copying it; it is made read-only."""
-        if copy or not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
+        one else writes) without copying it; it is made read-only. ``strided=True``: adopt
+        ``a`` even when it is a strided view (of arrays no one writes): it is copied to a
+        C-contiguous array only when ``numpy()`` is first asked for, so a chain of layout
+        changes folded one by one (transpose, reshape, transpose of a packed weight) is
+        copied once, not once per step (``strided()`` reads it without the copy)."""
+        keep = isinstance(a, np.ndarray) and (a.flags.c_contiguous or strided)
+        if copy or not keep:
             a = np.array(a, copy=True)
         a.setflags(write=False)
         object.__setattr__(self, "_a", a)
@@ -117,10 +122,20 @@ class ConstData:
         raise AttributeError("ConstData is immutable")
 
     def numpy(self) -> np.ndarray:
+        """The value, a read-only C-contiguous array."""
+        a = self._a
+        if not a.flags.c_contiguous:  # adopted strided (see __init__): copied once, here
+            a = np.array(a, order="C")
+            a.setflags(write=False)
+            object.__setattr__(self, "_a", a)
+        return a
+
+    def strided(self) -> np.ndarray:
+        """The value as held: a read-only array, maybe a strided view (numpy semantics)."""
         return self._a
 
     def __reduce__(self):
-        return (ConstData, (self._a,))
+        return (ConstData, (self.numpy(),))
 
     asnumpy = numpy
 

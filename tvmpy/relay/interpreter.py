@@ -73,7 +73,7 @@ class _Eval(ExprFunctor):
         return Closure(self.mod[g], {})
 
     def visit_constant(self, c: Constant) -> Any:
-        return c.data.numpy()
+        return c.data.strided()  # numpy semantics: a folded transpose is not copied here
 
     def visit_op(self, op: Op) -> Any:
         return op

@@ -33,7 +33,13 @@ from .tensor import ComputeOp
 
 __all__ = ["MAX_COPIES", "materialize_blowups"]
 
-MAX_COPIES = 16  # copies of one inlined expression beyond which it is computed into a buffer
+# copies of one inlined expression beyond which it is computed into a buffer. Each copy is a
+# recomputation of the stage (and of what it inlines) per element, against one store and one
+# load when it is in a buffer; and the lowering passes walk every copy. 16 let a chain that
+# doubles per stage grow 2**4 before each reset: a 200-stage channel-shuffle chain built in
+# 22 s (CPU), 9 s with 4, run time unchanged; of the zoo only SSDlite's box decoding (copies
+# of 8) is computed into buffers by it, same outputs and run time (bench/RESULTS.md, z-build).
+MAX_COPIES = 4
 
 _LOG = logging.getLogger("tvmpy.te")
 

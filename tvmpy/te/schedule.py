@@ -262,8 +262,10 @@ class Stage:
     def compute_inline(self) -> None:
         """Substitute this stage's expression into its consumers (no buffer, no loops)."""
         self._check_compute("compute_inline")
-        for r in self.schedule._reader_stages(self):
-            if isinstance(r.op, ScanOp):
+        # only scans' readers matter here: reading every stage's inputs per inlined stage was
+        # quadratic in a long fused chain (schedule_injective inlines each of its stages)
+        for r in self.schedule.stages:
+            if isinstance(r.op, ScanOp) and any(t.op is self.op for t in r.op.input_tensors):
                 what = "init" if any(self.schedule[t] is self for t in r.op.init) else "update"
                 raise ValueError(f"compute_inline: {self.op.name} is the {what} of scan "
                                  f"{r.op.name}, which stores it into the scan's output; it cannot "

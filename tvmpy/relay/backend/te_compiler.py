@@ -358,12 +358,20 @@ class TECompiler:
         self.target = as_target(target)
         self.prefix = prefix
         self._cache: dict[int, list[LoweredFunc]] = {}
+        # by identity: relay.build looks each call's function up twice (lowering, then the
+        # graph codegen), and structural hashing + equality of every call was ~40% of a
+        # warm BERT-base rebuild; the function is kept so that its id is not reused
+        self._seen: dict[int, tuple[Function, LoweredFunc]] = {}
         self._names: set[str] = set()
         self.funcs: list[LoweredFunc] = []
 
     def lookup(self, func: Function) -> LoweredFunc | None:
+        seen = self._seen.get(id(func))
+        if seen is not None and seen[0] is func:
+            return seen[1]
         for cand in self._cache.get(self._key(func), ()):
             if cand.func is func or structural_equal(cand.func, func, map_free_vars=True):
+                self._seen[id(func)] = (func, cand)
                 return cand
         return None
 
@@ -382,6 +390,7 @@ class TECompiler:
         prim = lower_primitive(func, self.target, name) if eager else None
         lowered = LoweredFunc(func, name, prim)
         self._cache.setdefault(self._key(func), []).append(lowered)
+        self._seen[id(func)] = (func, lowered)
         self.funcs.append(lowered)
         return lowered
 

@@ -42,8 +42,10 @@ def _to_expr(v: Any) -> RelayExpr:
     if isinstance(v, (tuple, list)):
         return Tuple([_to_expr(x) for x in v])
     # a new array (or a view of another constant's read-only one): adopted, not copied again
-    # (a BERT-base build folds 85 M packed weights)
-    return Constant(ConstData(np.asarray(v), copy=False))
+    # (a BERT-base build folds 85 M packed weights); a strided view (a transposed weight) is
+    # copied only when something other than folding reads it: a weight transposed by the
+    # frontend, then reshaped and transposed again by the layout packing, is copied once
+    return Constant(ConstData(np.asarray(v), copy=False, strided=True))
 
 
 def _symbolic_result(call: Call) -> bool:
