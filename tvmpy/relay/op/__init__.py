@@ -30,6 +30,9 @@ del _m
 _importlib.import_module(".strategy", __name__)
 _importlib.import_module(".strategy.data_dependent", __name__)
 _importlib.import_module(".strategy.index_check", __name__)
+# nn.attention (scaled dot-product attention as one operator) and its strategy
+_importlib.import_module(".nn_attention", __name__)
+_importlib.import_module(".strategy.attention", __name__)
 # ops whose axes / scalar parameters are run-time tensors (issue 11; they register strategies)
 _importlib.import_module(".dyn.reduce", __name__)
 _importlib.import_module(".dyn.scalar_args", __name__)

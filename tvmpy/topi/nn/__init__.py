@@ -44,6 +44,7 @@ from .pooling import (  # noqa: F401
     pool3d,
     pool_out_size,
 )
+from .attention import attention  # noqa: F401
 from .softmax import (  # noqa: F401
     log_softmax,
     log_softmax_by_row,

@@ -57,3 +57,4 @@ from .normalization import (  # noqa: E402,F401
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401
+from .attention import schedule_attention  # noqa: E402,F401
