@@ -880,3 +880,7 @@ from .nn_nd import (  # noqa: E402
     max_pool1d,
     max_pool3d,
 )
+
+
+# relay.nn.attention: scaled dot-product attention as one operator (its own module)
+from .nn_attention import attention  # noqa: E402,F401

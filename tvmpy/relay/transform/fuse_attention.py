@@ -46,14 +46,14 @@ def _name(e: Any) -> str | None:
 
 
 def _dims(e: Any) -> tuple | None:
-    t = getattr(e, "checked_type", None)
+    t = getattr(e, "_checked_type", None)
     if not isinstance(t, TensorType):
         return None
     return tuple(getattr(d, "value", d) for d in t.shape)
 
 
 def _dtype(e: Any) -> str | None:
-    t = getattr(e, "checked_type", None)
+    t = getattr(e, "_checked_type", None)
     return t.dtype if isinstance(t, TensorType) else None
 
 
@@ -188,7 +188,7 @@ class _Fuse(ExprMutator):
                     return None
                 f = c if name == "multiply" else 1.0 / c
                 scale *= f
-                biases = [(self._scaled(b, f, dtype), shp) for b, shp in biases]
+                biases = [(self._scaled(b, f, dtype), shp, have) for b, shp, have in biases]
                 continue
             bshape = _dims(other)
             if bshape is None or _dtype(other) != dtype or len(bshape) > len(view):
@@ -196,7 +196,7 @@ class _Fuse(ExprMutator):
             b4 = _split_heads(view, (1,) * (len(view) - len(bshape)) + bshape, heads)
             if b4 is None:
                 return None
-            biases.append((other, b4))
+            biases.append((other, b4, bshape))
         ok, bias = self._bias(biases)
         if not ok:
             return None
@@ -244,8 +244,7 @@ class _Fuse(ExprMutator):
         form (constants folded here); not ok when a bias with a run-time axis would need more
         than axes prepended."""
         total = None
-        for b, shape in biases:
-            have = _dims(b) or ()
+        for b, shape, have in biases:
             if all(isinstance(d, int) for d in shape):
                 b4: Any = (Constant(b.data.numpy().reshape(shape)) if isinstance(b, Constant)
                            else _tr.reshape(self.visit(b), list(shape)))
