@@ -243,3 +243,28 @@ def test_symbolic_sequence_through_the_vm():
         a = [_rand(h, n, d) for _ in range(3)]
         np.testing.assert_allclose(vm.run(*a).numpy(), _reference(*a, scale=0.25), rtol=1e-4,
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("same_batch", [True, False])
+def test_symbolic_batch_mask(same_batch):
+    """A mask over a run-time batch: fused when its batch is the scores' own (the VM then
+    runs it at every batch), left alone when it is another run-time size (it may be 1 and
+    broadcast)."""
+    b_ = relay.Any()
+    q = relay.var("q", shape=(b_, 5, 8))
+    k = relay.var("k", shape=(b_, 7, 8))
+    v = relay.var("v", shape=(b_, 7, 4))
+    mask = relay.var("mask", shape=(b_ if same_batch else relay.Any(), 5, 7))
+    s = relay.add(relay.multiply(relay.nn.batch_matmul(q, k), relay.const(np.float32(0.3))),
+                  mask)
+    out = relay.nn.batch_matmul(relay.nn.softmax(s), v, transpose_b=False)
+    mod = tvm.IRModule.from_expr(relay.Function([q, k, v, mask], out))
+    assert ("nn.attention(" in str(_fused(mod))) == same_batch
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    vm = rvm.VirtualMachine(exe, tvm.cpu())
+    for n in (1, 3):
+        a = [_rand(n, 5, 8), _rand(n, 7, 8), _rand(n, 7, 4)]
+        m = np.where(RNG.uniform(size=(n, 5, 7)) < 0.3, -1e4, 0).astype("float32")
+        want = _reference(*a, m[:, None], scale=0.3, heads=1)
+        np.testing.assert_allclose(vm.run(*a, m).numpy(), want, rtol=1e-4, atol=1e-5)

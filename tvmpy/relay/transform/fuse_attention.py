@@ -31,7 +31,7 @@ from ..expr import Call, Constant, Function, RelayExpr
 from ..op import transform as _tr
 from ..op.nn_attention import attention
 from ..op.registry import Op, make_call
-from ..ty import TensorType
+from ..ty import TensorType, dim_equal
 from ..visitor import ExprMutator
 from .pass_infra import FunctionPass
 from .sink_reshape import _use_counts
@@ -66,7 +66,18 @@ def _scalar(e: Any) -> float | None:
 
 
 def _same(a: Any, b: Any) -> bool:
-    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b) or str(a) == str(b)
+    """Provably the same size (a run-time ``Any`` only equals itself)."""
+    return a is b or dim_equal(a, b)
+
+
+def _one(d: Any) -> bool:
+    """Statically 1 (a run-time ``Any`` may be 1 too, but is not known to be)."""
+    return isinstance(d, int) and d == 1
+
+
+def _same_shape(a: tuple | None, b: tuple | None) -> bool:
+    return a is not None and b is not None and len(a) == len(b) and all(
+        _same(x, y) for x, y in zip(a, b))
 
 
 def _split_heads(view: tuple, bias: tuple, heads: int) -> tuple | None:
@@ -76,14 +87,14 @@ def _split_heads(view: tuple, bias: tuple, heads: int) -> tuple | None:
     (broadcast) or all equal to the view's (view axes of static size 1 are ignored)."""
     lead_v, lead_b = list(view[:-2]), list(bias[:-2])
     if len(lead_b) > len(lead_v):
-        if any(d != 1 for d in lead_b[:len(lead_b) - len(lead_v)]):
+        if not all(_one(d) for d in lead_b[:len(lead_b) - len(lead_v)]):
             return None
         lead_b = lead_b[len(lead_b) - len(lead_v):]
     lead_b = [1] * (len(lead_v) - len(lead_b)) + lead_b
 
     def merged(vs: list, bs: list) -> Any:
-        keep = [(v, b) for v, b in zip(vs, bs) if v != 1]
-        if all(b == 1 for _, b in keep):
+        keep = [(v, b) for v, b in zip(vs, bs) if not _one(v)]
+        if all(_one(b) for _, b in keep):
             return 1
         if all(_same(v, b) for v, b in keep) and all(isinstance(v, int) for v, _ in keep):
             return math.prod(v for v, _ in keep)
@@ -101,6 +112,19 @@ def _split_heads(view: tuple, bias: tuple, heads: int) -> tuple | None:
     return None
 
 
+def _unit_axes(have: tuple, want: tuple) -> list[int] | None:
+    """The axes at which inserting unit axes into shape ``have`` gives ``want``, else None."""
+    axes, i = [], 0
+    for ax, d in enumerate(want):
+        if i < len(have) and _same(have[i], d):
+            i += 1
+        elif _one(d):
+            axes.append(ax)
+        else:
+            return None
+    return axes if i == len(have) else None
+
+
 def _reaches_product(e: Any, depth: int = 16) -> bool:
     """Whether ``e`` is a batch_matmul seen through at most ``depth`` chain ops."""
     for _ in range(depth):
@@ -109,7 +133,7 @@ def _reaches_product(e: Any, depth: int = 16) -> bool:
             return True
         if name not in ("reshape", "cast", "multiply", "divide", "add"):
             return False
-        nxt = [a for a in e.args if not isinstance(a, Constant) and _dims(a) == _dims(e)]
+        nxt = [a for a in e.args if not isinstance(a, Constant) and _same_shape(_dims(a), _dims(e))]
         if len(nxt) != 1:
             return False
         e = nxt[0]
@@ -215,7 +239,7 @@ class _Fuse(ExprMutator):
         if _name(e) == "divide":
             return a
         out = _dims(e)
-        sides = [x for x in (a, b) if _dims(x) == out and not isinstance(x, Constant)]
+        sides = [x for x in (a, b) if _same_shape(_dims(x), out) and not isinstance(x, Constant)]
         if len(sides) == 2:
             sides = [x for x in sides if _reaches_product(x)]
         return sides[0] if len(sides) == 1 else None
@@ -248,11 +272,13 @@ class _Fuse(ExprMutator):
             if all(isinstance(d, int) for d in shape):
                 b4: Any = (Constant(b.data.numpy().reshape(shape)) if isinstance(b, Constant)
                            else _tr.reshape(self.visit(b), list(shape)))
-            elif len(have) <= 4 and tuple(shape) == (1,) * (4 - len(have)) + tuple(have):
-                b4 = self.visit(b) if len(have) == 4 else _tr.expand_dims(self.visit(b), 0,
-                                                                          4 - len(have))
-            else:
-                return False, None
+            else:  # a run-time axis: the 4-D form by inserting unit axes, when it is that
+                new_axes = _unit_axes(tuple(have), tuple(shape))
+                if new_axes is None:
+                    return False, None
+                b4 = self.visit(b)
+                for ax in new_axes:
+                    b4 = _tr.expand_dims(b4, ax)
             if total is None:
                 total = b4
             elif isinstance(total, Constant) and isinstance(b4, Constant):
