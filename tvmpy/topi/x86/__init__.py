@@ -1,5 +1,6 @@
 """x86 schedules."""
 
+from .attention import schedule_attention  # noqa: E402,F401
 from .conv2d import (  # noqa: E402,F401
     schedule_conv1d_ncw,
     schedule_conv1d_transpose_ncw,
@@ -57,4 +58,3 @@ from .normalization import (  # noqa: E402,F401
 from .pooling import schedule_adaptive_pool, schedule_global_pool, schedule_pool  # noqa: E402,F401
 from .reduction import schedule_reduce  # noqa: E402,F401
 from .softmax import schedule_softmax  # noqa: E402,F401
-from .attention import schedule_attention  # noqa: E402,F401
