@@ -2,6 +2,7 @@
 per attention block), against onnxruntime, in the same process (issue 25, point 4).
 
     python bench/fused_attention.py [--models whisper_encoder,bert] [--threads 1,2] [--rounds 5]
+    python bench/fused_attention.py --block 6,1500,64 [--threads 1,2]   # one attention block
 
 Per model (real size, the ONNX export of tvmpy.relay.testing.zoo): tvmpy built at opt_level 3
 twice, once with ``disabled_pass=["FuseAttention"]`` (the separate batch_matmul -> softmax ->
@@ -76,12 +77,41 @@ def _one(name: str, threads: int, rounds: int) -> tuple[float, float]:
     return b["separate"] / b["ort"], b["fused"] / b["ort"]
 
 
-def _worker(models: list[str], threads: int, rounds: int) -> None:
+def _block(spec: str, threads: int, rounds: int) -> None:
+    """The attention block of bench/attention.py (``h,s,d``: softmax(Q K^T / sqrt(d)) V over
+    [1, h, s, d], an ONNX model) built both ways, against onnxruntime."""
+    import attention as A
+    import numpy as np
+
+    from tvmpy.relay.testing import compare
+
+    h, s, d = (int(x) for x in spec.split(","))
+    c = A.attention_case(h, s, d)
+    model = c.onnx_fn()
+    mod, params = compare.import_onnx(model, {k: v.shape for k, v in c.feeds.items()})
+    sep, fused = _build(mod, params, False), _build(mod, params, True)
+    ort = compare.ort_runner(model, threads=threads)
+    want = ort(c.feeds)[0]
+    for side in (sep, fused):
+        np.testing.assert_allclose(side(c.feeds)[0], want, rtol=1e-4, atol=1e-5)
+    smp = interleaved_samples({"separate": lambda: sep(c.feeds), "fused": lambda: fused(c.feeds),
+                               "ort": lambda: ort(c.feeds)}, rounds, pause=0.1, target_s=0.1)
+    b = {k: min(v) for k, v in smp.items()}
+    print(f"attention block h{h} s{s} d{d}: separate {b['separate'] * 1e3:.2f} ms "
+          f"(x{b['separate'] / b['ort']:.2f} ort) | fused {b['fused'] * 1e3:.2f} ms "
+          f"(x{b['fused'] / b['ort']:.2f} ort, {c.flops / b['fused'] / 1e9:.0f} GF/s) | ort "
+          f"{b['ort'] * 1e3:.2f} ms", flush=True)
+
+
+def _worker(models: list[str], threads: int, rounds: int, block: str = "") -> None:
     from common import bench_threads
 
     threads = bench_threads(threads)
     print(f"== {threads} thread(s), {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    if block:
+        _block(block, threads, rounds)
+        return
     sep, fused = [], []
     for name in models:
         try:
@@ -101,16 +131,17 @@ def main() -> None:
     ap.add_argument("--models", default=MODELS)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--block", default="", help="h,s,d: one attention block instead")
     ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     o = ap.parse_args()
     models = [m for m in o.models.split(",") if m]
     if o.worker:
-        _worker(models, o.worker, o.rounds)
+        _worker(models, o.worker, o.rounds, o.block)
         return
     print(machine_description(), flush=True)
     for t in (int(v) for v in o.threads.split(",") if v):
         subprocess.run([sys.executable, __file__, "--models", o.models, "--rounds",
-                        str(o.rounds), "--worker", str(t)], check=True)
+                        str(o.rounds), "--block", o.block, "--worker", str(t)], check=True)
 
 
 if __name__ == "__main__":
