@@ -45,6 +45,8 @@ def op_cases():
                            (2, 4, 4, 18)),
         "nn.matmul": (relay.nn.matmul(m, _c(5, 2)), (3, 2)),
         "nn.batch_matmul": (relay.nn.batch_matmul(a3, _c(2, 4, 5)), (2, 3, 4)),
+        "nn.attention": (relay.nn.attention(a3, _c(2, 7, 5), _c(2, 7, 4), _c(1, 2, 1, 7),
+                                            scale=0.5, heads=2), (2, 3, 4)),
         "nn.bias_add": (relay.nn.bias_add(x4, vec4), (2, 4, 9, 9)),
         "nn.relu": (relay.nn.relu(m), (3, 5)),
         "nn.leaky_relu": (relay.nn.leaky_relu(m, 0.2), (3, 5)),

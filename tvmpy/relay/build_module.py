@@ -220,7 +220,8 @@ def build_passes() -> list[Any]:
     opt_level is at least the pass's own (SimplifyInference 0, LegalizeLayouts 0 (NHWC convolutions
     and pools as NCHW ones, ``transform/convert_layout.py``), ConvTransposeToConv 0, FuseOps 0,
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
-    only padding), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape 3)."""
+    only padding), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
+    FuseAttention 3)."""
     from . import transform as T
 
     # DropPaddingTaps after FoldScaleAxis: a batch norm folds into the whole convolution's
@@ -236,7 +237,8 @@ def build_passes() -> list[Any]:
         # shared copy for the calls that share a weight (an RNN's recurrent dense per time
         # step), not one folded constant per call (64 MB for a 32-step 2-layer LSTM)
         passes += [alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
-    passes += [T.SinkReshape(), T.DeadCodeElimination()]
+    # FuseAttention after SinkReshape: the attention scale moved onto the Q K^T product
+    passes += [T.SinkReshape(), T.FuseAttention(), T.DeadCodeElimination()]
     fuse = getattr(T, "FuseOps", None)
     if fuse is None:
         raise RelayBuildError("relay.build needs relay.transform.FuseOps, which is not available")

@@ -872,6 +872,8 @@ def space_to_depth(data: RelayExpr, block_size: int, layout: str = "NCHW") -> Re
     return make_call("nn.space_to_depth", [data], {"block_size": int(block_size), "layout": layout})
 
 
+# relay.nn.attention: scaled dot-product attention as one operator (its own module)
+from .nn_attention import attention  # noqa: E402,F401
 from .nn_bitserial import bitpack, bitserial_conv2d, bitserial_dense  # noqa: E402,F401
 from .nn_nd import (  # noqa: E402
     avg_pool1d,

@@ -23,7 +23,7 @@ from ..type_infer import TypeInferencer, infer_type
 from .pass_infra import FunctionPass, function_pass
 
 __all__ = [
-    "InferType", "infer_type", "Pass", "ModulePass", "FunctionPass", "Sequential",
+    "InferType", "infer_type", "FuseAttention", "Pass", "ModulePass", "FunctionPass", "Sequential",
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
@@ -70,11 +70,12 @@ from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
+from .fuse_attention import FuseAttention  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps):
+           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps, FuseAttention):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)

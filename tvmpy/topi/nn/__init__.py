@@ -5,6 +5,7 @@ normalization, softmax. Schedules per target live in ``topi.x86``."""
 # topi.elemwise / topi.transform), re-exported for code written against that API
 from ..elemwise import leaky_relu, prelu, relu  # noqa: E402,F401
 from ..transform import flatten  # noqa: E402,F401
+from .attention import attention  # noqa: F401
 from .bitserial import (  # noqa: F401
     bitpack,
     bitserial_conv2d_nchw,

@@ -1,5 +1,6 @@
 """x86 schedules."""
 
+from .attention import schedule_attention  # noqa: E402,F401
 from .conv2d import (  # noqa: E402,F401
     schedule_conv1d_ncw,
     schedule_conv1d_transpose_ncw,

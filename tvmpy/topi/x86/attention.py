@@ -1,0 +1,133 @@
+"""x86 schedule of ``topi.nn.attention``: one parallel task per block of query rows of one head.
+Inside a task the block's scores (rows x keys) are computed by register tiles (the
+batch_matmul micro-kernel: ``tile_rows() x 2`` vectors, the reduction over the head size
+outermost), scaled and biased as they are stored, reduced to the row maxima, exponentiated,
+summed and multiplied by ``v`` with the same register tiles; only the output is divided by the
+row sums. The block's scores and exponentials stay in cache: the ``[B, M, N]`` score tensor
+that the separate batch_matmul -> softmax -> batch_matmul kernels write and read back three
+times never exists whole."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...te import create_schedule
+from .conv2d import _outputs
+from .dense import register_tile, tile_rows
+from .injective import vector_lanes
+from .softmax import _vector_rfactor
+
+if TYPE_CHECKING:
+    from ...te.schedule import Schedule
+
+__all__ = ["schedule_attention", "ROW_BLOCK_TILES"]
+
+# register tiles of query rows per parallel task: the block's scores + exponentials
+# (2 x rows x N floats) and one head's k and v stay in the core's L2 at N = 1500
+ROW_BLOCK_TILES = 2
+
+
+def _const(x: Any) -> int | None:
+    x = getattr(x, "value", x)
+    return x if isinstance(x, int) else None
+
+
+def _stages(out: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def visit(t: Any) -> None:
+        for u in t.op.input_tensors:
+            tag = u.op.tag
+            if tag.startswith("attention_") and tag not in found:
+                found[tag] = u
+                visit(u)
+
+    visit(out)
+    return found
+
+
+def _tile(s: Schedule, st: Any, i: Any, j: Any, mr: int, nr: int) -> tuple[Any, Any]:
+    """Split rows by ``mr`` and columns by ``nr`` (columns outer): returns (row tile, col)."""
+    io, ii = s[st].split(i, factor=mr)
+    jo, ji = s[st].split(j, factor=nr)
+    s[st].reorder(jo, io, ii, ji)
+    s[st].unroll(ii)
+    s[st].vectorize(ji)
+    return io, ji
+
+
+def schedule_attention(outs: Any) -> Schedule:
+    """x86 schedule of ``topi.nn.attention`` (tag "attention_output")."""
+    outs = _outputs(outs)
+    out = outs[0]
+    if out.op.tag != "attention_output":
+        raise ValueError(f"schedule_attention: expected an attention output, got a "
+                         f"{out.op.tag or out.op.name!r} stage")
+    s = create_schedule([o.op for o in outs])
+    st = _stages(out)
+    lanes = vector_lanes(out.dtype)
+    mr = tile_rows()
+    m = _const(out.shape[1])
+    if m is not None:
+        mr = max(1, min(mr, m))
+    rows = mr * ROW_BLOCK_TILES
+    if m is not None and m <= rows:
+        rows = m
+
+    def width(ext: Any) -> int:
+        e = _const(ext)
+        if e is None:
+            return 2 * lanes
+        return 2 * lanes if e >= 4 * lanes else lanes if e >= lanes else e
+
+    # the output: (head, row block) tasks; inside, the row block in register tiles
+    bb, i, c = s[out].op.axis
+    io, ii = s[out].split(i, factor=rows)
+    task = s[out].fuse(bb, io)
+    s[out].parallel(task)
+    nr_e = width(out.shape[2])
+    iio, iii = s[out].split(ii, factor=mr)
+    co, ci = s[out].split(c, factor=nr_e)
+    s[out].reorder(task, iio, co, iii, ci)
+    s[out].vectorize(ci)
+    pv = st["attention_pv"]
+    s[pv].compute_at(s[out], co)
+    s[pv].set_scope("local")
+    register_tile(s, pv, 1)
+    inv = st["attention_inv"]
+    s[inv].compute_at(s[out], task)
+    s[inv].set_scope("local")
+
+    # the scores of the block: register tiles over (keys, rows), scale + bias on the store
+    scores, acc = st["attention_scores"], st["attention_scores_acc"]
+    s[scores].compute_at(s[out], task)
+    s[scores].set_scope("local")
+    _, si, sj = s[scores].op.axis
+    sio, _ = _tile(s, scores, si, sj, mr, width(scores.shape[2]))
+    s[acc].compute_at(s[scores], sio)
+    s[acc].set_scope("local")
+    register_tile(s, acc, 1)
+    if "attention_kt" in st:  # k given as [B, N, D]: transposed once per head, outside
+        kt = st["attention_kt"]
+        kb, kx, kj = s[kt].op.axis
+        s[kt].parallel(s[kt].fuse(kb, kx))
+        if _const(kt.shape[2]) is None or _const(kt.shape[2]) >= lanes:
+            _, kv = s[kt].split(kj, factor=lanes)
+            s[kt].vectorize(kv)
+
+    # the row passes: max, exp, sum (vector rfactors, as the softmax schedule)
+    for tag in ("attention_max", "attention_sum"):
+        red = st[tag]
+        rf = _vector_rfactor(s, red, lanes)
+        if rf is not None:
+            s[rf].compute_at(s[out], task)
+        s[red].compute_at(s[out], task)
+        s[red].set_scope("local")
+    ex = st["attention_exp"]
+    s[ex].compute_at(s[out], task)
+    s[ex].set_scope("local")
+    n = _const(ex.shape[2])
+    if n is None or n >= lanes:
+        _, ev = s[ex].split(s[ex].op.axis[2], factor=lanes)
+        s[ex].vectorize(ev)
+    return s
