@@ -3,6 +3,7 @@
 of query rows instead of writing the whole ``[batch * heads, M, N]`` score tensor and reading it
 back twice (softmax, then the product with V).
 
+What it does
 Matched, from the product with V backwards (every intermediate used once, float32/float64)::
 
     s = nn.batch_matmul(q, k, transpose_b=tb)          # q [B, M, D]; k [B, N, D] / [B, D, N]
@@ -13,12 +14,19 @@ Matched, from the product with V backwards (every intermediate used once, float3
     p = nn.softmax(., axis=-1)  (+ reshapes / same-dtype casts)
     out = nn.batch_matmul(p, v, transpose_b=False)     # v [B, N, E]
 
+When valid
 A bias must broadcast against the view it is added in and be expressible as a 4-D bias over
 ``[B / heads, heads, M, N]`` (``heads``: the last leading axes of the views that make the same
 count); where a form does not fit (a scale that is not a scalar constant, a bias that varies
 along merged axes, K's batch broadcast, an intermediate with another use), nothing changes.
 Runs at opt_level 3 after SinkReshape, on CPU (llvm) targets: the generic schedule of
-``nn.attention`` computes every stage whole."""
+``nn.attention`` computes every stage whole.
+
+Example
+    before:  %0 = nn.batch_matmul(%q, %k, transpose_b=True); %1 = multiply(%0, 0.25f);
+             %2 = nn.softmax(add(%1, %mask), axis=-1); nn.batch_matmul(%2, %v, transpose_b=False)
+    after:   nn.attention(%q, %k, %v, reshape(%mask, newshape=[4, 1, 8, 8]), scale=0.25)
+"""
 
 from __future__ import annotations
 
