@@ -37,6 +37,7 @@ from .conv2d import (
     _nchwc_tile,
     default_inline_pad,
     default_ow_tile,
+    default_unroll_kw,
     find_nchwc,
     schedule_nchwc_tile,
 )
@@ -84,7 +85,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
 
         cfg["tile_ow"] = OtherOptionEntity(d_reg)
         cfg["tile_oc"] = OtherOptionEntity(d_oc)
-        cfg["unroll_kw"] = OtherOptionEntity(False)
+        cfg["unroll_kw"] = OtherOptionEntity(default_unroll_kw(out, depthwise))
         cfg["inline_pad"] = OtherOptionEntity(d_inline)
         cfg["tile_oh"] = OtherOptionEntity(1)
         cfg["kernel_outer"] = OtherOptionEntity(False)

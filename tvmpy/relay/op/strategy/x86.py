@@ -7,6 +7,7 @@ that have only a compute.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,9 @@ def _conv2d_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     elif (len(data.shape) == 5 and attrs.groups == channels and shape[6] == shape[9] == 1
           and shape[5] * oc_bn == channels and shape[4] == oc_bn):
         fcompute = x86.depthwise_conv2d_NCHWc
+    elif _blocks_within_groups(shape, channels, attrs.groups):
+        # grouped, blocks within groups: the NCHWc tile (default schedule) with group offsets
+        fcompute = functools.partial(nn.conv2d_NCHWc, groups=attrs.groups)
     else:
         return generic(attrs, inputs, out_type)
 
@@ -100,6 +104,13 @@ def _conv2d_nchwc_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     if want != f"NCHW{oc_bn}c":
         out = layout_transform(out, f"NCHW{oc_bn}c", want)
     return [out]
+
+
+def _blocks_within_groups(shape: list, channels: int, groups: int) -> bool:
+    """Whether a grouped ``contrib_conv2d_NCHWc`` (``shape``: data dims with a block, then the
+    6 kernel dims) has whole input and output blocks in every group."""
+    oc_chunks, ic_chunks, ic_bn = int(shape[5]), int(shape[6]), int(shape[9])
+    return groups > 1 and ic_chunks * ic_bn * groups == channels and oc_chunks % groups == 0
 
 
 def _conv2d_nchwc_schedule(attrs: Any, outs: list, target: Any) -> Any:
