@@ -138,8 +138,9 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
     if (kic_chunk * groups, kic_bn) != (ic_chunk, ic_bn):
-        raise ValueError(f"{op}: kernel expects {kic_chunk}x{kic_bn} input channels per group "
-                         f"x {groups} groups, data has {ic_chunk}x{ic_bn}")
+        per_group = f" per group x {groups} groups" if groups > 1 else ""
+        raise ValueError(f"{op}: kernel expects {kic_chunk}x{kic_bn} input channels{per_group}, "
+                         f"data has {ic_chunk}x{ic_bn}")
     if oc_chunk % groups:
         raise ValueError(f"{op}: {oc_chunk} output chunks of {oc_bn} channels do not split into "
                          f"{groups} groups (a block must not straddle two groups)")
