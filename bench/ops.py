@@ -102,20 +102,22 @@ def _node(op: str, ins: list[str], out: str, **attrs: Any) -> Any:
 
 
 def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
-              groups: int = 1, pad: int | None = None) -> Case:
-    """Conv (bias, pad ``k // 2`` unless given) + epilogue: relu | clip (relu6) | none | res
-    (+ residual input) | res_relu (+ residual, relu) | silu (x * Sigmoid(x), as torch exports
-    nn.SiLU) | hswish (HardSwish) | sigmoid. ``hw`` is the (square) input size."""
-    p = k // 2 if pad is None else pad
-    oh = (hw + 2 * p - k) // s + 1
+              groups: int = 1, pad: int | None = None, dilation: int = 1) -> Case:
+    """Conv (bias, pad ``dilation * (k // 2)`` unless given) + epilogue: relu | clip (relu6) |
+    none | res (+ residual input) | res_relu (+ residual, relu) | silu (x * Sigmoid(x), as torch
+    exports nn.SiLU) | hswish (HardSwish) | sigmoid | gelu (erf form, as torch exports
+    nn.GELU). ``hw`` is the (square) input size."""
+    p = dilation * (k // 2) if pad is None else pad
+    oh = (hw + 2 * p - dilation * (k - 1) - 1) // s + 1
     x, w, b = _rand(1, ic, hw, hw), _rand(oc, ic // groups, k, k) * 0.2, _rand(oc)
     dw = groups > 1 and groups == ic
     name = (f"{model}:{'dw' if dw else 'conv'}{k}x{k} {ic}x{hw}x{hw}->{oc} s{s}"
             + (f" p{p}" if pad is not None else "") + (f" g{groups}" if groups > 1 and not dw
-                                                       else "") + f" +{epi}")
+                                                       else "")
+            + (f" d{dilation}" if dilation > 1 else "") + f" +{epi}")
     feeds = {"x": x}
     nodes = [_node("Conv", ["x", "w", "b"], "c", pads=[p] * 4, strides=[s, s],
-                   kernel_shape=[k, k], group=groups)]
+                   kernel_shape=[k, k], group=groups, dilations=[dilation] * 2)]
     inits = {"w": w, "b": b}
     if "res" in epi:
         feeds["r"] = _rand(1, oc, oh, oh)
@@ -131,6 +133,12 @@ def conv_case(model: str, ic: int, hw: int, oc: int, k: int, s: int, epi: str,
         nodes.append(_node("HardSwish", ["c"], "y"))
     elif epi == "sigmoid":
         nodes.append(_node("Sigmoid", ["c"], "y"))
+    elif epi == "gelu":
+        inits.update(sq2=np.array(np.sqrt(2.0), np.float32), one=np.array(1, np.float32),
+                     half=np.array(0.5, np.float32))
+        nodes += [_node("Div", ["c", "sq2"], "g0"), _node("Erf", ["g0"], "g1"),
+                  _node("Add", ["g1", "one"], "g2"), _node("Mul", ["c", "g2"], "g3"),
+                  _node("Mul", ["g3", "half"], "y")]
     flops = 2.0 * oc * oh * oh * (ic // groups) * k * k
     return Case(name, flops, lambda: _onnx_model(nodes, feeds, (1, oc, oh, oh), inits), feeds)
 
@@ -323,6 +331,25 @@ def epilogue_cases() -> list[Case]:
     return cs
 
 
+def grouped_cases() -> list[Case]:
+    """Grouped / dilated / large-kernel depthwise convolutions of the zoo (issue 25):
+    ResNeXt-50 32x4d's grouped 3x3 layers (its last two stages dilated 2 and 4, output stride
+    8, as resnext_dilated), ConvMixer-768/32's depthwise 7x7 and pointwise layers + GELU, and
+    RegNetY-400MF's grouped 3x3 (8 channels a group)."""
+    return [
+        conv_case("grouped", 128, 56, 128, 3, 1, "relu", groups=32),
+        conv_case("grouped", 256, 56, 256, 3, 2, "relu", groups=32),
+        conv_case("grouped", 256, 28, 256, 3, 1, "relu", groups=32),
+        conv_case("grouped", 512, 28, 512, 3, 1, "relu", groups=32, dilation=2),
+        conv_case("grouped", 1024, 28, 1024, 3, 1, "relu", groups=32, dilation=4),
+        conv_case("grouped", 1024, 28, 512, 1, 1, "relu"),
+        conv_case("grouped", 1024, 28, 2048, 1, 1, "res_relu"),
+        conv_case("grouped", 768, 32, 768, 7, 1, "gelu", groups=768),
+        conv_case("grouped", 768, 32, 768, 1, 1, "gelu"),
+        conv_case("grouped", 208, 14, 208, 3, 1, "relu", groups=26),
+    ]
+
+
 # --- awkward convolution shapes (issue 12) ---------------------------------------------------
 # Channel counts and map sizes that are not multiples of the vector width or register tile; the
 # full grid is bench/conv_shapes.py (same method).
@@ -343,6 +370,7 @@ CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "bert": bert_cases,
     "epilogues": epilogue_cases,
     "awkward": awkward_conv_cases,
+    "grouped": grouped_cases,
     "pools": awkward_pool_cases,
 }
 

@@ -2,7 +2,7 @@
 (relay.build opt_level 3, untuned default schedules, graph executor; the detector's NMS on the
 VM) vs onnxruntime on the same ONNX export, same process, at each ``--threads`` count.
 
-    python bench/zoo.py [--models resnet50,bert] [--threads 1,2] [--rounds 7]
+    python bench/zoo.py [--models resnet50,bert] [--threads 1,2] [--rounds 7] [--cpu-time]
 
 Each thread count runs in its own process (tvmpy's thread pool is sized once per process):
 TVM_NUM_THREADS / OMP_NUM_THREADS and onnxruntime's intra_op_num_threads are the same count
@@ -11,7 +11,8 @@ interleaved rounds, each the mean of ~0.1 s of calls after a pause; every call f
 and fetches the outputs as numpy arrays on both sides. Printed per model: build seconds, best
 round of each side, the ratio tvmpy / onnxruntime (lower is faster; median of per-round ratios
 with its min-max), and whether the outputs agree (tests/e2e/test_models.py's norm); then the
-geomean of the ratios.
+geomean of the ratios. ``--cpu-time`` times the 1-thread rounds by process CPU time (a loaded
+machine's preemption does not inflate it; other thread counts stay on wall time).
 """
 
 from __future__ import annotations
@@ -23,12 +24,19 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, geomean, interleaved_samples, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    bench_clock,
+    ensure_native_blas,
+    geomean,
+    interleaved_samples,
+    machine_description,
+)
 
 ensure_native_blas()
 
 
-def _run_one(name: str, threads: int, rounds: int) -> tuple[float, float, float, list, str]:
+def _run_one(name: str, threads: int, rounds: int,
+             cpu_time: bool = False) -> tuple[float, float, float, list, str]:
     """(build s, tvmpy best s, onnxruntime best s, per-round ratios, agreement note)."""
 
     from tvmpy.relay.testing import compare, zoo
@@ -50,12 +58,14 @@ def _run_one(name: str, threads: int, rounds: int) -> tuple[float, float, float,
     except AssertionError as e:
         note = f"MISMATCH: {e}"
     samples = interleaved_samples({"tvmpy": lambda: built.run(feeds), "ort": lambda: ort(feeds)},
-                                  rounds, pause=0.3, target_s=0.1)
+                                  rounds, pause=0.3, target_s=0.1,
+                                  clock=bench_clock(cpu_time, threads))
     ratios = [a / b for a, b in zip(samples["tvmpy"], samples["ort"])]
     return build_s, min(samples["tvmpy"]), min(samples["ort"]), ratios, note
 
 
-def _one_thread_count(models: list[str], threads: int, rounds: int) -> None:
+def _one_thread_count(models: list[str], threads: int, rounds: int,
+                      cpu_time: bool = False) -> None:
     from common import bench_threads
 
     threads = bench_threads(threads)  # before tvmpy's pool starts
@@ -65,7 +75,7 @@ def _one_thread_count(models: list[str], threads: int, rounds: int) -> None:
     best = []
     for name in models:
         try:
-            b, tv, ort, ratios, note = _run_one(name, threads, rounds)
+            b, tv, ort, ratios, note = _run_one(name, threads, rounds, cpu_time)
         except Exception as e:  # noqa: BLE001  (a model that fails is reported, others go on)
             print(f"{name:<20} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)
             continue
@@ -82,6 +92,9 @@ def main() -> None:
     ap.add_argument("--models", default=None, help="comma-separated zoo names (default: all)")
     ap.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time rounds by the process's CPU time (1 thread only): steadier than "
+                         "wall time on a loaded machine (bench/common.bench_clock)")
     args = ap.parse_args()
     from tvmpy.relay.testing import zoo
 
@@ -92,11 +105,12 @@ def main() -> None:
     counts = [int(t) for t in args.threads.split(",")]
     if len(counts) == 1:
         print(machine_description(), flush=True)
-        _one_thread_count(models, counts[0], args.rounds)
+        _one_thread_count(models, counts[0], args.rounds, args.cpu_time)
         return
     for t in counts:  # one process per thread count
         subprocess.run([sys.executable, os.path.abspath(__file__), "--models", ",".join(models),
-                        "--threads", str(t), "--rounds", str(args.rounds)], check=False)
+                        "--threads", str(t), "--rounds", str(args.rounds)]
+                       + (["--cpu-time"] if args.cpu_time and t == 1 else []), check=False)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from ..ir import dtype as dt
 from ..tir import expr as E
 from . import llvm_packed as _packed
 from .llvm_ir import CodegenError, Value, const_value, intrinsic_suffix, llvm_type
+from .llvm_verf import erf_f32
 from .llvm_vexp import exp_f32
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def call_intrinsic(cg: CodeGenLLVM, base: str, args: list[Value], ret: str | Non
 # float32 vector exp (and sigmoid's) as inline arithmetic (codegen/llvm_vexp.py) rather than a
 # libmvec call; False: libmvec (or llvm.exp where there is none), for comparisons
 INLINE_EXP = True
+# float32 vector erf as inline arithmetic (llvm_verf.py) rather than a libmvec call
+INLINE_ERF = True
 
 
 def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -> Value:
@@ -93,6 +96,9 @@ def _float_math_typed(cg: CodeGenLLVM, op: str, args: list[Value], dtype: str) -
     if (op == "exp" and INLINE_EXP and dt.lanes_of(dtype) > 1
             and dt.element_of(dtype) == "float32"):
         return exp_f32(cg, args[0], dtype)
+    if (op == "erf" and INLINE_ERF and dt.lanes_of(dtype) > 1
+            and dt.element_of(dtype) == "float32"):
+        return erf_f32(cg, args[0], dtype)
     if op in MVEC and dt.lanes_of(dtype) > 1 and cg.mvec_isas:
         out = _mvec_call(cg, MVEC[op], args, dtype)
         if out is not None:

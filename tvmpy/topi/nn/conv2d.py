@@ -98,13 +98,20 @@ def group_conv2d_nchw(Input: Tensor, Filter: Tensor, stride: Any, padding: Any, 
 
 
 def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilation: Any,
-                 layout: str = "", out_layout: str = "", out_dtype: str | None = None) -> Tensor:
+                 layout: str = "", out_layout: str = "", out_dtype: str | None = None,
+                 groups: int = 1) -> Tensor:
     """Blocked convolution: ``data[N, C/ic_bn, H, W, ic_bn]`` and
-    ``kernel[OC/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn]`` -> ``[N, OC/oc_bn, OH, OW, oc_bn]``.
+    ``kernel[OC/oc_bn, C/groups/ic_bn, KH, KW, ic_bn, oc_bn]`` -> ``[N, OC/oc_bn, OH, OW, oc_bn]``.
 
     ``layout``/``out_layout`` ("NCHW8c", ...), when given, must agree with the block sizes.
     With ``layout="NCHW"`` the data is plain ``[N, C, H, W]`` and read in place (input channel
     ``ico * ic_bn + ici``): the input's layout transform is part of the convolution.
+
+    ``groups > 1``: a grouped convolution whose blocks do not straddle groups (``oc_bn``
+    divides the output channels of a group, ``ic_bn`` its input channels): output chunk
+    ``oco`` belongs to group ``oco // (OC/groups/oc_bn)`` and reduces over that group's
+    ``C/groups/ic_bn`` input chunks, the same register tile as ``groups=1`` (broadcast input
+    lanes x weight vectors along the output block) with the input chunk offset by the group.
     """
     op = "conv2d_NCHWc"
     check_rank(kernel, 6, op, "kernel", "OIHWio")
@@ -122,9 +129,16 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
     else:
         check_rank(data, 5, op, "data", "NCHWc")
         n, ic_chunk, _, _, ic_bn = batch_const_shape(data.shape, f"{op}: data shape")
-    if (kic_chunk, kic_bn) != (ic_chunk, ic_bn):
-        raise ValueError(f"{op}: kernel expects {kic_chunk}x{kic_bn} input channels, data has "
-                         f"{ic_chunk}x{ic_bn}")
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    if (kic_chunk * groups, kic_bn) != (ic_chunk, ic_bn):
+        per_group = f" per group x {groups} groups" if groups > 1 else ""
+        raise ValueError(f"{op}: kernel expects {kic_chunk}x{kic_bn} input channels{per_group}, "
+                         f"data has {ic_chunk}x{ic_bn}")
+    if oc_chunk % groups:
+        raise ValueError(f"{op}: {oc_chunk} output chunks of {oc_bn} channels do not split into "
+                         f"{groups} groups (a block must not straddle two groups)")
+    oc_per_group = oc_chunk // groups  # output chunks of one group
     for name, lay, bn in (("layout", "" if plain else layout, ic_bn),
                           ("out_layout", out_layout, oc_bn)):
         if lay and lay != f"NCHW{bn}c":
@@ -132,23 +146,24 @@ def conv2d_NCHWc(data: Tensor, kernel: Tensor, stride: Any, padding: Any, dilati
                              f"'NCHW{bn}c'")
     out_dtype = infer_out_dtype(out_dtype, data)
     dpad, (sh, sw), (dh, dw), (oh, ow) = _prepare(op, data, (kh, kw), stride, padding, dilation)
-    ico = reduce_axis((0, ic_chunk), name="ico")
+    ico = reduce_axis((0, kic_chunk), name="ico")
     ici = reduce_axis((0, ic_bn), name="ici")
     ry = reduce_axis((0, kh), name="ry")
     rx = reduce_axis((0, kw), name="rx")
 
-    def pixel(b: Any, y: Any, x: Any) -> Any:
+    def pixel(b: Any, oco: Any, y: Any, x: Any) -> Any:
+        chunk = ico if groups == 1 else (oco // oc_per_group) * kic_chunk + ico
         if plain:
-            return dpad[b, ico * ic_bn + ici, y, x]
-        return dpad[b, ico, y, x, ici]
+            return dpad[b, chunk * ic_bn + ici, y, x]
+        return dpad[b, chunk, y, x, ici]
 
     return compute(
         (n, oc_chunk, oh, ow, oc_bn),
         lambda b, oco, y, x, oci: te_sum(
-            _cast(pixel(b, y * sh + ry * dh, x * sw + rx * dw), out_dtype)
+            _cast(pixel(b, oco, y * sh + ry * dh, x * sw + rx * dw), out_dtype)
             * _cast(kernel[oco, ico, ry, rx, ici, oci], out_dtype),
             axis=[ico, ry, rx, ici]),
-        name=op, tag="conv2d_NCHWc")
+        name=op, tag="conv2d_NCHWc", attrs={"dilation": (dh, dw)})
 
 
 def conv2d(input: Tensor, filter: Tensor, strides: Any, padding: Any, dilation: Any = 1,

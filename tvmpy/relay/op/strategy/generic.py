@@ -509,9 +509,16 @@ def _conv2d_nchwc(attrs: Any, inputs: list, out_type: Any) -> list:
         out = topi.nn.depthwise_conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding,
                                              attrs.dilation, attrs.data_layout,
                                              f"NCHW{oc_bn}c", out_dtype_of(attrs, out_type))
+    elif (int(kernel.shape[1]) * int(kernel.shape[4]) * attrs.groups == channels
+          and int(kernel.shape[0]) % attrs.groups == 0):
+        # grouped, every block within one group (kernel OIHW{i}i{o}o of C/groups inputs)
+        out = topi.nn.conv2d_NCHWc(data, kernel, attrs.strides, attrs.padding, attrs.dilation,
+                                   attrs.data_layout, f"NCHW{oc_bn}c", out_dtype_of(attrs, out_type),
+                                   groups=attrs.groups)
     else:
         raise NotImplementedError(f"nn.contrib_conv2d_NCHWc: groups={attrs.groups} has no "
-                                  "compute (1, or depthwise with equal in/out blocks)")
+                                  "compute (1, depthwise with equal in/out blocks, or blocks "
+                                  "within groups)")
     want = attrs.out_layout or attrs.data_layout
     if want != f"NCHW{oc_bn}c":
         out = topi.layout_transform(out, f"NCHW{oc_bn}c", want)

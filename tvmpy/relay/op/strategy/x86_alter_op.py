@@ -1,8 +1,8 @@
 """The x86 layout policy (targets with the key "cpu": llvm, c), registered on the generic layout
 hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_alter_op.py``):
 
-* ``nn.conv2d`` (NCHW data, OIHW kernel, groups 1 or depthwise, static shape; see
-  :func:`conv_blocks`) becomes ``nn.contrib_conv2d_NCHWc`` with data ``NCHW{ic_bn}c``, kernel
+* ``nn.conv2d`` (NCHW data, OIHW kernel, groups 1, depthwise, or grouped with whole-vector
+  blocks within a group; static shape; see :func:`conv_blocks` and :func:`grouped_blocks`) becomes ``nn.contrib_conv2d_NCHWc`` with data ``NCHW{ic_bn}c``, kernel
   ``OIHW{ic_bn}i{oc_bn}o`` and output ``NCHW{oc_bn}c`` (depthwise: kernel ``OIHW1i{c}o``, data
   and output ``NCHW{c}c``, keeping the block its input already has when it fits); the block sizes
   are the largest divisors of the channel counts that fit one vector register of the target
@@ -46,6 +46,7 @@ from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "conv_blocks", "graph_blocks", "padded_block", "conv_padding", "is_depthwise",
+           "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -99,8 +100,7 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     run, see the docstring of tests/relay/test_pass_alter_op_layout.py): the blocked schedule
     was never slower than the NCHW one: 1.1-3x on ResNet-18's and MobileNetV2's plain layers,
     1.9-2.6x on MobileNetV2's depthwise ones; the blocked layout then flows on to the next
-    convolution without a transform. Other grouped convolutions keep NCHW (the NCHWc compute
-    here has no general groups).
+    convolution without a transform. Other grouped convolutions: :func:`grouped_blocks`.
     """
     a = call.attrs
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.out_layout not in ("", "NCHW"):
@@ -114,13 +114,39 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
         return None
     if any(isinstance(s, int) and s == 0 for s in (*d.shape, *w.shape)):
         return None  # an empty convolution: its lowering computes nothing, in any layout
+    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
     if a.groups != 1 and not is_depthwise(call):
-        return None
+        return grouped_blocks(int(d.shape[1]), int(w.shape[0]), a.groups, lanes)
     chosen = graph_blocks(call, target)
     if chosen is not None:
         return chosen
-    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
     return conv2d_infer_layout(int(d.shape[1]), int(w.shape[0]), lanes)
+
+
+def is_grouped(call: Call) -> bool:
+    """A typed ``nn.conv2d`` with groups > 1 that is not depthwise (multiplier 1)."""
+    return call.attrs.groups != 1 and not is_depthwise(call)
+
+
+def grouped_blocks(c: int, oc: int, groups: int, lanes: int) -> tuple[int, int] | None:
+    """``(ic_bn, oc_bn)`` of a grouped convolution in NCHW{c}c (``nn.contrib_conv2d_NCHWc``
+    with groups), or None to keep it in NCHW: the largest divisors of a group's input and
+    output channel counts within one vector (blocks never straddle groups), taken when the
+    output block fills a whole vector (a group's output channels a multiple of ``lanes``).
+
+    The NCHWc tile broadcasts input lanes against weight vectors along the output block (one
+    weight load per row of FMAs, as groups=1), where the NCHW schedule broadcasts one weight
+    per FMA: ResNeXt-50's 32-group layers with dilation (1 thread, us, NCHW / NCHWc): 16 a
+    group d2 1224 / 1015, 32 a group d4 6841 / 4503, below onnxruntime's 1366 and 4769. A
+    partial block (8 a group on 16 lanes) ties at the kernel but puts the neighbouring
+    convolutions into half-vector blocks too (ResNeXt stage 2: the model 1% slower); fewer
+    channels a group (4) fill vectors along the output row better in NCHW.
+    Measured with bench/ops.py --model grouped (RESULTS.md, issue 25, helper z-conv)."""
+    icg, ocg = c // groups, oc // groups
+    ic_bn, oc_bn = conv2d_infer_layout(icg, ocg, lanes)
+    if oc_bn < lanes:
+        return None
+    return ic_bn, oc_bn
 
 
 def graph_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
@@ -131,7 +157,7 @@ def graph_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     from ....autotvm.task.graph_best import conv_key
 
     ctx = DispatchContext.current
-    if ctx is None:
+    if ctx is None or is_grouped(call):
         return None
     a = call.attrs
     d, w = (x.checked_type for x in call.args)
@@ -158,6 +184,8 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
     if blocks is None:
         return None
     ic_bn, oc_bn = blocks
+    if is_grouped(call):
+        return [_blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
     if call.attrs.groups != 1:
         return [blocked(ic_bn), f"OIHW1i{oc_bn}o"]
     if is_pointwise(call):
@@ -177,7 +205,9 @@ def _alter_conv2d(call: Call, inputs: Any) -> tuple[RelayExpr, str | None] | Non
         return None
     ic_bn, oc_bn = blocks
     groups = call.attrs.groups
-    if groups != 1:  # depthwise: one block in and out; keep the input's block if it fits
+    if is_grouped(call):  # blocks within groups (grouped_blocks)
+        kl = f"OIHW{ic_bn}i{oc_bn}o"
+    elif groups != 1:  # depthwise: one block in and out; keep the input's block if it fits
         blk = inputs.block(0)
         if blk is not None and groups % blk == 0 and graph_blocks(call, target) is None:
             ic_bn = oc_bn = blk

@@ -1,0 +1,147 @@
+"""Grouped and dilated NCHWc convolutions (issue 25): ``topi.nn.conv2d_NCHWc(groups=...)`` with
+the default x86 schedule (including the kernel-width unroll of dilated windows) against a
+direct numpy reference at awkward shapes: groups 1 / 2 / odd / prime, dilation 1-3, stride 2,
+channel blocks that are not vector-sized, size-1 maps, batch 2, plain NCHW data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.topi import nn, testing
+from tvmpy.topi.x86.conv2d import default_unroll_kw, schedule_conv2d_NCHWc
+
+from .nn_util import check
+
+
+def _ref_group_conv(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dil: int,
+                    groups: int) -> np.ndarray:
+    """NCHW x OIHW grouped convolution by shifted slices (float64), independent of tvmpy."""
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    ow = (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        xs = xp[:, g * icg:(g + 1) * icg]
+        ws = w[g * ocg:(g + 1) * ocg].astype(np.float64)
+        for ky in range(kh):
+            for kx in range(kw):
+                win = xs[:, :, ky * dil:ky * dil + stride * (oh - 1) + 1:stride,
+                         kx * dil:kx * dil + stride * (ow - 1) + 1:stride]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", win, ws[:, :, ky, kx])
+    return out
+
+
+# (N, C, H, W, OC, groups, K, stride, pad, dilation, ic_bn, oc_bn)
+CASES = [
+    (1, 6, 7, 11, 6, 2, 3, 1, 1, 1, 3, 3),      # groups 2, odd blocks of 3
+    (2, 9, 5, 13, 15, 3, 3, 2, 2, 2, 3, 5),     # odd groups, batch 2, stride 2, dilation 2
+    (1, 10, 9, 9, 10, 5, 3, 1, 3, 3, 2, 2),     # prime group count 5, dilation 3
+    (1, 32, 1, 1, 32, 4, 3, 1, 1, 1, 8, 8),     # size-1 map
+    (1, 14, 17, 8, 21, 7, 1, 1, 0, 1, 2, 3),    # 1x1 grouped, 7 groups, 3 outputs a group
+    (1, 64, 13, 13, 64, 2, 3, 1, 2, 2, 16, 16),  # two output chunks a group, dilation 2
+    (1, 4, 9, 9, 8, 1, 3, 1, 2, 2, 4, 8),       # groups 1, dilated: the unrolled window
+    (1, 12, 8, 19, 12, 3, 5, 2, 3, 2, 4, 2),    # 5x5, stride 2, dilation 2, two chunks a group
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_group_conv2d_NCHWc_default_schedule(case):
+    n, c, h, w, oc, groups, k, stride, pad, dil, icb, ocb = case
+    A = te.placeholder((n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // groups // icb, k, k, icb, ocb), name="W")
+    out = topi.nn.relu(nn.conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{icb}c", f"NCHW{ocb}c",
+                                       groups=groups))
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c // groups, k, k)).astype("float32")
+    ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
+    want = np.maximum(_ref_group_conv(a, wt, stride, pad, dil, groups), 0)
+    check([A, W], out, schedule_conv2d_NCHWc,
+          lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb), arrays=[ab, wb])
+
+
+def test_group_conv2d_NCHWc_reads_plain_data():
+    """``layout="NCHW"``: plain data read in place, each group's input chunks offset."""
+    n, c, h, w, oc, groups, icb, ocb = 1, 12, 8, 10, 18, 3, 2, 3
+    A = te.placeholder((n, c, h, w), name="A")
+    W = te.placeholder((oc // ocb, c // groups // icb, 3, 3, icb, ocb), name="W")
+    out = nn.conv2d_NCHWc(A, W, 1, 2, 2, "NCHW", f"NCHW{ocb}c", groups=groups)
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c // groups, 3, 3)).astype("float32")
+    want = _ref_group_conv(a, wt, 1, 2, 2, groups)
+    check([A, W], out, schedule_conv2d_NCHWc,
+          lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb),
+          arrays=[a, testing.oihw_to_kcrsck(wt, icb, ocb)])
+
+
+def test_reference_matches_tvmpy_grouped_reference():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (2, 6, 7, 9)).astype("float32")
+    w = rng.uniform(-1, 1, (9, 2, 3, 3)).astype("float32")
+    np.testing.assert_allclose(_ref_group_conv(x, w, 2, 2, 2, 3),
+                               testing.group_conv2d_nchw_python(x, w, 2, 2, 2, 3),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_group_conv2d_NCHWc_errors():
+    A = te.placeholder((1, 4, 5, 5, 2), name="A")  # 8 channels
+    with pytest.raises(ValueError, match="straddle"):  # 3 output chunks, 2 groups
+        nn.conv2d_NCHWc(A, te.placeholder((3, 2, 3, 3, 2, 4), name="W"), 1, 1, 1, groups=2)
+    with pytest.raises(ValueError, match="per group"):  # 2 input chunks a group x 3 != 4
+        nn.conv2d_NCHWc(A, te.placeholder((3, 2, 3, 3, 2, 4), name="W"), 1, 1, 1, groups=3)
+    with pytest.raises(ValueError, match="groups must be a positive int"):
+        nn.conv2d_NCHWc(A, te.placeholder((2, 4, 3, 3, 2, 4), name="W"), 1, 1, 1, groups=0)
+
+
+def test_default_unroll_kw_only_for_dilated_windows():
+    A = te.placeholder((1, 4, 9, 9, 4), name="A")
+    W = te.placeholder((2, 4, 3, 3, 4, 8), name="W")
+    assert default_unroll_kw(nn.conv2d_NCHWc(A, W, 1, 2, 2), False)
+    assert default_unroll_kw(nn.conv2d_NCHWc(A, W, 1, 2, (1, 2)), False)
+    assert not default_unroll_kw(nn.conv2d_NCHWc(A, W, 1, 2, (2, 1)), False)
+    assert not default_unroll_kw(nn.conv2d_NCHWc(A, W, 1, 1, 1), False)
+    W1 = te.placeholder((2, 4, 1, 1, 4, 8), name="W1")
+    assert not default_unroll_kw(nn.conv2d_NCHWc(A, W1, 1, 0, 2), False)
+    Wd = te.placeholder((4, 1, 3, 3, 1, 4), name="Wd")
+    assert not default_unroll_kw(nn.depthwise_conv2d_NCHWc(A, Wd, 1, 2, 2), True)
+    W5 = te.placeholder((4, 1, 5, 5, 1, 4), name="W5")  # wide depthwise windows unroll
+    assert default_unroll_kw(nn.depthwise_conv2d_NCHWc(A, W5, 1, 2, 1), True)
+
+
+# (N, C, H, W, K, stride, pad, dilation, block): depthwise windows wider than 3 (unrolled, the
+# padding inlined), odd sizes, stride 2, dilation, size-1 map, a block that is not a vector
+DW_CASES = [
+    (1, 32, 13, 17, 7, 1, 3, 1, 16),
+    (1, 12, 11, 9, 5, 2, 2, 1, 4),
+    (2, 6, 10, 10, 9, 1, 8, 2, 3),
+    (1, 16, 1, 1, 5, 1, 2, 1, 16),
+    (1, 10, 15, 7, (5, 7), 1, (2, 3, 2, 3), 1, 5),
+]
+
+
+@pytest.mark.parametrize("case", DW_CASES)
+def test_wide_depthwise_NCHWc_default_schedule(case):
+    n, c, h, w, k, stride, pad, dil, cb = case
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    A = te.placeholder((n, c // cb, h, w, cb), name="A")
+    W = te.placeholder((c // cb, 1, kh, kw, 1, cb), name="W")
+    conv = nn.depthwise_conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{cb}c", f"NCHW{cb}c")
+    out = topi.multiply(conv, topi.erf(conv))  # an epilogue on the register tile
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (c, 1, kh, kw)).astype("float32")
+    pt, pl, pb, pr = (pad,) * 4 if isinstance(pad, int) else pad
+    ap = np.pad(a, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    ref = _ref_group_conv(ap, wt, stride, 0, dil, c)
+    from scipy.special import erf
+
+    want = testing.nchw_to_nchwc((ref * erf(ref)).astype("float32"), cb)
+    wb = np.ascontiguousarray(wt.reshape(c // cb, cb, 1, kh, kw).transpose(0, 2, 3, 4, 1))
+    check([A, W], out, schedule_conv2d_NCHWc, lambda x, y: want,
+          arrays=[testing.nchw_to_nchwc(a, cb), wb[:, :, :, :, None, :]])
