@@ -185,7 +185,7 @@ def _conv2d_demand(call: Call) -> list[str | None] | None:
         return None
     ic_bn, oc_bn = blocks
     if is_grouped(call):
-        return [_blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
+        return [blocked(ic_bn), f"OIHW{ic_bn}i{oc_bn}o"]
     if call.attrs.groups != 1:
         return [blocked(ic_bn), f"OIHW1i{oc_bn}o"]
     if is_pointwise(call):
