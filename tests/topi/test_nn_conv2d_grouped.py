@@ -10,7 +10,7 @@ import pytest
 
 from tvmpy import te, topi
 from tvmpy.topi import nn, testing
-from tvmpy.topi.x86.conv2d import default_unroll_kw, schedule_conv2d_NCHWc
+from tvmpy.topi.x86.conv2d_nchwc import default_unroll_kw, schedule_conv2d_NCHWc
 
 from .nn_util import check
 
