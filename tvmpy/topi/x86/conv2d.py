@@ -274,18 +274,22 @@ def default_inline_pad(conv: Tensor, depthwise: bool) -> bool:
     process, 11 x 100 (2026-11-26, inline / padded copy, us): 3x56x56 -> 24 59.7 / 32.4,
     3x56x56 -> 32 45.8 / 35.3, 3x112x112 -> 24 253 / 151; below the threshold a tie or the copy
     slightly slower (3x17x17 -> 24 4.6 / 4.7, 3x13x13 -> 24 3.8 / 4.0), and with stride 2 the
-    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170)."""
+    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170).
+    Depthwise windows up to 5x5 with a stride inline it too: the copy is a pass over an input
+    stride**2 times the output (conv + bias + SiLU, 1 thread, CPU time, 2026-11-29, copy /
+    inline, us: 144 ch 56 -> 28 139 / 89, 240 ch 28 -> 14 57 / 37, 672 ch 14 -> 7 41 / 25);
+    at stride 1 the copy wins (120 ch 28x28 114 / 142, 480 ch 14x14 85 / 95)."""
     kernel = conv.op.input_tensors[1]
     kh, kw = (int(d) for d in kernel.shape[2:4])
-    if kh * kw > 9:
-        return False
-    if depthwise or len(kernel.shape) != 6:
-        return True
-    ic_bn = int(kernel.shape[4])
     src = conv.op.input_tensors[0]
     oh, ow = int(conv.shape[2]), int(conv.shape[3])
     stride1 = int(src.shape[-2 if len(src.shape) == 4 else -3]) - kh + 1 == oh \
         and int(src.shape[-1 if len(src.shape) == 4 else -2]) - kw + 1 == ow
+    if kh * kw > 9:
+        return depthwise and kh * kw <= 25 and not stride1
+    if depthwise or len(kernel.shape) != 6:
+        return True
+    ic_bn = int(kernel.shape[4])
     return not (ic_bn <= 3 and stride1 and oh * ow >= PAD_COPY_MIN_PIXELS)
 
 
