@@ -97,7 +97,7 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
 def test_padded_conv_output_channels_and_crop():
     mod, _, _, _ = _conv_model(24, 57, 13, 3, 1)
     call = transform.InferType()(mod)["main"].body.args[0].args[0]
-    assert conv_padding(call, tvm.target.Target("llvm")) == (12, 16, 64)
+    assert conv_padding(call, tvm.target.Target("llvm")) == (8, 16, 64)  # 24: block 8
     new = _alter(mod, winograd=False)
     convs = []
     relay.post_order_visit(new["main"], lambda e: convs.append(e) if isinstance(e, relay.Call)
@@ -246,3 +246,61 @@ def test_layout_transform_short_rows(shape, src, dst):
         [xv], relay.nn.relu(relay.layout_transform(xv, src, dst))))
     got = _build_run(mod, {"x": x})
     np.testing.assert_array_equal(got, np.maximum(layout_transform_np(x, src, dst), 0))
+
+
+def test_vector_block_rule():
+    """Blocks that are no register width (10, 12, 15 lanes) give way to the largest
+    power-of-two divisor when it fills at least half a vector."""
+    from tvmpy.relay.op.strategy.x86_alter_op import vector_block
+
+    for c, bn, lanes, want in [(40, 10, 16, 8), (72, 12, 16, 8), (120, 15, 16, 8),
+                               (1000, 10, 16, 8), (24, 12, 16, 8), (96, 16, 16, 16),
+                               (12, 12, 16, 12),  # no power of two of half a vector: kept
+                               (20, 10, 16, 10), (57, 3, 16, 3), (6, 6, 16, 6),
+                               (12, 6, 8, 4), (40, 8, 8, 8), (1, 1, 16, 1), (48, 16, 16, 16),
+                               (80, 16, 32, 16), (160, 32, 32, 32), (224, 16, 16, 16)]:
+        assert vector_block(c, bn, lanes) == want, (c, bn, lanes)
+
+
+def _blocked_chain(c_mid, c_out, hw, k, stride, seed):
+    """conv 3x3 (NCHWc producer) -> depthwise kxk (stride) -> conv 1x1 -> relu: the
+    MobileNet/EfficientNet inverted residual pattern at a channel count ``c_mid``."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (1, 5, hw, hw)).astype("float32")
+    w1 = (rng.uniform(-1, 1, (c_mid, 5, 3, 3)) / 6).astype("float32")
+    wd = (rng.uniform(-1, 1, (c_mid, 1, k, k)) / k).astype("float32")
+    w2 = (rng.uniform(-1, 1, (c_out, c_mid, 1, 1)) / np.sqrt(c_mid)).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    y = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w1), padding=(1, 1)))
+    y = relay.nn.relu(relay.nn.conv2d(y, relay.const(wd), strides=(stride, stride),
+                                      padding=(k // 2,) * 4, groups=c_mid))
+    y = relay.nn.relu(relay.nn.conv2d(y, relay.const(w2)))
+    mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    ref = np.maximum(conv2d_nchw_python(x, w1, 1, 1), 0)
+    dw = np.concatenate([conv2d_nchw_python(ref[:, i:i + 1], wd[i:i + 1], stride, k // 2)
+                         for i in range(c_mid)], axis=1)
+    ref = np.maximum(conv2d_nchw_python(np.maximum(dw, 0), w2, 1, 0), 0)
+    return mod, x, ref
+
+
+@pytest.mark.parametrize("c_mid,c_out,hw,k,stride", [
+    (40, 120, 13, 5, 2),   # blocks 8 (not 10 / 15), odd map, stride 2
+    (72, 24, 11, 3, 1),    # 72: block 8 (not 12)
+    (120, 1000 // 5, 7, 5, 1),  # 200 out: block 8, 25 chunks (odd)
+    (24, 40, 1, 3, 1),     # a 1x1 map
+])
+def test_power_of_two_blocks_match_numpy(c_mid, c_out, hw, k, stride):
+    mod, x, ref = _blocked_chain(c_mid, c_out, hw, k, stride, seed=c_mid + hw)
+    lanes = tvm.target.Target("llvm").vector_lanes("float32")
+    layouts = [c.attrs.out_layout for c in _calls_of(_alter(mod, winograd=False), DIRECT)]
+    if lanes == 16:
+        assert layouts == ["NCHW8c", "NCHW8c", "NCHW8c"]
+    got = _build_run(mod, {"x": x}, winograd=False)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def _calls_of(mod, name):
+    out = []
+    relay.post_order_visit(mod["main"], lambda e: out.append(e) if isinstance(e, relay.Call)
+                           and getattr(e.op, "name", "") == name else None)
+    return out

@@ -23,7 +23,7 @@ from _pass_util import count_ops, random_inputs, run
 
 import tvmpy as tvm
 from tvmpy import relay
-from tvmpy.relay import testing, transform
+from tvmpy.relay import printer, testing, transform
 from tvmpy.relay.backend import lower_call, placeholders_for
 from tvmpy.relay.interpreter import evaluate
 from tvmpy.relay.transform import bind_params_by_name
@@ -54,8 +54,6 @@ def _alter(mod, target="llvm", winograd=False, nchw_input=False):
 
 
 def _lines(mod):
-    from tvmpy.relay import printer
-
     return [ln.strip() for ln in printer.astext(mod["main"], show_types=False).splitlines()[1:-1]]
 
 
@@ -291,7 +289,7 @@ def test_pool_then_flatten_dense_transforms_back_once():
                          "reshape", "transpose", "nn.contrib_dense_pack"]  # (weight packing:
     # folded by FoldConstant)
     conv = _calls(new)[1]
-    assert conv.attrs.data_layout == "NCHW3c" and conv.attrs.out_layout == "NCHW12c"
+    assert conv.attrs.data_layout == "NCHW3c" and conv.attrs.out_layout == "NCHW8c"
     _check(mod, new)
 
 
@@ -305,9 +303,10 @@ def test_concatenate_of_conv_outputs(c1, c2):
     new = _alter(mod)
     ops = _ops(new)
     (cat,) = [c for c in _calls(new) if c.op.name == "concatenate"]
-    # output blocks 16 and 16 share one block; 16 and 12 (24 channels) concatenate in their gcd
-    # 4, 5 and 16 in 1, converted to the next conv's input block (40 -> 10, 21 -> 7) after
-    want, n_transforms = {(32, 16): (16, 2), (16, 24): (4, 5), (5, 16): (1, 5)}[(c1, c2)]
+    # output blocks 16 and 16 share one block; 16 and 8 (24 channels) concatenate in block 8,
+    # the next conv's input block (40 -> 8); 5 and 16 in 1, converted to the next conv's input
+    # block (21 -> 7) after
+    want, n_transforms = {(32, 16): (16, 2), (16, 24): (8, 3), (5, 16): (1, 5)}[(c1, c2)]
     assert tuple(cat.checked_type.shape)[-1] == want and len(cat.checked_type.shape) == 5
     assert ops.count("layout_transform") == n_transforms
     _check(mod, new)
@@ -322,9 +321,9 @@ def test_concatenate_with_an_nchw_input(then_conv):
     ops = _ops(new)
     (cat,) = [c for c in _calls(new) if c.op.name == "concatenate"]
     if then_conv:  # x joins in block 8 (the transform shared with the first conv's input),
-        # the 16-block conv output is converted to 8; 24 channels -> the next conv reads 12
+        # the 16-block conv output is converted to 8; 24 channels -> the next conv reads 8
         assert tuple(cat.checked_type.shape) == (1, 3, 4, 4, 8)
-        assert ops.count("layout_transform") == 4
+        assert ops.count("layout_transform") == 3
     else:  # nothing after it wants blocks: the conv's result goes back, the concat in NCHW
         assert tuple(cat.checked_type.shape) == (1, 24, 4, 4)
         assert ops.count("layout_transform") == 2
@@ -390,13 +389,15 @@ def test_depthwise_keeps_the_block():
     assert tuple(dw.args[1].data.shape) == (3, 1, 3, 3, 1, 16)
     _check(mod, new)
     # a depthwise conv whose input is blocked by a block that divides its channels keeps it
+    # (8 + 40 channels concatenated in block 8; 48 alone would take block 16)
     x = relay.var("x", shape=(1, 8, 5, 5))
-    y = relay.nn.conv2d(x, _w(24, 8, 1, 1))  # 24 channels: block 12
-    y = relay.nn.conv2d(relay.nn.relu(y), _w(24, 1, 3, 3), padding=(1, 1), groups=24)
+    y = relay.concatenate([relay.nn.conv2d(x, _w(8, 8, 1, 1)),
+                           relay.nn.conv2d(x, _w(40, 8, 1, 1))], axis=1)
+    y = relay.nn.conv2d(relay.nn.relu(y), _w(48, 1, 3, 3), padding=(1, 1), groups=48)
     mod = _mod([x], y)
     new = _alter(mod)
     assert _ops(new).count("layout_transform") == 2
-    assert [c.attrs.out_layout for c in _calls(new) if "conv" in c.op.name] == ["NCHW12c"] * 2
+    assert [c.attrs.out_layout for c in _calls(new) if "conv" in c.op.name] == ["NCHW8c"] * 3
     _check(mod, new)
 
 

@@ -253,3 +253,34 @@ def test_inverse_hyperbolic_wide_range(name, ref, lo, hi, max_ulp):
     with np.errstate(all="ignore"):
         err = _ulp_error(m.get_output(0).numpy(), ref(x.astype(np.float64)))
     assert err.max() <= max_ulp, (name, x[int(np.argmax(err))], err.max())
+
+
+@pytest.mark.parametrize("target,scalef", [("llvm -mcpu=skylake-avx512", True),
+                                           ("llvm -mcpu=znver4", True),
+                                           ("llvm -mcpu=haswell", False),
+                                           ("llvm -mcpu=x86-64", False)])
+def test_exp_scaling_by_vscalef_on_avx512(target, scalef):
+    """16-lane float32 exp (and sigmoid, SiLU) on AVX-512 scales by 2**n with one vscalefps
+    instead of integer exponent arithmetic; other widths (and a row's tail) keep the two-half
+    scaling."""
+    for fn in (tir_op.exp, tir_op.sigmoid):
+        ll = _ll(fn, target)
+        assert ("@llvm.x86.avx512.mask.scalef.ps.512(" in ll) == scalef
+
+
+def test_exp_near_the_ends_of_the_float32_range():
+    """The host's exp where results become subnormal or overflow, on a dense grid: within 2.5
+    ulp of numpy where the result is normal, within one subnormal step below, inf above."""
+    x = np.concatenate([np.linspace(-106.0, -86.0, 4099), np.linspace(86.0, 90.0, 1031),
+                        np.linspace(-1.0, 1.0, 257)]).astype("float32")
+    got = _run_op("exp", x).astype(np.float64)
+    want = np.exp(x.astype(np.float64))
+    tiny = float(np.finfo(np.float32).tiny)
+    with np.errstate(over="ignore"):
+        w32 = want.astype(np.float32)
+    normal = (np.abs(want) >= tiny) & np.isfinite(w32)
+    ulp = np.abs(got - want) / np.spacing(w32.astype(np.float32)).astype(np.float64)
+    assert ulp[normal].max() <= 2.5
+    sub = want < tiny
+    assert np.abs(got[sub] - want[sub]).max() <= 1.5 * 2.0 ** -149
+    assert np.isinf(got[~np.isfinite(w32)]).all()

@@ -493,3 +493,36 @@ def test_matmul_register_tile_follows_the_target(mcpu, lanes, rows):
             f(tvm.nd.array(a), tvm.nd.array(bb), res)
             np.testing.assert_allclose(res.numpy(), a @ bb.transpose(0, 2, 1), rtol=1e-5,
                                        atol=1e-5)
+
+
+@pytest.mark.parametrize("c,hw,k,stride,want", [
+    (32, 13, 5, 2, True),     # depthwise 5x5 with a stride: padding inlined
+    (24, 11, 5, 1, False),    # 5x5 at stride 1: a padded copy
+    (16, 9, 3, 1, True),      # 3x3: inline
+    (16, 15, 7, 2, False),    # 7x7: a padded copy
+])
+def test_default_inline_pad_depthwise(c, hw, k, stride, want):
+    """Depthwise NCHWc: the padding choice by window and stride, and the result vs numpy."""
+    from tvmpy.topi.testing import conv2d_nchw_python
+    from tvmpy.topi.x86.conv2d import default_inline_pad, find_nchwc
+
+    bn, pad = (16 if c % 16 == 0 else 8), k // 2
+    data = te.placeholder((1, c // bn, hw, hw, bn), name="data")
+    kernel = te.placeholder((c // bn, 1, k, k, 1, bn), name="kernel")
+    conv = topi.nn.depthwise_conv2d_NCHWc(data, kernel, (stride, stride), (pad, pad), (1, 1),
+                                          f"NCHW{bn}c", f"NCHW{bn}c")
+    _, cv, _, dw = find_nchwc([conv])
+    assert dw and default_inline_pad(cv, True) == want
+    with tvm.target.Target("llvm"):
+        f = tvm.build(topi.x86.schedule_conv2d_NCHWc([conv]), [data, kernel, conv], "llvm")
+    rng = np.random.default_rng(c + k)
+    x = rng.uniform(-1, 1, (1, c, hw, hw)).astype("float32")
+    w = rng.uniform(-1, 1, (c, 1, k, k)).astype("float32")
+    xa = x.reshape(1, c // bn, bn, hw, hw).transpose(0, 1, 3, 4, 2)
+    wk = w.reshape(c // bn, bn, 1, k, k).transpose(0, 2, 3, 4, 1)[:, :, :, :, None, :]
+    out = tvm.nd.empty(tuple(int(d) for d in conv.shape), "float32")
+    f(tvm.nd.array(np.ascontiguousarray(xa)), tvm.nd.array(np.ascontiguousarray(wk)), out)
+    got = out.numpy().transpose(0, 1, 4, 2, 3).reshape(1, c, *out.shape[2:4])
+    ref = np.concatenate([conv2d_nchw_python(x[:, i:i + 1], w[i:i + 1], stride, pad)
+                          for i in range(c)], axis=1)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -63,6 +63,15 @@ def exp_f32(cg: CodeGenLLVM, x: Value, dtype: str) -> Value:
         p = fma(p, r, c(k))
     r2 = fb.value(ty, f"fmul {r}, {r.ref}", "r2")
     y = fma(p, r2, fb.value(ty, f"fadd {r}, {c(1.0).ref}", "r1"))
+    if lanes * 32 == 512 and cg.vector_bits >= 512 and cg.mb.triple.startswith("x86_64"):
+        # AVX-512: y * 2**n in one vscalefps (one rounding, subnormal and overflowing results
+        # included), instead of the nine integer and float operations below: SiLU epilogues
+        # are bound by the number of vector operations of their exp
+        name = "llvm.x86.avx512.mask.scalef.ps.512"
+        cg.mb.declare(name, ty, [ty, ty, ty, "i16", "i32"])
+        out = fb.value(ty, f"call {ty} @{name}({y}, {n}, {y}, i16 -1, i32 4)", "exp")
+        nan = fb.value(llvm_type(dt.with_lanes("bool", lanes)), f"fcmp uno {x}, {x.ref}", "nan")
+        return fb.value(ty, f"select {nan}, {x}, {out}", "exp")
     # 2**n as 2**n1 * 2**n2, n1 = n >> 1: both halves are normal powers of two for n in
     # [-150, 129] (the clamp's range), and a subnormal result is rounded once
     ni = fb.value(ity, f"fptosi {n} to {ity}", "n")

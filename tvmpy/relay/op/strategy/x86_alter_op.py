@@ -7,7 +7,8 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   and output ``NCHW{c}c``, keeping the block its input already has when it fits); the block sizes
   are the largest divisors of the channel counts that fit one vector register of the target
   (16 fp32 lanes with AVX-512, 8 with AVX2; at most :data:`MAX_BLOCK`), as TVM's x86 default
-  config (``topi.nn.conv2d_infer_layout``). A constant kernel is transformed at compile time; a
+  config (``topi.nn.conv2d_infer_layout``), except that a block of no register width (10, 12,
+  15) gives way to a power of two of at least half a vector (:func:`vector_block`). A constant kernel is transformed at compile time; a
   kernel that is a Var gets a ``layout_transform`` call (FoldConstant folds it once bound).
   A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts, the
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
@@ -45,8 +46,8 @@ from .x86 import DENSE_PACK_MIN_ROWS, const_int
 from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
-__all__ = ["MAX_BLOCK", "conv_blocks", "graph_blocks", "padded_block", "conv_padding", "is_depthwise",
-           "is_grouped", "grouped_blocks",
+__all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_block", "conv_padding",
+           "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -120,7 +121,26 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     chosen = graph_blocks(call, target)
     if chosen is not None:
         return chosen
-    return conv2d_infer_layout(int(d.shape[1]), int(w.shape[0]), lanes)
+    ic, oc = int(d.shape[1]), int(w.shape[0])
+    ic_bn, oc_bn = conv2d_infer_layout(ic, oc, lanes)
+    return vector_block(ic, ic_bn, lanes), vector_block(oc, oc_bn, lanes)
+
+
+def vector_block(c: int, bn: int, lanes: int) -> int:
+    """The channel block for ``c`` channels whose largest divisor within one vector of
+    ``lanes`` is ``bn``: ``bn`` when it is a power of two (a whole vector register: 4, 8, 16
+    lanes), else the largest power-of-two divisor of ``c`` when that fills at least half a
+    vector, else ``bn``. A block of 10, 12 or 15 lanes is no register width: LLVM splits
+    every load, store and FMA of it into 8 + 2 (+ 4 + 1) lanes or masks a wider one. Blocks of
+    8 instead, 1 thread, CPU time (bench/RESULTS.md, 2026-11-29 z-cnn): 512 -> 1000 1x1 on
+    13x13 2.90 -> 2.00 ms (block 10), 144 -> 40 1x1 on 28x28 145 -> 95 us (10), depthwise
+    5x5 over 120 channels 142 -> 62 us (15), over 72 with stride 2 70 -> 57 us (12)."""
+    if bn & (bn - 1) == 0:
+        return bn
+    p = c & -c  # the largest power of two dividing c
+    while p > lanes:
+        p //= 2
+    return p if p * 2 >= lanes else bn
 
 
 def is_grouped(call: Call) -> bool:
