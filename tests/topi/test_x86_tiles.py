@@ -496,15 +496,15 @@ def test_matmul_register_tile_follows_the_target(mcpu, lanes, rows):
 
 
 @pytest.mark.parametrize("c,hw,k,stride,want", [
-    (32, 13, 5, 2, True),     # depthwise 5x5 with a stride: padding inlined
-    (24, 11, 5, 1, False),    # 5x5 at stride 1: a padded copy
-    (16, 9, 3, 1, True),      # 3x3: inline
-    (16, 15, 7, 2, False),    # 7x7: a padded copy
+    (32, 13, 5, 2, True),     # depthwise: the padding inlined at any window and stride
+    (24, 11, 5, 1, True),     # (windows wider than 3 unroll their columns: default_unroll_kw)
+    (16, 9, 3, 1, True),
+    (16, 15, 7, 2, True),
 ])
 def test_default_inline_pad_depthwise(c, hw, k, stride, want):
     """Depthwise NCHWc: the padding choice by window and stride, and the result vs numpy."""
     from tvmpy.topi.testing import conv2d_nchw_python
-    from tvmpy.topi.x86.conv2d import default_inline_pad, find_nchwc
+    from tvmpy.topi.x86.conv2d_nchwc import default_inline_pad, find_nchwc
 
     bn, pad = (16 if c % 16 == 0 else 8), k // 2
     data = te.placeholder((1, c // bn, hw, hw, bn), name="data")
