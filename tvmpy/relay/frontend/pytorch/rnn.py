@@ -127,11 +127,14 @@ def symbolic_rnn_export() -> Iterator[None]:
 
     keys = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
     saved: dict = {}
-    for kind, op in (("LSTM", torch.ops.aten.lstm.input), ("GRU", torch.ops.aten.gru.input)):
+    ops = (("LSTM", torch.ops.aten.lstm.input), ("GRU", torch.ops.aten.gru.input))
+    for _, op in ops:  # all checked before any is replaced: a refusal leaves torch as it was
         kernels = getattr(op, "py_kernels", None)
         if not isinstance(kernels, dict) or any(k not in kernels for k in keys):
             raise RuntimeError(f"symbolic_rnn_export: {op} has no Python kernels to replace in "
                                f"torch {torch.__version__}")
+    for kind, op in ops:
+        kernels = op.py_kernels
         for k in keys:
             saved[op, k] = kernels[k]
             kernels[k] = _shaping_kernel(kernels[k], kind, FakeTensor)
