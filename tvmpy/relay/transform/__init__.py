@@ -27,7 +27,7 @@ __all__ = [
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
-    "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "RemoveUnusedFunctions", "PrintIR",
+    "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "Legalize", "RemoveUnusedFunctions", "PrintIR",
 ]  # fmt: skip
 
 
@@ -68,6 +68,7 @@ from .convert_layout import ConvertLayout, LegalizeLayouts  # noqa: E402
 from .dead_code import DeadCodeElimination, RemoveUnusedFunctions  # noqa: E402
 from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
+from .legalize import Legalize  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
