@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ...topi.rnn import GATES, workspace_shapes
 from ..expr import RelayExpr, Tuple, const
 from . import nn, tensor, transform
 from .rnn import padded_hidden
-from ...topi.rnn import GATES, workspace_shapes
 
 __all__ = ["expand_rnn_scan"]
 

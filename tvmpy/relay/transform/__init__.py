@@ -68,10 +68,10 @@ from .convert_layout import ConvertLayout, LegalizeLayouts  # noqa: E402
 from .dead_code import DeadCodeElimination, RemoveUnusedFunctions  # noqa: E402
 from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
-from .legalize import Legalize  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
+from .legalize import Legalize  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
