@@ -80,7 +80,7 @@ def expand_rnn_scan(attrs: Any, args: list[RelayExpr], arg_types: list[Any]) -> 
             h = tensor.add(tensor.multiply(tensor.subtract(one, z), hh), tensor.multiply(z, h))
         ys[t] = h
     y = tensor.stack(ys, 0) if T else const(np.zeros((0, N, H), dtype=dt))
-    outs = [y, h] + ([c] if cell == "LSTM" else [])
+    outs: list[RelayExpr] = [y, h] + ([c] if c is not None else [])
     # the kernel's workspaces (never read after the call): zeros of their shapes
     outs += [const(np.zeros(s, dtype=dt)) for s in workspace_shapes(cell, lbr, N, hp)]
     return Tuple(outs)

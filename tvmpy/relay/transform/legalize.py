@@ -19,18 +19,23 @@ __all__ = ["Legalize"]
 
 
 class _Rewrite(ExprMutator):
-    def visit_call(self, c: Call) -> RelayExpr:
-        new = super().visit_call(c)
+    def visit_call(self, c: Any) -> RelayExpr:
+        new: Any = super().visit_call(c)
         fn = c.op.get_attr("FTVMLegalize") if isinstance(c.op, Op) else None
         if fn is None or not isinstance(new, Call):
             return new
-        out = fn(new.attrs, list(new.args), [a.checked_type for a in c.args])
+        call: Any = new  # (the node classes' fields are set by _init: untyped)
+        out = fn(call.attrs, list(call.args), [a.checked_type for a in c.args])
         return new if out is None else out
 
     def visit_tuple_getitem(self, t: TupleGetItem) -> RelayExpr:
-        new = super().visit_tuple_getitem(t)
-        if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
-            return new.tuple_value.fields[new.index]
+        new: Any = super().visit_tuple_getitem(t)
+        if not isinstance(new, TupleGetItem):
+            return new
+        item: Any = new
+        if isinstance(item.tuple_value, Tuple):
+            fields: Any = item.tuple_value
+            return fields.fields[item.index]
         return new
 
 
