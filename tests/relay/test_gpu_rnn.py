@@ -98,3 +98,41 @@ def test_symbolic_sequence_on_gpu_is_a_clear_error():
     with pytest.raises(Exception, match="sequence length"):
         with tvm.transform.PassContext(opt_level=3):
             relay.build(mod, "opencl", params=params)
+
+
+@pytest.mark.parametrize("T", [1, 3])
+@pytest.mark.parametrize("cell,lbr,reverse", [("LSTM", True, False), ("LSTM", True, True),
+                                              ("GRU", False, True), ("GRU", True, False)])
+def test_expanded_rnn_scan_matches_its_numpy_meaning(cell, lbr, reverse, T):
+    """``nn.rnn_scan`` called directly (padded weights, a prime hidden size, batch 3) built for
+    opencl, i.e. expanded by Legalize, equals ``rnn_scan_np`` (float64)."""
+    from types import SimpleNamespace
+
+    from tvmpy.relay.op.rnn import padded_hidden, rnn_scan, rnn_scan_np
+    from tvmpy.topi.rnn import GATES
+
+    rng = np.random.default_rng(T)
+    N, H = 3, 19
+    G, hp = GATES[cell], padded_hidden(H)
+
+    def r(*s):
+        return (rng.standard_normal(s) * 0.5).astype(np.float32)
+
+    xw, rt = r(T, N, G, hp), r(H, G, hp)
+    xw[..., H:] = 0
+    rt[..., H:] = 0
+    vals = {"xw": xw.reshape(T, N, G * hp), "rt": rt.reshape(H, G * hp), "h0": r(N, H),
+            "aux": r(N, H) if cell == "LSTM" else np.concatenate([r(H), np.zeros(hp - H,
+                                                                                 "float32")])}
+    vs = [relay.var(k, shape=v.shape) for k, v in vals.items()]
+    out = rnn_scan(*vs, cell, H, reverse, lbr)
+    n_real = 3 if cell == "LSTM" else 2  # Y, h_T (, c_T); the workspaces are not results
+    body = relay.Tuple([relay.TupleGetItem(out, i) for i in range(n_real)])
+    mod = tvm.IRModule.from_expr(relay.Function(vs, body))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "opencl")
+    got = _run(lib, tvm.opencl(0), vals)
+    attrs = SimpleNamespace(cell=cell, hidden=H, reverse=reverse, linear_before_reset=lbr)
+    want = rnn_scan_np(attrs, *vals.values())
+    for g, w in zip(got, want[:n_real]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -40,14 +40,14 @@ def expand_rnn_scan(attrs: Any, args: list[RelayExpr], arg_types: list[Any]) -> 
     dt = arg_types[0].dtype
 
     def unpad(x: RelayExpr, axis: int, rest: list[int]) -> RelayExpr:
-        """``x``'s gate-major axis ``axis`` (G blocks of hp) without the padding columns."""
+        """``x`` with its gate-major axis ``axis`` (G blocks of hp) split into (G, H): the
+        padding columns of each gate dropped."""
         shape = rest[:axis] + [G, hp] + rest[axis:]
-        x = transform.strided_slice(transform.reshape(x, shape), [0], [H], axes=[axis + 1])
-        return transform.reshape(x, rest[:axis] + [G * H] + rest[axis:])
+        return transform.strided_slice(transform.reshape(x, shape), [0], [H], axes=[axis + 1])
 
-    w = unpad(transform.transpose(rt, [1, 0]), 0, [H])                 # (G*H, H)
-    xg = transform.reshape(transform.transpose(transform.reshape(
-        unpad(xw, 2, [T, N]), [T, N, G, H]), [2, 0, 1, 3]), [G * T, N, H])  # (G*T, N, H)
+    w = transform.reshape(unpad(transform.transpose(rt, [1, 0]), 0, [H]), [G * H, H])
+    xg = transform.reshape(transform.transpose(unpad(xw, 2, [T, N]), [2, 0, 1, 3]),
+                           [G * T, N, H])                               # (G*T, N, H)
 
     def gate(v: RelayExpr, k: int) -> RelayExpr:
         return transform.strided_slice(v, [k * H], [(k + 1) * H], axes=[1])
