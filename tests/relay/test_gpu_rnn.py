@@ -19,7 +19,6 @@ ort = pytest.importorskip("onnxruntime")
 
 from tvmpy.relay.testing import onnx_models  # noqa: E402
 
-
 _model = onnx_models.recurrent  # (kind, T, N, I, H, direction, states, layers, **attrs)
 
 
