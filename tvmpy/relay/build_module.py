@@ -217,7 +217,8 @@ def needs_vm(mod: Any) -> bool:
 # ---- optimization ---------------------------------------------------------------------------
 def build_passes() -> list[Any]:
     """The graph passes of relay.build in TVM's order; each runs when the PassContext's
-    opt_level is at least the pass's own (SimplifyInference 0, LegalizeLayouts 0 (NHWC convolutions
+    opt_level is at least the pass's own (Legalize 0 (``FTVMLegalize``: e.g. nn.rnn_scan on
+    GPU targets), SimplifyInference 0, LegalizeLayouts 0 (NHWC convolutions
     and pools as NCHW ones, ``transform/convert_layout.py``), ConvTransposeToConv 0, FuseOps 0,
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
     only padding), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
@@ -227,7 +228,8 @@ def build_passes() -> list[Any]:
     # DropPaddingTaps after FoldScaleAxis: a batch norm folds into the whole convolution's
     # weights before it is split into bands (FoldConstant then folds the weight slices)
     # LegalizeLayouts: NHWC convolutions and pools (no compute of their own) as NCHW ones
-    passes: list[Any] = [T.InferType(), T.SimplifyInference(), T.LegalizeLayouts(),
+    # Legalize: calls without an implementation on the target as ops that have one
+    passes: list[Any] = [T.InferType(), T.Legalize(), T.SimplifyInference(), T.LegalizeLayouts(),
                          T.ConvTransposeToConv(),
                          T.EliminateCommonSubexpr(), T.FoldConstant(), T.FoldScaleAxis(),
                          T.DropPaddingTaps(), T.FoldConstant()]

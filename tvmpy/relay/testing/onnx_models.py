@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["resnet18", "mobilenet_v2", "bert_encoder", "input_feeds", "MODELS"]
+__all__ = ["resnet18", "mobilenet_v2", "bert_encoder", "recurrent", "input_feeds", "MODELS"]
 
 OPSET = 17
 IR_VERSION = 9  # onnxruntime loads ir_version <= 10 on every version we support
@@ -289,6 +289,52 @@ def bert_encoder(layers: int = 4, hidden: int = 256, heads: int = 4, seq: int | 
         x = _layer_norm(g, g.node("Add", [f, x], f"{name}.output.residual"),
                         f"{name}.output.LayerNorm", hidden, decomposed_layer_norm)
     return g.model([inp], x, [batch, seq, hidden], "bert_encoder")
+
+
+def recurrent(kind: str = "LSTM", seq: int | str = 5, batch: int = 2, inputs: int = 6,
+              hidden: int = 13, direction: str = "forward", states: bool = False,
+              layers: int = 1, seed: int = 0, **attrs: Any) -> Any:
+    """``layers`` stacked ONNX ``LSTM`` / ``GRU`` nodes (``kind``; opset 14, time-major input
+    ``X`` [seq, batch, inputs], weights ~ N(0, 1/fan_in), biases given): layer k's ``Y`` (its
+    direction axis folded into the features: Transpose + Reshape) is layer k+1's input. With
+    ``states`` each layer's initial ``h``/``c`` [dirs, batch, hidden] are graph inputs
+    ``h{k}``/``c{k}``. Outputs: every layer's ``Y_h`` (and ``Y_c``), then the last ``Y``
+    folded [seq, batch, dirs * hidden]. ``attrs``: more node attributes
+    (``linear_before_reset``)."""
+    from onnx import TensorProto, helper
+
+    if kind not in ("LSTM", "GRU"):
+        raise ValueError(f"kind must be 'LSTM' or 'GRU', got {kind!r}")
+    G, dirs = {"GRU": 3, "LSTM": 4}[kind], 2 if direction == "bidirectional" else 1
+    g = _Graph(seed)
+    f32 = TensorProto.FLOAT
+    ins = [helper.make_tensor_value_info("X", f32, [seq, batch, inputs])]
+    outs: list[str] = []
+    x, feat = "X", inputs
+    for k in range(layers):
+        w = g.he(f"W{k}", (dirs, G * hidden, feat), feat, 1.0)
+        r = g.he(f"R{k}", (dirs, G * hidden, hidden), hidden, 1.0)
+        b = g.uniform(f"B{k}", (dirs, 2 * G * hidden), -0.5, 0.5)
+        names = [x, w, r, b, ""]
+        if states:
+            for nm in (f"h{k}", f"c{k}") if kind == "LSTM" else (f"h{k}",):
+                names.append(nm)
+                ins.append(helper.make_tensor_value_info(nm, f32, [dirs, batch, hidden]))
+        y = g.node(kind, names, f"{kind.lower()}{k}", n_out=3 if kind == "LSTM" else 2,
+                   hidden_size=hidden, direction=direction, **attrs)
+        outs += y[1:]
+        t = g.node("Transpose", [y[0]], f"fold{k}.transpose", perm=[0, 2, 1, 3])
+        x = g.node("Reshape", [t, g.const(f"fold{k}.shape", [-1, batch, dirs * hidden],
+                                          np.int64)], f"fold{k}")
+        feat = dirs * hidden
+    outs.append(x)
+    graph = helper.make_graph(g.nodes, f"{kind.lower()}_layers", ins,
+                              [helper.make_tensor_value_info(o, f32, None) for o in outs],
+                              initializer=g.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)],
+                          producer_name="tvmpy")
+    m.ir_version = IR_VERSION
+    return m
 
 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "bert_encoder": bert_encoder}

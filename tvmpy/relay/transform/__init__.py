@@ -27,7 +27,7 @@ __all__ = [
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
-    "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "RemoveUnusedFunctions", "PrintIR",
+    "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "Legalize", "RemoveUnusedFunctions", "PrintIR",
 ]  # fmt: skip
 
 
@@ -72,6 +72,7 @@ from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
+from .legalize import Legalize  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
