@@ -1,10 +1,20 @@
-"""Legalize (TVM's pass): a call whose operator has no implementation on the current target is
-rewritten into operators that have one. An operator opts in with the per-op attribute
-``FTVMLegalize``, a ``target.generic_func`` ``fn(attrs, args, arg_types) -> expr | None``
-(None: keep the call) dispatched on ``Target.current()``; e.g. ``nn.rnn_scan`` on GPU targets
-(``relay/op/strategy/rnn.py``: the per-step ops, ``relay/op/rnn_expand.py``). Runs at every
-opt_level, before fusion (a target would otherwise fail to lower the call); a
-``TupleGetItem`` of a rewritten call that became a ``Tuple`` is that tuple's field."""
+"""Legalize (TVM's pass): rewrite a call whose operator has no implementation on the target.
+
+What it does
+An operator opts in with the per-op attribute ``FTVMLegalize``, a ``target.generic_func``
+``fn(attrs, args, arg_types) -> expr | None`` (None: keep the call) dispatched on
+``Target.current()``; e.g. ``nn.rnn_scan`` on GPU targets (``relay/op/strategy/rnn.py``: the
+per-step ops, ``relay/op/rnn_expand.py``). A ``TupleGetItem`` of a rewritten call that became
+a ``Tuple`` is that tuple's field.
+
+When valid
+Always, as long as each ``FTVMLegalize`` returns an expression with the call's meaning and type;
+it runs at every opt_level, before fusion (a target would otherwise fail to lower the call).
+
+Example
+    before:  %0 = nn.rnn_scan(%xw, %r, %h0, %aux, cell="lstm", hidden=20);  %0.0     (target: opencl)
+    after:   %1 = nn.dense(%h0, %r_gates); ... the gates of step 0 ...; stack((%h_0, %h_1, ...))
+"""
 
 from __future__ import annotations
 
