@@ -274,25 +274,36 @@ def _small_bert():
 
 def test_extract_from_program_bert():
     mod, params = _small_bert()
-    tasks = autotvm.task.extract_from_program(mod, params, "llvm")
-    keys = [t.workload for t in tasks]
-    assert len(keys) == len(set(keys))
-    got = sorted((t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks)
-    # q/k/v and the output projection share one workload (64 -> 64), the feed-forward two
-    # more; Q K^T is the B-transposed (packed) batch_matmul, softmax(..) V the plain one.
-    # Extraction lowers at opt_level 3 (as TVM's), so the dense layers are the prepacked
-    # weights' (AlterOpLayout: [N/32, K, 32] panels) that an opt_level-3 build runs
-    assert got == sorted([
+    dense = [
         ("contrib_dense_pack.x86", ((32, 64), (2, 64, 32))),
         ("contrib_dense_pack.x86", ((32, 64), (8, 64, 32))),
         ("contrib_dense_pack.x86", ((32, 256), (2, 256, 32))),
+    ]
+    # q/k/v and the output projection share one workload (64 -> 64), the feed-forward two
+    # more. Extraction lowers at opt_level 3 (as TVM's), so the dense layers are the
+    # prepacked weights' (AlterOpLayout: [N/32, K, 32] panels) that an opt_level-3 build runs,
+    # and the attention is FuseAttention's nn.attention (no template: no task)
+    tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    assert sorted(_names_and_shapes(tasks)) == sorted(dense)
+    # without FuseAttention (the caller's disabled_pass holds): Q K^T is the B-transposed
+    # (packed) batch_matmul, softmax(..) V the plain one
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["FuseAttention"]):
+        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    keys = [t.workload for t in tasks]
+    assert len(keys) == len(set(keys))
+    assert sorted(_names_and_shapes(tasks)) == sorted(dense + [
         ("batch_matmul_pack.x86", ((2, 32, 32), (2, 32, 32))),
         ("batch_matmul.x86", ((2, 32, 32), (2, 32, 32))),
     ])
     for t in tasks:
         assert len(t.config_space) >= 2 and t.flop > 0
-    only = autotvm.task.extract_from_program(mod, params, "llvm", ops=["batch_matmul.x86"])
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["FuseAttention"]):
+        only = autotvm.task.extract_from_program(mod, params, "llvm", ops=["batch_matmul.x86"])
     assert [t.name for t in only] == ["batch_matmul.x86"]
+
+
+def _names_and_shapes(tasks):
+    return [(t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks]
 
 
 def _dense_net():
@@ -349,19 +360,24 @@ def test_tune_dense_task_then_build_with_history_best(tmp_path, monkeypatch):
 
 def test_extract_from_onnx_bert_at_opt_level_3():
     """The ONNX BERT encoder as relay.build compiles it at opt_level 3 (dense weights packed at
-    compile time): its tasks are the prepacked dense and the two attention batch_matmuls."""
+    compile time): its tasks are the prepacked dense, and, without FuseAttention, the two
+    attention batch_matmuls."""
     pytest.importorskip("onnx")
     from tvmpy import relay
     from tvmpy.relay.testing import onnx_models
 
     mod, params = relay.frontend.from_onnx(onnx_models.bert_encoder(layers=1, seq=32))
-    with tvm.transform.PassContext(opt_level=3):
-        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
-    got = sorted((t.name, tuple(a[1] for a in t.args if isinstance(a, tuple))) for t in tasks)
-    assert got == sorted([
+    dense = [
         ("contrib_dense_pack.x86", ((32, 256), (8, 256, 32))),
         ("contrib_dense_pack.x86", ((32, 256), (32, 256, 32))),
         ("contrib_dense_pack.x86", ((32, 1024), (8, 1024, 32))),
+    ]
+    with tvm.transform.PassContext(opt_level=3):
+        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    assert sorted(_names_and_shapes(tasks)) == sorted(dense)
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["FuseAttention"]):
+        tasks = autotvm.task.extract_from_program(mod, params, "llvm")
+    assert sorted(_names_and_shapes(tasks)) == sorted(dense + [
         ("batch_matmul.x86", ((4, 32, 64), (4, 64, 32))),
         ("batch_matmul.x86", ((4, 32, 32), (4, 32, 64))),
     ])
