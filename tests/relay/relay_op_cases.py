@@ -5,6 +5,7 @@ import numpy as np
 
 from tvmpy import relay
 from tvmpy.relay.op import nn_int8
+from tvmpy.relay.op.rnn import rnn_scan
 
 rng = np.random.default_rng(7)
 
@@ -47,6 +48,9 @@ def op_cases():
         "nn.batch_matmul": (relay.nn.batch_matmul(a3, _c(2, 4, 5)), (2, 3, 4)),
         "nn.attention": (relay.nn.attention(a3, _c(2, 7, 5), _c(2, 7, 4), _c(1, 2, 1, 7),
                                             scale=0.5, heads=2), (2, 3, 4)),
+        # one LSTM direction: T=3 steps, batch 2, hidden 5 (gates padded to 16 columns)
+        "nn.rnn_scan": (relay.TupleGetItem(rnn_scan(_c(3, 2, 64), _c(5, 64), _c(2, 5), _c(2, 5),
+                                                    "LSTM", 5), 0), (3, 2, 5)),
         "nn.bias_add": (relay.nn.bias_add(x4, vec4), (2, 4, 9, 9)),
         "nn.relu": (relay.nn.relu(m), (3, 5)),
         "nn.leaky_relu": (relay.nn.leaky_relu(m, 0.2), (3, 5)),

@@ -121,6 +121,10 @@ register_op("nn.rnn_scan", _rnn_scan_rel, OpPattern.OPAQUE, 4,
             {"cell": REQUIRED, "hidden": REQUIRED, "reverse": False,
              "linear_before_reset": True})
 register_op_attr("nn.rnn_scan", "FNumpy", lambda attrs, ins, t: rnn_scan_np(attrs, *ins))
+# the trailing outputs that are the kernel's scratch memory (their values are undefined: no
+# consumer reads them, and a check against the numpy meaning skips them)
+register_op_attr("nn.rnn_scan", "FWorkspaceOutputs", lambda attrs: len(workspace_shapes(
+    attrs.cell, bool(attrs.linear_before_reset), 1, PAD)))
 register_shape_func("nn.rnn_scan", lambda attrs, shapes: _out_shapes(
     attrs, shapes[0][0], shapes[0][1]))
 
