@@ -48,7 +48,6 @@ def test_rnn_models_on_aarch64_match_onnxruntime(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rnn_models_on_wasm_match_onnxruntime(name):
-    pytest.importorskip("wasmtime")
     mod, params, feeds, want = _case(name)
     lib, _ = compare.build(mod, params, opt_level=3,
                            target="llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128")
