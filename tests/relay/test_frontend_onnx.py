@@ -912,6 +912,23 @@ def test_scan_unrolled_and_if_on_a_known_condition():
     assert "negative" in str(mod) and "abs" not in str(mod)
 
 
+@pytest.mark.parametrize("freeze", [True, False])
+@pytest.mark.parametrize("axes,opset", [([0], 17), ([1, -2], 17), ([0, 1, 2], 17),
+                                        ([0], 11), ([0, 1], 11)])
+def test_unsqueeze_of_a_size_keeps_every_new_axis(axes, opset, freeze):
+    # fuzzer seed 915: a scalar shape value (Size) unsqueezed on axes that are a parameter (not
+    # frozen) came back 1-D whatever the number of axes
+    if opset >= 13:
+        node = helper.make_node("Unsqueeze", ["n", "axes"], ["y"])
+        inits = [_init("axes", np.array(axes, np.int64))]
+    else:
+        node = helper.make_node("Unsqueeze", ["n"], ["y"], axes=axes)
+        inits = []
+    nodes = [helper.make_node("Size", ["x"], ["n"]), node]
+    m = _model(nodes, [_vi("x", (3, 5))], [_out("y")], inits, opset=opset)
+    _check(m, {"x": _r(3, 5)}, rtol=0, atol=0, freeze=freeze)
+
+
 @pytest.mark.parametrize("attrs", [
     dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]),
     dict(kernel_shape=[2, 2], strides=[2, 2], storage_order=1),

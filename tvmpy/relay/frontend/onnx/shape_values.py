@@ -203,8 +203,13 @@ def _compute(ctx: ImportContext, op: str, names: list[str], attrs: dict) -> SymV
             return None
         picked = tuple(x.items[int(i)] for i in idx.reshape(-1))
         return SymValue(picked, idx.ndim == 0)
-    if op == "Unsqueeze":
-        return SymValue(x.items) if x.scalar else None
+    if op == "Unsqueeze":  # a scalar with one new axis is a 1-D shape vector; more axes are not
+        if ctx.opset < 13:
+            axes = _attr_ints(attrs, "axes")
+        else:
+            given = ctx.values.get(names[1]) if len(names) > 1 else None
+            axes = None if given is None else [int(v) for v in given.reshape(-1)]
+        return SymValue(x.items) if x.scalar and axes is not None and len(axes) == 1 else None
     if op == "Squeeze":
         return SymValue(x.items, True) if not x.scalar and len(x.items) == 1 else None
     if op == "Concat":
