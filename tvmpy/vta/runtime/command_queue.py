@@ -82,6 +82,7 @@ class CommandQueue:
         self.device = Device(self.config, self.dram, on_stats=record)
         self.kernels: dict[Hashable, UopKernel] = {}
         self.last_stats: Stats | None = None
+        self.last_stream: list[Insn] = []     # the instructions of the last synchronize
         self.debug_dump = False
         self._record: UopKernel | None = None
         self.insns: list[Insn] = []
@@ -344,6 +345,7 @@ class CommandQueue:
         buf = self.dram.alloc(len(data))
         buf.data[:] = np.frombuffer(data, dtype=np.uint8)
         count = len(self.insns)
+        self.last_stream = self.insns
         try:
             self.last_stats = self.device.run(buf.addr, count, wait_cycles)
         finally:
