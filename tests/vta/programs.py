@@ -149,3 +149,80 @@ def conv2d(cq: CommandQueue, x: np.ndarray, w: np.ndarray, pad: int, shift: int)
     cq.synchronize()
     return out.view(np.int8)[:cob * oh * ow * cfg.BATCH * cfg.BLOCK_OUT].reshape(
         cob, oh, ow, cfg.BATCH, cfg.BLOCK_OUT).copy()
+
+
+def conv2d_tiled(cq: CommandQueue, x: np.ndarray, w: np.ndarray, shift: int, rows: int,
+                 nslots: int) -> np.ndarray:
+    """A 3x3 pad-1 stride-1 conv2d in tiles of ``rows`` output rows, each tile's input rows
+    loaded with the image border's padding on the fly; ``nslots`` buffer slots interleave the
+    tiles as virtual threads (tokens as TVM's VTA conv schedule with ``cthread``)."""
+    cfg = cq.config
+    cib, h, wd = x.shape[:3]
+    cob, _, kh, kw = w.shape[:4]
+    assert (kh, kw) == (3, 3)
+    wp = wd + 2
+    x_buf, w_buf = upload(cq, x), upload(cq, w)
+    out = cq.alloc_buffer(cob * h * wd * cfg.OUT_ELEM_BYTES)
+    nw = cob * cib * 9
+    inp_slot, acc_slot = cib * (rows + 2) * wp, cob * rows * wd
+    if nslots * inp_slot > cfg.INP_BUFF_DEPTH or nslots * acc_slot > cfg.ACC_BUFF_DEPTH:
+        raise ValueError("tile too large for the buffers")
+    cq.load_buffer_2d(w_buf, 0, nw, 1, nw, 0, 0, 0, 0, 0, hc.MEM_ID_WGT)
+    tiles = [(r0, min(rows, h - r0)) for r0 in range(0, h, rows)]
+    for i, (r0, th) in enumerate(tiles):
+        slot = i % nslots
+        ib, ab = slot * inp_slot, slot * acc_slot
+        if i >= nslots:
+            cq.dep_pop(C, L)
+        lo, hi = max(r0 - 1, 0), min(r0 + th + 1, h)
+        for c in range(cib):
+            cq.load_buffer_2d(x_buf, c * h * wd + lo * wd, wd, hi - lo, wd, 1, lo - (r0 - 1), 1,
+                              (r0 + th + 1) - hi, ib + c * (th + 2) * wp, hc.MEM_ID_INP)
+        cq.dep_push(L, C)
+        cq.dep_pop(L, C)
+        if i >= nslots:
+            cq.dep_pop(S, C)
+
+        def reset(th=th, ab=ab):
+            cq.uop_loop_begin(cob * th * wd, 1, 0, 0)
+            cq.uop_push(0, 1, ab, 0, 0, 0, 0, 0)
+            cq.uop_loop_end()
+
+        def gemm(th=th, ab=ab, ib=ib):
+            cq.uop_loop_begin(th, wd, wp, 0)
+            cq.uop_loop_begin(wd, 1, 1, 0)
+            for o in range(cob):
+                for c in range(cib):
+                    for dy in range(3):
+                        for dx in range(3):
+                            cq.uop_push(0, 0, ab + o * th * wd, ib + c * (th + 2) * wp
+                                        + dy * wp + dx, ((o * cib + c) * 3 + dy) * 3 + dx,
+                                        0, 0, 0)
+            cq.uop_loop_end()
+            cq.uop_loop_end()
+
+        def alu(op, imm, th=th, ab=ab):
+            def f():
+                cq.uop_loop_begin(cob * th * wd, 1, 1, 0)
+                cq.uop_push(1, 0, ab, ab, 0, op, 1, imm)
+                cq.uop_loop_end()
+            return f
+
+        cq.push_gemm_op(("t-reset", th, ab, cob, wd), reset)
+        cq.push_gemm_op(("t-conv", th, ab, ib, x.shape, w.shape), gemm)
+        for op, imm in ((hc.ALU_OPCODE_SHR, shift), (hc.ALU_OPCODE_MAX, 0),
+                        (hc.ALU_OPCODE_MIN, 127)):
+            cq.push_alu_op(("t-alu", th, ab, cob, wd, op, imm), alu(op, imm))
+        cq.dep_push(C, L)
+        cq.dep_push(C, S)
+        cq.dep_pop(C, S)
+        for o in range(cob):   # this tile's rows of every output-channel block
+            cq.store_buffer_2d(ab + o * th * wd, hc.MEM_ID_OUT, out, o * h * wd + r0 * wd,
+                               th * wd, 1, th * wd)
+        cq.dep_push(S, C)
+    for _ in range(min(nslots, len(tiles))):
+        cq.dep_pop(C, L)
+        cq.dep_pop(S, C)
+    cq.synchronize()
+    return out.view(np.int8)[:cob * h * wd * cfg.BATCH * cfg.BLOCK_OUT].reshape(
+        cob, h, wd, cfg.BATCH, cfg.BLOCK_OUT).copy()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tvmpy.vta import hw_config as hc
 from tvmpy.vta import isa, simulator
@@ -427,3 +429,93 @@ def test_timeout_and_stats():
     cq.push_alu_op("k", lambda: cq.uop_push(1, 0, 0, 0, 0, 0, 1, 0))
     with pytest.raises(simulator.DeviceTimeoutError, match="more than the 10"):
         cq.synchronize(wait_cycles=10)
+
+
+@pytest.mark.parametrize("rows, nslots", [(2, 1), (3, 2), (5, 2)])
+def test_tiled_conv_virtual_threads(rows, nslots):
+    """Row tiles whose border rows are padded by the DMA; 1 or 2 interleaved slots."""
+    cfg = hc.default_config()
+    rng = np.random.default_rng(50)
+    x = rand(rng, (2, 7, 6, 1, 16))
+    w = rand(rng, (2, 2, 3, 3, 16, 16))
+    got = programs.conv2d_tiled(CommandQueue(cfg), x, w, 8, rows, nslots)
+    np.testing.assert_array_equal(got, programs.conv_ref(x, w, 1, 8))
+
+
+# ---- random GEMM / ALU instructions against the hardware's loop nest, written out -------------
+def _device_with_random_buffers(cfg, seed):
+    rng = np.random.default_rng(seed)
+    dev = simulator.Device(cfg, simulator.Dram())
+    bufs = dev.buffers
+    bufs.inp[:] = rand(rng, bufs.inp.shape)
+    bufs.wgt[:] = rand(rng, bufs.wgt.shape)
+    bufs.acc[:] = rand(rng, bufs.acc.shape, np.int32)
+    return dev, rng
+
+
+def _load_uops(dev, uops, base):
+    for j, u in enumerate(uops):
+        dev.buffers.uop[base + j] = isa.encode_uop(u, dev.cfg)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_random_gemm_matches_loop_nest(data):
+    cfg = data.draw(st.sampled_from([CONFIGS["default"], CONFIGS["batch2"]]))
+    dev, rng = _device_with_random_buffers(cfg, data.draw(st.integers(0, 1000)))
+    nu = data.draw(st.integers(1, 5))
+    uops = [isa.Uop(data.draw(st.integers(0, 30)), data.draw(st.integers(0, 30)),
+                    data.draw(st.integers(0, 30))) for _ in range(nu)]
+    f = st.integers(0, 4)
+    insn = isa.GemmInsn(uop_bgn=3, uop_end=3 + nu, iter_out=data.draw(st.integers(1, 4)),
+                        iter_in=data.draw(st.integers(1, 5)), dst_factor_out=data.draw(f),
+                        dst_factor_in=data.draw(f), src_factor_out=data.draw(f),
+                        src_factor_in=data.draw(f), wgt_factor_out=data.draw(f),
+                        wgt_factor_in=data.draw(f), reset=data.draw(st.booleans()))
+    _load_uops(dev, uops, 3)
+    b = dev.buffers
+    acc = b.acc.astype(np.int64)
+    for o in range(insn.iter_out):
+        for i in range(insn.iter_in):
+            for u in uops:
+                d = u.dst_idx + o * insn.dst_factor_out + i * insn.dst_factor_in
+                s = u.src_idx + o * insn.src_factor_out + i * insn.src_factor_in
+                w = u.wgt_idx + o * insn.wgt_factor_out + i * insn.wgt_factor_in
+                if insn.reset:
+                    acc[d] = 0
+                else:
+                    acc[d] += b.inp[s].astype(np.int64) @ b.wgt[w].astype(np.int64).T
+    dev.run_insns([insn])
+    np.testing.assert_array_equal(b.acc, wrap(acc))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_random_alu_matches_loop_nest(data):
+    cfg = CONFIGS["default"]
+    dev, rng = _device_with_random_buffers(cfg, data.draw(st.integers(0, 1000)))
+    b = dev.buffers
+    nu = data.draw(st.integers(1, 4))
+    uops = [isa.Uop(data.draw(st.integers(0, 12)), data.draw(st.integers(0, 12)), 0)
+            for _ in range(nu)]
+    f = st.integers(0, 3)
+    op = data.draw(st.sampled_from(sorted(hc.ALU_NAMES)))
+    if op == hc.ALU_OPCODE_SHR:
+        b.acc[:] = rng.integers(-40, 41, b.acc.shape)
+    insn = isa.AluInsn(uop_bgn=0, uop_end=nu, iter_out=data.draw(st.integers(1, 3)),
+                       iter_in=data.draw(st.integers(1, 4)), dst_factor_out=data.draw(f),
+                       dst_factor_in=data.draw(f), src_factor_out=data.draw(f),
+                       src_factor_in=data.draw(f), alu_opcode=op,
+                       use_imm=data.draw(st.booleans()), imm=data.draw(st.integers(-40, 40)))
+    _load_uops(dev, uops, 0)
+    acc = b.acc.astype(np.int64)
+    for o in range(insn.iter_out):
+        for i in range(insn.iter_in):
+            for u in uops:
+                d = u.dst_idx + o * insn.dst_factor_out + i * insn.dst_factor_in
+                s = u.src_idx + o * insn.src_factor_out + i * insn.src_factor_in
+                for j in range(acc.shape[2]):
+                    y = insn.imm if insn.use_imm else acc[s, 0, j]
+                    acc[d, 0, j] = _alu_ref(op, acc[d, 0, j], y)
+    dev.run_insns([insn])
+    np.testing.assert_array_equal(b.acc, acc)

@@ -38,6 +38,7 @@ from ..hw_config import (
 )
 from ..isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, decode_stream, pipeline_stage
 from . import functional as F
+from .blas import single_thread
 from .dram import Dram
 
 GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
@@ -129,7 +130,8 @@ class Device:
 
     def run_insns(self, insns: list[Insn], wait_cycles: int = 1 << 62) -> Stats:
         """Run decoded instructions (the stream a fetch would read)."""
-        stats = _Run(self, insns).simulate()
+        with single_thread():
+            stats = _Run(self, insns).simulate()
         if self.on_stats is not None:
             self.on_stats(stats)
         if stats.cycle_count > wait_cycles:
