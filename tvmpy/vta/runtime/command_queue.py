@@ -329,6 +329,14 @@ class CommandQueue:
         encode(insn, self.config)            # field ranges are checked at the call
         self.insns.append(insn)
 
+    def read_barrier(self, buffer: Any = None, elem_bits: int = 0, start: int = 0,
+                     extent: int = 0) -> None:
+        """TVM's VTAReadBarrier: nothing to flush, DRAM is coherent in the simulator."""
+
+    def write_barrier(self, buffer: Any = None, elem_bits: int = 0, start: int = 0,
+                      extent: int = 0) -> None:
+        """TVM's VTAWriteBarrier: nothing to invalidate in the simulator."""
+
     # ---- running --------------------------------------------------------------------------
     def synchronize(self, wait_cycles: int = 1 << 31) -> Stats:
         """Close the stream (FINISH after every module's work), run it, and start a new one."""
