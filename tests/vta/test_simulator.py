@@ -519,3 +519,16 @@ def test_random_alu_matches_loop_nest(data):
                     acc[d, 0, j] = _alu_ref(op, acc[d, 0, j], y)
     dev.run_insns([insn])
     np.testing.assert_array_equal(b.acc, acc)
+
+
+def test_large_tiles_are_aligned():
+    """BLOCK 128: a 16 KiB weight tile, larger than a page; buffers still align to it."""
+    cfg = hc.HardwareConfig(log_block_in=7, log_block_out=7, log_wgt_buff_size=18,
+                            log_inp_buff_size=12, log_acc_buff_size=14)
+    rng = np.random.default_rng(60)
+    cq = CommandQueue(cfg)
+    cq.alloc_buffer(100)
+    a = rand(rng, (2, 1, 1, 128))
+    w = rand(rng, (3, 1, 128, 128))
+    got = programs.matmul(cq, a, w, 12, m_chunk=1, nslots=2)
+    np.testing.assert_array_equal(got, programs.matmul_ref(a, w, 12))

@@ -95,7 +95,9 @@ class CommandQueue:
     # ---- DRAM -----------------------------------------------------------------------------
     def alloc_buffer(self, nbytes: int) -> DramBuffer:
         """A page-aligned DRAM buffer (TVM's VTABufferAlloc); ``.addr`` is its physical address."""
-        return self.dram.alloc(nbytes)
+        cfg = self.config
+        return self.dram.alloc(nbytes, align=max(cfg.WGT_ELEM_BYTES, cfg.INP_ELEM_BYTES,
+                                                 cfg.ACC_ELEM_BYTES))
 
     def free_buffer(self, buf: DramBuffer) -> None:
         self.dram.free(buf)

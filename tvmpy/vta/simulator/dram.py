@@ -41,9 +41,14 @@ class Dram:
         self._bases: list[int] = []
         self._buffers: list[DramBuffer] = []
 
-    def alloc(self, nbytes: int) -> DramBuffer:
+    def alloc(self, nbytes: int, align: int = PAGE_BYTES) -> DramBuffer:
+        """A new buffer at a multiple of ``align`` (a power of two, at least a page)."""
         if int(nbytes) <= 0:
             raise ValueError(f"a DRAM buffer needs a positive size, got {nbytes}")
+        align = max(int(align), PAGE_BYTES)
+        if align & (align - 1):
+            raise ValueError(f"DRAM alignment must be a power of two, got {align}")
+        self._next = -(-self._next // align) * align
         buf = DramBuffer(self._next, int(nbytes))
         self._next += -(-int(nbytes) // PAGE_BYTES) * PAGE_BYTES
         self._bases.append(buf.addr)
