@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tvmpy.vta import hw_config as hc
 from tvmpy.vta import isa, simulator
-from tvmpy.vta.runtime import CommandQueue, RuntimeAPIError
+from tvmpy.vta.runtime import DEBUG_FORCE_SERIAL, CommandQueue, RuntimeAPIError
 
 from . import programs
 from .programs import C, L, S
@@ -370,6 +370,16 @@ def test_latency_hiding():
         assert s["gemm_counter"] == 32 * 8 * 4
         assert 0 < s["gemm_utilization"] < 1
     assert cycles[2] < cycles[1]
+    # the same interleaved stream forced serial (TVM's VTA_DEBUG_FORCE_SERIAL): no overlap left
+    simulator.clear_stats()
+    cq = CommandQueue(cfg)
+    cq.set_debug_flag(DEBUG_FORCE_SERIAL)
+    np.testing.assert_array_equal(programs.matmul(cq, a, w, 10, m_chunk=4, nslots=2), want)
+    s = simulator.stats()
+    assert s["cycle_count"] > cycles[1] > cycles[2]
+    assert s["cycle_count"] >= (s["load_busy_cycles"] + s["compute_busy_cycles"]
+                                + s["store_busy_cycles"] + s["load_dram_stall_cycles"]
+                                + s["compute_dram_stall_cycles"] + s["store_dram_stall_cycles"])
 
 
 # ---- errors and stats ------------------------------------------------------------------------
