@@ -26,7 +26,7 @@ def matmul_ref(a: np.ndarray, w: np.ndarray, shift: int) -> np.ndarray:
 
 
 def matmul(cq: CommandQueue, a: np.ndarray, w: np.ndarray, shift: int, m_chunk: int,
-           nslots: int) -> np.ndarray:
+           nslots: int, war: bool = True) -> np.ndarray:
     """Blocked matrix multiply in chunks of ``m_chunk`` row tiles; ``nslots`` buffer slots
     (1: load/compute/store serialised by WAR tokens; 2: two interleaved virtual threads)."""
     cfg = cq.config
@@ -40,7 +40,7 @@ def matmul(cq: CommandQueue, a: np.ndarray, w: np.ndarray, shift: int, m_chunk: 
     for i, (m0, mb) in enumerate(chunks):
         slot = i % nslots
         inp_base, acc_base = slot * m_chunk * k, slot * m_chunk * n
-        if i >= nslots:
+        if i >= nslots and war:
             cq.dep_pop(C, L)                    # WAR: compute has read this inp slot
         cq.load_buffer_2d(a_buf, m0 * k, mb * k, 1, mb * k, 0, 0, 0, 0, inp_base, hc.MEM_ID_INP)
         cq.dep_push(L, C)
@@ -70,13 +70,15 @@ def matmul(cq: CommandQueue, a: np.ndarray, w: np.ndarray, shift: int, m_chunk: 
         cq.push_gemm_op(("reset", mb, n, acc_base), reset)
         cq.push_gemm_op(("gemm", mb, n, k, acc_base, inp_base), gemm)
         cq.push_alu_op(("shr", mb, n, acc_base, shift), shr)
-        cq.dep_push(C, L)
+        if war:
+            cq.dep_push(C, L)
         cq.dep_push(C, S)
         cq.dep_pop(C, S)
         cq.store_buffer_2d(acc_base, hc.MEM_ID_OUT, out, m0 * n, mb * n, 1, mb * n)
         cq.dep_push(S, C)
     for _ in range(min(nslots, len(chunks))):   # drain the WAR tokens nobody waits for
-        cq.dep_pop(C, L)
+        if war:
+            cq.dep_pop(C, L)
         cq.dep_pop(S, C)
     cq.synchronize()
     return out.view(np.int8)[:m * n * cfg.BATCH * cfg.BLOCK_OUT].reshape(

@@ -382,6 +382,19 @@ def test_latency_hiding():
                                 + s["compute_dram_stall_cycles"] + s["store_dram_stall_cycles"])
 
 
+def test_missing_war_token_is_a_real_race():
+    """Without the compute->load token, the load of the next chunk overwrites the input slot
+    while the compute still needs it: the modules really run concurrently."""
+    cfg = hc.default_config()
+    rng = np.random.default_rng(31)
+    a, w = rand(rng, (6, 4, 1, 16)), rand(rng, (3, 4, 16, 16))
+    want = programs.matmul_ref(a, w, 9)
+    np.testing.assert_array_equal(programs.matmul(CommandQueue(cfg), a, w, 9, 2, 1), want)
+    racy = programs.matmul(CommandQueue(cfg), a, w, 9, 2, 1, war=False)
+    assert not np.array_equal(racy, want)
+    np.testing.assert_array_equal(racy[4:], want[4:])          # the last chunk is not overwritten
+
+
 # ---- errors and stats ------------------------------------------------------------------------
 def test_errors_are_named():
     cfg = hc.default_config()
