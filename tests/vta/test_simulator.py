@@ -206,20 +206,31 @@ def test_alu_ops(op, use_imm):
     np.testing.assert_array_equal(cq.device.buffers.acc[:n], want[:n])
 
 
-def test_alu_reduction_with_repeated_destination():
-    """acc[0] = max over acc[1..8] (the destination repeats: sequential semantics)."""
+@pytest.mark.parametrize("op, reduce", [(hc.ALU_OPCODE_MAX, np.max), (hc.ALU_OPCODE_MIN, np.min),
+                                        (hc.ALU_OPCODE_ADD, np.sum)])
+def test_alu_reduction_with_repeated_destination(op, reduce):
+    """acc[0] = op over acc[0..8] (the destination repeats), and acc[9] += 7 four times."""
     cfg = hc.default_config()
     rng = np.random.default_rng(20)
-    x = rand(rng, (9, 1, 16), np.int32, -1000, 1000)
+    x = rand(rng, (10, 1, 16), np.int32)
     cq = CommandQueue(cfg)
 
     def kernel():
         cq.uop_loop_begin(8, 0, 1, 0)
-        cq.uop_push(1, 0, 0, 1, 0, hc.ALU_OPCODE_MAX, 0, 0)
+        cq.uop_push(1, 0, 0, 1, 0, op, 0, 0)
         cq.uop_loop_end()
 
-    got = acc_roundtrip(cq, x, lambda: cq.push_alu_op("red", kernel))
-    np.testing.assert_array_equal(got[0], x.max(axis=0).astype(np.int8))
+    def add_imm():
+        cq.uop_loop_begin(4, 0, 0, 0)
+        cq.uop_push(1, 0, 9, 0, 0, hc.ALU_OPCODE_ADD, 1, 7)
+        cq.uop_loop_end()
+
+    got = acc_roundtrip(cq, x, lambda: (cq.push_alu_op(("red", op), kernel),
+                                        cq.push_alu_op("add7", add_imm)))
+    want = wrap(reduce(x[:9].astype(np.int64), axis=0))
+    np.testing.assert_array_equal(cq.device.buffers.acc[0], want)
+    np.testing.assert_array_equal(got[0], want.astype(np.int8))
+    np.testing.assert_array_equal(got[9], (x[9].astype(np.int64) + 28).astype(np.int8))
 
 
 def test_alu_reads_its_own_results():

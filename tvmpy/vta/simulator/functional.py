@@ -27,7 +27,6 @@ from ..hw_config import (
     MEM_ID_UOP,
     MEM_ID_WGT,
     MEM_NAMES,
-    OPCODE_LOAD,
     HardwareConfig,
 )
 from ..isa import AluInsn, GemmInsn, MemInsn, uop_layout
@@ -273,6 +272,9 @@ def _alu(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r.astype(np.uint32).view(np.int32) if r.size else r.astype(np.int32)
 
 
+_REDUCERS = {ALU_OPCODE_MIN: np.minimum, ALU_OPCODE_MAX: np.maximum, ALU_OPCODE_ADD: np.add}
+
+
 def run_alu(bufs: Buffers, insn: AluInsn, where: str) -> None:
     if insn.alu_opcode not in ALU_NAMES:
         raise ValueError(f"{where}: unknown ALU opcode {insn.alu_opcode}")
@@ -292,7 +294,15 @@ def run_alu(bufs: Buffers, insn: AluInsn, where: str) -> None:
     elif len(uniq_dst) == n and (insn.use_imm or not _reads_after_write(dst, src, len(acc))):
         b = np.int64(insn.imm) if insn.use_imm else acc[src].astype(np.int64)
         acc[dst] = _alu(insn.alu_opcode, acc[dst].astype(np.int64), b)
-    else:  # repeated destinations or a source written earlier by the same instruction
+    elif insn.alu_opcode in _REDUCERS and (insn.use_imm or not np.isin(src, uniq_dst).any()):
+        # a reduction into repeated destinations: order-free (min/max, and + modulo 2^32)
+        pos = np.searchsorted(uniq_dst, dst)
+        tmp = acc[uniq_dst].astype(np.int64)
+        b = (np.broadcast_to(np.int64(insn.imm), (n,) + acc.shape[1:]) if insn.use_imm
+             else acc[src].astype(np.int64))
+        _REDUCERS[insn.alu_opcode].at(tmp, pos, b)
+        acc[uniq_dst] = tmp.astype(np.uint32).view(np.int32)
+    else:  # a source written earlier by the same instruction, or repeated shifts
         imm = np.int64(insn.imm)
         for k in range(n):
             b = imm if insn.use_imm else acc[src[k]].astype(np.int64)
@@ -305,7 +315,3 @@ def _reads_after_write(dst: np.ndarray, src: np.ndarray, depth: int) -> bool:
     pos = np.full(depth, dst.size, dtype=np.int64)
     pos[dst] = np.arange(dst.size)
     return bool(np.any(pos[src] < np.arange(src.size)))
-
-
-def is_load(insn: MemInsn) -> bool:
-    return insn.opcode == OPCODE_LOAD
