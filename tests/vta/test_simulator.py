@@ -566,3 +566,18 @@ def test_large_tiles_are_aligned():
     w = rand(rng, (3, 1, 128, 128))
     got = programs.matmul(cq, a, w, 12, m_chunk=1, nslots=2)
     np.testing.assert_array_equal(got, programs.matmul_ref(a, w, 12))
+
+
+def test_dram_allocation_reuses_freed_ranges():
+    dram = simulator.Dram()
+    a, b, c = dram.alloc(100), dram.alloc(5000), dram.alloc(10)
+    assert a.addr % 4096 == 0 and b.addr >= a.addr + 4096 and c.addr >= b.addr + 5000
+    dram.free(b)
+    d = dram.alloc(4096)                      # fits b's old place
+    assert a.addr < d.addr < c.addr
+    e = dram.alloc(100, align=16384)
+    assert e.addr % 16384 == 0 and e.addr > c.addr
+    with pytest.raises(ValueError, match="not allocated"):
+        dram.free(b)
+    with pytest.raises(simulator.DramAccessError, match="outside every allocated buffer"):
+        dram.find(b.addr + 4096, 8)

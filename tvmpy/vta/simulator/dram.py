@@ -34,10 +34,10 @@ class DramBuffer:
 
 
 class Dram:
-    """Physical memory: a bump allocator of page-aligned buffers (addresses never reused)."""
+    """Physical memory: page-aligned buffers, first fit (freed ranges are reused)."""
 
     def __init__(self, base: int = PAGE_BYTES) -> None:
-        self._next = base
+        self._base = base
         self._bases: list[int] = []
         self._buffers: list[DramBuffer] = []
 
@@ -48,11 +48,17 @@ class Dram:
         align = max(int(align), PAGE_BYTES)
         if align & (align - 1):
             raise ValueError(f"DRAM alignment must be a power of two, got {align}")
-        self._next = -(-self._next // align) * align
-        buf = DramBuffer(self._next, int(nbytes))
-        self._next += -(-int(nbytes) // PAGE_BYTES) * PAGE_BYTES
-        self._bases.append(buf.addr)
-        self._buffers.append(buf)
+        nbytes = int(nbytes)
+        addr, i = -(-self._base // align) * align, 0
+        while i < len(self._buffers):                # first gap that fits
+            buf = self._buffers[i]
+            if addr + nbytes <= buf.addr:
+                break
+            addr = -(-(buf.addr + buf.nbytes) // align) * align
+            i += 1
+        buf = DramBuffer(addr, nbytes)
+        self._bases.insert(i, addr)
+        self._buffers.insert(i, buf)
         return buf
 
     def free(self, buf: DramBuffer) -> None:
