@@ -144,3 +144,24 @@ def test_one_aligned_allocator():
         e = tvm.nd.empty(shape, dtype)
         assert (f.shape, f.dtype, f.device) == (e.shape, e.dtype, e.device)
         assert (f._ptr, f._compact_aligned) == (f._arr.ctypes.data, e._compact_aligned)
+
+
+def test_prefix_view():
+    """ndarray.prefix_view (the VM's exact outputs of an upper-bound kernel): the first elements
+    of a compact array at the same aligned address, the array itself at its own shape."""
+    from tvmpy.runtime import ndarray
+
+    a = ndarray.fresh_ndarray((4, 6), np.dtype("float32"), tvm.cpu(0))
+    a.copyfrom(np.arange(24, dtype="float32").reshape(4, 6))
+    assert ndarray.prefix_view(a, (4, 6)) is a
+    v = ndarray.prefix_view(a, (3, 5))
+    np.testing.assert_array_equal(v.numpy(), np.arange(15, dtype="float32").reshape(3, 5))
+    assert v.data_ptr == a.data_ptr and v.device == a.device and v._compact_aligned
+    v[...] = 0  # a view: writes reach ``a``
+    assert not a.numpy().reshape(-1)[:15].any() and a.numpy().reshape(-1)[15] == 15
+    e = ndarray.prefix_view(a, (0, 6))
+    assert e.shape == (0, 6) and not e._compact_aligned
+    with pytest.raises(ValueError, match="not a prefix"):
+        ndarray.prefix_view(a, (5, 5))
+    with pytest.raises(ValueError, match="not a prefix"):
+        ndarray.prefix_view(NDArray(np.zeros((4, 6), "float32")[:, ::2]), (2,))

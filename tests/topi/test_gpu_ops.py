@@ -7,6 +7,7 @@ import pytest
 import tvmpy as tvm
 from tvmpy import relay
 from tvmpy.contrib import graph_executor
+from tvmpy.topi import testing
 
 RNG = np.random.default_rng(7)
 
@@ -43,42 +44,23 @@ def test_reductions(op, npop, shape, axis):
 @pytest.mark.parametrize("shape,axis", [((3, 37), -1), ((2, 5, 7), 1), ((4, 1), -1),
                                         ((2, 211), 1)])
 def test_softmax(shape, axis):
-    def ref(a):
-        e = np.exp(a - a.max(axis, keepdims=True))
-        return e / e.sum(axis, keepdims=True)
-
-    _run(lambda x: relay.nn.softmax(x, axis=axis), [shape], ref)
+    _run(lambda x: relay.nn.softmax(x, axis=axis), [shape],
+         lambda a: testing.softmax_python(a, axis))
 
 
 @pytest.mark.parametrize("shape", [(3, 67), (2, 5, 1), (1, 40)])
 def test_layer_norm(shape):
     n = shape[-1]
-
-    def ref(a, g, b):
-        mu = a.mean(-1, keepdims=True)
-        var = ((a - mu) ** 2).mean(-1, keepdims=True)
-        return (a - mu) / np.sqrt(var + 1e-5) * g + b
-
     _run(lambda x, g, b: relay.nn.layer_norm(x, g, b, axis=-1, epsilon=1e-5),
-         [shape, (n,), (n,)], ref, rtol=1e-4)
-
-
-def _pool_ref(a, k, s, kind):
-    n, c, h, w = a.shape
-    oh, ow = (h - k) // s + 1, (w - k) // s + 1
-    out = np.empty((n, c, oh, ow), a.dtype)
-    for i in range(oh):
-        for j in range(ow):
-            win = a[:, :, i * s:i * s + k, j * s:j * s + k]
-            out[:, :, i, j] = win.max((2, 3)) if kind == "max" else win.mean((2, 3))
-    return out
+         [shape, (n,), (n,)], lambda a, g, b: testing.layer_norm_python(a, g, b, -1, 1e-5),
+         rtol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d(kind):
     f = relay.nn.max_pool2d if kind == "max" else relay.nn.avg_pool2d
     _run(lambda x: f(x, pool_size=(3, 3), strides=(2, 2)), [(1, 3, 11, 13)],
-         lambda a: _pool_ref(a, 3, 2, kind))
+         lambda a: testing.pool2d_python(a, 3, 2, 1, 0, kind))
 
 
 @pytest.mark.parametrize("hw", [(1, 1), (7, 5), (9, 11)])
@@ -89,14 +71,7 @@ def test_global_avg_pool(hw):
 
 def test_conv2d_bias_relu():
     def ref(a, w, b):
-        n, c, h, ww = a.shape
-        o, _, kh, kw = w.shape
-        p = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        out = np.zeros((n, o, h, ww), np.float64)
-        for i in range(kh):
-            for j in range(kw):
-                out += np.einsum("nchw,oc->nohw", p[:, :, i:i + h, j:j + ww], w[:, :, i, j])
-        return np.maximum(out + b[None, :, None, None], 0).astype("float32")
+        return np.maximum(testing.conv2d_nchw_python(a, w, 1, 1) + b[None, :, None, None], 0)
 
     _run(lambda x, w, b: relay.nn.relu(relay.nn.bias_add(
         relay.nn.conv2d(x, w, padding=(1, 1)), b)), [(1, 3, 7, 5), (5, 3, 3, 3), (5,)], ref,
@@ -104,17 +79,9 @@ def test_conv2d_bias_relu():
 
 
 def test_depthwise_conv2d():
-    def ref(a, w):
-        c = a.shape[1]
-        p = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        out = np.zeros_like(a)
-        for i in range(3):
-            for j in range(3):
-                out += p[:, :, i:i + a.shape[2], j:j + a.shape[3]] * w[:, 0, i, j].reshape(1, c, 1, 1)
-        return out
-
     _run(lambda x, w: relay.nn.conv2d(x, w, padding=(1, 1), groups=5), [(1, 5, 7, 3),
-         (5, 1, 3, 3)], ref, rtol=1e-4)
+         (5, 1, 3, 3)], lambda a, w: testing.group_conv2d_nchw_python(a, w, 1, 1, 1, 5),
+         rtol=1e-4)
 
 
 def test_dense_and_batch_matmul():
@@ -136,18 +103,9 @@ def test_full_reduction_to_scalar(make, ref):
 
 def test_conv2d_alone_strided_prime_shapes():
     """A conv2d output (accumulated in a local, stored once) with a stride, primes, size 1."""
-    def ref(a, w):
-        p = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        oh, ow = (a.shape[2] + 2 - 3) // 2 + 1, (a.shape[3] + 2 - 3) // 2 + 1
-        out = np.zeros((a.shape[0], w.shape[0], oh, ow))
-        for i in range(3):
-            for j in range(3):
-                win = p[:, :, i:i + 2 * oh:2, j:j + 2 * ow:2]
-                out += np.einsum("nchw,oc->nohw", win, w[:, :, i, j])
-        return out.astype("float32")
-
     _run(lambda x, w: relay.nn.conv2d(x, w, strides=(2, 2), padding=(1, 1)),
-         [(2, 3, 13, 1), (7, 3, 3, 3)], ref, rtol=1e-4)
+         [(2, 3, 13, 1), (7, 3, 3, 3)], lambda a, w: testing.conv2d_nchw_python(a, w, 2, 1),
+         rtol=1e-4)
 
 
 @pytest.mark.parametrize("shape,axis", [((3, 67), 1), ((40, 3), 0), ((2, 3), None)])

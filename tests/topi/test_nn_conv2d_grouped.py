@@ -1,7 +1,8 @@
 """Grouped and dilated NCHWc convolutions (issue 25): ``topi.nn.conv2d_NCHWc(groups=...)`` with
-the default x86 schedule (including the kernel-width unroll of dilated windows) against a
-direct numpy reference at awkward shapes: groups 1 / 2 / odd / prime, dilation 1-3, stride 2,
-channel blocks that are not vector-sized, size-1 maps, batch 2, plain NCHW data."""
+the default x86 schedule (including the kernel-width unroll of dilated windows) against the
+shared numpy reference (``topi.testing.group_conv2d_nchw_python``) at awkward shapes: groups
+1 / 2 / odd / prime, dilation 1-3, stride 2, channel blocks that are not vector-sized, size-1
+maps, batch 2, plain NCHW data."""
 
 from __future__ import annotations
 
@@ -13,28 +14,6 @@ from tvmpy.topi import nn, testing
 from tvmpy.topi.x86.conv2d_nchwc import default_unroll_kw, schedule_conv2d_NCHWc
 
 from .nn_util import check
-
-
-def _ref_group_conv(x: np.ndarray, w: np.ndarray, stride: int, pad: int, dil: int,
-                    groups: int) -> np.ndarray:
-    """NCHW x OIHW grouped convolution by shifted slices (float64), independent of tvmpy."""
-    n, c, h, wd = x.shape
-    oc, icg, kh, kw = w.shape
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
-    ow = (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
-    out = np.zeros((n, oc, oh, ow))
-    ocg = oc // groups
-    for g in range(groups):
-        xs = xp[:, g * icg:(g + 1) * icg]
-        ws = w[g * ocg:(g + 1) * ocg].astype(np.float64)
-        for ky in range(kh):
-            for kx in range(kw):
-                win = xs[:, :, ky * dil:ky * dil + stride * (oh - 1) + 1:stride,
-                         kx * dil:kx * dil + stride * (ow - 1) + 1:stride]
-                out[:, g * ocg:(g + 1) * ocg] += np.einsum("nchw,oc->nohw", win, ws[:, :, ky, kx])
-    return out
-
 
 # (N, C, H, W, OC, groups, K, stride, pad, dilation, ic_bn, oc_bn)
 CASES = [
@@ -60,7 +39,7 @@ def test_group_conv2d_NCHWc_default_schedule(case):
     a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (oc, c // groups, k, k)).astype("float32")
     ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
-    want = np.maximum(_ref_group_conv(a, wt, stride, pad, dil, groups), 0)
+    want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, pad, dil, groups), 0)
     check([A, W], out, schedule_conv2d_NCHWc,
           lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb), arrays=[ab, wb])
 
@@ -74,19 +53,10 @@ def test_group_conv2d_NCHWc_reads_plain_data():
     rng = np.random.default_rng(3)
     a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (oc, c // groups, 3, 3)).astype("float32")
-    want = _ref_group_conv(a, wt, 1, 2, 2, groups)
+    want = testing.group_conv2d_nchw_python(a, wt, 1, 2, 2, groups)
     check([A, W], out, schedule_conv2d_NCHWc,
           lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb),
           arrays=[a, testing.oihw_to_kcrsck(wt, icb, ocb)])
-
-
-def test_reference_matches_tvmpy_grouped_reference():
-    rng = np.random.default_rng(5)
-    x = rng.uniform(-1, 1, (2, 6, 7, 9)).astype("float32")
-    w = rng.uniform(-1, 1, (9, 2, 3, 3)).astype("float32")
-    np.testing.assert_allclose(_ref_group_conv(x, w, 2, 2, 2, 3),
-                               testing.group_conv2d_nchw_python(x, w, 2, 2, 2, 3),
-                               rtol=1e-4, atol=1e-5)
 
 
 def test_group_conv2d_NCHWc_errors():
@@ -136,9 +106,7 @@ def test_wide_depthwise_NCHWc_default_schedule(case):
     rng = np.random.default_rng(11)
     a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (c, 1, kh, kw)).astype("float32")
-    pt, pl, pb, pr = (pad,) * 4 if isinstance(pad, int) else pad
-    ap = np.pad(a, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    ref = _ref_group_conv(ap, wt, stride, 0, dil, c)
+    ref = testing.group_conv2d_nchw_python(a, wt, stride, pad, dil, c)  # pad: (t, l, b, r)
     from scipy.special import erf
 
     want = testing.nchw_to_nchwc((ref * erf(ref)).astype("float32"), cb)

@@ -81,10 +81,6 @@ def test_nchwc_tile_choice():
     assert _nchwc_tile(4, True) == (1, 8)  # depthwise: no broadcast to share
 
 
-def _dense_ref(x, w, b):
-    return x @ w.T + b
-
-
 @pytest.mark.parametrize("m,k,n", [(34, 600, 13), (7, 512, 1000), (3, 1024, 7), (1, 515, 9),
                                    (17, 256, 24)])
 def test_dense_dot_tile(m, k, n):
@@ -93,7 +89,7 @@ def test_dense_dot_tile(m, k, n):
     Wt = te.placeholder((n, k), name="W")
     B = te.placeholder((n,), name="B")
     out = topi.add(nn.dense(X, Wt), B)
-    check([X, Wt, B], out, topi.x86.schedule_dense, _dense_ref, rtol=1e-4, atol=1e-3)
+    check([X, Wt, B], out, topi.x86.schedule_dense, testing.dense_python, rtol=1e-4, atol=1e-3)
 
 
 def test_dense_dot_tile_gelu_epilogue():
@@ -105,7 +101,7 @@ def test_dense_dot_tile_gelu_epilogue():
 
     verf = np.vectorize(erf)
     check([X, Wt, B], out, topi.x86.schedule_dense,
-          lambda x, w, b: (lambda y: 0.5 * y * (1 + verf(y / sqrt(2))))(_dense_ref(x, w, b)),
+          lambda x, w, b: (lambda y: 0.5 * y * (1 + verf(y / sqrt(2))))(testing.dense_python(x, w, b)),
           rtol=1e-4, atol=1e-3)
 
 
@@ -214,11 +210,7 @@ def test_softmax_rows_per_task(shape, axis):
     if axis == -1:
         assert _rows_per_task(out, [len(shape) - 1]) == {12: 4, 6: 2, 7: 1}[shape[1]]
 
-    def ref(v):
-        e = np.exp(v - v.max(axis=axis, keepdims=True))
-        return e / e.sum(axis=axis, keepdims=True)
-
-    check([x], out, topi.x86.schedule_softmax, ref, low=-4, high=4, rtol=1e-5, atol=1e-6)
+    check([x], out, topi.x86.schedule_softmax, lambda v: testing.softmax_python(v, axis), low=-4, high=4, rtol=1e-5, atol=1e-6)
 
 
 def test_layer_norm_rows_per_task():
@@ -227,11 +219,8 @@ def test_layer_norm_rows_per_task():
     b = te.placeholder((48,), name="b")
     out = nn.layer_norm(x, g, b, axis=[-1], epsilon=1e-5)
 
-    def ref(v, gv, bv):
-        m = v.mean(-1, keepdims=True)
-        return (v - m) / np.sqrt(v.var(-1, keepdims=True) + 1e-5) * gv + bv
-
-    check([x, g, b], out, topi.x86.schedule_layer_norm, ref, rtol=1e-4, atol=1e-4)
+    check([x, g, b], out, topi.x86.schedule_layer_norm,
+          lambda v, gv, bv: testing.layer_norm_python(v, gv, bv, -1, 1e-5), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("m,k,n", [(17, 37, 48), (16, 1024, 64), (33, 5, 7), (19, 23, 97),

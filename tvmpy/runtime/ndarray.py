@@ -20,7 +20,7 @@ from . import dlpack as _dlpack
 from .device import Device, cpu, device, kDLCPU
 
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "device", "Device", "ALIGNMENT",
-           "aligned_empty", "fresh_ndarray"]
+           "aligned_empty", "fresh_ndarray", "prefix_view"]
 
 #: the byte alignment of every host buffer the runtime allocates (NDArray, kernel scratch, the
 #: graph executor's arena, the VM's outputs) and the one compiled kernels may assume
@@ -248,6 +248,25 @@ def fresh_ndarray(shape: tuple[int, ...], dtype: Any, dev: Device) -> NDArray:
     a._ptr = arr.__array_interface__["data"][0]
     a._compact_aligned = arr.size > 0
     return a
+
+
+def prefix_view(a: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """The first ``prod(shape)`` elements of the compact host array ``a`` as an array of
+    ``shape`` on ``a``'s device: a view at the same start address (so as aligned as ``a``), or
+    ``a`` itself when ``shape`` is its shape (the VM's exact outputs of an upper-bound kernel)."""
+    arr = a._arr
+    if arr.shape == shape:
+        return a
+    n = math.prod(shape)
+    if not arr.flags.c_contiguous or n > arr.size:
+        raise ValueError(f"prefix_view: shape {shape} is not a prefix of the compact array "
+                         f"of shape {arr.shape}")
+    v = NDArray.__new__(NDArray)
+    v._arr = arr.reshape(-1)[:n].reshape(shape)
+    v._device = a._device
+    v._ptr = a._ptr
+    v._compact_aligned = n > 0 and a._compact_aligned
+    return v
 
 
 def array(arr: Any, device: Any = None, dtype: Any = None, *, ctx: Any = None) -> NDArray:

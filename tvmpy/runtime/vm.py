@@ -63,7 +63,6 @@ whose inputs or outputs another thread replaced (runtime/concurrency.py).
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -77,7 +76,7 @@ from .evaluator import BenchmarkResult, check_counts, time_calls
 from .graph_executor import GraphExecutor
 from .graph_executor.executor import host_array
 from .module import Module
-from .ndarray import ALIGNMENT, NDArray, aligned_empty, fresh_ndarray
+from .ndarray import ALIGNMENT, NDArray, aligned_empty, fresh_ndarray, prefix_view
 
 __all__ = ["Executable", "VirtualMachine", "VMFunction", "SegmentInfo", "KernelInfo",
            "VMError", "OPCODES"]
@@ -297,23 +296,6 @@ class Executable:
 
 
 # ---- values -------------------------------------------------------------------------------------
-_new_ndarray = NDArray.__new__
-
-
-def _prefix(a: NDArray, shape: tuple[int, ...]) -> NDArray:
-    """The first ``prod(shape)`` elements of the compact array ``a``, as an array of ``shape``
-    (a view: same start address, so still aligned)."""
-    if a._arr.shape == shape:
-        return a
-    n = math.prod(shape)
-    v = _new_ndarray(NDArray)
-    v._arr = a._arr.reshape(-1)[:n].reshape(shape)
-    v._device = a._device
-    v._ptr = a._ptr
-    v._compact_aligned = n > 0 and a._compact_aligned
-    return v
-
-
 def _aligned_copy(a: np.ndarray) -> np.ndarray:
     out = aligned_empty(a.shape, a.dtype)
     np.copyto(out, a)
@@ -653,7 +635,7 @@ class _Kernel:
                     exact.append(n)
                 else:
                     exact.append(int(x))
-            res.append(_prefix(out, tuple(exact)))
+            res.append(prefix_view(out, tuple(exact)))
         return _restructure(info.out_spec, res)[0]
 
     def _run_builtin(self, args: list[Any]) -> Any:

@@ -1,5 +1,6 @@
 """Strategies of the data-dependent operators (argwhere, compress, unique, ONNX NMS): one
-``te.extern`` kernel each (``topi.data_dependent``), generic and "cpu" (x86).
+``te.extern`` kernel each (``topi.data_dependent``), for the keys "generic" and "cpu" (x86),
+registered explicitly per op and key; "gpu": an error naming the op.
 
 The output extent that depends on the data is the call type's ``Any`` dimension: a size
 variable of the kernel, bound from the output array the executor allocates after running the
@@ -13,13 +14,14 @@ output buffers sized from the input shapes, the actual count written by the kern
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .... import te
 from ....topi import data_dependent as dd
 from ...ty import TupleType
 from ..upper_bound import Bounded, register_upper_bound
-from . import OpStrategy, register_strategy_func
+from . import Compute, OpStrategy, register_strategy_func
 
 
 def _schedule(attrs: Any, outs: list, target: Any) -> Any:
@@ -45,22 +47,18 @@ def _nms(attrs: Any, inputs: list, out_type: Any) -> list:
     return [dd.all_class_non_max_suppression(*inputs, attrs.center_point_box, out_type.shape[0])]
 
 
-COMPUTES = {"argwhere": _argwhere, "compress": _compress, "unique": _unique,
-            "vision.all_class_non_max_suppression": _nms}
-
-
-def _strategy(name: str, key: str) -> Any:
-    compute = COMPUTES[name]
-
+def _strategy(name: str, compute: Compute) -> Callable[..., OpStrategy]:
+    """Keys "generic" (``<op>.generic``) and "cpu" (``<op>.x86``): the extern kernel."""
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         s = OpStrategy()
-        s.add_implementation(compute, _schedule, f"{name}.{key}", 10)
+        s.add_implementation(compute, _schedule, name, 10)
         return s
 
     return fstrategy
 
 
-def _no_gpu(name: str) -> Any:
+def _no_gpu(name: str) -> Callable[..., OpStrategy]:
+    """Key "gpu": a clear error (the kernel is serial CPU code)."""
     def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
         raise NotImplementedError(f"{name}: no GPU kernel (its te.extern kernel is serial CPU "
                                   f"code, a running count); compile it for an llvm target")
@@ -68,11 +66,19 @@ def _no_gpu(name: str) -> Any:
     return fstrategy
 
 
-for _name in COMPUTES:
-    register_strategy_func(_name, "generic", _strategy(_name, "generic"))
-    register_strategy_func(_name, "cpu", _strategy(_name, "x86"))
-    register_strategy_func(_name, "gpu", _no_gpu(_name))
-del _name
+register_strategy_func("argwhere", "generic", _strategy("argwhere.generic", _argwhere))
+register_strategy_func("argwhere", "cpu", _strategy("argwhere.x86", _argwhere))
+register_strategy_func("argwhere", "gpu", _no_gpu("argwhere"))
+register_strategy_func("compress", "generic", _strategy("compress.generic", _compress))
+register_strategy_func("compress", "cpu", _strategy("compress.x86", _compress))
+register_strategy_func("compress", "gpu", _no_gpu("compress"))
+register_strategy_func("unique", "generic", _strategy("unique.generic", _unique))
+register_strategy_func("unique", "cpu", _strategy("unique.x86", _unique))
+register_strategy_func("unique", "gpu", _no_gpu("unique"))
+_NMS = "vision.all_class_non_max_suppression"
+register_strategy_func(_NMS, "generic", _strategy(f"{_NMS}.generic", _nms))
+register_strategy_func(_NMS, "cpu", _strategy(f"{_NMS}.x86", _nms))
+register_strategy_func(_NMS, "gpu", _no_gpu(_NMS))
 
 
 # ---- upper-bound kernels (relay.op.upper_bound: what the VM runs) --------------------------
