@@ -237,7 +237,7 @@ def _broadcast(call: Call, ctx: LayoutContext) -> Propagation | None:
     builds = [_operand(ctx, a, elay, lay) for a, elay in zip(call.args, layouts)]
     if any(b is None for b in builds):
         return None
-    return Propagation(lay, lambda: Call(call.op, [b() for b in builds], call.attrs))  # type: ignore[misc]
+    return Propagation(lay, lambda: Call(call.op, [b() for b in builds], call.attrs))
 
 
 # -- per-op rules ----------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def _concatenate(call: Call, ctx: LayoutContext) -> Propagation | None:
         g = 0  # one block for all: divides every block and every unblocked field's channels
         for elay, sh in zip(layouts, shapes):
             b = elay.block if elay is not None and elay.orig == lay.orig else None
-            g = math.gcd(g, b or sh[ch])  # type: ignore[index]
+            g = math.gcd(g, b or sh[ch])
         lay = Layout(lay.orig, blocked(g, lay.orig))
     axis = lay.cur.index(letter)
     target = lay
