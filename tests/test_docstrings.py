@@ -26,7 +26,7 @@ PLACEHOLDERS = {"bench/x.py", "tests/fuzz/test_x.py", "graph/00_graph.json",
                 "relay/op/strategy/mytarget.py"}
 #: modules of the pass packages that hold no pass (helpers, the pass kinds, the package itself)
 NOT_PASSES = {"__init__.py", "common.py", "function_pass.py", "pass_infra.py", "layout_rules.py",
-              "layout_demand.py"}
+              "layout_demand.py", "layout_rewrite.py"}
 PASS_PACKAGES = ("tvmpy/relay/transform", "tvmpy/tir/transform")
 
 

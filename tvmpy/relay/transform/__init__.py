@@ -10,7 +10,8 @@ wherever it appears; ``Let`` is only a naming device (DeadCodeElimination drops 
 ``If`` branches are pure too. Each pass returns a re-typed module (InferType ran on it).
 
 Every pass module states what it does, when it is valid, and a short before/after example;
-``layout_rules.py`` and ``layout_demand.py`` are AlterOpLayout's rules and demand analysis,
+``layout_rules.py`` (each op's layout rule, registered once), ``layout_rewrite.py`` (the rewriter
+ConvertLayout and AlterOpLayout share) and ``layout_demand.py`` (AlterOpLayout's demand analysis),
 ``pass_infra.py`` relay's pass kind.
 """
 

@@ -2,7 +2,9 @@
 analysis): a value is *wanted blocked* when a call reads it in a blocked layout once the
 target has rewritten that call (its op's ``FTVMLayoutDemand`` for the current target, e.g. the
 data of an x86 NCHWc convolution), or when a layout-agnostic consumer (elementwise/broadcast
-op, pool, pad, bias_add, channel concat) of it is itself wanted blocked.
+op, pool, pad, bias_add, channel concat) of it is itself wanted blocked. Whether a consumer
+carries the blocked layout is its layout rule's answer (``layout_rules.py``, asked without
+rewriting), the same rule AlterOpLayout then applies.
 
 AlterOpLayout uses it where following the blocked operand is not free: a broadcast op or a
 concatenate that meets a blocked operand and a whole NCHW tensor must transform one of them;
@@ -17,35 +19,52 @@ from typing import Any
 from ..expr import Call, RelayExpr, Tuple
 from ..op.registry import Op
 from ..visitor import post_order_visit
-from .layout_rules import POOLS, block_of, is_agnostic_elementwise, is_spatial_slice, tensor_shape
+from .layout_rules import Layout, block_of, blocked, layout_rule, tensor_shape
 
 __all__ = ["wanted_blocked"]
 
+#: the layout an argument is asked about in: blocked (the block does not matter here)
+_PROBE = Layout("NCHW", blocked(1))
+
+
+class _Probe:
+    """The ``LayoutContext`` of a question to a layout rule: argument ``index`` of ``user``
+    (each field, for a tuple) arrives blocked, the others in NCHW, the result is wanted."""
+
+    def __init__(self, user: Call, index: int) -> None:
+        arg = user.args[index]
+        self._blocked = {id(arg)} | ({id(f) for f in arg.fields} if isinstance(arg, Tuple)
+                                     else set())
+
+    def layout(self, e: RelayExpr) -> Layout | None:
+        return _PROBE if id(e) in self._blocked else None
+
+    def wanted(self, call: Call) -> bool:
+        return True
+
+    def get(self, e: RelayExpr, layout: Layout) -> RelayExpr:
+        raise AssertionError("layout_demand asks the rules; it builds nothing")
+
+    def plain(self, e: RelayExpr) -> RelayExpr:
+        raise AssertionError("layout_demand asks the rules; it builds nothing")
+
+    def transform(self, e: RelayExpr, src: str, dst: str) -> RelayExpr:
+        raise AssertionError("layout_demand asks the rules; it builds nothing")
+
 
 def _passes_layout(user: Any, index: int) -> bool:
-    """``user`` keeps argument ``index`` in the blocked layout (its result blocked too)."""
+    """``user`` keeps argument ``index`` in the blocked layout (its result blocked too): its
+    layout rule says so."""
     if isinstance(user, Tuple):  # a concatenate's fields (checked at the concatenate)
         return True
     if not isinstance(user, Call) or not isinstance(user.op, Op):
         return False
-    name = user.op.name
     shape = tensor_shape(user)
-    if shape is None or len(shape) != 4:
+    rule = layout_rule(user)
+    if shape is None or len(shape) != 4 or rule is None:
         return False
-    if name in POOLS:
-        return user.attrs.layout == "NCHW" and (
-            name != "nn.adaptive_avg_pool2d" or tuple(user.attrs.output_size) == (1, 1))
-    if name == "nn.pad":
-        return tuple(user.attrs.pad_width[1]) == (0, 0)
-    if name == "nn.bias_add":
-        return index == 0 and user.attrs.axis in (1, -3)
-    if name == "concatenate":
-        return user.attrs.axis in (1, -3)
-    if name == "strided_slice":
-        return is_spatial_slice(user)
-    if name == "nn.stride_interleave":
-        return user.attrs.layout == "NCHW"
-    return is_agnostic_elementwise(user)
+    prop = rule(user, _Probe(user, index))
+    return prop is not None and prop.out is not None and prop.out.block is not None
 
 
 def _demand(user: Any) -> list[str | None] | None:
