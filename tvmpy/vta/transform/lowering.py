@@ -462,6 +462,12 @@ def _touches(s: Any, vt: E.Var, bufs: set[int]) -> bool:
     return bool(hit)
 
 
+def _has_calls(s: Any) -> bool:
+    hit = []
+    post_order_visit(s, lambda n: hit.append(n) if isinstance(n, E.Call) else None)
+    return bool(hit)
+
+
 def _vt_inject(s: S.Stmt, vt: E.Var, n: int, bufs: set[int]) -> S.Stmt:
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_vt_inject(x, vt, n, bufs) for x in s.seq))
@@ -477,7 +483,7 @@ def _vt_inject(s: S.Stmt, vt: E.Var, n: int, bufs: set[int]) -> S.Stmt:
     if isinstance(s, S.IfThenElse) and not uses_var(s.condition, vt):
         return S.IfThenElse(s.condition, _vt_inject(s.then_case, vt, n, bufs),
                             _vt_inject(s.else_case, vt, n, bufs) if s.else_case else None)
-    if not _touches(s, vt, bufs) and not isinstance(s, S.AttrStmt):
+    if not _touches(s, vt, bufs) and not _has_calls(s):
         return s
     return S.seq(*(substitute(s, {vt: E.const(k, vt.dtype)}) for k in range(n)))
 
