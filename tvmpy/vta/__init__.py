@@ -1,12 +1,25 @@
-"""VTA: the versatile tensor accelerator as a software model (issue 27).
+"""VTA, the paper's deep-learning accelerator, as a software model (``import tvmpy.vta as vta``).
 
-Compiler side (this file's names, TVM's ``vta`` package API): :func:`get_env`,
-:class:`Environment`, :func:`build`, :func:`lower`.
+The hardware half (layer "vta hardware" of docs/ARCHITECTURE.md, numpy only):
+``vta.hw_config`` (the design point), ``vta.isa`` (instructions and micro-ops),
+``vta.simulator`` (the behavioural simulator, ``vta.simulator.stats()``) and ``vta.runtime``
+(the JIT command queue).
+
+The compiler half (TVM's ``vta`` package API): :func:`get_env` / :class:`Environment`
+(``vta.environment``), the GEMM intrinsic (``vta.intrin``), the lowering passes
+(``vta.transform``), :func:`lower` and :func:`build` (``vta.build``: a module whose Python host
+driver runs on the runtime's command queue; ``f.save("gemm.o")`` and ``load_module`` round-trip).
 """
 
-from .environment import Environment, get_env  # noqa: F401
-from .build import build, lower  # noqa: F401
-from .build import MAGIC as _MAGIC, load_vta_module as _load_vta_module  # noqa: E402
+from __future__ import annotations
+
+from . import hw_config, isa, runtime, simulator
+from .build import MAGIC as _MAGIC
+from .build import build, load_vta_module, lower
+from .environment import Environment, get_env
+
+__all__ = ["hw_config", "isa", "runtime", "simulator", "Environment", "get_env", "build",
+           "lower", "load_vta_module"]
 
 
 def _is_vta_file(path: str) -> bool:
@@ -18,7 +31,7 @@ def _register_loader() -> None:
     from ..runtime import module as _rt_module
 
     if not any(p is _is_vta_file for p, _ in _rt_module.FILE_LOADERS):
-        _rt_module.FILE_LOADERS.append((_is_vta_file, _load_vta_module))
+        _rt_module.FILE_LOADERS.append((_is_vta_file, load_vta_module))
 
 
 _register_loader()

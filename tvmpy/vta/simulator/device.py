@@ -1,0 +1,300 @@
+"""The VTA device: fetch, load, compute and store modules with dependency token queues.
+
+The fetch module reads the instruction stream from DRAM and dispatches each instruction to the
+module that runs it (load: LOAD inp/wgt; compute: GEMM, ALU, FINISH, LOAD uop/acc; store:
+STORE). The three modules advance in parallel, each in its own program order. An instruction
+starts when its module is free, it has been fetched, and every token it pops is available
+(``pop_prev``/``pop_next`` read the queue from the previous/next module); when it ends it
+pushes its tokens (``push_prev``/``push_next``). The four token queues are load->compute,
+compute->load, compute->store and store->compute (RAW and WAR hazards between the modules).
+
+The simulation is event driven: among the modules that can start their next instruction, the
+one that starts earliest runs (functionally, at its start time), so the buffers see the order
+the hardware would. Loads and stores share one DRAM channel of ``dram_bytes_per_cycle`` bytes
+per cycle after ``dram_latency`` cycles; GEMM and ALU retire one micro-op iteration per cycle.
+When no module can start and instructions remain, the tokens they wait for can never come: a
+:class:`DeadlockError` names each blocked module, its instruction and the empty queue.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from collections.abc import Callable
+
+from ..hw_config import (
+    INS_BYTES,
+    MEM_ID_ACC,
+    MEM_ID_INP,
+    MEM_ID_UOP,
+    MEM_ID_WGT,
+    OPCODE_LOAD,
+    STAGE_COMPUTE,
+    STAGE_LOAD,
+    STAGE_NAMES,
+    STAGE_STORE,
+    HardwareConfig,
+)
+from ..isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, decode_stream, pipeline_stage
+from . import functional as F
+from .dram import Dram
+
+GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
+ALU_PIPELINE_DEPTH = 4
+
+
+class SimulatorError(RuntimeError):
+    """An instruction stream the device cannot run."""
+
+
+class DeadlockError(SimulatorError):
+    """Every unfinished module waits for a token that no instruction will push."""
+
+
+class DeviceTimeoutError(SimulatorError):
+    """The stream ran longer than the ``wait_cycles`` the host waits for."""
+
+
+# queue names: (producer stage, consumer stage)
+_QUEUES = {(STAGE_LOAD, STAGE_COMPUTE): "load->compute", (STAGE_COMPUTE, STAGE_LOAD):
+           "compute->load", (STAGE_COMPUTE, STAGE_STORE): "compute->store",
+           (STAGE_STORE, STAGE_COMPUTE): "store->compute"}
+
+
+def _neighbours(stage: int) -> tuple[int | None, int | None]:
+    prev = {STAGE_LOAD: None, STAGE_COMPUTE: STAGE_LOAD, STAGE_STORE: STAGE_COMPUTE}[stage]
+    nxt = {STAGE_LOAD: STAGE_COMPUTE, STAGE_COMPUTE: STAGE_STORE, STAGE_STORE: None}[stage]
+    return prev, nxt
+
+
+@dataclasses.dataclass
+class Stats:
+    """Counters of one or more runs (:func:`tvmpy.vta.simulator.stats` returns them as a dict)."""
+
+    cycle_count: int = 0
+    runs: int = 0
+    busy: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    stall_token: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    stall_dram: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    counts: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    nbytes: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    gemm_counter: int = 0       # GEMM micro-op iterations that multiply (reset excluded)
+    alu_counter: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        d: dict[str, float] = {"cycle_count": self.cycle_count, "runs": self.runs}
+        for m in ("fetch", "load", "compute", "store"):
+            d[f"{m}_busy_cycles"] = self.busy[m]
+            d[f"{m}_stall_cycles"] = self.stall_token[m] + self.stall_dram[m]
+            d[f"{m}_token_stall_cycles"] = self.stall_token[m]
+            d[f"{m}_dram_stall_cycles"] = self.stall_dram[m]
+        d["gemm_counter"] = self.gemm_counter
+        d["alu_counter"] = self.alu_counter
+        d["gemm_utilization"] = self.gemm_counter / self.cycle_count if self.cycle_count else 0.0
+        for k in ("inp", "wgt", "acc", "uop", "insn"):
+            d[f"{k}_load_nbytes"] = self.nbytes[k]
+        d["out_store_nbytes"] = self.nbytes["out"]
+        d["dram_read_bytes"] = sum(self.nbytes[k] for k in ("inp", "wgt", "acc", "uop", "insn"))
+        d["dram_write_bytes"] = self.nbytes["out"]
+        for k in ("insn", "load", "store", "gemm", "alu", "finish", "nop"):
+            d[f"{k}_count"] = self.counts[k]
+        return d
+
+    def merge(self, other: Stats) -> None:
+        self.cycle_count += other.cycle_count
+        self.runs += other.runs
+        for name in ("busy", "stall_token", "stall_dram", "counts", "nbytes"):
+            getattr(self, name).update(getattr(other, name))
+        self.gemm_counter += other.gemm_counter
+        self.alu_counter += other.alu_counter
+
+
+class Device:
+    """One simulated VTA: its buffers persist across runs; DRAM is shared with the host."""
+
+    def __init__(self, cfg: HardwareConfig, dram: Dram,
+                 on_stats: Callable[[Stats], None] | None = None) -> None:
+        self.cfg = cfg
+        self.dram = dram
+        self.buffers = F.Buffers(cfg)
+        self.on_stats = on_stats
+
+    # ---- entry points ---------------------------------------------------------------------
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62) -> Stats:
+        """Fetch ``insn_count`` instructions from DRAM at ``insn_addr`` and run them."""
+        buf, off = self.dram.find(insn_addr, insn_count * INS_BYTES, "instruction fetch")
+        data = buf.data[off:off + insn_count * INS_BYTES].tobytes()
+        return self.run_insns(decode_stream(data, self.cfg), wait_cycles)
+
+    def run_insns(self, insns: list[Insn], wait_cycles: int = 1 << 62) -> Stats:
+        """Run decoded instructions (the stream a fetch would read)."""
+        stats = _Run(self, insns).simulate()
+        if self.on_stats is not None:
+            self.on_stats(stats)
+        if stats.cycle_count > wait_cycles:
+            raise DeviceTimeoutError(f"the VTA stream needed {stats.cycle_count} cycles, more "
+                                     f"than the {wait_cycles} the host waits")
+        return stats
+
+
+class _Run:
+    """One run of an instruction stream through the cycle model."""
+
+    def __init__(self, dev: Device, insns: list[Insn]) -> None:
+        self.dev = dev
+        self.cfg = dev.cfg
+        self.insns = insns
+        self.stats = Stats(runs=1)
+        bw, lat = self.cfg.dram_bytes_per_cycle, self.cfg.dram_latency
+        self.fetched = [lat + math.ceil((k + 1) * INS_BYTES / bw) for k in range(len(insns))]
+        self.queues: dict[int, list[int]] = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
+        for k, insn in enumerate(insns):
+            self.queues[pipeline_stage(insn)].append(k)
+        self.tokens: dict[tuple[int, int], collections.deque[int]] = {
+            q: collections.deque() for q in _QUEUES}
+        self.dram_free = 0
+
+    def _where(self, k: int) -> str:
+        return f"instruction #{k} ({self.insns[k]})"
+
+    def _pops(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+        prev, nxt = _neighbours(stage)
+        out = []
+        for flag, other in (("pop_prev", prev), ("pop_next", nxt)):
+            if getattr(insn, flag):
+                if other is None:
+                    raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
+                                         f"no {flag[4:]} module to pop a token from")
+                out.append((other, stage))
+        return out
+
+    def _pushes(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+        prev, nxt = _neighbours(stage)
+        out = []
+        for flag, other in (("push_prev", prev), ("push_next", nxt)):
+            if getattr(insn, flag):
+                if other is None:
+                    raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
+                                         f"no {flag[5:]} module to push a token to")
+                out.append((stage, other))
+        return out
+
+    def simulate(self) -> Stats:
+        pos = {s: 0 for s in self.queues}
+        time = {s: 0 for s in self.queues}
+        end = 0
+        while True:
+            best = None
+            blocked = []
+            for stage in (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE):
+                q = self.queues[stage]
+                if pos[stage] == len(q):
+                    continue
+                k = q[pos[stage]]
+                insn = self.insns[k]
+                free = max(time[stage], self.fetched[k])
+                ready = free
+                missing = None
+                for key in self._pops(stage, insn, k):
+                    if not self.tokens[key]:
+                        missing = key
+                        break
+                    ready = max(ready, self.tokens[key][0])
+                if missing is not None:
+                    blocked.append((stage, k, missing))
+                elif best is None or ready < best[0]:
+                    best = (ready, stage, k, free)
+            if best is None:
+                if blocked:
+                    self._deadlock(blocked, pos)
+                break
+            ready, stage, k, free = best
+            insn = self.insns[k]
+            name = STAGE_NAMES[stage]
+            for key in self._pops(stage, insn, k):
+                self.tokens[key].popleft()
+            self.stats.stall_token[name] += ready - free
+            finish = self._execute(stage, insn, k, ready)
+            time[stage] = finish
+            end = max(end, finish)
+            for key in self._pushes(stage, insn, k):
+                self.tokens[key].append(finish)
+            pos[stage] += 1
+        self.stats.cycle_count = end
+        n = len(self.insns)
+        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        self.stats.counts["insn"] = n
+        self.stats.nbytes["insn"] = n * INS_BYTES
+        return self.stats
+
+    def _deadlock(self, blocked: list[tuple[int, int, tuple[int, int]]], pos: dict) -> None:
+        lines = []
+        for stage, k, key in blocked:
+            left = len(self.queues[stage]) - pos[stage]
+            lines.append(f"  {STAGE_NAMES[stage]} module blocked at {self._where(k)}: it pops a "
+                         f"{_QUEUES[key]} token and that queue is empty ({left} instruction(s) "
+                         f"left in this module)")
+        raise DeadlockError("VTA deadlock: no module can proceed and no remaining instruction "
+                            "can push the tokens they wait for\n" + "\n".join(lines))
+
+    def _dram(self, name: str, ready: int, nbytes: int) -> tuple[int, int]:
+        """Start and end of a DRAM transfer of ``nbytes`` requested at ``ready``."""
+        start = max(ready, self.dram_free)
+        beats = math.ceil(nbytes / self.cfg.dram_bytes_per_cycle)
+        self.dram_free = start + beats
+        self.stats.stall_dram[name] += start - ready
+        return start, int(start + self.cfg.dram_latency + beats)
+
+    def _execute(self, stage: int, insn: Insn, k: int, ready: int) -> int:
+        name = STAGE_NAMES[stage]
+        where = self._where(k)
+        st = self.stats
+        bufs, dram = self.dev.buffers, self.dev.dram
+        if isinstance(insn, MemInsn):
+            if insn.x_size == 0:
+                st.counts["nop"] += 1
+                finish = ready + 1
+            elif insn.opcode == OPCODE_LOAD:
+                F.run_load(bufs, dram, insn, where)
+                st.counts["load"] += 1
+                nbytes = insn.x_size * insn.y_size * self.cfg.elem_bytes(insn.memory_type)
+                kind = {MEM_ID_INP: "inp", MEM_ID_WGT: "wgt", MEM_ID_ACC: "acc",
+                        MEM_ID_UOP: "uop"}[insn.memory_type]
+                st.nbytes[kind] += nbytes
+                start, finish = self._dram(name, ready, nbytes)
+                total = ((insn.x_size + insn.x_pad_0 + insn.x_pad_1)
+                         * (insn.y_size + insn.y_pad_0 + insn.y_pad_1))
+                finish += total - insn.x_size * insn.y_size     # zero tiles: one per cycle
+                if insn.x_stride != insn.x_size:                 # one burst per row
+                    finish += insn.y_size - 1
+                ready = start
+            else:
+                F.run_store(bufs, dram, insn, where)
+                st.counts["store"] += 1
+                nbytes = insn.x_size * insn.y_size * self.cfg.OUT_ELEM_BYTES
+                st.nbytes["out"] += nbytes
+                start, finish = self._dram(name, ready, nbytes)
+                if insn.x_stride != insn.x_size:
+                    finish += insn.y_size - 1
+                ready = start
+        elif isinstance(insn, GemmInsn):
+            F.run_gemm(bufs, insn, where)
+            st.counts["gemm"] += 1
+            n = insn.num_uop_iters
+            if not insn.reset:
+                st.gemm_counter += n
+            finish = ready + n + GEMM_PIPELINE_DEPTH
+        elif isinstance(insn, AluInsn):
+            F.run_alu(bufs, insn, where)
+            st.counts["alu"] += 1
+            n = insn.num_uop_iters
+            st.alu_counter += n
+            finish = ready + n + ALU_PIPELINE_DEPTH
+        elif isinstance(insn, FinishInsn):
+            st.counts["finish"] += 1
+            finish = ready + 1
+        else:  # pragma: no cover - decode never produces anything else
+            raise SimulatorError(f"{where}: not a VTA instruction")
+        st.busy[name] += finish - ready
+        return finish
