@@ -64,6 +64,8 @@ def _cfg_get(cfg: Any, key: str) -> int:
     if isinstance(cfg, dict):
         if key in cfg:
             return int(cfg[key])
+    elif hasattr(cfg, key.lower()):  # vta-hw's HardwareConfig: the json keys in lower case
+        return int(getattr(cfg, key.lower()))
     elif hasattr(cfg, key):
         return int(getattr(cfg, key))
     if key in ("LOG_BLOCK_IN", "LOG_BLOCK_OUT"):
@@ -91,6 +93,13 @@ class Environment:
     def __init__(self, cfg: Any = None):
         if cfg is None:
             cfg = _default_hw_config()
+        elif isinstance(cfg, dict):
+            try:
+                from .hw_config import HardwareConfig
+            except ImportError:
+                pass
+            else:
+                cfg = HardwareConfig.from_dict(cfg)
         self.hw_config = cfg
         g = lambda k: _cfg_get(cfg, k)  # noqa: E731
         for key in ("LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH",

@@ -333,10 +333,16 @@ def _alu_stmt(env: Any, body: S.Stmt) -> S.Stmt:
             ops.append(uop_push(env, 1, 0, dref, ref(b), 0, _ALU_OPS[op]))
         else:
             ops.append(uop_push(env, 1, 0, dref, dref, 0, _ALU_OPS[op], 1, b))
-    out: S.Stmt = S.seq(*ops)
-    for f in reversed(loops[:k]):
-        out = S.For(f.loop_var, f.min, f.extent, S.ForKind.SERIAL, out)
-    return out
+    def wrap(st: S.Stmt) -> S.Stmt:
+        for f in reversed(loops[:k]):
+            st = S.For(f.loop_var, f.min, f.extent, S.ForKind.SERIAL, st)
+        return st
+    # one loop nest per operation (each one micro-kernel, its loops folded), unless an operand
+    # reads the destination elsewhere, where the per-tile order matters
+    alias = any(ld.buffer.data is dst.data and not _eq(ld.indices[0], dst_idx) for ld in loads)
+    if alias or len(ops) == 1:
+        return wrap(S.seq(*ops))
+    return S.seq(*(wrap(o) for o in ops))
 
 
 def inject_alu_intrin(env: Any, stmt: S.Stmt) -> S.Stmt:
@@ -587,10 +593,12 @@ def place_sram(env: Any, stmt: S.Stmt) -> S.Stmt:
 
 
 # ---- micro-kernels --------------------------------------------------------------------------
-def _kernel_kind(s: Any) -> str | None:
-    """"VTAPushGEMMOp"/"VTAPushALUOp" when ``s`` only pushes micro-ops of that kind."""
+def _kernel_kind(s: Any) -> Any:
+    """The signature (kind, mode, reset, ALU op, immediate) shared by every micro-op ``s``
+    pushes, None when they differ (a micro-kernel has one GEMM/ALU operation)."""
     if isinstance(s, S.AttrStmt) and s.attr_key == UOP_SCOPE:
-        return s.value.value
+        a = s.body.value.args
+        return (s.value.value, str(a[1]), str(a[2]), str(a[6]), str(a[7]), str(a[8]))
     if isinstance(s, S.For):
         return _kernel_kind(s.body)
     if isinstance(s, S.SeqStmt):
@@ -615,7 +623,7 @@ def lift_uop_kernels(env: Any, stmt: S.Stmt, max_uops: int = 4096) -> S.Stmt:
     def rec(s: Any) -> Any:
         kind = _kernel_kind(s)
         if kind is not None and _uop_count(s) <= max_uops:
-            return S.AttrStmt(E.StringImm(kind), UOP_KERNEL, E.StringImm(kind), s)
+            return S.AttrStmt(E.StringImm(kind[0]), UOP_KERNEL, E.StringImm(kind[0]), s)
         if isinstance(s, S.SeqStmt):
             return S.seq(*(rec(x) for x in s.seq))
         if isinstance(s, S.For):
