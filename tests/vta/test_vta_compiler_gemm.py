@@ -81,18 +81,16 @@ def test_matrix_multiply_tutorial_lowering_structure():
 
 
 @pytest.mark.parametrize("o,n,m", [(1, 16, 16), (1, 3, 2), (2, 5, 3)])
-def test_matrix_multiply_tutorial(ref_queue, o, n, m):
+def test_matrix_multiply_tutorial(vta_queue, o, n, m):
     env = vta.get_env()
     s, A, B, C = _gemm_schedule(env, o, n, m)
     f = vta.build(s, [A, B, C], "ext_dev", env.target_host, name="my_gemm")
     got, want = _run(env, f, o, n, m)
     np.testing.assert_array_equal(got, want)
-    q = ref_queue[0]
-    assert q.stats["gemm"] >= n and q.stats["load"] >= 2 * n
 
 
 @pytest.mark.parametrize("vt", [1, 2, 4])
-def test_virtual_threads_same_result(ref_queue, vt):
+def test_virtual_threads_same_result(vta_queue, vt):
     env = vta.get_env()
     o, n, m = 1, 4, 8
     s, A, B, C = _gemm_schedule(env, o, n, m, vthreads=vt, tile_m=2)
@@ -103,7 +101,7 @@ def test_virtual_threads_same_result(ref_queue, vt):
     np.testing.assert_array_equal(got, want)
 
 
-def test_save_load_roundtrip(ref_queue, tmp_path):
+def test_save_load_roundtrip(vta_queue, tmp_path):
     env = vta.get_env()
     s, A, B, C = _gemm_schedule(env, 1, 3, 2)
     f = vta.build(s, [A, B, C], "ext_dev", env.target_host, name="gemm")
@@ -114,7 +112,7 @@ def test_save_load_roundtrip(ref_queue, tmp_path):
     np.testing.assert_array_equal(got, want)
 
 
-def test_rpc_local_session(ref_queue, tmp_path):
+def test_rpc_local_session(vta_queue, tmp_path):
     from tvmpy import rpc
 
     env = vta.get_env()

@@ -378,6 +378,8 @@ class _Sync:
 
     def visit(self, s: S.Stmt) -> tuple[S.Stmt, int | None, int | None]:
         q = _op_queue(self.env, s)
+        if q is None and _kernel_kind(s) is not None:
+            q = 2  # micro-ops (and their loops): one GEMM/ALU instruction stream
         if q is not None:
             return s, q, q
         if isinstance(s, S.SeqStmt):
@@ -390,11 +392,10 @@ class _Sync:
                 return S.For(s.loop_var, s.min, s.extent, s.kind, body), f, l
             # loop-carried: the first op of iteration i+1 waits for the last of iteration i
             assert isinstance(body, S.Stmt)
-            groups = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
             guard = S.IfThenElse(E.NE(s.loop_var, s.min), _dep("pop", l, f))
-            groups[0] = _regroup(groups[0], pre=[guard])
-            groups[-1] = _regroup(groups[-1], post=[_dep("push", l, f)])
-            loop = S.For(s.loop_var, s.min, s.extent, s.kind, S.seq(*groups))
+            body = _attach(body, [guard], first=True)
+            body = _attach(body, [_dep("push", l, f)], first=False)
+            loop = S.For(s.loop_var, s.min, s.extent, s.kind, body)
             return S.seq(loop, _dep("pop", l, f)), f, l
         if isinstance(s, (S.AttrStmt, S.LetStmt, S.Allocate)):
             b, f, l = self.visit(s.body)
@@ -424,8 +425,41 @@ class _Sync:
         with_ops = [g for g in groups if g[3] is not None]
         first = with_ops[0][3] if with_ops else None
         last = with_ops[-1][4] if with_ops else None
-        out = [(_group(g[0], g[1], g[2], g[3]) if g[1] or g[2] else g[0]) for g in groups]
+        out = []
+        for st, pre, post, q, _ in groups:
+            if not (pre or post):
+                out.append(st)
+            elif _is_leaf(self.env, st):
+                out.append(_group(st, pre, post, q))
+            else:  # a compound statement: its tokens stand beside it
+                out.append(S.seq(*pre, st, *post))
         return S.seq(*out), first, last
+
+
+def _is_leaf(env: Any, st: Any) -> bool:
+    """One op (a DMA, or a micro-op region: one instruction) or an op group."""
+    return (_op_queue(env, st) is not None or _kernel_kind(st) is not None
+            or isinstance(st, S.AttrStmt) and st.attr_key == SYNC_GROUP)
+
+
+def _attach(st: S.Stmt, deps: list, first: bool) -> S.Stmt:
+    """``deps`` before the first (after the last) op of ``st``: inside that op's group when
+    it is reached through sequences and scopes, so each virtual thread's copy carries its own
+    tokens; else beside ``st``."""
+    if isinstance(st, S.SeqStmt) and len(st.seq):
+        items = list(st.seq)
+        k = 0 if first else len(items) - 1
+        items[k] = _attach(items[k], deps, first)
+        return S.seq(*items)
+    if isinstance(st, S.AttrStmt) and st.attr_key == SYNC_GROUP:
+        return _regroup(st, pre=deps) if first else _regroup(st, post=deps)
+    if isinstance(st, (S.Allocate, S.LetStmt)) or (
+            isinstance(st, S.AttrStmt) and st.attr_key not in (UOP_SCOPE, UOP_KERNEL)):
+        return _with_body(st, _attach(st.body, deps, first))
+    if isinstance(st, S.Evaluate) or _kernel_kind(st) is not None or (
+            isinstance(st, S.AttrStmt) and st.attr_key == UOP_SCOPE):
+        return _regroup(st, pre=deps) if first else _regroup(st, post=deps)
+    return S.seq(*deps, st) if first else S.seq(st, *deps)
 
 
 def _with_body(s: Any, body: S.Stmt) -> S.Stmt:
