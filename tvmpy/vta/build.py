@@ -15,6 +15,7 @@ runtime records each once per key: call site plus the host values it uses).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -209,7 +210,7 @@ class _PyGen:
         self.uops(s.body, 1, body, fold=2)
         self.kernels.append(f"def _kernel_{k}({', '.join(['q', *params])}):  # {kind}\n"
                             + "\n".join(body))
-        key = f"({k}, {', '.join(params)}{',' if len(params) == 1 else ''})" if params else f"({k},)"
+        key = f"(_mid, {k}, {', '.join(params)})" if params else f"(_mid, {k})"
         fn = "push_gemm_op" if kind == "VTAPushGEMMOp" else "push_alu_op"
         out.append(f"{pad}q.{fn}({key}, lambda: _kernel_{k}({', '.join(['q', *params])}))")
 
@@ -331,7 +332,8 @@ class VTAModule:
 
     def _compiled(self) -> Any:
         if self._fn is None:
-            ns: dict[str, Any] = {}
+            # micro-kernel keys start with this module's identity: queues are shared
+            ns: dict[str, Any] = {"_mid": (self.name, next(_MODULE_IDS))}
             exec(compile(_HELPERS + self.source, f"<vta:{self.name}>", "exec"), ns)  # noqa: S102
             self._fn = ns[self.name]
         return self._fn
@@ -396,6 +398,7 @@ class VTAModule:
 
 
 _QUEUES: dict[int, Any] = {}
+_MODULE_IDS = itertools.count()
 _QUEUE_FACTORY: Any = None
 
 
