@@ -106,6 +106,9 @@ def test_dma_padding_conv_input(vta_queue, h, w, n, m, pad):
     text = str(vta.lower(s, [A, B, C]))
     assert "VTALoadBuffer2D" in text and "A_pad" not in text.split("def")[1].split(")")[0]
     f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
+    load_a = next(ln for ln in f.get_source().splitlines() if "load_buffer_2d(_addr['A" in ln)
+    # x_size w, y_size h, then the pads (x before, y before, x after, y after) on the fly
+    assert f", {w}, {h}, " in load_a and f", {pad}, {pad}, {pad}, {pad}, " in load_a, load_a
     rng = np.random.default_rng(h * 7 + w)
     a = rng.integers(-128, 128, (n, h, w, env.BATCH, env.BLOCK_IN)).astype(np.int8)
     b = rng.integers(-128, 128, (m, n, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)

@@ -130,3 +130,56 @@ def test_rpc_local_session(vta_queue, tmp_path):
     c = tvm.nd.array(np.zeros((1, 2, env.BATCH, env.BLOCK_OUT), np.int8), ctx)
     g(tvm.nd.array(a, ctx), tvm.nd.array(b, ctx), c)
     np.testing.assert_array_equal(c.numpy(), _gemm_ref(env, a, b))
+
+
+def test_virtual_threads_fewer_cycles():
+    """Latency hiding: with 2 or 4 virtual threads the simulator's cycle count drops."""
+    from tvmpy.vta.build import use_command_queue
+
+    use_command_queue(None)
+    env = vta.get_env()
+    o, n, m = 2, 8, 8
+    cycles = {}
+    for vt in (1, 2, 4):
+        s, A, B, C = _gemm_schedule(env, o, n, m, vthreads=vt, tile_m=2)
+        f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
+        vta.simulator.clear_stats()
+        got, want = _run(env, f, o, n, m, seed=vt)
+        np.testing.assert_array_equal(got, want)
+        cycles[vt] = vta.simulator.stats()["cycle_count"]
+    assert cycles[2] < cycles[1] and cycles[4] < cycles[1], cycles
+
+
+def test_two_modules_share_a_queue(vta_queue):
+    """Micro-kernels are cached per module: modules run alternately on one queue stay right."""
+    env = vta.get_env()
+    mods = []
+    for o, n, m in [(1, 2, 3), (1, 3, 2)]:
+        s, A, B, C = _gemm_schedule(env, o, n, m)
+        mods.append((vta.build(s, [A, B, C], "ext_dev", env.target_host), o, n, m))
+    for rnd in range(2):
+        for f, o, n, m in mods:
+            got, want = _run(env, f, o, n, m, seed=rnd)
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("cfg", [{"LOG_BLOCK": 3, "LOG_ACC_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 13,
+                                  "LOG_WGT_BUFF_SIZE": 16},
+                                 {"LOG_BATCH": 1, "LOG_BLOCK": 4},
+                                 {"LOG_BLOCK": 5}])
+def test_other_hardware_configs(vta_queue, cfg):
+    from tvmpy.vta.hw_config import HardwareConfig
+
+    env = vta.Environment(HardwareConfig.from_dict(cfg))
+    with env:
+        assert vta.get_env() is env
+        assert env.BLOCK_IN == 1 << cfg["LOG_BLOCK"] and env.BATCH == 1 << cfg.get("LOG_BATCH", 0)
+        s, A, B, C = _gemm_schedule(env, 2, 3, 2)
+        f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
+        got, want = _run(env, f, 2, 3, 2, seed=5)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_env_target():
+    env = vta.get_env()
+    assert env.target.kind == "ext_dev" and "vta" in env.target.keys
