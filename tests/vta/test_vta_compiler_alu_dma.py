@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import tvmpy.vta as vta
-from tvmpy import te
-from tvmpy import topi
+from tvmpy import te, topi
 from tvmpy.vta.transform.lowering import VTALoweringError
 
 
@@ -45,9 +44,10 @@ def _vector_alu(env, o, m, ops):
 
 
 def _np_ops(x, ops):
+    fns = {"shr": np.right_shift, "shl": np.left_shift, "min": np.minimum, "max": np.maximum,
+           "add": np.add}
     for op, v in ops:
-        x = {"shr": lambda: x >> v, "shl": lambda: x << v, "min": lambda: np.minimum(x, v),
-             "max": lambda: np.maximum(x, v), "add": lambda: x + v}[op]()
+        x = fns[op](x, np.int32(v))
     return x
 
 

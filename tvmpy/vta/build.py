@@ -185,7 +185,7 @@ class _PyGen:
 
     def kernel(self, s: S.AttrStmt, ind: int, out: list[str]) -> None:
         pad = "    " * ind
-        kind = s.value.value
+        kind = s.value.value  # type: ignore[attr-defined]
         k = len(self.kernels)
         free: list[E.Var] = []
         seen: set[int] = set()
@@ -235,8 +235,8 @@ class _PyGen:
         elif isinstance(s, S.AttrStmt) and s.attr_key == UOP_SCOPE:
             self.uops(s.body, ind, out, 0)
         elif isinstance(s, S.Evaluate) and L._is_call(s.value, "VTAUopPush"):
-            out.append(f"{pad}q.uop_push(" + ", ".join(self.expr(a) for a in s.value.args[1:])
-                       + ")")
+            call: Any = s.value
+            out.append(f"{pad}q.uop_push(" + ", ".join(self.expr(a) for a in call.args[1:]) + ")")
         else:
             raise L.VTALoweringError(f"VTA micro-kernel: unsupported statement {s}")
 
@@ -438,7 +438,7 @@ def _params(func: PrimFunc) -> list[dict]:
     for p in func.params:
         if p.dtype == "handle":
             b = func.buffer_map[p]
-            shape = [int(E.const_value(d)) for d in b.shape]
+            shape = [int(E.const_value(d) or 0) for d in b.shape]
             out.append({"kind": "buffer", "name": b.name, "var": "", "shape": shape,
                         "dtype": b.dtype})
         else:
@@ -454,7 +454,7 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "ext_dev
         funcs = list(inputs.functions.values())
         if len(funcs) != 1:
             raise ValueError("vta.build: one function per module")
-        func = funcs[0]
+        func: Any = funcs[0]
         if "tir.lowered" in func.attrs or func.attrs.get("target") != "ext_dev":
             raise ValueError("vta.build takes a schedule or vta.lower's module")
     else:

@@ -102,10 +102,10 @@ class Environment:
                 cfg = HardwareConfig.from_dict(cfg)
         self.hw_config = cfg
         g = lambda k: _cfg_get(cfg, k)  # noqa: E731
-        for key in ("LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH",
-                    "LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE",
-                    "LOG_ACC_BUFF_SIZE"):
-            setattr(self, key, g(key))
+        self.LOG_INP_WIDTH, self.LOG_WGT_WIDTH = g("LOG_INP_WIDTH"), g("LOG_WGT_WIDTH")
+        self.LOG_ACC_WIDTH, self.LOG_BATCH = g("LOG_ACC_WIDTH"), g("LOG_BATCH")
+        self.LOG_UOP_BUFF_SIZE, self.LOG_INP_BUFF_SIZE = g("LOG_UOP_BUFF_SIZE"), g("LOG_INP_BUFF_SIZE")
+        self.LOG_WGT_BUFF_SIZE, self.LOG_ACC_BUFF_SIZE = g("LOG_WGT_BUFF_SIZE"), g("LOG_ACC_BUFF_SIZE")
         self.LOG_BLOCK_IN, self.LOG_BLOCK_OUT = g("LOG_BLOCK_IN"), g("LOG_BLOCK_OUT")
         self.INP_WIDTH = 1 << self.LOG_INP_WIDTH
         self.WGT_WIDTH = 1 << self.LOG_WGT_WIDTH

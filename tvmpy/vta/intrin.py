@@ -43,10 +43,11 @@ def uop_push(env: Any, mode: int, reset: int, dst: Any, src: Any, wgt: Any, opco
 def gemm(env: Any, mock: bool = False) -> Any:
     """The GEMM tensor intrinsic of ``env`` (``env.gemm``); ``mock``: statements that do
     nothing (TVM's ``env.mock.gemm``)."""
-    inp = te.placeholder((env.BATCH, env.BLOCK_IN), dtype=env.inp_dtype, name=env.inp_scope)
-    wgt = te.placeholder((env.BLOCK_OUT, env.BLOCK_IN), dtype=env.wgt_dtype, name=env.wgt_scope)
+    inp: Any = te.placeholder((env.BATCH, env.BLOCK_IN), dtype=env.inp_dtype, name=env.inp_scope)
+    wgt: Any = te.placeholder((env.BLOCK_OUT, env.BLOCK_IN), dtype=env.wgt_dtype,
+                              name=env.wgt_scope)
     k = te.reduce_axis((0, env.BLOCK_IN), name="k")
-    out = te.compute(
+    out: Any = te.compute(
         (env.BATCH, env.BLOCK_OUT),
         lambda i, j: te.sum(inp[i, k].astype(env.acc_dtype) * wgt[j, k].astype(env.acc_dtype),
                             axis=[k]),

@@ -198,7 +198,7 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
             return 1, 0, 0, 0
         ext = loops[i].extent
         lo, hi = bounds.get(id(loops[i].loop_var), (E.const(0), ext))
-        lo = simplify(E.Min(E.Max(lo, 0), ext))
+        lo = simplify(E.Min(E.Max(lo, E.const(0)), ext))
         hi = simplify(E.Max(E.Min(hi, ext), lo))
         return simplify(hi - lo), lo, simplify(ext - hi), lo
 
@@ -246,10 +246,10 @@ def _alu_operands(value: E.PrimExpr, what: str) -> tuple[str, E.PrimExpr, E.Prim
     if isinstance(value, E.Add):
         return "add", value.a, value.b
     if isinstance(value, E.Sub):
-        b = _const(value.b)
-        if b is None:
+        c = _const(value.b)
+        if c is None:
             raise VTALoweringError(f"{what}: subtraction only of an immediate, got {value}")
-        return "add", value.a, E.const(-b)
+        return "add", value.a, E.const(-c)
     if isinstance(value, E.Min):
         return "min", value.a, value.b
     if isinstance(value, E.Max):
@@ -359,7 +359,7 @@ def _op_queue(env: Any, n: Any) -> int | None:
     if isinstance(n, S.AttrStmt) and n.attr_key == UOP_SCOPE:
         return 2
     if isinstance(n, S.Evaluate):
-        v = n.value
+        v: Any = n.value
         if _is_call(v, "VTALoadBuffer2D"):
             mem = _const(v.args[-1])
             return 1 if mem in (env.MEM_ID_INP, env.MEM_ID_WGT) else 2
@@ -620,7 +620,7 @@ def place_sram(env: Any, stmt: S.Stmt) -> S.Stmt:
             b = base.get(id(x.args[1]))
             if b is None:
                 raise VTALoweringError(f"VTA: {x.args[1]} is not an on-chip buffer")
-            return simplify(E.const(b[0]) + E.FloorDiv(x.args[2], b[1]))
+            return simplify(E.const(b[0]) + E.FloorDiv(x.args[2], E.const(b[1])))
         return None
     out = rec(stmt)
     return ir_transform(out, None, repl)
@@ -631,8 +631,9 @@ def _kernel_kind(s: Any) -> Any:
     """The signature (kind, mode, reset, ALU op, immediate) shared by every micro-op ``s``
     pushes, None when they differ (a micro-kernel has one GEMM/ALU operation)."""
     if isinstance(s, S.AttrStmt) and s.attr_key == UOP_SCOPE:
-        a = s.body.value.args
-        return (s.value.value, str(a[1]), str(a[2]), str(a[6]), str(a[7]), str(a[8]))
+        node: Any = s
+        a = node.body.value.args
+        return (node.value.value, str(a[1]), str(a[2]), str(a[6]), str(a[7]), str(a[8]))
     if isinstance(s, S.For):
         return _kernel_kind(s.body)
     if isinstance(s, S.SeqStmt):
