@@ -10,7 +10,7 @@ from tvmpy import te, topi
 from tvmpy.vta.transform.lowering import VTALoweringError
 
 
-def _vector_alu(env, o, m, ops):
+def _vector_alu(env, o, m, ops, out_pragma=True):
     """C = clip((A + B) op...) per ``ops`` (each one ALU stage), loaded into the accumulator."""
     shape = (o, m, env.BATCH, env.BLOCK_OUT)
     A = te.placeholder(shape, name="A", dtype=env.acc_dtype)
@@ -39,7 +39,8 @@ def _vector_alu(env, o, m, ops):
     s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
     for t in stages:
         s[t].pragma(s[t].op.axis[0], env.alu)
-    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    if out_pragma:
+        s[C].pragma(s[C].op.axis[0], env.dma_copy)
     return s, A, B, C
 
 
@@ -147,3 +148,25 @@ def test_unsupported_alu_expression_is_a_clear_error():
     s[C].pragma(s[C].op.axis[0], env.dma_copy)
     with pytest.raises(VTALoweringError, match="unsupported ALU expression"):
         vta.lower(s, [A, C])
+
+
+@pytest.mark.parametrize("m,factor", [(5, 2), (7, 3), (1, 2)])
+def test_alu_and_dma_with_remainders(vta_queue, m, factor):
+    """A split that does not divide: guards on whole tiles become DMA bounds (loads zero-fill
+    the unused tiles, stores move the valid ones) and guards around the ALU micro-ops."""
+    env = vta.get_env()
+    ops = [("shr", 1), ("max", -20)]
+    s, A, B, C = _vector_alu(env, 2, m, ops, out_pragma=False)
+    co, ci = s[C].split(s[C].op.axis[1], factor=factor)
+    stages = [t for t in s.stages if t.op.name in ("A_buf", "B_buf", "C_buf", "S0", "S1")]
+    for st in stages:
+        st.compute_at(s[C], co)
+    s[C].pragma(ci, env.dma_copy)
+    f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
+    rng = np.random.default_rng(m)
+    shape = (2, m, env.BATCH, env.BLOCK_OUT)
+    a = rng.integers(-300, 300, shape).astype(np.int32)
+    b = rng.integers(-300, 300, shape).astype(np.int32)
+    c = np.full(shape, 99, np.int8)
+    f(a, b, c)
+    np.testing.assert_array_equal(c, _np_ops(a + b, ops).astype(np.int8))

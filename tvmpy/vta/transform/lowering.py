@@ -35,7 +35,10 @@ def _extern(name: str, *args: Any) -> S.Stmt:
     return S.Evaluate(call_extern("int32", name, *args))
 
 
-def _nest(stmt: S.Stmt, what: str) -> tuple[list[S.For], S.BufferStore]:
+def _nest(stmt: S.Stmt, what: str, guards: list | None = None
+          ) -> tuple[list[S.For], S.BufferStore]:
+    """The loops and the store of a copy/ALU stage; the conditions of bound guards (a split
+    that does not divide) are appended to ``guards`` when given."""
     loops: list[S.For] = []
     while True:
         if isinstance(stmt, S.For):
@@ -43,6 +46,9 @@ def _nest(stmt: S.Stmt, what: str) -> tuple[list[S.For], S.BufferStore]:
             stmt = stmt.body
         elif isinstance(stmt, S.AttrStmt) and stmt.attr_key.startswith("pragma_"):
             stmt = stmt.body
+        elif isinstance(stmt, S.IfThenElse) and stmt.else_case is None and guards is not None:
+            guards.append(_unlikely(stmt.condition))
+            stmt = stmt.then_case
         elif isinstance(stmt, S.BufferStore):
             return loops, stmt
         else:
@@ -97,19 +103,20 @@ def _split_tile(loops: list[S.For], coef_lists: list[list[E.PrimExpr]], tile: in
     return k
 
 
-def _pad_bounds(cond: E.PrimExpr, loops: list[S.For], what: str) -> dict[int, list]:
-    """Bounds ``lo <= v < hi`` per loop var from a conjunction of comparisons."""
+def _unlikely(c: E.PrimExpr) -> E.PrimExpr:
+    return c.args[0] if isinstance(c, E.Call) and c.op == "likely" else c
+
+
+def _conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
+    cond = _unlikely(cond)
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _pad_bounds(conj: list[E.PrimExpr], loops: list[S.For], what: str) -> dict[int, list]:
+    """Bounds ``lo <= v < hi`` per loop var from comparisons (each bounding one loop)."""
     out: dict[int, list] = {}
-    conj: list[E.PrimExpr] = []
-
-    def split(c: E.PrimExpr) -> None:
-        if isinstance(c, E.And):
-            split(c.a)
-            split(c.b)
-        else:
-            conj.append(c)
-
-    split(cond)
     byid = {id(f.loop_var): f for f in loops}
     for c in conj:
         if not isinstance(c, (E.LT, E.LE, E.GT, E.GE)):
@@ -141,7 +148,8 @@ def _pad_bounds(cond: E.PrimExpr, loops: list[S.For], what: str) -> dict[int, li
 
 def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     what = "dma_copy"
-    loops, store = _nest(body, what)
+    guards: list[E.PrimExpr] = []
+    loops, store = _nest(body, what, guards)
     value = store.value
     while isinstance(value, E.Cast):
         value = value.value
@@ -187,11 +195,32 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     x_total = _const(loops[x].extent) if x is not None else 1
     if outer and x_total is not None and _eq(sc[1][outer[-1]], x_total * tile):
         y = outer.pop()
-    bounds = _pad_bounds(cond, loops, what) if cond is not None else {}
-    for vid in bounds:
-        if vid not in (id(loops[x].loop_var) if x is not None else None,
-                       id(loops[y].loop_var) if y is not None else None):
+    # the pad compute's condition and the bound guards (split remainders): conditions on the
+    # two DMA dimensions become bounds (loads zero-fill outside them: padding, or elements a
+    # guard leaves unused), conditions on the loops outside guard the DMA
+    conds = _conjuncts(cond) if cond is not None else []
+    gconds = [c for g in guards for c in _conjuncts(g)]
+    if not is_load and y is not None and x is not None and any(
+            uses_var(c, loops[x].loop_var) for c in gconds):
+        outer.append(y)  # a store moves whole rows of the on-chip block: one row per DMA
+        y = None
+    dma_vars = {id(loops[i].loop_var) for i in (x, y) if i is not None}
+    tile_vars = {id(f.loop_var) for f in loops[k:]}
+    host_guards = []
+    for c in conds + gconds:
+        used = {id(f.loop_var) for f in loops if uses_var(c, f.loop_var)}
+        if used & tile_vars:
+            raise VTALoweringError(f"{what}: condition {c} splits a tile; tiles are copied whole")
+        if c in conds and not used <= dma_vars:
             raise VTALoweringError(f"{what}: padding is supported on the two DMA dimensions only")
+        if not used & dma_vars:
+            host_guards.append(c)
+    bounds = _pad_bounds([c for c in conds + gconds if c not in host_guards], loops, what)
+    if not is_load:
+        for i in (x, y):
+            if i is not None and id(loops[i].loop_var) in bounds \
+                    and _const(bounds[id(loops[i].loop_var)][0]) != 0:
+                raise VTALoweringError(f"{what}: a store's guard must bound from above only")
 
     def dim(i: int | None) -> tuple[Any, Any, Any, Any]:  # size, pad_before, pad_after, lo
         if i is None:
@@ -224,7 +253,9 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     else:
         op = _extern("VTAStoreBuffer2D", sram_ref(src.data, sram_off), env.MEM_ID_OUT,
                      dst.data, dram_tiles, xs, ys, x_stride)
-    for i in reversed(outer):  # dimensions beyond two: host loops around the DMA
+    for c in host_guards:
+        op = S.IfThenElse(c, op)
+    for i in sorted(outer, reverse=True):  # dimensions beyond two: host loops around the DMA
         f = loops[i]
         op = S.For(f.loop_var, f.min, f.extent, S.ForKind.SERIAL, op)
     return op
@@ -278,7 +309,8 @@ def _strip(e: E.PrimExpr) -> E.PrimExpr:
 
 
 def _alu_stmt(env: Any, body: S.Stmt) -> S.Stmt:
-    loops, store = _nest(body, "alu")
+    guards: list[E.PrimExpr] = []
+    loops, store = _nest(body, "alu", guards)
     dst = store.buffer
     what = f"alu {dst.name}"
     if dst.scope != env.acc_scope:
@@ -333,6 +365,19 @@ def _alu_stmt(env: Any, body: S.Stmt) -> S.Stmt:
             ops.append(uop_push(env, 1, 0, dref, ref(b), 0, _ALU_OPS[op]))
         else:
             ops.append(uop_push(env, 1, 0, dref, dref, 0, _ALU_OPS[op], 1, b))
+    for g in guards:  # split remainders: the guard stays, around whole tiles
+        if any(uses_var(g, f.loop_var) for f in loops[k:]):
+            raise VTALoweringError(f"{what}: guard {g} splits a tile; tiles are computed whole")
+    ops = [S.IfThenElse(_unlikely(g), o) for o in ops for g in guards] if guards else ops
+    if len(guards) > 1:
+        ops_nested = []
+        for o in ops[::len(guards)]:
+            st = o.then_case
+            for g in guards:
+                st = S.IfThenElse(_unlikely(g), st)
+            ops_nested.append(st)
+        ops = ops_nested
+
     def wrap(st: S.Stmt) -> S.Stmt:
         for f in reversed(loops[:k]):
             st = S.For(f.loop_var, f.min, f.extent, S.ForKind.SERIAL, st)
