@@ -368,15 +368,8 @@ def _alu_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     for g in guards:  # split remainders: the guard stays, around whole tiles
         if any(uses_var(g, f.loop_var) for f in loops[k:]):
             raise VTALoweringError(f"{what}: guard {g} splits a tile; tiles are computed whole")
-    ops = [S.IfThenElse(_unlikely(g), o) for o in ops for g in guards] if guards else ops
-    if len(guards) > 1:
-        ops_nested = []
-        for o in ops[::len(guards)]:
-            st = o.then_case
-            for g in guards:
-                st = S.IfThenElse(_unlikely(g), st)
-            ops_nested.append(st)
-        ops = ops_nested
+    for g in guards:
+        ops = [S.IfThenElse(_unlikely(g), o) for o in ops]
 
     def wrap(st: S.Stmt) -> S.Stmt:
         for f in reversed(loops[:k]):
