@@ -34,3 +34,35 @@ def test_rpc_server_device_vta(tmp_path):
         remote.close()
     finally:
         srv.terminate()
+
+
+def test_fleet_device_vta(tmp_path):
+    """``tvmpy rpc server --device vta --tracker ...`` as a fleet device of key "vta": a
+    session requested from the tracker runs the module on the simulated VTA."""
+    from tvmpy.rpc.tracker import DeviceWorker, Tracker, connect_tracker
+
+    env = vta.get_env()
+    o, n, m = 1, 2, 3
+    s, A, B, C = _gemm_schedule(env, o, n, m)
+    f = vta.build(s, [A, B, C], "ext_dev", env.target_host, name="my_gemm")
+    path = str(tmp_path / "gemm.o")
+    f.save(path)
+    tracker = Tracker(port=0)
+    worker = None
+    try:
+        worker = DeviceWorker(tracker.address, "vta", device="vta", name="vta-0")
+        remote = connect_tracker("127.0.0.1", tracker.port).request("vta", timeout=60)
+        remote.upload(path)
+        g = remote.load_module("gemm.o")
+        ctx = remote.ext_dev(0)
+        rng = np.random.default_rng(11)
+        a = rng.integers(-128, 128, (o, n, env.BATCH, env.BLOCK_IN)).astype(np.int8)
+        b = rng.integers(-128, 128, (m, n, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)
+        c_nd = tvm.nd.array(np.zeros((o, m, env.BATCH, env.BLOCK_OUT), np.int8), ctx)
+        g(tvm.nd.array(a, ctx), tvm.nd.array(b, ctx), c_nd)
+        np.testing.assert_array_equal(c_nd.numpy(), _gemm_ref(env, a, b))
+        remote.close()
+    finally:
+        if worker is not None:
+            worker.terminate()
+        tracker.terminate()
