@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from . import hw_config, isa, runtime, simulator
 from .build import MAGIC as _MAGIC
-from .build import build, load_vta_module, lower
+from .build import build, build_config, load_vta_module, lower
 from .environment import Environment, get_env
 
-__all__ = ["hw_config", "isa", "runtime", "simulator", "Environment", "get_env", "build",
+__all__ = ["hw_config", "isa", "runtime", "simulator", "Environment", "get_env", "build", "build_config",
            "lower", "load_vta_module"]
 
 

@@ -32,7 +32,7 @@ from .environment import get_env
 from .intrin import UOP_SCOPE
 from .transform import lowering as L
 
-__all__ = ["lower", "build", "VTAModule", "MAGIC", "load_vta_module", "use_command_queue"]
+__all__ = ["lower", "build", "build_config", "VTAModule", "MAGIC", "load_vta_module", "use_command_queue"]
 
 MAGIC = b"TVMPY-VTA-MODULE 1\n"
 _PRAGMAS_REGISTERED = False
@@ -66,6 +66,14 @@ def lower_vta(s: Any, args: Sequence[Any], name: str = "default_function",
     func = Simplify()(IRModule({name: func.with_body(body)}))[name]
     body = L.lift_uop_kernels(env, func.body)
     return func.with_body(body).with_attr("target", "ext_dev")
+
+
+def build_config(debug_flag: int = 0, **kwargs: Any) -> Any:
+    """TVM's ``vta.build_config()`` (its pass list is :func:`lower_vta`'s, always applied):
+    a PassContext, for tutorials that lower under ``with vta.build_config():``."""
+    from ..transform import PassContext
+
+    return PassContext(opt_level=3, **kwargs)
 
 
 def lower(s: Any, args: Sequence[Any] | None = None, name: str = "default_function",
