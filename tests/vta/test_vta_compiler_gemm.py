@@ -183,3 +183,10 @@ def test_other_hardware_configs(vta_queue, cfg):
 def test_env_target():
     env = vta.get_env()
     assert env.target.kind == "ext_dev" and "vta" in env.target.keys
+
+
+def test_tvm_build_ext_dev_names_vta_build():
+    env = vta.get_env()
+    s, A, B, C = _gemm_schedule(env, 1, 1, 1)
+    with pytest.raises(ValueError, match="tvmpy.vta.build"):
+        tvm.build(s, [A, B, C], target="ext_dev")
