@@ -167,7 +167,7 @@ def test_two_modules_share_a_queue(vta_queue):
                                   "LOG_WGT_BUFF_SIZE": 16},
                                  {"LOG_BATCH": 1, "LOG_BLOCK": 4},
                                  {"LOG_BLOCK": 5}])
-def test_other_hardware_configs(vta_queue, cfg):
+def test_other_hardware_configs(vta_queue, cfg, tmp_path):
     from tvmpy.vta.hw_config import HardwareConfig
 
     env = vta.Environment(HardwareConfig.from_dict(cfg))
@@ -177,6 +177,11 @@ def test_other_hardware_configs(vta_queue, cfg):
         s, A, B, C = _gemm_schedule(env, 2, 3, 2)
         f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
         got, want = _run(env, f, 2, 3, 2, seed=5)
+    np.testing.assert_array_equal(got, want)
+    # saved and loaded, it runs on its own design outside the `with env:` (an RPC server's)
+    path = str(tmp_path / "gemm.o")
+    f.save(path)
+    got, want = _run(env, tvm.runtime.load_module(path), 2, 3, 2, seed=6)
     np.testing.assert_array_equal(got, want)
 
 

@@ -317,8 +317,12 @@ class VTAModule:
 
     type_key = "vta"
 
-    def __init__(self, name: str, source: str, params: list[dict]):
+    def __init__(self, name: str, source: str, params: list[dict],
+                 hw_config: dict | None = None):
         self.name, self.source, self.params = name, source, params
+        #: the hardware configuration it was compiled for (vta_config.json form): a module
+        #: loaded elsewhere (an RPC server) runs on a simulator of that design, not the default
+        self.hw_config = hw_config
         self._fn: Any = None
         self.entry_name = name
 
@@ -350,7 +354,7 @@ class VTAModule:
         if len(args) != len(self.params):
             raise TypeError(f"{self.name} takes {len(self.params)} arguments "
                             f"({', '.join(p['name'] for p in self.params)}), got {len(args)}")
-        env = get_env()
+        env = _env_for(self.hw_config)
         q = _queue_for(env)
         addr: dict[str, int] = {}
         bufs = []
@@ -395,7 +399,8 @@ class VTAModule:
     def save(self, path: str, fmt: str = "") -> None:
         """Write the module (driver source + argument table) to ``path`` (any name, e.g.
         ``gemm.o`` as in TVM's tutorials); ``tvmpy.runtime.load_module`` reads it back."""
-        meta = json.dumps({"name": self.name, "params": self.params})
+        meta = json.dumps({"name": self.name, "params": self.params,
+                           "hw_config": self.hw_config})
         with open(path, "wb") as f:
             f.write(MAGIC + meta.encode() + b"\n" + self.source.encode())
 
@@ -418,6 +423,29 @@ def use_command_queue(factory: Any) -> None:
     _QUEUES.clear()
 
 
+_ENVS: dict[str, Any] = {}
+
+
+def _env_for(cfg: dict | None) -> Any:
+    """The current environment when it is the design ``cfg`` (or ``cfg`` is None), else one
+    environment per design."""
+    env = get_env()
+    if cfg is None or _cfg_dict(env) == cfg:
+        return env
+    key = json.dumps(cfg, sort_keys=True)
+    if key not in _ENVS:
+        from .environment import Environment
+        from .hw_config import HardwareConfig
+
+        _ENVS[key] = Environment(HardwareConfig.from_dict(cfg))
+    return _ENVS[key]
+
+
+def _cfg_dict(env: Any) -> dict | None:
+    to_dict = getattr(env.hw_config, "to_dict", None)
+    return json.loads(json.dumps(to_dict())) if to_dict is not None else None
+
+
 def _queue_for(env: Any) -> Any:
     q = _QUEUES.get(id(env))
     if q is None:
@@ -438,7 +466,7 @@ def load_vta_module(path: str) -> VTAModule:
         raise ValueError(f"{path} is not a VTA module")
     meta_line, _, src = data[len(MAGIC):].partition(b"\n")
     meta = json.loads(meta_line)
-    return VTAModule(meta["name"], src.decode(), meta["params"])
+    return VTAModule(meta["name"], src.decode(), meta["params"], meta.get("hw_config"))
 
 
 def _params(func: PrimFunc) -> list[dict]:
@@ -471,7 +499,7 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = "ext_dev
     params = _params(func)
     for p, n in zip(params, _param_var_names(func)):
         p["var"] = n
-    return VTAModule(func.name, src, params)
+    return VTAModule(func.name, src, params, _cfg_dict(get_env()))
 
 
 def _param_var_names(func: PrimFunc, g: _PyGen | None = None) -> list[str]:
