@@ -170,3 +170,15 @@ def test_alu_and_dma_with_remainders(vta_queue, m, factor):
     c = np.full(shape, 99, np.int8)
     f(a, b, c)
     np.testing.assert_array_equal(c, _np_ops(a + b, ops).astype(np.int8))
+
+
+def test_stage_without_pragma_is_a_clear_error():
+    env = vta.get_env()
+    shape = (1, 2, env.BATCH, env.BLOCK_IN)
+    A = te.placeholder(shape, name="A", dtype=env.inp_dtype)
+    A_buf = te.compute(shape, lambda *i: A(*i), "A_buf")
+    C = te.compute(shape, lambda *i: A_buf(*i), "C")
+    s = te.create_schedule(C.op)
+    s[A_buf].set_scope(env.inp_scope)  # no dma_copy pragmas
+    with pytest.raises(VTALoweringError, match="has no VTA form"):
+        vta.build(s, [A, C])

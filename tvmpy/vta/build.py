@@ -167,6 +167,11 @@ class _PyGen:
             self.emit(s.body, ind, out)
         elif isinstance(s, S.Evaluate):
             self.evaluate(s.value, pad, out)
+        elif isinstance(s, S.BufferStore):
+            raise L.VTALoweringError(
+                f"VTA: the stage writing {s.buffer.name} has no VTA form: mark a copy to or "
+                f"from an on-chip scope with env.dma_copy, an accumulator update with env.alu, "
+                f"or tensorize with env.gemm (host code does not touch tensors):\n{s}")
         else:
             raise L.VTALoweringError(f"VTA host code: unsupported statement "
                                      f"{type(s).__name__}:\n{s}")
@@ -474,7 +479,11 @@ def _params(func: PrimFunc) -> list[dict]:
     for p in func.params:
         if p.dtype == "handle":
             b = func.buffer_map[p]
-            shape = [int(E.const_value(d) or 0) for d in b.shape]
+            dims = [E.const_value(d) for d in b.shape]
+            if any(d is None for d in dims):
+                raise L.VTALoweringError(f"vta.build: tensor {b.name} has a symbolic shape "
+                                         f"{list(b.shape)}; VTA modules need constant shapes")
+            shape = [int(d) for d in dims]  # type: ignore[arg-type]
             out.append({"kind": "buffer", "name": b.name, "var": "", "shape": shape,
                         "dtype": b.dtype})
         else:
