@@ -283,7 +283,7 @@ def encode(insn: Insn, cfg: HardwareConfig) -> int:
     """The 128-bit instruction word of ``insn``."""
     if isinstance(insn, MemInsn) and insn.opcode not in (OPCODE_LOAD, OPCODE_STORE):
         raise IsaError(f"a MemInsn has opcode LOAD or STORE, not {insn.opcode}")
-    values = {k: int(v) for k, v in dataclasses.asdict(insn).items()}
+    values = {f.name: int(getattr(insn, f.name)) for f in dataclasses.fields(insn)}
     values["opcode"] = insn.opcode
     if isinstance(insn, MemInsn) and insn.memory_type not in MEM_NAMES:
         raise IsaError(f"{_KIND[insn.opcode]} memory_type={insn.memory_type} is not a VTA "
@@ -323,7 +323,8 @@ def decode_stream(data: bytes, cfg: HardwareConfig) -> list[Insn]:
 
 
 def encode_uop(uop: Uop, cfg: HardwareConfig) -> int:
-    return _put("micro-op", uop_layout(cfg), dataclasses.asdict(uop))
+    return _put("micro-op", uop_layout(cfg), {"dst_idx": uop.dst_idx, "src_idx": uop.src_idx,
+                                              "wgt_idx": uop.wgt_idx})
 
 
 def decode_uop(word: int, cfg: HardwareConfig) -> Uop:

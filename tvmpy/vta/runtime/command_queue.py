@@ -46,6 +46,13 @@ from ..isa import (
 )
 from ..simulator import Device, Dram, DramBuffer, Stats, record
 
+# debug flags (TVM's runtime.h VTA_DEBUG_*)
+DEBUG_DUMP_INSN = 1 << 1
+DEBUG_DUMP_UOP = 1 << 2
+DEBUG_SKIP_READ_BARRIER = 1 << 3
+DEBUG_SKIP_WRITE_BARRIER = 1 << 4
+DEBUG_FORCE_SERIAL = 1 << 5
+
 
 class RuntimeAPIError(ValueError):
     """A call of the runtime API that cannot describe a valid VTA program."""
@@ -82,7 +89,8 @@ class CommandQueue:
         self.device = Device(self.config, self.dram, on_stats=record)
         self.kernels: dict[Hashable, UopKernel] = {}
         self.last_stats: Stats | None = None
-        self.debug_dump = False
+        self.last_stream: list[Insn] = []     # the instructions of the last synchronize
+        self.debug_flag = 0
         self._record: UopKernel | None = None
         self.insns: list[Insn] = []
         self._pending_prev = [False] * 4
@@ -94,7 +102,9 @@ class CommandQueue:
     # ---- DRAM -----------------------------------------------------------------------------
     def alloc_buffer(self, nbytes: int) -> DramBuffer:
         """A page-aligned DRAM buffer (TVM's VTABufferAlloc); ``.addr`` is its physical address."""
-        return self.dram.alloc(nbytes)
+        cfg = self.config
+        return self.dram.alloc(nbytes, align=max(cfg.WGT_ELEM_BYTES, cfg.INP_ELEM_BYTES,
+                                                 cfg.ACC_ELEM_BYTES))
 
     def free_buffer(self, buf: DramBuffer) -> None:
         self.dram.free(buf)
@@ -213,6 +223,8 @@ class CommandQueue:
             raise RuntimeAPIError(f"{what}: the micro-kernel has {len(kernel.uops)} micro-ops, "
                                   f"more than the uop buffer holds ({self.config.UOP_BUFF_DEPTH})")
         kernel.words = np.array([encode_uop(u, self.config) for u in kernel.uops], dtype="<u4")
+        if self.debug_flag & DEBUG_DUMP_UOP:
+            print(f"micro-kernel {key!r}: loops {kernel.loops} uops {kernel.uops}")
         self.kernels[key] = kernel
         return kernel
 
@@ -328,6 +340,19 @@ class CommandQueue:
         encode(insn, self.config)            # field ranges are checked at the call
         self.insns.append(insn)
 
+    def set_debug_flag(self, flag: int) -> None:
+        """TVM's VTASetDebugMode: DEBUG_DUMP_INSN prints each stream, DEBUG_DUMP_UOP each new
+        micro-kernel, DEBUG_FORCE_SERIAL runs instructions one after another (no overlap)."""
+        self.debug_flag = int(flag)
+
+    def read_barrier(self, buffer: Any = None, elem_bits: int = 0, start: int = 0,
+                     extent: int = 0) -> None:
+        """TVM's VTAReadBarrier: nothing to flush, DRAM is coherent in the simulator."""
+
+    def write_barrier(self, buffer: Any = None, elem_bits: int = 0, start: int = 0,
+                      extent: int = 0) -> None:
+        """TVM's VTAWriteBarrier: nothing to invalidate in the simulator."""
+
     # ---- running --------------------------------------------------------------------------
     def synchronize(self, wait_cycles: int = 1 << 31) -> Stats:
         """Close the stream (FINISH after every module's work), run it, and start a new one."""
@@ -339,13 +364,15 @@ class CommandQueue:
         self._append(FinishInsn(), STAGE_COMPUTE)
         assert not any(self._pending_prev) and not any(self._pending_next)
         data = encode_stream(self.insns, self.config)
-        if self.debug_dump:
+        if self.debug_flag & DEBUG_DUMP_INSN:
             print(self.dump())
         buf = self.dram.alloc(len(data))
         buf.data[:] = np.frombuffer(data, dtype=np.uint8)
         count = len(self.insns)
+        self.last_stream = self.insns
         try:
-            self.last_stats = self.device.run(buf.addr, count, wait_cycles)
+            self.last_stats = self.device.run(buf.addr, count, wait_cycles,
+                                              serial=bool(self.debug_flag & DEBUG_FORCE_SERIAL))
         finally:
             self.dram.free(buf)
             self._reset_stream()

@@ -38,6 +38,7 @@ from ..hw_config import (
 )
 from ..isa import AluInsn, FinishInsn, GemmInsn, Insn, MemInsn, decode_stream, pipeline_stage
 from . import functional as F
+from .blas import single_thread
 from .dram import Dram
 
 GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
@@ -121,15 +122,21 @@ class Device:
         self.on_stats = on_stats
 
     # ---- entry points ---------------------------------------------------------------------
-    def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62) -> Stats:
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62,
+            serial: bool = False) -> Stats:
         """Fetch ``insn_count`` instructions from DRAM at ``insn_addr`` and run them."""
         buf, off = self.dram.find(insn_addr, insn_count * INS_BYTES, "instruction fetch")
         data = buf.data[off:off + insn_count * INS_BYTES].tobytes()
-        return self.run_insns(decode_stream(data, self.cfg), wait_cycles)
+        return self.run_insns(decode_stream(data, self.cfg), wait_cycles, serial)
 
-    def run_insns(self, insns: list[Insn], wait_cycles: int = 1 << 62) -> Stats:
-        """Run decoded instructions (the stream a fetch would read)."""
-        stats = _Run(self, insns).simulate()
+    def run_insns(self, insns: list[Insn], wait_cycles: int = 1 << 62,
+                  serial: bool = False) -> Stats:
+        """Run decoded instructions (the stream a fetch would read). ``serial``: each
+        instruction starts when the one before it in the stream has ended, whatever the
+        tokens say (TVM's VTA_DEBUG_FORCE_SERIAL: the pipeline without latency hiding)."""
+        with single_thread():
+            run = _Run(self, insns)
+            stats = run.simulate_serial() if serial else run.simulate()
         if self.on_stats is not None:
             self.on_stats(stats)
         if stats.cycle_count > wait_cycles:
@@ -221,6 +228,20 @@ class _Run:
             for key in self._pushes(stage, insn, k):
                 self.tokens[key].append(finish)
             pos[stage] += 1
+        self.stats.cycle_count = end
+        n = len(self.insns)
+        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        self.stats.counts["insn"] = n
+        self.stats.nbytes["insn"] = n * INS_BYTES
+        return self.stats
+
+    def simulate_serial(self) -> Stats:
+        end = 0
+        for k, insn in enumerate(self.insns):
+            stage = pipeline_stage(insn)
+            self._pops(stage, insn, k)               # the flags must still make sense
+            self._pushes(stage, insn, k)
+            end = self._execute(stage, insn, k, max(end, self.fetched[k]))
         self.stats.cycle_count = end
         n = len(self.insns)
         self.stats.busy["fetch"] = self.fetched[-1] if n else 0

@@ -34,20 +34,31 @@ class DramBuffer:
 
 
 class Dram:
-    """Physical memory: a bump allocator of page-aligned buffers (addresses never reused)."""
+    """Physical memory: page-aligned buffers, first fit (freed ranges are reused)."""
 
     def __init__(self, base: int = PAGE_BYTES) -> None:
-        self._next = base
+        self._base = base
         self._bases: list[int] = []
         self._buffers: list[DramBuffer] = []
 
-    def alloc(self, nbytes: int) -> DramBuffer:
+    def alloc(self, nbytes: int, align: int = PAGE_BYTES) -> DramBuffer:
+        """A new buffer at a multiple of ``align`` (a power of two, at least a page)."""
         if int(nbytes) <= 0:
             raise ValueError(f"a DRAM buffer needs a positive size, got {nbytes}")
-        buf = DramBuffer(self._next, int(nbytes))
-        self._next += -(-int(nbytes) // PAGE_BYTES) * PAGE_BYTES
-        self._bases.append(buf.addr)
-        self._buffers.append(buf)
+        align = max(int(align), PAGE_BYTES)
+        if align & (align - 1):
+            raise ValueError(f"DRAM alignment must be a power of two, got {align}")
+        nbytes = int(nbytes)
+        addr, i = -(-self._base // align) * align, 0
+        while i < len(self._buffers):                # first gap that fits
+            buf = self._buffers[i]
+            if addr + nbytes <= buf.addr:
+                break
+            addr = -(-(buf.addr + buf.nbytes) // align) * align
+            i += 1
+        buf = DramBuffer(addr, nbytes)
+        self._bases.insert(i, addr)
+        self._buffers.insert(i, buf)
         return buf
 
     def free(self, buf: DramBuffer) -> None:

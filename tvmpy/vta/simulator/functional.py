@@ -27,7 +27,6 @@ from ..hw_config import (
     MEM_ID_UOP,
     MEM_ID_WGT,
     MEM_NAMES,
-    OPCODE_LOAD,
     HardwareConfig,
 )
 from ..isa import AluInsn, GemmInsn, MemInsn, uop_layout
@@ -136,20 +135,84 @@ def _narrow(bufs: Buffers, dst: np.ndarray) -> None:
     bufs.out[dst] = bufs.acc[dst].astype(np.int8)
 
 
+def _max_index(base: np.ndarray, insn: GemmInsn | AluInsn, f_out: int, f_in: int) -> int:
+    return int(base.max()) + (insn.iter_out - 1) * f_out + (insn.iter_in - 1) * f_in
+
+
 def run_gemm(bufs: Buffers, insn: GemmInsn, where: str) -> None:
     u_dst, u_src, u_wgt = bufs.decode_uops(insn.uop_bgn, insn.uop_end, where)
-    dst = _loop_indices(u_dst, insn, insn.dst_factor_out, insn.dst_factor_in)
-    _check_range(dst, len(bufs.acc), "acc", where)
+    if u_dst.size == 0 or insn.iter_out == 0 or insn.iter_in == 0:
+        return
+    checks = [("acc", u_dst, insn.dst_factor_out, insn.dst_factor_in, len(bufs.acc))]
+    if not insn.reset:
+        checks += [("inp", u_src, insn.src_factor_out, insn.src_factor_in, len(bufs.inp)),
+                   ("wgt", u_wgt, insn.wgt_factor_out, insn.wgt_factor_in, len(bufs.wgt))]
+    for what, base, f_out, f_in, depth in checks:
+        top = _max_index(base, insn, f_out, f_in)
+        if top >= depth:
+            raise BufferOverflowError(f"{where}: {what} index {top} past the end of the {what} "
+                                      f"buffer (depth {depth})")
     if insn.reset:
+        dst = _loop_indices(u_dst, insn, insn.dst_factor_out, insn.dst_factor_in)
         bufs.acc[dst] = 0
         bufs.out[dst] = 0
         return
+    if not _gemm_structured(bufs, insn, u_dst, u_src, u_wgt):
+        _gemm_generic(bufs, insn, u_dst, u_src, u_wgt)
+
+
+def _axis_offsets(axes: list[tuple[int, int, int, int]], k: int) -> np.ndarray:
+    """Index offsets (factor ``k`` of each axis) over the iteration space of ``axes``."""
+    off = np.zeros(1, dtype=np.int64)
+    for ext, *factors in axes:
+        off = (off[:, None] + np.arange(ext, dtype=np.int64)[None, :] * factors[k]).ravel()
+    return off
+
+
+def _gemm_structured(bufs: Buffers, insn: GemmInsn, u_dst: np.ndarray, u_src: np.ndarray,
+                     u_wgt: np.ndarray) -> bool:
+    """The common shape of a GEMM: loops that move the accumulator ("spatial") leave the weight
+    alone, loops that do not ("reduction") sum into it. Each group of micro-ops with one
+    accumulator base is then one matrix product over (reduction x micro-op x BLOCK_IN)."""
+    axes = [(insn.iter_out, insn.dst_factor_out, insn.src_factor_out, insn.wgt_factor_out),
+            (insn.iter_in, insn.dst_factor_in, insn.src_factor_in, insn.wgt_factor_in)]
+    axes = [a for a in axes if a[0] > 1]
+    spatial = [a for a in axes if a[1] != 0]
+    reduction = [a for a in axes if a[1] == 0]
+    if any(a[3] != 0 for a in spatial):
+        return False
+    sp_d, sp_s = _axis_offsets(spatial, 0), _axis_offsets(spatial, 1)
+    if len(np.unique(sp_d)) != sp_d.size:
+        return False
+    red_s, red_w = _axis_offsets(reduction, 1), _axis_offsets(reduction, 2)
+    b, bi = bufs.inp.shape[1:]
+    bo = bufs.acc.shape[2]
+    wgt_f = bufs.wgt
+    touched = []
+    for dval in np.unique(u_dst):
+        us = np.flatnonzero(u_dst == dval)
+        src_ru = (red_s[:, None] + u_src[us][None, :]).ravel()
+        wgt_ru = (red_w[:, None] + u_wgt[us][None, :]).ravel()
+        ru = src_ru.size
+        wm = wgt_f[wgt_ru].astype(np.float64).transpose(0, 2, 1).reshape(ru * bi, bo)
+        step = max(1, _CHUNK * 16 // max(ru, 1))
+        for lo in range(0, sp_d.size, step):
+            idx = sp_s[lo:lo + step, None] + src_ru[None, :]           # (s, ru)
+            s = idx.shape[0]
+            a = bufs.inp[idx].astype(np.float64).transpose(0, 2, 1, 3).reshape(s * b, ru * bi)
+            res = (a @ wm).reshape(s, b, bo).astype(np.int64)
+            d = sp_d[lo:lo + step] + dval
+            bufs.acc[d] = (bufs.acc[d].astype(np.int64) + res).astype(np.uint32).view(np.int32)
+            touched.append(d)
+    _narrow(bufs, np.unique(np.concatenate(touched)))
+    return True
+
+
+def _gemm_generic(bufs: Buffers, insn: GemmInsn, u_dst: np.ndarray, u_src: np.ndarray,
+                  u_wgt: np.ndarray) -> None:
+    dst = _loop_indices(u_dst, insn, insn.dst_factor_out, insn.dst_factor_in)
     src = _loop_indices(u_src, insn, insn.src_factor_out, insn.src_factor_in)
     wgt = _loop_indices(u_wgt, insn, insn.wgt_factor_out, insn.wgt_factor_in)
-    _check_range(src, len(bufs.inp), "inp", where)
-    _check_range(wgt, len(bufs.wgt), "wgt", where)
-    if dst.size == 0:
-        return
     touched = []
     for lo in range(0, dst.size, _CHUNK):
         d, s, w = dst[lo:lo + _CHUNK], src[lo:lo + _CHUNK], wgt[lo:lo + _CHUNK]
@@ -160,7 +223,7 @@ def run_gemm(bufs: Buffers, insn: GemmInsn, where: str) -> None:
         sums = np.add.reduceat(prod[order], starts, axis=0)
         uniq = ds[starts]
         acc = bufs.acc[uniq].astype(np.int64) + sums.astype(np.int64)
-        bufs.acc[uniq] = acc.astype(np.uint32).view(np.int32) if acc.size else acc
+        bufs.acc[uniq] = acc.astype(np.uint32).view(np.int32)
         touched.append(uniq)
     _narrow(bufs, np.unique(np.concatenate(touched)))
 
@@ -209,6 +272,9 @@ def _alu(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r.astype(np.uint32).view(np.int32) if r.size else r.astype(np.int32)
 
 
+_REDUCERS = {ALU_OPCODE_MIN: np.minimum, ALU_OPCODE_MAX: np.maximum, ALU_OPCODE_ADD: np.add}
+
+
 def run_alu(bufs: Buffers, insn: AluInsn, where: str) -> None:
     if insn.alu_opcode not in ALU_NAMES:
         raise ValueError(f"{where}: unknown ALU opcode {insn.alu_opcode}")
@@ -228,7 +294,15 @@ def run_alu(bufs: Buffers, insn: AluInsn, where: str) -> None:
     elif len(uniq_dst) == n and (insn.use_imm or not _reads_after_write(dst, src, len(acc))):
         b = np.int64(insn.imm) if insn.use_imm else acc[src].astype(np.int64)
         acc[dst] = _alu(insn.alu_opcode, acc[dst].astype(np.int64), b)
-    else:  # repeated destinations or a source written earlier by the same instruction
+    elif insn.alu_opcode in _REDUCERS and (insn.use_imm or not np.isin(src, uniq_dst).any()):
+        # a reduction into repeated destinations: order-free (min/max, and + modulo 2^32)
+        pos = np.searchsorted(uniq_dst, dst)
+        tmp = acc[uniq_dst].astype(np.int64)
+        b = (np.broadcast_to(np.int64(insn.imm), (n,) + acc.shape[1:]) if insn.use_imm
+             else acc[src].astype(np.int64))
+        _REDUCERS[insn.alu_opcode].at(tmp, pos, b)
+        acc[uniq_dst] = tmp.astype(np.uint32).view(np.int32)
+    else:  # a source written earlier by the same instruction, or repeated shifts
         imm = np.int64(insn.imm)
         for k in range(n):
             b = imm if insn.use_imm else acc[src[k]].astype(np.int64)
@@ -241,7 +315,3 @@ def _reads_after_write(dst: np.ndarray, src: np.ndarray, depth: int) -> bool:
     pos = np.full(depth, dst.size, dtype=np.int64)
     pos[dst] = np.arange(dst.size)
     return bool(np.any(pos[src] < np.arange(src.size)))
-
-
-def is_load(insn: MemInsn) -> bool:
-    return insn.opcode == OPCODE_LOAD
