@@ -376,14 +376,20 @@ class VTAModule:
             buf.view(arr.dtype)[: arr.size] = arr.ravel()
             addr[p["var"]] = buf.addr
             bufs.append((a, buf, arr))
-        self._compiled()(q, addr, *scalars)
-        q.synchronize(wait_cycles)
-        for a, buf, arr in bufs:
-            out = np.asarray(buf.view(arr.dtype)[: arr.size]).reshape(arr.shape)
-            if hasattr(a, "copyfrom"):
-                a.copyfrom(out)
-            elif isinstance(a, np.ndarray) and a.flags.writeable:
-                a[...] = out
+        try:
+            self._compiled()(q, addr, *scalars)
+            q.synchronize(wait_cycles)
+            for a, buf, arr in bufs:
+                out = np.asarray(buf.view(arr.dtype)[: arr.size]).reshape(arr.shape)
+                if hasattr(a, "copyfrom"):
+                    a.copyfrom(out)
+                elif isinstance(a, np.ndarray) and a.flags.writeable:
+                    a[...] = out
+        finally:
+            free = getattr(q, "free_buffer", None)
+            if free is not None:  # the DRAM reuses freed ranges
+                for _, buf, _ in bufs:
+                    free(buf)
 
     def time_evaluator(self, name: str, dev: Any = None, number: int = 1, repeat: int = 1,
                        **kw: Any) -> Any:
