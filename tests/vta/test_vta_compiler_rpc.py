@@ -66,3 +66,17 @@ def test_fleet_device_vta(tmp_path):
         if worker is not None:
             worker.terminate()
         tracker.terminate()
+
+
+def test_cli_server_device_vta_defaults_to_key_vta(monkeypatch):
+    import argparse
+
+    from tvmpy.rpc import cli, fleet
+
+    seen = {}
+    monkeypatch.setattr(fleet, "run_from_args", lambda args: seen.setdefault("key", args.key) and 0)
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    args = p.parse_args(["server", "--device", "vta", "--tracker", "127.0.0.1:9190"])
+    cli.run(args)
+    assert seen["key"] == "vta"
