@@ -195,3 +195,14 @@ def test_tvm_build_ext_dev_names_vta_build():
     s, A, B, C = _gemm_schedule(env, 1, 1, 1)
     with pytest.raises(ValueError, match="tvmpy.vta.build"):
         tvm.build(s, [A, B, C], target="ext_dev")
+
+
+@pytest.mark.parametrize("o,n,m,tile_m", [(1, 3, 5, 2), (2, 2, 7, 3), (1, 1, 3, 2)])
+def test_gemm_with_remainders(vta_queue, o, n, m, tile_m):
+    """Output tiles split by a factor that does not divide them: the surplus GEMM calls are
+    guarded, the copies bounded (zero-filled loads, shorter stores)."""
+    env = vta.get_env()
+    s, A, B, C = _gemm_schedule(env, o, n, m, tile_m=tile_m)
+    f = vta.build(s, [A, B, C], "ext_dev", env.target_host)
+    got, want = _run(env, f, o, n, m, seed=m)
+    np.testing.assert_array_equal(got, want)

@@ -133,6 +133,8 @@ class _PyGen:
         if isinstance(e, E.Call) and e.op == "if_then_else":
             c, t, f = e.args
             return f"({self.expr(t)} if {self.expr(c)} else {self.expr(f)})"
+        if isinstance(e, E.Call) and e.op == "likely":
+            return self.expr(e.args[0])
         if L._is_call(e, "VTATile"):
             return f"_tile({self.expr(e.args[1])}, {self.expr(e.args[2])})"
         raise L.VTALoweringError(f"VTA host code: cannot evaluate {e} on the host")

@@ -75,6 +75,8 @@ def gemm(env: Any, mock: bool = False) -> Any:
             return uop_push(env, 0, 0, dst, sram_ref(dinp.data, dinp.elem_offset),
                             sram_ref(dwgt.data, dwgt.elem_offset))
 
-        return instr(0), instr(1), instr(0)
+        # body: the whole reduction in one call (no reduction loop outside): reset, then
+        # accumulate; the accumulator holds whatever the last kernel left
+        return S.seq(instr(1), instr(0)), instr(1), instr(0)
 
     return te.decl_tensor_intrin(out.op, intrin_func, name="GEMM", binds=binds)

@@ -407,6 +407,14 @@ def _op_queue(env: Any, n: Any) -> int | None:
 
 
 def _dep(kind: str, a: int, b: int) -> S.Stmt:
+    """A token push (pop) from queue ``a`` to ``b``. Tokens flow between neighbouring
+    modules only, so load <-> store goes through compute, which relays it (pops and pushes
+    on at the push's place in the stream)."""
+    if abs(a - b) == 2:
+        if kind == "push":
+            return S.seq(_extern("VTADepPush", a, 2), _extern("VTADepPop", a, 2),
+                         _extern("VTADepPush", 2, b))
+        return _extern("VTADepPop", 2, b)
     return _extern("VTADepPush" if kind == "push" else "VTADepPop", a, b)
 
 
