@@ -62,6 +62,9 @@ COMPUTED_IMPORTS: dict[str, str] = {
     "tvmpy.te": "te's own modules",
     "tvmpy.topi": "topi's own sub-packages",
     "tvmpy.contrib": "contrib's own modules (``tvm.contrib.cc`` without an explicit import)",
+    # a device's server imports the package that registers what its sessions need
+    # (``--device vta``: tvmpy.vta's module loader), named in server.DEVICE_MODULES
+    "tvmpy.rpc.server": "server.DEVICE_MODULES: the package a device's server needs (tvmpy.vta)",
 }
 
 

@@ -115,6 +115,9 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
     schedule (with ``args``), a PrimFunc, an IRModule of PrimFuncs (``tvm.lower``'s result:
     every function is built, under its name), or a list of those."""
     tgt = as_target(target, default="llvm")
+    if tgt.kind == "ext_dev":
+        raise ValueError("target ext_dev (the VTA accelerator) is built by "
+                         "tvmpy.vta.build(s, args, 'ext_dev', env.target_host)")
     funcs_in: list[Any] = []
     for item in inputs if isinstance(inputs, (list, tuple)) else [inputs]:
         funcs_in.extend(_module_funcs(item, "build") if isinstance(item, IRModule) else [item])

@@ -132,6 +132,23 @@ def test_batched_leading_axis_outside_the_region():
         np.testing.assert_allclose(c, a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("target", ["interp", "llvm"])
+def test_leading_axis_split_with_remainder_is_guarded(target):
+    """A leading axis (one value per call) split by a factor that does not divide it: the
+    last outer iteration's surplus calls are guarded; the intrinsic's tiles stay whole."""
+    A = te.placeholder((5, 8, 8), name="A")
+    B = te.placeholder((5, 8, 8), name="B")
+    k = te.reduce_axis((0, 8), name="k")
+    C = te.compute((5, 8, 8), lambda b_, i, j: te.sum(A[b_, i, k] * B[b_, j, k], axis=k),
+                   name="C")
+    s = te.create_schedule(C.op)
+    bo, bi = s[C].split(C.op.axis[0], factor=2)
+    s[C].tensorize(C.op.axis[1], gemm_intrin(8, 8, 8, "nk"))
+    a, b = rand(5, 8, 8), rand(5, 8, 8)
+    c = run(s, [A, B, C], target, [a, b, np.zeros((5, 8, 8), "float32")])
+    np.testing.assert_allclose(c, a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+
+
 def test_export_library_is_self_contained(tmp_path):
     s, args = tiled(32, 32, 32)
     f = tvm.build(s, args, "llvm", name="mm")

@@ -56,6 +56,8 @@ def _tracker_command(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def run_server(args: argparse.Namespace) -> int:
+    if args.device == "vta" and not args.key:
+        args.key = "vta"  # the key TVM's VTA tutorials and tuning use
     if args.tracker:
         if not args.key:
             print("tvmpy rpc server: error: --tracker needs --key", file=sys.stderr)

@@ -477,6 +477,11 @@ class RPCSession:
     def cpu(self, dev_id: int = 0) -> RemoteDevice:
         return RemoteDevice(self, 1, dev_id)
 
+    def ext_dev(self, dev_id: int = 0) -> RemoteDevice:
+        """TVM's ``remote.ext_dev`` (a ``--device vta`` server): arrays in the server's host
+        memory, which its VTA modules copy into the simulated DRAM."""
+        return RemoteDevice(self, 1, dev_id)
+
     # TVM's names of the GPU devices of a session (remote.cl(0) in its tutorials)
     def cl(self, dev_id: int = 0) -> RemoteDevice:
         return self.device("opencl", dev_id)
@@ -568,6 +573,11 @@ class LocalSession:
         return get_global_func(name, self._session)
 
     def cpu(self, dev_id: int = 0) -> Device:
+        return cpu(dev_id)
+
+    def ext_dev(self, dev_id: int = 0) -> Device:
+        """TVM's ``remote.ext_dev`` (VTA): its arrays live in host memory (a VTA module copies
+        them into the simulated DRAM), so this is the host's memory device."""
         return cpu(dev_id)
 
     def cl(self, dev_id: int = 0) -> Device:

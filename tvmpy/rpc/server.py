@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import os
 import select
 import selectors
@@ -68,7 +69,11 @@ __all__ = ["Server", "serve", "main", "LOOPBACK", "check_bind", "Policy", "TOKEN
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 READY = "tvmpy rpc server listening on"
 TOKEN_LINE = "tvmpy rpc server token:"
-DEVICES = ("native", "qemu-aarch64", "wasm")
+DEVICES = ("native", "qemu-aarch64", "wasm", "vta")
+#: modules a device's server imports at start: they register what its sessions need (``vta``:
+#: the simulated VTA's module loader, so ``load_module`` reads ``vta.build``'s files). A table
+#: of names, because the server process has imported nothing above the runtime layer.
+DEVICE_MODULES: dict[str, tuple[str, ...]] = {"vta": ("tvmpy.vta",)}
 
 
 def check_bind(host: str, allow_remote: bool, token: str | bool | None) -> None:
@@ -243,6 +248,8 @@ def serve(host: str = "127.0.0.1", port: int = 9091, port_end: int = 9199, key: 
         check_token(token)
     check_bind(host, allow_remote, token)
     session.DEVICE = device
+    for name in DEVICE_MODULES.get(device, ()):
+        importlib.import_module(name)
     limits = limits or Limits()
     policy = policy or Policy()
     _raise_fd_limit(policy.max_pending + policy.max_queue + policy.max_sessions + 64)
@@ -461,7 +468,8 @@ def device_command(device: str) -> list[str]:
     """The interpreter that runs the server for ``device``: this Python (``native``; ``wasm``,
     whose modules are .wasm files run by wasmtime in that process), or an AArch64 Python under
     qemu-user (``qemu-aarch64``, see tvmpy.contrib.qemu)."""
-    if device in ("native", "wasm"):  # wasm: this Python, loading .wasm modules in wasmtime
+    if device in ("native", "wasm", "vta"):  # wasm: .wasm modules run by wasmtime; vta: the
+        # simulated VTA in this Python
         return [sys.executable]
     if device == "qemu-aarch64":  # its argv sets the AArch64 Python's own sys.path
         from ..contrib import qemu
@@ -640,7 +648,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default 60): a truncated or stalled message ends the session")
     p.add_argument("--device", choices=DEVICES, default="native",
                    help="native: this machine; qemu-aarch64: an AArch64 Python under qemu-user; "
-                   "wasm: this machine's Python running .wasm modules in wasmtime")
+                   "wasm: this machine's Python running .wasm modules in wasmtime; vta: the "
+                   "simulated VTA accelerator (tvmpy.vta; fleet key 'vta' by default)")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="stop when the process that started the server ends")
 

@@ -647,6 +647,11 @@ def _link_portable(path: str, is_object: bool) -> str:
     return out
 
 
+#: ``(probe(path) -> bool, loader(path) -> module)`` pairs tried first by :func:`load_module`:
+#: a package whose modules are not shared libraries (``tvmpy.vta``) registers one on import
+FILE_LOADERS: list[tuple[Callable[[str], bool], Callable[[str], Any]]] = []
+
+
 def load_module(path: str, fmt: str = "") -> Module:
     """Load a library written by ``export_library`` (needs ctypes and numpy, no compiler).
 
@@ -657,6 +662,9 @@ def load_module(path: str, fmt: str = "") -> Module:
     path = os.path.abspath(os.fspath(path))
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file {path!r}")
+    for probe, loader in FILE_LOADERS:  # modules of other kinds (VTA's driver files)
+        if probe(path):
+            return loader(path)
     ext = fmt or os.path.splitext(path)[1].lstrip(".")
     if ext in ("cl", "ptx", "cu", "cubin", "clbin", "fatbin"):  # saved device code
         from .gpu_module import load_device_file

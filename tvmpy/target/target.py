@@ -30,7 +30,7 @@ from .cpu_features import host_cpu_name, host_feature_string, isa_features
 __all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
 
-_KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx")
+_KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx", "ext_dev")  # ext_dev: VTA (tvmpy.vta.build)
 #: GPU kinds: device code for a GPU, host code on ``Target.host`` (default llvm)
 GPU_KINDS = ("opencl", "cuda", "nvptx")
 #: ``num_cores`` of a target for another architecture when ``-num-cores`` is not given

@@ -644,6 +644,11 @@ def _plain_loop(var: Var, r: Range, kind: S.ForKind, body: S.Stmt) -> S.Stmt:
     return S.For(var, E.const(0, r.extent.dtype), r.extent, kind, body)
 
 
+#: pragmas that mark a region rather than a loop (VTA's ``dma_copy``, ``alu``): kept as an
+#: ``AttrStmt`` when their loop has extent 1 and is elided; a package adds its keys here
+UNIT_LOOP_PRAGMAS: set[str] = set()
+
+
 def _loop(leaf: IterVar, r: Range, attr: Any, body: S.Stmt) -> S.Stmt:
     if attr is not None and attr.bind_thread is not None:
         t = attr.bind_thread
@@ -655,7 +660,11 @@ def _loop(leaf: IterVar, r: Range, attr: Any, body: S.Stmt) -> S.Stmt:
         return S.AttrStmt(t, key, r.extent, body)
     kind = _FOR_KIND.get(attr.kind, S.ForKind.SERIAL) if attr is not None else S.ForKind.SERIAL
     if is_const_int(r.extent, 1):
-        return _plain_loop(leaf.var, r, kind, body)
+        stmt = _plain_loop(leaf.var, r, kind, body)
+        keep = [k for k in (attr.pragmas if attr is not None else {}) if k in UNIT_LOOP_PRAGMAS]
+        for key in reversed(keep):  # the loop is gone; its pragma still marks the region
+            stmt = S.AttrStmt(leaf.var, "pragma_" + key, attr.pragmas[key], stmt)
+        return stmt
     stmt = _plain_loop(leaf.var, r, kind, body)
     if attr is not None and attr.pragmas and isinstance(stmt, S.For):
         loop_var = stmt.loop_var

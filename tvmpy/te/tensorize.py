@@ -44,6 +44,7 @@ from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import IterVar, PrimExpr, Range, Var
 from ..tir.functor import Mutator, collect_vars, substitute
+from ..tir.op import likely
 from .tensor import ComputeOp, Reduce, Tensor
 from .tensor_intrin import TensorIntrin
 
@@ -197,13 +198,15 @@ class _Tensorizer:
 
     def _check_domains(self) -> None:
         widened = False
+        self.guards: list[PrimExpr] = []
         for root, ia in self.pairs:
             ext = 1 if ia is None else _intrin_extent(ia)
             base = self.base[id(root)]
             for dom in (root.dom, self.dom_map.get(root)):
                 if dom is None:
                     continue
-                conds = (base >= dom.min, base + ext <= dom.min + dom.extent)
+                raw = (base >= dom.min, base + ext <= dom.min + dom.extent)
+                conds = raw
                 if self.shift:
                     conds = tuple(substitute(c, self.shift) for c in conds)
                 ok = all(self.ana.can_prove(c) for c in conds)
@@ -211,6 +214,11 @@ class _Tensorizer:
                     widened = True
                     self._bind_enclosing_loops()
                     ok = all(self.ana.can_prove(c) for c in conds)
+                if not ok and ia is None and dom is root.dom:
+                    # a leading axis (one value per call) past its domain, where a split does
+                    # not divide: the call is guarded, the intrinsic's tile stays whole
+                    self.guards += [r for r, c in zip(raw, conds) if not self.ana.can_prove(c)]
+                    continue
                 if not ok:
                     raise self.fail(
                         f"axis {root.var.name} ranges over {dom.min}..{dom.min}+{dom.extent}, "
@@ -455,7 +463,13 @@ class _Tensorizer:
         stmt = tidy.visit(substitute(self.intrin.update, vsub))
         for cond, msg in reversed(asserts):
             stmt = S.AssertStmt(cond, msg, stmt)
-        return reset, stmt
+        return self._guarded(reset), self._guarded(stmt)
+
+    def _guarded(self, stmt: S.Stmt) -> S.Stmt:
+        """``stmt`` under the guards of leading axes that a split does not divide."""
+        for cond in reversed(self.guards):
+            stmt = S.IfThenElse(likely(cond), stmt)
+        return stmt
 
     def run(self) -> S.Stmt:
         self.region()
@@ -500,7 +514,7 @@ class _Tensorizer:
         assert stmt is not None
         for cond, msg in reversed(asserts):
             stmt = S.AssertStmt(cond, msg, stmt)
-        return stmt
+        return self._guarded(stmt)
 
 
 class _SimplifyIndices(Mutator):
