@@ -139,6 +139,10 @@ class DeviceNDArray(NDArray):
         out._mem = mem
         return out
 
+    def alias(self) -> DeviceNDArray:
+        """A new array object over the same device memory (no copy)."""
+        return DeviceNDArray.wrap(self._mem, self.shape, self._arr.dtype, self._device, self._api)
+
     def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         export = getattr(self._api, "dlpack", None)

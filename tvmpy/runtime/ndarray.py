@@ -150,6 +150,14 @@ class NDArray:
 
     asnumpy = numpy
 
+    def alias(self) -> NDArray:
+        """A new NDArray object over the same memory (no copy): a distinct object that a
+        weak reference can tell apart from ``self`` (the graph executor's get_output)."""
+        v = self.__class__.__new__(self.__class__)
+        v._arr, v._device, v._ptr = self._arr, self._device, self._ptr
+        v._compact_aligned = self._compact_aligned
+        return v
+
     def copyfrom(self, source: Any) -> NDArray:
         """Copy ``source`` (NDArray, numpy array, nested lists) in; the shape must match."""
         if isinstance(source, NDArray):

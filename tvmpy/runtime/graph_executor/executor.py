@@ -41,16 +41,6 @@ from .storage import (
 GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
 
 
-def _view_of(a: NDArray) -> NDArray:
-    """A new NDArray object on the same memory as ``a`` (an entry of the executor): what
-    ``get_output`` hands out, so that the executor can tell whether it is still referenced."""
-    v = a.__class__.__new__(a.__class__)
-    v._arr, v._device, v._ptr, v._compact_aligned = a._arr, a._device, a._ptr, a._compact_aligned
-    if a._on_device:
-        v._api, v._nbytes, v._mem = a._api, a._nbytes, a._mem  # type: ignore[attr-defined]
-    return v
-
-
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
     """A value given for an input as a host numpy array, without a copy where it is one: an
     NDArray (a device array is copied back), a numpy array, a DLPack producer (torch, ...), or
@@ -526,7 +516,7 @@ class GraphExecutor:
             if out is None:
                 if self._use.shared:
                     return arr.copyto(self.device)
-                return self._use.track(_view_of(arr))
+                return self._use.track(arr.alias())
             if isinstance(out, NDArray):
                 return out.copyfrom(arr)
             if isinstance(out, np.ndarray):

@@ -30,12 +30,7 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
     mems = [api.alloc(max(ALIGNMENT, size), dev.device_id) for size in ssize]
     out: list[NDArray] = []
     for eid, h in enumerate(host):
-        a = DeviceNDArray.__new__(DeviceNDArray)
-        NDArray.__init__(a, np.lib.stride_tricks.as_strided(
-            np.zeros(1, h._arr.dtype), h._arr.shape, (0,) * h._arr.ndim, writeable=False), dev)
-        a._ptr, a._compact_aligned, a._api = 0, False, api
-        a._nbytes, a._mem = h._arr.nbytes, mems[sids[eid]]
-        out.append(a)
+        out.append(DeviceNDArray.wrap(mems[sids[eid]], h.shape, h._arr.dtype, dev, api))
     return out
 
 
