@@ -11,7 +11,8 @@ before that one rounding. This is what onnxruntime (its CPU provider computes fl
 Gemm, MatMul, reductions in float32), torch's CPU kernels (float32 ``opmath`` accumulators,
 the bias of conv2d / addmm added before rounding) and numpy do; a float16 accumulator drifts by
 whole percents over a few hundred terms. Both frontends (ONNX, PyTorch) run it on the module
-they return; it is not part of relay.build, and ``topi.sum`` of float16 accumulates in float16
+they return (``widen_imported``), unless the current PassContext lists it in ``disabled_pass``;
+it is not part of relay.build, and ``topi.sum`` of float16 accumulates in float16
 as TVM's does (cast first for more).
 
 When valid
@@ -38,7 +39,7 @@ from ..op import transform as _tf
 from ..op.registry import FLOAT16_ACCUMULATION, Op
 from ..visitor import ExprMutator
 
-__all__ = ["WidenFloat16Accumulation", "widen_float16_accumulation"]
+__all__ = ["WidenFloat16Accumulation", "widen_float16_accumulation", "widen_imported"]
 
 _F16, _F32 = "float16", "float32"
 
@@ -103,3 +104,11 @@ class WidenFloat16Accumulation(Pass):
                 func = new
             out[gv] = func
         return InferType()(out) if changed else mod
+
+
+def widen_imported(mod: IRModule) -> IRModule:
+    """What the frontends run on the (typed) module they return: the pass, unless the current
+    PassContext disables it (``disabled_pass=["WidenFloat16Accumulation"]``: float16
+    accumulators, as TVM's importers give)."""
+    p = WidenFloat16Accumulation()
+    return p(mod) if PassContext.current().pass_enabled(p.name, p.opt_level) else mod

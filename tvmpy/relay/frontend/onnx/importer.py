@@ -286,10 +286,12 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     body = outs[0] if len(outs) == 1 else Tuple(outs)
     func = Function(inputs, body)
     mod = IRModule.from_expr(func, dict(ctx.mod.functions))
-    from ...transform import WidenFloat16Accumulation
+    from ...transform import InferType
+    from ...transform.float16_accumulation import widen_imported
 
-    # typed; float16 products and sums accumulate in float32 (as onnxruntime's CPU kernels)
-    return WidenFloat16Accumulation()(mod), params
+    mod = InferType()(mod)
+    # float16 products and sums accumulate in float32, as onnxruntime's CPU kernels
+    return widen_imported(mod), params
 
 
 def _converter_key(node: Any) -> str:

@@ -583,10 +583,11 @@ def _convert_exported(ep: Any, infos: list | None, table: dict, freeze_params: b
         outs.append((n, e))
     body = outs[0][1] if len(outs) == 1 else Tuple([e for _, e in outs])
     mod = IRModule.from_expr(Function(inputs + param_vars, body))
-    from ...transform import InferType, WidenFloat16Accumulation
+    from ...transform import InferType
+    from ...transform.float16_accumulation import widen_imported
 
     mod = InferType()(mod)
-    mod = WidenFloat16Accumulation()(mod)  # float16 accumulates in float32, as torch's CPU kernels
+    mod = widen_imported(mod)  # float16 accumulates in float32, as torch's CPU kernels
     _check_outputs(mod, [n for n, _ in outs])
     return mod, params
 
