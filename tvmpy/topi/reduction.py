@@ -68,33 +68,20 @@ def _reduce(data: te.Tensor, axis: Any, keepdims: bool, op: str,
     return te.compute(out_shape, body, name=op, tag=tag.COMM_REDUCE if rvs else tag.ELEMWISE)
 
 
-def _narrow(acc: te.Tensor, dtype: str, name: str) -> te.Tensor:
-    """The float32 accumulator of a float16 reduction rounded back to float16 once."""
-    if acc.dtype == dtype:
-        return acc
-    return te.compute(acc.shape, lambda *i: cast(acc(*i), dtype), name=f"{name}_round",
-                      tag=tag.ELEMWISE)
-
-
-def _widen(data: te.Tensor) -> Callable[[Any], Any] | None:
-    """Sums and products of float16 accumulate in float32 (as onnxruntime and numpy's pairwise
-    sums do): a float16 accumulator loses whole percents over a few hundred terms."""
-    return (lambda v: cast(v, "float32")) if data.dtype == "float16" else None
-
-
 def sum(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:  # noqa: A001
-    """Sum over ``axis`` (bool inputs are counted as int32; float16 accumulates in float32)."""
+    """Sum over ``axis`` (bool inputs are counted as int32). It accumulates in the input's
+    dtype, as TVM's: relay's float16 sums are widened to float32 by
+    ``relay/transform/float16_accumulation.py``; te users cast first."""
     _check(data, "sum")
     if dt.is_bool(data.dtype):
         return _reduce(data, axis, keepdims, "sum", te.sum, lambda v: cast(v, "int32"))
-    return _narrow(_reduce(data, axis, keepdims, "sum", te.sum, _widen(data)), data.dtype, "sum")
+    return _reduce(data, axis, keepdims, "sum", te.sum)
 
 
 def prod(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
-    """Product over ``axis`` (float16 accumulates in float32)."""
+    """Product over ``axis`` (accumulated in the input's dtype, as :func:`sum`)."""
     _check(data, "prod")
-    return _narrow(_reduce(data, axis, keepdims, "prod", _prod, _widen(data)), data.dtype,
-                   "prod")
+    return _reduce(data, axis, keepdims, "prod", _prod)
 
 
 def max(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:  # noqa: A001
@@ -127,7 +114,7 @@ def mean(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor
     if not dt.is_float(data.dtype):
         raise TypeError(f"topi.mean: needs a float tensor, got {data.dtype} (cast it first)")
     axes, _ = _layout(data, axis, keepdims, "mean")
-    s = _reduce(data, axis, keepdims, "sum", te.sum, _widen(data))
+    s = _reduce(data, axis, keepdims, "sum", te.sum)
     count: Any = 1
     for a in axes:
         count = count * data.shape[a]

@@ -10,7 +10,7 @@ from ..expr import RelayExpr, const
 from ..op import tensor, transform
 
 __all__ = ["OpNotImplemented", "unsupported_error", "softplus", "reshape_to", "prod", "same_dims", "broadcast_dims", "floordiv_dim", "move_axis_last",
-           "move_axis_back", "widen_float16_accumulation"]
+           "move_axis_back"]
 
 
 class OpNotImplemented(NotImplementedError):
@@ -99,35 +99,3 @@ def move_axis_back(x: RelayExpr, axis: int, rank: int) -> RelayExpr:
         return x
     perm = [k for k in range(rank) if k != axis] + [axis]
     return transform.transpose(x, sorted(range(rank), key=perm.__getitem__))
-
-
-# ops that sum many products: computed in float32 and rounded once when their inputs are
-# float16, as torch's CPU kernels, numpy and onnxruntime do (a float16 accumulator drifts by
-# percents over a few hundred terms; fuzzer seed 400477)
-_ACCUMULATING_OPS = ("nn.dense", "nn.batch_matmul", "nn.matmul", "nn.conv1d", "nn.conv2d",
-                     "nn.conv3d", "nn.conv2d_transpose", "nn.conv1d_transpose",
-                     "nn.conv3d_transpose", "nn.softmax", "nn.log_softmax")
-
-
-def widen_float16_accumulation(expr: RelayExpr) -> RelayExpr:
-    """``expr`` (type-checked) with every accumulating op on float16 operands computed in
-    float32: ``cast(op(cast(a, f32), cast(b, f32)), f16)``."""
-    from ..expr import Call
-    from ..visitor import ExprMutator
-
-    class Widen(ExprMutator):
-        def visit_call(self, c: Call) -> RelayExpr:
-            new = super().visit_call(c)
-            name = getattr(c.op, "name", "")
-            if name not in _ACCUMULATING_OPS or str(c.checked_type.dtype) != "float16":
-                return new
-            attrs = dict(c.attrs.items()) if c.attrs is not None else {}
-            if attrs.get("out_dtype") not in (None, "", "float16"):
-                return new
-            if "out_dtype" in attrs:
-                attrs["out_dtype"] = ""
-            args = [transform.cast(a, "float32") if str(o.checked_type.dtype) == "float16"
-                    else a for a, o in zip(new.args, c.args)]
-            return transform.cast(Call(new.op, args, attrs), "float16")
-
-    return Widen().visit(expr)

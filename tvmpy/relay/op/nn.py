@@ -12,7 +12,7 @@ from ..expr import RelayExpr, TupleGetItem
 from ..size_checks import require_same
 from ..ty import TensorType, TupleType, Type, as_dim, dim_equal
 from ._rel import fail, normalize_axis, shape_str, size_of, tensor_arg
-from .registry import REQUIRED, OpPattern, make_call, register_op
+from .registry import REQUIRED, OpPattern, make_call, register_float16_accumulation, register_op
 from .transform import TupleWrapper
 
 __all__ = [
@@ -122,6 +122,7 @@ _CONV_SCHEMA = {
     "out_layout": "", "out_dtype": "",
 }  # fmt: skip
 register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2, _CONV_SCHEMA)
+register_float16_accumulation("nn.conv2d")
 
 
 def conv2d(
@@ -176,6 +177,7 @@ def _conv2d_transpose_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 register_op("nn.conv2d_transpose", _conv2d_transpose_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
             {**_CONV_SCHEMA, "kernel_layout": "IOHW", "output_padding": (0, 0)})
+register_float16_accumulation("nn.conv2d_transpose")
 
 
 def conv2d_transpose(data: RelayExpr, weight: RelayExpr, strides: Any = (1, 1), padding: Any = (0, 0),
@@ -213,6 +215,7 @@ def _dense_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 
 register_op("nn.dense", _dense_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2, {"units": None, "out_dtype": ""})
+register_float16_accumulation("nn.dense")
 
 
 def dense(data: RelayExpr, weight: RelayExpr, units: int | None = None, out_dtype: str = "") -> RelayExpr:
@@ -239,6 +242,7 @@ def _matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 register_op("nn.matmul", _matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
             {"units": None, "out_dtype": "", "transpose_a": False, "transpose_b": False})
+register_float16_accumulation("nn.matmul")
 
 
 def matmul(tensor_a: RelayExpr, tensor_b: RelayExpr, units: int | None = None, out_dtype: str = "",
@@ -274,6 +278,7 @@ def _batch_matmul_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 register_op("nn.batch_matmul", _batch_matmul_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2,
             {"out_dtype": "", "transpose_a": False, "transpose_b": True})
+register_float16_accumulation("nn.batch_matmul")
 
 
 def batch_matmul(x: RelayExpr, y: RelayExpr, out_dtype: str = "", transpose_a: bool = False,
@@ -298,6 +303,7 @@ def _bias_add_rel(arg_types: list[Type], attrs: Any) -> Type:
 
 
 register_op("nn.bias_add", _bias_add_rel, OpPattern.BROADCAST, 2, {"axis": 1})
+register_float16_accumulation("nn.bias_add", "epilogue")
 
 
 def bias_add(data: RelayExpr, bias: RelayExpr, axis: int = 1) -> RelayExpr:
@@ -354,6 +360,8 @@ def _axis_rel(arg_types: list[Type], attrs: Any) -> Type:
 # written out and read back); nothing fuses after it
 register_op("nn.softmax", _axis_rel, OpPattern.COMM_REDUCE, 1, {"axis": -1})
 register_op("nn.log_softmax", _axis_rel, OpPattern.COMM_REDUCE, 1, {"axis": -1})
+register_float16_accumulation("nn.softmax")
+register_float16_accumulation("nn.log_softmax")
 
 
 def softmax(data: RelayExpr, axis: int = -1) -> RelayExpr:

@@ -9,7 +9,7 @@ from typing import Any
 from ..expr import RelayExpr
 from ..ty import TensorType, Type, as_dim, dim_equal
 from ._rel import fail, shape_str, tensor_arg
-from .registry import REQUIRED, OpPattern, make_call, register_op
+from .registry import REQUIRED, OpPattern, make_call, register_float16_accumulation, register_op
 
 __all__ = ["conv1d", "conv3d", "max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d"]
 
@@ -105,6 +105,7 @@ for _n in (1, 3):
         "strides": (1,) * _n, "padding": (0,) * (2 * _n), "dilation": (1,) * _n, "groups": 1,
         "channels": None, "kernel_size": None, "data_layout": _dl, "kernel_layout": _kl,
         "out_layout": "", "out_dtype": ""})  # fmt: skip
+    register_float16_accumulation(f"nn.conv{_n}d")
     _pool = {"pool_size": REQUIRED, "strides": (1,) * _n, "padding": (0,) * (2 * _n),
              "dilation": (1,) * _n, "layout": _dl, "ceil_mode": False}
     register_op(f"nn.max_pool{_n}d", _pool_rel(_n), OpPattern.OUT_ELEMWISE_FUSABLE, 1, _pool)

@@ -10,7 +10,7 @@ from typing import Any
 from ..expr import RelayExpr
 from ..ty import TensorType, Type
 from ._rel import normalize_axes, tensor_arg
-from .registry import OpPattern, make_call, register_op
+from .registry import OpPattern, make_call, register_float16_accumulation, register_op
 
 __all__ = ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "variance", "all", "any"]
 
@@ -54,6 +54,9 @@ register_op("argmin", _arg_rel, OpPattern.COMM_REDUCE, 1, _SCHEMA)
 register_op("all", _bool_rel, OpPattern.COMM_REDUCE, 1, _SCHEMA)
 register_op("any", _bool_rel, OpPattern.COMM_REDUCE, 1, _SCHEMA)
 register_op("variance", _variance_rel, OpPattern.COMM_REDUCE, 2, {**_SCHEMA, "unbiased": False})
+# sums and products of float16 accumulate in float32 (max/min/arg*/all/any are exact)
+for _n in ("sum", "mean", "prod", "variance"):
+    register_float16_accumulation(_n)
 
 
 def _axis(axis: Any) -> Any:

@@ -31,6 +31,8 @@ __all__ = [
     "register_strategy",
     "register_alter_op_layout",
     "register_pattern",
+    "register_float16_accumulation",
+    "FLOAT16_ACCUMULATION",
     "get",
     "list_op_names",
 ]
@@ -180,6 +182,24 @@ def register_alter_op_layout(name: str, falter: Any = None, level: int = 10) -> 
     target's rewrite of one call for the AlterOpLayout pass (its signature: see
     ``relay.transform.alter_op_layout``)."""
     return register_op_attr(name, "FTVMAlterOpLayout", falter, level)
+
+
+#: the per-operator attribute saying how the operator computes on float16 operands (read by
+#: ``relay/transform/float16_accumulation.py``, as TVM's ``FTVMMixedPrecisionConversionType``):
+#: "accumulate" (it sums many terms: computed in float32 and rounded to float16 once) or
+#: "epilogue" (``nn.bias_add``: added in float32 before that one rounding when its data is such
+#: an accumulating result, as onnxruntime's Conv and torch's conv2d add their bias)
+FLOAT16_ACCUMULATION = "TFloat16Accumulation"
+_FLOAT16_KINDS = ("accumulate", "epilogue")
+
+
+def register_float16_accumulation(name: str, kind: str = "accumulate") -> None:
+    """Mark operator ``name`` as computed in float32 on float16 operands (``kind`` "accumulate")
+    or as the bias epilogue of such a computation ("epilogue")."""
+    if kind not in _FLOAT16_KINDS:
+        raise ValueError(f"register_float16_accumulation({name!r}): kind must be one of "
+                         f"{_FLOAT16_KINDS}, got {kind!r}")
+    register_op_attr(name, FLOAT16_ACCUMULATION, kind)
 
 
 def register_pattern(name: str, pattern: int) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
     "DropPaddingTaps", "ConvertLayout", "LegalizeLayouts", "Legalize", "RemoveUnusedFunctions", "PrintIR",
+    "WidenFloat16Accumulation",
 ]  # fmt: skip
 
 
@@ -69,6 +70,7 @@ from .convert_layout import ConvertLayout, LegalizeLayouts  # noqa: E402
 from .dead_code import DeadCodeElimination, RemoveUnusedFunctions  # noqa: E402
 from .drop_padding_taps import DropPaddingTaps  # noqa: E402
 from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
+from .float16_accumulation import WidenFloat16Accumulation  # noqa: E402
 from .fold_constant import FoldConstant  # noqa: E402
 from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
@@ -78,6 +80,7 @@ from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
-           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps, FuseAttention):
+           FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps, FuseAttention,
+           WidenFloat16Accumulation):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)

@@ -13,7 +13,8 @@ written once per reduce kind and rank:
   one reduce axis, and rebuilds the input index from the output's flat index (kept axes) and
   the reduce index (reduced axes) by division and remainder against the mask-selected extents.
 
-Sums, products and means of float16 accumulate in float32. Reducing nothing (an empty reduced
+Sums accumulate in the data's dtype (relay widens float16 ones to float32 before they get
+here: ``relay/transform/float16_accumulation.py``). Reducing nothing (an empty reduced
 axis) gives the reducer's identity (0, 1, -inf / +inf; a mean of nothing is 0, as
 onnxruntime).
 """
@@ -69,8 +70,7 @@ def dyn_reduce(data: te.Tensor, axes: te.Tensor, out_shape: Sequence[Any], kind:
     if keepdims and len(o) != r:
         raise ValueError(f"dyn_reduce: keepdims output rank {len(o)} != data rank {r}")
     in_dt = data.dtype
-    wide = kind in ("sum", "mean", "prod") and in_dt == "float16"
-    acc_dt = "float32" if wide else ("uint8" if dt.is_bool(in_dt) else in_dt)  # (bool: 0 / 1)
+    acc_dt = "uint8" if dt.is_bool(in_dt) else in_dt  # (bool: 0 / 1)
 
     def load(idx: Any) -> Any:
         v = data[tuple(idx)]

@@ -19,7 +19,6 @@ from .registry import (
     Inputs,
     Names,
     Output,
-    accumulate_in_float32,
     converter,
     register,
 )
@@ -181,7 +180,7 @@ def _softmax_any(x: RelayExpr, axis: int) -> RelayExpr:
 
 
 register("Softmax", _softmax(_softmax_any))
-register("LogSoftmax", accumulate_in_float32(_softmax(nn.log_softmax)))
+register("LogSoftmax", _softmax(nn.log_softmax))
 
 
 def _hardmax_axis(x: RelayExpr, ax: int) -> RelayExpr:

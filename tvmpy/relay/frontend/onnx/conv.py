@@ -17,7 +17,7 @@ from ...op import nn, nn_nd, tensor, transform
 from ..common import reshape_to
 from .context import ImportContext, check_2d, dtype_of, shape_of
 from .dyn_args import runtime_input
-from .registry import Attrs, Inputs, Names, Output, accumulate_in_float32, converter
+from .registry import Attrs, Inputs, Names, Output, converter
 
 
 def conv_pads(ctx: ImportContext, attrs: Attrs, in_sp: list[int], k: list[int],
@@ -44,7 +44,6 @@ def conv_pads(ctx: ImportContext, attrs: Attrs, in_sp: list[int], k: list[int],
 
 
 @converter("Conv")
-@accumulate_in_float32
 def conv(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x, w = inputs[0], inputs[1]
     xs, ws = shape_of(x), shape_of(w)
@@ -64,7 +63,6 @@ def conv(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Outp
 
 
 @converter("ConvTranspose")
-@accumulate_in_float32
 def _conv_t(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     x, w = inputs[0], inputs[1]
     xs, ws = shape_of(x), shape_of(w)

@@ -287,9 +287,11 @@ def from_onnx(model: Any, shape: Mapping[str, Any] | None = None, dtype: Any = "
     func = Function(inputs, body)
     mod = IRModule.from_expr(func, dict(ctx.mod.functions))
     from ...transform import InferType
+    from ...transform.float16_accumulation import widen_imported
 
     mod = InferType()(mod)
-    return mod, params
+    # float16 products and sums accumulate in float32, as onnxruntime's CPU kernels
+    return widen_imported(mod), params
 
 
 def _converter_key(node: Any) -> str:

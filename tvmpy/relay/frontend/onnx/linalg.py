@@ -12,11 +12,10 @@ from ...op import nn, tensor, transform
 from ...op import reduce as _red
 from ..common import broadcast_dims, prod, reshape_to, same_dims
 from .context import ImportContext, dtype_of, scalar_like, shape_of
-from .registry import Attrs, Inputs, Names, Output, accumulate_in_float32, converter
+from .registry import Attrs, Inputs, Names, Output, converter
 
 
 @converter("Gemm")
-@accumulate_in_float32
 def _gemm(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     A, B = inputs[0], inputs[1]
     if attrs.get("transA", 0):
@@ -34,7 +33,6 @@ def _gemm(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Out
 
 
 @converter("MatMul")
-@accumulate_in_float32
 def matmul(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
     A, B = inputs
     sa, sb = shape_of(A), shape_of(B)

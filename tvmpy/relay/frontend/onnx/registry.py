@@ -19,11 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...expr import RelayExpr
-from ...op import transform
-from .context import ImportContext, dtype_of
+from .context import ImportContext
 
 __all__ = ["Inputs", "Attrs", "Names", "Output", "Converter", "CONVERTERS", "converter",
-           "register", "accumulate_in_float32"]
+           "register"]
 
 Inputs = list[RelayExpr | None]
 Attrs = dict[str, Any]
@@ -49,18 +48,3 @@ def converter(*op_types: str) -> Callable[[Converter], Converter]:
             register(op_type, conv)
         return conv
     return deco
-
-
-def accumulate_in_float32(conv: Converter) -> Converter:
-    """``conv`` with float16 operands computed in float32 and rounded once (as numpy and
-    onnxruntime accumulate half-precision products and sums in float32)."""
-    def convert(ctx: ImportContext, inputs: Inputs, attrs: Attrs, names: Names) -> Output:
-        if not any(x is not None and dtype_of(x) == "float16" for x in inputs):
-            return conv(ctx, inputs, attrs, names)
-        up: Inputs = [transform.cast(x, "float32") if x is not None and dtype_of(x) == "float16"
-                      else x for x in inputs]
-        out = conv(ctx, up, attrs, names)
-        outs = out if isinstance(out, list) else [out]
-        back = [transform.cast(o, "float16") if dtype_of(o) == "float32" else o for o in outs]
-        return back if isinstance(out, list) else back[0]
-    return convert

@@ -28,7 +28,7 @@ import numpy as np
 from ... import op as _op  # noqa: F401  (registers operators)
 from ...expr import Function, RelayExpr, Tuple, const, var
 from ...module import IRModule
-from ..common import unsupported_error, widen_float16_accumulation
+from ..common import unsupported_error
 from .common import CONVERTERS, IDENTITY_OPS, ConvertContext, PyTorchConvertError, np_dtype
 from .symbolic import (
     dim,
@@ -584,11 +584,10 @@ def _convert_exported(ep: Any, infos: list | None, table: dict, freeze_params: b
     body = outs[0][1] if len(outs) == 1 else Tuple([e for _, e in outs])
     mod = IRModule.from_expr(Function(inputs + param_vars, body))
     from ...transform import InferType
+    from ...transform.float16_accumulation import widen_imported
 
     mod = InferType()(mod)
-    widened = widen_float16_accumulation(mod["main"].body)
-    if widened is not mod["main"].body:
-        mod = InferType()(IRModule.from_expr(Function(inputs + param_vars, widened)))
+    mod = widen_imported(mod)  # float16 accumulates in float32, as torch's CPU kernels
     _check_outputs(mod, [n for n, _ in outs])
     return mod, params
 

@@ -22,7 +22,13 @@ from ...expr import RelayExpr, RelayTypeError
 from ...ty import Any as AnyDim
 from ...ty import TensorType, Type
 from .._rel import tensor_arg
-from ..registry import OpPattern, make_call, register_op, register_op_attr
+from ..registry import (
+    OpPattern,
+    make_call,
+    register_float16_accumulation,
+    register_op,
+    register_op_attr,
+)
 from ..shape_func import register_shape_func
 from .axes_strategy import register_axes_strategy
 
@@ -129,6 +135,8 @@ for _k in KINDS:
     register_op_attr(_name, "FNumpy", _numpy(_k))
     register_shape_func(_name, _shape, data_dependent=True)
     register_axes_strategy(_name, _compute(_k), reduces=True)
+    if _k in ("sum", "mean", "prod"):  # float16 accumulates in float32 (max/min are exact)
+        register_float16_accumulation(_name)
 
 
 def _make(kind: str) -> Any:
