@@ -129,3 +129,18 @@ def test_tile_lengths(extent):
         assert len(ls) == 3 and extent % (ls[0] * ls[1] * ls[2]) == 0 and ls[-1] <= 16
     nondiv = [sample_tile_lengths(extent, 2, rng, p_nondivisible=1.0) for _ in range(50)]
     assert all(all(n >= 1 for n in ls) for ls in nondiv)
+
+
+def test_annotation_changes_compute_location():
+    task = make_task(conv2d_bias_relu, (1, 6, 6, 4, 3, 3, 3, 1, 1))
+    sk = generate_sketches(task)
+    rng = random.Random(0)
+    where = {}
+    for k in range(40):
+        s = annotate(sk[k % len(sk)], rng, task.hardware_params)
+        pad = next(x for x in s.stages if x.op_name == "pad")
+        if pad.compute_at not in where:
+            where[pad.compute_at] = s
+    assert set(where) == {ComputeAtKind.ROOT, ComputeAtKind.INLINED, ComputeAtKind.ITER}
+    for s in where.values():
+        check_state(task, s)

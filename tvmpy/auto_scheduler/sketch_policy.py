@@ -375,6 +375,35 @@ def _attached_iters(state: State, k: int) -> set[int]:
     return out
 
 
+def change_compute_location(state: State, rng: random.Random, tiled: set[int]) -> None:
+    """Ansor's InitChangeComputeLocation: every untiled, unannotated stage at the root that is
+    not an output and has one consumer is left at the root, inlined (if injective) or computed
+    at a random spatial loop of its consumer."""
+    stages = state.ctx.stages
+    for k in range(len(stages) - 1, -1, -1):
+        st = stages[k]
+        if (not _is_compute(st) or st.is_output or st.attach_type != ROOT or k in tiled
+                or st.relations or any(other.attach_stage is st for other in stages)):
+            continue
+        cons = _consumers(state, k)
+        if len(cons) != 1:
+            continue
+        target = cons[0]
+        tst = stages[target]
+        choices: list[Any] = ["root"]
+        if not st.op.reduce_axis:
+            choices.append("inline")
+        for i, iv in enumerate(tst.leaf_iter_vars):
+            if iv.iter_type == IterVar.CommReduce:
+                break
+            choices.append(i)
+        pick = rng.choice(choices)
+        if pick == "inline":
+            state.compute_inline(k)
+        elif pick != "root":
+            state.compute_at(k, target, pick)
+
+
 def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
     """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random)."""
     steps = list(sketch.transform_steps)
@@ -385,6 +414,7 @@ def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
     state = State(sketch.dag, steps)
     n_stages = len(state.ctx.stages)
     tiled = {s.stage_id for s in steps if isinstance(s, ts.SplitStep)}
+    change_compute_location(state, rng, tiled)
     for k in range(n_stages):
         st = state.ctx.stages[k]
         if not _is_compute(st) or st.attach_type == INLINE:
