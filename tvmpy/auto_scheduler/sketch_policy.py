@@ -343,15 +343,19 @@ def _prime_factors(n: int) -> list[int]:
 
 
 def sample_tile_lengths(extent: int | None, n: int, rng: random.Random, max_innermost: int = 64,
-                        p_nondivisible: float = 0.2) -> list[int]:
+                        p_nondivisible: float = 0.05) -> list[int]:
     """``n`` inner lengths of a split of ``extent``: a random factorisation (the outer loop
-    takes the rest), or with probability ``p_nondivisible`` lengths that need not divide it."""
+    takes the rest), or with probability ``p_nondivisible`` powers of two that need not divide
+    it (te guards the tail). Ansor samples factorisations only; non-divisible tiles are kept
+    rare because each guarded tail multiplies the code LoopPartition generates (and the build
+    time: see bench/auto_scheduler_build_time.py)."""
     if extent is None or extent <= 1:
         return [1] * n
     if rng.random() < p_nondivisible:
         out, rest = [], extent
         for _ in range(n):
-            v = rng.randint(1, max(1, min(rest, max_innermost)))
+            cap = max(1, min(rest, max_innermost))
+            v = rng.choice([1 << e for e in range(cap.bit_length()) if 1 << e <= cap])
             out.append(v)
             rest = max(1, -(-rest // v))
         return out
