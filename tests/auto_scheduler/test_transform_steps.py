@@ -73,6 +73,11 @@ def test_compute_at_inline_root(mm):
     s.compute_root(2)
     assert s.stages[2].compute_at == ComputeAtKind.ROOT
     check_state(mm, s)
+    s = mm.compute_dag.init_state()
+    s.compute_at(2, 3, 0)
+    s.split(3, 0, [5])  # the attached stage moves to the innermost part, as TVM's state
+    assert s.stages[2].attach == (3, 1)
+    check_state(mm, s)
     t = make_task(elementwise, (5, 11))
     s = t.compute_dag.init_state()
     s.compute_inline(3)

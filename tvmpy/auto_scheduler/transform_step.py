@@ -183,6 +183,9 @@ def _split(ctx: ReplayContext, stage_id: int, iter_id: int, lengths: Sequence[in
             res.append(o)
             cur = i
         res.append(cur)
+    for other in ctx.stages:  # a stage computed at the split loop: at its innermost part (TVM)
+        if other.attach_stage is st and other.attach_ivar is iv:
+            other.compute_at(st, res[-1])
     return res
 
 
