@@ -55,3 +55,35 @@ def test_random_search_end_to_end(tmp_path):
         if min(t.costs) < min(d.costs):
             break
     assert min(t.costs) < min(d.costs), (t.costs, d.costs)
+
+
+def test_measure_task_travels_by_value_and_replays():
+    import pickle
+
+    from as_workloads import matmul_relu
+
+    from tvmpy.auto_scheduler.measure import _MeasureTask
+
+    task = make_task(matmul_relu, (9, 7, 5))
+    state = auto_scheduler.sample_initial_population(task, 1, seed=0)[0]
+    mt = pickle.loads(pickle.dumps(_MeasureTask(task)))
+    assert mt.workload_key == task.workload_key and mt.config_space.get(0) == []
+    sch, args = mt.instantiate([s.to_record() for s in state.transform_steps])
+    assert [t.name for t in args] == ["A", "B", "D"]
+
+
+def test_search_stops_when_the_space_is_exhausted(tmp_path):
+    from as_workloads import elementwise
+
+    task = make_task(elementwise, (1, 3))
+    log = str(tmp_path / "ew.json")
+    opts = auto_scheduler.TuningOptions(
+        num_measure_trials=200, num_measures_per_round=16, verbose=0,
+        builder=auto_scheduler.LocalBuilder(timeout=120, n_parallel=2),
+        measure_callbacks=[auto_scheduler.RecordToFile(log)])
+    policy = auto_scheduler.RandomSearch(task, seed=0, verbose=0)
+    task.tune(opts, search_policy=policy)
+    n = len(open(log).read().splitlines())
+    assert 0 < n < 200 and n == len(policy.measured)
+    sch, args = task.apply_best(log)
+    assert [t.name for t in args] == ["A", "B", "E"]
