@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 _LAZY_MODULES = {"ir", "target", "te", "tir", "arith", "runtime", "nd", "codegen", "contrib",
                  "transform", "config", "testing", "topi", "relay", "autotvm", "driver", "rpc",
                  "module"}  # module: TVM 0.6's tvm.module.load
+_LAZY_MODULES.add("auto_scheduler")  # tvm.auto_scheduler
 _LAZY_ATTRS = {
     "Target": ("target", "Target"),
     "lower": ("driver", "lower"),

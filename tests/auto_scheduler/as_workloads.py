@@ -1,0 +1,248 @@
+"""Registered workloads of the auto_scheduler tests, each with a numpy (float64) reference,
+and ``check_state``: build a state's schedule and compare with the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tvmpy as tvm
+from tvmpy import auto_scheduler, te, tir
+
+REFS = {}
+
+
+def _ref(name):
+    def deco(f):
+        REFS[name] = f
+        return f
+    return deco
+
+
+@auto_scheduler.register_workload
+def matmul(N, M, K):
+    A = te.placeholder((N, K), name="A")
+    B = te.placeholder((K, M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return [A, B, C]
+
+
+@_ref("matmul")
+def _matmul_ref(a, b):
+    return a @ b
+
+
+@auto_scheduler.register_workload
+def matmul_relu(N, M, K):
+    A, B, C = matmul(N, M, K)
+    D = te.compute((N, M), lambda i, j: te.max(C[i, j], 0.0), name="D")
+    return [A, B, D]
+
+
+@_ref("matmul_relu")
+def _matmul_relu_ref(a, b):
+    return np.maximum(a @ b, 0)
+
+
+def _pad(X, p, name="pad"):
+    n, c, h, w = (int(d) for d in X.shape)
+    return te.compute((n, c, h + 2 * p, w + 2 * p),
+                      lambda b, ch, y, x: te.if_then_else(
+                          tir.all(y >= p, y < h + p, x >= p, x < w + p),
+                          X[b, ch, y - p, x - p], 0.0), name=name)
+
+
+@auto_scheduler.register_workload
+def conv2d_bias_relu(N, H, W, CO, CI, KH, KW, stride, padding):
+    X = te.placeholder((N, CI, H, W), name="X")
+    Wt = te.placeholder((CO, CI, KH, KW), name="W")
+    bias = te.placeholder((CO,), name="bias")
+    P = _pad(X, padding)
+    OH = (H + 2 * padding - KH) // stride + 1
+    OW = (W + 2 * padding - KW) // stride + 1
+    rc = te.reduce_axis((0, CI), name="rc")
+    ry = te.reduce_axis((0, KH), name="ry")
+    rx = te.reduce_axis((0, KW), name="rx")
+    conv = te.compute((N, CO, OH, OW), lambda n, f, y, x: te.sum(
+        P[n, rc, y * stride + ry, x * stride + rx] * Wt[f, rc, ry, rx], axis=[rc, ry, rx]),
+        name="conv")
+    add = te.compute((N, CO, OH, OW), lambda n, f, y, x: conv[n, f, y, x] + bias[f], name="bias_add")
+    out = te.compute((N, CO, OH, OW), lambda n, f, y, x: te.max(add[n, f, y, x], 0.0), name="relu")
+    return [X, Wt, bias, out]
+
+
+def _conv_ref(x, w, stride, padding):
+    n, ci, h, wd = x.shape
+    co, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - kh) // stride + 1
+    ow = (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, co, oh, ow))
+    for y in range(kh):
+        for x_ in range(kw):
+            patch = xp[:, :, y:y + stride * oh:stride, x_:x_ + stride * ow:stride]
+            out += np.einsum("ncyx,fc->nfyx", patch, w[:, :, y, x_])
+    return out
+
+
+@_ref("conv2d_bias_relu")
+def _conv2d_bias_relu_ref(x, w, b, *, args):
+    stride, padding = args[7], args[8]
+    return np.maximum(_conv_ref(x, w, stride, padding) + b[None, :, None, None], 0)
+
+
+@auto_scheduler.register_workload
+def softmax(N, M):
+    A = te.placeholder((N, M), name="A")
+    k = te.reduce_axis((0, M), name="k")
+    mx = te.compute((N,), lambda i: te.max(A[i, k], axis=k), name="max")
+    e = te.compute((N, M), lambda i, j: te.exp(A[i, j] - mx[i]), name="exp")
+    k2 = te.reduce_axis((0, M), name="k2")
+    s = te.compute((N,), lambda i: te.sum(e[i, k2], axis=k2), name="expsum")
+    out = te.compute((N, M), lambda i, j: e[i, j] / s[i], name="softmax")
+    return [A, out]
+
+
+@_ref("softmax")
+def _softmax_ref(a):
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@auto_scheduler.register_workload
+def depthwise_conv(N, C, H, W, K, padding):
+    X = te.placeholder((N, C, H, W), name="X")
+    Wt = te.placeholder((C, K, K), name="W")
+    P = _pad(X, padding)
+    OH, OW = H + 2 * padding - K + 1, W + 2 * padding - K + 1
+    ry = te.reduce_axis((0, K), name="ry")
+    rx = te.reduce_axis((0, K), name="rx")
+    out = te.compute((N, C, OH, OW), lambda n, c, y, x: te.sum(
+        P[n, c, y + ry, x + rx] * Wt[c, ry, rx], axis=[ry, rx]), name="depthwise")
+    return [X, Wt, out]
+
+
+@_ref("depthwise_conv")
+def _depthwise_ref(x, w, *, args):
+    n, c, h, wd = x.shape
+    k, p = args[4], args[5]
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    oh, ow = h + 2 * p - k + 1, wd + 2 * p - k + 1
+    out = np.zeros((n, c, oh, ow))
+    for y in range(k):
+        for x_ in range(k):
+            out += xp[:, :, y:y + oh, x_:x_ + ow] * w[None, :, y, x_, None, None]
+    return out
+
+
+@auto_scheduler.register_workload
+def conv2d_transpose(N, CI, H, W, CO, K, stride):
+    """Transposed convolution, no padding: the zero-dilated, (K-1)-padded input convolved
+    with the flipped kernel."""
+    X = te.placeholder((N, CI, H, W), name="X")
+    Wt = te.placeholder((CI, CO, K, K), name="W")
+    DH, DW = (H - 1) * stride + 1 + 2 * (K - 1), (W - 1) * stride + 1 + 2 * (K - 1)
+
+    def dil(n, c, y, x):
+        yy, xx = y - (K - 1), x - (K - 1)
+        cond = tir.all(yy >= 0, xx >= 0, yy % stride == 0, xx % stride == 0,
+                       yy // stride < H, xx // stride < W)
+        return te.if_then_else(cond, X[n, c, yy // stride, xx // stride], 0.0)
+
+    D = te.compute((N, CI, DH, DW), dil, name="dilate_pad")
+    OH, OW = DH - K + 1, DW - K + 1
+    rc = te.reduce_axis((0, CI), name="rc")
+    ry = te.reduce_axis((0, K), name="ry")
+    rx = te.reduce_axis((0, K), name="rx")
+    out = te.compute((N, CO, OH, OW), lambda n, f, y, x: te.sum(
+        D[n, rc, y + ry, x + rx] * Wt[rc, f, K - 1 - ry, K - 1 - rx], axis=[rc, ry, rx]),
+        name="conv_transpose")
+    return [X, Wt, out]
+
+
+@_ref("conv2d_transpose")
+def _conv_transpose_ref(x, w, *, args):
+    n, ci, h, wd = x.shape
+    _, co, k, _ = w.shape
+    s = args[6]
+    out = np.zeros((n, co, (h - 1) * s + k, (wd - 1) * s + k))
+    for y in range(h):
+        for x_ in range(wd):
+            out[:, :, y * s:y * s + k, x_ * s:x_ * s + k] += np.einsum(
+                "nc,cfyx->nfyx", x[:, :, y, x_], w)
+    return out
+
+
+@auto_scheduler.register_workload
+def layer_norm(N, M):
+    A = te.placeholder((N, M), name="A")
+    g = te.placeholder((M,), name="gamma")
+    b = te.placeholder((M,), name="beta")
+    k = te.reduce_axis((0, M), name="k")
+    s = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="sum")
+    k2 = te.reduce_axis((0, M), name="k2")
+    sq = te.compute((N,), lambda i: te.sum(A[i, k2] * A[i, k2], axis=k2), name="sqsum")
+    out = te.compute((N, M), lambda i, j: (A[i, j] - s[i] / M) * te.rsqrt(
+        sq[i] / M - (s[i] / M) * (s[i] / M) + 1e-5) * g[j] + b[j], name="layer_norm")
+    return [A, g, b, out]
+
+
+@_ref("layer_norm")
+def _layer_norm_ref(a, g, b):
+    m = a.mean(axis=1, keepdims=True)
+    v = (a * a).mean(axis=1, keepdims=True) - m * m
+    return (a - m) / np.sqrt(v + 1e-5) * g + b
+
+
+@auto_scheduler.register_workload
+def row_sum(N, M):
+    A = te.placeholder((N, M), name="A")
+    k = te.reduce_axis((0, M), name="k")
+    return [A, te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="rowsum")]
+
+
+@_ref("row_sum")
+def _row_sum_ref(a):
+    return a.sum(axis=1)
+
+
+@auto_scheduler.register_workload
+def elementwise(N, M):
+    A = te.placeholder((N, M), name="A")
+    B = te.placeholder((M,), name="B")
+    C = te.compute((N, M), lambda i, j: A[i, j] * 2.0 + B[j], name="C")
+    D = te.compute((N, M), lambda i, j: te.exp(C[i, j] * 0.1), name="D")
+    E = te.compute((N, M), lambda i, j: te.max(D[i, j], 1.0), name="E")
+    return [A, B, E]
+
+
+@_ref("elementwise")
+def _elementwise_ref(a, b):
+    return np.maximum(np.exp((a * 2 + b) * 0.1), 1.0)
+
+
+def make_task(func, args):
+    return auto_scheduler.SearchTask(func=func, args=args, target="llvm")
+
+
+def reference(task, inputs):
+    import json
+
+    name, *args = json.loads(task.workload_key)
+    f = REFS[name]
+    try:
+        return f(*inputs, args=args)
+    except TypeError:
+        return f(*inputs)
+
+
+def check_state(task, state, seed=0, rtol=1e-4):
+    """Build ``state``'s schedule, run it on random inputs, compare with numpy."""
+    sch, args = task.compute_dag.apply_steps_from_state(state)
+    f = tvm.build(sch, args, "llvm")
+    rng = np.random.default_rng(seed)
+    ins = [rng.uniform(-1, 1, size=[int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
+    out = tvm.nd.array(np.zeros([int(d) for d in args[-1].shape], "float32"))
+    f(*[tvm.nd.array(x) for x in ins], out)
+    ref = reference(task, [x.astype("float64") for x in ins])
+    np.testing.assert_allclose(out.numpy(), ref, rtol=rtol, atol=rtol)

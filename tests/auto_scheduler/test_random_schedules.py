@@ -1,0 +1,58 @@
+"""Property: a random sketch of a random compute, randomly annotated (tile sizes that need not
+divide the extents, parallel, vectorize, unroll), computes what numpy computes."""
+
+from __future__ import annotations
+
+import random
+
+from as_workloads import (
+    check_state,
+    conv2d_bias_relu,
+    depthwise_conv,
+    elementwise,
+    layer_norm,
+    make_task,
+    matmul,
+    matmul_relu,
+    row_sum,
+    softmax,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tvmpy.auto_scheduler import generate_sketches
+from tvmpy.auto_scheduler.sketch_policy import annotate
+
+dims = st.sampled_from([1, 2, 3, 5, 7, 8, 13, 16, 31])
+
+
+@st.composite
+def computes(draw):
+    kind = draw(st.sampled_from(["matmul", "matmul_relu", "conv", "depthwise", "elementwise",
+                                 "row_sum", "softmax", "layer_norm"]))
+    if kind in ("matmul", "matmul_relu"):
+        f = matmul if kind == "matmul" else matmul_relu
+        return f, (draw(dims), draw(dims), draw(dims))
+    if kind == "conv":
+        k = draw(st.sampled_from([1, 3]))
+        return conv2d_bias_relu, (draw(st.sampled_from([1, 2])), draw(st.integers(k, 9)),
+                                  draw(st.integers(k, 9)), draw(dims), draw(st.sampled_from([1, 3, 4])),
+                                  k, k, draw(st.sampled_from([1, 2])), draw(st.sampled_from([0, 1])))
+    if kind == "depthwise":
+        k = draw(st.sampled_from([1, 3]))
+        return depthwise_conv, (1, draw(dims), draw(st.integers(k, 9)), draw(st.integers(k, 9)),
+                                k, draw(st.sampled_from([0, 1])))
+    if kind == "row_sum":
+        return row_sum, (draw(dims), draw(st.sampled_from([1, 7, 64, 257])))
+    f = {"elementwise": elementwise, "softmax": softmax, "layer_norm": layer_norm}[kind]
+    return f, (draw(dims), draw(dims))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(computes(), st.integers(0, 63), st.integers(0, 2 ** 20))
+def test_random_sketch_and_annotation_match_numpy(compute, pick, seed):
+    func, args = compute
+    task = make_task(func, args)
+    sketches = generate_sketches(task)
+    state = annotate(sketches[pick % len(sketches)], random.Random(seed), task.hardware_params)
+    check_state(task, state, seed=seed)

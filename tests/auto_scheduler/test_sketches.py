@@ -1,0 +1,146 @@
+"""Ansor's CPU sketch rules on the shapes of compute that models are made of: the expected
+sketches appear, and every sketch, annotated, computes numpy's result."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from as_workloads import (
+    check_state,
+    conv2d_bias_relu,
+    conv2d_transpose,
+    depthwise_conv,
+    elementwise,
+    layer_norm,
+    make_task,
+    matmul,
+    matmul_relu,
+    row_sum,
+    softmax,
+)
+
+from tvmpy.auto_scheduler import (
+    HardwareParams,
+    SearchTask,
+    generate_sketches,
+    sample_initial_population,
+)
+from tvmpy.auto_scheduler import transform_step as ts
+from tvmpy.auto_scheduler.loop_state import ComputeAtKind
+from tvmpy.auto_scheduler.sketch_policy import annotate, sample_tile_lengths
+
+CASES = {
+    "matmul": (matmul, (17, 13, 11)),
+    "matmul_relu": (matmul_relu, (16, 24, 9)),
+    "conv2d_bias_relu": (conv2d_bias_relu, (1, 7, 7, 8, 5, 3, 3, 1, 1)),
+    "conv2d_strided": (conv2d_bias_relu, (2, 9, 8, 4, 3, 3, 3, 2, 1)),
+    "softmax": (softmax, (3, 29)),
+    "depthwise_conv": (depthwise_conv, (1, 6, 9, 9, 3, 1)),
+    "conv2d_transpose": (conv2d_transpose, (1, 3, 5, 5, 4, 3, 2)),
+    "layer_norm": (layer_norm, (5, 37)),
+    "row_sum": (row_sum, (2, 301)),
+    "elementwise": (elementwise, (7, 13)),
+}
+
+
+def _codes(state):
+    return [s.to_record()[0] for s in state.transform_steps]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_sketch_applies_and_is_correct(name):
+    func, args = CASES[name]
+    task = make_task(func, args)
+    sketches = generate_sketches(task)
+    assert sketches
+    rng = random.Random(7)
+    for sk in sketches:
+        for _ in range(2):
+            check_state(task, annotate(sk, rng, task.hardware_params))
+
+
+def test_matmul_sketches():
+    task = make_task(matmul, (64, 64, 64))
+    sk = generate_sketches(task)
+    # cache-write + tiling fused into the copy at level 1 and 2, and plain tiling
+    assert len(sk) == 3
+    with_cw = [s for s in sk if "CHW" in _codes(s)]
+    assert len(with_cw) == 2
+    for s in with_cw:
+        assert [st.op_name for st in s.stages] == ["A", "B", "C.local", "C"]
+        assert s.stages[2].compute_at == ComputeAtKind.ITER and s.stages[2].attach[0] == 3
+        its = s.stages[2].iters  # SSRSRS: 4 spatial levels x 2 axes, 2 reduction levels
+        assert [i.iter_kind for i in its] == [0, 0, 0, 0, 1, 0, 0, 1, 0, 0]
+    assert {s.stages[2].attach[1] for s in with_cw} == {1, 3}
+    plain = [s for s in sk if "CHW" not in _codes(s)]
+    assert len(plain) == 1 and plain[0].stages[2].compute_at == ComputeAtKind.ROOT
+
+
+def test_conv_bias_relu_sketches_inline_and_fuse():
+    task = make_task(conv2d_bias_relu, (1, 7, 7, 8, 5, 3, 3, 1, 1))
+    sk = generate_sketches(task)
+    names = [st.op_name for st in sk[0].stages]
+    for s in sk:
+        st = {x.op_name: x for x in s.stages}
+        assert st["bias_add"].compute_at == ComputeAtKind.INLINED  # always-inline
+        assert st["pad"].compute_at == ComputeAtKind.ROOT  # a branch: not inlined
+        assert "CHW" not in _codes(s)  # relu is the elementwise consumer to fuse into
+    fused = [s for s in sk if s.stages[names.index("conv")].compute_at == ComputeAtKind.ITER]
+    assert len(fused) == 2 and all("FSP" in _codes(s) for s in fused)
+
+
+def test_rfactor_for_small_spatial_large_reduction():
+    task = make_task(row_sum, (2, 301))
+    sk = generate_sketches(task)
+    rf = [s for s in sk if "RF" in _codes(s)]
+    assert len(rf) == 2 and len(sk) == 3
+    for s in rf:
+        assert [st.op_name for st in s.stages] == ["A", "rowsum.rf", "rowsum"]
+    # Ansor's condition for a reduction without reuse: longer than the number of cores
+    hw = HardwareParams(num_cores=4)
+    short = SearchTask(func=row_sum, args=(4096, 4), target="llvm", hardware_params=hw)
+    assert all("RF" not in _codes(s) for s in generate_sketches(short))
+    # a reduction with reuse (matmul) only when its spatial extent is the smaller one
+    mm = SearchTask(func=matmul, args=(2, 2, 512), target="llvm", hardware_params=hw)
+    assert any("RF" in _codes(s) for s in generate_sketches(mm))
+    mm = SearchTask(func=matmul, args=(64, 64, 512), target="llvm", hardware_params=hw)
+    assert all("RF" not in _codes(s) for s in generate_sketches(mm))
+
+
+def test_sample_initial_population_is_complete_and_distinct():
+    task = make_task(matmul_relu, (16, 24, 9))
+    pop = sample_initial_population(task, 12, seed=3)
+    assert 1 < len(pop) <= 12
+    keys = {repr([s.to_record() for s in p.transform_steps]) for p in pop}
+    assert len(keys) == len(pop)
+    for p in pop:
+        assert p.is_complete()
+        assert any(isinstance(s, ts.AnnotationStep) and s.annotation == 3 for s in p.transform_steps)
+    for p in pop[:3]:
+        check_state(task, p)
+
+
+@pytest.mark.parametrize("extent", [1, 2, 7, 12, 97, 360])
+def test_tile_lengths(extent):
+    rng = random.Random(extent)
+    for _ in range(50):
+        ls = sample_tile_lengths(extent, 3, rng, max_innermost=16, p_nondivisible=0.0)
+        assert len(ls) == 3 and extent % (ls[0] * ls[1] * ls[2]) == 0 and ls[-1] <= 16
+    nondiv = [sample_tile_lengths(extent, 2, rng, p_nondivisible=1.0) for _ in range(50)]
+    assert all(all(n >= 1 for n in ls) for ls in nondiv)
+
+
+def test_annotation_changes_compute_location():
+    task = make_task(conv2d_bias_relu, (1, 6, 6, 4, 3, 3, 3, 1, 1))
+    sk = generate_sketches(task)
+    rng = random.Random(0)
+    where = {}
+    for k in range(40):
+        s = annotate(sk[k % len(sk)], rng, task.hardware_params)
+        pad = next(x for x in s.stages if x.op_name == "pad")
+        if pad.compute_at not in where:
+            where[pad.compute_at] = s
+    assert set(where) == {ComputeAtKind.ROOT, ComputeAtKind.INLINED, ComputeAtKind.ITER}
+    for s in where.values():
+        check_state(task, s)

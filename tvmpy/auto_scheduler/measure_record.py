@@ -1,0 +1,128 @@
+"""Measurement records: one JSON line per measured state, in TVM's auto_scheduler log format::
+
+    {"i": [[workload_key, target], [[], [step records...]]],
+     "r": [[costs...], error_no, all_cost, timestamp], "v": "v0.6"}
+
+``RecordToFile`` appends them as a measure callback; ``load_records`` reads them back (bad
+lines are skipped with a warning, as TVM's reader); ``load_best_record`` finds the fastest
+valid record of a workload.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .measure import MeasureInput, MeasureResult
+
+__all__ = ["RecordToFile", "RecordReader", "load_records", "save_records", "load_best_record",
+           "dump_record_to_string", "load_record_from_string"]
+
+LOG_VERSION = "v0.6"
+logger = logging.getLogger("auto_scheduler")
+
+
+def dump_record_to_string(inp: MeasureInput, res: MeasureResult) -> str:
+    steps = [s.to_record() for s in inp.state.transform_steps]
+    costs = list(res.costs) if res.error_no == 0 else []
+    return json.dumps({"i": [[inp.task.workload_key, str(inp.task.target)], [[], steps]],
+                       "r": [costs, int(res.error_no), float(res.all_cost), float(res.timestamp)],
+                       "v": LOG_VERSION})
+
+
+def _parse(line: str) -> tuple[str, str, list[Any], MeasureResult]:
+    rec = json.loads(line)
+    (key, target, *_), state = rec["i"]
+    steps = state[1] if isinstance(state, list) and len(state) == 2 else state
+    costs, error_no, all_cost, ts = rec["r"][:4]
+    res = MeasureResult(tuple(float(c) for c in costs), int(error_no), "", float(all_cost), float(ts))
+    return key, target, steps, res
+
+
+def load_record_from_string(line: str, task_cache: dict | None = None) -> tuple[MeasureInput, MeasureResult]:
+    """The ``(MeasureInput, MeasureResult)`` of one log line (its workload must be registered)."""
+    from .loop_state import State
+    from .search_task import SearchTask
+    from .transform_step import step_from_record
+
+    key, target, steps, res = _parse(line)
+    cache = task_cache if task_cache is not None else {}
+    task = cache.get((key, target))
+    if task is None:
+        task = cache[(key, target)] = SearchTask(workload_key=key, target=target)
+    state = State(task.compute_dag, [step_from_record(s) for s in steps])
+    return MeasureInput(task, state), res
+
+
+class RecordReader:
+    """Iterate over the ``(MeasureInput, MeasureResult)`` records of a log file."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+
+    def __iter__(self) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+        cache: dict = {}
+        with open(self.filename) as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                try:
+                    yield load_record_from_string(line, cache)
+                except (ValueError, KeyError, TypeError, IndexError) as e:
+                    logger.warning("%s:%d: skipped a bad record (%s)", self.filename, n, e)
+
+    def read_lines(self, max_lines: int | None = None) -> tuple[list[MeasureInput], list[MeasureResult]]:
+        ins, outs = [], []
+        for k, (i, r) in enumerate(self):
+            if max_lines is not None and k >= max_lines:
+                break
+            ins.append(i)
+            outs.append(r)
+        return ins, outs
+
+
+def load_records(filename: str) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+    return iter(RecordReader(filename))
+
+
+def save_records(filename: str, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+    """Append records to ``filename``."""
+    with open(filename, "a") as f:
+        for i, r in zip(inputs, results):
+            f.write(dump_record_to_string(i, r) + "\n")
+
+
+class RecordToFile:
+    """Measure callback: append every measured record to ``filename``."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+
+    def __call__(self, policy: Any, inputs: Sequence[MeasureInput],
+                 results: Sequence[MeasureResult]) -> None:
+        save_records(self.filename, inputs, results)
+
+
+def _mean(costs: Sequence[float]) -> float:
+    return sum(costs) / len(costs) if costs else math.inf
+
+
+def load_best_record(filename: str, workload_key: str | None = None, target: str | None = None
+                     ) -> tuple[MeasureInput | None, MeasureResult | None]:
+    """The valid record with the smallest mean cost (of ``workload_key`` / ``target`` when
+    given); ``(None, None)`` if there is none."""
+    best: tuple[float, MeasureInput | None, MeasureResult | None] = (math.inf, None, None)
+    for inp, res in load_records(filename):
+        if res.error_no != 0 or not res.costs:
+            continue
+        if workload_key is not None and inp.task.workload_key != workload_key:
+            continue
+        if target is not None and str(inp.task.target).split()[0] != str(target).split()[0]:
+            continue
+        c = _mean(res.costs)
+        if c < best[0]:
+            best = (c, inp, res)
+    return best[1], best[2]

@@ -1,0 +1,498 @@
+"""Sketch generation and random annotation for CPU (Ansor's sketch_policy_rules.cc).
+
+A sketch is a :class:`State` whose split lengths are still open (``None``). The rules walk
+the stages from the last to the first; each rule that meets its condition turns a state into
+one or more states (a tree of choices):
+
+- always-inline: an injective stage without branch or expensive call, not an output;
+- rfactor: a reduction with little spatial parallelism and a long reduction (fuse the
+  reduction loops, split them, factor either part out);
+- add cache-write: a stage that needs multi-level tiling and has no elementwise consumer to
+  fuse gets a ``local`` cache stage (tiled next, its copy becomes the fused consumer);
+- multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
+  single elementwise consumer, tiled alike (follow_split);
+- multi-level tiling: tile "SSRSRS";
+- skip.
+
+Annotation (``annotate``) fills the tile sizes (factorisations of the extents, sometimes
+non-divisible: te guards the tail), fuses and parallelizes the outer spatial loops of every
+root stage, vectorizes innermost spatial loops and puts an ``auto_unroll_max_step`` pragma on
+tiled and reducing stages.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..te.schedule import INLINE, ROOT
+from ..te.tensor import ComputeOp
+from ..tir import expr as E
+from ..tir.expr import IterVar
+from . import transform_step as ts
+from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses
+from .loop_state import State
+
+__all__ = ["generate_sketches", "sample_initial_population", "annotate", "SketchPolicy",
+           "AUTO_UNROLL_CONFIGS"]
+
+AUTO_UNROLL_CONFIGS = (0, 16, 64, 512)
+PASS, APPLY, APPLY_AND_SKIP_REST = 0, 1, 2
+
+
+# ---- analysis on the state's current stages ------------------------------------------------------
+def _te_stage(state: State, k: int) -> Any:
+    return state.ctx.stages[k]
+
+
+def _is_compute(st: Any) -> bool:
+    return isinstance(st.op, ComputeOp)
+
+
+def _consumers(state: State, k: int) -> list[int]:
+    """Stages reading stage ``k`` directly, seen through inlined stages."""
+    stages = state.ctx.stages
+    out: list[int] = []
+    todo, seen = [k], {k}
+    while todo:
+        p = todo.pop()
+        pop = stages[p].op
+        for c, st in enumerate(stages):
+            if c in seen or not any(t.op is pop for t in st.op.input_tensors):
+                continue
+            seen.add(c)
+            if st.attach_type == INLINE:
+                todo.append(c)
+            else:
+                out.append(c)
+    return sorted(out)
+
+
+def _reads_elementwise(consumer: Any, producer: Any) -> bool:
+    if not isinstance(consumer, ComputeOp) or consumer.reduce_axis:
+        return False
+    acc = read_accesses(consumer).get(id(producer))
+    if not acc:
+        return False
+    axis = [iv.var for iv in consumer.axis]
+    shape_p = [int(d.value) if isinstance(d, E.IntImm) else d for d in producer.output(0).shape]
+    shape_c = [int(iv.known_dom.extent.value) if isinstance(iv.known_dom.extent, E.IntImm) else None
+               for iv in consumer.axis]
+    if shape_p != shape_c:
+        return False
+    return all(len(idx) == len(axis) and all(a is b for a, b in zip(idx, axis)) for idx in acc)
+
+
+def elementwise_matched_consumer(state: State, k: int) -> int | None:
+    """The single consumer of stage ``k`` if it reads ``k`` elementwise (through inlined
+    elementwise stages), else None."""
+    stages = state.ctx.stages
+    cons = _consumers(state, k)
+    if len(cons) != 1:
+        return None
+    target = cons[0]
+    # walk the chain producer -> (inlined) ... -> target, each edge elementwise
+    cur = k
+    for _ in range(len(stages)):
+        direct = [c for c, st in enumerate(stages)
+                  if any(t.op is stages[cur].op for t in st.op.input_tensors)]
+        if len(direct) != 1 or not _reads_elementwise(stages[direct[0]].op, stages[cur].op):
+            return None
+        if direct[0] == target:
+            return target
+        cur = direct[0]
+    return None
+
+
+def needs_multi_level_tiling(state: State, k: int) -> bool:
+    st = _te_stage(state, k)
+    return _is_compute(st) and has_data_reuse(st.op)
+
+
+def should_always_inline(state: State, k: int) -> bool:
+    st = _te_stage(state, k)
+    if not _is_compute(st) or st.is_output or st.op.reduce_axis or st.attach_type != ROOT:
+        return False
+    if st.relations:  # already scheduled
+        return False
+    branch, expensive = branch_and_expensive(st.op)
+    return not branch and not expensive
+
+
+def _cum_lengths(st: Any) -> tuple[int, int]:
+    space = red = 1
+    for iv in st.leaf_iter_vars:
+        e = iv.known_dom.extent.value if iv.dom is not None and isinstance(iv.known_dom.extent, E.IntImm) else 1
+        if iv.iter_type == IterVar.CommReduce:
+            red *= e
+        else:
+            space *= e
+    return space, red
+
+
+def needs_rfactor(state: State, k: int, num_cores: int) -> bool:
+    st = _te_stage(state, k)
+    if not _is_compute(st) or not st.op.reduce_axis or st.relations:
+        return False
+    space, red = _cum_lengths(st)
+    if needs_multi_level_tiling(state, k):
+        return not (space > red or space > num_cores * 16)
+    return red > 1 and red > num_cores
+
+
+# ---- rules --------------------------------------------------------------------------------------
+Rule = tuple[str, Callable[[State, int, Any], int], Callable[[State, int, Any], list[tuple[State, int]]]]
+
+
+def _inline_cond(s: State, k: int, hp: Any) -> int:
+    return APPLY_AND_SKIP_REST if should_always_inline(s, k) else PASS
+
+
+def _inline_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    n = s.copy()
+    n.compute_inline(k)
+    return [(n, k - 1)]
+
+
+def _rfactor_cond(s: State, k: int, hp: Any) -> int:
+    return APPLY if needs_rfactor(s, k, hp.num_cores) else PASS
+
+
+def _rfactor_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    base = s.copy()
+    iters = base[k].iters
+    n_space = sum(1 for i in iters if i.iter_kind == 0)
+    red = [i for i in iters if i.iter_kind == 1]
+    if [i.index for i in red] != list(range(n_space, len(iters))):
+        return []
+    fused = base.fuse(k, red) if len(red) > 1 else red[0]
+    parts = base.split(k, fused, [None])
+    out = []
+    for which in (0, 1):
+        n = base.copy()
+        rid = n.rfactor(k, parts[which].index, n_space)
+        if which == 1:  # the factored (spatial) axis innermost, for vectorization
+            its = n[rid].iters
+            order = [i for i in range(len(its)) if i != n_space] + [n_space]
+            n.reorder(rid, order)
+        out.append((n, k - 1))
+    return out
+
+
+def _cache_write_cond(s: State, k: int, hp: Any) -> int:
+    st = _te_stage(s, k)
+    if st.relations or st.attach_type != ROOT:
+        return PASS
+    if needs_multi_level_tiling(s, k) and elementwise_matched_consumer(s, k) is None:
+        return APPLY
+    return PASS
+
+
+def _cache_write_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    n = s.copy()
+    n.cache_write(k, "local")
+    return [(n, k)]  # the cache stage is now stage k; its copy (k + 1) is its consumer
+
+
+def do_multi_level_tiling(s: State, k: int, fmt: str = "SSRSRS") -> list[int]:
+    """Tile stage ``k`` as ``fmt``; returns the ids of the spatial split steps."""
+    n_s, n_r = fmt.count("S"), fmt.count("R")
+    levels_s: list[list[Any]] = [[] for _ in range(n_s)]
+    levels_r: list[list[Any]] = [[] for _ in range(n_r)]
+    split_ids = []
+    for it in list(s[k].iters):
+        if it.iter_kind == 0:
+            parts = s.split(k, it, [None] * (n_s - 1))
+            split_ids.append(len(s.transform_steps) - 1)
+            for lv, p in zip(levels_s, parts):
+                lv.append(p)
+        else:
+            parts = s.split(k, it, [None] * (n_r - 1))
+            for lv, p in zip(levels_r, parts):
+                lv.append(p)
+    order: list[Any] = []
+    si = ri = 0
+    for c in fmt:
+        if c == "S":
+            order += levels_s[si]
+            si += 1
+        else:
+            order += levels_r[ri]
+            ri += 1
+    s.reorder(k, order)
+    return split_ids
+
+
+def follow_tiling(s: State, k: int, split_ids: Sequence[int], n_split: int) -> None:
+    levels: list[list[Any]] = [[] for _ in range(n_split + 1)]
+    spatial = [it for it in s[k].iters if it.iter_kind == 0]
+    if len(spatial) != len(split_ids):
+        raise ValueError("follow_tiling: the consumer's loops do not match the producer's")
+    for it, sid in zip(spatial, split_ids):
+        parts = s.follow_split(k, it, sid, n_split)
+        for lv, p in zip(levels, parts):
+            lv.append(p)
+    s.reorder(k, [p for lv in levels for p in lv])
+
+
+def _mlt_fusion_cond(s: State, k: int, hp: Any) -> int:
+    st = _te_stage(s, k)
+    if st.relations or st.attach_type != ROOT or not needs_multi_level_tiling(s, k):
+        return PASS
+    if elementwise_matched_consumer(s, k) is None:
+        return PASS
+    is_cache = k + 1 < len(s.ctx.stages) and s.ctx.stages[k].op.name.endswith(".local")
+    return APPLY_AND_SKIP_REST if is_cache else APPLY
+
+
+def _mlt_fusion_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    target = elementwise_matched_consumer(s, k)
+    assert target is not None
+    base = s.copy()
+    split_ids = do_multi_level_tiling(base, k)
+    n_space = len(split_ids)
+    out = []
+    for level in (1, 2):
+        n = base.copy()
+        follow_tiling(n, target, split_ids, level)
+        n.compute_at(k, target, level * n_space - 1)
+        out.append((n, k - 1))
+    return out
+
+
+def _mlt_cond(s: State, k: int, hp: Any) -> int:
+    st = _te_stage(s, k)
+    if st.relations or st.attach_type != ROOT:
+        return PASS
+    return APPLY_AND_SKIP_REST if needs_multi_level_tiling(s, k) else PASS
+
+
+def _mlt_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    n = s.copy()
+    do_multi_level_tiling(n, k)
+    return [(n, k - 1)]
+
+
+def _skip_cond(s: State, k: int, hp: Any) -> int:
+    return APPLY
+
+
+def _skip_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    return [(s, k - 1)]
+
+
+CPU_SKETCH_RULES: list[Rule] = [
+    ("always_inline", _inline_cond, _inline_apply),
+    ("add_rfactor", _rfactor_cond, _rfactor_apply),
+    ("add_cache_write", _cache_write_cond, _cache_write_apply),
+    ("multi_level_tiling_with_fusion", _mlt_fusion_cond, _mlt_fusion_apply),
+    ("multi_level_tiling", _mlt_cond, _mlt_apply),
+    ("skip", _skip_cond, _skip_apply),
+]
+
+
+def generate_sketches(task: Any, rules: Sequence[Rule] | None = None, max_sketches: int = 64) -> list[State]:
+    """The sketches of ``task`` (a SearchTask) by Ansor's CPU rules."""
+    rules = CPU_SKETCH_RULES if rules is None else rules
+    hp = task.hardware_params
+    init = task.compute_dag.init_state()
+    pnow = [(init, len(init.ctx.stages) - 1)]
+    out: list[State] = []
+    while pnow:
+        pnext = []
+        for state, k in pnow:
+            if k < 0:
+                out.append(state)
+                continue
+            st = _te_stage(state, k)
+            if not _is_compute(st) or st.attach_type == INLINE:
+                pnext.append((state, k - 1))
+                continue
+            for _, cond, apply in rules:
+                c = cond(state, k, hp)
+                if c == PASS:
+                    continue
+                pnext += apply(state, k, hp)
+                if c == APPLY_AND_SKIP_REST:
+                    break
+        pnow = pnext
+        if len(out) + len(pnow) > max_sketches * 4:
+            pnow = pnow[:max_sketches * 4]
+    # distinct histories only
+    seen, uniq = set(), []
+    for s in out:
+        key = repr([x.to_record() for x in s.transform_steps])
+        if key not in seen:
+            seen.add(key)
+            uniq.append(s)
+    return uniq[:max_sketches]
+
+
+# ---- random annotation --------------------------------------------------------------------------
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def sample_tile_lengths(extent: int | None, n: int, rng: random.Random, max_innermost: int = 64,
+                        p_nondivisible: float = 0.05) -> list[int]:
+    """``n`` inner lengths of a split of ``extent``: a random factorisation (the outer loop
+    takes the rest), or with probability ``p_nondivisible`` powers of two that need not divide
+    it (te guards the tail). Ansor samples factorisations only; non-divisible tiles are kept
+    rare because each guarded tail multiplies the code LoopPartition generates (and the build
+    time: see bench/auto_scheduler_build_time.py)."""
+    if extent is None or extent <= 1:
+        return [1] * n
+    if rng.random() < p_nondivisible:
+        out, rest = [], extent
+        for _ in range(n):
+            cap = max(1, min(rest, max_innermost))
+            v = rng.choice([1 << e for e in range(cap.bit_length()) if 1 << e <= cap])
+            out.append(v)
+            rest = max(1, -(-rest // v))
+        return out
+    for _ in range(8):
+        slots = [1] * (n + 1)
+        for p in _prime_factors(extent):
+            slots[rng.randrange(n + 1)] *= p
+        if slots[-1] <= max_innermost:
+            return slots[1:]
+    return [1] * n
+
+
+def _attached_iters(state: State, k: int) -> set[int]:
+    st = state.ctx.stages[k]
+    out = set()
+    for other in state.ctx.stages:
+        if other.attach_stage is st:
+            for i, iv in enumerate(st.leaf_iter_vars):
+                if iv is other.attach_ivar:
+                    out.add(i)
+    return out
+
+
+def change_compute_location(state: State, rng: random.Random, tiled: set[int]) -> None:
+    """Ansor's InitChangeComputeLocation: every untiled, unannotated stage at the root that is
+    not an output and has one consumer is left at the root, inlined (if injective) or computed
+    at a random spatial loop of its consumer."""
+    stages = state.ctx.stages
+    for k in range(len(stages) - 1, -1, -1):
+        st = stages[k]
+        if (not _is_compute(st) or st.is_output or st.attach_type != ROOT or k in tiled
+                or st.relations or any(other.attach_stage is st for other in stages)):
+            continue
+        cons = _consumers(state, k)
+        if len(cons) != 1:
+            continue
+        target = cons[0]
+        tst = stages[target]
+        choices: list[Any] = ["root"]
+        if not st.op.reduce_axis:
+            choices.append("inline")
+        for i, iv in enumerate(tst.leaf_iter_vars):
+            if iv.iter_type == IterVar.CommReduce:
+                break
+            choices.append(i)
+        pick = rng.choice(choices)
+        if pick == "inline":
+            state.compute_inline(k)
+        elif pick != "root":
+            state.compute_at(k, target, pick)
+
+
+def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
+    """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random)."""
+    steps = list(sketch.transform_steps)
+    for i, s in enumerate(steps):
+        if isinstance(s, ts.SplitStep) and None in s.lengths:
+            lengths = sample_tile_lengths(s.extent, len(s.lengths), rng, hp.max_innermost_split_factor)
+            steps[i] = ts.SplitStep(s.stage_id, s.iter_id, s.extent, tuple(lengths), s.inner_to_outer)
+    state = State(sketch.dag, steps)
+    n_stages = len(state.ctx.stages)
+    tiled = {s.stage_id for s in steps if isinstance(s, ts.SplitStep)}
+    change_compute_location(state, rng, tiled)
+    for k in range(n_stages):
+        st = state.ctx.stages[k]
+        if not _is_compute(st) or st.attach_type == INLINE:
+            continue
+        # parallel: fuse outer spatial loops (up to a random count) at the root
+        if st.attach_type == ROOT:
+            view = state[k]
+            attached = _attached_iters(state, k)
+            to_fuse: list[int] = []
+            degree = 1
+            for it in view.iters:
+                if it.iter_kind != 0 or it.annotation:
+                    break
+                to_fuse.append(it.index)
+                degree *= it.extent or 1
+                if degree > hp.num_cores * 16 or it.index in attached:
+                    break
+            if to_fuse:
+                cut = rng.randint(1, len(to_fuse))
+                to_fuse = to_fuse[:cut]
+                if len(to_fuse) < len(view.iters) or rng.random() < 0.5:
+                    f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
+                    state.parallel(k, f.index)
+        # vectorize the innermost spatial loop
+        view = state[k]
+        if view.iters and rng.random() < 0.85:
+            last = view.iters[-1]
+            if (last.iter_kind == 0 and not last.annotation and last.extent is not None
+                    and 1 < last.extent <= hp.max_innermost_split_factor
+                    and last.index not in _attached_iters(state, k)):
+                state.vectorize(k, last.index)
+        # unroll pragma on tiled / reducing stages
+        if (k in tiled or st.op.reduce_axis) and state[k].iters:
+            n = rng.choice(AUTO_UNROLL_CONFIGS)
+            state.pragma(k, 0, f"auto_unroll_max_step${n}")
+    return state
+
+
+def sample_initial_population(task: Any, n: int, seed: int | None = None,
+                              sketches: Sequence[State] | None = None) -> list[State]:
+    """``n`` distinct random annotations of ``task``'s sketches (fewer if the space is
+    smaller)."""
+    rng = random.Random(seed)
+    sketches = list(sketches) if sketches is not None else generate_sketches(task)
+    out: list[State] = []
+    seen: set[str] = set()
+    for _ in range(n * 4):
+        if len(out) >= n:
+            break
+        st = annotate(rng.choice(sketches), rng, task.hardware_params)
+        key = repr([x.to_record() for x in st.transform_steps])
+        if key not in seen:
+            seen.add(key)
+            out.append(st)
+    return out
+
+
+class SketchPolicy:
+    """TVM's ``SketchPolicy`` shell: sketches and random sampling (the evolutionary search and
+    the cost model come next); ``search`` measures random samples."""
+
+    def __init__(self, task: Any, program_cost_model: Any = None, params: dict | None = None,
+                 seed: int | None = None, verbose: int = 1, init_search_callbacks: Any = None):
+        self.task = task
+        self.seed = seed
+        self.verbose = verbose
+        self.rng = random.Random(seed)
+
+    def generate_sketches(self, print_for_debug: bool = False) -> list[State]:
+        sk = generate_sketches(self.task)
+        if print_for_debug:
+            for s in sk:
+                print(s, "\n")
+        return sk
+
+    def sample_initial_population(self) -> list[State]:
+        return sample_initial_population(self.task, 50, self.rng.randrange(1 << 30))

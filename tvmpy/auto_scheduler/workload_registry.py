@@ -1,0 +1,80 @@
+"""Workload registry (TVM's ``auto_scheduler.register_workload``).
+
+A workload key is ``json.dumps([func_name, *args])``: the name a compute function was
+registered under and the arguments that build its tensors. A record in a log names its task by
+this key, so a log can be replayed in another process that registered the same function.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["register_workload", "make_workload_key", "workload_key_to_tensors",
+           "decode_workload_key", "WORKLOAD_FUNC_REGISTRY"]
+
+WORKLOAD_FUNC_REGISTRY: dict[str, Callable[..., Any]] = {}
+
+
+def register_workload(func_name: Any = None, f: Callable[..., Any] | None = None,
+                      override: bool = False) -> Any:
+    """Register a function returning the list of input and output tensors of a compute.
+
+    Usable as ``@register_workload`` or ``@register_workload("name")``."""
+    if callable(func_name):
+        return register_workload(func_name.__name__, func_name, override)
+    if not isinstance(func_name, str):
+        raise TypeError(f"register_workload: expected a function or a name, got {func_name!r}")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        old = WORKLOAD_FUNC_REGISTRY.get(func_name)
+        if old is not None and old is not fn and not override \
+                and getattr(old, "__qualname__", None) != getattr(fn, "__qualname__", None):
+            raise ValueError(f"register_workload: {func_name!r} is already registered "
+                             f"(pass override=True to replace it)")
+        WORKLOAD_FUNC_REGISTRY[func_name] = fn
+        return fn
+
+    return register(f) if f is not None else register
+
+
+def _serialize_arg(a: Any) -> Any:
+    if isinstance(a, (list, tuple)):
+        return [_serialize_arg(x) for x in a]
+    if isinstance(a, (bool, int, float, str)) or a is None:
+        return a
+    if hasattr(a, "value") and isinstance(a.value, (int, float)):  # IntImm / FloatImm
+        return a.value
+    raise TypeError(f"workload argument {a!r} ({type(a).__name__}) is not serializable: use "
+                    "numbers, strings and lists of them")
+
+
+def make_workload_key(func: Any, args: Sequence[Any]) -> str:
+    """The key of ``func(*args)``; ``func`` must be registered (or its name)."""
+    name = func if isinstance(func, str) else getattr(func, "__name__", None)
+    if name not in WORKLOAD_FUNC_REGISTRY:
+        raise ValueError(f"make_workload_key: {name!r} is not registered: decorate it with "
+                         "@auto_scheduler.register_workload")
+    return json.dumps([name, *[_serialize_arg(a) for a in args]])
+
+
+def decode_workload_key(key: str) -> tuple[str, list[Any]]:
+    try:
+        v = json.loads(key)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"not a workload key: {key!r} ({e})") from None
+    if not isinstance(v, list) or not v or not isinstance(v[0], str):
+        raise ValueError(f"not a workload key (expected [name, args...]): {key!r}")
+    return v[0], v[1:]
+
+
+def workload_key_to_tensors(key: str) -> list[Any]:
+    """Call the registered function of ``key`` with its arguments: its list of tensors."""
+    name, args = decode_workload_key(key)
+    func = WORKLOAD_FUNC_REGISTRY.get(name)
+    if func is None:
+        raise ValueError(f"workload {name!r} of key {key} is not registered in this process "
+                         "(import the module that defines it)")
+    out = func(*args)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
