@@ -327,3 +327,19 @@ def test_linear_bias_moves_above_the_reshape(bshape, moves):
     if moves:
         lib = _build(mod)
         assert len([n for n in _nodes(lib)[1] if n != "__nop"]) == 1  # dense + bias
+
+
+@pytest.mark.parametrize("src,dst,oshape", [((1, 1, 7), (1, 7), (1, 1, 7)),   # fuzzer 400483
+                                            ((2, 3), (6,), (1, 1)),
+                                            ((4, 5), (20,), (3, 1))])
+def test_operand_that_broadcasts_beyond_the_reshape_keeps_it_below(src, dst, oshape):
+    """``f(reshape(x), y)`` where ``y`` raises the result's rank (or extends an axis) is not
+    ``reshape(f(x, y), dst)``: the result has the broadcast shape, not the reshape's."""
+    x = relay.var("x", shape=src)
+    y = relay.var("y", shape=oshape)
+    z = relay.minimum(relay.reshape(relay.exp(x), dst), y)
+    mod = relay.IRModule.from_expr(relay.Function([x, y], z))
+    new = transform.InferType()(transform.SinkReshape()(mod))
+    assert new["main"].body.op.name == "minimum"
+    assert tuple(new["main"].body.checked_type.shape) == np.broadcast_shapes(dst, oshape)
+    _check_same(mod, new)

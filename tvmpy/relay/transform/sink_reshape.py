@@ -138,6 +138,8 @@ class _Sink(ExprMutator):
         if len(shapes) != 1:
             return new
         ((src, dst),) = shapes
+        if _static(getattr(c, "checked_type", None)) != dst:
+            return new  # the other operand broadcasts the result beyond the reshape's shape
         args = []
         for f, o, n in zip(found, c.args, new.args):
             if f is not None:
