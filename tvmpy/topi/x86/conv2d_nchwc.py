@@ -183,6 +183,8 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
     if len(kernel.shape) != 6 or len(conv.op.reduce_axis) != 4:
         return 0
+    if not all(isinstance(getattr(d, "value", d), int) for d in (*kernel.shape, *data.shape[1:])):
+        return 0  # a symbolic size: the plain nest
     _, ic_chunk, kh, kw, ic_bn, oc_bn = (_const(d) for d in kernel.shape)
     if kh * kw != 1:
         return 0
