@@ -181,7 +181,7 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     if depthwise:
         return 0
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
-    if len(kernel.shape) != 6 or len(conv.op.reduce_axis) != 4:
+    if len(kernel.shape) != 6 or len(getattr(conv.op, "reduce_axis", ())) != 4:
         return 0
     if not all(isinstance(getattr(d, "value", d), int) for d in (*kernel.shape, *data.shape[1:])):
         return 0  # a symbolic size: the plain nest
@@ -273,7 +273,7 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     n, oco, y, x, oci = s[out].op.axis
     coo, coi = s[out].split(oco, factor=oc_tile)
     xo, xi = s[out].split(x, factor=reg_n)
-    red = list(s[CC].op.reduce_axis)  # (ico, ry, rx, ici); depthwise (ry, rx)
+    red = list(getattr(s[CC].op, "reduce_axis", ()))  # (ico, ry, rx, ici); depthwise (ry, rx)
     if k_block and len(red) == 4 and k_block < _const(red[0].dom.extent):
         _k_blocked(s, CC, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
                    oc_tile, kernel_outer, k_block)
@@ -318,9 +318,10 @@ def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, ti
     s[out].vectorize(oci)
     s[out].parallel(task)
     s[CC].compute_at(s[out], task)
-    _, cco, cy, cx, coci = s[CC].op.axis
+    cc_op: Any = s[CC].op
+    _, cco, cy, cx, coci = cc_op.axis
     cxo, cxi = s[CC].split(cx, factor=reg_n)
-    ico, ry, rx, ici = s[CC].op.reduce_axis
+    ico, ry, rx, ici = cc_op.reduce_axis
     ko, ki = s[CC].split(ico, factor=k_block)
     inner = [ry, rx, ki, ici] if kernel_outer else [ki, ry, rx, ici]
     s[CC].reorder(ko, cy, cxo, *inner, cco, cxi, coci)

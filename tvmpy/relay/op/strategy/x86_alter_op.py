@@ -339,8 +339,8 @@ def is_pointwise(call: Call) -> bool:
     if pixels < POINTWISE_MIN_PIXELS or (POINTWISE_MAX_PIXELS is not None
                                          and pixels > POINTWISE_MAX_PIXELS):
         return False
-    if POINTWISE_NCHWC_MIN_CHANNELS is not None and \
-            min(d.shape[1], w.shape[0]) >= POINTWISE_NCHWC_MIN_CHANNELS:
+    channels = [int(getattr(t, "shape")[k]) for t, k in ((d, 1), (w, 0))]  # noqa: B009
+    if POINTWISE_NCHWC_MIN_CHANNELS is not None and min(channels) >= POINTWISE_NCHWC_MIN_CHANNELS:
         return False
     return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)
