@@ -26,7 +26,7 @@ from tvmpy.topi.x86.conv2d_nchwc import (
 
 CONV = "conv2d_NCHWc.x86"
 DW = "depthwise_conv2d_NCHWc.x86"
-KNOBS = ("tile_ow", "tile_oc", "unroll_kw", "inline_pad", "tile_oh", "kernel_outer")
+KNOBS = ("tile_ow", "tile_oc", "unroll_kw", "inline_pad", "tile_oh", "kernel_outer", "k_block")
 
 
 def reference_schedule_conv2d_NCHWc(outs, reg_n=None, oc_tile=None, inline_pad=True):
@@ -107,7 +107,7 @@ def _default_knobs(args, depthwise):
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
     return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
             "inline_pad": default_inline_pad(out, depthwise), "tile_oh": 1,
-            "kernel_outer": False}
+            "kernel_outer": False, "k_block": 0}
 
 
 def _knobs(cfg):
@@ -291,10 +291,12 @@ def test_tune_conv_task_then_build_with_history_best(tmp_path, monkeypatch):
     real = conv2d_nchwc.schedule_nchwc_tile
 
     def spy(s, conv, out, oc_tile, reg_n, inline_pad, unroll_kw=False, tile_oh=1,
-            kernel_outer=False):
+            kernel_outer=False, k_block=0):
         seen.append({"tile_ow": reg_n, "tile_oc": oc_tile, "unroll_kw": unroll_kw,
-                     "inline_pad": inline_pad, "tile_oh": tile_oh, "kernel_outer": kernel_outer})
-        return real(s, conv, out, oc_tile, reg_n, inline_pad, unroll_kw, tile_oh, kernel_outer)
+                     "inline_pad": inline_pad, "tile_oh": tile_oh, "kernel_outer": kernel_outer,
+                     "k_block": k_block})
+        return real(s, conv, out, oc_tile, reg_n, inline_pad, unroll_kw, tile_oh, kernel_outer,
+                    k_block)
 
     monkeypatch.setattr(conv2d_nchwc, "schedule_nchwc_tile", spy)
     with autotvm.apply_history_best(str(log)):

@@ -180,6 +180,24 @@ def test_pointwise_matmul_map_limits(monkeypatch):
         assert count_ops(_alter(mod)["main"], "nn.matmul") == want
 
 
+def test_pointwise_wide_convs_stay_nchwc(monkeypatch):
+    """From POINTWISE_NCHWC_MIN_CHANNELS input and output channels a 1x1 convolution stays an
+    NCHWc convolution (both counts at the limit; one below keeps the matmul); the result is
+    numpy's on prime channel counts either way."""
+    from tvmpy.relay.op.strategy import x86_alter_op
+
+    assert x86_alter_op.POINTWISE_NCHWC_MIN_CHANNELS == 1024
+    mod, _, _, _ = _conv_model(1024, 1024, 8, 1, 1)
+    assert count_ops(_alter(mod)["main"], "nn.matmul") == 0
+    mod, _, _, _ = _conv_model(1024, 1023, 8, 1, 1)
+    assert count_ops(_alter(mod)["main"], "nn.matmul") == 1
+    monkeypatch.setattr(x86_alter_op, "POINTWISE_NCHWC_MIN_CHANNELS", 37)
+    for ic, oc, want in ((37, 41, 0), (41, 37, 0), (31, 41, 1)):
+        mod, x, _, ref = _conv_model(ic, oc, 9, 1, 1, seed=ic + oc)
+        assert count_ops(_alter(mod)["main"], "nn.matmul") == want
+        np.testing.assert_allclose(_build_run(mod, {"x": x}), ref, rtol=1e-4, atol=1e-4)
+
+
 def test_pointwise_matmul_large_awkward_maps():
     """The matmul form on maps above the old 1024-pixel limit, awkward channels, vs numpy."""
     for ic, oc, hw in ((57, 24, 56), (3, 57, 33), (24, 1, 41)):

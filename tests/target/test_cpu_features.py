@@ -112,3 +112,22 @@ def test_no_cpu_name_lists_in_the_package():
     hits = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
             for n, line in enumerate(p.read_text().splitlines(), 1) if names.search(line)]
     assert not hits, hits
+
+
+def test_cache_sizes_host_and_foreign(monkeypatch):
+    """The host's L1D / L2 sizes come from sysfs (then sysconf); a target that is not this
+    machine (a named CPU, another triple) gets the defaults."""
+    from tvmpy.target import Target, cpu_features
+
+    host = cpu_features.host_cache_sizes()
+    assert host.l1d >= 4096 and host.l2 >= host.l1d
+    assert Target("llvm").cache_sizes == host
+    assert Target("llvm -mtriple=aarch64-linux-gnu").cache_sizes == cpu_features.DEFAULT_CACHE_SIZES
+    # sysfs unreadable and sysconf unknown: the defaults
+    monkeypatch.setattr(cpu_features, "_sysfs_cache_sizes", lambda: {})
+    monkeypatch.setattr(cpu_features.os, "sysconf", lambda name: -1)
+    cpu_features.host_cache_sizes.cache_clear()
+    try:
+        assert cpu_features.host_cache_sizes() == cpu_features.DEFAULT_CACHE_SIZES
+    finally:
+        cpu_features.host_cache_sizes.cache_clear()

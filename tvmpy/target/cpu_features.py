@@ -40,6 +40,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
@@ -47,7 +48,8 @@ from ..runtime.host_cpu import host_cpu_name, host_features
 from ..runtime.linker import _init_llvm_for, host_arch, triple_arch
 
 __all__ = ["isa_features", "feature_names", "requirement", "captured_fds", "target_machine",
-           "host_isa_features", "host_feature_string", "host_cpu_name"]
+           "host_isa_features", "host_feature_string", "host_cpu_name", "CacheSizes",
+           "DEFAULT_CACHE_SIZES", "host_cache_sizes"]
 
 _lock = threading.RLock()
 
@@ -227,3 +229,65 @@ def requirement(triple: str | None, cpu: str, features: str) -> dict:
     the triple, CPU name and instruction-set features the code was compiled with."""
     triple = triple or _default_triple()
     return {"triple": triple, "name": cpu, "features": sorted(isa_features(triple, cpu, features))}
+
+
+# --- data cache sizes (blocking choices of the CPU schedules) -----------------------------------
+
+@dataclass(frozen=True)
+class CacheSizes:
+    """Per-core data cache sizes in bytes: ``l1d`` (level 1 data) and ``l2`` (level 2)."""
+
+    l1d: int
+    l2: int
+
+
+DEFAULT_CACHE_SIZES = CacheSizes(l1d=32 * 1024, l2=1024 * 1024)
+"""What a target other than this machine is assumed to have (a foreign or named CPU, or a host
+whose sizes cannot be read): 32 KiB L1D, as every x86-64 core since 2006 has at least, and a
+1 MiB L2 (Skylake-SP to Sapphire Rapids 1-2 MiB, Zen 2-4 0.5-1 MiB)."""
+
+
+def _sysfs_cache_sizes() -> dict[int, int]:
+    """{level: bytes} of cpu0's data/unified caches from Linux's sysfs ({} elsewhere)."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    found: dict[int, int] = {}
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.startswith("index"):
+            continue
+        try:
+            with open(os.path.join(base, entry, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(base, entry, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, entry, "size")) as f:
+                text = f.read().strip().upper()
+        except (OSError, ValueError):
+            continue
+        if kind not in ("Data", "Unified"):
+            continue
+        scale = {"K": 1024, "M": 1024 * 1024}.get(text[-1:], 1)
+        digits = text.rstrip("KMB")
+        if digits.isdigit():
+            found[level] = int(digits) * scale
+    return found
+
+
+@lru_cache(maxsize=1)
+def host_cache_sizes() -> CacheSizes:
+    """This machine's per-core L1D and L2 sizes (sysfs, then ``sysconf``), each falling back to
+    :data:`DEFAULT_CACHE_SIZES` when it cannot be read."""
+    found = _sysfs_cache_sizes()
+    for level, name in ((1, "SC_LEVEL1_DCACHE_SIZE"), (2, "SC_LEVEL2_CACHE_SIZE")):
+        if found.get(level, 0) <= 0:
+            try:
+                value = os.sysconf(name)
+            except (ValueError, OSError, AttributeError):
+                value = 0
+            if value > 0:
+                found[level] = value
+    return CacheSizes(l1d=found.get(1) or DEFAULT_CACHE_SIZES.l1d,
+                      l2=found.get(2) or DEFAULT_CACHE_SIZES.l2)

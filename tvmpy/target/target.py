@@ -25,7 +25,14 @@ from typing import Any
 
 from ..ir.dtype import bits_of
 from ..runtime.linker import host_arch, triple_arch
-from .cpu_features import host_cpu_name, host_feature_string, isa_features
+from .cpu_features import (
+    DEFAULT_CACHE_SIZES,
+    CacheSizes,
+    host_cache_sizes,
+    host_cpu_name,
+    host_feature_string,
+    isa_features,
+)
 
 __all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
@@ -213,6 +220,15 @@ class Target:
 
     def vector_lanes(self, dtype: str) -> int:
         return max(1, self.vector_width_bits // bits_of(dtype))
+
+    @property
+    def cache_sizes(self) -> CacheSizes:
+        """Per-core L1D / L2 sizes the CPU schedules block for: this machine's when the target
+        is this machine (no -mcpu and no -mtriple, or -mcpu naming the host CPU on its
+        architecture), else :data:`~tvmpy.target.cpu_features.DEFAULT_CACHE_SIZES`."""
+        host = (not self.is_foreign and self.mcpu == host_cpu_name()) or (
+            self.mcpu is None and self.mtriple is None)
+        return host_cache_sizes() if host and not self.is_gpu else DEFAULT_CACHE_SIZES
 
     @property
     def attrs(self) -> dict[str, Any]:

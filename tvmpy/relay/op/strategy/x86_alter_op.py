@@ -18,7 +18,8 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
   ``strided_slice``, fused with the bias and activation that follow).
   A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
-  in NCHW instead (:func:`is_pointwise`, no layout transforms).
+  in NCHW instead (:func:`is_pointwise`, no layout transforms), unless it has at least
+  :data:`POINTWISE_NCHWC_MIN_CHANNELS` input and output channels.
 * ``nn.dense`` with enough rows becomes ``nn.contrib_dense_pack`` of the prepacked weight
   (:func:`alter_dense_layout`).
 """
@@ -48,7 +49,8 @@ from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_block", "conv_padding",
            "is_depthwise", "is_grouped", "grouped_blocks",
-           "is_pointwise", "POINTWISE_MAX_PIXELS", "alter_dense_layout"]
+           "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
+           "alter_dense_layout"]
 
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
@@ -304,10 +306,22 @@ product's column count, and below two 32-column panels the matmul's tiles are mo
 vs 10.4, 144x28x28 -> 32 24 vs 41)."""
 
 
+POINTWISE_NCHWC_MIN_CHANNELS: int | None = 1024
+"""Input and output channel counts from which (both) a 1x1 convolution stays an NCHWc
+convolution rather than :func:`is_pointwise`'s matmul (None: no limit). There the product's
+time dwarfs the layout transforms (per pixel IC + OC values moved against IC x OC FMAs), and the
+NCHWc kernel, reduction-blocked by ``topi.x86.conv2d_nchwc.default_k_block`` where the
+reduction is long, is faster than the matmul form: bench/conv1x1_kblock.py, 1 thread, CPU
+time, Zen 4, loaded (2026-11-29; NCHWc / matmul / onnxruntime's Conv, ms): 2048 -> 1024 28x28
+31.2 / 34.8 / 34.1, 1024 -> 2048 28x28 29.2 / 33.5 / 31.9. In ResNeXt-like stages the blocked
+layout then flows through the residual adds (no transform between blocks)."""
+
+
 def is_pointwise(call: Call) -> bool:
     """A typed plain ``nn.conv2d`` that is one matrix product in NCHW: 1x1 window, stride 1,
     no padding or dilation, batch 1, static shapes, at least ``POINTWISE_MIN_PIXELS`` (and at
-    most ``POINTWISE_MAX_PIXELS``, when set) pixels per channel, the output dtype the input's;
+    most ``POINTWISE_MAX_PIXELS``, when set) pixels per channel, fewer than
+    ``POINTWISE_NCHWC_MIN_CHANNELS`` input or output channels, the output dtype the input's;
     unless the PassContext config ``"relay.x86.pointwise_matmul"`` is False."""
     flag = PassContext.current().config.get("relay.x86.pointwise_matmul", True)
     if not isinstance(flag, bool):
@@ -324,6 +338,9 @@ def is_pointwise(call: Call) -> bool:
     pixels = d.shape[2] * d.shape[3]
     if pixels < POINTWISE_MIN_PIXELS or (POINTWISE_MAX_PIXELS is not None
                                          and pixels > POINTWISE_MAX_PIXELS):
+        return False
+    channels = [int(getattr(t, "shape")[k]) for t, k in ((d, 1), (w, 0))]  # noqa: B009
+    if POINTWISE_NCHWC_MIN_CHANNELS is not None and min(channels) >= POINTWISE_NCHWC_MIN_CHANNELS:
         return False
     return (a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and tuple(w.shape[2:]) == (1, 1) and tuple(a.strides) == (1, 1)

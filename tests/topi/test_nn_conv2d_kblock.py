@@ -1,0 +1,121 @@
+"""The reduction-blocked NCHWc convolution (``schedule_nchwc_tile(k_block=...)``, x86): the
+accumulators of a task's rows in a scratch buffer, the input chunks in blocks. Checked against
+the numpy reference on awkward shapes (prime channel and chunk counts, blocks that do not
+divide the chunks, rows and columns that do not divide the map, plain NCHW data, stride 2, no
+epilogue), and the default rule (``default_k_block``) against given cache sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvmpy import te, topi
+from tvmpy.target.cpu_features import DEFAULT_CACHE_SIZES, CacheSizes
+from tvmpy.topi import nn, testing
+from tvmpy.topi.x86 import conv2d_nchwc
+
+from .nn_util import check
+
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, oc_tile, reg_n, k_block, rows, plain data, epilogue)
+CASES = [
+    (1, 21, 5, 13, 10, 3, 5, 1, 2, 4, 2, 2, False, True),   # 7 chunks (prime), block 2: tail
+    (2, 13, 7, 6, 16, 1, 8, 1, 2, 6, 3, 3, False, False),   # 13 chunks, no epilogue, batch 2
+    (1, 32, 6, 11, 24, 8, 8, 1, 1, 5, 3, 4, True, True),    # plain NCHW data read in place
+    (1, 24, 9, 9, 16, 4, 16, 2, 1, 3, 4, 2, False, True),   # stride 2
+]
+
+
+def _conv(case):
+    n, c, h, w, oc, icb, ocb, stride, *_, plain, epilogue = case
+    A = te.placeholder((n, c, h, w) if plain else (n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // icb, 1, 1, icb, ocb), name="W")
+    B = te.placeholder((1, oc // ocb, 1, 1, ocb), name="B")
+    conv = nn.conv2d_NCHWc(A, W, stride, 0, 1, "NCHW" if plain else f"NCHW{icb}c",
+                           f"NCHW{ocb}c")
+    out = topi.nn.relu(topi.add(conv, B)) if epilogue else conv
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c, 1, 1)).astype("float32")
+    bias = rng.uniform(-1, 1, (1, oc // ocb, 1, 1, ocb)).astype("float32")
+    want = testing.nchw_to_nchwc(testing.conv2d_nchw_python(a, wt, stride, 0), ocb)
+    if epilogue:
+        want = np.maximum(want + bias, 0)
+    arrays = [a if plain else testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)]
+    inputs = [A, W]
+    if epilogue:
+        inputs.append(B)
+        arrays.append(bias)
+    return inputs, out, arrays, want
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_k_blocked_nchwc_matches_reference(case):
+    *_, oc_tile, reg_n, k_block, rows, _, _ = case
+    inputs, out, arrays, want = _conv(case)
+
+    def schedule(outs):
+        s, conv, anchor_out, _ = conv2d_nchwc.find_nchwc(outs)
+        conv2d_nchwc.schedule_nchwc_tile(s, conv, anchor_out, oc_tile, reg_n, True,
+                                         tile_oh=rows, k_block=k_block)
+        return s
+
+    check(inputs, out, schedule, lambda *xs: want, arrays=arrays)
+
+
+def _conv_1x1(ic, oc, hw, k=1, bn=16):
+    A = te.placeholder((1, ic // bn, hw, hw, bn), name="A")
+    W = te.placeholder((oc // bn, ic // bn, k, k, bn, bn), name="W")
+    return nn.conv2d_NCHWc(A, W, 1, k // 2, 1, f"NCHW{bn}c", f"NCHW{bn}c")
+
+
+def test_default_k_block_rule():
+    small = CacheSizes(l1d=32 * 1024, l2=64 * 1024)
+    # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 8, the
+    # input (256 KiB) > L2: blocks of the chunks whose weights fill L1D / 4 (4 x 2 KiB)
+    assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16), 2, False, small) == 4
+    assert conv2d_nchwc.default_k_rows(_conv_1x1(256, 64, 16), 2, small) == 16
+    assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 4), 2, False, small) == 0  # in L2
+    assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 16), 2, False, small) == 0  # short
+    assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16, k=3), 2, False, small) == 0
+    # resnext_dilated's stage-4 1x1 convolutions on a 1 MiB L2: K = 2048 blocked, 1024 not
+    assert conv2d_nchwc.default_k_block(_conv_1x1(2048, 1024, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 4
+    assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 2048, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 0
+    A = te.placeholder((1, 16, 16, 16, 16), name="A")
+    dw = nn.depthwise_conv2d_NCHWc(A, te.placeholder((16, 1, 1, 1, 1, 16), name="W"), 1, 0, 1,
+                                   "NCHW16c", "NCHW16c")
+    assert conv2d_nchwc.default_k_block(dw, 1, True, small) == 0
+
+
+def test_default_schedule_takes_the_blocked_nest(monkeypatch):
+    """With small caches the default schedule blocks an awkward 1x1 convolution (5 input
+    chunks, 3 output chunks, 9x9 map) and still matches the reference."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=1024, l2=2048))
+    case = (1, 40, 9, 9, 24, 8, 8, 1, 0, 0, 0, 0, False, True)
+    inputs, out, arrays, want = _conv(case)
+    conv = out.op.input_tensors[0].op.input_tensors[0]
+    assert conv2d_nchwc.default_k_block(conv, 1, False) == 1  # blocked (1 chunk a block)
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
+
+
+def test_autotvm_fallback_is_the_blocked_default(monkeypatch):
+    """The AutoTVM template's fallback config (what an untuned relay.build uses) takes the
+    default's block and rows: the same lowered program as ``schedule_conv2d_NCHWc``."""
+    import tvmpy as tvm
+    from tvmpy import autotvm
+    from tvmpy.target import Target
+
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
+    A = te.placeholder((1, 12, 7, 10, 4), name="A")
+    W = te.placeholder((3, 12, 1, 1, 4, 8), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW4c", "NCHW8c", "float32")
+    ctx = autotvm.task.FallbackContext()
+    ctx.silent = True
+    with ctx, Target("llvm"):
+        out = conv2d_nchwc.conv2d_NCHWc(*args)
+        got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
+    ref_out = nn.conv2d_NCHWc(*args)
+    assert conv2d_nchwc.default_k_block(ref_out, 1, False) > 0
+    want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
+    assert got == want
