@@ -199,3 +199,39 @@ def test_apply_history_best_takes_the_fastest_blocking():
                 if _blocks(r)[1] == 4}.values())
     assert len(one) == 3
     assert _layouts(mod, params, autotvm.apply_history_best(one)) == {"NCHW8c"}
+
+
+@pytest.mark.parametrize("middle,carried", [
+    ("batch_norm", True),   # folded into multiply/add before AlterOpLayout: layout carried
+    ("relu", True),
+    ("softmax", False),     # no layout rule: AlterOpLayout goes back to NCHW, so must the tuner
+    ("prelu", None),        # whatever its rule says AlterOpLayout does
+])
+def test_graph_tuner_edges_follow_the_layout_rules(middle, carried):
+    """The tuner's model of which ops carry a blocked layout between two convolutions is the
+    op's layout rule (the one AlterOpLayout applies), not a list of its own."""
+    x = relay.var("data", shape=SHAPE)
+    w1 = relay.var("w1", shape=(8, 3, 3, 3))
+    w2 = relay.var("w2", shape=(8, 8, 3, 3))
+    a = relay.nn.conv2d(x, w1, padding=(1, 1), channels=8, kernel_size=(3, 3))
+    if middle == "batch_norm":
+        g, b, m, v = (relay.var(n, shape=(8,)) for n in ("g", "b", "m", "v"))
+        a = relay.nn.batch_norm(a, g, b, m, v)[0]
+    elif middle == "relu":
+        a = relay.nn.relu(a)
+    elif middle == "prelu":
+        a = relay.nn.prelu(a, relay.var("alpha", shape=(8,)))
+    else:
+        a = relay.nn.softmax(a, axis=1)
+    y = relay.nn.conv2d(a, w2, padding=(1, 1), channels=8, kernel_size=(3, 3))
+    mod = tvm.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y))
+    rng = np.random.default_rng(5)
+    params = {"w1": rng.standard_normal((8, 3, 3, 3), dtype="float32"),
+              "w2": rng.standard_normal((8, 8, 3, 3), dtype="float32")}
+    ex = DPTuner(mod, {"data": SHAPE}, _records(mod, params, lambda t: 1e-5), CONV, "llvm")
+    assert len(ex._nodes) == 2
+    if carried is None:  # the build's own answer: is a transform back to NCHW before conv 2?
+        with tvm.transform.PassContext(opt_level=3):
+            text = str(optimize(mod, params, "llvm")["main"])
+        carried = text.count("layout_transform") <= 2  # only into conv 1 and out of conv 2
+    assert ((0, 1) in ex._edges) == carried

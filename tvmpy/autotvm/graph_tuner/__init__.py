@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .base_graph_tuner import LAYOUT_PRESERVING_OPS, BaseGraphTuner
+from .base_graph_tuner import BaseGraphTuner
 
-__all__ = ["BaseGraphTuner", "DPTuner", "PBQPTuner", "layout_tasks", "LAYOUT_PRESERVING_OPS"]
+__all__ = ["BaseGraphTuner", "DPTuner", "PBQPTuner", "layout_tasks"]
 
 
 class DPTuner(BaseGraphTuner):

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from ...relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
-from ...relay.op.registry import OpPattern
+from ...relay.transform.layout_demand import passes_blocked_layout
+from ...relay.transform.simplify_inference import SimplifyInference
 from ...relay.type_infer import infer_type
 from ...relay.visitor import dataflow_post_order
 from ...target import as_target
@@ -44,18 +45,9 @@ from ..task.dispatcher import _target_key
 from ..task.graph_best import conv_key, conv_record_layout
 from .solver import solve, total_cost
 
-__all__ = ["BaseGraphTuner", "LAYOUT_PRESERVING_OPS"]
+__all__ = ["BaseGraphTuner"]
 
 _LOG = logging.getLogger("autotvm")
-
-LAYOUT_PRESERVING_OPS = frozenset({
-    "nn.relu", "nn.leaky_relu", "nn.prelu", "nn.bias_add", "nn.batch_norm", "nn.dropout",
-    "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d",
-    "clip", "sigmoid", "tanh", "exp", "add", "subtract", "multiply", "divide", "maximum",
-    "minimum", "nn.fast_softmax",
-})
-"""Operators whose output keeps the layout of their (first) tensor input in the build; other
-elementwise / broadcast operators on 4-D values are treated so too."""
 
 _Layout = tuple[Any, ...]  # (shape NCHW, src block or None, dst block or None, dtype)
 
@@ -136,7 +128,9 @@ class BaseGraphTuner:
         if not isinstance(func, Function):
             raise TypeError(f"graph tuner: graph must be a relay Function or IRModule, got "
                             f"{type(graph).__name__}")
-        self._func = infer_type(func)
+        # the graph AlterOpLayout sees: batch_norm / dropout already folded into arithmetic
+        self._func = infer_type(SimplifyInference().transform_function(infer_type(func), None,
+                                                                         None))
         self._check_inputs(input_shapes)
         self._records = self._load(records)
         self._nodes: list[_Node] = []
@@ -202,12 +196,9 @@ class BaseGraphTuner:
                         call.args[0].checked_type.dtype)
 
     def _preserves(self, call: Call) -> bool:
-        name = getattr(call.op, "name", "")
-        if name in LAYOUT_PRESERVING_OPS:
-            return True
-        shape = _shape(getattr(call, "checked_type", None))
-        return (getattr(call.op, "pattern", OpPattern.OPAQUE) <= OpPattern.BROADCAST
-                and shape is not None and len(shape) == 4)
+        """Whether the build keeps a blocked layout through ``call``: the op's layout rule
+        (``relay/transform/layout_rules.py``) as AlterOpLayout asks it."""
+        return any(passes_blocked_layout(call, i) for i in range(len(call.args)))
 
     def _walk(self) -> None:
         src: dict[int, int | None] = {}  # id(expr) -> node carrying the layout, or None

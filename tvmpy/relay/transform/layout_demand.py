@@ -21,7 +21,7 @@ from ..op.registry import Op
 from ..visitor import post_order_visit
 from .layout_rules import Layout, block_of, blocked, layout_rule, tensor_shape
 
-__all__ = ["wanted_blocked"]
+__all__ = ["wanted_blocked", "passes_blocked_layout"]
 
 #: the layout an argument is asked about in: blocked (the block does not matter here)
 _PROBE = Layout("NCHW", blocked(1))
@@ -52,7 +52,7 @@ class _Probe:
         raise AssertionError("layout_demand asks the rules; it builds nothing")
 
 
-def _passes_layout(user: Any, index: int) -> bool:
+def passes_blocked_layout(user: Any, index: int) -> bool:
     """``user`` keeps argument ``index`` in the blocked layout (its result blocked too): its
     layout rule says so."""
     if isinstance(user, Tuple):  # a concatenate's fields (checked at the concatenate)
@@ -94,7 +94,7 @@ def wanted_blocked(body: RelayExpr) -> set[int]:
                 demands[id(user)] = _demand(user)
             demand = demands[id(user)]
             if (demand is not None and block_of(demand[i]) is not None) or (
-                    demand is None and id(user) in wanted and _passes_layout(user, i)):
+                    demand is None and id(user) in wanted and passes_blocked_layout(user, i)):
                 wanted.add(id(node))
                 break
     return wanted
