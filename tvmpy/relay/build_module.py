@@ -535,6 +535,12 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     plus a launch plan (host side: ``target_host``, llvm by default; CPU targets ignore it); the
     factory's executor then keeps its tensors on the device it is created for
     (``lib["default"](tvm.opencl(0))``)."""
+    from .backend.vta_build import is_vta_target
+
+    if is_vta_target(target):  # VTA: offloaded packed convolutions + the rest on the host
+        from .backend.vta_build import build_vta
+
+        return build_vta(mod, target, params, mod_name, target_host, progress)
     if target_host is not None:  # GPU targets: where the launch code runs (default llvm)
         tgt = _build_target(target)
         if tgt.is_gpu:

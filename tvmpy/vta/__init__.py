@@ -17,6 +17,7 @@ from . import hw_config, isa, runtime, simulator
 from .build import MAGIC as _MAGIC
 from .build import build, build_config, load_vta_module, lower
 from .environment import Environment, get_env
+from . import graph_module, top  # noqa: E402,F401  (load_module of exported VTA graphs; vta.top)
 
 __all__ = ["hw_config", "isa", "runtime", "simulator", "Environment", "get_env", "build", "build_config",
            "lower", "load_vta_module"]
