@@ -2,13 +2,16 @@
 offload of a ``vta.top.graph_pack``-ed graph.
 
 The graph passes and fusion run for the host CPU (the target's host, llvm by default). Each
-fused function holding a packed ``nn.conv2d`` (6-D data) is a VTA function: lowered with
-``vta.top.conv2d_packed`` and its element-wise epilogue (``clip`` as the two ALU stages min
-and max, as TVM's VTA ``clip`` compute), scheduled by ``vta.top.schedule_conv2d_packed`` (an
-AutoTVM template: tuned configs apply under ``autotvm.apply_history_best``) and built by
-``vta.build`` into a driver of the runtime's command queue. Every other fused function (layout
+fused function holding a packed ``nn.conv2d`` (6-D data) is a VTA function: lowered with the
+VTA target's strategies (``relay/op/strategy/vta.py``: ``vta.top.conv2d_packed`` and its
+element-wise epilogue, ``clip`` as the two ALU stages min and max), scheduled by
+``vta.top.schedule_conv2d_packed`` (an AutoTVM template: tuned configs apply under
+``autotvm.apply_history_best``; a result that is not a copy gets one, the DMA store) and built
+by ``vta.build`` into a driver of the runtime's command queue. Every other fused function (layout
 transforms, the first conv, pooling, the classifier, float requantization) builds for the host
-as in a CPU build. The host library imports a ``VTALibraryModule`` holding the VTA functions,
+as in a CPU build. A packed function VTA cannot run (a result wider than int8: VTA's
+stores narrow to int8; relay.quantize keeps residual branches in int32) builds for the host
+from the same packed computes (``lower_cpu_function``). The host library imports a ``VTALibraryModule`` holding the VTA functions,
 so the graph executor runs both through the one factory ``relay.build`` returns.
 """
 
@@ -22,7 +25,8 @@ from ..expr import Call, Function
 from ..visitor import post_order_visit
 from .te_compiler import LoweringError, _GroupLowering
 
-__all__ = ["is_vta_target", "is_vta_function", "build_vta", "lower_vta_function"]
+__all__ = ["is_vta_target", "is_vta_function", "build_vta", "lower_vta_function",
+           "lower_cpu_function", "cannot_offload"]
 
 
 def is_vta_target(target: Any) -> bool:
@@ -46,55 +50,90 @@ def is_vta_function(func: Function) -> bool:
     return bool(found)
 
 
-class _VTALowering(_GroupLowering):
-    """A fused VTA function's calls to tensor expressions: the packed conv2d by
-    ``vta.top.conv2d_packed``, ``clip`` as two ALU stages, the rest by their computes."""
-
-    def _lower(self, e: Any) -> list[te.Tensor]:
-        name = getattr(getattr(e, "op", None), "name", None) if isinstance(e, Call) else None
-        if name == "nn.conv2d":
-            from ...vta import top as vta_top
-            from ..op.registry import OpPattern
-
-            data, kernel = (self.memo[id(a)][0] for a in e.args)
-            a = e.attrs
-            out = vta_top.conv2d_packed(data, kernel, tuple(a.strides), tuple(a.padding),
-                                        tuple(a.dilation), a.data_layout,
-                                        a.out_dtype or "int32")
-            self.calls.append((int(OpPattern.OUT_ELEMWISE_FUSABLE), e, None, [out]))
-            return [out]
-        if name == "clip":
-            from ..op.registry import OpPattern
-
-            x = self.memo[id(e.args[0])][0]
-            lo = tir.const(int(float(e.attrs.a_min)), x.dtype)
-            hi = tir.const(int(float(e.attrs.a_max)), x.dtype)
-            a = te.compute(x.shape, lambda *i: tir.min(x(*i), hi), name="clip_a_max",
-                           tag="elemwise")
-            b = te.compute(x.shape, lambda *i: tir.max(a(*i), lo), name="clip_a_min",
-                           tag="elemwise")
-            self.calls.append((int(OpPattern.ELEMWISE), e, None, [b]))
-            return [b]
-        return super()._lower(e)
+def _is_copy(t: te.Tensor) -> bool:
+    """``t`` is a cast or a copy of one tensor (what a DMA store does)."""
+    body = getattr(t.op, "body", None)
+    if not body or len(t.op.input_tensors) != 1:
+        return False
+    e = body[0]
+    while isinstance(e, tir.Cast):
+        e = e.value
+    return isinstance(e, tir.ProducerLoad)
 
 
 def lower_vta_function(func: Function, name: str, env: Any = None) -> Any:
     """The :class:`tvmpy.vta.build.VTAModule` of a fused VTA function (symbol ``name``); its
     arguments are the function's inputs then its output, as a host kernel's."""
     from ... import vta
-    from ...vta import top as vta_top
 
     env = env or vta.get_env()
     with env:
-        g = _VTALowering(func, as_target("llvm"), name)
+        # the strategies of the "vta" key (relay/op/strategy/vta.py): the packed conv2d as
+        # vta.top.conv2d_packed with its VTA schedule, clip as two ALU stages
+        g = _GroupLowering(func, as_target(env.target), name)
         outs = g.outputs(func.body)
         if len(outs) != 1:
             raise LoweringError(f"{name}: a VTA function has one output, got {len(outs)}")
+        out = outs[0]
+        if not _is_copy(out):  # the result leaves the accumulator by a DMA store of a copy
+            outs = [te.compute(out.shape, lambda *i: out(*i), name=f"{out.op.name}_store",
+                               tag="elemwise")]
+        anchor = [(c, impl) for _, c, impl, _ in g.calls
+                  if impl is not None and impl.name == "conv2d_packed.vta"]
+        if len(anchor) != 1:
+            raise LoweringError(f"{name}: a VTA function has one packed conv2d, found "
+                                f"{len(anchor)}")
+        call, impl = anchor[0]
         try:
-            sched = vta_top.schedule_conv2d_packed(outs)
+            sched = impl.schedule(call.attrs, outs, as_target(env.target))
         except ValueError as err:
             raise LoweringError(f"{name}: cannot run on VTA: {err}") from err
         return vta.build(sched, [*g.inputs, *outs], "ext_dev", env.target_host, name=name)
+
+
+def cannot_offload(func: Function, env: Any) -> str | None:
+    """Why VTA cannot run the fused VTA function ``func`` (None when it can): VTA stores its
+    results narrowed to ``env.out_dtype`` (int8), so a function whose result is wider (an
+    int32 residual branch of relay.quantize's graph) runs on the CPU."""
+    ret = func.body.checked_type
+    dtype = str(getattr(ret, "dtype", ""))
+    if dtype != env.out_dtype:
+        return f"its result is {dtype or ret}; VTA stores {env.out_dtype} only"
+    return None
+
+
+def lower_cpu_function(func: Function, name: str, host: Any, env: Any = None) -> Any:
+    """A host (llvm) Module computing the fused VTA function ``func`` with the same packed
+    computes (``vta.top.conv2d_packed`` and the epilogue), for what VTA cannot run: the
+    element-wise stages inlined into the output, the convolution parallel over its outer
+    axes."""
+    from ... import driver, vta
+
+    env = env or vta.get_env()
+    with env:
+        g = _GroupLowering(func, as_target(env.target), name)
+        outs = g.outputs(func.body)
+    s = te.create_schedule([o.op for o in outs])
+    outputs = {id(o.op) for o in outs}
+    seen: set[int] = set()
+
+    def visit(t: te.Tensor) -> None:
+        op = t.op
+        if id(op) in seen or not isinstance(op, te.ComputeOp):
+            return
+        seen.add(id(op))
+        for x in op.input_tensors:
+            visit(x)
+        if id(op) in outputs:
+            return
+        if op.reduce_axis:
+            s[op].parallel(op.axis[1])
+        else:
+            s[op].compute_inline()
+    for o in outs:
+        visit(o)
+        s[o].parallel(o.op.axis[1])
+    return driver.build(s, [*g.inputs, *outs], target=host, name=name)
 
 
 def build_vta(mod: Any, target: Any, params: Any = None, mod_name: str = "default",
@@ -115,15 +154,21 @@ def build_vta(mod: Any, target: Any, params: Any = None, mod_name: str = "defaul
     prims = lower_to_primitives(mod, host, params, progress=progress, eager=False)
     compiler = prims.compiler
     every = list(compiler.funcs)
-    offload = [lf for lf in every if is_vta_function(lf.func)]
+    packed = [lf for lf in every if is_vta_function(lf.func)]
+    offload = [lf for lf in packed if cannot_offload(lf.func, env) is None]
+    on_cpu = [lf for lf in packed if cannot_offload(lf.func, env) is not None]
     vta_mods = [lower_vta_function(lf.func, lf.name, env) for lf in offload]
-    compiler.funcs[:] = [lf for lf in every if not any(lf is o for o in offload)]
+    cpu_mods = [lower_cpu_function(lf.func, lf.name, host, env) for lf in on_cpu]
+    compiler.funcs[:] = [lf for lf in every if not any(lf is o for o in packed)]
     try:
         res: BuildResult = _generate(prims, progress)
     finally:
         compiler.funcs[:] = every
+    for m in cpu_mods:
+        res.lib.import_module(m)
     res.lib.import_module(VTALibraryModule(vta_mods))
     factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)
     factory.build_times = res.times
-    factory.vta_functions = [m.name for m in vta_mods]
+    factory.vta_functions = [m.name for m in vta_mods]  # what runs on VTA
+    factory.vta_cpu_functions = [lf.name for lf in on_cpu]  # packed, but VTA cannot store them
     return factory
