@@ -161,14 +161,24 @@ def build_vta(mod: Any, target: Any, params: Any = None, mod_name: str = "defaul
     cpu_mods = [lower_cpu_function(lf.func, lf.name, host, env) for lf in on_cpu]
     compiler.funcs[:] = [lf for lf in every if not any(lf is o for o in packed)]
     try:
-        res: BuildResult = _generate(prims, progress)
+        if compiler.funcs:
+            res: BuildResult = _generate(prims, progress)
+            graph_json, lib, gparams, times = res.graph_json, res.lib, res.params, res.times
+        else:  # everything offloaded: no host kernels, an empty host library
+            from ...runtime.module import Module
+            from .graph_codegen import codegen_graph
+
+            graph_json, gparams, _ = codegen_graph(
+                prims.main, lambda f: compiler.lookup(f).name)  # type: ignore[union-attr]
+            lib = Module(None, {"version": 1, "entry": "", "functions": []}, "llvm")
+            times = dict(prims.times)
     finally:
         compiler.funcs[:] = every
     for m in cpu_mods:
-        res.lib.import_module(m)
-    res.lib.import_module(VTALibraryModule(vta_mods))
-    factory = GraphExecutorFactoryModule(res.graph_json, res.lib, res.params, mod_name)
-    factory.build_times = res.times
+        lib.import_module(m)
+    lib.import_module(VTALibraryModule(vta_mods))
+    factory = GraphExecutorFactoryModule(graph_json, lib, gparams, mod_name)
+    factory.build_times = times
     factory.vta_functions = [m.name for m in vta_mods]  # what runs on VTA
     factory.vta_cpu_functions = [lf.name for lf in on_cpu]  # packed, but VTA cannot store them
     return factory

@@ -175,8 +175,61 @@ def graph_pack(expr: Any, bfactor: int, cfactor: int, weight_bits: int,
     hi = len(order) if hi is None else hi
     if hi <= lo:
         raise GraphPackError(f"graph_pack: {stop_name} comes before {start_name}")
+    # A packed conv whose fused function would end in a value wider than int8 cannot run on
+    # VTA (its stores narrow to int8): relay.quantize keeps residual branches and the float
+    # requantization inputs in int32. Such convs stay in NCHW (tvmpy's llvm int8 kernels);
+    # which ones is FuseOps's choice (a residual add joins one of its two convs), so pack,
+    # fuse as relay.build will, and repeat without the convs that came out wide.
+    keep: set[int] = set()
+    for _ in range(len(order) + 1):
+        out, convs = _pack_region(func, order, lo, hi, bfactor, cfactor, weight_bits, keep)
+        wide = _wide_convs(out, convs)
+        if not wide:
+            break
+        keep |= wide
+    if isinstance(expr, IRModule):
+        res = expr.copy()
+        res["main"] = out
+        return res
+    return out
+
+
+def _weight_key(c: Constant) -> tuple:
+    arr = c.data.numpy()
+    return (arr.shape, hash(arr.tobytes()))
+
+
+def _wide_convs(func: Function, convs: dict[tuple, int]) -> set[int]:
+    """The original convs (ids) whose packed form lands in a fused function with a result that
+    is not int8, when ``func`` is fused as relay.build fuses it."""
+    from ...ir.module import IRModule
+    from ...relay.backend.vta_build import is_vta_function
+    from ...relay.build_module import optimize
+
+    fused = optimize(IRModule.from_expr(func), None, "llvm")["main"]
+    wide: set[int] = set()
+    for e in dataflow_post_order(fused.body):
+        if not (isinstance(e, Call) and isinstance(e.op, Function) and is_vta_function(e.op)):
+            continue
+        if str(getattr(e.checked_type, "dtype", "")) == "int8":
+            continue
+        for a in e.args:
+            if isinstance(a, Constant) and len(_shape(a)) == 6 and _dtype(a) == "int8":
+                k = convs.get(_weight_key(a))
+                if k is not None:
+                    wide.add(k)
+    return wide
+
+
+def _pack_region(func: Function, order: list, lo: int, hi: int, bfactor: int, cfactor: int,
+                 weight_bits: int, keep: set[int]) -> tuple[Function, dict[tuple, int]]:
+    """One packing of the region (``keep``: ids of convs left in NCHW); the packed function
+    and, for each packed kernel constant, the id of its original conv."""
+    from ...ir.module import IRModule
+
     pk = _Packer(bfactor, cfactor, weight_bits)
     new: dict[int, Any] = {}  # id(old) -> new expr or _Packed
+    convs: dict[tuple, int] = {}
 
     def plain(e: RelayExpr) -> RelayExpr:
         v = new.get(id(e), e)
@@ -187,20 +240,17 @@ def graph_pack(expr: Any, bfactor: int, cfactor: int, weight_bits: int,
             if isinstance(e, Call) or hasattr(e, "fields") or hasattr(e, "tuple_value"):
                 new[id(e)] = _rebuild(e, plain)
             continue
-        if lo < k < hi:
+        if lo < k < hi and id(e) not in keep:
             got = _pack_call(e, pk, new)
             if got is not None:
                 new[id(e)] = got
+                if _is_call(e, "nn.conv2d"):
+                    convs[_weight_key(got.expr.args[1])] = id(e)
                 continue
         new[id(e)] = _rebuild(e, plain)
     body = plain(func.body)
     out = Function(list(func.params), body, attrs=func.attrs)
-    out = InferType()(IRModule.from_expr(out))["main"]
-    if isinstance(expr, IRModule):
-        res = expr.copy()
-        res["main"] = out
-        return res
-    return out
+    return InferType()(IRModule.from_expr(out))["main"], convs
 
 
 def _rebuild(e: Any, plain: Any) -> Any:
