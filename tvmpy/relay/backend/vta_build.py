@@ -67,7 +67,8 @@ def lower_vta_function(func: Function, name: str, env: Any = None) -> Any:
     from ... import vta
 
     env = env or vta.get_env()
-    with env:
+    # the VTA target current: AutoTVM looks tuned configs up for it (conv2d_packed.vta)
+    with env, as_target(env.target):
         # the strategies of the "vta" key (relay/op/strategy/vta.py): the packed conv2d as
         # vta.top.conv2d_packed with its VTA schedule, clip as two ALU stages
         g = _GroupLowering(func, as_target(env.target), name)
