@@ -60,7 +60,7 @@ def lower_vta(s: Any, args: Sequence[Any], name: str = "default_function",
     mod = Simplify()(StorageFlatten()(IRModule({name: func})))
     func = mod[name]
     body = func.body
-    for p in (L.inject_dma_intrin, L.inject_alu_intrin, L.inject_coproc_sync,
+    for p in (L.inject_dma_intrin, L.alu_inplace, L.inject_alu_intrin, L.inject_coproc_sync,
               L.inject_virtual_thread, L.place_sram):
         body = p(env, body)
     func = Simplify()(IRModule({name: func.with_body(body)}))[name]
