@@ -90,7 +90,7 @@ def main() -> int:
     for key, mark, lab in ((1, "o", "no latency hiding"), (2, "^", "latency hiding (vthreads)")):
         ax.scatter([r[key]["intensity"] for r in rows], [r[key]["ops_per_cycle"] for r in rows],
                    marker=mark, label=lab)
-    for name, one, lh in rows:
+    for name, _one, lh in rows:
         ax.annotate(name, (lh["intensity"], lh["ops_per_cycle"]), fontsize=7,
                     xytext=(3, 3), textcoords="offset points")
     ax.set_xscale("log")

@@ -108,6 +108,7 @@ class SimulatorRunner(Runner):
                 out.append(MeasureResult((bres.error,), bres.error_no, bres.time_cost, time.time()))
                 continue
             try:
+                assert bres.filename is not None
                 mod = load_vta_module(bres.filename)
                 args = [rng.integers(-8, 8, shape).astype(dtype) for shape, dtype in bres.arg_info]
                 res = mod.time_evaluator(mod.entry_name, None, self.number, self.repeat)(*args)
@@ -119,7 +120,7 @@ class SimulatorRunner(Runner):
                                          bres.time_cost + time.perf_counter() - t0, time.time()))
             finally:
                 try:
-                    os.remove(bres.filename)
+                    os.remove(bres.filename or "")
                 except OSError:
                     pass
         return out

@@ -87,7 +87,7 @@ class _Conv2DTemplate(TopiTemplate):
         from ... import tir
 
         env = get_env()
-        res = self.fcompute(*args)  # type: ignore[misc]
+        res: Any = self.fcompute(*args)  # type: ignore[misc]
         res = topi.right_shift(res, 8)
         hi = tir.const((1 << (env.OUT_WIDTH - 1)) - 1, res.dtype)
         res = te.compute(res.shape, lambda *i: te.min(res(*i), hi), name="clipA",

@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import autotvm, te, topi
-from ... import tir
+from ... import autotvm, te, tir, topi
 from ..environment import get_env
 
 __all__ = ["Conv2DWorkload", "DenseWorkload", "conv2d_epilogue_tensors", "dense_epilogue_tensors",

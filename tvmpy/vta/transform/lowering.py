@@ -561,7 +561,8 @@ def _queues(s: Any, env: Any = None) -> set[int]:
         if isinstance(n, S.AttrStmt) and n.attr_key == UOP_SCOPE:
             qs.add(2)
         elif isinstance(n, S.Evaluate) and _is_call(n.value, "VTALoadBuffer2D"):
-            qs.add(1 if _const(n.value.args[-1]) in (1, 2) else 2)
+            v: Any = n.value
+            qs.add(1 if _const(v.args[-1]) in (1, 2) else 2)
         elif isinstance(n, S.Evaluate) and _is_call(n.value, "VTAStoreBuffer2D"):
             qs.add(3)
     post_order_visit(s, f)
@@ -573,8 +574,9 @@ def _side(x: Any) -> int | None:
     token push from / pop into that queue; None for a statement touching several queues."""
     if isinstance(x, S.Evaluate) and (_is_call(x.value, "VTADepPush")
                                       or _is_call(x.value, "VTADepPop")):
-        a, b = (_const(v) for v in x.value.args[1:3])
-        return a if x.value.args[0].value == "VTADepPush" else b
+        call: Any = x.value
+        a, b = (_const(v) for v in call.args[1:3])
+        return a if call.args[0].value == "VTADepPush" else b
     qs = _queues(x)
     return next(iter(qs)) if len(qs) == 1 else None
 
@@ -855,7 +857,7 @@ def alu_inplace(env: Any, stmt: S.Stmt) -> S.Stmt:
         allocs: dict[int, Any] = {}
         stages: list[S.AttrStmt] = []
 
-        def collect(n: Any) -> None:
+        def collect(n: Any, allocs: dict = allocs, stages: list = stages) -> None:
             if isinstance(n, S.Allocate) and n.buffer.scope == env.acc_scope:
                 allocs[id(n.buffer.data)] = n
             elif isinstance(n, S.AttrStmt) and n.attr_key == "pragma_" + env.alu:
