@@ -17,7 +17,11 @@ import argparse
 import sys
 import time
 
+import os
+
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tvmpy.vta as vta
 from tvmpy.vta.top import workloads as W
@@ -76,32 +80,20 @@ def main() -> int:
     bestl = max(r[2]["util"] for r in rows)
     print(f"\npeak GEMM utilization over the layers: {best1:.2f} without, {bestl:.2f} with latency "
           f"hiding (the paper: 0.70 -> 0.88)")
-    try:
-        import matplotlib
+    from vta_plot import plot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no plot")
-        return 0
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = np.logspace(0, 3, 200)
-    ax.plot(xs, np.minimum(peak, xs * bw), "k-", label=f"roofline ({peak} ops/cyc, {bw:g} B/cyc)")
-    for key, mark, lab in ((1, "o", "no latency hiding"), (2, "^", "latency hiding (vthreads)")):
-        ax.scatter([r[key]["intensity"] for r in rows], [r[key]["ops_per_cycle"] for r in rows],
-                   marker=mark, label=lab)
-    for name, _one, lh in rows:
-        ax.annotate(name, (lh["intensity"], lh["ops_per_cycle"]), fontsize=7,
-                    xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (ops / DRAM byte)")
-    ax.set_ylabel("ops / cycle")
-    ax.set_title("ResNet-18 conv layers on VTA (1x16x16, simulator)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(args.png, dpi=120)
-    print(f"wrote {args.png}")
+    xs = [10 ** (k / 20) for k in range(10, 61)]
+    series = [(f"roofline ({peak} ops/cycle, {bw:g} B/cycle)", xs,
+               [min(peak, x * bw) for x in xs], "line"),
+              ("no latency hiding", [r[1]["intensity"] for r in rows],
+               [r[1]["ops_per_cycle"] for r in rows], "points"),
+              ("latency hiding (virtual threads)", [r[2]["intensity"] for r in rows],
+               [r[2]["ops_per_cycle"] for r in rows], "points")]
+    notes = [(lh["intensity"], lh["ops_per_cycle"], name) for name, _one, lh in rows]
+    how = plot(args.png, series, "ResNet-18 conv layers on VTA 1x16x16 (cycle model)",
+               "arithmetic intensity (ops / DRAM byte)", "ops / cycle", logx=True, logy=True,
+               notes=notes)
+    print(f"wrote {args.png} ({how})")
     return 0
 
 
