@@ -8,8 +8,8 @@ import numpy as np
 
 import tvmpy.vta as vta
 from tvmpy import relay, te
-from tvmpy.autotvm.space import FallbackConfigEntity
 from tvmpy.autotvm import ApplyConfig
+from tvmpy.autotvm.space import FallbackConfigEntity
 from tvmpy.relay.op.strategy import select_implementation
 from tvmpy.vta.top import workloads as W
 

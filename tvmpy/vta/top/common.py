@@ -105,10 +105,10 @@ def _capacity(env: Any) -> tuple[int, int, int]:
 
 
 def default_tiles(env: Any, *, b: int, co: int, oh: int, ow: int, ci: int, kh: int, kw: int,
-                  stride: int, acc_copies: int = 4) -> dict[str, int]:
+                  stride: int, acc_copies: int = 1) -> dict[str, int]:
     """Untuned tiles: among the divisor tilings whose working set fits (halved per buffer when
-    two virtual threads share it; ``acc_copies`` accumulator tiles per output element for the
-    epilogue's stages), the one moving the fewest DRAM bytes (input windows re-read per output
+    two virtual threads share it; ``acc_copies`` accumulator tiles per output element: 1, as the
+    epilogue's ALU stages run in place, plus a bias tile per output channel block), the one moving the fewest DRAM bytes (input windows re-read per output
     channel tile, weights re-read per spatial tile), ties to fewer instructions."""
     inp_cap, wgt_cap, acc_cap = _capacity(env)
     best: tuple | None = None
@@ -123,7 +123,7 @@ def default_tiles(env: Any, *, b: int, co: int, oh: int, ow: int, ci: int, kh: i
                 if nt_h > 1 and n_h % nt_h:
                     continue
                 for w_t in divisors(ow):
-                    if co_t * h_t * w_t * acc_copies * nt > acc_cap:
+                    if (co_t * h_t * w_t * acc_copies + co_t) * nt > acc_cap:
                         continue
                     win = ((h_t - 1) * stride + kh) * ((w_t - 1) * stride + kw)
                     for ci_t in divisors(ci):

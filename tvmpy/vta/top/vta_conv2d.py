@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import autotvm, te, topi
+from ...autotvm.task.task import TASK_TABLE
+from ...autotvm.task.topi_integration import TopiTemplate
 from ..environment import get_env
 from .common import (
     as_pair,
@@ -72,6 +74,32 @@ def conv2d_packed_compute(data: Any, kernel: Any, strides: Any, padding: Any,
             * kernel[c_o, k_o, d_i, d_j, c_i, k_i].astype(out_dtype),
             axis=[k_o, d_i, d_j, k_i]),
         name="res", tag="conv2d_dense")
+
+
+class _Conv2DTemplate(TopiTemplate):
+    """The tuning template of ``conv2d_packed.vta`` (as TVM's tune_relay_vta registers it):
+    the convolution with the epilogue it has in a quantized network (``>> 8``, clip to
+    [0, 127] in two ALU stages, cast to int8), since the VTA schedule stores the narrowed result.
+    Records keep the workload of the relay call (data, kernel, strides, padding, dilation,
+    layout, out_dtype), so ``apply_history_best`` serves ``vta.top.conv2d_packed``."""
+
+    def __call__(self, *args: Any) -> tuple[Any, list[Any]]:
+        from ... import tir
+
+        env = get_env()
+        res: Any = self.fcompute(*args)  # type: ignore[misc]
+        res = topi.right_shift(res, 8)
+        hi = tir.const((1 << (env.OUT_WIDTH - 1)) - 1, res.dtype)
+        res = te.compute(res.shape, lambda *i: te.min(res(*i), hi), name="clipA",
+                         tag="elemwise")
+        res = te.compute(res.shape, lambda *i: te.max(res(*i), tir.const(0, res.dtype)),
+                         name="clipB", tag="elemwise")
+        out = topi.cast(res, env.out_dtype)
+        s = self.fschedule([out])  # type: ignore[misc]
+        return s, [a for a in args if isinstance(a, te.Tensor)] + [out]
+
+
+TASK_TABLE["conv2d_packed.vta"] = _Conv2DTemplate("conv2d_packed.vta")
 
 
 @autotvm.register_topi_compute("conv2d_packed.vta")

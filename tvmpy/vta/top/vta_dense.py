@@ -93,9 +93,9 @@ def schedule_dense_packed(cfg: Any, outs: Any) -> Any:
         s[output].reorder(v_t, x_bo)
         s[output].bind(v_t, te.thread_axis("cthread"))
 
-    d_bo, d_co, d_bi, _ = s[dense].op.axis
-    k_o, _ = s[dense].op.reduce_axis
-    s[dense].reorder(d_bo, k_o, d_co)
+    d_bo, d_co, d_bi, d_ci = s[dense].op.axis
+    k_o, k_i = s[dense].op.reduce_axis
+    s[dense].reorder(d_bo, k_o, d_co, d_bi, d_ci, k_i)
     k_o, _ = cfg["tile_ci"].apply(s, dense, k_o)
     s[cdata].compute_at(s[dense], k_o)
     s[cweight].compute_at(s[dense], k_o)

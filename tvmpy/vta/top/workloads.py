@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import autotvm, te, topi
-from ... import tir
+from ... import autotvm, te, tir, topi
 from ..environment import get_env
 
 __all__ = ["Conv2DWorkload", "DenseWorkload", "conv2d_epilogue_tensors", "dense_epilogue_tensors",
@@ -245,3 +244,24 @@ def run_module(f: Any, packed: list[np.ndarray], out_shape: tuple,
     simulator.clear_stats()
     f(*packed, out, wait_cycles=wait_cycles)
     return out, dict(simulator.stats())
+
+
+def conv2d_config(wkl: Conv2DWorkload, **override: int) -> Any:
+    """The default (untuned) tiles of ``wkl`` as a ConfigEntity, knobs overridable by name
+    (``h``, ``w``, ``co``, ``ci``, ``oc_nthread``, ``h_nthread``; sizes in blocks/rows)."""
+    from ...autotvm.space import ConfigEntity, OtherOptionEntity, SplitEntity
+    from .common import default_tiles
+
+    env = get_env()
+    oh, ow = wkl.out_hw()
+    hp = wkl.height + 2 * wkl.hpad
+    t = default_tiles(env, b=_blocks(wkl.batch, env.BATCH), co=_blocks(wkl.out_filter, env.BLOCK_OUT),
+                      oh=oh, ow=ow, ci=_blocks(wkl.in_filter, env.BLOCK_IN), kh=wkl.hkernel,
+                      kw=wkl.wkernel, stride=max(1, (hp - wkl.hkernel) // (oh - 1)) if oh > 1 else 1)
+    t.update(override)
+    m: dict[str, Any] = {"tile_b": SplitEntity([-1, 1])}
+    for k in ("h", "w", "ci", "co"):
+        m[f"tile_{k}"] = SplitEntity([-1, t[k]])
+    m["oc_nthread"] = OtherOptionEntity(t["oc_nthread"])
+    m["h_nthread"] = OtherOptionEntity(t["h_nthread"])
+    return ConfigEntity(-1, None, m)

@@ -83,7 +83,7 @@ def clip_two_stages(attrs: Any, inputs: list, out_type: Any) -> list:
     """``clip`` as ``min`` then ``max`` (two ALU instructions), as TVM's compute_clip_vta."""
     x = inputs[0]
     hi, lo = tir.const(attrs.a_max, x.dtype), tir.const(attrs.a_min, x.dtype)
-    a = te.compute(x.shape, lambda *i: te.min(x(*i), hi), name="clipA", tag=_tag.ELEMWISE)
+    a: Any = te.compute(x.shape, lambda *i: te.min(x(*i), hi), name="clipA", tag=_tag.ELEMWISE)
     return [te.compute(x.shape, lambda *i: te.max(a(*i), lo), name="clipB", tag=_tag.ELEMWISE)]
 
 
