@@ -141,8 +141,7 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     env = get_env()
     _define_space(cfg, conv)
     if cfg.is_fallback:
-        # accumulator tiles per output element: the conv, each epilogue stage, each tensor input
-        _fallback(cfg, env, conv, acc_copies=1 + len(ep.ewise_ops) + len(ep.ewise_inputs))
+        _fallback(cfg, env, conv)
 
     data, kernel = conv.op.input_tensors
     if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag:
@@ -192,7 +191,7 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     return s
 
 
-def _fallback(cfg: Any, env: Any, conv: Any, acc_copies: int = 4) -> None:
+def _fallback(cfg: Any, env: Any, conv: Any) -> None:
     """Untuned tiles from the shape and the buffer sizes (as TVM's tophub defaults do for the
     PYNQ design): the largest output tile whose input window, weights and accumulators fit
     half of each on-chip buffer (the other half for the second virtual thread)."""
@@ -201,8 +200,7 @@ def _fallback(cfg: Any, env: Any, conv: Any, acc_copies: int = 4) -> None:
     ci = const_int(kernel.shape[1])
     kh, kw = const_int(kernel.shape[2]), const_int(kernel.shape[3])
     stride = _stride_of(conv)
-    t = default_tiles(env, b=b, co=co, oh=oh, ow=ow, ci=ci, kh=kh, kw=kw, stride=stride,
-                      acc_copies=max(acc_copies, 4))
+    t = default_tiles(env, b=b, co=co, oh=oh, ow=ow, ci=ci, kh=kh, kw=kw, stride=stride)
     from ...autotvm.space import OtherOptionEntity, SplitEntity
 
     cfg["tile_b"] = SplitEntity([-1, 1])
