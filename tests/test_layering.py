@@ -25,6 +25,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # TVM's spelling ``autotvm.graph_tuner``: it reads relay graphs, so it sits above relay and
     # autotvm loads it on first attribute use (module __getattr__); nothing in autotvm uses it
     ("tvmpy.autotvm", "tvmpy.autotvm.graph_tuner"): "public re-export",
+    # TVM's spelling ``vta.top.graph_pack``: a relay pass, above relay; vta.top loads it on
+    # first attribute use (module __getattr__)
+    ("tvmpy.vta.top", "tvmpy.vta.top.graphpack"): "public re-export",
     # TVM's spelling ``tvm.ir.register_intrin_lowering``: the rule table lives with the targets
     # (target.intrin.RULES, read by LowerIntrin); ir re-exports the function on first use.
     ("tvmpy.ir", "tvmpy.target.intrin"): "public re-export",

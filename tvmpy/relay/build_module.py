@@ -534,7 +534,17 @@ def build(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = Non
     A GPU ``target`` ("opencl", "cuda", "nvptx") compiles every fused function to device kernels
     plus a launch plan (host side: ``target_host``, llvm by default; CPU targets ignore it); the
     factory's executor then keeps its tensors on the device it is created for
-    (``lib["default"](tvm.opencl(0))``)."""
+    (``lib["default"](tvm.opencl(0))``).
+
+    VTA's target (``env.target``, ``ext_dev -device=vta``; host ``target_host``, llvm) builds a
+    ``vta.top.graph_pack``-ed graph heterogeneously: the fused functions holding a packed conv2d
+    run on VTA, the rest on the host (``relay/backend/vta_build.py``)."""
+    from .backend.vta_build import is_vta_target
+
+    if is_vta_target(target):  # VTA: offloaded packed convolutions + the rest on the host
+        from .backend.vta_build import build_vta
+
+        return build_vta(mod, target, params, mod_name, target_host, progress)
     if target_host is not None:  # GPU targets: where the launch code runs (default llvm)
         tgt = _build_target(target)
         if tgt.is_gpu:

@@ -522,7 +522,15 @@ class Module:
                 f"functions={self.function_names()}, imports={len(self.imported_modules)})")
 
 
+#: type_key -> ``loader(meta, path) -> Module`` for imported modules that carry their code in the
+#: metadata (a higher layer registers them, as ``FILE_LOADERS``: tvmpy.vta's "vta" modules)
+META_LOADERS: dict[str, Callable[[dict, str], Module]] = {}
+
+
 def _module_from_meta(lib: ctypes.CDLL, meta: dict, path: str) -> Module:
+    loader = META_LOADERS.get(str(meta.get("type_key")))
+    if loader is not None:
+        return loader(meta, path)
     if meta.get("type_key") == "GraphExecutorFactory":  # relay.build's output, exported
         from .graph_executor import GraphExecutorFactory
 

@@ -43,7 +43,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.expr import IterVar, PrimExpr, Range, Var
-from ..tir.functor import Mutator, collect_vars, substitute
+from ..tir.functor import Mutator, collect_vars, substitute, uses_var
 from ..tir.op import likely
 from .tensor import ComputeOp, Reduce, Tensor
 from .tensor_intrin import TensorIntrin
@@ -463,11 +463,16 @@ class _Tensorizer:
         stmt = tidy.visit(substitute(self.intrin.update, vsub))
         for cond, msg in reversed(asserts):
             stmt = S.AssertStmt(cond, msg, stmt)
-        return self._guarded(reset), self._guarded(stmt)
+        # the reset runs before the reduction loops: guards on reduction axes do not apply
+        red = [lv.var for lv in self.outer if lv.iter_type == IterVar.CommReduce]
+        return self._guarded(reset, skip=red), self._guarded(stmt)
 
-    def _guarded(self, stmt: S.Stmt) -> S.Stmt:
-        """``stmt`` under the guards of leading axes that a split does not divide."""
+    def _guarded(self, stmt: S.Stmt, skip: list | None = None) -> S.Stmt:
+        """``stmt`` under the guards of leading axes that a split does not divide (but those
+        using a variable of ``skip``)."""
         for cond in reversed(self.guards):
+            if skip and uses_var(cond, lambda v: any(v is x for x in skip)):
+                continue
             stmt = S.IfThenElse(likely(cond), stmt)
         return stmt
 

@@ -13,12 +13,12 @@ driver runs on the runtime's command queue; ``f.save("gemm.o")`` and ``load_modu
 
 from __future__ import annotations
 
-from . import hw_config, isa, runtime, simulator
+from . import graph_module, hw_config, isa, runtime, simulator, top  # graph_module: load_module
 from .build import MAGIC as _MAGIC
 from .build import build, build_config, load_vta_module, lower
 from .environment import Environment, get_env
 
-__all__ = ["hw_config", "isa", "runtime", "simulator", "Environment", "get_env", "build", "build_config",
+__all__ = ["hw_config", "isa", "runtime", "simulator", "graph_module", "top", "Environment", "get_env", "build", "build_config",
            "lower", "load_vta_module"]
 
 

@@ -4,6 +4,7 @@ symbolic."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,9 +72,45 @@ def _out_dim(size: Any, k: int, pad: int, stride: int, dilation: int, ceil_mode:
 _LAYOUT_AXES = {"NCHW": (1, 2, 3), "NHWC": (3, 1, 2)}  # channel, height, width
 
 
+_PACKED_DATA = re.compile(r"NCHW(\d+)n(\d+)c")
+_PACKED_KERNEL = re.compile(r"OIHW(\d+)o(\d+)i")
+
+
+def _conv2d_packed_rel(d: TensorType, w: TensorType, attrs: Any) -> Type:
+    """VTA's blocked layouts (``vta.top.graph_pack``): data NCHW{n}n{c}c = (N/n, C/c, H, W, n,
+    c), kernel OIHW{o}o{i}i = (O/o, I/i, KH, KW, o, i); the output is NCHW{n}n{o}c."""
+    dm = _PACKED_DATA.fullmatch(attrs.data_layout)
+    km = _PACKED_KERNEL.fullmatch(attrs.kernel_layout or "")
+    if dm is None or km is None or len(d.shape) != 6 or len(w.shape) != 6:
+        fail(f"conv2d: packed data {shape_str(d.shape)} ({attrs.data_layout}) needs a 6-D "
+             f"NCHW<n>n<c>c data and OIHW<o>o<i>i kernel, got kernel {shape_str(w.shape)} "
+             f"({attrs.kernel_layout})")
+    bn, bc = int(dm.group(1)), int(dm.group(2))
+    bo, bi = int(km.group(1)), int(km.group(2))
+    if attrs.groups != 1:
+        fail(f"conv2d: packed layouts need groups=1, got {attrs.groups}")
+    if not (dim_equal(d.shape[4], bn) and dim_equal(d.shape[5], bc) and dim_equal(w.shape[4], bo)
+            and dim_equal(w.shape[5], bi) and bi == bc and dim_equal(w.shape[1], d.shape[1])):
+        fail(f"conv2d: data {shape_str(d.shape)} ({attrs.data_layout}) and kernel "
+             f"{shape_str(w.shape)} ({attrs.kernel_layout}) blocks do not match")
+    kh, kw = w.shape[2], w.shape[3]
+    if not (isinstance(kh, int) and isinstance(kw, int)):
+        fail(f"conv2d: kernel size must be static, got weight {shape_str(w.shape)}")
+    if attrs.channels is not None and not dim_equal(attrs.channels, as_dim(w.shape[0] * bo)):
+        fail(f"conv2d: channels={attrs.channels} but the packed weight has {w.shape[0]}x{bo}")
+    pt, pl, pb, pr = attrs.padding
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    oh = _out_dim(d.shape[2], kh, pt + pb, sh, dh)
+    ow = _out_dim(d.shape[3], kw, pl + pr, sw, dw)
+    return TensorType([d.shape[0], w.shape[0], oh, ow, bn, bo], attrs.out_dtype or d.dtype)
+
+
 def _conv2d_rel(arg_types: list[Type], attrs: Any) -> Type:
     d = tensor_arg(arg_types[0], "the data")
     w = tensor_arg(arg_types[1], "the weight")
+    if len(d.shape) == 6:  # VTA's packed layouts
+        return _conv2d_packed_rel(d, w, attrs)
     if len(d.shape) != 4 or len(w.shape) != 4:
         fail(f"conv2d needs 4-D data and weight, got data {shape_str(d.shape)} and weight "
              f"{shape_str(w.shape)}")

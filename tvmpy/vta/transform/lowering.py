@@ -554,9 +554,91 @@ def _has_calls(s: Any) -> bool:
     return bool(hit)
 
 
+def _queues(s: Any, env: Any = None) -> set[int]:
+    qs: set[int] = set()
+
+    def f(n: Any) -> None:
+        if isinstance(n, S.AttrStmt) and n.attr_key == UOP_SCOPE:
+            qs.add(2)
+        elif isinstance(n, S.Evaluate) and _is_call(n.value, "VTALoadBuffer2D"):
+            v: Any = n.value
+            qs.add(1 if _const(v.args[-1]) in (1, 2) else 2)
+        elif isinstance(n, S.Evaluate) and _is_call(n.value, "VTAStoreBuffer2D"):
+            qs.add(3)
+    post_order_visit(s, f)
+    return qs
+
+
+def _side(x: Any) -> int | None:
+    """The one queue ``x`` runs on (1 load, 2 compute, 3 store): its DMA/GEMM/ALU ops, or a
+    token push from / pop into that queue; None for a statement touching several queues."""
+    if isinstance(x, S.Evaluate) and (_is_call(x.value, "VTADepPush")
+                                      or _is_call(x.value, "VTADepPop")):
+        call: Any = x.value
+        a, b = (_const(v) for v in call.args[1:3])
+        return a if call.args[0].value == "VTADepPush" else b
+    qs = _queues(x)
+    return next(iter(qs)) if len(qs) == 1 else None
+
+
+def _hoist_allocs(s: S.Stmt) -> S.Stmt:
+    """``seq(a, allocate B { seq(b, c) })`` -> ``allocate B { seq(a, b, c) }`` (one level of
+    statements, so groups of one queue that allocations separate become neighbours)."""
+    if not isinstance(s, S.SeqStmt):
+        return s
+    allocs: list[S.Allocate] = []
+    flat: list[S.Stmt] = []
+
+    def add(x: S.Stmt) -> None:
+        while isinstance(x, S.Allocate):
+            allocs.append(x)
+            x = x.body
+        if isinstance(x, S.SeqStmt):
+            for y in x.seq:
+                add(y)
+        else:
+            flat.append(x)
+    for x in s.seq:
+        add(x)
+    out: S.Stmt = S.seq(*flat)
+    for a in reversed(allocs):
+        out = S.Allocate(a.buffer, out, a.condition)
+    return out
+
+
 def _vt_inject(s: S.Stmt, vt: E.Var, n: int, bufs: set[int]) -> S.Stmt:
     if isinstance(s, S.SeqStmt):
-        return S.seq(*(_vt_inject(x, vt, n, bufs) for x in s.seq))
+        s = _hoist_allocs(s)
+        if not isinstance(s, S.SeqStmt):
+            return _vt_inject(s, vt, n, bufs)
+        # neighbouring statements of one queue (e.g. a thread's data and weight loads) are
+        # replicated together: thread 0's, then thread 1's. A load waiting on a thread's
+        # compute then does not hold back the other thread's loads in the in-order queue, and
+        # every queue sees the threads in the same order (nested virtual threads too), so
+        # each token pairs the ops of one thread.
+        out: list[S.Stmt] = []
+        run: list[S.Stmt] = []
+        run_side: list[int | None] = [None]
+
+        def flush() -> None:
+            if run:
+                grp = S.seq(*run)
+                out.append(S.seq(*(substitute(grp, {vt: E.const(k, vt.dtype)})
+                                   for k in range(n))))
+                run.clear()
+        for x in s.seq:
+            side = _side(x)
+            if side is not None and (_touches(x, vt, bufs) or _has_calls(x)):
+                if side != run_side[0]:
+                    flush()
+                run_side[0] = side
+                run.append(x)
+                continue
+            flush()
+            run_side[0] = None
+            out.append(_vt_inject(x, vt, n, bufs))
+        flush()
+        return S.seq(*out)
     if isinstance(s, S.For) and not uses_var(s.extent, vt) and not uses_var(s.min, vt):
         return S.For(s.loop_var, s.min, s.extent, s.kind, _vt_inject(s.body, vt, n, bufs))
     if isinstance(s, S.LetStmt) and not uses_var(s.value, vt):
@@ -716,3 +798,105 @@ def lift_uop_kernels(env: Any, stmt: S.Stmt, max_uops: int = 4096) -> S.Stmt:
                                 rec(s.else_case) if s.else_case is not None else None)
         return s
     return rec(stmt)
+
+
+# ---- in-place ALU stages --------------------------------------------------------------------
+def _alu_store(s: Any) -> Any:
+    """The BufferStore under a ``pragma_alu`` stage (through loops and guards)."""
+    while True:
+        if isinstance(s, S.For):
+            s = s.body
+        elif isinstance(s, S.IfThenElse) and s.else_case is None:
+            s = s.then_case
+        elif isinstance(s, S.AttrStmt):
+            s = s.body
+        else:
+            return s if isinstance(s, S.BufferStore) else None
+
+
+def _inplace_candidate(env: Any, stage: S.AttrStmt, allocs: dict[int, Any]) -> tuple | None:
+    """(dst buffer, src buffer) when the ALU stage computes ``dst[i] = src[i] op x`` with both
+    accumulator allocations of one size and dtype (so dst can live in src's storage)."""
+    st = _alu_store(stage.body)
+    if st is None or id(st.buffer.data) not in allocs or len(st.indices) != 1:
+        return None
+    v = _strip(st.value)
+    ops: list[Any] = []
+    if isinstance(v, (E.Add, E.Min, E.Max)):
+        ops = [v.a, v.b]
+    elif isinstance(v, E.Sub) or (isinstance(v, E.Call) and v.op in ("shift_right", "shift_left")):
+        ops = [v.a if isinstance(v, E.Sub) else v.args[0]]
+    for o in ops:
+        o = _strip(o)
+        if isinstance(o, E.BufferLoad) and id(o.buffer.data) in allocs \
+                and o.buffer.data is not st.buffer.data and len(o.indices) == 1 \
+                and _eq(o.indices[0], st.indices[0]) and o.buffer.dtype == st.buffer.dtype \
+                and _size(allocs[id(o.buffer.data)].buffer) == _size(allocs[id(st.buffer.data)].buffer):
+            return st.buffer, o.buffer
+    return None
+
+
+def _size(buf: Any) -> int | None:
+    n = 1
+    for d in buf.shape:
+        c = _const(d)
+        if c is None:
+            return None
+        n *= c
+    return n
+
+
+def alu_inplace(env: Any, stmt: S.Stmt) -> S.Stmt:
+    """Element-wise ALU stages whose source dies there write into the source's storage (TVM
+    gets this from StorageRewrite's in-place reuse): ``C[i] = A[i] >> 8`` with ``A`` read by
+    nothing later becomes ``A[i] = A[i] >> 8``, one ALU pass instead of a reset, a copy and the
+    operation, and one accumulator allocation less."""
+    changed = True
+    while changed:
+        changed = False
+        allocs: dict[int, Any] = {}
+        stages: list[S.AttrStmt] = []
+
+        def collect(n: Any, allocs: dict = allocs, stages: list = stages) -> None:
+            if isinstance(n, S.Allocate) and n.buffer.scope == env.acc_scope:
+                allocs[id(n.buffer.data)] = n
+            elif isinstance(n, S.AttrStmt) and n.attr_key == "pragma_" + env.alu:
+                stages.append(n)
+        post_order_visit(stmt, collect)
+        order: list[Any] = []
+        post_order_visit(stmt, order.append)
+        pos = {id(n): k for k, n in enumerate(order)}
+        for stage in stages:
+            cand = _inplace_candidate(env, stage, allocs)
+            if cand is None:
+                continue
+            dst, src = cand
+            end = pos[id(stage)]
+            later = [n for n in order[end + 1:]
+                     if (isinstance(n, E.Var) and n is src.data)
+                     or (isinstance(n, (E.BufferLoad, S.BufferStore)) and n.buffer.data is src.data)]
+            # dst must be fresh (first written by this stage): nothing reads or writes it before
+            st = _alu_store(stage.body)
+            before = [n for n in order[:end + 1] if n is not st
+                      and ((isinstance(n, E.Var) and n is dst.data)
+                           or (isinstance(n, (E.BufferLoad, S.BufferStore))
+                               and n.buffer.data is dst.data))]
+            if later or before:
+                continue
+            stmt = _replace_buffer(stmt, dst, src)
+            changed = True
+            break
+    return stmt
+
+
+def _replace_buffer(stmt: S.Stmt, old: Any, new: Any) -> S.Stmt:
+    def post(n: Any) -> Any:
+        if isinstance(n, S.Allocate) and n.buffer.data is old.data:
+            return n.body
+        if isinstance(n, E.BufferLoad) and n.buffer.data is old.data:
+            return E.BufferLoad(new, n.indices, n.predicate)
+        if isinstance(n, S.BufferStore) and n.buffer.data is old.data:
+            return S.BufferStore(new, n.value, n.indices, n.predicate)
+        return None
+    out = ir_transform(stmt, None, post)
+    return substitute(out, {old.data: new.data})
