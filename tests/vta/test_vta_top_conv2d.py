@@ -154,3 +154,28 @@ def test_virtual_threads_overlap_loads_with_several_weight_blocks():
     c1, c2 = cycles[1], cycles[2]
     assert c1["cycle_count"] >= 0.95 * (c1["compute_busy_cycles"] + c1["load_busy_cycles"])
     assert c2["cycle_count"] < 0.75 * c1["cycle_count"], (c1, c2)
+
+
+@pytest.mark.parametrize("cfg", [{"LOG_BLOCK": 3, "LOG_ACC_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 13,
+                                  "LOG_WGT_BUFF_SIZE": 16},
+                                 {"LOG_BATCH": 1, "LOG_BLOCK": 4},
+                                 {"LOG_BLOCK": 5}], ids=["block8-small", "batch2", "block32"])
+def test_conv2d_and_dense_other_hardware_configs(cfg):
+    """Other designs: blocks, batch and buffer sizes come from the environment (default tiles
+    fit the smaller buffers)."""
+    from tvmpy.vta.build import use_command_queue
+    from tvmpy.vta.hw_config import HardwareConfig
+
+    use_command_queue(None)
+    env = vta.Environment(HardwareConfig.from_dict(cfg))
+    with env:
+        wkl = W2(2, 6, 5, 24, 40, 3, 3, 1, 1, 2, 1)
+        got, want, _ = _run_conv(wkl, seed=4)
+        np.testing.assert_array_equal(got, want)
+        dw = W.DenseWorkload(2, 40, 24)
+        f = W.build_dense(dw)
+        inp = W.dense_inputs(dw, 1)
+        packed = W.pack_dense_inputs(dw, inp)
+        out, _ = W.run_module(f, packed, (packed[0].shape[0], packed[1].shape[0], env.BATCH,
+                                          env.BLOCK_OUT))
+        np.testing.assert_array_equal(W.unpack_dense_out(dw, out), W.dense_reference(dw, inp)[1])
