@@ -179,3 +179,32 @@ def test_conv2d_and_dense_other_hardware_configs(cfg):
         out, _ = W.run_module(f, packed, (packed[0].shape[0], packed[1].shape[0], env.BATCH,
                                           env.BLOCK_OUT))
         np.testing.assert_array_equal(W.unpack_dense_out(dw, out), W.dense_reference(dw, inp)[1])
+
+
+def test_epilogue_reading_the_result_twice_is_not_aliased():
+    """``a = res >> 4; b = a + res``: res is read after a's stage, so a must not take res's
+    storage (the in-place rewrite applies only where the source dies)."""
+    from tvmpy import autotvm, te, topi
+    from tvmpy.autotvm.space import FallbackConfigEntity
+    from tvmpy.vta.build import use_command_queue
+    from tvmpy.vta.top import conv2d_packed, schedule_conv2d_packed
+
+    use_command_queue(None)
+    env = vta.get_env()
+    wkl = W2(1, 5, 4, 16, 32, 3, 3, 1, 1, 1, 1)
+    data = te.placeholder((1, 1, 5, 4, 1, 16), dtype="int8", name="data")
+    kernel = te.placeholder((2, 1, 3, 3, 16, 16), dtype="int8", name="kernel")
+    with autotvm.ApplyConfig(FallbackConfigEntity()):
+        res = conv2d_packed(data, kernel, (1, 1), (1, 1), (1, 1), "NCHW1n16c", "int32")
+        a = topi.right_shift(res, 4)
+        b = topi.add(a, res)
+        out = topi.cast(topi.right_shift(b, 8), "int8")
+        s = schedule_conv2d_packed([out])
+    f = vta.build(s, [data, kernel, out], "ext_dev", env.target_host)
+    inp = W.conv2d_inputs(wkl, 9)
+    d, k, _ = W.pack_conv2d_inputs(wkl, inp)
+    o = np.zeros((1, 2, 5, 4, 1, 16), np.int8)
+    f(d, k, o)
+    acc, _ = W.conv2d_reference(wkl, inp)
+    want = (((acc >> 4) + acc) >> 8).astype(np.int8)
+    np.testing.assert_array_equal(W.unpack_conv2d_out(wkl, o), want)
