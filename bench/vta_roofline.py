@@ -14,10 +14,9 @@ and writes bench/vta_roofline.png under the roofline min(peak, intensity x bandw
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
-
-import os
 
 import numpy as np
 

@@ -110,7 +110,7 @@ def main() -> int:
     clean = [(lab, [x for x, y in zip(xs, ys) if y == y], [y for y in ys if y == y], k)
              for lab, xs, ys, k in series]
     how = plot(args.png, clean, "AutoTVM on VTA conv2d: best cycles vs trials",
-               "trials", "best cycles (simulator)")
+               "trials", "best cycles (simulator)", logy=True)
     print(f"wrote {args.png} ({how})")
     return 0
 

@@ -154,3 +154,57 @@ def test_virtual_threads_overlap_loads_with_several_weight_blocks():
     c1, c2 = cycles[1], cycles[2]
     assert c1["cycle_count"] >= 0.95 * (c1["compute_busy_cycles"] + c1["load_busy_cycles"])
     assert c2["cycle_count"] < 0.75 * c1["cycle_count"], (c1, c2)
+
+
+@pytest.mark.parametrize("cfg", [{"LOG_BLOCK": 3, "LOG_ACC_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 13,
+                                  "LOG_WGT_BUFF_SIZE": 16},
+                                 {"LOG_BATCH": 1, "LOG_BLOCK": 4},
+                                 {"LOG_BLOCK": 5}], ids=["block8-small", "batch2", "block32"])
+def test_conv2d_and_dense_other_hardware_configs(cfg):
+    """Other designs: blocks, batch and buffer sizes come from the environment (default tiles
+    fit the smaller buffers)."""
+    from tvmpy.vta.build import use_command_queue
+    from tvmpy.vta.hw_config import HardwareConfig
+
+    use_command_queue(None)
+    env = vta.Environment(HardwareConfig.from_dict(cfg))
+    with env:
+        wkl = W2(2, 6, 5, 24, 40, 3, 3, 1, 1, 2, 1)
+        got, want, _ = _run_conv(wkl, seed=4)
+        np.testing.assert_array_equal(got, want)
+        dw = W.DenseWorkload(2, 40, 24)
+        f = W.build_dense(dw)
+        inp = W.dense_inputs(dw, 1)
+        packed = W.pack_dense_inputs(dw, inp)
+        out, _ = W.run_module(f, packed, (packed[0].shape[0], packed[1].shape[0], env.BATCH,
+                                          env.BLOCK_OUT))
+        np.testing.assert_array_equal(W.unpack_dense_out(dw, out), W.dense_reference(dw, inp)[1])
+
+
+def test_epilogue_reading_the_result_twice_is_not_aliased():
+    """``a = res >> 4; b = a + res``: res is read after a's stage, so a must not take res's
+    storage (the in-place rewrite applies only where the source dies)."""
+    from tvmpy import autotvm, te, topi
+    from tvmpy.autotvm.space import FallbackConfigEntity
+    from tvmpy.vta.build import use_command_queue
+    from tvmpy.vta.top import conv2d_packed, schedule_conv2d_packed
+
+    use_command_queue(None)
+    env = vta.get_env()
+    wkl = W2(1, 5, 4, 16, 32, 3, 3, 1, 1, 1, 1)
+    data = te.placeholder((1, 1, 5, 4, 1, 16), dtype="int8", name="data")
+    kernel = te.placeholder((2, 1, 3, 3, 16, 16), dtype="int8", name="kernel")
+    with autotvm.ApplyConfig(FallbackConfigEntity()):
+        res = conv2d_packed(data, kernel, (1, 1), (1, 1), (1, 1), "NCHW1n16c", "int32")
+        a = topi.right_shift(res, 4)
+        b = topi.add(a, res)
+        out = topi.cast(topi.right_shift(b, 8), "int8")
+        s = schedule_conv2d_packed([out])
+    f = vta.build(s, [data, kernel, out], "ext_dev", env.target_host)
+    inp = W.conv2d_inputs(wkl, 9)
+    d, k, _ = W.pack_conv2d_inputs(wkl, inp)
+    o = np.zeros((1, 2, 5, 4, 1, 16), np.int8)
+    f(d, k, o)
+    acc, _ = W.conv2d_reference(wkl, inp)
+    want = (((acc >> 4) + acc) >> 8).astype(np.int8)
+    np.testing.assert_array_equal(W.unpack_conv2d_out(wkl, o), want)

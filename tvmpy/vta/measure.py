@@ -89,8 +89,9 @@ class VTABuilder(Builder):
 
 
 class SimulatorRunner(Runner):
-    """Run built candidates on the simulator in this process: random int8 inputs, the module's
-    ``time_evaluator`` (simulated seconds), ``repeat`` results (all equal: the count is exact)."""
+    """Measure built candidates through ``rpc.LocalSession()`` (TVM's fallback without a
+    board): upload, then the session's ``runtime.measure`` (random inputs, the VTA module's
+    ``time_evaluator``: simulated seconds), exactly what a ``--device vta`` fleet device runs."""
 
     def __init__(self, number: int = 1, repeat: int = 1, seed: int = 0, timeout: float = 60.0):
         self.number, self.repeat, self.seed = int(number), int(repeat), int(seed)
@@ -98,31 +99,36 @@ class SimulatorRunner(Runner):
 
     def run(self, measure_inputs: Sequence[MeasureInput],
             build_results: Sequence[BuildResult]) -> list[MeasureResult]:
-        from .build import load_vta_module
+        from ..rpc import LocalSession
 
-        rng = np.random.default_rng(self.seed)
         out = []
-        for bres in build_results:
-            t0 = time.perf_counter()
-            if bres.error_no != 0:
-                out.append(MeasureResult((bres.error,), bres.error_no, bres.time_cost, time.time()))
-                continue
-            try:
-                assert bres.filename is not None
-                mod = load_vta_module(bres.filename)
-                args = [rng.integers(-8, 8, shape).astype(dtype) for shape, dtype in bres.arg_info]
-                res = mod.time_evaluator(mod.entry_name, None, self.number, self.repeat)(*args)
-                out.append(MeasureResult(tuple(res.results), 0,
-                                         bres.time_cost + time.perf_counter() - t0, time.time()))
-            except Exception as e:  # noqa: BLE001 - a failed run is a result
-                out.append(MeasureResult((f"{type(e).__name__}: {e}",),
-                                         int(MeasureErrorNo.RUNTIME_DEVICE),
-                                         bres.time_cost + time.perf_counter() - t0, time.time()))
-            finally:
+        with LocalSession() as sess:
+            fmeasure = sess.get_function("runtime.measure")
+            for i, bres in enumerate(build_results):
+                t0 = time.perf_counter()
+                if bres.error_no != 0 or bres.filename is None:
+                    out.append(MeasureResult((bres.error,), bres.error_no, bres.time_cost,
+                                             time.time()))
+                    continue
+                name = f"cand{i}.o"
                 try:
-                    os.remove(bres.filename or "")
-                except OSError:
-                    pass
+                    sess.upload(bres.filename, target=name)
+                    res = fmeasure(name, "default_function",
+                                   [[list(s), str(d)] for s, d in bres.arg_info], self.number,
+                                   self.repeat, 0.0, 0.0, "", self.seed)
+                    out.append(MeasureResult(tuple(float(c) for c in res["costs"]), 0,
+                                             bres.time_cost + time.perf_counter() - t0,
+                                             time.time()))
+                except Exception as e:  # noqa: BLE001 - a failed run is a result
+                    out.append(MeasureResult((f"{type(e).__name__}: {e}",),
+                                             int(MeasureErrorNo.RUNTIME_DEVICE),
+                                             bres.time_cost + time.perf_counter() - t0,
+                                             time.time()))
+                finally:
+                    try:
+                        os.remove(bres.filename)
+                    except OSError:
+                        pass
         return out
 
 
