@@ -10,7 +10,8 @@ a loaded machine's preemption does not inflate), both sides' summed kernel time 
 own profiler, so without per-call overheads; tvmpy's per-node times with the same clock),
 tvmpy's kernels grouped by kind (the fused function's name with its shape-free
 suffix removed), onnxruntime's nodes grouped by op type, and tvmpy's ``--top`` slowest kernels
-with their output shapes. ``--dump DIR`` writes the lowered IR of the top kernels there.
+with their output shapes (their lowered IR: ``tvm.lower`` of the fused function, or
+bench/kernel_hashes.py ``--dump``).
 """
 
 from __future__ import annotations
