@@ -34,7 +34,7 @@ from . import transform_step as ts
 from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses
 from .loop_state import State
 
-__all__ = ["generate_sketches", "sample_initial_population", "annotate", "SketchPolicy",
+__all__ = ["generate_sketches", "sample_initial_population", "annotate",
            "AUTO_UNROLL_CONFIGS"]
 
 AUTO_UNROLL_CONFIGS = (0, 16, 64, 512)
@@ -474,25 +474,3 @@ def sample_initial_population(task: Any, n: int, seed: int | None = None,
             seen.add(key)
             out.append(st)
     return out
-
-
-class SketchPolicy:
-    """TVM's ``SketchPolicy`` shell: sketches and random sampling (the evolutionary search and
-    the cost model come next); ``search`` measures random samples."""
-
-    def __init__(self, task: Any, program_cost_model: Any = None, params: dict | None = None,
-                 seed: int | None = None, verbose: int = 1, init_search_callbacks: Any = None):
-        self.task = task
-        self.seed = seed
-        self.verbose = verbose
-        self.rng = random.Random(seed)
-
-    def generate_sketches(self, print_for_debug: bool = False) -> list[State]:
-        sk = generate_sketches(self.task)
-        if print_for_debug:
-            for s in sk:
-                print(s, "\n")
-        return sk
-
-    def sample_initial_population(self) -> list[State]:
-        return sample_initial_population(self.task, 50, self.rng.randrange(1 << 30))
