@@ -169,12 +169,10 @@ class TaskScheduler:
         for cb in self.callbacks:
             getattr(cb, "post_tune", lambda s: None)(self)
 
-    def _measurer(self, i: int) -> ProgramMeasurer:
+    def _measurer(self, i: int) -> Any:
         m = self.measurers[i]
         if m is None:
-            o = self.tune_option
-            m = self.measurers[i] = ProgramMeasurer(self.tasks[i], o.builder, o.runner,
-                                                    o.measure_callbacks, verbose=o.verbose >= 2)
+            m = self.measurers[i] = _LazyMeasurer(self.tasks[i], self.tune_option)
         return m
 
     def _tune_task(self, i: int) -> None:
@@ -230,6 +228,26 @@ class TaskScheduler:
         if grads[best] >= 0:  # nothing promises a gain: the least tuned
             return min(alive, key=lambda i: (self.task_cts[i], i))
         return best
+
+
+class _LazyMeasurer:
+    """A task's ProgramMeasurer, started on its first measurement (a task whose policy
+    measures nothing starts no build workers)."""
+
+    def __init__(self, task: Any, o: TuningOptions):
+        self.task, self.o = task, o
+        self.m: ProgramMeasurer | None = None
+
+    def measure(self, policy: Any, states: Sequence[Any]) -> list[MeasureResult]:
+        if self.m is None:
+            o = self.o
+            self.m = ProgramMeasurer(self.task, o.builder, o.runner, o.measure_callbacks,
+                                     verbose=int(o.verbose >= 2))
+        return self.m.measure(policy, states)
+
+    def close(self) -> None:
+        if self.m is not None:
+            self.m.close()
 
 
 def _tag(task: Any) -> str:
