@@ -107,7 +107,7 @@ def test_evolution_at_least_as_good_as_random_search():
     opts = dict(num_measure_trials=32, num_measures_per_round=8, verbose=0,
                 builder=auto_scheduler.LocalBuilder(timeout=120, n_parallel=2),
                 runner=auto_scheduler.LocalRunner(number=4, repeat=2))
-    wins = 0
+    ratios = []
     for seed in (0, 1):
         rnd = auto_scheduler.RandomSearch(task, seed=seed, verbose=0)
         rnd.search(auto_scheduler.TuningOptions(**opts))
@@ -117,5 +117,7 @@ def test_evolution_at_least_as_good_as_random_search():
         assert sk.trials == rnd.trials == 32
         # both best states, measured again side by side (the machine is shared)
         c_rnd, c_sk = _measure(task, [rnd.best_state, sk.best_state], rounds=3)
-        wins += c_sk <= c_rnd * 1.05
-    assert wins >= 1, "the evolutionary search lost to random search with both seeds"
+        ratios.append(c_sk / c_rnd)
+        if c_sk <= c_rnd * 1.05:
+            break  # (a second seed only when the first lost: the machine is shared)
+    assert min(ratios) <= 1.05, f"evolution / random best latency: {ratios}"
