@@ -52,13 +52,14 @@ def mutate_tile_size(state: State, rng: random.Random, hp: Any) -> State | None:
     i = rng.choice(cands)
     s = steps[i]
     assert isinstance(s, ts.SplitStep) and s.extent is not None
-    levels = [s.extent // math.prod(s.lengths), *s.lengths]  # type: ignore[arg-type]
+    lengths = [int(x) for x in s.lengths if x is not None]
+    levels = [s.extent // math.prod(lengths), *lengths]
     srcs = [k for k, v in enumerate(levels) if v > 1]
     if not srcs:
         return None
     src = rng.choice(srcs)
     dst = rng.choice([k for k in range(len(levels)) if k != src])
-    f = rng.choice(_prime_factors(int(levels[src])))
+    f = rng.choice(_prime_factors(levels[src]))
     levels[src] //= f
     levels[dst] *= f
     if levels[-1] > hp.max_innermost_split_factor:

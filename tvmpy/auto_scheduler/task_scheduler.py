@@ -67,7 +67,7 @@ class TaskScheduler:
         self.tic = time.time()
         self.load_log_file = load_log_file
         self.search_policies: list[SearchPolicy] = []
-        self.measurers: list[ProgramMeasurer | None] = []
+        self.measurers: list[_LazyMeasurer | None] = []
         self.trial_history: list[tuple[int, float]] = []  # (total trials, objective)
 
     # ---- setup ----------------------------------------------------------------------------
@@ -157,10 +157,10 @@ class TaskScheduler:
                 if self.task_cts[i] == 0:
                     self._tune_task(i)
             while self.ct < budget and len(self.dead_tasks) < len(self.tasks):
-                i = self._pick()
-                if i is None:
+                pick = self._pick()
+                if pick is None:
                     break
-                self._tune_task(i)
+                self._tune_task(pick)
         finally:
             for m in self.measurers:
                 if m is not None:
