@@ -92,8 +92,9 @@ def tune(log: str, minutes: float, per_round: int) -> None:
 
 
 def measure(log: str, threads: int, rounds: int) -> dict:
-    import tvmpy as tvm
     from common import interleaved_samples, ort_bound_runner, ort_session
+
+    import tvmpy as tvm
     from tvmpy import auto_scheduler, relay
     from tvmpy.contrib import graph_executor
     from tvmpy.relay.testing import compare
