@@ -169,10 +169,19 @@ class TaskScheduler:
         for cb in self.callbacks:
             getattr(cb, "post_tune", lambda s: None)(self)
 
+    MAX_LIVE_MEASURERS = 3
+    """Tasks whose build/run workers stay up between their rounds (the most recently tuned);
+    the others' workers are shut down (a model has tens of subgraphs, each worker a process)."""
+
     def _measurer(self, i: int) -> Any:
         m = self.measurers[i]
         if m is None:
             m = self.measurers[i] = _LazyMeasurer(self.tasks[i], self.tune_option)
+        self._live = [j for j in getattr(self, "_live", []) if j != i] + [i]
+        while len(self._live) > self.MAX_LIVE_MEASURERS:
+            old = self.measurers[self._live.pop(0)]
+            if old is not None:
+                old.close()
         return m
 
     def _tune_task(self, i: int) -> None:
@@ -248,6 +257,7 @@ class _LazyMeasurer:
     def close(self) -> None:
         if self.m is not None:
             self.m.close()
+            self.m = None  # started again on the next measurement
 
 
 def _tag(task: Any) -> str:
