@@ -153,3 +153,32 @@ def test_apply_history_best_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("not json\n")
     assert auto_scheduler.ApplyHistoryBest(str(bad)).best == {}
+
+
+def _run_schedule(task, state, inputs):
+    sch, args = task.compute_dag.apply_steps_from_state(state)
+    f = tvm.build(sch, args, "llvm")
+    out = tvm.nd.array(np.zeros([int(d) for d in args[-1].shape], "float32"))
+    f(*[tvm.nd.array(x) for x in inputs], out)
+    return out.numpy()
+
+
+def test_batch_one_epilogue_fuses_into_the_conv_tile():
+    """relay's epilogue reads a batch-1 conv as ``conv[0, c, y, x, cb]``: still elementwise,
+    so the conv is tiled with its consumer (Ansor's multi-level tiling with fusion, no extra
+    cache stage); the fused schedules compute what the default schedule computes."""
+    from tvmpy.auto_scheduler import transform_step as ts
+
+    mod, params = small_cnn()
+    tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    conv = tasks[0]
+    assert "conv2d" in conv.desc and "add" in conv.desc
+    sketches = auto_scheduler.generate_sketches(conv)
+    fused = [s for s in sketches if any(isinstance(x, ts.FollowSplitStep) for x in s.transform_steps)]
+    assert fused and not any(isinstance(x, ts.CacheWriteStep) for s in fused for x in s.transform_steps)
+    rng = np.random.default_rng(0)
+    args = conv.compute_dag.tensors
+    inputs = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
+    want = _run_schedule(conv, conv.compute_dag.init_state(), inputs)
+    for s in auto_scheduler.sample_initial_population(conv, 3, seed=4, sketches=fused):
+        np.testing.assert_allclose(_run_schedule(conv, s, inputs), want, rtol=1e-4, atol=1e-4)

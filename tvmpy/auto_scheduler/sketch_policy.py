@@ -31,7 +31,7 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir.expr import IterVar
 from . import transform_step as ts
-from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses
+from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses, same_index
 from .loop_state import State
 
 __all__ = ["generate_sketches", "sample_initial_population", "annotate",
@@ -81,7 +81,8 @@ def _reads_elementwise(consumer: Any, producer: Any) -> bool:
                for iv in consumer.axis]
     if shape_p != shape_c:
         return False
-    return all(len(idx) == len(axis) and all(a is b for a, b in zip(idx, axis)) for idx in acc)
+    return all(len(idx) == len(axis) and all(same_index(a, iv) for a, iv in zip(idx, consumer.axis))
+               for idx in acc)
 
 
 def elementwise_matched_consumer(state: State, k: int) -> int | None:
