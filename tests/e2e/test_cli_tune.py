@@ -123,3 +123,30 @@ def test_tune_model_api_matches_the_cli_extraction(model_path):
     with PassContext(opt_level=3):
         tasks = autotvm.task.extract_from_program(mod, params=params, target="llvm")
     assert all(len(t.config_space) >= 1 and t.flop > 0 for t in tasks)
+
+
+def test_tune_with_the_auto_scheduler_then_compile(model_path, tmp_path):
+    """``--scheduler auto``: every fused subgraph tuned by the auto-scheduler into an
+    auto_scheduler log (resumed when run again); ``compile --tuning-log`` applies it."""
+    import json
+
+    log = tmp_path / "auto.json"
+    r = _tvmpy("tune", model_path, "--scheduler", "auto", "--trials", 6, "--tuner", "random",
+               "--log", log, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Estimated total latency" in r.stdout and "auto-scheduler" in r.stdout, r.stdout
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(recs) == 6 and all("i" in x and "r" in x for x in recs)
+    assert any(x["r"][1] == 0 for x in recs)
+    r2 = _tvmpy("tune", model_path, "--scheduler", "auto", "--trials", 2, "--tuner", "random",
+                "--log", log, timeout=900)  # resumed: 2 more
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    assert len(log.read_text().splitlines()) == 8
+    so = tmp_path / "auto.so"
+    r3 = _tvmpy("compile", model_path, "--tuning-log", log, "-o", so, timeout=600)
+    assert r3.returncode == 0, r3.stderr[-3000:]
+    assert "auto_scheduler log" in r3.stdout, r3.stdout
+    _check_library(so, _model_loaded(model_path))
+    r4 = _tvmpy("tune", model_path, "--scheduler", "auto", "--trials", 2, "--tuner", "ga",
+                "--log", log)
+    assert r4.returncode == 2 and "--tuner xgb or random" in r4.stderr

@@ -87,6 +87,16 @@ def branch_and_expensive(op: ComputeOp) -> tuple[bool, bool]:
     return flags[0], flags[1]
 
 
+def same_index(idx: Any, iv: Any) -> bool:
+    """Whether index expression ``idx`` reads axis ``iv`` at its own position: the axis'
+    variable, or the constant 0 on an axis of extent 1 (relay's broadcast of a batch of one
+    reads ``x[0, i, j]``)."""
+    if idx is iv.var:
+        return True
+    return (isinstance(idx, E.IntImm) and idx.value == 0
+            and _const(iv.known_dom.extent) == 1)
+
+
 def read_accesses(op: ComputeOp) -> dict[int, list[tuple[Any, ...]]]:
     """``id(input op) -> [indices, ...]`` of every read of ``op``'s body."""
     return _accesses(op)
@@ -160,7 +170,7 @@ class ComputeDAG:
             info.producers = sorted(info.read_accesses)
             axis_vars = [iv.var for iv in op.axis]
             info.is_elementwise = info.is_injective and all(
-                len(idx) == len(axis_vars) and all(a is b for a, b in zip(idx, axis_vars))
+                len(idx) == len(axis_vars) and all(same_index(a, iv) for a, iv in zip(idx, op.axis))
                 for lst in info.read_accesses.values() for idx in lst)
             info.has_branch, info.has_expensive_op = branch_and_expensive(op)
             info.is_strictly_inlineable = (info.is_injective and not info.has_branch

@@ -81,11 +81,11 @@ class SearchTask:
         return f"SearchTask({self.workload_key}, target={self.target})"
 
     def tune(self, tuning_options: TuningOptions, search_policy: Any = None) -> None:
-        """Search ``tuning_options.num_measure_trials`` candidates (random sketch sampling
-        until the evolutionary search lands)."""
-        from .search_policy import RandomSearch
+        """Search ``tuning_options.num_measure_trials`` candidates (``SketchPolicy`` with the
+        XGB cost model unless ``search_policy`` is given)."""
+        from .search_policy import SketchPolicy
 
-        policy = search_policy or RandomSearch(self)
+        policy = search_policy or SketchPolicy(self, verbose=tuning_options.verbose)
         policy.search(tuning_options)
 
     def apply_best(self, log_file: str, include_compatible: bool = False,

@@ -31,10 +31,10 @@ from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir.expr import IterVar
 from . import transform_step as ts
-from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses
+from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses, same_index
 from .loop_state import State
 
-__all__ = ["generate_sketches", "sample_initial_population", "annotate", "SketchPolicy",
+__all__ = ["generate_sketches", "sample_initial_population", "annotate",
            "AUTO_UNROLL_CONFIGS"]
 
 AUTO_UNROLL_CONFIGS = (0, 16, 64, 512)
@@ -81,7 +81,8 @@ def _reads_elementwise(consumer: Any, producer: Any) -> bool:
                for iv in consumer.axis]
     if shape_p != shape_c:
         return False
-    return all(len(idx) == len(axis) and all(a is b for a, b in zip(idx, axis)) for idx in acc)
+    return all(len(idx) == len(axis) and all(same_index(a, iv) for a, iv in zip(idx, consumer.axis))
+               for idx in acc)
 
 
 def elementwise_matched_consumer(state: State, k: int) -> int | None:
@@ -474,25 +475,3 @@ def sample_initial_population(task: Any, n: int, seed: int | None = None,
             seen.add(key)
             out.append(st)
     return out
-
-
-class SketchPolicy:
-    """TVM's ``SketchPolicy`` shell: sketches and random sampling (the evolutionary search and
-    the cost model come next); ``search`` measures random samples."""
-
-    def __init__(self, task: Any, program_cost_model: Any = None, params: dict | None = None,
-                 seed: int | None = None, verbose: int = 1, init_search_callbacks: Any = None):
-        self.task = task
-        self.seed = seed
-        self.verbose = verbose
-        self.rng = random.Random(seed)
-
-    def generate_sketches(self, print_for_debug: bool = False) -> list[State]:
-        sk = generate_sketches(self.task)
-        if print_for_debug:
-            for s in sk:
-                print(s, "\n")
-        return sk
-
-    def sample_initial_population(self) -> list[State]:
-        return sample_initial_population(self.task, 50, self.rng.randrange(1 << 30))

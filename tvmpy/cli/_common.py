@@ -253,10 +253,14 @@ def _load_tuning_log(path: str) -> list[Any]:
 
 def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: str,
                    tuning_log: str) -> tuple[Any, float]:
-    """Build under ``apply_history_best(tuning_log)``; report applied / fallback workloads."""
+    """Build under ``apply_history_best(tuning_log)``; report applied / fallback workloads.
+    An auto_scheduler log (``tvmpy tune --scheduler auto``) is applied with
+    ``auto_scheduler.ApplyHistoryBest`` and ``relay.backend.use_auto_scheduler``."""
     from ..autotvm.task import dispatcher
     from ..relay.testing import compare
 
+    if is_auto_scheduler_log(tuning_log):
+        return _compile_auto_scheduled(mod, params, opt_level, target, label, tuning_log)
     records = _load_tuning_log(tuning_log)
     applied: set[Any] = set()
     missed: set[Any] = set()
@@ -281,6 +285,42 @@ def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: st
           f"{len(ctx.best_by_targetkey)} tuned workloads); applied tuned configs to "
           f"{len(applied)} workload(s), {len(missed)} tunable workload(s) fell back to the "
           "default schedule")
+    return lib, secs
+
+
+def is_auto_scheduler_log(path: str) -> bool:
+    """Whether ``path``'s first record is in auto_scheduler's format (``{"i": ..., "r": ...}``)."""
+    import json
+
+    if not os.path.isfile(path):
+        raise CliError(f"--tuning-log: no such file {path!r} (write one with `tvmpy tune`)")
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.lstrip().startswith("#"):
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    return False
+                return isinstance(rec, dict) and "i" in rec and "r" in rec
+    return False
+
+
+def _compile_auto_scheduled(mod: Any, params: Any, opt_level: int, target: str, label: str,
+                            tuning_log: str) -> tuple[Any, float]:
+    from .. import auto_scheduler
+    from ..relay.testing import compare
+
+    ctx = auto_scheduler.ApplyHistoryBest(tuning_log)
+    bar = ProgressBar(label)
+    try:
+        with ctx:
+            lib, secs = compare.build(mod, params, opt_level=opt_level, target=target,
+                                      progress=bar,
+                                      config={"relay.backend.use_auto_scheduler": True})
+    finally:
+        bar.close()
+    print(f"auto_scheduler log {tuning_log}: best records of {len(ctx.best)} subgraph(s) "
+          "applied where the model has them (the others keep their default schedule)")
     return lib, secs
 
 

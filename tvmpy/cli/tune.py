@@ -20,6 +20,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from ..relay.testing import compare
 
     tm = importlib.import_module("tvmpy.autotvm.tune_model")
+    if getattr(args, "scheduler", "autotvm") == "auto":
+        return _tune_auto(args)
     if args.trials < 0:
         raise CliError(f"--trials must be >= 0, got {args.trials}")
     if args.early_stopping is not None and args.early_stopping < 1:
@@ -77,6 +79,65 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_auto(args: argparse.Namespace) -> int:
+    """``--scheduler auto``: every fused subgraph tuned by the auto-scheduler (Ansor's task
+    scheduler spreads ``--trials``), logged to (and resumed from) ``--log``."""
+    from .. import auto_scheduler
+    from ..relay.testing import compare
+
+    if args.trials < 0:
+        raise CliError(f"--trials must be >= 0, got {args.trials}")
+    if args.rpc_key or args.tracker:
+        raise CliError("--scheduler auto measures locally; --rpc-key/--tracker are AutoTVM's")
+    if args.tuner not in ("xgb", "random"):
+        raise CliError(f"--scheduler auto takes --tuner xgb or random, got {args.tuner!r}")
+    parent = os.path.dirname(os.path.abspath(args.log))
+    if not os.path.isdir(parent):
+        raise CliError(f"--log: directory {parent!r} does not exist")
+    model = _load_onnx(args.model)
+    shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
+    mod, params = compare.import_onnx(model, shapes)
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, args.target)
+    if not tasks:
+        print(f"{args.model}: no subgraph to tune on target {args.target!r}")
+        return 0
+    total = args.trials * len(tasks) if args.per_task else args.trials
+    t0 = time.perf_counter()
+    sched = auto_scheduler.TaskScheduler(tasks, weights, load_log_file=args.log)
+    opts = auto_scheduler.TuningOptions(
+        num_measure_trials=sched_budget(total, args.log, tasks),
+        early_stopping=args.early_stopping, num_measures_per_round=min(16, max(1, total)),
+        measure_callbacks=[auto_scheduler.RecordToFile(args.log)], verbose=1)
+    try:
+        sched.tune(opts, search_policy="sketch.random" if args.tuner == "random" else "default")
+    except KeyboardInterrupt:
+        print(f"\ntvmpy tune: interrupted; every finished measurement is in {args.log}: run the "
+              "same command again to resume", file=sys.stderr)
+        return 130
+    print(f"tuned {len(tasks)} subgraph(s) of {args.model} with the auto-scheduler in "
+          f"{time.perf_counter() - t0:.1f} s -> {args.log}")
+    print(f"build with it: tvmpy compile {args.model} --tuning-log {args.log}")
+    return 0
+
+
+def sched_budget(total: int, log: str, tasks: Any) -> int:
+    """The task scheduler counts the log's records of these tasks as trials done (resume):
+    this run's budget comes on top of them."""
+    import json
+
+    if not os.path.exists(log):
+        return total
+    keys = {t.workload_key for t in tasks}
+    n = 0
+    with open(log) as f:
+        for line in f:
+            try:
+                n += json.loads(line)["i"][0][0] in keys
+            except (ValueError, KeyError, TypeError, IndexError):
+                continue
+    return total + n
+
+
 def _log_errors(log: str) -> list[int]:
     """The error number of each record of the tuning log ``log`` ([] when there is none)."""
     from ..autotvm import record
@@ -118,6 +179,9 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--log", required=True, metavar="LOG",
                    help="AutoTVM log to append to (an existing log is resumed)")
     t.add_argument("--tuner", choices=("xgb", "ga", "random", "grid"), default="xgb")
+    t.add_argument("--scheduler", choices=("autotvm", "auto"), default="autotvm",
+                   help="autotvm: the operators' templates; auto: the auto-scheduler (Ansor) "
+                   "on every fused subgraph, its log applied by `tvmpy compile --tuning-log`")
     t.add_argument("--target", default="llvm", help="compilation target (default: llvm)")
     t.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...")
     t.add_argument("--early-stopping", type=int, metavar="N",

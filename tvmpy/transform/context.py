@@ -59,7 +59,8 @@ KNOWN_CONFIG: dict[str, str] = {
                                       "warning and the fallback schedule",
     "relay.FakeQuantizationToInteger.optional_qnn_ops": "list of op names, default "
                                                         "['nn.softmax']",
-    "relay.backend.use_auto_scheduler": "bool, False only: tvmpy has no auto_scheduler (Ansor)",
+    "relay.backend.use_auto_scheduler": "bool: fused functions take the best record of the "
+                                        "current auto_scheduler.ApplyHistoryBest",
 }
 
 
@@ -106,10 +107,6 @@ class PassContext:
             if key not in KNOWN_CONFIG:
                 raise ValueError(f"PassContext: unsupported config {key!r}; supported: "
                                  f"{', '.join(KNOWN_CONFIG)}")
-        if self.config.get("relay.backend.use_auto_scheduler"):
-            raise ValueError("PassContext: relay.backend.use_auto_scheduler=True needs TVM's "
-                             "auto_scheduler (Ansor), which tvmpy does not have; tune with "
-                             "autotvm and build under autotvm.apply_history_best(log) instead")
 
     def pass_enabled(self, name: str, opt_level: int) -> bool:
         """TVM's rule: disabled wins, then required, then ``opt_level >= the pass's``."""

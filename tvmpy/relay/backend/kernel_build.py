@@ -14,7 +14,7 @@ name, instruction-set features), tvmpy's version and a digest of its source file
 llvmlite/LLVM versions, the PassContext (opt_level, config, required/disabled passes), strict
 schedules, the parallel runtime and libmvec switch. Builds whose result depends on something
 a key cannot capture are not cached (nor sent to workers): a non-default autotvm dispatch
-context (tuned configs), PassContext instruments or a ``config`` value that cannot be digested
+context (tuned configs), ``relay.backend.use_auto_scheduler`` (schedules from a log), PassContext instruments or a ``config`` value that cannot be digested
 (e.g. ``tir.add_lower_pass`` functions), and ``DUMP_IR`` / ``DEBUG>=4`` (which ask for the
 work to be seen). Strategies or schedules that user code registers at run time are not in the
 key: set ``TVMPY_CACHE=0`` while developing those.
@@ -199,6 +199,8 @@ def context_key(target: Target) -> str | None:
     ctx = PassContext.current()
     if ctx.instruments or not _dispatch_is_default():
         return None
+    if ctx.config.get("relay.backend.use_auto_scheduler"):
+        return None  # the schedules come from an auto_scheduler log the key does not cover
     import llvmlite
     import llvmlite.binding as llvm
 

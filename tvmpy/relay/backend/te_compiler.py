@@ -317,10 +317,23 @@ def lower_primitive(func: Function, target: Any, name: str) -> PrimFunc:
         func = infer_type(func)
     g = _GroupLowering(func, tgt, name)
     outs = g.outputs(func.body)
-    sched = g.schedule(outs)
+    sched = _auto_scheduled(func, g, outs, tgt) or g.schedule(outs)
     from ...te.schedule_ops import schedule_to_primfunc
 
     return schedule_to_primfunc(sched, [*g.inputs, *outs, *g.shape_args], name, {})
+
+
+def _auto_scheduled(func: Function, g: _GroupLowering, outs: list[te.Tensor], target: Target) -> Any:
+    """With ``relay.backend.use_auto_scheduler``: the best record's schedule of this fused
+    function in the current ``auto_scheduler.ApplyHistoryBest``, else None (default schedule)."""
+    if not PassContext.current().config.get("relay.backend.use_auto_scheduler"):
+        return None
+    if g.shape_args or any(_is_empty(t.shape) for t in outs):
+        return None  # symbolic or empty: no static task
+    from ...auto_scheduler.relay_integration import schedule_fused
+    from .auto_scheduler_tasks import fused_workload_key
+
+    return schedule_fused([*g.inputs, *outs], fused_workload_key(func, g.inputs), target)
 
 
 def primitive_name(func: Function) -> str:

@@ -31,13 +31,15 @@ def import_onnx(model: Any, shape: Mapping[str, Any] | None = None) -> tuple[Any
 
 
 def build(mod: Any, params: Mapping[str, Any] | None, opt_level: int = 3, target: str = "llvm",
-          progress: Progress | None = None) -> tuple[Any, float]:
-    """``relay.build`` under ``PassContext(opt_level)``; returns (factory module, seconds)."""
+          progress: Progress | None = None, config: Mapping[str, Any] | None = None
+          ) -> tuple[Any, float]:
+    """``relay.build`` under ``PassContext(opt_level, config)``; returns (factory module,
+    seconds)."""
     from ... import transform
     from ..build_module import build as relay_build
 
     t0 = time.perf_counter()
-    with transform.PassContext(opt_level=opt_level):
+    with transform.PassContext(opt_level=opt_level, config=dict(config or {})):
         lib = relay_build(mod, target=target, params=dict(params or {}), progress=progress)
     return lib, time.perf_counter() - t0
 

@@ -1,0 +1,184 @@
+"""Relay integration: ``extract_tasks`` gives one task per distinct fused subgraph (every kind:
+convolution + batch norm + relu, depthwise, pooling, dense, softmax, layer norm, batch matmul),
+weighted by its occurrences; a model built under ``ApplyHistoryBest(log)`` with
+``relay.backend.use_auto_scheduler`` uses the logged schedules and computes what the untuned
+build computes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tvmpy as tvm
+from tvmpy import auto_scheduler, relay
+from tvmpy.auto_scheduler import relay_integration
+from tvmpy.contrib import graph_executor
+
+
+def _params(f, rng):
+    out = {}
+    for p in f.params[1:]:
+        shp = [int(d) for d in p.type_annotation.shape]
+        out[p.name_hint] = tvm.nd.array(rng.uniform(0.5, 1.0, shp).astype("float32"))
+    return out
+
+
+def small_cnn():
+    x = relay.var("x", shape=(1, 3, 12, 12))
+    y = relay.nn.conv2d(x, relay.var("w1", shape=(8, 3, 3, 3)), padding=(1, 1))
+    bn = [relay.var(n, shape=(8,)) for n in ("g", "b", "m", "v")]
+    y = relay.nn.relu(relay.nn.batch_norm(y, *bn)[0])
+    y = relay.nn.relu(relay.nn.conv2d(y, relay.var("wd", shape=(8, 1, 3, 3)), padding=(1, 1),
+                                      groups=8))
+    y = relay.reshape(relay.nn.global_avg_pool2d(y), (1, 8))
+    y = relay.nn.softmax(relay.nn.dense(y, relay.var("wf", shape=(10, 8))))
+    f = relay.Function(relay.analysis.free_vars(y), y)
+    return tvm.IRModule.from_expr(f), _params(f, np.random.default_rng(0))
+
+
+def small_transformer(seq=8, d=16):
+    x = relay.var("x", shape=(seq, d))
+
+    def dense(h, name, n_out):
+        return relay.nn.dense(h, relay.var(name, shape=(n_out, d if name != "w2" else 2 * d)))
+
+    def ln(h, k):
+        return relay.nn.layer_norm(h, relay.var(f"ln{k}_g", shape=(d,)),
+                                   relay.var(f"ln{k}_b", shape=(d,)))
+    q, k, v = (dense(x, n, d) for n in ("wq", "wk", "wv"))
+    s = relay.nn.softmax(relay.nn.batch_matmul(relay.reshape(q, (1, seq, d)),
+                                               relay.reshape(k, (1, seq, d))))
+    a = relay.nn.batch_matmul(s, relay.transpose(relay.reshape(v, (1, seq, d)), (0, 2, 1)))
+    h = ln(x + relay.reshape(a, (seq, d)), 1)
+    f1 = relay.nn.relu(dense(h, "w1", 2 * d))
+    y = ln(h + dense(f1, "w2", d), 2)
+    f = relay.Function(relay.analysis.free_vars(y), y)
+    return tvm.IRModule.from_expr(f), _params(f, np.random.default_rng(1))
+
+
+def _ops(task):
+    return [op.name for op in task.compute_dag.ops]
+
+
+def test_extract_tasks_small_cnn():
+    mod, params = small_cnn()
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    descs = [t.desc for t in tasks]
+    assert len(set(t.workload_key for t in tasks)) == len(tasks)
+    assert weights == [1] * len(tasks)
+    joined = " ".join(descs + [" ".join(_ops(t)) for t in tasks])
+    for kind in ("conv2d", "depthwise", "global_avg_pool2d", "dense", "softmax"):
+        assert kind in joined, (kind, descs)
+    conv = next(t for t in tasks if "conv2d" in t.desc and "depthwise" not in " ".join(_ops(t)))
+    assert "relu" in conv.desc  # batch norm folded into the conv's epilogue, relu fused
+    # the simple (reduction-free) subgraphs only on request
+    all_tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm", include_simple_tasks=True)
+    assert len(all_tasks) > len(tasks)
+    for t in all_tasks:
+        json.loads(t.workload_key)  # a record's key
+
+
+def test_extract_tasks_transformer_block_weights():
+    mod, params = small_transformer()
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    ops = [" ".join(_ops(t)) for t in tasks]
+    joined = " ".join(ops)
+    for kind in ("dense", "batch_matmul", "softmax"):
+        assert kind in joined, ops
+    assert any("mean" in o or "var" in o or "layer_norm" in o or "sum" in o for o in ops), ops
+    # q, k and v are the same dense subgraph: one task, weight >= 3
+    by_desc = dict(zip([t.desc for t in tasks], weights))
+    assert max(by_desc.values()) >= 3, by_desc
+    assert sum(weights) >= len(tasks)
+
+
+def _run(lib, x):
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", x)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("model", [small_cnn, small_transformer])
+def test_apply_history_best_build_equals_untuned(model, tmp_path, monkeypatch):
+    mod, params = model()
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    log = str(tmp_path / "log.json")
+    opts = auto_scheduler.TuningOptions(
+        num_measure_trials=2 * len(tasks), num_measures_per_round=2, verbose=0,
+        builder=auto_scheduler.LocalBuilder(timeout=120, n_parallel=2),
+        runner=auto_scheduler.LocalRunner(number=1, repeat=1),
+        measure_callbacks=[auto_scheduler.RecordToFile(log)])
+    auto_scheduler.TaskScheduler(tasks, weights, callbacks=[]).tune(
+        opts, search_policy="sketch.random", seed=0)
+    recs = [json.loads(x) for x in open(log)]
+    assert {r["i"][0][0] for r in recs if r["r"][1] == 0} == {t.workload_key for t in tasks}
+
+    shape = [int(d) for d in mod["main"].params[0].type_annotation.shape]
+    x = np.random.default_rng(2).uniform(-1, 1, shape).astype("float32")
+    with tvm.transform.PassContext(opt_level=3):
+        ref = _run(relay.build(mod, "llvm", params=params), x)
+
+    applied = []
+    real = relay_integration.schedule_fused
+
+    def spy(tensors, key, target):
+        sch = real(tensors, key, target)
+        applied.append((key, sch is not None))
+        return sch
+    monkeypatch.setattr(relay_integration, "schedule_fused", spy)
+    with auto_scheduler.ApplyHistoryBest(log):
+        with tvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.use_auto_scheduler": True}):
+            lib = relay.build(mod, "llvm", params=params)
+    got = _run(lib, x)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+    hit = {k for k, ok in applied if ok}
+    assert hit == {t.workload_key for t in tasks}, (hit, applied)
+    # without a record: the default schedule (no error)
+    applied.clear()
+    with auto_scheduler.ApplyHistoryBest([]):
+        with tvm.transform.PassContext(opt_level=3,
+                                       config={"relay.backend.use_auto_scheduler": True}):
+            lib = relay.build(mod, "llvm", params=params)
+    np.testing.assert_allclose(_run(lib, x), ref, rtol=1e-4, atol=1e-5)
+    assert applied and not any(ok for _, ok in applied)
+
+
+def test_apply_history_best_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no log file"):
+        auto_scheduler.ApplyHistoryBest(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json\n")
+    assert auto_scheduler.ApplyHistoryBest(str(bad)).best == {}
+
+
+def _run_schedule(task, state, inputs):
+    sch, args = task.compute_dag.apply_steps_from_state(state)
+    f = tvm.build(sch, args, "llvm")
+    out = tvm.nd.array(np.zeros([int(d) for d in args[-1].shape], "float32"))
+    f(*[tvm.nd.array(x) for x in inputs], out)
+    return out.numpy()
+
+
+def test_batch_one_epilogue_fuses_into_the_conv_tile():
+    """relay's epilogue reads a batch-1 conv as ``conv[0, c, y, x, cb]``: still elementwise,
+    so the conv is tiled with its consumer (Ansor's multi-level tiling with fusion, no extra
+    cache stage); the fused schedules compute what the default schedule computes."""
+    from tvmpy.auto_scheduler import transform_step as ts
+
+    mod, params = small_cnn()
+    tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    conv = tasks[0]
+    assert "conv2d" in conv.desc and "add" in conv.desc
+    sketches = auto_scheduler.generate_sketches(conv)
+    fused = [s for s in sketches if any(isinstance(x, ts.FollowSplitStep) for x in s.transform_steps)]
+    assert fused and not any(isinstance(x, ts.CacheWriteStep) for s in fused for x in s.transform_steps)
+    rng = np.random.default_rng(0)
+    args = conv.compute_dag.tensors
+    inputs = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
+    want = _run_schedule(conv, conv.compute_dag.init_state(), inputs)
+    for s in auto_scheduler.sample_initial_population(conv, 3, seed=4, sketches=fused):
+        np.testing.assert_allclose(_run_schedule(conv, s, inputs), want, rtol=1e-4, atol=1e-4)

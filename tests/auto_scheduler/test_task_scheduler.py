@@ -1,0 +1,96 @@
+"""The task scheduler: round-robin warm-up, then rounds to the task whose improvement lowers
+the weighted latency sum most (Ansor's gradient); resuming from a log restores each task's best
+and measured states (no state measured twice)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from as_workloads import elementwise, make_task, matmul, row_sum
+
+from tvmpy import auto_scheduler
+from tvmpy.auto_scheduler.measure import MeasureInput, MeasureResult
+from tvmpy.auto_scheduler.search_policy import SearchPolicy
+
+
+class _Scripted(SearchPolicy):
+    """Measures nothing: each round's cost comes from ``curve(round)``."""
+
+    def __init__(self, task, curve):
+        super().__init__(task, seed=0, verbose=0)
+        self.curve = curve
+        self.rounds = 0
+
+    def continue_search_one_round(self, n, measurer):
+        cost = self.curve(self.rounds)
+        self.rounds += 1
+        states = auto_scheduler.sample_initial_population(self.task, 1, seed=self.rounds)
+        ins = [MeasureInput(self.task, states[0])] * n
+        res = [MeasureResult((cost,), 0, "", 0.0, 0.0)] * n
+        self.record(ins, res)
+        return ins, res
+
+
+def _opts(n, per_round=4, verbose=0, **kw):
+    return auto_scheduler.TuningOptions(num_measure_trials=n, num_measures_per_round=per_round,
+                                        verbose=verbose, **kw)
+
+
+def test_gradient_allocation_favours_the_heavy_improving_task():
+    tasks = [make_task(matmul, (8, 8, 8)), make_task(row_sum, (8, 8)),
+             make_task(elementwise, (8, 8))]
+    flat = lambda r: 1e-4  # noqa: E731 - a light task tuning does not help
+    improving = lambda r: 1e-3 / (1 + r)  # noqa: E731
+    pols = [_Scripted(tasks[0], flat), _Scripted(tasks[1], improving), _Scripted(tasks[2], improving)]
+    sched = auto_scheduler.TaskScheduler(tasks, [1, 10, 1], callbacks=[])
+    sched.tune(_opts(4 * 20), search_policy=pols)
+    assert min(sched.task_cts) >= 1  # the warm-up measured every task
+    assert sched.task_cts[1] > sched.task_cts[2] > 0
+    assert sched.task_cts[1] > sched.task_cts[0]
+    # the objective is the weighted sum of the best latencies
+    assert sched.trial_history[-1][1] == pytest.approx(
+        sum(w * c for w, c in zip([1, 10, 1], sched.best_costs)))
+    assert sum(sched.task_trials) == 80
+
+
+def test_round_robin_and_bad_arguments():
+    tasks = [make_task(matmul, (8, 8, 8)), make_task(row_sum, (8, 8))]
+    pols = [_Scripted(t, lambda r: 1e-3) for t in tasks]
+    sched = auto_scheduler.TaskScheduler(tasks, strategy="round-robin", callbacks=[])
+    sched.tune(_opts(4 * 6), search_policy=pols)
+    assert sched.task_cts == [3, 3]
+    with pytest.raises(ValueError, match="weights"):
+        auto_scheduler.TaskScheduler(tasks, [1])
+    with pytest.raises(ValueError, match="strategy"):
+        auto_scheduler.TaskScheduler(tasks, strategy="fifo")
+    with pytest.raises(ValueError, match="search_policy"):
+        auto_scheduler.TaskScheduler(tasks).tune(_opts(4), search_policy="annealing")
+
+
+def test_resume_from_log(tmp_path, capsys):
+    log = str(tmp_path / "log.json")
+    tasks = [make_task(matmul, (16, 16, 16)), make_task(row_sum, (16, 12))]
+    builder = auto_scheduler.LocalBuilder(timeout=120, n_parallel=2)
+    opts = dict(builder=builder, runner=auto_scheduler.LocalRunner(number=2, repeat=1),
+                measure_callbacks=[auto_scheduler.RecordToFile(log)])
+    first = auto_scheduler.TaskScheduler(tasks, [1, 2])
+    first.tune(_opts(8, verbose=1, **opts), search_policy="sketch.random", seed=0)
+    out = capsys.readouterr().out
+    assert "Estimated total latency" in out and "Trials: 8" in out
+    n_first = len(open(log).read().splitlines())
+    assert n_first == 8
+
+    again = auto_scheduler.TaskScheduler(tasks, [1, 2], load_log_file=log)
+    again.tune(_opts(8, **opts), search_policy="sketch.random", seed=0)  # nothing left to do
+    assert len(open(log).read().splitlines()) == n_first
+    assert list(again.best_costs) == pytest.approx(list(first.best_costs))
+    assert again.task_trials == [4, 4]
+
+    more = auto_scheduler.TaskScheduler(tasks, [1, 2], load_log_file=log)
+    more.tune(_opts(16, **opts), search_policy="sketch.random", seed=0)
+    lines = [json.loads(x) for x in open(log).read().splitlines()]
+    assert len(lines) == 16
+    keys = [json.dumps(rec["i"]) for rec in lines]
+    assert len(set(keys)) == len(keys), "a state was measured twice after resuming"
+    assert all(b <= a for a, b in zip(first.best_costs, more.best_costs))

@@ -1,0 +1,128 @@
+"""Cost models of the search (TVM's ``auto_scheduler.cost_model``): ``RandomModel`` and
+``XGBModel``.
+
+A model is trained on measured states (``update(inputs, results)``) and scores candidates
+(``predict(task, states)``: higher is better). ``XGBModel`` regresses, per task, the normalised
+throughput ``min_cost / cost`` (1 for the task's best measured state, as TVM's), so the tasks of
+a task scheduler share one model; failed measurements count as throughput 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .feature import get_per_state_features
+
+__all__ = ["CostModel", "RandomModel", "XGBModel"]
+
+logger = logging.getLogger("auto_scheduler")
+
+
+class CostModel:
+    """Interface: ``update`` with measurements, ``predict`` scores (higher = faster)."""
+
+    def update(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def predict(self, task: Any, states: Sequence[Any]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomModel(CostModel):
+    """Uniform random scores (for tests and as a baseline)."""
+
+    def __init__(self, seed: int | None = None):
+        self.rng = np.random.default_rng(seed)
+
+    def update(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
+        pass
+
+    def predict(self, task: Any, states: Sequence[Any]) -> np.ndarray:
+        return self.rng.uniform(0, 1, len(states))
+
+
+def _mean_cost(res: Any) -> float:
+    if res.error_no != 0 or not res.costs:
+        return math.inf
+    return float(sum(res.costs) / len(res.costs))
+
+
+class XGBModel(CostModel):
+    """Gradient-boosted trees (xgboost) over :mod:`.feature`'s state features, retrained on
+    every measurement seen so far (``num_warmup_sample``: below that many samples the model
+    scores at random, as TVM's)."""
+
+    def __init__(self, num_warmup_sample: int = 16, seed: int | None = None,
+                 model_file: str | None = None, adaptive_training: bool = False,
+                 num_boost_round: int = 80):
+        del model_file, adaptive_training
+        import xgboost  # noqa: F401 - fail here, not mid-search, when it is missing
+
+        self.num_warmup_sample = num_warmup_sample
+        self.num_boost_round = num_boost_round
+        self.seed = 0 if seed is None else seed
+        self.rng = np.random.default_rng(seed)
+        self.xs: list[np.ndarray] = []
+        self.costs: list[float] = []
+        self.keys: list[str] = []
+        self.booster: Any = None
+
+    def update(self, inputs: Sequence[Any], results: Sequence[Any]) -> None:
+        if not inputs:
+            return
+        feats = get_per_state_features([i.state for i in inputs])
+        for inp, res, f in zip(inputs, results, feats):
+            if np.isnan(f).any():
+                continue
+            self.xs.append(f)
+            self.costs.append(_mean_cost(res))
+            self.keys.append(inp.task.workload_key)
+        self._train()
+
+    def _targets(self) -> np.ndarray:
+        best: dict[str, float] = {}
+        for k, c in zip(self.keys, self.costs):
+            best[k] = min(best.get(k, math.inf), c)
+        return np.array([0.0 if not math.isfinite(c) or not math.isfinite(best[k]) else best[k] / c
+                         for k, c in zip(self.keys, self.costs)])
+
+    def _train(self) -> None:
+        import xgboost as xgb
+
+        if len(self.xs) < self.num_warmup_sample:
+            return
+        y = self._targets()
+        if not (y > 0).any():
+            return
+        d = xgb.DMatrix(np.stack(self.xs), label=y)
+        params = {"max_depth": 6, "gamma": 0.003, "min_child_weight": 1, "eta": 0.2,
+                  "objective": "reg:squarederror", "nthread": 1, "verbosity": 0,
+                  "seed": self.seed}
+        self.booster = xgb.train(params, d, num_boost_round=self.num_boost_round)
+
+    def predict(self, task: Any, states: Sequence[Any]) -> np.ndarray:
+        import xgboost as xgb
+
+        if self.booster is None:
+            return self.rng.uniform(0, 1, len(states))
+        feats = get_per_state_features(states)
+        bad = np.isnan(feats).any(axis=1)
+        out = np.full(len(states), -math.inf)
+        if (~bad).any():
+            out[~bad] = self.booster.predict(xgb.DMatrix(feats[~bad]))
+        return out
+
+    def save(self, file_name: str) -> None:
+        if self.booster is not None:
+            self.booster.save_model(file_name)
+
+    def load(self, file_name: str) -> None:
+        import xgboost as xgb
+
+        self.booster = xgb.Booster()
+        self.booster.load_model(file_name)
