@@ -336,15 +336,19 @@ class _Partitioner(Mutator):
         if not self.edge_ids:
             return self.generic_visit(s)
         cond = self.visit(s.condition)
-        cases = []
-        for c in (s.then_case, s.else_case):
-            edge = c is not None and id(c) in self.edge_ids
-            self.depth += edge
-            cases.append(None if c is None else self.visit(c))
-            self.depth -= edge
-        if cond is s.condition and cases[0] is s.then_case and cases[1] is s.else_case:
+        then_case = self.visit_edge(s.then_case)
+        else_case = None if s.else_case is None else self.visit_edge(s.else_case)
+        if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
             return s
-        return S.IfThenElse(cond, cases[0], cases[1])
+        return S.IfThenElse(cond, then_case, else_case)
+
+    def visit_edge(self, st: S.Stmt) -> S.Stmt:
+        """``st`` visited one edge part deeper when it is a parallel loop's pre/post branch."""
+        edge = id(st) in self.edge_ids
+        self.depth += edge
+        out = self.visit(st)
+        self.depth -= edge
+        return out
 
     def partition(self, f: S.For) -> list[tuple[S.Stmt, bool, bool]] | None:
         x = f.loop_var
