@@ -191,3 +191,135 @@ def test_partition_overhanging_chunks_are_dropped(n, factor, nparts, lower):
     text = str(g)
     assert "likely" not in text and "max(" not in text and "min(" not in text, text
     assert_same(f, g)
+
+
+# --- the budget: guards at N nested levels (issue 25 point 2) ---------------------------------
+
+def _nested_guards(shape):
+    """A padded stencil over len(shape) axes, each split twice non-divisibly (3, then 2), the
+    padding stage computed inside the tile: ``likely`` guards at every level."""
+    import tvmpy as tvm
+    from tvmpy import te
+
+    A = te.placeholder(tuple(shape), name="A")
+    P = te.compute(tuple(s + 2 for s in shape), lambda *i: tir.if_then_else(
+        tir.all(*[tir.all(v >= 1, v < s + 1) for v, s in zip(i, shape)]),
+        A(*[v - 1 for v in i]), 0.0), name="P")
+    B = te.compute(tuple(shape), lambda *i: P(*i) + P(*[v + 2 for v in i]), name="B")
+    s = te.create_schedule(B.op)
+    levels = []
+    for ax in B.op.axis:
+        o, i = s[B].split(ax, factor=3)
+        oo, oi = s[B].split(o, factor=2)
+        levels.append((oo, oi, i))
+    s[B].reorder(*[lv[0] for lv in levels], *[lv[1] for lv in levels], *[lv[2] for lv in levels])
+    s[P].compute_at(s[B], levels[-1][1])
+    return tvm, s, [A, B]
+
+
+def _stencil_ref(a):
+    import numpy as np
+
+    p = np.pad(a, 1)
+    return p[tuple(slice(0, n) for n in a.shape)] + p[tuple(slice(2, n + 2) for n in a.shape)]
+
+
+def _partitioned(n_levels, max_growth="default"):
+    """(statements before LoopPartition, after it, partitioned func) for the N-level stencil."""
+    from tvmpy.tir.transform.loop_partition import stmt_count
+
+    tvm, s, args = _nested_guards([7 + 2 * k for k in range(n_levels)])
+    seen = []
+
+    def spy(f):
+        g = loop_partition_func(f) if max_growth == "default" else loop_partition_func(f, max_growth)
+        seen.append((stmt_count(f.body), stmt_count(g.body), g))
+        return g
+
+    with tvm.transform.PassContext(disabled_pass=["LoopPartition"],
+                                   config={"tir.add_lower_pass": [(1, spy)]}):
+        tvm.lower(s, args)
+    return seen[0]
+
+
+@pytest.mark.parametrize("n_levels", [1, 2, 3, 4, 5, 6])
+def test_budget_nested_guards_grow_linearly(n_levels):
+    """Unbounded, the parts' inner loops are partitioned again: 34, 141, 593, 2507 statements
+    for 1..4 levels (x4.2 a level). With the budget the count stays linear in the depth."""
+    before, after, g = _partitioned(n_levels)
+    assert before <= 11 + 4 * n_levels  # the schedule itself is linear
+    assert after <= 64 + 40 * n_levels, (n_levels, before, after)
+    assert "likely" in str(g) or n_levels == 1  # the budget left some guards (edge parts)
+
+
+def test_budget_unbounded_is_exponential():
+    """The test above would fail without the budget (``max_growth=None``: the full partition)."""
+    before, after, _ = _partitioned(3, None)
+    assert after > 64 + 40 * 3, after
+
+
+@pytest.mark.parametrize("n_levels,max_growth", [(1, "default"), (2, 100), (3, 100)])
+def test_budget_not_hit_changes_nothing(n_levels, max_growth):
+    """Below the budget the result is the full partition, statement for statement."""
+    _, n_full, full = _partitioned(n_levels, None)
+    _, n_budget, budget = _partitioned(n_levels, max_growth)
+    assert n_full == n_budget and str(full) == str(budget)
+
+
+@pytest.mark.parametrize("shape,max_growth", [((5, 7, 4), "default"), ((4, 5, 7, 5), "default"),
+                                              ((1, 5, 3, 7), "default"), ((5, 7, 4), 1.0),
+                                              ((4, 5, 7, 5), 1.0), ((5, 7, 4), None)])
+def test_budget_nested_guards_numpy(shape, max_growth):
+    """Built (LoopPartition budgeted: edge-depth fallback, the lenient run, unbounded) and
+    compared with numpy."""
+    import numpy as np
+
+    tvm, s, args = _nested_guards(list(shape))
+    cfg = {} if max_growth == "default" else {"tir.LoopPartition.max_growth": max_growth}
+    with tvm.transform.PassContext(config=cfg):
+        f = tvm.build(s, args)
+    a = np.random.default_rng(1).uniform(0.5, 2.0, shape).astype("float32")
+    b = tvm.nd.array(np.zeros(shape, "float32"))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), _stencil_ref(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("max_growth", [1.0, 1.5, 2.5])
+def test_budget_lenient_run_keeps_guards(monkeypatch, max_growth):
+    """A budget too small even for the main parts (no floor): loops whose parts would pass it
+    stay whole (guards kept); the result fits and is still correct (interpreted)."""
+    from tvmpy.tir.transform import loop_partition as lp
+
+    monkeypatch.setattr(lp, "MIN_BUDGET", 0)
+    runs = []
+    init = lp._Partitioner.__init__
+
+    def spy_init(self, *a, **k):
+        runs.append(k.get("strict", True))
+        init(self, *a, **k)
+
+    monkeypatch.setattr(lp._Partitioner, "__init__", spy_init)
+    tvm, s, args = _nested_guards([4, 5, 7])
+    seen = []
+
+    def spy(fn):
+        g = loop_partition_func(fn, max_growth)
+        seen.append((fn, g))
+        return g
+
+    with tvm.transform.PassContext(disabled_pass=["LoopPartition"],
+                                   config={"tir.add_lower_pass": [(1, spy)]}):
+        tvm.lower(s, args)
+    fn, g = seen[0]
+    assert runs[-1] is False  # the lenient run made the result
+    assert lp.stmt_count(g.body) <= max_growth * lp.stmt_count(fn.body)
+    assert_same(fn, g)
+
+
+@pytest.mark.parametrize("bad", [0, -2, "8"])
+def test_budget_bad_config_is_an_error(bad):
+    import tvmpy as tvm
+
+    with pytest.raises(ValueError, match="max_growth"):
+        with tvm.transform.PassContext(config={"tir.LoopPartition.max_growth": bad}):
+            loop_partition_func(_split_copy(10, 4))

@@ -9,6 +9,9 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 
 - ``tir.add_lower_pass``: ``[(phase, pass), ...]`` custom loop-IR passes placed in the tir
   pipeline (:mod:`tvmpy.tir.pipeline` documents the phases);
+- ``tir.LoopPartition.max_growth``: LoopPartition's budget, the most statements the partitioned
+  function may hold as a multiple of the original's (default 8; ``None``: unbounded; see
+  :mod:`tvmpy.tir.transform.loop_partition`);
 - ``relay.FuseOps.max_depth``: the most operators in one fused group;
 - ``relay.x86.winograd``: ``"auto"`` / ``True`` / ``False`` / a tile size, the x86 conv2d
   Winograd choice.
@@ -61,6 +64,8 @@ KNOWN_CONFIG: dict[str, str] = {
                                                         "['nn.softmax']",
     "relay.backend.use_auto_scheduler": "bool: fused functions take the best record of the "
                                         "current auto_scheduler.ApplyHistoryBest",
+    "tir.LoopPartition.max_growth": "number > 0 or None: LoopPartition's statement budget, a "
+                                    "multiple of the function's size (None: unbounded)",
 }
 
 

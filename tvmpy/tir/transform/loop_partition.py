@@ -29,9 +29,21 @@ What it does
     part); when it fuses several axes and the guards are linear in one of them, ``x % c`` or
     ``x // c``, rather than in ``x``, the branches test that term.
 
+    Budget: the parts are searched again, so guards at ``N`` nested levels would make up to
+    ``3**N`` copies (a padding stage computed inside a conv tile, non-divisible tiles at
+    several levels: an auto-scheduler candidate grew from 38 to 12,000 statements). The
+    partitioned function may hold at most ``max(max_growth * s, s + 64)`` statements (``s``
+    the original's; ``max_growth`` is ``PassContext`` config ``tir.LoopPartition.max_growth``,
+    default 8, ``None`` unbounded). When the full partition passes it, the pass keeps the
+    deepest limit ``d`` on nested edge (pre/post) parts that fits: the main part of every loop
+    is partitioned (the hot path loses its guards, the code grows linearly with ``N``), and
+    inside edge parts only ``d`` levels deep; if even ``d = 0`` does not fit, loops whose parts
+    would pass the budget stay whole (guards kept). Below the budget the result is the full
+    partition, unchanged.
+
 When valid
     Always: the main part's guards hold for every iteration in it (by construction), and the
-    other parts keep them. Expects single definition of each variable (see :mod:`.common`);
+    other parts keep them (a loop left whole by the budget keeps all of its guards). Expects single definition of each variable (see :mod:`.common`);
     pre/post parts are fresh copies.
 
 Example
@@ -46,6 +58,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir import dtype as dt
+from ...transform import PassContext
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
@@ -257,26 +270,87 @@ class _TermReplacer(Mutator):
         return self.generic_visit(e)
 
 
+class _OverBudget(Exception):
+    """The partitioned copies passed the statement budget (strict mode)."""
+
+
+def stmt_count(node: S.Stmt) -> int:
+    """The number of statements in ``node`` (the size LoopPartition budgets; expressions are
+    not visited)."""
+    n, todo = 0, [node]
+    while todo:
+        st = todo.pop()
+        n += 1
+        for name in type(st)._fields:
+            v = getattr(st, name)
+            if isinstance(v, S.Stmt):
+                todo.append(v)
+            elif isinstance(v, (list, tuple)):
+                todo.extend(x for x in v if isinstance(x, S.Stmt))
+    return n
+
+
 class _Partitioner(Mutator):
-    def __init__(self, func: PrimFunc) -> None:
+    """One partitioning run. ``size`` tracks the function's statement count as parts are made;
+    ``budget`` caps it: past it a ``strict`` run raises :class:`_OverBudget`, a lenient one
+    leaves the loop whole. ``edge_depth``: partition only inside at most that many nested edge
+    (pre/post) parts (None: no limit)."""
+
+    def __init__(self, func: PrimFunc, size: int = 0, budget: int | None = None,
+                 edge_depth: int | None = None, strict: bool = True) -> None:
         self.ana = make_analyzer(func)
+        self.size, self.budget = size, budget
+        self.edge_depth, self.strict = edge_depth, strict
+        self.depth = 0  # edge parts around the statement being visited
+        self.edge_ids: set[int] = set()  # the pre/post branches of a parallel loop's body
 
     def visit_For(self, f: S.For) -> S.Stmt:
+        if self.edge_depth is not None and self.depth > self.edge_depth:
+            return f
         parts = self.partition(f)
+        if parts is not None and self.budget is not None:
+            grown = (self.size + sum(stmt_count(p) for p, _, _ in parts) - stmt_count(f)
+                     + (len(parts) > 1))  # the SeqStmt holding the parts
+            if grown > self.budget:
+                if self.strict:
+                    raise _OverBudget
+                parts = None
+            else:
+                self.size = grown
         if parts is None:
             body = self.visit(f.body)
             return f if body is f.body else f.replace(body=body)
         out: list[S.Stmt] = []
-        for p, is_part_loop in parts:
+        for p, is_part_loop, is_edge in parts:
+            self.depth += is_edge
             if is_part_loop:  # a part of this loop: never split again on the same variable
                 assert isinstance(p, S.For), "make_part flags only its loops as parts"
                 body = self.visit(p.body)
                 out.append(p if body is p.body else p.replace(body=body))
             else:  # a substituted single iteration
                 out.append(self.visit(p))
+            self.depth -= is_edge
         return S.seq(*out)
 
-    def partition(self, f: S.For) -> list[tuple[S.Stmt, bool]] | None:
+    def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+        if not self.edge_ids:
+            return self.generic_visit(s)
+        cond = self.visit(s.condition)
+        then_case = self.visit_edge(s.then_case)
+        else_case = None if s.else_case is None else self.visit_edge(s.else_case)
+        if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return S.IfThenElse(cond, then_case, else_case)
+
+    def visit_edge(self, st: S.Stmt) -> S.Stmt:
+        """``st`` visited one edge part deeper when it is a parallel loop's pre/post branch."""
+        edge = id(st) in self.edge_ids
+        self.depth += edge
+        out = self.visit(st)
+        self.depth -= edge
+        return out
+
+    def partition(self, f: S.For) -> list[tuple[S.Stmt, bool, bool]] | None:
         x = f.loop_var
         col = _AtomCollector()
         col.visit(f.body)
@@ -300,7 +374,7 @@ class _Partitioner(Mutator):
             return self.branch(f, lo_c if lo is not None else None,
                                hi_c if hi is not None else None, main_body,
                                _outside(f.body, lo_atoms), _outside(f.body, hi_atoms))
-        parts: list[tuple[S.Stmt, bool] | None] = []
+        parts: list[tuple[S.Stmt, bool, bool] | None] = []
         if lo is not None:
             parts.extend(self.edge_parts(f, m, lo_c, lo_atoms, False))
         parts.append(self.make_part(f, lo_c, simp(hi_c - lo_c), main_body, fresh=False))
@@ -309,7 +383,7 @@ class _Partitioner(Mutator):
         return [p for p in parts if p is not None]
 
     def partition_proxy(self, f: S.For, col: _AtomCollector
-                        ) -> list[tuple[S.Stmt, bool]] | None:
+                        ) -> list[tuple[S.Stmt, bool, bool]] | None:
         """A parallel loop over fused axes: guards linear in ``x % c`` or ``x // c`` (an axis
         of the fusion, e.g. the column panel in ``fuse(batch, panel)``) instead of ``x``. The
         body branches on that term (the parts are not contiguous ranges of ``x``)."""
@@ -343,7 +417,7 @@ class _Partitioner(Mutator):
     def branch(self, f: S.For, lo: E.PrimExpr | None, hi: E.PrimExpr | None, main: S.Stmt,
                pre: S.Stmt, post: S.Stmt, term: E.PrimExpr | None = None,
                tmin: E.PrimExpr | None = None, tend: E.PrimExpr | None = None
-               ) -> list[tuple[S.Stmt, bool]]:
+               ) -> list[tuple[S.Stmt, bool, bool]]:
         """A parallel loop keeps one loop, its parts become branches of its body
         (``if x < lo: pre elif x < hi: main else: post``): split into loops, the parts after
         the first would run one after the other, e.g. the tail panel of a GEMM on one thread
@@ -360,13 +434,17 @@ class _Partitioner(Mutator):
 
         body = main
         if hi is not None and not empty(hi, end):
-            body = S.IfThenElse(x < hi, body, fresh_copy(post))
+            post = fresh_copy(post)
+            self.edge_ids.add(id(post))
+            body = S.IfThenElse(x < hi, body, post)
         if lo is not None and not empty(start, lo):
-            body = S.IfThenElse(x < lo, fresh_copy(pre), body)
-        return [(f.replace(body=body), True)]
+            pre = fresh_copy(pre)
+            self.edge_ids.add(id(pre))
+            body = S.IfThenElse(x < lo, pre, body)
+        return [(f.replace(body=body), True, False)]
 
     def edge_parts(self, f: S.For, start: E.PrimExpr, stop: E.PrimExpr, atoms: list,
-                   upper: bool) -> list[tuple[S.Stmt, bool] | None]:
+                   upper: bool) -> list[tuple[S.Stmt, bool, bool] | None]:
         """The iterations ``[start, stop)`` outside the main part, on the side of an upper
         (``upper``) or lower bound. When every atom setting that bound is known false for all
         inner values past a point, the part splits there and the atoms are ``False`` beyond:
@@ -404,29 +482,83 @@ class _Partitioner(Mutator):
         return False
 
     def make_part(self, f: S.For, start: E.PrimExpr, extent: E.PrimExpr, body: S.Stmt,
-                  fresh: bool) -> tuple[S.Stmt, bool] | None:
+                  fresh: bool) -> tuple[S.Stmt, bool, bool] | None:
         """(statement, is a loop over x) for one part; None when it is empty."""
         if isinstance(extent, E.IntImm):
             if extent.value <= 0:
                 return None
             if extent.value == 1:
-                return fresh_copy(body, {f.loop_var: start}), False
+                return fresh_copy(body, {f.loop_var: start}), False, fresh
         # each part loops from 0 (codegen- and reader-friendly): x = x' + start
         shifted = f.loop_var if is_const(start, 0) else None
         if fresh:
             nv = E.Var(f.loop_var.name, f.loop_var.dtype)
             value = nv if shifted is not None else nv + start
             return f.replace(loop_var=nv, min=E.const(0, f.min.dtype), extent=extent,
-                             body=fresh_copy(body, {f.loop_var: value})), True
+                             body=fresh_copy(body, {f.loop_var: value})), True, True
         if shifted is None:
             body = substitute(body, {f.loop_var: f.loop_var + start})
-        return f.replace(min=E.const(0, f.min.dtype), extent=extent, body=body), True
+        return f.replace(min=E.const(0, f.min.dtype), extent=extent, body=body), True, False
 
 
-def loop_partition_func(func: PrimFunc) -> PrimFunc:
-    """Partition every loop whose body has ``likely`` guards linear in its variable."""
-    body = _Partitioner(func).visit(func.body)
+MAX_GROWTH = 8  # the partitioned function may hold this many times the original statements
+MIN_BUDGET = 64  # ... or this many more, for small functions
+_UNSET: Any = object()
+
+
+def loop_partition_func(func: PrimFunc, max_growth: float | None = _UNSET) -> PrimFunc:
+    """Partition every loop whose body has ``likely`` guards linear in its variable, within a
+    budget of ``max_growth`` times the function's statements (None: no budget; by default the
+    PassContext's ``tir.LoopPartition.max_growth``, else :data:`MAX_GROWTH`; see the module
+    docstring)."""
+    if max_growth is _UNSET:
+        max_growth = PassContext.current().config.get("tir.LoopPartition.max_growth", MAX_GROWTH)
+    if max_growth is not None and not (isinstance(max_growth, (int, float))
+                                       and max_growth > 0):
+        raise ValueError(f"tir.LoopPartition.max_growth must be a number > 0 or None, "
+                         f"got {max_growth!r}")
+    size = stmt_count(func.body)
+    budget = None if max_growth is None else max(int(max_growth * size), size + MIN_BUDGET)
+    try:
+        body = _Partitioner(func, size, budget).visit(func.body)
+    except _OverBudget:
+        body = _budgeted(func, size, budget)
     return func if body is func.body else func.with_body(body)
+
+
+def _budgeted(func: PrimFunc, size: int, budget: int | None) -> S.Stmt:
+    """The deepest edge-part limit whose partition fits the budget; when none does, a lenient
+    run at depth 0 (loops whose parts would pass the budget stay whole)."""
+    best: S.Stmt | None = None
+    for depth in range(_loop_depth(func.body) + 1):
+        try:
+            best = _Partitioner(func, size, budget, edge_depth=depth).visit(func.body)
+        except _OverBudget:
+            break
+    if best is None:
+        best = _Partitioner(func, size, budget, edge_depth=0, strict=False).visit(func.body)
+    return best
+
+
+def _loop_depth(node: S.Stmt) -> int:
+    """The deepest nest of loops in ``node``."""
+
+    class _D(Visitor):
+        def __init__(self) -> None:
+            self.cur = self.best = 0
+
+        def visit_For(self, f: S.For) -> None:
+            self.cur += 1
+            self.best = max(self.best, self.cur)
+            self.visit(f.body)
+            self.cur -= 1
+
+        def visit_PrimExpr(self, e: E.PrimExpr) -> None:
+            return None
+
+    d = _D()
+    d.visit(node)
+    return d.best
 
 
 def LoopPartition() -> PrimFuncPass:
