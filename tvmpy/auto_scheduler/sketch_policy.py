@@ -290,11 +290,40 @@ CPU_SKETCH_RULES: list[Rule] = [
     ("multi_level_tiling", _mlt_cond, _mlt_apply),
     ("skip", _skip_cond, _skip_apply),
 ]
+SKETCH_RULES = CPU_SKETCH_RULES
+
+
+#: the sketch rules and annotator of each target kind (Ansor's IsGPUTask choice): a module
+#: with ``SKETCH_RULES`` and ``annotate_task(sketch, rng, task)``, imported on first use
+SKETCH_POLICY_BY_TARGET_KIND: dict[str, str] = {
+    "llvm": __name__, "c": __name__,
+    "cuda": "tvmpy.auto_scheduler.sketch_rules_gpu",
+    "opencl": "tvmpy.auto_scheduler.sketch_rules_gpu",
+    "nvptx": "tvmpy.auto_scheduler.sketch_rules_gpu",
+}
+
+
+def policy_for_target(target: Any) -> Any:
+    """The module holding the sketch rules and annotator for ``target``'s kind."""
+    import importlib
+
+    kind = getattr(target, "kind", None)
+    kind = getattr(kind, "name", kind) or str(target).split()[0]
+    name = SKETCH_POLICY_BY_TARGET_KIND.get(str(kind))
+    if name is None:
+        raise ValueError(f"auto_scheduler: no sketch rules for target kind {kind!r} "
+                         f"(known: {sorted(SKETCH_POLICY_BY_TARGET_KIND)})")
+    return importlib.import_module(name)
+
+
+def annotate_task(sketch: State, rng: random.Random, task: Any) -> State:
+    """The CPU annotator of the table above."""
+    return annotate(sketch, rng, task.hardware_params)
 
 
 def generate_sketches(task: Any, rules: Sequence[Rule] | None = None, max_sketches: int = 64) -> list[State]:
-    """The sketches of ``task`` (a SearchTask) by Ansor's CPU rules."""
-    rules = CPU_SKETCH_RULES if rules is None else rules
+    """The sketches of ``task`` (a SearchTask) by Ansor's rules for its target's kind."""
+    rules = policy_for_target(task.target).SKETCH_RULES if rules is None else rules
     hp = task.hardware_params
     init = task.compute_dag.init_state()
     pnow = [(init, len(init.ctx.stages) - 1)]
@@ -463,12 +492,13 @@ def sample_initial_population(task: Any, n: int, seed: int | None = None,
     smaller)."""
     rng = random.Random(seed)
     sketches = list(sketches) if sketches is not None else generate_sketches(task)
+    annotate_one = policy_for_target(task.target).annotate_task
     out: list[State] = []
     seen: set[str] = set()
     for _ in range(n * 4):
         if len(out) >= n:
             break
-        st = annotate(rng.choice(sketches), rng, task.hardware_params)
+        st = annotate_one(rng.choice(sketches), rng, task)
         key = repr([x.to_record() for x in st.transform_steps])
         if key not in seen:
             seen.add(key)
