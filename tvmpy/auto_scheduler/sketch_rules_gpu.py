@@ -134,7 +134,10 @@ def _cross_thread_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
     if [i.index for i in red] != list(range(n_space, len(iters))):
         return []
     fused = n.fuse(k, red) if len(red) > 1 else red[0]
-    n.split(k, fused, [None])  # inner: the threads of the reduction (annotation binds it)
+    outer, inner = n.split(k, fused, [None])  # inner: the threads (annotation binds it)
+    # the thread loop outside the serial one: each thread sums its strided share, then one
+    # allreduce (the other order would combine across the threads once per serial step)
+    n.reorder(k, list(range(n_space)) + [inner.index, outer.index])
     return [(n, k - 1)]
 
 
@@ -388,7 +391,7 @@ def _bind_threads(state: State, roles: _Roles, rng: random.Random, gp: GPUParams
             if n_space:
                 f = state.fuse(k, list(range(n_space))) if n_space > 1 else iters[0]
                 state.bind(k, f.index, "blockIdx.x")
-            state.bind(k, len(state[k].iters) - 1, "threadIdx.x")
+            state.bind(k, len(state[k].iters) - 2, "threadIdx.x")
         else:
             _bind_flat(state, k, rng, gp)
 
