@@ -52,7 +52,7 @@ def _codes(state):
 def check_gpu_state(task, state, seed=0, rtol=1e-4):
     """Build ``state`` for opencl, run it on PoCL with random inputs, compare with numpy."""
     sch, args = task.compute_dag.apply_steps_from_state(state)
-    f = tvm.build(sch, args, "opencl")
+    f = tvm.build(sch, args, task.target)  # the build refuses a kernel beyond the target's limits
     dev = _opencl()
     rng = np.random.default_rng(seed)
     ins = [rng.uniform(-1, 1, size=[int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
@@ -87,6 +87,8 @@ def test_rules_are_chosen_by_target_kind():
     gpu = policy_for_target(tvm.target.Target("opencl"))
     assert policy_for_target(tvm.target.Target("cuda")) is gpu
     assert policy_for_target(tvm.target.Target("llvm")).SKETCH_RULES[0][0] == "always_inline"
+    with pytest.raises(ValueError, match="no sketch rules for target kind 'ext_dev'"):
+        policy_for_target(tvm.target.Target("ext_dev"))
     assert [r[0] for r in gpu.SKETCH_RULES] == ["always_inline", "cross_thread_reduction",
                                                 "add_cache_write", "multi_level_tiling_with_fusion",
                                                 "skip"]
@@ -153,16 +155,19 @@ def test_cuda_source_compiles_with_nvrtc():
             assert "__shared__" in dev_mod.get_source()
 
 
-def test_annotation_keeps_the_target_limits():
-    """Threads per block and shared memory within what the target declares."""
-    task = _task(matmul, (64, 96, 128), "opencl -max_num_threads=32 -max_shared_memory_per_block=2048")
+@pytest.mark.parametrize("func, args", [(matmul, (64, 96, 128)), (depthwise_conv, (1, 32, 14, 14, 3, 1))])
+def test_annotation_keeps_the_target_limits(func, args):
+    """Threads per block and shared memory (a copy per virtual thread) within what the target
+    declares: the build checks both and refuses a kernel beyond them."""
+    task = _task(func, args, "opencl -max_num_threads=32 -max_shared_memory_per_block=4096")
     gp = GPUParams.for_target(task.target)
-    assert (gp.max_threads_per_block, gp.max_shared_memory_per_block) == (32, 2048)
-    for state in sample_initial_population(task, 6, seed=11):
-        ext = _thread_extents(task, state)
-        assert ext.get("threadIdx.x", 1) <= 32
-        assert shared_memory_bytes(state) <= 2048
-    check_gpu_state(task, state)
+    assert (gp.max_threads_per_block, gp.max_shared_memory_per_block) == (32, 4096)
+    states = sample_initial_population(task, 6, seed=11)
+    for state in states:
+        assert _thread_extents(task, state).get("threadIdx.x", 1) <= 32
+        assert shared_memory_bytes(state) <= 4096
+        tvm.build(*task.compute_dag.apply_steps_from_state(state), task.target)
+    check_gpu_state(task, states[0])
 
 
 def test_thread_annotation_record_round_trip_and_errors():

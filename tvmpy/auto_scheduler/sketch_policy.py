@@ -293,27 +293,34 @@ CPU_SKETCH_RULES: list[Rule] = [
 SKETCH_RULES = CPU_SKETCH_RULES
 
 
-#: the sketch rules and annotator of each target kind (Ansor's IsGPUTask choice): a module
-#: with ``SKETCH_RULES`` and ``annotate_task(sketch, rng, task)``, imported on first use
-SKETCH_POLICY_BY_TARGET_KIND: dict[str, str] = {
-    "llvm": __name__, "c": __name__,
-    "cuda": "tvmpy.auto_scheduler.sketch_rules_gpu",
-    "opencl": "tvmpy.auto_scheduler.sketch_rules_gpu",
-    "nvptx": "tvmpy.auto_scheduler.sketch_rules_gpu",
+def _cpu_policy() -> Any:
+    import sys
+
+    return sys.modules[__name__]
+
+
+def _gpu_policy() -> Any:
+    from . import sketch_rules_gpu  # imports this module: loaded on first use
+
+    return sketch_rules_gpu
+
+
+#: the sketch rules and annotator of each target kind (Ansor's IsGPUTask choice): a loader of
+#: the module holding ``SKETCH_RULES`` and ``annotate_task(sketch, rng, task)``
+SKETCH_POLICY_BY_TARGET_KIND: dict[str, Callable[[], Any]] = {
+    "llvm": _cpu_policy, "c": _cpu_policy,
+    "cuda": _gpu_policy, "opencl": _gpu_policy, "nvptx": _gpu_policy,
 }
 
 
 def policy_for_target(target: Any) -> Any:
     """The module holding the sketch rules and annotator for ``target``'s kind."""
-    import importlib
-
-    kind = getattr(target, "kind", None)
-    kind = getattr(kind, "name", kind) or str(target).split()[0]
-    name = SKETCH_POLICY_BY_TARGET_KIND.get(str(kind))
-    if name is None:
+    kind = str(getattr(target, "kind", None) or str(target).split()[0])
+    load = SKETCH_POLICY_BY_TARGET_KIND.get(kind)
+    if load is None:
         raise ValueError(f"auto_scheduler: no sketch rules for target kind {kind!r} "
                          f"(known: {sorted(SKETCH_POLICY_BY_TARGET_KIND)})")
-    return importlib.import_module(name)
+    return load()
 
 
 def annotate_task(sketch: State, rng: random.Random, task: Any) -> State:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..ir.dtype import bytes_of
 from ..te.schedule import INLINE, ROOT, InferBound
+from ..te.tensor import ComputeOp
 from ..tir import expr as E
 from ..tir.expr import IterVar
 from . import transform_step as ts
@@ -405,23 +406,41 @@ def _add_unroll(state: State, rng: random.Random) -> None:
             state.pragma(k, 0, f"auto_unroll_max_step${rng.choice(GPU_AUTO_UNROLL_CONFIGS)}")
 
 
+def _vthreads_around(state: State, st: Any) -> int:
+    """The virtual threads a stage is computed in: te keeps a shared buffer per virtual
+    thread (a vthread loop is not relaxed for shared scope), so each one is a copy."""
+    n = 1
+    host = st.attach_stage
+    while host is not None:
+        for iv in host.leaf_iter_vars:
+            a = host.iter_var_attrs.get(iv)
+            if a is not None and a.bind_thread is not None and \
+                    a.bind_thread.thread_tag.startswith("vthread"):
+                n *= state.ctx.extent(iv) or 1
+        host = host.attach_stage
+    return n
+
+
 def shared_memory_bytes(state: State) -> int:
-    """Bytes of the ``shared`` stages of ``state``, by te's bound inference."""
+    """Bytes of the ``shared`` stages of ``state``, by te's bound inference (an upper bound:
+    a copy per virtual thread)."""
     sch = state.ctx.sch
-    shared = [st for st in sch.stages if st.op.name.endswith(".shared")]
+    shared = [st for st in sch.stages
+              if isinstance(st.op, ComputeOp) and st.op.name.endswith(".shared")]
     if not shared:
         return 0
     bounds = InferBound(sch)
     total = 0
     for st in shared:
-        n = 1
-        for iv in st.op.axis:
-            r = bounds.get(iv)
-            ext = r.extent if r is not None else iv.dom.extent
+        op = st.op
+        n = _vthreads_around(state, st)
+        for iv in op.axis:
+            r = bounds.get(iv) or iv.dom
+            ext = r.extent if r is not None else None
             if not isinstance(ext, E.IntImm):
-                raise ValueError(f"shared stage {st.op.name}: extent {ext} is not constant")
+                raise ValueError(f"shared stage {op.name}: extent {ext} is not constant")
             n *= int(ext.value)
-        total += n * bytes_of(str(st.op.output(0).dtype))
+        total += n * bytes_of(str(op.output(0).dtype))
     return total
 
 
