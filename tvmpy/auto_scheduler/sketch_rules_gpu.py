@@ -433,6 +433,7 @@ def shared_memory_bytes(state: State) -> int:
     total = 0
     for st in shared:
         op = st.op
+        assert isinstance(op, ComputeOp)
         n = _vthreads_around(state, st)
         for iv in op.axis:
             r = bounds.get(iv) or iv.dom
