@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 from as_workloads import (
     conv2d_bias_relu,
+    conv2d_transpose,
     depthwise_conv,
+    elementwise,
     layer_norm,
     matmul,
     matmul_relu,
@@ -30,7 +32,12 @@ from tvmpy import auto_scheduler
 from tvmpy.auto_scheduler import generate_sketches, sample_initial_population
 from tvmpy.auto_scheduler.loop_state import State
 from tvmpy.auto_scheduler.sketch_policy import policy_for_target
-from tvmpy.auto_scheduler.sketch_rules_gpu import GPUParams, annotate_gpu, shared_memory_bytes
+from tvmpy.auto_scheduler.sketch_rules_gpu import (
+    GPUParams,
+    annotate_gpu,
+    reference_state,
+    shared_memory_bytes,
+)
 from tvmpy.auto_scheduler.transform_step import AnnotationStep, step_from_record
 
 
@@ -142,6 +149,16 @@ def test_random_annotations_match_numpy_on_opencl(name):
         check_gpu_state(task, state, seed=k)
 
 
+@pytest.mark.parametrize("name", ["matmul_relu", "softmax", "conv2d_bias_relu"])
+def test_reference_state_matches_numpy(name):
+    """The plain schedule a GPU measurement can check candidates against."""
+    func, args = CASES[name]
+    task = _task(func, args)
+    state = reference_state(task)
+    assert not any(r[0] in ("CI", "CHR", "CHW") for r in _codes(state))
+    check_gpu_state(task, state)
+
+
 def test_cuda_source_compiles_with_nvrtc():
     for name in ("matmul", "conv2d_bias_relu", "softmax", "row_sum"):
         func, args = CASES[name]
@@ -193,7 +210,7 @@ dims = st.sampled_from([1, 2, 3, 5, 7, 13, 16, 31])
 @st.composite
 def gpu_computes(draw):
     kind = draw(st.sampled_from(["matmul", "matmul_relu", "conv", "depthwise", "row_sum",
-                                 "softmax", "layer_norm"]))
+                                 "softmax", "layer_norm", "conv_transpose", "elementwise"]))
     if kind in ("matmul", "matmul_relu"):
         f = matmul if kind == "matmul" else matmul_relu
         return f, (draw(dims), draw(dims), draw(dims))
@@ -208,10 +225,15 @@ def gpu_computes(draw):
                                 k, draw(st.sampled_from([0, 1])))
     if kind == "row_sum":
         return row_sum, (draw(dims), draw(st.sampled_from([1, 7, 64, 257])))
-    return {"softmax": softmax, "layer_norm": layer_norm}[kind], (draw(dims), draw(dims))
+    if kind == "conv_transpose":
+        return conv2d_transpose, (1, draw(st.sampled_from([1, 3])), draw(st.integers(1, 5)),
+                                  draw(st.integers(1, 5)), draw(dims), draw(st.sampled_from([1, 3])),
+                                  draw(st.sampled_from([1, 2])))
+    return ({"softmax": softmax, "layer_norm": layer_norm, "elementwise": elementwise}[kind],
+            (draw(dims), draw(dims)))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gpu_computes(), st.integers(0, 63), st.integers(0, 2 ** 20))
 def test_random_gpu_sketch_and_annotation_match_numpy(compute, pick, seed):
     func, args = compute

@@ -55,7 +55,7 @@ from .sketch_policy import (
 )
 
 __all__ = ["GPU_SKETCH_RULES", "SKETCH_RULES", "GPUParams", "annotate_gpu", "annotate_task",
-           "GPU_TILE_FORMAT", "GPU_AUTO_UNROLL_CONFIGS"]
+           "GPU_TILE_FORMAT", "GPU_AUTO_UNROLL_CONFIGS", "reference_state", "shared_memory_bytes"]
 
 GPU_TILE_FORMAT = "SSSRRSRS"
 GPU_AUTO_UNROLL_CONFIGS = (0, 16, 64, 512, 1024)
@@ -463,3 +463,24 @@ def annotate_gpu(sketch: State, rng: random.Random, gp: GPUParams, tries: int = 
 def annotate_task(sketch: State, rng: random.Random, task: Any) -> State:
     """The annotator of the sketch-policy table (``sketch_policy.policy_for_target``)."""
     return annotate_gpu(sketch, rng, GPUParams.for_target(task.target))
+
+
+def reference_state(task: Any) -> State:
+    """A plain GPU schedule of ``task`` to check candidates against (the untransformed
+    schedule of a CPU task does not build for a GPU: nothing is bound to threads): every
+    compute stage at the root, its spatial loops fused and split over blocks of (at most) 64
+    threads, reductions serial in each thread."""
+    gp = GPUParams.for_target(task.target)
+    state = task.compute_dag.init_state()
+    for k, st in enumerate(state.ctx.stages):
+        if not _is_compute(st):
+            continue
+        iters = state[k].iters
+        n_space = sum(1 for it in iters if it.iter_kind == 0)
+        if n_space == 0:
+            continue
+        f = state.fuse(k, list(range(n_space))) if n_space > 1 else iters[0]
+        outer, inner = state.split(k, f.index, [min(64, gp.max_threads_per_block)])
+        state.bind(k, outer.index, "blockIdx.x")
+        state.bind(k, inner.index, "threadIdx.x")
+    return state
