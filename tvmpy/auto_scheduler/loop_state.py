@@ -62,6 +62,12 @@ _KIND_TO_ANN = {IterVar.Unrolled: IteratorAnnotation.UNROLL,
                 IterVar.Vectorized: IteratorAnnotation.VECTORIZE,
                 IterVar.Parallelized: IteratorAnnotation.PARALLEL}
 
+_THREAD_TO_ANN = {v: k for k, v in IteratorAnnotation.THREADS.items()}
+
+
+def _ann_name(ann: int) -> str:
+    return IteratorAnnotation.NAMES.get(ann) or IteratorAnnotation.THREADS.get(ann, str(ann))
+
 
 class State:
     """A point of the search space: ``dag`` and the ``transform_steps`` applied to it."""
@@ -89,6 +95,8 @@ class State:
         for i, iv in enumerate(st.leaf_iter_vars):
             attr = st.iter_var_attrs.get(iv)
             ann = _KIND_TO_ANN.get(attr.kind, 0) if attr is not None else 0
+            if attr is not None and attr.bind_thread is not None:
+                ann = _THREAD_TO_ANN.get(attr.bind_thread.thread_tag, 0)
             kind = IteratorKind.REDUCTION if iv.iter_type == IterVar.CommReduce else IteratorKind.SPATIAL
             iters.append(Iterator(iv.var.name, ctx.extent(iv), kind, ann, k, i))
         attach = None
@@ -206,6 +214,13 @@ class State:
     def unroll(self, stage: Any, iterator: Any, max_unroll: int | None = None) -> Iterator:
         return self._annotate(stage, iterator, IteratorAnnotation.UNROLL)
 
+    def bind(self, stage: Any, iterator: Any, thread_name: str) -> Iterator:
+        """Bind a loop to a GPU thread axis: ``"vthread"``, ``"blockIdx.x"``, ``"threadIdx.x"``..."""
+        codes = {v: k for k, v in IteratorAnnotation.THREADS.items()}
+        if thread_name not in codes:
+            raise ValueError(f"bind: unknown thread axis {thread_name!r} (one of {sorted(codes)})")
+        return self._annotate(stage, iterator, codes[thread_name])
+
     def pragma(self, stage: Any, iterator: Any, pragma_type: str) -> None:
         sid = self.stage_id(stage)
         self.add_step(ts.PragmaStep(sid, self.iter_id(sid, iterator), pragma_type))
@@ -245,7 +260,7 @@ class State:
                 continue
             where = {ComputeAtKind.ROOT: "root", ComputeAtKind.INLINED: "inlined"}.get(
                 st.compute_at, f"at {st.attach}")
-            loops = ", ".join(f"{i.name}({i.extent})" + (f"[{IteratorAnnotation.NAMES[i.annotation]}]"
+            loops = ", ".join(f"{i.name}({i.extent})" + (f"[{_ann_name(i.annotation)}]"
                                                         if i.annotation else "") for i in st.iters)
             lines.append(f"{k} {st.op_name} ({where}): {loops}")
         return "\n".join(lines)

@@ -291,11 +291,47 @@ CPU_SKETCH_RULES: list[Rule] = [
     ("multi_level_tiling", _mlt_cond, _mlt_apply),
     ("skip", _skip_cond, _skip_apply),
 ]
+SKETCH_RULES = CPU_SKETCH_RULES
+
+
+def _cpu_policy() -> Any:
+    import sys
+
+    return sys.modules[__name__]
+
+
+def _gpu_policy() -> Any:
+    from . import sketch_rules_gpu  # imports this module: loaded on first use
+
+    return sketch_rules_gpu
+
+
+#: the sketch rules and annotator of each target kind (Ansor's IsGPUTask choice): a loader of
+#: the module holding ``SKETCH_RULES`` and ``annotate_task(sketch, rng, task)``
+SKETCH_POLICY_BY_TARGET_KIND: dict[str, Callable[[], Any]] = {
+    "llvm": _cpu_policy, "c": _cpu_policy,
+    "cuda": _gpu_policy, "opencl": _gpu_policy, "nvptx": _gpu_policy,
+}
+
+
+def policy_for_target(target: Any) -> Any:
+    """The module holding the sketch rules and annotator for ``target``'s kind."""
+    kind = str(getattr(target, "kind", None) or str(target).split()[0])
+    load = SKETCH_POLICY_BY_TARGET_KIND.get(kind)
+    if load is None:
+        raise ValueError(f"auto_scheduler: no sketch rules for target kind {kind!r} "
+                         f"(known: {sorted(SKETCH_POLICY_BY_TARGET_KIND)})")
+    return load()
+
+
+def annotate_task(sketch: State, rng: random.Random, task: Any) -> State:
+    """The CPU annotator of the table above."""
+    return annotate(sketch, rng, task.hardware_params)
 
 
 def generate_sketches(task: Any, rules: Sequence[Rule] | None = None, max_sketches: int = 64) -> list[State]:
-    """The sketches of ``task`` (a SearchTask) by Ansor's CPU rules."""
-    rules = CPU_SKETCH_RULES if rules is None else rules
+    """The sketches of ``task`` (a SearchTask) by Ansor's rules for its target's kind."""
+    rules = policy_for_target(task.target).SKETCH_RULES if rules is None else rules
     hp = task.hardware_params
     init = task.compute_dag.init_state()
     pnow = [(init, len(init.ctx.stages) - 1)]
@@ -464,12 +500,13 @@ def sample_initial_population(task: Any, n: int, seed: int | None = None,
     smaller)."""
     rng = random.Random(seed)
     sketches = list(sketches) if sketches is not None else generate_sketches(task)
+    annotate_one = policy_for_target(task.target).annotate_task
     out: list[State] = []
     seen: set[str] = set()
     for _ in range(n * 4):
         if len(out) >= n:
             break
-        st = annotate(rng.choice(sketches), rng, task.hardware_params)
+        st = annotate_one(rng.choice(sketches), rng, task)
         key = repr([x.to_record() for x in st.transform_steps])
         if key not in seen:
             seen.add(key)

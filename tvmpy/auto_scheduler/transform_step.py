@@ -42,6 +42,10 @@ class IteratorAnnotation:
     THREAD_Z = 10
     TENSORIZE = 11
     NAMES: ClassVar[dict[int, str]] = {0: "", 1: "unroll", 2: "vectorize", 3: "parallel"}
+    #: the thread annotations (GPU): ``AN`` binds the loop to this thread axis
+    THREADS: ClassVar[dict[int, str]] = {4: "vthread", 5: "blockIdx.x", 6: "threadIdx.x",
+                                         7: "blockIdx.y", 8: "threadIdx.y", 9: "blockIdx.z",
+                                         10: "threadIdx.z"}
 
 
 def _ceil_div(a: int | None, b: int | None) -> int | None:
@@ -296,7 +300,8 @@ class ReorderStep(Step):
 
 @dataclass
 class AnnotationStep(Step):
-    """Mark loop ``iter_id`` unrolled / vectorized / parallel (IteratorAnnotation codes)."""
+    """Mark loop ``iter_id`` unrolled / vectorized / parallel, or bind it to a GPU thread
+    axis (vthread, blockIdx.x, threadIdx.x, ...: IteratorAnnotation codes 4..10)."""
 
     iter_id: int = 0
     annotation: int = IteratorAnnotation.NONE
@@ -305,10 +310,18 @@ class AnnotationStep(Step):
     def apply(self, ctx: ReplayContext) -> None:
         st = ctx.stage(self.stage_id, "annotation")
         iv = ctx.leaf(self.stage_id, self.iter_id, "annotation")
+        thread = IteratorAnnotation.THREADS.get(self.annotation)
+        if thread is not None:  # bind to a GPU thread axis (Ansor's thread annotations)
+            from ..te.tensor import thread_axis
+
+            st.bind(iv, thread_axis(thread))
+            ctx.emit(f"s[{ctx.tname(self.stage_id)}].bind({ctx.name(iv)}, "
+                     f"te.thread_axis(\"{thread}\"))")
+            return
         name = IteratorAnnotation.NAMES.get(self.annotation)
         if name is None:
-            raise ValueError(f"annotation: {self.annotation} is not a CPU annotation "
-                             "(0 none, 1 unroll, 2 vectorize, 3 parallel)")
+            raise ValueError(f"annotation: {self.annotation} is not an annotation "
+                             "(0 none, 1 unroll, 2 vectorize, 3 parallel, 4..10 thread bindings)")
         if name:
             getattr(st, name)(iv)
             ctx.emit(f"s[{ctx.tname(self.stage_id)}].{name}({ctx.name(iv)})")
