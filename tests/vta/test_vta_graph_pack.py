@@ -214,13 +214,13 @@ def test_float_conv_and_region_edges_stay_on_cpu():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def _quantized_resnet18(size):
+def _quantized_resnet18(size, **cfg):
     from tvmpy.relay import testing
 
     mod, params = testing.resnet.get_workload(num_layers=18, batch_size=1,
                                               image_shape=(3, size, size), num_classes=10)
     with relay.quantize.qconfig(calibrate_mode="global_scale", global_scale=8.0,
-                                skip_conv_layers=[0]):
+                                skip_conv_layers=[0], **cfg):
         return relay.transform.InferType()(relay.quantize.quantize(mod, params=params))
 
 
@@ -249,6 +249,43 @@ def test_resnet18_quantized_end_to_end():
     assert len(lib.vta_functions) >= 7 and not lib.vta_cpu_functions
     np.testing.assert_array_equal(out[0], ref[0])
     np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=1e-4)
+
+
+def test_resnet18_vta_qconfig_offloads_every_conv():
+    """``qconfig(residual_dtype="int8")`` (VTA's quantization): every tensor between two convs
+    is int8, so all 19 convs between the max-pool and the global pool run on VTA (the 16 3x3
+    and the 3 1x1 shortcuts); only the first (float) conv and the classifier stay on the CPU.
+    32x32 input: stage 4 runs its padded 3x3 convs on 1x1 maps. Equal to the relay interpreter
+    on the same quantized graph: bit-exact on the last integer tensor, float rounding on the
+    logits."""
+    size = 32
+    main = _quantized_resnet18(size, residual_dtype="int8")["main"]
+    order = dataflow_post_order(main.body)
+    names = [getattr(getattr(e, "op", None), "name", "") for e in order]
+    lo, hi = names.index("nn.max_pool2d"), names.index("nn.global_avg_pool2d")
+    assert names[lo:hi].count("nn.conv2d") == 19
+    last_int = [e for e in order[:hi] if isinstance(e, relay.Call)
+                and str(e.checked_type.dtype).startswith("int")][-1]
+    f = relay.Function(main.params, relay.Tuple([last_int, main.body]))
+    x = {"data": np.random.default_rng(1).standard_normal((1, 3, size, size)).astype("float32")}
+    ref = _reference(f, x)
+    lib, out, packed = _run_packed(f, x)
+    layouts = [e.attrs.data_layout for e in dataflow_post_order(packed.body)
+               if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.conv2d"]
+    assert layouts == ["NCHW"] + ["NCHW1n16c"] * 19
+    assert not lib.vta_cpu_functions  # every packed function stores int8: all offloaded
+    vta_calls = [n for n in _graph_nodes(lib) if n in set(lib.vta_functions)]
+    assert len(vta_calls) == 19  # one VTA call per conv (epilogue and residual add fused)
+    np.testing.assert_array_equal(out[0], ref[0])
+    np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=1e-4)
+
+
+def _graph_nodes(lib):
+    import json
+
+    graph = json.loads(lib.get_graph_json())
+    return [n["attrs"]["func_name"] for n in graph["nodes"]
+            if n["op"] == "tvm_op" and "func_name" in n.get("attrs", {})]
 
 
 def test_rpc_local_session_and_server(tmp_path):
