@@ -117,6 +117,22 @@ def test_residual_add_offloaded():
     np.testing.assert_array_equal(out, ref)
 
 
+def test_residual_add_untuned_tiles_leave_room_for_the_residual():
+    """The untuned tiles count the residual's accumulator tiles beside the output's: at 16x16
+    with 64 channels the conv alone fills half the accumulator per virtual thread."""
+    rng = np.random.default_rng(6)
+    x = relay.var("x", shape=(1, 64, 16, 16), dtype="int8")
+    r = relay.var("r", shape=(1, 64, 16, 16), dtype="int32")
+    f = relay.Function([x, r], _requant(relay.nn.relu(relay.add(
+        _conv(x, 64, 64, 3, 1, 1, rng), r))))
+    xin = {"x": rng.integers(-128, 128, (1, 64, 16, 16)).astype("int8"),
+           "r": rng.integers(-2000, 2000, (1, 64, 16, 16)).astype("int32")}
+    ref = _reference(f, xin)[0]
+    lib, (out,), _ = _run_packed(f, xin)
+    assert len(lib.vta_functions) == 1
+    np.testing.assert_array_equal(out, ref)
+
+
 def test_two_packed_convs_chain_without_layout_round_trip():
     """conv -> requant -> conv stays packed between the two (no unpack/pack in between)."""
     rng = np.random.default_rng(9)
