@@ -206,9 +206,9 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     k = _split_tile(loops, [sc[1], dc[1]], tile, what)
     conds = _conjuncts(cond) if cond is not None else []
     dcoef = list(dc[1])
-    for i in range(k):  # padding that leaves one valid index: the DRAM side reads one tile
-        if _eq(dcoef[i], 0) and _pinned(conds, loops, i, what):
-            dcoef[i] = E.const(tile) if i == k - 1 else E.const(0)
+    for j in range(k):  # padding that leaves one valid index: the DRAM side reads one tile
+        if _eq(dcoef[j], 0) and _pinned(conds, loops, j, what):
+            dcoef[j] = E.const(tile) if j == k - 1 else E.const(0)
     outer = list(range(k))
     x = y = None
     if outer and _eq(sc[1][outer[-1]], tile) and _eq(dcoef[outer[-1]], tile):
