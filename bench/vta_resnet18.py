@@ -3,6 +3,7 @@ design's clock and DRAM bandwidth) vs the same layers on this CPU with tvmpy's l
 kernels; then the whole quantized model (VTA part + CPU part).
 
     PYTHONPATH=. python bench/vta_resnet18.py --threads 1 [--size 224] [--rounds 5]
+        [--residual-dtype int32,int8] [--skip-layers] [--skip-model]
 
 Per layer (TVM's VTA tutorial layers C2..C11, batch 1): an int8 conv + bias + relu + rounding
 shift + clip + cast graph; VTA: ``vta.top.graph_pack`` + ``relay.build(target=env.target)``,
@@ -11,6 +12,9 @@ default tiles); CPU: the unpacked graph built for llvm, best wall time of ``--ro
 Whole model: quantized ResNet-18 (random weights, relay.quantize global scale 8, first conv
 and classifier on the CPU), packed and built for VTA; per-node profile on this CPU, VTA nodes
 replaced by their cycle-model time; against the unpacked quantized model all on this CPU.
+Once per ``--residual-dtype``: "int32" is relay.quantize's default (the residual stream in
+int32: the convs ending in a residual add stay on the CPU), "int8" is
+``qconfig(residual_dtype="int8")``, VTA's quantization (every conv of the region offloaded).
 """
 
 from __future__ import annotations
@@ -117,7 +121,7 @@ def per_layer(rounds, rng):
     return rows
 
 
-def whole_model(size, rounds, rng):
+def whole_model(size, rounds, rng, residual_dtype="int32"):
 
     import tvmpy as tvm
     from tvmpy import relay, vta
@@ -129,7 +133,7 @@ def whole_model(size, rounds, rng):
     mod, params = testing.resnet.get_workload(num_layers=18, batch_size=1,
                                               image_shape=(3, size, size))
     with relay.quantize.qconfig(calibrate_mode="global_scale", global_scale=8.0,
-                                skip_conv_layers=[0]):
+                                skip_conv_layers=[0], residual_dtype=residual_dtype):
         qmod = relay.quantize.quantize(mod, params=params)
     x = rng.standard_normal((1, 3, size, size)).astype("float32")
     lib = _build_vta(qmod["main"])
@@ -151,12 +155,12 @@ def whole_model(size, rounds, rng):
     ref = graph_executor.GraphModule(_build_cpu(qmod["main"])["default"](tvm.cpu(0)))
     ref.set_input("data", x)
     t_all_cpu = best_time(ref.run, repeat=rounds)
-    print(f"whole model {size}x{size}: {n_vta} VTA calls ({len(lib.vta_functions)} distinct), "
+    print(f"whole model {size}x{size}, residual_dtype={residual_dtype}: {n_vta} VTA calls ({len(lib.vta_functions)} distinct), "
           f"{len(lib.vta_cpu_functions)} packed functions on the CPU (int32 results)")
     print(f"  VTA part {1e3 * t_vta:.2f} ms (cycle model) + CPU part {1e3 * t_cpu:.2f} ms "
           f"(measured) = {1e3 * (t_vta + t_cpu):.2f} ms; all on this CPU (llvm int8) "
           f"{1e3 * t_all_cpu:.2f} ms")
-    return dict(vta_ms=1e3 * t_vta, cpu_part_ms=1e3 * t_cpu, all_cpu_ms=1e3 * t_all_cpu,
+    return dict(residual_dtype=residual_dtype, vta_ms=1e3 * t_vta, cpu_part_ms=1e3 * t_cpu, all_cpu_ms=1e3 * t_all_cpu,
                 n_vta_calls=n_vta, n_cpu_packed=len(lib.vta_cpu_functions))
 
 
@@ -166,6 +170,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--skip-model", action="store_true")
+    ap.add_argument("--skip-layers", action="store_true")
+    ap.add_argument("--residual-dtype", default="int32,int8",
+                    help="comma-separated qconfig residual_dtype values for the whole model")
     args = ap.parse_args()
     threads = bench_threads(args.threads)
     import numpy as np
@@ -179,9 +186,11 @@ def main() -> None:
           f"{hw.dram_bytes_per_cycle:g} B/cycle ({hw.dram_bytes_per_cycle * hw.clock_mhz:g} MB/s), "
           f"latency {hw.dram_latency} cycles")
     rng = np.random.default_rng(0)
-    per_layer(args.rounds, rng)
+    if not args.skip_layers:
+        per_layer(args.rounds, rng)
     if not args.skip_model:
-        whole_model(args.size, args.rounds, rng)
+        for rd in args.residual_dtype.split(","):
+            whole_model(args.size, args.rounds, rng, rd.strip())
 
 
 if __name__ == "__main__":

@@ -163,6 +163,7 @@ def op_cases():
               "ones_like", "nearbyint"]:
         cases[n] = (getattr(T, n)(m), (3, 5))
     cases["logical_not"] = (relay.logical_not(b), (3, 5), "bool")
+    cases["annotation.stop_fusion"] = (T.stop_fusion(m), (3, 5))
     for n in ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
               "floor_divide", "floor_mod"]:
         cases[n] = (getattr(T, n)(m, v5), (3, 5))

@@ -248,3 +248,66 @@ def test_qconfig_is_a_scoped_context():
     with relay.quantize.qconfig(calibrate_mode="percentile", skip_conv_layers=[1, 2]) as c:
         assert relay.quantize.current_qconfig() is c and c.skip_conv_layers == (1, 2)
     assert relay.quantize.current_qconfig().calibrate_mode == "global_scale"
+
+
+def _residual_operands(qmod):
+    """For each residual add (two non-constant operands): the dtype each operand was before
+    its widening casts (int8 when it crosses as int8)."""
+    out = []
+    for e in dataflow_post_order(qmod["main"].body):
+        if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "add" \
+                and not any(isinstance(a, relay.Constant) for a in e.args):
+            seen = []
+            for a in e.args:  # stop_fusion(cast(stop_fusion(int8 tensor), "int32"))
+                if isinstance(a, relay.Call) and a.op.name == "annotation.stop_fusion":
+                    a = a.args[0].args[0].args[0]
+                seen.append(str(a.checked_type.dtype))
+            out.append(sorted(seen))
+    return out
+
+
+@pytest.mark.parametrize("calibrate_mode", ["global_scale", "kl_divergence"])
+def test_residual_dtype_int8_for_vta(calibrate_mode):
+    """qconfig(residual_dtype="int8"): one operand of each residual add crosses as int8 (the
+    other conv's function can store int8, as VTA must), the integer region is left through
+    int8 too; still agrees with fp32. The default keeps the int32 residual (no stop_fusion)."""
+    mod, params = _cnn(3)
+    data = _data((1, 3, 12, 12), 32)
+    q8, _, rep = _quantize(mod, params, data, calibrate_mode=calibrate_mode,
+                           weight_scale="max" if calibrate_mode != "global_scale" else "power2",
+                           residual_dtype="int8")
+    assert rep.top1_calibration >= 0.9 and rep.top1_heldout >= 0.9, str(rep)
+    assert rep.mean_abs_err < 0.05 * rep.logit_range, str(rep)
+    assert _residual_operands(q8) == [["int32", "int8"]]
+    assert "annotation.stop_fusion" in str(q8)
+    q32, _, _ = _quantize(mod, params, data, calibrate_mode=calibrate_mode,
+                          weight_scale="max" if calibrate_mode != "global_scale" else "power2")
+    assert _residual_operands(q32) == [["int32", "int32"]]
+    assert "stop_fusion" not in str(q32)
+
+
+def test_residual_dtype_bad_values():
+    with pytest.raises(ValueError, match="residual_dtype must be"):
+        relay.quantize.qconfig(residual_dtype="int16")
+    with pytest.raises(ValueError, match="needs dtype_input='int8'"):
+        relay.quantize.qconfig(residual_dtype="int8", dtype_input="uint8")
+
+
+def test_stop_fusion_splits_fused_functions_and_is_dropped():
+    """relay stop_fusion (TVM's annotation.stop_fusion): producer and consumer land in two
+    fused functions, the call itself in neither; same values."""
+    x = relay.var("x", shape=(2, 5), dtype="int32")
+    y = relay.add(relay.op.tensor.stop_fusion(relay.multiply(x, relay.const(3, "int32"))),
+                  relay.const(1, "int32"))
+    mod = relay.transform.FuseOps(2)(relay.transform.InferType()(
+        tvm.IRModule.from_expr(relay.Function([x], y))))
+    fused = [e for e in dataflow_post_order(mod["main"].body)
+             if isinstance(e, relay.Call) and isinstance(e.op, relay.Function)]
+    assert len(fused) == 2 and "stop_fusion" not in str(mod)
+    lib = relay.build(relay.Function([x], y), target="llvm")
+    from tvmpy.contrib import graph_executor
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xin = np.arange(10, dtype="int32").reshape(2, 5) - 4
+    m.set_input("x", xin)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), xin * 3 + 1)

@@ -67,6 +67,42 @@ def test_conv_bias_relu_shift_clip_offloaded(cin, cout, hw, k, s, p):
     np.testing.assert_array_equal(out, ref)
 
 
+def _numpy_conv_requant(x, w, b, s, p, shift=7):
+    """numpy: int conv2d NCHW/OIHW + bias + relu + rounding shift + clip, as _conv/_requant."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (p, p), (p, p)))
+    oh, ow = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
+    y = np.zeros((n, o, oh, ow), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, :, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
+            y += np.einsum("nchw,oc->nohw", win, w[:, :, i, j].astype(np.int64))
+    y = np.maximum(y + b.astype(np.int64)[None], 0)
+    y = (y + (1 << (shift - 1))) >> shift
+    return np.clip(y, -127, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("h,w,s", [(1, 1, 1), (1, 1, 2), (2, 2, 1), (2, 2, 2), (3, 3, 1),
+                                   (3, 3, 2), (1, 3, 1), (3, 1, 2), (1, 2, 1)])
+def test_padded_conv_on_tiny_maps(h, w, s):
+    """A padded 3x3 conv on a map of 1-3 pixels (a ResNet at 32x32 reaches 1x1): padding a
+    dimension of extent 1 leaves one valid DRAM row/tile (its index folds to a constant); the
+    DMA load still pads it. 20 input channels: two channel blocks, one partly zero."""
+    rng = np.random.default_rng(h * 10 + w + s)
+    cin, cout = 20, 24
+    wt = rng.integers(-8, 8, (cout, cin, 3, 3)).astype("int8")
+    bias = rng.integers(-300, 300, (cout, 1, 1)).astype("int32")
+    x = relay.var("x", shape=(1, cin, h, w), dtype="int8")
+    y = relay.nn.conv2d(x, relay.const(wt), strides=(s, s), padding=(1, 1), channels=cout,
+                        kernel_size=(3, 3), out_dtype="int32")
+    f = relay.Function([x], _requant(relay.nn.relu(relay.add(y, relay.const(bias)))))
+    xin = rng.integers(-128, 128, (1, cin, h, w)).astype("int8")
+    lib, (out,), _ = _run_packed(f, {"x": xin})
+    assert len(lib.vta_functions) == 1 and vta.simulator.stats()["gemm_count"] > 0
+    np.testing.assert_array_equal(out, _numpy_conv_requant(xin, wt, bias, s, 1))
+
+
 def test_residual_add_offloaded():
     rng = np.random.default_rng(5)
     x = relay.var("x", shape=(1, 24, 6, 6), dtype="int8")
@@ -75,6 +111,22 @@ def test_residual_add_offloaded():
     f = relay.Function([x, r], y)
     xin = {"x": rng.integers(-128, 128, (1, 24, 6, 6)).astype("int8"),
            "r": rng.integers(-2000, 2000, (1, 24, 6, 6)).astype("int32")}
+    ref = _reference(f, xin)[0]
+    lib, (out,), _ = _run_packed(f, xin)
+    assert len(lib.vta_functions) == 1
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_residual_add_untuned_tiles_leave_room_for_the_residual():
+    """The untuned tiles count the residual's accumulator tiles beside the output's: at 16x16
+    with 64 channels the conv alone fills half the accumulator per virtual thread."""
+    rng = np.random.default_rng(6)
+    x = relay.var("x", shape=(1, 64, 16, 16), dtype="int8")
+    r = relay.var("r", shape=(1, 64, 16, 16), dtype="int32")
+    f = relay.Function([x, r], _requant(relay.nn.relu(relay.add(
+        _conv(x, 64, 64, 3, 1, 1, rng), r))))
+    xin = {"x": rng.integers(-128, 128, (1, 64, 16, 16)).astype("int8"),
+           "r": rng.integers(-2000, 2000, (1, 64, 16, 16)).astype("int32")}
     ref = _reference(f, xin)[0]
     lib, (out,), _ = _run_packed(f, xin)
     assert len(lib.vta_functions) == 1
@@ -178,13 +230,13 @@ def test_float_conv_and_region_edges_stay_on_cpu():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def _quantized_resnet18(size):
+def _quantized_resnet18(size, **cfg):
     from tvmpy.relay import testing
 
     mod, params = testing.resnet.get_workload(num_layers=18, batch_size=1,
                                               image_shape=(3, size, size), num_classes=10)
     with relay.quantize.qconfig(calibrate_mode="global_scale", global_scale=8.0,
-                                skip_conv_layers=[0]):
+                                skip_conv_layers=[0], **cfg):
         return relay.transform.InferType()(relay.quantize.quantize(mod, params=params))
 
 
@@ -213,6 +265,43 @@ def test_resnet18_quantized_end_to_end():
     assert len(lib.vta_functions) >= 7 and not lib.vta_cpu_functions
     np.testing.assert_array_equal(out[0], ref[0])
     np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=1e-4)
+
+
+def test_resnet18_vta_qconfig_offloads_every_conv():
+    """``qconfig(residual_dtype="int8")`` (VTA's quantization): every tensor between two convs
+    is int8, so all 19 convs between the max-pool and the global pool run on VTA (the 16 3x3
+    and the 3 1x1 shortcuts); only the first (float) conv and the classifier stay on the CPU.
+    32x32 input: stage 4 runs its padded 3x3 convs on 1x1 maps. Equal to the relay interpreter
+    on the same quantized graph: bit-exact on the last integer tensor, float rounding on the
+    logits."""
+    size = 32
+    main = _quantized_resnet18(size, residual_dtype="int8")["main"]
+    order = dataflow_post_order(main.body)
+    names = [getattr(getattr(e, "op", None), "name", "") for e in order]
+    lo, hi = names.index("nn.max_pool2d"), names.index("nn.global_avg_pool2d")
+    assert names[lo:hi].count("nn.conv2d") == 19
+    last_int = [e for e in order[:hi] if isinstance(e, relay.Call)
+                and str(e.checked_type.dtype).startswith("int")][-1]
+    f = relay.Function(main.params, relay.Tuple([last_int, main.body]))
+    x = {"data": np.random.default_rng(1).standard_normal((1, 3, size, size)).astype("float32")}
+    ref = _reference(f, x)
+    lib, out, packed = _run_packed(f, x)
+    layouts = [e.attrs.data_layout for e in dataflow_post_order(packed.body)
+               if isinstance(e, relay.Call) and getattr(e.op, "name", "") == "nn.conv2d"]
+    assert layouts == ["NCHW"] + ["NCHW1n16c"] * 19
+    assert not lib.vta_cpu_functions  # every packed function stores int8: all offloaded
+    vta_calls = [n for n in _graph_nodes(lib) if n in set(lib.vta_functions)]
+    assert len(vta_calls) == 19  # one VTA call per conv (epilogue and residual add fused)
+    np.testing.assert_array_equal(out[0], ref[0])
+    np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=1e-4)
+
+
+def _graph_nodes(lib):
+    import json
+
+    graph = json.loads(lib.get_graph_json())
+    return [n["attrs"]["func_name"] for n in graph["nodes"]
+            if n["op"] == "tvm_op" and "func_name" in n.get("attrs", {})]
 
 
 def test_rpc_local_session_and_server(tmp_path):

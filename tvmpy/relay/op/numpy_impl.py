@@ -52,7 +52,7 @@ for _n, _f in {
     "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "nearbyint": np.rint, "sign": np.sign,
     "round": np.round,  # half to even, as the compiled code (llvm.roundeven / rint)
-    "sin": np.sin, "cos": np.cos, "copy": np.copy, "log2": np.log2, "trunc": np.trunc,
+    "sin": np.sin, "cos": np.cos, "copy": np.copy, "annotation.stop_fusion": np.copy, "log2": np.log2, "trunc": np.trunc,
     "isnan": np.isnan, "logical_not": np.logical_not, "zeros_like": np.zeros_like,
     "ones_like": np.ones_like, "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
     "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "mod": _mod,

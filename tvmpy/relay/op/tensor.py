@@ -29,7 +29,7 @@ _BOOL_UNARY = ("isnan", "isinf", "isfinite")
 
 __all__ = _UNARY + _BINARY + _COMPARE + [
     "clip", "where", "zeros_like", "ones_like", "logical_not", "logical_xor", "stack", "zeros",
-    "ones", "full",
+    "ones", "full", "stop_fusion",
 ]  # fmt: skip
 
 
@@ -45,6 +45,8 @@ for _n in _BINARY:
 for _n in _COMPARE:
     register_op(_n, broadcast_bool_rel, OpPattern.BROADCAST, 2)
 register_op("logical_not", identity_rel, OpPattern.ELEMWISE, 1)
+register_op("annotation.stop_fusion", identity_rel, OpPattern.OPAQUE, 1,
+            description="identity that FuseOps never fuses across, then drops (TVM's)")
 register_op("logical_xor", broadcast_bool_rel, OpPattern.BROADCAST, 2)
 register_op("zeros_like", identity_rel, OpPattern.ELEMWISE, 1)
 register_op("ones_like", identity_rel, OpPattern.ELEMWISE, 1)
@@ -89,6 +91,15 @@ sign = _unary("sign")
 sin = _unary("sin")
 cos = _unary("cos")
 copy = _unary("copy")
+
+
+def stop_fusion(data: RelayExpr) -> RelayExpr:
+    """TVM's ``relay.annotation.stop_fusion``: ``data`` unchanged, but FuseOps puts its producer
+    and its consumers in different functions (the value is materialized as it is; e.g. an int8
+    tensor that must cross between two accelerator calls as int8) and then drops the call."""
+    return make_call("annotation.stop_fusion", [data])
+
+
 log2 = _unary("log2")
 trunc = _unary("trunc")
 isnan = _unary("isnan")

@@ -19,7 +19,12 @@ class QConfig:
     rounded up to powers of two too, so every requantization is a rounding right shift;
     ``percentile``: the percentile (of |x|) taken as the threshold in "percentile" mode;
     ``dtype_input="uint8"``: anchors read their data as uint8 ``q + 128`` (the form of x86's
-    u8 x s8 dot-product instructions), the shift undone exactly by a per-channel constant."""
+    u8 x s8 dot-product instructions), the shift undone exactly by a per-channel constant.
+    ``residual_dtype="int8"`` (for VTA, whose stores are int8 only): the second operand of each
+    residual ``add`` (TVM's add rule quantizes it as an INPUT) is requantized to int8 at the
+    add's scale, and a float operand beside a quantized one is quantized too, so every tensor
+    crossing between two convolutions is int8; the default "int32" keeps the residual stream
+    in int32 (exact, one requantization fewer)."""
 
     nbit_input: int = 8
     nbit_weight: int = 8
@@ -36,6 +41,7 @@ class QConfig:
     round_for_shift: bool = True
     percentile: float = 99.99
     kl_bins: int = 2049
+    residual_dtype: str = "int32"
 
     def __post_init__(self) -> None:
         if self.calibrate_mode not in CALIBRATE_MODES:
@@ -53,6 +59,12 @@ class QConfig:
         if self.dtype_activation != "int32" or self.nbit_activation != 32:
             raise ValueError("qconfig: activations accumulate in int32 "
                              f"(got dtype_activation={self.dtype_activation})")
+        if self.residual_dtype not in ("int32", "int8"):
+            raise ValueError(f"qconfig: residual_dtype must be 'int32' or 'int8', got "
+                             f"{self.residual_dtype!r}")
+        if self.residual_dtype == "int8" and self.dtype_input != "int8":
+            raise ValueError("qconfig: residual_dtype='int8' needs dtype_input='int8' "
+                             f"(got {self.dtype_input!r})")
         if not self.global_scale > 0:
             raise ValueError(f"qconfig: global_scale must be positive, got {self.global_scale}")
         if not 0 < self.percentile <= 100:

@@ -157,9 +157,27 @@ def annotate(mod: IRModule, cfg: QConfig | None = None) -> Annotated:
         elif op == "add" and all(id(a) in quant for a in e.args):
             quant.add(id(e))
             point(e, f"add_{len(points)}")
+        elif op == "add" and cfg.residual_dtype == "int8" and _float_residual(e, quant):
+            quant.add(id(e))  # the float side is quantized to int8 at the add's scale
+            point(e, f"add_{len(points)}")
     for a in anchors:
         point(a.args[0], f"{names[id(a)]}.input")
     return Annotated(mod, anchors, points, names)
+
+
+def _float_residual(e: Call, quant: set[int]) -> bool:
+    """An add of one quantized tensor and one float tensor of the same shape (not a constant):
+    a residual whose other side is still float (ResNet's first stage after a float stem)."""
+    a, b = e.args
+    if (id(a) in quant) == (id(b) in quant) or isinstance(a, Constant) or isinstance(b, Constant):
+        return False
+    ta, tb = a.checked_type, b.checked_type
+    return (getattr(ta, "shape", None) is not None and _same_dims(ta.shape, tb.shape)
+            and str(ta.dtype) == str(tb.dtype) == "float32")
+
+
+def _same_dims(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all(str(x) == str(y) for x, y in zip(a, b))
 
 
 # ---- 3. calibrate ---------------------------------------------------------------------------
@@ -274,14 +292,31 @@ class _Realizer:
         self.anchors = {id(a) for a in ann.anchors}
         self.env: dict[int, RelayExpr | _Int] = {}
         self.layers: list[tuple[str, float, float]] = []
+        self.int8_memo: dict[tuple[int, float], RelayExpr] = {}
 
     def float_of(self, e: RelayExpr) -> RelayExpr:
         v = self.env[id(e)]
-        return _dequantize(v) if isinstance(v, _Int) else v
+        if not isinstance(v, _Int):
+            return v
+        if self.cfg.residual_dtype == "int8":  # leaves the integer region as int8 (saturated)
+            q = tensor.stop_fusion(T.cast(tensor.clip(v.expr, -QMAX, QMAX), "int8"))
+            return _dequantize(_Int(T.cast(q, "int32"), v.scale, v.ndim))
+        return _dequantize(v)
 
     def int8_of(self, e: RelayExpr, s: float) -> RelayExpr:
         """``e`` quantized at step ``s``: int8 in [-127, 127], or (dtype_input "uint8") that
-        plus 128 as uint8."""
+        plus 128 as uint8. Under ``residual_dtype="int8"`` one expression per (tensor, step),
+        shared by its consumers: the int8 tensor is then the one value a conv's function
+        stores (not the int32 it was requantized from)."""
+        if self.cfg.residual_dtype != "int8":
+            return self._int8_of(e, s)
+        key = (id(e), float(s))
+        hit = self.int8_memo.get(key)
+        if hit is None:
+            hit = self.int8_memo[key] = self._int8_of(e, s)
+        return hit
+
+    def _int8_of(self, e: RelayExpr, s: float) -> RelayExpr:
         v = self.env[id(e)]
         if isinstance(v, _Int):
             if self.cfg.dtype_input == "int8":
@@ -316,6 +351,9 @@ class _Realizer:
             r = self.int_op(e, op, v0, vals)
             if r is not None:
                 return r
+        if op == "add" and self.cfg.residual_dtype == "int8" and id(e) in self.scales \
+                and any(isinstance(x, _Int) for x in vals):
+            return self.residual_int8(e, vals)
         return Call(e.op, [self.float_of(a) for a in e.args], e.attrs)
 
     def anchor(self, e: Call) -> _Int:
@@ -349,6 +387,8 @@ class _Realizer:
             return self.add_const(e, op, v)
         if op == "multiply" and isinstance(e.args[1], Constant):
             return self.mul_const(e, v)
+        if op == "add" and self.cfg.residual_dtype == "int8" and id(e) in self.scales:
+            return self.residual_int8(e, vals)
         if op == "add" and all(isinstance(x, _Int) for x in vals) and id(e) in self.scales:
             s = self.scales[id(e)]
             a, b = vals
@@ -356,6 +396,20 @@ class _Realizer:
                                    requantize(b.expr, b.scale / s, b.ndim, "int32")),
                         np.asarray(s, np.float64), v.ndim)
         return None
+
+    def residual_int8(self, e: Call, vals: list) -> _Int:
+        """A residual add under ``residual_dtype="int8"``: the first quantized operand
+        requantized to the add's scale in int32, the other requantized (or, if float,
+        quantized) to int8 at that scale, widened and added (int32, exact)."""
+        s = self.scales[id(e)]
+        k = 0 if isinstance(vals[0], _Int) else 1
+        a, other = vals[k], e.args[1 - k]
+        lhs = requantize(a.expr, a.scale / s, a.ndim, "int32")
+        # stop_fusion: the int8 tensor is what leaves the other conv's function (TVM's realize
+        # does the same), and the widening is a function of its own: an accelerator that
+        # loads its accumulator as int32 (VTA) reads the int32 tensor
+        rhs = tensor.stop_fusion(T.cast(tensor.stop_fusion(self.int8_of(other, s)), "int32"))
+        return _Int(tensor.add(lhs, rhs), np.asarray(s, np.float64), a.ndim)
 
     def mul_const(self, e: Call, v: _Int) -> _Int | None:
         """A positive per-channel (or scalar) factor (a batch norm's scale) joins the scale."""
@@ -441,6 +495,9 @@ def simulate(ann: Annotated, thresholds: list[float], cfg: QConfig | None = None
     simulated quantization): realize's result up to rounding of the integer requantizations,
     useful to tell calibration error from realization error."""
     cfg = cfg or current_qconfig()
+    if cfg.residual_dtype != "int32":
+        raise QuantizeError("simulate models residual_dtype='int32' only (its int8 residual "
+                            "and exit saturation are not simulated)")
     main = ann.mod["main"]
     body = _Simulator(ann, _scales(ann, thresholds, cfg), cfg).visit(main.body)
     return InferType()(IRModule.from_expr(Function(list(main.params), body)))

@@ -499,6 +499,8 @@ class _FuseMutator:
                 for a in e.args:
                     args.append((yield a))
                 return Call(e.op, args, e.attrs)
+            if e.op.name == "annotation.stop_fusion":  # a group boundary (OPAQUE): dropped
+                return (yield e.args[0])
             g = self.gmap[id(e)]
             for a in e.args:
                 args.append((yield from self._arg(a, g)))

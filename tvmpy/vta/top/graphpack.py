@@ -32,7 +32,8 @@ from ...relay.visitor import dataflow_post_order
 __all__ = ["graph_pack", "GraphPackError", "ALU_OPS"]
 
 #: element-wise operators the tensor ALU runs (min, max, add, shift; clip = min + max)
-ALU_OPS = ("add", "right_shift", "clip", "nn.relu", "maximum", "minimum", "cast")
+ALU_OPS = ("add", "right_shift", "clip", "nn.relu", "maximum", "minimum", "cast",
+           "annotation.stop_fusion")
 
 
 class GraphPackError(ValueError):

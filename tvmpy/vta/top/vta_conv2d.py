@@ -141,7 +141,10 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     env = get_env()
     _define_space(cfg, conv)
     if cfg.is_fallback:
-        _fallback(cfg, env, conv)
+        # a residual (a full-size element-wise input) takes accumulator tiles of its own
+        full = {id(t) for _, t in ep.ewise_inputs if len(t.shape) == 6
+                and const_int(t.shape[2]) * const_int(t.shape[3]) > 1}
+        _fallback(cfg, env, conv, acc_copies=1 + len(full))
 
     data, kernel = conv.op.input_tensors
     if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag:
@@ -191,7 +194,7 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     return s
 
 
-def _fallback(cfg: Any, env: Any, conv: Any) -> None:
+def _fallback(cfg: Any, env: Any, conv: Any, acc_copies: int = 1) -> None:
     """Untuned tiles from the shape and the buffer sizes (as TVM's tophub defaults do for the
     PYNQ design): the largest output tile whose input window, weights and accumulators fit
     half of each on-chip buffer (the other half for the second virtual thread)."""
@@ -200,7 +203,8 @@ def _fallback(cfg: Any, env: Any, conv: Any) -> None:
     ci = const_int(kernel.shape[1])
     kh, kw = const_int(kernel.shape[2]), const_int(kernel.shape[3])
     stride = _stride_of(conv)
-    t = default_tiles(env, b=b, co=co, oh=oh, ow=ow, ci=ci, kh=kh, kw=kw, stride=stride)
+    t = default_tiles(env, b=b, co=co, oh=oh, ow=ow, ci=ci, kh=kh, kw=kw, stride=stride,
+                      acc_copies=acc_copies)
     from ...autotvm.space import OtherOptionEntity, SplitEntity
 
     cfg["tile_b"] = SplitEntity([-1, 1])

@@ -146,6 +146,22 @@ def _pad_bounds(conj: list[E.PrimExpr], loops: list[S.For], what: str) -> dict[i
     return out
 
 
+def _pinned(conds: list[E.PrimExpr], loops: list[S.For], i: int, what: str) -> bool:
+    """Whether the padding conditions on loop ``i`` alone leave exactly one valid index.
+
+    Padding a dimension of extent 1 (a 1x1 feature map under a padded 3x3 conv) bounds its
+    loop to one value; the simplifier then folds that loop's DRAM index to a constant (inside
+    ``if_then_else`` it knows ``v - pad == 0``), so the DRAM side has no stride for it. One
+    row or tile is read there, and any stride is as good: the loop is still a DMA dimension."""
+    v = loops[i].loop_var
+    own = [c for c in conds if uses_var(c, v)
+           and not any(uses_var(c, f.loop_var) for f in loops if f is not loops[i])]
+    if not own:
+        return False
+    lo, hi = _pad_bounds(own, loops, what)[id(v)]
+    return _const(simplify(hi - lo)) == 1
+
+
 def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     what = "dma_copy"
     guards: list[E.PrimExpr] = []
@@ -188,9 +204,14 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     if sc is None or dc is None:
         raise VTALoweringError(f"{what}: the indices are not affine in the loops")
     k = _split_tile(loops, [sc[1], dc[1]], tile, what)
+    conds = _conjuncts(cond) if cond is not None else []
+    dcoef = list(dc[1])
+    for j in range(k):  # padding that leaves one valid index: the DRAM side reads one tile
+        if _eq(dcoef[j], 0) and _pinned(conds, loops, j, what):
+            dcoef[j] = E.const(tile) if j == k - 1 else E.const(0)
     outer = list(range(k))
     x = y = None
-    if outer and _eq(sc[1][outer[-1]], tile) and _eq(dc[1][outer[-1]], tile):
+    if outer and _eq(sc[1][outer[-1]], tile) and _eq(dcoef[outer[-1]], tile):
         x = outer.pop()
     x_total = _const(loops[x].extent) if x is not None else 1
     if outer and x_total is not None and _eq(sc[1][outer[-1]], x_total * tile):
@@ -198,7 +219,6 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
     # the pad compute's condition and the bound guards (split remainders): conditions on the
     # two DMA dimensions become bounds (loads zero-fill outside them: padding, or elements a
     # guard leaves unused), conditions on the loops outside guard the DMA
-    conds = _conjuncts(cond) if cond is not None else []
     gconds = [c for g in guards for c in _conjuncts(g)]
     if not is_load and y is not None and x is not None and any(
             uses_var(c, loops[x].loop_var) for c in gconds):
@@ -245,7 +265,8 @@ def _dma_stmt(env: Any, body: S.Stmt) -> S.Stmt:
             zero[loops[i].loop_var] = E.const(0, loops[i].loop_var.dtype)
     dram_off = simplify(substitute(dram_idx, at if is_load else zero))
     sram_off = simplify(substitute(sram_idx, zero))
-    x_stride = call_extern("int32", "VTATile", dc[1][y], tile) if y is not None else xs
+    x_stride = call_extern("int32", "VTATile", dc[1][y], tile) \
+        if y is not None and not _eq(dc[1][y], 0) else xs
     dram_tiles = call_extern("int32", "VTATile", dram_off, tile)
     if is_load:
         op = _extern("VTALoadBuffer2D", src.data, dram_tiles, xs, ys, x_stride, xpb, ypb, xpa,
