@@ -303,3 +303,22 @@ def test_gather_from_a_written_buffer_is_scalarized():
     g = vectorize_loop_func(f)
     assert _is_serial_loop(g), str(g)
     assert_same(f, g)
+
+
+@pytest.mark.parametrize("lo", [0, 2])
+def test_a_loops_range_does_not_leak_into_its_siblings(lo):
+    """A sibling loop of symbolic extent ``1 - p`` runs only when ``p == 0``; what its range
+    implies must not reach the vectorized loop after it (an auto-scheduler schedule lost the
+    ``p * 3`` of its store index this way and wrote every block's rows to block 0). Also a
+    loop that starts at ``lo``: its range is ``[lo, lo + extent)``."""
+    A, B, C = _bufs(("A", 16, "float32"), ("B", 16, "float32"), ("C", 16, "float32"))
+    p, a, i = E.Var("p"), E.Var("a"), E.Var("i")
+    idx = p * 4 + tir.max(1 - p * 2, 0) * 2 + i  # 2 + i for p = 0, 4 + i for p = 1
+    body = tir.SeqStmt([
+        loop(a, 1 - p * 2, tir.BufferStore(C, A[a] + 1.0, [a + lo]), lo=lo),
+        loop(i, 3, tir.BufferStore(B, A[idx] * 2.0, [idx]), V),
+    ])
+    f = func([A, B, C], loop(p, 2, body))
+    g = vectorize_loop_func(f)
+    assert "p * 4" in str(g)
+    assert_same(f, g)

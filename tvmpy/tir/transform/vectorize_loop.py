@@ -483,13 +483,15 @@ class _LoopVectorizer(Mutator):
         self.ana = make_analyzer(func)
 
     def visit_For(self, f: S.For) -> S.Stmt:
-        # the loop's range helps prove a gather's lane offsets constant
-        self.ana.bind(f.loop_var, E.Range(f.min, f.extent))
-        body = self.visit(f.body)
-        if body is not f.body:
-            f = f.replace(body=body)
-        if f.kind == S.ForKind.VECTORIZED:
-            return _vectorize(f, self.ana)
+        # the loop's range helps prove a gather's lane offsets constant; scoped: what it
+        # implies (e.g. a symbolic extent >= 1) holds only inside the loop, not after it
+        with self.ana.constraint_scope(E.const(True)):
+            self.ana.bind(f.loop_var, E.Range.from_min_extent(f.min, f.extent))
+            body = self.visit(f.body)
+            if body is not f.body:
+                f = f.replace(body=body)
+            if f.kind == S.ForKind.VECTORIZED:
+                return _vectorize(f, self.ana)
         return f
 
 
