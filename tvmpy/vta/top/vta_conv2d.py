@@ -24,6 +24,7 @@ from .common import (
     const_int,
     default_tiles,
     schedule_epilogue_scopes,
+    tiles_overflow,
     traverse_epilogue,
 )
 
@@ -142,6 +143,8 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     _define_space(cfg, conv)
     if cfg.is_fallback:
         _fallback(cfg, env, conv)
+    else:
+        _check_fits(cfg, env, conv)
 
     data, kernel = conv.op.input_tensors
     if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag:
@@ -210,6 +213,22 @@ def _fallback(cfg: Any, env: Any, conv: Any) -> None:
     cfg["tile_co"] = SplitEntity([-1, t["co"]])
     cfg["oc_nthread"] = OtherOptionEntity(t["oc_nthread"])
     cfg["h_nthread"] = OtherOptionEntity(t["h_nthread"])
+
+
+def _check_fits(cfg: Any, env: Any, conv: Any) -> None:
+    """Refuse a tuning configuration whose tiles overflow an on-chip buffer before lowering
+    (an InstantiationError costs the tuner no build and no simulation; the lowering would
+    refuse it later anyway)."""
+    from ...autotvm.space import InstantiationError
+
+    kernel = conv.op.input_tensors[1]
+    nt = cfg["oc_nthread"].val * cfg["h_nthread"].val
+    why = tiles_overflow(env, h=cfg["tile_h"].size[-1], w=cfg["tile_w"].size[-1],
+                         co=cfg["tile_co"].size[-1], ci=cfg["tile_ci"].size[-1],
+                         kh=const_int(kernel.shape[2]), kw=const_int(kernel.shape[3]),
+                         stride=_stride_of(conv), nthreads=nt, b=cfg["tile_b"].size[-1])
+    if why is not None:
+        raise InstantiationError(f"conv2d_packed.vta: {why}")
 
 
 def _stride_of(conv: Any) -> int:
