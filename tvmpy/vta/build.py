@@ -433,7 +433,7 @@ class VTAModule:
         return f"<VTAModule {self.name}>"
 
 
-_QUEUES: dict[int, Any] = {}
+_QUEUES: dict[Any, Any] = {}
 _MODULE_IDS = itertools.count()
 _QUEUE_FACTORY: Any = None
 
@@ -469,8 +469,17 @@ def _cfg_dict(env: Any) -> dict | None:
     return json.loads(json.dumps(to_dict())) if to_dict is not None else None
 
 
+def _queue_key(env: Any) -> Any:
+    """One queue per design (its vta_config.json form): keyed by ``id(env)`` alone, a
+    collected environment's id reused by another design's would run on the old design's queue
+    (wrong field widths, buffer depths and timing)."""
+    cfg = _cfg_dict(env)
+    return json.dumps(cfg, sort_keys=True) if cfg is not None else id(env)
+
+
 def _queue_for(env: Any) -> Any:
-    q = _QUEUES.get(id(env))
+    key = _queue_key(env)
+    q = _QUEUES.get(key)
     if q is None:
         if _QUEUE_FACTORY is not None:
             q = _QUEUE_FACTORY(env)
@@ -478,7 +487,7 @@ def _queue_for(env: Any) -> Any:
             from .runtime import CommandQueue  # vta-hw's
 
             q = CommandQueue(env.hw_config)
-        _QUEUES[id(env)] = q
+        _QUEUES[key] = q
     return q
 
 

@@ -32,7 +32,8 @@ from ..autotvm.measure.measure import (
 )
 from .environment import get_env
 
-__all__ = ["VTABuilder", "SimulatorRunner", "vta_measure_option", "cycles"]
+__all__ = ["VTABuilder", "SimulatorRunner", "vta_measure_option", "cycles",
+           "default_config_index"]
 
 
 def _arg_info(args: Sequence[Any]) -> tuple:
@@ -152,3 +153,23 @@ def cycles(result: MeasureResult) -> int:
     """The simulated cycles of a successful measurement."""
     hz = float(getattr(get_env().hw_config, "clock_mhz", 100.0)) * 1e6
     return round(float(np.mean(result.costs)) * hz)
+
+
+def default_config_index(task: Any) -> int:
+    """The index in ``task.config_space`` of the template's untuned (fallback) configuration,
+    so a tuner can be seeded with it (measure it first: the best found is then never worse
+    than the default). Raises ValueError when a fallback knob value is not in the space."""
+    from ..autotvm.space import FallbackConfigEntity
+
+    fb = FallbackConfigEntity()
+    task.instantiate(fb)
+    space = task.config_space
+    knob = []
+    for name, sub in space.space_map.items():
+        want = str(fb[name])
+        names = [str(e) for e in sub.entities]
+        if want not in names:
+            raise ValueError(f"the default {name}={want} is not in the tuning space "
+                             f"({names})")
+        knob.append(names.index(want))
+    return space.knob2point(knob)

@@ -13,7 +13,7 @@ from ...tir import expr as E
 from ...topi import tag as _tag
 
 __all__ = ["Epilogue", "traverse_epilogue", "schedule_epilogue_scopes", "default_tiles",
-           "const_int", "as_pair", "divisors"]
+           "tiles_overflow", "const_int", "as_pair", "divisors"]
 
 
 def const_int(x: Any) -> int:
@@ -104,13 +104,31 @@ def _capacity(env: Any) -> tuple[int, int, int]:
             env.ACC_BUFF_SIZE // env.ACC_ELEM_BYTES)
 
 
+def tiles_overflow(env: Any, *, h: int, w: int, co: int, ci: int, kh: int, kw: int,
+                   stride: int, nthreads: int = 1, acc_copies: int = 1, b: int = 1
+                   ) -> str | None:
+    """Which on-chip buffer a conv/dense tile overflows (a message), or None when it fits:
+    per virtual thread, the input window of ``ci`` channel blocks, ``co x ci`` weight tiles of
+    ``kh x kw``, and ``acc_copies`` accumulator tiles per output element plus a bias tile per
+    output channel block; ``b`` batch blocks per tile."""
+    inp_cap, wgt_cap, acc_cap = _capacity(env)
+    win = ((h - 1) * stride + kh) * ((w - 1) * stride + kw)
+    need = {"accumulator": ((b * co * h * w * acc_copies + b * co) * nthreads, acc_cap),
+            "input": (b * ci * win * nthreads, inp_cap),
+            "weight": (co * ci * kh * kw * nthreads, wgt_cap)}
+    for name, (n, cap) in need.items():
+        if n > cap:
+            return (f"the {name} buffer holds {cap} tiles, the tiling (h {h}, w {w}, co {co}, "
+                    f"ci {ci}, {nthreads} virtual thread(s)) needs {n}")
+    return None
+
+
 def default_tiles(env: Any, *, b: int, co: int, oh: int, ow: int, ci: int, kh: int, kw: int,
                   stride: int, acc_copies: int = 1) -> dict[str, int]:
     """Untuned tiles: among the divisor tilings whose working set fits (halved per buffer when
     two virtual threads share it; ``acc_copies`` accumulator tiles per output element: 1, as the
     epilogue's ALU stages run in place, plus a bias tile per output channel block), the one moving the fewest DRAM bytes (input windows re-read per output
     channel tile, weights re-read per spatial tile), ties to fewer instructions."""
-    inp_cap, wgt_cap, acc_cap = _capacity(env)
     best: tuple | None = None
     for nt_oc, nt_h in ((2, 1), (1, 2), (1, 1)):
         nt = nt_oc * nt_h
@@ -123,11 +141,13 @@ def default_tiles(env: Any, *, b: int, co: int, oh: int, ow: int, ci: int, kh: i
                 if nt_h > 1 and n_h % nt_h:
                     continue
                 for w_t in divisors(ow):
-                    if (co_t * h_t * w_t * acc_copies + co_t) * nt > acc_cap:
+                    if tiles_overflow(env, h=h_t, w=w_t, co=co_t, ci=1, kh=kh, kw=kw,
+                                      stride=stride, nthreads=nt, acc_copies=acc_copies):
                         continue
                     win = ((h_t - 1) * stride + kh) * ((w_t - 1) * stride + kw)
                     for ci_t in divisors(ci):
-                        if ci_t * win * nt > inp_cap or co_t * ci_t * kh * kw * nt > wgt_cap:
+                        if tiles_overflow(env, h=h_t, w=w_t, co=co_t, ci=ci_t, kh=kh, kw=kw,
+                                          stride=stride, nthreads=nt, acc_copies=acc_copies):
                             continue
                         n_sp = n_h * (ow // w_t) * b
                         traffic = n_sp * n_co * ci * (win * env.INP_ELEM_BYTES

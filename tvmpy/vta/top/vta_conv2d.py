@@ -24,6 +24,7 @@ from .common import (
     const_int,
     default_tiles,
     schedule_epilogue_scopes,
+    tiles_overflow,
     traverse_epilogue,
 )
 
@@ -140,11 +141,13 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     s = te.create_schedule(output.op)
     env = get_env()
     _define_space(cfg, conv)
+    # a residual (a full-size element-wise input) takes accumulator tiles of its own
+    full = {id(t) for _, t in ep.ewise_inputs if len(t.shape) == 6
+            and const_int(t.shape[2]) * const_int(t.shape[3]) > 1}
     if cfg.is_fallback:
-        # a residual (a full-size element-wise input) takes accumulator tiles of its own
-        full = {id(t) for _, t in ep.ewise_inputs if len(t.shape) == 6
-                and const_int(t.shape[2]) * const_int(t.shape[3]) > 1}
         _fallback(cfg, env, conv, acc_copies=1 + len(full))
+    else:
+        _check_fits(cfg, env, conv, acc_copies=1 + len(full))
 
     data, kernel = conv.op.input_tensors
     if isinstance(data.op, te.ComputeOp) and "pad" in data.op.tag:
@@ -214,6 +217,23 @@ def _fallback(cfg: Any, env: Any, conv: Any, acc_copies: int = 1) -> None:
     cfg["tile_co"] = SplitEntity([-1, t["co"]])
     cfg["oc_nthread"] = OtherOptionEntity(t["oc_nthread"])
     cfg["h_nthread"] = OtherOptionEntity(t["h_nthread"])
+
+
+def _check_fits(cfg: Any, env: Any, conv: Any, acc_copies: int = 1) -> None:
+    """Refuse a tuning configuration whose tiles overflow an on-chip buffer before lowering
+    (an InstantiationError costs the tuner no build and no simulation; the lowering would
+    refuse it later anyway)."""
+    from ...autotvm.space import InstantiationError
+
+    kernel = conv.op.input_tensors[1]
+    nt = cfg["oc_nthread"].val * cfg["h_nthread"].val
+    why = tiles_overflow(env, h=cfg["tile_h"].size[-1], w=cfg["tile_w"].size[-1],
+                         co=cfg["tile_co"].size[-1], ci=cfg["tile_ci"].size[-1],
+                         kh=const_int(kernel.shape[2]), kw=const_int(kernel.shape[3]),
+                         stride=_stride_of(conv), nthreads=nt, acc_copies=acc_copies,
+                         b=cfg["tile_b"].size[-1])
+    if why is not None:
+        raise InstantiationError(f"conv2d_packed.vta: {why}")
 
 
 def _stride_of(conv: Any) -> int:
