@@ -81,7 +81,7 @@ def test_overflowing_configs_refused_consistently_with_the_lowering(monkeypatch)
                 assert "buffer holds" in str(e)
                 refused += 1
                 with monkeypatch.context() as m:  # bypassed: the lowering refuses it too,
-                    m.setattr(vta_conv2d, "_check_fits", lambda *a: None)  # but for the
+                    m.setattr(vta_conv2d, "_check_fits", lambda *a, **k: None)  # but for the
                     with env.target:  # accumulator's bias margin (this template has no bias)
                         s, args = task.instantiate(cfg)
                     try:
