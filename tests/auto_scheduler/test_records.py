@@ -54,6 +54,7 @@ def test_bad_lines_are_skipped_and_other_workloads_ignored(tmp_path, caplog):
                                 [MeasureResult((1e-9,), 0, "", 0.1, 1.0)])
     with open(log, "a") as f:
         f.write("{not json\n")
+        f.write("[" * 100_000 + "]" * 100_000 + "\n")  # nested too deeply for json
         f.write(json.dumps({"i": [[task.workload_key, "llvm"], [[], [["ZZ", 1]]]],
                             "r": [[1e-9], 0, 0.1, 1.0], "v": "v0.6"}) + "\n")
     auto_scheduler.save_records(log, [MeasureInput(task, _states(task, 1)[0])],

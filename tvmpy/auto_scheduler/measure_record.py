@@ -71,7 +71,7 @@ class RecordReader:
                     continue
                 try:
                     yield load_record_from_string(line, cache)
-                except (ValueError, KeyError, TypeError, IndexError) as e:
+                except (ValueError, KeyError, TypeError, IndexError, RecursionError) as e:
                     logger.warning("%s:%d: skipped a bad record (%s)", self.filename, n, e)
 
     def read_lines(self, max_lines: int | None = None) -> tuple[list[MeasureInput], list[MeasureResult]]:

@@ -299,7 +299,7 @@ def is_auto_scheduler_log(path: str) -> bool:
             if line.strip() and not line.lstrip().startswith("#"):
                 try:
                     rec = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested too deeply
                     return False
                 return isinstance(rec, dict) and "i" in rec and "r" in rec
     return False
