@@ -12,8 +12,9 @@ from ... import te
 from ...tir import expr as E
 from ...topi import tag as _tag
 
-__all__ = ["Epilogue", "traverse_epilogue", "schedule_epilogue_scopes", "default_tiles",
-           "tiles_overflow", "const_int", "as_pair", "divisors"]
+__all__ = ["Epilogue", "traverse_epilogue", "schedule_epilogue_scopes", "attach_at_store",
+           "bind_virtual_thread", "default_tiles", "tiles_overflow", "const_int", "as_pair",
+           "divisors"]
 
 
 def const_int(x: Any) -> int:
@@ -96,6 +97,27 @@ def schedule_epilogue_scopes(s: Any, env: Any, ep: Epilogue) -> list:
     for op in ep.const_ops:
         s[op].compute_inline()
     return caches
+
+
+def attach_at_store(s: Any, env: Any, output: Any, main: Any, ep: Epilogue, caches: list,
+                    store_pt: Any) -> None:
+    """The main op, its epilogue ops and the epilogue inputs' DMA loads (``caches``, from
+    :func:`schedule_epilogue_scopes`) computed at ``output``'s store loop ``store_pt``."""
+    s[main].compute_at(s[output], store_pt)
+    for op in ep.ewise_ops:
+        s[op].compute_at(s[output], store_pt)
+    for t in caches:
+        s[t].compute_at(s[output], store_pt)
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+
+
+def bind_virtual_thread(s: Any, output: Any, axis: Any, outermost: Any, n: int) -> None:
+    """``n`` virtual threads (``cthread``, interleaved instruction streams) over the tiles of
+    ``axis``, moved outside ``outermost``; nothing when ``n`` is 1."""
+    if n > 1:
+        _, v_t = s[output].split(axis, factor=n)
+        s[output].reorder(v_t, outermost)
+        s[output].bind(v_t, te.thread_axis("cthread"))
 
 
 def _capacity(env: Any) -> tuple[int, int, int]:

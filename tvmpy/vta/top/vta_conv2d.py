@@ -21,6 +21,8 @@ from ...autotvm.task.topi_integration import TopiTemplate
 from ..environment import get_env
 from .common import (
     as_pair,
+    attach_at_store,
+    bind_virtual_thread,
     const_int,
     default_tiles,
     schedule_epilogue_scopes,
@@ -166,23 +168,11 @@ def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     x_i0, x_i1 = cfg["tile_h"].apply(s, output, x_i)
     x_j0, x_j1 = cfg["tile_w"].apply(s, output, x_j)
     s[output].reorder(x_bo0, x_i0, x_co0, x_j0, x_bo1, x_co1, x_i1, x_j1, x_bi, x_ci)
-    store_pt = x_j0
-    s[conv].compute_at(s[output], store_pt)
-    for op in ep.ewise_ops:
-        s[op].compute_at(s[output], store_pt)
-    for t in cache_ewise:
-        s[t].compute_at(s[output], store_pt)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    attach_at_store(s, env, output, conv, ep, cache_ewise, x_j0)
 
     # virtual threads: output channel tiles, then row tiles
-    if cfg["oc_nthread"].val > 1:
-        _, v_t = s[output].split(x_co0, factor=cfg["oc_nthread"].val)
-        s[output].reorder(v_t, x_bo0)
-        s[output].bind(v_t, te.thread_axis("cthread"))
-    if cfg["h_nthread"].val > 1:
-        _, v_t = s[output].split(x_i0, factor=cfg["h_nthread"].val)
-        s[output].reorder(v_t, x_bo0)
-        s[output].bind(v_t, te.thread_axis("cthread"))
+    bind_virtual_thread(s, output, x_co0, x_bo0, cfg["oc_nthread"].val)
+    bind_virtual_thread(s, output, x_i0, x_bo0, cfg["h_nthread"].val)
 
     c_bo, c_co, c_i, c_j, c_bi, c_ci = s[conv].op.axis
     k_o, d_i, d_j, k_i = s[conv].op.reduce_axis

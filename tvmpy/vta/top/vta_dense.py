@@ -9,7 +9,14 @@ from typing import Any
 
 from ... import autotvm, te
 from ..environment import get_env
-from .common import const_int, divisors, schedule_epilogue_scopes, traverse_epilogue
+from .common import (
+    attach_at_store,
+    bind_virtual_thread,
+    const_int,
+    divisors,
+    schedule_epilogue_scopes,
+    traverse_epilogue,
+)
 
 __all__ = ["dense_packed", "schedule_dense_packed", "dense_packed_compute"]
 
@@ -81,17 +88,8 @@ def schedule_dense_packed(cfg: Any, outs: Any) -> Any:
     x_bo, x_bi = cfg["tile_b"].apply(s, output, x_b)
     x_co, x_ci = cfg["tile_co"].apply(s, output, x_c)
     s[output].reorder(x_bo, x_co, x_bi, x_ci)
-    store_pt = x_co
-    s[dense].compute_at(s[output], store_pt)
-    for op in ep.ewise_ops:
-        s[op].compute_at(s[output], store_pt)
-    for t in cache_ewise:
-        s[t].compute_at(s[output], store_pt)
-        s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    if cfg["oc_nthread"].val > 1:
-        _, v_t = s[output].split(x_co, factor=cfg["oc_nthread"].val)
-        s[output].reorder(v_t, x_bo)
-        s[output].bind(v_t, te.thread_axis("cthread"))
+    attach_at_store(s, env, output, dense, ep, cache_ewise, x_co)
+    bind_virtual_thread(s, output, x_co, x_bo, cfg["oc_nthread"].val)
 
     d_bo, d_co, d_bi, d_ci = s[dense].op.axis
     k_o, k_i = s[dense].op.reduce_axis
