@@ -43,7 +43,6 @@ import numpy as np  # noqa: E402
 from common import ensure_native_blas, interleaved_samples, machine_description  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SIDES = ("untuned", "autotvm", "auto_scheduler", "ort")
 
 
 # ---- the models ------------------------------------------------------------------------------
@@ -395,7 +394,7 @@ def _node_profile(run) -> dict[str, float]:
     return out
 
 
-_ORT_KIND = {"Conv": "conv", "ConvTranspose": "conv_transpose", "MatMul": "matmul/dense",
+_ORT_KIND = {"Conv": "conv", "ConvTranspose": "conv", "MatMul": "matmul/dense",
              "Gemm": "matmul/dense", "FusedMatMul": "matmul/dense", "FusedGemm": "matmul/dense",
              "FusedConv": "conv", "LSTM": "lstm/gru", "GRU": "lstm/gru",
              "Softmax": "softmax", "LayerNormalization": "layer_norm",
@@ -403,8 +402,10 @@ _ORT_KIND = {"Conv": "conv", "ConvTranspose": "conv_transpose", "MatMul": "matmu
 
 
 def tvm_kind(name: str) -> str:
-    """The op kind of a fused function's name, for the comparison with onnxruntime's ops."""
-    for key, kind in (("conv2d_transpose", "conv_transpose"), ("conv", "conv"),
+    """The op kind of a fused function's name, for the comparison with onnxruntime's ops
+    (transposed convolutions count as conv on both sides: relay lowers them to convolutions
+    of the stride-interleaved input)."""
+    for key, kind in (("conv", "conv"),
                       ("batch_matmul", "matmul/dense"), ("dense", "matmul/dense"),
                       ("matmul", "matmul/dense"), ("softmax", "softmax"),
                       ("layer_norm", "layer_norm"), ("pool", "pool")):
@@ -534,6 +535,9 @@ def subgraph_report(as_prog: Progress, meas: dict) -> list[str]:
             kinds.setdefault(tvm_kind(k), [0.0, 0.0])[0] += v
         for k, v in meas["ort_profile"].items():
             kinds.setdefault(k, [0.0, 0.0])[1] += v
+        tot_a, tot_o = sum(a.values()), sum(meas["ort_profile"].values())
+        lines.append(f"    kernel time per run: auto-scheduled {tot_a * 1e3:.3f} ms, untuned "
+                     f"{sum(u.values()) * 1e3:.3f} ms, onnxruntime {tot_o * 1e3:.3f} ms")
         lines.append("    by op kind, auto-scheduled vs onnxruntime (kernel time per run, ms): "
                      + ", ".join(f"{k} {x * 1e3:.3f}/{y * 1e3:.3f}"
                                  + (" LOSES" if x > y > 0 else "")

@@ -57,6 +57,6 @@ def test_log_task_stats_and_kinds(tmp_path):
     stats = bench.log_task_stats(str(log))
     assert stats["k1"] == (pytest.approx(1e-3), 3) and stats["k2"] == (pytest.approx(1e-3), 1)
     assert bench.tvm_kind("fused_nn_contrib_conv2d_NCHWc_add") == "conv"
-    assert bench.tvm_kind("fused_nn_conv2d_transpose_add") == "conv_transpose"
+    assert bench.tvm_kind("fused_nn_conv2d_transpose_add") == "conv"
     assert bench.tvm_kind("fused_nn_contrib_dense_pack_add") == "matmul/dense"
     assert bench._strip("tvmgen_default_fused_nn_softmax") == "fused_nn_softmax"
