@@ -24,6 +24,13 @@ also records the CPU and is refused on a mismatch). Everything resumes: a model 
 already hold ``--minutes`` of search is not tuned again (``--minutes 0``: measure only), a
 killed run continues from its logs (the search time spent is kept per round in
 ``<model>.as.progress.json`` / ``<model>.autotvm.progress.json``).
+
+Notes: the budget is checked after each search round (auto_scheduler) or measured batch
+(AutoTVM), so a tuner may overrun it by one round. Both tuners measure candidates at this
+process's thread count (TVM_NUM_THREADS, else all cores); the 1-thread column uses the same
+schedules. AutoTVM's curve sums its templated tasks' best latencies once each, the
+auto-scheduler's is the weighted sum over every subgraph: their levels differ by construction
+(the end-to-end table is the comparison). On a shared machine use ``--jobs 1``.
 """
 
 from __future__ import annotations
