@@ -341,14 +341,14 @@ def as_curve(prog: Progress, fallback: dict[str, float]) -> list[list[float]]:
 
 def autotvm_curve(prog: Progress) -> list[list[float]]:
     """``[seconds, trials, estimate]``: the sum of the templated tasks' best latencies (each
-    task once), a task not yet measured counted at its first valid measurement."""
+    task once), a task not yet measured counted at its first valid measurement; tasks the
+    budget never reached are left out (the plot's legend says how many are in)."""
     rows = prog.data["rows"]
-    n = len(prog.data["tasks"])
     first: dict[int, float] = {}
     for _, i, c in rows:
         if c is not None and i not in first:
             first[i] = c
-    if len(first) < n:
+    if not first:
         return []
     best = dict(first)
     out = []
@@ -506,7 +506,9 @@ def plot_model(name: str, as_prog: Progress, tvm_prog: Progress | None, png: str
                          "line"))
     curve = autotvm_curve(tvm_prog) if tvm_prog is not None else []
     if curve:
-        series_t.append(("AutoTVM: sum of its templated tasks' best (each once)",
+        n_in = len({i for _, i, c in tvm_prog.data["rows"] if c is not None})
+        series_t.append((f"AutoTVM: sum of its templated tasks' best (each once; "
+                         f"{n_in}/{len(tvm_prog.data['tasks'])} tasks)",
                          [r[0] / 60 for r in curve], [r[2] * 1e3 for r in curve], "line"))
         series_n.append((series_t[-1][0], [r[1] for r in curve], [r[2] * 1e3 for r in curve],
                          "line"))

@@ -34,8 +34,10 @@ def test_autotvm_curve_is_the_running_best(tmp_path):
     curve = bench.autotvm_curve(p)
     assert [r[1] for r in curve] == [1, 2, 3, 4, 5]
     assert [r[2] for r in curve] == pytest.approx([5e-3, 5e-3, 3e-3, 3e-3, 3e-3])
-    p.data["rows"] = p.data["rows"][:3]
-    assert bench.autotvm_curve(p) == []  # task y never measured: no estimate
+    p.data["rows"] = p.data["rows"][:3]  # task y never measured: left out
+    assert [r[2] for r in bench.autotvm_curve(p)] == pytest.approx([4e-3, 4e-3, 2e-3])
+    p.data["rows"] = [[1, 0, None]]
+    assert bench.autotvm_curve(p) == []
 
 
 def test_progress_refuses_another_cpus_file(tmp_path):
