@@ -611,7 +611,11 @@ def run_model(name: str, args, cpu: str) -> dict:
     return row
 
 
-def print_table(rows: list[dict]) -> None:
+ERR_TOL = 1e-3  # max |tvm - ort| / max |ort| accepted (float32, different summation orders)
+
+
+def print_table(rows: list[dict]) -> int:
+    """Print the table and the reports; returns the number of wrong outputs."""
     def ms(m, side):
         return f"{m['median'][side] * 1e3:.2f}" if side in m["median"] else "-"
 
@@ -633,10 +637,16 @@ def print_table(rows: list[dict]) -> None:
                   f"{ratio(m, 'autotvm')} | {ratio(m, 'auto_scheduler')} | {vs} | "
                   f"{r['as_min']:.1f}, {r['as_trials']} | {tv} | "
                   f"{max(m['errors'].values()):.1e} |")
+    bad = [(r["model"], m["threads"], side, e) for r in rows for m in r["measured"]
+           for side, e in m["errors"].items() if not e <= ERR_TOL]
+    for model, t, side, e in bad:
+        print(f"WRONG OUTPUT: {model} {side} at {t} thread(s): max error {e:.2e} of the "
+              f"output's scale vs onnxruntime (tolerance {ERR_TOL:g})")
     print("\n(medians of interleaved rounds, ms; ratios: median of the per-round ratios)")
     for r in rows:
         print(f"\n{r['model']} ({r['n_tasks']} auto_scheduler tasks):")
         print("\n".join(r["report"]))
+    return len(bad)
 
 
 def main() -> None:
@@ -666,7 +676,8 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()} ({cpu}); "
           f"{args.minutes:g} min search per model and tuner; logs in {args.log_dir}/{cpu}")
     rows = [run_model(n, args, cpu) for n in names]
-    print_table(rows)
+    if print_table(rows):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -62,3 +62,17 @@ def test_log_task_stats_and_kinds(tmp_path):
     assert bench.tvm_kind("fused_nn_conv2d_transpose_add") == "conv"
     assert bench.tvm_kind("fused_nn_contrib_dense_pack_add") == "matmul/dense"
     assert bench._strip("tvmgen_default_fused_nn_softmax") == "fused_nn_softmax"
+
+
+def test_table_flags_wrong_outputs(capsys):
+    meas = {"threads": 1, "median": {"untuned": 2e-3, "auto_scheduler": 1e-3, "ort": 2e-3},
+            "ratio_rounds": {"untuned": 1.0, "auto_scheduler": 0.5},
+            "errors": {"untuned": 1e-6, "auto_scheduler": 0.2}}
+    row = {"model": "m", "as_min": 1.0, "as_trials": 8, "tvm_min": None, "tvm_trials": None,
+           "n_tasks": 1, "measured": [meas], "report": []}
+    assert bench.print_table([row]) == 1
+    out = capsys.readouterr().out
+    assert "WRONG OUTPUT: m auto_scheduler at 1 thread(s)" in out
+    assert "| m | 1 | 2.00 | - | 1.00 | 2.00 | 1.00 | - | 0.50 | - | 1.0, 8 | - |" in out
+    meas["errors"]["auto_scheduler"] = float("nan")  # a NaN output is wrong too
+    assert bench.print_table([row]) == 1
