@@ -94,6 +94,22 @@ def test_extract_tasks_transformer_block_weights():
     assert sum(weights) >= len(tasks)
 
 
+def test_extract_tasks_weights_count_occurrences():
+    """The same subgraph (shape and fusion) with different weights is one task whose weight is
+    its number of occurrences: dense+relu 16->16 three times, 24->24 twice, 16->24 once, and
+    the head (a dense without relu) once."""
+    x = relay.var("x", shape=(2, 16))
+    h = x
+    for i, (n_in, n_out) in enumerate([(16, 16)] * 3 + [(16, 24)] + [(24, 24)] * 2):
+        h = relay.nn.relu(relay.nn.dense(h, relay.var(f"w{i}", shape=(n_out, n_in))))
+    y = relay.nn.dense(h, relay.var("head", shape=(3, 24)))
+    f = relay.Function(relay.analysis.free_vars(y), y)
+    mod, params = tvm.IRModule.from_expr(f), _params(f, np.random.default_rng(2))
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    assert sorted(weights) == [1, 1, 2, 3], [(t.desc, w) for t, w in zip(tasks, weights)]
+    assert len({t.workload_key for t in tasks}) == 4
+
+
 def _run(lib, x):
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
     m.set_input("x", x)

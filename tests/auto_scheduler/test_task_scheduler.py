@@ -94,3 +94,85 @@ def test_resume_from_log(tmp_path, capsys):
     keys = [json.dumps(rec["i"]) for rec in lines]
     assert len(set(keys)) == len(keys), "a state was measured twice after resuming"
     assert all(b <= a for a, b in zip(first.best_costs, more.best_costs))
+
+
+def test_gradient_matches_ansor_formula_and_custom_objective():
+    """Each alive task's gradient is d(objective)/d(best_i) * (alpha * backward + (1 - alpha)
+    * forward), computed by hand here; a custom objective (a max over two 'models') steers the
+    allocation to the task that decides it, whatever the weights say."""
+    tasks = [make_task(matmul, (8, 8, 8)), make_task(row_sum, (8, 8)),
+             make_task(elementwise, (8, 8))]
+    s = auto_scheduler.TaskScheduler(tasks, [2, 3, 1], callbacks=[])
+    s.best_costs[:] = [4e-3, 1e-3, 2e-3]
+    s.task_cts = [5, 2, 1]
+    s.best_costs_history = [[6e-3, 5e-3, 5e-3, 4.5e-3, 4e-3], [1e-3, 1e-3], [2e-3]]
+    g = s.gradients()
+    a, w = s.alpha, s.backward_window_size
+    back0 = (4e-3 - 5e-3) / w
+    fwd0 = (4e-3 - 4e-3 / 5) - 4e-3
+    assert g[0] == pytest.approx(2 * (a * back0 + (1 - a) * fwd0), rel=1e-3)
+    assert g[1] == pytest.approx(3 * (1 - a) * ((1e-3 - 1e-3 / 2) - 1e-3), rel=1e-3)
+    assert g[2] == pytest.approx(1 * (1 - a) * ((2e-3 - 2e-3 / 1) - 2e-3), rel=1e-3)
+    assert all(x < 0 for x in g)
+
+    # two models: A = tasks 0 + 1, B = task 2; the objective is the slower model
+    obj = lambda c: max(c[0] + c[1], 10 * c[2])  # noqa: E731
+    m = auto_scheduler.TaskScheduler(tasks, [1, 1, 1], objective_func=obj, callbacks=[])
+    m.best_costs[:] = [1e-3, 1e-3, 1e-3]  # model B (10 ms) decides the objective
+    m.task_cts = [1, 1, 1]
+    m.best_costs_history = [[1e-3], [1e-3], [1e-3]]
+    g = m.gradients()
+    assert g[0] == 0 and g[1] == 0 and g[2] < 0
+    assert m._pick() == 2
+
+
+def test_killed_run_resumes_from_its_log_without_remeasuring(tmp_path):
+    """A run stopped mid-way (an exception from a callback, as a time budget or Ctrl-C stops
+    it) leaves a log that a new scheduler resumes: the measured states are not measured again,
+    each task's best comes back, and the trial count continues from the log."""
+    log = str(tmp_path / "log.json")
+    tasks = [make_task(matmul, (16, 16, 16)), make_task(row_sum, (16, 12))]
+
+    class Kill(auto_scheduler.task_scheduler.TaskSchedulerCallback):
+        def __init__(self, after):
+            self.after, self.rounds = after, 0
+
+        def post_round(self, s, i):
+            self.rounds += 1
+            if self.rounds >= self.after:
+                raise KeyboardInterrupt
+
+    opts = dict(builder=auto_scheduler.LocalBuilder(timeout=120, n_parallel=2),
+                runner=auto_scheduler.LocalRunner(number=2, repeat=1),
+                measure_callbacks=[auto_scheduler.RecordToFile(log)])
+    first = auto_scheduler.TaskScheduler(tasks, [1, 2], callbacks=[Kill(3)])
+    with pytest.raises(KeyboardInterrupt):
+        first.tune(_opts(40, per_round=3, **opts), search_policy="sketch.random", seed=0)
+    n_first = len(open(log).read().splitlines())
+    assert n_first == 9 and first.measurers == []  # three rounds logged, workers shut down
+
+    again = auto_scheduler.TaskScheduler(tasks, [1, 2], load_log_file=log, callbacks=[])
+    again.tune(_opts(15, per_round=3, **opts), search_policy="sketch.random", seed=1)
+    lines = [json.loads(x) for x in open(log).read().splitlines()]
+    assert len(lines) == 15  # the budget counts the resumed trials: 6 new
+    keys = [json.dumps(rec["i"]) for rec in lines]
+    assert len(set(keys)) == len(keys), "a state was measured twice after resuming"
+    assert sum(again.task_trials) == 15
+    assert all(b <= a for a, b in zip(first.best_costs, again.best_costs))
+
+
+def test_progress_table_lists_every_task(capsys):
+    tasks = [make_task(matmul, (8, 8, 8)), make_task(row_sum, (8, 8))]
+    pols = [_Scripted(tasks[0], lambda r: 2e-3), _Scripted(tasks[1], lambda r: 1e-3)]
+    s = auto_scheduler.TaskScheduler(tasks, [1, 3], callbacks=[auto_scheduler.PrintTableInfo()])
+    s.tune(_opts(8, per_round=4, verbose=1), search_policy=pols)
+    out = capsys.readouterr().out
+    for col in ("ID", "Task", "Latency (ms)", "Speed (GFLOPS)", "Trials", "Weight"):
+        assert col in out
+    last = out[out.rindex("|  ID  |"):]
+    rows = [ln for ln in last.splitlines() if ln.startswith("|") and ln[2:6].strip().isdigit()]
+    assert len(rows) == 2
+    assert rows[0].split("|")[3].strip() == "2" and rows[1].split("|")[3].strip() == "1"
+    assert rows[1].split("|")[6].strip() == "3"  # the weight: occurrences
+    # the estimate is the weighted sum: 1 * 2 ms + 3 * 1 ms
+    assert "Estimated total latency: 5 ms" in last and "Trials: 8" in last

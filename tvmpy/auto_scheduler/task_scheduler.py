@@ -4,7 +4,9 @@ scheduler, TVM's ``auto_scheduler.task_scheduler``).
 The objective is the weighted sum of the tasks' best latencies (``task_weights``: how many
 times each subgraph runs, so the sum is the model's end-to-end latency). After a round-robin
 warm-up (one round per task), each round goes to the task with the most negative gradient of
-the objective (``strategy="gradient"``): ``weight * (alpha * backward + (1 - alpha) * forward)``,
+the objective (``strategy="gradient"``): ``d(objective)/d(best_i) * (alpha * backward + (1 -
+alpha) * forward)`` (the chain factor taken numerically from ``objective_func``: the weight for
+the default weighted sum),
 where ``backward`` is the best latency's slope over the last ``backward_window_size`` rounds
 and ``forward`` the optimistic next gain (``best/rounds``, or what a similar task's throughput
 would give, ``beta`` bounding it). A task that has not improved for ``early_stopping`` trials
@@ -27,7 +29,8 @@ from .measure_record import load_record_from_string
 from .search_policy import SearchPolicy, SketchPolicy
 from .search_task import TuningOptions
 
-__all__ = ["TaskScheduler", "PrintTableInfo", "LogEstimatedLatency", "TaskSchedulerCallback"]
+__all__ = ["TaskScheduler", "PrintTableInfo", "LogEstimatedLatency", "TaskSchedulerCallback",
+           "format_table"]
 
 
 class TaskScheduler:
@@ -210,7 +213,7 @@ class TaskScheduler:
             if i in self.dead_tasks or self.task_cts[i] == 0:
                 out.append(0.0)
                 continue
-            chain = self.task_weights[i]  # d(objective)/d(best_cost_i) of the weighted sum
+            chain = self._chain_grad(i)
             hist = self.best_costs_history[i]
             if len(hist) > w:
                 backward = (hist[-1] - hist[-1 - w]) / w
@@ -225,6 +228,16 @@ class TaskScheduler:
             forward = min(g_next_1, g_next_2) - self.best_costs[i]
             out.append(chain * (self.alpha * backward + (1 - self.alpha) * forward))
         return out
+
+    def _chain_grad(self, i: int) -> float:
+        """d(objective)/d(best_cost_i), numerically as Ansor does, so that a custom
+        ``objective_func`` (several models, a max, a latency target) steers the allocation;
+        for the default weighted sum it is the task's weight."""
+        costs = np.asarray(self.best_costs, dtype=np.float64)
+        delta = max(abs(float(costs[i])) * 1e-4, 1e-12)
+        lowered = costs.copy()
+        lowered[i] -= delta
+        return float(self.objective_func(costs) - self.objective_func(lowered)) / delta
 
     def _pick(self) -> int | None:
         alive = [i for i in range(len(self.tasks)) if i not in self.dead_tasks]
@@ -288,17 +301,29 @@ class PrintTableInfo(TaskSchedulerCallback):
     def post_round(self, s: TaskScheduler, task_id: int) -> None:
         if not s.tune_option.verbose:
             return
-        print("|  ID  | Latency (ms) | Speed (GFLOPS) | Trials | Task")
-        for i, t in enumerate(s.tasks):
-            lat = s.best_costs[i] * 1e3 if s.best_costs[i] < 1e9 else math.nan
-            speed = s.flop_cts[i] / s.best_costs[i] / 1e9 if s.best_costs[i] < 1e9 else math.nan
-            print(f"| {i:4d} | {lat:12.4g} | {speed:14.2f} | {s.task_trials[i]:6d} | "
-                  f"{(t.desc or t.workload_key)[:60]}")
+        print(format_table(s))
         total = s.objective_func(s.best_costs)
         done = all(c < 1e9 for c in s.best_costs)
-        print(f"Estimated total latency: {total * 1e3:.4g} ms" if done else
-              "Estimated total latency: - (some tasks have no valid record yet)")
-        print(f"Trials: {s.ct}\tUsed time: {time.time() - s.tic:.0f} s\tNext: task {task_id} done")
+        est = f"{total * 1e3:.4g} ms" if done else "- (some tasks have no valid record yet)"
+        print(f"Estimated total latency: {est}\tTrials: {s.ct}\t"
+              f"Used time: {time.time() - s.tic:.0f} s\tLast tuned ID: {task_id}")
+
+
+def format_table(s: TaskScheduler) -> str:
+    """TVM's task table: per task its best latency, speed, trials and weight (occurrences),
+    '-' where no valid record exists yet."""
+    lines = ["|  ID  | Task                                               | Latency (ms) "
+             "| Speed (GFLOPS) | Trials | Weight |",
+             "|------|----------------------------------------------------|-------------:"
+             "|---------------:|-------:|-------:|"]
+    for i, t in enumerate(s.tasks):
+        ok = s.best_costs[i] < 1e9
+        lat = f"{s.best_costs[i] * 1e3:.4g}" if ok else "-"
+        speed = f"{s.flop_cts[i] / s.best_costs[i] / 1e9:.2f}" if ok else "-"
+        w = s.task_weights[i]
+        lines.append(f"| {i:4d} | {str(t.desc or t.workload_key)[:50]:50s} | {lat:>12s} | "
+                     f"{speed:>14s} | {s.task_trials[i]:6d} | {w:6g} |")
+    return "\n".join(lines)
 
 
 class LogEstimatedLatency(TaskSchedulerCallback):
