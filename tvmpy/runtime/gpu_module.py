@@ -56,10 +56,12 @@ def device_api(dev: Device) -> Any:
             from . import opencl_module  # noqa: F401  (registers itself)
         elif dev.device_type == 2:
             from . import cuda_module  # noqa: F401  (registers itself)
+        elif dev.device_type == 7:
+            from . import vulkan_module  # noqa: F401  (registers itself)
         api = _APIS.get(dev.device_type)
     if api is None:
         raise ValueError(f"no memory allocator for {dev}: this tvmpy has no runtime for it "
-                         "(GPUs: tvm.opencl(0), tvm.cuda(0))")
+                         "(GPUs: tvm.opencl(0), tvm.cuda(0), tvm.vulkan(0))")
     return api
 
 
@@ -564,7 +566,7 @@ class GPUHostModule(Module):
         super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
                          lib_path=lib_path)
         self.api_name = api_name
-        self.device_type = {"opencl": 4, "cuda": 2}[api_name]
+        self.device_type = {"opencl": 4, "cuda": 2, "vulkan": 7}[api_name]
         self.device = Device(self.device_type, 0)
         self.plan = plan
         self.device_module: GPUDeviceModule | None = None
