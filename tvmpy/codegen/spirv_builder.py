@@ -38,7 +38,7 @@ class Op:
     IEqual, INotEqual, UGreaterThan, SGreaterThan, UGreaterThanEqual, SGreaterThanEqual = \
         170, 171, 172, 173, 174, 175
     ULessThan, SLessThan, ULessThanEqual, SLessThanEqual = 176, 177, 178, 179
-    FOrdEqual, FUnordNotEqual, FOrdLessThan = 180, 183, 184
+    FOrdEqual, FOrdNotEqual, FUnordNotEqual, FOrdLessThan = 180, 182, 183, 184
     FOrdGreaterThan, FOrdLessThanEqual, FOrdGreaterThanEqual = 186, 188, 190
     ShiftRightLogical, ShiftRightArithmetic, ShiftLeftLogical = 194, 195, 196
     BitwiseOr, BitwiseXor, BitwiseAnd, Not, BitCount = 197, 198, 199, 200, 205

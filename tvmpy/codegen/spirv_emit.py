@@ -191,16 +191,24 @@ class _Kernel(ExprEmitter):
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         if len(s.indices) != 1:
             raise self.error(f"the store to {s.buffer.name} with {len(s.indices)} indices")
-        if s.predicate is not None:
-            raise self.error(f"the predicated store to {s.buffer.name}")
         if dt.lanes_of(s.buffer.dtype) != 1:
             raise self.error(f"the vector-typed buffer {s.buffer.name} ({s.buffer.dtype})")
         lanes = max(dt.lanes_of(s.value.dtype), dt.lanes_of(s.indices[0].dtype))
-        for lane in range(lanes):
-            value = self.expr(s.value, lane)
-            index = self.expr(s.indices[0], lane)
-            ptr, elem = self._element_ptr(s.buffer.data, s.buffer.dtype, index)
-            self.b.emit(Op.Store, ptr, self.convert(value, elem).id)
+        # every lane's value and index first: a vector store reads all lanes before writing
+        # (the source may overlap the destination)
+        values = [self.expr(s.value, k) for k in range(lanes)]
+        indices = [self.expr(s.indices[0], k) for k in range(lanes)]
+        preds = [self.expr(s.predicate, k) for k in range(lanes)] if s.predicate is not None \
+            else [None] * lanes
+        for value, index, pred in zip(values, indices, preds):
+            def store(value: Value = value, index: Value = index) -> None:
+                ptr, elem = self._element_ptr(s.buffer.data, s.buffer.dtype, index)
+                self.b.emit(Op.Store, ptr, self.convert(value, elem).id)
+
+            if pred is None:
+                store()
+            else:
+                self.branch(pred, store, None)
 
     def _s_Allocate(self, s: S.Allocate) -> None:
         buf = s.buffer

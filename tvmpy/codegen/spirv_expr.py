@@ -26,15 +26,15 @@ GLSL = {"round": 1, "roundeven": 2, "trunc": 3, "fabs": 4, "sabs": 5, "floor": 8
         "sin": 13, "cos": 14, "tan": 15, "asin": 16, "acos": 17, "atan": 18, "sinh": 19,
         "cosh": 20, "tanh": 21, "atan2": 25, "pow": 26, "exp": 27, "log": 28, "exp2": 29,
         "log2": 30, "sqrt": 31, "rsqrt": 32, "fmin": 37, "umin": 38, "smin": 39, "fmax": 40,
-        "umax": 41, "smax": 42, "fclamp": 43, "fma": 50}
+        "umax": 41, "smax": 42, "fclamp": 43, "fma": 50, "nmin": 79, "nmax": 80}
 # ops that GLSL.std.450 defines for float64 too (the others: 16/32-bit floats only)
 _F64_OK = {"fabs", "floor", "ceil", "trunc", "round", "roundeven", "sqrt", "rsqrt", "fmin",
-           "fmax", "fma", "fclamp"}
+           "fmax", "fma", "fclamp", "nmin", "nmax"}
 _MATH_DIRECT = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
                 "rsqrt": "rsqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil",
                 "round": "roundeven", "nearbyint": "roundeven", "trunc": "trunc", "sin": "sin",
-                "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "asin": "asin",
-                "acos": "acos", "atan": "atan", "pow": "pow", "atan2": "atan2"}
+                "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh",
+                "atan": "atan", "pow": "pow", "atan2": "atan2"}
 _INT_CMP = {E.EQ: (Op.IEqual, Op.IEqual), E.NE: (Op.INotEqual, Op.INotEqual),
             E.LT: (Op.SLessThan, Op.ULessThan), E.LE: (Op.SLessThanEqual, Op.ULessThanEqual),
             E.GT: (Op.SGreaterThan, Op.UGreaterThan),
@@ -198,7 +198,7 @@ class ExprEmitter:
     def _e_Mod(self, e: E.Mod, lane: int) -> Value:
         a, b, elem = self._binary(e, lane)
         if dt.is_float(elem):
-            return self.op(Op.FRem, elem, a, b)  # C's fmod: the sign of the dividend
+            return self.fmod(a, b)
         return self.op(Op.UMod if dt.is_uint(elem) else Op.SRem, elem, a, b)
 
     def _e_FloorDiv(self, e: E.FloorDiv, lane: int) -> Value:
@@ -223,7 +223,14 @@ class ExprEmitter:
             return self.op(Op.FSub, elem, a, self.op(Op.FMul, elem, q, b))
         if dt.is_uint(elem):
             return self.op(Op.UMod, elem, a, b)
-        return self.op(Op.SMod, elem, a, b)  # SMod: the sign of the divisor (floor semantics)
+        # r + b when the remainder is non-zero and its sign differs from the divisor's (not
+        # OpSMod: lavapipe's gives the truncated remainder's sign)
+        r = self.op(Op.SRem, elem, a, b)
+        zero = self.const(elem, 0)
+        adjust = self.op(Op.LogicalAnd, "bool", self.op(Op.INotEqual, "bool", r, zero),
+                         self.op(Op.LogicalNotEqual, "bool", self.op(Op.SLessThan, "bool", r, zero),
+                                 self.op(Op.SLessThan, "bool", b, zero)))
+        return self.op(Op.Select, elem, adjust, self.op(Op.IAdd, elem, r, b), r)
 
     def _e_Min(self, e: Any, lane: int) -> Value:
         a, b, elem = self._binary(e, lane)
@@ -231,7 +238,12 @@ class ExprEmitter:
         if elem == "bool":
             return self.op(Op.LogicalAnd if lo else Op.LogicalOr, "bool", a, b)
         kind = "f" if dt.is_float(elem) else ("u" if dt.is_uint(elem) else "s")
-        return self.ext(kind + ("min" if lo else "max"), elem, a, b)
+        m = self.ext(kind + ("min" if lo else "max"), elem, a, b)
+        if not dt.is_float(elem):
+            return m
+        # NaN on either side gives NaN (numpy's minimum/maximum, the LLVM backend's)
+        nan = self.op(Op.LogicalOr, "bool", self.op(Op.IsNan, "bool", a), self.op(Op.IsNan, "bool", b))
+        return self.op(Op.Select, elem, nan, self.op(Op.FAdd, elem, a, b), m)
 
     _e_Max = _e_Min
 
@@ -289,7 +301,7 @@ class ExprEmitter:
             c = self.expr(args[0], lane)
             return self.branch_value(c, lambda: self.expr(args[1], lane),
                                      lambda: self.expr(args[2], lane), elem)
-        if op in _MATH_DIRECT or op in ("exp10", "log10", "log1p", "tanh", "erf", "sigmoid",
+        if op in _MATH_DIRECT or op in ("asin", "acos", "exp10", "log10", "log1p", "tanh", "erf", "sigmoid",
                                         "fmod", "isnan", "isinf", "isfinite"):
             return self._math(op, elem, [self.expr(a, lane) for a in args], args)
         if op == "abs":
@@ -311,8 +323,14 @@ class ExprEmitter:
             bits = dt.bits_of(x.dtype)
             if bits != 32:
                 x = self.convert(x, "uint32") if bits < 32 else x
-            if bits == 64:  # BitCount of a 64-bit value gives a 64-bit count here
-                return self.convert(self.op(Op.BitCount, x.dtype, x), elem)
+            if bits == 64:  # Vulkan's BitCount takes 32-bit operands: the two halves
+                u = self.convert(x, "uint64")
+                lo = self.op(Op.UConvert, "uint32", u)
+                hi = self.op(Op.UConvert, "uint32", self.op(Op.ShiftRightLogical, "uint64", u,
+                                                            self.const("uint64", 32)))
+                total = self.op(Op.IAdd, "int32", self.op(Op.BitCount, "int32", lo),
+                                self.op(Op.BitCount, "int32", hi))
+                return self.convert(total, elem)
             return self.convert(self.op(Op.BitCount, "int32", x), elem)
         if op == "reinterpret":
             x = self.expr(args[0], lane)
@@ -320,6 +338,41 @@ class ExprEmitter:
                 raise self.error(f"reinterpret {x.dtype} -> {elem} (the sizes differ)")
             return self.op(Op.Bitcast, elem, x)
         raise self.error(f"the intrinsic {op!r} ({e})")
+
+    def exact(self, opcode: int, dtype: str, *args: Value) -> Value:
+        """An arithmetic instruction the driver must not fuse with another (NoContraction)."""
+        v = self.op(opcode, dtype, *args)
+        self.b.decorate(v.id, 42)  # NoContraction
+        return v
+
+    def fmod(self, x: Value, y: Value) -> Value:
+        """C's fmod (the dividend's sign): x - q*y for q = trunc(x/y), with q*y as an exact
+        two-term product (Dekker's split; OpFRem and Fma are not exact on lavapipe), then one
+        correction when x/y rounded across an integer."""
+        elem = x.dtype
+        mul, add, sub = (lambda a, b, o=o: self.exact(o, elem, a, b)
+                         for o in (Op.FMul, Op.FAdd, Op.FSub))
+        q = self.ext("trunc", elem, self.op(Op.FDiv, elem, x, y))
+        split = self.const(elem, 4097.0 if elem == "float32" else 134217729.0)
+
+        def halves(a: Value) -> tuple[Value, Value]:
+            c = mul(split, a)
+            hi = sub(c, sub(c, a))
+            return hi, sub(a, hi)
+
+        (qh, ql), (yh, yl) = halves(q), halves(y)
+        p = mul(q, y)
+        err = add(add(add(sub(mul(qh, yh), p), mul(qh, yl)), mul(ql, yh)), mul(ql, yl))
+        r = sub(sub(x, p), err)
+        zero = self.const(elem, 0.0)
+        flipped = self.op(Op.LogicalAnd, "bool", self.op(Op.FOrdNotEqual, "bool", r, zero),
+                          self.op(Op.LogicalNotEqual, "bool",
+                                  self.op(Op.FOrdLessThan, "bool", r, zero),
+                                  self.op(Op.FOrdLessThan, "bool", x, zero)))
+        ay = self.ext("fabs", elem, y)
+        step = self.op(Op.Select, elem, self.op(Op.FOrdLessThan, "bool", x, zero),
+                       self.op(Op.FNegate, elem, ay), ay)
+        return self.op(Op.Select, elem, flipped, self.op(Op.FAdd, elem, r, step), r)
 
     def _math(self, op: str, elem: str, xs: list[Value], args: list[Any]) -> Value:
         if op in ("isnan", "isinf", "isfinite"):
@@ -337,7 +390,12 @@ class ExprEmitter:
             return self.ext(_MATH_DIRECT[op], elem, *xs)
         x = xs[0]
         if op == "fmod":
-            return self.op(Op.FRem, elem, x, xs[1])
+            return self.fmod(x, xs[1])
+        if op in ("asin", "acos"):  # through atan2: lavapipe's asin is off by ~3e-4
+            one = self.const(elem, 1.0)
+            root = self.ext("sqrt", elem, self.op(Op.FMul, elem, self.op(Op.FSub, elem, one, x),
+                                                  self.op(Op.FAdd, elem, one, x)))
+            return self.ext("atan2", elem, *((x, root) if op == "asin" else (root, x)))
         if op == "exp10":
             return self.ext("exp2", elem, self.op(Op.FMul, elem, x, self.const(elem, 3.321928094887362)))
         if op == "log10":

@@ -5,7 +5,9 @@ runtime GPU module (``runtime/gpu_module.py``) run by ``runtime/vulkan_module.py
 The device module's binaries are ``"spirv:<kernel>"`` (the shader) and ``"features:<kernel>"``
 (the Vulkan features it needs: shaderInt64 / shaderFloat64), exported in the library's metadata
 like OpenCL's source; its ``get_source()`` is a listing of the kernels (name, workgroup size, size
-of the SPIR-V). :func:`validate` runs ``spirv-val`` (Debian's spirv-tools) on a shader.
+of the SPIR-V). :func:`validate` runs ``spirv-val`` (Debian's spirv-tools) on a shader; with
+the environment variable ``TVMPY_SPIRV_VALIDATE=1`` (the tests set it) every build validates
+each shader it makes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def compile_kernels(kernels: list[Any]) -> list[KernelInfo]:
                                   "(it needs the shaderFloat16 and 16-bit storage features); "
                                   "compute in float32")
         info = emit_kernel(k)
+        if os.environ.get("TVMPY_SPIRV_VALIDATE") == "1":
+            validate(info.spirv)
         if any(d in ("float16", "bfloat16") for d in info.dtypes):
             raise GPUCodegenError(f"{k.name}: the Vulkan back end does not compute in float16 "
                                   "(it needs the shaderFloat16 and 16-bit storage features); "
