@@ -215,13 +215,26 @@ def test_time_evaluator(add_exp, dev):
 
 
 # ---- clear errors -----------------------------------------------------------------------------
-def test_float16_refused_clearly():
-    A = te.placeholder((8,), name="A", dtype="float16")
-    B = te.compute((8,), lambda i: A[i] * 2, name="B")
-    s = te.create_schedule(B.op)
+def test_float16_and_int8_storage(dev):
+    n = 29
+    A = te.placeholder((n,), name="A", dtype="float16")
+    Q = te.placeholder((n,), name="Q", dtype="int8")
+    B = te.compute((n,), lambda i: A[i] * te.const(2, "float16") + Q[i].astype("float16"),
+                   name="B")
+    M = te.compute((n,), lambda i: Q[i] > 3, name="M")  # bool buffer: one byte per element
+    s = te.create_schedule([B.op, M.op])
     _bind_1d(s, B, B.op.axis[0], 8)
-    with pytest.raises(GPUCodegenError, match="float16.*compute in float32"):
-        tvm.build(s, [A, B], target="vulkan")
+    _bind_1d(s, M, M.op.axis[0], 8)
+    f = tvm.build(s, [A, Q, B, M], target="vulkan")
+    feats = f.imported_modules[0].binaries
+    assert b"shaderFloat16" in feats["features:default_function_kernel0"] or \
+        b"shaderFloat16" in feats["features:default_function_kernel1"]
+    a = _rand(n, "float16", -3, 3)
+    q = RNG.integers(-128, 127, n).astype("int8")
+    b, m = tvm.nd.empty((n,), "float16", dev), tvm.nd.empty((n,), "bool", dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(q, dev), b, m)
+    np.testing.assert_allclose(b.numpy(), a * np.float16(2) + q.astype("float16"), rtol=1e-3)
+    np.testing.assert_array_equal(m.numpy(), q > 3)
 
 
 def test_symbolic_workgroup_size_refused():

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ir import dtype as dt
-from ..runtime.vulkan_module import push_layout
+from ..runtime.vulkan_module import kernel_features, push_layout
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
@@ -42,11 +42,14 @@ _BUILTIN = {"blockIdx": 26, "threadIdx": 27}  # WorkgroupId, LocalInvocationId
 class KernelInfo:
     """A compiled kernel: its SPIR-V and what the runtime needs to launch it."""
 
-    def __init__(self, name: str, spirv: bytes, local_size: tuple[int, int, int], dtypes: set[str]):
+    def __init__(self, name: str, spirv: bytes, local_size: tuple[int, int, int], dtypes: set[str],
+                 storage: set[str]):
         self.name = name
         self.spirv = spirv
         self.local_size = local_size
-        self.dtypes = dtypes  # element types the kernel computes with (device features)
+        self.dtypes = dtypes  # element types the kernel computes with
+        self.storage = storage  # element types of its storage buffers
+        self.features = kernel_features(dtypes, storage)  # the Vulkan device features it needs
 
 
 class _Kernel(ExprEmitter):
@@ -58,6 +61,8 @@ class _Kernel(ExprEmitter):
         self.ptrs: dict[int, tuple[int, int, str]] = {}  # data var -> (variable, storage, elem)
         self.interface: list[int] = []
         self.dtypes: set[str] = set()
+        self.storage: set[str] = set()
+        self.logical: dict[int, str] = {}  # data var -> element type when memory differs (bool)
 
     # ---- the kernel --------------------------------------------------------------------------
     def build(self) -> KernelInfo:
@@ -74,21 +79,22 @@ class _Kernel(ExprEmitter):
             if elem is None:
                 raise self.error(f"handle parameter {v.name}, which is never read or written "
                                  "(its element type is unknown)")
-            self._check_storage(elem, f"buffer {v.name}")
-            block = b.t_buffer_block(elem, dt.bytes_of(elem))
+            mem = self._storage_type(elem)
+            block = b.t_buffer_block(mem, dt.bytes_of(mem))
             var = b.global_var(b.t_pointer(SC.StorageBuffer, block), SC.StorageBuffer)
             b.decorate(var, Dec.DescriptorSet, 0)
             b.decorate(var, Dec.Binding, binding)
             b.name(var, buf.name if buf is not None else v.name)
             binding += 1
             for key in [v] + ([buf.data] if buf is not None else []):
-                self.ptrs[id(key)] = (var, SC.StorageBuffer, elem)
+                self.ptrs[id(key)] = (var, SC.StorageBuffer, mem)
+                self.logical[id(key)] = elem
         self._push_constants(scalars)
         local = self._bind_threads()
         self.stmt(f.body)
         b.emit(Op.Return)
         spirv = b.finish(f.name, self.interface, local)
-        return KernelInfo(f.name, spirv, local, self.dtypes | self._used_dtypes())
+        return KernelInfo(f.name, spirv, local, self.dtypes | self._used_dtypes(), self.storage)
 
     def _used_dtypes(self) -> set[str]:
         out: set[str] = set()
@@ -101,12 +107,18 @@ class _Kernel(ExprEmitter):
         post_order_visit(self.func.body, visit)
         return out
 
-    def _check_storage(self, elem: str, what: str) -> None:
-        if dt.bits_of(elem) < 32 or elem == "bool":
-            raise self.error(f"{what} of {elem}: storage of 8/16-bit types and bool needs "
-                             "Vulkan's 8/16-bit storage features, which this back end does not "
-                             "use; store int32/float32")
-        self.dtypes.add(elem)
+    def _storage_type(self, elem: str) -> str:
+        """The element type of a storage buffer of ``elem`` (bool as one byte), with the
+        capability and extension 8/16-bit storage needs."""
+        mem = "uint8" if elem == "bool" else elem
+        bits = dt.bits_of(mem)
+        if bits < 32:
+            cap = "StorageBuffer8BitAccess" if bits == 8 else "StorageBuffer16BitAccess"
+            self.b.capabilities.add(cap)
+            self.b.extensions.add(f"SPV_KHR_{bits}bit_storage")
+        self.storage.add(mem)
+        self.dtypes.add(mem)
+        return mem
 
     def _push_constants(self, scalars: list[E.Var]) -> None:
         if not scalars:
@@ -114,9 +126,10 @@ class _Kernel(ExprEmitter):
         b = self.b
         types = []
         for v in scalars:
-            if v.dtype == "bool":
-                raise self.error(f"the bool scalar parameter {v.name}: pass an int")
-            self._check_storage(v.dtype, f"scalar parameter {v.name}")
+            if v.dtype == "bool" or dt.bits_of(v.dtype) < 32:
+                raise self.error(f"the {v.dtype} scalar parameter {v.name} (push constants "
+                                 "of 8/16-bit types and bool are not used): pass an int32")
+            self.dtypes.add(v.dtype)
             types.append(v.dtype)
         offsets, size = push_layout(types)
         if size > 128:
@@ -176,8 +189,9 @@ class _Kernel(ExprEmitter):
             raise self.error(f"an access to {data.name}, which is neither a kernel parameter "
                              "nor allocated (Allocate) around its use")
         var, storage, elem = entry
-        if dt.element_of(dtype) != elem:
-            raise self.error(f"an access to {data.name} ({elem}) as {dt.element_of(dtype)}")
+        logical = self.logical.get(id(data), elem)
+        if dt.element_of(dtype) != logical:
+            raise self.error(f"an access to {data.name} ({logical}) as {dt.element_of(dtype)}")
         b = self.b
         ptr_t = b.t_pointer(storage, b.t_scalar(elem))
         if storage == SC.StorageBuffer:
@@ -186,7 +200,8 @@ class _Kernel(ExprEmitter):
 
     def load(self, e: E.BufferLoad, index: Value) -> Value:
         ptr, elem = self._element_ptr(e.buffer.data, e.buffer.dtype, index)
-        return Value(self.b.op(Op.Load, self.b.t_scalar(elem), ptr), elem)
+        v = Value(self.b.op(Op.Load, self.b.t_scalar(elem), ptr), elem)
+        return self.convert(v, e.buffer.dtype)  # bool: stored as uint8
 
     def _s_BufferStore(self, s: S.BufferStore) -> None:
         if len(s.indices) != 1:

@@ -321,8 +321,8 @@ class ExprEmitter:
         if op == "popcount":
             x = self.expr(args[0], lane)
             bits = dt.bits_of(x.dtype)
-            if bits != 32:
-                x = self.convert(x, "uint32") if bits < 32 else x
+            if bits < 32:  # the value's own bits, zero-extended
+                x = self.convert(self.convert(x, f"uint{bits}"), "uint32")
             if bits == 64:  # Vulkan's BitCount takes 32-bit operands: the two halves
                 u = self.convert(x, "uint64")
                 lo = self.op(Op.UConvert, "uint32", u)
@@ -353,7 +353,7 @@ class ExprEmitter:
         mul, add, sub = (lambda a, b, o=o: self.exact(o, elem, a, b)
                          for o in (Op.FMul, Op.FAdd, Op.FSub))
         q = self.ext("trunc", elem, self.op(Op.FDiv, elem, x, y))
-        split = self.const(elem, 4097.0 if elem == "float32" else 134217729.0)
+        split = self.const(elem, {"float16": 65.0, "float32": 4097.0}.get(elem, 134217729.0))
 
         def halves(a: Value) -> tuple[Value, Value]:
             c = mul(split, a)

@@ -18,7 +18,6 @@ import subprocess
 import tempfile
 from typing import Any
 
-from ..runtime.vulkan_module import kernel_features
 from .gpu_source import GPUCodegenError, launch_plan
 from .opencl import split_functions
 from .spirv_emit import KernelInfo, emit_kernel
@@ -38,24 +37,10 @@ def compile_kernels(kernels: list[Any]) -> list[KernelInfo]:
         if k.name in names:
             raise GPUCodegenError(f"two kernels are named {k.name!r}")
         names.add(k.name)
-        if any(d.startswith("float16") or d == "bfloat16" for d in _param_dtypes(k)):
-            raise GPUCodegenError(f"{k.name}: the Vulkan back end does not compute in float16 "
-                                  "(it needs the shaderFloat16 and 16-bit storage features); "
-                                  "compute in float32")
         info = emit_kernel(k)
         if os.environ.get("TVMPY_SPIRV_VALIDATE") == "1":
             validate(info.spirv)
-        if any(d in ("float16", "bfloat16") for d in info.dtypes):
-            raise GPUCodegenError(f"{k.name}: the Vulkan back end does not compute in float16 "
-                                  "(it needs the shaderFloat16 and 16-bit storage features); "
-                                  "compute in float32")
         out.append(info)
-    return out
-
-
-def _param_dtypes(func: Any) -> list[str]:
-    out = [p.dtype for p in func.params]
-    out += [b.dtype for b in func.buffer_map.values()]
     return out
 
 
@@ -96,6 +81,6 @@ def build(funcs: Any, target: Any = None, entry: str | None = None) -> Any:
     binaries: dict[str, bytes] = {}
     for k in infos:
         binaries["spirv:" + k.name] = k.spirv
-        binaries["features:" + k.name] = ",".join(kernel_features(k.dtypes)).encode()
+        binaries["features:" + k.name] = ",".join(k.features).encode()
     return GPUHostModule.create("vulkan", listing(infos), plan, entry or hosts[0].name,
                                 binaries=binaries)

@@ -40,14 +40,25 @@ def push_layout(dtypes: list[str]) -> tuple[list[int], int]:
     return offsets, -(-pos // 4) * 4
 
 
-def kernel_features(dtypes: Any) -> list[str]:
-    """The Vulkan device features a kernel computing with ``dtypes`` needs."""
-    need = []
-    if any(d in ("int64", "uint64") for d in dtypes):
-        need.append("shaderInt64")
-    if "float64" in dtypes:
-        need.append("shaderFloat64")
-    return need
+_COMPUTE_FEATURES = {"int64": "shaderInt64", "uint64": "shaderInt64", "float64": "shaderFloat64",
+                     "int16": "shaderInt16", "uint16": "shaderInt16", "float16": "shaderFloat16",
+                     "int8": "shaderInt8", "uint8": "shaderInt8"}
+_STORAGE_FEATURES = {8: "storageBuffer8BitAccess", 16: "storageBuffer16BitAccess"}
+_FEATURE_WHAT = {"shaderInt64": "64-bit integers", "shaderFloat64": "float64",
+                 "shaderInt16": "16-bit integers", "shaderFloat16": "float16",
+                 "shaderInt8": "8-bit integers", "storageBuffer8BitAccess": "8-bit storage",
+                 "storageBuffer16BitAccess": "16-bit storage"}
+
+
+def kernel_features(dtypes: Any, storage: Any = ()) -> list[str]:
+    """The Vulkan device features a kernel computing with ``dtypes`` and keeping buffers of
+    ``storage`` element types needs."""
+    need = {_COMPUTE_FEATURES[d] for d in dtypes if d in _COMPUTE_FEATURES}
+    for d in storage:
+        bits = np.dtype(d).itemsize * 8
+        if bits in _STORAGE_FEATURES:
+            need.add(_STORAGE_FEATURES[bits])
+    return sorted(need)
 
 
 def _vk() -> Any:
@@ -104,16 +115,31 @@ class _Context:
         self.props = vk.vkGetPhysicalDeviceProperties(physical)
         self.name = self.props.deviceName
         feats = vk.vkGetPhysicalDeviceFeatures(physical)
-        self.features = {f: bool(getattr(feats, f)) for f in ("shaderInt64", "shaderFloat64")}
+        self.features = {f: bool(getattr(feats, f)) for f in ("shaderInt64", "shaderFloat64",
+                                                              "shaderInt16")}
+        chain = None
+        if self.props.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0):  # 8/16-bit types and storage
+            f12 = vk.VkPhysicalDeviceVulkan12Features()
+            f11 = vk.VkPhysicalDeviceVulkan11Features(pNext=f12)
+            vk.vkGetPhysicalDeviceFeatures2(physical, vk.VkPhysicalDeviceFeatures2(pNext=f11))
+            self.features.update(storageBuffer16BitAccess=bool(f11.storageBuffer16BitAccess),
+                                 storageBuffer8BitAccess=bool(f12.storageBuffer8BitAccess),
+                                 shaderInt8=bool(f12.shaderInt8),
+                                 shaderFloat16=bool(f12.shaderFloat16))
+            on12 = vk.VkPhysicalDeviceVulkan12Features(
+                storageBuffer8BitAccess=f12.storageBuffer8BitAccess, shaderInt8=f12.shaderInt8,
+                shaderFloat16=f12.shaderFloat16)
+            chain = vk.VkPhysicalDeviceVulkan11Features(
+                pNext=on12, storageBuffer16BitAccess=f11.storageBuffer16BitAccess)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(physical)
         self.family = next(k for k, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT)
         enabled = vk.VkPhysicalDeviceFeatures(
             shaderInt64=feats.shaderInt64, shaderFloat64=feats.shaderFloat64,
-            robustBufferAccess=feats.robustBufferAccess)
+            shaderInt16=feats.shaderInt16, robustBufferAccess=feats.robustBufferAccess)
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
                                                 pQueuePriorities=[1.0])
         self.device = vk.vkCreateDevice(physical, vk.VkDeviceCreateInfo(
-            queueCreateInfoCount=1, pQueueCreateInfos=[queue_info], pEnabledFeatures=enabled), None)
+            pNext=chain, queueCreateInfoCount=1, pQueueCreateInfos=[queue_info], pEnabledFeatures=enabled), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -206,7 +232,7 @@ class VulkanAPI:
     def devices(self) -> list[Any]:
         if self._physical is None:
             vk = _vk()
-            app = vk.VkApplicationInfo(pApplicationName="tvmpy", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+            app = vk.VkApplicationInfo(pApplicationName="tvmpy", apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
             try:
                 self._instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app),
                                                      None)
@@ -275,8 +301,7 @@ class VulkanAPI:
                 continue
             for feat in filter(None, value.decode().split(",")):
                 if not ctx.features.get(feat, False):
-                    what = {"shaderInt64": "64-bit integers",
-                            "shaderFloat64": "float64"}.get(feat, feat)
+                    what = _FEATURE_WHAT.get(feat, feat)
                     raise RuntimeError(f"kernel {key[9:]} uses {what}, but vulkan({dev_id}) "
                                        f"{ctx.name} lacks the {feat} feature; compute in 32 bits")
         return _Program(ctx, binaries)
