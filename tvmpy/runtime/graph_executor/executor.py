@@ -39,6 +39,7 @@ from .storage import (
 )
 
 GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
+GPU_DEVICE_TYPES += (7,)  # kDLVulkan (runtime/vulkan_module.py)
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
