@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vkt_common import dev  # noqa: F401  (fixture; sets TVMPY_SPIRV_VALIDATE=1)
+from vkt_common import vulkan_device
 
 import tvmpy as tvm
 from tvmpy import autotvm, te
 from tvmpy.autotvm.measure import MeasureErrorNo, MeasureInput
 from tvmpy.target import Target
 from tvmpy.topi import cuda, testing
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return vulkan_device()
+
 
 TARGET = "vulkan"
 DATA, WEIGHT = (1, 8, 9, 9), (16, 8, 3, 3)
@@ -24,7 +30,7 @@ def _conv_task():
 
 
 @pytest.fixture(scope="module")
-def measure(dev):  # noqa: F811
+def measure(dev):
     opt = autotvm.measure_option(
         builder=autotvm.LocalBuilder(n_parallel=2, timeout=60),
         runner=autotvm.LocalRunner(number=2, repeat=1, timeout=60))
@@ -33,7 +39,7 @@ def measure(dev):  # noqa: F811
     opt["runner"].close()
 
 
-def test_tuning_conv2d_on_vulkan(measure, dev, tmp_path):  # noqa: F811
+def test_tuning_conv2d_on_vulkan(measure, dev, tmp_path):
     task = _conv_task()
     log = tmp_path / "conv.log"
     tuner = autotvm.tuner.RandomTuner(task)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vkt_common import dev  # noqa: F401  (sets TVMPY_SPIRV_VALIDATE=1)
+from vkt_common import vulkan_device
 
 from tvmpy.codegen import vulkan
 from tvmpy.codegen.gpu_source import GPUCodegenError
@@ -22,6 +22,12 @@ from tvmpy.tir.function import PrimFunc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the codegen cases
 from codegen import cases  # noqa: E402
 from codegen.test_opencl_cases import _as_gpu, _refusal  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return vulkan_device()
+
 
 ALL = {name: cases.make_case(name) for name in cases.CASE_NAMES}
 # what the Vulkan back end refuses beyond OpenCL's refusals (the message names it)
@@ -53,7 +59,7 @@ RUNNABLE = [n for n, c in ALL.items() if _refusal(c) in (None, "float16")]
 
 
 @pytest.mark.parametrize("name", RUNNABLE)
-def test_case_on_vulkan(name: str, dev) -> None:  # noqa: F811
+def test_case_on_vulkan(name: str, dev) -> None:
     why = _vk_refusal(name)
     if why is not None:
         assert _VK_REFUSED.search(why), why  # refused with a reason of the documented kinds

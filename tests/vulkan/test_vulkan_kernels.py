@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from vkt_common import vulkan_device
 
 import tvmpy as tvm
 from tvmpy import autotvm, te
@@ -19,7 +20,12 @@ from tvmpy.codegen.gpu_source import GPUCodegenError
 from tvmpy.target import Target
 from tvmpy.testing.gpu_schedules import row_reduce, tiled_gemm
 from tvmpy.topi import testing
-from vkt_common import dev  # noqa: F401  (fixture; sets TVMPY_SPIRV_VALIDATE=1)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return vulkan_device()
+
 
 RNG = np.random.default_rng(31)
 
@@ -90,8 +96,11 @@ def test_math_intrinsics(dev):
                                            lambda x: np.abs(x) ** 1.5)]
     import math
 
+    def elementwise(f):
+        return te.compute((n,), lambda i: f(A[i]), name="B")
+
     for name, f, ref in fns:
-        B = te.compute((n,), lambda i: f(A[i]), name="B")
+        B = elementwise(f)
         s = te.create_schedule(B.op)
         _bind_1d(s, B, B.op.axis[0], 32)
         mod = tvm.build(s, [A, B], target="vulkan")

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vkt_common import dev  # noqa: F401  (fixture; sets TVMPY_SPIRV_VALIDATE=1)
+from vkt_common import vulkan_device
 
 import tvmpy as tvm
 from tvmpy import relay
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.testing import compare, onnx_models
 from tvmpy.topi import testing
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return vulkan_device()
+
 
 MODELS = {
     "mobilenet_v2": lambda: onnx_models.mobilenet_v2(image=32, classes=10),
@@ -45,14 +51,14 @@ def _check(g, feeds, want):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_model_on_vulkan_matches_onnxruntime(name, dev):  # noqa: F811
+def test_model_on_vulkan_matches_onnxruntime(name, dev):
     lib, feeds, want = _build(name)
     g = graph_executor.GraphModule(lib["default"](dev))  # storage on the device
     outs = _check(g, feeds, want)
     assert all(o.device == dev for o in outs)
 
 
-def test_exported_model_runs_after_load(dev, tmp_path):  # noqa: F811
+def test_exported_model_runs_after_load(dev, tmp_path):
     lib, feeds, want = _build("bert_encoder")
     path = str(tmp_path / "bert.so")
     lib.export_library(path)
@@ -60,7 +66,7 @@ def test_exported_model_runs_after_load(dev, tmp_path):  # noqa: F811
     _check(graph_executor.GraphModule(loaded["default"](dev)), feeds, want)
 
 
-def _one_op(dev, make, shapes, ref, rtol=1e-5):  # noqa: F811
+def _one_op(dev, make, shapes, ref, rtol=1e-5):
     xs = [relay.var(f"x{i}", shape=s, dtype="float32") for i, s in enumerate(shapes)]
     mod = tvm.IRModule.from_expr(relay.Function(xs, make(*xs)))
     lib = relay.build(mod, target="vulkan")
@@ -75,19 +81,19 @@ def _one_op(dev, make, shapes, ref, rtol=1e-5):  # noqa: F811
 
 
 @pytest.mark.parametrize("shape,axis", [((3, 37), -1), ((2, 211), 1), ((4, 1), -1)])
-def test_softmax(dev, shape, axis):  # noqa: F811
+def test_softmax(dev, shape, axis):
     _one_op(dev, lambda x: relay.nn.softmax(x, axis=axis), [shape],
             lambda a: testing.softmax_python(a, axis))
 
 
 @pytest.mark.parametrize("shape,axis", [((5, 131), [1]), ((3, 7, 11), [0, 2]), ((2, 300, 3), [1])])
-def test_reductions(dev, shape, axis):  # noqa: F811
+def test_reductions(dev, shape, axis):
     for op, npop in (("sum", np.sum), ("max", np.max)):
-        _one_op(dev, lambda x: getattr(relay, op)(x, axis=axis), [shape],
-                lambda a: npop(a, axis=tuple(axis)), rtol=1e-4)
+        _one_op(dev, lambda x, op=op: getattr(relay, op)(x, axis=axis), [shape],
+                lambda a, npop=npop: npop(a, axis=tuple(axis)), rtol=1e-4)
 
 
-def test_pool_and_conv(dev):  # noqa: F811
+def test_pool_and_conv(dev):
     _one_op(dev, lambda x: relay.nn.max_pool2d(x, pool_size=(3, 3), strides=(2, 2)),
             [(1, 3, 11, 13)], lambda a: testing.pool2d_python(a, 3, 2, 1, 0, "max"))
 

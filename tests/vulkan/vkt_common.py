@@ -6,14 +6,13 @@ checked by ``spirv-val`` (TVMPY_SPIRV_VALIDATE=1, read by codegen/vulkan.py)."""
 from __future__ import annotations
 
 import os
-
-import pytest
+from typing import Any
 
 os.environ["TVMPY_SPIRV_VALIDATE"] = "1"  # set at import: builder subprocesses inherit it
 
 
-@pytest.fixture(scope="session")
-def dev():
+def vulkan_device() -> Any:
+    """tvm.vulkan(0), asserted to exist (the tests' ``dev`` fixture)."""
     import tvmpy as tvm
 
     d = tvm.vulkan(0)

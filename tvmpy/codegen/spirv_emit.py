@@ -165,7 +165,7 @@ class _Kernel(ExprEmitter):
                     raise self.error(f"the symbolic extent {a.value} of {tag}: a Vulkan "
                                      "workgroup size is a constant of the shader; split the "
                                      "axis by a constant factor")
-                n = int(a.value.value)
+                n = int(E.const_value(a.value))  # type: ignore[arg-type]
                 if seen.setdefault(tag, n) != n:
                     raise self.error(f"two extents of {tag} ({seen[tag]} and {n})")
                 local[_AXES[axis]] = n
@@ -232,7 +232,7 @@ class _Kernel(ExprEmitter):
             raise self.error(f"the {scope} allocation {buf.name} of shape {list(buf.shape)} "
                              "(kernels need constant 1-D sizes)")
         elem = dt.element_of(buf.dtype)
-        count = max(int(buf.shape[0].value) * dt.lanes_of(buf.dtype), 1)
+        count = max(int(E.const_value(buf.shape[0])) * dt.lanes_of(buf.dtype), 1)  # type: ignore[arg-type]
         b = self.b
         if scope == "warp":
             raise self.error(warp_refusal(self.name, buf.name))
@@ -301,9 +301,12 @@ class _Kernel(ExprEmitter):
 
     def _s_IfThenElse(self, s: S.IfThenElse) -> None:
         other = s.else_case
-        has_else = other is not None and not S.is_no_op(other)
-        self.branch(self.expr(s.condition), lambda: self.stmt(s.then_case),
-                    (lambda: self.stmt(other)) if has_else else None)
+        else_fn = None
+        if other is not None and not S.is_no_op(other):
+            def else_fn() -> None:
+                assert other is not None
+                self.stmt(other)
+        self.branch(self.expr(s.condition), lambda: self.stmt(s.then_case), else_fn)
 
     def _s_For(self, s: S.For) -> None:
         if s.kind in (S.ForKind.THREAD_BINDING, S.ForKind.PARALLEL):

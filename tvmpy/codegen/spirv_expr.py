@@ -121,7 +121,7 @@ class ExprEmitter:
                     break
         if fn is None:
             raise self.error(f"the expression {e} ({type(e).__name__})")
-        return fn(e, lane)  # type: ignore[no-any-return]
+        return fn(e, lane)
 
     def _e_IntImm(self, e: E.IntImm, lane: int) -> Value:
         return self.const(e.dtype, bool(e.value) if dt.is_bool(e.dtype) else int(e.value))
@@ -137,7 +137,7 @@ class ExprEmitter:
         if v is None:
             raise self.error(f"the variable {e.name}, which no parameter, loop or let defines "
                              "inside the kernel")
-        return v[lane] if isinstance(v, list) else v  # type: ignore[no-any-return]
+        return v[lane] if isinstance(v, list) else v
 
     def _e_Cast(self, e: E.Cast, lane: int) -> Value:
         return self.convert(self.expr(e.value, lane), e.dtype)
@@ -169,7 +169,7 @@ class ExprEmitter:
         idx = e.indices[lane] if hasattr(e, "indices") else None
         if idx is None or not E.is_const_int(idx):
             raise self.error(f"the shuffle {e}")
-        k = int(idx.value)
+        k = int(E.const_value(idx))  # type: ignore[arg-type]
         for vec in e.vectors:
             n = dt.lanes_of(vec.dtype)
             if k < n:

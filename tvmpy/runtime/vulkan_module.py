@@ -186,12 +186,12 @@ class _Program:
         self.ctx = ctx
         self.spirv = {k.removeprefix("spirv:"): v for k, v in binaries.items()
                       if k.startswith("spirv:")}
-        self.pipelines: dict[str, tuple[Any, Any]] = {}  # name -> (pipeline, layout, set layout)
+        self.pipelines: dict[str, tuple[Any, Any, Any]] = {}  # name -> (pipeline, layout, set layout)
 
     def pipeline(self, name: str, nbuf: int, push_size: int) -> tuple[Any, Any, Any]:
         hit = self.pipelines.get(name)
         if hit is not None:
-            return hit  # type: ignore[return-value]
+            return hit
         vk = _vk()
         code = self.spirv.get(name)
         if code is None:
@@ -214,8 +214,8 @@ class _Program:
                                                    module=shader, pName=name)
         pipe = vk.vkCreateComputePipelines(dev, None, 1, [vk.VkComputePipelineCreateInfo(
             stage=stage, layout=layout)], None)[0]
-        hit = self.pipelines[name] = (pipe, layout, set_layout)
-        return hit
+        made = self.pipelines[name] = (pipe, layout, set_layout)
+        return made
 
 
 class VulkanAPI:
