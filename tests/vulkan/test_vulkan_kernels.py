@@ -299,3 +299,22 @@ def test_grid_limit_is_a_clear_error(dev):
     big = limit + 1
     with pytest.raises(ValueError, match="maxComputeWorkGroupCount"):
         f(tvm.nd.empty((big,), "float32", dev), tvm.nd.empty((big,), "float32", dev))
+
+
+def test_bound_launches_release_their_descriptor_sets(dev):
+    """Each direct call binds its launch (a command buffer + a descriptor set) and drops it:
+    600 calls stay in the first pool of 256 sets."""
+    from tvmpy.runtime.vulkan_module import VULKAN_API
+
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, B], target="vulkan")
+    a = _rand(64)
+    before = len(VULKAN_API.context(0).desc_pools)
+    for _ in range(600):
+        b = np.zeros(64, "float32")
+        f(a, b)
+    np.testing.assert_allclose(b, a + 1)
+    assert len(VULKAN_API.context(0).desc_pools) <= max(before, 1)

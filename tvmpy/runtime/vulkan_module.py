@@ -147,7 +147,6 @@ class _Context:
         mem = vk.vkGetPhysicalDeviceMemoryProperties(physical)
         self.mem_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
         self.desc_pools: list[Any] = []
-        self.desc_left = 0
         self.pending = False
         self.lock = threading.Lock()
 
@@ -161,17 +160,24 @@ class _Context:
                     return k
         raise MemoryError(f"vulkan({self.dev_id}) {self.name}: no host-visible coherent memory")
 
-    def descriptor_set(self, layout: Any, count: int) -> Any:
+    def descriptor_set(self, layout: Any) -> tuple[Any, Any]:
+        """(descriptor set, its pool): a set from the first pool with room (pools of 256 sets
+        are added as needed; a freed set's room is reused)."""
         vk = _vk()
-        if self.desc_left < 1:
-            sizes = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                            descriptorCount=4096)
-            self.desc_pools.append(vk.vkCreateDescriptorPool(self.device, vk.VkDescriptorPoolCreateInfo(
-                maxSets=512, poolSizeCount=1, pPoolSizes=[sizes]), None))
-            self.desc_left = 512
-        self.desc_left -= 1
+        for pool in self.desc_pools:
+            try:
+                return vk.vkAllocateDescriptorSets(self.device, vk.VkDescriptorSetAllocateInfo(
+                    descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout]))[0], pool
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
+                continue
+        sizes = vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                        descriptorCount=256 * 16)
+        pool = vk.vkCreateDescriptorPool(self.device, vk.VkDescriptorPoolCreateInfo(
+            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, maxSets=256,
+            poolSizeCount=1, pPoolSizes=[sizes]), None)
+        self.desc_pools.insert(0, pool)
         return vk.vkAllocateDescriptorSets(self.device, vk.VkDescriptorSetAllocateInfo(
-            descriptorPool=self.desc_pools[-1], descriptorSetCount=1, pSetLayouts=[layout]))[0]
+            descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout]))[0], pool
 
     def wait_idle(self) -> None:
         if self.pending:
@@ -333,7 +339,7 @@ class VulkanAPI:
         scalars = [a for a in args if not isinstance(a, _Mem)]
         offsets, push_size = push_layout([np.asarray(s).dtype.name for s in scalars])
         pipe, layout, set_layout = program.pipeline(name, len(bufs), push_size)
-        dset = ctx.descriptor_set(set_layout, len(bufs))
+        dset, pool = ctx.descriptor_set(set_layout)
         if bufs:
             infos = [vk.VkDescriptorBufferInfo(buffer=m.buffer, offset=0, range=m.size)
                      for m in bufs]
@@ -377,13 +383,17 @@ class VulkanAPI:
                 vk.vkQueueSubmit(queue, 1, [submit], None)
                 ctx.pending = True
 
-        weakref.finalize(enqueue, VulkanAPI._release, ctx, cmd)
+        weakref.finalize(enqueue, VulkanAPI._release, ctx, cmd, dset, pool)
         return enqueue
 
     @staticmethod
-    def _release(ctx: _Context, cmd: Any) -> None:
-        ctx.wait_idle()
-        _vk().vkFreeCommandBuffers(ctx.device, ctx.pool, 1, [cmd])
+    def _release(ctx: _Context, cmd: Any, dset: Any, pool: Any) -> None:
+        """Free a bound launch's command buffer and descriptor set (when it is collected)."""
+        vk = _vk()
+        with ctx.lock:
+            ctx.wait_idle()
+            vk.vkFreeCommandBuffers(ctx.device, ctx.pool, 1, [cmd])
+            vk.vkFreeDescriptorSets(ctx.device, pool, 1, [dset])
 
 
 VULKAN_API = VulkanAPI()
