@@ -63,7 +63,10 @@ def test_exported_model_runs_after_load(dev, tmp_path):
     path = str(tmp_path / "bert.so")
     lib.export_library(path)
     loaded = tvm.runtime.load_module(path)
-    _check(graph_executor.GraphModule(loaded["default"](dev)), feeds, want)
+    g = graph_executor.GraphModule(loaded["default"](dev))
+    _check(g, feeds, want)
+    res = g.module.time_evaluator("run", dev, number=2, repeat=2)()  # waits for the queue
+    assert len(res.results) == 2 and min(res.results) > 0
 
 
 def _one_op(dev, make, shapes, ref, rtol=1e-5):
