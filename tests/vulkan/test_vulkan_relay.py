@@ -106,3 +106,33 @@ def test_pool_and_conv(dev):
     _one_op(dev, lambda x, w, b: relay.nn.relu(relay.nn.bias_add(
         relay.nn.conv2d(x, w, padding=(1, 1)), b)), [(1, 3, 7, 5), (5, 3, 3, 3), (5,)], ref,
         rtol=1e-4)
+
+
+def test_cli_compile_vulkan_and_run_on_device(tmp_path):
+    """``tvmpy compile model.onnx --target vulkan`` then ``tvmpy run --device vulkan``."""
+    import os
+    import subprocess
+    import sys
+
+    import onnx
+
+    m = onnx_models.bert_encoder(layers=1, hidden=32, heads=2, seq=8)
+    feeds = onnx_models.input_feeds(m)
+    want = compare.ort_runner(m)(feeds)[0]
+    onnx.save(m, str(tmp_path / "bert.onnx"))
+    args = []
+    for name, value in feeds.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        args += ["--input", f"{name}={name}.npy"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+
+    def cli(*argv):
+        r = subprocess.run([sys.executable, "-m", "tvmpy", *argv], capture_output=True,
+                           text=True, timeout=240, env=env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    cli("compile", "bert.onnx", "--target", "vulkan", "-o", "bert.so")
+    cli("run", "bert.so", *args, "--device", "vulkan", "--output", "o.npz")
+    got = np.load(tmp_path / "o.npz")["output0"]
+    assert compare.errors(got, want)[1] <= 1e-4
