@@ -148,7 +148,9 @@ class _Context:
         self.mem_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
         self.desc_pools: list[Any] = []
         self.pending = False
-        self.lock = threading.Lock()
+        # the queue is externally synchronized (vkQueueSubmit / vkQueueWaitIdle); reentrant:
+        # a finalizer freeing memory may run inside a submit of the same thread
+        self.lock = threading.RLock()
 
     def memory_type(self, bits: int) -> int:
         vk = _vk()
@@ -180,9 +182,10 @@ class _Context:
             descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout]))[0], pool
 
     def wait_idle(self) -> None:
-        if self.pending:
-            _vk().vkQueueWaitIdle(self.queue)
-            self.pending = False
+        with self.lock:
+            if self.pending:
+                _vk().vkQueueWaitIdle(self.queue)
+                self.pending = False
 
 
 class _Program:
