@@ -318,3 +318,15 @@ def test_bound_launches_release_their_descriptor_sets(dev):
         f(a, b)
     np.testing.assert_allclose(b, a + 1)
     assert len(VULKAN_API.context(0).desc_pools) <= max(before, 1)
+
+
+def test_tvm_testing_knows_vulkan(monkeypatch):
+    """Not in DEFAULT_TEST_TARGETS (the suite's parametrized tests stay on llvm/opencl);
+    TVM_TEST_TARGETS=vulkan enables it, and requires_vulkan then runs."""
+    monkeypatch.setenv("TVM_TEST_TARGETS", "llvm;vulkan")
+    assert tvm.testing.device_enabled("vulkan")
+    assert ("vulkan", tvm.vulkan(0)) in tvm.testing.enabled_targets()
+    marks = tvm.testing.requires_vulkan()
+    assert {m.name for m in marks} >= {"vulkan", "skipif", "gpu"}
+    skip = [m for m in marks if m.name == "skipif"][0]
+    assert not skip.args[0]  # runs here (lavapipe)
