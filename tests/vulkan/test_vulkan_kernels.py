@@ -330,3 +330,23 @@ def test_tvm_testing_knows_vulkan(monkeypatch):
     assert {m.name for m in marks} >= {"vulkan", "skipif", "gpu"}
     skip = [m for m in marks if m.name == "skipif"][0]
     assert not skip.args[0]  # runs here (lavapipe)
+
+
+def test_every_build_runs_spirv_val_here(monkeypatch):
+    """TVMPY_SPIRV_VALIDATE=1 (vkt_common): a shader spirv-val rejects fails the build."""
+    from tvmpy.codegen import spirv_emit
+
+    real = spirv_emit.emit_kernel
+
+    def broken(func):
+        info = real(func)
+        info.spirv = info.spirv[:-8]  # no OpFunctionEnd
+        return info
+
+    monkeypatch.setattr(vulkan, "emit_kernel", broken)
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(vulkan.SpirvValidationError, match="spirv-val rejected"):
+        tvm.build(s, [A, B], target="vulkan")
