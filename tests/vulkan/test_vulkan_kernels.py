@@ -350,3 +350,8 @@ def test_every_build_runs_spirv_val_here(monkeypatch):
     s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
     with pytest.raises(vulkan.SpirvValidationError, match="spirv-val rejected"):
         tvm.build(s, [A, B], target="vulkan")
+
+
+def test_device_module_save_says_use_export_library(add_exp, tmp_path):
+    with pytest.raises(ValueError, match="not saved on its own.*export_library"):
+        add_exp.imported_modules[0].save(str(tmp_path / "k.spv"))

@@ -506,6 +506,10 @@ class GPUDeviceModule(Module):
         ext = (fmt or os.path.splitext(file_name)[1]).lstrip(".")
         kinds = _DEVICE_FILES.get(self.api_name, {})
         what = kinds.get(ext)
+        if not kinds:  # vulkan: one SPIR-V module per kernel, kept in the library's metadata
+            raise ValueError(f"save: a {self.api_name} device module is not saved on its own "
+                             f"({file_name!r}); export_library writes host and device code "
+                             "into one library")
         if what is None:
             raise ValueError(f"save: a {self.api_name} device module is saved as "
                              + " or ".join(f".{e}" for e in kinds) + f", not {file_name!r} "
