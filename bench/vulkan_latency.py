@@ -2,7 +2,7 @@
 next to the same models built for host llvm and onnxruntime on the CPU, in one run.
 
     PYTHONPATH=. python bench/vulkan_latency.py [--models mobilenet_v2,bert_encoder,resnet18]
-        [--rounds 5] [--threads 2]
+        [--rounds 5] [--threads 2] [--profile N]
 
 Each model is checked against onnxruntime first (max |diff| / max |ref|). Sides, timed
 interleaved (common.interleaved_samples: rotating order, one sample per round, each the mean of
@@ -10,14 +10,17 @@ back-to-back calls): ``vulkan`` the graph executor on tvm.vulkan(0) (storage on 
 call ``run()`` + wait for the queue), ``llvm`` the graph executor on the CPU (TVM_NUM_THREADS
 threads), ``ort`` onnxruntime with I/O binding (``--threads`` intra-op threads). Lavapipe is a
 CPU rasterizer's compute path (its own LP_NUM_THREADS threads): the vulkan figures say nothing of
-a GPU; correctness is what counts there. Untuned (fallback) GPU schedules.
+a GPU; correctness is what counts there. Untuned (fallback) GPU schedules. ``--profile N``
+lists each model's N slowest kernels on the device (each launch waited for and timed alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -45,11 +48,46 @@ def _graph(m, feeds, target, dev):
     return g
 
 
+def _profile(m, feeds, dev, top: int) -> None:
+    """Seconds of each kernel in one run: every bound launch waits for the queue around it."""
+    from tvmpy.runtime import vulkan_module as vm
+
+    times: dict[str, float] = collections.defaultdict(float)
+    shapes: dict[str, tuple] = {}
+    orig = vm.VulkanAPI.bind_launch
+
+    def bind(self, program, name, grid, block, shared, args, dev_id):
+        f = orig(self, program, name, grid, block, shared, args, dev_id)
+        shapes[name] = (tuple(grid), tuple(block))
+
+        def timed():
+            program.ctx.wait_idle()
+            t = time.perf_counter()
+            f()
+            program.ctx.wait_idle()
+            times[name] += time.perf_counter() - t
+
+        return timed
+
+    vm.VulkanAPI.bind_launch = bind
+    try:
+        g = _graph(m, feeds, "vulkan", dev)
+        times.clear()
+        g.run()
+    finally:
+        vm.VulkanAPI.bind_launch = orig
+    total = sum(times.values())
+    print(f"  kernels: {len(times)}, {total * 1e3:.1f} ms waited one by one; slowest:")
+    for k, v in sorted(times.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {v * 1e3:8.2f} ms  {k}  grid {shapes[k][0]} block {shapes[k][1]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="mobilenet_v2,bert_encoder,resnet18")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--profile", type=int, default=0, metavar="N")
     args = ap.parse_args()
     vk_dev = tvm.vulkan(0)
     from tvmpy.runtime.vulkan_module import VULKAN_API
@@ -80,6 +118,8 @@ def main() -> None:
                           for k in ("vulkan", "llvm", "ort"))
         print(f"{name:16s} {cells}  {med['vulkan'] / med['llvm']:9.2f}x  "
               f"{med['vulkan'] / med['ort']:9.2f}x  {rel:.1e}", flush=True)
+        if args.profile:
+            _profile(m, feeds, vk_dev, args.profile)
 
 
 if __name__ == "__main__":

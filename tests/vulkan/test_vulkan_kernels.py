@@ -355,3 +355,25 @@ def test_every_build_runs_spirv_val_here(monkeypatch):
 def test_device_module_save_says_use_export_library(add_exp, tmp_path):
     with pytest.raises(ValueError, match="not saved on its own.*export_library"):
         add_exp.imported_modules[0].save(str(tmp_path / "k.spv"))
+
+
+def test_queued_launches_are_submitted_in_batches(dev):
+    """Launches queue up until a sync or host copy (or 256 of them): 300 in-place increments
+    of one array, queued then read back, all ran in order."""
+    from tvmpy.runtime.vulkan_module import VULKAN_API
+
+    A = te.placeholder((77,), name="A")
+    B = te.compute((77,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    _bind_1d(s, B, B.op.axis[0], 32)
+    f = tvm.build(s, [A, B], target="vulkan")
+    a, b = tvm.nd.array(np.zeros(77, "float32"), dev), tvm.nd.empty((77,), "float32", dev)
+    fa, fb = f.get_function("default_function"), f.get_function("default_function")
+    state_ab, state_ba = fa.state([a, b]), fb.state([b, a])
+    for _ in range(150):  # a -> b -> a: each launch reads what the previous one wrote
+        fa.run(state_ab)
+        fb.run(state_ba)
+    ctx = VULKAN_API.context(0)
+    assert len(ctx.batch) < 256  # flushed on the way
+    np.testing.assert_array_equal(a.numpy(), np.full(77, 300.0, "float32"))
+    assert not ctx.batch

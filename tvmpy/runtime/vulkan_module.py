@@ -8,8 +8,9 @@ only kind; a discrete GPU gets its device-local host-visible type when it has on
 to and from the host are memcpys after the queue is idle.
 
 Each bound launch (``bind_launch``) records one command buffer (a compute->compute memory
-barrier, pipeline, descriptor set, push constants, dispatch) and replays it with one
-``vkQueueSubmit``; ``sync`` waits for the queue. 64-bit integers and floats are enabled when the
+barrier, pipeline, descriptor set, push constants, dispatch); calling it queues the buffer, and
+the queued buffers go to the device in one ``vkQueueSubmit`` at the next ``sync`` / host copy
+(or every 256 launches): lavapipe pays per submission. ``sync`` waits for the queue. 64-bit integers and floats are enabled when the
 device reports ``shaderInt64`` / ``shaderFloat64``; a kernel that needs a missing one is refused
 at load with the feature's name. The binding is imported on first use only.
 """
@@ -26,6 +27,9 @@ import numpy as np
 from .gpu_module import register_device_api
 
 __all__ = ["VulkanAPI", "VULKAN_API", "push_layout", "kernel_features"]
+
+
+_MAX_BATCH = 256  # queued launches submitted together at the latest
 
 
 def push_layout(dtypes: list[str]) -> tuple[list[int], int]:
@@ -147,7 +151,8 @@ class _Context:
         mem = vk.vkGetPhysicalDeviceMemoryProperties(physical)
         self.mem_types = [mem.memoryTypes[k].propertyFlags for k in range(mem.memoryTypeCount)]
         self.desc_pools: list[Any] = []
-        self.pending = False
+        self.pending = False  # submitted work not yet waited for
+        self.batch: list[Any] = []  # recorded launches not yet submitted
         # the queue is externally synchronized (vkQueueSubmit / vkQueueWaitIdle); reentrant:
         # a finalizer freeing memory may run inside a submit of the same thread
         self.lock = threading.RLock()
@@ -181,8 +186,26 @@ class _Context:
         return vk.vkAllocateDescriptorSets(self.device, vk.VkDescriptorSetAllocateInfo(
             descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout]))[0], pool
 
+    def enqueue(self, cmd: Any) -> None:
+        """Queue a recorded command buffer; submitted with the others at the next flush."""
+        with self.lock:
+            self.batch.append(cmd)
+            if len(self.batch) >= _MAX_BATCH:
+                self.flush()
+
+    def flush(self) -> None:
+        """Submit the queued command buffers in one vkQueueSubmit (lavapipe pays per submit)."""
+        with self.lock:
+            if self.batch:
+                vk = _vk()
+                vk.vkQueueSubmit(self.queue, 1, [vk.VkSubmitInfo(
+                    commandBufferCount=len(self.batch), pCommandBuffers=self.batch)], None)
+                self.batch = []
+                self.pending = True
+
     def wait_idle(self) -> None:
         with self.lock:
+            self.flush()
             if self.pending:
                 _vk().vkQueueWaitIdle(self.queue)
                 self.pending = False
@@ -353,7 +376,9 @@ class VulkanAPI:
             vk.vkUpdateDescriptorSets(ctx.device, len(writes), writes, 0, None)
         cmd = vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
             commandPool=ctx.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo())
+        # simultaneous use: the same launch may be queued again before the last one ran
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
+            flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT))
         barrier = vk.VkMemoryBarrier(
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_HOST_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
@@ -377,14 +402,11 @@ class VulkanAPI:
         vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                 vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, [after], 0, None, 0, None)
         vk.vkEndCommandBuffer(cmd)
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cmd])
-        queue, keep = ctx.queue, (bufs, dset)  # the buffers live as long as the launch
+        keep = (bufs, dset)  # the buffers live as long as the launch
 
         def enqueue() -> None:
             assert keep
-            with ctx.lock:
-                vk.vkQueueSubmit(queue, 1, [submit], None)
-                ctx.pending = True
+            ctx.enqueue(cmd)
 
         weakref.finalize(enqueue, VulkanAPI._release, ctx, cmd, dset, pool)
         return enqueue
