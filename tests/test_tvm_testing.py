@@ -4,6 +4,7 @@ inner pytest session)."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import logging
 import os
@@ -19,6 +20,7 @@ pytest_plugins = ["pytester"]
 RNG = np.random.default_rng(26)
 HAVE_CUDA = tvm.cuda(0).exist
 HAVE_OPENCL = tvm.runtime.enabled("opencl") and tvm.opencl(0).exist
+HAVE_VULKAN = importlib.util.find_spec("vulkan") is not None
 
 
 def test_assert_allclose_defaults_and_ndarrays():
@@ -62,7 +64,8 @@ def test_assert_prim_expr_equal():
 def test_runtime_enabled():
     assert tvm.runtime.enabled("llvm") and tvm.runtime.enabled("llvm -mcpu=skylake")
     assert tvm.runtime.enabled("interp") and tvm.runtime.enabled("rpc")
-    assert not tvm.runtime.enabled("vulkan") and not tvm.runtime.enabled("metal")
+    assert not tvm.runtime.enabled("rocm") and not tvm.runtime.enabled("metal")
+    assert tvm.runtime.enabled("vulkan") == HAVE_VULKAN
     with pytest.raises(ValueError, match="target string"):
         tvm.runtime.enabled("")
 
@@ -76,7 +79,7 @@ def test_enabled_targets_follow_tvm_test_targets(monkeypatch, caplog):
     names = [t for t, _ in tvm.testing.enabled_targets()]
     assert names == (["cuda"] if HAVE_CUDA else []) + ["llvm -opt-level=2"]
     assert tvm.testing.device_enabled("cuda") == HAVE_CUDA
-    monkeypatch.setenv("TVM_TEST_TARGETS", "vulkan;metal")  # nothing runnable: llvm, warned
+    monkeypatch.setenv("TVM_TEST_TARGETS", "rocm;metal")  # nothing runnable: llvm, warned
     with caplog.at_level(logging.WARNING):
         assert tvm.testing.enabled_targets() == [("llvm", tvm.cpu(0))]
     assert "defaulting to llvm" in caplog.text

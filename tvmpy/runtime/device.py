@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "device", "DEVICE_TYPES", "kDLCPU",
+__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "vulkan", "device", "DEVICE_TYPES", "kDLCPU",
            "kDLCUDA", "kDLOpenCL"]
 
 kDLCPU = 1
 kDLCUDA = 2
 kDLOpenCL = 4
+kDLVulkan = 7
 
 # DLPack device type codes (dlpack.h) and the names TVM accepts for them
 DEVICE_TYPES: dict[str, int] = {
@@ -141,6 +142,11 @@ def opencl(dev_id: int = 0) -> Device:
 
 
 cl = opencl
+
+
+def vulkan(dev_id: int = 0) -> Device:
+    """A Vulkan device (DLPack kDLVulkan = 7); the runtime backing is the Vulkan runtime module's."""
+    return Device(kDLVulkan, dev_id)
 
 
 def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:

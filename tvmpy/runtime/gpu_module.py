@@ -56,10 +56,12 @@ def device_api(dev: Device) -> Any:
             from . import opencl_module  # noqa: F401  (registers itself)
         elif dev.device_type == 2:
             from . import cuda_module  # noqa: F401  (registers itself)
+        elif dev.device_type == 7:
+            from . import vulkan_module  # noqa: F401  (registers itself)
         api = _APIS.get(dev.device_type)
     if api is None:
         raise ValueError(f"no memory allocator for {dev}: this tvmpy has no runtime for it "
-                         "(GPUs: tvm.opencl(0), tvm.cuda(0))")
+                         "(GPUs: tvm.opencl(0), tvm.cuda(0), tvm.vulkan(0))")
     return api
 
 
@@ -504,6 +506,10 @@ class GPUDeviceModule(Module):
         ext = (fmt or os.path.splitext(file_name)[1]).lstrip(".")
         kinds = _DEVICE_FILES.get(self.api_name, {})
         what = kinds.get(ext)
+        if not kinds:  # vulkan: one SPIR-V module per kernel, kept in the library's metadata
+            raise ValueError(f"save: a {self.api_name} device module is not saved on its own "
+                             f"({file_name!r}); export_library writes host and device code "
+                             "into one library")
         if what is None:
             raise ValueError(f"save: a {self.api_name} device module is saved as "
                              + " or ".join(f".{e}" for e in kinds) + f", not {file_name!r} "
@@ -564,7 +570,7 @@ class GPUHostModule(Module):
         super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
                          lib_path=lib_path)
         self.api_name = api_name
-        self.device_type = {"opencl": 4, "cuda": 2}[api_name]
+        self.device_type = {"opencl": 4, "cuda": 2, "vulkan": 7}[api_name]
         self.device = Device(self.device_type, 0)
         self.plan = plan
         self.device_module: GPUDeviceModule | None = None

@@ -33,6 +33,7 @@ MARKERS = {
     "cuda": "mark a test as requiring cuda",
     "nvptx": "mark a test as requiring nvptx",
     "opencl": "mark a test as requiring opencl",
+    "vulkan": "mark a test as requiring vulkan",
     "llvm": "mark a test as requiring llvm",
 }
 

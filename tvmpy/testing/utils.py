@@ -37,7 +37,7 @@ import numpy as np
 __all__ = [
     "assert_allclose", "check_numerical_grads", "assert_prim_expr_equal", "DEFAULT_TEST_TARGETS", "enabled_targets",
     "device_enabled", "uses_gpu", "requires_gpu", "requires_cuda", "requires_nvptx",
-    "requires_opencl", "requires_llvm", "requires_rpc", "requires_package", "parametrize_targets",
+    "requires_opencl", "requires_vulkan", "requires_llvm", "requires_rpc", "requires_package", "parametrize_targets",
     "exclude_targets", "known_failing_targets", "parameter", "parameters", "fixture", "main",
 ]
 
@@ -251,6 +251,12 @@ def requires_opencl(*args: Any) -> Any:
     return _compose(args, _requires_kind("opencl", "OpenCL", *requires_gpu()))
 
 
+def requires_vulkan(*args: Any) -> Any:
+    """Skip the test unless target vulkan can run here (the vulkan binding and a driver, e.g.
+    Mesa's lavapipe)."""
+    return _compose(args, _requires_kind("vulkan", "Vulkan", *requires_gpu()))
+
+
 def requires_llvm(*args: Any) -> Any:
     """Skip the test unless target llvm can run here."""
     return _compose(args, _requires_kind("llvm", "LLVM"))
@@ -290,6 +296,7 @@ def requires_package(*packages: str) -> Callable[[Any], Any]:
 def _target_requirements(target: Any) -> list[Any]:
     """The marks that a parametrization over ``target`` gets for one value."""
     by_kind = {"cuda": requires_cuda, "nvptx": requires_nvptx, "opencl": requires_opencl,
+               "vulkan": requires_vulkan,
                "llvm": requires_llvm}
     kind = _kind(target)
     if kind in by_kind:

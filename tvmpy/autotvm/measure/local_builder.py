@@ -104,7 +104,7 @@ def gpu_limits(tgt: Any) -> dict[str, int]:
     from ...codegen.gpu_source import Dialect
     from ...tir.analysis import target_gpu_limits
 
-    private = int(Dialect.max_private_bytes) if tgt.kind == "opencl" else 64 * 1024
+    private = int(Dialect.max_private_bytes) if tgt.kind in ("opencl", "vulkan") else 64 * 1024
     return {**target_gpu_limits(tgt), "max_local_memory_per_block": private}
 
 
@@ -123,6 +123,8 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
     try:
         if tgt.kind == "opencl":
             from ...codegen.opencl import build as build_gpu
+        elif tgt.kind == "vulkan":
+            from ...codegen.vulkan import build as build_gpu  # type: ignore[no-redef]
         else:
             from ...codegen.cuda import build as build_gpu  # type: ignore[no-redef]
         lib = build_gpu(mod, tgt)

@@ -38,7 +38,8 @@ from .storage import (
     _zeroed_arena,
 )
 
-GPU_DEVICE_TYPES = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
+GPU_DEVICE_TYPES: tuple[int, ...] = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
+GPU_DEVICE_TYPES += (7,)  # kDLVulkan (runtime/vulkan_module.py)
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
