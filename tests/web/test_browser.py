@@ -1,0 +1,250 @@
+"""The web runtime (web/tvmpy.mjs) and demo page (web/demo/) in a real browser: Debian's
+chromium, headless, driven by Playwright (no browser download), WebGPU on Chromium's
+software adapter (SwiftShader, --enable-unsafe-webgpu). One browser for the module.
+
+The demo's digits classifier runs on the wasm path (and WebGPU, when this tvmpy builds target
+webgpu) and equals onnxruntime; the WebGPU runtime runs a hand-written artefact (WGSL kernels,
+launch plans with let/assert/alloc/loop/scalars, a graph with a param) and equals numpy; bad
+kernels and inputs fail with messages naming them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tvmpy.runtime.param_dict import save_param_dict
+from tvmpy.runtime.wasm import custom_section
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("TVMPY_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--enable-unsafe-webgpu"]
+N = 37  # a prime: not a multiple of the workgroup size
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no browser at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+WGSL = """
+struct U { n: i32, s: f32 }
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> u: U;
+@compute @workgroup_size(16)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let i = i32(g.x);
+  if (i < u.n) { c[i] = a[i] * u.s + b[i]; }
+}
+"""
+
+
+def _sig(names):
+    return {"params": [{"name": n, "kind": "buffer", "dtype": "float32", "shape": ["n"],
+                        "written": k == 2} for k, n in enumerate(names)],
+            "shape_vars": [{"name": "n", "dtype": "int32"}]}
+
+
+def _launch(a, b, c, scale):
+    return {"launch": "scale_add", "grid": ["g", 1, 1], "block": [16, 1, 1], "shared": 0,
+            "args": [{"buf": a}, {"buf": b}, {"buf": c}, {"scalar": "n", "dtype": "int32"},
+                     {"scalar": scale, "dtype": "float32"}]}
+
+
+def webgpu_artefact(wgsl: str = WGSL) -> bytes:
+    """A WebGPU artefact (docs/WEB_ARTEFACT.md) written by hand: graph y = f2(f1(x, w), x) with
+    f1(A, B) = 2A + B and f2(A, B) = 0.5 (A + B) + A, w a param."""
+    let_g = {"let": "g", "value": ["floordiv", ["+", "n", 15], 16]}
+    plan = {"functions": [
+        {"name": "f1", "signature": _sig("ABC"),
+         "steps": [let_g, {"assert": [">", "n", 0], "message": "n must be positive"},
+                   _launch("A", "B", "C", {"float": 2.0})]},
+        {"name": "f2", "signature": _sig("ABC"),
+         "steps": [let_g, {"alloc": "tmp", "dtype": "float32", "lanes": 1, "size": "n"},
+                   {"loop": "k", "min": 0, "extent": 2,  # the last trip (k=1) is what stays
+                    "body": [_launch("A", "B", "tmp", ["cast", "float32", "k"])]},
+                   _launch("tmp", "A", "C", {"float": 0.5})]}],
+        "kernels": {"scale_add": ["handle", "handle", "handle", "int32", "float32"]}}
+    buf = [{"kind": "buffer", "binding": k, "dtype": "float32",
+            "access": "read_write" if k == 2 else "read"} for k in range(3)]
+    graph = {"nodes": [{"op": "null", "name": "x", "inputs": []},
+                       {"op": "null", "name": "w", "inputs": []},
+                       {"op": "tvm_op", "name": "n1", "inputs": [[0, 0, 0], [1, 0, 0]],
+                        "attrs": {"func_name": "f1", "num_inputs": "2", "num_outputs": "1"}},
+                       {"op": "tvm_op", "name": "n2", "inputs": [[2, 0, 0], [0, 0, 0]],
+                        "attrs": {"func_name": "f2", "num_inputs": "2", "num_outputs": "1"}}],
+             "arg_nodes": [0, 1], "heads": [[3, 0, 0]], "node_row_ptr": [0, 1, 2, 3, 4],
+             "attrs": {"shape": ["list_shape", [[N]] * 4], "dltype": ["list_str", ["float32"] * 4],
+                       "storage_id": ["list_int", [0, 1, 2, 3]]}}
+    program = {"format": "tvmpy-webgpu", "version": 1, "features": [], "limits": {},
+               "entry": "f1", "graph": json.dumps(graph), "fallback": False, "plan": plan,
+               "kernels": {"scale_add": {
+                   "wgsl": wgsl, "entry_point": "main", "workgroup_size": [16, 1, 1],
+                   "args": buf + [{"kind": "scalar", "dtype": "int32", "offset": 0},
+                                  {"kind": "scalar", "dtype": "float32", "offset": 4}],
+                   "uniform": {"binding": 3, "size": 16}}}}
+    w = (np.arange(N, dtype="float32") - 5) / 7
+    return (b"\0asm\x01\0\0\0" + custom_section("tvmpy.webgpu", json.dumps(program).encode())
+            + custom_section("tvmpy.webgpu.params", save_param_dict({"w": w})))
+
+
+def _expected(x):
+    w = (np.arange(N, dtype="float32") - 5) / 7
+    t = 2 * x + w
+    return 0.5 * (t + x) + t
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """web/ staged in a temporary root with the demo built into demo/build: (base URL, manifest)."""
+    from tvmpy.cli.serve_demo import build_demo, serve_in_thread
+
+    root = tmp_path_factory.mktemp("web")
+    for f in (ROOT / "web").glob("*.mjs"):
+        (root / f.name).symlink_to(f)
+    (root / "demo").mkdir()
+    for f in (ROOT / "web" / "demo").glob("*.*"):
+        (root / "demo" / f.name).symlink_to(f)
+    manifest = build_demo(root / "demo" / "build")
+    (root / "test").mkdir()
+    (root / "test" / "index.html").write_text("<!doctype html><link rel=\"icon\" href=\"data:,\"><title>t</title>")
+    (root / "test" / "gpu.wasm").write_bytes(webgpu_artefact())
+    (root / "test" / "bad.wasm").write_bytes(webgpu_artefact(WGSL.replace("u.s", "u.nope")))
+    srv, url = serve_in_thread(root)
+    yield url, manifest, root
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page()
+    pg.console_lines = []
+    pg.on("console", lambda m: pg.console_lines.append(f"{m.type}: {m.text}"))
+    pg.on("pageerror", lambda e: pg.console_lines.append(f"pageerror: {e}"))
+    yield pg
+    pg.close()
+
+
+def _onnxruntime(manifest, root, images):
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(str(root / "demo" / "build" / "digits.onnx"),
+                                providers=["CPUExecutionProvider"])
+    return np.concatenate([sess.run(None, {"input": im.reshape(1, 1, 8, 8)})[0] for im in images])
+
+
+def test_demo_page_wasm_and_webgpu_equal_onnxruntime(site, page):
+    url, manifest, root = site
+    page.goto(f"{url}/demo/")
+    page.evaluate("window.tvmpyDemo.ready")
+    samples = json.loads((root / "demo" / "build" / "samples.json").read_text())
+    images = np.array(samples["images"], "float32")
+    want = _onnxruntime(manifest, root, images)
+    backends = page.evaluate("Object.keys(window.tvmpyDemo.models)")
+    assert "wasm" in backends
+    if manifest["webgpu"]:
+        assert "webgpu" in backends, page.console_lines
+    for backend in backends:
+        got = np.array([page.evaluate("([p, b]) => window.tvmpyDemo.classify(p, b)",
+                                      [im.tolist(), backend])["output"] for im in images])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=backend)
+    # the trained model is right on most held-out samples, and the page shows top-5 rows
+    assert (want.argmax(1) == np.array(samples["labels"])).mean() >= 0.8
+    assert page.locator("tr.res").count() == len(backends)
+    assert not [m for m in page.console_lines if m.startswith(("error", "pageerror"))]
+
+
+RUN_GPU = """async ([url, x, backend]) => {
+  const { loadModel } = await import("/tvmpy.mjs");
+  const m = await loadModel(url, { backend });
+  m.setInput("x", Float32Array.from(x));
+  const ms = await m.run();
+  return { backend: m.backend, y: Array.from(await m.getOutput(0)), ms, inputs: m.inputs };
+}"""
+
+
+def test_webgpu_runtime_runs_plans_and_graph(site, page):
+    url, _, _ = site
+    page.goto(f"{url}/test/")
+    has_gpu = page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())")
+    if not has_gpu:
+        pytest.skip("no WebGPU adapter in this headless chromium (see bench/RESULTS.md)")
+    x = np.random.default_rng(0).standard_normal(N).astype("float32")
+    r = page.evaluate(RUN_GPU, ["/test/gpu.wasm", x.tolist(), "auto"])
+    assert r["backend"] == "webgpu"
+    assert r["inputs"] == {"x": {"shape": [N], "dtype": "float32"}}  # w is a param
+    np.testing.assert_allclose(r["y"], _expected(x), rtol=1e-6, atol=1e-6)
+
+
+def _error(page, script, args):
+    return page.evaluate(f"async (a) => {{ try {{ await ({script})(a); return null; }} "
+                         "catch (e) { return e.message; } }", args)
+
+
+def test_errors_name_the_kernel_and_the_input(site, page):
+    url, _, _ = site
+    page.goto(f"{url}/test/")
+    x = [0.0] * N
+    if page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
+        msg = _error(page, RUN_GPU, ["/test/bad.wasm", x, "webgpu"])
+        assert msg and msg.startswith("WebGPU kernel scale_add failed to compile: line 10:"), msg
+        assert "nope" in msg
+        msg = _error(page, RUN_GPU, ["/test/gpu.wasm", x[:5], "webgpu"])
+        assert msg == f"input x must have shape [{N}] ({N} elements), got 5 elements"
+    # the wasm path: a wrong dtype, an unknown input, a file that is not a model
+    wasm = """async ([url, kind]) => {
+      const { loadModel } = await import("/tvmpy.mjs");
+      const m = await loadModel(url, { backend: "wasm" });
+      m.setInput(kind === "name" ? "data" : "input", new Int32Array(64)); }"""
+    msg = _error(page, wasm, ["/demo/build/digits.wasm", "dtype"])
+    assert msg == "input input must be a Float32Array (float32) of shape [1,1,8,8], got a Int32Array"
+    msg = _error(page, wasm, ["/demo/build/digits.wasm", "name"])
+    assert msg == "no input data; inputs: input"
+    msg = _error(page, wasm, ["/demo/index.html", "name"])
+    assert msg.startswith("not a WebAssembly file")
+    # auto on a CPU-only file: the wasm path, with the reason
+    r = page.evaluate("""async () => { const { loadModel } = await import("/tvmpy.mjs");
+        const m = await loadModel("/demo/build/digits.wasm"); return [m.backend, m.fallbackReason]; }""")
+    assert r == ["wasm", "the file has no WebGPU program (built for a CPU target)"]
+    msg = _error(page, RUN_GPU, ["/test/gpu.wasm", x, "cuda"])
+    assert msg == 'backend must be "auto", "webgpu" or "wasm", not "cuda"'
+
+
+def test_node_falls_back_to_wasm_without_webgpu(site, tmp_path):
+    """Node has no navigator.gpu: loadModel on a file with both programs runs the wasm code."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    _, _, root = site
+    both = (root / "demo" / "build" / "digits.wasm").read_bytes() + webgpu_artefact()[8:]
+    (tmp_path / "both.wasm").write_bytes(both)
+    script = tmp_path / "d.mjs"
+    script.write_text(f"""import {{ readFileSync }} from "node:fs";
+import {{ loadModel }} from "{(ROOT / 'web' / 'tvmpy.mjs').as_uri()}";
+const m = await loadModel(readFileSync("{tmp_path / 'both.wasm'}"));
+m.setInput("input", new Float32Array(64).fill(3));
+await m.run();
+console.log(JSON.stringify([m.backend, m.fallbackReason, Array.from(await m.getOutput(0))]));
+""")
+    import subprocess
+
+    proc = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    backend, reason, y = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert backend == "wasm" and reason.startswith("WebGPU is not available here")
+    assert "tvmpy: running on the wasm CPU path" in proc.stderr
+    assert abs(sum(y) - 1) < 1e-5

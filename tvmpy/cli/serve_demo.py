@@ -1,0 +1,131 @@
+"""``tvmpy serve-demo``: build the web demo's model and serve ``web/`` on localhost.
+
+The model is the digits classifier of relay/testing/digits.py (trained here in seconds on
+scikit-learn's bundled data set). :func:`build_demo` writes into ``web/demo/build/`` (ignored by
+git; reused while its ``manifest.json`` matches): ``digits.wasm`` (wasm32 SIMD, the CPU path),
+``digits.webgpu.wasm`` (target webgpu, when this tvmpy can build it; else the manifest says why),
+``samples.json`` (held-out test images, labels) and ``manifest.json``. The page is
+``web/demo/index.html``; the JavaScript runtime it uses is ``web/tvmpy.mjs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from ._common import CliError
+
+WEB = Path(__file__).resolve().parents[2] / "web"
+WASM_TARGET = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
+MANIFEST_VERSION = 1
+MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
+        ".json": "application/json", ".html": "text/html", ".css": "text/css"}
+
+
+def web_root() -> Path:
+    """The repository's ``web/`` folder (a source checkout; not part of a wheel)."""
+    if not (WEB / "tvmpy.mjs").is_file():
+        raise CliError(f"no web runtime at {WEB} (serve-demo needs a source checkout of tvmpy)")
+    return WEB
+
+
+def build_demo(out: Path | None = None, force: bool = False, webgpu: bool = True) -> dict:
+    """Build the demo's artefacts into ``out`` (default web/demo/build); returns the manifest."""
+    import numpy as np
+
+    from .. import relay
+    from ..relay.testing import digits
+
+    out = Path(out) if out is not None else web_root() / "demo" / "build"
+    manifest_path = out / "manifest.json"
+    if manifest_path.is_file() and not force:
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("version") == MANIFEST_VERSION and (out / manifest["wasm"]).is_file():
+            return manifest
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        model, accuracy = digits.digits_mlp()
+    except ImportError as e:
+        raise CliError(str(e)) from None
+    shape = {"input": (1, 1, digits.IMAGE, digits.IMAGE)}
+    mod, params = relay.frontend.from_onnx(model, shape)
+    (out / "digits.onnx").write_bytes(model.SerializeToString())
+    relay.build(mod, target=WASM_TARGET, params=params).export_library(str(out / "digits.wasm"))
+    manifest: dict[str, Any] = {
+        "version": MANIFEST_VERSION, "model": "digits MLP 64-32-10 (scikit-learn digits)",
+        "accuracy": accuracy, "input": "input", "shape": list(shape["input"]),
+        "wasm": "digits.wasm", "webgpu": None, "webgpu_error": "not built (--no-webgpu)",
+    }
+    if webgpu:
+        try:
+            relay.build(mod, target="webgpu", params=params).export_library(
+                str(out / "digits.webgpu.wasm"))
+            manifest["webgpu"], manifest["webgpu_error"] = "digits.webgpu.wasm", None
+        except Exception as e:  # noqa: BLE001 - the page reports it; the wasm path still works
+            manifest["webgpu_error"] = f"{type(e).__name__}: {e}"
+    images, labels = digits.digits_samples(10)
+    (out / "samples.json").write_text(json.dumps({
+        "images": np.asarray(images).reshape(len(labels), -1).tolist(),
+        "labels": np.asarray(labels).tolist()}))
+    manifest_path.write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
+
+    def end_headers(self) -> None:
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def make_server(host: str = "127.0.0.1", port: int = 0,
+                root: Path | None = None) -> http.server.ThreadingHTTPServer:
+    """An HTTP server of ``root`` (default web/) on host:port (0: a free port); not started."""
+    handler = functools.partial(_Handler, directory=str(root or web_root()))
+    return http.server.ThreadingHTTPServer((host, port), handler)
+
+
+def serve_in_thread(root: Path | None = None) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Start a server of ``root`` on a free localhost port in a daemon thread: (server, base URL)."""
+    srv = make_server(root=root)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def cmd_serve_demo(args: argparse.Namespace) -> int:
+    manifest = build_demo(force=args.rebuild, webgpu=not args.no_webgpu)
+    if manifest["webgpu_error"]:
+        print(f"serve-demo: no WebGPU build ({manifest['webgpu_error']}); the page runs the wasm "
+              "path only")
+    try:
+        srv = make_server(args.host, args.port)
+    except OSError as e:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e}") from None
+    print(f"serving the tvmpy web demo at http://{args.host}:{srv.server_address[1]}/demo/ "
+          "(Ctrl-C stops)", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.server_close()
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``serve-demo`` command to the ``tvmpy`` parser's subcommands ``sub``."""
+    d = sub.add_parser("serve-demo", help="build the web demo's model and serve web/ on localhost")
+    d.add_argument("--host", default="127.0.0.1")
+    d.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
+    d.add_argument("--rebuild", action="store_true", help="rebuild the model even if built")
+    d.add_argument("--no-webgpu", action="store_true", help="build the wasm path only")
+    d.set_defaults(func=cmd_serve_demo)
