@@ -629,6 +629,17 @@ class GPUHostModule(Module):
     def api(self) -> Any:
         return device_api(self.device)
 
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """As :meth:`Module.export_library`; a webgpu module is written as the web artefact
+        (one ``.wasm``, docs/WEB_ARTEFACT.md; ``fallback=``: a wasm32 build of the same code)."""
+        if self.api_name == "webgpu":
+            from .webgpu_artefact import export_kernels
+
+            export_kernels(self, file_name, kwargs.pop("fallback", None))
+            return
+        super().export_library(file_name, fcompile, addons, workspace_dir, **kwargs)
+
     def _find(self, name: str) -> Any:  # a GPUFunction (duck-typed as a Function)
         entry = self._gpu_funcs.get(name)
         if entry is None:
