@@ -26,6 +26,7 @@ _LAZY_ATTRS = {
     "gpu": ("runtime", "gpu"),
     "opencl": ("runtime", "opencl"),
     "cl": ("runtime", "cl"),
+    "webgpu": ("runtime", "webgpu"),
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device

@@ -132,6 +132,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
         # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
         if tgt.kind == "opencl":
             from .codegen.opencl import build as build_gpu
+        elif tgt.kind == "webgpu":
+            from .codegen.webgpu import build as build_gpu
         else:
             from .codegen.cuda import build as build_gpu
         return build_gpu(mod, tgt)

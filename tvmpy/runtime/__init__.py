@@ -22,6 +22,7 @@ from __future__ import annotations
 from . import ndarray
 from .concurrency import ConcurrentUseError
 from .device import Device, cl, cpu, cuda, device, gpu, opencl
+from .device import webgpu  # noqa: F401
 from .enabled import enabled as enabled  # TVM's tvm.runtime.enabled(target)
 from .evaluator import BenchmarkResult
 from .function import Function

@@ -55,5 +55,7 @@ def enabled(target: str) -> bool:
         return _has_nvrtc()
     if kind in ("opencl", "cl"):
         return _has_module("pyopencl")
+    if kind == "webgpu":
+        return _has_module("wgpu")
     # tvmpy's numpy interpreter and its RPC (tvmpy.rpc, pure Python) need nothing more
     return kind in ("interp", "rpc")
