@@ -100,6 +100,24 @@ def _expected(x):
     return 0.5 * (t + x) + t
 
 
+def _rowmax_kernel_bytes(tmp_path_factory) -> bytes:
+    """tvm.build(target="webgpu") of a row max (its init is -inf: a WGSL constant that Chromium's
+    compiler rejects when written as a bitcast literal) exported as a web artefact."""
+    import tvmpy as tvm
+    from tvmpy import te
+
+    A = te.placeholder((N, 53), name="A")
+    k = te.reduce_axis((0, 53), name="k")
+    B = te.compute((N,), lambda i: te.max(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    path = tmp_path_factory.mktemp("kernel") / "rowmax.wasm"
+    tvm.build(s, [A, B], target="webgpu", name="rowmax").export_library(str(path))
+    return path.read_bytes()
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """web/ staged in a temporary root with the demo built into demo/build: (base URL, manifest)."""
@@ -116,6 +134,7 @@ def site(tmp_path_factory):
     (root / "test" / "index.html").write_text("<!doctype html><link rel=\"icon\" href=\"data:,\"><title>t</title>")
     (root / "test" / "gpu.wasm").write_bytes(webgpu_artefact())
     (root / "test" / "bad.wasm").write_bytes(webgpu_artefact(WGSL.replace("u.s", "u.nope")))
+    (root / "test" / "rowmax.wasm").write_bytes(_rowmax_kernel_bytes(tmp_path_factory))
     srv, url = serve_in_thread(root)
     yield url, manifest, root
     srv.shutdown()
@@ -188,6 +207,22 @@ def test_webgpu_runtime_runs_plans_and_graph(site, page):
     assert r["backend"] == "webgpu"
     assert r["inputs"] == {"x": {"shape": [N], "dtype": "float32"}}  # w is a param
     np.testing.assert_allclose(r["y"], _expected(x), rtol=1e-6, atol=1e-6)
+
+
+def test_webgpu_kernel_build_runs_in_browser(site, page):
+    """A tvm.build(target="webgpu") kernel through loadTvmpyWebGPU(...).call on n-d arrays."""
+    url, _, _ = site
+    page.goto(f"{url}/test/")
+    if not page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
+        pytest.skip("no WebGPU adapter in this headless chromium")
+    a = np.random.default_rng(1).standard_normal((N, 53)).astype("float32") - 100
+    got = page.evaluate("""async (a) => {
+      const { loadTvmpyWebGPU } = await import("/tvmpy.mjs");
+      const m = await loadTvmpyWebGPU("/test/rowmax.wasm");
+      const b = new Float32Array(%d);
+      await m.call("rowmax", { data: Float32Array.from(a), shape: [%d, 53] }, b);
+      return Array.from(b); }""" % (N, N), a.ravel().tolist())
+    np.testing.assert_array_equal(np.array(got, "float32"), a.max(1))
 
 
 def _error(page, script, args):

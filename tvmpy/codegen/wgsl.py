@@ -56,6 +56,10 @@ _HELPERS = {
                "  let t = 1.0f / (1.0f + 0.3275911f * a);\n"
                "  let y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t"
                " - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);\n  return s * y;\n}",
+    # inf/nan constants: a bitcast of a literal is a const-expression, which Chromium's WGSL
+    # compiler (Tint) rejects when it is not finite ("value -inf cannot be represented as
+    # 'f32'"); through a function parameter it is evaluated at run time
+    "f32_bits": "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }",
 }
 
 
@@ -103,11 +107,11 @@ def _lit_int(v: int, dtype: str) -> str:
 
 def _lit_float(v: float, dtype: str) -> str:
     suffix = "h" if dtype == "float16" else "f"
-    if math.isnan(v):
-        return f"{'f16' if suffix == 'h' else 'f32'}(bitcast<f32>(0x7fc00000u))"
+    if math.isnan(v):  # f32_bits: see _HELPERS (the caller adds it)
+        return f"{'f16' if suffix == 'h' else 'f32'}(f32_bits(0x7fc00000u))"
     if math.isinf(v):
         bits = "0x7f800000u" if v > 0 else "0xff800000u"
-        return f"{'f16' if suffix == 'h' else 'f32'}(bitcast<f32>({bits}))"
+        return f"{'f16' if suffix == 'h' else 'f32'}(f32_bits({bits}))"
     text = repr(float(v))
     if "e" not in text and "." not in text:
         text += ".0"
@@ -420,6 +424,8 @@ class WGSLEmitter:
 
     def _e_FloatImm(self, e: E.FloatImm, lane: int | None) -> str:
         self.type_of(e.dtype, f"the constant {e.value}")
+        if not math.isfinite(float(e.value)):
+            self.helpers.add("f32_bits")
         return _lit_float(float(e.value), dt.element_of(e.dtype))
 
     def _e_Cast(self, e: E.Cast, lane: int | None) -> str:
@@ -542,7 +548,8 @@ class WGSLEmitter:
             return f"({x} != {x})"
         if op in ("isinf", "isfinite"):
             ft = self.type_of(args[0].dtype, "isinf")
-            inf = f"{ft}(bitcast<f32>(0x7f800000u))"
+            self.helpers.add("f32_bits")
+            inf = f"{ft}(f32_bits(0x7f800000u))"
             return f"(abs({x}) == {inf})" if op == "isinf" else f"(abs({x}) < {inf})"
         if op == "abs":
             return f"abs({x})" if t != "u32" else x
