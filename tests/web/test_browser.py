@@ -216,12 +216,12 @@ def test_webgpu_kernel_build_runs_in_browser(site, page):
     if not page.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"):
         pytest.skip("no WebGPU adapter in this headless chromium")
     a = np.random.default_rng(1).standard_normal((N, 53)).astype("float32") - 100
-    got = page.evaluate("""async (a) => {
+    got = page.evaluate("""async ([a, n]) => {
       const { loadTvmpyWebGPU } = await import("/tvmpy.mjs");
       const m = await loadTvmpyWebGPU("/test/rowmax.wasm");
-      const b = new Float32Array(%d);
-      await m.call("rowmax", { data: Float32Array.from(a), shape: [%d, 53] }, b);
-      return Array.from(b); }""" % (N, N), a.ravel().tolist())
+      const b = new Float32Array(n);
+      await m.call("rowmax", { data: Float32Array.from(a), shape: [n, 53] }, b);
+      return Array.from(b); }""", [a.ravel().tolist(), N])
     np.testing.assert_array_equal(np.array(got, "float32"), a.max(1))
 
 
