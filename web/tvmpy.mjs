@@ -7,7 +7,7 @@
 //   m.setInput("input", new Float32Array(64));
 //   const ms = await m.run();                            // resolves when the outputs are ready
 //   const y = await m.getOutput(0);                      // a typed-array copy
-//   const t = await m.benchmark({ repeat: 20 });         // {median, min, mean, runs} in ms
+//   const t = await m.benchmark({ repeat: 20 });         // {median, min, mean, runs, number} ms
 
 import { readArtefact } from "./tvmpy_artefact.mjs";
 import { loadTvmpyWasm } from "./tvmpy_wasm.mjs";
@@ -43,15 +43,25 @@ export class Model {
 
   async getOutput(i = 0) { return this.executor.getOutput(i); }
 
-  // Latency in ms over `repeat` runs after `warmup` (the inputs set last).
-  async benchmark({ warmup = 3, repeat = 20 } = {}) {
+  // Latency in ms: `repeat` samples after `warmup` runs (the inputs set last). A sample times
+  // `number` back-to-back runs (default: as many as take minMs, since browsers coarsen
+  // performance.now() to 0.1 ms or more) and gives their mean.
+  async benchmark({ warmup = 3, repeat = 20, number = 0, minMs = 10 } = {}) {
     for (let i = 0; i < warmup; i++) await this.run();
+    if (!number) {
+      const t0 = now();
+      for (number = 1; now() - t0 < minMs; number++) await this.executor.run();
+    }
     const runs = [];
-    for (let i = 0; i < repeat; i++) runs.push(await this.run());
+    for (let i = 0; i < repeat; i++) {
+      const t0 = now();
+      for (let k = 0; k < number; k++) await this.executor.run();
+      runs.push((now() - t0) / number);
+    }
     const sorted = [...runs].sort((a, b) => a - b);
     return {
       median: sorted[Math.floor(sorted.length / 2)], min: sorted[0],
-      mean: runs.reduce((a, b) => a + b, 0) / runs.length, runs,
+      mean: runs.reduce((a, b) => a + b, 0) / runs.length, runs, number,
     };
   }
 }

@@ -44,7 +44,7 @@ async function classify(pixels, backend) {
   m.setInput("input", Float32Array.from(pixels));
   await m.run();
   const output = await m.getOutput(0);
-  const t = await m.benchmark({ warmup: 2, repeat: 15 });
+  const t = await m.benchmark({ warmup: 2, repeat: 5, minMs: 5 });
   return { output: Array.from(output), ms: t.median };
 }
 
