@@ -3,9 +3,9 @@ browser (Debian's chromium, headless; WebGPU on its SwiftShader adapter), WebGPU
 on lavapipe, onnxruntime on the host and, when given, onnxruntime-web in the same browser.
 
 Every side's output is compared with onnxruntime's (max |diff| printed); times are medians of
-the rounds (host sides: interleaved rounds, bench/common.py; browser sides: Model.benchmark /
-a loop of session.run in the page), one thread everywhere (the browser's wasm is one thread;
-onnxruntime-web is told numThreads = 1). The software GPUs (SwiftShader, lavapipe) run on the
+the rounds (host sides: interleaved rounds of run + sync, bench/common.py; browser sides: run
+and read the output back, batched, in the page), one thread everywhere (the browser's wasm is
+one thread; onnxruntime-web is told numThreads = 1). The software GPUs (SwiftShader, lavapipe) run on the
 CPU: their figures say the path works end to end, not how fast a GPU would be.
 
 Reproduce (from the repository root):
@@ -39,6 +39,21 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-background-networking",
 
 PAGE_JS = """async ([x, shape, repeat, ortWeb]) => {
   const { loadModel } = await import("/tvmpy.mjs");
+  // ms per call of once() (run + read the output back): the median of `repeat` samples, each
+  // the mean of as many back-to-back calls as take 20 ms (performance.now() is coarse, 0.1 ms)
+  const timeIt = async (once) => {
+    for (let i = 0; i < 3; i++) await once();
+    let number = 1;
+    for (let t0 = performance.now(); performance.now() - t0 < 20; number++) await once();
+    const ts = [];
+    for (let i = 0; i < repeat; i++) {
+      const t0 = performance.now();
+      for (let k = 0; k < number; k++) await once();
+      ts.push((performance.now() - t0) / number);
+    }
+    ts.sort((a, b) => a - b);
+    return ts[Math.floor(ts.length / 2)];
+  };
   const out = {};
   const data = Float32Array.from(x);
   for (const [name, file, backend] of [["tvmpy wasm SIMD (chromium)", "/m/model.wasm", "wasm"],
@@ -48,8 +63,7 @@ PAGE_JS = """async ([x, shape, repeat, ortWeb]) => {
       m.setInput("input", data);
       await m.run();
       const y = Array.from(await m.getOutput(0));
-      const t = await m.benchmark({ warmup: 3, repeat, minMs: 20 });
-      out[name] = { ms: t.median, y };
+      out[name] = { ms: await timeIt(async () => { await m.run(); await m.getOutput(0); }), y };
     } catch (e) { out[name] = { error: e.message }; }
   }
   if (ortWeb) {
@@ -62,19 +76,9 @@ PAGE_JS = """async ([x, shape, repeat, ortWeb]) => {
       try {
         const s = await ort.InferenceSession.create(bytes, { executionProviders: [ep] });
         const feeds = { input: new ort.Tensor("float32", data, shape) };
-        let r = await s.run(feeds);
-        const y = Array.from(await r[s.outputNames[0]].getData());
-        const once = async () => { r = await s.run(feeds); await r[s.outputNames[0]].getData(); };
-        let number = 1;  // back-to-back runs per sample: performance.now() is coarse (0.1 ms)
-        for (let t0 = performance.now(); performance.now() - t0 < 20; number++) await once();
-        const ts = [];
-        for (let i = 0; i < repeat; i++) {
-          const t0 = performance.now();
-          for (let k = 0; k < number; k++) await once();
-          ts.push((performance.now() - t0) / number);
-        }
-        ts.sort((a, b) => a - b);
-        out[name] = { ms: ts[Math.floor(ts.length / 2)], y };
+        const once = async () => (await s.run(feeds))[s.outputNames[0]].getData();
+        const y = Array.from(await once());
+        out[name] = { ms: await timeIt(once), y };
       } catch (e) { out[name] = { error: String(e.message || e) }; }
     }
   }

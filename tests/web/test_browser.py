@@ -259,6 +259,31 @@ def test_errors_name_the_kernel_and_the_input(site, page):
     assert msg == 'backend must be "auto", "webgpu" or "wasm", not "cuda"'
 
 
+def test_serve_demo_command_serves_the_page(site):
+    """``tvmpy serve-demo`` prints its URL and serves web/ with the build at /demo/build/, .mjs
+    as JavaScript and .wasm as application/wasm (browsers refuse other types for modules)."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    _, _, root = site
+    proc = subprocess.Popen([sys.executable, "-m", "tvmpy", "serve-demo", "--port", "0",
+                             "--build-dir", str(root / "demo" / "build")],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        assert "serving the tvmpy web demo at http://127.0.0.1:" in line, line
+        url = line.split(" at ")[1].split()[0]
+        for path, ctype in (("", "text/html"), ("../tvmpy.mjs", "text/javascript"),
+                            ("demo.mjs", "text/javascript"), ("build/digits.wasm", "application/wasm"),
+                            ("build/manifest.json", "application/json")):
+            with urllib.request.urlopen(url + path, timeout=30) as r:
+                assert r.status == 200 and r.headers["Content-Type"].startswith(ctype), path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_node_falls_back_to_wasm_without_webgpu(site, tmp_path):
     """Node has no navigator.gpu: loadModel on a file with both programs runs the wasm code."""
     node = shutil.which("node")

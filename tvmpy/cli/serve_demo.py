@@ -44,9 +44,9 @@ def build_demo(out: Path | None = None, force: bool = False, webgpu: bool = True
     out = Path(out) if out is not None else web_root() / "demo" / "build"
     manifest_path = out / "manifest.json"
     if manifest_path.is_file() and not force:
-        manifest = json.loads(manifest_path.read_text())
-        if manifest.get("version") == MANIFEST_VERSION and (out / manifest["wasm"]).is_file():
-            return manifest
+        built = json.loads(manifest_path.read_text())
+        if built.get("version") == MANIFEST_VERSION and (out / built["wasm"]).is_file():
+            return built
     out.mkdir(parents=True, exist_ok=True)
     try:
         model, accuracy = digits.digits_mlp()
@@ -78,6 +78,15 @@ def build_demo(out: Path | None = None, force: bool = False, webgpu: bool = True
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
+    build_dir: Path | None = None  # served at /demo/build/ when the build is elsewhere
+
+    def translate_path(self, path: str) -> str:
+        prefix = "/demo/build/"
+        if self.build_dir is not None and path.startswith(prefix):
+            name = path[len(prefix):].split("?", 1)[0].split("#", 1)[0]
+            if "/" not in name and name not in ("", ".", ".."):
+                return str(self.build_dir / name)
+        return super().translate_path(path)
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
@@ -87,10 +96,12 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def make_server(host: str = "127.0.0.1", port: int = 0,
-                root: Path | None = None) -> http.server.ThreadingHTTPServer:
-    """An HTTP server of ``root`` (default web/) on host:port (0: a free port); not started."""
-    handler = functools.partial(_Handler, directory=str(root or web_root()))
+def make_server(host: str = "127.0.0.1", port: int = 0, root: Path | None = None,
+                build_dir: Path | None = None) -> http.server.ThreadingHTTPServer:
+    """An HTTP server of ``root`` (default web/) on host:port (0: a free port), with
+    ``build_dir`` (if given) at /demo/build/; not started."""
+    handler_cls = type("Handler", (_Handler,), {"build_dir": build_dir})
+    handler = functools.partial(handler_cls, directory=str(root or web_root()))
     return http.server.ThreadingHTTPServer((host, port), handler)
 
 
@@ -102,12 +113,13 @@ def serve_in_thread(root: Path | None = None) -> tuple[http.server.ThreadingHTTP
 
 
 def cmd_serve_demo(args: argparse.Namespace) -> int:
-    manifest = build_demo(force=args.rebuild, webgpu=not args.no_webgpu)
+    build_dir = Path(args.build_dir) if args.build_dir else None
+    manifest = build_demo(build_dir, force=args.rebuild, webgpu=not args.no_webgpu)
     if manifest["webgpu_error"]:
         print(f"serve-demo: no WebGPU build ({manifest['webgpu_error']}); the page runs the wasm "
               "path only")
     try:
-        srv = make_server(args.host, args.port)
+        srv = make_server(args.host, args.port, build_dir=build_dir)
     except OSError as e:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e}") from None
     print(f"serving the tvmpy web demo at http://{args.host}:{srv.server_address[1]}/demo/ "
@@ -128,4 +140,5 @@ def add_parser(sub: Any) -> None:
     d.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
     d.add_argument("--rebuild", action="store_true", help="rebuild the model even if built")
     d.add_argument("--no-webgpu", action="store_true", help="build the wasm path only")
+    d.add_argument("--build-dir", help="where the model is built (default web/demo/build)")
     d.set_defaults(func=cmd_serve_demo)
