@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..ir import dtype as dt
 from ..tir import expr as E
@@ -281,7 +281,7 @@ class WGSLEmitter:
                 if not E.is_const_int(s.value):
                     raise self.fail(f"{tag} has the symbolic extent {s.value}: WGSL needs a "
                                     "constant @workgroup_size")
-                self.extents.setdefault(tag, int(s.value.value))
+                self.extents.setdefault(tag, int(cast(E.IntImm, s.value).value))
                 self.thread_vars.add(id(var))
             if id(var) not in self.names:
                 t = self.type_of(var.dtype, tag)
@@ -347,7 +347,7 @@ class WGSLEmitter:
         if len(buf.shape) != 1 or not E.is_const_int(buf.shape[0]):
             raise self.fail(f"{scope} allocation {buf.name} of shape {buf.shape}: WGSL arrays "
                             "need one constant size")
-        count = max(int(buf.shape[0].value) * dt.lanes_of(buf.dtype), 1)
+        count = max(int(cast(E.IntImm, buf.shape[0]).value) * dt.lanes_of(buf.dtype), 1)
         t = self.type_of(buf.dtype, f"{scope} allocation {buf.name}")
         name = self.new_name(buf.data.name or buf.name)
         self.names[id(buf.data)] = name
