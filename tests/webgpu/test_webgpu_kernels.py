@@ -241,3 +241,27 @@ def test_target_and_device():
     assert tvm.webgpu(0).device_type == 15 and str(tvm.webgpu(0)) == "webgpu(0)"
     assert tvm.device("webgpu", 0) == tvm.webgpu(0)
     assert tvm.webgpu(0).exist
+
+
+def _barrier_kernel(under_thread_condition: bool):
+    from tvmpy import tir
+
+    ib = tir.ir_builder.create()
+    buf = tir.decl_buffer((64,), "float32", name="A")
+    A = ib.buffer_ptr(buf)
+    tx = te.thread_axis("threadIdx.x")
+    ib.scope_attr(tx, "thread_extent", 64)
+    cond = tx < 4 if under_thread_condition else tvm.tir.const(1, "int32") < 4
+    with ib.if_scope(cond):
+        A[tx] = 1.0
+        ib.emit(tir.Evaluate(tir.Call("int32", "tir.tvm_storage_sync", [tir.StringImm("shared")])))
+    return tir.PrimFunc([buf.data], ib.get(), attrs={"calling_conv": "device_kernel",
+                                                      "global_symbol": "k"})
+
+
+def test_barrier_in_non_uniform_control_flow_is_refused():
+    from tvmpy.codegen.wgsl import emit_wgsl
+
+    assert "workgroupBarrier();" in emit_wgsl([_barrier_kernel(False)])["k"].wgsl
+    with pytest.raises(GPUCodegenError, match="uniform control flow"):
+        emit_wgsl([_barrier_kernel(True)])
