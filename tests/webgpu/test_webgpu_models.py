@@ -93,3 +93,48 @@ def test_artefact_without_fallback_says_so(tmp_path):
         webgpu_artefact.load_fallback(path)
     with pytest.raises(ValueError, match="one .wasm web artefact"):
         lib.export_library(str(tmp_path / "relu.so"))
+
+
+def test_node_runs_the_artefacts_wasm_fallback_and_reads_its_webgpu_section(tmp_path):
+    """The artefact stays a valid tvmpy .wasm for web/tvmpy_wasm.mjs (node): its fallback runs
+    with the same result as the WebGPU side in Python, and its tvmpy.webgpu section parses."""
+    import json
+    import os
+    import subprocess
+
+    from tvmpy import relay
+
+    x = relay.var("x", shape=(1, 3, 9, 7))
+    w = relay.var("w", shape=(5, 3, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    rng = np.random.default_rng(3)
+    params = {"w": rng.standard_normal((5, 3, 3, 3)).astype("float32")}
+    lib = relay.build(mod, target="webgpu", params=params)
+    fb = relay.build(mod, target="llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128",
+                     params=params)
+    path = str(tmp_path / "conv.wasm")
+    lib.export_library(path, fallback=fb)
+    xi = rng.standard_normal((1, 3, 9, 7)).astype("float32")
+    want = _run(tvm.runtime.load_module(path), tvm.webgpu(0), {"x": xi})[0].numpy()
+    loader = os.path.join(os.path.dirname(__file__), "..", "..", "web", "tvmpy_wasm.mjs")
+    script = tmp_path / "run.mjs"
+    script.write_text(f"""
+import {{ loadTvmpyWasm }} from {json.dumps(os.path.abspath(loader))};
+import {{ readFileSync }} from "fs";
+const bytes = readFileSync({json.dumps(path)});
+const g = (await loadTvmpyWasm(bytes)).createGraphExecutor();
+g.setInput("x", new Float32Array({json.dumps(xi.ravel().tolist())}));
+g.run();
+const m = await WebAssembly.compile(bytes);
+const prog = JSON.parse(new TextDecoder().decode(
+  WebAssembly.Module.customSections(m, "tvmpy.webgpu")[0]));
+console.log(JSON.stringify({{out: Array.from(g.getOutput(0)), format: prog.format,
+  kernels: Object.keys(prog.kernels).length}}));
+""")
+    res = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert got["format"] == "tvmpy-webgpu" and got["kernels"] >= 1
+    np.testing.assert_allclose(np.array(got["out"], "float32").reshape(want.shape), want,
+                               rtol=1e-4, atol=1e-5)
