@@ -97,7 +97,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"no such file {args.model!r}")
     feeds = parse_input_args(args.input)
     lib = runtime.load_module(args.model)
-    devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda}
+    devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda,
+               "webgpu": runtime.webgpu}
     if isinstance(lib, VMExecutableModule) and args.device != "cpu":
         raise CliError(f"{args.model} is a virtual machine executable, which runs on the CPU "
                        f"only (not --device {args.device})")
@@ -174,9 +175,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--output", metavar="OUT.npz", help="save the outputs (output0, output1, ...)")
     r.add_argument("--repeat", type=int, default=1,
                    help="run this many times and report the best warm time (default 1)")
-    r.add_argument("--device", choices=("cpu", "opencl", "cuda"), default="cpu",
+    r.add_argument("--device", choices=("cpu", "opencl", "cuda", "webgpu"), default="cpu",
                    help="where the graph's tensors live and run (a model compiled with "
-                        "--target opencl/cuda: that device; default cpu)")
+                        "--target opencl/cuda/webgpu: that device; default cpu)")
     r.add_argument("--profile", type=int, default=0, metavar="N",
                    help="list the N slowest kernels (graph executor) or segments and kernels "
                         "(virtual machine), median of 10 runs (default 0)")

@@ -9,7 +9,12 @@ cross-thread reductions); only the spelling differs, and WGSL's rules are checke
   ``var`` arrays; ``tvm_storage_sync`` is ``workgroupBarrier()``; thread indices come from the
   ``workgroup_id`` / ``local_invocation_id`` builtins.
 - WGSL has no 64-bit integers, no float64, no 8/16-bit storage and float16 only with the
-  ``shader-f16`` feature: such kernels get a :class:`GPUCodegenError` naming the value.
+  ``shader-f16`` feature. int64 (indices, ONNX's int64 tensors) is computed in i32: an int64
+  buffer is ``array<i32>`` with two words per element (loads read the low word, stores write
+  it sign-extended, so the bytes are little-endian int64), and the runtime refuses an int64
+  input or scalar outside the int32 range (ValueError) rather than truncate it; an int64
+  constant beyond 32 bits, float64, uint64 and 8/16-bit buffers get a
+  :class:`GPUCodegenError` naming the value.
 - a barrier must be in uniform control flow: one under a condition or loop bound that depends on
   the thread index or on memory contents is refused here (browsers reject the shader otherwise).
 - vector expressions (Ramp/Broadcast) are scalarized lane by lane; expressions are printed fully
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..ir import dtype as dt
 from ..tir import expr as E
@@ -34,7 +39,7 @@ from .gpu_source import GPUCodegenError, _buffer_dtypes, _sync_scope, warp_refus
 __all__ = ["WGSLKernel", "emit_wgsl", "wgsl_type"]
 
 _TYPES = {"float32": "f32", "float16": "f16", "int32": "i32", "uint32": "u32", "bool": "bool"}
-_STORAGE_OK = ("float32", "float16", "int32", "uint32")
+_STORAGE_OK = ("float32", "float16", "int32", "uint32", "int64")
 INT32_MAX = 2**31 - 1
 _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
          "tanh": "tanh", "fabs": "abs", "floor": "floor", "ceil": "ceil", "round": "round",
@@ -135,6 +140,7 @@ class WGSLEmitter:
         self.nonuniform_depth = 0  # enclosing conditions/loops that depend on the thread
         self.f16 = False
         self.let_count = 0
+        self.wide: set[int] = set()  # data vars of int64 buffers: two i32 words per element
 
     # ---- names and lines ------------------------------------------------------------------
     def fail(self, what: str) -> GPUCodegenError:
@@ -156,6 +162,8 @@ class WGSLEmitter:
         self.lines.append("  " * self.level + line)
 
     def type_of(self, dtype: str, what: str) -> str:
+        if dt.element_of(dtype) == "int64":
+            return "i32"  # int64 values are computed in 32 bits (see the module docstring)
         t = wgsl_type(dtype, what)
         self.f16 = self.f16 or t == "f16"
         return t
@@ -177,14 +185,16 @@ class WGSLEmitter:
                     raise self.fail(f"handle parameter {v.name} is never read or written")
                 if elem not in _STORAGE_OK:
                     raise self.fail(f"buffer {v.name} is {elem}: WebGPU storage buffers hold "
-                                    "32-bit values (float32, int32, uint32) or float16 only; "
-                                    "cast to int32/float32 for webgpu")
+                                    "32-bit values (float32, int32, uint32), float16 or int64 "
+                                    "(as two words) only; cast to int32/float32 for webgpu")
                 t = self.type_of(elem, f"buffer {v.name}")
                 if buf is not None:
                     self._check_size(buf)
                 name = self.new_name(buf.name if buf is not None else v.name)
                 for key in [v] + ([buf.data] if buf is not None else []):
                     self.names[id(key)] = name
+                    if elem == "int64":
+                        self.wide.add(id(key))
                 written = id(v) in writes or (buf is not None and id(buf.data) in writes)
                 access = "read_write" if written else "read"
                 header.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: "
@@ -275,7 +285,7 @@ class WGSLEmitter:
                 if not E.is_const_int(s.value):
                     raise self.fail(f"{tag} has the symbolic extent {s.value}: WGSL needs a "
                                     "constant @workgroup_size")
-                self.extents.setdefault(tag, int(s.value.value))
+                self.extents.setdefault(tag, int(cast(E.IntImm, s.value).value))
                 self.thread_vars.add(id(var))
             if id(var) not in self.names:
                 t = self.type_of(var.dtype, tag)
@@ -341,7 +351,7 @@ class WGSLEmitter:
         if len(buf.shape) != 1 or not E.is_const_int(buf.shape[0]):
             raise self.fail(f"{scope} allocation {buf.name} of shape {buf.shape}: WGSL arrays "
                             "need one constant size")
-        count = max(int(buf.shape[0].value) * dt.lanes_of(buf.dtype), 1)
+        count = max(int(cast(E.IntImm, buf.shape[0]).value) * dt.lanes_of(buf.dtype), 1)
         t = self.type_of(buf.dtype, f"{scope} allocation {buf.name}")
         name = self.new_name(buf.data.name or buf.name)
         self.names[id(buf.data)] = name
@@ -364,7 +374,7 @@ class WGSLEmitter:
         if idx is None:
             raise self.fail(f"store to {s.buffer.name} with {len(s.indices)} indices (flatten)")
         if lanes == 1:
-            self.emit(f"{target}[{self.expr(idx)}] = {self.expr(s.value)};")
+            self._store(s.buffer, target, self.expr(idx), self.expr(s.value))
             return
         # all lanes computed before any store (a store may overlap a lane's load)
         vals = []
@@ -374,7 +384,18 @@ class WGSLEmitter:
             self.emit(f"let {tmp} = {self.expr(s.value, k)};")
             vals.append(tmp)
         for k in range(lanes):
-            self.emit(f"{target}[{self.expr(idx, k)}] = {vals[k]};")
+            self._store(s.buffer, target, self.expr(idx, k), vals[k])
+
+    def _store(self, buf: Any, target: str, index: str, value: str) -> None:
+        if id(buf.data) not in self.wide:
+            self.emit(f"{target}[{index}] = {value};")
+            return
+        # an int64 element: the low word, then its sign extension
+        tmp = f"wide_{self.let_count}"
+        self.let_count += 1
+        self.emit(f"let {tmp}: i32 = {value};")
+        self.emit(f"{target}[2i * {index}] = {tmp};")
+        self.emit(f"{target}[2i * {index} + 1i] = select(0i, -1i, {tmp} < 0i);")
 
     def _array(self, buf: Any) -> str:
         name = self.names.get(id(buf.data))
@@ -420,6 +441,9 @@ class WGSLEmitter:
 
     def _e_IntImm(self, e: E.IntImm, lane: int | None) -> str:
         self.type_of(e.dtype, f"the constant {e.value}")
+        if dt.element_of(e.dtype) == "int64" and not -(2**31) <= int(e.value) <= INT32_MAX:
+            raise self.fail(f"the int64 constant {e.value} does not fit 32 bits: WGSL has no "
+                            "64-bit integers (int64 is computed in i32 on webgpu)")
         return _lit_int(int(e.value), dt.element_of(e.dtype))
 
     def _e_FloatImm(self, e: E.FloatImm, lane: int | None) -> str:
@@ -516,7 +540,10 @@ class WGSLEmitter:
         if dt.element_of(e.buffer.dtype) != dt.element_of(e.dtype):
             raise self.fail(f"load of {e.dtype} from {e.buffer.name} of {e.buffer.dtype}")
         self.type_of(e.dtype, f"the load {e}")
-        return f"{self._array(e.buffer)}[{self.expr(e.indices[0], lane)}]"
+        index = self.expr(e.indices[0], lane)
+        if id(e.buffer.data) in self.wide:
+            return f"{self._array(e.buffer)}[2i * {index}]"
+        return f"{self._array(e.buffer)}[{index}]"
 
     def _e_Call(self, e: E.Call, lane: int | None) -> str:
         op = e.op[4:] if e.op.startswith("tir.") else e.op

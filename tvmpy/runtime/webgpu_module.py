@@ -31,7 +31,7 @@ _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-s
            "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
            "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
            "max-compute-workgroups-per-dimension", "max-bindings-per-bind-group")
-_PACK = {"int32": "<i", "uint32": "<I", "float32": "<f"}
+_PACK = {"int32": "<i", "uint32": "<I", "float32": "<f", "int64": "<i"}  # int64: computed in i32
 
 
 def _wgpu() -> Any:
@@ -46,6 +46,16 @@ def _wgpu() -> Any:
 
 def _up4(n: int) -> int:
     return (int(n) + 3) // 4 * 4
+
+
+def _check_int64(arr: np.ndarray, what: str) -> None:
+    """WebGPU kernels compute int64 in 32 bits: refuse values they would truncate."""
+    if arr.dtype == np.int64 and arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < -(2**31) or hi > INT32_MAX:
+            raise ValueError(f"{what} holds {lo if lo < -(2**31) else hi}, outside the int32 "
+                             "range: WebGPU has no 64-bit integers (tvmpy computes int64 in "
+                             "32 bits on webgpu)")
 
 
 class _Device:
@@ -175,6 +185,7 @@ class WebGPUAPI:
     def from_host(self, mem: Any, arr: np.ndarray, dev_id: int) -> None:
         d = self.context(dev_id)
         d.flush()
+        _check_int64(arr, "an int64 array copied to the device")
         raw = np.ascontiguousarray(arr).tobytes()
         d.queue.write_buffer(mem, 0, raw + b"\0" * (_up4(len(raw)) - len(raw)))
 
@@ -245,6 +256,8 @@ class WebGPUAPI:
                 entries.append({"binding": spec["binding"],
                                 "resource": {"buffer": a, "offset": 0, "size": a.size}})
             else:
+                if spec["dtype"] == "int64":
+                    _check_int64(np.asarray(a), f"kernel {name}: the int64 scalar argument")
                 struct.pack_into(_PACK[spec["dtype"]], uniform, spec["offset"], a.item())
         if uniform:
             wgpu = _wgpu()
