@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tvmpy.runtime.param_dict import save_param_dict
-from tvmpy.runtime.wasm import custom_section
+from tvmpy.runtime.wasm import custom_section, strip_custom_sections
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TVMPY_CHROMIUM", "/usr/bin/chromium")
@@ -134,6 +134,10 @@ def site(tmp_path_factory):
     (root / "test" / "index.html").write_text("<!doctype html><link rel=\"icon\" href=\"data:,\"><title>t</title>")
     (root / "test" / "gpu.wasm").write_bytes(webgpu_artefact())
     (root / "test" / "bad.wasm").write_bytes(webgpu_artefact(WGSL.replace("u.s", "u.nope")))
+    # the CPU path alone: the demo's file without its WebGPU sections
+    cpu_only = strip_custom_sections((root / "demo" / "build" / "digits.wasm").read_bytes(),
+                                     prefix="tvmpy.webgpu")
+    (root / "test" / "cpu.wasm").write_bytes(cpu_only)
     (root / "test" / "rowmax.wasm").write_bytes(_rowmax_kernel_bytes(tmp_path_factory))
     srv, url = serve_in_thread(root)
     yield url, manifest, root
@@ -175,8 +179,8 @@ def test_demo_page_wasm_and_webgpu_equal_onnxruntime(site, page):
     want = _onnxruntime(manifest, root, images)
     backends = page.evaluate("Object.keys(window.tvmpyDemo.models)")
     assert "wasm" in backends
-    if manifest["webgpu"]:
-        assert "webgpu" in backends, page.console_lines
+    assert manifest["webgpu"], manifest["webgpu_error"]  # this tvmpy builds target webgpu
+    assert backends == ["wasm", "webgpu"], page.console_lines
     for backend in backends:
         got = np.array([page.evaluate("([p, b]) => window.tvmpyDemo.classify(p, b)",
                                       [im.tolist(), backend])["output"] for im in images])
@@ -245,15 +249,15 @@ def test_errors_name_the_kernel_and_the_input(site, page):
       const { loadModel } = await import("/tvmpy.mjs");
       const m = await loadModel(url, { backend: "wasm" });
       m.setInput(kind === "name" ? "data" : "input", new Int32Array(64)); }"""
-    msg = _error(page, wasm, ["/demo/build/digits.wasm", "dtype"])
+    msg = _error(page, wasm, ["/test/cpu.wasm", "dtype"])
     assert msg == "input input must be a Float32Array (float32) of shape [1,1,8,8], got a Int32Array"
-    msg = _error(page, wasm, ["/demo/build/digits.wasm", "name"])
+    msg = _error(page, wasm, ["/test/cpu.wasm", "name"])
     assert msg == "no input data; inputs: input"
     msg = _error(page, wasm, ["/demo/index.html", "name"])
     assert msg.startswith("not a WebAssembly file")
     # auto on a CPU-only file: the wasm path, with the reason
     r = page.evaluate("""async () => { const { loadModel } = await import("/tvmpy.mjs");
-        const m = await loadModel("/demo/build/digits.wasm"); return [m.backend, m.fallbackReason]; }""")
+        const m = await loadModel("/test/cpu.wasm"); return [m.backend, m.fallbackReason]; }""")
     assert r == ["wasm", "the file has no WebGPU program (built for a CPU target)"]
     msg = _error(page, RUN_GPU, ["/test/gpu.wasm", x, "cuda"])
     assert msg == 'backend must be "auto", "webgpu" or "wasm", not "cuda"'
@@ -285,17 +289,16 @@ def test_serve_demo_command_serves_the_page(site):
 
 
 def test_node_falls_back_to_wasm_without_webgpu(site, tmp_path):
-    """Node has no navigator.gpu: loadModel on a file with both programs runs the wasm code."""
+    """Node has no navigator.gpu: loadModel on the demo's file (WebGPU program + wasm32
+    fallback) runs the wasm code, with the reason on stderr."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     _, _, root = site
-    both = (root / "demo" / "build" / "digits.wasm").read_bytes() + webgpu_artefact()[8:]
-    (tmp_path / "both.wasm").write_bytes(both)
     script = tmp_path / "d.mjs"
     script.write_text(f"""import {{ readFileSync }} from "node:fs";
 import {{ loadModel }} from "{(ROOT / 'web' / 'tvmpy.mjs').as_uri()}";
-const m = await loadModel(readFileSync("{tmp_path / 'both.wasm'}"));
+const m = await loadModel(readFileSync("{root / 'demo' / 'build' / 'digits.wasm'}"));
 m.setInput("input", new Float32Array(64).fill(3));
 await m.run();
 console.log(JSON.stringify([m.backend, m.fallbackReason, Array.from(await m.getOutput(0))]));

@@ -2,8 +2,9 @@
 
 The model is the digits classifier of relay/testing/digits.py (trained here in seconds on
 scikit-learn's bundled data set). :func:`build_demo` writes into ``web/demo/build/`` (ignored by
-git; reused while its ``manifest.json`` matches): ``digits.wasm`` (wasm32 SIMD, the CPU path),
-``digits.webgpu.wasm`` (target webgpu, when this tvmpy can build it; else the manifest says why),
+git; reused while its ``manifest.json`` matches): ``digits.wasm``, one file with both paths (the
+WebGPU program, docs/WEB_ARTEFACT.md, with the wasm32 SIMD build as its CPU fallback; only the
+wasm32 build when target webgpu does not build, and the manifest says why), ``digits.onnx``,
 ``samples.json`` (held-out test images, labels) and ``manifest.json``. The page is
 ``web/demo/index.html``; the JavaScript runtime it uses is ``web/tvmpy.mjs``.
 """
@@ -22,7 +23,7 @@ from ._common import CliError
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 WASM_TARGET = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
         ".json": "application/json", ".html": "text/html", ".css": "text/css"}
 
@@ -45,7 +46,7 @@ def build_demo(out: Path | None = None, force: bool = False, webgpu: bool = True
     manifest_path = out / "manifest.json"
     if manifest_path.is_file() and not force:
         built = json.loads(manifest_path.read_text())
-        if built.get("version") == MANIFEST_VERSION and (out / built["wasm"]).is_file():
+        if built.get("version") == MANIFEST_VERSION and (out / built["file"]).is_file():
             return built
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -55,19 +56,21 @@ def build_demo(out: Path | None = None, force: bool = False, webgpu: bool = True
     shape = {"input": (1, 1, digits.IMAGE, digits.IMAGE)}
     mod, params = relay.frontend.from_onnx(model, shape)
     (out / "digits.onnx").write_bytes(model.SerializeToString())
-    relay.build(mod, target=WASM_TARGET, params=params).export_library(str(out / "digits.wasm"))
+    wasm_lib = relay.build(mod, target=WASM_TARGET, params=params)
     manifest: dict[str, Any] = {
         "version": MANIFEST_VERSION, "model": "digits MLP 64-32-10 (scikit-learn digits)",
         "accuracy": accuracy, "input": "input", "shape": list(shape["input"]),
-        "wasm": "digits.wasm", "webgpu": None, "webgpu_error": "not built (--no-webgpu)",
+        "file": "digits.wasm", "webgpu": False, "webgpu_error": "not built (--no-webgpu)",
     }
     if webgpu:
-        try:
+        try:  # one file: the WebGPU program with the wasm32 SIMD build as its CPU fallback
             relay.build(mod, target="webgpu", params=params).export_library(
-                str(out / "digits.webgpu.wasm"))
-            manifest["webgpu"], manifest["webgpu_error"] = "digits.webgpu.wasm", None
+                str(out / "digits.wasm"), fallback=wasm_lib)
+            manifest["webgpu"], manifest["webgpu_error"] = True, None
         except Exception as e:  # noqa: BLE001 - the page reports it; the wasm path still works
             manifest["webgpu_error"] = f"{type(e).__name__}: {e}"
+    if not manifest["webgpu"]:
+        wasm_lib.export_library(str(out / "digits.wasm"))
     images, labels = digits.digits_samples(10)
     (out / "samples.json").write_text(json.dumps({
         "images": np.asarray(images).reshape(len(labels), -1).tolist(),

@@ -1,7 +1,7 @@
 // The demo page: draw a digit (or pick an image or a held-out sample), run the compiled digits
 // classifier on each backend this browser has (wasm CPU, WebGPU), show top-5 and latency.
 // window.tvmpyDemo is what tests/web drive: {ready, models, classify(pixels, backend)}.
-import { loadModel } from "../tvmpy.mjs";
+import { loadModel, readArtefact } from "../tvmpy.mjs";
 
 const SIZE = 8, LEVELS = 16;
 const $ = (id) => document.getElementById(id);
@@ -68,13 +68,17 @@ async function init() {
   const samples = await (await fetch("build/samples.json")).json();
   $("model").textContent = `${manifest.model}, held-out accuracy ${(100 * manifest.accuracy).toFixed(1)}%; ` +
     "draw a digit (thick strokes fill the pad best), pick an image or click a sample.";
-  models.wasm = await loadModel(`build/${manifest.wasm}`, { backend: "wasm" });
+  const art = await readArtefact(`build/${manifest.file}`);  // one file, both paths
+  models.wasm = await loadModel(art, { backend: "wasm" });
   const notes = ["wasm: the wasm32 SIMD build"];
   if (manifest.webgpu) {
     try {
-      models.webgpu = await loadModel(`build/${manifest.webgpu}`, { backend: "webgpu" });
+      models.webgpu = await loadModel(art, { backend: "webgpu" });
       notes.push("webgpu: the WebGPU build");
-    } catch (e) { notes.push(`webgpu: unavailable (${e.message})`); console.warn(`tvmpy demo: WebGPU unavailable: ${e.message}`); }
+    } catch (e) {
+      notes.push(`webgpu: unavailable (${e.message})`);
+      console.warn(`tvmpy demo: WebGPU unavailable: ${e.message}`);
+    }
   } else notes.push(`webgpu: not built (${manifest.webgpu_error})`);
   $("backends").textContent = notes.join("; ");
   samples.images.forEach((img, i) => {
