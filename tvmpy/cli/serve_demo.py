@@ -23,7 +23,7 @@ from ._common import CliError
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 WASM_TARGET = "llvm -mtriple=wasm32-unknown-unknown -mattr=+simd128"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
         ".json": "application/json", ".html": "text/html", ".css": "text/css"}
 
