@@ -2,7 +2,7 @@
 // node (>= 18) and browsers: no dependencies, only the WebAssembly JS API.
 //
 //   import { loadTvmpyWasm } from "./tvmpy_wasm.mjs";
-//   const mod = await loadTvmpyWasm(bytes);              // ArrayBuffer / Uint8Array / Buffer
+//   const mod = await loadTvmpyWasm(bytes);              // ArrayBuffer / Uint8Array / Buffer / URL
 //   mod.call("add", a, b, out);                          // a kernel: typed arrays (+ numbers)
 //   const g = mod.createGraphExecutor();                 // a relay.build model
 //   g.setInput("data", float32Array); g.run(); const y = g.getOutput(0);   // a typed-array copy
@@ -10,6 +10,8 @@
 // The file's layout (tvmpy/runtime/wasm.py): exports memory, aligned_alloc, free,
 // __tvmpy_last_error and the kernels (ABI of tvmpy/runtime/abi.py with i32 pointers); custom
 // sections "tvmpy.metadata" (JSON) and, for a model, "tvmpy.params" (TVM's param-dict bytes).
+// Reading the file (sections, params, the graph's storage plan) is tvmpy_artefact.mjs's, shared
+// with the WebGPU path (tvmpy_webgpu.mjs); tvmpy.mjs picks a path (loadModel).
 
 import { ARRAYS, checkInput, planGraph, prod, readArtefact } from "./tvmpy_artefact.mjs";
 
