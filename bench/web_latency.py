@@ -67,11 +67,11 @@ PAGE_JS = """async ([x, shape, repeat, ortWeb]) => {
     } catch (e) { out[name] = { error: e.message }; }
   }
   if (ortWeb) {
-    const ort = await import("/ort/ort.all.min.mjs");
-    ort.env.wasm.numThreads = 1;
-    ort.env.wasm.wasmPaths = "/ort/";
     const bytes = new Uint8Array(await (await fetch("/m/model.onnx")).arrayBuffer());
-    for (const ep of ["wasm", "webgpu"]) {
+    for (const [ep, bundle] of [["wasm", "ort.wasm.min.mjs"], ["webgpu", "ort.webgpu.min.mjs"]]) {
+      const ort = await import(`/ort/${bundle}`);  // each EP from its own bundle
+      ort.env.wasm.numThreads = 1;
+      ort.env.wasm.wasmPaths = "/ort/";
       const name = `onnxruntime-web ${ort.env.versions ? ort.env.versions.web : ""} ${ep} (chromium)`;
       try {
         const s = await ort.InferenceSession.create(bytes, { executionProviders: [ep] });
