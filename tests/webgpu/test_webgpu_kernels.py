@@ -265,3 +265,20 @@ def test_barrier_in_non_uniform_control_flow_is_refused():
     assert "workgroupBarrier();" in emit_wgsl([_barrier_kernel(False)])["k"].wgsl
     with pytest.raises(GPUCodegenError, match="uniform control flow"):
         emit_wgsl([_barrier_kernel(True)])
+
+
+def test_vectorized_inner_loop_is_scalarized():
+    n = 4 * 37
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    o, v = s[B].split(B.op.axis[0], factor=4)
+    bx, tx = s[B].split(o, factor=16)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s[B].vectorize(v)
+    f = tvm.build(s, [A, B], "webgpu")
+    a = np.random.default_rng(4).standard_normal(n).astype("float32")
+    out = np.zeros(n, "float32")
+    f(a, out)
+    np.testing.assert_allclose(out, a * 3 + 1, rtol=1e-6)
