@@ -188,6 +188,19 @@ def test_demo_page_wasm_and_webgpu_equal_onnxruntime(site, page):
     # the trained model is right on most held-out samples, and the page shows top-5 rows
     assert (want.argmax(1) == np.array(samples["labels"])).mean() >= 0.8
     assert page.locator("tr.res").count() == len(backends)
+    # "pick an image": a held-out sample as a 160x160 PNG (dark ink on white) reads back as the
+    # same 8x8 grey levels and is classified on every backend
+    from PIL import Image
+
+    k = 3
+    grey = (255 * (1 - images[k].reshape(8, 8) / 16)).round().astype("uint8")
+    png = root / "sample.png"
+    Image.fromarray(grey).resize((160, 160), Image.NEAREST).save(png)
+    page.evaluate("document.querySelectorAll('tr.res').forEach((r) => r.remove())")
+    page.set_input_files("#file", str(png))
+    page.wait_for_function(f"document.querySelectorAll('tr.res').length == {len(backends)}")
+    np.testing.assert_allclose(page.evaluate("Array.from(window.tvmpyDemo.padPixels())"),
+                               images[k], atol=1)
     assert not [m for m in page.console_lines if m.startswith(("error", "pageerror"))]
 
 
