@@ -1,6 +1,6 @@
 """Whole models through ``relay.build(target="webgpu")`` on wgpu-py (lavapipe in CI), against
-onnxruntime: a small CNN (MobileNetV2 at 32x32, ResNet-18 at 32x32) and a one-layer BERT
-encoder; the exported web artefact (with its wasm32 CPU fallback) loads back and runs."""
+onnxruntime: a small CNN (MobileNetV2 at 32x32, ResNet-18 at 32x32), a one-layer BERT
+encoder, an LSTM and a GRU; the exported web artefact (with its wasm32 CPU fallback) loads back and runs."""
 
 import numpy as np
 import pytest
@@ -13,6 +13,8 @@ MODELS = {
     "resnet18": lambda: onnx_models.resnet18(image=32, classes=10),
     "mobilenet_v2": lambda: onnx_models.mobilenet_v2(image=32, classes=10),
     "bert_encoder": lambda: onnx_models.bert_encoder(layers=1, hidden=64, heads=4, seq=16),
+    "lstm": lambda: onnx_models.recurrent("LSTM"),  # the plan's loop steps (scan time steps)
+    "gru": lambda: onnx_models.recurrent("GRU"),
 }
 
 
