@@ -140,3 +140,19 @@ console.log(JSON.stringify({{out: Array.from(g.getOutput(0)), format: prog.forma
     assert got["format"] == "tvmpy-webgpu" and got["kernels"] >= 1
     np.testing.assert_allclose(np.array(got["out"], "float32").reshape(want.shape), want,
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["distilbert", "gpt2"])
+def test_zoo_transformer_on_webgpu_matches_onnxruntime(name):
+    """Real transformer architectures (transformers' code, random weights, small sizes;
+    gpt2 with its causal mask) through relay.build(target="webgpu")."""
+    from tvmpy.relay.testing import zoo
+
+    spec = zoo.MODELS[name]("small")
+    m = zoo.to_onnx(spec)
+    feeds = spec.feeds()
+    want = compare.ort_runner(m)(feeds)
+    mod, params = zoo.from_onnx(m, spec)
+    lib, _ = compare.build(mod, params, opt_level=3, target="webgpu")
+    got = [o.numpy() for o in _run(lib, tvm.webgpu(0), feeds)]
+    zoo.assert_close(got, want, name)
