@@ -189,9 +189,55 @@ def test_float64_is_refused_at_build():
         tvm.build(s, args, "webgpu")
 
 
-def test_int8_buffer_is_refused_at_build():
-    s, args = _elementwise("int8")
-    with pytest.raises(GPUCodegenError, match="storage buffers hold 32-bit"):
+def _bind_1d(T, factor=16):
+    s = te.create_schedule(T.op)
+    bx, tx = s[T].split(T.op.axis[0], factor=factor)
+    s[T].bind(bx, te.thread_axis("blockIdx.x"))
+    s[T].bind(tx, te.thread_axis("threadIdx.x"))
+    return s
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])
+def test_narrow_integer_buffers_packed_in_words(dtype):
+    """8/16-bit tensors live packed in u32 words (threads of one word store concurrently);
+    results wrap as in numpy; odd sizes (not a multiple of the word)."""
+    n = 37
+    A = te.placeholder((n,), name="A", dtype=dtype)
+    B = te.placeholder((n,), name="B", dtype=dtype)
+    C = te.compute((n,), lambda i: A[i] + B[i] * tvm.tir.const(3, dtype), name="C")
+    f = tvm.build(_bind_1d(C), [A, B, C], "webgpu")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    a = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+    out = np.zeros(n, dtype)
+    f(a, b, out)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out, a + b * np.array(3, dtype))
+
+
+def test_bool_buffers():
+    n = 29
+    X = te.placeholder((n,), name="X")
+    Y = te.placeholder((n,), name="Y")
+    M = te.compute((n,), lambda i: X[i] > Y[i], name="M")
+    f = tvm.build(_bind_1d(M), [X, Y, M], "webgpu")
+    mask_in = te.placeholder((n,), name="mask", dtype="bool")
+    W = te.compute((n,), lambda i: te.if_then_else(mask_in[i], X[i], Y[i] * 2.0), name="W")
+    g = tvm.build(_bind_1d(W), [mask_in, X, Y, W], "webgpu")
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal(n).astype("float32"), rng.standard_normal(n).astype("float32")
+    m = np.zeros(n, "bool")
+    f(x, y, m)
+    np.testing.assert_array_equal(m, x > y)
+    w = np.zeros(n, "float32")
+    g(m, x, y, w)
+    np.testing.assert_array_equal(w, np.where(x > y, x, y * 2))
+
+
+def test_uint64_buffer_is_refused_at_build():
+    s, args = _elementwise("uint64")
+    with pytest.raises(GPUCodegenError, match="uint64"):
         tvm.build(s, args, "webgpu")
 
 

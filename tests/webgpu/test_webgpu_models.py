@@ -1,6 +1,6 @@
 """Whole models through ``relay.build(target="webgpu")`` on wgpu-py (lavapipe in CI), against
-onnxruntime: a small CNN (MobileNetV2 at 32x32, ResNet-18 at 32x32) and a one-layer BERT
-encoder; the exported web artefact (with its wasm32 CPU fallback) loads back and runs."""
+onnxruntime: a small CNN (MobileNetV2 at 32x32, ResNet-18 at 32x32), a one-layer BERT
+encoder, an LSTM and a GRU; the exported web artefact (with its wasm32 CPU fallback) loads back and runs."""
 
 import numpy as np
 import pytest
@@ -13,6 +13,8 @@ MODELS = {
     "resnet18": lambda: onnx_models.resnet18(image=32, classes=10),
     "mobilenet_v2": lambda: onnx_models.mobilenet_v2(image=32, classes=10),
     "bert_encoder": lambda: onnx_models.bert_encoder(layers=1, hidden=64, heads=4, seq=16),
+    "lstm": lambda: onnx_models.recurrent("LSTM"),  # the plan's loop steps (scan time steps)
+    "gru": lambda: onnx_models.recurrent("GRU"),
 }
 
 
@@ -138,3 +140,19 @@ console.log(JSON.stringify({{out: Array.from(g.getOutput(0)), format: prog.forma
     assert got["format"] == "tvmpy-webgpu" and got["kernels"] >= 1
     np.testing.assert_allclose(np.array(got["out"], "float32").reshape(want.shape), want,
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["distilbert", "gpt2"])
+def test_zoo_transformer_on_webgpu_matches_onnxruntime(name):
+    """Real transformer architectures (transformers' code, random weights, small sizes;
+    gpt2 with its causal mask) through relay.build(target="webgpu")."""
+    from tvmpy.relay.testing import zoo
+
+    spec = zoo.MODELS[name]("small")
+    m = zoo.to_onnx(spec)
+    feeds = spec.feeds()
+    want = compare.ort_runner(m)(feeds)
+    mod, params = zoo.from_onnx(m, spec)
+    lib, _ = compare.build(mod, params, opt_level=3, target="webgpu")
+    got = [o.numpy() for o in _run(lib, tvm.webgpu(0), feeds)]
+    zoo.assert_close(got, want, name)

@@ -13,8 +13,11 @@ cross-thread reductions); only the spelling differs, and WGSL's rules are checke
   buffer is ``array<i32>`` with two words per element (loads read the low word, stores write
   it sign-extended, so the bytes are little-endian int64), and the runtime refuses an int64
   input or scalar outside the int32 range (ValueError) rather than truncate it; an int64
-  constant beyond 32 bits, float64, uint64 and 8/16-bit buffers get a
-  :class:`GPUCodegenError` naming the value.
+  constant beyond 32 bits, float64 and uint64 get a :class:`GPUCodegenError` naming the value.
+  bool and 8/16-bit integer buffers are packed into ``u32`` words (the host's bytes): loads
+  extract (and sign-extend) the field; a written one is ``array<atomic<u32>>`` and a store is
+  ``atomicAnd`` + ``atomicOr`` on the element's bits (threads share words). Such values are
+  computed in i32/u32, wrapped into their width at casts and stores.
 - a barrier must be in uniform control flow: one under a condition or loop bound that depends on
   the thread index or on memory contents is refused here (browsers reject the shader otherwise).
 - vector expressions (Ramp/Broadcast) are scalarized lane by lane; expressions are printed fully
@@ -40,6 +43,8 @@ __all__ = ["WGSLKernel", "emit_wgsl", "wgsl_type"]
 
 _TYPES = {"float32": "f32", "float16": "f16", "int32": "i32", "uint32": "u32", "bool": "bool"}
 _STORAGE_OK = ("float32", "float16", "int32", "uint32", "int64")
+# 8/16-bit integers and bool: packed in u32 words (little-endian, as the host bytes)
+_PACKED = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2}
 INT32_MAX = 2**31 - 1
 _MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt",
          "tanh": "tanh", "fabs": "abs", "floor": "floor", "ceil": "ceil", "round": "round",
@@ -103,7 +108,7 @@ class WGSLKernel:
 def _lit_int(v: int, dtype: str) -> str:
     if dtype == "bool":
         return "true" if v else "false"
-    if dtype == "uint32":
+    if dtype in ("uint32", "uint16", "uint8"):
         return f"{v}u"
     if v == -(2**31):
         return "i32(-2147483647 - 1)"
@@ -141,6 +146,8 @@ class WGSLEmitter:
         self.f16 = False
         self.let_count = 0
         self.wide: set[int] = set()  # data vars of int64 buffers: two i32 words per element
+        # data vars of 8/16-bit and bool buffers -> (element, whether the words are atomic)
+        self.packed: dict[int, tuple[str, bool]] = {}
 
     # ---- names and lines ------------------------------------------------------------------
     def fail(self, what: str) -> GPUCodegenError:
@@ -162,8 +169,11 @@ class WGSLEmitter:
         self.lines.append("  " * self.level + line)
 
     def type_of(self, dtype: str, what: str) -> str:
-        if dt.element_of(dtype) == "int64":
-            return "i32"  # int64 values are computed in 32 bits (see the module docstring)
+        elem = dt.element_of(dtype)
+        if elem in ("int64", "int8", "int16"):
+            return "i32"  # computed in 32 bits (see the module docstring)
+        if elem in ("uint8", "uint16"):
+            return "u32"
         t = wgsl_type(dtype, what)
         self.f16 = self.f16 or t == "f16"
         return t
@@ -183,19 +193,24 @@ class WGSLEmitter:
                 elem = dt.element_of(buf.dtype) if buf is not None else elems.get(id(v))
                 if elem is None:
                     raise self.fail(f"handle parameter {v.name} is never read or written")
-                if elem not in _STORAGE_OK:
+                if elem not in _STORAGE_OK and elem not in _PACKED:
                     raise self.fail(f"buffer {v.name} is {elem}: WebGPU storage buffers hold "
-                                    "32-bit values (float32, int32, uint32), float16 or int64 "
-                                    "(as two words) only; cast to int32/float32 for webgpu")
+                                    "32-bit values (float32, int32, uint32), float16, int64 "
+                                    "(as two words) or 8/16-bit integers and bool (packed) "
+                                    "only; cast to int32/float32 for webgpu")
                 t = self.type_of(elem, f"buffer {v.name}")
                 if buf is not None:
                     self._check_size(buf)
                 name = self.new_name(buf.name if buf is not None else v.name)
+                written = id(v) in writes or (buf is not None and id(buf.data) in writes)
                 for key in [v] + ([buf.data] if buf is not None else []):
                     self.names[id(key)] = name
                     if elem == "int64":
                         self.wide.add(id(key))
-                written = id(v) in writes or (buf is not None and id(buf.data) in writes)
+                    elif elem in _PACKED:
+                        self.packed[id(key)] = (elem, written)
+                if elem in _PACKED:  # written: threads share words, so atomic bit updates
+                    t = "atomic<u32>" if written else "u32"
                 access = "read_write" if written else "read"
                 header.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: "
                               f"array<{t}>;")
@@ -387,6 +402,22 @@ class WGSLEmitter:
             self._store(s.buffer, target, self.expr(idx, k), vals[k])
 
     def _store(self, buf: Any, target: str, index: str, value: str) -> None:
+        packed = self.packed.get(id(buf.data))
+        if packed is not None:
+            # clear this element's bits, then set them: two atomic updates of disjoint bits,
+            # correct whatever the other threads do to the same word's other elements
+            elem, _ = packed
+            per, mask = 4 // _PACKED[elem], "0xffu" if _PACKED[elem] == 1 else "0xffffu"
+            k = self.let_count
+            self.let_count += 1
+            bits = {"bool": f"select(0u, 1u, {value})"}.get(elem, f"(bitcast<u32>({value}) & {mask})"
+                                                          if elem.startswith("int") else
+                                                          f"({value} & {mask})")
+            self.emit(f"let pk_i{k} = u32({index});")
+            self.emit(f"let pk_s{k} = (pk_i{k} % {per}u) * {32 // per}u;")
+            self.emit(f"atomicAnd(&{target}[pk_i{k} / {per}u], ~({mask} << pk_s{k}));")
+            self.emit(f"atomicOr(&{target}[pk_i{k} / {per}u], {bits} << pk_s{k});")
+            return
         if id(buf.data) not in self.wide:
             self.emit(f"{target}[{index}] = {value};")
             return
@@ -456,7 +487,14 @@ class WGSLEmitter:
         t = self.type_of(e.dtype, f"the cast {e}")
         src = dt.element_of(e.value.dtype)
         self.type_of(src, f"the cast source {e.value}")
-        return f"{t}({self.expr(e.value, lane)})"
+        text = f"{t}({self.expr(e.value, lane)})"
+        elem = dt.element_of(e.dtype)
+        if elem in ("int8", "int16"):  # wrap into the narrow type, as the store would
+            sh = 32 - dt.bits_of(elem)
+            return f"(({text} << {sh}u) >> {sh}u)"
+        if elem in ("uint8", "uint16"):
+            return f"({text} & {'0xffu' if elem == 'uint8' else '0xffffu'})"
+        return text
 
     def _e_Add(self, e: Any, lane: int | None) -> str:
         return self._bin(_ARITH[type(e)], e, lane)
@@ -541,6 +579,19 @@ class WGSLEmitter:
             raise self.fail(f"load of {e.dtype} from {e.buffer.name} of {e.buffer.dtype}")
         self.type_of(e.dtype, f"the load {e}")
         index = self.expr(e.indices[0], lane)
+        packed = self.packed.get(id(e.buffer.data))
+        if packed is not None:
+            elem, atomic = packed
+            nbits = 8 * _PACKED[elem]
+            per = 32 // nbits
+            i = f"u32({index})"
+            word = f"{self._array(e.buffer)}[{i} / {per}u]"
+            word = f"atomicLoad(&{word})" if atomic else word
+            shift = f"(({i} % {per}u) * {nbits}u)"
+            if elem.startswith("int"):  # sign-extend the field
+                return f"(bitcast<i32>({word} << ({32 - nbits}u - {shift})) >> {32 - nbits}u)"
+            field = f"(({word} >> {shift}) & {'0xffu' if nbits == 8 else '0xffffu'})"
+            return f"({field} != 0u)" if elem == "bool" else field
         if id(e.buffer.data) in self.wide:
             return f"{self._array(e.buffer)}[2i * {index}]"
         return f"{self._array(e.buffer)}[{index}]"
