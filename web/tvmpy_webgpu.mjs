@@ -7,7 +7,7 @@
 import { ARRAYS, checkInput, dtypeBytes, planGraph, readArtefact } from "./tvmpy_artefact.mjs";
 
 const BUF = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-const pad4 = (n) => Math.max(4, Math.ceil(n / 4) * 4);
+const pad4 = (n) => Math.max(16, Math.ceil(n / 4) * 4);  // docs/WEB_ARTEFACT.md: sizes
 
 // A WebGPU device with what the program needs; throws naming the missing feature or limit.
 export async function requestDevice(program, adapterOptions = {}) {
@@ -69,7 +69,22 @@ export function evalExpr(e, env) {
   return f(evalExpr(xs[0], env), evalExpr(xs[1], env));
 }
 
+const INT32_MIN = -(2 ** 31), INT32_MAX = 2 ** 31 - 1;
+
+// int64 is computed in 32 bits on WebGPU (docs/WEB_ARTEFACT.md): refuse what does not fit
+function checkInt64(what, data) {
+  if (!(data instanceof BigInt64Array)) return;
+  for (const v of data) {
+    if (v < BigInt(INT32_MIN) || v > BigInt(INT32_MAX)) {
+      throw new Error(`${what}: int64 value ${v} is outside the int32 range that WebGPU computes in`);
+    }
+  }
+}
+
 function writeScalar(view, offset, dtype, v) {
+  if (dtype === "int64" && (v < INT32_MIN || v > INT32_MAX)) {
+    throw new Error(`int64 scalar ${v} is outside the int32 range that WebGPU computes in`);
+  }
   if (dtype === "float32") view.setFloat32(offset, v, true);
   else if (dtype === "uint32") view.setUint32(offset, v, true);
   else view.setInt32(offset, v, true);
@@ -226,9 +241,14 @@ export class WebGPUModule {
     return new ARRAYS[dtype](bytes);
   }
 
+  // the bytes of a typed array (narrow dtypes: packed as they are), padded to 4 bytes
   upload(buf, data) {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    const padded = bytes.byteLength % 4 ? Uint8Array.from({ length: pad4(bytes.byteLength) }, (_, i) => bytes[i] || 0) : bytes;
+    let padded = bytes;
+    if (bytes.byteLength % 4) {
+      padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+      padded.set(bytes);
+    }
     this.device.queue.writeBuffer(buf, 0, padded);
   }
 
@@ -244,6 +264,7 @@ export class WebGPUModule {
       if (!(a.data instanceof ARRAYS[p.dtype])) {
         throw new Error(`${name}: argument ${p.name} must be a ${ARRAYS[p.dtype].name} (${p.dtype})`);
       }
+      checkInt64(`${name}: argument ${p.name}`, a.data);
       const buf = this.buffer(a.data.byteLength, p.name);
       this.upload(buf, a.data);
       bufs.push(buf); shapes.push(a.shape);
@@ -294,6 +315,7 @@ export class WebGPUGraphExecutor {
     const e = this.inputs[name];
     if (!e) throw new Error(`no input ${name}; inputs: ${this.inputNames().join(", ")}`);
     checkInput(name, e, data);
+    checkInt64(`input ${name}`, data);
     this.mod.upload(e.buf, data);
   }
 

@@ -119,6 +119,22 @@ def _rowmax_kernel_bytes(tmp_path_factory) -> bytes:
     return path.read_bytes()
 
 
+def _elementwise_kernel_bytes(tmp_path_factory, dtype: str, fn) -> bytes:
+    """tvm.build(target="webgpu") of B = fn(A) on N elements of ``dtype``, exported."""
+    import tvmpy as tvm
+    from tvmpy import te
+
+    A = te.placeholder((N,), name="A", dtype=dtype)
+    B = te.compute((N,), lambda i: fn(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    path = tmp_path_factory.mktemp("kernel") / f"{dtype}.wasm"
+    tvm.build(s, [A, B], target="webgpu", name="f").export_library(str(path))
+    return path.read_bytes()
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """web/ staged in a temporary root with the demo built into demo/build: (base URL, manifest)."""
@@ -140,6 +156,12 @@ def site(tmp_path_factory):
                                      prefix="tvmpy.webgpu")
     (root / "test" / "cpu.wasm").write_bytes(cpu_only)
     (root / "test" / "rowmax.wasm").write_bytes(_rowmax_kernel_bytes(tmp_path_factory))
+    from tvmpy import tir
+
+    (root / "test" / "int64.wasm").write_bytes(_elementwise_kernel_bytes(
+        tmp_path_factory, "int64", lambda a: a * tir.const(3, "int64") - tir.const(1, "int64")))
+    (root / "test" / "uint8.wasm").write_bytes(_elementwise_kernel_bytes(
+        tmp_path_factory, "uint8", lambda a: a + tir.const(7, "uint8")))
     srv, url = serve_in_thread(root)
     yield url, manifest, root
     srv.shutdown()
@@ -244,6 +266,32 @@ def test_webgpu_kernel_build_runs_in_browser(site, page):
       await m.call("rowmax", { data: Float32Array.from(a), shape: [n, 53] }, b);
       return Array.from(b); }""", [a.ravel().tolist(), N])
     np.testing.assert_array_equal(np.array(got, "float32"), a.max(1))
+
+
+def test_webgpu_int64_and_packed_uint8_buffers(site, page):
+    """int64 buffers (computed in 32 bits: values outside int32 refused) and uint8 buffers
+    (packed 4 to a u32 word in the shader; N = 37 is not a multiple of 4) round-trip."""
+    url, _, _ = site
+    page.goto(f"{url}/test/")
+    if not page.evaluate(HAS_ADAPTER):
+        pytest.skip("no WebGPU adapter in this headless chromium")
+    call = """async ([file, kind, a]) => {
+      const { loadTvmpyWebGPU } = await import("/tvmpy.mjs");
+      const m = await loadTvmpyWebGPU(file);
+      const A = kind === "int64" ? BigInt64Array.from(a.map(BigInt)) : Uint8Array.from(a);
+      const B = new A.constructor(A.length);
+      await m.call("f", A, B);
+      return Array.from(B, Number); }"""
+    rng = np.random.default_rng(3)
+    a64 = rng.integers(-(2**28), 2**28, N)
+    got = page.evaluate(call, ["/test/int64.wasm", "int64", a64.tolist()])
+    np.testing.assert_array_equal(got, a64 * 3 - 1)
+    a8 = rng.integers(0, 256, N)
+    got = page.evaluate(call, ["/test/uint8.wasm", "uint8", a8.tolist()])
+    np.testing.assert_array_equal(got, (a8 + 7) % 256)
+    msg = _error(page, call, ["/test/int64.wasm", "int64", [2**40] + [0] * (N - 1)])
+    assert msg == ("f: argument A: int64 value 1099511627776 is outside the int32 range that "
+                   "WebGPU computes in")
 
 
 def _error(page, script, args):
