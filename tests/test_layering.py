@@ -68,6 +68,8 @@ COMPUTED_IMPORTS: dict[str, str] = {
     # a device's server imports the package that registers what its sessions need
     # (``--device vta``: tvmpy.vta's module loader), named in server.DEVICE_MODULES
     "tvmpy.rpc.server": "server.DEVICE_MODULES: the package a device's server needs (tvmpy.vta)",
+    # a GPU device type's runtime module (same package), named in gpu_module.DEVICE_MODULES
+    "tvmpy.runtime.gpu_module": "gpu_module.DEVICE_MODULES: tvmpy.runtime's device API modules",
 }
 
 

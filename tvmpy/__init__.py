@@ -27,6 +27,7 @@ _LAZY_ATTRS = {
     "opencl": ("runtime", "opencl"),
     "cl": ("runtime", "cl"),
     "vulkan": ("runtime", "vulkan"),
+    "webgpu": ("runtime", "webgpu"),
     "device": ("runtime", "device"),
     "Device": ("runtime", "Device"),
     "context": ("runtime", "device"),  # v0.6/0.7 name of tvm.device

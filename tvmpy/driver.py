@@ -134,6 +134,8 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
             from .codegen.opencl import build as build_gpu
         elif tgt.kind == "vulkan":
             from .codegen.vulkan import build as build_gpu
+        elif tgt.kind == "webgpu":
+            from .codegen.webgpu import build as build_gpu
         else:
             from .codegen.cuda import build as build_gpu
         return build_gpu(mod, tgt)

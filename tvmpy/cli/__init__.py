@@ -10,6 +10,7 @@
     tvmpy demo [--model resnet18] [--image 224]  # no files: built-in model, check, latency table
     tvmpy fuzz --seconds 600 --seed 0 --jobs 2   # random models through every oracle that applies
     tvmpy quantize model.onnx --calibration data.npz -o model.int8.so   # int8 (relay.quantize)
+    tvmpy serve-demo [--port 8000]   # the web demo (web/demo/): wasm + WebGPU in the browser
 
 ``compile`` builds for the graph executor (one static schedule; dims may be expressions of the
 input dims) unless ``relay.build_module.vm_reason`` says it cannot run the model (control flow,
@@ -34,7 +35,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import bench, compile, demo, quantize, run, tune
+from . import bench, compile, demo, quantize, run, serve_demo, tune
 from ._common import CliError, ProgressBar, parse_input_args, parse_shape_args
 
 __all__ = ["main", "ProgressBar", "parse_shape_args", "parse_input_args"]
@@ -44,7 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tvmpy", description="tvmpy: compile an ONNX model to one "
                                 "deployable library, run it, time it.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (compile, quantize, run, bench, tune, demo):
+    for command in (compile, quantize, run, bench, tune, demo, serve_demo):
         command.add_parser(sub)
 
     from ..testing.fuzz import cli as fuzz_cli

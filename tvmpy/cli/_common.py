@@ -215,7 +215,7 @@ def _compile_vm(mod: Any, params: Any, opt_level: int, target: str, tuning_log: 
 
     from .. import relay, transform
 
-    if any(k in target.split()[0] for k in ("opencl", "cuda", "vulkan", "metal")) or \
+    if any(k in target.split()[0] for k in ("opencl", "cuda", "vulkan", "metal", "webgpu")) or \
             "-mtriple=wasm" in target:
         raise CliError(f"this model needs the virtual machine, which runs on the host CPU only; "
                        f"target {target!r} is not supported for it (use an 'llvm ...' target)")

@@ -59,9 +59,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     model = _load_onnx(args.model)
     # symbolic dims not given stay symbolic: one library serves every size (relay.Any)
-    wasm = "-mtriple=wasm" in args.target
+    wasm = "-mtriple=wasm" in args.target or args.target.split()[0] == "webgpu"
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape), symbolic=not wasm)
-    ext = ".wasm" if "-mtriple=wasm" in args.target else ".so"  # WebAssembly: runtime/wasm.py
+    ext = ".wasm" if wasm else ".so"  # WebAssembly: runtime/wasm.py; webgpu: the web artefact
     out = args.output or os.path.splitext(args.model)[0] + ext
     _check_output(out)
     mod, params = compare.import_onnx(model, shapes)

@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     feeds = parse_input_args(args.input)
     lib = runtime.load_module(args.model)
     devices = {"cpu": runtime.cpu, "opencl": runtime.opencl, "cuda": runtime.cuda,
-               "vulkan": runtime.vulkan}
+               "vulkan": runtime.vulkan, "webgpu": runtime.webgpu}
     if isinstance(lib, VMExecutableModule) and args.device != "cpu":
         raise CliError(f"{args.model} is a virtual machine executable, which runs on the CPU "
                        f"only (not --device {args.device})")
@@ -175,9 +175,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--output", metavar="OUT.npz", help="save the outputs (output0, output1, ...)")
     r.add_argument("--repeat", type=int, default=1,
                    help="run this many times and report the best warm time (default 1)")
-    r.add_argument("--device", choices=("cpu", "opencl", "cuda", "vulkan"), default="cpu",
+    r.add_argument("--device", choices=("cpu", "opencl", "cuda", "vulkan", "webgpu"), default="cpu",
                    help="where the graph's tensors live and run (a model compiled with "
-                        "--target opencl/cuda/vulkan: that device; default cpu)")
+                        "--target opencl/cuda/vulkan/webgpu: that device; default cpu)")
     r.add_argument("--profile", type=int, default=0, metavar="N",
                    help="list the N slowest kernels (graph executor) or segments and kernels "
                         "(virtual machine), median of 10 runs (default 0)")

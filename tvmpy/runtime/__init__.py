@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from . import ndarray
 from .concurrency import ConcurrentUseError
-from .device import Device, cl, cpu, cuda, device, gpu, opencl, vulkan
+from .device import Device, cl, cpu, cuda, device, gpu, opencl, vulkan, webgpu
 from .enabled import enabled as enabled  # TVM's tvm.runtime.enabled(target)
 from .evaluator import BenchmarkResult
 from .function import Function
@@ -38,7 +38,7 @@ from .packed_func import (
 )
 from .param_dict import load_param_dict, save_param_dict
 
-__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "vulkan", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
+__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "vulkan", "webgpu", "device", "NDArray", "Module", "Function", "load_module", "ndarray",
            "BenchmarkResult", "save_param_dict", "load_param_dict", "ConcurrentUseError",
            "PackedFunc", "convert", "convert_to_tvm_func", "get_global_func", "register_func",
            "list_global_func_names", "remove_global_func"]

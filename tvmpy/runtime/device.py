@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "vulkan", "device", "DEVICE_TYPES", "kDLCPU",
+__all__ = ["Device", "cpu", "cuda", "gpu", "opencl", "cl", "vulkan", "webgpu", "device", "DEVICE_TYPES", "kDLCPU",
            "kDLCUDA", "kDLOpenCL"]
 
 kDLCPU = 1
 kDLCUDA = 2
 kDLOpenCL = 4
 kDLVulkan = 7
+kDLWebGPU = 15
 
 # DLPack device type codes (dlpack.h) and the names TVM accepts for them
 DEVICE_TYPES: dict[str, int] = {
@@ -28,9 +29,10 @@ DEVICE_TYPES: dict[str, int] = {
     "vpi": 9,
     "rocm": 10,
     "ext_dev": 12,
+    "webgpu": 15,
 }
 _NAME_OF = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
-            10: "rocm", 12: "ext_dev"}
+            10: "rocm", 12: "ext_dev", 15: "webgpu"}
 
 
 class Device:
@@ -147,6 +149,11 @@ cl = opencl
 def vulkan(dev_id: int = 0) -> Device:
     """A Vulkan device (DLPack kDLVulkan = 7); the runtime backing is the Vulkan runtime module's."""
     return Device(kDLVulkan, dev_id)
+
+
+def webgpu(dev_id: int = 0) -> Device:
+    """A WebGPU adapter (DLPack kDLWebGPU = 15); from Python the runtime is wgpu-py's."""
+    return Device(kDLWebGPU, dev_id)
 
 
 def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:

@@ -57,5 +57,7 @@ def enabled(target: str) -> bool:
         return _has_module("pyopencl")
     if kind == "vulkan":
         return _has_module("vulkan")
+    if kind == "webgpu":
+        return _has_module("wgpu")
     # tvmpy's numpy interpreter and its RPC (tvmpy.rpc, pure Python) need nothing more
     return kind in ("interp", "rpc")

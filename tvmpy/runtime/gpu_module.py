@@ -22,6 +22,7 @@ and the host module that evaluates a launch plan (``codegen/gpu_source.py``'s JS
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import threading
@@ -41,6 +42,13 @@ __all__ = ["DeviceNDArray", "device_api", "register_device_api", "GPUHostModule"
            "GPUDeviceModule", "load_device_file"]
 
 _APIS: dict[int, Any] = {}
+#: DLPack device type -> the runtime module (in this package) that registers its device API
+DEVICE_MODULES: dict[int, str] = {
+    4: "opencl_module",
+    2: "cuda_module",
+    7: "vulkan_module",
+    15: "webgpu_module",
+}
 
 
 def register_device_api(device_type: int, api: Any) -> None:
@@ -52,16 +60,13 @@ def device_api(dev: Device) -> Any:
     """The device API of ``dev`` (its runtime module is imported on first use)."""
     api = _APIS.get(dev.device_type)
     if api is None:
-        if dev.device_type == 4:
-            from . import opencl_module  # noqa: F401  (registers itself)
-        elif dev.device_type == 2:
-            from . import cuda_module  # noqa: F401  (registers itself)
-        elif dev.device_type == 7:
-            from . import vulkan_module  # noqa: F401  (registers itself)
+        module = DEVICE_MODULES.get(dev.device_type)
+        if module is not None:
+            importlib.import_module(f"{__package__}.{module}")  # registers itself
         api = _APIS.get(dev.device_type)
     if api is None:
         raise ValueError(f"no memory allocator for {dev}: this tvmpy has no runtime for it "
-                         "(GPUs: tvm.opencl(0), tvm.cuda(0), tvm.vulkan(0))")
+                         "(GPUs: tvm.opencl(0), tvm.cuda(0), tvm.vulkan(0), tvm.webgpu(0))")
     return api
 
 
@@ -570,7 +575,7 @@ class GPUHostModule(Module):
         super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
                          lib_path=lib_path)
         self.api_name = api_name
-        self.device_type = {"opencl": 4, "cuda": 2, "vulkan": 7}[api_name]
+        self.device_type = {"opencl": 4, "cuda": 2, "vulkan": 7, "webgpu": 15}[api_name]
         self.device = Device(self.device_type, 0)
         self.plan = plan
         self.device_module: GPUDeviceModule | None = None
@@ -628,6 +633,17 @@ class GPUHostModule(Module):
     @property
     def api(self) -> Any:
         return device_api(self.device)
+
+    def export_library(self, file_name: str, fcompile: Any = None, addons: Any = None,
+                       workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """As :meth:`Module.export_library`; a webgpu module is written as the web artefact
+        (one ``.wasm``, docs/WEB_ARTEFACT.md; ``fallback=``: a wasm32 build of the same code)."""
+        if self.api_name == "webgpu":
+            from .webgpu_artefact import export_kernels
+
+            export_kernels(self, file_name, kwargs.pop("fallback", None))
+            return
+        super().export_library(file_name, fcompile, addons, workspace_dir, **kwargs)
 
     def _find(self, name: str) -> Any:  # a GPUFunction (duck-typed as a Function)
         entry = self._gpu_funcs.get(name)

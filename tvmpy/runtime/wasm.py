@@ -38,6 +38,7 @@ from .module import Module
 from .ndarray import ALIGNMENT
 
 __all__ = ["WasmModule", "WasmFunction", "WasmInstance", "load_wasm", "is_wasm", "strip_custom_sections",
+           "factory_bytes",
            "custom_section", "read_custom_sections", "WASM_MAGIC", "METADATA_SECTION",
            "PARAMS_SECTION"]
 
@@ -507,22 +508,33 @@ def _write(file_name: str, data: bytes) -> None:
 def export_factory(factory: Any, file_name: str) -> None:
     """Write a graph executor factory whose library is a :class:`WasmModule` as one ``.wasm``:
     the code, the graph JSON (metadata) and the parameters (custom sections)."""
+    _write(file_name, factory_bytes(factory))
+
+
+def factory_bytes(factory: Any) -> bytes:
+    """The ``.wasm`` bytes of a graph executor factory whose library is a :class:`WasmModule`."""
     from .param_dict import save_param_dict
 
     lib = factory.get_lib()
     meta = {k: v for k, v in factory._meta.items() if k != "imports"}
     meta["type_key"] = factory.type_key
-    _write(file_name, lib.wasm_bytes(meta, save_param_dict(factory.params)))
+    return bytes(lib.wasm_bytes(meta, save_param_dict(factory.params)))
 
 
-def load_wasm(path: str) -> Module:
-    """Load a ``.wasm`` written by ``export_library`` (a kernel module or a graph module)."""
+def load_wasm(path: str, webgpu: bool = True) -> Module:
+    """Load a ``.wasm`` written by ``export_library`` (a kernel module or a graph module); a
+    webgpu web artefact (runtime/webgpu_artefact.py) loads as its WebGPU module unless
+    ``webgpu`` is False (then its wasm32 CPU fallback)."""
     with open(path, "rb") as fh:
         data = fh.read()
     try:
         sections = read_custom_sections(data)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+    if webgpu and "tvmpy.webgpu" in sections:
+        from .webgpu_artefact import load_artefact
+
+        return load_artefact(path)
     if METADATA_SECTION not in sections:
         raise ValueError(f"{path} is a WebAssembly module but not a tvmpy one (no "
                          f"{METADATA_SECTION!r} custom section)")

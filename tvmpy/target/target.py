@@ -37,21 +37,26 @@ from .cpu_features import (
 __all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
            "host_arch", "triple_arch", "arm_cpu"]
 
-_KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx", "ext_dev")
-_KINDS += ("vulkan",)  # ext_dev: VTA (tvmpy.vta.build)
+_KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx", "ext_dev")  # ext_dev: VTA (tvmpy.vta.build)
+_KINDS += ("vulkan",)  # SPIR-V compute shaders (codegen/vulkan.py), run through the vulkan binding
+_KINDS += ("webgpu",)  # WGSL compute shaders (codegen/webgpu.py), run on wgpu-py
 #: GPU kinds: device code for a GPU, host code on ``Target.host`` (default llvm)
 GPU_KINDS = ("opencl", "cuda", "nvptx")
 GPU_KINDS += ("vulkan",)
+GPU_KINDS += ("webgpu",)
 #: ``num_cores`` of a target for another architecture when ``-num-cores`` is not given
 FOREIGN_NUM_CORES = 4
 # the dispatch keys of a kind (``generic_func`` overrides; ``-keys=`` replaces them)
 _DEFAULT_KEYS = {"llvm": ("cpu",), "c": ("cpu",), "opencl": ("opencl", "gpu"),
                  "cuda": ("cuda", "gpu"), "nvptx": ("nvptx", "cuda", "gpu")}
+_DEFAULT_KEYS["webgpu"] = ("webgpu", "gpu")
 # GPU limits of a kind: max_num_threads, thread_warp_size, max_shared_memory_per_block (bytes)
 _GPU_DEFAULTS = {"opencl": (256, 1, 48 * 1024), "cuda": (1024, 32, 48 * 1024),
                  "nvptx": (1024, 32, 48 * 1024)}
 _DEFAULT_KEYS["vulkan"] = ("vulkan", "gpu")  # SPIR-V (codegen/vulkan.py)
 _GPU_DEFAULTS["vulkan"] = (256, 1, 32 * 1024)  # TVM's vulkan defaults
+# WebGPU's guaranteed limits: maxComputeInvocationsPerWorkgroup, maxComputeWorkgroupStorageSize
+_GPU_DEFAULTS["webgpu"] = (256, 1, 16 * 1024)
 
 
 def host_cpu_features() -> str:

@@ -125,11 +125,19 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
             from ...codegen.opencl import build as build_gpu
         elif tgt.kind == "vulkan":
             from ...codegen.vulkan import build as build_gpu  # type: ignore[no-redef]
+        elif tgt.kind == "webgpu":
+            from ...codegen.webgpu import build as build_gpu  # type: ignore[no-redef]
         else:
             from ...codegen.cuda import build as build_gpu  # type: ignore[no-redef]
         lib = build_gpu(mod, tgt)
     except Exception as e:  # noqa: BLE001
         raise DeviceCodegenError(f"{type(e).__name__}: {e}") from e
+    if tgt.kind == "webgpu":  # the web artefact (load_module knows it by its wasm magic)
+        from ...runtime.webgpu_artefact import artefact_bytes
+
+        with open(path, "wb") as f:
+            f.write(artefact_bytes(lib))
+        return
     lib.export_library(path)
 
 

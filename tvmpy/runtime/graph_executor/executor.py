@@ -14,6 +14,7 @@ import numpy as np
 from ..concurrency import ADVICE, ConcurrentUseError, SharedUse
 from ..device import Device, cpu, kDLCPU
 from ..evaluator import BenchmarkResult, check_counts, time_calls
+from ..gpu_module import DEVICE_MODULES
 from ..graph_json import (
     GraphJSONError,
     SymbolicShape,
@@ -38,8 +39,8 @@ from .storage import (
     _zeroed_arena,
 )
 
-GPU_DEVICE_TYPES: tuple[int, ...] = (2, 4)  # DLPack kDLCUDA, kDLOpenCL: storage in device memory (gpu_module)
-GPU_DEVICE_TYPES += (7,)  # kDLVulkan (runtime/vulkan_module.py)
+# DLPack types of GPUs (kDLCUDA, kDLOpenCL, kDLWebGPU ...): storage in device memory (gpu_module)
+GPU_DEVICE_TYPES = tuple(DEVICE_MODULES)
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -115,7 +116,7 @@ class GraphExecutor:
             raise TypeError(f"dev must be a tvm Device (e.g. tvm.cpu(0)), got {type(dev).__name__}")
         if dev.device_type != kDLCPU and dev.device_type not in GPU_DEVICE_TYPES:
             raise ValueError(f"the graph executor runs on CPU devices and GPUs (tvm.opencl(0), "
-                             f"tvm.cuda(0)), not {dev}")
+                             f"tvm.cuda(0), tvm.webgpu(0)), not {dev}")
         self.device = dev
         self.lib = lib
         self._use = SharedUse("graph executor")  # the lock; threads' use (runtime/concurrency.py)

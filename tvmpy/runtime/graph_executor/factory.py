@@ -122,6 +122,10 @@ class GraphExecutorFactory(Module):
             from ..wasm import export_factory
 
             return export_factory(self, file_name)
+        if getattr(self.get_lib(), "api_name", None) == "webgpu":  # the web artefact
+            from ..webgpu_artefact import export_factory as export_web
+
+            return export_web(self, file_name, kwargs.pop("fallback", None))
         return super().export_library(file_name, fcompile, **kwargs)
 
     def _export_blobs(self, meta: dict) -> dict[str, bytes]:
