@@ -65,7 +65,8 @@ def test_cross_thread_reduction(rows, cols):
         s[T].bind(ki, te.thread_axis("threadIdx.x"))
         s[T].bind(T.op.axis[0], te.thread_axis("blockIdx.x"))
     f = tvm.build(s, [A, B, M], "webgpu")
-    src = f.imported_modules[0].get_source()
+    src = f.imported_modules[0].get_source("wgsl")
+    assert src.count("@compute") == 2
     assert "workgroupBarrier()" in src and "var<workgroup>" in src
     a = np.random.default_rng(0).standard_normal((rows, cols)).astype("float32")
     b, m = np.zeros(rows, "float32"), np.zeros(rows, "float32")

@@ -495,9 +495,12 @@ class GPUDeviceModule(Module):
         self.binaries = dict(binaries or {})  # compiled images (CUDA: "ptx", "sm_90" cubin...)
         meta = {"version": 1, "entry": "", "functions": [], "source": source, "kernels": kernels,
                 "binaries": {k: base64.b64encode(v).decode() for k, v in self.binaries.items()}}
-        sources = {"cl" if api_name == "opencl" else api_name: source} if source else {}
+        sources: dict[str, Any] = {"cl" if api_name == "opencl" else api_name: source} \
+            if source else {}
         if "ptx" in self.binaries:
             sources["ptx"] = self.binaries["ptx"].decode()
+        if api_name == "webgpu" and source:  # get_source("wgsl"): every shader, one after another
+            sources["wgsl"] = lambda: "\n".join(k["wgsl"] for k in json.loads(source).values())
         super().__init__(None, meta, api_name, sources=sources, lib_path=lib_path)
         self.api_name = api_name
         self.source = source

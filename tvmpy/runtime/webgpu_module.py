@@ -31,7 +31,9 @@ _LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-s
            "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
            "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
            "max-compute-workgroups-per-dimension", "max-bindings-per-bind-group")
-_PACK = {"int32": "<i", "uint32": "<I", "float32": "<f", "int64": "<i"}  # int64: computed in i32
+# scalar arguments: 4-byte fields (int64 and the narrow ints are computed in 32 bits)
+_PACK = {"int32": "<i", "uint32": "<I", "float32": "<f", "int64": "<i", "int8": "<i",
+         "int16": "<i", "uint8": "<I", "uint16": "<I"}
 
 
 def _wgpu() -> Any:
