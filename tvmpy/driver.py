@@ -129,16 +129,9 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, na
         if target_host is not None:  # TVM's build(..., target="cuda", target_host="llvm")
             tgt = Target(str(tgt), host=target_host)
         mod = lower_gpu(funcs, tgt)
-        # codegen.opencl / codegen.cuda (nvptx too): build(mod: IRModule, target) -> Module
-        if tgt.kind == "opencl":
-            from .codegen.opencl import build as build_gpu
-        elif tgt.kind == "vulkan":
-            from .codegen.vulkan import build as build_gpu
-        elif tgt.kind == "webgpu":
-            from .codegen.webgpu import build as build_gpu
-        else:
-            from .codegen.cuda import build as build_gpu
-        return build_gpu(mod, tgt)
+        from .codegen import gpu_build
+
+        return gpu_build(tgt.kind)(mod, tgt)
     if tgt.kind == "llvm":
         from .codegen.llvm import build as build_llvm
 

@@ -121,15 +121,9 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
         raise GPULimitError("verify_gpu_code: " + "; ".join(errs))
     mod = lower_gpu([func], tgt)
     try:
-        if tgt.kind == "opencl":
-            from ...codegen.opencl import build as build_gpu
-        elif tgt.kind == "vulkan":
-            from ...codegen.vulkan import build as build_gpu  # type: ignore[no-redef]
-        elif tgt.kind == "webgpu":
-            from ...codegen.webgpu import build as build_gpu  # type: ignore[no-redef]
-        else:
-            from ...codegen.cuda import build as build_gpu  # type: ignore[no-redef]
-        lib = build_gpu(mod, tgt)
+        from ...codegen import gpu_build
+
+        lib = gpu_build(tgt.kind)(mod, tgt)
     except Exception as e:  # noqa: BLE001
         raise DeviceCodegenError(f"{type(e).__name__}: {e}") from e
     if tgt.kind == "webgpu":  # the web artefact (load_module knows it by its wasm magic)
