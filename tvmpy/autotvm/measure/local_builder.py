@@ -134,6 +134,7 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
 def _builder_handle(state: dict, msg: tuple) -> tuple:
     _, config, target = msg
     t0 = time.perf_counter()
+    c0 = _cpu_seconds()
     try:
         s, args = state["task"].instantiate(config)
         info = _arg_info(args)
@@ -151,7 +152,14 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
                 MeasureErrorNo.COMPILE_DEVICE if isinstance(e, DeviceCodegenError) else
                 MeasureErrorNo.COMPILE_HOST)
         return ("error", int(code), f"{type(e).__name__}: {e}", time.perf_counter() - t0)
-    return ("ok", path, info, time.perf_counter() - t0)
+    return ("ok", path, info, time.perf_counter() - t0, _cpu_seconds() - c0)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (the linker): a build's cost
+    that, unlike its wall time, does not grow with the load of other processes."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 # ---- parent side -------------------------------------------------------------------------------
@@ -284,6 +292,7 @@ class LocalBuilder(Builder):
         self._modules: tuple[str, ...] = ()
         self._templates: bytes | None = None
         self._workers: list[WorkerProcess] = []
+        self.cpu_times: list[float] = []  # CPU seconds of each successful build, as they finish
         self.tmp_dir = tempfile.mkdtemp(prefix="tvmpy_autotvm_build_")
         self._finalizer = weakref.finalize(self, _cleanup, self._workers, self.tmp_dir)
 
@@ -401,6 +410,7 @@ class LocalBuilder(Builder):
                 del running[w]
                 if msg[0] == "ok":
                     results[i] = BuildResult(msg[1], msg[2], 0, None, msg[3])
+                    self.cpu_times.append(msg[4])
                 else:
                     results[i] = BuildResult(None, (), msg[1], msg[2], msg[3])
                 if w.jobs_done >= self.max_builds_per_worker:
