@@ -147,7 +147,7 @@ def measure(a: argparse.Namespace) -> None:
     for name, f, args in CASES:
         task = W.make_task(f, args)
         states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
-        for rnd in range(a.rounds):
+        for _rnd in range(a.rounds):
             for par in (1, 2):
                 b = LocalBuilder(timeout=300, n_parallel=par)
                 r = LocalRunner(timeout=60)
