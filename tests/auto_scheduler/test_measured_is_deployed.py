@@ -80,3 +80,25 @@ def test_measured_build_is_the_deployed_build(tmp_path):
     # the test can fail: the context changes the code of some candidate (its padding guards are
     # partitioned away or not), so a worker ignoring the context would not match relay.build
     assert any(a != b for a, b in zip(measured["default"], measured["no LoopPartition"]))
+
+
+def test_batch_is_built_in_parallel_then_measured_with_the_reference_check():
+    import as_workloads as W
+
+    from tvmpy.auto_scheduler.measure import ProgramMeasurer
+
+    task = W.make_task(W.matmul, (17, 9, 23))  # primes: tails in every tiled loop
+    states = auto_scheduler.sample_initial_population(task, 4, seed=3)
+    builder = auto_scheduler.LocalBuilder(timeout=300, n_parallel=2)
+    m = ProgramMeasurer(task, builder, auto_scheduler.LocalRunner(timeout=60))
+    try:
+        res = m.measure(None, states)
+    finally:
+        m.close()
+    assert [r.error_no for r in res] == [0] * len(states)
+    (batch,) = m.batches
+    assert (batch.n, batch.built) == (len(states), len(states))
+    assert batch.build_wall > 0 and batch.run_wall > 0
+    # the candidates and the reference (the untransformed schedule) the runner checks them with
+    assert len(builder.cpu_times) == len(states) + 1 and all(c > 0 for c in builder.cpu_times)
+    assert builder.n_parallel == 2
