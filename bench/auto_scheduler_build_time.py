@@ -1,86 +1,256 @@
-"""Candidate build time of the auto-scheduler's random search (issue 28, point 5).
+"""Candidate build time of the auto-scheduler's search (issue 28, point 5).
 
-For a few computes, sample random annotated sketches and time, in this process and one
-candidate at a time: the replay of the steps, ``tvm.lower`` and LLVM code generation + export
-(what autotvm's LocalBuilder worker does per candidate). Prints the median and the spread
-per compute, and the share of lowering spent in LoopPartition (profiled on the slowest
-candidate). Usage: PYTHONPATH=. python bench/auto_scheduler_build_time.py [--n 20]
+For five computes (matmul, conv2d+bias+relu, depthwise, softmax, a fused elementwise chain),
+sample random annotated sketches (``sample_initial_population``) and report, per compute:
 
-``--ab``: build every candidate twice in the same run, with LoopPartition unbounded
-(``tir.LoopPartition.max_growth=None``, the pass before its budget) and with the default
-budget, and print both (median and worst per compute, and the lowering / LLVM split).
+1. ``phases`` (default): one candidate at a time in this process, the CPU seconds of each step
+   of a build (replay of the steps, ``lower_primfunc`` with LoopPartition's share, LLVM IR
+   generation, LLVM O3, object emission), the wall time of linking the exported library
+   (``cc -shared``, its CPU time too) and of loading it: what to optimise.
+2. ``measure`` (default): the search's real path, ``ProgramMeasurer`` with ``LocalBuilder``
+   worker processes and ``LocalRunner`` (reference check on), the same candidates measured with
+   ``n_parallel=1`` (one build at a time: "before") and ``n_parallel=2`` (a batch built by two
+   workers, then measured one at a time: "after"), interleaved per compute in the same run.
+   Per-build latency (median / p90 of the worker's wall time per build), the worker's CPU
+   seconds per build (less sensitive to load), batch throughput (candidates built per second
+   of the batch's build wall time) and the sequential measurement time per candidate.
+
+``--pipelines``: cheaper pipelines for measurement builds, A/B against the default on the same
+candidates: LoopPartition budget 2x (``tir.LoopPartition.max_growth``), LoopPartition off, LLVM
+O2: build CPU seconds and the kernel's time relative to the default build's (geometric mean,
+worst). ``--ab``: LoopPartition unbounded vs budgeted (z-looppart's comparison).
+
+Usage: ``env -u PYTHONDONTWRITEBYTECODE PYTHONPATH=. python bench/auto_scheduler_build_time.py
+[--n 16] [--modes phases,measure] [--pipelines] [--ab]``. The machine is shared: wall figures
+are "under load"; compare the CPU-second columns across runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import os
-import pstats
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "auto_scheduler"))
 
 import as_workloads as W  # noqa: E402
+import numpy as np  # noqa: E402
 
+import tvmpy as tvm  # noqa: E402
 from tvmpy import auto_scheduler  # noqa: E402
 from tvmpy.autotvm.measure.local_builder import _build_library  # noqa: E402
 
 CASES = [("matmul 128", W.matmul, (128, 128, 128)),
          ("conv2d+bias+relu 1x64x28x28 k3", W.conv2d_bias_relu, (1, 28, 28, 64, 64, 3, 3, 1, 1)),
          ("depthwise 1x64x56x56 k3", W.depthwise_conv, (1, 64, 56, 56, 3, 1)),
-         ("softmax 128x1000", W.softmax, (128, 1000))]
+         ("softmax 128x1000", W.softmax, (128, 1000)),
+         ("elementwise chain 512x512", W.elementwise, (512, 512))]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--ab", action="store_true", help="unbounded vs budgeted LoopPartition")
-    a = ap.parse_args()
-    if a.ab:
-        return ab(a)
+def _p90(xs: Sequence[float]) -> float:
+    return float(np.percentile(list(xs), 90)) if xs else float("nan")
+
+
+def _med(xs: Sequence[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+# ---- 1. per-phase profile ---------------------------------------------------------------------
+def phases(a: argparse.Namespace) -> None:
+    from tvmpy.codegen import llvm as L
+    from tvmpy.driver import lower_primfunc
+    from tvmpy.runtime.module import load_module
+    from tvmpy.target import as_target
+    from tvmpy.tir.transform import loop_partition as lp
+
+    lp_time = [0.0]
+    orig = lp.loop_partition_func
+
+    def timed_lp(*args: Any, **kw: Any) -> Any:
+        t0 = time.process_time()
+        try:
+            return orig(*args, **kw)
+        finally:
+            lp_time[0] += time.process_time() - t0
+
+    lp.loop_partition_func = timed_lp  # LoopPartition() looks the function up when it is built
+    tgt = as_target("llvm")
     tmp = tempfile.mkdtemp()
-    all_times = []
+    keys = ["replay", "lower", "LoopPartition", "IR gen", "O3", "object", "link", "link cpu",
+            "load", "total"]
+    print("per-phase, one candidate at a time in this process: CPU ms (link, load: wall ms), "
+          "medians")
+    print(f"{'compute':34s} " + " ".join(f"{k:>13s}" for k in keys) + "  IR lines")
+    try:
+        for name, f, args in CASES:
+            task = W.make_task(f, args)
+            states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
+            rows: dict[str, list[float]] = {k: [] for k in keys}
+            lines = []
+            for k, s in enumerate(states):
+                lp_time[0] = 0.0
+                t = [time.process_time()]
+                sch, targs = task.compute_dag.apply_steps_from_state(s)
+                t.append(time.process_time())
+                fn = lower_primfunc(sch, targs, "default_function", target=tgt)
+                t.append(time.process_time())
+                tm, triple, cpu, feat = L._target_machine(tgt)
+                cg = L._generate([fn], tm, triple, cpu, feat)
+                text = cg.text()
+                t.append(time.process_time())
+                mod = L._optimize(text, tm, cg.imported_llvm)
+                t.append(time.process_time())
+                tm.emit_object(mod)
+                t.append(time.process_time())
+                m = L.build([fn], tgt, load=False)  # compiled again: linking needs a Module
+                path = os.path.join(tmp, f"c{k}.so")
+                c0, w0 = os.times(), time.perf_counter()
+                m.export_library(path)
+                c1, w1 = os.times(), time.perf_counter()
+                load_module(path)
+                w2 = time.perf_counter()
+                for key, x, y in zip(["replay", "lower", "IR gen", "O3", "object"], t, t[1:]):
+                    rows[key].append(y - x)
+                rows["LoopPartition"].append(lp_time[0])
+                rows["link"].append(w1 - w0)
+                rows["link cpu"].append(c1.children_user + c1.children_system + c1.user
+                                        + c1.system - c0.children_user - c0.children_system
+                                        - c0.user - c0.system)
+                rows["load"].append(w2 - w1)
+                rows["total"].append(t[-1] - t[0] + rows["link"][-1] + rows["load"][-1])
+                lines.append(text.count("\n"))
+            print(f"{name:34s} " + " ".join(f"{1e3 * _med(rows[k]):13.0f}" for k in keys)
+                  + f"  {int(_med(lines))}", flush=True)
+    finally:
+        lp.loop_partition_func = orig
+
+
+# ---- 2. the search's measurement path ---------------------------------------------------------
+def measure(a: argparse.Namespace) -> None:
+    from tvmpy.auto_scheduler.measure import LocalBuilder, LocalRunner, ProgramMeasurer
+
+    print(f"\nProgramMeasurer + LocalBuilder + LocalRunner (reference check on), {a.n} candidates "
+          f"per compute, one batch; n_parallel 1 ('before') and 2 ('after') interleaved")
+    print(f"{'compute':34s} {'workers':>7s} {'build med':>9s} {'p90':>6s} {'cpu med':>8s} "
+          f"{'p90':>6s} {'cand/s':>7s} {'s/cand':>7s} {'run s/cand':>10s}")
+    agg: dict[int, dict[str, list[float]]] = {}
     for name, f, args in CASES:
         task = W.make_task(f, args)
         states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
-        rows = []
+        for _rnd in range(a.rounds):
+            for par in (1, 2):
+                b = LocalBuilder(timeout=300, n_parallel=par)
+                r = LocalRunner(timeout=60)
+                m = ProgramMeasurer(task, b, r)
+                try:
+                    m.measure(None, states[:par])  # start the workers and the reference
+                    b.cpu_times.clear()
+                    m.build_times.clear()
+                    m.batches.clear()
+                    res = m.measure(None, states)
+                finally:
+                    m.close()
+                bad = [x for x in res if x.error_no != 0]
+                if bad:
+                    print(f"  {len(bad)} candidates failed: {bad[0].error_msg[:200]}")
+                st = m.batches[-1]
+                g = agg.setdefault(par, {"lat": [], "cpu": [], "wall": [], "n": [], "run": []})
+                g["lat"] += m.build_times
+                g["cpu"] += b.cpu_times
+                g["wall"].append(st.build_wall)
+                g["n"].append(st.built)
+                g["run"].append(st.run_wall)
+                print(f"{name:34s} {par:7d} {_med(m.build_times):9.3f} {_p90(m.build_times):6.2f} "
+                      f"{_med(b.cpu_times):8.3f} {_p90(b.cpu_times):6.2f} "
+                      f"{st.built / st.build_wall:7.2f} {st.build_wall / max(1, st.built):7.3f} "
+                      f"{st.run_wall / st.n:10.3f}", flush=True)
+    for par, g in agg.items():
+        n = sum(g["n"])
+        print(f"{'ALL':34s} {par:7d} {_med(g['lat']):9.3f} {_p90(g['lat']):6.2f} "
+              f"{_med(g['cpu']):8.3f} {_p90(g['cpu']):6.2f} {n / sum(g['wall']):7.2f} "
+              f"{sum(g['wall']) / n:7.3f} {sum(g['run']) / n:10.3f}")
+
+
+# ---- --pipelines: cheaper measurement builds, A/B -----------------------------------------------
+def _o2_build(sch: Any, targs: Any, path: str) -> None:
+    """The default build with LLVM's O2 pipeline instead of O3."""
+    from tvmpy.codegen import llvm as L
+
+    orig = L._optimize
+
+    def o2(text: str, tm: Any, imported: Sequence[str] = (), **kw: Any) -> Any:
+        import llvmlite.binding as llvm
+
+        ctx = llvm.create_context()
+        mod = llvm.parse_assembly(text, context=ctx)
+        mod.verify()
+        pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
+        pb.getModulePassManager().run(mod, pb)
+        return mod
+
+    L._optimize = o2  # type: ignore[assignment]
+    try:
+        _build_library(sch, targs, "llvm", path)
+    finally:
+        L._optimize = orig  # type: ignore[assignment]
+
+
+def pipelines(a: argparse.Namespace) -> None:
+    from tvmpy.runtime.module import load_module
+
+    variants: dict[str, Callable[[Any, Any, str], None]] = {
+        "default": lambda s, t, p: _build_library(s, t, "llvm", p),
+        "LP budget 2x": lambda s, t, p: _with_ctx({"tir.LoopPartition.max_growth": 2}, [], s, t, p),
+        "LP off": lambda s, t, p: _with_ctx({}, ["LoopPartition"], s, t, p),
+        "LLVM O2": _o2_build,
+    }
+    tmp = tempfile.mkdtemp()
+    dev = tvm.cpu(0)
+    print("\ncheaper measurement pipelines vs the default, same candidates: build CPU s median, "
+          "kernel time / default kernel time (geomean, worst)")
+    for name, f, args in CASES:
+        task = W.make_task(f, args)
+        states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
+        cpu: dict[str, list[float]] = {v: [] for v in variants}
+        kt: dict[str, list[float]] = {v: [] for v in variants}
+        rng = np.random.default_rng(0)
         for k, s in enumerate(states):
-            t0 = time.perf_counter()
-            sch, targs = task.compute_dag.apply_steps_from_state(s)
-            t1 = time.perf_counter()
-            _build_library(sch, targs, "llvm", os.path.join(tmp, f"c{k}.so"))
-            t2 = time.perf_counter()
-            rows.append((t2 - t0, t1 - t0, s))
-        times = sorted(r[0] for r in rows)
-        all_times += times
-        print(f"{name:34s} n={len(times):3d}  median {statistics.median(times):.3f} s  "
-              f"min {times[0]:.3f}  max {times[-1]:.3f}  (replay {statistics.median(r[1] for r in rows) * 1e3:.1f} ms)")
-        worst = max(rows, key=lambda r: r[0])[2]
-        sch, targs = task.compute_dag.apply_steps_from_state(worst)
-        prof = cProfile.Profile()
-        prof.enable()
-        import tvmpy as tvm
-
-        tvm.lower(sch, targs)
-        prof.disable()
-        st = pstats.Stats(prof)
-        total = sum(v[3] for k, v in st.stats.items() if k[2] == "lower")  # type: ignore[attr-defined]
-        lp = sum(v[3] for k, v in st.stats.items() if k[2] == "loop_partition_func")  # type: ignore[attr-defined]
-        if total:
-            print(f"{'':34s} slowest candidate: lower {total:.2f} s, LoopPartition {lp:.2f} s "
-                  f"({100 * lp / total:.0f}%)")
-    print(f"ALL n={len(all_times)} median {statistics.median(all_times):.3f} s")
+            for v, fn in variants.items():
+                sch, targs = task.compute_dag.apply_steps_from_state(s)
+                path = os.path.join(tmp, f"c{k}_{len(cpu[v])}_{v.replace(' ', '_')}.so")
+                c0 = _cpu()
+                fn(sch, targs, path)
+                cpu[v].append(_cpu() - c0)
+                mod = load_module(path)
+                arrs = [tvm.nd.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype),
+                                     dev) for t in targs]
+                ev = mod.time_evaluator(mod.entry_name, dev, number=5, repeat=5)
+                kt[v].append(min(ev(*arrs).results))
+        for v in variants:
+            ratio = np.array(kt[v]) / np.array(kt["default"])
+            print(f"{name:34s} {v:13s} build cpu {_med(cpu[v]):.3f} s  kernel x"
+                  f"{float(np.exp(np.mean(np.log(ratio)))):.2f} (worst x{ratio.max():.2f})",
+                  flush=True)
 
 
+def _with_ctx(cfg: dict, disabled: list[str], sch: Any, targs: Any, path: str) -> None:
+    with tvm.transform.PassContext(config=cfg, disabled_pass=disabled):
+        _build_library(sch, targs, "llvm", path)
+
+
+# ---- --ab: LoopPartition unbounded vs budgeted ------------------------------------------------
 def ab(a: argparse.Namespace) -> None:
     """Each candidate lowered, then built (lowering + LLVM + export), under both settings."""
-    import tvmpy as tvm
-
     tmp = tempfile.mkdtemp()
     modes = {"unbounded": None, "budget": "default"}
     total: dict[str, list[float]] = {m: [] for m in modes}
@@ -112,6 +282,29 @@ def ab(a: argparse.Namespace) -> None:
     for mode in modes:
         print(f"ALL {mode:9s} n={len(total[mode])} median {statistics.median(total[mode]):.3f} s"
               f"  max {max(total[mode]):.3f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=16, help="candidates per compute")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1, help="measure: rounds of the 1/2 pair")
+    ap.add_argument("--modes", default="phases,measure")
+    ap.add_argument("--pipelines", action="store_true", help="cheaper pipelines, A/B")
+    ap.add_argument("--ab", action="store_true", help="unbounded vs budgeted LoopPartition")
+    a = ap.parse_args()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+          f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
+    if a.ab:
+        return ab(a)
+    if a.pipelines:
+        return pipelines(a)
+    modes = a.modes.split(",")
+    if "phases" in modes:
+        phases(a)
+    if "measure" in modes:
+        measure(a)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

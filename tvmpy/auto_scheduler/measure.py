@@ -6,6 +6,14 @@ config is the state's list of step records; the build worker replays the steps o
 (``instantiate``). autotvm's ``LocalRunner`` checks every candidate against the reference
 outputs of the task's untransformed schedule (``config_space.get(0)`` is the empty history),
 so a wrong schedule is ``WRONG_ANSWER``, never a fast record.
+
+A batch is built in parallel (the builder's ``n_parallel`` worker processes, default one per
+CPU), then measured one candidate at a time in the runner's process (never two measurements at
+once). :attr:`ProgramMeasurer.batches` keeps each batch's wall times (bench/
+auto_scheduler_build_time.py reports latency and candidates per second from them). The build
+a candidate is measured with is the build ``relay.build`` gives its schedule under
+``ApplyHistoryBest``: the same replayed steps, ``lower_primfunc`` pipeline and LLVM O3 (cheaper
+pipelines were measured and rejected: see bench/RESULTS.md, issue 28 point 5).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Any, NamedTuple
 
 from ..autotvm.measure import measure as atm
 
-__all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "ProgramMeasurer",
+__all__ = ["MeasureInput", "MeasureResult", "MeasureErrorNo", "ProgramMeasurer", "BatchStats",
            "LocalBuilder", "LocalRunner"]
 
 MeasureErrorNo = atm.MeasureErrorNo
@@ -130,6 +138,16 @@ class _MeasureTask:
         self.config_space = _Space()
 
 
+class BatchStats(NamedTuple):
+    """One measured batch: its size, the successful builds, the wall seconds of the (parallel)
+    build and of the (sequential) runs."""
+
+    n: int
+    built: int
+    build_wall: float
+    run_wall: float
+
+
 class ProgramMeasurer:
     """Build and run states in batches; call the measure callbacks with each batch."""
 
@@ -145,6 +163,7 @@ class ProgramMeasurer:
         self._mtask = _MeasureTask(task)
         self._batch = atm.create_measure_batch(self._mtask, atm.measure_option(builder, runner))
         self.build_times: list[float] = []
+        self.batches: list[BatchStats] = []
         self.best_cost = float("inf")
         self.best_state: Any = None
         self.ct = 0
@@ -155,9 +174,13 @@ class ProgramMeasurer:
                                     [st.to_record() for st in s.transform_steps]) for s in states]
         builder = self._batch.builder  # type: ignore[attr-defined]
         runner = self._batch.runner  # type: ignore[attr-defined]
+        t0 = time.perf_counter()
         bres = builder.build(ainputs)
+        t1 = time.perf_counter()
         self.build_times += [b.time_cost for b in bres if b.error_no == 0]
         ares = runner.run(ainputs, bres)
+        self.batches.append(BatchStats(len(states), sum(b.error_no == 0 for b in bres), t1 - t0,
+                                       time.perf_counter() - t1))
         results = []
         for s, r in zip(states, ares):
             msg = "" if r.error_no == 0 else str(r.costs[0])

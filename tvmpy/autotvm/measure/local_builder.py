@@ -14,7 +14,10 @@ loads. Outcomes:
 - no answer within ``timeout`` seconds -> ``BUILD_TIMEOUT``: the worker is killed and replaced.
 
 Workers are recycled after ``max_builds_per_worker`` builds (LLVM keeps memory per module), and
-are kept between batches of the same task. A worker registers the task's template by importing
+are kept between batches of the same task. Each build runs under the PassContext that is
+current when ``build`` is called (its opt level, required/disabled passes and config, e.g.
+``tir.LoopPartition.max_growth``), as ``relay.build`` compiles its kernels under its own: a
+candidate is measured as it will be deployed. A worker registers the task's template by importing
 the module that defines it; a template defined in the user's ``__main__`` (a tuning script, a
 notebook) or in a closure is sent by value with cloudpickle instead, so a script written at
 module top level tunes without ``if __name__ == "__main__":``.
@@ -29,6 +32,7 @@ import pickle
 import shutil
 import tempfile
 import time
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -135,9 +139,31 @@ def _build_gpu(s: Any, args: Sequence[Any], tgt: Any, path: str) -> None:
     lib.export_library(path)
 
 
+def _enter_pass_context(state: dict, ctx_bytes: bytes | None) -> None:
+    """Build under the parent's PassContext (sent with each request; entered again only when
+    it changes): a candidate is measured with the passes and options ``relay.build`` under the
+    same context compiles it with."""
+    if ctx_bytes == state.get("ctx_bytes"):
+        return
+    from ...transform import PassContext
+
+    old = state.pop("ctx", None)
+    if old is not None:
+        old.__exit__(None, None, None)
+    state["ctx_bytes"] = ctx_bytes
+    if ctx_bytes is not None:
+        opt_level, required, disabled, cfg = pickle.loads(ctx_bytes)
+        ctx = PassContext(opt_level=opt_level, required_pass=required, disabled_pass=disabled,
+                          config=cfg)
+        ctx.__enter__()
+        state["ctx"] = ctx
+
+
 def _builder_handle(state: dict, msg: tuple) -> tuple:
-    _, config, target = msg
+    _, config, target, *rest = msg
     t0 = time.perf_counter()
+    c0 = _cpu_seconds()
+    _enter_pass_context(state, rest[0] if rest else None)
     try:
         s, args = state["task"].instantiate(config)
         info = _arg_info(args)
@@ -155,7 +181,14 @@ def _builder_handle(state: dict, msg: tuple) -> tuple:
                 MeasureErrorNo.COMPILE_DEVICE if isinstance(e, DeviceCodegenError) else
                 MeasureErrorNo.COMPILE_HOST)
         return ("error", int(code), f"{type(e).__name__}: {e}", time.perf_counter() - t0)
-    return ("ok", path, info, time.perf_counter() - t0)
+    return ("ok", path, info, time.perf_counter() - t0, _cpu_seconds() - c0)
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (the linker): a build's cost
+    that, unlike its wall time, does not grow with the load of other processes."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 # ---- parent side -------------------------------------------------------------------------------
@@ -232,6 +265,27 @@ def _pickle_by_value(obj: Any, what: str) -> bytes:
                         f"({type(e).__name__}: {e})") from None
 
 
+def pass_context_bytes() -> bytes | None:
+    """The current PassContext's options (opt level, required and disabled passes, config;
+    not its instruments) as the build workers take them; None for the default context, or
+    (warned) when its config cannot be pickled."""
+    from ...transform import PassContext
+
+    ctx = PassContext.current()
+    if (ctx.opt_level, ctx.required_pass, ctx.disabled_pass, ctx.config) == (2, [], [], {}):
+        return None
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps((ctx.opt_level, list(ctx.required_pass),
+                                  list(ctx.disabled_pass), dict(ctx.config)))
+    except Exception as e:  # noqa: BLE001 - as before: the workers' default context, loudly
+        warnings.warn(f"LocalBuilder: the PassContext (config {sorted(ctx.config)}) cannot be "
+                      f"sent to the build workers ({type(e).__name__}: {e}); candidates are "
+                      f"built under the default PassContext", RuntimeWarning, stacklevel=3)
+        return None
+
+
 def _cleanup(workers: list, tmp_dir: str) -> None:
     for w in workers:
         w.kill()
@@ -288,6 +342,8 @@ class LocalBuilder(Builder):
         self._modules: tuple[str, ...] = ()
         self._templates: bytes | None = None
         self._workers: list[WorkerProcess] = []
+        self._ctx_bytes: bytes | None = None
+        self.cpu_times: list[float] = []  # CPU seconds of each successful build, as they finish
         self.tmp_dir = tempfile.mkdtemp(prefix="tvmpy_autotvm_build_")
         self._finalizer = weakref.finalize(self, _cleanup, self._workers, self.tmp_dir)
 
@@ -332,6 +388,7 @@ class LocalBuilder(Builder):
     # -- building --
     def build(self, measure_inputs: Sequence[MeasureInput]) -> list[BuildResult]:
         inputs = list(measure_inputs)
+        self._ctx_bytes = pass_context_bytes()
         results: list[BuildResult | None] = [None] * len(inputs)
         groups: dict[int, list[int]] = {}
         tasks: dict[int, Any] = {}
@@ -371,7 +428,7 @@ class LocalBuilder(Builder):
             for w in self._workers:  # dispatch
                 if pending and w.ready and w not in running:
                     i = pending.popleft()
-                    w.send(("build", inputs[i].config, str(inputs[i].target)))
+                    w.send(("build", inputs[i].config, str(inputs[i].target), self._ctx_bytes))
                     running[w] = (i, time.monotonic())
             now = time.monotonic()
             deadlines = [t0 + self.timeout for _, t0 in running.values()]
@@ -405,6 +462,7 @@ class LocalBuilder(Builder):
                 del running[w]
                 if msg[0] == "ok":
                     results[i] = BuildResult(msg[1], msg[2], 0, None, msg[3])
+                    self.cpu_times.append(msg[4])
                 else:
                     results[i] = BuildResult(None, (), msg[1], msg[2], msg[3])
                 if w.jobs_done >= self.max_builds_per_worker:
