@@ -122,17 +122,21 @@ def _tune_auto(args: argparse.Namespace) -> int:
 
 def sched_budget(total: int, log: str, tasks: Any) -> int:
     """The task scheduler counts the log's records of these tasks as trials done (resume):
-    this run's budget comes on top of them."""
+    this run's budget comes on top of them (records of another CPU are not resumed from)."""
     import json
 
     if not os.path.exists(log):
         return total
+    from ..auto_scheduler.measure_record import cpu_matches
+
     keys = {t.workload_key for t in tasks}
+    target = tasks[0].target if tasks else "llvm"
     n = 0
     with open(log) as f:
         for line in f:
             try:
-                n += json.loads(line)["i"][0][0] in keys
+                key, rec_target = json.loads(line)["i"][0][:2]
+                n += key in keys and cpu_matches(str(rec_target), target)
             except (ValueError, KeyError, TypeError, IndexError):
                 continue
     return total + n
