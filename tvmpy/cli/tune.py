@@ -98,6 +98,11 @@ def _tune_auto(args: argparse.Namespace) -> int:
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
     mod, params = compare.import_onnx(model, shapes)
     tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, args.target)
+    from ..auto_scheduler.relay_integration import format_not_tuned
+
+    skipped = format_not_tuned()  # extern kernels (LSTM/GRU recurrence), symbolic shapes...
+    if skipped:
+        print(skipped)
     if not tasks:
         print(f"{args.model}: no subgraph to tune on target {args.target!r}")
         return 0
