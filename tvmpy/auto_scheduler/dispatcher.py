@@ -2,10 +2,16 @@
 workload when ``relay.build`` runs with ``PassContext(config={"relay.backend.use_auto_scheduler":
 True})``.
 
-``ApplyHistoryBest(records)`` keeps, per (workload key, target kind), the step history of the
-fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs). Records are read
-as step lists, without building their computes: a log of relay tasks applies in a process that
-never extracted them.
+``ApplyHistoryBest(records)`` keeps, per (workload key, target kind, CPU), the step history of
+the fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs). Records are
+read as step lists, without building their computes: a log of relay tasks applies in a process
+that never extracted them.
+
+A record measured on another CPU (its target's ``-mcpu``, see ``measure_record``) is not applied
+to a build for this one (its schedule was chosen for other caches and vector units): such
+workloads keep their default schedule, and the context warns once, naming both CPUs.
+``include_compatible=True`` applies them anyway (TVM's name for records of a compatible target).
+Records without ``-mcpu`` (older logs) apply to any CPU.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import logging
 import math
 import os
 import threading
+import warnings
 from typing import Any
 
+from ..target.target import cpu_of, record_cpu
 from .measure_record import _parse
 
 __all__ = ["DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"]
@@ -58,8 +66,11 @@ class ApplyHistoryBest(DispatchContext):
     ``(MeasureInput, MeasureResult)`` pairs. ``n_lines``: read only the first lines."""
 
     def __init__(self, records: Any, n_lines: int | None = None, include_compatible: bool = False):
-        del include_compatible
-        self.best: dict[tuple[str, str], tuple[float, list]] = {}
+        self.include_compatible = include_compatible
+        # (workload key, target kind, record CPU or None) -> (mean cost, step records)
+        self.best: dict[tuple[str, str, str | None], tuple[float, list]] = {}
+        self._by_workload: dict[tuple[str, str], set[str | None]] = {}
+        self._warned = False
         self.load(records, n_lines)
 
     def load(self, records: Any, n_lines: int | None = None) -> None:
@@ -93,13 +104,37 @@ class ApplyHistoryBest(DispatchContext):
         if res.error_no != 0 or not res.costs:
             return
         c = sum(res.costs) / len(res.costs)
-        k = (key, _kind(target))
+        cpu = record_cpu(target)
+        k = (key, _kind(target), cpu)
+        self._by_workload.setdefault(k[:2], set()).add(cpu)
         if c < self.best.get(k, (math.inf, []))[0]:
             self.best[k] = (c, list(steps))
 
     def query(self, target: Any, workload_key: str) -> list | None:
-        hit = self.best.get((workload_key, _kind(target)))
-        return None if hit is None else hit[1]
+        kind = _kind(target)
+        cpus = self._by_workload.get((workload_key, kind))
+        if not cpus:
+            return None
+        mine = cpu_of(target) if kind in ("llvm", "c") else None
+        ok = [c for c in cpus if c is None or c == mine]
+        if not ok:
+            if not self.include_compatible:
+                self._warn_other_cpu(target, mine)
+                return None
+            ok = list(cpus)
+        return min((self.best[(workload_key, kind, c)] for c in ok), key=lambda h: h[0])[1]
+
+    def _warn_other_cpu(self, target: Any, mine: str | None) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        every = sorted({c for (_, k, c) in self.best if c is not None and c != mine
+                        and k == _kind(target)})
+        warnings.warn(f"auto_scheduler.ApplyHistoryBest: records tuned for CPU "
+                      f"{', '.join(repr(c) for c in every)} are not applied to this build for "
+                      f"CPU {mine!r} (target {target}): those subgraphs keep their default "
+                      "schedules. Tune on this CPU, or pass include_compatible=True to apply "
+                      "them anyway.", RuntimeWarning, stacklevel=4)
 
 
 class ApplyHistoryBestOrSample(ApplyHistoryBest):

@@ -3,6 +3,10 @@
     {"i": [[workload_key, target], [[], [step records...]]],
      "r": [[costs...], error_no, all_cost, timestamp], "v": "v0.6"}
 
+``target`` is the target as built (``target.target_as_built``: a CPU target names the CPU it
+was measured on, ``llvm -mcpu=znver4``), so a log tuned on another CPU is recognised; records
+without ``-mcpu`` (older logs) match any CPU.
+
 ``RecordToFile`` appends them as a measure callback; ``load_records`` reads them back (bad
 lines are skipped with a warning, as TVM's reader); ``load_best_record`` finds the fastest
 valid record of a workload.
@@ -16,6 +20,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..target.target import cpu_of, record_cpu, target_as_built
 from .measure import MeasureInput, MeasureResult
 
 __all__ = ["RecordToFile", "RecordReader", "load_records", "save_records", "load_best_record",
@@ -28,7 +33,7 @@ logger = logging.getLogger("auto_scheduler")
 def dump_record_to_string(inp: MeasureInput, res: MeasureResult) -> str:
     steps = [s.to_record() for s in inp.state.transform_steps]
     costs = list(res.costs) if res.error_no == 0 else []
-    return json.dumps({"i": [[inp.task.workload_key, str(inp.task.target)], [[], steps]],
+    return json.dumps({"i": [[inp.task.workload_key, target_as_built(inp.task.target)], [[], steps]],
                        "r": [costs, int(res.error_no), float(res.all_cost), float(res.timestamp)],
                        "v": LOG_VERSION})
 
@@ -110,17 +115,27 @@ def _mean(costs: Sequence[float]) -> float:
     return sum(costs) / len(costs) if costs else math.inf
 
 
-def load_best_record(filename: str, workload_key: str | None = None, target: str | None = None
+def cpu_matches(record_target: str, target: Any) -> bool:
+    """Whether a record of ``record_target`` applies to a build for ``target``: the same kind
+    and, for CPU kinds, the same CPU (a record naming no CPU, from an older log, matches)."""
+    if str(record_target).split()[0] != str(target).split()[0]:
+        return False
+    rec = record_cpu(record_target)
+    return rec is None or rec == cpu_of(target)
+
+
+def load_best_record(filename: str, workload_key: str | None = None, target: Any = None
                      ) -> tuple[MeasureInput | None, MeasureResult | None]:
     """The valid record with the smallest mean cost (of ``workload_key`` / ``target`` when
-    given); ``(None, None)`` if there is none."""
+    given: the target's kind and CPU, see :func:`cpu_matches`); ``(None, None)`` if there is
+    none."""
     best: tuple[float, MeasureInput | None, MeasureResult | None] = (math.inf, None, None)
     for inp, res in load_records(filename):
         if res.error_no != 0 or not res.costs:
             continue
         if workload_key is not None and inp.task.workload_key != workload_key:
             continue
-        if target is not None and str(inp.task.target).split()[0] != str(target).split()[0]:
+        if target is not None and not cpu_matches(str(inp.task.target), target):
             continue
         c = _mean(res.costs)
         if c < best[0]:

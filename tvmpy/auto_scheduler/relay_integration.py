@@ -6,14 +6,24 @@ its occurrences; ``schedule_fused`` is what ``relay.build`` asks, under
 schedule: the best record of the current :class:`ApplyHistoryBest`, or None (the default
 schedule).
 
+Subgraphs that are not tasks are listed, with the reason, by :func:`not_tuned` (and logged at
+INFO by ``extract_tasks``): those without a reduction (unless ``include_simple_tasks``), those
+whose compute holds an operation that is not a ``te.compute`` (``te.extern`` /
+hybrid kernels such as the LSTM/GRU recurrence ``fused_nn_rnn_scan``: their loops are written
+in the kernel, there is no loop nest for the sketch rules to transform) and those with symbolic
+shapes. They keep their default schedules.
+
 Relay sits above this layer: it registers the program walk with
 :func:`register_fused_function_extractor` when it is imported.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .compute_dag import ComputeDAG
@@ -24,15 +34,68 @@ from .transform_step import step_from_record
 from .workload_registry import register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
-           "is_auto_scheduler_enabled"]
+           "is_auto_scheduler_enabled", "NotTuned", "not_tuned", "format_not_tuned"]
+
+logger = logging.getLogger("auto_scheduler")
 
 USE_KEY = "relay.backend.use_auto_scheduler"
 _EXTRACTOR: list[Callable[..., Any]] = []
 
 
+@dataclass(frozen=True)
+class NotTuned:
+    """A fused subgraph ``extract_tasks`` made no task of: its name (``desc``), how many times
+    it runs, and why (``kind``: "simple", "extern" or "symbolic"; ``reason``: in words)."""
+
+    desc: str
+    uses: int
+    kind: str
+    reason: str
+
+
+class _Last(threading.local):
+    def __init__(self) -> None:
+        self.items: list[NotTuned] = []
+
+
+_LAST = _Last()
+
+
+def not_tuned() -> list[NotTuned]:
+    """The subgraphs the last ``extract_tasks`` of this thread left out, and why."""
+    return list(_LAST.items)
+
+
+def format_not_tuned(items: list[NotTuned] | None = None) -> str:
+    """One line per subgraph that cannot be tuned (extern kernels, symbolic shapes) and one
+    line counting those left out as simple; "" when every subgraph is a task."""
+    items = not_tuned() if items is None else items
+    lines = [f"not tunable: {i.desc} (x{i.uses}): {i.reason}; its default schedule is kept"
+             for i in items if i.kind != "simple"]
+    simple = [i for i in items if i.kind == "simple"]
+    if simple:
+        lines.append(f"not extracted: {len(simple)} subgraph(s) without a reduction (elementwise/"
+                     "injective: their default schedules inline them; include_simple_tasks=True "
+                     "makes them tasks)")
+    return "\n".join(lines)
+
+
+def _untunable(task: SearchTask) -> str | None:
+    """Why the auto-scheduler cannot schedule ``task``'s compute, or None."""
+    from ..te.tensor import ComputeOp, PlaceholderOp
+
+    other = [op for op in task.compute_dag.ops if not isinstance(op, (ComputeOp, PlaceholderOp))]
+    if not other:
+        return None
+    names = ", ".join(f"{op.name} ({type(op).__name__})" for op in other)
+    return (f"{names} is not a te.compute but a kernel whose loops are written out (te.extern/"
+            "hybrid): there is no loop nest for the sketch rules to tile")
+
+
 def register_fused_function_extractor(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn(mod, params, target, opt_level) -> [(workload_key, name, workload, uses, desc)]``:
-    the distinct fused functions of a program, ``workload(*args)`` giving its tensors."""
+    the distinct fused functions of a program, ``workload(*args)`` giving its tensors. A
+    function that is no static task comes as ``(None, reason, None, uses, desc)``."""
     _EXTRACTOR[:] = [fn]
     return fn
 
@@ -50,21 +113,34 @@ def extract_tasks(mod: Any, params: Any, target: Any, target_host: Any = None,
     """``(tasks, weights)``: the distinct fused subgraphs of ``mod`` (an IRModule or its
     ``mod["main"]``) as lowered by ``relay.build`` at ``opt_level``, and how many times each
     runs. ``include_simple_tasks``: also the subgraphs without a reduction (elementwise and
-    injective chains), which TVM leaves out by default."""
+    injective chains), which TVM leaves out by default. The subgraphs left out, and why:
+    :func:`not_tuned` / :func:`format_not_tuned`."""
     del target_host, dump_workload_to_dag_log, other_targets
     if not _EXTRACTOR:
         raise RuntimeError("extract_tasks: no relay program walk is registered (import tvmpy.relay)")
     tasks: list[SearchTask] = []
     weights: list[int] = []
+    skipped: list[NotTuned] = []
     for key, name, workload, uses, desc in _EXTRACTOR[0](mod, params, target, opt_level):
+        if key is None:
+            skipped.append(NotTuned(desc, int(uses), "symbolic", name))
+            continue
         register_workload(name, workload, override=True)
         task = SearchTask(workload_key=key, target=target, hardware_params=hardware_params,
                           desc=desc)
+        why = _untunable(task)
+        if why is not None:
+            skipped.append(NotTuned(desc, int(uses), "extern", why))
+            continue
         if not include_simple_tasks and not any(
                 not i.is_placeholder and i.has_reduction for i in task.compute_dag.op_info):
+            skipped.append(NotTuned(desc, int(uses), "simple", "no reduction"))
             continue
         tasks.append(task)
         weights.append(int(uses))
+    _LAST.items = skipped
+    if skipped:
+        logger.info("extract_tasks: %d task(s); %s", len(tasks), format_not_tuned(skipped))
     return tasks, weights
 
 

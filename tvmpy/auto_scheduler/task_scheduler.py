@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..target.target import cpu_of, record_cpu
 from .cost_model import CostModel, RandomModel, XGBModel
 from .measure import MeasureInput, MeasureResult, ProgramMeasurer
-from .measure_record import load_record_from_string
+from .measure_record import cpu_matches, load_record_from_string
 from .search_policy import SearchPolicy, SketchPolicy
 from .search_task import TuningOptions
 
@@ -103,6 +105,7 @@ class TaskScheduler:
             return
         index = {(t.workload_key, str(t.target).split()[0]): i for i, t in enumerate(self.tasks)}
         per: dict[int, tuple[list[MeasureInput], list[MeasureResult]]] = {}
+        other_cpu: dict[str, int] = {}  # records of these tasks measured on another CPU
         with open(self.load_log_file) as f:
             for line in f:
                 if not line.strip() or line.lstrip().startswith("#"):
@@ -116,12 +119,23 @@ class TaskScheduler:
                     if i is None:
                         continue
                     task = self.tasks[i]
+                    if not cpu_matches(str(rec["i"][0][1]), task.target):
+                        cpu = str(record_cpu(str(rec["i"][0][1])))
+                        other_cpu[cpu] = other_cpu.get(cpu, 0) + 1
+                        continue
                     inp, res = load_record_from_string(line, {(key, rec["i"][0][1]): task})
                 except (ValueError, KeyError, TypeError, IndexError):
                     continue
                 ins, outs = per.setdefault(i, ([], []))
                 ins.append(MeasureInput(task, inp.state))
                 outs.append(res)
+        if other_cpu:
+            warnings.warn(
+                f"TaskScheduler: {sum(other_cpu.values())} records of these tasks in "
+                f"{self.load_log_file} were measured on another CPU ("
+                + ", ".join(f"{c!r}: {n}" for c, n in sorted(other_cpu.items()))
+                + f") than this one ({cpu_of(self.tasks[0].target)!r}); not resumed from: "
+                "their tasks are tuned afresh here", RuntimeWarning, stacklevel=3)
         for i, (ins, outs) in per.items():
             pol = self.search_policies[i]
             pol.record(ins, outs)

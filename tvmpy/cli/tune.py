@@ -98,6 +98,11 @@ def _tune_auto(args: argparse.Namespace) -> int:
     shapes = _resolve_shapes(model, parse_shape_args(args.input_shape))
     mod, params = compare.import_onnx(model, shapes)
     tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, args.target)
+    from ..auto_scheduler.relay_integration import format_not_tuned
+
+    skipped = format_not_tuned()  # extern kernels (LSTM/GRU recurrence), symbolic shapes...
+    if skipped:
+        print(skipped)
     if not tasks:
         print(f"{args.model}: no subgraph to tune on target {args.target!r}")
         return 0
@@ -122,17 +127,21 @@ def _tune_auto(args: argparse.Namespace) -> int:
 
 def sched_budget(total: int, log: str, tasks: Any) -> int:
     """The task scheduler counts the log's records of these tasks as trials done (resume):
-    this run's budget comes on top of them."""
+    this run's budget comes on top of them (records of another CPU are not resumed from)."""
     import json
 
     if not os.path.exists(log):
         return total
+    from ..auto_scheduler.measure_record import cpu_matches
+
     keys = {t.workload_key for t in tasks}
+    target = tasks[0].target if tasks else "llvm"
     n = 0
     with open(log) as f:
         for line in f:
             try:
-                n += json.loads(line)["i"][0][0] in keys
+                key, rec_target = json.loads(line)["i"][0][:2]
+                n += key in keys and cpu_matches(str(rec_target), target)
             except (ValueError, KeyError, TypeError, IndexError):
                 continue
     return total + n

@@ -35,7 +35,7 @@ from .cpu_features import (
 )
 
 __all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
-           "host_arch", "triple_arch", "arm_cpu"]
+           "host_arch", "triple_arch", "arm_cpu", "target_as_built", "record_cpu", "cpu_of"]
 
 _KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx", "ext_dev")  # ext_dev: VTA (tvmpy.vta.build)
 _KINDS += ("vulkan",)  # SPIR-V compute shaders (codegen/vulkan.py), run through the vulkan binding
@@ -358,6 +358,35 @@ def current_target(allow_none: bool = True) -> Target | None:
     if allow_none:
         return None
     raise RuntimeError("no current target: use `with tvm.target.Target(...)`")
+
+
+def target_as_built(target: Target | str) -> str:
+    """The text of ``target`` with the CPU its code is generated for made explicit: a CPU kind
+    (llvm, c) without ``-mcpu`` gets ``-mcpu=<`Target.cpu`>`` (the host's CPU in LLVM's name,
+    or "generic" for a triple alone), so that a tuning record says which CPU it was measured
+    for; other kinds and explicit ``-mcpu`` targets are their ``str``."""
+    t = as_target(target)
+    if t.kind not in ("llvm", "c") or t.mcpu:
+        return str(t)
+    built = Target(t)
+    built.mcpu = t.cpu
+    return str(built)
+
+
+def record_cpu(target_text: str) -> str | None:
+    """The ``-mcpu`` of a tuning record's target text (None when it names none: a GPU target,
+    or a record written before records named their CPU, which matches any CPU)."""
+    for part in str(target_text).split():
+        if part.startswith("-mcpu="):
+            return part.partition("=")[2] or None
+    return None
+
+
+def cpu_of(target: Target | str) -> str | None:
+    """The CPU a build for ``target`` generates code for (None for GPU and other non-CPU
+    kinds): what :func:`record_cpu` of a record must equal for the record to apply."""
+    t = as_target(target)
+    return t.cpu if t.kind in ("llvm", "c") else None
 
 
 # TVM's arm_cpu models (64-bit Linux): model -> (-model, -mcpu, -mattr)

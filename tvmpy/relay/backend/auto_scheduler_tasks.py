@@ -51,9 +51,10 @@ class FusedWorkload:
 
 
 def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
-                    ) -> list[tuple[str, str, FusedWorkload, int, str]]:
+                    ) -> list[tuple[Any, str, Any, int, str]]:
     """``(key, name, workload, uses, desc)`` of each distinct fused function ``relay.build``
-    lowers for ``mod`` at ``opt_level`` (under the caller's other PassContext settings)."""
+    lowers for ``mod`` at ``opt_level`` (under the caller's other PassContext settings); one
+    with symbolic input shapes as ``(None, reason, None, uses, desc)``."""
     from ...transform import PassContext
     from ..build_module import lower_to_primitives
     from .te_compiler import _GroupLowering
@@ -67,7 +68,9 @@ def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
     for lf in prims.compiler.funcs:
         g = _GroupLowering(lf.func, tgt, lf.name)
         if any(not isinstance(getattr(d, "value", d), int) for t in g.inputs for d in t.shape):
-            continue  # symbolic shapes: not a static task
+            out.append((None, "symbolic input shapes: not a static task", None, lf.uses,
+                        lf.name))
+            continue
         g.outputs(lf.func.body)
         name = _name(lf.func)
         key = fused_workload_key(lf.func, g.inputs)
