@@ -70,6 +70,8 @@ COMPUTED_IMPORTS: dict[str, str] = {
     "tvmpy.rpc.server": "server.DEVICE_MODULES: the package a device's server needs (tvmpy.vta)",
     # a GPU device type's runtime module (same package), named in gpu_module.DEVICE_MODULES
     "tvmpy.runtime.gpu_module": "gpu_module.DEVICE_MODULES: tvmpy.runtime's device API modules",
+    # a GPU target kind's code generator (same package), named in codegen.GPU_CODEGENS
+    "tvmpy.codegen": "codegen.GPU_CODEGENS: tvmpy.codegen's GPU code generator modules",
 }
 
 
