@@ -318,7 +318,8 @@ def _clip_to_domain(r: Interval, dom: Range) -> Interval:
     """
     lo, hi = r
     dlo, dhi = _interval_of(dom)
-    if not all(isinstance(x, E.IntImm) for x in (lo, hi, dlo, dhi)):
+    if not (isinstance(lo, E.IntImm) and isinstance(hi, E.IntImm)
+            and isinstance(dlo, E.IntImm) and isinstance(dhi, E.IntImm)):
         return r
     nlo, nhi = max(lo.value, dlo.value), min(hi.value, dhi.value)
     if nlo > nhi or (nlo, nhi) == (lo.value, hi.value):
