@@ -309,7 +309,7 @@ def _interval_of(r: Range) -> Interval:
 
 
 def _clip_to_domain(r: Interval, dom: Range) -> Interval:
-    """A consumer region cut to the stage's own domain where both are constants.
+    """A root stage's consumer region cut to the stage's own domain where both are constants.
 
     Interval arithmetic over-approximates index expressions such as a channel shuffle's
     ``c % 2 * 4 + c // 2``: the region can reach past the axis's extent. The elements there do
@@ -482,7 +482,9 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
         regions = None if whole else _consumer_regions(view, st, consumers, b, fixed)
         for d, iv in enumerate(op.axis):
             r = regions[d] if regions is not None else None
-            b.ranges[iv] = _rng(*_clip_to_domain(r, iv.known_dom)) if r is not None else iv.known_dom
+            if r is not None and not encl:
+                r = _clip_to_domain(r, iv.known_dom)
+            b.ranges[iv] = _rng(*r) if r is not None else iv.known_dom
         for iv in op.reduce_axis:
             b.ranges[iv] = iv.known_dom
         pass_down_domain(st, b.ranges)
