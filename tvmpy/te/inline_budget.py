@@ -98,7 +98,8 @@ def _reads_attached(st: Any, stage_of: Callable[[Any], Any]) -> bool:
 def _vectorize_innermost(st: Any) -> None:
     """Give a stage newly computed at the root the loops of a CPU injective schedule: its outer
     axes fused, its innermost axis vectorized when that axis is a constant no longer than one
-    64-byte vector (the widest x86 register; a narrower target's codegen splits it).
+    64-byte vector (the widest x86 register; a narrower target's codegen splits it; booleans
+    count as bytes).
 
     Left as plain serial loops, each such stage's short innermost loop went to LLVM's loop
     vectorizer, which is super-linear in the loops of a function: a 200-stage shuffle chain (15
@@ -108,7 +109,7 @@ def _vectorize_innermost(st: Any) -> None:
         return
     ext = axes[-1].dom.extent
     bits = dt.parse(st.op.output(0).dtype).bits
-    if not isinstance(ext, E.IntImm) or not 1 < ext.value <= max(1, 512 // max(bits, 1)):
+    if not isinstance(ext, E.IntImm) or not 1 < ext.value <= min(64, 512 // max(bits, 8)):
         return
     if len(axes) > 2:
         st.fuse(*axes[:-1])
