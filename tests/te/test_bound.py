@@ -137,3 +137,39 @@ def test_shared_cache_relaxes_thread_loops_local_does_not():
     # shared: the whole block's tile (4 threads x 4 rows); local: this thread's 4 rows
     assert _ext(b, AS.op.axis[0]) == 16
     assert _ext(b, AL.op.axis[0]) == 4
+
+
+def _clipped_case(n: int):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    h = n // 2
+    # each branch reads inside B, but interval arithmetic, which ignores the condition, sees
+    # the union [-(n - h), n + h - 1]: past both ends of B's n elements
+    C = te.compute((n,), lambda i: tir.if_then_else(i < h, B[i + (n - h)], B[i - h]), name="C")
+    return A, B, C
+
+
+def test_root_region_past_the_domain_is_cut_to_the_domain():
+    for n in (7, 8, 1, 2):
+        _, B, C = _clipped_case(n)
+        s = te.create_schedule(C.op)
+        b = _bounds(s)
+        r = b.ranges[B.op.axis[0]]
+        assert simplify(r.min).value == 0 and _ext(b, B.op.axis[0]) == n, n
+
+
+def test_root_region_cut_to_the_domain_computes_the_right_values():
+    import numpy as np
+
+    import tvmpy as tvm
+
+    for n in (7, 8, 1):
+        A, B, C = _clipped_case(n)
+        s = te.create_schedule(C.op)
+        f = tvm.build(s, [A, C], "llvm")
+        a = np.random.default_rng(n).uniform(-1, 1, n).astype("float32")
+        c = tvm.nd.array(np.zeros(n, "float32"))
+        f(tvm.nd.array(a), c)
+        h = n // 2
+        ref = np.concatenate([a[n - h:], a[:n - h]]) * 2 + 1
+        np.testing.assert_allclose(c.numpy(), ref, rtol=1e-6)

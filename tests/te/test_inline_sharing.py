@@ -156,3 +156,43 @@ def test_a_stage_copied_more_than_the_budget_is_computed_into_a_buffer():
     for t in (B, C, D):
         s[t].compute_inline()
     check(s, [A, E_], ref)
+
+
+def _stencil_chain_2d(m: int, w: int, dtype: str):
+    # the 3-tap stencil above along the outer axis of an (m, w) tensor: C is computed into a
+    # buffer, with its innermost axis (w) as the vector lanes where w fits one 64-byte vector
+    A = te.placeholder((m, w), name="A", dtype=dtype)
+    B = te.compute((m, w), lambda i, j: A[i, j] * 2.0 - 1.0, name="B")
+    C = te.compute((m - 2, w), lambda i, j: B[i, j] - B[i + 1, j] * B[i + 2, j], name="C")
+    D = te.compute((m - 4, w), lambda i, j: C[i, j] * C[i + 1, j] + C[i + 2, j], name="D")
+    E_ = te.compute((m - 6, w), lambda i, j: D[i, j] + D[i + 1, j] - D[i + 2, j], name="E")
+    s = te.create_schedule(E_.op)
+    for t in (B, C, D):
+        s[t].compute_inline()
+    return s, A, E_
+
+
+def _ref_stencil_2d(a):
+    b = a * 2.0 - 1.0
+    c = b[:-2] - b[1:-1] * b[2:]
+    d = c[:-2] * c[1:-1] + c[2:]
+    return d[:-2] + d[1:-1] - d[2:]
+
+
+def test_a_stage_computed_into_a_buffer_has_its_innermost_axis_vectorized():
+    # (w, dtype, vectorized): 5 and 16 float32 lanes fit 64 bytes, 17 does not; 9 float64 lanes
+    # do not (8 do); a width of 1 is no vector
+    for w, dtype, vec in ((5, "float32", True), (16, "float32", True), (17, "float32", False),
+                          (8, "float64", True), (9, "float64", False), (1, "float32", False)):
+        s, A, E_ = _stencil_chain_2d(11, w, dtype)
+        f = schedule_to_primfunc(s, [A, E_])
+        kinds: list[str] = []
+
+        def visit(x, kinds=kinds):
+            if type(x).__name__ == "For" and x.loop_var.name.startswith("j"):
+                kinds.append(x.kind.name)
+
+        post_order_visit(f.body, visit)
+        assert ("VECTORIZED" in str(kinds).upper()) == vec, (w, dtype, kinds)
+        s, A, E_ = _stencil_chain_2d(11, w, dtype)
+        check(s, [A, E_], _ref_stencil_2d, rtol=1e-5 if dtype == "float32" else 1e-12)

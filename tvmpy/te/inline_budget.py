@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..ir import dtype as dt
 from ..ir.node import structural_equal, structural_hash
 from ..tir import expr as E
 from ..tir.functor import Visitor
@@ -94,6 +95,27 @@ def _reads_attached(st: Any, stage_of: Callable[[Any], Any]) -> bool:
     return False
 
 
+def _vectorize_innermost(st: Any) -> None:
+    """Give a stage newly computed at the root the loops of a CPU injective schedule: its outer
+    axes fused, its innermost axis vectorized when that axis is a constant no longer than one
+    64-byte vector (the widest x86 register; a narrower target's codegen splits it; booleans
+    count as bytes).
+
+    Left as plain serial loops, each such stage's short innermost loop went to LLVM's loop
+    vectorizer, which is super-linear in the loops of a function: a 200-stage shuffle chain (15
+    stages per kernel) spent 3.6 s of its 8 s build in LLVM's O3, 0.8 s with this."""
+    axes = list(st.op.axis)
+    if not axes:
+        return
+    ext = axes[-1].dom.extent
+    bits = dt.parse(st.op.output(0).dtype).bits
+    if not isinstance(ext, E.IntImm) or not 1 < ext.value <= min(64, 512 // max(bits, 8)):
+        return
+    if len(axes) > 2:
+        st.fuse(*axes[:-1])
+    st.vectorize(axes[-1])
+
+
 def _thread_bound(sch: Any) -> bool:
     return any(a.bind_thread is not None for st in sch.stages
                for a in st.iter_var_attrs.values())
@@ -119,6 +141,7 @@ def materialize_blowups(sch: Any, order: Sequence[Any],
             if factor > MAX_COPIES and reads_inlined and not st.is_output \
                     and not _reads_attached(st, stage_of):
                 st.compute_root()
+                _vectorize_innermost(st)
                 changed.append(st)
                 factor = 1
         for p, n in own.values():
