@@ -12,6 +12,8 @@ one or more states (a tree of choices):
 - multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
   single elementwise consumer, tiled alike (follow_split);
 - multi-level tiling: tile "SSRSRS";
+- reduction tiling (not in Ansor): a reduction without data reuse tiled "SRS", so that its
+  innermost loop is spatial and vectorizes (fused with an elementwise consumer as above);
 - skip.
 
 Annotation (``annotate``) fills the tile sizes (factorisations of the extents, sometimes
@@ -275,6 +277,37 @@ def _mlt_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
     return [(n, k - 1)]
 
 
+def needs_reduction_tiling(state: State, k: int) -> bool:
+    """A reduction without data reuse (a pool, a sum, a mean, a max) with a spatial loop
+    longer than 1: te puts its reduction loops innermost, so no loop of it vectorizes. Tiled
+    "SRS" (outer spatial tiles, the reduction, inner spatial tiles) its innermost loop is
+    spatial: the inner tile of the contiguous output axis vectorizes, the reduction reads
+    rows at a time (a global pool over NCHWc reads 16-channel vectors)."""
+    st = _te_stage(state, k)
+    if not _is_compute(st) or not st.op.reduce_axis or st.relations or st.attach_type != ROOT:
+        return False
+    if needs_multi_level_tiling(state, k):
+        return False
+    return any(iv.iter_type != IterVar.CommReduce and isinstance(iv.known_dom.extent, E.IntImm)
+               and iv.known_dom.extent.value > 1 for iv in st.leaf_iter_vars)
+
+
+def _reduction_tiling_cond(s: State, k: int, hp: Any) -> int:
+    return APPLY if needs_reduction_tiling(s, k) else PASS
+
+
+def _reduction_tiling_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    base = s.copy()
+    split_ids = do_multi_level_tiling(base, k, "SRS")
+    target = elementwise_matched_consumer(s, k)
+    if target is None:
+        return [(base, k - 1)]
+    n = base.copy()  # the elementwise consumer (a mean's division) tiled alike, fused at level 1
+    follow_tiling(n, target, split_ids, 1)
+    n.compute_at(k, target, len(split_ids) - 1)
+    return [(n, k - 1)]
+
+
 def _skip_cond(s: State, k: int, hp: Any) -> int:
     return APPLY
 
@@ -289,6 +322,7 @@ CPU_SKETCH_RULES: list[Rule] = [
     ("add_cache_write", _cache_write_cond, _cache_write_apply),
     ("multi_level_tiling_with_fusion", _mlt_fusion_cond, _mlt_fusion_apply),
     ("multi_level_tiling", _mlt_cond, _mlt_apply),
+    ("reduction_tiling", _reduction_tiling_cond, _reduction_tiling_apply),
     ("skip", _skip_cond, _skip_apply),
 ]
 SKETCH_RULES = CPU_SKETCH_RULES
