@@ -3,7 +3,9 @@ workload when ``relay.build`` runs with ``PassContext(config={"relay.backend.use
 True})``.
 
 ``ApplyHistoryBest(records)`` keeps, per (workload key, target kind), the step history of the
-fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs). Records are read
+fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs), unless the log
+also holds a faster measurement of the task's default schedule (a ``"default"`` line, written
+by the task scheduler for relay's fused subgraphs): then the default schedule stays. Records are read
 as step lists, without building their computes: a log of relay tasks applies in a process that
 never extracted them.
 """
@@ -16,7 +18,7 @@ import os
 import threading
 from typing import Any
 
-from .measure_record import _parse
+from .measure_record import _parse, parse_default_record
 
 __all__ = ["DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"]
 
@@ -60,6 +62,8 @@ class ApplyHistoryBest(DispatchContext):
     def __init__(self, records: Any, n_lines: int | None = None, include_compatible: bool = False):
         del include_compatible
         self.best: dict[tuple[str, str], tuple[float, list]] = {}
+        #: the measured time of each task's default schedule (the log's "default" lines)
+        self.default_costs: dict[tuple[str, str], float] = {}
         self.load(records, n_lines)
 
     def load(self, records: Any, n_lines: int | None = None) -> None:
@@ -82,6 +86,11 @@ class ApplyHistoryBest(DispatchContext):
                     break
                 if not line.strip() or line.lstrip().startswith("#"):
                     continue
+                d = parse_default_record(line)
+                if d is not None:
+                    k = (d[0], _kind(d[1]))
+                    self.default_costs[k] = min(d[2], self.default_costs.get(k, math.inf))
+                    continue
                 try:
                     key, target, steps, res = _parse(line)
                 except (ValueError, KeyError, TypeError, IndexError) as e:
@@ -98,8 +107,13 @@ class ApplyHistoryBest(DispatchContext):
             self.best[k] = (c, list(steps))
 
     def query(self, target: Any, workload_key: str) -> list | None:
-        hit = self.best.get((workload_key, _kind(target)))
-        return None if hit is None else hit[1]
+        """The best record's steps; None (the default schedule) when there is none, or when
+        the default schedule measured in the same tuning was at least as fast."""
+        k = (workload_key, _kind(target))
+        hit = self.best.get(k)
+        if hit is None or self.default_costs.get(k, math.inf) <= hit[0]:
+            return None
+        return hit[1]
 
 
 class ApplyHistoryBestOrSample(ApplyHistoryBest):

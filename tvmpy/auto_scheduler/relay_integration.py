@@ -4,7 +4,9 @@ function, every kind: convolutions, depthwise, dense, softmax, layer norms, ...)
 its occurrences; ``schedule_fused`` is what ``relay.build`` asks, under
 ``PassContext(config={"relay.backend.use_auto_scheduler": True})``, for a fused function's
 schedule: the best record of the current :class:`ApplyHistoryBest`, or None (the default
-schedule).
+schedule). ``measure_default_schedules`` (called by the task scheduler) times each task's
+default schedule once and logs it, so that ``ApplyHistoryBest`` keeps the default schedule of a
+subgraph whose search has not yet found anything faster (a safety net, not part of TVM).
 
 Relay sits above this layer: it registers the program walk with
 :func:`register_fused_function_extractor` when it is imported.
@@ -24,7 +26,7 @@ from .transform_step import step_from_record
 from .workload_registry import register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
-           "is_auto_scheduler_enabled"]
+           "is_auto_scheduler_enabled", "measure_default_schedules"]
 
 USE_KEY = "relay.backend.use_auto_scheduler"
 _EXTRACTOR: list[Callable[..., Any]] = []
@@ -88,3 +90,66 @@ def schedule_fused(tensors: list[Any], workload_key: str, target: Any) -> Any:
                       RuntimeWarning, stacklevel=2)
         return None
     return sch
+
+
+def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
+    """``(schedule, tensors)`` of the default (TOPI) schedule of a relay task, or None for a
+    task that has none (a user's registered workload)."""
+    from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+
+    try:
+        name, _ = decode_workload_key(task.workload_key)
+    except (ValueError, TypeError):
+        return None
+    fn = getattr(WORKLOAD_FUNC_REGISTRY.get(name), "default_schedule", None)
+    return fn() if fn is not None else None
+
+
+def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,
+                              repeat: int = 3, min_repeat_ms: float = 20) -> dict[int, float]:
+    """Time the default schedule of each relay task not yet in ``log_file`` (in this process,
+    ``time_evaluator`` as the runner uses it) and append a ``"default"`` line per task; gives
+    ``{task index: mean seconds}`` of the tasks measured or found in the log. A default that
+    does not build is skipped (warned): the search's records then apply as they are."""
+    import os
+
+    from ..driver import build
+    from ..runtime import cpu, ndarray
+    from .measure_record import dump_default_record, parse_default_record
+
+    known: dict[tuple[str, str], float] = {}
+    if os.path.exists(log_file):
+        with open(log_file) as f:
+            for line in f:
+                d = parse_default_record(line)
+                if d is not None:
+                    known[(d[0], d[1].split()[0])] = d[2]
+    out: dict[int, float] = {}
+    for i, task in enumerate(tasks):
+        k = (task.workload_key, str(task.target).split()[0])
+        if k in known:
+            out[i] = known[k]
+            continue
+        if k[1] not in ("llvm", "c"):
+            continue  # timed here on the CPU only
+        try:
+            got = default_schedule_of(task)
+            if got is None:
+                continue
+            sch, args = got
+            mod = build(sch, args, task.target)
+            rng = __import__("numpy").random.default_rng(0)
+            data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
+                    for t in args]
+            res = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=repeat,
+                                     min_repeat_ms=min_repeat_ms)(*data)
+        except Exception as e:  # noqa: BLE001 - the net is optional: the search goes on
+            warnings.warn(f"auto_scheduler: the default schedule of {task.desc or task.workload_key} "
+                          f"could not be timed ({type(e).__name__}: {e})", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        costs = list(res.results)
+        with open(log_file, "a") as f:
+            f.write(dump_default_record(task.workload_key, task.target, costs) + "\n")
+        out[i] = sum(costs) / len(costs)
+    return out

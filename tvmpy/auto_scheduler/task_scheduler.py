@@ -69,6 +69,8 @@ class TaskScheduler:
         self.search_policies: list[SearchPolicy] = []
         self.measurers: list[_LazyMeasurer | None] = []
         self.trial_history: list[tuple[int, float]] = []  # (total trials, objective)
+        #: {task index: seconds} of the default schedules timed into the log (relay tasks)
+        self.default_costs: dict[int, float] = {}
 
     # ---- setup ----------------------------------------------------------------------------
     def _make_policies(self, search_policy: Any, params: dict | None, seed: int | None) -> None:
@@ -133,6 +135,21 @@ class TaskScheduler:
             print(f"TaskScheduler: resumed {sum(len(v[0]) for v in per.values())} records of "
                   f"{len(per)}/{len(self.tasks)} tasks from {self.load_log_file}")
 
+    def _measure_defaults(self, o: TuningOptions) -> None:
+        """Time each relay task's default schedule once into the log (the first
+        ``RecordToFile``), so that ``ApplyHistoryBest`` keeps a default that the search has
+        not beaten (``relay_integration.measure_default_schedules``)."""
+        from .measure_record import RecordToFile
+        from .relay_integration import measure_default_schedules
+
+        logs = [cb.filename for cb in o.measure_callbacks or () if isinstance(cb, RecordToFile)]
+        if not logs or o.num_measure_trials <= 0:
+            return
+        r = o.runner if not isinstance(o.runner, str) else None
+        self.default_costs = measure_default_schedules(
+            self.tasks, logs[0], number=int(getattr(r, "number", 5)),
+            repeat=int(getattr(r, "repeat", 3)), min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+
     # ---- the loop -------------------------------------------------------------------------
     def tune(self, tune_option: TuningOptions, search_policy: Any = "default",
              search_policy_params: dict | None = None, adaptive_training: bool = False,
@@ -148,6 +165,7 @@ class TaskScheduler:
             else tune_option.early_stopping
         self.early_stopping_task = early if early is not None and early >= 0 else 1 << 30
         self._restore()
+        self._measure_defaults(tune_option)
         budget = tune_option.num_measure_trials
         try:
             # round-robin warm-up over the tasks the log did not cover
@@ -288,12 +306,13 @@ class PrintTableInfo(TaskSchedulerCallback):
     def post_round(self, s: TaskScheduler, task_id: int) -> None:
         if not s.tune_option.verbose:
             return
-        print("|  ID  | Latency (ms) | Speed (GFLOPS) | Trials | Task")
+        print("|  ID  | Latency (ms) | Speed (GFLOPS) | Trials | Default (ms) | Task")
         for i, t in enumerate(s.tasks):
             lat = s.best_costs[i] * 1e3 if s.best_costs[i] < 1e9 else math.nan
             speed = s.flop_cts[i] / s.best_costs[i] / 1e9 if s.best_costs[i] < 1e9 else math.nan
+            dflt = s.default_costs.get(i, math.nan) * 1e3
             print(f"| {i:4d} | {lat:12.4g} | {speed:14.2f} | {s.task_trials[i]:6d} | "
-                  f"{(t.desc or t.workload_key)[:60]}")
+                  f"{dflt:12.4g} | {(t.desc or t.workload_key)[:60]}")
         total = s.objective_func(s.best_costs)
         done = all(c < 1e9 for c in s.best_costs)
         print(f"Estimated total latency: {total * 1e3:.4g} ms" if done else
