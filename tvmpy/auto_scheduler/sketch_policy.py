@@ -479,12 +479,68 @@ def change_compute_location(state: State, rng: random.Random, tiled: set[int]) -
             state.compute_at(k, target, pick)
 
 
-def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
-    """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random)."""
+_INNERMOST_SPLITS: dict[str, dict[int, int]] = {}
+
+
+def innermost_splits(sketch: State) -> dict[int, int]:
+    """``{split step id: vector lanes}`` of the open splits whose innermost part is the
+    innermost loop of its stage in ``sketch`` (spatial: the loop that vectorizes), with the
+    lanes of the stage's output type in a 16-byte vector unit (scaled by the caller)."""
+    key = repr([x.to_record() for x in sketch.transform_steps]) + repr(id(sketch.dag))
+    hit = _INNERMOST_SPLITS.get(key)
+    if hit is not None:
+        return hit
+    out: dict[int, int] = {}
     steps = list(sketch.transform_steps)
+    for i, s in enumerate(steps):
+        if not isinstance(s, ts.SplitStep) or None not in s.lengths:
+            continue
+        last = sketch[s.stage_id].iters
+        if not last or last[-1].iter_kind != 0 or last[-1].extent is not None:
+            continue
+        part = State(sketch.dag, steps[:i + 1])[s.stage_id].iters[s.iter_id + len(s.lengths)]
+        if part.name == last[-1].name and part.iter_kind == 0:
+            dtype = str(sketch.ctx.stages[s.stage_id].op.output(0).dtype)
+            bits = int("".join(ch for ch in dtype if ch.isdigit()) or 32)
+            out[i] = max(1, 128 // bits)
+    if len(_INNERMOST_SPLITS) > 4096:
+        _INNERMOST_SPLITS.clear()
+    _INNERMOST_SPLITS[key] = out
+    return out
+
+
+def _vector_friendly(lengths: list[int], extent: int, lanes: int, rng: random.Random) -> list[int]:
+    """``lengths`` with the innermost replaced by a multiple of ``lanes`` that divides
+    ``extent`` (the largest such up to the vector unit, or a random one), the others
+    rescaled to keep the product within ``extent``."""
+    cands = [v for v in range(lanes, min(extent, 4 * lanes) + 1, lanes) if extent % v == 0]
+    if not cands:
+        return lengths
+    inner = rng.choice(cands)
+    rest = extent // inner
+    out = []
+    for v in lengths[:-1]:
+        v = v if rest % v == 0 else 1
+        out.append(v)
+        rest //= v
+    return out + [inner]
+
+
+def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
+    """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random).
+
+    The innermost tile of a stage's innermost spatial loop (the one that vectorizes) is, half
+    the time, a multiple of the vector lanes of the target (``hp.vector_unit_bytes``) that
+    divides the extent: uniform factorisations rarely give full vectors, and with a few dozen
+    trials per subgraph the search then never finds the vectorized kernel the defaults have."""
+    steps = list(sketch.transform_steps)
+    inner = innermost_splits(sketch)
     for i, s in enumerate(steps):
         if isinstance(s, ts.SplitStep) and None in s.lengths:
             lengths = sample_tile_lengths(s.extent, len(s.lengths), rng, hp.max_innermost_split_factor)
+            if i in inner and s.extent and rng.random() < 0.5:
+                lanes = max(1, inner[i] * hp.vector_unit_bytes // 16)
+                lengths = _vector_friendly(lengths, s.extent, lanes, rng)
             steps[i] = ts.SplitStep(s.stage_id, s.iter_id, s.extent, tuple(lengths), s.inner_to_outer)
     state = State(sketch.dag, steps)
     n_stages = len(state.ctx.stages)
