@@ -210,10 +210,12 @@ def do_multi_level_tiling(s: State, k: int, fmt: str = "SSRSRS") -> list[int]:
             split_ids.append(len(s.transform_steps) - 1)
             for lv, p in zip(levels_s, parts):
                 lv.append(p)
-        else:
+        elif n_r > 1:
             parts = s.split(k, it, [None] * (n_r - 1))
             for lv, p in zip(levels_r, parts):
                 lv.append(p)
+        else:  # one reduction level ("SRS"): the loop as it is
+            levels_r[0].append(it)
     order: list[Any] = []
     si = ri = 0
     for c in fmt:
