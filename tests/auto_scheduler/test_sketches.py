@@ -188,3 +188,35 @@ def test_reduction_tiling_only_without_reuse_and_with_a_spatial_loop():
     # a full reduction to one value (no spatial loop longer than 1): no "SRS" sketch
     assert not _srs_sketches(make_task(row_sum, (1, 257)))
     assert _srs_sketches(make_task(row_sum, (3, 257)))
+
+
+def test_parallel_loop_reaches_the_cores_when_the_outer_loops_allow():
+    """The fused parallel loop is never cut to leading loops of extent 1 (a batch of 1, a
+    tile's outer part of 1) when fusing further reaches the core count."""
+    from types import SimpleNamespace
+
+    from tvmpy.auto_scheduler.sketch_policy import _parallel_cut
+
+    its = [SimpleNamespace(extent=e) for e in (1, 1, 3, 1, 5)]
+    rng = random.Random(0)
+    for _ in range(50):
+        cut = _parallel_cut(its, [0, 1, 2, 3, 4], 2, rng)
+        assert cut >= 3  # 1 * 1 * 3 >= 2
+    assert {_parallel_cut(its, [0, 1, 2, 3, 4], 8, rng) for _ in range(20)} == {5}  # 15 >= 8
+    assert _parallel_cut(its, [0, 1], 2, rng) == 2  # never reaches 2: fuse all
+    # on a sketch of a batch-1 conv: no annotated state parallelizes a single iteration
+    # when its outer loops hold more (the old random count did, ~40% of the time)
+    task = make_task(conv2d_bias_relu, (1, 8, 8, 16, 4, 3, 3, 1, 1))
+    hw = HardwareParams(num_cores=2)
+    for sk in generate_sketches(task):
+        for _ in range(6):
+            st = annotate(sk, rng, hw)
+            for k in range(len(st.stages)):
+                par = [it for it in st[k].iters if it.annotation == ts.IteratorAnnotation.PARALLEL]
+                if par and par[0].extent == 1:
+                    outer = 1
+                    for it in st[k].iters[1:]:
+                        if it.iter_kind != 0 or it.annotation:
+                            break
+                        outer *= it.extent or 1
+                    assert outer == 1, "a parallel loop of extent 1 over longer loops"

@@ -528,6 +528,20 @@ def _vector_friendly(lengths: list[int], extent: int, lanes: int, rng: random.Ra
     return out + [inner]
 
 
+def _parallel_cut(iters: Sequence[Any], cands: list[int], num_cores: int,
+                  rng: random.Random) -> int:
+    """How many of the outer loops ``cands`` to fuse into the parallel loop: a random count
+    among those whose fused extent reaches ``num_cores`` (else all of them). A random count
+    alone often took only leading loops of extent 1 (the batch, a tile's outer part of 1):
+    a parallel loop of one iteration, a serial kernel."""
+    degree, ok = 1, []
+    for n, i in enumerate(cands, 1):
+        degree *= iters[i].extent or 1
+        if degree >= num_cores:
+            ok.append(n)
+    return rng.choice(ok) if ok else len(cands)
+
+
 def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
     """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random).
 
@@ -566,8 +580,7 @@ def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
                 if degree > hp.num_cores * 16 or it.index in attached:
                     break
             if to_fuse:
-                cut = rng.randint(1, len(to_fuse))
-                to_fuse = to_fuse[:cut]
+                to_fuse = to_fuse[:_parallel_cut(view.iters, to_fuse, hp.num_cores, rng)]
                 if len(to_fuse) < len(view.iters) or rng.random() < 0.5:
                     f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
                     state.parallel(k, f.index)
