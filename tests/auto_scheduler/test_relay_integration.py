@@ -185,6 +185,16 @@ def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
     n = len(open(log).read().splitlines())
     assert relay_integration.measure_default_schedules(tasks, log) == got
     assert len(open(log).read().splitlines()) == n == len(tasks)
+    # re-timed against the best record after the search: a second line, on the scale of the
+    # logged best, and the last line is the one that counts
+    auto_scheduler.save_records(log, [inp], [res])
+    ratios = relay_integration.recheck_default_schedules(tasks, log, rounds=1, number=1,
+                                                         min_repeat_ms=0)
+    assert list(ratios) == [0] and ratios[0] > 0
+    last = open(log).read().splitlines()[-1]
+    assert json.loads(last)["default"][1] == pytest.approx([2e-3 * ratios[0]])
+    ctx = auto_scheduler.ApplyHistoryBest(log)
+    assert ctx.default_costs[(task.workload_key, "llvm")] == pytest.approx(2e-3 * ratios[0])
     # a user's workload has no default schedule: nothing measured
     from as_workloads import make_task, matmul
 

@@ -89,7 +89,7 @@ class ApplyHistoryBest(DispatchContext):
                 d = parse_default_record(line)
                 if d is not None:
                     k = (d[0], _kind(d[1]))
-                    self.default_costs[k] = min(d[2], self.default_costs.get(k, math.inf))
+                    self.default_costs[k] = d[2]  # the last (re-timed) line wins
                     continue
                 try:
                     key, target, steps, res = _parse(line)

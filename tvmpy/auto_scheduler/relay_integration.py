@@ -26,7 +26,7 @@ from .transform_step import step_from_record
 from .workload_registry import register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
-           "is_auto_scheduler_enabled", "measure_default_schedules"]
+           "is_auto_scheduler_enabled", "measure_default_schedules", "recheck_default_schedules"]
 
 USE_KEY = "relay.backend.use_auto_scheduler"
 _EXTRACTOR: list[Callable[..., Any]] = []
@@ -152,4 +152,57 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
         with open(log_file, "a") as f:
             f.write(dump_default_record(task.workload_key, task.target, costs) + "\n")
         out[i] = sum(costs) / len(costs)
+    return out
+
+
+def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: float) -> Any:
+    from ..driver import build
+    from ..runtime import cpu, ndarray
+
+    mod = build(sch, args, target)
+    rng = __import__("numpy").random.default_rng(0)
+    data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
+            for t in args]
+    ev = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=1,
+                            min_repeat_ms=min_repeat_ms)
+    return lambda: ev(*data).mean
+
+
+def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: int = 5,
+                              number: int = 5, min_repeat_ms: float = 20) -> dict[int, float]:
+    """Time each relay task's default schedule against its best record again, interleaved
+    (``rounds`` rounds, the best of each), and append a ``"default"`` line holding the
+    default's time on the scale of the logged best (logged best x default / best now): the
+    first default line was timed once, before the search, and the load of a shared machine
+    drifts over a tuning run. ``ApplyHistoryBest`` reads the last default line of a task.
+    Gives ``{task index: the ratio default / best}``."""
+    from .dispatcher import ApplyHistoryBest
+    from .measure_record import dump_default_record
+
+    ctx = ApplyHistoryBest(log_file)
+    out: dict[int, float] = {}
+    for i, task in enumerate(tasks):
+        k = (task.workload_key, str(task.target).split()[0])
+        hit = ctx.best.get(k)
+        if hit is None or k not in ctx.default_costs or k[1] not in ("llvm", "c"):
+            continue
+        try:
+            got = default_schedule_of(task)
+            if got is None:
+                continue
+            dag = task.compute_dag
+            state = State(dag, [step_from_record(r) for r in hit[1]])
+            t_best = _timer(*dag.apply_steps_from_state(state), task.target, number, min_repeat_ms)
+            t_def = _timer(*got, task.target, number, min_repeat_ms)
+            best = dflt = float("inf")
+            for _ in range(rounds):
+                best, dflt = min(best, t_best()), min(dflt, t_def())
+        except Exception as e:  # noqa: BLE001 - the first default line stays
+            warnings.warn(f"auto_scheduler: could not re-time {task.desc or task.workload_key} "
+                          f"({type(e).__name__}: {e})", RuntimeWarning, stacklevel=2)
+            continue
+        out[i] = dflt / best
+        with open(log_file, "a") as f:
+            f.write(dump_default_record(task.workload_key, task.target, [hit[0] * dflt / best])
+                    + "\n")
     return out

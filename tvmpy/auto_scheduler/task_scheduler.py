@@ -150,6 +150,18 @@ class TaskScheduler:
             self.tasks, logs[0], number=int(getattr(r, "number", 5)),
             repeat=int(getattr(r, "repeat", 3)), min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
 
+    def _recheck_defaults(self, o: TuningOptions) -> None:
+        """After the search: each default against its task's best record again, interleaved
+        (``relay_integration.recheck_default_schedules``)."""
+        from .measure_record import RecordToFile
+        from .relay_integration import recheck_default_schedules
+
+        logs = [cb.filename for cb in o.measure_callbacks or () if isinstance(cb, RecordToFile)]
+        if logs and self.default_costs:
+            r = o.runner if not isinstance(o.runner, str) else None
+            recheck_default_schedules(self.tasks, logs[0], number=int(getattr(r, "number", 5)),
+                                      min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+
     # ---- the loop -------------------------------------------------------------------------
     def tune(self, tune_option: TuningOptions, search_policy: Any = "default",
              search_policy_params: dict | None = None, adaptive_training: bool = False,
@@ -184,6 +196,7 @@ class TaskScheduler:
                 if m is not None:
                     m.close()
             self.measurers = []
+            self._recheck_defaults(tune_option)
         for cb in self.callbacks:
             getattr(cb, "post_tune", lambda s: None)(self)
 
