@@ -207,6 +207,23 @@ def _row_sum_ref(a):
 
 
 @auto_scheduler.register_workload
+def pool_mean(N, C, H, W, CB):
+    """A global average pool over a blocked (NCHWc) tensor: a reduction whose contiguous
+    spatial axis (CB) comes last, then the division."""
+    A = te.placeholder((N, C, H, W, CB), name="A")
+    ry = te.reduce_axis((0, H), name="ry")
+    rx = te.reduce_axis((0, W), name="rx")
+    S = te.compute((N, C, CB), lambda n, c, b: te.sum(A[n, c, ry, rx, b], axis=[ry, rx]),
+                   name="pool_sum")
+    return [A, te.compute((N, C, CB), lambda n, c, b: S[n, c, b] / float(H * W), name="pool_avg")]
+
+
+@_ref("pool_mean")
+def _pool_mean_ref(a):
+    return a.mean(axis=(2, 3))
+
+
+@auto_scheduler.register_workload
 def elementwise(N, M):
     A = te.placeholder((N, M), name="A")
     B = te.placeholder((M,), name="B")

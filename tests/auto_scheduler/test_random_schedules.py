@@ -14,6 +14,7 @@ from as_workloads import (
     make_task,
     matmul,
     matmul_relu,
+    pool_mean,
     row_sum,
     softmax,
 )
@@ -29,7 +30,7 @@ dims = st.sampled_from([1, 2, 3, 5, 7, 8, 13, 16, 31])
 @st.composite
 def computes(draw):
     kind = draw(st.sampled_from(["matmul", "matmul_relu", "conv", "depthwise", "elementwise",
-                                 "row_sum", "softmax", "layer_norm"]))
+                                 "row_sum", "pool_mean", "softmax", "layer_norm"]))
     if kind in ("matmul", "matmul_relu"):
         f = matmul if kind == "matmul" else matmul_relu
         return f, (draw(dims), draw(dims), draw(dims))
@@ -44,6 +45,9 @@ def computes(draw):
                                 k, draw(st.sampled_from([0, 1])))
     if kind == "row_sum":
         return row_sum, (draw(dims), draw(st.sampled_from([1, 7, 64, 257])))
+    if kind == "pool_mean":
+        return pool_mean, (draw(st.sampled_from([1, 2])), draw(dims), draw(st.sampled_from([1, 3, 7])),
+                           draw(st.sampled_from([1, 5, 7])), draw(st.sampled_from([1, 5, 8, 16])))
     f = {"elementwise": elementwise, "softmax": softmax, "layer_norm": layer_norm}[kind]
     return f, (draw(dims), draw(dims))
 

@@ -129,8 +129,18 @@ def test_apply_history_best_build_equals_untuned(model, tmp_path, monkeypatch):
         measure_callbacks=[auto_scheduler.RecordToFile(log)])
     auto_scheduler.TaskScheduler(tasks, weights, callbacks=[]).tune(
         opts, search_policy="sketch.random", seed=0)
-    recs = [json.loads(x) for x in open(log)]
-    assert {r["i"][0][0] for r in recs if r["r"][1] == 0} == {t.workload_key for t in tasks}
+    lines = open(log).read().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert {r["i"][0][0] for r in recs if "i" in r and r["r"][1] == 0} == {t.workload_key for t in tasks}
+    # the task scheduler timed each relay task's default schedule into the log: once before
+    # the search, once more against the best record after it
+    defaults = [r["default"] for r in recs if "default" in r]
+    assert sorted(d[0][0] for d in defaults) == sorted(2 * [t.workload_key for t in tasks])
+    assert all(d[1] and min(d[1]) > 0 for d in defaults)
+    # the records apply (a log without the default lines: each task takes its best record)
+    log_records = str(tmp_path / "records.json")
+    with open(log_records, "w") as f:
+        f.writelines(x + "\n" for x in lines if '"default"' not in x)
 
     shape = [int(d) for d in mod["main"].params[0].type_annotation.shape]
     x = np.random.default_rng(2).uniform(-1, 1, shape).astype("float32")
@@ -145,7 +155,7 @@ def test_apply_history_best_build_equals_untuned(model, tmp_path, monkeypatch):
         applied.append((key, sch is not None))
         return sch
     monkeypatch.setattr(relay_integration, "schedule_fused", spy)
-    with auto_scheduler.ApplyHistoryBest(log):
+    with auto_scheduler.ApplyHistoryBest(log_records):
         with tvm.transform.PassContext(opt_level=3,
                                        config={"relay.backend.use_auto_scheduler": True}):
             lib = relay.build(mod, "llvm", params=params)
@@ -161,6 +171,51 @@ def test_apply_history_best_build_equals_untuned(model, tmp_path, monkeypatch):
             lib = relay.build(mod, "llvm", params=params)
     np.testing.assert_allclose(_run(lib, x), ref, rtol=1e-4, atol=1e-5)
     assert applied and not any(ok for _, ok in applied)
+
+
+def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
+    """The log's "default" line (the TOPI schedule timed in the same tuning run): a task whose
+    best record is slower keeps its default schedule, a faster record applies; the record
+    readers skip the line."""
+    from tvmpy.auto_scheduler.measure_record import dump_default_record
+
+    mod, params = small_cnn()
+    tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    task = tasks[0]
+    state = auto_scheduler.sample_initial_population(task, 1, seed=0)[0]
+    inp = auto_scheduler.MeasureInput(task, state)
+    res = auto_scheduler.MeasureResult((2e-3,), 0, "", 0.0, 0.0)
+    for default, applied in ((1e-3, False), (3e-3, True)):
+        log = tmp_path / f"log_{default}.json"
+        auto_scheduler.save_records(str(log), [inp], [res])
+        with open(log, "a") as f:
+            f.write(dump_default_record(task.workload_key, task.target, [default, default]) + "\n")
+        ctx = auto_scheduler.ApplyHistoryBest(str(log))
+        assert ctx.default_costs[(task.workload_key, "llvm")] == default
+        assert (ctx.query("llvm", task.workload_key) is not None) is applied
+        assert len(list(auto_scheduler.load_records(str(log)))) == 1
+    # measure_default_schedules: once per task, then read back from the log
+    log = str(tmp_path / "defaults.json")
+    got = relay_integration.measure_default_schedules(tasks, log, number=1, repeat=1,
+                                                      min_repeat_ms=0)
+    assert sorted(got) == list(range(len(tasks))) and all(c > 0 for c in got.values())
+    n = len(open(log).read().splitlines())
+    assert relay_integration.measure_default_schedules(tasks, log) == got
+    assert len(open(log).read().splitlines()) == n == len(tasks)
+    # re-timed against the best record after the search: a second line, on the scale of the
+    # logged best, and the last line is the one that counts
+    auto_scheduler.save_records(log, [inp], [res])
+    ratios = relay_integration.recheck_default_schedules(tasks, log, rounds=1, number=1,
+                                                         min_repeat_ms=0)
+    assert list(ratios) == [0] and ratios[0] > 0
+    last = open(log).read().splitlines()[-1]
+    assert json.loads(last)["default"][1] == pytest.approx([2e-3 * ratios[0]])
+    ctx = auto_scheduler.ApplyHistoryBest(log)
+    assert ctx.default_costs[(task.workload_key, "llvm")] == pytest.approx(2e-3 * ratios[0])
+    # a user's workload has no default schedule: nothing measured
+    from as_workloads import make_task, matmul
+
+    assert relay_integration.measure_default_schedules([make_task(matmul, (4, 4, 4))], log) == {}
 
 
 def test_apply_history_best_errors(tmp_path):

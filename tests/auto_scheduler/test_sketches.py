@@ -16,6 +16,7 @@ from as_workloads import (
     make_task,
     matmul,
     matmul_relu,
+    pool_mean,
     row_sum,
     softmax,
 )
@@ -40,6 +41,7 @@ CASES = {
     "conv2d_transpose": (conv2d_transpose, (1, 3, 5, 5, 4, 3, 2)),
     "layer_norm": (layer_norm, (5, 37)),
     "row_sum": (row_sum, (2, 301)),
+    "pool_mean": (pool_mean, (1, 3, 7, 5, 13)),
     "elementwise": (elementwise, (7, 13)),
 }
 
@@ -94,7 +96,7 @@ def test_rfactor_for_small_spatial_large_reduction():
     task = make_task(row_sum, (2, 301))
     sk = generate_sketches(task)
     rf = [s for s in sk if "RF" in _codes(s)]
-    assert len(rf) == 2 and len(sk) == 3
+    assert len(rf) == 2 and len(sk) == 4  # + reduction tiling "SRS" and the untiled one
     for s in rf:
         assert [st.op_name for st in s.stages] == ["A", "rowsum.rf", "rowsum"]
     # Ansor's condition for a reduction without reuse: longer than the number of cores
@@ -144,3 +146,77 @@ def test_annotation_changes_compute_location():
     assert set(where) == {ComputeAtKind.ROOT, ComputeAtKind.INLINED, ComputeAtKind.ITER}
     for s in where.values():
         check_state(task, s)
+
+
+def _srs_sketches(task):
+    return [s for s in generate_sketches(task)
+            if "RF" not in _codes(s) and "SP" in _codes(s)]
+
+
+def test_reduction_without_reuse_is_tiled_with_a_spatial_loop_innermost():
+    """A pool over a blocked tensor (spatial axes first, the contiguous one last, the
+    reduction innermost in te): the "SRS" sketch puts an inner spatial tile below the
+    reduction, and an annotation vectorizes it: the lowered kernel holds vector adds. Awkward
+    shape: primes everywhere, a non-power-of-two block."""
+    import tvmpy as tvm
+
+    task = make_task(pool_mean, (1, 3, 7, 5, 13))
+    srs = _srs_sketches(task)
+    assert len(srs) == 1
+    sk = srs[0]
+    red = [i for i, st in enumerate(sk.stages) if st.op_name == "pool_sum"][0]
+    kinds = [it.iter_kind for it in sk[red].iters]
+    assert kinds[-1] == 0 and 1 in kinds  # a spatial loop below the reduction loops
+    assert sk.stages[red].compute_at == ComputeAtKind.ITER  # fused into the division's tile
+    rng = random.Random(3)
+    vectorized = 0
+    for _ in range(12):
+        state = annotate(sk, rng, task.hardware_params)
+        check_state(task, state)
+        sch, args = task.compute_dag.apply_steps_from_state(state)
+        txt = str(tvm.lower(sch, args, simple_mode=True))
+        vectorized += "ramp(" in txt.lower() or "x13" in txt or "x4" in txt
+    assert vectorized > 0
+
+
+def test_reduction_tiling_only_without_reuse_and_with_a_spatial_loop():
+    # a matmul (data reuse) gets multi-level tiling, not "SRS"
+    mm = generate_sketches(make_task(matmul, (8, 8, 8)))
+    for s in mm:
+        splits = [st for st in s.transform_steps if isinstance(st, ts.SplitStep)]
+        assert not splits or any(len(st.lengths) == 3 for st in splits)
+    # a full reduction to one value (no spatial loop longer than 1): no "SRS" sketch
+    assert not _srs_sketches(make_task(row_sum, (1, 257)))
+    assert _srs_sketches(make_task(row_sum, (3, 257)))
+
+
+def test_parallel_loop_reaches_the_cores_when_the_outer_loops_allow():
+    """The fused parallel loop is never cut to leading loops of extent 1 (a batch of 1, a
+    tile's outer part of 1) when fusing further reaches the core count."""
+    from types import SimpleNamespace
+
+    from tvmpy.auto_scheduler.sketch_policy import _parallel_cut
+
+    its = [SimpleNamespace(extent=e) for e in (1, 1, 3, 1, 5)]
+    rng = random.Random(0)
+    for _ in range(50):
+        cut = _parallel_cut(its, [0, 1, 2, 3, 4], 2, rng)
+        assert cut >= 3  # 1 * 1 * 3 >= 2
+    assert {_parallel_cut(its, [0, 1, 2, 3, 4], 8, rng) for _ in range(20)} == {5}  # 15 >= 8
+    assert _parallel_cut(its, [0, 1], 2, rng) == 2  # never reaches 2: fuse all
+    # on a sketch of a batch-1 conv: no annotated state parallelizes a single iteration
+    # when its outer loops hold more (the old random count did, ~40% of the time)
+    task = make_task(conv2d_bias_relu, (1, 8, 8, 16, 4, 3, 3, 1, 1))
+    hw = HardwareParams(num_cores=2)
+    for sk in generate_sketches(task):
+        for _ in range(6):
+            st = annotate(sk, rng, hw)
+            for k in range(len(st.stages)):
+                par = [it for it in st[k].iters if it.annotation == ts.IteratorAnnotation.PARALLEL]
+                if par and par[0].extent == 1:
+                    outer = 1
+                    for it in st[k].iters[1:]:
+                        if it.iter_kind != 0 or it.annotation:
+                            break
+                        outer *= it.extent or 1
+                    assert outer == 1, "a parallel loop of extent 1 over longer loops"

@@ -3,8 +3,10 @@ workload when ``relay.build`` runs with ``PassContext(config={"relay.backend.use
 True})``.
 
 ``ApplyHistoryBest(records)`` keeps, per (workload key, target kind, CPU), the step history of
-the fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs). Records are
-read as step lists, without building their computes: a log of relay tasks applies in a process
+the fastest valid record of a log (or of ``(MeasureInput, MeasureResult)`` pairs), unless the log
+also holds a faster measurement of the task's default schedule on the same CPU (a ``"default"``
+line, written by the task scheduler for relay's fused subgraphs): then the default schedule
+stays. Records are read as step lists, without building their computes: a log of relay tasks applies in a process
 that never extracted them.
 
 A record measured on another CPU (its target's ``-mcpu``, see ``measure_record``) is not applied
@@ -24,7 +26,7 @@ import warnings
 from typing import Any
 
 from ..target.target import cpu_of, record_cpu
-from .measure_record import _parse
+from .measure_record import _parse, parse_default_record
 
 __all__ = ["DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"]
 
@@ -70,6 +72,9 @@ class ApplyHistoryBest(DispatchContext):
         # (workload key, target kind, record CPU or None) -> (mean cost, step records)
         self.best: dict[tuple[str, str, str | None], tuple[float, list]] = {}
         self._by_workload: dict[tuple[str, str], set[str | None]] = {}
+        #: the measured time of each task's default schedule (the log's "default" lines), keyed
+        #: as ``best``
+        self.default_costs: dict[tuple[str, str, str | None], float] = {}
         self._warned = False
         self.load(records, n_lines)
 
@@ -93,6 +98,10 @@ class ApplyHistoryBest(DispatchContext):
                     break
                 if not line.strip() or line.lstrip().startswith("#"):
                     continue
+                d = parse_default_record(line)
+                if d is not None:
+                    self.default_costs[(d[0], _kind(d[1]), record_cpu(d[1]))] = d[2]  # last wins
+                    continue
                 try:
                     key, target, steps, res = _parse(line)
                 except (ValueError, KeyError, TypeError, IndexError) as e:
@@ -110,7 +119,10 @@ class ApplyHistoryBest(DispatchContext):
         if c < self.best.get(k, (math.inf, []))[0]:
             self.best[k] = (c, list(steps))
 
-    def query(self, target: Any, workload_key: str) -> list | None:
+    def best_of(self, target: Any, workload_key: str) -> tuple[float, list, str | None] | None:
+        """``(mean cost, step records, record CPU)`` of the fastest record that applies to a
+        build for ``target`` (its kind; for CPU kinds its CPU, unless ``include_compatible``);
+        None when there is none (warned once when only other CPUs' records exist)."""
         kind = _kind(target)
         cpus = self._by_workload.get((workload_key, kind))
         if not cpus:
@@ -122,7 +134,20 @@ class ApplyHistoryBest(DispatchContext):
                 self._warn_other_cpu(target, mine)
                 return None
             ok = list(cpus)
-        return min((self.best[(workload_key, kind, c)] for c in ok), key=lambda h: h[0])[1]
+        return min((self.best[(workload_key, kind, c)] + (c,) for c in ok), key=lambda h: h[0])
+
+    def default_cost(self, target: Any, workload_key: str, cpu: str | None) -> float:
+        """The logged time of the default schedule for records of ``cpu`` (inf if none)."""
+        return self.default_costs.get((workload_key, _kind(target), cpu), math.inf)
+
+    def query(self, target: Any, workload_key: str) -> list | None:
+        """The best record's steps; None (the default schedule) when there is none, when the
+        records are of another CPU, or when the default schedule measured in the same tuning
+        was at least as fast."""
+        hit = self.best_of(target, workload_key)
+        if hit is None or self.default_cost(target, workload_key, hit[2]) <= hit[0]:
+            return None
+        return hit[1]
 
     def _warn_other_cpu(self, target: Any, mine: str | None) -> None:
         if self._warned:

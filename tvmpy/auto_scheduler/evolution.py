@@ -46,7 +46,7 @@ def _valid(dag: Any, steps: list[ts.Step]) -> State | None:
 def mutate_tile_size(state: State, rng: random.Random, hp: Any) -> State | None:
     steps = list(state.transform_steps)
     cands = [i for i, s in enumerate(steps) if isinstance(s, ts.SplitStep) and s.extent
-             and None not in s.lengths and s.extent % math.prod(s.lengths) == 0]  # type: ignore[arg-type]
+             and s.lengths and None not in s.lengths and s.extent % math.prod(s.lengths) == 0]  # type: ignore[arg-type]
     if not cands:
         return None
     i = rng.choice(cands)

@@ -24,7 +24,8 @@ from ..target.target import cpu_of, record_cpu, target_as_built
 from .measure import MeasureInput, MeasureResult
 
 __all__ = ["RecordToFile", "RecordReader", "load_records", "save_records", "load_best_record",
-           "dump_record_to_string", "load_record_from_string"]
+           "dump_record_to_string", "load_record_from_string", "dump_default_record",
+           "parse_default_record"]
 
 LOG_VERSION = "v0.6"
 logger = logging.getLogger("auto_scheduler")
@@ -36,6 +37,28 @@ def dump_record_to_string(inp: MeasureInput, res: MeasureResult) -> str:
     return json.dumps({"i": [[inp.task.workload_key, target_as_built(inp.task.target)], [[], steps]],
                        "r": [costs, int(res.error_no), float(res.all_cost), float(res.timestamp)],
                        "v": LOG_VERSION})
+
+
+def dump_default_record(workload_key: str, target: Any, costs: Sequence[float]) -> str:
+    """A log line holding the measured time of a task's default schedule (relay's TOPI
+    schedule of a fused subgraph), written once per task by the task scheduler:
+    ``{"default": [[workload_key, target], [costs...]], "v": ...}``. Record readers skip it;
+    ``ApplyHistoryBest`` keeps the default schedule of a task whose best record is slower."""
+    return json.dumps({"default": [[workload_key, target_as_built(target)],
+                                   [float(c) for c in costs]],
+                       "v": LOG_VERSION})
+
+
+def parse_default_record(line: str) -> tuple[str, str, float] | None:
+    """``(workload_key, target, mean cost)`` of a default-schedule line, else None."""
+    if '"default"' not in line:
+        return None
+    try:
+        rec = json.loads(line)
+        (key, target), costs = rec["default"]
+        return str(key), str(target), _mean([float(c) for c in costs])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _parse(line: str) -> tuple[str, str, list[Any], MeasureResult]:
@@ -72,7 +95,8 @@ class RecordReader:
         cache: dict = {}
         with open(self.filename) as f:
             for n, line in enumerate(f, 1):
-                if not line.strip() or line.lstrip().startswith("#"):
+                if not line.strip() or line.lstrip().startswith("#") \
+                        or parse_default_record(line) is not None:
                     continue
                 try:
                     yield load_record_from_string(line, cache)

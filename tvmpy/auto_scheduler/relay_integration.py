@@ -4,7 +4,9 @@ function, every kind: convolutions, depthwise, dense, softmax, layer norms, ...)
 its occurrences; ``schedule_fused`` is what ``relay.build`` asks, under
 ``PassContext(config={"relay.backend.use_auto_scheduler": True})``, for a fused function's
 schedule: the best record of the current :class:`ApplyHistoryBest`, or None (the default
-schedule).
+schedule). ``measure_default_schedules`` (called by the task scheduler) times each task's
+default schedule once and logs it, so that ``ApplyHistoryBest`` keeps the default schedule of a
+subgraph whose search has not yet found anything faster (a safety net, not part of TVM).
 
 Subgraphs that are not tasks are listed, with the reason, by :func:`not_tuned` (and logged at
 INFO by ``extract_tasks``): those without a reduction (unless ``include_simple_tasks``), those
@@ -20,6 +22,7 @@ Relay sits above this layer: it registers the program walk with
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import warnings
 from collections.abc import Callable
@@ -34,7 +37,8 @@ from .transform_step import step_from_record
 from .workload_registry import register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
-           "is_auto_scheduler_enabled", "NotTuned", "not_tuned", "format_not_tuned"]
+           "is_auto_scheduler_enabled", "NotTuned", "not_tuned", "format_not_tuned",
+           "measure_default_schedules", "recheck_default_schedules"]
 
 logger = logging.getLogger("auto_scheduler")
 
@@ -164,3 +168,121 @@ def schedule_fused(tensors: list[Any], workload_key: str, target: Any) -> Any:
                       RuntimeWarning, stacklevel=2)
         return None
     return sch
+
+
+def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
+    """``(schedule, tensors)`` of the default (TOPI) schedule of a relay task, or None for a
+    task that has none (a user's registered workload)."""
+    from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+
+    try:
+        name, _ = decode_workload_key(task.workload_key)
+    except (ValueError, TypeError):
+        return None
+    fn = getattr(WORKLOAD_FUNC_REGISTRY.get(name), "default_schedule", None)
+    return fn() if fn is not None else None
+
+
+def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,
+                              repeat: int = 3, min_repeat_ms: float = 20) -> dict[int, float]:
+    """Time the default schedule of each relay task not yet in ``log_file`` (in this process,
+    ``time_evaluator`` as the runner uses it) and append a ``"default"`` line per task; gives
+    ``{task index: mean seconds}`` of the tasks measured or found in the log. A default that
+    does not build is skipped (warned): the search's records then apply as they are."""
+    import os
+
+    from ..driver import build
+    from ..runtime import cpu, ndarray
+    from .measure_record import cpu_matches, dump_default_record, parse_default_record
+
+    known: list[tuple[str, str, float]] = []
+    if os.path.exists(log_file):
+        with open(log_file) as f:
+            for line in f:
+                d = parse_default_record(line)
+                if d is not None:
+                    known.append(d)
+    out: dict[int, float] = {}
+    for i, task in enumerate(tasks):
+        mine = [c for key, tgt, c in known if key == task.workload_key
+                and cpu_matches(tgt, task.target)]
+        if mine:
+            out[i] = mine[-1]
+            continue
+        if str(task.target).split()[0] not in ("llvm", "c"):
+            continue  # timed here on the CPU only
+        try:
+            got = default_schedule_of(task)
+            if got is None:
+                continue
+            sch, args = got
+            mod = build(sch, args, task.target)
+            rng = __import__("numpy").random.default_rng(0)
+            data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
+                    for t in args]
+            res = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=repeat,
+                                     min_repeat_ms=min_repeat_ms)(*data)
+        except Exception as e:  # noqa: BLE001 - the net is optional: the search goes on
+            warnings.warn(f"auto_scheduler: the default schedule of {task.desc or task.workload_key} "
+                          f"could not be timed ({type(e).__name__}: {e})", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        costs = list(res.results)
+        with open(log_file, "a") as f:
+            f.write(dump_default_record(task.workload_key, task.target, costs) + "\n")
+        out[i] = sum(costs) / len(costs)
+    return out
+
+
+def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: float) -> Any:
+    from ..driver import build
+    from ..runtime import cpu, ndarray
+
+    mod = build(sch, args, target)
+    rng = __import__("numpy").random.default_rng(0)
+    data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
+            for t in args]
+    ev = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=1,
+                            min_repeat_ms=min_repeat_ms)
+    return lambda: ev(*data).mean
+
+
+def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: int = 5,
+                              number: int = 5, min_repeat_ms: float = 20) -> dict[int, float]:
+    """Time each relay task's default schedule against its best record again, interleaved
+    (``rounds`` rounds, the best of each), and append a ``"default"`` line holding the
+    default's time on the scale of the logged best (logged best x default / best now): the
+    first default line was timed once, before the search, and the load of a shared machine
+    drifts over a tuning run. ``ApplyHistoryBest`` reads the last default line of a task.
+    Gives ``{task index: the ratio default / best}``."""
+    from .dispatcher import ApplyHistoryBest
+    from .measure_record import dump_default_record
+
+    ctx = ApplyHistoryBest(log_file)
+    out: dict[int, float] = {}
+    for i, task in enumerate(tasks):
+        if str(task.target).split()[0] not in ("llvm", "c"):
+            continue
+        hit = ctx.best_of(task.target, task.workload_key)
+        if hit is None or ctx.default_cost(task.target, task.workload_key, hit[2]) == math.inf:
+            continue
+        try:
+            got = default_schedule_of(task)
+            if got is None:
+                continue
+            dag = task.compute_dag
+            state = State(dag, [step_from_record(r) for r in hit[1]])
+            t_best = _timer(*dag.apply_steps_from_state(state), task.target, number, min_repeat_ms)
+            t_def = _timer(*got, task.target, number, min_repeat_ms)
+            best = dflt = float("inf")
+            for _ in range(rounds):
+                best, dflt = min(best, t_best()), min(dflt, t_def())
+        except Exception as e:  # noqa: BLE001 - the first default line stays
+            warnings.warn(f"auto_scheduler: could not re-time {task.desc or task.workload_key} "
+                          f"({type(e).__name__}: {e})", RuntimeWarning, stacklevel=2)
+            continue
+        out[i] = dflt / best
+        with open(log_file, "a") as f:
+            f.write(dump_default_record(task.workload_key, task.target, [hit[0] * dflt / best])
+                    + "\n")
+    return out

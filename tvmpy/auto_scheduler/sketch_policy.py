@@ -12,6 +12,8 @@ one or more states (a tree of choices):
 - multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
   single elementwise consumer, tiled alike (follow_split);
 - multi-level tiling: tile "SSRSRS";
+- reduction tiling (not in Ansor): a reduction without data reuse tiled "SRS", so that its
+  innermost loop is spatial and vectorizes (fused with an elementwise consumer as above);
 - skip.
 
 Annotation (``annotate``) fills the tile sizes (factorisations of the extents, sometimes
@@ -208,10 +210,12 @@ def do_multi_level_tiling(s: State, k: int, fmt: str = "SSRSRS") -> list[int]:
             split_ids.append(len(s.transform_steps) - 1)
             for lv, p in zip(levels_s, parts):
                 lv.append(p)
-        else:
+        elif n_r > 1:
             parts = s.split(k, it, [None] * (n_r - 1))
             for lv, p in zip(levels_r, parts):
                 lv.append(p)
+        else:  # one reduction level ("SRS"): the loop as it is
+            levels_r[0].append(it)
     order: list[Any] = []
     si = ri = 0
     for c in fmt:
@@ -275,6 +279,37 @@ def _mlt_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
     return [(n, k - 1)]
 
 
+def needs_reduction_tiling(state: State, k: int) -> bool:
+    """A reduction without data reuse (a pool, a sum, a mean, a max) with a spatial loop
+    longer than 1: te puts its reduction loops innermost, so no loop of it vectorizes. Tiled
+    "SRS" (outer spatial tiles, the reduction, inner spatial tiles) its innermost loop is
+    spatial: the inner tile of the contiguous output axis vectorizes, the reduction reads
+    rows at a time (a global pool over NCHWc reads 16-channel vectors)."""
+    st = _te_stage(state, k)
+    if not _is_compute(st) or not st.op.reduce_axis or st.relations or st.attach_type != ROOT:
+        return False
+    if needs_multi_level_tiling(state, k):
+        return False
+    return any(iv.iter_type != IterVar.CommReduce and isinstance(iv.known_dom.extent, E.IntImm)
+               and iv.known_dom.extent.value > 1 for iv in st.leaf_iter_vars)
+
+
+def _reduction_tiling_cond(s: State, k: int, hp: Any) -> int:
+    return APPLY if needs_reduction_tiling(s, k) else PASS
+
+
+def _reduction_tiling_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    base = s.copy()
+    split_ids = do_multi_level_tiling(base, k, "SRS")
+    target = elementwise_matched_consumer(s, k)
+    if target is None:
+        return [(base, k - 1)]
+    n = base.copy()  # the elementwise consumer (a mean's division) tiled alike, fused at level 1
+    follow_tiling(n, target, split_ids, 1)
+    n.compute_at(k, target, len(split_ids) - 1)
+    return [(n, k - 1)]
+
+
 def _skip_cond(s: State, k: int, hp: Any) -> int:
     return APPLY
 
@@ -289,6 +324,7 @@ CPU_SKETCH_RULES: list[Rule] = [
     ("add_cache_write", _cache_write_cond, _cache_write_apply),
     ("multi_level_tiling_with_fusion", _mlt_fusion_cond, _mlt_fusion_apply),
     ("multi_level_tiling", _mlt_cond, _mlt_apply),
+    ("reduction_tiling", _reduction_tiling_cond, _reduction_tiling_apply),
     ("skip", _skip_cond, _skip_apply),
 ]
 SKETCH_RULES = CPU_SKETCH_RULES
@@ -445,12 +481,82 @@ def change_compute_location(state: State, rng: random.Random, tiled: set[int]) -
             state.compute_at(k, target, pick)
 
 
-def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
-    """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random)."""
+_INNERMOST_SPLITS: dict[str, dict[int, int]] = {}
+
+
+def innermost_splits(sketch: State) -> dict[int, int]:
+    """``{split step id: vector lanes}`` of the open splits whose innermost part is the
+    innermost loop of its stage in ``sketch`` (spatial: the loop that vectorizes), with the
+    lanes of the stage's output type in a 16-byte vector unit (scaled by the caller)."""
+    key = repr([x.to_record() for x in sketch.transform_steps]) + repr(id(sketch.dag))
+    hit = _INNERMOST_SPLITS.get(key)
+    if hit is not None:
+        return hit
+    out: dict[int, int] = {}
     steps = list(sketch.transform_steps)
+    for i, s in enumerate(steps):
+        if not isinstance(s, ts.SplitStep) or None not in s.lengths:
+            continue
+        last = sketch[s.stage_id].iters
+        if not last or last[-1].iter_kind != 0 or last[-1].extent is not None:
+            continue
+        part = State(sketch.dag, steps[:i + 1])[s.stage_id].iters[s.iter_id + len(s.lengths)]
+        if part.name == last[-1].name and part.iter_kind == 0:
+            dtype = str(sketch.ctx.stages[s.stage_id].op.output(0).dtype)
+            bits = int("".join(ch for ch in dtype if ch.isdigit()) or 32)
+            out[i] = max(1, 128 // bits)
+    if len(_INNERMOST_SPLITS) > 4096:
+        _INNERMOST_SPLITS.clear()
+    _INNERMOST_SPLITS[key] = out
+    return out
+
+
+def _vector_friendly(lengths: list[int], extent: int, lanes: int, rng: random.Random) -> list[int]:
+    """``lengths`` with the innermost replaced by a multiple of ``lanes`` that divides
+    ``extent`` (the largest such up to the vector unit, or a random one), the others
+    rescaled to keep the product within ``extent``."""
+    cands = [v for v in range(lanes, min(extent, 4 * lanes) + 1, lanes) if extent % v == 0]
+    if not cands:
+        return lengths
+    inner = rng.choice(cands)
+    rest = extent // inner
+    out = []
+    for v in lengths[:-1]:
+        v = v if rest % v == 0 else 1
+        out.append(v)
+        rest //= v
+    return out + [inner]
+
+
+def _parallel_cut(iters: Sequence[Any], cands: list[int], num_cores: int,
+                  rng: random.Random) -> int:
+    """How many of the outer loops ``cands`` to fuse into the parallel loop: a random count
+    among those whose fused extent reaches ``num_cores`` (else all of them). A random count
+    alone often took only leading loops of extent 1 (the batch, a tile's outer part of 1):
+    a parallel loop of one iteration, a serial kernel."""
+    degree, ok = 1, []
+    for n, i in enumerate(cands, 1):
+        degree *= iters[i].extent or 1
+        if degree >= num_cores:
+            ok.append(n)
+    return rng.choice(ok) if ok else len(cands)
+
+
+def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
+    """A complete state from a sketch: tile sizes, parallel, vectorize, unroll (random).
+
+    The innermost tile of a stage's innermost spatial loop (the one that vectorizes) is, half
+    the time, a multiple of the vector lanes of the target (``hp.vector_unit_bytes``) that
+    divides the extent: uniform factorisations rarely give full vectors, and with a few dozen
+    trials per subgraph the search then never finds the vectorized kernel the defaults have."""
+    steps = list(sketch.transform_steps)
+    inner = innermost_splits(sketch)
     for i, s in enumerate(steps):
         if isinstance(s, ts.SplitStep) and None in s.lengths:
             lengths = sample_tile_lengths(s.extent, len(s.lengths), rng, hp.max_innermost_split_factor)
+            if i in inner and s.extent and rng.random() < 0.5:
+                lanes = max(1, inner[i] * hp.vector_unit_bytes // 16)
+                lengths = _vector_friendly(lengths, s.extent, lanes, rng)
             steps[i] = ts.SplitStep(s.stage_id, s.iter_id, s.extent, tuple(lengths), s.inner_to_outer)
     state = State(sketch.dag, steps)
     n_stages = len(state.ctx.stages)
@@ -474,8 +580,7 @@ def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
                 if degree > hp.num_cores * 16 or it.index in attached:
                     break
             if to_fuse:
-                cut = rng.randint(1, len(to_fuse))
-                to_fuse = to_fuse[:cut]
+                to_fuse = to_fuse[:_parallel_cut(view.iters, to_fuse, hp.num_cores, rng)]
                 if len(to_fuse) < len(view.iters) or rng.random() < 0.5:
                     f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
                     state.parallel(k, f.index)

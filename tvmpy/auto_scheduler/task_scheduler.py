@@ -74,6 +74,8 @@ class TaskScheduler:
         self.search_policies: list[SearchPolicy] = []
         self.measurers: list[_LazyMeasurer | None] = []
         self.trial_history: list[tuple[int, float]] = []  # (total trials, objective)
+        #: {task index: seconds} of the default schedules timed into the log (relay tasks)
+        self.default_costs: dict[int, float] = {}
 
     # ---- setup ----------------------------------------------------------------------------
     def _make_policies(self, search_policy: Any, params: dict | None, seed: int | None) -> None:
@@ -150,6 +152,33 @@ class TaskScheduler:
             print(f"TaskScheduler: resumed {sum(len(v[0]) for v in per.values())} records of "
                   f"{len(per)}/{len(self.tasks)} tasks from {self.load_log_file}")
 
+    def _measure_defaults(self, o: TuningOptions) -> None:
+        """Time each relay task's default schedule once into the log (the first
+        ``RecordToFile``), so that ``ApplyHistoryBest`` keeps a default that the search has
+        not beaten (``relay_integration.measure_default_schedules``)."""
+        from .measure_record import RecordToFile
+        from .relay_integration import measure_default_schedules
+
+        logs = [cb.filename for cb in o.measure_callbacks or () if isinstance(cb, RecordToFile)]
+        if not logs or o.num_measure_trials <= 0:
+            return
+        r = o.runner if not isinstance(o.runner, str) else None
+        self.default_costs = measure_default_schedules(
+            self.tasks, logs[0], number=int(getattr(r, "number", 5)),
+            repeat=int(getattr(r, "repeat", 3)), min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+
+    def _recheck_defaults(self, o: TuningOptions) -> None:
+        """After the search: each default against its task's best record again, interleaved
+        (``relay_integration.recheck_default_schedules``)."""
+        from .measure_record import RecordToFile
+        from .relay_integration import recheck_default_schedules
+
+        logs = [cb.filename for cb in o.measure_callbacks or () if isinstance(cb, RecordToFile)]
+        if logs and self.default_costs:
+            r = o.runner if not isinstance(o.runner, str) else None
+            recheck_default_schedules(self.tasks, logs[0], number=int(getattr(r, "number", 5)),
+                                      min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+
     # ---- the loop -------------------------------------------------------------------------
     def tune(self, tune_option: TuningOptions, search_policy: Any = "default",
              search_policy_params: dict | None = None, adaptive_training: bool = False,
@@ -165,6 +194,7 @@ class TaskScheduler:
             else tune_option.early_stopping
         self.early_stopping_task = early if early is not None and early >= 0 else 1 << 30
         self._restore()
+        self._measure_defaults(tune_option)
         budget = tune_option.num_measure_trials
         try:
             # round-robin warm-up over the tasks the log did not cover
@@ -183,6 +213,7 @@ class TaskScheduler:
                 if m is not None:
                     m.close()
             self.measurers = []
+            self._recheck_defaults(tune_option)
         for cb in self.callbacks:
             getattr(cb, "post_tune", lambda s: None)(self)
 
@@ -325,18 +356,21 @@ class PrintTableInfo(TaskSchedulerCallback):
 
 def format_table(s: TaskScheduler) -> str:
     """TVM's task table: per task its best latency, speed, trials and weight (occurrences),
-    '-' where no valid record exists yet."""
+    '-' where no valid record exists yet, and the default schedule's time when measured (the
+    safety net of ``relay_integration.measure_default_schedules``)."""
     lines = ["|  ID  | Task                                               | Latency (ms) "
-             "| Speed (GFLOPS) | Trials | Weight |",
+             "| Speed (GFLOPS) | Trials | Weight | Default (ms) |",
              "|------|----------------------------------------------------|-------------:"
-             "|---------------:|-------:|-------:|"]
+             "|---------------:|-------:|-------:|-------------:|"]
     for i, t in enumerate(s.tasks):
         ok = s.best_costs[i] < 1e9
         lat = f"{s.best_costs[i] * 1e3:.4g}" if ok else "-"
         speed = f"{s.flop_cts[i] / s.best_costs[i] / 1e9:.2f}" if ok else "-"
         w = s.task_weights[i]
+        d = s.default_costs.get(i)
+        dflt = f"{d * 1e3:.4g}" if d is not None else "-"
         lines.append(f"| {i:4d} | {str(t.desc or t.workload_key)[:50]:50s} | {lat:>12s} | "
-                     f"{speed:>14s} | {s.task_trials[i]:6d} | {w:6g} |")
+                     f"{speed:>14s} | {s.task_trials[i]:6d} | {w:6g} | {dflt:>12s} |")
     return "\n".join(lines)
 
 

@@ -49,6 +49,15 @@ class FusedWorkload:
         outs = g.outputs(self.func.body)
         return [*g.inputs, *outs]
 
+    def default_schedule(self) -> tuple[Any, list[Any]]:
+        """``(schedule, tensors)``: the schedule ``relay.build`` gives this fused function
+        without the auto-scheduler (its TOPI strategy's, with autotvm's current configs)."""
+        from .te_compiler import _GroupLowering
+
+        g = _GroupLowering(self.func, as_target(self.target), "auto_scheduler_default")
+        outs = g.outputs(self.func.body)
+        return g.schedule(outs), [*g.inputs, *outs]
+
 
 def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
                     ) -> list[tuple[Any, str, Any, int, str]]:
