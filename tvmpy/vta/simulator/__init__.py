@@ -12,7 +12,9 @@ from __future__ import annotations
 import threading
 
 from .device import (
+    ALU_II,
     ALU_PIPELINE_DEPTH,
+    CMD_QUEUE_DEPTH,
     GEMM_PIPELINE_DEPTH,
     DeadlockError,
     Device,
@@ -25,7 +27,7 @@ from .functional import BufferOverflowError
 
 __all__ = ["Device", "Dram", "DramBuffer", "Stats", "stats", "clear_stats", "SimulatorError",
            "DeadlockError", "DeviceTimeoutError", "DramAccessError", "BufferOverflowError",
-           "GEMM_PIPELINE_DEPTH", "ALU_PIPELINE_DEPTH", "record"]
+           "GEMM_PIPELINE_DEPTH", "ALU_PIPELINE_DEPTH", "ALU_II", "CMD_QUEUE_DEPTH", "record"]
 
 _lock = threading.Lock()
 _total = Stats()

@@ -11,9 +11,19 @@ compute->load, compute->store and store->compute (RAW and WAR hazards between th
 The simulation is event driven: among the modules that can start their next instruction, the
 one that starts earliest runs (functionally, at its start time), so the buffers see the order
 the hardware would. Loads and stores share one DRAM channel of ``dram_bytes_per_cycle`` bytes
-per cycle after ``dram_latency`` cycles; GEMM and ALU retire one micro-op iteration per cycle.
-When no module can start and instructions remain, the tokens they wait for can never come: a
-:class:`DeadlockError` names each blocked module, its instruction and the empty queue.
+per cycle after ``dram_latency`` cycles. The GEMM core retires one micro-op iteration per cycle
+and the tensor ALU one every :data:`ALU_II` cycles (TVM's HLS design, hardware/xilinx/src/vta.cc:
+``READ_GEMM_UOP`` is pipelined at II=1, ``READ_ALU_UOP`` at II=2, since each ALU iteration reads
+two accumulator tensors, its destination and its source, and writes one back).
+
+The fetch module reads the stream in order, one instruction per ``INS_BYTES /
+dram_bytes_per_cycle`` cycles, into three command queues of :data:`CMD_QUEUE_DEPTH` entries
+(``STREAM_IN_DEPTH`` in vta.h): an instruction enters its module's queue only once that module
+has taken the instruction ``CMD_QUEUE_DEPTH`` places before it, so a module with a full queue
+stalls fetch, and with it every other module (``fetch_queue_stall_cycles``).
+When no module can start and instructions remain, the tokens they wait for can never come (or
+fetch is stuck behind a full queue whose module waits for them): a :class:`DeadlockError` names
+each blocked module, its instruction and the empty token queue or the full command queue.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ from .dram import Dram
 
 GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
 ALU_PIPELINE_DEPTH = 4
+ALU_II = 2                # cycles per ALU micro-op iteration (vta.cc: READ_ALU_UOP at II=2)
+CMD_QUEUE_DEPTH = 8       # entries of each command queue fetch -> load/compute/store (vta.h)
 
 
 class SimulatorError(RuntimeError):
@@ -78,6 +90,7 @@ class Stats:
     busy: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     stall_token: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     stall_dram: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    stall_queue: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     counts: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     nbytes: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     gemm_counter: int = 0       # GEMM micro-op iterations that multiply (reset excluded)
@@ -87,8 +100,10 @@ class Stats:
         d: dict[str, float] = {"cycle_count": self.cycle_count, "runs": self.runs}
         for m in ("fetch", "load", "compute", "store"):
             d[f"{m}_busy_cycles"] = self.busy[m]
-            d[f"{m}_stall_cycles"] = self.stall_token[m] + self.stall_dram[m]
+            d[f"{m}_stall_cycles"] = (self.stall_token[m] + self.stall_dram[m]
+                                      + self.stall_queue[m])
             d[f"{m}_token_stall_cycles"] = self.stall_token[m]
+            d[f"{m}_queue_stall_cycles"] = self.stall_queue[m]
             d[f"{m}_dram_stall_cycles"] = self.stall_dram[m]
         d["gemm_counter"] = self.gemm_counter
         d["alu_counter"] = self.alu_counter
@@ -105,7 +120,7 @@ class Stats:
     def merge(self, other: Stats) -> None:
         self.cycle_count += other.cycle_count
         self.runs += other.runs
-        for name in ("busy", "stall_token", "stall_dram", "counts", "nbytes"):
+        for name in ("busy", "stall_token", "stall_dram", "stall_queue", "counts", "nbytes"):
             getattr(self, name).update(getattr(other, name))
         self.gemm_counter += other.gemm_counter
         self.alu_counter += other.alu_counter
@@ -115,11 +130,17 @@ class Device:
     """One simulated VTA: its buffers persist across runs; DRAM is shared with the host."""
 
     def __init__(self, cfg: HardwareConfig, dram: Dram,
-                 on_stats: Callable[[Stats], None] | None = None) -> None:
+                 on_stats: Callable[[Stats], None] | None = None,
+                 cmd_queue_depth: int | None = CMD_QUEUE_DEPTH) -> None:
+        """``cmd_queue_depth``: entries per command queue (None: unbounded, no fetch stalls)."""
+        if cmd_queue_depth is not None and cmd_queue_depth < 1:
+            raise ValueError(f"cmd_queue_depth must be at least 1 (or None), got "
+                             f"{cmd_queue_depth}")
         self.cfg = cfg
         self.dram = dram
         self.buffers = F.Buffers(cfg)
         self.on_stats = on_stats
+        self.cmd_queue_depth = cmd_queue_depth
 
     # ---- entry points ---------------------------------------------------------------------
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62,
@@ -154,10 +175,21 @@ class _Run:
         self.insns = insns
         self.stats = Stats(runs=1)
         bw, lat = self.cfg.dram_bytes_per_cycle, self.cfg.dram_latency
-        self.fetched = [lat + math.ceil((k + 1) * INS_BYTES / bw) for k in range(len(insns))]
+        # when each instruction has been read from DRAM if fetch never stalls
+        self.streamed = [lat + math.ceil((k + 1) * INS_BYTES / bw) for k in range(len(insns))]
+        self.fetched: list[int] = []    # when each has entered its command queue (in order)
+        self.depth = dev.cmd_queue_depth
         self.queues: dict[int, list[int]] = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
+        self.stage_of: list[int] = []
+        self.slot: list[int] = []       # position of each instruction in its module's queue
         for k, insn in enumerate(insns):
-            self.queues[pipeline_stage(insn)].append(k)
+            stage = pipeline_stage(insn)
+            self.stage_of.append(stage)
+            self.slot.append(len(self.queues[stage]))
+            self.queues[stage].append(k)
+        self.taken: dict[int, list[int]] = {s: [] for s in self.queues}  # when a module took each
+        self.pos = {s: 0 for s in self.queues}    # each module's next instruction (its slot)
+        self.time = {s: 0 for s in self.queues}   # when each module is free
         self.tokens: dict[tuple[int, int], collections.deque[int]] = {
             q: collections.deque() for q in _QUEUES}
         self.dram_free = 0
@@ -187,18 +219,43 @@ class _Run:
                 out.append((stage, other))
         return out
 
+    def _fetch_upto(self, k: int) -> bool:
+        """Fetch (in order) up to instruction ``k``; False while a full queue stops it first."""
+        while len(self.fetched) <= k:
+            i = len(self.fetched)
+            t = self.streamed[i]
+            if i:
+                t = max(t, self.fetched[i - 1] + self.streamed[i] - self.streamed[i - 1])
+            stage, j = self.stage_of[i], self.slot[i]
+            if self.depth is not None and j >= self.depth:
+                gone = j - self.depth         # the entry that must have left the queue
+                if gone < len(self.taken[stage]):
+                    room = self.taken[stage][gone]
+                elif gone == self.pos[stage]:   # the module's next: taken when it is free
+                    room = max(self.time[stage], self.fetched[self.queues[stage][gone]])
+                else:
+                    return False        # its queue is full until the module takes one more
+                if room > t:
+                    self.stats.stall_queue["fetch"] += room - t
+                    t = room
+            self.fetched.append(t)
+        return True
+
     def simulate(self) -> Stats:
-        pos = {s: 0 for s in self.queues}
-        time = {s: 0 for s in self.queues}
+        pos = self.pos
+        time = self.time
         end = 0
         while True:
             best = None
-            blocked = []
+            blocked: list[tuple[int, int, tuple[int, int] | None]] = []
             for stage in (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE):
                 q = self.queues[stage]
                 if pos[stage] == len(q):
                     continue
                 k = q[pos[stage]]
+                if not self._fetch_upto(k):
+                    blocked.append((stage, k, None))
+                    continue
                 insn = self.insns[k]
                 free = max(time[stage], self.fetched[k])
                 ready = free
@@ -217,6 +274,7 @@ class _Run:
                     self._deadlock(blocked, pos)
                 break
             ready, stage, k, free = best
+            self.taken[stage].append(free)
             insn = self.insns[k]
             name = STAGE_NAMES[stage]
             for key in self._pops(stage, insn, k):
@@ -230,7 +288,8 @@ class _Run:
             pos[stage] += 1
         self.stats.cycle_count = end
         n = len(self.insns)
-        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        last = self.fetched[-1] if n else 0
+        self.stats.busy["fetch"] = last - self.stats.stall_queue["fetch"]
         self.stats.counts["insn"] = n
         self.stats.nbytes["insn"] = n * INS_BYTES
         return self.stats
@@ -241,18 +300,26 @@ class _Run:
             stage = pipeline_stage(insn)
             self._pops(stage, insn, k)               # the flags must still make sense
             self._pushes(stage, insn, k)
-            end = self._execute(stage, insn, k, max(end, self.fetched[k]))
+            end = self._execute(stage, insn, k, max(end, self.streamed[k]))
         self.stats.cycle_count = end
         n = len(self.insns)
-        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        self.stats.busy["fetch"] = self.streamed[-1] if n else 0
         self.stats.counts["insn"] = n
         self.stats.nbytes["insn"] = n * INS_BYTES
         return self.stats
 
-    def _deadlock(self, blocked: list[tuple[int, int, tuple[int, int]]], pos: dict) -> None:
+    def _deadlock(self, blocked: list[tuple[int, int, tuple[int, int] | None]],
+                  pos: dict) -> None:
         lines = []
         for stage, k, key in blocked:
             left = len(self.queues[stage]) - pos[stage]
+            if key is None:
+                i = len(self.fetched)
+                lines.append(f"  {STAGE_NAMES[stage]} module waits for {self._where(k)}, which "
+                             f"fetch never reaches: fetch is stuck at {self._where(i)}, whose "
+                             f"{STAGE_NAMES[self.stage_of[i]]} command queue is full "
+                             f"({self.depth} entries)")
+                continue
             lines.append(f"  {STAGE_NAMES[stage]} module blocked at {self._where(k)}: it pops a "
                          f"{_QUEUES[key]} token and that queue is empty ({left} instruction(s) "
                          f"left in this module)")
@@ -311,7 +378,7 @@ class _Run:
             st.counts["alu"] += 1
             n = insn.num_uop_iters
             st.alu_counter += n
-            finish = ready + n + ALU_PIPELINE_DEPTH
+            finish = ready + ALU_II * n + ALU_PIPELINE_DEPTH
         elif isinstance(insn, FinishInsn):
             st.counts["finish"] += 1
             finish = ready + 1
