@@ -1,5 +1,6 @@
-"""The cycle model's command queues (fetch -> load/compute/store, STREAM_IN_DEPTH entries) and
-its ALU initiation interval (TVM's HLS design: GEMM at II=1, ALU at II=2)."""
+"""The cycle model's command queues (fetch -> load/compute/store: 512 entries on TVM's FPGA
+design, 8 in its HLS C simulation, which these small streams use) and its ALU initiation
+interval (TVM's HLS design: GEMM at II=1, ALU at II=2)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_full_compute_queue_stalls_fetch_and_the_load_behind_it():
         return [_gemm(n) for _ in range(10)] + [_inp_load(dev, rng, 600)]
 
     free, free_bufs = _run(None, build)
-    fifo, fifo_bufs = _run(simulator.CMD_QUEUE_DEPTH, build)
+    fifo, fifo_bufs = _run(8, build)
     assert free["fetch_queue_stall_cycles"] == 0
     cfg = hc.default_config()
     per_insn = hc.INS_BYTES // int(cfg.dram_bytes_per_cycle)
@@ -77,7 +78,7 @@ def test_queue_depth_only_counts_each_modules_own_queue():
     def build(dev, rng):
         return [_gemm(300) for _ in range(8)] + [_inp_load(dev, rng, 64)]
 
-    fifo, _ = _run(simulator.CMD_QUEUE_DEPTH, build)
+    fifo, _ = _run(8, build)
     free, _ = _run(None, build)
     assert fifo["fetch_queue_stall_cycles"] == 0
     assert fifo["cycle_count"] == free["cycle_count"]
@@ -136,6 +137,8 @@ def test_runtime_programs_are_exact_at_every_queue_depth(depth, nslots):
     assert (stall == 0) == (depth is None)
 
 
-def test_queue_depth_is_checked():
+def test_queue_depth_is_checked_and_defaults_to_the_fpga_fifos():
     with pytest.raises(ValueError, match="cmd_queue_depth must be at least 1"):
         simulator.Device(hc.default_config(), simulator.Dram(), cmd_queue_depth=0)
+    assert simulator.CMD_QUEUE_DEPTH == 512
+    assert CommandQueue(hc.default_config()).device.cmd_queue_depth == 512

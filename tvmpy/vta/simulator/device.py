@@ -17,10 +17,12 @@ and the tensor ALU one every :data:`ALU_II` cycles (TVM's HLS design, hardware/x
 two accumulator tensors, its destination and its source, and writes one back).
 
 The fetch module reads the stream in order, one instruction per ``INS_BYTES /
-dram_bytes_per_cycle`` cycles, into three command queues of :data:`CMD_QUEUE_DEPTH` entries
-(``STREAM_IN_DEPTH`` in vta.h): an instruction enters its module's queue only once that module
-has taken the instruction ``CMD_QUEUE_DEPTH`` places before it, so a module with a full queue
-stalls fetch, and with it every other module (``fetch_queue_stall_cycles``).
+dram_bytes_per_cycle`` cycles, into three command queues of ``cmd_queue_depth`` entries
+(:data:`CMD_QUEUE_DEPTH` = 512, the FIFOs of TVM's FPGA design, hardware/xilinx/scripts/vivado.tcl;
+its HLS C simulation uses 8, ``STREAM_IN_DEPTH`` in vta.h): an instruction enters its module's
+queue only once that module has taken the instruction ``cmd_queue_depth`` places before it, so
+a module with a full queue stalls fetch, and with it every other module
+(``fetch_queue_stall_cycles``). The token queues (1024 entries on the FPGA) are not bounded here.
 When no module can start and instructions remain, the tokens they wait for can never come (or
 fetch is stuck behind a full queue whose module waits for them): a :class:`DeadlockError` names
 each blocked module, its instruction and the empty token queue or the full command queue.
@@ -54,7 +56,7 @@ from .dram import Dram
 GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
 ALU_PIPELINE_DEPTH = 4
 ALU_II = 2                # cycles per ALU micro-op iteration (vta.cc: READ_ALU_UOP at II=2)
-CMD_QUEUE_DEPTH = 8       # entries of each command queue fetch -> load/compute/store (vta.h)
+CMD_QUEUE_DEPTH = 512     # entries of each command queue fetch -> load/compute/store (FPGA)
 
 
 class SimulatorError(RuntimeError):
@@ -131,16 +133,20 @@ class Device:
 
     def __init__(self, cfg: HardwareConfig, dram: Dram,
                  on_stats: Callable[[Stats], None] | None = None,
-                 cmd_queue_depth: int | None = CMD_QUEUE_DEPTH) -> None:
-        """``cmd_queue_depth``: entries per command queue (None: unbounded, no fetch stalls)."""
-        if cmd_queue_depth is not None and cmd_queue_depth < 1:
+                 cmd_queue_depth: int | None | str = "default") -> None:
+        """``cmd_queue_depth``: entries per command queue (None: unbounded, no fetch stalls;
+        "default": this module's :data:`CMD_QUEUE_DEPTH` when the device is made)."""
+        if cmd_queue_depth == "default":
+            cmd_queue_depth = CMD_QUEUE_DEPTH
+        if cmd_queue_depth is not None and (not isinstance(cmd_queue_depth, int)
+                                            or cmd_queue_depth < 1):
             raise ValueError(f"cmd_queue_depth must be at least 1 (or None), got "
                              f"{cmd_queue_depth}")
         self.cfg = cfg
         self.dram = dram
         self.buffers = F.Buffers(cfg)
         self.on_stats = on_stats
-        self.cmd_queue_depth = cmd_queue_depth
+        self.cmd_queue_depth: int | None = cmd_queue_depth
 
     # ---- entry points ---------------------------------------------------------------------
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62,
