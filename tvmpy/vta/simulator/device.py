@@ -39,6 +39,7 @@ from ..hw_config import (
     INS_BYTES,
     MEM_ID_ACC,
     MEM_ID_INP,
+    MEM_ID_OUT,
     MEM_ID_UOP,
     MEM_ID_WGT,
     OPCODE_LOAD,
@@ -75,6 +76,10 @@ class DeviceTimeoutError(SimulatorError):
 _QUEUES = {(STAGE_LOAD, STAGE_COMPUTE): "load->compute", (STAGE_COMPUTE, STAGE_LOAD):
            "compute->load", (STAGE_COMPUTE, STAGE_STORE): "compute->store",
            (STAGE_STORE, STAGE_COMPUTE): "store->compute"}
+
+
+_MEM_KIND = {MEM_ID_INP: "inp", MEM_ID_WGT: "wgt", MEM_ID_ACC: "acc", MEM_ID_UOP: "uop",
+             MEM_ID_OUT: "out"}
 
 
 def _neighbours(stage: int) -> tuple[int | None, int | None]:
@@ -203,27 +208,25 @@ class _Run:
     def _where(self, k: int) -> str:
         return f"instruction #{k} ({self.insns[k]})"
 
-    def _pops(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+    def _token_queues(self, stage: int, insn: Insn, k: int, verb: str) -> list[tuple[int, int]]:
+        """The (producer, consumer) token queues ``insn`` pops from (``verb`` "pop") or pushes
+        to ("push"), by its ``{verb}_prev`` / ``{verb}_next`` flags."""
         prev, nxt = _neighbours(stage)
         out = []
-        for flag, other in (("pop_prev", prev), ("pop_next", nxt)):
-            if getattr(insn, flag):
+        for side, other in (("prev", prev), ("next", nxt)):
+            if getattr(insn, f"{verb}_{side}"):
                 if other is None:
+                    where = "from" if verb == "pop" else "to"
                     raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
-                                         f"no {flag[4:]} module to pop a token from")
-                out.append((other, stage))
+                                         f"no {side} module to {verb} a token {where}")
+                out.append((other, stage) if verb == "pop" else (stage, other))
         return out
 
+    def _pops(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+        return self._token_queues(stage, insn, k, "pop")
+
     def _pushes(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
-        prev, nxt = _neighbours(stage)
-        out = []
-        for flag, other in (("push_prev", prev), ("push_next", nxt)):
-            if getattr(insn, flag):
-                if other is None:
-                    raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
-                                         f"no {flag[5:]} module to push a token to")
-                out.append((stage, other))
-        return out
+        return self._token_queues(stage, insn, k, "push")
 
     def _fetch_upto(self, k: int) -> bool:
         """Fetch (in order) up to instruction ``k``; False while a full queue stops it first."""
@@ -349,27 +352,17 @@ class _Run:
             if insn.x_size == 0:
                 st.counts["nop"] += 1
                 finish = ready + 1
-            elif insn.opcode == OPCODE_LOAD:
-                F.run_load(bufs, dram, insn, where)
-                st.counts["load"] += 1
+            else:  # a 2-D DMA between DRAM and a buffer (stores check that they do not pad)
+                is_load = insn.opcode == OPCODE_LOAD
+                (F.run_load if is_load else F.run_store)(bufs, dram, insn, where)
+                st.counts["load" if is_load else "store"] += 1
                 nbytes = insn.x_size * insn.y_size * self.cfg.elem_bytes(insn.memory_type)
-                kind = {MEM_ID_INP: "inp", MEM_ID_WGT: "wgt", MEM_ID_ACC: "acc",
-                        MEM_ID_UOP: "uop"}[insn.memory_type]
-                st.nbytes[kind] += nbytes
+                st.nbytes[_MEM_KIND[insn.memory_type]] += nbytes
                 start, finish = self._dram(name, ready, nbytes)
                 total = ((insn.x_size + insn.x_pad_0 + insn.x_pad_1)
                          * (insn.y_size + insn.y_pad_0 + insn.y_pad_1))
                 finish += total - insn.x_size * insn.y_size     # zero tiles: one per cycle
                 if insn.x_stride != insn.x_size:                 # one burst per row
-                    finish += insn.y_size - 1
-                ready = start
-            else:
-                F.run_store(bufs, dram, insn, where)
-                st.counts["store"] += 1
-                nbytes = insn.x_size * insn.y_size * self.cfg.OUT_ELEM_BYTES
-                st.nbytes["out"] += nbytes
-                start, finish = self._dram(name, ready, nbytes)
-                if insn.x_stride != insn.x_size:
                     finish += insn.y_size - 1
                 ready = start
         elif isinstance(insn, GemmInsn):
