@@ -11,10 +11,9 @@ import tvmpy.vta as vta
 from tvmpy import autotvm, relay
 from tvmpy.autotvm.record import load_from_file
 from tvmpy.autotvm.tuner import RandomTuner
-from tvmpy.contrib import graph_executor
 from tvmpy.vta.measure import default_config_index, vta_measure_option
 
-from .test_vta_graph_pack import _conv, _reference, _requant
+from .test_vta_graph_pack import _conv, _reference, _requant, build_and_run
 
 
 def _graph(rng):
@@ -34,15 +33,8 @@ def _extract(packed, ops=(relay.op.get("nn.conv2d"),)):
 
 
 def _build_and_run(packed, inputs):
-    env = vta.get_env()
-    with tvm.transform.PassContext(opt_level=3, disabled_pass={"AlterOpLayout"}):
-        lib = relay.build(packed, target=env.target, target_host=env.target_host)
-    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-    for k, v in inputs.items():
-        m.set_input(k, v)
-    vta.simulator.clear_stats()
-    m.run()
-    return m.get_output(0).numpy(), vta.simulator.stats()
+    _, (out,) = build_and_run(packed, inputs)
+    return out, vta.simulator.stats()
 
 
 def test_extract_tune_and_apply_history_best(tmp_path):
