@@ -112,3 +112,35 @@ def test_extract_for_vta_target_string(target):
     got = autotvm.task.extract_from_program(tvm.IRModule.from_expr(packed), params={},
                                             ops=(relay.op.get("nn.conv2d"),), target=target)
     assert [t.workload for t in got] == [t.workload for t in _extract(packed)]
+
+
+def test_extracted_task_tunes_through_fleet_device_vta(tmp_path):
+    """The tutorial's remote path: an extracted task measured by RPCRunner on key "vta" (a
+    ``--device vta`` fleet device, as a PYNQ board behind the tracker), same cycles as the
+    in-process simulator for the same config."""
+    from tvmpy.rpc.tracker import DeviceWorker, Tracker
+    from tvmpy.vta.measure import SimulatorRunner, VTABuilder, cycles
+
+    env = vta.get_env()
+    f, _ = _graph(np.random.default_rng(27))
+    packed = vta.top.graph_pack(f, env.BATCH, env.BLOCK_OUT, env.WGT_WIDTH)
+    task = _extract(packed)[1]
+    tracker = Tracker(port=0)
+    worker = None
+    try:
+        worker = DeviceWorker(tracker.address, "vta", device="vta", name="vta-0")
+        opt = vta_measure_option(tracker=("127.0.0.1", tracker.port), timeout=60)
+        inp = [autotvm.MeasureInput(env.target, task,
+                                    task.config_space.get(default_config_index(task)))]
+        b = VTABuilder()
+        try:
+            remote = opt["runner"].run(inp, b.build(inp))[0]
+            local = SimulatorRunner().run(inp, b.build(inp))[0]
+        finally:
+            b.close()
+        assert remote.error_no == 0 and local.error_no == 0, (remote, local)
+        assert cycles(remote) == cycles(local) > 0
+    finally:
+        if worker is not None:
+            worker.terminate()
+        tracker.terminate()
