@@ -2,7 +2,8 @@
 
 ``vta.simulator.stats()`` gives the counters of every run since the last
 ``vta.simulator.clear_stats()`` (as TVM's simulator profiler): ``cycle_count``, per module
-(fetch, load, compute, store) busy and stall cycles, ``gemm_utilization`` (multiplying GEMM
+(fetch, load, compute, store) busy and stall cycles (``fetch_queue_stall_cycles``: fetch waiting
+for room in a full command queue), ``gemm_utilization`` (multiplying GEMM
 micro-op iterations per cycle), DRAM bytes (``dram_read_bytes``, ``dram_write_bytes`` and
 TVM's ``inp_load_nbytes`` ... ``out_store_nbytes``) and instruction counts.
 """
