@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--layers", default="C8,C9")
     ap.add_argument("--trials", type=int, default=30)
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated tuner seeds")
+    ap.add_argument("--tuners", default="xgb,random", help="comma-separated: xgb, random")
     ap.add_argument("--plan-size", type=int, default=8)
     ap.add_argument("--feature", default="knob", choices=("knob", "itervar"))
     ap.add_argument("--tracker", default="")
@@ -130,7 +131,7 @@ def main() -> int:
         seed_pair = measure_default(task)
         base = cycles(seed_pair[2])
         series = []
-        for kind in ("xgb", "random"):
+        for kind in args.tuners.split(","):
             curves = []
             for seed in seeds:
                 opt = vta_measure_option(tracker=tracker)
