@@ -9,6 +9,7 @@ Prints a table (cycles, GEMM utilization, ops/cycle, arithmetic intensity = ops 
 and writes bench/vta_roofline.png under the roofline min(peak, intensity x bandwidth).
 
     PYTHONPATH=. python bench/vta_roofline.py [--layers C2,C5] [--png bench/vta_roofline.png]
+        [--cmd-queue-depth 512]   (entries per command queue; 8 = TVM's HLS C simulation)
 """
 
 from __future__ import annotations
@@ -45,13 +46,20 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default=",".join(W.RESNET18_CONVS))
     ap.add_argument("--png", default="bench/vta_roofline.png")
+    ap.add_argument("--cmd-queue-depth", type=int, default=0,
+                    help="entries per command queue (default: the simulator's, the FPGA's 512)")
     args = ap.parse_args()
+    if args.cmd_queue_depth:
+        from tvmpy.vta.simulator import device
+        device.CMD_QUEUE_DEPTH = args.cmd_queue_depth
     env = vta.get_env()
     hw = env.hw_config
     peak = 2 * env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
     bw = float(getattr(hw, "dram_bytes_per_cycle", 8.0))
     print(f"# VTA {env}: peak {peak} ops/cycle, DRAM {bw:g} B/cycle, "
-          f"clock {getattr(hw, 'clock_mhz', 100):g} MHz; ridge at {peak / bw:g} ops/B")
+          f"clock {getattr(hw, 'clock_mhz', 100):g} MHz; ridge at {peak / bw:g} ops/B; "
+          f"command queues of {vta.simulator.device.CMD_QUEUE_DEPTH} entries, ALU II "
+          f"{vta.simulator.ALU_II}")
     print("| layer | shape | tiles (h,w,co,ci; threads oc x h) | cycles 1 thread | cycles latency hiding "
           "| speedup | GEMM util 1 -> LH | ops/cycle LH | ops/DRAM byte |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")

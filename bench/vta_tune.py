@@ -14,7 +14,10 @@ Configurations whose tiles overflow a buffer are refused at instantiation (no bu
 simulation) and counted. Prints best cycles vs trials per tuner and the default's cycles;
 writes bench/vta_tune_<layer>.png per layer.
 
-    PYTHONPATH=. python bench/vta_tune.py [--layers C8,C9] [--trials 30]
+Each tuner runs once per ``--seeds`` seed; the summary gives the speedup over the default as
+mean ± standard deviation [min, max] over the seeds; the PNG shows the mean and the worst seed.
+
+    PYTHONPATH=. python bench/vta_tune.py [--layers C8,C9] [--trials 30] [--seeds 0,1,2]
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def tune(task, kind: str, trials: int, opt: dict, seed: int, seed_pair: tuple,
     """(best cycles after each trial, trials refused at instantiation, wall seconds)."""
     np.random.seed(seed)
     tuner = (XGBTuner(task, plan_size=plan_size, feature_type=feature, seed=seed)
-             if kind == "xgb" else RandomTuner(task))
+             if kind == "xgb" else RandomTuner(task, seed=seed))
     index, inp, res = seed_pair
     tuner.visited.add(index)
     tuner.update([inp], [res])
@@ -91,49 +94,73 @@ def tune(task, kind: str, trials: int, opt: dict, seed: int, seed_pair: tuple,
     return curve, refused[0], time.perf_counter() - t0
 
 
+def _stats(xs: list[float]) -> str:
+    a = np.asarray(xs, dtype=float)
+    return f"{a.mean():.2f} ± {a.std(ddof=1) if len(a) > 1 else 0.0:.2f} [{a.min():.2f}, {a.max():.2f}]"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default="C8,C9")
     ap.add_argument("--trials", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", default="0,1,2", help="comma-separated tuner seeds")
+    ap.add_argument("--tuners", default="xgb,random", help="comma-separated: xgb, random")
     ap.add_argument("--plan-size", type=int, default=8)
     ap.add_argument("--feature", default="knob", choices=("knob", "itervar"))
     ap.add_argument("--tracker", default="")
     ap.add_argument("--png", default="bench/vta_tune_{layer}.png")
     args = ap.parse_args()
     env = vta.get_env()
+    seeds = [int(x) for x in args.seeds.split(",")]
     tracker = None
     if args.tracker:
         host, port = args.tracker.rsplit(":", 1)
         tracker = (host, int(port))
     print(f"# VTA {env}; {args.trials} trials per tuner (trial 1 = the default), XGB plan size "
-          f"{args.plan_size}, {args.feature} features; measure: "
+          f"{args.plan_size}, {args.feature} features, seeds {seeds}; measure: "
           f"{'fleet key vta at ' + args.tracker if tracker else 'in-process simulator'}")
-    print("| layer | space | default cycles | tuner | best after 5 / 10 / all trials | "
+    print("| layer | space | default cycles | tuner | seed | best after 5 / 10 / all trials | "
           "best vs default | refused | wall |")
-    print("|---|---:|---:|---|---|---:|---:|---:|")
+    print("|---|---:|---:|---|---:|---|---:|---:|---:|")
     from vta_plot import plot
 
+    summary = []
     for name in args.layers.split(","):
         wkl = W.RESNET18_CONVS[name]
         task = make_task(env, wkl)
         seed_pair = measure_default(task)
         base = cycles(seed_pair[2])
         series = []
-        for kind in ("xgb", "random"):
-            opt = vta_measure_option(tracker=tracker)
-            curve, refused, wall = tune(task, kind, args.trials, opt, args.seed, seed_pair,
-                                        args.plan_size, args.feature)
-            pts = [curve[min(k, len(curve)) - 1] for k in (5, 10, len(curve))]
-            print(f"| {name} | {len(task.config_space)} | {base:,} | {kind} | "
-                  f"{' / '.join(f'{p:,.0f}' for p in pts)} | {base / curve[-1]:.2f}x | "
-                  f"{refused} | {wall:.0f} s |", flush=True)
-            series.append((f"{name} {kind}", list(range(1, len(curve) + 1)), curve, "line"))
+        for kind in args.tuners.split(","):
+            curves = []
+            for seed in seeds:
+                opt = vta_measure_option(tracker=tracker)
+                curve, refused, wall = tune(task, kind, args.trials, opt, seed, seed_pair,
+                                            args.plan_size, args.feature)
+                curve = curve + [curve[-1]] * (args.trials - len(curve))
+                curves.append(curve)
+                pts = [curve[min(k, len(curve)) - 1] for k in (5, 10, len(curve))]
+                print(f"| {name} | {len(task.config_space)} | {base:,} | {kind} | {seed} | "
+                      f"{' / '.join(f'{p:,.0f}' for p in pts)} | {base / curve[-1]:.2f}x | "
+                      f"{refused} | {wall:.0f} s |", flush=True)
+            arr = np.asarray(curves, dtype=float)
+            xs = list(range(1, arr.shape[1] + 1))
+            summary.append((name, kind, [base / c[k - 1] for c in curves for k in (10,)],
+                            [base / c[-1] for c in curves]))
+            series.append((f"{name} {kind} mean of {len(seeds)} seeds", xs,
+                           list(arr.mean(axis=0)), "line"))
+            series.append((f"{name} {kind} worst seed", xs, list(arr.max(axis=0)), "line"))
         series.append((f"{name} untuned default", [1, args.trials], [base, base], "line"))
         png = args.png.format(layer=name)
         how = plot(png, series, f"AutoTVM on VTA conv2d {name}: best cycles vs trials "
-                   f"(seeded with the default)", "trials", "best cycles (simulator)")
+                   f"(seeded with the default; {len(seeds)} seeds)", "trials",
+                   "best cycles (simulator)")
         print(f"wrote {png} ({how})")
+    print(f"\n| layer | tuner | speedup over the default after 10 trials, mean ± std [min, max] "
+          f"| after {args.trials} trials |")
+    print("|---|---|---|---|")
+    for name, kind, at10, final in summary:
+        print(f"| {name} | {kind} | {_stats(at10)} | {_stats(final)} |")
     return 0
 
 

@@ -9,20 +9,11 @@ import tvmpy as tvm
 import tvmpy.vta as vta
 from tvmpy import te
 
+from .compiler_helpers import gemm_compute
+
 
 def _gemm_schedule(env, o, n, m, vthreads=1, tile_m=None):
-    A = te.placeholder((o, n, env.BATCH, env.BLOCK_IN), name="A", dtype=env.inp_dtype)
-    B = te.placeholder((m, n, env.BLOCK_OUT, env.BLOCK_IN), name="B", dtype=env.wgt_dtype)
-    A_buf = te.compute((o, n, env.BATCH, env.BLOCK_IN), lambda *i: A(*i), "A_buf")
-    B_buf = te.compute((m, n, env.BLOCK_OUT, env.BLOCK_IN), lambda *i: B(*i), "B_buf")
-    ko = te.reduce_axis((0, n), name="ko")
-    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
-    C_buf = te.compute(
-        (o, m, env.BATCH, env.BLOCK_OUT),
-        lambda bo, co, bi, ci: te.sum(
-            A_buf[bo, ko, bi, ki].astype(env.acc_dtype) * B_buf[co, ko, ci, ki].astype(env.acc_dtype),
-            axis=[ko, ki]), name="C_buf")
-    C = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    A, B, A_buf, B_buf, C_buf, C = gemm_compute(env, o, n, m)
     s = te.create_schedule(C.op)
     s[A_buf].set_scope(env.inp_scope)
     s[B_buf].set_scope(env.wgt_scope)

@@ -2,11 +2,12 @@
 ``--device vta`` server (its own process, vta-hw's simulator)."""
 
 import numpy as np
-from test_vta_compiler_gemm import _gemm_ref, _gemm_schedule
 
 import tvmpy as tvm
 import tvmpy.vta as vta
 from tvmpy import rpc
+
+from .test_vta_compiler_gemm import _gemm_ref, _gemm_schedule
 
 
 def test_rpc_server_device_vta(tmp_path):

@@ -8,7 +8,8 @@ import numpy as np
 import tvmpy as tvm
 import tvmpy.vta as vta
 from tvmpy import rpc, te
-from tvmpy.contrib import utils
+
+from .compiler_helpers import deploy, gemm_compute, pack
 
 
 def test_matrix_multiply_tutorial_as_written():
@@ -22,19 +23,7 @@ def test_matrix_multiply_tutorial_as_written():
     n = 16
     # Batch factor o (we use single batch inference)
     o = 1
-    A = te.placeholder((o, n, env.BATCH, env.BLOCK_IN), name="A", dtype=env.inp_dtype)
-    B = te.placeholder((m, n, env.BLOCK_OUT, env.BLOCK_IN), name="B", dtype=env.wgt_dtype)
-    A_buf = te.compute((o, n, env.BATCH, env.BLOCK_IN), lambda *i: A(*i), "A_buf")
-    B_buf = te.compute((m, n, env.BLOCK_OUT, env.BLOCK_IN), lambda *i: B(*i), "B_buf")
-    ko = te.reduce_axis((0, n), name="ko")
-    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
-    C_buf = te.compute(
-        (o, m, env.BATCH, env.BLOCK_OUT),
-        lambda bo, co, bi, ci: te.sum(
-            A_buf[bo, ko, bi, ki].astype(env.acc_dtype) * B_buf[co, ko, ci, ki].astype(env.acc_dtype),
-            axis=[ko, ki]),
-        name="C_buf")
-    C = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    A, B, A_buf, B_buf, C_buf, C = gemm_compute(env, o, n, m)
     s = te.create_schedule(C.op)
     s[A_buf].set_scope(env.inp_scope)
     s[B_buf].set_scope(env.wgt_scope)
@@ -52,26 +41,20 @@ def test_matrix_multiply_tutorial_as_written():
     assert "VTAUopPush" in text
 
     my_gemm = vta.build(s, [A, B, C], "ext_dev", env.target_host, name="my_gemm")
-    temp = utils.tempdir()
-    my_gemm.save(temp.relpath("gemm.o"))
-    remote.upload(temp.relpath("gemm.o"))
-    f = remote.load_module("gemm.o")
+    f = deploy(remote, my_gemm, "gemm.o")
     ctx = remote.ext_dev(0)
 
     A_orig = np.random.randint(-128, 128, size=(o * env.BATCH, n * env.BLOCK_IN)).astype(A.dtype)
     B_orig = np.random.randint(-128, 128, size=(m * env.BLOCK_OUT, n * env.BLOCK_IN)).astype(B.dtype)
-    A_packed = A_orig.reshape(o, env.BATCH, n, env.BLOCK_IN).transpose((0, 2, 1, 3))
-    B_packed = B_orig.reshape(m, env.BLOCK_OUT, n, env.BLOCK_IN).transpose((0, 2, 1, 3))
-    A_nd = tvm.nd.array(A_packed, ctx)
-    B_nd = tvm.nd.array(B_packed, ctx)
+    A_nd = tvm.nd.array(pack(A_orig, env.BATCH, env.BLOCK_IN), ctx)
+    B_nd = tvm.nd.array(pack(B_orig, env.BLOCK_OUT, env.BLOCK_IN), ctx)
     C_nd = tvm.nd.array(np.zeros((o, m, env.BATCH, env.BLOCK_OUT)).astype(C.dtype), ctx)
 
     if env.TARGET in ["sim", "tsim"]:
         vta.simulator.clear_stats()
     f(A_nd, B_nd, C_nd)
     C_ref = np.dot(A_orig.astype(env.acc_dtype), B_orig.T.astype(env.acc_dtype)).astype(C.dtype)
-    C_ref = C_ref.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose((0, 2, 1, 3))
-    np.testing.assert_equal(C_ref, C_nd.numpy())
+    np.testing.assert_equal(pack(C_ref, env.BATCH, env.BLOCK_OUT), C_nd.numpy())
     sim_stats = vta.simulator.stats()
     assert sim_stats["gemm_counter"] == o * m * n  # one GEMM per (co, ko) tile pair
     assert sim_stats["inp_load_nbytes"] == o * n * env.INP_ELEM_BYTES
@@ -106,21 +89,15 @@ def test_get_started_tutorial_as_written():
         text = str(vta.lower(s, [A, B, C], simple_mode=True))
     assert "VTAUopPush" in text
     my_vadd = vta.build(s, [A, B, C], "ext_dev", env.target_host, name="my_vadd")
-    temp = utils.tempdir()
-    my_vadd.save(temp.relpath("vadd.o"))
-    remote.upload(temp.relpath("vadd.o"))
-    f = remote.load_module("vadd.o")
+    f = deploy(remote, my_vadd, "vadd.o")
     ctx = remote.ext_dev(0)
     A_orig = np.random.randint(-128, 128, size=(o * env.BATCH, m * env.BLOCK_OUT)).astype(A.dtype)
     B_orig = np.random.randint(-128, 128, size=(o * env.BATCH, m * env.BLOCK_OUT)).astype(B.dtype)
-    A_packed = A_orig.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose((0, 2, 1, 3))
-    B_packed = B_orig.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose((0, 2, 1, 3))
-    A_nd = tvm.nd.array(A_packed, ctx)
-    B_nd = tvm.nd.array(B_packed, ctx)
+    A_nd = tvm.nd.array(pack(A_orig, env.BATCH, env.BLOCK_OUT), ctx)
+    B_nd = tvm.nd.array(pack(B_orig, env.BATCH, env.BLOCK_OUT), ctx)
     C_nd = tvm.nd.array(np.zeros((o, m, env.BATCH, env.BLOCK_OUT)).astype(C.dtype), ctx)
     vta.simulator.clear_stats()
     f(A_nd, B_nd, C_nd)
     C_ref = (A_orig.astype(env.acc_dtype) + B_orig.astype(env.acc_dtype)).astype(C.dtype)
-    C_ref = C_ref.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose((0, 2, 1, 3))
-    np.testing.assert_equal(C_ref, C_nd.numpy())
+    np.testing.assert_equal(pack(C_ref, env.BATCH, env.BLOCK_OUT), C_nd.numpy())
     assert vta.simulator.stats()["alu_counter"] > 0

@@ -33,9 +33,10 @@ def _reference(func, inputs):
     return [o.numpy() for o in out] if isinstance(out, tuple) else [out.numpy()]
 
 
-def _run_packed(func, inputs, **pack_kw):
+def build_and_run(packed, inputs):
+    """relay.build a packed graph for VTA and run it once (simulator stats cleared first):
+    (the factory, the outputs)."""
     env = vta.get_env()
-    packed = vta.top.graph_pack(func, env.BATCH, env.BLOCK_OUT, env.WGT_WIDTH, **pack_kw)
     with tvm.transform.PassContext(opt_level=3, disabled_pass={"AlterOpLayout"}):
         lib = relay.build(packed, target=env.target, target_host=env.target_host)
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
@@ -43,7 +44,14 @@ def _run_packed(func, inputs, **pack_kw):
         m.set_input(k, v)
     vta.simulator.clear_stats()
     m.run()
-    return lib, [m.get_output(i).numpy() for i in range(m.get_num_outputs())], packed
+    return lib, [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+
+
+def _run_packed(func, inputs, **pack_kw):
+    env = vta.get_env()
+    packed = vta.top.graph_pack(func, env.BATCH, env.BLOCK_OUT, env.WGT_WIDTH, **pack_kw)
+    lib, outs = build_and_run(packed, inputs)
+    return lib, outs, packed
 
 
 @pytest.mark.parametrize("cin,cout,hw,k,s,p", [

@@ -406,8 +406,20 @@ def lower_to_primitives(mod: Any, target: Any = "llvm", params: Mapping[str, Any
     return prims
 
 
+def lower_for_tasks(mod: Any, target: Any = "llvm", params: Mapping[str, Any] | None = None
+                    ) -> PrimitiveFunctions:
+    """The lowering ``autotvm.task.extract_from_program`` runs: :func:`lower_to_primitives`,
+    or for VTA's target (``ext_dev``) the computes of the functions VTA would run
+    (``relay/backend/vta_build.py``)."""
+    from .backend.vta_build import is_vta_target, lower_vta_computes
+
+    if is_vta_target(target):
+        return lower_vta_computes(mod, target, params)  # type: ignore[no-any-return]
+    return lower_to_primitives(mod, target, params)
+
+
 # autotvm's task extraction lowers with it (and checks the relay operators named in its ops=)
-register_program_lowering(lower_to_primitives, lambda name: name in list_op_names())
+register_program_lowering(lower_for_tasks, lambda name: name in list_op_names())
 
 
 def lower_module(mod: IRModule, target: Any = "llvm", progress: Progress | None = None,

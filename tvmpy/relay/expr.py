@@ -257,6 +257,8 @@ class Var(RelayExpr):
     """A local variable: a function parameter or a let-bound name, compared by binding site."""
 
     __slots__ = ("name_hint", "type_annotation")
+    name_hint: str
+    type_annotation: Type | None
     _struct_var = True
 
     def __init__(self, name_hint: str, type_annotation: Type | None = None):
@@ -272,6 +274,7 @@ class Constant(RelayExpr):
     """A constant tensor. ``data`` is a ConstData (``data.numpy()`` gives the array)."""
 
     __slots__ = ("data",)
+    data: ConstData
 
     def __init__(self, data: Any):
         if not isinstance(data, ConstData):
@@ -287,6 +290,9 @@ class Call(RelayExpr):
     """``op(args...)`` with attributes; ``op`` is an Op (operator), a Function or a GlobalVar."""
 
     __slots__ = ("op", "args", "attrs")
+    op: Any
+    args: tuple[RelayExpr, ...]
+    attrs: Attrs
 
     def __init__(self, op: Any, args: Sequence[RelayExpr], attrs: Attrs | Mapping | None = None):
         args = tuple(args)
@@ -300,6 +306,7 @@ class Call(RelayExpr):
 
 class Tuple(RelayExpr):
     __slots__ = ("fields",)
+    fields: tuple[RelayExpr, ...]
 
     def __init__(self, fields: Sequence[RelayExpr]):
         fields = tuple(fields)
@@ -317,6 +324,8 @@ class Tuple(RelayExpr):
 
 class TupleGetItem(RelayExpr):
     __slots__ = ("tuple_value", "index")
+    tuple_value: RelayExpr
+    index: int
 
     def __init__(self, tuple_value: RelayExpr, index: int):
         if not isinstance(tuple_value, RelayExpr):
@@ -328,6 +337,9 @@ class Let(RelayExpr):
     """``let var = value; body``."""
 
     __slots__ = ("var", "value", "body")
+    var: Var
+    value: RelayExpr
+    body: RelayExpr
     _def_fields = ("var",)
 
     def __init__(self, var: Var, value: RelayExpr, body: RelayExpr):
@@ -338,6 +350,9 @@ class Let(RelayExpr):
 
 class If(RelayExpr):
     __slots__ = ("cond", "true_branch", "false_branch")
+    cond: RelayExpr
+    true_branch: RelayExpr
+    false_branch: RelayExpr
 
     def __init__(self, cond: RelayExpr, true_branch: RelayExpr, false_branch: RelayExpr):
         self._init(cond=cond, true_branch=true_branch, false_branch=false_branch, span=None)
@@ -347,6 +362,10 @@ class Function(RelayExpr, BaseFunc):
     """``fn (params) -> ret_type { body }``; ``attrs`` holds e.g. ``Primitive=1`` after fusion."""
 
     __slots__ = ("params", "body", "ret_type", "attrs")
+    params: tuple[Var, ...]
+    body: RelayExpr
+    ret_type: Type | None
+    attrs: Attrs
     _def_fields = ("params",)
 
     def __init__(

@@ -145,6 +145,8 @@ class TensorType(Type):
 
     __slots__ = ("shape", "dtype")
     _fields = ("shape", "dtype")
+    shape: tuple[_AnyT, ...]    # ints and symbolic dims (tir PrimExprs)
+    dtype: str
 
     def __init__(self, shape: Sequence[_AnyT], dtype: str = "float32"):
         if isinstance(shape, (int, _te.PrimExpr)):

@@ -98,8 +98,9 @@ class MemInsn(_Deps):
 
 
 @dataclasses.dataclass
-class GemmInsn(_Deps):
-    """acc[dst] += inp[src] x wgt[wgt]^T over uops [uop_bgn, uop_end) in a 2-level loop."""
+class _UopLoop(_Deps):
+    """The fields GEMM and ALU share: micro-ops [uop_bgn, uop_end) run in a 2-level affine loop
+    (``iter_out`` x ``iter_in``) whose indices advance by the ``*_factor_*`` strides."""
 
     reset: bool = False
     uop_bgn: int = 0
@@ -110,14 +111,20 @@ class GemmInsn(_Deps):
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
-    wgt_factor_out: int = 0
-    wgt_factor_in: int = 0
-
-    opcode = OPCODE_GEMM
 
     @property
     def num_uop_iters(self) -> int:
         return self.iter_out * self.iter_in * max(self.uop_end - self.uop_bgn, 0)
+
+
+@dataclasses.dataclass
+class GemmInsn(_UopLoop):
+    """acc[dst] += inp[src] x wgt[wgt]^T over uops [uop_bgn, uop_end) in a 2-level loop."""
+
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+    opcode = OPCODE_GEMM
 
     def __str__(self) -> str:
         return (f"GEMM{' reset' if self.reset else ''} uop=[{self.uop_bgn},{self.uop_end}) "
@@ -127,27 +134,14 @@ class GemmInsn(_Deps):
 
 
 @dataclasses.dataclass
-class AluInsn(_Deps):
+class AluInsn(_UopLoop):
     """acc[dst] = op(acc[dst], imm or acc[src]) over uops in a 2-level loop."""
 
-    reset: bool = False
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 1
-    iter_in: int = 1
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
     alu_opcode: int = 0
     use_imm: bool = False
     imm: int = 0
 
     opcode = OPCODE_ALU
-
-    @property
-    def num_uop_iters(self) -> int:
-        return self.iter_out * self.iter_in * max(self.uop_end - self.uop_bgn, 0)
 
     def __str__(self) -> str:
         name = ALU_NAMES.get(self.alu_opcode, f"alu{self.alu_opcode}")

@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te, tir
+from ...autotvm.task.topi_integration import TaskExtractEnv
 from ...target import Target, as_target
 from ..expr import Call, Function
 from ..visitor import post_order_visit
 from .te_compiler import LoweringError, _GroupLowering
 
 __all__ = ["is_vta_target", "is_vta_function", "build_vta", "lower_vta_function",
-           "lower_cpu_function", "cannot_offload"]
+           "lower_cpu_function", "cannot_offload", "lower_vta_computes"]
 
 
 def is_vta_target(target: Any) -> bool:
@@ -137,6 +138,44 @@ def lower_cpu_function(func: Function, name: str, host: Any, env: Any = None) ->
     return driver.build(s, [*g.inputs, *outs], target=host, name=name)
 
 
+def _host_of(target: Any, target_host: Any = None) -> tuple[Target, Target]:
+    """(VTA target, its llvm host) of ``relay.build``'s target arguments."""
+    if isinstance(target, dict):
+        target = next(iter(target.values()))
+    tgt = as_target(target)
+    host = as_target(target_host or getattr(tgt, "host", None) or "llvm")
+    if host.kind != "llvm":
+        raise ValueError(f"relay.build for VTA: the host target must be llvm, got {host}")
+    return tgt, host
+
+
+def lower_vta_computes(mod: Any, target: Any, params: Any = None) -> Any:
+    """What ``autotvm.task.extract_from_program`` lowers for the VTA target (TVM's
+    tune_relay_vta flow): the graph passes and fusion as :func:`build_vta`, then the computes
+    (not the schedules) of each function VTA would run, under the VTA target: the tunable
+    ``conv2d_packed.vta`` calls, with the workloads ``relay.build`` later looks up in
+    ``autotvm.apply_history_best``. Host functions are not lowered (their tasks would be the
+    CPU's; TVM's tutorial filters them out). Returns the primitive functions with ``target``
+    set to the VTA target."""
+    from ... import vta
+    from ..build_module import lower_to_primitives
+
+    tgt, host = _host_of(target)
+    env = vta.get_env()
+    extract = TaskExtractEnv.current
+    TaskExtractEnv.current = None  # the host passes' computes (AlterOpLayout) are no VTA tasks
+    try:
+        prims = lower_to_primitives(mod, host, params, eager=False)
+    finally:
+        TaskExtractEnv.current = extract
+    for lf in prims.compiler.funcs:
+        if is_vta_function(lf.func) and cannot_offload(lf.func, env) is None:
+            with env, as_target(env.target):
+                _GroupLowering(lf.func, as_target(env.target), lf.name).outputs(lf.func.body)
+    prims.target = tgt
+    return prims
+
+
 def build_vta(mod: Any, target: Any, params: Any = None, mod_name: str = "default",
               target_host: Any = None, progress: Any = None) -> Any:
     """``relay.build`` for the VTA target (see the module docstring)."""
@@ -145,12 +184,7 @@ def build_vta(mod: Any, target: Any, params: Any = None, mod_name: str = "defaul
     from ..build_module import BuildResult, _generate, lower_to_primitives
     from .executor_factory import GraphExecutorFactoryModule
 
-    if isinstance(target, dict):
-        target = next(iter(target.values()))
-    tgt = as_target(target)
-    host = as_target(target_host or getattr(tgt, "host", None) or "llvm")
-    if host.kind != "llvm":
-        raise ValueError(f"relay.build for VTA: the host target must be llvm, got {host}")
+    _, host = _host_of(target, target_host)
     env = vta.get_env()
     prims = lower_to_primitives(mod, host, params, progress=progress, eager=False)
     compiler = prims.compiler

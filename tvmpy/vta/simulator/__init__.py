@@ -2,7 +2,8 @@
 
 ``vta.simulator.stats()`` gives the counters of every run since the last
 ``vta.simulator.clear_stats()`` (as TVM's simulator profiler): ``cycle_count``, per module
-(fetch, load, compute, store) busy and stall cycles, ``gemm_utilization`` (multiplying GEMM
+(fetch, load, compute, store) busy and stall cycles (``fetch_queue_stall_cycles``: fetch waiting
+for room in a full command queue), ``gemm_utilization`` (multiplying GEMM
 micro-op iterations per cycle), DRAM bytes (``dram_read_bytes``, ``dram_write_bytes`` and
 TVM's ``inp_load_nbytes`` ... ``out_store_nbytes``) and instruction counts.
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 import threading
 
 from .device import (
+    ALU_II,
     ALU_PIPELINE_DEPTH,
+    CMD_QUEUE_DEPTH,
     GEMM_PIPELINE_DEPTH,
     DeadlockError,
     Device,
@@ -25,7 +28,7 @@ from .functional import BufferOverflowError
 
 __all__ = ["Device", "Dram", "DramBuffer", "Stats", "stats", "clear_stats", "SimulatorError",
            "DeadlockError", "DeviceTimeoutError", "DramAccessError", "BufferOverflowError",
-           "GEMM_PIPELINE_DEPTH", "ALU_PIPELINE_DEPTH", "record"]
+           "GEMM_PIPELINE_DEPTH", "ALU_PIPELINE_DEPTH", "ALU_II", "CMD_QUEUE_DEPTH", "record"]
 
 _lock = threading.Lock()
 _total = Stats()

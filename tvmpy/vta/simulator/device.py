@@ -11,9 +11,21 @@ compute->load, compute->store and store->compute (RAW and WAR hazards between th
 The simulation is event driven: among the modules that can start their next instruction, the
 one that starts earliest runs (functionally, at its start time), so the buffers see the order
 the hardware would. Loads and stores share one DRAM channel of ``dram_bytes_per_cycle`` bytes
-per cycle after ``dram_latency`` cycles; GEMM and ALU retire one micro-op iteration per cycle.
-When no module can start and instructions remain, the tokens they wait for can never come: a
-:class:`DeadlockError` names each blocked module, its instruction and the empty queue.
+per cycle after ``dram_latency`` cycles. The GEMM core retires one micro-op iteration per cycle
+and the tensor ALU one every :data:`ALU_II` cycles (TVM's HLS design, hardware/xilinx/src/vta.cc:
+``READ_GEMM_UOP`` is pipelined at II=1, ``READ_ALU_UOP`` at II=2, since each ALU iteration reads
+two accumulator tensors, its destination and its source, and writes one back).
+
+The fetch module reads the stream in order, one instruction per ``INS_BYTES /
+dram_bytes_per_cycle`` cycles, into three command queues of ``cmd_queue_depth`` entries
+(:data:`CMD_QUEUE_DEPTH` = 512, the FIFOs of TVM's FPGA design, hardware/xilinx/scripts/vivado.tcl;
+its HLS C simulation uses 8, ``STREAM_IN_DEPTH`` in vta.h): an instruction enters its module's
+queue only once that module has taken the instruction ``cmd_queue_depth`` places before it, so
+a module with a full queue stalls fetch, and with it every other module
+(``fetch_queue_stall_cycles``). The token queues (1024 entries on the FPGA) are not bounded here.
+When no module can start and instructions remain, the tokens they wait for can never come (or
+fetch is stuck behind a full queue whose module waits for them): a :class:`DeadlockError` names
+each blocked module, its instruction and the empty token queue or the full command queue.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from ..hw_config import (
     INS_BYTES,
     MEM_ID_ACC,
     MEM_ID_INP,
+    MEM_ID_OUT,
     MEM_ID_UOP,
     MEM_ID_WGT,
     OPCODE_LOAD,
@@ -43,6 +56,8 @@ from .dram import Dram
 
 GEMM_PIPELINE_DEPTH = 4   # cycles to fill/drain the GEMM core's pipeline per instruction
 ALU_PIPELINE_DEPTH = 4
+ALU_II = 2                # cycles per ALU micro-op iteration (vta.cc: READ_ALU_UOP at II=2)
+CMD_QUEUE_DEPTH = 512     # entries of each command queue fetch -> load/compute/store (FPGA)
 
 
 class SimulatorError(RuntimeError):
@@ -63,6 +78,10 @@ _QUEUES = {(STAGE_LOAD, STAGE_COMPUTE): "load->compute", (STAGE_COMPUTE, STAGE_L
            (STAGE_STORE, STAGE_COMPUTE): "store->compute"}
 
 
+_MEM_KIND = {MEM_ID_INP: "inp", MEM_ID_WGT: "wgt", MEM_ID_ACC: "acc", MEM_ID_UOP: "uop",
+             MEM_ID_OUT: "out"}
+
+
 def _neighbours(stage: int) -> tuple[int | None, int | None]:
     prev = {STAGE_LOAD: None, STAGE_COMPUTE: STAGE_LOAD, STAGE_STORE: STAGE_COMPUTE}[stage]
     nxt = {STAGE_LOAD: STAGE_COMPUTE, STAGE_COMPUTE: STAGE_STORE, STAGE_STORE: None}[stage]
@@ -78,6 +97,7 @@ class Stats:
     busy: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     stall_token: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     stall_dram: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
+    stall_queue: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     counts: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     nbytes: dict[str, int] = dataclasses.field(default_factory=lambda: collections.Counter())
     gemm_counter: int = 0       # GEMM micro-op iterations that multiply (reset excluded)
@@ -87,8 +107,10 @@ class Stats:
         d: dict[str, float] = {"cycle_count": self.cycle_count, "runs": self.runs}
         for m in ("fetch", "load", "compute", "store"):
             d[f"{m}_busy_cycles"] = self.busy[m]
-            d[f"{m}_stall_cycles"] = self.stall_token[m] + self.stall_dram[m]
+            d[f"{m}_stall_cycles"] = (self.stall_token[m] + self.stall_dram[m]
+                                      + self.stall_queue[m])
             d[f"{m}_token_stall_cycles"] = self.stall_token[m]
+            d[f"{m}_queue_stall_cycles"] = self.stall_queue[m]
             d[f"{m}_dram_stall_cycles"] = self.stall_dram[m]
         d["gemm_counter"] = self.gemm_counter
         d["alu_counter"] = self.alu_counter
@@ -105,7 +127,7 @@ class Stats:
     def merge(self, other: Stats) -> None:
         self.cycle_count += other.cycle_count
         self.runs += other.runs
-        for name in ("busy", "stall_token", "stall_dram", "counts", "nbytes"):
+        for name in ("busy", "stall_token", "stall_dram", "stall_queue", "counts", "nbytes"):
             getattr(self, name).update(getattr(other, name))
         self.gemm_counter += other.gemm_counter
         self.alu_counter += other.alu_counter
@@ -115,11 +137,21 @@ class Device:
     """One simulated VTA: its buffers persist across runs; DRAM is shared with the host."""
 
     def __init__(self, cfg: HardwareConfig, dram: Dram,
-                 on_stats: Callable[[Stats], None] | None = None) -> None:
+                 on_stats: Callable[[Stats], None] | None = None,
+                 cmd_queue_depth: int | None | str = "default") -> None:
+        """``cmd_queue_depth``: entries per command queue (None: unbounded, no fetch stalls;
+        "default": this module's :data:`CMD_QUEUE_DEPTH` when the device is made)."""
+        if cmd_queue_depth == "default":
+            cmd_queue_depth = CMD_QUEUE_DEPTH
+        if cmd_queue_depth is not None and (not isinstance(cmd_queue_depth, int)
+                                            or cmd_queue_depth < 1):
+            raise ValueError(f"cmd_queue_depth must be at least 1 (or None), got "
+                             f"{cmd_queue_depth}")
         self.cfg = cfg
         self.dram = dram
         self.buffers = F.Buffers(cfg)
         self.on_stats = on_stats
+        self.cmd_queue_depth: int | None = cmd_queue_depth
 
     # ---- entry points ---------------------------------------------------------------------
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int = 1 << 62,
@@ -154,10 +186,21 @@ class _Run:
         self.insns = insns
         self.stats = Stats(runs=1)
         bw, lat = self.cfg.dram_bytes_per_cycle, self.cfg.dram_latency
-        self.fetched = [lat + math.ceil((k + 1) * INS_BYTES / bw) for k in range(len(insns))]
+        # when each instruction has been read from DRAM if fetch never stalls
+        self.streamed = [lat + math.ceil((k + 1) * INS_BYTES / bw) for k in range(len(insns))]
+        self.fetched: list[int] = []    # when each has entered its command queue (in order)
+        self.depth = dev.cmd_queue_depth
         self.queues: dict[int, list[int]] = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
+        self.stage_of: list[int] = []
+        self.slot: list[int] = []       # position of each instruction in its module's queue
         for k, insn in enumerate(insns):
-            self.queues[pipeline_stage(insn)].append(k)
+            stage = pipeline_stage(insn)
+            self.stage_of.append(stage)
+            self.slot.append(len(self.queues[stage]))
+            self.queues[stage].append(k)
+        self.taken: dict[int, list[int]] = {s: [] for s in self.queues}  # when a module took each
+        self.pos = {s: 0 for s in self.queues}    # each module's next instruction (its slot)
+        self.time = {s: 0 for s in self.queues}   # when each module is free
         self.tokens: dict[tuple[int, int], collections.deque[int]] = {
             q: collections.deque() for q in _QUEUES}
         self.dram_free = 0
@@ -165,40 +208,63 @@ class _Run:
     def _where(self, k: int) -> str:
         return f"instruction #{k} ({self.insns[k]})"
 
-    def _pops(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+    def _token_queues(self, stage: int, insn: Insn, k: int, verb: str) -> list[tuple[int, int]]:
+        """The (producer, consumer) token queues ``insn`` pops from (``verb`` "pop") or pushes
+        to ("push"), by its ``{verb}_prev`` / ``{verb}_next`` flags."""
         prev, nxt = _neighbours(stage)
         out = []
-        for flag, other in (("pop_prev", prev), ("pop_next", nxt)):
-            if getattr(insn, flag):
+        for side, other in (("prev", prev), ("next", nxt)):
+            if getattr(insn, f"{verb}_{side}"):
                 if other is None:
+                    where = "from" if verb == "pop" else "to"
                     raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
-                                         f"no {flag[4:]} module to pop a token from")
-                out.append((other, stage))
+                                         f"no {side} module to {verb} a token {where}")
+                out.append((other, stage) if verb == "pop" else (stage, other))
         return out
+
+    def _pops(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
+        return self._token_queues(stage, insn, k, "pop")
 
     def _pushes(self, stage: int, insn: Insn, k: int) -> list[tuple[int, int]]:
-        prev, nxt = _neighbours(stage)
-        out = []
-        for flag, other in (("push_prev", prev), ("push_next", nxt)):
-            if getattr(insn, flag):
-                if other is None:
-                    raise SimulatorError(f"{self._where(k)}: the {STAGE_NAMES[stage]} module has "
-                                         f"no {flag[5:]} module to push a token to")
-                out.append((stage, other))
-        return out
+        return self._token_queues(stage, insn, k, "push")
+
+    def _fetch_upto(self, k: int) -> bool:
+        """Fetch (in order) up to instruction ``k``; False while a full queue stops it first."""
+        while len(self.fetched) <= k:
+            i = len(self.fetched)
+            t = self.streamed[i]
+            if i:
+                t = max(t, self.fetched[i - 1] + self.streamed[i] - self.streamed[i - 1])
+            stage, j = self.stage_of[i], self.slot[i]
+            if self.depth is not None and j >= self.depth:
+                gone = j - self.depth         # the entry that must have left the queue
+                if gone < len(self.taken[stage]):
+                    room = self.taken[stage][gone]
+                elif gone == self.pos[stage]:   # the module's next: taken when it is free
+                    room = max(self.time[stage], self.fetched[self.queues[stage][gone]])
+                else:
+                    return False        # its queue is full until the module takes one more
+                if room > t:
+                    self.stats.stall_queue["fetch"] += room - t
+                    t = room
+            self.fetched.append(t)
+        return True
 
     def simulate(self) -> Stats:
-        pos = {s: 0 for s in self.queues}
-        time = {s: 0 for s in self.queues}
+        pos = self.pos
+        time = self.time
         end = 0
         while True:
             best = None
-            blocked = []
+            blocked: list[tuple[int, int, tuple[int, int] | None]] = []
             for stage in (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE):
                 q = self.queues[stage]
                 if pos[stage] == len(q):
                     continue
                 k = q[pos[stage]]
+                if not self._fetch_upto(k):
+                    blocked.append((stage, k, None))
+                    continue
                 insn = self.insns[k]
                 free = max(time[stage], self.fetched[k])
                 ready = free
@@ -217,6 +283,7 @@ class _Run:
                     self._deadlock(blocked, pos)
                 break
             ready, stage, k, free = best
+            self.taken[stage].append(free)
             insn = self.insns[k]
             name = STAGE_NAMES[stage]
             for key in self._pops(stage, insn, k):
@@ -230,7 +297,8 @@ class _Run:
             pos[stage] += 1
         self.stats.cycle_count = end
         n = len(self.insns)
-        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        last = self.fetched[-1] if n else 0
+        self.stats.busy["fetch"] = last - self.stats.stall_queue["fetch"]
         self.stats.counts["insn"] = n
         self.stats.nbytes["insn"] = n * INS_BYTES
         return self.stats
@@ -241,18 +309,26 @@ class _Run:
             stage = pipeline_stage(insn)
             self._pops(stage, insn, k)               # the flags must still make sense
             self._pushes(stage, insn, k)
-            end = self._execute(stage, insn, k, max(end, self.fetched[k]))
+            end = self._execute(stage, insn, k, max(end, self.streamed[k]))
         self.stats.cycle_count = end
         n = len(self.insns)
-        self.stats.busy["fetch"] = self.fetched[-1] if n else 0
+        self.stats.busy["fetch"] = self.streamed[-1] if n else 0
         self.stats.counts["insn"] = n
         self.stats.nbytes["insn"] = n * INS_BYTES
         return self.stats
 
-    def _deadlock(self, blocked: list[tuple[int, int, tuple[int, int]]], pos: dict) -> None:
+    def _deadlock(self, blocked: list[tuple[int, int, tuple[int, int] | None]],
+                  pos: dict) -> None:
         lines = []
         for stage, k, key in blocked:
             left = len(self.queues[stage]) - pos[stage]
+            if key is None:
+                i = len(self.fetched)
+                lines.append(f"  {STAGE_NAMES[stage]} module waits for {self._where(k)}, which "
+                             f"fetch never reaches: fetch is stuck at {self._where(i)}, whose "
+                             f"{STAGE_NAMES[self.stage_of[i]]} command queue is full "
+                             f"({self.depth} entries)")
+                continue
             lines.append(f"  {STAGE_NAMES[stage]} module blocked at {self._where(k)}: it pops a "
                          f"{_QUEUES[key]} token and that queue is empty ({left} instruction(s) "
                          f"left in this module)")
@@ -276,27 +352,17 @@ class _Run:
             if insn.x_size == 0:
                 st.counts["nop"] += 1
                 finish = ready + 1
-            elif insn.opcode == OPCODE_LOAD:
-                F.run_load(bufs, dram, insn, where)
-                st.counts["load"] += 1
+            else:  # a 2-D DMA between DRAM and a buffer (stores check that they do not pad)
+                is_load = insn.opcode == OPCODE_LOAD
+                (F.run_load if is_load else F.run_store)(bufs, dram, insn, where)
+                st.counts["load" if is_load else "store"] += 1
                 nbytes = insn.x_size * insn.y_size * self.cfg.elem_bytes(insn.memory_type)
-                kind = {MEM_ID_INP: "inp", MEM_ID_WGT: "wgt", MEM_ID_ACC: "acc",
-                        MEM_ID_UOP: "uop"}[insn.memory_type]
-                st.nbytes[kind] += nbytes
+                st.nbytes[_MEM_KIND[insn.memory_type]] += nbytes
                 start, finish = self._dram(name, ready, nbytes)
                 total = ((insn.x_size + insn.x_pad_0 + insn.x_pad_1)
                          * (insn.y_size + insn.y_pad_0 + insn.y_pad_1))
                 finish += total - insn.x_size * insn.y_size     # zero tiles: one per cycle
                 if insn.x_stride != insn.x_size:                 # one burst per row
-                    finish += insn.y_size - 1
-                ready = start
-            else:
-                F.run_store(bufs, dram, insn, where)
-                st.counts["store"] += 1
-                nbytes = insn.x_size * insn.y_size * self.cfg.OUT_ELEM_BYTES
-                st.nbytes["out"] += nbytes
-                start, finish = self._dram(name, ready, nbytes)
-                if insn.x_stride != insn.x_size:
                     finish += insn.y_size - 1
                 ready = start
         elif isinstance(insn, GemmInsn):
@@ -311,7 +377,7 @@ class _Run:
             st.counts["alu"] += 1
             n = insn.num_uop_iters
             st.alu_counter += n
-            finish = ready + n + ALU_PIPELINE_DEPTH
+            finish = ready + ALU_II * n + ALU_PIPELINE_DEPTH
         elif isinstance(insn, FinishInsn):
             st.counts["finish"] += 1
             finish = ready + 1

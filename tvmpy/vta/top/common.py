@@ -12,7 +12,7 @@ from ... import te
 from ...tir import expr as E
 from ...topi import tag as _tag
 
-__all__ = ["Epilogue", "traverse_epilogue", "schedule_epilogue_scopes", "attach_at_store",
+__all__ = ["Epilogue", "one_output", "traverse_epilogue", "schedule_epilogue_scopes", "attach_at_store",
            "bind_virtual_thread", "default_tiles", "tiles_overflow", "const_int", "as_pair",
            "divisors"]
 
@@ -44,6 +44,14 @@ class Epilogue:
     ewise_ops: list = field(default_factory=list)
     const_ops: list = field(default_factory=list)
     ewise_inputs: list = field(default_factory=list)
+
+
+def one_output(outs: Any, who: str) -> Any:
+    """The single output tensor of a VTA schedule's ``outs`` (a tensor or a list of one)."""
+    outs = [outs] if isinstance(outs, te.Tensor) else list(outs)
+    if len(outs) != 1:
+        raise ValueError(f"{who}: one output")
+    return outs[0]
 
 
 def traverse_epilogue(output: Any, main_tag: str) -> Epilogue:

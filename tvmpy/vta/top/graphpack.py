@@ -20,13 +20,14 @@ whatever a padded channel holds never reaches a real one, and unpacking drops th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from ...relay import op as _op
 from ...relay.expr import Call, Constant, Function, RelayExpr, const
 from ...relay.transform import InferType
+from ...relay.ty import TensorType
 from ...relay.visitor import dataflow_post_order
 
 __all__ = ["graph_pack", "GraphPackError", "ALU_OPS"]
@@ -41,12 +42,19 @@ class GraphPackError(ValueError):
     a multiple of the batch block, ...)."""
 
 
+def _tensor_type(e: RelayExpr) -> TensorType:
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise GraphPackError(f"graph_pack: expected a tensor-typed expression, got type {t}")
+    return t
+
+
 def _shape(e: RelayExpr) -> tuple[int, ...]:
-    return tuple(int(getattr(d, "value", d)) for d in e.checked_type.shape)
+    return tuple(int(getattr(d, "value", d)) for d in _tensor_type(e).shape)
 
 
 def _dtype(e: RelayExpr) -> str:
-    return str(e.checked_type.dtype)
+    return str(_tensor_type(e).dtype)
 
 
 class _Packed:
@@ -124,7 +132,7 @@ class _Packer:
                 and int(a.groups) == 1 and tuple(a.dilation) == (1, 1)
                 and _dtype(call) == "int32")
 
-    def const_packable(self, e: RelayExpr, c: int) -> bool:
+    def const_packable(self, e: RelayExpr, c: int) -> TypeGuard[Constant]:
         if not isinstance(e, Constant) or _dtype(e) not in ("int32", "int8"):
             return False
         shp = _shape(e)
@@ -246,7 +254,9 @@ def _pack_region(func: Function, order: list, lo: int, hi: int, bfactor: int, cf
             if got is not None:
                 new[id(e)] = got
                 if _is_call(e, "nn.conv2d"):
-                    convs[_weight_key(got.expr.args[1])] = id(e)
+                    packed_w = got.expr.args[1] if isinstance(got.expr, Call) else None
+                    assert isinstance(packed_w, Constant)  # _pack_call packs the weight
+                    convs[_weight_key(packed_w)] = id(e)
                 continue
         new[id(e)] = _rebuild(e, plain)
     body = plain(func.body)
@@ -271,16 +281,18 @@ def _pack_call(e: Call, pk: _Packer, new: dict[int, Any]) -> _Packed | None:
     """The packed form of ``e``, or None when it stays in NCHW."""
     name = e.op.name
     if name == "nn.conv2d":
-        if not pk.conv_packable(e):
+        weight = e.args[1]
+        if not pk.conv_packable(e) or not isinstance(weight, Constant):
             return None
         data = e.args[0]
         dv = new.get(id(data), data)
         dexpr = dv.expr if isinstance(dv, _Packed) else pk.pack(dv, _shape(data))
-        w = e.args[1].data.numpy()
-        a = e.attrs
+        w = weight.data.numpy()
+        attrs = e.attrs
         out_nchw = _shape(e)
         conv = _op.nn.conv2d(
-            dexpr, const(pk.pack_kernel(w)), strides=tuple(a.strides), padding=tuple(a.padding),
+            dexpr, const(pk.pack_kernel(w)), strides=tuple(attrs.strides),
+            padding=tuple(attrs.padding),
             dilation=(1, 1), groups=1, channels=pk.padded(out_nchw[1]),
             kernel_size=(w.shape[2], w.shape[3]),
             data_layout=f"NCHW{pk.b}n{pk.c}c", kernel_layout=f"OIHW{pk.c}o{pk.c}i",

@@ -25,6 +25,7 @@ from .common import (
     bind_virtual_thread,
     const_int,
     default_tiles,
+    one_output,
     schedule_epilogue_scopes,
     tiles_overflow,
     traverse_epilogue,
@@ -134,10 +135,7 @@ def _define_space(cfg: Any, conv: Any) -> None:
 @autotvm.register_topi_schedule("conv2d_packed.vta")
 def schedule_conv2d_packed(cfg: Any, outs: Any) -> Any:
     """The VTA schedule of ``outs`` (the convolution followed by its ALU epilogue)."""
-    outs = [outs] if isinstance(outs, te.Tensor) else list(outs)
-    if len(outs) != 1:
-        raise ValueError("schedule_conv2d_packed: one output")
-    output = outs[0]
+    output = one_output(outs, "schedule_conv2d_packed")
     ep = traverse_epilogue(output, "conv2d_dense")
     conv = ep.main
     s = te.create_schedule(output.op)

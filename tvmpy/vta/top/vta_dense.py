@@ -14,6 +14,7 @@ from .common import (
     bind_virtual_thread,
     const_int,
     divisors,
+    one_output,
     schedule_epilogue_scopes,
     traverse_epilogue,
 )
@@ -61,10 +62,7 @@ def dense_packed(cfg: Any, data: Any, weight: Any, bias: Any = None,
 
 @autotvm.register_topi_schedule("dense_packed.vta")
 def schedule_dense_packed(cfg: Any, outs: Any) -> Any:
-    outs = [outs] if isinstance(outs, te.Tensor) else list(outs)
-    if len(outs) != 1:
-        raise ValueError("schedule_dense_packed: one output")
-    output = outs[0]
+    output = one_output(outs, "schedule_dense_packed")
     ep = traverse_epilogue(output, "dense_pack")
     dense = ep.main
     s = te.create_schedule(output.op)
