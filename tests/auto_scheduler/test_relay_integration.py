@@ -178,6 +178,7 @@ def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
     best record is slower keeps its default schedule, a faster record applies; the record
     readers skip the line."""
     from tvmpy.auto_scheduler.measure_record import dump_default_record
+    from tvmpy.target.target import cpu_of
 
     mod, params = small_cnn()
     tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
@@ -191,7 +192,7 @@ def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
         with open(log, "a") as f:
             f.write(dump_default_record(task.workload_key, task.target, [default, default]) + "\n")
         ctx = auto_scheduler.ApplyHistoryBest(str(log))
-        assert ctx.default_costs[(task.workload_key, "llvm")] == default
+        assert ctx.default_cost("llvm", task.workload_key, cpu_of("llvm")) == default
         assert (ctx.query("llvm", task.workload_key) is not None) is applied
         assert len(list(auto_scheduler.load_records(str(log)))) == 1
     # measure_default_schedules: once per task, then read back from the log
@@ -211,7 +212,8 @@ def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
     last = open(log).read().splitlines()[-1]
     assert json.loads(last)["default"][1] == pytest.approx([2e-3 * ratios[0]])
     ctx = auto_scheduler.ApplyHistoryBest(log)
-    assert ctx.default_costs[(task.workload_key, "llvm")] == pytest.approx(2e-3 * ratios[0])
+    assert ctx.default_cost("llvm", task.workload_key, cpu_of("llvm")) == pytest.approx(
+        2e-3 * ratios[0])
     # a user's workload has no default schedule: nothing measured
     from as_workloads import make_task, matmul
 

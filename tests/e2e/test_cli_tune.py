@@ -135,13 +135,19 @@ def test_tune_with_the_auto_scheduler_then_compile(model_path, tmp_path):
                "--log", log, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Estimated total latency" in r.stdout and "auto-scheduler" in r.stdout, r.stdout
-    recs = [json.loads(x) for x in log.read_text().splitlines()]
-    assert len(recs) == 6 and all("i" in x and "r" in x for x in recs)
+    def records() -> tuple[list[dict], list[dict]]:
+        lines = [json.loads(x) for x in log.read_text().splitlines()]
+        return [x for x in lines if "i" in x], [x for x in lines if "default" in x]
+
+    recs, defaults = records()
+    assert len(recs) == 6 and all("r" in x for x in recs)
     assert any(x["r"][1] == 0 for x in recs)
+    # the safety net: each task's default schedule timed into the log, on this CPU
+    assert defaults and all("-mcpu=" in x["default"][0][1] for x in defaults)
     r2 = _tvmpy("tune", model_path, "--scheduler", "auto", "--trials", 2, "--tuner", "random",
                 "--log", log, timeout=900)  # resumed: 2 more
     assert r2.returncode == 0, r2.stderr[-3000:]
-    assert len(log.read_text().splitlines()) == 8
+    assert len(records()[0]) == 8
     so = tmp_path / "auto.so"
     r3 = _tvmpy("compile", model_path, "--tuning-log", log, "-o", so, timeout=600)
     assert r3.returncode == 0, r3.stderr[-3000:]

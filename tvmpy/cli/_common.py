@@ -289,7 +289,8 @@ def _compile_tuned(mod: Any, params: Any, opt_level: int, target: str, label: st
 
 
 def is_auto_scheduler_log(path: str) -> bool:
-    """Whether ``path``'s first record is in auto_scheduler's format (``{"i": ..., "r": ...}``)."""
+    """Whether ``path``'s first record is in auto_scheduler's format (``{"i": ..., "r": ...}``,
+    or the task scheduler's ``{"default": ...}`` line of a default schedule's time)."""
     import json
 
     if not os.path.isfile(path):
@@ -301,7 +302,7 @@ def is_auto_scheduler_log(path: str) -> bool:
                     rec = json.loads(line)
                 except (ValueError, RecursionError):  # not JSON, or nested too deeply
                     return False
-                return isinstance(rec, dict) and "i" in rec and "r" in rec
+                return isinstance(rec, dict) and ("i" in rec and "r" in rec or "default" in rec)
     return False
 
 
