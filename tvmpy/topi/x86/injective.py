@@ -234,11 +234,12 @@ def _is_row_reshape(t: te.Tensor) -> bool:
     if not (isinstance(op, te.ComputeOp) and op.name == "reshape" and len(op.input_tensors) == 1):
         return False
     src = op.input_tensors[0]
-    dims = (*t.shape, *src.shape)
-    return (len(src.shape) == 2 and not isinstance(src.op, te.ComputeOp)
-            and all(isinstance(d, IntImm) for d in dims) and t.shape[0].value == 1
-            and src.shape[0].value == t.shape[1].value
-            and src.shape[1].value == t.shape[2].value * t.shape[3].value)
+    if len(src.shape) != 2 or isinstance(src.op, te.ComputeOp):
+        return False
+    if not all(isinstance(d, IntImm) for d in (*t.shape, *src.shape)):
+        return False
+    n, c, h, w, rows, cols = (int(getattr(d, "value")) for d in (*t.shape, *src.shape))  # noqa: B009
+    return n == 1 and rows == c and cols == h * w
 
 
 def _schedule_block(sch: Any, out: te.Tensor) -> bool:
