@@ -161,3 +161,43 @@ def test_producer_ops_walk_is_the_schedules_walk():
     e = te.compute((4, 5), lambda i, j: x[i, j] * 5, name="e")
     names = [op.name for op in producer_ops([d, e])]
     assert names == ["e", "x", "d", "c", "a", "b"]  # the stack order both walks had
+
+
+@pytest.mark.parametrize("shape,bn,tiled", [
+    ((1, 256, 56, 56), 16, True),   # 8-column tiles
+    ((1, 48, 17, 17), 16, True),    # prime width under two vectors: a whole row per tile
+    ((1, 24, 13, 13), 8, True),
+    ((1, 32, 3, 3), 16, True),      # a 3x3 map
+    ((1, 32, 5, 37), 16, False),    # prime over two vectors: the generic schedule
+])
+def test_block_of_a_matmul_output_reshape_is_tiled(shape, bn, tiled):
+    """NCHW -> NCHW{c}c of ``reshape([C, H*W] -> [1, C, H, W])`` (a 1x1 convolution computed
+    as a matmul, feeding a blocked convolution; with a residual add and relu fused): the
+    reshape is computed into the local tile with contiguous row loads instead of a gather of
+    stride H*W per output vector; compared with numpy."""
+    n, c, h, w = shape
+    m = te.placeholder((c, h * w), name="m")
+    y = topi.layout_transform(topi.reshape(m, shape), "NCHW", f"NCHW{bn}c")
+    res = te.placeholder((n, c // bn, h, w, bn), name="res")
+    y = topi.nn.relu(topi.add(y, res))
+    assert injective._block_source(y) is not None
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+        f = tvm.build(s, [m, res, y], target="llvm")
+    assert ("local" in str(tvm.lower(s, [m, res, y], simple_mode=True))) == tiled
+    assert ("llvm.masked.gather" in f.get_source("ll")) == (not tiled)
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (c, h * w)).astype("float32")
+    r = rng.uniform(-1, 1, (n, c // bn, h, w, bn)).astype("float32")
+    out = tvm.nd.empty((n, c // bn, h, w, bn), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(r), out)
+    want = a.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2) + r
+    np.testing.assert_allclose(out.numpy(), np.maximum(want, 0), rtol=1e-6, atol=1e-6)
+
+
+def test_reshape_of_other_shapes_is_not_a_row_reshape():
+    """Only a [C, H*W] -> [1, C, H, W] reshape of a function input is computed into the tile."""
+    assert not injective._is_row_reshape(topi.reshape(te.placeholder((4, 8, 9)), (1, 4, 8, 9)))
+    assert not injective._is_row_reshape(topi.reshape(te.placeholder((8, 36)), (2, 4, 6, 6)))
+    assert not injective._is_row_reshape(topi.reshape(te.placeholder((36, 8)), (1, 8, 6, 6)))
+    assert injective._is_row_reshape(topi.reshape(te.placeholder((8, 36)), (1, 8, 6, 6)))

@@ -217,11 +217,29 @@ def _block_source(out: te.Tensor) -> tuple[Any, te.Tensor, int] | None:
         if op.name == "layout_transform" and str(attrs.get("src_layout", "")) == "NCHW":
             blk = block_of(attrs.get("dst_layout", ""))
             srcs = op.input_tensors
-            if (blk is not None and len(srcs) == 1 and len(srcs[0].shape) == 4
-                    and not isinstance(srcs[0].op, te.ComputeOp)):
-                return op, srcs[0], blk
+            if blk is None or len(srcs) != 1 or len(srcs[0].shape) != 4:
+                return None
+            src = srcs[0]
+            if not isinstance(src.op, te.ComputeOp) or _is_row_reshape(src):
+                return op, src, blk
             return None
     return None
+
+
+def _is_row_reshape(t: te.Tensor) -> bool:
+    """Whether 4-D ``t`` is a ``reshape`` of a ``[C, H*W]`` function input to ``[1, C, H, W]``
+    (the output of a 1x1 convolution computed as a matmul): its rows are the channel rows, so
+    :func:`_schedule_block`'s tile can compute it into the local tile (contiguous loads)."""
+    op = t.op
+    if not (isinstance(op, te.ComputeOp) and op.name == "reshape" and len(op.input_tensors) == 1):
+        return False
+    src = op.input_tensors[0]
+    if len(src.shape) != 2 or isinstance(src.op, te.ComputeOp):
+        return False
+    if not all(isinstance(d, IntImm) for d in (*t.shape, *src.shape)):
+        return False
+    n, c, h, w, rows, cols = (int(getattr(d, "value")) for d in (*t.shape, *src.shape))  # noqa: B009
+    return n == 1 and rows == c and cols == h * w
 
 
 def _schedule_block(sch: Any, out: te.Tensor) -> bool:
@@ -249,7 +267,11 @@ def _schedule_block(sch: Any, out: te.Tensor) -> bool:
     an, acb, ah, aw, aci = st.op.axis
     wo, wi = st.split(aw, tile)
     st.reorder(an, acb, ah, wo, wi, aci)
-    local = sch.cache_read(src, "local", [lt])
+    if isinstance(src.op, te.ComputeOp):  # a reshape of rows (_is_row_reshape): computed here
+        local = src
+        sch[local].set_scope("local")
+    else:
+        local = sch.cache_read(src, "local", [lt])
     sch[local].compute_at(st, wo)
     lax = sch[local].op.axis
     sch[local].vectorize(lax[-1])
