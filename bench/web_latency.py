@@ -1,6 +1,6 @@
 """Latency of one model on every path of issue 31: host llvm, wasm SIMD and WebGPU in a real
 browser (Debian's chromium, headless; WebGPU on its SwiftShader adapter), WebGPU through wgpu-py
-on lavapipe, onnxruntime on the host and, when given, onnxruntime-web in the same browser.
+on lavapipe, Vulkan (SPIR-V) on lavapipe, onnxruntime on the host and, when given, onnxruntime-web in the same browser.
 
 Every side's output is compared with onnxruntime's (max |diff| printed); times are medians of
 the rounds (host sides: interleaved rounds of run + sync, bench/common.py; browser sides: run
@@ -97,7 +97,8 @@ def onnx_model(name: str, image: int):
 
 
 def host_sides(model, shape, x, rounds):
-    """{side: (median seconds, output)} for onnxruntime, tvmpy llvm, tvmpy webgpu on wgpu-py."""
+    """{side: (median seconds, output)} for onnxruntime, tvmpy llvm, tvmpy webgpu on wgpu-py,
+    tvmpy vulkan (SPIR-V through the vulkan binding) — both GPU sides on lavapipe."""
     import tvmpy as tvm
     from tvmpy import relay
     from tvmpy.contrib import graph_executor
@@ -107,10 +108,11 @@ def host_sides(model, shape, x, rounds):
     mod, params = relay.frontend.from_onnx(model, {"input": shape})
     sides, outputs = {"onnxruntime (host)": run_ort}, {}
     for label, target, dev in (("tvmpy llvm (host)", "llvm", tvm.cpu(0)),
-                               ("tvmpy WebGPU (wgpu-py, lavapipe)", "webgpu", None)):
+                               ("tvmpy WebGPU (wgpu-py, lavapipe)", "webgpu", None),
+                               ("tvmpy Vulkan (SPIR-V, lavapipe)", "vulkan", None)):
         try:
             if dev is None:
-                dev = tvm.webgpu(0)
+                dev = tvm.device(target, 0)
             with tvm.transform.PassContext(opt_level=3):
                 lib = relay.build(mod, target=target, params=params)
             g = graph_executor.GraphModule(lib["default"](dev))
