@@ -253,13 +253,32 @@ def reference(task, inputs):
         return f(*inputs)
 
 
-def check_state(task, state, seed=0, rtol=1e-4):
-    """Build ``state``'s schedule, run it on random inputs, compare with numpy."""
+def _run_state(task, state, ins):
     sch, args = task.compute_dag.apply_steps_from_state(state)
     f = tvm.build(sch, args, "llvm")
-    rng = np.random.default_rng(seed)
-    ins = [rng.uniform(-1, 1, size=[int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
     out = tvm.nd.array(np.zeros([int(d) for d in args[-1].shape], "float32"))
     f(*[tvm.nd.array(x) for x in ins], out)
+    return out.numpy()
+
+
+def check_state(task, state, seed=0, rtol=1e-4):
+    """Build ``state``'s schedule, run it on random inputs, compare with numpy (float64).
+
+    Where the compute's own float32 arithmetic is ill-conditioned on the drawn inputs (e.g.
+    layer_norm's E[x^2] - E[x]^2 on a row whose variance is ~1e-5), the unscheduled compute
+    misses the float64 reference too; then the schedule is held to the unscheduled program's
+    result instead (a schedule must not change what the compute computes), and the
+    unscheduled program to numpy at a tolerance that covers that float32 cancellation."""
+    dag = task.compute_dag
+    args = dag.apply_steps_from_state(dag.init_state())[1]
+    rng = np.random.default_rng(seed)
+    ins = [rng.uniform(-1, 1, size=[int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
+    got = _run_state(task, state, ins)
     ref = reference(task, [x.astype("float64") for x in ins])
-    np.testing.assert_allclose(out.numpy(), ref, rtol=rtol, atol=rtol)
+    if np.allclose(got, ref, rtol=rtol, atol=rtol):
+        return
+    plain = _run_state(task, dag.init_state(), ins)
+    if np.allclose(plain, ref, rtol=rtol, atol=rtol):  # the schedule alone is off: a bug
+        np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(got, plain, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(plain, ref, rtol=1e-2, atol=1e-2)
