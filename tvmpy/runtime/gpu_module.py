@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .device import Device, kDLCPU
+from .device import DEVICE_TYPES, Device, kDLCPU
 from .evaluator import BenchmarkResult
 from .function import _INT_RANGE, _Param
 from .module import Module
@@ -578,7 +578,7 @@ class GPUHostModule(Module):
         super().__init__(None, meta, "gpu_host", sources={"json": json.dumps(plan, indent=1)},
                          lib_path=lib_path)
         self.api_name = api_name
-        self.device_type = {"opencl": 4, "cuda": 2, "vulkan": 7, "webgpu": 15}[api_name]
+        self.device_type = DEVICE_TYPES[api_name]
         self.device = Device(self.device_type, 0)
         self.plan = plan
         self.device_module: GPUDeviceModule | None = None
