@@ -28,9 +28,23 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-background-networking",
 HAS_ADAPTER = "async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"
 N = 37  # a prime: not a multiple of the workgroup size
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+# CI installs playwright and Debian's chromium (.ci/install-cross-tools): there, a missing
+# browser or WebGPU adapter is a failure, not a skip
+IN_CI = bool(os.environ.get("CI"))
+
+
+def _missing(what: str, module: bool = False) -> None:
+    if IN_CI:
+        pytest.fail(f"{what} (CI installs it: .ci/install-cross-tools)", pytrace=False)
+    pytest.skip(what, allow_module_level=module)
+
+
+try:
+    from playwright import sync_api
+except ImportError:
+    _missing("pip install playwright", module=True)
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"no browser at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+    _missing(f"no browser at {CHROMIUM} (apt-get install chromium)", module=True)
 
 WGSL = """
 struct U { n: i32, s: f32 }
@@ -244,7 +258,7 @@ def test_webgpu_runtime_runs_plans_and_graph(site, page):
     page.goto(f"{url}/test/")
     has_gpu = page.evaluate(HAS_ADAPTER)
     if not has_gpu:
-        pytest.skip("no WebGPU adapter in this headless chromium (see bench/RESULTS.md)")
+        _missing("no WebGPU adapter in this headless chromium (see bench/RESULTS.md)")
     x = np.random.default_rng(0).standard_normal(N).astype("float32")
     r = page.evaluate(RUN_GPU, ["/test/gpu.wasm", x.tolist(), "auto"])
     assert r["backend"] == "webgpu"
@@ -257,7 +271,7 @@ def test_webgpu_kernel_build_runs_in_browser(site, page):
     url, _, _ = site
     page.goto(f"{url}/test/")
     if not page.evaluate(HAS_ADAPTER):
-        pytest.skip("no WebGPU adapter in this headless chromium")
+        _missing("no WebGPU adapter in this headless chromium")
     a = np.random.default_rng(1).standard_normal((N, 53)).astype("float32") - 100
     got = page.evaluate("""async ([a, n]) => {
       const { loadTvmpyWebGPU } = await import("/tvmpy.mjs");
@@ -274,7 +288,7 @@ def test_webgpu_int64_and_packed_uint8_buffers(site, page):
     url, _, _ = site
     page.goto(f"{url}/test/")
     if not page.evaluate(HAS_ADAPTER):
-        pytest.skip("no WebGPU adapter in this headless chromium")
+        _missing("no WebGPU adapter in this headless chromium")
     call = """async ([file, kind, a]) => {
       const { loadTvmpyWebGPU } = await import("/tvmpy.mjs");
       const m = await loadTvmpyWebGPU(file);
@@ -358,7 +372,7 @@ def test_node_falls_back_to_wasm_without_webgpu(site, tmp_path):
     fallback) runs the wasm code, with the reason on stderr."""
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed")
+        _missing("node is not installed")
     _, _, root = site
     script = tmp_path / "d.mjs"
     script.write_text(f"""import {{ readFileSync }} from "node:fs";
