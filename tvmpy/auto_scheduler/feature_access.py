@@ -44,6 +44,7 @@ STAGE_ACCESS_FEATURE_NAMES = (
     "log_unique_bytes_all", "log_lines_all", "frac_reads_vec_contig",
 )
 _NA = len(ACCESS_FEATURE_NAMES)
+_LOG_COLS = [i for i, n in enumerate(ACCESS_FEATURE_NAMES) if n.startswith("log_")]
 
 Lin = dict[int, float]  # root axis position -> coefficient
 
@@ -271,47 +272,47 @@ def access_features(ctx: Any, st: Any, ext: list[int], kinds: list[Any],
     ubytes = uniq * info.eb
     iters = float(math.prod(ext)) * recompute
     vec_i = [i for i, kd in enumerate(kinds) if kd == vec_kind]
-    # the innermost loop the access does not depend on (Ansor's loop-multiple-read reuse)
     na = len(info.seg)
-    free: np.ndarray = (~dep) & (e > 1)[:, None]
-    r_at: list[int] = (n - 1 - np.argmax(free[::-1], axis=0)).tolist() if n else [0] * na
-    r_any: list[bool] = np.asarray(free.any(axis=0)).tolist()
-    s_at = (n - 1 - np.argmax(dep[::-1], axis=0)) if n else np.zeros(na, dtype=int)
-    stride = np.where(dep.any(axis=0), flat[s_at, np.arange(na)], 0.0).tolist() if n else [0.0] * na
-    vstride = flat[vec_i[-1]].tolist() if vec_i else None
-    ub_rows = ubytes.tolist()
-    ub_sum = ubytes.sum(axis=1).tolist()
-    lines0 = lines[0].tolist()
-    levels = [ub_sum[max(0, n - k)] for k in range(1, N_LEVELS + 1)]
+    cols = np.arange(na)
+    ub_sum = ubytes.sum(axis=1)
+    suffix = np.ones(n + 2)  # suffix[i]: product of the extents of loops i..n-1
+    if n:
+        suffix[:n] = np.cumprod(e[::-1])[::-1]
+        # the innermost loop the access does not depend on (Ansor's loop-multiple-read reuse)
+        free = (~dep) & (e > 1)[:, None]
+        r_any = free.any(axis=0)
+        r_at = n - 1 - free[::-1].argmax(axis=0)
+        stride = np.where(dep.any(axis=0), flat[n - 1 - dep[::-1].argmax(axis=0), cols], 0.0)
+    else:
+        r_any, r_at, stride = np.zeros(na, bool), np.zeros(na, int), np.zeros(na)
+    ct = np.where(r_any, e[np.minimum(r_at, n - 1)] if n else 1.0, 1.0)
+    vs = flat[vec_i[-1]] if vec_i else np.full(na, -1.0)
+    bytes_ = iters * info.eb
+    # one row per access, in ACCESS_FEATURE_NAMES order; the log2 columns are logged at once
+    rows = np.stack([
+        np.ones(na), bytes_, ubytes[0], lines[0], r_any.astype(float), ct,
+        np.where(r_any, suffix[r_at + 1], 0.0), np.where(r_any, ub_sum[np.minimum(r_at + 1, n)], 0.0),
+        bytes_ / ct, lines[0] * recompute / ct, 1.0 + stride, (vs == 1.0).astype(float),
+        (vs == 0.0).astype(float), ((vs > 0.0) & (vs != 1.0)).astype(float),
+        ubytes[max(0, n - 1)], ubytes[max(0, n - 2)]], axis=1)
+    rows[:, _LOG_COLS] = np.log2(np.maximum(rows[:, _LOG_COLS], 1.0))
     flops = info.flops * iters
-    uniq_all = ub_sum[0]
+    uniq_all = float(ub_sum[0])
     unroll = math.prod(x for x, kd in zip(ext, kinds) if kd == unroll_kind)
     w = info.accesses[-1]  # the stage's output: its region is the allocation when attached
     alloc = (math.prod(x for x, it in zip(ext, st.leaf_iter_vars) if it.iter_type == 0)
              if st.attach_stage is not None else math.prod(w.shape)) * w.elem_bytes
-    writes_mask = info.write.tolist()
-    ebs = info.eb.tolist()
-    reads = [j for j in range(na) if not writes_mask[j]]
-    n_contig = sum(1 for j in reads if vstride is not None and vstride[j] == 1.0)
+    reads = np.flatnonzero(~info.write)
+    n_contig = int((vs[reads] == 1.0).sum())
     out = [_l2(flops), math.log2(max(flops, 1.0) / max(uniq_all, 1.0)) + 32.0, _l2(alloc),
            _l2(unroll), float(len(vec_i)), _l2(math.prod(ext[i] for i in vec_i) if vec_i else 1),
-           *(_l2(x) for x in levels), _l2(uniq_all), _l2(sum(lines0)),
-           n_contig / len(reads) if reads else 0.0]
-    reads.sort(key=lambda j: -lines0[j])
-    writes = [j for j in range(na) if writes_mask[j]][:1]
-    for group, k in ((reads[:N_READS], N_READS), (writes, 1)):
-        for j in group:
-            bytes_ = iters * ebs[j]
-            if r_any[j]:
-                r = r_at[j]
-                ct, dis_iter, dis_bytes = float(ext[r]), float(math.prod(ext[r + 1:])), ub_sum[r + 1]
-            else:
-                ct, dis_iter, dis_bytes = 1.0, 0.0, 0.0
-            vs = None if vstride is None else vstride[j]
-            out += [1.0, _l2(bytes_), _l2(ub_rows[0][j]), _l2(lines0[j]), float(r_any[j]),
-                    _l2(ct), _l2(dis_iter), _l2(dis_bytes), _l2(bytes_ / ct),
-                    _l2(lines0[j] * recompute / ct), _l2(1 + stride[j]), float(vs == 1.0),
-                    float(vs == 0.0), float(vs is not None and vs not in (0.0, 1.0)),
-                    _l2(ub_rows[max(0, n - 1)][j]), _l2(ub_rows[max(0, n - 2)][j])]
-        out += [0.0] * (_NA * (k - len(group)))
+           *(_l2(float(ub_sum[max(0, n - k)])) for k in range(1, N_LEVELS + 1)), _l2(uniq_all),
+           _l2(float(lines[0].sum())), n_contig / len(reads) if len(reads) else 0.0]
+    top = reads[np.argsort(-lines[0, reads], kind="stable")[:N_READS]]
+    block = np.zeros((N_READS + 1, _NA))
+    block[:len(top)] = rows[top]
+    wr = np.flatnonzero(info.write)
+    if len(wr):
+        block[N_READS] = rows[wr[0]]
+    out += block.ravel().tolist()
     return out
