@@ -51,12 +51,25 @@ def _load(log: str) -> dict[str, list]:
     return by_task
 
 
+def feature_sets(names: list[str]) -> dict[str, np.ndarray]:
+    """Column sets: ``old`` (loop structure), ``new`` (all), ``compact`` (all but the per
+    access columns of the summed "rest" stages)."""
+    from tvmpy.auto_scheduler.feature import FEATURE_NAMES, OLD_FEATURES
+
+    allc = np.arange(len(FEATURE_NAMES))
+    compact = np.array([i for i, n in enumerate(FEATURE_NAMES)
+                        if not n.startswith(("rest.read", "rest.write"))])
+    table = {"old": OLD_FEATURES, "new": allc, "compact": compact}
+    return {n: table[n] for n in names}
+
+
 def evaluate(by_task: dict[str, list], split: str, objectives: list[str],
-             desc: dict[str, str], verbose: bool) -> dict[tuple[str, str], list[dict]]:
+             desc: dict[str, str], verbose: bool, sets: dict[str, np.ndarray],
+             params: dict | None = None) -> dict[tuple[str, str], list[dict]]:
     import xgboost as xgb
 
     from tvmpy.auto_scheduler.cost_model import train_booster
-    from tvmpy.auto_scheduler.feature import OLD_FEATURES, get_per_state_features
+    from tvmpy.auto_scheduler.feature import get_per_state_features
 
     tr_x, tr_c, tr_k = [], [], []
     held: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -76,9 +89,9 @@ def evaluate(by_task: dict[str, list], split: str, objectives: list[str],
             held[key] = (feats[te], 1.0 / costs[te])
     x = np.concatenate(tr_x)
     out: dict[tuple[str, str], list[dict]] = {}
-    for fs, cols in (("old", OLD_FEATURES), ("new", np.arange(x.shape[1]))):
+    for fs, cols in sets.items():
         for obj in objectives:
-            b = train_booster(x[:, cols], tr_c, tr_k, obj, seed=0)
+            b = train_booster(x[:, cols], tr_c, tr_k, obj, seed=0, params=params)
             rows = []
             for key, (fx, thr) in held.items():
                 m = _metrics(b.predict(xgb.DMatrix(fx[:, cols])), thr)
@@ -99,10 +112,10 @@ def time_features(by_task: dict[str, list], reps: int = 3) -> None:
 
     states = [State(i.state.dag, i.state.transform_steps) for recs in by_task.values()
               for i, _ in recs]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for s in states:
         s.ctx  # noqa: B018 - replay
-    t_replay = time.perf_counter() - t0
+    t_replay = time.process_time() - t0
     feature.get_per_state_features(states)  # warm the per-DAG caches
 
     def old(s):  # the loop-structure part alone, as the old code computed it
@@ -111,12 +124,12 @@ def time_features(by_task: dict[str, list], reps: int = 3) -> None:
     best = {"old": np.inf, "new": np.inf}
     for _ in range(reps):
         for name, fn in (("old", old), ("new", feature.state_features)):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for s in states:
                 fn(s)
-            best[name] = min(best[name], time.perf_counter() - t0)
+            best[name] = min(best[name], time.process_time() - t0)
     n = len(states)
-    print(f"feature extraction, {n} states (best of {reps}): replay {t_replay / n * 1e6:.0f} "
+    print(f"feature extraction, {n} states (best of {reps}, CPU time): replay {t_replay / n * 1e6:.0f} "
           f"us/state; features old {best['old'] / n * 1e6:.0f} us/state, new "
           f"{best['new'] / n * 1e6:.0f} us/state")
 
@@ -127,6 +140,8 @@ def main() -> None:
     ap.add_argument("--models", default="cnn", help="models whose tasks the logs hold")
     ap.add_argument("--splits", default="alternate,time")
     ap.add_argument("--objectives", default="throughput,weighted,rank,log")
+    ap.add_argument("--features", default="old,new", help="feature sets: old,new,compact")
+    ap.add_argument("--xgb", default="", help="xgboost parameter overrides, k=v,k=v")
     ap.add_argument("--time-features", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -140,6 +155,8 @@ def main() -> None:
         tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")  # registers them
         desc.update({t.workload_key: t.desc for t in tasks})
     objectives = args.objectives.split(",")
+    sets = feature_sets(args.features.split(","))
+    params = {k: float(v) for k, v in (kv.split("=") for kv in args.xgb.split(",") if kv)}
     total: dict[tuple[str, str, str], list[dict]] = {}
     for log in args.logs:
         by_task = _load(log)
@@ -149,7 +166,7 @@ def main() -> None:
         for split in args.splits.split(","):
             if args.verbose:
                 print(f" split {split}")
-            res = evaluate(by_task, split, objectives, desc, args.verbose)
+            res = evaluate(by_task, split, objectives, desc, args.verbose, sets, params)
             for (fs, obj), rows in res.items():
                 total.setdefault((split, fs, obj), []).extend(rows)
     print("\nmeans over (log, task) pairs with >= 8 held-out records:")

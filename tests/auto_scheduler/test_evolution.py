@@ -16,6 +16,7 @@ from as_workloads import check_state, conv2d_bias_relu, make_task, matmul, matmu
 from tvmpy import auto_scheduler
 from tvmpy.auto_scheduler import evolution as evo
 from tvmpy.auto_scheduler import transform_step as ts
+from tvmpy.auto_scheduler.cost_model import OBJECTIVES
 from tvmpy.auto_scheduler.feature import N_FEATURES, get_per_state_features
 from tvmpy.auto_scheduler.loop_state import ComputeAtKind, IteratorKind
 from tvmpy.auto_scheduler.measure import ProgramMeasurer
@@ -130,21 +131,27 @@ def _oracle_cost(state):
 ORACLE_TASKS = [(matmul_relu, (64, 48, 40)), (conv2d_bias_relu, (1, 14, 14, 16, 8, 3, 3, 1, 1))]
 
 
-def _oracle_trained_model(task, states):
-    model = auto_scheduler.XGBModel(num_warmup_sample=8, seed=0)
+def _oracle_trained_model(task, states, objective="log"):
+    model = auto_scheduler.XGBModel(num_warmup_sample=8, seed=0, objective=objective)
     model.update([auto_scheduler.MeasureInput(task, s) for s in states],
                  [auto_scheduler.MeasureResult((_oracle_cost(s),), 0, "", 0.0, 0.0) for s in states])
     return model
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("func,args", ORACLE_TASKS)
-def test_model_ranks_held_out_states_of_a_deterministic_cost(func, args):
+def test_model_ranks_held_out_states_of_a_deterministic_cost(func, args, objective):
     task = make_task(func, args)
     pop = auto_scheduler.sample_initial_population(task, 96, seed=0)
-    model = _oracle_trained_model(task, pop[:64])
+    model = _oracle_trained_model(task, pop[:64], objective)
     pred = model.predict(task, pop[64:])
     rho = _spearman(pred, [-_oracle_cost(s) for s in pop[64:]])
     assert rho > 0.4, rho
+
+
+def test_unknown_objective_is_refused():
+    with pytest.raises(ValueError, match="unknown objective 'pairwise'"):
+        auto_scheduler.XGBModel(objective="pairwise")
 
 
 @pytest.mark.parametrize("func,args", ORACLE_TASKS)

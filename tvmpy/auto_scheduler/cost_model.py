@@ -73,9 +73,10 @@ def normalised_throughput(costs: Sequence[float], keys: Sequence[str]) -> np.nda
 
 
 def train_booster(xs: np.ndarray, costs: Sequence[float], keys: Sequence[str],
-                  objective: str = "weighted", seed: int = 0, num_boost_round: int = 80) -> Any:
+                  objective: str = "weighted", seed: int = 0, num_boost_round: int = 80,
+                  params: dict | None = None) -> Any:
     """An xgboost booster fitted to measured ``costs`` of feature rows ``xs`` (tasks by
-    ``keys``); None when no measurement succeeded."""
+    ``keys``); None when no measurement succeeded. ``params`` override xgboost's."""
     import xgboost as xgb
 
     if objective not in OBJECTIVES:
@@ -84,7 +85,8 @@ def train_booster(xs: np.ndarray, costs: Sequence[float], keys: Sequence[str],
     if not (y > 0).any():
         return None
     params = {"max_depth": 6, "gamma": 0.003, "min_child_weight": 1, "eta": 0.2,
-              "objective": "reg:squarederror", "nthread": 1, "verbosity": 0, "seed": seed}
+              "objective": "reg:squarederror", "nthread": 1, "verbosity": 0, "seed": seed,
+              **(params or {})}
     if objective == "rank":
         karr = np.array(keys)
         order = np.argsort(karr, kind="stable")  # rows grouped by task, tasks in sorted order
