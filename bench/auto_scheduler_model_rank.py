@@ -156,7 +156,8 @@ def main() -> None:
         desc.update({t.workload_key: t.desc for t in tasks})
     objectives = args.objectives.split(",")
     sets = feature_sets(args.features.split(","))
-    params = {k: float(v) for k, v in (kv.split("=") for kv in args.xgb.split(",") if kv)}
+    params = {k: (int(v) if v.isdigit() else float(v))
+              for k, v in (kv.split("=") for kv in args.xgb.split(",") if kv)}
     total: dict[tuple[str, str, str], list[dict]] = {}
     for log in args.logs:
         by_task = _load(log)
