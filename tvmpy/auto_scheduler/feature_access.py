@@ -223,14 +223,14 @@ def effective_extents(maps: np.ndarray, n_spatial: int, ext: list[int],
     of the output the consumer reads inside the attach point; the rest run once."""
     out = list(ext)
     left = list(region[:n_spatial])
+    rows = maps.tolist()
     for i in range(len(ext) - 1, -1, -1):
-        row = maps[i]
-        if row[n_spatial:].any():
+        row = rows[i]
+        if any(row[n_spatial:]):
             continue  # a reduction loop: not bounded by the region
-        nz = np.flatnonzero(row[:n_spatial])
-        if len(nz) == 0 or int(nz[-1]) >= len(left):
+        k = next((c for c in range(n_spatial - 1, -1, -1) if row[c]), -1)
+        if k < 0 or k >= len(left):
             continue
-        k = int(nz[-1])
         out[i] = max(1, min(ext[i], math.ceil(left[k])))
         left[k] = left[k] / out[i]
     return out
