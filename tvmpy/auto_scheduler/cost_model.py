@@ -2,9 +2,11 @@
 ``XGBModel``.
 
 A model is trained on measured states (``update(inputs, results)``) and scores candidates
-(``predict(task, states)``: higher is better). ``XGBModel`` regresses, per task, the normalised
-throughput ``min_cost / cost`` (1 for the task's best measured state, as TVM's), so the tasks of
-a task scheduler share one model; failed measurements count as throughput 0.
+(``predict(task, states)``: higher is better). ``XGBModel`` regresses, per task, the log of
+the normalised throughput ``min_cost / cost`` (0 for the task's best measured state), so the
+tasks of a task scheduler share one model; failed measurements count as throughput 1e-3.
+The log target ranked held-out records best of the targets in :data:`OBJECTIVES`
+(bench/auto_scheduler_model_rank.py; TVM's throughput-weighted regression ranked worst).
 """
 
 from __future__ import annotations
@@ -52,19 +54,73 @@ def _mean_cost(res: Any) -> float:
     return float(sum(res.costs) / len(res.costs))
 
 
+OBJECTIVES = ("throughput", "weighted", "rank", "log")
+"""Training targets of :class:`XGBModel` (all: higher score = faster):
+
+- ``throughput``: squared error on the task-normalised throughput ``best_cost / cost``;
+- ``weighted``: the same, each sample weighted by its target (TVM's choice: errors on the
+  fast candidates, the ones the search keeps, count most);
+- ``rank``: xgboost's pairwise ranking within each task (only the order matters);
+- ``log``: squared error on ``log2(best_cost / cost)`` (slow states spread out).
+"""
+
+
+def normalised_throughput(costs: Sequence[float], keys: Sequence[str]) -> np.ndarray:
+    """``best / cost`` per task (``keys``); 0 for a failed (infinite) cost."""
+    best: dict[str, float] = {}
+    for k, c in zip(keys, costs):
+        best[k] = min(best.get(k, math.inf), c)
+    return np.array([0.0 if not math.isfinite(c) or not math.isfinite(best[k]) else best[k] / c
+                     for k, c in zip(keys, costs)])
+
+
+def train_booster(xs: np.ndarray, costs: Sequence[float], keys: Sequence[str],
+                  objective: str = "log", seed: int = 0, num_boost_round: int = 80,
+                  params: dict | None = None) -> Any:
+    """An xgboost booster fitted to measured ``costs`` of feature rows ``xs`` (tasks by
+    ``keys``); None when no measurement succeeded. ``params`` override xgboost's."""
+    import xgboost as xgb
+
+    if objective not in OBJECTIVES:
+        raise ValueError(f"XGBModel: unknown objective {objective!r} (one of {OBJECTIVES})")
+    y = normalised_throughput(costs, keys)
+    if not (y > 0).any():
+        return None
+    # shallow trees on half the columns each: a few hundred records, ~300 features
+    params = {"max_depth": 4, "gamma": 0.003, "min_child_weight": 1, "eta": 0.1,
+              "colsample_bytree": 0.5, "objective": "reg:squarederror", "nthread": 1,
+              "verbosity": 0, "seed": seed, **(params or {})}
+    if objective == "rank":
+        karr = np.array(keys)
+        order = np.argsort(karr, kind="stable")  # rows grouped by task, tasks in sorted order
+        d = xgb.DMatrix(xs[order], label=np.round(y[order] * 16))  # relevance grades 0..16
+        d.set_group(np.unique(karr, return_counts=True)[1])
+        params["objective"] = "rank:pairwise"
+    elif objective == "log":
+        d = xgb.DMatrix(xs, label=np.log2(np.maximum(y, 1e-3)))
+    else:
+        d = xgb.DMatrix(xs, label=y)
+        if objective == "weighted":
+            d.set_weight(np.maximum(y, 0.05))
+    return xgb.train(params, d, num_boost_round=num_boost_round)
+
+
 class XGBModel(CostModel):
     """Gradient-boosted trees (xgboost) over :mod:`.feature`'s state features, retrained on
     every measurement seen so far (``num_warmup_sample``: below that many samples the model
-    scores at random, as TVM's)."""
+    scores at random, as TVM's). ``objective``: see :data:`OBJECTIVES`."""
 
     def __init__(self, num_warmup_sample: int = 16, seed: int | None = None,
                  model_file: str | None = None, adaptive_training: bool = False,
-                 num_boost_round: int = 80):
+                 num_boost_round: int = 80, objective: str = "log"):
         del model_file, adaptive_training
         import xgboost  # noqa: F401 - fail here, not mid-search, when it is missing
 
+        if objective not in OBJECTIVES:
+            raise ValueError(f"XGBModel: unknown objective {objective!r} (one of {OBJECTIVES})")
         self.num_warmup_sample = num_warmup_sample
         self.num_boost_round = num_boost_round
+        self.objective = objective
         self.seed = 0 if seed is None else seed
         self.rng = np.random.default_rng(seed)
         self.xs: list[np.ndarray] = []
@@ -84,26 +140,13 @@ class XGBModel(CostModel):
             self.keys.append(inp.task.workload_key)
         self._train()
 
-    def _targets(self) -> np.ndarray:
-        best: dict[str, float] = {}
-        for k, c in zip(self.keys, self.costs):
-            best[k] = min(best.get(k, math.inf), c)
-        return np.array([0.0 if not math.isfinite(c) or not math.isfinite(best[k]) else best[k] / c
-                         for k, c in zip(self.keys, self.costs)])
-
     def _train(self) -> None:
-        import xgboost as xgb
-
         if len(self.xs) < self.num_warmup_sample:
             return
-        y = self._targets()
-        if not (y > 0).any():
-            return
-        d = xgb.DMatrix(np.stack(self.xs), label=y)
-        params = {"max_depth": 6, "gamma": 0.003, "min_child_weight": 1, "eta": 0.2,
-                  "objective": "reg:squarederror", "nthread": 1, "verbosity": 0,
-                  "seed": self.seed}
-        self.booster = xgb.train(params, d, num_boost_round=self.num_boost_round)
+        booster = train_booster(np.stack(self.xs), self.costs, self.keys, self.objective,
+                                self.seed, self.num_boost_round)
+        if booster is not None:
+            self.booster = booster
 
     def predict(self, task: Any, states: Sequence[Any]) -> np.ndarray:
         import xgboost as xgb

@@ -37,7 +37,7 @@ def state_key(s: State) -> str:
 def _valid(dag: Any, steps: list[ts.Step]) -> State | None:
     try:
         s = State(dag, steps)
-        ts.replay(dag, steps, check_complete=True)
+        s._ctx = ts.replay(dag, steps, check_complete=True)  # kept: the features read it
     except Exception:  # noqa: BLE001 - an invalid mutant is dropped
         return None
     return s
