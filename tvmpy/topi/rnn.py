@@ -269,11 +269,12 @@ def _check_cell(cell: str, n: int, hidden: int, hp: int) -> None:
                          f"padded {hp}")
 
 
-def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor, cell: str,
+def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None, cell: str,
              hidden: int, linear_before_reset: bool = True) -> list[te.Tensor]:
     """One step of ``rnn_scan`` as a te compute: ``xw_t`` (N, G*Hp) this step's projection,
     ``rt`` (H, G*Hp), ``h`` (N, Hp) the padded state, ``aux`` LSTM ``c`` (N, Hp), GRU ``Rb_h``
-    (Hp,). Returns the new ``h`` (N, Hp) and, for LSTM, the new ``c`` (N, Hp)."""
+    (Hp,) (None for the GRU of ``linear_before_reset=0``, whose ``Rb_h`` is in ``xw``).
+    Returns the new ``h`` (N, Hp) and, for LSTM, the new ``c`` (N, Hp)."""
     G, H = GATES[cell], int(hidden)
     n, cols = int(xw_t.shape[0]), int(xw_t.shape[1])
     hp = cols // G
@@ -318,22 +319,27 @@ def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor, cell:
     return [te.compute((n, hp), h_lbr0, name="h_next")]
 
 
-def rnn_cell_placeholders(cell: str, n: int, hidden: int, hp: int,
+def rnn_cell_placeholders(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool = True,
                           dtype: str = "float32") -> list[te.Tensor]:
-    """The inputs of ``rnn_cell``: ``xw_t``, ``rt``, ``h``, ``aux``."""
+    """The inputs of ``rnn_cell``: ``xw_t``, ``rt``, ``h`` and ``aux`` (none for the GRU of
+    ``linear_before_reset=0``)."""
     _check_cell(cell, n, hidden, hp)
     G = GATES[cell]
-    aux_shape = (n, hp) if cell == "LSTM" else (hp,)
-    return [te.placeholder((n, G * hp), dtype, "xw_t"), te.placeholder((hidden, G * hp), dtype, "rt"),
-            te.placeholder((n, hp), dtype, "h"),
-            te.placeholder(aux_shape, dtype, "c" if cell == "LSTM" else "rb")]
+    ins = [te.placeholder((n, G * hp), dtype, "xw_t"),
+           te.placeholder((hidden, G * hp), dtype, "rt"), te.placeholder((n, hp), dtype, "h")]
+    if cell == "LSTM":
+        ins.append(te.placeholder((n, hp), dtype, "c"))
+    elif linear_before_reset:
+        ins.append(te.placeholder((hp,), dtype, "rb"))
+    return ins
 
 
 def rnn_cell_workload(cell: str, n: int, hidden: int, hp: int,
                       linear_before_reset: bool = True) -> list[te.Tensor]:
     """The cell's tensors (inputs, then outputs): the auto-scheduler's workload function."""
-    ins = rnn_cell_placeholders(cell, n, hidden, hp)
-    return [*ins, *rnn_cell(*ins, cell, hidden, linear_before_reset)]
+    ins = rnn_cell_placeholders(cell, n, hidden, hp, linear_before_reset)
+    aux = ins[3] if len(ins) > 3 else None
+    return [*ins, *rnn_cell(*ins[:3], aux, cell, hidden, linear_before_reset)]
 
 
 def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool) -> str:
@@ -388,12 +394,13 @@ def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor
         raise ValueError("rnn_scan_stepped: the batch size must be static (a tuned cell is for "
                          f"one batch size), got {N}")
     n = int(N)
-    want = [tuple(int(d) for d in t.shape) for t in rnn_cell_placeholders(cell, n, H, hp)]
-    got = [tuple(int(d) for d in t.shape) for t in cell_tensors[:4]]
-    n_out = 2 if cell == "LSTM" else 1
-    if got != want or len(cell_tensors) != 4 + n_out:
-        raise ValueError(f"rnn_scan_stepped: the cell's tensors {got} (+{len(cell_tensors) - 4} "
-                         f"outputs) are not the {cell} cell of batch {n}, hidden {H}: {want}")
+    want = [tuple(int(d) for d in t.shape)
+            for t in rnn_cell_placeholders(cell, n, H, hp, linear_before_reset)]
+    n_in, n_out = len(want), 2 if cell == "LSTM" else 1
+    got = [tuple(int(d) for d in t.shape) for t in cell_tensors[:n_in]]
+    if got != want or len(cell_tensors) != n_in + n_out:
+        raise ValueError(f"rnn_scan_stepped: the cell's tensors {got} (+{len(cell_tensors) - n_in}"
+                         f" outputs) are not the {cell} cell of batch {n}, hidden {H}: {want}")
     dt = xw.dtype
     shapes: list[Any] = [(T, N, H), (N, H)] + ([(N, H)] if cell == "LSTM" else [])
     shapes += workspace_shapes(cell, linear_before_reset, N, hp)
@@ -427,9 +434,12 @@ def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor
             nxt = 1 - cur
             state = n * hp
             bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1],
-                    view(outs[k0], (n, hp), cur * state, "h"),
-                    view(CS.buffer, (n, hp), cur * state, "c") if CS is not None else ins[3],
-                    view(outs[k0], (n, hp), nxt * state, "h_next")]
+                    view(outs[k0], (n, hp), cur * state, "h")]
+            if CS is not None:
+                bufs.append(view(CS.buffer, (n, hp), cur * state, "c"))
+            elif n_in > 3:
+                bufs.append(ins[3])
+            bufs.append(view(outs[k0], (n, hp), nxt * state, "h_next"))
             if CS is not None:
                 bufs.append(view(CS.buffer, (n, hp), nxt * state, "c_next"))
             step = schedule_to_primfunc(sch, cell_tensors, "rnn_step",
