@@ -264,3 +264,32 @@ def test_default_line_times_one_untuned_step_and_keeps_it(tmp_path, monkeypatch)
     calls = _spy(monkeypatch)
     _build_vm(mod, params, log)
     assert calls == []
+
+
+@pytest.mark.parametrize("name,cell,runs", [("lstm_lm", "LSTM", 14), ("gru_lm", "GRU", 14),
+                                            ("bilstm_tagger", "LSTM", 28)])
+def test_zoo_model_with_a_tuned_cell_matches_onnxruntime(tmp_path, monkeypatch, name, cell, runs):
+    """The zoo's recurrent models (small: 2 layers, hidden 24, 7 steps; through ONNX): the cell
+    is a task of weight layers x directions x steps, and the model built with a record of it
+    (a random sketch of the cell) gives onnxruntime's output."""
+    from tvmpy.relay.testing import compare, zoo
+
+    spec = zoo.MODELS[name]("small")
+    model = zoo.to_onnx(spec)
+    mod, params = zoo.from_onnx(model, spec)
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    cells = [(t, w) for t, w in zip(tasks, weights) if rnn.CELL_WORKLOAD in t.workload_key]
+    assert len(cells) == 1 and cells[0][1] == runs, [(t.desc, w) for t, w in zip(tasks, weights)]
+    task = cells[0][0]
+    assert json.loads(task.workload_key)[1] == cell
+    log = _log(tmp_path, task, auto_scheduler.sample_initial_population(task, 1, seed=5)[0])
+    calls = _spy(monkeypatch)
+    with auto_scheduler.ApplyHistoryBest(log), tvm.transform.PassContext(
+            opt_level=3, config={"relay.backend.use_auto_scheduler": True}):
+        lib = relay.build(mod, target="llvm", params=params)
+    assert calls and set(calls) == {cell}
+    feeds = spec.feeds(seed=3)
+    got = compare.tvm_runner(lib)(feeds)
+    want = compare.ort_runner(model, threads=1)(feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
