@@ -1,8 +1,9 @@
 """Subgraphs the auto-scheduler cannot schedule are named by ``extract_tasks``'s summary, with
-the reason: the LSTM/GRU recurrence (``fused_nn_rnn_scan``) is a ``te.extern`` kernel (its loops
-written out in TIR, no loop nest for the sketch rules), so it is no task even with
-``include_simple_tasks=True`` and keeps its default schedule; a model whose other subgraphs are
-tuned still computes onnxruntime's result."""
+the reason (a ``te.extern`` kernel: its loops written out in TIR, no loop nest for the sketch
+rules; symbolic shapes). The LSTM/GRU recurrence (``fused_nn_rnn_scan``, a ``te.extern``) is no
+longer one of them: its kernel names its time step (``topi.rnn_cell``) as its task, weighted by
+the number of steps; a model whose subgraphs, the cell included, are tuned by the task
+scheduler still computes onnxruntime's result."""
 
 from __future__ import annotations
 
@@ -33,19 +34,18 @@ def _rnn_model(kind, T, N, I, H, rng):
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
-def test_rnn_scan_is_reported_not_tunable(kind):
+def test_rnn_scan_is_its_cell_task(kind):
     model = _rnn_model(kind, 5, 3, 7, 11, np.random.default_rng(0))
     mod, params = relay.frontend.from_onnx(model, {"X": (5, 3, 7)}, freeze_params=False)
     for simple in (False, True):
-        tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm",
-                                                include_simple_tasks=simple)
-        assert tasks and not any("rnn_scan" in t.desc for t in tasks)
-        ext = [i for i in not_tuned() if i.kind == "extern"]
-        assert [i.desc for i in ext] == ["fused_nn_rnn_scan"]
-        assert "ExternOp" in ext[0].reason and f"{kind.lower()}_scan" in ext[0].reason
+        tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm",
+                                                      include_simple_tasks=simple)
+        cells = [(t, w) for t, w in zip(tasks, weights) if "topi.rnn_cell" in t.workload_key]
+        assert len(cells) == 1 and cells[0][1] == 5  # one call of 5 steps
+        assert "fused_nn_rnn_scan" in cells[0][0].desc
+        assert not any(i.kind == "extern" for i in not_tuned())
         assert any(i.kind == "simple" for i in not_tuned()) is not simple
-    text = format_not_tuned()
-    assert text.startswith("not tunable: fused_nn_rnn_scan (x1):") and "default schedule" in text
+    assert "rnn_scan" not in format_not_tuned()
 
 
 def test_tuned_lstm_model_matches_onnxruntime(tmp_path):
@@ -55,6 +55,7 @@ def test_tuned_lstm_model_matches_onnxruntime(tmp_path):
     x = rng.uniform(-1, 1, (T, N, I)).astype("float32")
     mod, params = relay.frontend.from_onnx(model, {"X": x.shape}, freeze_params=False)
     tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    assert any("topi.rnn_cell" in t.workload_key for t in tasks)  # the recurrence is tuned too
     log = str(tmp_path / "log.json")
     opts = auto_scheduler.TuningOptions(
         num_measure_trials=2 * len(tasks), num_measures_per_round=2, verbose=0,

@@ -15,6 +15,14 @@ hybrid kernels such as the LSTM/GRU recurrence ``fused_nn_rnn_scan``: their loop
 in the kernel, there is no loop nest for the sketch rules to transform) and those with symbolic
 shapes. They keep their default schedules.
 
+A hand-written kernel may still hold a tunable part: a ``te.extern`` whose ``attrs`` carry
+``auto_scheduler_task`` (a workload key) and ``auto_scheduler_task_runs`` (how many times one
+call runs it) stands for that task (:func:`subtasks_of`), weighted by its occurrences times its
+runs, e.g. the LSTM/GRU recurrence ``nn.rnn_scan``, whose task is one time step (the cell,
+``topi.rnn.rnn_cell``) and whose kernel, given a record of the cell, is built around that
+step's schedule (``relay/op/strategy/rnn.py``). A run count known only at run time (a dynamic
+sequence length) counts once.
+
 Relay sits above this layer: it registers the program walk with
 :func:`register_fused_function_extractor` when it is imported.
 """
@@ -38,7 +46,7 @@ from .workload_registry import register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
            "is_auto_scheduler_enabled", "NotTuned", "not_tuned", "format_not_tuned",
-           "measure_default_schedules", "recheck_default_schedules"]
+           "measure_default_schedules", "recheck_default_schedules", "subtasks_of"]
 
 logger = logging.getLogger("auto_scheduler")
 
@@ -96,6 +104,39 @@ def _untunable(task: SearchTask) -> str | None:
             "hybrid): there is no loop nest for the sketch rules to tile")
 
 
+def subtasks_of(tensors: list[Any]) -> list[tuple[str, int]] | None:
+    """``[(workload key, runs per call)]`` of the kernels of ``tensors``' compute that stand
+    for a task (``te.extern`` attrs ``auto_scheduler_task`` / ``auto_scheduler_task_runs``; a
+    run count that is not a constant counts 1); None when some other operation is not a
+    placeholder (the compute is then its own task, or not tunable)."""
+    from ..te.tensor import ExternOp, PlaceholderOp
+
+    out: list[tuple[str, int]] = []
+    for op in _ops_of(tensors):
+        if isinstance(op, PlaceholderOp):
+            continue
+        key = op.attrs.get("auto_scheduler_task") if isinstance(op, ExternOp) else None
+        if not key:
+            return None
+        runs = op.attrs.get("auto_scheduler_task_runs", 1)
+        runs = getattr(runs, "value", runs)
+        out.append((str(key), runs if isinstance(runs, int) and runs > 0 else 1))
+    return out or None
+
+
+def _ops_of(tensors: list[Any]) -> list[Any]:
+    """Every operation ``tensors`` are computed from (each once)."""
+    seen: dict[int, Any] = {}
+    stack = [t.op for t in tensors]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen[id(op)] = op
+        stack.extend(t.op for t in getattr(op, "input_tensors", ()))
+    return list(seen.values())
+
+
 def register_fused_function_extractor(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn(mod, params, target, opt_level) -> [(workload_key, name, workload, uses, desc)]``:
     the distinct fused functions of a program, ``workload(*args)`` giving its tensors. A
@@ -125,9 +166,13 @@ def extract_tasks(mod: Any, params: Any, target: Any, target_host: Any = None,
     tasks: list[SearchTask] = []
     weights: list[int] = []
     skipped: list[NotTuned] = []
+    seen: dict[str, int] = {}
     for key, name, workload, uses, desc in _EXTRACTOR[0](mod, params, target, opt_level):
         if key is None:
             skipped.append(NotTuned(desc, int(uses), "symbolic", name))
+            continue
+        if key in seen:  # the same task from another subgraph (an rnn cell of two layers)
+            weights[seen[key]] += int(uses)
             continue
         register_workload(name, workload, override=True)
         task = SearchTask(workload_key=key, target=target, hardware_params=hardware_params,
@@ -140,6 +185,7 @@ def extract_tasks(mod: Any, params: Any, target: Any, target_host: Any = None,
                 not i.is_placeholder and i.has_reduction for i in task.compute_dag.op_info):
             skipped.append(NotTuned(desc, int(uses), "simple", "no reduction"))
             continue
+        seen[key] = len(tasks)
         tasks.append(task)
         weights.append(int(uses))
     _LAST.items = skipped
@@ -171,16 +217,18 @@ def schedule_fused(tensors: list[Any], workload_key: str, target: Any) -> Any:
 
 
 def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
-    """``(schedule, tensors)`` of the default (TOPI) schedule of a relay task, or None for a
-    task that has none (a user's registered workload)."""
+    """``(schedule, tensors)`` of the default (TOPI) schedule of a relay task (the workload
+    function's ``default_schedule(*key args)``), or None for a task that has none (a user's
+    registered workload). The tensors need not be the task's: the default of an rnn cell is
+    one step of the untuned recurrence kernel."""
     from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
 
     try:
-        name, _ = decode_workload_key(task.workload_key)
+        name, args = decode_workload_key(task.workload_key)
     except (ValueError, TypeError):
         return None
     fn = getattr(WORKLOAD_FUNC_REGISTRY.get(name), "default_schedule", None)
-    return fn() if fn is not None else None
+    return fn(*args) if fn is not None else None
 
 
 def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,

@@ -28,7 +28,8 @@ from ..tir import op as tir_op
 from ..tir import stmt as S
 from ..tir.expr import IntImm, PrimExpr, Select, const
 
-__all__ = ["rnn_scan", "rnn_block", "workspace_shapes", "GATES", "PAD"]
+__all__ = ["rnn_scan", "rnn_block", "workspace_shapes", "GATES", "PAD", "rnn_cell",
+           "rnn_cell_workload", "rnn_cell_key", "rnn_scan_stepped", "CELL_WORKLOAD"]
 
 #: gates per cell kind
 GATES = {"LSTM": 4, "GRU": 3}
@@ -234,6 +235,228 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
                     CT[n, u] = CS[n, u]
         return ib.get()
 
+    # the cell is the auto-scheduler's task for this kernel (one per step: T runs a call)
+    task = {} if rows is None else {"auto_scheduler_task": rnn_cell_key(
+        cell, rows, H, hp, linear_before_reset), "auto_scheduler_task_runs": T}
     outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan", dtype=dt,
+                     tag="rnn_scan", attrs=task)
+    return outs if isinstance(outs, list) else [outs]
+
+
+# ----------------------------------------------------------------------------------------------
+# The recurrence as a tunable task: one time step as a te compute (the auto-scheduler's task),
+# and the recurrence kernel built around that step's schedule.
+#
+# ``rnn_cell`` is one step of the recurrence on the padded state (the same arithmetic as the
+# kernel above: the same tanh, the GEMV over the H real rows of R^T). ``rnn_scan`` marks its
+# kernel with the cell's workload key (``te.extern`` attrs ``auto_scheduler_task`` and
+# ``auto_scheduler_task_runs``: T, the steps per call), so that ``auto_scheduler.extract_tasks``
+# lists the cell instead of the untunable extern. ``rnn_scan_stepped`` is the kernel of a tuned
+# cell: a serial tir loop over time (T may be a run-time size) around the lowered body of the
+# cell's schedule, its buffers bound into the scan's (the step's projection row ``xw[t]``, the
+# state slot of this step and of the next), then ``Y[t] = h`` and the final states.
+
+#: the registered name of the cell's workload (``auto_scheduler.register_workload``)
+CELL_WORKLOAD = "topi.rnn_cell"
+
+
+def _check_cell(cell: str, n: int, hidden: int, hp: int) -> None:
+    if cell not in GATES:
+        raise ValueError(f"rnn_cell: cell must be LSTM or GRU, got {cell!r}")
+    if int(n) < 1 or int(hidden) < 1 or int(hp) < int(hidden) or int(hp) % PAD:
+        raise ValueError(f"rnn_cell: need batch >= 1, hidden >= 1 and a padded hidden size that "
+                         f"is a multiple of {PAD} and >= hidden; got batch {n}, hidden {hidden}, "
+                         f"padded {hp}")
+
+
+def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None, cell: str,
+             hidden: int, linear_before_reset: bool = True) -> list[te.Tensor]:
+    """One step of ``rnn_scan`` as a te compute: ``xw_t`` (N, G*Hp) this step's projection,
+    ``rt`` (H, G*Hp), ``h`` (N, Hp) the padded state, ``aux`` LSTM ``c`` (N, Hp), GRU ``Rb_h``
+    (Hp,) (None for the GRU of ``linear_before_reset=0``, whose ``Rb_h`` is in ``xw``).
+    Returns the new ``h`` (N, Hp) and, for LSTM, the new ``c`` (N, Hp)."""
+    G, H = GATES[cell], int(hidden)
+    n, cols = int(xw_t.shape[0]), int(xw_t.shape[1])
+    hp = cols // G
+    _check_cell(cell, n, H, hp)
+    one = const(1.0, xw_t.dtype)
+
+    def gemv(src: te.Tensor, g0: int, width: int, name: str) -> te.Tensor:
+        k = te.reduce_axis((0, H), name="k")
+        return te.compute((n, width), lambda i, j: te.sum(src[i, k] * rt[k, g0 * hp + j], axis=k),
+                          name=name)
+
+    if cell == "LSTM":
+        mm = gemv(h, 0, G * hp, "gates")
+
+        def gate(i: Any, g: int, u: Any) -> PrimExpr:
+            return mm[i, g * hp + u] + xw_t[i, g * hp + u]
+
+        c_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 2, u)) * aux[i, u]
+                           + _sigmoid(gate(i, 0, u)) * _tanh(gate(i, 3, u)), name="c_next")
+        h_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 1, u)) * _tanh(c_new[i, u]),
+                           name="h_next")
+        return [h_new, c_new]
+    if linear_before_reset:
+        mm = gemv(h, 0, G * hp, "gates")
+
+        def h_lbr(i: Any, u: Any) -> PrimExpr:
+            z = _sigmoid(xw_t[i, u] + mm[i, u])
+            r = _sigmoid(xw_t[i, hp + u] + mm[i, hp + u])
+            hh = _tanh(xw_t[i, 2 * hp + u] + r * (mm[i, 2 * hp + u] + aux[u]))
+            return (one - z) * hh + z * h[i, u]
+
+        return [te.compute((n, hp), h_lbr, name="h_next")]
+    zr = gemv(h, 0, 2 * hp, "gates_zr")
+    rh = te.compute((n, hp), lambda i, u: _sigmoid(xw_t[i, hp + u] + zr[i, hp + u]) * h[i, u],
+                    name="r_h")
+    cand = gemv(rh, 2, hp, "gates_h")
+
+    def h_lbr0(i: Any, u: Any) -> PrimExpr:
+        z = _sigmoid(xw_t[i, u] + zr[i, u])
+        return (one - z) * _tanh(xw_t[i, 2 * hp + u] + cand[i, u]) + z * h[i, u]
+
+    return [te.compute((n, hp), h_lbr0, name="h_next")]
+
+
+def rnn_cell_placeholders(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool = True,
+                          dtype: str = "float32") -> list[te.Tensor]:
+    """The inputs of ``rnn_cell``: ``xw_t``, ``rt``, ``h`` and ``aux`` (none for the GRU of
+    ``linear_before_reset=0``)."""
+    _check_cell(cell, n, hidden, hp)
+    G = GATES[cell]
+    ins = [te.placeholder((n, G * hp), dtype, "xw_t"),
+           te.placeholder((hidden, G * hp), dtype, "rt"), te.placeholder((n, hp), dtype, "h")]
+    if cell == "LSTM":
+        ins.append(te.placeholder((n, hp), dtype, "c"))
+    elif linear_before_reset:
+        ins.append(te.placeholder((hp,), dtype, "rb"))
+    return ins
+
+
+def rnn_cell_workload(cell: str, n: int, hidden: int, hp: int,
+                      linear_before_reset: bool = True) -> list[te.Tensor]:
+    """The cell's tensors (inputs, then outputs): the auto-scheduler's workload function."""
+    ins = rnn_cell_placeholders(cell, n, hidden, hp, linear_before_reset)
+    aux = ins[3] if len(ins) > 3 else None
+    return [*ins, *rnn_cell(*ins[:3], aux, cell, hidden, linear_before_reset)]
+
+
+def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool) -> str:
+    """The workload key of the cell of one ``rnn_scan`` (the LSTM ignores
+    ``linear_before_reset``: it is always True in its key)."""
+    import json
+
+    lbr = True if cell == "LSTM" else bool(linear_before_reset)
+    return json.dumps([CELL_WORKLOAD, cell, int(n), int(hidden), int(hp), lbr])
+
+
+def _cell_default_schedule(cell: str, n: int, hidden: int, hp: int,
+                           linear_before_reset: bool = True) -> tuple[Any, list[te.Tensor]]:
+    """``(schedule, tensors)`` of the untuned kernel for one step (``rnn_scan`` with T = 1):
+    what a tuned cell competes with (the auto-scheduler's default-schedule safety net)."""
+    G = GATES[cell]
+    xw = te.placeholder((1, n, G * hp), "float32", "xw")
+    rt = te.placeholder((hidden, G * hp), "float32", "rt")
+    h0 = te.placeholder((n, hidden), "float32", "h0")
+    aux = te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")
+    from .x86.injective import vector_lanes
+
+    outs = rnn_scan(xw, rt, h0, aux, cell, hidden, False, linear_before_reset,
+                    lanes=vector_lanes("float32"))
+    return te.create_schedule([t.op for t in outs]), [xw, rt, h0, aux, *outs]
+
+
+rnn_cell_workload.default_schedule = _cell_default_schedule  # type: ignore[attr-defined]
+
+
+def _register_cell_workload() -> None:
+    from ..auto_scheduler.workload_registry import register_workload
+
+    register_workload(CELL_WORKLOAD, rnn_cell_workload, override=True)
+
+
+_register_cell_workload()
+
+
+def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: str,
+                     hidden: int, reverse: bool, linear_before_reset: bool, sch: Any,
+                     cell_tensors: list[te.Tensor]) -> list[te.Tensor]:
+    """``rnn_scan`` (same arguments and outputs) whose step is the schedule ``sch`` of the
+    cell ``cell_tensors`` (``rnn_cell_workload``'s tensors: xw_t, rt, h, aux, h', [c'])."""
+    from ..te.schedule_ops import schedule_to_primfunc
+    from ..tir.buffer import Buffer
+
+    G, H = GATES[cell], int(hidden)
+    hp = int(rt.shape[1]) // G
+    T, N = xw.shape[0], xw.shape[1]
+    if not isinstance(N, (int, IntImm)):
+        raise ValueError("rnn_scan_stepped: the batch size must be static (a tuned cell is for "
+                         f"one batch size), got {N}")
+    n = int(N)
+    want = [tuple(int(d) for d in t.shape)
+            for t in rnn_cell_placeholders(cell, n, H, hp, linear_before_reset)]
+    n_in, n_out = len(want), 2 if cell == "LSTM" else 1
+    got = [tuple(int(d) for d in t.shape) for t in cell_tensors[:n_in]]
+    if got != want or len(cell_tensors) != n_in + n_out:
+        raise ValueError(f"rnn_scan_stepped: the cell's tensors {got} (+{len(cell_tensors) - n_in}"
+                         f" outputs) are not the {cell} cell of batch {n}, hidden {H}: {want}")
+    dt = xw.dtype
+    shapes: list[Any] = [(T, N, H), (N, H)] + ([(N, H)] if cell == "LSTM" else [])
+    shapes += workspace_shapes(cell, linear_before_reset, N, hp)
+    zero = const(0.0, dt)
+
+    def body(ins: list, outs: list) -> S.Stmt:
+        ib = ir_builder.create()
+        H0 = ib.buffer_ptr(ins[2], (N, H))
+        Y = ib.buffer_ptr(outs[0], (T, N, H))
+        HT = ib.buffer_ptr(outs[1], (N, H))
+        k0 = 3 if cell == "LSTM" else 2
+        CT: Any = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
+        HS = ib.buffer_ptr(outs[k0], (2, N, hp))
+        # LSTM: c double-buffered like h (a tuned step may read c after writing c')
+        CS: Any = ib.allocate(dt, (2, N, hp), name="c_state") if cell == "LSTM" else None
+        C0: Any = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
+        with ib.for_range(0, N, name="n") as i:
+            with ib.for_range(0, hp, name="u") as u:
+                ok = u < H
+                uc = tir_op.min(u, H - 1)
+                HS[0, i, u] = Select(ok, H0[i, uc], zero)
+                if CS is not None:
+                    CS[0, i, u] = Select(ok, C0[i, uc], zero)
+
+        def view(buf: Any, shape: tuple, offset: Any, name: str) -> Buffer:
+            return Buffer(buf.data, dt, shape, (), buf.elem_offset + offset, name, buf.scope)
+
+        with ib.for_range(0, T, name="s") as s:
+            t = (T - 1 - s) if reverse else s
+            cur = tir_op.floormod(s, 2)
+            nxt = 1 - cur
+            state = n * hp
+            bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1],
+                    view(outs[k0], (n, hp), cur * state, "h")]
+            if CS is not None:
+                bufs.append(view(CS.buffer, (n, hp), cur * state, "c"))
+            elif n_in > 3:
+                bufs.append(ins[3])
+            bufs.append(view(outs[k0], (n, hp), nxt * state, "h_next"))
+            if CS is not None:
+                bufs.append(view(CS.buffer, (n, hp), nxt * state, "c_next"))
+            step = schedule_to_primfunc(sch, cell_tensors, "rnn_step",
+                                        dict(zip(cell_tensors, bufs)))
+            ib.emit(step.body)
+            with ib.for_range(0, N, name="n") as i:
+                with ib.for_range(0, H, name="u") as u:
+                    Y[t, i, u] = HS[nxt, i, u]
+
+        last = tir_op.floormod(T, 2)
+        with ib.for_range(0, N, name="n") as i:
+            with ib.for_range(0, H, name="u") as u:
+                HT[i, u] = HS[last, i, u]
+                if CT is not None:
+                    CT[i, u] = CS[last, i, u]
+        return ib.get()
+
+    outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan_tuned", dtype=dt,
                      tag="rnn_scan")
     return outs if isinstance(outs, list) else [outs]

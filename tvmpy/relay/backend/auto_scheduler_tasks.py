@@ -49,9 +49,10 @@ class FusedWorkload:
         outs = g.outputs(self.func.body)
         return [*g.inputs, *outs]
 
-    def default_schedule(self) -> tuple[Any, list[Any]]:
+    def default_schedule(self, *shapes: Any) -> tuple[Any, list[Any]]:
         """``(schedule, tensors)``: the schedule ``relay.build`` gives this fused function
-        without the auto-scheduler (its TOPI strategy's, with autotvm's current configs)."""
+        without the auto-scheduler (its TOPI strategy's, with autotvm's current configs);
+        ``shapes``, the workload key's arguments, are the function's own."""
         from .te_compiler import _GroupLowering
 
         g = _GroupLowering(self.func, as_target(self.target), "auto_scheduler_default")
@@ -72,15 +73,33 @@ def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
     with PassContext(opt_level=opt_level, required_pass=cur.required_pass,
                      disabled_pass=cur.disabled_pass, config=cur.config):
         prims = lower_to_primitives(mod, target, params, eager=False)
+    from ...auto_scheduler.relay_integration import subtasks_of
+    from ...auto_scheduler.workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+
     tgt = prims.target
     out = []
     for lf in prims.compiler.funcs:
         g = _GroupLowering(lf.func, tgt, lf.name)
-        if any(not isinstance(getattr(d, "value", d), int) for t in g.inputs for d in t.shape):
+        symbolic = any(not isinstance(getattr(d, "value", d), int)
+                       for t in g.inputs for d in t.shape)
+        try:
+            outs = g.outputs(lf.func.body)
+        except Exception:  # noqa: BLE001 - only a symbolic function may not lower here
+            if not symbolic:
+                raise
+            outs = []
+        # a kernel standing for a task (the LSTM/GRU recurrence: its time step) is that task
+        subs = subtasks_of(list(outs)) if outs else None
+        if subs:
+            for key, runs in subs:
+                sub = decode_workload_key(key)[0]
+                out.append((key, sub, WORKLOAD_FUNC_REGISTRY[sub], lf.uses * runs,
+                            f"{lf.name} ({sub}, {runs} run(s) a call)"))
+            continue
+        if symbolic:
             out.append((None, "symbolic input shapes: not a static task", None, lf.uses,
                         lf.name))
             continue
-        g.outputs(lf.func.body)
         name = _name(lf.func)
         key = fused_workload_key(lf.func, g.inputs)
         out.append((key, name, FusedWorkload(lf.func, str(tgt), name), lf.uses, lf.name))
