@@ -9,7 +9,12 @@ loads the runtime alone (docs/ARCHITECTURE.md).
 from __future__ import annotations
 
 import importlib
+import time as _time
 from typing import Any
+
+#: when this process loaded tvmpy's code: a source file changed after it means the running code
+#: is not the code on disk (codegen/kernel_cache.py then stores and serves no kernels)
+_IMPORTED_NS = _time.time_ns()
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,7 @@ import threading
 import warnings
 from typing import Any
 
-from ..target.target import cpu_of, record_cpu
+from ..target.target import cpu_applies, cpu_of, other_cpu_message, record_cpu
 from .measure_record import _parse, parse_default_record
 
 __all__ = ["DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"]
@@ -128,7 +128,7 @@ class ApplyHistoryBest(DispatchContext):
         if not cpus:
             return None
         mine = cpu_of(target) if kind in ("llvm", "c") else None
-        ok = [c for c in cpus if c is None or c == mine]
+        ok = [c for c in cpus if cpu_applies(c, mine)]
         if not ok:
             if not self.include_compatible:
                 self._warn_other_cpu(target, mine)
@@ -155,11 +155,9 @@ class ApplyHistoryBest(DispatchContext):
         self._warned = True
         every = sorted({c for (_, k, c) in self.best if c is not None and c != mine
                         and k == _kind(target)})
-        warnings.warn(f"auto_scheduler.ApplyHistoryBest: records tuned for CPU "
-                      f"{', '.join(repr(c) for c in every)} are not applied to this build for "
-                      f"CPU {mine!r} (target {target}): those subgraphs keep their default "
-                      "schedules. Tune on this CPU, or pass include_compatible=True to apply "
-                      "them anyway.", RuntimeWarning, stacklevel=4)
+        warnings.warn(other_cpu_message("auto_scheduler.ApplyHistoryBest", every, mine, target,
+                                        "those subgraphs keep their default schedules"),
+                      RuntimeWarning, stacklevel=4)
 
 
 class ApplyHistoryBestOrSample(ApplyHistoryBest):

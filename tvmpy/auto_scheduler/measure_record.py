@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..target.target import cpu_of, record_cpu, target_as_built
+from ..target.target import record_applies, target_as_built
 from .measure import MeasureInput, MeasureResult
 
 __all__ = ["RecordToFile", "RecordReader", "load_records", "save_records", "load_best_record",
@@ -139,13 +139,9 @@ def _mean(costs: Sequence[float]) -> float:
     return sum(costs) / len(costs) if costs else math.inf
 
 
-def cpu_matches(record_target: str, target: Any) -> bool:
-    """Whether a record of ``record_target`` applies to a build for ``target``: the same kind
-    and, for CPU kinds, the same CPU (a record naming no CPU, from an older log, matches)."""
-    if str(record_target).split()[0] != str(target).split()[0]:
-        return False
-    rec = record_cpu(record_target)
-    return rec is None or rec == cpu_of(target)
+cpu_matches = record_applies
+"""Whether a record of ``record_target`` applies to a build for ``target`` (the shared rule:
+``target.target.record_applies``)."""
 
 
 def load_best_record(filename: str, workload_key: str | None = None, target: Any = None

@@ -14,6 +14,12 @@ Logs written by TVM are read too (:mod:`.tvm_log`): v0.2 lines (TVM 0.7-0.8: ``{
 arguments, target strings and knob values are mapped onto this repository's templates; a line
 that cannot be mapped (a template here with other knobs, a knob value outside this space) is
 skipped with a warning naming its line number and why, the others load.
+
+The target of a record is the target as built (``target.target_as_built``: a CPU target names
+the CPU it was tuned on, ``llvm -mcpu=znver4``; the format stays TVM's, whose target strings
+carry ``-mcpu`` too). Records of another CPU are not used for this one: ``ApplyHistoryBest``
+skips them (one warning; ``include_compatible=True`` applies them), and resuming or transfer
+learning leaves them out (:func:`split_by_cpu`). Records naming no CPU (older logs) match any.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ from typing import IO, Any
 import numpy as np
 
 from ..contrib.utils import open_for_append
+from ..target.target import cpu_of, other_cpu_message, record_applies, record_cpu, target_as_built
 from .space import ConfigEntity
 
 __all__ = ["AUTOTVM_LOG_VERSION", "encode", "decode", "load_from_file", "load_from_lines",
-           "save_to_file", "pick_best", "measure_str_key"]
+           "save_to_file", "pick_best", "measure_str_key", "split_by_cpu"]
 
 AUTOTVM_LOG_VERSION = 1
 MAX_UNMAPPED_WARNINGS = 10
@@ -49,7 +56,7 @@ def _json_cost(c: Any) -> Any:
 def encode(inp: Any, res: Any) -> str:
     """One log line (without the newline) for a measurement."""
     row = {
-        "input": [str(inp.target), inp.task.name, list(inp.task.args), inp.config.to_json_dict()],
+        "input": [target_as_built(inp.target), inp.task.name, list(inp.task.args), inp.config.to_json_dict()],
         "result": [[_json_cost(c) for c in res.costs], int(res.error_no), float(res.all_cost),
                    float(res.timestamp)],
         "version": AUTOTVM_LOG_VERSION,
@@ -154,6 +161,30 @@ def save_to_file(records: Iterable[tuple[Any, Any]], path: str | os.PathLike,
             f.write(encode(inp, res) + "\n")
 
 
+def split_by_cpu(records: Iterable[tuple[Any, Any]], target: Any, who: str = "autotvm",
+                 consequence: str = "they are left out") -> list[tuple[Any, Any]]:
+    """``records`` less those of ``target``'s kind tuned for another CPU than ``target``'s
+    (``target.record_applies``; records naming no CPU match any), which are left out with one
+    warning naming the CPUs and how many. Records of other target kinds are kept: callers
+    match tasks (kind included) themselves."""
+    kept: list[tuple[Any, Any]] = []
+    other: dict[str, int] = {}
+    kind = str(target).split()[:1]
+    for inp, res in records:
+        text = str(inp.target)
+        if text.split()[:1] != kind or record_applies(text, target):
+            kept.append((inp, res))
+        else:
+            cpu = str(record_cpu(text))
+            other[cpu] = other.get(cpu, 0) + 1
+    if other:
+        counts = ", ".join(f"{c!r}: {n}" for c, n in sorted(other.items()))
+        warnings.warn(other_cpu_message(who, other, cpu_of(target), target,
+                                        f"{consequence} ({counts} records)"),
+                      RuntimeWarning, stacklevel=3)
+    return kept
+
+
 def measure_str_key(inp: Any, include_config: bool = True) -> str:
     """A string key of a measure input: target, task name, args (and config)."""
     cfg = f" {inp.config.to_json_dict()['entity']}" if include_config else ""
@@ -168,11 +199,11 @@ def _mean(costs: Iterable[Any]) -> float:
 def _best(records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
     from .task.dispatcher import _target_key
 
-    best: dict[tuple[str, Any], tuple[Any, Any]] = {}
+    best: dict[tuple[str, str | None, Any], tuple[Any, Any]] = {}
     for inp, res in records:
         if res.error_no != 0:
             continue
-        key = (_target_key(inp.target), inp.task.workload)
+        key = (_target_key(inp.target), record_cpu(str(inp.target)), inp.task.workload)
         if key not in best or _mean(res.costs) < _mean(best[key][1].costs):
             best[key] = (inp, res)
     return iter(best.values())
@@ -180,7 +211,7 @@ def _best(records: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
 
 def pick_best(in_file: str | os.PathLike | Iterable[tuple[Any, Any]],
               out_file: str | os.PathLike | IO[str]) -> int:
-    """Write the best valid record of each (target kind, workload) of ``in_file`` to
+    """Write the best valid record of each (target kind, CPU, workload) of ``in_file`` to
     ``out_file``; returns how many were written."""
     records = load_from_file(in_file) if isinstance(in_file, (str, os.PathLike)) else in_file
     best = list(_best(records))

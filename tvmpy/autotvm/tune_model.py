@@ -108,9 +108,12 @@ def make_tuner(task: Any, tuner: str = "xgb") -> Any:
 
 
 def _workload_key(task: Any) -> tuple[Any, str]:
+    """A task's key in the log: its workload and target as built (the CPU named: records of
+    another CPU are other keys, neither resumed from nor used for transfer learning)."""
+    from ..target.target import target_as_built
     from .tuner.tuner import _canon
 
-    return _canon(task.workload), str(task.target)
+    return _canon(task.workload), target_as_built(task.target)
 
 
 def _load_log(log_file: str) -> list[tuple[Any, Any]]:
@@ -186,6 +189,11 @@ def tune_tasks(tasks: Sequence[Any], *, log_file: str | os.PathLike,
     tuned_keys: set[Any] = set()
     # the log read once, then kept up to date with this run's measurements
     records = _load_log(log_file) if resume else []
+    if records and tasks:  # one warning when records of another CPU are left out
+        from .record import split_by_cpu
+
+        records = split_by_cpu(records, tasks[0].target, "autotvm.tune_tasks",
+                               "not resumed from nor learned from")
     by_key: dict[Any, list[tuple[Any, Any]]] = {}
     for rec in records:
         by_key.setdefault(_workload_key(rec[0].task), []).append(rec)

@@ -11,6 +11,12 @@ by tvmpy (like any cache of Python objects, the folder must not be writable by o
 - Damaged entries (truncated, corrupted, another version's format) fail their checksum and are
   treated as absent (removed, then rebuilt and written again); the cache never raises into a
   build: a folder that cannot be written is a cache that stores nothing.
+- Code that is not the code on disk: the key holds a digest of tvmpy's sources
+  (:func:`source_fingerprint`, read when first needed). A process whose tvmpy sources were
+  edited after it imported tvmpy (a long benchmark or notebook while the tree changes, an
+  editable install being worked on) runs older code than that digest names, so the cache is
+  off for it (:func:`default_cache` returns None, one log line): it neither stores its kernels
+  under the new code's key nor serves the new code's kernels to old code.
 - Size: after a build, the least recently used entries (by mtime; a hit touches its entry)
   are removed until the folder holds at most ``CACHE_MAX_BYTES`` (1 GiB by default).
 """
@@ -18,14 +24,20 @@ by tvmpy (like any cache of Python objects, the folder must not be writable by o
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import sys
 import tempfile
 import zlib
 from pathlib import Path
 
 from .. import config
 
-__all__ = ["KernelCache", "default_cache", "cache_dir", "source_fingerprint"]
+__all__ = ["KernelCache", "default_cache", "cache_dir", "source_fingerprint",
+           "source_changed_since"]
+
+_LOG = logging.getLogger("tvmpy.kernel_cache")
+_PKG = Path(__file__).resolve().parent.parent  # tvmpy's package folder
 
 _MAGIC = b"TVMPYKC1"
 _SUM = 32  # blake2b digest bytes
@@ -165,7 +177,41 @@ def default_cache() -> KernelCache | None:
     it is disabled (``TVMPY_CACHE=0``)."""
     if not config.get("CACHE"):
         return None
+    if _stale_process():
+        return None
     return KernelCache(cache_dir(), config.get("CACHE_MAX_BYTES"))
+
+
+_STALE: list[str] = []  # the first source file found changed since import (then it stays off)
+
+
+def source_changed_since(pkg: Path, since_ns: int) -> str | None:
+    """A ``.py`` file under ``pkg`` modified at or after ``since_ns`` (ns since the epoch), or
+    None."""
+    for p in pkg.rglob("*.py"):
+        try:
+            if p.stat().st_mtime_ns >= since_ns:
+                return str(p)
+        except OSError:
+            return str(p)  # removed or unreadable since: changed
+    return None
+
+
+def _stale_process() -> bool:
+    """Whether tvmpy's sources changed after this process imported them (see the module
+    docstring); logged once."""
+    if _STALE:
+        return True
+    since = getattr(sys.modules.get("tvmpy"), "_IMPORTED_NS", None)
+    if since is None:
+        return False
+    changed = source_changed_since(_PKG, since)
+    if changed is None:
+        return False
+    _STALE.append(changed)
+    _LOG.warning("kernel cache off in this process: %s changed after tvmpy was imported, so "
+                 "the running code is not the code on disk (restart to use the cache)", changed)
+    return True
 
 
 _FINGERPRINT: dict[str, str] = {}
@@ -175,7 +221,7 @@ def source_fingerprint() -> str:
     """A digest of tvmpy's own source files (every ``.py`` of the package): a kernel compiled
     by other code of the compiler is another kernel, version number or not."""
     if "fp" not in _FINGERPRINT:
-        pkg = Path(__file__).resolve().parent.parent
+        pkg = _PKG
         h = hashlib.blake2b(digest_size=20)
         for p in sorted(pkg.rglob("*.py")):
             h.update(str(p.relative_to(pkg)).encode() + b"\0")

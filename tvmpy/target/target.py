@@ -35,7 +35,8 @@ from .cpu_features import (
 )
 
 __all__ = ["Target", "GPU_KINDS", "as_target", "resolve_target", "current_target", "host_cpu_name", "host_cpu_features",
-           "host_arch", "triple_arch", "arm_cpu", "target_as_built", "record_cpu", "cpu_of"]
+           "host_arch", "triple_arch", "arm_cpu", "target_as_built", "record_cpu", "cpu_of",
+           "cpu_applies", "record_applies", "same_target_as_built", "other_cpu_message"]
 
 _KINDS = ("llvm", "c", "interp", "opencl", "cuda", "nvptx", "ext_dev")  # ext_dev: VTA (tvmpy.vta.build)
 _KINDS += ("vulkan",)  # SPIR-V compute shaders (codegen/vulkan.py), run through the vulkan binding
@@ -387,6 +388,41 @@ def cpu_of(target: Target | str) -> str | None:
     kinds): what :func:`record_cpu` of a record must equal for the record to apply."""
     t = as_target(target)
     return t.cpu if t.kind in ("llvm", "c") else None
+
+
+def cpu_applies(rec_cpu: str | None, build_cpu: str | None) -> bool:
+    """The one rule of which tuning records apply to a build (AutoTVM and the auto-scheduler):
+    a record's CPU (:func:`record_cpu`) applies to a build for ``build_cpu`` (:func:`cpu_of`)
+    when it is that CPU, or when the record names none (older logs, GPU targets)."""
+    return rec_cpu is None or rec_cpu == build_cpu
+
+
+def record_applies(record_target: str, target: Target | str) -> bool:
+    """Whether a record of ``record_target`` (its target text) applies to a build for
+    ``target``: the same kind and, by :func:`cpu_applies`, the same CPU."""
+    if str(record_target).split()[:1] != str(target).split()[:1]:
+        return False
+    return cpu_applies(record_cpu(record_target), cpu_of(target))
+
+
+@lru_cache(maxsize=1024)
+def _built_text(text: str) -> str:
+    return target_as_built(text)
+
+
+def same_target_as_built(a: Target | str, b: Target | str) -> bool:
+    """Whether two targets generate code for the same target and CPU (``llvm`` on this host
+    and ``llvm -mcpu=<this host's CPU>`` do): records of one are measurements of the other."""
+    return _built_text(str(a)) == _built_text(str(b))
+
+
+def other_cpu_message(who: str, cpus: Any, mine: str | None, target: Any, consequence: str
+                      ) -> str:
+    """The one warning text for records of another CPU that are not used."""
+    names = ", ".join(repr(c) for c in sorted({str(c) for c in cpus}))
+    return (f"{who}: records tuned for CPU {names} are not applied to this build for CPU "
+            f"{mine!r} (target {target}): {consequence}. Tune on this CPU, or pass "
+            "include_compatible=True to apply them anyway.")
 
 
 # TVM's arm_cpu models (64-bit Linux): model -> (-model, -mcpu, -mattr)

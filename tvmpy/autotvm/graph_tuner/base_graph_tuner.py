@@ -164,7 +164,8 @@ class BaseGraphTuner:
         if isinstance(records, (str, os.PathLike)):
             records = record.load_from_file(records)
         kind = _target_key(self._target)
-        return [(i, r) for i, r in records
+        return [(i, r) for i, r in record.split_by_cpu(records, self._target, "graph tuner",
+                                                       "left out")
                 if r.error_no == 0 and _target_key(i.target) == kind]
 
     def _candidates(self, key: tuple) -> list[tuple[Any, Any]]:

@@ -1,7 +1,8 @@
 """``LocalBuilder``: compile candidates in parallel worker processes, with a timeout each.
 
-Each worker (a fresh interpreter, see workers.py) unpickles the task once, then per request
-instantiates one config (``task.instantiate(config) -> (schedule, args)``), compiles it with
+Each worker (a fresh interpreter, see workers.py) unpickles each task once, the first time it
+is asked to build for it (the request carries the task then), then per request instantiates
+one config (``task.instantiate(config) -> (schedule, args)``), compiles it with
 ``tvm.build(s, args, target)`` and exports the library to a temporary ``.so`` that the runner
 loads. Outcomes:
 
@@ -14,7 +15,11 @@ loads. Outcomes:
 - no answer within ``timeout`` seconds -> ``BUILD_TIMEOUT``: the worker is killed and replaced.
 
 Workers are recycled after ``max_builds_per_worker`` builds (LLVM keeps memory per module), and
-are kept between batches of the same task. Each build runs under the PassContext that is
+are kept between batches and across tasks: a tuning run of many tasks (``tune_tasks``, the
+auto-scheduler's task scheduler) does not pay a worker start per task switch, and a batch
+mixing tasks is built in one pass. A worker is restarted for a task only where keeping it
+would be unsafe: the task's template (or workload function) has the name of another
+definition that worker already loaded (a template re-registered with ``override=True``). Each build runs under the PassContext that is
 current when ``build`` is called (its opt level, required/disabled passes and config, e.g.
 ``tir.LoopPartition.max_growth``), as ``relay.build`` compiles its kernels under its own: a
 candidate is measured as it will be deployed. A worker registers the task's template by importing
@@ -35,7 +40,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .measure import Builder, BuildResult, MeasureErrorNo, MeasureInput
 from .workers import WorkerDied, WorkerProcess, get_context
@@ -44,20 +49,34 @@ __all__ = ["LocalBuilder"]
 
 
 # ---- child side ---------------------------------------------------------------------------------
-def _builder_init(task_bytes: bytes, tmp_dir: str, modules: tuple[str, ...],
-                  templates: bytes | None = None, build_func: bytes | None = None) -> dict:
-    import importlib
-
+def _builder_init(tmp_dir: str, build_func: bytes | None = None) -> dict:
     from ... import driver  # noqa: F401 - import the compiler once, before the first request
     from ...codegen import llvm  # noqa: F401
+
+    fcompile = None if build_func is None else pickle.loads(build_func)
+    return {"tasks": {}, "tmp_dir": tmp_dir, "fcompile": fcompile}
+
+
+def _load_task(state: dict, tid: int, payload: tuple | None) -> Any:
+    """The task ``tid`` of this worker, loaded from ``payload`` (the task pickled, the modules
+    that register its template, the templates sent by value) the first time; an exception
+    when it could not be loaded (kept: later requests for it get the same answer)."""
+    import importlib
+
     from ..task.task import TASK_TABLE
 
-    for name in modules:  # the module that registers the task's template
-        importlib.import_module(name)
-    if templates is not None:  # templates of the parent's __main__, by value
-        TASK_TABLE.update(pickle.loads(templates))
-    fcompile = None if build_func is None else pickle.loads(build_func)
-    return {"task": pickle.loads(task_bytes), "tmp_dir": tmp_dir, "fcompile": fcompile}
+    tasks = state["tasks"]
+    if payload is not None:
+        task_bytes, modules, templates = payload
+        try:
+            for name in modules:  # the module that registers the task's template
+                importlib.import_module(name)
+            if templates is not None:  # templates of the parent's __main__, by value
+                TASK_TABLE.update(pickle.loads(templates))
+            tasks[tid] = pickle.loads(task_bytes)
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            tasks[tid] = RuntimeError(f"{type(e).__name__}: {e}")
+    return tasks.get(tid, RuntimeError(f"task {tid} was never sent to this worker"))
 
 
 def _arg_info(args: Sequence[Any]) -> tuple:
@@ -160,12 +179,15 @@ def _enter_pass_context(state: dict, ctx_bytes: bytes | None) -> None:
 
 
 def _builder_handle(state: dict, msg: tuple) -> tuple:
-    _, config, target, *rest = msg
+    _, config, target, ctx_bytes, tid, payload = msg
     t0 = time.perf_counter()
     c0 = _cpu_seconds()
-    _enter_pass_context(state, rest[0] if rest else None)
+    task = _load_task(state, tid, payload)
+    if isinstance(task, BaseException):
+        return ("task_error", str(task))
+    _enter_pass_context(state, ctx_bytes)
     try:
-        s, args = state["task"].instantiate(config)
+        s, args = task.instantiate(config)
         info = _arg_info(args)
     except Exception as e:  # noqa: BLE001 - any template error is a result, not a crash
         return ("error", int(MeasureErrorNo.INSTANTIATION_ERROR), f"{type(e).__name__}: {e}",
@@ -286,6 +308,47 @@ def pass_context_bytes() -> bytes | None:
         return None
 
 
+def _definition(task: Any) -> tuple[str, Any] | None:
+    """(name, object) of the template (autotvm) or workload function (auto-scheduler) a
+    worker registers under that name when it loads ``task``; None when it has none."""
+    for attr in ("func", "_func"):
+        try:
+            func = getattr(task, attr, None)
+        except Exception:  # noqa: BLE001 - a task without a registered template
+            func = None
+        if func is not None:
+            return str(getattr(task, "name", "")), func
+    return None
+
+
+class _TaskEntry(NamedTuple):
+    """A task as the workers get it: its id in this builder, the task, the payload
+    ``(pickled task, template modules, by-value templates)``, its :func:`_definition`."""
+
+    tid: int
+    task: Any
+    payload: tuple
+    definition: tuple[str, Any] | None
+
+
+class _BuildWorker(WorkerProcess):
+    """A build worker and the tasks (ids) and definitions (by name) it has loaded."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.started_at = time.monotonic()
+        self.task_ids: set[int] = set()
+        self.definitions: dict[str, Any] = {}
+
+    def can_take(self, e: _TaskEntry) -> bool:
+        """Whether loading ``e``'s task here keeps every loaded name's definition: a template
+        re-registered under a known name needs a fresh worker."""
+        if e.definition is None or e.tid in self.task_ids:
+            return True
+        name, obj = e.definition
+        return self.definitions.get(name, obj) is obj
+
+
 def _cleanup(workers: list, tmp_dir: str) -> None:
     for w in workers:
         w.kill()
@@ -337,11 +400,10 @@ class LocalBuilder(Builder):
         self.max_builds_per_worker = int(max_builds_per_worker)
         self.startup_timeout = float(startup_timeout)
         self._ctx = get_context(mp_context)
-        self._task: Any = None
-        self._task_bytes: bytes | None = None
-        self._modules: tuple[str, ...] = ()
-        self._templates: bytes | None = None
-        self._workers: list[WorkerProcess] = []
+        self._task: Any = None  # the task of the last set_task / build
+        self._tasks: dict[int, _TaskEntry] = {}  # id(task) -> its entry
+        self._next_tid = 0
+        self._workers: list[_BuildWorker] = []
         self._ctx_bytes: bytes | None = None
         self.cpu_times: list[float] = []  # CPU seconds of each successful build, as they finish
         self.tmp_dir = tempfile.mkdtemp(prefix="tvmpy_autotvm_build_")
@@ -349,30 +411,35 @@ class LocalBuilder(Builder):
 
     # -- task and workers --
     def set_task(self, task: Any) -> None:
-        if task is self._task:
-            return
+        """Make ``task`` known (pickled once, sent to each worker with its first build of it);
+        the workers are kept (see the module docstring)."""
+        self._task = task
+        self._entry(task)
+
+    def _entry(self, task: Any) -> _TaskEntry:
+        e = self._tasks.get(id(task))
+        if e is not None and e.task is task:
+            return e
         try:
             task_bytes = pickle.dumps(task)
-        except Exception as e:  # noqa: BLE001
+        except Exception as err:  # noqa: BLE001
             raise TypeError(f"LocalBuilder: the task cannot be sent to the build workers "
-                            f"({type(e).__name__}: {e}); define the template at module level "
-                            f"so that it can be pickled") from None
-        for w in self._workers:
-            w.shutdown()
-        self._workers.clear()
-        self._task, self._task_bytes = task, task_bytes
-        self._modules = _template_modules(task)
-        self._templates = _by_value_templates(task)
+                            f"({type(err).__name__}: {err}); define the template at module "
+                            f"level so that it can be pickled") from None
+        self._next_tid += 1
+        e = _TaskEntry(self._next_tid, task,
+                       (task_bytes, _template_modules(task), _by_value_templates(task)),
+                       _definition(task))
+        self._tasks[id(task)] = e
+        return e
 
-    def _start_worker(self) -> WorkerProcess:
-        w = WorkerProcess(self._ctx, _builder_handle, _builder_init,
-                          (self._task_bytes, self.tmp_dir, self._modules, self._templates,
-                           self._build_func_bytes))
-        w.started_at = time.monotonic()  # type: ignore[attr-defined]
+    def _start_worker(self) -> _BuildWorker:
+        w = _BuildWorker(self._ctx, _builder_handle, _builder_init,
+                         (self.tmp_dir, self._build_func_bytes))
         self._workers.append(w)
         return w
 
-    def _retire(self, w: WorkerProcess, kill: bool) -> None:
+    def _retire(self, w: _BuildWorker, kill: bool) -> None:
         if kill:
             w.kill()
         else:
@@ -383,52 +450,58 @@ class LocalBuilder(Builder):
         for w in list(self._workers):
             w.shutdown()
         self._workers.clear()
-        self._task = self._task_bytes = None
+        self._tasks.clear()
+        self._task = None
 
     # -- building --
     def build(self, measure_inputs: Sequence[MeasureInput]) -> list[BuildResult]:
         inputs = list(measure_inputs)
         self._ctx_bytes = pass_context_bytes()
+        entries = [self._entry(inp.task) for inp in inputs]  # an unpicklable task: before work
+        if inputs:
+            self._task = inputs[-1].task
         results: list[BuildResult | None] = [None] * len(inputs)
-        groups: dict[int, list[int]] = {}
-        tasks: dict[int, Any] = {}
-        for i, inp in enumerate(inputs):
-            groups.setdefault(id(inp.task), []).append(i)
-            tasks[id(inp.task)] = inp.task
-        for key, idxs in groups.items():
-            self.set_task(tasks[key])
-            self._build_group(inputs, idxs, results)
-        return results  # type: ignore[return-value]
-
-    def _build_group(self, inputs: list[MeasureInput], idxs: list[int],
-                     results: list[BuildResult | None]) -> None:
-        running: dict[WorkerProcess, tuple[int, float]] = {}
+        running: dict[_BuildWorker, tuple[int, float]] = {}
         try:
-            self._schedule(inputs, idxs, results, running)
+            self._schedule(inputs, entries, results, running)
         except BaseException:
             # interrupted (Ctrl-C) or a worker failed to start: a busy worker's late answer
             # must not be taken for the answer to a later request
             for w in list(running):
                 self._retire(w, kill=True)
             raise
+        return results  # type: ignore[return-value]
 
-    def _schedule(self, inputs: list[MeasureInput], idxs: list[int],
+    def _send(self, w: _BuildWorker, inp: MeasureInput, e: _TaskEntry) -> None:
+        """Ask ``w`` to build ``inp``; the task goes along the first time ``w`` builds it."""
+        payload = None if e.tid in w.task_ids else e.payload
+        w.send(("build", inp.config, str(inp.target), self._ctx_bytes, e.tid, payload))
+        w.task_ids.add(e.tid)
+        if e.definition is not None:
+            w.definitions.setdefault(e.definition[0], e.definition[1])
+
+    def _schedule(self, inputs: list[MeasureInput], entries: list[_TaskEntry],
                   results: list[BuildResult | None],
-                  running: dict[WorkerProcess, tuple[int, float]]) -> None:
-        pending = collections.deque(idxs)
-        while len(self._workers) < min(self.n_parallel, len(idxs)):
+                  running: dict[_BuildWorker, tuple[int, float]]) -> None:
+        pending = collections.deque(range(len(inputs)))
+        while len(self._workers) < min(self.n_parallel, len(inputs)):
             self._start_worker()
         while pending or running:
             for w in list(self._workers):  # start-up of new workers
                 if not w.ready:
                     if w.conn.poll(0) or not w.alive():
                         w.wait_ready(1.0)  # raises RuntimeError on a failed start
-                    elif time.monotonic() - w.started_at > self.startup_timeout:  # type: ignore
+                    elif time.monotonic() - w.started_at > self.startup_timeout:
                         w.wait_ready(0.0)
-            for w in self._workers:  # dispatch
+            for w in list(self._workers):  # dispatch
                 if pending and w.ready and w not in running:
-                    i = pending.popleft()
-                    w.send(("build", inputs[i].config, str(inputs[i].target), self._ctx_bytes))
+                    i = pending[0]
+                    if not w.can_take(entries[i]):  # another definition under that name
+                        self._retire(w, kill=False)
+                        self._start_worker()
+                        continue
+                    pending.popleft()
+                    self._send(w, inputs[i], entries[i])
                     running[w] = (i, time.monotonic())
             now = time.monotonic()
             deadlines = [t0 + self.timeout for _, t0 in running.values()]
@@ -460,6 +533,9 @@ class LocalBuilder(Builder):
                         self._start_worker()
                     continue
                 del running[w]
+                if msg[0] == "task_error":
+                    raise RuntimeError(f"LocalBuilder: a build worker could not load the task "
+                                       f"{getattr(inputs[i].task, 'name', '?')!r}: {msg[1]}")
                 if msg[0] == "ok":
                     results[i] = BuildResult(msg[1], msg[2], 0, None, msg[3])
                     self.cpu_times.append(msg[4])

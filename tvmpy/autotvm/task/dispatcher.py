@@ -15,11 +15,13 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from ...target.target import cpu_applies, cpu_of, other_cpu_message, record_cpu
 from ..env import GLOBAL_SCOPE
 from ..space import ConfigSpace, FallbackConfigEntity
 from .conv_layout import conv_record_layout
@@ -155,11 +157,26 @@ def _mean_cost(res: Any) -> float:
     return float(np.mean([float(c) for c in res.costs]))
 
 
+_TKey = tuple[str, "str | None"]  # (target kind, the records' CPU or None)
+
+
+def _record_tkey(target: Any) -> _TKey:
+    """Where a record of ``target`` is filed: its kind and the CPU it names (None: an older
+    log's record, or a non-CPU target)."""
+    return _target_key(target), record_cpu(str(target))
+
+
 class ApplyHistoryBest(DispatchContext):
-    """The best record (lowest mean cost, ``error_no == 0``) per (target kind, workload).
+    """The best record (lowest mean cost, ``error_no == 0``) per (target kind, CPU, workload).
 
     ``records``: a log path, a list of paths, or an iterable of ``(MeasureInput,
     MeasureResult)`` pairs. Workloads without a record fall through to the enclosing context.
+
+    Records name the CPU they were tuned on (``record.py``): a build for another CPU does not
+    use them (their configs were chosen for other vector units and caches) and falls through
+    as if untuned, with one warning per context naming the CPUs; ``include_compatible=True``
+    uses them anyway. Records naming no CPU (older logs) apply to any CPU; where both exist,
+    the faster of this CPU's and those is used.
 
     x86 convolutions (``conv_layout.py``): when the records hold several channel blockings of
     one convolution (``graph_tuner.layout_tasks``, or a TVM log, whose ``tile_ic``/``tile_oc``
@@ -169,13 +186,16 @@ class ApplyHistoryBest(DispatchContext):
     gets that record's config (the knobs do not depend on it).
     """
 
-    def __init__(self, records: Any):
+    def __init__(self, records: Any, include_compatible: bool = False):
         super().__init__()
-        self.best_by_targetkey: dict[tuple[str, Any], tuple[Any, Any]] = {}
+        self.include_compatible = include_compatible
+        self.best_by_targetkey: dict[tuple[_TKey, Any], tuple[Any, Any]] = {}
         self._best_user: dict[tuple[str, Any], ConfigSpace] = {}
-        # (target kind, conv key) -> {(ic_bn, oc_bn): best record}; (.., name, blocks) -> best
-        self._conv_blocks: dict[tuple[str, Any], dict[tuple[int, int], tuple[Any, Any]]] = {}
+        # (tkey, conv key) -> {(ic_bn, oc_bn): best record}; (.., name, blocks) -> best
+        self._conv_blocks: dict[tuple[_TKey, Any], dict[tuple[int, int], tuple[Any, Any]]] = {}
         self._conv_best: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._cpus: dict[str, set[str | None]] = {}  # kind -> the CPUs records name
+        self._warned = False
         if records is not None:
             self.load(records)
 
@@ -190,13 +210,15 @@ class ApplyHistoryBest(DispatchContext):
         for inp, res in records:
             if res.error_no != 0:
                 continue
-            key = (_target_key(inp.target), inp.task.workload)
+            tk = _record_tkey(inp.target)
+            self._cpus.setdefault(tk[0], set()).add(tk[1])
+            key = (tk, inp.task.workload)
             old = self.best_by_targetkey.get(key)
             if old is None or _mean_cost(res) < _mean_cost(old[1]):
                 self.best_by_targetkey[key] = (inp, res)
             lay = conv_record_layout(inp.task.workload)
             if lay is not None:
-                ck, blocks = (key[0], lay[0]), (lay[1], lay[2])
+                ck, blocks = (tk, lay[0]), (lay[1], lay[2])
                 per = self._conv_blocks.setdefault(ck, {})
                 if blocks not in per or _mean_cost(res) < _mean_cost(per[blocks][1]):
                     per[blocks] = (inp, res)
@@ -205,9 +227,50 @@ class ApplyHistoryBest(DispatchContext):
                 if prev is None or _mean_cost(res) < _mean_cost(prev[1]):
                     self._conv_best[name_key] = (inp, res)
 
+    def _tkeys(self, target: Any, has: Callable[[_TKey], bool]) -> list[_TKey]:
+        """The record keys whose entries (``has``) a build for ``target`` uses: this CPU's and
+        CPU-less ones; else, when only other CPUs' exist, none (warned once) or, with
+        ``include_compatible``, theirs."""
+        kind = _target_key(target)
+        cpus = self._cpus.get(kind)
+        if not cpus:
+            return []
+        if target is None:
+            from ...target import resolve_target
+
+            target = resolve_target()
+        mine = cpu_of(target)
+        ok = [(kind, c) for c in cpus if cpu_applies(c, mine) and has((kind, c))]
+        if ok:
+            return ok
+        other = [(kind, c) for c in cpus if not cpu_applies(c, mine) and has((kind, c))]
+        if other and not self.include_compatible:
+            self._warn_other_cpu(target, mine, [c for _, c in other])
+            return []
+        return other
+
+    def _warn_other_cpu(self, target: Any, mine: str | None, cpus: list[str | None]) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(other_cpu_message(
+            "autotvm.ApplyHistoryBest", cpus, mine, target,
+            "those workloads use the enclosing context's configs (untuned fallbacks)"),
+            RuntimeWarning, stacklevel=5)
+
+    def _best_of(self, table: dict, target: Any, key_of: Callable[[_TKey], Any]) -> Any:
+        """The fastest entry ``table[key_of(tkey)]`` over the keys that apply to ``target``."""
+        keys = self._tkeys(target, lambda tk: key_of(tk) in table)
+        hits = [table[key_of(tk)] for tk in keys]
+        return min(hits, key=lambda r: _mean_cost(r[1])) if hits else None
+
     def _layout_inside(self, target: Any, key: Any) -> Any:
-        per = self._conv_blocks.get((_target_key(target), key))
-        if not per or len(per) < 2:
+        per: dict[tuple[int, int], tuple[Any, Any]] = {}
+        for tk in self._tkeys(target, lambda tk: (tk, key) in self._conv_blocks):
+            for blocks, rec in self._conv_blocks[(tk, key)].items():
+                if blocks not in per or _mean_cost(rec[1]) < _mean_cost(per[blocks][1]):
+                    per[blocks] = rec
+        if len(per) < 2:
             return None  # one blocking tuned: the layout policy's choice stands
         return min(per, key=lambda b: _mean_cost(per[b][1]))
 
@@ -215,8 +278,8 @@ class ApplyHistoryBest(DispatchContext):
         lay = conv_record_layout(workload)
         if lay is None:
             return None
-        best = self._conv_best.get(((_target_key(target), lay[0]), workload[0],
-                                    (lay[1], lay[2])))
+        best = self._best_of(self._conv_best, target,
+                             lambda tk: ((tk, lay[0]), workload[0], (lay[1], lay[2])))
         return None if best is None else best[0].config
 
     def _query_inside(self, target: Any, workload: Any) -> ConfigSpace | None:
@@ -225,7 +288,7 @@ class ApplyHistoryBest(DispatchContext):
         key = (_target_key(target), workload)
         if key in self._best_user:
             return self._best_user[key]
-        best = self.best_by_targetkey.get(key)
+        best = self._best_of(self.best_by_targetkey, target, lambda tk: (tk, workload))
         if best is None:
             return self._conv_config(target, workload)
         return best[0].config
@@ -234,7 +297,7 @@ class ApplyHistoryBest(DispatchContext):
         self._best_user[(_target_key(target), workload)] = cfg
 
     def _cost_inside(self, target: Any, workload: Any) -> float | None:
-        best = self.best_by_targetkey.get((_target_key(target), workload))
+        best = self._best_of(self.best_by_targetkey, target, lambda tk: (tk, workload))
         return None if best is None else _mean_cost(best[1])
 
     def __enter__(self) -> ApplyHistoryBest:
@@ -407,8 +470,9 @@ def fallback_summary() -> str:
     return FALLBACK.summary()
 
 
-def apply_history_best(records: Any) -> ApplyHistoryBest:
-    """``with autotvm.apply_history_best("tune.log"):`` builds with the best tuned configs."""
-    return ApplyHistoryBest(records)
+def apply_history_best(records: Any, include_compatible: bool = False) -> ApplyHistoryBest:
+    """``with autotvm.apply_history_best("tune.log"):`` builds with the best tuned configs
+    (of this CPU: see :class:`ApplyHistoryBest` for ``include_compatible``)."""
+    return ApplyHistoryBest(records, include_compatible=include_compatible)
 
 

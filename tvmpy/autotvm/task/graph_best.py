@@ -19,7 +19,7 @@ import warnings
 from typing import Any
 
 from .conv_layout import CONV_TASKS, conv_key, conv_record_layout, pad4
-from .dispatcher import ApplyHistoryBest, _target_key
+from .dispatcher import ApplyHistoryBest, _record_tkey
 
 __all__ = ["ApplyGraphBest", "apply_graph_best", "conv_key", "conv_record_layout", "CONV_TASKS",
            "pad4"]
@@ -31,9 +31,9 @@ class ApplyGraphBest(ApplyHistoryBest):
     MeasureResult)`` pairs (the file written by ``write_opt_sch2record_file``). Two records
     for one convolution with different blocks: the first is used (with a warning)."""
 
-    def __init__(self, records: Any):
-        self._layouts: dict[tuple[str, tuple], tuple[int, int]] = {}
-        super().__init__(None)
+    def __init__(self, records: Any, include_compatible: bool = False):
+        self._layouts: dict[tuple[Any, tuple], tuple[int, int]] = {}
+        super().__init__(None, include_compatible=include_compatible)
         if records is not None:
             self.load(records)
 
@@ -49,7 +49,7 @@ class ApplyGraphBest(ApplyHistoryBest):
             if lay is None:
                 continue
             key, ic_bn, oc_bn = lay
-            tk = (_target_key(inp.target), key)
+            tk = (_record_tkey(inp.target), key)
             old = self._layouts.get(tk)
             if old is not None and old != (ic_bn, oc_bn):
                 warnings.warn(f"apply_graph_best: two layouts for convolution {key} "
@@ -57,16 +57,23 @@ class ApplyGraphBest(ApplyHistoryBest):
                 continue
             self._layouts[tk] = (ic_bn, oc_bn)
 
+    def _layout_of(self, target: Any, key: Any) -> tuple[int, int] | None:
+        """The chosen blocks of convolution ``key`` among the records that apply to
+        ``target`` (this CPU's first, as ApplyHistoryBest's rule)."""
+        for tk in self._tkeys(target, lambda tk: (tk, key) in self._layouts):
+            return self._layouts[(tk, key)]
+        return None
+
     def _layout_inside(self, target: Any, key: Any) -> tuple[int, int] | None:
-        return self._layouts.get((_target_key(target), key))
+        return self._layout_of(target, key)
 
     def _conv_config(self, target: Any, workload: Any) -> Any:
         lay = conv_record_layout(workload)
-        if lay is None or self._layouts.get((_target_key(target), lay[0])) != lay[1:]:
+        if lay is None or self._layout_of(target, lay[0]) != lay[1:]:
             return None
         return super()._conv_config(target, workload)
 
 
-def apply_graph_best(records: Any) -> ApplyGraphBest:
+def apply_graph_best(records: Any, include_compatible: bool = False) -> ApplyGraphBest:
     """TVM's ``autotvm.apply_graph_best(path)``: see :class:`ApplyGraphBest`."""
-    return ApplyGraphBest(records)
+    return ApplyGraphBest(records, include_compatible=include_compatible)

@@ -229,7 +229,11 @@ class ModelBasedTuner(Tuner):
         same-task records become training data of the model; records of every task train a
         base model (transfer learning) that seeds the first plan and becomes the model's prior.
         """
-        records = list(records)
+        from ..record import split_by_cpu
+
+        # records of another CPU neither resume this task nor teach the transfer model
+        records = split_by_cpu(records, self.task.target, f"{type(self).__name__}.load_history",
+                               "not resumed from nor learned from")
         n_before = len(self.visited)
         super().load_history(records, min_seed_records)
         if len(self.visited) > n_before:

@@ -74,7 +74,9 @@ def same_task(task_a: Any, task_b: Any) -> bool:
     ta, tb = getattr(task_a, "target", None), getattr(task_b, "target", None)
     if ta is None or tb is None:
         return True
-    return str(ta) == str(tb)
+    from ...target.target import same_target_as_built
+
+    return same_target_as_built(ta, tb)  # "llvm" here == "llvm -mcpu=<this CPU>" of a log
 
 
 def _canon(obj: Any) -> Any:
@@ -126,11 +128,16 @@ class Tuner:
         """Take the records of this task from ``records`` (``(MeasureInput, MeasureResult)``).
 
         Their configurations, failed ones included, are marked visited (never measured again
-        by this tuner) and the best successful one becomes ``best_config``. Records of other tasks are ignored here;
+        by this tuner) and the best successful one becomes ``best_config``. Records of another
+        CPU are left out (one warning). Records of other tasks are ignored here;
         model-based tuners override this to learn from them (``min_seed_records`` is the
         least number of such records worth training on, unused by the base class).
         """
         del min_seed_records
+        from ..record import split_by_cpu
+
+        records = split_by_cpu(records, self.task.target, "Tuner.load_history",
+                               "not resumed from")
         for inp, res in records:
             if not same_task(inp.task, self.task):
                 continue

@@ -10,9 +10,12 @@ can come from the cache or from another process.
 The cache key (:func:`context_key` + :func:`kernel_key`) covers what decides a kernel's code:
 the fused function's structural digest (``ir/digest.py``: operators, attributes, shapes,
 dtypes; up to renaming), its symbol, the target string and the CPU it resolves to (triple,
-name, instruction-set features), tvmpy's version and a digest of its source files, the
-llvmlite/LLVM versions, the PassContext (opt_level, config, required/disabled passes), strict
-schedules, the parallel runtime and libmvec switch. Builds whose result depends on something
+name, instruction-set features), the core count and cache sizes the x86 schedules read from
+the host, tvmpy's version and a digest of its source files (a process running older code than
+its files uses no cache: ``codegen/kernel_cache.py``), the Python, numpy, llvmlite and LLVM
+versions, the PassContext (opt_level, config, required/disabled passes), strict schedules
+(also from ``TVMPY_STRICT_SCHEDULES``), the parallel runtime (also ``TVMPY_PARALLEL_RUNTIME``)
+and libmvec switch. Builds whose result depends on something
 a key cannot capture are not cached (nor sent to workers): a non-default autotvm dispatch
 context (tuned configs), ``relay.backend.use_auto_scheduler`` (schedules from a log), PassContext instruments or a ``config`` value that cannot be digested
 (e.g. ``tir.add_lower_pass`` functions), and ``DUMP_IR`` / ``DEBUG>=4`` (which ask for the
@@ -46,6 +49,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ... import config
 from ...arith.sum_form import freeze_finished, in_cache_scope
@@ -214,7 +219,11 @@ def context_key(target: Target) -> str | None:
                  ".".join(map(str, llvm.llvm_version_info)), str(target), triple, cpu, features,
                  ctx.opt_level, sorted(ctx.required_pass), sorted(ctx.disabled_pass),
                  sorted(ctx.config.items(), key=lambda kv: str(kv[0])), strict_schedules(),
-                 parallel_runtime(), cg_llvm.USE_LIBMVEC, sys.byteorder]
+                 parallel_runtime(), cg_llvm.USE_LIBMVEC, sys.byteorder,
+                 # what the x86 schedules read from the host besides its features: the core
+                 # count (parallel splits) and cache sizes (blocking), neither in str(target)
+                 target.num_cores, target.cache_sizes.l1d, target.cache_sizes.l2, sys.version_info[:2],
+                 np.__version__]
         return structural_digest(parts)
     except Undigestable:
         return None
