@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir import dtype as dt
 from ..tir import expr as E
-from ..tir.functor import substitute
 from . import sum_form
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,10 +70,15 @@ def _merge(a: tuple | None, b: tuple | None) -> tuple | None:
     """The variables of both (by identity), or None when two distinct ones share a name."""
     if a is None or b is None:
         return None
-    if not b or a == b:
+    if not b:
         return a
     if not a:
         return b
+    if len(a) == 1 and len(b) == 1:  # the common case: compared by identity, not ``==``
+        x, y = a[0], b[0]
+        if x is y:
+            return a
+        return None if x.name == y.name else (x, y)
     out = list(a)
     names = {v.name: v for v in a}
     for v in b:
@@ -226,7 +230,45 @@ def get(key: tuple, vs: tuple) -> E.PrimExpr | None:
         w = names[v.name]
         if w is not v:
             vmap[w] = v
-    return substitute(out, vmap) if vmap else out
+    return _subst(out, vmap, {}) if vmap else out
+
+
+_setattr = object.__setattr__
+
+
+def _subst(e: Any, vmap: dict, memo: dict) -> Any:
+    """``e`` with variables replaced (only the node kinds :func:`nkey` accepts occur)."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    if isinstance(e, E.Var):
+        out = vmap.get(e, e)
+    elif isinstance(e, (E.IntImm, E.FloatImm)):
+        out = e
+    elif isinstance(e, E.BinaryOp):
+        a, b = _subst(e.a, vmap, memo), _subst(e.b, vmap, memo)
+        if a is e.a and b is e.b:
+            out = e
+        else:
+            out = object.__new__(type(e))
+            _setattr(out, "dtype", e.dtype)
+            _setattr(out, "a", a)
+            _setattr(out, "b", b)
+    elif isinstance(e, E.Not):
+        a = _subst(e.a, vmap, memo)
+        out = e if a is e.a else E.Not(a)
+    elif isinstance(e, E.Cast):
+        a = _subst(e.value, vmap, memo)
+        out = e if a is e.value else E.Cast(e.dtype, a)
+    elif isinstance(e, E.Select):
+        c, t, f = (_subst(x, vmap, memo) for x in (e.condition, e.true_value, e.false_value))
+        same = c is e.condition and t is e.true_value and f is e.false_value
+        out = e if same else E.Select(c, t, f)
+    else:  # Call
+        args = tuple(_subst(x, vmap, memo) for x in e.args)
+        out = e if all(x is y for x, y in zip(args, e.args)) else e.replace(args=args)
+    memo[id(e)] = out
+    return out
 
 
 def put(key: tuple, vs: tuple, out: E.PrimExpr) -> None:
