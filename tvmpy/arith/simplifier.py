@@ -52,6 +52,7 @@ class Simplifier(DivModRules, Mutator):
     def __init__(self, analyzer: Analyzer):
         self.an = analyzer
         self._memo_depth = 0  # > 0 inside the computation of a memoised expression
+        self._index_depth = 0  # > 0 inside that of a memoised scalar integer expression
 
 
     # ---- entry with memo ---------------------------------------------------------------------
@@ -62,8 +63,9 @@ class Simplifier(DivModRules, Mutator):
         hit = cache.get(id(node))
         if hit is not None and hit[0] is node:
             return hit[1]
-        if self._memo_depth == 0 and simplify_memo.candidate(node):
-            out = self._memo_visit(node)
+        kind = simplify_memo.candidate(node)
+        if (kind == 2 and self._index_depth == 0) or (kind == 1 and self._memo_depth == 0):
+            out = self._memo_visit(node, kind == 2)
         else:
             out = super().visit(node)
         cache = self.an._st.simplify_cache  # the state may have been replaced meanwhile
@@ -74,8 +76,10 @@ class Simplifier(DivModRules, Mutator):
             cache[id(out)] = (out, out)
         return out
 
-    def _memo_visit(self, node: E.PrimExpr) -> E.PrimExpr:
-        """``node`` simplified, through the process-wide memo (see :mod:`.simplify_memo`)."""
+    def _memo_visit(self, node: E.PrimExpr, index: bool) -> E.PrimExpr:
+        """``node`` simplified, through the process-wide memo (see :mod:`.simplify_memo`):
+        looked up for the outermost expression and, within one that is not an index
+        expression, for the outermost index expressions."""
         k = simplify_memo.lookup_key(node, self.an._st)
         if k is None:
             return super().visit(node)
@@ -84,10 +88,12 @@ class Simplifier(DivModRules, Mutator):
         if out is not None:
             return out
         self._memo_depth += 1
+        self._index_depth += index
         try:
             out = super().visit(node)
         finally:
             self._memo_depth -= 1
+            self._index_depth -= index
         simplify_memo.put(key, vs, out)
         return out
 

@@ -43,7 +43,7 @@ _MAX_DEPTH = 64  # deeper expressions (long unrolled chains) are not memoised
 _NKEY: dict[int, tuple[Any, Any, tuple | None]] = {}
 # (expression key, state key) -> (result, {name: variable} of the expression and state)
 _MEMO: dict[tuple, tuple[E.PrimExpr, dict[str, E.Var]]] = {}
-_SCALAR_INT: dict[str, bool] = {}
+_KIND: dict[str, int] = {}
 
 _BINARY = (E.BinaryOp,)
 _NONE = (None, None)
@@ -71,15 +71,18 @@ def disabled() -> Iterator[None]:
 sum_form.CLEAR_HOOKS.append(clear)
 
 
-def candidate(e: E.PrimExpr) -> bool:
-    """A scalar integer (or boolean) expression that is not a leaf."""
+def candidate(e: E.PrimExpr) -> int:
+    """2 for a scalar integer (or boolean) expression that is not a leaf, 1 for another
+    non-leaf expression (float, vector), 0 for leaves."""
     if not _enabled or isinstance(e, (E.Var, E.IntImm, E.FloatImm, E.StringImm)):
-        return False
-    ok = _SCALAR_INT.get(e.dtype)
-    if ok is None:
+        return 0
+    kind = _KIND.get(e.dtype)
+    if kind is None:
         d = dt.parse(e.dtype)
-        ok = _SCALAR_INT[e.dtype] = d.lanes == 1 and d.kind in ("int", "uint", "bool")
-    return ok
+        kind = _KIND[e.dtype] = (
+            0 if d.kind == "handle" else 2 if d.lanes == 1 and d.kind in ("int", "uint", "bool")
+            else 1)
+    return kind
 
 
 def _merge(a: tuple | None, b: tuple | None) -> tuple | None:
@@ -149,6 +152,22 @@ def _nkey(e: Any, depth: int) -> tuple[Any, tuple | None]:
     if isinstance(e, E.Call) and e.op != "call_extern":
         parts = [nkey(x, depth) for x in e.args]
         return _compound(("Call", str(e.op), e.dtype), parts)
+    if isinstance(e, E.BufferLoad):  # buffers by name (the simplifier only tells them apart)
+        b = e.buffer
+        parts = [nkey(x, depth) for x in e.indices]
+        if e.predicate is not None:
+            parts.append(nkey(e.predicate, depth))
+        k, vs = _compound(("Load", b.name, b.dtype, e.predicate is None), parts)
+        return (None, None) if k is None else (k, _merge(vs, (b,)))
+    if isinstance(e, E.Ramp):
+        return _compound(("Ramp", e.dtype, e.lanes), [nkey(e.base, depth), nkey(e.stride, depth)])
+    if isinstance(e, E.Broadcast):
+        return _compound(("Bcast", e.dtype, e.lanes), [nkey(e.value, depth)])
+    if isinstance(e, E.Let):
+        parts = [nkey(x, depth) for x in (e.var, e.value, e.body)]
+        return _compound(("Let", e.dtype), parts)
+    if isinstance(e, E.StringImm):
+        return ("S", e.value), ()
     return _NONE
 
 
@@ -245,7 +264,7 @@ def get(key: tuple, vs: tuple) -> E.PrimExpr | None:
     for v in vs:
         w = names[v.name]
         if w is not v:
-            vmap[w] = v
+            vmap[id(w)] = v
     return _subst(out, vmap, {}) if vmap else out
 
 
@@ -253,13 +272,14 @@ _setattr = object.__setattr__
 
 
 def _subst(e: Any, vmap: dict, memo: dict) -> Any:
-    """``e`` with variables replaced (only the node kinds :func:`nkey` accepts occur)."""
+    """``e`` with variables and buffers replaced (``vmap`` by id; only the node kinds
+    :func:`nkey` accepts occur)."""
     hit = memo.get(id(e))
     if hit is not None:
         return hit
     if isinstance(e, E.Var):
-        out = vmap.get(e, e)
-    elif isinstance(e, (E.IntImm, E.FloatImm)):
+        out = vmap.get(id(e), e)
+    elif isinstance(e, (E.IntImm, E.FloatImm, E.StringImm)):
         out = e
     elif isinstance(e, E.BinaryOp):
         a, b = _subst(e.a, vmap, memo), _subst(e.b, vmap, memo)
@@ -270,19 +290,27 @@ def _subst(e: Any, vmap: dict, memo: dict) -> Any:
             _setattr(out, "dtype", e.dtype)
             _setattr(out, "a", a)
             _setattr(out, "b", b)
-    elif isinstance(e, E.Not):
-        a = _subst(e.a, vmap, memo)
-        out = e if a is e.a else E.Not(a)
-    elif isinstance(e, E.Cast):
-        a = _subst(e.value, vmap, memo)
-        out = e if a is e.value else E.Cast(e.dtype, a)
-    elif isinstance(e, E.Select):
-        c, t, f = (_subst(x, vmap, memo) for x in (e.condition, e.true_value, e.false_value))
-        same = c is e.condition and t is e.true_value and f is e.false_value
-        out = e if same else E.Select(c, t, f)
-    else:  # Call
-        args = tuple(_subst(x, vmap, memo) for x in e.args)
-        out = e if all(x is y for x, y in zip(args, e.args)) else e.replace(args=args)
+    else:
+        fields = {}
+        for f in type(e)._fields:
+            x = getattr(e, f)
+            if isinstance(x, tuple):
+                y: Any = tuple(_subst(z, vmap, memo) for z in x)
+                if all(p is q for p, q in zip(x, y)):
+                    y = x
+            else:
+                y = x if x is None else _subst(x, vmap, memo)
+            if y is not x:
+                fields[f] = y
+        if isinstance(e, E.BufferLoad):
+            nb = vmap.get(id(e.buffer))
+            if nb is not None:
+                fields["buffer"] = nb
+        elif isinstance(e, E.Let):
+            nv = vmap.get(id(e.var))
+            if nv is not None:
+                fields["var"] = nv
+        out = e.replace(**fields) if fields else e
     memo[id(e)] = out
     return out
 
