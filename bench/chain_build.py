@@ -1,13 +1,15 @@
 """Where the build of the ShuffleNet-style shuffle chain (issue 25 point 2) spends its time.
 
-    PYTHONPATH=. python bench/chain_build.py [--stages 200] [--llvm-passes]
+    PYTHONPATH=. python bench/chain_build.py [--stages 200] [--llvm-passes] [--workers N]
 
 Builds ``tests/relay/test_build_shared_values.py``'s chain (channel split, both halves read,
 concat, channel shuffle per stage; opt_level 3, target ``llvm``) in this process with one build
 worker and the kernel cache off, checks the output against numpy, and prints the CPU seconds of
 each phase: relay optimization, TE lowering of the fused groups (schedule, inlining, bound
 inference), the tir pipeline per pass, LLVM's O3 pipeline and LLVM's object emission.
-``--llvm-passes``: also LLVM's own pass timings (the slowest ten). The kernel sizes (tir nodes,
+``--workers N`` (N > 1): the kernels are compiled in N worker processes instead (the default
+build); the phases are then not split, the wall time and the CPU seconds of this process and
+of its finished workers are printed. ``--llvm-passes``: also LLVM's own pass timings (the slowest ten). The kernel sizes (tir nodes,
 LLVM IR lines) are printed per kernel: the chain's code must stay linear in the stages.
 """
 
@@ -41,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stages", type=int, default=200)
     ap.add_argument("--llvm-passes", action="store_true")
+    ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
     sys.path.insert(0, _TESTS)
     import numpy as np
@@ -74,15 +77,26 @@ def main() -> None:
         llvm.set_time_passes(True)
     mod = _shuffle_chain(args.stages)
     c0, t0 = time.process_time(), time.perf_counter()
-    with config.config(CACHE=0, BUILD_WORKERS=1), tvm.transform.PassContext(opt_level=3):
+    import resource
+
+    k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with config.config(CACHE=0, BUILD_WORKERS=args.workers), \
+            tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm")
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    kids = (k1.ru_utime + k1.ru_stime) - (k0.ru_utime + k0.ru_stime)
     xv = np.random.default_rng(5).uniform(-2.0, 2.0, (1, 8, 3, 5)).astype("float32")
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.set_input(x=xv)
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), _shuffle_chain_ref(xv, args.stages),
                                rtol=1e-5, atol=1e-5)
+    if args.workers != 1:
+        print(f"# {args.stages}-stage shuffle chain, {args.workers} build workers, cache off: "
+              f"wall {wall:.2f} s, CPU {cpu:.2f} s (this process) + {kids:.2f} s (workers), "
+              f"{len(lib.lowered_funcs)} kernels (matches numpy)")
+        return
     print(f"# {args.stages}-stage shuffle chain, in-process, 1 worker, cache off: wall "
           f"{wall:.2f} s, CPU {cpu:.2f} s, {len(lib.lowered_funcs)} kernels (matches numpy)")
     other = cpu - sum(acc.values())

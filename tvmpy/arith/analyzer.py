@@ -50,6 +50,7 @@ class _State:
         "sum_memo",
         "bound",
         "modular",
+        "memo_key",
     )
 
     def __init__(self, analyzer: Analyzer, parent: _State | None = None):
@@ -73,8 +74,10 @@ class _State:
         self.sum_memo: dict[int, tuple[E.PrimExpr, Sum]] = {}
         self.bound = BoundAnalyzer(analyzer)
         self.modular = ModularSetAnalyzer(analyzer)
+        self.memo_key: Any = None  # simplify_memo.state_key's, until the state changes
 
     def invalidate(self) -> None:
+        self.memo_key = None
         self.simplify_cache.clear()
         self.sum_memo.clear()
         self.bound.cache.clear()

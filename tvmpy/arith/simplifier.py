@@ -17,6 +17,7 @@ from ..ir import dtype as dt
 from ..ir.functor import CHAIN_DEPTH
 from ..tir import expr as E
 from ..tir.functor import Mutator
+from . import simplify_memo
 from .const_fold import fold_binary, fold_cast, wrap_int
 from .divmod_rules import DivModRules
 from .sum_form import Sum, fold_sum, merge_splits, mul_sums, okey, remember_sum, skey, to_sum
@@ -50,6 +51,9 @@ class Simplifier(DivModRules, Mutator):
 
     def __init__(self, analyzer: Analyzer):
         self.an = analyzer
+        self._memo_depth = 0  # > 0 inside the computation of a memoised expression
+        self._index_depth = 0  # > 0 inside that of a memoised scalar integer expression
+
 
     # ---- entry with memo ---------------------------------------------------------------------
     def visit(self, node):
@@ -59,13 +63,38 @@ class Simplifier(DivModRules, Mutator):
         hit = cache.get(id(node))
         if hit is not None and hit[0] is node:
             return hit[1]
-        out = super().visit(node)
+        kind = simplify_memo.candidate(node)
+        if (kind == 2 and self._index_depth == 0) or (kind == 1 and self._memo_depth == 0):
+            out = self._memo_visit(node, kind == 2)
+        else:
+            out = super().visit(node)
         cache = self.an._st.simplify_cache  # the state may have been replaced meanwhile
         if len(cache) > 200_000:
             cache.clear()
         cache[id(node)] = (node, out)
         if out is not node:  # results are (almost always) fixpoints: do not redo them
             cache[id(out)] = (out, out)
+        return out
+
+    def _memo_visit(self, node: E.PrimExpr, index: bool) -> E.PrimExpr:
+        """``node`` simplified, through the process-wide memo (see :mod:`.simplify_memo`):
+        looked up for the outermost expression and, within one that is not an index
+        expression, for the outermost index expressions."""
+        k = simplify_memo.lookup_key(node, self.an._st)
+        if k is None:
+            return super().visit(node)
+        key, vs = k
+        out = simplify_memo.get(key, vs)
+        if out is not None:
+            return out
+        self._memo_depth += 1
+        self._index_depth += index
+        try:
+            out = super().visit(node)
+        finally:
+            self._memo_depth -= 1
+            self._index_depth -= index
+        simplify_memo.put(key, vs, out)
         return out
 
     # ---- helpers -----------------------------------------------------------------------------

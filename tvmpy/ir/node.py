@@ -266,12 +266,31 @@ def assert_structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> None
         raise AssertionError(f"not structurally equal:\n--- lhs\n{a}\n--- rhs\n{b}")
 
 
-def structural_hash(a: Any, map_free_vars: bool = True) -> int:
-    """A hash consistent with structural_equal(map_free_vars=True): variables hash by dtype only."""
-    return _shash(a, map_free_vars, {})
+class HashMemo:
+    """Node hashes shared by many :func:`structural_hash` calls (one lowering hashes the index
+    tuples of thousands of reads, most of them built over the same shared subexpressions):
+    each node is hashed once. Keeps the hashed nodes alive, so that an id is never reused while
+    the memo lives; one memo per ``map_free_vars`` setting."""
+
+    __slots__ = ("map_free_vars", "memo", "alive")
+
+    def __init__(self, map_free_vars: bool = True) -> None:
+        self.map_free_vars = map_free_vars
+        self.memo: dict[int, int] = {}
+        self.alive: list[Any] = []
 
 
-def _shash(a: Any, map_free_vars: bool, memo: dict[int, int]) -> int:
+def structural_hash(a: Any, map_free_vars: bool = True, memo: HashMemo | None = None) -> int:
+    """A hash consistent with structural_equal(map_free_vars=True): variables hash by dtype only.
+    ``memo`` (made with the same ``map_free_vars``) carries node hashes from call to call."""
+    if memo is None:
+        return _shash(a, map_free_vars, {})
+    if memo.map_free_vars != map_free_vars:
+        raise ValueError("structural_hash: the memo was made for another map_free_vars")
+    return _shash(a, map_free_vars, memo.memo, memo.alive)
+
+
+def _shash(a: Any, map_free_vars: bool, memo: dict[int, int], alive: list | None = None) -> int:
     """structural_hash, each node hashed once (``memo``, by id): a DAG's shared nodes too.
 
     Iterative post-order (an explicit stack), so deep graphs hash without recursion."""
@@ -289,6 +308,8 @@ def _shash(a: Any, map_free_vars: bool, memo: dict[int, int]) -> int:
                 for p in parts:
                     h = hash((h, p))
                 memo[id(obj)] = h
+                if alive is not None:
+                    alive.append(obj)
             elif isinstance(obj, dict):
                 h = hash(tuple(zip(parts[0::2], parts[1::2])))
             else:

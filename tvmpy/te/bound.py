@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..arith import IntervalSet, eval_set, simplify
-from ..ir.node import structural_equal, structural_hash
+from ..ir.node import HashMemo, structural_equal, structural_hash
 from ..tir import expr as E
 from ..tir.expr import IterVar, PrimExpr, Range, is_const_int
 from ..tir.functor import Visitor, collect_vars, substitute, uses_var
@@ -566,11 +566,13 @@ def _consumer_regions(view: ScheduleView, st: Stage, consumers: list[Stage], b: 
         # the distinct index expressions per axis: an unrolled or inlined body reads the same
         # element many times (a conv's 3x3 window, a shared value), one interval each suffices
         done: list[dict[int, list[PrimExpr]]] = [{} for _ in range(ndim)]
+        hashes = HashMemo(map_free_vars=False)
         for ld in view.reads[c]:
             if view.stage_of(ld.producer) is not st:
                 continue
             for d, idx in enumerate(ld.indices):
-                bucket = done[d].setdefault(structural_hash(idx, map_free_vars=False), [])
+                bucket = done[d].setdefault(
+                    structural_hash(idx, map_free_vars=False, memo=hashes), [])
                 if any(structural_equal(idx, seen) for seen in bucket):
                     continue
                 bucket.append(idx)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.node import structural_equal, structural_hash
+from ..ir.node import HashMemo, structural_equal, structural_hash
 from ..tir import expr as E
 from ..tir.functor import Mutator, Visitor, substitute
 
@@ -51,6 +51,7 @@ class InlineScope(Mutator):
         self.simplify_index = simplify_index
         self.vmap: dict[E.Var, E.PrimExpr] = {}
         self.scopes: list[_Scope] = []
+        self._hashes = HashMemo(map_free_vars=False)  # indices share most of their subtrees
 
     # ---- entry -------------------------------------------------------------------------------
     def rewrite(self, e: E.PrimExpr) -> E.PrimExpr:
@@ -104,7 +105,8 @@ class InlineScope(Mutator):
                 return node
             return E.ProducerLoad(node.producer, idx)
         sid, axes, body = inl
-        key = (sid, node.producer.value_index, structural_hash(idx, map_free_vars=False))
+        key = (sid, node.producer.value_index,
+               structural_hash(idx, map_free_vars=False, memo=self._hashes))
         for sc in reversed(self.scopes):
             for b in sc.memo.get(key, ()):
                 if structural_equal(b[4], idx):

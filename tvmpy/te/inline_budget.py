@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ir import dtype as dt
-from ..ir.node import structural_equal, structural_hash
+from ..ir.node import HashMemo, structural_equal, structural_hash
 from ..tir import expr as E
 from ..tir.functor import Visitor
 from .schedule import INLINE, SCOPE
@@ -64,10 +64,11 @@ def _patterns(st: Any, stage_of: Callable[[Any], Any]) -> dict[int, tuple[Any, i
         c.visit(body)
     seen: dict[int, list[tuple[int, tuple]]] = {}
     out: dict[int, tuple[Any, int]] = {}
+    hashes = HashMemo(map_free_vars=False)
     for ld in c.loads:
         p = stage_of(ld.producer)
         idx = (ld.producer.value_index, tuple(ld.indices))
-        h = structural_hash(idx, map_free_vars=False)
+        h = structural_hash(idx, map_free_vars=False, memo=hashes)
         known = seen.setdefault(id(p), [])
         if any(h == h2 and structural_equal(idx, i2) for h2, i2 in known):
             continue
