@@ -403,3 +403,24 @@ def test_global_pool_nchwc_keeps_several_accumulators():
         s = topi.x86.schedule_global_pool([out], "NCHW16c")
     text = str(tvm.lower(s, [A, out], simple_mode=True))
     assert "allocate((112,), 'float32', 'local')" in text  # 7 accumulators of 16 lanes
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(1, 3, 17, 17), (2, 2, 31, 29), (1, 1, 64, 64),
+                                   (1, 2, 16, 16), (1, 1, 257, 1)])
+def test_global_pool_large_planes(pool_type, shape):
+    """NCHW planes of 256+ elements: k accumulators of vector lanes, then one vector, then its
+    lanes (a plane not a multiple of the lanes, a prime plane, size-1 width); equal to numpy,
+    a NaN in a plane's tail reaches its output, a fused consumer too."""
+    A = te.placeholder(shape, name="A")
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, shape).astype("float32")
+    a[0, 0, -1, -1] = np.nan
+    got = check([A], topi.nn.relu(nn.global_pool(A, pool_type)), topi.x86.schedule_global_pool,
+                lambda x: np.maximum(testing.global_pool_python(x, pool_type), 0), arrays=[a])
+    assert np.isnan(got[0, 0, 0, 0])
+    check([A], nn.global_pool(A, pool_type), topi.x86.schedule_global_pool,
+          lambda x: testing.global_pool_python(x, pool_type), seed=2)
+    with tvm.target.Target("llvm"):
+        s = topi.x86.schedule_global_pool([nn.global_pool(A, pool_type)])
+    assert ".rf.rf" in str(tvm.lower(s, [A], simple_mode=True))  # the k-accumulator stage

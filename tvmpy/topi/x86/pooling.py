@@ -18,6 +18,7 @@ from ...te import create_schedule
 from ...tir.data_layout import block_of
 from ..nn.utils import traverse_inline
 from .conv2d import _outputs, anchor, vectorize_inner
+from .injective import vector_lanes
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -183,7 +184,18 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     s[out].parallel(task)
     if pool.op is not out.op:
         s[pool].compute_at(s[out], task)
-    if rf is not None:
+    if isinstance(rf, tuple):  # k vectors of lanes -> one vector -> its lanes
+        lanes_rf, acc_rf = rf
+        for t in (lanes_rf, acc_rf):
+            s[t].set_scope("local")
+            s[t].compute_at(s[out], task)
+        *_, ak, al = s[acc_rf].op.axis
+        s[acc_rf].reorder(*s[acc_rf].op.reduce_axis, ak, al)
+        s[acc_rf].unroll(ak)
+        s[acc_rf].vectorize(al)
+        s[lanes_rf].reorder(*s[lanes_rf].op.reduce_axis, s[lanes_rf].op.axis[-1])
+        s[lanes_rf].vectorize(s[lanes_rf].op.axis[-1])
+    elif rf is not None:
         s[rf].compute_at(s[out], task)
         s[rf].reorder(*s[rf].op.reduce_axis, s[rf].op.axis[-1])
         s[rf].vectorize(s[rf].op.axis[-1])
@@ -249,11 +261,13 @@ def _global_blocked(s: Schedule, pool: Tensor, out: Tensor) -> bool:
 VECTOR_PLANE_MIN = 256
 
 
-def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | None:
-    """A global pool over a large plane: the plane (contiguous in NCHW) reduced 16 lanes at a
-    time into a vector (``rfactor``), then the vector's lanes: one chain of ``H*W / 16``
-    vector operations instead of ``H*W`` dependent scalar ones. Returns the rf stage (None:
-    the scalar loop is kept)."""
+def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | tuple[Tensor, Tensor] | None:
+    """A global pool over a large plane: the plane (contiguous in NCHW) reduced a vector of
+    lanes at a time into ``k`` independent vector accumulators (:func:`accumulators` of the
+    plane's vectors; two ``rfactor`` stages), the ``k`` vectors into one, then its lanes:
+    ``k`` chains of ``H*W / (lanes*k)`` vector operations instead of ``H*W`` dependent scalar
+    ones. Returns the (lanes, accumulators) rf stages, or one rf stage (small planes, one
+    accumulator), or None (the scalar loop is kept)."""
     ry, rx = s[pool].op.reduce_axis
     h, w = _const(ry.dom.extent), _const(rx.dom.extent)
     if h is None or w is None:
@@ -264,8 +278,16 @@ def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | None:
             # (7x7: 3x faster; for max the lanes' NaN-propagating maxima cost more than that)
             return s.rfactor(pool, rx, factor_axis=len(pool.shape))
         return None
-    _, ki = s[pool].split(s[pool].fuse(ry, rx), factor=16)
-    return s.rfactor(pool, ki, factor_axis=len(pool.shape))
+    lanes = vector_lanes(pool.dtype)
+    k = accumulators(h * w // lanes)
+    ro, kl = s[pool].split(s[pool].fuse(ry, rx), factor=lanes)
+    if k < 2:
+        return s.rfactor(pool, kl, factor_axis=len(pool.shape))
+    _, kk = s[pool].split(ro, factor=k)
+    lanes_rf = s.rfactor(pool, kl, factor_axis=len(pool.shape))
+    acc_rf = s.rfactor(lanes_rf, s[lanes_rf].op.reduce_axis[-1],
+                       factor_axis=len(lanes_rf.shape) - 1)
+    return lanes_rf, acc_rf
 
 
 schedule_adaptive_pool = schedule_global_pool
