@@ -21,7 +21,7 @@ sides interleaved (order rotating), each round the mean of a fixed number of bac
 (~5 ms), a short pause before each side; median and interquartile range over the rounds; ratio =
 tvmpy median / onnxruntime median (below 1: tvmpy faster). No case is re-measured.
 
-    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|pools|all] [--filter TEXT] [--shard K/N]
+    python bench/ops.py [--model resnet18|mobilenet_v2|bert|awkward|pools|global_pools|all] [--filter TEXT] [--shard K/N]
                         [--rounds 31] [--opt-levels 3] [--markdown] [--json FILE]
     python bench/ops.py --report FILE [FILE ...] [--opt-levels 3]   # merge --json shards
     python bench/ops.py --breakdown [--model ...]   # per-kernel profiles, both sides
@@ -363,6 +363,20 @@ def awkward_conv_cases() -> list[Case]:
     return [conv_case("awkward", *c) for c in AWKWARD_CONVS]
 
 
+# global pools at squeeze-and-excitation sizes (EfficientNet/MobileNetV3/RegNet: the expanded
+# channels before the SE block) and awkward ones: prime planes and channel counts, size 1
+GLOBAL_POOLS = [
+    ("GlobalAveragePool", 96, 112), ("GlobalAveragePool", 144, 56), ("GlobalAveragePool", 240, 28),
+    ("GlobalAveragePool", 672, 14), ("GlobalAveragePool", 1152, 7), ("GlobalMaxPool", 144, 56),
+    ("GlobalMaxPool", 480, 14), ("GlobalAveragePool", 37, 17), ("GlobalMaxPool", 13, 31),
+    ("GlobalAveragePool", 256, 1),
+]
+
+
+def global_pool_cases() -> list[Case]:
+    return [window_pool_case("global_pools", op, c, hw, 0, 0, 0) for op, c, hw in GLOBAL_POOLS]
+
+
 # the case sets --model chooses from ("all": every set, in this order); add new sets here
 CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "resnet18": resnet18_cases,
@@ -372,6 +386,7 @@ CASE_SETS: dict[str, Callable[[], list[Case]]] = {
     "awkward": awkward_conv_cases,
     "grouped": grouped_cases,
     "pools": awkward_pool_cases,
+    "global_pools": global_pool_cases,
 }
 
 

@@ -364,3 +364,63 @@ def test_global_pool_nchwc(pool_type):
         nn.global_pool(A, pool_type, "NHWC")
     with pytest.raises(ValueError, match="last axis is 8"):
         nn.pool2d(A, 2, 2, 1, 0, pool_type, layout="NCHW4c")
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 16), (1, 1, 2, 2, 4), (1, 3, 13, 17, 16),
+                                   (2, 5, 7, 7, 8), (3, 2, 11, 1, 16), (1, 2, 31, 37, 4)])
+def test_global_pool_nchwc_accumulators(pool_type, shape):
+    """NCHW{c} global pools reduce the plane into several independent vector accumulators
+    (divisible planes, prime planes with a tail, size 1, a fused consumer); equal to numpy,
+    a NaN anywhere in a plane reaches its output."""
+    c = shape[-1]
+    A = te.placeholder(shape, name="A")
+    out = topi.nn.relu(nn.global_pool(A, pool_type, f"NCHW{c}c"))
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, shape).astype("float32")
+    a[0, 0, shape[2] - 1, shape[3] - 1, 1] = np.nan
+    ref = lambda x: np.maximum(testing.nchw_to_nchwc(  # noqa: E731
+        testing.global_pool_python(testing.nchwc_to_nchw(x), pool_type), c), 0)
+    got = check([A], out, topi.x86.schedule_global_pool, ref, arrays=[a])
+    assert np.isnan(got[0, 0, 0, 0, 1])
+    check([A], nn.global_pool(A, pool_type, f"NCHW{c}c"), topi.x86.schedule_global_pool,
+          lambda x: testing.nchw_to_nchwc(
+              testing.global_pool_python(testing.nchwc_to_nchw(x), pool_type), c), seed=5)
+
+
+def test_global_pool_nchwc_keeps_several_accumulators():
+    """The plane's reduction is rfactored into k accumulators (k * c local floats), k from the
+    target's vector registers: a divisor of the plane when one fits, else the most."""
+    from tvmpy.topi.x86.pooling import accumulators
+
+    avx512 = tvm.target.Target("llvm -mcpu=skylake-avx512")
+    avx2 = tvm.target.Target("llvm -mcpu=haswell")
+    assert [accumulators(e, avx512) for e in (1, 3, 4, 49, 221, 3136)] == [1, 1, 2, 7, 8, 8]
+    assert [accumulators(e, avx2) for e in (49, 221, 3136, 9)] == [4, 4, 4, 3]
+    A = te.placeholder((1, 4, 14, 14, 16), name="A")
+    with avx512:
+        out = nn.global_pool(A, "avg", "NCHW16c")
+        s = topi.x86.schedule_global_pool([out], "NCHW16c")
+    text = str(tvm.lower(s, [A, out], simple_mode=True))
+    assert "allocate((112,), 'float32', 'local')" in text  # 7 accumulators of 16 lanes
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+@pytest.mark.parametrize("shape", [(1, 3, 17, 17), (2, 2, 31, 29), (1, 1, 64, 64),
+                                   (1, 2, 16, 16), (1, 1, 257, 1)])
+def test_global_pool_large_planes(pool_type, shape):
+    """NCHW planes of 256+ elements: k accumulators of vector lanes, then one vector, then its
+    lanes (a plane not a multiple of the lanes, a prime plane, size-1 width); equal to numpy,
+    a NaN in a plane's tail reaches its output, a fused consumer too."""
+    A = te.placeholder(shape, name="A")
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, shape).astype("float32")
+    a[0, 0, -1, -1] = np.nan
+    got = check([A], topi.nn.relu(nn.global_pool(A, pool_type)), topi.x86.schedule_global_pool,
+                lambda x: np.maximum(testing.global_pool_python(x, pool_type), 0), arrays=[a])
+    assert np.isnan(got[0, 0, 0, 0])
+    check([A], nn.global_pool(A, pool_type), topi.x86.schedule_global_pool,
+          lambda x: testing.global_pool_python(x, pool_type), seed=2)
+    with tvm.target.Target("llvm"):
+        s = topi.x86.schedule_global_pool([nn.global_pool(A, pool_type)])
+    assert ".rf.rf" in str(tvm.lower(s, [A], simple_mode=True))  # the k-accumulator stage

@@ -18,6 +18,7 @@ from ...te import create_schedule
 from ...tir.data_layout import block_of
 from ..nn.utils import traverse_inline
 from .conv2d import _outputs, anchor, vectorize_inner
+from .injective import vector_lanes
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -174,7 +175,8 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
                            "adaptive_pool_sum"), "schedule_global_pool")
     out = anchor(pool, outs[0])
     if len(pool.shape) == 5:  # NCHW{c}: the channel block is the vector
-        _schedule_pool_blocked(s, pool, out)
+        if not (pool.op.tag.startswith("global_pool") and _global_blocked(s, pool, out)):
+            _schedule_pool_blocked(s, pool, out)
         return s
     rf = _plane_rfactor(s, pool) if pool.op.tag.startswith("global_pool") else None
     n, c, *_ = s[out].op.axis
@@ -182,11 +184,76 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
     s[out].parallel(task)
     if pool.op is not out.op:
         s[pool].compute_at(s[out], task)
-    if rf is not None:
+    if isinstance(rf, tuple):  # k vectors of lanes -> one vector -> its lanes
+        lanes_rf, acc_rf = rf
+        for t in (lanes_rf, acc_rf):
+            s[t].set_scope("local")
+            s[t].compute_at(s[out], task)
+        *_, ak, al = s[acc_rf].op.axis
+        s[acc_rf].reorder(*s[acc_rf].op.reduce_axis, ak, al)
+        s[acc_rf].unroll(ak)
+        s[acc_rf].vectorize(al)
+        s[lanes_rf].reorder(*s[lanes_rf].op.reduce_axis, s[lanes_rf].op.axis[-1])
+        s[lanes_rf].vectorize(s[lanes_rf].op.axis[-1])
+    elif rf is not None:
         s[rf].compute_at(s[out], task)
         s[rf].reorder(*s[rf].op.reduce_axis, s[rf].op.axis[-1])
         s[rf].vectorize(s[rf].op.axis[-1])
     return s
+
+
+def accumulators(extent: int | None, target: Any = None) -> int:
+    """How many independent vector accumulators a reduction of ``extent`` steps keeps: one
+    accumulator is a chain of dependent adds (3-4 cycles each on current x86 cores, two vector
+    adds issued per cycle; a NaN-propagating max is a longer chain), so several, interleaved,
+    keep the adders busy. At most a quarter of the target's vector registers (32 with AVX-512,
+    else 16) and half the extent; a divisor of ``extent`` when one lies in the upper half of
+    that range (no tail), else the most (the loop's tail is peeled by the lowering)."""
+    from ...target import resolve_target
+
+    if extent is None or extent < 4:
+        return 1
+    tgt = target or resolve_target()
+    regs = 32 if "avx512f" in tgt.isa_features else 16
+    most = max(1, min(MAX_ACCUMULATORS, regs // 4, extent // 2))
+    return max((d for d in range(most // 2 + 1, most + 1) if extent % d == 0), default=most)
+
+
+# more accumulators than this gain nothing measurable (the loads, not the adds, then limit)
+MAX_ACCUMULATORS = 8
+
+
+def _global_blocked(s: Schedule, pool: Tensor, out: Tensor) -> bool:
+    """NCHW{c} global pool: the plane reduced into ``k`` channel-block vectors (``rfactor`` of
+    the plane split by ``k``, :func:`accumulators`), ``k`` independent chains of ``H*W/k``
+    vector adds/maxima instead of one chain of ``H*W``, then the ``k`` vectors combined. Tasks
+    over (batch, channel chunk). False (nothing done) when the plane is not a constant size
+    and at least 4 steps."""
+    ry, rx = s[pool].op.reduce_axis
+    h, w = _const(ry.dom.extent), _const(rx.dom.extent)
+    k = accumulators(None if h is None or w is None else h * w)
+    if k < 2:
+        return False
+    _, ki = s[pool].split(s[pool].fuse(ry, rx), factor=k)
+    rf = s.rfactor(pool, ki, factor_axis=len(pool.shape) - 1)
+    s[rf].set_scope("local")
+    n, c, *_ = s[out].op.axis
+    task = s[out].fuse(n, c)
+    s[out].parallel(task)
+    s[out].vectorize(s[out].op.axis[-1])
+    if pool.op is not out.op:
+        s[pool].compute_at(s[out], task)
+        s[pool].set_scope("local")
+    s[rf].compute_at(s[out], task)
+    *_, rk, rb = s[rf].op.axis
+    (ko,) = s[rf].op.reduce_axis
+    s[rf].reorder(ko, rk, rb)
+    s[rf].unroll(rk)
+    s[rf].vectorize(rb)
+    (kr,) = s[pool].op.reduce_axis
+    s[pool].reorder(kr, s[pool].op.axis[-1])
+    s[pool].vectorize(s[pool].op.axis[-1])
+    return True
 
 
 # planes at least this large are reduced 16 lanes at a time (below it, the lanes' final sum
@@ -194,11 +261,13 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
 VECTOR_PLANE_MIN = 256
 
 
-def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | None:
-    """A global pool over a large plane: the plane (contiguous in NCHW) reduced 16 lanes at a
-    time into a vector (``rfactor``), then the vector's lanes: one chain of ``H*W / 16``
-    vector operations instead of ``H*W`` dependent scalar ones. Returns the rf stage (None:
-    the scalar loop is kept)."""
+def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | tuple[Tensor, Tensor] | None:
+    """A global pool over a large plane: the plane (contiguous in NCHW) reduced a vector of
+    lanes at a time into ``k`` independent vector accumulators (:func:`accumulators` of the
+    plane's vectors; two ``rfactor`` stages), the ``k`` vectors into one, then its lanes:
+    ``k`` chains of ``H*W / (lanes*k)`` vector operations instead of ``H*W`` dependent scalar
+    ones. Returns the (lanes, accumulators) rf stages, or one rf stage (small planes, one
+    accumulator), or None (the scalar loop is kept)."""
     ry, rx = s[pool].op.reduce_axis
     h, w = _const(ry.dom.extent), _const(rx.dom.extent)
     if h is None or w is None:
@@ -209,8 +278,16 @@ def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | None:
             # (7x7: 3x faster; for max the lanes' NaN-propagating maxima cost more than that)
             return s.rfactor(pool, rx, factor_axis=len(pool.shape))
         return None
-    _, ki = s[pool].split(s[pool].fuse(ry, rx), factor=16)
-    return s.rfactor(pool, ki, factor_axis=len(pool.shape))
+    lanes = vector_lanes(pool.dtype)
+    k = accumulators(h * w // lanes)
+    ro, kl = s[pool].split(s[pool].fuse(ry, rx), factor=lanes)
+    if k < 2:
+        return s.rfactor(pool, kl, factor_axis=len(pool.shape))
+    _, kk = s[pool].split(ro, factor=k)
+    lanes_rf = s.rfactor(pool, kl, factor_axis=len(pool.shape))
+    acc_rf = s.rfactor(lanes_rf, s[lanes_rf].op.reduce_axis[-1],
+                       factor_axis=len(lanes_rf.shape) - 1)
+    return lanes_rf, acc_rf
 
 
 schedule_adaptive_pool = schedule_global_pool

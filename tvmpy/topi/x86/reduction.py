@@ -2,8 +2,9 @@
 
 Injective producers are inlined into the reduction. A reduction stage runs its output
 (data-parallel) loops in parallel. When the innermost reduced axis is the input's innermost
-(contiguous) axis, it is split by the vector lanes and rfactored: a local vector of partial
-results accumulates contiguous vector loads, and is reduced once per output element. When the
+(contiguous) axis, it is split by the vector lanes and rfactored: local vectors of partial
+results (several independent ones when the axis is long enough: ``pooling.accumulators``)
+accumulate contiguous vector loads, and are reduced once per output element. When the
 reduced axes are not the innermost axis of the input (e.g. a sum over axis 0 of an (N, C) tensor) the innermost output axis is contiguous in
 the input, so it is split by the vector lanes and moved inside the reduction loops and
 vectorized: each step adds a vector of inputs into a vector of accumulators. Injective stages
@@ -26,6 +27,7 @@ from .injective import (
     schedule_injective_from_existing,
     vector_lanes,
 )
+from .pooling import accumulators
 
 __all__ = ["schedule_reduce"]
 
@@ -64,8 +66,21 @@ def _rfactor_innermost(s: Any, t: te.Tensor, par: bool) -> bool:
             or ext.value < 2 * lanes or not _last_index_is(op, kr.var)):
         return False
     st = s[t.op]
-    _, ki = st.split(kr, lanes)
+    ko, ki = st.split(kr, lanes)
+    k = accumulators(ext.value // lanes)
+    if k > 1:
+        st.split(ko, factor=k)
     rf = s.rfactor(t, ki, factor_axis=len(op.axis))
+    stages = [rf]
+    if k > 1:
+        # k independent vector accumulators, then the k vectors into one (then its lanes)
+        acc = s.rfactor(rf, s[rf].op.reduce_axis[-1], factor_axis=len(rf.shape) - 1)
+        s[acc].set_scope("local")
+        *_, ak, al = s[acc].op.axis
+        s[acc].reorder(*s[acc].op.reduce_axis, ak, al)
+        s[acc].unroll(ak)
+        s[acc].vectorize(al)
+        stages.append(acc)
     s[rf].set_scope("local")
     rf_axes = s[rf].op.axis
     s[rf].reorder(*s[rf].op.reduce_axis, rf_axes[-1])
@@ -73,7 +88,8 @@ def _rfactor_innermost(s: Any, t: te.Tensor, par: bool) -> bool:
     axes = list(s[t.op].op.axis)
     if axes:
         fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
-        s[rf].compute_at(st, fused)
+        for stage in stages:
+            s[stage].compute_at(st, fused)
         if par:
             st.parallel(fused)
     return True
