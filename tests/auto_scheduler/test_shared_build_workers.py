@@ -74,3 +74,37 @@ def test_measurers_sharing_a_builder_measure_each_task_right():
     finally:
         builder.close()
     assert builder._workers == []
+
+
+def test_a_name_registered_again_builds_its_new_function():
+    """Two tasks with one workload key (the name registered again with override=True, as relay
+    tasks are) on one builder: each candidate is built from its own task's function."""
+    from tvmpy import te
+
+    def plus_one(n):
+        a = te.placeholder((n,), name="A")
+        return [a, te.compute((n,), lambda i: a[i] + 1.0, name="C")]
+
+    def times_two(n):
+        a = te.placeholder((n,), name="A")
+        return [a, te.compute((n,), lambda i: a[i] * 2.0, name="C")]
+
+    auto_scheduler.register_workload("as_build_reregistered", plus_one, override=True)
+    t1 = auto_scheduler.SearchTask(func="as_build_reregistered", args=(37,), target="llvm")
+    m1 = _MeasureTask(t1)
+    auto_scheduler.register_workload("as_build_reregistered", times_two, override=True)
+    t2 = auto_scheduler.SearchTask(func="as_build_reregistered", args=(37,), target="llvm")
+    m2 = _MeasureTask(t2)
+    assert t1.workload_key == t2.workload_key
+    builder = auto_scheduler.LocalBuilder(timeout=300, n_parallel=1)
+    x = np.random.default_rng(0).uniform(-1, 1, 37).astype("float32")
+    try:
+        for mt, want in ((m1, x + 1), (m2, x * 2), (m1, x + 1)):
+            (r,) = builder.build([atm.MeasureInput("llvm", mt, [])])
+            assert r.error_no == 0, r.error
+            out = tvm.nd.array(np.zeros(37, "float32"))
+            mod = load_module(r.filename)
+            mod[mod.entry_name](tvm.nd.array(x), out)
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    finally:
+        builder.close()

@@ -151,13 +151,14 @@ class _TaskRouter:
     (key, registered function) beside its steps, so a builder's workers serve every task of a
     model and are not restarted when the task changes (autotvm's ``LocalBuilder`` restarts its
     workers for a new task object: start-up, ~0.2-0.3 s of CPU per worker, was paid on every
-    switch between a model's tasks). A worker keeps one ComputeDAG per workload."""
+    switch between a model's tasks). A worker keeps one ComputeDAG per workload (key and
+    function: a name registered again with ``override=True`` builds its new function)."""
 
     name = "auto_scheduler"
     config_space = _Space()
 
     def __init__(self) -> None:
-        self._dags: dict[str, Any] = {}
+        self._dags: dict[tuple[str, bytes], Any] = {}
 
     def instantiate(self, config: Sequence[Any]) -> tuple[Any, list[Any]]:
         from .compute_dag import ComputeDAG
@@ -166,10 +167,11 @@ class _TaskRouter:
         from .workload_registry import WORKLOAD_FUNC_REGISTRY
 
         key, name, func_bytes, records = config
-        dag = self._dags.get(key)
+        # keyed by the function too: a name registered again (override=True) for another task
+        dag = self._dags.get((key, func_bytes))
         if dag is None:
-            WORKLOAD_FUNC_REGISTRY.setdefault(name, pickle.loads(func_bytes))
-            dag = self._dags[key] = ComputeDAG(key)
+            WORKLOAD_FUNC_REGISTRY[name] = pickle.loads(func_bytes)
+            dag = self._dags[(key, func_bytes)] = ComputeDAG(key)
         state = State(dag, [step_from_record(r) for r in records])
         return dag.apply_steps_from_state(state)
 
