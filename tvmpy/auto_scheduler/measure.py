@@ -7,8 +7,10 @@ config is the state's list of step records; the build worker replays the steps o
 outputs of the task's untransformed schedule (``config_space.get(0)`` is the empty history),
 so a wrong schedule is ``WRONG_ANSWER``, never a fast record.
 
-A batch is built in parallel (the builder's ``n_parallel`` worker processes, default one per
-CPU), then measured one candidate at a time in the runner's process (never two measurements at
+``auto_scheduler.LocalBuilder``'s workers serve every task (:class:`_SharedTaskBuilder`: a
+request names its workload), so switching between a model's tasks restarts no worker; the
+TaskScheduler shares one builder across its tasks. A batch is built in parallel (the builder's
+``n_parallel`` worker processes, default one per CPU), then measured one candidate at a time in the runner's process (never two measurements at
 once). :attr:`ProgramMeasurer.batches` keeps each batch's wall times (bench/
 auto_scheduler_build_time.py reports latency and candidates per second from them). The build
 a candidate is measured with is the build ``relay.build`` gives its schedule under
