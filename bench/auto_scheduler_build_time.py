@@ -48,6 +48,9 @@ from tvmpy.autotvm.measure.local_builder import _build_library  # noqa: E402
 CASES = [("matmul 128", W.matmul, (128, 128, 128)),
          ("conv2d+bias+relu 1x64x28x28 k3", W.conv2d_bias_relu, (1, 28, 28, 64, 64, 3, 3, 1, 1)),
          ("depthwise 1x64x56x56 k3", W.depthwise_conv, (1, 64, 56, 56, 3, 1)),
+         ("conv1x1 1x128x28x28 -> 64", W.conv2d_bias_relu, (1, 28, 28, 64, 128, 1, 1, 1, 0)),
+         ("transposed conv 1x64x14x14 k4 s2", W.conv2d_transpose, (1, 64, 14, 14, 32, 4, 2)),
+         ("pool mean 1x16x14x14x16", W.pool_mean, (1, 16, 14, 14, 16)),
          ("softmax 128x1000", W.softmax, (128, 1000)),
          ("elementwise chain 512x512", W.elementwise, (512, 512))]
 
@@ -181,6 +184,82 @@ def measure(a: argparse.Namespace) -> None:
               f"{sum(g['wall']) / n:7.3f} {sum(g['run']) / n:10.3f}")
 
 
+# ---- 3. task switches: build workers restarted per task (before) or shared (after) ----------
+def tasks(a: argparse.Namespace) -> None:
+    """TaskScheduler's pattern: one ProgramMeasurer per task, rounds alternating between the
+    tasks, one builder for all (n_parallel 2). Before: autotvm's LocalBuilder, which restarts its
+    workers whenever the task changes; after: auto_scheduler.LocalBuilder (workers serve every
+    task). Same candidates, arms interleaved; CPU = this process + its reaped children (build
+    and runner workers, linker) per candidate, wall of the whole loop per candidate."""
+    from tvmpy.auto_scheduler.measure import LocalRunner, ProgramMeasurer
+    from tvmpy.autotvm.measure.local_builder import LocalBuilder as AutotvmBuilder
+
+    cases = [c for c in CASES if c[0].split()[0] in ("matmul", "softmax", "elementwise",
+                                                      "depthwise")]
+    tks = [W.make_task(f, args) for _, f, args in cases]
+    per = a.per_round
+    cands = [auto_scheduler.sample_initial_population(t, per * a.rounds, seed=a.seed) for t in tks]
+    print(f"\n{len(tks)} tasks, {a.rounds} rounds of {per} candidates each, alternating: "
+          f"CPU s / candidate (all processes), wall s / candidate")
+    for _rep in range(2):
+        for arm, make in (("restart per task", AutotvmBuilder),
+                          ("shared workers", auto_scheduler.LocalBuilder)):
+            b = make(timeout=300, n_parallel=2)
+            ms = [ProgramMeasurer(t, b, LocalRunner(timeout=60), close_builder=False) for t in tks]
+            c0, w0, n = _cpu(), time.perf_counter(), 0
+            errs: set[str] = set()
+            try:
+                for r in range(a.rounds):
+                    for m, cs in zip(ms, cands):
+                        res = m.measure(None, cs[r * per:(r + 1) * per])
+                        n += sum(x.error_no == 0 for x in res)
+                        errs.update(f"{x.error_no}: {x.error_msg[:90]}" for x in res if x.error_no)
+            finally:
+                for m in ms:
+                    m.close()
+                b.close()
+            print(f"  {arm:17s} cpu {(_cpu() - c0) / n:.3f}  wall {(time.perf_counter() - w0) / n:.3f}"
+                  f"  ({n} built and measured)", flush=True)
+            for e in sorted(errs):
+                print(f"    failed: {e}")
+
+
+# ---- 4. element index width: i32 (before) vs i64 (after) ------------------------------------
+def index_width(a: argparse.Namespace) -> None:
+    """Each candidate built (``_build_library``: lowering, LLVM, export incl. the linker) with
+    i32 and with i64 element indices (codegen/llvm_codegen.py ``WIDE_INDEX``), the order
+    alternating; CPU seconds of this process and the linker per build."""
+    from tvmpy.codegen import llvm_codegen as C
+
+    tmp = tempfile.mkdtemp()
+    print("\nelement indices i32 vs i64, same candidates, CPU s per build (median / p90 / max)")
+    allc: dict[bool, list[float]] = {False: [], True: []}
+    meds: dict[bool, list[float]] = {False: [], True: []}
+    try:
+        for name, f, args in CASES:
+            task = W.make_task(f, args)
+            states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
+            cpu: dict[bool, list[float]] = {False: [], True: []}
+            for k, s in enumerate(states):
+                for wide in ((False, True) if k % 2 == 0 else (True, False)):
+                    C.WIDE_INDEX = wide
+                    sch, targs = task.compute_dag.apply_steps_from_state(s)
+                    c0 = _cpu()
+                    _build_library(sch, targs, "llvm", os.path.join(tmp, f"w{k}{wide}.so"))
+                    cpu[wide].append(_cpu() - c0)
+            for w in (False, True):
+                allc[w] += cpu[w]
+                meds[w].append(_med(cpu[w]))
+            print(f"{name:34s} i32 {_med(cpu[False]):.3f} / {_p90(cpu[False]):.2f} / "
+                  f"{max(cpu[False]):.2f}   i64 {_med(cpu[True]):.3f} / {_p90(cpu[True]):.2f} / "
+                  f"{max(cpu[True]):.2f}", flush=True)
+    finally:
+        C.WIDE_INDEX = True
+    for w, label in ((False, "i32"), (True, "i64")):
+        print(f"ALL {label}: median of all builds {_med(allc[w]):.3f} s, median of the per-kind "
+              f"medians {_med(meds[w]):.3f} s, p90 {_p90(allc[w]):.2f} s")
+
+
 # ---- --pipelines: cheaper measurement builds, A/B -----------------------------------------------
 def _o2_build(sch: Any, targs: Any, path: str) -> None:
     """The default build with LLVM's O2 pipeline instead of O3."""
@@ -289,7 +368,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="candidates per compute")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=1, help="measure: rounds of the 1/2 pair")
-    ap.add_argument("--modes", default="phases,measure")
+    ap.add_argument("--modes", default="phases,measure", help="phases,measure,tasks,index")
+    ap.add_argument("--per-round", type=int, default=8, help="tasks: candidates per round")
     ap.add_argument("--pipelines", action="store_true", help="cheaper pipelines, A/B")
     ap.add_argument("--ab", action="store_true", help="unbounded vs budgeted LoopPartition")
     a = ap.parse_args()
@@ -304,6 +384,10 @@ def main() -> None:
         phases(a)
     if "measure" in modes:
         measure(a)
+    if "tasks" in modes:
+        tasks(a)
+    if "index" in modes:
+        index_width(a)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

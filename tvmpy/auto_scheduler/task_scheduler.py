@@ -26,7 +26,7 @@ import numpy as np
 
 from ..target.target import cpu_of, record_cpu
 from .cost_model import CostModel, RandomModel, XGBModel
-from .measure import MeasureInput, MeasureResult, ProgramMeasurer
+from .measure import LocalBuilder, MeasureInput, MeasureResult, ProgramMeasurer
 from .measure_record import cpu_matches, load_record_from_string
 from .search_policy import SearchPolicy, SketchPolicy
 from .search_task import TuningOptions
@@ -190,6 +190,7 @@ class TaskScheduler:
             raise ValueError("TaskScheduler.tune: give one search policy per task")
         self.measurers = [None] * len(self.tasks)
         self.tune_option = tune_option
+        self._builder: Any = None  # one builder for every task, started on first use
         early = per_task_early_stopping if per_task_early_stopping is not None \
             else tune_option.early_stopping
         self.early_stopping_task = early if early is not None and early >= 0 else 1 << 30
@@ -213,6 +214,9 @@ class TaskScheduler:
                 if m is not None:
                     m.close()
             self.measurers = []
+            if self._builder is not None:
+                self._builder.close()
+                self._builder = None
             self._recheck_defaults(tune_option)
         for cb in self.callbacks:
             getattr(cb, "post_tune", lambda s: None)(self)
@@ -224,13 +228,23 @@ class TaskScheduler:
     def _measurer(self, i: int) -> Any:
         m = self.measurers[i]
         if m is None:
-            m = self.measurers[i] = _LazyMeasurer(self.tasks[i], self.tune_option)
+            m = self.measurers[i] = _LazyMeasurer(self.tasks[i], self.tune_option,
+                                                  self._shared_builder())
         self._live = [j for j in getattr(self, "_live", []) if j != i] + [i]
         while len(self._live) > self.MAX_LIVE_MEASURERS:
             old = self.measurers[self._live.pop(0)]
             if old is not None:
                 old.close()
         return m
+
+    def _shared_builder(self) -> Any:
+        """The builder of every task's measurer: ``"local"`` is one measure.LocalBuilder whose
+        workers serve every task (not restarted when the task changes); a given builder is
+        shared as it is. Closed when tuning ends."""
+        if self._builder is None:
+            b = self.tune_option.builder
+            self._builder = LocalBuilder() if b == "local" else b
+        return self._builder
 
     def _tune_task(self, i: int) -> None:
         for cb in self.callbacks:
@@ -299,17 +313,19 @@ class TaskScheduler:
 
 class _LazyMeasurer:
     """A task's ProgramMeasurer, started on its first measurement (a task whose policy
-    measures nothing starts no build workers)."""
+    measures nothing starts no build workers). ``builder``: the builder every task shares
+    (its workers serve every task: measure.LocalBuilder), closed by the TaskScheduler."""
 
-    def __init__(self, task: Any, o: TuningOptions):
-        self.task, self.o = task, o
+    def __init__(self, task: Any, o: TuningOptions, builder: Any = None):
+        self.task, self.o, self.builder = task, o, builder
         self.m: ProgramMeasurer | None = None
 
     def measure(self, policy: Any, states: Sequence[Any]) -> list[MeasureResult]:
         if self.m is None:
             o = self.o
-            self.m = ProgramMeasurer(self.task, o.builder, o.runner, o.measure_callbacks,
-                                     verbose=int(o.verbose >= 2))
+            self.m = ProgramMeasurer(self.task, self.builder or o.builder, o.runner,
+                                     o.measure_callbacks, verbose=int(o.verbose >= 2),
+                                     close_builder=self.builder is None)
         return self.m.measure(policy, states)
 
     def close(self) -> None:

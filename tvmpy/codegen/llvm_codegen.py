@@ -11,6 +11,11 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 - float arithmetic carries only the ``contract`` fast-math flag (FMA formation, no reassociation);
 - signed 32/64-bit arithmetic inside buffer indices and loop counters is ``nsw``; value
   arithmetic wraps (int8 overflow is defined and wraps, as in numpy);
+- a scalar int32 element index is computed in i64 (its +, -, * over sign-extended leaves:
+  :data:`WIDE_INDEX`), the type the address needs: with i32 arithmetic LLVM's ScalarEvolution
+  has to prove every index expression free of signed wrap to widen it (IndVarSimplify,
+  ``isImpliedCond`` over the loop nest), which was ~40% of an auto-scheduler conv candidate's
+  build (bench/RESULTS.md, issue 28 point 5);
 - a vector ``if_then_else`` evaluates both sides, with the loads of each side masked by the
   condition, so guarded out-of-bounds lanes are never read;
 - a predicated load gives 0 in masked-off lanes (as the interpreter); a predicated store leaves
@@ -208,6 +213,12 @@ class _LoopFacts(Visitor):
                     out.add(id(v))
                     todo.extend(self._lets.get(id(v), ()))
         return out
+
+
+WIDE_INDEX = True
+"""Scalar int32 element indices as i64 arithmetic (module docstring); False: i32, then the
+address's implicit sign extension (the code before; bench/index_width_ab.py compares both)."""
+_WIDE_OPS: dict[type, str] = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}
 
 
 class CodeGenLLVM(ChainFunctor):
@@ -646,9 +657,23 @@ class CodeGenLLVM(ChainFunctor):
     def _index(self, e: E.PrimExpr) -> Value:
         self._index_depth += 1
         try:
+            if WIDE_INDEX and e.dtype == "int32":
+                return self._wide_index(e)
             return self.expr(e)
         finally:
             self._index_depth -= 1
+
+    def _wide_index(self, e: E.PrimExpr) -> Value:
+        """A scalar int32 element index as i64 arithmetic (``nsw``) over sign-extended leaves."""
+        if isinstance(e, E.IntImm):
+            return Value("i64", str(int(e.value)))
+        op = _WIDE_OPS.get(type(e))
+        if op is not None:
+            a = self._wide_index(e.a)  # type: ignore[attr-defined]
+            b = self._wide_index(e.b)  # type: ignore[attr-defined]
+            return self.fb.value("i64", f"{op} nsw {a}, {b.ref}", op)
+        v = self.expr(e)
+        return self.fb.value("i64", f"sext {v} to i64", "idx")
 
     def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False) -> Value:
         """Pointer to element ``indices`` of ``buf`` (scalar index)."""
