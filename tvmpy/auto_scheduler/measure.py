@@ -7,9 +7,9 @@ config is the state's list of step records; the build worker replays the steps o
 outputs of the task's untransformed schedule (``config_space.get(0)`` is the empty history),
 so a wrong schedule is ``WRONG_ANSWER``, never a fast record.
 
-``auto_scheduler.LocalBuilder``'s workers serve every task (:class:`_SharedTaskBuilder`: a
-request names its workload), so switching between a model's tasks restarts no worker; the
-TaskScheduler shares one builder across its tasks. A batch is built in parallel (the builder's
+``auto_scheduler.LocalBuilder`` is autotvm's builder, whose workers serve every task (a task
+is pickled once and sent to a worker with its first build there), so switching between a
+model's tasks restarts no worker; the TaskScheduler shares one builder across its tasks. A batch is built in parallel (the builder's
 ``n_parallel`` worker processes, default one per CPU), then measured one candidate at a time in the runner's process (never two measurements at
 once). :attr:`ProgramMeasurer.batches` keeps each batch's wall times (bench/
 auto_scheduler_build_time.py reports latency and candidates per second from them). The build
@@ -52,9 +52,9 @@ class MeasureResult(NamedTuple):
 
 
 def LocalBuilder(timeout: float = 15, n_parallel: int | None = None, **kw: Any) -> Any:  # noqa: N802
-    """TVM's ``auto_scheduler.LocalBuilder``: autotvm's builder whose workers serve every task
-    (:class:`_SharedTaskBuilder`)."""
-    return _SharedTaskBuilder(timeout=timeout, n_parallel=n_parallel, **kw)
+    """TVM's ``auto_scheduler.LocalBuilder``: autotvm's builder (its workers serve every task:
+    each task is sent once per worker, see autotvm's ``local_builder``)."""
+    return _AutotvmLocalBuilder(timeout=timeout, n_parallel=n_parallel, **kw)
 
 
 def LocalRunner(timeout: float = 10, number: int = 3, repeat: int = 1, min_repeat_ms: float = 0,  # noqa: N802
@@ -111,7 +111,6 @@ class _MeasureTask:
         self._dag = task.compute_dag
         self.name = f"auto_scheduler:{name}"
         self.config_space = _Space()
-        self._func_bytes: bytes | None = None
 
     def instantiate(self, config: Sequence[Any]) -> tuple[Any, list[Any]]:
         from .loop_state import State
@@ -119,12 +118,6 @@ class _MeasureTask:
 
         state = State(self._dag, [step_from_record(r) for r in config])
         return self._dag.apply_steps_from_state(state)
-
-    def routed_config(self, config: Sequence[Any]) -> tuple:
-        """``config`` (the state's step records) as :class:`_TaskRouter` takes it."""
-        if self._func_bytes is None:
-            self._func_bytes = self.__getstate__()["func"]
-        return (self.workload_key, self._func_name, self._func_bytes, list(config))
 
     def __getstate__(self) -> dict:
         if self._func is None:
@@ -145,58 +138,6 @@ class _MeasureTask:
         self._dag = ComputeDAG(self.workload_key)
         self.name = f"auto_scheduler:{st['name']}"
         self.config_space = _Space()
-        self._func_bytes = st["func"]
-
-
-class _TaskRouter:
-    """The one task the auto-scheduler's build workers hold: each request names its workload
-    (key, registered function) beside its steps, so a builder's workers serve every task of a
-    model and are not restarted when the task changes (autotvm's ``LocalBuilder`` restarts its
-    workers for a new task object: start-up, ~0.2-0.3 s of CPU per worker, was paid on every
-    switch between a model's tasks). A worker keeps one ComputeDAG per workload (key and
-    function: a name registered again with ``override=True`` builds its new function)."""
-
-    name = "auto_scheduler"
-    config_space = _Space()
-
-    def __init__(self) -> None:
-        self._dags: dict[tuple[str, bytes], Any] = {}
-
-    def instantiate(self, config: Sequence[Any]) -> tuple[Any, list[Any]]:
-        from .compute_dag import ComputeDAG
-        from .loop_state import State
-        from .transform_step import step_from_record
-        from .workload_registry import WORKLOAD_FUNC_REGISTRY
-
-        key, name, func_bytes, records = config
-        # keyed by the function too: a name registered again (override=True) for another task
-        dag = self._dags.get((key, func_bytes))
-        if dag is None:
-            WORKLOAD_FUNC_REGISTRY[name] = pickle.loads(func_bytes)
-            dag = self._dags[(key, func_bytes)] = ComputeDAG(key)
-        state = State(dag, [step_from_record(r) for r in records])
-        return dag.apply_steps_from_state(state)
-
-    def __reduce__(self) -> tuple:
-        return (_TaskRouter, ())
-
-
-_ROUTER = _TaskRouter()
-
-
-class _SharedTaskBuilder(_AutotvmLocalBuilder):
-    """autotvm's ``LocalBuilder`` for auto-scheduler tasks: a :class:`_MeasureTask`'s inputs
-    reach the workers as :data:`_ROUTER`'s (workload and steps in the config), so one set of
-    workers builds the candidates of every task (the same build: replayed steps, the default
-    pipeline under the caller's PassContext). Other tasks (AutoTVM's) are built as before."""
-
-    def set_task(self, task: Any) -> None:
-        super().set_task(_ROUTER if isinstance(task, _MeasureTask) else task)
-
-    def build(self, measure_inputs: Sequence[Any]) -> list[Any]:
-        return super().build([atm.MeasureInput(i.target, _ROUTER, i.task.routed_config(i.config))
-                              if isinstance(i.task, _MeasureTask) else i
-                              for i in measure_inputs])
 
 
 class BatchStats(NamedTuple):
