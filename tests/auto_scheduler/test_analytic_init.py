@@ -87,8 +87,15 @@ def test_tiles_helpers():
     assert vector_tile(37, 8) == 8  # a prime: one guarded tail
     assert register_tile([1, 28], 16) == [1, 14]
     assert register_tile([4, 7], 16) == [2, 7]
-    assert register_tile([4, 7], 16, skip=1) == [4, 1]
-    assert math.prod(register_tile([13, 1, 17], 12)) <= 12
+    # a conv's weights depend on the channel axis (0), its input on the pixel axes (1, 2):
+    # a balanced channels x pixels tile needs the fewest loads per FMA
+    conv = [{0}, {1, 2}]
+    assert register_tile([8, 28, 28], 16, conv) == [4, 1, 4]
+    assert register_tile([8, 28, 28], 16, conv, rank=1) != [4, 1, 4]
+    # a matmul (rows axis 0; the columns vectorize): a row tile
+    assert register_tile([48], 12, [{0}, set()]) == [12]
+    assert register_tile([64], 12, [{0}, set()]) == [8]  # a divisor: no tail in the tile
+    assert math.prod(register_tile([13, 1, 17], 12, [{0}, {2}])) <= 12
 
 
 @pytest.mark.parametrize("target,lanes,regs", [

@@ -13,8 +13,10 @@ the tile sizes deterministically:
   the extent, else the largest divisor up to the lanes, else the extent;
 - the other innermost spatial tiles: a register tile whose accumulators (vectors) fill a
   share of the target's vector register file (``num_vector_registers``: 32 with AVX-512, 16
-  with AVX2/SSE), taken from the innermost non-trivial axes outward (largest divisors, no
-  guarded tail inside the register tile), in two or three shapes;
+  with AVX2/SSE), shaped for reuse from the compute's own read accesses (each operand is
+  loaded once per tile combination of the axes its index depends on: a conv's weights per
+  output-channel tile, its input per pixel tile, so the fewest loads per FMA is a balanced
+  channels x pixels tile, a matmul's a row tile), in two or three shapes;
 - a second reduction variant blocks for L1 (``l1d_bytes``): a middle spatial tile around the
   register tile with the innermost reduction axis tiled, so the reduction's operand panel
   stays in L1 across the middle tile (the classic GEMM blocking);
@@ -73,37 +75,65 @@ def _largest_divisor(n: int, cap: int) -> int:
     return 1
 
 
-def register_tile(extents: Sequence[int], want: int, skip: int = 0) -> list[int]:
-    """Tiles of ``extents`` (the spatial axes outside the vectorized one, innermost last)
-    whose product is near ``want``: from the innermost non-trivial axis outward, the largest
-    divisor of each up to what is still wanted; ``skip`` leaves the innermost ``skip``
-    non-trivial axes at 1 (another shape of the same count)."""
+def register_tile(extents: Sequence[int], want: int, operands: Sequence[set[int]] = (),
+                  rank: int = 0) -> list[int]:
+    """Tiles of ``extents`` (the spatial axes outside the vectorized one) holding at most
+    ``want`` accumulators, chosen for reuse: each operand of the reduction (``operands``: the
+    axes, indices into ``extents``, its index depends on) is loaded once per combination of
+    its axes' tiles, and every accumulator costs one FMA per load round, so the tile with
+    the fewest loads per FMA wins (ties: more accumulators, then inner axes). Divisors only
+    (no guarded tail inside the register tile). ``rank`` 1: the second-best distinct tile."""
+    axes = [i for i, e in enumerate(extents) if e > 1]
+    if not axes:
+        return [1] * len(extents)
+    choices: list[list[int]] = [[1]]
+    for i in axes:
+        choices = [c + [d] for c in choices for d in range(1, min(extents[i], want) + 1)
+                   if extents[i] % d == 0 and math.prod(c) * d <= want]
+    scored = []
+    for c in choices:
+        t = dict(zip(axes, c[1:]))
+        fma = math.prod(t.values())
+        loads = sum(math.prod(t.get(a, 1) for a in deps) for deps in operands) or 1
+        # inner axes first on ties: the contiguous side of the output tile
+        inner = tuple(-t[a] for a in reversed(axes))
+        scored.append((loads / fma, -fma, inner, c[1:]))
+    scored.sort()
+    picks: list[list[int]] = []
+    for *_, c in scored:
+        if c not in picks:
+            picks.append(c)
+    pick = picks[min(rank, len(picks) - 1)]
     out = [1] * len(extents)
-    left = max(1, want)
-    for i in range(len(extents) - 1, -1, -1):
-        if left <= 1:
-            break
-        if extents[i] <= 1:
-            continue
-        if skip > 0:
-            skip -= 1
-            continue
-        d = _largest_divisor(extents[i], left)
-        if d < 2 and extents[i] > 1:
-            continue
-        out[i] = d
-        left //= d
+    for a, d in zip(axes, pick):
+        out[a] = d
+    return out
+
+
+def operand_axes(op: Any, spatial: int) -> list[set[int]]:
+    """For each tensor ``op`` reads, the spatial axes (indices < ``spatial`` into
+    ``op.axis``) its indices depend on."""
+    from .compute_dag import _vars_of, read_accesses
+
+    ids = [id(iv.var) for iv in op.axis][:spatial]
+    out = []
+    for lst in read_accesses(op).values():
+        used: set[int] = set()
+        for idx in lst:
+            for x in idx:
+                used |= _vars_of(x)
+        out.append({i for i, v in enumerate(ids) if v in used})
     return out
 
 
 @dataclass(frozen=True)
 class TileChoice:
     """One analytic variant: accumulators (vector registers) of the register tile, its shape
-    (``skip``: innermost axes left out, ``vectors``: vectors on the contiguous axis),
+    (``rank``: the best or second-best by reuse, ``vectors``: vectors on the contiguous axis),
     whether to block the reduction for L1, and whether stages with branches stay at root."""
 
     accumulators: int
-    skip: int = 0
+    rank: int = 0
     vectors: int = 1
     l1_block: bool = False
     branchy_at_root: bool = False
@@ -118,7 +148,7 @@ def _variants(hp: Any) -> list[TileChoice]:
         TileChoice(half, vectors=2),
         TileChoice(half, l1_block=True),
         TileChoice(half, branchy_at_root=True),
-        TileChoice(half, skip=1),
+        TileChoice(half, rank=1),
         TileChoice(three_q, l1_block=True),
     ]
 
@@ -151,7 +181,7 @@ def _open_splits(sketch: State) -> dict[int, list[_Split]] | None:
 
 
 def _fill_stage(splits: list[_Split], lanes: int, choice: TileChoice, hp: Any,
-                dtype_bytes: int) -> tuple[dict[int, tuple[int, ...]], int] | None:
+                dtype_bytes: int, op: Any) -> tuple[dict[int, tuple[int, ...]], int] | None:
     """Lengths of each open split of one tiled stage, and the loop count of its innermost
     (unrolled) block; None where the variant does not apply to the stage."""
     sp = [s for s in splits if s.spatial]
@@ -162,9 +192,8 @@ def _fill_stage(splits: list[_Split], lanes: int, choice: TileChoice, hp: Any,
     vec = vector_tile(sp[-1].extent, lanes, choice.vectors)
     n_vec = max(1, -(-vec // lanes))
     outer_ext = [s.extent for s in sp[:-1]]
-    reg = register_tile(outer_ext, max(1, choice.accumulators // n_vec), choice.skip)
-    if choice.skip and math.prod(reg) == 1:
-        return None  # no second axis to block: this shape is the first one's
+    ops = operand_axes(op, len(outer_ext)) if len(op.axis) == len(sp) else []
+    reg = register_tile(outer_ext, max(1, choice.accumulators // n_vec), ops, choice.rank)
     # keep the parallel outer loops at the core count where the shape allows: shrink the
     # register tile from its outermost axis (a serial kernel loses more than spills)
     cores = int(getattr(hp, "num_cores", 1))
@@ -279,7 +308,7 @@ def analytic_annotations(sketch: State, hp: Any,
             dtype = str(sketch.ctx.stages[sid].op.output(0).dtype)
             b = _dtype_bytes(dtype)
             lanes = max(1, hp.vector_unit_bytes // b)
-            filled = _fill_stage(splits, lanes, choice, hp, b)
+            filled = _fill_stage(splits, lanes, choice, hp, b, sketch.ctx.stages[sid].op)
             if filled is None:
                 ok = False
                 break
