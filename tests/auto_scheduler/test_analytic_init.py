@@ -164,3 +164,19 @@ def test_measured_analytic_states_seed_the_evolution(monkeypatch):
 
 def test_hardware_params_default_register_file():
     assert HardwareParams().num_vector_registers == 16
+
+
+def test_padding_placement_follows_its_reads_per_element():
+    """Padding read once per window tap (depthwise) is inlined in the first analytic state;
+    padding read once per output channel too (a 32-channel conv) is computed at the root;
+    a later variant flips each."""
+    from tvmpy.auto_scheduler.loop_state import ComputeAtKind
+
+    def pad_places(task):
+        return [next(s.compute_at for s in st.stages if s.op_name == "pad")
+                for st in analytic_states(task, generate_sketches(task))]
+
+    dw = pad_places(make_task(depthwise_conv, (1, 16, 14, 14, 3, 1)))
+    conv = pad_places(make_task(conv2d_bias_relu, (1, 14, 14, 32, 32, 3, 3, 1, 1)))
+    assert dw[0] == ComputeAtKind.INLINED and ComputeAtKind.ROOT in dw
+    assert conv[0] == ComputeAtKind.ROOT and ComputeAtKind.INLINED in conv

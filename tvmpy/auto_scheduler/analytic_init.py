@@ -23,8 +23,8 @@ the tile sizes deterministically:
 - the rest on the outermost level: the parallel loop fuses the outer loops (up to the
   compute location of the fused producer), reaching the core count where the shape allows;
 - ``auto_unroll_max_step`` just covering the register tile's loop nest; injective untiled
-  stages inlined, except those with a branch (padding: a bounds test per read), which stay
-  at the root (inlined in one variant).
+  stages inlined, except those with a branch (padding: a bounds test per read) that their
+  consumer reads many times per element, which stay at the root (one variant flips it).
 
 Sketches with other open splits (rfactor) get no analytic state: the random annotations
 cover them.
@@ -82,7 +82,7 @@ def register_tile(extents: Sequence[int], want: int, operands: Sequence[set[int]
     ``want`` accumulators, chosen for reuse: each operand of the reduction (``operands``: the
     axes, indices into ``extents``, its index depends on) is loaded once per combination of
     its axes' tiles, and every accumulator costs one FMA per load round, so the tile with
-    the fewest loads per FMA wins (ties: more accumulators, then inner axes). Divisors only
+    the fewest loads per FMA wins (ties: fewer axes, more accumulators, inner axes). Divisors only
     (no guarded tail inside the register tile). ``rank`` 1: the second-best distinct tile."""
     axes = [i for i, e in enumerate(extents) if e > 1]
     if not axes:
@@ -96,9 +96,12 @@ def register_tile(extents: Sequence[int], want: int, operands: Sequence[set[int]
         t = dict(zip(axes, c[1:]))
         fma = math.prod(t.values())
         loads = sum(math.prod(t.get(a, 1) for a in deps) for deps in operands) or 1
-        # inner axes first on ties: the contiguous side of the output tile
+        # within 5% of loads per FMA: fewer tiled axes (a run of contiguous columns, whose
+        # sliding windows share loads: 0.9x vs 1.1-1.5x a 4 x 4 tile on a 3x3 depthwise),
+        # then more accumulators, then inner axes first
         inner = tuple(-t[a] for a in reversed(axes))
-        scored.append((loads / fma, -fma, inner, c[1:]))
+        n_axes = sum(1 for v in t.values() if v > 1)
+        scored.append((round(loads / fma * 20), n_axes, -fma, inner, c[1:]))
     scored.sort()
     picks: list[list[int]] = []
     for *_, c in scored:
@@ -131,8 +134,8 @@ def operand_axes(op: Any, spatial: int) -> list[set[int]]:
 class TileChoice:
     """One analytic variant: accumulators (vector registers) of the register tile, its shape
     (``rank``: the best or second-best by reuse, ``vectors``: vectors on the contiguous axis),
-    whether to block the reduction for L1, and whether stages with branches (padding) are
-    inlined too (a bounds test per read: 2-3x slower on a 3x3 convolution, measured)."""
+    whether to block the reduction for L1, and whether the default location of stages with
+    branches (padding, see ``INLINE_PAD_MAX_READS``) is flipped."""
 
     accumulators: int
     rank: int = 0
@@ -245,8 +248,10 @@ def _unroll_step(loops: int) -> int:
 
 
 def _locate(state: State, tiled: set[int], inline_branchy: bool) -> None:
-    """Untiled root stages with one consumer, not outputs: injective ones inlined (those with
-    a branch, padding, only when ``inline_branchy``), the rest at the root."""
+    """Untiled root stages with one consumer, not outputs: injective ones inlined, those with
+    a branch (padding) only where the consumer reads each element at most
+    ``INLINE_PAD_MAX_READS`` times (``inline_branchy`` flips that choice); the rest at the
+    root."""
     stages = state.ctx.stages
     for k in range(len(stages) - 1, -1, -1):
         st = stages[k]
@@ -254,11 +259,37 @@ def _locate(state: State, tiled: set[int], inline_branchy: bool) -> None:
                 or st.relations or st.op.reduce_axis
                 or any(other.attach_stage is st for other in stages)):
             continue
-        if len(_consumers(state, k)) != 1:
+        cons = _consumers(state, k)
+        if len(cons) != 1:
             continue
-        if not inline_branchy and branch_and_expensive(st.op)[0]:
-            continue
+        if branch_and_expensive(st.op)[0] and inline_branchy == (_reads_per_element(
+                st.op, stages[cons[0]].op) <= INLINE_PAD_MAX_READS):
+            continue  # padding read many times stays at the root, once or twice inlined
         state.compute_inline(k)
+
+
+INLINE_PAD_MAX_READS = 32
+"""Reads per element of a stage with a branch (padding) up to which it is inlined by default:
+a depthwise convolution reads each padded pixel once per window tap (9 for 3x3), and a
+padded copy is a whole extra pass over its input for that little work (inlined: 1.5x vs
+1.7-2.1x the x86 default's time, 3x3 depthwise, 1 thread); a convolution over 32+ input
+channels reads it once per output channel, and the bounds test per read costs 1.7-2.8x."""
+
+
+def _extent_product(axes: Sequence[Any]) -> int:
+    out = 1
+    for iv in axes:
+        e = getattr(iv.known_dom.extent, "value", None) if iv.dom is not None else None
+        out *= int(e) if isinstance(e, int) else 1
+    return out
+
+
+def _reads_per_element(producer: Any, consumer: Any) -> float:
+    """How often ``consumer``'s loop nest reads each element of ``producer`` (its spatial x
+    reduction iterations over ``producer``'s size): the work an inlined copy repeats."""
+    size = math.prod(int(getattr(d, "value", d)) for d in producer.output(0).shape)
+    work = _extent_product(consumer.axis) * _extent_product(getattr(consumer, "reduce_axis", []))
+    return work / max(1, size)
 
 
 def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
