@@ -315,6 +315,16 @@ def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
                 f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
                 state.parallel(k, f.index)
         view = state[k]
+        if view.iters and k not in unroll:
+            # an untiled stage's long innermost loop (an epilogue over a whole row): split
+            # off whole vectors so that it vectorizes too
+            last = view.iters[-1]
+            if (last.iter_kind == 0 and not last.annotation and last.extent is not None
+                    and last.extent > hp.max_innermost_split_factor
+                    and last.index not in _attached_iters(state, k)):
+                lanes = max(1, hp.vector_unit_bytes // _dtype_bytes(str(st.op.output(0).dtype)))
+                state.split(k, last.index, [vector_tile(last.extent, lanes, 2)])
+                view = state[k]
         if view.iters:
             last = view.iters[-1]
             if (last.iter_kind == 0 and not last.annotation and last.extent is not None
