@@ -299,21 +299,6 @@ def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
         st = state.ctx.stages[k]
         if not _is_compute(st) or st.attach_type == INLINE:
             continue
-        if st.attach_type == ROOT:
-            view = state[k]
-            attached = _attached_iters(state, k)
-            to_fuse: list[int] = []
-            degree = 1
-            for it in view.iters:
-                if it.iter_kind != 0 or it.annotation:
-                    break
-                to_fuse.append(it.index)
-                degree *= it.extent or 1
-                if it.index in attached or (degree >= hp.num_cores * 16 and not attached):
-                    break
-            if to_fuse and degree > 1:
-                f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
-                state.parallel(k, f.index)
         view = state[k]
         if view.iters and k not in unroll:
             # an untiled stage's long innermost loop (an epilogue over a whole row): split
@@ -325,6 +310,22 @@ def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
                 lanes = max(1, hp.vector_unit_bytes // _dtype_bytes(str(st.op.output(0).dtype)))
                 state.split(k, last.index, [vector_tile(last.extent, lanes, 2)])
                 view = state[k]
+        if st.attach_type == ROOT:
+            attached = _attached_iters(state, k)
+            to_fuse: list[int] = []
+            degree = 1
+            # the innermost loop stays out of the parallel loop: it is the one that vectorizes
+            for it in view.iters[:-1] if len(view.iters) > 1 else view.iters:
+                if it.iter_kind != 0 or it.annotation:
+                    break
+                to_fuse.append(it.index)
+                degree *= it.extent or 1
+                if it.index in attached or (degree >= hp.num_cores * 16 and not attached):
+                    break
+            if to_fuse and degree > 1:
+                f = state.fuse(k, to_fuse) if len(to_fuse) > 1 else view.iters[to_fuse[0]]
+                state.parallel(k, f.index)
+        view = state[k]
         if view.iters:
             last = view.iters[-1]
             if (last.iter_kind == 0 and not last.annotation and last.extent is not None
