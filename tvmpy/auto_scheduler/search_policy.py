@@ -3,7 +3,9 @@
 ``SketchPolicy``: Ansor's search. Each round samples random annotations of the sketches,
 adds the best measured states, evolves them under the cost model (:mod:`.evolution`) and
 measures the best-scored unmeasured states, an ``eps_greedy`` share of them replaced by random
-samples; the model is retrained on every measurement. ``RandomSearch``: random annotations
+samples; the model is retrained on every measurement. On CPU targets the analytic states of
+:mod:`.analytic_init` (register-blocked tiles from the target's vector width and register
+file) are measured first and stay parents of every population. ``RandomSearch``: random annotations
 only (the baseline the evolution must beat). ``EmptyPolicy``: measures nothing.
 """
 
