@@ -79,6 +79,28 @@ def best_at(trace: _Trace, n: int):
     return min(rows, key=lambda r: r[0])[1] if rows else None
 
 
+def analytic_only(task, default, rounds: int) -> None:
+    """Every analytic state of ``task`` against its default kernel, timed interleaved."""
+    from tvmpy.auto_scheduler.analytic_init import analytic_states
+    from tvmpy.auto_scheduler.relay_integration import _timer
+    from tvmpy.auto_scheduler.sketch_policy import generate_sketches
+
+    states = analytic_states(task, generate_sketches(task))
+    timers = {"default": _timer(*default, task.target, 5, 10)}
+    for j, st in enumerate(states):
+        timers[j] = _timer(*task.compute_dag.apply_steps_from_state(st), task.target, 5, 10)
+    best = {k: np.inf for k in timers}
+    for _ in range(rounds):
+        for k, t in timers.items():
+            best[k] = min(best[k], t())
+    d = best.pop("default")
+    r = [best[j] / d for j in range(len(states))]
+    print(f"{task.desc}: default {d * 1e3:.4f} ms; {len(states)} analytic states: first "
+          f"{r[0] if r else np.inf:.2f}x, best {min(r, default=np.inf):.2f}x, median "
+          f"{float(np.median(r)) if r else np.inf:.2f}x the default (load {os.getloadavg()[0]:.1f})",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="cnn")
@@ -88,6 +110,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tasks", default="", help="substrings of task names to keep")
+    ap.add_argument("--analytic-only", action="store_true",
+                    help="no search: every analytic state and the default, timed interleaved")
     args = ap.parse_args()
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.relay_integration import _timer, default_schedule_of
@@ -103,6 +127,9 @@ def main() -> None:
             continue
         got = default_schedule_of(task)
         if got is None:
+            continue
+        if args.analytic_only:
+            analytic_only(task, got, args.rounds)
             continue
         t0 = time.time()
         traces = {arm: search(task, arm, args.trials, args.per_round, args.seed) for arm in (0, 1)}
