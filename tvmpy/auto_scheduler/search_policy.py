@@ -3,7 +3,9 @@
 ``SketchPolicy``: Ansor's search. Each round samples random annotations of the sketches,
 adds the best measured states, evolves them under the cost model (:mod:`.evolution`) and
 measures the best-scored unmeasured states, an ``eps_greedy`` share of them replaced by random
-samples; the model is retrained on every measurement. ``RandomSearch``: random annotations
+samples; the model is retrained on every measurement. On CPU targets the analytic states of
+:mod:`.analytic_init` (register-blocked tiles from the target's vector width and register
+file) are measured first and stay parents of every population. ``RandomSearch``: random annotations
 only (the baseline the evolution must beat). ``EmptyPolicy``: measures nothing.
 """
 
@@ -15,12 +17,14 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from . import sketch_policy as sketch_policy_module
+from .analytic_init import analytic_states
 from .cost_model import CostModel, RandomModel, XGBModel
 from .evolution import evolutionary_search, state_key
 from .loop_state import State
 from .measure import MeasureInput, MeasureResult, ProgramMeasurer
 from .search_task import TuningOptions
-from .sketch_policy import generate_sketches, sample_initial_population
+from .sketch_policy import generate_sketches, policy_for_target, sample_initial_population
 
 __all__ = ["SearchPolicy", "SketchPolicy", "RandomSearch", "EmptyPolicy"]
 
@@ -153,6 +157,7 @@ class SketchPolicy(SearchPolicy):
         "evolutionary_search_population": 256,
         "evolutionary_search_num_iters": 3,
         "evolutionary_search_mutation_prob": 0.85,
+        "analytic_init": 1,
     }
 
     def __init__(self, task: Any, program_cost_model: CostModel | None = None,
@@ -165,6 +170,7 @@ class SketchPolicy(SearchPolicy):
                              f"{sorted(self.DEFAULT_PARAMS)}")
         self.params = {**self.DEFAULT_PARAMS, **(params or {})}
         self.model = program_cost_model if program_cost_model is not None else XGBModel(seed=seed)
+        self._analytic: list[State] | None = None
         for cb in init_search_callbacks or ():
             cb(self)
 
@@ -179,12 +185,23 @@ class SketchPolicy(SearchPolicy):
         return sample_initial_population(self.task, int(self.params["sample_init_min_population"]),
                                          self.rng.randrange(1 << 30), self._sketches())
 
+    def analytic_states(self) -> list[State]:
+        """The analytic initial states of the task's sketches (none with ``analytic_init=0``
+        or a target whose policy is not the CPU one)."""
+        if self._analytic is None:
+            self._analytic = []
+            if int(self.params["analytic_init"]) and \
+                    policy_for_target(self.task.target) is sketch_policy_module:
+                self._analytic = analytic_states(self.task, self._sketches())
+        return self._analytic
+
     def on_measured(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
         self.model.update(inputs, results)
 
     def next_batch(self, n: int) -> list[State]:
         p = self.params
         for _ in range(1 + int(p["retry_search_one_round_on_empty"])):
+            seeds = [s for s in self.analytic_states() if state_key(s) not in self.measured]
             init = [s for s in self.sample_initial_population() if state_key(s) not in self.measured]
             if isinstance(self.model, RandomModel) or not self.measured_states:
                 best: list[State] = init  # nothing learned yet: random states
@@ -192,7 +209,8 @@ class SketchPolicy(SearchPolicy):
                 n_measured = max(1, int(len(init) * p["sample_init_use_measured_ratio"]))
                 top = [s for _, s in sorted(self.measured_states, key=lambda x: x[0])[:n_measured]]
                 best = evolutionary_search(
-                    top + init, lambda ss: self.model.predict(self.task, ss), n * 2, self.rng,
+                    top + [s for _, s in self._analytic_measured()] + init,
+                    lambda ss: self.model.predict(self.task, ss), n * 2, self.rng,
                     self.task.hardware_params, self.measured,
                     population=int(p["evolutionary_search_population"]),
                     num_iters=int(p["evolutionary_search_num_iters"]),
@@ -201,6 +219,10 @@ class SketchPolicy(SearchPolicy):
             n_random = max(0, min(n, int(round(n * p["eps_greedy"]))))
             picked: list[State] = []
             keys: set[str] = set()
+            for s in seeds:  # unmeasured analytic states first (the first batch)
+                if len(picked) < n:
+                    keys.add(state_key(s))
+                    picked.append(s)
             for s in best:
                 if len(picked) >= n - n_random:
                     break
@@ -212,3 +234,9 @@ class SketchPolicy(SearchPolicy):
             if picked:
                 return picked
         return []
+
+    def _analytic_measured(self) -> list[tuple[float, State]]:
+        """The measured analytic states (cost, state): parents of every population, so the
+        evolution mutates from them even when random states crowd the measured top."""
+        keys = {state_key(s) for s in self.analytic_states()}
+        return [(c, s) for c, s in self.measured_states if state_key(s) in keys]

@@ -22,14 +22,23 @@ class HardwareParams:
     vector_unit_bytes: int = 64
     cache_line_bytes: int = 64
     max_innermost_split_factor: int = 64
+    #: architectural vector registers (the register tile's budget): 32 with AVX-512 or on
+    #: AArch64, 16 with AVX2/SSE on x86-64
+    num_vector_registers: int = 16
+    l1d_bytes: int = 32 * 1024
 
     @staticmethod
     def for_target(target: Any) -> HardwareParams:
+        regs, l1 = 16, 32 * 1024
         try:
-            bits = int(as_target(target).vector_width_bits)
+            tgt = as_target(target)
+            bits = int(tgt.vector_width_bits)
+            regs = 32 if bits >= 512 or tgt.arch in ("aarch64", "arm64") else 16
+            l1 = int(tgt.cache_sizes.l1d)
         except Exception:  # noqa: BLE001 - a target without CPU features: a safe default
             bits = 256
-        return HardwareParams(vector_unit_bytes=max(16, bits // 8))
+        return HardwareParams(vector_unit_bytes=max(16, bits // 8), num_vector_registers=regs,
+                              l1d_bytes=l1)
 
 
 @dataclass
