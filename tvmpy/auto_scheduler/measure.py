@@ -4,8 +4,11 @@ A candidate travels to autotvm's ``LocalBuilder`` as an autotvm ``MeasureInput``
 a :class:`_MeasureTask` (picklable: the workload key and its registered function) and whose
 config is the state's list of step records; the build worker replays the steps on the DAG
 (``instantiate``). autotvm's ``LocalRunner`` checks every candidate against the reference
-outputs of the task's untransformed schedule (``config_space.get(0)`` is the empty history),
-so a wrong schedule is ``WRONG_ANSWER``, never a fast record.
+outputs of the task's untransformed schedule (``config_space.get(0)``, None, is the reference),
+so a wrong schedule is ``WRONG_ANSWER``, never a fast record. A workload deployed inside a
+larger program (``workload_registry.deployed_program``, e.g. the rnn cell) is built, checked
+and timed as that program, its reference being its default schedule in the same form (the hook
+at the end of this module).
 
 A batch is built in parallel (the builder's ``n_parallel`` worker processes, default one per
 CPU), then measured one candidate at a time in the runner's process (never two measurements at
