@@ -6,8 +6,9 @@ onnxruntime, interleaved in one process per thread count (issue 28 point 2, help
 
 The model is the zoo's ``real`` one (lstm_lm: vocab 10000, 2 layers of hidden 256, 32 steps,
 batch 1) through ONNX. Only the cell task (``topi.rnn_cell``, weight layers x steps) is tuned,
-by the TaskScheduler (SketchPolicy, XGB model; its "default" line is one step of the untuned
-kernel, re-timed against the best record after the search). Sides per thread count (a
+by the TaskScheduler (SketchPolicy, XGB model). Candidates, the "default" line and the
+re-timing after the search all time the deployed form (``topi.rnn.MEASURE_STEPS`` steps of the
+stepped kernel around the candidate, resp. of the untuned kernel; costs per step). Sides per thread count (a
 subprocess each: TVM_NUM_THREADS is read once per process; onnxruntime gets the same
 ``intra_op_num_threads``): ``untuned``; ``tuned cell`` (the cell's best record applied even if
 the net would keep the default); ``net`` (ApplyHistoryBest as a user gets it); ``ort``. Every call

@@ -242,15 +242,18 @@ def test_bad_record_warns_and_keeps_the_default(tmp_path, monkeypatch):
     np.testing.assert_allclose(vm.invoke("main", x=x).numpy(), want, rtol=1e-6, atol=1e-7)
 
 
-def test_default_line_times_one_untuned_step_and_keeps_it(tmp_path, monkeypatch):
-    """The safety net: the task scheduler's "default" line of a cell task is one step of the
-    untuned kernel; a record slower than it is not applied (the untuned kernel is built)."""
+def test_default_line_times_the_untuned_kernel_and_keeps_it(tmp_path, monkeypatch):
+    """The safety net: the task scheduler's "default" line of a cell task is the untuned kernel
+    over ``MEASURE_STEPS`` steps (per step); a record slower than it is not applied (the
+    untuned kernel is built)."""
     n, hidden = 1, 16
     mod, params = _rnn_model("GRU", n, hidden, True, 3, 1)
     tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
     task = next(t for t in tasks if rnn.CELL_WORKLOAD in t.workload_key)
     got = relay_integration.default_schedule_of(task)
-    assert got is not None and any(t.op.tag == "rnn_scan" for t in got[1])
+    assert got is not None
+    scans = [i for t in got[1] for i in t.op.input_tensors if i.op.tag == "rnn_scan"]
+    assert scans and int(scans[0].op.input_tensors[0].shape[0]) == rnn.MEASURE_STEPS
     state = auto_scheduler.sample_initial_population(task, 1, seed=2)[0]
     log = _log(tmp_path, task, state, cost=10.0)  # a record far slower than any kernel
     with warnings.catch_warnings():

@@ -67,7 +67,10 @@ def test_measure_task_travels_by_value_and_replays():
     task = make_task(matmul_relu, (9, 7, 5))
     state = auto_scheduler.sample_initial_population(task, 1, seed=0)[0]
     mt = pickle.loads(pickle.dumps(_MeasureTask(task)))
-    assert mt.workload_key == task.workload_key and mt.config_space.get(0) == []
+    # the runner's reference (None): a plain workload's untransformed schedule
+    assert mt.workload_key == task.workload_key and mt.config_space.get(0) is None
+    _, ref_args = mt.instantiate(None)
+    assert [t.name for t in ref_args] == ["A", "B", "D"]
     sch, args = mt.instantiate([s.to_record() for s in state.transform_steps])
     assert [t.name for t in args] == ["A", "B", "D"]
 

@@ -4,13 +4,17 @@ A candidate travels to autotvm's ``LocalBuilder`` as an autotvm ``MeasureInput``
 a :class:`_MeasureTask` (picklable: the workload key and its registered function) and whose
 config is the state's list of step records; the build worker replays the steps on the DAG
 (``instantiate``). autotvm's ``LocalRunner`` checks every candidate against the reference
-outputs of the task's untransformed schedule (``config_space.get(0)`` is the empty history),
-so a wrong schedule is ``WRONG_ANSWER``, never a fast record.
+outputs of the task's untransformed schedule (``config_space.get(0)``, None, is the reference),
+so a wrong schedule is ``WRONG_ANSWER``, never a fast record. A workload deployed inside a
+larger program (``workload_registry.deployed_program``, e.g. the rnn cell) is built, checked
+and timed as that program, its reference being its default schedule in the same form (the hook
+at the end of this module).
 
 ``auto_scheduler.LocalBuilder`` is autotvm's builder, whose workers serve every task (a task
 is pickled once and sent to a worker with its first build there), so switching between a
-model's tasks restarts no worker; the TaskScheduler shares one builder across its tasks. A batch is built in parallel (the builder's
-``n_parallel`` worker processes, default one per CPU), then measured one candidate at a time in the runner's process (never two measurements at
+model's tasks restarts no worker; the TaskScheduler shares one builder across its tasks. A
+batch is built in parallel (the builder's ``n_parallel`` worker processes, default one per
+CPU), then measured one candidate at a time in the runner's process (never two measurements at
 once). :attr:`ProgramMeasurer.batches` keeps each batch's wall times (bench/
 auto_scheduler_build_time.py reports latency and candidates per second from them). The build
 a candidate is measured with is the build ``relay.build`` gives its schedule under
@@ -67,13 +71,13 @@ def LocalRunner(timeout: float = 10, number: int = 3, repeat: int = 1, min_repea
 
 
 class _Space:
-    """``config_space`` of the adapter: entry 0 is the empty history (the reference)."""
+    """``config_space`` of the adapter: entry 0 (None) is the reference (see ``instantiate``)."""
 
     def __len__(self) -> int:
         return 1
 
-    def get(self, index: int) -> list:
-        return []
+    def get(self, index: int) -> None:
+        return None
 
 
 def _dumps_func(func: Any) -> bytes:
@@ -112,12 +116,15 @@ class _MeasureTask:
         self.name = f"auto_scheduler:{name}"
         self.config_space = _Space()
 
-    def instantiate(self, config: Sequence[Any]) -> tuple[Any, list[Any]]:
+    def instantiate(self, config: Sequence[Any] | None) -> tuple[Any, list[Any]]:
+        """The program a state (its step records) is measured as; ``None``: the reference."""
         from .loop_state import State
         from .transform_step import step_from_record
 
+        if config is None:
+            return _reference_program(self._dag, self.workload_key)
         state = State(self._dag, [step_from_record(r) for r in config])
-        return self._dag.apply_steps_from_state(state)
+        return _deployed(self.workload_key, *self._dag.apply_steps_from_state(state))
 
     def __getstate__(self) -> dict:
         if self._func is None:
@@ -186,9 +193,11 @@ class ProgramMeasurer:
         self.batches.append(BatchStats(len(states), sum(b.error_no == 0 for b in bres), t1 - t0,
                                        time.perf_counter() - t1))
         results = []
+        runs = _runs(self.task.workload_key)
         for s, r in zip(states, ares):
             msg = "" if r.error_no == 0 else str(r.costs[0])
-            res = MeasureResult(tuple(r.costs) if r.error_no == 0 else (), int(r.error_no), msg,
+            res = MeasureResult(tuple(c / runs for c in r.costs) if r.error_no == 0 else (),
+                                int(r.error_no), msg,
                                 float(r.all_cost), float(r.timestamp or time.time()))
             results.append(res)
             self.ct += 1
@@ -209,3 +218,34 @@ class ProgramMeasurer:
             self._batch.close()  # type: ignore[attr-defined]
         else:
             self._batch.runner.close()  # type: ignore[attr-defined]
+
+
+# ---- the deployed-form hook (workload_registry.deployed_program) --------------------------------
+# A workload whose schedule is deployed inside a larger program (the rnn cell: the recurrence
+# kernel around one step) is built and checked as that program; the reference is the workload's
+# ``default_schedule`` in the same form (else the deployed empty history), and a cost is divided
+# by the runs of the task that program holds (``deployed_runs``).
+
+
+def _deployed(key: str, sch: Any, args: list[Any]) -> tuple[Any, list[Any]]:
+    from .workload_registry import deployed_program
+
+    return deployed_program(key, sch, args)
+
+
+def _runs(key: str) -> int:
+    from .workload_registry import deployed_runs
+
+    return deployed_runs(key)
+
+
+def _reference_program(dag: Any, key: str) -> tuple[Any, list[Any]]:
+    from .loop_state import State
+    from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+
+    name, args = decode_workload_key(key)
+    func = WORKLOAD_FUNC_REGISTRY.get(name)
+    if getattr(func, "deployed_program", None) is not None \
+            and getattr(func, "default_schedule", None) is not None:
+        return func.default_schedule(*args)  # type: ignore[union-attr]
+    return _deployed(key, *dag.apply_steps_from_state(State(dag, [])))

@@ -42,7 +42,7 @@ from .dispatcher import DispatchContext
 from .loop_state import State
 from .search_task import HardwareParams, SearchTask
 from .transform_step import step_from_record
-from .workload_registry import register_workload
+from .workload_registry import deployed_program, deployed_runs, register_workload
 
 __all__ = ["extract_tasks", "register_fused_function_extractor", "schedule_fused",
            "is_auto_scheduler_enabled", "NotTuned", "not_tuned", "format_not_tuned",
@@ -219,8 +219,9 @@ def schedule_fused(tensors: list[Any], workload_key: str, target: Any) -> Any:
 def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
     """``(schedule, tensors)`` of the default (TOPI) schedule of a relay task (the workload
     function's ``default_schedule(*key args)``), or None for a task that has none (a user's
-    registered workload). The tensors need not be the task's: the default of an rnn cell is
-    one step of the untuned recurrence kernel."""
+    registered workload). The tensors need not be the task's: a workload with a deployed form
+    (``workload_registry.deployed_program``) gives its default in that form, e.g. the default
+    of an rnn cell is the untuned recurrence kernel over ``deployed_runs`` steps."""
     from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
 
     try:
@@ -234,8 +235,9 @@ def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
 def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,
                               repeat: int = 3, min_repeat_ms: float = 20) -> dict[int, float]:
     """Time the default schedule of each relay task not yet in ``log_file`` (in this process,
-    ``time_evaluator`` as the runner uses it) and append a ``"default"`` line per task; gives
-    ``{task index: mean seconds}`` of the tasks measured or found in the log. A default that
+    ``time_evaluator`` as the runner uses it, divided by the task's ``deployed_runs``) and
+    append a ``"default"`` line per task; gives ``{task index: mean seconds}`` of the tasks
+    measured or found in the log. A default that
     does not build is skipped (warned): the search's records then apply as they are."""
     import os
 
@@ -275,7 +277,7 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
                           f"could not be timed ({type(e).__name__}: {e})", RuntimeWarning,
                           stacklevel=2)
             continue
-        costs = list(res.results)
+        costs = [c / deployed_runs(task.workload_key) for c in res.results]  # a run's cost
         with open(log_file, "a") as f:
             f.write(dump_default_record(task.workload_key, task.target, costs) + "\n")
         out[i] = sum(costs) / len(costs)
@@ -302,7 +304,8 @@ def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: in
     default's time on the scale of the logged best (logged best x default / best now): the
     first default line was timed once, before the search, and the load of a shared machine
     drifts over a tuning run. ``ApplyHistoryBest`` reads the last default line of a task.
-    Gives ``{task index: the ratio default / best}``."""
+    The best record is timed in its deployed form (``workload_registry.deployed_program``),
+    as the search measured it. Gives ``{task index: the ratio default / best}``."""
     from .dispatcher import ApplyHistoryBest
     from .measure_record import dump_default_record
 
@@ -320,7 +323,8 @@ def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: in
                 continue
             dag = task.compute_dag
             state = State(dag, [step_from_record(r) for r in hit[1]])
-            t_best = _timer(*dag.apply_steps_from_state(state), task.target, number, min_repeat_ms)
+            best_prog = deployed_program(task.workload_key, *dag.apply_steps_from_state(state))
+            t_best = _timer(*best_prog, task.target, number, min_repeat_ms)
             t_def = _timer(*got, task.target, number, min_repeat_ms)
             best = dflt = float("inf")
             for _ in range(rounds):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["register_workload", "make_workload_key", "workload_key_to_tensors",
-           "decode_workload_key", "WORKLOAD_FUNC_REGISTRY"]
+           "decode_workload_key", "WORKLOAD_FUNC_REGISTRY", "deployed_program", "deployed_runs"]
 
 WORKLOAD_FUNC_REGISTRY: dict[str, Callable[..., Any]] = {}
 
@@ -78,3 +78,41 @@ def workload_key_to_tensors(key: str) -> list[Any]:
                          "(import the module that defines it)")
     out = func(*args)
     return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+# ---- how a workload's schedule is deployed, for measurement ------------------------------------
+# A registered workload function may carry ``deployed_program(sch, tensors, *key args) ->
+# (schedule, args)``: the program a schedule of its compute runs in once deployed (e.g. the
+# recurrence kernel around one step's schedule, topi.rnn.rnn_cell), and ``deployed_runs`` (int,
+# default 1): how many runs of the task that program holds. Candidates, the default-schedule line
+# and the re-timing after the search are then all timed as that program, and their cost is
+# divided by ``deployed_runs`` so that a record's cost stays the cost of one run (the task's
+# weight counts runs). Its ``default_schedule(*key args)`` must give the default in the same form.
+
+
+def _hooked(key: str) -> tuple[Any, list[Any]] | None:
+    try:
+        name, args = decode_workload_key(key)
+    except (ValueError, TypeError):
+        return None
+    return WORKLOAD_FUNC_REGISTRY.get(name), args
+
+
+def deployed_runs(key: str) -> int:
+    """Runs of the task in one call of its deployed program (1 for a plain workload)."""
+    got = _hooked(key)
+    runs = getattr(got[0], "deployed_runs", 1) if got else 1
+    if not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"workload of {key}: deployed_runs must be a positive int, got {runs!r}")
+    return runs
+
+
+def deployed_program(key: str, sch: Any, tensors: list[Any]) -> tuple[Any, list[Any]]:
+    """``(schedule, args)`` that a schedule of ``key``'s compute is measured as: the workload
+    function's ``deployed_program`` hook, else the schedule itself."""
+    got = _hooked(key)
+    hook = getattr(got[0], "deployed_program", None) if got else None
+    if hook is None:
+        return sch, tensors
+    assert got is not None
+    return hook(sch, tensors, *got[1])

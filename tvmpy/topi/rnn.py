@@ -29,7 +29,8 @@ from ..tir import stmt as S
 from ..tir.expr import IntImm, PrimExpr, Select, const
 
 __all__ = ["rnn_scan", "rnn_block", "workspace_shapes", "GATES", "PAD", "rnn_cell",
-           "rnn_cell_workload", "rnn_cell_key", "rnn_scan_stepped", "CELL_WORKLOAD"]
+           "rnn_cell_workload", "rnn_cell_key", "rnn_scan_stepped", "CELL_WORKLOAD",
+           "MEASURE_STEPS"]
 
 #: gates per cell kind
 GATES = {"LSTM": 4, "GRU": 3}
@@ -351,23 +352,54 @@ def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: b
     return json.dumps([CELL_WORKLOAD, cell, int(n), int(hidden), int(hp), lbr])
 
 
+#: time steps of the program a cell's schedule is measured as (``_cell_deployed``): enough that
+#: the per-call work (initial and final state copies, the call itself) weighs about as little as
+#: in a model's recurrence, few enough that a candidate's measurement stays short
+MEASURE_STEPS = 8
+
+
+def _measure_inputs(cell: str, n: int, hidden: int, hp: int) -> list[te.Tensor]:
+    G = GATES[cell]
+    return [te.placeholder((MEASURE_STEPS, n, G * hp), "float32", "xw"),
+            te.placeholder((hidden, G * hp), "float32", "rt"),
+            te.placeholder((n, hidden), "float32", "h0"),
+            te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")]
+
+
+def _measured(ins: list[te.Tensor], outs: list[te.Tensor], cell: str) -> tuple[Any, list]:
+    """``(schedule, args)`` of a recurrence kernel whose results (``Y``, ``h_T``, LSTM ``c_T``)
+    are copied out: its workspaces stay inside the program (``rnn_scan`` and
+    ``rnn_scan_stepped`` use them differently), so that the outputs of the two kernels compare."""
+    keep = [te.compute(o.shape, lambda *i, o=o: o(*i), name=f"{o.op.name}_out{j}")
+            for j, o in enumerate(outs[:3 if cell == "LSTM" else 2])]
+    return te.create_schedule([k.op for k in keep]), [*ins, *keep]
+
+
 def _cell_default_schedule(cell: str, n: int, hidden: int, hp: int,
                            linear_before_reset: bool = True) -> tuple[Any, list[te.Tensor]]:
-    """``(schedule, tensors)`` of the untuned kernel for one step (``rnn_scan`` with T = 1):
-    what a tuned cell competes with (the auto-scheduler's default-schedule safety net)."""
-    G = GATES[cell]
-    xw = te.placeholder((1, n, G * hp), "float32", "xw")
-    rt = te.placeholder((hidden, G * hp), "float32", "rt")
-    h0 = te.placeholder((n, hidden), "float32", "h0")
-    aux = te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")
+    """``(schedule, args)`` of the untuned kernel (``rnn_scan``) over ``MEASURE_STEPS`` steps:
+    what a tuned cell competes with (the auto-scheduler's default-schedule safety net), in the
+    form its candidates are measured as (``_cell_deployed``)."""
     from .x86.injective import vector_lanes
 
-    outs = rnn_scan(xw, rt, h0, aux, cell, hidden, False, linear_before_reset,
-                    lanes=vector_lanes("float32"))
-    return te.create_schedule([t.op for t in outs]), [xw, rt, h0, aux, *outs]
+    ins = _measure_inputs(cell, n, hidden, hp)
+    outs = rnn_scan(*ins, cell, hidden, False, linear_before_reset, lanes=vector_lanes("float32"))
+    return _measured(ins, outs, cell)
+
+
+def _cell_deployed(sch: Any, tensors: list[te.Tensor], cell: str, n: int, hidden: int, hp: int,
+                   linear_before_reset: bool = True) -> tuple[Any, list[te.Tensor]]:
+    """``(schedule, args)`` a schedule ``sch`` of the cell (``tensors``: the workload's) is
+    measured as: the kernel it is deployed in, ``rnn_scan_stepped``, over ``MEASURE_STEPS``
+    steps (costs are divided by them: ``deployed_runs``)."""
+    ins = _measure_inputs(cell, n, hidden, hp)
+    outs = rnn_scan_stepped(*ins, cell, hidden, False, linear_before_reset, sch, list(tensors))
+    return _measured(ins, outs, cell)
 
 
 rnn_cell_workload.default_schedule = _cell_default_schedule  # type: ignore[attr-defined]
+rnn_cell_workload.deployed_program = _cell_deployed  # type: ignore[attr-defined]
+rnn_cell_workload.deployed_runs = MEASURE_STEPS  # type: ignore[attr-defined]
 
 
 def _register_cell_workload() -> None:
