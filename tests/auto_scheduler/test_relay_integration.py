@@ -186,14 +186,19 @@ def test_default_schedule_stays_when_the_search_did_not_beat_it(tmp_path):
     state = auto_scheduler.sample_initial_population(task, 1, seed=0)[0]
     inp = auto_scheduler.MeasureInput(task, state)
     res = auto_scheduler.MeasureResult((2e-3,), 0, "", 0.0, 0.0)
-    for default, applied in ((1e-3, False), (3e-3, True)):
+    # the record (2 ms) applies only where the default is >= min_speedup (1.05) times slower
+    for default, applied, min_speedup in ((1e-3, False, 1.05), (3e-3, True, 1.05),
+                                          (2.06e-3, False, 1.05), (2.12e-3, True, 1.05),
+                                          (2.06e-3, True, 1.0), (2e-3, False, 1.0)):
         log = tmp_path / f"log_{default}.json"
         auto_scheduler.save_records(str(log), [inp], [res])
         with open(log, "a") as f:
             f.write(dump_default_record(task.workload_key, task.target, [default, default]) + "\n")
-        ctx = auto_scheduler.ApplyHistoryBest(str(log))
+        ctx = auto_scheduler.ApplyHistoryBest(str(log), min_speedup=min_speedup)
         assert ctx.default_cost("llvm", task.workload_key, cpu_of("llvm")) == default
-        assert (ctx.query("llvm", task.workload_key) is not None) is applied
+        assert (ctx.query("llvm", task.workload_key) is not None) is applied, (default, min_speedup)
+    with pytest.raises(ValueError, match="min_speedup"):
+        auto_scheduler.ApplyHistoryBest(str(log), min_speedup=0.9)
         assert len(list(auto_scheduler.load_records(str(log)))) == 1
     # measure_default_schedules: once per task, then read back from the log
     log = str(tmp_path / "defaults.json")

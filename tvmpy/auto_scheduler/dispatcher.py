@@ -65,10 +65,21 @@ class DispatchContext:
 
 class ApplyHistoryBest(DispatchContext):
     """The best record of each workload in ``records``: a log file name, a list of them, or
-    ``(MeasureInput, MeasureResult)`` pairs. ``n_lines``: read only the first lines."""
+    ``(MeasureInput, MeasureResult)`` pairs. ``n_lines``: read only the first lines.
 
-    def __init__(self, records: Any, n_lines: int | None = None, include_compatible: bool = False):
+    ``min_speedup``: where the log times the task's default schedule (the task scheduler's
+    "default" lines), a record replaces the default only when it is more than this much faster
+    (default 1.05). A record within a few percent of the default buys nothing measurable and
+    can lose in the model (isolated timings are cache-hot: the BERT encoder's dense records,
+    0.5-2.4% faster alone, were 6-14% slower at 2 threads in the model; bench/RESULTS.md,
+    issue 28). ``min_speedup=1`` applies every record that is faster at all."""
+
+    def __init__(self, records: Any, n_lines: int | None = None, include_compatible: bool = False,
+                 min_speedup: float = 1.05):
+        if not min_speedup >= 1.0:
+            raise ValueError(f"ApplyHistoryBest: min_speedup must be >= 1, got {min_speedup!r}")
         self.include_compatible = include_compatible
+        self.min_speedup = float(min_speedup)
         # (workload key, target kind, record CPU or None) -> (mean cost, step records)
         self.best: dict[tuple[str, str, str | None], tuple[float, list]] = {}
         self._by_workload: dict[tuple[str, str], set[str | None]] = {}
@@ -143,9 +154,10 @@ class ApplyHistoryBest(DispatchContext):
     def query(self, target: Any, workload_key: str) -> list | None:
         """The best record's steps; None (the default schedule) when there is none, when the
         records are of another CPU, or when the default schedule measured in the same tuning
-        was at least as fast."""
+        was not more than ``min_speedup`` times slower."""
         hit = self.best_of(target, workload_key)
-        if hit is None or self.default_cost(target, workload_key, hit[2]) <= hit[0]:
+        if hit is None or (self.default_cost(target, workload_key, hit[2])
+                           <= hit[0] * self.min_speedup):
             return None
         return hit[1]
 
