@@ -180,19 +180,50 @@ def test_stride_interleave_bad_input_is_named():
         relay.transform.infer_type(relay.nn.stride_interleave(parts, (2, 2), (7, 6)))
 
 
-def test_phases_share_one_compiled_convolution():
-    """k4 s2: every phase has 2x2 taps; the input is padded once and each phase convolves a
-    same-size window, so the four phase convolutions are one kernel (per-phase paddings made
-    four different kernels to compile)."""
+def _kernel_names(mod, params, opt_level):
     import json
 
-    mod = _graph((1, 16, 8, 8), (16, 32, 4, 4), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
-    rng = np.random.default_rng(5)
-    params = {"w": rng.standard_normal((16, 32, 4, 4)).astype("float32"),
-              "b": np.zeros((32, 1, 1), "float32")}
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(mod, "llvm", params=params)
+    return [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
+            if n["op"] == "tvm_op"]
+
+
+@pytest.mark.parametrize("hw, k, s, p, op", [
+    ((8, 8), (4, 4), (2, 2), (1, 1), (0, 0)),  # DCGAN's layer: phase paddings (1, 0) / (0, 1)
+    ((7, 5), (3, 3), (2, 2), (1, 1), (1, 1)),  # unequal tap counts (1 and 2 per axis)
+    ((5, 7), (5, 4), (3, 2), (2, 1), (2, 1)),  # stride 3, output_padding
+])
+def test_phase_windows_are_the_convolutions_padding(hw, k, s, p, op):
+    """Each phase's window of the input is its convolution's own padding: the built graph has
+    the phase convolutions and one interleave (with the bias and tanh), no pad or
+    strided_slice kernel copying the input (before: a pad and four window copies per layer),
+    and the same values as torch at opt_level 0 and 3."""
+    ic, oc = 16, 8
+    rng = np.random.default_rng(sum(hw) + sum(k))
+    x = rng.standard_normal((2, ic, *hw)).astype("float32")
+    w = rng.standard_normal((ic, oc, *k)).astype("float32")
+    b = rng.standard_normal((oc, 1, 1)).astype("float32")
+    mod = _graph(x.shape, w.shape, oc, k, s, p, op, (1, 1), 1)
+    want = np.tanh(_reference(x, w, s, p, op, (1, 1), 1) + b)
     for opt_level in (0, 3):
-        with tvm.transform.PassContext(opt_level=opt_level):
-            lib = relay.build(mod, "llvm", params=params)
-        names = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
-                 if n["op"] == "tvm_op" and "conv2d" in n["attrs"]["func_name"]]
-        assert len(names) == 4 and len(set(names)) == 1, names
+        names = _kernel_names(mod, {"w": w, "b": b}, opt_level)
+        assert not [n for n in names if "strided_slice" in n or "pad" in n], names
+        assert sum("conv2d" in n for n in names) == s[0] * s[1], names
+        got = _build_run(mod, {"w": w, "b": b}, {"x": x}, opt_level)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_only_a_crop_is_a_slice():
+    """Padding beyond the kernel's reach (k3 s2 p3): a phase reads a strict sub-range of the
+    input, cropped by strided_slice (conv2d has no negative padding); values as torch's."""
+    mod = _graph((1, 4, 9, 6), (4, 5, 3, 3), 5, (3, 3), (2, 2), (3, 2), (0, 1), (1, 1), 1)
+    text = str(relay.transform.ConvTransposeToConv()(relay.transform.InferType()(mod)))
+    assert "strided_slice" in text and "nn.pad" not in text
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 4, 9, 6)).astype("float32")
+    w = rng.standard_normal((4, 5, 3, 3)).astype("float32")
+    b = rng.standard_normal((5, 1, 1)).astype("float32")
+    want = np.tanh(_reference(x, w, (2, 2), (3, 2), (0, 1), (1, 1), 1) + b)
+    got = _build_run(mod, {"w": w, "b": b}, {"x": x}, 3)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
