@@ -13,16 +13,11 @@ that takes the x86 NCHWc path of AlterOpLayout like any convolution, and the pha
 interleaved and cropped to the output by ``nn.stride_interleave``, an injective operator that
 fuses, with the bias, the folded BatchNorm and the activation that follow, into one kernel
 (AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels).
-Each phase's window of the input is its convolution's own (asymmetric) padding, which the NCHWc
-convolution computes inside its kernel (inlined bounds tests for windows up to 3x3): no ``nn.pad``
-or ``strided_slice`` kernel copies the input; a ``strided_slice`` crops it only where a phase
-reads a strict sub-range of it (padding beyond the kernel's reach). The phases of one layer
-are then different workloads (k4 s2 p1: paddings (1, 0) and (0, 1) per axis, four kernels to
-compile); the earlier form (the input padded once, each phase a same-size window of it, one
-compiled convolution) built DCGAN's generator ~2x faster but paid a pad and four window copies
-per layer, serial kernels that cost 0.55 ms of 5.6 at 2 threads (bench/RESULTS.md, 2026-11-30).
-Stride 1 is a single convolution with no interleave; a 1x1 input (a generator's first layer)
-is one ``nn.dense``.
+Where the phases along an axis have equal tap counts (k4 s2: 2 each), the input is padded
+once (``nn.pad``) and each phase convolves a window of it (``strided_slice``; both stay in
+NCHW{c}c), so the phases are one compiled convolution rather than one per padding. Stride 1 is
+a single convolution with no interleave; a 1x1 input (a generator's first layer) is one
+``nn.dense``.
 
 When valid
 Any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
@@ -32,9 +27,9 @@ left as they are. Runs at every opt_level (like SimplifyInference): it only remo
 
 Example
     before:  nn.conv2d_transpose(%x, %W, strides=[2, 2], padding=[1, 1, 1, 1], kernel_size=[4, 4])
-    after:   %0 = nn.conv2d(%x, %W00, padding=[1, 1, 0, 0], kernel_size=[2, 2]);  %1 = nn.conv2d(
-             %x, %W01, padding=[1, 0, 0, 1], kernel_size=[2, 2]);  ... (4 phases);
-             nn.stride_interleave((%0, %1, %2, %3), strides=[2, 2], out_size=[8, 8])
+    after:   %0 = nn.pad(%x, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);  %2 = nn.conv2d(
+             strided_slice(%0, begin=[0, 0], end=[5, 5], axes=[2, 3]), %W00, kernel_size=[2, 2]);
+             ... (4 phases);  nn.stride_interleave((%2, %4, %6, %8), strides=[2, 2], out_size=[8, 8])
 """
 
 from __future__ import annotations
@@ -119,6 +114,25 @@ def _taps(w: RelayExpr, taps_h: tuple[int, ...], taps_w: tuple[int, ...]) -> Rel
     return _tr.take(w, const(np.array(taps_w, dtype="int32")), axis=3)
 
 
+def _shared_padding(phases: list[Phase | None], q: int, size: int
+                    ) -> tuple[tuple[int, int], list[tuple[int, int, tuple[int, int]]]] | None:
+    """When the phases along an axis (more than one) all have taps, and the same number of
+    them: ``((before, after), [(begin, end, (0, 0)) per phase])``, the padding of the whole
+    input and each phase's window of the padded input (same length: no padding of its own).
+    None otherwise (each phase keeps its own crop and padding)."""
+    if len(phases) < 2 or any(p is None for p in phases):
+        return None
+    shapes = {(len(p.taps), p.dilation) for p in phases if p is not None}
+    if len(shapes) != 1:
+        return None
+    ((ntaps, dil),) = shapes
+    length = q + dil * (ntaps - 1)  # the window each correlation reads
+    starts = [p.begin - p.pad[0] for p in phases if p is not None]  # offsets in the input
+    before = max(0, -min(starts))
+    after = max(0, max(starts) + length - size)
+    return (before, after), [(s0 + before, s0 + before + length, (0, 0)) for s0 in starts]
+
+
 def _pixel_dense(data: RelayExpr, weight: RelayExpr, ic: int, oc: int, offset: tuple[int, int],
                  out: tuple[int, int], out_dtype: str) -> RelayExpr:
     """A transposed convolution of a 1x1 input (a generator's first layer, noise -> 4x4) is a
@@ -159,6 +173,13 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
     qw, pw = phase_plan(w, kw, sw, dw, pl, ow)
     wc = _group_weight(weight, w_shape, a.groups)  # type: ignore[arg-type]
     out_dtype = a.out_dtype or call.checked_type.dtype
+    # along an axis whose phases all have the same taps count: the input padded once and each
+    # phase a window of it, so that the phases' convolutions are one compiled kernel
+    gh, gw = _shared_padding(ph, qh, h), _shared_padding(pw, qw, w)
+    if gh is not None or gw is not None:
+        (lh, rh_), (lw, rw_) = gh[0] if gh else (0, 0), gw[0] if gw else (0, 0)
+        if lh or rh_ or lw or rw_:
+            data = _nn.pad(data, ((0, 0), (0, 0), (lh, rh_), (lw, rw_)))
     parts = []
     for rh in range(sh):
         for rw in range(sw):
@@ -168,14 +189,14 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
                     return None
                 parts.append(_tr.broadcast_to(const(0, out_dtype), [d_shape[0], oc, qh, qw]))
                 continue
-            # the phase's window of the input is the convolution's own (asymmetric) padding,
-            # which the NCHWc convolution computes inside its kernel; only a window that starts
-            # or ends inside the input (padding larger than the kernel reach) is a crop
+            (bh, eh, pad_h) = gh[1][rh] if gh else (fh.begin, fh.end, fh.pad)
+            (bw, ew, pad_w) = gw[1][rw] if gw else (fw.begin, fw.end, fw.pad)
             x = data
-            if (fh.begin, fh.end, fw.begin, fw.end) != (0, h, 0, w):
-                x = _tr.strided_slice(x, [fh.begin, fw.begin], [fh.end, fw.end], axes=[2, 3])
+            full_h, full_w = h + sum(gh[0]) if gh else h, w + sum(gw[0]) if gw else w
+            if (bh, eh, bw, ew) != (0, full_h, 0, full_w):
+                x = _tr.strided_slice(x, [bh, bw], [eh, ew], axes=[2, 3])
             parts.append(_nn.conv2d(
-                x, _taps(wc, fh.taps, fw.taps), padding=(fh.pad[0], fw.pad[0], fh.pad[1], fw.pad[1]),
+                x, _taps(wc, fh.taps, fw.taps), padding=(pad_h[0], pad_w[0], pad_h[1], pad_w[1]),
                 dilation=(fh.dilation, fw.dilation), groups=a.groups, channels=oc,
                 kernel_size=(len(fh.taps), len(fw.taps)), out_dtype=a.out_dtype))
     if len(parts) == 1:
