@@ -231,8 +231,8 @@ def test_only_a_crop_is_a_slice():
 def test_phases_share_one_compiled_convolution():
     """k4 s2: every phase has 2x2 taps; the input is padded once and each phase convolves a
     same-size window of it, so the four phase convolutions are one kernel (per-phase paddings
-    made four different kernels to compile, a DCGAN build 2x slower and the model 6-13% slower
-    at 1 thread: bench/RESULTS.md, 2026-11-30)."""
+    made four different kernels to compile, a DCGAN build 1.4-2x slower and the model no
+    faster: the right-padded 2x2 phases run slower, bench/RESULTS.md, 2026-11-30)."""
     mod = _graph((1, 16, 8, 8), (16, 32, 4, 4), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
     rng = np.random.default_rng(5)
     params = {"w": rng.standard_normal((16, 32, 4, 4)).astype("float32"),
