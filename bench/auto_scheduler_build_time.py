@@ -199,6 +199,10 @@ def tasks(a: argparse.Namespace) -> None:
     tks = [W.make_task(f, args) for _, f, args in cases]
     per = a.per_round
     cands = [auto_scheduler.sample_initial_population(t, per * a.rounds, seed=a.seed) for t in tks]
+    sampled = sum(len(c) for c in cands)  # a small space has fewer distinct states than asked
+    for (name, _, _), c in zip(cases, cands):
+        if len(c) < per * a.rounds:
+            print(f"  {name}: {len(c)} distinct states (of {per * a.rounds} asked): its space")
     print(f"\n{len(tks)} tasks, {a.rounds} rounds of {per} candidates each, alternating: "
           f"CPU s / candidate (all processes), wall s / candidate")
     for _rep in range(2):
@@ -219,7 +223,7 @@ def tasks(a: argparse.Namespace) -> None:
                     m.close()
                 b.close()
             print(f"  {arm:17s} cpu {(_cpu() - c0) / n:.3f}  wall {(time.perf_counter() - w0) / n:.3f}"
-                  f"  ({n} built and measured)", flush=True)
+                  f"  ({n} of {sampled} sampled built and measured)", flush=True)
             for e in sorted(errs):
                 print(f"    failed: {e}")
 

@@ -58,6 +58,9 @@ COMPUTED_IMPORTS: dict[str, str] = {
     "tvmpy.autotvm.task.task": "tvmpy.topi.<family> for an unregistered <op>.<family> template",
     # the builder process imports the module that registered the task's template
     "tvmpy.autotvm.measure.local_builder": "the module that defined the task's template",
+    # a record names a workload that a higher layer registers on import (the rnn cell of
+    # tvmpy.topi.rnn): the registry imports that module on a miss (WORKLOAD_MODULES)
+    "tvmpy.auto_scheduler.workload_registry": "WORKLOAD_MODULES: the module registering a workload",
     # packages whose names load on first attribute use (their own modules, same layer or the
     # facade's sub-packages): ``tvm.te``, ``tvm.ir.IRModule``, ``te.<name>``, ``topi.x86``
     "tvmpy": "its sub-packages (lazy facade)",

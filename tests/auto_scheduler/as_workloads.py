@@ -238,6 +238,52 @@ def _elementwise_ref(a, b):
     return np.maximum(np.exp((a * 2 + b) * 0.1), 1.0)
 
 
+@auto_scheduler.register_workload
+def dense_bias_tanh(N, M, K):
+    """relay's dense (the weight is [out, in]) with a bias and tanh epilogue."""
+    A = te.placeholder((N, K), name="A")
+    Wt = te.placeholder((M, K), name="W")
+    b = te.placeholder((M,), name="bias")
+    k = te.reduce_axis((0, K), name="k")
+    D = te.compute((N, M), lambda i, j: te.sum(A[i, k] * Wt[j, k], axis=k), name="dense")
+    return [A, Wt, b, te.compute((N, M), lambda i, j: te.tanh(D[i, j] + b[j]), name="out")]
+
+
+@_ref("dense_bias_tanh")
+def _dense_bias_tanh_ref(a, w, b):
+    return np.tanh(a @ w.T + b)
+
+
+@auto_scheduler.register_workload
+def batch_matmul(B, N, M, K):
+    """relay's batch_matmul (the second operand is [batch, out, in])."""
+    X = te.placeholder((B, N, K), name="X")
+    Y = te.placeholder((B, M, K), name="Y")
+    k = te.reduce_axis((0, K), name="k")
+    return [X, Y, te.compute((B, N, M), lambda b, i, j: te.sum(X[b, i, k] * Y[b, j, k], axis=k),
+                             name="bmm")]
+
+
+@_ref("batch_matmul")
+def _batch_matmul_ref(x, y):
+    return np.einsum("bik,bjk->bij", x, y)
+
+
+@auto_scheduler.register_workload
+def row_max(N, M):
+    """A max reduction (its identity is -inf, not 0) then a shift: the first half of a
+    numerically stable softmax."""
+    A = te.placeholder((N, M), name="A")
+    k = te.reduce_axis((0, M), name="k")
+    mx = te.compute((N,), lambda i: te.max(A[i, k], axis=k), name="rowmax")
+    return [A, te.compute((N, M), lambda i, j: A[i, j] - mx[i], name="shifted")]
+
+
+@_ref("row_max")
+def _row_max_ref(a):
+    return a - a.max(axis=1, keepdims=True)
+
+
 def make_task(func, args):
     return auto_scheduler.SearchTask(func=func, args=args, target="llvm")
 

@@ -1,13 +1,15 @@
 """Evolutionary search: every mutation rule keeps a state valid (it replays and computes what
-numpy computes); the XGB cost model ranks held-out measured states (Spearman > 0) and, on a
-deterministic stand-in cost, held-out states of a fixed sample; on that cost the evolutionary
-search, guided by a model that knows the true ranking or by the XGB model trained on it, picks
-better states than random sampling (no wall-clock time in the assertions)."""
+numpy computes); the XGB cost model ranks held-out measured states (Spearman > 0, on latencies
+recorded in a log) and, on a deterministic stand-in cost, held-out states of a fixed sample; on
+that cost the evolutionary search, guided by a model that knows the true ranking or by the XGB
+model trained on it, picks better states than random sampling (no wall-clock time in the
+assertions)."""
 
 from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,9 +21,9 @@ from tvmpy.auto_scheduler import transform_step as ts
 from tvmpy.auto_scheduler.cost_model import OBJECTIVES
 from tvmpy.auto_scheduler.feature import N_FEATURES, get_per_state_features
 from tvmpy.auto_scheduler.loop_state import ComputeAtKind, IteratorKind
-from tvmpy.auto_scheduler.measure import ProgramMeasurer
 from tvmpy.auto_scheduler.transform_step import IteratorAnnotation as IA
 
+DATA = Path(__file__).parent / "data"
 RULES = [evo.mutate_tile_size, evo.mutate_auto_unroll, evo.mutate_parallel,
          evo.mutate_compute_location]
 
@@ -71,20 +73,6 @@ def test_features_are_fixed_length_and_finite():
     assert len({tuple(r) for r in f}) > len(pop) // 2  # they tell states apart
 
 
-def _measure(task, states, rounds=1):
-    m = ProgramMeasurer(task, auto_scheduler.LocalBuilder(timeout=120, n_parallel=2),
-                        auto_scheduler.LocalRunner(number=4, repeat=2))
-    try:
-        best = None
-        for _ in range(rounds):
-            res = m.measure(None, states)
-            costs = [min(r.costs) if r.error_no == 0 else np.inf for r in res]
-            best = costs if best is None else [min(a, b) for a, b in zip(best, costs)]
-        return best
-    finally:
-        m.close()
-
-
 def _spearman(a, b):
     ra = np.argsort(np.argsort(a))
     rb = np.argsort(np.argsort(b))
@@ -92,18 +80,20 @@ def _spearman(a, b):
 
 
 def test_xgb_model_ranks_held_out_states():
-    task = make_task(matmul, (96, 96, 96))
-    states = auto_scheduler.sample_initial_population(task, 48, seed=7)
-    costs = _measure(task, states)
-    ok = [i for i, c in enumerate(costs) if np.isfinite(c)]
-    assert len(ok) >= 40
-    train, test = ok[:32], ok[32:]
+    """On measured latencies, recorded once (data/matmul96_measured.json: 48 random states of a
+    96^3 matmul, each the best of 3 rounds of ProgramMeasurer + LocalRunner, AMD EPYC Zen 4,
+    under load), so that the property does not hang on this machine's load: trained on 32
+    records read back from the log, the model ranks the 16 others better than chance."""
+    recs = list(auto_scheduler.load_records(str(DATA / "matmul96_measured.json")))
+    assert len(recs) == 48 and all(r.error_no == 0 and r.costs for _, r in recs)
+    task = recs[0][0].task
+    assert task.workload_key == make_task(matmul, (96, 96, 96)).workload_key
+    train, test = recs[:32], recs[32:]
     model = auto_scheduler.XGBModel(num_warmup_sample=8, seed=0)
-    model.update([auto_scheduler.MeasureInput(task, states[i]) for i in train],
-                 [auto_scheduler.MeasureResult((costs[i],), 0, "", 0.0, 0.0) for i in train])
-    pred = model.predict(task, [states[i] for i in test])
+    model.update([i for i, _ in train], [r for _, r in train])
+    pred = model.predict(task, [i.state for i, _ in test])
     # higher score = faster: rank against the throughput
-    rho = _spearman(pred, [1.0 / costs[i] for i in test])
+    rho = _spearman(pred, [1.0 / r.costs[0] for _, r in test])
     assert rho > 0, rho
 
 

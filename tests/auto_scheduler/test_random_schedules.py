@@ -1,13 +1,18 @@
 """Property: a random sketch of a random compute, randomly annotated (tile sizes that need not
-divide the extents, parallel, vectorize, unroll), computes what numpy computes."""
+divide the extents, parallel, vectorize, unroll), computes what numpy computes; so does such a
+state after a chain of the evolutionary search's mutations, over more compute kinds (transposed
+conv, relay's dense and batch_matmul, a max reduction)."""
 
 from __future__ import annotations
 
 import random
 
 from as_workloads import (
+    batch_matmul,
     check_state,
     conv2d_bias_relu,
+    conv2d_transpose,
+    dense_bias_tanh,
     depthwise_conv,
     elementwise,
     layer_norm,
@@ -15,6 +20,7 @@ from as_workloads import (
     matmul,
     matmul_relu,
     pool_mean,
+    row_max,
     row_sum,
     softmax,
 )
@@ -22,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tvmpy.auto_scheduler import generate_sketches
+from tvmpy.auto_scheduler.evolution import mutate
 from tvmpy.auto_scheduler.sketch_policy import annotate
 
 dims = st.sampled_from([1, 2, 3, 5, 7, 8, 13, 16, 31])
@@ -59,4 +66,33 @@ def test_random_sketch_and_annotation_match_numpy(compute, pick, seed):
     task = make_task(func, args)
     sketches = generate_sketches(task)
     state = annotate(sketches[pick % len(sketches)], random.Random(seed), task.hardware_params)
+    check_state(task, state, seed=seed)
+
+
+@st.composite
+def more_computes(draw):
+    kind = draw(st.sampled_from(["conv_transpose", "dense", "batch_matmul", "row_max", "any"]))
+    if kind == "conv_transpose":
+        k = draw(st.sampled_from([1, 2, 3, 4]))
+        return conv2d_transpose, (1, draw(dims), draw(st.integers(1, 6)), draw(st.integers(1, 6)),
+                                  draw(dims), k, draw(st.sampled_from([1, 2, 3])))
+    if kind == "dense":
+        return dense_bias_tanh, (draw(dims), draw(dims), draw(dims))
+    if kind == "batch_matmul":
+        return batch_matmul, (draw(st.sampled_from([1, 2, 3])), draw(dims), draw(dims), draw(dims))
+    if kind == "row_max":
+        return row_max, (draw(dims), draw(st.sampled_from([1, 7, 64, 257])))
+    return draw(computes())
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(more_computes(), st.integers(0, 63), st.integers(0, 2 ** 20), st.integers(0, 3))
+def test_random_states_and_their_mutants_match_numpy(compute, pick, seed, n_mutations):
+    func, args = compute
+    task = make_task(func, args)
+    sketches = generate_sketches(task)
+    rng = random.Random(seed)
+    state = annotate(sketches[pick % len(sketches)], rng, task.hardware_params)
+    for _ in range(n_mutations):
+        state = mutate(state, rng, task.hardware_params) or state
     check_state(task, state, seed=seed)

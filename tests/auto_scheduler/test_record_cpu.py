@@ -15,7 +15,8 @@ from as_workloads import make_task, matmul, row_sum
 from tvmpy import auto_scheduler
 from tvmpy.auto_scheduler import MeasureInput, MeasureResult, generate_sketches
 from tvmpy.auto_scheduler.sketch_policy import annotate
-from tvmpy.target.target import cpu_of, host_cpu_name, record_cpu, target_as_built
+from tvmpy.target import Target
+from tvmpy.target.target import cpu_of, host_cpu_name, record_applies, record_cpu, target_as_built
 
 HOST = host_cpu_name()
 OTHER = "sapphirerapids" if HOST != "sapphirerapids" else "znver4"
@@ -48,7 +49,8 @@ def test_target_as_built_names_the_cpu():
     assert target_as_built("llvm -mtriple=aarch64-linux-gnu") == \
         "llvm -mcpu=generic -mtriple=aarch64-linux-gnu"
     assert target_as_built("cuda") == "cuda"
-    assert record_cpu(f"llvm -mcpu={OTHER} -mattr=+avx2") == OTHER
+    assert record_cpu(f"llvm -mcpu={OTHER}") == OTHER
+    assert record_cpu(f"llvm -mcpu={OTHER} -mattr=+fma,-avx2,avx2") == f"{OTHER} -mattr=+avx2,+fma"
     assert record_cpu("llvm") is None and record_cpu("cuda") is None
     assert cpu_of("llvm") == HOST and cpu_of("cuda") is None
 
@@ -118,3 +120,26 @@ def test_resume_ignores_records_of_another_cpu(tmp_path):
         sched.tune(opts, search_policy="sketch.random", seed=0)
     assert sched.task_trials == [0, 2]
     assert sched.best_costs[0] >= 1e9 and sched.best_costs[1] == pytest.approx(1e-4)
+
+
+def test_records_apply_only_to_the_features_they_were_tuned_with(tmp_path):
+    """-mattr is part of the CPU: a log tuned with AVX2 (and so AVX-512) off is not applied to
+    a build for the whole CPU, nor a log of the whole CPU to a build without AVX2; a -mattr
+    that changes no feature (LLVM's implications included) is the same CPU."""
+    if not Target("llvm").has_feature("avx2"):
+        pytest.skip("the host has no AVX2 to turn off")
+    task = make_task(matmul, (7, 5, 3))
+    log, states = _log(tmp_path, task)
+    best = [s.to_record() for s in states[0].transform_steps]
+    _retarget(log, f"llvm -mcpu={HOST} -mattr=-avx2")
+    ctx = auto_scheduler.ApplyHistoryBest(log)
+    with pytest.warns(RuntimeWarning, match="-mattr=-avx2"):
+        assert ctx.query("llvm", task.workload_key) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ctx.query("llvm -mattr=-avx2", task.workload_key) == best
+        # -avx2 turns AVX-512 off too: the same features
+        assert ctx.query("llvm -mattr=-avx512f,-avx2", task.workload_key) == best
+    assert auto_scheduler.load_best_record(log, task.workload_key, "llvm") == (None, None)
+    assert not record_applies(f"llvm -mcpu={HOST}", "llvm -mattr=-avx2")
+    assert record_applies(f"llvm -mcpu={HOST} -mattr=+avx2", "llvm")  # changes nothing

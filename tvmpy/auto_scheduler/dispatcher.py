@@ -9,7 +9,8 @@ line, written by the task scheduler for relay's fused subgraphs): then the defau
 stays. Records are read as step lists, without building their computes: a log of relay tasks applies in a process
 that never extracted them.
 
-A record measured on another CPU (its target's ``-mcpu``, see ``measure_record``) is not applied
+A record measured on another CPU (its target's ``-mcpu``, and ``-mattr`` where that changes the
+instruction-set features: ``target.cpu_applies``) is not applied
 to a build for this one (its schedule was chosen for other caches and vector units): such
 workloads keep their default schedule, and the context warns once, naming both CPUs.
 ``include_compatible=True`` applies them anyway (TVM's name for records of a compatible target).

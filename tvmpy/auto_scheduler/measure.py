@@ -105,13 +105,13 @@ class _MeasureTask:
     ``config_space``; pickled as the workload key and the registered function."""
 
     def __init__(self, task: Any):
-        from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+        from .workload_registry import decode_workload_key, lookup_workload
 
         self.workload_key = task.workload_key
         self.target = task.target
         name, _ = decode_workload_key(self.workload_key)
         self._func_name = name
-        self._func = WORKLOAD_FUNC_REGISTRY.get(name)
+        self._func = lookup_workload(name)
         self._dag = task.compute_dag
         self.name = f"auto_scheduler:{name}"
         self.config_space = _Space()
@@ -241,10 +241,10 @@ def _runs(key: str) -> int:
 
 def _reference_program(dag: Any, key: str) -> tuple[Any, list[Any]]:
     from .loop_state import State
-    from .workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
+    from .workload_registry import decode_workload_key, lookup_workload
 
     name, args = decode_workload_key(key)
-    func = WORKLOAD_FUNC_REGISTRY.get(name)
+    func = lookup_workload(name)
     if getattr(func, "deployed_program", None) is not None \
             and getattr(func, "default_schedule", None) is not None:
         return func.default_schedule(*args)  # type: ignore[union-attr]

@@ -9,7 +9,10 @@ without ``-mcpu`` (older logs) match any CPU.
 
 ``RecordToFile`` appends them as a measure callback; ``load_records`` reads them back (bad
 lines are skipped with a warning, as TVM's reader); ``load_best_record`` finds the fastest
-valid record of a workload.
+valid record of a workload. A record of a workload that a higher layer registers on import
+(the rnn cell) registers it (``workload_registry.lookup_workload``); a record of a workload not
+registered in this process (a relay task before ``extract_tasks``) loads with its DAG left to
+be built on first use.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from ..target.target import record_applies, target_as_built
 from .measure import MeasureInput, MeasureResult
+from .workload_registry import decode_workload_key, lookup_workload
 
 __all__ = ["RecordToFile", "RecordReader", "load_records", "save_records", "load_best_record",
            "dump_record_to_string", "load_record_from_string", "dump_default_record",
@@ -80,9 +84,31 @@ def load_record_from_string(line: str, task_cache: dict | None = None) -> tuple[
     cache = task_cache if task_cache is not None else {}
     task = cache.get((key, target))
     if task is None:
-        task = cache[(key, target)] = SearchTask(workload_key=key, target=target)
+        dag: Any = None if lookup_workload(decode_workload_key(key)[0]) is not None \
+            else _UnregisteredDAG(key)
+        task = cache[(key, target)] = SearchTask(workload_key=key, target=target, compute_dag=dag)
     state = State(task.compute_dag, [step_from_record(s) for s in steps])
     return MeasureInput(task, state), res
+
+
+class _UnregisteredDAG:
+    """The compute DAG of a record whose workload is not registered in this process (a relay
+    fused function: ``extract_tasks`` registers it): the record still loads, as in TVM (its
+    key, target, steps and result need no DAG); the DAG is built on first use, which raises
+    ``ValueError`` naming the workload unless it has been registered by then."""
+
+    def __init__(self, workload_key: str):
+        self.workload_key = workload_key
+        self._dag: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_dag":
+            raise AttributeError(name)
+        if self._dag is None:
+            from .compute_dag import ComputeDAG
+
+            self._dag = ComputeDAG(self.workload_key)
+        return getattr(self._dag, name)
 
 
 class RecordReader:

@@ -3,18 +3,38 @@
 A workload key is ``json.dumps([func_name, *args])``: the name a compute function was
 registered under and the arguments that build its tensors. A record in a log names its task by
 this key, so a log can be replayed in another process that registered the same function.
+Workloads that tvmpy's own higher layers register when imported (``WORKLOAD_MODULES``: the rnn
+cell of ``tvmpy.topi.rnn``) are looked up by importing that module on a miss
+(:func:`lookup_workload`), so reading a log needs no import of it first.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["register_workload", "make_workload_key", "workload_key_to_tensors",
-           "decode_workload_key", "WORKLOAD_FUNC_REGISTRY", "deployed_program", "deployed_runs"]
+           "decode_workload_key", "WORKLOAD_FUNC_REGISTRY", "deployed_program", "deployed_runs",
+           "lookup_workload", "WORKLOAD_MODULES"]
 
 WORKLOAD_FUNC_REGISTRY: dict[str, Callable[..., Any]] = {}
+
+#: name of a workload registered by a module of a higher layer -> that module, imported by
+#: :func:`lookup_workload` when the name is not registered yet (a module name, not an import:
+#: auto_scheduler sits below topi and relay; tests/test_layering.py lists the computed import)
+WORKLOAD_MODULES: dict[str, str] = {"topi.rnn_cell": "tvmpy.topi.rnn"}
+
+
+def lookup_workload(name: str) -> Callable[..., Any] | None:
+    """The function registered under ``name``, importing the module that registers it
+    (``WORKLOAD_MODULES``) on a miss; None if there is none."""
+    func = WORKLOAD_FUNC_REGISTRY.get(name)
+    if func is None and name in WORKLOAD_MODULES:
+        importlib.import_module(WORKLOAD_MODULES[name])
+        func = WORKLOAD_FUNC_REGISTRY.get(name)
+    return func
 
 
 def register_workload(func_name: Any = None, f: Callable[..., Any] | None = None,
@@ -72,7 +92,7 @@ def decode_workload_key(key: str) -> tuple[str, list[Any]]:
 def workload_key_to_tensors(key: str) -> list[Any]:
     """Call the registered function of ``key`` with its arguments: its list of tensors."""
     name, args = decode_workload_key(key)
-    func = WORKLOAD_FUNC_REGISTRY.get(name)
+    func = lookup_workload(name)
     if func is None:
         raise ValueError(f"workload {name!r} of key {key} is not registered in this process "
                          "(import the module that defines it)")
@@ -95,7 +115,7 @@ def _hooked(key: str) -> tuple[Any, list[Any]] | None:
         name, args = decode_workload_key(key)
     except (ValueError, TypeError):
         return None
-    return WORKLOAD_FUNC_REGISTRY.get(name), args
+    return lookup_workload(name), args
 
 
 def deployed_runs(key: str) -> int:

@@ -374,27 +374,59 @@ def target_as_built(target: Target | str) -> str:
     return str(built)
 
 
+def _with_mattr(cpu: str, mattr: list[str]) -> str:
+    """``cpu`` and its ``-mattr`` as one CPU name ("znver4 -mattr=-avx512f"): the last mention
+    of each feature, sorted; the bare name without ``-mattr``."""
+    last: dict[str, str] = {}
+    for a in mattr:
+        a = a.strip()
+        if a:
+            last[a.lstrip("+-")] = a if a[0] in "+-" else "+" + a
+    return cpu if not last else f"{cpu} -mattr={','.join(sorted(last.values()))}"
+
+
 def record_cpu(target_text: str) -> str | None:
-    """The ``-mcpu`` of a tuning record's target text (None when it names none: a GPU target,
-    or a record written before records named their CPU, which matches any CPU)."""
+    """The CPU of a tuning record's target text: its ``-mcpu``, with its ``-mattr`` when it has
+    one (a schedule tuned with AVX-512 off is not one tuned for the whole CPU); None when it
+    names no ``-mcpu`` (a GPU target, or a record written before records named their CPU,
+    which matches any CPU)."""
+    cpu, mattr = None, []
     for part in str(target_text).split():
         if part.startswith("-mcpu="):
-            return part.partition("=")[2] or None
-    return None
+            cpu = part.partition("=")[2] or None
+        elif part.startswith("-mattr="):
+            mattr = part.partition("=")[2].split(",")
+    return _with_mattr(cpu, mattr) if cpu else None
 
 
 def cpu_of(target: Target | str) -> str | None:
-    """The CPU a build for ``target`` generates code for (None for GPU and other non-CPU
-    kinds): what :func:`record_cpu` of a record must equal for the record to apply."""
+    """The CPU a build for ``target`` generates code for, with its ``-mattr`` (None for GPU and
+    other non-CPU kinds): what :func:`record_cpu` of a record is compared with."""
     t = as_target(target)
-    return t.cpu if t.kind in ("llvm", "c") else None
+    return _with_mattr(t.cpu, t.mattr) if t.kind in ("llvm", "c") else None
+
+
+@lru_cache(maxsize=64)
+def _same_features(a: str, b: str) -> bool:
+    """Whether two CPU names of one ``-mcpu`` (:func:`_with_mattr`) give code the same
+    instruction-set features (``-mattr=+avx512f`` on znver4 changes nothing)."""
+    try:
+        fa, fb = (Target(f"llvm -mcpu={x}").isa_features for x in (a, b))
+    except (ValueError, RuntimeError):  # a CPU LLVM does not know here: compare the names
+        return False
+    return fa == fb and bool(fa)
 
 
 def cpu_applies(rec_cpu: str | None, build_cpu: str | None) -> bool:
     """The one rule of which tuning records apply to a build (AutoTVM and the auto-scheduler):
     a record's CPU (:func:`record_cpu`) applies to a build for ``build_cpu`` (:func:`cpu_of`)
-    when it is that CPU, or when the record names none (older logs, GPU targets)."""
-    return rec_cpu is None or rec_cpu == build_cpu
+    when it is that CPU with the same instruction-set features (its ``-mattr``, if any, changes
+    none of them), or when the record names none (older logs, GPU targets)."""
+    if rec_cpu is None or rec_cpu == build_cpu:
+        return True
+    if build_cpu is None or rec_cpu.split()[0] != build_cpu.split()[0]:
+        return False
+    return _same_features(rec_cpu, build_cpu)
 
 
 def record_applies(record_target: str, target: Target | str) -> bool:

@@ -20,7 +20,10 @@ and respawned); outputs differ from the reference -> ``WRONG_ANSWER``.
 
 Reference (``check_correctness=True``): the task's first config (``config_space.get(0)``, as
 TVM), built by the builder and run once on the same inputs; if it cannot be built or run, the
-first candidate that runs becomes the reference.
+first candidate that runs becomes the reference. The references of the last
+``reference_cache_size`` tasks are kept (by task object, in this process and in the runner
+process), so a runner shared by tasks that alternate (auto_scheduler's TaskScheduler with one
+``runner=``) builds each task's reference once, not on every switch.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import os
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,8 +96,11 @@ def _runner_init() -> dict:
 
 
 def _runner_handle(state: dict, msg: tuple) -> tuple:
-    if msg[0] == "ref":
-        state["refs"] = {msg[1]: msg[2]}
+    if msg[0] == "ref":  # ("ref", key, outputs, how many references to keep)
+        refs = state["refs"]
+        refs[msg[1]] = msg[2]
+        while len(refs) > msg[3]:
+            del refs[next(iter(refs))]  # the oldest sent (the parent mirrors this order)
         return ("ok",)
     (_, path, arg_info, number, repeat, min_repeat_ms, flush, seed, ref_key,
      want_outputs) = msg
@@ -148,18 +155,22 @@ class LocalRunner(Runner):
     ``cooldown_interval``: seconds to sleep between candidates; ``max_runs_per_worker``: the
     runner process is replaced after this many runs (every loaded library stays mapped);
     ``mp_context``: as for ``LocalBuilder`` (avoid ``"fork"`` for kernels that use OpenMP:
-    libgomp runs them serially in a forked child)."""
+    libgomp runs them serially in a forked child); ``reference_cache_size``: the references
+    of this many tasks are kept (the most recently used)."""
 
     def __init__(self, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10, enable_cpu_cache_flush: bool = False,
                  check_correctness: bool = True, cooldown_interval: float = 0.0,
                  max_runs_per_worker: int = 256, mp_context: str | None = None,
-                 startup_timeout: float = 120, seed: int = 0):
+                 startup_timeout: float = 120, seed: int = 0, reference_cache_size: int = 16):
         for name, v in (("number", number), ("repeat", repeat)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"LocalRunner: {name} must be a positive int, got {v!r}")
         if min_repeat_ms < 0 or cooldown_interval < 0:
             raise ValueError("LocalRunner: min_repeat_ms and cooldown_interval must be >= 0")
+        if not isinstance(reference_cache_size, int) or reference_cache_size < 1:
+            raise ValueError(f"LocalRunner: reference_cache_size must be a positive int, got "
+                             f"{reference_cache_size!r}")
         if not timeout or timeout <= 0:
             raise ValueError(f"LocalRunner: timeout must be > 0 seconds, got {timeout!r}")
         self.number, self.repeat, self.min_repeat_ms = number, repeat, float(min_repeat_ms)
@@ -177,6 +188,13 @@ class LocalRunner(Runner):
         self._ref: list[np.ndarray] | None = None
         self._ref_key = 0
         self._ref_tried = False
+        self._keys = 0  # reference keys handed out
+        self.reference_cache_size = reference_cache_size
+        # id(task) -> (task, reference, its key, tried): the other tasks' references, least
+        # recently used first, at most reference_cache_size - 1 of them
+        self._refs: OrderedDict[int, tuple[Any, list[np.ndarray] | None, int, bool]] = OrderedDict()
+        self._sent: OrderedDict[int, None] = OrderedDict()  # keys the runner process holds
+        self._sent_to: WorkerProcess | None = None
         self._finalizer = weakref.finalize(self, _kill_worker, self._holder)
 
     @property
@@ -190,7 +208,16 @@ class LocalRunner(Runner):
     # -- task, reference and process --
     def set_task(self, task: Any, builder: Builder | None = None) -> None:
         if task is not self._task:
-            self._ref, self._ref_tried = None, False
+            hit = self._refs.pop(id(task), None)
+            if self._task is not None:  # keep its reference for when it comes back
+                self._refs[id(self._task)] = (self._task, self._ref, self._ref_key,
+                                              self._ref_tried)
+                while len(self._refs) >= self.reference_cache_size:  # with the new task's
+                    self._refs.popitem(last=False)
+            if hit is not None and hit[0] is task:
+                _, self._ref, self._ref_key, self._ref_tried = hit
+            else:
+                self._ref, self._ref_key, self._ref_tried = None, 0, False
         self._task, self._builder = task, builder
 
     def get_build_kwargs(self) -> dict:
@@ -209,11 +236,22 @@ class LocalRunner(Runner):
             except BaseException:
                 self._worker = None
                 raise
-            if self._ref is not None:
-                w.send(("ref", self._ref_key, self._ref))
-                if w.recv(self.startup_timeout) is None:
-                    raise RuntimeError("runner process did not accept the reference outputs")
+        if w is not self._sent_to:  # a new runner process holds no reference yet
+            self._sent.clear()
+            self._sent_to = w
+        if self._ref is not None and self._ref_key not in self._sent:
+            self._send_reference(w)
         return w
+
+    def _send_reference(self, w: WorkerProcess) -> None:
+        """Send the current task's reference; the runner process keeps the last
+        ``reference_cache_size`` sent (``_sent`` mirrors which)."""
+        w.send(("ref", self._ref_key, self._ref, self.reference_cache_size))
+        if w.recv(self.startup_timeout) is None:
+            raise RuntimeError("runner process did not accept the reference outputs")
+        self._sent[self._ref_key] = None
+        while len(self._sent) > self.reference_cache_size:
+            self._sent.popitem(last=False)
 
     def _start_worker(self) -> WorkerProcess:
         w = WorkerProcess(self._ctx, _runner_handle, _runner_init, ())
@@ -235,11 +273,9 @@ class LocalRunner(Runner):
             self._worker = None
 
     def _set_reference(self, outputs: list[np.ndarray]) -> None:
-        self._ref_key += 1
-        self._ref = outputs
-        if self._worker is not None and self._worker.ready:  # else sent once it is ready
-            self._worker.send(("ref", self._ref_key, outputs))
-            self._worker.recv(self.startup_timeout)
+        self._keys += 1
+        self._ref_key = self._keys
+        self._ref = outputs  # sent to the runner process before the next run (_ensure_worker)
 
     def _make_reference(self, target: Any) -> None:
         """Build and run ``config_space.get(0)`` once; on failure, a candidate becomes it."""
