@@ -287,34 +287,45 @@ def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None
         return te.compute((n, width), lambda i, j: te.sum(src[i, k] * rt[k, g0 * hp + j], axis=k),
                           name=name)
 
+    def gate_gemv(src: te.Tensor, gates: int, name: str) -> te.Tensor:
+        """``src @ R^T`` over the first ``gates`` gates, gate-major: (N, gates, Hp). A unit's
+        gates are one box of it (``[i, :, u]``), so the epilogue that reads them computes at a
+        tile of units (the sketch rule of slice consumers) and the GEMV needs no copy."""
+        k = te.reduce_axis((0, H), name="k")
+        return te.compute((n, gates, hp), lambda i, g, j: te.sum(src[i, k] * rt[k, g * hp + j],
+                                                                  axis=k), name=name)
+
     if cell == "LSTM":
-        mm = gemv(h, 0, G * hp, "gates")
+        mm = gate_gemv(h, G, "gates")
 
         def gate(i: Any, g: int, u: Any) -> PrimExpr:
-            return mm[i, g * hp + u] + xw_t[i, g * hp + u]
+            return mm[i, g, u] + xw_t[i, g * hp + u]
 
-        c_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 2, u)) * aux[i, u]
-                           + _sigmoid(gate(i, 0, u)) * _tanh(gate(i, 3, u)), name="c_next")
-        h_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 1, u)) * _tanh(c_new[i, u]),
-                           name="h_next")
+        def state(i: Any, u: Any) -> list[PrimExpr]:
+            c_u = _sigmoid(gate(i, 2, u)) * aux[i, u] + _sigmoid(gate(i, 0, u)) * _tanh(gate(i, 3, u))
+            return [_sigmoid(gate(i, 1, u)) * _tanh(c_u), c_u]
+
+        # one stage, two outputs (h', c'): the gates' only consumer, so that the sketch rules can
+        # compute the GEMV at a tile of it; c' appears twice in the body, one value after CSE
+        h_new, c_new = te.compute((n, hp), state, name="lstm_next")
         return [h_new, c_new]
     if linear_before_reset:
-        mm = gemv(h, 0, G * hp, "gates")
+        mm = gate_gemv(h, G, "gates")
 
         def h_lbr(i: Any, u: Any) -> PrimExpr:
-            z = _sigmoid(xw_t[i, u] + mm[i, u])
-            r = _sigmoid(xw_t[i, hp + u] + mm[i, hp + u])
-            hh = _tanh(xw_t[i, 2 * hp + u] + r * (mm[i, 2 * hp + u] + aux[u]))
+            z = _sigmoid(xw_t[i, u] + mm[i, 0, u])
+            r = _sigmoid(xw_t[i, hp + u] + mm[i, 1, u])
+            hh = _tanh(xw_t[i, 2 * hp + u] + r * (mm[i, 2, u] + aux[u]))
             return (one - z) * hh + z * h[i, u]
 
         return [te.compute((n, hp), h_lbr, name="h_next")]
-    zr = gemv(h, 0, 2 * hp, "gates_zr")
-    rh = te.compute((n, hp), lambda i, u: _sigmoid(xw_t[i, hp + u] + zr[i, hp + u]) * h[i, u],
+    zr = gate_gemv(h, 2, "gates_zr")
+    rh = te.compute((n, hp), lambda i, u: _sigmoid(xw_t[i, hp + u] + zr[i, 1, u]) * h[i, u],
                     name="r_h")
     cand = gemv(rh, 2, hp, "gates_h")
 
     def h_lbr0(i: Any, u: Any) -> PrimExpr:
-        z = _sigmoid(xw_t[i, u] + zr[i, u])
+        z = _sigmoid(xw_t[i, u] + zr[i, 0, u])
         return (one - z) * _tanh(xw_t[i, 2 * hp + u] + cand[i, u]) + z * h[i, u]
 
     return [te.compute((n, hp), h_lbr0, name="h_next")]
