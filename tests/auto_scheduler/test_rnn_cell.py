@@ -94,6 +94,50 @@ def test_tuned_step_scan_matches_numpy(cell, lbr, reverse):
                                            err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
 
 
+def _gate_stage_attached(state):
+    """Whether the cell's gate GEMV (or its cache stage) is computed inside the epilogue's tiles
+    (the slice-fusion sketch: a block of units, all its gates, then its state update)."""
+    stages = state.stages
+    return any(st.op_name.startswith("gates") and st.attach is not None
+               and not stages[st.attach[0]].op_name.startswith("gates") for st in stages)
+
+
+@pytest.mark.parametrize("cell,lbr", CELLS)
+def test_slice_fused_cell_sketches_match_numpy(cell, lbr):
+    """Every sketch of the cell, the slice-fused ones included (LSTM, GRU: the gates GEMV at the
+    epilogue's tiles; GRU lbr=0's z/r gates feed two stages: not fused), randomly annotated and run
+    as the stepped kernel forward and in reverse (one direction of a bidirectional layer) over
+    7, 1 and 0 steps, gives rnn_scan's numpy meaning; batch 3, hidden 37 (padded to 48)."""
+    import random
+
+    from tvmpy.auto_scheduler.sketch_policy import annotate, generate_sketches
+
+    n, hidden = 3, 37
+    task = _cell_task(cell, n, hidden, lbr)
+    sketches = generate_sketches(task)
+    fused = [s for s in sketches if _gate_stage_attached(s)]
+    assert fused  # GRU lbr=0: its candidate GEMV (elementwise rule)
+    slice_fused = [s for s in fused if any(st.op_name in ("gates", "gates.local") and st.attach
+                                           for st in s.stages)]
+    assert len(slice_fused) == (4 if lbr else 0)
+    rng, nrng = random.Random(13), np.random.default_rng(8)
+    n_real = 3 if cell == "LSTM" else 2
+    for i, sk in enumerate(fused or sketches[:2]):
+        state = annotate(sk, rng, task.hardware_params)
+        reverse = bool(i % 2)
+        mod, outs = _stepped(cell, n, hidden, lbr, reverse, state)
+        for t in (7, 1, 0):
+            ins = _inputs(cell, t, n, hidden, nrng)
+            want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
+            args = [ndarray.array(a) for a in ins] + [
+                ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
+                               for d in o.shape], "float32") for o in outs]
+            mod(*args)
+            for k in range(n_real):
+                np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
+                                           err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
+
+
 def test_stepped_refuses_another_cell():
     n, hidden = 2, 16
     task = _cell_task("LSTM", n, hidden, True)
