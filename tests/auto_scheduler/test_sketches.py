@@ -97,6 +97,7 @@ def test_slice_consumer_fused_into_the_tiles():
         assert prod.compute_at == ComputeAtKind.ITER
         assert s.stages[prod.attach[0]].op_name == "D"
         assert st["D"].compute_at == ComputeAtKind.ROOT
+        assert len(st["D"].iters) == 8  # 4 levels x 2 axes: its innermost tile vectorizes
         if "C.local" in st:
             assert st["C"].compute_at == ComputeAtKind.INLINED
         names = [i.name for i in prod.iters]

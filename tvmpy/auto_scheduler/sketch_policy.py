@@ -360,7 +360,8 @@ def _slice_tiling(s: State, k: int, axes: list[int]) -> list[int]:
 
 def _slice_fusion_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
     """The producer tiled (``_slice_tiling``) and computed at level 1 or 2 of its consumer's
-    tiles, with or without a ``local`` cache stage (its copy inlined into the consumer)."""
+    tiles (the consumer split as the producer's four spatial levels), with or without a
+    ``local`` cache stage (its copy inlined into the consumer)."""
     found = slice_matched_consumer(s, k)
     assert found is not None
     out = []
@@ -374,7 +375,9 @@ def _slice_fusion_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
         split_ids = _slice_tiling(base, k, axes)
         for level in (1, 2):
             n = base.copy()
-            follow_tiling(n, target, split_ids, level)
+            # the consumer follows every level (its loops inside the tile are the producer's
+            # inner tiles: the innermost one vectorizes as the producer's does)
+            follow_tiling(n, target, split_ids, 3)
             n.compute_at(k, target, level * len(split_ids) - 1)
             out.append((n, k - 1))
     return out

@@ -454,50 +454,60 @@ def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor
         H0 = ib.buffer_ptr(ins[2], (N, H))
         Y = ib.buffer_ptr(outs[0], (T, N, H))
         HT = ib.buffer_ptr(outs[1], (N, H))
-        k0 = 3 if cell == "LSTM" else 2
         CT: Any = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
-        HS = ib.buffer_ptr(outs[k0], (2, N, hp))
-        # LSTM: c double-buffered like h (a tuned step may read c after writing c')
-        CS: Any = ib.allocate(dt, (2, N, hp), name="c_state") if cell == "LSTM" else None
         C0: Any = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
+        # the state in two slots, A and B, SEPARATE buffers (LSTM: h and c each): a step reads
+        # one slot and writes the other, and the time loop is unrolled by two (A -> B, B -> A)
+        # so that every step's buffers are static. One buffer with a slot index would make
+        # the step's stores and loads of the same buffer differ in index (``c[cur]`` vs
+        # ``c[nxt]``), and the vectorizer would scalarize the step's epilogue (a scalar expf
+        # per lane)
+        names = ["h", "c"] if cell == "LSTM" else ["h"]
+        slots = [{nm: ib.allocate(dt, (N, hp), name=f"{nm}_{ab}") for nm in names}
+                 for ab in "ab"]
         with ib.for_range(0, N, name="n") as i:
             with ib.for_range(0, hp, name="u") as u:
                 ok = u < H
                 uc = tir_op.min(u, H - 1)
-                HS[0, i, u] = Select(ok, H0[i, uc], zero)
-                if CS is not None:
-                    CS[0, i, u] = Select(ok, C0[i, uc], zero)
+                slots[0]["h"][i, u] = Select(ok, H0[i, uc], zero)
+                if cell == "LSTM":
+                    slots[0]["c"][i, u] = Select(ok, C0[i, uc], zero)
 
         def view(buf: Any, shape: tuple, offset: Any, name: str) -> Buffer:
             return Buffer(buf.data, dt, shape, (), buf.elem_offset + offset, name, buf.scope)
 
-        with ib.for_range(0, T, name="s") as s:
+        def step(s: Any, cur: dict, nxt: dict) -> None:
             t = (T - 1 - s) if reverse else s
-            cur = tir_op.floormod(s, 2)
-            nxt = 1 - cur
-            state = n * hp
-            bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1],
-                    view(outs[k0], (n, hp), cur * state, "h")]
-            if CS is not None:
-                bufs.append(view(CS.buffer, (n, hp), cur * state, "c"))
+            bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1], cur["h"].buffer]
+            if cell == "LSTM":
+                bufs.append(cur["c"].buffer)
             elif n_in > 3:
                 bufs.append(ins[3])
-            bufs.append(view(outs[k0], (n, hp), nxt * state, "h_next"))
-            if CS is not None:
-                bufs.append(view(CS.buffer, (n, hp), nxt * state, "c_next"))
-            step = schedule_to_primfunc(sch, cell_tensors, "rnn_step",
-                                        dict(zip(cell_tensors, bufs)))
-            ib.emit(step.body)
+            bufs.append(nxt["h"].buffer)
+            if cell == "LSTM":
+                bufs.append(nxt["c"].buffer)
+            fn = schedule_to_primfunc(sch, cell_tensors, "rnn_step", dict(zip(cell_tensors, bufs)))
+            ib.emit(fn.body)
             with ib.for_range(0, N, name="n") as i:
                 with ib.for_range(0, H, name="u") as u:
-                    Y[t, i, u] = HS[nxt, i, u]
+                    Y[t, i, u] = nxt["h"][i, u]
 
-        last = tir_op.floormod(T, 2)
-        with ib.for_range(0, N, name="n") as i:
-            with ib.for_range(0, H, name="u") as u:
-                HT[i, u] = HS[last, i, u]
-                if CT is not None:
-                    CT[i, u] = CS[last, i, u]
+        with ib.for_range(0, (T + 1) // 2, name="s2") as s2:
+            step(2 * s2, slots[0], slots[1])
+            with ib.if_scope(2 * s2 + 1 < T):
+                step(2 * s2 + 1, slots[1], slots[0])
+
+        def final(last: dict) -> None:
+            with ib.for_range(0, N, name="n") as i:
+                with ib.for_range(0, H, name="u") as u:
+                    HT[i, u] = last["h"][i, u]
+                    if CT is not None:
+                        CT[i, u] = last["c"][i, u]
+
+        with ib.if_scope(tir_op.floormod(T, 2) == 0):
+            final(slots[0])
+        with ib.else_scope():
+            final(slots[1])
         return ib.get()
 
     outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan_tuned", dtype=dt,
