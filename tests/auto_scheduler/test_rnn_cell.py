@@ -138,6 +138,42 @@ def test_slice_fused_cell_sketches_match_numpy(cell, lbr):
                                            err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
 
 
+@pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", True)])
+def test_stepped_kernel_keeps_the_step_vectorized(cell, lbr):
+    """The stepped kernel keeps the vector loops of the step's schedule: its epilogue reads
+    this step's state slot and writes the next one; with both slots in one buffer (different
+    indices of one buffer) the vectorizer scalarized it (one scalar expf per lane)."""
+    import random
+
+    import tvmpy as tvm
+    from tvmpy.auto_scheduler.loop_state import IteratorAnnotation
+    from tvmpy.auto_scheduler.sketch_policy import annotate, generate_sketches
+
+    n, hidden = 1, 64
+    task = _cell_task(cell, n, hidden, lbr)
+    sketches = [s for s in generate_sketches(task) if _gate_stage_attached(s)]
+    rng = random.Random(0)
+    last = "lstm_next" if cell == "LSTM" else "h_next"
+    for _ in range(200):
+        state = annotate(rng.choice(sketches), rng, task.hardware_params)
+        its = state[state.stage_id(next(st.op for st in state.stages if st.op_name == last))].iters
+        if its[-1].annotation == IteratorAnnotation.VECTORIZE:
+            break
+    else:
+        pytest.fail("no annotation vectorizes the epilogue")
+    G, hp = rnn.GATES[cell], padded_hidden(hidden)
+    sch, cells = task.compute_dag.apply_steps_from_state(state)
+    xw = te.placeholder((te.var("T"), n, G * hp), "float32", "xw")
+    rt = te.placeholder((hidden, G * hp), "float32", "rt")
+    h0 = te.placeholder((n, hidden), "float32", "h0")
+    aux = te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")
+    outs = rnn.rnn_scan_stepped(xw, rt, h0, aux, cell, hidden, False, lbr, sch, cells)
+    text = str(tvm.lower(te.create_schedule([o.op for o in outs]), [xw, rt, h0, aux, *outs],
+                         simple_mode=True))
+    lines = [ln for ln in text.splitlines() if "sigmoid(" in ln]
+    assert lines and all("ramp(" in ln for ln in lines), "\n".join(lines)
+
+
 def test_stepped_refuses_another_cell():
     n, hidden = 2, 16
     task = _cell_task("LSTM", n, hidden, True)
