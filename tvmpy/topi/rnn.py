@@ -255,7 +255,10 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
 # lists the cell instead of the untunable extern. ``rnn_scan_stepped`` is the kernel of a tuned
 # cell: a serial tir loop over time (T may be a run-time size) around the lowered body of the
 # cell's schedule, its buffers bound into the scan's (the step's projection row ``xw[t]``, the
-# state slot of this step and of the next), then ``Y[t] = h`` and the final states.
+# state buffers of this step and of the next: two separate buffers, the loop unrolled by two),
+# then ``Y[t] = h`` and the final states. The cell's gate GEMV is gate-major ``(N, G, Hp)`` so
+# that the sketch rule for slice consumers can compute it at a tile of units (the hand kernel's
+# structure: all the gates of a block of units in registers, then their state update).
 
 #: the registered name of the cell's workload (``auto_scheduler.register_workload``)
 CELL_WORKLOAD = "topi.rnn_cell"
