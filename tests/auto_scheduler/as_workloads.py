@@ -284,6 +284,46 @@ def _row_max_ref(a):
     return a - a.max(axis=1, keepdims=True)
 
 
+@auto_scheduler.register_workload
+def gated_matmul(N, M, K, G):
+    """A GEMM whose columns are G gates of M units, gate-major (N, G, M), and a consumer that
+    reads each unit's gates (constant slices: an RNN cell's epilogue, without the RNN)."""
+    A = te.placeholder((N, K), name="A")
+    B = te.placeholder((K, G * M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N, G, M), lambda i, g, j: te.sum(A[i, k] * B[k, g * M + j], axis=k), name="C")
+    D = te.compute((N, M), lambda i, u: te.max(C[i, 0, u], 0.0) * C[i, G - 1, u] + C[i, G // 2, u],
+                   name="D")
+    return [A, B, D]
+
+
+@_ref("gated_matmul")
+def _gated_matmul_ref(a, b, *, args):
+    n, m, _, g = args
+    c = (a @ b).reshape(n, g, m)
+    return np.maximum(c[:, 0], 0) * c[:, g - 1] + c[:, g // 2]
+
+
+@auto_scheduler.register_workload
+def gated_matmul_shifted(N, M, K):
+    """As gated_matmul (2 gates), the consumer reading the second gate one unit on: not a
+    slice (an index with arithmetic), so the slice rule must not fuse it."""
+    A = te.placeholder((N, K), name="A")
+    B = te.placeholder((K, 2 * M), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N, 2, M + 1), lambda i, g, j: te.sum(A[i, k] * B[k, g * M + j % M], axis=k),
+                   name="C")
+    D = te.compute((N, M), lambda i, u: C[i, 0, u] * C[i, 1, u + 1], name="D")
+    return [A, B, D]
+
+
+@_ref("gated_matmul_shifted")
+def _gated_matmul_shifted_ref(a, b, *, args):
+    n, m, _ = args
+    c = (a @ b).reshape(n, 2, m)
+    return c[:, 0] * np.roll(c[:, 1], -1, axis=1)
+
+
 def make_task(func, args):
     return auto_scheduler.SearchTask(func=func, args=args, target="llvm")
 

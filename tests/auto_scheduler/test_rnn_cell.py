@@ -94,6 +94,86 @@ def test_tuned_step_scan_matches_numpy(cell, lbr, reverse):
                                            err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
 
 
+def _gate_stage_attached(state):
+    """Whether the cell's gate GEMV (or its cache stage) is computed inside the epilogue's tiles
+    (the slice-fusion sketch: a block of units, all its gates, then its state update)."""
+    stages = state.stages
+    return any(st.op_name.startswith("gates") and st.attach is not None
+               and not stages[st.attach[0]].op_name.startswith("gates") for st in stages)
+
+
+@pytest.mark.parametrize("cell,lbr", CELLS)
+def test_slice_fused_cell_sketches_match_numpy(cell, lbr):
+    """Every sketch of the cell, the slice-fused ones included (LSTM, GRU: the gates GEMV at the
+    epilogue's tiles; GRU lbr=0's z/r gates feed two stages: not fused), randomly annotated and run
+    as the stepped kernel forward and in reverse (one direction of a bidirectional layer) over
+    7, 1 and 0 steps, gives rnn_scan's numpy meaning; batch 3, hidden 37 (padded to 48)."""
+    import random
+
+    from tvmpy.auto_scheduler.sketch_policy import annotate, generate_sketches
+
+    n, hidden = 3, 37
+    task = _cell_task(cell, n, hidden, lbr)
+    sketches = generate_sketches(task)
+    fused = [s for s in sketches if _gate_stage_attached(s)]
+    assert fused  # GRU lbr=0: its candidate GEMV (elementwise rule)
+    slice_fused = [s for s in fused if any(st.op_name in ("gates", "gates.local") and st.attach
+                                           for st in s.stages)]
+    assert len(slice_fused) == (4 if lbr else 0)
+    rng, nrng = random.Random(13), np.random.default_rng(8)
+    n_real = 3 if cell == "LSTM" else 2
+    for i, sk in enumerate(fused or sketches[:2]):
+        state = annotate(sk, rng, task.hardware_params)
+        reverse = bool(i % 2)
+        mod, outs = _stepped(cell, n, hidden, lbr, reverse, state)
+        for t in (7, 1, 0):
+            ins = _inputs(cell, t, n, hidden, nrng)
+            want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
+            args = [ndarray.array(a) for a in ins] + [
+                ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
+                               for d in o.shape], "float32") for o in outs]
+            mod(*args)
+            for k in range(n_real):
+                np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
+                                           err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
+
+
+@pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", True)])
+def test_stepped_kernel_keeps_the_step_vectorized(cell, lbr):
+    """The stepped kernel keeps the vector loops of the step's schedule: its epilogue reads
+    this step's state slot and writes the next one; with both slots in one buffer (different
+    indices of one buffer) the vectorizer scalarized it (one scalar expf per lane)."""
+    import random
+
+    import tvmpy as tvm
+    from tvmpy.auto_scheduler.loop_state import IteratorAnnotation
+    from tvmpy.auto_scheduler.sketch_policy import annotate, generate_sketches
+
+    n, hidden = 1, 64
+    task = _cell_task(cell, n, hidden, lbr)
+    sketches = [s for s in generate_sketches(task) if _gate_stage_attached(s)]
+    rng = random.Random(0)
+    last = "lstm_next" if cell == "LSTM" else "h_next"
+    for _ in range(200):
+        state = annotate(rng.choice(sketches), rng, task.hardware_params)
+        its = state[state.stage_id(next(st.op for st in state.stages if st.op_name == last))].iters
+        if its[-1].annotation == IteratorAnnotation.VECTORIZE:
+            break
+    else:
+        pytest.fail("no annotation vectorizes the epilogue")
+    G, hp = rnn.GATES[cell], padded_hidden(hidden)
+    sch, cells = task.compute_dag.apply_steps_from_state(state)
+    xw = te.placeholder((te.var("T"), n, G * hp), "float32", "xw")
+    rt = te.placeholder((hidden, G * hp), "float32", "rt")
+    h0 = te.placeholder((n, hidden), "float32", "h0")
+    aux = te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")
+    outs = rnn.rnn_scan_stepped(xw, rt, h0, aux, cell, hidden, False, lbr, sch, cells)
+    text = str(tvm.lower(te.create_schedule([o.op for o in outs]), [xw, rt, h0, aux, *outs],
+                         simple_mode=True))
+    lines = [ln for ln in text.splitlines() if "sigmoid(" in ln]
+    assert lines and all("ramp(" in ln for ln in lines), "\n".join(lines)
+
+
 def test_stepped_refuses_another_cell():
     n, hidden = 2, 16
     task = _cell_task("LSTM", n, hidden, True)

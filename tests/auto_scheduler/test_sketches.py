@@ -12,6 +12,8 @@ from as_workloads import (
     conv2d_transpose,
     depthwise_conv,
     elementwise,
+    gated_matmul,
+    gated_matmul_shifted,
     layer_norm,
     make_task,
     matmul,
@@ -43,6 +45,9 @@ CASES = {
     "row_sum": (row_sum, (2, 301)),
     "pool_mean": (pool_mean, (1, 3, 7, 5, 13)),
     "elementwise": (elementwise, (7, 13)),
+    "gated_matmul": (gated_matmul, (3, 19, 7, 4)),
+    "gated_matmul_1row": (gated_matmul, (1, 32, 5, 3)),
+    "gated_matmul_shifted": (gated_matmul_shifted, (2, 11, 5)),
 }
 
 
@@ -77,6 +82,39 @@ def test_matmul_sketches():
     assert {s.stages[2].attach[1] for s in with_cw} == {1, 3}
     plain = [s for s in sk if "CHW" not in _codes(s)]
     assert len(plain) == 1 and plain[0].stages[2].compute_at == ComputeAtKind.ROOT
+
+
+def test_slice_consumer_fused_into_the_tiles():
+    """A GEMM read by its consumer through constant slices (an RNN cell's gates) is tiled over
+    the axes the consumer follows, the gate axis whole in the last spatial level, and computed
+    at level 1 or 2 of the consumer's tiles, with and without a cache stage."""
+    task = make_task(gated_matmul, (2, 32, 16, 3))
+    sk = generate_sketches(task)
+    assert len(sk) == 4
+    for s in sk:
+        st = {x.op_name: x for x in s.stages}
+        prod = st["C.local"] if "C.local" in st else st["C"]
+        assert prod.compute_at == ComputeAtKind.ITER
+        assert s.stages[prod.attach[0]].op_name == "D"
+        assert st["D"].compute_at == ComputeAtKind.ROOT
+        assert len(st["D"].iters) == 8  # 4 levels x 2 axes: its innermost tile vectorizes
+        if "C.local" in st:
+            assert st["C"].compute_at == ComputeAtKind.INLINED
+        names = [i.name for i in prod.iters]
+        g = next(i for i, nm in enumerate(names) if nm.split(".")[0] == "g")
+        assert prod.iters[g].extent == 3  # whole, after the last reduction level
+        assert g > max(i for i, it in enumerate(prod.iters) if it.iter_kind == 1)
+    assert {s.stages[[x.op_name for x in s.stages].index("C.local" if "CHW" in _codes(s) else "C")]
+            .attach[1] for s in sk} == {1, 3}
+
+
+def test_slice_rule_needs_plain_slices():
+    """A read with index arithmetic (``C[i, 1, u + 1]``) is not a slice: no fused sketch."""
+    sk = generate_sketches(make_task(gated_matmul_shifted, (2, 11, 5)))
+    for s in sk:
+        st = {x.op_name: x for x in s.stages}
+        assert all(st[n].compute_at != ComputeAtKind.ITER or st[n].attach is None
+                   or s.stages[st[n].attach[0]].op_name != "D" for n in ("C", "C.local") if n in st)
 
 
 def test_conv_bias_relu_sketches_inline_and_fuse():

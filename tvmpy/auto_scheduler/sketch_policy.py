@@ -11,6 +11,10 @@ one or more states (a tree of choices):
   fuse gets a ``local`` cache stage (tiled next, its copy becomes the fused consumer);
 - multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
   single elementwise consumer, tiled alike (follow_split);
+- multi-level tiling with slice fusion (not in Ansor): a stage whose single consumer reads it
+  at its own axes plus constant indices (an LSTM's gates ``[i, g, u]`` read at ``g = 0..3``)
+  is tiled "SSRSRS" over the axes the consumer follows, the sliced axes whole in the last
+  spatial level, and computed at level 1 or 2 of its consumer (with or without a cache stage);
 - multi-level tiling: tile "SSRSRS";
 - reduction tiling (not in Ansor): a reduction without data reuse tiled "SRS", so that its
   innermost loop is spatial and vectorizes (fused with an elementwise consumer as above);
@@ -108,6 +112,60 @@ def elementwise_matched_consumer(state: State, k: int) -> int | None:
     return None
 
 
+def _slice_axes(consumer: Any, producer: Any) -> list[int] | None:
+    """For each consumer axis, the producer axis it indexes, if ``consumer`` (no reduction)
+    reads ``producer`` only at index tuples made of its own axes (each once, in order, on
+    producer axes of the same extent) and integer constants (the "slices" of the other
+    producer axes: an LSTM's epilogue reads ``gates[i, 0..3, u]``), the same axes in every
+    read; else None. An elementwise read is the case without constants."""
+    if not isinstance(consumer, ComputeOp) or consumer.reduce_axis:
+        return None
+    acc = read_accesses(consumer).get(id(producer))
+    if not acc:
+        return None
+    shape_p = [int(d.value) if isinstance(d, E.IntImm) else None for d in producer.output(0).shape]
+    shape_c = [int(iv.known_dom.extent.value) if isinstance(iv.known_dom.extent, E.IntImm) else None
+               for iv in consumer.axis]
+    found: list[int] | None = None
+    for idx in acc:
+        if len(idx) != len(shape_p):
+            return None
+        pos: list[int] = []
+        for p, e in enumerate(idx):
+            if isinstance(e, E.IntImm):
+                continue
+            hit = [c for c, iv in enumerate(consumer.axis) if same_index(e, iv)]
+            if len(hit) != 1:
+                return None
+            pos.append(p)
+            if hit[0] != len(pos) - 1:  # the consumer's axes in order, each once
+                return None
+        if len(pos) != len(consumer.axis) or (found is not None and pos != found):
+            return None
+        found = pos
+    if found is None or any(shape_p[p] is None or shape_p[p] != shape_c[c]
+                            for c, p in enumerate(found)):
+        return None
+    return found
+
+
+def slice_matched_consumer(state: State, k: int) -> tuple[int, list[int]] | None:
+    """``(consumer, producer axes of its axes)`` if stage ``k``'s only consumer reads it
+    through slices (``_slice_axes``) but not elementwise (that is the elementwise rule's)."""
+    stages = state.ctx.stages
+    direct = [c for c, st in enumerate(stages) if any(t.op is stages[k].op
+                                                      for t in st.op.input_tensors)]
+    if len(direct) != 1 or stages[direct[0]].attach_type == INLINE:
+        return None
+    target = direct[0]
+    if stages[target].relations or stages[target].attach_type != ROOT:
+        return None
+    axes = _slice_axes(stages[target].op, stages[k].op)
+    if axes is None or len(axes) == len(stages[k].op.axis):
+        return None
+    return target, axes
+
+
 def needs_multi_level_tiling(state: State, k: int) -> bool:
     st = _te_stage(state, k)
     return _is_compute(st) and has_data_reuse(st.op)
@@ -187,7 +245,8 @@ def _cache_write_cond(s: State, k: int, hp: Any) -> int:
     st = _te_stage(s, k)
     if st.relations or st.attach_type != ROOT:
         return PASS
-    if needs_multi_level_tiling(s, k) and elementwise_matched_consumer(s, k) is None:
+    if (needs_multi_level_tiling(s, k) and elementwise_matched_consumer(s, k) is None
+            and slice_matched_consumer(s, k) is None):  # (the slice rule caches itself)
         return APPLY
     return PASS
 
@@ -266,6 +325,64 @@ def _mlt_fusion_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
     return out
 
 
+def _slice_fusion_cond(s: State, k: int, hp: Any) -> int:
+    st = _te_stage(s, k)
+    if st.relations or st.attach_type != ROOT or not needs_multi_level_tiling(s, k):
+        return PASS
+    return APPLY_AND_SKIP_REST if slice_matched_consumer(s, k) is not None else PASS
+
+
+def _slice_tiling(s: State, k: int, axes: list[int]) -> list[int]:
+    """Tile stage ``k`` "SSRSRS" over its spatial axes ``axes`` (those its consumer follows),
+    the other spatial axes whole in the last spatial level, before the innermost tiles (an
+    LSTM's gate axis: all gates of a tile of units, kept in registers together); returns the
+    split step ids of ``axes``, in order."""
+    levels_s: list[list[Any]] = [[] for _ in range(4)]
+    levels_r: list[list[Any]] = [[] for _ in range(2)]
+    whole: list[Any] = []
+    split_ids = []
+    for p, it in enumerate(list(s[k].iters)):
+        if it.iter_kind == 0 and p in axes:
+            parts = s.split(k, it, [None] * 3)
+            split_ids.append(len(s.transform_steps) - 1)
+            for lv, q in zip(levels_s, parts):
+                lv.append(q)
+        elif it.iter_kind == 0:
+            whole.append(it)
+        else:
+            for lv, q in zip(levels_r, s.split(k, it, [None])):
+                lv.append(q)
+    order = (levels_s[0] + levels_s[1] + levels_r[0] + levels_s[2] + levels_r[1] + whole
+             + levels_s[3])
+    s.reorder(k, order)
+    return split_ids
+
+
+def _slice_fusion_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
+    """The producer tiled (``_slice_tiling``) and computed at level 1 or 2 of its consumer's
+    tiles (the consumer split as the producer's four spatial levels), with or without a
+    ``local`` cache stage (its copy inlined into the consumer)."""
+    found = slice_matched_consumer(s, k)
+    assert found is not None
+    out = []
+    for cached in (False, True):
+        base = s.copy()
+        target, axes = found
+        if cached:
+            base.cache_write(k, "local")
+            base.compute_inline(k + 1)
+            target += 1
+        split_ids = _slice_tiling(base, k, axes)
+        for level in (1, 2):
+            n = base.copy()
+            # the consumer follows every level (its loops inside the tile are the producer's
+            # inner tiles: the innermost one vectorizes as the producer's does)
+            follow_tiling(n, target, split_ids, 3)
+            n.compute_at(k, target, level * len(split_ids) - 1)
+            out.append((n, k - 1))
+    return out
+
+
 def _mlt_cond(s: State, k: int, hp: Any) -> int:
     st = _te_stage(s, k)
     if st.relations or st.attach_type != ROOT:
@@ -323,6 +440,7 @@ CPU_SKETCH_RULES: list[Rule] = [
     ("add_rfactor", _rfactor_cond, _rfactor_apply),
     ("add_cache_write", _cache_write_cond, _cache_write_apply),
     ("multi_level_tiling_with_fusion", _mlt_fusion_cond, _mlt_fusion_apply),
+    ("multi_level_tiling_with_slice_fusion", _slice_fusion_cond, _slice_fusion_apply),
     ("multi_level_tiling", _mlt_cond, _mlt_apply),
     ("reduction_tiling", _reduction_tiling_cond, _reduction_tiling_apply),
     ("skip", _skip_cond, _skip_apply),

@@ -255,7 +255,10 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
 # lists the cell instead of the untunable extern. ``rnn_scan_stepped`` is the kernel of a tuned
 # cell: a serial tir loop over time (T may be a run-time size) around the lowered body of the
 # cell's schedule, its buffers bound into the scan's (the step's projection row ``xw[t]``, the
-# state slot of this step and of the next), then ``Y[t] = h`` and the final states.
+# state buffers of this step and of the next: two separate buffers, the loop unrolled by two),
+# then ``Y[t] = h`` and the final states. The cell's gate GEMV is gate-major ``(N, G, Hp)`` so
+# that the sketch rule for slice consumers can compute it at a tile of units (the hand kernel's
+# structure: all the gates of a block of units in registers, then their state update).
 
 #: the registered name of the cell's workload (``auto_scheduler.register_workload``)
 CELL_WORKLOAD = "topi.rnn_cell"
@@ -287,34 +290,45 @@ def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None
         return te.compute((n, width), lambda i, j: te.sum(src[i, k] * rt[k, g0 * hp + j], axis=k),
                           name=name)
 
+    def gate_gemv(src: te.Tensor, gates: int, name: str) -> te.Tensor:
+        """``src @ R^T`` over the first ``gates`` gates, gate-major: (N, gates, Hp). A unit's
+        gates are one box of it (``[i, :, u]``), so the epilogue that reads them computes at a
+        tile of units (the sketch rule of slice consumers) and the GEMV needs no copy."""
+        k = te.reduce_axis((0, H), name="k")
+        return te.compute((n, gates, hp), lambda i, g, j: te.sum(src[i, k] * rt[k, g * hp + j],
+                                                                  axis=k), name=name)
+
     if cell == "LSTM":
-        mm = gemv(h, 0, G * hp, "gates")
+        mm = gate_gemv(h, G, "gates")
 
         def gate(i: Any, g: int, u: Any) -> PrimExpr:
-            return mm[i, g * hp + u] + xw_t[i, g * hp + u]
+            return mm[i, g, u] + xw_t[i, g * hp + u]
 
-        c_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 2, u)) * aux[i, u]
-                           + _sigmoid(gate(i, 0, u)) * _tanh(gate(i, 3, u)), name="c_next")
-        h_new = te.compute((n, hp), lambda i, u: _sigmoid(gate(i, 1, u)) * _tanh(c_new[i, u]),
-                           name="h_next")
+        def state(i: Any, u: Any) -> list[PrimExpr]:
+            c_u = _sigmoid(gate(i, 2, u)) * aux[i, u] + _sigmoid(gate(i, 0, u)) * _tanh(gate(i, 3, u))
+            return [_sigmoid(gate(i, 1, u)) * _tanh(c_u), c_u]
+
+        # one stage, two outputs (h', c'): the gates' only consumer, so that the sketch rules can
+        # compute the GEMV at a tile of it; c' appears twice in the body, one value after CSE
+        h_new, c_new = te.compute((n, hp), state, name="lstm_next")
         return [h_new, c_new]
     if linear_before_reset:
-        mm = gemv(h, 0, G * hp, "gates")
+        mm = gate_gemv(h, G, "gates")
 
         def h_lbr(i: Any, u: Any) -> PrimExpr:
-            z = _sigmoid(xw_t[i, u] + mm[i, u])
-            r = _sigmoid(xw_t[i, hp + u] + mm[i, hp + u])
-            hh = _tanh(xw_t[i, 2 * hp + u] + r * (mm[i, 2 * hp + u] + aux[u]))
+            z = _sigmoid(xw_t[i, u] + mm[i, 0, u])
+            r = _sigmoid(xw_t[i, hp + u] + mm[i, 1, u])
+            hh = _tanh(xw_t[i, 2 * hp + u] + r * (mm[i, 2, u] + aux[u]))
             return (one - z) * hh + z * h[i, u]
 
         return [te.compute((n, hp), h_lbr, name="h_next")]
-    zr = gemv(h, 0, 2 * hp, "gates_zr")
-    rh = te.compute((n, hp), lambda i, u: _sigmoid(xw_t[i, hp + u] + zr[i, hp + u]) * h[i, u],
+    zr = gate_gemv(h, 2, "gates_zr")
+    rh = te.compute((n, hp), lambda i, u: _sigmoid(xw_t[i, hp + u] + zr[i, 1, u]) * h[i, u],
                     name="r_h")
     cand = gemv(rh, 2, hp, "gates_h")
 
     def h_lbr0(i: Any, u: Any) -> PrimExpr:
-        z = _sigmoid(xw_t[i, u] + zr[i, u])
+        z = _sigmoid(xw_t[i, u] + zr[i, 0, u])
         return (one - z) * _tanh(xw_t[i, 2 * hp + u] + cand[i, u]) + z * h[i, u]
 
     return [te.compute((n, hp), h_lbr0, name="h_next")]
@@ -443,50 +457,60 @@ def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor
         H0 = ib.buffer_ptr(ins[2], (N, H))
         Y = ib.buffer_ptr(outs[0], (T, N, H))
         HT = ib.buffer_ptr(outs[1], (N, H))
-        k0 = 3 if cell == "LSTM" else 2
         CT: Any = ib.buffer_ptr(outs[2], (N, H)) if cell == "LSTM" else None
-        HS = ib.buffer_ptr(outs[k0], (2, N, hp))
-        # LSTM: c double-buffered like h (a tuned step may read c after writing c')
-        CS: Any = ib.allocate(dt, (2, N, hp), name="c_state") if cell == "LSTM" else None
         C0: Any = ib.buffer_ptr(ins[3], (N, H)) if cell == "LSTM" else None
+        # the state in two slots, A and B, SEPARATE buffers (LSTM: h and c each): a step reads
+        # one slot and writes the other, and the time loop is unrolled by two (A -> B, B -> A)
+        # so that every step's buffers are static. One buffer with a slot index would make
+        # the step's stores and loads of the same buffer differ in index (``c[cur]`` vs
+        # ``c[nxt]``), and the vectorizer would scalarize the step's epilogue (a scalar expf
+        # per lane)
+        names = ["h", "c"] if cell == "LSTM" else ["h"]
+        slots = [{nm: ib.allocate(dt, (N, hp), name=f"{nm}_{ab}") for nm in names}
+                 for ab in "ab"]
         with ib.for_range(0, N, name="n") as i:
             with ib.for_range(0, hp, name="u") as u:
                 ok = u < H
                 uc = tir_op.min(u, H - 1)
-                HS[0, i, u] = Select(ok, H0[i, uc], zero)
-                if CS is not None:
-                    CS[0, i, u] = Select(ok, C0[i, uc], zero)
+                slots[0]["h"][i, u] = Select(ok, H0[i, uc], zero)
+                if cell == "LSTM":
+                    slots[0]["c"][i, u] = Select(ok, C0[i, uc], zero)
 
         def view(buf: Any, shape: tuple, offset: Any, name: str) -> Buffer:
             return Buffer(buf.data, dt, shape, (), buf.elem_offset + offset, name, buf.scope)
 
-        with ib.for_range(0, T, name="s") as s:
+        def step(s: Any, cur: dict, nxt: dict) -> None:
             t = (T - 1 - s) if reverse else s
-            cur = tir_op.floormod(s, 2)
-            nxt = 1 - cur
-            state = n * hp
-            bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1],
-                    view(outs[k0], (n, hp), cur * state, "h")]
-            if CS is not None:
-                bufs.append(view(CS.buffer, (n, hp), cur * state, "c"))
+            bufs = [view(ins[0], (n, G * hp), t * (n * G * hp), "xw_t"), ins[1], cur["h"].buffer]
+            if cell == "LSTM":
+                bufs.append(cur["c"].buffer)
             elif n_in > 3:
                 bufs.append(ins[3])
-            bufs.append(view(outs[k0], (n, hp), nxt * state, "h_next"))
-            if CS is not None:
-                bufs.append(view(CS.buffer, (n, hp), nxt * state, "c_next"))
-            step = schedule_to_primfunc(sch, cell_tensors, "rnn_step",
-                                        dict(zip(cell_tensors, bufs)))
-            ib.emit(step.body)
+            bufs.append(nxt["h"].buffer)
+            if cell == "LSTM":
+                bufs.append(nxt["c"].buffer)
+            fn = schedule_to_primfunc(sch, cell_tensors, "rnn_step", dict(zip(cell_tensors, bufs)))
+            ib.emit(fn.body)
             with ib.for_range(0, N, name="n") as i:
                 with ib.for_range(0, H, name="u") as u:
-                    Y[t, i, u] = HS[nxt, i, u]
+                    Y[t, i, u] = nxt["h"][i, u]
 
-        last = tir_op.floormod(T, 2)
-        with ib.for_range(0, N, name="n") as i:
-            with ib.for_range(0, H, name="u") as u:
-                HT[i, u] = HS[last, i, u]
-                if CT is not None:
-                    CT[i, u] = CS[last, i, u]
+        with ib.for_range(0, (T + 1) // 2, name="s2") as s2:
+            step(2 * s2, slots[0], slots[1])
+            with ib.if_scope(2 * s2 + 1 < T):
+                step(2 * s2 + 1, slots[1], slots[0])
+
+        def final(last: dict) -> None:
+            with ib.for_range(0, N, name="n") as i:
+                with ib.for_range(0, H, name="u") as u:
+                    HT[i, u] = last["h"][i, u]
+                    if CT is not None:
+                        CT[i, u] = last["c"][i, u]
+
+        with ib.if_scope(tir_op.floormod(T, 2) == 0):
+            final(slots[0])
+        with ib.else_scope():
+            final(slots[1])
         return ib.get()
 
     outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan_tuned", dtype=dt,
