@@ -61,10 +61,10 @@ def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value
         return fb.value(a.ty, f"{simple[cls]} {fmf} {a}, {b.ref}", simple[cls])
     if cls is E.Mod:
         return fb.value(a.ty, f"frem {a}, {b.ref}", "frem")
-    if cls is E.Min:
-        return call_intrinsic(cg, "llvm.minimum", [a, b])
-    if cls is E.Max:
-        return call_intrinsic(cg, "llvm.maximum", [a, b])
+    if cls in (E.Min, E.Max):
+        if cg.x86 and X86_SELECT_MINMAX:
+            return _x86_min_max(cg, cls is E.Max, a, b)
+        return call_intrinsic(cg, "llvm.maximum" if cls is E.Max else "llvm.minimum", [a, b])
     if cls in (E.FloorDiv, E.FloorMod):
         q = fb.value(a.ty, f"fdiv {FMF} {a}, {b.ref}", "fdiv")
         fq = call_intrinsic(cg, "llvm.floor", [q])
@@ -73,6 +73,41 @@ def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value
         p = fb.value(a.ty, f"fmul {fq}, {b.ref}", "fmul")
         return fb.value(a.ty, f"fsub {a}, {p.ref}", "fmod")
     raise TypeError(f"{cls.__name__} on {dtype}")  # pragma: no cover
+
+
+# float Min/Max on x86 as the native max/min instruction with a NaN fix-up (3 instructions, a
+# 2-deep chain through the first operand) instead of ``llvm.maximum`` (6, 4 deep: it also orders
+# -0 below +0); False: ``llvm.maximum``/``llvm.minimum`` everywhere, for comparisons
+X86_SELECT_MINMAX = True
+
+
+def _x86_min_max(cg: CodeGenLLVM, is_max: bool, a: Value, b: Value) -> Value:
+    """NaN-propagating float max/min on x86: NaN if either operand is NaN (as
+    ``numpy.maximum``/``minimum``), else the larger (smaller) one; ``a`` on a tie, so
+    ``max(-0., +0.)`` is ``-0.`` (numpy 2 gives ``b`` on a tie, ``llvm.maximum`` +0; the sign
+    of a max reduction's zero is unspecified in numpy too). Giving ``b`` would put ``a``'s NaN
+    test on a reduction's accumulator chain: 1.2-1.5x slower max reductions, measured.
+
+    ``m = b > a ? b : a`` is what MAXPS/MAXSS compute (``a`` when either is NaN: ``a``'s NaN
+    propagates); ``isnan(b) ? b : m`` adds ``b``'s. In a reduction ``acc = max(acc, x)`` the
+    compare of ``x`` is off the accumulator's chain. The ``freeze`` keeps InstCombine from
+    merging the two selects into one select on an ``or`` of compares (which the backend emits
+    as two compares, a mask ``or`` and a blend, with the compare on the chain). A constant
+    ``b`` (``relu``'s ``max(x, 0)``) leaves one MAXPS: its NaN test folds away."""
+    fb = cg.fb
+    mty = _mask_type(a.ty)
+    pred = "ogt" if is_max else "olt"
+    c = fb.value(mty, f"fcmp {pred} {b}, {a.ref}", "cmp")
+    m = fb.value(a.ty, f"select {c}, {b}, {a}", "max" if is_max else "min")
+    m = fb.value(a.ty, f"freeze {m}", "frz")
+    nan = fb.value(mty, f"fcmp uno {b}, {b.ref}", "isnan")
+    return fb.value(a.ty, f"select {nan}, {b}, {m}", "max" if is_max else "min")
+
+
+def _mask_type(ty: str) -> str:
+    if ty.startswith("<"):
+        return ty.split(" x ")[0] + " x i1>"
+    return "i1"
 
 
 def _int_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, signed: bool, bits: int) -> Value:

@@ -4,8 +4,10 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 
 - integer ``/`` and ``%`` (Div, Mod) truncate (sdiv/srem, udiv/urem); FloorDiv/FloorMod round
   toward -inf (sign fixed after sdiv/srem); float FloorMod is ``a - floor(a/b)*b``;
-- float Min/Max are ``llvm.minimum``/``llvm.maximum``: a NaN operand gives NaN, as
-  ``numpy.minimum``/``numpy.maximum`` do;
+- float Min/Max: a NaN operand gives NaN, as ``numpy.minimum``/``numpy.maximum`` do; on x86
+  the native MINPS/MAXPS with a NaN fix-up (a tie gives the first operand: ``max(-0., +0.)``
+  is ``-0.``; llvm_arith ``_x86_min_max``), elsewhere
+  ``llvm.minimum``/``llvm.maximum`` (one instruction on AArch64; -0 orders below +0);
 - float -> int casts truncate toward zero; to 8/16-bit (and uint32) targets they go through a
   wider signed integer and wrap, matching numpy on x86; float -> bool is ``x != 0`` (NaN is true);
 - float arithmetic carries only the ``contract`` fast-math flag (FMA formation, no reassociation);
@@ -234,6 +236,7 @@ class CodeGenLLVM(ChainFunctor):
         """``mvec_isas``: libmvec variants usable for vector math, widest first, as
         (ISA letter, vector bits), e.g. [("e", 512), ("d", 256), ("b", 128)]; empty: none."""
         self.mb = ModuleBuilder(module_name, triple, datalayout)
+        self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i486", "i586", "i686")
         self.mvec_isas = list(mvec_isas)
         self.imported_llvm: list[str] = []  # LLVM IR of pragma_import_llvm, linked in
         self.imported_c: list[str] = []  # C source of pragma_import_c, compiled and linked

@@ -1,0 +1,97 @@
+"""Max reductions on x86 (issue 28 point 7): tvmpy's NaN-propagating float max, the native
+MAXPS with a NaN fix-up (``codegen/llvm_arith._x86_min_max``), against ``llvm.maximum`` (the
+old lowering) and onnxruntime, in the same run, interleaved.
+
+    PYTHONPATH=. python bench/max_reductions.py [--threads 1] [--rounds 15] [--filter TEXT]
+
+Sides: ``new`` (this lowering and schedules), ``old`` (``X86_SELECT_MINMAX = False`` and the
+small-plane GlobalMaxPool on its scalar chain, ``pooling.SMALL_PLANE_MAX_RFACTOR = False``),
+``ort``. Prints each side's best round (us, wall clock: under load the best round is the least
+disturbed one) and the per-round ratios' medians new/ort, old/ort, new/old.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# the two tvmpy sides differ by module flags the kernel cache's key does not name
+os.environ["TVMPY_CACHE"] = "0"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import interleaved_samples, ort_bound_runner, ort_session, quartiles  # noqa: E402
+from ops import Case, _node, _onnx_model, _rand, softmax_case, tvm_side, window_pool_case  # noqa: E402,I001
+
+import numpy as np  # noqa: E402
+
+
+def reduce_max_case(shape: tuple[int, ...], axes: list[int]) -> Case:
+    feeds = {"x": _rand(*shape)}
+    out = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    node = _node("ReduceMax", ["x"], "y", axes=axes, keepdims=1)
+    return Case(f"ReduceMax {'x'.join(map(str, shape))} axes {axes}", float(np.prod(shape)),
+                lambda: _onnx_model([node], feeds, out, {}, opset=13), feeds)
+
+
+def cases() -> list[Case]:
+    out = [window_pool_case("gmp", "GlobalMaxPool", c, hw, 0, 0, 0)
+           for c, hw in ((960, 7), (480, 14), (144, 56), (57, 13), (64, 1))]
+    out += [window_pool_case("mp", "MaxPool", c, hw, 3, 2, 1)
+            for c, hw in ((64, 112), (57, 17), (256, 56))]
+    out += [reduce_max_case((8, 1000), [1]), reduce_max_case((64, 49, 97), [1]),
+            reduce_max_case((3, 517, 7), [0, 1])]
+    out += [softmax_case("softmax", (12, 128, 128)), softmax_case("softmax", (1, 1000))]
+    return out
+
+
+def build_side(c: Case, model: object, old: bool, rfactor: bool = True) -> object:
+    from tvmpy.codegen import llvm_arith
+    from tvmpy.topi.x86 import pooling
+
+    saved = llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR
+    llvm_arith.X86_SELECT_MINMAX = not old
+    pooling.SMALL_PLANE_MAX_RFACTOR = rfactor and not old
+    try:
+        m, _ = tvm_side(model, c.feeds, 3)
+    finally:
+        llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR = saved
+    return m
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("TVM_NUM_THREADS", "1")))
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--no-rfactor", action="store_true",
+                    help="new side without the small-plane GlobalMaxPool rfactor")
+    a = ap.parse_args()
+    os.environ["TVM_NUM_THREADS"] = str(a.threads)
+    print(f"threads {a.threads}, rounds {a.rounds}; best rounds (us), ratios: per-round medians")
+    print(f"{'case':48s} {'new':>8s} {'old':>8s} {'ort':>8s} {'new/ort':>8s} {'old/ort':>8s}"
+          f" {'new/old':>8s}")
+    for c in cases():
+        if a.filter not in c.name:
+            continue
+        model = c.onnx_fn()
+        sess = ort_session(model, a.threads)
+        ort_run, ort_outs = ort_bound_runner(sess, c.feeds)
+        ort_run()
+        sides = {"new": build_side(c, model, False, not a.no_rfactor), "old": build_side(c, model, True)}
+        for k, m in sides.items():
+            m.run()
+            np.testing.assert_allclose(m.get_output(0).numpy(), ort_outs[0].numpy(),
+                                       rtol=1e-5, atol=1e-6, err_msg=f"{c.name} {k}")
+        runs = {"new": sides["new"].run, "old": sides["old"].run, "ort": ort_run}
+        s = interleaved_samples(runs, a.rounds, pause=0.02, target_s=0.005)
+        med = {k: min(v) * 1e6 for k, v in s.items()}
+
+        def r(p: str, q: str) -> float:
+            return quartiles([x / y for x, y in zip(s[p], s[q])])[1]
+        print(f"{c.name:48s} {med['new']:8.2f} {med['old']:8.2f} {med['ort']:8.2f}"
+              f" {r('new', 'ort'):8.2f} {r('old', 'ort'):8.2f} {r('new', 'old'):8.2f}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
