@@ -4,25 +4,30 @@ old lowering) and onnxruntime, in the same run, interleaved.
 
     PYTHONPATH=. python bench/max_reductions.py [--threads 1] [--rounds 15] [--filter TEXT]
 
-Sides: ``new`` (this lowering and schedules), ``old`` (``X86_SELECT_MINMAX = False`` and the
-small-plane GlobalMaxPool on its scalar chain, ``pooling.SMALL_PLANE_MAX_RFACTOR = False``),
-``ort``. Prints each side's best round (us, wall clock: under load the best round is the least
+Sides: ``new`` (this lowering and schedules), ``old`` (``X86_SELECT_MINMAX = False``, the
+small-plane GlobalMaxPool on its scalar chain, ``pooling.SMALL_PLANE_MAX_RFACTOR = False``, a
+narrow kept axis reduced by a scalar loop, ``reduction.NARROW_KEPT_AXIS = False``),
+``ort``. ``--zoo resnet50,googlenet`` A/Bs whole zoo models (best rounds, ms). Prints each side's best round (us, wall clock: under load the best round is the least
 disturbed one) and the per-round ratios' medians new/ort, old/ort, new/old.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
+from collections.abc import Callable, Iterator
 
-# the two tvmpy sides differ by module flags the kernel cache's key does not name
+# the two tvmpy sides differ by module flags that neither the kernel cache's key names nor
+# build worker processes see: no cache, kernels built in this process
 os.environ["TVMPY_CACHE"] = "0"
+os.environ["TVMPY_BUILD_WORKERS"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
 from common import interleaved_samples, ort_bound_runner, ort_session, quartiles  # noqa: E402
 from ops import Case, _node, _onnx_model, _rand, softmax_case, tvm_side, window_pool_case  # noqa: E402,I001
-
-import numpy as np  # noqa: E402
 
 
 def reduce_max_case(shape: tuple[int, ...], axes: list[int]) -> Case:
@@ -45,17 +50,59 @@ def cases() -> list[Case]:
 
 
 def build_side(c: Case, model: object, old: bool, rfactor: bool = True) -> object:
-    from tvmpy.codegen import llvm_arith
-    from tvmpy.topi.x86 import pooling
+    with _flags(old, rfactor):
+        m, _ = tvm_side(model, c.feeds, 3)
+    return m
 
-    saved = llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR
-    llvm_arith.X86_SELECT_MINMAX = not old
+
+@contextlib.contextmanager
+def _flags(old: bool, rfactor: bool = True) -> Iterator[None]:
+    """The old lowering and schedules (``old``) or this branch's, for one build."""
+    from tvmpy.codegen import llvm_arith
+    from tvmpy.topi.x86 import pooling, reduction
+
+    saved = (llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR,
+             reduction.NARROW_KEPT_AXIS)
+    llvm_arith.X86_SELECT_MINMAX = reduction.NARROW_KEPT_AXIS = not old
     pooling.SMALL_PLANE_MAX_RFACTOR = rfactor and not old
     try:
-        m, _ = tvm_side(model, c.feeds, 3)
+        yield
     finally:
-        llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR = saved
-    return m
+        (llvm_arith.X86_SELECT_MINMAX, pooling.SMALL_PLANE_MAX_RFACTOR,
+         reduction.NARROW_KEPT_AXIS) = saved
+
+
+def _ratio(s: dict[str, list[float]]) -> Callable[[str, str], float]:
+    """The median of the per-round ratios of side ``p`` to side ``q``."""
+    return lambda p, q: quartiles([x / y for x, y in zip(s[p], s[q])])[1]
+
+
+def zoo_ab(names: list[str], threads: int, rounds: int) -> None:
+    """Whole zoo models (real size): new and old builds and onnxruntime, interleaved."""
+    from tvmpy.relay.testing import compare, zoo
+
+    for name in names:
+        entry = zoo.MODELS[name]
+        spec = entry("real")
+        model = zoo.to_onnx(spec)
+        feeds = spec.feeds(seed=1)
+        built = {}
+        for side in ("new", "old"):
+            mod, params = zoo.from_onnx(model, spec)
+            with _flags(side == "old"):
+                built[side] = zoo.build(mod, params, vm=entry.vm)
+        ort = compare.ort_runner(model, threads=threads)
+        for side, b in built.items():
+            zoo.assert_close(b.run(feeds), ort(feeds), f"{name} {side}")
+        runs = {k: functools.partial(b.run, feeds) for k, b in built.items()}
+        runs["ort"] = functools.partial(ort, feeds)
+        s = interleaved_samples(runs, rounds, pause=0.3, target_s=0.1)
+        med = {k: min(v) * 1e3 for k, v in s.items()}
+
+        r = _ratio(s)
+        print(f"{name:20s} new {med['new']:8.2f} ms  old {med['old']:8.2f} ms  ort "
+              f"{med['ort']:8.2f} ms  new/ort {r('new', 'ort'):.2f}  old/ort {r('old', 'ort'):.2f}"
+              f"  new/old {r('new', 'old'):.3f}", flush=True)
 
 
 def main() -> None:
@@ -65,8 +112,12 @@ def main() -> None:
     ap.add_argument("--filter", default="")
     ap.add_argument("--no-rfactor", action="store_true",
                     help="new side without the small-plane GlobalMaxPool rfactor")
+    ap.add_argument("--zoo", default="", help="comma-separated zoo models to A/B instead")
     a = ap.parse_args()
     os.environ["TVM_NUM_THREADS"] = str(a.threads)
+    if a.zoo:
+        zoo_ab(a.zoo.split(","), a.threads, a.rounds)
+        return
     print(f"threads {a.threads}, rounds {a.rounds}; best rounds (us), ratios: per-round medians")
     print(f"{'case':48s} {'new':>8s} {'old':>8s} {'ort':>8s} {'new/ort':>8s} {'old/ort':>8s}"
           f" {'new/old':>8s}")
@@ -86,8 +137,7 @@ def main() -> None:
         s = interleaved_samples(runs, a.rounds, pause=0.02, target_s=0.005)
         med = {k: min(v) * 1e6 for k, v in s.items()}
 
-        def r(p: str, q: str) -> float:
-            return quartiles([x / y for x, y in zip(s[p], s[q])])[1]
+        r = _ratio(s)
         print(f"{c.name:48s} {med['new']:8.2f} {med['old']:8.2f} {med['ort']:8.2f}"
               f" {r('new', 'ort'):8.2f} {r('old', 'ort'):8.2f} {r('new', 'old'):8.2f}",
               flush=True)

@@ -17,6 +17,7 @@ from tvmpy.codegen import llvm_arith
 from tvmpy.target.cpu_features import host_isa_features
 from tvmpy.topi import nn, testing
 
+
 def _runnable(level: str, needs: str) -> pytest.param:
     ok = platform.machine() in ("x86_64", "AMD64") and needs in host_isa_features()
     return pytest.param(f"llvm -mcpu={level}", marks=pytest.mark.skipif(

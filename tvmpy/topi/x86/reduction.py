@@ -110,8 +110,13 @@ def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
     last = axes[-1].dom.extent
     if (op.num_outputs == 1 and lanes > 1 and isinstance(last, IntImm) and last.value >= 2
             and _innermost_is_data(op)):
-        if last.value < lanes:
+        if last.value < lanes and NARROW_KEPT_AXIS:
             _narrow_inner(s, t, par)
+            return
+        if last.value < lanes:  # (the schedule before: a scalar loop per output)
+            fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
+            if par:
+                st.parallel(fused)
             return
         outer, inner = st.split(axes[-1], lanes)
         fused = st.fuse(*axes[:-1], outer) if len(axes) > 1 else outer
@@ -121,6 +126,11 @@ def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
         fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if par:
         st.parallel(fused)
+
+
+# a kept innermost axis narrower than the vector lanes: one partial vector (False: a scalar
+# loop per output, as before; for comparisons)
+NARROW_KEPT_AXIS = True
 
 
 def _narrow_inner(s: Any, t: te.Tensor, par: bool) -> None:
