@@ -63,7 +63,7 @@ def _elementwise_schedule(outs):
 @pytest.mark.parametrize("vector", [False, True])
 def test_elementwise_max_min_specials(target, dtype, vector):
     """Every pair of specials (81, a vector tail), a constant operand on either side (relu's
-    ``max(x, 0)``): exactly numpy's ``maximum``/``minimum``, bit for bit (NaN from either
+    ``max(x, 0)``; ``clip``'s nonzero bounds, one MAXPS/MINPS each, ties included): exactly numpy's ``maximum``/``minimum``, bit for bit (NaN from either
     side; a +0/-0 tie gives the second operand, as numpy and the interpreter do)."""
     a = np.repeat(np.array(SPECIALS, dtype), len(SPECIALS))
     b = np.tile(np.array(SPECIALS, dtype), len(SPECIALS))
@@ -72,10 +72,13 @@ def test_elementwise_max_min_specials(target, dtype, vector):
     zero = tvm.tir.const(0.0, dtype)
     exprs = {"max": lambda i: te.max(A[i], B[i]), "min": lambda i: te.min(A[i], B[i]),
              "max0": lambda i: te.max(A[i], zero), "0max": lambda i: te.max(zero, A[i]),
-             "min0": lambda i: te.min(zero, A[i])}
+             "min0": lambda i: te.min(zero, A[i]),
+             "clip": lambda i: te.min(te.max(A[i], tvm.tir.const(-1.0, dtype)),
+                                      tvm.tir.const(3.5, dtype))}
     z = np.zeros_like(a)
     want = {"max": np.maximum(a, b), "min": np.minimum(a, b), "max0": np.maximum(a, z),
-            "0max": np.maximum(z, a), "min0": np.minimum(z, a)}
+            "0max": np.maximum(z, a), "min0": np.minimum(z, a),
+            "clip": np.minimum(np.maximum(a, -1.0), 3.5)}
     sched = _elementwise_schedule if vector else (lambda outs: te.create_schedule(
         [o.op for o in outs]))
     for name, fn in exprs.items():

@@ -40,7 +40,10 @@ def binary(cg: CodeGenLLVM, e: E.BinaryOp) -> Value:
     if cls is E.Or:
         return fb.value(a.ty, f"or {a}, {b.ref}", "or")
     if d.kind == "float":
-        return _float_binary(cg, cls, a, b, e.a.dtype, id(e) == cg._accumulate)
+        # a nonzero constant second operand: a tie is the same bits either way, so the
+        # reduction's order (its NaN test folds away: one MAXPS) is still exactly numpy's
+        fast = id(e) == cg._accumulate or _nonzero_constant(e.b)
+        return _float_binary(cg, cls, a, b, e.a.dtype, fast)
     if d.kind == "bool":
         if cls is E.Min:
             return fb.value(a.ty, f"and {a}, {b.ref}", "min")
@@ -95,7 +98,9 @@ def _x86_min_max(cg: CodeGenLLVM, is_max: bool, a: Value, b: Value, accumulate: 
     1.2-1.5x slower max reductions, measured); a tie keeps ``acc`` (the sign of a max
     reduction's zero depends on the order in numpy too). The ``freeze`` keeps InstCombine from
     merging the two selects into one select on an ``or`` of compares (two compares, a mask
-    ``or`` and a blend, a compare on the chain). A constant ``y`` leaves one MAXPS."""
+    ``or`` and a blend, a compare on the chain). A constant ``y`` leaves one MAXPS: the caller
+    passes ``accumulate`` for a nonzero constant ``b`` too (softmax's ``max(x - m, -87)``,
+    ``clip``'s bounds); ``relu``'s ``max(x, 0)`` keeps 3 (``-0`` must give ``+0``)."""
     fb = cg.fb
     x, y = (a, b) if accumulate else (b, a)
     mty = _mask_type(a.ty)
@@ -106,6 +111,13 @@ def _x86_min_max(cg: CodeGenLLVM, is_max: bool, a: Value, b: Value, accumulate: 
     m = fb.value(a.ty, f"freeze {m}", "frz")
     nan = fb.value(mty, f"fcmp uno {y}, {y.ref}", "isnan")
     return fb.value(a.ty, f"select {nan}, {y}, {m}", name)
+
+
+def _nonzero_constant(e: E.PrimExpr) -> bool:
+    """A float constant (or a broadcast of one) that is neither zero nor NaN."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.FloatImm) and e.value == e.value and e.value != 0.0
 
 
 def _mask_type(ty: str) -> str:
