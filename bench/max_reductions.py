@@ -7,7 +7,8 @@ old lowering) and onnxruntime, in the same run, interleaved.
 Sides: ``new`` (this lowering and schedules), ``old`` (``X86_SELECT_MINMAX = False``, the
 small-plane GlobalMaxPool on its scalar chain, ``pooling.SMALL_PLANE_MAX_RFACTOR = False``, a
 narrow kept axis reduced by a scalar loop, ``reduction.NARROW_KEPT_AXIS = False``),
-``ort``. ``--zoo resnet50,googlenet`` A/Bs whole zoo models (best rounds, ms). Prints each side's best round (us, wall clock: under load the best round is the least
+``ort``. ``--zoo resnet50,googlenet`` A/Bs whole zoo models (best rounds, ms); ``--kernels``
+the kernels alone (topi, time_evaluator; no onnxruntime). Prints each side's best round (us, wall clock: under load the best round is the least
 disturbed one) and the per-round ratios' medians new/ort, old/ort, new/old.
 """
 
@@ -19,6 +20,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 # the two tvmpy sides differ by module flags that neither the kernel cache's key names nor
 # build worker processes see: no cache, kernels built in this process
@@ -105,6 +107,69 @@ def zoo_ab(names: list[str], threads: int, rounds: int) -> None:
               f"  new/old {r('new', 'old'):.3f}", flush=True)
 
 
+def _kernel_cases() -> dict[str, Callable[[], tuple[list, Any, Callable]]]:
+    """topi computes with their x86 schedules: (inputs, output, schedule)."""
+    from tvmpy import te, topi
+
+    def gmp(*shape: int) -> tuple[list, Any, Callable]:
+        a = te.placeholder(shape, name="A")
+        return [a], topi.nn.global_pool(a, "max"), topi.x86.schedule_global_pool
+
+    def mp(*shape: int) -> tuple[list, Any, Callable]:
+        a = te.placeholder(shape, name="A")
+        out = topi.nn.pool2d(a, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "max", separable=True)
+        return [a], out, topi.x86.schedule_pool
+
+    def rmax(shape: tuple[int, ...], axis: Any) -> tuple[list, Any, Callable]:
+        a = te.placeholder(shape, name="A")
+        return [a], topi.max(a, axis=axis, keepdims=True), topi.x86.schedule_reduce
+
+    def smax(*shape: int) -> tuple[list, Any, Callable]:
+        a = te.placeholder(shape, name="A")
+        return [a], topi.nn.softmax_by_reciprocal(a), topi.x86.schedule_softmax
+
+    return {
+        "GlobalMaxPool 960x7x7": lambda: gmp(1, 960, 7, 7),
+        "GlobalMaxPool 480x14x14": lambda: gmp(1, 480, 14, 14),
+        "GlobalMaxPool 144x56x56": lambda: gmp(1, 144, 56, 56),
+        "GlobalMaxPool 57x13x13": lambda: gmp(1, 57, 13, 13),
+        "MaxPool 3x3/2 64x112x112": lambda: mp(1, 64, 112, 112),
+        "MaxPool 3x3/2 57x17x17": lambda: mp(1, 57, 17, 17),
+        "max 8x1000 axis 1": lambda: rmax((8, 1000), 1),
+        "max 64x49x97 axis 1": lambda: rmax((64, 49, 97), 1),
+        "max 3x517x7 axes 0,1": lambda: rmax((3, 517, 7), (0, 1)),
+        "softmax 12x128x128": lambda: smax(12, 128, 128),
+        "softmax 1x1000": lambda: smax(1, 1000),
+    }
+
+
+def kernels(rounds: int, filt: str) -> None:
+    """Kernel level, new vs old: each side's best ``time_evaluator`` repeat over ``rounds``
+    alternating rounds (no graph executor, no onnxruntime)."""
+    import tvmpy as tvm
+
+    print(f"{'kernel':32s} {'new us':>8s} {'old us':>8s} {'new/old':>8s}")
+    for name, make in _kernel_cases().items():
+        if filt not in name:
+            continue
+        fs = {}
+        for side in ("new", "old"):
+            ins, out, sched = make()
+            with _flags(side == "old"), tvm.target.Target("llvm"):
+                fs[side] = tvm.build(sched([out]), [*ins, out], "llvm")
+        rng = np.random.default_rng(0)
+        xs = [tvm.nd.array(rng.standard_normal([int(d) for d in t.shape]).astype("float32"))
+              for t in ins]
+        y = tvm.nd.empty(tuple(int(d) for d in out.shape))
+        best = dict.fromkeys(fs, float("inf"))
+        for _ in range(rounds):
+            for side, f in fs.items():
+                ev = f.time_evaluator(f.entry_name, tvm.cpu(0), number=50, repeat=3)
+                best[side] = min(best[side], *ev(*xs, y).results)
+        print(f"{name:32s} {best['new'] * 1e6:8.2f} {best['old'] * 1e6:8.2f}"
+              f" {best['new'] / best['old']:8.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TVM_NUM_THREADS", "1")))
@@ -113,10 +178,15 @@ def main() -> None:
     ap.add_argument("--no-rfactor", action="store_true",
                     help="new side without the small-plane GlobalMaxPool rfactor")
     ap.add_argument("--zoo", default="", help="comma-separated zoo models to A/B instead")
+    ap.add_argument("--kernels", action="store_true",
+                    help="kernel level (topi + x86 schedules, time_evaluator), new vs old")
     a = ap.parse_args()
     os.environ["TVM_NUM_THREADS"] = str(a.threads)
     if a.zoo:
         zoo_ab(a.zoo.split(","), a.threads, a.rounds)
+        return
+    if a.kernels:
+        kernels(a.rounds, a.filter)
         return
     print(f"threads {a.threads}, rounds {a.rounds}; best rounds (us), ratios: per-round medians")
     print(f"{'case':48s} {'new':>8s} {'old':>8s} {'ort':>8s} {'new/ort':>8s} {'old/ort':>8s}"
