@@ -28,7 +28,7 @@ os.environ["TVMPY_CACHE"] = "0"
 os.environ["TVMPY_BUILD_WORKERS"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import interleaved_samples, ort_bound_runner, ort_session, quartiles  # noqa: E402
+from common import bench_clock, interleaved_samples, ort_bound_runner, ort_session, quartiles  # noqa: E402
 from ops import Case, _node, _onnx_model, _rand, softmax_case, tvm_side, window_pool_case  # noqa: E402,I001
 
 
@@ -79,7 +79,7 @@ def _ratio(s: dict[str, list[float]]) -> Callable[[str, str], float]:
     return lambda p, q: quartiles([x / y for x, y in zip(s[p], s[q])])[1]
 
 
-def zoo_ab(names: list[str], threads: int, rounds: int) -> None:
+def zoo_ab(names: list[str], threads: int, rounds: int, cpu_time: bool = False) -> None:
     """Whole zoo models (real size): new and old builds and onnxruntime, interleaved."""
     from tvmpy.relay.testing import compare, zoo
 
@@ -98,7 +98,8 @@ def zoo_ab(names: list[str], threads: int, rounds: int) -> None:
             zoo.assert_close(b.run(feeds), ort(feeds), f"{name} {side}")
         runs = {k: functools.partial(b.run, feeds) for k, b in built.items()}
         runs["ort"] = functools.partial(ort, feeds)
-        s = interleaved_samples(runs, rounds, pause=0.3, target_s=0.1)
+        s = interleaved_samples(runs, rounds, pause=0.3, target_s=0.1,
+                                clock=bench_clock(cpu_time, threads))
         med = {k: min(v) * 1e3 for k, v in s.items()}
 
         r = _ratio(s)
@@ -178,12 +179,14 @@ def main() -> None:
     ap.add_argument("--no-rfactor", action="store_true",
                     help="new side without the small-plane GlobalMaxPool rfactor")
     ap.add_argument("--zoo", default="", help="comma-separated zoo models to A/B instead")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="--zoo at 1 thread: rounds timed by process CPU time")
     ap.add_argument("--kernels", action="store_true",
                     help="kernel level (topi + x86 schedules, time_evaluator), new vs old")
     a = ap.parse_args()
     os.environ["TVM_NUM_THREADS"] = str(a.threads)
     if a.zoo:
-        zoo_ab(a.zoo.split(","), a.threads, a.rounds)
+        zoo_ab(a.zoo.split(","), a.threads, a.rounds, a.cpu_time)
         return
     if a.kernels:
         kernels(a.rounds, a.filter)
