@@ -40,7 +40,10 @@ def binary(cg: CodeGenLLVM, e: E.BinaryOp) -> Value:
     if cls is E.Or:
         return fb.value(a.ty, f"or {a}, {b.ref}", "or")
     if d.kind == "float":
-        return _float_binary(cg, cls, a, b, e.a.dtype)
+        # a nonzero constant second operand: a tie is the same bits either way, so the
+        # reduction's order (its NaN test folds away: one MAXPS) is still exactly numpy's
+        fast = id(e) == cg._accumulate or _nonzero_constant(e.b)
+        return _float_binary(cg, cls, a, b, e.a.dtype, fast)
     if d.kind == "bool":
         if cls is E.Min:
             return fb.value(a.ty, f"and {a}, {b.ref}", "min")
@@ -52,7 +55,8 @@ def binary(cg: CodeGenLLVM, e: E.BinaryOp) -> Value:
     return _int_binary(cg, cls, a, b, d.kind == "int", d.bits)
 
 
-def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value:
+def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str,
+                  accumulate: bool = False) -> Value:
     fb = cg.fb
     simple = {E.Add: "fadd", E.Sub: "fsub", E.Mul: "fmul", E.Div: "fdiv"}
     if cls in simple:
@@ -61,10 +65,10 @@ def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value
         return fb.value(a.ty, f"{simple[cls]} {fmf} {a}, {b.ref}", simple[cls])
     if cls is E.Mod:
         return fb.value(a.ty, f"frem {a}, {b.ref}", "frem")
-    if cls is E.Min:
-        return call_intrinsic(cg, "llvm.minimum", [a, b])
-    if cls is E.Max:
-        return call_intrinsic(cg, "llvm.maximum", [a, b])
+    if cls in (E.Min, E.Max):
+        if cg.x86 and X86_SELECT_MINMAX:
+            return _x86_min_max(cg, cls is E.Max, a, b, accumulate)
+        return call_intrinsic(cg, "llvm.maximum" if cls is E.Max else "llvm.minimum", [a, b])
     if cls in (E.FloorDiv, E.FloorMod):
         q = fb.value(a.ty, f"fdiv {FMF} {a}, {b.ref}", "fdiv")
         fq = call_intrinsic(cg, "llvm.floor", [q])
@@ -73,6 +77,53 @@ def _float_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, dtype: str) -> Value
         p = fb.value(a.ty, f"fmul {fq}, {b.ref}", "fmul")
         return fb.value(a.ty, f"fsub {a}, {p.ref}", "fmod")
     raise TypeError(f"{cls.__name__} on {dtype}")  # pragma: no cover
+
+
+# float Min/Max on x86 as the native max/min instruction with a NaN fix-up (3 instructions; in
+# a reduction a 2-deep chain through the accumulator) instead of ``llvm.maximum`` (6, 4 deep:
+# it also orders -0 below +0); False: ``llvm.maximum``/``llvm.minimum``, for comparisons
+X86_SELECT_MINMAX = True
+
+
+def _x86_min_max(cg: CodeGenLLVM, is_max: bool, a: Value, b: Value, accumulate: bool) -> Value:
+    """NaN-propagating float max/min on x86: NaN if either operand is NaN, else the larger
+    (smaller) one. ``sel(x, y) = isnan(y) ? y : (y > x ? y : x)``; the inner select is what
+    MAXPS/MAXSS compute (``x`` when either is NaN: ``x``'s NaN propagates), the outer adds
+    ``y``'s. On a tie (+0 vs -0) it gives ``x``.
+
+    Elementwise, ``max(a, b) = sel(b, a)``: exactly ``numpy.maximum``, a tie giving ``b``
+    (the interpreter's semantics, bit for bit). A reduction's update ``acc = max(acc, x)``
+    (``accumulate``: the codegen saw the store write back over ``a``) is ``sel(acc, x)``: the
+    NaN test is of ``x``, off the accumulator's chain (the other order put it on the chain,
+    1.2-1.5x slower max reductions, measured); a tie keeps ``acc`` (the sign of a max
+    reduction's zero depends on the order in numpy too). The ``freeze`` keeps InstCombine from
+    merging the two selects into one select on an ``or`` of compares (two compares, a mask
+    ``or`` and a blend, a compare on the chain). A constant ``y`` leaves one MAXPS: the caller
+    passes ``accumulate`` for a nonzero constant ``b`` too (softmax's ``max(x - m, -87)``,
+    ``clip``'s bounds); ``relu``'s ``max(x, 0)`` keeps 3 (``-0`` must give ``+0``)."""
+    fb = cg.fb
+    x, y = (a, b) if accumulate else (b, a)
+    mty = _mask_type(a.ty)
+    pred = "ogt" if is_max else "olt"
+    name = "max" if is_max else "min"
+    c = fb.value(mty, f"fcmp {pred} {y}, {x.ref}", "cmp")
+    m = fb.value(a.ty, f"select {c}, {y}, {x}", name)
+    m = fb.value(a.ty, f"freeze {m}", "frz")
+    nan = fb.value(mty, f"fcmp uno {y}, {y.ref}", "isnan")
+    return fb.value(a.ty, f"select {nan}, {y}, {m}", name)
+
+
+def _nonzero_constant(e: E.PrimExpr) -> bool:
+    """A float constant (or a broadcast of one) that is neither zero nor NaN."""
+    if isinstance(e, E.Broadcast):
+        e = e.value
+    return isinstance(e, E.FloatImm) and e.value == e.value and e.value != 0.0
+
+
+def _mask_type(ty: str) -> str:
+    if ty.startswith("<"):
+        return ty.split(" x ")[0] + " x i1>"
+    return "i1"
 
 
 def _int_binary(cg: CodeGenLLVM, cls, a: Value, b: Value, signed: bool, bits: int) -> Value:

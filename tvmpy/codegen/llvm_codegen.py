@@ -4,8 +4,11 @@ One :class:`CodeGenLLVM` builds one LLVM module from PrimFuncs. Semantics chosen
 
 - integer ``/`` and ``%`` (Div, Mod) truncate (sdiv/srem, udiv/urem); FloorDiv/FloorMod round
   toward -inf (sign fixed after sdiv/srem); float FloorMod is ``a - floor(a/b)*b``;
-- float Min/Max are ``llvm.minimum``/``llvm.maximum``: a NaN operand gives NaN, as
-  ``numpy.minimum``/``numpy.maximum`` do;
+- float Min/Max: a NaN operand gives NaN, as ``numpy.minimum``/``numpy.maximum`` do; on x86
+  the native MINPS/MAXPS with a NaN fix-up (llvm_arith ``_x86_min_max``): elementwise exactly
+  numpy's (a +-0 tie gives the second operand), a reduction's update ``acc = max(acc, x)``
+  keeps ``acc`` on a tie; elsewhere ``llvm.minimum``/``llvm.maximum`` (one instruction on
+  AArch64; -0 orders below +0);
 - float -> int casts truncate toward zero; to 8/16-bit (and uint32) targets they go through a
   wider signed integer and wrap, matching numpy on x86; float -> bool is ``x != 0`` (NaN is true);
 - float arithmetic carries only the ``contract`` fast-math flag (FMA formation, no reassociation);
@@ -30,6 +33,7 @@ from typing import Any
 
 from ..ir import dtype as dt
 from ..ir.functor import ChainFunctor
+from ..ir.node import structural_equal
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
@@ -221,6 +225,18 @@ address's implicit sign extension (the code before; bench/index_width_ab.py comp
 _WIDE_OPS: dict[type, str] = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}
 
 
+def _is_accumulate(s: S.BufferStore) -> bool:
+    """``buf[i] = max(buf[i], x)`` (or min) on floats: a reduction's update, its first operand
+    the value being stored over."""
+    v = s.value
+    if not isinstance(v, (E.Max, E.Min)) or not dt.is_float(v.dtype):
+        return False
+    a = v.a
+    return (isinstance(a, E.BufferLoad) and a.buffer.data is s.buffer.data
+            and len(a.indices) == len(s.indices)
+            and all(structural_equal(x, y) for x, y in zip(a.indices, s.indices)))
+
+
 class CodeGenLLVM(ChainFunctor):
     """LLVM IR for PrimFuncs: ``_s_<Stmt>`` methods emit statements, ``_e_<Expr>`` methods
     return the value of an expression (dispatched by node class, ``ir.functor``)."""
@@ -234,6 +250,7 @@ class CodeGenLLVM(ChainFunctor):
         """``mvec_isas``: libmvec variants usable for vector math, widest first, as
         (ISA letter, vector bits), e.g. [("e", 512), ("d", 256), ("b", 128)]; empty: none."""
         self.mb = ModuleBuilder(module_name, triple, datalayout)
+        self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i486", "i586", "i686")
         self.mvec_isas = list(mvec_isas)
         self.imported_llvm: list[str] = []  # LLVM IR of pragma_import_llvm, linked in
         self.imported_c: list[str] = []  # C source of pragma_import_c, compiled and linked
@@ -257,6 +274,9 @@ class CodeGenLLVM(ChainFunctor):
         self.threads = True
         self.vector_bits = vector_bits
         self._loop_facts: _LoopFacts | None = None  # of the function being emitted
+        # id of the float Min/Max a store accumulates into its own target (``acc = max(acc,
+        # x)``): emitted in the reduction's form (llvm_arith._x86_min_max)
+        self._accumulate: int | None = None
 
     # =========================================================================================
     # functions
@@ -559,9 +579,11 @@ class CodeGenLLVM(ChainFunctor):
         into_tile = id(buf.data) in self._small_tiles
         if into_tile:  # a tile's fill: plain loads (LLVM shuffles them straight into the tile)
             self._plain_loads += 1
+        self._accumulate = id(s.value) if _is_accumulate(s) else None
         try:
             value = self.expr(s.value)
         finally:
+            self._accumulate = None
             if into_tile:
                 self._plain_loads -= 1
         vdtype = s.value.dtype

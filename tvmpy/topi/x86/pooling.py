@@ -196,6 +196,8 @@ def schedule_global_pool(outs: Any, layout: str = "NCHW") -> Schedule:
         s[lanes_rf].reorder(*s[lanes_rf].op.reduce_axis, s[lanes_rf].op.axis[-1])
         s[lanes_rf].vectorize(s[lanes_rf].op.axis[-1])
     elif rf is not None:
+        if pool.op.tag == "global_pool_max" and SMALL_PLANE_MAX_RFACTOR:
+            s[rf].set_scope("local")  # the W lanes stay in a register (no masked store/reload)
         s[rf].compute_at(s[out], task)
         s[rf].reorder(*s[rf].op.reduce_axis, s[rf].op.axis[-1])
         s[rf].vectorize(s[rf].op.axis[-1])
@@ -256,6 +258,9 @@ def _global_blocked(s: Schedule, pool: Tensor, out: Tensor) -> bool:
     return True
 
 
+# small NCHW planes' global max pool: rows of W columns maxed as vectors, then the lanes (False:
+# the scalar chain over the plane, as before; for comparisons)
+SMALL_PLANE_MAX_RFACTOR = True
 # planes at least this large are reduced 16 lanes at a time (below it, the lanes' final sum
 # costs more than the dependent scalar chain it shortens: 7x7 measured slower)
 VECTOR_PLANE_MIN = 256
@@ -273,9 +278,11 @@ def _plane_rfactor(s: Schedule, pool: Tensor) -> Tensor | tuple[Tensor, Tensor] 
     if h is None or w is None:
         return None
     if h * w < VECTOR_PLANE_MIN:
-        if pool.op.tag == "global_pool_sum" and 4 <= w <= 16 and h > 1:
-            # a small plane's sum: a vector of its W columns summed over H, then W lanes
-            # (7x7: 3x faster; for max the lanes' NaN-propagating maxima cost more than that)
+        small_max = SMALL_PLANE_MAX_RFACTOR and pool.op.tag == "global_pool_max"
+        if (pool.op.tag == "global_pool_sum" or small_max) and 4 <= w <= 16 and h > 1:
+            # a small plane's sum/max: a vector of its W columns reduced over H, then W lanes
+            # (7x7 sum: 3x faster; max too since the x86 max is MAXPS + a NaN fix-up, not
+            # llvm.maximum's 6 instructions: codegen/llvm_arith._x86_min_max)
             return s.rfactor(pool, rx, factor_axis=len(pool.shape))
         return None
     lanes = vector_lanes(pool.dtype)

@@ -6,8 +6,8 @@ Injective producers are inlined into the reduction. A reduction stage runs its o
 results (several independent ones when the axis is long enough: ``pooling.accumulators``)
 accumulate contiguous vector loads, and are reduced once per output element. When the
 reduced axes are not the innermost axis of the input (e.g. a sum over axis 0 of an (N, C) tensor) the innermost output axis is contiguous in
-the input, so it is split by the vector lanes and moved inside the reduction loops and
-vectorized: each step adds a vector of inputs into a vector of accumulators. Injective stages
+the input, so it is split by the vector lanes (narrower than the lanes: all of it) and moved
+inside the reduction loops and vectorized: each step adds a vector of inputs into a vector of accumulators. Injective stages
 after the reduction (the division of ``mean``, ``argmax``'s index extraction) get the injective
 schedule.
 """
@@ -108,8 +108,16 @@ def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
         return
     lanes = vector_lanes(t.dtype)
     last = axes[-1].dom.extent
-    if (op.num_outputs == 1 and lanes > 1 and isinstance(last, IntImm) and last.value >= lanes
+    if (op.num_outputs == 1 and lanes > 1 and isinstance(last, IntImm) and last.value >= 2
             and _innermost_is_data(op)):
+        if last.value < lanes and NARROW_KEPT_AXIS:
+            _narrow_inner(s, t, par)
+            return
+        if last.value < lanes:  # (the schedule before: a scalar loop per output)
+            fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
+            if par:
+                st.parallel(fused)
+            return
         outer, inner = st.split(axes[-1], lanes)
         fused = st.fuse(*axes[:-1], outer) if len(axes) > 1 else outer
         st.reorder(fused, *op.reduce_axis, inner)
@@ -118,6 +126,29 @@ def _schedule_reduce_stage(s: Any, t: te.Tensor) -> None:
         fused = st.fuse(*axes) if len(axes) > 1 else axes[0]
     if par:
         st.parallel(fused)
+
+
+# a kept innermost axis narrower than the vector lanes: one partial vector (False: a scalar
+# loop per output, as before; for comparisons)
+NARROW_KEPT_AXIS = True
+
+
+def _narrow_inner(s: Any, t: te.Tensor, par: bool) -> None:
+    """A kept innermost axis narrower than the vector (a max over axes (0, 1) of (3, 517, 7)):
+    all of it one partial vector, accumulated in a local buffer (a register) inside the
+    reduction loops, then copied out: accumulating in the output itself would be a masked
+    load and store per step, which LLVM cannot keep in a register."""
+    cc = s.cache_write(t, "local")
+    out_axes = list(s[t.op].op.axis)
+    fused = s[t.op].fuse(*out_axes[:-1]) if len(out_axes) > 1 else None
+    s[t.op].vectorize(out_axes[-1])
+    if fused is not None:
+        s[cc].compute_at(s[t.op], fused)
+        if par:
+            s[t.op].parallel(fused)
+    cc_axes = list(s[cc].op.axis)
+    s[cc].reorder(*s[cc].op.reduce_axis, cc_axes[-1])
+    s[cc].vectorize(cc_axes[-1])
 
 
 def schedule_reduce(outs: Any) -> Any:
