@@ -34,6 +34,13 @@ def model(name: str):
     def w(*shape):
         return tvm.nd.array((rng.standard_normal(shape) * 0.2).astype(np.float32))
 
+    if name == "effnet_blocks":
+        from auto_scheduler_models import MODELS
+
+        from tvmpy.relay.testing import compare, onnx_models
+
+        onnx_model, feeds = MODELS[name]()
+        return compare.import_onnx(onnx_model, {k: v.shape for k, v in feeds.items()})
     if name == "cnn":
         from auto_scheduler_e2e import make_model
 
