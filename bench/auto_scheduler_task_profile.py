@@ -37,7 +37,7 @@ def model(name: str):
     if name == "effnet_blocks":
         from auto_scheduler_models import MODELS
 
-        from tvmpy.relay.testing import compare, onnx_models
+        from tvmpy.relay.testing import compare
 
         onnx_model, feeds = MODELS[name]()
         return compare.import_onnx(onnx_model, {k: v.shape for k, v in feeds.items()})
