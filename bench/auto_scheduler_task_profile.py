@@ -115,7 +115,7 @@ def tune(mod, params, log: str, minutes: float) -> None:
 
 
 def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None,
-            analytic: bool = False, short: bool = False) -> list[dict]:
+            analytic: bool = False, short: bool = False, top: int = 0) -> list[dict]:
     import tvmpy as tvm
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
@@ -128,6 +128,9 @@ def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None,
         else None
     tgt = as_target("llvm")
     dev = tvm.cpu()
+    if top:  # the heaviest tasks (FLOPs x occurrences) only
+        order = sorted(range(len(tasks)), key=lambda i: -tasks[i].compute_dag.flop_ct() * weights[i])
+        tasks = [tasks[i] for i in sorted(order[:top])]
     rows = []
     for task in tasks:
         name, _ = decode_workload_key(task.workload_key)
@@ -197,13 +200,15 @@ def main() -> None:
     ap.add_argument("--analytic", action="store_true")
     ap.add_argument("--short", action="store_true")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--top", type=int, default=0, help="only the N heaviest tasks")
     args = ap.parse_args()
     mod, params = model(args.model)
     if args.tune_minutes > 0:
         if not args.log:
             raise SystemExit("--tune-minutes needs --log")
         tune(mod, params, args.log, args.tune_minutes)
-    rows = profile(mod, params, args.log, args.rounds, args.dump_ir, args.analytic, args.short)
+    rows = profile(mod, params, args.log, args.rounds, args.dump_ir, args.analytic, args.short,
+                   args.top)
     if args.json:
         import json
 
