@@ -247,8 +247,12 @@ def test_silu_epilogue_is_inlined_and_fused_into_the_depthwise_tiles():
         conv = next(x for x in s.stages if x.op_name == "depthwise")
         assert s.stages[conv.attach[0]].op_name == "multiply"
         assert "FSP" in _codes(s)
+    # an expensive epilogue: the unfused cache-write sketches stay too (the epilogue as its
+    # own pass measured 0.96x the default on a 3->32 stem, the fused ones 1.01x)
+    cw = [s for s in sk if "CHW" in _codes(s)]
+    assert len(cw) == 2 and len(sk) == 5
     rng = random.Random(3)
-    for s in fused:
+    for s in fused + cw:
         check_state(task, annotate(s, rng, task.hardware_params))
 
 

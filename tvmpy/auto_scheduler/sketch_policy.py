@@ -8,7 +8,9 @@ one or more states (a tree of choices):
 - rfactor: a reduction with little spatial parallelism and a long reduction (fuse the
   reduction loops, split them, factor either part out);
 - add cache-write: a stage that needs multi-level tiling and has no elementwise consumer to
-  fuse gets a ``local`` cache stage (tiled next, its copy becomes the fused consumer);
+  fuse, or whose epilogue holds an expensive call (SiLU's ``sigmoid``: fused or as its own
+  pass is then a measured choice), gets a ``local`` cache stage (tiled next, its copy becomes
+  the fused consumer);
 - multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
   single elementwise consumer, tiled alike (follow_split);
 - multi-level tiling: tile "SSRSRS";
@@ -214,9 +216,28 @@ def _cache_write_cond(s: State, k: int, hp: Any) -> int:
     st = _te_stage(s, k)
     if st.relations or st.attach_type != ROOT:
         return PASS
-    if needs_multi_level_tiling(s, k) and elementwise_matched_consumer(s, k) is None:
+    if not needs_multi_level_tiling(s, k):
+        return PASS
+    if elementwise_matched_consumer(s, k) is None or _expensive_epilogue(s, k):
         return APPLY
     return PASS
+
+
+def _expensive_epilogue(state: State, k: int) -> bool:
+    """Whether an expensive call (``sigmoid``, ``exp``) lies between stage ``k`` and its
+    consumer, in the consumer or in a stage inlined on the way."""
+    stages = state.ctx.stages
+    todo, seen = [k], {k}
+    while todo:
+        for c in _direct_consumers(state, todo.pop()):
+            if c in seen:
+                continue
+            seen.add(c)
+            if branch_and_expensive(stages[c].op)[1]:
+                return True
+            if stages[c].attach_type == INLINE:
+                todo.append(c)
+    return False
 
 
 def _cache_write_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
