@@ -8,8 +8,13 @@ timed in the same process, interleaved rounds.
 Models: ``cnn`` (bench/auto_scheduler_e2e.py's small CNN), ``effnet`` (an EfficientNet-style
 block: 1x1 expand + SiLU, depthwise 3x3 + SiLU, squeeze-and-excitation, 1x1 project +
 residual), ``tconv`` (a transposed convolution + relu, as in a DCGAN generator).
+``effnet_blocks`` (bench/auto_scheduler_models.py's EfficientNet-style stack, through ONNX).
 ``--tune-minutes``: tune the model's tasks with the task scheduler first (the log is resumed).
-Prints per task: GFLOPS of the default and of the best record, and their ratio.
+Prints per task: GFLOPS of the default and of the best record (the log's fastest, even where
+``ApplyHistoryBest``'s ``min_speedup`` keeps the default), and their ratio. ``--analytic``: also
+every analytic initial state of the task (what the search measures first), the best of them
+against the default. ``--short``: each kernel timed as the minimum over many short runs
+(2 calls x ``--rounds``, interleaved): robust where other processes share the cores.
 """
 
 from __future__ import annotations
@@ -34,6 +39,13 @@ def model(name: str):
     def w(*shape):
         return tvm.nd.array((rng.standard_normal(shape) * 0.2).astype(np.float32))
 
+    if name == "effnet_blocks":
+        from auto_scheduler_models import MODELS
+
+        from tvmpy.relay.testing import compare
+
+        onnx_model, feeds = MODELS[name]()
+        return compare.import_onnx(onnx_model, {k: v.shape for k, v in feeds.items()})
     if name == "cnn":
         from auto_scheduler_e2e import make_model
 
@@ -102,7 +114,8 @@ def tune(mod, params, log: str, minutes: float) -> None:
         pass
 
 
-def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None) -> list[dict]:
+def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None,
+            analytic: bool = False, short: bool = False, top: int = 0) -> list[dict]:
     import tvmpy as tvm
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
@@ -111,9 +124,13 @@ def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None) -> l
 
     tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm",
                                                   include_simple_tasks=True)
-    ctx = auto_scheduler.ApplyHistoryBest(log) if log and os.path.exists(log) else None
+    ctx = auto_scheduler.ApplyHistoryBest(log, min_speedup=1.0) if log and os.path.exists(log) \
+        else None
     tgt = as_target("llvm")
     dev = tvm.cpu()
+    if top:  # the heaviest tasks (FLOPs x occurrences) only
+        order = sorted(range(len(tasks)), key=lambda i: -tasks[i].compute_dag.flop_ct() * weights[i])
+        tasks = [tasks[i] for i in sorted(order[:top])]
     rows = []
     for task in tasks:
         name, _ = decode_workload_key(task.workload_key)
@@ -130,6 +147,12 @@ def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None) -> l
             dag = task.compute_dag
             sch, args = dag.apply_steps_from_state(State(dag, [step_from_record(r) for r in steps]))
             kernels["tuned"] = (sch, args)
+        if analytic:
+            from tvmpy.auto_scheduler.analytic_init import analytic_states
+            from tvmpy.auto_scheduler.sketch_policy import generate_sketches
+
+            for j, st in enumerate(analytic_states(task, generate_sketches(task))):
+                kernels[f"analytic{j}"] = task.compute_dag.apply_steps_from_state(st)
         funcs = {}
         data = None
         for k, (sch, args) in kernels.items():
@@ -142,12 +165,18 @@ def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None) -> l
                 rng = np.random.default_rng(0)
                 data = [tvm.nd.array(rng.standard_normal([int(d) for d in t.shape]).astype(t.dtype))
                         for t in args]
-            funcs[k] = f.time_evaluator(f.entry_name, dev, number=20, repeat=1, min_repeat_ms=20)
+            funcs[k] = f.time_evaluator(f.entry_name, dev, number=2 if short else 20, repeat=1,
+                                        min_repeat_ms=0 if short else 20)
         best = {k: float("inf") for k in funcs}
-        for _ in range(rounds):
+        for _ in range(rounds * (6 if short else 1)):
             for k, ev in funcs.items():
                 best[k] = min(best[k], ev(*data).mean)
         flop = max(1, task.compute_dag.flop_ct())
+        an = {k: v for k, v in best.items() if k.startswith("analytic")}
+        for k in an:
+            del best[k]
+        if an:
+            best["analytic"] = min(an.values())
         row = {"task": task.desc, "flop": flop, **{f"{k}_ms": v * 1e3 for k, v in best.items()}}
         rows.append(row)
         line = f"{task.desc:44s} default {best['default'] * 1e3:8.4f} ms " \
@@ -155,6 +184,8 @@ def profile(mod, params, log: str | None, rounds: int, dump_ir: str | None) -> l
         if "tuned" in best:
             line += f"  tuned {best['tuned'] * 1e3:8.4f} ms ({flop / best['tuned'] / 1e9:6.1f} " \
                     f"GFLOPS)  tuned/default {best['tuned'] / best['default']:.2f}x"
+        if "analytic" in best:
+            line += f"  best of {len(an)} analytic/default {best['analytic'] / best['default']:.2f}x"
         print(line, flush=True)
     return rows
 
@@ -166,13 +197,23 @@ def main() -> None:
     ap.add_argument("--tune-minutes", type=float, default=0)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--dump-ir")
+    ap.add_argument("--analytic", action="store_true")
+    ap.add_argument("--short", action="store_true")
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--top", type=int, default=0, help="only the N heaviest tasks")
     args = ap.parse_args()
     mod, params = model(args.model)
     if args.tune_minutes > 0:
         if not args.log:
             raise SystemExit("--tune-minutes needs --log")
         tune(mod, params, args.log, args.tune_minutes)
-    profile(mod, params, args.log, args.rounds, args.dump_ir)
+    rows = profile(mod, params, args.log, args.rounds, args.dump_ir, args.analytic, args.short,
+                   args.top)
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

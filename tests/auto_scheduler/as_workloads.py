@@ -368,3 +368,58 @@ def check_state(task, state, seed=0, rtol=1e-4):
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
     np.testing.assert_allclose(got, plain, rtol=rtol, atol=rtol)
     np.testing.assert_allclose(plain, ref, rtol=1e-2, atol=1e-2)
+
+
+@auto_scheduler.register_workload
+def depthwise_nchwc_silu(N, CB, H, W, K, stride, padding, LANES):
+    """A depthwise convolution in the blocked layout relay's AlterOpLayout makes (NCHW{c}:
+    ``CB`` blocks of ``LANES`` channels), with stride and padding, a per-channel bias and SiLU
+    (``y * sigmoid(y)``): the EfficientNet block's fused subgraph."""
+    X = te.placeholder((N, CB, H, W, LANES), name="X")
+    Wt = te.placeholder((CB, K, K, LANES), name="W")
+    B = te.placeholder((CB, LANES), name="B")
+    P = te.compute((N, CB, H + 2 * padding, W + 2 * padding, LANES),
+                   lambda n, c, y, x, l: te.if_then_else(
+                       tir.all(y >= padding, y < H + padding, x >= padding, x < W + padding),
+                       X[n, c, y - padding, x - padding, l], 0.0), name="pad")
+    OH, OW = (H + 2 * padding - K) // stride + 1, (W + 2 * padding - K) // stride + 1
+    ry = te.reduce_axis((0, K), name="ry")
+    rx = te.reduce_axis((0, K), name="rx")
+    conv = te.compute((N, CB, OH, OW, LANES), lambda n, c, y, x, l: te.sum(
+        P[n, c, y * stride + ry, x * stride + rx, l] * Wt[c, ry, rx, l], axis=[ry, rx]),
+        name="depthwise")
+    add = te.compute(conv.shape, lambda n, c, y, x, l: conv[n, c, y, x, l] + B[c, l], name="add")
+    sig = te.compute(conv.shape, lambda *i: tir.sigmoid(add(*i)), name="sigmoid")
+    out = te.compute(conv.shape, lambda *i: add(*i) * sig(*i), name="multiply")
+    return [X, Wt, B, out]
+
+
+@_ref("depthwise_nchwc_silu")
+def _depthwise_nchwc_silu_ref(x, w, b, *, args):
+    k, stride, p = args[4], args[5], args[6]
+    n, cb, h, wd, lanes = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p), (0, 0)))
+    oh, ow = (h + 2 * p - k) // stride + 1, (wd + 2 * p - k) // stride + 1
+    y = np.zeros((n, cb, oh, ow, lanes))
+    for r in range(k):
+        for s in range(k):
+            y += xp[:, :, r:r + stride * (oh - 1) + 1:stride, s:s + stride * (ow - 1) + 1:stride] \
+                * w[None, :, r, s, None, None, :]
+    y += b[None, :, None, None, :]
+    return y / (1 + np.exp(-y))
+
+
+@auto_scheduler.register_workload
+def sigmoid_reread(N, M):
+    """``sigmoid`` read twice per element by its consumer (at two offsets): inlining it would
+    compute each value twice, so it must stay a stage of its own."""
+    A = te.placeholder((N, M + 1), name="A")
+    S = te.compute((N, M + 1), lambda i, j: tir.sigmoid(A[i, j]), name="sig")
+    out = te.compute((N, M), lambda i, j: S[i, j] * S[i, j + 1], name="out")
+    return [A, out]
+
+
+@_ref("sigmoid_reread")
+def _sigmoid_reread_ref(a):
+    s = 1 / (1 + np.exp(-a))
+    return s[:, :-1] * s[:, 1:]

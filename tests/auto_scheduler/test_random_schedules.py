@@ -14,6 +14,7 @@ from as_workloads import (
     conv2d_transpose,
     dense_bias_tanh,
     depthwise_conv,
+    depthwise_nchwc_silu,
     elementwise,
     layer_norm,
     make_task,
@@ -36,7 +37,8 @@ dims = st.sampled_from([1, 2, 3, 5, 7, 8, 13, 16, 31])
 
 @st.composite
 def computes(draw):
-    kind = draw(st.sampled_from(["matmul", "matmul_relu", "conv", "depthwise", "elementwise",
+    kind = draw(st.sampled_from(["matmul", "matmul_relu", "conv", "depthwise", "depthwise_nchwc",
+                                 "elementwise",
                                  "row_sum", "pool_mean", "softmax", "layer_norm"]))
     if kind in ("matmul", "matmul_relu"):
         f = matmul if kind == "matmul" else matmul_relu
@@ -50,6 +52,12 @@ def computes(draw):
         k = draw(st.sampled_from([1, 3]))
         return depthwise_conv, (1, draw(dims), draw(st.integers(k, 9)), draw(st.integers(k, 9)),
                                 k, draw(st.sampled_from([0, 1])))
+    if kind == "depthwise_nchwc":  # blocked layout, stride, bias + SiLU epilogue
+        k = draw(st.sampled_from([1, 3, 5]))
+        return depthwise_nchwc_silu, (1, draw(st.sampled_from([1, 2, 3])), draw(st.integers(k, 9)),
+                                      draw(st.integers(k, 9)), k, draw(st.sampled_from([1, 2])),
+                                      draw(st.sampled_from([0, k // 2])),
+                                      draw(st.sampled_from([1, 3, 4, 8])))
     if kind == "row_sum":
         return row_sum, (draw(dims), draw(st.sampled_from([1, 7, 64, 257])))
     if kind == "pool_mean":

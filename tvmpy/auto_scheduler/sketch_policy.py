@@ -8,7 +8,9 @@ one or more states (a tree of choices):
 - rfactor: a reduction with little spatial parallelism and a long reduction (fuse the
   reduction loops, split them, factor either part out);
 - add cache-write: a stage that needs multi-level tiling and has no elementwise consumer to
-  fuse gets a ``local`` cache stage (tiled next, its copy becomes the fused consumer);
+  fuse, or whose epilogue holds an expensive call (SiLU's ``sigmoid``: fused or as its own
+  pass is then a measured choice), gets a ``local`` cache stage (tiled next, its copy becomes
+  the fused consumer);
 - multi-level tiling with fusion: tile "SSRSRS" and compute the stage at level 1 or 2 of its
   single elementwise consumer, tiled alike (follow_split);
 - multi-level tiling with slice fusion (not in Ansor): a stage whose single consumer reads it
@@ -91,25 +93,37 @@ def _reads_elementwise(consumer: Any, producer: Any) -> bool:
                for idx in acc)
 
 
+def _direct_consumers(state: State, k: int) -> list[int]:
+    stages = state.ctx.stages
+    return [c for c, st in enumerate(stages)
+            if any(t.op is stages[k].op for t in st.op.input_tensors)]
+
+
 def elementwise_matched_consumer(state: State, k: int) -> int | None:
     """The single consumer of stage ``k`` if it reads ``k`` elementwise (through inlined
-    elementwise stages), else None."""
+    elementwise stages), else None. Every path from ``k`` to it counts: an inlined stage may
+    feed the consumer both directly and through another inlined stage (SiLU: ``add`` read
+    by ``sigmoid`` and by ``multiply(add, sigmoid)``), each edge elementwise."""
     stages = state.ctx.stages
     cons = _consumers(state, k)
     if len(cons) != 1:
         return None
     target = cons[0]
-    # walk the chain producer -> (inlined) ... -> target, each edge elementwise
-    cur = k
-    for _ in range(len(stages)):
-        direct = [c for c, st in enumerate(stages)
-                  if any(t.op is stages[cur].op for t in st.op.input_tensors)]
-        if len(direct) != 1 or not _reads_elementwise(stages[direct[0]].op, stages[cur].op):
-            return None
-        if direct[0] == target:
-            return target
-        cur = direct[0]
-    return None
+    todo, seen = [k], set()
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        direct = _direct_consumers(state, cur)
+        if not direct or (stages[cur].is_output and cur != k):
+            return None  # an inlined stage whose value escapes
+        for c in direct:
+            if not _reads_elementwise(stages[c].op, stages[cur].op):
+                return None
+            if c != target:
+                todo.append(c)
+    return target
 
 
 def _slice_axes(consumer: Any, producer: Any) -> list[int] | None:
@@ -172,13 +186,28 @@ def needs_multi_level_tiling(state: State, k: int) -> bool:
 
 
 def should_always_inline(state: State, k: int) -> bool:
+    """Ansor's strictly-inlineable stages (injective, no branch, no expensive call), and also
+    an expensive one (``sigmoid``, ``exp``) whose single consumer, itself not inlined and not
+    a reduction, reads it elementwise once: each value is then still computed once. Kept at
+    the root, such a stage left an epilogue like SiLU (``x * sigmoid(x)``) unfusable: the
+    producer's value reached the ``multiply`` both directly and through the root
+    ``sigmoid``, so no sketch computed the producer's tiles inside its epilogue's."""
     st = _te_stage(state, k)
     if not _is_compute(st) or st.is_output or st.op.reduce_axis or st.attach_type != ROOT:
         return False
     if st.relations:  # already scheduled
         return False
     branch, expensive = branch_and_expensive(st.op)
-    return not branch and not expensive
+    if branch:
+        return False
+    if not expensive:
+        return True
+    direct = _direct_consumers(state, k)
+    if len(direct) != 1:
+        return False
+    cst = state.ctx.stages[direct[0]]
+    return (cst.attach_type != INLINE and _reads_elementwise(cst.op, st.op)
+            and len(read_accesses(cst.op).get(id(st.op), ())) == 1)
 
 
 def _cum_lengths(st: Any) -> tuple[int, int]:
@@ -245,10 +274,31 @@ def _cache_write_cond(s: State, k: int, hp: Any) -> int:
     st = _te_stage(s, k)
     if st.relations or st.attach_type != ROOT:
         return PASS
-    if (needs_multi_level_tiling(s, k) and elementwise_matched_consumer(s, k) is None
-            and slice_matched_consumer(s, k) is None):  # (the slice rule caches itself)
+    if not needs_multi_level_tiling(s, k):
+        return PASS
+    ew = elementwise_matched_consumer(s, k)
+    if ew is None and slice_matched_consumer(s, k) is not None:
+        return PASS  # the slice rule caches itself
+    if ew is None or _expensive_epilogue(s, k):
         return APPLY
     return PASS
+
+
+def _expensive_epilogue(state: State, k: int) -> bool:
+    """Whether an expensive call (``sigmoid``, ``exp``) lies between stage ``k`` and its
+    consumer, in the consumer or in a stage inlined on the way."""
+    stages = state.ctx.stages
+    todo, seen = [k], {k}
+    while todo:
+        for c in _direct_consumers(state, todo.pop()):
+            if c in seen:
+                continue
+            seen.add(c)
+            if branch_and_expensive(stages[c].op)[1]:
+                return True
+            if stages[c].attach_type == INLINE:
+                todo.append(c)
+    return False
 
 
 def _cache_write_apply(s: State, k: int, hp: Any) -> list[tuple[State, int]]:
