@@ -70,17 +70,27 @@ def _conv_1x1(ic, oc, hw, k=1, bn=16):
 
 def test_default_k_block_rule():
     small = CacheSizes(l1d=32 * 1024, l2=64 * 1024)
-    # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 8, the
+    # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 16, the
     # input (256 KiB) > L2: blocks of the chunks whose weights fill L1D / 4 (4 x 2 KiB)
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16), 2, False, small) == 4
     assert conv2d_nchwc.default_k_rows(_conv_1x1(256, 64, 16), 2, small) == 16
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 4), 2, False, small) == 0  # in L2
     assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 16), 2, False, small) == 0  # short
+    # the panel at exactly L2 / 16 (2 input chunks: 4 KiB): unblocked; one chunk more: blocked
+    tiny_l1 = CacheSizes(l1d=4 * 1024, l2=64 * 1024)
+    assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 32), 2, False, tiny_l1) == 0
+    assert conv2d_nchwc.default_k_block(_conv_1x1(48, 64, 32), 2, False, tiny_l1) == 1
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16, k=3), 2, False, small) == 0
-    # resnext_dilated's stage-4 1x1 convolutions on a 1 MiB L2: K = 2048 blocked, 1024 not
-    assert conv2d_nchwc.default_k_block(_conv_1x1(2048, 1024, 28), 2, False,
-                                        DEFAULT_CACHE_SIZES) == 4
+    # resnext_dilated's stage-3/4 1x1 convolutions on a 1 MiB L2: K = 2048 and 1024 blocked,
+    # 512 not (its 64 KiB panel: a tie either way); ResNet-50's 1024 x 14x14 input is in L2
+    for k in (2048, 1024):
+        assert conv2d_nchwc.default_k_block(_conv_1x1(k, 1024, 28), 2, False,
+                                            DEFAULT_CACHE_SIZES) == 4
     assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 2048, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 4
+    assert conv2d_nchwc.default_k_block(_conv_1x1(512, 1024, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 0
+    assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 256, 14), 2, False,
                                         DEFAULT_CACHE_SIZES) == 0
     A = te.placeholder((1, 16, 16, 16, 16), name="A")
     dw = nn.depthwise_conv2d_NCHWc(A, te.placeholder((16, 1, 1, 1, 1, 16), name="W"), 1, 0, 1,

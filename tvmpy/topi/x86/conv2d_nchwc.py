@@ -169,13 +169,17 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     A register tile runs the whole reduction, streaming its weight panel (``IC x oc_tile``
     blocks) once per tile of ``reg_n`` columns. With a long reduction over an input map larger
     than L2, the panel no longer stays in cache beside the streamed input: blocked when the
-    panel exceeds L2 / 8 and the input exceeds L2; the block is the input chunks whose weights
+    panel exceeds L2 / 16 and the input exceeds L2; the block is the input chunks whose weights
     fill L1D / 4 (the block's weights and input columns stay in L1 across the task's tiles).
     1 thread, 16-channel blocks, 2 chunks x 7 columns, 28x28 map, CPU time, Zen 4 (32 KiB L1D,
     1 MiB L2; 2026-11-29, unblocked / blocked by 4 chunks, ms): 2048 -> 1024 34.7 / 29.7
     (95 -> 111 GFLOP/s), 1536 -> 512 12.5 / 11.3, 1280 -> 512 9.8 / 9.4; a tie where not
     blocked: 1024 -> 1024 14.8 / 14.7, 512 -> 512 3.75 / 3.78, 256 -> 256 56x56 3.88 / 3.93,
-    2048 -> 512 14x14 3.7 / 3.8; 2048 -> 512 7x7 (its input in L2) 0.89 / 1.04. Windows
+    2048 -> 512 14x14 3.7 / 3.8; 2048 -> 512 7x7 (its input in L2) 0.89 / 1.04. The threshold
+    was L2 / 8 (a 1024-channel panel unblocked): a tie on a quiet core, but with the caches
+    shared (the machine under load, 2026-11-30, best of 7, same process) the panels of 96-128
+    KiB lost 8-14%: 1024 -> 2048 28x28 35.0 / 30.4, 1024 -> 1024 17.8 / 15.5, 768 -> 768 32x32
+    13.6 / 12.5, while 512 -> 1024 (64 KiB) 8.6 / 8.3 and 512 -> 512 4.10 / 4.05 stay ties. Windows
     larger than 1x1 are not blocked (their accumulators then stay in memory: 3x3 256 -> 256
     28x28 8.5 / 16.5 ms)."""
     if depthwise:
@@ -194,7 +198,7 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     data_bytes = nbytes
     for d in data.shape[1:]:
         data_bytes *= _const(d)
-    if ic_chunk * chunk <= caches.l2 // 8 or data_bytes <= caches.l2:
+    if ic_chunk * chunk <= caches.l2 // 16 or data_bytes <= caches.l2:
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
