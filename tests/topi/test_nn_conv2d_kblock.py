@@ -129,3 +129,23 @@ def test_autotvm_fallback_is_the_blocked_default(monkeypatch):
     assert conv2d_nchwc.default_k_block(ref_out, 1, False) > 0
     want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
     assert got == want
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_grouped_1x1_takes_the_blocked_nest(monkeypatch, stride):
+    """A grouped 1x1 convolution (3 groups, 5 input chunks of 4 a group, 1 output chunk of 8 a
+    group, 7x9 map) whose weight panel exceeds L2 / 16: the default schedule blocks its
+    reduction by 4 chunks (a tail block of 1) and matches the numpy reference."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=2048, l2=1024))
+    n, c, h, w, oc, groups, icb, ocb = 1, 60, 7, 9, 24, 3, 4, 8
+    A = te.placeholder((n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // groups // icb, 1, 1, icb, ocb), name="W")
+    conv = nn.conv2d_NCHWc(A, W, stride, 0, 1, f"NCHW{icb}c", f"NCHW{ocb}c", groups=groups)
+    assert conv2d_nchwc.default_k_block(conv, 1, False) == 4
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c // groups, 1, 1)).astype("float32")
+    want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, 0, 1, groups), 0)
+    check([A, W], topi.nn.relu(conv), topi.x86.schedule_conv2d_NCHWc,
+          lambda *xs: testing.nchw_to_nchwc(want.astype("float32"), ocb),
+          arrays=[testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)])
