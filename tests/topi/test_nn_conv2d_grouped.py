@@ -11,7 +11,11 @@ import pytest
 
 from tvmpy import te, topi
 from tvmpy.topi import nn, testing
-from tvmpy.topi.x86.conv2d_nchwc import default_unroll_kw, schedule_conv2d_NCHWc
+from tvmpy.topi.x86.conv2d_nchwc import (
+    default_oc_tile,
+    default_unroll_kw,
+    schedule_conv2d_NCHWc,
+)
 
 from .nn_util import check
 
@@ -25,6 +29,10 @@ CASES = [
     (1, 64, 13, 13, 64, 2, 3, 1, 2, 2, 16, 16),  # two output chunks a group, dilation 2
     (1, 4, 9, 9, 8, 1, 3, 1, 2, 2, 4, 8),       # groups 1, dilated: the unrolled window
     (1, 12, 8, 19, 12, 3, 5, 2, 3, 2, 4, 2),    # 5x5, stride 2, dilation 2, two chunks a group
+    (1, 32, 17, 17, 32, 2, 3, 2, 3, 3, 8, 8),   # dilation 3, stride 2, prime map: one chunk a tile
+    (1, 36, 11, 13, 24, 3, 3, 1, 2, 2, 4, 4),   # 3 groups of 12 (not a vector), 2 chunks a group, d2
+    (1, 16, 1, 1, 16, 2, 3, 1, 2, 2, 4, 4),     # size-1 map, dilated window wider: two chunks
+    (1, 64, 7, 7, 64, 1, 3, 1, 3, 3, 16, 16),   # plain, dilation 3 on a 7-wide map: one chunk
 ]
 
 
@@ -113,3 +121,24 @@ def test_wide_depthwise_NCHWc_default_schedule(case):
     wb = np.ascontiguousarray(wt.reshape(c // cb, cb, 1, kh, kw).transpose(0, 2, 3, 4, 1))
     check([A, W], out, schedule_conv2d_NCHWc, lambda x, y: want,
           arrays=[testing.nchw_to_nchwc(a, cb), wb[:, :, :, :, None, :]])
+
+
+def test_default_oc_tile_one_chunk_for_dilated_windows_within_the_map():
+    """Two channel blocks a tile, except for plain/grouped convolutions whose width-dilated
+    window fits the output width; depthwise, undilated, 1x1 and wider-than-the-map windows
+    keep :func:`_nchwc_tile`'s choice."""
+    A = te.placeholder((1, 4, 28, 28, 16), name="A")
+    W = te.placeholder((4, 4, 3, 3, 16, 16), name="W")
+    Wg = te.placeholder((4, 2, 3, 3, 16, 16), name="Wg")  # 2 groups of 32 channels
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W, 1, 2, 2), False) == 1
+    assert default_oc_tile(nn.conv2d_NCHWc(A, Wg, 1, 4, 4, groups=2), False) == 1
+    assert default_oc_tile(nn.conv2d_NCHWc(A, Wg, 1, 1, 1, groups=2), False) == 2
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W, 1, 2, (2, 1)), False) == 2  # height only
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W, 1, 12, 12), False) == 1  # 25 <= 28
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W, 1, 14, 14), False) == 2  # 29 > 28
+    W1 = te.placeholder((4, 4, 1, 1, 16, 16), name="W1")
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W1, 1, 0, 2), False) == 2
+    W3 = te.placeholder((3, 4, 3, 3, 16, 16), name="W3")  # odd chunk count: one anyway
+    assert default_oc_tile(nn.conv2d_NCHWc(A, W3, 1, 2, 2), False) == 1
+    Wd = te.placeholder((4, 1, 3, 3, 1, 16), name="Wd")
+    assert default_oc_tile(nn.depthwise_conv2d_NCHWc(A, Wd, 1, 2, 2), True) == 1

@@ -70,17 +70,27 @@ def _conv_1x1(ic, oc, hw, k=1, bn=16):
 
 def test_default_k_block_rule():
     small = CacheSizes(l1d=32 * 1024, l2=64 * 1024)
-    # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 8, the
+    # 256 input channels over a 16x16 map: the tile's weight panel (32 KiB) > L2 / 16, the
     # input (256 KiB) > L2: blocks of the chunks whose weights fill L1D / 4 (4 x 2 KiB)
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16), 2, False, small) == 4
     assert conv2d_nchwc.default_k_rows(_conv_1x1(256, 64, 16), 2, small) == 16
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 4), 2, False, small) == 0  # in L2
     assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 16), 2, False, small) == 0  # short
+    # the panel at exactly L2 / 16 (2 input chunks: 4 KiB): unblocked; one chunk more: blocked
+    tiny_l1 = CacheSizes(l1d=4 * 1024, l2=64 * 1024)
+    assert conv2d_nchwc.default_k_block(_conv_1x1(32, 64, 32), 2, False, tiny_l1) == 0
+    assert conv2d_nchwc.default_k_block(_conv_1x1(48, 64, 32), 2, False, tiny_l1) == 1
     assert conv2d_nchwc.default_k_block(_conv_1x1(256, 64, 16, k=3), 2, False, small) == 0
-    # resnext_dilated's stage-4 1x1 convolutions on a 1 MiB L2: K = 2048 blocked, 1024 not
-    assert conv2d_nchwc.default_k_block(_conv_1x1(2048, 1024, 28), 2, False,
-                                        DEFAULT_CACHE_SIZES) == 4
+    # resnext_dilated's stage-3/4 1x1 convolutions on a 1 MiB L2: K = 2048 and 1024 blocked,
+    # 512 not (its 64 KiB panel: a tie either way); ResNet-50's 1024 x 14x14 input is in L2
+    for k in (2048, 1024):
+        assert conv2d_nchwc.default_k_block(_conv_1x1(k, 1024, 28), 2, False,
+                                            DEFAULT_CACHE_SIZES) == 4
     assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 2048, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 4
+    assert conv2d_nchwc.default_k_block(_conv_1x1(512, 1024, 28), 2, False,
+                                        DEFAULT_CACHE_SIZES) == 0
+    assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 256, 14), 2, False,
                                         DEFAULT_CACHE_SIZES) == 0
     A = te.placeholder((1, 16, 16, 16, 16), name="A")
     dw = nn.depthwise_conv2d_NCHWc(A, te.placeholder((16, 1, 1, 1, 1, 16), name="W"), 1, 0, 1,
@@ -119,3 +129,23 @@ def test_autotvm_fallback_is_the_blocked_default(monkeypatch):
     assert conv2d_nchwc.default_k_block(ref_out, 1, False) > 0
     want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
     assert got == want
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_grouped_1x1_takes_the_blocked_nest(monkeypatch, stride):
+    """A grouped 1x1 convolution (3 groups, 5 input chunks of 4 a group, 1 output chunk of 8 a
+    group, 7x9 map) whose weight panel exceeds L2 / 16: the default schedule blocks its
+    reduction by 4 chunks (a tail block of 1) and matches the numpy reference."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=2048, l2=1024))
+    n, c, h, w, oc, groups, icb, ocb = 1, 60, 7, 9, 24, 3, 4, 8
+    A = te.placeholder((n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // groups // icb, 1, 1, icb, ocb), name="W")
+    conv = nn.conv2d_NCHWc(A, W, stride, 0, 1, f"NCHW{icb}c", f"NCHW{ocb}c", groups=groups)
+    assert conv2d_nchwc.default_k_block(conv, 1, False) == 4
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c // groups, 1, 1)).astype("float32")
+    want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, 0, 1, groups), 0)
+    check([A, W], topi.nn.relu(conv), topi.x86.schedule_conv2d_NCHWc,
+          lambda *xs: testing.nchw_to_nchwc(want.astype("float32"), ocb),
+          arrays=[testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)])

@@ -1,7 +1,7 @@
 """The x86 NCHWc convolutions: the default schedule (``schedule_conv2d_NCHWc``, what
 AlterOpLayout makes of every conv2d at opt_level 3, depthwise included: the blocked layout,
-``reg_n`` columns x one or two whole channel blocks per tile, padding inlined for windows up to
-3x3) and the AutoTVM templates (TVM's ``conv2d_NCHWc.x86`` and ``depthwise_conv2d_NCHWc.x86``).
+``reg_n`` columns x one or two whole channel blocks per tile (``default_oc_tile``), padding
+inlined for windows up to 3x3) and the AutoTVM templates (TVM's ``conv2d_NCHWc.x86`` and ``depthwise_conv2d_NCHWc.x86``).
 
 The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the templates' schedule
 is the default one (``schedule_nchwc_tile``, first in this file) with its choices as knobs:
@@ -48,7 +48,7 @@ __all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NC
            "schedule_depthwise_conv2d_NCHWc_autotvm", "define_nchwc_space",
            "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc", "default_ow_tile",
            "MAX_OW_TILE", "default_inline_pad", "PAD_COPY_MIN_PIXELS", "default_k_block",
-           "default_k_rows"]
+           "default_k_rows", "default_oc_tile"]
 
 
 # --- the default schedule (no tuning record) -----------------------------------------------
@@ -67,6 +67,30 @@ def _nchwc_tile(oc_chunk: int, depthwise: bool) -> tuple[int, int]:
     if depthwise or oc_chunk % 2:
         return 1, 8
     return 2, 8
+
+
+def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
+    """Channel blocks per register tile of the default NCHWc schedule for ``conv``:
+    :func:`_nchwc_tile`'s, except one for a plain or grouped convolution whose width-dilated
+    window (``attrs["dilation"]``, width dilation > 1) spans at most the output width. There two
+    chunks lost on every case measured, plain and grouped (1 thread, CPU time, same process,
+    best of 5-9, 2026-11-30, under load; default 2 chunks / 1 chunk, ms): 64 -> 64 56x56 d2
+    4.14 / 2.12, 32 -> 64 56x56 d2 1.27 / 1.05, 256 -> 256 28x28 d2 9.8 / 8.4, 128 -> 128
+    28x28 d3 2.36 / 2.08, 960 -> 256 32x32 d12 72.6 / 47.0, resnext's 32 groups of 32 channels
+    28x28 d4 4.49 / 4.21 and d2 4.97 / 4.27; 512 channels 32 groups d2 (two groups a tile)
+    1.10 / 1.08, a tie. Undilated windows keep two chunks (32 groups of 32 d1: 4.29 / 4.20,
+    a tie; plain 3x3: the broadcasts shared, :func:`_nchwc_tile`). A window wider than the map
+    (DeepLabV3's atrous rates on a 14x14 map: most taps in the padding, the tile bound by the
+    bounds tests each broadcast shares between its chunks) keeps two: 960 -> 256 14x14 d12
+    7.36 / 8.10."""
+    oc_tile = _nchwc_tile(_const(conv.shape[1]), depthwise)[0]
+    kw = _const(conv.op.input_tensors[1].shape[3])
+    dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
+    dw = _const(dilation[1])
+    if not depthwise and oc_tile > 1 and kw > 1 and dw > 1 \
+            and dw * (kw - 1) + 1 <= _const(conv.shape[3]):
+        return 1
+    return oc_tile
 
 
 MAX_OW_TILE = 9
@@ -169,13 +193,17 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     A register tile runs the whole reduction, streaming its weight panel (``IC x oc_tile``
     blocks) once per tile of ``reg_n`` columns. With a long reduction over an input map larger
     than L2, the panel no longer stays in cache beside the streamed input: blocked when the
-    panel exceeds L2 / 8 and the input exceeds L2; the block is the input chunks whose weights
+    panel exceeds L2 / 16 and the input exceeds L2; the block is the input chunks whose weights
     fill L1D / 4 (the block's weights and input columns stay in L1 across the task's tiles).
     1 thread, 16-channel blocks, 2 chunks x 7 columns, 28x28 map, CPU time, Zen 4 (32 KiB L1D,
     1 MiB L2; 2026-11-29, unblocked / blocked by 4 chunks, ms): 2048 -> 1024 34.7 / 29.7
     (95 -> 111 GFLOP/s), 1536 -> 512 12.5 / 11.3, 1280 -> 512 9.8 / 9.4; a tie where not
     blocked: 1024 -> 1024 14.8 / 14.7, 512 -> 512 3.75 / 3.78, 256 -> 256 56x56 3.88 / 3.93,
-    2048 -> 512 14x14 3.7 / 3.8; 2048 -> 512 7x7 (its input in L2) 0.89 / 1.04. Windows
+    2048 -> 512 14x14 3.7 / 3.8; 2048 -> 512 7x7 (its input in L2) 0.89 / 1.04. The threshold
+    was L2 / 8 (a 1024-channel panel unblocked): a tie on a quiet core, but with the caches
+    shared (the machine under load, 2026-11-30, best of 7, same process) the panels of 96-128
+    KiB lost 8-14%: 1024 -> 2048 28x28 35.0 / 30.4, 1024 -> 1024 17.8 / 15.5, 768 -> 768 32x32
+    13.6 / 12.5, while 512 -> 1024 (64 KiB) 8.6 / 8.3 and 512 -> 512 4.10 / 4.05 stay ties. Windows
     larger than 1x1 are not blocked (their accumulators then stay in memory: 3x3 256 -> 256
     28x28 8.5 / 16.5 ms)."""
     if depthwise:
@@ -194,7 +222,7 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     data_bytes = nbytes
     for d in data.shape[1:]:
         data_bytes *= _const(d)
-    if ic_chunk * chunk <= caches.l2 // 8 or data_bytes <= caches.l2:
+    if ic_chunk * chunk <= caches.l2 // 16 or data_bytes <= caches.l2:
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
@@ -221,8 +249,9 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     s, conv, out, depthwise = find_nchwc(outs)
     kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
-    oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
+    d_reg = _nchwc_tile(oc_chunk, depthwise)[1]
+    oc_tile = default_oc_tile(conv, depthwise) if oc_tile is None \
+        else max(1, min(oc_tile, oc_chunk))
     reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     k_block = default_k_block(conv, oc_tile, depthwise)
     schedule_nchwc_tile(s, conv, out, oc_tile, reg_n,
@@ -353,7 +382,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     oc_bn]``) and set the fallback config to the default schedule's choices."""
     oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
-    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
+    d_oc, d_reg = default_oc_tile(out, depthwise), _nchwc_tile(oc_chunk, depthwise)[1]
     d_reg = default_ow_tile(ow, d_reg)
     d_inline = default_inline_pad(out, depthwise)
     ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]
