@@ -9,7 +9,7 @@ from typing import Any
 from ...te import Tensor, compute
 from ...tir import all as tir_all
 from ...tir.expr import PrimExpr, Select, const
-from ...tir.op import floormod, if_then_else
+from ...tir.op import floormod, if_then_else, likely
 from ...tir.op import max as tmax
 from ...tir.op import min as tmin
 from ..utils import compute_unless_empty
@@ -20,12 +20,16 @@ PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 
 def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None = None,
-        pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant") -> Tensor:
+        pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant",
+        likely_axes: Sequence[int] = ()) -> Tensor:
     """Pad ``data``: ``pad_before[i]`` elements before axis ``i``, ``pad_after[i]`` (default:
     ``pad_before``) after it, as numpy's ``pad`` in ``pad_mode``: "constant" (``pad_value``),
     "edge" (the border element), "reflect" (mirrored about the border element, which is not
     repeated; each pad must be smaller than its axis) or "wrap" (periodic). Tag
-    ``"injective,pad"``."""
+    ``"injective,pad"``. In constant mode the in-bounds tests of ``likely_axes`` are wrapped
+    in ``likely`` (TVM's hint that the condition is usually true), so that LoopPartition splits
+    the loops of a consumer that inlines the padding into a guard-free main part and its padded
+    edges (see :func:`topi.nn.conv2d._prepare`)."""
     if pad_mode not in PAD_MODES:
         raise ValueError(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {pad_mode!r}")
     n = len(data.shape)
@@ -39,6 +43,10 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
     shape = [int(d.value) if hasattr(d, "value") else d for d in data.shape]
     out_shape = tuple(shape[i] + pad_before[i] + pad_after[i] for i in range(n))
+    bad = [i for i in likely_axes if not (isinstance(i, int) and 0 <= i < n)]
+    if bad:
+        raise ValueError(f"pad: likely_axes {tuple(likely_axes)} name axes {bad} that a "
+                         f"{n}-D tensor does not have")
     if pad_mode != "constant":
         _check_mode_pads(pad_mode, shape, pad_before, pad_after)
         return compute_unless_empty(out_shape, lambda *idx: data[tuple(
@@ -53,10 +61,11 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             if isinstance(b, int) and isinstance(a, int) and b == 0 and a == 0:
                 src.append(x)
                 continue
+            hint = likely if i in likely_axes else (lambda c: c)
             if not (isinstance(b, int) and b == 0):
-                conds.append(x >= b)
+                conds.append(hint(x >= b))
             if not (isinstance(a, int) and a == 0):
-                conds.append(x < shape[i] + b)
+                conds.append(hint(x < shape[i] + b))
             src.append(x - b)
         if not conds:
             return data[tuple(src)]
