@@ -1,12 +1,13 @@
 """Padded-edge convolutions at 1 thread (issue 25 point 4 / 28 point 7): a conv with its
 padding on one edge only (left, right, top, bottom, TF "SAME" at stride 2: right/bottom) or
-none, tvmpy with the width padding's ``likely`` hint (``topi.nn.conv2d.PAD_LIKELY_W``, "new")
-and without ("old", the code before 2026-11-30) against onnxruntime, in one process.
+none, tvmpy with the width padding's ``likely`` hints (``topi.nn.conv2d.PAD_LIKELY_W``: "none",
+the code before 2026-11-30; "after", the default: the right edge's test; "both") against
+onnxruntime, in one process (variants: env PAD_EDGE_VARIANTS, default "none,after").
 
-Every side (old, new, onnxruntime) runs 1 thread, interleaved rounds in rotating order
+Every side (each variant, onnxruntime) runs 1 thread, interleaved rounds in rotating order
 (common.interleaved_samples), each round timed in process CPU time (a loaded machine's
-preemption does not count); prints the minimum over the rounds (us) and the new/old and
-new/ORT ratios of the minima; outputs checked against onnxruntime.
+preemption does not count); prints the minimum over the rounds (us), each variant's ratio
+to the first and to onnxruntime (of the minima); outputs checked against onnxruntime.
 
     PYTHONPATH=. python bench/pad_edge.py [rounds=15] [filter text]
 """
@@ -42,18 +43,22 @@ CASES += [(c, c, hw, 3, 2, p, name) for c, hw in ((64, 56), (128, 28)) for name,
           (("same_s2", (0, 0, 1, 1)), ("sym_s2", (1, 1, 1, 1)))]
 
 
+VARIANTS = os.environ.get("PAD_EDGE_VARIANTS", "none,after").split(",")
+
+
 def build(c, x, w, new):
     ic, oc, hw, k, s, pads, _ = c
     xv = relay.var("x", shape=x.shape, dtype="float32")
     y = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w), strides=(s, s), padding=pads,
                                       channels=oc, kernel_size=(k, k)))
     mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    default = topi_conv2d.PAD_LIKELY_W
     topi_conv2d.PAD_LIKELY_W = new
     try:
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(mod, target="llvm")
     finally:
-        topi_conv2d.PAD_LIKELY_W = True
+        topi_conv2d.PAD_LIKELY_W = default
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.set_input("x", x)
     return m
@@ -77,8 +82,11 @@ def main() -> None:
     filt = sys.argv[2] if len(sys.argv) > 2 else ""
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} load {os.getloadavg()[0]:.1f}; 1 thread, "
           f"CPU time, min of {rounds} interleaved rounds")
-    print("| conv | pads (t,l,b,r) | old us | new us | ORT us | new/old | new/ORT |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    base = VARIANTS[0]
+    print("| conv | pads (t,l,b,r) | " + " | ".join(f"{v} us" for v in VARIANTS)
+          + " | ORT us | " + " | ".join(f"{v}/{base}" for v in VARIANTS[1:])
+          + " | " + " | ".join(f"{v}/ORT" for v in VARIANTS) + " |")
+    print("|---|---|" + "---:|" * (3 * len(VARIANTS)))
     rng = np.random.default_rng(0)
     for c in CASES:
         ic, oc, hw, k, s, pads, name = c
@@ -87,18 +95,22 @@ def main() -> None:
             continue
         x = rng.standard_normal((1, ic, hw, hw)).astype("float32")
         w = (rng.standard_normal((oc, ic, k, k)) / np.sqrt(ic * k * k)).astype("float32")
-        old, new = build(c, x, w, False), build(c, x, w, True)
+        mods = {v: build(c, x, w, v) for v in VARIANTS}
         ort_run, ort_out = ort_side(c, x, w)
         ort_run()
         ref = ort_out[0].numpy()
-        for m in (old, new):
+        for m in mods.values():
             m.run()
             np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
-        t = interleaved_samples({"old": old.run, "new": new.run, "ort": ort_run}, rounds,
-                                pause=0.02, target_s=0.02, clock=bench_clock(True, 1))
-        mo, mn, mr = (min(t[k]) * 1e6 for k in ("old", "new", "ort"))
-        print(f"| {label} | {pads} | {mo:.0f} | {mn:.0f} | {mr:.0f} | {mn / mo:.2f} | "
-              f"{mn / mr:.2f} |", flush=True)
+        sides = {v: m.run for v, m in mods.items()}
+        sides["ORT"] = ort_run
+        t = interleaved_samples(sides, rounds, pause=0.02, target_s=0.02,
+                                clock=bench_clock(True, 1))
+        us = {k: min(v) * 1e6 for k, v in t.items()}
+        cells = [f"{us[v]:.0f}" for v in VARIANTS] + [f"{us['ORT']:.0f}"]
+        cells += [f"{us[v] / us[base]:.2f}" for v in VARIANTS[1:]]
+        cells += [f"{us[v] / us['ORT']:.2f}" for v in VARIANTS]
+        print(f"| {label} | {pads} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -71,10 +71,10 @@ def test_one_edge_padded_depthwise_nchwc(edge):
         check([A, F], out, topi.x86.schedule_conv2d_NCHWc, ref)
 
 
-def _lowered_conv(pad, w=16):
+def _lowered_conv(pad, stride=1, w=16):
     A = te.placeholder((1, 32, 8, w), name="A")
     W = te.placeholder((2, 2, 2, 2, 16, 16), name="W")
-    out = nn.conv2d_NCHWc(A, W, 1, pad, 1, layout="NCHW")
+    out = nn.conv2d_NCHWc(A, W, stride, pad, 1, layout="NCHW")
     with tvm.target.Target("llvm"):
         s = topi.x86.schedule_conv2d_NCHWc([out])
         return tvm.lower(s, [A, W, out])
@@ -95,11 +95,12 @@ def _reduction_loops(f):
     return loops, [lp for lp in loops if not guarded(lp)]
 
 
-@pytest.mark.parametrize("edge", ["left", "right", "left2_right1"])
-def test_width_padding_partitions_the_tile(edge):
-    """Padding on W only: the register tile's main part has no bounds test on either edge
-    (its edge columns run in separate copies), and no ``likely`` is left for codegen."""
-    f = _lowered_conv(EDGES[edge])
+@pytest.mark.parametrize("edge,stride,w", [("right", 1, 16), ("left2_right1", 1, 16),
+                                           ("right", 2, 31)])
+def test_width_padding_partitions_the_tile(edge, stride, w):
+    """Padding after W: the register tile's main part has no bounds test for that edge (its
+    last columns run in separate copies), and no ``likely`` is left for codegen."""
+    f = _lowered_conv(EDGES[edge], stride, w)
     loops, clean = _reduction_loops(f)
     assert len(loops) > 1 and clean, str(f)
     assert "likely" not in str(f)
@@ -108,22 +109,28 @@ def test_width_padding_partitions_the_tile(edge):
 def test_width_padding_unhinted_keeps_the_guard(monkeypatch):
     """The property above comes from the hint: without it the right edge's tile stays one loop
     with the guarded column inside (what LLVM compiled slowly)."""
-    monkeypatch.setattr(conv2d_module, "PAD_LIKELY_W", False)
+    monkeypatch.setattr(conv2d_module, "PAD_LIKELY_W", "none")
     loops, clean = _reduction_loops(_lowered_conv(EDGES["right"]))
     assert len(loops) == 1 and not clean
+    monkeypatch.setattr(conv2d_module, "PAD_LIKELY_W", True)
+    with pytest.raises(ValueError, match="PAD_LIKELY_W"):
+        _lowered_conv(EDGES["right"])
 
 
-def test_pad_likely_axes_values_and_errors():
-    """``likely_axes`` marks only those axes' tests, leaves the values alone (the padding
-    stage at root, its loops partitioned), and rejects an axis out of range."""
+@pytest.mark.parametrize("before,after,hints", [((3,), (3,), 2), ((), (3, 2), 2), ((1,), (), 1)])
+def test_pad_likely_hints_values_and_errors(before, after, hints):
+    """``likely_before`` / ``likely_after`` mark only those axes' lower / upper tests, leave
+    the values alone (the padding stage at root, its loops partitioned), and reject an axis
+    out of range."""
     A = te.placeholder((2, 3, 5, 7), name="A")
-    P = nn.pad(A, [0, 1, 2, 3], [1, 0, 1, 2], pad_value=-2.0, likely_axes=(3,))
+    P = nn.pad(A, [0, 1, 2, 3], [1, 0, 1, 2], pad_value=-2.0, likely_before=before,
+               likely_after=after)
     text = str(P.op.body)
-    assert text.count("likely") == 2  # before and after on W, none on the other axes
+    assert text.count("likely") == hints
     a = np.random.default_rng(1).uniform(-1, 1, (2, 3, 5, 7)).astype("float32")
     with tvm.target.Target("llvm"):
         check([A], P, lambda outs: topi.x86.schedule_injective(outs),
               lambda x: np.pad(x, [(0, 1), (1, 0), (2, 1), (3, 2)], constant_values=-2.0),
               arrays=[a])
-    with pytest.raises(ValueError, match="likely_axes"):
-        nn.pad(A, [0, 0, 1, 1], likely_axes=(4,))
+    with pytest.raises(ValueError, match="likely_after"):
+        nn.pad(A, [0, 0, 1, 1], likely_after=(4,))

@@ -21,15 +21,16 @@ PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None = None,
         pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant",
-        likely_axes: Sequence[int] = ()) -> Tensor:
+        likely_before: Sequence[int] = (), likely_after: Sequence[int] = ()) -> Tensor:
     """Pad ``data``: ``pad_before[i]`` elements before axis ``i``, ``pad_after[i]`` (default:
     ``pad_before``) after it, as numpy's ``pad`` in ``pad_mode``: "constant" (``pad_value``),
     "edge" (the border element), "reflect" (mirrored about the border element, which is not
     repeated; each pad must be smaller than its axis) or "wrap" (periodic). Tag
-    ``"injective,pad"``. In constant mode the in-bounds tests of ``likely_axes`` are wrapped
-    in ``likely`` (TVM's hint that the condition is usually true), so that LoopPartition splits
-    the loops of a consumer that inlines the padding into a guard-free main part and its padded
-    edges (see :func:`topi.nn.conv2d._prepare`)."""
+    ``"injective,pad"``. In constant mode the lower-bound (``x >= before``) tests of the axes in
+    ``likely_before`` and the upper-bound tests of those in ``likely_after`` are wrapped in
+    ``likely`` (TVM's hint that the condition usually holds), so that LoopPartition splits the
+    loops of a consumer that inlines the padding into a guard-free main part and its padded
+    edge (see :data:`topi.nn.conv2d.PAD_LIKELY_W`)."""
     if pad_mode not in PAD_MODES:
         raise ValueError(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {pad_mode!r}")
     n = len(data.shape)
@@ -43,10 +44,11 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
     shape = [int(d.value) if hasattr(d, "value") else d for d in data.shape]
     out_shape = tuple(shape[i] + pad_before[i] + pad_after[i] for i in range(n))
-    bad = [i for i in likely_axes if not (isinstance(i, int) and 0 <= i < n)]
-    if bad:
-        raise ValueError(f"pad: likely_axes {tuple(likely_axes)} name axes {bad} that a "
-                         f"{n}-D tensor does not have")
+    for what, axes in (("likely_before", likely_before), ("likely_after", likely_after)):
+        bad = [i for i in axes if not (isinstance(i, int) and 0 <= i < n)]
+        if bad:
+            raise ValueError(f"pad: {what} {tuple(axes)} names axes {bad} that a {n}-D tensor "
+                             "does not have")
     if pad_mode != "constant":
         _check_mode_pads(pad_mode, shape, pad_before, pad_after)
         return compute_unless_empty(out_shape, lambda *idx: data[tuple(
@@ -61,11 +63,10 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             if isinstance(b, int) and isinstance(a, int) and b == 0 and a == 0:
                 src.append(x)
                 continue
-            hint = likely if i in likely_axes else (lambda c: c)
             if not (isinstance(b, int) and b == 0):
-                conds.append(hint(x >= b))
+                conds.append(likely(x >= b) if i in likely_before else x >= b)
             if not (isinstance(a, int) and a == 0):
-                conds.append(hint(x < shape[i] + b))
+                conds.append(likely(x < shape[i] + b) if i in likely_after else x < shape[i] + b)
             src.append(x - b)
         if not conds:
             return data[tuple(src)]
