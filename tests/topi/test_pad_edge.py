@@ -134,3 +134,26 @@ def test_pad_likely_hints_values_and_errors(before, after, hints):
               arrays=[a])
     with pytest.raises(ValueError, match="likely_after"):
         nn.pad(A, [0, 0, 1, 1], likely_after=(4,))
+
+
+@pytest.mark.parametrize("pad,stride", [((0, 0, 1, 1), 2), ((1, 0, 0, 1), 1), ((0, 2, 1, 0), 1)])
+def test_relay_conv_one_edge_padding(pad, stride):
+    """The same through relay at opt_level 3 (AlterOpLayout to NCHWc, fused bias + ReLU)."""
+    from tvmpy import relay
+    from tvmpy.contrib import graph_executor
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (1, 24, 11, 13)).astype("float32")
+    w = rng.uniform(-1, 1, (32, 24, 3, 3)).astype("float32")
+    b = rng.uniform(-1, 1, (32,)).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    y = relay.nn.conv2d(xv, relay.const(w), strides=(stride, stride), padding=pad, channels=32,
+                        kernel_size=(3, 3))
+    y = relay.nn.relu(relay.nn.bias_add(y, relay.const(b)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([xv], y)), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", x)
+    m.run()
+    ref = np.maximum(testing.conv2d_nchw_python(x, w, stride, pad) + b[:, None, None], 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
