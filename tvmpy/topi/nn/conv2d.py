@@ -30,6 +30,19 @@ def conv_out_size(size: int, k: int, stride: int, dilation: int, pad_lo: int, pa
     return out
 
 
+PAD_LIKELY_W = "after"
+"""Which of a convolution's width padding tests (axis 3: W of NCHW and NCHWc) are ``likely``
+hints: "after" (the right edge's), "both" or "none". A hinted test lets LoopPartition split the
+register tile of a schedule that inlines the padding (x86 NCHWc) into a guard-free main part
+and edge copies. Without the hint LLVM peels a left edge's guarded first iteration (kernel
+column 0) out of the tile itself, but keeps a right edge's guarded last column inside the one
+tile loop (17 FMAs and stack spills in the loop instead of 32 FMAs): a 2x2 conv 64 -> 32 at
+32x32 padded right took 271-295 us against 163-177 left, bottom or none, 256 -> 128 at 16x16
+up to 1127 against 623-644 (1 thread, Zen 4; bench/pad_edge.py, bench/RESULTS.md
+2026-11-30). "after" matches the left edge there; "both" measured the same as "after" (the
+left edge's partition only repeats what LLVM does) and changes more kernels."""
+
+
 def _prepare(op: str, data: Tensor, kernel_hw: tuple[int, int], stride: Any, padding: Any,
              dilation: Any) -> tuple[Tensor, tuple[int, int], tuple[int, int], tuple[int, int]]:
     """Pad ``data`` (NCHW or NCHWc: H, W are axes 2, 3) and return
@@ -41,9 +54,14 @@ def _prepare(op: str, data: Tensor, kernel_hw: tuple[int, int], stride: Any, pad
     h, w = get_const_tuple(data.shape[2:4], f"{op}: input spatial size", symbolic=False)
     oh = conv_out_size(h, kh, sh, dh, pt, pb, op, "height")
     ow = conv_out_size(w, kw, sw, dw, pl, pr, op, "width")
+    if PAD_LIKELY_W not in ("none", "after", "both"):
+        raise ValueError(f"topi.nn.conv2d.PAD_LIKELY_W must be 'none', 'after' or 'both', "
+                         f"got {PAD_LIKELY_W!r}")
     if pt or pl or pb or pr:
         rest = [0] * (len(data.shape) - 4)
-        data = pad(data, [0, 0, pt, pl, *rest], [0, 0, pb, pr, *rest], name="data_pad")
+        data = pad(data, [0, 0, pt, pl, *rest], [0, 0, pb, pr, *rest], name="data_pad",
+                   likely_before=(3,) if PAD_LIKELY_W == "both" else (),
+                   likely_after=(3,) if PAD_LIKELY_W in ("both", "after") else ())
     return data, (sh, sw), (dh, dw), (oh, ow)
 
 

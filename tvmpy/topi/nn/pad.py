@@ -9,7 +9,7 @@ from typing import Any
 from ...te import Tensor, compute
 from ...tir import all as tir_all
 from ...tir.expr import PrimExpr, Select, const
-from ...tir.op import floormod, if_then_else
+from ...tir.op import floormod, if_then_else, likely
 from ...tir.op import max as tmax
 from ...tir.op import min as tmin
 from ..utils import compute_unless_empty
@@ -20,12 +20,17 @@ PAD_MODES = ("constant", "edge", "reflect", "wrap")
 
 
 def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None = None,
-        pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant") -> Tensor:
+        pad_value: Any = 0.0, name: str = "PadInput", pad_mode: str = "constant",
+        likely_before: Sequence[int] = (), likely_after: Sequence[int] = ()) -> Tensor:
     """Pad ``data``: ``pad_before[i]`` elements before axis ``i``, ``pad_after[i]`` (default:
     ``pad_before``) after it, as numpy's ``pad`` in ``pad_mode``: "constant" (``pad_value``),
     "edge" (the border element), "reflect" (mirrored about the border element, which is not
     repeated; each pad must be smaller than its axis) or "wrap" (periodic). Tag
-    ``"injective,pad"``."""
+    ``"injective,pad"``. In constant mode the lower-bound (``x >= before``) tests of the axes in
+    ``likely_before`` and the upper-bound tests of those in ``likely_after`` are wrapped in
+    ``likely`` (TVM's hint that the condition usually holds), so that LoopPartition splits the
+    loops of a consumer that inlines the padding into a guard-free main part and its padded
+    edge (see :data:`topi.nn.conv2d.PAD_LIKELY_W`)."""
     if pad_mode not in PAD_MODES:
         raise ValueError(f"pad: pad_mode must be one of {', '.join(PAD_MODES)}, got {pad_mode!r}")
     n = len(data.shape)
@@ -39,6 +44,11 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             raise ValueError(f"pad: padding must be >= 0, got {pad_before} / {pad_after}")
     shape = [int(d.value) if hasattr(d, "value") else d for d in data.shape]
     out_shape = tuple(shape[i] + pad_before[i] + pad_after[i] for i in range(n))
+    for what, axes in (("likely_before", likely_before), ("likely_after", likely_after)):
+        bad = [i for i in axes if not (isinstance(i, int) and 0 <= i < n)]
+        if bad:
+            raise ValueError(f"pad: {what} {tuple(axes)} names axes {bad} that a {n}-D tensor "
+                             "does not have")
     if pad_mode != "constant":
         _check_mode_pads(pad_mode, shape, pad_before, pad_after)
         return compute_unless_empty(out_shape, lambda *idx: data[tuple(
@@ -54,9 +64,9 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
                 src.append(x)
                 continue
             if not (isinstance(b, int) and b == 0):
-                conds.append(x >= b)
+                conds.append(likely(x >= b) if i in likely_before else x >= b)
             if not (isinstance(a, int) and a == 0):
-                conds.append(x < shape[i] + b)
+                conds.append(likely(x < shape[i] + b) if i in likely_after else x < shape[i] + b)
             src.append(x - b)
         if not conds:
             return data[tuple(src)]
