@@ -327,6 +327,9 @@ def _clip_to_domain(r: Interval, dom: Range) -> Interval:
     return E.const(nlo, lo.dtype), E.const(nhi, hi.dtype)
 
 
+TIGHTEN_SPLITS = True  # infer_bound tightens splits (False: the loops before; for A/B benches)
+
+
 def pass_down_domain(st: Relations, ranges: dict[IterVar, Range], tighten: bool = False) -> None:
     """Ranges of split/fuse results from their parents' ranges (loops start at 0).
 
@@ -523,7 +526,7 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
             b.ranges[iv] = _rng(*r) if r is not None else iv.known_dom
         for iv in op.reduce_axis:
             b.ranges[iv] = iv.known_dom
-        pass_down_domain(st, b.ranges, tighten=True)
+        pass_down_domain(st, b.ranges, tighten=TIGHTEN_SPLITS)
         for leaf in st.leaf_iter_vars:
             b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
     return b
