@@ -270,8 +270,9 @@ def tighten(a: argparse.Namespace) -> None:
     bound inference's split tightening off and on (``te/bound.py`` ``TIGHTEN_SPLITS``), the
     order alternating; CPU seconds of this process and the linker per build. Then both kernels
     are loaded, their outputs compared and their times taken (min over ``--rounds`` alternating
-    rounds of 3 x 5 calls): the kernel a candidate stands for changes (its wasted iterations
-    go), so the search measures the faster one."""
+    rounds of 3 x 5 calls) where the lowered IR differs (the same IR is the same kernel: its
+    timing differences are noise): the kernel a candidate stands for changes (its wasted
+    iterations go), so the search measures the faster one."""
     from tvmpy.runtime.module import load_module
     from tvmpy.te import bound as TB
 
@@ -288,7 +289,7 @@ def tighten(a: argparse.Namespace) -> None:
             states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
             cpu: dict[bool, list[float]] = {False: [], True: []}
             ratios: list[float] = []
-            failed = 0
+            failed = same = 0
             for k, s in enumerate(states):
                 paths = {}
                 try:
@@ -301,6 +302,13 @@ def tighten(a: argparse.Namespace) -> None:
                         cpu[on].append(_cpu() - c0)
                 except Exception:  # noqa: BLE001 - a candidate that fails to build (as-fail's)
                     failed += 1
+                    continue
+                texts = set()
+                for on in (False, True):
+                    TB.TIGHTEN_SPLITS = on
+                    texts.add(str(tvm.lower(*task.compute_dag.apply_steps_from_state(s))))
+                if len(texts) == 1:  # the same loops: the same kernel, nothing to time
+                    same += 1
                     continue
                 mods = {on: load_module(p) for on, p in paths.items()}
                 rng = np.random.default_rng(k)
@@ -323,16 +331,17 @@ def tighten(a: argparse.Namespace) -> None:
             print(f"{name:34s} off {_med(cpu[False]):.3f} / {_p90(cpu[False]):.2f} / "
                   f"{max(cpu[False], default=float('nan')):.2f}   on {_med(cpu[True]):.3f} / "
                   f"{_p90(cpu[True]):.2f} / {max(cpu[True], default=float('nan')):.2f}   kernel x"
-                  f"{float(np.exp(np.mean(np.log(r)))):.3f} ({r.min():.2f}-{r.max():.2f})"
+                  f"{float(np.exp(np.mean(np.log(r)))):.3f} ({r.min():.2f}-{r.max():.2f}) over "
+                  f"{len(ratios)} changed, {same} same IR"
                   + (f"  [{failed} failed to build]" if failed else ""), flush=True)
     finally:
         TB.TIGHTEN_SPLITS = True
     for w, label in ((False, "off"), (True, "on")):
         print(f"ALL {label}: median of all builds {_med(allc[w]):.3f} s, median of the per-kind "
               f"medians {_med(meds[w]):.3f} s, p90 {_p90(allc[w]):.2f} s")
-    r = np.array(ratios_all)
+    r = np.array(ratios_all or [float("nan")])
     print(f"ALL kernels on/off: geomean x{float(np.exp(np.mean(np.log(r)))):.3f} "
-          f"({r.min():.2f}-{r.max():.2f}), {len(r)} candidates")
+          f"({r.min():.2f}-{r.max():.2f}) over the {len(r)} candidates whose lowered IR changed")
 
 
 # ---- --pipelines: cheaper measurement builds, A/B -----------------------------------------------
