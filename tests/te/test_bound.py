@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tvmpy import te, tir
 from tvmpy.arith import simplify
 from tvmpy.ir.node import structural_equal
@@ -199,27 +201,29 @@ def test_split_factor_past_its_parent_runs_the_parent_extent():
     assert _ext(_bounds(s2), xi) == 8
 
 
-def test_tightened_split_lowers_without_guards_and_computes_the_right_values():
+@pytest.mark.parametrize("rows,factor", [(3, 14), (5, 5), (1, 4), (7, 3)])
+def test_tightened_split_lowers_and_computes_the_right_values(rows, factor):
+    """B's rows split by ``factor`` inside C's tiles of ``rows`` (the last tile partial):
+    a factor past the tile loops the tile's rows only, and the values are right."""
     import numpy as np
 
     import tvmpy as tvm
 
-    for rows, factor in ((3, 14), (5, 5), (1, 4), (7, 3)):  # 7 rows by 3: not tightened
-        A = te.placeholder((rows * 4 + 1, 6), name="A")
-        B = te.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
-        C = te.compute(A.shape, lambda i, j: B[i, j] - 1.0, name="C")
-        s = te.create_schedule(C.op)
-        co, ci = s[C].split(C.op.axis[0], factor=rows)
-        s[B].compute_at(s[C], co)
-        s[B].split(B.op.axis[0], factor=factor)
-        txt = str(tvm.lower(s, [A, C]))
-        if factor >= rows:
-            assert f"range(0, {factor})" not in txt or factor == rows, txt
-        f = tvm.build(s, [A, C], "llvm")
-        a = np.random.default_rng(rows).uniform(-1, 1, [int(d) for d in A.shape]).astype("float32")
-        c = tvm.nd.array(np.zeros(a.shape, "float32"))
-        f(tvm.nd.array(a), c)
-        np.testing.assert_allclose(c.numpy(), a * 2 - 1, rtol=1e-6)
+    A = te.placeholder((rows * 4 + 1, 6), name="A")
+    B = te.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute(A.shape, lambda i, j: B[i, j] - 1.0, name="C")
+    s = te.create_schedule(C.op)
+    co, ci = s[C].split(C.op.axis[0], factor=rows)
+    s[B].compute_at(s[C], co)
+    s[B].split(B.op.axis[0], factor=factor)
+    txt = str(tvm.lower(s, [A, C]))
+    if factor > rows:
+        assert f"range(0, {factor})" not in txt, txt
+    f = tvm.build(s, [A, C], "llvm")
+    a = np.random.default_rng(rows).uniform(-1, 1, [int(d) for d in A.shape]).astype("float32")
+    c = tvm.nd.array(np.zeros(a.shape, "float32"))
+    f(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), a * 2 - 1, rtol=1e-6)
 
 
 def test_thread_bound_split_keeps_its_factor():
