@@ -180,7 +180,7 @@ def test_root_region_cut_to_the_domain_computes_the_right_values():
 def test_split_factor_past_its_parent_runs_the_parent_extent():
     """A stage attached inside a tile narrower than its own split factors (the auto-scheduler's
     follow-splits): the factor loop runs the parent's extent, not the factor (TVM's tightened
-    PassDownDomain); nparts alike."""
+    PassDownDomain); nparts alike. Root stages and symbolic parents keep the factor."""
     A = te.placeholder((30, 24), name="A")
     B = te.compute((30, 24), lambda i, j: A[i, j] * 2.0, name="B")
     C = te.compute((30, 24), lambda i, j: B[i, j] + 1.0, name="C")
@@ -192,6 +192,11 @@ def test_split_factor_past_its_parent_runs_the_parent_extent():
     b = _bounds(s)
     assert (_ext(b, B.op.axis[0]), _ext(b, bo), _ext(b, bi)) == (3, 1, 3)
     assert (_ext(b, jo), _ext(b, ji)) == (24, 1)
+    # a root stage keeps its factor: its loops are what producers attached to it compute
+    R = te.compute((5,), lambda i: A[i, 0], name="R")
+    sr = te.create_schedule(R.op)
+    ro, ri = sr[R].split(R.op.axis[0], factor=8)
+    assert (_ext(_bounds(sr), ro), _ext(_bounds(sr), ri)) == (1, 8)
     # not provably smaller: the factor stays
     n = te.var("n")
     A2 = te.placeholder((n,), name="A2")
