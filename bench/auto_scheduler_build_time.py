@@ -15,6 +15,10 @@ sample random annotated sketches (``sample_initial_population``) and report, per
    seconds per build (less sensitive to load), batch throughput (candidates built per second
    of the batch's build wall time) and the sequential measurement time per candidate.
 
+``--modes tasks`` (build workers shared across tasks), ``index`` (i32 vs i64 element
+indices) and ``tighten`` (bound inference's split tightening off vs on: build CPU and the
+kernels' times, see :func:`tighten`) are A/B comparisons on the same candidates.
+
 ``--pipelines``: cheaper pipelines for measurement builds, A/B against the default on the same
 candidates: LoopPartition budget 2x (``tir.LoopPartition.max_growth``), LoopPartition off, LLVM
 O2: build CPU seconds and the kernel's time relative to the default build's (geometric mean,
@@ -264,6 +268,86 @@ def index_width(a: argparse.Namespace) -> None:
               f"medians {_med(meds[w]):.3f} s, p90 {_p90(allc[w]):.2f} s")
 
 
+# ---- 5. split tightening in bound inference: off (before) vs on (after) ----------------------
+def tighten(a: argparse.Namespace) -> None:
+    """Each candidate built (``_build_library``: lowering, LLVM, export incl. the linker) with
+    bound inference's split tightening off and on (``te/bound.py`` ``TIGHTEN_SPLITS``), the
+    order alternating; CPU seconds of this process and the linker per build. Then both kernels
+    are loaded, their outputs compared and their times taken (min over ``--rounds`` alternating
+    rounds of 3 x 5 calls) where the lowered IR differs (the same IR is the same kernel: its
+    timing differences are noise): the kernel a candidate stands for changes (its wasted
+    iterations go), so the search measures the faster one."""
+    from tvmpy.runtime.module import load_module
+    from tvmpy.te import bound as TB
+
+    tmp = tempfile.mkdtemp()
+    dev = tvm.cpu(0)
+    print("\nsplit tightening off vs on, same candidates: build CPU s (median / p90 / max), "
+          "kernel time on/off (geomean, min-max)")
+    allc: dict[bool, list[float]] = {False: [], True: []}
+    meds: dict[bool, list[float]] = {False: [], True: []}
+    ratios_all: list[float] = []
+    try:
+        for name, f, args in CASES:
+            task = W.make_task(f, args)
+            states = auto_scheduler.sample_initial_population(task, a.n, seed=a.seed)
+            cpu: dict[bool, list[float]] = {False: [], True: []}
+            ratios: list[float] = []
+            failed = same = 0
+            for k, s in enumerate(states):
+                paths = {}
+                try:
+                    for on in ((False, True) if k % 2 == 0 else (True, False)):
+                        TB.TIGHTEN_SPLITS = on
+                        sch, targs = task.compute_dag.apply_steps_from_state(s)
+                        paths[on] = os.path.join(tmp, f"t{name[:6]}{k}{on}.so".replace(" ", "_"))
+                        c0 = _cpu()
+                        _build_library(sch, targs, "llvm", paths[on])
+                        cpu[on].append(_cpu() - c0)
+                except Exception:  # noqa: BLE001 - a candidate that fails to build (as-fail's)
+                    failed += 1
+                    continue
+                texts = set()
+                for on in (False, True):
+                    TB.TIGHTEN_SPLITS = on
+                    texts.add(str(tvm.lower(*task.compute_dag.apply_steps_from_state(s))))
+                if len(texts) == 1:  # the same loops: the same kernel, nothing to time
+                    same += 1
+                    continue
+                mods = {on: load_module(p) for on, p in paths.items()}
+                rng = np.random.default_rng(k)
+                ins = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype)
+                       for t in targs]
+                outs, best = {}, {False: float("inf"), True: float("inf")}
+                for _r in range(a.rounds):
+                    for on in ((False, True) if _r % 2 == 0 else (True, False)):
+                        arrs = [tvm.nd.array(x, dev) for x in ins]
+                        ev = mods[on].time_evaluator(mods[on].entry_name, dev, number=5, repeat=3)
+                        best[on] = min(best[on], min(ev(*arrs).results))
+                        outs[on] = arrs[-1].numpy()
+                np.testing.assert_allclose(outs[True], outs[False], rtol=1e-5, atol=1e-5)
+                ratios.append(best[True] / best[False])
+            for w in (False, True):
+                allc[w] += cpu[w]
+                meds[w].append(_med(cpu[w]))
+            ratios_all += ratios
+            r = np.array(ratios) if ratios else np.array([float("nan")])
+            print(f"{name:34s} off {_med(cpu[False]):.3f} / {_p90(cpu[False]):.2f} / "
+                  f"{max(cpu[False], default=float('nan')):.2f}   on {_med(cpu[True]):.3f} / "
+                  f"{_p90(cpu[True]):.2f} / {max(cpu[True], default=float('nan')):.2f}   kernel x"
+                  f"{float(np.exp(np.mean(np.log(r)))):.3f} ({r.min():.2f}-{r.max():.2f}) over "
+                  f"{len(ratios)} changed, {same} same IR"
+                  + (f"  [{failed} failed to build]" if failed else ""), flush=True)
+    finally:
+        TB.TIGHTEN_SPLITS = True
+    for w, label in ((False, "off"), (True, "on")):
+        print(f"ALL {label}: median of all builds {_med(allc[w]):.3f} s, median of the per-kind "
+              f"medians {_med(meds[w]):.3f} s, p90 {_p90(allc[w]):.2f} s")
+    r = np.array(ratios_all or [float("nan")])
+    print(f"ALL kernels on/off: geomean x{float(np.exp(np.mean(np.log(r)))):.3f} "
+          f"({r.min():.2f}-{r.max():.2f}) over the {len(r)} candidates whose lowered IR changed")
+
+
 # ---- --pipelines: cheaper measurement builds, A/B -----------------------------------------------
 def _o2_build(sch: Any, targs: Any, path: str) -> None:
     """The default build with LLVM's O2 pipeline instead of O3."""
@@ -372,7 +456,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=16, help="candidates per compute")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=1, help="measure: rounds of the 1/2 pair")
-    ap.add_argument("--modes", default="phases,measure", help="phases,measure,tasks,index")
+    ap.add_argument("--modes", default="phases,measure", help="phases,measure,tasks,index,tighten")
     ap.add_argument("--per-round", type=int, default=8, help="tasks: candidates per round")
     ap.add_argument("--pipelines", action="store_true", help="cheaper pipelines, A/B")
     ap.add_argument("--ab", action="store_true", help="unbounded vs budgeted LoopPartition")
@@ -392,6 +476,8 @@ def main() -> None:
         tasks(a)
     if "index" in modes:
         index_width(a)
+    if "tighten" in modes:
+        tighten(a)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tvmpy import te, tir
 from tvmpy.arith import simplify
 from tvmpy.ir.node import structural_equal
@@ -173,3 +175,73 @@ def test_root_region_cut_to_the_domain_computes_the_right_values():
         h = n // 2
         ref = np.concatenate([a[n - h:], a[:n - h]]) * 2 + 1
         np.testing.assert_allclose(c.numpy(), ref, rtol=1e-6)
+
+
+def test_split_factor_past_its_parent_runs_the_parent_extent():
+    """A stage attached inside a tile narrower than its own split factors (the auto-scheduler's
+    follow-splits): the factor loop runs the parent's extent, not the factor (TVM's tightened
+    PassDownDomain); nparts alike. Root stages and symbolic parents keep the factor."""
+    A = te.placeholder((30, 24), name="A")
+    B = te.compute((30, 24), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((30, 24), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    co, ci = s[C].split(C.op.axis[0], factor=3)
+    s[B].compute_at(s[C], co)
+    bo, bi = s[B].split(B.op.axis[0], factor=14)  # the region is 3 rows
+    jo, ji = s[B].split(B.op.axis[1], nparts=30)  # 24 columns in 30 parts
+    b = _bounds(s)
+    assert (_ext(b, B.op.axis[0]), _ext(b, bo), _ext(b, bi)) == (3, 1, 3)
+    assert (_ext(b, jo), _ext(b, ji)) == (24, 1)
+    # a root stage keeps its factor: its loops are what producers attached to it compute
+    R = te.compute((5,), lambda i: A[i, 0], name="R")
+    sr = te.create_schedule(R.op)
+    ro, ri = sr[R].split(R.op.axis[0], factor=8)
+    assert (_ext(_bounds(sr), ro), _ext(_bounds(sr), ri)) == (1, 8)
+    # not provably smaller: the factor stays
+    n = te.var("n")
+    A2 = te.placeholder((n,), name="A2")
+    B2 = te.compute((n,), lambda i: A2[i], name="B2")
+    s2 = te.create_schedule(B2.op)
+    xo, xi = s2[B2].split(B2.op.axis[0], factor=8)
+    assert _ext(_bounds(s2), xi) == 8
+
+
+@pytest.mark.parametrize("rows,factor", [(3, 14), (5, 5), (1, 4), (7, 3)])
+def test_tightened_split_lowers_and_computes_the_right_values(rows, factor):
+    """B's rows split by ``factor`` inside C's tiles of ``rows`` (the last tile partial):
+    a factor past the tile loops the tile's rows only, and the values are right."""
+    import numpy as np
+
+    import tvmpy as tvm
+
+    A = te.placeholder((rows * 4 + 1, 6), name="A")
+    B = te.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute(A.shape, lambda i, j: B[i, j] - 1.0, name="C")
+    s = te.create_schedule(C.op)
+    co, ci = s[C].split(C.op.axis[0], factor=rows)
+    s[B].compute_at(s[C], co)
+    s[B].split(B.op.axis[0], factor=factor)
+    txt = str(tvm.lower(s, [A, C]))
+    if factor > rows:
+        assert f"range(0, {factor})" not in txt, txt
+    f = tvm.build(s, [A, C], "llvm")
+    a = np.random.default_rng(rows).uniform(-1, 1, [int(d) for d in A.shape]).astype("float32")
+    c = tvm.nd.array(np.zeros(a.shape, "float32"))
+    f(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), a * 2 - 1, rtol=1e-6)
+
+
+def test_thread_bound_split_keeps_its_factor():
+    """A split whose loop is bound to a thread keeps its extent (the launched threads)."""
+    A = te.placeholder((64, 8), name="A")
+    B = te.compute((64, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((64, 8), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, xi = s[C].split(C.op.axis[0], factor=2)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].compute_at(s[C], bx)
+    bo, bi = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bi, te.thread_axis("threadIdx.x"))
+    b = _bounds(s)
+    assert _ext(b, B.op.axis[0]) == 2
+    assert _ext(b, bi) == 32

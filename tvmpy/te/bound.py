@@ -327,24 +327,73 @@ def _clip_to_domain(r: Interval, dom: Range) -> Interval:
     return E.const(nlo, lo.dtype), E.const(nhi, hi.dtype)
 
 
-def pass_down_domain(st: Relations, ranges: dict[IterVar, Range]) -> None:
-    """Ranges of split/fuse results from their parents' ranges (loops start at 0)."""
+TIGHTEN_SPLITS = True  # infer_bound tightens splits (False: the loops before; for A/B benches)
+
+
+def pass_down_domain(st: Relations, ranges: dict[IterVar, Range], tighten: bool = False) -> None:
+    """Ranges of split/fuse results from their parents' ranges (loops start at 0).
+
+    ``tighten`` (the final bound inference, TVM's ``PassDownDomain`` with ``allow_missing``
+    false): a split's factor (or nparts) loop runs ``min(parent extent, factor)`` iterations
+    when the parent provably has fewer than ``factor``, unless a loop derived from it is bound
+    to a thread (a split sized to the launched threads keeps its extent) or lies in a
+    tensorized region (sized to the intrinsic), or the parent's extent is 0. Without it, a
+    stage attached inside a tile smaller than its own split factors (the auto-scheduler's
+    follow-splits) looped the factor's full extent, all but the first iterations guarded off
+    (or recomputing a producer attached inside them). ``infer_bound``
+    tightens the stages attached inside another's loops only: a root stage's loops are the
+    region its attached producers compute, which a schedule may size to an intrinsic (an
+    int8 dense's accumulator, 16 columns for VNNI, under an output of 1 column)."""
+    threaded = _thread_dominating(st) if tighten else set()
+
+    def tight(iv: IterVar, parent_extent: PrimExpr, n: PrimExpr) -> PrimExpr:
+        if not tighten or id(iv) in threaded or is_const_int(parent_extent, 0):
+            return n
+        return parent_extent if _provably_lt(parent_extent, n) else n
+
     for rel in st.relations:
         if isinstance(rel, Split):
             pr = ranges[rel.parent]
             dt_ = pr.extent.dtype
             if rel.factor is not None:
                 f = E.cast(rel.factor, dt_)
-                ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_), f)
+                ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_),
+                                                          tight(rel.inner, pr.extent, f))
                 ranges[rel.outer] = Range.from_min_extent(E.const(0, dt_), _ceildiv(pr.extent, f))
             else:
                 n = E.cast(rel.nparts, dt_)
-                ranges[rel.outer] = Range.from_min_extent(E.const(0, dt_), n)
+                ranges[rel.outer] = Range.from_min_extent(E.const(0, dt_),
+                                                          tight(rel.outer, pr.extent, n))
                 ranges[rel.inner] = Range.from_min_extent(E.const(0, dt_), _ceildiv(pr.extent, n))
         elif isinstance(rel, Fuse):
             ro, ri = ranges[rel.outer], ranges[rel.inner]
             ext = simplify(ro.extent * E.cast(ri.extent, ro.extent.dtype))
             ranges[rel.fused] = Range.from_min_extent(E.const(0, ext.dtype), ext)
+
+
+def _provably_lt(a: PrimExpr, b: PrimExpr) -> bool:
+    d = simplify(b - a)
+    return isinstance(d, E.IntImm) and d.value > 0
+
+
+def _thread_dominating(st: Relations) -> set[int]:
+    """The ids of the IterVars of ``st`` from which a loop of fixed extent derives: a
+    thread-bound leaf, or a leaf inside a tensorized region (the intrinsic's shape)."""
+    attrs = getattr(st, "iter_var_attrs", {})
+    out: set[int] = set()
+    in_intrin = False
+    for iv in st.leaf_iter_vars:
+        a = attrs.get(iv)
+        in_intrin = in_intrin or (a is not None and a.tensor_intrin is not None)
+        if in_intrin or (a is not None and a.bind_thread is not None):
+            out.add(id(iv))
+    for rel in reversed(st.relations):
+        if isinstance(rel, Split):
+            if id(rel.outer) in out or id(rel.inner) in out:
+                out.add(id(rel.parent))
+        elif isinstance(rel, Fuse) and id(rel.fused) in out:
+            out.update((id(rel.outer), id(rel.inner)))
+    return out
 
 
 def pass_up_index(st: Relations, ranges: dict[IterVar, Range], values: dict[IterVar, PrimExpr]) -> None:
@@ -487,7 +536,7 @@ def infer_bound(view: ScheduleView, arg_stages: Sequence[Stage] = ()) -> Bounds:
             b.ranges[iv] = _rng(*r) if r is not None else iv.known_dom
         for iv in op.reduce_axis:
             b.ranges[iv] = iv.known_dom
-        pass_down_domain(st, b.ranges)
+        pass_down_domain(st, b.ranges, tighten=TIGHTEN_SPLITS and bool(encl))
         for leaf in st.leaf_iter_vars:
             b.var_ranges[leaf.var] = _interval_of(b.ranges[leaf])
     return b
