@@ -80,18 +80,24 @@ def test_tuned_step_scan_matches_numpy(cell, lbr, reverse):
     assert states
     rng = np.random.default_rng(5)
     for state in states:
-        mod, outs = _stepped(cell, n, hidden, lbr, reverse, state)
-        n_real = 3 if cell == "LSTM" else 2
-        for t in (7, 1, 0):
-            ins = _inputs(cell, t, n, hidden, rng)
-            want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
-            args = [ndarray.array(a) for a in ins] + [
-                ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
-                               for d in o.shape], "float32") for o in outs]
-            mod(*args)
-            for k in range(n_real):
-                np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
-                                           err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
+        _check_stepped(cell, n, hidden, lbr, reverse, state, rng)
+
+
+def _check_stepped(cell, n, hidden, lbr, reverse, state, rng):
+    """The stepped kernel built around ``state`` gives rnn_scan's numpy meaning over 7, 1
+    and 0 steps (random inputs from ``rng``)."""
+    mod, outs = _stepped(cell, n, hidden, lbr, reverse, state)
+    n_real = 3 if cell == "LSTM" else 2
+    for t in (7, 1, 0):
+        ins = _inputs(cell, t, n, hidden, rng)
+        want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
+        args = [ndarray.array(a) for a in ins] + [
+            ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
+                           for d in o.shape], "float32") for o in outs]
+        mod(*args)
+        for k in range(n_real):
+            np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
+                                       err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
 
 
 def _gate_stage_attached(state):
@@ -121,21 +127,9 @@ def test_slice_fused_cell_sketches_match_numpy(cell, lbr):
                                            for st in s.stages)]
     assert len(slice_fused) == (4 if lbr else 0)
     rng, nrng = random.Random(13), np.random.default_rng(8)
-    n_real = 3 if cell == "LSTM" else 2
-    for i, sk in enumerate(fused or sketches[:2]):
+    for i, sk in enumerate(fused):
         state = annotate(sk, rng, task.hardware_params)
-        reverse = bool(i % 2)
-        mod, outs = _stepped(cell, n, hidden, lbr, reverse, state)
-        for t in (7, 1, 0):
-            ins = _inputs(cell, t, n, hidden, nrng)
-            want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
-            args = [ndarray.array(a) for a in ins] + [
-                ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
-                               for d in o.shape], "float32") for o in outs]
-            mod(*args)
-            for k in range(n_real):
-                np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
-                                           err_msg=f"{cell} lbr={lbr} T={t} output {k}\n{state}")
+        _check_stepped(cell, n, hidden, lbr, bool(i % 2), state, nrng)
 
 
 @pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", True)])
