@@ -46,9 +46,12 @@ def test_key_covers_the_pass_context():
 def test_key_covers_the_host_when_the_target_names_no_cpu(monkeypatch):
     base, named = _key(), _key("llvm -mcpu=x86-64")
     # another host CPU of the same features, other features, another core count, other caches
+    # (twice this host's: a fixed pair would be some machine's own sizes)
+    real = target_mod.host_cache_sizes()
+    other = CacheSizes(l1d=2 * real.l1d, l2=2 * real.l2)
     for attr, value in [("host_cpu_name", lambda: "some-other-cpu"),
                         ("host_cpu_features", lambda: "+sse2,-avx2"),
-                        ("host_cache_sizes", lambda: CacheSizes(l1d=48 * 1024, l2=2 << 20))]:
+                        ("host_cache_sizes", lambda: other)]:
         with monkeypatch.context() as m:
             m.setattr(target_mod, attr, value)
             assert _key() != base, attr
