@@ -27,10 +27,18 @@ def test_matrices_compute_the_correlation(m):
         np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
 
 
-def test_f4x4_matrices_are_the_usual_ones():
-    at, bt, _ = W.winograd_matrices(4)
-    assert bt[0].tolist() == [4, 0, -5, 0, 1, 0]
-    assert at[3].tolist() == [0, 1, -1, 8, -8, 1]
+def test_f4x4_matrices_of_the_points_0_1_m1_half_m2():
+    at, bt, g = W.winograd_matrices(4)
+    assert at[1].tolist() == [0, 1, -1, 0.5, -2, 0]
+    assert at[3].tolist() == [0, 1, -1, 0.125, -8, 1]
+    assert bt[0].tolist() == [1, -1.5, -2, 1.5, 1, 0]
+    # the bilinear identity: sum_j A^T[i, j] G[j, k] B^T[j, l] = [l == i + k]
+    ident = np.einsum("ij,jk,jl->ikl", at, g, bt)
+    want = np.zeros_like(ident)
+    for i in range(4):
+        for k in range(3):
+            want[i, k, i + k] = 1
+    np.testing.assert_allclose(ident, want, atol=1e-12)
 
 
 @pytest.mark.parametrize("m", [1, 7, 0])
