@@ -52,7 +52,13 @@ def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
     s[CC].compute_at(s[out], io)
     *_, ci, cj = s[CC].op.axis
     (ck,) = s[CC].op.reduce_axis
-    s[CC].reorder(ck, ci, cj)
+    unroll_k = D.default_unroll_k(ck.dom.extent)  # (the reduction unrolled by 4 since 2026-11-30)
+    if unroll_k > 1:
+        cko, cki = s[CC].split(ck, factor=unroll_k)
+        s[CC].reorder(cko, cki, ci, cj)
+        s[CC].unroll(cki)
+    else:
+        s[CC].reorder(ck, ci, cj)
     s[CC].unroll(ci)
     s[CC].vectorize(cj)
     for t in mm.op.input_tensors:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...te import create_schedule
 from .conv2d import _outputs
-from .dense import register_tile, tile_rows
+from .dense import default_unroll_k, register_tile, tile_rows
 from .injective import vector_lanes
 from .softmax import _vector_rfactor
 
@@ -46,6 +46,12 @@ def _stages(out: Any) -> dict[str, Any]:
     return found
 
 
+def _unroll(st: Any, unroll_k: int | None) -> int:
+    if unroll_k is not None:
+        return int(unroll_k)
+    return default_unroll_k(st.op.reduce_axis[0].dom.extent)
+
+
 def _tile(s: Schedule, st: Any, i: Any, j: Any, mr: int, nr: int) -> tuple[Any, Any]:
     """Split rows by ``mr`` and columns by ``nr`` (columns outer): returns (row tile, col)."""
     io, ii = s[st].split(i, factor=mr)
@@ -56,8 +62,10 @@ def _tile(s: Schedule, st: Any, i: Any, j: Any, mr: int, nr: int) -> tuple[Any, 
     return io, ji
 
 
-def schedule_attention(outs: Any) -> Schedule:
-    """x86 schedule of ``topi.nn.attention`` (tag "attention_output")."""
+def schedule_attention(outs: Any, unroll_k: int | None = None) -> Schedule:
+    """x86 schedule of ``topi.nn.attention`` (tag "attention_output"). ``unroll_k``: the
+    unroll of both register tiles' reduction loops (default: :func:`default_unroll_k` of
+    each reduction's length)."""
     outs = _outputs(outs)
     out = outs[0]
     if out.op.tag != "attention_output":
@@ -93,7 +101,7 @@ def schedule_attention(outs: Any) -> Schedule:
     pv = st["attention_pv"]
     s[pv].compute_at(s[out], co)
     s[pv].set_scope("local")
-    register_tile(s, pv, 1)
+    register_tile(s, pv, _unroll(pv, unroll_k))
     inv = st["attention_inv"]
     s[inv].compute_at(s[out], task)
     s[inv].set_scope("local")
@@ -106,7 +114,7 @@ def schedule_attention(outs: Any) -> Schedule:
     sio, _ = _tile(s, scores, si, sj, mr, width(scores.shape[2]))
     s[acc].compute_at(s[scores], sio)
     s[acc].set_scope("local")
-    register_tile(s, acc, 1)
+    register_tile(s, acc, _unroll(acc, unroll_k))
     if "attention_kt" in st:  # k given as [B, N, D]: transposed once per head, outside
         kt = st["attention_kt"]
         kb, kx, kj = s[kt].op.axis
