@@ -176,3 +176,31 @@ def test_type_errors_name_the_problem():
         x, u, tile_size=4, data_layout="NCHW16c", out_layout="NCHW16c")))
     with pytest.raises(Exception, match="tile_size=4 needs a weight transformed for 6x6"):
         transform.InferType()(mod)
+
+
+@pytest.mark.parametrize("mcpu, wino", [("znver4", 2), ("sapphirerapids", 0)])
+def test_default_rule_counts_fma_units_when_the_transformed_weight_streams(mcpu, wino):
+    """512 -> 512 channels on a 7x7 map (4 tiles; a 37.7 MB transformed weight, above L2):
+    Winograd for a core with one 512-bit FMA unit (znver4's features), direct with two (AMX:
+    sapphirerapids); 128 -> 128 on 7x7 (2.4 MB, above the foreign targets' 1 MiB L2 too) the
+    same; a 64-channel one (0.6 MB, within L2) Winograd on both. Layout pass only: nothing is
+    run for the named CPUs."""
+    for c, want in ((512, wino), (128, wino), (64, 2)):
+        mod = transform.InferType()(_net(hw=7, c=c, oc=c))
+        with tvm.transform.PassContext(opt_level=3):
+            with tvm.target.Target(f"llvm -mcpu={mcpu}"):
+                got = transform.AlterOpLayout()(mod)
+        assert count_ops(got["main"], WINO) == want, (c, mcpu)
+        assert count_ops(got["main"], DIRECT) == 2 - want
+
+
+def test_direct_and_winograd_agree_on_a_7x7_map():
+    """Both algorithms on ResNet's last-stage shape class (awkward 7x7 map, more channels than
+    the default rule's threshold) against numpy, whichever the host's rule picks."""
+    mod = _net(hw=7, c=64, oc=96, seed=5)
+    x = np.random.default_rng(5).uniform(-1, 1, (1, 64, 7, 7)).astype("float32")
+    ref = _build_run(mod, x, {"relay.x86.winograd": False})
+    for config in ({"relay.x86.winograd": 4}, {}):
+        # F(4x4)'s error: ~1e-5 of the output's magnitude (here up to ~50)
+        np.testing.assert_allclose(_build_run(mod, x, config), ref, rtol=1e-4,
+                                   atol=2e-5 * float(np.abs(ref).max()))

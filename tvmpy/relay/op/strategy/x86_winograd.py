@@ -18,6 +18,12 @@ compute with the default schedule). The choice, for each such call:
    default schedules (``bench/winograd.py``, 2026-11-24): Winograd took 0.34-0.43x the direct
    convolution's time on ResNet-18's 56x56, 28x28 and 14x14 layers and 0.90x on the 7x7 one
    (4 tiles, 2 of them mostly padding); one tile is mostly padding, so fewer than 4 stay direct.
+   When the transformed weight (``(m + 2)**2 / 9`` = 4x the direct one) exceeds the target's
+   L2, it streams from memory once per image for only ``tiles`` uses of each value: the layer
+   needs :data:`MIN_TILES_DEFAULT` tiles per 512-bit FMA unit of a core
+   (:func:`~tvmpy.target.cpu_features.fma512_units`), as a core with twice the FMA throughput
+   runs the direct convolution twice as fast against the same weight stream (see
+   :func:`_default_tile`).
 
 While tasks are being extracted (``autotvm.task.extract_from_program``), every eligible call
 registers the direct task and one Winograd task per tile size, so that tuning measures both and
@@ -33,6 +39,7 @@ from ....autotvm.task.dispatcher import DispatchContext
 from ....autotvm.task.task import args_to_workload
 from ....autotvm.task.topi_integration import TaskExtractEnv
 from ....target import Target
+from ....target.cpu_features import DEFAULT_CACHE_SIZES, fma512_units
 from ....topi.nn.winograd import winograd_tile_sizes
 from ....transform import PassContext
 from ...expr import Call
@@ -125,7 +132,7 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
         return None
     if not isinstance(call.args[0].checked_type.shape[0], int):
         # a symbolic batch (relay.Any): no tuning records describe it; step 3's rule
-        return int(mode) if mode != "auto" else _default_tile(call)
+        return int(mode) if mode != "auto" else _default_tile(call, target)
     direct, wino = conv_workloads(call, ic_bn, oc_bn, channels, plain_data)
     env = TaskExtractEnv.current
     if env is not None:
@@ -144,16 +151,35 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
                 costs[key] = c
     if costs:
         return min(costs, key=lambda k: costs[k])
-    return _default_tile(call)
+    return _default_tile(call, target)
 
 
-def _default_tile(call: Call) -> int | None:
-    """Step 3: Winograd F(4x4, 3x3) for enough tiles per image and channels."""
+def _default_tile(call: Call, target: Target | None = None) -> int | None:
+    """Step 3: Winograd F(4x4, 3x3) for enough tiles per image and channels; with a
+    transformed weight larger than L2, :data:`MIN_TILES_DEFAULT` tiles per 512-bit FMA unit.
+
+    Such a weight (36 x IC x OC floats) streams from beyond L2 once per image, each value used
+    by ``tiles`` tiles, while the direct convolution's weight is a quarter of it and its time
+    is compute-bound: halved on a core with two 512-bit FMA units. 512 -> 512 channels on a 7x7
+    map (ResNet's last stage; 4 tiles, 8x8 computed for 7x7, 37.7 MB transformed), 1 thread:
+    Zen 4 (one unit, 2026-11-24, 2 threads) Winograd 0.90x the direct time; Xeon with AMX (two
+    units, 2026-11-30, CPU time, kernel with its weights hot) 2.68 / 2.03 ms = 1.32x, and in
+    ResNet-50 (cold weights, both 7x7 layers direct) the whole model 2.3% faster (55.96 ->
+    54.69 ms, onnxruntime 52.89). Smaller weights keep Winograd there: 128 -> 128 7x7 (2.4 MB)
+    0.77x, 256 -> 256 7x7 0.91x (hot weights)."""
     d = call.args[0].checked_type
     oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
     ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2
     tiles = -(-oh // DEFAULT_TILE) * -(-ow // DEFAULT_TILE)
     ic, oc = int(d.shape[1]), int(call.args[1].checked_type.shape[0])
     if tiles < MIN_TILES_DEFAULT or min(ic, oc) < MIN_CHANNELS_DEFAULT:
+        return None
+    target = target if target is not None else Target.current()
+    if target is not None and target.kind in ("llvm", "c"):
+        caches, units = target.cache_sizes, fma512_units(target.isa_features)
+    else:
+        caches, units = DEFAULT_CACHE_SIZES, 1
+    weight_bytes = (DEFAULT_TILE + 2) ** 2 * ic * oc * 4
+    if weight_bytes > caches.l2 and tiles < MIN_TILES_DEFAULT * max(1, units):
         return None
     return DEFAULT_TILE
