@@ -180,17 +180,17 @@ def test_type_errors_name_the_problem():
 
 @pytest.mark.parametrize("mcpu, wino", [("znver4", 2), ("sapphirerapids", 0)])
 def test_default_rule_counts_fma_units_when_the_transformed_weight_streams(mcpu, wino):
-    """512 -> 512 channels on a 7x7 map (4 tiles; a 37.7 MB transformed weight, above L2):
-    Winograd for a core with one 512-bit FMA unit (znver4's features), direct with two (AMX:
-    sapphirerapids); 128 -> 128 on 7x7 (2.4 MB, above the foreign targets' 1 MiB L2 too) the
-    same; a 64-channel one (0.6 MB, within L2) Winograd on both. Layout pass only: nothing is
-    run for the named CPUs."""
-    for c, want in ((512, wino), (128, wino), (64, 2)):
-        mod = transform.InferType()(_net(hw=7, c=c, oc=c))
+    """512 -> 512 channels on a 7x7 map (4 tiles, 49 pixels; a 37.7 MB transformed weight,
+    above L2): Winograd for a core with one 512-bit FMA unit (znver4's features), direct with
+    two (AMX: sapphirerapids); 128 -> 128 on 7x7 (2.4 MB, above the foreign targets' 1 MiB L2
+    too) the same; a 64-channel one (0.6 MB, within L2) and an 8x8 map (64 pixels) Winograd on
+    both. Layout pass only: nothing is run for the named CPUs."""
+    for c, hw, want in ((512, 7, wino), (128, 7, wino), (64, 7, 2), (128, 8, 2)):
+        mod = transform.InferType()(_net(hw=hw, c=c, oc=c))
         with tvm.transform.PassContext(opt_level=3):
             with tvm.target.Target(f"llvm -mcpu={mcpu}"):
                 got = transform.AlterOpLayout()(mod)
-        assert count_ops(got["main"], WINO) == want, (c, mcpu)
+        assert count_ops(got["main"], WINO) == want, (c, hw, mcpu)
         assert count_ops(got["main"], DIRECT) == 2 - want
 
 
