@@ -202,3 +202,31 @@ def test_default_winograd_error_stays_near_the_direct_convolutions():
     direct = np.abs(_build_run(mod, x, {"relay.x86.winograd": False})[0] - want).max() / scale
     assert wino < 6e-6, (wino, direct)  # points 0, +-1, +-2: 1.0e-5
     assert wino < 8 * max(direct, 5e-7), (wino, direct)
+
+
+@pytest.mark.parametrize("mcpu, wino", [("znver4", 2), ("sapphirerapids", 0)])
+def test_default_rule_counts_fma_units_when_the_transformed_weight_streams(mcpu, wino):
+    """512 -> 512 channels on a 7x7 map (4 tiles, 49 pixels; a 37.7 MB transformed weight,
+    above L2): Winograd for a core with one 512-bit FMA unit (znver4's features), direct with
+    two (AMX: sapphirerapids); 128 -> 128 on 7x7 (2.4 MB, above the foreign targets' 1 MiB L2
+    too) the same; a 64-channel one (0.6 MB, within L2) and an 8x8 map (64 pixels) Winograd on
+    both. Layout pass only: nothing is run for the named CPUs."""
+    for c, hw, want in ((512, 7, wino), (128, 7, wino), (64, 7, 2), (128, 8, 2)):
+        mod = transform.InferType()(_net(hw=hw, c=c, oc=c))
+        with tvm.transform.PassContext(opt_level=3):
+            with tvm.target.Target(f"llvm -mcpu={mcpu}"):
+                got = transform.AlterOpLayout()(mod)
+        assert count_ops(got["main"], WINO) == want, (c, hw, mcpu)
+        assert count_ops(got["main"], DIRECT) == 2 - want
+
+
+def test_direct_and_winograd_agree_on_a_7x7_map():
+    """Both algorithms on ResNet's last-stage shape class (awkward 7x7 map, more channels than
+    the default rule's threshold) against numpy, whichever the host's rule picks."""
+    mod = _net(hw=7, c=64, oc=96, seed=5)
+    x = np.random.default_rng(5).uniform(-1, 1, (1, 64, 7, 7)).astype("float32")
+    ref = _build_run(mod, x, {"relay.x86.winograd": False})
+    for config in ({"relay.x86.winograd": 4}, {}):
+        # F(4x4)'s error: ~1e-5 of the output's magnitude (here up to ~50)
+        np.testing.assert_allclose(_build_run(mod, x, config), ref, rtol=1e-4,
+                                   atol=2e-5 * float(np.abs(ref).max()))

@@ -133,3 +133,19 @@ def test_cache_sizes_host_and_foreign(monkeypatch):
         assert cpu_features.host_cache_sizes() == cpu_features.DEFAULT_CACHE_SIZES
     finally:
         cpu_features.host_cache_sizes.cache_clear()
+
+
+def test_fma512_units_from_features():
+    from tvmpy.target.cpu_features import fma512_units
+
+    assert fma512_units(frozenset({"avx2", "fma"})) == 0
+    assert fma512_units(frozenset({"avx512f", "avx512bf16"})) == 1  # e.g. Zen 4
+    assert fma512_units(frozenset({"avx512f", "amx-tile", "amx-bf16"})) == 2
+    assert fma512_units(tvm_target_features("llvm -mcpu=sapphirerapids")) == 2
+    assert fma512_units(tvm_target_features("llvm -mcpu=znver4")) == 1
+
+
+def tvm_target_features(text):
+    import tvmpy as tvm
+
+    return tvm.target.Target(text).isa_features

@@ -149,3 +149,52 @@ def test_grouped_1x1_takes_the_blocked_nest(monkeypatch, stride):
     check([A, W], topi.nn.relu(conv), topi.x86.schedule_conv2d_NCHWc,
           lambda *xs: testing.nchw_to_nchwc(want.astype("float32"), ocb),
           arrays=[testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)])
+
+
+def test_default_k_block_counts_fma_units():
+    """A core with two 512-bit FMA units streams a tile's weight panel from L2 twice as fast:
+    the panel threshold halves. On a 48 KiB / 2 MiB core, 1024 -> 2048 at 28x28 (a 128 KiB
+    panel, L2 / 16): unblocked with one unit, blocked by 4 chunks with two; 512 -> 1024 (input
+    1.6 MiB, in L2) unblocked either way."""
+    xeon = CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024)
+    conv = _conv_1x1(1024, 2048, 28)
+    assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=1) == 0
+    assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=2) == 4
+    assert conv2d_nchwc.default_k_block(_conv_1x1(512, 1024, 28), 2, False, xeon,
+                                        fma_units=2) == 0
+    # without a target: one unit, the default cache sizes
+    assert conv2d_nchwc._fma_units() == 1  # noqa: SLF001
+
+
+def test_relay_build_schedules_nchwc_under_its_target(monkeypatch):
+    """relay.build lowers computes and schedules outside any target scope; the NCHWc strategy
+    enters its target, so the defaults read the target's cache sizes (not the defaults for
+    no target). Built in-process without the kernel cache, checked against numpy."""
+    import tvmpy as tvm
+    from tvmpy import config, relay
+    from tvmpy.contrib import graph_executor
+    from tvmpy.target import Target
+
+    seen = []
+    real = conv2d_nchwc._caches  # noqa: SLF001
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: seen.append(Target.current()) or real())
+    monkeypatch.setenv("TVMPY_CACHE", "0")
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (1, 48, 11, 13)).astype("float32")
+    w = rng.uniform(-1, 1, (40, 48, 3, 3)).astype("float32") / 20
+    w2 = rng.uniform(-1, 1, (40, 40, 1, 1)).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    # a 3x3 first: the 1x1 after it gets a blocked (NCHWc) input, the direct NCHWc schedule
+    y = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w), channels=40, kernel_size=(3, 3),
+                                      padding=(1, 1)))
+    y = relay.nn.conv2d(y, relay.const(w2), channels=40, kernel_size=(1, 1))
+    mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    with config.config(BUILD_WORKERS=1), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    assert seen and all(t is not None and str(t.kind) == "llvm" for t in seen)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", x)
+    m.run()
+    h = np.maximum(testing.conv2d_nchw_python(x, w, 1, 1), 0)
+    want = testing.conv2d_nchw_python(h, w2, 1, 0)
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)

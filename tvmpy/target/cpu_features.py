@@ -291,3 +291,19 @@ def host_cache_sizes() -> CacheSizes:
                 found[level] = value
     return CacheSizes(l1d=found.get(1) or DEFAULT_CACHE_SIZES.l1d,
                       l2=found.get(2) or DEFAULT_CACHE_SIZES.l2)
+
+
+def fma512_units(features: frozenset[str] | set[str]) -> int:
+    """512-bit fused multiply-adds a core of a CPU with the instruction-set ``features``
+    (:attr:`Target.isa_features`) starts per cycle, as the CPU schedules assume it: 0 without
+    AVX-512F; 2 with AMX (``amx-tile``: every core that has AMX, Sapphire Rapids and later
+    Xeons, has two 512-bit FMA units, ports 0 and 5); else 1: Zen 4 runs a 512-bit FMA as two
+    halves on its 256-bit units, client cores with AVX-512 (Ice Lake to Rocket Lake) fuse
+    ports 0 and 1 for one, and older Xeons (Skylake-SP to Ice Lake-SP: one or two units by
+    SKU, no feature tells) are taken at the lower figure. It sets how fast a compute-bound
+    kernel runs against the memory traffic it needs (LLVM's host CPU name, which carries a
+    scheduling model, is unreliable under virtualisation: a KVM guest on an Emerald Rapids
+    Xeon reports "rocketlake")."""
+    if "avx512f" not in features:
+        return 0
+    return 2 if "amx-tile" in features else 1

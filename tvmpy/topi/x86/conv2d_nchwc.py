@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ... import autotvm
 from ...ir.dtype import bits_of
 from ...target import Target
-from ...target.cpu_features import DEFAULT_CACHE_SIZES, CacheSizes
+from ...target.cpu_features import DEFAULT_CACHE_SIZES, CacheSizes, fma512_units
 from ..nn.conv2d import conv2d_NCHWc as _nn_conv2d_NCHWc
 from ..nn.depthwise_conv2d import depthwise_conv2d_NCHWc as _nn_depthwise_conv2d_NCHWc
 from .conv2d import _find, _outputs, _schedule_pad, anchor
@@ -185,8 +185,17 @@ def _caches() -> CacheSizes:
     return target.cache_sizes if target is not None else DEFAULT_CACHE_SIZES
 
 
+def _fma_units() -> int:
+    """512-bit FMA units per core of the target being built for
+    (:func:`~tvmpy.target.cpu_features.fma512_units`), at least 1; 1 without a target."""
+    target = Target.current()
+    if target is None or str(target.kind) not in ("llvm", "c"):
+        return 1
+    return max(1, fma512_units(target.isa_features))
+
+
 def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
-                    caches: CacheSizes | None = None) -> int:
+                    caches: CacheSizes | None = None, fma_units: int | None = None) -> int:
     """Input chunks per reduction block of the default NCHWc schedule's 1x1 convolution (0: the
     reduction unblocked; see :func:`schedule_nchwc_tile`'s ``k_block``).
 
@@ -205,7 +214,14 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     KiB lost 8-14%: 1024 -> 2048 28x28 35.0 / 30.4, 1024 -> 1024 17.8 / 15.5, 768 -> 768 32x32
     13.6 / 12.5, while 512 -> 1024 (64 KiB) 8.6 / 8.3 and 512 -> 512 4.10 / 4.05 stay ties. Windows
     larger than 1x1 are not blocked (their accumulators then stay in memory: 3x3 256 -> 256
-    28x28 8.5 / 16.5 ms)."""
+    28x28 8.5 / 16.5 ms).
+
+    The panel threshold is L2 / 16 per 512-bit FMA unit of a core (``fma_units``, default
+    :func:`~tvmpy.target.cpu_features.fma512_units` of the current target): the unblocked tile
+    streams its panel from L2 at the rate its FMAs consume it, twice as fast with two units.
+    Xeon with AMX (two units, 48 KiB L1D, 2 MiB L2; 2026-11-30, 1 thread, CPU time, kernel
+    alone, 2 chunks x 7 columns): 1024 -> 2048 28x28 (a 128 KiB panel, L2 / 16) unblocked 26.0
+    ms, blocked by 4 chunks 22.4 (127 -> 147 GFLOP/s); 2048 -> 1024 blocked 22.2-22.6."""
     if depthwise:
         return 0
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
@@ -222,7 +238,8 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     data_bytes = nbytes
     for d in data.shape[1:]:
         data_bytes *= _const(d)
-    if ic_chunk * chunk <= caches.l2 // 16 or data_bytes <= caches.l2:
+    units = max(1, fma_units if fma_units is not None else _fma_units())
+    if ic_chunk * chunk <= caches.l2 // (16 * units) or data_bytes <= caches.l2:
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0

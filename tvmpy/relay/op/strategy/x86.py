@@ -236,7 +236,12 @@ def conv2d_nchwc_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
     impl: Impl = (tuned_implementation("conv2d_NCHWc.x86", *call)
             or tuned_implementation("depthwise_conv2d_NCHWc.x86", *call)
             or (COMPUTES["nn.contrib_conv2d_NCHWc"], _conv2d_nchwc_schedule))
-    return _one(*impl, "nn.contrib_conv2d_NCHWc.x86")
+    # the defaults read the target's cache sizes and FMA units (Target.current()), and relay
+    # lowers computes and schedules outside any target scope: run them inside this one
+    from .x86_int8 import _in_target
+
+    return _one(_in_target(impl[0], target), _in_target(impl[1], target),
+                "nn.contrib_conv2d_NCHWc.x86")
 
 
 def _winograd_template(attrs: Any, inputs: list, out_type: Any) -> list:

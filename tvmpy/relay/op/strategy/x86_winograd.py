@@ -18,6 +18,12 @@ compute with the default schedule). The choice, for each such call:
    default schedules (``bench/winograd.py``, 2026-11-24): Winograd took 0.34-0.43x the direct
    convolution's time on ResNet-18's 56x56, 28x28 and 14x14 layers and 0.90x on the 7x7 one
    (4 tiles, 2 of them mostly padding); one tile is mostly padding, so fewer than 4 stay direct.
+   When the transformed weight (``(m + 2)**2 / 9`` = 4x the direct one) exceeds the target's
+   L2, it streams from memory once per image, 8 / (OH x OW) bytes per direct FLOP: the layer
+   needs :data:`MIN_STREAMED_PIXELS` output pixels per 512-bit FMA unit of a core
+   (:func:`~tvmpy.target.cpu_features.fma512_units`), as a core with twice the FMA throughput
+   runs the direct convolution twice as fast against the same weight stream (see
+   :func:`_default_tile`).
 
 While tasks are being extracted (``autotvm.task.extract_from_program``), every eligible call
 registers the direct task and one Winograd task per tile size, so that tuning measures both and
@@ -33,12 +39,14 @@ from ....autotvm.task.dispatcher import DispatchContext
 from ....autotvm.task.task import args_to_workload
 from ....autotvm.task.topi_integration import TaskExtractEnv
 from ....target import Target
+from ....target.cpu_features import DEFAULT_CACHE_SIZES, fma512_units
 from ....topi.nn.winograd import winograd_tile_sizes
 from ....transform import PassContext
 from ...expr import Call
 from ...ty import TensorType
 
 __all__ = ["winograd_tile", "TILE_SIZES", "MIN_TILES_DEFAULT", "MIN_CHANNELS_DEFAULT",
+           "MIN_STREAMED_PIXELS",
            "conv_workloads"]
 
 TILE_SIZES = (4,)
@@ -49,6 +57,11 @@ layers (1.25x and 2.2x slower on 14x14 and 7x7; ``bench/winograd.py``);
 DEFAULT_TILE = 4
 MIN_TILES_DEFAULT = 4
 """Untuned: Winograd when the output has at least this many 4x4 tiles per image."""
+MIN_STREAMED_PIXELS = 25
+"""Untuned, a transformed weight larger than L2: Winograd when the output has at least this
+many pixels per image per 512-bit FMA unit of a core. 25 (a 5x5 map, the smallest with 4 tiles)
+leaves a one-unit core (Zen 4) with :data:`MIN_TILES_DEFAULT`'s rule; two units (Xeons with
+AMX) need 50: a 7x7 map direct, 8x8 Winograd."""
 MIN_CHANNELS_DEFAULT = 32
 """Untuned: Winograd when both channel counts are at least this. Its input and output
 transforms cost per channel, its products per channel pair: with few channels the transforms
@@ -125,7 +138,7 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
         return None
     if not isinstance(call.args[0].checked_type.shape[0], int):
         # a symbolic batch (relay.Any): no tuning records describe it; step 3's rule
-        return int(mode) if mode != "auto" else _default_tile(call)
+        return int(mode) if mode != "auto" else _default_tile(call, target)
     direct, wino = conv_workloads(call, ic_bn, oc_bn, channels, plain_data)
     env = TaskExtractEnv.current
     if env is not None:
@@ -144,16 +157,36 @@ def winograd_tile(call: Call, ic_bn: int, oc_bn: int, target: Target | None,
                 costs[key] = c
     if costs:
         return min(costs, key=lambda k: costs[k])
-    return _default_tile(call)
+    return _default_tile(call, target)
 
 
-def _default_tile(call: Call) -> int | None:
-    """Step 3: Winograd F(4x4, 3x3) for enough tiles per image and channels."""
+def _default_tile(call: Call, target: Target | None = None) -> int | None:
+    """Step 3: Winograd F(4x4, 3x3) for enough tiles per image and channels; with a
+    transformed weight larger than L2, :data:`MIN_STREAMED_PIXELS` output pixels per 512-bit
+    FMA unit.
+
+    Such a weight (36 x IC x OC floats) streams from beyond L2 once per image, 144 bytes per
+    channel pair against the direct convolution's 18 x OH x OW FLOPs, whose time is
+    compute-bound: halved on a core with two 512-bit FMA units, while the stream is not.
+    Measured, 1 thread, Winograd / direct time: 512 -> 512 on a 7x7 map (ResNet's last stage; 4
+    tiles, 8x8 computed for 7x7, 37.7 MB transformed): Zen 4 (one unit, 2026-11-24, 2 threads)
+    0.90; Xeon with AMX (two units, 2026-11-30, CPU time, kernel with its weights hot) 2.68 /
+    2.03 ms = 1.32, and ResNet-50 with both such layers direct 2.3% faster (55.96 -> 54.69 ms,
+    onnxruntime 52.89). On 8x8 maps (no padded tile) Winograd stays ahead there: 448 -> 384
+    (Inception-v3's Mixed_7, 24.8 MB) 1.22 / 1.55 ms, 512 -> 512 0.93."""
     d = call.args[0].checked_type
     oh = int(d.shape[2]) + int(call.attrs.padding[0]) + int(call.attrs.padding[2]) - 2
     ow = int(d.shape[3]) + int(call.attrs.padding[1]) + int(call.attrs.padding[3]) - 2
     tiles = -(-oh // DEFAULT_TILE) * -(-ow // DEFAULT_TILE)
     ic, oc = int(d.shape[1]), int(call.args[1].checked_type.shape[0])
     if tiles < MIN_TILES_DEFAULT or min(ic, oc) < MIN_CHANNELS_DEFAULT:
+        return None
+    target = target if target is not None else Target.current()
+    if target is not None and target.kind in ("llvm", "c"):
+        caches, units = target.cache_sizes, fma512_units(target.isa_features)
+    else:
+        caches, units = DEFAULT_CACHE_SIZES, 1
+    weight_bytes = (DEFAULT_TILE + 2) ** 2 * ic * oc * 4
+    if weight_bytes > caches.l2 and oh * ow < MIN_STREAMED_PIXELS * max(1, units):
         return None
     return DEFAULT_TILE
