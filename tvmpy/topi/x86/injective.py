@@ -26,18 +26,10 @@ from ..generic import as_outs, inline_injective
 __all__ = ["schedule_injective", "schedule_injective_from_existing", "schedule_elemwise",
            "schedule_broadcast", "schedule_concatenate", "vector_lanes"]
 
-# Below this many elements a parallel region costs more than it saves. A launch on tvmpy's
-# pool costs ~0.3-2 us (bench/parallel_overhead.py; its workers spin between a model's kernels)
-# and a vectorized serial loop streams ~10 floats/ns, so from ~2**14 elements (a few us) two
-# threads gain; a serial kernel between parallel ones also reads the other core's half of its
-# input across cores and leaves all its output in one core's cache for the next kernel's two
-# threads. The old 2**18 was measured with the cores shared by other processes, where a
-# parallel region rarely finds its second core free. 2 threads, SCHED_FIFO so the others' load
-# does not preempt either side (Intel Xeon, KVM, 2 vCPUs; 2026-11-30, 7 interleaved rounds x 2
-# runs, tvmpy/onnxruntime median ratio, 2**18 -> 2**14): shufflenet_v2 1.10/1.14 ->
-# 1.05/1.06, deeplabv3 1.20/1.20 -> 1.13/1.17, dcgan 1.29/1.37 -> 1.25/1.29, mobilenet_v3_large
-# 1.03/1.04 -> 1.00/1.05; 2**12 was no better (bench/RESULTS.md, issue 25 point 6).
-PARALLEL_MIN_ELEMENTS = 1 << 14
+# Below this many elements a parallel region costs more than it saves: a vectorized serial
+# loop streams ~10 floats/ns, and on this 2-core machine a fork/join (with cores shared by other
+# processes) measured 5-20 us; at 2**18 elements parallel and serial broke even.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 # ... elements that each call a vector math function (exp, erf, tanh ...: ~1-2 ns per 16 lanes
 # instead of ~0.1) pay for the threads 8x earlier: BERT's bias + erf-GELU group on 128x1024
 # went from 0.068 ms (serial) to ~0.04 ms
