@@ -154,6 +154,26 @@ def test_injective_parallel_earlier_with_vector_math():
     check([x], g, topi.x86.schedule_injective, lambda v: np.exp(v + v), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,begin,par", [((1, 8, 66, 67, 16), (0, 0, 1, 1, 0), True),
+                                               ((1, 5, 67, 61, 16), (0, 0, 2, 1, 0), True),
+                                               ((1, 8, 34, 34, 16), (0, 0, 1, 1, 0), False),
+                                               ((2, 7, 13), (1, 0, 2), False)])
+def test_data_movement_parallel_threshold(shape, begin, par):
+    """A window copy (the strided_slice of a transposed convolution's phase) runs in parallel
+    from PARALLEL_MIN_ELEMENTS output elements on a multi-core target, serially below; both
+    match numpy (prime and non-divisible extents, so the parallel loop's index math divides)."""
+    from tvmpy.topi.x86.injective import PARALLEL_MIN_ELEMENTS, _num_cores
+
+    x = te.placeholder(shape, name="x")
+    y = topi.strided_slice(x, list(begin), list(shape))
+    size = int(np.prod([int(d) for d in y.shape]))
+    assert (size >= PARALLEL_MIN_ELEMENTS) == par
+    text = str(tvm.lower(topi.x86.schedule_injective([y]), [x, y]))
+    assert ("parallel" in text) == (par and _num_cores() > 1)
+    sl = tuple(slice(b, None) for b in begin)
+    check([x], y, topi.x86.schedule_injective, lambda v: v[sl])
+
+
 @pytest.mark.parametrize("h,w,stride,pad,inline", [(13, 7, 2, (1, 1, 1, 1), True),
                                                     (5, 17, 1, (2, 0, 1, 1), True),
                                                     (1, 3, 1, 1, True), (6, 6, 2, 1, False)])
