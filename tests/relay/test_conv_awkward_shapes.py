@@ -93,10 +93,11 @@ def test_padded_block_rule():
     (17, 5, 1, 3, 1, False),      # a 1x1 map
     (300, 1000, 13, 1, 2, False),  # 1000 out (block 8) padded to 1008: 63 blocks, 3 a tile
     (264, 264, 9, 3, 2, False),   # 264 out padded to 272: 17 blocks, one a tile
-    (40, 120, 13, 3, 1, False),   # 15 blocks of 8 (not padded): 3 a tile, 7 + 6 columns
-    (24, 40, 11, 3, 1, False),    # 5 blocks of 8: 5 a tile, 4 + 4 + 3 columns
-    (17, 80, 7, 3, 1, False),     # 5 blocks of 16: 4 + 3 columns
-    (24, 48, 9, 3, 2, False),     # 3 blocks of 16, 5 columns
+    (40, 120, 25, 1, 2, False),   # 1x1, 15 blocks of 8 (not padded): 3 a tile, 7 + 6 columns
+    (24, 40, 21, 1, 2, False),    # 1x1, 5 blocks of 8: 5 a tile, 4 + 4 + 3 columns
+    (17, 80, 13, 1, 2, False),    # 1x1, 5 blocks of 16: 4 + 3 columns
+    (24, 48, 9, 1, 2, False),     # 1x1, 3 blocks of 16, 5 columns
+    (40, 120, 13, 3, 1, False),   # 3x3, 15 blocks of 8: one a tile
 ])
 def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)

@@ -81,6 +81,7 @@ def test_nchwc_tile_choice():
     assert _nchwc_tile(63, False) == (3, 7)
     assert _nchwc_tile(25, False) == (5, 4)
     assert _nchwc_tile(7, False) == (1, 8)  # no divisor 3 or 5: one chunk
+    assert _nchwc_tile(9, False, window=9) == (1, 8)  # a 3x3 window: one chunk
     assert _nchwc_tile(4, True) == (1, 8)  # depthwise: no broadcast to share
 
 
