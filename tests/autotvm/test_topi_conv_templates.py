@@ -47,7 +47,7 @@ def reference_schedule_conv2d_NCHWc(outs, reg_n=None, oc_tile=None, inline_pad=T
         else:
             _schedule_pad(s, t)
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise, kh * kw)
     oc_tile = d_oc if oc_tile is None else max(1, min(oc_tile, oc_chunk))
     reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     if conv.op is out.op:
@@ -104,7 +104,7 @@ def _default_knobs(args, depthwise):
     out = (nn.depthwise_conv2d_NCHWc if depthwise else nn.conv2d_NCHWc)(*args)
     kh, kw = (int(d) for d in args[1].shape[2:4])
     oc_chunk, ow = int(out.shape[1]), int(out.shape[3])
-    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise)
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise, kh * kw)
     return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
             "inline_pad": default_inline_pad(out, depthwise), "tile_oh": 1,
             "kernel_outer": False, "k_block": 0}

@@ -14,7 +14,12 @@ import tvmpy as tvm
 from tvmpy import relay, te, topi
 from tvmpy.contrib import graph_executor
 from tvmpy.relay import transform
-from tvmpy.relay.op.strategy.x86_alter_op import POINTWISE_MIN_PIXELS, conv_padding, padded_block
+from tvmpy.relay.op.strategy.x86_alter_op import (
+    POINTWISE_MIN_PIXELS,
+    conv_padding,
+    padded_block,
+    vector_block,
+)
 from tvmpy.topi.nn.conv2d import conv2d_infer_layout
 from tvmpy.topi.testing import conv2d_nchw_python
 from tvmpy.topi.x86.conv2d_nchwc import MAX_OW_TILE, default_ow_tile, schedule_conv2d_NCHWc
@@ -64,6 +69,12 @@ def test_padded_block_rule():
     assert padded_block(3, 3, 16) == (3, 3)  # all the channels in one block: kept
     assert padded_block(7, 7, 8) == (7, 7)
     assert padded_block(57, 3, 8) == (8, 64)  # AVX2
+    # half a vector: padded for a long reduction when it adds at most 1/32 of the channels
+    assert padded_block(1000, 8, 16, reduction=512) == (16, 1008)
+    assert padded_block(264, 8, 16, reduction=264 * 9) == (16, 272)
+    assert padded_block(1000, 8, 16, reduction=128) == (8, 1000)  # short reduction: kept
+    assert padded_block(40, 8, 16, reduction=1024) == (8, 40)  # 8 more of 40: kept
+    assert padded_block(248, 8, 16, reduction=1024) == (8, 248)  # 8 more of 248: kept
 
 
 @pytest.mark.parametrize("ic,oc,hw,k,stride,wino", [
@@ -80,6 +91,13 @@ def test_padded_block_rule():
     (3, 24, 13, 3, 2, False),
     (5, 17, 9, 3, 1, False),
     (17, 5, 1, 3, 1, False),      # a 1x1 map
+    (300, 1000, 13, 1, 2, False),  # 1000 out (block 8) padded to 1008: 63 blocks, 3 a tile
+    (264, 264, 9, 3, 2, False),   # 264 out padded to 272: 17 blocks, one a tile
+    (40, 120, 25, 1, 2, False),   # 1x1, 15 blocks of 8 (not padded): 3 a tile, 7 + 6 columns
+    (24, 40, 21, 1, 2, False),    # 1x1, 5 blocks of 8: 5 a tile, 4 + 4 + 3 columns
+    (17, 80, 13, 1, 2, False),    # 1x1, 5 blocks of 16: 4 + 3 columns
+    (24, 48, 9, 1, 2, False),     # 1x1, 3 blocks of 16, 5 columns
+    (40, 120, 13, 3, 1, False),   # 3x3, 15 blocks of 8: one a tile
 ])
 def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)
@@ -88,7 +106,8 @@ def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     pointwise = k == 1 and stride == 1 and hw * hw >= POINTWISE_MIN_PIXELS
     assert count_ops(new["main"], "nn.matmul") == (1 if pointwise else 0)
     # the padded output channels are cropped in NCHW
-    padded = padded_block(oc, conv2d_infer_layout(ic, oc)[1], 16)[1] != oc and not pointwise
+    bn = vector_block(oc, conv2d_infer_layout(ic, oc)[1], 16)
+    padded = padded_block(oc, bn, 16, ic * k * k)[1] != oc and not pointwise
     assert count_ops(new["main"], "strided_slice") == (1 if padded else 0)
     got = _build_run(mod, {"x": x}, winograd=4 if wino else False)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

@@ -354,6 +354,25 @@ def test_pool2d_nchwc(pool_type, ceil_mode, cip):
         testing.nchwc_to_nchw(a), 3, 2, 1, (1, 1, 0, 1), pool_type, ceil_mode, cip), 4))
 
 
+@pytest.mark.parametrize("pool_type,ceil_mode", [("max", True), ("avg", False), ("max", False)])
+@pytest.mark.parametrize("h,w", [(23, 27), (21, 21), (7, 35), (5, 3)])
+def test_pool2d_nchwc_column_steps(pool_type, ceil_mode, h, w):
+    """Blocked pools compute several output columns a step (x86 ``_pool_cols``): a width that
+    the step divides (10 -> 5), one with a guarded tail (13 -> 7 + 6), one of 17 (6 + 6 + 5),
+    a narrow one (all columns at once); a fused consumer on the tile."""
+    from tvmpy.topi.x86.pooling import _pool_cols
+
+    assert _pool_cols(10) == 5 and _pool_cols(13) == 7 and _pool_cols(17) == 6
+    assert _pool_cols(55) == 5 and _pool_cols(8) == 8 and _pool_cols(1) == 1
+    A = te.placeholder((1, 2, h, w, 16), name="A")
+    out = topi.relu(nn.pool2d(A, 3, 2, 1, (0, 0, 1, 1) if ceil_mode else (1, 1, 1, 1),
+                              pool_type, ceil_mode, "NCHW16c"))
+    pad = (0, 0, 1, 1) if ceil_mode else (1, 1, 1, 1)
+    s = lambda outs: topi.x86.schedule_pool(outs, "NCHW16c")  # noqa: E731
+    check([A], out, s, lambda a: np.maximum(testing.nchw_to_nchwc(testing.pool2d_python(
+        testing.nchwc_to_nchw(a), 3, 2, 1, pad, pool_type, ceil_mode, True), 16), 0))
+
+
 @pytest.mark.parametrize("pool_type", ["max", "avg"])
 def test_global_pool_nchwc(pool_type):
     A = te.placeholder((2, 3, 5, 7, 8), name="A")

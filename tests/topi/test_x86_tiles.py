@@ -77,7 +77,11 @@ def test_conv2d_nchwc_residual_epilogue():
 
 def test_nchwc_tile_choice():
     assert _nchwc_tile(4, False) == (2, 8)
-    assert _nchwc_tile(9, False) == (1, 8)  # odd chunk count: no guarded chunk tile
+    assert _nchwc_tile(9, False) == (3, 7)  # odd chunk count: a divisor, no guarded chunk tile
+    assert _nchwc_tile(63, False) == (3, 7)
+    assert _nchwc_tile(25, False) == (5, 4)
+    assert _nchwc_tile(7, False) == (1, 8)  # no divisor 3 or 5: one chunk
+    assert _nchwc_tile(9, False, window=9) == (1, 8)  # a 3x3 window: one chunk
     assert _nchwc_tile(4, True) == (1, 8)  # depthwise: no broadcast to share
 
 

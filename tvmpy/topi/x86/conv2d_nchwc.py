@@ -53,7 +53,7 @@ __all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NC
 
 # --- the default schedule (no tuning record) -----------------------------------------------
 
-def _nchwc_tile(oc_chunk: int, depthwise: bool) -> tuple[int, int]:
+def _nchwc_tile(oc_chunk: int, depthwise: bool, window: int = 1) -> tuple[int, int]:
     """``(oc_tile, reg_n)``: chunks x output columns of the register tile (oc_tile * reg_n
     vector accumulators of one channel block each).
 
@@ -61,12 +61,38 @@ def _nchwc_tile(oc_chunk: int, depthwise: bool) -> tuple[int, int]:
     for ``oc_tile * reg_n`` FMAs. One chunk x 8 columns is load-bound when the window columns
     do not overlap (stride 2: few broadcasts are shared between neighbouring columns); two
     chunks reuse every broadcast twice: 15-25% faster on every ResNet-18 3x3 layer, stride 1
-    too (bench/ops.py; 2 x 14 spills, 4 x 7 is slower). An odd chunk count keeps one chunk (no
-    guarded chunk tile). Depthwise convolutions have no broadcasts (the pixel vector is per
-    channel): one chunk."""
-    if depthwise or oc_chunk % 2:
+    too (bench/ops.py; 2 x 14 spills, 4 x 7 is slower). An odd chunk count with no divisor 3 or 5
+    keeps one chunk (no guarded chunk tile). Depthwise convolutions have no broadcasts (the pixel vector is per
+    channel): one chunk.
+
+    A 1x1 window (``window``: KH x KW) with an odd chunk count divisible by 3 takes three chunks
+    x 7 columns, else one divisible by 5 five chunks x 4 (``reg_n`` then also the most columns, :func:`default_ow_tile`): one chunk
+    leaves only ``reg_n`` accumulator chains, fewer than the FMA latency x FMA ports in flight
+    (4 x 2 on both Intel's and AMD's AVX-512 cores), and loads one weight vector per
+    ``reg_n`` FMAs. 1 thread, CPU time, Intel Xeon (Emerald Rapids, KVM), loaded, 1x1 kernels
+    of an NCHWc input (2026-11-30, us, one chunk / three or five): 512 -> 1008 13x13 (63 chunks
+    of 16) 1527 / 1207, 512 -> 1000 (125 chunks of 8) 2455 / 1791, 40 -> 120 28x28 (15 of 8)
+    91 / 73, 120 -> 40 (5 of 8) 87 / 70, 24 -> 72 56x56 (9 of 8) 128 / 108, 72 -> 24 (3 of 8)
+    116 / 105. Larger windows keep one chunk: 3x3 64 -> 48 28x28 (3 of 16) 218 / 266, 128 -> 240
+    14x14 (15 of 16) 489 / 521, 96 -> 80 14x14 (5 of 16) 104 / 103."""
+    if depthwise:
         return 1, 8
-    return 2, 8
+    if oc_chunk % 2 == 0:
+        return 2, 8
+    if window != 1:
+        return 1, 8
+    if oc_chunk % 3 == 0:
+        return 3, 7
+    if oc_chunk % 5 == 0:
+        return 5, 4
+    return 1, 8
+
+
+def _reg_want(oc_chunk: int, oc_tile: int, depthwise: bool, window: int = 1) -> int:
+    """The ``want`` of :func:`default_ow_tile` for a tile of ``oc_tile`` chunks: :func:`_nchwc_tile`'s
+    when it chose that tile, else 8."""
+    d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise, window)
+    return d_reg if oc_tile == d_oc else 8
 
 
 def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
@@ -83,8 +109,8 @@ def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
     (DeepLabV3's atrous rates on a 14x14 map: most taps in the padding, the tile bound by the
     bounds tests each broadcast shares between its chunks) keeps two: 960 -> 256 14x14 d12
     7.36 / 8.10."""
-    oc_tile = _nchwc_tile(_const(conv.shape[1]), depthwise)[0]
-    kw = _const(conv.op.input_tensors[1].shape[3])
+    kh, kw = (_const(d) for d in conv.op.input_tensors[1].shape[2:4])
+    oc_tile = _nchwc_tile(_const(conv.shape[1]), depthwise, kh * kw)[0]
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
     dw = _const(dilation[1])
     if not depthwise and oc_tile > 1 and kw > 1 and dw > 1 \
@@ -101,17 +127,20 @@ columns 49; ow 12: 6 columns 43 us, 12 columns 147; 1 thread, 64 -> 64 channels)
 
 def default_ow_tile(ow: int, want: int = 8) -> int:
     """The default register tile width for ``ow`` output columns: all of them when they fit a
-    tile (``MAX_OW_TILE``), else the largest divisor of ``ow`` in ``[want // 2,
-    MAX_OW_TILE]`` (no tail), else the tiles balanced: ``ceil(ow / ceil(ow / MAX_OW_TILE))``
-    (one guarded tail a few columns short). A fixed 8 with a tail tile of 1-5 columns was
+    tile (at most ``most`` columns: ``MAX_OW_TILE``, or ``want`` when below 8, the tiles of
+    three or five channel blocks, :func:`_nchwc_tile`), else the largest divisor of ``ow`` in
+    ``[want // 2, most]`` (``[want - want // 4, most]`` below 8: 480 -> 80 channels 14x14, 5
+    blocks x 2 columns 123 us, x 4 + tail 2 101) (no tail), else the tiles balanced:
+    ``ceil(ow / ceil(ow / most))`` (one guarded tail a few columns short). A fixed 8 with a tail tile of 1-5 columns was
     10-30% slower on 9, 17 columns (1 thread, 64 -> 64 channels 3x3: ow 9: 9 columns 24.6 us,
     8 + tail 31.8; ow 17: 9 + 8 83 us, 8 + 8 + 1 95)."""
-    if ow <= MAX_OW_TILE:
+    most, low = (MAX_OW_TILE, want // 2) if want >= 8 else (max(1, want), want - want // 4)
+    if ow <= most:
         return max(ow, 1)
-    divs = [r for r in range(max(1, want // 2), MAX_OW_TILE + 1) if ow % r == 0]
+    divs = [r for r in range(max(1, low), most + 1) if ow % r == 0]
     if divs:
         return max(divs)
-    return -(-ow // -(-ow // MAX_OW_TILE))
+    return -(-ow // -(-ow // most))
 
 
 def _divisor_tile(ext: int, want: int) -> int:
@@ -266,9 +295,9 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     s, conv, out, depthwise = find_nchwc(outs)
     kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    d_reg = _nchwc_tile(oc_chunk, depthwise)[1]
     oc_tile = default_oc_tile(conv, depthwise) if oc_tile is None \
         else max(1, min(oc_tile, oc_chunk))
+    d_reg = _reg_want(oc_chunk, oc_tile, depthwise, kh * kw)
     reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     k_block = default_k_block(conv, oc_tile, depthwise)
     schedule_nchwc_tile(s, conv, out, oc_tile, reg_n,
@@ -399,7 +428,8 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     oc_bn]``) and set the fallback config to the default schedule's choices."""
     oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
-    d_oc, d_reg = default_oc_tile(out, depthwise), _nchwc_tile(oc_chunk, depthwise)[1]
+    d_oc = default_oc_tile(out, depthwise)
+    d_reg = _reg_want(oc_chunk, d_oc, depthwise, kh * kw)
     d_reg = default_ow_tile(ow, d_reg)
     d_inline = default_inline_pad(out, depthwise)
     ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]

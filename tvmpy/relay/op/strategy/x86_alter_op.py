@@ -48,6 +48,7 @@ from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
 __all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_block", "conv_padding",
+           "PAD_HALF_MIN_REDUCTION", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
            "alter_dense_layout"]
@@ -56,17 +57,43 @@ MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
 
 
-def padded_block(c: int, bn: int, lanes: int) -> tuple[int, int]:
+PAD_HALF_MIN_REDUCTION = 256
+"""Smallest reduction (input channels x window) from which a convolution whose output block is
+half a vector pads its output channels to whole vectors (:func:`padded_block`)."""
+
+PAD_HALF_MAX_WASTE = 32
+"""A half-vector output block is padded to whole vectors only when the added channels are at
+most 1 / ``PAD_HALF_MAX_WASTE`` of the channels (:func:`padded_block`)."""
+
+
+def padded_block(c: int, bn: int, lanes: int, reduction: int = 0) -> tuple[int, int]:
     """``(block, padded channel count)`` for ``c`` channels whose largest divisor within one
     vector of ``lanes`` is ``bn``: ``(bn, c)`` when that block fills at least half a vector or
     holds all the channels, else ``(lanes, c rounded up to lanes)`` (zero channels added).
 
     A block of 3 (57 channels) leaves most vector lanes idle in every FMA of the NCHWc kernel
     (and of Winograd's transforms); padding 57 to 64 costs 12% more arithmetic for 16-lane
-    vectors (bench/conv_shapes.py, RESULTS.md "Convolutions at any shape")."""
-    if bn * 2 >= lanes or bn == c:
+    vectors (bench/conv_shapes.py, RESULTS.md "Convolutions at any shape").
+
+    A block of exactly half a vector is padded too when the padding adds at most
+    1 / :data:`PAD_HALF_MAX_WASTE` of the channels and the ``reduction`` (input channels x
+    window) is at least :data:`PAD_HALF_MIN_REDUCTION`: half-width FMAs halve the peak of a
+    core with two full-width FMA pipes (Intel's AVX-512 server cores), while the padding costs
+    a few percent of arithmetic and the crop (one pass over the output, against
+    ``reduction`` FMAs per output value); on a core that splits full-width FMAs in two halves
+    (Zen 4) the two widths run at the same FMA rate and the full vector still needs half the
+    broadcasts and loads. SqueezeNet's classifier 512 -> 1000 1x1 on 13x13, 1 thread, CPU time,
+    Intel Xeon (Emerald Rapids, KVM), loaded (2026-11-30): 125 blocks of 8 2455 us, 63 blocks of
+    16 (1008 channels) 1207 us (onnxruntime pads to 1008 too: 1062 us)."""
+    if bn == c:
         return bn, c
-    return lanes, -(-c // lanes) * lanes
+    if bn * 2 > lanes:
+        return bn, c
+    cp = -(-c // lanes) * lanes
+    if bn * 2 == lanes and not (reduction >= PAD_HALF_MIN_REDUCTION
+                                and (cp - c) * PAD_HALF_MAX_WASTE <= c):
+        return bn, c
+    return lanes, cp
 
 
 def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
@@ -82,7 +109,8 @@ def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
         return blocks[0], blocks[1], int(call.args[1].checked_type.shape[0])
     d, w = (x.checked_type for x in call.args)
     lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
-    oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes)
+    reduction = int(w.shape[1]) * int(w.shape[2]) * int(w.shape[3])
+    oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes, reduction)
     return blocks[0], oc_bn, ocp
 
 
