@@ -24,7 +24,8 @@ from .bitserial import BITSERIAL_COMPUTES
 
 __all__ = ["COMPUTES", "CONV2D_COMPUTES", "conv2d_kind", "conv2d_strategy", "generic_schedule",
            "schedule_fallback", "wrap_topi_schedule", "schedule_injective", "schedule_reduce",
-           "pattern_schedule", "register_default_strategy", "out_dtype_of", "norm_gamma_beta"]
+           "pattern_schedule", "register_default_strategy", "out_dtype_of", "norm_gamma_beta",
+           "in_target"]
 
 Compute = Callable[[Any, list, Any], list]
 COMPUTES: dict[str, Compute] = {}
@@ -722,3 +723,22 @@ for _name, _compute in COMPUTES.items():
         register_default_strategy(_name)
 
 del _name, _compute, _n, _k, _d
+
+
+def in_target(fn: Any, target: Any) -> Any:
+    """``fn`` run with ``target`` as the current target: the kernels pick their instruction set
+    (and tile defaults) from it, and lowering calls computes and schedules outside any."""
+    import functools
+
+    from ....target import Target, as_target
+
+    target = None if target is None else as_target(target)
+
+    @functools.wraps(fn)
+    def run(*args: Any) -> Any:
+        if target is None or Target.current() == target:
+            return fn(*args)
+        with target:
+            return fn(*args)
+
+    return run

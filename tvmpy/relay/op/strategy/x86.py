@@ -31,6 +31,7 @@ from .generic import (
     CONV2D_COMPUTES,
     conv2d_kind,
     generic_schedule,
+    in_target,
     norm_gamma_beta,
     out_dtype_of,
     schedule_injective,
@@ -238,9 +239,7 @@ def conv2d_nchwc_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
             or (COMPUTES["nn.contrib_conv2d_NCHWc"], _conv2d_nchwc_schedule))
     # the defaults read the target's cache sizes and FMA units (Target.current()), and relay
     # lowers computes and schedules outside any target scope: run them inside this one
-    from .x86_int8 import _in_target
-
-    return _one(_in_target(impl[0], target), _in_target(impl[1], target),
+    return _one(in_target(impl[0], target), in_target(impl[1], target),
                 "nn.contrib_conv2d_NCHWc.x86")
 
 

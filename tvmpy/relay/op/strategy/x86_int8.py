@@ -42,7 +42,7 @@ from ..nn_int8 import (
     contrib_depthwise_conv2d_nchwc_int8,
 )
 from . import OpStrategy, register_strategy_func
-from .generic import wrap_topi_schedule
+from .generic import in_target, wrap_topi_schedule
 
 __all__ = ["is_int8_operands", "alter_conv2d_int8", "conv2d_int8_demand", "alter_dense_int8",
            "add_conv2d_int8", "add_dense_int8", "add_batch_matmul_int8", "INT8_PLEVEL"]
@@ -306,27 +306,8 @@ def _batch_matmul_compute(attrs: Any, inputs: list, out_type: Any) -> list:
     return [_dense.batch_matmul_int8(inputs[0], inputs[1], "int32", bool(attrs.transpose_b))]
 
 
-def _in_target(fn: Any, target: Any) -> Any:
-    """``fn`` run with ``target`` as the current target: the kernels pick their instruction set
-    (and tile defaults) from it, and lowering calls computes and schedules outside any."""
-    import functools
-
-    from ....target import Target, as_target
-
-    target = None if target is None else as_target(target)
-
-    @functools.wraps(fn)
-    def run(*args: Any) -> Any:
-        if target is None or Target.current() == target:
-            return fn(*args)
-        with target:
-            return fn(*args)
-
-    return run
-
-
 def _add(s: OpStrategy, compute: Any, schedule: Any, name: str, target: Any) -> None:
-    s.add_implementation(_in_target(compute, target), _in_target(schedule, target), name,
+    s.add_implementation(in_target(compute, target), in_target(schedule, target), name,
                          INT8_PLEVEL)
 
 
