@@ -28,6 +28,7 @@ from . import (
 from .generic import (
     COMPUTES,
     conv2d_kind,
+    in_target,
     out_dtype_of,
     schedule_fallback,
     schedule_injective,
@@ -58,16 +59,12 @@ def _const(*tensors: Any) -> bool:
     return all(isinstance(getattr(d, "value", d), int) for t in tensors for d in t.shape)
 
 
-def _in_target(fschedule: Any, target: Any) -> Any:
-    """The schedule run with ``target`` current: the dispatch context looks tuned configs up by
-    the current target (relay's lowering does not enter it), and the fallback tiles read its
-    threads per block."""
-
-    def schedule(attrs: Any, outs: list, tgt: Any) -> Any:
-        with target:
-            return fschedule(outs)
-
-    return schedule
+def _schedule_in(fschedule: Any, target: Any) -> Any:
+    """``fschedule(outs)`` as a strategy schedule, run with ``target`` current: the dispatch
+    context looks tuned configs up by the current target (relay's lowering does not enter it),
+    and the fallback tiles read its threads per block."""
+    run = in_target(fschedule, target)
+    return lambda attrs, outs, tgt: run(outs)
 
 
 def _conv2d_template(kind: str, fcompute: Any, fschedule: Any) -> Callable[..., Any]:
@@ -82,7 +79,7 @@ def _conv2d_template(kind: str, fcompute: Any, fschedule: Any) -> Callable[..., 
                                  tuple(attrs.padding), tuple(attrs.dilation),
                                  out_dtype_of(attrs, out_type))]
 
-        return compute, _in_target(fschedule, target)
+        return compute, _schedule_in(fschedule, target)
 
     return tuned
 
@@ -102,7 +99,7 @@ def _dense_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
         with target:
             return [cuda.dense(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type))]
 
-    return compute, _in_target(cuda.schedule_dense, target)
+    return compute, _schedule_in(cuda.schedule_dense, target)
 
 
 @register_tuned_implementation("batch_matmul.cuda")
@@ -115,7 +112,7 @@ def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) ->
             return [cuda.batch_matmul(inputs[0], inputs[1], None, out_dtype_of(attrs, out_type),
                                       bool(attrs.transpose_a), bool(attrs.transpose_b))]
 
-    return compute, _in_target(cuda.schedule_batch_matmul, target)
+    return compute, _schedule_in(cuda.schedule_batch_matmul, target)
 
 
 # ---- strategies --------------------------------------------------------------------------------
