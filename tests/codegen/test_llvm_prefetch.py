@@ -53,6 +53,8 @@ def test_the_llvm_ir_prefetches_the_panel_ahead():
     # one prefetch per 64-byte line of the 4 x 32-float step (unroll_k 4), in each of the two
     # copies of the tile loop (whole panels, the guarded last one)
     assert ir.count("call void @llvm.prefetch.p0(") == 2 * 4 * 2
+    # the addresses run past the weight's end in the last panel: no ``inbounds`` (poison) GEPs
+    assert ir.count("getelementptr float") == 2 * 4 * 2
 
 
 def test_no_prefetch_for_many_row_tiles_or_in_kernel_packing():

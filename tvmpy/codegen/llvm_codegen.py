@@ -701,13 +701,15 @@ class CodeGenLLVM(ChainFunctor):
         v = self.expr(e)
         return self.fb.value("i64", f"sext {v} to i64", "idx")
 
-    def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False) -> Value:
-        """Pointer to element ``indices`` of ``buf`` (scalar index)."""
+    def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False,
+                    inbounds: bool = True) -> Value:
+        """Pointer to element ``indices`` of ``buf`` (scalar index). ``inbounds=False``: an
+        address that may lie past the buffer (a prefetch hint's)."""
         index = indices[0] if flat else self._flat_index(buf, indices)
         ety = llvm_type(buf.dtype, memory=True)
         idx = self._index(index)
-        return self.fb.value("ptr", f"getelementptr inbounds {ety}, {self._data(buf)}, {idx}",
-                             "addr")
+        gep = "getelementptr inbounds" if inbounds else "getelementptr"
+        return self.fb.value("ptr", f"{gep} {ety}, {self._data(buf)}, {idx}", "addr")
 
     def _alignment(self, buf, index: E.PrimExpr) -> int:
         base_align = self.ctx.align.get(id(buf.data), 1)
