@@ -40,6 +40,7 @@ from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
 from ..tir.functor import CHAIN_KINDS, Visitor, collect_vars, post_order_visit
 from . import abi
+from . import llvm_prefetch as _prefetch
 from .llvm_align import access_alignment, modular
 from .llvm_arith import binary as _binary
 from .llvm_arith import cast as _cast
@@ -378,6 +379,9 @@ class CodeGenLLVM(ChainFunctor):
                 f"LLVM CPU codegen cannot compile AttrStmt {s.attr_key!r} ({name}): loops bound to "
                 "GPU threads / virtual threads need a GPU target; for CPU remove the bind(), or "
                 "lower virtual threads first (tir pipeline)")
+        if s.attr_key == _prefetch.PRAGMA and isinstance(s.body, S.For) and isinstance(s.value, E.IntImm):
+            self.stmt(_prefetch.with_prefetches(s.body, int(s.value.value)))
+            return
         self.stmt(s.body)
 
     def _s_Prefetch(self, s: S.Prefetch) -> None:
@@ -697,13 +701,15 @@ class CodeGenLLVM(ChainFunctor):
         v = self.expr(e)
         return self.fb.value("i64", f"sext {v} to i64", "idx")
 
-    def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False) -> Value:
-        """Pointer to element ``indices`` of ``buf`` (scalar index)."""
+    def element_ptr(self, buf: Buffer, indices: Sequence[E.PrimExpr], flat: bool = False,
+                    inbounds: bool = True) -> Value:
+        """Pointer to element ``indices`` of ``buf`` (scalar index). ``inbounds=False``: an
+        address that may lie past the buffer (a prefetch hint's)."""
         index = indices[0] if flat else self._flat_index(buf, indices)
         ety = llvm_type(buf.dtype, memory=True)
         idx = self._index(index)
-        return self.fb.value("ptr", f"getelementptr inbounds {ety}, {self._data(buf)}, {idx}",
-                             "addr")
+        gep = "getelementptr inbounds" if inbounds else "getelementptr"
+        return self.fb.value("ptr", f"{gep} {ety}, {self._data(buf)}, {idx}", "addr")
 
     def _alignment(self, buf, index: E.PrimExpr) -> int:
         base_align = self.ctx.align.get(id(buf.data), 1)

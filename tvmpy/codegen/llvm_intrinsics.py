@@ -305,6 +305,18 @@ def _llvm_intrin(cg: CodeGenLLVM, call: E.Call) -> Value:
     name_e = call.args[0]
     if not isinstance(name_e, E.StringImm) or not name_e.value.startswith("llvm."):
         raise TypeError(f"{call.op}: the first argument must be an LLVM intrinsic name, got {name_e}")
+    if name_e.value.startswith("llvm.prefetch"):  # (void: a call for its effect only)
+        # the address may lie past its buffer (prefetches never fault): no ``inbounds`` GEP
+        addr = call.args[1]
+        if isinstance(addr, E.Call) and addr.op == "address_of" and isinstance(addr.args[0], E.BufferLoad):
+            load = addr.args[0]
+            first = cg.element_ptr(load.buffer, load.indices, inbounds=False)
+        else:
+            first = cg.expr(addr)
+        args = [first] + [cg.expr(a) for a in call.args[2:]]
+        cg.mb.declare(name_e.value, "void", [a.ty for a in args])
+        cg.fb.emit(f"call void @{name_e.value}({', '.join(map(str, args))})")
+        return args[0]
     args = [cg.expr(a) for a in call.args[1:]]
     ret = llvm_type(call.dtype)
     cg.mb.declare(name_e.value, ret, [a.ty for a in args])
