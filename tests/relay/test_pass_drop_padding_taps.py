@@ -207,3 +207,13 @@ def test_aspp_dilation_12_wide_channels_takes_the_tap_sum():
     assert len(convs) == 9
     assert all(tuple(c.args[1].checked_type.shape[2:]) == (1, 1) for c in convs)
     assert sum(int(np.prod(c.checked_type.shape[2:])) for c in convs) == 196 + 4 * 28 + 4 * 4
+
+
+def test_narrow_layers_keep_the_bands():
+    """64 -> 128 at dilation 12 on 14x14: the weights are small against the output the sum
+    would pad and add eight times: output bands (corner pieces with 2x2 taps)."""
+    w = RNG.standard_normal((128, 64, 3, 3)).astype("float32")
+    mod = _rewritten(_conv_mod((1, 64, 14, 14), w.shape, padding=(12, 12), dilation=(12, 12)),
+                     w)
+    taps = sorted(int(np.prod(c.args[1].checked_type.shape[2:])) for c in _convs(mod))
+    assert taps == [1, 2, 2, 2, 2, 4, 4, 4, 4]

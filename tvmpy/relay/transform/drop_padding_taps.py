@@ -57,10 +57,13 @@ convolution's multiply-adds (the smaller pieces run at a lower rate; dilation 12
 map: 1/4)."""
 
 
-TAP_SUM_ADD_COST = 4
-"""Weight bytes one zero-padded output of the per-tap sum is reckoned to cost per output byte
-(it is written, read back by the add and the add's result written again, a pass each, against
-a weight streamed once)."""
+TAP_SUM_ADD_COST = 1
+"""Weight bytes one zero-padded output of the per-tap sum is reckoned to cost per output byte.
+Fitted on 3x3 dilated convolutions, bands / per-tap sum, 1 thread, CPU time, Intel Xeon (KVM,
+loaded), 2026-11-30, ms: 960 -> 256 14x14 d12 4.02 / 2.36, 16x16 d12 5.50 / 2.73, 512 -> 256
+28x28 d18 7.74 / 5.49-5.64, 256 -> 64 14x14 d12 0.206 / 0.159, 128 -> 64 0.094 / 0.087 (the
+sum chosen for all of these), 64 -> 128 0.091 / 0.100, 64 -> 64 0.050 / 0.055 (the bands).
+(4 chose the bands for 512 -> 256 and 256 -> 64 as well.)"""
 
 
 def live_taps(o: int, n: int, k: int, stride: int, dilation: int,
