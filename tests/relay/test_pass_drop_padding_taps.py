@@ -162,3 +162,58 @@ def test_batch_norm_folds_before_the_split():
     bn = torch.nn.functional.batch_norm(conv, torch.tensor(mu), torch.tensor(var),
                                         torch.tensor(g), torch.tensor(b), eps=1e-5)
     np.testing.assert_allclose(_run(mod, w, x), torch.relu(bn).numpy(), rtol=1e-4, atol=1e-4)
+
+
+TAP_SUM_CASES = CASES[1:2] + CASES[3:5] + CASES[6:7] + [
+    ((1, 24, 14, 14), 20, (3, 3), (1, 1), (12, 12, 12, 12), (12, 12), 1),  # ASPP-like
+    ((1, 6, 13, 11), 5, (3, 3), (1, 1), (10, 7, 9, 8), (10, 9), 1),         # asymmetric, prime
+    ((2, 8, 17, 13), 6, (3, 3), (2, 3), (12, 11, 12, 13), (12, 11), 2),     # strides, groups
+    ((1, 5, 3, 2), 4, (3, 3), (1, 1), (7, 5, 7, 5), (7, 5), 1),             # tiny map
+]
+
+
+@pytest.mark.parametrize("xs,oc,k,strides,padding,dilation,groups", TAP_SUM_CASES)
+def test_tap_sum_matches_torch(xs, oc, k, strides, padding, dilation, groups, monkeypatch):
+    """The per-tap sum forced (its byte model set to always pay): one single-tap conv per live
+    tap, zero-padded and summed, equals torch's convolution."""
+    from tvmpy.relay.transform import drop_padding_taps as dpt
+
+    monkeypatch.setattr(dpt, "TAP_SUM_ADD_COST", 0)
+    x = RNG.standard_normal(xs).astype("float32")
+    w = RNG.standard_normal((oc, xs[1] // groups, *k)).astype("float32")
+    mod = _conv_mod(xs, w.shape, strides=strides, padding=padding, dilation=dilation,
+                    groups=groups)
+    convs = _convs(_rewritten(mod, w))
+    if len(convs) > 1:  # split: every piece one tap, unpadded
+        assert all(tuple(c.args[1].checked_type.shape[2:]) == (1, 1) for c in convs)
+        assert all(tuple(c.attrs.padding) == (0, 0, 0, 0) for c in convs)
+    want = _torch(x, w, strides, padding, dilation, groups)
+    for lvl in (3, 2):
+        np.testing.assert_allclose(_run(mod, w, x, lvl), want, rtol=1e-4, atol=1e-4)
+
+
+def test_aspp_dilation_12_wide_channels_takes_the_tap_sum():
+    """960 -> 256 (DeepLabV3's ASPP) at dilation 12 on 14x14: the bands would read the taps'
+    weights 25 times (0.98 MB each), the per-tap sum 9 times: 9 single-tap convs; the padded
+    tap weights (live output spans) as tap_spans says."""
+    from tvmpy.relay.transform.drop_padding_taps import tap_spans
+
+    assert tap_spans(14, 3, 1, 12, 12, 12) == [(0, (12, 14)), (1, (0, 14)), (2, (0, 2))]
+    assert tap_spans(16, 3, 1, 24, 24, 24) == [(1, (0, 16))]
+    w = RNG.standard_normal((256, 960, 3, 3)).astype("float32")
+    mod = _rewritten(_conv_mod((1, 960, 14, 14), w.shape, padding=(12, 12), dilation=(12, 12)),
+                     w)
+    convs = _convs(mod)
+    assert len(convs) == 9
+    assert all(tuple(c.args[1].checked_type.shape[2:]) == (1, 1) for c in convs)
+    assert sum(int(np.prod(c.checked_type.shape[2:])) for c in convs) == 196 + 4 * 28 + 4 * 4
+
+
+def test_narrow_layers_keep_the_bands():
+    """64 -> 128 at dilation 12 on 14x14: the weights are small against the output the sum
+    would pad and add eight times: output bands (corner pieces with 2x2 taps)."""
+    w = RNG.standard_normal((128, 64, 3, 3)).astype("float32")
+    mod = _rewritten(_conv_mod((1, 64, 14, 14), w.shape, padding=(12, 12), dilation=(12, 12)),
+                     w)
+    taps = sorted(int(np.prod(c.args[1].checked_type.shape[2:])) for c in _convs(mod))
+    assert taps == [1, 2, 2, 2, 2, 4, 4, 4, 4]

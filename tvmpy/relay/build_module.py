@@ -221,7 +221,8 @@ def build_passes() -> list[Any]:
     GPU targets), SimplifyInference 0, LegalizeLayouts 0 (NHWC convolutions
     and pools as NCHW ones, ``transform/convert_layout.py``), ConvTransposeToConv 0, FuseOps 0,
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
-    only padding), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
+    only padding), SplitConcatConv 2 (tvmpy's own: a conv2d over a channel concatenation as
+    the sum over its parts), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
     FuseAttention 3)."""
     from . import transform as T
 
@@ -232,7 +233,7 @@ def build_passes() -> list[Any]:
     passes: list[Any] = [T.InferType(), T.Legalize(), T.SimplifyInference(), T.LegalizeLayouts(),
                          T.ConvTransposeToConv(),
                          T.EliminateCommonSubexpr(), T.FoldConstant(), T.FoldScaleAxis(),
-                         T.DropPaddingTaps(), T.FoldConstant()]
+                         T.DropPaddingTaps(), T.SplitConcatConv(), T.FoldConstant()]
     alter = getattr(T, "AlterOpLayout", None)  # the x86 NCHWc layout pass (opt_level 3)
     if alter is not None:
         # CSE again: the weight packing each altered call adds (x86 dense_pack, NCHWc) is one
