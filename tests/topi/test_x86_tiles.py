@@ -597,3 +597,24 @@ def test_default_row_tile_and_prefetch():
     A, W, out = conv(32, 9, 9, 32, 2)
     s = topi.x86.schedule_conv2d_NCHWc([out])
     assert "prefetch" not in str(tvm.lower(s, [A, W, out]))
+
+
+@pytest.mark.parametrize("k,pad,want", [(1, 0, True), (3, 0, True), (3, 1, False)])
+def test_one_row_tile_prefetch_rule(k, pad, want, monkeypatch):
+    """One-row tiles (a 7x7 map) prefetch weights of at least half of L2 unless the padding is
+    inlined (L2 fixed at 2 MiB, so that the rule does not depend on the host)."""
+    import tvmpy as tvm
+    from tvmpy.target.cpu_features import CacheSizes
+    from tvmpy.topi.x86 import conv2d_nchwc as m
+
+    monkeypatch.setattr(m, "_caches", lambda: CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024))
+    c = 1024 if k == 1 else 512  # 4 MiB / 9 MiB of weights
+    size = 7 + k - 1 - 2 * pad
+    A = te.placeholder((1, c // 16, size, size, 16), name="A")
+    W = te.placeholder((c // 16, c // 16, k, k, 16, 16), name="W")
+    out = nn.conv2d_NCHWc(A, W, 1, pad, 1)
+    s = topi.x86.schedule_conv2d_NCHWc([out])
+    assert ("prefetch" in str(tvm.lower(s, [A, W, out]))) == want
+    small = nn.conv2d_NCHWc(A, te.placeholder((2, c // 16, k, k, 16, 16), name="W2"), 1, pad, 1)
+    s = topi.x86.schedule_conv2d_NCHWc([small])
+    assert "prefetch" not in str(tvm.lower(s, [A, small.op.input_tensors[1], small]))

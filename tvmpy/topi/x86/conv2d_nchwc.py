@@ -168,9 +168,12 @@ weights out of cache; prefetch distance 0 / 256 / 512 / 1024 / 2048 / 4096 / 819
 1547 / 1101 / 975 / 899 / 686 / 659 / 698; with 4096: 512 -> 512 3x3 on 4x4 1330 -> 687 (one
 row: 1160), 1024 -> 512 on a 2x2 map 507 -> 356 (one row: 638); weights in cache 609 -> 521,
 256 -> 128 3x3 4x4 85 -> 85. Not for the one-row tiles: there the weights are reread from L2 by
-every row, and prefetches cost (512 -> 512 3x3 7x7 2580 -> 2867, 256 -> 256 14x14 2023 ->
-2467), though a 1x1 1024 -> 2048 7x7 gained (2100 -> 1863) and a 2x2 512 -> 256 8x8 too
-(689 -> 577): left for a tuning knob."""
+every row, a prefetch costs where the padding is inlined into the tile (its LoopPartition
+copies: 512 -> 512 3x3 7x7 2591 -> 2881, 256 -> 256 14x14 2094 -> 2517) but pays where it is
+not (the same 512 -> 512 7x7 on a pre-padded input 2579 -> 2145, with the padded copy 2467 ->
+2104; 1x1 1024 -> 2048 7x7 2100 -> 1863; 2x2 512 -> 256 8x8 673 -> 574): one-row tiles without
+inlined padding prefetch when the weights take at least half of L2 (:func:`schedule_nchwc_tile`;
+weights out of cache in all these figures)."""
 
 MAX_OW_TILE = 9
 """Most output columns in a default register tile: 9 columns x 2 channel blocks (18 zmm
@@ -258,6 +261,17 @@ def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
         return kw > 3
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
     return kw > 1 and int(dilation[1]) > 1
+
+
+def _weight_bytes(conv: Tensor) -> int:
+    """Bytes of the convolution's weight tensor (0 for a symbolic shape)."""
+    n = max(1, bits_of(conv.op.input_tensors[1].dtype) // 8)
+    for d in conv.op.input_tensors[1].shape:
+        v = getattr(d, "value", d)
+        if not isinstance(v, int):
+            return 0
+        n *= v
+    return n
 
 
 def _caches() -> CacheSizes:
@@ -395,9 +409,14 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     ``oc_tile`` chunks, a parallel task per tile row group (``tile_oh`` then unused);
     ``prefetch`` > 0: software prefetches of the weights that many bytes ahead in the input-lane
     loop (``tir.transform.InjectPrefetch``); None: :data:`PREFETCH_BYTES` for a tile of stacked
-    rows (``reg_h`` > 1), else none."""
+    rows (``reg_h`` > 1), and for a one-row tile whose padding is not inlined when the weights
+    take at least half of L2 (they stream from beyond L2 on each run), else none."""
+    inlined = False
+    for t in conv.op.input_tensors:
+        inlined |= bool(inline_pad and t.op in s and "pad" in t.op.tag)
     if prefetch is None:
-        prefetch = PREFETCH_BYTES if reg_h > 1 else 0
+        prefetch = PREFETCH_BYTES if reg_h > 1 or (
+            not inlined and _weight_bytes(conv) * 2 >= _caches().l2) else 0
     for t in conv.op.input_tensors:
         if inline_pad and t.op in s and "pad" in t.op.tag:
             # windows up to 3x3: a per-pixel condition (uniform over the block's lanes) costs
