@@ -22,11 +22,13 @@ from tvmpy.topi.x86.conv2d_nchwc import (
     _nchwc_tile,
     default_inline_pad,
     default_ow_tile,
+    default_row_tile,
 )
 
 CONV = "conv2d_NCHWc.x86"
 DW = "depthwise_conv2d_NCHWc.x86"
-KNOBS = ("tile_ow", "tile_oc", "unroll_kw", "inline_pad", "tile_oh", "kernel_outer", "k_block")
+KNOBS = ("tile_ow", "tile_oc", "unroll_kw", "inline_pad", "tile_oh", "kernel_outer", "k_block",
+         "tile_rh")
 
 
 def reference_schedule_conv2d_NCHWc(outs, reg_n=None, oc_tile=None, inline_pad=True):
@@ -105,9 +107,10 @@ def _default_knobs(args, depthwise):
     kh, kw = (int(d) for d in args[1].shape[2:4])
     oc_chunk, ow = int(out.shape[1]), int(out.shape[3])
     d_oc, d_reg = _nchwc_tile(oc_chunk, depthwise, kh * kw)
-    return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc, "unroll_kw": False,
+    d_rh, d_oc2 = default_row_tile(out, depthwise)
+    return {"tile_ow": default_ow_tile(ow, d_reg), "tile_oc": d_oc2, "unroll_kw": False,
             "inline_pad": default_inline_pad(out, depthwise), "tile_oh": 1,
-            "kernel_outer": False, "k_block": 0}
+            "kernel_outer": False, "k_block": 0, "tile_rh": d_rh}
 
 
 def _knobs(cfg):
@@ -291,12 +294,12 @@ def test_tune_conv_task_then_build_with_history_best(tmp_path, monkeypatch):
     real = conv2d_nchwc.schedule_nchwc_tile
 
     def spy(s, conv, out, oc_tile, reg_n, inline_pad, unroll_kw=False, tile_oh=1,
-            kernel_outer=False, k_block=0):
+            kernel_outer=False, k_block=0, reg_h=1):
         seen.append({"tile_ow": reg_n, "tile_oc": oc_tile, "unroll_kw": unroll_kw,
                      "inline_pad": inline_pad, "tile_oh": tile_oh, "kernel_outer": kernel_outer,
-                     "k_block": k_block})
+                     "k_block": k_block, "tile_rh": reg_h})
         return real(s, conv, out, oc_tile, reg_n, inline_pad, unroll_kw, tile_oh, kernel_outer,
-                    k_block)
+                    k_block, reg_h)
 
     monkeypatch.setattr(conv2d_nchwc, "schedule_nchwc_tile", spy)
     with autotvm.apply_history_best(str(log)):
@@ -335,3 +338,28 @@ def test_every_knob_changes_the_program_and_keeps_the_result(name, args):
         rng = np.random.default_rng(5)
         _, _, got = _run_conv(task, other[0], rng)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layer", [(64, 5, 5, 64, 2, 1, 0, 16, 16), (48, 4, 3, 32, 3, 1, 1, 16, 8)])
+def test_small_map_fallback_is_the_row_tile(layer):
+    """On a map of at most 4 columns the fallback config stacks rows (``tile_rh``) as the
+    default schedule does, and the space offers other row counts; a tuned one computes right."""
+    args = _conv_args(*layer)
+    task = autotvm.task.create(CONV, args, "llvm")
+    space = task.config_space
+    assert len(space.space_map["tile_rh"].entities) > 1
+    want = _default_knobs(args, False)
+    assert want["tile_rh"] > 1
+    found = [i for i in range(len(space)) if _knobs(space.get(i)) == want]
+    assert len(found) == 1
+    s, targs = task.instantiate(space.get(found[0]))
+    out = nn.conv2d_NCHWc(*args)
+    ref = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([out]), [args[0], args[1], out]))
+    assert _normalize(str(tvm.lower(s, targs))) == _normalize(ref)
+    rng = np.random.default_rng(5)
+    other = dict(want, tile_rh=1)
+    idx = [i for i in range(len(space)) if _knobs(space.get(i)) == other]
+    for cfg in (space.get(found[0]), space.get(idx[0])):
+        a, w, res = _run_conv(task, cfg, rng)
+        np.testing.assert_allclose(res, testing.conv2d_NCHWc_python(a, w, layer[5], layer[6]),
+                                   rtol=1e-4, atol=1e-4)

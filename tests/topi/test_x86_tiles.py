@@ -539,3 +539,82 @@ def test_default_inline_pad_depthwise(c, hw, k, stride, want):
     ref = np.concatenate([conv2d_nchw_python(x[:, i:i + 1], w[i:i + 1], stride, pad)
                           for i in range(c)], axis=1)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+# small maps (rows of at most 4 columns): rows stacked into one register tile, weights
+# prefetched; prime channel counts, stride 2, asymmetric padding, odd rows, 1-column rows
+SMALL_MAPS = [
+    (32, 5, 5, 48, 2, 1, 0, 16, 16),  # 4x4 output, 3 chunks: 4 rows x 4 x 1
+    (16, 2, 2, 64, 3, 1, 1, 8, 16),  # 2x2 output, 4 chunks: 2 x 2 x 4
+    (5, 9, 7, 10, 3, 2, (1, 0, 2, 1), 5, 5),  # 5x4 output (rows 1, 5 does not fit 16 / 4)
+    (7, 3, 3, 14, 3, 1, 1, 7, 7),  # 3x3 output, 2 chunks: 3 x 3 x 1
+    (6, 7, 2, 12, 1, 1, 0, 3, 4),  # 7x2 output, 3 chunks: 7 x 2 x 1
+    (12, 4, 1, 20, 1, 1, 0, 4, 4),  # a 4x1 column, 5 chunks: 4 x 1 x 1
+]
+
+
+@pytest.mark.parametrize("case", SMALL_MAPS, ids=[str(c[:6]) for c in SMALL_MAPS])
+def test_conv2d_nchwc_small_map_row_tile(case):
+    A, W, B, out, arrays, a, wt = _nchwc(*case, lambda c, b: topi.relu(topi.add(c, b)))
+    stride, pad = case[5], case[6]
+    res = check([A, W, B], out, topi.x86.schedule_conv2d_NCHWc,
+                lambda x, y, b: np.maximum(testing.conv2d_NCHWc_python(x, y, stride, pad) + b, 0),
+                arrays=arrays)
+    ref = np.maximum(testing.conv2d_nchw_python(a, wt, stride, pad)
+                     + testing.nchwc_to_nchw(np.broadcast_to(arrays[2], res.shape)), 0)
+    np.testing.assert_allclose(testing.nchwc_to_nchw(res), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("reg_h,oc_tile,prefetch", [(2, 1, 0), (2, 2, 64), (3, 1, 4096),
+                                                    (1, 2, 256)])
+def test_conv2d_nchwc_row_tile_overrides(reg_h, oc_tile, prefetch):
+    """Rows that do not divide the map (2 of 5) and prefetches on one-row tiles too."""
+    c, h, w, oc, k, stride, pad, icb, ocb = (8, 5, 4, 16, 3, 1, 1, 4, 4)
+    A, W, B, out, arrays, *_ = _nchwc(c, h, w, oc, k, stride, pad, icb, ocb,
+                                      lambda cv, b: topi.add(cv, b))
+    check([A, W, B], out,
+          lambda outs: topi.x86.schedule_conv2d_NCHWc(outs, reg_h=reg_h, oc_tile=oc_tile,
+                                                      reg_n=4, prefetch=prefetch),
+          lambda x, y, b: testing.conv2d_NCHWc_python(x, y, stride, pad) + b, arrays=arrays)
+
+
+def test_default_row_tile_and_prefetch():
+    import tvmpy as tvm
+    from tvmpy.topi.x86.conv2d_nchwc import default_row_tile
+
+    def conv(c, h, w, oc, k, icb=16, ocb=16):
+        A = te.placeholder((1, c // icb, h, w, icb), name="A")
+        W = te.placeholder((oc // ocb, c // icb, k, k, icb, ocb), name="W")
+        return A, W, nn.conv2d_NCHWc(A, W, 1, 0, 1)
+
+    assert default_row_tile(conv(64, 5, 5, 512, 2)[2], False) == (4, 1)
+    assert default_row_tile(conv(64, 3, 3, 512, 2)[2], False) == (2, 4)
+    assert default_row_tile(conv(64, 3, 3, 48, 2)[2], False) == (2, 1)  # 3 chunks: one
+    assert default_row_tile(conv(64, 8, 8, 512, 2)[2], False) == (1, 2)  # 7 columns: one row
+    A, W, out = conv(32, 5, 5, 32, 2)
+    s = topi.x86.schedule_conv2d_NCHWc([out])
+    assert "prefetch" in str(tvm.lower(s, [A, W, out]))
+    A, W, out = conv(32, 9, 9, 32, 2)
+    s = topi.x86.schedule_conv2d_NCHWc([out])
+    assert "prefetch" not in str(tvm.lower(s, [A, W, out]))
+
+
+@pytest.mark.parametrize("k,pad,want", [(1, 0, True), (3, 0, True), (3, 1, False)])
+def test_one_row_tile_prefetch_rule(k, pad, want, monkeypatch):
+    """One-row tiles (a 7x7 map) prefetch weights of at least half of L2 unless the padding is
+    inlined (L2 fixed at 2 MiB, so that the rule does not depend on the host)."""
+    import tvmpy as tvm
+    from tvmpy.target.cpu_features import CacheSizes
+    from tvmpy.topi.x86 import conv2d_nchwc as m
+
+    monkeypatch.setattr(m, "_caches", lambda: CacheSizes(l1d=48 * 1024, l2=2 * 1024 * 1024))
+    c = 1024 if k == 1 else 512  # 4 MiB / 9 MiB of weights
+    size = 7 + k - 1 - 2 * pad
+    A = te.placeholder((1, c // 16, size, size, 16), name="A")
+    W = te.placeholder((c // 16, c // 16, k, k, 16, 16), name="W")
+    out = nn.conv2d_NCHWc(A, W, 1, pad, 1)
+    s = topi.x86.schedule_conv2d_NCHWc([out])
+    assert ("prefetch" in str(tvm.lower(s, [A, W, out]))) == want
+    small = nn.conv2d_NCHWc(A, te.placeholder((2, c // 16, k, k, 16, 16), name="W2"), 1, pad, 1)
+    s = topi.x86.schedule_conv2d_NCHWc([small])
+    assert "prefetch" not in str(tvm.lower(s, [A, small.op.input_tensors[1], small]))

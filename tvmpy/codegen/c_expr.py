@@ -495,6 +495,13 @@ class ExprPrinter(ChainFunctor):
         ptr = self.pointer(load.buffer.data, load.buffer.dtype)
         return f"&{ptr}[{self.index(load.indices[0], '0')}]", UNARY
 
+    def _prefetch(self, e: E.Call, lane: str | None) -> tuple[str, int]:
+        """``prefetch(address_of(...), rw, locality, cache_type)``: GCC/Clang's builtin (a
+        comma expression of value 0: the call is a statement's value)."""
+        addr, _ = self._address_of(e.args[0], lane)
+        rw, loc = (int(getattr(a, "value", a)) for a in e.args[1:3])
+        return f"(__builtin_prefetch({addr}, {rw}, {loc}), 0)", PRIMARY
+
     def _extern(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         if not e.args or not isinstance(e.args[0], E.StringImm):
             raise CCodegenError(f"C backend: {e.op} needs the function name first, got {e}")
@@ -529,4 +536,5 @@ _CALLS: dict[str, Callable[..., tuple[str, int]]] = {
     "popcount": ExprPrinter._popcount, "reinterpret": ExprPrinter._reinterpret,
     "tvm_access_ptr": ExprPrinter._access_ptr, "address_of": ExprPrinter._address_of,
     "call_extern": ExprPrinter._extern, "call_pure_extern": ExprPrinter._extern,
+    "prefetch": ExprPrinter._prefetch,
 }

@@ -342,6 +342,17 @@ def _address_of(cg: CodeGenLLVM, call: E.Call) -> Value:
     return cg.element_ptr(load.buffer, load.indices)
 
 
+def _prefetch(cg: CodeGenLLVM, call: E.Call) -> Value:
+    """``prefetch(address_of(buf[i]), rw, locality, cache_type)`` (TVM's ``tir.prefetch``): a
+    ``llvm.prefetch`` of that element's address; the call's value is 0."""
+    addr, *flags = call.args
+    ptr = cg.expr(addr)
+    ints = ", ".join(f"i32 {int(getattr(f, 'value', f))}" for f in flags)
+    cg.mb.declare("llvm.prefetch.p0", "void", ["ptr", "i32", "i32", "i32"])
+    cg.fb.emit(f"call void @llvm.prefetch.p0({ptr}, {ints})")
+    return Value("i32", "0")
+
+
 def _type_annotation(cg: CodeGenLLVM, call: E.Call) -> Value:
     raise TypeError("type_annotation is only valid as the first argument of tvm_access_ptr")
 
@@ -352,7 +363,7 @@ _HANDLERS = {
     "shift_left": _bitwise, "shift_right": _bitwise, "bitwise_not": _bitwise_not,
     "abs": _abs, "reinterpret": _reinterpret, "likely": _likely, "if_then_else": _if_then_else,
     "call_extern": _extern, "call_pure_extern": _extern, "tvm_access_ptr": _access_ptr,
-    "address_of": _address_of, "type_annotation": _type_annotation,
+    "address_of": _address_of, "type_annotation": _type_annotation, "prefetch": _prefetch,
     "call_llvm_intrin": _llvm_intrin, "call_llvm_pure_intrin": _llvm_intrin,
 }
 _HANDLERS.update({"tvm_call_packed": _packed.call_packed,

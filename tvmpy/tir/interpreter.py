@@ -414,6 +414,8 @@ class _Compiler(Functor):
             return self._address_of(e)
         if op == "type_annotation":
             return lambda env: None
+        if op == "prefetch":  # a cache hint: no value, no effect here
+            return lambda env: 0
         if op == _gpu.SYNC_OP:
             return self._sync(e)
         if op == _gpu.ACTIVEMASK_OP:

@@ -61,7 +61,8 @@ INT_BINARY = {"bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise
 INTRINSICS = {**FLOAT_UNARY, **FLOAT_BINARY, **FLOAT_PREDICATE, **INT_UNARY, **INT_BINARY,
               "if_then_else": None, "likely": None, "call_extern": None, "call_pure_extern": None,
               "tvm_access_ptr": None, "type_annotation": None, "reinterpret": None, "address_of": None,
-              "abs": None, "call_llvm_intrin": None, "call_llvm_pure_intrin": None}
+              "abs": None, "call_llvm_intrin": None, "call_llvm_pure_intrin": None,
+              "prefetch": None}
 
 
 class CallEffectKind(enum.IntEnum):

@@ -41,6 +41,7 @@ from .analysis import verify_lowered, verify_single_definition
 from .function import PrimFunc
 from .transform import (
     InjectDoubleBuffer,
+    InjectPrefetch,
     InjectVirtualThread,
     LegalizeStorageDtypes,
     LoopPartition,
@@ -65,7 +66,7 @@ def builtin_phases(target: Any = None) -> list[list[Pass]]:
     return [
         [],
         [LegalizeStorageDtypes(), StorageFlatten(), Simplify()],
-        [LoopPartition(), Simplify(), VectorizeLoop(), InjectVirtualThread(),
+        [LoopPartition(), Simplify(), VectorizeLoop(), InjectPrefetch(), InjectVirtualThread(),
          InjectDoubleBuffer(), StorageRewrite(), UnrollLoop()],
         [Simplify(), RemoveNoOp(), LowerIntrin(target)],
     ]

@@ -15,6 +15,7 @@ the pass kind.
 from ...transform import register_pass
 from .function_pass import PrimFuncPass, prim_func_pass
 from .inject_double_buffer import InjectDoubleBuffer, inject_double_buffer_func
+from .inject_prefetch import InjectPrefetch, inject_prefetch_func
 from .inject_virtual_thread import InjectVirtualThread, inject_virtual_thread_func
 from .legalize_storage_dtypes import LegalizeStorageDtypes, legalize_storage_dtypes_func
 from .loop_partition import LoopPartition, loop_partition_func
@@ -31,7 +32,8 @@ from .unify_thread_binding import UnifyThreadBinding, unify_thread_binding_func
 from .unroll_loop import UnrollLoop, unroll_loop_func
 from .vectorize_loop import VectorizeLoop, vectorize_loop_func
 
-__all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "InjectVirtualThread",
+__all__ = ["StorageFlatten", "Simplify", "LoopPartition", "VectorizeLoop", "InjectPrefetch",
+           "inject_prefetch_func", "InjectVirtualThread",
            "InjectDoubleBuffer", "StorageRewrite", "UnrollLoop", "RemoveNoOp", "LowerIntrin",
            "register_intrin_rule", "prim_func_pass", "PrimFuncPass",
            "storage_flatten_func", "simplify_func", "loop_partition_func", "vectorize_loop_func",

@@ -119,6 +119,62 @@ def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
     return oc_tile
 
 
+SMALL_MAP_ACCUMULATORS = 16
+"""Vector accumulators of the register tile of a convolution on a map at most
+``SMALL_MAP_MAX_OW`` columns wide (:func:`default_row_tile`)."""
+
+SMALL_MAP_MAX_OW = 4
+"""Widest output row that :func:`default_row_tile` stacks rows of into one register tile."""
+
+
+def default_row_tile(conv: Tensor, depthwise: bool) -> tuple[int, int]:
+    """``(reg_h, oc_tile)``: output rows and channel blocks per register tile of the default
+    NCHWc schedule (the tile's columns: :func:`default_ow_tile`).
+
+    A row of at most ``SMALL_MAP_MAX_OW`` columns fills few accumulators (4 columns x 2 chunks:
+    8), and each row's tile streams the chunk group's whole weight panel (from L2, or from L3
+    when the panel is larger: a 1024 -> 512 layer on a 4x4 map reads 8 MiB of weights for 16
+    output pixels). Such a plain convolution stacks rows: ``reg_h`` the largest divisor of OH
+    with ``reg_h x OW <= SMALL_MAP_ACCUMULATORS``, then as many chunks (1, 2, 4, dividing the
+    chunk count) as the accumulators allow, so that each weight vector is loaded once for
+    every output pixel of the tile. 1 thread, CPU time, Intel Xeon (Emerald Rapids, KVM, 2 FMA
+    units), kernel alone, loaded, 2026-11-30 (us, default 1 row x OW x 2 chunks / rows
+    stacked): 1024 -> 512 2x2 window 4x4 map (4 rows x 4 x 1) 787 / 671; 512 -> 512 3x3 4x4
+    1008 / 800; 1024 -> 512 2x2 on a 2x2 map (2 x 2 x 4) 423 / 331. Wider maps keep one row:
+    7x7 512 -> 512 3x3, 2 rows x 7 x 1 chunk 2446 against 2457 (a tie); 5x5 (25 columns would
+    spill) is not stacked. Depthwise convolutions keep theirs (no weight panel to reuse)."""
+    oc_tile = default_oc_tile(conv, depthwise)
+    oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    if depthwise or ow > SMALL_MAP_MAX_OW or oh < 2:
+        return 1, oc_tile
+    rows = max(r for r in range(1, oh + 1) if oh % r == 0 and r * ow <= SMALL_MAP_ACCUMULATORS)
+    if rows == 1:
+        return 1, oc_tile
+    oc_chunk = _const(conv.shape[1])
+    chunks = max(c for c in (1, 2, 4)
+                 if oc_chunk % c == 0 and rows * ow * c <= SMALL_MAP_ACCUMULATORS)
+    return rows, chunks
+
+
+PREFETCH_BYTES = 4096
+"""How far ahead (bytes) the default schedule's tile of stacked rows (:func:`default_row_tile`)
+prefetches its weights. That tile loads each weight vector once per task for 16 FMAs, so its
+weights stream from L3 or memory at the pace of the FMAs: with 16 FMAs waiting on each load,
+the scheduler holds too few loads in flight to cover the memory latency (a hardware
+prefetcher alone: 1024 -> 512 2x2 window on a 4x4 map, 8 weight copies rotated so none is in
+cache, 1547 us, against 1065 for the one-row tile that reads each panel from memory once and
+then from L2). 1 thread, CPU time, Intel Xeon (Emerald Rapids, KVM), loaded, 2026-11-30 (us,
+weights out of cache; prefetch distance 0 / 256 / 512 / 1024 / 2048 / 4096 / 8192 bytes):
+1547 / 1101 / 975 / 899 / 686 / 659 / 698; with 4096: 512 -> 512 3x3 on 4x4 1330 -> 687 (one
+row: 1160), 1024 -> 512 on a 2x2 map 507 -> 356 (one row: 638); weights in cache 609 -> 521,
+256 -> 128 3x3 4x4 85 -> 85. Not for the one-row tiles: there the weights are reread from L2 by
+every row, a prefetch costs where the padding is inlined into the tile (its LoopPartition
+copies: 512 -> 512 3x3 7x7 2591 -> 2881, 256 -> 256 14x14 2094 -> 2517) but pays where it is
+not (the same 512 -> 512 7x7 on a pre-padded input 2579 -> 2145, with the padded copy 2467 ->
+2104; 1x1 1024 -> 2048 7x7 2100 -> 1863; 2x2 512 -> 256 8x8 673 -> 574): one-row tiles without
+inlined padding prefetch when the weights take at least half of L2 (:func:`schedule_nchwc_tile`;
+weights out of cache in all these figures)."""
+
 MAX_OW_TILE = 9
 """Most output columns in a default register tile: 9 columns x 2 channel blocks (18 zmm
 accumulators) still fit the registers; 11-13 columns spilled (ow 11: 6 columns 36 us, 11
@@ -207,6 +263,17 @@ def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
     return kw > 1 and int(dilation[1]) > 1
 
 
+def _weight_bytes(conv: Tensor) -> int:
+    """Bytes of the convolution's weight tensor (0 for a symbolic shape)."""
+    n = max(1, bits_of(conv.op.input_tensors[1].dtype) // 8)
+    for d in conv.op.input_tensors[1].shape:
+        v = getattr(d, "value", d)
+        if not isinstance(v, int):
+            return 0
+        n *= v
+    return n
+
+
 def _caches() -> CacheSizes:
     """The cache sizes of the target being built for (:attr:`Target.cache_sizes`), else the
     defaults."""
@@ -285,7 +352,8 @@ def default_k_rows(conv: Tensor, oc_tile: int, caches: CacheSizes | None = None)
 
 
 def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | None = None,
-                          inline_pad: bool = True) -> Schedule:
+                          inline_pad: bool = True, reg_h: int | None = None,
+                          prefetch: int | None = None) -> Schedule:
     """x86 schedule of ``topi.nn.conv2d_NCHWc`` (and ``depthwise_conv2d_NCHWc``): a register
     tile of ``reg_n`` output columns x ``oc_tile`` channel blocks (``oc_bn`` lanes each), fed
     by broadcasts of input pixels; reduction order (input chunk, ky, kx, input lane) outside
@@ -295,8 +363,12 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     s, conv, out, depthwise = find_nchwc(outs)
     kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
-    oc_tile = default_oc_tile(conv, depthwise) if oc_tile is None \
-        else max(1, min(oc_tile, oc_chunk))
+    d_rh, d_oc = default_row_tile(conv, depthwise)
+    if reg_h is None:
+        reg_h = d_rh if oc_tile is None and reg_n is None else 1
+    if oc_tile is None:
+        oc_tile = d_oc if reg_h == d_rh else default_oc_tile(conv, depthwise)
+    oc_tile = max(1, min(oc_tile, oc_chunk))
     d_reg = _reg_want(oc_chunk, oc_tile, depthwise, kh * kw)
     reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
     k_block = default_k_block(conv, oc_tile, depthwise)
@@ -304,7 +376,7 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
                         inline_pad and default_inline_pad(conv, depthwise),
                         unroll_kw=default_unroll_kw(conv, depthwise),
                         tile_oh=default_k_rows(conv, oc_tile) if k_block else 1,
-                        k_block=k_block)
+                        k_block=k_block, reg_h=1 if k_block else reg_h, prefetch=prefetch)
     return s
 
 
@@ -323,7 +395,8 @@ def find_nchwc(outs: Any) -> tuple[Schedule, Tensor, Tensor, bool]:
 
 def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, reg_n: int,
                         inline_pad: bool, unroll_kw: bool = False, tile_oh: int = 1,
-                        kernel_outer: bool = False, k_block: int = 0) -> None:
+                        kernel_outer: bool = False, k_block: int = 0, reg_h: int = 1,
+                        prefetch: int | None = None) -> None:
     """The NCHWc loop nest: ``reg_n`` columns x ``oc_tile`` chunks per register tile (both
     used as given), padding inlined into the convolution when ``inline_pad``, the kernel-width
     reduction loop unrolled when ``unroll_kw``; ``tile_oh`` output rows per parallel task (the
@@ -331,7 +404,19 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     window loops (ky, kx) outside the input-chunk loop of the reduction (a plain convolution's
     order is (ic_chunk, ky, kx, ic_lane) otherwise); ``k_block`` > 0 (fewer than the input
     chunks) blocks the reduction by that many input chunks, the ``tile_oh`` rows of a task
-    accumulating in a scratch buffer (:func:`_k_blocked`; plain convolutions)."""
+    accumulating in a scratch buffer (:func:`_k_blocked`; plain convolutions); ``reg_h`` > 1
+    (without ``k_block``) makes the register tile ``reg_h`` rows x ``reg_n`` columns x
+    ``oc_tile`` chunks, a parallel task per tile row group (``tile_oh`` then unused);
+    ``prefetch`` > 0: software prefetches of the weights that many bytes ahead in the input-lane
+    loop (``tir.transform.InjectPrefetch``); None: :data:`PREFETCH_BYTES` for a tile of stacked
+    rows (``reg_h`` > 1), and for a one-row tile whose padding is not inlined when the weights
+    take at least half of L2 (they stream from beyond L2 on each run), else none."""
+    inlined = False
+    for t in conv.op.input_tensors:
+        inlined |= bool(inline_pad and t.op in s and "pad" in t.op.tag)
+    if prefetch is None:
+        prefetch = PREFETCH_BYTES if reg_h > 1 or (
+            not inlined and _weight_bytes(conv) * 2 >= _caches().l2) else 0
     for t in conv.op.input_tensors:
         if inline_pad and t.op in s and "pad" in t.op.tag:
             # windows up to 3x3: a per-pixel condition (uniform over the block's lanes) costs
@@ -353,6 +438,29 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
         _k_blocked(s, CC, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
                    oc_tile, kernel_outer, k_block)
         return
+    if reg_h > 1:  # a register tile of reg_h rows: each weight vector loaded once for them
+        yo, yi = s[out].split(y, factor=reg_h)
+        s[out].reorder(n, coo, yo, xo, coi, yi, xi, oci)
+        task = s[out].fuse(n, coo, yo)
+        s[out].vectorize(oci)
+        s[out].parallel(task)
+        s[CC].compute_at(s[out], xo)
+        _, cco, cy, cx, coci = s[CC].op.axis
+        red = list(s[CC].op.reduce_axis)
+        if kernel_outer and len(red) == 4:
+            red = [red[1], red[2], red[0], red[3]]
+        s[CC].reorder(*red, cco, cy, cx, coci)
+        if prefetch:
+            s[CC].pragma(red[-1], "prefetch", prefetch)
+        if unroll_kw:
+            red = s[CC].op.reduce_axis
+            s[CC].unroll(red[2] if len(red) == 4 else red[1])
+        if oc_tile > 1:
+            s[CC].unroll(cco)
+        s[CC].unroll(cy)
+        s[CC].unroll(cx)
+        s[CC].vectorize(coci)
+        return
     if tile_oh > 1:
         yo, yi = s[out].split(y, factor=tile_oh)
         s[out].reorder(n, coo, yo, yi, xo, coi, xi, oci)
@@ -368,6 +476,8 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     if kernel_outer and len(red) == 4:
         red = [red[1], red[2], red[0], red[3]]
     s[CC].reorder(*red, cco, cx, coci)
+    if prefetch:
+        s[CC].pragma(red[-1], "prefetch", prefetch)
     if unroll_kw:
         red = s[CC].op.reduce_axis
         s[CC].unroll(red[2] if len(red) == 4 else red[1])
@@ -428,7 +538,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     oc_bn]``) and set the fallback config to the default schedule's choices."""
     oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
-    d_oc = default_oc_tile(out, depthwise)
+    d_rh, d_oc = default_row_tile(out, depthwise)
     d_reg = _reg_want(oc_chunk, d_oc, depthwise, kh * kw)
     d_reg = default_ow_tile(ow, d_reg)
     d_inline = default_inline_pad(out, depthwise)
@@ -448,6 +558,9 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     ic_chunk = _const(kernel.shape[1]) if not depthwise else 1
     cfg.define_knob("k_block", [d_kb] + [c for c in (0, 2, 4, 8)
                                          if c != d_kb and c < ic_chunk and not depthwise])
+    # rows per register tile (default_row_tile); a knob only where the default stacks rows
+    rh_cands = [d_rh] + [r for r in (1, 2, 4) if r != d_rh and oh % r == 0] if d_rh > 1 else [1]
+    cfg.define_knob("tile_rh", rh_cands)
     if cfg.is_fallback:
         from ...autotvm.space import OtherOptionEntity
 
@@ -458,6 +571,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
         cfg["tile_oh"] = OtherOptionEntity(d_oh)
         cfg["kernel_outer"] = OtherOptionEntity(False)
         cfg["k_block"] = OtherOptionEntity(d_kb)
+        cfg["tile_rh"] = OtherOptionEntity(d_rh)
 
 
 def _schedule(cfg: Any, outs: Any) -> Schedule:
@@ -466,7 +580,8 @@ def _schedule(cfg: Any, outs: Any) -> Schedule:
     schedule_nchwc_tile(s, conv, out, max(1, min(int(cfg["tile_oc"].val), oc_chunk)),
                         int(cfg["tile_ow"].val), bool(cfg["inline_pad"].val),
                         bool(cfg["unroll_kw"].val), _knob(cfg, "tile_oh", 1),
-                        bool(_knob(cfg, "kernel_outer", False)), int(_knob(cfg, "k_block", 0)))
+                        bool(_knob(cfg, "kernel_outer", False)), int(_knob(cfg, "k_block", 0)),
+                        int(_knob(cfg, "tile_rh", 1)))
     return s
 
 
