@@ -64,7 +64,7 @@ def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
     s[CC].vectorize(cj)
     prefetch = D._prefetch_bytes(mm, m, mr)  # (a prepacked panel streamed with prefetches, 2026-11-30)
     if prefetch:
-        s[CC].pragma(cko, "prefetch_stream", prefetch)
+        s[CC].pragma(cko, "prefetch", prefetch)
     for t in mm.op.input_tensors:
         if t.op.tag == "matmul_pack":
             s[t].compute_at(s[out], task)

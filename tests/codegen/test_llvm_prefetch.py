@@ -1,10 +1,11 @@
-"""``pragma_prefetch_stream``: the LLVM backend prefetches a loop's streamed operands ahead.
+"""The x86 dense schedules prefetch a prepacked weight's panel ahead of its register tile.
 
-The x86 dense schedules mark the register tile's reduction loop of a prepacked weight
-(tvmpy/topi/x86/dense.py ``_prefetch_bytes``); the codegen (tvmpy/codegen/llvm_prefetch.py)
-adds ``llvm.prefetch`` calls of the addresses that many bytes ahead of each contiguous vector
-load that advances with the loop. Prefetches are hints: results must not change, other
-backends ignore the pragma, and loops without streamed loads are left as they are.
+They mark the tile's reduction loop with the ``prefetch`` pragma (tvmpy/topi/x86/dense.py
+``_prefetch_bytes``); InjectPrefetch (tvmpy/tir/transform/inject_prefetch.py) puts a
+``prefetch`` of the address that many bytes ahead of each contiguous vector load of an argument
+(one per 64-byte line) at the top of the loop's body, and LLVM emits ``llvm.prefetch``.
+Prefetches are hints: results must not change, and loops without such loads are left as they
+are.
 """
 
 import numpy as np
@@ -38,7 +39,7 @@ def _prepacked(m, n, k):
 def test_prefetching_dense_matches_numpy(m, n, k):
     s, args, (an, wp, want) = _prepacked(m, n, k)
     f = tvm.lower(s, args, name="dense")["dense"]
-    assert k == 1 or "pragma_prefetch_stream" in str(f)  # (K = 1: no reduction loop)
+    assert k == 1 or "prefetch(" in str(f)  # (K = 1: no reduction loop)
     mod = tvm.build(s, args, "llvm")
     out = tvm.nd.empty((m, n))
     mod(tvm.nd.array(an), tvm.nd.array(wp), out)
@@ -73,7 +74,7 @@ def test_pragma_without_streamed_loads_changes_nothing_and_c_ignores_it():
     k = te.reduce_axis((0, n), "k")
     B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")  # scalar loads only
     s = te.create_schedule(B.op)
-    s[B].pragma(s[B].op.reduce_axis[0], "prefetch_stream", 4096)
+    s[B].pragma(s[B].op.reduce_axis[0], "prefetch", 4096)
     f = tvm.lower(s, [A, B], name="h")["h"]
     assert "llvm.prefetch" not in emit_llvm_ir([f])
     an = RNG.standard_normal(n).astype("float32")

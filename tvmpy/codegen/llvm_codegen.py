@@ -40,7 +40,6 @@ from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
 from ..tir.functor import CHAIN_KINDS, Visitor, collect_vars, post_order_visit
 from . import abi
-from . import llvm_prefetch as _prefetch
 from .llvm_align import access_alignment, modular
 from .llvm_arith import binary as _binary
 from .llvm_arith import cast as _cast
@@ -379,9 +378,6 @@ class CodeGenLLVM(ChainFunctor):
                 f"LLVM CPU codegen cannot compile AttrStmt {s.attr_key!r} ({name}): loops bound to "
                 "GPU threads / virtual threads need a GPU target; for CPU remove the bind(), or "
                 "lower virtual threads first (tir pipeline)")
-        if s.attr_key == _prefetch.PRAGMA and isinstance(s.body, S.For) and isinstance(s.value, E.IntImm):
-            self.stmt(_prefetch.with_prefetches(s.body, int(s.value.value)))
-            return
         self.stmt(s.body)
 
     def _s_Prefetch(self, s: S.Prefetch) -> None:

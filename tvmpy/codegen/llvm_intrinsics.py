@@ -306,17 +306,8 @@ def _llvm_intrin(cg: CodeGenLLVM, call: E.Call) -> Value:
     if not isinstance(name_e, E.StringImm) or not name_e.value.startswith("llvm."):
         raise TypeError(f"{call.op}: the first argument must be an LLVM intrinsic name, got {name_e}")
     if name_e.value.startswith("llvm.prefetch"):  # (void: a call for its effect only)
-        # the address may lie past its buffer (prefetches never fault): no ``inbounds`` GEP
-        addr = call.args[1]
-        if isinstance(addr, E.Call) and addr.op == "address_of" and isinstance(addr.args[0], E.BufferLoad):
-            load = addr.args[0]
-            first = cg.element_ptr(load.buffer, load.indices, inbounds=False)
-        else:
-            first = cg.expr(addr)
-        args = [first] + [cg.expr(a) for a in call.args[2:]]
-        cg.mb.declare(name_e.value, "void", [a.ty for a in args])
-        cg.fb.emit(f"call void @{name_e.value}({', '.join(map(str, args))})")
-        return args[0]
+        _emit_prefetch(cg, name_e.value, call.args[1], call.args[2:])
+        return Value("i32", "0")
     args = [cg.expr(a) for a in call.args[1:]]
     ret = llvm_type(call.dtype)
     cg.mb.declare(name_e.value, ret, [a.ty for a in args])
@@ -345,12 +336,23 @@ def _address_of(cg: CodeGenLLVM, call: E.Call) -> Value:
 def _prefetch(cg: CodeGenLLVM, call: E.Call) -> Value:
     """``prefetch(address_of(buf[i]), rw, locality, cache_type)`` (TVM's ``tir.prefetch``): a
     ``llvm.prefetch`` of that element's address; the call's value is 0."""
-    addr, *flags = call.args
-    ptr = cg.expr(addr)
-    ints = ", ".join(f"i32 {int(getattr(f, 'value', f))}" for f in flags)
-    cg.mb.declare("llvm.prefetch.p0", "void", ["ptr", "i32", "i32", "i32"])
-    cg.fb.emit(f"call void @llvm.prefetch.p0({ptr}, {ints})")
+    _emit_prefetch(cg, "llvm.prefetch.p0", call.args[0], call.args[1:])
     return Value("i32", "0")
+
+
+def _emit_prefetch(cg: CodeGenLLVM, intrinsic: str, addr: E.PrimExpr, flags: list) -> None:
+    """A call of ``intrinsic`` (``llvm.prefetch.p0``) on ``addr`` with the integer ``flags``.
+    An ``address_of(buf[i])`` address may lie past its buffer (prefetches run ahead of a
+    stream, and never fault): it is computed without ``inbounds``, which would make it
+    poison."""
+    if isinstance(addr, E.Call) and addr.op == "address_of" and isinstance(addr.args[0], E.BufferLoad):
+        load = addr.args[0]
+        ptr = cg.element_ptr(load.buffer, load.indices, inbounds=False)
+    else:
+        ptr = cg.expr(addr)
+    ints = ", ".join(f"i32 {int(getattr(f, 'value', f))}" for f in flags)
+    cg.mb.declare(intrinsic, "void", ["ptr", "i32", "i32", "i32"])
+    cg.fb.emit(f"call void @{intrinsic}({ptr}, {ints})")
 
 
 def _type_annotation(cg: CodeGenLLVM, call: E.Call) -> Value:

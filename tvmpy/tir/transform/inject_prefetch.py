@@ -6,13 +6,15 @@ What it does
     bytes, > 0), every distinct contiguous vector load (``buf[ramp(base, 1, lanes)]``) of a
     buffer the function receives as an argument, found in the loop's body, gets a
     ``prefetch(address_of(buf[base + distance / elem_bytes]), 0, 3, 1)`` (a read into all cache
-    levels: ``llvm.prefetch``) at the top of the body; the pragma is dropped. Loops not marked
-    are left alone, and so is a marked loop with no such load. A marked loop that LoopPartition
-    split into a sequence of loops gets the prefetches in each of them.
+    levels: ``llvm.prefetch``; one per 64-byte line the load spans) at the top of the body; the
+    pragma is dropped. Loops not marked are left alone, and so is a marked loop with no such
+    load. A marked loop that LoopPartition split into a sequence of loops gets the prefetches in
+    each of them.
 
 When valid
     Always: a prefetch has no effect on values, and one past the end of a buffer does not fault
-    (x86's ``prefetcht0``; LLVM drops it on targets without prefetch instructions). It exists
+    (x86's ``prefetcht0``; LLVM drops it on targets without prefetch instructions; the LLVM
+    backend computes its address without ``inbounds``). It exists
     for loops whose vector loads stream from memory faster than the core's out-of-order window
     can keep enough misses in flight (a register tile that uses each loaded weight vector for
     many FMAs: few loads per window).
@@ -39,6 +41,8 @@ from .function_pass import PrimFuncPass
 __all__ = ["InjectPrefetch", "inject_prefetch_func", "PRAGMA"]
 
 PRAGMA = "pragma_prefetch"
+LINE_BYTES = 64
+"""The cache line: a vector load wider than one gets a prefetch per line."""
 
 
 MAX_COPIES = 8
@@ -46,8 +50,8 @@ MAX_COPIES = 8
 its index depends on (an unrolled tile of channel blocks: one stream per block)."""
 
 
-def _stream_addresses(body: S.Stmt, params: set[int]) -> list[tuple[Any, E.PrimExpr]]:
-    """``(buffer, base index)`` of the distinct contiguous vector loads of argument buffers in
+def _stream_addresses(body: S.Stmt, params: set[int]) -> list[tuple[Any, E.PrimExpr, int]]:
+    """``(buffer, base index, lanes)`` of the distinct contiguous vector loads of argument buffers in
     ``body``, the loop variables of loops inside ``body`` replaced by each of their values
     (loops of constant bounds, at most :data:`MAX_COPIES` combinations; a load depending on
     other inner variables is skipped)."""
@@ -61,7 +65,7 @@ def _stream_addresses(body: S.Stmt, params: set[int]) -> list[tuple[Any, E.PrimE
             lets.add(id(n.var))
 
     post_order_visit(body, defs)
-    found: dict[tuple[int, str], tuple[Any, E.PrimExpr]] = {}
+    found: dict[tuple[int, str], tuple[Any, E.PrimExpr, int]] = {}
 
     def f(n: object) -> None:
         if not isinstance(n, E.BufferLoad) or id(n.buffer.data) not in params:
@@ -85,7 +89,7 @@ def _stream_addresses(body: S.Stmt, params: set[int]) -> list[tuple[Any, E.PrimE
                 return
         for c in combos:
             base = substitute(r.base, c) if c else r.base
-            found.setdefault((id(n.buffer.data), str(base)), (n.buffer, base))
+            found.setdefault((id(n.buffer.data), str(base)), (n.buffer, base, r.lanes))
 
     post_order_visit(body, f)
     return list(found.values())
@@ -113,11 +117,13 @@ class _Injector(Mutator):
         if not isinstance(stmt, S.For):
             return stmt
         pre: list[S.Stmt] = []
-        for buf, base in _stream_addresses(stmt.body, self.params):
+        for buf, base, lanes in _stream_addresses(stmt.body, self.params):
             nbytes = max(1, dt.bits_of(dt.element_of(buf.dtype)) // 8)
-            ahead = E.BufferLoad(buf, [base + (dist // nbytes)])
-            addr = E.Call("handle", "address_of", [ahead])
-            pre.append(S.Evaluate(E.Call("int32", "prefetch", [addr, 0, 3, 1])))
+            per_line = max(1, LINE_BYTES // nbytes)
+            for line in range(0, lanes, per_line):  # (a load spanning several lines: each)
+                ahead = E.BufferLoad(buf, [base + (dist // nbytes + line)])
+                addr = E.Call("handle", "address_of", [ahead])
+                pre.append(S.Evaluate(E.Call("int32", "prefetch", [addr, 0, 3, 1])))
         if not pre:
             return stmt
         return S.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, S.seq(*pre, stmt.body),

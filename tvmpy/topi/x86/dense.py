@@ -253,8 +253,8 @@ def register_tile(s: Schedule, cc: Tensor, unroll_k: int = 1, prefetch: int = 0)
     """The micro-kernel of a matmul's register tile (the cache stage ``cc``, last two axes
     rows x columns, one reduction): reduction outermost (split by ``unroll_k`` and its inner
     part unrolled when > 1), rows unrolled, columns vectorized. ``prefetch > 0``: the reduction
-    loop prefetches its streamed operand that many bytes ahead (``pragma_prefetch_stream``,
-    :mod:`tvmpy.codegen.llvm_prefetch`)."""
+    loop prefetches its streamed operand that many bytes ahead (the ``prefetch`` pragma:
+    :mod:`tvmpy.tir.transform.inject_prefetch`)."""
     *_, ci, cj = s[cc].op.axis
     (ck,) = s[cc].op.reduce_axis
     if unroll_k > 1:
@@ -267,7 +267,7 @@ def register_tile(s: Schedule, cc: Tensor, unroll_k: int = 1, prefetch: int = 0)
     s[cc].unroll(ci)
     s[cc].vectorize(cj)
     if prefetch > 0:
-        s[cc].pragma(cko, "prefetch_stream", int(prefetch))
+        s[cc].pragma(cko, "prefetch", int(prefetch))
 
 
 # how far ahead (bytes) the tiled schedule's register tile prefetches its packed panel: a
@@ -356,7 +356,7 @@ def _schedule_gemv(s: Schedule, mm: Tensor, out: Tensor, k_acc: int) -> None:
     s[rf].unroll(ru)
     s[rf].vectorize(rj)
     if _prefetch_bytes(mm, mm.shape[-2], 1):
-        s[rf].pragma(rko, "prefetch_stream", PREFETCH_BYTES)
+        s[rf].pragma(rko, "prefetch", PREFETCH_BYTES)
     if packed is not None and packed.op.tag == "matmul_pack":
         s[packed].compute_at(s[out], jo)
         s[packed].vectorize(s[packed].op.axis[-1])
