@@ -205,11 +205,12 @@ def test_relay_build_schedules_nchwc_under_its_target(monkeypatch):
 # three-chunk tile); 7x7, 5x11, a 1-row map, stride 2 onto 4x4, epilogue or none
 # (N, C, H, W, OC, ic_bn, oc_bn, stride, -, -, -, -, plain data, epilogue)
 SMALL_MAP_CASES = [
-    (1, 112, 7, 7, 24, 8, 8, 1, 0, 0, 0, 0, False, True),   # 14 -> 3 chunks, 7x7
+    (1, 112, 7, 7, 24, 8, 8, 1, 0, 0, 0, 0, False, True),   # 3 chunks, 7x7: one group, unblocked
     (1, 96, 5, 11, 136, 8, 8, 1, 0, 0, 0, 0, False, True),  # 17 chunks (prime), 11 columns
     (1, 64, 1, 13, 80, 4, 4, 1, 0, 0, 0, 0, False, False),  # one row: never blocked
     (1, 120, 8, 8, 80, 8, 4, 2, 0, 0, 0, 0, False, True),   # 20 chunks, stride 2 -> 4x4
     (1, 72, 9, 9, 32, 8, 8, 1, 0, 0, 0, 0, False, True),    # 4 chunks: two a tile, 9 columns
+    (1, 40, 6, 5, 96, 8, 8, 1, 0, 0, 0, 0, False, True),    # 12 chunks: 4 groups, blocked
 ]
 
 
@@ -225,7 +226,9 @@ def test_small_map_default_matches_reference(monkeypatch, case):
     oc_chunk, oh = int(conv.shape[1]), int(conv.shape[2])
     tile = conv2d_nchwc.default_oc_tile(conv, False)
     assert tile == (3 if oc_chunk % 3 == 0 or oc_chunk >= 16 else 2)
-    assert (conv2d_nchwc.default_k_block(conv, tile, False) > 0) == (oh > 1)
+    groups = -(-oc_chunk // tile)
+    assert (conv2d_nchwc.default_k_block(conv, tile, False) > 0) == (
+        oh > 1 and groups >= conv2d_nchwc.SMALL_MAP_MIN_TASKS)
     assert conv2d_nchwc._default_reg_n(conv, tile, False) <= (8 if tile == 3 else 9)
     check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
 
@@ -243,6 +246,9 @@ def test_small_map_rules_need_two_fma_units():
     assert not conv2d_nchwc._small_map_tile(_conv_1x1(512, 64, 7), False, fma_units=2)  # 4
     assert conv2d_nchwc.default_k_block(conv, 3, False, xeon, fma_units=2) == 4
     assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=1) == 0
+    # one chunk group (3 chunks): the rows stay the parallel tasks, unblocked
+    assert conv2d_nchwc.default_k_block(_conv_1x1(832, 48, 7), 3, False, xeon,
+                                        fma_units=2) == 0
     # the panel in L1D (192 x 48 channels x 4 B = 36 KiB): unblocked
     assert conv2d_nchwc.default_k_block(_conv_1x1(192, 1152, 7), 3, False, xeon,
                                         fma_units=2) == 0

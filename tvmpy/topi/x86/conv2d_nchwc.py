@@ -128,6 +128,12 @@ pixels that streaming them dominates: :func:`_small_map_tile` and the small-map 
 blocking of :func:`default_k_block` (7x7, 8x8, 14x14 and 16x16 maps; 28x28 not)."""
 
 
+SMALL_MAP_MIN_TASKS = 4
+"""Fewest chunk groups (parallel tasks) for which :func:`default_k_block` blocks a small map
+with all its rows in one task: with fewer, the unblocked nest's row tasks keep the threads busy
+(GoogLeNet's 832 -> 48 7x7, one 3-chunk group: blocked 1 task, unblocked 7)."""
+
+
 def _small_map_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None) -> bool:
     """Whether the default NCHWc tile of ``conv`` takes three output chunks x (up to) 8 columns
     (24 accumulators): a plain 1x1 convolution on a map of at most :data:`SMALL_MAP_PIXELS`
@@ -309,7 +315,8 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     (:func:`_small_map_tile`), unblocked / blocked by 4 chunks (us): 2048 -> 512 7x7 905 /
     752, 1152 -> 320 7x7 327 / 277, 320 -> 1280 7x7 321 / 308, 2048 -> 448 8x8 1153 / 930,
     1280 -> 320 8x8 544 / 413, 1024 -> 256 14x14 786 / 750, 1024 -> 2048 14 -> 7 stride 2 1710
-    / 1582; with the panel in L1D (192 -> 1152 7x7, 36 KiB) blocking loses (154 / 168 us). On
+    / 1582. It needs :data:`SMALL_MAP_MIN_TASKS` chunk groups (the blocked nest's parallel tasks
+    are chunk groups x row blocks, here one row block); with the panel in L1D (192 -> 1152 7x7, 36 KiB) blocking loses (154 / 168 us). On
     Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there."""
     if depthwise:
         return 0
@@ -330,7 +337,9 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     units = max(1, fma_units if fma_units is not None else _fma_units())
     panel = ic_chunk * chunk
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
-    small_map = units >= 2 and 1 < oh and oh * ow <= SMALL_MAP_PIXELS and panel > caches.l1d
+    groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
+    small_map = units >= 2 and 1 < oh and oh * ow <= SMALL_MAP_PIXELS \
+        and panel > caches.l1d and groups >= SMALL_MAP_MIN_TASKS
     if not small_map and (panel <= caches.l2 // (16 * units) or data_bytes <= caches.l2):
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
