@@ -198,3 +198,57 @@ def test_relay_build_schedules_nchwc_under_its_target(monkeypatch):
     h = np.maximum(testing.conv2d_nchw_python(x, w, 1, 1), 0)
     want = testing.conv2d_nchw_python(h, w2, 1, 0)
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+# small maps on a core with two 512-bit FMA units (the rule's condition patched in): chunk
+# counts 3 (divisible), 17 (prime, a 2-chunk guarded tail tile), 20 (a 2-chunk tail), 4 (no
+# three-chunk tile); 7x7, 5x11, a 1-row map, stride 2 onto 4x4, epilogue or none
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, -, -, -, -, plain data, epilogue)
+SMALL_MAP_CASES = [
+    (1, 112, 7, 7, 24, 8, 8, 1, 0, 0, 0, 0, False, True),   # 3 chunks, 7x7: one group, unblocked
+    (1, 96, 5, 11, 136, 8, 8, 1, 0, 0, 0, 0, False, True),  # 17 chunks (prime), 11 columns
+    (1, 64, 1, 13, 80, 4, 4, 1, 0, 0, 0, 0, False, False),  # one row: never blocked
+    (1, 120, 8, 8, 80, 8, 4, 2, 0, 0, 0, 0, False, True),   # 20 chunks, stride 2 -> 4x4
+    (1, 72, 9, 9, 32, 8, 8, 1, 0, 0, 0, 0, False, True),    # 4 chunks: two a tile, 9 columns
+    (1, 40, 6, 5, 96, 8, 8, 1, 0, 0, 0, 0, False, True),    # 12 chunks: 4 groups, blocked
+]
+
+
+@pytest.mark.parametrize("case", SMALL_MAP_CASES)
+def test_small_map_default_matches_reference(monkeypatch, case):
+    """With two FMA units and an L1D smaller than the weight panel the default schedule takes
+    the small-map tile (three chunks, guarded tail) and blocks the reduction with all rows a
+    task; still the numpy result."""
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=2048, l2=1 << 20))
+    inputs, out, arrays, want = _conv(case)
+    conv = out.op.input_tensors[0].op.input_tensors[0] if case[-1] else out
+    oc_chunk, oh = int(conv.shape[1]), int(conv.shape[2])
+    tile = conv2d_nchwc.default_oc_tile(conv, False)
+    assert tile == (3 if oc_chunk % 3 == 0 or oc_chunk >= 16 else 2)
+    groups = -(-oc_chunk // tile)
+    assert (conv2d_nchwc.default_k_block(conv, tile, False) > 0) == (
+        oh > 1 and groups >= conv2d_nchwc.SMALL_MAP_MIN_TASKS)
+    assert conv2d_nchwc._default_reg_n(conv, tile, False) <= (8 if tile == 3 else 9)
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
+
+
+def test_small_map_rules_need_two_fma_units():
+    """The small-map tile and blocking need two 512-bit FMA units (Zen 4 and AVX2 unchanged),
+    at most ``SMALL_MAP_PIXELS`` output pixels, and a panel larger than L1D."""
+    xeon = CacheSizes(l1d=48 * 1024, l2=2 << 20)
+    conv = _conv_1x1(2048, 512, 7)
+    assert conv2d_nchwc._small_map_tile(conv, False, fma_units=2)
+    assert not conv2d_nchwc._small_map_tile(conv, False, fma_units=1)
+    assert not conv2d_nchwc._small_map_tile(conv, True, fma_units=2)
+    assert not conv2d_nchwc._small_map_tile(_conv_1x1(512, 128, 28), False, fma_units=2)
+    assert not conv2d_nchwc._small_map_tile(_conv_1x1(256, 256, 7, k=3), False, fma_units=2)
+    assert not conv2d_nchwc._small_map_tile(_conv_1x1(512, 64, 7), False, fma_units=2)  # 4
+    assert conv2d_nchwc.default_k_block(conv, 3, False, xeon, fma_units=2) == 4
+    assert conv2d_nchwc.default_k_block(conv, 2, False, xeon, fma_units=1) == 0
+    # one chunk group (3 chunks): the rows stay the parallel tasks, unblocked
+    assert conv2d_nchwc.default_k_block(_conv_1x1(832, 48, 7), 3, False, xeon,
+                                        fma_units=2) == 0
+    # the panel in L1D (192 x 48 channels x 4 B = 36 KiB): unblocked
+    assert conv2d_nchwc.default_k_block(_conv_1x1(192, 1152, 7), 3, False, xeon,
+                                        fma_units=2) == 0

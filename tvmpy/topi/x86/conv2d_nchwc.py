@@ -110,7 +110,10 @@ def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
     bounds tests each broadcast shares between its chunks) keeps two: 960 -> 256 14x14 d12
     7.36 / 8.10."""
     kh, kw = (_const(d) for d in conv.op.input_tensors[1].shape[2:4])
-    oc_tile = _nchwc_tile(_const(conv.shape[1]), depthwise, kh * kw)[0]
+    oc_chunk = _const(conv.shape[1])
+    if _small_map_tile(conv, depthwise):
+        return 3
+    oc_tile = _nchwc_tile(oc_chunk, depthwise, kh * kw)[0]
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
     dw = _const(dilation[1])
     if not depthwise and oc_tile > 1 and kw > 1 and dw > 1 \
@@ -174,6 +177,58 @@ not (the same 512 -> 512 7x7 on a pre-padded input 2579 -> 2145, with the padded
 2104; 1x1 1024 -> 2048 7x7 2100 -> 1863; 2x2 512 -> 256 8x8 673 -> 574): one-row tiles without
 inlined padding prefetch when the weights take at least half of L2 (:func:`schedule_nchwc_tile`;
 weights out of cache in all these figures)."""
+SMALL_MAP_PIXELS = 256
+"""Output pixels (OH x OW) up to which a 1x1 convolution's weights are reused over so few
+pixels that streaming them dominates: :func:`_small_map_tile` and the small-map reduction
+blocking of :func:`default_k_block` (7x7, 8x8, 14x14 and 16x16 maps; 28x28 not)."""
+
+
+SMALL_MAP_MIN_TASKS = 4
+"""Fewest chunk groups (parallel tasks) for which :func:`default_k_block` blocks a small map
+with all its rows in one task: with fewer, the unblocked nest's row tasks keep the threads busy
+(GoogLeNet's 832 -> 48 7x7, one 3-chunk group: blocked 1 task, unblocked 7)."""
+
+
+def _small_map_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None) -> bool:
+    """Whether the default NCHWc tile of ``conv`` takes three output chunks x (up to) 8 columns
+    (24 accumulators): a plain 1x1 convolution on a map of at most :data:`SMALL_MAP_PIXELS`
+    pixels, with at least 3 chunks, a count divisible by 3 or at least 16 (a guarded tail tile
+    of 1-2 chunks, at most 1/8 of them), on a core with two 512-bit FMA units (``fma_units``,
+    default the target's; 32 vector registers). Each reduction step then loads 3 weight
+    vectors and broadcasts up to 8 pixels for 24 FMAs (0.46 loads per FMA, 2 x 7: 0.64): with
+    two FMA units per cycle the loads bound the 2-chunk tile. On larger maps three chunks lose
+    (the panel is reused over many tiles and the tail tile weighs more: 512 -> 128 28x28
+    (8 chunks) 1.33x, 1024 -> 512 28x28 1.13x). Intel Xeon (Emerald Rapids, KVM; two units),
+    1 thread, CPU time, kernel alone, 2026-11-30, unblocked 2 x 7 / 3 x 7: 1152 -> 192 7x7 173
+    / 157 us, 192 -> 1152 7x7 167 / 154, 512 -> 2048 7x7 873 / 818, 1024 -> 2048 14 -> 7
+    stride 2 1826 / 1710, 512 -> 1024 28 -> 14 stride 2 1676 / 1527, 480 -> 96 14x14 144 /
+    134. Zen 4 (one unit) keeps its tiles (not measured there)."""
+    if depthwise:
+        return False
+    kernel = conv.op.input_tensors[1]
+    if len(kernel.shape) != 6 or _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1:
+        return False
+    if not all(isinstance(getattr(d, "value", d), int) for d in conv.shape):
+        return False
+    oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
+    if oh * ow > SMALL_MAP_PIXELS or oc_chunk < 3 or (oc_chunk % 3 and oc_chunk < 16):
+        return False
+    units = fma_units if fma_units is not None else _fma_units()
+    return units >= 2
+
+
+def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
+    """The default register tile width of ``conv`` for a tile of ``oc_tile`` chunks
+    (:func:`default_ow_tile` with :func:`_reg_want`'s want); a small map's three-chunk tile
+    (:func:`_small_map_tile`) takes at most 8 columns (3 x 9 accumulators and the weights and
+    broadcasts would not fit 32 registers)."""
+    kh, kw = (_const(d) for d in conv.op.input_tensors[1].shape[2:4])
+    oc_chunk, ow = _const(conv.shape[1]), _const(conv.shape[3])
+    if oc_tile == 3 and _small_map_tile(conv, depthwise):
+        reg_n = default_ow_tile(ow, 8)
+        return reg_n if reg_n <= 8 else default_ow_tile(ow, 7)
+    return default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
+
 
 MAX_OW_TILE = 9
 """Most output columns in a default register tile: 9 columns x 2 channel blocks (18 zmm
@@ -317,7 +372,18 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     streams its panel from L2 at the rate its FMAs consume it, twice as fast with two units.
     Xeon with AMX (two units, 48 KiB L1D, 2 MiB L2; 2026-11-30, 1 thread, CPU time, kernel
     alone, 2 chunks x 7 columns): 1024 -> 2048 28x28 (a 128 KiB panel, L2 / 16) unblocked 26.0
-    ms, blocked by 4 chunks 22.4 (127 -> 147 GFLOP/s); 2048 -> 1024 blocked 22.2-22.6."""
+    ms, blocked by 4 chunks 22.4 (127 -> 147 GFLOP/s); 2048 -> 1024 blocked 22.2-22.6.
+
+    Small maps (at most :data:`SMALL_MAP_PIXELS` output pixels, more than one row) on a core
+    with two units are blocked whenever the panel exceeds L1D, whatever the input's size: the
+    unblocked nest streams the whole panel from L2 once per output row, the blocked one (all
+    rows a task, :func:`default_k_rows`) once per task. Same Xeon, 3-chunk tiles
+    (:func:`_small_map_tile`), unblocked / blocked by 4 chunks (us): 2048 -> 512 7x7 905 /
+    752, 1152 -> 320 7x7 327 / 277, 320 -> 1280 7x7 321 / 308, 2048 -> 448 8x8 1153 / 930,
+    1280 -> 320 8x8 544 / 413, 1024 -> 256 14x14 786 / 750, 1024 -> 2048 14 -> 7 stride 2 1710
+    / 1582. It needs :data:`SMALL_MAP_MIN_TASKS` chunk groups (the blocked nest's parallel tasks
+    are chunk groups x row blocks, here one row block); with the panel in L1D (192 -> 1152 7x7, 36 KiB) blocking loses (154 / 168 us). On
+    Zen 4 (one unit) blocking 2048 -> 512 7x7 lost (0.89 / 1.04 ms, above): unchanged there."""
     if depthwise:
         return 0
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
@@ -335,7 +401,12 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     for d in data.shape[1:]:
         data_bytes *= _const(d)
     units = max(1, fma_units if fma_units is not None else _fma_units())
-    if ic_chunk * chunk <= caches.l2 // (16 * units) or data_bytes <= caches.l2:
+    panel = ic_chunk * chunk
+    oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
+    small_map = units >= 2 and 1 < oh and oh * ow <= SMALL_MAP_PIXELS \
+        and panel > caches.l1d and groups >= SMALL_MAP_MIN_TASKS
+    if not small_map and (panel <= caches.l2 // (16 * units) or data_bytes <= caches.l2):
         return 0
     kb = max(1, caches.l1d // 4 // chunk)
     return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
@@ -361,7 +432,6 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     ``default_ow_tile``, the kernel-width loop unrolled by ``default_unroll_kw``. (The tunable
     AutoTVM template with the same defaults: below.)"""
     s, conv, out, depthwise = find_nchwc(outs)
-    kh, kw = (int(d) for d in conv.op.input_tensors[1].shape[2:4])
     oc_chunk, ow = int(conv.shape[1]), int(conv.shape[3])
     d_rh, d_oc = default_row_tile(conv, depthwise)
     if reg_h is None:
@@ -369,8 +439,8 @@ def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | No
     if oc_tile is None:
         oc_tile = d_oc if reg_h == d_rh else default_oc_tile(conv, depthwise)
     oc_tile = max(1, min(oc_tile, oc_chunk))
-    d_reg = _reg_want(oc_chunk, oc_tile, depthwise, kh * kw)
-    reg_n = default_ow_tile(ow, d_reg) if reg_n is None else _divisor_tile(ow, reg_n)
+    reg_n = _default_reg_n(conv, oc_tile, depthwise) if reg_n is None \
+        else _divisor_tile(ow, reg_n)
     k_block = default_k_block(conv, oc_tile, depthwise)
     schedule_nchwc_tile(s, conv, out, oc_tile, reg_n,
                         inline_pad and default_inline_pad(conv, depthwise),
@@ -539,8 +609,7 @@ def define_nchwc_space(cfg: Any, out: Tensor, kernel: Tensor, depthwise: bool) -
     oc_chunk, ow = _const(out.shape[1]), _const(out.shape[3])
     kh, kw = _const(kernel.shape[2]), _const(kernel.shape[3])
     d_rh, d_oc = default_row_tile(out, depthwise)
-    d_reg = _reg_want(oc_chunk, d_oc, depthwise, kh * kw)
-    d_reg = default_ow_tile(ow, d_reg)
+    d_reg = _default_reg_n(out, d_oc, depthwise)
     d_inline = default_inline_pad(out, depthwise)
     ow_cands = [d_reg] + [r for r in range(1, min(ow, MAX_TILE_OW) + 1) if r != d_reg]
     oc_cands = [d_oc] + [c for c in (1, 2, 4) if oc_chunk % c == 0 and c != d_oc]
