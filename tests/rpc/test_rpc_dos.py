@@ -24,7 +24,13 @@ import pytest
 
 from tvmpy import rpc
 from tvmpy.rpc import protocol
-from tvmpy.rpc.gate import AuthLimiter, check_token, read_token_file, resolve_token
+from tvmpy.rpc.gate import (
+    AuthLimiter,
+    check_token,
+    generate_token,
+    read_token_file,
+    resolve_token,
+)
 from tvmpy.rpc.protocol import FrameReader, Limits, encode_frame, recv_frame, send_frame
 
 from .rpc_util import read_ready
@@ -241,12 +247,25 @@ def test_cli_refuses_a_weak_token_and_conflicting_options(tmp_path):
             (["--token-file", str(weak_file)], {}, "token too weak"),
             (["--token-file", str(open_file)], {}, "chmod 600"),
             (["--token-file", str(tmp_path / "missing")], {}, "cannot read"),
-            (["--insecure-no-token", "--token", secrets.token_urlsafe(32)], {}, "choose one")]:
+            (["--insecure-no-token", "--token", generate_token()], {}, "choose one")]:
         out = subprocess.run(base + extra, capture_output=True, text=True, timeout=60,
                              env=dict(env, **extra_env))
         assert out.returncode == 2, (extra, out.stderr)
         assert message in out.stderr and "listening" not in out.stdout, (extra, out.stderr)
         assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_generated_tokens_never_look_like_an_option(monkeypatch):
+    """A token starting with ``-`` breaks ``--token TOKEN`` on the command line (argparse reads
+    it as an option: a flaky CI failure of the test above once); ``generate_token`` redraws."""
+    draws = iter(["-" + "k" * 42, "-Zq" + "x1" * 20, "Qm7-" + "ab9" * 13])
+    monkeypatch.setattr("tvmpy.rpc.gate.secrets.token_urlsafe", lambda n: next(draws))
+    assert generate_token() == "Qm7-" + "ab9" * 13
+    monkeypatch.undo()
+    for _ in range(500):
+        token = generate_token()
+        assert not token.startswith("-") and check_token(token) == token
+    check_token(secrets.token_hex(32))  # (the hint's command)
 
 
 def test_token_from_a_file(tmp_path):

@@ -63,8 +63,12 @@ _HELLO_LIMITS = Limits(max_header=4096, max_payload=0, max_payloads=0)  # a hell
 
 # ---- tokens ------------------------------------------------------------------------------------
 def generate_token() -> str:
-    """A random token (256 bits, URL-safe), as Jupyter generates one."""
-    return secrets.token_urlsafe(32)
+    """A random token (256 bits, URL-safe), as Jupyter generates one; never starting with
+    ``-`` (1 in 64 would), which a command line would read as an option (``--token -x...``)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
 
 
 def check_token(token: str) -> str:
@@ -72,7 +76,7 @@ def check_token(token: str) -> str:
     obviously weak tokens (short, few distinct characters, a repeated pattern, a run such as
     ``abcdef...``); it cannot tell a random token from a memorable one."""
     hint = ("use a random one: omit the token to have the server generate one, or "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`")
     if not isinstance(token, str) or not token:
         raise ValueError(f"empty token: {hint}")
     if len(token) < MIN_TOKEN_CHARS:
