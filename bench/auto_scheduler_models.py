@@ -193,7 +193,7 @@ class _TimeUp(Exception):
 
 # ---- tuning ----------------------------------------------------------------------------------
 def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
-                        per_round: int, jobs: int) -> None:
+                        per_round: int, jobs: int, cache_flush: bool = False) -> None:
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.task_scheduler import PrintTableInfo, TaskSchedulerCallback
 
@@ -224,7 +224,12 @@ def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
     opts = auto_scheduler.TuningOptions(
         num_measure_trials=10 ** 7, num_measures_per_round=per_round, verbose=1,
         builder=auto_scheduler.LocalBuilder(timeout=60, n_parallel=jobs),
-        runner=auto_scheduler.LocalRunner(number=5, repeat=3, min_repeat_ms=20),
+        # --cache-flush: TVM's advice for network tuning on CPUs (its tune_network_x86
+        # tutorial): the weights and outputs evicted before each repeat, as they arrive inside
+        # a model whose weights exceed the caches; one call per repeat
+        runner=(auto_scheduler.LocalRunner(number=1, repeat=10, enable_cpu_cache_flush=True)
+                if cache_flush else
+                auto_scheduler.LocalRunner(number=5, repeat=3, min_repeat_ms=20)),
         measure_callbacks=[auto_scheduler.RecordToFile(log)])
     try:
         sched.tune(opts)
@@ -578,7 +583,8 @@ def run_model(name: str, args, cpu: str) -> dict:
     as_prog = Progress(os.path.join(d, f"{name}.as.progress.json"), cpu)
     tvm_prog = Progress(os.path.join(d, f"{name}.autotvm.progress.json"), cpu)
     print(f"\n=== {name} ===", flush=True)
-    tune_auto_scheduler(mod, params, as_log, as_prog, args.minutes, args.per_round, args.jobs)
+    tune_auto_scheduler(mod, params, as_log, as_prog, args.minutes, args.per_round, args.jobs,
+                        args.cache_flush)
     stats = log_task_stats(as_log)  # the log is the truth (resumed runs, killed runs)
     for t in as_prog.data["tasks"]:
         t["best_s"], t["trials"] = stats.get(t["key"], (None, 0))
@@ -660,6 +666,9 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=2, help="parallel candidate builds")
     p.add_argument("--rounds", type=int, default=10, help="interleaved timing rounds")
     p.add_argument("--no-autotvm", action="store_true")
+    p.add_argument("--cache-flush", action="store_true",
+                   help="auto_scheduler measures with the CPU caches flushed before each repeat "
+                        "(use a separate --log-dir: the records' costs differ)")
     p.add_argument("--measure-one", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
