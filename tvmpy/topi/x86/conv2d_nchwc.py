@@ -515,21 +515,7 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
         s[out].vectorize(oci)
         s[out].parallel(task)
         s[CC].compute_at(s[out], xo)
-        _, cco, cy, cx, coci = s[CC].op.axis
-        red = list(s[CC].op.reduce_axis)
-        if kernel_outer and len(red) == 4:
-            red = [red[1], red[2], red[0], red[3]]
-        s[CC].reorder(*red, cco, cy, cx, coci)
-        if prefetch:
-            s[CC].pragma(red[-1], "prefetch", prefetch)
-        if unroll_kw:
-            red = s[CC].op.reduce_axis
-            s[CC].unroll(red[2] if len(red) == 4 else red[1])
-        if oc_tile > 1:
-            s[CC].unroll(cco)
-        s[CC].unroll(cy)
-        s[CC].unroll(cx)
-        s[CC].vectorize(coci)
+        _micro_kernel(s, CC, ("cy", "cx"), kernel_outer, prefetch, unroll_kw, oc_tile)
         return
     if tile_oh > 1:
         yo, yi = s[out].split(y, factor=tile_oh)
@@ -541,20 +527,33 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     s[out].vectorize(oci)
     s[out].parallel(task)
     s[CC].compute_at(s[out], xo)
-    _, cco, _, cx, coci = s[CC].op.axis
-    red = list(s[CC].op.reduce_axis)  # (ico, ry, rx, ici); depthwise (ry, rx)
+    _micro_kernel(s, CC, ("cx",), kernel_outer, prefetch, unroll_kw, oc_tile)
+
+
+def _micro_kernel(s: Schedule, cc: Tensor, rows_cols: tuple[str, ...], kernel_outer: bool,
+                  prefetch: int, unroll_kw: bool, oc_tile: int) -> None:
+    """The register tile of the cache stage ``cc`` (axes n, cco, cy, cx, coci): the reduction
+    (ico, ry, rx, ici; depthwise ry, rx; ``kernel_outer``: ry, rx, ico, ici) outside, then the
+    chunks and the tile's ``rows_cols`` ("cy", "cx": rows stacked; "cx": one row) unrolled and
+    the lanes vectorized; ``prefetch`` > 0 marks the innermost reduction loop."""
+    _, cco, cy, cx, coci = s[cc].op.axis
+    spatial = [{"cy": cy, "cx": cx}[a] for a in rows_cols]
+    red = list(s[cc].op.reduce_axis)
     if kernel_outer and len(red) == 4:
         red = [red[1], red[2], red[0], red[3]]
-    s[CC].reorder(*red, cco, cx, coci)
+    s[cc].reorder(*red, cco, *spatial, coci)
     if prefetch:
-        s[CC].pragma(red[-1], "prefetch", prefetch)
+        s[cc].pragma(red[-1], "prefetch", prefetch)
     if unroll_kw:
-        red = s[CC].op.reduce_axis
-        s[CC].unroll(red[2] if len(red) == 4 else red[1])
+        red = s[cc].op.reduce_axis
+        s[cc].unroll(red[2] if len(red) == 4 else red[1])
     if oc_tile > 1:
-        s[CC].unroll(cco)
-    s[CC].unroll(cx)
-    s[CC].vectorize(coci)
+        s[cc].unroll(cco)
+    for ax in spatial:
+        s[cc].unroll(ax)
+    s[cc].vectorize(coci)
+
+
 schedule_depthwise_conv2d_NCHWc = schedule_conv2d_NCHWc
 
 
