@@ -42,8 +42,9 @@ def _nchwc(c, h, w, oc, k, stride, pad, icb, ocb, epilogue, **tile):
     return A, W, B, out, arrays, a, wt
 
 
-@pytest.mark.parametrize("case", CASES, ids=[str(c[:6]) for c in CASES])
-def test_conv2d_nchwc_bias_relu(case):
+def _check_bias_relu(case):
+    """The default NCHWc schedule of conv + bias + relu on ``case`` against numpy (NCHWc and
+    NCHW references); returns the output tensor."""
     A, W, B, out, arrays, a, wt = _nchwc(*case, lambda c, b: topi.relu(topi.add(c, b)))
     stride, pad = case[5], case[6]
     res = check([A, W, B], out, topi.x86.schedule_conv2d_NCHWc,
@@ -52,6 +53,12 @@ def test_conv2d_nchwc_bias_relu(case):
     ref = np.maximum(testing.conv2d_nchw_python(a, wt, stride, pad)
                      + testing.nchwc_to_nchw(np.broadcast_to(arrays[2], res.shape)), 0)
     np.testing.assert_allclose(testing.nchwc_to_nchw(res), ref, rtol=1e-4, atol=1e-4)
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c[:6]) for c in CASES])
+def test_conv2d_nchwc_bias_relu(case):
+    _check_bias_relu(case)
 
 
 @pytest.mark.parametrize("oc_tile,reg_n", [(1, 8), (2, 3), (3, 5), (4, 16)])
@@ -546,23 +553,24 @@ def test_default_inline_pad_depthwise(c, hw, k, stride, want):
 SMALL_MAPS = [
     (32, 5, 5, 48, 2, 1, 0, 16, 16),  # 4x4 output, 3 chunks: 4 rows x 4 x 1
     (16, 2, 2, 64, 3, 1, 1, 8, 16),  # 2x2 output, 4 chunks: 2 x 2 x 4
-    (5, 9, 7, 10, 3, 2, (1, 0, 2, 1), 5, 5),  # 5x4 output (rows 1, 5 does not fit 16 / 4)
+    (5, 9, 7, 10, 3, 2, (1, 0, 2, 1), 5, 5),  # 5x3 output, 2 chunks: 5 x 3 x 1
     (7, 3, 3, 14, 3, 1, 1, 7, 7),  # 3x3 output, 2 chunks: 3 x 3 x 1
     (6, 7, 2, 12, 1, 1, 0, 3, 4),  # 7x2 output, 3 chunks: 7 x 2 x 1
     (12, 4, 1, 20, 1, 1, 0, 4, 4),  # a 4x1 column, 5 chunks: 4 x 1 x 1
 ]
 
 
-@pytest.mark.parametrize("case", SMALL_MAPS, ids=[str(c[:6]) for c in SMALL_MAPS])
-def test_conv2d_nchwc_small_map_row_tile(case):
-    A, W, B, out, arrays, a, wt = _nchwc(*case, lambda c, b: topi.relu(topi.add(c, b)))
-    stride, pad = case[5], case[6]
-    res = check([A, W, B], out, topi.x86.schedule_conv2d_NCHWc,
-                lambda x, y, b: np.maximum(testing.conv2d_NCHWc_python(x, y, stride, pad) + b, 0),
-                arrays=arrays)
-    ref = np.maximum(testing.conv2d_nchw_python(a, wt, stride, pad)
-                     + testing.nchwc_to_nchw(np.broadcast_to(arrays[2], res.shape)), 0)
-    np.testing.assert_allclose(testing.nchwc_to_nchw(res), ref, rtol=1e-4, atol=1e-4)
+SMALL_MAP_ROWS = [(4, 1), (2, 4), (5, 1), (3, 1), (7, 1), (4, 1)]
+"""``(rows, chunks)`` the default tile of each SMALL_MAPS case takes."""
+
+
+@pytest.mark.parametrize("case,tile", list(zip(SMALL_MAPS, SMALL_MAP_ROWS)),
+                         ids=[str(c[:6]) for c in SMALL_MAPS])
+def test_conv2d_nchwc_small_map_row_tile(case, tile):
+    out = _check_bias_relu(case)
+    _, conv, _, depthwise = topi.x86.conv2d_nchwc.find_nchwc([out])
+    rows, chunks = topi.x86.conv2d_nchwc.default_row_tile(conv, depthwise)
+    assert (rows, chunks) == tile
 
 
 @pytest.mark.parametrize("reg_h,oc_tile,prefetch", [(2, 1, 0), (2, 2, 64), (3, 1, 4096),
