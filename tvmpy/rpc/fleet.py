@@ -15,7 +15,8 @@ time; Dask queues the rest by task priority.
   that run its first device was lost, and it reports the trial as failed (``RUNTIME_DEVICE``)
   instead of measuring it again (or, with ``retry_lost``, measures it and names the lost
   device), so a log holds every trial once. The device's queued tasks go to the other devices
-  of the key (Dask reschedules them).
+  of the key (Dask reschedules them), as does a task that starts in the moment between its
+  device server's exit and its worker's leaving (it makes no claim: it lost nothing).
 - ``tvmpy_fleet_summary``: devices per key (free/busy, jobs done), the queue per key, lost devices.
 
 Results are plain tuples (this module does not import autotvm), see :func:`measure_task`.
@@ -193,12 +194,14 @@ class FleetPlugin(SchedulerPlugin):
 
 # ---- worker side -------------------------------------------------------------------------------
 class DevicePlugin(WorkerPlugin):
-    """Holds the device this worker owns: ``info`` (key, name, device kind, RPC address, token)."""
+    """Holds the device this worker owns: ``info`` (key, name, device kind, RPC address, token)
+    and, in the worker process, ``proc``: its device server (to see that it exited)."""
 
     name = PLUGIN_NAME
 
-    def __init__(self, info: dict):
+    def __init__(self, info: dict, proc: subprocess.Popen | None = None):
         self.info = info
+        self.proc = proc
 
 
 def _this_device() -> tuple[Any, dict]:
@@ -211,6 +214,22 @@ def _this_device() -> tuple[Any, dict]:
         raise RuntimeError("this Dask worker owns no tvmpy device (start it with "
                            "`tvmpy rpc server --tracker HOST:PORT --key KEY`)")
     return worker, info
+
+
+def _leave_if_device_gone(worker: Any) -> None:
+    """A task that starts after this worker's device server exited, in the moment before the
+    worker notices and leaves the fleet, did not lose its device mid-run: it waits for the worker
+    to close, then asks Dask to run it on another device (no claim made, so it is measured)."""
+    from distributed import Reschedule
+
+    proc = getattr(worker.plugins.get(PLUGIN_NAME), "proc", None)
+    if proc is None or proc.poll() is None:
+        return
+    deadline = time.monotonic() + 5.0
+    while worker.status.name not in ("closing", "closed", "failed") \
+            and time.monotonic() < deadline:
+        time.sleep(0.02)
+    raise Reschedule()
 
 
 def _claim(worker: Any) -> dict | None:
@@ -237,6 +256,7 @@ def measure_task(lib: bytes, lib_name: str, func_name: str, arg_specs: Sequence[
     t_start = time.monotonic()
     worker, info = _this_device()
     name = info["name"]
+    _leave_if_device_gone(worker)
     prev = _claim(worker)
     lost = None if prev is None else prev.get("name")
     if prev is not None and not retry_lost:
@@ -277,6 +297,7 @@ def hold_task(session_timeout: float) -> str:
     from distributed.utils import sync
 
     worker, info = _this_device()
+    _leave_if_device_gone(worker)
     if _claim(worker) is not None:
         return "lost"
     task = str(worker.get_current_task())
@@ -400,7 +421,7 @@ async def _serve_device(tracker: str, key: str, device: str, host: str, name: st
     worker = Worker(tracker, nthreads=1, resources={key: 1}, name=name, host=host,
                     dashboard=False, dashboard_address="127.0.0.1:0", memory_limit=0,
                     security=security, death_timeout=connect_timeout,
-                    local_directory=workdir, plugins=(DevicePlugin(info),))
+                    local_directory=workdir, plugins=(DevicePlugin(info, proc),))
     start = asyncio.ensure_future(_join(worker, info))
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({start, stopping}, return_when=asyncio.FIRST_COMPLETED)
