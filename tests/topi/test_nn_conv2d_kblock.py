@@ -306,3 +306,27 @@ def test_four_chunk_rule():
     W = te.placeholder((8, 4, 1, 1, 16, 16), name="W")
     grouped = nn.conv2d_NCHWc(A, W, 1, 0, 1, "NCHW16c", "NCHW16c", groups=2)
     assert not conv2d_nchwc._four_chunk_tile(grouped, False, fma_units=2)
+
+
+def test_autotvm_fallback_is_the_four_chunk_default(monkeypatch):
+    """The fallback config of a 1x1 on a 28-wide map with two FMA units: four chunks x 4
+    columns, blocked; the same lowered program as ``schedule_conv2d_NCHWc``."""
+    import tvmpy as tvm
+    from tvmpy import autotvm
+    from tvmpy.target import Target
+
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=8192, l2=1 << 20))
+    A = te.placeholder((1, 5, 14, 28, 16), name="A")
+    W = te.placeholder((8, 5, 1, 1, 16, 16), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW16c", "NCHW16c", "float32")
+    ctx = autotvm.task.FallbackContext()
+    ctx.silent = True
+    with ctx, Target("llvm"):
+        out = conv2d_nchwc.conv2d_NCHWc(*args)
+        got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
+    ref_out = nn.conv2d_NCHWc(*args)
+    assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
+    assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 6 KiB / 4 KiB a chunk
+    want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
+    assert got == want
