@@ -252,3 +252,81 @@ def test_small_map_rules_need_two_fma_units():
     # the panel in L1D (192 x 48 channels x 4 B = 36 KiB): unblocked
     assert conv2d_nchwc.default_k_block(_conv_1x1(192, 1152, 7), 3, False, xeon,
                                         fma_units=2) == 0
+
+
+# maps of more than SMALL_MAP_PIXELS pixels whose rows have no divisor 8 or 9 (the two-chunk
+# tile would hold fewer than 16 accumulators) on a core with two 512-bit FMA units: the
+# four-chunk tile, its reduction blocked (L1D patched so that blocks do not divide the chunks)
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, -, -, -, -, plain data, epilogue)
+FOUR_CHUNK_CASES = [
+    (1, 56, 23, 13, 64, 8, 8, 1, 0, 0, 0, 0, False, True),     # 7 input chunks (prime), 13 cols
+    (1, 48, 58, 30, 128, 16, 16, 2, 0, 0, 0, 0, False, True),  # stride 2 -> 29x15
+    (2, 36, 17, 20, 32, 4, 4, 1, 0, 0, 0, 0, False, False),    # batch 2, 9 chunks, no epilogue
+    (1, 88, 29, 11, 96, 8, 8, 1, 0, 0, 0, 0, False, True),     # 11 input chunks, 12 out chunks
+]
+
+
+@pytest.mark.parametrize("case", FOUR_CHUNK_CASES)
+def test_four_chunk_default_matches_reference(monkeypatch, case):
+    """The default schedule takes four chunks x up to 4 columns (guarded column tails), the
+    reduction blocked when the input chunks exceed a block; still the numpy result."""
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=7168, l2=1 << 20))
+    inputs, out, arrays, want = _conv(case)
+    conv = out.op.input_tensors[0].op.input_tensors[0] if case[-1] else out
+    assert conv2d_nchwc._four_chunk_tile(conv, False)
+    assert conv2d_nchwc.default_row_tile(conv, False) == (1, 4)
+    assert conv2d_nchwc._default_reg_n(conv, 4, False) <= 4
+    ic_chunk = case[1] // case[5]
+    kb = conv2d_nchwc.default_k_block(conv, 4, False)
+    assert kb == 0 if ic_chunk <= 7168 * 3 // 4 // (case[5] * case[6] * 16) else 0 < kb < ic_chunk
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
+
+
+def test_four_chunk_rule():
+    """Two FMA units, a plain 1x1 window, more than SMALL_MAP_PIXELS pixels, a chunk count
+    divisible by 4 and at least 8, and a row whose two-chunk tile is short of 16 accumulators
+    (28 columns: 2 x 7; 56 columns: 2 x 8, unchanged)."""
+    xeon = CacheSizes(l1d=48 * 1024, l2=2 << 20)
+    conv = _conv_1x1(1024, 2048, 28)
+    assert conv2d_nchwc._four_chunk_tile(conv, False, fma_units=2)
+    assert not conv2d_nchwc._four_chunk_tile(conv, False, fma_units=1)
+    assert not conv2d_nchwc._four_chunk_tile(conv, True, fma_units=2)
+    assert not conv2d_nchwc._four_chunk_tile(_conv_1x1(256, 128, 56), False, fma_units=2)
+    assert not conv2d_nchwc._four_chunk_tile(_conv_1x1(256, 64, 28), False, fma_units=2)  # 4
+    assert not conv2d_nchwc._four_chunk_tile(_conv_1x1(256, 96, 28), False, fma_units=2)  # 6
+    assert not conv2d_nchwc._four_chunk_tile(_conv_1x1(256, 256, 28, k=3), False, fma_units=2)
+    assert not conv2d_nchwc._four_chunk_tile(_conv_1x1(1024, 256, 14), False, fma_units=2)
+    # blocks of the input chunks whose 4-chunk weights fill 3/4 of L1D: 36 KiB / 4 KiB -> 8
+    assert conv2d_nchwc.default_k_block(conv, 4, False, xeon, fma_units=2) == 8
+    assert conv2d_nchwc.default_k_block(_conv_1x1(128, 512, 28), 4, False, xeon,
+                                        fma_units=2) == 0  # 8 input chunks: unblocked
+    # a grouped 1x1 (2 groups) keeps its tile
+    A = te.placeholder((1, 8, 28, 28, 16), name="A")
+    W = te.placeholder((8, 4, 1, 1, 16, 16), name="W")
+    grouped = nn.conv2d_NCHWc(A, W, 1, 0, 1, "NCHW16c", "NCHW16c", groups=2)
+    assert not conv2d_nchwc._four_chunk_tile(grouped, False, fma_units=2)
+
+
+def test_autotvm_fallback_is_the_four_chunk_default(monkeypatch):
+    """The fallback config of a 1x1 on a 28-wide map with two FMA units: four chunks x 4
+    columns, blocked; the same lowered program as ``schedule_conv2d_NCHWc``."""
+    import tvmpy as tvm
+    from tvmpy import autotvm
+    from tvmpy.target import Target
+
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=8192, l2=1 << 20))
+    A = te.placeholder((1, 5, 14, 28, 16), name="A")
+    W = te.placeholder((8, 5, 1, 1, 16, 16), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW16c", "NCHW16c", "float32")
+    ctx = autotvm.task.FallbackContext()
+    ctx.silent = True
+    with ctx, Target("llvm"):
+        out = conv2d_nchwc.conv2d_NCHWc(*args)
+        got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
+    ref_out = nn.conv2d_NCHWc(*args)
+    assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
+    assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 6 KiB / 4 KiB a chunk
+    want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
+    assert got == want

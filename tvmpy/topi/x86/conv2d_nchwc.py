@@ -113,6 +113,8 @@ def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
     oc_chunk = _const(conv.shape[1])
     if _small_map_tile(conv, depthwise):
         return 3
+    if _four_chunk_tile(conv, depthwise):
+        return FOUR_CHUNK_TILE
     oc_tile = _nchwc_tile(oc_chunk, depthwise, kh * kw)[0]
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
     dw = _const(dilation[1])
@@ -217,6 +219,55 @@ def _small_map_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None)
     return units >= 2
 
 
+FOUR_CHUNK_TILE = 4
+"""Output chunks (and at most columns) of the register tile of :func:`_four_chunk_tile`."""
+
+FOUR_CHUNK_K_BLOCK_L1D = 0.75
+"""Share of L1D that the weights of one reduction block of a four-chunk tile fill
+(:func:`default_k_block`)."""
+
+
+def _four_chunk_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None) -> bool:
+    """Whether the default NCHWc tile of ``conv`` takes :data:`FOUR_CHUNK_TILE` output chunks x
+    (up to) 4 columns, its reduction blocked by the input chunks whose weights fill 3/4 of L1D
+    (:func:`default_k_block`): a plain (ungrouped) 1x1 convolution on a map of more than
+    :data:`SMALL_MAP_PIXELS` output pixels and rows wider than :data:`SMALL_MAP_MAX_OW`, its
+    chunk count a multiple of 4 and at least 8 (two or more chunk groups), on a core with two
+    512-bit FMA units (``fma_units``, default the target's), where the default two-chunk tile
+    holds fewer than :data:`SMALL_MAP_ACCUMULATORS` accumulators (the row width has no divisor
+    8 or 9, :func:`default_ow_tile`: 2 x 7 on a 28-wide map). Each reduction step then loads
+    4 weight vectors and broadcasts 4 pixels for 16 FMAs (0.5 loads per FMA; 2 x 7: 0.64).
+    Intel Xeon (Emerald Rapids, KVM; two units, 48 KiB L1D), 1 thread, CPU time, kernel alone,
+    loaded, 2026-11-30 (ms, default 2 x 7 / 4 x 4 blocked by 8 chunks): 1024 -> 2048 28x28
+    21.7 / 20.2, 2048 -> 1024 21.3 / 19.5, 1024 -> 512 5.38 / 4.92, 512 -> 1024 5.34 / 4.96,
+    512 -> 512 2.66 / 2.40, 512 -> 128 0.680 / 0.617, 544 -> 128 0.751 / 0.647, 128 -> 512
+    (8 input chunks: unblocked) 0.651 / 0.600, 256 -> 512 56 -> 28 stride 2 1.555 / 1.475.
+    Where the two-chunk tile has 8 columns (56-wide maps: 2 x 8) four chunks tie or lose
+    (256 -> 128 56x56 1.26-1.34 / 1.30-1.34, 256 -> 64 0.65 / 0.67, 128 -> 256 1.30 / 1.27);
+    blocks of 16 chunks lose (2048 -> 1024 22.4), 4 chunks tie to lose (19.2-20.5)."""
+    if depthwise:
+        return False
+    kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
+    if len(kernel.shape) != 6 or len(data.shape) != 5:
+        return False
+    if not all(isinstance(getattr(d, "value", d), int)
+               for d in (*conv.shape, *kernel.shape, *data.shape)):
+        return False
+    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1:
+        return False
+    if _const(kernel.shape[1]) * _const(kernel.shape[4]) != _const(data.shape[1]) * _const(
+            data.shape[4]):
+        return False  # grouped
+    oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
+    if oh * ow <= SMALL_MAP_PIXELS or ow <= SMALL_MAP_MAX_OW or oc_chunk % FOUR_CHUNK_TILE \
+            or oc_chunk < 2 * FOUR_CHUNK_TILE:
+        return False
+    if 2 * default_ow_tile(ow, 8) >= SMALL_MAP_ACCUMULATORS:
+        return False
+    units = fma_units if fma_units is not None else _fma_units()
+    return units >= 2
+
+
 def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     """The default register tile width of ``conv`` for a tile of ``oc_tile`` chunks
     (:func:`default_ow_tile` with :func:`_reg_want`'s want); a small map's three-chunk tile
@@ -227,6 +278,8 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     if oc_tile == 3 and _small_map_tile(conv, depthwise):
         reg_n = default_ow_tile(ow, 8)
         return reg_n if reg_n <= 8 else default_ow_tile(ow, 7)
+    if oc_tile == FOUR_CHUNK_TILE and _four_chunk_tile(conv, depthwise):
+        return default_ow_tile(ow, FOUR_CHUNK_TILE)
     return default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
 
 
@@ -401,6 +454,9 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     for d in data.shape[1:]:
         data_bytes *= _const(d)
     units = max(1, fma_units if fma_units is not None else _fma_units())
+    if oc_tile == FOUR_CHUNK_TILE and _four_chunk_tile(conv, depthwise, units):
+        kb = max(1, int(caches.l1d * FOUR_CHUNK_K_BLOCK_L1D) // chunk)
+        return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
     panel = ic_chunk * chunk
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
     groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
