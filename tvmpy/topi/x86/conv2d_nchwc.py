@@ -279,7 +279,8 @@ def default_inline_pad(conv: Tensor, depthwise: bool) -> bool:
     process, 11 x 100 (2026-11-26, inline / padded copy, us): 3x56x56 -> 24 59.7 / 32.4,
     3x56x56 -> 32 45.8 / 35.3, 3x112x112 -> 24 253 / 151; below the threshold a tie or the copy
     slightly slower (3x17x17 -> 24 4.6 / 4.7, 3x13x13 -> 24 3.8 / 4.0), and with stride 2 the
-    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170)."""
+    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170). Plain convolutions whose
+    weights take at least half of L2 read a padded copy too (:func:`_streams_weights`)."""
     kernel = conv.op.input_tensors[1]
     kh, kw = (int(d) for d in kernel.shape[2:4])
     if depthwise:  # any window: wider ones unroll (default_unroll_kw)
@@ -288,12 +289,31 @@ def default_inline_pad(conv: Tensor, depthwise: bool) -> bool:
         return False
     if len(kernel.shape) != 6:
         return True
+    if _streams_weights(conv):
+        return False
     ic_bn = int(kernel.shape[4])
     src = conv.op.input_tensors[0]
     oh, ow = int(conv.shape[2]), int(conv.shape[3])
     stride1 = int(src.shape[-2 if len(src.shape) == 4 else -3]) - kh + 1 == oh \
         and int(src.shape[-1 if len(src.shape) == 4 else -2]) - kw + 1 == ow
     return not (ic_bn <= 3 and stride1 and oh * ow >= PAD_COPY_MIN_PIXELS)
+
+
+def _streams_weights(conv: Tensor) -> bool:
+    """Whether a plain convolution's weights take at least half of L2: such a window reads a
+    padded copy of its input (:func:`default_inline_pad`), and its one-row tile then prefetches
+    the weights (:func:`schedule_nchwc_tile`). The copy costs a pass over the input, small next
+    to a layer whose weights are that large, while the inlined tests stay in the tile's inner
+    loop (and the prefetch, which pays on such weights, loses there: LoopPartition's copies of
+    the tile). 1 thread, CPU time, Intel Xeon (Emerald Rapids, KVM; 2 MiB L2), kernel + relu
+    alone, loaded (load 7-9), 2026-11-30, us, weights hot / rotated over 100 MB of copies
+    (from L3, as in a model); inlined padding (the default before) / padded copy / padded copy
+    + prefetch: 512 -> 512 3x3 7x7 2227 / 2023 / 1607, cold 2295 / 2090 / 1757; 384 -> 384 3x3
+    8x8 1308 / 1156 / 1083, cold 1638 / 1484 / 1232; 160 -> 320 3x3 7x7 382 / 329 / 309, cold
+    501 / 474 / 384; 512 -> 512 3x3 14x14 6879 / 6587 / 5986, cold 7033 / 6639 / 6152; 256 ->
+    256 3x3 28x28 6438 / 6098 / 5882, cold 6305 / 5976 / 5631; 384 -> 384 1x3 8x8 383 / 395 /
+    367, cold 551 / 558 / 466."""
+    return _weight_bytes(conv) * 2 >= _caches().l2
 
 
 def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
