@@ -64,3 +64,26 @@ def test_depthwise_keeps_the_inlined_padding(monkeypatch):
     conv = topi.nn.depthwise_conv2d_NCHWc(A, K, (1, 1), (1, 1), (1, 1), "NCHW16c", "NCHW16c")
     _, cv, _, dw = find_nchwc([conv])
     assert dw and default_inline_pad(cv, True)
+
+
+@pytest.mark.parametrize("groups,want_inline", [(1, False), (2, True), (4, True)])
+def test_grouped_keeps_the_inlined_padding(monkeypatch, groups, want_inline):
+    """Grouped convolutions read only their group's weights: the rule leaves them inlined (the
+    result checked against numpy's grouped convolution)."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=512, l2=1024))
+    c, hw, oc, bn = 16, 7, 16, 4
+    A = te.placeholder((1, c // bn, hw, hw, bn), name="A")
+    K = te.placeholder((oc // bn, c // groups // bn, 3, 3, bn, bn), name="K")
+    conv = topi.nn.conv2d_NCHWc(A, K, 1, 1, 1, groups=groups)
+    _, cv, _, _ = find_nchwc([conv])
+    assert default_inline_pad(cv, False) == want_inline
+    with tvm.target.Target("llvm"):
+        f = tvm.build(topi.x86.schedule_conv2d_NCHWc([conv]), [A, K, conv], "llvm")
+    rng = np.random.default_rng(groups)
+    x = rng.uniform(-1, 1, (1, c, hw, hw)).astype("float32")
+    k = rng.uniform(-1, 1, (oc, c // groups, 3, 3)).astype("float32")
+    kk = k.reshape(oc // bn, bn, c // groups // bn, bn, 3, 3).transpose(0, 2, 4, 5, 3, 1)
+    o = tvm.nd.array(np.full([int(d) for d in conv.shape], np.nan, "float32"))
+    f(tvm.nd.array(testing.nchw_to_nchwc(x, bn)), tvm.nd.array(np.ascontiguousarray(kk)), o)
+    want = testing.group_conv2d_nchw_python(x, k, 1, 1, 1, groups)
+    np.testing.assert_allclose(testing.nchwc_to_nchw(o.numpy()), want, rtol=1e-4, atol=1e-4)

@@ -312,8 +312,14 @@ def _streams_weights(conv: Tensor) -> bool:
     8x8 1308 / 1156 / 1083, cold 1638 / 1484 / 1232; 160 -> 320 3x3 7x7 382 / 329 / 309, cold
     501 / 474 / 384; 512 -> 512 3x3 14x14 6879 / 6587 / 5986, cold 7033 / 6639 / 6152; 256 ->
     256 3x3 28x28 6438 / 6098 / 5882, cold 6305 / 5976 / 5631; 384 -> 384 1x3 8x8 383 / 395 /
-    367, cold 551 / 558 / 466."""
-    return _weight_bytes(conv) * 2 >= _caches().l2
+    367, cold 551 / 558 / 466. Grouped convolutions keep the inlined padding: each chunk
+    group reads only its group's weights, and a copy was a tie there (1024 channels, 32 groups,
+    1.2 MB of weights, from L3: 14x14 806 / 830, 28x28 dilation 2 3803 / 3713)."""
+    if _weight_bytes(conv) * 2 < _caches().l2:
+        return False
+    kernel, src = conv.op.input_tensors[1], conv.op.input_tensors[0]
+    cin = _const(src.shape[1]) * (_const(src.shape[4]) if len(src.shape) == 5 else 1)
+    return _const(kernel.shape[1]) * _const(kernel.shape[4]) == cin  # not grouped
 
 
 def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
