@@ -140,3 +140,30 @@ def test_errors():
     with pytest.raises(ValueError, match="larger than"):
         W.conv2d_winograd_nchwc(te.placeholder((1, 1, 1, 1, 4), name="B"),
                                 te.placeholder((6, 6, 1, 4, 4), name="U"), 0, 4)
+
+
+@pytest.mark.parametrize("l2,want", [(1024, True), (1 << 30, False)])
+def test_products_prefetch_a_weight_beyond_l2(monkeypatch, l2, want):
+    """The products prefetch the transformed weight's stream when it takes at least half of L2
+    (here a small L2 patched in), and compute the same convolution either way (prime sizes,
+    a 5-channel block, asymmetric padding)."""
+    from tvmpy.target.cpu_features import CacheSizes
+    from tvmpy.topi.x86 import conv2d_winograd
+
+    monkeypatch.setattr(conv2d_winograd, "_caches", lambda: CacheSizes(l1d=512, l2=l2))
+    rng = np.random.default_rng(3)
+    c, h, w, oc, pad, icb, ocb = 10, 7, 11, 15, (1, 0, 2, 1), 5, 5
+    x = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
+    k = rng.uniform(-1, 1, (oc, c, 3, 3)).astype("float32")
+    A = te.placeholder((1, c // icb, h, w, icb), name="A")
+    u = W.winograd_weight_transform_np(k, 4, ocb)
+    U = te.placeholder(u.shape, name="U")
+    out = topi.nn.relu(W.conv2d_winograd_nchwc(A, U, pad, 4))
+    s = schedule_conv2d_winograd_nchwc([out])
+    assert ("prefetch" in str(tvm.lower(s, [A, U, out]))) == want
+    f = tvm.build(s, [A, U, out], "llvm")
+    o = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
+    f(tvm.nd.array(testing.nchw_to_nchwc(x, icb)), tvm.nd.array(u), o)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 2), (0, 1)))
+    want_o = np.maximum(testing.conv2d_nchw_python(xp, k, 1, 0), 0)
+    np.testing.assert_allclose(testing.nchwc_to_nchw(o.numpy()), want_o, rtol=1e-4, atol=1e-4)

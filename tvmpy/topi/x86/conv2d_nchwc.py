@@ -332,7 +332,8 @@ def default_inline_pad(conv: Tensor, depthwise: bool) -> bool:
     process, 11 x 100 (2026-11-26, inline / padded copy, us): 3x56x56 -> 24 59.7 / 32.4,
     3x56x56 -> 32 45.8 / 35.3, 3x112x112 -> 24 253 / 151; below the threshold a tie or the copy
     slightly slower (3x17x17 -> 24 4.6 / 4.7, 3x13x13 -> 24 3.8 / 4.0), and with stride 2 the
-    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170)."""
+    copy loses (MobileNetV2's stem 3x224x224 -> 32: 159 / 170). Plain convolutions whose
+    weights take at least half of L2 read a padded copy too (:func:`_streams_weights`)."""
     kernel = conv.op.input_tensors[1]
     kh, kw = (int(d) for d in kernel.shape[2:4])
     if depthwise:  # any window: wider ones unroll (default_unroll_kw)
@@ -341,12 +342,37 @@ def default_inline_pad(conv: Tensor, depthwise: bool) -> bool:
         return False
     if len(kernel.shape) != 6:
         return True
+    if _streams_weights(conv):
+        return False
     ic_bn = int(kernel.shape[4])
     src = conv.op.input_tensors[0]
     oh, ow = int(conv.shape[2]), int(conv.shape[3])
     stride1 = int(src.shape[-2 if len(src.shape) == 4 else -3]) - kh + 1 == oh \
         and int(src.shape[-1 if len(src.shape) == 4 else -2]) - kw + 1 == ow
     return not (ic_bn <= 3 and stride1 and oh * ow >= PAD_COPY_MIN_PIXELS)
+
+
+def _streams_weights(conv: Tensor) -> bool:
+    """Whether a plain convolution's weights take at least half of L2: such a window reads a
+    padded copy of its input (:func:`default_inline_pad`), and its one-row tile then prefetches
+    the weights (:func:`schedule_nchwc_tile`). The copy costs a pass over the input, small next
+    to a layer whose weights are that large, while the inlined tests stay in the tile's inner
+    loop (and the prefetch, which pays on such weights, loses there: LoopPartition's copies of
+    the tile). 1 thread, CPU time, Intel Xeon (Emerald Rapids, KVM; 2 MiB L2), kernel + relu
+    alone, loaded (load 7-9), 2026-11-30, us, weights hot / rotated over 100 MB of copies
+    (from L3, as in a model); inlined padding (the default before) / padded copy / padded copy
+    + prefetch: 512 -> 512 3x3 7x7 2227 / 2023 / 1607, cold 2295 / 2090 / 1757; 384 -> 384 3x3
+    8x8 1308 / 1156 / 1083, cold 1638 / 1484 / 1232; 160 -> 320 3x3 7x7 382 / 329 / 309, cold
+    501 / 474 / 384; 512 -> 512 3x3 14x14 6879 / 6587 / 5986, cold 7033 / 6639 / 6152; 256 ->
+    256 3x3 28x28 6438 / 6098 / 5882, cold 6305 / 5976 / 5631; 384 -> 384 1x3 8x8 383 / 395 /
+    367, cold 551 / 558 / 466. Grouped convolutions keep the inlined padding: each chunk
+    group reads only its group's weights, and a copy was a tie there (1024 channels, 32 groups,
+    1.2 MB of weights, from L3: 14x14 806 / 830, 28x28 dilation 2 3803 / 3713)."""
+    if _weight_bytes(conv) * 2 < _caches().l2:
+        return False
+    kernel, src = conv.op.input_tensors[1], conv.op.input_tensors[0]
+    cin = _const(src.shape[1]) * (_const(src.shape[4]) if len(src.shape) == 5 else 1)
+    return _const(kernel.shape[1]) * _const(kernel.shape[4]) == cin  # not grouped
 
 
 def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
@@ -363,11 +389,23 @@ def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
     output column is one FMA per window tap, and the unrolled taps share the column tests (768
     channels 32x32 7x7 + erf epilogue, padded copy / inlined + unrolled: 1394 / 1175 us; 9x9
     1776 / 1575; 672 ch 14x14 5x5 stride 2: 174 / 143; 960 ch 7x7 5x5: 63 / 55; 3x3 windows
-    unchanged, a tie)."""
+    unchanged, a tie). A plain or grouped window wider than 3 columns (1x7, 1x5, 1x9: with at
+    most 9 taps its padding is inlined, :func:`default_inline_pad`) is unrolled too: rolled, its
+    column tests stay in the inner loop (Inception-v3's 1x7 convs ran at ~105 GFLOP/s against
+    ~160 for the 7x1 ones, whose row test is hoisted). 1 thread, CPU time, Intel Xeon (Emerald
+    Rapids, KVM), kernel + relu alone, loaded, 2026-11-30 (us, rolled / unrolled): 192 -> 192
+    17x17 1x7 1410 / 889, 160 -> 160 943 / 605, 128 -> 192 891 / 563, 48 -> 80 23x29 1x7 354
+    / 255, 96 -> 96 35x35 1x7 stride 2 374 / 247, 32 -> 32 56x56 1x9 460 / 352, 64 -> 64 13x13
+    1x5 71 / 44; 1x3 a tie (384 -> 384 8x8 377 / 373, 64 -> 64 35x35 183 / 182), 3x3 slower
+    (64 -> 64 56x56 1439 / 2242, 256 -> 256 14x14 1537 / 1823): those stay rolled, and so do
+    the windows of more than 9 taps, read from a padded copy (a 7x7 stem, 3 -> 64 224x224
+    stride 2: 1353 / 1926; 5x5 48 -> 64 35x35 a tie)."""
     kw = int(conv.op.input_tensors[1].shape[3])
     if depthwise:
         return kw > 3
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
+    if kw > 3 and kw * int(conv.op.input_tensors[1].shape[2]) <= 9:
+        return True
     return kw > 1 and int(dilation[1]) > 1
 
 

@@ -1,0 +1,96 @@
+"""Whole zoo models of two source trees in ONE process, interleaved: an A/B that a loaded
+machine's drift between separate runs does not blur.
+
+    # in each tree (PYTHONPATH=. from it): build the models, export their libraries
+    python bench/zoo_lib_ab.py export /tmp/ab/base inception_v3,googlenet
+    # then, from either tree: load both sets and onnxruntime, interleave rounds
+    python bench/zoo_lib_ab.py run /tmp/ab/base,/tmp/ab/new inception_v3,googlenet [--rounds 11]
+        [--threads 1]
+
+``run`` checks every library's outputs against onnxruntime (relative max error < 1e-3), then
+times the sides in interleaved rounds (bench/common.interleaved_samples; at 1 thread the
+process's CPU time, else wall time) and prints each side's median [min-max] and the median of
+the per-round ratios to onnxruntime. The library loaded first can run a little faster
+(placement of its weight buffers): swap the order in a second run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (  # noqa: E402
+    bench_clock,
+    bench_threads,
+    ensure_native_blas,
+    interleaved_samples,
+    machine_description,
+)
+
+ensure_native_blas()
+
+
+def export(out: str, models: list[str]) -> None:
+    from tvmpy.relay.testing import compare, zoo
+
+    os.makedirs(out, exist_ok=True)
+    for name in models:
+        spec = zoo.MODELS[name]("real")
+        mod, params = zoo.from_onnx(zoo.to_onnx(spec), spec)
+        lib, _ = compare.build(mod, params, opt_level=3)
+        lib.export_library(os.path.join(out, name + ".so"))
+        print("exported", name, flush=True)
+
+
+def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
+    import numpy as np
+
+    import tvmpy
+    from tvmpy.relay.testing import compare, zoo
+
+    threads = bench_threads(threads)
+    clock = bench_clock(threads == 1, threads)
+    print(machine_description(), f"{threads} thread(s)", flush=True)
+    for name in models:
+        spec = zoo.MODELS[name]("real")
+        model = zoo.to_onnx(spec)
+        feeds = spec.feeds(seed=1)
+        ort = compare.ort_runner(model, threads=threads)
+        ref = ort(feeds)
+        sides = {}
+        for d in dirs:
+            r = compare.tvm_runner(tvmpy.runtime.load_module(os.path.join(d, name + ".so")))
+            err = max(float(np.abs(a - b).max() / (np.abs(b).max() + 1e-9))
+                      for a, b in zip(r(feeds), ref))
+            if err >= 1e-3:
+                raise AssertionError(f"{name} from {d}: relative error {err:.2e}")
+            sides[os.path.basename(d.rstrip("/"))] = (lambda r=r, f=feeds: r(f))
+        sides["ort"] = lambda o=ort, f=feeds: o(f)
+        s = interleaved_samples(sides, rounds, pause=0.1, target_s=0.15, clock=clock)
+        cols = "  ".join(f"{k} {statistics.median(v) * 1e3:.2f} ms [{min(v) * 1e3:.2f}-"
+                         f"{max(v) * 1e3:.2f}]" for k, v in s.items())
+        ratios = "  ".join(
+            f"{k}/ort {statistics.median([a / b for a, b in zip(s[k], s['ort'])]):.3f}"
+            for k in s if k != "ort")
+        print(f"{name:16s} load {os.getloadavg()[0]:.1f}  {cols} | {ratios}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cmd", choices=["export", "run"])
+    ap.add_argument("dirs", help="export: the output folder; run: comma-separated folders")
+    ap.add_argument("models", help="comma-separated zoo names")
+    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    if a.cmd == "export":
+        export(a.dirs, a.models.split(","))
+    else:
+        run(a.dirs.split(","), a.models.split(","), a.rounds, a.threads)
+
+
+if __name__ == "__main__":
+    main()
