@@ -194,7 +194,7 @@ class _TimeUp(Exception):
 # ---- tuning ----------------------------------------------------------------------------------
 def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
                         per_round: int, jobs: int, cache_flush: bool = False,
-                        cold_weights: bool = False) -> None:
+                        cold_weights: bool = False, cpu_time: bool = False) -> None:
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.task_scheduler import PrintTableInfo, TaskSchedulerCallback
 
@@ -235,7 +235,7 @@ def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
         runner=(auto_scheduler.LocalRunner(number=1, repeat=10, enable_cpu_cache_flush=True)
                 if cache_flush else
                 auto_scheduler.LocalRunner(number=5, repeat=3, min_repeat_ms=20,
-                                           cold_weights=cold_weights)),
+                                           cold_weights=cold_weights, cpu_time=cpu_time)),
         measure_callbacks=[auto_scheduler.RecordToFile(log)])
     try:
         sched.tune(opts)
@@ -600,7 +600,7 @@ def run_model(name: str, args, cpu: str) -> dict:
     tvm_prog = Progress(os.path.join(d, f"{name}.autotvm.progress.json"), cpu)
     print(f"\n=== {name} ===", flush=True)
     tune_auto_scheduler(mod, params, as_log, as_prog, args.minutes, args.per_round, args.jobs,
-                        args.cache_flush, args.cold_weights)
+                        args.cache_flush, args.cold_weights, args.cpu_time)
     stats = log_task_stats(as_log)  # the log is the truth (resumed runs, killed runs)
     for t in as_prog.data["tasks"]:
         t["best_s"], t["trials"] = stats.get(t["key"], (None, 0))
@@ -689,6 +689,9 @@ def main() -> None:
                    help="auto_scheduler measures each task with its weight inputs rotated through "
                         "copies (from beyond L2, as inside the model; activations warm); use a "
                         "separate --log-dir")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="auto_scheduler measures candidates with the runner's CPU time (a shared "
+                        "machine); needs TVM_NUM_THREADS=1: the search then measures at 1 thread")
     p.add_argument("--measure-one", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -701,6 +704,8 @@ def main() -> None:
         p.error(f"unknown models {bad}; choose from {list(MODELS)}")
     if args.minutes < 0:
         p.error("--minutes must be >= 0")
+    if args.cpu_time and os.environ.get("TVM_NUM_THREADS") != "1":
+        p.error("--cpu-time needs TVM_NUM_THREADS=1 (CPU time is a latency on one thread only)")
     cpu = cpu_tag()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()} ({cpu}); "
           f"{args.minutes:g} min search per model and tuner; logs in {args.log_dir}/{cpu}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from as_workloads import check_state, conv2d_bias_relu, make_task, matmul
 
 import tvmpy as tvm
@@ -98,11 +99,13 @@ def test_time_cold_rotates_and_computes_the_same():
     assert _time_cold(mod, data, (), 1 << 30, 3, 1, 0) is None
 
 
-def test_cold_weights_runner_measures_and_checks():
+@pytest.mark.parametrize("cold,cpu", [(True, False), (False, True), (True, True)])
+def test_cold_weights_runner_measures_and_checks(cold, cpu):
     task = make_task(matmul, (11, 32, 19))
     task.weight_inputs, task.model_weight_bytes = (1,), 1 << 24
     m = ProgramMeasurer(task, builder=auto_scheduler.LocalBuilder(n_parallel=1),
-                        runner=auto_scheduler.LocalRunner(number=2, repeat=2, cold_weights=True))
+                        runner=auto_scheduler.LocalRunner(number=2, repeat=2, cold_weights=cold,
+                                                          cpu_time=cpu))
     try:
         states = auto_scheduler.sample_initial_population(task, 3, seed=4)
         res = m.measure(None, states)
@@ -117,7 +120,8 @@ def test_default_schedules_timed_cold(tmp_path):
     tasks, _ = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
     log = str(tmp_path / "log.json")
     got = relay_integration.measure_default_schedules(tasks, log, number=1, repeat=1,
-                                                      min_repeat_ms=0, cold_weights=True)
+                                                      min_repeat_ms=0, cold_weights=True,
+                                                      cpu_time=True)
     assert set(got) == set(range(len(tasks))) and all(v > 0 for v in got.values())
 
 

@@ -240,13 +240,14 @@ def _cold_of(task: SearchTask, cold_weights: bool) -> tuple[tuple[int, ...], int
 
 
 def _time(mod: Any, data: list[Any], number: int, repeat: int, min_repeat_ms: float,
-          cold: tuple[tuple[int, ...], int] | None) -> list[float]:
-    """Seconds per call per repeat, as the runner times (``cold``: its ``cold_weights``)."""
+          cold: tuple[tuple[int, ...], int] | None, cpu_time: bool = False) -> list[float]:
+    """Seconds per call per repeat, as the runner times (``cold``: its ``cold_weights``,
+    ``cpu_time``: its ``cpu_time``)."""
     from ..autotvm.measure.local_runner import _time_cold
     from ..runtime import cpu
 
-    got = _time_cold(mod, data, cold[0], cold[1], number, repeat, min_repeat_ms) if cold \
-        else None
+    got = _time_cold(mod, data, cold[0] if cold else (), cold[1] if cold else 0, number,
+                     repeat, min_repeat_ms, cpu_time) if cold or cpu_time else None
     if got is None:
         got = list(mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=repeat,
                                       min_repeat_ms=min_repeat_ms)(*data).results)
@@ -255,7 +256,8 @@ def _time(mod: Any, data: list[Any], number: int, repeat: int, min_repeat_ms: fl
 
 def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,
                               repeat: int = 3, min_repeat_ms: float = 20,
-                              cold_weights: bool = False) -> dict[int, float]:
+                              cold_weights: bool = False, cpu_time: bool = False
+                              ) -> dict[int, float]:
     """Time the default schedule of each relay task not yet in ``log_file`` (in this process,
     as the runner times, ``cold_weights`` included, divided by the task's ``deployed_runs``) and
     append a ``"default"`` line per task; gives ``{task index: mean seconds}`` of the tasks
@@ -292,7 +294,8 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
             rng = __import__("numpy").random.default_rng(0)
             data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
                     for t in args]
-            res = _time(mod, data, number, repeat, min_repeat_ms, _cold_of(task, cold_weights))
+            res = _time(mod, data, number, repeat, min_repeat_ms, _cold_of(task, cold_weights),
+                        cpu_time)
         except Exception as e:  # noqa: BLE001 - the net is optional: the search goes on
             warnings.warn(f"auto_scheduler: the default schedule of {task.desc or task.workload_key} "
                           f"could not be timed ({type(e).__name__}: {e})", RuntimeWarning,
@@ -306,7 +309,7 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
 
 
 def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: float,
-           cold: tuple[tuple[int, ...], int] | None = None) -> Any:
+           cold: tuple[tuple[int, ...], int] | None = None, cpu_time: bool = False) -> Any:
     from ..driver import build
     from ..runtime import ndarray
 
@@ -314,12 +317,13 @@ def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: f
     rng = __import__("numpy").random.default_rng(0)
     data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
             for t in args]
-    return lambda: _time(mod, data, number, 1, min_repeat_ms, cold)[0]
+    return lambda: _time(mod, data, number, 1, min_repeat_ms, cold, cpu_time)[0]
 
 
 def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: int = 5,
                               number: int = 5, min_repeat_ms: float = 20,
-                              cold_weights: bool = False) -> dict[int, float]:
+                              cold_weights: bool = False, cpu_time: bool = False
+                              ) -> dict[int, float]:
     """Time each relay task's default schedule against its best record again, interleaved
     (``rounds`` rounds, the best of each), and append a ``"default"`` line holding the
     default's time on the scale of the logged best (logged best x default / best now): the
@@ -346,8 +350,8 @@ def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: in
             state = State(dag, [step_from_record(r) for r in hit[1]])
             best_prog = deployed_program(task.workload_key, *dag.apply_steps_from_state(state))
             cold = _cold_of(task, cold_weights)
-            t_best = _timer(*best_prog, task.target, number, min_repeat_ms, cold)
-            t_def = _timer(*got, task.target, number, min_repeat_ms, cold)
+            t_best = _timer(*best_prog, task.target, number, min_repeat_ms, cold, cpu_time)
+            t_def = _timer(*got, task.target, number, min_repeat_ms, cold, cpu_time)
             best = dflt = float("inf")
             for _ in range(rounds):
                 best, dflt = min(best, t_best()), min(dflt, t_def())

@@ -137,15 +137,16 @@ def cold_span(weight_bytes: int, model_weight_bytes: int) -> int:
 
 
 def _time_cold(mod: Any, args: list, weights: Sequence[int], model_bytes: int, number: int,
-               repeat: int, min_repeat_ms: float) -> list[float] | None:
+               repeat: int, min_repeat_ms: float, cpu_time: bool = False) -> list[float] | None:
     """Seconds per call for each repeat, the weight arguments rotated (see ``cold_weights``);
-    None when there is nothing to rotate."""
+    ``cpu_time``: the process's CPU time, not the wall clock (see ``LocalRunner``). None when
+    there is nothing to rotate and ``cpu_time`` is off (the caller times as usual)."""
     from tvmpy.runtime import ndarray
 
     weights = [i for i in weights if 0 <= i < len(args)]
     wbytes = sum(int(args[i].numpy().nbytes) for i in weights)
     copies = cold_span(wbytes, model_bytes)
-    if copies < 2:
+    if copies < 2 and not cpu_time:
         return None
     f = mod.get_function(mod.entry_name)
     sets = [args]
@@ -155,7 +156,7 @@ def _time_cold(mod: Any, args: list, weights: Sequence[int], model_bytes: int, n
             a[i] = ndarray.array(args[i].numpy())
         sets.append(a)
     raws = [f.prepare(a)[0] for a in sets]  # (the arrays stay alive in ``sets``)
-    cfunc, clock = f._cfunc, time.perf_counter
+    cfunc, clock = f._cfunc, (time.process_time if cpu_time else time.perf_counter)
     for raw in raws:  # warm-up: every copy once
         cfunc(*raw)
     n, k, results = int(number), 0, []
@@ -183,7 +184,7 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
             del refs[next(iter(refs))]  # the oldest sent (the parent mirrors this order)
         return ("ok",)
     (_, path, arg_info, number, repeat, min_repeat_ms, flush, seed, ref_key,
-     want_outputs, cold) = msg
+     want_outputs, cold, cpu_time) = msg
     from tvmpy import runtime
     from tvmpy.runtime import ndarray
 
@@ -215,8 +216,9 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
         if bad is not None:
             return ("error", int(MeasureErrorNo.WRONG_ANSWER), bad)
     try:
-        costs = _time_cold(mod, args, cold[0], cold[1], number, repeat, min_repeat_ms) \
-            if cold and not on_gpu else None
+        costs = _time_cold(mod, args, cold[0] if cold else (), cold[1] if cold else 0, number,
+                           repeat, min_repeat_ms, cpu_time) \
+            if (cold or cpu_time) and not on_gpu else None
         if costs is None:
             timer = mod.time_evaluator(mod.entry_name, dev, number=number, repeat=repeat,
                                        min_repeat_ms=min_repeat_ms,
@@ -240,14 +242,17 @@ class LocalRunner(Runner):
     ``mp_context``: as for ``LocalBuilder`` (avoid ``"fork"`` for kernels that use OpenMP:
     libgomp runs them serially in a forked child); ``reference_cache_size``: the references
     of this many tasks are kept (the most recently used); ``cold_weights``: the task's weight
-    inputs rotated through copies (see the module docstring)."""
+    inputs rotated through copies (see the module docstring); ``cpu_time`` (not in TVM; CPU
+    modules): time with the runner process's CPU time instead of the wall clock, so that other
+    processes sharing the cores do not inflate a cost. Only a latency for kernels that run on
+    one thread (``TVM_NUM_THREADS=1``): the CPU time of several threads adds up."""
 
     def __init__(self, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10, enable_cpu_cache_flush: bool = False,
                  check_correctness: bool = True, cooldown_interval: float = 0.0,
                  max_runs_per_worker: int = 256, mp_context: str | None = None,
                  startup_timeout: float = 120, seed: int = 0, reference_cache_size: int = 16,
-                 cold_weights: bool = False):
+                 cold_weights: bool = False, cpu_time: bool = False):
         for name, v in (("number", number), ("repeat", repeat)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"LocalRunner: {name} must be a positive int, got {v!r}")
@@ -262,6 +267,7 @@ class LocalRunner(Runner):
         self.timeout = float(timeout)
         self.enable_cpu_cache_flush = bool(enable_cpu_cache_flush)
         self.cold_weights = bool(cold_weights)
+        self.cpu_time = bool(cpu_time)
         self.check_correctness = bool(check_correctness)
         self.cooldown_interval = float(cooldown_interval)
         self.max_runs_per_worker = int(max_runs_per_worker)
@@ -387,7 +393,7 @@ class LocalRunner(Runner):
         t0 = time.monotonic()
         w.send(("run", bres.filename, bres.arg_info, self.number if timed else 1,
                 self.repeat if timed else 1, self.min_repeat_ms if timed else 0.0, self.enable_cpu_cache_flush, self.seed, ref_key,
-                want_outputs, self._cold() if timed else None))
+                want_outputs, self._cold() if timed else None, self.cpu_time and timed))
         try:
             msg = w.recv(self.timeout)
         except WorkerDied as e:
