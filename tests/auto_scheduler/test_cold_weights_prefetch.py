@@ -33,7 +33,12 @@ from tvmpy.auto_scheduler.analytic_init import (
 from tvmpy.auto_scheduler.feature import FEATURE_NAMES, get_per_state_features
 from tvmpy.auto_scheduler.measure import ProgramMeasurer
 from tvmpy.auto_scheduler.sketch_policy import generate_sketches
-from tvmpy.autotvm.measure.local_runner import MAX_COLD_COPIES, _time_cold, cold_span, l2_bytes
+from tvmpy.autotvm.measure.local_runner import (
+    MAX_COLD_BYTES,
+    MAX_COLD_COPIES,
+    _time_cold,
+    cold_span,
+)
 
 
 def _prefetch_steps(state):
@@ -72,13 +77,12 @@ def test_extract_marks_the_weight_inputs():
 
 
 def test_cold_span_bounds():
-    l2 = l2_bytes()
-    assert l2 > 0
     assert cold_span(0, 1 << 30) == 1
     assert cold_span(1 << 20, 0) == 1
-    assert cold_span(1 << 20, 3 << 20) == 3  # the model's weights, when smaller than 4 x L2
-    assert cold_span(1 << 20, 1 << 40) == min(MAX_COLD_COPIES, -(-4 * l2 // (1 << 20)))
+    assert cold_span(1 << 20, 3 << 20) == 3  # the model's weight bytes between two runs
+    assert cold_span(3 << 20, 7 << 20) == 3  # rounded up
     assert cold_span(1, 1 << 40) == MAX_COLD_COPIES
+    assert cold_span(MAX_COLD_BYTES // 2, 1 << 40) == 2  # at most MAX_COLD_BYTES of copies
 
 
 def test_time_cold_rotates_and_computes_the_same():

@@ -14,11 +14,10 @@ The device compiler rejecting the kernel source (OpenCL's clBuildProgram, on fir
 
 ``cold_weights`` (not in TVM; CPU modules): the task's weight inputs (its ``weight_inputs``:
 argument positions that are the model's constants, set by the auto-scheduler's relay tasks)
-are rotated through copies, one per call, so that each call reads weights evicted from the
-core's private caches by the copies read since, as inside the model, where every other kernel's
-weights are read between two runs of this one; the other arguments (activations, written last
-by the kernel before) stay warm. The copies span :func:`cold_span` bytes: the model's weight
-bytes per run (``model_weight_bytes``), at most 4 x the L2 of all cores. A task without
+are rotated through copies, one per call, so that between two reads of a copy as many weight
+bytes are read as inside the model, where every other kernel's weights are read between two
+runs of this one (the model's weight bytes per run, ``model_weight_bytes``: :func:`cold_span`);
+the other arguments (activations, written last by the kernel before) stay warm. A task without
 weight inputs is timed as without the option. Unlike ``enable_cpu_cache_flush`` (everything
 evicted, activations and the last-level cache included), this keeps a kernel's own warm state.
 
@@ -105,35 +104,19 @@ def _runner_init() -> dict:
     return {"refs": {}, "inputs": {}}
 
 
-def l2_bytes() -> int:
-    """The L2 cache of all cores together (sysfs; 1 MiB per core when unknown)."""
-    cores = os.cpu_count() or 1
-    try:
-        for idx in sorted(os.listdir("/sys/devices/system/cpu/cpu0/cache")):
-            d = f"/sys/devices/system/cpu/cpu0/cache/{idx}"
-            with open(f"{d}/level") as f:
-                if f.read().strip() != "2":
-                    continue
-            with open(f"{d}/size") as f:
-                txt = f.read().strip().upper()
-            mult = {"K": 1 << 10, "M": 1 << 20}.get(txt[-1:], 1)
-            return int(txt.rstrip("KMB") or 0) * mult * cores
-    except (OSError, ValueError):
-        pass
-    return cores << 20
-
-
 MAX_COLD_COPIES = 64
+MAX_COLD_BYTES = 512 << 20
+"""Bounds of ``cold_weights``' copies (their count, and their bytes together)."""
 
 
 def cold_span(weight_bytes: int, model_weight_bytes: int) -> int:
     """How many copies of a task's weights (``weight_bytes`` a call) ``cold_weights`` rotates
-    through: enough for ``min(model_weight_bytes, 4 x L2 of all cores)`` bytes, 1 to
-    :data:`MAX_COLD_COPIES`."""
+    through: enough to span ``model_weight_bytes`` (the weights the model reads between two
+    runs of the kernel), 1 to :data:`MAX_COLD_COPIES`, at most :data:`MAX_COLD_BYTES`."""
     if weight_bytes <= 0:
         return 1
-    span = min(int(model_weight_bytes), 4 * l2_bytes())
-    return max(1, min(MAX_COLD_COPIES, -(-span // weight_bytes)))
+    span = min(int(model_weight_bytes), MAX_COLD_BYTES)
+    return max(1, min(MAX_COLD_COPIES, -(-span // weight_bytes), MAX_COLD_BYTES // weight_bytes))
 
 
 def _time_cold(mod: Any, args: list, weights: Sequence[int], model_bytes: int, number: int,
