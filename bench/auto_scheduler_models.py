@@ -193,7 +193,8 @@ class _TimeUp(Exception):
 
 # ---- tuning ----------------------------------------------------------------------------------
 def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
-                        per_round: int, jobs: int, cache_flush: bool = False) -> None:
+                        per_round: int, jobs: int, cache_flush: bool = False,
+                        cold_weights: bool = False, cpu_time: bool = False) -> None:
     from tvmpy import auto_scheduler
     from tvmpy.auto_scheduler.task_scheduler import PrintTableInfo, TaskSchedulerCallback
 
@@ -206,6 +207,8 @@ def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
           flush=True)
     if left <= 5:
         return
+    # the thread count the search measures at (this process's): its estimate is a figure at it
+    prog.data["search_threads"] = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
     base, t0 = prog.spent, time.time()
 
     class Clock(TaskSchedulerCallback):
@@ -227,9 +230,12 @@ def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
         # --cache-flush: TVM's advice for network tuning on CPUs (its tune_network_x86
         # tutorial): the weights and outputs evicted before each repeat, as they arrive inside
         # a model whose weights exceed the caches; one call per repeat
+        # --cold-weights: each task's weight inputs rotated through copies, so that they come
+        # from beyond the private caches as inside the model, its activations warm
         runner=(auto_scheduler.LocalRunner(number=1, repeat=10, enable_cpu_cache_flush=True)
                 if cache_flush else
-                auto_scheduler.LocalRunner(number=5, repeat=3, min_repeat_ms=20)),
+                auto_scheduler.LocalRunner(number=5, repeat=3, min_repeat_ms=20,
+                                           cold_weights=cold_weights, cpu_time=cpu_time)),
         measure_callbacks=[auto_scheduler.RecordToFile(log)])
     try:
         sched.tune(opts)
@@ -552,6 +558,16 @@ def subgraph_report(as_prog: Progress, meas: dict) -> list[str]:
         tot_a, tot_o = sum(a.values()), sum(meas["ort_profile"].values())
         lines.append(f"    kernel time per run: auto-scheduled {tot_a * 1e3:.3f} ms, untuned "
                      f"{sum(u.values()) * 1e3:.3f} ms, onnxruntime {tot_o * 1e3:.3f} ms")
+        # the search's estimate against the same kernels in the model, at the thread count
+        # the search measured at (its estimate is a figure at that count only)
+        tasks = [d for d in as_prog.data.get("tasks", []) if d.get("best_s")]
+        in_model = sum(a.get(d["desc"], 0.0) for d in tasks)
+        est = sum(d["best_s"] * d["weight"] for d in tasks)
+        st = as_prog.data.get("search_threads")
+        if tasks and st == t:
+            lines.append(f"    the tasks' kernels: search's estimate {est * 1e3:.3f} ms (measured at "
+                         f"{st} thread(s)), in the model {in_model * 1e3:.3f} ms "
+                         f"({in_model / est:.2f}x)")
         lines.append("    by op kind, auto-scheduled vs onnxruntime (kernel time per run, ms): "
                      + ", ".join(f"{k} {x * 1e3:.3f}/{y * 1e3:.3f}"
                                  + (" LOSES" if x > y > 0 else "")
@@ -584,7 +600,7 @@ def run_model(name: str, args, cpu: str) -> dict:
     tvm_prog = Progress(os.path.join(d, f"{name}.autotvm.progress.json"), cpu)
     print(f"\n=== {name} ===", flush=True)
     tune_auto_scheduler(mod, params, as_log, as_prog, args.minutes, args.per_round, args.jobs,
-                        args.cache_flush)
+                        args.cache_flush, args.cold_weights, args.cpu_time)
     stats = log_task_stats(as_log)  # the log is the truth (resumed runs, killed runs)
     for t in as_prog.data["tasks"]:
         t["best_s"], t["trials"] = stats.get(t["key"], (None, 0))
@@ -669,6 +685,13 @@ def main() -> None:
     p.add_argument("--cache-flush", action="store_true",
                    help="auto_scheduler measures with the CPU caches flushed before each repeat "
                         "(use a separate --log-dir: the records' costs differ)")
+    p.add_argument("--cold-weights", action="store_true",
+                   help="auto_scheduler measures each task with its weight inputs rotated through "
+                        "copies (from beyond L2, as inside the model; activations warm); use a "
+                        "separate --log-dir")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="auto_scheduler measures candidates with the runner's CPU time (a shared "
+                        "machine); needs TVM_NUM_THREADS=1: the search then measures at 1 thread")
     p.add_argument("--measure-one", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -681,6 +704,8 @@ def main() -> None:
         p.error(f"unknown models {bad}; choose from {list(MODELS)}")
     if args.minutes < 0:
         p.error("--minutes must be >= 0")
+    if args.cpu_time and os.environ.get("TVM_NUM_THREADS") != "1":
+        p.error("--cpu-time needs TVM_NUM_THREADS=1 (CPU time is a latency on one thread only)")
     cpu = cpu_tag()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {machine_description()} ({cpu}); "
           f"{args.minutes:g} min search per model and tuner; logs in {args.log_dir}/{cpu}")

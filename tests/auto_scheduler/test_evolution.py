@@ -24,7 +24,7 @@ from tvmpy.auto_scheduler.loop_state import ComputeAtKind, IteratorKind
 from tvmpy.auto_scheduler.transform_step import IteratorAnnotation as IA
 
 DATA = Path(__file__).parent / "data"
-RULES = [evo.mutate_tile_size, evo.mutate_auto_unroll, evo.mutate_parallel,
+RULES = [evo.mutate_tile_size, evo.mutate_auto_unroll, evo.mutate_prefetch, evo.mutate_parallel,
          evo.mutate_compute_location]
 
 
@@ -50,6 +50,8 @@ def test_mutations_keep_states_valid(func, args):
                 check_state(task, m, seed=checked)
                 checked += 1
     assert applied["mutate_tile_size"] > 0 and applied["mutate_auto_unroll"] > 0
+    # every task here has a tiled reduction: its states carry a prefetch pragma to mutate
+    assert applied["mutate_prefetch"] > 0
     assert applied["mutate_parallel"] + applied["mutate_compute_location"] > 0
 
 

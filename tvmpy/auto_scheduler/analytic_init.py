@@ -22,7 +22,9 @@ the tile sizes deterministically:
   stays in L1 across the middle tile (the classic GEMM blocking);
 - the rest on the outermost level: the parallel loop fuses the outer loops (up to the
   compute location of the fused producer), reaching the core count where the shape allows;
-- ``auto_unroll_max_step`` just covering the register tile's loop nest; injective untiled
+- ``auto_unroll_max_step`` just covering the register tile's loop nest; two variants
+  prefetch the streamed operands :data:`PREFETCH_BYTES` ahead in the innermost reduction loop
+  (as the x86 NCHWc defaults' stacked-row tiles); injective untiled
   stages inlined, except those with a branch (padding: a bounds test per read) that their
   consumer reads many times per element, which stay at the root (one variant flips it).
 
@@ -42,7 +44,17 @@ from ..tir.expr import IterVar
 from . import transform_step as ts
 from .compute_dag import branch_and_expensive
 from .loop_state import State
-from .sketch_policy import AUTO_UNROLL_CONFIGS, _attached_iters, _consumers, _is_compute
+from .sketch_policy import (
+    AUTO_UNROLL_CONFIGS,
+    _attached_iters,
+    _consumers,
+    _is_compute,
+    innermost_reduce_iter,
+)
+
+PREFETCH_BYTES = 4096
+"""The prefetch distance of the analytic variants that prefetch (the x86 NCHWc defaults'
+``topi.x86.conv2d_nchwc.PREFETCH_BYTES``: 4 KiB ahead streamed at memory bandwidth there)."""
 
 __all__ = ["analytic_states", "analytic_annotations", "vector_tile", "register_tile",
            "private_operand", "TileChoice"]
@@ -134,6 +146,25 @@ def operand_axes(op: Any, spatial: int) -> list[set[int]]:
     return out
 
 
+def largest_operand_axes(op: Any, spatial: int) -> set[int] | None:
+    """The spatial axes (as :func:`operand_axes`) the largest tensor ``op`` reads depends on
+    (by elements), or None when ``op`` reads nothing of known shape."""
+    from .compute_dag import read_accesses
+
+    by_op = {id(t.op): t for t in op.input_tensors}
+    reads = list(read_accesses(op))
+    sizes = []
+    for key in reads:
+        t = by_op.get(key)
+        try:
+            sizes.append(math.prod(int(getattr(d, "value", d)) for d in t.shape) if t else 0)
+        except (TypeError, ValueError):
+            sizes.append(0)
+    if not reads or max(sizes) <= 0:
+        return None
+    return operand_axes(op, spatial)[sizes.index(max(sizes))]
+
+
 def private_operand(operands: Sequence[set[int]], extents: Sequence[int]) -> bool:
     """Whether some operand's index depends on every tiled axis (``extents`` > 1) and on the
     vectorized one (the last of ``extents``; ``operands``: the axes each operand's index
@@ -153,13 +184,20 @@ class TileChoice:
     """One analytic variant: accumulators (vector registers) of the register tile, its shape
     (``rank``: the best or second-best by reuse, ``vectors``: vectors on the contiguous axis),
     whether to block the reduction for L1, and whether the default location of stages with
-    branches (padding, see ``INLINE_PAD_MAX_READS``) is flipped."""
+    branches (padding, see ``INLINE_PAD_MAX_READS``) is flipped, and the prefetch distance
+    (bytes, 0: none) on the innermost reduction loop of the tiled stages. ``stationary``: the
+    register tile spans only axes the largest operand does not depend on, so each of its
+    vectors is loaded once per tile and used by every accumulator (a convolution's weights
+    on a small map: rows x columns of pixels and one output-channel vector, the x86 NCHWc
+    defaults' stacked-row tile), for an operand that streams from memory."""
 
     accumulators: int
     rank: int = 0
     vectors: int = 1
     l1_block: bool = False
     inline_branchy: bool = False
+    prefetch: int = 0
+    stationary: bool = False
 
 
 def _variants(hp: Any) -> list[TileChoice]:
@@ -168,11 +206,16 @@ def _variants(hp: Any) -> list[TileChoice]:
     return [
         TileChoice(half),
         TileChoice(three_q),
+        # third to fifth: within the first batch's limit when a task has up to 3 sketches
+        TileChoice(half, prefetch=PREFETCH_BYTES),
+        TileChoice(half, stationary=True, prefetch=PREFETCH_BYTES),
+        TileChoice(half, stationary=True),
         TileChoice(half, vectors=2),
         TileChoice(half, l1_block=True),
         TileChoice(half, inline_branchy=True),
         TileChoice(half, rank=1),
         TileChoice(three_q, l1_block=True),
+        TileChoice(three_q, prefetch=PREFETCH_BYTES),
     ]
 
 
@@ -221,7 +264,13 @@ def _fill_stage(splits: list[_Split], lanes: int, choice: TileChoice, hp: Any,
         operand_axes(op, len(sp)), [s.extent for s in sp])
     if private:
         want = max(1, want // 2)
-    reg = register_tile(outer_ext, want, ops, choice.rank, fewest_axes=private)
+    tile_ext = list(outer_ext)
+    if choice.stationary:
+        big = largest_operand_axes(op, len(outer_ext)) if len(op.axis) == len(sp) else None
+        if big is None or all(tile_ext[i] <= 1 for i in range(len(tile_ext)) if i not in big):
+            return None  # nothing to tile around it: the variant is one of the others
+        tile_ext = [1 if i in big else e for i, e in enumerate(tile_ext)]
+    reg = register_tile(tile_ext, want, ops, choice.rank, fewest_axes=private)
     # keep the parallel outer loops at the core count where the shape allows: shrink the
     # register tile from its outermost axis (a serial kernel loses more than spills)
     cores = int(getattr(hp, "num_cores", 1))
@@ -315,9 +364,10 @@ def _reads_per_element(producer: Any, consumer: Any) -> float:
     return work / max(1, size)
 
 
-def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
+def _annotate_loops(state: State, hp: Any, unroll: dict[int, int], prefetch: int = 0) -> None:
     """Parallel outer loops of every root stage, vectorized innermost spatial loops, unroll
-    pragmas on the tiled / reducing stages."""
+    pragmas on the tiled / reducing stages, a ``prefetch`` pragma on the innermost reduction
+    loop of the tiled reductions."""
     for k in range(len(state.ctx.stages)):
         st = state.ctx.stages[k]
         if not _is_compute(st) or st.attach_type == INLINE:
@@ -357,6 +407,9 @@ def _annotate_loops(state: State, hp: Any, unroll: dict[int, int]) -> None:
                 state.vectorize(k, last.index)
         if (k in unroll or st.op.reduce_axis) and state[k].iters:
             state.pragma(k, 0, f"auto_unroll_max_step${unroll.get(k, 16)}")
+        r = innermost_reduce_iter(state, k) if k in unroll and st.op.reduce_axis else None
+        if r is not None:
+            state.pragma(k, r, f"prefetch${prefetch}")
 
 
 def analytic_annotations(sketch: State, hp: Any,
@@ -392,7 +445,7 @@ def analytic_annotations(sketch: State, hp: Any,
             tiled = set(opened)
             # stage ids of the tiled stages do not move: inlining keeps every stage
             _locate(state, tiled, choice.inline_branchy)
-            _annotate_loops(state, hp, unroll)
+            _annotate_loops(state, hp, unroll, choice.prefetch)
             ts.replay(state.dag, state.transform_steps, check_complete=True)
         except Exception:  # noqa: BLE001 - a variant the schedule refuses is left out
             continue

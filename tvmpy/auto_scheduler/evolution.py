@@ -7,6 +7,7 @@ fails is dropped (the measurement's correctness check guards the rest). Rules, a
 - tile size: move a prime factor from one level of a divisible split to another (the outer
   loop included), keeping the innermost length within ``max_innermost_split_factor``;
 - auto-unroll: another ``auto_unroll_max_step`` value;
+- prefetch (not in Ansor): another ``prefetch$N`` distance;
 - parallel granularity: fuse more or fewer outer loops into the parallel loop;
 - compute location: compute an untiled stage at another spatial loop of its consumer.
 """
@@ -24,9 +25,9 @@ import numpy as np
 
 from . import transform_step as ts
 from .loop_state import State
-from .sketch_policy import AUTO_UNROLL_CONFIGS, _prime_factors
+from .sketch_policy import AUTO_UNROLL_CONFIGS, PREFETCH_CONFIGS, _prime_factors
 
-__all__ = ["mutate_tile_size", "mutate_auto_unroll", "mutate_parallel",
+__all__ = ["mutate_tile_size", "mutate_auto_unroll", "mutate_prefetch", "mutate_parallel",
            "mutate_compute_location", "MUTATION_RULES", "evolutionary_search", "state_key"]
 
 
@@ -80,6 +81,22 @@ def mutate_auto_unroll(state: State, rng: random.Random, hp: Any) -> State | Non
     cur = int(s.pragma_type.partition("$")[2])
     v = rng.choice([c for c in AUTO_UNROLL_CONFIGS if c != cur])
     steps[i] = replace(s, pragma_type=f"auto_unroll_max_step${v}")
+    return _valid(state.dag, steps)
+
+
+def mutate_prefetch(state: State, rng: random.Random, hp: Any) -> State | None:
+    """Another prefetch distance (``sketch_policy.PREFETCH_CONFIGS``) on one loop."""
+    steps = list(state.transform_steps)
+    cands = [i for i, s in enumerate(steps) if isinstance(s, ts.PragmaStep)
+             and s.pragma_type.startswith("prefetch$")]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    s = steps[i]
+    assert isinstance(s, ts.PragmaStep)
+    cur = int(s.pragma_type.partition("$")[2])
+    v = rng.choice([c for c in PREFETCH_CONFIGS if c != cur])
+    steps[i] = replace(s, pragma_type=f"prefetch${v}")
     return _valid(state.dag, steps)
 
 
@@ -167,10 +184,11 @@ def mutate_compute_location(state: State, rng: random.Random, hp: Any) -> State 
 
 Mutation = Callable[[State, random.Random, Any], "State | None"]
 MUTATION_RULES: list[tuple[Mutation, float]] = [
-    (mutate_tile_size, 0.90), (mutate_auto_unroll, 0.04), (mutate_parallel, 0.02),
-    (mutate_compute_location, 0.04),
+    (mutate_tile_size, 0.88), (mutate_auto_unroll, 0.04), (mutate_prefetch, 0.02),
+    (mutate_parallel, 0.02), (mutate_compute_location, 0.04),
 ]
-"""Ansor's default mutation weights (tile size dominates)."""
+"""Ansor's default mutation weights (tile size dominates), with the prefetch rule's share
+taken from the tile sizes'."""
 
 
 def mutate(state: State, rng: random.Random, hp: Any, tries: int = 6) -> State | None:

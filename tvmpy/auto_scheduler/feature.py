@@ -4,7 +4,8 @@ Ansor extracts per-store features from the lowered program in C++; lowering ever
 here costs 0.1-1 s (LoopPartition dominates), and the evolutionary search scores thousands of
 candidates per round. So the features are read from the state's replayed te schedule (what the
 program's loop nests will be, without lowering): per computed stage, the loop structure
-(extents of the parallel, vectorized, innermost and register-tile loops, the unroll pragma,
+(extents of the parallel, vectorized, innermost and register-tile loops, the unroll and
+prefetch pragmas,
 how often an attached stage is recomputed, the tile footprints), and the state's vector is the
 stages' vectors placed by role (the costliest reduction, the output, the sums over the rest).
 Features are log2-scaled; the vector length is fixed (:data:`N_FEATURES`), whatever the DAG.
@@ -38,6 +39,7 @@ STAGE_FEATURE_NAMES = (
     "log_vectorize", "log_unroll_step", "log_innermost", "innermost_is_reduce",
     "log_inner_spatial_tile", "log_inner_reduce_tile", "log_total_iters", "log_outer_spatial",
     "n_reduce_loops", "log_second_innermost", "vectorize_is_innermost", "log_attached_inner",
+    "log_prefetch",
 )
 _NS = len(STAGE_FEATURE_NAMES) + len(STAGE_ACCESS_FEATURE_NAMES) \
     + (N_READS + 1) * len(ACCESS_FEATURE_NAMES)
@@ -70,11 +72,15 @@ def _stage_vector(ctx: Any, k: int, recompute: float,
         kinds.append(a.kind if a is not None else None)
     par = [e for e, kd in zip(ext, kinds) if kd == IterVar.Parallelized]
     vec = [e for e, kd in zip(ext, kinds) if kd == IterVar.Vectorized]
-    unroll = 0
+    unroll = prefetch = 0
     for a in st.iter_var_attrs.values():
-        val = (getattr(a, "pragmas", None) or {}).get("auto_unroll_max_step")
+        pragmas = getattr(a, "pragmas", None) or {}
+        val = pragmas.get("auto_unroll_max_step")
         if val is not None:
             unroll = max(unroll, int(getattr(val, "value", val)))
+        val = pragmas.get("prefetch")
+        if val is not None:
+            prefetch = max(prefetch, int(getattr(val, "value", val)))
     # the register tile: the spatial loops after the last reduction loop; the reduce tile:
     # the reduction loops after the first spatial loop that follows a reduction loop
     last_r = max((i for i, r in enumerate(red) if r), default=-1)
@@ -102,7 +108,8 @@ def _stage_vector(ctx: Any, k: int, recompute: float,
         _l2(ext[-1]) if ext else 0.0, float(red[-1]) if red else 0.0, _l2(inner_s),
         _l2(inner_r), _l2(math.prod(ext) * recompute), _l2(outer_s), float(sum(red)),
         _l2(ext[-2]) if len(ext) > 1 else 0.0,
-        float(bool(vec) and kinds[-1] == IterVar.Vectorized), attached_inner, *acc,
+        float(bool(vec) and kinds[-1] == IterVar.Vectorized), attached_inner, _l2(1 + prefetch),
+        *acc,
     ], dtype="float64")
 
 

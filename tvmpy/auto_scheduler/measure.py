@@ -115,6 +115,9 @@ class _MeasureTask:
         self._dag = task.compute_dag
         self.name = f"auto_scheduler:{name}"
         self.config_space = _Space()
+        # read by the runner's cold_weights (in this process: not pickled)
+        self.weight_inputs = tuple(getattr(task, "weight_inputs", ()))
+        self.model_weight_bytes = int(getattr(task, "model_weight_bytes", 0))
 
     def instantiate(self, config: Sequence[Any] | None) -> tuple[Any, list[Any]]:
         """The program a state (its step records) is measured as; ``None``: the reference."""

@@ -177,6 +177,8 @@ def extract_tasks(mod: Any, params: Any, target: Any, target_host: Any = None,
         register_workload(name, workload, override=True)
         task = SearchTask(workload_key=key, target=target, hardware_params=hardware_params,
                           desc=desc)
+        task.weight_inputs = tuple(getattr(workload, "weight_inputs", ()))
+        task.model_weight_bytes = int(getattr(workload, "model_weight_bytes", 0))
         why = _untunable(task)
         if why is not None:
             skipped.append(NotTuned(desc, int(uses), "extern", why))
@@ -232,17 +234,39 @@ def default_schedule_of(task: SearchTask) -> tuple[Any, list[Any]] | None:
     return fn(*args) if fn is not None else None
 
 
+def _cold_of(task: SearchTask, cold_weights: bool) -> tuple[tuple[int, ...], int] | None:
+    return (task.weight_inputs, task.model_weight_bytes) \
+        if cold_weights and task.weight_inputs else None
+
+
+def _time(mod: Any, data: list[Any], number: int, repeat: int, min_repeat_ms: float,
+          cold: tuple[tuple[int, ...], int] | None, cpu_time: bool = False) -> list[float]:
+    """Seconds per call per repeat, as the runner times (``cold``: its ``cold_weights``,
+    ``cpu_time``: its ``cpu_time``)."""
+    from ..autotvm.measure.local_runner import _time_cold
+    from ..runtime import cpu
+
+    got = _time_cold(mod, data, cold[0] if cold else (), cold[1] if cold else 0, number,
+                     repeat, min_repeat_ms, cpu_time) if cold or cpu_time else None
+    if got is None:
+        got = list(mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=repeat,
+                                      min_repeat_ms=min_repeat_ms)(*data).results)
+    return got
+
+
 def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: int = 5,
-                              repeat: int = 3, min_repeat_ms: float = 20) -> dict[int, float]:
+                              repeat: int = 3, min_repeat_ms: float = 20,
+                              cold_weights: bool = False, cpu_time: bool = False
+                              ) -> dict[int, float]:
     """Time the default schedule of each relay task not yet in ``log_file`` (in this process,
-    ``time_evaluator`` as the runner uses it, divided by the task's ``deployed_runs``) and
+    as the runner times, ``cold_weights`` included, divided by the task's ``deployed_runs``) and
     append a ``"default"`` line per task; gives ``{task index: mean seconds}`` of the tasks
     measured or found in the log. A default that
     does not build is skipped (warned): the search's records then apply as they are."""
     import os
 
     from ..driver import build
-    from ..runtime import cpu, ndarray
+    from ..runtime import ndarray
     from .measure_record import cpu_matches, dump_default_record, parse_default_record
 
     known: list[tuple[str, str, float]] = []
@@ -270,35 +294,36 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
             rng = __import__("numpy").random.default_rng(0)
             data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
                     for t in args]
-            res = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=repeat,
-                                     min_repeat_ms=min_repeat_ms)(*data)
+            res = _time(mod, data, number, repeat, min_repeat_ms, _cold_of(task, cold_weights),
+                        cpu_time)
         except Exception as e:  # noqa: BLE001 - the net is optional: the search goes on
             warnings.warn(f"auto_scheduler: the default schedule of {task.desc or task.workload_key} "
                           f"could not be timed ({type(e).__name__}: {e})", RuntimeWarning,
                           stacklevel=2)
             continue
-        costs = [c / deployed_runs(task.workload_key) for c in res.results]  # a run's cost
+        costs = [c / deployed_runs(task.workload_key) for c in res]  # a run's cost
         with open(log_file, "a") as f:
             f.write(dump_default_record(task.workload_key, task.target, costs) + "\n")
         out[i] = sum(costs) / len(costs)
     return out
 
 
-def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: float) -> Any:
+def _timer(sch: Any, args: list[Any], target: Any, number: int, min_repeat_ms: float,
+           cold: tuple[tuple[int, ...], int] | None = None, cpu_time: bool = False) -> Any:
     from ..driver import build
-    from ..runtime import cpu, ndarray
+    from ..runtime import ndarray
 
     mod = build(sch, args, target)
     rng = __import__("numpy").random.default_rng(0)
     data = [ndarray.array(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype(t.dtype))
             for t in args]
-    ev = mod.time_evaluator(mod.entry_name, cpu(0), number=number, repeat=1,
-                            min_repeat_ms=min_repeat_ms)
-    return lambda: ev(*data).mean
+    return lambda: _time(mod, data, number, 1, min_repeat_ms, cold, cpu_time)[0]
 
 
 def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: int = 5,
-                              number: int = 5, min_repeat_ms: float = 20) -> dict[int, float]:
+                              number: int = 5, min_repeat_ms: float = 20,
+                              cold_weights: bool = False, cpu_time: bool = False
+                              ) -> dict[int, float]:
     """Time each relay task's default schedule against its best record again, interleaved
     (``rounds`` rounds, the best of each), and append a ``"default"`` line holding the
     default's time on the scale of the logged best (logged best x default / best now): the
@@ -324,8 +349,9 @@ def recheck_default_schedules(tasks: list[SearchTask], log_file: str, rounds: in
             dag = task.compute_dag
             state = State(dag, [step_from_record(r) for r in hit[1]])
             best_prog = deployed_program(task.workload_key, *dag.apply_steps_from_state(state))
-            t_best = _timer(*best_prog, task.target, number, min_repeat_ms)
-            t_def = _timer(*got, task.target, number, min_repeat_ms)
+            cold = _cold_of(task, cold_weights)
+            t_best = _timer(*best_prog, task.target, number, min_repeat_ms, cold, cpu_time)
+            t_def = _timer(*got, task.target, number, min_repeat_ms, cold, cpu_time)
             best = dflt = float("inf")
             for _ in range(rounds):
                 best, dflt = min(best, t_best()), min(dflt, t_def())

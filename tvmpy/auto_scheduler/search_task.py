@@ -85,6 +85,11 @@ class SearchTask:
         self.target = as_target(target)
         self.hardware_params = hardware_params or HardwareParams.for_target(self.target)
         self.desc = desc
+        #: argument positions that are a model's weights (relay tasks: constants at every call)
+        #: and the bytes of weights the model reads per run; ``LocalRunner(cold_weights=True)``
+        #: times the task with those inputs as the model reads them (not in TVM)
+        self.weight_inputs: tuple[int, ...] = ()
+        self.model_weight_bytes = 0
 
     def __repr__(self) -> str:
         return f"SearchTask({self.workload_key}, target={self.target})"

@@ -25,7 +25,12 @@ one or more states (a tree of choices):
 Annotation (``annotate``) fills the tile sizes (factorisations of the extents, sometimes
 non-divisible: te guards the tail), fuses and parallelizes the outer spatial loops of every
 root stage, vectorizes innermost spatial loops and puts an ``auto_unroll_max_step`` pragma on
-tiled and reducing stages.
+tiled and reducing stages, and on the innermost reduction loop of a tiled reduction a
+``prefetch$N`` pragma (:data:`PREFETCH_CONFIGS`; 0: none): software prefetches of the vector
+loads the loop streams from its arguments, N bytes ahead (``tir.transform.InjectPrefetch``;
+not in Ansor). A register tile that uses each loaded weight vector for many FMAs keeps few
+misses in flight and streams weights that come from beyond L2 slower than memory allows; the
+x86 NCHWc defaults prefetch 4 KiB ahead there (``topi.x86.conv2d_nchwc.PREFETCH_BYTES``).
 """
 
 from __future__ import annotations
@@ -43,9 +48,19 @@ from .compute_dag import branch_and_expensive, has_data_reuse, read_accesses, sa
 from .loop_state import State
 
 __all__ = ["generate_sketches", "sample_initial_population", "annotate",
-           "AUTO_UNROLL_CONFIGS"]
+           "AUTO_UNROLL_CONFIGS", "PREFETCH_CONFIGS", "innermost_reduce_iter"]
 
 AUTO_UNROLL_CONFIGS = (0, 16, 64, 512)
+#: prefetch distances (bytes) sampled for a tiled reduction's innermost reduction loop
+PREFETCH_CONFIGS = (0, 1024, 4096)
+
+
+def innermost_reduce_iter(state: State, k: int) -> int | None:
+    """The index of stage ``k``'s innermost reduction loop of more than one iteration in
+    ``state`` (a loop of one disappears in lowering, and its pragma with it), or None."""
+    red = [it.index for it in state[k].iters
+           if it.iter_kind == 1 and (it.extent is None or it.extent > 1)]
+    return red[-1] if red else None
 PASS, APPLY, APPLY_AND_SKIP_REST = 0, 1, 2
 
 
@@ -764,6 +779,10 @@ def annotate(sketch: State, rng: random.Random, hp: Any) -> State:
         if (k in tiled or st.op.reduce_axis) and state[k].iters:
             n = rng.choice(AUTO_UNROLL_CONFIGS)
             state.pragma(k, 0, f"auto_unroll_max_step${n}")
+        # software prefetch on a tiled reduction's innermost reduction loop
+        r = innermost_reduce_iter(state, k) if k in tiled and st.op.reduce_axis else None
+        if r is not None:
+            state.pragma(k, r, f"prefetch${rng.choice(PREFETCH_CONFIGS)}")
     return state
 
 

@@ -165,7 +165,9 @@ class TaskScheduler:
         r = o.runner if not isinstance(o.runner, str) else None
         self.default_costs = measure_default_schedules(
             self.tasks, logs[0], number=int(getattr(r, "number", 5)),
-            repeat=int(getattr(r, "repeat", 3)), min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+            repeat=int(getattr(r, "repeat", 3)), min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)),
+            cold_weights=bool(getattr(r, "cold_weights", False)),
+            cpu_time=bool(getattr(r, "cpu_time", False)))
 
     def _recheck_defaults(self, o: TuningOptions) -> None:
         """After the search: each default against its task's best record again, interleaved
@@ -177,7 +179,9 @@ class TaskScheduler:
         if logs and self.default_costs:
             r = o.runner if not isinstance(o.runner, str) else None
             recheck_default_schedules(self.tasks, logs[0], number=int(getattr(r, "number", 5)),
-                                      min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)))
+                                      min_repeat_ms=float(getattr(r, "min_repeat_ms", 20)),
+                                      cold_weights=bool(getattr(r, "cold_weights", False)),
+            cpu_time=bool(getattr(r, "cpu_time", False)))
 
     # ---- the loop -------------------------------------------------------------------------
     def tune(self, tune_option: TuningOptions, search_policy: Any = "default",

@@ -332,7 +332,9 @@ class AnnotationStep(Step):
 
 @dataclass
 class PragmaStep(Step):
-    """``pragma_type`` is ``"auto_unroll_max_step$N"`` (Ansor's spelling) or a pragma name."""
+    """``pragma_type`` is ``"auto_unroll_max_step$N"`` (Ansor's spelling), ``"prefetch$N"``
+    (software prefetches of the loop's streamed vector loads N bytes ahead, the pragma of
+    ``tir.transform.InjectPrefetch``; N = 0: none) or a pragma name."""
 
     iter_id: int = 0
     pragma_type: str = ""
@@ -348,6 +350,14 @@ class PragmaStep(Step):
             st.pragma(iv, "auto_unroll_max_step", int(v))
             ctx.emit(f"s[{ctx.tname(self.stage_id)}].pragma({ctx.name(iv)}, "
                      f"\"auto_unroll_max_step\", {int(v)})")
+        elif self.pragma_type.startswith("prefetch$"):
+            _, _, v = self.pragma_type.partition("$")
+            if not v.isdigit():
+                raise ValueError(f"pragma: expected prefetch$<bytes>, got {self.pragma_type!r}")
+            if int(v):
+                st.pragma(iv, "prefetch", int(v))
+                ctx.emit(f"s[{ctx.tname(self.stage_id)}].pragma({ctx.name(iv)}, "
+                         f"\"prefetch\", {int(v)})")
         elif self.pragma_type == "debug_skip_region":
             pass
         else:

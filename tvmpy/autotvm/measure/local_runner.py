@@ -12,6 +12,15 @@ for the queue before reading the clock); outputs are copied back for the correct
 The device compiler rejecting the kernel source (OpenCL's clBuildProgram, on first load) is
 ``COMPILE_DEVICE``.
 
+``cold_weights`` (not in TVM; CPU modules): the task's weight inputs (its ``weight_inputs``:
+argument positions that are the model's constants, set by the auto-scheduler's relay tasks)
+are rotated through copies, one per call, so that between two reads of a copy as many weight
+bytes are read as inside the model, where every other kernel's weights are read between two
+runs of this one (the model's weight bytes per run, ``model_weight_bytes``: :func:`cold_span`);
+the other arguments (activations, written last by the kernel before) stay warm. A task without
+weight inputs is timed as without the option. Unlike ``enable_cpu_cache_flush`` (everything
+evicted, activations and the last-level cache included), this keeps a kernel's own warm state.
+
 Outcomes per candidate: ``NO_ERROR`` with one cost per repeat (seconds per call); the kernel
 returns an error or the library does not load -> ``RUNTIME_DEVICE``; the process dies (segfault
 in the kernel...) -> ``RUNTIME_DEVICE`` with ``"process crashed (signal N, SIGSEGV)"`` and a new
@@ -95,6 +104,61 @@ def _runner_init() -> dict:
     return {"refs": {}, "inputs": {}}
 
 
+MAX_COLD_COPIES = 64
+MAX_COLD_BYTES = 512 << 20
+"""Bounds of ``cold_weights``' copies (their count, and their bytes together)."""
+
+
+def cold_span(weight_bytes: int, model_weight_bytes: int) -> int:
+    """How many copies of a task's weights (``weight_bytes`` a call) ``cold_weights`` rotates
+    through: enough to span ``model_weight_bytes`` (the weights the model reads between two
+    runs of the kernel), 1 to :data:`MAX_COLD_COPIES`, at most :data:`MAX_COLD_BYTES`."""
+    if weight_bytes <= 0:
+        return 1
+    span = min(int(model_weight_bytes), MAX_COLD_BYTES)
+    return max(1, min(MAX_COLD_COPIES, -(-span // weight_bytes), MAX_COLD_BYTES // weight_bytes))
+
+
+def _time_cold(mod: Any, args: list, weights: Sequence[int], model_bytes: int, number: int,
+               repeat: int, min_repeat_ms: float, cpu_time: bool = False) -> list[float] | None:
+    """Seconds per call for each repeat, the weight arguments rotated (see ``cold_weights``);
+    ``cpu_time``: the process's CPU time, not the wall clock (see ``LocalRunner``). None when
+    there is nothing to rotate and ``cpu_time`` is off (the caller times as usual)."""
+    from tvmpy.runtime import ndarray
+
+    weights = [i for i in weights if 0 <= i < len(args)]
+    wbytes = sum(int(args[i].numpy().nbytes) for i in weights)
+    copies = cold_span(wbytes, model_bytes)
+    if copies < 2 and not cpu_time:
+        return None
+    f = mod.get_function(mod.entry_name)
+    sets = [args]
+    for _ in range(copies - 1):
+        a = list(args)
+        for i in weights:
+            a[i] = ndarray.array(args[i].numpy())
+        sets.append(a)
+    raws = [f.prepare(a)[0] for a in sets]  # (the arrays stay alive in ``sets``)
+    cfunc, clock = f._cfunc, (time.process_time if cpu_time else time.perf_counter)
+    for raw in raws:  # warm-up: every copy once
+        cfunc(*raw)
+    n, k, results = int(number), 0, []
+    for _ in range(int(repeat)):
+        while True:
+            t0 = clock()
+            for _ in range(n):
+                rc = cfunc(*raws[k])
+                k = (k + 1) % copies
+            elapsed = clock() - t0
+            if rc != 0:
+                f._raise_error(rc)
+            if min_repeat_ms <= 0 or elapsed * 1e3 >= min_repeat_ms:
+                break
+            n = max(int(min_repeat_ms / max(elapsed * 1e3 / n, 1e-6)) + 1, int(n * 1.618))
+        results.append(elapsed / n)
+    return results
+
+
 def _runner_handle(state: dict, msg: tuple) -> tuple:
     if msg[0] == "ref":  # ("ref", key, outputs, how many references to keep)
         refs = state["refs"]
@@ -103,7 +167,7 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
             del refs[next(iter(refs))]  # the oldest sent (the parent mirrors this order)
         return ("ok",)
     (_, path, arg_info, number, repeat, min_repeat_ms, flush, seed, ref_key,
-     want_outputs) = msg
+     want_outputs, cold, cpu_time) = msg
     from tvmpy import runtime
     from tvmpy.runtime import ndarray
 
@@ -135,14 +199,18 @@ def _runner_handle(state: dict, msg: tuple) -> tuple:
         if bad is not None:
             return ("error", int(MeasureErrorNo.WRONG_ANSWER), bad)
     try:
-        timer = mod.time_evaluator(mod.entry_name, dev, number=number, repeat=repeat,
-                                   min_repeat_ms=min_repeat_ms,
-                                   f_preproc="cache_flush_cpu_non_first_arg"
-                                   if flush and not on_gpu else "")
-        res = timer(*args)
+        costs = _time_cold(mod, args, cold[0] if cold else (), cold[1] if cold else 0, number,
+                           repeat, min_repeat_ms, cpu_time) \
+            if (cold or cpu_time) and not on_gpu else None
+        if costs is None:
+            timer = mod.time_evaluator(mod.entry_name, dev, number=number, repeat=repeat,
+                                       min_repeat_ms=min_repeat_ms,
+                                       f_preproc="cache_flush_cpu_non_first_arg"
+                                       if flush and not on_gpu else "")
+            costs = list(timer(*args).results)
     except Exception as e:  # noqa: BLE001
         return ("error", rt_error, f"{type(e).__name__}: {e}")
-    return ("ok", tuple(res.results), outputs if want_outputs else None)
+    return ("ok", tuple(costs), outputs if want_outputs else None)
 
 
 # ---- parent side --------------------------------------------------------------------------------
@@ -156,13 +224,18 @@ class LocalRunner(Runner):
     runner process is replaced after this many runs (every loaded library stays mapped);
     ``mp_context``: as for ``LocalBuilder`` (avoid ``"fork"`` for kernels that use OpenMP:
     libgomp runs them serially in a forked child); ``reference_cache_size``: the references
-    of this many tasks are kept (the most recently used)."""
+    of this many tasks are kept (the most recently used); ``cold_weights``: the task's weight
+    inputs rotated through copies (see the module docstring); ``cpu_time`` (not in TVM; CPU
+    modules): time with the runner process's CPU time instead of the wall clock, so that other
+    processes sharing the cores do not inflate a cost. Only a latency for kernels that run on
+    one thread (``TVM_NUM_THREADS=1``): the CPU time of several threads adds up."""
 
     def __init__(self, number: int = 4, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10, enable_cpu_cache_flush: bool = False,
                  check_correctness: bool = True, cooldown_interval: float = 0.0,
                  max_runs_per_worker: int = 256, mp_context: str | None = None,
-                 startup_timeout: float = 120, seed: int = 0, reference_cache_size: int = 16):
+                 startup_timeout: float = 120, seed: int = 0, reference_cache_size: int = 16,
+                 cold_weights: bool = False, cpu_time: bool = False):
         for name, v in (("number", number), ("repeat", repeat)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"LocalRunner: {name} must be a positive int, got {v!r}")
@@ -176,6 +249,8 @@ class LocalRunner(Runner):
         self.number, self.repeat, self.min_repeat_ms = number, repeat, float(min_repeat_ms)
         self.timeout = float(timeout)
         self.enable_cpu_cache_flush = bool(enable_cpu_cache_flush)
+        self.cold_weights = bool(cold_weights)
+        self.cpu_time = bool(cpu_time)
         self.check_correctness = bool(check_correctness)
         self.cooldown_interval = float(cooldown_interval)
         self.max_runs_per_worker = int(max_runs_per_worker)
@@ -301,7 +376,7 @@ class LocalRunner(Runner):
         t0 = time.monotonic()
         w.send(("run", bres.filename, bres.arg_info, self.number if timed else 1,
                 self.repeat if timed else 1, self.min_repeat_ms if timed else 0.0, self.enable_cpu_cache_flush, self.seed, ref_key,
-                want_outputs))
+                want_outputs, self._cold() if timed else None, self.cpu_time and timed))
         try:
             msg = w.recv(self.timeout)
         except WorkerDied as e:
@@ -318,6 +393,13 @@ class LocalRunner(Runner):
         if msg[0] == "ok":
             return 0, (msg[1], msg[2]), elapsed
         return msg[1], msg[2], elapsed
+
+    def _cold(self) -> tuple[tuple[int, ...], int] | None:
+        """``(weight input positions, model weight bytes)`` of the task under ``cold_weights``."""
+        if not self.cold_weights:
+            return None
+        w = tuple(getattr(self._task, "weight_inputs", ()) or ())
+        return (w, int(getattr(self._task, "model_weight_bytes", 0) or 0)) if w else None
 
     # -- running --
     def run(self, measure_inputs: Sequence[MeasureInput],

@@ -7,6 +7,12 @@ its key ``["relay.<fused name>_<structural digest>", input shapes...]``. The key
 on the function's structure, so a log written while tuning applies in another process;
 :class:`FusedWorkload` (picklable: the relay function travels) rebuilds the compute in the
 measurement's build workers.
+
+Each workload also says which of its inputs are the model's weights (``weight_inputs``: a
+constant at every call of the function in the model) and how many bytes of constants the
+model reads per run (``model_weight_bytes``): a runner with ``cold_weights`` times a candidate
+with those inputs as they arrive in the model, evicted from the core's private caches by the
+rest of the model's weights (``autotvm.measure.local_runner``).
 """
 
 from __future__ import annotations
@@ -37,10 +43,13 @@ class FusedWorkload:
     """The registered workload function of a fused relay function: ``()`` -> its tensors
     (inputs, then outputs), as ``lower_primitive`` builds them."""
 
-    def __init__(self, func: Any, target: str, name: str):
+    def __init__(self, func: Any, target: str, name: str,
+                 weight_inputs: tuple[int, ...] = (), model_weight_bytes: int = 0):
         self.func = func
         self.target = target
         self.__name__ = name
+        self.weight_inputs = tuple(weight_inputs)
+        self.model_weight_bytes = int(model_weight_bytes)
 
     def __call__(self, *args: Any) -> list[Any]:
         from .te_compiler import _GroupLowering
@@ -77,6 +86,7 @@ def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
     from ...auto_scheduler.workload_registry import WORKLOAD_FUNC_REGISTRY, decode_workload_key
 
     tgt = prims.target
+    weights, model_bytes = _weight_params(prims)
     out = []
     for lf in prims.compiler.funcs:
         g = _GroupLowering(lf.func, tgt, lf.name)
@@ -102,8 +112,34 @@ def fused_functions(mod: Any, params: Any, target: Any, opt_level: int = 3
             continue
         name = _name(lf.func)
         key = fused_workload_key(lf.func, g.inputs)
-        out.append((key, name, FusedWorkload(lf.func, str(tgt), name), lf.uses, lf.name))
+        w_in = tuple(sorted(weights.get(id(lf), ()))) if len(g.inputs) == len(lf.func.params) \
+            else ()
+        out.append((key, name, FusedWorkload(lf.func, str(tgt), name, w_in, model_bytes),
+                    lf.uses, lf.name))
     return out
+
+
+def _weight_params(prims: Any) -> tuple[dict[int, set[int]], int]:
+    """``({id(lowered function): positions of the parameters bound to a constant at every call
+    of it}, bytes of all the constants main passes to its kernels)``."""
+    from ..expr import Call, Constant, Function
+    from ..visitor import post_order_visit
+
+    calls: list[Any] = []
+    post_order_visit(prims.main, lambda e: calls.append(e)
+                     if isinstance(e, Call) and isinstance(e.op, Function) else None)
+    found: dict[int, set[int]] = {}
+    consts: dict[int, int] = {}
+    for c in calls:
+        lf = prims.compiler.lookup(c.op)
+        if lf is None:
+            continue
+        pos = {i for i, a in enumerate(c.args) if isinstance(a, Constant)}
+        for a in c.args:
+            if isinstance(a, Constant):
+                consts[id(a)] = int(a.data.numpy().nbytes)
+        found[id(lf)] = found[id(lf)] & pos if id(lf) in found else pos
+    return found, sum(consts.values())
 
 
 register_fused_function_extractor(fused_functions)
