@@ -515,22 +515,21 @@ def test_matmul_register_tile_follows_the_target(mcpu, lanes, rows):
                                        atol=1e-5)
 
 
-@pytest.mark.parametrize("mcpu,rows,attention_rows", [
-    ("sapphirerapids", 12, 8),  # AMX: two 512-bit FMA units per core
-    ("znver4", 8, 8),           # 512-bit FMAs as two halves: one unit
-    ("x86-64-v4", 8, 8),        # AVX-512, unit count unknown: the lower figure
-    ("x86-64-v3", 6, 6),        # AVX2: 16 vector registers
+@pytest.mark.parametrize("mcpu,rows", [
+    ("sapphirerapids", 12),  # AMX: two 512-bit FMA units per core
+    ("znver4", 8),           # 512-bit FMAs as two halves: one unit
+    ("x86-64-v4", 8),        # AVX-512, unit count unknown: the lower figure
+    ("x86-64-v3", 6),        # AVX2: 16 vector registers
 ])
-def test_matmul_tile_rows_follow_the_fma_units(mcpu, rows, attention_rows):
+def test_matmul_tile_rows_follow_the_fma_units(mcpu, rows):
     """The matmul register tile's rows come from the target's features (vector registers,
-    512-bit FMA units), never from the shapes; the attention kernel keeps its 8 x 2 tile.
-    Lowered only (no code for a foreign CPU runs here)."""
+    512-bit FMA units), never from the shapes. Lowered only (no code for a foreign CPU runs
+    here)."""
     from tvmpy.target.cpu_features import fma512_units
     from tvmpy.topi.x86 import dense as x86_dense
 
     with tvm.target.Target(f"llvm -mcpu={mcpu}") as t:
         assert x86_dense.tile_rows() == rows
-        assert x86_dense.tile_rows(fma_rows=False) == attention_rows
         assert (rows == 12) == (fma512_units(t.isa_features) >= 2)
         A = te.placeholder((2, 37, 13), name="A")
         B = te.placeholder((2, 97, 13), name="B")

@@ -74,7 +74,7 @@ def schedule_attention(outs: Any, unroll_k: int | None = None) -> Schedule:
     s = create_schedule([o.op for o in outs])
     st = _stages(out)
     lanes = vector_lanes(out.dtype)
-    mr = tile_rows(fma_rows=False)
+    mr = tile_rows()
     m = _const(out.shape[1])
     if m is not None:
         mr = max(1, min(mr, m))

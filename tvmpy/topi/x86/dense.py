@@ -53,7 +53,7 @@ def _panel(n: int) -> int:
     return 2 * lanes if n >= 4 * lanes else lanes if n >= lanes else n
 
 
-def tile_rows(fma_rows: bool = True) -> int:
+def tile_rows() -> int:
     """Rows of the default register tile (``rows x 2`` vector accumulators).
 
     - 6 with the 16 vector registers of AVX2/SSE (8 x 2 spilled there: the 6 x 1500 x 64 x
@@ -61,8 +61,7 @@ def tile_rows(fma_rows: bool = True) -> int:
       2026-11-29; the classic 6 x 16 kernel);
     - 8 with the 32 of AVX-512;
     - 12 with AVX-512 on cores with two 512-bit FMA units
-      (:func:`~tvmpy.target.cpu_features.fma512_units` of the target; ``fma_rows``, default
-      on: the matmul tile; the attention kernel keeps 8). Such a core retires a ``k`` step of
+      (:func:`~tvmpy.target.cpu_features.fma512_units` of the target). Such a core retires a ``k`` step of
       the tile twice as fast, so it also consumes the packed panel (``2`` vectors per ``k``,
       streamed from L2 once K x 128 bytes exceeds L1D) twice as fast; 12 rows reuse each
       panel vector for 12 FMAs instead of 8 (24 accumulators + 2 panel vectors + 1 broadcast
@@ -70,10 +69,12 @@ def tile_rows(fma_rows: bool = True) -> int:
       (2026-11-30): 128 x 768 x 768 0.94x the time of 8 rows, 128 x 768 x 3072 0.96x,
       128 x 3072 x 768 0.97x, 197 x 768 x 3072 0.98x, 24 x 768 x 768 0.91x, 32 x 1024 x 512
       0.94x, 1500 x 1536 x 384 1.02x (10 and 14 rows, 6 x 64 tiles on 64-wide panels: no
-      better; bench/gemm_tile_ab.py)."""
+      better; bench/gemm_tile_ab.py). The attention kernel's two tiles (scores over the head
+      size, P V over the keys) likewise: 12 x 197 x 197 x 64 0.94-0.97x, 6 x 1500 x 1500 x 64
+      0.98-0.99x, 12 x 128 x 128 x 64 0.99x."""
     if vector_lanes("float32") < 16:
         return 6
-    return 12 if fma_rows and _fma512_units() >= 2 else 8
+    return 12 if _fma512_units() >= 2 else 8
 
 
 def _fma512_units() -> int:
