@@ -61,11 +61,12 @@ def tile_rows() -> int:
       2026-11-29; the classic 6 x 16 kernel);
     - 8 with the 32 of AVX-512;
     - 12 with AVX-512 on cores with two 512-bit FMA units
-      (:func:`~tvmpy.target.cpu_features.fma512_units` of the target). Such a core retires a ``k`` step of
-      the tile twice as fast, so it also consumes the packed panel (``2`` vectors per ``k``,
-      streamed from L2 once K x 128 bytes exceeds L1D) twice as fast; 12 rows reuse each
-      panel vector for 12 FMAs instead of 8 (24 accumulators + 2 panel vectors + 1 broadcast
-      of the 32 registers). Emerald Rapids-class Xeon, one thread, CPU time, interleaved
+      (:func:`~tvmpy.target.cpu_features.fma512_units` of the target). Such a core retires a
+      ``k`` step of the tile twice as fast, so it also consumes the packed panel (2 vectors
+      per ``k``, streamed from L2 once K x 128 bytes exceeds L1D) twice as fast; 12 rows
+      reuse each panel vector for 12 FMAs instead of 8 (24 accumulators + 2 panel vectors +
+      1 broadcast of the 32 registers). (The likely cause; this KVM guest has no performance
+      counters to show it.) Emerald Rapids-class Xeon, one thread, CPU time, interleaved
       (2026-11-30): 128 x 768 x 768 0.94x the time of 8 rows, 128 x 768 x 3072 0.96x,
       128 x 3072 x 768 0.97x, 197 x 768 x 3072 0.98x, 24 x 768 x 768 0.91x, 32 x 1024 x 512
       0.94x, 1500 x 1536 x 384 1.02x (10 and 14 rows, 6 x 64 tiles on 64-wide panels: no
