@@ -30,12 +30,13 @@ _TAGS = D._TAGS
 
 
 # --- the schedule as it was before it became a template (the PERFORMANCE GUARD's reference) ---
-def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int = 8) -> None:
+def _ref_tiled(s: Schedule, mm: Tensor, out: Tensor, mr: int | None = None) -> None:
     """Tile ``mr x nr`` over the last two axes of ``out``, accumulate each tile in registers
     (reduction outermost, rows unrolled, columns vectorized), parallel over (batch, panel)."""
     n = get_const_tuple(mm.shape[-1:], "matmul schedule: N", symbolic=False)[0]
     m = mm.shape[-2]
     m = int(m.value) if hasattr(m, "value") else m  # a symbolic M keeps the default tile
+    mr = D.tile_rows() if mr is None else mr  # (12 rows on two-FMA-unit AVX-512 since 2026-11-30)
     nr, mr = _panel(n), (max(1, min(mr, m)) if isinstance(m, int) else mr)
     if mm.op is out.op:
         CC = s.cache_write(mm, "local")

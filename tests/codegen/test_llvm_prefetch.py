@@ -59,7 +59,7 @@ def test_the_llvm_ir_prefetches_the_panel_ahead():
 
 
 def test_no_prefetch_for_many_row_tiles_or_in_kernel_packing():
-    s, args, _ = _prepacked(8 * (D.PREFETCH_MAX_ROW_TILES + 1), 64, 64)
+    s, args, _ = _prepacked(D.tile_rows() * (D.PREFETCH_MAX_ROW_TILES + 1), 64, 64)
     assert "prefetch" not in str(tvm.lower(s, args, name="f")["f"])
     a = te.placeholder((8, 64), name="A")
     w = te.placeholder((64, 64), name="W")

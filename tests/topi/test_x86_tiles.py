@@ -515,6 +515,74 @@ def test_matmul_register_tile_follows_the_target(mcpu, lanes, rows):
                                        atol=1e-5)
 
 
+@pytest.mark.parametrize("mcpu,rows", [
+    ("sapphirerapids", 12),  # AMX: two 512-bit FMA units per core
+    ("znver4", 8),           # 512-bit FMAs as two halves: one unit
+    ("x86-64-v4", 8),        # AVX-512, unit count unknown: the lower figure
+    ("x86-64-v3", 6),        # AVX2: 16 vector registers
+])
+def test_matmul_tile_rows_follow_the_fma_units(mcpu, rows):
+    """The matmul register tile's rows come from the target's features (vector registers,
+    512-bit FMA units), never from the shapes. Lowered only (no code for a foreign CPU runs
+    here)."""
+    from tvmpy.target.cpu_features import fma512_units
+    from tvmpy.topi.x86 import dense as x86_dense
+
+    with tvm.target.Target(f"llvm -mcpu={mcpu}") as t:
+        assert x86_dense.tile_rows() == rows
+        assert (rows == 12) == (fma512_units(t.isa_features) >= 2)
+        A = te.placeholder((2, 37, 13), name="A")
+        B = te.placeholder((2, 97, 13), name="B")
+        out = x86_dense.batch_matmul_pack(A, B)
+        text = str(tvm.lower(x86_dense.schedule_batch_matmul([out]), [A, B, out],
+                             simple_mode=True))
+        assert f"range(0, {rows})" in text  # the register tile's rows (stored back)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 7, 3), (13, 97, 61), (37, 1, 33), (12, 4, 32),
+                                   (25, 509, 65), (11, 8, 1), (197, 64, 96)])
+@pytest.mark.parametrize("mr", [12, 8])
+def test_twelve_and_eight_row_tiles_match_numpy(m, k, n, mr):
+    """The tiled schedule at 12 rows (the default on two-FMA-unit AVX-512 cores) and at 8, on
+    this host: prepacked dense with a bias + relu epilogue and a batched packed product, on
+    prime / size-1 / non-divisible M, N, K (row tails shorter than the tile, a zero-padded
+    last panel, K = 1 without a reduction loop) vs numpy."""
+    from tvmpy.topi.x86 import dense as x86_dense
+
+    rng = np.random.default_rng(m * 1000 + n + k)
+    nr = topi.x86.panel_width(n)
+    npanel = -(-n // nr)
+    X = te.placeholder((m, k), name="X")
+    P = te.placeholder((npanel, k, nr), name="P")
+    Bi = te.placeholder((n,), name="Bi")
+    out = topi.relu(topi.add(topi.x86.dense_prepacked(X, P, units=n), Bi))
+    s, full, anchor, _ = x86_dense._find([out], "test")  # (the epilogue inlined)
+    x86_dense._schedule_tiled(s, full, anchor, mr=mr)
+    x = rng.uniform(-1, 1, (m, k)).astype("float32")
+    w = rng.uniform(-1, 1, (n, k)).astype("float32")
+    b = rng.uniform(-1, 1, n).astype("float32")
+    wp = np.concatenate([w, np.zeros((npanel * nr - n, k), "float32")])
+    packed = np.ascontiguousarray(wp.reshape(npanel, nr, k).transpose(0, 2, 1))
+    f = tvm.build(s, [X, P, Bi, out], "llvm")
+    res = tvm.nd.array(np.zeros((m, n), "float32"))
+    f(tvm.nd.array(x), tvm.nd.array(packed), tvm.nd.array(b), res)
+    np.testing.assert_allclose(res.numpy(), np.maximum(x @ w.T + b, 0), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(k))
+
+    A = te.placeholder((3, m, k), name="A")
+    B = te.placeholder((3, n, k), name="B")
+    bm = x86_dense.batch_matmul_pack(A, B)
+    s, bfull, anchor, _ = x86_dense._find([bm], "test")
+    x86_dense._schedule_tiled(s, bfull, anchor, mr=mr)
+    a = rng.uniform(-1, 1, (3, m, k)).astype("float32")
+    bb = rng.uniform(-1, 1, (3, n, k)).astype("float32")
+    f = tvm.build(s, [A, B, bm], "llvm")
+    res = tvm.nd.array(np.zeros((3, m, n), "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(bb), res)
+    np.testing.assert_allclose(res.numpy(), a @ bb.transpose(0, 2, 1), rtol=1e-4,
+                               atol=1e-4 * np.sqrt(k))
+
+
 @pytest.mark.parametrize("c,hw,k,stride,want", [
     (32, 13, 5, 2, True),     # depthwise: the padding inlined at any window and stride
     (24, 11, 5, 1, True),     # (windows wider than 3 unroll their columns: default_unroll_kw)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...autotvm.space import OtherOptionEntity, SplitEntity
 from ...autotvm.task.topi_integration import register_topi_compute, register_topi_schedule
+from ...target import resolve_target
+from ...target.cpu_features import fma512_units
 from ...te import compute, create_schedule, reduce_axis
 from ...te import sum as te_sum
 from ...tir.expr import const
@@ -52,11 +54,33 @@ def _panel(n: int) -> int:
 
 
 def tile_rows() -> int:
-    """Rows of the default register tile (``rows x 2`` vector accumulators): 8 with the 32
-    vector registers of AVX-512, 6 with the 16 of AVX2/SSE (8 x 2 spilled there: the 6 x 1500
-    x 64 x 1500 batch_matmul built for Haswell ran 1.4x slower at 8 rows than at 6, one
-    thread, 2026-11-29; the classic 6 x 16 kernel)."""
-    return 8 if vector_lanes("float32") >= 16 else 6
+    """Rows of the default register tile (``rows x 2`` vector accumulators).
+
+    - 6 with the 16 vector registers of AVX2/SSE (8 x 2 spilled there: the 6 x 1500 x 64 x
+      1500 batch_matmul built for Haswell ran 1.4x slower at 8 rows than at 6, one thread,
+      2026-11-29; the classic 6 x 16 kernel);
+    - 8 with the 32 of AVX-512;
+    - 12 with AVX-512 on cores with two 512-bit FMA units
+      (:func:`~tvmpy.target.cpu_features.fma512_units` of the target). Such a core retires a
+      ``k`` step of the tile twice as fast, so it also consumes the packed panel (2 vectors
+      per ``k``, streamed from L2 once K x 128 bytes exceeds L1D) twice as fast; 12 rows
+      reuse each panel vector for 12 FMAs instead of 8 (24 accumulators + 2 panel vectors +
+      1 broadcast of the 32 registers). (The likely cause; this KVM guest has no performance
+      counters to show it.) Emerald Rapids-class Xeon, one thread, CPU time, interleaved
+      (2026-11-30): 128 x 768 x 768 0.94x the time of 8 rows, 128 x 768 x 3072 0.96x,
+      128 x 3072 x 768 0.97x, 197 x 768 x 3072 0.98x, 24 x 768 x 768 0.91x, 32 x 1024 x 512
+      0.94x, 1500 x 1536 x 384 1.02x (10 and 14 rows, 6 x 64 tiles on 64-wide panels: no
+      better; bench/gemm_tile_ab.py). The attention kernel's two tiles (scores over the head
+      size, P V over the keys) likewise: 12 x 197 x 197 x 64 0.94-0.97x, 6 x 1500 x 1500 x 64
+      0.98-0.99x, 12 x 128 x 128 x 64 0.99x."""
+    if vector_lanes("float32") < 16:
+        return 6
+    return 12 if _fma512_units() >= 2 else 8
+
+
+def _fma512_units() -> int:
+    """512-bit FMA units per core of the target being built for (the host without one)."""
+    return fma512_units(resolve_target().isa_features)
 
 
 SYMBOLIC_NR = 16  # the register tile's width when N is symbolic (a guarded last panel)
