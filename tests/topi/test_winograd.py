@@ -148,9 +148,9 @@ def test_products_prefetch_a_weight_beyond_l2(monkeypatch, l2, want):
     (here a small L2 patched in), and compute the same convolution either way (prime sizes,
     a 5-channel block, asymmetric padding)."""
     from tvmpy.target.cpu_features import CacheSizes
-    from tvmpy.topi.x86 import conv2d_winograd
+    from tvmpy.topi.x86 import conv2d_nchwc
 
-    monkeypatch.setattr(conv2d_winograd, "_caches", lambda: CacheSizes(l1d=512, l2=l2))
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=512, l2=l2))
     rng = np.random.default_rng(3)
     c, h, w, oc, pad, icb, ocb = 10, 7, 11, 15, (1, 0, 2, 1), 5, 5
     x = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")

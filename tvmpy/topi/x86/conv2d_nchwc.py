@@ -255,8 +255,7 @@ def _four_chunk_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None
         return False
     if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1:
         return False
-    if _const(kernel.shape[1]) * _const(kernel.shape[4]) != _const(data.shape[1]) * _const(
-            data.shape[4]):
+    if not _plain_reduction(conv):
         return False  # grouped
     oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
     if oh * ow <= SMALL_MAP_PIXELS or ow <= SMALL_MAP_MAX_OW or oc_chunk % FOUR_CHUNK_TILE \
@@ -368,11 +367,15 @@ def _streams_weights(conv: Tensor) -> bool:
     367, cold 551 / 558 / 466. Grouped convolutions keep the inlined padding: each chunk
     group reads only its group's weights, and a copy was a tie there (1024 channels, 32 groups,
     1.2 MB of weights, from L3: 14x14 806 / 830, 28x28 dilation 2 3803 / 3713)."""
-    if _weight_bytes(conv) * 2 < _caches().l2:
-        return False
+    return streams_weights(_weight_bytes(conv)) and _plain_reduction(conv)
+
+
+def _plain_reduction(conv: Tensor) -> bool:
+    """Whether the NCHWc convolution ``conv`` (6-D kernel) reduces over every input channel:
+    not grouped (nor depthwise)."""
     kernel, src = conv.op.input_tensors[1], conv.op.input_tensors[0]
     cin = _const(src.shape[1]) * (_const(src.shape[4]) if len(src.shape) == 5 else 1)
-    return _const(kernel.shape[1]) * _const(kernel.shape[4]) == cin  # not grouped
+    return _const(kernel.shape[1]) * _const(kernel.shape[4]) == cin
 
 
 def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
@@ -411,13 +414,25 @@ def default_unroll_kw(conv: Tensor, depthwise: bool) -> bool:
 
 def _weight_bytes(conv: Tensor) -> int:
     """Bytes of the convolution's weight tensor (0 for a symbolic shape)."""
-    n = max(1, bits_of(conv.op.input_tensors[1].dtype) // 8)
-    for d in conv.op.input_tensors[1].shape:
+    return tensor_bytes(conv.op.input_tensors[1])
+
+
+def tensor_bytes(t: Tensor) -> int:
+    """Bytes of tensor ``t`` (0 for a symbolic shape)."""
+    n = max(1, bits_of(t.dtype) // 8)
+    for d in t.shape:
         v = getattr(d, "value", d)
         if not isinstance(v, int):
             return 0
         n *= v
     return n
+
+
+def streams_weights(nbytes: int) -> bool:
+    """Whether a weight of ``nbytes`` takes at least half of the target's L2: in a model it
+    comes from L3 or memory on every run (the other layers' weights evict it), so the kernels
+    reading it prefetch it (:data:`PREFETCH_BYTES` ahead)."""
+    return nbytes > 0 and nbytes * 2 >= _caches().l2
 
 
 def _caches() -> CacheSizes:
@@ -580,7 +595,7 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
         inlined |= bool(inline_pad and t.op in s and "pad" in t.op.tag)
     if prefetch is None:
         prefetch = PREFETCH_BYTES if reg_h > 1 or (
-            not inlined and _weight_bytes(conv) * 2 >= _caches().l2) else 0
+            not inlined and streams_weights(_weight_bytes(conv))) else 0
     for t in conv.op.input_tensors:
         if inline_pad and t.op in s and "pad" in t.op.tag:
             # windows up to 3x3: a per-pixel condition (uniform over the block's lanes) costs

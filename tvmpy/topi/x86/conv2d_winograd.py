@@ -31,11 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...autotvm.space import OtherOptionEntity
 from ...autotvm.task.topi_integration import register_topi_compute, register_topi_schedule
-from ...ir.dtype import bits_of
 from ..nn.winograd import conv2d_winograd_nchwc
 from ..utils import get_const_tuple
 from .conv2d import _find, _outputs, _schedule_pad, anchor
-from .conv2d_nchwc import PREFETCH_BYTES, _caches
+from .conv2d_nchwc import PREFETCH_BYTES, streams_weights, tensor_bytes
 
 if TYPE_CHECKING:
     from ...te import Tensor
@@ -95,13 +94,7 @@ def default_prefetch(weight: Tensor) -> int:
     4148; 256 -> 256 14x14 1297 / 1131; 128 -> 128 28x28 692 / 655 / 676; 96 -> 96 35x35 596 /
     588 / 570; the weight hot in L2: 448 -> 384 8x8 983 / 928, 256 -> 256 14x14 818 / 811.
     64 -> 64 56x56 (0.6 MB, stays in L2): 1596 / 1583 (not prefetched)."""
-    n = max(1, bits_of(weight.dtype) // 8)
-    for d in weight.shape:
-        v = getattr(d, "value", d)
-        if not isinstance(v, int):
-            return 0
-        n *= v
-    return PREFETCH_BYTES if n * 2 >= _caches().l2 else 0
+    return PREFETCH_BYTES if streams_weights(tensor_bytes(weight)) else 0
 
 
 def _stage(t: Tensor, name: str) -> Tensor:

@@ -274,7 +274,9 @@ def conv2d_winograd_nchwc_strategy_cpu(attrs: Any, inputs: list, out_type: Any,
     call = (attrs, inputs, out_type, target)
     impl: Impl = (tuned_implementation("conv2d_winograd_NCHWc.x86", *call)
             or (COMPUTES["nn.contrib_conv2d_winograd_nchwc"], _winograd_schedule))
-    return _one(*impl, "nn.contrib_conv2d_winograd_nchwc.x86")
+    # the products' weight prefetch reads the target's L2 size: as the NCHWc defaults
+    return _one(in_target(impl[0], target), in_target(impl[1], target),
+                "nn.contrib_conv2d_winograd_nchwc.x86")
 
 
 # ---- matrix products ---------------------------------------------------------------------------
