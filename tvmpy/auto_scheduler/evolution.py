@@ -70,33 +70,29 @@ def mutate_tile_size(state: State, rng: random.Random, hp: Any) -> State | None:
 
 
 def mutate_auto_unroll(state: State, rng: random.Random, hp: Any) -> State | None:
-    steps = list(state.transform_steps)
-    cands = [i for i, s in enumerate(steps) if isinstance(s, ts.PragmaStep)
-             and s.pragma_type.startswith("auto_unroll_max_step$")]
-    if not cands:
-        return None
-    i = rng.choice(cands)
-    s = steps[i]
-    assert isinstance(s, ts.PragmaStep)
-    cur = int(s.pragma_type.partition("$")[2])
-    v = rng.choice([c for c in AUTO_UNROLL_CONFIGS if c != cur])
-    steps[i] = replace(s, pragma_type=f"auto_unroll_max_step${v}")
-    return _valid(state.dag, steps)
+    """Another ``auto_unroll_max_step`` (``AUTO_UNROLL_CONFIGS``) on one stage."""
+    return _mutate_pragma_value(state, rng, "auto_unroll_max_step", AUTO_UNROLL_CONFIGS)
 
 
 def mutate_prefetch(state: State, rng: random.Random, hp: Any) -> State | None:
     """Another prefetch distance (``sketch_policy.PREFETCH_CONFIGS``) on one loop."""
+    return _mutate_pragma_value(state, rng, "prefetch", PREFETCH_CONFIGS)
+
+
+def _mutate_pragma_value(state: State, rng: random.Random, name: str,
+                         configs: Any) -> State | None:
+    """One ``NAME$V`` pragma step, picked at random, takes another value of ``configs``."""
     steps = list(state.transform_steps)
     cands = [i for i, s in enumerate(steps) if isinstance(s, ts.PragmaStep)
-             and s.pragma_type.startswith("prefetch$")]
+             and s.pragma_type.startswith(f"{name}$")]
     if not cands:
         return None
     i = rng.choice(cands)
     s = steps[i]
     assert isinstance(s, ts.PragmaStep)
     cur = int(s.pragma_type.partition("$")[2])
-    v = rng.choice([c for c in PREFETCH_CONFIGS if c != cur])
-    steps[i] = replace(s, pragma_type=f"prefetch${v}")
+    v = rng.choice([c for c in configs if c != cur])
+    steps[i] = replace(s, pragma_type=f"{name}${v}")
     return _valid(state.dag, steps)
 
 
