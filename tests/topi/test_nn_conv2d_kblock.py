@@ -108,26 +108,34 @@ def test_default_schedule_takes_the_blocked_nest(monkeypatch):
     assert conv2d_nchwc.default_k_block(conv, 1, False) == 1  # blocked (1 chunk a block)
     check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
 
-
-def test_autotvm_fallback_is_the_blocked_default(monkeypatch):
-    """The AutoTVM template's fallback config (what an untuned relay.build uses) takes the
-    default's block and rows: the same lowered program as ``schedule_conv2d_NCHWc``."""
+def _fallback_and_default_programs(args: tuple) -> tuple[str, str, object]:
+    """The lowered program of the AutoTVM template under its fallback config, that of the
+    default schedule ``schedule_conv2d_NCHWc`` for ``conv2d_NCHWc(*args)``, and the latter's
+    convolution (an untuned relay.build must run the default)."""
     import tvmpy as tvm
     from tvmpy import autotvm
     from tvmpy.target import Target
 
-    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
-    A = te.placeholder((1, 12, 7, 10, 4), name="A")
-    W = te.placeholder((3, 12, 1, 1, 4, 8), name="W")
-    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW4c", "NCHW8c", "float32")
+    A, W = args[0], args[1]
     ctx = autotvm.task.FallbackContext()
     ctx.silent = True
     with ctx, Target("llvm"):
         out = conv2d_nchwc.conv2d_NCHWc(*args)
         got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
     ref_out = nn.conv2d_NCHWc(*args)
-    assert conv2d_nchwc.default_k_block(ref_out, 1, False) > 0
     want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
+    return got, want, ref_out
+
+
+def test_autotvm_fallback_is_the_blocked_default(monkeypatch):
+    """The AutoTVM template's fallback config (what an untuned relay.build uses) takes the
+    default's block and rows: the same lowered program as ``schedule_conv2d_NCHWc``."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
+    A = te.placeholder((1, 12, 7, 10, 4), name="A")
+    W = te.placeholder((3, 12, 1, 1, 4, 8), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW4c", "NCHW8c", "float32")
+    got, want, ref_out = _fallback_and_default_programs(args)
+    assert conv2d_nchwc.default_k_block(ref_out, 1, False) > 0
     assert got == want
 
 
@@ -311,22 +319,12 @@ def test_four_chunk_rule():
 def test_autotvm_fallback_is_the_four_chunk_default(monkeypatch):
     """The fallback config of a 1x1 on a 28-wide map with two FMA units: four chunks x 4
     columns, blocked; the same lowered program as ``schedule_conv2d_NCHWc``."""
-    import tvmpy as tvm
-    from tvmpy import autotvm
-    from tvmpy.target import Target
-
     monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
     monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=8192, l2=1 << 20))
     A = te.placeholder((1, 5, 14, 28, 16), name="A")
     W = te.placeholder((8, 5, 1, 1, 16, 16), name="W")
     args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW16c", "NCHW16c", "float32")
-    ctx = autotvm.task.FallbackContext()
-    ctx.silent = True
-    with ctx, Target("llvm"):
-        out = conv2d_nchwc.conv2d_NCHWc(*args)
-        got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
-    ref_out = nn.conv2d_NCHWc(*args)
+    got, want, ref_out = _fallback_and_default_programs(args)
     assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
     assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 6 KiB / 4 KiB a chunk
-    want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
     assert got == want
