@@ -15,6 +15,8 @@ from tvmpy.topi import testing
 from tvmpy.topi.x86 import conv2d_nchwc
 from tvmpy.topi.x86.conv2d_nchwc import default_inline_pad, find_nchwc
 
+from .nn_util import check, nchwc_conv_case
+
 # (C, H, W, OC, kh, kw, stride, padding (top, left, bottom, right), ic_bn, oc_bn)
 CASES = [
     (16, 7, 7, 32, 3, 3, 1, (1, 1, 1, 1), 16, 16),  # a 7x7 map (ResNet's last stage)
@@ -29,32 +31,17 @@ CASES = [
 @pytest.mark.parametrize("l2,streamed", [(1024, True), (1 << 30, False)])
 def test_streamed_weights_read_a_padded_copy(monkeypatch, case, l2, streamed):
     monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=512, l2=l2))
-    c, h, w, oc, kh, kw, stride, pad, icb, ocb = case
-    rng = np.random.default_rng(c * h + kw)
-    x = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
-    k = rng.uniform(-1, 1, (oc, c, kh, kw)).astype("float32")
-    b = rng.uniform(-1, 1, (oc,)).astype("float32")
-    A = te.placeholder((1, c // icb, h, w, icb), name="A")
-    K = te.placeholder((oc // ocb, c // icb, kh, kw, icb, ocb), name="K")
-    B = te.placeholder((1, oc // ocb, 1, 1, ocb), name="B")
-    out = topi.nn.relu(topi.nn.conv2d_NCHWc(A, K, stride, pad, 1, f"NCHW{icb}c",
-                                            f"NCHW{ocb}c") + B)
+    inputs, out, arrays, want = nchwc_conv_case(*case, seed=case[0] * case[1] + case[5])
     _, cv, _, _ = find_nchwc([out])
     assert default_inline_pad(cv, False) == (not streamed)
+    if streamed:  # the one-row tile prefetches the weights
+        assert "prefetch" in str(tvm.lower(_schedule([out]), [*inputs, out]))
+    check(inputs, out, _schedule, lambda *xs: want, arrays=arrays)
+
+
+def _schedule(outs):
     with tvm.target.Target("llvm"):
-        s = topi.x86.schedule_conv2d_NCHWc([out])
-        if streamed:
-            assert "prefetch" in str(tvm.lower(s, [A, K, B, out]))
-        f = tvm.build(s, [A, K, B, out], "llvm")
-    kk = k.reshape(oc // ocb, ocb, c // icb, icb, kh, kw).transpose(0, 2, 4, 5, 3, 1)
-    o = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
-    f(tvm.nd.array(testing.nchw_to_nchwc(x, icb)), tvm.nd.array(np.ascontiguousarray(kk)),
-      tvm.nd.array(b.reshape(1, oc // ocb, 1, 1, ocb)), o)
-    pt, pl, pb, pr = pad
-    want = testing.conv2d_nchw_python(np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr))), k,
-                                      stride, 0)
-    want = np.maximum(want + b.reshape(1, oc, 1, 1), 0)
-    np.testing.assert_allclose(testing.nchwc_to_nchw(o.numpy()), want, rtol=1e-4, atol=1e-4)
+        return topi.x86.schedule_conv2d_NCHWc(outs)
 
 
 def test_depthwise_keeps_the_inlined_padding(monkeypatch):

@@ -6,13 +6,13 @@ map, a fused bias + relu). Taller windows, 3x3 and windows of more than 9 taps s
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import tvmpy as tvm
 from tvmpy import te, topi
-from tvmpy.topi import testing
 from tvmpy.topi.x86.conv2d_nchwc import default_unroll_kw, find_nchwc
+
+from .nn_util import check, nchwc_conv_case
 
 # (C, H, W, OC, kh, kw, stride, padding (top, left, bottom, right), ic_bn, oc_bn)
 CASES = [
@@ -25,32 +25,16 @@ CASES = [
 
 
 def _run(c, h, w, oc, kh, kw, stride, pad, icb, ocb, bias_relu):
-    rng = np.random.default_rng(c * kw + h)
-    x = rng.uniform(-1, 1, (1, c, h, w)).astype("float32")
-    k = rng.uniform(-1, 1, (oc, c, kh, kw)).astype("float32")
-    b = rng.uniform(-1, 1, (oc,)).astype("float32")
-    A = te.placeholder((1, c // icb, h, w, icb), name="A")
-    K = te.placeholder((oc // ocb, c // icb, kh, kw, icb, ocb), name="K")
-    B = te.placeholder((1, oc // ocb, 1, 1, ocb), name="B")
-    conv = topi.nn.conv2d_NCHWc(A, K, stride, pad, 1, f"NCHW{icb}c", f"NCHW{ocb}c")
-    out = topi.nn.relu(conv + B) if bias_relu else conv
+    inputs, out, arrays, want = nchwc_conv_case(c, h, w, oc, kh, kw, stride, pad, icb, ocb,
+                                                bias_relu, seed=c * kw + h)
     _, cv, _, _ = find_nchwc([out])
     assert default_unroll_kw(cv, False)
+    check(inputs, out, _schedule, lambda *xs: want, arrays=arrays)
+
+
+def _schedule(outs):
     with tvm.target.Target("llvm"):
-        s = topi.x86.schedule_conv2d_NCHWc([out])
-        f = tvm.build(s, [A, K, B, out] if bias_relu else [A, K, out], "llvm")
-    kk = k.reshape(oc // ocb, ocb, c // icb, icb, kh, kw).transpose(0, 2, 4, 5, 3, 1)
-    o = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
-    args = [tvm.nd.array(testing.nchw_to_nchwc(x, icb)), tvm.nd.array(np.ascontiguousarray(kk))]
-    if bias_relu:
-        args.append(tvm.nd.array(b.reshape(1, oc // ocb, 1, 1, ocb)))
-    f(*args, o)
-    pt, pl, pb, pr = pad
-    want = testing.conv2d_nchw_python(np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr))), k,
-                                      stride, 0)
-    if bias_relu:
-        want = np.maximum(want + b.reshape(1, oc, 1, 1), 0)
-    np.testing.assert_allclose(testing.nchwc_to_nchw(o.numpy()), want, rtol=1e-4, atol=1e-4)
+        return topi.x86.schedule_conv2d_NCHWc(outs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
