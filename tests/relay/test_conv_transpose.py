@@ -189,15 +189,20 @@ def _kernel_names(mod, params, opt_level):
             if n["op"] == "tvm_op"]
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["own_padding", "shared_padding"])
 @pytest.mark.parametrize("hw, k, s, p, op", [
     ((8, 8), (4, 4), (2, 2), (1, 1), (0, 0)),  # DCGAN's layer: phase paddings (1, 0) / (0, 1)
     ((7, 5), (3, 3), (2, 2), (1, 1), (1, 1)),  # unequal tap counts (1 and 2 per axis)
     ((5, 7), (5, 4), (3, 2), (2, 1), (2, 1)),  # stride 3 in H (taps 2, 2, 1), output_padding
+    ((11, 13), (5, 7), (3, 3), (2, 3), (1, 2)),  # stride 3, kernels not divisible by it
 ])
-def test_phase_lowering_matches_torch(hw, k, s, p, op):
-    """The phase convolutions (a shared padded input where the tap counts along an axis are
-    equal, each phase's own padding where not) and the interleave with the bias and tanh give
-    torch's values at opt_level 0 and 3, with one convolution per phase."""
+def test_phase_lowering_matches_torch(hw, k, s, p, op, shared, monkeypatch):
+    """The phase convolutions (each phase's own padding; with ``SHARED_PADDING`` a shared
+    padded input where the tap counts along an axis are equal) and the interleave with the bias
+    and tanh give torch's values at opt_level 0 and 3, with one convolution per phase."""
+    from tvmpy.relay.transform import conv_transpose
+
+    monkeypatch.setattr(conv_transpose, "SHARED_PADDING", shared)
     ic, oc = 16, 8
     rng = np.random.default_rng(sum(hw) + sum(k))
     x = rng.standard_normal((2, ic, *hw)).astype("float32")
@@ -228,15 +233,27 @@ def test_only_a_crop_is_a_slice():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_phases_share_one_compiled_convolution():
-    """k4 s2: every phase has 2x2 taps; the input is padded once and each phase convolves a
-    same-size window of it, so the four phase convolutions are one kernel (per-phase paddings
-    made four different kernels to compile, a DCGAN build 1.4-2x slower and the model no
-    faster: the right-padded 2x2 phases run slower, bench/RESULTS.md, 2026-11-30)."""
+def test_phases_read_the_input_in_place(monkeypatch):
+    """k4 s2 p1 (DCGAN's layer): each phase's window is its convolution's own padding, so the
+    built graph has the four phase convolutions and the interleave (with the bias and tanh)
+    and no pad or window-copy kernel; with ``SHARED_PADDING`` the input is padded once and each
+    phase convolves a same-size window of it, the four phases one compiled kernel (fewer
+    kernels to compile, but a pad and four window copies per layer at run time: DCGAN's
+    generator 38 kernels against 22, bench/RESULTS.md, session 5)."""
+    from tvmpy.relay.transform import conv_transpose
+
     mod = _graph((1, 16, 8, 8), (16, 32, 4, 4), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
     rng = np.random.default_rng(5)
     params = {"w": rng.standard_normal((16, 32, 4, 4)).astype("float32"),
-              "b": np.zeros((32, 1, 1), "float32")}
+              "b": rng.standard_normal((32, 1, 1)).astype("float32")}
     for opt_level in (0, 3):
-        names = [n for n in _kernel_names(mod, params, opt_level) if "conv2d" in n]
-        assert len(names) == 4 and len(set(names)) == 1, names
+        names = _kernel_names(mod, params, opt_level)
+        convs = [n for n in names if "conv2d" in n]
+        assert len(convs) == 4 and len(set(convs)) == 4, names
+        assert not any("strided_slice" in n or n.endswith("pad") for n in names), names
+    monkeypatch.setattr(conv_transpose, "SHARED_PADDING", True)
+    for opt_level in (0, 3):
+        names = _kernel_names(mod, params, opt_level)
+        convs = [n for n in names if "conv2d" in n]
+        assert len(convs) == 4 and len(set(convs)) == 1, names
+        assert sum("strided_slice" in n for n in names) >= 3, names

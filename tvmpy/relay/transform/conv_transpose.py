@@ -13,11 +13,17 @@ that takes the x86 NCHWc path of AlterOpLayout like any convolution, and the pha
 interleaved and cropped to the output by ``nn.stride_interleave``, an injective operator that
 fuses, with the bias, the folded BatchNorm and the activation that follow, into one kernel
 (AlterOpLayout keeps it in the convolutions' NCHW{c}c layout: whole vectors of channels).
-Where the phases along an axis have equal tap counts (k4 s2: 2 each), the input is padded
-once (``nn.pad``) and each phase convolves a window of it (``strided_slice``; both stay in
-NCHW{c}c), so the phases are one compiled convolution rather than one per padding. Stride 1 is
-a single convolution with no interleave; a 1x1 input (a generator's first layer) is one
-``nn.dense``.
+Each phase's window of the input is its convolution's own (asymmetric) padding, which the NCHWc
+convolution computes inside its kernel (inlined bounds tests, or a padded copy in the kernel
+where its weights stream from beyond L2): no ``nn.pad`` or ``strided_slice`` kernel copies the
+input; a ``strided_slice`` crops it only where a phase reads a strict sub-range of it (padding
+beyond the kernel's reach). The phases of one layer are then different workloads (k4 s2 p1:
+paddings (1, 0) and (0, 1) per axis: four kernels to compile, four tuning tasks).
+:data:`SHARED_PADDING` selects the earlier form (the input padded once, each phase a same-size
+window of it, one compiled convolution per layer), which paid a pad and ``s_h * s_w`` window
+copies per layer: DCGAN's generator 38 kernels against 22, its data movement 0.34 ms against
+0.09 at 1 thread on an Intel Xeon (bench/RESULTS.md, session 5). Stride 1 is a single
+convolution with no interleave; a 1x1 input (a generator's first layer) is one ``nn.dense``.
 
 When valid
 Any weight (the weight rearrangement is ``reshape``/``transpose``/``take`` of it,
@@ -27,9 +33,9 @@ left as they are. Runs at every opt_level (like SimplifyInference): it only remo
 
 Example
     before:  nn.conv2d_transpose(%x, %W, strides=[2, 2], padding=[1, 1, 1, 1], kernel_size=[4, 4])
-    after:   %0 = nn.pad(%x, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);  %2 = nn.conv2d(
-             strided_slice(%0, begin=[0, 0], end=[5, 5], axes=[2, 3]), %W00, kernel_size=[2, 2]);
-             ... (4 phases);  nn.stride_interleave((%2, %4, %6, %8), strides=[2, 2], out_size=[8, 8])
+    after:   %0 = nn.conv2d(%x, %W00, padding=[1, 1, 0, 0], kernel_size=[2, 2]);  %1 = nn.conv2d(
+             %x, %W01, padding=[1, 0, 0, 1], kernel_size=[2, 2]);  ... (4 phases);
+             nn.stride_interleave((%0, %1, %2, %3), strides=[2, 2], out_size=[8, 8])
 """
 
 from __future__ import annotations
@@ -49,6 +55,13 @@ from ..visitor import ExprMutator
 from .pass_infra import FunctionPass
 
 __all__ = ["ConvTransposeToConv", "phase_plan", "Phase"]
+
+SHARED_PADDING = False
+"""True: where the phases along an axis have equal tap counts (k4 s2: 2 each), pad the input
+once (``nn.pad``) and give each phase a same-size window of it (``strided_slice``), so that a
+layer's phases are one compiled convolution (one tuning task of weight ``s_h * s_w``), at the
+cost of a pad and a window copy per phase at run time. False (the default): each phase's
+window is its convolution's own padding (no copies; one workload per distinct padding)."""
 
 
 @dataclass(frozen=True)
@@ -173,9 +186,11 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
     qw, pw = phase_plan(w, kw, sw, dw, pl, ow)
     wc = _group_weight(weight, w_shape, a.groups)  # type: ignore[arg-type]
     out_dtype = a.out_dtype or call.checked_type.dtype
-    # along an axis whose phases all have the same taps count: the input padded once and each
-    # phase a window of it, so that the phases' convolutions are one compiled kernel
-    gh, gw = _shared_padding(ph, qh, h), _shared_padding(pw, qw, w)
+    # SHARED_PADDING, along an axis whose phases all have the same taps count: the input padded
+    # once and each phase a window of it (one compiled convolution); else each phase's window
+    # is its convolution's own padding (only a window inside the input is a strided_slice)
+    gh = _shared_padding(ph, qh, h) if SHARED_PADDING else None
+    gw = _shared_padding(pw, qw, w) if SHARED_PADDING else None
     if gh is not None or gw is not None:
         (lh, rh_), (lw, rw_) = gh[0] if gh else (0, 0), gw[0] if gw else (0, 0)
         if lh or rh_ or lw or rw_:
