@@ -11,6 +11,7 @@ import pytest
 
 from tvmpy import te, topi
 from tvmpy.topi import nn, testing
+from tvmpy.topi.x86 import conv2d_nchwc
 from tvmpy.topi.x86.conv2d_nchwc import (
     default_oc_tile,
     default_unroll_kw,
@@ -142,3 +143,56 @@ def test_default_oc_tile_one_chunk_for_dilated_windows_within_the_map():
     assert default_oc_tile(nn.conv2d_NCHWc(A, W3, 1, 2, 2), False) == 1
     Wd = te.placeholder((4, 1, 3, 3, 1, 16), name="Wd")
     assert default_oc_tile(nn.depthwise_conv2d_NCHWc(A, Wd, 1, 2, 2), True) == 1
+
+
+# (N, C, H, W, OC, groups, K, stride, pad, dilation, ic_bn, oc_bn, columns with two FMA units):
+# one-chunk register tiles of fewer than 8 columns, widened on a core with two 512-bit FMA units
+WIDE_ONE_CHUNK_CASES = [
+    (1, 64, 9, 28, 64, 4, 3, 1, 2, 2, 16, 16, 14),  # 4 groups of 16, d2: 7 -> 14 columns
+    (1, 36, 7, 19, 36, 3, 3, 1, 3, 3, 4, 4, 10),    # 3 groups of 12, d3, prime 19: 10 + 9
+    (1, 40, 6, 21, 40, 1, 3, 1, 1, 1, 8, 8, 11),    # plain, 5 chunks (odd): 11 + 10
+    (2, 24, 5, 27, 24, 1, 3, 2, 2, 2, 8, 8, 14),    # batch 2, stride 2 -> 14 wide, 3 chunks
+    (1, 32, 3, 13, 32, 2, 3, 1, 2, 2, 16, 16, 13),  # 2 groups, d2, 13 wide: the whole row
+]
+
+
+@pytest.mark.parametrize("case", WIDE_ONE_CHUNK_CASES)
+def test_one_chunk_tile_widened_with_two_fma_units(monkeypatch, case):
+    """A one-chunk tile of a window whose default width holds fewer than 8 accumulators takes
+    up to 16 columns with two FMA units (guarded tails where no divisor fits), 7 with one;
+    the result still numpy's."""
+    n, c, h, w, oc, groups, k, stride, pad, dil, icb, ocb, cols = case
+    A = te.placeholder((n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // groups // icb, k, k, icb, ocb), name="W")
+    conv = nn.conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{icb}c", f"NCHW{ocb}c", groups=groups)
+    out = topi.nn.relu(conv)
+    assert conv2d_nchwc._default_reg_n(conv, 1, False) < 8  # one unit (no target): unchanged
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    assert default_oc_tile(conv, False) == 1
+    assert conv2d_nchwc._default_reg_n(conv, 1, False) == cols
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c // groups, k, k)).astype("float32")
+    ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
+    want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, pad, dil, groups), 0)
+    check([A, W], out, schedule_conv2d_NCHWc,
+          lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb), arrays=[ab, wb])
+
+
+def test_one_chunk_columns_rule():
+    """Only one-chunk tiles of windows, not depthwise, not 1x1, not tiles of 8 columns or more,
+    nor rows that one tile already covers."""
+    A = te.placeholder((1, 4, 28, 28, 16), name="A")
+    W = te.placeholder((4, 4, 3, 3, 16, 16), name="W")
+    conv = nn.conv2d_NCHWc(A, W, 1, 2, 2)
+    cols = conv2d_nchwc._one_chunk_columns
+    assert cols(conv, 1, False, 7, fma_units=2) == 14
+    assert cols(conv, 1, False, 7, fma_units=1) == 7
+    assert cols(conv, 2, False, 7, fma_units=2) == 7
+    assert cols(conv, 1, False, 8, fma_units=2) == 8
+    W1 = te.placeholder((4, 4, 1, 1, 16, 16), name="W1")
+    assert cols(nn.conv2d_NCHWc(A, W1, 1, 0, 1), 1, False, 7, fma_units=2) == 7
+    Wd = te.placeholder((4, 1, 3, 3, 1, 16), name="Wd")
+    assert cols(nn.depthwise_conv2d_NCHWc(A, Wd, 1, 1, 1), 1, True, 7, fma_units=2) == 7
+    A7 = te.placeholder((1, 4, 7, 7, 16), name="A7")  # a 7-wide row: one tile already
+    assert cols(nn.conv2d_NCHWc(A7, W, 1, 1, 1), 1, False, 7, fma_units=2) == 7

@@ -279,7 +279,53 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
         return reg_n if reg_n <= 8 else default_ow_tile(ow, 7)
     if oc_tile == FOUR_CHUNK_TILE and _four_chunk_tile(conv, depthwise):
         return default_ow_tile(ow, FOUR_CHUNK_TILE)
-    return default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
+    reg_n = default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
+    return _one_chunk_columns(conv, oc_tile, depthwise, reg_n)
+
+
+ONE_CHUNK_CHAINS_PER_UNIT = 4
+"""Independent FMA chains one 512-bit FMA unit needs in flight (its FMA latency, 4 cycles on
+Intel's and AMD's AVX-512 cores): the fewest accumulators of a one-chunk register tile per unit
+(:func:`_one_chunk_columns`)."""
+
+ONE_CHUNK_MAX_COLUMNS = 16
+"""Most output columns of a widened one-chunk register tile (:func:`_one_chunk_columns`): 16
+accumulators, the weight vector and the broadcasts within 32 vector registers."""
+
+
+def _one_chunk_columns(conv: Tensor, oc_tile: int, depthwise: bool, reg_n: int,
+                       fma_units: int | None = None) -> int:
+    """The columns of a one-chunk register tile of a (non-depthwise) convolution with a window:
+    ``reg_n`` unless its ``reg_n`` accumulators are fewer than the FMA chains the core's 512-bit
+    FMA units keep in flight (:data:`ONE_CHUNK_CHAINS_PER_UNIT` per unit, ``fma_units`` default
+    the target's); then the widest tile of at most :data:`ONE_CHUNK_MAX_COLUMNS` columns
+    (:func:`default_ow_tile`: a divisor of OW from half of that when there is one). A one-chunk
+    tile is the default of grouped or plain windows whose width is dilated
+    (:func:`default_oc_tile`) and of odd chunk counts (:func:`_nchwc_tile`); on a 28- or
+    14-wide map it had 7 columns, 7 chains for two units' 8 (4-cycle latency x 2): the FMAs
+    wait on their own results. Intel Xeon (Emerald Rapids, KVM; two units), 1 thread, CPU
+    time, kernel + bias + relu alone, 2026-11-30 (ms, 7 columns / 14): 1024 channels 32 groups
+    28x28 3x3 dilation 4 2.94 / 2.59, 512 channels 32 groups dilation 2 0.784 / 0.688, plain
+    256 -> 256 28x28 dilation 2 5.68 / 5.30, 240 -> 240 14x14 (15 chunks) 1.26 / 1.16, 80 ->
+    80 28x28 (5 chunks) 0.542 / 0.496. Tiles of 8 columns keep theirs (64 -> 64 56x56 dilation
+    2: 8 columns 1.54, 14 1.66). 1x1 windows have their own tiles (:func:`_nchwc_tile`); a
+    depthwise tile has no broadcasts to share and is left alone; one FMA unit (Zen 4) keeps 7
+    columns (4 chains suffice)."""
+    if depthwise or oc_tile != 1:
+        return reg_n
+    kernel = conv.op.input_tensors[1]
+    if len(kernel.shape) != 6 or _const(kernel.shape[2]) * _const(kernel.shape[3]) == 1:
+        return reg_n
+    units = fma_units if fma_units is not None else _fma_units()
+    ow = _const(conv.shape[3])
+    if reg_n >= ONE_CHUNK_CHAINS_PER_UNIT * units or reg_n >= ow:
+        return reg_n
+    divs = [r for r in range(ONE_CHUNK_MAX_COLUMNS // 2, ONE_CHUNK_MAX_COLUMNS + 1) if ow % r == 0]
+    if ow <= ONE_CHUNK_MAX_COLUMNS:
+        return ow
+    if divs:
+        return max(divs)
+    return -(-ow // -(-ow // ONE_CHUNK_MAX_COLUMNS))
 
 
 MAX_OW_TILE = 9
