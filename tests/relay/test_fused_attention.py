@@ -268,3 +268,74 @@ def test_symbolic_batch_mask(same_batch):
         m = np.where(RNG.uniform(size=(n, 5, 7)) < 0.3, -1e4, 0).astype("float32")
         want = _reference(*a, m[:, None], scale=0.3, heads=1)
         np.testing.assert_allclose(vm.run(*a, m).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def _head_split_block(b, t, h, d, form, mask=False, dyn_batch=False):  # noqa: ANN001, ANN202
+    """Q, K, V projected as ``[b, t, h * d]`` rows and split into heads as exports write it;
+    K^T in the given ``form``: "t5" (one transpose [0, 2, 3, 1]), "vit" (heads [0, 2, 1, 3],
+    then [0, 1, 3, 2] and a scalar factor on K), "divided" (K^T divided by a constant),
+    "vector" (K^T times a per-key vector: not a scalar, K stays transposed)."""
+    bb = relay.Any() if dyn_batch else b
+    x = relay.var("x", shape=(bb, t, h * d))
+    args = [x]
+
+    def heads(y):  # noqa: ANN001, ANN202
+        return relay.transpose(relay.reshape(y, (-1, t, h, d)), (0, 2, 1, 3))
+
+    q = relay.reshape(heads(relay.multiply(x, relay.const(np.float32(0.7)))), (-1, t, d))
+    kx = relay.sigmoid(x)
+    if form == "t5":
+        kt = relay.transpose(relay.reshape(kx, (-1, t, h, d)), (0, 2, 3, 1))
+    else:
+        kt = relay.transpose(heads(kx), (0, 1, 3, 2))
+        if form == "vit":
+            kt = relay.multiply(kt, relay.const(np.float32(0.35)))
+        elif form == "divided":
+            kt = relay.divide(kt, relay.const(np.float32(3.0)))
+        elif form == "vector":
+            kt = relay.multiply(kt, relay.const(_rand(t)))
+    kt = relay.reshape(kt, (-1, d, t))
+    v = relay.reshape(heads(relay.tanh(x)), (-1, t, d))
+    s = relay.reshape(relay.nn.batch_matmul(q, kt, transpose_b=False), (-1, h, t, t))
+    if mask:
+        mv = relay.var("mask", shape=(1, 1, 1, t))
+        args.append(mv)
+        s = relay.add(s, mv)
+    p = relay.reshape(relay.nn.softmax(s), (-1, t, t))
+    out = relay.nn.batch_matmul(p, v, transpose_b=False)
+    return tvm.IRModule.from_expr(relay.Function(args, out))
+
+
+@pytest.mark.parametrize("b,t,h,d,form,mask", [
+    (1, 13, 3, 8, "t5", True),       # T5: K^T one transpose of the projected rows
+    (2, 17, 2, 5, "vit", False),     # ViT: K^T a transpose of K's heads times a scalar
+    (1, 1, 1, 24, "t5", False),      # one token, one head
+    (3, 7, 4, 19, "divided", True),  # head size 19; K^T / 3
+])
+def test_exported_k_transpose_is_undone(b, t, h, d, form, mask):
+    mod = _head_split_block(b, t, h, d, form, mask)
+    text = str(_fused(mod))
+    assert text.count("nn.attention(") == 1, text
+    assert "k_transposed=True" not in text, text  # (False, the default, is not printed)
+    _assert_same_values(mod)
+
+
+def test_vector_factor_on_k_keeps_it_transposed():
+    mod = _head_split_block(1, 9, 2, 8, "vector")
+    text = str(_fused(mod))
+    assert text.count("nn.attention(") == 1 and "k_transposed=True" in text, text
+    _assert_same_values(mod)
+
+
+def test_undone_k_transpose_with_a_runtime_batch():
+    mod = _head_split_block(2, 11, 3, 8, "vit", dyn_batch=True)
+    text = str(_fused(mod))
+    assert "nn.attention(" in text and "k_transposed=True" not in text, text
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, "llvm")
+    vm = rvm.VirtualMachine(exe, tvm.cpu())
+    ref = relay.create_executor("debug", mod=mod)
+    for b in (1, 3):
+        x = _rand(b, 11, 24)
+        want = ref.evaluate()(x)
+        np.testing.assert_allclose(vm.run(x).numpy(), want.numpy(), rtol=1e-4, atol=1e-5)

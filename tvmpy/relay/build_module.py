@@ -223,7 +223,7 @@ def build_passes() -> list[Any]:
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
     only padding), SplitConcatConv 2 (tvmpy's own: a conv2d over a channel concatenation as
     the sum over its parts), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
-    FuseAttention 3)."""
+    FuseAttention / CopyViewsIntoTakes 3)."""
     from . import transform as T
 
     # DropPaddingTaps after FoldScaleAxis: a batch norm folds into the whole convolution's
@@ -241,7 +241,10 @@ def build_passes() -> list[Any]:
         # step), not one folded constant per call (64 MB for a 32-step 2-layer LSTM)
         passes += [alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
     # FuseAttention after SinkReshape: the attention scale moved onto the Q K^T product
-    passes += [T.SinkReshape(), T.FuseAttention(), T.DeadCodeElimination()]
+    # CopyViewsIntoTakes: a transposed view read only by takes (MultiheadAttention's Q/K/V)
+    # becomes one copy per take, fused with it, instead of a kernel copying the whole view
+    passes += [T.SinkReshape(), T.FuseAttention(), T.CopyViewsIntoTakes(),
+               T.DeadCodeElimination()]
     fuse = getattr(T, "FuseOps", None)
     if fuse is None:
         raise RelayBuildError("relay.build needs relay.transform.FuseOps, which is not available")

@@ -24,7 +24,8 @@ from ..type_infer import TypeInferencer, infer_type
 from .pass_infra import FunctionPass, function_pass
 
 __all__ = [
-    "InferType", "infer_type", "FuseAttention", "Pass", "ModulePass", "FunctionPass", "Sequential",
+    "InferType", "infer_type", "FuseAttention", "CopyViewsIntoTakes", "Pass", "ModulePass",
+    "FunctionPass", "Sequential",
     "module_pass", "function_pass", "PassContext", "SimplifyInference", "FoldConstant",
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
@@ -79,9 +80,10 @@ from .legalize import Legalize  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
 from .split_concat_conv import SplitConcatConv  # noqa: E402
+from .take_views import CopyViewsIntoTakes  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
            FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps, SplitConcatConv,
-           FuseAttention, WidenFloat16Accumulation):
+           FuseAttention, CopyViewsIntoTakes, WidenFloat16Accumulation):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)

@@ -203,6 +203,7 @@ class _Fuse(ExprMutator):
         heads = self._heads(chain, sd[0])
         if heads is None:
             return None
+        k_transposed = not qk.attrs.transpose_b
         scale, biases = 1.0, []
         for op in reversed(chain):  # forward, from Q K^T to the softmax
             name = _name(op)
@@ -232,9 +233,58 @@ class _Fuse(ExprMutator):
         ok, bias = self._bias(biases)
         if not ok:
             return None
-        qv, kv, vv = (self.visit(a) for a in (q, k, v))
-        return attention(qv, kv, vv, bias, scale, k_transposed=not qk.attrs.transpose_b,
-                         heads=heads)
+        untransposed = self._untransposed(k) if k_transposed else None
+        if untransposed is not None:  # k as [B, N, D]: the transpose its export made, undone
+            kv, factor = untransposed
+            k_transposed, scale = False, scale * factor
+        else:
+            kv = self.visit(k)
+        qv, vv = self.visit(q), self.visit(v)
+        return attention(qv, kv, vv, bias, scale, k_transposed=k_transposed, heads=heads)
+
+    def _untransposed(self, k: Any) -> tuple[Any, float] | None:
+        """``(k', f)`` when ``k [B, D, N]`` is ``f * x`` transposed (``K^T`` as exports write
+        it: a transpose of the projected keys whose last two axes are D, N, maybe a scalar
+        constant factor and reshapes that keep the last two axes): ``k'`` is ``x`` as
+        ``[B, N, D]`` (the same transpose with its last two axes swapped back, dropped when it
+        is then the identity). The attention kernel transposes k per head (cheap, the
+        head's keys are in cache) while the separate transpose kernel gathered each element
+        from a whole [N, heads * D] projection row. Else None."""
+        kd = _dims(k)
+        if kd is None or not all(isinstance(x, int) for x in kd[1:]):
+            return None
+        d, n = kd[1], kd[2]
+        e, factor = k, 1.0
+        for _ in range(16):
+            ed = _dims(e)
+            if not self._once(e) or ed is None or len(ed) < 2 or not (
+                    _same(ed[-2], d) and _same(ed[-1], n)):
+                return None
+            name = _name(e)
+            if name == "reshape":
+                e = e.args[0]
+            elif name in ("multiply", "divide"):
+                a, b = e.args
+                data, other = (b, a) if name == "multiply" and isinstance(a, Constant) else (a, b)
+                c = _scalar(other)
+                if c is None or c == 0.0 or not _same_shape(_dims(data), ed):
+                    return None
+                factor *= c if name == "multiply" else 1.0 / c
+                e = data
+            elif name == "transpose":
+                x = e.args[0]
+                rank = len(ed)
+                axes = e.attrs.axes
+                perm = ([int(a) % rank for a in axes] if axes is not None
+                        else list(range(rank))[::-1])
+                back = perm[:-2] + [perm[-1], perm[-2]]
+                xv = self.visit(x)
+                if back != list(range(rank)):
+                    xv = _tr.transpose(xv, back)
+                return _tr.reshape(xv, [-1, n, d]), factor
+            else:
+                return None
+        return None
 
     @staticmethod
     def _score_arg(e: Call) -> Any:
