@@ -13,6 +13,7 @@ from tvmpy.relay.transform.pad_channels import PadChannels, padded_channels
 from tvmpy.topi import testing
 
 RNG = np.random.default_rng(7)
+AMX = "llvm -mcpu=sapphirerapids"  # two 512-bit FMA units; only transformed here, never run
 
 
 def _w(*shape: int) -> np.ndarray:
@@ -100,7 +101,7 @@ def test_padded_chains_match_numpy(case):
         want = ref(want)
     want = testing.conv2d_nchw_python(want, wl, 1, 0)
     mod = _typed(e, x)
-    with tvm.target.Target("llvm -mcpu=skylake-avx512"):
+    with tvm.target.Target(AMX):
         padded = relay.transform.InferType()(PadChannels()(mod))
     assert all(ch % 16 == 0 for ch in _channels(padded)), _channels(padded)
     for flag in (True, False):
@@ -147,10 +148,14 @@ def test_padded_channels_rule():
 
 
 def test_no_cpu_target_no_padding():
-    """Without a CPU target (no target, or pad_channels False) the pass does nothing."""
+    """Without a CPU target with two 512-bit FMA units (no target, Zen 4, Skylake-SP, AVX2) or
+    with pad_channels False the pass does nothing."""
     mod = _chain(lambda a, b: relay.nn.conv2d(b, relay.const(_w(16, 72, 1, 1))))
     assert _channels(relay.transform.InferType()(PadChannels()(mod))) == [24, 72, 16]
-    with tvm.target.Target("llvm -mcpu=skylake-avx512"):
+    for other in ("llvm -mcpu=znver4", "llvm -mcpu=skylake-avx512", "llvm -mcpu=haswell"):
+        with tvm.target.Target(other):
+            assert _channels(relay.transform.InferType()(PadChannels()(mod))) == [24, 72, 16]
+    with tvm.target.Target(AMX):
         assert _channels(relay.transform.InferType()(PadChannels()(mod))) == [32, 80, 16]
         with tvm.transform.PassContext(config={"relay.x86.pad_channels": False}):
             assert _channels(relay.transform.InferType()(PadChannels()(mod))) == [24, 72, 16]

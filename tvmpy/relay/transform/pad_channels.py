@@ -259,7 +259,11 @@ class _Pad(ExprMutator):
 
 class PadChannels(FunctionPass):
     """``PadChannels(lanes)`` (opt_level 3): see the module docstring. ``lanes`` None: the
-    current target's fp32 vector lanes (at most 16) on a CPU target, else nothing is done."""
+    current target's fp32 vector lanes (at most 16) on a CPU target with two 512-bit FMA units
+    (:func:`~tvmpy.target.cpu_features.fma512_units`: Intel's Xeons with AMX), else nothing is
+    done: there a half-width FMA is half the core's peak, while a core that splits 512-bit
+    FMAs into two halves (Zen 4) or has no AVX-512 runs both widths at one FMA rate, and the
+    padding would only add arithmetic (24 -> 32 channels: a third)."""
 
     def __init__(self, lanes: int | None = None) -> None:
         super().__init__(name="PadChannels", opt_level=3)
@@ -275,6 +279,10 @@ class PadChannels(FunctionPass):
                 return func
             if not ctx.config.get("relay.x86.pad_channels", True):
                 return func
+            from ...target.cpu_features import fma512_units
+
+            if fma512_units(target.isa_features) < 2:
+                return func  # see the class docstring
             lanes = min(16, int(target.vector_lanes("float32")))
         padded = _analyse(func, lanes)
         if not padded:
