@@ -122,6 +122,7 @@ def _chain(consumer):
     lambda a, b: relay.Tuple([b, a]),  # graph outputs
     lambda a, b: relay.concatenate([b, b], axis=1),
     lambda a, b: relay.multiply(b, relay.nn.global_avg_pool2d(b)),  # an SE-like scale
+    lambda a, b: relay.nn.conv2d(b, relay.const(_w(16, 72, 3, 3)), padding=(1, 1)),  # 3x3
 ])
 def test_components_with_other_consumers_are_left(consumer):
     """A component read by anything but a plain convolution or one of its own members keeps
