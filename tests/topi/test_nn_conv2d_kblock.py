@@ -328,3 +328,77 @@ def test_autotvm_fallback_is_the_four_chunk_default(monkeypatch):
     assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
     assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 6 KiB / 4 KiB a chunk
     assert got == want
+
+
+# maps of more than SMALL_MAP_PIXELS pixels whose two-chunk tile has 8 or 9 columns, 16-lane
+# output blocks (whole 512-bit vectors) and at least LONG_REDUCTION_MIN_BLOCKS reduction
+# blocks, two FMA units (L1D patched to 8 KiB: 16-lane input blocks take 1 input chunk a
+# block, 8-lane ones 2): the long-reduction tile (four chunks x up to 6 columns, blocked)
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, -, -, -, -, plain data, epilogue)
+LONG_REDUCTION_CASES = [
+    (1, 112, 17, 16, 128, 16, 16, 1, 0, 0, 0, 0, False, True),  # 7 input chunks (prime), 6+6+4
+    (1, 88, 13, 24, 128, 8, 16, 1, 0, 0, 0, 0, False, True),    # 11 input chunks of 8 (kb 1)
+    (1, 64, 36, 34, 192, 16, 16, 2, 0, 0, 0, 0, False, True),   # stride 2 -> 18x17: 6+6+5
+    (2, 80, 19, 18, 128, 16, 16, 1, 0, 0, 0, 0, False, False),  # batch 2, no epilogue
+]
+
+
+@pytest.mark.parametrize("case", LONG_REDUCTION_CASES)
+def test_long_reduction_default_matches_reference(monkeypatch, case):
+    """The default schedule takes four chunks x up to 6 columns (guarded column tails), its
+    reduction blocked by the input chunks whose four-chunk weights fill half of L1D; still the
+    numpy result."""
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=8192, l2=1 << 20))
+    inputs, out, arrays, want = _conv(case)
+    conv = out.op.input_tensors[0].op.input_tensors[0] if case[-1] else out
+    assert conv2d_nchwc._long_reduction_tile(conv, False)
+    assert not conv2d_nchwc._four_chunk_tile(conv, False)
+    assert conv2d_nchwc.default_row_tile(conv, False) == (1, 4)
+    assert 5 <= conv2d_nchwc._default_reg_n(conv, 4, False) <= 6
+    # half of 8 KiB: 1 input chunk of 16 (4 KiB of four-chunk weights), 2 of 8 -> 1 (a
+    # divisor of 11)
+    assert conv2d_nchwc.default_k_block(conv, 4, False) == 1
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
+
+
+def test_long_reduction_rule():
+    """Two FMA units, a plain 1x1 window of whole 512-bit output blocks, more than
+    SMALL_MAP_PIXELS pixels, a two-chunk tile of 8 or 9 columns, a chunk count divisible by 4
+    and at least 8, and input chunks of at least four blocks of half L1D (a 48 KiB L1D: blocks
+    of 6 chunks of 16, so from 24 chunks = 384 channels)."""
+    xeon = CacheSizes(l1d=48 * 1024, l2=2 << 20)
+    conv = _conv_1x1(768, 768, 32)
+    rule = conv2d_nchwc._long_reduction_tile
+    assert rule(conv, False, fma_units=2, caches=xeon)
+    assert not rule(conv, False, fma_units=1, caches=xeon)
+    assert not rule(conv, True, fma_units=2, caches=xeon)
+    assert conv2d_nchwc.default_k_block(conv, 4, False, xeon, fma_units=2) == 6
+    assert conv2d_nchwc.default_k_block(_conv_1x1(1024, 256, 56), 4, False, xeon,
+                                        fma_units=2) == 4  # 64 chunks: a divisor of 6 -> 4
+    assert rule(_conv_1x1(384, 384, 32), False, fma_units=2, caches=xeon)
+    assert not rule(_conv_1x1(320, 320, 32), False, fma_units=2, caches=xeon)  # 20 chunks
+    assert not rule(_conv_1x1(256, 1024, 56), False, fma_units=2, caches=xeon)
+    assert not rule(_conv_1x1(1024, 2048, 28), False, fma_units=2, caches=xeon)  # 2 x 7
+    assert not rule(_conv_1x1(1024, 256, 14), False, fma_units=2, caches=xeon)  # small map
+    assert not rule(_conv_1x1(768, 96, 32), False, fma_units=2, caches=xeon)  # 6 chunks
+    assert not rule(_conv_1x1(768, 768, 32, k=3), False, fma_units=2, caches=xeon)
+    assert not rule(_conv_1x1(768, 768, 32, bn=8), False, fma_units=2, caches=xeon)  # half
+    A = te.placeholder((1, 48, 32, 32, 16), name="A")
+    W = te.placeholder((48, 24, 1, 1, 16, 16), name="W")
+    grouped = nn.conv2d_NCHWc(A, W, 1, 0, 1, "NCHW16c", "NCHW16c", groups=2)
+    assert not rule(grouped, False, fma_units=2, caches=xeon)
+
+
+def test_autotvm_fallback_is_the_long_reduction_default(monkeypatch):
+    """The fallback config of a long-reduction 1x1 (two FMA units): four chunks x 6 columns,
+    blocked; the same lowered program as ``schedule_conv2d_NCHWc``."""
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=8192, l2=1 << 20))
+    A = te.placeholder((1, 5, 17, 16, 16), name="A")
+    W = te.placeholder((8, 5, 1, 1, 16, 16), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW16c", "NCHW16c", "float32")
+    got, want, ref_out = _fallback_and_default_programs(args)
+    assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
+    assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 4 KiB / 4 KiB a chunk
+    assert got == want

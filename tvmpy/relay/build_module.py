@@ -222,7 +222,8 @@ def build_passes() -> list[Any]:
     and pools as NCHW ones, ``transform/convert_layout.py``), ConvTransposeToConv 0, FuseOps 0,
     DeadCodeElimination 1, FoldConstant 2, DropPaddingTaps 2 (tvmpy's own: conv2d taps that read
     only padding), SplitConcatConv 2 (tvmpy's own: a conv2d over a channel concatenation as
-    the sum over its parts), EliminateCommonSubexpr / FoldScaleAxis / AlterOpLayout / SinkReshape /
+    the sum over its parts), EliminateCommonSubexpr / FoldScaleAxis / PadChannels (tvmpy's own:
+    half-vector channel counts of conv chains padded to whole vectors) / AlterOpLayout / SinkReshape /
     FuseAttention / CopyViewsIntoTakes 3)."""
     from . import transform as T
 
@@ -239,7 +240,9 @@ def build_passes() -> list[Any]:
         # CSE again: the weight packing each altered call adds (x86 dense_pack, NCHWc) is one
         # shared copy for the calls that share a weight (an RNN's recurrent dense per time
         # step), not one folded constant per call (64 MB for a 32-step 2-layer LSTM)
-        passes += [alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
+        # PadChannels: half-vector channel counts of conv chains as whole vectors (the layout
+        # pass then blocks them by whole vectors); nothing on targets other than CPUs
+        passes += [T.PadChannels(), alter(), T.EliminateCommonSubexpr(), T.FoldConstant()]
     # FuseAttention after SinkReshape: the attention scale moved onto the Q K^T product
     # CopyViewsIntoTakes: a transposed view read only by takes (MultiheadAttention's Q/K/V)
     # becomes one copy per take, fused with it, instead of a kernel copying the whole view

@@ -19,6 +19,9 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
   turns a 1x1 convolution of an NCHW input into a matmul (``relay/op/strategy/x86_alter_op.py``).
 - ``relay.x86.conv_nchw_input``: ``True`` (default) / ``False``, whether an x86 direct NCHWc
   convolution reads an input that arrives in NCHW in place (else through a layout_transform).
+- ``relay.x86.pad_channels``: ``True`` (default) / ``False``, whether relay.build pads the
+  half-vector channel counts of conv chains to whole vectors on CPU targets
+  (``relay/transform/pad_channels.py``).
 - ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
 - ``relay.backend.strict_schedules``: a fused group whose anchor schedule raises is an error
   (``ScheduleError``) instead of a warning and the slow fallback schedule; unset, the
@@ -57,6 +60,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.x86.winograd": "'auto', True, False or a tile size",
     "relay.x86.pointwise_matmul": "bool: x86 1x1 convolutions of NCHW inputs as a matmul",
     "relay.x86.conv_nchw_input": "bool: x86 NCHWc convolutions read NCHW inputs in place",
+    "relay.x86.pad_channels": "bool: half-vector channel counts of conv chains padded to "
+                              "whole vectors (CPU targets)",
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
     "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "
                                       "warning and the fallback schedule",

@@ -113,7 +113,7 @@ def default_oc_tile(conv: Tensor, depthwise: bool) -> int:
     oc_chunk = _const(conv.shape[1])
     if _small_map_tile(conv, depthwise):
         return 3
-    if _four_chunk_tile(conv, depthwise):
+    if _four_chunk_tile(conv, depthwise) or _long_reduction_tile(conv, depthwise):
         return FOUR_CHUNK_TILE
     oc_tile = _nchwc_tile(oc_chunk, depthwise, kh * kw)[0]
     dilation = (getattr(conv.op, "attrs", None) or {}).get("dilation", (1, 1))
@@ -267,6 +267,76 @@ def _four_chunk_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None
     return units >= 2
 
 
+LONG_REDUCTION_COLS = 6
+"""Output columns (at most) of the four-chunk tile of :func:`_long_reduction_tile`."""
+
+LONG_REDUCTION_K_BLOCK_L1D = 0.5
+"""Share of L1D that the weights of one reduction block of :func:`_long_reduction_tile`'s tile
+fill (:func:`default_k_block`)."""
+
+LONG_REDUCTION_MIN_BLOCKS = 4
+"""Fewest reduction blocks (of :data:`LONG_REDUCTION_K_BLOCK_L1D`) in the input chunks of a
+convolution that :func:`_long_reduction_tile` applies to."""
+
+
+def _long_reduction_k_block(conv: Tensor, caches: CacheSizes | None = None) -> int:
+    """Input chunks whose weights for a :data:`FOUR_CHUNK_TILE`-chunk tile fill
+    :data:`LONG_REDUCTION_K_BLOCK_L1D` of L1D (at least 1; not yet a divisor)."""
+    caches = caches or _caches()
+    kernel = conv.op.input_tensors[1]
+    ic_bn, oc_bn = _const(kernel.shape[4]), _const(kernel.shape[5])
+    chunk = ic_bn * FOUR_CHUNK_TILE * oc_bn * max(1, bits_of(conv.dtype) // 8)
+    return max(1, int(caches.l1d * LONG_REDUCTION_K_BLOCK_L1D) // chunk)
+
+
+def _long_reduction_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None,
+                         caches: CacheSizes | None = None) -> bool:
+    """Whether the default NCHWc tile of ``conv`` takes :data:`FOUR_CHUNK_TILE` output chunks
+    x (up to) :data:`LONG_REDUCTION_COLS` columns (24 accumulators), its reduction blocked by
+    the input chunks whose four-chunk weights fill half of L1D (:func:`default_k_block`): a
+    plain (ungrouped) 1x1 convolution of whole 512-bit output blocks on a map of more than
+    :data:`SMALL_MAP_PIXELS` output pixels whose two-chunk tile has 8 or 9 columns (the
+    complement of :func:`_four_chunk_tile`: 32- and 56-wide maps), a chunk count divisible by
+    4 and at least 8, and a long reduction: at least :data:`LONG_REDUCTION_MIN_BLOCKS` such
+    blocks of input chunks; on a core with two 512-bit FMA units (``fma_units``, default the
+    target's). Each reduction step then loads 4 weight vectors and broadcasts 6 pixels for 24
+    FMAs (0.42 loads per FMA; 2 x 8: 0.63), and the block's weights (24 KiB on a 48 KiB L1D)
+    stay in L1 across the task's tiles. Intel Xeon (Emerald Rapids, KVM; two units, 48 KiB L1D,
+    2 MiB L2), 1 thread, CPU time, kernel + relu alone, 2026-11-30, medians of 5 interleaved
+    (ms, default 2 x 8 (blocked by 6 chunks where default_k_block blocks it) / 4 x 6 blocked
+    by 6 chunks, 4 rows a task): 768 -> 768 32x32 (ConvMixer's pointwise) 6.92 / 6.23, 1024 ->
+    1024 32x32 12.19 / 11.90, 2048 -> 512 32x32 12.59 / 11.92, 512 -> 2048 32x32 12.18 / 11.43,
+    512 -> 512 32x32 3.25 / 2.94, 640 -> 640 32x32 4.70 / 4.51, 384 -> 384 32x32 1.66 / 1.59,
+    768 -> 192 32x32 1.76 / 1.56, 1024 -> 256 56x56 10.27 / 8.69, 512 -> 256 56x56 4.65 /
+    4.24; with fewer input chunks it loses (256 -> 1024 56x56, 16 chunks: 8.64 / 9.06). Other
+    tiles of 24 accumulators: 6 x 4 ties where 6 divides the chunks (768 -> 768: 6.21) and
+    loses where it leaves a tail (1024 -> 1024 13.39); 3 x 8 loses (768 -> 768: 7.12); 4 x 4
+    blocked by 8 (the 28-wide maps' tile) 6.63 / 11.60 / 13.28 (mixed); 4 x 8 spills."""
+    if depthwise:
+        return False
+    kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
+    if len(kernel.shape) != 6 or len(data.shape) != 5:
+        return False
+    if not all(isinstance(getattr(d, "value", d), int)
+               for d in (*conv.shape, *kernel.shape, *data.shape)):
+        return False
+    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1 or not _plain_reduction(conv):
+        return False
+    if _const(kernel.shape[5]) * bits_of(conv.dtype) != 512:
+        return False  # whole 512-bit output blocks only (measured there)
+    oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
+    if oh * ow <= SMALL_MAP_PIXELS or ow <= SMALL_MAP_MAX_OW or oc_chunk % FOUR_CHUNK_TILE \
+            or oc_chunk < 2 * FOUR_CHUNK_TILE:
+        return False
+    if 2 * default_ow_tile(ow, 8) < SMALL_MAP_ACCUMULATORS:
+        return False  # _four_chunk_tile's maps
+    ic_chunk = _const(kernel.shape[1])
+    if ic_chunk < LONG_REDUCTION_MIN_BLOCKS * _long_reduction_k_block(conv, caches):
+        return False
+    units = fma_units if fma_units is not None else _fma_units()
+    return units >= 2
+
+
 def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
     """The default register tile width of ``conv`` for a tile of ``oc_tile`` chunks
     (:func:`default_ow_tile` with :func:`_reg_want`'s want); a small map's three-chunk tile
@@ -279,6 +349,8 @@ def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
         return reg_n if reg_n <= 8 else default_ow_tile(ow, 7)
     if oc_tile == FOUR_CHUNK_TILE and _four_chunk_tile(conv, depthwise):
         return default_ow_tile(ow, FOUR_CHUNK_TILE)
+    if oc_tile == FOUR_CHUNK_TILE and _long_reduction_tile(conv, depthwise):
+        return default_ow_tile(ow, LONG_REDUCTION_COLS)
     reg_n = default_ow_tile(ow, _reg_want(oc_chunk, oc_tile, depthwise, kh * kw))
     return _one_chunk_columns(conv, oc_tile, depthwise, reg_n)
 
@@ -556,6 +628,8 @@ def default_k_block(conv: Tensor, oc_tile: int, depthwise: bool,
     if oc_tile == FOUR_CHUNK_TILE and _four_chunk_tile(conv, depthwise, units):
         kb = max(1, int(caches.l1d * FOUR_CHUNK_K_BLOCK_L1D) // chunk)
         return _divisor_tile(ic_chunk, kb) if kb < ic_chunk else 0
+    if oc_tile == FOUR_CHUNK_TILE and _long_reduction_tile(conv, depthwise, units, caches):
+        return _divisor_tile(ic_chunk, _long_reduction_k_block(conv, caches))
     panel = ic_chunk * chunk
     oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
     groups = -(-_const(conv.shape[1]) // max(1, oc_tile))
