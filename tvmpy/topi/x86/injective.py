@@ -199,18 +199,15 @@ def _schedule_unblock(sch: Any, out: te.Tensor) -> bool:
     return True
 
 
-_CHANNEL_KEEPING_TAGS = ("elemwise", "broadcast")
-
-
 def _keeps_channels(out: te.Tensor, lt: Any) -> bool:
-    """Whether every stage on the way from ``out`` down to the inlined ``layout_transform``
-    ``lt`` reads its input at its own channel index: elementwise and broadcast stages (a
-    bias, an activation) and ``strided_slice`` (the crop of padded channels). Then a tile of
-    ``out``'s channel blocks reads one block of ``lt``'s source. A ``concatenate``,
-    ``reshape`` or ``transpose`` between them (a channel shuffle) maps an output block onto
-    channels of several source blocks, and bound inference, which does not see that each
-    output channel reads only one branch of the concatenation, caches the union: for an
-    output block ``b`` the source blocks ``0 .. b / 2`` (quadratic in the channel count)."""
+    """Whether no ``concatenate`` lies on the way from ``out`` down to the inlined
+    ``layout_transform`` ``lt``: then a tile of ``out``'s channel blocks reads one block of
+    ``lt``'s source (a crop, bias and activation keep the channel index). Through a
+    concatenation (and a channel shuffle after it) an output block maps onto channels of
+    both branches, and bound inference, which does not see that each output channel reads
+    only one branch, caches the union: for output block ``b`` the source blocks ``0 .. b/2``
+    (quadratic in the channel count). Other index maps (a transpose to NHWC) keep the tile
+    as before (not measured here)."""
     on_path: dict[int, bool] = {}
 
     def reaches(op: Any) -> bool:
@@ -228,7 +225,7 @@ def _keeps_channels(out: te.Tensor, lt: Any) -> bool:
     for op in _injective_stages(out):
         if op is lt or not on_path.get(id(op)):
             continue
-        if op.tag not in _CHANNEL_KEEPING_TAGS and op.name != "strided_slice":
+        if op.name == "concatenate":
             return False
     return True
 
@@ -246,7 +243,9 @@ def _schedule_unblock_staged(sch: Any, out: te.Tensor, lt: Any) -> bool:
     the root of the function, through :func:`_schedule_unblock`'s register tile, into an NCHW
     buffer, and ``out`` reads that buffer's rows (contiguous vectors, each output channel one
     source plane). ShuffleNetV2's concat + shuffle + crop kernels (1 thread, CPU time, Intel
-    Xeon, 2026-11-30): 116x28x28 26 -> ? us, 232x14x14 33 -> ?, 464x7x7 13 -> ?."""
+    Xeon, medians of 50, loaded, 2026-11-30): 116x28x28 26 -> 18-20 us, 232x14x14 33 -> 13-14,
+    464x7x7 13 -> 9 and 31 -> 11 (two blocked inputs); slower only for the 116x28x28 one with
+    two blocked inputs, 30 -> 39 (both halves go through a buffer)."""
     staged = [lt]
     for op in _injective_stages(out):
         attrs = op.attrs or {}
@@ -443,8 +442,8 @@ def _even_split(extent: int, lanes: int) -> int:
     unrolled axes: ``lanes`` when it divides the axis, else the largest power of two from
     half a vector up that does (56 -> 8 on 16 lanes), else ``lanes``. A guarded tail vector
     inside the fused outer loop is not vectorized at all (the whole row runs scalar):
-    NCHW16c -> NCHW2c of 64x56x56 cropped to 58 channels, bias + relu fused, 125 -> ? us
-    (1 thread, Intel Xeon, 2026-11-30)."""
+    NCHW16c -> NCHW2c of 64x56x56 cropped to 58 channels, bias + relu fused, 125 -> 69 us
+    with the vectorizer's folded store stride (1 thread, Intel Xeon, 2026-11-30)."""
     if extent % lanes == 0:
         return lanes
     v = lanes // 2
