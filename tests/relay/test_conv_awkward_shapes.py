@@ -69,12 +69,14 @@ def test_padded_block_rule():
     assert padded_block(3, 3, 16) == (3, 3)  # all the channels in one block: kept
     assert padded_block(7, 7, 8) == (7, 7)
     assert padded_block(57, 3, 8) == (8, 64)  # AVX2
-    # half a vector: padded for a long reduction when it adds at most 1/32 of the channels
+    # half a vector: padded for a long reduction when it adds at most 1/16 of the channels
     assert padded_block(1000, 8, 16, reduction=512) == (16, 1008)
     assert padded_block(264, 8, 16, reduction=264 * 9) == (16, 272)
-    assert padded_block(1000, 8, 16, reduction=128) == (8, 1000)  # short reduction: kept
+    assert padded_block(1000, 8, 16, reduction=120) == (8, 1000)  # short reduction: kept
+    assert padded_block(232, 8, 16, reduction=232) == (16, 240)  # ShuffleNetV2's 7x7 1x1s
     assert padded_block(40, 8, 16, reduction=1024) == (8, 40)  # 8 more of 40: kept
-    assert padded_block(248, 8, 16, reduction=1024) == (8, 248)  # 8 more of 248: kept
+    assert padded_block(120, 8, 16, reduction=1024) == (8, 120)  # 8 more of 120: kept
+    assert padded_block(248, 8, 16, reduction=1024) == (16, 256)  # 8 more of 248: padded
 
 
 @pytest.mark.parametrize("ic,oc,hw,k,stride,wino", [
@@ -98,6 +100,8 @@ def test_padded_block_rule():
     (17, 80, 13, 1, 2, False),    # 1x1, 5 blocks of 16: 4 + 3 columns
     (24, 48, 9, 1, 2, False),     # 1x1, 3 blocks of 16, 5 columns
     (40, 120, 13, 3, 1, False),   # 3x3, 15 blocks of 8: one a tile
+    (232, 232, 7, 1, 1, False),   # 232 out (29 blocks of 8) padded to 240: 15 of 16
+    (136, 152, 5, 3, 2, False),   # 3x3 stride 2, 152 out padded to 160
 ])
 def test_conv_matches_numpy(ic, oc, hw, k, stride, wino):
     mod, x, _, ref = _conv_model(ic, oc, hw, k, stride, seed=ic + oc + hw)

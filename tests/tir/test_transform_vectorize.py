@@ -322,3 +322,13 @@ def test_a_loops_range_does_not_leak_into_its_siblings(lo):
     g = vectorize_loop_func(f)
     assert "p * 4" in str(g)
     assert_same(f, g)
+
+
+def test_strided_store_of_a_constant_product():
+    """A store whose index strides by a product of constants (``i * 2`` of the loop's ramp
+    ``ramp(b, 1, n)``: stride ``1 * 2``) is vectorized with the folded stride (it was
+    scalarized as 'a symbolic stride': NCHW16c -> NCHW2c transforms ran scalar)."""
+    f, g = _vec(lambda A, B, i: tir.BufferStore(B, A[i] + 1.0, [i * 2 + 1]))
+    expect(g, "B[ramp(1, 2, 8)] = A[ramp(0, 1, 8)] + broadcast(1.0f, 8)")
+    assert not lowered_errors(g)
+    assert_same(f, g)

@@ -201,3 +201,111 @@ def test_reshape_of_other_shapes_is_not_a_row_reshape():
     assert not injective._is_row_reshape(topi.reshape(te.placeholder((8, 36)), (2, 4, 6, 6)))
     assert not injective._is_row_reshape(topi.reshape(te.placeholder((36, 8)), (1, 8, 6, 6)))
     assert injective._is_row_reshape(topi.reshape(te.placeholder((8, 36)), (1, 8, 6, 6)))
+
+
+def _shuffle_graph(n, c1, c2, h, w, bn, blocked_first, crop):
+    """ShuffleNetV2's unit tail: concatenate(first half, cropped unblocked conv output + bias,
+    relu) along channels, then the channel shuffle reshape -> transpose -> reshape (2 groups).
+    The first half is NCHW (a slice of the block's input) or itself blocked (a stride-2 unit:
+    both branches end in a blocked convolution)."""
+    def unblocked(name, c):
+        cb = -(-c // bn) if crop else c // bn
+        x = te.placeholder((n, cb, h, w, bn), name=name)
+        y = topi.strided_slice(topi.layout_transform(x, f"NCHW{bn}c", "NCHW"),
+                               [0, 0, 0, 0], [n, c, h, w])
+        b = te.placeholder((c, 1, 1), name=name + "_b")
+        return [x, b], topi.nn.relu(topi.add(y, b))
+
+    if blocked_first:
+        args1, first = unblocked("x1", c1)
+    else:
+        first = te.placeholder((n, c1, h, w), name="x1")
+        args1 = [first]
+    args2, second = unblocked("x2", c2)
+    cat = topi.concatenate([first, second], axis=1)
+    c = c1 + c2
+    y = topi.reshape(topi.transpose(topi.reshape(cat, (n, 2, c // 2, h, w)), (0, 2, 1, 3, 4)),
+                     (n, c, h, w))
+    return [*args1, *args2], y
+
+
+def _shuffle_ref(vals, args, n, c1, c2, h, w, bn):
+    def unb(x, b, c):
+        v = x.transpose(0, 1, 4, 2, 3).reshape(n, -1, h, w)[:, :c]
+        return np.maximum(v + b, 0)
+
+    if len(args) == 4:
+        first = unb(vals[0], vals[1], c1)
+        second = unb(vals[2], vals[3], c2)
+    else:
+        first, second = vals[0], unb(vals[1], vals[2], c2)
+    cat = np.concatenate([first, second], 1)
+    c = c1 + c2
+    return cat.reshape(n, 2, c // 2, h, w).transpose(0, 2, 1, 3, 4).reshape(n, c, h, w)
+
+
+@pytest.mark.parametrize("n,c1,c2,h,w,bn,blocked_first,crop", [
+    (1, 58, 58, 28, 28, 16, False, True),   # 28-wide rows (16 + 12), cropped 64 -> 58
+    (1, 116, 116, 14, 14, 16, True, True),  # both halves blocked and cropped
+    (1, 232, 232, 7, 7, 8, False, False),   # 29 blocks of 8 (prime), 7x7
+    (2, 13, 13, 5, 11, 4, True, True),      # batch 2, prime channels and width
+    (1, 6, 6, 3, 17, 4, False, True),       # 17-wide rows (prime, under two vectors)
+])
+def test_unblock_through_a_channel_shuffle(n, c1, c2, h, w, bn, blocked_first, crop):
+    """An NCHW{c}c -> NCHW transform read through a concatenation and a channel shuffle
+    (``_keeps_channels`` false) is computed on its own through the register tile
+    (``_schedule_unblock_staged``): each local tile is one block of ``w`` columns (bound
+    inference cached the blocks 0 .. b/2 for output block b when the tile sat inside the
+    shuffled output's loops); compared with numpy."""
+    args, y = _shuffle_graph(n, c1, c2, h, w, bn, blocked_first, crop)
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+        text = str(tvm.lower(s, [*args, y], simple_mode=True))
+        f = tvm.build(s, [*args, y], target="llvm")
+    import re
+
+    tiles = [int(m) for m in re.findall(r"\.local = allocate\(\((\d+),\)", text)]
+    assert tiles and all(t <= bn * w for t in tiles), text
+    rng = np.random.default_rng(6)
+    vals = [rng.uniform(-1, 1, tuple(int(d) for d in a.shape)).astype("float32") for a in args]
+    out = tvm.nd.empty((n, c1 + c2, h, w), "float32")
+    f(*[tvm.nd.array(v) for v in vals], out)
+    want = _shuffle_ref(vals, args, n, c1, c2, h, w, bn)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_keeps_channels():
+    """A crop, bias and relu keep the channel index; a concatenation does not."""
+    x, b, y = _graph((1, 4, 7, 7, 16), 57)
+    lt = injective._unblock_source(y)[0]
+    assert injective._keeps_channels(y, lt)
+    args, z = _shuffle_graph(1, 8, 8, 3, 7, 4, False, False)
+    lt = injective._unblock_source(z)[0]
+    assert not injective._keeps_channels(z, lt)
+
+
+@pytest.mark.parametrize("w", [56, 21, 40])
+def test_reblock_to_a_short_block_is_vectorized(w):
+    """NCHW16c -> (crop, bias, relu) -> NCHW2c, rows that 16 lanes do not divide: the row is
+    split by a power of two that divides it (56 -> 8) so no guarded tail sits in the fused
+    loop, and the stride-2 stores are vectors; compared with numpy."""
+    shape = (1, 4, 3, w, 16)
+    x = te.placeholder(shape, name="x")
+    u = topi.strided_slice(topi.layout_transform(x, "NCHW16c", "NCHW"), [0, 0, 0, 0],
+                           [1, 58, 3, w])
+    b = te.placeholder((58, 1, 1), name="b")
+    y = topi.layout_transform(topi.nn.relu(topi.add(u, b)), "NCHW", "NCHW2c")
+    with tvm.target.Target("llvm"):
+        s = injective.schedule_injective([y])
+        text = str(tvm.lower(s, [x, b, y], simple_mode=True))
+        f = tvm.build(s, [x, b, y], target="llvm")
+    if w % 8 == 0:
+        assert "ramp(" in text, text
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, shape).astype("float32")
+    bias = rng.uniform(-1, 1, (58, 1, 1)).astype("float32")
+    out = tvm.nd.empty((1, 29, 3, w, 2), "float32")
+    f(tvm.nd.array(a), tvm.nd.array(bias), out)
+    plain = np.maximum(a.transpose(0, 1, 4, 2, 3).reshape(1, 64, 3, w)[:, :58] + bias, 0)
+    want = plain.reshape(1, 29, 2, 3, w).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)

@@ -239,6 +239,8 @@ class _Vectorizer(Mutator):
         if _lanes(idx) != 1 and write:
             if not isinstance(idx, E.Ramp):
                 raise _CannotVectorize(f"store at vector index {idx}, not a ramp")
+            if not isinstance(idx.stride, E.IntImm):  # a constant product (1 * 2): folded
+                idx = E.Ramp(idx.base, self.ana.simplify(idx.stride), idx.lanes)
             if not (isinstance(idx.stride, E.IntImm) and idx.stride.value != 0):
                 raise _CannotVectorize("store with a zero or symbolic stride")
         self.accesses.setdefault(id(buf.data), []).append(idx)

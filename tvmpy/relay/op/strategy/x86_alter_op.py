@@ -57,11 +57,17 @@ MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
 
 
-PAD_HALF_MIN_REDUCTION = 256
+PAD_HALF_MIN_REDUCTION = 128
 """Smallest reduction (input channels x window) from which a convolution whose output block is
-half a vector pads its output channels to whole vectors (:func:`padded_block`)."""
+half a vector pads its output channels to whole vectors (:func:`padded_block`). Was 256 with
+``PAD_HALF_MAX_WASTE`` 32; 128 and 16 (2026-11-30, helper h-shuf) also pad ShuffleNetV2's
+232 -> 232 1x1s (to 240: 53 -> 32-35 us each on 7x7, 1 thread, Intel Xeon), RegNetY-400MF's
+208 -> 440 (to 448) and the 672 -> 168 squeeze-excitation convs of MobileNetV3 (to 176).
+Whole models, one process, interleaved, 1 thread, CPU time, tvmpy / onnxruntime:
+shufflenet_v2 0.867 -> 0.819, regnet_y_400mf 0.711 -> 0.685, mobilenet_v3_large 0.914 ->
+0.884 (load 10-11: other sessions' builds)."""
 
-PAD_HALF_MAX_WASTE = 32
+PAD_HALF_MAX_WASTE = 16
 """A half-vector output block is padded to whole vectors only when the added channels are at
 most 1 / ``PAD_HALF_MAX_WASTE`` of the channels (:func:`padded_block`)."""
 
