@@ -245,6 +245,17 @@ def _four_chunk_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None
     Where the two-chunk tile has 8 columns (56-wide maps: 2 x 8) four chunks tie or lose
     (256 -> 128 56x56 1.26-1.34 / 1.30-1.34, 256 -> 64 0.65 / 0.67, 128 -> 256 1.30 / 1.27);
     blocks of 16 chunks lose (2048 -> 1024 22.4), 4 chunks tie to lose (19.2-20.5)."""
+    if not _four_chunk_1x1(conv, depthwise, fma_units):
+        return False
+    return 2 * default_ow_tile(_const(conv.shape[3]), 8) < SMALL_MAP_ACCUMULATORS
+
+
+def _four_chunk_1x1(conv: Tensor, depthwise: bool, fma_units: int | None) -> bool:
+    """What :func:`_four_chunk_tile` and :func:`_long_reduction_tile` both need: a static plain
+    (ungrouped, not depthwise) 1x1 NCHWc convolution on a map of more than
+    :data:`SMALL_MAP_PIXELS` output pixels and more than :data:`SMALL_MAP_MAX_OW` columns, an
+    output chunk count divisible by :data:`FOUR_CHUNK_TILE` and at least twice it, on a core
+    with two 512-bit FMA units (``fma_units``, default the target's)."""
     if depthwise:
         return False
     kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
@@ -253,15 +264,11 @@ def _four_chunk_tile(conv: Tensor, depthwise: bool, fma_units: int | None = None
     if not all(isinstance(getattr(d, "value", d), int)
                for d in (*conv.shape, *kernel.shape, *data.shape)):
         return False
-    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1:
+    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1 or not _plain_reduction(conv):
         return False
-    if not _plain_reduction(conv):
-        return False  # grouped
     oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
     if oh * ow <= SMALL_MAP_PIXELS or ow <= SMALL_MAP_MAX_OW or oc_chunk % FOUR_CHUNK_TILE \
             or oc_chunk < 2 * FOUR_CHUNK_TILE:
-        return False
-    if 2 * default_ow_tile(ow, 8) >= SMALL_MAP_ACCUMULATORS:
         return False
     units = fma_units if fma_units is not None else _fma_units()
     return units >= 2
@@ -312,29 +319,15 @@ def _long_reduction_tile(conv: Tensor, depthwise: bool, fma_units: int | None = 
     tiles of 24 accumulators: 6 x 4 ties where 6 divides the chunks (768 -> 768: 6.21) and
     loses where it leaves a tail (1024 -> 1024 13.39); 3 x 8 loses (768 -> 768: 7.12); 4 x 4
     blocked by 8 (the 28-wide maps' tile) 6.63 / 11.60 / 13.28 (mixed); 4 x 8 spills."""
-    if depthwise:
+    if not _four_chunk_1x1(conv, depthwise, fma_units):
         return False
-    kernel, data = conv.op.input_tensors[1], conv.op.input_tensors[0]
-    if len(kernel.shape) != 6 or len(data.shape) != 5:
-        return False
-    if not all(isinstance(getattr(d, "value", d), int)
-               for d in (*conv.shape, *kernel.shape, *data.shape)):
-        return False
-    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1 or not _plain_reduction(conv):
-        return False
+    kernel = conv.op.input_tensors[1]
     if _const(kernel.shape[5]) * bits_of(conv.dtype) != 512:
         return False  # whole 512-bit output blocks only (measured there)
-    oc_chunk, oh, ow = (_const(d) for d in conv.shape[1:4])
-    if oh * ow <= SMALL_MAP_PIXELS or ow <= SMALL_MAP_MAX_OW or oc_chunk % FOUR_CHUNK_TILE \
-            or oc_chunk < 2 * FOUR_CHUNK_TILE:
-        return False
-    if 2 * default_ow_tile(ow, 8) < SMALL_MAP_ACCUMULATORS:
+    if 2 * default_ow_tile(_const(conv.shape[3]), 8) < SMALL_MAP_ACCUMULATORS:
         return False  # _four_chunk_tile's maps
     ic_chunk = _const(kernel.shape[1])
-    if ic_chunk < LONG_REDUCTION_MIN_BLOCKS * _long_reduction_k_block(conv, caches):
-        return False
-    units = fma_units if fma_units is not None else _fma_units()
-    return units >= 2
+    return ic_chunk >= LONG_REDUCTION_MIN_BLOCKS * _long_reduction_k_block(conv, caches)
 
 
 def _default_reg_n(conv: Tensor, oc_tile: int, depthwise: bool) -> int:
