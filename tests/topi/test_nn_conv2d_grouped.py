@@ -39,18 +39,23 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_group_conv2d_NCHWc_default_schedule(case):
-    n, c, h, w, oc, groups, k, stride, pad, dil, icb, ocb = case
+    inputs, conv, arrays, want = _grouped_case(*case, seed=7)
+    check(inputs, topi.nn.relu(conv), schedule_conv2d_NCHWc, lambda x, y: want, arrays=arrays)
+
+
+def _grouped_case(n: int, c: int, h: int, w: int, oc: int, groups: int, k: int, stride: int,
+                  pad: int, dil: int, icb: int, ocb: int, seed: int):
+    """A grouped ``conv2d_NCHWc`` on seeded random inputs: its placeholders, the convolution,
+    the blocked input arrays and numpy's result after a relu, blocked (for :func:`check`)."""
     A = te.placeholder((n, c // icb, h, w, icb), name="A")
     W = te.placeholder((oc // ocb, c // groups // icb, k, k, icb, ocb), name="W")
-    out = topi.nn.relu(nn.conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{icb}c", f"NCHW{ocb}c",
-                                       groups=groups))
-    rng = np.random.default_rng(7)
+    conv = nn.conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{icb}c", f"NCHW{ocb}c", groups=groups)
+    rng = np.random.default_rng(seed)
     a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
     wt = rng.uniform(-1, 1, (oc, c // groups, k, k)).astype("float32")
-    ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
+    arrays = [testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)]
     want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, pad, dil, groups), 0)
-    check([A, W], out, schedule_conv2d_NCHWc,
-          lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb), arrays=[ab, wb])
+    return [A, W], conv, arrays, testing.nchw_to_nchwc(want.astype("float32"), ocb)
 
 
 def test_group_conv2d_NCHWc_reads_plain_data():
@@ -161,22 +166,13 @@ def test_one_chunk_tile_widened_with_two_fma_units(monkeypatch, case):
     """A one-chunk tile of a window whose default width holds fewer than 8 accumulators takes
     up to 16 columns with two FMA units (guarded tails where no divisor fits), 7 with one;
     the result still numpy's."""
-    n, c, h, w, oc, groups, k, stride, pad, dil, icb, ocb, cols = case
-    A = te.placeholder((n, c // icb, h, w, icb), name="A")
-    W = te.placeholder((oc // ocb, c // groups // icb, k, k, icb, ocb), name="W")
-    conv = nn.conv2d_NCHWc(A, W, stride, pad, dil, f"NCHW{icb}c", f"NCHW{ocb}c", groups=groups)
-    out = topi.nn.relu(conv)
+    *shape, cols = case
+    inputs, conv, arrays, want = _grouped_case(*shape, seed=5)
     assert conv2d_nchwc._default_reg_n(conv, 1, False) < 8  # one unit (no target): unchanged
     monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 2)
     assert default_oc_tile(conv, False) == 1
     assert conv2d_nchwc._default_reg_n(conv, 1, False) == cols
-    rng = np.random.default_rng(5)
-    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
-    wt = rng.uniform(-1, 1, (oc, c // groups, k, k)).astype("float32")
-    ab, wb = testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)
-    want = np.maximum(testing.group_conv2d_nchw_python(a, wt, stride, pad, dil, groups), 0)
-    check([A, W], out, schedule_conv2d_NCHWc,
-          lambda x, y: testing.nchw_to_nchwc(want.astype("float32"), ocb), arrays=[ab, wb])
+    check(inputs, topi.nn.relu(conv), schedule_conv2d_NCHWc, lambda x, y: want, arrays=arrays)
 
 
 def test_one_chunk_columns_rule():
