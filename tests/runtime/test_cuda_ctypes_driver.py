@@ -172,3 +172,49 @@ def test_output_in_the_same_device_memory_as_an_input(driver, vadd, monkeypatch)
     with pytest.raises(ValueError, match="arguments B and C are the same device memory, and "
                                          "two writes both"):
         two(vd, out, out)
+
+
+def test_cuda_graph_through_ctypes(driver, vadd):
+    """The graph executor's stream and CUDA graph through the real ctypes binding: launches on
+    a stream of its own, the capture (thread-local mode) recorded by the C stand-in and replayed
+    by cuGraphLaunch with new inputs each run; stream and graph destroyed with the executor."""
+    import gc
+
+    from tvmpy.runtime.graph_executor import GraphExecutor
+
+    from .test_cuda_graph import G
+
+    g = G()
+    x, w, y = g.input("x"), g.input("w"), g.input("y")
+    s = g.op("vadd", [x, w], "add_w")
+    z = g.op("vadd", [s, y], "add_y")
+    graph = g.json([z, s])
+
+    def c_int(name):
+        return ctypes.c_int.in_dll(driver, name).value
+
+    base = {k: c_int(k) for k in ("fake_kernel_runs", "fake_graph_launches", "fake_graphs_made",
+                                  "fake_graphs_freed", "fake_streams")}
+    ex = GraphExecutor(graph, vadd, tvm.cuda(0), use_cuda_graph=True)
+    assert c_int("fake_streams") == base["fake_streams"] + 1
+    rng = np.random.default_rng(11)
+    wv = rng.standard_normal(37).astype("float32")
+    ex.set_input("w", wv)
+    for run in range(4):
+        xv, yv = (rng.standard_normal(37).astype("float32") for _ in range(2))
+        ex.set_input(x=xv, y=yv)
+        ex.run()
+        out = np.empty(37, "float32")
+        ex.get_output(0, out=out)
+        np.testing.assert_allclose(out, xv + wv + yv, rtol=1e-6)
+        np.testing.assert_array_equal(ex.get_output(1).numpy(), xv + wv)
+        assert c_int("fake_kernel_runs") == base["fake_kernel_runs"] + 2 * (run + 1)
+        assert c_int("fake_graph_launches") == base["fake_graph_launches"] + run
+    assert c_int("fake_graphs_made") == base["fake_graphs_made"] + 1
+    assert c_int("fake_capture_mode") == 1  # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    assert ex.cuda_graph_info()["graphs"] == [2]
+    assert ctypes.c_int.in_dll(driver, "fake_async_copies").value >= 4 * 3
+    del ex
+    gc.collect()
+    assert c_int("fake_graphs_freed") == base["fake_graphs_freed"] + 1
+    assert c_int("fake_streams") == base["fake_streams"]

@@ -34,10 +34,16 @@ __all__ = ["GraphModule", "create", "GraphExecutor", "GraphJSONError", "ProfileR
            "ConcurrentUseError"]
 
 
-def create(graph_json_str: str, libmod: Module, device: Device | list | None = None) -> GraphModule:
+def create(graph_json_str: str, libmod: Module, device: Device | list | None = None,
+           use_cuda_graph: bool | None = None) -> GraphModule:
     """A :class:`GraphModule` for ``graph_json_str`` over the compiled library ``libmod``; every
-    input, parameters included, must then be set (``set_input(**params)``/``load_params``)."""
-    return GraphModule(GraphExecutor(graph_json_str, libmod, device))
+    input, parameters included, must then be set (``set_input(**params)``/``load_params``).
+    ``use_cuda_graph`` (a CUDA device): capture the launch sequence once and replay it per run
+    (runtime/graph_executor/cuda_graph.py; None: the environment variable
+    ``TVMPY_USE_CUDA_GRAPH``, off when unset). TVM's spelling,
+    ``tvm.contrib.cuda_graph.cuda_graph_executor.create``, works too."""
+    return GraphModule(GraphExecutor(graph_json_str, libmod, device,
+                                     use_cuda_graph=use_cuda_graph))
 
 
 class GraphModule:

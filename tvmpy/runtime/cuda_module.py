@@ -170,18 +170,19 @@ class CtypesDriver:
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
     def launch(self, dev: int, func: Any, grid: Sequence[int], block: Sequence[int],
-               shared: int, params: Any) -> None:
+               shared: int, params: Any, stream: Any = None) -> None:
         self._use(dev)
         u = ctypes.c_uint
         self._check(self._lib.cuLaunchKernel(func, u(grid[0]), u(grid[1]), u(grid[2]),
                                              u(block[0]), u(block[1]), u(block[2]), u(shared),
-                                             None, params, None), "cuLaunchKernel")
+                                             stream, params, None), "cuLaunchKernel")
 
     def launcher(self, dev: int, func: Any, grid: Sequence[int], block: Sequence[int],
-                 shared: int, params: Any) -> Callable[[], None]:
+                 shared: int, params: Any, stream: Any = None) -> Callable[[], None]:
         """A function of no arguments that launches ``func`` with these fixed sizes and
-        ``params`` (kept alive by it): :meth:`launch`'s conversions done once, for launches
-        repeated with the same arguments (the graph executor's nodes)."""
+        ``params`` (kept alive by it) on ``stream`` (None: the legacy default stream):
+        :meth:`launch`'s conversions done once, for launches repeated with the same arguments
+        (the graph executor's nodes)."""
         self._use(dev)
         ctx = self._ctx[dev]
         set_current, launch = self._lib.cuCtxSetCurrent, self._lib.cuLaunchKernel
@@ -190,9 +191,88 @@ class CtypesDriver:
                  u(shared))
 
         def run() -> None:
-            rc = set_current(ctx) or launch(func, *sizes, None, params, None)
+            rc = set_current(ctx) or launch(func, *sizes, stream, params, None)
             if rc:
                 self._check(rc, "cuLaunchKernel")
+
+        return run
+
+    # ---- streams and CUDA graphs (the graph executor's ``use_cuda_graph``) ----------------------
+    def stream_create(self, dev: int) -> Any:
+        """A blocking stream (``CU_STREAM_DEFAULT``): work on it is ordered with the legacy
+        default stream's, so the synchronous copies of arrays (``numpy()``, ``copyfrom``) and
+        events recorded on the legacy stream see everything queued on it before."""
+        self._use(dev)
+        s = ctypes.c_void_p()
+        self._check(self._lib.cuStreamCreate(ctypes.byref(s), 0), "cuStreamCreate")
+        return s
+
+    def stream_destroy(self, dev: int, stream: Any) -> None:
+        self._lib.cuStreamDestroy_v2(stream)
+
+    def stream_synchronize(self, dev: int, stream: Any) -> None:
+        self._use(dev)
+        self._check(self._lib.cuStreamSynchronize(stream),
+                    "cuStreamSynchronize (a kernel failed)")
+
+    def memcpy_htod_async(self, dev: int, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        """Queued on ``stream``; from pageable host memory the driver stages ``src`` before
+        returning, so the caller may reuse it at once."""
+        self._use(dev)
+        self._check(self._lib.cuMemcpyHtoDAsync_v2(ctypes.c_uint64(dst), ctypes.c_void_p(src),
+                                                   ctypes.c_size_t(nbytes), stream),
+                    "cuMemcpyHtoDAsync")
+
+    def memcpy_dtoh_async(self, dev: int, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        self._use(dev)
+        self._check(self._lib.cuMemcpyDtoHAsync_v2(ctypes.c_void_p(dst), ctypes.c_uint64(src),
+                                                   ctypes.c_size_t(nbytes), stream),
+                    "cuMemcpyDtoHAsync")
+
+    def begin_capture(self, dev: int, stream: Any) -> None:
+        """Start recording ``stream``'s work into a graph instead of running it
+        (``CU_STREAM_CAPTURE_MODE_THREAD_LOCAL``: other threads' driver calls are not
+        affected; this thread's unsafe ones fail)."""
+        self._use(dev)
+        self._check(self._lib.cuStreamBeginCapture_v2(stream, 1), "cuStreamBeginCapture")
+
+    def end_capture(self, dev: int, stream: Any) -> Any:
+        """The graph recorded since :meth:`begin_capture` (raises when the capture was
+        invalidated by an operation that cannot be captured)."""
+        self._use(dev)
+        g = ctypes.c_void_p()
+        self._check(self._lib.cuStreamEndCapture(stream, ctypes.byref(g)), "cuStreamEndCapture")
+        return g
+
+    def graph_num_nodes(self, dev: int, graph: Any) -> int:
+        n = ctypes.c_size_t(0)
+        self._check(self._lib.cuGraphGetNodes(graph, None, ctypes.byref(n)), "cuGraphGetNodes")
+        return int(n.value)
+
+    def graph_instantiate(self, dev: int, graph: Any) -> Any:
+        self._use(dev)
+        e = ctypes.c_void_p()
+        self._check(self._lib.cuGraphInstantiateWithFlags(ctypes.byref(e), graph,
+                                                          ctypes.c_ulonglong(0)),
+                    "cuGraphInstantiateWithFlags")
+        return e
+
+    def graph_destroy(self, dev: int, graph: Any) -> None:
+        self._lib.cuGraphDestroy(graph)
+
+    def graph_exec_destroy(self, dev: int, graph_exec: Any) -> None:
+        self._lib.cuGraphExecDestroy(graph_exec)
+
+    def graph_launcher(self, dev: int, graph_exec: Any, stream: Any) -> Callable[[], None]:
+        """A function of no arguments that launches the instantiated graph on ``stream``."""
+        self._use(dev)
+        ctx = self._ctx[dev]
+        set_current, launch = self._lib.cuCtxSetCurrent, self._lib.cuGraphLaunch
+
+        def run() -> None:
+            rc = set_current(ctx) or launch(graph_exec, stream)
+            if rc:
+                self._check(rc, "cuGraphLaunch")
 
         return run
 
@@ -295,6 +375,31 @@ class DeviceMemory:
         return f"<cuda memory 0x{self.ptr:x}, {self.nbytes} bytes, cuda({self.dev_id})>"
 
 
+class CUDAStream:
+    """One ``cuStreamCreate`` stream; destroyed when the last reference goes."""
+
+    __slots__ = ("driver", "dev_id", "handle", "_free", "__weakref__")
+
+    def __init__(self, driver: Any, dev_id: int, handle: Any):
+        self.driver, self.dev_id, self.handle = driver, dev_id, handle
+        self._free = weakref.finalize(self, driver.stream_destroy, dev_id, handle)
+
+    def synchronize(self) -> None:
+        self.driver.stream_synchronize(self.dev_id, self.handle)
+
+
+class CUDAGraph:
+    """An instantiated CUDA graph (``cuGraphInstantiateWithFlags``) of ``num_nodes`` nodes:
+    ``launch()`` replays it on the stream it was captured on; destroyed with the object."""
+
+    __slots__ = ("stream", "num_nodes", "launch", "_free", "__weakref__")
+
+    def __init__(self, driver: Any, stream: CUDAStream, graph_exec: Any, num_nodes: int):
+        self.stream, self.num_nodes = stream, num_nodes
+        self.launch = driver.graph_launcher(stream.dev_id, graph_exec, stream.handle)
+        self._free = weakref.finalize(self, driver.graph_exec_destroy, stream.dev_id, graph_exec)
+
+
 class CUDAProgram:
     """A module loaded on one device, and its kernels by name."""
 
@@ -366,13 +471,60 @@ class CUDAAPI:
         drv = self._drv(dev_id)
         return DeviceMemory(drv.mem_alloc(dev_id, int(nbytes)), int(nbytes), dev_id, drv.mem_free)
 
-    def to_host(self, mem: DeviceMemory, out: np.ndarray, dev_id: int) -> None:
+    def to_host(self, mem: DeviceMemory, out: np.ndarray, dev_id: int,
+                stream: CUDAStream | None = None) -> None:
+        """Copy to ``out``; with ``stream``, queued after its work and waited for."""
         assert out.flags.c_contiguous
-        get_driver().memcpy_dtoh(dev_id, out.ctypes.data, mem.ptr, out.nbytes)
+        drv = get_driver()
+        if stream is None:
+            drv.memcpy_dtoh(dev_id, out.ctypes.data, mem.ptr, out.nbytes)
+        else:
+            drv.memcpy_dtoh_async(dev_id, out.ctypes.data, mem.ptr, out.nbytes, stream.handle)
+            drv.stream_synchronize(dev_id, stream.handle)
 
-    def from_host(self, mem: DeviceMemory, arr: np.ndarray, dev_id: int) -> None:
+    def from_host(self, mem: DeviceMemory, arr: np.ndarray, dev_id: int,
+                  stream: CUDAStream | None = None) -> None:
+        """Copy ``arr`` in; with ``stream``, queued after its work without waiting (the driver
+        stages pageable memory before returning: ``arr`` may change at once)."""
         host = np.ascontiguousarray(arr)
-        get_driver().memcpy_htod(dev_id, mem.ptr, host.ctypes.data, host.nbytes)
+        drv = get_driver()
+        if stream is None:
+            drv.memcpy_htod(dev_id, mem.ptr, host.ctypes.data, host.nbytes)
+        else:
+            drv.memcpy_htod_async(dev_id, mem.ptr, host.ctypes.data, host.nbytes, stream.handle)
+
+    # ---- streams and graphs ----------------------------------------------------------------
+    def create_stream(self, dev_id: int) -> CUDAStream | None:
+        """A stream of its own (blocking: ordered with the legacy default stream), or None
+        when the driver object has no streams (a test driver)."""
+        drv = self._drv(dev_id)
+        if not hasattr(drv, "stream_create"):
+            return None
+        return CUDAStream(drv, dev_id, drv.stream_create(dev_id))
+
+    def capture_graph(self, stream: CUDAStream, record: Callable[[], None]) -> CUDAGraph:
+        """Run ``record()`` with ``stream`` capturing (its launches are recorded, not run);
+        the instantiated graph. On any error the capture is ended (the stream usable again)
+        and the error raised."""
+        drv, dev_id = stream.driver, stream.dev_id
+        if not hasattr(drv, "begin_capture"):
+            raise CUDAError("the CUDA driver object has no stream-capture API")
+        drv.begin_capture(dev_id, stream.handle)
+        try:
+            record()
+        except BaseException:
+            try:
+                drv.graph_destroy(dev_id, drv.end_capture(dev_id, stream.handle))
+            except CUDAError:
+                pass  # invalidated: ending it is all that was needed
+            raise
+        graph = drv.end_capture(dev_id, stream.handle)
+        try:
+            nodes = drv.graph_num_nodes(dev_id, graph)
+            exe = drv.graph_instantiate(dev_id, graph)
+        finally:
+            drv.graph_destroy(dev_id, graph)
+        return CUDAGraph(drv, stream, exe, nodes)
 
     def copy(self, dst: DeviceMemory, src: DeviceMemory, nbytes: int, dev_id: int) -> None:
         get_driver().memcpy_dtod(dev_id, dst.ptr, src.ptr, int(nbytes))
@@ -424,9 +576,10 @@ class CUDAAPI:
 
     def bind_launch(self, program: CUDAProgram, name: str, grid: Sequence[int],
                     block: Sequence[int], shared_bytes: int, args: Sequence[Any],
-                    dev_id: int) -> Callable[[], None]:
+                    dev_id: int, stream: CUDAStream | None = None) -> Callable[[], None]:
         """Check and pack one launch; return a function of no arguments that performs it (as
-        often as called: the graph executor binds each node's launches once)."""
+        often as called: the graph executor binds each node's launches once), on ``stream``
+        (None: the legacy default stream)."""
         drv = get_driver()
         func = program.kernels.get(name)
         if func is None:
@@ -449,12 +602,15 @@ class CUDAAPI:
                                 f"({type(a).__name__}); expected device memory or a numpy scalar")
         holders, params = pack_params(vals)
         grid_, block_ = tuple(int(g) for g in grid), tuple(int(b) for b in block)
+        s = None if stream is None else stream.handle
         make = getattr(drv, "launcher", None)  # test drivers may have launch() only
         if make is not None:
-            run = make(dev_id, func, grid_, block_, int(shared_bytes), params)
+            run = make(dev_id, func, grid_, block_, int(shared_bytes), params, s)
         else:
+            extra = () if s is None else (s,)  # (older test drivers take no stream)
+
             def run() -> None:
-                drv.launch(dev_id, func, grid_, block_, int(shared_bytes), params)
+                drv.launch(dev_id, func, grid_, block_, int(shared_bytes), params, *extra)
 
         def launch_bound(_keep: tuple = (holders, tuple(args))) -> None:
             # _keep: the parameter values and the device memory they point to stay alive

@@ -27,6 +27,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -226,6 +227,9 @@ class GPUFunction:
         self.shape_vars = [(s["name"], s["dtype"]) for s in sig["shape_vars"]]
         self._names = ", ".join(p.name for p in self.params)
         self._scratch: dict[tuple[str, int], tuple[int, Any]] = {}
+        # per stream of a caller (graph executors): their launches may run at the same time on
+        # the device, so each stream has intermediate buffers of its own
+        self._stream_scratch: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # the intermediate buffers (_scratch) are this function's: threads calling it at once
         # queue their launch sequences one after the other (the device's queue is in order)
         self._lock = threading.Lock()
@@ -410,18 +414,22 @@ class GPUFunction:
         assert dm is not None  # state() checked
         program = dm.program(dev)
         bound: list[Callable[[], None]] = []
-        self._bind_steps(self.steps, env, bufs, dev, program, bound)
+        # a stream of the caller's (the graph executor's, CUDA): every launch is queued on it
+        stream = state.get("stream")
+        self._bind_steps(self.steps, env, bufs, dev, program, bound,
+                         {} if stream is None else {"stream": stream})
         return bound
 
     def _bind_steps(self, steps: list[dict], env: dict, bufs: dict, dev: Device, program: Any,
-                    bound: list[Callable[[], None]]) -> None:
+                    bound: list[Callable[[], None]], launch_kw: dict | None = None) -> None:
         api = self.module.api
+        launch_kw = launch_kw or {}
         for step in steps:
             if "loop" in step:  # the body's launches once per value (a scan's time steps)
                 lo = int(eval_expr(step["min"], env))
                 for v in range(lo, lo + int(eval_expr(step["extent"], env))):
                     env[step["loop"]] = v
-                    self._bind_steps(step["body"], env, bufs, dev, program, bound)
+                    self._bind_steps(step["body"], env, bufs, dev, program, bound, launch_kw)
             elif "launch" in step:
                 grid = [int(eval_expr(x, env)) for x in step["grid"]]
                 block = [int(eval_expr(x, env)) for x in step["block"]]
@@ -438,16 +446,19 @@ class GPUFunction:
                         args.append(np.dtype(a["dtype"]).type(eval_expr(a["scalar"], env)))
                 bound.append(api.bind_launch(program, step["launch"], grid, block,
                                              int(eval_expr(step["shared"], env)), args,
-                                             dev.device_id))
+                                             dev.device_id, **launch_kw))
             elif "alloc" in step:  # an intermediate buffer, reused by later calls
                 count = int(eval_expr(step["size"], env)) * int(step.get("lanes", 1))
                 if count < 0:
                     raise ValueError(f"{self.name}: buffer {step['alloc']} has negative size {count}")
                 nbytes = count * np.dtype(step["dtype"]).itemsize
                 key = (step["alloc"], dev.device_id)
-                held = self._scratch.get(key)
+                stream = launch_kw.get("stream")
+                store = (self._scratch if stream is None else
+                         self._stream_scratch.setdefault(stream, {}))
+                held = store.get(key)
                 if held is None or held[0] < nbytes:  # grown as needed (bound launches keep
-                    held = self._scratch[key] = (nbytes, api.alloc(nbytes, dev.device_id))
+                    held = store[key] = (nbytes, api.alloc(nbytes, dev.device_id))
                 bufs[step["alloc"]] = held[1]  # the memory they were bound to alive)
             elif "let" in step:
                 env[step["let"]] = eval_expr(step["value"], env)

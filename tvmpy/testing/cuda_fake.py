@@ -17,8 +17,43 @@ _CT = {"handle": ctypes.c_uint64, "int8": ctypes.c_int8, "int16": ctypes.c_int16
        "float16": ctypes.c_uint16}
 
 
+def _err(what: str, name: str) -> Exception:
+    from ..runtime.cuda_module import CUDAError
+
+    return CUDAError(f"CUDA {what} failed: {name}")
+
+
+class FakeStream:
+    """A stream of the fake driver: while capturing, ``recording`` collects its launches."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.recording: list[tuple] | None = None
+        self.invalid: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<fake stream {self.n}>"
+
+
+class FakeGraphExec:
+    """An instantiated graph of the fake driver: the launches recorded, replayed in order."""
+
+    def __init__(self, launches: list[tuple]):
+        self.launches = launches
+        self.destroyed = False
+
+
 class FakeDriver:
-    """``kernels``: name -> (param dtypes, fn(driver, grid, block, shared, *values))."""
+    """``kernels``: name -> (param dtypes, fn(driver, grid, block, shared, *values)).
+
+    Streams and CUDA graphs as the driver has them: a launch on a capturing stream is recorded
+    (its parameter *values*, read at capture, as ``cuStreamEndCapture``'s graph holds them), not
+    run; ``graph_launch`` runs the recorded launches in order (``replayed`` counts them,
+    ``launches`` only what ran outside graphs). What a capture must not contain fails as on a
+    GPU and invalidates it: a launch or synchronous copy on the legacy stream, an allocation,
+    a synchronization, a copy on the capturing stream (``capture_errors`` lists them).
+    ``fail_capture``: an error name ``begin_capture`` raises (a driver without the API);
+    ``fail_kernels``: kernels whose launches (direct or replayed) raise a launch failure."""
 
     def __init__(self, kernels: dict[str, tuple[list[str], Callable]] | None = None,
                  arch: tuple[int, int] = (9, 0), ndev: int = 1):
@@ -31,6 +66,27 @@ class FakeDriver:
         self.syncs = 0
         self.events = 0
         self.dyn_shared: dict[str, int] = {}
+        self.streams: list[FakeStream] = []
+        self.stream_launches = 0  # launches run (not recorded) on a stream of ours
+        self.async_copies = 0
+        self.graph_launches = 0
+        self.replayed = 0
+        self.graphs_made = 0
+        self.graphs_freed = 0
+        self.capture_errors: list[str] = []
+        self.fail_capture: str | None = None
+        self.fail_kernels: set[str] = set()
+
+    # ---- capture state ---------------------------------------------------------------------
+    def _capturing(self) -> FakeStream | None:
+        return next((s for s in self.streams if s.recording is not None), None)
+
+    def _unsafe(self, what: str, name: str = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED") -> None:
+        s = self._capturing()
+        if s is not None:
+            s.invalid = s.invalid or f"{what} during capture"
+            self.capture_errors.append(what)
+            raise _err(what, name)
 
     def device_count(self) -> int:
         return self.ndev
@@ -43,6 +99,7 @@ class FakeDriver:
                 16: 132}.get(attr, 0)
 
     def mem_alloc(self, dev: int, nbytes: int) -> int:
+        self._unsafe("cuMemAlloc")
         buf = np.zeros(max(nbytes, 1) + 256, np.uint8)
         ptr = buf.ctypes.data + (-buf.ctypes.data) % 256
         self.mem[ptr] = buf
@@ -55,14 +112,29 @@ class FakeDriver:
         assert any(p <= ptr < p + b.size for p, b in self.mem.items()), "not device memory"
 
     def memcpy_htod(self, dev: int, dst: int, src: int, nbytes: int) -> None:
+        self._unsafe("cuMemcpyHtoD", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT")
         self._check(dst)
         ctypes.memmove(dst, src, nbytes)
 
     def memcpy_dtoh(self, dev: int, dst: int, src: int, nbytes: int) -> None:
+        self._unsafe("cuMemcpyDtoH", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT")
         self._check(src)
         ctypes.memmove(dst, src, nbytes)
 
+    def memcpy_htod_async(self, dev: int, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        self._unsafe("cuMemcpyHtoDAsync")  # pageable memory: not capturable
+        self._check(dst)
+        self.async_copies += 1
+        ctypes.memmove(dst, src, nbytes)
+
+    def memcpy_dtoh_async(self, dev: int, dst: int, src: int, nbytes: int, stream: Any) -> None:
+        self._unsafe("cuMemcpyDtoHAsync")
+        self._check(src)
+        self.async_copies += 1
+        ctypes.memmove(dst, src, nbytes)
+
     def memcpy_dtod(self, dev: int, dst: int, src: int, nbytes: int) -> None:
+        self._unsafe("cuMemcpyDtoD", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT")
         self._check(src)
         self._check(dst)
         ctypes.memmove(dst, src, nbytes)
@@ -79,14 +151,83 @@ class FakeDriver:
     def set_max_dynamic_shared(self, dev: int, func: Any, nbytes: int) -> None:
         self.dyn_shared[func] = nbytes
 
-    def launch(self, dev: int, func: Any, grid: Any, block: Any, shared: int, params: Any) -> None:
+    def launch(self, dev: int, func: Any, grid: Any, block: Any, shared: int, params: Any,
+               stream: Any = None) -> None:
         types, fn = self.kernels[func]
         vals = [_CT[t].from_address(params[i]).value for i, t in enumerate(types)]
-        self.launches.append((func, tuple(grid), tuple(block), shared, vals))
+        rec = (func, tuple(grid), tuple(block), shared, vals)
+        if stream is None:
+            self._unsafe("cuLaunchKernel on the legacy stream", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT")
+        elif stream.recording is not None:
+            stream.recording.append(rec)
+            return
+        else:
+            self.stream_launches += 1
+        if func in self.fail_kernels:
+            raise _err("cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED")
+        self.launches.append(rec)
         fn(self, tuple(grid), tuple(block), shared, *vals)
 
     def synchronize(self, dev: int) -> None:
+        self._unsafe("cuCtxSynchronize")
         self.syncs += 1
+
+    # ---- streams and graphs ------------------------------------------------------------------
+    def stream_create(self, dev: int) -> FakeStream:
+        self._unsafe("cuStreamCreate")
+        s = FakeStream(len(self.streams) + 1)
+        self.streams.append(s)
+        return s
+
+    def stream_destroy(self, dev: int, stream: FakeStream) -> None:
+        self.streams.remove(stream)
+
+    def stream_synchronize(self, dev: int, stream: FakeStream) -> None:
+        self._unsafe("cuStreamSynchronize")
+        self.syncs += 1
+
+    def begin_capture(self, dev: int, stream: FakeStream) -> None:
+        if self.fail_capture:
+            raise _err("cuStreamBeginCapture", self.fail_capture)
+        if stream.recording is not None:
+            raise _err("cuStreamBeginCapture", "CUDA_ERROR_ILLEGAL_STATE")
+        stream.recording, stream.invalid = [], None
+
+    def end_capture(self, dev: int, stream: FakeStream) -> Any:
+        if stream.recording is None:
+            raise _err("cuStreamEndCapture", "CUDA_ERROR_ILLEGAL_STATE")
+        rec, stream.recording = stream.recording, None
+        if stream.invalid:
+            raise _err("cuStreamEndCapture", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+        return ("graph", rec)
+
+    def graph_num_nodes(self, dev: int, graph: Any) -> int:
+        return len(graph[1])
+
+    def graph_instantiate(self, dev: int, graph: Any) -> FakeGraphExec:
+        self.graphs_made += 1
+        return FakeGraphExec(list(graph[1]))
+
+    def graph_destroy(self, dev: int, graph: Any) -> None:
+        pass
+
+    def graph_exec_destroy(self, dev: int, graph_exec: FakeGraphExec) -> None:
+        graph_exec.destroyed = True
+        self.graphs_freed += 1
+
+    def graph_launcher(self, dev: int, graph_exec: FakeGraphExec,
+                       stream: FakeStream) -> Callable[[], None]:
+        return lambda: self.graph_launch(dev, graph_exec, stream)
+
+    def graph_launch(self, dev: int, graph_exec: FakeGraphExec, stream: FakeStream) -> None:
+        assert not graph_exec.destroyed, "launch of a destroyed graph"
+        self._unsafe("cuGraphLaunch")
+        self.graph_launches += 1
+        for func, grid, block, shared, vals in graph_exec.launches:
+            if func in self.fail_kernels:
+                raise _err("cuGraphLaunch", "CUDA_ERROR_LAUNCH_FAILED")
+            self.replayed += 1
+            self.kernels[func][1](self, grid, block, shared, *vals)
 
     def event_create(self, dev: int) -> Any:
         self.events += 1

@@ -23,6 +23,12 @@ from ..graph_json import (
 from ..module import Module
 from ..ndarray import NDArray
 from ..param_dict import load_param_dict
+from .cuda_graph import (
+    CUDAGraphRunner,
+    attach_stream,
+    make_stream,
+    resolve_use_cuda_graph,
+)
 from .parse import (
     _Node,
     check_storage_plan,
@@ -105,7 +111,8 @@ def _first(names: list[str], n: int = 8) -> str:
 class GraphExecutor:
     """An executor of one graph on one device (see the module docstring)."""
 
-    def __init__(self, graph_json: str | dict, lib: Module, dev: Device | None = None):
+    def __init__(self, graph_json: str | dict, lib: Module, dev: Device | None = None,
+                 use_cuda_graph: bool | None = None):
         dev = cpu(0) if dev is None else dev
         if isinstance(dev, (list, tuple)):
             if len(dev) != 1:
@@ -125,8 +132,13 @@ class GraphExecutor:
         self._sids = sids
         self._storage = StoragePlan(sids, self._np_dtypes, graph["attrs"]["dltype"][1], dev)
         self._symbolic = any(is_symbolic(sh) for sh in shapes)
+        use_graphs = resolve_use_cuda_graph(use_cuda_graph, dev)
         self._init_storage(shapes)
         self._init_nodes()
+        # CUDA: the executor's own stream for every launch and copy; graphs (cuda_graph.py)
+        self._stream = make_stream(dev)
+        self._cuda_graphs = (CUDAGraphRunner(self._stream, self._node_error, self._raise_failed)
+                             if use_graphs else None)
         self._bind_functions()
 
     # ---- loading: storage, nodes, functions -----------------------------------------------------
@@ -226,6 +238,7 @@ class GraphExecutor:
                 args += [env[v] for v in node.shape_args]
             try:
                 raw, writeback = func.prepare(args)
+                attach_stream(func, raw, self._stream)
             except (ValueError, TypeError) as e:
                 what = ("the input shapes give entries that" if self._symbolic else
                         "the graph's entries")
@@ -424,8 +437,11 @@ class GraphExecutor:
             self._pending[i] = np.array(src, copy=True, order="C")
             self._unset.discard(self._input_names[i])
             return
-        entry = self._entries[self._input_eids[i]]
-        if getattr(entry, "_on_device", False):
+        entry: Any = self._entries[self._input_eids[i]]
+        if self._stream is not None:  # queued on the executor's stream (the runs' order)
+            if entry._nbytes:
+                entry._api.from_host(entry._mem, src, self.device.device_id, self._stream)
+        elif getattr(entry, "_on_device", False):
             entry.copyfrom(src)
         else:
             np.copyto(entry._arr, src)
@@ -525,7 +541,15 @@ class GraphExecutor:
                 if out.shape != arr.shape:
                     raise ValueError(f"get_output: out has shape {out.shape}, output {index} "
                                      f"has {arr.shape}")
-                np.copyto(out, arr.numpy() if getattr(arr, "_on_device", False) else arr._arr)
+                dev_arr: Any = arr
+                if self._stream is not None and out.flags.c_contiguous and \
+                        out.dtype == arr.dtype:  # after the run's work on the stream
+                    if dev_arr._nbytes:
+                        dev_arr._api.to_host(dev_arr._mem, out, self.device.device_id,
+                                             self._stream)
+                else:
+                    np.copyto(out, arr.numpy() if getattr(arr, "_on_device", False)
+                              else arr._arr)
                 return out  # type: ignore[return-value]  # a numpy ``out`` comes back as given
         raise TypeError(f"get_output: out must be an NDArray or numpy array, got "
                         f"{type(out).__name__}")
@@ -560,12 +584,54 @@ class GraphExecutor:
             if self._symbolic:
                 self._prepare_run()
             self._use.after_run()
+            if self._cuda_graphs is not None and self._active is not None:
+                self._cuda_graphs.run(self._active, self._run_calls)
+                return
+            self._run_calls()
+
+    def _run_calls(self) -> None:
+        """Every call once, in order (a driver error is raised naming its node)."""
+        try:
             for cfunc, args in self._calls:
                 if cfunc(*args):
                     break
             else:
                 return
-            self._raise_failed(cfunc, args)
+        except RuntimeError as e:
+            raise self._node_error((cfunc, args), e) from None
+        self._raise_failed(cfunc, args)
+
+    def _node_error(self, call: tuple, err: Exception) -> Exception:
+        """``err`` (raised by the call ``call``) with the graph node's name in front."""
+        k = next(i for i, c in enumerate(self._calls) if c[0] is call[0] and c[1] is call[1])
+        node = self._call_nodes[k]
+        msg = f"graph node {node.nid} ({node.name!r}): {err}"
+        try:
+            return type(err)(msg)
+        except TypeError:
+            return RuntimeError(msg)
+
+    def set_use_cuda_graph(self, flag: bool) -> None:
+        """Turn CUDA graphs on (the next run of each plan captures) or off (graphs freed,
+        plain launches); ValueError on a device other than CUDA."""
+        with self._use.lock:
+            resolve_use_cuda_graph(bool(flag), self.device)
+            if flag and self._cuda_graphs is None:
+                self._cuda_graphs = CUDAGraphRunner(self._stream, self._node_error,
+                                                    self._raise_failed)
+            elif not flag:
+                self._cuda_graphs = None
+                plans = list(self._plans.values()) if self._symbolic else []
+                for plan in plans + ([self._active] if self._active is not None else []):
+                    plan.cuda_graph = None
+
+    def cuda_graph_info(self) -> dict:
+        """Whether runs replay CUDA graphs and what the last run did (cuda_graph.py
+        ``CUDAGraphRunner.info``); ``{"enabled": False}`` when off."""
+        with self._use.lock:
+            if self._cuda_graphs is None:
+                return {"enabled": False, "stream": self._stream is not None}
+            return dict(self._cuda_graphs.info(), stream=self._stream is not None)
 
     def _input_name(self, i: int) -> str:
         return repr(self._input_names[i])

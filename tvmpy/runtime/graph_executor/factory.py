@@ -100,8 +100,11 @@ class GraphExecutorFactory(Module):
                       DeprecationWarning, stacklevel=2)
         return iter((self.graph_json, self.get_lib(), self.get_params()))
 
-    def create(self, dev: Device | None = None) -> GraphExecutor:
-        ex = GraphExecutor(self.graph_json, self.get_lib(), dev)
+    def create(self, dev: Device | None = None, use_cuda_graph: bool | None = None
+               ) -> GraphExecutor:
+        """``factory["default"](dev)``: an executor with the parameters loaded;
+        ``use_cuda_graph`` as :class:`GraphExecutor`'s (runtime/graph_executor/cuda_graph.py)."""
+        ex = GraphExecutor(self.graph_json, self.get_lib(), dev, use_cuda_graph=use_cuda_graph)
         ex.load_params(self.params)
         return ex
 

@@ -49,7 +49,7 @@ class _Plan:
     """The entries (views into storage) and prepared calls for one set of concrete shapes."""
 
     __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
-                 "env")
+                 "env", "cuda_graph")
 
     def __init__(self, entries: list[NDArray]):
         self.entries = entries
@@ -60,6 +60,7 @@ class _Plan:
         self.keepalive: list[Any] = []
         self.arena: np.ndarray | None = None
         self.nbytes = 0
+        self.cuda_graph: Any = None  # its captured CUDA graphs (cuda_graph.py), made on first run
 
 
 class StoragePlan:

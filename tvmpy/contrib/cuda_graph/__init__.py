@@ -1,0 +1,2 @@
+"""``tvm.contrib.cuda_graph``: the graph executor replaying CUDA graphs
+(:mod:`.cuda_graph_executor`)."""
