@@ -3,6 +3,7 @@ next to PyTorch (cuDNN/cuBLAS) and onnxruntime's CUDA provider on the same devic
 
     PYTHONPATH=. python bench/gpu_models.py [--target opencl|cuda] [--batches 1,16]
         [--image 224] [--number 10] [--repeat 5] [--tune-log conv.log] [--json out.json]
+        [--cuda-graph off|on|both] [--torch-compile default,reduce-overhead]
 
 relay.build(target=...) (host code llvm; with --tune-log, under apply_history_best), the graph
 executor on the target's device (storage, parameters and activations in device memory). The
@@ -14,6 +15,17 @@ CUDA events; onnxruntime's CUDAExecutionProvider with I/O binding when that prov
 installed (said so when it is not). Each figure: median over ``repeat`` of the mean of ``number``
 runs, with min and max. On this machine the OpenCL device is PoCL on the CPU: its times say
 nothing of a GPU (correctness is what counts).
+
+``--cuda-graph both`` (a CUDA device): each model is timed with plain launches, then with the
+executor's CUDA graphs (``set_use_cuda_graph(True)``: captured on the next run, replayed after),
+one row each; the graph rows are checked after a replay with other inputs (against onnxruntime
+on those) and again with the first ones. ``host issue``: the host's time for ``run()`` to
+return (device idle before), median of 20: issue ~ run time means launch-bound.
+``--torch-compile MODES``: torch.compile (inductor) of the same torch graph per mode
+(``default``; ``reduce-overhead`` adds torch's own CUDA graphs), compile bounded by
+``--torch-compile-timeout`` seconds per model and mode (skipped with the reason past it or on
+any failure). The exit status is 1 when any tvmpy row is wrong (max |diff| / max |ref| > 1e-4)
+or failed.
 """
 
 from __future__ import annotations
@@ -136,6 +148,91 @@ def _profile(g, dev, top: int) -> dict:
     return out
 
 
+def _time_torch_compile(model, feeds: dict, number: int, repeat: int, mode: str,
+                        timeout: int) -> dict:
+    """torch.compile (inductor) of the eager torch graph, ``mode`` (default, reduce-overhead,
+    max-autotune...); the first calls (compile, and for reduce-overhead the CUDA graph
+    recording) bounded by ``timeout`` seconds (SIGALRM)."""
+    import signal
+
+    import torch
+
+    from tvmpy.relay.testing.onnx_torch import torch_runner
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch._dynamo.reset()  # one code object serves every model: no recompile limit reached
+    run = torch_runner(model, device="cuda")
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in feeds.items()}
+
+    def expired(*_):
+        raise TimeoutError(f"torch.compile(mode={mode!r}) took over {timeout} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(int(timeout))
+    t0 = time.perf_counter()
+    try:
+        fn = torch.compile(run.forward, mode=mode, dynamic=False)
+        for _ in range(3):
+            out = fn(tensors)
+        torch.cuda.synchronize()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    compile_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(number):
+            fn(tensors)
+        e1.record()
+        torch.cuda.synchronize()
+        times.append(e0.elapsed_time(e1) / 1e3 / number)
+    res = _stats(times)
+    res["compile_s"] = compile_s
+    res["output"] = out[0].clone().cpu().numpy()
+    return res
+
+
+def _issue_ms(g, dev, n: int = 20) -> float:
+    """Median host time for ``run()`` to return, the device idle before each."""
+    issue = []
+    for _ in range(n):
+        dev.sync()
+        t = time.perf_counter()
+        g.run()
+        issue.append(time.perf_counter() - t)
+    dev.sync()
+    return float(np.median(issue)) * 1e3
+
+
+def _graph_row(g, dev, row: dict, m, feeds: dict, want, args) -> dict:
+    """The same executor with CUDA graphs: captured on the next run; checked after a replay on
+    other inputs and after one on the first inputs; timed like the plain row."""
+    gr = {k: row[k] for k in ("model", "batch", "target", "build_s")}
+    gr["cuda_graph"] = True
+    g.module.set_use_cuda_graph(True)
+    g.run()  # the capture (after one plain run of the nodes)
+    rng = np.random.default_rng(1)
+    other = {k: (rng.standard_normal(v.shape) * (np.abs(v).max() or 1)).astype(v.dtype)
+             if v.dtype.kind == "f" else rng.permutation(v.ravel()).reshape(v.shape)
+             for k, v in feeds.items()}  # (token ids: the same ones, in another order)
+    want2 = compare.ort_runner(m, threads=os.cpu_count() or 2)(other)[0]
+    g.set_input(**other)
+    g.run()
+    err2 = compare.errors(g.get_output(0).numpy(), want2)[1]
+    g.set_input(**feeds)
+    g.run()
+    gr["rel_err"] = max(err2, compare.errors(g.get_output(0).numpy(), want)[1])
+    tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
+    gr["tvmpy"] = _stats(list(tm.results))
+    gr["host_issue_ms"] = _issue_ms(g, dev)
+    gr["graph_info"] = g.module.cuda_graph_info()
+    g.module.set_use_cuda_graph(False)
+    return gr
+
+
 def _makers(batch: int, image: int) -> dict:
     return {"resnet18": lambda: onnx_models.resnet18(batch=batch, image=image),
             "mobilenet_v2": lambda: onnx_models.mobilenet_v2(batch=batch, image=image),
@@ -154,6 +251,12 @@ def main() -> None:
     p.add_argument("--json", default="", help="also write the rows here (rewritten per model)")
     p.add_argument("--profile", type=int, default=0, help="profile each model: show the N "
                    "slowest nodes, the synced sum and the host's time to issue a run")
+    p.add_argument("--cuda-graph", default="off", choices=["off", "on", "both"],
+                   help="time tvmpy with plain launches (off), CUDA graphs (on) or both rows")
+    p.add_argument("--torch-compile", default="", help="also time torch.compile (inductor) "
+                   "with these modes, e.g. default,reduce-overhead")
+    p.add_argument("--torch-compile-timeout", type=int, default=60,
+                   help="seconds allowed for each compile (skipped past it)")
     args = p.parse_args()
     target = _target(args.target)
     dev = _device(args.target)
@@ -162,15 +265,19 @@ def main() -> None:
         args.tune_log = ""
     on_gpu = target.startswith(("cuda", "nvptx")) and dev.exist
     print(f"target {target!r}, device {dev}, image {args.image}", flush=True)
-    print("| model | batch | build (s) | tvmpy ms (min-max) | torch eager GPU ms | ORT CUDA ms | "
-          "tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
-    print("|---|---|---|---|---|---|---|---|", flush=True)
+    modes = [x for x in args.torch_compile.split(",") if x]
+    print("| model | batch | launches | build (s) | tvmpy ms (min-max) | host issue ms | "
+          "torch eager GPU ms | " + "".join(f"torch.compile {x} ms | " for x in modes)
+          + "ORT CUDA ms | tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
+    print("|---|---|---|---|---|---|---|" + "---|" * len(modes) + "---|---|---|", flush=True)
     rows: list[dict] = []
     for batch in (int(b) for b in args.batches.split(",") if b):
         makers = _makers(batch, args.image)
         for name in args.models.split(","):
-            row: dict = {"model": name, "batch": batch, "target": target}
+            row: dict = {"model": name, "batch": batch, "target": target,
+                         "cuda_graph": args.cuda_graph == "on"}
             rows.append(row)
+            extra: list[dict] = []
             try:
                 m = makers[name]()
                 feeds = onnx_models.input_feeds(m)
@@ -180,15 +287,26 @@ def main() -> None:
                        else contextlib.nullcontext())
                 with ctx:
                     lib, row["build_s"] = compare.build(mod, params, opt_level=3, target=target)
-                g = graph_executor.GraphModule(lib["default"](dev))
+                g = graph_executor.GraphModule(lib["default"](
+                    dev, use_cuda_graph=args.cuda_graph == "on" if on_gpu else None))
                 g.set_input(**feeds)
                 g.run()
+                g.run()  # (with CUDA graphs on: the replay's output is checked)
                 out = g.get_output(0).numpy()
                 row["rel_err"] = compare.errors(out, want)[1]
                 tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
                 row["tvmpy"] = _stats(list(tm.results))
+                if on_gpu:
+                    row["host_issue_ms"] = _issue_ms(g, dev)
                 if args.profile:
                     row["profile"] = _profile(g, dev, args.profile)
+                if on_gpu and args.cuda_graph == "both":
+                    try:
+                        extra.append(_graph_row(g, dev, row, m, feeds, want, args))
+                    except Exception as e:  # noqa: BLE001  (report, go on)
+                        extra.append({**{k: row[k] for k in ("model", "batch", "target")},
+                                      "cuda_graph": True, "error": f"{type(e).__name__}: {e}"})
+                        traceback.print_exc()
                 if on_gpu:
                     try:
                         t = _time_torch(m, feeds, args.number, args.repeat)
@@ -196,6 +314,16 @@ def main() -> None:
                         row["torch"] = t
                     except Exception as e:  # noqa: BLE001  (report, go on)
                         row["torch"] = f"{type(e).__name__}: {e}"
+                    for mode in modes:
+                        key = f"torch_compile_{mode}"
+                        try:
+                            t = _time_torch_compile(m, feeds, args.number, args.repeat, mode,
+                                                    args.torch_compile_timeout)
+                            t["rel_err"] = compare.errors(t.pop("output"), want)[1]
+                            row[key] = t
+                        except Exception as e:  # noqa: BLE001  (skipped, with the reason)
+                            row[key] = f"{type(e).__name__}: {str(e)[:300]}"
+                            print(f"  torch.compile {mode}: skipped: {row[key]}", flush=True)
                     try:
                         row["ort_cuda"] = _time_ort_cuda(m, feeds, args.number, args.repeat)
                     except Exception as e:  # noqa: BLE001
@@ -203,10 +331,22 @@ def main() -> None:
             except Exception as e:  # noqa: BLE001  (one model failing must not hide the others)
                 row["error"] = f"{type(e).__name__}: {e}"
                 traceback.print_exc()
-            print(_line(row), flush=True)
+            for r in [row] + extra:
+                for k in ["torch", "ort_cuda"] + [f"torch_compile_{x}" for x in modes]:
+                    if k in row and r is not row:
+                        r[k] = row[k]
+                print(_line(r, modes), flush=True)
+                if r is not row:
+                    rows.append(r)
             if args.json:
                 with open(args.json, "w") as fh:
                     json.dump(rows, fh, indent=1)
+    bad = [r for r in rows if "error" in r or not r.get("rel_err", 1.0) <= 1e-4]
+    for r in bad:
+        print(f"WRONG OR FAILED: {r['model']} batch {r['batch']} cuda_graph "
+              f"{r.get('cuda_graph')}: {r.get('error') or r.get('rel_err')}", flush=True)
+    if bad:
+        sys.exit(1)
 
 
 def _fmt(v) -> str:
@@ -215,12 +355,16 @@ def _fmt(v) -> str:
     return "n/a" if v is None else "see json"
 
 
-def _line(row: dict) -> str:
+def _line(row: dict, modes: tuple | list = ()) -> str:
+    how = "CUDA graph" if row.get("cuda_graph") else "plain"
     if "error" in row:
-        return f"| {row['model']} | {row['batch']} | ERROR {row['error'][:200]} |"
+        return f"| {row['model']} | {row['batch']} | {how} | ERROR {row['error'][:200]} |"
     tv, to = row.get("tvmpy"), row.get("torch")
     ratio = (f"{tv['median_ms'] / to['median_ms']:.2f}" if isinstance(to, dict) else "n/a")
-    return (f"| {row['model']} | {row['batch']} | {row['build_s']:.1f} | {_fmt(tv)} | {_fmt(to)} | "
+    issue = row.get("host_issue_ms")
+    tc = "".join(f"{_fmt(row.get(f'torch_compile_{x}'))} | " for x in modes)
+    return (f"| {row['model']} | {row['batch']} | {how} | {row['build_s']:.1f} | {_fmt(tv)} | "
+            f"{'n/a' if issue is None else f'{issue:.3f}'} | {_fmt(to)} | {tc}"
             f"{_fmt(row.get('ort_cuda'))} | {ratio} | {row['rel_err']:.1e} |")
 
 

@@ -8,7 +8,10 @@
 # Environment: GPU_CHECK=0 skips gpu_check.py, TUNE=0 the tuning; LAYERS (default 56,28,14,7) the 3x3 layers to
 # tune; PRIOR_LOG a tuning log of an earlier session to resume from (copied to $OUT/conv.log);
 # BATCHES (default 1,16) and MODELS (default all three) for gpu_models.py; PROFILE=N adds its
-# per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning.
+# per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning; CUDA_GRAPH
+# (default both: plain launches and CUDA graphs, a row each) and TORCH_COMPILE (modes of
+# torch.compile to time beside eager torch, e.g. default,reduce-overhead; default none) for
+# gpu_models.py.
 #
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
 # 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
@@ -68,6 +71,7 @@ fi
 say "models"
 timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --models "$MODELS" \
   --number 10 --repeat 5 --profile "${PROFILE:-0}" --tune-log "$OUT/conv.log" \
+  --cuda-graph "${CUDA_GRAPH:-both}" --torch-compile "${TORCH_COMPILE:-}" \
   --json "$OUT/gpu_models.json" 2>&1 |
   grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
 say "done"

@@ -45,6 +45,13 @@ interpreter and the checks). Data-dependent sizes (NonZero, a reshape to a run-t
 refused at build time, naming the node: ``relay.vm.compile`` (runtime/vm.py) runs them, and
 control flow, with graph executors of this class for the dataflow regions in between.
 
+**CUDA** (cuda_graph.py): the executor queues every launch and its ``set_input`` /
+``get_output(i, out=...)`` copies on a stream of its own; with ``use_cuda_graph=True`` (or
+``TVMPY_USE_CUDA_GRAPH=1``, or TVM's ``contrib.cuda_graph.cuda_graph_executor``) each plan's
+launch sequence is captured as a CUDA graph after its first run and replayed with one
+``cuGraphLaunch`` per run (host calls split it into segments; a capture the driver refuses falls
+back to plain launches with a warning).
+
 **Threads** (runtime/concurrency.py): every public call holds the executor's lock;
 ``infer(**inputs)`` sets, runs and returns copies of the outputs in one call, safe from any
 number of threads; the stateful ``set_input``/``run``/``get_output`` sequence is per thread,
@@ -59,7 +66,7 @@ metadata) and the parameters (``save_param_dict`` bytes in a read-only data symb
 
 The package, by concern: ``parse.py`` (the graph JSON's nodes, checked), ``storage.py`` (arenas,
 device buffers, the per-shape plans), ``executor.py`` (``GraphExecutor``), ``factory.py``
-(``GraphExecutorFactory``).
+(``GraphExecutorFactory``), ``cuda_graph.py`` (the CUDA stream and graphs).
 """
 
 from ..concurrency import ConcurrentUseError
