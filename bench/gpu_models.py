@@ -257,6 +257,8 @@ def main() -> None:
                    "with these modes, e.g. default,reduce-overhead")
     p.add_argument("--torch-compile-timeout", type=int, default=60,
                    help="seconds allowed for each compile (skipped past it)")
+    p.add_argument("--torch-compile-budget", type=float, default=150,
+                   help="seconds of torch.compile in all; the compiles after are skipped")
     args = p.parse_args()
     target = _target(args.target)
     dev = _device(args.target)
@@ -271,6 +273,7 @@ def main() -> None:
           + "ORT CUDA ms | tvmpy / torch | max abs err / max abs ref (vs ORT CPU) |")
     print("|---|---|---|---|---|---|---|" + "---|" * len(modes) + "---|---|---|", flush=True)
     rows: list[dict] = []
+    compile_spent = 0.0
     for batch in (int(b) for b in args.batches.split(",") if b):
         makers = _makers(batch, args.image)
         for name in args.models.split(","):
@@ -316,14 +319,21 @@ def main() -> None:
                         row["torch"] = f"{type(e).__name__}: {e}"
                     for mode in modes:
                         key = f"torch_compile_{mode}"
+                        left = args.torch_compile_budget - compile_spent
+                        if left < 5:
+                            row[key] = f"skipped: --torch-compile-budget " \
+                                       f"{args.torch_compile_budget:.0f} s spent"
+                            continue
+                        t_c = time.perf_counter()
                         try:
                             t = _time_torch_compile(m, feeds, args.number, args.repeat, mode,
-                                                    args.torch_compile_timeout)
+                                                    int(min(args.torch_compile_timeout, left)))
                             t["rel_err"] = compare.errors(t.pop("output"), want)[1]
                             row[key] = t
                         except Exception as e:  # noqa: BLE001  (skipped, with the reason)
                             row[key] = f"{type(e).__name__}: {str(e)[:300]}"
                             print(f"  torch.compile {mode}: skipped: {row[key]}", flush=True)
+                        compile_spent += time.perf_counter() - t_c
                     try:
                         row["ort_cuda"] = _time_ort_cuda(m, feeds, args.number, args.repeat)
                     except Exception as e:  # noqa: BLE001
