@@ -509,7 +509,10 @@ class CUDAAPI:
         drv, dev_id = stream.driver, stream.dev_id
         if not hasattr(drv, "begin_capture"):
             raise CUDAError("the CUDA driver object has no stream-capture API")
-        drv.begin_capture(dev_id, stream.handle)
+        try:
+            drv.begin_capture(dev_id, stream.handle)
+        except AttributeError as e:  # a libcuda without the symbol (ctypes' lookup)
+            raise CUDAError(f"the driver library has no stream capture: {e}") from None
         try:
             record()
         except BaseException:
@@ -518,13 +521,20 @@ class CUDAAPI:
             except CUDAError:
                 pass  # invalidated: ending it is all that was needed
             raise
-        graph = drv.end_capture(dev_id, stream.handle)
         try:
-            nodes = drv.graph_num_nodes(dev_id, graph)
-            exe = drv.graph_instantiate(dev_id, graph)
-        finally:
-            drv.graph_destroy(dev_id, graph)
-        return CUDAGraph(drv, stream, exe, nodes)
+            graph = drv.end_capture(dev_id, stream.handle)
+            try:
+                try:
+                    nodes = drv.graph_num_nodes(dev_id, graph)
+                except (CUDAError, AttributeError):
+                    nodes = -1  # (only reported)
+                exe = drv.graph_instantiate(dev_id, graph)
+            finally:
+                drv.graph_destroy(dev_id, graph)
+            launcher = CUDAGraph(drv, stream, exe, nodes)
+        except AttributeError as e:
+            raise CUDAError(f"the driver library lacks a CUDA graph function: {e}") from None
+        return launcher
 
     def copy(self, dst: DeviceMemory, src: DeviceMemory, nbytes: int, dev_id: int) -> None:
         get_driver().memcpy_dtod(dev_id, dst.ptr, src.ptr, int(nbytes))
