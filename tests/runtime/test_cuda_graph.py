@@ -180,6 +180,13 @@ def test_plain_executor_uses_the_stream_too(fake, lib):
     assert ex.get_output(1, out=out) is out  # on the stream, then waited for
     assert fake.async_copies == copies + 1
     np.testing.assert_array_equal(out, ex.get_output(1).numpy())
+    wide = np.empty(N, "float64")  # another dtype, a read-only array: numpy's copy
+    ex.get_output(1, out=wide)
+    np.testing.assert_array_equal(wide, out)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        ex.get_output(1, out=out)
+    assert fake.async_copies == copies + 1
 
 
 def test_time_evaluator_times_the_replay(fake, lib):

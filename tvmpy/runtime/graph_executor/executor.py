@@ -543,7 +543,7 @@ class GraphExecutor:
                                      f"has {arr.shape}")
                 dev_arr: Any = arr
                 if self._stream is not None and out.flags.c_contiguous and \
-                        out.dtype == arr.dtype:  # after the run's work on the stream
+                        out.flags.writeable and out.dtype == arr.dtype:  # on the stream
                     if dev_arr._nbytes:
                         dev_arr._api.to_host(dev_arr._mem, out, self.device.device_id,
                                              self._stream)
