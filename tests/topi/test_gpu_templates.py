@@ -194,3 +194,37 @@ def test_templates_compile_for_cuda_and_run_host_emulated(op, tmp_path):
     finally:
         cuda_module.set_driver(prev)
     np.testing.assert_allclose(got, ref(a, b), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("m,n,k,vec", [(128, 64, 32, "float4"), (96, 128, 18, "float2"),
+                                       (64, 64, 40, "float4")])
+def test_dense_cuda_vectorized_fallback_host_emulated(m, n, k, vec, tmp_path):
+    """The SIMT GEMM fallback of dense.cuda on exactly tiled shapes: float4 (float2 where the
+    rows only allow 8-byte alignment) global loads stored transposed into k-major shared
+    tiles, vector shared -> register loads, ptxas without spills, then run on the host
+    emulation against numpy."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    cuda_t = Target("cuda")
+    a_t, w_t = te.placeholder((m, k), name="a"), te.placeholder((n, k), name="w")
+    with cuda_t, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = cuda.dense(a_t, w_t)
+        s = cuda.schedule_dense([out])
+    mod = tvm.build(s, [a_t, w_t, out], target=cuda_t)
+    dev_mod = mod.imported_modules[0]
+    src = dev_mod.get_source()
+    assert f"const {vec} " in src  # a wide global load, stored lane by lane (transposed)
+    for arch in ("sm_80", "sm_90"):
+        (info,) = dev_mod.ptxas_info[arch].values()
+        assert info.spill_stores == 0 and info.registers <= 128
+    a, w = _rand(m, k), _rand(n, k)
+    got = np.zeros((m, n), "float32")
+    host = HostKernels(src, mod.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(a, w, got)
+    finally:
+        cuda_module.set_driver(prev)
+    np.testing.assert_allclose(got, a @ w.T, atol=1e-4, rtol=1e-4)

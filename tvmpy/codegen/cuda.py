@@ -116,6 +116,11 @@ CUDA = Dialect(
     float16=_HALF,
     max_private_bytes=64 * 1024,
     reserved=_RESERVED,
+    # float2/float4/double2 copies (LDG/LDS/STS.64/.128) where the index is provably aligned
+    vector_load="(*({t}*)({p} + {i}))",
+    vector_store="*({t}*)({p} + {i}) = {v};",
+    vector_lanes={"float32": (2, 4), "float64": (2,)},
+    vector_aligned=True,
 )
 
 _SHUFFLE = {"tvm_warp_shuffle": "__shfl_sync", "tvm_warp_shuffle_up": "__shfl_up_sync",

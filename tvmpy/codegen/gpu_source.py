@@ -68,6 +68,13 @@ class Dialect:
     vector_broadcast: str = ""
     vector_types: dict[str, str] = field(default_factory=lambda: {"float32": "float",
                                                                    "float64": "double"})
+    # lane counts with a native vector type, per element type (None: 2, 4, 8, 16 for both)
+    vector_lanes: dict[str, tuple[int, ...]] | None = None
+    # native vector accesses need their natural alignment (CUDA: a float4 access at an address
+    # that is not a multiple of 16 bytes faults): used only where the index base is provably a
+    # multiple of the lanes and the buffer's alignment covers the vector (else scalarized);
+    # such vectors have no arithmetic operators (only copies are native)
+    vector_aligned: bool = False
     # identifiers of the language (beyond C's) that a parameter or local must not take
     reserved: frozenset[str] = frozenset()
 
@@ -108,6 +115,19 @@ def _buffer_dtypes(func: PrimFunc) -> dict[int, str]:
     return out
 
 
+def _vector_accessed(func: PrimFunc) -> set[int]:
+    """The data vars of buffers loaded or stored with more than one lane."""
+    out: set[int] = set()
+
+    def visit(n: Any) -> None:
+        if isinstance(n, (E.BufferLoad, S.BufferStore)) and len(n.indices) == 1 and \
+                dt.lanes_of(n.indices[0].dtype) > 1:
+            out.add(id(n.buffer.data))
+
+    post_order_visit(func.body, visit)
+    return out
+
+
 def _unit_ramp(idx: Any, lanes: int) -> bool:
     return (isinstance(idx, E.Ramp) and E.is_const_int(idx.stride, 1)
             and dt.lanes_of(idx.dtype) == lanes and dt.lanes_of(idx.base.dtype) == 1)
@@ -136,6 +156,9 @@ class KernelEmitter(FunctionEmitter):
         self.kernel_decls: list[str] = []  # shared arrays, declared at kernel scope
         self.index_decls: list[str] = []  # block / thread indices, at kernel scope
         self.block_extents: dict[str, E.PrimExpr] = {}
+        self.analyzer: Any = None  # for the alignment of native vector accesses
+        self.aligned_data: set[int] = set()  # allocations declared with the vector alignment
+        self.vector_data: set[int] = _vector_accessed(func) if dialect.vector_aligned else set()
 
     def fail(self, message: str | None) -> None:
         raise GPUCodegenError(f"{self.func.name}: a {self.dialect.name} kernel cannot report "
@@ -260,6 +283,9 @@ class KernelEmitter(FunctionEmitter):
         self.names[id(buf.data)] = name
         self.ptrs[id(buf.data)] = (name, elem)
         decl = f"{_mem_type(elem)} {name}[{count}];"
+        if id(buf.data) in self.vector_data and count * dt.bytes_of(elem) % 16 == 0:
+            decl = f"__align__(16) {decl}"  # native vector accesses (CUDA: float4)
+            self.aligned_data.add(id(buf.data))
         if scope.startswith("shared"):
             self.space[id(buf.data)] = self.dialect.shared_decl
             self.kernel_decls.append(f"{self.dialect.shared_decl} {decl}")
@@ -283,38 +309,95 @@ class KernelEmitter(FunctionEmitter):
         text = self._vector_store(s) if self.dialect.vector_load else None
         if text is None:
             super()._s_BufferStore(s)
-        else:
+        elif text:
             self.emit(text)
+
+    def _native_lanes(self, lanes: int, elem: str) -> bool:
+        allowed = (self.dialect.vector_lanes or {}).get(elem, ()) if self.dialect.vector_lanes \
+            is not None else (2, 4, 8, 16)
+        return lanes in allowed and elem in ("float32", "float64")
+
+    def _aligned(self, buf: Any, base: E.PrimExpr, lanes: int) -> bool:
+        """Whether a ``lanes``-wide access of ``buf`` at element ``base`` is provably aligned
+        to the vector's size (always true for dialects without the requirement)."""
+        if not self.dialect.vector_aligned:
+            return True
+        nbytes = lanes * dt.bytes_of(dt.element_of(buf.dtype))
+        if id(buf.data) not in self.aligned_data and buf.data_alignment < nbytes:
+            return False
+        if self.analyzer is None:
+            from ..arith import Analyzer
+
+            self.analyzer = Analyzer()
+        m = self.analyzer.modular_set(base)
+        return m.coeff % lanes == 0 and m.base % lanes == 0
+
+    def _native_load(self, e: E.PrimExpr, lanes: int, elem: str) -> str | None:
+        """A unit-stride vector load of ``lanes`` elements as one native load, or None."""
+        if not isinstance(e, E.BufferLoad) or dt.lanes_of(e.dtype) != lanes:
+            return None
+        idx = e.indices[0] if len(e.indices) == 1 else None
+        if (e.predicate is not None or dt.lanes_of(e.buffer.dtype) != 1
+                or dt.element_of(e.buffer.dtype) != elem or not _unit_ramp(idx, lanes)):
+            return None
+        assert isinstance(idx, E.Ramp)
+        if not self._aligned(e.buffer, idx.base, lanes):
+            return None
+        ptr = self.pointer(e.buffer.data, e.buffer.dtype)
+        return self.dialect.vector_load.format(n=lanes, p=ptr, i=self.index(idx.base, None, ADD + 1),
+                                               t=f"{self.dialect.vector_type(elem)}{lanes}")
 
     def _vector_store(self, s: S.BufferStore) -> str | None:
         """``s`` as one vector load/compute/store statement, or None (scalarized instead)."""
         idx = s.indices[0] if len(s.indices) == 1 else None
         lanes = dt.lanes_of(s.value.dtype)
         elem = dt.element_of(s.buffer.dtype)
-        if (lanes not in (2, 4, 8, 16) or s.predicate is not None or dt.lanes_of(s.buffer.dtype) != 1
-                or elem not in ("float32", "float64") or not _unit_ramp(idx, lanes)):
+        if (not self._native_lanes(lanes, elem) or s.predicate is not None
+                or dt.lanes_of(s.buffer.dtype) != 1):
             return None
+        if not _unit_ramp(idx, lanes) or (self.dialect.vector_aligned and not self._aligned(
+                s.buffer, idx.base, lanes)):
+            return self._scatter_native_load(s, lanes, elem)
         value = self._vector_expr(s.value, lanes, elem)
         if value is None:
             return None
         assert isinstance(idx, E.Ramp)
         ptr = self.pointer(s.buffer.data, s.buffer.dtype)
-        return self.dialect.vector_store.format(n=lanes, v=value, p=ptr, i=self.index(idx.base, None, ADD + 1))
+        return self.dialect.vector_store.format(n=lanes, v=value, p=ptr, i=self.index(idx.base, None, ADD + 1),
+                                                t=f"{self.dialect.vector_type(elem)}{lanes}")
+
+    def _scatter_native_load(self, s: S.BufferStore, lanes: int, elem: str) -> str | None:
+        """A native vector load stored lane by lane (a transposing copy: ``B[k * n + i] =
+        A[i * m + k]`` vectorized over ``k``): one wide load, then scalar stores. Only where
+        the vector load is native and lane order cannot matter (distinct Ramp lanes, another
+        buffer)."""
+        if not self.dialect.vector_aligned or not isinstance(s.value, E.BufferLoad):
+            return None
+        idx = s.indices[0] if len(s.indices) == 1 else None
+        if (not isinstance(idx, E.Ramp) or not isinstance(idx.stride, E.IntImm)
+                or idx.stride.value == 0 or s.value.buffer.data is s.buffer.data):
+            return None
+        load = self._native_load(s.value, lanes, elem)
+        if load is None:
+            return None
+        tmp = self.new_name(f"{s.buffer.name}_vec")
+        self.emit(f"const {self.dialect.vector_type(elem)}{lanes} {tmp} = {load};")
+        for k in range(lanes):
+            self._store_lane(s, str(k), f"(({_mem_type(elem)}*)&{tmp})[{k}]")
+        return ""
 
     def _vector_expr(self, e: E.PrimExpr, lanes: int, elem: str) -> str | None:
         if dt.lanes_of(e.dtype) != lanes or dt.element_of(e.dtype) != elem:
             return None
         if isinstance(e, E.Broadcast):
+            if not self.dialect.vector_broadcast:
+                return None
             t = f"{self.dialect.vector_type(elem)}{lanes}"
             return self.dialect.vector_broadcast.format(t=t, v=self.expr(e.value))
         if isinstance(e, E.BufferLoad):
-            idx = e.indices[0] if len(e.indices) == 1 else None
-            if (e.predicate is not None or dt.lanes_of(e.buffer.dtype) != 1
-                    or not _unit_ramp(idx, lanes)):
-                return None
-            assert isinstance(idx, E.Ramp)
-            ptr = self.pointer(e.buffer.data, e.buffer.dtype)
-            return self.dialect.vector_load.format(n=lanes, p=ptr, i=self.index(idx.base, None, ADD + 1))
+            return self._native_load(e, lanes, elem)
+        if self.dialect.vector_aligned:  # no vector operators
+            return None
         if type(e) in (E.Add, E.Sub, E.Mul, E.Div):
             a = self._vector_expr(e.a, lanes, elem)
             b = self._vector_expr(e.b, lanes, elem)

@@ -316,9 +316,12 @@ static unsigned __activemask() { return 0xffffffffu; }
 #define __shared__ static
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() tvmpy_sync()
 #define __syncwarp() tvmpy_sync()
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
@@ -470,7 +473,7 @@ def _compile_host(source: str, workdir: str) -> ctypes.CDLL:
                 os.path.join(workdir, f"kernels_{tag}.so"))
     with open(src, "w") as f:
         f.write(source)
-    proc = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-pthread",
+    proc = subprocess.run([cxx, "-std=c++17", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC", "-w", "-pthread",
                            "-o", lib, src], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"host compile of the CUDA C failed:\n{proc.stderr[:4000]}")
