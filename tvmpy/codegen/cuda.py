@@ -24,8 +24,12 @@ from typing import Any
 
 from ..ir import dtype as dt
 from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
 from .c_prelude import storage_type, value_type
+from .cuda_wmma import WMMA_OPS, FragmentInfo, WMMAError, infer_fragments, is_fragment_scope, \
+    wmma_prelude
 from .gpu_source import Dialect, GPUCodegenError, KernelEmitter, emit_kernels, launch_plan
 
 __all__ = ["CUDA", "build", "cuda_source", "DEFAULT_ARCHES"]
@@ -125,7 +129,28 @@ _SHUFFLE = {"tvm_warp_shuffle": "__shfl_sync", "tvm_warp_shuffle_up": "__shfl_up
 class CUDAKernelEmitter(KernelEmitter):
     """The CUDA kernel: adds ``__launch_bounds__`` and the warp-level intrinsics."""
 
+    @classmethod
+    def module_prelude(cls, emitters: list[Any]) -> str:
+        frags: list[FragmentInfo] = []
+        mmas: list[tuple[FragmentInfo, ...]] = []
+        for em in emitters:
+            frags.extend(em.fragments.values())
+            mmas.extend(em.mmas)
+        return wmma_prelude(frags, mmas) if frags else ""
+
     def kernel(self) -> str:
+        allocs: dict[int, Any] = {}
+
+        def visit(n: Any) -> None:
+            if isinstance(n, S.Allocate) and is_fragment_scope(n.buffer.scope):
+                allocs[id(n.buffer.data)] = n.buffer
+
+        post_order_visit(self.func.body, visit)
+        self.mmas: list[tuple[FragmentInfo, ...]] = []
+        try:
+            self.fragments = infer_fragments(self.func.body, allocs) if allocs else {}
+        except WMMAError as err:
+            raise GPUCodegenError(f"{self.func.name}: {err}") from None
         text = super().kernel()
         threads = 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
@@ -150,8 +175,66 @@ class CUDAKernelEmitter(KernelEmitter):
         return (f"[&]() -> {ret} {{ const {value_type(e.var.dtype)} {name} = {value}; "
                 f"return {self.expr(e.body, lane)}; }}()"), 0
 
+    # ---- tensor cores (codegen/cuda_wmma.py) ----------------------------------------------------
+    def _s_Allocate(self, s: Any) -> None:
+        if not is_fragment_scope(s.buffer.scope):
+            super()._s_Allocate(s)
+            return
+        buf = s.buffer
+        info = self.fragments[id(buf.data)]
+        count = int(buf.shape[0].value) * dt.lanes_of(buf.dtype) // info.tile
+        name = self.new_name(buf.data.name or buf.name)
+        self.names[id(buf.data)] = name
+        self.emit(f"{info.ctype()} {name}[{count}];")
+        self.stmt(s.body)
+
+    def _fragment(self, var: Any, index: Any, lane: str | None) -> tuple[str, FragmentInfo]:
+        info = self.fragments.get(id(var)) if isinstance(var, E.Var) else None
+        if info is None:
+            raise GPUCodegenError(f"{self.func.name}: {var} is not a wmma fragment buffer "
+                                  "allocated in the kernel")
+        return f"{self.names[id(var)]}[{self.index(index, lane)}]", info
+
+    def _wmma(self, op: str, e: E.Call, lane: str | None) -> str:
+        a = e.args
+        ns = "nvcuda::wmma::"
+        if op == "tvm_mma_sync":
+            frags = [self._fragment(a[i], a[i + 1], lane) for i in (0, 2, 4, 6)]
+            infos = tuple(f[1] for f in frags)
+            uses = tuple(i.use for i in infos)
+            if uses != ("accumulator", "matrix_a", "matrix_b", "accumulator"):
+                raise GPUCodegenError(f"{self.func.name}: tvm_mma_sync(d, a, b, c) takes "
+                                      f"accumulator, matrix_a, matrix_b, accumulator fragments; "
+                                      f"got {', '.join(uses)}")
+            shapes = {(i.m, i.n, i.k) for i in infos}
+            if len(shapes) != 1 or infos[1].elem != infos[2].elem:
+                raise GPUCodegenError(f"{self.func.name}: tvm_mma_sync of mismatched fragments "
+                                      f"{[i.ctype() for i in infos]}")
+            if infos[1].elem == "bfloat16" and (infos[0].elem, infos[3].elem) != ("float32",) * 2:
+                raise GPUCodegenError(f"{self.func.name}: bfloat16 tensor cores accumulate in "
+                                      "float32 only")
+            self.mmas.append(infos)
+            return f"{ns}mma_sync({', '.join(f[0] for f in frags)})"
+        frag, info = self._fragment(a[0], a[4], lane)
+        if op == "tvm_fill_fragment":
+            return f"{ns}fill_fragment({frag}, {self.expr(a[5], lane)})"
+        ptr = self.expr(a[5], lane)
+        stride = self.expr(a[6], lane)
+        layout = a[7].value if isinstance(a[7], E.StringImm) else str(a[7])
+        mem = f"{ns}mem_{'row' if layout == 'row_major' else 'col'}_major"
+        if op == "tvm_store_matrix_sync":
+            if info.use != "accumulator":
+                raise GPUCodegenError(f"{self.func.name}: tvm_store_matrix_sync of a {info.use} "
+                                      "fragment (only accumulators are stored)")
+            return f"{ns}store_matrix_sync({ptr}, {frag}, {stride}, {mem})"
+        if info.use == "accumulator":
+            return f"{ns}load_matrix_sync({frag}, {ptr}, {stride}, {mem})"
+        return f"{ns}load_matrix_sync({frag}, {ptr}, {stride})"
+
     def _call(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         op = e.op[4:] if e.op.startswith("tir.") else e.op
+        if op in WMMA_OPS:
+            return self._wmma(op, e, lane), 0
         if op in _SHUFFLE:
             # TVM's form: (mask, value, lane/offset, width, warp_size)
             if len(e.args) != 5:
