@@ -20,8 +20,10 @@ carries the source, the PTX and the cubins, run through ``runtime/cuda_module.py
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..arith import Analyzer
 from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -30,7 +32,15 @@ from ..tir.functor import post_order_visit
 from .c_prelude import storage_type, value_type
 from .cuda_wmma import WMMA_OPS, FragmentInfo, WMMAError, infer_fragments, is_fragment_scope, \
     wmma_prelude
-from .gpu_source import Dialect, GPUCodegenError, KernelEmitter, emit_kernels, launch_plan
+from .c_expr import ADD
+from .gpu_source import (
+    Dialect,
+    GPUCodegenError,
+    KernelEmitter,
+    _unit_ramp,
+    emit_kernels,
+    launch_plan,
+)
 
 __all__ = ["CUDA", "build", "cuda_source", "DEFAULT_ARCHES"]
 
@@ -146,12 +156,17 @@ class CUDAKernelEmitter(KernelEmitter):
                 allocs[id(n.buffer.data)] = n.buffer
 
         post_order_visit(self.func.body, visit)
+        self.param_data = {id(v) for v in self.func.params} | \
+            {id(b.data) for b in self.func.buffer_map.values()}
+        self.align_shared = False  # wmma loads / vector copies need aligned shared arrays
         self.mmas: list[tuple[FragmentInfo, ...]] = []
         try:
             self.fragments = infer_fragments(self.func.body, allocs) if allocs else {}
         except WMMAError as err:
             raise GPUCodegenError(f"{self.func.name}: {err}") from None
         text = super().kernel()
+        if self.fragments or self.align_shared:  # wmma.load/store: 32-byte aligned pointers
+            text = re.sub(r"^  __shared__ ", "  __shared__ __align__(32) ", text, flags=re.M)
         threads = 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
             ext = self.block_extents.get(tag)
@@ -174,6 +189,52 @@ class CUDAKernelEmitter(KernelEmitter):
         ret = value_type(dt.element_of(e.dtype))
         return (f"[&]() -> {ret} {{ const {value_type(e.var.dtype)} {name} = {value}; "
                 f"return {self.expr(e.body, lane)}; }}()"), 0
+
+    # ---- vector copies: 4, 8 or 16 bytes per load and store -----------------------------------
+    def _s_BufferStore(self, s: Any) -> None:
+        text = self._vector_copy(s)
+        if text is None:
+            super()._s_BufferStore(s)
+        else:
+            self.emit(text)
+
+    def _aligned(self, buf: Any, idx: Any, lanes: int) -> str | None:
+        """The pointer text of ``buf + idx.base`` when it is provably ``lanes`` elements
+        aligned (a kernel parameter, 256-byte aligned by the allocator, or a shared array,
+        declared aligned; a base that is a multiple of ``lanes``), else None."""
+        data = buf.data
+        shared = self.space.get(id(data)) == self.dialect.shared_decl
+        if id(data) not in self.param_data and not shared:
+            return None
+        ms = Analyzer().modular_set(idx.base)
+        if ms.coeff % lanes or ms.base % lanes:
+            return None
+        if shared:
+            self.align_shared = True
+        ptr = self.pointer(data, buf.dtype)
+        if E.is_const_int(idx.base, 0):
+            return ptr
+        return f"{ptr} + {self.index(idx.base, None, ADD + 1)}"
+
+    def _vector_copy(self, s: Any) -> str | None:
+        """``dst[ramp] = src[ramp]`` of one element type as one 4/8/16-byte load and store."""
+        v = s.value
+        lanes = dt.lanes_of(v.dtype)
+        if (lanes < 2 or s.predicate is not None or not isinstance(v, E.BufferLoad)
+                or v.predicate is not None or len(s.indices) != 1 or len(v.indices) != 1):
+            return None
+        elem = dt.element_of(s.buffer.dtype)
+        if (dt.element_of(v.buffer.dtype) != elem or dt.lanes_of(s.buffer.dtype) != 1
+                or dt.lanes_of(v.buffer.dtype) != 1 or elem == "bool"):
+            return None
+        vt = {4: "unsigned int", 8: "uint2", 16: "uint4"}.get(lanes * dt.bytes_of(elem))
+        di, si = s.indices[0], v.indices[0]
+        if vt is None or not _unit_ramp(di, lanes) or not _unit_ramp(si, lanes):
+            return None
+        dst, src = self._aligned(s.buffer, di, lanes), self._aligned(v.buffer, si, lanes)
+        if dst is None or src is None:
+            return None
+        return f"*({vt}*)({dst}) = *(const {vt}*)({src});"
 
     # ---- tensor cores (codegen/cuda_wmma.py) ----------------------------------------------------
     def _s_Allocate(self, s: Any) -> None:

@@ -175,10 +175,12 @@ static unsigned __activemask() { return 0xffffffffu; }
 #define __shared__ static
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() tvmpy_sync()
 #define __syncwarp() tvmpy_sync()
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
+struct alignas(8) uint2 { unsigned x, y; };  /* the vector copies' types */
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 /* tensor cores (codegen/cuda_wmma.py): a fragment holds its whole tile (rows x cols, row by
    row, as floats rounded to its element type) in every thread; the threads of a warp compute
    the same values, a store writes them (identical) once per thread */

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te
+from ...tir import stmt as S
 from ...tir.buffer import decl_buffer
 from ...tir.op import call_intrin
 
@@ -119,7 +120,8 @@ def intrin_wmma_gemm(shape: tuple[int, int, int] = (16, 16, 16), in_dtype: str =
         update = call_intrin("handle", "tir.tvm_mma_sync", bc.data, ic, ba.data, ia, bb.data,
                              ib, bc.data, ic)
         reset = call_intrin("handle", "tir.tvm_fill_fragment", bc.data, m, n, k, ic, 0.0)
-        return update, reset, update
+        body = S.SeqStmt([S.Evaluate(reset), S.Evaluate(update)])  # the whole reduction here
+        return body, reset, update
 
     return te.decl_tensor_intrin(c.op, lower, name="wmma_gemm", binds=binds)
 
