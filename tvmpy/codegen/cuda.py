@@ -29,10 +29,16 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
-from .c_prelude import storage_type, value_type
-from .cuda_wmma import WMMA_OPS, FragmentInfo, WMMAError, infer_fragments, is_fragment_scope, \
-    wmma_prelude
 from .c_expr import ADD
+from .c_prelude import storage_type, value_type
+from .cuda_wmma import (
+    WMMA_OPS,
+    FragmentInfo,
+    WMMAError,
+    infer_fragments,
+    is_fragment_scope,
+    wmma_prelude,
+)
 from .gpu_source import (
     Dialect,
     GPUCodegenError,

@@ -180,8 +180,10 @@ def _apply(root: S.Stmt, loop: S.For, attr: S.AttrStmt, alloc: S.Allocate, hoist
     data = old.data
     size = old.shape[0]
     nbytes = dt.bytes_of(old.dtype)
-    if isinstance(size, E.IntImm) and (size.value * nbytes) % _HALF_ALIGN:
-        # the second half starts as aligned as the first (vector copies, wmma loads: 32 bytes)
+    if (isinstance(size, E.IntImm) and (size.value * nbytes) % _HALF_ALIGN
+            and (old.scope or "").startswith("shared")):
+        # the second half of a shared array starts as aligned as the first (vector copies,
+        # wmma loads: 32 bytes)
         per = _HALF_ALIGN // math.gcd(_HALF_ALIGN, nbytes)
         size = E.const(-(-size.value // per) * per, size.dtype)
     nb = old.replace(shape=(fold_mul(size, E.const(2, size.dtype)),))

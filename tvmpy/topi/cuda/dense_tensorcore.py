@@ -44,7 +44,7 @@ from .tensor_intrin import (
     intrin_wmma_load_matrix_b,
     intrin_wmma_store_matrix,
 )
-from .utils import const_int
+from .utils import const_int, max_threads
 
 __all__ = ["dense_tensorcore", "schedule_dense_tensorcore", "batch_matmul_tensorcore",
            "schedule_batch_matmul_tensorcore", "tensorcore_shape", "SHARED_LIMIT"]
@@ -157,25 +157,29 @@ def shared_bytes(bm: int, bn: int, chunk: int, offset: int, offset_cs: int,
 
 
 def _fallback(cfg: Any, m: int, n: int, k: int, wm: int, wn: int, staged: bool) -> None:
-    """The largest block tile (warps 2 x 4 .. 1 x 1, warp tiles up to 4 x 4 fragments... as
-    below) that divides the shape and fits the shared memory, k chunks of 32 (16 when K is
-    not a multiple of 32)."""
+    """The first block tile of the list below (warps x fragments per warp, largest first)
+    that divides the shape, fits the shared memory and the target's threads per block; k
+    chunks of 32 (16 when K is not a multiple of 32)."""
     chunk = 2 if k % 32 == 0 else 1
+    limit = max_threads()
     best = None
     for rw, cw, rt, ct in ((2, 4, 4, 2), (2, 2, 4, 4), (2, 2, 4, 2), (2, 2, 2, 2), (2, 2, 2, 1),
                            (1, 2, 2, 2), (2, 1, 2, 2), (1, 2, 2, 1), (1, 1, 2, 2), (1, 1, 2, 1),
                            (1, 1, 1, 2), (1, 1, 1, 1)):
         bm, bn = rw * rt * wm, cw * ct * wn
-        if m % bm or n % bn:
+        if m % bm or n % bn or 32 * rw * cw > limit:
             continue
         if shared_bytes(bm, bn, chunk, 8, 8 if staged else 0, staged) > SHARED_LIMIT:
             continue
         best = (rw, cw, rt, ct)
         break
     rw, cw, rt, ct = best or (1, 1, 1, 1)
+    bm, bn, threads = rw * rt * wm, cw * ct * wn, 32 * rw * cw
+    sizes = [bm * chunk * 16, bn * chunk * 16] + ([bm * bn] if staged else [])
+    vec = next(v for v in (8, 4, 2, 1) if all(x % (v * threads) == 0 for x in sizes) or v == 1)
     for name, val in (("block_row_warps", rw), ("block_col_warps", cw), ("warp_row_tiles", rt),
                       ("warp_col_tiles", ct), ("chunk", chunk), ("offset", 8), ("offsetCS", 8),
-                      ("vec", 8), ("wmma_m", wm)):
+                      ("vec", vec), ("wmma_m", wm)):
         cfg[name] = OtherOptionEntity(val)
 
 
