@@ -5,7 +5,8 @@ issue 29 point 1 (bench/RESULTS.md).
 
 For each size (M = N = K): C[M, N] = A[M, K] @ B[N, K]^T, float16 inputs, float32 accumulation
 and output, built with target "cuda -arch=<the device's sm>" for several block/warp tilings
-(the knobs of the template; the fallback is one of them), each timed with time_evaluator and
+(the knobs of the template; the fallback is one of them), with and without cp.async copies
+into shared memory (PassContext config "cuda.async_copy"), each timed with time_evaluator and
 checked against torch's results on the same inputs (relative error = max |diff| / max |ref|
 against torch.matmul in float32 without TF32, and against torch's float16 matmul, which is
 timed as the cuBLAS baseline: fp16 in, fp32 accumulation, fp16 out). Exits non-zero when a
@@ -33,14 +34,18 @@ from tvmpy.target import Target  # noqa: E402
 
 # name -> knobs (block_row_warps, block_col_warps, warp_row_tiles, warp_col_tiles, chunk);
 # offset 8, vec 8, wmma 16x16x16 throughout. Block tile = warps x tiles x 16.
+# The fallback picks 128x128 with 2x4 warps of 4x2 tiles at these sizes. "+async": the same
+# with the PassContext config "cuda.async_copy" (global -> shared copies as cp.async).
 CONFIGS = {
     "fallback": None,
-    "b128x128_w2x4_t4x2_k32": (2, 4, 4, 2, 2),
     "b128x128_w2x2_t4x4_k32": (2, 2, 4, 4, 2),
     "b128x128_w4x2_t2x4_k32": (4, 2, 2, 4, 2),
-    "b64x128_w2x4_t2x2_k32": (2, 4, 2, 2, 2),
-    "b128x256_w2x4_t4x4_k16": (2, 4, 4, 4, 1),
-    "b64x64_w2x2_t2x2_k64": (2, 2, 2, 2, 4),
+    "fallback+async": None,
+    "b128x128_w2x2_t4x4_k32+async": (2, 2, 4, 4, 2),
+    "b128x128_w4x2_t2x4_k32+async": (4, 2, 2, 4, 2),
+    "b64x128_w2x4_t2x2_k32+async": (2, 4, 2, 2, 2),
+    "b128x256_w2x4_t4x4_k16+async": (2, 4, 4, 4, 1),
+    "b64x64_w2x2_t2x2_k64+async": (2, 2, 2, 2, 4),
 }
 _KNOBS = ("block_row_warps", "block_col_warps", "warp_row_tiles", "warp_col_tiles", "chunk")
 TOL = 1e-3  # relative to max |ref|: fp32 accumulation differs only in summation order
@@ -65,7 +70,8 @@ def build(size: int, name: str, target: Target):
             s, tensors = task.func(*deserialize_args(task.args))
         else:
             s, tensors = task.instantiate(_config(task, CONFIGS[name]))
-    mod = tvm.build(s, tensors, target=target)
+    with tvm.transform.PassContext(config={"cuda.async_copy": name.endswith("+async")}):
+        mod = tvm.build(s, tensors, target=target)
     info = mod.imported_modules[0].ptxas_info
     kinfo = {arch: {k: vars(v) for k, v in per.items()} for arch, per in info.items()}
     return mod, kinfo

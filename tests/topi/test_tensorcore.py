@@ -317,3 +317,30 @@ def test_relay_fp16_dense_model_on_tensor_cores(tmp_path):
     ref = hid.astype("float32") @ w2v.astype("float32").T
     _check(got, ref, "float16")
     assert re.search(r"__launch_bounds__\(\d+\)", src)
+
+
+def test_async_copy_option(tmp_path):
+    """PassContext config "cuda.async_copy": the 16-byte global -> shared copies become
+    cp.async (in the PTX), each barrier waits for them first; the emulation (synchronous
+    copies) gives numpy's result."""
+    m, n, k = 64, 64, 96
+    a = te.placeholder((m, k), "float16", name="A")
+    w = te.placeholder((n, k), "float16", name="W")
+    with CUDA, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = cuda.dense_tensorcore(a, w)
+        s = cuda.schedule_dense_tensorcore([out])
+    with tvm.transform.PassContext(config={"cuda.async_copy": True}):
+        mod = tvm.build(s, [a, w, out], target=CUDA)
+    dev_mod = mod.imported_modules[0]
+    src = dev_mod.get_source()
+    assert "tvmpy_cp_async16(" in src and "cp.async.cg.shared.global" in dev_mod.get_source("ptx")
+    body = src[src.index("__global__"):]
+    assert body.count("__syncthreads();") == body.count("tvmpy_cp_async_wait();\n  __syncthreads();") \
+        + body.count("tvmpy_cp_async_wait();\n    __syncthreads();")
+    av, wv = _rand(m, k), _rand(n, k)
+    got = np.full((m, n), np.nan, "float32")
+    _run_emulated(mod, [av, wv, got], tmp_path)
+    _check(got, av.astype("float32") @ wv.astype("float32").T, "float32")
+    # off by default
+    assert "cp_async" not in tvm.build(s, [a, w, out], target=CUDA).imported_modules[0].get_source()

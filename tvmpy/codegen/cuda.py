@@ -152,19 +152,30 @@ class CUDAKernelEmitter(KernelEmitter):
         for em in emitters:
             frags.extend(em.fragments.values())
             mmas.extend(em.mmas)
-        return wmma_prelude(frags, mmas) if frags else ""
+        parts = [_ASYNC_COPY] if any(em.async_used for em in emitters) else []
+        if frags:
+            parts.append(wmma_prelude(frags, mmas))
+        return "\n\n".join(parts)
 
     def kernel(self) -> str:
         allocs: dict[int, Any] = {}
 
+        shared: list[Any] = []
+
         def visit(n: Any) -> None:
             if isinstance(n, S.Allocate) and is_fragment_scope(n.buffer.scope):
                 allocs[id(n.buffer.data)] = n.buffer
+            elif isinstance(n, S.Allocate) and (n.buffer.scope or "").startswith("shared"):
+                shared.append(n.buffer)
 
         post_order_visit(self.func.body, visit)
         self.param_data = {id(v) for v in self.func.params} | \
             {id(b.data) for b in self.func.buffer_map.values()}
         self.align_shared = False  # wmma loads / vector copies need aligned shared arrays
+        # decided before the body is emitted: a barrier at the top of a loop must wait for the
+        # copies issued further down in the previous iteration
+        self.async_copy = _async_copy()
+        self.async_used = self.async_copy and bool(shared)
         self.mmas: list[tuple[FragmentInfo, ...]] = []
         try:
             self.fragments = infer_fragments(self.func.body, allocs) if allocs else {}
@@ -240,7 +251,16 @@ class CUDAKernelEmitter(KernelEmitter):
         dst, src = self._aligned(s.buffer, di, lanes), self._aligned(v.buffer, si, lanes)
         if dst is None or src is None:
             return None
+        if (vt == "uint4" and self.async_used and id(v.buffer.data) in self.param_data
+                and self.space.get(id(s.buffer.data)) == self.dialect.shared_decl):
+            return f"tvmpy_cp_async16({dst}, {src});"
         return f"*({vt}*)({dst}) = *(const {vt}*)({src});"
+
+    def _s_Evaluate(self, s: Any) -> None:
+        if self.async_used and isinstance(s.value, E.Call) and \
+                s.value.op in ("tir.tvm_storage_sync", "tvm_storage_sync"):
+            self.emit("tvmpy_cp_async_wait();")  # the copies land before the barrier
+        super()._s_Evaluate(s)
 
     # ---- tensor cores (codegen/cuda_wmma.py) ----------------------------------------------------
     def _s_Allocate(self, s: Any) -> None:
@@ -324,6 +344,32 @@ class CUDAKernelEmitter(KernelEmitter):
             text = f"tvmpy_bitcast<{storage_type(dst)}>(({storage_type(src)})({value}))"
             return (f"(float){text}", 0) if dst == "float16" else (text, 0)
         return super()._call(e, lane)  # type: ignore[no-any-return]
+
+
+# cp.async (sm_80+): a 16-byte global -> shared copy that does not wait for the load; every
+# barrier of a kernel that uses it is preceded by tvmpy_cp_async_wait() (PassContext config
+# "cuda.async_copy"). Older arches and the host emulation copy synchronously.
+_ASYNC_COPY = """\
+static __device__ inline void tvmpy_cp_async16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %0; cp.async.cg.shared.global [s], [%1], 16; }"
+               :: "l"(dst), "l"(src) : "memory");
+#else
+  *(uint4*)dst = *(const uint4*)src;
+#endif
+}
+static __device__ inline void tvmpy_cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}"""
+
+
+def _async_copy() -> bool:
+    from ..transform import PassContext
+
+    cfg = getattr(PassContext.current(), "config", None) or {}
+    return bool(cfg.get("cuda.async_copy", False))
 
 
 def cuda_source(kernels: list[PrimFunc]) -> str:
