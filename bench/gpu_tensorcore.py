@@ -1,7 +1,8 @@
-"""float16 GEMM on tensor cores (``dense_tensorcore.cuda``, wmma) vs torch.matmul (cuBLAS),
-issue 29 point 1 (bench/RESULTS.md).
+"""float16 / bfloat16 GEMM on tensor cores (``dense_tensorcore.cuda``, wmma) vs torch.matmul
+(cuBLAS), issue 29 point 1 (bench/RESULTS.md).
 
-    python bench/gpu_tensorcore.py [--sizes 1024,4096,8192] [--configs all] [--out tc.json]
+    python bench/gpu_tensorcore.py [--sizes 1024,4096,8192] [--configs all]
+                                   [--dtypes float16,bfloat16] [--out tc.json]
 
 For each size (M = N = K): C[M, N] = A[M, K] @ B[N, K]^T, float16 inputs, float32 accumulation
 and output, built with target "cuda -arch=<the device's sm>" for several block/warp tilings
@@ -9,7 +10,8 @@ and output, built with target "cuda -arch=<the device's sm>" for several block/w
 into shared memory (PassContext config "cuda.async_copy"), each timed with time_evaluator and
 checked against torch's results on the same inputs (relative error = max |diff| / max |ref|
 against torch.matmul in float32 without TF32, and against torch's float16 matmul, which is
-timed as the cuBLAS baseline: fp16 in, fp32 accumulation, fp16 out). Exits non-zero when a
+timed as the cuBLAS baseline: fp16 in, fp32 accumulation, fp16 out). bfloat16: the same at
+4096 with three of the variants (BF16_CONFIGS), against torch's bfloat16 matmul. Exits non-zero when a
 result is wrong (relative error > 1e-3 against the float32 reference). Inputs are made on the
 GPU by torch and passed through DLPack. Without a GPU (or torch) it builds every variant
 (NVRTC + ptxas) and prints ptxas's registers / spills / shared memory per kernel.
@@ -47,6 +49,8 @@ CONFIGS = {
     "b128x256_w2x4_t4x4_k16+async": (2, 4, 4, 4, 1),
     "b64x64_w2x2_t2x2_k64+async": (2, 2, 2, 2, 4),
 }
+BF16_CONFIGS = ("fallback", "fallback+async", "b128x128_w2x2_t4x4_k32+async")
+BF16_SIZES = (4096,)
 _KNOBS = ("block_row_warps", "block_col_warps", "warp_row_tiles", "warp_col_tiles", "chunk")
 TOL = 1e-3  # relative to max |ref|: fp32 accumulation differs only in summation order
 
@@ -59,10 +63,9 @@ def _config(task, knobs):
     return space.get(space.knob2point(idx))
 
 
-def build(size: int, name: str, target: Target):
+def build(size: int, name: str, target: Target, dtype: str = "float16"):
     """(module, ptxas info of the kernel) of one variant."""
-    args = (("TENSOR", (size, size), "float16"), ("TENSOR", (size, size), "float16"), None,
-            "float32")
+    args = (("TENSOR", (size, size), dtype), ("TENSOR", (size, size), dtype), None, "float32")
     task = autotvm.task.create("dense_tensorcore.cuda", args, target=target)
     with target, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "no tuned config" for the fallback variant
@@ -81,6 +84,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1024,4096,8192")
     ap.add_argument("--configs", default="all", help="comma-separated names of CONFIGS, or all")
+    ap.add_argument("--dtypes", default="float16,bfloat16",
+                    help="input dtypes; bfloat16 runs BF16_CONFIGS only")
     ap.add_argument("--number", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default="", help="also write the report as JSON here")
@@ -113,15 +118,19 @@ def main() -> int:
     report["torch"] = torch.__version__ if torch is not None else None
     print(f"device: {report['device']}; NVRTC {report['nvrtc']}; torch {report['torch']}")
     ok = True
-    for size in (int(x) for x in args.sizes.split(",")):
+    cases = [(d, int(x)) for d in args.dtypes.split(",") for x in args.sizes.split(",")]
+    for dtype, size in cases:
+        if dtype == "bfloat16" and size not in BF16_SIZES:
+            continue
         flops = 2.0 * size ** 3
         entry: dict = {"variants": {}}
-        report["gemm"][str(size)] = entry
+        report["gemm"][f"{dtype} {size}"] = entry
+        tdt = getattr(torch, dtype) if torch is not None else None
         ref32 = ref16 = a = b = None
         if has_gpu and torch is not None:
             g = torch.Generator(device="cuda").manual_seed(size)
-            a = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=g)
-            b = torch.randn(size, size, device="cuda", dtype=torch.float16, generator=g)
+            a = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
+            b = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
             torch.backends.cuda.matmul.allow_tf32 = False
             ref32 = torch.matmul(a.float(), b.float().t())
             bt = b.t()
@@ -139,23 +148,23 @@ def main() -> int:
                 torch.cuda.synchronize()
                 times.append(e0.elapsed_time(e1) / args.number)
             tms = sorted(times)[len(times) // 2]
-            entry["torch_fp16_ms"] = tms
-            entry["torch_fp16_tflops"] = flops / (tms / 1e3) / 1e12
-            print(f"size {size}: torch.matmul fp16 (cuBLAS) {tms:8.3f} ms "
-                  f"({entry['torch_fp16_tflops']:7.1f} TFLOP/s)")
-        for name in names:
+            entry["torch_ms"] = tms
+            entry["torch_tflops"] = flops / (tms / 1e3) / 1e12
+            print(f"{dtype} {size}: torch.matmul {dtype} (cuBLAS) {tms:8.3f} ms "
+                  f"({entry['torch_tflops']:7.1f} TFLOP/s)")
+        for name in (names if dtype == "float16" else [n for n in names if n in BF16_CONFIGS]):
             v: dict = {}
             entry["variants"][name] = v
             try:
                 t0 = time.time()
-                mod, kinfo = build(size, name, target)
+                mod, kinfo = build(size, name, target, dtype)
                 v["build_s"] = time.time() - t0
                 v["ptxas"] = kinfo
                 first = next(iter(next(iter(kinfo.values())).values()))
                 desc = (f"regs {first['registers']} spills {first['spill_stores']}/"
                         f"{first['spill_loads']} shared {first['shared_bytes']} B")
                 if not (has_gpu and torch is not None):
-                    print(f"  {size} {name:28s} built ({desc}; {v['build_s']:.1f} s)")
+                    print(f"  {dtype} {size} {name:28s} built ({desc}; {v['build_s']:.1f} s)")
                     continue
                 da, db = tvm.nd.from_dlpack(a), tvm.nd.from_dlpack(b)
                 dc = tvm.nd.empty((size, size), "float32", dev)
@@ -163,30 +172,30 @@ def main() -> int:
                 got = torch.from_dlpack(dc)
                 scale = float(ref32.abs().max())
                 v["rel_err_vs_fp32"] = float((got - ref32).abs().max()) / scale
-                v["rel_err_vs_torch_fp16"] = float((got - ref16.float()).abs().max()) / scale
+                v["rel_err_vs_torch"] = float((got - ref16.float()).abs().max()) / scale
                 tm = mod.time_evaluator(mod.entry_name, dev, number=args.number,
                                         repeat=args.repeat)(da, db, dc)
                 ms = sorted(tm.results)[len(tm.results) // 2] * 1e3
                 v.update({"ms": ms, "tflops": flops / (ms / 1e3) / 1e12,
-                          "vs_cublas": entry["torch_fp16_ms"] / ms,
+                          "vs_cublas": entry["torch_ms"] / ms,
                           "spread_ms": [min(tm.results) * 1e3, max(tm.results) * 1e3]})
                 good = v["rel_err_vs_fp32"] <= TOL
                 ok = ok and good
-                print(f"  {size} {name:28s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
+                print(f"  {dtype} {size} {name:28s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
                       f"{v['vs_cublas']:5.2f}x cuBLAS  rel.err {v['rel_err_vs_fp32']:.1e} "
-                      f"(vs torch fp16 {v['rel_err_vs_torch_fp16']:.1e}) {desc}"
+                      f"(vs torch {dtype} {v['rel_err_vs_torch']:.1e}) {desc}"
                       f"{'' if good else '  WRONG'}")
             except Exception as err:  # noqa: BLE001 - report and go on with the next variant
                 ok = False
-                report["errors"][f"{size} {name}"] = f"{type(err).__name__}: {err}"
-                print(f"  {size} {name}: ERROR {type(err).__name__}: {err}")
+                report["errors"][f"{dtype} {size} {name}"] = f"{type(err).__name__}: {err}"
+                print(f"  {dtype} {size} {name}: ERROR {type(err).__name__}: {err}")
                 traceback.print_exc()
         if has_gpu and torch is not None:
             best = min((x for x in entry["variants"].values() if "ms" in x),
                        key=lambda x: x["ms"], default=None)
             if best is not None:
                 entry["best_vs_cublas"] = best["vs_cublas"]
-                print(f"  best {best['ms']:.3f} ms = {best['vs_cublas']:.2f}x cuBLAS fp16")
+                print(f"  best {best['ms']:.3f} ms = {best['vs_cublas']:.2f}x cuBLAS {dtype}")
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(report, fh, indent=1)

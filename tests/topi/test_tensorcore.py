@@ -344,3 +344,40 @@ def test_async_copy_option(tmp_path):
     _check(got, av.astype("float32") @ wv.astype("float32").T, "float32")
     # off by default
     assert "cp_async" not in tvm.build(s, [a, w, out], target=CUDA).imported_modules[0].get_source()
+
+
+def test_dense_tensorcore_bfloat16(tmp_path):
+    """bfloat16 inputs (their bits as uint16 after LegalizeStorageDtypes; bf16 fragments,
+    sm_80+), float32 accumulation, against numpy on the bf16-rounded inputs."""
+    import ml_dtypes
+
+    m, n, k = 64, 32, 48
+    a = te.placeholder((m, k), "bfloat16", name="A")
+    w = te.placeholder((n, k), "bfloat16", name="W")
+    with CUDA, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = cuda.dense_tensorcore(a, w)
+        s = cuda.schedule_dense_tensorcore([out])
+    mod = tvm.build(s, [a, w, out], target=CUDA)
+    src = mod.imported_modules[0].get_source()
+    assert "tvmpy_bf16_tag, nvcuda::wmma::row_major>" in src
+    assert ".bf16" in mod.imported_modules[0].get_source("ptx")
+    av = RNG.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    wv = RNG.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    got = np.full((m, n), np.nan, "float32")
+    _run_emulated(mod, [av, wv, got], tmp_path)
+    _check(got, av.astype("float32") @ wv.astype("float32").T, "float32")
+
+
+def test_strategy_bfloat16_needs_sm80():
+    from tvmpy import relay
+    from tvmpy.relay.op import strategy
+
+    for target, want in (("cuda", "dense_tensorcore.cuda"), ("cuda -arch=sm_75", "dense.cuda")):
+        x, w, y = _dense_relay(64, 64, 64, "bfloat16")
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w], y)))
+        call = mod["main"].body
+        ins = [te.placeholder((64, 64), "bfloat16") for _ in call.args]
+        impl = strategy.select_implementation(call.op, call.attrs, ins, call.checked_type,
+                                              Target(target))
+        assert impl.name == want

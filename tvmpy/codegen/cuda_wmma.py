@@ -143,6 +143,10 @@ def infer_fragments(body: Any, allocs: dict[int, Any]) -> dict[int, FragmentInfo
             raise WMMAError(f"fragment {buf.name}: shape m{shp[0]}n{shp[1]}k{shp[2]}; tensor cores "
                             f"take {', '.join(f'm{a}n{b}k{c}' for a, b, c in SHAPES)}")
         elem = dt.element_of(buf.dtype)
+        if elem == "uint16" and use != "accumulator":
+            # bfloat16 after LegalizeStorageDtypes (its bits as uint16; wmma has no 16-bit
+            # integer fragments, so this is the only meaning)
+            elem = "bfloat16"
         ok = ("float16", "bfloat16") if use != "accumulator" else ("float16", "float32")
         if elem not in ok:
             raise WMMAError(f"fragment {buf.name} ({buf.scope}) of {elem}: expected "

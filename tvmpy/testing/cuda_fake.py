@@ -194,8 +194,19 @@ template <int M, int N, int K> struct tvmpy_dims<matrix_b, M, N, K> { enum { R =
 template <int M, int N, int K> struct tvmpy_dims<accumulator, M, N, K> { enum { R = M, C = N }; };
 template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
   enum { R = tvmpy_dims<Use, M, N, K>::R, C = tvmpy_dims<Use, M, N, K>::C };
+  typedef T elem;
   float x[R * C];
 };
+}}  /* namespace nvcuda::wmma */
+struct tvmpy_bf16_tag {};  /* bfloat16 fragments: their memory holds the bits (uint16) */
+namespace nvcuda { namespace wmma {
+template <typename T, typename P> static float tvmpy_from(P v) { return (float)v; }
+template <> float tvmpy_from<tvmpy_bf16_tag, unsigned short>(unsigned short v) {
+  unsigned bits = (unsigned)v << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
 template <typename Use, int M, int N, int K, typename T, typename L, typename V>
 static void fill_fragment(fragment<Use, M, N, K, T, L>& f, V v) {
   typedef fragment<Use, M, N, K, T, L> F;
@@ -203,7 +214,8 @@ static void fill_fragment(fragment<Use, M, N, K, T, L>& f, V v) {
 }
 template <typename F, typename P> static void tvmpy_load(F& f, const P* p, unsigned ldm, bool col) {
   for (int r = 0; r < F::R; ++r)
-    for (int c = 0; c < F::C; ++c) f.x[r * F::C + c] = (float)(col ? p[c * ldm + r] : p[r * ldm + c]);
+    for (int c = 0; c < F::C; ++c)
+      f.x[r * F::C + c] = tvmpy_from<typename F::elem>(col ? p[c * ldm + r] : p[r * ldm + c]);
 }
 template <typename Use, int M, int N, int K, typename T, typename P>
 static void load_matrix_sync(fragment<Use, M, N, K, T, row_major>& f, const P* p, unsigned ldm) {
@@ -243,7 +255,6 @@ static void mma_sync(fragment<accumulator, M, N, K, TD>& d, const fragment<matri
   for (int i = 0; i < M * N; ++i) d.x[i] = (float)TD(out[i]);
 }
 }}  /* namespace nvcuda::wmma */
-struct tvmpy_bf16_tag;
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
 """

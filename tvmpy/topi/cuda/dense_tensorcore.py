@@ -1,5 +1,5 @@
-"""``dense_tensorcore.cuda`` and ``batch_matmul_tensorcore.cuda``: float16 matrix products on
-tensor cores (wmma, TVM's templates of those names), accumulated in float32.
+"""``dense_tensorcore.cuda`` and ``batch_matmul_tensorcore.cuda``: float16 (or bfloat16, sm_80+)
+matrix products on tensor cores (wmma, TVM's templates of those names), accumulated in float32.
 
 Compute: ``out[(b,) i, j] = sum_k float32(A[(b,) i, k]) * float32(B[(b,) j, k])`` (tag
 ``dense_tensorcore`` / ``batch_matmul_tensorcore``), then ``+ bias`` and a cast to ``out_dtype``
@@ -65,9 +65,9 @@ def tensorcore_shape(m: int, n: int, k: int) -> tuple[int, int, int] | None:
 
 
 def _check_inputs(a: Tensor, b: Tensor, what: str) -> None:
-    if a.dtype != "float16" or b.dtype != "float16":
-        raise ValueError(f"{what}: tensor cores here take float16 inputs, got {a.dtype} and "
-                         f"{b.dtype}")
+    if a.dtype != b.dtype or a.dtype not in ("float16", "bfloat16"):
+        raise ValueError(f"{what}: tensor cores here take float16 or bfloat16 inputs (both "
+                         f"alike), got {a.dtype} and {b.dtype}")
 
 
 def _epilogue(out: Tensor, bias: Tensor | None, out_dtype: str, ndim: int) -> Tensor:
@@ -87,8 +87,8 @@ def _epilogue(out: Tensor, bias: Tensor | None, out_dtype: str, ndim: int) -> Te
 @autotvm.register_topi_compute("dense_tensorcore.cuda")
 def dense_tensorcore(cfg: Any, data: Tensor, weight: Tensor, bias: Tensor | None = None,
                      out_dtype: str | None = None) -> Tensor:
-    """``data[M, K] @ weight[N, K]^T (+ bias)`` on tensor cores (float16 in, float32
-    accumulation, ``out_dtype`` float32 by default or float16)."""
+    """``data[M, K] @ weight[N, K]^T (+ bias)`` on tensor cores (float16 or bfloat16 in,
+    float32 accumulation, ``out_dtype`` float32 by default or float16 / bfloat16)."""
     _check_inputs(data, weight, "dense_tensorcore")
     m, k = (const_int(d, "dense_tensorcore: data shape") for d in data.shape)
     n = const_int(weight.shape[0], "dense_tensorcore: weight shape")
@@ -339,9 +339,9 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
         s[sh].unroll(t)
         s[sh].double_buffer()
 
-    shape = (wm, wn, wk)
-    s[AF].tensorize(s[AF].leaf_iter_vars[-2], intrin_wmma_load_matrix_a(shape, "float16"))
-    s[BF].tensorize(s[BF].leaf_iter_vars[-2], intrin_wmma_load_matrix_b(shape, "float16"))
-    s[CF].tensorize(fii, intrin_wmma_gemm(shape, "float16", "float32", "col_major"))
+    shape, dtype = (wm, wn, wk), A.dtype
+    s[AF].tensorize(s[AF].leaf_iter_vars[-2], intrin_wmma_load_matrix_a(shape, dtype))
+    s[BF].tensorize(s[BF].leaf_iter_vars[-2], intrin_wmma_load_matrix_b(shape, dtype))
+    s[CF].tensorize(fii, intrin_wmma_gemm(shape, dtype, "float32", "col_major"))
     s[store].tensorize(store_at, intrin_wmma_store_matrix(
         shape, "float32", "shared" if staged else "global"))

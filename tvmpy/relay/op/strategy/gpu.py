@@ -9,10 +9,10 @@ The AutoTVM templates (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``, ``d
 ``batch_matmul.cuda``) join ``nn.conv2d`` (NCHW/OIHW, plain or depthwise with multiplier 1),
 ``nn.dense`` (2-D data) and ``nn.batch_matmul`` through the tuned-implementation hook at plevel
 20 (> the plain schedule's 10), for constant shapes; ``dense_tensorcore.cuda`` and
-``batch_matmul_tensorcore.cuda`` (float16 on tensor cores, float32 accumulation) at 25 on target
-"cuda" when M, N, K are multiples of a wmma shape (16/16/16, 32/8/16, 8/32/16); calls with symbolic shapes, other layouts
-or groupings keep the plain GPU schedule. Under ``autotvm.apply_history_best`` the tuned
-configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
+``batch_matmul_tensorcore.cuda`` (float16 / bfloat16 on tensor cores, float32 accumulation) at
+25 on target "cuda" when M, N, K are multiples of a wmma shape (16/16/16, 32/8/16, 8/32/16);
+calls with symbolic shapes, other layouts or groupings keep the plain GPU schedule. Under
+``autotvm.apply_history_best`` the tuned configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
 """
 
 from __future__ import annotations
@@ -108,12 +108,15 @@ def _dense_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
 
 
 def _tensorcore_ok(target: Any, a: Any, b: Any, m: Any, n: Any, k: Any) -> bool:
-    """Tensor cores apply: target "cuda" (nvptx and OpenCL have no wmma here) for sm_70 or
-    newer, float16 inputs, constant M, N, K that one wmma shape tiles (TVM's rule)."""
-    if getattr(target, "kind", None) != "cuda" or a.dtype != "float16" or b.dtype != "float16":
+    """Tensor cores apply: target "cuda" (nvptx and OpenCL have no wmma here), float16 inputs
+    (sm_70 or newer) or bfloat16 ones (sm_80 or newer), constant M, N, K that one wmma shape
+    tiles (TVM's rule)."""
+    if getattr(target, "kind", None) != "cuda" or a.dtype != b.dtype \
+            or a.dtype not in ("float16", "bfloat16"):
         return False
-    arch = getattr(target, "arch_name", None)
-    if arch and int("".join(c for c in arch.removeprefix("sm_") if c.isdigit()) or 0) < 70:
+    arch = getattr(target, "arch_name", None)  # none: sm_80 and sm_90 are built
+    if arch and int("".join(c for c in arch.removeprefix("sm_") if c.isdigit()) or 0) \
+            < (80 if a.dtype == "bfloat16" else 70):
         return False
     dims = [getattr(d, "value", d) for d in (m, n, k)]
     return all(isinstance(d, int) for d in dims) and cuda.tensorcore_shape(*dims) is not None
