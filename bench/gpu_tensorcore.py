@@ -166,9 +166,11 @@ def main() -> int:
                 if not (has_gpu and torch is not None):
                     print(f"  {dtype} {size} {name:28s} built ({desc}; {v['build_s']:.1f} s)")
                     continue
+                torch.cuda.synchronize()  # torch's inputs are ready
                 da, db = tvm.nd.from_dlpack(a), tvm.nd.from_dlpack(b)
                 dc = tvm.nd.empty((size, size), "float32", dev)
                 mod(da, db, dc)
+                dev.sync()
                 got = torch.from_dlpack(dc)
                 scale = float(ref32.abs().max())
                 v["rel_err_vs_fp32"] = float((got - ref32).abs().max()) / scale
