@@ -150,6 +150,8 @@ def test_dense_tensorcore_fallback(m, n, k, tmp_path):
     if "for (int32_t k_" in body:  # several k chunks: double buffered, one barrier per chunk
         loop = body[body.index("for (int32_t k_"):]
         assert loop.count("__syncthreads();") == 1
+        # and one after the first chunk's copies, before the loop reads them
+        assert body.count("__syncthreads();") == 2
 
 
 def test_dense_tensorcore_wmma_shapes():
