@@ -37,7 +37,8 @@ from tvmpy.target import Target  # noqa: E402
 # name -> knobs (block_row_warps, block_col_warps, warp_row_tiles, warp_col_tiles, chunk);
 # offset 8, vec 8, wmma 16x16x16 throughout. Block tile = warps x tiles x 16.
 # The fallback picks 128x128 with 2x4 warps of 4x2 tiles at these sizes. "+async": the same
-# with the PassContext config "cuda.async_copy" (global -> shared copies as cp.async).
+# with the PassContext config "cuda.async_copy" (global -> shared copies as cp.async);
+# "+swz8": the knob swizzle = 8 (one grid axis, 8 block rows fastest: L2 reuse).
 CONFIGS = {
     "fallback": None,
     "b128x128_w2x2_t4x4_k32": (2, 2, 4, 4, 2),
@@ -48,6 +49,8 @@ CONFIGS = {
     "b64x128_w2x4_t2x2_k32+async": (2, 4, 2, 2, 2),
     "b128x256_w2x4_t4x4_k16+async": (2, 4, 4, 4, 1),
     "b64x64_w2x2_t2x2_k64+async": (2, 2, 2, 2, 4),
+    "b128x128_w2x4_t4x2_k32+async+swz8": (2, 4, 4, 2, 2),
+    "b128x128_w2x2_t4x4_k32+async+swz8": (2, 2, 4, 4, 2),
 }
 BF16_CONFIGS = ("fallback", "fallback+async", "b128x128_w2x2_t4x4_k32+async")
 BF16_SIZES = (4096,)
@@ -55,9 +58,9 @@ _KNOBS = ("block_row_warps", "block_col_warps", "warp_row_tiles", "warp_col_tile
 TOL = 1e-3  # relative to max |ref|: fp32 accumulation differs only in summation order
 
 
-def _config(task, knobs):
+def _config(task, knobs, swizzle=1):
     space = task.config_space
-    vals = dict(zip(_KNOBS, knobs), offset=8, offsetCS=8, vec=8, wmma_m=16)
+    vals = dict(zip(_KNOBS, knobs), offset=8, offsetCS=8, vec=8, wmma_m=16, swizzle=swizzle)
     idx = [[e.val for e in sp.entities].index(vals[name])
            for name, sp in space.space_map.items()]
     return space.get(space.knob2point(idx))
@@ -69,11 +72,12 @@ def build(size: int, name: str, target: Target, dtype: str = "float16"):
     task = autotvm.task.create("dense_tensorcore.cuda", args, target=target)
     with target, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "no tuned config" for the fallback variant
+        swizzle = int(name.split("+swz")[1]) if "+swz" in name else 1
         if CONFIGS[name] is None:
             s, tensors = task.func(*deserialize_args(task.args))
         else:
-            s, tensors = task.instantiate(_config(task, CONFIGS[name]))
-    with tvm.transform.PassContext(config={"cuda.async_copy": name.endswith("+async")}):
+            s, tensors = task.instantiate(_config(task, CONFIGS[name], swizzle))
+    with tvm.transform.PassContext(config={"cuda.async_copy": "+async" in name}):
         mod = tvm.build(s, tensors, target=target)
     info = mod.imported_modules[0].ptxas_info
     kinfo = {arch: {k: vars(v) for k, v in per.items()} for arch, per in info.items()}
@@ -164,7 +168,7 @@ def main() -> int:
                 desc = (f"regs {first['registers']} spills {first['spill_stores']}/"
                         f"{first['spill_loads']} shared {first['shared_bytes']} B")
                 if not (has_gpu and torch is not None):
-                    print(f"  {dtype} {size} {name:28s} built ({desc}; {v['build_s']:.1f} s)")
+                    print(f"  {dtype} {size} {name:34s} built ({desc}; {v['build_s']:.1f} s)")
                     continue
                 torch.cuda.synchronize()  # torch's inputs are ready
                 da, db = tvm.nd.from_dlpack(a), tvm.nd.from_dlpack(b)
@@ -183,7 +187,7 @@ def main() -> int:
                           "spread_ms": [min(tm.results) * 1e3, max(tm.results) * 1e3]})
                 good = v["rel_err_vs_fp32"] <= TOL
                 ok = ok and good
-                print(f"  {dtype} {size} {name:28s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
+                print(f"  {dtype} {size} {name:34s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
                       f"{v['vs_cublas']:5.2f}x cuBLAS  rel.err {v['rel_err_vs_fp32']:.1e} "
                       f"(vs torch {dtype} {v['rel_err_vs_torch']:.1e}) {desc}"
                       f"{'' if good else '  WRONG'}")

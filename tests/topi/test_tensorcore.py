@@ -383,3 +383,32 @@ def test_strategy_bfloat16_needs_sm80():
         impl = strategy.select_implementation(call.op, call.attrs, ins, call.checked_type,
                                               Target(target))
         assert impl.name == want
+
+
+def test_dense_tensorcore_swizzled_grid(tmp_path):
+    """The knob swizzle: one grid axis, G block rows fastest; same result; refused when G does
+    not divide the block rows."""
+    m, n, k = 256, 64, 32
+    args = (("TENSOR", (m, k), "float16"), ("TENSOR", (n, k), "float16"), None, "float32")
+    task = autotvm.task.create("dense_tensorcore.cuda", args, target=CUDA)
+    space = task.config_space
+    want = dict(block_row_warps=1, block_col_warps=2, warp_row_tiles=2, warp_col_tiles=1,
+                chunk=2, offset=8, offsetCS=8, vec=8, wmma_m=16)
+    av, wv = _rand(m, k), _rand(n, k)
+    ref = av.astype("float32") @ wv.astype("float32").T
+    for swz, ok in ((4, True), (16, False)):  # 256 / 32 = 8 block rows
+        vals = dict(want, swizzle=swz)
+        idx = [[e.val for e in sp.entities].index(vals[name])
+               for name, sp in space.space_map.items()]
+        cfg = space.get(space.knob2point(idx))
+        if not ok:
+            with CUDA, pytest.raises(autotvm.space.InstantiationError, match="swizzle"):
+                task.instantiate(cfg)
+            continue
+        with CUDA:
+            s, tensors = task.instantiate(cfg)
+        mod = tvm.build(s, tensors, target=CUDA)
+        assert "blockIdx.y" not in mod.imported_modules[0].get_source()
+        got = np.full((m, n), np.nan, "float32")
+        _run_emulated(mod, [av, wv, got], tmp_path)
+        _check(got, ref, "float32")

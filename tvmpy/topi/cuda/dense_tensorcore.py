@@ -25,7 +25,8 @@ warp_col_tiles`` grid of m x n accumulator fragments):
 
 Knobs: ``block_row_warps``, ``block_col_warps``, ``warp_row_tiles``, ``warp_col_tiles``,
 ``chunk``, ``offset``, ``offsetCS``, ``vec``, ``wmma_m`` (with ``wmma_n`` following: 16->16,
-32->8, 8->32). Configurations whose static shared memory exceeds 48 KiB, or whose tiles do not
+32->8, 8->32), ``swizzle`` (1: a 2-D grid; G > 1: one grid axis ordered G block rows fastest,
+for L2 reuse on large products; 2-D products whose block rows G divides). Configurations whose static shared memory exceeds 48 KiB, or whose tiles do not
 divide the shape, are invalid (InstantiationError). Fallback (no tuned config): the largest
 block tile up to 128 x 128 that divides the shape and fits (:func:`_fallback`).
 """
@@ -179,7 +180,7 @@ def _fallback(cfg: Any, m: int, n: int, k: int, wm: int, wn: int, staged: bool) 
     vec = next(v for v in (8, 4, 2, 1) if all(x % (v * threads) == 0 for x in sizes) or v == 1)
     for name, val in (("block_row_warps", rw), ("block_col_warps", cw), ("warp_row_tiles", rt),
                       ("warp_col_tiles", ct), ("chunk", chunk), ("offset", 8), ("offsetCS", 8),
-                      ("vec", vec), ("wmma_m", wm)):
+                      ("vec", vec), ("wmma_m", wm), ("swizzle", 1)):
         cfg[name] = OtherOptionEntity(val)
 
 
@@ -205,6 +206,7 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
     cfg.define_knob("offset", [0, 8])
     cfg.define_knob("offsetCS", [0, 8])
     cfg.define_knob("vec", [1, 2, 4, 8])
+    cfg.define_knob("swizzle", [1, 4, 8, 16])
     wms = [wm for wm in (16, 32, 8) if tensorcore_shape(m, n, k) is not None
            and m % wm == 0 and n % _WMMA_N[wm] == 0]
     cfg.define_knob("wmma_m", wms)
@@ -217,6 +219,7 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
     rt, ct = int(cfg["warp_row_tiles"].val), int(cfg["warp_col_tiles"].val)
     chunk, offset = int(cfg["chunk"].val), int(cfg["offset"].val)
     offset_cs, vec = int(cfg["offsetCS"].val), int(cfg["vec"].val)
+    swizzle = int(cfg["swizzle"].val)
     bm, bn, bk = rw * rt * wm, cw * ct * wn, chunk * wk
     threads = 32 * rw * cw
     if m % bm or n % bn or k % bk:
@@ -226,6 +229,9 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
         raise autotvm.space.InstantiationError(
             f"{C.op.name}: the {bm} x {bk} / {bn} x {bk} shared tiles do not split into {threads} "
             f"threads x {vec} elements")
+    if swizzle > 1 and (batched or (m // bm) % swizzle):
+        raise autotvm.space.InstantiationError(
+            f"{C.op.name}: swizzle {swizzle} needs 2-D blocks whose {m // bm} rows it divides")
     if staged and (bm * bn) % (vec * threads):
         raise autotvm.space.InstantiationError(
             f"{C.op.name}: the {bm} x {bn} output tile does not split into {threads} threads x "
@@ -254,8 +260,19 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
     st.reorder(*lead, bi, bj, i, j)
     if batched:
         st.bind(axes[0], thread_axis("blockIdx.z"))
-    st.bind(bi, thread_axis("blockIdx.y"))
-    st.bind(bj, thread_axis("blockIdx.x"))
+    if swizzle > 1:
+        # one grid axis, ``swizzle`` block rows fastest: the blocks running at once share
+        # fewer B columns (L2 reuse of B when it does not fit)
+        bio, bii = st.split(bi, factor=swizzle)
+        st.reorder(*lead, bio, bj, bii, i, j)
+        blk = st.fuse(bio, bj, bii)
+        st.bind(blk, thread_axis("blockIdx.x"))
+        blocks = [*lead, blk]
+    else:
+        st.bind(bi, thread_axis("blockIdx.y"))
+        st.bind(bj, thread_axis("blockIdx.x"))
+        blk = bj
+        blocks = [*lead, bi, bj]
 
     if staged:
         # output tile through shared memory: all threads, vec elements each
@@ -268,7 +285,7 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
         st.bind(y, ty)
         st.bind(x, tx)
         st.vectorize(vi)
-        s[CS].compute_at(st, bj)
+        s[CS].compute_at(st, blk)
         cs_axes = list(s[CS].op.axis)
         ci, cj = cs_axes[-2], cs_axes[-1]
         if offset_cs:
@@ -288,7 +305,7 @@ def schedule_tensorcore(cfg: Any, s: Any, C: Tensor) -> None:
         wj, j = st.split(j, factor=ct * wn)
         ti, i = st.split(i, factor=wm)
         tj, j = st.split(j, factor=wn)
-        st.reorder(*lead, bi, bj, wi, wj, ti, tj, i, j)
+        st.reorder(*blocks, wi, wj, ti, tj, i, j)
         st.bind(wi, ty)
         st.bind(wj, tz)
         st.unroll(ti)
