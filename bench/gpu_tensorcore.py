@@ -122,90 +122,110 @@ def main() -> int:
     report["torch"] = torch.__version__ if torch is not None else None
     print(f"device: {report['device']}; NVRTC {report['nvrtc']}; torch {report['torch']}")
     ok = True
-    cases = [(d, int(x)) for d in args.dtypes.split(",") for x in args.sizes.split(",")]
+
+    def save() -> None:  # after every variant: a crash (a poisoned CUDA context) keeps the rest
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump(report, fh, indent=1)
+
+    gpu = has_gpu and torch is not None
+    cases = [(d, int(x)) for d in args.dtypes.split(",") for x in args.sizes.split(",")
+             if d == "float16" or int(x) in BF16_SIZES]
+    data: dict = {}  # (dtype, size) -> (a, b, ref32, ref)
     for dtype, size in cases:
-        if dtype == "bfloat16" and size not in BF16_SIZES:
-            continue
-        flops = 2.0 * size ** 3
         entry: dict = {"variants": {}}
         report["gemm"][f"{dtype} {size}"] = entry
-        tdt = getattr(torch, dtype) if torch is not None else None
-        ref32 = ref16 = a = b = None
-        if has_gpu and torch is not None:
-            g = torch.Generator(device="cuda").manual_seed(size)
-            a = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
-            b = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
-            torch.backends.cuda.matmul.allow_tf32 = False
-            ref32 = torch.matmul(a.float(), b.float().t())
-            bt = b.t()
-            ref16 = torch.matmul(a, bt)
-            for _ in range(3):
+        if not gpu:
+            continue
+        flops = 2.0 * size ** 3
+        tdt = getattr(torch, dtype)
+        g = torch.Generator(device="cuda").manual_seed(size)
+        a = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
+        b = torch.randn(size, size, device="cuda", dtype=tdt, generator=g)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        ref32 = torch.matmul(a.float(), b.float().t())
+        bt = b.t()
+        ref = torch.matmul(a, bt)
+        for _ in range(3):
+            torch.matmul(a, bt)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(args.repeat):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(args.number):
                 torch.matmul(a, bt)
+            e1.record()
             torch.cuda.synchronize()
-            times = []
-            for _ in range(args.repeat):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(args.number):
-                    torch.matmul(a, bt)
-                e1.record()
-                torch.cuda.synchronize()
-                times.append(e0.elapsed_time(e1) / args.number)
-            tms = sorted(times)[len(times) // 2]
-            entry["torch_ms"] = tms
-            entry["torch_tflops"] = flops / (tms / 1e3) / 1e12
-            print(f"{dtype} {size}: torch.matmul {dtype} (cuBLAS) {tms:8.3f} ms "
-                  f"({entry['torch_tflops']:7.1f} TFLOP/s)")
-        for name in (names if dtype == "float16" else [n for n in names if n in BF16_CONFIGS]):
-            v: dict = {}
-            entry["variants"][name] = v
-            try:
-                t0 = time.time()
-                mod, kinfo = build(size, name, target, dtype)
-                v["build_s"] = time.time() - t0
-                v["ptxas"] = kinfo
-                first = next(iter(next(iter(kinfo.values())).values()))
-                desc = (f"regs {first['registers']} spills {first['spill_stores']}/"
-                        f"{first['spill_loads']} shared {first['shared_bytes']} B")
-                if not (has_gpu and torch is not None):
-                    print(f"  {dtype} {size} {name:34s} built ({desc}; {v['build_s']:.1f} s)")
-                    continue
-                torch.cuda.synchronize()  # torch's inputs are ready
-                da, db = tvm.nd.from_dlpack(a), tvm.nd.from_dlpack(b)
-                dc = tvm.nd.empty((size, size), "float32", dev)
-                mod(da, db, dc)
-                dev.sync()
-                got = torch.from_dlpack(dc)
-                scale = float(ref32.abs().max())
-                v["rel_err_vs_fp32"] = float((got - ref32).abs().max()) / scale
-                v["rel_err_vs_torch"] = float((got - ref16.float()).abs().max()) / scale
-                tm = mod.time_evaluator(mod.entry_name, dev, number=args.number,
-                                        repeat=args.repeat)(da, db, dc)
-                ms = sorted(tm.results)[len(tm.results) // 2] * 1e3
-                v.update({"ms": ms, "tflops": flops / (ms / 1e3) / 1e12,
-                          "vs_cublas": entry["torch_ms"] / ms,
-                          "spread_ms": [min(tm.results) * 1e3, max(tm.results) * 1e3]})
-                good = v["rel_err_vs_fp32"] <= TOL
-                ok = ok and good
-                print(f"  {dtype} {size} {name:34s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
-                      f"{v['vs_cublas']:5.2f}x cuBLAS  rel.err {v['rel_err_vs_fp32']:.1e} "
-                      f"(vs torch {dtype} {v['rel_err_vs_torch']:.1e}) {desc}"
-                      f"{'' if good else '  WRONG'}")
-            except Exception as err:  # noqa: BLE001 - report and go on with the next variant
-                ok = False
-                report["errors"][f"{dtype} {size} {name}"] = f"{type(err).__name__}: {err}"
-                print(f"  {dtype} {size} {name}: ERROR {type(err).__name__}: {err}")
-                traceback.print_exc()
-        if has_gpu and torch is not None:
+            times.append(e0.elapsed_time(e1) / args.number)
+        tms = sorted(times)[len(times) // 2]
+        entry["torch_ms"] = tms
+        entry["torch_tflops"] = flops / (tms / 1e3) / 1e12
+        data[(dtype, size)] = (a, b, ref32, ref)
+        print(f"{dtype} {size}: torch.matmul {dtype} (cuBLAS) {tms:8.3f} ms "
+              f"({entry['torch_tflops']:7.1f} TFLOP/s)")
+    # synchronous-copy variants first, then the cp.async ones (not yet run on a GPU before
+    # this script: a fault there must not cost the others)
+    for phase in (False, True):
+        for dtype, size in cases:
+            entry = report["gemm"][f"{dtype} {size}"]
+            flops = 2.0 * size ** 3
+            pool = names if dtype == "float16" else [n for n in names if n in BF16_CONFIGS]
+            for name in [n for n in pool if ("+async" in n) == phase]:
+                v: dict = {}
+                entry["variants"][name] = v
+                try:
+                    t0 = time.time()
+                    mod, kinfo = build(size, name, target, dtype)
+                    v["build_s"] = time.time() - t0
+                    v["ptxas"] = kinfo
+                    first = next(iter(next(iter(kinfo.values())).values()))
+                    desc = (f"regs {first['registers']} spills {first['spill_stores']}/"
+                            f"{first['spill_loads']} shared {first['shared_bytes']} B")
+                    if not gpu:
+                        print(f"  {dtype} {size} {name:34s} built ({desc}; {v['build_s']:.1f} s)")
+                        continue
+                    a, b, ref32, ref = data[(dtype, size)]
+                    torch.cuda.synchronize()  # torch's inputs are ready
+                    da, db = tvm.nd.from_dlpack(a), tvm.nd.from_dlpack(b)
+                    dc = tvm.nd.empty((size, size), "float32", dev)
+                    mod(da, db, dc)
+                    dev.sync()
+                    got = torch.from_dlpack(dc)
+                    scale = float(ref32.abs().max())
+                    v["rel_err_vs_fp32"] = float((got - ref32).abs().max()) / scale
+                    v["rel_err_vs_torch"] = float((got - ref.float()).abs().max()) / scale
+                    tm = mod.time_evaluator(mod.entry_name, dev, number=args.number,
+                                            repeat=args.repeat)(da, db, dc)
+                    ms = sorted(tm.results)[len(tm.results) // 2] * 1e3
+                    v.update({"ms": ms, "tflops": flops / (ms / 1e3) / 1e12,
+                              "vs_cublas": entry["torch_ms"] / ms,
+                              "spread_ms": [min(tm.results) * 1e3, max(tm.results) * 1e3]})
+                    good = v["rel_err_vs_fp32"] <= TOL
+                    ok = ok and good
+                    print(f"  {dtype} {size} {name:34s} {ms:8.3f} ms {v['tflops']:7.1f} TFLOP/s "
+                          f"{v['vs_cublas']:5.2f}x cuBLAS  rel.err {v['rel_err_vs_fp32']:.1e} "
+                          f"(vs torch {dtype} {v['rel_err_vs_torch']:.1e}) {desc}"
+                          f"{'' if good else '  WRONG'}")
+                except Exception as err:  # noqa: BLE001 - report and go on with the next variant
+                    ok = False
+                    report["errors"][f"{dtype} {size} {name}"] = f"{type(err).__name__}: {err}"
+                    print(f"  {dtype} {size} {name}: ERROR {type(err).__name__}: {err}")
+                    traceback.print_exc()
+                save()
+    if gpu:
+        for dtype, size in cases:
+            entry = report["gemm"][f"{dtype} {size}"]
             best = min((x for x in entry["variants"].values() if "ms" in x),
                        key=lambda x: x["ms"], default=None)
             if best is not None:
                 entry["best_vs_cublas"] = best["vs_cublas"]
-                print(f"  best {best['ms']:.3f} ms = {best['vs_cublas']:.2f}x cuBLAS {dtype}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(report, fh, indent=1)
-    if not has_gpu or torch is None:
+                name = next(n for n, x in entry["variants"].items() if x is best)
+                print(f"{dtype} {size}: best {name} {best['ms']:.3f} ms = "
+                      f"{best['vs_cublas']:.2f}x cuBLAS {dtype} "
+                      f"({best['tflops']:.1f} vs {entry['torch_tflops']:.1f} TFLOP/s)")
+    save()
+    if not gpu:
         print("no CUDA device (or no torch): built only, nothing ran")
         return 0 if ok else 1
     print("ALL OK" if ok else "WRONG RESULTS OR ERRORS: see above")
