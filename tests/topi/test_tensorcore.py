@@ -412,3 +412,21 @@ def test_dense_tensorcore_swizzled_grid(tmp_path):
         got = np.full((m, n), np.nan, "float32")
         _run_emulated(mod, [av, wv, got], tmp_path)
         _check(got, ref, "float32")
+
+
+def test_strategy_batch_matmul_tensorcore():
+    from tvmpy import relay
+    from tvmpy.relay.op import strategy
+
+    for shape_b, want in (((2, 48, 32), "batch_matmul_tensorcore.cuda"),
+                          ((2, 48, 24), "batch_matmul.cuda")):  # K = 24: not a multiple of 16
+        k = shape_b[2]
+        x = relay.var("x", shape=(2, 32, k), dtype="float16")
+        y = relay.var("y", shape=shape_b, dtype="float16")
+        body = relay.nn.batch_matmul(x, y)
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, y], body)))
+        call = mod["main"].body
+        ins = [te.placeholder(tuple(int(d) for d in a.checked_type.shape), "float16")
+               for a in call.args]
+        impl = strategy.select_implementation(call.op, call.attrs, ins, call.checked_type, CUDA)
+        assert impl.name == want
