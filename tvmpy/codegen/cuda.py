@@ -7,6 +7,12 @@ carries the source, the PTX and the cubins, run through ``runtime/cuda_module.py
   ...)``; ``blockIdx``/``threadIdx``; ``__shared__`` arrays; ``__syncthreads()``; warp shuffles
   (``tir.tvm_warp_shuffle[_up|_down]`` -> ``__shfl[_up|_down]_sync``, ``tvm_warp_activemask`` ->
   ``__activemask()``).
+- tensor cores: buffers of scope ``wmma.matrix_a/matrix_b/accumulator`` and TVM's wmma
+  intrinsics become ``nvcuda::wmma`` fragments and calls (``codegen/cuda_wmma.py``; defined on
+  NVRTC's built-ins, no mma.h); shared arrays of such kernels are 32-byte aligned.
+- copies: a vectorized copy whose both sides are provably aligned is one 4/8/16-byte load and
+  store; with ``PassContext(config={"cuda.async_copy": True})`` the 16-byte global -> shared
+  ones are ``cp.async`` (sm_80+), waited for before each barrier.
 - float16: a self-contained ``half`` type (storage + conversions through PTX ``cvt``, arithmetic
   in float), because the NVRTC wheel ships no ``cuda_fp16.h``.
 - math: the C names (``expf``, ``tanhf``, ``erff`` ...) are CUDA device functions; with fast
