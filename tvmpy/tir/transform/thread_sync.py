@@ -10,6 +10,11 @@ What it does
     the body they form one step, as the loads and the store of one statement do.
     A barrier is never put inside a branch whose condition depends on a thread index: such a
     branch is one statement for the analysis (its barrier goes before it).
+    A pointer taken by ``tvm_access_ptr`` (tensor-core loads and stores) is a read and/or a
+    write by its access mask, and only counts for buffers of the scope allocated in the kernel.
+    A double buffer's copy of the next half (InjectDoubleBuffer's ``double_buffer_write``
+    inside the loop, using its variable) does not conflict with the reads of the current half
+    in the same iteration; it does with the next iteration's reads (barrier at the loop end).
 
 When valid
     GPU kernels after UnifyThreadBinding (each thread tag bound once at the kernel's top, so
