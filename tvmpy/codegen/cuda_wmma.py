@@ -31,7 +31,7 @@ from ..tir import expr as E
 from ..tir.functor import post_order_visit
 
 __all__ = ["WMMA_OPS", "FragmentInfo", "infer_fragments", "wmma_prelude", "WMMAError",
-           "SHAPES"]
+           "SHAPES", "is_fragment_scope"]
 
 WMMA_OPS = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_mma_sync", "tvm_store_matrix_sync")
 SHAPES = ((16, 16, 16), (32, 8, 16), (8, 32, 16))
