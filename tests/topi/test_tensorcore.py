@@ -430,3 +430,15 @@ def test_strategy_batch_matmul_tensorcore():
                for a in call.args]
         impl = strategy.select_implementation(call.op, call.attrs, ins, call.checked_type, CUDA)
         assert impl.name == want
+
+
+def test_autotvm_extracts_tensorcore_task():
+    """An fp16 dense of a wmma shape is a dense_tensorcore.cuda tuning task."""
+    from tvmpy import relay
+
+    x, w, y = _dense_relay(64, 256, 128)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tasks = autotvm.task.extract_from_program(mod["main"], target="cuda", params={})
+    assert "dense_tensorcore.cuda" in [t.name for t in tasks]
