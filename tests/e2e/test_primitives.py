@@ -591,7 +591,8 @@ def test_double_buffer():
 
     check(sched, ref_mm, **MM_TOL)
     text = lowered(*sched())
-    assert "(k.outer + 1) % 2 * 28" in text and "k.outer % 2 * 28" in text, text  # 2 x 7 x 4
+    # halves of 7 x 4 floats, the second starting 32-byte aligned (shared): 32 elements apart
+    assert "(k.outer + 1) % 2 * 32" in text and "k.outer % 2 * 32" in text, text
 
 
 # ---- tensorize (one cross-backend case; tests/te/test_tensorize.py has the rest) --------------

@@ -7,6 +7,12 @@ carries the source, the PTX and the cubins, run through ``runtime/cuda_module.py
   ...)``; ``blockIdx``/``threadIdx``; ``__shared__`` arrays; ``__syncthreads()``; warp shuffles
   (``tir.tvm_warp_shuffle[_up|_down]`` -> ``__shfl[_up|_down]_sync``, ``tvm_warp_activemask`` ->
   ``__activemask()``).
+- tensor cores: buffers of scope ``wmma.matrix_a/matrix_b/accumulator`` and TVM's wmma
+  intrinsics become ``nvcuda::wmma`` fragments and calls (``codegen/cuda_wmma.py``; defined on
+  NVRTC's built-ins, no mma.h); shared arrays of such kernels are 32-byte aligned.
+- copies: a vectorized copy whose both sides are provably aligned is one 4/8/16-byte load and
+  store; with ``PassContext(config={"cuda.async_copy": True})`` the 16-byte global -> shared
+  ones are ``cp.async`` (sm_80+), waited for before each barrier.
 - float16: a self-contained ``half`` type (storage + conversions through PTX ``cvt``, arithmetic
   in float), because the NVRTC wheel ships no ``cuda_fp16.h``.
 - math: the C names (``expf``, ``tanhf``, ``erff`` ...) are CUDA device functions; with fast
@@ -20,13 +26,33 @@ carries the source, the PTX and the cubins, run through ``runtime/cuda_module.py
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..arith import Analyzer
 from ..ir import dtype as dt
 from ..tir import expr as E
+from ..tir import stmt as S
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from .c_expr import ADD
 from .c_prelude import storage_type, value_type
-from .gpu_source import Dialect, GPUCodegenError, KernelEmitter, emit_kernels, launch_plan
+from .cuda_wmma import (
+    WMMA_OPS,
+    FragmentInfo,
+    WMMAError,
+    infer_fragments,
+    is_fragment_scope,
+    wmma_prelude,
+)
+from .gpu_source import (
+    Dialect,
+    GPUCodegenError,
+    KernelEmitter,
+    _unit_ramp,
+    emit_kernels,
+    launch_plan,
+)
 
 __all__ = ["CUDA", "build", "cuda_source", "DEFAULT_ARCHES"]
 
@@ -130,8 +156,45 @@ _SHUFFLE = {"tvm_warp_shuffle": "__shfl_sync", "tvm_warp_shuffle_up": "__shfl_up
 class CUDAKernelEmitter(KernelEmitter):
     """The CUDA kernel: adds ``__launch_bounds__`` and the warp-level intrinsics."""
 
+    @classmethod
+    def module_prelude(cls, emitters: list[Any]) -> str:
+        frags: list[FragmentInfo] = []
+        mmas: list[tuple[FragmentInfo, ...]] = []
+        for em in emitters:
+            frags.extend(em.fragments.values())
+            mmas.extend(em.mmas)
+        parts = [_ASYNC_COPY] if any(em.async_used for em in emitters) else []
+        if frags:
+            parts.append(wmma_prelude(frags, mmas))
+        return "\n\n".join(parts)
+
     def kernel(self) -> str:
+        allocs: dict[int, Any] = {}
+
+        shared: list[Any] = []
+
+        def visit(n: Any) -> None:
+            if isinstance(n, S.Allocate) and is_fragment_scope(n.buffer.scope):
+                allocs[id(n.buffer.data)] = n.buffer
+            elif isinstance(n, S.Allocate) and (n.buffer.scope or "").startswith("shared"):
+                shared.append(n.buffer)
+
+        post_order_visit(self.func.body, visit)
+        self.param_data = {id(v) for v in self.func.params} | \
+            {id(b.data) for b in self.func.buffer_map.values()}
+        self.align_shared = False  # wmma loads / vector copies need aligned shared arrays
+        # decided before the body is emitted: a barrier at the top of a loop must wait for the
+        # copies issued further down in the previous iteration
+        self.async_copy = _async_copy()
+        self.async_used = self.async_copy and bool(shared)
+        self.mmas: list[tuple[FragmentInfo, ...]] = []
+        try:
+            self.fragments = infer_fragments(self.func.body, allocs) if allocs else {}
+        except WMMAError as err:
+            raise GPUCodegenError(f"{self.func.name}: {err}") from None
         text = super().kernel()
+        if self.fragments or self.align_shared:  # wmma.load/store: 32-byte aligned pointers
+            text = re.sub(r"^  __shared__ ", "  __shared__ __align__(32) ", text, flags=re.M)
         threads = 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
             ext = self.block_extents.get(tag)
@@ -155,8 +218,121 @@ class CUDAKernelEmitter(KernelEmitter):
         return (f"[&]() -> {ret} {{ const {value_type(e.var.dtype)} {name} = {value}; "
                 f"return {self.expr(e.body, lane)}; }}()"), 0
 
+    # ---- vector copies: 4, 8 or 16 bytes per load and store -----------------------------------
+    def _s_BufferStore(self, s: Any) -> None:
+        text = self._vector_copy(s)
+        if text is None:
+            super()._s_BufferStore(s)
+        else:
+            self.emit(text)
+
+    def _aligned(self, buf: Any, idx: Any, lanes: int) -> str | None:
+        """The pointer text of ``buf + idx.base`` when it is provably ``lanes`` elements
+        aligned (a kernel parameter, 256-byte aligned by the allocator, or a shared array,
+        declared aligned; a base that is a multiple of ``lanes``), else None."""
+        data = buf.data
+        shared = self.space.get(id(data)) == self.dialect.shared_decl
+        if id(data) not in self.param_data and not shared:
+            return None
+        ms = Analyzer().modular_set(idx.base)
+        if ms.coeff % lanes or ms.base % lanes:
+            return None
+        if shared:
+            self.align_shared = True
+        ptr = self.pointer(data, buf.dtype)
+        if E.is_const_int(idx.base, 0):
+            return ptr
+        return f"{ptr} + {self.index(idx.base, None, ADD + 1)}"
+
+    def _vector_copy(self, s: Any) -> str | None:
+        """``dst[ramp] = src[ramp]`` of one element type as one 4/8/16-byte load and store."""
+        v = s.value
+        lanes = dt.lanes_of(v.dtype)
+        if (lanes < 2 or s.predicate is not None or not isinstance(v, E.BufferLoad)
+                or v.predicate is not None or len(s.indices) != 1 or len(v.indices) != 1):
+            return None
+        elem = dt.element_of(s.buffer.dtype)
+        if (dt.element_of(v.buffer.dtype) != elem or dt.lanes_of(s.buffer.dtype) != 1
+                or dt.lanes_of(v.buffer.dtype) != 1 or elem == "bool"):
+            return None
+        vt = {4: "unsigned int", 8: "uint2", 16: "uint4"}.get(lanes * dt.bytes_of(elem))
+        di, si = s.indices[0], v.indices[0]
+        if vt is None or not _unit_ramp(di, lanes) or not _unit_ramp(si, lanes):
+            return None
+        dst, src = self._aligned(s.buffer, di, lanes), self._aligned(v.buffer, si, lanes)
+        if dst is None or src is None:
+            return None
+        if (vt == "uint4" and self.async_used and id(v.buffer.data) in self.param_data
+                and self.space.get(id(s.buffer.data)) == self.dialect.shared_decl):
+            return f"tvmpy_cp_async16({dst}, {src});"
+        return f"*({vt}*)({dst}) = *(const {vt}*)({src});"
+
+    def _s_Evaluate(self, s: Any) -> None:
+        if self.async_used and isinstance(s.value, E.Call) and \
+                s.value.op in ("tir.tvm_storage_sync", "tvm_storage_sync"):
+            self.emit("tvmpy_cp_async_wait();")  # the copies land before the barrier
+        super()._s_Evaluate(s)
+
+    # ---- tensor cores (codegen/cuda_wmma.py) ----------------------------------------------------
+    def _s_Allocate(self, s: Any) -> None:
+        if not is_fragment_scope(s.buffer.scope):
+            super()._s_Allocate(s)
+            return
+        buf = s.buffer
+        info = self.fragments[id(buf.data)]
+        count = int(buf.shape[0].value) * dt.lanes_of(buf.dtype) // info.tile
+        name = self.new_name(buf.data.name or buf.name)
+        self.names[id(buf.data)] = name
+        self.emit(f"{info.ctype()} {name}[{count}];")
+        self.stmt(s.body)
+
+    def _fragment(self, var: Any, index: Any, lane: str | None) -> tuple[str, FragmentInfo]:
+        info = self.fragments.get(id(var)) if isinstance(var, E.Var) else None
+        if info is None:
+            raise GPUCodegenError(f"{self.func.name}: {var} is not a wmma fragment buffer "
+                                  "allocated in the kernel")
+        return f"{self.names[id(var)]}[{self.index(index, lane)}]", info
+
+    def _wmma(self, op: str, e: E.Call, lane: str | None) -> str:
+        a = e.args
+        ns = "nvcuda::wmma::"
+        if op == "tvm_mma_sync":
+            frags = [self._fragment(a[i], a[i + 1], lane) for i in (0, 2, 4, 6)]
+            infos = tuple(f[1] for f in frags)
+            uses = tuple(i.use for i in infos)
+            if uses != ("accumulator", "matrix_a", "matrix_b", "accumulator"):
+                raise GPUCodegenError(f"{self.func.name}: tvm_mma_sync(d, a, b, c) takes "
+                                      f"accumulator, matrix_a, matrix_b, accumulator fragments; "
+                                      f"got {', '.join(uses)}")
+            shapes = {(i.m, i.n, i.k) for i in infos}
+            if len(shapes) != 1 or infos[1].elem != infos[2].elem:
+                raise GPUCodegenError(f"{self.func.name}: tvm_mma_sync of mismatched fragments "
+                                      f"{[i.ctype() for i in infos]}")
+            if infos[1].elem == "bfloat16" and (infos[0].elem, infos[3].elem) != ("float32",) * 2:
+                raise GPUCodegenError(f"{self.func.name}: bfloat16 tensor cores accumulate in "
+                                      "float32 only")
+            self.mmas.append(infos)
+            return f"{ns}mma_sync({', '.join(f[0] for f in frags)})"
+        frag, info = self._fragment(a[0], a[4], lane)
+        if op == "tvm_fill_fragment":
+            return f"{ns}fill_fragment({frag}, {self.expr(a[5], lane)})"
+        ptr = self.expr(a[5], lane)
+        stride = self.expr(a[6], lane)
+        layout = a[7].value if isinstance(a[7], E.StringImm) else str(a[7])
+        mem = f"{ns}mem_{'row' if layout == 'row_major' else 'col'}_major"
+        if op == "tvm_store_matrix_sync":
+            if info.use != "accumulator":
+                raise GPUCodegenError(f"{self.func.name}: tvm_store_matrix_sync of a {info.use} "
+                                      "fragment (only accumulators are stored)")
+            return f"{ns}store_matrix_sync({ptr}, {frag}, {stride}, {mem})"
+        if info.use == "accumulator":
+            return f"{ns}load_matrix_sync({frag}, {ptr}, {stride}, {mem})"
+        return f"{ns}load_matrix_sync({frag}, {ptr}, {stride})"
+
     def _call(self, e: E.Call, lane: str | None) -> tuple[str, int]:
         op = e.op[4:] if e.op.startswith("tir.") else e.op
+        if op in WMMA_OPS:
+            return self._wmma(op, e, lane), 0
         if op in _SHUFFLE:
             # TVM's form: (mask, value, lane/offset, width, warp_size)
             if len(e.args) != 5:
@@ -179,6 +355,32 @@ class CUDAKernelEmitter(KernelEmitter):
             text = f"tvmpy_bitcast<{storage_type(dst)}>(({storage_type(src)})({value}))"
             return (f"(float){text}", 0) if dst == "float16" else (text, 0)
         return super()._call(e, lane)  # type: ignore[no-any-return]
+
+
+# cp.async (sm_80+): a 16-byte global -> shared copy that does not wait for the load; every
+# barrier of a kernel that uses it is preceded by tvmpy_cp_async_wait() (PassContext config
+# "cuda.async_copy"). Older arches and the host emulation copy synchronously.
+_ASYNC_COPY = """\
+static __device__ inline void tvmpy_cp_async16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %0; cp.async.cg.shared.global [s], [%1], 16; }"
+               :: "l"(dst), "l"(src) : "memory");
+#else
+  *(uint4*)dst = *(const uint4*)src;
+#endif
+}
+static __device__ inline void tvmpy_cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}"""
+
+
+def _async_copy() -> bool:
+    from ..transform import PassContext
+
+    cfg = getattr(PassContext.current(), "config", None) or {}
+    return bool(cfg.get("cuda.async_copy", False))
 
 
 def cuda_source(kernels: list[PrimFunc]) -> str:

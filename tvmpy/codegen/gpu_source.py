@@ -160,6 +160,11 @@ class KernelEmitter(FunctionEmitter):
         self.aligned_data: set[int] = set()  # allocations declared with the vector alignment
         self.vector_data: set[int] = _vector_accessed(func) if dialect.vector_aligned else set()
 
+    @classmethod
+    def module_prelude(cls, emitters: list[KernelEmitter]) -> str:
+        """Source the dialect adds before the kernels once they are emitted ("" for none)."""
+        return ""
+
     def fail(self, message: str | None) -> None:
         raise GPUCodegenError(f"{self.func.name}: a {self.dialect.name} kernel cannot report "
                               "failures (an assertion or a heap allocation inside the kernel); "
@@ -448,12 +453,16 @@ def emit_kernels(funcs: list[PrimFunc], dialect: Dialect, banner: str = "",
     if half and not dialect.float16:
         raise GPUCodegenError(f"{dialect.name} back end: float16 is not supported; compute in float32")
     cls = emitter or KernelEmitter  # a dialect's subclass (CUDA: launch bounds, warp shuffles)
-    bodies = [cls(f, dialect, helpers, set(names) | dialect.reserved).kernel() for f in funcs]
+    emitters = [cls(f, dialect, helpers, set(names) | dialect.reserved) for f in funcs]
+    bodies = [em.kernel() for em in emitters]
     parts = [f"/* {banner} */" if banner else "", dialect.prelude.strip()]
     if double and dialect.float64:
         parts.append(dialect.float64.strip())
     if half:
         parts.append(dialect.float16.strip())
+    extra = cls.module_prelude(emitters)  # a dialect's definitions the kernels need (CUDA: wmma)
+    if extra:
+        parts.append(extra)
     if helpers.used:
         parts.append(helpers.source().replace("static inline", dialect.helper_prefix))
     parts.extend(bodies)

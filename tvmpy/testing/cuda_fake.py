@@ -323,6 +323,82 @@ struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) double2 { double x, y; };
 static inline float __int_as_float(int v) { float f; memcpy(&f, &v, 4); return f; }
+struct alignas(8) uint2 { unsigned x, y; };  /* the vector copies' types */
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+/* tensor cores (codegen/cuda_wmma.py): a fragment holds its whole tile (rows x cols, row by
+   row, as floats rounded to its element type) in every thread; the threads of a warp compute
+   the same values, a store writes them (identical) once per thread */
+namespace nvcuda { namespace wmma {
+struct matrix_a {}; struct matrix_b {}; struct accumulator {};
+struct row_major {}; struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <typename Use, int M, int N, int K> struct tvmpy_dims;
+template <int M, int N, int K> struct tvmpy_dims<matrix_a, M, N, K> { enum { R = M, C = K }; };
+template <int M, int N, int K> struct tvmpy_dims<matrix_b, M, N, K> { enum { R = K, C = N }; };
+template <int M, int N, int K> struct tvmpy_dims<accumulator, M, N, K> { enum { R = M, C = N }; };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void> struct fragment {
+  enum { R = tvmpy_dims<Use, M, N, K>::R, C = tvmpy_dims<Use, M, N, K>::C };
+  typedef T elem;
+  float x[R * C];
+};
+}}  /* namespace nvcuda::wmma */
+struct tvmpy_bf16_tag {};  /* bfloat16 fragments: their memory holds the bits (uint16) */
+namespace nvcuda { namespace wmma {
+template <typename T, typename P> static float tvmpy_from(P v) { return (float)v; }
+template <> float tvmpy_from<tvmpy_bf16_tag, unsigned short>(unsigned short v) {
+  unsigned bits = (unsigned)v << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+template <typename Use, int M, int N, int K, typename T, typename L, typename V>
+static void fill_fragment(fragment<Use, M, N, K, T, L>& f, V v) {
+  typedef fragment<Use, M, N, K, T, L> F;
+  for (int i = 0; i < F::R * F::C; ++i) f.x[i] = (float)T((float)v);
+}
+template <typename F, typename P> static void tvmpy_load(F& f, const P* p, unsigned ldm, bool col) {
+  for (int r = 0; r < F::R; ++r)
+    for (int c = 0; c < F::C; ++c)
+      f.x[r * F::C + c] = tvmpy_from<typename F::elem>(col ? p[c * ldm + r] : p[r * ldm + c]);
+}
+template <typename Use, int M, int N, int K, typename T, typename P>
+static void load_matrix_sync(fragment<Use, M, N, K, T, row_major>& f, const P* p, unsigned ldm) {
+  tvmpy_load(f, p, ldm, false);
+}
+template <typename Use, int M, int N, int K, typename T, typename P>
+static void load_matrix_sync(fragment<Use, M, N, K, T, col_major>& f, const P* p, unsigned ldm) {
+  tvmpy_load(f, p, ldm, true);
+}
+template <int M, int N, int K, typename T, typename P>
+static void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const P* p, unsigned ldm,
+                             layout_t l) {
+  tvmpy_load(f, p, ldm, l == mem_col_major);
+  for (int i = 0; i < M * N; ++i) f.x[i] = (float)T(f.x[i]);
+}
+template <int M, int N, int K, typename T, typename P>
+static void store_matrix_sync(P* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
+                              layout_t l) {
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      P v = P(f.x[r * N + c]);
+      if (l == mem_col_major) p[c * ldm + r] = v; else p[r * ldm + c] = v;
+    }
+}
+template <int M, int N, int K, typename TD, typename TA, typename LA, typename TB, typename LB,
+          typename TC>
+static void mma_sync(fragment<accumulator, M, N, K, TD>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
+                     const fragment<matrix_b, M, N, K, TB, LB>& b,
+                     const fragment<accumulator, M, N, K, TC>& c) {
+  float out[M * N];
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = c.x[i * N + j];
+      for (int k = 0; k < K; ++k) acc += a.x[i * K + k] * b.x[k * N + j];
+      out[i * N + j] = acc;
+    }
+  for (int i = 0; i < M * N; ++i) d.x[i] = (float)TD(out[i]);
+}
+}}  /* namespace nvcuda::wmma */
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
 """

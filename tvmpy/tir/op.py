@@ -62,7 +62,10 @@ INTRINSICS = {**FLOAT_UNARY, **FLOAT_BINARY, **FLOAT_PREDICATE, **INT_UNARY, **I
               "if_then_else": None, "likely": None, "call_extern": None, "call_pure_extern": None,
               "tvm_access_ptr": None, "type_annotation": None, "reinterpret": None, "address_of": None,
               "abs": None, "call_llvm_intrin": None, "call_llvm_pure_intrin": None,
-              "prefetch": None}
+              "prefetch": None,
+              # tensor cores (TVM's wmma intrinsics; CUDA only, see topi/cuda/tensor_intrin.py)
+              "tvm_fill_fragment": None, "tvm_load_matrix_sync": None, "tvm_mma_sync": None,
+              "tvm_store_matrix_sync": None}
 
 
 class CallEffectKind(enum.IntEnum):

@@ -23,6 +23,8 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
   half-vector channel counts of conv chains to whole vectors on CPU targets
   (``relay/transform/pad_channels.py``).
 - ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
+- ``cuda.async_copy``: 16-byte global -> shared copies as ``cp.async`` (sm_80+, completed
+  before each barrier; codegen/cuda.py). Off by default.
 - ``relay.backend.strict_schedules``: a fused group whose anchor schedule raises is an error
   (``ScheduleError``) instead of a warning and the slow fallback schedule; unset, the
   environment variable ``TVMPY_STRICT_SCHEDULES=1`` turns it on (relay/backend/te_compiler.py).
@@ -63,6 +65,7 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.x86.pad_channels": "bool: half-vector channel counts of conv chains padded to "
                               "whole vectors (CPU targets)",
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
+    "cuda.async_copy": "bool: 16-byte global -> shared copies as cp.async (sm_80+)",
     "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "
                                       "warning and the fallback schedule",
     "relay.FakeQuantizationToInteger.optional_qnn_ops": "list of op names, default "

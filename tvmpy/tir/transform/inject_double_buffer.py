@@ -35,8 +35,10 @@ Example
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from ...ir import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
@@ -177,6 +179,13 @@ def _apply(root: S.Stmt, loop: S.For, attr: S.AttrStmt, alloc: S.Allocate, hoist
     old = alloc.buffer
     data = old.data
     size = old.shape[0]
+    nbytes = dt.bytes_of(old.dtype)
+    if (isinstance(size, E.IntImm) and (size.value * nbytes) % _HALF_ALIGN
+            and (old.scope or "").startswith("shared")):
+        # the second half of a shared array starts as aligned as the first (vector copies,
+        # wmma loads: 32 bytes)
+        per = _HALF_ALIGN // math.gcd(_HALF_ALIGN, nbytes)
+        size = E.const(-(-size.value // per) * per, size.dtype)
     nb = old.replace(shape=(fold_mul(size, E.const(2, size.dtype)),))
     x, m, e = loop.loop_var, loop.min, loop.extent
     two = E.const(2, x.dtype)
@@ -209,6 +218,9 @@ def _apply(root: S.Stmt, loop: S.For, attr: S.AttrStmt, alloc: S.Allocate, hoist
     table2: dict[int, Any] = {id(loop): S.seq(prologue, new_loop),
                               id(alloc): lambda a: S.Allocate(nb, _Replace(table2).visit(a.body))}
     return _Replace(table2).visit(root)
+
+
+_HALF_ALIGN = 32  # bytes: where the second half of a double buffer starts
 
 
 class _DropScopes(Mutator):

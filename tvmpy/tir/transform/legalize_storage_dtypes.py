@@ -153,6 +153,9 @@ class _Legalizer(Mutator):
         return self.rounded(out, e.dtype) if _special(e.dtype) else out
 
     def visit_Call(self, e: E.Call) -> E.PrimExpr:
+        if e.op in ("type_annotation", "tir.type_annotation") and e.args \
+                and _special(e.args[0].dtype):  # an access pointer's element type: the bits'
+            return E.Call(e.dtype, e.op, [E.const(0, dt.storage_of(e.args[0].dtype))])
         args = [self.visit(a) for a in e.args]
         if not _special(e.dtype):
             if all(a is b for a, b in zip(args, e.args)):

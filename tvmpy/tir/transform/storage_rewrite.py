@@ -116,8 +116,11 @@ class _Linearizer(Visitor):
     def visit_Allocate(self, s: S.Allocate) -> None:
         self._tick()
         b = s.buffer
+        # tensor-core fragments (scope wmma.*) are register tiles addressed by fragment
+        # index, never merged or renamed
         plannable = (self.unsafe_depth == 0 and len(b.shape) == 1
-                     and isinstance(b.shape[0], E.IntImm))
+                     and isinstance(b.shape[0], E.IntImm)
+                     and not (b.scope or "").startswith("wmma."))
         lt = Lifetime(b, s, frozenset(self.loop_path), plannable)
         self.life[id(b.data)] = lt
         self.visit(s.body)

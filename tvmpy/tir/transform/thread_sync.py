@@ -10,6 +10,11 @@ What it does
     the body they form one step, as the loads and the store of one statement do.
     A barrier is never put inside a branch whose condition depends on a thread index: such a
     branch is one statement for the analysis (its barrier goes before it).
+    A pointer taken by ``tvm_access_ptr`` (tensor-core loads and stores) is a read and/or a
+    write by its access mask, and only counts for buffers of the scope allocated in the kernel.
+    A double buffer's copy of the next half (InjectDoubleBuffer's ``double_buffer_write``
+    inside the loop, using its variable) does not conflict with the reads of the current half
+    in the same iteration; it does with the next iteration's reads (barrier at the loop end).
 
 When valid
     GPU kernels after UnifyThreadBinding (each thread tag bound once at the kernel's top, so
@@ -30,7 +35,7 @@ from typing import Any
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import post_order_visit
+from ..functor import post_order_visit, uses_var
 from .common import KernelMapper, is_thread_extent, thread_tag
 from .function_pass import PrimFuncPass
 
@@ -48,8 +53,10 @@ def is_storage_sync(s: Any) -> bool:
     return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == SYNC_OP
 
 
-def _accesses(s: Any, scope: str) -> tuple[set[int], set[int]]:
-    """(read, written) data-var ids of buffers with ``scope`` in ``s``."""
+def _accesses(s: Any, scope: str, scoped: set[int] | None = None) -> tuple[set[int], set[int]]:
+    """(read, written) data-var ids of buffers with ``scope`` in ``s`` (pointers taken by
+    ``tvm_access_ptr`` count by their access mask, when ``scoped`` is given only for the
+    data vars it holds: the buffers of ``scope`` allocated in the kernel)."""
     r: set[int] = set()
     w: set[int] = set()
 
@@ -60,9 +67,14 @@ def _accesses(s: Any, scope: str) -> tuple[set[int], set[int]]:
             w.add(id(n.buffer.data))
         elif isinstance(n, E.Call) and n.op == "tvm_access_ptr" and len(n.args) >= 2:
             v = n.args[1]
-            if isinstance(v, E.Var):
-                r.add(id(v))
-                w.add(id(v))
+            if isinstance(v, E.Var) and (scoped is None or id(v) in scoped):
+                # the access mask (1 read, 2 write; unknown: both)
+                mask = E.const_value(n.args[4]) if len(n.args) >= 5 else None
+                mask = mask if isinstance(mask, int) and mask in (1, 2, 3) else 3
+                if mask & 1:
+                    r.add(id(v))
+                if mask & 2:
+                    w.add(id(v))
 
     post_order_visit(s, f)
     return r, w
@@ -76,14 +88,25 @@ def _has_sync(s: Any) -> bool:
 
 
 class _State:
-    __slots__ = ("r", "w")
+    """Accesses since the last barrier: reads ``r``, writes ``w``, and ``dw``: the writes of a
+    double buffer's next half (``double_buffer_write`` of the loop being analysed), which
+    the reads of the current half in the same iteration do not conflict with."""
 
-    def __init__(self, r: set[int] | None = None, w: set[int] | None = None):
+    __slots__ = ("r", "w", "dw")
+
+    def __init__(self, r: set[int] | None = None, w: set[int] | None = None,
+                 dw: set[int] | None = None):
         self.r = set(r or ())
         self.w = set(w or ())
+        self.dw = set(dw or ())
 
     def copy(self) -> _State:
-        return _State(self.r, self.w)
+        return _State(self.r, self.w, self.dw)
+
+    def clear(self) -> None:
+        self.r.clear()
+        self.w.clear()
+        self.dw.clear()
 
     def conflicts(self, r: set[int], w: set[int]) -> bool:
         # read after write, write after read (write after write without a read between:
@@ -92,9 +115,14 @@ class _State:
 
 
 class _Syncer:
-    def __init__(self, scope: str, thread_vars: set[int]):
+    def __init__(self, scope: str, thread_vars: set[int], scoped: set[int] | None = None):
         self.scope = scope
         self.tvars = thread_vars
+        self.scoped = scoped
+        self.loops: list[E.Var] = []  # the loops being analysed, innermost last
+
+    def acc(self, s: Any) -> tuple[set[int], set[int]]:
+        return _accesses(s, self.scope, self.scoped)
 
     def _divergent(self, cond: Any) -> bool:
         hit = []
@@ -119,12 +147,11 @@ class _Syncer:
                                  "loop bounds / conditions independent of threadIdx")
 
     def leaf(self, s: S.Stmt, st: _State) -> list[S.Stmt]:
-        r, w = _accesses(s, self.scope)
+        r, w = self.acc(s)
         out: list[S.Stmt] = []
         if st.conflicts(r, w):
             out.append(storage_sync(self.scope))
-            st.r.clear()
-            st.w.clear()
+            st.clear()
         st.r |= r
         st.w |= w
         return out + [s]
@@ -137,14 +164,24 @@ class _Syncer:
 
     def stmt(self, s: S.Stmt, st: _State) -> list[S.Stmt]:
         if is_storage_sync(s):
-            st.r.clear()
-            st.w.clear()
+            st.clear()
             return [s]
-        r, w = _accesses(s, self.scope)
+        r, w = self.acc(s)
         if not r and not w:
             return [s]
         if isinstance(s, S.SeqStmt):
             return self.seq(list(s.seq), st)
+        if (isinstance(s, S.AttrStmt) and s.attr_key == "double_buffer_write" and self.loops
+                and uses_var(s.body, self.loops[-1])):
+            # the next iteration's half of a double buffer (InjectDoubleBuffer's producer):
+            # the current half's reads in this iteration do not conflict with it
+            out: list[S.Stmt] = []
+            if w & st.r:
+                out.append(storage_sync(self.scope))
+                st.clear()
+            st.r |= r
+            st.dw |= w
+            return out + [s]
         if isinstance(s, S.IfThenElse):
             if self._divergent(s.condition):
                 self._check_divergent(s, [s.then_case, s.else_case])
@@ -153,7 +190,7 @@ class _Syncer:
             then = self.body(s.then_case, a)
             b = st.copy()
             other = self.body(s.else_case, b) if s.else_case is not None else None
-            st.r, st.w = a.r | b.r, a.w | b.w
+            st.r, st.w, st.dw = a.r | b.r, a.w | b.w, a.dw | b.dw
             return [S.IfThenElse(s.condition, then, other)]
         if isinstance(s, S.For):
             if self._divergent(s.extent) or self._divergent(s.min):
@@ -194,39 +231,42 @@ class _Syncer:
         w: set[int] = set()
         for e in exprs:
             if e is not None and not isinstance(e, (int, float, str)):
-                er, ew = _accesses(e, self.scope)
+                er, ew = self.acc(e)
                 r |= er
                 w |= ew
         pre: list[S.Stmt] = []
         if st.conflicts(r, w):
             pre.append(storage_sync(self.scope))
-            st.r.clear()
-            st.w.clear()
+            st.clear()
         return pre, r, w
 
     def body(self, s: S.Stmt, st: _State) -> S.Stmt:
         return S.seq(*self.stmt(s, st))
 
     def loop(self, s: S.For, st: _State) -> list[S.Stmt]:
-        r, w = _accesses(s, self.scope)
+        r, w = self.acc(s)
         pre: list[S.Stmt] = []
         if st.conflicts(r, w):  # the loop as a whole after the earlier accesses
             pre.append(storage_sync(self.scope))
-            st.r.clear()
-            st.w.clear()
+            st.clear()
         inner = _State()
-        body = self.body(s.body, inner)
-        # the next iteration's accesses before its first barrier against the end state
+        self.loops.append(s.loop_var)
+        try:
+            body = self.body(s.body, inner)
+        finally:
+            self.loops.pop()
+        # the next iteration's accesses before its first barrier against the end state (the
+        # next half of a double buffer, written in this iteration, is read in the next)
         first = _State()
         self._first_accesses(body, first)
-        if inner.conflicts(first.r, first.w):
+        if inner.conflicts(first.r, first.w) or first.r & inner.dw:
             body = S.seq(body, storage_sync(self.scope))
             inner = _State()
         if _has_sync(body):  # what precedes the loop is behind a barrier
-            st.r, st.w = inner.r, inner.w
+            st.r, st.w = inner.r, inner.w | inner.dw
         else:
             st.r |= inner.r
-            st.w |= inner.w
+            st.w |= inner.w | inner.dw
         new = S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_binding, s.annotations)
         return pre + [new]
 
@@ -239,7 +279,7 @@ class _Syncer:
                 if self._first_accesses(x, acc):
                     return True
             return False
-        r, w = _accesses(s, self.scope)
+        r, w = self.acc(s)
         acc.r |= r
         acc.w |= w
         return False
@@ -257,7 +297,10 @@ def thread_sync_func(func: PrimFunc, scope: str = "shared") -> PrimFunc:
         while is_thread_extent(node) or isinstance(node, S.Allocate):
             heads.append(node)
             node = node.body
-        body = _Syncer(scope, tvars).body(node, _State())
+        scoped: set[int] = set()
+        post_order_visit(k, lambda n: scoped.add(id(n.buffer.data)) if isinstance(n, S.Allocate)
+                         and n.buffer.scope == scope else None)
+        body = _Syncer(scope, tvars, scoped).body(node, _State())
         for h in reversed(heads):
             if isinstance(h, S.Allocate):
                 body = S.Allocate(h.buffer, body, h.condition)

@@ -9,13 +9,21 @@ consumers in one kernel).
 
 AutoTVM templates (task names as TVM's): ``conv2d_nchw.cuda`` (conv2d_direct.py),
 ``depthwise_conv2d_nchw.cuda`` (depthwise_conv2d.py), ``dense.cuda`` and ``batch_matmul.cuda``
-(dense.py). Each ``compute(cfg, ...)`` / ``schedule(cfg, outs)`` pair is called as
+(dense.py); on tensor cores (float16, wmma) ``dense_tensorcore.cuda`` and
+``batch_matmul_tensorcore.cuda`` (dense_tensorcore.py, intrinsics in tensor_intrin.py). Each ``compute(cfg, ...)`` / ``schedule(cfg, outs)`` pair is called as
 ``compute(...)`` / ``schedule(outs)`` (tuned configs under ``apply_history_best``, shape-derived
 fallbacks otherwise), so relay strategies use them directly (relay/op/strategy/gpu.py).
 """
 
 from .conv2d_direct import conv2d_nchw, schedule_conv2d_nchw  # noqa: F401
 from .dense import batch_matmul, dense, schedule_batch_matmul, schedule_dense  # noqa: F401
+from .dense_tensorcore import (  # noqa: F401
+    batch_matmul_tensorcore,
+    dense_tensorcore,
+    schedule_batch_matmul_tensorcore,
+    schedule_dense_tensorcore,
+    tensorcore_shape,
+)
 from .depthwise_conv2d import (  # noqa: F401
     depthwise_conv2d_nchw,
     schedule_depthwise_conv2d_nchw,

@@ -8,9 +8,11 @@ one-thread-per-output schedule (``topi.cuda.schedule_fallback``) for the rest.
 The AutoTVM templates (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``, ``dense.cuda``,
 ``batch_matmul.cuda``) join ``nn.conv2d`` (NCHW/OIHW, plain or depthwise with multiplier 1),
 ``nn.dense`` (2-D data) and ``nn.batch_matmul`` through the tuned-implementation hook at plevel
-20 (> the plain schedule's 10), for constant shapes; calls with symbolic shapes, other layouts
-or groupings keep the plain GPU schedule. Under ``autotvm.apply_history_best`` the tuned
-configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
+20 (> the plain schedule's 10), for constant shapes; ``dense_tensorcore.cuda`` and
+``batch_matmul_tensorcore.cuda`` (float16 / bfloat16 on tensor cores, float32 accumulation) at
+25 on target "cuda" when M, N, K are multiples of a wmma shape (16/16/16, 32/8/16, 8/32/16);
+calls with symbolic shapes, other layouts or groupings keep the plain GPU schedule. Under
+``autotvm.apply_history_best`` the tuned configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ from .generic import (
 )
 
 __all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
-           "PLEVEL", "TUNED_PLEVEL"]
+           "PLEVEL", "TUNED_PLEVEL", "TENSORCORE_PLEVEL"]
 
 PLEVEL = 10
 """The plain schedules' priority."""
 TUNED_PLEVEL = 20
 """The AutoTVM templates': above the plain schedules."""
+TENSORCORE_PLEVEL = 25
+"""The tensor-core templates (float16 products of wmma shapes on target "cuda"): above the
+other templates."""
 
 
 def _wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,6 +107,51 @@ def _dense_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
     return compute, _schedule_in(cuda.schedule_dense, target)
 
 
+def _tensorcore_ok(target: Any, a: Any, b: Any, m: Any, n: Any, k: Any) -> bool:
+    """Tensor cores apply: target "cuda" (nvptx and OpenCL have no wmma here), float16 inputs
+    (sm_70 or newer) or bfloat16 ones (sm_80 or newer), constant M, N, K that one wmma shape
+    tiles (TVM's rule)."""
+    if getattr(target, "kind", None) != "cuda" or a.dtype != b.dtype \
+            or a.dtype not in ("float16", "bfloat16"):
+        return False
+    arch = getattr(target, "arch_name", None)  # none: sm_80 and sm_90 are built
+    if arch and int("".join(c for c in arch.removeprefix("sm_") if c.isdigit()) or 0) \
+            < (80 if a.dtype == "bfloat16" else 70):
+        return False
+    dims = [getattr(d, "value", d) for d in (m, n, k)]
+    return all(isinstance(d, int) for d in dims) and cuda.tensorcore_shape(*dims) is not None
+
+
+@register_tuned_implementation("dense_tensorcore.cuda")
+def _dense_tensorcore_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    data, weight = inputs
+    if len(data.shape) != 2 or not _tensorcore_ok(target, data, weight, data.shape[0],
+                                                  weight.shape[0], data.shape[1]):
+        return None
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [cuda.dense_tensorcore(inputs[0], inputs[1], None,
+                                          out_dtype_of(attrs, out_type))]
+
+    return compute, _schedule_in(cuda.schedule_dense_tensorcore, target)
+
+
+@register_tuned_implementation("batch_matmul_tensorcore.cuda")
+def _batch_matmul_tensorcore_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    x, y = inputs
+    if bool(attrs.transpose_a) or not bool(attrs.transpose_b) or len(x.shape) != 3 \
+            or not _tensorcore_ok(target, x, y, x.shape[1], y.shape[1], x.shape[2]):
+        return None
+
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [cuda.batch_matmul_tensorcore(inputs[0], inputs[1], None,
+                                                 out_dtype_of(attrs, out_type))]
+
+    return compute, _schedule_in(cuda.schedule_batch_matmul_tensorcore, target)
+
+
 @register_tuned_implementation("batch_matmul.cuda")
 def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
     if not _const(*inputs):
@@ -134,6 +184,9 @@ def dense_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> 
     impl = tuned_implementation("dense.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "dense.cuda", TUNED_PLEVEL)
+    impl = tuned_implementation("dense_tensorcore.cuda", attrs, inputs, out_type, target)
+    if impl is not None:
+        s.add_implementation(*impl, "dense_tensorcore.cuda", TENSORCORE_PLEVEL)
     return s
 
 
@@ -144,6 +197,9 @@ def batch_matmul_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
     impl = tuned_implementation("batch_matmul.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "batch_matmul.cuda", TUNED_PLEVEL)
+    impl = tuned_implementation("batch_matmul_tensorcore.cuda", attrs, inputs, out_type, target)
+    if impl is not None:
+        s.add_implementation(*impl, "batch_matmul_tensorcore.cuda", TENSORCORE_PLEVEL)
     return s
 
 
