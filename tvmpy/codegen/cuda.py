@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..arith import Analyzer
 from ..ir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -180,9 +179,6 @@ class CUDAKernelEmitter(KernelEmitter):
                 shared.append(n.buffer)
 
         post_order_visit(self.func.body, visit)
-        self.param_data = {id(v) for v in self.func.params} | \
-            {id(b.data) for b in self.func.buffer_map.values()}
-        self.align_shared = False  # wmma loads / vector copies need aligned shared arrays
         # decided before the body is emitted: a barrier at the top of a loop must wait for the
         # copies issued further down in the previous iteration
         self.async_copy = _async_copy()
@@ -193,8 +189,9 @@ class CUDAKernelEmitter(KernelEmitter):
         except WMMAError as err:
             raise GPUCodegenError(f"{self.func.name}: {err}") from None
         text = super().kernel()
-        if self.fragments or self.align_shared:  # wmma.load/store: 32-byte aligned pointers
-            text = re.sub(r"^  __shared__ ", "  __shared__ __align__(32) ", text, flags=re.M)
+        if self.fragments:  # wmma.load/store: 32-byte aligned pointers
+            text = re.sub(r"^  __shared__ (__align__\(\d+\) )?", "  __shared__ __align__(32) ", text,
+                          flags=re.M)
         threads = 1
         for tag in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
             ext = self.block_extents.get(tag)
@@ -226,20 +223,13 @@ class CUDAKernelEmitter(KernelEmitter):
         else:
             self.emit(text)
 
-    def _aligned(self, buf: Any, idx: Any, lanes: int) -> str | None:
-        """The pointer text of ``buf + idx.base`` when it is provably ``lanes`` elements
-        aligned (a kernel parameter, 256-byte aligned by the allocator, or a shared array,
-        declared aligned; a base that is a multiple of ``lanes``), else None."""
-        data = buf.data
-        shared = self.space.get(id(data)) == self.dialect.shared_decl
-        if id(data) not in self.param_data and not shared:
+    def _copy_pointer(self, buf: Any, idx: Any, lanes: int) -> str | None:
+        """The pointer text of ``buf + idx.base`` when a ``lanes``-wide access there is provably
+        aligned (``KernelEmitter._aligned``: an argument, or an array declared aligned, at a
+        base that is a multiple of ``lanes``), else None."""
+        if not self._aligned(buf, idx.base, lanes):
             return None
-        ms = Analyzer().modular_set(idx.base)
-        if ms.coeff % lanes or ms.base % lanes:
-            return None
-        if shared:
-            self.align_shared = True
-        ptr = self.pointer(data, buf.dtype)
+        ptr = self.pointer(buf.data, buf.dtype)
         if E.is_const_int(idx.base, 0):
             return ptr
         return f"{ptr} + {self.index(idx.base, None, ADD + 1)}"
@@ -259,7 +249,7 @@ class CUDAKernelEmitter(KernelEmitter):
         di, si = s.indices[0], v.indices[0]
         if vt is None or not _unit_ramp(di, lanes) or not _unit_ramp(si, lanes):
             return None
-        dst, src = self._aligned(s.buffer, di, lanes), self._aligned(v.buffer, si, lanes)
+        dst, src = self._copy_pointer(s.buffer, di, lanes), self._copy_pointer(v.buffer, si, lanes)
         if dst is None or src is None:
             return None
         if (vt == "uint4" and self.async_used and id(v.buffer.data) in self.param_data

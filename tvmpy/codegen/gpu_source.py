@@ -159,6 +159,9 @@ class KernelEmitter(FunctionEmitter):
         self.analyzer: Any = None  # for the alignment of native vector accesses
         self.aligned_data: set[int] = set()  # allocations declared with the vector alignment
         self.vector_data: set[int] = _vector_accessed(func) if dialect.vector_aligned else set()
+        # kernel arguments: aligned by the runtime's allocator (buffer.data_alignment says how far)
+        self.param_data: set[int] = {id(v) for v in func.params} | \
+            {id(b.data) for b in func.buffer_map.values()}
 
     @classmethod
     def module_prelude(cls, emitters: list[KernelEmitter]) -> str:
@@ -328,7 +331,10 @@ class KernelEmitter(FunctionEmitter):
         if not self.dialect.vector_aligned:
             return True
         nbytes = lanes * dt.bytes_of(dt.element_of(buf.dtype))
-        if id(buf.data) not in self.aligned_data and buf.data_alignment < nbytes:
+        if id(buf.data) in self.param_data:
+            if buf.data_alignment < nbytes:
+                return False
+        elif id(buf.data) not in self.aligned_data:  # a kernel's own array: declared aligned
             return False
         if self.analyzer is None:
             from ..arith import Analyzer
