@@ -448,3 +448,51 @@ def test_showcase_model_for_cuda_runs_host_emulated(name, mp, tmp_path):
     rel = compare.errors(got, want)[1]
     print(name, mp, "relative error", rel)
     assert 0 < rel <= BOUND[mp]
+
+
+@pytest.mark.parametrize("mp", TYPES)
+def test_every_always_op_for_cuda_and_llvm(mp, tmp_path):
+    """Every ALWAYS operator (awkward sizes: primes, a group count, stride 2) with mixed
+    precision operands and a float32 accumulator, through target cuda (NVRTC + ptxas, run
+    host-emulated) and llvm, against the float32 model."""
+    rng = np.random.default_rng(5)
+    shapes = {"x1": (2, 3, 11), "w1": (5, 3, 3), "x2": (1, 6, 7, 9), "wg": (4, 3, 3, 3),
+              "wt": (6, 5, 3, 3), "x3": (1, 2, 5, 4, 3), "w3": (3, 2, 2, 3, 2),
+              "a": (3, 13), "b": (13, 7)}
+    v = {k: relay.var(k, shape=s) for k, s in shapes.items()}
+    outs = [relay.nn.conv1d(v["x1"], v["w1"], padding=1),
+            relay.nn.conv2d(v["x2"], v["wg"], groups=2, strides=(2, 2), padding=(1, 1)),
+            relay.nn.conv2d_transpose(v["x2"], v["wt"], strides=(2, 2), padding=(1, 1)),
+            relay.nn.conv3d(v["x3"], v["w3"]),
+            relay.nn.matmul(v["a"], v["b"])]
+    mod = _mod(list(v.values()), relay.Tuple([relay.nn.relu(o) for o in outs]))
+    out = _convert(mod, mp)
+    for c in _calls(out):
+        if c.op.name in mpx.DEFAULT_ALWAYS_LIST:
+            assert c.attrs.out_dtype == F32 and all(_dt(a) == mp for a in c.args), c.op.name
+    feeds = {k: rng.standard_normal(s).astype(F32) for k, s in shapes.items()}
+    want = relay.create_executor("debug", mod).evaluate()(**feeds)
+    want = [w.numpy() for w in want]
+    lib, _ = compare.build(out, {}, target="cuda -max_num_threads=64")
+    assert lib.get_lib().imported_modules[0].ptxas_info
+    from tvmpy.contrib import graph_executor
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    glib = lib.get_lib()
+    host = HostKernels(glib.imported_modules[0].get_source(), glib.plan["kernels"],
+                       str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        g = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+        g.set_input(**feeds)
+        g.run()
+        got_cuda = [g.get_output(i).numpy() for i in range(len(outs))]
+    finally:
+        cuda_module.set_driver(prev)
+    got_cpu = compare.tvm_runner(compare.build(out, {})[0])(feeds)
+    for got in (got_cuda, got_cpu):
+        for gv, w in zip(got, want):
+            assert gv.dtype == np.float32
+            # one rounding of each operand and of the result: within a few units of mp
+            assert compare.errors(gv, w)[1] <= BOUND[mp] / 2
