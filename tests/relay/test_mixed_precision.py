@@ -496,3 +496,22 @@ def test_every_always_op_for_cuda_and_llvm(mp, tmp_path):
             assert gv.dtype == np.float32
             # one rounding of each operand and of the result: within a few units of mp
             assert compare.errors(gv, w)[1] <= BOUND[mp] / 2
+
+
+def test_follow_without_float_result_takes_operands_as_they_are():
+    x = relay.var("x", shape=(3, 4))
+    w = relay.var("w", shape=(4, 4))
+    d = relay.nn.dense(x, w)
+    from tvmpy.relay.op.dyn.shape import shape_of
+
+    outs = [shape_of(x),                      # an input: no cast for its shape
+            relay.argmax(relay.nn.relu(d), axis=[1]),  # an mp value: compared in mp
+            relay.less(relay.exp(d), relay.const(1.0))]  # float32 (NEVER) value: in float32
+    out = _convert(_mod([x, w], relay.Tuple(outs)), "float16")
+    (shp,) = _calls(out, "shape_of")
+    assert shp.args[0] is out["main"].params[0]
+    (am,) = _calls(out, "argmax")
+    assert _dt(am.args[0]) == "float16"
+    (ls,) = _calls(out, "less")
+    assert all(_dt(a) == F32 for a in ls.args)
+    assert len(_calls(out, "cast")) == 3  # x, w, the accumulator to mp for relu

@@ -16,7 +16,8 @@ defaults are registered below, a higher ``level`` overrides them)::
             variances, global average pooling, ...): operands cast back to their original
             dtype; computed as before.
 
-Calls of operators with no registration count as FOLLOW (and are reported: ``missing_op_mode``
+A FOLLOW call with no float result (shape_of, comparisons, argmax) takes the side that needs
+fewer casts (its operands as they are). Calls of operators with no registration count as FOLLOW (and are reported: ``missing_op_mode``
 0 raises, 1 logs a warning, 2 is silent; TVM's modes). Calls of functions (global or local) get
 their original argument types. Only float32 tensors change type (float64, float16 or integer
 parts of a model stay as they are).
@@ -319,6 +320,16 @@ class _Rewriter(ExprMutator):
         old = _tensor_dtypes(orig)
         return len(new) == len(old) and all(o != _F32 or n == self.mp for n, o in zip(new, old))
 
+    def casts_needed(self, args: list[RelayExpr], orig: list[RelayExpr], narrow: bool) -> int:
+        """How many operands (constants aside: cast at once) ``cast_to`` would cast."""
+        n = 0
+        for a, o in zip(args, orig):
+            if isinstance(a, Constant):
+                continue
+            want = [self.mp if narrow and d == _F32 else d for d in _tensor_dtypes(o.checked_type)]
+            n += sum(1 for h, w in zip(_tensor_dtypes(self.type_of(a)), want) if h != w)
+        return n
+
     # nodes -----------------------------------------------------------------------------------
     def category(self, c: Call) -> tuple[int, str, str]:
         f = c.op.get_attr(MIXED_PRECISION_CONVERSION)
@@ -348,6 +359,10 @@ class _Rewriter(ExprMutator):
             return self.never(c, args)  # nothing of float32 here: nothing to change
         if kind == MIXED_PRECISION_FOLLOW:
             ok = all(self.castable(a, o.checked_type) for a, o in zip(args, c.args))
+            if ok and _F32 not in _tensor_dtypes(orig_out):
+                # no float result (shape_of, comparisons, argmax): the side needing fewer casts
+                ok = self.casts_needed(args, c.args, True) < self.casts_needed(args, c.args,
+                                                                               False)
             kind = MIXED_PRECISION_ALWAYS if ok else MIXED_PRECISION_NEVER
         elif kind == MIXED_PRECISION_ALWAYS:  # a constant that would overflow: keep float32
             if any(isinstance(a, Constant) and not self.fits_mp(a) for a in args):
