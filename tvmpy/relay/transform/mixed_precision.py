@@ -101,7 +101,11 @@ DEFAULT_FOLLOW_LIST = [
     "take", "gather", "gather_nd", "argwhere", "where", "tile", "dyn.tile", "repeat", "reverse",
     "nn.depth_to_space", "nn.space_to_depth", "layout_transform", "one_hot", "dyn.one_hot",
     "check_indices", "annotation.stop_fusion", "nn.contrib_conv2d_winograd_weight_transform",
-    "dyn.topk", "dyn.trilu",
+    "dyn.topk", "dyn.trilu", "compress", "unique", "nn.stride_interleave",
+    # integer and boolean operators (no float operand: nothing to change)
+    "all", "any", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift",
+    "right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "mod", "floor_mod", "floor_divide",
     # comparisons
     "less", "greater", "less_equal", "greater_equal", "equal", "not_equal", "isnan",
     "isfinite", "isinf",
@@ -138,6 +142,12 @@ DEFAULT_NEVER_LIST = [
     "qnn.avg_pool2d", "qnn.global_avg_pool2d", "qnn.leaky_relu", "qnn.sigmoid", "qnn.softmax",
     "nn.rnn_scan", "image.decode", "vision.all_class_non_max_suppression", "dyn.dft",
     "dyn.stft", "dyn.window", "dyn.col2im", "dyn.affine_grid", "dyn.max_unpool",
+    "nn.bitpack", "nn.bitserial_conv2d", "nn.bitserial_dense", "nn.contrib_conv2d_NCHWc_int8",
+    "nn.contrib_dense_pack_int8", "nn.contrib_depthwise_conv2d_NCHWc_int8",
+    "list.at", "list.concat", "list.empty", "list.erase", "list.from_tuple", "list.insert",
+    "list.length", "list.split",
+    # the bits of a float are its dtype's
+    "reinterpret",
 ]
 
 # operators creating a tensor of their ``dtype`` attribute (TVM's InitOpAttrs)
@@ -352,11 +362,11 @@ class _Rewriter(ExprMutator):
             return self.never(c, args, self.visit(c.op))
         if c.op.name == "cast":
             return self.rewrite_cast(c, args[0])
-        kind, acc, out = self.category(c)
         orig_out = c.checked_type
         floats32 = [d == _F32 for a in c.args for d in _tensor_dtypes(a.checked_type)]
         if not any(floats32) and _F32 not in _tensor_dtypes(orig_out):
             return self.never(c, args)  # nothing of float32 here: nothing to change
+        kind, acc, out = self.category(c)
         if kind == MIXED_PRECISION_FOLLOW:
             ok = all(self.castable(a, o.checked_type) for a, o in zip(args, c.args))
             if ok and _F32 not in _tensor_dtypes(orig_out):
