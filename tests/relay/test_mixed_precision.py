@@ -518,3 +518,21 @@ def test_follow_without_float_result_takes_operands_as_they_are():
     (ls,) = _calls(out, "less")
     assert all(_dt(a) == F32 for a in ls.args)
     assert len(_calls(out, "cast")) == 3  # x, w, the accumulator to mp for relu
+
+
+def test_symbolic_shapes_on_the_vm():
+    """A BERT encoder with symbolic batch and sequence: the pass types the new calls with
+    symbolic dims; the VM runs it at two sizes within the float16 bound."""
+    from tvmpy.relay.testing import zoo
+
+    m = onnx_models.bert_encoder(layers=1, hidden=64, heads=4, seq="S", batch="N",
+                                 embeddings=False)
+    mod, params = compare.import_onnx(m, None)
+    out = _convert(mod, "float16")
+    c = zoo.build(out, params, vm=True)
+    ort = compare.ort_runner(m)
+    for n, s in ((1, 7), (3, 16)):
+        feeds = onnx_models.input_feeds(m, dims={"N": n, "S": s})
+        got = c.run(feeds)[0]
+        assert got.shape == (n, s, 64) and got.dtype == np.float32
+        assert compare.errors(got, ort(feeds)[0])[1] <= BOUND["float16"]
