@@ -12,6 +12,7 @@ from .registry import (  # noqa: F401
     list_op_names,
     register_alter_op_layout,
     register_compute,
+    register_mixed_precision_conversion,
     register_op,
     register_op_attr,
     register_pattern,

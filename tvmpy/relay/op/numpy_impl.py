@@ -36,7 +36,9 @@ def _ref():
 
 
 def _dtype(out_type: Any) -> np.dtype:
-    return np.dtype(out_type.dtype)
+    from ...ir.dtype import to_numpy
+
+    return to_numpy(str(out_type.dtype))  # bfloat16 / float8...: ml_dtypes' numpy types
 
 
 def _simple(name: str, fn: Callable[..., Any]) -> None:

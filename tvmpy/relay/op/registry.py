@@ -33,6 +33,8 @@ __all__ = [
     "register_pattern",
     "register_float16_accumulation",
     "FLOAT16_ACCUMULATION",
+    "register_mixed_precision_conversion",
+    "MIXED_PRECISION_CONVERSION",
     "get",
     "list_op_names",
 ]
@@ -200,6 +202,21 @@ def register_float16_accumulation(name: str, kind: str = "accumulate") -> None:
         raise ValueError(f"register_float16_accumulation({name!r}): kind must be one of "
                          f"{_FLOAT16_KINDS}, got {kind!r}")
     register_op_attr(name, FLOAT16_ACCUMULATION, kind)
+
+
+#: the per-operator attribute read by ``relay.transform.ToMixedPrecision`` (TVM's key):
+#: ``f(call, mixed_precision_type) -> [category, accumulation_dtype, output_dtype]``, category
+#: one of ``relay.transform.mixed_precision.MIXED_PRECISION_ALWAYS / FOLLOW / NEVER``
+MIXED_PRECISION_CONVERSION = "FTVMMixedPrecisionConversionType"
+
+
+def register_mixed_precision_conversion(name: str, func: Any = None, level: int = 10) -> Any:
+    """TVM's ``relay.op.register_mixed_precision_conversion``: how ``ToMixedPrecision`` treats
+    calls of ``name``. ``func(call, mixed_precision_type)`` returns ``[category,
+    accumulation_dtype, output_dtype]`` (see ``relay/transform/mixed_precision.py``); a higher
+    ``level`` overrides a lower one (the defaults are registered at level 10). Usable as a
+    decorator when ``func`` is omitted."""
+    return register_op_attr(name, MIXED_PRECISION_CONVERSION, func, level)
 
 
 def register_pattern(name: str, pattern: int) -> None:

@@ -30,7 +30,7 @@ __all__ = [
     "EliminateCommonSubexpr", "DeadCodeElimination", "FoldScaleAxis", "BindParams",
     "bind_params_by_name", "AlterOpLayout", "SinkReshape", "FuseOps", "ConvTransposeToConv",
     "DropPaddingTaps", "SplitConcatConv", "PadChannels", "ConvertLayout", "LegalizeLayouts", "Legalize", "RemoveUnusedFunctions", "PrintIR",
-    "WidenFloat16Accumulation",
+    "WidenFloat16Accumulation", "ToMixedPrecision",
 ]  # fmt: skip
 
 
@@ -77,6 +77,7 @@ from .fold_scale_axis import FoldScaleAxis  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
 from .legalize import Legalize  # noqa: E402
+from .mixed_precision import ToMixedPrecision  # noqa: E402
 from .pad_channels import PadChannels  # noqa: E402
 from .simplify_inference import SimplifyInference  # noqa: E402
 from .sink_reshape import SinkReshape  # noqa: E402
@@ -85,6 +86,6 @@ from .take_views import CopyViewsIntoTakes  # noqa: E402
 
 for _p in (SimplifyInference, FoldConstant, EliminateCommonSubexpr, DeadCodeElimination,
            FoldScaleAxis, AlterOpLayout, SinkReshape, DropPaddingTaps, SplitConcatConv, PadChannels,
-           FuseAttention, CopyViewsIntoTakes, WidenFloat16Accumulation):
+           FuseAttention, CopyViewsIntoTakes, WidenFloat16Accumulation, ToMixedPrecision):
     register_pass(_p.__name__, _p)
 register_pass("FuseOps", FuseOps)
