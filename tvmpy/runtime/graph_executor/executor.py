@@ -37,6 +37,7 @@ from .storage import (
     _device_entries,
     _Plan,
     _zeroed_arena,
+    device_views,
 )
 
 # DLPack types of GPUs (kDLCUDA, kDLOpenCL, kDLWebGPU ...): storage in device memory (gpu_module)
@@ -137,9 +138,6 @@ class GraphExecutor:
         dev, lib, sids = self.device, self.lib, self._sids
         n_entries = self.graph["node_row_ptr"][-1]
         if self._symbolic:
-            if dev.device_type != kDLCPU:
-                raise ValueError(f"a graph with symbolic shapes runs on the CPU only (for now), "
-                                 f"not {dev}")
             if hasattr(lib, "alloc_arena"):
                 raise ValueError("a graph with symbolic shapes cannot run in a WebAssembly "
                                  "library (its arena is planned at compile time)")
@@ -149,8 +147,12 @@ class GraphExecutor:
             dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
             self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
             static_shapes = {e: shapes[e] for e in self._static_eids}
-            self._static_arena, self._static_views, self.storage_bytes = self._storage.allocate(
-                static_shapes, lambda n: _zeroed_arena(n))
+            if dev.device_type != kDLCPU:  # a GPU: device buffers (the dynamic ones per plan)
+                self._static_arena, self._static_views, self.storage_bytes = device_views(
+                    self._storage, static_shapes)
+            else:
+                self._static_arena, self._static_views, self.storage_bytes = \
+                    self._storage.allocate(static_shapes, lambda n: _zeroed_arena(n))
             self._plans: OrderedDict[tuple[int, ...], _Plan] = OrderedDict()
             self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
             self._entries = [NDArray(np.zeros(0, self._np_dtypes[e]), dev)
@@ -306,7 +308,12 @@ class GraphExecutor:
                 if si is not None and so is not None and int(np.prod(si)) != int(np.prod(so)):
                     raise ValueError(f"run(): node {node.nid} ({node.name!r}) reshapes "
                                      f"{tuple(si)} to {tuple(so)}: the sizes differ")
-        arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
+        if self.device.device_type != kDLCPU:
+            # a GPU: device buffers sized for these shapes, kept with the plan (LRU-cached: a
+            # repeated shape allocates nothing)
+            arena, views, nbytes = device_views(self._storage, shapes)
+        else:
+            arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
         plan = self._prepare_calls(entries, env)
@@ -323,7 +330,11 @@ class GraphExecutor:
         plan = self._plan_for(env)
         self._activate(plan)
         for i, arr in self._pending.items():
-            np.copyto(plan.entries[self._input_eids[i]]._arr, arr)
+            dst = plan.entries[self._input_eids[i]]
+            if getattr(dst, "_on_device", False):
+                dst.copyfrom(arr)  # (host to device, or device to device)
+            else:
+                np.copyto(dst._arr, arr)
 
     # ---- loading: functions ---------------------------------------------------------------------
     def _lookup(self, node: _Node) -> Any:
