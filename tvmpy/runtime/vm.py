@@ -53,7 +53,21 @@ equal, an attribute value without a kernel) runs alone with its numpy implementa
 Every such result is checked against its relay type (dtype, static dimensions).
 
 Values in registers are NDArrays (tensors), Python tuples (relay tuples) and Python lists
-(run-time lists). CPU only.
+(run-time lists).
+
+**GPUs** (``relay.vm.compile(mod, target="cuda" / "opencl")``, ``VirtualMachine(exe,
+tvm.cuda(0))``): the segments' kernels are compiled for the device (symbolic extents stay
+symbolic: the launch sizes are evaluated from the argument shapes per call), and each segment's
+graph executor keeps its storage in device memory, one set of device buffers per input shape
+(LRU-cached with the plan, so a repeated shape allocates nothing). A segment's inputs are copied
+in (host to device, or device to device) and its outputs out into device arrays from a pool
+(``_DevicePool``: memory of collected arrays is reused for the next array of that size). The
+single-operator kernels (``KERNEL``: data-dependent output shapes, sizes no input determines,
+numpy implementations) run on the host, from a second library compiled for the target's host
+(``exe.host_lib``): their device inputs are copied back first (a sync), their shape functions
+run there, and their results travel to the device with the next segment that reads them. An
+``If`` reads its condition back from the device (a sync). Results come back on the device.
+``save``/``export_library`` of a GPU executable (two libraries) is not supported yet.
 
 **Threads**: ``invoke`` with inputs may be called from any number of threads at once (registers
 are per call, each segment's executor runs under its lock, results are fresh arrays); the

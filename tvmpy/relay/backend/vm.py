@@ -29,6 +29,12 @@ Per relay function of the module (``main`` and every function it reaches):
    (``graph_codegen``, with the static memory plan). All functions are compiled into ONE library.
 
 A static model is one region: its segment is the graph ``relay.build`` makes.
+
+For a GPU target (cuda, nvptx, opencl) the regions' kernels are compiled for the device (the
+GPU strategies pick their generic, guarded schedules for symbolic extents; their tuned templates
+need constant shapes) and the single-operator kernels (KERNEL instructions) for the target's
+host (``target.host``, default llvm) into a second library, ``exe.host_lib``: data-dependent
+operators run on the host, after their inputs are copied back (runtime/vm.py).
 """
 
 from __future__ import annotations

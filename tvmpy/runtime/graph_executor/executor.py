@@ -147,6 +147,7 @@ class GraphExecutor:
             dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
             self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
             static_shapes = {e: shapes[e] for e in self._static_eids}
+            self._static_arena: Any
             if dev.device_type != kDLCPU:  # a GPU: device buffers (the dynamic ones per plan)
                 self._static_arena, self._static_views, self.storage_bytes = device_views(
                     self._storage, static_shapes)
@@ -203,7 +204,8 @@ class GraphExecutor:
                                          "same size in the same storage")
                 continue
             self._funcs[node.nid] = self._lookup(node)
-        self._pending: dict[int, np.ndarray] = {}  # symbolic shapes: the inputs set for the next run
+        # symbolic shapes: the inputs set for the next run (on a GPU also device arrays)
+        self._pending: dict[int, Any] = {}
         self._active: _Plan | None = None
         if not self._symbolic:
             self._activate(self._prepare_calls(self._entries))
@@ -308,6 +310,7 @@ class GraphExecutor:
                 if si is not None and so is not None and int(np.prod(si)) != int(np.prod(so)):
                     raise ValueError(f"run(): node {node.nid} ({node.name!r}) reshapes "
                                      f"{tuple(si)} to {tuple(so)}: the sizes differ")
+        arena: Any
         if self.device.device_type != kDLCPU:
             # a GPU: device buffers sized for these shapes, kept with the plan (LRU-cached: a
             # repeated shape allocates nothing)

@@ -35,7 +35,7 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
 
 
 def device_views(storage: StoragePlan, shapes: Mapping[int, tuple[int, ...]]
-                 ) -> tuple[list[Any], dict[int, NDArray], int]:
+                 ) -> tuple[Any, dict[int, NDArray], int]:
     """On a GPU: one device buffer per storage of the entries in ``shapes`` (sized for those
     shapes) and each entry a device array on its storage's buffer: (buffers, views, bytes)."""
     from ..gpu_module import DeviceNDArray, device_api
@@ -45,7 +45,7 @@ def device_views(storage: StoragePlan, shapes: Mapping[int, tuple[int, ...]]
     ssize = storage.sizes(shapes)
     mems = {sid: api.alloc(max(ALIGNMENT, ssize[sid]), dev.device_id)
             for sid in sorted({storage.sids[e] for e in shapes})}
-    views = {e: DeviceNDArray.wrap(mems[storage.sids[e]], tuple(sh), storage.np_dtypes[e], dev,
+    views: dict[int, NDArray] = {e: DeviceNDArray.wrap(mems[storage.sids[e]], tuple(sh), storage.np_dtypes[e], dev,
                                    api) for e, sh in shapes.items()}
     return list(mems.values()), views, sum(max(ALIGNMENT, ssize[s]) for s in mems)
 
