@@ -215,3 +215,26 @@ def test_clear_errors_for_what_stays_unsupported(tmp_path):
         VirtualMachine(gpu, tvm.cpu(0))
     with pytest.raises(relay.vm.VMCompileError, match="VM on the GPU runs CUDA"):
         relay.vm.compile(mod, target="vulkan", params=params)
+
+
+def test_pooled_output_memory_is_reused_only_when_unreferenced():
+    """A result's device memory goes back to the VM's pool when the array is collected, and
+    is handed out again; an alias of a result keeps that memory out of the pool."""
+    import gc
+
+    mod, params = _mlp()
+    with _gpu_vm(mod, "opencl", params) as (_, vm):
+        x1, x2 = _rand(4, 13), _rand(4, 13)
+        a = vm.invoke("main", x1)
+        keep = a.alias()
+        del a
+        gc.collect()
+        b = vm.invoke("main", x2)  # must not land in the memory ``keep`` still shows
+        np.testing.assert_allclose(keep.numpy(), _mlp_ref(x1, params), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.numpy(), _mlp_ref(x2, params), rtol=1e-5, atol=1e-6)
+        n = vm._pool.allocs
+        del b, keep
+        gc.collect()
+        for _ in range(3):
+            vm.invoke("main", x1).numpy()
+        assert vm._pool.allocs == n

@@ -427,8 +427,6 @@ class _DevicePool:
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         import weakref
 
-        from .gpu_module import DeviceNDArray
-
         nbytes = max(ALIGNMENT, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
         blocks = self.free.get(nbytes)
         if blocks:
@@ -436,7 +434,8 @@ class _DevicePool:
         else:
             mem = self.api.alloc(nbytes, self.dev.device_id)
             self.allocs += 1
-        arr = DeviceNDArray.wrap(mem, shape, dtype, self.dev, self.api)
+        arr = _pooled_class().wrap(mem, shape, dtype, self.dev, self.api)
+        arr._keep = None
         weakref.finalize(arr, self._put, self.free, nbytes, mem)
         return arr
 
@@ -449,6 +448,29 @@ class _DevicePool:
     def copy_of(self, a: Any) -> Any:
         out = self.empty(a.shape, a._arr.dtype)
         return out.copyfrom(a)  # (device to device, queued)
+
+
+_POOLED: Any = None
+
+
+def _pooled_class() -> Any:
+    """A device array of the pool: its ``alias()`` keeps it alive (its memory goes back to the
+    pool only when no alias of it is left)."""
+    global _POOLED
+    if _POOLED is None:
+        from .gpu_module import DeviceNDArray
+
+        class PooledDeviceNDArray(DeviceNDArray):
+            __slots__ = ("_keep",)
+
+            def alias(self) -> Any:
+                out = PooledDeviceNDArray.wrap(self._mem, self.shape, self._arr.dtype,
+                                               self._device, self._api)
+                out._keep = self
+                return out
+
+        _POOLED = PooledDeviceNDArray
+    return _POOLED
 
 
 def _to_host(v: Any) -> Any:
