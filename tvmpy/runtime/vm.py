@@ -464,8 +464,8 @@ def _pooled_class() -> Any:
             __slots__ = ("_keep",)
 
             def alias(self) -> Any:
-                out = PooledDeviceNDArray.wrap(self._mem, self.shape, self._arr.dtype,
-                                               self._device, self._api)
+                out: Any = PooledDeviceNDArray.wrap(self._mem, self.shape, self._arr.dtype,
+                                                    self._device, self._api)
                 out._keep = self
                 return out
 
