@@ -208,3 +208,33 @@ def schedule_reduce_gpu(attrs: Any, outs: list, target: Any) -> Any:
 @schedule_fallback.register("gpu")
 def schedule_fallback_gpu(attrs: Any, outs: list, target: Any) -> Any:
     return cuda.schedule_fallback(outs, target)
+
+
+# ---- the dynamic operators (strategy/dyn.py) on a GPU ---------------------------------------------
+# Their "generic" strategy schedules nothing (no thread is bound: not a GPU kernel); here the
+# index-mapping ones get the injective GPU schedule, dyn.topk (a reduction) the fallback
+# (threads bound with guards), all with symbolic extents.
+def _dyn_gpu_strategies() -> None:
+    from . import dyn
+
+    def strategy(name: str, compute: Any, fschedule: Any) -> Callable[..., OpStrategy]:
+        def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+            s = OpStrategy()
+            s.add_implementation(compute, fschedule, f"{name}.gpu", 10)
+            return s
+
+        return fstrategy
+
+    injective = {"dyn.reshape": dyn._reshape, "dyn.squeeze": dyn._squeeze,
+                 "dyn.expand_dims": dyn._expand_dims, "dyn.broadcast_to": dyn._broadcast_to,
+                 "dyn.tile": dyn._tile, "dyn.full": dyn._full, "dyn.arange": dyn._arange,
+                 "dyn.strided_slice": dyn._strided_slice, "dyn.nn.pad": dyn._pad,
+                 "dyn.split": dyn._split, "dyn.one_hot": dyn._one_hot,
+                 "dyn.image.resize": dyn._resize, "shape_of": dyn._shape_of}
+    for name, compute in injective.items():
+        register_strategy_func(name, "gpu", strategy(name, compute, schedule_injective_gpu))
+    register_strategy_func("dyn.topk", "gpu", strategy("dyn.topk", dyn._topk,
+                                                       schedule_fallback_gpu))
+
+
+_dyn_gpu_strategies()
