@@ -213,6 +213,8 @@ def test_clear_errors_for_what_stays_unsupported(tmp_path):
         VirtualMachine(cpu, tvm.opencl(0))
     with pytest.raises(ValueError, match="does not run on cpu"):
         VirtualMachine(gpu, tvm.cpu(0))
+    with pytest.raises(relay.vm.VMCompileError, match="target_host .* is not a CPU target"):
+        relay.vm.compile(mod, target="opencl", target_host="opencl", params=params)
     with pytest.raises(relay.vm.VMCompileError, match="VM on the GPU runs CUDA"):
         relay.vm.compile(mod, target="vulkan", params=params)
 

@@ -240,9 +240,8 @@ class VMCompiler:
 
     def lower(self, mod: Any, target: Any = None, params: Mapping[str, Any] | None = None,
               target_host: Any = None) -> None:
-        del target_host
         with FALLBACK.build_scope():  # one untuned-workloads line per compilation
-            self.exe = _Compilation(mod, target, params).run()
+            self.exe = _Compilation(mod, target, params, target_host).run()
 
     def get_exec(self) -> rvm.Executable:
         if self.exe is None:
@@ -256,7 +255,8 @@ class VMCompiler:
 
 
 class _Compilation:
-    def __init__(self, mod: Any, target: Any, params: Mapping[str, Any] | None):
+    def __init__(self, mod: Any, target: Any, params: Mapping[str, Any] | None,
+                 target_host: Any = None):
         from ..build_module import _build_target, _check_params
         from ..transform import BindParams, InferType
 
@@ -278,6 +278,8 @@ class _Compilation:
                                  "with relay.build for it")
         # on a GPU the single-operator kernels (data-dependent shapes, fresh sizes) run on the
         # host: their inputs are copied back (a sync) and their shape computed there
+        if gpu and target_host is not None:  # (TVM's target_host: where the host code runs)
+            self.target = Target(str(self.target), host=target_host)
         self.host_target: Target = (self.target.host or Target("llvm")) if gpu else self.target
         if self.host_target.kind not in ("llvm", "c"):
             raise VMCompileError(f"relay.vm.compile: target_host {self.host_target} is not a "
