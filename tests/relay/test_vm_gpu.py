@@ -240,3 +240,38 @@ def test_pooled_output_memory_is_reused_only_when_unreferenced():
         for _ in range(3):
             vm.invoke("main", x1).numpy()
         assert vm._pool.allocs == n
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_dense_with_run_time_rows_gets_shared_memory_tiles(kind, tmp_path):
+    """nn.dense with a run-time row count (constant weight) on a GPU: the tiled schedule
+    (shared-memory tiles, a guarded last block of rows), equal to numpy at row counts around
+    the 16-row block (1, 15, 16, 17, 40); a narrow product keeps the plain schedule."""
+    from tvmpy.relay.op.strategy import _STRATEGIES
+    from tvmpy.target import Target
+
+    n = relay.Any()
+    x = relay.var("x", shape=(n, 96))
+    w, b = relay.var("w", shape=(67, 96)), relay.var("b", shape=(67,))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b))
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x, w, b], y)))
+    call = mod["main"].body.args[0].args[0]
+    tgt = Target(TARGETS[kind][0])
+    from tvmpy import te
+
+    def impl(rows, cols):
+        xs = te.placeholder((te.var("m") if rows is None else rows, 96), name="x")
+        ws = te.placeholder((cols, 96), name="w")
+        return _STRATEGIES["nn.dense"].dispatch(tgt)(call.attrs, [xs, ws], None, tgt).best()
+
+    assert impl(None, 67).name == "dense.gpu_symbolic_rows"
+    assert impl(None, 10).name == "nn.dense.gpu" and impl(8, 67).name != "dense.gpu_symbolic_rows"
+    params = {"w": _rand(67, 96), "b": _rand(67)}
+    with _gpu_vm(mod, kind, params, tmp_path) as (exe, vm):
+        src = exe.lib.imported_modules[0].get_source()
+        assert ("__shared__" in src) if kind == "cuda" else ("__local" in src)
+        for m in (1, 15, 16, 17, 40):
+            xv = _rand(m, 96)
+            want = np.maximum(xv @ params["w"].T + params["b"], 0)
+            np.testing.assert_allclose(vm.invoke("main", xv).numpy(), want, rtol=1e-5,
+                                       atol=1e-5)

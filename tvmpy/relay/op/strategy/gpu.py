@@ -128,12 +128,83 @@ def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) ->
     return s
 
 
+class _FixedTiles:
+    """The config a template's schedule reads, fixed (no search): for a product whose row count
+    is known only at run time, where the AutoTVM template (its split space, its flop count)
+    needs constant extents."""
+
+    is_fallback = False
+
+    def __init__(self, entities: dict[str, Any]):
+        self._entities = entities
+
+    def define_split(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def define_knob(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._entities[name]
+
+
+def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
+    """``dense.cuda``'s tiled schedule (shared-memory tiles of both operands, cooperative
+    coalesced loads, register tiles) with fixed tiles: 16 rows a block (a thread each), up to
+    16 threads x 4 columns, the reduction split as its untuned fallback does (within the
+    target's threads per block); the run-time row count leaves a guarded last block."""
+    from ....autotvm.space import OtherOptionEntity, SplitEntity
+    from ....te import create_schedule
+    from ....topi.cuda.dense import schedule_matmul_tiles
+    from ....topi.cuda.utils import _largest_divisor, fallback_tile, max_threads
+    from ....topi.nn.utils import traverse_inline
+
+    outs = list(outs)
+    s = create_schedule([o.op for o in outs])
+
+    def callback(op: Any) -> None:
+        if op.tag == "dense":
+            mm = op.output(0)
+            n, k = int(mm.shape[1]), int(op.reduce_axis[0].dom.extent)
+            with target:
+                limit = max_threads()
+            ty = min(16, limit)
+            cfg = _FixedTiles({
+                # one row per thread: a register tile over rows would get a run-time trip
+                # count (the guard of the last block) and live in local memory
+                "tile_y": SplitEntity([-1, ty, 1]),
+                "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=3),
+                "tile_k": SplitEntity([-1, _largest_divisor(k, 16)]),
+                "auto_unroll_max_step": OtherOptionEntity(512),
+                "unroll_explicit": OtherOptionEntity(1)})
+            with target:
+                schedule_matmul_tiles(cfg, s, mm)
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _symbolic_rows(inputs: list) -> bool:
+    """A 2-D dense whose rows only are a run-time size (the weight and K constant), with
+    columns and reduction long enough for shared-memory tiles to pay (at least 32 each; a
+    narrower product keeps the plain schedule)."""
+    data, weight = inputs[0], inputs[1]
+    if len(data.shape) != 2 or _const(data) or not _const(weight):
+        return False
+    k = getattr(data.shape[1], "value", data.shape[1])
+    return isinstance(k, int) and k >= 32 and int(weight.shape[0]) >= 32
+
+
 @register_strategy_func("nn.dense", "gpu")
 def dense_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
     s = _one("nn.dense", cuda.schedule_fallback)
     impl = tuned_implementation("dense.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "dense.cuda", TUNED_PLEVEL)
+    elif inputs is not None and _symbolic_rows(inputs):
+        # a dynamic batch/sequence: the template's tiles, fixed (above the plain schedule)
+        s.add_implementation(COMPUTES["nn.dense"], _schedule_dense_symbolic_rows,
+                             "dense.gpu_symbolic_rows", PLEVEL + 5)
     return s
 
 
