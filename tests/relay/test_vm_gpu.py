@@ -275,3 +275,26 @@ def test_dense_with_run_time_rows_gets_shared_memory_tiles(kind, tmp_path):
             want = np.maximum(xv @ params["w"].T + params["b"], 0)
             np.testing.assert_allclose(vm.invoke("main", xv).numpy(), want, rtol=1e-5,
                                        atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+@pytest.mark.parametrize("ta,tb", [(False, True), (False, False), (True, False)])
+def test_batch_matmul_with_run_time_batch_gets_the_tiled_schedule(kind, ta, tb, tmp_path):
+    """nn.batch_matmul whose batch count only is a run-time size (attention's batch x heads):
+    the template's tiles (batch on blockIdx.z), equal to numpy at batch 1 and 5."""
+    n = relay.Any()
+    m, k, c = 32, 48, 20
+    a = relay.var("a", shape=(n, k, m) if ta else (n, m, k))
+    b = relay.var("b", shape=(n, c, k) if tb else (n, k, c))
+    y = relay.nn.batch_matmul(a, b, transpose_a=ta, transpose_b=tb) * relay.const(2.0)
+    mod = tvm.IRModule.from_expr(relay.Function([a, b], y))
+    with _gpu_vm(mod, kind, None, tmp_path) as (exe, vm):
+        src = exe.lib.imported_modules[0].get_source()
+        assert ("__shared__" in src) if kind == "cuda" else ("__local" in src)
+        for batch in (1, 5):
+            av = _rand(batch, k, m) if ta else _rand(batch, m, k)
+            bv = _rand(batch, c, k) if tb else _rand(batch, k, c)
+            want = 2 * ((av.transpose(0, 2, 1) if ta else av) @ (bv.transpose(0, 2, 1) if tb
+                                                                 else bv))
+            np.testing.assert_allclose(vm.invoke("main", av, bv).numpy(), want, rtol=1e-5,
+                                       atol=1e-5)

@@ -147,6 +147,9 @@ class _FixedTiles:
     def __getitem__(self, name: str) -> Any:
         return self._entities[name]
 
+    def __setitem__(self, name: str, entity: Any) -> None:
+        self._entities[name] = entity
+
 
 def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
     """``dense.cuda``'s tiled schedule (shared-memory tiles of both operands, cooperative
@@ -184,6 +187,42 @@ def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
     return s
 
 
+def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -> Any:
+    """``batch_matmul.cuda``'s tiled schedule for a run-time batch count with constant
+    matrices: the batch bound to blockIdx.z, the matrices tiled as the template's untuned
+    fallback tiles them (exact divisors: no guards)."""
+    from ....te import create_schedule
+    from ....topi.cuda.dense import _fallback, schedule_matmul_tiles
+    from ....topi.nn.utils import traverse_inline
+
+    outs = list(outs)
+    s = create_schedule([o.op for o in outs])
+
+    def callback(op: Any) -> None:
+        if op.tag == "batch_matmul":
+            mm = op.output(0)
+            m, n = int(mm.shape[1]), int(mm.shape[2])
+            k = int(op.reduce_axis[0].dom.extent)
+            from ....autotvm.space import OtherOptionEntity
+
+            cfg = _FixedTiles({"auto_unroll_max_step": OtherOptionEntity(512),
+                               "unroll_explicit": OtherOptionEntity(1)})
+            with target:
+                _fallback(cfg, m, n, k)  # (sets the three tiles)
+                schedule_matmul_tiles(cfg, s, mm)
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _symbolic_batch(inputs: list) -> bool:
+    """A batch_matmul whose batch counts only are run-time sizes (matrices constant, at least
+    16 rows, columns and reduction each)."""
+    a, b = inputs[0], inputs[1]
+    dims = [getattr(d, "value", d) for t in (a, b) for d in t.shape[1:]]
+    return (not _const(a, b) and all(isinstance(d, int) and d >= 16 for d in dims))
+
+
 def _symbolic_rows(inputs: list) -> bool:
     """A 2-D dense whose rows only are a run-time size (the weight and K constant), with
     columns and reduction long enough for shared-memory tiles to pay (at least 32 each; a
@@ -215,6 +254,10 @@ def batch_matmul_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
     impl = tuned_implementation("batch_matmul.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "batch_matmul.cuda", TUNED_PLEVEL)
+    elif inputs is not None and _symbolic_batch(inputs):
+        # a dynamic batch (attention's batch x heads): the template's tiles, fixed
+        s.add_implementation(COMPUTES["nn.batch_matmul"], _schedule_batch_matmul_symbolic_batch,
+                             "batch_matmul.gpu_symbolic_batch", PLEVEL + 5)
     return s
 
 
