@@ -16,6 +16,9 @@ clock for all three):
   call), the kernels (symbolic extents, launch sizes from the batch), the output copied into a
   pooled device array. ``vm first``: the first call at a batch (plan creation: device
   allocation, kernel binding).
+- ``plain variant``: the same VM with dense/batch_matmul of a run-time row/batch count on the
+  plain one-output-per-thread schedule (before the fixed-tile template schedules; which is
+  faster on a GPU is what this column says; ``--no-plain`` skips it).
 - ``static``: the graph executor of ``relay.build`` for that batch (constant shapes: the tuned
   templates where the strategies have them, here untuned fallbacks), ``g.run()``; only at
   ``--static-batches`` (a static ResNet-18 build for CUDA takes 15-40 s of host time).
@@ -98,6 +101,17 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
     vm_build = time.perf_counter() - t0
     vm = VirtualMachine(exe, dev)
     print(f"{name}: VM build {vm_build:.1f} s ({exe.stats})", flush=True)
+    plain = None
+    if args.plain:  # the variant: dense/batch_matmul with the plain one-output-per-thread
+        from tvmpy.relay.op.strategy import gpu as gpu_strategy  # schedule
+
+        saved = gpu_strategy._symbolic_rows, gpu_strategy._symbolic_batch
+        gpu_strategy._symbolic_rows = gpu_strategy._symbolic_batch = lambda inputs: False
+        try:
+            with tvm.transform.PassContext(opt_level=3):
+                plain = VirtualMachine(relay.vm.compile(mod, target=target, params=params), dev)
+        finally:
+            gpu_strategy._symbolic_rows, gpu_strategy._symbolic_batch = saved
     for batch in args.batches:
         row: dict = {"model": name, "batch": batch, "target": target, "vm_build_s": vm_build}
         rows.append(row)
@@ -116,6 +130,12 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
             row["vm_rel_err"] = compare.errors(out.numpy(), want)[1]
             row["vm"] = _time(lambda f=dfeeds: vm.invoke("main", **f), dev, args.number,
                               args.repeat)
+            if plain is not None:
+                out = plain.invoke("main", **dfeeds)
+                out = out[0] if isinstance(out, tuple) else out
+                row["vm_plain_rel_err"] = compare.errors(out.numpy(), want)[1]
+                row["vm_plain"] = _time(lambda f=dfeeds: plain.invoke("main", **f), dev,
+                                        args.number, args.repeat)
             if on_gpu:
                 try:
                     from gpu_models import _time_torch
@@ -160,13 +180,15 @@ def _line(row: dict) -> str:
         return f"| {row['model']} | {row['batch']} | ERROR {row['error'][:300]} |"
     vm, st, to = row.get("vm"), row.get("static"), row.get("torch")
     se = row.get("static_rel_err")
-    return (f"| {row['model']} | {row['batch']} | {_fmt(vm)} | {row['vm_first_ms']:.1f} | "
+    return (f"| {row['model']} | {row['batch']} | {_fmt(vm)} | {_fmt(row.get('vm_plain'))} | "
+            f"{row['vm_first_ms']:.1f} | "
             f"{_fmt(st)} | {_fmt(to)} | {_ratio(vm, st)} | {_ratio(vm, to)} | "
             f"{row['vm_rel_err']:.1e} / {'-' if se is None else f'{se:.1e}'} |")
 
 
 def _bad(row: dict) -> bool:
     return "error" in row or not (row["vm_rel_err"] <= TOL
+                                  and row.get("vm_plain_rel_err", 0.0) <= TOL
                                   and row.get("static_rel_err", 0.0) <= TOL
                                   and row.get("torch_rel_err", 0.0) <= TOL)
 
@@ -183,6 +205,9 @@ def main() -> int:
     p.add_argument("--number", type=int, default=10)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", default="")
+    p.add_argument("--no-plain", dest="plain", action="store_false",
+                   help="skip the variant VM build whose dense/batch_matmul keep the plain "
+                   "schedule (the tiled fixed-tile ones are the default)")
     args = p.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     args.static_batches = [int(b) for b in args.static_batches.split(",") if b]
@@ -193,9 +218,10 @@ def main() -> int:
         return 2
     on_gpu = target.startswith(("cuda", "nvptx"))
     print(f"target {target!r}, device {dev}, image {args.image}, seq {args.seq}", flush=True)
-    print("| model | batch | VM dynamic ms (min-max) | VM first call ms | static graph ms | "
-          "torch eager ms | VM / static | VM / torch | rel err vs ORT (VM / static) |")
-    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| model | batch | VM dynamic ms (min-max) | VM plain-matmul variant ms | "
+          "VM first call ms | static graph ms | torch eager ms | VM / static | VM / torch | "
+          "rel err vs ORT (VM / static) |")
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     rows: list[dict] = []
     for name in args.models.split(","):
         try:
