@@ -428,10 +428,9 @@ class _DevicePool:
         import weakref
 
         nbytes = max(ALIGNMENT, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
-        blocks = self.free.get(nbytes)
-        if blocks:
-            mem = blocks.pop()
-        else:
+        try:  # (several threads may invoke the VM: the pop itself is atomic)
+            mem = self.free[nbytes].pop()
+        except (KeyError, IndexError):
             mem = self.api.alloc(nbytes, self.dev.device_id)
             self.allocs += 1
         arr = _pooled_class().wrap(mem, shape, dtype, self.dev, self.api)
