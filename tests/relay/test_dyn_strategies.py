@@ -9,6 +9,7 @@ import pytest
 from tvmpy import topi
 from tvmpy.relay.op.strategy import _STRATEGIES, OpImplementation
 from tvmpy.relay.op.strategy.generic import generic_schedule
+from tvmpy.relay.op.strategy.gpu import schedule_fallback_gpu, schedule_injective_gpu
 from tvmpy.target import Target
 
 DYN_INJECTIVE = ["dyn.reshape", "dyn.squeeze", "dyn.expand_dims", "dyn.broadcast_to", "dyn.tile",
@@ -27,15 +28,19 @@ def test_dyn_injective_ops_take_the_x86_injective_schedule_on_cpu(op):
     cpu = _impl(op, "llvm")
     assert (cpu.name, cpu.plevel) == (op, 10)
     assert cpu.schedule.__wrapped__ is topi.x86.schedule_injective
-    for target in ("cuda", "opencl"):  # no GPU registration: the always-correct schedule
+    for target in ("cuda", "opencl"):  # the GPU injective schedule (threads bound)
         gpu = _impl(op, target)
-        assert gpu.schedule is generic_schedule and gpu.compute is cpu.compute
+        assert gpu.schedule is schedule_injective_gpu and gpu.compute is cpu.compute
+        assert gpu.name == f"{op}.gpu"
 
 
-def test_dyn_topk_keeps_the_generic_schedule_everywhere():
-    for target in ("llvm", "c", "cuda"):
+def test_dyn_topk_keeps_the_generic_schedule_on_cpus_and_the_fallback_on_gpus():
+    for target in ("llvm", "c"):
         impl = _impl("dyn.topk", target)
         assert (impl.name, impl.schedule) == ("dyn.topk", generic_schedule)
+    for target in ("cuda", "opencl"):
+        impl = _impl("dyn.topk", target)
+        assert (impl.name, impl.schedule) == ("dyn.topk.gpu", schedule_fallback_gpu)
 
 
 @pytest.mark.parametrize("op", DATA_DEPENDENT)

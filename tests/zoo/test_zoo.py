@@ -149,6 +149,29 @@ def test_torch_export_dynamic(name):
                          f"{name} torch.export dynamic at {_sizes(spec, batch)}")
 
 
+# the VM on a GPU (OpenCL on PoCL): a CNN, a decoder transformer (shape_of and the dyn.*
+# operators on the device), a recurrent model (host kernels between device segments) and the
+# detector (its NMS on the host, the network on the device)
+@pytest.mark.parametrize("name", ["resnet18", "gpt2", "lstm_lm", "ssdlite"])
+def test_onnx_dynamic_on_the_gpu_vm(name):
+    import tvmpy as tvm
+    from tvmpy import relay
+    from tvmpy.runtime.vm import VirtualMachine
+
+    spec = _spec(name)
+    m, ort = _onnx(name, True)
+    mod, params = zoo.from_onnx(m, spec, dynamic=True)
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="opencl", params=dict(params))
+    vm = VirtualMachine(exe, tvm.opencl(0))
+    for batch in (1, 3):
+        feeds = spec.feeds(seed=batch, **_sizes(spec, batch))
+        out = vm.invoke("main", **feeds)
+        got = [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
+        zoo.assert_close(got, ort(feeds), f"{name} onnx dynamic on the opencl VM at "
+                                          f"{_sizes(spec, batch)}")
+
+
 def test_greedy_nms_matches_a_reference():
     """The torch-ops NMS of the torch.export path against a plain greedy NMS in numpy."""
     import numpy as np

@@ -454,17 +454,6 @@ def _generate(prims: PrimitiveFunctions, progress: Progress | None = None,
         return (hit or compiler.lower(func, not lazy)).name
 
     graph_json, params, memory_plan = codegen_graph(main, symbol, plan=plan_memory)
-    if getattr(tgt, "is_gpu", False):
-        import json as _json
-
-        from .backend.graph_codegen import first_symbolic_entry
-
-        where = first_symbolic_entry(_json.loads(graph_json))
-        if where is not None:
-            raise RelayBuildError(
-                f"relay.build for {tgt}: {where} is a size known only at run time; the graph "
-                "executor runs symbolic shapes on the CPU only: build for llvm, or give the "
-                "inputs static shapes")
     times["graph_codegen"] = time.perf_counter() - t0
     _dump("graph", 0, "graph.json", graph_json)
     if memory_plan is not None:

@@ -53,7 +53,21 @@ equal, an attribute value without a kernel) runs alone with its numpy implementa
 Every such result is checked against its relay type (dtype, static dimensions).
 
 Values in registers are NDArrays (tensors), Python tuples (relay tuples) and Python lists
-(run-time lists). CPU only.
+(run-time lists).
+
+**GPUs** (``relay.vm.compile(mod, target="cuda" / "opencl")``, ``VirtualMachine(exe,
+tvm.cuda(0))``): the segments' kernels are compiled for the device (symbolic extents stay
+symbolic: the launch sizes are evaluated from the argument shapes per call), and each segment's
+graph executor keeps its storage in device memory, one set of device buffers per input shape
+(LRU-cached with the plan, so a repeated shape allocates nothing). A segment's inputs are copied
+in (host to device, or device to device) and its outputs out into device arrays from a pool
+(``_DevicePool``: memory of collected arrays is reused for the next array of that size). The
+single-operator kernels (``KERNEL``: data-dependent output shapes, sizes no input determines,
+numpy implementations) run on the host, from a second library compiled for the target's host
+(``exe.host_lib``): their device inputs are copied back first (a sync), their shape functions
+run there, and their results travel to the device with the next segment that reads them. An
+``If`` reads its condition back from the device (a sync). Results come back on the device.
+``save``/``export_library`` of a GPU executable (two libraries) is not supported yet.
 
 **Threads**: ``invoke`` with inputs may be called from any number of threads at once (registers
 are per call, each segment's executor runs under its lock, results are fresh arrays); the
@@ -152,12 +166,14 @@ class Executable:
     ``tvm.runtime.vm.Executable``)."""
 
     def __init__(self, functions: list[VMFunction], segments: list[SegmentInfo],
-                 kernels: list[KernelInfo], lib: Module):
+                 kernels: list[KernelInfo], lib: Module, host_lib: Module | None = None):
         self.functions = functions
         self.func_index = {f.name: i for i, f in enumerate(functions)}
         self.segments = segments
         self.kernels = kernels
         self.lib = lib
+        # a GPU build: the single kernels' library, compiled for the host (None: ``lib``)
+        self.host_lib = host_lib
 
     @property
     def bytecode(self) -> str:
@@ -221,6 +237,10 @@ class Executable:
                          k.size_specs)
                         for k in self.kernels],
         }
+        if self.host_lib is not None:
+            raise NotImplementedError(
+                "Executable.save / export_library of a GPU build (its kernels in two libraries, "
+                "the device's and the host's) is not supported yet; compile it where it runs")
         return pickle.dumps(state), self.lib
 
     @staticmethod
@@ -356,7 +376,9 @@ def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
         elem = spec[2] if spec[2] is not None else ("tensor", spec[1], None)
         return [_as_value(x, elem, f"{where}[{k}]", {}, dev) for k, x in enumerate(v)]
     _, dtype, dims = spec
-    arr = host_array(v, dtype, where)
+    on_dev = getattr(v, "_on_device", False) and v._device == dev
+    # (an array already on the VM's GPU is checked on its shape and dtype and stays there)
+    arr = v._arr if on_dev else host_array(v, dtype, where)
     if arr.dtype != np.dtype(dtype) and not (dtype == "bool" and arr.dtype == np.bool_):
         raise TypeError(f"{where}: expected dtype {dtype}, got {arr.dtype}")
     if dims is None:  # a list element of unknown rank: its dtype is all that is known
@@ -376,19 +398,110 @@ def _as_value(v: Any, spec: Any, where: str, env: dict[str, tuple[int, str]],
             elif have[0] != got:
                 raise ValueError(f"{where}: dimension {d} is {got}, but {have[1]} is "
                                  f"{have[0]}: the types say both are the same size")
+    if on_dev:
+        return v
     if isinstance(v, NDArray) and v._compact_aligned:
         return v
     if not (arr.flags.c_contiguous and arr.ctypes.data % ALIGNMENT == 0):
         arr = _aligned_copy(arr)
-    return NDArray(arr, dev)
+    return NDArray(arr, dev if dev.device_type == kDLCPU else _CPU)  # (a GPU VM: copied in
+    # by the segment that reads it)
 
 
 # ---- the machine --------------------------------------------------------------------------------
-class _Segment:
-    """A dataflow region bound to its GraphExecutor; ``run(inputs) -> outputs`` (flat)."""
+class _DevicePool:
+    """Device memory for the VM's values on a GPU (a segment's outputs, copied out of its
+    executor's storage): freed memory goes back to a free list per size instead of the driver,
+    so repeated calls at the same shapes allocate nothing (TVM's pooled allocator). An array's
+    memory returns to the pool when the array object is collected."""
 
-    def __init__(self, info: SegmentInfo, lib: Module, dev: Device):
+    KEEP = 16  # free blocks kept per size
+
+    def __init__(self, dev: Device):
+        from .gpu_module import device_api
+
+        self.dev, self.api = dev, device_api(dev)
+        self.free: dict[int, list[Any]] = {}
+        self.allocs = 0  # blocks taken from the driver (tests read it)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        import weakref
+
+        nbytes = max(ALIGNMENT, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+        try:  # (several threads may invoke the VM: the pop itself is atomic)
+            mem = self.free[nbytes].pop()
+        except (KeyError, IndexError):
+            mem = self.api.alloc(nbytes, self.dev.device_id)
+            self.allocs += 1
+        arr = _pooled_class().wrap(mem, shape, dtype, self.dev, self.api)
+        arr._keep = None
+        weakref.finalize(arr, self._put, self.free, nbytes, mem)
+        return arr
+
+    @staticmethod
+    def _put(free: dict[int, list[Any]], nbytes: int, mem: Any) -> None:
+        blocks = free.setdefault(nbytes, [])
+        if len(blocks) < _DevicePool.KEEP:
+            blocks.append(mem)
+
+    def copy_of(self, a: Any) -> Any:
+        out = self.empty(a.shape, a._arr.dtype)
+        return out.copyfrom(a)  # (device to device, queued)
+
+
+_POOLED: Any = None
+
+
+def _pooled_class() -> Any:
+    """A device array of the pool: its ``alias()`` keeps it alive (its memory goes back to the
+    pool only when no alias of it is left)."""
+    global _POOLED
+    if _POOLED is None:
+        from .gpu_module import DeviceNDArray
+
+        class PooledDeviceNDArray(DeviceNDArray):
+            __slots__ = ("_keep",)
+
+            def alias(self) -> Any:
+                out: Any = PooledDeviceNDArray.wrap(self._mem, self.shape, self._arr.dtype,
+                                                    self._device, self._api)
+                out._keep = self
+                return out
+
+        _POOLED = PooledDeviceNDArray
+    return _POOLED
+
+
+def _to_host(v: Any) -> Any:
+    """A VM value with its device arrays copied to the host (waits for the device)."""
+    if isinstance(v, tuple):
+        return tuple(_to_host(x) for x in v)
+    if isinstance(v, list):
+        return [_to_host(x) for x in v]
+    if getattr(v, "_on_device", False):
+        return NDArray(_aligned_copy(v.numpy()), _CPU)
+    return v
+
+
+def _to_device(v: Any, pool: _DevicePool) -> Any:
+    """A VM value with its host tensors copied to the pool's device (lists stay on the host)."""
+    if isinstance(v, tuple):
+        return tuple(_to_device(x, pool) for x in v)
+    if isinstance(v, NDArray) and not getattr(v, "_on_device", False):
+        return pool.empty(v.shape, v._arr.dtype).copyfrom(v._arr)
+    return v
+
+
+class _Segment:
+    """A dataflow region bound to its GraphExecutor; ``run(inputs) -> outputs`` (flat). On a GPU
+    the executor's storage is device memory (per input shape, cached: graph_executor): inputs
+    are copied in (host to device, or device to device), outputs out into pooled device
+    arrays."""
+
+    def __init__(self, info: SegmentInfo, lib: Module, dev: Device,
+                 pool: _DevicePool | None = None):
         self.info = info
+        self.pool = pool
         self.ex = ex = GraphExecutor(info.graph_json, lib, dev)
         if info.params:
             ex.load_params(info.params)
@@ -403,6 +516,8 @@ class _Segment:
         self.dev = dev
 
     def run(self, inputs: list[NDArray]) -> list[NDArray]:
+        if self.pool is not None:
+            return self._run_gpu(inputs)
         ex = self.ex
         with ex._use.lock:  # inputs in, run, outputs out: one step (threads invoking the VM)
             entries, eids = ex._entries, ex._input_eids
@@ -420,6 +535,34 @@ class _Segment:
             ex.run()
             entries, dev = ex._entries, self.dev
             return [_copy_nd(entries[e]._arr, dev) for e in self.out_eids]
+
+
+    def _run_gpu(self, inputs: list[NDArray]) -> list[NDArray]:
+        ex, pool = self.ex, self.pool
+        assert pool is not None
+        with ex._use.lock:
+            entries, eids = ex._entries, ex._input_eids
+            for i, a in enumerate(inputs):
+                on_dev = getattr(a, "_on_device", False)
+                src = a if on_dev else a._arr
+                if self.static_in[i]:
+                    dst = entries[eids[i]]
+                    if a.shape != dst.shape or a._arr.dtype != dst._arr.dtype:
+                        raise VMError(f"{self.where}: input {i} is {a.shape} {a._arr.dtype}, "
+                                      f"the segment takes {dst.shape} {dst._arr.dtype}")
+                    dst.copyfrom(src)
+                else:
+                    want = ex._np_dtypes[eids[i]]
+                    if a._arr.dtype != want:
+                        raise VMError(f"{self.where}: input {i} has dtype {a._arr.dtype}, the "
+                                      f"segment takes {want}")
+                    ex._check_symbolic(ex._sym[eids[i]], a.shape, f"{self.where}: input {i}")
+                    ex._pending[i] = src  # copied into the plan for its shapes by run()
+                ex._unset.discard(self.names[i])
+            ex.run()
+            ex._pending.clear()  # (holds no device array past the run)
+            entries = ex._entries
+            return [pool.copy_of(entries[e]) for e in self.out_eids]
 
 
 def _input_key(key: tuple[str, str]) -> str:
@@ -701,19 +844,27 @@ class VirtualMachine:
             dev = dev[0]
         if not isinstance(dev, Device):
             raise TypeError(f"device must be a tvm Device (tvm.cpu(0)), got {type(dev).__name__}")
-        if dev.device_type != kDLCPU:
-            raise ValueError(f"the VM runs on the CPU (tvm.cpu(0)) only, not {dev}")
         inner = getattr(exe, "exe", None)  # a loaded VMExecutableModule (runtime/vm_library.py)
         if isinstance(inner, Executable):
             exe = inner
         if not isinstance(exe, Executable):
             raise TypeError(f"VirtualMachine takes a relay.vm Executable (or load_module's "
                             f"Module of its exported library), got {type(exe).__name__}")
+        lib_type = getattr(exe.lib, "device_type", kDLCPU)  # a GPU build's device type
+        if exe.host_lib is None and dev.device_type != kDLCPU:
+            raise ValueError(f"this executable was compiled for the CPU; it runs on tvm.cpu(0), "
+                             f"not {dev} (compile with relay.vm.compile(mod, target=\"cuda\" / "
+                             "\"opencl\") for a GPU)")
+        if exe.host_lib is not None and dev.device_type != lib_type:
+            raise ValueError(f"this executable was compiled for device type {lib_type}; it does "
+                             f"not run on {dev}")
         self.exe = exe
         self.device = dev
         self.module = self  # TVM code reads vm.module
-        self._segments = [_Segment(s, exe.lib, dev) for s in exe.segments]
-        self._kernels = [_Kernel(k, exe.lib) for k in exe.kernels]
+        self._gpu = dev.device_type != kDLCPU
+        self._pool = _DevicePool(dev) if self._gpu else None
+        self._segments = [_Segment(s, exe.lib, dev, self._pool) for s in exe.segments]
+        self._kernels = [_Kernel(k, exe.host_lib or exe.lib) for k in exe.kernels]
         self._code = [(f.code, f.num_regs) for f in exe.functions]
         self._inputs: dict[str, list[Any]] = {}
         self._partial: dict[str, dict[str, Any]] = {}
@@ -760,7 +911,10 @@ class VirtualMachine:
                 idx, bound = self.exe._index(func_name), self._inputs[func_name]
         else:
             idx, bound = self._bind_args(func_name, args, kwargs)
-        return self._execute(idx, bound)
+        out = self._execute(idx, bound)
+        if self._pool is not None:  # a GPU: the result on the device (a host kernel's copied)
+            out = _to_device(out, self._pool)
+        return out
 
     def set_input(self, func_name: str = "main", *args: Any, **kwargs: Any) -> None:
         """Check and keep the inputs of ``func_name`` for ``run``/``invoke`` without inputs."""
@@ -855,7 +1009,8 @@ class VirtualMachine:
                 regs[ins[1]] = regs[ins[2]]
                 pc += 1
             elif op == IF:
-                c = regs[ins[1]]._arr
+                c = regs[ins[1]]
+                c = c.numpy() if getattr(c, "_on_device", False) else c._arr  # (a sync)
                 pc = pc + 1 if c else ins[2]
             elif op == GOTO:
                 pc = ins[1]
@@ -885,7 +1040,10 @@ class VirtualMachine:
                 regs[ins[1]] = regs[ins[2]][ins[3]]
                 pc += 1
             elif op == KERNEL:
-                regs[ins[3]] = kernels[ins[1]].run([regs[r] for r in ins[2]])
+                if self._gpu:  # on the host: its inputs copied back (a sync)
+                    regs[ins[3]] = kernels[ins[1]].run([_to_host(regs[r]) for r in ins[2]])
+                else:
+                    regs[ins[3]] = kernels[ins[1]].run([regs[r] for r in ins[2]])
                 pc += 1
             else:
                 raise VMError(f"bad opcode {op} at {pc} in @{self.exe.functions[fidx].name}")

@@ -29,6 +29,12 @@ Per relay function of the module (``main`` and every function it reaches):
    (``graph_codegen``, with the static memory plan). All functions are compiled into ONE library.
 
 A static model is one region: its segment is the graph ``relay.build`` makes.
+
+For a GPU target (cuda, nvptx, opencl) the regions' kernels are compiled for the device (the
+GPU strategies pick their generic, guarded schedules for symbolic extents; their tuned templates
+need constant shapes) and the single-operator kernels (KERNEL instructions) for the target's
+host (``target.host``, default llvm) into a second library, ``exe.host_lib``: data-dependent
+operators run on the host, after their inputs are copied back (runtime/vm.py).
 """
 
 from __future__ import annotations
@@ -234,9 +240,8 @@ class VMCompiler:
 
     def lower(self, mod: Any, target: Any = None, params: Mapping[str, Any] | None = None,
               target_host: Any = None) -> None:
-        del target_host
         with FALLBACK.build_scope():  # one untuned-workloads line per compilation
-            self.exe = _Compilation(mod, target, params).run()
+            self.exe = _Compilation(mod, target, params, target_host).run()
 
     def get_exec(self) -> rvm.Executable:
         if self.exe is None:
@@ -250,7 +255,8 @@ class VMCompiler:
 
 
 class _Compilation:
-    def __init__(self, mod: Any, target: Any, params: Mapping[str, Any] | None):
+    def __init__(self, mod: Any, target: Any, params: Mapping[str, Any] | None,
+                 target_host: Any = None):
         from ..build_module import _build_target, _check_params
         from ..transform import BindParams, InferType
 
@@ -262,9 +268,22 @@ class _Compilation:
         if "main" not in mod:
             raise VMCompileError("relay.vm.compile: the module has no 'main' function")
         self.target: Target = _build_target(target)
-        if self.target.kind not in ("llvm", "c"):
-            raise VMCompileError(f"relay.vm.compile: the VM runs on the CPU; target "
-                                 f"{self.target} is not a CPU target")
+        gpu = bool(getattr(self.target, "is_gpu", False))
+        if self.target.kind not in ("llvm", "c") and not gpu:
+            raise VMCompileError(f"relay.vm.compile: the VM runs on the CPU and on GPUs "
+                                 f"(cuda, opencl, ...); target {self.target} is neither")
+        if gpu and self.target.kind in ("webgpu", "vulkan"):
+            raise VMCompileError(f"relay.vm.compile: target {self.target}: the VM on the GPU "
+                                 "runs CUDA (cuda, nvptx) and OpenCL kernels; build this model "
+                                 "with relay.build for it")
+        # on a GPU the single-operator kernels (data-dependent shapes, fresh sizes) run on the
+        # host: their inputs are copied back (a sync) and their shape computed there
+        if gpu and target_host is not None:  # (TVM's target_host: where the host code runs)
+            self.target = Target(str(self.target), host=target_host)
+        self.host_target: Target = (self.target.host or Target("llvm")) if gpu else self.target
+        if self.host_target.kind not in ("llvm", "c"):
+            raise VMCompileError(f"relay.vm.compile: target_host {self.host_target} is not a "
+                                 "CPU target")
         mod = InferType()(mod)
         bound = _check_params(mod["main"], params)
         if bound:
@@ -272,18 +291,18 @@ class _Compilation:
         self.mod = mod
         from .te_compiler import TECompiler
 
-        self.compiler = TECompiler(self.target)
+        self.compiler = TECompiler(self.target)  # the segments' kernels
+        # the KERNEL instructions' (the same compiler on the CPU)
+        self.kernel_compiler = (TECompiler(self.host_target) if gpu else self.compiler)
         from .upper_bound import UpperBoundKernels
 
-        self.upper_bound_kernels = UpperBoundKernels(self.compiler)
+        self.upper_bound_kernels = UpperBoundKernels(self.kernel_compiler)
         self.functions: list[rvm.VMFunction] = []
         self.func_index: dict[str, int] = {}
         self.segments: list[rvm.SegmentInfo] = []
         self.kernels: list[rvm.KernelInfo] = []
 
     def run(self) -> rvm.Executable:
-        from ... import driver
-
         with cache_scope():
             names = ["main"] + sorted(g.name_hint for g, f in self.mod.items()
                                       if isinstance(f, Function) and g.name_hint != "main"
@@ -292,15 +311,20 @@ class _Compilation:
                 self.func_index[name] = len(self.func_index)
             for name in names:
                 self.functions.append(self._compile_function(name))
-            lowered = [driver.lower_primfunc(lf.prim_func, target=self.target)
-                       for lf in self.compiler.funcs]
-            if lowered:
-                lib = driver.build(lowered, target=self.target)
-            else:
-                from ...runtime.module import Module
+            lib = self._build(self.compiler, self.target)
+            host_lib = (self._build(self.kernel_compiler, self.host_target)
+                        if self.kernel_compiler is not self.compiler else None)
+        return rvm.Executable(self.functions, self.segments, self.kernels, lib, host_lib)
 
-                lib = Module(None, {"version": 1, "entry": "", "functions": []}, "empty")
-        return rvm.Executable(self.functions, self.segments, self.kernels, lib)
+    @staticmethod
+    def _build(compiler: Any, target: Target) -> Any:
+        from ... import driver
+        from ...runtime.module import Module
+
+        lowered = [driver.lower_primfunc(lf.prim_func, target=target) for lf in compiler.funcs]
+        if lowered:
+            return driver.build(lowered, target=target)
+        return Module(None, {"version": 1, "entry": "", "functions": []}, "empty")
 
     def _compile_function(self, name: str) -> rvm.VMFunction:
         """Bytecode for one function. When a region's kernels cannot be lowered (an operator's
@@ -405,7 +429,7 @@ class _Compilation:
                 if primitive_shape_args(prim):
                     raise NotImplementedError(f"{node}: the kernel of {op.name} needs sizes "
                                               "that are no dimension of its inputs or outputs")
-                symbol = self.compiler.lower(prim).name
+                symbol = self.kernel_compiler.lower(prim).name
             except _LOWERING_ERRORS as err:
                 # e.g. a broadcast of two unrelated run-time sizes, which the compute cannot
                 # prove compatible, or an attribute value the kernel does not implement: the

@@ -33,6 +33,8 @@ relay/size_checks.py: the widths of a ``concatenate``, the sides of a broadcast 
 are compared, naming the node, the operator and both dimensions. Plans are kept
 per shape (``PLAN_CACHE_SIZE``, least recently used dropped): a repeated size costs nothing;
 storages whose entries are all static (the weights) are allocated once and shared by all plans.
+On a GPU the same holds with device memory: one device buffer per storage, the dynamic ones
+per plan (``storage.device_views``), the inputs copied into the plan's buffers by ``run()``.
 
 Why this and not TVM's Relay VM: a VM (bytecode, an allocator, shape functions lowered to
 kernels, invoke instructions per operator) is what control flow and data-dependent shapes need;

@@ -43,6 +43,7 @@ from .storage import (
     _device_entries,
     _Plan,
     _zeroed_arena,
+    device_views,
 )
 
 # DLPack types of GPUs (kDLCUDA, kDLOpenCL, kDLWebGPU ...): storage in device memory (gpu_module)
@@ -149,9 +150,6 @@ class GraphExecutor:
         dev, lib, sids = self.device, self.lib, self._sids
         n_entries = self.graph["node_row_ptr"][-1]
         if self._symbolic:
-            if dev.device_type != kDLCPU:
-                raise ValueError(f"a graph with symbolic shapes runs on the CPU only (for now), "
-                                 f"not {dev}")
             if hasattr(lib, "alloc_arena"):
                 raise ValueError("a graph with symbolic shapes cannot run in a WebAssembly "
                                  "library (its arena is planned at compile time)")
@@ -161,8 +159,13 @@ class GraphExecutor:
             dyn = {sids[e] for e, sh in enumerate(shapes) if is_symbolic(sh)}
             self._static_eids = [e for e in range(n_entries) if sids[e] not in dyn]
             static_shapes = {e: shapes[e] for e in self._static_eids}
-            self._static_arena, self._static_views, self.storage_bytes = self._storage.allocate(
-                static_shapes, lambda n: _zeroed_arena(n))
+            self._static_arena: Any
+            if dev.device_type != kDLCPU:  # a GPU: device buffers (the dynamic ones per plan)
+                self._static_arena, self._static_views, self.storage_bytes = device_views(
+                    self._storage, static_shapes)
+            else:
+                self._static_arena, self._static_views, self.storage_bytes = \
+                    self._storage.allocate(static_shapes, lambda n: _zeroed_arena(n))
             self._plans: OrderedDict[tuple[int, ...], _Plan] = OrderedDict()
             self._shape_vars = sorted({v for sh in self._sym for v in sh.vars})
             self._entries = [NDArray(np.zeros(0, self._np_dtypes[e]), dev)
@@ -213,7 +216,8 @@ class GraphExecutor:
                                          "same size in the same storage")
                 continue
             self._funcs[node.nid] = self._lookup(node)
-        self._pending: dict[int, np.ndarray] = {}  # symbolic shapes: the inputs set for the next run
+        # symbolic shapes: the inputs set for the next run (on a GPU also device arrays)
+        self._pending: dict[int, Any] = {}
         self._active: _Plan | None = None
         if not self._symbolic:
             self._activate(self._prepare_calls(self._entries))
@@ -319,7 +323,13 @@ class GraphExecutor:
                 if si is not None and so is not None and int(np.prod(si)) != int(np.prod(so)):
                     raise ValueError(f"run(): node {node.nid} ({node.name!r}) reshapes "
                                      f"{tuple(si)} to {tuple(so)}: the sizes differ")
-        arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
+        arena: Any
+        if self.device.device_type != kDLCPU:
+            # a GPU: device buffers sized for these shapes, kept with the plan (LRU-cached: a
+            # repeated shape allocates nothing)
+            arena, views, nbytes = device_views(self._storage, shapes)
+        else:
+            arena, views, nbytes = self._storage.allocate(shapes, lambda n: _zeroed_arena(n))
         entries = [views[e] if e in views else self._static_views[e]
                    for e in range(len(self._sym))]
         plan = self._prepare_calls(entries, env)
@@ -336,7 +346,11 @@ class GraphExecutor:
         plan = self._plan_for(env)
         self._activate(plan)
         for i, arr in self._pending.items():
-            np.copyto(plan.entries[self._input_eids[i]]._arr, arr)
+            dst = plan.entries[self._input_eids[i]]
+            if getattr(dst, "_on_device", False):
+                dst.copyfrom(arr)  # (host to device, or device to device)
+            else:
+                np.copyto(dst._arr, arr)
 
     # ---- loading: functions ---------------------------------------------------------------------
     def _lookup(self, node: _Node) -> Any:

@@ -34,6 +34,22 @@ def _device_entries(dev: Device, ssize: list[int], sids: list[int],
     return out
 
 
+def device_views(storage: StoragePlan, shapes: Mapping[int, tuple[int, ...]]
+                 ) -> tuple[Any, dict[int, NDArray], int]:
+    """On a GPU: one device buffer per storage of the entries in ``shapes`` (sized for those
+    shapes) and each entry a device array on its storage's buffer: (buffers, views, bytes)."""
+    from ..gpu_module import DeviceNDArray, device_api
+
+    dev = storage.device
+    api = device_api(dev)
+    ssize = storage.sizes(shapes)
+    mems = {sid: api.alloc(max(ALIGNMENT, ssize[sid]), dev.device_id)
+            for sid in sorted({storage.sids[e] for e in shapes})}
+    views: dict[int, NDArray] = {e: DeviceNDArray.wrap(mems[storage.sids[e]], tuple(sh), storage.np_dtypes[e], dev,
+                                   api) for e, sh in shapes.items()}
+    return list(mems.values()), views, sum(max(ALIGNMENT, ssize[s]) for s in mems)
+
+
 def _zeroed_arena(nbytes: int) -> np.ndarray:
     try:
         return aligned_empty((nbytes,), np.uint8, zero=True)
@@ -58,7 +74,7 @@ class _Plan:
         self.call_nodes: list[_Node] = []
         self.call_funcs: list[Any] = []
         self.keepalive: list[Any] = []
-        self.arena: np.ndarray | None = None
+        self.arena: Any = None  # (a GPU: the device buffers)
         self.nbytes = 0
         self.cuda_graph: Any = None  # its captured CUDA graphs (cuda_graph.py), made on first run
 

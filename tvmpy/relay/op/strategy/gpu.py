@@ -178,12 +178,122 @@ def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) ->
     return s
 
 
+class _FixedTiles:
+    """The config a template's schedule reads, fixed (no search): for a product whose row count
+    is known only at run time, where the AutoTVM template (its split space, its flop count)
+    needs constant extents."""
+
+    is_fallback = False
+
+    def __init__(self, entities: dict[str, Any]):
+        self._entities = entities
+
+    def define_split(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def define_knob(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getitem__(self, name: str) -> Any:
+        return self._entities[name]
+
+    def __setitem__(self, name: str, entity: Any) -> None:
+        self._entities[name] = entity
+
+
+def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
+    """``dense.cuda``'s tiled schedule (shared-memory tiles of both operands, cooperative
+    coalesced loads, register tiles) with fixed tiles: 16 rows a block (a thread each), up to
+    16 threads x 4 columns, the reduction split as its untuned fallback does (within the
+    target's threads per block); the run-time row count leaves a guarded last block."""
+    from ....autotvm.space import OtherOptionEntity, SplitEntity
+    from ....te import create_schedule
+    from ....topi.cuda.dense import schedule_matmul_tiles
+    from ....topi.cuda.utils import _largest_divisor, fallback_tile, max_threads
+    from ....topi.nn.utils import traverse_inline
+
+    outs = list(outs)
+    s = create_schedule([o.op for o in outs])
+
+    def callback(op: Any) -> None:
+        if op.tag == "dense":
+            mm = op.output(0)
+            n, k = int(mm.shape[1]), int(op.reduce_axis[0].dom.extent)
+            with target:
+                limit = max_threads()
+            ty = min(16, limit)
+            cfg = _FixedTiles({
+                # one row per thread: a register tile over rows would get a run-time trip
+                # count (the guard of the last block) and live in local memory
+                "tile_y": SplitEntity([-1, ty, 1]),
+                "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=3),
+                "tile_k": SplitEntity([-1, _largest_divisor(k, 16)]),
+                "auto_unroll_max_step": OtherOptionEntity(512),
+                "unroll_explicit": OtherOptionEntity(1)})
+            with target:
+                schedule_matmul_tiles(cfg, s, mm)
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -> Any:
+    """``batch_matmul.cuda``'s tiled schedule for a run-time batch count with constant
+    matrices: the batch bound to blockIdx.z, the matrices tiled as the template's untuned
+    fallback tiles them (exact divisors: no guards)."""
+    from ....te import create_schedule
+    from ....topi.cuda.dense import _fallback, schedule_matmul_tiles
+    from ....topi.nn.utils import traverse_inline
+
+    outs = list(outs)
+    s = create_schedule([o.op for o in outs])
+
+    def callback(op: Any) -> None:
+        if op.tag == "batch_matmul":
+            mm = op.output(0)
+            m, n = int(mm.shape[1]), int(mm.shape[2])
+            k = int(op.reduce_axis[0].dom.extent)
+            from ....autotvm.space import OtherOptionEntity
+
+            cfg = _FixedTiles({"auto_unroll_max_step": OtherOptionEntity(512),
+                               "unroll_explicit": OtherOptionEntity(1)})
+            with target:
+                _fallback(cfg, m, n, k)  # (sets the three tiles)
+                schedule_matmul_tiles(cfg, s, mm)
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _symbolic_batch(inputs: list) -> bool:
+    """A batch_matmul whose batch counts only are run-time sizes (matrices constant, at least
+    16 rows, columns and reduction each)."""
+    a, b = inputs[0], inputs[1]
+    dims = [getattr(d, "value", d) for t in (a, b) for d in t.shape[1:]]
+    return (not _const(a, b) and all(isinstance(d, int) and d >= 16 for d in dims))
+
+
+def _symbolic_rows(inputs: list) -> bool:
+    """A 2-D dense whose rows only are a run-time size (the weight and K constant), with
+    columns and reduction long enough for shared-memory tiles to pay (at least 32 each; a
+    narrower product keeps the plain schedule)."""
+    data, weight = inputs[0], inputs[1]
+    if len(data.shape) != 2 or _const(data) or not _const(weight):
+        return False
+    k = getattr(data.shape[1], "value", data.shape[1])
+    return isinstance(k, int) and k >= 32 and int(weight.shape[0]) >= 32
+
+
 @register_strategy_func("nn.dense", "gpu")
 def dense_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
     s = _one("nn.dense", cuda.schedule_fallback)
     impl = tuned_implementation("dense.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "dense.cuda", TUNED_PLEVEL)
+    elif inputs is not None and _symbolic_rows(inputs):
+        # a dynamic batch/sequence: the template's tiles, fixed (above the plain schedule)
+        s.add_implementation(COMPUTES["nn.dense"], _schedule_dense_symbolic_rows,
+                             "dense.gpu_symbolic_rows", PLEVEL + 5)
     impl = tuned_implementation("dense_tensorcore.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "dense_tensorcore.cuda", TENSORCORE_PLEVEL)
@@ -197,6 +307,10 @@ def batch_matmul_strategy_gpu(attrs: Any, inputs: list, out_type: Any,
     impl = tuned_implementation("batch_matmul.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "batch_matmul.cuda", TUNED_PLEVEL)
+    elif inputs is not None and _symbolic_batch(inputs):
+        # a dynamic batch (attention's batch x heads): the template's tiles, fixed
+        s.add_implementation(COMPUTES["nn.batch_matmul"], _schedule_batch_matmul_symbolic_batch,
+                             "batch_matmul.gpu_symbolic_batch", PLEVEL + 5)
     impl = tuned_implementation("batch_matmul_tensorcore.cuda", attrs, inputs, out_type, target)
     if impl is not None:
         s.add_implementation(*impl, "batch_matmul_tensorcore.cuda", TENSORCORE_PLEVEL)
@@ -264,3 +378,33 @@ def schedule_reduce_gpu(attrs: Any, outs: list, target: Any) -> Any:
 @schedule_fallback.register("gpu")
 def schedule_fallback_gpu(attrs: Any, outs: list, target: Any) -> Any:
     return cuda.schedule_fallback(outs, target)
+
+
+# ---- the dynamic operators (strategy/dyn.py) on a GPU ---------------------------------------------
+# Their "generic" strategy schedules nothing (no thread is bound: not a GPU kernel); here the
+# index-mapping ones get the injective GPU schedule, dyn.topk (a reduction) the fallback
+# (threads bound with guards), all with symbolic extents.
+def _dyn_gpu_strategies() -> None:
+    from . import dyn
+
+    def strategy(name: str, compute: Any, fschedule: Any) -> Callable[..., OpStrategy]:
+        def fstrategy(attrs: Any, inputs: Any, out_type: Any, target: Any) -> OpStrategy:
+            s = OpStrategy()
+            s.add_implementation(compute, fschedule, f"{name}.gpu", 10)
+            return s
+
+        return fstrategy
+
+    injective = {"dyn.reshape": dyn._reshape, "dyn.squeeze": dyn._squeeze,
+                 "dyn.expand_dims": dyn._expand_dims, "dyn.broadcast_to": dyn._broadcast_to,
+                 "dyn.tile": dyn._tile, "dyn.full": dyn._full, "dyn.arange": dyn._arange,
+                 "dyn.strided_slice": dyn._strided_slice, "dyn.nn.pad": dyn._pad,
+                 "dyn.split": dyn._split, "dyn.one_hot": dyn._one_hot,
+                 "dyn.image.resize": dyn._resize, "shape_of": dyn._shape_of}
+    for name, compute in injective.items():
+        register_strategy_func(name, "gpu", strategy(name, compute, schedule_injective_gpu))
+    register_strategy_func("dyn.topk", "gpu", strategy("dyn.topk", dyn._topk,
+                                                       schedule_fallback_gpu))
+
+
+_dyn_gpu_strategies()
