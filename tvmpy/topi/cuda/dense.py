@@ -178,8 +178,8 @@ def schedule_matmul_tiles(cfg: Any, s: Schedule, mm: Tensor) -> None:
     cfg.define_knob("vectorize", [0, 1])
     cfg.define_knob("double_buffer", [0, 1])
     unroll_knobs(cfg, (0, 64, 512, 1500))
-    batch = const_int(axes[0].dom.extent) if len(axes) == 3 else 1
     if cfg.is_fallback:
+        batch = const_int(axes[0].dom.extent) if len(axes) == 3 else 1
         _fallback(cfg, const_int(y.dom.extent), const_int(x.dom.extent),
                   const_int(kk.dom.extent), batch)
 

@@ -225,11 +225,12 @@ def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
             cfg = _FixedTiles({
                 # one row per thread: a register tile over rows would get a run-time trip
                 # count (the guard of the last block) and live in local memory
-                "tile_y": SplitEntity([-1, ty, 1]),
-                "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=3),
+                "tile_y": SplitEntity([-1, 1, ty, 1]),
+                "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=4),
                 "tile_k": SplitEntity([-1, _largest_divisor(k, 16)]),
                 "auto_unroll_max_step": OtherOptionEntity(512),
-                "unroll_explicit": OtherOptionEntity(1)})
+                "unroll_explicit": OtherOptionEntity(1),
+                "vectorize": OtherOptionEntity(0), "double_buffer": OtherOptionEntity(0)})
             with target:
                 schedule_matmul_tiles(cfg, s, mm)
 
@@ -258,7 +259,7 @@ def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -
             cfg = _FixedTiles({"auto_unroll_max_step": OtherOptionEntity(512),
                                "unroll_explicit": OtherOptionEntity(1)})
             with target:
-                _fallback(cfg, m, n, k)  # (sets the three tiles)
+                _fallback(cfg, m, n, k, 1)  # (the tiles; batch count unknown: as if 1)
                 schedule_matmul_tiles(cfg, s, mm)
 
     traverse_inline(s, outs[0].op, callback)
