@@ -12,9 +12,13 @@ out of shared memory. Knobs ``tile_n/f/y/x`` (4-way), ``tile_rc/ry/rx`` (2-way),
 block limit, or with more than 8 virtual threads on one axis, are left out of the space; the
 rest is checked per candidate by ``verify_gpu_code`` in the builder.
 
-The fallback config (no tuned record) is chosen from the shape, for any shape: per thread up to
-2 channels x 2 rows x 1 column, at most 8 x 4 x 8 threads (fewer when the target allows fewer
-per block), input-channel chunks up to 8, whole kernel rows; always divisors (no tails).
+The fallback config (no tuned record) is chosen from the shape, for any shape (:func:`_fallback`):
+per thread up to 4 channels x 2 rows x 2 columns (columns as virtual threads), whole rows of up
+to 16 columns on ``threadIdx.x``, up to 256 threads, fewer outputs per thread and then fewer
+threads while the grid has under :data:`MIN_BLOCKS` blocks, the whole kernel window and up to
+16 input channels per shared-memory chunk; always divisors (no tails). ``FALLBACK_RULE = "v1"``
+restores the earlier rule (2 x 2 x 1 per thread, 8 x 4 x 8 threads, chunks of 8 channels and
+one kernel row) for comparisons.
 """
 
 from __future__ import annotations
