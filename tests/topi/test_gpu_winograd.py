@@ -295,3 +295,41 @@ def test_task_extraction_lists_both_algorithms():
     assert names == ["conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda"], names
     for t in tasks:
         assert len(t.config_space) > 1
+
+
+class _Costs(autotvm.task.DispatchContext):
+    """A dispatch context that knows only measured costs per task name (configs: the
+    enclosing fallback)."""
+
+    def __init__(self, costs):
+        super().__init__()
+        self.costs = costs
+
+    def _cost_inside(self, target, workload):
+        return self.costs.get(workload[0])
+
+    def _query_inside(self, target, workload):
+        return None
+
+
+@pytest.mark.parametrize("costs,want", [
+    ({"conv2d_nchw.cuda": 1e-3, "conv2d_nchw_winograd.cuda": 2e-3}, False),
+    ({"conv2d_nchw.cuda": 2e-3, "conv2d_nchw_winograd.cuda": 1e-3}, True),
+    ({"conv2d_nchw.cuda": 1e-3}, False),   # only direct measured: it wins over the rule
+    ({"conv2d_nchw_winograd.cuda": 1e-3}, True),
+])
+def test_winograd_choice_follows_records(costs, want):
+    """Records decide over the rule (here the rule alone would pick Winograd for 64 channels on
+    a 9x9 map, and direct for 16 channels)."""
+    from tvmpy.relay.op.strategy.gpu import winograd_choice
+
+    for c in (64, 16):
+        func = _relay_conv_block(c, 9, c, with_residual=False)
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(func))
+        call = mod["main"].body.args[0].args[0]  # relu(bias_add(conv)) -> conv
+        assert call.op.name == "nn.conv2d"
+        d = te.placeholder((1, c, 9, 9), name="d")
+        w = te.placeholder((c, c, 3, 3), name="w")
+        with _Costs(costs):
+            got = winograd_choice(call.attrs, [d, w], call.checked_type, OPENCL)
+        assert got is want
