@@ -14,6 +14,7 @@ downsamples. Variants:
 - ``direct``: with the shape-derived fallback (the default now);
 - ``direct_132``: the same aiming at 132 blocks (one per SM) instead of 264 (more outputs per
   thread on small maps: which side of the parallelism / reuse trade wins is for the GPU to say);
+- ``direct_max``: the same never shrinking (the largest per-thread tile and block, any grid);
 - ``wino``: Winograd with the default tile size, weight transform inside (what relay builds);
 - ``wino_pre``: the same with the weight pre-transformed (its first kernel left out);
 - ``wino_alt_pre``: the other tile size (2 <-> 4), pre-transformed.
@@ -59,7 +60,7 @@ LAYERS = [
     ("1x1/2 256->512", 256, 14, 512, 1, 2, 0, 1),
     ("3x3 512@7", 512, 7, 512, 3, 1, 1, 3),
 ]
-VARIANTS = ("direct_v1", "direct", "direct_132", "wino", "wino_pre", "wino_alt_pre")
+VARIANTS = ("direct_v1", "direct", "direct_132", "direct_max", "wino", "wino_pre", "wino_alt_pre")
 SPILL_NOISE = 64
 """ptxas spill bytes below which --compile-only does not fail: ptxas spills 4-32 bytes in some
 of these kernels at 32-56 registers (its own register target; the old fallback too)."""
@@ -67,7 +68,8 @@ of these kernels at 32-56 registers (its own register target; the old fallback t
 
 def _variants(layer: tuple) -> list[str]:
     _, _, _, _, k, s, _, _ = layer
-    return list(VARIANTS) if (k, s) == (3, 1) else ["direct_v1", "direct", "direct_132"]
+    return list(VARIANTS) if (k, s) == (3, 1) else [v for v in VARIANTS
+                                                    if v.startswith("direct")]
 
 
 def _tile(layer: tuple, variant: str) -> int:
@@ -103,7 +105,7 @@ def _build(job: tuple) -> tuple:
         warnings.simplefilter("ignore")  # "no tuned config": the fallbacks are what we time
         if variant.startswith("direct"):
             conv2d_direct.FALLBACK_RULE = "v1" if variant == "direct_v1" else "shape"
-            conv2d_direct.MIN_BLOCKS = 132 if variant == "direct_132" else 264
+            conv2d_direct.MIN_BLOCKS = {"direct_132": 132, "direct_max": 1}.get(variant, 264)
             out = cuda.conv2d_nchw(d, w, *args)
             sch = cuda.schedule_conv2d_nchw([out])
         else:

@@ -103,12 +103,15 @@ padded tiles)."""
 
 
 def _winograd_eligible(attrs: Any, inputs: list) -> bool:
+    """float32 3x3 stride-1 dilation-1 plain NCHW/OIHW convolutions of constant shapes (the
+    transforms' rounding in float16 or integers is not what the direct convolution gives)."""
     d, w = inputs
     return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" and _const(d, w)
             and conv2d_kind(attrs, inputs) == "conv2d_nchw"
             and tuple(int(v) for v in w.shape[2:]) == (3, 3)
             and tuple(int(v) for v in attrs.strides) == (1, 1)
-            and tuple(int(v) for v in attrs.dilation) == (1, 1))
+            and tuple(int(v) for v in attrs.dilation) == (1, 1)
+            and d.dtype == w.dtype == "float32" and (attrs.out_dtype or "float32") == "float32")
 
 
 def _winograd_args(attrs: Any, inputs: list, out_type: Any) -> tuple:
