@@ -84,6 +84,9 @@ def _build(job: tuple) -> tuple:
     """In a worker: build one (layer index, batch, variant) for ``target``; the module pickled,
     its ptxas report, seconds."""
     li, batch, variant, target = job
+    import logging
+
+    logging.getLogger("tvmpy.autotvm").setLevel(logging.ERROR)  # "no tuned config", per build
     import tvmpy as tvm
     from tvmpy import te
     from tvmpy.target import Target
