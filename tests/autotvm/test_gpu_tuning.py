@@ -137,9 +137,10 @@ def test_features_of_a_gpu_schedule():
 
 
 def test_relay_extracts_and_applies_gpu_templates(tmp_path):
-    """extract_from_program(target="opencl") lists the GPU templates of a small net (conv2d,
-    depthwise conv2d, dense); a record for the conv2d task is applied by relay.build under
-    apply_history_best (no fallback for it), and the model's output is right."""
+    """extract_from_program(target="opencl") lists the GPU templates of a small net (conv2d and
+    its Winograd task, depthwise conv2d, dense); a record for the conv2d task is applied by
+    relay.build under apply_history_best (no fallback for it; the unmeasured Winograd loses to
+    it), and the model's output is right."""
     from tvmpy import relay
     from tvmpy.autotvm.measure import MeasureResult
     from tvmpy.contrib import graph_executor
@@ -158,7 +159,9 @@ def test_relay_extracts_and_applies_gpu_templates(tmp_path):
               (("w1", (12, 6, 3, 3)), ("w2", (12, 1, 3, 3)), ("w3", (10, 300)))}
     tasks = autotvm.task.extract_from_program(mod, params, TARGET)
     names = sorted(t.name for t in tasks)
-    assert names == ["conv2d_nchw.cuda", "dense.cuda", "depthwise_conv2d_nchw.cuda"], names
+    # the 3x3 stride-1 conv: both algorithms (direct and Winograd) are tasks
+    assert names == ["conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda", "dense.cuda",
+                     "depthwise_conv2d_nchw.cuda"], names
     conv = next(t for t in tasks if t.name == "conv2d_nchw.cuda")
     cfg = _config(conv, tile_f=[-1, 2, 3, 2], tile_y=[-1, 1, 9, 1], tile_x=[-1, 1, 3, 3],
                   tile_rc=[-1, 3])

@@ -60,6 +60,37 @@ def test_compute_at_inner_loop_gives_single_point():
     assert (_ext(b, B.op.axis[0]), _ext(b, B.op.axis[1])) == (1, 7)
 
 
+@pytest.mark.parametrize("memo", [True, False])
+def test_compute_at_under_fused_then_split_thread_is_one_point(memo):
+    """A local stage attached at the thread of ``split(fuse(c, p), 32)``: one (c, p) per thread,
+    so its region is the 3 values of one point (was 3 x 40: the split's pass-up returned equal
+    but distinct bounds for the fused point and the fuse relaxed ``p``; whether they were the
+    same object depended on the simplifier memo, so a process's second build differed from its
+    first: GPU Winograd's transforms got 3072-301,056-float local arrays)."""
+    from tvmpy.arith import simplify_memo
+
+    def region():
+        A = te.placeholder((6, 40), name="A")
+        B = te.compute((6, 3, 40), lambda c, k, p: A[c, p] * (k + 1.0), name="B")
+        C = te.compute((6, 40), lambda c, p: B[c, 0, p] + B[c, 1, p] + B[c, 2, p], name="C")
+        s = te.create_schedule(C.op)
+        bx, tx = s[C].split(s[C].fuse(*s[C].op.axis), factor=32)
+        s[C].bind(bx, te.thread_axis("blockIdx.x"))
+        s[C].bind(tx, te.thread_axis("threadIdx.x"))
+        s[B].set_scope("local")
+        s[B].compute_at(s[C], tx)
+        b = _bounds(s)
+        return [_ext(b, ax) for ax in B.op.axis]
+
+    saved = simplify_memo._enabled
+    simplify_memo._enabled = memo
+    try:
+        assert region() == [1, 3, 1]
+        assert region() == [1, 3, 1]  # a second build in the process, as well
+    finally:
+        simplify_memo._enabled = saved
+
+
 def test_root_stage_covers_union_of_consumers():
     A = te.placeholder((12,), name="A")
     B = te.compute((12,), lambda i: A[i] * 2.0, name="B")

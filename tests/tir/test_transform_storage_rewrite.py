@@ -96,6 +96,31 @@ def test_use_inside_later_loop_extends_lifetime():
     assert_same(f, g)
 
 
+def test_buffer_read_in_a_kernel_not_reused_for_its_output():
+    """Two global buffers of one function: T0 written by one kernel, read by a second that
+    then writes T1 (a later statement). The second kernel's threads run at once (T0 read by one thread after another
+    wrote T1), so T1 may not take T0's storage: a thread scope is one lifetime span, like a
+    loop. (GPU Winograd's batched product read its transformed input and wrote its output in
+    one buffer, and erred on the GPU.)"""
+    A = tir.decl_buffer((8,), "float32", "A")
+    B = tir.decl_buffer((8,), "float32", "B")
+    T0 = tir.decl_buffer((8,), "float32", "T0")
+    T1 = tir.decl_buffer((8,), "float32", "T1")
+    tx0, tx1, tx2 = (tir.IterVar(None, E.Var("threadIdx.x"), 1, "threadIdx.x")
+                     for _ in range(3))
+
+    def kernel(iv, stmt):
+        return tir.AttrStmt(iv, "thread_extent", E.IntImm("int32", 8), stmt)
+
+    body = tir.Allocate(T0, tir.Allocate(T1, tir.seq(
+        kernel(tx0, tir.BufferStore(T0, A[tx0.var] * 2.0, [tx0.var])),
+        kernel(tx1, tir.seq(tir.BufferStore(B, T0[7 - tx1.var], [tx1.var]),
+                            tir.BufferStore(T1, A[tx1.var] + 1.0, [tx1.var]))),
+        kernel(tx2, tir.BufferStore(B, B[tx2.var] + T1[tx2.var], [tx2.var])))))
+    g = storage_rewrite_func(func([A, B], body))
+    assert len(_allocs(g)) == 2
+
+
 def test_parallel_loop_allocations_stay():
     f = _chain([[], [0], [1]])
     wrapped = func([*f.buffer_map.values()], tir.For(E.Var("p"), 0, 2, ForKind.PARALLEL, f.body))

@@ -467,7 +467,8 @@ def _pass_up_interval(st: Stage, ranges: dict[IterVar, Range], env: dict[IterVar
                 full[rel.outer] = full[rel.inner] = True
                 continue
             f = E.cast(ri.extent, lo.dtype)
-            if lo is hi:
+            # a single point (the split above returns equal but distinct bounds for one)
+            if lo is hi or structural_equal(lo, hi):
                 env[rel.outer] = (simplify(lo // f + ro.min),) * 2
                 env[rel.inner] = (simplify(lo % f + ri.min),) * 2
                 full[rel.outer] = full[rel.inner] = False

@@ -101,7 +101,7 @@ def verify_single_definition(func: PrimFunc) -> None:
 _DTYPE_BYTES_CACHE: dict[str, int] = {}
 
 
-def _launch_extents(func: PrimFunc) -> dict[str, Any]:
+def _launch_extents(body: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     def f(n: Any) -> None:
@@ -116,16 +116,54 @@ def _launch_extents(func: PrimFunc) -> dict[str, Any]:
             elif old is None:
                 out[tag] = v
 
-    post_order_visit(func.body, f)
+    post_order_visit(body, f)
+    return out
+
+
+def _kernel_roots(body: Any) -> list[Any]:
+    """The outermost ``thread_extent`` attributes of ``body``: one per kernel (a lowered
+    function may hold several kernels, e.g. Winograd's transforms and product)."""
+    roots: list[Any] = []
+
+    def walk(n: Any) -> None:
+        if isinstance(n, S.AttrStmt) and n.attr_key == "thread_extent":
+            roots.append(n)
+            return
+        for child in _children(n):
+            walk(child)
+
+    walk(body)
+    return roots
+
+
+def _children(n: Any) -> list[Any]:
+    if isinstance(n, S.SeqStmt):
+        return list(n.seq)
+    out = []
+    for name in ("body", "then_case", "else_case"):
+        c = getattr(n, name, None)
+        if isinstance(c, S.Stmt):
+            out.append(c)
     return out
 
 
 def gpu_code_errors(func: PrimFunc, limits: dict[str, int]) -> list[str]:
     """Every way ``func``'s kernels exceed ``limits`` (TVM's verify_gpu_code keys:
     max_threads_per_block, max_shared_memory_per_block (bytes), max_local_memory_per_block,
-    max_thread_x/y/z, max_vthread; and max_grid_x/y/z for the launch grid)."""
+    max_thread_x/y/z, max_vthread; and max_grid_x/y/z for the launch grid), each kernel (an
+    outermost ``thread_extent`` scope) checked on its own."""
+    roots = _kernel_roots(func.body) or [func.body]
     errs: list[str] = []
-    ext = _launch_extents(func)
+    for root in roots:
+        for e in _kernel_errors(root, limits):
+            if e not in errs:
+                errs.append(e)
+    return errs
+
+
+def _kernel_errors(body: Any, limits: dict[str, int]) -> list[str]:
+    errs: list[str] = []
+    ext = _launch_extents(body)
     threads = 1
     symbolic = []
     for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z"):
@@ -168,7 +206,7 @@ def gpu_code_errors(func: PrimFunc, limits: dict[str, int]) -> list[str]:
                 n.value, E.IntImm):
             vthreads *= n.value.value
 
-    post_order_visit(func.body, g)
+    post_order_visit(body, g)
     if "max_shared_memory_per_block" in limits and shared > limits["max_shared_memory_per_block"]:
         errs.append(f"{shared} bytes of shared memory per block exceed "
                     f"max_shared_memory_per_block={limits['max_shared_memory_per_block']}")

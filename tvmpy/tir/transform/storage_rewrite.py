@@ -4,8 +4,9 @@ What it does
     1. Linearize the body: every statement gets a position in execution order (a loop's body
        once). The *lifetime* of an allocated buffer is the interval of positions of its uses
        (loads, stores, and any other use of its data Var such as access pointers). A use inside
-       a loop that does not also enclose the buffer's ``Allocate`` extends the lifetime over the
-       whole loop, since the loop repeats (a buffer allocated inside a loop starts afresh each
+       a loop (or a thread / vthread scope: its iterations run at once) that does not also
+       enclose the buffer's ``Allocate`` extends the lifetime over the whole loop, since the
+       loop repeats (a buffer allocated inside a loop starts afresh each
        iteration, so its lifetime stays inside one iteration).
     2. Plan: buffers that can be planned (constant size, not inside a parallel loop or a
        thread/vthread scope) are assigned, in order of their first use, to *slots*: a buffer
@@ -110,7 +111,19 @@ class _Linearizer(Visitor):
         unsafe = s.attr_key in ("thread_extent", "virtual_thread")
         self.unsafe_depth += unsafe
         self.visit(s.value)
-        self.visit(s.body)
+        if unsafe:
+            # a thread scope is a loop whose iterations run at once: a buffer allocated outside
+            # it and used inside lives over all of it (a kernel reading V and writing M may not
+            # put M in V's storage: other threads still read V)
+            key = id(s)
+            self.loop_span[key] = [self.pos, self.pos]
+            self.loop_path.append(key)
+            self.visit(s.body)
+            self.loop_path.pop()
+            self._tick()
+            self.loop_span[key][1] = self.pos
+        else:
+            self.visit(s.body)
         self.unsafe_depth -= unsafe
 
     def visit_Allocate(self, s: S.Allocate) -> None:

@@ -8,6 +8,7 @@ when the reduced extent is long; softmax and layer_norm one block per row; pooli
 consumers in one kernel).
 
 AutoTVM templates (task names as TVM's): ``conv2d_nchw.cuda`` (conv2d_direct.py),
+``conv2d_nchw_winograd.cuda`` (conv2d_winograd.py: 3x3 stride-1 Winograd),
 ``depthwise_conv2d_nchw.cuda`` (depthwise_conv2d.py), ``dense.cuda`` and ``batch_matmul.cuda``
 (dense.py); on tensor cores (float16, wmma) ``dense_tensorcore.cuda`` and
 ``batch_matmul_tensorcore.cuda`` (dense_tensorcore.py, intrinsics in tensor_intrin.py). Each ``compute(cfg, ...)`` / ``schedule(cfg, outs)`` pair is called as
@@ -16,6 +17,12 @@ fallbacks otherwise), so relay strategies use them directly (relay/op/strategy/g
 """
 
 from .conv2d_direct import conv2d_nchw, schedule_conv2d_nchw  # noqa: F401
+from .conv2d_winograd import (  # noqa: F401
+    conv2d_nchw_winograd,
+    conv2d_nchw_winograd_weight_transform,
+    schedule_conv2d_nchw_winograd,
+    winograd_tile_size,
+)
 from .dense import batch_matmul, dense, schedule_batch_matmul, schedule_dense  # noqa: F401
 from .dense_tensorcore import (  # noqa: F401
     batch_matmul_tensorcore,

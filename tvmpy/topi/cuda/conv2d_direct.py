@@ -12,9 +12,13 @@ out of shared memory. Knobs ``tile_n/f/y/x`` (4-way), ``tile_rc/ry/rx`` (2-way),
 block limit, or with more than 8 virtual threads on one axis, are left out of the space; the
 rest is checked per candidate by ``verify_gpu_code`` in the builder.
 
-The fallback config (no tuned record) is chosen from the shape, for any shape: per thread up to
-2 channels x 2 rows x 1 column, at most 8 x 4 x 8 threads (fewer when the target allows fewer
-per block), input-channel chunks up to 8, whole kernel rows; always divisors (no tails).
+The fallback config (no tuned record) is chosen from the shape, for any shape (:func:`_fallback`):
+per thread up to 4 channels x 2 rows x 2 columns (columns as virtual threads), whole rows of up
+to 16 columns on ``threadIdx.x``, up to 256 threads, fewer outputs per thread and then fewer
+threads while the grid has under :data:`MIN_BLOCKS` blocks, the whole kernel window and up to
+16 input channels per shared-memory chunk; always divisors (no tails). ``FALLBACK_RULE = "v1"``
+restores the earlier rule (2 x 2 x 1 per thread, 8 x 4 x 8 threads, chunks of 8 channels and
+one kernel row) for comparisons.
 """
 
 from __future__ import annotations
@@ -73,7 +77,28 @@ def schedule_conv2d_nchw(cfg: Any, outs: Any) -> Schedule:
     return s
 
 
-def _fallback(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: int) -> None:
+FALLBACK_RULE = "shape"
+"""Which untuned config :func:`schedule_direct_conv` derives: ``"shape"`` (the rule of
+:func:`_fallback`) or ``"v1"`` (the earlier fixed-tile rule, :func:`_fallback_v1`; kept for the
+A/B of ``bench/gpu_conv_defaults.py``)."""
+
+MIN_BLOCKS = 264
+"""Blocks the untuned rule aims for: two per SM of a 132-SM GPU (H100/H200) -- more waves on
+smaller GPUs, which costs little; fewer leaves SMs idle (ResNet-18's 512x7x7 layer at batch 1 has
+25,088 outputs: four per thread in 128-thread blocks is 49 blocks)."""
+MIN_THREADS = 64
+"""Threads per block the rule does not go below (two warps) while shrinking for blocks."""
+MAX_THREAD_Z = 64
+"""CUDA's limit on ``threadIdx.z`` (the channel threads)."""
+SHARED_BUDGET = 24 * 1024
+"""Bytes of shared memory per block the untuned rule allows (half of the 48 KB a block may have
+statically: two blocks' tiles resident on any SM, more on sm_80/sm_90's 164/228 KB)."""
+
+
+def _fallback_v1(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: int,
+                 span: tuple[int, int, int, int]) -> None:
+    """The earlier untuned rule: per thread up to 2 channels x 2 rows x 1 column, at most
+    8 x 4 x 8 threads, input-channel chunks up to 8, one kernel row per chunk."""
     limit = max_threads()
     tx = min(8, limit)
     ty = min(4, max(1, limit // tx))
@@ -85,6 +110,91 @@ def _fallback(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: in
     cfg["tile_rc"] = SplitEntity([-1, _largest_divisor(rc, 8)])
     cfg["tile_ry"] = SplitEntity([-1, 1])
     cfg["tile_rx"] = SplitEntity([-1, rx])
+
+
+def _fallback(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: int,
+              span: tuple[int, int, int, int]) -> None:
+    """The untuned config, derived from the shape (divisors only: exact tiles for any shape).
+
+    A thread accumulates ``fi`` channels x ``yi`` rows x ``vx`` columns in registers; per
+    reduction step it reads ``fi`` weights (the same for every thread of a warp whose threads
+    are all spatial: a broadcast) and ``yi * vx`` inputs from shared memory for
+    ``fi * yi * vx`` FMAs, so the larger tile (4 x 2 x 2: 16 FMAs per 8 loads) keeps shared
+    bandwidth from bounding the FMAs. The columns are virtual threads (interleaved: the threads
+    of a warp read consecutive words, no bank conflicts), the channels and rows inner loops.
+    Threads: whole rows of up to 16 columns on ``threadIdx.x``, rows up to ~64 spatial threads
+    on ``threadIdx.y``, channels on ``threadIdx.z`` up to 256 threads in all. The batch is a
+    block axis (``blockIdx.z`` with the channel blocks). While the grid has fewer than
+    :data:`MIN_BLOCKS` blocks the tile shrinks -- channels per thread, then rows, columns, then
+    threads per block down to :data:`MIN_THREADS` -- as an idle SM costs more than a lower
+    reuse. The reduction: the whole kernel window and the largest input-channel chunk up to 16
+    whose shared tiles (input window + weights) fit :data:`SHARED_BUDGET`, so that one
+    ``__syncthreads`` pair covers ``16 x kh x kw`` steps (was one kernel row of 8 channels).
+
+    ``span``: ``(stride_h, stride_w, window_h, window_w)``, the input rows/columns one output
+    row/column advances and one output reads."""
+    sh, sw, wh, ww = span
+    tmax = max(1, min(256, max_threads()))
+    vx = _largest_divisor(x, 2) if x >= 16 else 1
+    tx = _largest_divisor(x // vx, min(16, tmax))
+    yi = _largest_divisor(y, 2) if y >= 8 else 1
+    ty = _largest_divisor(y // yi, max(1, min(64, tmax) // tx))
+    fi = _largest_divisor(f, 4)
+    tz = min(MAX_THREAD_Z, tmax)
+    tf = _largest_divisor(f // fi, max(1, min(tz, tmax // (tx * ty))))
+
+    def blocks() -> int:
+        return n * (f // (fi * tf)) * (y // (yi * ty)) * (x // (vx * tx))
+
+    while blocks() < MIN_BLOCKS:
+        if fi > 1:
+            fi = _largest_divisor(f, fi - 1)
+            tf = _largest_divisor(f // fi, max(1, min(tz, tmax // (tx * ty))))
+        elif yi > 1:
+            yi = 1
+            ty = _largest_divisor(y, max(1, min(64, tmax) // tx))
+        elif vx > 1:
+            vx = 1
+            tx = _largest_divisor(x, min(16, tmax))
+        elif tf > 1 and _largest_divisor(f // fi, tf - 1) * ty * tx >= MIN_THREADS:
+            tf = _largest_divisor(f // fi, tf - 1)
+        elif ty > 1 and tf * _largest_divisor(y // yi, ty - 1) * tx >= MIN_THREADS:
+            ty = _largest_divisor(y // yi, ty - 1)
+        else:
+            break
+    cfg["tile_n"] = SplitEntity([-1, 1, 1, 1])
+    cfg["tile_f"] = SplitEntity([-1, 1, tf, fi])
+    cfg["tile_y"] = SplitEntity([-1, 1, ty, yi])
+    cfg["tile_x"] = SplitEntity([-1, vx, tx, 1])
+    # shared tiles per input channel: the input window of the block's outputs, its weights
+    rows = (ty * yi - 1) * sh + wh
+    cols = (tx * vx - 1) * sw + ww
+    per_channel_full = 4 * (rows * cols + fi * tf * ry * rx)
+    per_channel_row = 4 * (((ty * yi - 1) * sh + 1) * cols + fi * tf * rx)
+    if per_channel_full <= SHARED_BUDGET:
+        kry, per_channel = ry, per_channel_full
+    else:  # a large window (a 7x7 stem on a wide tile): one kernel row per chunk
+        kry, per_channel = 1, per_channel_row
+    chunk = _largest_divisor(rc, max(1, min(16, SHARED_BUDGET // per_channel)))
+    cfg["tile_rc"] = SplitEntity([-1, chunk])
+    cfg["tile_ry"] = SplitEntity([-1, kry])
+    cfg["tile_rx"] = SplitEntity([-1, rx])
+
+
+def _span(pad_data: Any, kernel: Any, out: Any) -> tuple[int, int, int, int]:
+    """``(stride_h, stride_w, window_h, window_w)`` from the (padded) input, kernel and output
+    extents: the largest stride that gives the output extent with the kernel's taps, and the
+    input rows (columns) the outputs leave beyond it, ``window = padded - (out - 1) * stride``
+    (the dilated window plus any unread tail: never under the true window; the compute keeps
+    no stride/dilation attributes). For the shared-memory budget only."""
+    res = []
+    for ax in (2, 3):
+        hp = const_int(pad_data.shape[ax])
+        k = const_int(kernel.shape[ax])
+        o = const_int(out.shape[ax])
+        s = max([st for st in range(1, max(2, hp + 1)) if (hp - k) // st + 1 == o] or [1])
+        res.append((s, hp - (o - 1) * s if o > 1 else hp))
+    return res[0][0], res[1][0], res[0][1], res[1][1]
 
 
 def schedule_direct_conv(cfg: Any, s: Schedule, conv: Tensor) -> None:
@@ -104,7 +214,8 @@ def schedule_direct_conv(cfg: Any, s: Schedule, conv: Tensor) -> None:
     unroll_knobs(cfg)
     if cfg.is_fallback:
         ext = [const_int(a.dom.extent) for a in (n, f, y, x, rc, ry, rx)]
-        _fallback(cfg, *ext)
+        rule = _fallback if FALLBACK_RULE == "shape" else _fallback_v1
+        rule(cfg, *ext, _span(pad_data, kernel, conv))
 
     output, OL = output_stages(s, conv)
     AA = s.cache_read(pad_data, "shared", [OL])

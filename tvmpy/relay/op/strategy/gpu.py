@@ -11,8 +11,11 @@ The AutoTVM templates (``conv2d_nchw.cuda``, ``depthwise_conv2d_nchw.cuda``, ``d
 20 (> the plain schedule's 10), for constant shapes; ``dense_tensorcore.cuda`` and
 ``batch_matmul_tensorcore.cuda`` (float16 / bfloat16 on tensor cores, float32 accumulation) at
 25 on target "cuda" when M, N, K are multiples of a wmma shape (16/16/16, 32/8/16, 8/32/16);
-calls with symbolic shapes, other layouts or groupings keep the plain GPU schedule. Under
-``autotvm.apply_history_best`` the tuned configs apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
+calls with symbolic shapes, other layouts or groupings keep the plain GPU schedule. 3x3
+stride-1 NCHW convolutions also get Winograd (``conv2d_nchw_winograd.cuda``), above or below
+the direct template by :func:`winograd_choice` (task extraction lists both tasks for such
+calls, so that tuning measures both). Under ``autotvm.apply_history_best`` the tuned configs
+apply; ``autotvm.task.extract_from_program(..., target="opencl")`` lists these tasks.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from .generic import (
 )
 
 __all__ = ["schedule_injective_gpu", "schedule_reduce_gpu", "schedule_fallback_gpu",
-           "PLEVEL", "TUNED_PLEVEL", "TENSORCORE_PLEVEL"]
+           "PLEVEL", "TUNED_PLEVEL", "TENSORCORE_PLEVEL", "winograd_choice",
+           "WINOGRAD_MIN_CHANNELS", "WINOGRAD_MIN_MAP"]
 
 PLEVEL = 10
 """The plain schedules' priority."""
@@ -93,6 +97,70 @@ register_tuned_implementation("conv2d_nchw.cuda", _conv2d_template(
     "conv2d_nchw", cuda.conv2d_nchw, cuda.schedule_conv2d_nchw))
 register_tuned_implementation("depthwise_conv2d_nchw.cuda", _conv2d_template(
     "depthwise_conv2d_nchw", cuda.depthwise_conv2d_nchw, cuda.schedule_depthwise_conv2d_nchw))
+
+
+WINOGRAD_MIN_CHANNELS = 64
+"""Untuned: GPU Winograd when both channel counts are at least this (its transforms cost per
+channel, its products per channel pair: with few channels the transforms dominate)."""
+WINOGRAD_MIN_MAP = 7
+"""Untuned: GPU Winograd when both output extents are at least this (smaller maps are mostly
+padded tiles)."""
+
+
+def _winograd_eligible(attrs: Any, inputs: list) -> bool:
+    """float32 3x3 stride-1 dilation-1 plain NCHW/OIHW convolutions of constant shapes (the
+    transforms' rounding in float16 or integers is not what the direct convolution gives)."""
+    d, w = inputs
+    return (attrs.data_layout == "NCHW" and attrs.kernel_layout == "OIHW" and _const(d, w)
+            and conv2d_kind(attrs, inputs) == "conv2d_nchw"
+            and tuple(int(v) for v in w.shape[2:]) == (3, 3)
+            and tuple(int(v) for v in attrs.strides) == (1, 1)
+            and tuple(int(v) for v in attrs.dilation) == (1, 1)
+            and d.dtype == w.dtype == "float32" and (attrs.out_dtype or "float32") == "float32")
+
+
+def _winograd_args(attrs: Any, inputs: list, out_type: Any) -> tuple:
+    return (tuple(attrs.strides), tuple(attrs.padding), tuple(attrs.dilation),
+            out_dtype_of(attrs, out_type))
+
+
+def winograd_choice(attrs: Any, inputs: list, out_type: Any, target: Any) -> bool:
+    """Whether an eligible NCHW 3x3 stride-1 conv2d takes ``conv2d_nchw_winograd.cuda`` over
+    ``conv2d_nchw.cuda``: PassContext ``"relay.cuda.winograd"`` ``True`` / ``False`` forces it;
+    ``"auto"``: the faster measured of the two under the dispatch context's records (one with a
+    record beats one without), else the untuned rule (:data:`WINOGRAD_MIN_CHANNELS`,
+    :data:`WINOGRAD_MIN_MAP`; ``bench/gpu_conv_defaults.py`` measures it)."""
+    from ....autotvm.task.dispatcher import DispatchContext
+    from ....autotvm.task.task import args_to_workload
+    from ....transform import PassContext
+
+    mode = PassContext.current().config.get("relay.cuda.winograd", "auto")
+    if mode not in ("auto", True, False):
+        raise ValueError(f"PassContext config relay.cuda.winograd must be 'auto', True or False, "
+                         f"got {mode!r}")
+    if mode is not True and mode is not False:
+        ctx = DispatchContext.current
+        if ctx is not None:
+            rest = _winograd_args(attrs, inputs, out_type)
+            costs = {name: ctx.best_cost(target, args_to_workload((*inputs, *rest), name))
+                     for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda")}
+            known = {k: v for k, v in costs.items() if v is not None}
+            if known:
+                return min(known, key=lambda k: known[k]) == "conv2d_nchw_winograd.cuda"
+        d, w = inputs
+        ic, oc = int(d.shape[1]), int(w.shape[0])
+        oh, ow = (int(v) for v in out_type.shape[2:])
+        return min(ic, oc) >= WINOGRAD_MIN_CHANNELS and min(oh, ow) >= WINOGRAD_MIN_MAP
+    return bool(mode)
+
+
+def _winograd_impl(attrs: Any, inputs: list, out_type: Any, target: Any) -> Any:
+    def compute(attrs: Any, inputs: list, out_type: Any) -> list:
+        with target:
+            return [cuda.conv2d_nchw_winograd(inputs[0], inputs[1],
+                                              *_winograd_args(attrs, inputs, out_type))]
+
+    return compute, _schedule_in(cuda.schedule_conv2d_nchw_winograd, target)
 
 
 @register_tuned_implementation("dense.cuda")
@@ -168,13 +236,31 @@ def _batch_matmul_tuned(attrs: Any, inputs: list, out_type: Any, target: Any) ->
 # ---- strategies --------------------------------------------------------------------------------
 @register_strategy_func("nn.conv2d", "gpu")
 def conv2d_strategy_gpu(attrs: Any, inputs: list, out_type: Any, target: Any) -> OpStrategy:
-    """The plain schedule; the template of its kind (plain or depthwise) when it applies."""
+    """The plain schedule; the template of its kind (plain or depthwise) when it applies; for 3x3
+    stride-1 NCHW convolutions also Winograd (``conv2d_nchw_winograd.cuda``, weight transformed
+    in its first kernel), above the direct template where :func:`winograd_choice` says so,
+    below it otherwise."""
     kind = conv2d_kind(attrs, inputs)
     s = _one("nn.conv2d", cuda.schedule_fallback)
     impl = tuned_implementation(f"{kind}.cuda", attrs, inputs, out_type, target) \
         if kind != "group_conv2d_nchw" else None
     if impl is not None:
         s.add_implementation(*impl, f"{kind}.cuda", TUNED_PLEVEL)
+    if _winograd_eligible(attrs, inputs):
+        from ....autotvm.task.task import args_to_workload
+        from ....autotvm.task.topi_integration import TaskExtractEnv
+
+        env = TaskExtractEnv.current
+        if env is not None:  # both algorithms' tasks, whichever the build picks
+            rest = _winograd_args(attrs, inputs, out_type)
+            with env.lowering("nn.conv2d"):
+                for name in ("conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda"):
+                    wk = args_to_workload((*inputs, *rest), name)
+                    env.add(wk[0], wk[1:])
+        level = TUNED_PLEVEL + 5 if winograd_choice(attrs, inputs, out_type, target) \
+            else TUNED_PLEVEL - 5
+        s.add_implementation(*_winograd_impl(attrs, inputs, out_type, target),
+                             "conv2d_nchw_winograd.cuda", level)
     return s
 
 

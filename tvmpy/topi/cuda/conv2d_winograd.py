@@ -1,0 +1,328 @@
+"""``conv2d_nchw_winograd.cuda``: Winograd F(m x m, 3 x 3) for 3x3 stride-1 NCHW convolutions
+on GPUs (TVM's ``conv2d_nchw_winograd.cuda``; CUDA and OpenCL alike).
+
+Stages (one kernel each, the first only when the weight is not pre-transformed):
+
+1. weight transform ``U[e, n, ci, co] = (G g G^T)[e, n]`` (``winograd_Gg`` in registers, then
+   ``winograd_U``): one thread per (ci, co), all ``alpha x alpha`` values unrolled. With the
+   weight a relay constant this kernel still runs per call (the compute is inside the operator);
+   ``pre_computed=True`` takes ``U`` as the input instead.
+2. input transform ``V[e, n, ci, p] = (B^T d B)[e, n]`` of each ``alpha x alpha`` input tile
+   ``p`` (``winograd_d`` in registers, then ``winograd_V``): one thread per (ci, p), unrolled.
+3. the batched product ``M[e, n, co, p] = sum_ci U[e, n, ci, co] V[e, n, ci, p]``: ``alpha^2``
+   independent GEMMs (output channels x tiles, input channels deep), tiled as the GEMM of TVM's
+   schedule: ``blockIdx.z`` = (e, n), blocks of ``co x p``, threads with a register tile as
+   virtual threads (interleaved: conflict-free shared reads), the reduction in chunks through
+   ``shared`` (cooperative fetching).
+4. the output transform ``Y = A^T M A`` (``winograd_S`` in registers) gathered back into the
+   image: one thread per ``m x m`` output tile, elementwise consumers (bias, relu, residual add)
+   fused into this kernel.
+
+The transforms are sums of the non-zero terms of the transform matrices
+(:func:`topi.nn.winograd.winograd_matrices`, the same points as the x86 Winograd), selected by
+the unrolled index, so each unrolled value is a handful of adds.
+
+Knobs of the product: ``tile_y`` (output channels, 4-way),
+``tile_x`` (tiles, 4-way), ``tile_rc`` (2-way), ``auto_unroll_max_step``, ``unroll_explicit``.
+Fallback: shape-derived as ``conv2d_nchw.cuda``'s (see :func:`_fallback`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ... import autotvm
+from ...autotvm.space import SplitEntity
+from ...te import compute, create_schedule, reduce_axis, thread_axis
+from ...te import sum as te_sum
+from ..nn.pad import pad
+from ..nn.utils import get_pad_tuple, traverse_inline
+from ..nn.winograd import _transform, winograd_matrices
+from .conv2d_direct import MIN_BLOCKS, MIN_THREADS, SHARED_BUDGET
+from .utils import (
+    _largest_divisor,
+    apply_unroll,
+    const_int,
+    cooperative_fetch,
+    max_threads,
+    unroll_knobs,
+)
+
+if TYPE_CHECKING:
+    from ...te import Tensor
+    from ...te.schedule import Schedule
+
+__all__ = ["conv2d_nchw_winograd", "schedule_conv2d_nchw_winograd", "winograd_tile_size",
+           "conv2d_nchw_winograd_weight_transform"]
+
+MAX_WASTE = 1.2
+"""F(4x4) when the output's 4x4 tiles compute at most this many times its outputs, else F(2x2):
+a 7x7 or 14x14 map in 4x4 tiles computes 1.31x its outputs (8x8, 16x16) and has 4x fewer tiles
+to spread over the blocks."""
+
+
+def winograd_tile_size(oh: int, ow: int) -> int:
+    """The output tile size ``m`` for an ``oh x ow`` output (see :data:`MAX_WASTE`)."""
+    waste = (-(-oh // 4) * 4) * (-(-ow // 4) * 4) / float(oh * ow)
+    return 4 if waste <= MAX_WASTE else 2
+
+
+def conv2d_nchw_winograd_weight_transform(kernel: Tensor, tile_size: int) -> Tensor:
+    """te: ``kernel[CO, CI, 3, 3]`` -> ``U[alpha, alpha, CI, CO]`` (``G g G^T``)."""
+    co, ci, kh, kw = (const_int(d, "winograd weight") for d in kernel.shape)
+    if (kh, kw) != (3, 3):
+        raise ValueError(f"conv2d_nchw_winograd: kernel must be 3x3, got {kh}x{kw}")
+    _, _, g = winograd_matrices(tile_size)
+    alpha = tile_size + 2
+    dt = kernel.dtype
+    gk = compute((alpha, 3, ci, co), lambda e, kx, i, o: _transform(
+        g, e, lambda ky: kernel[o, i, ky, kx], dt), name="winograd_Gg")
+    return compute((alpha, alpha, ci, co), lambda e, n, i, o: _transform(
+        g, n, lambda kx: gk[e, kx, i, o], dt), name="winograd_U")
+
+
+@autotvm.register_topi_compute("conv2d_nchw_winograd.cuda")
+def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padding: Any,
+                         dilation: Any = 1, out_dtype: str | None = None,
+                         tile_size: int = 0, pre_computed: bool = False) -> Tensor:
+    """3x3 stride-1 dilation-1 convolution ``data[N, CI, H, W]`` * ``kernel[CO, CI, 3, 3]`` (or,
+    ``pre_computed``, ``U[alpha, alpha, CI, CO]``) -> ``[N, CO, OH, OW]`` (tag
+    ``conv2d_nchw_winograd``). ``tile_size`` 0: :func:`winograd_tile_size`."""
+    st = (strides, strides) if isinstance(strides, int) else tuple(strides)
+    dl = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
+    if tuple(int(v) for v in st) != (1, 1) or tuple(int(v) for v in dl) != (1, 1):
+        raise ValueError(f"conv2d_nchw_winograd: stride {st} / dilation {dl}: only 1")
+    n, ci, h, w = (const_int(d, "conv2d_nchw_winograd: data shape") for d in data.shape)
+    pt, pl, pb, pr = get_pad_tuple(padding, (3, 3))
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    if oh < 1 or ow < 1:
+        raise ValueError("conv2d_nchw_winograd: the 3x3 window is larger than the padded input")
+    m = int(tile_size) or winograd_tile_size(oh, ow)
+    alpha = m + 2
+    at, bt, _ = winograd_matrices(m)
+    if pre_computed:
+        a1, a2, kci, co = (const_int(d, "winograd U shape") for d in kernel.shape)
+        if (a1, a2) != (alpha, alpha) or kci != ci:
+            raise ValueError(f"conv2d_nchw_winograd: U {kernel.shape} does not fit tile {m} "
+                             f"and {ci} input channels")
+        U = kernel
+    else:
+        co, kci = const_int(kernel.shape[0]), const_int(kernel.shape[1])
+        if kci != ci:
+            raise ValueError(f"conv2d_nchw_winograd: kernel has {kci} input channels, data {ci}")
+        U = conv2d_nchw_winograd_weight_transform(kernel, m)
+    out_dtype = out_dtype or data.dtype
+    nh, nw = -(-oh // m), -(-ow // m)
+    P = n * nh * nw
+    dpad = pad(data, [0, 0, pt, pl], [0, 0, nh * m + 2 - h - pt, nw * m + 2 - w - pl],
+               name="data_pad")
+    dt = data.dtype
+
+    def tile_px(c: Any, p: Any, r1: Any, r2: Any) -> Any:
+        b, t = p // (nh * nw), p % (nh * nw)
+        return dpad[b, c, (t // nw) * m + r1, (t % nw) * m + r2]
+
+    d1 = compute((alpha, alpha, ci, P), lambda e, r2, c, p: _transform(
+        bt, e, lambda r1: tile_px(c, p, r1, r2), dt), name="winograd_d")
+    V = compute((alpha, alpha, ci, P), lambda e, nu, c, p: _transform(
+        bt, nu, lambda r2: d1[e, r2, c, p], dt), name="winograd_V")
+    rc = reduce_axis((0, ci), name="rc")
+
+    def _c(x: Any) -> Any:
+        return x if x.dtype == out_dtype else x.astype(out_dtype)
+
+    M = compute((alpha, alpha, co, P), lambda e, nu, o, p: te_sum(
+        _c(U[e, nu, rc, o]) * _c(V[e, nu, rc, p]), axis=rc), name="winograd_M")
+    S = compute((m, alpha, co, P), lambda vh, r2, o, p: _transform(
+        at, vh, lambda r1: M[r1, r2, o, p], out_dtype), name="winograd_S")
+
+    def out(b: Any, o: Any, y: Any, x: Any) -> Any:
+        p = (b * nh + y // m) * nw + x // m
+        return _transform(at, x % m, lambda r2: S[y % m, r2, o, p], out_dtype)
+
+    res = compute((n, co, oh, ow), out, name="conv2d_nchw_winograd",
+                  tag="conv2d_nchw_winograd", attrs={"tile_size": m})
+    cfg.add_flop(2 * n * co * oh * ow * ci * 9)
+    return res
+
+
+@autotvm.register_topi_schedule("conv2d_nchw_winograd.cuda")
+def schedule_conv2d_nchw_winograd(cfg: Any, outs: Any) -> Schedule:
+    """Schedule ``conv2d_nchw_winograd.cuda`` (and elementwise stages fused after it)."""
+    from ...te import Tensor as _T
+
+    outs = [outs] if isinstance(outs, _T) else list(outs)
+    s = create_schedule([o.op for o in outs])
+
+    def callback(op: Any) -> None:
+        if op.tag == "conv2d_nchw_winograd":
+            _schedule(cfg, s, op.output(0))
+
+    traverse_inline(s, outs[0].op, callback)
+    return s
+
+
+def _stage(t: Any, name: str) -> Any:
+    for x in t.op.input_tensors:
+        if x.op.name == name:
+            return x
+    raise ValueError(f"winograd schedule: no stage {name} under {t.op.name}")
+
+
+def _fallback(cfg: Any, b: int, co: int, p: int, ci: int) -> None:
+    """Untuned: ``alpha^2`` GEMMs of ``co x p``, ``ci`` deep. Per thread up to 4 x 4 outputs
+    (16 FMAs per 8 shared loads), as virtual threads (interleaved columns and rows: the threads
+    of a warp read consecutive shared words); ``p`` on ``threadIdx.x`` (up to 16), ``co`` on
+    ``threadIdx.y`` up to 256 threads; while the grid has fewer than
+    :data:`~.conv2d_direct.MIN_BLOCKS` blocks (small maps at batch 1), fewer outputs per thread,
+    then fewer threads (down to :data:`~.conv2d_direct.MIN_THREADS`). Input-channel chunks up to
+    16 within :data:`~.conv2d_direct.SHARED_BUDGET`."""
+    tmax = max(1, min(256, max_threads()))
+    vx = _largest_divisor(p, 4)
+    tx = _largest_divisor(p // vx, min(16, tmax))
+    vy = _largest_divisor(co, 4)
+    ty = _largest_divisor(co // vy, max(1, tmax // tx))
+
+    def blocks() -> int:
+        return b * (co // (vy * ty)) * (p // (vx * tx))
+
+    while blocks() < MIN_BLOCKS:
+        if vy > 1 and vy >= vx:
+            vy = _largest_divisor(co, vy - 1)
+            ty = _largest_divisor(co // vy, max(1, tmax // tx))
+        elif vx > 1:
+            vx = _largest_divisor(p, vx - 1)
+            tx = _largest_divisor(p // vx, min(16, tmax))
+            ty = _largest_divisor(co // vy, max(1, tmax // tx))
+        elif ty > 1 and _largest_divisor(co // vy, ty - 1) * tx >= MIN_THREADS:
+            ty = _largest_divisor(co // vy, ty - 1)
+        else:
+            break
+    cfg["tile_y"] = SplitEntity([-1, vy, ty, 1])
+    cfg["tile_x"] = SplitEntity([-1, vx, tx, 1])
+    per_channel = 4 * (vy * ty + vx * tx)
+    cfg["tile_rc"] = SplitEntity([-1, _largest_divisor(ci, max(1, min(16, SHARED_BUDGET
+                                                                      // per_channel)))])
+
+
+def _threads_2d(s: Any, stage: Any, outer: Any, inner: Any, nthreads: int) -> Any:
+    """Bind the 2-D ``(outer, inner)`` axes: ``inner`` split by up to ``nthreads`` threads
+    (``threadIdx.x``), ``outer`` by the rest (``threadIdx.y``), the outer parts to
+    ``blockIdx.y/x``. No fused-then-split axes: the per-thread region of a ``local`` stage
+    attached below stays exact. Returns the innermost thread axis."""
+    st = s[stage]
+    ext_in = const_int(inner.dom.extent)
+    ext_out = const_int(outer.dom.extent)
+    tx = min(ext_in, nthreads)
+    ty = max(1, min(ext_out, nthreads // tx))
+    io, ii = st.split(inner, factor=tx)
+    oo, oi = st.split(outer, factor=ty)
+    st.reorder(oo, io, oi, ii)
+    st.bind(oo, thread_axis("blockIdx.y"))
+    st.bind(io, thread_axis("blockIdx.x"))
+    st.bind(oi, thread_axis("threadIdx.y"))
+    st.bind(ii, thread_axis("threadIdx.x"))
+    return ii
+
+
+def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
+    nthreads = max(1, min(128, max_threads()))
+    S = _stage(conv, "winograd_S")
+    M = _stage(S, "winograd_M")
+    U, V = M.op.input_tensors
+    d1 = _stage(V, "winograd_d")
+    dpad = d1.op.input_tensors[0]
+    s[dpad].compute_inline()
+
+    # weight transform (unless pre-computed)
+    if U.op.name == "winograd_U":
+        gk = _stage(U, "winograd_Gg")
+        e, n, ci, co = s[U].op.axis
+        s[U].reorder(ci, co, e, n)
+        tx = _threads_2d(s, U, ci, co, nthreads)
+        s[U].unroll(e)
+        s[U].unroll(n)
+        s[gk].set_scope("local")
+        s[gk].compute_at(s[U], tx)
+        for ax in s[gk].op.axis[:2]:
+            s[gk].unroll(ax)
+
+    # input transform
+    e, n, c, p = s[V].op.axis
+    s[V].reorder(c, p, e, n)
+    tx = _threads_2d(s, V, c, p, nthreads)
+    s[V].unroll(e)
+    s[V].unroll(n)
+    s[d1].set_scope("local")
+    s[d1].compute_at(s[V], tx)
+    for ax in s[d1].op.axis[:2]:
+        s[d1].unroll(ax)
+
+    # batched product
+    y_ax, x_ax = s[M].op.axis[2], s[M].op.axis[3]
+    rc = s[M].op.reduce_axis[0]
+    cfg.define_split("tile_y", y_ax, num_outputs=4, filter=lambda e: e.size[1] <= 8)
+    cfg.define_split("tile_x", x_ax, num_outputs=4, filter=lambda e: e.size[1] <= 8)
+    cfg.define_split("tile_rc", rc, num_outputs=2)
+    unroll_knobs(cfg)
+    alpha = const_int(s[M].op.axis[0].dom.extent)
+    co = const_int(y_ax.dom.extent)
+    p = const_int(x_ax.dom.extent)
+    ci = const_int(rc.dom.extent)
+    if cfg.is_fallback:
+        _fallback(cfg, alpha * alpha, co, p, ci)
+    e, n, y, x = s[M].op.axis
+    MM = s.cache_write(M, "local")
+    UU = s.cache_read(U, "shared", [MM])
+    VV = s.cache_read(V, "shared", [MM])
+    st = s[M]
+    bo = st.fuse(e, n)  # one GEMM per block row of the grid: blockIdx.z
+    by, vy, ty, yi = cfg["tile_y"].apply(s, M, y)
+    bx, vx, tx, xi = cfg["tile_x"].apply(s, M, x)
+    kernel_scope, bo = st.split(bo, nparts=1)
+    st.reorder(bo, by, bx, vy, vx, ty, tx, yi, xi)
+    st.bind(bo, thread_axis("blockIdx.z"))
+    st.bind(by, thread_axis("blockIdx.y"))
+    st.bind(bx, thread_axis("blockIdx.x"))
+    st.bind(vy, thread_axis("vthread", name="vy"))
+    st.bind(vx, thread_axis("vthread", name="vx"))
+    st.bind(ty, thread_axis("threadIdx.y"))
+    st.bind(tx, thread_axis("threadIdx.x"))
+    s[MM].compute_at(st, tx)
+    e2, n2, y2, x2 = s[MM].op.axis
+    rco, rci = cfg["tile_rc"].apply(s, MM, s[MM].op.reduce_axis[0])
+    s[MM].reorder(rco, rci, e2, n2, y2, x2)
+    s[UU].compute_at(s[MM], rco)
+    s[VV].compute_at(s[MM], rco)
+    threads = [("threadIdx.y", cfg["tile_y"].size[2]), ("threadIdx.x", cfg["tile_x"].size[2])]
+    for load in (UU, VV):
+        cooperative_fetch(s, load, threads)
+    apply_unroll(cfg, st, kernel_scope)
+
+    # output transform, gathered into the image, with the fused elementwise tail
+    m = int(conv.op.attrs["tile_size"])
+    if conv.op in s.outputs:
+        out = conv
+    else:
+        s[conv].compute_inline()
+        out = s.outputs[0].output(0)
+    n_, co_, h, w = s[out].op.axis
+    nw = -(-const_int(w.dom.extent) // m)
+    ho, wo, hi, wi = s[out].tile(h, w, m, m)
+    tw = min(nw, nthreads)
+    tc = max(1, min(const_int(co_.dom.extent), nthreads // tw))
+    woo, woi = s[out].split(wo, factor=tw)
+    coo, coi = s[out].split(co_, factor=tc)
+    s[out].reorder(n_, coo, ho, woo, coi, woi, hi, wi)
+    s[out].bind(s[out].fuse(n_, coo), thread_axis("blockIdx.z"))
+    s[out].bind(ho, thread_axis("blockIdx.y"))
+    s[out].bind(woo, thread_axis("blockIdx.x"))
+    s[out].bind(coi, thread_axis("threadIdx.y"))
+    s[out].bind(woi, thread_axis("threadIdx.x"))
+    s[out].unroll(hi)
+    s[out].unroll(wi)
+    to2 = woi
+    s[S].set_scope("local")
+    s[S].compute_at(s[out], to2)
+    for ax in s[S].op.axis[:2]:
+        s[S].unroll(ax)
