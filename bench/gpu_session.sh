@@ -11,7 +11,13 @@
 # per-node profile (N slowest nodes); TUNE_TIMEOUT (default 190 s) bounds the tuning; CUDA_GRAPH
 # (default both: plain launches and CUDA graphs, a row each) and TORCH_COMPILE (modes of
 # torch.compile to time beside eager torch, e.g. default,reduce-overhead; default none) for
-# gpu_models.py.
+# gpu_models.py. Issue 29's sections (each skipped with its variable set to 0): GEMM
+# (bench/gpu_gemm.py: dense.cuda's fp32 SIMT GEMM and variants vs cuBLAS), TENSORCORE
+# (bench/gpu_tensorcore.py: wmma fp16/bf16 GEMM vs cuBLAS; TC_SIZES, default 1024,4096,8192),
+# CONV (bench/gpu_conv_defaults.py: ResNet-18's conv layers, old/new direct fallback, Winograd,
+# cuDNN), MIXED (bench/gpu_mixed_precision.py: ToMixedPrecision float16 vs float32 vs torch
+# autocast), DYNAMIC (bench/gpu_dynamic.py: dynamic-batch VM on cuda vs static builds). The
+# session of 2026-11-30: `OUT=... TUNE=0 PROFILE=6 bash bench/gpu_session.sh`.
 #
 # The device machine has python3 with torch/numpy/onnx/onnxruntime but no network: llvmlite
 # 0.50 (as tested here) travels as .whl/llvmlite-0.50.0-cp312.tar.xz (the wheel's files, xz:
@@ -61,6 +67,24 @@ if [ "${GPU_CHECK:-1}" != 0 ]; then
     tee -a "$LOG"
 fi
 
+if [ "${GEMM:-1}" != 0 ]; then
+  say "gemm fp32 (dense.cuda)"
+  timeout 150 python3 bench/gpu_gemm.py --out "$OUT/gpu_gemm.json" 2>&1 | grep -v "^autotvm:" |
+    tee -a "$LOG"
+fi
+
+if [ "${TENSORCORE:-1}" != 0 ]; then
+  say "tensor cores (wmma)"
+  timeout 180 python3 bench/gpu_tensorcore.py --sizes "${TC_SIZES:-1024,4096,8192}" \
+    --out "$OUT/gpu_tensorcore.json" 2>&1 | grep -v "^autotvm:" | tee -a "$LOG"
+fi
+
+if [ "${CONV:-1}" != 0 ]; then
+  say "conv defaults (ResNet-18 layers)"
+  timeout 180 python3 bench/gpu_conv_defaults.py --json "$OUT/gpu_conv_defaults.json" 2>&1 |
+    grep -v "^autotvm:" | tee -a "$LOG"
+fi
+
 if [ "${TUNE:-1}" != 0 ]; then
   say "tune conv (trials $TRIALS per layer)"
   timeout "${TUNE_TIMEOUT:-190}" python3 bench/gpu_tune_conv.py --target cuda --layers "$LAYERS" --trials "$TRIALS" \
@@ -74,4 +98,16 @@ timeout 200 python3 bench/gpu_models.py --target cuda --batches "$BATCHES" --mod
   --cuda-graph "${CUDA_GRAPH:-both}" --torch-compile "${TORCH_COMPILE:-}" \
   --json "$OUT/gpu_models.json" 2>&1 |
   grep -v "UserWarning\|return \[fcompute" | tee -a "$LOG"
+
+if [ "${MIXED:-1}" != 0 ]; then
+  say "mixed precision (ToMixedPrecision float16)"
+  timeout 180 python3 bench/gpu_mixed_precision.py --json "$OUT/gpu_mixed_precision.json" 2>&1 |
+    grep -v "^autotvm:" | tee -a "$LOG"
+fi
+
+if [ "${DYNAMIC:-1}" != 0 ]; then
+  say "dynamic batch (VM on cuda)"
+  timeout 240 python3 bench/gpu_dynamic.py --number 5 --repeat 3 --json "$OUT/gpu_dynamic.json" \
+    2>&1 | grep -v "^autotvm:" | tee -a "$LOG"
+fi
 say "done"
