@@ -228,3 +228,54 @@ def test_dense_cuda_vectorized_fallback_host_emulated(m, n, k, vec, tmp_path):
     finally:
         cuda_module.set_driver(prev)
     np.testing.assert_allclose(got, a @ w.T, atol=1e-4, rtol=1e-4)
+
+
+def _dense_vthread_double_buffer_configs(task, k, n, rng):
+    """``n`` random configs of ``task`` with double_buffer on and more than one virtual
+    thread, that pass verify_gpu_code for the target."""
+    space, found = task.config_space, []
+    for _ in range(600):
+        cfg = space.get(int(rng.integers(len(space))))
+        if (not cfg["double_buffer"].val or cfg["auto_unroll_max_step"].val > 64
+                or cfg["tile_y"].size[1] * cfg["tile_x"].size[1] == 1
+                or k // cfg["tile_k"].size[-1] < 2):
+            continue
+        s, args = task.instantiate(cfg)
+        if not gpu_code_errors(tvm.lower(s, args, target=TARGET), gpu_limits(TARGET)):
+            found.append(cfg)
+            if len(found) == n:
+                return found
+    raise AssertionError(f"fewer than {n} such configs in 600 samples of {task}")
+
+
+@pytest.mark.parametrize("m,n,k,seed", [(64, 32, 48, 0), (32, 64, 36, 1), (24, 40, 30, 2)])
+def test_dense_cuda_double_buffer_with_vthreads(dev, m, n, k, seed, tmp_path):
+    """Random dense.cuda configs with double_buffer and 2+ virtual threads (each vthread's
+    copy of a tile double-buffered: InjectDoubleBuffer takes them together) on OpenCL and as
+    CUDA C on the host emulation, against numpy."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    rng = np.random.default_rng(seed)
+    a, w = rng.uniform(-1, 1, (m, k)).astype("float32"), rng.uniform(-1, 1, (n, k)).astype(
+        "float32")
+    ref = a @ w.T
+    task = autotvm.task.create("dense.cuda", (_tensor((m, k)), _tensor((n, k))), target=TARGET)
+    for i, cfg in enumerate(_dense_vthread_double_buffer_configs(task, k, 2, rng)):
+        s, tensors = task.instantiate(cfg)
+        np.testing.assert_allclose(_run(dev, s, tensors, [a, w]), ref, atol=1e-4, rtol=1e-4,
+                                   err_msg=str(cfg))
+        if i:  # NVRTC + ptxas + the host compiler: one config per shape
+            continue
+        with Target("cuda"):
+            s, tensors = task.instantiate(cfg)
+        mod = tvm.build(s, tensors, target="cuda")
+        got = np.full((m, n), np.nan, "float32")
+        host = HostKernels(mod.imported_modules[0].get_source(), mod.plan["kernels"],
+                           str(tmp_path))
+        prev = cuda_module.set_driver(FakeDriver(host.kernels))
+        try:
+            mod(a, w, got)
+        finally:
+            cuda_module.set_driver(prev)
+        np.testing.assert_allclose(got, ref, atol=1e-4, rtol=1e-4, err_msg="cuda " + str(cfg))

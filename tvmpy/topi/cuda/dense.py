@@ -232,9 +232,9 @@ def schedule_matmul_tiles(cfg: Any, s: Schedule, mm: Tensor) -> None:
             _vector_fetch(s, load, threads)
         else:
             cooperative_fetch(s, load, threads)
-        # double buffering (knob): not with virtual threads, whose per-vthread copies of a
-        # tile InjectDoubleBuffer does not yet double-buffer together (only the first one)
-        if cfg["double_buffer"].val and cfg["tile_y"].size[1] * cfg["tile_x"].size[1] == 1:
+        # double buffering (knob); with virtual threads each one's copy of a tile gets the
+        # two halves (InjectDoubleBuffer takes all the copies of a buffer together)
+        if cfg["double_buffer"].val:
             s[load].double_buffer()
     apply_unroll(cfg, st, scope)
 
