@@ -279,3 +279,38 @@ def test_dense_cuda_double_buffer_with_vthreads(dev, m, n, k, seed, tmp_path):
         finally:
             cuda_module.set_driver(prev)
         np.testing.assert_allclose(got, ref, atol=1e-4, rtol=1e-4, err_msg="cuda " + str(cfg))
+
+
+@pytest.mark.parametrize("m,n,k,vy,vx,kt", [(256, 128, 48, 2, 2, 16), (128, 256, 40, 2, 2, 8),
+                                            (128, 128, 64, 1, 2, 16)])
+def test_dense_cuda_vthread_tiles_double_buffered_host_emulated(m, n, k, vy, vx, kt, tmp_path):
+    """The SIMT GEMM tiles of bench/gpu_gemm.py (16x16 threads, vthreads of 4x4 outputs,
+    float4 copies) with double_buffer: one barrier per k step (every vthread's copy writes
+    the next half), run on the host emulation against numpy."""
+    from tvmpy.autotvm.space import OtherOptionEntity, SplitEntity
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    task = autotvm.task.create("dense.cuda", (_tensor((m, k)), _tensor((n, k))), target="cuda")
+    cfg = task.config_space.get(0)
+    for key, val in (("tile_y", SplitEntity([-1, vy, 16, 4])),
+                     ("tile_x", SplitEntity([-1, vx, 16, 4])), ("tile_k", SplitEntity([-1, kt])), ("vectorize", OtherOptionEntity(1)),
+                     ("double_buffer", OtherOptionEntity(1)),
+                     ("auto_unroll_max_step", OtherOptionEntity(512)),
+                     ("unroll_explicit", OtherOptionEntity(1))):
+        cfg._entity_map[key] = val
+    with Target("cuda"):
+        s, tensors = task.instantiate(cfg)
+    mod = tvm.build(s, tensors, target="cuda")
+    src = mod.imported_modules[0].get_source()
+    loop = src[src.index("for (int32_t k_c_outer"):]
+    assert src.count("__syncthreads();") == 2 and loop.count("__syncthreads();") == 1, src
+    a, w = _rand(m, k), _rand(n, k)
+    got = np.full((m, n), np.nan, "float32")
+    host = HostKernels(src, mod.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(a, w, got)
+    finally:
+        cuda_module.set_driver(prev)
+    np.testing.assert_allclose(got, a @ w.T, atol=1e-4, rtol=1e-4)
