@@ -148,6 +148,9 @@ def _fallback(cfg: Any, m: int, n: int, k: int, batch: int) -> None:
     # k steps of 16 where that gives every thread one vector of each tile per virtual thread
     kt = 16 if (16 * ty * iy) % (4 * ty * tx) == 0 and k % 16 == 0 else _largest_divisor(k, 8)
     cfg["tile_k"] = SplitEntity([-1, kt])
+    # double buffering with virtual threads is correct too (each vthread's copy gets both
+    # halves) but not yet measured against the single-buffered 128x128 tiles on a GPU
+    # (bench/gpu_gemm.py "... db" variants): the fallback keeps it for vthread-free tiles
     cfg["double_buffer"] = OtherOptionEntity(1 if k // kt > 1 and vy * vx == 1 else 0)
 
 
