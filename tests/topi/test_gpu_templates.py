@@ -228,3 +228,89 @@ def test_dense_cuda_vectorized_fallback_host_emulated(m, n, k, vec, tmp_path):
     finally:
         cuda_module.set_driver(prev)
     np.testing.assert_allclose(got, a @ w.T, atol=1e-4, rtol=1e-4)
+
+
+def _dense_vthread_double_buffer_configs(task, k, n, rng):
+    """``n`` random configs of ``task`` with double_buffer on and more than one virtual
+    thread, that pass verify_gpu_code for the target."""
+    space, found = task.config_space, []
+    for _ in range(600):
+        cfg = space.get(int(rng.integers(len(space))))
+        if (not cfg["double_buffer"].val or cfg["auto_unroll_max_step"].val > 64
+                or cfg["tile_y"].size[1] * cfg["tile_x"].size[1] == 1
+                or k // cfg["tile_k"].size[-1] < 2):
+            continue
+        s, args = task.instantiate(cfg)
+        if not gpu_code_errors(tvm.lower(s, args, target=TARGET), gpu_limits(TARGET)):
+            found.append(cfg)
+            if len(found) == n:
+                return found
+    raise AssertionError(f"fewer than {n} such configs in 600 samples of {task}")
+
+
+@pytest.mark.parametrize("m,n,k,seed", [(64, 32, 48, 0), (32, 64, 36, 1), (24, 40, 30, 2)])
+def test_dense_cuda_double_buffer_with_vthreads(dev, m, n, k, seed, tmp_path):
+    """Random dense.cuda configs with double_buffer and 2+ virtual threads (each vthread's
+    copy of a tile double-buffered: InjectDoubleBuffer takes them together) on OpenCL and as
+    CUDA C on the host emulation, against numpy."""
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    rng = np.random.default_rng(seed)
+    a, w = rng.uniform(-1, 1, (m, k)).astype("float32"), rng.uniform(-1, 1, (n, k)).astype(
+        "float32")
+    ref = a @ w.T
+    task = autotvm.task.create("dense.cuda", (_tensor((m, k)), _tensor((n, k))), target=TARGET)
+    for i, cfg in enumerate(_dense_vthread_double_buffer_configs(task, k, 2, rng)):
+        s, tensors = task.instantiate(cfg)
+        np.testing.assert_allclose(_run(dev, s, tensors, [a, w]), ref, atol=1e-4, rtol=1e-4,
+                                   err_msg=str(cfg))
+        if i:  # NVRTC + ptxas + the host compiler: one config per shape
+            continue
+        with Target("cuda"):
+            s, tensors = task.instantiate(cfg)
+        mod = tvm.build(s, tensors, target="cuda")
+        got = np.full((m, n), np.nan, "float32")
+        host = HostKernels(mod.imported_modules[0].get_source(), mod.plan["kernels"],
+                           str(tmp_path))
+        prev = cuda_module.set_driver(FakeDriver(host.kernels))
+        try:
+            mod(a, w, got)
+        finally:
+            cuda_module.set_driver(prev)
+        np.testing.assert_allclose(got, ref, atol=1e-4, rtol=1e-4, err_msg="cuda " + str(cfg))
+
+
+@pytest.mark.parametrize("m,n,k,vy,vx,kt", [(256, 128, 48, 2, 2, 16), (128, 256, 40, 2, 2, 8),
+                                            (128, 128, 64, 1, 2, 16)])
+def test_dense_cuda_vthread_tiles_double_buffered_host_emulated(m, n, k, vy, vx, kt, tmp_path):
+    """The SIMT GEMM tiles of bench/gpu_gemm.py (16x16 threads, vthreads of 4x4 outputs,
+    float4 copies) with double_buffer: one barrier per k step (every vthread's copy writes
+    the next half), run on the host emulation against numpy."""
+    from tvmpy.autotvm.space import OtherOptionEntity, SplitEntity
+    from tvmpy.runtime import cuda_module
+    from tvmpy.testing.cuda_fake import FakeDriver, HostKernels
+
+    task = autotvm.task.create("dense.cuda", (_tensor((m, k)), _tensor((n, k))), target="cuda")
+    cfg = task.config_space.get(0)
+    for key, val in (("tile_y", SplitEntity([-1, vy, 16, 4])),
+                     ("tile_x", SplitEntity([-1, vx, 16, 4])), ("tile_k", SplitEntity([-1, kt])), ("vectorize", OtherOptionEntity(1)),
+                     ("double_buffer", OtherOptionEntity(1)),
+                     ("auto_unroll_max_step", OtherOptionEntity(512)),
+                     ("unroll_explicit", OtherOptionEntity(1))):
+        cfg._entity_map[key] = val
+    with Target("cuda"):
+        s, tensors = task.instantiate(cfg)
+    mod = tvm.build(s, tensors, target="cuda")
+    src = mod.imported_modules[0].get_source()
+    loop = src[src.index("for (int32_t k_c_outer"):]
+    assert src.count("__syncthreads();") == 2 and loop.count("__syncthreads();") == 1, src
+    a, w = _rand(m, k), _rand(n, k)
+    got = np.full((m, n), np.nan, "float32")
+    host = HostKernels(src, mod.plan["kernels"], str(tmp_path))
+    prev = cuda_module.set_driver(FakeDriver(host.kernels))
+    try:
+        mod(a, w, got)
+    finally:
+        cuda_module.set_driver(prev)
+    np.testing.assert_allclose(got, a @ w.T, atol=1e-4, rtol=1e-4)

@@ -17,13 +17,20 @@ What it does (TVM's double buffer transform)
     CPU it is the same computation in another order). The allocation is hoisted out of the
     loop with twice its size.
 
+    A buffer may have several producers in the loop: InjectVirtualThread (which runs first)
+    replicates the scope of a tile with a virtual-thread dimension into one scope per virtual
+    thread (TVM's 2x2 vthread GEMM tiles), each filling its part. They are taken together:
+    each one fills its part of half 0 before the loop and its part of the next half in place.
+
 When valid
     Checked; when a check fails, the attribute is dropped and the code left single-buffered:
     the scope must be directly in the loop's body (only SeqStmt / Allocate / attributes
     between them, no ``if`` or inner loop); the loop must be serial; the producer must use no
     variable defined inside the loop other than the loop variable, and read no buffer written
     elsewhere in the loop; the buffer is used only inside the loop; its size does not depend
-    on the loop. Runs on flattened IR.
+    on the loop. With several scopes of one buffer, all of them must pass the checks in the
+    same loop, or all stay single-buffered (double buffering only some of the writes would
+    be a needless extra barrier per iteration at best). Runs on flattened IR.
 
 Example
     before:  for k in range(0, 8): { A_sh = allocate((32,))
@@ -174,7 +181,27 @@ def _plan(root: S.Stmt, path: list[S.Stmt], attr: S.AttrStmt
     return loop, attr, alloc, hoist
 
 
-def _apply(root: S.Stmt, loop: S.For, attr: S.AttrStmt, alloc: S.Allocate, hoist: bool
+def _plan_all(root: S.Stmt, found: list[tuple[list[S.Stmt], S.AttrStmt]]
+              ) -> tuple[S.For, list[S.AttrStmt], S.Allocate, bool] | None:
+    """The plan for all the ``double_buffer_scope`` attributes of one buffer (``found``: each
+    with its enclosing statements): InjectVirtualThread replicates a copy whose buffer has a
+    virtual-thread dimension into one attribute per virtual thread (as in TVM). Either every
+    one of them is valid in the same loop (then all are double-buffered together) or none is
+    (then all stay single-buffered): double buffering only some of the writes of a buffer
+    would leave the others writing the half being read in the same iteration (a race)."""
+    plans = []
+    for path, attr in found:
+        plan = _plan(root, path, attr)
+        if plan is None:
+            return None
+        plans.append(plan)
+    loop, _, alloc, hoist = plans[0]
+    if any(p[0] is not loop or p[2] is not alloc for p in plans):
+        return None
+    return loop, [p[1] for p in plans], alloc, hoist
+
+
+def _apply(root: S.Stmt, loop: S.For, attrs: list[S.AttrStmt], alloc: S.Allocate, hoist: bool
            ) -> S.Stmt:
     old = alloc.buffer
     data = old.data
@@ -199,18 +226,22 @@ def _apply(root: S.Stmt, loop: S.For, attr: S.AttrStmt, alloc: S.Allocate, hoist
         return substitute_buffers(stmt, {id(data): nb}, lambda _b, i: add_offset(i, off))
 
     nxt = x + one
-    producer_next = offset(fresh_copy(attr.body, {x: nxt}), nxt)
-    producer_next = S.IfThenElse(nxt < m + e,
-                                 S.AttrStmt(data, "double_buffer_write", 1, producer_next))
-    prologue = offset(fresh_copy(attr.body, {x: m}), None)
+
+    def producer_next(attr: S.AttrStmt) -> S.Stmt:
+        p = offset(fresh_copy(attr.body, {x: nxt}), nxt)
+        return S.IfThenElse(nxt < m + e, S.AttrStmt(data, "double_buffer_write", 1, p))
+
+    # every copy of the buffer (one per virtual thread after InjectVirtualThread) fills its
+    # part of half 0 before the loop and its part of the next half in place in the loop
+    prologue = S.seq(*[offset(fresh_copy(a.body, {x: m}), None) for a in attrs])
     prologue = S.AttrStmt(data, "double_buffer_write", 1, prologue)
-    marker = S.Evaluate(E.StringImm("double_buffer_producer"))
-    table: dict[int, Any] = {id(attr): marker}
+    markers = [S.Evaluate(E.StringImm(f"double_buffer_producer{i}")) for i in range(len(attrs))]
+    table: dict[int, Any] = {id(a): mk for a, mk in zip(attrs, markers)}
     if hoist:
         table[id(alloc)] = lambda a: _Replace(table).visit(a.body)
     body = _Replace(table).visit(loop.body)
     body = offset(body, x)
-    body = _Replace({id(marker): producer_next}).visit(body)
+    body = _Replace({id(mk): producer_next(a) for a, mk in zip(attrs, markers)}).visit(body)
     new_loop = loop.replace(body=body)
     if hoist:
         repl = S.Allocate(nb, S.seq(prologue, new_loop))
@@ -241,11 +272,12 @@ def inject_double_buffer_func(func: PrimFunc) -> PrimFunc:
         todo = [(p, a) for p, a in finder.found if id(a.node) not in done]
         if not todo:
             break
-        path, attr = todo[0]
-        done.add(id(attr.node))
-        plan = _plan(body, path, attr)
+        node = todo[0][1].node
+        done.add(id(node))
+        same = [(p, a) for p, a in todo if a.node is node]
+        plan = _plan_all(body, same)
         if plan is None:
-            body = _Replace({id(attr): attr.body}).visit(body)
+            body = _Replace({id(a): a.body for _, a in same}).visit(body)
             continue
         body = _apply(body, *plan)
     body = _DropScopes().visit(body)

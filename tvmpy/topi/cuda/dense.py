@@ -148,6 +148,9 @@ def _fallback(cfg: Any, m: int, n: int, k: int, batch: int) -> None:
     # k steps of 16 where that gives every thread one vector of each tile per virtual thread
     kt = 16 if (16 * ty * iy) % (4 * ty * tx) == 0 and k % 16 == 0 else _largest_divisor(k, 8)
     cfg["tile_k"] = SplitEntity([-1, kt])
+    # double buffering with virtual threads is correct too (each vthread's copy gets both
+    # halves) but not yet measured against the single-buffered 128x128 tiles on a GPU
+    # (bench/gpu_gemm.py "... db" variants): the fallback keeps it for vthread-free tiles
     cfg["double_buffer"] = OtherOptionEntity(1 if k // kt > 1 and vy * vx == 1 else 0)
 
 
@@ -232,9 +235,9 @@ def schedule_matmul_tiles(cfg: Any, s: Schedule, mm: Tensor) -> None:
             _vector_fetch(s, load, threads)
         else:
             cooperative_fetch(s, load, threads)
-        # double buffering (knob): not with virtual threads, whose per-vthread copies of a
-        # tile InjectDoubleBuffer does not yet double-buffer together (only the first one)
-        if cfg["double_buffer"].val and cfg["tile_y"].size[1] * cfg["tile_x"].size[1] == 1:
+        # double buffering (knob); with virtual threads each one's copy of a tile gets the
+        # two halves (InjectDoubleBuffer takes all the copies of a buffer together)
+        if cfg["double_buffer"].val:
             s[load].double_buffer()
     apply_unroll(cfg, st, scope)
 
