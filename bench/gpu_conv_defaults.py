@@ -12,8 +12,8 @@ downsamples. Variants:
 
 - ``direct_v1``: ``conv2d_nchw.cuda`` with the earlier fallback (FALLBACK_RULE "v1");
 - ``direct``: with the shape-derived fallback (the default now);
-- ``direct_132``: the same aiming at 132 blocks (one per SM) instead of 264 (more outputs per
-  thread on small maps: which side of the parallelism / reuse trade wins is for the GPU to say);
+- ``direct_264``: the same aiming at 264 blocks (two per SM) instead of the default 132 (one
+  per SM; the H200 run of 2026-11-30 at batch 1 found 132 faster or equal on every layer);
 - ``direct_max``: the same never shrinking (the largest per-thread tile and block, any grid);
 - ``wino``: Winograd with the default tile size, weight transform inside (what relay builds);
 - ``wino_pre``: the same with the weight pre-transformed (its first kernel left out);
@@ -60,7 +60,7 @@ LAYERS = [
     ("1x1/2 256->512", 256, 14, 512, 1, 2, 0, 1),
     ("3x3 512@7", 512, 7, 512, 3, 1, 1, 3),
 ]
-VARIANTS = ("direct_v1", "direct", "direct_132", "direct_max", "wino", "wino_pre", "wino_alt_pre")
+VARIANTS = ("direct_v1", "direct", "direct_264", "direct_max", "wino", "wino_pre", "wino_alt_pre")
 SPILL_NOISE = 64
 """ptxas spill bytes below which --compile-only does not fail: ptxas spills 4-32 bytes in some
 of these kernels at 32-56 registers (its own register target; the old fallback too)."""
@@ -72,11 +72,11 @@ def _variants(layer: tuple) -> list[str]:
                                                     if v.startswith("direct")]
 
 
-def _tile(layer: tuple, variant: str) -> int:
+def _tile(layer: tuple, variant: str, batch: int) -> int:
     from tvmpy.topi.cuda import winograd_tile_size
 
     _, _, h, _, _, _, p, _ = layer
-    m = winograd_tile_size(h + 2 * p - 2, h + 2 * p - 2)
+    m = winograd_tile_size(h + 2 * p - 2, h + 2 * p - 2, batch)
     return (6 - m) if variant == "wino_alt_pre" else m
 
 
@@ -99,7 +99,7 @@ def _build(job: tuple) -> tuple:
     tgt = Target(target)
     d = te.placeholder((batch, c, h, h), name="data")
     if variant.endswith("_pre"):
-        m = _tile(layer, variant)
+        m = _tile(layer, variant, batch)
         w = te.placeholder((m + 2, m + 2, c, oc), name="U")
     else:
         w = te.placeholder((oc, c, k, k), name="weight")
@@ -108,11 +108,11 @@ def _build(job: tuple) -> tuple:
         warnings.simplefilter("ignore")  # "no tuned config": the fallbacks are what we time
         if variant.startswith("direct"):
             conv2d_direct.FALLBACK_RULE = "v1" if variant == "direct_v1" else "shape"
-            conv2d_direct.MIN_BLOCKS = {"direct_132": 132, "direct_max": 1}.get(variant, 264)
+            conv2d_direct.MIN_BLOCKS = {"direct_264": 264, "direct_max": 1}.get(variant, 132)
             out = cuda.conv2d_nchw(d, w, *args)
             sch = cuda.schedule_conv2d_nchw([out])
         else:
-            m = _tile(layer, variant)
+            m = _tile(layer, variant, batch)
             out = cuda.conv2d_nchw_winograd(d, w, *args, m, variant.endswith("_pre"))
             sch = cuda.schedule_conv2d_nchw_winograd([out])
     f = tvm.build(sch, [d, w, out], target=tgt)
@@ -160,6 +160,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workers", type=int, default=0, help="build processes (0: CPU count)")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--trace", action="store_true", help="name each variant before it runs")
+    ap.add_argument("--layers", default="", help="indices into LAYERS (default: all)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     batches = [int(b) for b in a.batches.split(",") if b]
@@ -175,7 +177,8 @@ def main() -> int:
             print("no CUDA device (use --compile-only)")
             return 2
         target = f"cuda -arch={CUDA_API.arch(0)}"
-    jobs = [(li, b, v, target) for li, layer in enumerate(LAYERS) for b in batches
+    chosen = {int(i) for i in a.layers.split(",") if i} or set(range(len(LAYERS)))
+    jobs = [(li, b, v, target) for li, layer in enumerate(LAYERS) if li in chosen for b in batches
             for v in _variants(layer)]
     workers = a.workers or max(1, min(len(jobs), os.cpu_count() or 1))
     built: dict[tuple, tuple] = {}
@@ -208,6 +211,8 @@ def main() -> int:
     hdr = "".join(f"{v:>13s}" for v in (*VARIANTS, "cudnn"))
     print(f"{'layer':16s} {'b':>3s}{hdr}   best (ms; errors vs torch in the JSON)")
     for li, layer in enumerate(LAYERS):
+        if li not in chosen:
+            continue
         name, c, h, oc, k, s, p, count = layer
         for b in batches:
             x = rng.uniform(-1, 1, (b, c, h, h)).astype("float32")
@@ -220,13 +225,15 @@ def main() -> int:
                          "ptxas": {}}
             xd = tvm.nd.array(x, dev)
             for v in _variants(layer):
+                if a.trace:  # which variant runs (a kernel that never returns is named)
+                    print(f"  .. {name} b{b} {v}", file=sys.stderr, flush=True)
                 blob, info, _ = built[(li, b, v)]
                 try:
                     f = pickle.loads(blob)
                 except Exception as e:  # noqa: BLE001 - rebuild here rather than lose the row
                     print(f"  {name} b{b} {v}: unpickling failed ({e}); rebuilding")
                     f = pickle.loads(_build((li, b, v, target))[3])
-                wv = _winograd_u(w, _tile(layer, v)) if v.endswith("_pre") else w
+                wv = _winograd_u(w, _tile(layer, v, b)) if v.endswith("_pre") else w
                 wd = tvm.nd.array(wv, dev)
                 od = tvm.nd.empty(ref.shape, "float32", dev)
                 f(xd, wd, od)

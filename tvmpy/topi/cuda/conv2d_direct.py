@@ -82,10 +82,13 @@ FALLBACK_RULE = "shape"
 :func:`_fallback`) or ``"v1"`` (the earlier fixed-tile rule, :func:`_fallback_v1`; kept for the
 A/B of ``bench/gpu_conv_defaults.py``)."""
 
-MIN_BLOCKS = 264
-"""Blocks the untuned rule aims for: two per SM of a 132-SM GPU (H100/H200) -- more waves on
+MIN_BLOCKS = 132
+"""Blocks the untuned rule aims for: one per SM of a 132-SM GPU (H100/H200) -- more waves on
 smaller GPUs, which costs little; fewer leaves SMs idle (ResNet-18's 512x7x7 layer at batch 1 has
-25,088 outputs: four per thread in 128-thread blocks is 49 blocks)."""
+25,088 outputs: four per thread in 128-thread blocks is 49 blocks). On the H200 at batch 1
+(bench/gpu_conv_defaults.py, 2026-11-30) aiming at 132 was faster than at 264 (two per SM) on
+five of ResNet-18's eleven conv shapes (stem 0.049 -> 0.031 ms, 1x1/2 64->128 0.034 -> 0.022) and
+equal on the others."""
 MIN_THREADS = 64
 """Threads per block the rule does not go below (two warps) while shrinking for blocks."""
 MAX_THREAD_Z = 64

@@ -55,16 +55,22 @@ if TYPE_CHECKING:
 __all__ = ["conv2d_nchw_winograd", "schedule_conv2d_nchw_winograd", "winograd_tile_size",
            "conv2d_nchw_winograd_weight_transform"]
 
-MAX_WASTE = 1.2
-"""F(4x4) when the output's 4x4 tiles compute at most this many times its outputs, else F(2x2):
-a 7x7 or 14x14 map in 4x4 tiles computes 1.31x its outputs (8x8, 16x16) and has 4x fewer tiles
-to spread over the blocks."""
+MAX_WASTE = 1.35
+"""F(4x4) only when the output's 4x4 tiles compute at most this many times its outputs (a 7x7
+or 14x14 map in 4x4 tiles computes 1.31x its outputs: 8x8, 16x16) ..."""
+MIN_TILES_F4 = 16
+"""... and give the batched products at least this many tiles (batch x tiles per image): F(4x4)
+has 4x fewer tiles than F(2x2) to spread over the blocks. H200, batch 1, pre-transformed
+weights (bench/gpu_conv_defaults.py, 2026-11-30): 256@14 (16 tiles) F(4x4) 0.026 ms vs F(2x2)
+0.044; 512@7 (4 tiles) F(4x4) 0.037 vs F(2x2) 0.034."""
 
 
-def winograd_tile_size(oh: int, ow: int) -> int:
-    """The output tile size ``m`` for an ``oh x ow`` output (see :data:`MAX_WASTE`)."""
-    waste = (-(-oh // 4) * 4) * (-(-ow // 4) * 4) / float(oh * ow)
-    return 4 if waste <= MAX_WASTE else 2
+def winograd_tile_size(oh: int, ow: int, batch: int = 1) -> int:
+    """The output tile size ``m`` for ``batch`` outputs of ``oh x ow`` (see :data:`MAX_WASTE`,
+    :data:`MIN_TILES_F4`)."""
+    th, tw = -(-oh // 4), -(-ow // 4)
+    waste = th * 4 * tw * 4 / float(oh * ow)
+    return 4 if waste <= MAX_WASTE and batch * th * tw >= MIN_TILES_F4 else 2
 
 
 def conv2d_nchw_winograd_weight_transform(kernel: Tensor, tile_size: int) -> Tensor:
@@ -97,7 +103,7 @@ def conv2d_nchw_winograd(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, p
     oh, ow = h + pt + pb - 2, w + pl + pr - 2
     if oh < 1 or ow < 1:
         raise ValueError("conv2d_nchw_winograd: the 3x3 window is larger than the padded input")
-    m = int(tile_size) or winograd_tile_size(oh, ow)
+    m = int(tile_size) or winograd_tile_size(oh, ow, n)
     alpha = m + 2
     at, bt, _ = winograd_matrices(m)
     if pre_computed:
