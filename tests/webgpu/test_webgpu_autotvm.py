@@ -20,7 +20,8 @@ def test_relay_extracts_gpu_templates_for_webgpu():
     params = {"w": np.ones((8, 4, 3, 3), "float32"), "d": np.ones((10, 648), "float32")}
     tasks = autotvm.task.extract_from_program(mod, target="webgpu", params=params)
     names = sorted(t.name for t in tasks)
-    assert names == ["conv2d_nchw.cuda", "dense.cuda"], names
+    # a 3x3 stride-1 conv lists both algorithms' tasks (direct and Winograd) for tuning to compare
+    assert names == ["conv2d_nchw.cuda", "conv2d_nchw_winograd.cuda", "dense.cuda"], names
     assert all(str(t.target).startswith("webgpu") for t in tasks)
 
 

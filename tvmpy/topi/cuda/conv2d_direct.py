@@ -98,6 +98,16 @@ SHARED_BUDGET = 24 * 1024
 statically: two blocks' tiles resident on any SM, more on sm_80/sm_90's 164/228 KB)."""
 
 
+def shared_budget() -> int:
+    """:data:`SHARED_BUDGET`, or half of the current target's shared memory per block where
+    that is less (WebGPU's guaranteed 16 KB: 8 KB; Vulkan's 32 KB: 16 KB)."""
+    from ...target import Target
+
+    tgt = Target.current()
+    limit = int(getattr(tgt, "max_shared_memory_per_block", 0) or 0) if tgt is not None else 0
+    return min(SHARED_BUDGET, limit // 2) if limit else SHARED_BUDGET
+
+
 def _fallback_v1(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: int,
                  span: tuple[int, int, int, int]) -> None:
     """The earlier untuned rule: per thread up to 2 channels x 2 rows x 1 column, at most
@@ -131,7 +141,7 @@ def _fallback(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: in
     :data:`MIN_BLOCKS` blocks the tile shrinks -- channels per thread, then rows, columns, then
     threads per block down to :data:`MIN_THREADS` -- as an idle SM costs more than a lower
     reuse. The reduction: the whole kernel window and the largest input-channel chunk up to 16
-    whose shared tiles (input window + weights) fit :data:`SHARED_BUDGET`, so that one
+    whose shared tiles (input window + weights) fit :func:`shared_budget`, so that one
     ``__syncthreads`` pair covers ``16 x kh x kw`` steps (was one kernel row of 8 channels).
 
     ``span``: ``(stride_h, stride_w, window_h, window_w)``, the input rows/columns one output
@@ -174,11 +184,12 @@ def _fallback(cfg: Any, n: int, f: int, y: int, x: int, rc: int, ry: int, rx: in
     cols = (tx * vx - 1) * sw + ww
     per_channel_full = 4 * (rows * cols + fi * tf * ry * rx)
     per_channel_row = 4 * (((ty * yi - 1) * sh + 1) * cols + fi * tf * rx)
-    if per_channel_full <= SHARED_BUDGET:
+    budget = shared_budget()
+    if per_channel_full <= budget:
         kry, per_channel = ry, per_channel_full
     else:  # a large window (a 7x7 stem on a wide tile): one kernel row per chunk
         kry, per_channel = 1, per_channel_row
-    chunk = _largest_divisor(rc, max(1, min(16, SHARED_BUDGET // per_channel)))
+    chunk = _largest_divisor(rc, max(1, min(16, budget // per_channel)))
     cfg["tile_rc"] = SplitEntity([-1, chunk])
     cfg["tile_ry"] = SplitEntity([-1, kry])
     cfg["tile_rx"] = SplitEntity([-1, rx])

@@ -38,7 +38,7 @@ from ...te import sum as te_sum
 from ..nn.pad import pad
 from ..nn.utils import get_pad_tuple, traverse_inline
 from ..nn.winograd import _transform, winograd_matrices
-from .conv2d_direct import MIN_BLOCKS, MIN_THREADS, SHARED_BUDGET
+from .conv2d_direct import MIN_BLOCKS, MIN_THREADS, shared_budget
 from .utils import (
     _largest_divisor,
     apply_unroll,
@@ -182,7 +182,7 @@ def _fallback(cfg: Any, b: int, co: int, p: int, ci: int) -> None:
     ``threadIdx.y`` up to 256 threads; while the grid has fewer than
     :data:`~.conv2d_direct.MIN_BLOCKS` blocks (small maps at batch 1), fewer outputs per thread,
     then fewer threads (down to :data:`~.conv2d_direct.MIN_THREADS`). Input-channel chunks up to
-    16 within :data:`~.conv2d_direct.SHARED_BUDGET`."""
+    16 within :func:`~.conv2d_direct.shared_budget`."""
     tmax = max(1, min(256, max_threads()))
     vx = _largest_divisor(p, 4)
     tx = _largest_divisor(p // vx, min(16, tmax))
@@ -207,7 +207,7 @@ def _fallback(cfg: Any, b: int, co: int, p: int, ci: int) -> None:
     cfg["tile_y"] = SplitEntity([-1, vy, ty, 1])
     cfg["tile_x"] = SplitEntity([-1, vx, tx, 1])
     per_channel = 4 * (vy * ty + vx * tx)
-    cfg["tile_rc"] = SplitEntity([-1, _largest_divisor(ci, max(1, min(16, SHARED_BUDGET
+    cfg["tile_rc"] = SplitEntity([-1, _largest_divisor(ci, max(1, min(16, shared_budget()
                                                                       // per_channel)))])
 
 

@@ -7,7 +7,7 @@ The reduction is split by ``tile_k``: per outer step the block copies its ``A`` 
 columns (``k`` chunk) into ``shared`` memory, cooperatively. Knobs: ``tile_y``, ``tile_x``,
 ``tile_k``, ``auto_unroll_max_step``, ``unroll_explicit``.
 
-Fallback: up to 8 x 16 threads (4 rows x 2 columns... see :func:`_fallback`), k chunks of up to
+Fallback: up to 8 x 16 threads (4 rows x 2 columns... see :func:`fallback_config`), k chunks of up to
 16, divisors only; with a single row (batch 1 inference) all threads go to the columns.
 """
 
@@ -36,7 +36,8 @@ from .utils import (
 if TYPE_CHECKING:
     from ...te.schedule import Schedule
 
-__all__ = ["dense", "schedule_dense", "batch_matmul", "schedule_batch_matmul"]
+__all__ = ["dense", "schedule_dense", "batch_matmul", "schedule_batch_matmul", "fallback_config",
+           "schedule_matmul_tiles"]
 
 
 def _kmajor(t: Tensor, k_last: bool) -> Tensor:
@@ -109,7 +110,9 @@ def _schedule(cfg: Any, outs: Any, tag: str) -> Schedule:
     return s
 
 
-def _fallback(cfg: Any, m: int, n: int, k: int, batch: int) -> None:
+def fallback_config(cfg: Any, m: int, n: int, k: int, batch: int) -> None:
+    """The untuned config of the matmul template for an ``m x n x k`` product (``batch`` of
+    them), set into ``cfg``: every knob of :func:`schedule_matmul_tiles`."""
     limit = max_threads()
     cfg["double_buffer"] = OtherOptionEntity(0)
     cfg["vectorize"] = OtherOptionEntity(1)
@@ -183,7 +186,7 @@ def schedule_matmul_tiles(cfg: Any, s: Schedule, mm: Tensor) -> None:
     unroll_knobs(cfg, (0, 64, 512, 1500))
     if cfg.is_fallback:
         batch = const_int(axes[0].dom.extent) if len(axes) == 3 else 1
-        _fallback(cfg, const_int(y.dom.extent), const_int(x.dom.extent),
+        fallback_config(cfg, const_int(y.dom.extent), const_int(x.dom.extent),
                   const_int(kk.dom.extent), batch)
 
     output, CL = output_stages(s, mm)

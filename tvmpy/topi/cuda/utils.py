@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ...te import Tensor
     from ...te.schedule import Schedule
 
-__all__ = ["const_int", "max_threads", "fallback_tile", "cooperative_fetch", "unroll_knobs",
+__all__ = ["const_int", "max_threads", "largest_divisor", "fallback_tile", "cooperative_fetch", "unroll_knobs",
            "apply_unroll", "output_stages"]
 
 DEFAULT_MAX_THREADS = 256
@@ -36,9 +36,13 @@ def max_threads() -> int:
     return int(n) if n else DEFAULT_MAX_THREADS
 
 
-def _largest_divisor(n: int, limit: int) -> int:
+def largest_divisor(n: int, limit: int) -> int:
+    """The largest divisor of ``n`` not above ``limit`` (at least 1)."""
     limit = max(1, min(n, limit))
     return max(d for d in range(1, limit + 1) if n % d == 0)
+
+
+_largest_divisor = largest_divisor  # the name the templates import
 
 
 def fallback_tile(extent: int, threads: int, inner: int, parts: int = 4) -> SplitEntity:

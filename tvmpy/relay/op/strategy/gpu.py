@@ -295,7 +295,7 @@ def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
     from ....autotvm.space import OtherOptionEntity, SplitEntity
     from ....te import create_schedule
     from ....topi.cuda.dense import schedule_matmul_tiles
-    from ....topi.cuda.utils import _largest_divisor, fallback_tile, max_threads
+    from ....topi.cuda.utils import fallback_tile, largest_divisor, max_threads
     from ....topi.nn.utils import traverse_inline
 
     outs = list(outs)
@@ -313,7 +313,7 @@ def _schedule_dense_symbolic_rows(attrs: Any, outs: list, target: Any) -> Any:
                 # count (the guard of the last block) and live in local memory
                 "tile_y": SplitEntity([-1, 1, ty, 1]),
                 "tile_x": fallback_tile(n, max(1, min(16, limit // ty)), 4, parts=4),
-                "tile_k": SplitEntity([-1, _largest_divisor(k, 16)]),
+                "tile_k": SplitEntity([-1, largest_divisor(k, 16)]),
                 "auto_unroll_max_step": OtherOptionEntity(512),
                 "unroll_explicit": OtherOptionEntity(1),
                 "vectorize": OtherOptionEntity(0), "double_buffer": OtherOptionEntity(0)})
@@ -329,7 +329,7 @@ def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -
     matrices: the batch bound to blockIdx.z, the matrices tiled as the template's untuned
     fallback tiles them (exact divisors: no guards)."""
     from ....te import create_schedule
-    from ....topi.cuda.dense import _fallback, schedule_matmul_tiles
+    from ....topi.cuda.dense import fallback_config, schedule_matmul_tiles
     from ....topi.nn.utils import traverse_inline
 
     outs = list(outs)
@@ -345,7 +345,7 @@ def _schedule_batch_matmul_symbolic_batch(attrs: Any, outs: list, target: Any) -
             cfg = _FixedTiles({"auto_unroll_max_step": OtherOptionEntity(512),
                                "unroll_explicit": OtherOptionEntity(1)})
             with target:
-                _fallback(cfg, m, n, k, 1)  # (the tiles; batch count unknown: as if 1)
+                fallback_config(cfg, m, n, k, 1)  # (the tiles; batch count unknown: as if 1)
                 schedule_matmul_tiles(cfg, s, mm)
 
     traverse_inline(s, outs[0].op, callback)
