@@ -211,6 +211,21 @@ def _fallback(cfg: Any, b: int, co: int, p: int, ci: int) -> None:
                                                                       // per_channel)))])
 
 
+def _schedule_transform(s: Schedule, T: Tensor, partial: Tensor, nthreads: int) -> None:
+    """A transform stage ``T[e, n, a, b]`` (weights: ``a, b`` = input / output channel; input:
+    channel / tile): one thread per ``(a, b)``, the ``alpha x alpha`` points unrolled in it, its
+    first-pass product ``partial`` in registers (``local``) beside it."""
+    e, n, a, b = s[T].op.axis
+    s[T].reorder(a, b, e, n)
+    tx = _threads_2d(s, T, a, b, nthreads)
+    s[T].unroll(e)
+    s[T].unroll(n)
+    s[partial].set_scope("local")
+    s[partial].compute_at(s[T], tx)
+    for ax in s[partial].op.axis[:2]:
+        s[partial].unroll(ax)
+
+
 def _threads_2d(s: Any, stage: Any, outer: Any, inner: Any, nthreads: int) -> Any:
     """Bind the 2-D ``(outer, inner)`` axes: ``inner`` split by up to ``nthreads`` threads
     (``threadIdx.x``), ``outer`` by the rest (``threadIdx.y``), the outer parts to
@@ -242,27 +257,10 @@ def _schedule(cfg: Any, s: Schedule, conv: Tensor) -> None:
 
     # weight transform (unless pre-computed)
     if U.op.name == "winograd_U":
-        gk = _stage(U, "winograd_Gg")
-        e, n, ci, co = s[U].op.axis
-        s[U].reorder(ci, co, e, n)
-        tx = _threads_2d(s, U, ci, co, nthreads)
-        s[U].unroll(e)
-        s[U].unroll(n)
-        s[gk].set_scope("local")
-        s[gk].compute_at(s[U], tx)
-        for ax in s[gk].op.axis[:2]:
-            s[gk].unroll(ax)
+        _schedule_transform(s, U, _stage(U, "winograd_Gg"), nthreads)
 
     # input transform
-    e, n, c, p = s[V].op.axis
-    s[V].reorder(c, p, e, n)
-    tx = _threads_2d(s, V, c, p, nthreads)
-    s[V].unroll(e)
-    s[V].unroll(n)
-    s[d1].set_scope("local")
-    s[d1].compute_at(s[V], tx)
-    for ax in s[d1].op.axis[:2]:
-        s[d1].unroll(ax)
+    _schedule_transform(s, V, d1, nthreads)
 
     # batched product
     y_ax, x_ax = s[M].op.axis[2], s[M].op.axis[3]
