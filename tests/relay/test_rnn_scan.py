@@ -200,12 +200,14 @@ def test_bad_shapes_are_named():
         rnn_scan(xw, rt, h0, c0, "RNN", H)
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("lanes", [1, 4, 8, 16])
 @pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", False), ("GRU", True)])
-def test_kernel_at_every_vector_width(cell, lbr, lanes):
+def test_kernel_at_every_vector_width(cell, lbr, lanes, packed):
     """The topi kernel for a target of any vector width (the block is a multiple of the lanes
     dividing the padded size) against the numpy meaning (float64), batch 5 over two row
-    blocks, a prime hidden size."""
+    blocks, a prime hidden size; ``R^T`` plain or packed by the kernel's blocks (the numpy
+    meaning reads the packed one too)."""
     from types import SimpleNamespace
 
     from tvmpy import te
@@ -220,6 +222,14 @@ def test_kernel_at_every_vector_width(cell, lbr, lanes):
     xw[..., H:] = 0
     rt[..., H:] = 0
     xw, rt = xw.reshape(T, N, G * hp), rt.reshape(H, G * hp)
+    if packed:
+        from tvmpy.topi.rnn import pack_rt_np, packed_block, unpack_rt_np
+
+        ub = packed_block(cell, hp, lanes, N)
+        assert hp // ub > 1
+        rt = np.ascontiguousarray(pack_rt_np(rt, cell, ub))
+        assert rt.shape == (hp // ub, H, G * ub)
+        np.testing.assert_array_equal(pack_rt_np(unpack_rt_np(rt, cell), cell, ub), rt)
     h0 = _r(N, H)
     aux = _r(N, H) if cell == "LSTM" else np.concatenate([_r(H), np.zeros(hp - H, "float32")])
     ph = [te.placeholder(a.shape, name=n) for a, n in ((xw, "xw"), (rt, "rt"), (h0, "h0"),
@@ -234,6 +244,33 @@ def test_kernel_at_every_vector_width(cell, lbr, lanes):
     n_real = 3 if cell == "LSTM" else 2  # Y, h_T (, c_T); the workspaces are not results
     for got, w in zip(args[4:4 + n_real], want[:n_real]):
         np.testing.assert_allclose(got.numpy(), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,extra", [("LSTM", {}), ("GRU", {}),
+                                        ("GRU", {"linear_before_reset": 1})])
+@pytest.mark.parametrize("T,N,H", [(9, 1, 67), (1, 1, 67), (3, 2, 128)])
+def test_recurrent_weight_packed_by_the_kernels_blocks(kind, extra, T, N, H):
+    """x86 AlterOpLayout gives the kernel ``R^T`` packed by its blocks of hidden units (one
+    contiguous run a block, folded once: a constant (Hp/ub, H, G*ub) parameter): the results
+    equal onnxruntime's; a prime hidden size, one step, batch 1, bidirectional."""
+    dirs = 2
+    model = _model(kind, T, N, 5, H, dirs, True, direction="bidirectional", **extra)
+    feeds = _feeds(model, T, N, 5, H, dirs)
+    mod, params = relay.frontend.from_onnx(model, {k: v.shape for k, v in feeds.items()},
+                                           freeze_params=False)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, "llvm", params=params)
+    G = {"GRU": 3, "LSTM": 4}[kind]
+    packed = [p.shape for p in lib.get_params().values()
+              if len(p.shape) == 3 and p.shape[1] == H and p.shape[0] > 1]
+    assert len(packed) == dirs, [p.shape for p in lib.get_params().values()]
+    assert all(nb * gub == G * padded_hidden(H) for nb, _, gub in packed)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    for k, v in feeds.items():
+        m.set_input(k, v)
+    m.run()
+    for i, want in enumerate(_ort(model, feeds)):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=2e-5)
 
 
 def test_from_pytorch_module_with_a_symbolic_sequence():

@@ -7,7 +7,9 @@ of 16, ``G`` the gates: LSTM 4 (i, o, f, c), GRU 3 (z, r, h)):
 
 - ``xw`` (T, N, G*Hp): the projection plus the biases that add outside the recurrence, each
   gate's columns padded with zeros to ``Hp``;
-- ``rt`` (H, G*Hp): the recurrent weight transposed, padded the same way;
+- ``rt`` (H, G*Hp): the recurrent weight transposed, padded the same way; or, as the x86
+  AlterOpLayout rewrite gives the kernel (``relay/op/strategy/rnn.py``), packed by blocks of
+  ``ub`` hidden units (``topi.rnn.pack_rt_np``: (Hp/ub, H, G*ub));
 - ``h0`` (N, H); ``aux``: LSTM ``c0`` (N, H), GRU the candidate gate's recurrent bias (Hp,)
   (applied inside ``r * (h R_h^T + Rb_h)`` where ``linear_before_reset``, else zeros).
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ...topi.rnn import GATES, PAD, workspace_shapes
+from ...topi.rnn import GATES, PAD, unpack_rt_np, workspace_shapes
 from ..expr import RelayExpr
 from ..ty import TensorType, TupleType, Type
 from ._rel import fail, shape_str, tensor_arg
@@ -64,8 +66,11 @@ def _rnn_scan_rel(arg_types: list[Type], attrs: Any) -> Type:
     if not static(cols, G * hp):
         fail(f"rnn_scan: xw must have {G}*{hp} columns (hidden {H} padded), got "
              f"{shape_str(xw.shape)}")
-    if tuple(rt.shape) != (H, G * hp):
-        fail(f"rnn_scan: rt must be ({H}, {G * hp}), got {shape_str(rt.shape)}")
+    packed = len(rt.shape) == 3 and all(isinstance(d, int) for d in rt.shape) and \
+        rt.shape[1] == H and rt.shape[2] % G == 0 and rt.shape[0] * rt.shape[2] == G * hp
+    if tuple(rt.shape) != (H, G * hp) and not packed:
+        fail(f"rnn_scan: rt must be ({H}, {G * hp}) or packed (Hp/ub, {H}, {G}*ub), got "
+             f"{shape_str(rt.shape)}")
     if len(h0.shape) != 2 or not static(h0.shape[1], H):
         fail(f"rnn_scan: h0 must be (N, {H}), got {shape_str(h0.shape)}")
     want_aux = "(N, H)" if cell == "LSTM" else f"({hp},)"
@@ -91,6 +96,8 @@ def rnn_scan_np(attrs: Any, xw: np.ndarray, rt: np.ndarray, h0: np.ndarray,
     G, hp = GATES[cell], padded_hidden(H)
     T, N = xw.shape[:2]
     x = xw.astype(np.float64).reshape(T, N, G, hp)[..., :H]
+    if rt.ndim == 3:
+        rt = unpack_rt_np(rt, cell)
     r = rt.astype(np.float64).reshape(H, G, hp)[..., :H]
     h = h0.astype(np.float64)
     c = aux.astype(np.float64) if cell == "LSTM" else None

@@ -13,9 +13,18 @@ from typing import Any
 
 from .... import te
 from ....target.generic_func import generic_func
-from ....topi.rnn import GATES, rnn_cell_key, rnn_cell_workload, rnn_scan, rnn_scan_stepped
+from ....topi.rnn import (
+    GATES,
+    packed_block,
+    rnn_cell_key,
+    rnn_cell_workload,
+    rnn_scan,
+    rnn_scan_stepped,
+)
 from ....topi.x86.injective import vector_lanes
-from ..registry import register_op_attr
+from .. import transform as _tr
+from ..registry import register_alter_op_layout, register_op_attr
+from ..rnn import rnn_scan as _relay_rnn_scan
 from ..rnn_expand import expand_rnn_scan
 from . import OpStrategy, register_strategy_func
 
@@ -84,3 +93,49 @@ register_op_attr("nn.rnn_scan", "FTVMLegalize", rnn_scan_legalize)
 register_strategy_func("nn.rnn_scan", "generic", _cpu)
 register_strategy_func("nn.rnn_scan", "cpu", _cpu)
 register_strategy_func("nn.rnn_scan", "gpu", _gpu)
+
+
+@generic_func
+def rnn_scan_alter_layout(call: Any, inputs: Any) -> Any:
+    """``FTVMAlterOpLayout`` of ``nn.rnn_scan``: the target's rewrite (default: none)."""
+    return None
+
+
+@rnn_scan_alter_layout.register("cpu")
+def _pack_rt(call: Any, inputs: Any) -> Any:
+    """The kernel's ``R^T`` packed by its blocks of hidden units (``topi.rnn.pack_rt_np``:
+    (Hp/ub, H, G*ub), ``ub`` the block the kernel picks for the call's batch rows and the
+    target's float32 lanes): each block's k loop then reads one contiguous run instead of G
+    runs a row ``G*Hp`` floats apart. A constant ``R^T`` is packed once (FoldConstant after
+    the pass). Not where a tuned cell replaces the kernel (its step reads the plain layout),
+    nor where the packed layout is the plain one (one block)."""
+    from ....target import Target
+
+    xw_t, rt_t = call.args[0].checked_type, call.args[1].checked_type
+    if len(rt_t.shape) != 2 or not all(isinstance(d, int) for d in rt_t.shape):
+        return None
+    cell, H = str(call.attrs.cell), int(call.attrs.hidden)
+    G = GATES[cell]
+    hp = int(rt_t.shape[1]) // G
+    n = xw_t.shape[1] if isinstance(xw_t.shape[1], int) else None
+    ub = packed_block(cell, hp, vector_lanes("float32"), n)
+    nb = hp // ub
+    if nb <= 1:
+        return None
+    if n is not None:
+        from ....auto_scheduler.relay_integration import is_auto_scheduler_enabled
+
+        if is_auto_scheduler_enabled():
+            placeholders = [te.placeholder(tuple(t.shape), t.dtype)
+                            for t in (xw_t, rt_t)]
+            if _tuned_cell(call.attrs, placeholders, Target.current()) is not None:
+                return None
+    rt = inputs.plain(1)
+    packed = _tr.reshape(_tr.transpose(_tr.reshape(rt, (H, G, nb, ub)), (2, 0, 1, 3)),
+                         (nb, H, G * ub))
+    args = [inputs.plain(0), packed, inputs.plain(2), inputs.plain(3)]
+    a = call.attrs
+    return _relay_rnn_scan(*args, cell, H, bool(a.reverse), bool(a.linear_before_reset)), None
+
+
+register_alter_op_layout("nn.rnn_scan", rnn_scan_alter_layout)
