@@ -537,6 +537,13 @@ def plot_model(name: str, as_prog: Progress, tvm_prog: Progress | None, png: str
          "trials", "latency (ms)", logy=True)
 
 
+def task_kernel(desc: str) -> str:
+    """The model kernel's name of a task's ``desc``: the desc up to a note in parentheses (a
+    kernel that runs a task several times a call, e.g. ``fused_nn_rnn_scan (topi.rnn_cell, 32
+    run(s) a call)``: the recurrence whose task is its time step)."""
+    return desc.split(" (", 1)[0]
+
+
 def subgraph_report(as_prog: Progress, meas: dict) -> list[str]:
     lines = []
     prof = meas["profile"]
@@ -561,7 +568,7 @@ def subgraph_report(as_prog: Progress, meas: dict) -> list[str]:
         # the search's estimate against the same kernels in the model, at the thread count
         # the search measured at (its estimate is a figure at that count only)
         tasks = [d for d in as_prog.data.get("tasks", []) if d.get("best_s")]
-        in_model = sum(a.get(d["desc"], 0.0) for d in tasks)
+        in_model = sum(a.get(task_kernel(d["desc"]), 0.0) for d in tasks)
         est = sum(d["best_s"] * d["weight"] for d in tasks)
         st = as_prog.data.get("search_threads")
         if tasks and st == t:
@@ -620,8 +627,8 @@ def run_model(name: str, args, cpu: str) -> dict:
            "tvm_trials": len(tvm_prog.data["rows"]) if has_tvm else None,
            "n_tasks": len(as_prog.data["tasks"]), "measured": meas}
     untuned = {_strip(k): v for k, v in meas[0]["profile"]["untuned"].items()}
-    fallback = {t["desc"]: untuned[t["desc"]] / t["weight"] for t in as_prog.data["tasks"]
-                if t["desc"] in untuned}
+    fallback = {t["desc"]: untuned[task_kernel(t["desc"])] / t["weight"]
+                for t in as_prog.data["tasks"] if task_kernel(t["desc"]) in untuned}
     plot_model(name, as_prog, tvm_prog if has_tvm else None, os.path.join(d, f"{name}.png"),
                meas[0]["median"], fallback)
     report = task_report(as_prog)

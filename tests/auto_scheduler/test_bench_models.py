@@ -76,3 +76,21 @@ def test_table_flags_wrong_outputs(capsys):
     assert "| m | 1 | 2.00 | - | 1.00 | 2.00 | 1.00 | - | 0.50 | - | 1.0, 8 | - |" in out
     meas["errors"]["auto_scheduler"] = float("nan")  # a NaN output is wrong too
     assert bench.print_table([row]) == 1
+
+
+def test_estimate_against_the_model_counts_a_stepped_task(tmp_path):
+    """A task run several times a call (the recurrence's cell: desc ``<kernel> (<note>)``) is
+    compared with its kernel in the model, not left out of the model's side."""
+    assert bench.task_kernel("fused_nn_rnn_scan (topi.rnn_cell, 32 run(s) a call)") == \
+        "fused_nn_rnn_scan"
+    assert bench.task_kernel("fused_nn_dense_add") == "fused_nn_dense_add"
+    p = bench.Progress(str(tmp_path / "m.as.progress.json"), "cpuA")
+    p.data["search_threads"] = 1
+    p.data["tasks"] = [{"desc": "fused_nn_dense", "weight": 2, "best_s": 1e-4, "flop": 1},
+                       {"desc": "fused_nn_rnn_scan (topi.rnn_cell, 32 run(s) a call)",
+                        "weight": 64, "best_s": 5e-6, "flop": 1}]
+    prof = {"fused_nn_dense": 2.2e-4, "fused_nn_rnn_scan": 3.5e-4, "fused_take": 1e-6}
+    meas = {"threads": 1, "profile": {"auto_scheduler": prof, "untuned": prof},
+            "ort_profile": {"matmul/dense": 2e-4}}
+    line = [x for x in bench.subgraph_report(p, meas) if "search's estimate" in x][0]
+    assert "estimate 0.520 ms" in line and "in the model 0.570 ms" in line
