@@ -12,6 +12,9 @@ times the sides in interleaved rounds (bench/common.interleaved_samples; at 1 th
 process's CPU time, else wall time) and prints each side's median [min-max] and the median of
 the per-round ratios to onnxruntime. The library loaded first can run a little faster
 (placement of its weight buffers): swap the order in a second run.
+
+    # the same libraries' kernels inside the model, by kernel group (rnn_scan, dense, ...)
+    python bench/zoo_lib_ab.py kernels /tmp/ab/base,/tmp/ab/new lstm_lm [--rounds 9]
 """
 
 from __future__ import annotations
@@ -78,9 +81,64 @@ def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
         print(f"{name:16s} load {os.getloadavg()[0]:.1f}  {cols} | {ratios}", flush=True)
 
 
+def _kind(func_name: str) -> str:
+    """A kernel's group in ``kernels``' table: the op that names it (rnn_scan, dense, conv2d,
+    ...), else "other"."""
+    for k in ("rnn_scan", "batch_matmul", "dense", "conv2d", "softmax", "pool"):
+        if k in func_name:
+            return k
+    return "other"
+
+
+def kernels(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
+    """The sides' kernels inside the whole model: each library's graph nodes run in order, each
+    timed (10 runs, median), sides alternating within every round; per kernel group (``_kind``)
+    the median of the per-round sums [min-max]. At 1 thread the thread's CPU time."""
+    import time
+
+    import tvmpy
+    from tvmpy.contrib import graph_executor
+    from tvmpy.relay.testing import zoo
+
+    threads = bench_threads(threads)
+    clock = time.thread_time if threads == 1 else time.perf_counter
+    print(machine_description(), f"{threads} thread(s)", flush=True)
+    for name in models:
+        feeds = zoo.MODELS[name]("real").feeds(seed=1)
+        gms = {}
+        for d in dirs:
+            lib = tvmpy.runtime.load_module(os.path.join(d, name + ".so"))
+            gm = graph_executor.GraphModule(lib["default"](tvmpy.cpu())).module
+            for k, v in feeds.items():
+                gm.set_input(k, v)
+            gm.run()
+            gms[os.path.basename(d.rstrip("/"))] = gm
+        sums: dict[str, dict[str, list[float]]] = {k: {} for k in gms}
+        for _ in range(rounds):
+            for side, gm in gms.items():
+                calls = gm._calls  # noqa: SLF001
+                per: list[list[float]] = [[] for _ in calls]
+                for _ in range(10):
+                    for j, (cf, args) in enumerate(calls):
+                        t0 = clock()
+                        cf(*args)
+                        per[j].append(clock() - t0)
+                groups: dict[str, float] = {}
+                for node, ts in zip(gm._call_nodes, per):  # noqa: SLF001
+                    g = _kind(node.func_name or "")
+                    groups[g] = groups.get(g, 0.0) + statistics.median(ts)
+                for g, t in groups.items():
+                    sums[side].setdefault(g, []).append(t)
+        cols = " | ".join(
+            f"{side}: " + ", ".join(f"{g} {statistics.median(v) * 1e3:.3f} ms [{min(v) * 1e3:.3f}-"
+                                    f"{max(v) * 1e3:.3f}]" for g, v in sorted(by_group.items()))
+            for side, by_group in sums.items())
+        print(f"{name:16s} load {os.getloadavg()[0]:.1f}  {cols}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cmd", choices=["export", "run"])
+    ap.add_argument("cmd", choices=["export", "run", "kernels"])
     ap.add_argument("dirs", help="export: the output folder; run: comma-separated folders")
     ap.add_argument("models", help="comma-separated zoo names")
     ap.add_argument("--rounds", type=int, default=11)
@@ -88,6 +146,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.cmd == "export":
         export(a.dirs, a.models.split(","))
+    elif a.cmd == "kernels":
+        kernels(a.dirs.split(","), a.models.split(","), a.rounds, a.threads)
     else:
         run(a.dirs.split(","), a.models.split(","), a.rounds, a.threads)
 
