@@ -3,6 +3,7 @@ package docstring), with the conversion of input values (``host_array``, ``conve
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from .cuda_graph import (
     make_stream,
     resolve_use_cuda_graph,
 )
+from .native_run import native_runner
 from .parse import (
     _Node,
     check_storage_plan,
@@ -48,6 +50,20 @@ from .storage import (
 
 # DLPack types of GPUs (kDLCUDA, kDLOpenCL, kDLWebGPU ...): storage in device memory (gpu_module)
 GPU_DEVICE_TYPES = tuple(DEVICE_MODULES)
+
+
+def _native_after() -> int | None:
+    """Runs of a plan by the Python loop before its calls are compiled to one native function
+    (native_run.py): ``TVMPY_GRAPH_NATIVE_RUN`` ("0" turns the native runner off; a number > 0
+    is that count; default 1: the second run of a plan builds it)."""
+    v = os.environ.get("TVMPY_GRAPH_NATIVE_RUN", "")
+    if v.strip() == "":
+        return 1
+    try:
+        n = int(v)
+    except ValueError:
+        raise ValueError(f"TVMPY_GRAPH_NATIVE_RUN must be an integer (0: off), got {v!r}") from None
+    return n if n > 0 else None
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -140,6 +156,10 @@ class GraphExecutor:
         self._stream = make_stream(dev)
         self._cuda_graphs = (CUDAGraphRunner(self._stream, self._node_error, self._raise_failed)
                              if use_graphs else None)
+        # CPU: after this many runs of a plan by the Python loop its calls run as one native
+        # function (native_run.py; None: never)
+        self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
+                                         and not hasattr(lib, "alloc_arena") else None)
         self._bind_functions()
 
     # ---- loading: storage, nodes, functions -----------------------------------------------------
@@ -604,7 +624,23 @@ class GraphExecutor:
             self._run_calls()
 
     def _run_calls(self) -> None:
-        """Every call once, in order (a driver error is raised naming its node)."""
+        """Every call once, in order (a driver error is raised naming its node): by the plan's
+        native runner once it has one (native_run.py), else by the Python loop."""
+        plan = self._active
+        if plan is not None:
+            native = plan.native
+            if native:
+                k = native()
+                if k:
+                    self._raise_failed(*self._calls[k - 1])
+                return
+            if native is None and self.native_after is not None:
+                if plan.runs >= self.native_after:  # False: these calls cannot run natively
+                    plan.native = native_runner(plan.calls) or False
+                    if plan.native:
+                        return self._run_calls()
+                else:
+                    plan.runs += 1
         try:
             for cfunc, args in self._calls:
                 if cfunc(*args):
