@@ -1,5 +1,5 @@
 """The graph executor's native runner (runtime/graph_executor/native_run.py): from a plan's
-second run on, its calls run as one JIT-compiled function. Same results as the Python loop
+third run on (second here: ``native_after = 1``), its calls run as one JIT-compiled function. Same results as the Python loop
 (bit for bit: the same kernels on the same memory), a failing kernel still named, symbolic
 shapes (one runner per plan, shape variables passed as integers), the switch
 (``TVMPY_GRAPH_NATIVE_RUN``), and the argument constants it bakes in."""
@@ -99,6 +99,19 @@ def test_native_runner_per_plan_with_symbolic_shapes(dynamic_lib, static_lib):
     plans = native.module._plans
     assert all(p.native for key, p in plans.items() if key != (2,))
     assert len(plans) == 3
+
+
+def test_default_builds_on_the_third_run(static_lib, monkeypatch):
+    monkeypatch.delenv("TVMPY_GRAPH_NATIVE_RUN", raising=False)
+    m = graph_executor.GraphModule(static_lib["default"](tvm.cpu(0)))
+    assert m.module.native_after == 2
+    x = _rand((2, C_IN, HW, HW))
+    want = _outputs(m, x)
+    assert m.module._active.native is None
+    _outputs(m, x)
+    assert m.module._active.native is None
+    np.testing.assert_array_equal(_outputs(m, x), want)
+    assert m.module._active.native
 
 
 def test_native_runner_off(static_lib, monkeypatch):

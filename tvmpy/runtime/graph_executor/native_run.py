@@ -12,8 +12,9 @@ calls every kernel in order with its argument values as constants (the entries' 
 fixed for the plan's lifetime) and returns 0, or at the first nonzero return code ``k + 1``
 (``k`` the failing call's position: the executor names the node, as the Python loop does).
 It is JIT-compiled with llvmlite's MCJIT at ``opt=0`` (straight-line calls: nothing to
-optimise; ~10-20 ms for 100 calls), lazily (``GraphExecutor`` builds it on a plan's second run,
-so an executor run once pays nothing), and kept with the plan (freed with it).
+optimise; ~5 ms CPU for 100 calls), lazily (``GraphExecutor`` builds it on a plan's third run,
+``TVMPY_GRAPH_NATIVE_RUN``, so an executor run once or twice pays nothing), and kept with the
+plan (freed with it).
 
 Not covered (the Python loop stays): calls through a Python callable (GPU launches, WebAssembly
 functions), argument types other than pointers/integers/floats, and anything llvmlite cannot
