@@ -14,10 +14,9 @@ thread the process's CPU time with ``--cpu-time``, else wall time):
   caches that hold their own weights and activations;
 - ``empty``: the loop with every call replaced by one of an empty native function that takes the
   same arguments (the dispatch cost, warm: Python loop + ctypes marshalling of the prepared args);
-- ``native`` / ``e2e_native``: ``run()`` (and the e2e round) of a second executor of the same
-  library whose plan runs as one native function (runtime/graph_executor/native_run.py); the
-  other sides use the Python loop (``native_after = None``): an A/B of the native runner in one
-  process, the same library and inputs.
+- ``native`` / ``e2e_native``: ``run()`` (and the e2e round) with the plan run as one native
+  function (runtime/graph_executor/native_run.py); the other sides use the Python loop: an A/B
+  of the native runner on the same executor (same arena, weights, inputs), toggled per call.
 
     python bench/run_gap.py DIR mobilenet_v2,mnasnet [--threads 1] [--rounds 9] [--cpu-time]
         [--ab-only]
@@ -94,16 +93,28 @@ def _measure(name: str, a: argparse.Namespace, clock: Callable[[], float]) -> No
     from tvmpy.relay.testing import compare
 
     lib, feeds = _model(name, a.dir)
-    run, run_native = compare.tvm_runner(lib), compare.tvm_runner(lib)
-    gm, gm_native = run.module.module, run_native.module.module
-    gm.native_after = None  # the Python loop (as before the native runner)
-    gm_native.native_after = 1
+    run = compare.tvm_runner(lib)
+    gm = run.module.module
+    gm.native_after = 1
     for _ in range(3):
-        ref, got = run(feeds), run_native(feeds)
-    if not gm_native._active.native:  # noqa: SLF001
+        got = run(feeds)
+    plan = gm._active  # noqa: SLF001
+    native = plan.native
+    if not native:
         raise SystemExit(f"{name}: no native runner was built")
-    for x, y in zip(ref, got):
+    plan.native = False  # the Python loop (as before the native runner)
+    for x, y in zip(run(feeds), got):
         np.testing.assert_array_equal(x, y)
+
+    def with_native(fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> object:
+            plan.native = native
+            try:
+                return fn()
+            finally:
+                plan.native = False
+        return call
+
     calls = gm._calls  # noqa: SLF001
     pc = time.thread_time if a.cpu_time else time.perf_counter
     per_kernel: list[list[float]] = [[] for _ in calls]
@@ -121,8 +132,8 @@ def _measure(name: str, a: argparse.Namespace, clock: Callable[[], float]) -> No
         return tot
 
     sides: dict[str, Callable[[], object]] = {
-        "e2e": lambda: run(feeds), "e2e_native": lambda: run_native(feeds),
-        "run": gm.run, "native": gm_native.run}
+        "e2e": lambda: run(feeds), "e2e_native": with_native(lambda: run(feeds)),
+        "run": gm.run, "native": with_native(gm.run)}
     empty = _empty_calls(calls) if os.uname().machine == "x86_64" else None
     if not a.ab_only:
         sides.update({"loop": lambda: _loop(calls),
