@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,10 +42,11 @@ _CFuncPtr: Any = ctypes.CFUNCTYPE(ctypes.c_int32).__mro__[1]  # ctypes' function
 class NativeRunner:
     """The JIT-compiled function of one plan's calls; ``runner()`` returns 0 or ``k + 1``."""
 
-    __slots__ = ("_engine", "_fn", "ncalls")
+    __slots__ = ("_engine", "_context", "_fn", "ncalls")
 
-    def __init__(self, engine: Any, address: int, ncalls: int):
-        self._engine = engine  # owns the machine code
+    def __init__(self, engine: Any, context: Any, address: int, ncalls: int):
+        self._engine = engine  # owns the machine code (and the module)
+        self._context = context  # the module's LLVM context: outlives the engine
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32)(address)
         self.ncalls = ncalls
 
@@ -111,6 +113,7 @@ def plan_ir(calls: Sequence[tuple[Any, tuple]], name: str = "tvmpy_graph_run") -
 
 
 _llvm_ready: bool | None = None
+_lock = threading.Lock()  # one compile at a time (executors of several threads)
 
 
 def _llvm() -> Any:
@@ -142,14 +145,18 @@ def native_runner(calls: Sequence[tuple[Any, tuple]]) -> Callable[[], int] | Non
     if llvm is None:
         return None
     try:
-        tm = llvm.Target.from_default_triple().create_target_machine(opt=0)
-        mod = llvm.parse_assembly(ir)
-        mod.triple = tm.triple
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        engine.finalize_object()
-        address = engine.get_function_address("tvmpy_graph_run")
+        with _lock:
+            tm = llvm.Target.from_default_triple().create_target_machine(opt=0)
+            # a context of its own (as codegen/llvm.py): freed with the runner, not kept in
+            # the global one
+            ctx = llvm.create_context()
+            mod = llvm.parse_assembly(ir, context=ctx)
+            mod.triple = tm.triple
+            engine = llvm.create_mcjit_compiler(mod, tm)
+            engine.finalize_object()
+            address = engine.get_function_address("tvmpy_graph_run")
     except Exception:  # noqa: BLE001  (llvmlite refused: the Python loop runs the plan)
         return None
     if not address:
         return None
-    return NativeRunner(engine, address, len(calls))
+    return NativeRunner(engine, ctx, address, len(calls))
