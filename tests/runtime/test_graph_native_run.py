@@ -194,3 +194,27 @@ def test_argument_constants():
     assert _arg_ir(ctypes.c_float, 0.1) == "float 0x3FB99999A0000000"
     assert _arg_ir(ctypes.c_float, 1e300) is None
     assert _arg_ir(ctypes.c_bool, 1) is None  # not passed natively: the loop runs the plan
+
+
+def test_runners_built_in_several_threads_at_once(static_lib):
+    import threading
+
+    xs = [_rand((2, C_IN, HW, HW)) for _ in range(4)]
+    want = [_outputs(_executor(static_lib, None), x) for x in xs]
+    errors: list[str] = []
+
+    def work(k):
+        m = _executor(static_lib, 1)
+        for _ in range(6):
+            got = _outputs(m, xs[k])
+            if not np.array_equal(got, want[k]):
+                errors.append(f"thread {k}: wrong result")
+        if not m.module._active.native:
+            errors.append(f"thread {k}: no native runner")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
