@@ -3,7 +3,8 @@
 A chain of N nodes, each a 1-element float32 add built with tvm.build, so that the kernels do
 (almost) nothing: ``run()`` time / N is the cost of dispatching one node: by the plan's native
 runner (runtime/graph_executor/native_run.py: one foreign call per run, built here on the
-plan's second run; ``native build ms`` that run, mostly the JIT compile) and by the Python loop (``native_after = None``).
+plan's second run; ``native build ms`` that run, with the table walker's one-time JIT compile
+for the first size) and by the Python loop (``native_after = None``).
 Compared in the same run with (a) the bare Python loop over the executor's prepared ctypes calls
 and (b) one ctypes call repeated, the floor of any Python dispatch.
 

@@ -2,7 +2,8 @@
 third run on (second here: ``native_after = 1``), its calls run as one JIT-compiled function. Same results as the Python loop
 (bit for bit: the same kernels on the same memory), a failing kernel still named, symbolic
 shapes (one runner per plan, shape variables passed as integers), the switch
-(``TVMPY_GRAPH_NATIVE_RUN``), and the argument constants it bakes in."""
+(``TVMPY_GRAPH_NATIVE_RUN``), the argument words of its table, and the table walker itself on
+C functions of every argument count."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ from tvmpy import relay, te
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.analysis import free_vars
 from tvmpy.runtime.graph_executor import executor as executor_mod
-from tvmpy.runtime.graph_executor.native_run import _arg_ir, native_runner, plan_ir
+from tvmpy.runtime.graph_executor.native_run import (
+    MAX_ARGS,
+    arg_word,
+    native_runner,
+    supported,
+    table_words,
+)
 
 rng = np.random.default_rng(11)
 
@@ -171,29 +178,78 @@ def test_failing_kernel_is_named_by_the_native_runner():
     assert ex.module._active.native
 
 
-def test_plan_ir_refuses_what_it_cannot_call():
+def test_table_refuses_what_it_cannot_call():
     py = lambda *a: 0  # noqa: E731  (a Python callable: a GPU launch, a WebAssembly function)
-    assert plan_ir([(py, (1, 2))]) is None
+    assert table_words([(py, (1, 2))]) is None
     assert native_runner([]) is None
     f = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(0x1000)
-    assert plan_ir([(f, ())]) is None  # argument count differs
-    assert plan_ir([(f, ("not a pointer",))]) is None
-    assert plan_ir([(f, (None,))]) is not None
+    assert table_words([(f, ())]) is None  # argument count differs
+    assert table_words([(f, ("not a pointer",))]) is None
+    assert table_words([(f, (None,))]) == [0x1000, 1, 0]
+    g = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_float)(0x1000)
+    assert table_words([(g, (1.5,))]) is None  # a float travels in another register
+    many = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * (MAX_ARGS + 1))(0x1000)
+    assert table_words([(many, (0,) * (MAX_ARGS + 1))]) is None
 
 
-def test_argument_constants():
-    assert _arg_ir(ctypes.c_void_p, None) == "ptr null"
-    assert _arg_ir(ctypes.c_void_p, 4096) == "ptr inttoptr (i64 4096 to ptr)"
-    assert _arg_ir(ctypes.c_int32, -7) == "i32 -7"
-    assert _arg_ir(ctypes.c_int64, 2 ** 40 + 3) == f"i64 {2 ** 40 + 3}"
-    assert _arg_ir(ctypes.c_int8, -3) == "i8 signext -3"
-    assert _arg_ir(ctypes.c_uint16, 65535) == "i16 zeroext -1"
-    assert _arg_ir(ctypes.c_int32, 1.5) is None and _arg_ir(ctypes.c_int32, True) is None
-    assert _arg_ir(ctypes.c_double, 0.1) == "double 0x3FB999999999999A"
-    # a float constant is the double equal to the nearest float32
-    assert _arg_ir(ctypes.c_float, 0.1) == "float 0x3FB99999A0000000"
-    assert _arg_ir(ctypes.c_float, 1e300) is None
-    assert _arg_ir(ctypes.c_bool, 1) is None  # not passed natively: the loop runs the plan
+def test_argument_words():
+    assert arg_word(ctypes.c_void_p, None) == 0
+    assert arg_word(ctypes.c_void_p, 4096) == 4096
+    assert arg_word(ctypes.c_void_p, (1 << 64) - 64) == -64  # the same 64 bits
+    assert arg_word(ctypes.c_void_p, -1) is None
+    assert arg_word(ctypes.c_int32, -7) == -7
+    assert arg_word(ctypes.c_int64, 2 ** 40 + 3) == 2 ** 40 + 3
+    assert arg_word(ctypes.c_int8, 200) == -56  # C's int8_t value, sign-extended
+    assert arg_word(ctypes.c_uint16, -1) == 65535  # zero-extended
+    assert arg_word(ctypes.c_uint64, (1 << 64) - 1) == -1
+    assert arg_word(ctypes.c_int32, 1.5) is None and arg_word(ctypes.c_int32, True) is None
+    assert arg_word(ctypes.c_double, 0.1) is None and arg_word(ctypes.c_bool, 1) is None
+
+
+@pytest.mark.skipif(not supported(), reason="the native runner is for 64-bit Linux")
+@pytest.mark.parametrize("nargs", [0, 1, 3, 6, 7, 9, 17, MAX_ARGS])
+def test_walker_passes_every_argument(nargs):
+    """C functions of ``nargs`` arguments (past the 6 / 8 argument registers: stack slots) of
+    mixed types record what they get; a nonzero return stops the walk at its call."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+
+    types = [("int64_t", ctypes.c_int64), ("int32_t", ctypes.c_int32),
+             ("int8_t", ctypes.c_int8), ("uint16_t", ctypes.c_uint16), ("void*", ctypes.c_void_p)]
+    params = [types[j % len(types)] for j in range(nargs)]
+    body = "".join(f"  out[{j}] = (int64_t)(a{j});\n" if c != "void*" else
+                   f"  out[{j}] = (int64_t)(intptr_t)(a{j});\n"
+                   for j, (c, _) in enumerate(params))
+    sig = ", ".join(f"{c} a{j}" for j, (c, _) in enumerate(params)) or "void"
+    src = (f"#include <stdint.h>\nint64_t out[{max(nargs, 1)}];\nint32_t rc = 0;\n"
+           f"int32_t f({sig}) {{\n{body}  return rc;\n}}\n")
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "f.c"), "w") as fh:
+            fh.write(src)
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", os.path.join(d, "f.so"),
+                        os.path.join(d, "f.c")], check=True)
+        lib = ctypes.CDLL(os.path.join(d, "f.so"))
+    f = lib.f
+    f.restype = ctypes.c_int32
+    f.argtypes = [t for _, t in params]
+    vals = []
+    for j, (_, t) in enumerate(params):
+        vals.append({ctypes.c_int64: -(3 ** 30) - j, ctypes.c_int32: -100000 - j,
+                     ctypes.c_int8: -5 - j, ctypes.c_uint16: 60000 + j,
+                     ctypes.c_void_p: 0x7F0000001000 + 64 * j}[t])
+    want = [arg_word(t, v) for (_, t), v in zip(params, vals)]
+    out = (ctypes.c_int64 * max(nargs, 1)).in_dll(lib, "out")
+    runner = native_runner([(f, tuple(vals))] * 3)
+    assert runner() == 0
+    assert list(out)[:nargs] == want
+    ctypes.c_int32.in_dll(lib, "rc").value = 9  # every call fails: the first is named
+    assert runner() == 1
 
 
 def test_runners_built_in_several_threads_at_once(static_lib):

@@ -53,10 +53,10 @@ GPU_DEVICE_TYPES = tuple(DEVICE_MODULES)
 
 
 def _native_after() -> int | None:
-    """Runs of a plan by the Python loop before its calls are compiled to one native function
-    (native_run.py): ``TVMPY_GRAPH_NATIVE_RUN`` ("0" turns the native runner off; a number > 0
-    is that count; default 2: the third run of a plan builds it, ~5 ms CPU for 100 calls, so
-    that an executor run once or twice, as a test's, never pays it)."""
+    """Runs of a plan by the Python loop before its calls run natively (native_run.py):
+    ``TVMPY_GRAPH_NATIVE_RUN`` ("0" turns the native runner off; a number > 0 is that count;
+    default 2: from a plan's third run on, so that an executor run once or twice, as a test's,
+    never builds one; the first in a process JIT-compiles the table walker, ~45 ms CPU)."""
     v = os.environ.get("TVMPY_GRAPH_NATIVE_RUN", "")
     if v.strip() == "":
         return 2
@@ -157,8 +157,8 @@ class GraphExecutor:
         self._stream = make_stream(dev)
         self._cuda_graphs = (CUDAGraphRunner(self._stream, self._node_error, self._raise_failed)
                              if use_graphs else None)
-        # CPU: after this many runs of a plan by the Python loop its calls run as one native
-        # function (native_run.py; None: never)
+        # CPU: after this many runs of a plan by the Python loop its calls run natively, one
+        # foreign call per run (native_run.py; None: never)
         self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
                                          and not hasattr(lib, "alloc_arena") else None)
         self._bind_functions()
