@@ -835,7 +835,8 @@ class GraphExecutor:
             rows.append({"nid": node.nid, "node": node.name, "func_name": node.func_name,
                          "time": statistics.median(ts), "shape": out.shape,
                          "dtype": out.dtype})
-        return ProfileReport(rows, statistics.median(t_total))
+        per_run = [sum(ts[r] for ts in times) for r in range(len(t_total))] if times else [0.0]
+        return ProfileReport(rows, statistics.median(t_total), statistics.median(per_run))
 
     # ---- TVM-style function access --------------------------------------------------------------
     _EXPORTED = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
@@ -864,9 +865,13 @@ class ProfileReport:
     """Per-node times of :meth:`GraphExecutor.profile` (seconds; ``str()`` is a table, slowest
     first)."""
 
-    def __init__(self, rows: list[dict], total: float):
+    def __init__(self, rows: list[dict], total: float, nodes_per_run: float | None = None):
         self.rows = rows
         self.total = total
+        # the median over runs of the nodes' summed times: more than the sum of the per-node
+        # medians (each leaves out its node's occasional slow call, a run pays them; 2-4% of
+        # small-kernel CNNs, bench/RESULTS.md session 7)
+        self.nodes_per_run = nodes_per_run
 
     def sorted_rows(self) -> list[dict]:
         return sorted(self.rows, key=lambda r: -r["time"])
@@ -879,6 +884,9 @@ class ProfileReport:
             lines.append(f"{r['node']:<{width}}  {r['nid']:>5}  {r['time'] * 1e6:>10.2f}  "
                          f"{100 * r['time'] / sum_nodes:>5.1f}%  {r['shape']} {r['dtype']}")
         lines.append(f"{'Total (nodes)':<{width}}  {'':>5}  {sum_nodes * 1e6:>10.2f}")
+        if self.nodes_per_run is not None:
+            lines.append(f"{'Total (nodes, per run)':<{width}}  {'':>5}  "
+                         f"{self.nodes_per_run * 1e6:>10.2f}")
         lines.append(f"{'Total (run)':<{width}}  {'':>5}  {self.total * 1e6:>10.2f}")
         return "\n".join(lines)
 
