@@ -443,6 +443,7 @@ def test_benchmark_and_profile(mlp):
     table = str(report)
     assert table.splitlines()[0].split()[:4] == ["Node", "#", "Time(us)", "%"]
     assert all(n in table for n in names) and "Total (run)" in table
+    assert "Total (nodes, per run)" in table and report.nodes_per_run > 0
     times = [r["time"] for r in report.sorted_rows()]
     assert times == sorted(times, reverse=True) and all(t > 0 for t in times)
     # profiling does not change results

@@ -3,6 +3,7 @@ package docstring), with the conversion of input values (``host_array``, ``conve
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from .cuda_graph import (
     make_stream,
     resolve_use_cuda_graph,
 )
+from .native_run import native_runner
 from .parse import (
     _Node,
     check_storage_plan,
@@ -48,6 +50,21 @@ from .storage import (
 
 # DLPack types of GPUs (kDLCUDA, kDLOpenCL, kDLWebGPU ...): storage in device memory (gpu_module)
 GPU_DEVICE_TYPES = tuple(DEVICE_MODULES)
+
+
+def _native_after() -> int | None:
+    """Runs of a plan by the Python loop before its calls run natively (native_run.py):
+    ``TVMPY_GRAPH_NATIVE_RUN`` ("0" turns the native runner off; a number > 0 is that count;
+    default 2: from a plan's third run on, so that an executor run once or twice, as a test's,
+    never builds one; the first in a process JIT-compiles the table walker, ~45 ms CPU)."""
+    v = os.environ.get("TVMPY_GRAPH_NATIVE_RUN", "")
+    if v.strip() == "":
+        return 2
+    try:
+        n = int(v)
+    except ValueError:
+        raise ValueError(f"TVMPY_GRAPH_NATIVE_RUN must be an integer (0: off), got {v!r}") from None
+    return n if n > 0 else None
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -140,6 +157,10 @@ class GraphExecutor:
         self._stream = make_stream(dev)
         self._cuda_graphs = (CUDAGraphRunner(self._stream, self._node_error, self._raise_failed)
                              if use_graphs else None)
+        # CPU: after this many runs of a plan by the Python loop its calls run natively, one
+        # foreign call per run (native_run.py; None: never)
+        self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
+                                         and not hasattr(lib, "alloc_arena") else None)
         self._bind_functions()
 
     # ---- loading: storage, nodes, functions -----------------------------------------------------
@@ -604,7 +625,23 @@ class GraphExecutor:
             self._run_calls()
 
     def _run_calls(self) -> None:
-        """Every call once, in order (a driver error is raised naming its node)."""
+        """Every call once, in order (a driver error is raised naming its node): by the plan's
+        native runner once it has one (native_run.py), else by the Python loop."""
+        plan = self._active
+        if plan is not None:
+            native = plan.native
+            if native:
+                k = native()
+                if k:
+                    self._raise_failed(*self._calls[k - 1])
+                return
+            if native is None and self.native_after is not None:
+                if plan.runs >= self.native_after:  # False: these calls cannot run natively
+                    plan.native = native_runner(plan.calls) or False
+                    if plan.native:
+                        return self._run_calls()
+                else:
+                    plan.runs += 1
         try:
             for cfunc, args in self._calls:
                 if cfunc(*args):
@@ -798,7 +835,8 @@ class GraphExecutor:
             rows.append({"nid": node.nid, "node": node.name, "func_name": node.func_name,
                          "time": statistics.median(ts), "shape": out.shape,
                          "dtype": out.dtype})
-        return ProfileReport(rows, statistics.median(t_total))
+        per_run = [sum(ts[r] for ts in times) for r in range(len(t_total))] if times else [0.0]
+        return ProfileReport(rows, statistics.median(t_total), statistics.median(per_run))
 
     # ---- TVM-style function access --------------------------------------------------------------
     _EXPORTED = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
@@ -827,9 +865,13 @@ class ProfileReport:
     """Per-node times of :meth:`GraphExecutor.profile` (seconds; ``str()`` is a table, slowest
     first)."""
 
-    def __init__(self, rows: list[dict], total: float):
+    def __init__(self, rows: list[dict], total: float, nodes_per_run: float | None = None):
         self.rows = rows
         self.total = total
+        # the median over runs of the nodes' summed times: more than the sum of the per-node
+        # medians (each leaves out its node's occasional slow call, a run pays them; 2-4% of
+        # small-kernel CNNs, bench/RESULTS.md session 7)
+        self.nodes_per_run = nodes_per_run
 
     def sorted_rows(self) -> list[dict]:
         return sorted(self.rows, key=lambda r: -r["time"])
@@ -842,6 +884,9 @@ class ProfileReport:
             lines.append(f"{r['node']:<{width}}  {r['nid']:>5}  {r['time'] * 1e6:>10.2f}  "
                          f"{100 * r['time'] / sum_nodes:>5.1f}%  {r['shape']} {r['dtype']}")
         lines.append(f"{'Total (nodes)':<{width}}  {'':>5}  {sum_nodes * 1e6:>10.2f}")
+        if self.nodes_per_run is not None:
+            lines.append(f"{'Total (nodes, per run)':<{width}}  {'':>5}  "
+                         f"{self.nodes_per_run * 1e6:>10.2f}")
         lines.append(f"{'Total (run)':<{width}}  {'':>5}  {self.total * 1e6:>10.2f}")
         return "\n".join(lines)
 

@@ -65,7 +65,7 @@ class _Plan:
     """The entries (views into storage) and prepared calls for one set of concrete shapes."""
 
     __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
-                 "env", "cuda_graph")
+                 "env", "cuda_graph", "runs", "native")
 
     def __init__(self, entries: list[NDArray]):
         self.entries = entries
@@ -77,6 +77,8 @@ class _Plan:
         self.arena: Any = None  # (a GPU: the device buffers)
         self.nbytes = 0
         self.cuda_graph: Any = None  # its captured CUDA graphs (cuda_graph.py), made on first run
+        self.runs = 0  # runs by the Python loop (the native runner is built after a few)
+        self.native: Any = None  # its calls as one native function (native_run.py); False: none
 
 
 class StoragePlan:
