@@ -8,6 +8,8 @@ import platform
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple
 
 _BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -209,6 +211,71 @@ def geomean(xs: list[float]) -> float:
     import math
 
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+# --- zoo models as the bench scripts load them ------------------------------------------------
+
+class ZooBench(NamedTuple):
+    """One zoo model ready for a bench: its registry entry (``entry.vm``), the spec, the ONNX
+    model, the inputs (``spec.feeds(seed=1)``) and, unless skipped, the relay module and
+    parameters imported from the ONNX model."""
+
+    entry: Any
+    spec: Any
+    model: Any
+    feeds: dict
+    mod: Any
+    params: Any
+
+
+def zoo_model(name: str, size: str = "real", relay: bool = True) -> ZooBench:
+    """Zoo model ``name`` at ``size`` exported to ONNX, its seed-1 inputs, and (``relay``) the
+    relay import of that ONNX model: the preamble every zoo bench shares."""
+    from tvmpy.relay.testing import zoo
+
+    entry = zoo.MODELS[name]
+    spec = entry(size)
+    model = zoo.to_onnx(spec)
+    feeds = spec.feeds(seed=1)
+    mod, params = zoo.from_onnx(model, spec) if relay else (None, None)
+    return ZooBench(entry, spec, model, feeds, mod, params)
+
+
+def zoo_switch_ab(models: list[str], variants: dict[str, Callable[[], AbstractContextManager]],
+                  rounds: int, threads: int = 1) -> None:
+    """A/B of a compile-time switch on whole zoo models: each model built once under each of the
+    two ``variants`` (context managers that set the switch during ``zoo.build``), both checked
+    against onnxruntime (``threads`` threads), then the three sides timed in interleaved rounds
+    (process CPU time at one thread, else wall time). Prints a markdown row per model: best
+    round of each side, B/A best over best and the median [min-max] of the per-round ratios,
+    each variant over onnxruntime."""
+    from tvmpy.relay.testing import compare, zoo
+
+    a, b = variants
+    print(f"| model | {a} ms | {b} ms | ORT ms | {b}/{a} (min) | {b}/{a} (median "
+          f"of rounds) | {a}/ORT | {b}/ORT |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in models:
+        z = zoo_model(name)
+        built = {}
+        for mode, switch in variants.items():
+            with switch():
+                built[mode] = zoo.build(z.mod, z.params, vm=z.entry.vm)
+        ort = compare.ort_runner(z.model, threads=threads)
+        ref = ort(z.feeds)
+        for c in built.values():
+            zoo.assert_close(c.run(z.feeds), ref, name)
+        sides = {m: (lambda c=c, f=z.feeds: c.run(f)) for m, c in built.items()}
+        sides["ORT"] = lambda o=ort, f=z.feeds: o(f)
+        t = interleaved_samples(sides, rounds, pause=0.3, target_s=0.1,
+                                clock=bench_clock(threads == 1, threads))
+        ms = {k: min(v) * 1e3 for k, v in t.items()}
+        per = sorted(y / x for y, x in zip(t[b], t[a]))
+        print(f"| {name} | {ms[a]:.2f} | {ms[b]:.2f} | {ms['ORT']:.2f} | "
+              f"{ms[b] / ms[a]:.3f} | {per[len(per) // 2]:.3f} "
+              f"({per[0]:.2f}-{per[-1]:.2f}) | {ms[a] / ms['ORT']:.2f} | "
+              f"{ms[b] / ms['ORT']:.2f} |", flush=True)
+    print(f"# {threads} thread(s), load {os.getloadavg()[0]:.2f}")
 
 
 # --- int8 agreement in output quantization steps (issue 24) ----------------------------------

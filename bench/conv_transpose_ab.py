@@ -1,6 +1,7 @@
 """The two lowerings of ``relay.transform.ConvTransposeToConv`` in ONE process, interleaved:
-each phase's own padding (the default) against ``SHARED_PADDING`` (the input padded once, each
-phase a window copy of it), with onnxruntime, on a zoo model at its real size.
+each phase's own padding (the default) against PassContext
+``relay.ConvTransposeToConv.shared_padding`` (the input padded once, each phase a window copy
+of it), with onnxruntime, on a zoo model at its real size.
 
     python bench/conv_transpose_ab.py --model dcgan [--rounds 11] [--node-rounds 8]
 
@@ -50,18 +51,18 @@ def main() -> None:
     feeds = spec.feeds(seed=1)
     built = {}
     for name, shared in (("own_padding", False), ("shared_padding", True)):
-        ct.SHARED_PADDING = shared
         mod, params = zoo.from_onnx(model, spec)
         t0 = time.time()
-        built[name] = zoo.build(mod, params)
+        lib, _ = compare.build(mod, params, opt_level=3,
+                               config={ct.SHARED_PADDING_KEY: shared})
+        built[name] = compare.tvm_runner(lib)
         print(f"{name}: cold build {time.time() - t0:.1f} s", flush=True)
-    ct.SHARED_PADDING = False
     ort = compare.ort_runner(model, threads=1)
     want = np.asarray(ort(feeds)[0])
     for name, b in built.items():
-        got = np.asarray(b.run(feeds)[0])
+        got = np.asarray(b(feeds)[0])
         print(f"{name}: max abs error against onnxruntime {float(np.max(np.abs(got - want))):.2e}")
-    sides = {k: (lambda b=b: b.run(feeds)) for k, b in built.items()}
+    sides = {k: (lambda b=b: b(feeds)) for k, b in built.items()}
     sides["ort"] = lambda: ort(feeds)
     s = interleaved_samples(sides, args.rounds, pause=0.2, target_s=0.1, clock=time.process_time)
     for k in built:
@@ -72,7 +73,7 @@ def main() -> None:
     print(f"onnxruntime: {statistics.median(s['ort']) * 1e3:.3f} ms")
     state = {}
     for k, b in built.items():
-        gm = b._run.module.module  # noqa: SLF001  (the graph executor behind the runner)
+        gm = b.module.module  # (the graph executor behind the runner)
         gm.run()
         state[k] = (gm, [[] for _ in gm._calls])  # noqa: SLF001
     for _ in range(args.node_rounds):

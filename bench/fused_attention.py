@@ -23,7 +23,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ensure_native_blas, geomean, interleaved_samples, machine_description  # noqa: E402
+from common import (  # noqa: E402
+    ensure_native_blas,
+    geomean,
+    interleaved_samples,
+    machine_description,
+    zoo_model,
+)
 
 ensure_native_blas()
 
@@ -53,10 +59,7 @@ def _attention_share(run) -> tuple[float, int]:  # noqa: ANN001
 def _one(name: str, threads: int, rounds: int) -> tuple[float, float]:
     from tvmpy.relay.testing import compare, zoo
 
-    spec = zoo.MODELS[name]("real")
-    model = zoo.to_onnx(spec)
-    feeds = spec.feeds(seed=1)
-    mod, params = zoo.from_onnx(model, spec)
+    model, feeds, mod, params = zoo_model(name)[2:]
     sep = _build(mod, params, False)
     fused = _build(mod, params, True)
     ort = compare.ort_runner(model, threads=threads)

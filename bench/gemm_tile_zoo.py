@@ -11,6 +11,7 @@ cores with two FMA units), both builds and onnxruntime in one process, interleav
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -18,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 _THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
 os.environ["TVM_NUM_THREADS"] = str(_THREADS)  # (read once, at the runtime's first use)
 os.environ.setdefault("TVMPY_CACHE", "0")
-from common import bench_clock, ensure_native_blas, interleaved_samples  # noqa: E402
+from common import ensure_native_blas, zoo_switch_ab  # noqa: E402
 
 ensure_native_blas()
 
@@ -30,41 +31,18 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="1: CPU time; more: wall time")
     args = ap.parse_args()
     import tvmpy.topi.x86.dense as dense
-    from tvmpy.relay.testing import compare, zoo
 
-    default = dense._fma512_units
-    print("| model | 8 rows ms | default ms | ORT ms | default/8 (min) | default/8 (median "
-          "of rounds) | 8/ORT | default/ORT |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name in args.models.split(","):
-        entry = zoo.MODELS[name]
-        spec = entry("real")
-        model = zoo.to_onnx(spec)
-        feeds = spec.feeds(seed=1)
-        mod, params = zoo.from_onnx(model, spec)
-        built = {}
-        for mode in ("8", "default"):
-            if mode == "8":
-                dense._fma512_units = lambda: 1  # type: ignore[assignment]
-            try:
-                built[mode] = zoo.build(mod, params, vm=entry.vm)
-            finally:
-                dense._fma512_units = default  # type: ignore[assignment]
-        ort = compare.ort_runner(model, threads=args.threads)
-        ref = ort(feeds)
-        for b in built.values():
-            zoo.assert_close(b.run(feeds), ref, name)
-        sides = {m: (lambda b=b, f=feeds: b.run(f)) for m, b in built.items()}
-        sides["ORT"] = lambda o=ort, f=feeds: o(f)
-        t = interleaved_samples(sides, args.rounds, pause=0.3, target_s=0.1,
-                                clock=bench_clock(args.threads == 1, args.threads))
-        ms = {k: min(v) * 1e3 for k, v in t.items()}
-        per = sorted(a / b for a, b in zip(t["default"], t["8"]))
-        print(f"| {name} | {ms['8']:.2f} | {ms['default']:.2f} | {ms['ORT']:.2f} | "
-              f"{ms['default'] / ms['8']:.3f} | {per[len(per) // 2]:.3f} "
-              f"({per[0]:.2f}-{per[-1]:.2f}) | {ms['8'] / ms['ORT']:.2f} | "
-              f"{ms['default'] / ms['ORT']:.2f} |", flush=True)
-    print(f"# {args.threads} thread(s), load {os.getloadavg()[0]:.2f}")
+    @contextlib.contextmanager
+    def rows8():  # one 512-bit FMA unit assumed: 8-row tiles
+        default = dense._fma512_units
+        dense._fma512_units = lambda: 1  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            dense._fma512_units = default  # type: ignore[assignment]
+
+    zoo_switch_ab(args.models.split(","), {"8": rows8, "default": contextlib.nullcontext},
+                  args.rounds, args.threads)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -28,6 +29,8 @@ from collections.abc import Iterator
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cuda_event_times  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import te  # noqa: E402
@@ -310,16 +313,8 @@ def main() -> int:
                 for _ in range(3):
                     torch.matmul(ta, tb)
                 torch.cuda.synchronize()
-                best = []
-                for _ in range(args.repeat):
-                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    for _ in range(args.number):
-                        torch.matmul(ta, tb)
-                    e1.record()
-                    torch.cuda.synchronize()
-                    best.append(e0.elapsed_time(e1) / args.number)
-                torch_ms[size] = float(np.mean(best))
+                best = cuda_event_times(functools.partial(torch.matmul, ta, tb), args.number, args.repeat)
+                torch_ms[size] = float(np.mean(best)) * 1e3
             if torch is not None:
                 ms = torch_ms[size]
                 entry.update({"torch_ms": ms, "torch_tflops": flops / (ms / 1e3) / 1e12})

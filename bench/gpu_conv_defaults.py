@@ -45,6 +45,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cuda_event_times, cuda_target, torch_no_tf32  # noqa: E402
 
 # name, C, H, OC, k, stride, pad, occurrences in ResNet-18
 LAYERS = [
@@ -132,25 +134,15 @@ def _winograd_u(w: np.ndarray, m: int) -> np.ndarray:
 def _torch(x: np.ndarray, w: np.ndarray, s: int, p: int, number: int, repeat: int) -> tuple:
     import torch
 
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch_no_tf32()
     tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
     conv = torch.nn.functional.conv2d
     with torch.inference_mode():
         for _ in range(3):
             out = conv(tx, tw, stride=s, padding=p)
         torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(number):
-                conv(tx, tw, stride=s, padding=p)
-            e1.record()
-            torch.cuda.synchronize()
-            times.append(e0.elapsed_time(e1) / number)
-    return out.cpu().numpy(), float(np.median(times))
+        times = cuda_event_times(lambda: conv(tx, tw, stride=s, padding=p), number, repeat)
+    return out.cpu().numpy(), float(np.median(times)) * 1e3
 
 
 def main() -> int:
@@ -171,12 +163,10 @@ def main() -> int:
     if a.compile_only:
         target = "cuda"  # PTX + cubins for sm_80 and sm_90
     else:
-        from tvmpy.runtime.cuda_module import CUDA_API
-
         if not tvm.cuda(0).exist:
             print("no CUDA device (use --compile-only)")
             return 2
-        target = f"cuda -arch={CUDA_API.arch(0)}"
+        target = cuda_target("cuda")
     chosen = {int(i) for i in a.layers.split(",") if i} or set(range(len(LAYERS)))
     jobs = [(li, b, v, target) for li, layer in enumerate(LAYERS) if li in chosen for b in batches
             for v in _variants(layer)]

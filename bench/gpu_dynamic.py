@@ -38,10 +38,9 @@ import sys
 import time
 import traceback
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402,F401  (strict schedules, as every bench)
+from gpu_common import cuda_target, device, fmt_stats, ratio, stats, time_torch  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import relay  # noqa: E402
@@ -50,20 +49,6 @@ from tvmpy.relay.testing import compare, onnx_models  # noqa: E402
 from tvmpy.runtime.vm import VirtualMachine  # noqa: E402
 
 TOL = 1e-3
-
-
-def _target(name: str) -> str:
-    if name in ("cuda", "nvptx") and tvm.cuda(0).exist:
-        from tvmpy.runtime.cuda_module import CUDA_API
-
-        return f"{name} -arch={CUDA_API.arch(0)}"
-    return name
-
-
-def _stats(per_call_s: list[float]) -> dict:
-    ms = np.asarray(per_call_s) * 1e3
-    return {"median_ms": float(np.median(ms)), "min_ms": float(ms.min()),
-            "max_ms": float(ms.max())}
 
 
 def _time(fn, dev, number: int, repeat: int) -> dict:
@@ -77,7 +62,7 @@ def _time(fn, dev, number: int, repeat: int) -> dict:
             fn()
         dev.sync()
         times.append((time.perf_counter() - t) / number)
-    return _stats(times)
+    return stats(times)
 
 
 def _model(name: str, batch, args):
@@ -138,9 +123,7 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
                                         args.number, args.repeat)
             if on_gpu:
                 try:
-                    from gpu_models import _time_torch
-
-                    tt = _time_torch(static, feeds, args.number, args.repeat)
+                    tt = time_torch(static, feeds, args.number, args.repeat)
                     row["torch_rel_err"] = compare.errors(tt.pop("output"), want)[1]
                     row["torch"] = tt
                 except Exception as e:  # noqa: BLE001  (report, go on)
@@ -165,14 +148,8 @@ def run_model(name: str, args, target: str, dev, on_gpu: bool, rows: list) -> No
 
 def _fmt(v) -> str:
     if isinstance(v, dict):
-        return f"{v['median_ms']:.3f} ({v['min_ms']:.3f}-{v['max_ms']:.3f})"
+        return fmt_stats(v)
     return "n/a" if v is None else str(v)[:60]
-
-
-def _ratio(a, b) -> str:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return f"{a['median_ms'] / b['median_ms']:.2f}"
-    return "n/a"
 
 
 def _line(row: dict) -> str:
@@ -182,7 +159,7 @@ def _line(row: dict) -> str:
     se = row.get("static_rel_err")
     return (f"| {row['model']} | {row['batch']} | {_fmt(vm)} | {_fmt(row.get('vm_plain'))} | "
             f"{row['vm_first_ms']:.1f} | "
-            f"{_fmt(st)} | {_fmt(to)} | {_ratio(vm, st)} | {_ratio(vm, to)} | "
+            f"{_fmt(st)} | {_fmt(to)} | {ratio(vm, st)} | {ratio(vm, to)} | "
             f"{row['vm_rel_err']:.1e} / {'-' if se is None else f'{se:.1e}'} |")
 
 
@@ -211,8 +188,8 @@ def main() -> int:
     args = p.parse_args()
     args.batches = [int(b) for b in args.batches.split(",") if b]
     args.static_batches = [int(b) for b in args.static_batches.split(",") if b]
-    target = _target(args.target)
-    dev = tvm.opencl(0) if args.target.startswith("opencl") else tvm.cuda(0)
+    target = cuda_target(args.target)
+    dev = device(args.target)
     if not dev.exist:
         print(f"no device {dev}: nothing to measure (try --target opencl)")
         return 2

@@ -15,6 +15,7 @@ builds everything (NVRTC + ptxas) and says nothing ran. GPU time: well under a m
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -24,6 +25,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cuda_event_times  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy.autotvm.space import OtherOptionEntity, SplitEntity  # noqa: E402
@@ -109,17 +112,9 @@ def main() -> int:
             for _ in range(3):
                 torch.nn.functional.linear(ta, tw)
             torch.cuda.synchronize()
-            runs = []
-            for _ in range(args.repeat):
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(args.number):
-                    torch.nn.functional.linear(ta, tw)
-                e1.record()
-                torch.cuda.synchronize()
-                runs.append(e0.elapsed_time(e1) / args.number)
-            torch_ms = float(np.median(runs))
+            linear = functools.partial(torch.nn.functional.linear, ta, tw)
+            runs = cuda_event_times(linear, args.number, args.repeat)
+            torch_ms = float(np.median(runs)) * 1e3
             print(f"{m}x{n}x{k}: torch F.linear (cuBLAS fp32) {torch_ms:.3f} ms "
                   f"({flops / torch_ms / 1e9:.1f} TFLOP/s)")
         if torch is None:

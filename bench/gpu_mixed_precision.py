@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402,F401  (strict schedules, as every bench)
+from gpu_common import cuda_target, fmt_stats, ratio, stats, time_torch  # noqa: E402
 
 BOUND = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 4e-2}
 
@@ -88,12 +89,6 @@ def _build(job: dict) -> dict:
     return out
 
 
-def _stats(per_call_s: list[float]) -> dict:
-    ms = np.asarray(per_call_s) * 1e3
-    return {"median_ms": float(np.median(ms)), "min_ms": float(ms.min()),
-            "max_ms": float(ms.max())}
-
-
 def _run_tvmpy(path: str, feeds: dict, emulate: bool, number: int, repeat: int,
                workdir: str) -> tuple[np.ndarray, dict | None]:
     import tvmpy as tvm
@@ -117,7 +112,7 @@ def _run_tvmpy(path: str, feeds: dict, emulate: bool, number: int, repeat: int,
         if emulate:
             return out, None
         tm = g.module.time_evaluator("run", dev, number=number, repeat=repeat)()
-        return out, _stats(list(tm.results))
+        return out, stats(list(tm.results))
     finally:
         if emulate:
             from tvmpy.runtime import cuda_module
@@ -125,44 +120,8 @@ def _run_tvmpy(path: str, feeds: dict, emulate: bool, number: int, repeat: int,
             cuda_module.set_driver(prev)
 
 
-def _run_torch(model, feeds: dict, autocast: bool, number: int, repeat: int
-               ) -> tuple[np.ndarray, dict]:
-    import contextlib
-
-    import torch
-
-    from tvmpy.relay.testing.onnx_torch import torch_runner
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    run = torch_runner(model, device="cuda")
-    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in feeds.items()}
-
-    def ctx():
-        return (torch.autocast("cuda", dtype=torch.float16) if autocast
-                else contextlib.nullcontext())
-
-    with ctx():
-        for _ in range(3):
-            out = run.forward(tensors)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with ctx():
-            e0.record()
-            for _ in range(number):
-                run.forward(tensors)
-            e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / number)
-    return out[0].float().cpu().numpy(), _stats(times)
-
-
 def _fmt(v) -> str:
-    return f"{v['median_ms']:.3f} ({v['min_ms']:.3f}-{v['max_ms']:.3f})" if isinstance(v, dict) \
-        else "n/a"
+    return fmt_stats(v) if isinstance(v, dict) else "n/a"
 
 
 def main() -> int:
@@ -186,9 +145,7 @@ def main() -> int:
         if not tvm.cuda(0).exist:
             print("no CUDA device: run with --emulate for the correctness part")
             return 2
-        from tvmpy.runtime.cuda_module import CUDA_API
-
-        target = f"cuda -arch={CUDA_API.arch(0)}"
+        target = cuda_target("cuda")
     precisions = ["float32"] + [t for t in args.types.split(",") if t]
     batches = [int(b) for b in args.batches.split(",") if b]
     models = [m for m in args.models.split(",") if m]
@@ -244,7 +201,8 @@ def main() -> int:
                 if not args.emulate:
                     for key, auto in (("torch_fp32", False), ("torch_autocast_fp16", True)):
                         try:
-                            out, st = _run_torch(m, feeds, auto, args.number, args.repeat)
+                            st = time_torch(m, feeds, args.number, args.repeat, autocast=auto)
+                            out = st.pop("output")
                             row[key], row[f"err_{key}"] = st, compare.errors(out, ref)[1]
                         except Exception as e:  # noqa: BLE001  (report, go on)
                             row[key] = f"{type(e).__name__}: {e}"
@@ -269,10 +227,6 @@ def _line(row: dict, precisions: list[str]) -> str:
     tv = [row.get(f"tvmpy_{pr}") for pr in precisions]
     t32, tac = row.get("torch_fp32"), row.get("torch_autocast_fp16")
     f16 = row.get("tvmpy_float16")
-
-    def ratio(a, b) -> str:
-        return f"{a['median_ms'] / b['median_ms']:.2f}" if isinstance(a, dict) and \
-            isinstance(b, dict) else "n/a"
 
     def err(k: str) -> str:
         v = row.get(k)

@@ -42,59 +42,20 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402,F401  (strict schedules, as every bench)
+from gpu_common import (
+    cuda_event_times,
+    cuda_target,
+    device,
+    fmt_stats,
+    ratio,
+    stats,
+    time_torch,
+    torch_no_tf32,
+)
 
-import tvmpy as tvm
 from tvmpy import autotvm
 from tvmpy.contrib import graph_executor
 from tvmpy.relay.testing import compare, onnx_models
-
-
-def _device(target: str):
-    return tvm.opencl(0) if target.startswith("opencl") else tvm.cuda(0)
-
-
-def _target(name: str) -> str:
-    """``cuda``/``nvptx`` get the device's ``-arch`` when a device is there."""
-    if name in ("cuda", "nvptx") and tvm.cuda(0).exist:
-        from tvmpy.runtime.cuda_module import CUDA_API
-
-        return f"{name} -arch={CUDA_API.arch(0)}"
-    return name
-
-
-def _stats(per_call_s: list[float]) -> dict:
-    ms = np.asarray(per_call_s) * 1e3
-    return {"median_ms": float(np.median(ms)), "min_ms": float(ms.min()),
-            "max_ms": float(ms.max())}
-
-
-def _time_torch(model, feeds: dict, number: int, repeat: int) -> dict:
-    """Eager torch on the GPU (inputs already there), CUDA events."""
-    import torch
-
-    from tvmpy.relay.testing.onnx_torch import torch_runner
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    run = torch_runner(model, device="cuda")
-    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in feeds.items()}
-    out = None
-    for _ in range(3):
-        out = run.forward(tensors)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(number):
-            run.forward(tensors)
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / number)
-    res = _stats(times)
-    res["output"] = out[0].cpu().numpy()
-    return res
 
 
 def _time_ort_cuda(model, feeds: dict, number: int, repeat: int) -> dict | str:
@@ -122,7 +83,7 @@ def _time_ort_cuda(model, feeds: dict, number: int, repeat: int) -> dict | str:
             sess.run_with_iobinding(binding)
         binding.synchronize_outputs()
         times.append((time.perf_counter() - t) / number)
-    return _stats(times)
+    return stats(times)
 
 
 def _profile(g, dev, top: int) -> dict:
@@ -159,8 +120,7 @@ def _time_torch_compile(model, feeds: dict, number: int, repeat: int, mode: str,
 
     from tvmpy.relay.testing.onnx_torch import torch_runner
 
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch_no_tf32(cudnn_benchmark=False)
     torch._dynamo.reset()  # one code object serves every model: no recompile limit reached
     run = torch_runner(model, device="cuda")
     tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in feeds.items()}
@@ -180,16 +140,7 @@ def _time_torch_compile(model, feeds: dict, number: int, repeat: int, mode: str,
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     compile_s = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(number):
-            fn(tensors)
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / 1e3 / number)
-    res = _stats(times)
+    res = stats(cuda_event_times(lambda: fn(tensors), number, repeat))
     res["compile_s"] = compile_s
     res["output"] = out[0].clone().cpu().numpy()
     return res
@@ -226,7 +177,7 @@ def _graph_row(g, dev, row: dict, m, feeds: dict, want, args) -> dict:
     g.run()
     gr["rel_err"] = max(err2, compare.errors(g.get_output(0).numpy(), want)[1])
     tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
-    gr["tvmpy"] = _stats(list(tm.results))
+    gr["tvmpy"] = stats(list(tm.results))
     gr["host_issue_ms"] = _issue_ms(g, dev)
     gr["graph_info"] = g.module.cuda_graph_info()
     g.module.set_use_cuda_graph(False)
@@ -260,8 +211,8 @@ def main() -> None:
     p.add_argument("--torch-compile-budget", type=float, default=150,
                    help="seconds of torch.compile in all; the compiles after are skipped")
     args = p.parse_args()
-    target = _target(args.target)
-    dev = _device(args.target)
+    target = cuda_target(args.target)
+    dev = device(args.target)
     if args.tune_log and not os.path.exists(args.tune_log):
         print(f"--tune-log {args.tune_log}: no such file; fallback configurations")
         args.tune_log = ""
@@ -298,7 +249,7 @@ def main() -> None:
                 out = g.get_output(0).numpy()
                 row["rel_err"] = compare.errors(out, want)[1]
                 tm = g.module.time_evaluator("run", dev, number=args.number, repeat=args.repeat)()
-                row["tvmpy"] = _stats(list(tm.results))
+                row["tvmpy"] = stats(list(tm.results))
                 if on_gpu:
                     row["host_issue_ms"] = _issue_ms(g, dev)
                 if args.profile:
@@ -312,7 +263,7 @@ def main() -> None:
                         traceback.print_exc()
                 if on_gpu:
                     try:
-                        t = _time_torch(m, feeds, args.number, args.repeat)
+                        t = time_torch(m, feeds, args.number, args.repeat)
                         row["torch_rel_err"] = compare.errors(t.pop("output"), want)[1]
                         row["torch"] = t
                     except Exception as e:  # noqa: BLE001  (report, go on)
@@ -361,7 +312,7 @@ def main() -> None:
 
 def _fmt(v) -> str:
     if isinstance(v, dict):
-        return f"{v['median_ms']:.3f} ({v['min_ms']:.3f}-{v['max_ms']:.3f})"
+        return fmt_stats(v)
     return "n/a" if v is None else "see json"
 
 
@@ -370,12 +321,11 @@ def _line(row: dict, modes: tuple | list = ()) -> str:
     if "error" in row:
         return f"| {row['model']} | {row['batch']} | {how} | ERROR {row['error'][:200]} |"
     tv, to = row.get("tvmpy"), row.get("torch")
-    ratio = (f"{tv['median_ms'] / to['median_ms']:.2f}" if isinstance(to, dict) else "n/a")
     issue = row.get("host_issue_ms")
     tc = "".join(f"{_fmt(row.get(f'torch_compile_{x}'))} | " for x in modes)
     return (f"| {row['model']} | {row['batch']} | {how} | {row['build_s']:.1f} | {_fmt(tv)} | "
             f"{'n/a' if issue is None else f'{issue:.3f}'} | {_fmt(to)} | {tc}"
-            f"{_fmt(row.get('ort_cuda'))} | {ratio} | {row['rel_err']:.1e} |")
+            f"{_fmt(row.get('ort_cuda'))} | {ratio(tv, to)} | {row['rel_err']:.1e} |")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ GPU by torch and passed through DLPack. Without a GPU (or torch) it builds every
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -28,6 +29,8 @@ import traceback
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cuda_event_times  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import autotvm  # noqa: E402
@@ -149,16 +152,8 @@ def main() -> int:
         for _ in range(3):
             torch.matmul(a, bt)
         torch.cuda.synchronize()
-        times = []
-        for _ in range(args.repeat):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(args.number):
-                torch.matmul(a, bt)
-            e1.record()
-            torch.cuda.synchronize()
-            times.append(e0.elapsed_time(e1) / args.number)
-        tms = sorted(times)[len(times) // 2]
+        times = cuda_event_times(functools.partial(torch.matmul, a, bt), args.number, args.repeat)
+        tms = sorted(times)[len(times) // 2] * 1e3
         entry["torch_ms"] = tms
         entry["torch_tflops"] = flops / (tms / 1e3) / 1e12
         data[(dtype, size)] = (a, b, ref32, ref)

@@ -19,6 +19,7 @@ import collections
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -30,17 +31,11 @@ from tvmpy import autotvm, te
 from tvmpy.autotvm.measure import MeasureErrorNo
 from tvmpy.topi import cuda, testing
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_common import cuda_event_times, cuda_target, torch_no_tf32  # noqa: E402
+
 # ResNet-18's 3x3 stride-1 layers (batch 1): H=W, channels
 LAYERS = {56: 64, 28: 128, 14: 256, 7: 512}
-
-
-def _target(name: str) -> str:
-    """``cuda`` gets the device's ``-arch`` when a device is there."""
-    if name == "cuda" and tvm.cuda(0).exist:
-        from tvmpy.runtime.cuda_module import CUDA_API
-
-        return f"cuda -arch={CUDA_API.arch(0)}"
-    return name
 
 
 def _tuner(kind: str, task):
@@ -66,24 +61,15 @@ def _torch_conv_ms(x: np.ndarray, w: np.ndarray, number: int, repeat: int) -> fl
         return None
     if not torch.cuda.is_available():
         return None
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
+    torch_no_tf32()
     tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
     conv = torch.nn.functional.conv2d
     with torch.inference_mode():
         for _ in range(5):
             conv(tx, tw, padding=1)
         torch.cuda.synchronize()
-        times = []
-        for _ in range(repeat):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(number):
-                conv(tx, tw, padding=1)
-            e1.record()
-            torch.cuda.synchronize()
-            times.append(e0.elapsed_time(e1) / number)
-    return float(np.median(times))
+        times = cuda_event_times(lambda: conv(tx, tw, padding=1), number, repeat)
+    return float(np.median(times)) * 1e3
 
 
 def tune_layer(hw: int, a: argparse.Namespace, target: str, log: str) -> dict:
@@ -171,7 +157,7 @@ def main() -> None:
     ap.add_argument("--log", default="", help="tuning log (appended; resumes)")
     ap.add_argument("--json", default="", help="write the per-layer rows here")
     a = ap.parse_args()
-    target = _target(a.target)
+    target = cuda_target(a.target)
     log = a.log or os.path.join(tempfile.mkdtemp(), "conv.log")
     rows = []
     for hw in (int(v) for v in a.layers.split(",") if v):

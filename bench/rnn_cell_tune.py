@@ -26,16 +26,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
-from common import bench_clock, interleaved_samples, machine_description  # noqa: E402
+from common import bench_clock, interleaved_samples, machine_description, zoo_model  # noqa: E402
 
 
 def _model(name: str):
-    from tvmpy.relay.testing import zoo
-
-    spec = zoo.MODELS[name]("real")
-    model = zoo.to_onnx(spec)
-    mod, params = zoo.from_onnx(model, spec)
-    return model, mod, params, spec.feeds(seed=1)
+    z = zoo_model(name)
+    return z.model, z.mod, z.params, z.feeds
 
 
 def tune(name: str, log: str, trials: int, per_round: int) -> None:

@@ -24,6 +24,7 @@ from common import (  # noqa: E402
     ensure_native_blas,
     interleaved_samples,
     machine_description,
+    zoo_model,
 )
 
 ensure_native_blas()
@@ -61,11 +62,9 @@ def main() -> None:
           f"{'CPU' if a.cpu_time else 'wall'} time; load {os.getloadavg()[0]:.1f}")
     rows = []
     for name in a.models.split(","):
-        spec = zoo.MODELS[name]("real")
-        model = zoo.to_onnx(spec)
-        feeds = spec.feeds(seed=1)
-        mod, params = zoo.from_onnx(model, spec)
-        lib, secs = compare.build(mod, params, opt_level=3)
+        z = zoo_model(name)
+        model, feeds = z.model, z.feeds
+        lib, secs = compare.build(z.mod, z.params, opt_level=3)
         run = compare.tvm_runner(lib)
         ort = compare.ort_runner(model, threads=threads)
         zoo.assert_close(run(feeds), ort(feeds), name)

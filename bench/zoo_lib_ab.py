@@ -31,19 +31,19 @@ from common import (  # noqa: E402
     ensure_native_blas,
     interleaved_samples,
     machine_description,
+    zoo_model,
 )
 
 ensure_native_blas()
 
 
 def export(out: str, models: list[str]) -> None:
-    from tvmpy.relay.testing import compare, zoo
+    from tvmpy.relay.testing import compare
 
     os.makedirs(out, exist_ok=True)
     for name in models:
-        spec = zoo.MODELS[name]("real")
-        mod, params = zoo.from_onnx(zoo.to_onnx(spec), spec)
-        lib, _ = compare.build(mod, params, opt_level=3)
+        z = zoo_model(name)
+        lib, _ = compare.build(z.mod, z.params, opt_level=3)
         lib.export_library(os.path.join(out, name + ".so"))
         print("exported", name, flush=True)
 
@@ -52,16 +52,15 @@ def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
     import numpy as np
 
     import tvmpy
-    from tvmpy.relay.testing import compare, zoo
+    from tvmpy.relay.testing import compare
 
     threads = bench_threads(threads)
     clock = bench_clock(threads == 1, threads)
     print(machine_description(), f"{threads} thread(s)", flush=True)
     for name in models:
-        spec = zoo.MODELS[name]("real")
-        model = zoo.to_onnx(spec)
-        feeds = spec.feeds(seed=1)
-        ort = compare.ort_runner(model, threads=threads)
+        z = zoo_model(name, relay=False)
+        feeds = z.feeds
+        ort = compare.ort_runner(z.model, threads=threads)
         ref = ort(feeds)
         sides = {}
         for d in dirs:

@@ -31,6 +31,7 @@ from common import (  # noqa: E402
     ensure_native_blas,
     interleaved_samples,
     machine_description,
+    zoo_model,
 )
 
 ensure_native_blas()
@@ -103,11 +104,9 @@ def main() -> None:
     from tvmpy.relay.testing import zoo
 
     print(machine_description(), f"{threads} thread(s)", flush=True)
-    spec = zoo.MODELS[args.model]("real")
-    model = zoo.to_onnx(spec)
-    feeds = spec.feeds(seed=1)
-    mod, params = zoo.from_onnx(model, spec)
-    built = zoo.build(mod, params)
+    z = zoo_model(args.model)
+    model, feeds = z.model, z.feeds
+    built = zoo.build(z.mod, z.params)
     built.run(feeds)
     clock = bench_clock(args.cpu_time, threads)
     from tvmpy.relay.testing import compare

@@ -12,7 +12,7 @@ import pytest
 import tvmpy as tvm
 from tvmpy import relay
 from tvmpy.contrib import graph_executor
-from tvmpy.relay.transform.conv_transpose import phase_plan
+from tvmpy.relay.transform.conv_transpose import SHARED_PADDING_KEY, phase_plan
 
 torch = pytest.importorskip("torch")
 
@@ -48,8 +48,8 @@ def _graph(xshape, wshape, oc, k, s, p, op, d, g):
     return tvm.IRModule.from_expr(relay.Function([x, w, b], relay.tanh(y + b)))
 
 
-def _build_run(mod, params, feeds, opt_level):
-    with tvm.transform.PassContext(opt_level=opt_level):
+def _build_run(mod, params, feeds, opt_level, config=None):
+    with tvm.transform.PassContext(opt_level=opt_level, config=config):
         lib = relay.build(mod, "llvm", params=params)
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     for k, v in feeds.items():
@@ -180,10 +180,10 @@ def test_stride_interleave_bad_input_is_named():
         relay.transform.infer_type(relay.nn.stride_interleave(parts, (2, 2), (7, 6)))
 
 
-def _kernel_names(mod, params, opt_level):
+def _kernel_names(mod, params, opt_level, config=None):
     import json
 
-    with tvm.transform.PassContext(opt_level=opt_level):
+    with tvm.transform.PassContext(opt_level=opt_level, config=config):
         lib = relay.build(mod, "llvm", params=params)
     return [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"]
             if n["op"] == "tvm_op"]
@@ -196,13 +196,11 @@ def _kernel_names(mod, params, opt_level):
     ((5, 7), (5, 4), (3, 2), (2, 1), (2, 1)),  # stride 3 in H (taps 2, 2, 1), output_padding
     ((11, 13), (5, 7), (3, 3), (2, 3), (1, 2)),  # stride 3, kernels not divisible by it
 ])
-def test_phase_lowering_matches_torch(hw, k, s, p, op, shared, monkeypatch):
-    """The phase convolutions (each phase's own padding; with ``SHARED_PADDING`` a shared
+def test_phase_lowering_matches_torch(hw, k, s, p, op, shared):
+    """The phase convolutions (each phase's own padding; with ``SHARED_PADDING_KEY`` a shared
     padded input where the tap counts along an axis are equal) and the interleave with the bias
     and tanh give torch's values at opt_level 0 and 3, with one convolution per phase."""
-    from tvmpy.relay.transform import conv_transpose
-
-    monkeypatch.setattr(conv_transpose, "SHARED_PADDING", shared)
+    config = {SHARED_PADDING_KEY: shared}
     ic, oc = 16, 8
     rng = np.random.default_rng(sum(hw) + sum(k))
     x = rng.standard_normal((2, ic, *hw)).astype("float32")
@@ -211,9 +209,9 @@ def test_phase_lowering_matches_torch(hw, k, s, p, op, shared, monkeypatch):
     mod = _graph(x.shape, w.shape, oc, k, s, p, op, (1, 1), 1)
     want = np.tanh(_reference(x, w, s, p, op, (1, 1), 1) + b)
     for opt_level in (0, 3):
-        names = _kernel_names(mod, {"w": w, "b": b}, opt_level)
+        names = _kernel_names(mod, {"w": w, "b": b}, opt_level, config)
         assert sum("conv2d" in n for n in names) == s[0] * s[1], names
-        got = _build_run(mod, {"w": w, "b": b}, {"x": x}, opt_level)
+        got = _build_run(mod, {"w": w, "b": b}, {"x": x}, opt_level, config)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
@@ -233,15 +231,13 @@ def test_only_a_crop_is_a_slice():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_phases_read_the_input_in_place(monkeypatch):
+def test_phases_read_the_input_in_place():
     """k4 s2 p1 (DCGAN's layer): each phase's window is its convolution's own padding, so the
     built graph has the four phase convolutions and the interleave (with the bias and tanh)
-    and no pad or window-copy kernel; with ``SHARED_PADDING`` the input is padded once and each
+    and no pad or window-copy kernel; with ``SHARED_PADDING_KEY`` the input is padded once and each
     phase convolves a same-size window of it, the four phases one compiled kernel (fewer
     kernels to compile, but a pad and four window copies per layer at run time: DCGAN's
     generator 38 kernels against 22, bench/RESULTS.md, session 5)."""
-    from tvmpy.relay.transform import conv_transpose
-
     mod = _graph((1, 16, 8, 8), (16, 32, 4, 4), 32, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), 1)
     rng = np.random.default_rng(5)
     params = {"w": rng.standard_normal((16, 32, 4, 4)).astype("float32"),
@@ -251,9 +247,47 @@ def test_phases_read_the_input_in_place(monkeypatch):
         convs = [n for n in names if "conv2d" in n]
         assert len(convs) == 4 and len(set(convs)) == 4, names
         assert not any("strided_slice" in n or n.endswith("pad") for n in names), names
-    monkeypatch.setattr(conv_transpose, "SHARED_PADDING", True)
     for opt_level in (0, 3):
-        names = _kernel_names(mod, params, opt_level)
+        names = _kernel_names(mod, params, opt_level, {SHARED_PADDING_KEY: True})
         convs = [n for n in names if "conv2d" in n]
         assert len(convs) == 4 and len(set(convs)) == 1, names
         assert sum("strided_slice" in n for n in names) >= 3, names
+
+
+def _numpy_conv_transpose(x, w, s, p, op):
+    """conv_transpose2d by its definition (groups 1, dilation 1): every input element scatters
+    its product with the whole kernel into the output, then the padding is cropped."""
+    n, _, h, wd = x.shape
+    oc, kh, kw = w.shape[1:]
+    full = np.zeros((n, oc, (h - 1) * s[0] + kh + op[0], (wd - 1) * s[1] + kw + op[1]))
+    for i in range(h):
+        for j in range(wd):
+            full[:, :, i * s[0]:i * s[0] + kh, j * s[1]:j * s[1] + kw] += np.einsum(
+                "nc,cokl->nokl", x[:, :, i, j].astype(np.float64), w.astype(np.float64))
+    oh = (h - 1) * s[0] - 2 * p[0] + kh + op[0]
+    ow = (wd - 1) * s[1] - 2 * p[1] + kw + op[1]
+    return full[:, :, p[0]:p[0] + oh, p[1]:p[1] + ow]
+
+
+def test_shared_padding_option_switches_the_lowering():
+    """PassContext ``relay.ConvTransposeToConv.shared_padding``: unset (default) or False, each
+    phase convolution pads the input itself (no nn.pad, no strided_slice); True, the input is
+    padded once and each phase reads a same-size window of it (nn.pad + strided_slice). Both
+    lowerings, built, give numpy's conv_transpose2d (odd sizes, output_padding, bias, tanh)."""
+    xshape, wshape, k, s, p, op = (2, 5, 7, 5), (5, 3, 4, 4), (4, 4), (2, 2), (1, 1), (1, 0)
+    mod = _graph(xshape, wshape, 3, k, s, p, op, (1, 1), 1)
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal(xshape).astype("float32")
+    w = rng.standard_normal(wshape).astype("float32")
+    b = rng.standard_normal((3, 1, 1)).astype("float32")
+    want = np.tanh(_numpy_conv_transpose(x, w, s, p, op) + b)
+    typed = relay.transform.InferType()(mod)
+    for config, shared in ((None, False), ({SHARED_PADDING_KEY: False}, False),
+                           ({SHARED_PADDING_KEY: True}, True)):
+        with tvm.transform.PassContext(opt_level=3, config=config):
+            text = str(relay.transform.ConvTransposeToConv()(typed))
+        assert "nn.conv2d_transpose" not in text
+        assert ("nn.pad" in text) == shared and ("strided_slice" in text) == shared, text
+        got = _build_run(mod, {"w": w, "b": b}, {"x": x}, 3, config)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -15,7 +15,8 @@ from tvmpy.contrib import graph_executor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+from onnx_rnn import ort_run, rnn_model  # noqa: E402
 
 RNG = np.random.default_rng(25)
 
@@ -24,29 +25,8 @@ def _r(*shape):
     return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
 
 
-def _model(kind, T, N, I, H, dirs=1, extra=(), batch=None, **attrs):
-    G = {"GRU": 3, "LSTM": 4}[kind]
-    inits = [numpy_helper.from_array(_r(dirs, G * H, I), "W"),
-             numpy_helper.from_array(_r(dirs, G * H, H), "R"),
-             numpy_helper.from_array(_r(dirs, 2 * G * H), "B")]
-    n = batch if batch is not None else N
-    ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, n, I])]
-    names = ["X", "W", "R", "B"]
-    names.append("lens" if "lens" in extra else "")
-    if "lens" in extra:
-        ins.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [n]))
-    for nm in ("h0", "c0") if kind == "LSTM" else ("h0",):
-        names.append(nm if nm in extra else "")
-        if nm in extra:
-            ins.append(helper.make_tensor_value_info(nm, TensorProto.FLOAT, [dirs, n, H]))
-    while names and names[-1] == "":
-        names.pop()
-    outs = ["Y", "Y_h"] + (["Y_c"] if kind == "LSTM" else [])
-    node = helper.make_node(kind, names, outs, hidden_size=H, **attrs)
-    graph = helper.make_graph([node], "rnn", ins,
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
-                               for o in outs], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+def _model(kind, T, N, I, H, dirs=1, extra=(), **attrs):
+    return rnn_model(kind, T, N, I, H, _r, dirs, extra, **attrs)
 
 
 def _feeds(model, T, N, I, H, dirs):
@@ -58,11 +38,6 @@ def _feeds(model, T, N, I, H, dirs):
     if "lens" in names:
         feeds["lens"] = np.array([T, max(1, T - 3), T - 1][:N] + [T] * max(0, N - 3), np.int32)
     return feeds
-
-
-def _ort(model, feeds):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _build(model, shapes):
@@ -116,14 +91,14 @@ def test_matches_onnxruntime(kind, dirs, extra):
     for k, v in feeds.items():
         m.set_input(k, v)
     m.run()
-    for i, want in enumerate(_ort(model, feeds)):
+    for i, want in enumerate(ort_run(model, feeds)):
         np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 def test_symbolic_batch_through_the_vm(kind):
     T, I, H = 6, 5, 7
-    model = _model(kind, T, None, I, H, 2, ("h0",), batch="n", direction="bidirectional")
+    model = _model(kind, T, "n", I, H, 2, ("h0",), direction="bidirectional")
     mod, params = relay.frontend.from_onnx(model, freeze_params=False)
     with tvm.transform.PassContext(opt_level=3):
         exe = relay.vm.compile(mod, "llvm", params=params)
@@ -133,7 +108,7 @@ def test_symbolic_batch_through_the_vm(kind):
     for n in (1, 4):
         feeds = {"X": _r(T, n, I), "h0": _r(2, n, H)}
         got = vm.run(feeds["X"], feeds["h0"])
-        for g, want in zip(got, _ort(model, feeds)):
+        for g, want in zip(got, ort_run(model, feeds)):
             np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-5)
 
 

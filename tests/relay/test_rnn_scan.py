@@ -18,7 +18,7 @@ from tvmpy.relay.op.rnn import padded_hidden, rnn_scan
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_rnn import ort_run, rnn_model  # noqa: E402
 
 RNG = np.random.default_rng(2511)
 
@@ -28,26 +28,7 @@ def _r(*shape):
 
 
 def _model(kind, T, N, I, H, dirs=1, states=False, bias=True, **attrs):
-    G = {"GRU": 3, "LSTM": 4}[kind]
-    inits = [numpy_helper.from_array(_r(dirs, G * H, I), "W"),
-             numpy_helper.from_array(_r(dirs, G * H, H), "R")]
-    names = ["X", "W", "R"]
-    if bias:
-        inits.append(numpy_helper.from_array(_r(dirs, 2 * G * H), "B"))
-    names += ["B" if bias else "", ""]
-    ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, N, I])]
-    if states:
-        for nm in ("h0", "c0") if kind == "LSTM" else ("h0",):
-            names.append(nm)
-            ins.append(helper.make_tensor_value_info(nm, TensorProto.FLOAT, [dirs, N, H]))
-    while names[-1] == "":
-        names.pop()
-    outs = ["Y", "Y_h"] + (["Y_c"] if kind == "LSTM" else [])
-    node = helper.make_node(kind, names, outs, hidden_size=H, **attrs)
-    graph = helper.make_graph([node], "rnn", ins,
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
-                               for o in outs], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    return rnn_model(kind, T, N, I, H, _r, dirs, ("h0", "c0") if states else (), bias, **attrs)
 
 
 def _feeds(model, T, N, I, H, dirs):
@@ -55,11 +36,6 @@ def _feeds(model, T, N, I, H, dirs):
     for i in model.graph.input[1:]:
         feeds[i.name] = _r(dirs, N, H)
     return feeds
-
-
-def _ort(model, feeds):
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 CASES = [  # kind, T, N, I, H, direction, states, extra attrs
@@ -94,7 +70,7 @@ def test_onnx_rnn_matches_onnxruntime(kind, T, N, I, H, direction, states, extra
     for k, v in feeds.items():
         m.set_input(k, v)
     m.run()
-    for i, want in enumerate(_ort(model, feeds)):
+    for i, want in enumerate(ort_run(model, feeds)):
         np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=2e-5)
 
 
@@ -109,7 +85,7 @@ def test_no_bias_and_wide_hidden():
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     m.set_input("X", feeds["X"])
     m.run()
-    for i, want in enumerate(_ort(model, feeds)):
+    for i, want in enumerate(ort_run(model, feeds)):
         np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=2e-5)
 
 
@@ -130,7 +106,7 @@ def test_dynamic_sequence_through_the_vm(kind, extra):
     for T, n in ((1, 1), (6, 3), (11, 2)):
         feeds = _feeds(model, T, n, I, H, 2)
         got = vm.run(*feeds.values())
-        for g, want in zip(got, _ort(model, feeds)):
+        for g, want in zip(got, ort_run(model, feeds)):
             np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=2e-5)
 
 

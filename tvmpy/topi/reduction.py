@@ -42,6 +42,22 @@ def _layout(data: te.Tensor, axis: Any, keepdims: bool, op: str) -> tuple[list[i
     return axes, out_shape
 
 
+def _reduced_index(ndim: int, rvs: dict[int, Any], keepdims: bool, out: tuple) -> list[Any]:
+    """The input index of a reduction's body at output index ``out``: the reduce axis
+    ``rvs[k]`` on each reduced axis ``k`` (whose output index, kept with ``keepdims``, is 0 and
+    skipped), the output's index on the others."""
+    idx = []
+    it = iter(out)
+    for k in range(ndim):
+        if k in rvs:
+            if keepdims:
+                next(it)
+            idx.append(rvs[k].var)
+        else:
+            idx.append(next(it))
+    return idx
+
+
 def _reduce(data: te.Tensor, axis: Any, keepdims: bool, op: str,
             reducer: Callable[..., Any], prep: Callable[[Any], Any] | None = None) -> te.Tensor:
     _check(data, op)
@@ -49,16 +65,7 @@ def _reduce(data: te.Tensor, axis: Any, keepdims: bool, op: str,
     rvs = {a: te.reduce_axis((0, data.shape[a]), name=f"k{a}") for a in axes}
 
     def body(*i: Any) -> Any:
-        idx = []
-        it = iter(i)
-        for k in range(data.ndim):
-            if k in rvs:
-                if keepdims:
-                    next(it)
-                idx.append(rvs[k].var)
-            else:
-                idx.append(next(it))
-        v = data(*idx)
+        v = data(*_reduced_index(data.ndim, rvs, keepdims, i))
         if prep is not None:
             v = prep(v)
         if not rvs:
@@ -146,15 +153,7 @@ def _argreduce(data: te.Tensor, axis: Any, keepdims: bool, is_max: bool, last: b
     reducer = _arg_reducer(is_max, last)
 
     def body(*i: Any) -> Any:
-        idx = []
-        it = iter(i)
-        for k in range(data.ndim):
-            if k in rvs:
-                if keepdims:
-                    next(it)
-                idx.append(rvs[k].var)
-            else:
-                idx.append(next(it))
+        idx = _reduced_index(data.ndim, rvs, keepdims, i)
         flat: Any = const(0, "int32")
         for a in axes:
             flat = flat * cast(data.shape[a], "int32") + cast(rvs[a].var, "int32")

@@ -24,6 +24,10 @@ Config keys (validated: an unknown key is an error), with the layer that reads t
 - ``relay.x86.pad_channels``: ``True`` (default) / ``False``, whether relay.build pads the
   half-vector channel counts of conv chains to whole vectors on CPU targets
   (``relay/transform/pad_channels.py``).
+- ``relay.ConvTransposeToConv.shared_padding``: ``False`` (default) / ``True``, whether the
+  phase convolutions of a lowered ``nn.conv2d_transpose`` each pad the input themselves, or
+  read same-size windows of the input padded once (``nn.pad`` + ``strided_slice``: one compiled
+  convolution per layer; ``relay/transform/conv_transpose.py``).
 - ``cuda.fast_math``: compile CUDA kernels with NVRTC's ``-use_fast_math`` (codegen/cuda.py).
 - ``cuda.async_copy``: 16-byte global -> shared copies as ``cp.async`` (sm_80+, completed
   before each barrier; codegen/cuda.py). Off by default.
@@ -67,6 +71,8 @@ KNOWN_CONFIG: dict[str, str] = {
     "relay.x86.conv_nchw_input": "bool: x86 NCHWc convolutions read NCHW inputs in place",
     "relay.x86.pad_channels": "bool: half-vector channel counts of conv chains padded to "
                               "whole vectors (CPU targets)",
+    "relay.ConvTransposeToConv.shared_padding": "bool: a transposed convolution's phases read "
+                                                "windows of one padded input (default False)",
     "cuda.fast_math": "bool: CUDA kernels compiled with NVRTC's -use_fast_math (__expf ...)",
     "cuda.async_copy": "bool: 16-byte global -> shared copies as cp.async (sm_80+)",
     "relay.backend.strict_schedules": "bool: a failing operator schedule is an error, not a "

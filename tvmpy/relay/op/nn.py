@@ -162,6 +162,22 @@ register_op("nn.conv2d", _conv2d_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 2, _CONV_S
 register_float16_accumulation("nn.conv2d")
 
 
+def _conv2d_attrs(strides: Any, padding: Any, dilation: Any, groups: int, channels: int | None,
+                  kernel_size: Any, data_layout: str, kernel_layout: str, out_layout: str,
+                  out_dtype: str, **extra: Any) -> dict[str, Any]:
+    """The attributes of a 2-D convolution call (nn.conv2d, nn.conv2d_transpose,
+    nn.contrib_conv2d_NCHWc), normalized: pairs, 4-sided padding, ints; ``extra`` (an op's own,
+    e.g. ``output_padding``) placed before ``out_dtype``."""
+    return {
+        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
+        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
+        "channels": None if channels is None else int(channels),
+        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
+        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
+        **extra, "out_dtype": out_dtype,
+    }  # fmt: skip
+
+
 def conv2d(
     data: RelayExpr,
     weight: RelayExpr,
@@ -182,14 +198,9 @@ def conv2d(
     """
     if not kernel_layout:
         kernel_layout = "HWIO" if data_layout == "NHWC" else "OIHW"
-    return make_call("nn.conv2d", [data, weight], {
-        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
-        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
-        "channels": None if channels is None else int(channels),
-        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
-        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
-        "out_dtype": out_dtype,
-    })  # fmt: skip
+    return make_call("nn.conv2d", [data, weight], _conv2d_attrs(
+        strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout,
+        out_layout, out_dtype))
 
 
 def _conv2d_transpose_rel(arg_types: list[Type], attrs: Any) -> Type:
@@ -222,14 +233,9 @@ def conv2d_transpose(data: RelayExpr, weight: RelayExpr, strides: Any = (1, 1), 
                      kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "IOHW",
                      out_layout: str = "", output_padding: Any = (0, 0),
                      out_dtype: str = "") -> RelayExpr:
-    return make_call("nn.conv2d_transpose", [data, weight], {
-        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
-        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
-        "channels": None if channels is None else int(channels),
-        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
-        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
-        "output_padding": _pair(output_padding, "output_padding"), "out_dtype": out_dtype,
-    })  # fmt: skip
+    return make_call("nn.conv2d_transpose", [data, weight], _conv2d_attrs(
+        strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout,
+        out_layout, out_dtype, output_padding=_pair(output_padding, "output_padding")))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -828,14 +834,9 @@ def contrib_conv2d_nchwc(data: RelayExpr, kernel: RelayExpr, strides: Any = (1, 
                          data_layout: str = "NCHW8c", kernel_layout: str = "OIHW8i8o",
                          out_layout: str = "", out_dtype: str = "") -> RelayExpr:
     """conv2d on blocked layouts: data NCHW{i}c, kernel OIHW{i}i{o}o, output NCHW{o}c."""
-    return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], {
-        "strides": _pair(strides, "strides"), "padding": _pad4(padding),
-        "dilation": _pair(dilation, "dilation"), "groups": int(groups),
-        "channels": None if channels is None else int(channels),
-        "kernel_size": None if kernel_size is None else _pair(kernel_size, "kernel_size"),
-        "data_layout": data_layout, "kernel_layout": kernel_layout, "out_layout": out_layout,
-        "out_dtype": out_dtype,
-    })  # fmt: skip
+    return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], _conv2d_attrs(
+        strides, padding, dilation, groups, channels, kernel_size, data_layout, kernel_layout,
+        out_layout, out_dtype))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ where its weights stream from beyond L2): no ``nn.pad`` or ``strided_slice`` ker
 input; a ``strided_slice`` crops it only where a phase reads a strict sub-range of it (padding
 beyond the kernel's reach). The phases of one layer are then different workloads (k4 s2 p1:
 paddings (1, 0) and (0, 1) per axis: four kernels to compile, four tuning tasks).
-:data:`SHARED_PADDING` selects the earlier form (the input padded once, each phase a same-size
+The PassContext option ``"relay.ConvTransposeToConv.shared_padding"`` (:data:`SHARED_PADDING_KEY`,
+default False) selects the earlier form (the input padded once, each phase a same-size
 window of it, one compiled convolution per layer), which paid a pad and ``s_h * s_w`` window
 copies per layer: DCGAN's generator 38 kernels against 22, its data movement 0.34 ms against
 0.09 at 1 thread on an Intel Xeon (bench/RESULTS.md, session 5). Stride 1 is a single
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ...transform import PassContext
 from ..expr import Call, Constant, RelayExpr, const
 from ..op import nn as _nn
 from ..op import transform as _tr
@@ -56,12 +58,13 @@ from .pass_infra import FunctionPass
 
 __all__ = ["ConvTransposeToConv", "phase_plan", "Phase"]
 
-SHARED_PADDING = False
-"""True: where the phases along an axis have equal tap counts (k4 s2: 2 each), pad the input
-once (``nn.pad``) and give each phase a same-size window of it (``strided_slice``), so that a
-layer's phases are one compiled convolution (one tuning task of weight ``s_h * s_w``), at the
-cost of a pad and a window copy per phase at run time. False (the default): each phase's
-window is its convolution's own padding (no copies; one workload per distinct padding)."""
+SHARED_PADDING_KEY = "relay.ConvTransposeToConv.shared_padding"
+"""The PassContext config key (transform/context.py ``KNOWN_CONFIG``). True: where the phases
+along an axis have equal tap counts (k4 s2: 2 each), pad the input once (``nn.pad``) and give
+each phase a same-size window of it (``strided_slice``), so that a layer's phases are one
+compiled convolution (one tuning task of weight ``s_h * s_w``), at the cost of a pad and a
+window copy per phase at run time. False (the default): each phase's window is its
+convolution's own padding (no copies; one workload per distinct padding)."""
 
 
 @dataclass(frozen=True)
@@ -186,11 +189,12 @@ def rewrite_conv2d_transpose(call: Call, data: RelayExpr, weight: RelayExpr) -> 
     qw, pw = phase_plan(w, kw, sw, dw, pl, ow)
     wc = _group_weight(weight, w_shape, a.groups)  # type: ignore[arg-type]
     out_dtype = a.out_dtype or call.checked_type.dtype
-    # SHARED_PADDING, along an axis whose phases all have the same taps count: the input padded
+    # SHARED_PADDING_KEY, along an axis whose phases all have the same taps count: the input padded
     # once and each phase a window of it (one compiled convolution); else each phase's window
     # is its convolution's own padding (only a window inside the input is a strided_slice)
-    gh = _shared_padding(ph, qh, h) if SHARED_PADDING else None
-    gw = _shared_padding(pw, qw, w) if SHARED_PADDING else None
+    shared = PassContext.current().config.get(SHARED_PADDING_KEY, False)
+    gh = _shared_padding(ph, qh, h) if shared else None
+    gw = _shared_padding(pw, qw, w) if shared else None
     if gh is not None or gw is not None:
         (lh, rh_), (lw, rw_) = gh[0] if gh else (0, 0), gw[0] if gw else (0, 0)
         if lh or rh_ or lw or rw_:

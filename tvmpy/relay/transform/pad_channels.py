@@ -15,6 +15,16 @@ with a wider window: see :func:`_one_by_one`) is left
 as it is: that consumer would need the ``C`` real channels cropped (a pass over the tensor). onnxruntime's NCHWc transformer pads the same way (MobileNet's
 and MnasNet's 24 / 40 / 72 / 120 channels run as 32 / 48 / 80 / 128).
 
+Beside ``x86_alter_op.padded_block``
+The other channel padding, in AlterOpLayout, pads one plain convolution's output channels and
+crops them after (a ``strided_slice`` fused with its epilogue), on every CPU: blocks under half
+a vector always (57 -> 64), half-vector blocks only when the waste is at most 1/16 and the
+reduction at least 128. This pass covers what the crop makes too dear there: half-vector counts
+with any waste (24 -> 32), across whole chains with no crop, where half-width FMAs halve the
+peak (two 512-bit FMA units). Both take the block from the layout's own rule
+(``x86_alter_op.block_lanes`` / ``channel_block``); a chain padded here reaches AlterOpLayout
+with whole-vector counts, so ``padded_block`` leaves it.
+
 When valid
 Exact: the added channels of every padded tensor hold finite values (zero filters and zero
 biases give 0, the activations keep 0 finite), and every convolution that reads them
@@ -65,11 +75,13 @@ def _shape(e: Any) -> list[int] | None:
 
 def padded_channels(c: int, lanes: int) -> int:
     """``c`` rounded up to whole vectors of ``lanes`` when the NCHWc layout would block it by
-    exactly half a vector (``c`` a multiple of ``lanes / 2`` but not of ``lanes``), else ``c``."""
-    half = lanes // 2
-    if lanes < 2 or c % lanes == 0 or c % half:
+    exactly half a vector (``c`` a multiple of ``lanes / 2`` but not of ``lanes``), else ``c``.
+    The block is the layout's own (``x86_alter_op.channel_block``), so the two cannot drift."""
+    from ..op.strategy.x86_alter_op import channel_block, whole_vectors
+
+    if lanes < 2 or channel_block(c, lanes) * 2 != lanes:
         return c
-    return -(-c // lanes) * lanes
+    return whole_vectors(c, lanes)
 
 
 def _conv_kind(c: Call) -> str | None:
@@ -294,7 +306,9 @@ class PadChannels(FunctionPass):
 
             if fma512_units(target.isa_features) < 2:
                 return func  # see the class docstring
-            lanes = min(16, int(target.vector_lanes("float32")))
+            from ..op.strategy.x86_alter_op import block_lanes
+
+            lanes = block_lanes(target, "float32")
         padded = _analyse(func, lanes)
         if not padded:
             return func

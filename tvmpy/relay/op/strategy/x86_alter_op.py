@@ -13,10 +13,17 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   A 3x3 stride-1 one may become ``nn.contrib_conv2d_winograd_nchwc`` instead (same layouts, the
   weight Winograd-transformed here): ``x86_winograd.py`` says when.
   A plain convolution whose output channel count has no divisor of at least half a vector (57:
-  block 3; see :func:`padded_block`) computes zero output channels up to a whole number of
+  block 3), or whose block is half a vector where whole vectors add at most 1/16 of the
+  channels to a reduction of at least 128 (232 -> 240; see :func:`padded_block`), on every
+  CPU, computes zero output channels up to a whole number of
   vector-wide blocks instead (the weight padded with zero filters: at compile time for a
   constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
   ``strided_slice``, fused with the bias and activation that follow).
+  The relay pass PadChannels (``relay/transform/pad_channels.py``, before this one) covers
+  what the crop makes too dear here: half-vector channel counts of whole conv chains padded
+  with no crop, any waste (24 -> 32), on cores with two 512-bit FMA units; both take their blocks from
+  :func:`block_lanes` and :func:`channel_block`, and a chain it padded arrives here with
+  whole-vector counts.
   A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
   in NCHW instead (:func:`is_pointwise`, no layout transforms), unless it has at least
   :data:`POINTWISE_NCHWC_MIN_CHANNELS` input and output channels.
@@ -47,7 +54,8 @@ from .x86 import DENSE_PACK_MIN_ROWS, const_int
 from .x86_int8 import alter_conv2d_int8, alter_dense_int8, conv2d_int8_demand
 from .x86_winograd import winograd_tile
 
-__all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_block", "conv_padding",
+__all__ = ["MAX_BLOCK", "block_lanes", "channel_block", "whole_vectors", "conv_blocks",
+           "vector_block", "graph_blocks", "padded_block", "conv_padding",
            "PAD_HALF_MIN_REDUCTION", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
@@ -55,6 +63,26 @@ __all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_b
 
 MAX_BLOCK = 16
 """Largest channel block: 16 fp32 lanes (one AVX-512 register)."""
+
+
+def block_lanes(target: Any, dtype: str = "float32") -> int:
+    """The widest NCHWc channel block for ``dtype`` on ``target``: its vector lanes, at most
+    :data:`MAX_BLOCK` (``MAX_BLOCK`` without a target). The one rule of the blocks here and of
+    the channel padding of ``relay/transform/pad_channels.py``."""
+    return min(MAX_BLOCK, target.vector_lanes(dtype)) if target is not None else MAX_BLOCK
+
+
+def channel_block(c: int, lanes: int) -> int:
+    """The block the NCHWc layout gives ``c`` channels with vectors of ``lanes`` (no graph
+    tuner choice): the largest divisor of ``c`` within one vector
+    (``topi.nn.conv2d_infer_layout``), as :func:`vector_block` adjusts it. PadChannels asks
+    it which channel counts would be blocked by half a vector."""
+    return vector_block(c, conv2d_infer_layout(c, c, lanes)[0], lanes)
+
+
+def whole_vectors(c: int, lanes: int) -> int:
+    """``c`` rounded up to a multiple of ``lanes`` (the channel count a padding gives)."""
+    return -(-c // lanes) * lanes
 
 
 PAD_HALF_MIN_REDUCTION = 128
@@ -95,7 +123,7 @@ def padded_block(c: int, bn: int, lanes: int, reduction: int = 0) -> tuple[int, 
         return bn, c
     if bn * 2 > lanes:
         return bn, c
-    cp = -(-c // lanes) * lanes
+    cp = whole_vectors(c, lanes)
     if bn * 2 == lanes and not (reduction >= PAD_HALF_MIN_REDUCTION
                                 and (cp - c) * PAD_HALF_MAX_WASTE <= c):
         return bn, c
@@ -114,7 +142,7 @@ def conv_padding(call: Call, target: Any = None) -> tuple[int, int, int] | None:
     if graph_blocks(call, target) is not None:  # the graph tuner's blocks: no padding
         return blocks[0], blocks[1], int(call.args[1].checked_type.shape[0])
     d, w = (x.checked_type for x in call.args)
-    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
+    lanes = block_lanes(target, d.dtype)
     reduction = int(w.shape[1]) * int(w.shape[2]) * int(w.shape[3])
     oc_bn, ocp = padded_block(int(w.shape[0]), blocks[1], lanes, reduction)
     return blocks[0], oc_bn, ocp
@@ -151,15 +179,13 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
         return None
     if any(isinstance(s, int) and s == 0 for s in (*d.shape, *w.shape)):
         return None  # an empty convolution: its lowering computes nothing, in any layout
-    lanes = min(MAX_BLOCK, target.vector_lanes(d.dtype)) if target is not None else MAX_BLOCK
+    lanes = block_lanes(target, d.dtype)
     if a.groups != 1 and not is_depthwise(call):
         return grouped_blocks(int(d.shape[1]), int(w.shape[0]), a.groups, lanes)
     chosen = graph_blocks(call, target)
     if chosen is not None:
         return chosen
-    ic, oc = int(d.shape[1]), int(w.shape[0])
-    ic_bn, oc_bn = conv2d_infer_layout(ic, oc, lanes)
-    return vector_block(ic, ic_bn, lanes), vector_block(oc, oc_bn, lanes)
+    return channel_block(int(d.shape[1]), lanes), channel_block(int(w.shape[0]), lanes)
 
 
 def vector_block(c: int, bn: int, lanes: int) -> int:
