@@ -245,7 +245,7 @@ def test_recurrent_weight_packed_by_the_kernels_blocks(kind, extra, T, N, H):
     for k, v in feeds.items():
         m.set_input(k, v)
     m.run()
-    for i, want in enumerate(_ort(model, feeds)):
+    for i, want in enumerate(ort_run(model, feeds)):
         np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-4, atol=2e-5)
 
 
