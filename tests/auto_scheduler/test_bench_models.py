@@ -76,3 +76,13 @@ def test_table_flags_wrong_outputs(capsys):
     assert "| m | 1 | 2.00 | - | 1.00 | 2.00 | 1.00 | - | 0.50 | - | 1.0, 8 | - |" in out
     meas["errors"]["auto_scheduler"] = float("nan")  # a NaN output is wrong too
     assert bench.print_table([row]) == 1
+
+
+def test_auto_scheduler_progress_is_per_search_thread_count(tmp_path):
+    d = str(tmp_path)
+    # an older side file of a search at 1 thread is resumed at 1, not at 2
+    with open(os.path.join(d, "m.as.progress.json"), "w") as f:
+        json.dump({"cpu": "c", "spent_s": 60.0, "search_threads": 1}, f)
+    assert bench.as_progress_path(d, "m", 1) == os.path.join(d, "m.as.progress.json")
+    assert bench.as_progress_path(d, "m", 2) == os.path.join(d, "m.as.t2.progress.json")
+    assert bench.Progress(bench.as_progress_path(d, "m", 2), "c").spent == 0.0
