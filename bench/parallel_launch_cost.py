@@ -22,9 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import bench_threads, interleaved_samples, machine_description  # noqa: E402
-
 import numpy as np  # noqa: E402
+from common import bench_threads, interleaved_samples, machine_description  # noqa: E402
 
 import tvmpy as tvm  # noqa: E402
 from tvmpy import te  # noqa: E402
@@ -70,11 +69,11 @@ def main() -> None:
             b = tvm.nd.empty((o.launches, o.extent))
             f(a, b)
             outs[par] = b.numpy()
-            sides["parallel" if par else "serial"] = (lambda f=f, b=b: f(a, b))
+            sides["parallel" if par else "serial"] = (lambda f=f, a=a, b=b: f(a, b))
         rows = a.numpy().astype(np.float64).sum(1)
         r, i = np.meshgrid(np.arange(o.launches), np.arange(o.extent), indexing="ij")
         want = (r + 1) * rows[(i + r) % o.extent]
-        for par, got in outs.items():
+        for got in outs.values():
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
         samples = interleaved_samples(sides, o.rounds, pause=0.05, target_s=0.02)
         ser = [x / o.launches * 1e6 for x in samples["serial"]]
