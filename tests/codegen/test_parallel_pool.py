@@ -60,7 +60,7 @@ def test_awkward_extents_match_numpy(affine_lib, n):
     np.testing.assert_allclose(b, 2 * a + np.arange(n, dtype="float32"), rtol=1e-6)
 
 
-@pytest.mark.parametrize("nthreads", [2, 3])
+@pytest.mark.parametrize("nthreads", [1, 2, 3])
 def test_every_iteration_runs_exactly_once(nthreads):
     """The guided schedule's chunks (compare-and-swap on the shared counter, shrinking sizes)
     cover each iteration once, on awkward extents, with threads racing for the chunks."""

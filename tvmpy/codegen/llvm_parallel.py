@@ -197,7 +197,10 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     t1 = wfb.value(lty, f"add {w_ext}, {parts.ref}", "t")
     t2 = wfb.value(lty, f"sub {lty} {t1.ref}, 1", "t")
     m0 = wfb.value(lty, f"{div} {lty} {t2.ref}, {parts.ref}", "minchunk")
-    minc = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({m0}, {lty} 1)", "minchunk")
+    m1 = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({m0}, {lty} 1)", "minchunk")
+    # a team of one (TVM_NUM_THREADS=1): the whole loop in one call
+    solo = wfb.value("i1", f"icmp eq {nth}, 1", "solo")
+    minc = wfb.value(lty, f"select i1 {solo.ref}, {w_ext}, {m1}", "minchunk")
     share = wfb.value(lty, f"mul {nth}, 4", "share")
     align = _SCALAR_BYTES.get(lty, 8)
     wfb.br("grab")
