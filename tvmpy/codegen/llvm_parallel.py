@@ -7,7 +7,7 @@
     if err: return -1                                          (message already recorded)
 
 ``f_parN(closure)`` runs on any number (>= 1) of threads: it takes chunks of (iterations
-left) / (4 * nthreads), at least extent / (32 * nthreads), from a shared atomic counter in the
+left) / (4 * nthreads), at least extent / (16 * nthreads), from a shared atomic counter in the
 closure (a guided dynamic schedule: on a loaded machine a preempted thread's work is done by the
 others, and the threads end within a small chunk of each other) and calls
 ``f_parN_impl(captured..., begin, end)`` for each, a ``noinline`` function whose buffer parameters
@@ -175,12 +175,12 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
             loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
     w_lo, w_ext, w_flag = loaded[-3], loaded[-2], loaded[-1]
     # guided dynamic schedule: each grab takes (iterations left) / (4 * nthreads), at least
-    # ceil(extent / (32 * nthreads)), from a shared counter (compare-and-swap). A thread the OS
+    # ceil(extent / (16 * nthreads)), from a shared counter (compare-and-swap). A thread the OS
     # preempts (a loaded machine, an unsteady core) holds at most 1/8 of the loop (its chunks
-    # not yet taken go to the others), and the last chunks are small, so the threads finish
-    # within ~1/64 of a 2-thread loop of each other: fixed chunks of extent / (8 * nthreads)
-    # left on average half a chunk, 1/32 of the work, to one thread at the loop's end (~6% of
-    # a 2-thread loop's time). About 24 grabs at 2 threads instead of 16.
+    # not yet taken go to the others), and the last chunks are small: at 2 threads the
+    # threads finish on average 1/64 of the loop's work apart, where fixed chunks of
+    # extent / (8 * nthreads) left half a chunk, 1/32 of the work (~6% of a 2-thread loop's
+    # time), to one thread at the end; ~19 grabs at 2 threads instead of 16.
     nth_fn = "omp_get_num_threads" if gomp else "tvmpy_parallel_num_threads"
     cg.mb.declare(nth_fn, "i32", [])
     nth = wfb.value("i32", f"call i32 @{nth_fn}()", "nthreads")
@@ -193,7 +193,7 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     lt = "slt" if signed else "ult"
     cg.mb.declare(f"llvm.{mx}.{lty}", lty, [lty, lty])
     cg.mb.declare(f"llvm.{mn}.{lty}", lty, [lty, lty])
-    parts = wfb.value(lty, f"mul {nth}, 32", "parts")
+    parts = wfb.value(lty, f"mul {nth}, 16", "parts")
     t1 = wfb.value(lty, f"add {w_ext}, {parts.ref}", "t")
     t2 = wfb.value(lty, f"sub {lty} {t1.ref}, 1", "t")
     m0 = wfb.value(lty, f"{div} {lty} {t2.ref}, {parts.ref}", "minchunk")
