@@ -32,9 +32,10 @@ count and apply only to a build for it (TVM's ``num_cores``; auto_scheduler.disp
 auto-scheduled library timed at each thread count is built from the records measured at that
 count, so a count the search did not run at times the default schedules there (search once
 per count, e.g. ``TVM_NUM_THREADS=1 ...`` then ``TVM_NUM_THREADS=2 ...`` with one --log-dir:
-each resumes its own records). AutoTVM's 1-thread column uses the same schedules. AutoTVM's curve sums its templated tasks' best latencies once each, the
-auto-scheduler's is the weighted sum over every subgraph: their levels differ by construction
-(the end-to-end table is the comparison). On a shared machine use ``--jobs 1``.
+each resumes its own records). AutoTVM's 1-thread column uses the same schedules. AutoTVM's
+curve sums its templated tasks' best latencies once each, the auto-scheduler's is the weighted
+sum over every subgraph: their levels differ by construction (the end-to-end table is the
+comparison). On a shared machine use ``--jobs 1``.
 """
 
 from __future__ import annotations
