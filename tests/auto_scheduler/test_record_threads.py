@@ -47,8 +47,11 @@ def test_num_threads_follows_the_pools_rule(monkeypatch):
     monkeypatch.setenv("TVM_NUM_THREADS", "3")
     monkeypatch.setenv("OMP_NUM_THREADS", "5")
     assert num_threads() == 3
-    monkeypatch.setenv("TVM_NUM_THREADS", "x")  # not a count: the next rule
-    assert num_threads() == 5
+    monkeypatch.setenv("TVM_NUM_THREADS", " +2")  # as the pool's strtol
+    assert num_threads() == 2
+    for bad in ("x", "2 ", "-2", "0", "4096"):  # not a count: the next rule
+        monkeypatch.setenv("TVM_NUM_THREADS", bad)
+        assert num_threads() == 5
     monkeypatch.delenv("TVM_NUM_THREADS")
     monkeypatch.setenv("OMP_NUM_THREADS", "0")
     import os

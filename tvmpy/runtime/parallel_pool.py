@@ -313,9 +313,11 @@ __attribute__((visibility("protected"))) void STOP_SYMBOL(void) {
 
 def _env_threads(name: str) -> int:
     """``name``'s value when it is a thread count the pool accepts (1..4095), else 0."""
-    s = os.environ.get(name, "")
-    v = int(s) if s.isascii() and s.isdigit() else 0
-    return v if 0 < v < 4096 else 0
+    # as the pool's strtol: leading white space, an optional sign, digits to the end
+    t = os.environ.get(name, "").lstrip(" \t\n\v\f\r")
+    digits = t[1:] if t[:1] in ("+", "-") else t
+    v = int(digits) if digits.isascii() and digits.isdigit() else 0
+    return v if 0 < v < 4096 and t[:1] != "-" else 0
 
 
 def num_threads() -> int:
