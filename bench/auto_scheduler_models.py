@@ -23,14 +23,19 @@ model name and features, so a log of another CPU is never reused silently; each 
 also records the CPU and is refused on a mismatch). Everything resumes: a model whose logs
 already hold ``--minutes`` of search is not tuned again (``--minutes 0``: measure only), a
 killed run continues from its logs (the search time spent is kept per round in
-``<model>.as.progress.json`` / ``<model>.autotvm.progress.json``).
+``<model>.as.t<threads>.progress.json`` / ``<model>.autotvm.progress.json``).
 
 Notes: the budget is checked after each search round (auto_scheduler) or measured batch
 (AutoTVM), so a tuner may overrun it by one round. Both tuners measure candidates at this
-process's thread count (TVM_NUM_THREADS, else all cores); the 1-thread column uses the same
-schedules. AutoTVM's curve sums its templated tasks' best latencies once each, the
-auto-scheduler's is the weighted sum over every subgraph: their levels differ by construction
-(the end-to-end table is the comparison). On a shared machine use ``--jobs 1``.
+process's thread count (TVM_NUM_THREADS, else all cores). Auto-scheduler records name that
+count and apply only to a build for it (TVM's ``num_cores``; auto_scheduler.dispatcher): the
+auto-scheduled library timed at each thread count is built from the records measured at that
+count, so a count the search did not run at times the default schedules there (search once
+per count, e.g. ``TVM_NUM_THREADS=1 ...`` then ``TVM_NUM_THREADS=2 ...`` with one --log-dir:
+each resumes its own records). AutoTVM's 1-thread column uses the same schedules. AutoTVM's
+curve sums its templated tasks' best latencies once each, the auto-scheduler's is the weighted
+sum over every subgraph: their levels differ by construction (the end-to-end table is the
+comparison). On a shared machine use ``--jobs 1``.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -187,6 +193,26 @@ class Progress:
         os.replace(tmp, self.path)
 
 
+def search_threads() -> int:
+    """The thread count this process's searches measure at (the parallel runtime's)."""
+    from tvmpy.runtime.parallel_pool import num_threads
+
+    return num_threads()
+
+
+def as_progress_path(d: str, name: str, threads: int) -> str:
+    """The auto-scheduler side file of ``name``'s search at ``threads``: one per thread count
+    (the log is shared: its records name their count), ``<name>.as.t<N>.progress.json``; an
+    older ``<name>.as.progress.json`` of a search at that count is resumed."""
+    legacy = os.path.join(d, f"{name}.as.progress.json")
+    path = os.path.join(d, f"{name}.as.t{threads}.progress.json")
+    if not os.path.exists(path) and os.path.exists(legacy):
+        with open(legacy) as f:
+            if json.load(f).get("search_threads") == threads:
+                return legacy
+    return path
+
+
 class _TimeUp(Exception):
     pass
 
@@ -208,7 +234,7 @@ def tune_auto_scheduler(mod, params, log: str, prog: Progress, minutes: float,
     if left <= 5:
         return
     # the thread count the search measures at (this process's): its estimate is a figure at it
-    prog.data["search_threads"] = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
+    prog.data["search_threads"] = search_threads()
     base, t0 = prog.spent, time.time()
 
     class Clock(TaskSchedulerCallback):
@@ -390,11 +416,19 @@ def build_libs(mod, params, as_log: str, tvm_log: str | None, out_dir: str) -> d
             lib, _ = compare.build(mod, params, opt_level=3)
         export("autotvm", lib)
     if os.path.exists(as_log) and os.path.getsize(as_log):
-        with auto_scheduler.ApplyHistoryBest(as_log):
-            with tvm.transform.PassContext(opt_level=3,
-                                           config={"relay.backend.use_auto_scheduler": True}):
-                lib = tvm.relay.build(mod, "llvm", params=params)
-        export("auto_scheduler", lib)
+        # one library per thread count it is timed at: records apply to a build for the count
+        # they were measured at (auto_scheduler.dispatcher); a count the search did not run at
+        # keeps the default schedules (warned)
+        for t in THREADS:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "auto_scheduler.ApplyHistoryBest: records "
+                                        "measured at", RuntimeWarning)
+                with auto_scheduler.ApplyHistoryBest(as_log, num_threads=t) as ctx:
+                    with tvm.transform.PassContext(
+                            opt_level=3, config={"relay.backend.use_auto_scheduler": True}):
+                        lib = tvm.relay.build(mod, "llvm", params=params)
+            export(f"auto_scheduler@{t}", lib)
+            libs[f"applied@{t}"] = str(sum(1 for k in ctx.best if k[3] in (t, None)))
     return libs
 
 
@@ -470,6 +504,10 @@ def measure_one(work: str, threads: int, rounds: int) -> dict:
     want = ort(feeds)
     runners = {}
     errs = {}
+    # this count's auto-scheduled library (built from the records measured at it)
+    applied = libs.get(f"applied@{threads}")
+    libs = {k.split("@")[0]: v for k, v in libs.items()
+            if "@" not in k or k == f"auto_scheduler@{threads}"}
     for side, path in libs.items():
         run = compare.tvm_runner(tvm.runtime.load_module(path))
         got = run(feeds)
@@ -478,7 +516,7 @@ def measure_one(work: str, threads: int, rounds: int) -> dict:
     runners["ort"] = ort
     samples = interleaved_samples({k: (lambda f=f: f(feeds)) for k, f in runners.items()},
                                   rounds, pause=0.2, target_s=0.1)
-    res = {"threads": threads, "errors": errs,
+    res = {"threads": threads, "errors": errs, "records_at_threads": applied,
            "median": {k: float(np.median(v)) for k, v in samples.items()},
            "best": {k: float(min(v)) for k, v in samples.items()},
            "ratio_rounds": {k: float(np.median([a / b for a, b in zip(v, samples["ort"])]))
@@ -488,9 +526,12 @@ def measure_one(work: str, threads: int, rounds: int) -> dict:
     return res
 
 
+THREADS = (1, 2)  # the thread counts every model is timed at
+
+
 def measure(work: str, rounds: int) -> list[dict]:
     out = []
-    for t in (1, 2):
+    for t in THREADS:
         env = {**os.environ, "TVM_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)}
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--measure-one", work,
                             "--threads", str(t), "--rounds", str(rounds)],
@@ -552,8 +593,9 @@ def subgraph_report(as_prog: Progress, meas: dict) -> list[str]:
         a, u = prof["auto_scheduler"], prof["untuned"]
         worse = sorted(((a[k] - u[k], k) for k in a if k in u and a[k] > 1.05 * u[k]),
                        reverse=True)
-        lines.append(f"  {t} thread(s): auto-scheduled kernels slower than the untuned default "
-                     f"({len(worse)} of {len(a)}):")
+        lines.append(f"  {t} thread(s) ({meas.get('records_at_threads', '?')} workloads with "
+                     f"records measured at {t} thread(s)): auto-scheduled kernels slower than the "
+                     f"untuned default ({len(worse)} of {len(a)}):")
         for _, k in worse[:8]:
             lines.append(f"    {k[:70]:70s} {a[k] * 1e3:8.3f} ms vs {u[k] * 1e3:8.3f} ms "
                          f"({a[k] / u[k]:.2f}x)")
@@ -603,7 +645,7 @@ def run_model(name: str, args, cpu: str) -> dict:
     model, feeds = MODELS[name]()
     mod, params = compare.import_onnx(model, {k: v.shape for k, v in feeds.items()})
     as_log, tvm_log = os.path.join(d, f"{name}.as.json"), os.path.join(d, f"{name}.autotvm.json")
-    as_prog = Progress(os.path.join(d, f"{name}.as.progress.json"), cpu)
+    as_prog = Progress(as_progress_path(d, name, search_threads()), cpu)
     tvm_prog = Progress(os.path.join(d, f"{name}.autotvm.progress.json"), cpu)
     print(f"\n=== {name} ===", flush=True)
     tune_auto_scheduler(mod, params, as_log, as_prog, args.minutes, args.per_round, args.jobs,

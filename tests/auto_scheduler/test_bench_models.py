@@ -94,3 +94,13 @@ def test_estimate_against_the_model_counts_a_stepped_task(tmp_path):
             "ort_profile": {"matmul/dense": 2e-4}}
     line = [x for x in bench.subgraph_report(p, meas) if "search's estimate" in x][0]
     assert "estimate 0.520 ms" in line and "in the model 0.570 ms" in line
+
+
+def test_auto_scheduler_progress_is_per_search_thread_count(tmp_path):
+    d = str(tmp_path)
+    # an older side file of a search at 1 thread is resumed at 1, not at 2
+    with open(os.path.join(d, "m.as.progress.json"), "w") as f:
+        json.dump({"cpu": "c", "spent_s": 60.0, "search_threads": 1}, f)
+    assert bench.as_progress_path(d, "m", 1) == os.path.join(d, "m.as.progress.json")
+    assert bench.as_progress_path(d, "m", 2) == os.path.join(d, "m.as.t2.progress.json")
+    assert bench.Progress(bench.as_progress_path(d, "m", 2), "c").spent == 0.0

@@ -11,6 +11,7 @@ from tvmpy import auto_scheduler
 from tvmpy.auto_scheduler import MeasureInput, MeasureResult, generate_sketches
 from tvmpy.auto_scheduler.measure_record import dump_record_to_string, load_record_from_string
 from tvmpy.auto_scheduler.sketch_policy import annotate
+from tvmpy.runtime.parallel_pool import num_threads
 from tvmpy.target.target import target_as_built
 
 
@@ -30,7 +31,9 @@ def test_round_trip(tmp_path):
     lines = open(log).read().splitlines()
     assert len(lines) == 4
     rec = json.loads(lines[0])
-    assert rec["i"][0] == [task.workload_key, target_as_built("llvm")] and rec["v"] == "v0.6"
+    assert rec["i"][0][:2] == [task.workload_key, target_as_built("llvm")] and rec["v"] == "v0.6"
+    # TVM's hardware-parameter array: num_cores is the thread count the record was measured at
+    assert rec["i"][0][2][0] == num_threads() and len(rec["i"][0][2]) == 8
     assert rec["r"][:2] == [[3e-4, 2e-4], 0]
     assert rec["i"][1][1] == [s.to_record() for s in states[0].transform_steps]
     loaded = list(auto_scheduler.load_records(log))

@@ -10,7 +10,7 @@ from tvmpy.tir.function import PrimFunc
 
 from .cases import buf, func
 
-__all__ = ["affine", "tids"]
+__all__ = ["affine", "tids", "bump"]
 
 
 def affine(name: str = "affine") -> PrimFunc:
@@ -30,3 +30,15 @@ def tids(n: int = 256, usleep: int = 200) -> PrimFunc:
     return func("tids", [T], S.For(i, 0, n, S.ForKind.PARALLEL, S.seq(
         S.Evaluate(op.call_extern("int32", "usleep", usleep)),
         S.BufferStore(T, op.call_extern("int32", "gettid"), [i]))))
+
+
+def bump(name: str = "bump") -> PrimFunc:
+    """A[i] += 1 + (i % 7 == 0 ? a 20 us sleep : 0) over a symbolic extent n: an iteration run
+    twice (or never) leaves its element off by one; the sleeps make the threads' chunks race."""
+    n = E.Var("n")
+    A = buf("A", n, "int32")
+    i = E.Var("i")
+    return func(name, [A], S.For(i, 0, n, S.ForKind.PARALLEL, S.seq(
+        S.IfThenElse(E.EQ(E.FloorMod(i, 7), 0),
+                     S.Evaluate(op.call_extern("int32", "usleep", 20)), None),
+        S.BufferStore(A, A[i] + 1, [i]))))

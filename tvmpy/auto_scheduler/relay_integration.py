@@ -267,19 +267,26 @@ def measure_default_schedules(tasks: list[SearchTask], log_file: str, number: in
 
     from ..driver import build
     from ..runtime import ndarray
-    from .measure_record import cpu_matches, dump_default_record, parse_default_record
+    from .measure_record import (
+        cpu_matches,
+        dump_default_record,
+        measured_threads,
+        parse_default_record,
+        threads_apply,
+    )
 
-    known: list[tuple[str, str, float]] = []
+    known: list[tuple[str, str, float, int | None]] = []
     if os.path.exists(log_file):
         with open(log_file) as f:
             for line in f:
-                d = parse_default_record(line)
+                d = parse_default_record(line, with_threads=True)
                 if d is not None:
-                    known.append(d)
+                    known.append(d)  # type: ignore[arg-type]
     out: dict[int, float] = {}
     for i, task in enumerate(tasks):
-        mine = [c for key, tgt, c in known if key == task.workload_key
-                and cpu_matches(tgt, task.target)]
+        mine = [c for key, tgt, c, th in known if key == task.workload_key
+                and cpu_matches(tgt, task.target)
+                and threads_apply(th, measured_threads(task.target))]
         if mine:
             out[i] = mine[-1]
             continue

@@ -90,6 +90,9 @@ class SearchTask:
         #: times the task with those inputs as the model reads them (not in TVM)
         self.weight_inputs: tuple[int, ...] = ()
         self.model_weight_bytes = 0
+        #: a task read from a log record: the thread count the record was measured at (None:
+        #: not logged, or not read from a record)
+        self.record_threads: int | None = None
 
     def __repr__(self) -> str:
         return f"SearchTask({self.workload_key}, target={self.target})"

@@ -27,7 +27,13 @@ import numpy as np
 from ..target.target import cpu_of, record_cpu
 from .cost_model import CostModel, RandomModel, XGBModel
 from .measure import LocalBuilder, MeasureInput, MeasureResult, ProgramMeasurer
-from .measure_record import cpu_matches, load_record_from_string
+from .measure_record import (
+    cpu_matches,
+    load_record_from_string,
+    measured_threads,
+    record_threads,
+    threads_apply,
+)
 from .search_policy import SearchPolicy, SketchPolicy
 from .search_task import TuningOptions
 
@@ -108,6 +114,7 @@ class TaskScheduler:
         index = {(t.workload_key, str(t.target).split()[0]): i for i, t in enumerate(self.tasks)}
         per: dict[int, tuple[list[MeasureInput], list[MeasureResult]]] = {}
         other_cpu: dict[str, int] = {}  # records of these tasks measured on another CPU
+        other_threads: dict[int | None, int] = {}  # ... measured at another thread count
         with open(self.load_log_file) as f:
             for line in f:
                 if not line.strip() or line.lstrip().startswith("#"):
@@ -125,7 +132,12 @@ class TaskScheduler:
                         cpu = str(record_cpu(str(rec["i"][0][1])))
                         other_cpu[cpu] = other_cpu.get(cpu, 0) + 1
                         continue
-                    inp, res = load_record_from_string(line, {(key, rec["i"][0][1]): task})
+                    threads = record_threads(rec["i"][0])
+                    if not threads_apply(threads, measured_threads(task.target)):
+                        other_threads[threads] = other_threads.get(threads, 0) + 1
+                        continue  # measured at another thread count: not this search's costs
+                    inp, res = load_record_from_string(
+                        line, {(key, rec["i"][0][1], threads): task})
                 except (ValueError, KeyError, TypeError, IndexError):
                     continue
                 ins, outs = per.setdefault(i, ([], []))
@@ -138,6 +150,14 @@ class TaskScheduler:
                 + ", ".join(f"{c!r}: {n}" for c, n in sorted(other_cpu.items()))
                 + f") than this one ({cpu_of(self.tasks[0].target)!r}); not resumed from: "
                 "their tasks are tuned afresh here", RuntimeWarning, stacklevel=3)
+        if other_threads:
+            warnings.warn(
+                f"TaskScheduler: {sum(other_threads.values())} records of these tasks in "
+                f"{self.load_log_file} were measured at another thread count ("
+                + ", ".join(f"{c}: {n}" for c, n in sorted(other_threads.items(),
+                                                           key=lambda kv: kv[0] or 0))
+                + f") than this search's ({measured_threads(self.tasks[0].target)}); not resumed "
+                "from: their tasks are tuned afresh at this count", RuntimeWarning, stacklevel=3)
         for i, (ins, outs) in per.items():
             pol = self.search_policies[i]
             pol.record(ins, outs)

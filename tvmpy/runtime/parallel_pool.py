@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from .linker import compile_c, compiler
 
-__all__ = ["SOURCE", "LINK_TOKEN", "STOP_SYMBOL", "pool_object", "cache_path"]
+__all__ = ["SOURCE", "LINK_TOKEN", "STOP_SYMBOL", "pool_object", "cache_path", "num_threads"]
 
 #: the link_libs token that makes :func:`tvmpy.runtime.linker.link_shared` link the pool
 LINK_TOKEN = "tvmpy_parallel"
@@ -310,6 +310,28 @@ __attribute__((visibility("protected"))) void STOP_SYMBOL(void) {
   atomic_store(&g_busy, 0);
 }
 """
+
+def _env_threads(name: str) -> int:
+    """``name``'s value when it is a thread count the pool accepts (1..4095), else 0."""
+    # as the pool's strtol: leading white space, an optional sign, digits to the end
+    t = os.environ.get(name, "").lstrip(" \t\n\v\f\r")
+    digits = t[1:] if t[:1] in ("+", "-") else t
+    v = int(digits) if digits.isascii() and digits.isdigit() else 0
+    return v if 0 < v < 4096 and t[:1] != "-" else 0
+
+
+def num_threads() -> int:
+    """The team size a parallel loop started by this process would get (the pool's rule, read
+    now): ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs of the affinity mask.
+    (TVM's ``MaxConcurrency``: the thread count tuning records are measured at.)"""
+    n = _env_threads("TVM_NUM_THREADS") or _env_threads("OMP_NUM_THREADS")
+    if not n:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+    return max(1, n)
+
 
 CFLAGS = ("-O2", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-pthread")
 
