@@ -6,10 +6,10 @@
     tvmpy_parallel_run(f_parN, &closure)          (or GOMP_parallel(f_parN, &closure, 0, 0))
     if err: return -1                                          (message already recorded)
 
-``f_parN(closure)`` runs on any number (>= 1) of threads: it takes chunks of (iterations
-left) / (4 * nthreads), at least extent / (16 * nthreads), from a shared atomic counter in the
-closure (a guided dynamic schedule: on a loaded machine a preempted thread's work is done by the
-others, and the threads end within a small chunk of each other) and calls
+``f_parN(closure)`` runs on any number (>= 1) of threads: it takes chunks of about
+extent / (8 * nthreads) iterations from a shared atomic counter in the closure (a dynamic
+schedule: on a loaded machine a preempted thread's work is done by the others; a team of one
+runs the whole loop in one call) and calls
 ``f_parN_impl(captured..., begin, end)`` for each, a ``noinline`` function whose buffer parameters
 keep ``noalias``/``align``, so the loop body is optimized as well as in the caller. Parallel loops
 nested in a parallel body run serially.
@@ -174,13 +174,10 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
         else:
             loaded.append(wfb.value(ty, f"load {ty}, ptr {p.ref}", "cap"))
     w_lo, w_ext, w_flag = loaded[-3], loaded[-2], loaded[-1]
-    # guided dynamic schedule: each grab takes (iterations left) / (4 * nthreads), at least
-    # ceil(extent / (16 * nthreads)), from a shared counter (compare-and-swap). A thread the OS
-    # preempts (a loaded machine, an unsteady core) holds at most 1/8 of the loop (its chunks
-    # not yet taken go to the others), and the last chunks are small: at 2 threads the
-    # threads finish on average 1/64 of the loop's work apart, where fixed chunks of
-    # extent / (8 * nthreads) left half a chunk, 1/32 of the work (~6% of a 2-thread loop's
-    # time), to one thread at the end; ~19 grabs at 2 threads instead of 16.
+    # dynamic schedule: chunks of ~extent / (8 * nthreads) iterations taken from a shared
+    # counter, so that a thread the OS preempts (a loaded machine) does not hold up the others;
+    # a team of one (TVM_NUM_THREADS=1) takes the whole loop in one call. (A guided schedule,
+    # chunks of left / (4 * nthreads), is on branch h-effse, waiting for a quiet 2-thread A/B.)
     nth_fn = "omp_get_num_threads" if gomp else "tvmpy_parallel_num_threads"
     cg.mb.declare(nth_fn, "i32", [])
     nth = wfb.value("i32", f"call i32 @{nth_fn}()", "nthreads")
@@ -190,36 +187,23 @@ def emit_parallel_for(cg: CodeGenLLVM, loop: S.For) -> None:
     div = "sdiv" if signed else "udiv"
     mn = "smin" if signed else "umin"
     mx = "smax" if signed else "umax"
-    lt = "slt" if signed else "ult"
-    cg.mb.declare(f"llvm.{mx}.{lty}", lty, [lty, lty])
-    cg.mb.declare(f"llvm.{mn}.{lty}", lty, [lty, lty])
-    parts = wfb.value(lty, f"mul {nth}, 16", "parts")
+    parts = wfb.value(lty, f"mul {nth}, 8", "parts")
     t1 = wfb.value(lty, f"add {w_ext}, {parts.ref}", "t")
     t2 = wfb.value(lty, f"sub {lty} {t1.ref}, 1", "t")
-    m0 = wfb.value(lty, f"{div} {lty} {t2.ref}, {parts.ref}", "minchunk")
-    m1 = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({m0}, {lty} 1)", "minchunk")
-    # a team of one (TVM_NUM_THREADS=1): the whole loop in one call
+    c0 = wfb.value(lty, f"{div} {lty} {t2.ref}, {parts.ref}", "chunk")
+    cg.mb.declare(f"llvm.{mx}.{lty}", lty, [lty, lty])
+    cg.mb.declare(f"llvm.{mn}.{lty}", lty, [lty, lty])
+    c1 = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({c0}, {lty} 1)", "chunk")
     solo = wfb.value("i1", f"icmp eq {nth}, 1", "solo")
-    minc = wfb.value(lty, f"select i1 {solo.ref}, {w_ext}, {m1}", "minchunk")
-    share = wfb.value(lty, f"mul {nth}, 4", "share")
-    align = _SCALAR_BYTES.get(lty, 8)
+    chunk = wfb.value(lty, f"select i1 {solo.ref}, {w_ext}, {c1}", "chunk")
     wfb.br("grab")
     wfb.new_block("grab")
-    start = wfb.value(lty, f"load atomic {lty}, ptr {next_ptr.ref} monotonic, align {align}",
-                      "start")
-    more = wfb.value("i1", f"icmp {lt} {start}, {w_ext.ref}", "more")
-    wfb.cond_br(more, "take", "done")
-    wfb.new_block("take")
-    left = wfb.value(lty, f"sub {w_ext}, {start.ref}", "left")
-    g = wfb.value(lty, f"{div} {left}, {share.ref}", "g")
-    chunk = wfb.value(lty, f"call {lty} @llvm.{mx}.{lty}({g}, {minc})", "chunk")
+    start = wfb.value(lty, f"atomicrmw add ptr {next_ptr.ref}, {chunk} monotonic", "start")
+    more = wfb.value("i1", f"icmp {'slt' if signed else 'ult'} {start}, {w_ext.ref}", "more")
+    wfb.cond_br(more, "work", "done")
+    wfb.new_block("work")
     e0 = wfb.value(lty, f"add {start}, {chunk.ref}", "e")
     e1 = wfb.value(lty, f"call {lty} @llvm.{mn}.{lty}({e0}, {w_ext})", "e")
-    pair = wfb.value(f"{{ {lty}, i1 }}",
-                     f"cmpxchg ptr {next_ptr.ref}, {start}, {e1} monotonic monotonic", "cas")
-    won = wfb.value("i1", f"extractvalue {{ {lty}, i1 }} {pair.ref}, 1", "won")
-    wfb.cond_br(won, "work", "grab")  # another thread took it: look again
-    wfb.new_block("work")
     begin = wfb.value(lty, f"add {w_lo}, {start.ref}", "begin")
     end = wfb.value(lty, f"add {w_lo}, {e1.ref}", "end")
     args = ", ".join(str(x) for x in loaded[:-3] + [begin, end])
