@@ -17,6 +17,9 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   vector-wide blocks instead (the weight padded with zero filters: at compile time for a
   constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
   ``strided_slice``, fused with the bias and activation that follow).
+  A plain convolution with a window (not 1x1) and at most half a vector of output channels
+  (an image head, 128 -> 3), unit width stride and rows of at least a vector stays in NCHW
+  (:func:`few_output_channels`: its columns along the vector lanes).
   A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
   in NCHW instead (:func:`is_pointwise`, no layout transforms), unless it has at least
   :data:`POINTWISE_NCHWC_MIN_CHANNELS` input and output channels.
@@ -51,6 +54,7 @@ __all__ = ["MAX_BLOCK", "conv_blocks", "vector_block", "graph_blocks", "padded_b
            "PAD_HALF_MIN_REDUCTION", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
+           "few_output_channels", "NCHW_MAX_OC_FRACTION",
            "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -158,8 +162,28 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     if chosen is not None:
         return chosen
     ic, oc = int(d.shape[1]), int(w.shape[0])
+    if (a.groups == 1 and int(w.shape[2]) * int(w.shape[3]) > 1
+            and few_output_channels(oc, int(d.shape[3]), a.strides, lanes)):
+        return None
     ic_bn, oc_bn = conv2d_infer_layout(ic, oc, lanes)
     return vector_block(ic, ic_bn, lanes), vector_block(oc, oc_bn, lanes)
+
+
+NCHW_MAX_OC_FRACTION = 2
+"""A plain convolution with a window, at most ``lanes / NCHW_MAX_OC_FRACTION`` output channels,
+unit width stride and input rows of at least ``lanes`` columns stays in NCHW
+(:func:`few_output_channels`; 0: never). DCGAN's 128 -> 3 phase convolutions (2x2 on 32x32,
+1 thread, Intel Xeon, loaded): NCHW3c ~100 us each (3 of 16 lanes per FMA), NCHW 50-60 us."""
+
+
+def few_output_channels(oc: int, width: int, strides: Any, lanes: int) -> bool:
+    """True when a plain convolution of ``oc`` output channels over input rows of ``width``
+    columns with ``strides`` is computed in NCHW (its output columns along the vector lanes,
+    ``schedule_conv_nchw_direct``) rather than in NCHW{c}c, where an output block of ``oc``
+    lanes leaves most of every FMA idle (an image head: 128 -> 3)."""
+    if NCHW_MAX_OC_FRACTION <= 0 or oc * NCHW_MAX_OC_FRACTION > lanes:
+        return False
+    return int(strides[1]) == 1 and width >= lanes
 
 
 def vector_block(c: int, bn: int, lanes: int) -> int:
