@@ -1,4 +1,4 @@
-"""x86 convolutions with few output channels (at most half a vector: an image head, 128 -> 3)
+"""x86 convolutions with few output channels (a quarter vector at most: an image head, 128 -> 3)
 stay in NCHW (``x86_alter_op.few_output_channels``), where ``schedule_conv_nchw_direct`` puts
 the output columns along the vector lanes with several column vectors and stacked rows per
 channel (``SMALL_OC_ACCUMULATORS``). Built with relay.build at opt_level 3 and run by the graph
@@ -65,21 +65,22 @@ def _run(mod, x):
 
 def test_few_output_channels_rule():
     assert few_output_channels(3, 64, (1, 1), 16)
-    assert few_output_channels(8, 16, (1, 1), 16)
-    assert not few_output_channels(9, 64, (1, 1), 16)  # more than half a vector
+    assert few_output_channels(4, 16, (1, 1), 16)
+    assert not few_output_channels(5, 64, (1, 1), 16)  # more than a quarter vector
+    assert not few_output_channels(8, 40, (1, 1), 16)  # half a vector: SSDLite's box heads
     assert not few_output_channels(3, 15, (1, 1), 16)  # rows shorter than a vector
     assert not few_output_channels(3, 64, (1, 2), 16)  # strided columns
-    assert few_output_channels(4, 8, (2, 1), 8)  # AVX2
-    assert not few_output_channels(5, 64, (1, 1), 8)
+    assert few_output_channels(2, 8, (2, 1), 8)  # AVX2
+    assert not few_output_channels(3, 64, (1, 1), 8)
 
 
 @pytest.mark.parametrize("ic,oc,h,w,k,pad,blocked", [
     (128, 3, 32, 32, (2, 2), (1, 1, 0, 0), False),  # a transposed conv's RGB phase
     (128, 3, 32, 32, (2, 2), (0, 0, 1, 1), True),
     (17, 3, 19, 37, (3, 3), (1, 1, 1, 1), False),  # primes: no column-vector multiple
-    (13, 5, 23, 48, (3, 2), (2, 0, 0, 1), True),  # 48 columns: three column vectors
+    (13, 3, 23, 48, (3, 2), (2, 0, 0, 1), True),  # 48 columns: three column vectors
     (7, 1, 11, 64, (5, 5), (2, 2, 2, 2), False),  # one channel: four column vectors
-    (9, 8, 16, 16, (3, 3), (0, 1, 2, 0), False),  # half a vector of channels
+    (9, 4, 16, 16, (3, 3), (0, 1, 2, 0), False),  # a quarter vector of channels
     (6, 2, 1, 40, (1, 3), (0, 1, 0, 1), False),  # 1-D (height 1)
 ])
 def test_few_channels_stay_nchw_and_match_numpy(ic, oc, h, w, k, pad, blocked):
@@ -91,10 +92,11 @@ def test_few_channels_stay_nchw_and_match_numpy(ic, oc, h, w, k, pad, blocked):
 
 
 def test_rule_boundaries_keep_nchwc():
-    # strided columns, rows shorter than a vector, more than half a vector, a 1x1: blocked
+    # strided columns, rows shorter than a vector, more than a quarter vector: blocked
     for ic, oc, h, w, k, pad, stride in ((16, 3, 32, 32, (3, 3), (1, 1, 1, 1), 2),
                                          (16, 3, 15, 15, (3, 3), (1, 1, 1, 1), 1),
-                                         (16, 9, 32, 32, (3, 3), (1, 1, 1, 1), 1)):
+                                         (16, 5, 32, 32, (3, 3), (1, 1, 1, 1), 1),
+                                         (16, 8, 40, 40, (3, 3), (1, 1, 1, 1), 1)):
         mod, x, ref = _model(ic, oc, h, w, k, pad, stride=stride, seed=oc + w)
         assert count_ops(_alter(mod)["main"], "nn.conv2d") == 0
         np.testing.assert_allclose(_run(mod, x), ref, rtol=1e-4, atol=1e-4)

@@ -17,7 +17,7 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   vector-wide blocks instead (the weight padded with zero filters: at compile time for a
   constant), and the padded channels are cropped on the way out (``layout_transform`` to NCHW +
   ``strided_slice``, fused with the bias and activation that follow).
-  A plain convolution with a window (not 1x1) and at most half a vector of output channels
+  A plain convolution with a window (not 1x1) and at most a quarter vector of output channels
   (an image head, 128 -> 3), unit width stride and rows of at least a vector stays in NCHW
   (:func:`few_output_channels`: its columns along the vector lanes).
   A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
@@ -169,11 +169,13 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     return vector_block(ic, ic_bn, lanes), vector_block(oc, oc_bn, lanes)
 
 
-NCHW_MAX_OC_FRACTION = 2
+NCHW_MAX_OC_FRACTION = 4
 """A plain convolution with a window, at most ``lanes / NCHW_MAX_OC_FRACTION`` output channels,
 unit width stride and input rows of at least ``lanes`` columns stays in NCHW
 (:func:`few_output_channels`; 0: never). DCGAN's 128 -> 3 phase convolutions (2x2 on 32x32,
-1 thread, Intel Xeon, loaded): NCHW3c ~100 us each (3 of 16 lanes per FMA), NCHW 50-60 us."""
+1 thread, Intel Xeon, loaded): NCHW3c ~100 us each (3 of 16 lanes per FMA), NCHW 50-60 us.
+Half a vector (2) also took SSDLite's 8-channel 3x3 box heads (40x40, 20x20) to NCHW, and
+the model 2% slower (layout transforms around them; half-vector FMAs waste only half)."""
 
 
 def few_output_channels(oc: int, width: int, strides: Any, lanes: int) -> bool:
