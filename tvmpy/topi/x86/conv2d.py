@@ -63,6 +63,12 @@ def vectorize_inner(s: Schedule, t: Tensor, lanes: int = 16) -> None:
         s[t].vectorize(vi)
 
 
+SMALL_OC_ACCUMULATORS = 12
+"""Accumulator vectors of :func:`schedule_conv_nchw_direct`'s tile for a convolution with fewer
+output channels than its channel tile (an image head, 128 -> 3): up to 4 column vectors per
+channel (where they divide the row), then output rows stacked up to this many."""
+
+
 def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int = 16,
                               ow_tile: int = 16) -> None:
     """Register tile ``oc_tile`` output channels x ``ow_tile`` output columns for an NCHW
@@ -74,9 +80,19 @@ def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: i
         _schedule_pad(s, t)
     ow = int(conv.shape[3].value) if hasattr(conv.shape[3], "value") else int(conv.shape[3])
     oc = int(conv.shape[1].value) if hasattr(conv.shape[1], "value") else int(conv.shape[1])
-    # 16-lane tiles (the tail a smaller vector): wider or odd-width vectors code badly
-    ow_tile = min(ow_tile, ow)
-    oc_tile = min(oc_tile, oc)
+    # 16-lane tiles (the tail a smaller vector): wider or odd-width vectors code badly; fewer
+    # channels than the tile: up to 4 column vectors per channel (enough accumulators), where
+    # they divide the row
+    cols = 1
+    if oc < oc_tile:
+        cols = max([k for k in range(1, min(4, ow_tile // oc) + 1) if ow % (ow_tile * k) == 0],
+                   default=1)
+    oh = int(conv.shape[2].value) if hasattr(conv.shape[2], "value") else int(conv.shape[2])
+    rows = 1
+    if oc < oc_tile:  # and rows stacked up to SMALL_OC_ACCUMULATORS
+        rows = max(r for r in range(1, max(1, SMALL_OC_ACCUMULATORS // (oc * cols)) + 1)
+                   if oh % r == 0)
+    ow_tile, oc_tile = min(ow_tile * cols, ow), min(oc_tile, oc)
     if conv.op is out.op:
         CC = s.cache_write(conv, "local")
     else:
@@ -85,13 +101,26 @@ def schedule_conv_nchw_direct(s: Schedule, conv: Tensor, out: Tensor, oc_tile: i
     n, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, factor=oc_tile)
     xo, xi = s[out].split(x, factor=ow_tile)
-    s[out].reorder(n, fo, y, xo, fi, xi)
+    if rows > 1:
+        y, yi = s[out].split(y, factor=rows)
+        s[out].reorder(n, fo, y, xo, yi, fi, xi)
+    else:
+        s[out].reorder(n, fo, y, xo, fi, xi)
+    if cols > 1:  # the tile's columns as whole vectors
+        xi_o, xi = s[out].split(xi, nparts=cols)
+        s[out].unroll(xi_o)
     s[out].vectorize(xi)
     task = s[out].fuse(n, fo, y)
     s[out].parallel(task)
     s[CC].compute_at(s[out], xo)
     cn, cf, cy, cx = s[CC].op.axis
-    s[CC].reorder(cn, cy, *s[CC].op.reduce_axis, cf, cx)
+    if cols > 1 or rows > 1:
+        cxo, cx = s[CC].split(cx, nparts=cols)
+        s[CC].reorder(cn, *s[CC].op.reduce_axis, cy, cf, cxo, cx)
+        s[CC].unroll(cxo)
+        s[CC].unroll(cy)
+    else:
+        s[CC].reorder(cn, cy, *s[CC].op.reduce_axis, cf, cx)
     s[CC].unroll(cf)
     s[CC].vectorize(cx)
 

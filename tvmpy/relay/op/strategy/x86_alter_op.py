@@ -24,6 +24,9 @@ hooks of ``alter_layout.py`` (TVM's ``topi/x86/conv2d_alter_op.py`` and ``dense_
   with no crop, any waste (24 -> 32), on cores with two 512-bit FMA units; both take their blocks from
   :func:`block_lanes` and :func:`channel_block`, and a chain it padded arrives here with
   whole-vector counts.
+  A plain convolution with a window (not 1x1) and at most a quarter vector of output channels
+  (an image head, 128 -> 3), unit width stride and rows of at least a vector stays in NCHW
+  (:func:`few_output_channels`: its columns along the vector lanes).
   A 1x1 stride-1 convolution of batch 1 whose input arrives in NCHW becomes one ``nn.matmul``
   in NCHW instead (:func:`is_pointwise`, no layout transforms), unless it has at least
   :data:`POINTWISE_NCHWC_MIN_CHANNELS` input and output channels.
@@ -59,6 +62,7 @@ __all__ = ["MAX_BLOCK", "block_lanes", "channel_block", "whole_vectors", "conv_b
            "PAD_HALF_MIN_REDUCTION", "PAD_HALF_MAX_WASTE",
            "is_depthwise", "is_grouped", "grouped_blocks",
            "is_pointwise", "POINTWISE_MAX_PIXELS", "POINTWISE_NCHWC_MIN_CHANNELS",
+           "few_output_channels", "NCHW_MAX_OC_FRACTION",
            "alter_dense_layout"]
 
 MAX_BLOCK = 16
@@ -185,7 +189,30 @@ def conv_blocks(call: Call, target: Any = None) -> tuple[int, int] | None:
     chosen = graph_blocks(call, target)
     if chosen is not None:
         return chosen
-    return channel_block(int(d.shape[1]), lanes), channel_block(int(w.shape[0]), lanes)
+    ic, oc = int(d.shape[1]), int(w.shape[0])
+    if (a.groups == 1 and int(w.shape[2]) * int(w.shape[3]) > 1
+            and few_output_channels(oc, int(d.shape[3]), a.strides, lanes)):
+        return None
+    return channel_block(ic, lanes), channel_block(oc, lanes)
+
+
+NCHW_MAX_OC_FRACTION = 4
+"""A plain convolution with a window, at most ``lanes / NCHW_MAX_OC_FRACTION`` output channels,
+unit width stride and input rows of at least ``lanes`` columns stays in NCHW
+(:func:`few_output_channels`; 0: never). DCGAN's 128 -> 3 phase convolutions (2x2 on 32x32,
+1 thread, Intel Xeon, loaded): NCHW3c ~100 us each (3 of 16 lanes per FMA), NCHW 50-60 us.
+Half a vector (2) also took SSDLite's 8-channel 3x3 box heads (40x40, 20x20) to NCHW, and
+the model 2% slower (layout transforms around them; half-vector FMAs waste only half)."""
+
+
+def few_output_channels(oc: int, width: int, strides: Any, lanes: int) -> bool:
+    """True when a plain convolution of ``oc`` output channels over input rows of ``width``
+    columns with ``strides`` is computed in NCHW (its output columns along the vector lanes,
+    ``schedule_conv_nchw_direct``) rather than in NCHW{c}c, where an output block of ``oc``
+    lanes leaves most of every FMA idle (an image head: 128 -> 3)."""
+    if NCHW_MAX_OC_FRACTION <= 0 or oc * NCHW_MAX_OC_FRACTION > lanes:
+        return False
+    return int(strides[1]) == 1 and width >= lanes
 
 
 def vector_block(c: int, bn: int, lanes: int) -> int:
