@@ -379,6 +379,7 @@ def _projected_block(b, t, h, d, causal=False, key_mask=False, q_scale=None, v_f
     (3, 17, 5, 16, {"causal": True, "key_mask": True}),  # 17 keys: one vector and a tail
     (1, 7, 4, 1, {"q_scale": 0.6}),                      # head size 1; Q scaled before its split
     (2, 11, 3, 6, {"v_fn": relay.tanh}),                 # a vector-math producer of V
+    (1, 1031, 2, 64, {"causal": True}),                  # a V head over V_VIEW_MAX_BYTES
 ])
 def test_head_splits_read_through_in_the_kernel(b, t, h, d, kw):
     """The head splits of Q/K/V fuse into the attention kernel (no kernel of their own), which
