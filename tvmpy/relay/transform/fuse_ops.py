@@ -372,10 +372,11 @@ class _Partitioner:
 
     def _into_reader(self, src: _Node, sink: _Node) -> bool:
         """Whether ``src``'s (injective) group may join ``sink``, a call of an op that takes
-        injective producers into its group (``TFuseInjectiveInputs``): every node on the way
-        at most INJECTIVE."""
-        return sink.fuses_inputs and self._check_path(
-            src, sink, lambda k, is_sink: is_sink or k <= INJECTIVE)
+        injective producers into its group (``TFuseInjectiveInputs``): ``src``'s group (its
+        root: not one that already holds an anchor) and every node on the way at most
+        INJECTIVE."""
+        return (sink.fuses_inputs and self.groups[src.index].find_root().pattern <= INJECTIVE
+                and self._check_path(src, sink, lambda k, is_sink: is_sink or k <= INJECTIVE))
 
     def _check_path(self, src: _Node, sink: _Node, cond: Any) -> bool:
         """Every node on every path from ``src`` (excluded) to ``sink`` (included) satisfies
