@@ -339,3 +339,60 @@ def test_undone_k_transpose_with_a_runtime_batch():
         x = _rand(b, 11, 24)
         want = ref.evaluate()(x)
         np.testing.assert_allclose(vm.run(x).numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _projected_block(b, t, h, d, causal=False, key_mask=False, q_scale=None, v_fn=None):  # noqa: ANN001, ANN202
+    """Q, K, V as three slices of one projection ``[b, t, 3 * h * d]`` (a function input),
+    each split into heads (``reshape -> transpose -> reshape``), Q maybe scaled by a constant
+    before its split, V maybe through ``v_fn``; K transposed with the batch_matmul's
+    ``transpose_b``; a causal mask [1, 1, t, t] and / or a key mask [b, 1, 1, t]."""
+    x = relay.var("x", shape=(b, t, 3 * h * d))
+    args = [x]
+    parts = relay.split(x, 3, axis=2)
+
+    def heads(y):  # noqa: ANN001, ANN202
+        return relay.reshape(relay.transpose(relay.reshape(y, (b, t, h, d)), (0, 2, 1, 3)),
+                             (b * h, t, d))
+
+    q = parts[0] if q_scale is None else relay.multiply(parts[0], relay.const(np.float32(q_scale)))
+    v = parts[2] if v_fn is None else v_fn(parts[2])
+    s = relay.nn.batch_matmul(heads(q), heads(parts[1]), transpose_b=True)
+    s = relay.multiply(relay.reshape(s, (b, h, t, t)), relay.const(np.float32(d ** -0.5)))
+    if causal:
+        tri = np.triu(np.full((t, t), -1e4, "float32"), 1).reshape(1, 1, t, t)
+        s = relay.add(s, relay.const(tri))
+    if key_mask:
+        mv = relay.var("mask", shape=(b, 1, 1, t))
+        args.append(mv)
+        s = relay.add(s, mv)
+    p = relay.reshape(relay.nn.softmax(s), (b * h, t, t))
+    out = relay.nn.batch_matmul(p, heads(v), transpose_b=False)
+    out = relay.reshape(relay.transpose(relay.reshape(out, (b, h, t, d)), (0, 2, 1, 3)),
+                        (b, t, h * d))
+    return tvm.IRModule.from_expr(relay.Function(args, out))
+
+
+@pytest.mark.parametrize("b,t,h,d,kw", [
+    (1, 13, 3, 8, {}),                                   # prime length
+    (2, 1, 2, 5, {"key_mask": True}),                    # one token
+    (1, 37, 1, 19, {"causal": True}),                    # one head; keys past a vector
+    (3, 17, 5, 16, {"causal": True, "key_mask": True}),  # 17 keys: one vector and a tail
+    (1, 7, 4, 1, {"q_scale": 0.6}),                      # head size 1; Q scaled before its split
+    (2, 11, 3, 6, {"v_fn": relay.tanh}),                 # a vector-math producer of V
+    (1, 1031, 2, 64, {"causal": True}),                  # a V head over V_VIEW_MAX_BYTES
+])
+def test_head_splits_read_through_in_the_kernel(b, t, h, d, kw):
+    """The head splits of Q/K/V fuse into the attention kernel (no kernel of their own), which
+    reads the projection through them; values equal the interpreter's on the unfused graph."""
+    mod = _projected_block(b, t, h, d, **kw)
+    text = str(_fused(mod))
+    assert text.count("nn.attention(") == 1, text
+    if "q_scale" in kw:  # the factor on Q is in the attention's scale, not a multiply
+        assert text.count("multiply(") == 0, text
+    _assert_same_values(mod)
+    with tvm.transform.PassContext(opt_level=3):
+        fused = relay.transform.FuseOps(3)(relay.transform.InferType()(_fused(mod)))
+    names = []
+    relay.post_order_visit(fused["main"].body, lambda e: names.append(e.op.attrs["Name"]) if (
+        isinstance(e, relay.Call) and isinstance(e.op, relay.Function)) else None)
+    assert not any(n.startswith("fused_reshape_transpose_reshape") for n in names[:-1]), names

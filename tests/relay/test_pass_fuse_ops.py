@@ -336,6 +336,57 @@ def test_anchor_does_not_absorb_injective():
     _assert_same_values(mod, out, random_inputs(mod["main"]))
 
 
+def _group_ops(mod):
+    """The operator names inside each primitive function called in main, in post order."""
+    groups = []
+
+    def f(e):
+        if isinstance(e, relay.Call) and isinstance(e.op, relay.Function):
+            names = set()
+
+            def g(x):
+                if isinstance(x, relay.Call) and hasattr(x.op, "name"):
+                    names.add(x.op.name)
+
+            relay.post_order_visit(e.op.body, g)
+            groups.append(names)
+
+    relay.post_order_visit(mod["main"].body, f)
+    return groups
+
+
+def test_attention_takes_its_injective_producers():
+    """nn.attention (TFuseInjectiveInputs) takes the head splits of Q/K/V, a scale and a cast
+    into its group; a view with another use, a dense (anchor) and what follows the attention
+    (the head merge) stay apart."""
+    t, h, d = 5, 3, 4
+    x = relay.var("x", shape=(t, h * d))
+    w = relay.var("w", shape=(h * d, h * d))
+
+    def heads(y):
+        return relay.reshape(relay.transpose(relay.reshape(y, (t, h, d)), (1, 0, 2)), (h, t, d))
+
+    q = heads(relay.multiply(x, relay.const(0.5)))
+    kv = heads(relay.nn.dense(x, w))
+    v = heads(relay.cast(relay.cast(x, "float64"), "float32"))
+    att = relay.op.nn_attention.attention(q, kv, v, scale=0.3, heads=h)
+    y = relay.reshape(relay.transpose(att, (1, 0, 2)), (t, h * d))
+    mod = _mod(y, [x, w])
+    out = _fuse(mod)
+    names = _groups(out)
+    assert names[0] == "fused_nn_dense" and names[-1] == "fused_transpose_reshape", names
+    ops = _group_ops(out)
+    assert len(ops) == 3 and "nn.attention" in ops[1], ops
+    assert {"multiply", "cast", "transpose", "reshape"} <= ops[1], ops
+    _assert_same_values(mod, out, random_inputs(mod["main"]))
+    # the same view as K and as an output: computed once, in its own group
+    shared = heads(x)
+    att2 = relay.op.nn_attention.attention(q, shared, v, scale=0.3, heads=h)
+    mod2 = _mod(relay.Tuple([att2, shared]), [x])
+    ops2 = _group_ops(_fuse(mod2))
+    assert {"reshape", "transpose"} in ops2, ops2
+
+
 # --------------------------------------------------------------------------- tuples
 
 

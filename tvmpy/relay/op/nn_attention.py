@@ -4,7 +4,11 @@ or ``[B, D, N]`` with ``k_transposed``, ``v [B, N, E]``, an optional 4-D ``bias`
 ``[B // heads, heads, M, N]``). The graph pass ``FuseAttention`` (relay/transform/
 fuse_attention.py) makes it of the batch_matmul -> scale / bias -> softmax -> batch_matmul chain
 that ONNX exports of transformers contain. OPAQUE: its kernel (topi.nn.attention, scheduled per
-block of query rows on x86) is its own; nothing fuses into it."""
+block of query rows on x86) is its own; nothing fuses after it. Its injective producers (the
+head splits ``reshape -> transpose -> reshape`` of the Q/K/V projections, a scale, a cast, a
+mask's broadcast) fuse into it (``TFuseInjectiveInputs``, FuseOps phase 1): the kernel reads
+the projections through those views (its schedule inlines them) instead of a copied
+``[batch * heads, rows, head size]`` tensor."""
 
 from __future__ import annotations
 
@@ -56,6 +60,7 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray |
 
 register_op("nn.attention", _attention_rel, OpPattern.OPAQUE, -1,
             {"scale": 1.0, "k_transposed": False, "heads": 1})
+register_op_attr("nn.attention", "TFuseInjectiveInputs", True)
 register_op_attr("nn.attention", "FNumpy", lambda attrs, ins, t: attention_np(
     *ins[:3], ins[3] if len(ins) > 3 else None, float(attrs.scale), bool(attrs.k_transposed),
     int(attrs.heads)))

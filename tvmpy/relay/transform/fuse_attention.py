@@ -239,8 +239,39 @@ class _Fuse(ExprMutator):
             k_transposed, scale = False, scale * factor
         else:
             kv = self.visit(k)
-        qv, vv = self.visit(q), self.visit(v)
-        return attention(qv, kv, vv, bias, scale, k_transposed=k_transposed, heads=heads)
+        qv, qf = self._unscaled(q)
+        vv = self.visit(v)
+        return attention(qv, kv, vv, bias, scale * qf, k_transposed=k_transposed, heads=heads)
+
+    def _unscaled(self, q: Any) -> tuple[Any, float]:
+        """``(q', f)``: ``q`` with the scalar constant factors (multiply / divide) found along
+        its chain of views (reshape / transpose, each used once) dropped, ``f`` their product
+        (folded into the attention's scale, as ViT's Q scaled before its head split: the
+        kernel that reads Q through the view would multiply every load). Else ``(q, 1)``."""
+        ops: list[Call] = []  # the views on the way, outermost first
+        e, factor = q, 1.0
+        for _ in range(16):
+            name = _name(e)
+            if not self._once(e) or name not in ("reshape", "transpose", "multiply", "divide"):
+                break
+            if name in ("multiply", "divide"):
+                a, b = e.args
+                data, other = (b, a) if name == "multiply" and isinstance(a, Constant) else (a, b)
+                c = _scalar(other)
+                if c is None or c == 0.0 or not _same_shape(_dims(data), _dims(e)) \
+                        or _dtype(data) != _dtype(e):
+                    break
+                factor *= c if name == "multiply" else 1.0 / c
+            else:
+                ops.append(e)
+                data = e.args[0]
+            e = data
+        if factor == 1.0:
+            return self.visit(q), 1.0
+        out = self.visit(e)
+        for op in reversed(ops):
+            out = Call(op.op, [out], op.attrs)
+        return out, factor
 
     def _untransposed(self, k: Any) -> tuple[Any, float] | None:
         """``(k', f)`` when ``k [B, D, N]`` is ``f * x`` transposed (``K^T`` as exports write

@@ -19,7 +19,11 @@ Algorithm (the paper's operator fusion, as TVM implements it):
    ELEMWISE/BROADCAST op fuses into a post-dominator reached through INJECTIVE or COMM_REDUCE
    (nodes on the way at most INJECTIVE; the final one may be anything but OPAQUE/TUPLE, so it
    may already hold a conv2d). phase 1: the same for the ELEMWISE/BROADCAST rule, plus INJECTIVE
-   ops and tuples fuse into an injective post-dominator. phase 2: injective ops fuse into a
+   ops and tuples fuse into an injective post-dominator, and an injective group (at most
+   INJECTIVE on the way) into a post-dominating call of an op that reads its inputs through
+   injective producers (op attribute ``TFuseInjectiveInputs``: ``nn.attention``, whose kernel
+   then loads Q/K/V through their head-split views instead of a copy; the group stays that
+   op's, nothing fuses after it). phase 2: injective ops fuse into a
    tuple that itself fused into injective consumers. COMM_REDUCE ops and OPAQUE nodes never
    fuse into what follows them (a reduction is a group's sink); two anchors (OUT_ELEMWISE_FUSABLE
    ops) never share a group; a group holds at most ``relay.FuseOps.max_depth`` (PassContext
@@ -82,6 +86,9 @@ COMM_REDUCE = OpPattern.COMM_REDUCE
 OUT_EWISE = OpPattern.OUT_ELEMWISE_FUSABLE
 TUPLE = OpPattern.TUPLE
 OPAQUE = OpPattern.OPAQUE
+#: the op attribute of an operator whose kernel reads its inputs through fused injective
+#: producers (phase 1 of the partition; the op's schedule inlines them)
+FUSE_INJECTIVE_INPUTS = "TFuseInjectiveInputs"
 
 DEFAULT_MAX_DEPTH = 256  # TVM's default for "relay.FuseOps.max_depth"
 # A fused chain of n elementwise ops is an expression n calls deep, which lowering (te inlining,
@@ -102,7 +109,7 @@ _SIMPLE_CONST_DTYPES = ("int32", "int64", "float32", "float64", "bool")
 
 
 class _Node:
-    __slots__ = ("ref", "index", "extern_ref", "outputs", "pattern")
+    __slots__ = ("ref", "index", "extern_ref", "outputs", "pattern", "fuses_inputs")
 
     def __init__(self) -> None:
         self.ref: Any = None
@@ -110,6 +117,7 @@ class _Node:
         self.extern_ref = False
         self.outputs: list[tuple[_Node, int]] = []  # (consumer, edge pattern)
         self.pattern = OPAQUE
+        self.fuses_inputs = False  # an op call that takes injective producers into its group
 
 
 def _is_primitive_fn(e: Any) -> bool:
@@ -181,6 +189,7 @@ class _ForwardGraph:
                         edge = ELEMWISE
                     self._update(a, node, edge)
                 node.pattern = pattern
+                node.fuses_inputs = bool(e.op.get_attr(FUSE_INJECTIVE_INPUTS))
                 return list(e.args)
             if not (_is_primitive_fn(e.op) or isinstance(e.op, GlobalVar)):
                 raise NotImplementedError(
@@ -350,12 +359,24 @@ class _Partitioner:
                 if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
                     if self._check_path(gnode, sink, _ewise_path_ok):
                         self._commit(gnode, sink)
+                elif phase == 1 and self._into_reader(gnode, sink):
+                    self._commit(gnode, sink)
             elif group.pattern in (INJECTIVE, TUPLE):
                 if phase != 1:
                     continue  # after phase 0, so that conv2d groups finish first
                 if self._check_path(gnode, sink, lambda k, s: k <= INJECTIVE):
                     self._commit(gnode, sink)
+                elif group.pattern == INJECTIVE and self._into_reader(gnode, sink):
+                    self._commit(gnode, sink)
             # COMM_REDUCE: never fused into what follows it
+
+    def _into_reader(self, src: _Node, sink: _Node) -> bool:
+        """Whether ``src``'s (injective) group may join ``sink``, a call of an op that takes
+        injective producers into its group (``TFuseInjectiveInputs``): ``src``'s group (its
+        root: not one that already holds an anchor) and every node on the way at most
+        INJECTIVE."""
+        return (sink.fuses_inputs and self.groups[src.index].find_root().pattern <= INJECTIVE
+                and self._check_path(src, sink, lambda k, is_sink: is_sink or k <= INJECTIVE))
 
     def _check_path(self, src: _Node, sink: _Node, cond: Any) -> bool:
         """Every node on every path from ``src`` (excluded) to ``sink`` (included) satisfies

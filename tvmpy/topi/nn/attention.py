@@ -1,6 +1,6 @@
 """Scaled dot-product attention as one operator: ``softmax(q @ k^T * scale + bias) @ v`` over a
 batch of heads. Stages: ``T_attn_kt`` (``k`` as ``[B, D, N]``, a copy when ``k`` comes as
-``[B, N, D]``) -> ``T_attn_scores_acc`` (the products, a reduction over D) ->
+``[B, N, D]`` or is computed by a fused producer) -> ``T_attn_scores_acc`` (the products, a reduction over D) ->
 ``T_attn_scores`` (scale and bias) -> ``T_attn_max`` -> ``T_attn_exp`` -> ``T_attn_sum`` ->
 ``T_attn_pv`` (unnormalized ``exp @ v``) -> ``T_attn_out`` (divided by the row's sum, once per
 output rather than once per score). The x86 schedule computes the score stages per block of
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...te import Tensor, compute, reduce_axis
+from ...te import ComputeOp, Tensor, compute, reduce_axis
 from ...te import max as te_max
 from ...te import sum as te_sum
 from ...tir.expr import const
@@ -79,8 +79,11 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None,
         raise ValueError(f"attention: dtypes differ: q {dtype}, k {k.dtype}, v {v.dtype}"
                          + ("" if bias is None else f", bias {bias.dtype}"))
     b = q.shape[0]
-    if k_transposed:
+    if k_transposed and not isinstance(k.op, ComputeOp):
         kt = k
+    elif k_transposed:  # a fused producer's view (a transpose): read once into [B, D, N]
+        kt = compute((b, dd, n), lambda bb, x, j: k[bb, x, j], name="T_attn_kt",
+                     tag="attention_kt")
     else:
         kt = compute((b, dd, n), lambda bb, x, j: k[bb, j, x], name="T_attn_kt",
                      tag="attention_kt")
