@@ -575,3 +575,48 @@ def test_tuned_k_block_splits_and_matches_reference():
           tvm.nd.array(testing.oihw_to_kcrsck(wt, 8, 16)), res)
         np.testing.assert_allclose(res.numpy(), want, rtol=1e-4, atol=1e-4)
     assert {0, 2, 4} <= seen
+
+
+def test_relay_build_splits_the_last_block_with_a_residual(monkeypatch):
+    """relay.build (untuned: the template's fallback config) of a blocked 1x1 on a 17x17 map
+    with bias + residual + relu fused after it: the compute is split (the last block's stage
+    reads the partial sums) and the model matches numpy. Small caches and one FMA unit patched
+    in, so that the rule blocks it whatever the host."""
+    import tvmpy as tvm
+    from tvmpy import config, relay
+    from tvmpy.contrib import graph_executor
+
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 1)
+    monkeypatch.setenv("TVMPY_CACHE", "0")
+    split_seen = []
+    real_split = conv2d_nchwc.split_last_k_block
+
+    def spy(conv, k_block=None):
+        out = real_split(conv, k_block)
+        split_seen.append(out is not conv)
+        return out
+
+    monkeypatch.setattr(conv2d_nchwc, "split_last_k_block", spy)
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1, 1, (1, 40, 17, 17)).astype("float32")
+    w = rng.uniform(-1, 1, (40, 40, 3, 3)).astype("float32") / 20
+    w2 = rng.uniform(-1, 1, (40, 40, 1, 1)).astype("float32") / 5
+    b2 = rng.uniform(-1, 1, (40,)).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    h = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w), channels=40, kernel_size=(3, 3),
+                                      padding=(1, 1)))
+    y = relay.nn.bias_add(relay.nn.conv2d(h, relay.const(w2), channels=40, kernel_size=(1, 1)),
+                          relay.const(b2))
+    y = relay.nn.relu(relay.add(y, h))
+    mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    with config.config(BUILD_WORKERS=1), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    assert any(split_seen)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", x)
+    m.run()
+    hv = np.maximum(testing.conv2d_nchw_python(x, w, 1, 1), 0)
+    want = testing.conv2d_nchw_python(hv, w2, 1, 0) + b2.reshape(1, -1, 1, 1) + hv
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
+                               atol=1e-4)

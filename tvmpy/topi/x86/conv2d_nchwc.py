@@ -3,8 +3,12 @@ AlterOpLayout makes of every conv2d at opt_level 3, depthwise included: the bloc
 ``reg_n`` columns x one or two whole channel blocks per tile (``default_oc_tile``), padding
 inlined for windows up to 3x3) and the AutoTVM templates (TVM's ``conv2d_NCHWc.x86`` and ``depthwise_conv2d_NCHWc.x86``).
 
-The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the templates' schedule
-is the default one (``schedule_nchwc_tile``, first in this file) with its choices as knobs:
+The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; a reduction-blocked 1x1
+on a larger map is split by ``split_last_k_block`` (the template computes the split for its
+``k_block``; the default schedule takes either form): its last reduction block a stage of its
+own at the output's register tile, so the fused epilogue reads registers. The templates'
+schedule is the default one (``schedule_nchwc_tile``, first in this file) with its choices as
+knobs:
 
 - ``tile_ow``: output columns per register tile (``reg_n``): 1..16 (a size that does not
   divide OW leaves a guarded tail tile); the default ``default_ow_tile(OW)`` first;
@@ -48,7 +52,8 @@ __all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NC
            "schedule_depthwise_conv2d_NCHWc_autotvm", "define_nchwc_space",
            "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc", "default_ow_tile",
            "MAX_OW_TILE", "default_inline_pad", "PAD_COPY_MIN_PIXELS", "default_k_block",
-           "default_k_rows", "default_oc_tile"]
+           "default_k_rows", "default_oc_tile", "split_last_k_block", "fuses_last_k_block",
+           "PARTIAL_TAG"]
 
 
 # --- the default schedule (no tuning record) -----------------------------------------------
