@@ -676,7 +676,10 @@ def fuses_last_k_block(conv: Tensor, k_block: int) -> bool:
     bench/conv1x1_epilogue_ab.py; fused / default, 4 x 4 tile blocked by 8 chunks): 28x28 maps
     0.94-0.99 in 21 of 24 comparisons (512 -> 1024 bias + residual + relu 4.344 / 4.212 ms,
     1024 -> 2048 17.68 / 17.13); 7x7 and 14x14 maps (all rows a task) a tie (0.97-1.01): those
-    keep the single stage. int8 convolutions have their own computes (not split)."""
+    keep the single stage. In tvmpy (same machine, loaded, 2026-11-30, bench/RESULTS.md
+    session 7 h-epi): 28x28 median 0.973 over 22 comparisons, 56x56 (1024 -> 256) 0.94-0.99,
+    32x32 (the four-chunk x 6-column tile) a tie with a wide spread (median ~1.00);
+    resnext_dilated ~0.99 of main. int8 convolutions have their own computes (not split)."""
     if k_block <= 0 or conv.dtype != "float32":
         return False
     op = conv.op
