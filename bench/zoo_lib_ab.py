@@ -9,9 +9,10 @@ machine's drift between separate runs does not blur.
 
 ``run`` checks every library's outputs against onnxruntime (relative max error < 1e-3), then
 times the sides in interleaved rounds (bench/common.interleaved_samples; at 1 thread the
-process's CPU time, else wall time) and prints each side's median [min-max] and the median of
-the per-round ratios to onnxruntime. The library loaded first can run a little faster
-(placement of its weight buffers): swap the order in a second run.
+process's CPU time, else wall time) and prints each side's median [min-max], the median of
+the per-round ratios to onnxruntime, and that of each later tree's per-round ratio to the
+first. The library loaded first can run a little faster (placement of its weight buffers):
+swap the order in a second run.
 
     # the same libraries' kernels inside the model, by kernel group (rnn_scan, dense, ...)
     python bench/zoo_lib_ab.py kernels /tmp/ab/base,/tmp/ab/new lstm_lm [--rounds 9]
@@ -77,6 +78,10 @@ def run(dirs: list[str], models: list[str], rounds: int, threads: int) -> None:
         ratios = "  ".join(
             f"{k}/ort {statistics.median([a / b for a, b in zip(s[k], s['ort'])]):.3f}"
             for k in s if k != "ort")
+        trees = [k for k in s if k != "ort"]
+        ratios += "".join(  # each later tree against the first, per round
+            f"  {k}/{trees[0]} {statistics.median([a / b for a, b in zip(s[k], s[trees[0]])]):.3f}"
+            for k in trees[1:])
         print(f"{name:16s} load {os.getloadavg()[0]:.1f}  {cols} | {ratios}", flush=True)
 
 

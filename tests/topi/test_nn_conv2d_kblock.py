@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tvmpy import te, topi
+from tvmpy.target import Target
 from tvmpy.target.cpu_features import DEFAULT_CACHE_SIZES, CacheSizes
 from tvmpy.topi import nn, testing
 from tvmpy.topi.x86 import conv2d_nchwc
@@ -110,8 +111,9 @@ def test_default_schedule_takes_the_blocked_nest(monkeypatch):
 
 def _fallback_and_default_programs(args: tuple) -> tuple[str, str, object]:
     """The lowered program of the AutoTVM template under its fallback config, that of the
-    default schedule ``schedule_conv2d_NCHWc`` for ``conv2d_NCHWc(*args)``, and the latter's
-    convolution (an untuned relay.build must run the default)."""
+    default schedule ``schedule_conv2d_NCHWc`` for ``split_last_k_block(conv2d_NCHWc(*args))``
+    (the default's last-block split, where it applies), and the latter's convolution (an
+    untuned relay.build must run the default)."""
     import tvmpy as tvm
     from tvmpy import autotvm
     from tvmpy.target import Target
@@ -122,8 +124,9 @@ def _fallback_and_default_programs(args: tuple) -> tuple[str, str, object]:
     with ctx, Target("llvm"):
         out = conv2d_nchwc.conv2d_NCHWc(*args)
         got = str(tvm.lower(conv2d_nchwc.schedule_conv2d_NCHWc_autotvm([out]), [A, W, out]))
-    ref_out = nn.conv2d_NCHWc(*args)
-    want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
+    with Target("llvm"):
+        ref_out = conv2d_nchwc.split_last_k_block(nn.conv2d_NCHWc(*args))
+        want = str(tvm.lower(topi.x86.schedule_conv2d_NCHWc([ref_out]), [A, W, ref_out]))
     return got, want, ref_out
 
 
@@ -402,3 +405,218 @@ def test_autotvm_fallback_is_the_long_reduction_default(monkeypatch):
     assert conv2d_nchwc.default_oc_tile(ref_out, False) == 4
     assert conv2d_nchwc.default_k_block(ref_out, 4, False) == 1  # 4 KiB / 4 KiB a chunk
     assert got == want
+
+
+# --- the last reduction block at the output's register tile (split_last_k_block) ----------
+# maps of more than LAST_BLOCK_MIN_PIXELS output pixels, blocked 1x1s with given tiles: prime
+# chunk counts, blocks that do not divide the chunks (a last block shorter than k_block), rows
+# and columns that do not divide the map, plain NCHW data, stride 2, batch 2; the epilogue
+# bias + relu, bias + residual + relu, or none (the convolution is the output)
+# (N, C, H, W, OC, ic_bn, oc_bn, stride, oc_tile, reg_n, k_block, rows, plain data, epilogue)
+SPLIT_CASES = [
+    (1, 21, 17, 19, 10, 3, 5, 1, 2, 4, 2, 3, False, "bias"),      # 7 chunks (prime): 2+2+2+1
+    (1, 21, 17, 19, 10, 3, 5, 1, 2, 4, 2, 3, False, "residual"),
+    (2, 13, 16, 17, 16, 1, 8, 1, 2, 6, 3, 5, False, "none"),      # 13 chunks, 3 a block: 4+1
+    (1, 32, 19, 23, 24, 8, 8, 1, 3, 5, 3, 4, True, "residual"),   # plain NCHW data, 3 chunks
+    (1, 24, 37, 35, 16, 4, 16, 2, 1, 3, 4, 2, False, "residual"),  # stride 2 -> 19x18, 6 = 4+2
+    (1, 64, 17, 16, 64, 16, 16, 1, 4, 4, 2, 4, False, "bias"),    # 4 chunks: 2 + 2
+]
+
+
+def _split_conv(case):
+    n, c, h, w, oc, icb, ocb, stride, *_, plain, epilogue = case
+    A = te.placeholder((n, c, h, w) if plain else (n, c // icb, h, w, icb), name="A")
+    W = te.placeholder((oc // ocb, c // icb, 1, 1, icb, ocb), name="W")
+    conv = nn.conv2d_NCHWc(A, W, stride, 0, 1, "NCHW" if plain else f"NCHW{icb}c",
+                           f"NCHW{ocb}c")
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (n, c, h, w)).astype("float32")
+    wt = rng.uniform(-1, 1, (oc, c, 1, 1)).astype("float32")
+    want = testing.nchw_to_nchwc(testing.conv2d_nchw_python(a, wt, stride, 0), ocb)
+    arrays = [a if plain else testing.nchw_to_nchwc(a, icb), testing.oihw_to_kcrsck(wt, icb, ocb)]
+    return (A, W), conv, arrays, want, rng
+
+
+def _with_epilogue(conv, epilogue, rng, want, inputs, arrays):
+    if epilogue == "none":
+        return conv, want
+    B = te.placeholder((1, *[int(d) for d in conv.shape[1:2]], 1, 1, int(conv.shape[4])),
+                       name="B")
+    bias = rng.uniform(-1, 1, [int(d) for d in B.shape]).astype("float32")
+    inputs.append(B)
+    arrays.append(bias)
+    y, want = topi.add(conv, B), want + bias
+    if epilogue == "residual":
+        R = te.placeholder([int(d) for d in conv.shape], name="R")
+        res = rng.uniform(-1, 1, [int(d) for d in R.shape]).astype("float32")
+        inputs.append(R)
+        arrays.append(res)
+        y, want = topi.add(y, R), want + res
+    return topi.nn.relu(y), np.maximum(want, 0)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_split_last_k_block_matches_reference(case):
+    """The reduction split into the blocked partial sums and the last block (initialised from
+    them, at the output's register tile; the epilogue reading registers) with the given tiles:
+    the numpy result."""
+    *_, oc_tile, reg_n, k_block, rows, _, epilogue = case
+    (A, W), conv, arrays, want, rng = _split_conv(case)
+    split = conv2d_nchwc.split_last_k_block(conv, k_block)
+    assert split is not conv and split.op.tag == "conv2d_NCHWc"
+    part = split.op.input_tensors[2]
+    assert part.op.tag == conv2d_nchwc.PARTIAL_TAG
+    ic_chunk = int(conv.op.reduce_axis[0].dom.extent)
+    head = int(part.op.reduce_axis[0].dom.extent)
+    assert head % k_block == 0 and 0 < ic_chunk - head <= k_block
+    assert int(split.op.reduce_axis[0].dom.extent) == ic_chunk - head
+    inputs, arrays = [A, W], list(arrays)
+    out, want = _with_epilogue(split, epilogue, rng, want, inputs, arrays)
+
+    def schedule(outs):
+        s, c, anchor_out, _ = conv2d_nchwc.find_nchwc(outs)
+        assert c.op is split.op
+        conv2d_nchwc.schedule_nchwc_tile(s, c, anchor_out, oc_tile, reg_n, True,
+                                         tile_oh=rows, k_block=k_block)
+        return s
+
+    check(inputs, out, schedule, lambda *xs: want, arrays=arrays)
+
+
+def test_last_k_block_rule():
+    """The split needs a blocked (at least two blocks) static float32 plain 1x1 convolution on
+    a map of more than LAST_BLOCK_MIN_PIXELS pixels."""
+    rule = conv2d_nchwc.fuses_last_k_block
+    conv = _conv_1x1(1024, 512, 28)
+    assert rule(conv, 8) and rule(conv, 63) and rule(conv, 5)
+    assert not rule(conv, 0) and not rule(conv, 64)  # unblocked, one block
+    assert not rule(_conv_1x1(2048, 512, 7), 4)  # small maps: a tie, unsplit
+    assert not rule(_conv_1x1(1024, 256, 14), 4)
+    assert rule(_conv_1x1(1024, 256, 17), 4)  # 289 pixels
+    assert not rule(_conv_1x1(256, 256, 28, k=3), 4)  # windows are not blocked
+    A = te.placeholder((1, 8, 28, 28, 16), name="A")
+    grouped = nn.conv2d_NCHWc(A, te.placeholder((8, 4, 1, 1, 16, 16), name="W"), 1, 0, 1,
+                              "NCHW16c", "NCHW16c", groups=2)
+    assert not rule(grouped, 2)
+    half = nn.conv2d_NCHWc(te.placeholder((1, 8, 28, 28, 16), "float16", name="A"),
+                           te.placeholder((8, 8, 1, 1, 16, 16), "float16", name="W"), 1, 0, 1,
+                           "NCHW16c", "NCHW16c")
+    assert not rule(half, 2)
+    dw = nn.depthwise_conv2d_NCHWc(A, te.placeholder((8, 1, 1, 1, 1, 16), name="W"), 1, 0, 1,
+                                   "NCHW16c", "NCHW16c")
+    assert not rule(dw, 2)
+    assert conv2d_nchwc.split_last_k_block(_conv_1x1(2048, 512, 7), 4).op.tag == "conv2d_NCHWc"
+    split = conv2d_nchwc.split_last_k_block(conv, 8)
+    assert not rule(split, 8)  # already split: its reduction has an init
+    assert conv2d_nchwc.split_last_k_block(split, 8) is split
+
+
+@pytest.mark.parametrize("epilogue", ["none", "bias", "residual"])
+def test_default_schedule_splits_the_last_block(monkeypatch, epilogue):
+    """With small caches the default rule blocks an awkward 1x1 convolution (7 input chunks of
+    3, 5-lane output blocks, 17x19 map: a block of 4, a last block of 3); its default split and
+    schedule (what the AutoTVM fallback builds) match numpy, with and without an epilogue."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=2048, l2=2048))
+    case = (1, 21, 17, 19, 10, 3, 5, 1, 0, 0, 0, 0, False, epilogue)
+    (A, W), conv, arrays, want, rng = _split_conv(case)
+    oc_tile = conv2d_nchwc.default_row_tile(conv, False)[1]
+    assert conv2d_nchwc.default_k_block(conv, oc_tile, False) == 4
+    split = conv2d_nchwc.split_last_k_block(conv)
+    assert split is not conv and split.op.attrs["k_block"] == 4
+    inputs, arrays = [A, W], list(arrays)
+    out, want = _with_epilogue(split, epilogue, rng, want, inputs, arrays)
+    check(inputs, out, topi.x86.schedule_conv2d_NCHWc, lambda *xs: want, arrays=arrays)
+
+
+def test_autotvm_fallback_is_the_split_default(monkeypatch):
+    """On a map above LAST_BLOCK_MIN_PIXELS the template's fallback config splits the blocked
+    reduction as the default does: the same lowered program, with the partial-sum stage."""
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
+    A = te.placeholder((1, 12, 17, 19, 4), name="A")
+    W = te.placeholder((3, 12, 1, 1, 4, 8), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW4c", "NCHW8c", "float32")
+    got, want, ref_out = _fallback_and_default_programs(args)
+    assert ref_out.op.input_tensors[-1].op.tag == conv2d_nchwc.PARTIAL_TAG
+    assert "conv2d_NCHWc_partial" in got
+    assert got == want
+
+
+def test_tuned_k_block_splits_and_matches_reference():
+    """Every ``k_block`` of the template's space (others at their defaults) on an eligible
+    1x1 (7 input chunks, 17x18 map): the compute splits at that block (none for 0) and the
+    built kernel matches numpy."""
+    import tvmpy as tvm
+    from tvmpy import autotvm
+
+    A = te.placeholder((1, 7, 17, 18, 8), name="A")
+    W = te.placeholder((4, 7, 1, 1, 8, 16), name="W")
+    args = (A, W, (1, 1), (0, 0, 0, 0), (1, 1), "NCHW8c", "NCHW16c", "float32")
+    task = autotvm.task.create("conv2d_NCHWc.x86", args, "llvm")
+    space = task.config_space
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, (1, 56, 17, 18)).astype("float32")
+    wt = rng.uniform(-1, 1, (64, 56, 1, 1)).astype("float32")
+    want = testing.nchw_to_nchwc(testing.conv2d_nchw_python(a, wt, 1, 0), 16)
+    names = list(space.space_map)
+    seen = set()
+    for j in range(len(space.space_map["k_block"])):
+        knob = [j if name == "k_block" else 0 for name in names]
+        cfg = space.get(space.knob2point(knob))
+        kb = cfg["k_block"].val
+        seen.add(kb)
+        with Target("llvm"):
+            s, bufs = task.instantiate(cfg)
+            f = tvm.build(s, bufs, "llvm")
+        out = bufs[-1]
+        split = out.op.input_tensors[-1].op.tag == conv2d_nchwc.PARTIAL_TAG
+        assert split == (0 < kb < 7), kb
+        res = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
+        f(tvm.nd.array(testing.nchw_to_nchwc(a, 8)),
+          tvm.nd.array(testing.oihw_to_kcrsck(wt, 8, 16)), res)
+        np.testing.assert_allclose(res.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert {0, 2, 4} <= seen
+
+
+def test_relay_build_splits_the_last_block_with_a_residual(monkeypatch):
+    """relay.build (untuned: the template's fallback config) of a blocked 1x1 on a 17x17 map
+    with bias + residual + relu fused after it: the compute is split (the last block's stage
+    reads the partial sums) and the model matches numpy. Small caches and one FMA unit patched
+    in, so that the rule blocks it whatever the host."""
+    import tvmpy as tvm
+    from tvmpy import config, relay
+    from tvmpy.contrib import graph_executor
+
+    monkeypatch.setattr(conv2d_nchwc, "_caches", lambda: CacheSizes(l1d=4096, l2=8192))
+    monkeypatch.setattr(conv2d_nchwc, "_fma_units", lambda: 1)
+    monkeypatch.setenv("TVMPY_CACHE", "0")
+    split_seen = []
+    real_split = conv2d_nchwc.split_last_k_block
+
+    def spy(conv, k_block=None):
+        out = real_split(conv, k_block)
+        split_seen.append(out is not conv)
+        return out
+
+    monkeypatch.setattr(conv2d_nchwc, "split_last_k_block", spy)
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1, 1, (1, 40, 17, 17)).astype("float32")
+    w = rng.uniform(-1, 1, (40, 40, 3, 3)).astype("float32") / 20
+    w2 = rng.uniform(-1, 1, (40, 40, 1, 1)).astype("float32") / 5
+    b2 = rng.uniform(-1, 1, (40,)).astype("float32")
+    xv = relay.var("x", shape=x.shape, dtype="float32")
+    h = relay.nn.relu(relay.nn.conv2d(xv, relay.const(w), channels=40, kernel_size=(3, 3),
+                                      padding=(1, 1)))
+    y = relay.nn.bias_add(relay.nn.conv2d(h, relay.const(w2), channels=40, kernel_size=(1, 1)),
+                          relay.const(b2))
+    y = relay.nn.relu(relay.add(y, h))
+    mod = tvm.IRModule.from_expr(relay.Function([xv], y))
+    with config.config(BUILD_WORKERS=1), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    assert any(split_seen)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", x)
+    m.run()
+    hv = np.maximum(testing.conv2d_nchw_python(x, w, 1, 1), 0)
+    want = testing.conv2d_nchw_python(hv, w2, 1, 0) + b2.reshape(1, -1, 1, 1) + hv
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.maximum(want, 0), rtol=1e-4,
+                               atol=1e-4)

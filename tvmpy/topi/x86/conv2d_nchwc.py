@@ -3,8 +3,12 @@ AlterOpLayout makes of every conv2d at opt_level 3, depthwise included: the bloc
 ``reg_n`` columns x one or two whole channel blocks per tile (``default_oc_tile``), padding
 inlined for windows up to 3x3) and the AutoTVM templates (TVM's ``conv2d_NCHWc.x86`` and ``depthwise_conv2d_NCHWc.x86``).
 
-The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; the templates' schedule
-is the default one (``schedule_nchwc_tile``, first in this file) with its choices as knobs:
+The computes are ``topi.nn.conv2d_NCHWc`` / ``depthwise_conv2d_NCHWc``; a reduction-blocked 1x1
+on a larger map is split by ``split_last_k_block`` (the template computes the split for its
+``k_block``; the default schedule takes either form): its last reduction block a stage of its
+own at the output's register tile, so the fused epilogue reads registers. The templates'
+schedule is the default one (``schedule_nchwc_tile``, first in this file) with its choices as
+knobs:
 
 - ``tile_ow``: output columns per register tile (``reg_n``): 1..16 (a size that does not
   divide OW leaves a guarded tail tile); the default ``default_ow_tile(OW)`` first;
@@ -48,7 +52,8 @@ __all__ = ["conv2d_NCHWc", "schedule_conv2d_NCHWc_autotvm", "depthwise_conv2d_NC
            "schedule_depthwise_conv2d_NCHWc_autotvm", "define_nchwc_space",
            "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc", "default_ow_tile",
            "MAX_OW_TILE", "default_inline_pad", "PAD_COPY_MIN_PIXELS", "default_k_block",
-           "default_k_rows", "default_oc_tile"]
+           "default_k_rows", "default_oc_tile", "split_last_k_block", "fuses_last_k_block",
+           "PARTIAL_TAG"]
 
 
 # --- the default schedule (no tuning record) -----------------------------------------------
@@ -644,6 +649,108 @@ def default_k_rows(conv: Tensor, oc_tile: int, caches: CacheSizes | None = None)
     return _divisor_tile(oh, max(1, caches.l1d // row))
 
 
+PARTIAL_TAG = "conv2d_NCHWc_partial"
+"""Tag of the partial-sum stage of a split reduction-blocked convolution
+(:func:`split_last_k_block`)."""
+
+LAST_BLOCK_MIN_PIXELS = SMALL_MAP_PIXELS
+"""Output pixels (OH x OW) above which a reduction-blocked 1x1 convolution runs its last
+reduction block at the output's register tile (:func:`fuses_last_k_block`)."""
+
+
+def fuses_last_k_block(conv: Tensor, k_block: int) -> bool:
+    """Whether the NCHWc convolution ``conv`` (a ``topi.nn.conv2d_NCHWc`` stage) blocked by
+    ``k_block`` input chunks runs its last reduction block as a stage of its own, at the
+    output's register tile (:func:`split_last_k_block`): a static float32 plain (ungrouped) 1x1
+    convolution of at least two reduction blocks on a map of more than
+    :data:`LAST_BLOCK_MIN_PIXELS` output pixels.
+
+    The blocked nest (:func:`_k_blocked`) keeps a task's accumulators in a scratch buffer;
+    its epilogue (bias, residual, activation: the fused output stage) is a separate pass over
+    the task that reads the scratch buffer, with no FMAs to hide the residual's and the
+    output's memory traffic behind. Split, the first blocks accumulate in the scratch buffer as
+    before and the last block's stage takes its accumulators from it, one register tile at a
+    time, so the epilogue reads registers and stores the output once, interleaved with the FMAs
+    of the next tile. Intel Xeon (Emerald Rapids class, KVM; 2 FMA units, 48 KiB L1D), 1
+    thread, kernel alone, CPU time, interleaved rounds, 2026-11-30 (h-rx2's experiment,
+    bench/conv1x1_epilogue_ab.py; fused / default, 4 x 4 tile blocked by 8 chunks): 28x28 maps
+    0.94-0.99 in 21 of 24 comparisons (512 -> 1024 bias + residual + relu 4.344 / 4.212 ms,
+    1024 -> 2048 17.68 / 17.13); 7x7 and 14x14 maps (all rows a task) a tie (0.97-1.01): those
+    keep the single stage. In tvmpy (same machine, loaded, 2026-11-30, bench/RESULTS.md
+    session 7 h-epi): 28x28 median 0.973 over 22 comparisons, 56x56 (1024 -> 256) 0.94-0.99,
+    32x32 (the four-chunk x 6-column tile) a tie with a wide spread (median ~1.00);
+    resnext_dilated ~0.99 of main. int8 convolutions have their own computes (not split)."""
+    if k_block <= 0 or conv.dtype != "float32":
+        return False
+    op = conv.op
+    if op.tag != "conv2d_NCHWc" or len(getattr(op, "reduce_axis", ())) != 4:
+        return False
+    body = getattr(op, "body", ())
+    if len(body) != 1 or tuple(getattr(body[0], "init", ())):
+        return False
+    kernel, data = op.input_tensors[1], op.input_tensors[0]
+    if len(kernel.shape) != 6 or not all(isinstance(getattr(d, "value", d), int)
+                                         for d in (*conv.shape, *kernel.shape, *data.shape)):
+        return False
+    if _const(kernel.shape[2]) * _const(kernel.shape[3]) != 1 or not _plain_reduction(conv):
+        return False
+    oh, ow = _const(conv.shape[2]), _const(conv.shape[3])
+    return oh * ow > LAST_BLOCK_MIN_PIXELS and k_block < _const(kernel.shape[1])
+
+
+def split_last_k_block(conv: Tensor, k_block: int | None = None) -> Tensor:
+    """``conv`` (a ``topi.nn.conv2d_NCHWc`` stage) with its reduction blocked by ``k_block``
+    input chunks split in two stages when :func:`fuses_last_k_block`, else ``conv`` itself:
+    ``P`` (tag :data:`PARTIAL_TAG`) sums the input chunks of all blocks but the last; the
+    returned stage (tag ``conv2d_NCHWc``, the same name, attrs and axes, ``attrs["k_block"]``)
+    sums the last block's chunks (``IC/ic_bn - (blocks - 1) * k_block``) with its
+    accumulators initialised from ``P``. The NCHWc schedules (:func:`schedule_nchwc_tile`)
+    run ``P`` with the blocked nest at the parallel task and the last block at the output's
+    register tile. ``k_block`` None: the default schedule's (:func:`default_k_block` of the
+    default tile), which the AutoTVM template's fallback config takes too."""
+    if k_block is None:
+        k_block = default_k_block(conv, default_row_tile(conv, False)[1], False)
+    if not fuses_last_k_block(conv, k_block):
+        return conv
+    from ...te import compute, reduce_axis
+    from ...te import sum as te_sum
+    from ...tir.functor import substitute
+
+    op: Any = conv.op
+    red = op.body[0]
+    ico, ry, rx, ici = op.reduce_axis
+    ic_chunk = _const(ico.dom.extent)
+    head = (-(-ic_chunk // k_block) - 1) * k_block  # the input chunks before the last block
+
+    def stage(lo: int, ext: int, name: str, tag: str, attrs: dict, init: Any) -> Tensor:
+        axes = [reduce_axis((0, ext), name=ico.var.name),
+                *(reduce_axis((0, _const(a.dom.extent)), name=a.var.name) for a in (ry, rx, ici))]
+
+        def body(b: Any, oco: Any, y: Any, x: Any, oci: Any) -> Any:
+            idx = (b, oco, y, x, oci)
+            vmap: dict = {a.var: i for a, i in zip(op.axis, idx)}
+            vmap[ico.var] = axes[0].var + lo if lo else axes[0].var
+            vmap.update({a.var: b.var for a, b in zip((ry, rx, ici), axes[1:])})
+            src = substitute(red.source[0], vmap)
+            if init is None:
+                return te_sum(src, axis=axes)
+            return te_sum(src, axis=axes, init=init[idx])
+
+        return compute(conv.shape, body, name=name, tag=tag, attrs=attrs)
+
+    part = stage(0, head, f"{op.name}_partial", PARTIAL_TAG, {}, None)
+    return stage(head, ic_chunk - head, op.name, op.tag, {**op.attrs, "k_block": k_block}, part)
+
+
+def _partial_of(conv: Tensor) -> Tensor | None:
+    """The partial-sum stage (:data:`PARTIAL_TAG`) that ``conv`` initialises its accumulators
+    from (:func:`split_last_k_block`), else None."""
+    for t in conv.op.input_tensors:
+        if getattr(t.op, "tag", "") == PARTIAL_TAG:
+            return t
+    return None
+
+
 def schedule_conv2d_NCHWc(outs: Any, reg_n: int | None = None, oc_tile: int | None = None,
                           inline_pad: bool = True, reg_h: int | None = None,
                           prefetch: int | None = None) -> Schedule:
@@ -725,6 +832,12 @@ def schedule_nchwc_tile(s: Schedule, conv: Tensor, out: Tensor, oc_tile: int, re
     n, oco, y, x, oci = s[out].op.axis
     coo, coi = s[out].split(oco, factor=oc_tile)
     xo, xi = s[out].split(x, factor=reg_n)
+    part = _partial_of(conv)
+    if part is not None:  # split_last_k_block: the compute's block, whatever k_block says
+        s[part].set_scope("local")
+        _k_blocked(s, part, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
+                   oc_tile, kernel_outer, int(conv.op.attrs["k_block"]), last=CC)
+        return
     red = list(getattr(s[CC].op, "reduce_axis", ()))  # (ico, ry, rx, ici); depthwise (ry, rx)
     if k_block and len(red) == 4 and k_block < _const(red[0].dom.extent):
         _k_blocked(s, CC, out, (n, coo, coi, y, xo, xi, oci), reg_n, tile_oh, unroll_kw,
@@ -780,13 +893,19 @@ schedule_depthwise_conv2d_NCHWc = schedule_conv2d_NCHWc
 
 
 def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, tile_oh: int,
-               unroll_kw: bool, oc_tile: int, kernel_outer: bool, k_block: int) -> None:
+               unroll_kw: bool, oc_tile: int, kernel_outer: bool, k_block: int,
+               last: Tensor | None = None) -> None:
     """The NCHWc loop nest with the reduction blocked by ``k_block`` input chunks: the
     accumulators of ``tile_oh`` rows x ``oc_tile`` chunks (the parallel task) live in a
     scratch buffer, and for each block of input chunks every register tile of the task
     reloads its accumulators, runs the block's reduction, and stores them back. The block's
     weights (``k_block`` chunks x ``oc_tile`` chunks) and input columns stay in L1 across the
-    task's register tiles, instead of the whole reduction's streaming through per tile."""
+    task's register tiles, instead of the whole reduction's streaming through per tile.
+
+    ``last``: the stage of the last reduction block (:func:`split_last_k_block`; ``CC`` is
+    then its partial-sum stage, all blocks but the last): computed at the output's column
+    tile, a register tile whose accumulators start from the scratch buffer, so that the fused
+    epilogue of the output stage reads them from registers (no separate pass)."""
     n, coo, coi, y, xo, xi, oci = axes
     yo, yi = s[out].split(y, factor=tile_oh)
     s[out].reorder(n, coo, yo, yi, xo, coi, xi, oci)
@@ -807,6 +926,9 @@ def _k_blocked(s: Schedule, CC: Tensor, out: Tensor, axes: tuple, reg_n: int, ti
         s[CC].unroll(cco)
     s[CC].unroll(cxi)
     s[CC].vectorize(coci)
+    if last is not None:
+        s[last].compute_at(s[out], xo)
+        _micro_kernel(s, last, ("cx",), kernel_outer, 0, unroll_kw, oc_tile)
 
 
 # --- the AutoTVM templates -----------------------------------------------------------------
@@ -886,7 +1008,7 @@ def conv2d_NCHWc(cfg: Any, data: Tensor, kernel: Tensor, strides: Any, padding: 
     n, oc_chunk, oh, ow, oc_bn = (_const(d) for d in out.shape)
     _, ic_chunk, kh, kw, ic_bn, _ = (_const(d) for d in kernel.shape)
     cfg.add_flop(2 * n * oc_chunk * oh * ow * oc_bn * ic_chunk * ic_bn * kh * kw)
-    return out
+    return split_last_k_block(out, int(_knob(cfg, "k_block", 0)))
 
 
 @autotvm.register_topi_schedule("conv2d_NCHWc.x86")
