@@ -370,3 +370,105 @@ def test_zoo_model_with_a_tuned_cell_matches_onnxruntime(tmp_path, monkeypatch, 
     want = compare.ort_runner(model, threads=1)(feeds)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+# ---- R^T packed by the kernel's blocks (the x86 AlterOpLayout rewrite): the cell reads it too ---
+
+
+def _packed_cell_task(cell, n, hidden, lbr):
+    hp = padded_hidden(hidden)
+    ub = rnn.packed_block(cell, hp, 16, n)
+    assert hp // ub > 1, (hp, ub)  # a packing that is not the plain layout
+    key = rnn.rnn_cell_key(cell, n, hidden, hp, lbr, ub)
+    return auto_scheduler.SearchTask(workload_key=key, target="llvm"), ub
+
+
+@pytest.mark.parametrize("cell,lbr", CELLS)
+def test_packed_cell_sketches_match_numpy(cell, lbr):
+    """The cell of a packed R^T ((Hp/ub, H, G*ub), the layout the deployed kernel reads):
+    random sketches + annotations, run as the stepped kernel on the packed R^T forward and in
+    reverse over 7, 1 and 0 steps, give rnn_scan's numpy meaning; batch 2, hidden 67 (a prime,
+    padded to 80: five blocks of 16)."""
+    n, hidden = 2, 67
+    task, ub = _packed_cell_task(cell, n, hidden, lbr)
+    G, hp = rnn.GATES[cell], padded_hidden(hidden)
+    assert tuple(int(d) for d in task.compute_dag.tensors[1].shape) == (hp // ub, hidden, G * ub)
+    states = auto_scheduler.sample_initial_population(task, 3, seed=4)
+    assert states
+    rng = np.random.default_rng(12)
+    for i, state in enumerate(states):
+        sch, cell_tensors = task.compute_dag.apply_steps_from_state(state)
+        xw = te.placeholder((te.var("T"), n, G * hp), "float32", "xw")
+        rt = te.placeholder((hp // ub, hidden, G * ub), "float32", "rt")
+        h0 = te.placeholder((n, hidden), "float32", "h0")
+        aux = te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")
+        reverse = bool(i % 2)
+        outs = rnn.rnn_scan_stepped(xw, rt, h0, aux, cell, hidden, reverse, lbr, sch, cell_tensors)
+        mod = build(te.create_schedule([o.op for o in outs]), [xw, rt, h0, aux, *outs], "llvm")
+        for t in (7, 1, 0):
+            ins = list(_inputs(cell, t, n, hidden, rng))
+            ins[1] = rnn.pack_rt_np(ins[1], cell, ub)
+            want = rnn_scan_np(_Attrs(cell, hidden, reverse, lbr), *ins)
+            args = [ndarray.array(a) for a in ins] + [
+                ndarray.empty([t if not isinstance(getattr(d, "value", d), int) else int(d)
+                               for d in o.shape], "float32") for o in outs]
+            mod(*args)
+            for k in range(3 if cell == "LSTM" else 2):
+                np.testing.assert_allclose(args[4 + k].numpy(), want[k], rtol=1e-5, atol=2e-6,
+                                           err_msg=f"{cell} lbr={lbr} T={t} output {k}")
+
+
+def test_stepped_refuses_a_cell_of_the_other_layout():
+    """A cell of the plain layout does not step a packed R^T (nor the reverse)."""
+    n, hidden = 1, 67
+    task, ub = _packed_cell_task("LSTM", n, hidden, True)
+    hp = padded_hidden(hidden)
+    plain = _cell_task("LSTM", n, hidden, True)
+    xw = te.placeholder((4, n, 4 * hp), "float32", "xw")
+    h0 = te.placeholder((n, hidden), "float32", "h0")
+    for t, rt_shape in ((plain, (hp // ub, hidden, 4 * ub)), (task, (hidden, 4 * hp))):
+        state = auto_scheduler.sample_initial_population(t, 1, seed=0)[0]
+        sch, cells = t.compute_dag.apply_steps_from_state(state)
+        rt = te.placeholder(rt_shape, "float32", "rt")
+        with pytest.raises(ValueError, match="not the LSTM cell"):
+            rnn.rnn_scan_stepped(xw, rt, h0, h0, "LSTM", hidden, False, True, sch, cells)
+
+
+@pytest.mark.parametrize("cell,lbr", [("LSTM", True), ("GRU", False)])
+def test_packed_model_tunes_the_packed_cell(tmp_path, monkeypatch, cell, lbr):
+    """A model whose R^T the CPU target packs (hidden 67, padded 80: five blocks; bidirectional):
+    extract_tasks lists the cell of the packed layout (its block in the key), its default line
+    is the untuned kernel on the packed R^T, a record of it builds the stepped kernel on the
+    packed R^T, and a record of the plain layout's cell does not apply (the packed untuned
+    kernel is built). All three builds give the same results."""
+    n, hidden = 1, 67
+    hp = padded_hidden(hidden)
+    mod, params = _rnn_model(cell, n, hidden, lbr, 5, 2, True)
+    tasks, weights = auto_scheduler.extract_tasks(mod["main"], params, "llvm")
+    cells = [(t, w) for t, w in zip(tasks, weights) if rnn.CELL_WORKLOAD in t.workload_key]
+    assert len(cells) == 1 and cells[0][1] == 2 * 2 * 5, [t.workload_key for t in tasks]
+    task, ub = _packed_cell_task(cell, n, hidden, lbr)
+    assert cells[0][0].workload_key == task.workload_key
+    G = rnn.GATES[cell]
+    got = relay_integration.default_schedule_of(task)
+    assert got is not None
+    scans = [i for t in got[1] for i in t.op.input_tensors if i.op.tag == "rnn_scan"]
+    assert scans and tuple(int(d) for d in scans[0].op.input_tensors[1].shape) == (
+        hp // ub, hidden, G * ub)
+    x = np.random.default_rng(4).uniform(-1, 1, (5, n, G * hp)).astype("float32")
+    want = _build_vm(mod, params).invoke("main", x=x).numpy()
+    calls = _spy(monkeypatch)
+    log = _log(tmp_path, task, auto_scheduler.sample_initial_population(task, 1, seed=3)[0])
+    tuned = _build_vm(mod, params, log)
+    assert calls and set(calls) == {cell}
+    np.testing.assert_allclose(tuned.invoke("main", x=x).numpy(), want, rtol=1e-5, atol=1e-6)
+    calls.clear()
+    plain = _cell_task(cell, n, hidden, lbr)
+    (tmp_path / "plain").mkdir()
+    log = _log(tmp_path / "plain", plain,
+               auto_scheduler.sample_initial_population(plain, 1, seed=3)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no record of the key: no warning
+        fallback = _build_vm(mod, params, log)
+    assert calls == []
+    np.testing.assert_allclose(fallback.invoke("main", x=x).numpy(), want, rtol=1e-6, atol=1e-7)

@@ -273,7 +273,8 @@ def rnn_scan(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor, cell: 
 
     # the cell is the auto-scheduler's task for this kernel (one per step: T runs a call)
     task = {} if rows is None else {"auto_scheduler_task": rnn_cell_key(
-        cell, rows, H, hp, linear_before_reset), "auto_scheduler_task_runs": T}
+        cell, rows, H, hp, linear_before_reset, ub if packed else None),
+        "auto_scheduler_task_runs": T}
     outs = te.extern(shapes, [xw, rt, h0, aux], body, name=f"{cell.lower()}_scan", dtype=dt,
                      tag="rnn_scan", attrs=task)
     return outs if isinstance(outs, list) else [outs]
@@ -311,18 +312,28 @@ def _check_cell(cell: str, n: int, hidden: int, hp: int) -> None:
 def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None, cell: str,
              hidden: int, linear_before_reset: bool = True) -> list[te.Tensor]:
     """One step of ``rnn_scan`` as a te compute: ``xw_t`` (N, G*Hp) this step's projection,
-    ``rt`` (H, G*Hp), ``h`` (N, Hp) the padded state, ``aux`` LSTM ``c`` (N, Hp), GRU ``Rb_h``
-    (Hp,) (None for the GRU of ``linear_before_reset=0``, whose ``Rb_h`` is in ``xw``).
-    Returns the new ``h`` (N, Hp) and, for LSTM, the new ``c`` (N, Hp)."""
+    ``rt`` (H, G*Hp), or packed by blocks of ``ub`` units as the kernel reads it
+    (``pack_rt_np``: (Hp/ub, H, G*ub)), ``h`` (N, Hp) the padded state, ``aux`` LSTM ``c``
+    (N, Hp), GRU ``Rb_h`` (Hp,) (None for the GRU of ``linear_before_reset=0``, whose ``Rb_h``
+    is in ``xw``). Returns the new ``h`` (N, Hp) and, for LSTM, the new ``c`` (N, Hp)."""
     G, H = GATES[cell], int(hidden)
     n, cols = int(xw_t.shape[0]), int(xw_t.shape[1])
     hp = cols // G
     _check_cell(cell, n, H, hp)
     one = const(1.0, xw_t.dtype)
+    if len(rt.shape) == 3:
+        ub = int(rt.shape[2]) // G
+
+        def w(k: Any, col: Any, j: Any) -> PrimExpr:
+            """``R^T[k, col*Hp + j]`` read from the packed layout."""
+            return rt[tir_op.floordiv(j, ub), k, col * ub + tir_op.floormod(j, ub)]
+    else:
+        def w(k: Any, col: Any, j: Any) -> PrimExpr:
+            return rt[k, col * hp + j]
 
     def gemv(src: te.Tensor, g0: int, width: int, name: str) -> te.Tensor:
         k = te.reduce_axis((0, H), name="k")
-        return te.compute((n, width), lambda i, j: te.sum(src[i, k] * rt[k, g0 * hp + j], axis=k),
+        return te.compute((n, width), lambda i, j: te.sum(src[i, k] * w(k, g0, j), axis=k),
                           name=name)
 
     def gate_gemv(src: te.Tensor, gates: int, name: str) -> te.Tensor:
@@ -330,8 +341,8 @@ def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None
         gates are one box of it (``[i, :, u]``), so the epilogue that reads them computes at a
         tile of units (the sketch rule of slice consumers) and the GEMV needs no copy."""
         k = te.reduce_axis((0, H), name="k")
-        return te.compute((n, gates, hp), lambda i, g, j: te.sum(src[i, k] * rt[k, g * hp + j],
-                                                                  axis=k), name=name)
+        return te.compute((n, gates, hp), lambda i, g, j: te.sum(src[i, k] * w(k, g, j), axis=k),
+                          name=name)
 
     if cell == "LSTM":
         mm = gate_gemv(h, G, "gates")
@@ -369,14 +380,26 @@ def rnn_cell(xw_t: te.Tensor, rt: te.Tensor, h: te.Tensor, aux: te.Tensor | None
     return [te.compute((n, hp), h_lbr0, name="h_next")]
 
 
+def _rt_shape(cell: str, hidden: int, hp: int, ub: int | None) -> tuple[int, ...]:
+    """``R^T``'s shape: plain (H, G*Hp), or packed by blocks of ``ub`` units (Hp/ub, H, G*ub)."""
+    G = GATES[cell]
+    if ub is None:
+        return (int(hidden), G * int(hp))
+    if int(ub) < 1 or int(hp) % int(ub):
+        raise ValueError(f"rnn_cell: a packed block of {ub} units does not divide the padded "
+                         f"hidden size {hp}")
+    return (int(hp) // int(ub), int(hidden), G * int(ub))
+
+
 def rnn_cell_placeholders(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool = True,
-                          dtype: str = "float32") -> list[te.Tensor]:
-    """The inputs of ``rnn_cell``: ``xw_t``, ``rt``, ``h`` and ``aux`` (none for the GRU of
-    ``linear_before_reset=0``)."""
+                          dtype: str = "float32", ub: int | None = None) -> list[te.Tensor]:
+    """The inputs of ``rnn_cell``: ``xw_t``, ``rt`` (packed by blocks of ``ub`` units where
+    given), ``h`` and ``aux`` (none for the GRU of ``linear_before_reset=0``)."""
     _check_cell(cell, n, hidden, hp)
     G = GATES[cell]
     ins = [te.placeholder((n, G * hp), dtype, "xw_t"),
-           te.placeholder((hidden, G * hp), dtype, "rt"), te.placeholder((n, hp), dtype, "h")]
+           te.placeholder(_rt_shape(cell, hidden, hp, ub), dtype, "rt"),
+           te.placeholder((n, hp), dtype, "h")]
     if cell == "LSTM":
         ins.append(te.placeholder((n, hp), dtype, "c"))
     elif linear_before_reset:
@@ -385,20 +408,28 @@ def rnn_cell_placeholders(cell: str, n: int, hidden: int, hp: int, linear_before
 
 
 def rnn_cell_workload(cell: str, n: int, hidden: int, hp: int,
-                      linear_before_reset: bool = True) -> list[te.Tensor]:
-    """The cell's tensors (inputs, then outputs): the auto-scheduler's workload function."""
-    ins = rnn_cell_placeholders(cell, n, hidden, hp, linear_before_reset)
+                      linear_before_reset: bool = True, ub: int | None = None) -> list[te.Tensor]:
+    """The cell's tensors (inputs, then outputs): the auto-scheduler's workload function.
+    ``ub``: ``R^T`` packed by blocks of that many units, the layout the kernel reads on the
+    targets that pack it (``relay/op/strategy/rnn.py``); None: the plain layout."""
+    ins = rnn_cell_placeholders(cell, n, hidden, hp, linear_before_reset, ub=ub)
     aux = ins[3] if len(ins) > 3 else None
     return [*ins, *rnn_cell(*ins[:3], aux, cell, hidden, linear_before_reset)]
 
 
-def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool) -> str:
+def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: bool,
+                 ub: int | None = None) -> str:
     """The workload key of the cell of one ``rnn_scan`` (the LSTM ignores
-    ``linear_before_reset``: it is always True in its key)."""
+    ``linear_before_reset``: it is always True in its key). ``ub``: the block of a packed
+    ``R^T`` (one more key argument, so that a record of the plain layout does not apply to the
+    packed one: a different compute, a different default)."""
     import json
 
     lbr = True if cell == "LSTM" else bool(linear_before_reset)
-    return json.dumps([CELL_WORKLOAD, cell, int(n), int(hidden), int(hp), lbr])
+    key: list[Any] = [CELL_WORKLOAD, cell, int(n), int(hidden), int(hp), lbr]
+    if ub is not None:
+        key.append(int(ub))
+    return json.dumps(key)
 
 
 #: time steps of the program a cell's schedule is measured as (``_cell_deployed``): enough that
@@ -407,10 +438,11 @@ def rnn_cell_key(cell: str, n: int, hidden: int, hp: int, linear_before_reset: b
 MEASURE_STEPS = 8
 
 
-def _measure_inputs(cell: str, n: int, hidden: int, hp: int) -> list[te.Tensor]:
+def _measure_inputs(cell: str, n: int, hidden: int, hp: int,
+                    ub: int | None = None) -> list[te.Tensor]:
     G = GATES[cell]
     return [te.placeholder((MEASURE_STEPS, n, G * hp), "float32", "xw"),
-            te.placeholder((hidden, G * hp), "float32", "rt"),
+            te.placeholder(_rt_shape(cell, hidden, hp, ub), "float32", "rt"),
             te.placeholder((n, hidden), "float32", "h0"),
             te.placeholder((n, hidden) if cell == "LSTM" else (hp,), "float32", "aux")]
 
@@ -425,23 +457,25 @@ def _measured(ins: list[te.Tensor], outs: list[te.Tensor], cell: str) -> tuple[A
 
 
 def _cell_default_schedule(cell: str, n: int, hidden: int, hp: int,
-                           linear_before_reset: bool = True) -> tuple[Any, list[te.Tensor]]:
+                           linear_before_reset: bool = True,
+                           ub: int | None = None) -> tuple[Any, list[te.Tensor]]:
     """``(schedule, args)`` of the untuned kernel (``rnn_scan``) over ``MEASURE_STEPS`` steps:
     what a tuned cell competes with (the auto-scheduler's default-schedule safety net), in the
-    form its candidates are measured as (``_cell_deployed``)."""
+    form its candidates are measured as (``_cell_deployed``), on the same ``R^T`` layout."""
     from .x86.injective import vector_lanes
 
-    ins = _measure_inputs(cell, n, hidden, hp)
+    ins = _measure_inputs(cell, n, hidden, hp, ub)
     outs = rnn_scan(*ins, cell, hidden, False, linear_before_reset, lanes=vector_lanes("float32"))
     return _measured(ins, outs, cell)
 
 
 def _cell_deployed(sch: Any, tensors: list[te.Tensor], cell: str, n: int, hidden: int, hp: int,
-                   linear_before_reset: bool = True) -> tuple[Any, list[te.Tensor]]:
+                   linear_before_reset: bool = True,
+                   ub: int | None = None) -> tuple[Any, list[te.Tensor]]:
     """``(schedule, args)`` a schedule ``sch`` of the cell (``tensors``: the workload's) is
     measured as: the kernel it is deployed in, ``rnn_scan_stepped``, over ``MEASURE_STEPS``
     steps (costs are divided by them: ``deployed_runs``)."""
-    ins = _measure_inputs(cell, n, hidden, hp)
+    ins = _measure_inputs(cell, n, hidden, hp, ub)
     outs = rnn_scan_stepped(*ins, cell, hidden, False, linear_before_reset, sch, list(tensors))
     return _measured(ins, outs, cell)
 
@@ -469,16 +503,16 @@ def rnn_scan_stepped(xw: te.Tensor, rt: te.Tensor, h0: te.Tensor, aux: te.Tensor
     from ..tir.buffer import Buffer
 
     G, H = GATES[cell], int(hidden)
-    if len(rt.shape) != 2:
-        raise ValueError(f"rnn_scan_stepped: R^T must be (H, G*Hp) (not packed), got {rt.shape}")
-    hp = int(rt.shape[1]) // G
+    packed = len(rt.shape) == 3  # packed by blocks of ub units: the cell reads the same layout
+    ub = int(rt.shape[2]) // G if packed else None
+    hp = int(rt.shape[-1]) // G * (int(rt.shape[0]) if packed else 1)
     T, N = xw.shape[0], xw.shape[1]
     if not isinstance(N, (int, IntImm)):
         raise ValueError("rnn_scan_stepped: the batch size must be static (a tuned cell is for "
                          f"one batch size), got {N}")
     n = int(N)
     want = [tuple(int(d) for d in t.shape)
-            for t in rnn_cell_placeholders(cell, n, H, hp, linear_before_reset)]
+            for t in rnn_cell_placeholders(cell, n, H, hp, linear_before_reset, ub=ub)]
     n_in, n_out = len(want), 2 if cell == "LSTM" else 1
     got = [tuple(int(d) for d in t.shape) for t in cell_tensors[:n_in]]
     if got != want or len(cell_tensors) != n_in + n_out:

@@ -47,9 +47,13 @@ def _tuned_cell(attrs: Any, inputs: list, target: Any) -> tuple[Any, list] | Non
     if not isinstance(n, int):
         return None  # a batch size known only at run time: no task
     cell, hidden, lbr = str(attrs.cell), int(attrs.hidden), bool(attrs.linear_before_reset)
-    hp = int(rt.shape[1]) // GATES[cell]
-    tensors = rnn_cell_workload(cell, n, hidden, hp, lbr)
-    sch = schedule_fused(tensors, rnn_cell_key(cell, n, hidden, hp, lbr), target)
+    G = GATES[cell]
+    # the cell of the layout the kernel reads: a packed R^T is its own task (its own key)
+    packed = len(rt.shape) == 3
+    ub = int(rt.shape[2]) // G if packed else None
+    hp = int(rt.shape[-1]) // G * (int(rt.shape[0]) if packed else 1)
+    tensors = rnn_cell_workload(cell, n, hidden, hp, lbr, ub)
+    sch = schedule_fused(tensors, rnn_cell_key(cell, n, hidden, hp, lbr, ub), target)
     return None if sch is None else (sch, tensors)
 
 
@@ -107,10 +111,9 @@ def _pack_rt(call: Any, inputs: Any) -> Any:
     (Hp/ub, H, G*ub), ``ub`` the block the kernel picks for the call's batch rows and the
     target's float32 lanes): each block's k loop then reads one contiguous run instead of G
     runs a row ``G*Hp`` floats apart. A constant ``R^T`` is packed once (FoldConstant after
-    the pass). Not where a tuned cell replaces the kernel (its step reads the plain layout),
-    nor where the packed layout is the plain one (one block)."""
-    from ....target import Target
-
+    the pass). Not where the packed layout is the plain one (one block). The auto-scheduler's
+    cell of a packed call reads the packed layout too (``topi.rnn.rnn_cell_workload``'s
+    ``ub``, in its workload key): a tuned cell replaces the kernel on the same layout."""
     xw_t, rt_t = call.args[0].checked_type, call.args[1].checked_type
     if len(rt_t.shape) != 2 or not all(isinstance(d, int) for d in rt_t.shape):
         return None
@@ -122,14 +125,6 @@ def _pack_rt(call: Any, inputs: Any) -> Any:
     nb = hp // ub
     if nb <= 1:
         return None
-    if n is not None:
-        from ....auto_scheduler.relay_integration import is_auto_scheduler_enabled
-
-        if is_auto_scheduler_enabled():
-            placeholders = [te.placeholder(tuple(t.shape), t.dtype)
-                            for t in (xw_t, rt_t)]
-            if _tuned_cell(call.attrs, placeholders, Target.current()) is not None:
-                return None
     rt = inputs.plain(1)
     packed = _tr.reshape(_tr.transpose(_tr.reshape(rt, (H, G, nb, ub)), (2, 0, 1, 3)),
                          (nb, H, G * ub))
