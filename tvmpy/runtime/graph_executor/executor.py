@@ -69,7 +69,7 @@ def _native_after() -> int | None:
 
 def _zero_copy_default() -> bool:
     """``TVMPY_GRAPH_ZERO_COPY``: "0" makes ``run(**inputs)`` / ``infer`` copy every input
-    (default on: a suitable array is passed to the kernels as it is, ``_bind_inputs``)."""
+    (default on: a suitable array is passed to the kernels as it is, ``GraphExecutor._bind``)."""
     return os.environ.get("TVMPY_GRAPH_ZERO_COPY", "").strip() != "0"
 
 
@@ -167,10 +167,10 @@ class GraphExecutor:
         # foreign call per run (native_run.py; None: never)
         self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
                                          and not hasattr(lib, "alloc_arena") else None)
-        # run(**inputs) / infer(): a suitable caller array is read by the kernels in place
-        # (``_bind_inputs``); False: always copied (set_input copies either way, as TVM's)
-        self.zero_copy_inputs: bool = bool(self._zc_eids) and _zero_copy_default()
         self._bind_functions()
+        # run(**inputs) / infer(): a suitable caller array is read by the kernels in place
+        # (``_bind``); False: always copied (set_input copies either way, as TVM's)
+        self.zero_copy_inputs: bool = bool(self._zc_eids) and _zero_copy_default()
 
     # ---- loading: storage, nodes, functions -----------------------------------------------------
     def _init_storage(self, shapes: list[Any]) -> None:
@@ -258,6 +258,16 @@ class GraphExecutor:
                                          "same size in the same storage")
                 continue
             self._funcs[node.nid] = self._lookup(node)
+        if self._zc_eids:  # an input some kernel may write (its signature says so) is copied
+            zc = set(self._zc_eids)
+            for node in self._nodes:
+                func = self._funcs.get(node.nid)
+                bufs = getattr(func, "_bufs", None)
+                written = None if bufs is None else {p.index for p in bufs if p.written}
+                for j, eid in enumerate(node.inputs):
+                    if eid in zc and func is not None and (written is None or j in written):
+                        zc.discard(eid)
+            self._zc_eids = frozenset(zc)
         # symbolic shapes: the inputs set for the next run (on a GPU also device arrays)
         self._pending: dict[int, Any] = {}
         self._active: _Plan | None = None

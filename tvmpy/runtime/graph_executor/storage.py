@@ -79,7 +79,7 @@ class _Plan:
         self.cuda_graph: Any = None  # its captured CUDA graphs (cuda_graph.py), made on first run
         self.runs = 0  # runs by the Python loop (the native runner is built after a few)
         self.native: Any = None  # its calls as one native function (native_run.py); False: none
-        # inputs bound without a copy (the executor's ``_bind_inputs``): per input entry the
+        # inputs bound without a copy (``GraphExecutor._bind``): per input entry the
         # (call, argument) positions of its pointer; each call's first word in the native table;
         # per entry the address now patched in (absent: its own storage's)
         self.sites: dict[int, list[tuple[int, int]]] = {}
