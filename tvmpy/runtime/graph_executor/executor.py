@@ -208,6 +208,8 @@ class GraphExecutor:
             self._arena, views, self.storage_bytes = self._storage.allocate(
                 dict(enumerate(shapes)), alloc_arena)
             self._entries = [views[e] for e in range(n_entries)]
+            self._arena_span = (self._arena.ctypes.data, self._arena.nbytes) if isinstance(
+                self._arena, np.ndarray) else (0, 0)  # (address, bytes): see _bindable
             if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
                 ssize = self._storage.sizes({e: shapes[e] for e in range(n_entries)})
                 self._entries = _device_entries(dev, ssize, sids, self._entries)
@@ -510,8 +512,8 @@ class GraphExecutor:
         addr = src.ctypes.data
         if addr % ALIGNMENT:
             return f"the array's address is not a multiple of {ALIGNMENT} bytes"
-        lo = self._arena.ctypes.data
-        if addr < lo + self._arena.nbytes and lo < addr + src.nbytes:
+        lo, n = self._arena_span
+        if addr < lo + n and lo < addr + src.nbytes:
             return "the array is in the executor's own storage"
         return int(addr)
 
