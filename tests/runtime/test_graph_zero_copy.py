@@ -240,3 +240,24 @@ def test_threads_infer_bound(conv_lib):
         t.join()
     assert not errors, errors[0]
 
+
+
+def test_input_a_kernel_writes_is_copied(conv_lib):
+    """An input whose kernel's signature says it writes it is never bound (no such kernel is
+    generated today: the flag is set by hand on the loaded function)."""
+    from tvmpy.runtime.graph_executor.executor import GraphExecutor
+
+    ex = _executor(conv_lib, 1).module
+    x_eid = ex._input_eids[ex._input_names.index("x")]
+    node = next(n for n in ex._call_nodes if x_eid in n.inputs)
+    func = ex.lib.get_function(node.func_name)
+    p = next(p for p in func._bufs if p.index == node.inputs.index(x_eid))
+    assert not p.written
+    p.written = True
+    try:
+        fresh = GraphExecutor(conv_lib.get_graph_json(), ex.lib)
+        assert x_eid not in fresh._zc_eids
+        with pytest.raises(ValueError, match="always copied"):
+            fresh.set_input_zero_copy("x", _aligned(_rand(SHAPE)))
+    finally:
+        p.written = False
