@@ -18,8 +18,10 @@ thread the process's CPU time with ``--cpu-time``, else wall time):
   function (runtime/graph_executor/native_run.py); the other sides use the Python loop: an A/B
   of the native runner on the same executor (same arena, weights, inputs), toggled per call.
 
+With ``--zero-copy``, whole calls only: inputs bound in place vs copied (``_measure_zero_copy``).
+
     python bench/run_gap.py DIR mobilenet_v2,mnasnet [--threads 1] [--rounds 9] [--cpu-time]
-        [--ab-only]
+        [--ab-only | --zero-copy]
 """
 
 from __future__ import annotations
@@ -173,6 +175,69 @@ def _measure(name: str, a: argparse.Namespace, clock: Callable[[], float]) -> No
           f"seqsum-hot {seq_ms - hot_ms:.3f}", flush=True)
 
 
+def _measure_zero_copy(name: str, a: argparse.Namespace, clock: Callable[[], float]) -> None:
+    """Whole calls (inputs fed, outputs fetched) on one executor, native runner on: ``infer``
+    with the inputs bound in place (``zc``: 64-byte aligned copies of the feeds) or copied
+    (``copy``: ``zero_copy_inputs`` off, same arrays), toggled per call; ``numpy``: ``infer`` on
+    the feeds as drawn (numpy's own allocation: copied unless it happens to be aligned);
+    ``tvm_runner``: set_input/run/get_output().numpy() (compare.tvm_runner, bench/zoo.py)."""
+    from tvmpy.relay.testing import compare
+    from tvmpy.runtime.ndarray import aligned_empty
+
+    lib, feeds = _model(name, a.dir)
+    run = compare.tvm_runner(lib)
+    gm = run.module.module
+    gm.native_after = 1
+    aligned = {}
+    for k, v in feeds.items():
+        aligned[k] = aligned_empty(v.shape, v.dtype)
+        aligned[k][...] = v
+    want = run(feeds)
+    for _ in range(3):
+        got = gm.infer(aligned)
+    assert gm._active.native, "no native runner"  # noqa: SLF001
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+    bound = len(gm._bound)  # noqa: SLF001
+
+    def infer(zc: bool, fs: dict) -> Callable[[], object]:
+        def call() -> object:
+            gm.zero_copy_inputs = zc
+            return gm.infer(fs)
+        return call
+
+    sides: dict[str, Callable[[], object]] = {
+        "zc": infer(True, aligned), "copy": infer(False, aligned),
+        "numpy": infer(True, feeds), "tvm_runner": lambda: run(feeds)}
+    s = interleaved_samples(sides, a.rounds, pause=0.05, target_s=0.1, clock=clock)
+    med = {k: statistics.median(v) * 1e3 for k, v in s.items()}
+    nbytes = sum(v.nbytes for v in feeds.values())
+    print(f"{name:18s} load {os.getloadavg()[0]:.1f} inputs {len(feeds)} ({nbytes} bytes, "
+          f"{bound} bound)")
+    for k, v in s.items():
+        print(f"   {k:10s} {med[k]:8.3f} ms [{min(v) * 1e3:.3f}-{max(v) * 1e3:.3f}]")
+    r = sorted(p / q for p, q in zip(s["zc"], s["copy"]))
+    d = sorted((q - p) * 1e6 for p, q in zip(s["zc"], s["copy"]))
+    print(f"   zc/copy per round: median {statistics.median(r):.4f} [{r[0]:.4f}-{r[-1]:.4f}], "
+          f"saved {statistics.median(d):.1f} us [{d[0]:.1f}-{d[-1]:.1f}]", flush=True)
+    # paired single calls, alternating (the thread's CPU time with --cpu-time): the saving's
+    # median over many pairs, each pair on nearly the same machine state
+    pc = time.thread_time if a.cpu_time else time.perf_counter
+    zc, cp = infer(True, aligned), infer(False, aligned)
+    diffs = []
+    for k in range(a.pairs):
+        ts = []
+        for f in ((zc, cp) if k % 2 else (cp, zc)):
+            t0 = pc()
+            f()
+            ts.append(pc() - t0)
+        t_zc, t_cp = (ts[0], ts[1]) if k % 2 else (ts[1], ts[0])
+        diffs.append((t_cp - t_zc) * 1e6)
+    q = statistics.quantiles(diffs, n=4)
+    print(f"   paired calls ({a.pairs}): copy - zc median {statistics.median(diffs):.1f} us, "
+          f"quartiles [{q[0]:.1f}, {q[2]:.1f}]", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
@@ -182,13 +247,16 @@ def main() -> None:
     ap.add_argument("--hot", type=int, default=20)
     ap.add_argument("--cpu-time", action="store_true")
     ap.add_argument("--ab-only", action="store_true", help="only e2e/run, loop vs native")
+    ap.add_argument("--pairs", type=int, default=2000, help="--zero-copy: paired calls")
+    ap.add_argument("--zero-copy", action="store_true",
+                    help="only whole calls, inputs bound in place vs copied (_measure_zero_copy)")
     a = ap.parse_args()
     threads = bench_threads(a.threads)
     clock = bench_clock(a.cpu_time, threads)
     print(machine_description(), f"{threads} thread(s)", "CPU time" if a.cpu_time else "wall",
           flush=True)
     for name in a.models.split(","):
-        _measure(name, a, clock)
+        (_measure_zero_copy if a.zero_copy else _measure)(name, a, clock)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,10 @@ class GraphModule:
     def set_input(self, key: Any = None, value: Any = None, **params: Any) -> None:
         self.module.set_input(key, value, **params)
 
+    def set_input_zero_copy(self, key: Any, value: Any) -> None:
+        """Input ``key`` reads ``value``'s memory without a copy (GraphExecutor's)."""
+        self.module.set_input_zero_copy(key, value)
+
     def run(self, **input_dict: Any) -> None:
         if not input_dict:
             self._run()

@@ -22,7 +22,7 @@ from ..graph_json import (
     is_symbolic,
 )
 from ..module import Module
-from ..ndarray import NDArray
+from ..ndarray import ALIGNMENT, NDArray
 from ..param_dict import load_param_dict
 from .cuda_graph import (
     CUDAGraphRunner,
@@ -65,6 +65,12 @@ def _native_after() -> int | None:
     except ValueError:
         raise ValueError(f"TVMPY_GRAPH_NATIVE_RUN must be an integer (0: off), got {v!r}") from None
     return n if n > 0 else None
+
+
+def _zero_copy_default() -> bool:
+    """``TVMPY_GRAPH_ZERO_COPY``: "0" makes ``run(**inputs)`` / ``infer`` copy every input
+    (default on: a suitable array is passed to the kernels as it is, ``GraphExecutor._bind``)."""
+    return os.environ.get("TVMPY_GRAPH_ZERO_COPY", "").strip() != "0"
 
 
 def host_array(value: Any, dtype: Any, where: str) -> np.ndarray:
@@ -162,6 +168,9 @@ class GraphExecutor:
         self.native_after: int | None = (_native_after() if dev.device_type == kDLCPU
                                          and not hasattr(lib, "alloc_arena") else None)
         self._bind_functions()
+        # run(**inputs) / infer(): a suitable caller array is read by the kernels in place
+        # (``_bind``); False: always copied (set_input copies either way, as TVM's)
+        self.zero_copy_inputs: bool = bool(self._zc_eids) and _zero_copy_default()
 
     # ---- loading: storage, nodes, functions -----------------------------------------------------
     def _init_storage(self, shapes: list[Any]) -> None:
@@ -199,6 +208,8 @@ class GraphExecutor:
             self._arena, views, self.storage_bytes = self._storage.allocate(
                 dict(enumerate(shapes)), alloc_arena)
             self._entries = [views[e] for e in range(n_entries)]
+            self._arena_span = (self._arena.ctypes.data, self._arena.nbytes) if isinstance(
+                self._arena, np.ndarray) else (0, 0)  # (address, bytes): see _bindable
             if dev.device_type != kDLCPU:  # a GPU: the storages live in device memory
                 ssize = self._storage.sizes({e: shapes[e] for e in range(n_entries)})
                 self._entries = _device_entries(dev, ssize, sids, self._entries)
@@ -218,6 +229,18 @@ class GraphExecutor:
         self._unset = set(self._input_names)
         self._param_names: set[str] = set()
         check_storage_plan(self._nodes, self._sids, self._input_nids, self._output_eids)
+        # the inputs that can be bound to a caller's array without a copy: a static graph on the
+        # CPU (not WebAssembly), the input's storage its own (no other entry, so no kernel ever
+        # writes it), not a graph output, not empty
+        n_in_sid: dict[int, int] = {}
+        for sid in self._sids:
+            n_in_sid[sid] = n_in_sid.get(sid, 0) + 1
+        ok = (not self._symbolic and self.device.device_type == kDLCPU
+              and not hasattr(self.lib, "alloc_arena"))
+        self._zc_eids = frozenset(
+            e for e in self._input_eids if ok and n_in_sid[self._sids[e]] == 1
+            and e not in self._output_eid_set and self._entries[e]._arr.nbytes > 0)
+        self._bound: dict[int, tuple[np.ndarray, int]] = {}  # entry -> (caller's array, address)
 
     def _bind_functions(self) -> None:
         """Each op node bound to its library function, its raw call prepared once (a static
@@ -237,6 +260,16 @@ class GraphExecutor:
                                          "same size in the same storage")
                 continue
             self._funcs[node.nid] = self._lookup(node)
+        if self._zc_eids:  # an input some kernel may write (its signature says so) is copied
+            zc = set(self._zc_eids)
+            for node in self._nodes:
+                func = self._funcs.get(node.nid)
+                bufs = getattr(func, "_bufs", None)
+                written = None if bufs is None else {p.index for p in bufs if p.written}
+                for j, eid in enumerate(node.inputs):
+                    if eid in zc and func is not None and (written is None or j in written):
+                        zc.discard(eid)
+            self._zc_eids = frozenset(zc)
         # symbolic shapes: the inputs set for the next run (on a GPU also device arrays)
         self._pending: dict[int, Any] = {}
         self._active: _Plan | None = None
@@ -250,6 +283,7 @@ class GraphExecutor:
         ``shape_args``), checked once (a mismatch between the graph and the library is reported
         here, naming the node)."""
         plan = _Plan(entries)
+        prev: list[Any] = []
         for node in self._nodes:
             func = self._funcs.get(node.nid)
             if func is None:
@@ -272,6 +306,12 @@ class GraphExecutor:
             if any(dst is not None for dst, _ in writeback):  # cannot happen: views are aligned
                 raise RuntimeError(f"node {node.name}: an entry needs a copy to be passed")
             plan.keepalive.append(writeback)  # scratch of empty entries
+            k = len(plan.calls)
+            for j, eid in enumerate(node.inputs):  # where a bound input's pointer goes
+                if eid in self._zc_eids:
+                    plan.sites.setdefault(eid, []).append((k, j))
+            plan.offsets.append(plan.offsets[-1] + 2 + len(prev) if plan.offsets else 0)
+            prev = raw
             plan.calls.append((func._cfunc, tuple(raw)))
             plan.call_nodes.append(node)
             plan.call_funcs.append(func)
@@ -411,22 +451,95 @@ class GraphExecutor:
         """Copy ``value`` into input ``key`` (name or index), checking its shape and dtype; and
         each ``name=value`` of ``params``. Every value is checked before any is copied: on an
         error no input has changed."""
+        self._set_inputs(key, value, params, False)
+
+    def _set_inputs(self, key: Any, value: Any, params: Mapping[str, Any], bind: bool) -> None:
+        """``set_input``; ``bind``: a numpy value whose array (the value itself, or the
+        executor's own conversion of it to the input's dtype) ``_bindable`` accepts is not
+        copied but bound (``_bind``), as by ``set_input_zero_copy``."""
         with self._use.lock:
             self._enter()
             todo = []
             if key is not None:
                 i = self._input_idx(key)
-                todo.append((i, self._checked(i, value, f"set_input({self._input_names[i]!r})",
-                                              convert=True)))
+                todo.append((i, value, self._checked(
+                    i, value, f"set_input({self._input_names[i]!r})", convert=True)))
             for k, v in params.items():
                 i = self._input_idx(k)
-                todo.append((i, self._checked(i, v, f"set_input({self._input_names[i]!r})",
-                                              convert=True)))
-            for i, src in todo:
-                self._copy_in(i, src)
+                todo.append((i, v, self._checked(i, v, f"set_input({self._input_names[i]!r})",
+                                                 convert=True)))
+            for i, v, src in todo:
+                if bind and isinstance(v, np.ndarray) and isinstance(
+                        addr := self._bindable(i, src), int):
+                    self._bind(i, src, addr)
+                else:
+                    self._copy_in(i, src)
                 self._use.set(i)
                 if self._input_eids[i] in self._output_eid_set:  # a graph output is this input
                     self._use.outputs_changed()
+
+    def set_input_zero_copy(self, key: Any, value: Any) -> None:
+        """Input ``key`` reads ``value``'s memory, no copy (TVM's ``set_input_zero_copy``): every
+        run until the input is set again reads the array as it is then (the executor keeps a
+        reference; kernels never write it). ``value``: an NDArray or numpy array of the input's
+        shape and dtype, C-contiguous, writable, 64-byte aligned (the kernels' assumption,
+        ``tvm.nd.empty`` / ``tvm.nd.array`` allocate so) and outside the executor's storage;
+        else ValueError saying why. Not for symbolic shapes, GPUs or WebAssembly."""
+        with self._use.lock:
+            self._enter()
+            i = self._input_idx(key)
+            where = f"set_input_zero_copy({self._input_names[i]!r})"
+            if isinstance(value, NDArray) and getattr(value, "_on_device", False):
+                raise ValueError(f"{where}: a device array cannot be bound on {self.device}")
+            src = self._checked(i, value, where)
+            addr = self._bindable(i, src)
+            if isinstance(addr, str):
+                raise ValueError(f"{where}: {addr}; use set_input (a copy)")
+            self._bind(i, src, addr)
+            self._use.set(i)
+
+    def _bindable(self, i: int, src: np.ndarray) -> int | str:
+        """``src``'s address when the kernels can read it (input ``i``'s shape and dtype,
+        checked) in place, else why not."""
+        e = self._input_eids[i]
+        if e not in self._zc_eids:
+            return ("this input is always copied (symbolic shapes, a GPU or WebAssembly, or "
+                    "its storage shared with another entry or an output)")
+        if not src.flags.c_contiguous:
+            return "the array is not C-contiguous"
+        if not src.flags.writeable:  # (as Function.prepare: read-only memory is never passed)
+            return "the array is read-only"
+        addr = src.ctypes.data
+        if addr % ALIGNMENT:
+            return f"the array's address is not a multiple of {ALIGNMENT} bytes"
+        lo, n = self._arena_span
+        if addr < lo + n and lo < addr + src.nbytes:
+            return "the array is in the executor's own storage"
+        return int(addr)
+
+    def _bind(self, i: int, src: np.ndarray, addr: int) -> None:
+        self._bound[self._input_eids[i]] = (src, addr)
+        self._unset.discard(self._input_names[i])
+
+    def _patch_bound(self, plan: _Plan) -> None:
+        """Point ``plan``'s calls (and its native table) at each bound input's array, and back
+        at their own storage for the inputs no longer bound."""
+        table = plan.native._table if plan.native else None
+        for e, sites in plan.sites.items():
+            b = self._bound.get(e)
+            addr = b[1] if b is not None else plan.entries[e]._ptr
+            if plan.patched.get(e, plan.entries[e]._ptr) == addr:
+                continue
+            calls = plan.calls
+            for k, j in sites:
+                cfunc, args = calls[k]
+                calls[k] = (cfunc, args[:j] + (addr,) + args[j + 1:])
+                if table is not None:
+                    table[plan.offsets[k] + 2 + j] = addr - (1 << 64) if addr >= 1 << 63 else addr
+            if b is None:
+                del plan.patched[e]
+            else:
+                plan.patched[e] = addr
 
     def _checked(self, i: int, value: Any, where: str, convert: bool = False) -> np.ndarray:
         """``value`` as an array of input ``i``'s shape and dtype, else ValueError/TypeError
@@ -467,6 +580,8 @@ class GraphExecutor:
                                  f"shape {shape}")
 
     def _copy_in(self, i: int, src: np.ndarray) -> None:
+        if self._bound:
+            self._bound.pop(self._input_eids[i], None)
         if self._symbolic and is_symbolic(self._sym[self._input_eids[i]].dims):
             # its storage depends on the shapes of this run: kept until run() picks the plan
             self._pending[i] = np.array(src, copy=True, order="C")
@@ -512,6 +627,9 @@ class GraphExecutor:
             self._enter()
             i = self._input_idx(key)
             arr = self._entries[self._input_eids[i]]
+            bound = self._bound.get(self._input_eids[i])
+            if bound is not None:
+                arr = NDArray(bound[0], self.device)
             if i in self._pending:
                 arr = NDArray(self._pending[i], self.device)
             if out is not None:
@@ -607,10 +725,14 @@ class GraphExecutor:
                                "set_input first")
 
     def run(self, **inputs: Any) -> None:
-        """Execute every node once, in graph order (after setting ``inputs``, atomically)."""
+        """Execute every node once, in graph order (after setting ``inputs``, atomically).
+        With ``zero_copy_inputs`` (default; ``TVMPY_GRAPH_ZERO_COPY=0`` turns it off) a numpy
+        input that ``set_input_zero_copy`` accepts (64-byte aligned, C-contiguous, writable, of
+        the input's dtype) is read in place instead of copied, and stays bound as by
+        ``set_input_zero_copy`` until set again; any other value is copied as by set_input."""
         with self._use.lock:
             if inputs:
-                self.set_input(**inputs)
+                self._set_inputs(None, None, inputs, self.zero_copy_inputs)
             else:
                 self._enter()
             self._use.before_run(self._input_name)
@@ -629,6 +751,8 @@ class GraphExecutor:
         native runner once it has one (native_run.py), else by the Python loop."""
         plan = self._active
         if plan is not None:
+            if self._bound or plan.patched:
+                self._patch_bound(plan)
             native = plan.native
             if native:
                 k = native()
@@ -839,7 +963,7 @@ class GraphExecutor:
         return ProfileReport(rows, statistics.median(t_total), statistics.median(per_run))
 
     # ---- TVM-style function access --------------------------------------------------------------
-    _EXPORTED = ("set_input", "run", "get_output", "get_input", "get_num_outputs",
+    _EXPORTED = ("set_input", "set_input_zero_copy", "run", "get_output", "get_input", "get_num_outputs",
                  "get_num_inputs", "load_params", "get_input_index", "get_input_info",
                  "benchmark", "profile")
 

@@ -65,7 +65,7 @@ class _Plan:
     """The entries (views into storage) and prepared calls for one set of concrete shapes."""
 
     __slots__ = ("entries", "calls", "call_nodes", "call_funcs", "keepalive", "arena", "nbytes",
-                 "env", "cuda_graph", "runs", "native")
+                 "env", "cuda_graph", "runs", "native", "sites", "offsets", "patched")
 
     def __init__(self, entries: list[NDArray]):
         self.entries = entries
@@ -79,6 +79,12 @@ class _Plan:
         self.cuda_graph: Any = None  # its captured CUDA graphs (cuda_graph.py), made on first run
         self.runs = 0  # runs by the Python loop (the native runner is built after a few)
         self.native: Any = None  # its calls as one native function (native_run.py); False: none
+        # inputs bound without a copy (``GraphExecutor._bind``): per input entry the
+        # (call, argument) positions of its pointer; each call's first word in the native table;
+        # per entry the address now patched in (absent: its own storage's)
+        self.sites: dict[int, list[tuple[int, int]]] = {}
+        self.offsets: list[int] = []
+        self.patched: dict[int, int] = {}
 
 
 class StoragePlan:
